@@ -1,0 +1,135 @@
+/* tpl — template compiler and VM for agent prompts.  Public API.
+ *
+ * Conventions (DESIGN.md §6):
+ *  - Opaque types; every function returns a tpl_status (TPL_OK = 0) unless stated otherwise.
+ *  - Strings are UTF-8 with an explicit byte length; they need not be NUL-terminated.
+ *  - Ownership is stated per function. "Borrowed" means the callee keeps no reference after it
+ *    returns; "owned by X" means the pointer dies with X.
+ *  - A compiled tpl_program is immutable and may be rendered from many threads at once, each
+ *    thread with its own tpl_render.
+ *  - Errors never longjmp through host frames: a failing call returns a status and fills the
+ *    tpl_error record of the object it was called on.
+ */
+#ifndef TPL_H
+#define TPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPL_VERSION_STRING "0.1.0"
+
+/* Status codes. Template errors (syntax, undefined, type, limit) are 1..63; usage and I/O
+ * errors are 64 and above (the CLI maps them to exit status 1 and 2). */
+typedef enum tpl_status {
+    TPL_OK = 0,
+    TPL_ERR_SYNTAX = 1,     /* the template does not parse; or uses a construct tpl refuses */
+    TPL_ERR_UNDEFINED = 2,  /* strict undefined printed, iterated or tested; unknown ERB name */
+    TPL_ERR_TYPE = 3,       /* operation on values of the wrong type, int64 overflow, 1/0 */
+    TPL_ERR_LIMIT = 4,      /* fuel, depth, output or memory limit reached */
+    TPL_ERR_RAISED = 5,     /* raise_exception() / a host function reported failure */
+    TPL_ERR_VALUE = 6,      /* bad argument value (e.g. invalid format spec) */
+    TPL_ERR_STATE = 7,      /* the render state (JSON) is invalid */
+    TPL_ERR_USAGE = 64,     /* bad API use or option */
+    TPL_ERR_IO = 65,        /* a file could not be read or written */
+    TPL_ERR_NOMEM = 66,     /* allocation failed */
+    TPL_ERR_CORRUPT = 67,   /* a .tplb failed verification */
+} tpl_status;
+
+/* Where an error happened. Line and column are 1-based; the column counts code points.
+ * line == 0 means no location. All strings are owned by the object the error came from and stay
+ * valid until its next failing call or its destruction. */
+typedef struct tpl_error {
+    tpl_status status;
+    const char *message;    /* without location, e.g. "'name' is undefined" */
+    const char *file;       /* template name given at compile time */
+    uint32_t line, column;
+    const char *source_line;/* the source line (no newline), or NULL */
+} tpl_error;
+
+/* Template syntaxes (DESIGN.md §2). */
+typedef enum tpl_syntax { TPL_SYNTAX_JINJA = 0, TPL_SYNTAX_ERB = 1, TPL_SYNTAX_FMT = 2 } tpl_syntax;
+
+/* Compile-time options. Zero-initialise, then set fields; tpl_options_profile() fills a profile.
+ * Profiles (DESIGN.md §2): "jinja2" (Jinja2 defaults), "pinecall" (trim_blocks, lstrip_blocks,
+ * keep_trailing_newline, strict, tidy), "hf" (trim_blocks, lstrip_blocks, loop controls,
+ * raise_exception, strftime_now, the transformers tojson). */
+typedef struct tpl_options {
+    tpl_syntax syntax;
+    bool trim_blocks;           /* as Jinja2's trim_blocks */
+    bool lstrip_blocks;         /* as Jinja2's lstrip_blocks */
+    bool keep_trailing_newline; /* as Jinja2's keep_trailing_newline */
+    bool strict;                /* StrictUndefined instead of Undefined */
+    bool tidy;                  /* rstrip lines, squeeze 3+ newlines to 2, strip both ends */
+    bool hf;                    /* Hugging Face chat-template environment */
+} tpl_options;
+
+/* Fills *o with the named profile for the syntax; returns TPL_ERR_USAGE for an unknown name or
+ * a profile that does not apply to the syntax ("jinja2" and "hf" are Jinja-only). */
+tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile);
+
+/* Limits of one render. 0 means the default given beside each field. */
+typedef struct tpl_limits {
+    uint64_t fuel;          /* instructions per render (default 100,000,000) */
+    uint32_t max_depth;     /* macro call / include depth (default 200) */
+    uint64_t max_output;    /* output bytes (default 64 MiB) */
+    uint64_t max_memory;    /* render arena bytes (default 256 MiB) */
+} tpl_limits;
+
+typedef struct tpl_program tpl_program;
+typedef struct tpl_render tpl_render;
+
+/* Compiles a template. `name` is used in diagnostics (borrowed; copied). `src` is borrowed: the
+ * program owns copies of every string it needs. On success *out is a new program the caller
+ * frees with tpl_program_free. On failure returns TPL_ERR_SYNTAX (or NOMEM) and, when err is not
+ * NULL, fills *err; the strings in *err stay valid until tpl_error_clear(err). */
+tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts,
+                       tpl_program **out, tpl_error *err);
+void tpl_program_free(tpl_program *p);
+/* Releases the strings of an error record filled by tpl_compile (no-op on a zeroed record). */
+void tpl_error_clear(tpl_error *err);
+
+/* Prints the program's disassembly (offset, opcode, operands, source line) to a malloc'd
+ * string the caller frees with free(). NULL on allocation failure. */
+char *tpl_disassemble(const tpl_program *p);
+
+/* ---- render ---- */
+
+/* A render context: arena, output buffer, state, facts, language. Reusable: render many times;
+ * each render resets the arena, so a steady-state render allocates nothing. Not thread-safe:
+ * one tpl_render per thread. Free with tpl_render_free. */
+tpl_render *tpl_render_new(const tpl_limits *limits);
+void tpl_render_free(tpl_render *r);
+
+/* Sets the template variables from a JSON object (UTF-8 text, borrowed). The previous state is
+ * dropped. Returns TPL_ERR_STATE with the JSON's own line and column in the render's error on
+ * invalid JSON or when the top level is not an object. */
+tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);
+/* Adds a fact that memory told this call (borrowed; copied). remembers(words) is true when some
+ * fact contains words (both NFC-normalised, case-sensitive). */
+tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);
+void tpl_render_clear_facts(tpl_render *r);
+/* Sets the `call` builtin: channel (phone|web|whatsapp) and medium (voice|text; NULL = whatsapp →
+ * text, otherwise voice). Strings borrowed; copied. */
+tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
+
+/* Renders the program. On TPL_OK, *out/*out_len point at the output, owned by r and valid until
+ * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
+ * (tpl_render_error) holds the status, message and template location. */
+tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len);
+/* The last error of this render context (valid until the next call on r). */
+const tpl_error *tpl_render_error(const tpl_render *r);
+
+/* Formats an error as "FILE:LINE:COL: error: MESSAGE\n  source line\n  caret\n" into a malloc'd
+ * string the caller frees. `src` (borrowed, may be NULL) supplies the source line when the record
+ * has none. */
+char *tpl_error_format(const tpl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

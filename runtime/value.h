@@ -1,0 +1,169 @@
+/* Values, the per-render arena, lists, maps and string builders.
+ *
+ * A value is 16 bytes and never owns memory: strings, lists and maps point into an arena (the
+ * render's, the state's or the program's constant pool), and an arena frees everything at once.
+ * The compiled program is immutable; a render never writes to memory it did not allocate. */
+#ifndef TPL_VALUE_H
+#define TPL_VALUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+/* ------------------------------------------------------------------ arena */
+
+/* One chunk of an arena; chunks form a singly linked list, newest first. */
+typedef struct tpl_chunk {
+    struct tpl_chunk *next;
+    size_t size, used;
+    _Alignas(16) unsigned char data[];
+} tpl_chunk;
+
+/* A bump allocator. `limit` (bytes, 0 = none) caps the total size of all chunks; an allocation
+ * past it returns NULL and sets `over_limit`. Reset keeps the largest chunk for reuse, so a
+ * steady-state render performs no heap allocation. */
+typedef struct tpl_arena {
+    tpl_chunk *head;
+    size_t total, limit;
+    bool over_limit;
+} tpl_arena;
+
+void tpl_arena_init(tpl_arena *a, size_t limit);
+/* Returns 16-byte aligned memory valid until reset/free, or NULL (out of memory or limit). */
+void *tpl_arena_alloc(tpl_arena *a, size_t n);
+/* Copies n bytes into the arena (plus a NUL terminator); NULL on failure. */
+char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n);
+void tpl_arena_reset(tpl_arena *a);
+void tpl_arena_free(tpl_arena *a);
+
+/* ------------------------------------------------------------------ values */
+
+typedef enum tpl_type {
+    TPL_T_UNDEF = 0, /* Jinja2's Undefined: u.s/len name what was missing (see aux) */
+    TPL_T_NONE,      /* None / nil / JSON null */
+    TPL_T_BOOL,      /* u.i is 0 or 1 */
+    TPL_T_INT,       /* u.i, int64; overflow is a runtime error */
+    TPL_T_FLOAT,     /* u.f */
+    TPL_T_STR,       /* u.s (UTF-8, not NUL-terminated in general), len bytes */
+    TPL_T_LIST,      /* u.list; flag TPL_F_TUPLE prints as a tuple */
+    TPL_T_MAP,       /* u.map, insertion-ordered */
+    TPL_T_FUNC,      /* builtin global function (aux = builtin id) or bound method (u.bound) */
+    TPL_T_MACRO,     /* u.macro */
+    TPL_T_LOOP,      /* u.loop, the `loop` variable of a for loop */
+    TPL_T_UNSET,     /* internal: a local slot not assigned yet, or a missing argument */
+} tpl_type;
+
+enum {
+    TPL_F_SAFE = 1,      /* string: markup-safe (Jinja2 Markup) */
+    TPL_F_TUPLE = 2,     /* list: a Python tuple */
+    TPL_F_NS = 4,        /* map: a Jinja2 namespace() object (attribute assignment allowed) */
+    TPL_F_SYMBOL = 8,    /* string: came from an ERB :symbol literal (prints the same) */
+};
+
+/* aux of an undefined value: what was missing. */
+enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3 };
+
+struct tpl_list;
+struct tpl_map;
+struct tpl_bound;
+struct tpl_macro;
+struct tpl_loop;
+
+typedef struct tpl_value {
+    uint8_t type;   /* tpl_type */
+    uint8_t flags;  /* TPL_F_* */
+    uint16_t aux;   /* func: builtin id; undef: TPL_UNDEF_* */
+    uint32_t len;   /* str: bytes; undef: bytes of the missing name */
+    union {
+        int64_t i;
+        double f;
+        const char *s;
+        struct tpl_list *list;
+        struct tpl_map *map;
+        struct tpl_bound *bound;
+        struct tpl_macro *macro;
+        struct tpl_loop *loop;
+        void *p;
+    } u;
+} tpl_value;
+
+typedef struct tpl_list {
+    uint32_t len, cap;
+    tpl_value *items;
+} tpl_list;
+
+typedef struct tpl_entry {
+    tpl_value key, val;
+    uint64_t hash;
+} tpl_entry;
+
+typedef struct tpl_map {
+    uint32_t len, cap;
+    uint32_t idx_cap;   /* 0 = no index (linear scan); else power of two */
+    tpl_entry *e;
+    uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
+    /* For undefined-attribute messages: the container was a "dict object" (jinja) */
+} tpl_map;
+
+/* A method bound to its receiver: `s.upper` before it is called. */
+typedef struct tpl_bound {
+    tpl_value self;
+    uint16_t method;    /* builtin id */
+} tpl_bound;
+
+static inline tpl_value tpl_v_undef(void) { tpl_value v = {0}; v.type = TPL_T_UNDEF; v.aux = TPL_UNDEF_PLAIN; return v; }
+static inline tpl_value tpl_v_unset(void) { tpl_value v = {0}; v.type = TPL_T_UNSET; return v; }
+static inline tpl_value tpl_v_none(void) { tpl_value v = {0}; v.type = TPL_T_NONE; return v; }
+static inline tpl_value tpl_v_bool(bool b) { tpl_value v = {0}; v.type = TPL_T_BOOL; v.u.i = b; return v; }
+static inline tpl_value tpl_v_int(int64_t i) { tpl_value v = {0}; v.type = TPL_T_INT; v.u.i = i; return v; }
+static inline tpl_value tpl_v_float(double f) { tpl_value v = {0}; v.type = TPL_T_FLOAT; v.u.f = f; return v; }
+static inline tpl_value tpl_v_str(const char *s, size_t n) { tpl_value v = {0}; v.type = TPL_T_STR; v.len = (uint32_t)n; v.u.s = s; return v; }
+static inline tpl_value tpl_v_list(tpl_list *l) { tpl_value v = {0}; v.type = TPL_T_LIST; v.u.list = l; return v; }
+static inline tpl_value tpl_v_map(tpl_map *m) { tpl_value v = {0}; v.type = TPL_T_MAP; v.u.map = m; return v; }
+
+/* Lists and maps allocated in an arena. Functions returning bool fail only on arena exhaustion. */
+tpl_list *tpl_list_new(tpl_arena *a, uint32_t cap);
+bool tpl_list_push(tpl_arena *a, tpl_list *l, tpl_value v);
+tpl_map *tpl_map_new(tpl_arena *a, uint32_t cap);
+/* Sets key to val (replacing in place, keeping the first insertion position). */
+bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val);
+/* Looks a key up; NULL when absent. Keys compare with Python equality (1 == 1.0 == True). */
+tpl_value *tpl_map_get(const tpl_map *m, tpl_value key);
+/* Fast path for string keys with a precomputed tpl_hash_str hash. */
+tpl_value *tpl_map_get_str(const tpl_map *m, const char *s, size_t n, uint64_t hash);
+bool tpl_map_del(tpl_map *m, tpl_value key);
+
+uint64_t tpl_hash_str(const char *s, size_t n);
+/* Hash consistent with tpl_equal for hashable values (str, int, float, bool, none). */
+uint64_t tpl_hash_value(tpl_value v);
+
+/* Python `==`: numbers by value (True == 1), strings by bytes, containers element-wise. */
+bool tpl_equal(tpl_value a, tpl_value b);
+
+static inline bool tpl_is_str(tpl_value v) { return v.type == TPL_T_STR; }
+static inline bool tpl_is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BOOL; }
+
+/* ------------------------------------------------------------------ string builder */
+
+/* A growable byte buffer in an arena (or on the heap when arena is NULL). */
+typedef struct tpl_sb {
+    tpl_arena *arena;
+    char *p;
+    size_t len, cap;
+    bool failed;       /* allocation failed; contents are truncated */
+} tpl_sb;
+
+void tpl_sb_init(tpl_sb *b, tpl_arena *arena);
+bool tpl_sb_reserve(tpl_sb *b, size_t extra);
+void tpl_sb_put(tpl_sb *b, const char *s, size_t n);
+void tpl_sb_putc(tpl_sb *b, char c);
+void tpl_sb_puts(tpl_sb *b, const char *s);
+void tpl_sb_printf(tpl_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends the UTF-8 encoding of code point cp. */
+void tpl_sb_put_cp(tpl_sb *b, uint32_t cp);
+/* The built string as a value (points into the builder's storage). */
+static inline tpl_value tpl_sb_value(const tpl_sb *b) { return tpl_v_str(b->p ? b->p : "", b->len); }
+/* Frees heap storage (arena == NULL only). */
+void tpl_sb_free(tpl_sb *b);
+
+#endif

@@ -1,0 +1,90 @@
+/* Internal interface between the VM, the builtins (stdlib/) and value printing.
+ * Nothing here is public: hosts use include/tpl.h. */
+#ifndef TPL_VM_H
+#define TPL_VM_H
+
+#include "value.h"
+#include "../include/tpl.h"
+
+typedef struct tpl_vm tpl_vm;
+
+/* Syntax whose semantics apply (truthiness, printing, division). */
+typedef enum { TPL_SYN_JINJA = 0, TPL_SYN_ERB = 1, TPL_SYN_FMT = 2 } tpl_syntax_id;
+
+/* Records a runtime error at the current instruction's span and returns -1 (so builtins can
+ * `return tpl_vm_error(...)`). code is a TPL_ERR_* status. The message is printf-formatted. */
+int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The render's arena: everything a builtin returns must live here (or be borrowed from args). */
+tpl_arena *tpl_vm_arena(tpl_vm *vm);
+/* Profile/option queries builtins need. */
+bool tpl_vm_strict(const tpl_vm *vm);
+int tpl_vm_syntax(const tpl_vm *vm);
+/* The facts given to this render (remembers), NFC-normalised, and their count. */
+const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n);
+
+/* Python truthiness (Jinja); errors (-1) only on strict undefined. */
+int tpl_truthy_py(tpl_vm *vm, tpl_value v);
+/* Ruby truthiness: only nil and false are false. */
+static inline bool tpl_truthy_rb(tpl_value v) { return !(v.type == TPL_T_NONE || (v.type == TPL_T_BOOL && !v.u.i) || v.type == TPL_T_UNDEF); }
+
+/* Jinja2 getattr / getitem (attribute-then-item for `.`, item-then-attribute for `[]`).
+ * Never fails for a missing key: the result is an undefined value naming what was missing. */
+int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out);
+int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
+/* Jinja2's environment.getattr on a dotted path ("a.b.0") as used by map(attribute=...). */
+int tpl_getpath(tpl_vm *vm, tpl_value obj, tpl_value path, tpl_value *out);
+
+/* Calls a filter or test by name (map('upper'), select('odd')); args[0] is the subject. */
+int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out);
+int tpl_call_test_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out);
+/* Calls any callable value (macro, builtin function, bound method) with positional arguments. */
+int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_value *out);
+
+/* Python ordering for sort/min/max (`<`); returns -1 and sets an error when the types don't
+ * compare. case_sensitive=false lowercases strings first, as Jinja2's sort filters do. */
+int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *cmp);
+
+/* Iteration helper: converts any iterable (list, tuple, map keys, string characters) to a list.
+ * Errors with a TypeError-like message on non-iterables (strict undefined errors too). */
+int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out);
+
+/* ------------------------------------------------------------------ printing (runtime/print.c) */
+
+/* Python str(v) as Jinja2 prints it: None, True, shortest round-trip floats (1e+16, 0.1),
+ * containers as repr. Undefined prints "" (the caller checks strictness before). */
+void tpl_py_str(tpl_sb *b, tpl_value v);
+/* Python repr(v): strings quoted with Python's quote choice and escapes. */
+void tpl_py_repr(tpl_sb *b, tpl_value v);
+/* Python float repr (shortest round-trip, 'r' format). */
+void tpl_py_float(tpl_sb *b, double d);
+/* Ruby to_s / inspect (ERB printing): nil → "", 1.0e+16, {"a"=>1}. */
+void tpl_rb_to_s(tpl_sb *b, tpl_value v);
+void tpl_rb_inspect(tpl_sb *b, tpl_value v);
+/* json.dumps(v, ensure_ascii, indent (<0 = None), separators (NULL = default), sort_keys).
+ * Returns false (and sets nothing) when a value can't be serialised (undefined, callable). */
+bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const char *item_sep,
+                    const char *key_sep, bool sort_keys);
+/* Jinja2's own tojson filter: htmlsafe_json_dumps (sorted keys, <>&' escaped as \u00XX). */
+bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent);
+
+/* ------------------------------------------------------------------ unicode (runtime/unicode.c) */
+
+/* Decodes one code point at s[*i] (advancing *i); invalid bytes decode as U+FFFD, one byte. */
+uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i);
+/* Number of code points in s. */
+size_t tpl_utf8_len(const char *s, size_t n);
+/* Byte offset of code point index cp (clamped to n). */
+size_t tpl_utf8_offset(const char *s, size_t n, size_t cp);
+/* Python str.isspace() for one code point. */
+bool tpl_py_isspace(uint32_t cp);
+/* Python strip family: which = 1 left, 2 right, 3 both; chars NULL = whitespace. */
+tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars);
+/* Python str.upper/lower/title/capitalize with full case mapping (into the builder). */
+void tpl_py_upper(tpl_sb *b, const char *s, size_t n);
+void tpl_py_lower(tpl_sb *b, const char *s, size_t n);
+void tpl_py_title(tpl_sb *b, const char *s, size_t n);
+void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n);
+/* NFC normalisation into the arena (for remembers). */
+tpl_value tpl_nfc(tpl_arena *a, tpl_value s);
+
+#endif
