@@ -117,7 +117,7 @@ void tpl_render_clear_facts(tpl_render *r);
  * text, otherwise voice). Strings borrowed; copied. */
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
 
-/* Renders the program. On TPL_OK, *out/*out_len point at the output, owned by r and valid until
+/* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. */
 tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len);

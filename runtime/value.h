@@ -20,8 +20,8 @@ typedef struct tpl_chunk {
 } tpl_chunk;
 
 /* A bump allocator. `limit` (bytes, 0 = none) caps the total size of all chunks; an allocation
- * past it returns NULL and sets `over_limit`. Reset keeps the largest chunk for reuse, so a
- * steady-state render performs no heap allocation. */
+ * past it returns NULL and sets `over_limit`. Reset keeps one chunk (as large as all the chunks
+ * together) for reuse, so a steady-state render performs no heap allocation. */
 typedef struct tpl_arena {
     tpl_chunk *head;
     size_t total, limit;
@@ -61,7 +61,8 @@ enum {
 };
 
 /* aux of an undefined value: what was missing. */
-enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3 };
+enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3,
+       TPL_UNDEF_COND = 4 /* an inline if without else: always lenient (Jinja2's cond_expr_undefined) */ };
 
 struct tpl_list;
 struct tpl_map;

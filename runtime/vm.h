@@ -18,6 +18,8 @@ int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...) __attribute__((form
 tpl_arena *tpl_vm_arena(tpl_vm *vm);
 /* Profile/option queries builtins need. */
 bool tpl_vm_strict(const tpl_vm *vm);
+/* True for the hf profile (Hugging Face chat templates: transformers tojson, sandbox limits). */
+bool tpl_vm_hf(const tpl_vm *vm);
 int tpl_vm_syntax(const tpl_vm *vm);
 /* The facts given to this render (remembers), NFC-normalised, and their count. */
 const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n);
@@ -86,5 +88,8 @@ void tpl_py_title(tpl_sb *b, const char *s, size_t n);
 void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n);
 /* NFC normalisation into the arena (for remembers). */
 tpl_value tpl_nfc(tpl_arena *a, tpl_value s);
+/* 14 or 15 when cp was first assigned in Unicode 14.0 / 15.0, else 0. utf8proc knows these code
+ * points, but the reference engines do not (CPython 3.11 has Unicode 14, Ruby 3.1 Unicode 13). */
+unsigned tpl_unicode_age_after13(uint32_t cp);
 
 #endif

@@ -24,22 +24,34 @@ typedef int (*tpl_builtin_fn)(tpl_vm *vm, tpl_value *a, tpl_value *out);
 
 #define TPL_MAX_PARAMS 8
 
+/* One row of the builtin table: everything known at compile time. The table is `static const`
+ * (no mutable global state); the parameter list is parsed from `params` on demand by
+ * tpl_builtin_signature (a few dozen bytes of work). */
 typedef struct tpl_builtin_info {
     uint8_t kind;                 /* tpl_builtin_kind */
-    uint8_t nparams;              /* entries in `a` */
-    uint8_t nrequired;            /* leading required parameters */
-    int8_t varargs;               /* index of the *args parameter or -1 */
-    int8_t varkw;                 /* index of the **kwargs parameter or -1 */
     const char *name;
     const char *params;           /* the spec string from builtins.def */
     tpl_builtin_fn fn;
-    const char *pnames[TPL_MAX_PARAMS]; /* parameter names (no markers) */
-    uint8_t pnamelen[TPL_MAX_PARAMS];
 } tpl_builtin_info;
 
-/* The table, indexed by tpl_builtin_id (parsed from the spec strings once, at first use). */
+/* A builtin's parsed parameter list. */
+typedef struct tpl_builtin_sig {
+    uint8_t nparams;              /* entries in `a` */
+    uint8_t nrequired;            /* leading required parameters */
+    uint8_t npositional;          /* parameters that can be bound by position (before *args) */
+    int8_t varargs;               /* index of the *args parameter or -1 */
+    int8_t varkw;                 /* index of the **kwargs parameter or -1 */
+    uint8_t optional[TPL_MAX_PARAMS]; /* 1 when the parameter is `name?` */
+    const char *pnames[TPL_MAX_PARAMS]; /* parameter names (no markers), point into params */
+    uint8_t pnamelen[TPL_MAX_PARAMS];
+} tpl_builtin_sig;
+
+/* The table row of a builtin id (NULL when out of range). */
 const tpl_builtin_info *tpl_builtin(int id);
-/* Finds a builtin by kind and name; -1 when there is none. */
+/* Parses the parameter list of builtin `id` into *sig; false when id is out of range. */
+bool tpl_builtin_signature(int id, tpl_builtin_sig *sig);
+/* Finds a builtin by kind and name; -1 when there is none. For TPL_BK_TEST the operator
+ * aliases Jinja2 registers ("==", "!=", "<", "<=", ">", ">=") are found too. */
 int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n);
 /* The closest builtin name of that kind by edit distance (for "did you mean"), or NULL. */
 const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t n);
@@ -54,5 +66,78 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
 #define TPL_BUILTIN(kind, id, name, fn, params) int fn(tpl_vm *vm, tpl_value *a, tpl_value *out);
 #include "builtins.def"
 #undef TPL_BUILTIN
+
+/* ------------------------------------------------------------------ shared with the VM */
+
+/* List flag: a groupby() result item, a 2-tuple (grouper, list) that also has the attributes
+ * `.grouper` (item 0) and `.list` (item 1), like Jinja2's _GroupTuple. Always set together with
+ * TPL_F_TUPLE; tpl_getattr should honour it. */
+#define TPL_F_GROUP 16
+
+/* Records Jinja2's UndefinedError for using undefined value v and returns -1:
+ * "'name' is undefined" (TPL_UNDEF_NAME), "'dict object' has no attribute 'x'" (ATTR; the
+ * container's tpl_type is taken from v.flags: 'None', 'list object', ...), "list object has no
+ * element 5" (ITEM; the name is the key's repr), or the hint text stored in the value
+ * (TPL_UNDEF_PLAIN, e.g. "No first item, sequence was empty."). Code TPL_ERR_UNDEFINED. */
+int tpl_undefined_error(tpl_vm *vm, tpl_value v);
+
+/* Python's `item in seq` (substring, list item, dict key) with Jinja2's undefined rules. */
+int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res);
+/* Python's `fmt % args` (printf-style formatting, as the `%` operator and the format filter):
+ * args is a tuple (TPL_F_TUPLE list: its items are the arguments), or any other single value (a
+ * map also serves %(name)s keys). A markup-safe fmt escapes its string arguments and gives a
+ * safe result, as Markup.__mod__ does. */
+int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out);
+/* Python's str.format(*args, **kwargs) (kwargs may be NULL). */
+int tpl_str_format(tpl_vm *vm, tpl_value fmt, const tpl_value *args, int nargs,
+                   const tpl_map *kwargs, tpl_value *out);
+/* Python's format(v, spec): the format-spec mini-language for str, int, float and bool; other
+ * types accept only an empty spec (str(v)). Appends to b. */
+int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_t n);
+
+/* ------------------------------------------------------------------ stdlib internals */
+
+/* Python's str.splitlines(keepends) and str.replace(old, new, count) (count < 0 = all). */
+int tpl_splitlines(tpl_vm *vm, tpl_value s, bool keepends, tpl_list **out);
+int tpl_str_replace(tpl_vm *vm, tpl_value s, tpl_value old, tpl_value new_, int64_t count, tpl_value *out);
+
+/* Python type name of a value, for error messages ("int", "str", "NoneType", "list", ...). */
+const char *tpl_type_name(const tpl_vm *vm, tpl_value v);
+/* Jinja2's soft_str: a string stays as it is (flags kept); undefined is "" (an error when
+ * strict); anything else becomes str(v) in the arena. */
+int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out);
+/* Iterates v into a list like tpl_to_list, but an undefined value is empty (an error when
+ * strict). */
+int tpl_iter_list(tpl_vm *vm, tpl_value v, tpl_list **out);
+/* Python operator.index(): ints and bools; errors "'T' object cannot be interpreted as an
+ * integer" otherwise. */
+int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out);
+/* Truthiness of an optional argument: dflt when missing (TPL_T_UNSET). -1 on error. */
+int tpl_arg_truthy(tpl_vm *vm, tpl_value v, bool dflt);
+static inline bool tpl_given(tpl_value v) { return v.type != TPL_T_UNSET; }
+/* Lower-cases a string (ASCII fast path; full Unicode mapping otherwise) into the arena. */
+tpl_value tpl_str_lower(tpl_vm *vm, tpl_value s);
+/* True when the n bytes at s are all ASCII. */
+bool tpl_is_ascii(const char *s, size_t n);
+/* Unicode classification with Python's rules (str.isalpha, isdecimal, isdigit, isnumeric,
+ * re's \w), from utf8proc's tables. */
+bool tpl_uc_isalpha(uint32_t cp);
+bool tpl_uc_isdecimal(uint32_t cp);
+bool tpl_uc_isdigit(uint32_t cp);
+bool tpl_uc_isnumeric(uint32_t cp);
+bool tpl_uc_isword(uint32_t cp);
+bool tpl_uc_isupper(uint32_t cp);
+bool tpl_uc_islower(uint32_t cp);
+bool tpl_uc_istitle(uint32_t cp);
+/* Jinja2's make_attrgetter: looks a dotted path ("a.b.0": digit parts are ints) or a single
+ * non-string key up with environment.getitem. A `dflt` other than None/unset replaces an
+ * undefined result after each part. attr unset or None returns item itself. */
+int tpl_attr_get(tpl_vm *vm, tpl_value item, tpl_value attr, tpl_value dflt, tpl_value *out);
+/* Calls a filter / test by name with positional arguments (args[0] is the subject) and
+ * optional keyword arguments (kwargs may be NULL or empty). */
+int tpl_filter_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,
+                       const tpl_map *kwargs, tpl_value *out);
+int tpl_test_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,
+                     const tpl_map *kwargs, bool *out);
 
 #endif

@@ -1,0 +1,98 @@
+/* The AST shared by every syntax. Front ends (grammar/) build it; the compiler lowers it.
+ * Nodes live in the compile arena; lists are linked through `next`. Every node has the byte
+ * offset of its first character in the source (its span start) for diagnostics. */
+#ifndef TPL_AST_H
+#define TPL_AST_H
+
+#include "../runtime/value.h"
+
+/* X(KIND, children meaning) — the one list of node kinds. */
+#define TPL_NODE_KINDS(X) \
+    /* expressions */ \
+    X(CONST,     "val = the constant") \
+    X(NAME,      "val = name (str)") \
+    X(GETATTR,   "a = object, val = attribute name") \
+    X(GETITEM,   "a = object, b = key") \
+    X(SLICE,     "a = object, b = start, c = stop, d = step (each may be NULL)") \
+    X(CALL,      "a = callee, b = args (list of ARG/KWARG/STARARG/STARKW)") \
+    X(ARG,       "a = value") \
+    X(KWARG,     "val = name, a = value") \
+    X(STARARG,   "a = value (*args)") \
+    X(STARKW,    "a = value (**kwargs)") \
+    X(FILTER,    "a = subject (NULL in filter blocks), val = name, b = args") \
+    X(TEST,      "a = subject, val = name, b = args; op = 1 when negated") \
+    X(BINOP,     "op = TPL_AOP_*, a, b") \
+    X(UNOP,      "op = TPL_AOP_NEG/POS/NOT, a") \
+    X(AND,       "a, b") \
+    X(OR,        "a, b") \
+    X(COMPARE,   "a = first operand, b = list of CMPOP") \
+    X(CMPOP,     "op = TPL_AOP_EQ.., a = right operand") \
+    X(CONDEXPR,  "a = test, b = then, c = else (NULL: undefined)") \
+    X(CONCAT,    "a = list of operands (~)") \
+    X(LIST,      "a = items") \
+    X(TUPLE,     "a = items") \
+    X(DICT,      "a = list of PAIR") \
+    X(PAIR,      "a = key, b = value") \
+    X(INTERP,    "a = list of parts (string interpolation, ERB \"#{}\")") \
+    /* statements */ \
+    X(TEXT,      "val = text") \
+    X(OUTPUT,    "a = expression to print") \
+    X(IF,        "a = test, b = body, c = else body (or an IF for elif)") \
+    X(FOR,       "a = target, b = iterable, c = body, d = else body, e = filter test; op = 1 recursive") \
+    X(SET,       "a = target, b = value") \
+    X(SETBLOCK,  "a = target, b = body, c = filters (FILTER list)") \
+    X(MACRO,     "val = name, a = params (NAME or KWARG with default), b = body") \
+    X(CALLBLOCK, "a = call expression, b = caller params, c = body") \
+    X(FILTERBLOCK, "a = filters, b = body") \
+    X(WITH,      "a = list of SET, b = body") \
+    X(BREAK,     "") \
+    X(CONTINUE,  "") \
+    X(INCLUDE,   "a = template expression; op bit 1 = ignore missing, bit 2 = without context") \
+    X(IMPORT,    "a = template, val = alias") \
+    X(FROMIMPORT,"a = template, b = list of (NAME val = name, a = alias NAME or NULL)") \
+    X(EXTENDS,   "a = template expression") \
+    X(BLOCK,     "val = name, b = body; op bit 1 = scoped, bit 2 = required") \
+    X(DO,        "a = expression") \
+    X(AUTOESCAPE,"a = expression, b = body") \
+    X(GENERATION,"b = body") \
+    X(NSSET,     "a = namespace expression (NAME), val = attribute, b = value") \
+    X(TEMPLATE,  "b = body")
+
+typedef enum tpl_node_kind {
+#define TPL_NK(k, doc) TPL_N_##k,
+    TPL_NODE_KINDS(TPL_NK)
+#undef TPL_NK
+    TPL_N__COUNT
+} tpl_node_kind;
+
+/* Operators shared by BINOP/UNOP/CMPOP. */
+#define TPL_OPERATORS(X) \
+    X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(FLOORDIV, "//") X(MOD, "%") X(POW, "**") \
+    X(NEG, "-") X(POS, "+") X(NOT, "not") \
+    X(EQ, "==") X(NE, "!=") X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(IN, "in") X(NOTIN, "not in")
+
+typedef enum tpl_operator {
+#define TPL_OPX(k, s) TPL_AOP_##k,
+    TPL_OPERATORS(TPL_OPX)
+#undef TPL_OPX
+} tpl_operator;
+
+typedef struct tpl_node {
+    uint16_t kind;
+    uint16_t op;
+    uint32_t off;            /* byte offset of the node in the source */
+    struct tpl_node *a, *b, *c, *d, *e;
+    struct tpl_node *next;   /* sibling in a list */
+    struct tpl_node *tail;   /* in a list's head: its last node (O(1) append) */
+    tpl_value val;           /* CONST value; names and texts as str */
+} tpl_node;
+
+const char *tpl_node_kind_name(int kind);
+const char *tpl_operator_name(int op);
+
+/* Allocates a zeroed node in the arena (NULL on exhaustion). */
+tpl_node *tpl_node_new(tpl_arena *a, int kind, uint32_t off);
+/* Appends `item` to the list starting at `head`; returns the new head. */
+tpl_node *tpl_node_append(tpl_node *head, tpl_node *item);
+
+#endif

@@ -1,0 +1,47 @@
+/* Compiler interface used by the front ends' drivers (compiler/program.c). */
+#ifndef TPL_COMPILE_H
+#define TPL_COMPILE_H
+
+#include "ast.h"
+#include "program.h"
+
+typedef struct tpl_comp tpl_comp;
+
+/* A compiler emitting into program p; tmp holds compile-time data (freed by the caller). */
+tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n);
+/* Compiles a TEMPLATE node (Jinja semantics). */
+bool tpl_comp_template(tpl_comp *c, tpl_node *root);
+/* Moves code and tables into the program and releases the compiler's heap buffers. Must be
+ * called once, also after a failure. */
+bool tpl_comp_finish(tpl_comp *c);
+/* The first compile error, if any. */
+bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg);
+
+
+/* ---- the compiler's building blocks, for lowerings in other files (ERB, format strings) ----
+ * Opcodes passed to tpl_c_emit are Jinja's; the current syntax's variant is emitted (JF_PY
+ * becomes JF_RB in an ERB template). `delta` is the instruction's stack effect. */
+uint32_t tpl_c_emit(tpl_comp *c, int op, uint32_t a, int delta);
+uint32_t tpl_c_word(tpl_comp *c, uint32_t w);          /* an extra operand word; returns its position */
+uint32_t tpl_c_here(tpl_comp *c);                      /* binds a label at the next instruction */
+void tpl_c_patch(tpl_comp *c, uint32_t pc, uint32_t target);
+void tpl_c_patch_word(tpl_comp *c, uint32_t pos, uint32_t target);
+uint32_t tpl_c_const(tpl_comp *c, tpl_value v);         /* constant index (strings are copied) */
+uint32_t tpl_c_name(tpl_comp *c, tpl_value s);          /* name index (hash precomputed) */
+void tpl_c_expr(tpl_comp *c, tpl_node *n);
+void tpl_c_body(tpl_comp *c, tpl_node *n);
+void tpl_c_text(tpl_comp *c, const char *s, size_t n);  /* output text (merged with neighbours) */
+uint32_t tpl_c_declare(tpl_comp *c, tpl_value name);    /* a variable of the innermost scope */
+uint32_t tpl_c_slot(tpl_comp *c);                      /* an anonymous slot */
+void tpl_c_push_scope(tpl_comp *c);
+void tpl_c_pop_scope(tpl_comp *c);
+void tpl_c_store(tpl_comp *c, tpl_node *target);        /* pops into a NAME or TUPLE target */
+void tpl_c_load(tpl_comp *c, tpl_value name);           /* pushes a name's value */
+int tpl_c_syntax(const tpl_comp *c);                    /* tpl_syntax_id */
+void tpl_c_at(tpl_comp *c, uint32_t off);               /* source offset for the next instructions */
+tpl_arena *tpl_c_arena(tpl_comp *c);                    /* compile-time arena */
+const tpl_options *tpl_c_options(const tpl_comp *c);
+bool tpl_c_failed(const tpl_comp *c);
+void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,302 @@
+/* Programs: compilation entry point, opcode info table, spans, disassembly, diagnostics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "program.h"
+#include "compile.h"
+#include "../grammar/parse_ctx.h"
+#include "../runtime/vm.h"
+#include "../stdlib/builtins.h"
+
+const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
+#define TPL_OP(name, extra, fmt, pops, pushes, doc) { #name, extra, fmt, pops, pushes, doc },
+#include "../runtime/opcodes.def"
+#undef TPL_OP
+};
+
+void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)
+{
+    if (off > n) off = (uint32_t)n;
+    uint32_t l = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < off; i++)
+        if (src[i] == '\n') { l++; bol = i + 1; }
+    *line = l;
+    *col = (uint32_t)tpl_utf8_len(src + bol, off - bol) + 1;
+}
+
+void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col)
+{
+    *line = *col = 0;
+    size_t lo = 0, hi = p->nspans;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->spans[mid].pc <= pc) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return;
+    *line = p->spans[lo - 1].line;
+    *col = p->spans[lo - 1].col;
+}
+
+static uint64_t fnv(const char *s, size_t n)
+{
+    return tpl_hash_str(s, n);
+}
+
+static char *dupstr(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+/* Copies the source line around byte offset off (malloc'd). */
+static char *source_line(const char *src, size_t n, uint32_t off)
+{
+    if (!src) return NULL;
+    if (off > n) off = (uint32_t)n;
+    size_t b = off, e = off;
+    while (b > 0 && src[b - 1] != '\n') b--;
+    while (e < n && src[e] != '\n') e++;
+    char *s = malloc(e - b + 1);
+    if (!s) return NULL;
+    memcpy(s, src + b, e - b);
+    s[e - b] = 0;
+    return s;
+}
+
+void tpl_error_clear(tpl_error *err)
+{
+    if (!err) return;
+    free((char *)err->message);
+    free((char *)err->file);
+    free((char *)err->source_line);
+    memset(err, 0, sizeof *err);
+}
+
+/* Fills err with a located error (strings malloc'd; released by tpl_error_clear). */
+static void set_error(tpl_error *err, tpl_status st, const char *name, const char *src, size_t n, uint32_t off,
+                      const char *msg)
+{
+    if (!err) return;
+    tpl_error_clear(err);
+    err->status = st;
+    err->message = dupstr(msg);
+    err->file = dupstr(name ? name : "<template>");
+    tpl_offset_to_linecol(src, n, off, &err->line, &err->column);
+    err->source_line = source_line(src, n, off);
+}
+
+tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile)
+{
+    tpl_options base = { 0 };
+    base.syntax = syntax;
+    if (!profile || strcmp(profile, "jinja2") == 0) {
+        if (syntax != TPL_SYNTAX_JINJA && profile) return TPL_ERR_USAGE;
+    } else if (strcmp(profile, "pinecall") == 0) {
+        base.tidy = true;
+        if (syntax == TPL_SYNTAX_JINJA) {
+            base.trim_blocks = base.lstrip_blocks = base.keep_trailing_newline = true;
+            base.strict = true;
+        }
+    } else if (strcmp(profile, "hf") == 0) {
+        if (syntax != TPL_SYNTAX_JINJA) return TPL_ERR_USAGE;
+        base.trim_blocks = base.lstrip_blocks = true;
+        base.hf = true;
+    } else {
+        return TPL_ERR_USAGE;
+    }
+    *o = base;
+    return TPL_OK;
+}
+
+tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
+                       tpl_error *err)
+{
+    *out = NULL;
+    tpl_options o = { 0 };
+    if (opts) o = *opts;
+    if (o.syntax != TPL_SYNTAX_JINJA) {
+        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "only the jinja syntax is supported so far");
+        return TPL_ERR_USAGE;
+    }
+    tpl_program *p = calloc(1, sizeof *p);
+    if (!p) return TPL_ERR_NOMEM;
+    tpl_arena_init(&p->arena, 0);
+    p->opts = o;
+    p->name = dupstr(name ? name : "<template>");
+    p->source = tpl_jinja_normalize(src, len, o.keep_trailing_newline, &p->source_len);
+    if (!p->name || !p->source) { tpl_program_free(p); return TPL_ERR_NOMEM; }
+    p->source_hash = fnv(src, len);
+
+    tpl_status st = tpl_compile_jinja(p, p->source, p->source_len, err);
+    if (st != TPL_OK) { tpl_program_free(p); return st; }
+    *out = p;
+    return TPL_OK;
+}
+
+tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err)
+{
+    tpl_token_vec toks = { 0 };
+    tpl_lex_opts lo = { p->opts.trim_blocks, p->opts.lstrip_blocks };
+    tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
+    if (!lr.ok) {
+        free(toks.v);
+        set_error(err, TPL_ERR_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
+        return TPL_ERR_SYNTAX;
+    }
+    tpl_arena tmp;
+    tpl_arena_init(&tmp, 0);
+    tpl_pctx pc = { 0 };
+    pc.arena = &tmp;
+    pc.src = src;
+    pc.n = n;
+    bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
+    free(toks.v);
+    tpl_status st = TPL_OK;
+    if (!ok) {
+        set_error(err, TPL_ERR_SYNTAX, p->name, src, n, pc.err_off, pc.failed ? pc.msg : "syntax error");
+        st = TPL_ERR_SYNTAX;
+    } else {
+        tpl_comp *c = tpl_comp_new(p, &tmp, src, n);
+        if (!c) {
+            st = TPL_ERR_NOMEM;
+        } else {
+            tpl_comp_template(c, pc.root);
+            tpl_comp_finish(c);
+            uint32_t off;
+            const char *msg;
+            if (tpl_comp_error(c, &off, &msg)) {
+                set_error(err, TPL_ERR_SYNTAX, p->name, src, n, off, msg);
+                st = TPL_ERR_SYNTAX;
+            }
+        }
+    }
+    tpl_arena_free(&tmp);
+    return st;
+}
+
+void tpl_program_free(tpl_program *p)
+{
+    if (!p) return;
+    tpl_arena_free(&p->arena);
+    free(p->name);
+    free(p->source);
+    free(p);
+}
+
+/* ------------------------------------------------------------------ disassembly */
+
+static void dis_operand(tpl_sb *b, const tpl_program *p, char f, uint32_t v)
+{
+    switch (f) {
+    case 'k':
+        tpl_sb_printf(b, " k%u", v);
+        if (v < p->nconsts) {
+            tpl_sb_puts(b, " ");
+            tpl_sb tmp;
+            tpl_sb_init(&tmp, NULL);
+            tpl_py_repr(&tmp, p->consts[v]);
+            if (tmp.len > 40) { tpl_sb_put(b, tmp.p, 37); tpl_sb_puts(b, "..."); }
+            else tpl_sb_put(b, tmp.p, tmp.len);
+            tpl_sb_free(&tmp);
+        }
+        break;
+    case 'n':
+        if (v < p->nnames) tpl_sb_printf(b, " %.*s", (int)p->names[v].s.len, p->names[v].s.u.s);
+        else tpl_sb_printf(b, " n%u", v);
+        break;
+    case 's': tpl_sb_printf(b, " s%u", v); break;
+    case 'j': tpl_sb_printf(b, " ->%u", v); break;
+    case 'i': tpl_sb_printf(b, " %d", (int32_t)(v << 8) >> 8); break;
+    case 'c': tpl_sb_printf(b, " %u", v); break;
+    case 'm': tpl_sb_printf(b, " macro%u", v); break;
+    case 'b': {
+        const tpl_builtin_info *bi = tpl_builtin((int)v);
+        tpl_sb_printf(b, " %s", bi ? bi->name : "?");
+        break;
+    }
+    case 'a':
+        tpl_sb_printf(b, " args=%u", TPL_ARGW_NPOS(v));
+        if (TPL_ARGW_NKW(v)) tpl_sb_printf(b, " kw=%u", TPL_ARGW_NKW(v));
+        break;
+    default: break;
+    }
+}
+
+char *tpl_disassemble(const tpl_program *p)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, NULL);
+    tpl_sb_printf(&b, "; %s: %zu words, %zu constants, %zu names, %u slots, %zu macros\n", p->name, p->ncode,
+                  p->nconsts, p->nnames, p->nslots, p->nmacros);
+    uint32_t last_line = 0;
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t w = p->code[pc];
+        uint32_t op = TPL_INSN_OP(w);
+        if (op >= TPL_OP__COUNT) { tpl_sb_printf(&b, "%5zu  ??? %u\n", pc, op); pc++; continue; }
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        uint32_t line, col;
+        tpl_program_span(p, (uint32_t)pc, &line, &col);
+        size_t start = b.len;
+        tpl_sb_printf(&b, "%5zu  %-12s", pc, oi->name);
+        const char *f = oi->fmt;
+        if (f[0] && f[0] != '-') dis_operand(&b, p, f[0], TPL_INSN_A(w));
+        for (int i = 0; i < oi->extra; i++) {
+            uint32_t x = pc + 1 + (size_t)i < p->ncode ? p->code[pc + 1 + i] : 0;
+            char fx = f[0] ? f[1 + i] : 0;
+            dis_operand(&b, p, fx ? fx : 'c', x);
+        }
+        if (line && line != last_line) {
+            size_t width = b.len - start;
+            for (; width < 48; width++) tpl_sb_putc(&b, ' ');
+            char *sl = NULL;
+            /* find the line text */
+            size_t ls = 0;
+            uint32_t l = 1;
+            for (size_t i = 0; i < p->source_len && l < line; i++)
+                if (p->source[i] == '\n') { l++; ls = i + 1; }
+            size_t le = ls;
+            while (le < p->source_len && p->source[le] != '\n') le++;
+            (void)sl;
+            size_t show = le - ls > 60 ? 60 : le - ls;
+            tpl_sb_printf(&b, "; %u: %.*s", line, (int)show, p->source + ls);
+            last_line = line;
+        }
+        tpl_sb_putc(&b, '\n');
+        pc += 1 + (size_t)oi->extra;
+    }
+    if (b.failed) { tpl_sb_free(&b); return NULL; }
+    tpl_sb_putc(&b, 0);
+    return b.p;
+}
+
+char *tpl_error_format(const tpl_error *err)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, NULL);
+    if (err->line) {
+        tpl_sb_printf(&b, "%s:%u:%u: error: %s\n", err->file ? err->file : "<template>", err->line, err->column,
+                      err->message ? err->message : "error");
+        if (err->source_line) {
+            tpl_sb_printf(&b, "  %s\n  ", err->source_line);
+            /* caret under the column, keeping tabs so it lines up */
+            const char *s = err->source_line;
+            size_t n = strlen(s), i = 0;
+            for (uint32_t c = 1; c < err->column && i < n; c++) {
+                size_t k = i;
+                uint32_t cp = tpl_utf8_next(s, n, &k);
+                tpl_sb_putc(&b, cp == '\t' ? '\t' : ' ');
+                i = k;
+            }
+            tpl_sb_puts(&b, "^\n");
+        }
+    } else {
+        tpl_sb_printf(&b, "%s: error: %s\n", err->file ? err->file : "<template>", err->message ? err->message : "error");
+    }
+    if (b.failed) { tpl_sb_free(&b); return NULL; }
+    tpl_sb_putc(&b, 0);
+    return b.p;
+}

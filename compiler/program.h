@@ -1,0 +1,88 @@
+/* The compiled program: immutable after compilation, shareable across threads. */
+#ifndef TPL_PROGRAM_H
+#define TPL_PROGRAM_H
+
+#include "../runtime/value.h"
+#include "../include/tpl.h"
+
+typedef enum tpl_opcode {
+#define TPL_OP(name, extra, fmt, pops, pushes, doc) TPL_OP_##name,
+#include "../runtime/opcodes.def"
+#undef TPL_OP
+    TPL_OP__COUNT
+} tpl_opcode;
+
+typedef struct tpl_opinfo {
+    const char *name;
+    uint8_t extra;        /* operand words after the instruction word */
+    const char *fmt;
+    int8_t pops, pushes;  /* -1: depends on the operand */
+    const char *doc;
+} tpl_opinfo;
+
+extern const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT];
+
+#define TPL_INSN(op, a) ((uint32_t)(op) | ((uint32_t)(a) << 8))
+#define TPL_INSN_OP(w) ((w) & 0xFF)
+#define TPL_INSN_A(w) ((w) >> 8)
+/* Call-argument word: positional count, keyword count, kwnames constant (0xFFFF = none). */
+#define TPL_ARGW(npos, nkw, k) ((uint32_t)(npos) | ((uint32_t)(nkw) << 8) | ((uint32_t)(k) << 16))
+#define TPL_ARGW_NPOS(w) ((w) & 0xFF)
+#define TPL_ARGW_NKW(w) (((w) >> 8) & 0xFF)
+#define TPL_ARGW_K(w) ((w) >> 16)
+#define TPL_NO_KW 0xFFFF
+
+/* A name with its precomputed hash (state lookups and attribute access). */
+typedef struct tpl_name {
+    tpl_value s;
+    uint64_t hash;
+} tpl_name;
+
+/* One run of the span table: instructions from pc on come from line:col. */
+typedef struct tpl_span {
+    uint32_t pc, line, col;
+} tpl_span;
+
+/* A macro: entry point, parameter names (constant index of a tuple), slots. */
+typedef struct tpl_macro_desc {
+    uint32_t entry;        /* code offset of the first instruction */
+    uint32_t name;         /* name index */
+    uint32_t params;       /* constant index: tuple of parameter names */
+    uint16_t nparams;
+    uint16_t nslots;       /* slots of the macro's frame (params first) */
+    uint16_t max_stack;
+    int16_t varargs_slot;  /* slot of `varargs` or -1 */
+    int16_t kwargs_slot;   /* slot of `kwargs` or -1 */
+    int16_t caller_slot;   /* slot of `caller` or -1 */
+} tpl_macro_desc;
+
+struct tpl_program {
+    tpl_options opts;
+    char *name;            /* file name for diagnostics */
+    char *source;          /* normalised source (for source lines in diagnostics) */
+    size_t source_len;
+    uint32_t *code;
+    size_t ncode;
+    tpl_value *consts;
+    size_t nconsts;
+    tpl_name *names;
+    size_t nnames;
+    tpl_span *spans;
+    size_t nspans;
+    tpl_macro_desc *macros;
+    size_t nmacros;
+    uint32_t nslots;       /* template-level slots */
+    uint32_t max_stack;    /* operand stack needed by the template level */
+    uint64_t source_hash;
+    tpl_arena arena;       /* owns constant strings, lists and the arrays above */
+};
+
+/* Maps a code offset to its source line and column (1-based; 0 when unknown). */
+void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col);
+/* Line and column (code points) of byte offset `off` in src. */
+void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col);
+
+/* Jinja front end + compiler. Fills err on failure. */
+tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err);
+
+#endif

@@ -1,0 +1,444 @@
+/* Jinja scanner (re2c). Mirrors Jinja2 3.1's lexer (jinja2/lexer.py): the root rule finds the
+ * next `{{`, `{%` or `{#`, the text before it gets whitespace control (`-` strips, lstrip_blocks
+ * strips the indentation of a line holding only a block or comment tag), and inside tags the
+ * expression rules below produce tokens. `}}` and `%}` end a tag only when brackets are
+ * balanced, as in Jinja2. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lex.h"
+#include "jinja_parse.h"
+#include "../runtime/vm.h"
+
+/* ---- keywords: one X-macro table (spelling, token) ---- */
+#define TPL_JINJA_KEYWORDS(X) \
+    X("and", TK_AND) X("or", TK_OR) X("not", TK_NOT) X("in", TK_IN) X("is", TK_IS) \
+    X("if", TK_IF) X("else", TK_ELSE) X("elif", TK_ELIF) X("endif", TK_ENDIF) \
+    X("for", TK_FOR) X("endfor", TK_ENDFOR) X("set", TK_SET) X("endset", TK_ENDSET) \
+    X("true", TK_TRUE) X("false", TK_FALSE) X("none", TK_NONE) \
+    X("True", TK_TRUE) X("False", TK_FALSE) X("None", TK_NONE) \
+    X("macro", TK_MACRO) X("endmacro", TK_ENDMACRO) X("call", TK_CALL) X("endcall", TK_ENDCALL) \
+    X("filter", TK_FILTER) X("endfilter", TK_ENDFILTER) X("with", TK_WITH) X("endwith", TK_ENDWITH) \
+    X("without", TK_WITHOUT) X("context", TK_CONTEXT) X("block", TK_BLOCK) X("endblock", TK_ENDBLOCK) \
+    X("extends", TK_EXTENDS) X("include", TK_INCLUDE) X("import", TK_IMPORT) X("from", TK_FROM) \
+    X("as", TK_AS) X("ignore", TK_IGNORE) X("missing", TK_MISSING) X("recursive", TK_RECURSIVE) \
+    X("scoped", TK_SCOPED) X("required", TK_REQUIRED) X("break", TK_BREAK) X("continue", TK_CONTINUE) \
+    X("do", TK_DO) X("autoescape", TK_AUTOESCAPE) X("endautoescape", TK_ENDAUTOESCAPE) \
+    X("generation", TK_GENERATION) X("endgeneration", TK_ENDGENERATION) X("endraw", TK_ENDRAW) \
+    X("print", TK_PRINT)
+
+int tpl_jinja_keyword(const char *s, size_t n)
+{
+#define KW(str, tok) if (n == sizeof(str) - 1 && memcmp(s, str, n) == 0) return tok;
+    TPL_JINJA_KEYWORDS(KW)
+#undef KW
+    return TK_NAME;
+}
+
+char *tpl_jinja_normalize(const char *src, size_t n, bool keep_trailing_newline, size_t *len)
+{
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (src[i] == '\r') {
+            out[j++] = '\n';
+            if (i + 1 < n && src[i + 1] == '\n') i++;
+        } else {
+            out[j++] = src[i];
+        }
+    }
+    if (!keep_trailing_newline && j > 0 && out[j - 1] == '\n') j--;
+    out[j] = 0;
+    *len = j;
+    return out;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static size_t put_utf8(char *o, uint32_t cp)
+{
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F)); return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F)); return 4;
+}
+
+long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\' || i + 1 >= n) { out[j++] = s[i]; continue; }
+        char c = s[++i];
+        switch (c) {
+        case '\n': break;
+        case '\\': out[j++] = '\\'; break;
+        case '\'': out[j++] = '\''; break;
+        case '"': out[j++] = '"'; break;
+        case 'a': out[j++] = '\a'; break;
+        case 'b': out[j++] = '\b'; break;
+        case 'f': out[j++] = '\f'; break;
+        case 'n': out[j++] = '\n'; break;
+        case 'r': out[j++] = '\r'; break;
+        case 't': out[j++] = '\t'; break;
+        case 'v': out[j++] = '\v'; break;
+        case 'x': case 'u': case 'U': {
+            int digits = c == 'x' ? 2 : c == 'u' ? 4 : 8;
+            uint32_t cp = 0;
+            for (int k = 1; k <= digits; k++) {
+                int h = i + k < n ? hexval((unsigned char)s[i + k]) : -1;
+                if (h < 0) { *bad = i - 1; return -1; }
+                cp = cp * 16 + (uint32_t)h;
+            }
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *bad = i - 1; return -1; }
+            i += (size_t)digits;
+            j += put_utf8(out + j, cp);
+            break;
+        }
+        default:
+            if (c >= '0' && c <= '7') {
+                uint32_t cp = (uint32_t)(c - '0');
+                for (int k = 0; k < 2 && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '7'; k++)
+                    cp = cp * 8 + (uint32_t)(s[++i] - '0');
+                j += put_utf8(out + j, cp);
+            } else {
+                out[j++] = '\\';
+                out[j++] = c;
+            }
+        }
+    }
+    return (long)j;
+}
+
+/* ---- the scanner ---- */
+
+typedef struct lexer {
+    const unsigned char *src, *cur, *lim, *tok;
+    const tpl_lex_opts *o;
+    tpl_token_vec *out;
+    int depth;            /* open ( [ { inside the current tag */
+    bool line_starting;   /* the last match ended with a newline (Jinja2's line_starting) */
+    bool after_dot;       /* previous token was `.`: numbers lex as integers, words as names */
+    tpl_lex_result res;
+} lexer;
+
+static bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t flag)
+{
+    tpl_token_vec *v = lx->out;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        tpl_token *nv = realloc(v->v, cap * sizeof *nv);
+        if (!nv) { snprintf(lx->res.msg, sizeof lx->res.msg, "out of memory"); lx->res.ok = false; return false; }
+        v->v = nv;
+        v->cap = cap;
+    }
+    v->v[v->n++] = (tpl_token){ kind, (uint32_t)(s - lx->src), (uint32_t)n, flag };
+    return true;
+}
+
+static bool fail(lexer *lx, const unsigned char *at, const char *msg)
+{
+    lx->res.ok = false;
+    lx->res.err_off = (uint32_t)(at - lx->src);
+    snprintf(lx->res.msg, sizeof lx->res.msg, "%s", msg);
+    return false;
+}
+
+/* Length of the whitespace (Python \s) starting at p, limited to lim. */
+static size_t ws_len(const unsigned char *p, const unsigned char *lim)
+{
+    size_t i = 0, n = (size_t)(lim - p);
+    while (i < n) {
+        size_t k = i;
+        uint32_t cp = tpl_utf8_next((const char *)p, n, &k);
+        if (!tpl_py_isspace(cp)) break;
+        i = k;
+    }
+    return i;
+}
+
+/* Python str.rstrip() on [s, s+n): the new length. */
+static size_t rstrip_len(const unsigned char *s, size_t n)
+{
+    while (n > 0) {
+        /* step back one code point */
+        size_t k = n - 1;
+        while (k > 0 && (s[k] & 0xC0) == 0x80) k--;
+        size_t i = k;
+        uint32_t cp = tpl_utf8_next((const char *)s, n, &i);
+        if (!tpl_py_isspace(cp)) break;
+        n = k;
+    }
+    return n;
+}
+
+/* Emits the text before a tag with Jinja2's whitespace control applied.
+ * sign: the tag's '-'/'+'/0; lstrip: the tag is a block, comment or raw tag. */
+static bool emit_text(lexer *lx, const unsigned char *s, size_t n, int sign, bool lstrip)
+{
+    if (sign == '-') {
+        n = rstrip_len(s, n);
+    } else if (sign != '+' && lstrip && lx->o->lstrip_blocks) {
+        size_t l_pos = 0;
+        for (size_t i = n; i > 0; i--)
+            if (s[i - 1] == '\n') { l_pos = i; break; }
+        if ((l_pos > 0 || lx->line_starting) && n > l_pos && ws_len(s + l_pos, s + n) == n - l_pos)
+            n = l_pos;
+    }
+    if (n == 0) return true;
+    return emit(lx, TK_TEXT, s, n, 0);
+}
+
+/*!re2c
+    re2c:define:YYCTYPE = "unsigned char";
+    re2c:define:YYCURSOR = "lx->cur";
+    re2c:define:YYLIMIT = "lx->lim";
+    re2c:yyfill:enable = 0;
+    re2c:flags:tags = 0;
+
+    ws      = [ \t\n\r\v\f]+;
+    digits  = [0-9]+ ("_" [0-9]+)*;
+    name    = [a-zA-Z_\x80-\xff] [a-zA-Z0-9_\x80-\xff]*;
+    integer = "0" [bB] ("_"? [01])+ | "0" [oO] ("_"? [0-7])+ | "0" [xX] ("_"? [0-9a-fA-F])+ | [1-9] ("_"? [0-9])* | "0" ("_"? "0")*;
+    exp     = [eE] [+-]? digits;
+    float   = digits (("." digits)? exp | "." digits);
+    sq      = "'" ([^'\\\x00] | "\\" [^\x00])* "'";
+    dq      = "\"" ([^"\\\x00] | "\\" [^\x00])* "\"";
+*/
+
+enum { TAG_NONE, TAG_VAR, TAG_BLOCK };
+
+/* Scans expression tokens until the end of the current tag. Returns false on error. */
+static bool scan_tag(lexer *lx, int tag)
+{
+    const unsigned char *tag_start = lx->tok;
+    lx->depth = 0;
+    lx->after_dot = false;
+    for (;;) {
+        lx->tok = lx->cur;
+        if (lx->cur >= lx->lim)
+            return fail(lx, tag_start, tag == TAG_VAR ? "unexpected end of template, expected 'end of print statement'"
+                                                      : "unexpected end of template, expected 'end of statement block'");
+        const unsigned char *YYMARKER;
+        bool dot = lx->after_dot;
+        lx->after_dot = false;
+        /*!re2c
+        ws { continue; }
+        "-}}" {
+            if (tag == TAG_VAR && lx->depth == 0) {
+                if (!emit(lx, TK_VAR_END, lx->tok, 3, '-')) return false;
+                lx->cur += ws_len(lx->cur, lx->lim);
+                lx->line_starting = lx->cur > lx->src && lx->cur[-1] == '\n';
+                return true;
+            }
+            lx->cur = lx->tok + 1;
+            if (!emit(lx, TK_SUB, lx->tok, 1, 0)) return false;
+            continue;
+        }
+        "}}" {
+            if (tag == TAG_VAR && lx->depth == 0) {
+                lx->line_starting = false;
+                return emit(lx, TK_VAR_END, lx->tok, 2, 0);
+            }
+            lx->cur = lx->tok + 1;
+            goto close_brace;
+        }
+        "+%}" | "-%}" | "%}" {
+            if (tag == TAG_BLOCK && lx->depth == 0) {
+                int sign = lx->tok[0] == '%' ? 0 : lx->tok[0];
+                if (!emit(lx, TK_BLOCK_END, lx->tok, (size_t)(lx->cur - lx->tok), (uint8_t)sign)) return false;
+                if (sign == '-')
+                    lx->cur += ws_len(lx->cur, lx->lim);
+                else if (sign == 0 && lx->o->trim_blocks && lx->cur < lx->lim && *lx->cur == '\n')
+                    lx->cur++;
+                lx->line_starting = lx->cur[-1] == '\n';
+                return true;
+            }
+            lx->cur = lx->tok + 1;
+            if (lx->tok[0] == '%') { if (!emit(lx, TK_MOD, lx->tok, 1, 0)) return false; }
+            else if (!emit(lx, lx->tok[0] == '+' ? TK_ADD : TK_SUB, lx->tok, 1, 0)) return false;
+            continue;
+        }
+        float {
+            if (dot) { /* `x.0.1`: after a dot, numbers are integers (Jinja2's (?<!\.)) */
+                const unsigned char *p = lx->tok;
+                while (p < lx->cur && (*p >= '0' && *p <= '9')) p++;
+                lx->cur = p;
+                if (!emit(lx, TK_INTEGER, lx->tok, (size_t)(p - lx->tok), 0)) return false;
+                continue;
+            }
+            if (!emit(lx, TK_FLOAT, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false;
+            continue;
+        }
+        integer { if (!emit(lx, TK_INTEGER, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false; continue; }
+        name {
+            size_t n = (size_t)(lx->cur - lx->tok);
+            int kind = dot ? TK_NAME : tpl_jinja_keyword((const char *)lx->tok, n);
+            if (!emit(lx, kind, lx->tok, n, 0)) return false;
+            continue;
+        }
+        sq | dq { if (!emit(lx, TK_STRING, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false; continue; }
+        ['"] { return fail(lx, lx->tok, "unterminated string literal"); }
+        "//" { if (!emit(lx, TK_FLOORDIV, lx->tok, 2, 0)) return false; continue; }
+        "**" { if (!emit(lx, TK_POW, lx->tok, 2, 0)) return false; continue; }
+        "==" { if (!emit(lx, TK_EQ, lx->tok, 2, 0)) return false; continue; }
+        "!=" { if (!emit(lx, TK_NE, lx->tok, 2, 0)) return false; continue; }
+        ">=" { if (!emit(lx, TK_GTEQ, lx->tok, 2, 0)) return false; continue; }
+        "<=" { if (!emit(lx, TK_LTEQ, lx->tok, 2, 0)) return false; continue; }
+        "+" { if (!emit(lx, TK_ADD, lx->tok, 1, 0)) return false; continue; }
+        "-" { if (!emit(lx, TK_SUB, lx->tok, 1, 0)) return false; continue; }
+        "*" { if (!emit(lx, TK_MUL, lx->tok, 1, 0)) return false; continue; }
+        "/" { if (!emit(lx, TK_DIV, lx->tok, 1, 0)) return false; continue; }
+        "%" { if (!emit(lx, TK_MOD, lx->tok, 1, 0)) return false; continue; }
+        "~" { if (!emit(lx, TK_TILDE, lx->tok, 1, 0)) return false; continue; }
+        ">" { if (!emit(lx, TK_GT, lx->tok, 1, 0)) return false; continue; }
+        "<" { if (!emit(lx, TK_LT, lx->tok, 1, 0)) return false; continue; }
+        "=" { if (!emit(lx, TK_ASSIGN, lx->tok, 1, 0)) return false; continue; }
+        "." { lx->after_dot = true; if (!emit(lx, TK_DOT, lx->tok, 1, 0)) return false; continue; }
+        ":" { if (!emit(lx, TK_COLON, lx->tok, 1, 0)) return false; continue; }
+        "|" { if (!emit(lx, TK_PIPE, lx->tok, 1, 0)) return false; continue; }
+        "," { if (!emit(lx, TK_COMMA, lx->tok, 1, 0)) return false; continue; }
+        ";" { if (!emit(lx, TK_SEMICOLON, lx->tok, 1, 0)) return false; continue; }
+        "(" { lx->depth++; if (!emit(lx, TK_LPAREN, lx->tok, 1, 0)) return false; continue; }
+        "[" { lx->depth++; if (!emit(lx, TK_LBRACKET, lx->tok, 1, 0)) return false; continue; }
+        "{" { lx->depth++; if (!emit(lx, TK_LBRACE, lx->tok, 1, 0)) return false; continue; }
+        ")" { if (lx->depth > 0) lx->depth--; if (!emit(lx, TK_RPAREN, lx->tok, 1, 0)) return false; continue; }
+        "]" { if (lx->depth > 0) lx->depth--; if (!emit(lx, TK_RBRACKET, lx->tok, 1, 0)) return false; continue; }
+        "}" { goto close_brace; }
+        * {
+            char msg[64];
+            snprintf(msg, sizeof msg, "unexpected char '%c'", lx->tok[0] >= 32 && lx->tok[0] < 127 ? lx->tok[0] : '?');
+            return fail(lx, lx->tok, msg);
+        }
+        */
+    close_brace:
+        if (lx->depth > 0) lx->depth--;
+        if (!emit(lx, TK_RBRACE, lx->tok, 1, 0)) return false;
+    }
+}
+
+/* Finds the first `#}` (with its sign) from p; returns its position or NULL. */
+static const unsigned char *find_comment_end(const unsigned char *p, const unsigned char *lim)
+{
+    for (; p + 1 < lim; p++) {
+        if ((p[0] == '-' || p[0] == '+') && p + 2 < lim && p[1] == '#' && p[2] == '}') return p;
+        if (p[0] == '#' && p[1] == '}') return p;
+    }
+    return NULL;
+}
+
+/* Matches `{%[-+]?\s*endraw\s*` at p and then one of `+%}`, `-%}`, `%}`; on success stores the
+ * begin sign, the end sign and the end of the match. */
+static bool match_endraw(const unsigned char *p, const unsigned char *lim, int *bsign, int *esign,
+                         const unsigned char **end)
+{
+    if (p + 2 > lim || p[0] != '{' || p[1] != '%') return false;
+    p += 2;
+    *bsign = 0;
+    if (p < lim && (*p == '-' || *p == '+')) *bsign = *p++;
+    p += ws_len(p, lim);
+    if ((size_t)(lim - p) < 6 || memcmp(p, "endraw", 6) != 0) return false;
+    p += 6;
+    p += ws_len(p, lim);
+    *esign = 0;
+    if (p < lim && (*p == '-' || *p == '+')) *esign = *p++;
+    if (p + 2 > lim || p[0] != '%' || p[1] != '}') return false;
+    *end = p + 2;
+    return true;
+}
+
+/* Matches the raw-begin tag `{%[-+]?\s*raw\s*(-%}\s*|%})` at p. */
+static bool match_raw(const unsigned char *p, const unsigned char *lim, const unsigned char **end)
+{
+    p += 2;
+    if (p < lim && (*p == '-' || *p == '+')) p++;
+    p += ws_len(p, lim);
+    if ((size_t)(lim - p) < 3 || memcmp(p, "raw", 3) != 0) return false;
+    p += 3;
+    size_t w = ws_len(p, lim);
+    if (w == 0 && p < lim && p[0] != '-' && p[0] != '%') return false; /* `rawx` is a name */
+    p += w;
+    if (p + 3 <= lim && p[0] == '-' && p[1] == '%' && p[2] == '}') {
+        p += 3;
+        p += ws_len(p, lim);
+    } else if (p + 2 <= lim && p[0] == '%' && p[1] == '}') {
+        p += 2;
+    } else {
+        return false;
+    }
+    *end = p;
+    return true;
+}
+
+tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, tpl_token_vec *out)
+{
+    lexer lx = { 0 };
+    lx.src = (const unsigned char *)src;
+    lx.cur = lx.src;
+    lx.lim = lx.src + n;
+    lx.o = o;
+    lx.out = out;
+    lx.line_starting = true;
+    lx.res.ok = true;
+    const unsigned char *text = lx.cur;
+    while (lx.cur < lx.lim) {
+        const unsigned char *p = memchr(lx.cur, '{', (size_t)(lx.lim - lx.cur));
+        if (!p || p + 1 >= lx.lim) break;
+        unsigned char c = p[1];
+        if (c != '{' && c != '%' && c != '#') { lx.cur = p + 1; continue; }
+        int sign = p + 2 < lx.lim && (p[2] == '-' || p[2] == '+') ? p[2] : 0;
+        const unsigned char *raw_end;
+        if (c == '%' && match_raw(p, lx.lim, &raw_end)) {
+            if (!emit_text(&lx, text, (size_t)(p - text), sign, true)) return lx.res;
+            /* raw body: up to the first {% endraw %} */
+            const unsigned char *q = raw_end, *body = raw_end, *end = NULL;
+            int bsign = 0, esign = 0;
+            lx.line_starting = raw_end[-1] == '\n';
+            for (; q < lx.lim; q++)
+                if (*q == '{' && match_endraw(q, lx.lim, &bsign, &esign, &end)) break;
+            if (q >= lx.lim) { fail(&lx, p, "Missing end of raw directive"); return lx.res; }
+            if (!emit_text(&lx, body, (size_t)(q - body), bsign, true)) return lx.res;
+            lx.cur = end;
+            if (esign == '-') lx.cur += ws_len(lx.cur, lx.lim);
+            else if (esign == 0 && o->trim_blocks && lx.cur < lx.lim && *lx.cur == '\n') lx.cur++;
+            lx.line_starting = lx.cur[-1] == '\n';
+            text = lx.cur;
+            continue;
+        }
+        if (!emit_text(&lx, text, (size_t)(p - text), sign, c != '{')) return lx.res;
+        lx.tok = p;
+        lx.cur = p + 2 + (sign ? 1 : 0);
+        if (c == '#') {
+            const unsigned char *e = find_comment_end(lx.cur, lx.lim);
+            if (!e) { fail(&lx, p, "Missing end of comment tag"); return lx.res; }
+            if (e[0] == '-') {
+                lx.cur = e + 3;
+                lx.cur += ws_len(lx.cur, lx.lim);
+            } else if (e[0] == '+') {
+                lx.cur = e + 3;
+            } else {
+                lx.cur = e + 2;
+                if (o->trim_blocks && lx.cur < lx.lim && *lx.cur == '\n') lx.cur++;
+            }
+            lx.line_starting = lx.cur[-1] == '\n';
+        } else {
+            int tag = c == '{' ? TAG_VAR : TAG_BLOCK;
+            if (!emit(&lx, tag == TAG_VAR ? TK_VAR_BEGIN : TK_BLOCK_BEGIN, p, (size_t)(lx.cur - p), (uint8_t)sign))
+                return lx.res;
+            if (!scan_tag(&lx, tag)) return lx.res;
+        }
+        text = lx.cur;
+    }
+    if (text < lx.lim) emit(&lx, TK_TEXT, text, (size_t)(lx.lim - text), 0);
+    return lx.res;
+}

@@ -1,0 +1,286 @@
+/* Jinja grammar (Lemon). Mirrors Jinja2 3.1's parser (jinja2/parser.py): the expression levels
+ * condexpr < or < and < not < compare < math1 (+ -) < concat (~) < math2 (* / // %) < pow (**)
+ * < unary (- +) < filter/test < postfix, and its statements. The driver drops BLOCK_BEGIN, so
+ * every statement starts with its keyword token; keywords that are not operators fall back to
+ * NAME where a name is expected (`call.channel`, `loop.cycle`, `x.set`). */
+
+%name JinjaParse
+%token_prefix TK_
+%token_type {tpl_token}
+%default_type {tpl_node *}
+%extra_argument {tpl_pctx *ctx}
+%stack_size 1000
+
+%include {
+/* Lemon's generated code fetches the extra argument in functions that do not use it. */
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#include <assert.h>
+#include <string.h>
+#include "parse_ctx.h"
+#define N(kind, off) tpl_p_node(ctx, TPL_N_##kind, (off), NULL, NULL)
+#define NODE(kind, off, a, b) tpl_p_node(ctx, TPL_N_##kind, (off), (a), (b))
+static tpl_node *binop(tpl_pctx *ctx, int op, tpl_node *a, tpl_node *b, uint32_t off) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_BINOP, off, a, b);
+    if (n) n->op = (uint16_t)op;
+    return n;
+}
+static tpl_node *with_op(tpl_node *n, int op) { if (n) n->op = (uint16_t)op; return n; }
+static tpl_node *with_val(tpl_node *n, tpl_value v) { if (n) n->val = v; return n; }
+static tpl_node *with_c(tpl_node *n, tpl_node *c) { if (n) n->c = c; return n; }
+static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
+}
+
+%syntax_error {
+    if (!ctx->failed) {
+        if (yymajor == 0) {
+            tpl_pctx_error(ctx, (uint32_t)ctx->n, "unexpected end of template");
+        } else if (TOKEN.flag & 0x80) {
+            tpl_pctx_error(ctx, TOKEN.off, "Encountered unknown tag '%.*s'.", (int)TOKEN.len, ctx->src + TOKEN.off);
+        } else {
+            tpl_pctx_error(ctx, TOKEN.off, "unexpected '%.*s'", (int)(TOKEN.len > 40 ? 40 : TOKEN.len), ctx->src + TOKEN.off);
+        }
+    }
+}
+%stack_overflow {
+    tpl_pctx_error(ctx, 0, "template nesting too deep");
+}
+
+%token TEXT VAR_BEGIN VAR_END BLOCK_BEGIN BLOCK_END SEMICOLON.
+%fallback NAME ELIF ENDIF FOR ENDFOR SET ENDSET MACRO ENDMACRO CALL ENDCALL FILTER ENDFILTER
+          WITH ENDWITH WITHOUT CONTEXT BLOCK ENDBLOCK EXTENDS INCLUDE IMPORT FROM AS IGNORE MISSING
+          RECURSIVE SCOPED REQUIRED BREAK CONTINUE DO AUTOESCAPE ENDAUTOESCAPE GENERATION
+          ENDGENERATION ENDRAW PRINT.
+
+template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
+
+body(A) ::= . { A = NULL; }
+body(A) ::= body(B) item(I). { A = tpl_node_append(B, I); }
+
+item(A) ::= TEXT(T). { A = with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T)); }
+item(A) ::= VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = NODE(OUTPUT, T.off, E, NULL); }
+item(A) ::= stmt(S). { A = S; }
+
+/* ---- if ---- */
+stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) elifs(E) ENDIF BLOCK_END.
+    { A = with_c(NODE(IF, T.off, C, B), E); }
+elifs(A) ::= . { A = NULL; }
+elifs(A) ::= ELSE BLOCK_END body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A->val = tpl_v_str("", 0); }
+elifs(A) ::= ELIF(T) expr(C) BLOCK_END body(B) elifs(E). { A = with_c(NODE(IF, T.off, C, B), E); }
+
+/* ---- for ---- */
+stmt(A) ::= FOR(T) target(X) IN for_iter(I) for_filter(F) for_rec(R) BLOCK_END body(B) for_else(E) ENDFOR BLOCK_END.
+    { A = NODE(FOR, T.off, X, I); if (A) { A->c = B; A->d = E; A->e = F; A->op = (uint16_t)R; } }
+for_iter(A) ::= or_expr(E). { A = E; }
+for_filter(A) ::= . { A = NULL; }
+for_filter(A) ::= IF expr(E). { A = E; }
+%type for_rec {int}
+for_rec(A) ::= . { A = 0; }
+for_rec(A) ::= RECURSIVE. { A = 1; }
+for_else(A) ::= . { A = NULL; }
+for_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : with_val(N(TEXT, 0), tpl_v_str("", 0)); }
+
+target(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+target(A) ::= names2(L). { A = NODE(TUPLE, L->off, L, NULL); }
+target(A) ::= names2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+target(A) ::= NAME(T) COMMA. { A = NODE(TUPLE, T.off, tpl_p_name(ctx, T), NULL); }
+target(A) ::= LPAREN target(X) RPAREN. { A = X; }
+names2(A) ::= NAME(T) COMMA NAME(U). { A = tpl_node_append(tpl_p_name(ctx, T), tpl_p_name(ctx, U)); }
+names2(A) ::= names2(L) COMMA NAME(U). { A = tpl_node_append(L, tpl_p_name(ctx, U)); }
+
+/* ---- set ---- */
+stmt(A) ::= SET(T) target(X) ASSIGN tuple_expr(E) BLOCK_END. { A = NODE(SET, T.off, X, E); }
+stmt(A) ::= SET(T) NAME(NS) DOT NAME(AT) ASSIGN tuple_expr(E) BLOCK_END.
+    { A = with_val(NODE(NSSET, T.off, tpl_p_name(ctx, NS), E), tpl_p_tokstr(ctx, AT)); }
+stmt(A) ::= SET(T) target(X) BLOCK_END body(B) ENDSET BLOCK_END. { A = NODE(SETBLOCK, T.off, X, B); }
+stmt(A) ::= SET(T) target(X) PIPE filter_chain(F) BLOCK_END body(B) ENDSET BLOCK_END.
+    { A = with_c(NODE(SETBLOCK, T.off, X, B), F); }
+
+/* ---- macro, call, filter, with ---- */
+stmt(A) ::= MACRO(T) NAME(M) LPAREN params(P) RPAREN BLOCK_END body(B) ENDMACRO BLOCK_END.
+    { A = with_val(NODE(MACRO, T.off, P, B), tpl_p_tokstr(ctx, M)); }
+stmt(A) ::= CALL(T) callee(E) BLOCK_END body(B) ENDCALL BLOCK_END. { A = with_c(NODE(CALLBLOCK, T.off, E, NULL), B); }
+stmt(A) ::= CALL(T) LPAREN params(P) RPAREN callee(E) BLOCK_END body(B) ENDCALL BLOCK_END.
+    { A = with_c(NODE(CALLBLOCK, T.off, E, P), B); }
+stmt(A) ::= FILTER(T) filter_chain(F) BLOCK_END body(B) ENDFILTER BLOCK_END. { A = NODE(FILTERBLOCK, T.off, F, B); }
+stmt(A) ::= WITH(T) with_assigns(S) BLOCK_END body(B) ENDWITH BLOCK_END. { A = NODE(WITH, T.off, S, B); }
+stmt(A) ::= BREAK(T) BLOCK_END. { A = N(BREAK, T.off); }
+stmt(A) ::= CONTINUE(T) BLOCK_END. { A = N(CONTINUE, T.off); }
+stmt(A) ::= DO(T) tuple_expr(E) BLOCK_END. { A = NODE(DO, T.off, E, NULL); }
+stmt(A) ::= GENERATION(T) BLOCK_END body(B) ENDGENERATION BLOCK_END. { A = NODE(GENERATION, T.off, NULL, B); }
+stmt(A) ::= AUTOESCAPE(T) expr(E) BLOCK_END body(B) ENDAUTOESCAPE BLOCK_END. { A = NODE(AUTOESCAPE, T.off, E, B); }
+
+/* ---- template composition ---- */
+stmt(A) ::= INCLUDE(T) expr(E) include_opts(O) BLOCK_END. { A = with_op(NODE(INCLUDE, T.off, E, NULL), O); }
+%type include_opts {int}
+%type ctx_opt {int}
+include_opts(A) ::= ctx_opt(C). { A = C; }
+include_opts(A) ::= IGNORE MISSING ctx_opt(C). { A = 1 | C; }
+ctx_opt(A) ::= . { A = 0; }
+ctx_opt(A) ::= WITH CONTEXT. { A = 0; }
+ctx_opt(A) ::= WITHOUT CONTEXT. { A = 2; }
+stmt(A) ::= IMPORT(T) expr(E) AS NAME(N) ctx_opt(C) BLOCK_END.
+    { A = with_op(with_val(NODE(IMPORT, T.off, E, NULL), tpl_p_tokstr(ctx, N)), C); }
+stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) ctx_opt(C) BLOCK_END.
+    { A = with_op(NODE(FROMIMPORT, T.off, E, L), C); }
+stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) COMMA ctx_opt(C) BLOCK_END.
+    { A = with_op(NODE(FROMIMPORT, T.off, E, L), C); }
+import_names(A) ::= import_name(I). { A = I; }
+import_names(A) ::= import_names(L) COMMA import_name(I). { A = tpl_node_append(L, I); }
+import_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+import_name(A) ::= NAME(T) AS NAME(U). { A = tpl_p_name(ctx, T); if (A) A->a = tpl_p_name(ctx, U); }
+stmt(A) ::= EXTENDS(T) expr(E) BLOCK_END. { A = NODE(EXTENDS, T.off, E, NULL); }
+stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) BLOCK_END body(B) ENDBLOCK block_end_name BLOCK_END.
+    { A = with_op(with_val(NODE(BLOCK, T.off, NULL, B), tpl_p_tokstr(ctx, N)), O); }
+%type block_opts {int}
+block_opts(A) ::= . { A = 0; }
+block_opts(A) ::= block_opts(B) SCOPED. { A = B | 1; }
+block_opts(A) ::= block_opts(B) REQUIRED. { A = B | 2; }
+block_end_name ::= .
+block_end_name ::= NAME.
+
+/* ---- parameters and arguments ---- */
+params(A) ::= . { A = NULL; }
+params(A) ::= param_list(L). { A = L; }
+params(A) ::= param_list(L) COMMA. { A = L; }
+param_list(A) ::= param(P). { A = P; }
+param_list(A) ::= param_list(L) COMMA param(P). { A = tpl_node_append(L, P); }
+param(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+param(A) ::= NAME(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
+
+with_assigns(A) ::= . { A = NULL; }
+with_assigns(A) ::= with_list(L). { A = L; }
+with_assigns(A) ::= with_list(L) COMMA. { A = L; }
+with_list(A) ::= with_assign(S). { A = S; }
+with_list(A) ::= with_list(L) COMMA with_assign(S). { A = tpl_node_append(L, S); }
+with_assign(A) ::= NAME(T) ASSIGN expr(E). { A = NODE(SET, T.off, tpl_p_name(ctx, T), E); }
+
+args(A) ::= . { A = NULL; }
+args(A) ::= arg_list(L). { A = L; }
+args(A) ::= arg_list(L) COMMA. { A = L; }
+arg_list(A) ::= arg(X). { A = X; }
+arg_list(A) ::= arg_list(L) COMMA arg(X). { A = tpl_node_append(L, X); }
+arg(A) ::= expr(E). { A = NODE(ARG, E->off, E, NULL); }
+arg(A) ::= NAME(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
+arg(A) ::= MUL(T) expr(E). { A = NODE(STARARG, T.off, E, NULL); }
+arg(A) ::= POW(T) expr(E). { A = NODE(STARKW, T.off, E, NULL); }
+
+/* ---- expressions ---- */
+tuple_expr(A) ::= exprs(L). { A = L->next ? NODE(TUPLE, L->off, L, NULL) : L; }
+tuple_expr(A) ::= exprs(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+exprs(A) ::= expr(E). { A = E; }
+exprs(A) ::= exprs(L) COMMA expr(E). { A = tpl_node_append(L, E); }
+
+expr(A) ::= or_expr(E). { A = E; }
+expr(A) ::= or_expr(T) IF or_expr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
+expr(A) ::= or_expr(T) IF or_expr(C). { A = NODE(CONDEXPR, T->off, C, T); }
+
+or_expr(A) ::= and_expr(E). { A = E; }
+or_expr(A) ::= or_expr(L) OR and_expr(R). { A = NODE(OR, L->off, L, R); }
+and_expr(A) ::= not_expr(E). { A = E; }
+and_expr(A) ::= and_expr(L) AND not_expr(R). { A = NODE(AND, L->off, L, R); }
+not_expr(A) ::= compare(E). { A = E; }
+not_expr(A) ::= NOT(T) not_expr(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NOT); }
+
+compare(A) ::= math1(E). { A = E; }
+compare(A) ::= math1(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
+cmp_list(A) ::= cmp_op(O) math1(E). { A = O; if (A) A->a = E; }
+cmp_list(A) ::= cmp_list(L) cmp_op(O) math1(E). { if (O) O->a = E; A = tpl_node_append(L, O); }
+cmp_op(A) ::= EQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_EQ); }
+cmp_op(A) ::= NE(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_NE); }
+cmp_op(A) ::= LT(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_LT); }
+cmp_op(A) ::= LTEQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_LE); }
+cmp_op(A) ::= GT(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_GT); }
+cmp_op(A) ::= GTEQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_GE); }
+cmp_op(A) ::= IN(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_IN); }
+cmp_op(A) ::= NOT(T) IN. { A = with_op(N(CMPOP, T.off), TPL_AOP_NOTIN); }
+
+math1(A) ::= concat(E). { A = E; }
+math1(A) ::= math1(L) ADD(T) concat(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
+math1(A) ::= math1(L) SUB(T) concat(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
+concat(A) ::= math2(E). { A = E; }
+concat(A) ::= concat(L) TILDE(T) math2(R).
+    { if (L->kind == TPL_N_CONCAT) { tpl_node_append(L->a, R); A = L; } else A = NODE(CONCAT, T.off, tpl_node_append(L, R), NULL); }
+math2(A) ::= pow(E). { A = E; }
+math2(A) ::= math2(L) MUL(T) pow(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
+math2(A) ::= math2(L) DIV(T) pow(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
+math2(A) ::= math2(L) FLOORDIV(T) pow(R). { A = binop(ctx, TPL_AOP_FLOORDIV, L, R, T.off); }
+math2(A) ::= math2(L) MOD(T) pow(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
+pow(A) ::= unary(E). { A = E; }
+pow(A) ::= pow(L) POW(T) unary(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
+
+unary(A) ::= unary_nf(E). { A = E; }
+unary(A) ::= unary(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
+unary(A) ::= unary(S) IS(T) test_name(N). { A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
+unary(A) ::= unary(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { A = with_val(NODE(TEST, T.off, S, L), N->val); }
+unary(A) ::= unary(S) IS(T) test_name(N) test_arg(X). { A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
+unary(A) ::= unary(S) IS(T) NOT test_name(N). { A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
+unary(A) ::= unary(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
+unary(A) ::= unary(S) IS(T) NOT test_name(N) test_arg(X). { A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
+test_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+test_name(A) ::= NONE(T). { A = tpl_p_name(ctx, T); }
+test_name(A) ::= TRUE(T). { A = tpl_p_name(ctx, T); }
+test_name(A) ::= FALSE(T). { A = tpl_p_name(ctx, T); }
+test_name(A) ::= IN(T). { A = tpl_p_name(ctx, T); }
+test_arg(A) ::= test_primary(P). { A = P; }
+test_arg(A) ::= test_arg(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
+test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE ? K : NODE(GETITEM, T.off, S, K); if (A && K->kind == TPL_N_SLICE) A->a = S; }
+test_primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+test_primary(A) ::= strings(S). { A = S; }
+test_primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
+test_primary(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
+test_primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
+test_primary(A) ::= FALSE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(false)); }
+test_primary(A) ::= NONE(T). { A = with_val(N(CONST, T.off), tpl_v_none()); }
+test_primary(A) ::= LBRACKET(T) items(L) RBRACKET. { A = NODE(LIST, T.off, L, NULL); }
+test_primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
+
+filter_chain(A) ::= filter_call(F). { A = F; }
+filter_chain(A) ::= filter_chain(L) PIPE filter_call(F). { A = tpl_node_append(L, F); }
+filter_call(A) ::= NAME(T). { A = with_val(N(FILTER, T.off), tpl_p_tokstr(ctx, T)); }
+filter_call(A) ::= NAME(T) LPAREN args(L) RPAREN. { A = with_val(NODE(FILTER, T.off, NULL, L), tpl_p_tokstr(ctx, T)); }
+
+unary_nf(A) ::= postfix(E). { A = E; }
+unary_nf(A) ::= SUB(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NEG); }
+unary_nf(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_POS); }
+
+postfix(A) ::= primary(P). { A = P; }
+postfix(A) ::= postfix(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
+postfix(A) ::= postfix(S) DOT(T) INTEGER(I). { A = NODE(GETITEM, T.off, S, tpl_p_integer(ctx, I)); }
+postfix(A) ::= postfix(S) LBRACKET(T) subscript(K) RBRACKET.
+    { if (K->kind == TPL_N_SLICE) { A = K; A->a = S; } else A = NODE(GETITEM, T.off, S, K); }
+postfix(A) ::= postfix(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
+
+callee(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+callee(A) ::= callee(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
+callee(A) ::= callee(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
+
+subscript(A) ::= expr(E). { A = E; }
+subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E). { A = NODE(SLICE, T.off, NULL, B); if (A) A->c = E; }
+subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E) COLON opt_expr(S). { A = with_d(with_c(NODE(SLICE, T.off, NULL, B), E), S); }
+opt_expr(A) ::= . { A = NULL; }
+opt_expr(A) ::= expr(E). { A = E; }
+
+primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+primary(A) ::= strings(S). { A = S; }
+primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
+primary(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
+primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
+primary(A) ::= FALSE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(false)); }
+primary(A) ::= NONE(T). { A = with_val(N(CONST, T.off), tpl_v_none()); }
+primary(A) ::= LPAREN(T) RPAREN. { A = NODE(TUPLE, T.off, NULL, NULL); }
+primary(A) ::= LPAREN tuple_expr(E) RPAREN. { A = E; }
+primary(A) ::= LBRACKET(T) items(L) RBRACKET. { A = NODE(LIST, T.off, L, NULL); }
+primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
+
+strings(A) ::= STRING(T). { A = tpl_p_string(ctx, T); }
+strings(A) ::= strings(S) STRING(T). { A = tpl_p_string_cat(ctx, S, T); }
+
+items(A) ::= . { A = NULL; }
+items(A) ::= exprs(L). { A = L; }
+items(A) ::= exprs(L) COMMA. { A = L; }
+dict_items(A) ::= . { A = NULL; }
+dict_items(A) ::= pairs(L). { A = L; }
+dict_items(A) ::= pairs(L) COMMA. { A = L; }
+pairs(A) ::= pair(P). { A = P; }
+pairs(A) ::= pairs(L) COMMA pair(P). { A = tpl_node_append(L, P); }
+pair(A) ::= expr(K) COLON expr(V). { A = NODE(PAIR, K->off, K, V); }

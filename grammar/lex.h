@@ -1,0 +1,49 @@
+/* Tokens shared by the scanners and the parsers. Token kinds are the TK_* codes that Lemon
+ * generates from each grammar (the grammar is their one source of truth). */
+#ifndef TPL_LEX_H
+#define TPL_LEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+typedef struct tpl_token {
+    int kind;          /* TK_* of the grammar */
+    uint32_t off, len; /* bytes in the (normalised) source; for TEXT the text after stripping */
+    uint8_t flag;      /* tag tokens: the whitespace-control sign ('-', '+' or 0) */
+} tpl_token;
+
+typedef struct tpl_token_vec {
+    tpl_token *v;
+    size_t n, cap;
+} tpl_token_vec;
+
+/* Scanner result: ok, or an error at byte offset `err_off` with a message. */
+typedef struct tpl_lex_result {
+    bool ok;
+    uint32_t err_off;
+    char msg[160];
+} tpl_lex_result;
+
+typedef struct tpl_lex_opts {
+    bool trim_blocks, lstrip_blocks;
+} tpl_lex_opts;
+
+/* Scans a Jinja template. `src` must be NUL-terminated at src[n] and already newline-normalised
+ * (see tpl_jinja_normalize). Tokens are appended to *out (heap; caller frees out->v). */
+tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, tpl_token_vec *out);
+
+/* Jinja2's source preparation: \r\n and \r become \n, and unless keep_trailing_newline one
+ * trailing newline is dropped. Returns a malloc'd NUL-terminated copy (*len set), or NULL. */
+char *tpl_jinja_normalize(const char *src, size_t n, bool keep_trailing_newline, size_t *len);
+
+/* Python's string-literal unescaping for a literal body (without quotes), as Jinja2 does it
+ * (`unicode-escape`): \n \t \\ \' \" \xhh \uhhhh \Uhhhhhhhh \ooo \a \b \f \v \r and
+ * backslash-newline; unknown escapes stay as written. Writes to out (capacity >= n). Returns
+ * the output length, or -1 with *bad set to the offset of a malformed escape. */
+long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad);
+
+/* Keyword table: one X-macro list of (spelling, token) for the Jinja grammar. */
+int tpl_jinja_keyword(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,36 @@
+/* State shared by a Lemon grammar's actions and its driver. */
+#ifndef TPL_PARSE_CTX_H
+#define TPL_PARSE_CTX_H
+
+#include "lex.h"
+#include "../compiler/ast.h"
+
+typedef struct tpl_pctx {
+    tpl_arena *arena;     /* AST nodes and literal strings */
+    const char *src;      /* normalised source (NUL-terminated) */
+    size_t n;
+    tpl_node *root;       /* the TEMPLATE node once parsing succeeded */
+    bool failed;
+    uint32_t err_off;
+    char msg[200];
+    const tpl_token *tokens; /* the token vector (for "unknown tag" messages) */
+    size_t ntokens;
+    tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
+} tpl_pctx;
+
+/* Records the first error (later ones are ignored). */
+void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Token helpers used by grammar actions. */
+tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t);      /* NAME node */
+tpl_node *tpl_p_string(tpl_pctx *c, tpl_token t);    /* CONST str from a quoted literal */
+tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t); /* "a" "b" */
+tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t);
+tpl_node *tpl_p_float(tpl_pctx *c, tpl_token t);
+tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node *b);
+tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t);    /* the token's bytes as a str value */
+
+/* Parses a Jinja template into c->root; returns false with c->msg/err_off on failure. */
+bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n);
+
+#endif

@@ -1,0 +1,160 @@
+/* Helpers for grammar actions (all syntaxes) and the Jinja parser driver. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <math.h>
+#include "parse_ctx.h"
+#include "jinja_parse.h"
+
+void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
+{
+    if (c->failed) return;
+    c->failed = true;
+    c->err_off = off;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    va_end(ap);
+}
+
+tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node *b)
+{
+    tpl_node *n = tpl_node_new(c->arena, kind, off);
+    if (!n) {
+        /* Out of memory: keep parsing on a throwaway node; the error stops compilation. */
+        tpl_pctx_error(c, off, "out of memory");
+        n = &c->dummy;
+        memset(n, 0, sizeof *n);
+    }
+    n->a = a;
+    n->b = b;
+    return n;
+}
+
+tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t)
+{
+    return tpl_v_str(c->src + t.off, t.len);
+}
+
+tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_NAME, t.off, NULL, NULL);
+    n->val = tpl_p_tokstr(c, t);
+    return n;
+}
+
+static tpl_value unquote(tpl_pctx *c, tpl_token t)
+{
+    const char *body = c->src + t.off + 1;
+    size_t n = t.len - 2;
+    if (!memchr(body, '\\', n)) return tpl_v_str(body, n);
+    char *out = tpl_arena_alloc(c->arena, n + 1);
+    if (!out) { tpl_pctx_error(c, t.off, "out of memory"); return tpl_v_str("", 0); }
+    size_t bad = 0;
+    long len = tpl_py_unescape(body, n, out, &bad);
+    if (len < 0) {
+        tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "invalid escape sequence in string literal");
+        return tpl_v_str("", 0);
+    }
+    return tpl_v_str(out, (size_t)len);
+}
+
+tpl_node *tpl_p_string(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+    n->val = unquote(c, t);
+    return n;
+}
+
+tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t)
+{
+    tpl_value b = unquote(c, t);
+    size_t n = (size_t)a->val.len + b.len;
+    char *s = tpl_arena_alloc(c->arena, n + 1);
+    if (!s) { tpl_pctx_error(c, t.off, "out of memory"); return a; }
+    memcpy(s, a->val.u.s, a->val.len);
+    memcpy(s + a->val.len, b.u.s, b.len);
+    a->val = tpl_v_str(s, n);
+    return a;
+}
+
+/* Copies a numeric literal without underscores into buf; false when it does not fit. */
+static bool strip_underscores(const char *s, size_t n, char *buf, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '_') continue;
+        if (j + 1 >= cap) return false;
+        buf[j++] = s[i];
+    }
+    buf[j] = 0;
+    return true;
+}
+
+tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+    char buf[128];
+    if (!strip_underscores(c->src + t.off, t.len, buf, sizeof buf)) {
+        tpl_pctx_error(c, t.off, "integer literal too large (tpl integers are 64-bit)");
+        return n;
+    }
+    int base = 10;
+    const char *digits = buf;
+    if (buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) base = 16, digits = buf + 2;
+    else if (buf[0] == '0' && (buf[1] == 'o' || buf[1] == 'O')) base = 8, digits = buf + 2;
+    else if (buf[0] == '0' && (buf[1] == 'b' || buf[1] == 'B')) base = 2, digits = buf + 2;
+    errno = 0;
+    char *end;
+    long long v = strtoll(digits, &end, base);
+    if (errno == ERANGE) {
+        tpl_pctx_error(c, t.off, "integer literal too large (tpl integers are 64-bit)");
+        return n;
+    }
+    n->val = tpl_v_int(v);
+    return n;
+}
+
+tpl_node *tpl_p_float(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+    char buf[512];
+    if (!strip_underscores(c->src + t.off, t.len, buf, sizeof buf)) {
+        tpl_pctx_error(c, t.off, "float literal too long");
+        return n;
+    }
+    n->val = tpl_v_float(strtod(buf, NULL));
+    return n;
+}
+
+/* Lemon's generated interface. */
+void *JinjaParseAlloc(void *(*mallocProc)(size_t));
+void JinjaParseFree(void *p, void (*freeProc)(void *));
+void JinjaParse(void *p, int major, tpl_token minor, tpl_pctx *ctx);
+
+bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
+{
+    void *parser = JinjaParseAlloc(malloc);
+    if (!parser) { tpl_pctx_error(c, 0, "out of memory"); return false; }
+    c->tokens = toks;
+    c->ntokens = n;
+    bool first_in_block = false;
+    for (size_t i = 0; i < n && !c->failed; i++) {
+        tpl_token t = toks[i];
+        if (t.kind == TK_BLOCK_BEGIN) { first_in_block = true; continue; }
+        if (first_in_block) {
+            t.flag |= 0x80;
+            first_in_block = false;
+            if (t.kind == TK_BLOCK_END) { tpl_pctx_error(c, t.off, "tag name expected"); break; }
+        }
+        JinjaParse(parser, t.kind, t, c);
+    }
+    if (!c->failed) {
+        tpl_token eof = { 0, (uint32_t)c->n, 0, 0 };
+        JinjaParse(parser, 0, eof, c);
+    }
+    JinjaParseFree(parser, free);
+    return !c->failed && c->root;
+}

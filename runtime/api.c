@@ -1,0 +1,204 @@
+/* Public render API (include/tpl.h): render contexts, state from JSON, facts, `call`. */
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "vm_impl.h"
+
+struct tpl_render {
+    struct tpl_vm vm;
+};
+
+tpl_render *tpl_render_new(const tpl_limits *limits)
+{
+    tpl_render *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    tpl_vm *vm = &r->vm;
+    tpl_limits l = { 0 };
+    if (limits) l = *limits;
+    if (!l.fuel) l.fuel = 100000000ull;
+    if (!l.max_depth) l.max_depth = 200;
+    if (!l.max_output) l.max_output = 64ull << 20;
+    if (!l.max_memory) l.max_memory = 256ull << 20;
+    vm->limits = l;
+    tpl_arena_init(&vm->arena, l.max_memory);
+    tpl_arena_init(&vm->state_arena, 0);
+    tpl_arena_init(&vm->fact_arena, 0);
+    vm->stack = malloc(TPL_VM_STACK * sizeof *vm->stack);
+    vm->slots = malloc(TPL_VM_SLOTS * sizeof *vm->slots);
+    if (!vm->stack || !vm->slots) { tpl_render_free(r); return NULL; }
+    vm->state = tpl_v_none();
+    if (tpl_render_set_call(r, "phone", NULL) != TPL_OK) { tpl_render_free(r); return NULL; }
+    return r;
+}
+
+void tpl_render_free(tpl_render *r)
+{
+    if (!r) return;
+    tpl_vm *vm = &r->vm;
+    tpl_arena_free(&vm->arena);
+    tpl_arena_free(&vm->state_arena);
+    tpl_arena_free(&vm->fact_arena);
+    free(vm->stack);
+    free(vm->slots);
+    free(vm->out);
+    free(r);
+}
+
+static void clear_error(tpl_vm *vm)
+{
+    memset(&vm->err, 0, sizeof vm->err);
+}
+
+static tpl_status fail(tpl_vm *vm, tpl_status st, const char *msg)
+{
+    clear_error(vm);
+    snprintf(vm->err_msg, sizeof vm->err_msg, "%s", msg);
+    vm->err.status = st;
+    vm->err.message = vm->err_msg;
+    return st;
+}
+
+/* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). */
+static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
+{
+    if (depth > 512) return false;
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        tpl_map *m = tpl_map_new(a, (uint32_t)json_object_size(j));
+        if (!m) return false;
+        const char *k;
+        size_t klen;
+        json_t *v;
+        json_object_keylen_foreach(j, k, klen, v) {
+            tpl_value kv, vv;
+            char *ks = tpl_arena_strdup(a, k, klen);
+            if (!ks || !from_json(a, v, &vv, depth + 1)) return false;
+            kv = tpl_v_str(ks, klen);
+            if (!tpl_map_set(a, m, kv, vv)) return false;
+        }
+        *out = tpl_v_map(m);
+        return true;
+    }
+    case JSON_ARRAY: {
+        size_t n = json_array_size(j);
+        tpl_list *l = tpl_list_new(a, (uint32_t)n);
+        if (!l) return false;
+        for (size_t i = 0; i < n; i++)
+            if (!from_json(a, json_array_get(j, i), &l->items[i], depth + 1)) return false;
+        l->len = (uint32_t)n;
+        *out = tpl_v_list(l);
+        return true;
+    }
+    case JSON_STRING: {
+        size_t n = json_string_length(j);
+        char *s = tpl_arena_strdup(a, json_string_value(j), n);
+        if (!s) return false;
+        *out = tpl_v_str(s, n);
+        return true;
+    }
+    case JSON_INTEGER: *out = tpl_v_int(json_integer_value(j)); return true;
+    case JSON_REAL: *out = tpl_v_float(json_real_value(j)); return true;
+    case JSON_TRUE: *out = tpl_v_bool(true); return true;
+    case JSON_FALSE: *out = tpl_v_bool(false); return true;
+    default: *out = tpl_v_none(); return true;
+    }
+}
+
+tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    json_error_t je;
+    json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!j) {
+        fail(vm, TPL_ERR_STATE, je.text);
+        vm->err.line = je.line > 0 ? (uint32_t)je.line : 1;
+        vm->err.column = je.column > 0 ? (uint32_t)je.column : 1;
+        return TPL_ERR_STATE;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return fail(vm, TPL_ERR_STATE, "the state must be a JSON object");
+    }
+    tpl_arena_reset(&vm->state_arena);
+    tpl_value v;
+    bool ok = from_json(&vm->state_arena, j, &v, 0);
+    json_decref(j);
+    if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
+    vm->state = v;
+    return TPL_OK;
+}
+
+static bool facts_init(tpl_vm *vm)
+{
+    if (!vm->facts) vm->facts = tpl_list_new(&vm->fact_arena, 4);
+    return vm->facts != NULL;
+}
+
+tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    if (!facts_init(vm)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    char *s = tpl_arena_strdup(&vm->fact_arena, fact, len);
+    if (!s) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    tpl_value v = tpl_nfc(&vm->fact_arena, tpl_v_str(s, len));
+    if (!tpl_list_push(&vm->fact_arena, vm->facts, v)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    return TPL_OK;
+}
+
+void tpl_render_clear_facts(tpl_render *r)
+{
+    if (r->vm.facts) r->vm.facts->len = 0;
+}
+
+tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    if (!channel) channel = "phone";
+    if (!medium) medium = strcmp(channel, "whatsapp") == 0 ? "text" : "voice";
+    if (strlen(channel) >= sizeof vm->channel || strlen(medium) >= sizeof vm->medium)
+        return fail(vm, TPL_ERR_USAGE, "channel or medium too long");
+    strcpy(vm->channel, channel);
+    strcpy(vm->medium, medium);
+    tpl_arena *a = &vm->fact_arena;
+    tpl_map *m = tpl_map_new(a, 4);
+    tpl_list *hist = tpl_list_new(a, 0);
+    if (!m || !hist) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    bool ok = tpl_map_set(a, m, tpl_v_str("channel", 7), tpl_v_str(vm->channel, strlen(vm->channel))) &&
+              tpl_map_set(a, m, tpl_v_str("medium", 6), tpl_v_str(vm->medium, strlen(vm->medium))) &&
+              tpl_map_set(a, m, tpl_v_str("claimed", 7), tpl_v_none()) &&
+              tpl_map_set(a, m, tpl_v_str("history", 7), tpl_v_list(hist));
+    if (!ok) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    vm->call = tpl_v_map(m);
+    return TPL_OK;
+}
+
+tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    tpl_arena_reset(&vm->arena);
+    vm->p = p;
+    int rc = tpl_vm_run(vm);
+    if (rc < 0) {
+        if (vm->err.status == TPL_OK) fail(vm, TPL_ERR_TYPE, "render failed");
+        return vm->err.status;
+    }
+    if (vm->out_len + 1 > vm->out_cap) {
+        char *no = realloc(vm->out, vm->out_len + 1);
+        if (!no) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+        vm->out = no;
+        vm->out_cap = vm->out_len + 1;
+    }
+    vm->out[vm->out_len] = 0;
+    *out = vm->out;
+    *out_len = vm->out_len;
+    return TPL_OK;
+}
+
+const tpl_error *tpl_render_error(const tpl_render *r)
+{
+    return &r->vm.err;
+}

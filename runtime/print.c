@@ -1,0 +1,786 @@
+/* Value printing, byte-exact with the reference engines: Python 3.11 str()/repr() (Jinja2
+ * output), Ruby 3.1 to_s/inspect (ERB output) and Python's json.dumps (tojson filters). */
+#include "vm.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+/* ------------------------------------------------------------------ shortest float digits */
+
+/* A positive finite double as decimal digits: value = 0.d[0]d[1]...d[n-1] * 10^decpt. */
+typedef struct fdigits {
+    char d[24];
+    int n, decpt;
+} fdigits;
+
+/* Reads printf "%.*e" output ("1.2340e+02"); keeps trailing zeros. */
+static void parse_e(const char *buf, fdigits *f)
+{
+    const char *p = buf;
+    f->n = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && f->n < (int)sizeof f->d)
+            f->d[f->n++] = *p;
+    f->decpt = (*p == 'e' ? atoi(p + 1) : 0) + 1;
+}
+
+static bool round_trips(const fdigits *f, double d)
+{
+    char buf[48];
+    snprintf(buf, sizeof buf, "%c.%.*se%d", f->d[0], f->n - 1, f->d + 1, f->decpt - 1);
+    return strtod(buf, NULL) == d;
+}
+
+/* The shortest digit string that reads back as d and, among those, the closest to d: what
+ * David Gay's dtoa mode 0 returns for both CPython's repr and Ruby's Float#to_s.
+ * For normal numbers, any <= 15-digit string that round-trips equals d correctly rounded to
+ * 15 digits (the rounding interval is narrower than half a unit in the 15th digit), so 15
+ * digits are tried first and trailing zeros dropped (subnormals, with fewer bits, try every
+ * precision); 17 correctly rounded digits always round-trip. At 16 digits
+ * a power of two has an asymmetric interval, so the string one unit up may read back even when
+ * the correctly rounded one does not. */
+static void shortest_digits(double d, fdigits *f)
+{
+    char buf[48];
+    int exp2;
+    for (int prec = d < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
+        parse_e(buf, f);
+        if (strtod(buf, NULL) == d)
+            break;
+        if (prec == 16 && frexp(d, &exp2) == 0.5) {
+            fdigits g = *f;
+            int k = g.n - 1;
+            while (k >= 0 && g.d[k] == '9')
+                g.d[k--] = '0';
+            if (k < 0) {
+                g.d[0] = '1';
+                g.decpt++;
+            } else {
+                g.d[k]++;
+            }
+            if (round_trips(&g, d)) {
+                *f = g;
+                break;
+            }
+        }
+    }
+    while (f->n > 1 && f->d[f->n - 1] == '0')
+        f->n--;
+}
+
+/* Formats d like CPython's float repr (ruby=false) or Ruby's Float#to_s (ruby=true): shortest
+ * digits; exponent form when the decimal exponent is < -4 or >= 16 ("1e+16" / "1.0e+16"), else
+ * positional with at least one fractional digit ("100.0", "0.0001"). Ruby also uses the
+ * exponent form for exponent 15 unless the digits reach past the point: 1e15.to_s is
+ * "1.0e+15", but 1626983080611305.8 stays positional. */
+static void put_float(tpl_sb *b, double d, bool ruby)
+{
+    if (isnan(d)) {
+        tpl_sb_puts(b, ruby ? "NaN" : "nan");
+        return;
+    }
+    if (isinf(d)) {
+        tpl_sb_puts(b, d > 0 ? (ruby ? "Infinity" : "inf") : (ruby ? "-Infinity" : "-inf"));
+        return;
+    }
+    if (signbit(d)) {
+        tpl_sb_putc(b, '-');
+        d = -d;
+    }
+    fdigits f = {.d = "0", .n = 1, .decpt = 1};
+    if (d != 0)
+        shortest_digits(d, &f);
+    if (f.decpt <= -4 || f.decpt > 16 || (ruby && f.decpt == 16 && f.n <= 16)) {
+        tpl_sb_putc(b, f.d[0]);
+        if (f.n > 1) {
+            tpl_sb_putc(b, '.');
+            tpl_sb_put(b, f.d + 1, (size_t)f.n - 1);
+        } else if (ruby) {
+            tpl_sb_puts(b, ".0");
+        }
+        int e = f.decpt - 1;
+        tpl_sb_printf(b, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+    } else if (f.decpt <= 0) {
+        tpl_sb_puts(b, "0.");
+        for (int k = f.decpt; k < 0; k++)
+            tpl_sb_putc(b, '0');
+        tpl_sb_put(b, f.d, (size_t)f.n);
+    } else if (f.decpt >= f.n) {
+        tpl_sb_put(b, f.d, (size_t)f.n);
+        for (int k = f.n; k < f.decpt; k++)
+            tpl_sb_putc(b, '0');
+        tpl_sb_puts(b, ".0");
+    } else {
+        tpl_sb_put(b, f.d, (size_t)f.decpt);
+        tpl_sb_putc(b, '.');
+        tpl_sb_put(b, f.d + f.decpt, (size_t)(f.n - f.decpt));
+    }
+}
+
+/* CPython float.__repr__. */
+void tpl_py_float(tpl_sb *b, double d) { put_float(b, d, false); }
+
+static void put_int(tpl_sb *b, int64_t i) { tpl_sb_printf(b, "%" PRId64, i); }
+
+/* ------------------------------------------------------------------ container walks */
+
+/* The containers being printed, outermost first: detects cycles (printed as [...] / {...},
+ * like Python and Ruby; an error for JSON) and bounds the recursion. */
+enum { MAX_NEST = 200 };
+
+typedef struct walker {
+    int depth;
+    const void *open[MAX_NEST];
+} walker;
+
+/* False when p is already open (a cycle) or nesting is too deep. */
+static bool w_enter(walker *w, const void *p)
+{
+    if (w->depth >= MAX_NEST)
+        return false;
+    for (int k = 0; k < w->depth; k++)
+        if (w->open[k] == p)
+            return false;
+    w->open[w->depth++] = p;
+    return true;
+}
+
+static void w_leave(walker *w) { w->depth--; }
+
+/* Byte ends of the run of bytes in [i, n) that need no escaping: ASCII 0x20..0x7E except
+ * the given specials. */
+static size_t plain_run(const char *s, size_t n, size_t i, const char *specials)
+{
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7F || strchr(specials, c))
+            break;
+        i++;
+    }
+    return i;
+}
+
+/* A byte that tpl_utf8_next could not decode (U+FFFD consuming one byte). */
+static bool bad_byte(uint32_t cp, size_t at, size_t i) { return cp == 0xFFFD && i - at == 1; }
+
+/* ------------------------------------------------------------------ Python */
+
+/* CPython Py_UNICODE_ISPRINTABLE: not Cc, Cf, Cs, Co, Cn, Zl, Zp, or Zs other than ' '. */
+static bool py_printable(uint32_t c)
+{
+    if (c < 0x80)
+        return c >= 0x20 && c < 0x7F;
+    if (tpl_unicode_age_after13(c) == 15)   /* unassigned in CPython 3.11's Unicode 14 */
+        return false;
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* CPython unicode_repr: single quotes unless the text has ' and no "; escapes \\, the quote,
+ * \t \n \r, and non-printables as \xhh, \uhhhh or \Uhhhhhhhh. A byte that is not UTF-8 prints
+ * as \udcXX, as Python shows a surrogateescape-decoded byte. */
+static void py_repr_str(tpl_sb *b, const char *s, size_t n)
+{
+    bool sq = n && memchr(s, '\'', n), dq = n && memchr(s, '"', n);
+    const char *quote = sq && !dq ? "\"" : "'";
+    const char *specials = sq && !dq ? "\"\\" : "'\\";
+    tpl_sb_putc(b, quote[0]);
+    size_t i = 0;
+    while (i < n) {
+        size_t j = plain_run(s, n, i, specials);
+        tpl_sb_put(b, s + i, j - i);
+        if ((i = j) >= n)
+            break;
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            i++;
+            switch (c) {
+            case '\t': tpl_sb_puts(b, "\\t"); break;
+            case '\n': tpl_sb_puts(b, "\\n"); break;
+            case '\r': tpl_sb_puts(b, "\\r"); break;
+            case '\\': tpl_sb_puts(b, "\\\\"); break;
+            default:
+                if (c == (unsigned char)quote[0]) {
+                    tpl_sb_putc(b, '\\');
+                    tpl_sb_putc(b, (char)c);
+                } else {
+                    tpl_sb_printf(b, "\\x%02x", c);
+                }
+            }
+            continue;
+        }
+        size_t at = i;
+        uint32_t cp = tpl_utf8_next(s, n, &i);
+        if (bad_byte(cp, at, i))
+            tpl_sb_printf(b, "\\udc%02x", c);
+        else if (py_printable(cp))
+            tpl_sb_put(b, s + at, i - at);
+        else if (cp <= 0xFF)
+            tpl_sb_printf(b, "\\x%02x", (unsigned)cp);
+        else if (cp <= 0xFFFF)
+            tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
+        else
+            tpl_sb_printf(b, "\\U%08x", (unsigned)cp);
+    }
+    tpl_sb_putc(b, quote[0]);
+}
+
+static void py_repr(tpl_sb *b, tpl_value v, walker *w);
+
+/* dict.__repr__: {'a': 1, 'b': [2]}. */
+static void py_repr_dict(tpl_sb *b, const tpl_map *m, walker *w)
+{
+    if (!w_enter(w, m)) {
+        tpl_sb_puts(b, "{...}");
+        return;
+    }
+    tpl_sb_putc(b, '{');
+    for (uint32_t k = 0; k < m->len; k++) {
+        if (k)
+            tpl_sb_puts(b, ", ");
+        py_repr(b, m->e[k].key, w);
+        tpl_sb_puts(b, ": ");
+        py_repr(b, m->e[k].val, w);
+    }
+    tpl_sb_putc(b, '}');
+    w_leave(w);
+}
+
+/* repr() of the values Jinja2 templates see (Undefined, Markup and Namespace included). */
+static void py_repr(tpl_sb *b, tpl_value v, walker *w)
+{
+    switch (v.type) {
+    case TPL_T_UNDEF:
+    case TPL_T_UNSET:
+        tpl_sb_puts(b, "Undefined");
+        break;
+    case TPL_T_NONE:
+        tpl_sb_puts(b, "None");
+        break;
+    case TPL_T_BOOL:
+        tpl_sb_puts(b, v.u.i ? "True" : "False");
+        break;
+    case TPL_T_INT:
+        put_int(b, v.u.i);
+        break;
+    case TPL_T_FLOAT:
+        put_float(b, v.u.f, false);
+        break;
+    case TPL_T_STR:
+        if (v.flags & TPL_F_SAFE)
+            tpl_sb_puts(b, "Markup(");
+        py_repr_str(b, v.u.s, v.len);
+        if (v.flags & TPL_F_SAFE)
+            tpl_sb_putc(b, ')');
+        break;
+    case TPL_T_LIST: {
+        const tpl_list *l = v.u.list;
+        bool tuple = v.flags & TPL_F_TUPLE;
+        if (!w_enter(w, l)) {
+            tpl_sb_puts(b, tuple ? "(...)" : "[...]");
+            break;
+        }
+        tpl_sb_putc(b, tuple ? '(' : '[');
+        for (uint32_t k = 0; k < l->len; k++) {
+            if (k)
+                tpl_sb_puts(b, ", ");
+            py_repr(b, l->items[k], w);
+        }
+        if (tuple && l->len == 1)
+            tpl_sb_putc(b, ',');
+        tpl_sb_putc(b, tuple ? ')' : ']');
+        w_leave(w);
+        break;
+    }
+    case TPL_T_MAP:
+        if (v.flags & TPL_F_NS)
+            tpl_sb_puts(b, "<Namespace ");
+        py_repr_dict(b, v.u.map, w);
+        if (v.flags & TPL_F_NS)
+            tpl_sb_putc(b, '>');
+        break;
+    case TPL_T_MACRO:
+        tpl_sb_puts(b, "<Macro>");
+        break;
+    case TPL_T_LOOP:
+        tpl_sb_puts(b, "<LoopContext>");
+        break;
+    default:
+        tpl_sb_puts(b, "<built-in function>");
+        break;
+    }
+}
+
+void tpl_py_repr(tpl_sb *b, tpl_value v)
+{
+    walker w;
+    w.depth = 0;
+    py_repr(b, v, &w);
+}
+
+/* Python str(): strings as they are, Undefined as "", everything else as repr. */
+void tpl_py_str(tpl_sb *b, tpl_value v)
+{
+    if (v.type == TPL_T_STR)
+        tpl_sb_put(b, v.u.s, v.len);
+    else if (v.type != TPL_T_UNDEF && v.type != TPL_T_UNSET)
+        tpl_py_repr(b, v);
+}
+
+/* ------------------------------------------------------------------ Ruby */
+
+/* Onigmo's [[:print:]] for UTF-8 as Ruby 3.1 applies it in String#inspect: everything but
+ * Cn, Cc (except U+0085), Cs, Zl and Zp (found by inspecting every code point in Ruby 3.1). */
+static bool rb_printable(uint32_t c)
+{
+    if (c < 0x80)
+        return c >= 0x20 && c < 0x7F;
+    if (c == 0x85)
+        return true;
+    if (tpl_unicode_age_after13(c))   /* unassigned in Ruby 3.1's Unicode 13 */
+        return false;
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* Ruby rb_str_inspect for a UTF-8 string: "..." with \" \\ \n \t \r \f \v \b \a \e, \# before
+ * {, $ or @, other non-printables as \uXXXX / \u{XXXXX}, invalid bytes as \xNN. */
+static void rb_inspect_str(tpl_sb *b, const char *s, size_t n)
+{
+    tpl_sb_putc(b, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t j = plain_run(s, n, i, "\"\\#");
+        tpl_sb_put(b, s + i, j - i);
+        if ((i = j) >= n)
+            break;
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            static const char esc_from[] = "\"\\\n\r\t\f\v\b\a\033";
+            static const char esc_to[] = "\"\\nrtfvbae";
+            const char *e = c ? strchr(esc_from, c) : NULL;
+            i++;
+            if (e) {
+                tpl_sb_putc(b, '\\');
+                tpl_sb_putc(b, esc_to[e - esc_from]);
+            } else if (c == '#') {
+                if (i < n && (s[i] == '{' || s[i] == '$' || s[i] == '@'))
+                    tpl_sb_putc(b, '\\');
+                tpl_sb_putc(b, '#');
+            } else {
+                tpl_sb_printf(b, "\\u%04X", c);
+            }
+            continue;
+        }
+        size_t at = i;
+        uint32_t cp = tpl_utf8_next(s, n, &i);
+        if (bad_byte(cp, at, i))
+            tpl_sb_printf(b, "\\x%02X", c);
+        else if (rb_printable(cp))
+            tpl_sb_put(b, s + at, i - at);
+        else if (cp < 0x10000)
+            tpl_sb_printf(b, "\\u%04X", (unsigned)cp);
+        else
+            tpl_sb_printf(b, "\\u{%X}", (unsigned)cp);
+    }
+    tpl_sb_putc(b, '"');
+}
+
+/* Symbol#inspect: :name for identifiers (optionally ending in ? ! or =) and operator names,
+ * else :"..." with string escapes. */
+static void rb_inspect_sym(tpl_sb *b, const char *s, size_t n)
+{
+    static const char *const ops[] = {"+", "-", "*", "/", "%", "**", "==", "===", "!=", "=~",
+                                      "!~", "<", "<=", ">", ">=", "<=>", "<<", ">>", "!", "~",
+                                      "+@", "-@", "[]", "[]=", "&", "|", "^", "`"};
+    bool plain = n > 0 && !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; plain && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool word = c >= 0x80 || c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+        if (!word && !(i == n - 1 && i > 0 && (c == '?' || c == '!' || c == '=')))
+            plain = false;
+    }
+    for (size_t k = 0; !plain && k < sizeof ops / sizeof ops[0]; k++)
+        plain = strlen(ops[k]) == n && memcmp(ops[k], s, n) == 0;
+    tpl_sb_putc(b, ':');
+    if (plain)
+        tpl_sb_put(b, s, n);
+    else
+        rb_inspect_str(b, s, n);
+}
+
+static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
+{
+    switch (v.type) {
+    case TPL_T_UNDEF:
+    case TPL_T_UNSET:
+    case TPL_T_NONE:
+        tpl_sb_puts(b, "nil");
+        break;
+    case TPL_T_BOOL:
+        tpl_sb_puts(b, v.u.i ? "true" : "false");
+        break;
+    case TPL_T_INT:
+        put_int(b, v.u.i);
+        break;
+    case TPL_T_FLOAT:
+        put_float(b, v.u.f, true);
+        break;
+    case TPL_T_STR:
+        if (v.flags & TPL_F_SYMBOL)
+            rb_inspect_sym(b, v.u.s, v.len);
+        else
+            rb_inspect_str(b, v.u.s, v.len);
+        break;
+    case TPL_T_LIST: {
+        const tpl_list *l = v.u.list;
+        if (!w_enter(w, l)) {
+            tpl_sb_puts(b, "[...]");
+            break;
+        }
+        tpl_sb_putc(b, '[');
+        for (uint32_t k = 0; k < l->len; k++) {
+            if (k)
+                tpl_sb_puts(b, ", ");
+            rb_inspect(b, l->items[k], w);
+        }
+        tpl_sb_putc(b, ']');
+        w_leave(w);
+        break;
+    }
+    case TPL_T_MAP: {   /* Ruby 3.1 Hash#inspect: {"a"=>1, :b=>nil} */
+        const tpl_map *m = v.u.map;
+        if (!w_enter(w, m)) {
+            tpl_sb_puts(b, "{...}");
+            break;
+        }
+        tpl_sb_putc(b, '{');
+        for (uint32_t k = 0; k < m->len; k++) {
+            if (k)
+                tpl_sb_puts(b, ", ");
+            rb_inspect(b, m->e[k].key, w);
+            tpl_sb_puts(b, "=>");
+            rb_inspect(b, m->e[k].val, w);
+        }
+        tpl_sb_putc(b, '}');
+        w_leave(w);
+        break;
+    }
+    default:
+        tpl_sb_puts(b, "#<Proc>");
+        break;
+    }
+}
+
+void tpl_rb_inspect(tpl_sb *b, tpl_value v)
+{
+    walker w;
+    w.depth = 0;
+    rb_inspect(b, v, &w);
+}
+
+/* Ruby to_s: nil -> "", strings and symbols as they are, arrays and hashes as inspect. */
+void tpl_rb_to_s(tpl_sb *b, tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_UNDEF:
+    case TPL_T_UNSET:
+    case TPL_T_NONE:
+        break;
+    case TPL_T_STR:
+        tpl_sb_put(b, v.u.s, v.len);
+        break;
+    default:
+        tpl_rb_inspect(b, v);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+typedef struct json_opts {
+    bool ascii, html, sort;
+    int indent;                  /* < 0: no newlines */
+    const char *isep, *ksep;
+} json_opts;
+
+/* Python json string encoding. ensure_ascii: py_encode_basestring_ascii (everything outside
+ * 0x20..0x7E as \uXXXX, lowercase hex, surrogate pairs past the BMP); otherwise only '"', '\\'
+ * and C0 controls are escaped. html adds Jinja2's htmlsafe_json_dumps replacements of < > & '
+ * (they only ever occur inside strings). Bytes that are not UTF-8 become U+FFFD. */
+static void json_str(tpl_sb *b, const char *s, size_t n, const json_opts *o)
+{
+    const char *specials = o->html ? "\"\\<>&'" : "\"\\";
+    tpl_sb_putc(b, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t j = plain_run(s, n, i, specials);
+        tpl_sb_put(b, s + i, j - i);
+        if ((i = j) >= n)
+            break;
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x80) {
+            static const char esc_from[] = "\"\\\b\f\n\r\t";
+            static const char esc_to[] = "\"\\bfnrt";
+            const char *e = c ? strchr(esc_from, c) : NULL;
+            i++;
+            if (e) {
+                tpl_sb_putc(b, '\\');
+                tpl_sb_putc(b, esc_to[e - esc_from]);
+            } else if (c == 0x7F && !o->ascii) {
+                tpl_sb_putc(b, (char)c);
+            } else {
+                tpl_sb_printf(b, "\\u%04x", c);
+            }
+            continue;
+        }
+        size_t at = i;
+        uint32_t cp = tpl_utf8_next(s, n, &i);
+        if (!o->ascii && bad_byte(cp, at, i))
+            tpl_sb_puts(b, "\xEF\xBF\xBD");
+        else if (!o->ascii)
+            tpl_sb_put(b, s + at, i - at);
+        else if (cp >= 0x10000)
+            tpl_sb_printf(b, "\\u%04x\\u%04x", (unsigned)(0xD800 + ((cp - 0x10000) >> 10)),
+                          (unsigned)(0xDC00 + ((cp - 0x10000) & 0x3FF)));
+        else
+            tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
+    }
+    tpl_sb_putc(b, '"');
+}
+
+/* Python json float: repr, with NaN / Infinity / -Infinity. */
+static void json_float(tpl_sb *b, double d)
+{
+    if (isnan(d))
+        tpl_sb_puts(b, "NaN");
+    else if (isinf(d))
+        tpl_sb_puts(b, d > 0 ? "Infinity" : "-Infinity");
+    else
+        put_float(b, d, false);
+}
+
+/* Python's dict key coercion: str as is; float, True/False, None and int to their JSON text.
+ * Other key types are a TypeError. */
+static bool json_key(tpl_sb *b, tpl_value k, const json_opts *o)
+{
+    switch (k.type) {
+    case TPL_T_STR:
+        json_str(b, k.u.s, k.len, o);
+        return true;
+    case TPL_T_FLOAT:
+    case TPL_T_BOOL:
+    case TPL_T_NONE:
+    case TPL_T_INT:
+        tpl_sb_putc(b, '"');
+        if (k.type == TPL_T_FLOAT)
+            json_float(b, k.u.f);
+        else if (k.type == TPL_T_INT)
+            put_int(b, k.u.i);
+        else
+            tpl_sb_puts(b, k.type == TPL_T_NONE ? "null" : k.u.i ? "true" : "false");
+        tpl_sb_putc(b, '"');
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Exact comparison of an int64 with a double (NaN compares equal to everything, as far as a
+ * sort can tell). */
+static int cmp_int_float(int64_t i, double f)
+{
+    if (isnan(f))
+        return 0;
+    if (f >= 9223372036854775808.0)
+        return -1;
+    if (f < -9223372036854775808.0)
+        return 1;
+    double fl = floor(f);
+    int64_t fi = (int64_t)fl;
+    if (i != fi)
+        return i < fi ? -1 : 1;
+    return f > fl ? -1 : 0;
+}
+
+/* Python `<` between two dict keys known to be both strings or both numbers. */
+static int key_cmp(const void *pa, const void *pb)
+{
+    tpl_value a = (*(const tpl_entry *const *)pa)->key, b = (*(const tpl_entry *const *)pb)->key;
+    if (a.type == TPL_T_STR) {
+        size_t n = a.len < b.len ? a.len : b.len;
+        int c = n ? memcmp(a.u.s, b.u.s, n) : 0;   /* UTF-8 byte order = code point order */
+        return c ? c : (a.len > b.len) - (a.len < b.len);
+    }
+    if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
+        return (a.u.i > b.u.i) - (a.u.i < b.u.i);
+    if (a.type == TPL_T_FLOAT && b.type == TPL_T_FLOAT)
+        return (a.u.f > b.u.f) - (a.u.f < b.u.f);
+    return a.type == TPL_T_FLOAT ? -cmp_int_float(b.u.i, a.u.f) : cmp_int_float(a.u.i, b.u.f);
+}
+
+static void json_newline(tpl_sb *b, const json_opts *o, int level)
+{
+    tpl_sb_putc(b, '\n');
+    for (long k = (long)o->indent * level; k > 0; k--)
+        tpl_sb_putc(b, ' ');
+}
+
+static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w);
+
+/* Python's _iterencode_dict. sort_keys sorts by the original keys with Python's `<`, so keys
+ * of mixed types (str and int, or None with anything) are a TypeError, as in Python. */
+static bool json_dict(tpl_sb *b, const tpl_map *m, const json_opts *o, walker *w)
+{
+    if (m->len == 0) {
+        tpl_sb_puts(b, "{}");
+        return true;
+    }
+    const tpl_entry **order = NULL;
+    if (o->sort && m->len > 1) {
+        bool strs = m->e[0].key.type == TPL_T_STR;
+        for (uint32_t k = 0; k < m->len; k++) {
+            tpl_value key = m->e[k].key;
+            if (strs ? key.type != TPL_T_STR : !tpl_is_num(key))
+                return false;
+        }
+        size_t bytes = (size_t)m->len * sizeof *order;
+        order = b->arena ? tpl_arena_alloc(b->arena, bytes) : malloc(bytes);
+        if (!order) {
+            b->failed = true;
+            return true;
+        }
+        for (uint32_t k = 0; k < m->len; k++)
+            order[k] = &m->e[k];
+        qsort(order, m->len, sizeof *order, key_cmp);
+    }
+    bool ok = true;
+    tpl_sb_putc(b, '{');
+    if (o->indent >= 0)
+        json_newline(b, o, w->depth);
+    for (uint32_t k = 0; ok && k < m->len; k++) {
+        const tpl_entry *e = order ? order[k] : &m->e[k];
+        if (k) {
+            tpl_sb_puts(b, o->isep);
+            if (o->indent >= 0)
+                json_newline(b, o, w->depth);
+        }
+        ok = json_key(b, e->key, o);
+        tpl_sb_puts(b, o->ksep);
+        ok = ok && json_val(b, e->val, o, w);
+    }
+    if (o->indent >= 0)
+        json_newline(b, o, w->depth - 1);
+    tpl_sb_putc(b, '}');
+    if (!b->arena)
+        free(order);
+    return ok;
+}
+
+/* Python json.dumps of one value; false on anything it would raise TypeError/ValueError for
+ * (Undefined, callables, namespace objects, circular references). */
+static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
+{
+    switch (v.type) {
+    case TPL_T_NONE:
+        tpl_sb_puts(b, "null");
+        return true;
+    case TPL_T_BOOL:
+        tpl_sb_puts(b, v.u.i ? "true" : "false");
+        return true;
+    case TPL_T_INT:
+        put_int(b, v.u.i);
+        return true;
+    case TPL_T_FLOAT:
+        json_float(b, v.u.f);
+        return true;
+    case TPL_T_STR:
+        json_str(b, v.u.s, v.len, o);
+        return true;
+    case TPL_T_LIST: {
+        const tpl_list *l = v.u.list;
+        if (l->len == 0) {
+            tpl_sb_puts(b, "[]");
+            return true;
+        }
+        if (!w_enter(w, l))
+            return false;
+        bool ok = true;
+        tpl_sb_putc(b, '[');
+        if (o->indent >= 0)
+            json_newline(b, o, w->depth);
+        for (uint32_t k = 0; ok && k < l->len; k++) {
+            if (k) {
+                tpl_sb_puts(b, o->isep);
+                if (o->indent >= 0)
+                    json_newline(b, o, w->depth);
+            }
+            ok = json_val(b, l->items[k], o, w);
+        }
+        if (o->indent >= 0)
+            json_newline(b, o, w->depth - 1);
+        tpl_sb_putc(b, ']');
+        w_leave(w);
+        return ok;
+    }
+    case TPL_T_MAP: {
+        if ((v.flags & TPL_F_NS) || !w_enter(w, v.u.map))
+            return false;
+        bool ok = json_dict(b, v.u.map, o, w);
+        w_leave(w);
+        return ok;
+    }
+    default:
+        return false;
+    }
+}
+
+/* On failure the builder is rolled back to where it was. */
+static bool json_dumps(tpl_sb *b, tpl_value v, const json_opts *o)
+{
+    size_t start = b->len;
+    walker w;
+    w.depth = 0;
+    if (json_val(b, v, o, &w))
+        return true;
+    if (!b->failed)
+        b->len = start;
+    return false;
+}
+
+/* json.dumps(v, ensure_ascii=, indent=, separators=, sort_keys=). Default separators are
+ * (', ', ': ') without indent and (',', ': ') with one, as in Python. */
+bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const char *item_sep,
+                    const char *key_sep, bool sort_keys)
+{
+    json_opts o = {.ascii = ensure_ascii, .html = false, .sort = sort_keys, .indent = indent,
+                   .isep = item_sep ? item_sep : indent < 0 ? ", " : ",",
+                   .ksep = key_sep ? key_sep : ": "};
+    return json_dumps(b, v, &o);
+}
+
+/* Jinja2 3.1 tojson: htmlsafe_json_dumps(v, sort_keys=True[, indent=]) with json.dumps'
+ * ensure_ascii default, then < > & ' replaced by \u003c \u003e \u0026 \u0027. */
+bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent)
+{
+    json_opts o = {.ascii = true, .html = true, .sort = true, .indent = indent,
+                   .isep = indent < 0 ? ", " : ",", .ksep = ": "};
+    return json_dumps(b, v, &o);
+}

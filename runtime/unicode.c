@@ -1,0 +1,531 @@
+/* Unicode helpers with CPython 3.11 semantics: UTF-8 decoding, str.isspace, the strip family,
+ * full case mapping (upper/lower/title/capitalize) and NFC.
+ *
+ * Simple case mappings and general categories come from libutf8proc. CPython's *full* mappings
+ * (SpecialCasing.txt, unconditional entries) and its "Cased" property are not in utf8proc, so
+ * the two small tables below were generated with CPython 3.11 (Unicode 14) itself: every code
+ * point where str.upper/str.title differs from utf8proc's simple mapping, and every code point
+ * Python treats as cased (title-case context) whose category is not Lu/Ll/Lt. */
+#include "vm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF); anything else decodes
+ * as U+FFFD consuming exactly one byte, like Python's errors="replace" per byte. */
+uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i)
+{
+    if (*i >= n)
+        return 0;
+    const unsigned char *p = (const unsigned char *)s + *i;
+    size_t left = n - *i;
+    uint32_t c = p[0];
+    if (c < 0x80) {
+        *i += 1;
+        return c;
+    }
+    if (c >= 0xC2 && c < 0xE0) {
+        if (left >= 2 && (p[1] & 0xC0) == 0x80) {
+            *i += 2;
+            return ((c & 0x1F) << 6) | (p[1] & 0x3F);
+        }
+    } else if (c >= 0xE0 && c < 0xF0) {
+        if (left >= 3 && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80 &&
+            !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0)) {
+            *i += 3;
+            return ((c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        }
+    } else if (c >= 0xF0 && c < 0xF5) {
+        if (left >= 4 && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80 &&
+            (p[3] & 0xC0) == 0x80 && !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90)) {
+            *i += 4;
+            return ((c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+                   ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+        }
+    }
+    *i += 1;
+    return 0xFFFD;
+}
+
+/* Decodes the code point that ends at s[*end] (exclusive), not looking before `start`; moves
+ * *end back to its first byte. Agrees with forward decoding on where code points begin. */
+static uint32_t utf8_prev(const char *s, size_t start, size_t *end)
+{
+    size_t e = *end, j = e - 1;
+    if ((unsigned char)s[j] < 0x80) {
+        *end = j;
+        return (unsigned char)s[j];
+    }
+    for (int k = 0; k < 3 && j > start && ((unsigned char)s[j] & 0xC0) == 0x80; k++)
+        j--;
+    size_t t = j;
+    uint32_t cp = tpl_utf8_next(s, e, &t);
+    if (t == e) {
+        *end = j;
+        return cp;
+    }
+    *end = e - 1;   /* a stray byte: one U+FFFD */
+    return 0xFFFD;
+}
+
+/* Number of code points as tpl_utf8_next counts them. */
+size_t tpl_utf8_len(const char *s, size_t n)
+{
+    size_t count = 0, i = 0;
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80)
+            i++;
+        else
+            tpl_utf8_next(s, n, &i);
+        count++;
+    }
+    return count;
+}
+
+size_t tpl_utf8_offset(const char *s, size_t n, size_t cp)
+{
+    size_t i = 0;
+    while (cp-- > 0 && i < n) {
+        if ((unsigned char)s[i] < 0x80)
+            i++;
+        else
+            tpl_utf8_next(s, n, &i);
+    }
+    return i;
+}
+
+/* ------------------------------------------------------------------ Unicode versions */
+
+/* Code points first assigned in Unicode 14.0 and 15.0 (DerivedAge.txt). utf8proc 2.8 has
+ * Unicode 15 data, while CPython 3.11 stops at 14.0 and Ruby 3.1 at 13.0: for them these code
+ * points are unassigned (not printable, not cased, not case-ignorable). */
+static const uint32_t NEW_IN_14[][2] = {
+    {0x61D, 0x61D}, {0x870, 0x88E}, {0x890, 0x891}, {0x898, 0x89F}, {0x8B5, 0x8B5},
+    {0x8C8, 0x8D2}, {0xC3C, 0xC3C}, {0xC5D, 0xC5D}, {0xCDD, 0xCDD}, {0x170D, 0x170D},
+    {0x1715, 0x1715}, {0x171F, 0x171F}, {0x180F, 0x180F}, {0x1AC1, 0x1ACE}, {0x1B4C, 0x1B4C},
+    {0x1B7D, 0x1B7E}, {0x1DFA, 0x1DFA}, {0x20C0, 0x20C0}, {0x2C2F, 0x2C2F}, {0x2C5F, 0x2C5F},
+    {0x2E53, 0x2E5D}, {0x9FFD, 0x9FFF}, {0xA7C0, 0xA7C1}, {0xA7D0, 0xA7D1}, {0xA7D3, 0xA7D3},
+    {0xA7D5, 0xA7D9}, {0xA7F2, 0xA7F4}, {0xFBC2, 0xFBC2}, {0xFD40, 0xFD4F}, {0xFDCF, 0xFDCF},
+    {0xFDFE, 0xFDFF}, {0x10570, 0x1057A}, {0x1057C, 0x1058A}, {0x1058C, 0x10592},
+    {0x10594, 0x10595}, {0x10597, 0x105A1}, {0x105A3, 0x105B1}, {0x105B3, 0x105B9},
+    {0x105BB, 0x105BC}, {0x10780, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA},
+    {0x10F70, 0x10F89}, {0x11070, 0x11075}, {0x110C2, 0x110C2}, {0x116B9, 0x116B9},
+    {0x11740, 0x11746}, {0x11AB0, 0x11ABF}, {0x12F90, 0x12FF2}, {0x16A70, 0x16ABE},
+    {0x16AC0, 0x16AC9}, {0x1AFF0, 0x1AFF3}, {0x1AFF5, 0x1AFFB}, {0x1AFFD, 0x1AFFE},
+    {0x1B11F, 0x1B122}, {0x1CF00, 0x1CF2D}, {0x1CF30, 0x1CF46}, {0x1CF50, 0x1CFC3},
+    {0x1D1E9, 0x1D1EA}, {0x1DF00, 0x1DF1E}, {0x1E290, 0x1E2AE}, {0x1E7E0, 0x1E7E6},
+    {0x1E7E8, 0x1E7EB}, {0x1E7ED, 0x1E7EE}, {0x1E7F0, 0x1E7FE}, {0x1F6DD, 0x1F6DF},
+    {0x1F7F0, 0x1F7F0}, {0x1F979, 0x1F979}, {0x1F9CC, 0x1F9CC}, {0x1FA7B, 0x1FA7C},
+    {0x1FAA9, 0x1FAAC}, {0x1FAB7, 0x1FABA}, {0x1FAC3, 0x1FAC5}, {0x1FAD7, 0x1FAD9},
+    {0x1FAE0, 0x1FAE7}, {0x1FAF0, 0x1FAF6}, {0x2A6DE, 0x2A6DF}, {0x2B735, 0x2B738},
+};
+static const uint32_t NEW_IN_15[][2] = {
+    {0xCF3, 0xCF3}, {0xECE, 0xECE}, {0x10EFD, 0x10EFF}, {0x1123F, 0x11241}, {0x11B00, 0x11B09},
+    {0x11F00, 0x11F10}, {0x11F12, 0x11F3A}, {0x11F3E, 0x11F59}, {0x1342F, 0x1342F},
+    {0x13439, 0x13455}, {0x1B132, 0x1B132}, {0x1B155, 0x1B155}, {0x1D2C0, 0x1D2D3},
+    {0x1DF25, 0x1DF2A}, {0x1E030, 0x1E06D}, {0x1E08F, 0x1E08F}, {0x1E4D0, 0x1E4F9},
+    {0x1F6DC, 0x1F6DC}, {0x1F774, 0x1F776}, {0x1F77B, 0x1F77F}, {0x1F7D9, 0x1F7D9},
+    {0x1FA75, 0x1FA77}, {0x1FA87, 0x1FA88}, {0x1FAAD, 0x1FAAF}, {0x1FABB, 0x1FABD},
+    {0x1FABF, 0x1FABF}, {0x1FACE, 0x1FACF}, {0x1FADA, 0x1FADB}, {0x1FAE8, 0x1FAE8},
+    {0x1FAF7, 0x1FAF8}, {0x2B739, 0x2B739}, {0x31350, 0x323AF},
+};
+
+static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t c)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c < r[mid][0])
+            hi = mid;
+        else if (c > r[mid][1])
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
+unsigned tpl_unicode_age_after13(uint32_t cp)
+{
+    if (cp < 0x61D)
+        return 0;
+    if (in_ranges(NEW_IN_15, sizeof NEW_IN_15 / sizeof NEW_IN_15[0], cp))
+        return 15;
+    return in_ranges(NEW_IN_14, sizeof NEW_IN_14 / sizeof NEW_IN_14[0], cp) ? 14 : 0;
+}
+
+/* ------------------------------------------------------------------ properties */
+
+/* Python str.isspace: bidirectional class WS, B or S, or category Zs. */
+bool tpl_py_isspace(uint32_t cp)
+{
+    if (cp < 0x80)
+        return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
+    switch (cp) {
+    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x3000:
+        return true;
+    default:
+        return cp >= 0x2000 && cp <= 0x200A;
+    }
+}
+
+/* Python's Cased property: categories Lu, Ll, Lt plus Other_Lowercase/Other_Uppercase. */
+static const uint32_t OTHER_CASED[][2] = {
+    {0xAA, 0xAA}, {0xBA, 0xBA}, {0x2B0, 0x2B8}, {0x2C0, 0x2C1}, {0x2E0, 0x2E4}, {0x345, 0x345},
+    {0x37A, 0x37A}, {0x1D2C, 0x1D6A}, {0x1D78, 0x1D78}, {0x1D9B, 0x1DBF}, {0x2071, 0x2071},
+    {0x207F, 0x207F}, {0x2090, 0x209C}, {0x2160, 0x217F}, {0x24B6, 0x24E9}, {0x2C7C, 0x2C7D},
+    {0xA69C, 0xA69D}, {0xA770, 0xA770}, {0xA7F8, 0xA7F9}, {0xAB5C, 0xAB5F}, {0x10780, 0x10780},
+    {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA}, {0x1F130, 0x1F149},
+    {0x1F150, 0x1F169}, {0x1F170, 0x1F189},
+};
+
+static bool is_cased(uint32_t c)
+{
+    if (c < 0x80)
+        return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+    if (tpl_unicode_age_after13(c) == 15)
+        return false;
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+        return true;
+    default:
+        break;
+    }
+    for (size_t k = 0; k < sizeof OTHER_CASED / sizeof OTHER_CASED[0]; k++)
+        if (c >= OTHER_CASED[k][0] && c <= OTHER_CASED[k][1])
+            return true;
+    return false;
+}
+
+/* Case_Ignorable (Unicode 3.13): Mn, Me, Cf, Lm, Sk, or Word_Break MidLetter/MidNumLet/
+ * Single_Quote. */
+static bool is_case_ignorable(uint32_t c)
+{
+    switch (c) {
+    case 0x27: case 0x2E: case 0x3A: case 0xB7: case 0x387: case 0x55F: case 0x5F4:
+    case 0x2018: case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52: case 0xFE55:
+    case 0xFF07: case 0xFF0E: case 0xFF1A: case 0x5E:  case 0x60:
+        return true;
+    default:
+        break;
+    }
+    if (c < 0x80 || tpl_unicode_age_after13(c) == 15)
+        return false;
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_SK:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ------------------------------------------------------------------ full case mapping */
+
+/* CPython 3.11 full title/upper mappings that differ from the simple ones (all are the
+ * unconditional SpecialCasing.txt entries; the only special lowercase, U+0130, is in code). */
+typedef struct special_case {
+    uint32_t cp, title[3], upper[3];
+} special_case;
+
+static const special_case SPECIAL[] = {
+    {0xDF,{0x53,0x73},{0x53,0x53}},{0x149,{0x2BC,0x4E},{0x2BC,0x4E}},
+    {0x1F0,{0x4A,0x30C},{0x4A,0x30C}},{0x390,{0x399,0x308,0x301},{0x399,0x308,0x301}},
+    {0x3B0,{0x3A5,0x308,0x301},{0x3A5,0x308,0x301}},{0x587,{0x535,0x582},{0x535,0x552}},
+    {0x1E96,{0x48,0x331},{0x48,0x331}},{0x1E97,{0x54,0x308},{0x54,0x308}},
+    {0x1E98,{0x57,0x30A},{0x57,0x30A}},{0x1E99,{0x59,0x30A},{0x59,0x30A}},
+    {0x1E9A,{0x41,0x2BE},{0x41,0x2BE}},{0x1F50,{0x3A5,0x313},{0x3A5,0x313}},
+    {0x1F52,{0x3A5,0x313,0x300},{0x3A5,0x313,0x300}},
+    {0x1F54,{0x3A5,0x313,0x301},{0x3A5,0x313,0x301}},
+    {0x1F56,{0x3A5,0x313,0x342},{0x3A5,0x313,0x342}},{0x1F80,{0x1F88},{0x1F08,0x399}},
+    {0x1F81,{0x1F89},{0x1F09,0x399}},{0x1F82,{0x1F8A},{0x1F0A,0x399}},
+    {0x1F83,{0x1F8B},{0x1F0B,0x399}},{0x1F84,{0x1F8C},{0x1F0C,0x399}},
+    {0x1F85,{0x1F8D},{0x1F0D,0x399}},{0x1F86,{0x1F8E},{0x1F0E,0x399}},
+    {0x1F87,{0x1F8F},{0x1F0F,0x399}},{0x1F88,{0x1F88},{0x1F08,0x399}},
+    {0x1F89,{0x1F89},{0x1F09,0x399}},{0x1F8A,{0x1F8A},{0x1F0A,0x399}},
+    {0x1F8B,{0x1F8B},{0x1F0B,0x399}},{0x1F8C,{0x1F8C},{0x1F0C,0x399}},
+    {0x1F8D,{0x1F8D},{0x1F0D,0x399}},{0x1F8E,{0x1F8E},{0x1F0E,0x399}},
+    {0x1F8F,{0x1F8F},{0x1F0F,0x399}},{0x1F90,{0x1F98},{0x1F28,0x399}},
+    {0x1F91,{0x1F99},{0x1F29,0x399}},{0x1F92,{0x1F9A},{0x1F2A,0x399}},
+    {0x1F93,{0x1F9B},{0x1F2B,0x399}},{0x1F94,{0x1F9C},{0x1F2C,0x399}},
+    {0x1F95,{0x1F9D},{0x1F2D,0x399}},{0x1F96,{0x1F9E},{0x1F2E,0x399}},
+    {0x1F97,{0x1F9F},{0x1F2F,0x399}},{0x1F98,{0x1F98},{0x1F28,0x399}},
+    {0x1F99,{0x1F99},{0x1F29,0x399}},{0x1F9A,{0x1F9A},{0x1F2A,0x399}},
+    {0x1F9B,{0x1F9B},{0x1F2B,0x399}},{0x1F9C,{0x1F9C},{0x1F2C,0x399}},
+    {0x1F9D,{0x1F9D},{0x1F2D,0x399}},{0x1F9E,{0x1F9E},{0x1F2E,0x399}},
+    {0x1F9F,{0x1F9F},{0x1F2F,0x399}},{0x1FA0,{0x1FA8},{0x1F68,0x399}},
+    {0x1FA1,{0x1FA9},{0x1F69,0x399}},{0x1FA2,{0x1FAA},{0x1F6A,0x399}},
+    {0x1FA3,{0x1FAB},{0x1F6B,0x399}},{0x1FA4,{0x1FAC},{0x1F6C,0x399}},
+    {0x1FA5,{0x1FAD},{0x1F6D,0x399}},{0x1FA6,{0x1FAE},{0x1F6E,0x399}},
+    {0x1FA7,{0x1FAF},{0x1F6F,0x399}},{0x1FA8,{0x1FA8},{0x1F68,0x399}},
+    {0x1FA9,{0x1FA9},{0x1F69,0x399}},{0x1FAA,{0x1FAA},{0x1F6A,0x399}},
+    {0x1FAB,{0x1FAB},{0x1F6B,0x399}},{0x1FAC,{0x1FAC},{0x1F6C,0x399}},
+    {0x1FAD,{0x1FAD},{0x1F6D,0x399}},{0x1FAE,{0x1FAE},{0x1F6E,0x399}},
+    {0x1FAF,{0x1FAF},{0x1F6F,0x399}},{0x1FB2,{0x1FBA,0x345},{0x1FBA,0x399}},
+    {0x1FB3,{0x1FBC},{0x391,0x399}},{0x1FB4,{0x386,0x345},{0x386,0x399}},
+    {0x1FB6,{0x391,0x342},{0x391,0x342}},{0x1FB7,{0x391,0x342,0x345},{0x391,0x342,0x399}},
+    {0x1FBC,{0x1FBC},{0x391,0x399}},{0x1FC2,{0x1FCA,0x345},{0x1FCA,0x399}},
+    {0x1FC3,{0x1FCC},{0x397,0x399}},{0x1FC4,{0x389,0x345},{0x389,0x399}},
+    {0x1FC6,{0x397,0x342},{0x397,0x342}},{0x1FC7,{0x397,0x342,0x345},{0x397,0x342,0x399}},
+    {0x1FCC,{0x1FCC},{0x397,0x399}},{0x1FD2,{0x399,0x308,0x300},{0x399,0x308,0x300}},
+    {0x1FD3,{0x399,0x308,0x301},{0x399,0x308,0x301}},{0x1FD6,{0x399,0x342},{0x399,0x342}},
+    {0x1FD7,{0x399,0x308,0x342},{0x399,0x308,0x342}},
+    {0x1FE2,{0x3A5,0x308,0x300},{0x3A5,0x308,0x300}},
+    {0x1FE3,{0x3A5,0x308,0x301},{0x3A5,0x308,0x301}},{0x1FE4,{0x3A1,0x313},{0x3A1,0x313}},
+    {0x1FE6,{0x3A5,0x342},{0x3A5,0x342}},{0x1FE7,{0x3A5,0x308,0x342},{0x3A5,0x308,0x342}},
+    {0x1FF2,{0x1FFA,0x345},{0x1FFA,0x399}},{0x1FF3,{0x1FFC},{0x3A9,0x399}},
+    {0x1FF4,{0x38F,0x345},{0x38F,0x399}},{0x1FF6,{0x3A9,0x342},{0x3A9,0x342}},
+    {0x1FF7,{0x3A9,0x342,0x345},{0x3A9,0x342,0x399}},{0x1FFC,{0x1FFC},{0x3A9,0x399}},
+    {0xFB00,{0x46,0x66},{0x46,0x46}},{0xFB01,{0x46,0x69},{0x46,0x49}},
+    {0xFB02,{0x46,0x6C},{0x46,0x4C}},{0xFB03,{0x46,0x66,0x69},{0x46,0x46,0x49}},
+    {0xFB04,{0x46,0x66,0x6C},{0x46,0x46,0x4C}},{0xFB05,{0x53,0x74},{0x53,0x54}},
+    {0xFB06,{0x53,0x74},{0x53,0x54}},{0xFB13,{0x544,0x576},{0x544,0x546}},
+    {0xFB14,{0x544,0x565},{0x544,0x535}},{0xFB15,{0x544,0x56B},{0x544,0x53B}},
+    {0xFB16,{0x54E,0x576},{0x54E,0x546}},{0xFB17,{0x544,0x56D},{0x544,0x53D}},
+};
+
+static const special_case *find_special(uint32_t c)
+{
+    if (c < 0xDF || c > 0xFB17)
+        return NULL;
+    size_t lo = 0, hi = sizeof SPECIAL / sizeof SPECIAL[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (SPECIAL[mid].cp == c)
+            return &SPECIAL[mid];
+        if (SPECIAL[mid].cp < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Appends a 0-terminated mapping of up to three code points. */
+static void put_mapping(tpl_sb *b, const uint32_t m[3])
+{
+    for (int k = 0; k < 3 && m[k]; k++)
+        tpl_sb_put_cp(b, m[k]);
+}
+
+static void put_upper(tpl_sb *b, uint32_t c)
+{
+    const special_case *sc = find_special(c);
+    if (sc)
+        put_mapping(b, sc->upper);
+    else
+        tpl_sb_put_cp(b, (uint32_t)utf8proc_toupper((utf8proc_int32_t)c));
+}
+
+static void put_title(tpl_sb *b, uint32_t c)
+{
+    const special_case *sc = find_special(c);
+    if (sc)
+        put_mapping(b, sc->title);
+    else
+        tpl_sb_put_cp(b, (uint32_t)utf8proc_totitle((utf8proc_int32_t)c));
+}
+
+/* CPython handle_capital_sigma: Σ at [at, end) is final when preceded by a cased letter and
+ * not followed by one (case-ignorable characters are skipped on both sides). */
+static bool final_sigma(const char *s, size_t n, size_t at, size_t end)
+{
+    uint32_t c = 0;
+    size_t j = at;
+    bool found = false;
+    while (j > 0) {
+        c = utf8_prev(s, 0, &j);
+        if (!is_case_ignorable(c)) {
+            found = true;
+            break;
+        }
+    }
+    if (!found || !is_cased(c))
+        return false;
+    for (j = end; j < n;) {
+        c = tpl_utf8_next(s, n, &j);
+        if (!is_case_ignorable(c))
+            return !is_cased(c);
+    }
+    return true;
+}
+
+/* CPython lower_ucs4: full lowercase of the code point at [at, end) of s, in context. */
+static void put_lower(tpl_sb *b, const char *s, size_t n, size_t at, size_t end, uint32_t c)
+{
+    if (c == 0x3A3)
+        tpl_sb_put_cp(b, final_sigma(s, n, at, end) ? 0x3C2 : 0x3C3);
+    else if (c == 0x130)
+        tpl_sb_put(b, "i\xCC\x87", 3);
+    else
+        tpl_sb_put_cp(b, (uint32_t)utf8proc_tolower((utf8proc_int32_t)c));
+}
+
+/* Length of the run of ASCII bytes at s[i..n). */
+static size_t ascii_run(const char *s, size_t n, size_t i)
+{
+    size_t j = i;
+    while (j < n && (unsigned char)s[j] < 0x80)
+        j++;
+    return j - i;
+}
+
+/* Decodes at s[*i]; a byte that is not valid UTF-8 is copied to b unchanged and yields false. */
+static bool next_or_copy(tpl_sb *b, const char *s, size_t n, size_t *i, uint32_t *c)
+{
+    size_t at = *i;
+    *c = tpl_utf8_next(s, n, i);
+    if (*c == 0xFFFD && *i - at == 1) {
+        tpl_sb_putc(b, s[at]);
+        return false;
+    }
+    return true;
+}
+
+enum { CASE_UPPER, CASE_LOWER };
+
+/* Shared loop of str.upper / str.lower over s[i..n) (s[0..i) is context for the final sigma);
+ * ASCII runs are mapped in bulk. */
+static void map_case(tpl_sb *b, const char *s, size_t n, size_t i, int mode)
+{
+    if (!tpl_sb_reserve(b, n - i))
+        return;
+    while (i < n) {
+        size_t run = ascii_run(s, n, i);
+        if (run) {
+            if (!tpl_sb_reserve(b, run))
+                return;
+            char *o = b->p + b->len;
+            for (size_t k = 0; k < run; k++) {
+                char ch = s[i + k];
+                if (mode == CASE_UPPER)
+                    o[k] = ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch;
+                else
+                    o[k] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+            }
+            b->len += run;
+            i += run;
+            continue;
+        }
+        size_t at = i;
+        uint32_t c;
+        if (!next_or_copy(b, s, n, &i, &c))
+            continue;
+        if (mode == CASE_UPPER)
+            put_upper(b, c);
+        else
+            put_lower(b, s, n, at, i, c);
+    }
+}
+
+/* Python str.upper (full mapping: 'ß' -> 'SS'). */
+void tpl_py_upper(tpl_sb *b, const char *s, size_t n) { map_case(b, s, n, 0, CASE_UPPER); }
+
+/* Python str.lower (full mapping and the final-sigma rule). */
+void tpl_py_lower(tpl_sb *b, const char *s, size_t n) { map_case(b, s, n, 0, CASE_LOWER); }
+
+/* Python str.title: a character after a cased one is lowercased, any other is titlecased
+ * (so "they're" -> "They'Re"). */
+void tpl_py_title(tpl_sb *b, const char *s, size_t n)
+{
+    bool prev_cased = false;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x80) {
+            bool cased = ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z');
+            if (cased)
+                ch = prev_cased ? (unsigned char)(ch | 0x20) : (unsigned char)(ch & ~0x20);
+            tpl_sb_putc(b, (char)ch);
+            prev_cased = cased;
+            i++;
+            continue;
+        }
+        size_t at = i;
+        uint32_t c;
+        if (!next_or_copy(b, s, n, &i, &c)) {
+            prev_cased = false;
+            continue;
+        }
+        if (prev_cased)
+            put_lower(b, s, n, at, i, c);
+        else
+            put_title(b, c);
+        prev_cased = is_cased(c);
+    }
+}
+
+/* Python 3.8+ str.capitalize: titlecase the first character, lowercase the rest. */
+void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t i = 0;
+    uint32_t c;
+    if (next_or_copy(b, s, n, &i, &c))
+        put_title(b, c);
+    map_case(b, s, n, i, CASE_LOWER);
+}
+
+/* ------------------------------------------------------------------ strip, NFC */
+
+/* Membership in a strip set: Python whitespace, or the code points of chars (UTF-8). */
+static bool in_strip_set(uint32_t c, const char *chars, size_t nchars)
+{
+    if (!chars)
+        return tpl_py_isspace(c);
+    for (size_t i = 0; i < nchars;)
+        if (tpl_utf8_next(chars, nchars, &i) == c)
+            return true;
+    return false;
+}
+
+/* Python str.strip/lstrip/rstrip([chars]); the result shares s's bytes and keeps its flags. */
+tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars)
+{
+    if (s.type != TPL_T_STR || s.len == 0)
+        return s;
+    const char *p = s.u.s;
+    size_t lo = 0, hi = s.len;
+    if (which & 1)
+        while (lo < hi) {
+            size_t j = lo;
+            if (!in_strip_set(tpl_utf8_next(p, hi, &j), chars, nchars))
+                break;
+            lo = j;
+        }
+    if (which & 2)
+        while (hi > lo) {
+            size_t j = hi;
+            if (!in_strip_set(utf8_prev(p, lo, &j), chars, nchars))
+                break;
+            hi = j;
+        }
+    s.u.s = p + lo;
+    s.len = (uint32_t)(hi - lo);
+    return s;
+}
+
+/* Unicode NFC (utf8proc_map with COMPOSE|STABLE) into the arena. ASCII, invalid UTF-8 and
+ * allocation failure return s unchanged. */
+tpl_value tpl_nfc(tpl_arena *a, tpl_value s)
+{
+    if (s.type != TPL_T_STR || ascii_run(s.u.s, s.len, 0) == s.len)
+        return s;
+    utf8proc_uint8_t *out = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s.u.s, (utf8proc_ssize_t)s.len,
+                                      &out, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (n >= 0) {
+        char *p = tpl_arena_strdup(a, (const char *)out, (size_t)n);
+        if (p) {
+            s.u.s = p;
+            s.len = (uint32_t)n;
+        }
+    }
+    free(out);
+    return s;
+}

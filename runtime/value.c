@@ -1,0 +1,588 @@
+/* Values: the arena, lists, maps (insertion-ordered, Python dict semantics), hashing, Python
+ * equality and the string builder. See value.h for the contracts. */
+#include "value.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ arena */
+
+enum {
+    ARENA_MIN = 16 * 1024,          /* first chunk */
+    ARENA_MAX = 16 * 1024 * 1024,   /* growth stops doubling here */
+};
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+void tpl_arena_init(tpl_arena *a, size_t limit)
+{
+    a->head = NULL;
+    a->total = 0;
+    a->limit = limit;
+    a->over_limit = false;
+}
+
+/* Slow path: a new chunk. Chunk sizes double with the arena's total, so a render needs
+ * O(log n) mallocs (and after a reset, none). An allocation larger than a quarter of the
+ * would-be chunk gets a chunk of its own, linked behind the head so the head's free space
+ * stays in use. */
+static void *arena_grow(tpl_arena *a, size_t need)
+{
+    if (a->head && a->head->used == 0 && !a->head->next) {
+        /* The chunk kept by a reset is too small: replace it rather than stack a new one on it
+         * (so it neither wastes memory nor counts against the limit). */
+        a->total -= a->head->size;
+        free(a->head);
+        a->head = NULL;
+    }
+    size_t size = a->total < ARENA_MIN ? ARENA_MIN : a->total;
+    if (size > ARENA_MAX)
+        size = ARENA_MAX;
+    bool dedicated = a->head && need > size / 4;
+    if (dedicated || size < need)
+        size = need;
+    if (a->limit) {
+        if (a->total > a->limit || need > a->limit - a->total) {
+            a->over_limit = true;
+            return NULL;
+        }
+        if (size > a->limit - a->total)
+            size = (a->limit - a->total) & ~(size_t)15; /* still >= need (need is rounded) */
+    }
+    if (size > SIZE_MAX - sizeof(tpl_chunk))
+        return NULL;
+    tpl_chunk *c = aligned_alloc(16, sizeof(tpl_chunk) + size);
+    if (!c)
+        return NULL;
+    c->size = size;
+    c->used = need;
+    a->total += size;
+    if (dedicated) {
+        c->next = a->head->next;
+        a->head->next = c;
+    } else {
+        c->next = a->head;
+        a->head = c;
+    }
+    return c->data;
+}
+
+void *tpl_arena_alloc(tpl_arena *a, size_t n)
+{
+    if (n > SIZE_MAX - 32)
+        return NULL;
+    size_t need = round16(n ? n : 1);
+    tpl_chunk *c = a->head;
+    if (c && c->size - c->used >= need) {
+        void *p = c->data + c->used;
+        c->used += need;
+        return p;
+    }
+    return arena_grow(a, need);
+}
+
+char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n)
+{
+    if (n == SIZE_MAX)
+        return NULL;
+    char *p = tpl_arena_alloc(a, n + 1);
+    if (!p)
+        return NULL;
+    if (n)
+        memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+/* Keeps one chunk for reuse. When the render needed several chunks they are replaced by a
+ * single one as large as all of them together, so the next render of the same size performs
+ * no allocation at all. */
+void tpl_arena_reset(tpl_arena *a)
+{
+    a->over_limit = false;
+    if (!a->head)
+        return;
+    if (!a->head->next) {
+        a->head->used = 0;
+        return;
+    }
+    size_t sum = a->total;
+    tpl_arena_free(a);
+    tpl_chunk *c = aligned_alloc(16, sizeof(tpl_chunk) + sum);
+    if (!c)
+        return;
+    c->next = NULL;
+    c->size = sum;
+    c->used = 0;
+    a->head = c;
+    a->total = sum;
+}
+
+void tpl_arena_free(tpl_arena *a)
+{
+    for (tpl_chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    a->head = NULL;
+    a->total = 0;
+    a->over_limit = false;
+}
+
+/* ------------------------------------------------------------------ lists */
+
+tpl_list *tpl_list_new(tpl_arena *a, uint32_t cap)
+{
+    tpl_list *l = tpl_arena_alloc(a, sizeof *l);
+    if (!l)
+        return NULL;
+    l->len = 0;
+    l->cap = cap;
+    l->items = NULL;
+    if (cap && !(l->items = tpl_arena_alloc(a, (size_t)cap * sizeof(tpl_value))))
+        return NULL;
+    return l;
+}
+
+bool tpl_list_push(tpl_arena *a, tpl_list *l, tpl_value v)
+{
+    if (l->len == l->cap) {
+        if (l->cap >= UINT32_MAX / 2)
+            return false;
+        uint32_t cap = l->cap < 4 ? 8 : l->cap * 2;
+        tpl_value *items = tpl_arena_alloc(a, (size_t)cap * sizeof(tpl_value));
+        if (!items)
+            return false;
+        if (l->len)
+            memcpy(items, l->items, (size_t)l->len * sizeof(tpl_value));
+        l->items = items;
+        l->cap = cap;
+    }
+    l->items[l->len++] = v;
+    return true;
+}
+
+/* ------------------------------------------------------------------ hashing */
+
+/* FNV-1a, 64-bit. */
+uint64_t tpl_hash_str(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3u;
+    }
+    return h;
+}
+
+/* splitmix64 finaliser: spreads integer keys over all bits. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9u;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return x;
+}
+
+/* True when d is integral and representable as int64 (then *out is it). */
+static bool float_as_int(double d, int64_t *out)
+{
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != floor(d))
+        return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+/* Python's rule: values that compare equal hash equal, so 1, 1.0 and True share a hash.
+ * Containers hash shallowly (nested containers contribute their size), so a list that contains
+ * itself cannot recurse forever. */
+static uint64_t hash_rec(tpl_value v, bool nested)
+{
+    int64_t i;
+    switch (v.type) {
+    case TPL_T_STR:
+        return tpl_hash_str(v.u.s, v.len);
+    case TPL_T_INT:
+    case TPL_T_BOOL:
+        return mix64((uint64_t)v.u.i);
+    case TPL_T_FLOAT: {
+        if (float_as_int(v.u.f, &i))
+            return mix64((uint64_t)i);
+        uint64_t bits;
+        memcpy(&bits, &v.u.f, sizeof bits);
+        return mix64(bits);
+    }
+    case TPL_T_NONE:
+        return 0x6e6f6e65u;
+    case TPL_T_UNDEF:
+        return 0x756e6466u;
+    case TPL_T_LIST: {
+        uint64_t h = mix64((v.flags & TPL_F_TUPLE ? 0x7475706cu : 0x6c697374u) + v.u.list->len);
+        for (uint32_t k = 0; !nested && k < v.u.list->len; k++)
+            h = mix64(h ^ hash_rec(v.u.list->items[k], true));
+        return h;
+    }
+    case TPL_T_MAP:   /* equality ignores order: hash only the size */
+        return mix64(0x6d6170u + v.u.map->len);
+    default:
+        return mix64((uint64_t)(uintptr_t)v.u.p ^ v.aux);
+    }
+}
+
+uint64_t tpl_hash_value(tpl_value v) { return hash_rec(v, false); }
+
+/* ------------------------------------------------------------------ equality */
+
+/* Exact Python comparison of an int with a float (no rounding through double). */
+static bool int_eq_float(int64_t i, double f)
+{
+    int64_t fi;
+    return float_as_int(f, &fi) && fi == i;
+}
+
+static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at);
+
+enum { EQ_MAX_DEPTH = 500 };
+
+static bool equal_rec(tpl_value a, tpl_value b, int depth)
+{
+    if (tpl_is_num(a) && tpl_is_num(b)) {
+        if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
+            return a.u.i == b.u.i;
+        if (a.type == TPL_T_FLOAT && b.type == TPL_T_FLOAT)
+            return a.u.f == b.u.f;
+        return a.type == TPL_T_FLOAT ? int_eq_float(b.u.i, a.u.f) : int_eq_float(a.u.i, b.u.f);
+    }
+    if (a.type != b.type)
+        return false;
+    if (depth > EQ_MAX_DEPTH)
+        return false;
+    switch (a.type) {
+    case TPL_T_UNDEF:   /* Jinja2: Undefined.__eq__ is `type(self) is type(other)` */
+    case TPL_T_NONE:
+    case TPL_T_UNSET:
+        return true;
+    case TPL_T_STR:
+        return a.len == b.len && (a.len == 0 || memcmp(a.u.s, b.u.s, a.len) == 0);
+    case TPL_T_LIST: {
+        /* A list never equals a tuple in Python. */
+        if ((a.flags & TPL_F_TUPLE) != (b.flags & TPL_F_TUPLE))
+            return false;
+        const tpl_list *x = a.u.list, *y = b.u.list;
+        if (x == y)
+            return true;
+        if (x->len != y->len)
+            return false;
+        for (uint32_t i = 0; i < x->len; i++)
+            if (!equal_rec(x->items[i], y->items[i], depth + 1))
+                return false;
+        return true;
+    }
+    case TPL_T_MAP: {
+        const tpl_map *x = a.u.map, *y = b.u.map;
+        if (x == y)
+            return true;
+        /* A namespace() object compares by identity. */
+        if ((a.flags & TPL_F_NS) || (b.flags & TPL_F_NS) || x->len != y->len)
+            return false;
+        for (uint32_t i = 0; i < x->len; i++) {
+            uint32_t at;
+            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at) ||
+                !equal_rec(x->e[i].val, y->e[at].val, depth + 1))
+                return false;
+        }
+        return true;
+    }
+    default:   /* functions, macros, loops: identity */
+        return a.u.p == b.u.p && a.aux == b.aux;
+    }
+}
+
+bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0); }
+
+/* ------------------------------------------------------------------ maps */
+
+enum { MAP_LINEAR_MAX = 8 };   /* maps up to this size are scanned linearly */
+
+/* Finds key (with hash h); sets *at to its entry index. */
+static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at)
+{
+    if (m->idx_cap) {
+        uint32_t mask = m->idx_cap - 1;
+        for (uint32_t s = (uint32_t)h & mask;; s = (s + 1) & mask) {
+            uint32_t slot = m->idx[s];
+            if (!slot)
+                return false;
+            const tpl_entry *e = &m->e[slot - 1];
+            if (e->hash == h && tpl_equal(e->key, key)) {
+                *at = slot - 1;
+                return true;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < m->len; i++)
+        if (m->e[i].hash == h && tpl_equal(m->e[i].key, key)) {
+            *at = i;
+            return true;
+        }
+    return false;
+}
+
+static void idx_insert(tpl_map *m, uint32_t i)
+{
+    uint32_t mask = m->idx_cap - 1;
+    uint32_t s = (uint32_t)m->e[i].hash & mask;
+    while (m->idx[s])
+        s = (s + 1) & mask;
+    m->idx[s] = i + 1;
+}
+
+/* (Re)builds the open-addressing index at load factor <= 1/2. Without an arena (tpl_map_del)
+ * the existing index storage is reused, which is always big enough after a deletion. */
+static bool idx_rebuild(tpl_arena *a, tpl_map *m)
+{
+    if (m->len <= MAP_LINEAR_MAX && a) {
+        m->idx_cap = 0;
+        m->idx = NULL;
+        return true;
+    }
+    uint32_t cap = m->idx_cap;
+    if (a) {
+        cap = 32;
+        while (cap < m->len * 2u)
+            cap *= 2;
+        uint32_t *idx = tpl_arena_alloc(a, (size_t)cap * sizeof *idx);
+        if (!idx)
+            return false;
+        m->idx = idx;
+        m->idx_cap = cap;
+    }
+    memset(m->idx, 0, (size_t)cap * sizeof *m->idx);
+    for (uint32_t i = 0; i < m->len; i++)
+        idx_insert(m, i);
+    return true;
+}
+
+tpl_map *tpl_map_new(tpl_arena *a, uint32_t cap)
+{
+    tpl_map *m = tpl_arena_alloc(a, sizeof *m);
+    if (!m)
+        return NULL;
+    memset(m, 0, sizeof *m);
+    if (cap && !(m->e = tpl_arena_alloc(a, (size_t)cap * sizeof(tpl_entry))))
+        return NULL;
+    m->cap = cap;
+    return m;
+}
+
+/* Python dict assignment: an existing key keeps its position (and its original key object). */
+bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val)
+{
+    uint64_t h = tpl_hash_value(key);
+    uint32_t at;
+    if (map_lookup(m, key, h, &at)) {
+        m->e[at].val = val;
+        return true;
+    }
+    if (m->len == m->cap) {
+        if (m->cap >= UINT32_MAX / 4)
+            return false;
+        uint32_t cap = m->cap < 4 ? 8 : m->cap * 2;
+        tpl_entry *e = tpl_arena_alloc(a, (size_t)cap * sizeof *e);
+        if (!e)
+            return false;
+        if (m->len)
+            memcpy(e, m->e, (size_t)m->len * sizeof *e);
+        m->e = e;
+        m->cap = cap;
+    }
+    m->e[m->len] = (tpl_entry){key, val, h};
+    m->len++;
+    if (m->idx_cap && m->len * 2u <= m->idx_cap) {
+        idx_insert(m, m->len - 1);
+        return true;
+    }
+    if (m->len <= MAP_LINEAR_MAX && !m->idx_cap)
+        return true;
+    if (!idx_rebuild(a, m)) {
+        m->len--;
+        return false;
+    }
+    return true;
+}
+
+tpl_value *tpl_map_get(const tpl_map *m, tpl_value key)
+{
+    uint32_t at;
+    return map_lookup(m, key, tpl_hash_value(key), &at) ? &m->e[at].val : NULL;
+}
+
+tpl_value *tpl_map_get_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
+{
+    if (m->idx_cap) {
+        uint32_t mask = m->idx_cap - 1;
+        for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+            uint32_t slot = m->idx[i];
+            if (!slot)
+                return NULL;
+            tpl_entry *e = &m->e[slot - 1];
+            if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n &&
+                (n == 0 || memcmp(e->key.u.s, s, n) == 0))
+                return &e->val;
+        }
+    }
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_entry *e = &m->e[i];
+        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n &&
+            (n == 0 || memcmp(e->key.u.s, s, n) == 0))
+            return &e->val;
+    }
+    return NULL;
+}
+
+/* Python `del d[k]`: later entries keep their relative order. */
+bool tpl_map_del(tpl_map *m, tpl_value key)
+{
+    uint32_t at;
+    if (!map_lookup(m, key, tpl_hash_value(key), &at))
+        return false;
+    memmove(&m->e[at], &m->e[at + 1], (size_t)(m->len - at - 1) * sizeof *m->e);
+    m->len--;
+    if (m->idx_cap)
+        idx_rebuild(NULL, m);
+    return true;
+}
+
+/* ------------------------------------------------------------------ string builder */
+
+void tpl_sb_init(tpl_sb *b, tpl_arena *arena)
+{
+    b->arena = arena;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->failed = false;
+}
+
+bool tpl_sb_reserve(tpl_sb *b, size_t extra)
+{
+    if (b->failed)
+        return false;
+    if (extra <= b->cap - b->len)
+        return true;
+    if (extra > UINT32_MAX - b->len) {   /* values hold 32-bit lengths */
+        b->failed = true;
+        return false;
+    }
+    size_t want = b->len + extra;
+    size_t cap = b->cap < 64 ? 64 : b->cap * 2;
+    while (cap < want)
+        cap *= 2;
+    if (!b->arena) {
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = true;
+            return false;
+        }
+        b->p = p;
+        b->cap = cap;
+        return true;
+    }
+    cap = round16(cap);
+    /* Our buffer is the newest allocation of the head chunk: grow it in place. */
+    tpl_chunk *c = b->arena->head;
+    if (b->p && c && b->p + b->cap == (char *)c->data + c->used &&
+        c->size - c->used >= cap - b->cap) {
+        c->used += cap - b->cap;
+        b->cap = cap;
+        return true;
+    }
+    char *p = tpl_arena_alloc(b->arena, cap);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    if (b->len)
+        memcpy(p, b->p, b->len);
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+void tpl_sb_put(tpl_sb *b, const char *s, size_t n)
+{
+    if (n == 0 || !tpl_sb_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+void tpl_sb_putc(tpl_sb *b, char c)
+{
+    if ((b->len < b->cap && !b->failed) || tpl_sb_reserve(b, 1))
+        b->p[b->len++] = c;
+}
+
+void tpl_sb_puts(tpl_sb *b, const char *s) { tpl_sb_put(b, s, strlen(s)); }
+
+void tpl_sb_printf(tpl_sb *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    size_t avail = b->cap - b->len;
+    int n = vsnprintf(avail ? b->p + b->len : NULL, avail, fmt, ap);
+    if (n >= 0 && (size_t)n >= avail) {   /* did not fit (room for the NUL is needed too) */
+        if (tpl_sb_reserve(b, (size_t)n + 1))
+            vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
+        else
+            n = -1;
+    }
+    if (n > 0)
+        b->len += (size_t)n;
+    va_end(ap2);
+    va_end(ap);
+}
+
+void tpl_sb_put_cp(tpl_sb *b, uint32_t cp)
+{
+    char u[4];
+    if (cp < 0x80) {
+        tpl_sb_putc(b, (char)cp);
+        return;
+    }
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        cp = 0xFFFD;   /* not encodable in UTF-8 */
+    size_t n;
+    if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    tpl_sb_put(b, u, n);
+}
+
+void tpl_sb_free(tpl_sb *b)
+{
+    if (!b->arena)
+        free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}

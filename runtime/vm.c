@@ -1,0 +1,1342 @@
+/* The VM: dispatch loop and the value semantics the opcodes need (Python rules for Jinja,
+ * Ruby rules where an opcode says so). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vm_impl.h"
+#include "../stdlib/builtins.h"
+
+/* ------------------------------------------------------------------ errors and accessors */
+
+int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...)
+{
+    if (vm->err.status != TPL_OK) return -1; /* keep the first error */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(vm->err_msg, sizeof vm->err_msg, fmt, ap);
+    va_end(ap);
+    vm->err.status = (tpl_status)code;
+    vm->err.message = vm->err_msg;
+    vm->err.file = vm->p ? vm->p->name : NULL;
+    vm->err.line = vm->err.column = 0;
+    vm->err.source_line = NULL;
+    if (vm->p) {
+        tpl_program_span(vm->p, vm->pc, &vm->err.line, &vm->err.column);
+        if (vm->err.line) {
+            const char *s = vm->p->source;
+            size_t n = vm->p->source_len, i = 0;
+            uint32_t l = 1;
+            while (i < n && l < vm->err.line) { if (s[i] == '\n') l++; i++; }
+            size_t e = i;
+            while (e < n && s[e] != '\n') e++;
+            size_t len = e - i < sizeof vm->err_line - 1 ? e - i : sizeof vm->err_line - 1;
+            memcpy(vm->err_line, s + i, len);
+            vm->err_line[len] = 0;
+            vm->err.source_line = vm->err_line;
+        }
+    }
+    return -1;
+}
+
+tpl_arena *tpl_vm_arena(tpl_vm *vm) { return &vm->arena; }
+bool tpl_vm_strict(const tpl_vm *vm) { return vm->p && vm->p->opts.strict; }
+bool tpl_vm_hf(const tpl_vm *vm) { return vm->p && vm->p->opts.hf; }
+int tpl_vm_syntax(const tpl_vm *vm) { return vm->p ? (int)vm->p->opts.syntax : 0; }
+const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n)
+{
+    *n = vm->facts ? vm->facts->len : 0;
+    return vm->facts ? vm->facts->items : NULL;
+}
+
+static int oom(tpl_vm *vm)
+{
+    if (vm->arena.over_limit) return tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes)", (unsigned long long)vm->arena.limit);
+    return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+}
+
+/* Python's type name of a value, for messages. */
+static const char *type_name(tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_UNDEF: return "Undefined";
+    case TPL_T_NONE: return "NoneType";
+    case TPL_T_BOOL: return "bool";
+    case TPL_T_INT: return "int";
+    case TPL_T_FLOAT: return "float";
+    case TPL_T_STR: return "str";
+    case TPL_T_LIST: return v.flags & TPL_F_TUPLE ? "tuple" : "list";
+    case TPL_T_MAP: return v.flags & TPL_F_NS ? "Namespace" : "dict";
+    case TPL_T_FUNC: return "builtin_function_or_method";
+    case TPL_T_MACRO: return "Macro";
+    case TPL_T_LOOP: return "LoopContext";
+    default: return "object";
+    }
+}
+
+static tpl_value undef_named(const char *s, size_t n, int kind, int container)
+{
+    tpl_value v = { 0 };
+    v.type = TPL_T_UNDEF;
+    v.aux = (uint16_t)kind;
+    v.flags = (uint8_t)container;
+    v.u.s = s;
+    v.len = (uint32_t)n;
+    return v;
+}
+
+/* ------------------------------------------------------------------ truthiness */
+
+int tpl_truthy_py(tpl_vm *vm, tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_undefined_error(vm, v);
+        return 0;
+    case TPL_T_NONE: return 0;
+    case TPL_T_BOOL: case TPL_T_INT: return v.u.i != 0;
+    case TPL_T_FLOAT: return v.u.f != 0.0;
+    case TPL_T_STR: return v.len != 0;
+    case TPL_T_LIST: return v.u.list->len != 0;
+    case TPL_T_MAP: return v.u.map->len != 0;
+    default: return 1;
+    }
+}
+
+/* ------------------------------------------------------------------ output */
+
+static int out_put(tpl_vm *vm, const char *s, size_t n)
+{
+    if (n == 0) return 0;
+    if (vm->out_len + n + 1 > vm->out_cap) {
+        if (vm->out_len + n > vm->limits.max_output)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "output limit reached (%llu bytes)", (unsigned long long)vm->limits.max_output);
+        size_t nc = vm->out_cap ? vm->out_cap * 2 : 4096;
+        while (nc < vm->out_len + n + 1) nc *= 2;
+        char *no = realloc(vm->out, nc);
+        if (!no) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        vm->out = no;
+        vm->out_cap = nc;
+    }
+    memcpy(vm->out + vm->out_len, s, n);
+    vm->out_len += n;
+    return 0;
+}
+
+/* Appends Python str(v) (undefined: strict error, lenient nothing). */
+static int print_py(tpl_vm *vm, tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_STR: return out_put(vm, v.u.s, v.len);
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_undefined_error(vm, v);
+        return 0;
+    case TPL_T_INT: {
+        char buf[24];
+        int n = snprintf(buf, sizeof buf, "%lld", (long long)v.u.i);
+        return out_put(vm, buf, (size_t)n);
+    }
+    default: {
+        tpl_sb b;
+        tpl_sb_init(&b, &vm->arena);
+        tpl_py_str(&b, v);
+        if (b.failed) return oom(vm);
+        return out_put(vm, b.p, b.len);
+    }
+    }
+}
+
+/* Python str() as a value (strings pass through). */
+static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type == TPL_T_STR) { *out = v; return 0; }
+    if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_undefined_error(vm, v);
+    tpl_sb b;
+    tpl_sb_init(&b, &vm->arena);
+    tpl_py_str(&b, v);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Python/Ruby tidy: rstrip every line, runs of 3+ newlines become 2, strip both ends. */
+static int tidy(tpl_vm *vm, bool ruby)
+{
+    char *s = vm->out;
+    size_t n = vm->out_len, w = 0, i = 0;
+    char *o = tpl_arena_alloc(&vm->arena, n + 1);
+    if (!o) return oom(vm);
+    /* split into lines */
+    while (i < n) {
+        size_t b = i, e, next;
+        if (ruby) {
+            const char *nl = memchr(s + i, '\n', n - i);
+            e = nl ? (size_t)(nl - s) : n;
+            next = nl ? e + 1 : n;
+        } else {
+            e = i;
+            next = n;
+            while (e < n) {
+                size_t k = e;
+                uint32_t cp = tpl_utf8_next(s, n, &k);
+                if (cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || (cp >= 0x1c && cp <= 0x1e) ||
+                    cp == 0x85 || cp == 0x2028 || cp == 0x2029) {
+                    next = k;
+                    if (cp == '\r' && k < n && s[k] == '\n') next = k + 1;
+                    break;
+                }
+                e = k;
+            }
+        }
+        /* rstrip [b, e) */
+        if (ruby) {
+            while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n' ||
+                             s[e - 1] == '\f' || s[e - 1] == '\v' || s[e - 1] == 0)) e--;
+        } else {
+            tpl_value ln = tpl_py_strip(tpl_v_str(s + b, e - b), 2, NULL, 0);
+            e = b + ln.len;
+        }
+        memcpy(o + w, s + b, e - b);
+        w += e - b;
+        if (next < n || (ruby && next == n && next > e && s[n - 1] == '\n')) o[w++] = '\n';
+        i = next;
+    }
+    /* squeeze \n{3,} to \n\n */
+    size_t r = 0, k = 0;
+    while (r < w) {
+        if (o[r] == '\n') {
+            size_t run = 0;
+            while (r < w && o[r] == '\n') { run++; r++; }
+            if (run > 2) run = 2;
+            while (run--) o[k++] = '\n';
+        } else {
+            o[k++] = o[r++];
+        }
+    }
+    tpl_value res;
+    if (ruby) {
+        size_t b = 0, e = k;
+        while (b < e && strchr(" \t\r\n\f\v", o[b]) && o[b]) b++;
+        while (e > b && (strchr(" \t\r\n\f\v", o[e - 1]) || o[e - 1] == 0)) e--;
+        res = tpl_v_str(o + b, e - b);
+    } else {
+        res = tpl_py_strip(tpl_v_str(o, k), 3, NULL, 0);
+    }
+    memmove(vm->out, res.u.s, res.len);
+    vm->out_len = res.len;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ attribute and item access */
+
+static int bound_method(tpl_vm *vm, tpl_value self, int id, tpl_value *out)
+{
+    tpl_bound *b = tpl_arena_alloc(&vm->arena, sizeof *b);
+    if (!b) return oom(vm);
+    b->self = self;
+    b->method = (uint16_t)id;
+    tpl_value v = { 0 };
+    v.type = TPL_T_FUNC;
+    v.u.bound = b;
+    *out = v;
+    return 0;
+}
+
+static int method_kind(tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_STR: return TPL_BK_STR;
+    case TPL_T_MAP: return TPL_BK_MAP;
+    case TPL_T_LIST: return TPL_BK_LIST;
+    default: return -1;
+    }
+}
+
+static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
+{
+    uint32_t len = l->items->len, i = l->i;
+#define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
+    if (IS("index")) *out = tpl_v_int(i);
+    else if (IS("index0")) *out = tpl_v_int((int64_t)i - 1);
+    else if (IS("revindex")) *out = tpl_v_int((int64_t)len - i + 1);
+    else if (IS("revindex0")) *out = tpl_v_int((int64_t)len - i);
+    else if (IS("first")) *out = tpl_v_bool(i == 1);
+    else if (IS("last")) *out = tpl_v_bool(i == len);
+    else if (IS("length")) *out = tpl_v_int(len);
+    else if (IS("depth")) *out = tpl_v_int(l->depth);
+    else if (IS("depth0")) *out = tpl_v_int((int64_t)l->depth - 1);
+    else if (IS("previtem")) *out = i >= 2 ? l->items->items[i - 2] : undef_named("previtem", 8, TPL_UNDEF_PLAIN, 0);
+    else if (IS("nextitem")) *out = i < len ? l->items->items[i] : undef_named("nextitem", 8, TPL_UNDEF_PLAIN, 0);
+    else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MAP);
+#undef IS
+    (void)vm;
+    return 0;
+}
+
+int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
+{
+    switch (obj.type) {
+    case TPL_T_MAP: {
+        if (!(obj.flags & TPL_F_NS)) {
+            int id = tpl_builtin_find(TPL_BK_MAP, name, n);
+            if (id >= 0) return bound_method(vm, obj, id, out);
+        }
+        tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
+        *out = hit ? *hit : undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MAP);
+        return 0;
+    }
+    case TPL_T_STR:
+    case TPL_T_LIST: {
+        int id = tpl_builtin_find(method_kind(obj), name, n);
+        if (id >= 0) return bound_method(vm, obj, id, out);
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+        return 0;
+    }
+    case TPL_T_LOOP:
+        return loop_attr(vm, obj.u.loop, name, n, out);
+    case TPL_T_UNDEF:
+        return tpl_undefined_error(vm, obj);
+    default:
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+        return 0;
+    }
+}
+
+static bool as_index(tpl_value k, int64_t *i)
+{
+    if (k.type == TPL_T_INT || k.type == TPL_T_BOOL) { *i = k.u.i; return true; }
+    return false;
+}
+
+int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
+{
+    int64_t i;
+    switch (obj.type) {
+    case TPL_T_MAP: {
+        tpl_value *hit = tpl_map_get(obj.u.map, key);
+        if (hit) { *out = *hit; return 0; }
+        if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
+        break;
+    }
+    case TPL_T_LIST:
+        if (as_index(key, &i)) {
+            int64_t len = obj.u.list->len;
+            if (i < 0) i += len;
+            if (i >= 0 && i < len) { *out = obj.u.list->items[i]; return 0; }
+            break;
+        }
+        if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
+        break;
+    case TPL_T_STR:
+        if (as_index(key, &i)) {
+            int64_t len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
+            if (i < 0) i += len;
+            if (i >= 0 && i < len) {
+                size_t b = tpl_utf8_offset(obj.u.s, obj.len, (size_t)i);
+                size_t e = b;
+                tpl_utf8_next(obj.u.s, obj.len, &e);
+                *out = tpl_v_str(obj.u.s + b, e - b);
+                return 0;
+            }
+            break;
+        }
+        if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
+        break;
+    case TPL_T_LOOP:
+        if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
+        break;
+    case TPL_T_UNDEF:
+        return tpl_undefined_error(vm, obj);
+    default:
+        break;
+    }
+    /* missing: an undefined naming the key */
+    tpl_sb b;
+    tpl_sb_init(&b, &vm->arena);
+    if (key.type == TPL_T_STR) tpl_sb_put(&b, key.u.s, key.len);
+    else tpl_py_repr(&b, key);
+    *out = undef_named(b.p ? b.p : "", b.len, key.type == TPL_T_STR ? TPL_UNDEF_ATTR : TPL_UNDEF_ITEM, obj.type);
+    return 0;
+}
+
+int tpl_getpath(tpl_vm *vm, tpl_value obj, tpl_value path, tpl_value *out)
+{
+    if (path.type != TPL_T_STR) return tpl_getitem(vm, obj, path, out);
+    const char *s = path.u.s;
+    size_t n = path.len, i = 0;
+    tpl_value cur = obj;
+    while (i <= n) {
+        size_t e = i;
+        while (e < n && s[e] != '.') e++;
+        bool digits = e > i;
+        for (size_t k = i; k < e; k++) if (s[k] < '0' || s[k] > '9') digits = false;
+        if (cur.type == TPL_T_UNDEF) { *out = cur; return 0; }
+        if (digits) {
+            int64_t idx = 0;
+            for (size_t k = i; k < e; k++) idx = idx * 10 + (s[k] - '0');
+            if (tpl_getitem(vm, cur, tpl_v_int(idx), &cur) < 0) return -1;
+        } else if (tpl_getitem(vm, cur, tpl_v_str(s + i, e - i), &cur) < 0) {
+            return -1;
+        }
+        i = e + 1;
+        if (e >= n) break;
+    }
+    *out = cur;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ iteration */
+
+int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
+{
+    switch (v.type) {
+    case TPL_T_LIST: *out = v.u.list; return 0;
+    case TPL_T_MAP: {
+        tpl_map *m = v.u.map;
+        tpl_list *l = tpl_list_new(&vm->arena, m->len);
+        if (!l) return oom(vm);
+        for (uint32_t i = 0; i < m->len; i++) l->items[i] = m->e[i].key;
+        l->len = m->len;
+        *out = l;
+        return 0;
+    }
+    case TPL_T_STR: {
+        size_t n = tpl_utf8_len(v.u.s, v.len), i = 0;
+        tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)n);
+        if (!l) return oom(vm);
+        while (i < v.len) {
+            size_t b = i;
+            tpl_utf8_next(v.u.s, v.len, &i);
+            l->items[l->len++] = tpl_v_str(v.u.s + b, i - b);
+        }
+        *out = l;
+        return 0;
+    }
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
+        *out = tpl_list_new(&vm->arena, 0);
+        return *out ? 0 : oom(vm);
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", type_name(v));
+    }
+}
+
+/* ------------------------------------------------------------------ comparison and arithmetic */
+
+static bool is_numeric(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BOOL; }
+static double as_double(tpl_value v) { return v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i; }
+
+static int lower_cmp(tpl_vm *vm, tpl_value a, tpl_value b, int *cmp)
+{
+    tpl_sb x, y;
+    tpl_sb_init(&x, &vm->arena);
+    tpl_sb_init(&y, &vm->arena);
+    tpl_py_lower(&x, a.u.s, a.len);
+    tpl_py_lower(&y, b.u.s, b.len);
+    if (x.failed || y.failed) return oom(vm);
+    size_t m = x.len < y.len ? x.len : y.len;
+    int c = m ? memcmp(x.p, y.p, m) : 0;
+    *cmp = c ? (c < 0 ? -1 : 1) : (x.len < y.len ? -1 : x.len > y.len);
+    return 0;
+}
+
+int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *cmp)
+{
+    if (is_numeric(a) && is_numeric(b)) {
+        if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT) *cmp = a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
+        else {
+            double x = as_double(a), y = as_double(b);
+            *cmp = x < y ? -1 : x > y ? 1 : 0;
+        }
+        return 0;
+    }
+    if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
+        if (!case_sensitive) return lower_cmp(vm, a, b, cmp);
+        size_t m = a.len < b.len ? a.len : b.len;
+        int c = m ? memcmp(a.u.s, b.u.s, m) : 0;
+        *cmp = c ? (c < 0 ? -1 : 1) : (a.len < b.len ? -1 : a.len > b.len);
+        return 0;
+    }
+    if (a.type == TPL_T_LIST && b.type == TPL_T_LIST) {
+        uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
+        for (uint32_t i = 0; i < m; i++) {
+            tpl_value x = a.u.list->items[i], y = b.u.list->items[i];
+            if (tpl_equal(x, y)) continue;
+            return tpl_compare(vm, x, y, case_sensitive, cmp);
+        }
+        *cmp = a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
+        return 0;
+    }
+    if (a.type == TPL_T_UNDEF) return tpl_undefined_error(vm, a);
+    if (b.type == TPL_T_UNDEF) return tpl_undefined_error(vm, b);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", type_name(a), type_name(b));
+}
+
+static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+{
+    if (a.type == TPL_T_UNDEF) return tpl_undefined_error(vm, a);
+    if (b.type == TPL_T_UNDEF) return tpl_undefined_error(vm, b);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, type_name(a), type_name(b));
+}
+
+static int concat_lists(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)
+{
+    uint32_t n = a.u.list->len + b.u.list->len;
+    tpl_list *l = tpl_list_new(&vm->arena, n);
+    if (!l) return oom(vm);
+    if (a.u.list->len) memcpy(l->items, a.u.list->items, a.u.list->len * sizeof(tpl_value));
+    if (b.u.list->len) memcpy(l->items + a.u.list->len, b.u.list->items, b.u.list->len * sizeof(tpl_value));
+    l->len = n;
+    *out = tpl_v_list(l);
+    out->flags = a.flags & TPL_F_TUPLE;
+    return 0;
+}
+
+static int repeat(tpl_vm *vm, tpl_value s, int64_t times, tpl_value *out)
+{
+    if (times < 0) times = 0;
+    if (s.type == TPL_T_STR) {
+        if (s.len && (uint64_t)times > (vm->limits.max_output / (s.len ? s.len : 1)))
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "string repetition too large");
+        size_t n = (size_t)s.len * (size_t)times;
+        char *p = tpl_arena_alloc(&vm->arena, n + 1);
+        if (!p) return oom(vm);
+        for (int64_t i = 0; i < times; i++) memcpy(p + (size_t)i * s.len, s.u.s, s.len);
+        *out = tpl_v_str(p, n);
+        return 0;
+    }
+    uint32_t len = s.u.list->len;
+    if (len && (uint64_t)times * len > 10000000u) return tpl_vm_error(vm, TPL_ERR_LIMIT, "list repetition too large");
+    tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)(len * times));
+    if (!l) return oom(vm);
+    if (len) for (int64_t i = 0; i < times; i++) memcpy(l->items + (size_t)i * len, s.u.list->items, len * sizeof(tpl_value));
+    l->len = (uint32_t)(len * times);
+    *out = tpl_v_list(l);
+    out->flags = s.flags & TPL_F_TUPLE;
+    return 0;
+}
+
+static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    bool ints = (a.type == TPL_T_INT || a.type == TPL_T_BOOL) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL);
+    bool nums = is_numeric(a) && is_numeric(b);
+    int64_t r;
+    switch (op) {
+    case TPL_OP_ADD:
+        if (ints) {
+            if (__builtin_add_overflow(a.u.i, b.u.i, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in +");
+            *out = tpl_v_int(r);
+            return 0;
+        }
+        if (nums) { *out = tpl_v_float(as_double(a) + as_double(b)); return 0; }
+        if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
+            size_t n = (size_t)a.len + b.len;
+            char *p = tpl_arena_alloc(&vm->arena, n + 1);
+            if (!p) return oom(vm);
+            memcpy(p, a.u.s, a.len);
+            memcpy(p + a.len, b.u.s, b.len);
+            *out = tpl_v_str(p, n);
+            return 0;
+        }
+        if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE))
+            return concat_lists(vm, a, b, out);
+        if (a.type == TPL_T_STR && b.type != TPL_T_UNDEF)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate str (not \"%s\") to str", type_name(b));
+        return arith_error(vm, "+", a, b);
+    case TPL_OP_SUB:
+        if (ints) {
+            if (__builtin_sub_overflow(a.u.i, b.u.i, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in -");
+            *out = tpl_v_int(r);
+            return 0;
+        }
+        if (nums) { *out = tpl_v_float(as_double(a) - as_double(b)); return 0; }
+        return arith_error(vm, "-", a, b);
+    case TPL_OP_MUL:
+        if (ints) {
+            if (__builtin_mul_overflow(a.u.i, b.u.i, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in *");
+            *out = tpl_v_int(r);
+            return 0;
+        }
+        if (nums) { *out = tpl_v_float(as_double(a) * as_double(b)); return 0; }
+        if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL)) return repeat(vm, a, b.u.i, out);
+        if ((b.type == TPL_T_STR || b.type == TPL_T_LIST) && (a.type == TPL_T_INT || a.type == TPL_T_BOOL)) return repeat(vm, b, a.u.i, out);
+        return arith_error(vm, "*", a, b);
+    case TPL_OP_DIV_PY:
+        if (!nums) return arith_error(vm, "/", a, b);
+        if (as_double(b) == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, ints ? "division by zero" : "float division by zero");
+        *out = tpl_v_float(as_double(a) / as_double(b));
+        return 0;
+    case TPL_OP_DIV_RB:
+    case TPL_OP_FLOORDIV:
+        if (ints) {
+            if (b.u.i == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, op == TPL_OP_DIV_RB ? "divided by 0" : "integer division or modulo by zero");
+            if (a.u.i == INT64_MIN && b.u.i == -1) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in //");
+            int64_t q = a.u.i / b.u.i;
+            if ((a.u.i % b.u.i != 0) && ((a.u.i < 0) != (b.u.i < 0))) q--;
+            *out = tpl_v_int(q);
+            return 0;
+        }
+        if (nums) {
+            double y = as_double(b);
+            if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float floor division by zero");
+            *out = tpl_v_float(op == TPL_OP_DIV_RB ? as_double(a) / y : floor(as_double(a) / y));
+            return 0;
+        }
+        return arith_error(vm, op == TPL_OP_DIV_RB ? "/" : "//", a, b);
+    case TPL_OP_MOD:
+        if (ints) {
+            if (b.u.i == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer division or modulo by zero");
+            if (b.u.i == -1) { *out = tpl_v_int(0); return 0; }
+            int64_t m = a.u.i % b.u.i;
+            if (m != 0 && ((m < 0) != (b.u.i < 0))) m += b.u.i;
+            *out = tpl_v_int(m);
+            return 0;
+        }
+        if (nums) {
+            double x = as_double(a), y = as_double(b);
+            if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
+            double m = fmod(x, y);
+            if (m != 0 && ((m < 0) != (y < 0))) m += y;
+            *out = tpl_v_float(m);
+            return 0;
+        }
+        if (a.type == TPL_T_STR) {
+            /* printf-style formatting: as the format filter */
+            tpl_value args[3] = { a, b, tpl_v_unset() };
+            if (b.type == TPL_T_LIST && (b.flags & TPL_F_TUPLE)) args[1] = b;
+            else {
+                tpl_list *l = tpl_list_new(&vm->arena, 1);
+                if (!l || !tpl_list_push(&vm->arena, l, b)) return oom(vm);
+                args[1] = tpl_v_list(l);
+            }
+            tpl_map *kw = tpl_map_new(&vm->arena, 0);
+            if (!kw) return oom(vm);
+            args[2] = tpl_v_map(kw);
+            return f_format(vm, args, out);
+        }
+        return arith_error(vm, "%", a, b);
+    case TPL_OP_POW:
+        if (ints && b.u.i >= 0) {
+            int64_t base = a.u.i, e = b.u.i, acc = 1;
+            while (e > 0) {
+                if (e & 1) { if (__builtin_mul_overflow(acc, base, &acc)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in **"); }
+                e >>= 1;
+                if (e && __builtin_mul_overflow(base, base, &base)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in **");
+            }
+            *out = tpl_v_int(acc);
+            return 0;
+        }
+        if (nums) {
+            double x = as_double(a), y = as_double(b);
+            if (x == 0.0 && y < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "0.0 cannot be raised to a negative power");
+            *out = tpl_v_float(pow(x, y));
+            return 0;
+        }
+        return arith_error(vm, "** or pow()", a, b);
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");
+}
+
+static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
+{
+    switch (seq.type) {
+    case TPL_T_STR:
+        if (item.type != TPL_T_STR) {
+            if (item.type == TPL_T_UNDEF) return tpl_undefined_error(vm, item);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s", type_name(item));
+        }
+        *res = item.len == 0 || (item.len <= seq.len && memmem(seq.u.s, seq.len, item.u.s, item.len) != NULL);
+        return 0;
+    case TPL_T_LIST:
+        for (uint32_t i = 0; i < seq.u.list->len; i++)
+            if (tpl_equal(item, seq.u.list->items[i])) { *res = true; return 0; }
+        *res = false;
+        return 0;
+    case TPL_T_MAP:
+        *res = tpl_map_get(seq.u.map, item) != NULL;
+        return 0;
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, seq);
+        *res = false;
+        return 0;
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable", type_name(seq));
+    }
+}
+
+/* Python slicing with None for missing parts. */
+static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_value c, tpl_value *out)
+{
+    tpl_list *src = NULL;
+    int64_t len;
+    if (obj.type == TPL_T_LIST) { src = obj.u.list; len = src->len; }
+    else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
+    else if (obj.type == TPL_T_UNDEF) return tpl_undefined_error(vm, obj);
+    else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", type_name(obj));
+    int64_t step = 1, start, stop;
+    if (c.type != TPL_T_NONE) {
+        if (!as_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (step == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "slice step cannot be zero");
+    }
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? len - 1 : len;
+    if (a.type == TPL_T_NONE) start = step < 0 ? hi : lo;
+    else {
+        if (!as_index(a, &start)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (start < 0) { start += len; if (start < lo) start = lo; }
+        else if (start > hi) start = hi;
+    }
+    if (b.type == TPL_T_NONE) stop = step < 0 ? lo : hi;
+    else {
+        if (!as_index(b, &stop)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (stop < 0) { stop += len; if (stop < lo) stop = lo; }
+        else if (stop > hi) stop = hi;
+    }
+    int64_t count = 0;
+    if (step > 0 && stop > start) count = (stop - start + step - 1) / step;
+    if (step < 0 && start > stop) count = (start - stop + (-step) - 1) / (-step);
+    if (obj.type == TPL_T_LIST) {
+        tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)count);
+        if (!l) return oom(vm);
+        for (int64_t i = 0, k = start; i < count; i++, k += step) l->items[i] = src->items[k];
+        l->len = (uint32_t)count;
+        *out = tpl_v_list(l);
+        out->flags = obj.flags & TPL_F_TUPLE;
+        return 0;
+    }
+    /* strings: by code point */
+    if (step == 1) {
+        size_t b0 = tpl_utf8_offset(obj.u.s, obj.len, (size_t)start);
+        size_t b1 = count ? tpl_utf8_offset(obj.u.s, obj.len, (size_t)stop) : b0;
+        *out = tpl_v_str(obj.u.s + b0, b1 - b0);
+        return 0;
+    }
+    tpl_list *chars;
+    if (tpl_to_list(vm, obj, &chars) < 0) return -1;
+    tpl_sb sb;
+    tpl_sb_init(&sb, &vm->arena);
+    for (int64_t i = 0, k = start; i < count; i++, k += step) tpl_sb_put(&sb, chars->items[k].u.s, chars->items[k].len);
+    if (sb.failed) return oom(vm);
+    *out = tpl_sb_value(&sb);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ globals */
+
+static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
+{
+    if (vm->state.type == TPL_T_MAP) {
+        tpl_value *hit = tpl_map_get_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        if (hit) { *out = *hit; return 0; }
+    }
+    if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
+    int id = tpl_builtin_find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
+    if (id >= 0 && (vm->p->opts.hf || (id != TPL_B_GLOBAL_raise_exception && id != TPL_B_GLOBAL_strftime_now))) {
+        tpl_value f = { 0 };
+        f.type = TPL_T_FUNC;
+        f.aux = (uint16_t)id;
+        *out = f;
+        return 0;
+    }
+    *out = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_NAME, 0);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ calls */
+
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, tpl_value *result);
+
+static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                        tpl_value *out)
+{
+    tpl_value a[TPL_MAX_PARAMS];
+    if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) return -1;
+    return tpl_builtin(id)->fn(vm, a, out);
+}
+
+static int call_macro(tpl_vm *vm, const tpl_macro_desc *d, tpl_value *pos, int npos, const tpl_value *kwn,
+                      tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
+{
+    const tpl_program *p = vm->p;
+    const tpl_name *mname = &p->names[d->name];
+    if (vm->depth >= vm->limits.max_depth)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth (%u) reached", vm->limits.max_depth);
+    uint32_t base = vm->slot_top;
+    if (base + d->nslots > TPL_VM_SLOTS || vm->stack_top + d->max_stack > TPL_VM_STACK)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (out of stack)");
+    tpl_value *slots = vm->slots + base;
+    for (uint32_t i = 0; i < d->nslots; i++) slots[i] = tpl_v_unset();
+    tpl_list *params = p->consts[d->params].u.list;
+    tpl_list *varargs = NULL;
+    if (npos > d->nparams) {
+        if (d->varargs_slot < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro '%.*s' takes not more than %u argument(s)", (int)mname->s.len,
+                                mname->s.u.s, d->nparams);
+        varargs = tpl_list_new(&vm->arena, (uint32_t)(npos - d->nparams));
+        if (!varargs) return oom(vm);
+    }
+    for (int i = 0; i < npos; i++) {
+        if (i < d->nparams) slots[i] = pos[i];
+        else varargs->items[varargs->len++] = pos[i];
+    }
+    if (d->varargs_slot >= 0) {
+        if (!varargs) varargs = tpl_list_new(&vm->arena, 0);
+        if (!varargs) return oom(vm);
+        slots[d->varargs_slot] = tpl_v_list(varargs);
+        slots[d->varargs_slot].flags = TPL_F_TUPLE;
+    }
+    tpl_map *kwargs = NULL;
+    for (int k = 0; k < nkw; k++) {
+        bool found = false;
+        for (uint32_t i = 0; i < params->len; i++) {
+            if (tpl_equal(params->items[i], kwn[k])) {
+                if ((int)i < npos)
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "macro '%.*s' got multiple values for argument '%.*s'",
+                                        (int)mname->s.len, mname->s.u.s, (int)kwn[k].len, kwn[k].u.s);
+                slots[i] = kwv[k];
+                found = true;
+                break;
+            }
+        }
+        if (found) continue;
+        if (kwn[k].len == 6 && memcmp(kwn[k].u.s, "caller", 6) == 0 && d->caller_slot >= 0) {
+            slots[d->caller_slot] = kwv[k];
+            continue;
+        }
+        if (d->kwargs_slot < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro '%.*s' takes no keyword argument '%.*s'", (int)mname->s.len,
+                                mname->s.u.s, (int)kwn[k].len, kwn[k].u.s);
+        if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 4))) return oom(vm);
+        if (!tpl_map_set(&vm->arena, kwargs, kwn[k], kwv[k])) return oom(vm);
+    }
+    if (d->kwargs_slot >= 0) {
+        if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 0))) return oom(vm);
+        slots[d->kwargs_slot] = tpl_v_map(kwargs);
+    }
+    if (d->caller_slot >= 0 && caller.type != TPL_T_UNSET && slots[d->caller_slot].type == TPL_T_UNSET)
+        slots[d->caller_slot] = caller;
+    if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (captures)");
+    vm->captures[vm->ncaptures++] = vm->out_len;
+    vm->slot_top = base + d->nslots;
+    vm->depth++;
+    uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
+    int rc = run(vm, d->entry, base, out);
+    vm->pc = save_pc;
+    vm->stack_top = save_stack;
+    vm->depth--;
+    vm->slot_top = base;
+    return rc;
+}
+
+/* Calls a callable value with positional and keyword arguments. */
+static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                    tpl_value *out)
+{
+    if (fn.type == TPL_T_MACRO)
+        return call_macro(vm, (const tpl_macro_desc *)fn.u.p, pos, npos, kwn, kwv, nkw, tpl_v_unset(), out);
+    if (fn.type == TPL_T_FUNC) {
+        if (!fn.u.bound) return call_builtin(vm, fn.aux, pos, npos, kwn, kwv, nkw, out);
+        /* bound method: self first */
+        tpl_value args[64];
+        if (npos >= 63) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments");
+        args[0] = fn.u.bound->self;
+        if (npos) memcpy(args + 1, pos, (size_t)npos * sizeof *pos);
+        return call_builtin(vm, fn.u.bound->method, args, npos + 1, kwn, kwv, nkw, out);
+    }
+    if (fn.type == TPL_T_UNDEF) return tpl_undefined_error(vm, fn);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", type_name(fn));
+}
+
+int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_value *out)
+{
+    return call_any(vm, fn, args, nargs, NULL, NULL, 0, out);
+}
+
+int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out)
+{
+    int id = name.type == TPL_T_STR ? tpl_builtin_find(TPL_BK_FILTER, name.u.s, name.len) : -1;
+    if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No filter named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
+    return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
+}
+
+int tpl_call_test_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out)
+{
+    int id = name.type == TPL_T_STR ? tpl_builtin_find(TPL_BK_TEST, name.u.s, name.len) : -1;
+    if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No test named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
+    return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
+}
+
+/* loop.cycle(...) and loop.changed(...) */
+static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args, int nargs, tpl_value *out, bool *handled)
+{
+    *handled = true;
+    if (name.len == 5 && memcmp(name.u.s, "cycle", 5) == 0) {
+        if (nargs == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "no items for cycling given");
+        *out = args[(l->i - 1) % (uint32_t)nargs];
+        return 0;
+    }
+    if (name.len == 7 && memcmp(name.u.s, "changed", 7) == 0) {
+        tpl_list *now = tpl_list_new(&vm->arena, (uint32_t)nargs);
+        if (!now) return oom(vm);
+        if (nargs) memcpy(now->items, args, (size_t)nargs * sizeof *args);
+        now->len = (uint32_t)nargs;
+        tpl_value nv = tpl_v_list(now);
+        bool changed = !l->has_changed || !tpl_equal(l->last_changed, nv);
+        l->last_changed = nv;
+        l->has_changed = true;
+        *out = tpl_v_bool(changed);
+        return 0;
+    }
+    *handled = false;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the dispatch loop */
+
+#define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
+
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, tpl_value *result)
+{
+    const tpl_program *p = vm->p;
+    const uint32_t *code = p->code;
+    const tpl_value *consts = p->consts;
+    const tpl_name *names = p->names;
+    tpl_value *slots = vm->slots + slot_base;
+    tpl_value *root_slots = vm->slots;
+    /* each call level gets the part of the operand stack above its caller's */
+    tpl_value *stack = vm->stack + vm->stack_top;
+    tpl_value *stack_end = vm->stack + TPL_VM_STACK;
+    tpl_value *sp = stack; /* next free */
+    int rc = 0;
+    uint32_t w, a;
+
+#if defined(__GNUC__)
+    static const void *const labels[TPL_OP__COUNT] = {
+#define TPL_OP(name, extra, fmt, pops, pushes, doc) &&op_##name,
+#include "opcodes.def"
+#undef TPL_OP
+    };
+#define DISPATCH() do { \
+        if (__builtin_expect(vm->fuel-- == 0, 0)) goto out_of_fuel; \
+        vm->pc = pc; w = code[pc]; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)]; } while (0)
+#define CASE(name) op_##name:
+#define NEXT(extra) do { pc += 1 + (extra); DISPATCH(); } while (0)
+#define DISPATCH_OR_TOP DISPATCH()
+    DISPATCH();
+#else
+#define CASE(name) case TPL_OP_##name:
+#define NEXT(extra) do { pc += 1 + (extra); goto top; } while (0)
+#define DISPATCH_OR_TOP goto top
+top:
+    if (vm->fuel-- == 0) goto out_of_fuel;
+    vm->pc = pc; w = code[pc]; a = TPL_INSN_A(w);
+    switch (TPL_INSN_OP(w)) {
+#endif
+
+    CASE(TEXT) {
+        if (out_put(vm, consts[a].u.s, consts[a].len) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(PRINT_PY) {
+        if (print_py(vm, *--sp) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(PRINT_RB) {
+        tpl_value v = *--sp;
+        if (v.type == TPL_T_STR) { if (out_put(vm, v.u.s, v.len) < 0) goto fail; }
+        else {
+            tpl_sb b;
+            tpl_sb_init(&b, &vm->arena);
+            tpl_rb_to_s(&b, v);
+            if (b.failed) { oom(vm); goto fail; }
+            if (out_put(vm, b.p, b.len) < 0) goto fail;
+        }
+        NEXT(0);
+    }
+    CASE(CAPTURE) {
+        if (vm->ncaptures >= TPL_VM_CAPTURES) { tpl_vm_error(vm, TPL_ERR_LIMIT, "captures nested too deeply"); goto fail; }
+        vm->captures[vm->ncaptures++] = vm->out_len;
+        NEXT(0);
+    }
+    CASE(END_CAPTURE) {
+        size_t mark = vm->captures[--vm->ncaptures];
+        char *s = tpl_arena_strdup(&vm->arena, vm->out + mark, vm->out_len - mark);
+        if (!s) { oom(vm); goto fail; }
+        *sp++ = tpl_v_str(s, vm->out_len - mark);
+        vm->out_len = mark;
+        NEXT(0);
+    }
+    CASE(TIDY_PY) { if (tidy(vm, false) < 0) goto fail; NEXT(0); }
+    CASE(TIDY_RB) { if (tidy(vm, true) < 0) goto fail; NEXT(0); }
+    CASE(CONST) { *sp++ = consts[a]; NEXT(0); }
+    CASE(INT) { *sp++ = tpl_v_int((int32_t)(a << 8) >> 8); NEXT(0); }
+    CASE(NONE) { *sp++ = tpl_v_none(); NEXT(0); }
+    CASE(TRUE) { *sp++ = tpl_v_bool(true); NEXT(0); }
+    CASE(FALSE) { *sp++ = tpl_v_bool(false); NEXT(0); }
+    CASE(UNDEF) { *sp++ = undef_named("", 0, TPL_UNDEF_COND, 0); NEXT(0); }
+    CASE(POP) { sp--; NEXT(0); }
+    CASE(DUP) { sp[0] = sp[-1]; sp++; NEXT(0); }
+    CASE(LOAD_NAME) {
+        if (load_global(vm, &names[a], sp) < 0) goto fail;
+        sp++;
+        NEXT(0);
+    }
+    CASE(LOAD_SLOT) {
+        tpl_value v = slots[a];
+        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        *sp++ = v;
+        NEXT(1);
+    }
+    CASE(LOAD_ROOT) {
+        tpl_value v = root_slots[a];
+        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        *sp++ = v;
+        NEXT(1);
+    }
+    CASE(STORE_SLOT) { slots[a] = *--sp; NEXT(0); }
+    CASE(STORE_ROOT) { root_slots[a] = *--sp; NEXT(0); }
+    CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
+    CASE(GETATTR) {
+        tpl_value obj = sp[-1];
+        if (obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS)) {
+            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            if (hit && tpl_builtin_find(TPL_BK_MAP, names[a].s.u.s, names[a].s.len) < 0) { sp[-1] = *hit; NEXT(0); }
+        }
+        if (tpl_getattr(vm, obj, names[a].s.u.s, names[a].s.len, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(GETITEM) {
+        sp--;
+        if (tpl_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(SLICE) {
+        sp -= 3;
+        if (do_slice(vm, sp[-1], sp[0], sp[1], sp[2], &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(NS_SET) {
+        tpl_value val = sp[-1], ns = sp[-2];
+        sp -= 2;
+        if (ns.type != TPL_T_MAP || !(ns.flags & TPL_F_NS)) {
+            if (ns.type == TPL_T_UNDEF) { tpl_undefined_error(vm, ns); goto fail; }
+            tpl_vm_error(vm, TPL_ERR_TYPE, "Cannot assign attribute on non-namespace object");
+            goto fail;
+        }
+        if (!tpl_map_set(&vm->arena, ns.u.map, names[a].s, val)) { oom(vm); goto fail; }
+        NEXT(0);
+    }
+    CASE(ADD) {
+        tpl_value x = sp[-2], y = sp[-1];
+        int64_t r;
+        if (x.type == TPL_T_INT && y.type == TPL_T_INT && !__builtin_add_overflow(x.u.i, y.u.i, &r)) {
+            sp--;
+            sp[-1] = tpl_v_int(r);
+            NEXT(0);
+        }
+        sp--;
+        if (binop(vm, TPL_OP_ADD, x, y, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+#define BINOP_CASE(NAME) CASE(NAME) { sp--; if (binop(vm, TPL_OP_##NAME, sp[-1], sp[0], &sp[-1]) < 0) goto fail; NEXT(0); }
+    BINOP_CASE(SUB)
+    BINOP_CASE(MUL)
+    BINOP_CASE(DIV_PY)
+    BINOP_CASE(DIV_RB)
+    BINOP_CASE(FLOORDIV)
+    BINOP_CASE(MOD)
+    BINOP_CASE(POW)
+    CASE(NEG) {
+        tpl_value v = sp[-1];
+        if ((v.type == TPL_T_INT || v.type == TPL_T_BOOL) && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
+        else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
+        else {
+            if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", type_name(v));
+            goto fail;
+        }
+        NEXT(0);
+    }
+    CASE(POS) {
+        tpl_value v = sp[-1];
+        if (v.type == TPL_T_BOOL) sp[-1] = tpl_v_int(v.u.i);
+        else if (v.type != TPL_T_INT && v.type != TPL_T_FLOAT) {
+            if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary +: '%s'", type_name(v));
+            goto fail;
+        }
+        NEXT(0);
+    }
+    CASE(CONCAT) {
+        tpl_value *args = sp - a;
+        size_t total = 0;
+        for (uint32_t i = 0; i < a; i++) {
+            if (to_str_py(vm, args[i], &args[i]) < 0) goto fail;
+            total += args[i].len;
+        }
+        char *s = tpl_arena_alloc(&vm->arena, total + 1);
+        if (!s) { oom(vm); goto fail; }
+        size_t off = 0;
+        for (uint32_t i = 0; i < a; i++) { memcpy(s + off, args[i].u.s, args[i].len); off += args[i].len; }
+        sp = args;
+        *sp++ = tpl_v_str(s, total);
+        NEXT(0);
+    }
+    CASE(CONCAT_RB) {
+        tpl_value *args = sp - a;
+        tpl_sb b;
+        tpl_sb_init(&b, &vm->arena);
+        for (uint32_t i = 0; i < a; i++) tpl_rb_to_s(&b, args[i]);
+        if (b.failed) { oom(vm); goto fail; }
+        sp = args;
+        *sp++ = tpl_sb_value(&b);
+        NEXT(0);
+    }
+    CASE(EQ) { sp--; sp[-1] = tpl_v_bool(tpl_equal(sp[-1], sp[0])); NEXT(0); }
+    CASE(NE) { sp--; sp[-1] = tpl_v_bool(!tpl_equal(sp[-1], sp[0])); NEXT(0); }
+#define CMP_CASE(NAME, TEST) CASE(NAME) { \
+        int c = 0; sp--; \
+        if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
+        sp[-1] = tpl_v_bool(TEST); NEXT(0); }
+    CMP_CASE(LT, c < 0)
+    CMP_CASE(LE, c <= 0)
+    CMP_CASE(GT, c > 0)
+    CMP_CASE(GE, c >= 0)
+    CASE(IN) {
+        bool r = false;
+        sp--;
+        if (contains(vm, sp[-1], sp[0], &r) < 0) goto fail;
+        sp[-1] = tpl_v_bool(r);
+        NEXT(0);
+    }
+    CASE(NOT_PY) {
+        int t = tpl_truthy_py(vm, sp[-1]);
+        if (t < 0) goto fail;
+        sp[-1] = tpl_v_bool(!t);
+        NEXT(0);
+    }
+    CASE(NOT_RB) { sp[-1] = tpl_v_bool(!tpl_truthy_rb(sp[-1])); NEXT(0); }
+    CASE(JUMP) { pc = a; DISPATCH_OR_TOP; }
+    CASE(JF_PY) {
+        int t = tpl_truthy_py(vm, *--sp);
+        if (t < 0) goto fail;
+        if (!t) { pc = a; DISPATCH_OR_TOP; }
+        NEXT(0);
+    }
+    CASE(JT_PY) {
+        int t = tpl_truthy_py(vm, *--sp);
+        if (t < 0) goto fail;
+        if (t) { pc = a; DISPATCH_OR_TOP; }
+        NEXT(0);
+    }
+    CASE(JF_PY_KEEP) {
+        int t = tpl_truthy_py(vm, sp[-1]);
+        if (t < 0) goto fail;
+        if (!t) { pc = a; DISPATCH_OR_TOP; }
+        sp--;
+        NEXT(0);
+    }
+    CASE(JT_PY_KEEP) {
+        int t = tpl_truthy_py(vm, sp[-1]);
+        if (t < 0) goto fail;
+        if (t) { pc = a; DISPATCH_OR_TOP; }
+        sp--;
+        NEXT(0);
+    }
+    CASE(JF_RB) { if (!tpl_truthy_rb(*--sp)) { pc = a; DISPATCH_OR_TOP; } NEXT(0); }
+    CASE(JT_RB) { if (tpl_truthy_rb(*--sp)) { pc = a; DISPATCH_OR_TOP; } NEXT(0); }
+    CASE(JF_RB_KEEP) { if (!tpl_truthy_rb(sp[-1])) { pc = a; DISPATCH_OR_TOP; } sp--; NEXT(0); }
+    CASE(JT_RB_KEEP) { if (tpl_truthy_rb(sp[-1])) { pc = a; DISPATCH_OR_TOP; } sp--; NEXT(0); }
+    CASE(FOR_INIT) {
+        tpl_list *items;
+        if (tpl_to_list(vm, *--sp, &items) < 0) goto fail;
+        tpl_loop *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+        if (!l) { oom(vm); goto fail; }
+        memset(l, 0, sizeof *l);
+        l->items = items;
+        l->depth = 1;
+        tpl_value v = { 0 };
+        v.type = TPL_T_LOOP;
+        v.u.loop = l;
+        slots[a] = v;
+        NEXT(0);
+    }
+    CASE(FOR_NEXT) {
+        tpl_loop *l = slots[a].u.loop;
+        if (l->i < l->items->len) {
+            *sp++ = l->items->items[l->i++];
+            NEXT(1);
+        }
+        pc = code[pc + 1];
+        DISPATCH_OR_TOP;
+    }
+    CASE(FOR_ITERATED) {
+        if (slots[a].u.loop->i > 0) { pc = code[pc + 1]; DISPATCH_OR_TOP; }
+        NEXT(1);
+    }
+    CASE(JSET) {
+        if (slots[a].type != TPL_T_UNSET) { pc = code[pc + 1]; DISPATCH_OR_TOP; }
+        NEXT(1);
+    }
+    CASE(UNPACK) {
+        tpl_value v = *--sp;
+        tpl_list *items;
+        if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
+            if (tpl_to_list(vm, v, &items) < 0) goto fail;
+        } else {
+            if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "cannot unpack non-iterable %s object", type_name(v));
+            goto fail;
+        }
+        if (items->len != a) {
+            if (items->len < a) tpl_vm_error(vm, TPL_ERR_TYPE, "not enough values to unpack (expected %u, got %u)", a, items->len);
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "too many values to unpack (expected %u)", a);
+            goto fail;
+        }
+        STACK_CHECK(a);
+        if (a) memcpy(sp, items->items, a * sizeof *sp);
+        sp += a;
+        NEXT(0);
+    }
+    CASE(FILTER)
+    CASE(TEST) {
+        uint32_t aw = code[pc + 1];
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+        tpl_value *args = sp - npos - nkw;
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        tpl_value r;
+        if (call_builtin(vm, (int)a, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
+        sp = args;
+        *sp++ = r;
+        NEXT(1);
+    }
+    CASE(CALL) {
+        uint32_t aw = code[pc + 1];
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+        tpl_value *args = sp - npos - nkw;
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        tpl_value r;
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        if (call_any(vm, args[-1], args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
+        sp = args - 1;
+        *sp++ = r;
+        NEXT(1);
+    }
+    CASE(CALL_NAME) {
+        uint32_t id = code[pc + 1], aw = code[pc + 2];
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+        tpl_value *args = sp - npos - nkw;
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        tpl_value r;
+        tpl_value *shadow = vm->state.type == TPL_T_MAP
+                              ? tpl_map_get_str(vm->state.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        if (shadow) {
+            if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
+        } else if (!vm->p->opts.hf && (id == TPL_B_GLOBAL_raise_exception || id == TPL_B_GLOBAL_strftime_now)) {
+            tpl_undefined_error(vm, undef_named(names[a].s.u.s, names[a].s.len, TPL_UNDEF_NAME, 0));
+            goto fail;
+        } else if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) {
+            goto fail;
+        }
+        sp = args;
+        *sp++ = r;
+        NEXT(2);
+    }
+    CASE(CALL_METHOD) {
+        uint32_t aw = code[pc + 1];
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+        tpl_value *args = sp - npos - nkw;
+        tpl_value self = args[-1];
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        tpl_value r;
+        int kind = method_kind(self);
+        int id = kind >= 0 && !(self.flags & TPL_F_NS) ? tpl_builtin_find(kind, names[a].s.u.s, names[a].s.len) : -1;
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        if (id >= 0) {
+            /* self is already just below the arguments */
+            if (call_builtin(vm, id, args - 1, npos + 1, kwn, args + npos, nkw, &r) < 0) goto fail;
+        } else {
+            bool handled = false;
+            if (self.type == TPL_T_LOOP && nkw == 0) {
+                if (loop_method(vm, self.u.loop, names[a].s, args, npos, &r, &handled) < 0) goto fail;
+            }
+            if (!handled) {
+                tpl_value fn;
+                if (tpl_getattr(vm, self, names[a].s.u.s, names[a].s.len, &fn) < 0) goto fail;
+                if (call_any(vm, fn, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
+            }
+        }
+        sp = args - 1;
+        *sp++ = r;
+        NEXT(1);
+    }
+    CASE(BUILD_LIST)
+    CASE(BUILD_TUPLE) {
+        tpl_list *l = tpl_list_new(&vm->arena, a);
+        if (!l) { oom(vm); goto fail; }
+        sp -= a;
+        if (a) memcpy(l->items, sp, a * sizeof *sp);
+        l->len = a;
+        *sp = tpl_v_list(l);
+        if (TPL_INSN_OP(w) == TPL_OP_BUILD_TUPLE) sp->flags = TPL_F_TUPLE;
+        sp++;
+        NEXT(0);
+    }
+    CASE(BUILD_MAP) {
+        tpl_map *m = tpl_map_new(&vm->arena, a);
+        if (!m) { oom(vm); goto fail; }
+        sp -= 2 * a;
+        for (uint32_t i = 0; i < a; i++) {
+            tpl_value k = sp[2 * i];
+            if (k.type == TPL_T_LIST && !(k.flags & TPL_F_TUPLE)) { tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'list'"); goto fail; }
+            if (k.type == TPL_T_MAP) { tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'dict'"); goto fail; }
+            if (!tpl_map_set(&vm->arena, m, k, sp[2 * i + 1])) { oom(vm); goto fail; }
+        }
+        *sp++ = tpl_v_map(m);
+        NEXT(0);
+    }
+    CASE(MACRO) {
+        tpl_value v = { 0 };
+        v.type = TPL_T_MACRO;
+        v.u.p = (void *)&p->macros[a];
+        *sp++ = v;
+        NEXT(0);
+    }
+    CASE(RETURN) {
+        size_t mark = vm->captures[--vm->ncaptures];
+        char *s = tpl_arena_strdup(&vm->arena, vm->out + mark, vm->out_len - mark);
+        if (!s) { oom(vm); goto fail; }
+        *result = tpl_v_str(s, vm->out_len - mark);
+        vm->out_len = mark;
+        return 0;
+    }
+    CASE(HALT) {
+        *result = tpl_v_none();
+        return 0;
+    }
+#if !defined(__GNUC__)
+    }
+#endif
+out_of_fuel:
+    tpl_vm_error(vm, TPL_ERR_LIMIT, "fuel exhausted (more than %llu instructions)", (unsigned long long)vm->limits.fuel);
+fail:
+    (void)rc;
+    return -1;
+}
+
+/* Renders vm->p from the start. */
+int tpl_vm_run(tpl_vm *vm)
+{
+    const tpl_program *p = vm->p;
+    if (p->nslots > TPL_VM_SLOTS || p->max_stack > TPL_VM_STACK) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many variables");
+    vm->stack_top = 0;
+    for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
+    vm->slot_top = p->nslots;
+    vm->depth = 0;
+    vm->ncaptures = 0;
+    vm->out_len = 0;
+    vm->fuel = vm->limits.fuel;
+    tpl_value r;
+    return run(vm, 0, 0, &r);
+}

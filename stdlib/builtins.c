@@ -1,0 +1,610 @@
+/* The builtin table (from builtins.def), argument binding, and helpers shared by the stdlib.
+ *
+ * Everything here is immutable: the table is `static const`, and parameter specs are parsed on
+ * demand (they are a few dozen bytes), so there is no lazily initialised global state. */
+#include "builtins.h"
+
+#include <string.h>
+#include <stdio.h>
+#include <utf8proc.h>
+
+/* ------------------------------------------------------------------ the table */
+
+static const tpl_builtin_info builtin_table[TPL_B__COUNT] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) [TPL_B_##kind##_##id] = { TPL_BK_##kind, name, params, fn },
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+
+const tpl_builtin_info *tpl_builtin(int id)
+{
+    if (id < 0 || id >= TPL_B__COUNT)
+        return NULL;
+    return &builtin_table[id];
+}
+
+bool tpl_builtin_signature(int id, tpl_builtin_sig *sig)
+{
+    memset(sig, 0, sizeof *sig);
+    sig->varargs = sig->varkw = -1;
+    if (id < 0 || id >= TPL_B__COUNT)
+        return false;
+    const char *p = builtin_table[id].params;
+    bool seen_optional = false;
+    int required = -1;
+    while (*p && sig->nparams < TPL_MAX_PARAMS) {
+        int k = sig->nparams;
+        int stars = 0;
+        while (*p == '*') { stars++; p++; }
+        const char *start = p;
+        while (*p && *p != ',' && *p != '?')
+            p++;
+        size_t len = (size_t)(p - start);
+        bool opt = false;
+        if (*p == '?') { opt = true; p++; }
+        if (*p == ',')
+            p++;
+        sig->pnames[k] = start;
+        sig->pnamelen[k] = (uint8_t)len;
+        sig->optional[k] = opt;
+        if (stars == 1) sig->varargs = (int8_t)k;
+        else if (stars >= 2) sig->varkw = (int8_t)k;
+        if ((opt || stars) && required < 0)
+            required = k;
+        if (opt) seen_optional = true;
+        sig->nparams++;
+    }
+    (void)seen_optional;
+    sig->nrequired = (uint8_t)(required < 0 ? sig->nparams : required);
+    sig->npositional = (uint8_t)(sig->varargs >= 0 ? sig->varargs
+                                 : (sig->varkw >= 0 ? sig->varkw : sig->nparams));
+    return true;
+}
+
+/* Jinja2 registers these operator spellings as tests too. */
+static const struct { const char *op; const char *name; } test_aliases[] = {
+    {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"},
+};
+
+int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
+{
+    if (kind == TPL_BK_TEST && n > 0 && n <= 2 && !((name[0] >= 'a' && name[0] <= 'z'))) {
+        for (size_t i = 0; i < sizeof test_aliases / sizeof test_aliases[0]; i++)
+            if (strlen(test_aliases[i].op) == n && memcmp(test_aliases[i].op, name, n) == 0)
+                return tpl_builtin_find(kind, test_aliases[i].name, strlen(test_aliases[i].name));
+        return -1;
+    }
+    for (int i = 0; i < TPL_B__COUNT; i++) {
+        const tpl_builtin_info *b = &builtin_table[i];
+        if (b->kind == kind && b->name[0] == (n ? name[0] : 0) && strlen(b->name) == n &&
+            memcmp(b->name, name, n) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    /* Two-row Levenshtein; names are short (callers cap the length). */
+    size_t prev[64], cur[64];
+    if (nb >= 64) nb = 63;
+    for (size_t j = 0; j <= nb; j++) prev[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t m = del < ins ? del : ins;
+            cur[j] = m < sub ? m : sub;
+        }
+        memcpy(prev, cur, (nb + 1) * sizeof prev[0]);
+    }
+    return prev[nb];
+}
+
+const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t n)
+{
+    if (n == 0 || n > 40)
+        return NULL;
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    size_t limit = n <= 3 ? 1 : 2;
+    for (int i = 0; i < TPL_B__COUNT; i++) {
+        const tpl_builtin_info *b = &builtin_table[i];
+        if (b->kind != kind)
+            continue;
+        size_t bl = strlen(b->name);
+        if (bl > n + limit || n > bl + limit)
+            continue;
+        size_t d = edit_distance(name, n, b->name, bl);
+        if (d <= limit && d < best_d && !(d == 0)) {
+            best_d = d;
+            best = b->name;
+        }
+    }
+    return best;
+}
+
+/* ------------------------------------------------------------------ binding */
+
+static const char *ordinal_args(int n) { return n == 1 ? "argument" : "arguments"; }
+
+int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const tpl_value *kwnames,
+                     const tpl_value *kwvals, int nkw, tpl_value *a)
+{
+    tpl_builtin_sig sig;
+    if (!tpl_builtin_signature(id, &sig))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown builtin");
+    const char *fname = builtin_table[id].name;
+    tpl_arena *ar = tpl_vm_arena(vm);
+    for (int i = 0; i < TPL_MAX_PARAMS; i++)
+        a[i] = tpl_v_unset();
+
+    int npositional = sig.npositional;
+    int nbind = npos < npositional ? npos : npositional;
+    for (int i = 0; i < nbind; i++)
+        a[i] = pos[i];
+    if (npos > npositional) {
+        if (sig.varargs < 0) {
+            /* Python counts the parameters that take positions. */
+            int req = sig.nrequired < npositional ? sig.nrequired : npositional;
+            if (req == npositional)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() takes %d positional %s but %d %s given",
+                                    fname, npositional, ordinal_args(npositional), npos,
+                                    npos == 1 ? "was" : "were");
+            return tpl_vm_error(vm, TPL_ERR_TYPE,
+                                "%s() takes from %d to %d positional arguments but %d %s given",
+                                fname, req, npositional, npos, npos == 1 ? "was" : "were");
+        }
+    }
+    if (sig.varargs >= 0) {
+        int extra = npos > npositional ? npos - npositional : 0;
+        tpl_list *l = tpl_list_new(ar, (uint32_t)extra);
+        if (!l)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+        for (int i = 0; i < extra; i++)
+            if (!tpl_list_push(ar, l, pos[npositional + i]))
+                return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+        a[sig.varargs] = tpl_v_list(l);
+        a[sig.varargs].flags = TPL_F_TUPLE;
+    }
+    tpl_map *kw = NULL;
+    if (sig.varkw >= 0) {
+        kw = tpl_map_new(ar, (uint32_t)nkw);
+        if (!kw)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+        a[sig.varkw] = tpl_v_map(kw);
+    }
+    for (int k = 0; k < nkw; k++) {
+        tpl_value nm = kwnames[k];
+        if (nm.type != TPL_T_STR)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() keywords must be strings", fname);
+        int found = -1;
+        for (int i = 0; i < sig.nparams; i++) {
+            if (i == sig.varargs || i == sig.varkw)
+                continue;
+            if (sig.pnamelen[i] == nm.len && memcmp(sig.pnames[i], nm.u.s, nm.len) == 0) {
+                found = i;
+                break;
+            }
+        }
+        if (found >= 0) {
+            if (a[found].type != TPL_T_UNSET)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() got multiple values for argument '%.*s'",
+                                    fname, (int)nm.len, nm.u.s);
+            a[found] = kwvals[k];
+            continue;
+        }
+        if (!kw)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() got an unexpected keyword argument '%.*s'",
+                                fname, (int)nm.len, nm.u.s);
+        if (tpl_map_get(kw, nm))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() got multiple values for keyword argument '%.*s'",
+                                fname, (int)nm.len, nm.u.s);
+        if (!tpl_map_set(ar, kw, nm, kwvals[k]))
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+    }
+    /* Missing required parameters, reported all at once like Python. */
+    int missing[TPL_MAX_PARAMS], nmissing = 0;
+    for (int i = 0; i < sig.nparams; i++) {
+        if (i == sig.varargs || i == sig.varkw || sig.optional[i])
+            continue;
+        if (a[i].type == TPL_T_UNSET)
+            missing[nmissing++] = i;
+    }
+    if (nmissing) {
+        char buf[256];
+        size_t used = 0;
+        for (int m = 0; m < nmissing; m++) {
+            int i = missing[m];
+            const char *sep = m == 0 ? "" : (m == nmissing - 1 ? (nmissing == 2 ? " and " : ", and ") : ", ");
+            int w = snprintf(buf + used, sizeof buf - used, "%s'%.*s'", sep, (int)sig.pnamelen[i], sig.pnames[i]);
+            if (w < 0 || (size_t)w >= sizeof buf - used)
+                break;
+            used += (size_t)w;
+        }
+        bool kwonly = missing[0] >= npositional;
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() missing %d required %s%s: %s", fname, nmissing,
+                            kwonly ? "keyword-only " : "positional ", ordinal_args(nmissing), buf);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ undefined */
+
+/* Jinja2's object_type_repr for the container an attribute or item was missing from (the VM
+ * keeps its tpl_type in the undefined value's flags; 0 = unknown, reported as a dict). */
+static const char *container_repr(int t)
+{
+    switch (t) {
+    case TPL_T_NONE: return "None";
+    case TPL_T_BOOL: return "bool object";
+    case TPL_T_INT: return "int object";
+    case TPL_T_FLOAT: return "float object";
+    case TPL_T_STR: return "str object";
+    case TPL_T_LIST: return "list object";
+    case TPL_T_LOOP: return "jinja2.runtime.LoopContext object";
+    case TPL_T_MACRO: return "jinja2.runtime.Macro object";
+    default: return "dict object";
+    }
+}
+
+int tpl_undefined_error(tpl_vm *vm, tpl_value v)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    tpl_value name = tpl_v_str(v.u.s ? v.u.s : "", v.u.s ? v.len : 0);
+    switch (v.aux) {
+    case TPL_UNDEF_NAME:
+        tpl_py_repr(&b, name);
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%.*s is undefined", (int)b.len, b.p ? b.p : "");
+    case TPL_UNDEF_ATTR:
+        tpl_py_repr(&b, name);
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "'%s' has no attribute %.*s", container_repr(v.flags),
+                            (int)b.len, b.p ? b.p : "");
+    case TPL_UNDEF_ITEM:
+        /* the VM stores the key's repr as the name */
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%s has no element %.*s", container_repr(v.flags),
+                            (int)name.len, name.u.s);
+    default:
+        if (name.len)
+            return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%.*s", (int)name.len, name.u.s);
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "undefined value");
+    }
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
+{
+    switch ((tpl_type)v.type) {
+    case TPL_T_UNDEF: return tpl_vm_strict(vm) ? "StrictUndefined" : "Undefined";
+    case TPL_T_NONE: return "NoneType";
+    case TPL_T_BOOL: return "bool";
+    case TPL_T_INT: return "int";
+    case TPL_T_FLOAT: return "float";
+    case TPL_T_STR: return (v.flags & TPL_F_SAFE) ? "Markup" : "str";
+    case TPL_T_LIST: return (v.flags & TPL_F_GROUP) ? "_GroupTuple" : (v.flags & TPL_F_TUPLE) ? "tuple" : "list";
+    case TPL_T_MAP: return (v.flags & TPL_F_NS) ? "Namespace" : "dict";
+    case TPL_T_FUNC: return v.u.p ? "builtin_function_or_method" : "function";
+    case TPL_T_MACRO: return "Macro";
+    case TPL_T_LOOP: return "LoopContext";
+    case TPL_T_UNSET: return "NoneType";
+    }
+    return "object";
+}
+
+int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type == TPL_T_STR) {
+        *out = v;
+        return 0;
+    }
+    if (v.type == TPL_T_UNDEF) {
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, v);
+        *out = tpl_v_str("", 0);
+        return 0;
+    }
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    tpl_py_str(&b, v);
+    if (b.failed)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int tpl_iter_list(tpl_vm *vm, tpl_value v, tpl_list **out)
+{
+    if (v.type == TPL_T_UNDEF) {
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, v);
+        *out = tpl_list_new(tpl_vm_arena(vm), 0);
+        if (!*out)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+        return 0;
+    }
+    if (v.type == TPL_T_LIST) {
+        *out = v.u.list;
+        return 0;
+    }
+    return tpl_to_list(vm, v, out);
+}
+
+int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out)
+{
+    if (v.type == TPL_T_INT || v.type == TPL_T_BOOL) {
+        *out = v.u.i;
+        return 0;
+    }
+    if (v.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, v);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
+                        tpl_type_name(vm, v));
+}
+
+int tpl_arg_truthy(tpl_vm *vm, tpl_value v, bool dflt)
+{
+    if (v.type == TPL_T_UNSET)
+        return dflt;
+    return tpl_truthy_py(vm, v);
+}
+
+bool tpl_is_ascii(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ull)
+            return false;
+    }
+    for (; i < n; i++)
+        if ((unsigned char)s[i] & 0x80)
+            return false;
+    return true;
+}
+
+tpl_value tpl_str_lower(tpl_vm *vm, tpl_value s)
+{
+    if (s.type != TPL_T_STR)
+        return s;
+    if (tpl_is_ascii(s.u.s, s.len)) {
+        size_t i = 0;
+        while (i < s.len && !(s.u.s[i] >= 'A' && s.u.s[i] <= 'Z'))
+            i++;
+        if (i == s.len)
+            return tpl_v_str(s.u.s, s.len);
+        char *p = tpl_arena_alloc(tpl_vm_arena(vm), s.len + 1);
+        if (!p)
+            return tpl_v_str(s.u.s, s.len);
+        for (i = 0; i < s.len; i++) {
+            char c = s.u.s[i];
+            p[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+        }
+        p[s.len] = 0;
+        return tpl_v_str(p, s.len);
+    }
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    tpl_py_lower(&b, s.u.s, s.len);
+    return tpl_sb_value(&b);
+}
+
+/* ---- Unicode classification (Python's definitions, via utf8proc categories) */
+
+bool tpl_uc_isalpha(uint32_t cp)
+{
+    if (cp < 128)
+        return (cp | 32) >= 'a' && (cp | 32) <= 'z';
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool tpl_uc_isdecimal(uint32_t cp)
+{
+    if (cp < 128)
+        return cp >= '0' && cp <= '9';
+    return utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_ND;
+}
+
+/* Code points with Numeric_Type=Digit that are not decimal (superscripts, circled digits...). */
+static bool is_digit_extra(uint32_t cp)
+{
+    static const uint32_t ranges[][2] = {
+        {0x00B2, 0x00B3}, {0x00B9, 0x00B9}, {0x1369, 0x1371}, {0x19DA, 0x19DA},
+        {0x2070, 0x2070}, {0x2074, 0x2079}, {0x2080, 0x2089}, {0x2460, 0x2468},
+        {0x2474, 0x247C}, {0x2488, 0x2490}, {0x24EA, 0x24EA}, {0x24F5, 0x24FD},
+        {0x24FF, 0x24FF}, {0x2776, 0x277E}, {0x2780, 0x2788}, {0x278A, 0x2792},
+        {0x10A40, 0x10A43}, {0x10E60, 0x10E68}, {0x11052, 0x1105A}, {0x1F100, 0x1F10A},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (cp >= ranges[i][0] && cp <= ranges[i][1])
+            return true;
+    return false;
+}
+
+bool tpl_uc_isdigit(uint32_t cp)
+{
+    if (cp < 128)
+        return cp >= '0' && cp <= '9';
+    return tpl_uc_isdecimal(cp) || is_digit_extra(cp);
+}
+
+bool tpl_uc_isnumeric(uint32_t cp)
+{
+    if (cp < 128)
+        return cp >= '0' && cp <= '9';
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+        return true;
+    default:
+        /* CJK ideographs with numeric values (一二三...). */
+        switch (cp) {
+        case 0x3007: case 0x4E00: case 0x4E8C: case 0x4E09: case 0x56DB: case 0x4E94:
+        case 0x516D: case 0x4E03: case 0x516B: case 0x4E5D: case 0x5341: case 0x767E:
+        case 0x5343: case 0x4E07: case 0x5104: case 0x96F6: case 0x5146:
+            return true;
+        }
+        return false;
+    }
+}
+
+bool tpl_uc_isword(uint32_t cp)
+{
+    if (cp < 128)
+        return ((cp | 32) >= 'a' && (cp | 32) <= 'z') || (cp >= '0' && cp <= '9') || cp == '_';
+    return tpl_uc_isalpha(cp) || tpl_uc_isnumeric(cp);
+}
+
+bool tpl_uc_isupper(uint32_t cp)
+{
+    if (cp < 128)
+        return cp >= 'A' && cp <= 'Z';
+    if (utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_LU)
+        return true;
+    /* Other_Uppercase: circled and squared Latin capitals, Roman numerals. */
+    return (cp >= 0x2160 && cp <= 0x216F) || (cp >= 0x24B6 && cp <= 0x24CF) ||
+           (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
+           (cp >= 0x1F170 && cp <= 0x1F189);
+}
+
+bool tpl_uc_islower(uint32_t cp)
+{
+    if (cp < 128)
+        return cp >= 'a' && cp <= 'z';
+    if (utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_LL)
+        return true;
+    /* Other_Lowercase: ordinal indicators, modifier letters, small Roman numerals, circled. */
+    return cp == 0xAA || cp == 0xBA || (cp >= 0x2B0 && cp <= 0x2B8) || (cp >= 0x2C0 && cp <= 0x2C1) ||
+           (cp >= 0x2E0 && cp <= 0x2E4) || cp == 0x345 || cp == 0x37A ||
+           (cp >= 0x1D2C && cp <= 0x1D6A) || cp == 0x1D78 || (cp >= 0x1D9B && cp <= 0x1DBF) ||
+           cp == 0x2071 || cp == 0x207F || (cp >= 0x2090 && cp <= 0x209C) ||
+           (cp >= 0x2170 && cp <= 0x217F) || (cp >= 0x24D0 && cp <= 0x24E9) ||
+           (cp >= 0x2C7C && cp <= 0x2C7D) || (cp >= 0xA69C && cp <= 0xA69D) || cp == 0xA770 ||
+           (cp >= 0xA7F8 && cp <= 0xA7F9) || (cp >= 0xAB5C && cp <= 0xAB5F);
+}
+
+bool tpl_uc_istitle(uint32_t cp)
+{
+    if (cp < 128)
+        return false;
+    return utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_LT;
+}
+
+/* ---- attribute paths */
+
+static bool all_digits(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+static int getitem_step(tpl_vm *vm, tpl_value item, tpl_value key, tpl_value dflt, tpl_value *out)
+{
+    if (item.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, item); /* Undefined.__getitem__ always fails */
+    if (tpl_getitem(vm, item, key, out) < 0)
+        return -1;
+    if (out->type == TPL_T_UNDEF && dflt.type != TPL_T_UNSET && dflt.type != TPL_T_NONE)
+        *out = dflt;
+    return 0;
+}
+
+int tpl_attr_get(tpl_vm *vm, tpl_value item, tpl_value attr, tpl_value dflt, tpl_value *out)
+{
+    if (attr.type == TPL_T_UNSET || attr.type == TPL_T_NONE) {
+        *out = item;
+        return 0;
+    }
+    if (attr.type != TPL_T_STR)
+        return getitem_step(vm, item, attr, dflt, out);
+    const char *s = attr.u.s;
+    size_t n = attr.len, i = 0;
+    for (;;) {
+        size_t j = i;
+        while (j < n && s[j] != '.')
+            j++;
+        tpl_value key;
+        if (all_digits(s + i, j - i) && j - i <= 18) {
+            int64_t k = 0;
+            for (size_t t = i; t < j; t++)
+                k = k * 10 + (s[t] - '0');
+            key = tpl_v_int(k);
+        } else {
+            key = tpl_v_str(s + i, j - i);
+        }
+        if (getitem_step(vm, item, key, dflt, &item) < 0)
+            return -1;
+        if (j >= n)
+            break;
+        i = j + 1;
+    }
+    *out = item;
+    return 0;
+}
+
+/* ---- calling filters and tests by name */
+
+static int call_builtin_kw(tpl_vm *vm, tpl_builtin_kind kind, tpl_value name, tpl_value *args,
+                           int nargs, const tpl_map *kwargs, tpl_value *out)
+{
+    if (name.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s name must be a string",
+                            kind == TPL_BK_FILTER ? "filter" : "test");
+    int id = tpl_builtin_find(kind, name.u.s, name.len);
+    if (id < 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "No %s named '%.*s'.",
+                            kind == TPL_BK_FILTER ? "filter" : "test", (int)name.len, name.u.s);
+    tpl_value names[64], vals[64];
+    int nkw = 0;
+    for (uint32_t i = 0; kwargs && i < kwargs->len && nkw < 64; i++) {
+        names[nkw] = kwargs->e[i].key;
+        vals[nkw] = kwargs->e[i].val;
+        nkw++;
+    }
+    tpl_value a[TPL_MAX_PARAMS];
+    if (tpl_builtin_bind(vm, id, args, nargs, names, vals, nkw, a) < 0)
+        return -1;
+    return builtin_table[id].fn(vm, a, out);
+}
+
+int tpl_filter_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,
+                       const tpl_map *kwargs, tpl_value *out)
+{
+    if (!kwargs || kwargs->len == 0)
+        return tpl_call_filter_named(vm, name, args, nargs, out);
+    return call_builtin_kw(vm, TPL_BK_FILTER, name, args, nargs, kwargs, out);
+}
+
+int tpl_test_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,
+                     const tpl_map *kwargs, bool *out)
+{
+    tpl_value r;
+    int rc;
+    if (!kwargs || kwargs->len == 0)
+        rc = tpl_call_test_named(vm, name, args, nargs, &r);
+    else
+        rc = call_builtin_kw(vm, TPL_BK_TEST, name, args, nargs, kwargs, &r);
+    if (rc < 0)
+        return -1;
+    if (r.type == TPL_T_BOOL) {
+        *out = r.u.i != 0;
+        return 0;
+    }
+    int t = tpl_truthy_py(vm, r);
+    if (t < 0)
+        return -1;
+    *out = t;
+    return 0;
+}

@@ -1,0 +1,3004 @@
+/* Jinja2 3.1's builtin filters (jinja2/filters.py), byte-compatible.
+ *
+ * Conventions: every filter receives its bound arguments in a[] (unset optional arguments are
+ * TPL_T_UNSET), returns 0 with *out set, or -1 after tpl_vm_error(). Results live in the render
+ * arena or are borrowed from the arguments. Undefined values follow Jinja2: lenient Undefined
+ * iterates empty and prints "", StrictUndefined fails as soon as its content is used. */
+#include "builtins.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <float.h>
+
+#define OOM() tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory")
+
+static tpl_arena *AR(tpl_vm *vm) { return tpl_vm_arena(vm); }
+
+static tpl_value undef_hint(const char *hint)
+{
+    tpl_value v = tpl_v_undef();
+    v.u.s = hint;
+    v.len = (uint32_t)strlen(hint);
+    return v;
+}
+
+static tpl_value undef_attr(tpl_value name, int container)
+{
+    tpl_value v = tpl_v_undef();
+    v.aux = TPL_UNDEF_ATTR;
+    v.flags = (uint8_t)container;
+    if (name.type == TPL_T_STR) {
+        v.u.s = name.u.s;
+        v.len = name.len;
+    }
+    return v;
+}
+
+static tpl_value mk_tuple(tpl_vm *vm, tpl_value x, tpl_value y)
+{
+    tpl_list *l = tpl_list_new(AR(vm), 2);
+    if (!l)
+        return tpl_v_none();
+    l->items[0] = x;
+    l->items[1] = y;
+    l->len = 2;
+    tpl_value v = tpl_v_list(l);
+    v.flags = TPL_F_TUPLE;
+    return v;
+}
+
+static int sb_done(tpl_vm *vm, tpl_sb *b, tpl_value *out)
+{
+    if (b->failed)
+        return OOM();
+    *out = tpl_sb_value(b);
+    return 0;
+}
+
+/* Code point count, ASCII fast path. */
+static size_t ulen(tpl_value s) { return tpl_utf8_len(s.u.s, s.len); }
+
+static void put_spaces(tpl_sb *b, int64_t n)
+{
+    if (n <= 0)
+        return;
+    if (!tpl_sb_reserve(b, (size_t)n))
+        return;
+    memset(b->p + b->len, ' ', (size_t)n);
+    b->len += (size_t)n;
+}
+
+/* ------------------------------------------------------------------ sorting */
+
+typedef struct sort_ctx {
+    tpl_vm *vm;
+    const tpl_value *keys;
+    int nparts;        /* 0: keys are single values; >0: keys are lists of nparts values */
+    bool reverse;
+} sort_ctx;
+
+/* Compares keys[x] and keys[y] as Python's `<` does (lists element-wise, == first). */
+static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
+{
+    tpl_value a = c->keys[x], b = c->keys[y];
+    if (c->nparts == 0)
+        return tpl_compare(c->vm, a, b, true, res);
+    for (int i = 0; i < c->nparts; i++) {
+        tpl_value p = a.u.list->items[i], q = b.u.list->items[i];
+        if (tpl_equal(p, q))
+            continue;
+        return tpl_compare(c->vm, p, q, true, res);
+    }
+    *res = 0;
+    return 0;
+}
+
+/* Stable bottom-up merge sort of idx[0..n) (Python's sorted(): equal keys keep their order, also
+ * when reversed). */
+static int merge_sort(const sort_ctx *c, uint32_t *idx, uint32_t n)
+{
+    if (n < 2)
+        return 0;
+    /* Insertion sort small runs, then merge. */
+    const uint32_t RUN = 16;
+    for (uint32_t lo = 0; lo < n; lo += RUN) {
+        uint32_t hi = lo + RUN < n ? lo + RUN : n;
+        for (uint32_t i = lo + 1; i < hi; i++) {
+            uint32_t v = idx[i];
+            uint32_t j = i;
+            while (j > lo) {
+                int r;
+                if (key_cmp(c, v, idx[j - 1], &r) < 0)
+                    return -1;
+                if (c->reverse) r = -r;
+                if (r >= 0)
+                    break;
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = v;
+        }
+    }
+    uint32_t *tmp = tpl_arena_alloc(tpl_vm_arena(c->vm), (size_t)n * sizeof *tmp);
+    if (!tmp)
+        return tpl_vm_error(c->vm, TPL_ERR_LIMIT, "out of memory");
+    for (uint32_t width = RUN; width < n; width *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+            uint32_t mid = lo + width < n ? lo + width : n;
+            uint32_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            uint32_t i = lo, j = mid, k = lo;
+            if (mid >= hi) {
+                memcpy(tmp + lo, idx + lo, (size_t)(hi - lo) * sizeof *tmp);
+                continue;
+            }
+            while (i < mid && j < hi) {
+                int r;
+                if (key_cmp(c, idx[j], idx[i], &r) < 0)
+                    return -1;
+                if (c->reverse) r = -r;
+                tmp[k++] = r < 0 ? idx[j++] : idx[i++];
+            }
+            while (i < mid) tmp[k++] = idx[i++];
+            while (j < hi) tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+    return 0;
+}
+
+/* ignore_case: lower-cases string keys (other values unchanged). */
+static tpl_value fold(tpl_vm *vm, tpl_value v, bool case_sensitive)
+{
+    if (case_sensitive || v.type != TPL_T_STR)
+        return v;
+    return tpl_str_lower(vm, v);
+}
+
+/* Number of comma-separated attributes in a sort attribute (1 for none / non-strings). */
+static int attr_parts(tpl_value attr, tpl_value *parts, int max)
+{
+    if (attr.type != TPL_T_STR) {
+        parts[0] = attr;
+        return 1;
+    }
+    int n = 0;
+    size_t i = 0;
+    for (;;) {
+        size_t j = i;
+        while (j < attr.len && attr.u.s[j] != ',')
+            j++;
+        if (n < max)
+            parts[n++] = tpl_v_str(attr.u.s + i, j - i);
+        if (j >= attr.len)
+            break;
+        i = j + 1;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ simple filters */
+
+int f_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value x = a[0];
+    switch (x.type) {
+    case TPL_T_INT:
+    case TPL_T_BOOL:
+        if (x.u.i == INT64_MIN)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+        *out = tpl_v_int(x.u.i < 0 ? -x.u.i : x.u.i);
+        return 0;
+    case TPL_T_FLOAT:
+        *out = tpl_v_float(fabs(x.u.f));
+        return 0;
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for abs(): '%s'", tpl_type_name(vm, x));
+    }
+}
+
+int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value obj = a[0], name = a[1];
+    if (obj.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, obj);
+    if (name.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "attribute name must be string, not '%s'", tpl_type_name(vm, name));
+    tpl_builtin_kind kind;
+    switch (obj.type) {
+    case TPL_T_MAP:
+        if (obj.flags & TPL_F_NS)
+            return tpl_getattr(vm, obj, name.u.s, name.len, out);
+        kind = TPL_BK_MAP;
+        break;
+    case TPL_T_STR: kind = TPL_BK_STR; break;
+    case TPL_T_LIST:
+        if ((obj.flags & TPL_F_GROUP) && ((name.len == 7 && memcmp(name.u.s, "grouper", 7) == 0) ||
+                                          (name.len == 4 && memcmp(name.u.s, "list", 4) == 0))) {
+            *out = obj.u.list->items[name.len == 7 ? 0 : 1];
+            return 0;
+        }
+        kind = TPL_BK_LIST;
+        break;
+    case TPL_T_LOOP:
+    case TPL_T_MACRO:
+        return tpl_getattr(vm, obj, name.u.s, name.len, out);
+    default:
+        *out = undef_attr(name, obj.type);
+        return 0;
+    }
+    /* Only real attributes (methods): Jinja2's attr() never falls back to item lookup. */
+    if (tpl_builtin_find(kind, name.u.s, name.len) < 0) {
+        *out = undef_attr(name, obj.type);
+        return 0;
+    }
+    return tpl_getattr(vm, obj, name.u.s, name.len, out);
+}
+
+int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t count;
+    tpl_list *items;
+    if (tpl_iter_list(vm, a[0], &items) < 0 || tpl_arg_index(vm, a[1], &count) < 0)
+        return -1;
+    bool fill = tpl_given(a[2]) && a[2].type != TPL_T_NONE;
+    tpl_arena *ar = AR(vm);
+    tpl_list *res = tpl_list_new(ar, 4);
+    tpl_list *tmp = tpl_list_new(ar, count > 0 && count < 1024 ? (uint32_t)count : 4);
+    if (!res || !tmp)
+        return OOM();
+    for (uint32_t i = 0; i < items->len; i++) {
+        if ((int64_t)tmp->len == count) {
+            if (!tpl_list_push(ar, res, tpl_v_list(tmp)))
+                return OOM();
+            tmp = tpl_list_new(ar, count > 0 && count < 1024 ? (uint32_t)count : 4);
+            if (!tmp)
+                return OOM();
+        }
+        if (!tpl_list_push(ar, tmp, items->items[i]))
+            return OOM();
+    }
+    if (tmp->len) {
+        if (fill && (int64_t)tmp->len < count) {
+            if (count > 10000000)
+                return tpl_vm_error(vm, TPL_ERR_LIMIT, "batch too large");
+            while ((int64_t)tmp->len < count)
+                if (!tpl_list_push(ar, tmp, a[2]))
+                    return OOM();
+        }
+        if (!tpl_list_push(ar, res, tpl_v_list(tmp)))
+            return OOM();
+    }
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t slices;
+    tpl_list *seq;
+    if (tpl_iter_list(vm, a[0], &seq) < 0 || tpl_arg_index(vm, a[1], &slices) < 0)
+        return -1;
+    if (slices == 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer division or modulo by zero");
+    if (slices < 0 || slices > 10000000) {
+        if (slices < 0) {
+            *out = tpl_v_list(tpl_list_new(AR(vm), 0));
+            return 0;
+        }
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "slice count too large");
+    }
+    bool fill = tpl_given(a[2]) && a[2].type != TPL_T_NONE;
+    int64_t length = seq->len;
+    int64_t per = length / slices, extra = length % slices, offset = 0;
+    tpl_arena *ar = AR(vm);
+    tpl_list *res = tpl_list_new(ar, (uint32_t)slices);
+    if (!res)
+        return OOM();
+    for (int64_t k = 0; k < slices; k++) {
+        int64_t start = offset + k * per;
+        if (k < extra)
+            offset++;
+        int64_t end = offset + (k + 1) * per;
+        if (start > length) start = length;
+        if (end > length) end = length;
+        if (end < start) end = start;
+        tpl_list *t = tpl_list_new(ar, (uint32_t)(end - start + 1));
+        if (!t)
+            return OOM();
+        for (int64_t i = start; i < end; i++)
+            t->items[t->len++] = seq->items[i];
+        if (fill && k >= extra)
+            t->items[t->len++] = a[2];
+        if (!tpl_list_push(ar, res, tpl_v_list(t)))
+            return OOM();
+    }
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+typedef void (*case_fn)(tpl_sb *, const char *, size_t);
+
+static int case_filter(tpl_vm *vm, tpl_value v, case_fn fn, tpl_value *out)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, v, &s) < 0)
+        return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    fn(&b, s.u.s, s.len);
+    if (sb_done(vm, &b, out) < 0)
+        return -1;
+    out->flags = s.flags & TPL_F_SAFE;
+    return 0;
+}
+
+int f_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out) { return case_filter(vm, a[0], tpl_py_capitalize, out); }
+int f_upper(tpl_vm *vm, tpl_value *a, tpl_value *out) { return case_filter(vm, a[0], tpl_py_upper, out); }
+int f_lower(tpl_vm *vm, tpl_value *a, tpl_value *out) { return case_filter(vm, a[0], tpl_py_lower, out); }
+
+/* Jinja2's title: split on runs of [-\s({\[<], upper-case each piece's first character and
+ * lower-case the rest (not str.title()). */
+static bool title_sep(uint32_t c)
+{
+    return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || tpl_py_isspace(c);
+}
+
+int f_title(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, a[0], &s) < 0)
+        return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    size_t i = 0, n = s.len;
+    while (i < n) {
+        size_t j = i;
+        uint32_t c = tpl_utf8_next(s.u.s, n, &j);
+        if (title_sep(c)) {
+            size_t k = j;
+            while (k < n) {
+                size_t m = k;
+                uint32_t d = tpl_utf8_next(s.u.s, n, &m);
+                if (!title_sep(d))
+                    break;
+                k = m;
+            }
+            /* a separator piece: its first char upper-cased, rest lower-cased (no-ops) */
+            tpl_sb_put(&b, s.u.s + i, k - i);
+            i = k;
+            continue;
+        }
+        size_t k = j;
+        while (k < n) {
+            size_t m = k;
+            uint32_t d = tpl_utf8_next(s.u.s, n, &m);
+            if (title_sep(d))
+                break;
+            k = m;
+        }
+        tpl_py_upper(&b, s.u.s + i, j - i);
+        tpl_py_lower(&b, s.u.s + j, k - j);
+        i = k;
+    }
+    return sb_done(vm, &b, out);
+}
+
+int f_center(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s;
+    int64_t width = 80;
+    if (tpl_to_str(vm, a[0], &s) < 0)
+        return -1;
+    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &width) < 0)
+        return -1;
+    int64_t len = (int64_t)ulen(s);
+    if (width <= len) {
+        *out = s;
+        return 0;
+    }
+    if (width > 100000000)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    int64_t marg = width - len;
+    int64_t left = marg / 2 + (marg & width & 1);
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    put_spaces(&b, left);
+    tpl_sb_put(&b, s.u.s, s.len);
+    put_spaces(&b, marg - left);
+    if (sb_done(vm, &b, out) < 0)
+        return -1;
+    out->flags = s.flags & TPL_F_SAFE;
+    return 0;
+}
+
+int f_length(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    switch (v.type) {
+    case TPL_T_STR: *out = tpl_v_int((int64_t)ulen(v)); return 0;
+    case TPL_T_LIST: *out = tpl_v_int(v.u.list->len); return 0;
+    case TPL_T_MAP:
+        if (!(v.flags & TPL_F_NS)) {
+            *out = tpl_v_int(v.u.map->len);
+            return 0;
+        }
+        break;
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, v);
+        *out = tpl_v_int(0);
+        return 0;
+    case TPL_T_LOOP: {
+        tpl_value n;
+        if (tpl_getattr(vm, v, "length", 6, &n) < 0)
+            return -1;
+        *out = n;
+        return 0;
+    }
+    default:
+        break;
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, v));
+}
+
+int f_default(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    tpl_value dflt = tpl_given(a[1]) ? a[1] : tpl_v_str("", 0);
+    if (v.type == TPL_T_UNDEF || v.type == TPL_T_UNSET) {
+        *out = dflt;
+        return 0;
+    }
+    int boolean = tpl_arg_truthy(vm, a[2], false);
+    if (boolean < 0)
+        return -1;
+    if (boolean) {
+        int t = tpl_truthy_py(vm, v);
+        if (t < 0)
+            return -1;
+        if (!t) {
+            *out = dflt;
+            return 0;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+static int dict_items(tpl_vm *vm, tpl_value v, tpl_list **out)
+{
+    const tpl_map *m = v.u.map;
+    tpl_list *l = tpl_list_new(AR(vm), m->len);
+    if (!l)
+        return OOM();
+    for (uint32_t i = 0; i < m->len; i++) {
+        l->items[i] = mk_tuple(vm, m->e[i].key, m->e[i].val);
+        if (l->items[i].type != TPL_T_LIST)
+            return OOM();
+    }
+    l->len = m->len;
+    *out = l;
+    return 0;
+}
+
+int f_dictsort(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, v);
+    if (v.type != TPL_T_MAP || (v.flags & TPL_F_NS))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'items'", tpl_type_name(vm, v));
+    int cs = tpl_arg_truthy(vm, a[1], false);
+    if (cs < 0)
+        return -1;
+    int pos = 0;
+    if (tpl_given(a[2])) {
+        tpl_value by = a[2];
+        if (by.type == TPL_T_STR && by.len == 3 && memcmp(by.u.s, "key", 3) == 0) pos = 0;
+        else if (by.type == TPL_T_STR && by.len == 5 && memcmp(by.u.s, "value", 5) == 0) pos = 1;
+        else return tpl_vm_error(vm, TPL_ERR_VALUE, "You can only sort by either \"key\" or \"value\"");
+    }
+    int rev = tpl_arg_truthy(vm, a[3], false);
+    if (rev < 0)
+        return -1;
+    const tpl_map *m = v.u.map;
+    uint32_t n = m->len;
+    tpl_value *keys = tpl_arena_alloc(AR(vm), (size_t)(n ? n : 1) * sizeof *keys);
+    uint32_t *idx = tpl_arena_alloc(AR(vm), (size_t)(n ? n : 1) * sizeof *idx);
+    tpl_list *res = tpl_list_new(AR(vm), n);
+    if (!keys || !idx || !res)
+        return OOM();
+    for (uint32_t i = 0; i < n; i++) {
+        keys[i] = fold(vm, pos ? m->e[i].val : m->e[i].key, cs);
+        idx[i] = i;
+    }
+    sort_ctx c = { vm, keys, 0, rev };
+    if (merge_sort(&c, idx, n) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        res->items[i] = mk_tuple(vm, m->e[idx[i]].key, m->e[idx[i]].val);
+        if (res->items[i].type != TPL_T_LIST)
+            return OOM();
+    }
+    res->len = n;
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+/* markupsafe.escape of a plain string into b. */
+static void html_escape(tpl_sb *b, const char *s, size_t n)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *rep;
+        switch (s[i]) {
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&#34;"; break;
+        case '\'': rep = "&#39;"; break;
+        default: continue;
+        }
+        tpl_sb_put(b, s + run, i - run);
+        tpl_sb_puts(b, rep);
+        run = i + 1;
+    }
+    tpl_sb_put(b, s + run, n - run);
+}
+
+static int escape_value(tpl_vm *vm, tpl_value v, bool force, tpl_value *out)
+{
+    if (!force && v.type == TPL_T_STR && (v.flags & TPL_F_SAFE)) {
+        *out = v;
+        return 0;
+    }
+    tpl_value s;
+    if (tpl_to_str(vm, v, &s) < 0)
+        return -1;
+    size_t k = 0;
+    while (k < s.len && s.u.s[k] != '&' && s.u.s[k] != '<' && s.u.s[k] != '>' && s.u.s[k] != '"' &&
+           s.u.s[k] != '\'')
+        k++;
+    if (k == s.len) {
+        *out = tpl_v_str(s.u.s, s.len);
+    } else {
+        tpl_sb b;
+        tpl_sb_init(&b, AR(vm));
+        html_escape(&b, s.u.s, s.len);
+        if (sb_done(vm, &b, out) < 0)
+            return -1;
+    }
+    out->flags = TPL_F_SAFE;
+    return 0;
+}
+
+int f_escape(tpl_vm *vm, tpl_value *a, tpl_value *out) { return escape_value(vm, a[0], false, out); }
+int f_forceescape(tpl_vm *vm, tpl_value *a, tpl_value *out) { return escape_value(vm, a[0], true, out); }
+
+int f_safe(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, a[0], &s) < 0)
+        return -1;
+    *out = s;
+    out->flags = TPL_F_SAFE;
+    return 0;
+}
+
+int f_string(tpl_vm *vm, tpl_value *a, tpl_value *out) { return tpl_to_str(vm, a[0], out); }
+
+/* ------------------------------------------------------------------ number parsing */
+
+static bool is_ws_cp(const char *s, size_t n, size_t i, size_t *next)
+{
+    size_t j = i;
+    uint32_t c = tpl_utf8_next(s, n, &j);
+    *next = j;
+    return tpl_py_isspace(c);
+}
+
+/* Python's strip() of whitespace, returning [*b, *e). */
+static void ws_trim(const char *s, size_t n, size_t *b, size_t *e)
+{
+    size_t i = 0, nx;
+    while (i < n && is_ws_cp(s, n, i, &nx))
+        i = nx;
+    size_t j = n;
+    while (j > i) {
+        size_t k = j - 1;
+        while (k > i && ((unsigned char)s[k] & 0xC0) == 0x80)
+            k--;
+        if (!is_ws_cp(s, j, k, &nx))
+            break;
+        j = k;
+    }
+    *b = i;
+    *e = j;
+}
+
+/* Python float(str). Returns false when the text is not a float literal. */
+static bool parse_py_float(const char *s, size_t n, double *out)
+{
+    size_t b, e;
+    ws_trim(s, n, &b, &e);
+    s += b;
+    n = e - b;
+    if (n == 0 || n > 4000)
+        return false;
+    char buf[4096];
+    size_t k = 0, i = 0;
+    if (s[i] == '+' || s[i] == '-')
+        buf[k++] = s[i++];
+    /* inf / infinity / nan, any case */
+    size_t rest = n - i;
+    const char *r = s + i;
+    if ((rest == 3 && strncasecmp(r, "inf", 3) == 0) || (rest == 8 && strncasecmp(r, "infinity", 8) == 0)) {
+        *out = (k && buf[0] == '-') ? -INFINITY : INFINITY;
+        return true;
+    }
+    if (rest == 3 && strncasecmp(r, "nan", 3) == 0) {
+        *out = NAN;
+        return true;
+    }
+    bool digits = false, prev_digit = false;
+    /* mantissa: digits [. digits], underscores only between digits */
+    while (i < n) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') { buf[k++] = c; digits = true; prev_digit = true; i++; continue; }
+        if (c == '_' && prev_digit && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') { i++; prev_digit = false; continue; }
+        break;
+    }
+    if (i < n && s[i] == '.') {
+        buf[k++] = '.';
+        i++;
+        prev_digit = false;
+        bool first = true;
+        while (i < n) {
+            char c = s[i];
+            if (c >= '0' && c <= '9') { buf[k++] = c; digits = true; prev_digit = true; first = false; i++; continue; }
+            if (c == '_' && prev_digit && !first && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') { i++; prev_digit = false; continue; }
+            break;
+        }
+    }
+    if (!digits)
+        return false;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        buf[k++] = 'e';
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            buf[k++] = s[i++];
+        bool ed = false;
+        prev_digit = false;
+        while (i < n) {
+            char c = s[i];
+            if (c >= '0' && c <= '9') { buf[k++] = c; ed = true; prev_digit = true; i++; continue; }
+            if (c == '_' && prev_digit && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') { i++; prev_digit = false; continue; }
+            break;
+        }
+        if (!ed)
+            return false;
+    }
+    if (i != n)
+        return false;
+    buf[k] = 0;
+    errno = 0;
+    *out = strtod(buf, NULL);
+    return true;
+}
+
+/* Python int(str, base). 0 ok, 1 not a valid literal (ValueError), 2 too large for int64. */
+static int parse_py_int(const char *s, size_t n, int64_t base, int64_t *out)
+{
+    if (base != 0 && (base < 2 || base > 36))
+        return 1;
+    size_t b, e;
+    ws_trim(s, n, &b, &e);
+    s += b;
+    n = e - b;
+    size_t i = 0;
+    bool neg = false;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        neg = s[i++] == '-';
+    int bs = (int)base;
+    bool prefixed = false;
+    if (i + 1 < n && s[i] == '0') {
+        char p = (char)(s[i + 1] | 32);
+        int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+        if (pb && (bs == 0 || bs == pb)) {
+            bs = pb;
+            i += 2;
+            prefixed = true;
+        }
+    }
+    bool base0_decimal = false;
+    if (bs == 0) {
+        bs = 10;
+        base0_decimal = true;
+    }
+    if (i >= n)
+        return 1;
+    uint64_t v = 0;
+    bool any = false, overflow = false, prev_digit = prefixed, nonzero = false, leading_zero = false;
+    size_t first = i;
+    for (; i < n; i++) {
+        char c = s[i];
+        int d;
+        if (c == '_') {
+            if (!prev_digit || i + 1 >= n)
+                return 1;
+            prev_digit = false;
+            continue;
+        }
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if ((c | 32) >= 'a' && (c | 32) <= 'z') d = (c | 32) - 'a' + 10;
+        else return 1;
+        if (d >= bs)
+            return 1;
+        if (i == first && d == 0)
+            leading_zero = true;
+        if (d)
+            nonzero = true;
+        if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)bs)
+            overflow = true;
+        else
+            v = v * (uint64_t)bs + (uint64_t)d;
+        any = true;
+        prev_digit = true;
+    }
+    if (!any || !prev_digit)
+        return 1;
+    if (base0_decimal && leading_zero && nonzero)
+        return 1; /* "010" is invalid with base 0 */
+    if (overflow || v > (uint64_t)INT64_MAX + (neg ? 1u : 0u))
+        return 2;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+static int float_to_int(tpl_vm *vm, double d, int64_t *out, bool *ok)
+{
+    *ok = false;
+    if (isnan(d))
+        return 0;
+    if (isinf(d))
+        return 0;
+    double t = trunc(d);
+    if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow: %.17g does not fit in 64 bits", d);
+    *out = (int64_t)t;
+    *ok = true;
+    return 0;
+}
+
+int f_int(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    tpl_value dflt = tpl_given(a[1]) ? a[1] : tpl_v_int(0);
+    if (v.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, v);
+    switch (v.type) {
+    case TPL_T_INT:
+    case TPL_T_BOOL:
+        *out = tpl_v_int(v.u.i);
+        return 0;
+    case TPL_T_FLOAT: {
+        if (isinf(v.u.f))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert float infinity to integer");
+        int64_t r;
+        bool ok;
+        if (float_to_int(vm, v.u.f, &r, &ok) < 0)
+            return -1;
+        *out = ok ? tpl_v_int(r) : dflt;
+        return 0;
+    }
+    case TPL_T_STR: {
+        int64_t base = 10;
+        bool base_ok = true;
+        if (tpl_given(a[2])) {
+            if (a[2].type == TPL_T_INT || a[2].type == TPL_T_BOOL)
+                base = a[2].u.i;
+            else
+                base_ok = false; /* TypeError: falls back to int(float(value)) */
+        }
+        if (base_ok) {
+            int64_t r;
+            int rc = parse_py_int(v.u.s, v.len, base, &r);
+            if (rc == 0) {
+                *out = tpl_v_int(r);
+                return 0;
+            }
+            if (rc == 2)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow: '%.*s' does not fit in 64 bits",
+                                    (int)(v.len > 60 ? 60 : v.len), v.u.s);
+        }
+        double d;
+        if (parse_py_float(v.u.s, v.len, &d)) {
+            int64_t r;
+            bool ok;
+            if (float_to_int(vm, d, &r, &ok) < 0)
+                return -1;
+            *out = ok ? tpl_v_int(r) : dflt;
+            return 0;
+        }
+        *out = dflt;
+        return 0;
+    }
+    default:
+        *out = dflt;
+        return 0;
+    }
+}
+
+int f_float(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    tpl_value dflt = tpl_given(a[1]) ? a[1] : tpl_v_float(0.0);
+    double d;
+    switch (v.type) {
+    case TPL_T_UNDEF:
+        return tpl_undefined_error(vm, v);
+    case TPL_T_INT:
+    case TPL_T_BOOL:
+        *out = tpl_v_float((double)v.u.i);
+        return 0;
+    case TPL_T_FLOAT:
+        *out = v;
+        out->flags = 0;
+        return 0;
+    case TPL_T_STR:
+        *out = parse_py_float(v.u.s, v.len, &d) ? tpl_v_float(d) : dflt;
+        return 0;
+    default:
+        *out = dflt;
+        return 0;
+    }
+}
+
+/* Python float(value) for filesizeformat: errors like Python. */
+static int to_float_strict(tpl_vm *vm, tpl_value v, double *d)
+{
+    switch (v.type) {
+    case TPL_T_UNDEF: return tpl_undefined_error(vm, v);
+    case TPL_T_INT: case TPL_T_BOOL: *d = (double)v.u.i; return 0;
+    case TPL_T_FLOAT: *d = v.u.f; return 0;
+    case TPL_T_STR:
+        if (parse_py_float(v.u.s, v.len, d))
+            return 0;
+        {
+            tpl_sb b;
+            tpl_sb_init(&b, AR(vm));
+            tpl_py_repr(&b, v);
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "could not convert string to float: %.*s", (int)b.len,
+                                b.p ? b.p : "");
+        }
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "float() argument must be a string or a real number, not '%s'",
+                            tpl_type_name(vm, v));
+    }
+}
+
+int f_filesizeformat(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    double bytes;
+    if (to_float_strict(vm, a[0], &bytes) < 0)
+        return -1;
+    int binary = tpl_arg_truthy(vm, a[1], false);
+    if (binary < 0)
+        return -1;
+    double base = binary ? 1024.0 : 1000.0;
+    static const char *const dec[] = {"kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+    static const char *const bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    char buf[400];
+    if (bytes == 1) {
+        snprintf(buf, sizeof buf, "1 Byte");
+    } else if (bytes < base) {
+        if (isnan(bytes))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
+        double t = trunc(bytes);
+        if (!(t > -9.2e18))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+        snprintf(buf, sizeof buf, "%lld Bytes", (long long)t);
+    } else {
+        double unit = base * base;
+        int i = 0;
+        for (; i < 8; i++) {
+            if (bytes < unit)
+                break;
+            if (i < 7)
+                unit *= base;
+        }
+        if (i == 8)
+            i = 7;
+        snprintf(buf, sizeof buf, "%.1f %s", base * bytes / unit, binary ? bin[i] : dec[i]);
+    }
+    char *p = tpl_arena_strdup(AR(vm), buf, strlen(buf));
+    if (!p)
+        return OOM();
+    *out = tpl_v_str(p, strlen(buf));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ sequences */
+
+int f_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    switch (v.type) {
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, v);
+        *out = undef_hint("No first item, sequence was empty.");
+        return 0;
+    case TPL_T_STR: {
+        if (v.len == 0)
+            break;
+        size_t i = 0;
+        tpl_utf8_next(v.u.s, v.len, &i);
+        *out = tpl_v_str(v.u.s, i);
+        return 0;
+    }
+    case TPL_T_LIST:
+        if (v.u.list->len == 0)
+            break;
+        *out = v.u.list->items[0];
+        return 0;
+    case TPL_T_MAP:
+        if (v.flags & TPL_F_NS)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'Namespace' object is not iterable");
+        if (v.u.map->len == 0)
+            break;
+        *out = v.u.map->e[0].key;
+        return 0;
+    default: {
+        tpl_list *l;
+        if (tpl_to_list(vm, v, &l) < 0)
+            return -1;
+        if (l->len == 0)
+            break;
+        *out = l->items[0];
+        return 0;
+    }
+    }
+    *out = undef_hint("No first item, sequence was empty.");
+    return 0;
+}
+
+int f_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    switch (v.type) {
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, v);
+        break;
+    case TPL_T_STR: {
+        if (v.len == 0)
+            break;
+        size_t i = v.len - 1;
+        while (i > 0 && ((unsigned char)v.u.s[i] & 0xC0) == 0x80 && v.len - i < 4)
+            i--;
+        size_t j = i;
+        tpl_utf8_next(v.u.s, v.len, &j);
+        if (j != v.len)
+            i = v.len - 1;
+        *out = tpl_v_str(v.u.s + i, v.len - i);
+        return 0;
+    }
+    case TPL_T_LIST:
+        if (v.u.list->len == 0)
+            break;
+        *out = v.u.list->items[v.u.list->len - 1];
+        return 0;
+    case TPL_T_MAP:
+        if (v.flags & TPL_F_NS)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'Namespace' object is not reversible");
+        if (v.u.map->len == 0)
+            break;
+        *out = v.u.map->e[v.u.map->len - 1].key;
+        return 0;
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not reversible", tpl_type_name(vm, v));
+    }
+    *out = undef_hint("No last item, sequence was empty.");
+    return 0;
+}
+
+int f_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (tpl_iter_list(vm, a[0], &l) < 0)
+        return -1;
+    /* list() always makes a new list (never the tuple or the same object). */
+    tpl_list *c = tpl_list_new(AR(vm), l->len);
+    if (!c)
+        return OOM();
+    if (l->len)
+        memcpy(c->items, l->items, (size_t)l->len * sizeof *c->items);
+    c->len = l->len;
+    *out = tpl_v_list(c);
+    return 0;
+}
+
+int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    tpl_list *l = NULL;
+    if (v.type == TPL_T_UNDEF) {
+        l = tpl_list_new(AR(vm), 0);
+        if (!l)
+            return OOM();
+    } else if (v.type != TPL_T_MAP || (v.flags & TPL_F_NS)) {
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Can only get item pairs from a mapping.");
+    } else if (dict_items(vm, v, &l) < 0) {
+        return -1;
+    }
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_STR) {
+        char *p = tpl_arena_alloc(AR(vm), v.len + 1);
+        if (!p)
+            return OOM();
+        size_t i = 0, n = v.len;
+        while (i < n) {
+            size_t j = i;
+            tpl_utf8_next(v.u.s, n, &j);
+            memcpy(p + (n - j), v.u.s + i, j - i);
+            i = j;
+        }
+        p[n] = 0;
+        *out = tpl_v_str(p, n);
+        out->flags = v.flags & TPL_F_SAFE;
+        return 0;
+    }
+    tpl_list *l;
+    if (v.type != TPL_T_LIST && v.type != TPL_T_MAP && v.type != TPL_T_UNDEF && v.type != TPL_T_LOOP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "argument must be iterable");
+    if (tpl_iter_list(vm, v, &l) < 0)
+        return -1;
+    tpl_list *r = tpl_list_new(AR(vm), l->len);
+    if (!r)
+        return OOM();
+    for (uint32_t i = 0; i < l->len; i++)
+        r->items[i] = l->items[l->len - 1 - i];
+    r->len = l->len;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int f_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (tpl_iter_list(vm, a[0], &l) < 0)
+        return -1;
+    tpl_value d = tpl_v_str("", 0);
+    if (tpl_given(a[1]) && tpl_to_str(vm, a[1], &d) < 0)
+        return -1;
+    bool attr = tpl_given(a[2]) && a[2].type != TPL_T_NONE;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value it = l->items[i];
+        if (attr && tpl_attr_get(vm, it, a[2], tpl_v_unset(), &it) < 0)
+            return -1;
+        if (i)
+            tpl_sb_put(&b, d.u.s, d.len);
+        if (it.type == TPL_T_STR) {
+            tpl_sb_put(&b, it.u.s, it.len);
+        } else if (it.type == TPL_T_UNDEF) {
+            if (tpl_vm_strict(vm))
+                return tpl_undefined_error(vm, it);
+        } else {
+            tpl_py_str(&b, it);
+        }
+    }
+    return sb_done(vm, &b, out);
+}
+
+/* ------------------------------------------------------------------ map / select */
+
+int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    const tpl_list *args = a[1].u.list;
+    tpl_map *kw = a[2].u.map;
+    tpl_arena *ar = AR(vm);
+    int t = tpl_truthy_py(vm, v);
+    if (t < 0)
+        return -1;
+    tpl_list *res = tpl_list_new(ar, 0);
+    if (!res)
+        return OOM();
+    *out = tpl_v_list(res);
+    if (!t)
+        return 0;
+    tpl_list *items;
+    if (tpl_iter_list(vm, v, &items) < 0)
+        return -1;
+    res = tpl_list_new(ar, items->len);
+    if (!res)
+        return OOM();
+    tpl_value *attr = args->len == 0 ? tpl_map_get_str(kw, "attribute", 9, tpl_hash_str("attribute", 9)) : NULL;
+    if (attr) {
+        tpl_value *dp = tpl_map_get_str(kw, "default", 7, tpl_hash_str("default", 7));
+        tpl_value dflt = dp ? *dp : tpl_v_unset();
+        for (uint32_t i = 0; i < kw->len; i++) {
+            tpl_value k = kw->e[i].key;
+            if (!(k.len == 9 && memcmp(k.u.s, "attribute", 9) == 0) && !(k.len == 7 && memcmp(k.u.s, "default", 7) == 0))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "Unexpected keyword argument '%.*s'", (int)k.len, k.u.s);
+        }
+        for (uint32_t i = 0; i < items->len; i++)
+            if (tpl_attr_get(vm, items->items[i], *attr, dflt, &res->items[i]) < 0)
+                return -1;
+        res->len = items->len;
+        *out = tpl_v_list(res);
+        return 0;
+    }
+    if (args->len == 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "map requires a filter argument");
+    tpl_value name = args->items[0];
+    int nargs = (int)args->len;   /* subject + the filter's own arguments */
+    tpl_value *fa = tpl_arena_alloc(ar, (size_t)nargs * sizeof *fa);
+    if (!fa)
+        return OOM();
+    for (uint32_t i = 0; i < items->len; i++) {
+        fa[0] = items->items[i];
+        for (int k = 1; k < nargs; k++)
+            fa[k] = args->items[k];
+        if (tpl_filter_by_name(vm, name, fa, nargs, kw, &res->items[i]) < 0)
+            return -1;
+    }
+    res->len = items->len;
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+static int select_common(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want, bool lookup_attr)
+{
+    tpl_value v = a[0];
+    const tpl_list *args = a[1].u.list;
+    tpl_map *kw = a[2].u.map;
+    tpl_arena *ar = AR(vm);
+    int t = tpl_truthy_py(vm, v);
+    if (t < 0)
+        return -1;
+    tpl_list *res = tpl_list_new(ar, 0);
+    if (!res)
+        return OOM();
+    *out = tpl_v_list(res);
+    if (!t)
+        return 0;
+    uint32_t off = 0;
+    tpl_value attr = tpl_v_unset();
+    if (lookup_attr) {
+        if (args->len == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "Missing parameter for attribute name");
+        attr = args->items[0];
+        off = 1;
+    }
+    bool has_test = args->len > off;
+    tpl_value name = has_test ? args->items[off] : tpl_v_none();
+    int ntest = has_test ? (int)(args->len - off) : 0; /* subject + test args */
+    tpl_value *ta = tpl_arena_alloc(ar, (size_t)(ntest ? ntest : 1) * sizeof *ta);
+    tpl_list *items;
+    if (!ta)
+        return OOM();
+    if (tpl_iter_list(vm, v, &items) < 0)
+        return -1;
+    res = tpl_list_new(ar, items->len);
+    if (!res)
+        return OOM();
+    for (uint32_t i = 0; i < items->len; i++) {
+        tpl_value it = items->items[i], x = it;
+        if (lookup_attr && tpl_attr_get(vm, it, attr, tpl_v_unset(), &x) < 0)
+            return -1;
+        bool r;
+        if (has_test) {
+            ta[0] = x;
+            for (int k = 1; k < ntest; k++)
+                ta[k] = args->items[off + (uint32_t)k];
+            if (tpl_test_by_name(vm, name, ta, ntest, kw, &r) < 0)
+                return -1;
+        } else {
+            int tr = tpl_truthy_py(vm, x);
+            if (tr < 0)
+                return -1;
+            r = tr;
+        }
+        if (r == want)
+            res->items[res->len++] = it;
+    }
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, false); }
+int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, false); }
+int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, true); }
+int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, true); }
+
+/* ------------------------------------------------------------------ sort, unique, min, max, groupby */
+
+int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *items;
+    if (tpl_iter_list(vm, a[0], &items) < 0)
+        return -1;
+    int rev = tpl_arg_truthy(vm, a[1], false);
+    if (rev < 0)
+        return -1;
+    int cs = tpl_arg_truthy(vm, a[2], false);
+    if (cs < 0)
+        return -1;
+    tpl_value attr = tpl_given(a[3]) ? a[3] : tpl_v_none();
+    tpl_value parts[TPL_MAX_PARAMS * 4];
+    int np = attr_parts(attr, parts, (int)(sizeof parts / sizeof parts[0]));
+    uint32_t n = items->len;
+    tpl_arena *ar = AR(vm);
+    tpl_value *keys = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *keys);
+    uint32_t *idx = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *idx);
+    tpl_list *res = tpl_list_new(ar, n);
+    if (!keys || !idx || !res)
+        return OOM();
+    for (uint32_t i = 0; i < n; i++) {
+        idx[i] = i;
+        tpl_list *k = tpl_list_new(ar, (uint32_t)np);
+        if (!k)
+            return OOM();
+        for (int p = 0; p < np; p++) {
+            tpl_value kv;
+            if (tpl_attr_get(vm, items->items[i], parts[p], tpl_v_unset(), &kv) < 0)
+                return -1;
+            k->items[p] = fold(vm, kv, cs);
+        }
+        k->len = (uint32_t)np;
+        keys[i] = tpl_v_list(k);
+    }
+    sort_ctx c = { vm, keys, np, rev };
+    if (merge_sort(&c, idx, n) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        res->items[i] = items->items[idx[i]];
+    res->len = n;
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+static int unhashable_check(tpl_vm *vm, tpl_value k)
+{
+    if ((k.type == TPL_T_LIST && !(k.flags & TPL_F_TUPLE)) || (k.type == TPL_T_MAP && !(k.flags & TPL_F_NS)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", tpl_type_name(vm, k));
+    if (k.type == TPL_T_UNDEF && tpl_vm_strict(vm))
+        return tpl_undefined_error(vm, k);
+    return 0;
+}
+
+int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *items;
+    if (tpl_iter_list(vm, a[0], &items) < 0)
+        return -1;
+    int cs = tpl_arg_truthy(vm, a[1], false);
+    if (cs < 0)
+        return -1;
+    tpl_value attr = tpl_given(a[2]) ? a[2] : tpl_v_none();
+    tpl_arena *ar = AR(vm);
+    tpl_map *seen = tpl_map_new(ar, items->len);
+    tpl_list *res = tpl_list_new(ar, items->len);
+    if (!seen || !res)
+        return OOM();
+    for (uint32_t i = 0; i < items->len; i++) {
+        tpl_value k;
+        if (tpl_attr_get(vm, items->items[i], attr, tpl_v_unset(), &k) < 0)
+            return -1;
+        k = fold(vm, k, cs);
+        if (unhashable_check(vm, k) < 0)
+            return -1;
+        if (tpl_map_get(seen, k))
+            continue;
+        if (!tpl_map_set(ar, seen, k, tpl_v_none()))
+            return OOM();
+        res->items[res->len++] = items->items[i];
+    }
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+static int min_max(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want_max)
+{
+    tpl_list *items;
+    if (tpl_iter_list(vm, a[0], &items) < 0)
+        return -1;
+    int cs = tpl_arg_truthy(vm, a[1], false);
+    if (cs < 0)
+        return -1;
+    if (items->len == 0) {
+        *out = undef_hint("No aggregated item, sequence was empty.");
+        return 0;
+    }
+    tpl_value attr = tpl_given(a[2]) ? a[2] : tpl_v_none();
+    tpl_value best = items->items[0], bestk;
+    if (tpl_attr_get(vm, best, attr, tpl_v_unset(), &bestk) < 0)
+        return -1;
+    bestk = fold(vm, bestk, cs);
+    for (uint32_t i = 1; i < items->len; i++) {
+        tpl_value k;
+        if (tpl_attr_get(vm, items->items[i], attr, tpl_v_unset(), &k) < 0)
+            return -1;
+        k = fold(vm, k, cs);
+        int c;
+        /* max: replace when k > best; min: when k < best (Python compares the new item first) */
+        if (tpl_compare(vm, k, bestk, true, &c) < 0)
+            return -1;
+        if ((want_max ? c > 0 : c < 0) && !((k.type == TPL_T_FLOAT && isnan(k.u.f)) || (bestk.type == TPL_T_FLOAT && isnan(bestk.u.f)))) {
+            best = items->items[i];
+            bestk = k;
+        }
+    }
+    *out = best;
+    return 0;
+}
+
+int f_max(tpl_vm *vm, tpl_value *a, tpl_value *out) { return min_max(vm, a, out, true); }
+int f_min(tpl_vm *vm, tpl_value *a, tpl_value *out) { return min_max(vm, a, out, false); }
+
+int f_groupby(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *items;
+    if (tpl_iter_list(vm, a[0], &items) < 0)
+        return -1;
+    tpl_value attr = a[1];
+    tpl_value dflt = tpl_given(a[2]) ? a[2] : tpl_v_none();
+    int cs = tpl_arg_truthy(vm, a[3], false);
+    if (cs < 0)
+        return -1;
+    uint32_t n = items->len;
+    tpl_arena *ar = AR(vm);
+    tpl_value *keys = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *keys);
+    tpl_value *raw = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *raw);
+    uint32_t *idx = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *idx);
+    tpl_list *res = tpl_list_new(ar, 4);
+    if (!keys || !raw || !idx || !res)
+        return OOM();
+    for (uint32_t i = 0; i < n; i++) {
+        idx[i] = i;
+        if (tpl_attr_get(vm, items->items[i], attr, dflt, &raw[i]) < 0)
+            return -1;
+        keys[i] = fold(vm, raw[i], cs);
+    }
+    sort_ctx c = { vm, keys, 0, false };
+    if (merge_sort(&c, idx, n) < 0)
+        return -1;
+    uint32_t i = 0;
+    while (i < n) {
+        uint32_t j = i + 1;
+        while (j < n && tpl_equal(keys[idx[j]], keys[idx[i]]))
+            j++;
+        tpl_list *grp = tpl_list_new(ar, j - i);
+        if (!grp)
+            return OOM();
+        for (uint32_t k = i; k < j; k++)
+            grp->items[grp->len++] = items->items[idx[k]];
+        tpl_value t = mk_tuple(vm, raw[idx[i]], tpl_v_list(grp));
+        if (t.type != TPL_T_LIST)
+            return OOM();
+        t.flags = TPL_F_TUPLE | TPL_F_GROUP;
+        if (!tpl_list_push(ar, res, t))
+            return OOM();
+        i = j;
+    }
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ sum, round */
+
+static int add_values(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
+{
+    if (x.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, x);
+    if (y.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, y);
+    if (tpl_is_num(x) && tpl_is_num(y)) {
+        if (x.type != TPL_T_FLOAT && y.type != TPL_T_FLOAT) {
+            int64_t s;
+            if (__builtin_add_overflow(x.u.i, y.u.i, &s))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+            *r = tpl_v_int(s);
+            return 0;
+        }
+        double fx = x.type == TPL_T_FLOAT ? x.u.f : (double)x.u.i;
+        double fy = y.type == TPL_T_FLOAT ? y.u.f : (double)y.u.i;
+        *r = tpl_v_float(fx + fy);
+        return 0;
+    }
+    if (x.type == TPL_T_LIST && y.type == TPL_T_LIST &&
+        (x.flags & TPL_F_TUPLE) == (y.flags & TPL_F_TUPLE)) {
+        tpl_list *l = tpl_list_new(AR(vm), x.u.list->len + y.u.list->len);
+        if (!l)
+            return OOM();
+        for (uint32_t i = 0; i < x.u.list->len; i++) l->items[l->len++] = x.u.list->items[i];
+        for (uint32_t i = 0; i < y.u.list->len; i++) l->items[l->len++] = y.u.list->items[i];
+        *r = tpl_v_list(l);
+        r->flags = x.flags & TPL_F_TUPLE;
+        return 0;
+    }
+    if (x.type == TPL_T_LIST && y.type == TPL_T_LIST)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s",
+                            tpl_type_name(vm, x), tpl_type_name(vm, y), tpl_type_name(vm, x));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for +: '%s' and '%s'",
+                        tpl_type_name(vm, x), tpl_type_name(vm, y));
+}
+
+int f_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *items;
+    if (tpl_iter_list(vm, a[0], &items) < 0)
+        return -1;
+    tpl_value attr = tpl_given(a[1]) ? a[1] : tpl_v_none();
+    tpl_value acc = tpl_given(a[2]) ? a[2] : tpl_v_int(0);
+    if (acc.type == TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "sum() can't sum strings [use ''.join(seq) instead]");
+    /* Fast path for numbers: no per-item allocation. */
+    for (uint32_t i = 0; i < items->len; i++) {
+        tpl_value it = items->items[i];
+        if (attr.type != TPL_T_NONE && tpl_attr_get(vm, it, attr, tpl_v_unset(), &it) < 0)
+            return -1;
+        if (add_values(vm, acc, it, &acc) < 0)
+            return -1;
+    }
+    *out = acc;
+    return 0;
+}
+
+/* Python's round(x, ndigits) for floats: correctly rounded through the decimal representation
+ * (ties to even on the exact binary value), like CPython's double_round. */
+static double py_round_float(double x, int64_t nd)
+{
+    if (!isfinite(x) || x == 0)
+        return x;
+    if (nd > 323)
+        return x;
+    if (nd < -308)
+        return 0.0 * x;
+    char buf[400];
+    if (nd >= 0) {
+        snprintf(buf, sizeof buf, "%.*f", (int)nd, x);
+        return strtod(buf, NULL);
+    }
+    /* Negative ndigits: round to (exponent + 1 + nd) significant digits. */
+    snprintf(buf, sizeof buf, "%.17e", x);
+    const char *e = strchr(buf, 'e');
+    int exp10 = e ? atoi(e + 1) : 0;
+    int64_t sig = exp10 + 1 + nd;
+    if (sig <= 0) {
+        /* |x| < 10^-nd: the result is 0 or +-10^-nd (ties to even, i.e. to 0). */
+        double p = pow(10.0, (double)-nd);
+        double ax = fabs(x);
+        if (sig == 0 && ax > p / 2)
+            return copysign(p, x);
+        return copysign(0.0, x);
+    }
+    snprintf(buf, sizeof buf, "%.*e", (int)(sig - 1), x);
+    return strtod(buf, NULL);
+}
+
+/* Python's round(int, ndigits) for negative ndigits: ties to even. */
+static int round_int(tpl_vm *vm, int64_t v, int64_t nd, int64_t *out)
+{
+    if (nd >= 0) {
+        *out = v;
+        return 0;
+    }
+    if (nd < -18) {
+        *out = 0;
+        return 0;
+    }
+    int64_t p = 1;
+    for (int64_t k = 0; k < -nd; k++)
+        p *= 10;
+    int64_t q = v / p, r = v % p;
+    if (r < 0) { r += p; q -= 1; } /* floor division */
+    int64_t twice = r * 2; /* r < p <= 1e18, fits */
+    if (r > p - r || (twice == p && (q & 1)))
+        q += 1;
+    int64_t res;
+    if (__builtin_mul_overflow(q, p, &res))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+    *out = res;
+    return 0;
+}
+
+int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    int64_t prec = 0;
+    int method = 0; /* 0 common, 1 ceil, 2 floor */
+    if (tpl_given(a[2])) {
+        tpl_value m = a[2];
+        if (m.type == TPL_T_STR && m.len == 6 && memcmp(m.u.s, "common", 6) == 0) method = 0;
+        else if (m.type == TPL_T_STR && m.len == 4 && memcmp(m.u.s, "ceil", 4) == 0) method = 1;
+        else if (m.type == TPL_T_STR && m.len == 5 && memcmp(m.u.s, "floor", 5) == 0) method = 2;
+        else return tpl_vm_error(vm, TPL_ERR_VALUE, "method must be common, ceil or floor");
+    }
+    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &prec) < 0)
+        return -1;
+    if (!tpl_is_num(v))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, method == 0 ? "type %s doesn't define __round__ method"
+                                                           : "must be real number, not %s",
+                            tpl_type_name(vm, v));
+    if (method == 0) {
+        if (v.type == TPL_T_FLOAT) {
+            *out = tpl_v_float(py_round_float(v.u.f, prec));
+            return 0;
+        }
+        int64_t r = 0;
+        if (round_int(vm, v.u.i, prec, &r) < 0)
+            return -1;
+        *out = tpl_v_int(r);
+        return 0;
+    }
+    /* math.ceil/floor(value * 10**precision) / 10**precision: always a float. */
+    double x = v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i;
+    double scale;
+    if (prec >= 0) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "1e%lld", (long long)(prec > 400 ? 400 : prec));
+        scale = strtod(buf, NULL);
+    } else {
+        scale = pow(10.0, (double)prec);
+    }
+    double y = x * scale;
+    if (isnan(y))
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
+    if (isinf(y))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert float infinity to integer");
+    double r = method == 1 ? ceil(y) : floor(y);
+    *out = tpl_v_float(r / scale);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ string filters */
+
+int f_format(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    const tpl_list *args = a[1].u.list;
+    const tpl_map *kw = a[2].u.map;
+    if (args->len && kw->len)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can't handle positional and keyword arguments at the same time");
+    tpl_value fmt;
+    if (tpl_to_str(vm, a[0], &fmt) < 0)
+        return -1;
+    tpl_value av = kw->len ? a[2] : a[1];
+    if (!kw->len)
+        av.flags = TPL_F_TUPLE;
+    return tpl_str_mod(vm, fmt, av, out);
+}
+
+int f_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s, old, nw;
+    if (tpl_to_str(vm, a[0], &s) < 0 || tpl_to_str(vm, a[1], &old) < 0 || tpl_to_str(vm, a[2], &nw) < 0)
+        return -1;
+    int64_t count = -1;
+    if (tpl_given(a[3]) && a[3].type != TPL_T_NONE && tpl_arg_index(vm, a[3], &count) < 0)
+        return -1;
+    if (tpl_str_replace(vm, s, old, nw, count, out) < 0)
+        return -1;
+    out->flags = 0;
+    return 0;
+}
+
+int f_trim(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, a[0], &s) < 0)
+        return -1;
+    tpl_value c = a[1];
+    if (!tpl_given(c) || c.type == TPL_T_NONE)
+        *out = tpl_py_strip(s, 3, NULL, 0);
+    else if (c.type == TPL_T_STR)
+        *out = tpl_py_strip(s, 3, c.u.s, c.len);
+    else
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "strip arg must be None or str");
+    out->flags = s.flags & TPL_F_SAFE;
+    return 0;
+}
+
+int f_wordcount(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, a[0], &s) < 0)
+        return -1;
+    int64_t n = 0;
+    bool in = false;
+    size_t i = 0;
+    while (i < s.len) {
+        uint32_t c;
+        unsigned char ch = (unsigned char)s.u.s[i];
+        if (ch < 0x80) { c = ch; i++; }
+        else c = tpl_utf8_next(s.u.s, s.len, &i);
+        bool w = tpl_uc_isword(c);
+        if (w && !in)
+            n++;
+        in = w;
+    }
+    *out = tpl_v_int(n);
+    return 0;
+}
+
+int f_indent(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (s.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, s);
+    if (s.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for +=: '%s' and 'str'",
+                            tpl_type_name(vm, s));
+    tpl_value ind;
+    tpl_value w = tpl_given(a[1]) ? a[1] : tpl_v_int(4);
+    if (w.type == TPL_T_STR) {
+        ind = w;
+    } else if (w.type == TPL_T_INT || w.type == TPL_T_BOOL) {
+        int64_t k = w.u.i < 0 ? 0 : w.u.i;
+        if (k > 100000000)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "indent width too large");
+        char *p = tpl_arena_alloc(AR(vm), (size_t)k + 1);
+        if (!p)
+            return OOM();
+        memset(p, ' ', (size_t)k);
+        p[k] = 0;
+        ind = tpl_v_str(p, (size_t)k);
+    } else {
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'",
+                            tpl_type_name(vm, w));
+    }
+    int first = tpl_arg_truthy(vm, a[2], false);
+    if (first < 0)
+        return -1;
+    int blank = tpl_arg_truthy(vm, a[3], false);
+    if (blank < 0)
+        return -1;
+    /* s += "\n"; lines = s.splitlines() */
+    tpl_arena *ar = AR(vm);
+    char *t = tpl_arena_alloc(ar, (size_t)s.len + 2);
+    if (!t)
+        return OOM();
+    memcpy(t, s.u.s, s.len);
+    t[s.len] = '\n';
+    t[s.len + 1] = 0;
+    tpl_list *lines;
+    if (tpl_splitlines(vm, tpl_v_str(t, (size_t)s.len + 1), false, &lines) < 0)
+        return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, ar);
+    if (first)
+        tpl_sb_put(&b, ind.u.s, ind.len);
+    for (uint32_t i = 0; i < lines->len; i++) {
+        tpl_value line = lines->items[i];
+        if (i) {
+            tpl_sb_putc(&b, '\n');
+            if (blank || line.len)
+                tpl_sb_put(&b, ind.u.s, ind.len);
+        }
+        tpl_sb_put(&b, line.u.s, line.len);
+    }
+    if (sb_done(vm, &b, out) < 0)
+        return -1;
+    out->flags = s.flags & TPL_F_SAFE;
+    return 0;
+}
+
+int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    int64_t length = 255, leeway = 5;
+    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &length) < 0)
+        return -1;
+    int kill = tpl_arg_truthy(vm, a[2], false);
+    if (kill < 0)
+        return -1;
+    tpl_value end = tpl_v_str("...", 3);
+    if (tpl_given(a[3])) {
+        end = a[3];
+        if (end.type != TPL_T_STR)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, end));
+    }
+    if (tpl_given(a[4]) && a[4].type != TPL_T_NONE && tpl_arg_index(vm, a[4], &leeway) < 0)
+        return -1;
+    int64_t elen = (int64_t)ulen(end);
+    if (length < elen)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "expected length >= %lld, got %lld", (long long)elen, (long long)length);
+    if (leeway < 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "expected leeway >= 0, got %lld", (long long)leeway);
+    if (s.type == TPL_T_UNDEF) {
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, s);
+        *out = s;
+        return 0;
+    }
+    if (s.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, s));
+    int64_t slen = (int64_t)ulen(s);
+    if (slen <= length + leeway) {
+        *out = s;
+        return 0;
+    }
+    size_t cut = tpl_utf8_offset(s.u.s, s.len, (size_t)(length - elen));
+    size_t keep = cut;
+    if (!kill) {
+        /* s[:cut].rsplit(" ", 1)[0] */
+        const char *sp = NULL;
+        for (size_t i = cut; i-- > 0;)
+            if (s.u.s[i] == ' ') { sp = s.u.s + i; break; }
+        if (sp)
+            keep = (size_t)(sp - s.u.s);
+    }
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    tpl_sb_put(&b, s.u.s, keep);
+    tpl_sb_put(&b, end.u.s, end.len);
+    if (sb_done(vm, &b, out) < 0)
+        return -1;
+    out->flags = s.flags & TPL_F_SAFE;
+    return 0;
+}
+
+/* urllib.parse.quote: unreserved characters stay, the rest is %XX-escaped (UTF-8 bytes). */
+static void url_quote(tpl_sb *b, const char *s, size_t n, bool for_qs)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+            c == '.' || c == '-' || c == '~' || (c == '/' && !for_qs)) {
+            tpl_sb_putc(b, (char)c);
+        } else if (c == ' ' && for_qs) {
+            tpl_sb_putc(b, '+');
+        } else {
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+            tpl_sb_put(b, e, 3);
+        }
+    }
+}
+
+static int url_quote_value(tpl_vm *vm, tpl_sb *b, tpl_value v, bool for_qs)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, v, &s) < 0)
+        return -1;
+    url_quote(b, s.u.s, s.len, for_qs);
+    return 0;
+}
+
+int f_urlencode(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    if (v.type == TPL_T_STR || !(v.type == TPL_T_LIST || v.type == TPL_T_MAP || v.type == TPL_T_UNDEF ||
+                                 v.type == TPL_T_LOOP)) {
+        if (url_quote_value(vm, &b, v, false) < 0)
+            return -1;
+        return sb_done(vm, &b, out);
+    }
+    if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) {
+        for (uint32_t i = 0; i < v.u.map->len; i++) {
+            if (i)
+                tpl_sb_putc(&b, '&');
+            if (url_quote_value(vm, &b, v.u.map->e[i].key, true) < 0)
+                return -1;
+            tpl_sb_putc(&b, '=');
+            if (url_quote_value(vm, &b, v.u.map->e[i].val, true) < 0)
+                return -1;
+        }
+        return sb_done(vm, &b, out);
+    }
+    tpl_list *items;
+    if (tpl_iter_list(vm, v, &items) < 0)
+        return -1;
+    for (uint32_t i = 0; i < items->len; i++) {
+        tpl_value it = items->items[i];
+        tpl_list *pair;
+        if (it.type == TPL_T_LIST) {
+            pair = it.u.list;
+        } else if (it.type == TPL_T_STR || it.type == TPL_T_MAP) {
+            if (tpl_to_list(vm, it, &pair) < 0)
+                return -1;
+        } else {
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot unpack non-iterable %s object", tpl_type_name(vm, it));
+        }
+        if (pair->len != 2)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, pair->len < 2 ? "not enough values to unpack (expected 2, got %u)"
+                                                                  : "too many values to unpack (expected 2, got %u)",
+                                pair->len);
+        if (i)
+            tpl_sb_putc(&b, '&');
+        if (url_quote_value(vm, &b, pair->items[0], true) < 0)
+            return -1;
+        tpl_sb_putc(&b, '=');
+        if (url_quote_value(vm, &b, pair->items[1], true) < 0)
+            return -1;
+    }
+    return sb_done(vm, &b, out);
+}
+
+int f_xmlattr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value d = a[0];
+    if (d.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, d);
+    if (d.type != TPL_T_MAP || (d.flags & TPL_F_NS))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'items'", tpl_type_name(vm, d));
+    int autospace = tpl_arg_truthy(vm, a[1], true);
+    if (autospace < 0)
+        return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    bool any = false;
+    for (uint32_t i = 0; i < d.u.map->len; i++) {
+        tpl_value k = d.u.map->e[i].key, v = d.u.map->e[i].val;
+        if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF)
+            continue;
+        if (k.type != TPL_T_STR)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "expected string or bytes-like object, got '%s'",
+                                tpl_type_name(vm, k));
+        for (uint32_t j = 0; j < k.len; j++) {
+            char c = k.u.s[j];
+            if (c == ' ' || (c >= '\t' && c <= '\r') || c == '/' || c == '>' || c == '=') {
+                tpl_sb rb;
+                tpl_sb_init(&rb, AR(vm));
+                tpl_py_repr(&rb, k);
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "Invalid character in attribute name: %.*s", (int)rb.len,
+                                    rb.p ? rb.p : "");
+            }
+        }
+        tpl_value ek, ev;
+        if (escape_value(vm, k, false, &ek) < 0 || escape_value(vm, v, false, &ev) < 0)
+            return -1;
+        if (any || autospace)
+            tpl_sb_putc(&b, ' ');
+        any = true;
+        tpl_sb_put(&b, ek.u.s, ek.len);
+        tpl_sb_put(&b, "=\"", 2);
+        tpl_sb_put(&b, ev.u.s, ev.len);
+        tpl_sb_putc(&b, '"');
+    }
+    return sb_done(vm, &b, out);
+}
+
+/* ------------------------------------------------------------------ striptags */
+
+static const struct { const char *name; const char *text; } html_entities[] = {
+    {"AElig", "\xc3\x86"},
+    {"AElig;", "\xc3\x86"},
+    {"Aacute", "\xc3\x81"},
+    {"Aacute;", "\xc3\x81"},
+    {"Acirc", "\xc3\x82"},
+    {"Acirc;", "\xc3\x82"},
+    {"Agrave", "\xc3\x80"},
+    {"Agrave;", "\xc3\x80"},
+    {"Alpha;", "\xce\x91"},
+    {"Aring", "\xc3\x85"},
+    {"Aring;", "\xc3\x85"},
+    {"Atilde", "\xc3\x83"},
+    {"Atilde;", "\xc3\x83"},
+    {"Auml", "\xc3\x84"},
+    {"Auml;", "\xc3\x84"},
+    {"Beta;", "\xce\x92"},
+    {"Ccedil", "\xc3\x87"},
+    {"Ccedil;", "\xc3\x87"},
+    {"Chi;", "\xce\xa7"},
+    {"Dagger;", "\xe2\x80\xa1"},
+    {"Delta;", "\xce\x94"},
+    {"ETH", "\xc3\x90"},
+    {"ETH;", "\xc3\x90"},
+    {"Eacute", "\xc3\x89"},
+    {"Eacute;", "\xc3\x89"},
+    {"Ecirc", "\xc3\x8a"},
+    {"Ecirc;", "\xc3\x8a"},
+    {"Egrave", "\xc3\x88"},
+    {"Egrave;", "\xc3\x88"},
+    {"Epsilon;", "\xce\x95"},
+    {"Eta;", "\xce\x97"},
+    {"Euml", "\xc3\x8b"},
+    {"Euml;", "\xc3\x8b"},
+    {"Gamma;", "\xce\x93"},
+    {"Iacute", "\xc3\x8d"},
+    {"Iacute;", "\xc3\x8d"},
+    {"Icirc", "\xc3\x8e"},
+    {"Icirc;", "\xc3\x8e"},
+    {"Igrave", "\xc3\x8c"},
+    {"Igrave;", "\xc3\x8c"},
+    {"Iota;", "\xce\x99"},
+    {"Iuml", "\xc3\x8f"},
+    {"Iuml;", "\xc3\x8f"},
+    {"Kappa;", "\xce\x9a"},
+    {"Lambda;", "\xce\x9b"},
+    {"Mu;", "\xce\x9c"},
+    {"Ntilde", "\xc3\x91"},
+    {"Ntilde;", "\xc3\x91"},
+    {"Nu;", "\xce\x9d"},
+    {"OElig;", "\xc5\x92"},
+    {"Oacute", "\xc3\x93"},
+    {"Oacute;", "\xc3\x93"},
+    {"Ocirc", "\xc3\x94"},
+    {"Ocirc;", "\xc3\x94"},
+    {"Ograve", "\xc3\x92"},
+    {"Ograve;", "\xc3\x92"},
+    {"Omega;", "\xce\xa9"},
+    {"Omicron;", "\xce\x9f"},
+    {"Oslash", "\xc3\x98"},
+    {"Oslash;", "\xc3\x98"},
+    {"Otilde", "\xc3\x95"},
+    {"Otilde;", "\xc3\x95"},
+    {"Ouml", "\xc3\x96"},
+    {"Ouml;", "\xc3\x96"},
+    {"Phi;", "\xce\xa6"},
+    {"Pi;", "\xce\xa0"},
+    {"Prime;", "\xe2\x80\xb3"},
+    {"Psi;", "\xce\xa8"},
+    {"Rho;", "\xce\xa1"},
+    {"Scaron;", "\xc5\xa0"},
+    {"Sigma;", "\xce\xa3"},
+    {"THORN", "\xc3\x9e"},
+    {"THORN;", "\xc3\x9e"},
+    {"Tau;", "\xce\xa4"},
+    {"Theta;", "\xce\x98"},
+    {"Uacute", "\xc3\x9a"},
+    {"Uacute;", "\xc3\x9a"},
+    {"Ucirc", "\xc3\x9b"},
+    {"Ucirc;", "\xc3\x9b"},
+    {"Ugrave", "\xc3\x99"},
+    {"Ugrave;", "\xc3\x99"},
+    {"Upsilon;", "\xce\xa5"},
+    {"Uuml", "\xc3\x9c"},
+    {"Uuml;", "\xc3\x9c"},
+    {"Xi;", "\xce\x9e"},
+    {"Yacute", "\xc3\x9d"},
+    {"Yacute;", "\xc3\x9d"},
+    {"Yuml;", "\xc5\xb8"},
+    {"Zeta;", "\xce\x96"},
+    {"aacute", "\xc3\xa1"},
+    {"aacute;", "\xc3\xa1"},
+    {"acirc", "\xc3\xa2"},
+    {"acirc;", "\xc3\xa2"},
+    {"acute", "\xc2\xb4"},
+    {"acute;", "\xc2\xb4"},
+    {"aelig", "\xc3\xa6"},
+    {"aelig;", "\xc3\xa6"},
+    {"agrave", "\xc3\xa0"},
+    {"agrave;", "\xc3\xa0"},
+    {"alefsym;", "\xe2\x84\xb5"},
+    {"alpha;", "\xce\xb1"},
+    {"amp", "\x26"},
+    {"amp;", "\x26"},
+    {"and;", "\xe2\x88\xa7"},
+    {"ang;", "\xe2\x88\xa0"},
+    {"apos;", "\x27"},
+    {"aring", "\xc3\xa5"},
+    {"aring;", "\xc3\xa5"},
+    {"asymp;", "\xe2\x89\x88"},
+    {"atilde", "\xc3\xa3"},
+    {"atilde;", "\xc3\xa3"},
+    {"auml", "\xc3\xa4"},
+    {"auml;", "\xc3\xa4"},
+    {"bdquo;", "\xe2\x80\x9e"},
+    {"beta;", "\xce\xb2"},
+    {"brvbar", "\xc2\xa6"},
+    {"brvbar;", "\xc2\xa6"},
+    {"bull;", "\xe2\x80\xa2"},
+    {"cap;", "\xe2\x88\xa9"},
+    {"ccedil", "\xc3\xa7"},
+    {"ccedil;", "\xc3\xa7"},
+    {"cedil", "\xc2\xb8"},
+    {"cedil;", "\xc2\xb8"},
+    {"cent", "\xc2\xa2"},
+    {"cent;", "\xc2\xa2"},
+    {"chi;", "\xcf\x87"},
+    {"circ;", "\xcb\x86"},
+    {"clubs;", "\xe2\x99\xa3"},
+    {"cong;", "\xe2\x89\x85"},
+    {"copy", "\xc2\xa9"},
+    {"copy;", "\xc2\xa9"},
+    {"crarr;", "\xe2\x86\xb5"},
+    {"cup;", "\xe2\x88\xaa"},
+    {"curren", "\xc2\xa4"},
+    {"curren;", "\xc2\xa4"},
+    {"dArr;", "\xe2\x87\x93"},
+    {"dagger;", "\xe2\x80\xa0"},
+    {"darr;", "\xe2\x86\x93"},
+    {"deg", "\xc2\xb0"},
+    {"deg;", "\xc2\xb0"},
+    {"delta;", "\xce\xb4"},
+    {"diams;", "\xe2\x99\xa6"},
+    {"divide", "\xc3\xb7"},
+    {"divide;", "\xc3\xb7"},
+    {"eacute", "\xc3\xa9"},
+    {"eacute;", "\xc3\xa9"},
+    {"ecirc", "\xc3\xaa"},
+    {"ecirc;", "\xc3\xaa"},
+    {"egrave", "\xc3\xa8"},
+    {"egrave;", "\xc3\xa8"},
+    {"empty;", "\xe2\x88\x85"},
+    {"emsp;", "\xe2\x80\x83"},
+    {"ensp;", "\xe2\x80\x82"},
+    {"epsilon;", "\xce\xb5"},
+    {"equiv;", "\xe2\x89\xa1"},
+    {"eta;", "\xce\xb7"},
+    {"eth", "\xc3\xb0"},
+    {"eth;", "\xc3\xb0"},
+    {"euml", "\xc3\xab"},
+    {"euml;", "\xc3\xab"},
+    {"euro;", "\xe2\x82\xac"},
+    {"exist;", "\xe2\x88\x83"},
+    {"fnof;", "\xc6\x92"},
+    {"forall;", "\xe2\x88\x80"},
+    {"frac12", "\xc2\xbd"},
+    {"frac12;", "\xc2\xbd"},
+    {"frac14", "\xc2\xbc"},
+    {"frac14;", "\xc2\xbc"},
+    {"frac34", "\xc2\xbe"},
+    {"frac34;", "\xc2\xbe"},
+    {"frasl;", "\xe2\x81\x84"},
+    {"gamma;", "\xce\xb3"},
+    {"ge;", "\xe2\x89\xa5"},
+    {"gt", "\x3e"},
+    {"gt;", "\x3e"},
+    {"hArr;", "\xe2\x87\x94"},
+    {"harr;", "\xe2\x86\x94"},
+    {"hearts;", "\xe2\x99\xa5"},
+    {"hellip;", "\xe2\x80\xa6"},
+    {"iacute", "\xc3\xad"},
+    {"iacute;", "\xc3\xad"},
+    {"icirc", "\xc3\xae"},
+    {"icirc;", "\xc3\xae"},
+    {"iexcl", "\xc2\xa1"},
+    {"iexcl;", "\xc2\xa1"},
+    {"igrave", "\xc3\xac"},
+    {"igrave;", "\xc3\xac"},
+    {"image;", "\xe2\x84\x91"},
+    {"infin;", "\xe2\x88\x9e"},
+    {"int;", "\xe2\x88\xab"},
+    {"iota;", "\xce\xb9"},
+    {"iquest", "\xc2\xbf"},
+    {"iquest;", "\xc2\xbf"},
+    {"isin;", "\xe2\x88\x88"},
+    {"iuml", "\xc3\xaf"},
+    {"iuml;", "\xc3\xaf"},
+    {"kappa;", "\xce\xba"},
+    {"lArr;", "\xe2\x87\x90"},
+    {"lambda;", "\xce\xbb"},
+    {"lang;", "\xe2\x9f\xa8"},
+    {"laquo", "\xc2\xab"},
+    {"laquo;", "\xc2\xab"},
+    {"larr;", "\xe2\x86\x90"},
+    {"lceil;", "\xe2\x8c\x88"},
+    {"ldquo;", "\xe2\x80\x9c"},
+    {"le;", "\xe2\x89\xa4"},
+    {"lfloor;", "\xe2\x8c\x8a"},
+    {"lowast;", "\xe2\x88\x97"},
+    {"loz;", "\xe2\x97\x8a"},
+    {"lrm;", "\xe2\x80\x8e"},
+    {"lsaquo;", "\xe2\x80\xb9"},
+    {"lsquo;", "\xe2\x80\x98"},
+    {"lt", "\x3c"},
+    {"lt;", "\x3c"},
+    {"macr", "\xc2\xaf"},
+    {"macr;", "\xc2\xaf"},
+    {"mdash;", "\xe2\x80\x94"},
+    {"micro", "\xc2\xb5"},
+    {"micro;", "\xc2\xb5"},
+    {"middot", "\xc2\xb7"},
+    {"middot;", "\xc2\xb7"},
+    {"minus;", "\xe2\x88\x92"},
+    {"mu;", "\xce\xbc"},
+    {"nabla;", "\xe2\x88\x87"},
+    {"nbsp", "\xc2\xa0"},
+    {"nbsp;", "\xc2\xa0"},
+    {"ndash;", "\xe2\x80\x93"},
+    {"ne;", "\xe2\x89\xa0"},
+    {"ni;", "\xe2\x88\x8b"},
+    {"not", "\xc2\xac"},
+    {"not;", "\xc2\xac"},
+    {"notin;", "\xe2\x88\x89"},
+    {"nsub;", "\xe2\x8a\x84"},
+    {"ntilde", "\xc3\xb1"},
+    {"ntilde;", "\xc3\xb1"},
+    {"nu;", "\xce\xbd"},
+    {"oacute", "\xc3\xb3"},
+    {"oacute;", "\xc3\xb3"},
+    {"ocirc", "\xc3\xb4"},
+    {"ocirc;", "\xc3\xb4"},
+    {"oelig;", "\xc5\x93"},
+    {"ograve", "\xc3\xb2"},
+    {"ograve;", "\xc3\xb2"},
+    {"oline;", "\xe2\x80\xbe"},
+    {"omega;", "\xcf\x89"},
+    {"omicron;", "\xce\xbf"},
+    {"oplus;", "\xe2\x8a\x95"},
+    {"or;", "\xe2\x88\xa8"},
+    {"ordf", "\xc2\xaa"},
+    {"ordf;", "\xc2\xaa"},
+    {"ordm", "\xc2\xba"},
+    {"ordm;", "\xc2\xba"},
+    {"oslash", "\xc3\xb8"},
+    {"oslash;", "\xc3\xb8"},
+    {"otilde", "\xc3\xb5"},
+    {"otilde;", "\xc3\xb5"},
+    {"otimes;", "\xe2\x8a\x97"},
+    {"ouml", "\xc3\xb6"},
+    {"ouml;", "\xc3\xb6"},
+    {"para", "\xc2\xb6"},
+    {"para;", "\xc2\xb6"},
+    {"part;", "\xe2\x88\x82"},
+    {"permil;", "\xe2\x80\xb0"},
+    {"perp;", "\xe2\x8a\xa5"},
+    {"phi;", "\xcf\x86"},
+    {"pi;", "\xcf\x80"},
+    {"piv;", "\xcf\x96"},
+    {"plusmn", "\xc2\xb1"},
+    {"plusmn;", "\xc2\xb1"},
+    {"pound", "\xc2\xa3"},
+    {"pound;", "\xc2\xa3"},
+    {"prime;", "\xe2\x80\xb2"},
+    {"prod;", "\xe2\x88\x8f"},
+    {"prop;", "\xe2\x88\x9d"},
+    {"psi;", "\xcf\x88"},
+    {"quot", "\x22"},
+    {"quot;", "\x22"},
+    {"rArr;", "\xe2\x87\x92"},
+    {"radic;", "\xe2\x88\x9a"},
+    {"rang;", "\xe2\x9f\xa9"},
+    {"raquo", "\xc2\xbb"},
+    {"raquo;", "\xc2\xbb"},
+    {"rarr;", "\xe2\x86\x92"},
+    {"rceil;", "\xe2\x8c\x89"},
+    {"rdquo;", "\xe2\x80\x9d"},
+    {"real;", "\xe2\x84\x9c"},
+    {"reg", "\xc2\xae"},
+    {"reg;", "\xc2\xae"},
+    {"rfloor;", "\xe2\x8c\x8b"},
+    {"rho;", "\xcf\x81"},
+    {"rlm;", "\xe2\x80\x8f"},
+    {"rsaquo;", "\xe2\x80\xba"},
+    {"rsquo;", "\xe2\x80\x99"},
+    {"sbquo;", "\xe2\x80\x9a"},
+    {"scaron;", "\xc5\xa1"},
+    {"sdot;", "\xe2\x8b\x85"},
+    {"sect", "\xc2\xa7"},
+    {"sect;", "\xc2\xa7"},
+    {"shy", "\xc2\xad"},
+    {"shy;", "\xc2\xad"},
+    {"sigma;", "\xcf\x83"},
+    {"sigmaf;", "\xcf\x82"},
+    {"sim;", "\xe2\x88\xbc"},
+    {"spades;", "\xe2\x99\xa0"},
+    {"sub;", "\xe2\x8a\x82"},
+    {"sube;", "\xe2\x8a\x86"},
+    {"sum;", "\xe2\x88\x91"},
+    {"sup1", "\xc2\xb9"},
+    {"sup1;", "\xc2\xb9"},
+    {"sup2", "\xc2\xb2"},
+    {"sup2;", "\xc2\xb2"},
+    {"sup3", "\xc2\xb3"},
+    {"sup3;", "\xc2\xb3"},
+    {"sup;", "\xe2\x8a\x83"},
+    {"supe;", "\xe2\x8a\x87"},
+    {"szlig", "\xc3\x9f"},
+    {"szlig;", "\xc3\x9f"},
+    {"tau;", "\xcf\x84"},
+    {"there4;", "\xe2\x88\xb4"},
+    {"theta;", "\xce\xb8"},
+    {"thetasym;", "\xcf\x91"},
+    {"thinsp;", "\xe2\x80\x89"},
+    {"thorn", "\xc3\xbe"},
+    {"thorn;", "\xc3\xbe"},
+    {"tilde;", "\xcb\x9c"},
+    {"times", "\xc3\x97"},
+    {"times;", "\xc3\x97"},
+    {"trade;", "\xe2\x84\xa2"},
+    {"uArr;", "\xe2\x87\x91"},
+    {"uacute", "\xc3\xba"},
+    {"uacute;", "\xc3\xba"},
+    {"uarr;", "\xe2\x86\x91"},
+    {"ucirc", "\xc3\xbb"},
+    {"ucirc;", "\xc3\xbb"},
+    {"ugrave", "\xc3\xb9"},
+    {"ugrave;", "\xc3\xb9"},
+    {"uml", "\xc2\xa8"},
+    {"uml;", "\xc2\xa8"},
+    {"upsih;", "\xcf\x92"},
+    {"upsilon;", "\xcf\x85"},
+    {"uuml", "\xc3\xbc"},
+    {"uuml;", "\xc3\xbc"},
+    {"weierp;", "\xe2\x84\x98"},
+    {"xi;", "\xce\xbe"},
+    {"yacute", "\xc3\xbd"},
+    {"yacute;", "\xc3\xbd"},
+    {"yen", "\xc2\xa5"},
+    {"yen;", "\xc2\xa5"},
+    {"yuml", "\xc3\xbf"},
+    {"yuml;", "\xc3\xbf"},
+    {"zeta;", "\xce\xb6"},
+    {"zwj;", "\xe2\x80\x8d"},
+    {"zwnj;", "\xe2\x80\x8c"}
+};
+
+static const char *entity_lookup(const char *name, size_t n)
+{
+    size_t lo = 0, hi = sizeof html_entities / sizeof html_entities[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const char *e = html_entities[mid].name;
+        size_t el = strlen(e);
+        size_t m = el < n ? el : n;
+        int c = memcmp(e, name, m);
+        if (c == 0)
+            c = el < n ? -1 : el > n ? 1 : 0;
+        if (c == 0)
+            return html_entities[mid].text;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static bool invalid_codepoint(uint32_t c)
+{
+    return (c >= 0x1 && c <= 0x8) || c == 0xB || (c >= 0xE && c <= 0x1F) || (c >= 0x7F && c <= 0x9F) ||
+           (c >= 0xFDD0 && c <= 0xFDEF) || (c & 0xFFFE) == 0xFFFE;
+}
+
+/* html.unescape (Python): numeric references with the HTML5 replacement rules, and named
+ * references from the HTML 4 set (with and without ';', longest prefix match). */
+static void html_unescape(tpl_sb *b, const char *s, size_t n)
+{
+    static const uint16_t cp1252[32] = {
+        0x20AC, 0x81, 0x201A, 0x192, 0x201E, 0x2026, 0x2020, 0x2021, 0x2C6, 0x2030, 0x160, 0x2039,
+        0x152, 0x8D, 0x17D, 0x8F, 0x90, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+        0x2DC, 0x2122, 0x161, 0x203A, 0x153, 0x9D, 0x17E, 0x178,
+    };
+    size_t i = 0, run = 0;
+    while (i < n) {
+        const char *amp = memchr(s + i, '&', n - i);
+        if (!amp)
+            break;
+        size_t at = (size_t)(amp - s), j = at + 1;
+        if (j < n && s[j] == '#') {
+            size_t k = j + 1;
+            bool hex = k < n && (s[k] == 'x' || s[k] == 'X');
+            if (hex) k++;
+            size_t ds = k;
+            uint64_t num = 0;
+            while (k < n && (hex ? ((s[k] >= '0' && s[k] <= '9') || ((s[k] | 32) >= 'a' && (s[k] | 32) <= 'f'))
+                                 : (s[k] >= '0' && s[k] <= '9'))) {
+                int d = s[k] <= '9' ? s[k] - '0' : (s[k] | 32) - 'a' + 10;
+                if (num < 0x1000000)
+                    num = num * (hex ? 16 : 10) + (uint64_t)d;
+                k++;
+            }
+            if (k == ds) {
+                i = at + 1;
+                continue;
+            }
+            if (k < n && s[k] == ';')
+                k++;
+            tpl_sb_put(b, s + run, at - run);
+            if (num == 0) tpl_sb_put_cp(b, 0xFFFD);
+            else if (num == 0x0D) tpl_sb_putc(b, '\r');
+            else if (num >= 0x80 && num <= 0x9F) tpl_sb_put_cp(b, cp1252[num - 0x80]);
+            else if ((num >= 0xD800 && num <= 0xDFFF) || num > 0x10FFFF) tpl_sb_put_cp(b, 0xFFFD);
+            else if (!invalid_codepoint((uint32_t)num)) tpl_sb_put_cp(b, (uint32_t)num);
+            i = run = k;
+            continue;
+        }
+        /* [^\t\n\f <&#;]{1,32};? */
+        size_t k = j;
+        while (k < n && k - j < 32 && s[k] != '\t' && s[k] != '\n' && s[k] != '\f' && s[k] != ' ' &&
+               s[k] != '<' && s[k] != '&' && s[k] != '#' && s[k] != ';')
+            k++;
+        if (k == j) {
+            i = at + 1;
+            continue;
+        }
+        if (k < n && s[k] == ';')
+            k++;
+        const char *rep = entity_lookup(s + j, k - j);
+        size_t used = k - j;
+        if (!rep) {
+            for (size_t x = k - j - 1; x > 1; x--) {
+                rep = entity_lookup(s + j, x);
+                if (rep) {
+                    used = x;
+                    break;
+                }
+            }
+        }
+        if (rep) {
+            tpl_sb_put(b, s + run, at - run);
+            tpl_sb_puts(b, rep);
+            run = j + used;
+        }
+        i = k;
+    }
+    tpl_sb_put(b, s + run, n - run);
+}
+
+int f_striptags(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v;
+    if (tpl_to_str(vm, a[0], &v) < 0)
+        return -1;
+    const char *s = v.u.s;
+    size_t n = v.len;
+    tpl_arena *ar = AR(vm);
+    /* 1. remove comments: each "<!--" up to the next "-->" after it (stop at an unclosed one) */
+    tpl_sb c1;
+    tpl_sb_init(&c1, ar);
+    size_t i = 0;
+    for (;;) {
+        const char *st = NULL;
+        for (size_t k = i; k + 4 <= n; k++)
+            if (s[k] == '<' && memcmp(s + k, "<!--", 4) == 0) { st = s + k; break; }
+        if (!st)
+            break;
+        size_t at = (size_t)(st - s);
+        const char *en = NULL;
+        for (size_t k = at; k + 3 <= n; k++)
+            if (s[k] == '-' && memcmp(s + k, "-->", 3) == 0) { en = s + k; break; }
+        if (!en)
+            break;
+        tpl_sb_put(&c1, s + i, at - i);
+        i = (size_t)(en - s) + 3;
+    }
+    tpl_sb_put(&c1, s + i, n - i);
+    s = c1.p ? c1.p : "";
+    n = c1.len;
+    /* 2. remove tags: each "<" up to the next ">" (stop at an unclosed one) */
+    tpl_sb c2;
+    tpl_sb_init(&c2, ar);
+    i = 0;
+    for (;;) {
+        const char *lt = memchr(s + i, '<', n - i);
+        if (!lt)
+            break;
+        const char *gt = memchr(lt, '>', n - (size_t)(lt - s));
+        if (!gt)
+            break;
+        tpl_sb_put(&c2, s + i, (size_t)(lt - s) - i);
+        i = (size_t)(gt - s) + 1;
+    }
+    tpl_sb_put(&c2, s + i, n - i);
+    s = c2.p ? c2.p : "";
+    n = c2.len;
+    /* 3. " ".join(value.split()) */
+    tpl_sb c3;
+    tpl_sb_init(&c3, ar);
+    i = 0;
+    bool first = true;
+    while (i < n) {
+        size_t nx;
+        if (is_ws_cp(s, n, i, &nx)) {
+            i = nx;
+            continue;
+        }
+        size_t j = i;
+        while (j < n && !is_ws_cp(s, n, j, &nx))
+            j = nx;
+        if (!first)
+            tpl_sb_putc(&c3, ' ');
+        tpl_sb_put(&c3, s + i, j - i);
+        first = false;
+        i = j;
+    }
+    /* 4. unescape */
+    tpl_sb b;
+    tpl_sb_init(&b, ar);
+    html_unescape(&b, c3.p ? c3.p : "", c3.len);
+    return sb_done(vm, &b, out);
+}
+
+/* ------------------------------------------------------------------ wordwrap (textwrap) */
+
+typedef struct { uint32_t s, e; } chunk_t;
+
+static bool tw_ws(uint32_t c) { return c == ' ' || c == '\t' || c == '\n' || c == 0x0B || c == 0x0C || c == '\r'; }
+static bool tw_wp(uint32_t c)
+{
+    return tpl_uc_isword(c) || c == '!' || c == '"' || c == '\'' || c == '&' || c == '.' || c == ',' || c == '?';
+}
+static bool tw_lt(uint32_t c) { return tpl_uc_isword(c) && !tpl_uc_isdecimal(c); }
+
+/* -{2,} followed by a word character, starting at k. */
+static bool dash_run_then_word(const uint32_t *c, size_t n, size_t k)
+{
+    size_t m = k;
+    while (m < n && c[m] == '-')
+        m++;
+    return m - k >= 2 && m < n && tpl_uc_isword(c[m]);
+}
+
+/* TextWrapper.wordsep_re (break_on_hyphens) or wordsep_simple_re, as re.split() chunks. */
+static int tw_split(tpl_vm *vm, const uint32_t *c, size_t n, bool hyphens, chunk_t **out, size_t *nout)
+{
+    chunk_t *ch = tpl_arena_alloc(AR(vm), (n + 1) * sizeof *ch);
+    if (!ch)
+        return OOM();
+    size_t nc = 0, i = 0;
+    while (i < n) {
+        size_t j;
+        if (tw_ws(c[i])) {
+            j = i;
+            while (j < n && tw_ws(c[j]))
+                j++;
+        } else if (!hyphens) {
+            j = i;
+            while (j < n && !tw_ws(c[j]))
+                j++;
+        } else if (c[i] == '-' && i > 0 && tw_wp(c[i - 1]) && dash_run_then_word(c, n, i)) {
+            j = i;
+            while (j < n && c[j] == '-')
+                j++;
+        } else {
+            j = i + 1;
+            for (;; j++) {
+                /* A: hyphenated word */
+                if (j < n && c[j] == '-' &&
+                    ((j >= 2 && tw_lt(c[j - 2]) && tw_lt(c[j - 1])) ||
+                     (j >= 3 && tw_lt(c[j - 3]) && c[j - 2] == '-' && tw_lt(c[j - 1]))) &&
+                    j + 1 < n && tw_lt(c[j + 1]) &&
+                    ((j + 2 < n && tw_lt(c[j + 2])) || (j + 3 < n && c[j + 2] == '-' && tw_lt(c[j + 3])))) {
+                    j++;
+                    break;
+                }
+                /* B: end of word */
+                if (j >= n || tw_ws(c[j]))
+                    break;
+                /* C: em-dash follows */
+                if (tw_wp(c[j - 1]) && dash_run_then_word(c, n, j))
+                    break;
+            }
+        }
+        ch[nc].s = (uint32_t)i;
+        ch[nc].e = (uint32_t)j;
+        nc++;
+        i = j;
+    }
+    *out = ch;
+    *nout = nc;
+    return 0;
+}
+
+static bool chunk_blank(const uint32_t *c, chunk_t k)
+{
+    for (uint32_t i = k.s; i < k.e; i++)
+        if (!tpl_py_isspace(c[i]))
+            return false;
+    return true;
+}
+
+/* textwrap.wrap(line, width, expand_tabs=False, replace_whitespace=False, ...) joined with
+ * wrapstring, appended to b. offs maps code point index -> byte offset in line. */
+static int tw_wrap_line(tpl_vm *vm, tpl_sb *b, const char *line, const uint32_t *c, const size_t *offs, size_t n,
+                        int64_t width, bool long_words, bool hyphens, tpl_value wrapstring)
+{
+    chunk_t *ch = NULL;
+    size_t nc = 0;
+    if (tw_split(vm, c, n, hyphens, &ch, &nc) < 0)
+        return -1;
+    if (width <= 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid width %lld (must be > 0)", (long long)width);
+    /* chunks are consumed from ch[pos]; a partially consumed long word shrinks ch[pos].s */
+    size_t pos = 0;
+    bool any_line = false;
+    chunk_t *cur = tpl_arena_alloc(AR(vm), (nc + 1) * sizeof *cur);
+    if (!cur)
+        return OOM();
+    while (pos < nc) {
+        size_t ncur = 0;
+        int64_t cur_len = 0;
+        if (any_line && chunk_blank(c, ch[pos]))
+            pos++;
+        while (pos < nc) {
+            int64_t l = ch[pos].e - ch[pos].s;
+            if (cur_len + l <= width) {
+                cur[ncur++] = ch[pos++];
+                cur_len += l;
+            } else {
+                break;
+            }
+        }
+        if (pos < nc && (int64_t)(ch[pos].e - ch[pos].s) > width) {
+            int64_t space_left = width < 1 ? 1 : width - cur_len;
+            if (long_words) {
+                chunk_t k = ch[pos];
+                int64_t end = space_left;
+                if (hyphens && (int64_t)(k.e - k.s) > space_left) {
+                    int64_t hy = -1;
+                    for (int64_t x = space_left - 1; x >= 0; x--)
+                        if (c[k.s + x] == '-') { hy = x; break; }
+                    if (hy > 0) {
+                        bool nondash = false;
+                        for (int64_t x = 0; x < hy; x++)
+                            if (c[k.s + x] != '-') { nondash = true; break; }
+                        if (nondash)
+                            end = hy + 1;
+                    }
+                }
+                if (end > (int64_t)(k.e - k.s))
+                    end = k.e - k.s;
+                cur[ncur].s = k.s;
+                cur[ncur].e = k.s + (uint32_t)end;
+                ncur++;
+                ch[pos].s = k.s + (uint32_t)end;
+                if (ch[pos].s == ch[pos].e)
+                    pos++;
+            } else if (ncur == 0) {
+                cur[ncur++] = ch[pos++];
+            }
+        }
+        if (ncur && chunk_blank(c, cur[ncur - 1]))
+            ncur--;
+        if (ncur) {
+            if (any_line)
+                tpl_sb_put(b, wrapstring.u.s, wrapstring.len);
+            size_t bs = offs[cur[0].s], be = offs[cur[ncur - 1].e];
+            /* chunks of one line are contiguous in the text */
+            tpl_sb_put(b, line + bs, be - bs);
+            any_line = true;
+        }
+    }
+    return 0;
+}
+
+int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (s.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, s);
+    if (s.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'splitlines'", tpl_type_name(vm, s));
+    int64_t width = 79;
+    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &width) < 0)
+        return -1;
+    int long_words = tpl_arg_truthy(vm, a[2], true);
+    if (long_words < 0)
+        return -1;
+    tpl_value ws = tpl_v_str("\n", 1);
+    if (tpl_given(a[3]) && a[3].type != TPL_T_NONE) {
+        if (a[3].type != TPL_T_STR)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "sequence item 0: expected str instance, %s found",
+                                tpl_type_name(vm, a[3]));
+        ws = a[3];
+    }
+    int hyphens = tpl_arg_truthy(vm, a[4], true);
+    if (hyphens < 0)
+        return -1;
+    tpl_list *lines;
+    if (tpl_splitlines(vm, s, false, &lines) < 0)
+        return -1;
+    tpl_arena *ar = AR(vm);
+    tpl_sb b;
+    tpl_sb_init(&b, ar);
+    for (uint32_t li = 0; li < lines->len; li++) {
+        tpl_value line = lines->items[li];
+        if (li)
+            tpl_sb_put(&b, ws.u.s, ws.len);
+        size_t n = 0, i = 0;
+        uint32_t *cps = tpl_arena_alloc(ar, ((size_t)line.len + 1) * sizeof *cps);
+        size_t *offs = tpl_arena_alloc(ar, ((size_t)line.len + 1) * sizeof *offs);
+        if (!cps || !offs)
+            return OOM();
+        while (i < line.len) {
+            offs[n] = i;
+            cps[n++] = tpl_utf8_next(line.u.s, line.len, &i);
+        }
+        offs[n] = line.len;
+        if (tw_wrap_line(vm, &b, line.u.s, cps, offs, n, width, long_words, hyphens, ws) < 0)
+            return -1;
+    }
+    return sb_done(vm, &b, out);
+}
+
+/* ------------------------------------------------------------------ pprint */
+
+typedef struct {
+    tpl_vm *vm;
+    const tpl_map *m;
+} pp_ctx;
+
+/* pprint's _safe_key ordering: natural order for numbers and for strings; otherwise by type
+ * name (never an error). */
+static const char *pp_tname(tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_NONE: return "<class 'NoneType'>";
+    case TPL_T_BOOL: return "<class 'bool'>";
+    case TPL_T_INT: return "<class 'int'>";
+    case TPL_T_FLOAT: return "<class 'float'>";
+    case TPL_T_STR: return "<class 'str'>";
+    case TPL_T_LIST: return (v.flags & TPL_F_TUPLE) ? "<class 'tuple'>" : "<class 'list'>";
+    default: return "<class 'object'>";
+    }
+}
+
+static int pp_key_cmp(tpl_value a, tpl_value b)
+{
+    if (tpl_is_num(a) && tpl_is_num(b)) {
+        double x = a.type == TPL_T_FLOAT ? a.u.f : (double)a.u.i;
+        double y = b.type == TPL_T_FLOAT ? b.u.f : (double)b.u.i;
+        if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
+            return a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
+        return x < y ? -1 : x > y;
+    }
+    if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
+        size_t m = a.len < b.len ? a.len : b.len;
+        int c = memcmp(a.u.s, b.u.s, m);
+        if (c)
+            return c < 0 ? -1 : 1;
+        return a.len < b.len ? -1 : a.len > b.len;
+    }
+    int c = strcmp(pp_tname(a), pp_tname(b));
+    return c < 0 ? -1 : c > 0;
+}
+
+static uint32_t *pp_sorted(tpl_vm *vm, const tpl_map *m)
+{
+    uint32_t n = m->len;
+    uint32_t *idx = tpl_arena_alloc(AR(vm), (size_t)(n ? n : 1) * sizeof *idx);
+    uint32_t *tmp = tpl_arena_alloc(AR(vm), (size_t)(n ? n : 1) * sizeof *tmp);
+    if (!idx || !tmp)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = pp_key_cmp(m->e[idx[j]].key, m->e[idx[i]].key) < 0 ? idx[j++] : idx[i++];
+            while (i < mid) tmp[k++] = idx[i++];
+            while (j < hi) tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+    return idx;
+}
+
+/* pprint's safe repr: repr() with dict keys sorted, recursively. */
+static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
+{
+    if (depth > 200) {
+        tpl_sb_puts(b, "...");
+        return;
+    }
+    if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) {
+        const tpl_map *m = v.u.map;
+        uint32_t *idx = pp_sorted(vm, m);
+        if (!idx) {
+            b->failed = true;
+            return;
+        }
+        tpl_sb_putc(b, '{');
+        for (uint32_t i = 0; i < m->len; i++) {
+            if (i)
+                tpl_sb_puts(b, ", ");
+            pp_repr(vm, b, m->e[idx[i]].key, depth + 1);
+            tpl_sb_puts(b, ": ");
+            pp_repr(vm, b, m->e[idx[i]].val, depth + 1);
+        }
+        tpl_sb_putc(b, '}');
+        return;
+    }
+    if (v.type == TPL_T_LIST) {
+        bool tuple = v.flags & TPL_F_TUPLE;
+        const tpl_list *l = v.u.list;
+        tpl_sb_putc(b, tuple ? '(' : '[');
+        for (uint32_t i = 0; i < l->len; i++) {
+            if (i)
+                tpl_sb_puts(b, ", ");
+            pp_repr(vm, b, l->items[i], depth + 1);
+        }
+        if (tuple && l->len == 1)
+            tpl_sb_putc(b, ',');
+        tpl_sb_putc(b, tuple ? ')' : ']');
+        return;
+    }
+    if (v.type == TPL_T_UNDEF) {
+        tpl_sb_puts(b, tpl_vm_strict(vm) ? "StrictUndefined" : "Undefined");
+        return;
+    }
+    tpl_py_repr(b, v);
+}
+
+static size_t pp_len(tpl_vm *vm, tpl_value v, tpl_sb *tmp)
+{
+    tpl_sb_init(tmp, AR(vm));
+    pp_repr(vm, tmp, v, 0);
+    return tpl_utf8_len(tmp->p ? tmp->p : "", tmp->len);
+}
+
+enum { PP_WIDTH = 80 };
+
+static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_t allowance, int level);
+
+static void pp_items(tpl_vm *vm, tpl_sb *b, const tpl_value *items, uint32_t n, int64_t indent, int64_t allowance,
+                     int level)
+{
+    indent += 1;
+    for (uint32_t i = 0; i < n; i++) {
+        bool last = i + 1 == n;
+        if (i) {
+            tpl_sb_puts(b, ",\n");
+            put_spaces(b, indent);
+        }
+        pp_format(vm, b, items[i], indent, last ? allowance : 1, level);
+    }
+}
+
+static void pp_str(tpl_vm *vm, tpl_sb *b, tpl_value s, int64_t indent, int64_t allowance, int level)
+{
+    tpl_list *lines;
+    if (s.len == 0 || tpl_splitlines(vm, s, true, &lines) < 0) {
+        tpl_py_repr(b, s);
+        return;
+    }
+    tpl_arena *ar = AR(vm);
+    tpl_list *chunks = tpl_list_new(ar, 4);
+    if (!chunks) {
+        b->failed = true;
+        return;
+    }
+    if (level == 1) {
+        indent += 1;
+        allowance += 1;
+    }
+    int64_t max_width1 = PP_WIDTH - indent, max_width = PP_WIDTH - indent;
+    tpl_sb rep;
+    for (uint32_t i = 0; i < lines->len; i++) {
+        tpl_value line = lines->items[i];
+        line.flags = 0;
+        tpl_sb_init(&rep, ar);
+        tpl_py_repr(&rep, line);
+        if (i + 1 == lines->len)
+            max_width1 -= allowance;
+        if ((int64_t)tpl_utf8_len(rep.p ? rep.p : "", rep.len) <= max_width1) {
+            tpl_list_push(ar, chunks, tpl_sb_value(&rep));
+            continue;
+        }
+        /* re.findall(r'\S*\s*', line) minus the final empty match */
+        int64_t max_width2 = max_width;
+        size_t p = 0, cur_s = 0, cur_e = 0;
+        bool have_cur = false;
+        while (p < line.len) {
+            size_t q = p, nx;
+            while (q < line.len && !is_ws_cp(line.u.s, line.len, q, &nx)) q = nx;
+            while (q < line.len && is_ws_cp(line.u.s, line.len, q, &nx)) q = nx;
+            bool last_part = q >= line.len;
+            if (last_part && i + 1 == lines->len)
+                max_width2 -= allowance;
+            size_t cand_s = have_cur ? cur_s : p;
+            tpl_sb cr;
+            tpl_sb_init(&cr, ar);
+            tpl_py_repr(&cr, tpl_v_str(line.u.s + cand_s, q - cand_s));
+            if ((int64_t)tpl_utf8_len(cr.p ? cr.p : "", cr.len) > max_width2) {
+                if (have_cur && cur_e > cur_s) {
+                    tpl_sb r2;
+                    tpl_sb_init(&r2, ar);
+                    tpl_py_repr(&r2, tpl_v_str(line.u.s + cur_s, cur_e - cur_s));
+                    tpl_list_push(ar, chunks, tpl_sb_value(&r2));
+                }
+                cur_s = p;
+                cur_e = q;
+                have_cur = true;
+            } else {
+                cur_s = cand_s;
+                cur_e = q;
+                have_cur = true;
+            }
+            p = q;
+        }
+        if (have_cur && cur_e > cur_s) {
+            tpl_sb r2;
+            tpl_sb_init(&r2, ar);
+            tpl_py_repr(&r2, tpl_v_str(line.u.s + cur_s, cur_e - cur_s));
+            tpl_list_push(ar, chunks, tpl_sb_value(&r2));
+        }
+    }
+    if (chunks->len == 1) {
+        tpl_sb_put(b, rep.p ? rep.p : "", rep.len);
+        return;
+    }
+    if (level == 1)
+        tpl_sb_putc(b, '(');
+    for (uint32_t i = 0; i < chunks->len; i++) {
+        if (i) {
+            tpl_sb_putc(b, '\n');
+            put_spaces(b, indent);
+        }
+        tpl_sb_put(b, chunks->items[i].u.s, chunks->items[i].len);
+    }
+    if (level == 1)
+        tpl_sb_putc(b, ')');
+}
+
+static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_t allowance, int level)
+{
+    tpl_sb rep;
+    size_t len = pp_len(vm, v, &rep);
+    int64_t max_width = PP_WIDTH - indent - allowance;
+    if ((int64_t)len > max_width) {
+        if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) {
+            const tpl_map *m = v.u.map;
+            tpl_sb_putc(b, '{');
+            if (m->len) {
+                uint32_t *idx = pp_sorted(vm, m);
+                if (!idx) {
+                    b->failed = true;
+                    return;
+                }
+                int64_t ind = indent + 1;
+                for (uint32_t i = 0; i < m->len; i++) {
+                    bool last = i + 1 == m->len;
+                    tpl_sb kr;
+                    size_t kl = pp_len(vm, m->e[idx[i]].key, &kr);
+                    tpl_sb_put(b, kr.p ? kr.p : "", kr.len);
+                    tpl_sb_puts(b, ": ");
+                    pp_format(vm, b, m->e[idx[i]].val, ind + (int64_t)kl + 2, last ? allowance + 1 : 1, level + 1);
+                    if (!last) {
+                        tpl_sb_puts(b, ",\n");
+                        put_spaces(b, ind);
+                    }
+                }
+            }
+            tpl_sb_putc(b, '}');
+            return;
+        }
+        if (v.type == TPL_T_LIST && !(v.flags & TPL_F_GROUP)) {
+            bool tuple = v.flags & TPL_F_TUPLE;
+            const tpl_list *l = v.u.list;
+            if (tuple) {
+                const char *endc = l->len == 1 ? ",)" : ")";
+                tpl_sb_putc(b, '(');
+                pp_items(vm, b, l->items, l->len, indent, allowance + (int64_t)strlen(endc), level + 1);
+                tpl_sb_puts(b, endc);
+            } else {
+                tpl_sb_putc(b, '[');
+                pp_items(vm, b, l->items, l->len, indent, allowance + 1, level + 1);
+                tpl_sb_putc(b, ']');
+            }
+            return;
+        }
+        if (v.type == TPL_T_STR && !(v.flags & TPL_F_SAFE)) {
+            pp_str(vm, b, v, indent, allowance, level + 1);
+            return;
+        }
+    }
+    tpl_sb_put(b, rep.p ? rep.p : "", rep.len);
+}
+
+int f_pprint(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    pp_format(vm, &b, a[0], 0, 0, 0);
+    return sb_done(vm, &b, out);
+}
+
+/* ------------------------------------------------------------------ tojson */
+
+/* The first value json.dumps can't serialise, for the error message. */
+static bool json_bad(tpl_value v, tpl_value *bad, int depth)
+{
+    switch (v.type) {
+    case TPL_T_NONE: case TPL_T_BOOL: case TPL_T_INT: case TPL_T_FLOAT: case TPL_T_STR:
+        return false;
+    case TPL_T_LIST:
+        for (uint32_t i = 0; depth < 500 && i < v.u.list->len; i++)
+            if (json_bad(v.u.list->items[i], bad, depth + 1))
+                return true;
+        return false;
+    case TPL_T_MAP:
+        if (v.flags & TPL_F_NS)
+            break;
+        for (uint32_t i = 0; depth < 500 && i < v.u.map->len; i++) {
+            tpl_value k = v.u.map->e[i].key;
+            if (k.type != TPL_T_STR && k.type != TPL_T_INT && k.type != TPL_T_FLOAT && k.type != TPL_T_BOOL &&
+                k.type != TPL_T_NONE) {
+                *bad = k;
+                return true;
+            }
+            if (json_bad(v.u.map->e[i].val, bad, depth + 1))
+                return true;
+        }
+        return false;
+    default:
+        break;
+    }
+    *bad = v;
+    return true;
+}
+
+static int json_indent(tpl_vm *vm, tpl_value v, int *indent)
+{
+    if (!tpl_given(v) || v.type == TPL_T_NONE) {
+        *indent = -1;
+        return 0;
+    }
+    if (v.type == TPL_T_INT || v.type == TPL_T_BOOL) {
+        if (v.u.i > 1000)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "indent too large");
+        *indent = v.u.i < 0 ? 0 : (int)v.u.i;
+        return 0;
+    }
+    if (v.type == TPL_T_STR) {
+        for (uint32_t i = 0; i < v.len; i++)
+            if (v.u.s[i] != ' ')
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "tojson: only space indents are supported");
+        *indent = (int)v.len;
+        return 0;
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'", tpl_type_name(vm, v));
+}
+
+int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int indent = -1;
+    if (json_indent(vm, a[1], &indent) < 0)
+        return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    bool ok;
+    if (tpl_vm_hf(vm)) {
+        int ensure_ascii = tpl_arg_truthy(vm, a[2], false);
+        if (ensure_ascii < 0)
+            return -1;
+        int sort_keys = tpl_arg_truthy(vm, a[4], false);
+        if (sort_keys < 0)
+            return -1;
+        const char *item_sep = NULL, *key_sep = NULL;
+        tpl_value sp = a[3];
+        if (tpl_given(sp) && sp.type != TPL_T_NONE) {
+            if (sp.type != TPL_T_LIST || sp.u.list->len != 2)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "separators must be a (item_separator, key_separator) pair");
+            tpl_value x = sp.u.list->items[0], y = sp.u.list->items[1];
+            if (x.type != TPL_T_STR || y.type != TPL_T_STR)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "separators must be strings");
+            item_sep = tpl_arena_strdup(AR(vm), x.u.s, x.len);
+            key_sep = tpl_arena_strdup(AR(vm), y.u.s, y.len);
+            if (!item_sep || !key_sep)
+                return OOM();
+        }
+        ok = tpl_json_dumps(&b, a[0], ensure_ascii, indent, item_sep, key_sep, sort_keys);
+    } else {
+        static const char *const extra[] = {"ensure_ascii", "separators", "sort_keys"};
+        for (int k = 0; k < 3; k++)
+            if (tpl_given(a[2 + k]))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "do_tojson() got an unexpected keyword argument '%s'", extra[k]);
+        ok = tpl_json_dumps_htmlsafe(&b, a[0], indent);
+    }
+    if (!ok) {
+        tpl_value bad = a[0];
+        json_bad(a[0], &bad, 0);
+        if (bad.type == TPL_T_UNDEF && tpl_vm_strict(vm))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type StrictUndefined is not JSON serializable");
+        if (bad.type == TPL_T_UNDEF)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type Undefined is not JSON serializable");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type %s is not JSON serializable", tpl_type_name(vm, bad));
+    }
+    if (sb_done(vm, &b, out) < 0)
+        return -1;
+    if (!tpl_vm_hf(vm))
+        out->flags = TPL_F_SAFE;
+    return 0;
+}

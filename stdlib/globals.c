@@ -1,0 +1,330 @@
+/* Global functions: range, dict, namespace, remembers, raise_exception, strftime_now, lipsum,
+ * cycler, joiner. */
+#include "builtins.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/time.h>
+
+#define OOM() tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory")
+
+enum { RANGE_MAX = 10000000, SANDBOX_RANGE_MAX = 100000 };
+
+int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *args = a[0].u.list;
+    int n = (int)args->len;
+    if (n == 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "range expected at least 1 argument, got 0");
+    if (n > 3)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "range expected at most 3 arguments, got %d", n);
+    int64_t v[3] = {0, 0, 0};
+    for (int i = 0; i < n; i++)
+        if (tpl_arg_index(vm, args->items[i], &v[i]) < 0)
+            return -1;
+    int64_t start = 0, stop, step = 1;
+    if (n == 1) {
+        stop = v[0];
+    } else {
+        start = v[0];
+        stop = v[1];
+        if (n == 3)
+            step = v[2];
+    }
+    if (step == 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "range() arg 3 must not be zero");
+    /* Length without overflow: ceil((stop - start) / step) in unsigned arithmetic. */
+    uint64_t count = 0;
+    if (step > 0 && start < stop)
+        count = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
+    else if (step < 0 && start > stop)
+        count = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
+    if (tpl_vm_hf(vm) && count > SANDBOX_RANGE_MAX)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT,
+                            "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    if (count > RANGE_MAX)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+    tpl_arena *ar = tpl_vm_arena(vm);
+    tpl_list *l = tpl_list_new(ar, (uint32_t)count);
+    if (!l)
+        return OOM();
+    int64_t x = start;
+    for (uint64_t i = 0; i < count; i++) {
+        l->items[i] = tpl_v_int(x);
+        x = (int64_t)((uint64_t)x + (uint64_t)step);
+    }
+    l->len = (uint32_t)count;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int g_dict(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    const tpl_map *kw = a[0].u.map;
+    tpl_arena *ar = tpl_vm_arena(vm);
+    tpl_map *m = tpl_map_new(ar, kw->len);
+    if (!m)
+        return OOM();
+    for (uint32_t i = 0; i < kw->len; i++)
+        if (!tpl_map_set(ar, m, kw->e[i].key, kw->e[i].val))
+            return OOM();
+    *out = tpl_v_map(m);
+    return 0;
+}
+
+/* Namespace(*args, **kwargs): the attributes are dict(*args, **kwargs). */
+int g_namespace(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    const tpl_list *args = a[0].u.list;
+    const tpl_map *kw = a[1].u.map;
+    tpl_arena *ar = tpl_vm_arena(vm);
+    if (args->len > 1)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "dict expected at most 1 argument, got %u", args->len);
+    tpl_map *m = tpl_map_new(ar, kw->len + 4);
+    if (!m)
+        return OOM();
+    if (args->len == 1) {
+        tpl_value src = args->items[0];
+        if (src.type == TPL_T_MAP) {
+            for (uint32_t i = 0; i < src.u.map->len; i++)
+                if (!tpl_map_set(ar, m, src.u.map->e[i].key, src.u.map->e[i].val))
+                    return OOM();
+        } else {
+            tpl_list *items;
+            if (src.type == TPL_T_UNDEF)
+                return tpl_undefined_error(vm, src);
+            if (src.type != TPL_T_LIST && src.type != TPL_T_STR)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, src));
+            if (tpl_to_list(vm, src, &items) < 0)
+                return -1;
+            for (uint32_t i = 0; i < items->len; i++) {
+                tpl_value it = items->items[i];
+                tpl_list *pair;
+                if (it.type == TPL_T_LIST) {
+                    pair = it.u.list;
+                } else if (it.type == TPL_T_STR) {
+                    if (tpl_to_list(vm, it, &pair) < 0)
+                        return -1;
+                } else {
+                    return tpl_vm_error(vm, TPL_ERR_TYPE,
+                                        "cannot convert dictionary update sequence element #%u to a sequence", i);
+                }
+                if (pair->len != 2)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE,
+                                        "dictionary update sequence element #%u has length %u; 2 is required",
+                                        i, pair->len);
+                if (!tpl_map_set(ar, m, pair->items[0], pair->items[1]))
+                    return OOM();
+            }
+        }
+    }
+    for (uint32_t i = 0; i < kw->len; i++)
+        if (!tpl_map_set(ar, m, kw->e[i].key, kw->e[i].val))
+            return OOM();
+    *out = tpl_v_map(m);
+    out->flags = TPL_F_NS;
+    return 0;
+}
+
+static bool contains_bytes(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (nn == 0)
+        return true;
+    if (nn > hn)
+        return false;
+    const char *end = h + hn - nn + 1;
+    for (const char *p = h; p < end;) {
+        const char *q = memchr(p, n[0], (size_t)(end - p));
+        if (!q)
+            return false;
+        if (memcmp(q, n, nn) == 0)
+            return true;
+        p = q + 1;
+    }
+    return false;
+}
+
+int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    size_t nfacts = 0;
+    const tpl_value *facts = tpl_vm_facts(vm, &nfacts);
+    tpl_value w;
+    if (tpl_to_str(vm, a[0], &w) < 0)
+        return -1;
+    if (nfacts == 0) {
+        *out = tpl_v_bool(false);
+        return 0;
+    }
+    if (!tpl_is_ascii(w.u.s, w.len))
+        w = tpl_nfc(tpl_vm_arena(vm), w);
+    for (size_t i = 0; i < nfacts; i++) {
+        if (facts[i].type == TPL_T_STR && contains_bytes(facts[i].u.s, facts[i].len, w.u.s, w.len)) {
+            *out = tpl_v_bool(true);
+            return 0;
+        }
+    }
+    *out = tpl_v_bool(false);
+    return 0;
+}
+
+int g_raise_exception(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value m;
+    if (tpl_to_str(vm, a[0], &m) < 0)
+        return -1;
+    return tpl_vm_error(vm, TPL_ERR_RAISED, "%.*s", (int)m.len, m.u.s);
+}
+
+/* datetime.now().strftime(fmt) (naive local time), or the UTC time of SOURCE_DATE_EPOCH when
+ * it is set, as the transformers chat-template environment does. Python handles %f, %z and %Z
+ * itself (naive datetimes give "" for %z and %Z); the rest goes to the C library. */
+int g_strftime_now(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value f = a[0];
+    if (f.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "strftime() argument 1 must be str, not %s",
+                            tpl_type_name(vm, f));
+    struct tm tm;
+    long usec = 0;
+    const char *epoch = getenv("SOURCE_DATE_EPOCH");
+    if (epoch && *epoch) {
+        char *end;
+        long long e = strtoll(epoch, &end, 10);
+        time_t t = (time_t)e;
+        if (!gmtime_r(&t, &tm))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "SOURCE_DATE_EPOCH out of range");
+    } else {
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        time_t t = tv.tv_sec;
+        usec = (long)tv.tv_usec;
+        if (!localtime_r(&t, &tm))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "time out of range");
+    }
+    /* Rewrite the Python-only directives, then format with a trailing sentinel so that an
+     * empty result can be told from a too-small buffer. */
+    tpl_arena *ar = tpl_vm_arena(vm);
+    tpl_sb fmt;
+    tpl_sb_init(&fmt, ar);
+    for (size_t i = 0; i < f.len; i++) {
+        char c = f.u.s[i];
+        if (c == '%' && i + 1 < f.len) {
+            char d = f.u.s[i + 1];
+            if (d == 'f') {
+                char us[8];
+                snprintf(us, sizeof us, "%06ld", usec);
+                tpl_sb_puts(&fmt, us);
+                i++;
+                continue;
+            }
+            if (d == 'z' || d == 'Z') {
+                i++;
+                continue;
+            }
+            tpl_sb_putc(&fmt, c);
+            tpl_sb_putc(&fmt, d);
+            i++;
+            continue;
+        }
+        if (c == 0)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "embedded null character");
+        tpl_sb_putc(&fmt, c);
+    }
+    tpl_sb_putc(&fmt, 'x');
+    tpl_sb_putc(&fmt, 0);
+    if (fmt.failed)
+        return OOM();
+    size_t cap = fmt.len * 4 + 64;
+    for (int tries = 0; tries < 8; tries++) {
+        char *buf = tpl_arena_alloc(ar, cap);
+        if (!buf)
+            return OOM();
+        size_t n = strftime(buf, cap, fmt.p, &tm);
+        if (n > 0) {
+            *out = tpl_v_str(buf, n - 1);
+            return 0;
+        }
+        cap *= 4;
+    }
+    return tpl_vm_error(vm, TPL_ERR_LIMIT, "strftime result too long");
+}
+
+/* lipsum(n=5, html=True, min=20, max=100): deterministic lorem ipsum (Jinja2's is random). */
+int g_lipsum(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    static const char *const words[] = {
+        "lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed",
+        "do", "eiusmod", "tempor", "incididunt", "ut", "labore", "et", "dolore", "magna",
+        "aliqua", "enim", "ad", "minim", "veniam", "quis", "nostrud", "exercitation", "ullamco",
+        "laboris", "nisi", "aliquip", "ex", "ea", "commodo", "consequat", "duis", "aute", "irure",
+        "in", "reprehenderit", "voluptate", "velit", "esse", "cillum", "eu", "fugiat", "nulla",
+        "pariatur", "excepteur", "sint", "occaecat", "cupidatat", "non", "proident", "sunt",
+        "culpa", "qui", "officia", "deserunt", "mollit", "anim", "id", "est", "laborum",
+    };
+    const size_t nwords = sizeof words / sizeof words[0];
+    int64_t n = 5, mn = 20, mx = 100;
+    if (tpl_given(a[0]) && tpl_arg_index(vm, a[0], &n) < 0) return -1;
+    int html = tpl_arg_truthy(vm, a[1], true);
+    if (html < 0) return -1;
+    if (tpl_given(a[2]) && tpl_arg_index(vm, a[2], &mn) < 0) return -1;
+    if (tpl_given(a[3]) && tpl_arg_index(vm, a[3], &mx) < 0) return -1;
+    if (n > 1000 || mx > 100000)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "lipsum too large");
+    if (mn < 1) mn = 1;
+    if (mx < mn) mx = mn;
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int64_t p = 0; p < n; p++) {
+        if (p)
+            tpl_sb_puts(&b, html ? "\n" : "\n\n");
+        if (html)
+            tpl_sb_puts(&b, "<p>");
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t count = mn + (int64_t)((seed >> 33) % (uint64_t)(mx - mn + 1));
+        bool cap = true;
+        for (int64_t w = 0; w < count; w++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const char *word = words[(seed >> 33) % nwords];
+            if (w)
+                tpl_sb_putc(&b, ' ');
+            if (cap) {
+                tpl_sb_putc(&b, (char)(word[0] - 32));
+                tpl_sb_puts(&b, word + 1);
+                cap = false;
+            } else {
+                tpl_sb_puts(&b, word);
+            }
+            if (w + 1 == count) {
+                tpl_sb_putc(&b, '.');
+            } else if (((seed >> 20) & 15) == 0) {
+                tpl_sb_putc(&b, '.');
+                cap = true;
+            } else if (((seed >> 24) & 15) == 0) {
+                tpl_sb_putc(&b, ',');
+            }
+        }
+        if (html)
+            tpl_sb_puts(&b, "</p>");
+    }
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    if (html)
+        out->flags = TPL_F_SAFE;
+    return 0;
+}
+
+/* cycler() and joiner() return stateful objects, which need VM support (a mutable object type
+ * with methods); until the VM has one they are refused with a clear error. */
+int g_cycler(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "cycler() is not supported yet");
+}
+
+int g_joiner(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "joiner() is not supported yet");
+}

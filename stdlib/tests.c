@@ -1,0 +1,314 @@
+/* Jinja2's builtin tests (jinja2/tests.py). Every test returns a bool value. */
+#include "builtins.h"
+
+#include <math.h>
+#include <string.h>
+
+#define RET(b) do { *out = tpl_v_bool(b); return 0; } while (0)
+
+int t_defined(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(a[0].type != TPL_T_UNDEF && a[0].type != TPL_T_UNSET);
+}
+
+int t_undefined(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(a[0].type == TPL_T_UNDEF || a[0].type == TPL_T_UNSET);
+}
+
+int t_none(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_NONE); }
+int t_boolean(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL); }
+int t_false(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL && !a[0].u.i); }
+int t_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL && a[0].u.i); }
+int t_integer(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_INT); }
+int t_float(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_FLOAT); }
+int t_number(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(tpl_is_num(a[0])); }
+int t_string(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_STR); }
+int t_escaped(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(a[0].type == TPL_T_STR && (a[0].flags & TPL_F_SAFE));
+}
+
+/* isinstance(value, abc.Mapping): dicts, not namespace() objects. */
+int t_mapping(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(a[0].type == TPL_T_MAP && !(a[0].flags & TPL_F_NS));
+}
+
+/* len(value) and value.__getitem__ both work. Jinja2's lenient Undefined has both (len 0);
+ * StrictUndefined fails len(), so the test is false. */
+int t_sequence(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    switch (v.type) {
+    case TPL_T_STR: case TPL_T_LIST: RET(true);
+    case TPL_T_MAP: RET(!(v.flags & TPL_F_NS));
+    case TPL_T_UNDEF: RET(!tpl_vm_strict(vm));
+    default: RET(false);
+    }
+}
+
+/* iter(value) works. StrictUndefined's __iter__ raises UndefinedError (not TypeError). */
+int t_iterable(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    switch (v.type) {
+    case TPL_T_STR: case TPL_T_LIST: case TPL_T_LOOP: RET(true);
+    case TPL_T_MAP: RET(!(v.flags & TPL_F_NS));
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, v);
+        RET(true);
+    default: RET(false);
+    }
+}
+
+/* callable(value): functions, macros, bound methods; Undefined and the loop object define
+ * __call__ too. */
+int t_callable(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    RET(v.type == TPL_T_FUNC || v.type == TPL_T_MACRO || v.type == TPL_T_UNDEF || v.type == TPL_T_LOOP);
+}
+
+/* `value is other`. None/True/False are singletons; CPython caches the ints -5..256 (other ints
+ * and floats are distinct objects); strings and containers compare by storage identity. */
+int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value x = a[0], y = a[1];
+    if (x.type != y.type)
+        RET(false);
+    switch (x.type) {
+    case TPL_T_NONE: case TPL_T_UNSET: RET(true);
+    case TPL_T_BOOL: RET(x.u.i == y.u.i);
+    case TPL_T_INT: RET(x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256);
+    case TPL_T_FLOAT: RET(false);
+    case TPL_T_STR: RET(x.len == y.len && (x.u.s == y.u.s || x.len == 0));
+    case TPL_T_UNDEF: RET(false);
+    default: RET(x.u.p == y.u.p && x.aux == y.aux);
+    }
+}
+
+/* str(value).islower() / isupper(). */
+static int case_test(tpl_vm *vm, tpl_value v, bool want_lower, tpl_value *out)
+{
+    tpl_value s;
+    if (tpl_to_str(vm, v, &s) < 0)
+        return -1;
+    bool cased = false;
+    size_t i = 0;
+    while (i < s.len) {
+        uint32_t c = tpl_utf8_next(s.u.s, s.len, &i);
+        bool up = tpl_uc_isupper(c), lo = tpl_uc_islower(c), ti = tpl_uc_istitle(c);
+        if (want_lower) {
+            if (up || ti) RET(false);
+            if (lo) cased = true;
+        } else {
+            if (lo || ti) RET(false);
+            if (up) cased = true;
+        }
+    }
+    RET(cased);
+}
+
+int t_lower(tpl_vm *vm, tpl_value *a, tpl_value *out) { return case_test(vm, a[0], true, out); }
+int t_upper(tpl_vm *vm, tpl_value *a, tpl_value *out) { return case_test(vm, a[0], false, out); }
+
+/* value % num for the numeric tests, with Python's floor modulo. r is an int or a float. */
+static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
+{
+    if (x.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, x);
+    if (y.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, y);
+    if (x.type == TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
+    if (!tpl_is_num(x) || !tpl_is_num(y))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %%: '%s' and '%s'",
+                            tpl_type_name(vm, x), tpl_type_name(vm, y));
+    if (x.type != TPL_T_FLOAT && y.type != TPL_T_FLOAT) {
+        if (y.u.i == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer modulo by zero");
+        if (y.u.i == -1) {
+            *r = tpl_v_int(0);
+            return 0;
+        }
+        int64_t m = x.u.i % y.u.i;
+        if (m != 0 && ((m < 0) != (y.u.i < 0)))
+            m += y.u.i;
+        *r = tpl_v_int(m);
+        return 0;
+    }
+    double fx = x.type == TPL_T_FLOAT ? x.u.f : (double)x.u.i;
+    double fy = y.type == TPL_T_FLOAT ? y.u.f : (double)y.u.i;
+    if (fy == 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
+    double m = fmod(fx, fy);
+    if (m != 0) {
+        if ((fy < 0) != (m < 0))
+            m += fy;
+    } else {
+        m = copysign(0.0, fy);
+    }
+    *r = tpl_v_float(m);
+    return 0;
+}
+
+static bool num_is(tpl_value r, int64_t want)
+{
+    return r.type == TPL_T_FLOAT ? r.u.f == (double)want : r.u.i == want;
+}
+
+int t_odd(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value r;
+    if (py_mod(vm, a[0], tpl_v_int(2), &r) < 0)
+        return -1;
+    RET(num_is(r, 1));
+}
+
+int t_even(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value r;
+    if (py_mod(vm, a[0], tpl_v_int(2), &r) < 0)
+        return -1;
+    RET(num_is(r, 0));
+}
+
+int t_divisibleby(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value r;
+    if (py_mod(vm, a[0], a[1], &r) < 0)
+        return -1;
+    RET(num_is(r, 0));
+}
+
+/* ---- comparisons (operator.eq & co.) */
+
+static int undef_operand(tpl_vm *vm, tpl_value x, tpl_value y)
+{
+    if (x.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, x);
+    return tpl_undefined_error(vm, y);
+}
+
+int t_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
+        return undef_operand(vm, a[0], a[1]);
+    RET(tpl_equal(a[0], a[1]));
+}
+
+int t_ne(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
+        return undef_operand(vm, a[0], a[1]);
+    RET(!tpl_equal(a[0], a[1]));
+}
+
+static int ordered(tpl_vm *vm, tpl_value *a, int *cmp)
+{
+    if (a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF)
+        return undef_operand(vm, a[0], a[1]);
+    return tpl_compare(vm, a[0], a[1], true, cmp);
+}
+
+/* NaN compares false both ways: tpl_compare can't say "unordered", so check floats here. */
+static bool has_nan(tpl_value x, tpl_value y)
+{
+    return (x.type == TPL_T_FLOAT && isnan(x.u.f)) || (y.type == TPL_T_FLOAT && isnan(y.u.f));
+}
+
+int t_lt(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int c;
+    if (ordered(vm, a, &c) < 0) return -1;
+    RET(!has_nan(a[0], a[1]) && c < 0);
+}
+
+int t_le(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int c;
+    if (ordered(vm, a, &c) < 0) return -1;
+    RET(!has_nan(a[0], a[1]) && c <= 0);
+}
+
+int t_gt(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int c;
+    if (ordered(vm, a, &c) < 0) return -1;
+    RET(!has_nan(a[0], a[1]) && c > 0);
+}
+
+int t_ge(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int c;
+    if (ordered(vm, a, &c) < 0) return -1;
+    RET(!has_nan(a[0], a[1]) && c >= 0);
+}
+
+/* `value in seq`. */
+static bool memfind(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (nn == 0)
+        return true;
+    if (nn > hn)
+        return false;
+    const char *end = h + hn - nn + 1;
+    for (const char *p = h; p < end;) {
+        const char *q = memchr(p, n[0], (size_t)(end - p));
+        if (!q)
+            return false;
+        if (memcmp(q, n, nn) == 0)
+            return true;
+        p = q + 1;
+    }
+    return false;
+}
+
+int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
+{
+    if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && seq.type != TPL_T_UNDEF)
+        return tpl_undefined_error(vm, item);
+    switch (seq.type) {
+    case TPL_T_STR:
+        if (item.type == TPL_T_UNDEF)
+            return tpl_undefined_error(vm, item);
+        if (item.type != TPL_T_STR)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s",
+                                tpl_type_name(vm, item));
+        *res = memfind(seq.u.s, seq.len, item.u.s, item.len);
+        return 0;
+    case TPL_T_LIST:
+        for (uint32_t i = 0; i < seq.u.list->len; i++)
+            if (tpl_equal(seq.u.list->items[i], item)) {
+                *res = true;
+                return 0;
+            }
+        *res = false;
+        return 0;
+    case TPL_T_MAP:
+        if (item.type == TPL_T_LIST && !(item.flags & TPL_F_TUPLE))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'list'");
+        if (item.type == TPL_T_MAP)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'dict'");
+        *res = tpl_map_get(seq.u.map, item) != NULL;
+        return 0;
+    case TPL_T_UNDEF:
+        if (tpl_vm_strict(vm))
+            return tpl_undefined_error(vm, seq);
+        *res = false;
+        return 0;
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable",
+                            tpl_type_name(vm, seq));
+    }
+}
+
+int t_in(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    bool r;
+    if (tpl_contains(vm, a[0], a[1], &r) < 0)
+        return -1;
+    RET(r);
+}

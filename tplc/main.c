@@ -1,0 +1,295 @@
+/* tplc — compile, render, lint and disassemble templates (DESIGN.md §4).
+ * Uses only the public header. Exit status: 0 success, 1 template error (syntax, undefined,
+ * type, limit, invalid state), 2 usage or I/O error. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tpl.h"
+
+#define EXIT_TEMPLATE 1
+#define EXIT_USAGE 2
+
+static const char usage[] =
+    "usage: tplc render TEMPLATE [--state FILE.json | --golden FILE.json [--case N]]\n"
+    "                   [--syntax jinja|erb|fmt] [--profile jinja2|pinecall|hf]\n"
+    "                   [--trim-blocks] [--lstrip-blocks] [--keep-trailing-newline] [--strict] [--tidy]\n"
+    "                   [--lang L] [--catalog FILE]... [--remember FACT]... [--tr-key NAME]...\n"
+    "                   [--channel C] [--medium M] [-o OUT]\n"
+    "       tplc dump TEMPLATE [compile flags]\n"
+    "       tplc --version\n";
+
+/* Reads a whole file ("-" = stdin). Returns malloc'd bytes (NUL-terminated) or NULL. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    bool err = ferror(f);
+    if (f != stdin) fclose(f);
+    if (!buf || err) { free(buf); return NULL; }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+/* Writes data to path atomically (temporary file in the same folder + rename). */
+static int write_atomic(const char *path, const char *data, size_t n)
+{
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) return -1;
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) { free(tmp); return -1; }
+    bool ok = fwrite(data, 1, n, f) == n;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) { remove(tmp); free(tmp); return -1; }
+    free(tmp);
+    return 0;
+}
+
+static void print_error(const tpl_error *e)
+{
+    char *s = tpl_error_format(e);
+    if (s) { fputs(s, stderr); free(s); }
+    else fprintf(stderr, "error: %s\n", e->message ? e->message : "unknown");
+}
+
+/* A JSON error in a state/golden file: FILE:LINE:COL with the file's line and a caret. */
+static void print_json_error(const char *path, const char *text, size_t tlen, const tpl_error *e)
+{
+    tpl_error loc = *e;
+    loc.file = path;
+    char *line = NULL;
+    if (e->line) {
+        size_t i = 0;
+        uint32_t l = 1;
+        while (i < tlen && l < e->line) { if (text[i] == '\n') l++; i++; }
+        size_t j = i;
+        while (j < tlen && text[j] != '\n' && text[j] != '\r') j++;
+        line = malloc(j - i + 1);
+        if (line) { memcpy(line, text + i, j - i); line[j - i] = 0; }
+    }
+    loc.source_line = line;
+    if (!loc.line) loc.line = 1, loc.column = 1;
+    print_error(&loc);
+    free(line);
+}
+
+static tpl_syntax syntax_of(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && strcmp(dot, ".erb") == 0) return TPL_SYNTAX_ERB;
+    if (dot && (strcmp(dot, ".fmt") == 0 || strcmp(dot, ".txt") == 0)) return TPL_SYNTAX_FMT;
+    return TPL_SYNTAX_JINJA;
+}
+
+typedef struct opts {
+    const char *cmd, *tpl, *state, *golden, *syntax, *profile, *lang, *channel, *medium, *out;
+    long case_n;
+    bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
+    const char **facts;
+    int nfacts;
+    int ncatalogs, ntrkeys;
+} opts;
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->case_n = -1;
+    o->facts = calloc((size_t)argc, sizeof *o->facts);
+    if (!o->facts) return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+#define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
+        VAL("--state", state) VAL("--golden", golden) VAL("--syntax", syntax) VAL("--profile", profile)
+        VAL("--lang", lang) VAL("--channel", channel) VAL("--medium", medium) VAL("-o", out)
+#undef VAL
+        if (strcmp(a, "--case") == 0) {
+            if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
+            char *end;
+            o->case_n = strtol(argv[i], &end, 10);
+            if (*end || o->case_n < 0) { fprintf(stderr, "tplc: --case needs a non-negative number\n"); return -1; }
+            continue;
+        }
+        if (strcmp(a, "--remember") == 0) {
+            if (++i >= argc) { fprintf(stderr, "tplc: --remember needs a value\n"); return -1; }
+            o->facts[o->nfacts++] = argv[i];
+            continue;
+        }
+        if (strcmp(a, "--catalog") == 0 || strcmp(a, "--tr-key") == 0) {
+            if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", a); return -1; }
+            if (a[2] == 'c') o->ncatalogs++;
+            else o->ntrkeys++;
+            continue;
+        }
+        if (strcmp(a, "--trim-blocks") == 0) { o->trim_blocks = true; continue; }
+        if (strcmp(a, "--lstrip-blocks") == 0) { o->lstrip_blocks = true; continue; }
+        if (strcmp(a, "--keep-trailing-newline") == 0) { o->keep_nl = true; continue; }
+        if (strcmp(a, "--strict") == 0) { o->strict = true; continue; }
+        if (strcmp(a, "--tidy") == 0) { o->tidy = true; continue; }
+        if (a[0] == '-' && a[1] != 0) { fprintf(stderr, "tplc: unknown flag %s\n", a); return -1; }
+        if (!o->cmd) o->cmd = a;
+        else if (!o->tpl) o->tpl = a;
+        else { fprintf(stderr, "tplc: unexpected argument %s\n", a); return -1; }
+    }
+    if (!o->cmd || !o->tpl) return -1;
+    return 0;
+}
+
+static int compile_template(const opts *o, tpl_program **prog)
+{
+    size_t len;
+    char *src = read_file(o->tpl, &len);
+    if (!src) {
+        fprintf(stderr, "%s: error: cannot read template: %s\n", o->tpl, strerror(errno ? errno : EIO));
+        return EXIT_USAGE;
+    }
+    tpl_syntax syn = syntax_of(o->tpl);
+    if (o->syntax) {
+        if (strcmp(o->syntax, "jinja") == 0) syn = TPL_SYNTAX_JINJA;
+        else if (strcmp(o->syntax, "erb") == 0) syn = TPL_SYNTAX_ERB;
+        else if (strcmp(o->syntax, "fmt") == 0) syn = TPL_SYNTAX_FMT;
+        else { fprintf(stderr, "tplc: unknown syntax '%s'\n", o->syntax); free(src); return EXIT_USAGE; }
+    }
+    tpl_options opt;
+    if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
+        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+        free(src);
+        return EXIT_USAGE;
+    }
+    opt.trim_blocks |= o->trim_blocks;
+    opt.lstrip_blocks |= o->lstrip_blocks;
+    opt.keep_trailing_newline |= o->keep_nl;
+    opt.strict |= o->strict;
+    opt.tidy |= o->tidy;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_compile(o->tpl, src, len, &opt, prog, &err);
+    free(src);
+    if (st != TPL_OK) {
+        print_error(&err);
+        tpl_error_clear(&err);
+        return st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+    }
+    return 0;
+}
+
+/* Loads --state or --golden into the render (and the golden's memory facts). */
+static int load_state(const opts *o, tpl_render *r)
+{
+    const char *path = o->state ? o->state : o->golden;
+    if (!path) return 0;
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "%s: error: cannot read state: %s\n", path, strerror(errno ? errno : EIO));
+        return EXIT_USAGE;
+    }
+    tpl_status st = tpl_render_set_state_json(r, text, len);
+    if (st != TPL_OK && o->golden) {
+        /* a golden: {"state": {...}, "memory": [...]}, or an array of them (--case) */
+        fprintf(stderr, "%s: error: --golden is not supported yet\n", path);
+        free(text);
+        return EXIT_USAGE;
+    }
+    if (st != TPL_OK) {
+        print_json_error(path, text, len, tpl_render_error(r));
+        free(text);
+        return EXIT_TEMPLATE;
+    }
+    free(text);
+    return 0;
+}
+
+static int cmd_render(const opts *o)
+{
+    if (o->ncatalogs || o->ntrkeys) {
+        fprintf(stderr, "tplc: --catalog and --tr-key are not supported yet\n");
+        return EXIT_USAGE;
+    }
+    tpl_program *prog = NULL;
+    int rc = compile_template(o, &prog);
+    if (rc) return rc;
+    tpl_render *r = tpl_render_new(NULL);
+    if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    rc = load_state(o, r);
+    for (int i = 0; !rc && i < o->nfacts; i++)
+        if (tpl_render_add_fact(r, o->facts[i], strlen(o->facts[i])) != TPL_OK) rc = EXIT_USAGE;
+    if (!rc && (o->channel || o->medium) && tpl_render_set_call(r, o->channel, o->medium) != TPL_OK) {
+        print_error(tpl_render_error(r));
+        rc = EXIT_USAGE;
+    }
+    if (!rc) {
+        const char *out;
+        size_t n;
+        tpl_status st = tpl_render_run(r, prog, &out, &n);
+        if (st != TPL_OK) {
+            print_error(tpl_render_error(r));
+            rc = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        } else if (o->out) {
+            if (write_atomic(o->out, out, n) != 0) {
+                fprintf(stderr, "%s: error: cannot write: %s\n", o->out, strerror(errno));
+                rc = EXIT_USAGE;
+            }
+        } else if (fwrite(out, 1, n, stdout) != n || fflush(stdout) != 0) {
+            rc = EXIT_USAGE;
+        }
+    }
+    tpl_render_free(r);
+    tpl_program_free(prog);
+    return rc;
+}
+
+static int cmd_dump(const opts *o)
+{
+    tpl_program *prog = NULL;
+    int rc = compile_template(o, &prog);
+    if (rc) return rc;
+    char *s = tpl_disassemble(prog);
+    tpl_program_free(prog);
+    if (!s) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    fputs(s, stdout);
+    free(s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("tplc %s\n", TPL_VERSION_STRING);
+        return 0;
+    }
+    opts o;
+    if (parse_args(argc, argv, &o) != 0) {
+        fputs(usage, stderr);
+        free(o.facts);
+        return EXIT_USAGE;
+    }
+    int rc;
+    if (strcmp(o.cmd, "render") == 0) rc = cmd_render(&o);
+    else if (strcmp(o.cmd, "dump") == 0) rc = cmd_dump(&o);
+    else if (strcmp(o.cmd, "compile") == 0 || strcmp(o.cmd, "lint") == 0) {
+        fprintf(stderr, "tplc: '%s' is not implemented yet\n", o.cmd);
+        rc = EXIT_USAGE;
+    } else {
+        fputs(usage, stderr);
+        rc = EXIT_USAGE;
+    }
+    free(o.facts);
+    return rc;
+}
