@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compile.h"
+#include "../grammar/parse_ctx.h"
 #include "../stdlib/builtins.h"
 #include "../runtime/vm.h"
 
@@ -33,13 +34,26 @@ typedef struct loopctx {
     size_t nbreaks, cap;
 } loopctx;
 
+#define TPL_MAX_INHERIT 16
+
+/* A block name with its definitions along the extends chain, most derived first. */
+typedef struct tpl_block {
+    tpl_value name;
+    tpl_node *defs[TPL_MAX_INHERIT];
+    uint32_t tpl[TPL_MAX_INHERIT];   /* chain index of each definition (0 = the main template) */
+    uint32_t ndefs;
+} tpl_block;
+
 typedef struct func {
-    struct func *parent;
+    struct func *parent;     /* the function this one is defined in (closures read its slots) */
     bool is_macro;
+    bool uses_varargs, uses_kwargs, uses_caller;
     uint32_t nslots;
     int depth, max_depth;    /* operand stack */
     scope *scope;
     loopctx *loop;
+    int32_t rec_self;        /* recursive loop function: slots of itself, its depth and its loop; else -1 */
+    int32_t rec_depth, rec_loop;
 } func;
 
 struct tpl_comp {
@@ -65,6 +79,18 @@ struct tpl_comp {
     func *fn;
     func root;
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
+    bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
+    bool autoescape;         /* inside {% autoescape true %} */
+    bool no_context;         /* compiling an include without context: names are globals only */
+    int include_depth;
+    bool span_locked;        /* included source: keep the include statement's location */
+    uint32_t span_off;
+    char **sources;          /* included sources (freed after compilation) */
+    size_t nsources, srccap;
+    tpl_block *blocks;       /* blocks of the extends chain */
+    size_t nblocks, bcap;
+    tpl_block *cur_block;    /* the block being compiled (super()) */
+    uint32_t cur_block_pos;
     bool failed;
     uint32_t err_off;
     char msg[256];
@@ -95,7 +121,7 @@ static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...)
 {
     if (c->failed) return;
     c->failed = true;
-    c->err_off = off;
+    c->err_off = c->span_locked ? c->span_off : off;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->msg, sizeof c->msg, fmt, ap);
@@ -181,7 +207,7 @@ static uint32_t emit_raw(tpl_comp *c, uint32_t word)
 static void add_span(tpl_comp *c, uint32_t pc)
 {
     uint32_t line, col;
-    tpl_offset_to_linecol(c->src, c->srclen, c->cur_off, &line, &col);
+    tpl_offset_to_linecol(c->src, c->srclen, c->span_locked ? c->span_off : c->cur_off, &line, &col);
     if (c->nspans && c->spans[c->nspans - 1].line == line && c->spans[c->nspans - 1].col == col) return;
     if (c->nspans && c->spans[c->nspans - 1].pc == pc) {
         c->spans[c->nspans - 1].line = line;
@@ -303,45 +329,62 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     return sl;
 }
 
-typedef enum { R_GLOBAL, R_LOCAL, R_ROOT } res_kind;
+typedef enum { R_GLOBAL, R_LOCAL, R_ROOT, R_OUTER, R_BUILTIN } res_kind;
 
-/* Resolves a name: a slot of the current function, a template-level slot (from a macro), or a
- * global (state, then builtin globals). */
-static res_kind resolve(tpl_comp *c, tpl_value name, uint32_t *slot)
+static int find_in_func(func *f, tpl_value name)
 {
-    for (scope *s = c->fn->scope; s; s = s->parent) {
+    for (scope *s = f->scope; s; s = s->parent) {
         int sl = scope_find(s, name);
-        if (sl >= 0) { *slot = (uint32_t)sl; return R_LOCAL; }
+        if (sl >= 0) return sl;
         if (s->func_boundary) break;
     }
-    if (c->fn->is_macro) {
-        /* template-level variables (not loop-local ones) are visible inside macros */
-        scope *rs = c->root.scope;
-        while (rs && !rs->func_boundary) rs = rs->parent;
-        if (rs) {
-            int sl = scope_find(rs, name);
-            if (sl >= 0) { *slot = (uint32_t)sl; return R_ROOT; }
+    return -1;
+}
+
+/* Resolves a name: a slot of the current function, a slot of the function it is defined in
+ * (closures: macros, call-block callers, recursive loops), a template-level slot, or a global
+ * (state, then builtin globals). */
+static res_kind resolve(tpl_comp *c, tpl_value name, uint32_t *slot)
+{
+    int sl = find_in_func(c->fn, name);
+    if (sl >= 0) { *slot = (uint32_t)sl; return R_LOCAL; }
+    func *outer = c->fn->parent;
+    if (outer) {
+        sl = find_in_func(outer, name);
+        if (sl >= 0) { *slot = (uint32_t)sl; return outer == &c->root ? R_ROOT : R_OUTER; }
+        if (outer != &c->root) {
+            scope *rs = c->root.scope;
+            while (rs && !rs->func_boundary) rs = rs->parent;
+            if (rs && (sl = scope_find(rs, name)) >= 0) { *slot = (uint32_t)sl; return R_ROOT; }
         }
     }
-    return R_GLOBAL;
+    return c->no_context ? R_BUILTIN : R_GLOBAL;
 }
 
 /* ------------------------------------------------------------------ expressions */
 
 static void expr(tpl_comp *c, tpl_node *n);
 static void body(tpl_comp *c, tpl_node *n);
+static bool block_call(tpl_comp *c, tpl_node *n);
 
 static void load_name(tpl_comp *c, tpl_value name)
 {
     uint32_t slot;
     res_kind r = resolve(c, name, &slot);
     uint32_t k = add_name(c, name);
-    if (r == R_GLOBAL) {
-        emit(c, TPL_OP_LOAD_NAME, k, 1);
-    } else {
-        emit(c, r == R_LOCAL ? TPL_OP_LOAD_SLOT : TPL_OP_LOAD_ROOT, slot, 1);
-        emit_raw(c, k);
+    if (r == R_LOCAL && c->fn->is_macro) {
+        if (name_eq(name, "varargs", 7)) c->fn->uses_varargs = true;
+        else if (name_eq(name, "kwargs", 6)) c->fn->uses_kwargs = true;
+        else if (name_eq(name, "caller", 6)) c->fn->uses_caller = true;
     }
+    switch (r) {
+    case R_GLOBAL: emit(c, TPL_OP_LOAD_NAME, k, 1); return;
+    case R_BUILTIN: emit(c, TPL_OP_LOAD_GLOBAL, k, 1); return;
+    case R_LOCAL: emit(c, TPL_OP_LOAD_SLOT, slot, 1); break;
+    case R_ROOT: emit(c, TPL_OP_LOAD_ROOT, slot, 1); break;
+    case R_OUTER: emit(c, TPL_OP_LOAD_OUTER, slot, 1); break;
+    }
+    emit_raw(c, k);
 }
 
 static void store_target(tpl_comp *c, tpl_node *t)
@@ -490,6 +533,19 @@ static void compare(tpl_comp *c, tpl_node *n)
     for (int i = 0; i < nexit; i++) patch_a(c, exits[i], end);
 }
 
+/* An unknown filter or test: a compile error, except inside an if or inline-if, where Jinja2
+ * compiles it and fails only when that code runs. */
+static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *what)
+{
+    char msg[200];
+    const char *sug = tpl_builtin_suggest(kind, n->val.u.s, n->val.len);
+    if (sug) snprintf(msg, sizeof msg, "No %s named '%.*s'. Did you mean '%s'?", what, (int)n->val.len, n->val.u.s, sug);
+    else snprintf(msg, sizeof msg, "No %s named '%.*s'.", what, (int)n->val.len, n->val.u.s);
+    if (!c->soft) { cerror(c, n->off, "%s", msg); return; }
+    c->cur_off = n->off;
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, strlen(msg))), 1);
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -527,6 +583,26 @@ static void expr(tpl_comp *c, tpl_node *n)
     case TPL_N_CALL: {
         tpl_node *fn = n->a;
         uint32_t slot;
+        if (block_call(c, n)) return;
+        if (fn->kind == TPL_N_NAME && name_eq(fn->val, "loop", 4) && c->fn->rec_self >= 0 &&
+            resolve(c, fn->val, &slot) == R_LOCAL && (int32_t)slot == c->fn->rec_loop) {
+            /* loop(children) in a recursive loop: call the loop function one level deeper */
+            if (!n->b || n->b->next || n->b->kind != TPL_N_ARG) { cerror(c, n->off, "loop() takes exactly one argument"); return; }
+            uint32_t k = add_name(c, tpl_v_str("loop", 4));
+            emit(c, TPL_OP_LOAD_SLOT, (uint32_t)c->fn->rec_self, 1);
+            emit_raw(c, k);
+            expr(c, n->b->a);
+            emit(c, TPL_OP_LOAD_SLOT, (uint32_t)c->fn->rec_depth, 1);
+            emit_raw(c, k);
+            emit(c, TPL_OP_INT, 1, 1);
+            emit(c, TPL_OP_ADD, 0, -1);
+            emit(c, TPL_OP_LOAD_SLOT, (uint32_t)c->fn->rec_self, 1);
+            emit_raw(c, k);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_CALL, 0, -3);
+            emit_raw(c, TPL_ARGW(3, 0, TPL_NO_KW));
+            return;
+        }
         if (fn->kind == TPL_N_NAME && resolve(c, fn->val, &slot) == R_GLOBAL) {
             int b = tpl_builtin_find(TPL_BK_GLOBAL, fn->val.u.s, fn->val.len);
             if (b >= 0) {
@@ -556,9 +632,7 @@ static void expr(tpl_comp *c, tpl_node *n)
     case TPL_N_FILTER: {
         int b = tpl_builtin_find(TPL_BK_FILTER, n->val.u.s, n->val.len);
         if (b < 0) {
-            const char *sug = tpl_builtin_suggest(TPL_BK_FILTER, n->val.u.s, n->val.len);
-            if (sug) cerror(c, n->off, "No filter named '%.*s'. Did you mean '%s'?", (int)n->val.len, n->val.u.s, sug);
-            else cerror(c, n->off, "No filter named '%.*s'.", (int)n->val.len, n->val.u.s);
+            unknown_callable(c, n, TPL_BK_FILTER, "filter");
             return;
         }
         if (n->a) expr(c, n->a);
@@ -571,9 +645,7 @@ static void expr(tpl_comp *c, tpl_node *n)
     case TPL_N_TEST: {
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
-            const char *sug = tpl_builtin_suggest(TPL_BK_TEST, n->val.u.s, n->val.len);
-            if (sug) cerror(c, n->off, "No test named '%.*s'. Did you mean '%s'?", (int)n->val.len, n->val.u.s, sug);
-            else cerror(c, n->off, "No test named '%.*s'.", (int)n->val.len, n->val.u.s);
+            unknown_callable(c, n, TPL_BK_TEST, "test");
             return;
         }
         expr(c, n->a);
@@ -634,6 +706,8 @@ static void expr(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_CONDEXPR: {
         /* a = test, b = then, c = else */
+        bool soft = c->soft;
+        c->soft = true;
         expr(c, n->a);
         uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
         expr(c, n->b);
@@ -642,6 +716,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         if (n->c) expr(c, n->c);
         else emit(c, TPL_OP_UNDEF, 0, 1);
         patch_a(c, jend, here(c));
+        c->soft = soft;
         return;
     }
     case TPL_N_CONCAT: {
@@ -686,95 +761,173 @@ static void apply_filters(tpl_comp *c, tpl_node *f)
     }
 }
 
-static void stmt_for(tpl_comp *c, tpl_node *n)
+/* ------------------------------------------------------------------ template loading */
+
+/* A template loaded for include/import/extends: its parsed body. The source stays alive until
+ * the compiler is finished (AST strings point into it). */
+static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool missing_ok)
 {
-    if (n->op) { cerror(c, n->off, "recursive loops are not supported yet"); return; }
-    expr(c, n->b);
-    if (n->e) {
-        /* `for x in xs if test`: filter first, so loop.index/length count kept items (Jinja2) */
-        push_scope(c, false);
-        uint32_t acc = new_slot(c), it = new_slot(c), item = new_slot(c);
-        emit(c, TPL_OP_FOR_INIT, it, -1);
-        emit(c, TPL_OP_BUILD_LIST, 0, 1);
-        emit(c, TPL_OP_STORE_SLOT, acc, -1);
-        uint32_t top = here(c);
-        uint32_t fn = emit(c, TPL_OP_FOR_NEXT, it, 1);
-        uint32_t exit_pos = emit_raw(c, 0);
-        emit(c, TPL_OP_DUP, 0, 1);
-        emit(c, TPL_OP_STORE_SLOT, item, -1);
-        store_target(c, n->a);
-        expr(c, n->e);
-        uint32_t skip = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
-        /* acc = acc + [item] */
-        emit(c, TPL_OP_LOAD_SLOT, acc, 1);
-        emit_raw(c, add_name(c, tpl_v_str("(loop filter)", 13)));
-        emit(c, TPL_OP_LOAD_SLOT, item, 1);
-        emit_raw(c, add_name(c, tpl_v_str("(loop filter)", 13)));
-        emit(c, TPL_OP_BUILD_LIST, 1, 0);
-        emit(c, TPL_OP_ADD, 0, -1);
-        emit(c, TPL_OP_STORE_SLOT, acc, -1);
-        patch_a(c, skip, here(c));
-        emit(c, TPL_OP_JUMP, top, 0);
-        patch_word(c, exit_pos, here(c));
-        (void)fn;
-        emit(c, TPL_OP_LOAD_SLOT, acc, 1);
-        emit_raw(c, add_name(c, tpl_v_str("(loop filter)", 13)));
-        pop_scope(c);
+    const tpl_options *o = &c->p->opts;
+    if (!o->loader) {
+        if (!missing_ok) cerror(c, off, "cannot load '%.*s': no template loader", (int)name.len, name.u.s);
+        return NULL;
     }
-    push_scope(c, false);
-    uint32_t loop_slot = declare(c, tpl_v_str("loop", 4));
-    c->cur_off = n->off;
-    emit(c, TPL_OP_FOR_INIT, loop_slot, -1);
-    loopctx lc = { 0 };
-    lc.parent = c->fn->loop;
-    lc.top = here(c);
-    c->fn->loop = &lc;
-    emit(c, TPL_OP_FOR_NEXT, loop_slot, 1);
-    uint32_t exit_pos = emit_raw(c, 0);
-    store_target(c, n->a);
-    body(c, n->c);
-    emit(c, TPL_OP_JUMP, lc.top, 0);
-    patch_word(c, exit_pos, here(c));
-    c->fn->loop = lc.parent;
-    pop_scope(c);
-    if (n->d) {
-        c->cur_off = n->off;
-        emit(c, TPL_OP_FOR_ITERATED, loop_slot, 0);
-        uint32_t pos = emit_raw(c, 0);
-        body(c, n->d);
-        patch_word(c, pos, here(c));
+    size_t len = 0;
+    char *raw = o->loader(o->loader_data, name.u.s, name.len, &len);
+    if (!raw) {
+        if (!missing_ok) cerror(c, off, "template '%.*s' not found", (int)name.len, name.u.s);
+        return NULL;
     }
-    uint32_t end = here(c);
-    for (size_t i = 0; i < lc.nbreaks; i++) patch_a(c, lc.breaks[i], end);
-    free(lc.breaks);
+    size_t n;
+    char *src = tpl_jinja_normalize(raw, len, o->keep_trailing_newline, &n);
+    free(raw);
+    if (!src || !grow((void **)&c->sources, &c->srccap, c->nsources + 1, sizeof *c->sources)) {
+        free(src);
+        cerror(c, off, "out of memory");
+        return NULL;
+    }
+    c->sources[c->nsources++] = src;
+    tpl_token_vec toks = { 0 };
+    tpl_lex_opts lo = { o->trim_blocks, o->lstrip_blocks };
+    tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
+    uint32_t line, col;
+    if (!lr.ok) {
+        free(toks.v);
+        tpl_offset_to_linecol(src, n, lr.err_off, &line, &col);
+        cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, lr.msg);
+        return NULL;
+    }
+    tpl_pctx pc = { 0 };
+    pc.arena = c->tmp;
+    pc.src = src;
+    pc.n = n;
+    bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
+    free(toks.v);
+    if (!ok) {
+        tpl_offset_to_linecol(src, n, pc.err_off, &line, &col);
+        cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, pc.failed ? pc.msg : "syntax error");
+        return NULL;
+    }
+    return pc.root;
 }
 
-static void stmt_macro(tpl_comp *c, tpl_node *n)
+/* The constant template name(s) of an include/import/extends. */
+static bool template_names(tpl_comp *c, tpl_node *e, tpl_node **first)
 {
-    uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
-    func f = { 0 };
-    f.parent = c->fn;
-    f.is_macro = true;
-    c->fn = &f;
+    if (e->kind == TPL_N_CONST && e->val.type == TPL_T_STR) { *first = e; e->next = NULL; return true; }
+    if ((e->kind == TPL_N_LIST || e->kind == TPL_N_TUPLE) && e->a) {
+        for (tpl_node *x = e->a; x; x = x->next)
+            if (x->kind != TPL_N_CONST || x->val.type != TPL_T_STR) goto bad;
+        *first = e->a;
+        return true;
+    }
+bad:
+    cerror(c, e->off, "template names must be string constants (tpl resolves templates at compile time)");
+    return false;
+}
+
+/* ------------------------------------------------------------------ statements */
+
+static void stmt(tpl_comp *c, tpl_node *n);
+
+/* Declares the names a template or an if-branch assigns at its own level, so that macros
+ * defined earlier can read them (Jinja2 resolves them in the context at call time). */
+static void predeclare(tpl_comp *c, tpl_node *n)
+{
+    for (; n && !c->failed; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_SET:
+        case TPL_N_SETBLOCK:
+            if (n->a->kind == TPL_N_NAME) declare(c, n->a->val);
+            else if (n->a->kind == TPL_N_TUPLE)
+                for (tpl_node *x = n->a->a; x; x = x->next)
+                    if (x->kind == TPL_N_NAME) declare(c, x->val);
+            break;
+        case TPL_N_MACRO: declare(c, n->val); break;
+        case TPL_N_IMPORT: declare(c, n->val); break;
+        case TPL_N_FROMIMPORT:
+            for (tpl_node *x = n->b; x; x = x->next) declare(c, x->a ? x->a->val : x->val);
+            break;
+        case TPL_N_IF: predeclare(c, n->b); predeclare(c, n->c); break;
+        case TPL_N_GENERATION:
+        case TPL_N_AUTOESCAPE: predeclare(c, n->b); break;
+        default: break;
+        }
+    }
+}
+
+static void func_begin(tpl_comp *c, func *f)
+{
+    memset(f, 0, sizeof *f);
+    f->parent = c->fn;
+    f->is_macro = true;
+    f->rec_self = f->rec_depth = f->rec_loop = -1;
+    c->fn = f;
     push_scope(c, true);
+}
+
+/* Ends a nested function started after the JUMP at `skip`; registers its descriptor and pushes
+ * its closure (MACRO). */
+static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tpl_list *params, uint32_t skip,
+                     uint32_t off)
+{
+    emit(c, TPL_OP_RETURN, 0, 0);
+    d->nslots = (uint16_t)f->nslots;
+    d->max_stack = (uint16_t)(f->max_depth + 4);
+    pop_scope(c);
+    c->fn = f->parent;
+    patch_a(c, skip, here(c));
+    if (c->failed) return;
+    if (f->nslots > 0xFFFF || f->max_depth > 0xFFF0) { cerror(c, off, "function too large"); return; }
+    tpl_value lv = tpl_v_list(params);
+    lv.flags = TPL_F_TUPLE;
+    d->params = add_const(c, lv);
+    d->name = add_name(c, name);
+    if (!grow((void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { cerror(c, off, "out of memory"); return; }
+    c->macros[c->nmacros] = *d;
+    c->cur_off = off;
+    emit(c, TPL_OP_MACRO, (uint32_t)c->nmacros, 1);
+    c->nmacros++;
+}
+
+static tpl_list *param_list(tpl_comp *c, uint32_t cap)
+{
+    tpl_list *l = tpl_list_new(&c->p->arena, cap);
+    if (!l) cerror(c, c->cur_off, "out of memory");
+    return l;
+}
+
+static void param_push(tpl_comp *c, tpl_list *l, tpl_value name)
+{
+    char *s = tpl_arena_strdup(&c->p->arena, name.u.s, name.len);
+    if (!l || !s || !tpl_list_push(&c->p->arena, l, tpl_v_str(s, name.len))) cerror(c, c->cur_off, "out of memory");
+}
+
+/* Compiles a macro (or a call block's caller) and pushes its closure. params: NAME or KWARG
+ * (with a default) nodes. */
+static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_node *fbody, uint32_t off)
+{
+    bool soft = c->soft;
+    c->soft = false;
+    uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
+    func f;
+    func_begin(c, &f);
+    tpl_list *pl = param_list(c, 4);
     uint32_t nparams = 0;
-    tpl_list *pl = tpl_list_new(&c->p->arena, 4);
-    for (tpl_node *p = n->a; p; p = p->next) {
-        tpl_value pname = p->val;
-        char *s = tpl_arena_strdup(&c->p->arena, pname.u.s, pname.len);
-        if (!pl || !s || !tpl_list_push(&c->p->arena, pl, tpl_v_str(s, pname.len))) { cerror(c, p->off, "out of memory"); break; }
-        declare(c, pname);
+    for (tpl_node *p = params; p && !c->failed; p = p->next) {
+        param_push(c, pl, p->val);
+        if (scope_find(c->fn->scope, p->val) >= 0) { cerror(c, p->off, "duplicate argument '%.*s' in macro", (int)p->val.len, p->val.u.s); break; }
+        declare(c, p->val);
         nparams++;
     }
+    uint32_t vs = declare(c, tpl_v_str("varargs", 7));
+    uint32_t ks = declare(c, tpl_v_str("kwargs", 6));
+    uint32_t cs = declare(c, tpl_v_str("caller", 6));
     tpl_macro_desc d = { 0 };
     d.entry = here(c);
     d.nparams = (uint16_t)nparams;
-    d.varargs_slot = (int16_t)declare(c, tpl_v_str("varargs", 7));
-    d.kwargs_slot = (int16_t)declare(c, tpl_v_str("kwargs", 6));
-    d.caller_slot = (int16_t)declare(c, tpl_v_str("caller", 6));
-    /* defaults: evaluated at call time when the argument is missing */
     uint32_t i = 0;
-    for (tpl_node *p = n->a; p; p = p->next, i++) {
+    for (tpl_node *p = params; p && !c->failed; p = p->next, i++) {
         if (p->kind != TPL_N_KWARG) continue;
         c->cur_off = p->off;
         emit(c, TPL_OP_JSET, i, 0);
@@ -783,28 +936,329 @@ static void stmt_macro(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_STORE_SLOT, i, -1);
         patch_word(c, pos, here(c));
     }
-    body(c, n->b);
-    emit(c, TPL_OP_RETURN, 0, 0);
-    d.nslots = (uint16_t)f.nslots;
-    d.max_stack = (uint16_t)(f.max_depth + 4);
-    pop_scope(c);
-    c->fn = f.parent;
-    patch_a(c, skip, here(c));
-    if (c->failed) return;
-    tpl_value lv = tpl_v_list(pl);
-    lv.flags = TPL_F_TUPLE;
-    d.params = add_const(c, lv);
-    d.name = add_name(c, n->val);
-    if (!grow((void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { cerror(c, n->off, "out of memory"); return; }
-    c->macros[c->nmacros] = d;
+    predeclare(c, fbody);
+    body(c, fbody);
+    d.varargs_slot = (int16_t)(f.uses_varargs ? (int)vs : -1);
+    d.kwargs_slot = (int16_t)(f.uses_kwargs ? (int)ks : -1);
+    d.caller_slot = (int16_t)(f.uses_caller ? (int)cs : -1);
+    func_end(c, &f, &d, name, pl, skip, off);
+    c->soft = soft;
+}
+
+/* The body of a for loop; the iterable is on the stack. depth_slot >= 0 in a recursive loop's
+ * function (its depth argument). */
+static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
+{
+    tpl_value lname = tpl_v_str("(loop)", 6);
+    if (n->e) {
+        /* `for x in xs if test`: filter first, so loop.index/length count kept items (Jinja2) */
+        push_scope(c, false);
+        uint32_t acc = new_slot(c), it = new_slot(c), item = new_slot(c);
+        emit(c, TPL_OP_FOR_INIT, it, -1);
+        emit(c, TPL_OP_BUILD_LIST, 0, 1);
+        emit(c, TPL_OP_STORE_SLOT, acc, -1);
+        uint32_t top = here(c);
+        emit(c, TPL_OP_FOR_NEXT, it, 1);
+        uint32_t exit_pos = emit_raw(c, 0);
+        emit(c, TPL_OP_DUP, 0, 1);
+        emit(c, TPL_OP_STORE_SLOT, item, -1);
+        store_target(c, n->a);
+        expr(c, n->e);
+        uint32_t skip = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
+        emit(c, TPL_OP_LOAD_SLOT, acc, 1);
+        emit_raw(c, add_name(c, lname));
+        emit(c, TPL_OP_LOAD_SLOT, item, 1);
+        emit_raw(c, add_name(c, lname));
+        emit(c, TPL_OP_BUILD_LIST, 1, 0);
+        emit(c, TPL_OP_ADD, 0, -1);
+        emit(c, TPL_OP_STORE_SLOT, acc, -1);
+        patch_a(c, skip, here(c));
+        emit(c, TPL_OP_JUMP, top, 0);
+        patch_word(c, exit_pos, here(c));
+        emit(c, TPL_OP_LOAD_SLOT, acc, 1);
+        emit_raw(c, add_name(c, lname));
+        pop_scope(c);
+    }
+    push_scope(c, false);
+    uint32_t loop_slot = declare(c, tpl_v_str("loop", 4));
+    if (depth_slot >= 0) c->fn->rec_loop = (int32_t)loop_slot;
+    /* Jinja2's for-else runs unless some iteration reached the end of the body */
+    uint32_t done = 0;
+    if (n->d) {
+        done = new_slot(c);
+        emit(c, TPL_OP_FALSE, 0, 1);
+        emit(c, TPL_OP_STORE_SLOT, done, -1);
+    }
     c->cur_off = n->off;
-    emit(c, TPL_OP_MACRO, (uint32_t)c->nmacros, 1);
-    c->nmacros++;
-    tpl_node nm = { 0 };
-    nm.kind = TPL_N_NAME;
-    nm.off = n->off;
-    nm.val = n->val;
-    store_target(c, &nm);
+    emit(c, TPL_OP_FOR_INIT, loop_slot, -1);
+    if (depth_slot >= 0) {
+        emit(c, TPL_OP_LOAD_SLOT, (uint32_t)depth_slot, 1);
+        emit_raw(c, add_name(c, lname));
+        emit(c, TPL_OP_LOOP_DEPTH, loop_slot, -1);
+    }
+    loopctx lc = { 0 };
+    lc.parent = c->fn->loop;
+    lc.top = here(c);
+    c->fn->loop = &lc;
+    emit(c, TPL_OP_FOR_NEXT, loop_slot, 1);
+    uint32_t exit_pos = emit_raw(c, 0);
+    store_target(c, n->a);
+    body(c, n->c);
+    if (n->d) {
+        emit(c, TPL_OP_TRUE, 0, 1);
+        emit(c, TPL_OP_STORE_SLOT, done, -1);
+    }
+    emit(c, TPL_OP_JUMP, lc.top, 0);
+    patch_word(c, exit_pos, here(c));
+    c->fn->loop = lc.parent;
+    uint32_t end = here(c);
+    for (size_t i = 0; i < lc.nbreaks; i++) patch_a(c, lc.breaks[i], end);
+    free(lc.breaks);
+    if (n->d) {
+        emit(c, TPL_OP_LOAD_SLOT, done, 1);
+        emit_raw(c, add_name(c, lname));
+        pop_scope(c);
+        uint32_t skip = emit(c, sop(c, TPL_OP_JT_PY), 0, -1);
+        body(c, n->d);
+        patch_a(c, skip, here(c));
+    } else {
+        pop_scope(c);
+    }
+}
+
+static void stmt_for(tpl_comp *c, tpl_node *n)
+{
+    if (!n->op) {
+        expr(c, n->b);
+        for_loop(c, n, -1);
+        return;
+    }
+    /* recursive: the loop is a function (iterable, depth, itself); loop(x) calls it again */
+    bool soft = c->soft;
+    c->soft = false;
+    uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
+    func f;
+    func_begin(c, &f);
+    tpl_list *pl = param_list(c, 3);
+    const char *pn[3] = { "(iterable)", "(depth)", "(self)" };
+    uint32_t ps[3];
+    for (int i = 0; i < 3; i++) {
+        param_push(c, pl, tpl_v_str(pn[i], strlen(pn[i])));
+        ps[i] = declare(c, tpl_v_str(pn[i], strlen(pn[i])));
+    }
+    f.rec_depth = (int32_t)ps[1];
+    f.rec_self = (int32_t)ps[2];
+    tpl_macro_desc d = { 0 };
+    d.entry = here(c);
+    d.nparams = 3;
+    d.varargs_slot = d.kwargs_slot = d.caller_slot = -1;
+    emit(c, TPL_OP_LOAD_SLOT, ps[0], 1);
+    emit_raw(c, add_name(c, tpl_v_str("loop", 4)));
+    for_loop(c, n, (int32_t)ps[1]);
+    func_end(c, &f, &d, tpl_v_str("loop", 4), pl, skip, n->off);
+    c->soft = soft;
+    uint32_t tmp = new_slot(c);
+    emit(c, TPL_OP_DUP, 0, 1);
+    emit(c, TPL_OP_STORE_SLOT, tmp, -1);
+    expr(c, n->b);
+    emit(c, TPL_OP_INT, 1, 1);
+    emit(c, TPL_OP_LOAD_SLOT, tmp, 1);
+    emit_raw(c, add_name(c, tpl_v_str("loop", 4)));
+    c->cur_off = n->off;
+    emit(c, TPL_OP_CALL, 0, -3);
+    emit_raw(c, TPL_ARGW(3, 0, TPL_NO_KW));
+    emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+}
+
+/* ---- blocks and template inheritance ---- */
+
+/* Compiles a block body from template `tpl_index` of the inheritance chain. */
+static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off);
+
+static tpl_block *find_block(tpl_comp *c, tpl_value name)
+{
+    for (size_t i = 0; i < c->nblocks; i++)
+        if (tpl_equal(c->blocks[i].name, name)) return &c->blocks[i];
+    return NULL;
+}
+
+/* Records the BLOCK nodes of a template (most-derived templates are collected first). */
+static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
+{
+    for (; n && !c->failed; n = n->next) {
+        if (n->kind == TPL_N_BLOCK) {
+            tpl_block *b = find_block(c, n->val);
+            if (!b) {
+                if (!grow((void **)&c->blocks, &c->bcap, c->nblocks + 1, sizeof *c->blocks)) { cerror(c, n->off, "out of memory"); return; }
+                b = &c->blocks[c->nblocks++];
+                memset(b, 0, sizeof *b);
+                b->name = n->val;
+            }
+            if (b->ndefs < TPL_MAX_INHERIT) {
+                b->defs[b->ndefs] = n;
+                b->tpl[b->ndefs] = tpl_index;
+                b->ndefs++;
+            }
+        }
+        if (n->kind == TPL_N_MACRO || n->kind == TPL_N_FOR) continue;
+        collect_blocks(c, n->b, tpl_index);
+        if (n->kind == TPL_N_IF) collect_blocks(c, n->c, tpl_index);
+    }
+}
+
+static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off)
+{
+    tpl_block *b = find_block(c, name);
+    if (!b || pos >= b->ndefs) { cerror(c, off, "no parent block '%.*s' for super()", (int)name.len, name.u.s); return; }
+    tpl_node *def = b->defs[pos];
+    tpl_block *save_b = c->cur_block;
+    uint32_t save_pos = c->cur_block_pos;
+    bool save_lock = c->span_locked;
+    uint32_t save_off = c->span_off;
+    if (b->tpl[pos] != 0 || c->include_depth > 0) {
+        if (!c->span_locked) { c->span_locked = true; c->span_off = off; }
+    } else {
+        c->span_locked = false;
+    }
+    c->cur_block = b;
+    c->cur_block_pos = pos;
+    push_scope(c, false);
+    body(c, def->b);
+    pop_scope(c);
+    c->cur_block = save_b;
+    c->cur_block_pos = save_pos;
+    c->span_locked = save_lock;
+    c->span_off = save_off;
+}
+
+/* super() and self.NAME() inside blocks: the block's output as a value. */
+static bool block_call(tpl_comp *c, tpl_node *n)
+{
+    tpl_node *fn = n->a;
+    uint32_t slot;
+    if (fn->kind == TPL_N_NAME && name_eq(fn->val, "super", 5) && c->cur_block && !n->b &&
+        resolve(c, fn->val, &slot) == R_GLOBAL) {
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+        compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off);
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        return true;
+    }
+    if (fn->kind == TPL_N_GETATTR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
+        c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, fn->val)) {
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+        compile_block(c, fn->val, 0, n->off);
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        return true;
+    }
+    return false;
+}
+
+/* ---- include and import ---- */
+
+static void stmt_include(tpl_comp *c, tpl_node *n)
+{
+    tpl_node *names, *root = NULL;
+    if (!template_names(c, n->a, &names)) return;
+    for (tpl_node *x = names; x && !root && !c->failed; x = x->next)
+        root = load_template(c, x->val, n->off, true);
+    if (c->failed) return;
+    if (!root) {
+        if (n->op & 1) return; /* ignore missing */
+        cerror(c, n->off, "template '%.*s' not found", (int)names->val.len, names->val.u.s);
+        return;
+    }
+    if (c->include_depth >= 16) { cerror(c, n->off, "include/import nesting too deep (16)"); return; }
+    bool without = (n->op & 2) != 0;
+    bool save_nc = c->no_context, save_lock = c->span_locked;
+    uint32_t save_off = c->span_off;
+    c->include_depth++;
+    if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
+    if (without) c->no_context = true;
+    push_scope(c, without);
+    predeclare(c, root->b);
+    body(c, root->b);
+    pop_scope(c);
+    c->no_context = save_nc;
+    c->span_locked = save_lock;
+    c->span_off = save_off;
+    c->include_depth--;
+}
+
+/* import / from-import: runs the template (output discarded, without context) and collects
+ * its template-level names. */
+static void stmt_import(tpl_comp *c, tpl_node *n)
+{
+    tpl_node *names;
+    if (!template_names(c, n->a, &names)) return;
+    tpl_node *root = load_template(c, names->val, n->off, false);
+    if (!root) return;
+    if (c->include_depth >= 16) { cerror(c, n->off, "include/import nesting too deep (16)"); return; }
+    bool save_nc = c->no_context, save_lock = c->span_locked;
+    uint32_t save_off = c->span_off;
+    c->include_depth++;
+    if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
+    c->no_context = true;
+    scope *s = push_scope(c, true);
+    predeclare(c, root->b);
+    emit(c, TPL_OP_CAPTURE, 0, 0);
+    body(c, root->b);
+    emit(c, TPL_OP_END_CAPTURE, 0, 1);
+    emit(c, TPL_OP_POP, 0, -1);
+    uint32_t nvals = 0;
+    if (n->kind == TPL_N_IMPORT) {
+        for (uint32_t i = 0; s && i < s->nvars; i++) {
+            if (s->vars[i].name.len && s->vars[i].name.u.s[0] == '_') continue; /* not exported */
+            push_const(c, s->vars[i].name);
+            emit(c, TPL_OP_LOAD_SLOT, s->vars[i].slot, 1);
+            emit_raw(c, add_name(c, s->vars[i].name));
+            nvals++;
+        }
+        emit(c, TPL_OP_BUILD_MAP, nvals, 1 - 2 * (int)nvals);
+        int ns = tpl_builtin_find(TPL_BK_GLOBAL, "namespace", 9);
+        emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
+        emit_raw(c, (uint32_t)ns);
+        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+    } else {
+        for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
+            int sl = s ? scope_find(s, x->val) : -1;
+            if (sl < 0) {
+                cerror(c, x->off, "the template '%.*s' does not export the requested name '%.*s'", (int)names->val.len,
+                       names->val.u.s, (int)x->val.len, x->val.u.s);
+                break;
+            }
+            emit(c, TPL_OP_LOAD_SLOT, (uint32_t)sl, 1);
+            emit_raw(c, add_name(c, x->val));
+            nvals++;
+        }
+    }
+    pop_scope(c);
+    c->no_context = save_nc;
+    c->span_locked = save_lock;
+    c->span_off = save_off;
+    c->include_depth--;
+    if (c->failed) return;
+    c->cur_off = n->off;
+    if (n->kind == TPL_N_IMPORT) {
+        tpl_node t = { 0 };
+        t.kind = TPL_N_NAME;
+        t.off = n->off;
+        t.val = n->val;
+        store_target(c, &t);
+        return;
+    }
+    /* from-import: store the values (pushed first to last) into their names */
+    tpl_node *items[64];
+    uint32_t k = 0;
+    for (tpl_node *x = n->b; x && k < 64; x = x->next) items[k++] = x;
+    if (k != nvals) { cerror(c, n->off, "too many names in from-import"); return; }
+    while (k > 0) {
+        tpl_node *x = items[--k];
+        tpl_node t = { 0 };
+        t.kind = TPL_N_NAME;
+        t.off = x->off;
+        t.val = x->a ? x->a->val : x->val;
+        store_target(c, &t);
+    }
 }
 
 static void stmt(tpl_comp *c, tpl_node *n)
@@ -816,7 +1270,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         emit_text(c, n->val.u.s, n->val.len);
         return;
     case TPL_N_OUTPUT:
-        if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF) {
+        if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF && !c->autoescape) {
             tpl_sb b;
             tpl_sb_init(&b, c->tmp);
             tpl_py_str(&b, n->a->val);
@@ -825,6 +1279,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         }
         expr(c, n->a);
         c->cur_off = n->off;
+        if (c->autoescape) emit(c, TPL_OP_ESCAPE, 0, 0);
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
     case TPL_N_IF: {
@@ -833,6 +1288,8 @@ static void stmt(tpl_comp *c, tpl_node *n)
             body(c, t ? n->b : n->c);
             return;
         }
+        bool soft = c->soft;
+        c->soft = true;
         expr(c, n->a);
         uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
         body(c, n->b);
@@ -844,11 +1301,16 @@ static void stmt(tpl_comp *c, tpl_node *n)
         } else {
             patch_a(c, jf, here(c));
         }
+        c->soft = soft;
         return;
     }
-    case TPL_N_FOR:
+    case TPL_N_FOR: {
+        bool soft = c->soft;
+        c->soft = false;
         stmt_for(c, n);
+        c->soft = soft;
         return;
+    }
     case TPL_N_SET:
         expr(c, n->b);
         store_target(c, n->a);
@@ -861,7 +1323,9 @@ static void stmt(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_SETBLOCK:
         emit(c, TPL_OP_CAPTURE, 0, 0);
+        push_scope(c, false);
         body(c, n->b);
+        pop_scope(c);
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         apply_filters(c, n->c);
@@ -869,7 +1333,9 @@ static void stmt(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_FILTERBLOCK:
         emit(c, TPL_OP_CAPTURE, 0, 0);
+        push_scope(c, false);
         body(c, n->b);
+        pop_scope(c);
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         apply_filters(c, n->a);
@@ -879,11 +1345,11 @@ static void stmt(tpl_comp *c, tpl_node *n)
         /* values are evaluated in the enclosing scope, then bound in a new one */
         uint32_t cnt = 0;
         for (tpl_node *s = n->a; s; s = s->next) { expr(c, s->b); cnt++; }
+        if (cnt > 64) { cerror(c, n->off, "too many with-assignments"); return; }
         push_scope(c, false);
         tpl_node *items[64];
         uint32_t i = 0;
         for (tpl_node *s = n->a; s && i < 64; s = s->next) items[i++] = s;
-        if (cnt > 64) { cerror(c, n->off, "too many with-assignments"); return; }
         while (i > 0) store_target(c, items[--i]->a);
         body(c, n->b);
         pop_scope(c);
@@ -901,23 +1367,57 @@ static void stmt(tpl_comp *c, tpl_node *n)
         lc->breaks[lc->nbreaks++] = j;
         return;
     }
-    case TPL_N_MACRO:
-        stmt_macro(c, n);
+    case TPL_N_MACRO: {
+        uint32_t slot = declare(c, n->val);
+        compile_function(c, n->val, n->a, n->b, n->off);
+        c->cur_off = n->off;
+        emit(c, TPL_OP_STORE_SLOT, slot, -1);
         return;
+    }
+    case TPL_N_CALLBLOCK: {
+        tpl_node *call = n->a;
+        if (call->kind != TPL_N_CALL) { cerror(c, call->off, "expected a call in the call block"); return; }
+        tpl_value hidden = tpl_v_str("(caller)", 8);
+        compile_function(c, tpl_v_str("caller", 6), n->b, n->c, n->off);
+        uint32_t slot = declare(c, hidden);
+        emit(c, TPL_OP_STORE_SLOT, slot, -1);
+        tpl_node *kw = tpl_node_new(c->tmp, TPL_N_KWARG, n->off);
+        tpl_node *ref = tpl_node_new(c->tmp, TPL_N_NAME, n->off);
+        if (!kw || !ref) { cerror(c, n->off, "out of memory"); return; }
+        ref->val = hidden;
+        kw->val = tpl_v_str("caller", 6);
+        kw->a = ref;
+        call->b = tpl_node_append(call->b, kw);
+        expr(c, call);
+        c->cur_off = n->off;
+        if (c->autoescape) emit(c, TPL_OP_ESCAPE, 0, 0);
+        emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+        return;
+    }
     case TPL_N_GENERATION:
         if (!c->p->opts.hf) { cerror(c, n->off, "Encountered unknown tag 'generation'."); return; }
         body(c, n->b);
         return;
+    case TPL_N_AUTOESCAPE: {
+        bool t;
+        if (n->a->kind != TPL_N_CONST || !const_truthy(n->a->val, &t)) {
+            cerror(c, n->a->off, "autoescape needs a constant true or false");
+            return;
+        }
+        bool save = c->autoescape;
+        c->autoescape = t;
+        body(c, n->b);
+        c->autoescape = save;
+        return;
+    }
     case TPL_N_DO:
         cerror(c, n->off, "Encountered unknown tag 'do'. (the do extension is not enabled)");
         return;
-    case TPL_N_CALLBLOCK: cerror(c, n->off, "call blocks are not supported yet"); return;
-    case TPL_N_INCLUDE: cerror(c, n->off, "include is not supported yet"); return;
+    case TPL_N_INCLUDE: stmt_include(c, n); return;
     case TPL_N_IMPORT:
-    case TPL_N_FROMIMPORT: cerror(c, n->off, "import is not supported yet"); return;
-    case TPL_N_EXTENDS: cerror(c, n->off, "extends is not supported yet"); return;
-    case TPL_N_BLOCK: cerror(c, n->off, "blocks are not supported yet"); return;
-    case TPL_N_AUTOESCAPE: cerror(c, n->off, "autoescape blocks are not supported yet"); return;
+    case TPL_N_FROMIMPORT: stmt_import(c, n); return;
+    case TPL_N_EXTENDS: cerror(c, n->off, "extends must be the first tag of a template (and appear once)"); return;
+    case TPL_N_BLOCK: compile_block(c, n->val, 0, n->off); return;
     default:
         cerror(c, n->off, "unexpected %s statement", tpl_node_kind_name(n->kind));
     }
@@ -943,6 +1443,7 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->nindex = tpl_map_new(tmp, 16);
     tpl_sb_init(&c->pending, tmp);
     c->fn = &c->root;
+    c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
     if (!c->kindex || !c->nindex) return NULL;
     push_scope(c, true);
@@ -951,7 +1452,48 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
 
 bool tpl_comp_template(tpl_comp *c, tpl_node *root)
 {
-    body(c, root->b);
+    /* the extends chain: main template first, the base (no extends) last */
+    tpl_node *chain[TPL_MAX_INHERIT];
+    uint32_t nchain = 0, ext_off = 0;
+    chain[nchain++] = root;
+    while (!c->failed) {
+        tpl_node *ext = NULL, *names;
+        for (tpl_node *s = chain[nchain - 1]->b; s; s = s->next)
+            if (s->kind == TPL_N_EXTENDS) { ext = s; break; }
+        if (!ext) break;
+        if (nchain == 1) ext_off = ext->off;
+        if (nchain >= TPL_MAX_INHERIT) { cerror(c, ext_off, "extends chain too long"); break; }
+        if (!template_names(c, ext->a, &names)) break;
+        if (nchain > 1 && !c->span_locked) { c->span_locked = true; c->span_off = ext_off; }
+        tpl_node *parent = load_template(c, names->val, ext_off, false);
+        if (!parent) break;
+        chain[nchain++] = parent;
+    }
+    c->span_locked = false;
+    for (uint32_t i = 0; i < nchain; i++) collect_blocks(c, chain[i]->b, i);
+    for (uint32_t i = 0; i < nchain; i++) predeclare(c, chain[i]->b);
+    if (nchain == 1) {
+        body(c, root->b);
+    } else {
+        /* the children's code outside blocks runs first; its output is discarded (Jinja2) */
+        for (uint32_t i = 0; i + 1 < nchain && !c->failed; i++) {
+            if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
+            emit(c, TPL_OP_CAPTURE, 0, 0);
+            for (tpl_node *s = chain[i]->b; s && !c->failed; s = s->next) {
+                if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
+                tpl_node *next = s->next;
+                s->next = NULL;
+                stmt(c, s);
+                s->next = next;
+            }
+            emit(c, TPL_OP_END_CAPTURE, 0, 1);
+            emit(c, TPL_OP_POP, 0, -1);
+        }
+        c->span_locked = true;
+        c->span_off = ext_off;
+        body(c, chain[nchain - 1]->b);
+        c->span_locked = false;
+    }
     c->cur_off = (uint32_t)c->srclen;
     if (c->p->opts.tidy) emit(c, sop(c, TPL_OP_TIDY_PY), 0, 0);
     emit(c, TPL_OP_HALT, 0, 0);
@@ -982,6 +1524,11 @@ bool tpl_comp_finish(tpl_comp *c)
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
 done:
+    for (size_t i = 0; i < c->nsources; i++) free(c->sources[i]);
+    free(c->sources);
+    free(c->blocks);
+    c->sources = NULL;
+    c->blocks = NULL;
     free(c->code);
     free(c->consts);
     free(c->names);

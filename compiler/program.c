@@ -108,6 +108,8 @@ tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *pr
     } else {
         return TPL_ERR_USAGE;
     }
+    base.loader = o->loader;
+    base.loader_data = o->loader_data;
     *o = base;
     return TPL_OK;
 }

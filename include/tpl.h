@@ -54,6 +54,11 @@ typedef struct tpl_error {
 /* Template syntaxes (DESIGN.md §2). */
 typedef enum tpl_syntax { TPL_SYNTAX_JINJA = 0, TPL_SYNTAX_ERB = 1, TPL_SYNTAX_FMT = 2 } tpl_syntax;
 
+/* Loads the template named by include, import or extends (`name` is not NUL-terminated).
+ * Returns a malloc'd buffer the compiler frees with free(), with *len set; NULL when there is
+ * no such template. Called during tpl_compile only. */
+typedef char *(*tpl_loader_fn)(void *data, const char *name, size_t name_len, size_t *len);
+
 /* Compile-time options. Zero-initialise, then set fields; tpl_options_profile() fills a profile.
  * Profiles (DESIGN.md §2): "jinja2" (Jinja2 defaults), "pinecall" (trim_blocks, lstrip_blocks,
  * keep_trailing_newline, strict, tidy), "hf" (trim_blocks, lstrip_blocks, loop controls,
@@ -66,6 +71,8 @@ typedef struct tpl_options {
     bool strict;                /* StrictUndefined instead of Undefined */
     bool tidy;                  /* rstrip lines, squeeze 3+ newlines to 2, strip both ends */
     bool hf;                    /* Hugging Face chat-template environment */
+    tpl_loader_fn loader;       /* include/import/extends resolution (NULL: none; they then fail) */
+    void *loader_data;          /* passed to loader (borrowed) */
 } tpl_options;
 
 /* Fills *o with the named profile for the syntax; returns TPL_ERR_USAGE for an unknown name or

@@ -517,6 +517,9 @@ static int repeat(tpl_vm *vm, tpl_value s, int64_t times, tpl_value *out)
     return 0;
 }
 
+static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                        tpl_value *out);
+
 static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
 {
     bool ints = (a.type == TPL_T_INT || a.type == TPL_T_BOOL) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL);
@@ -531,12 +534,19 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         if (nums) { *out = tpl_v_float(as_double(a) + as_double(b)); return 0; }
         if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
+            if ((a.flags ^ b.flags) & TPL_F_SAFE) {
+                /* Markup + str: the plain operand is escaped, the result is markup (Jinja2) */
+                tpl_value *plain = (a.flags & TPL_F_SAFE) ? &b : &a;
+                if (call_builtin(vm, TPL_B_FILTER_escape, plain, 1, NULL, NULL, 0, plain) < 0) return -1;
+            }
+            bool safe = (a.flags & TPL_F_SAFE) || (b.flags & TPL_F_SAFE);
             size_t n = (size_t)a.len + b.len;
             char *p = tpl_arena_alloc(&vm->arena, n + 1);
             if (!p) return oom(vm);
             memcpy(p, a.u.s, a.len);
             memcpy(p + a.len, b.u.s, b.len);
             *out = tpl_v_str(p, n);
+            if (safe) out->flags = TPL_F_SAFE;
             return 0;
         }
         if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE))
@@ -744,7 +754,7 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 
 /* ------------------------------------------------------------------ calls */
 
-static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, tpl_value *result);
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, tpl_value *result);
 
 static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                         tpl_value *out)
@@ -754,9 +764,10 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
     return tpl_builtin(id)->fn(vm, a, out);
 }
 
-static int call_macro(tpl_vm *vm, const tpl_macro_desc *d, tpl_value *pos, int npos, const tpl_value *kwn,
+static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
+    const tpl_macro_desc *d = cl->d;
     const tpl_program *p = vm->p;
     const tpl_name *mname = &p->names[d->name];
     if (vm->depth >= vm->limits.max_depth)
@@ -820,7 +831,7 @@ static int call_macro(tpl_vm *vm, const tpl_macro_desc *d, tpl_value *pos, int n
     vm->slot_top = base + d->nslots;
     vm->depth++;
     uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
-    int rc = run(vm, d->entry, base, out);
+    int rc = run(vm, d->entry, base, cl->outer_base, out);
     vm->pc = save_pc;
     vm->stack_top = save_stack;
     vm->depth--;
@@ -833,7 +844,7 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
                     tpl_value *out)
 {
     if (fn.type == TPL_T_MACRO)
-        return call_macro(vm, (const tpl_macro_desc *)fn.u.p, pos, npos, kwn, kwv, nkw, tpl_v_unset(), out);
+        return call_macro(vm, (const tpl_closure *)fn.u.p, pos, npos, kwn, kwv, nkw, tpl_v_unset(), out);
     if (fn.type == TPL_T_FUNC) {
         if (!fn.u.bound) return call_builtin(vm, fn.aux, pos, npos, kwn, kwv, nkw, out);
         /* bound method: self first */
@@ -895,7 +906,7 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
 
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
 
-static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, tpl_value *result)
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, tpl_value *result)
 {
     const tpl_program *p = vm->p;
     const uint32_t *code = p->code;
@@ -903,6 +914,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, tpl_value *result)
     const tpl_name *names = p->names;
     tpl_value *slots = vm->slots + slot_base;
     tpl_value *root_slots = vm->slots;
+    tpl_value *outer_slots = vm->slots + outer_base;
     /* each call level gets the part of the operand stack above its caller's */
     tpl_value *stack = vm->stack + vm->stack_top;
     tpl_value *stack_end = vm->stack + TPL_VM_STACK;
@@ -986,6 +998,21 @@ top:
         if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
         *sp++ = v;
         NEXT(1);
+    }
+    CASE(LOAD_OUTER) {
+        tpl_value v = outer_slots[a];
+        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        *sp++ = v;
+        NEXT(1);
+    }
+    CASE(LOAD_GLOBAL) {
+        tpl_value saved = vm->state;
+        vm->state = tpl_v_none();
+        int rc2 = load_global(vm, &names[a], sp);
+        vm->state = saved;
+        if (rc2 < 0) goto fail;
+        sp++;
+        NEXT(0);
     }
     CASE(LOAD_ROOT) {
         tpl_value v = root_slots[a];
@@ -1170,9 +1197,10 @@ top:
         pc = code[pc + 1];
         DISPATCH_OR_TOP;
     }
-    CASE(FOR_ITERATED) {
-        if (slots[a].u.loop->i > 0) { pc = code[pc + 1]; DISPATCH_OR_TOP; }
-        NEXT(1);
+    CASE(LOOP_DEPTH) {
+        tpl_value d = *--sp;
+        if (slots[a].type == TPL_T_LOOP && d.type == TPL_T_INT) slots[a].u.loop->depth = (uint32_t)d.u.i;
+        NEXT(0);
     }
     CASE(JSET) {
         if (slots[a].type != TPL_T_UNSET) { pc = code[pc + 1]; DISPATCH_OR_TOP; }
@@ -1297,10 +1325,26 @@ top:
         NEXT(0);
     }
     CASE(MACRO) {
+        tpl_closure *cl = tpl_arena_alloc(&vm->arena, sizeof *cl);
+        if (!cl) { oom(vm); goto fail; }
+        cl->d = &p->macros[a];
+        cl->outer_base = slot_base;
         tpl_value v = { 0 };
         v.type = TPL_T_MACRO;
-        v.u.p = (void *)&p->macros[a];
+        v.u.p = cl;
         *sp++ = v;
+        NEXT(0);
+    }
+    CASE(FAIL) {
+        tpl_vm_error(vm, TPL_ERR_SYNTAX, "%.*s", (int)consts[a].len, consts[a].u.s);
+        goto fail;
+    }
+    CASE(ESCAPE) {
+        if (!(sp[-1].type == TPL_T_STR && (sp[-1].flags & TPL_F_SAFE))) {
+            tpl_value r;
+            if (call_builtin(vm, TPL_B_FILTER_escape, sp - 1, 1, NULL, NULL, 0, &r) < 0) goto fail;
+            sp[-1] = r;
+        }
         NEXT(0);
     }
     CASE(RETURN) {
@@ -1338,5 +1382,5 @@ int tpl_vm_run(tpl_vm *vm)
     vm->out_len = 0;
     vm->fuel = vm->limits.fuel;
     tpl_value r;
-    return run(vm, 0, 0, &r);
+    return run(vm, 0, 0, 0, &r);
 }

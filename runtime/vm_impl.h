@@ -9,6 +9,12 @@
 #define TPL_VM_SLOTS 16384   /* local slots (all frames) */
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
 
+/* A macro value: the macro and the frame it was defined in (its closure). */
+typedef struct tpl_closure {
+    const tpl_macro_desc *d;
+    uint32_t outer_base;    /* slot base of the defining frame */
+} tpl_closure;
+
 /* The state of a for loop (the `loop` variable). */
 typedef struct tpl_loop {
     tpl_list *items;

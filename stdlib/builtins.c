@@ -338,10 +338,31 @@ int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out)
         *out = v.u.i;
         return 0;
     }
-    if (v.type == TPL_T_UNDEF)
-        return tpl_undefined_error(vm, v);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
                         tpl_type_name(vm, v));
+}
+
+/* Whether Python can order a and b at the top level (numbers, strings, lists with lists, tuples
+ * with tuples); nested elements are checked by tpl_compare itself. */
+static bool orderable(tpl_value a, tpl_value b)
+{
+    if (tpl_is_num(a) && tpl_is_num(b))
+        return true;
+    if (a.type == TPL_T_STR && b.type == TPL_T_STR)
+        return true;
+    return a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE);
+}
+
+int tpl_compare_op(tpl_vm *vm, tpl_value a, tpl_value b, const char *op, int *cmp)
+{
+    if (a.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, a);
+    if (b.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, b);
+    if (!orderable(a, b))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' not supported between instances of '%s' and '%s'", op,
+                            tpl_type_name(vm, a), tpl_type_name(vm, b));
+    return tpl_compare(vm, a, b, true, cmp);
 }
 
 int tpl_arg_truthy(tpl_vm *vm, tpl_value v, bool dflt)

@@ -67,6 +67,38 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
 #include "builtins.def"
 #undef TPL_BUILTIN
 
+/* More Python str methods, implemented in methods.c and ready to be listed in builtins.def:
+ *   TPL_BUILTIN(STR, swapcase, "swapcase", m_str_swapcase, "self")
+ *   TPL_BUILTIN(STR, rfind, "rfind", m_str_rfind, "self,sub,start?,end?")
+ *   TPL_BUILTIN(STR, index, "index", m_str_index, "self,sub,start?,end?")
+ *   TPL_BUILTIN(STR, rindex, "rindex", m_str_rindex, "self,sub,start?,end?")
+ *   TPL_BUILTIN(STR, ljust, "ljust", m_str_ljust, "self,width,fillchar?")
+ *   TPL_BUILTIN(STR, rjust, "rjust", m_str_rjust, "self,width,fillchar?")
+ *   TPL_BUILTIN(STR, center, "center", m_str_center, "self,width,fillchar?")
+ *   TPL_BUILTIN(STR, zfill, "zfill", m_str_zfill, "self,width")
+ *   TPL_BUILTIN(STR, partition, "partition", m_str_partition, "self,sep")
+ *   TPL_BUILTIN(STR, rpartition, "rpartition", m_str_rpartition, "self,sep")
+ *   TPL_BUILTIN(STR, removeprefix, "removeprefix", m_str_removeprefix, "self,prefix")
+ *   TPL_BUILTIN(STR, removesuffix, "removesuffix", m_str_removesuffix, "self,suffix")
+ *   TPL_BUILTIN(STR, isnumeric, "isnumeric", m_str_isnumeric, "self")
+ *   TPL_BUILTIN(STR, isdecimal, "isdecimal", m_str_isdecimal, "self")
+ *   TPL_BUILTIN(STR, istitle, "istitle", m_str_istitle, "self") */
+int m_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_rfind(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_index(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_rindex(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_ljust(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_rjust(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_center(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_zfill(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_partition(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_rpartition(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_removeprefix(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_removesuffix(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_isnumeric(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_isdecimal(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int m_str_istitle(tpl_vm *vm, tpl_value *a, tpl_value *out);
+
 /* ------------------------------------------------------------------ shared with the VM */
 
 /* List flag: a groupby() result item, a 2-tuple (grouper, list) that also has the attributes
@@ -112,6 +144,9 @@ int tpl_iter_list(tpl_vm *vm, tpl_value v, tpl_list **out);
 /* Python operator.index(): ints and bools; errors "'T' object cannot be interpreted as an
  * integer" otherwise. */
 int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out);
+/* tpl_compare (case-sensitive) that reports Python's message for operator op ("<", ">=", ...)
+ * when the operands are of types that don't order. */
+int tpl_compare_op(tpl_vm *vm, tpl_value a, tpl_value b, const char *op, int *cmp);
 /* Truthiness of an optional argument: dflt when missing (TPL_T_UNSET). -1 on error. */
 int tpl_arg_truthy(tpl_vm *vm, tpl_value v, bool dflt);
 static inline bool tpl_given(tpl_value v) { return v.type != TPL_T_UNSET; }

@@ -204,6 +204,8 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value obj = a[0], name = a[1];
     if (obj.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, obj);
+    if (name.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, name);
     if (name.type != TPL_T_STR)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "attribute name must be string, not '%s'", tpl_type_name(vm, name));
     tpl_builtin_kind kind;
@@ -1335,7 +1337,7 @@ static int min_max(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want_max)
         k = fold(vm, k, cs);
         int c;
         /* max: replace when k > best; min: when k < best (Python compares the new item first) */
-        if (tpl_compare(vm, k, bestk, true, &c) < 0)
+        if (tpl_compare_op(vm, k, bestk, want_max ? ">" : "<", &c) < 0)
             return -1;
         if ((want_max ? c > 0 : c < 0) && !((k.type == TPL_T_FLOAT && isnan(k.u.f)) || (bestk.type == TPL_T_FLOAT && isnan(bestk.u.f)))) {
             best = items->items[i];
@@ -1560,7 +1562,7 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
     if (isinf(y))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert float infinity to integer");
-    double r = method == 1 ? ceil(y) : floor(y);
+    double r = (method == 1 ? ceil(y) : floor(y)) + 0.0; /* math.ceil gives an int: no -0.0 */
     *out = tpl_v_float(r / scale);
     return 0;
 }
@@ -1724,8 +1726,20 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = s;
         return 0;
     }
-    if (s.type != TPL_T_STR)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, s));
+    if (s.type != TPL_T_STR) {
+        /* Jinja2 only needs len(s) to decide that s is short enough to return as it is. */
+        int64_t n = -1;
+        if (s.type == TPL_T_LIST) n = s.u.list->len;
+        else if (s.type == TPL_T_MAP && !(s.flags & TPL_F_NS)) n = s.u.map->len;
+        if (n < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, s));
+        if (n <= length + leeway) {
+            *out = s;
+            return 0;
+        }
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"str\") to %s",
+                            tpl_type_name(vm, s), tpl_type_name(vm, s));
+    }
     int64_t slen = (int64_t)ulen(s);
     if (slen <= length + leeway) {
         *out = s;
@@ -2419,12 +2433,13 @@ static bool tw_wp(uint32_t c)
 }
 static bool tw_lt(uint32_t c) { return tpl_uc_isword(c) && !tpl_uc_isdecimal(c); }
 
-/* -{2,} followed by a word character, starting at k. */
-static bool dash_run_then_word(const uint32_t *c, size_t n, size_t k)
+/* -{2,} followed by a word character, starting at k. dash_end[k] is the end of the run of
+ * '-' starting at k (k itself when c[k] is not '-'), so the check is O(1). */
+static bool dash_run_then_word(const uint32_t *c, const uint32_t *dash_end, size_t n, size_t k)
 {
-    size_t m = k;
-    while (m < n && c[m] == '-')
-        m++;
+    if (k >= n)
+        return false;
+    size_t m = dash_end[k];
     return m - k >= 2 && m < n && tpl_uc_isword(c[m]);
 }
 
@@ -2432,8 +2447,12 @@ static bool dash_run_then_word(const uint32_t *c, size_t n, size_t k)
 static int tw_split(tpl_vm *vm, const uint32_t *c, size_t n, bool hyphens, chunk_t **out, size_t *nout)
 {
     chunk_t *ch = tpl_arena_alloc(AR(vm), (n + 1) * sizeof *ch);
-    if (!ch)
+    uint32_t *dash_end = tpl_arena_alloc(AR(vm), (n + 1) * sizeof *dash_end);
+    if (!ch || !dash_end)
         return OOM();
+    dash_end[n] = (uint32_t)n;
+    for (size_t k = n; k-- > 0;)
+        dash_end[k] = c[k] == '-' ? dash_end[k + 1] : (uint32_t)k;
     size_t nc = 0, i = 0;
     while (i < n) {
         size_t j;
@@ -2445,10 +2464,8 @@ static int tw_split(tpl_vm *vm, const uint32_t *c, size_t n, bool hyphens, chunk
             j = i;
             while (j < n && !tw_ws(c[j]))
                 j++;
-        } else if (c[i] == '-' && i > 0 && tw_wp(c[i - 1]) && dash_run_then_word(c, n, i)) {
-            j = i;
-            while (j < n && c[j] == '-')
-                j++;
+        } else if (c[i] == '-' && i > 0 && tw_wp(c[i - 1]) && dash_run_then_word(c, dash_end, n, i)) {
+            j = dash_end[i];
         } else {
             j = i + 1;
             for (;; j++) {
@@ -2465,7 +2482,7 @@ static int tw_split(tpl_vm *vm, const uint32_t *c, size_t n, bool hyphens, chunk
                 if (j >= n || tw_ws(c[j]))
                     break;
                 /* C: em-dash follows */
-                if (tw_wp(c[j - 1]) && dash_run_then_word(c, n, j))
+                if (tw_wp(c[j - 1]) && dash_run_then_word(c, dash_end, n, j))
                     break;
             }
         }
@@ -2715,7 +2732,7 @@ static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
         return;
     }
     if (v.type == TPL_T_UNDEF) {
-        tpl_sb_puts(b, tpl_vm_strict(vm) ? "StrictUndefined" : "Undefined");
+        tpl_sb_puts(b, "Undefined"); /* StrictUndefined's repr too */
         return;
     }
     tpl_py_repr(b, v);
@@ -2935,6 +2952,8 @@ static int json_indent(tpl_vm *vm, tpl_value v, int *indent)
         *indent = -1;
         return 0;
     }
+    if (v.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, v);
     if (v.type == TPL_T_INT || v.type == TPL_T_BOOL) {
         if (v.u.i > 1000)
             return tpl_vm_error(vm, TPL_ERR_LIMIT, "indent too large");

@@ -855,7 +855,8 @@ static int format_str(tpl_vm *vm, tpl_sb *b, tpl_value s, const fspec *f)
     if (f->type && f->type != 's')
         return tpl_vm_error(vm, TPL_ERR_VALUE, "Unknown format code '%c' for object of type 'str'", f->type);
     if (f->sign)
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "Sign not allowed in string format specifier");
+        return tpl_vm_error(vm, TPL_ERR_VALUE, f->sign == ' ' ? "Space not allowed in string format specifier"
+                                                               : "Sign not allowed in string format specifier");
     if (f->alt)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "Alternate form (#) not allowed in string format specifier");
     if (f->z)
@@ -1633,5 +1634,237 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
     *out = tpl_sb_value(&b);
     if (safe)
         out->flags = TPL_F_SAFE;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ more str methods
+ * Not in builtins.def yet: each needs a line there (see the declarations in builtins.h). */
+
+int m_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "swapcase") < 0)
+        return -1;
+    tpl_value s = a[0];
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    size_t i = 0;
+    while (i < s.len) {
+        size_t j = i;
+        uint32_t c = tpl_utf8_next(s.u.s, s.len, &j);
+        if (tpl_uc_isupper(c))
+            tpl_py_lower(&b, s.u.s + i, j - i);
+        else if (tpl_uc_islower(c))
+            tpl_py_upper(&b, s.u.s + i, j - i);
+        else
+            tpl_sb_put(&b, s.u.s + i, j - i);
+        i = j;
+    }
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static int find_common(tpl_vm *vm, tpl_value *a, bool rev, const char *name, int64_t *pos)
+{
+    if (need_str(vm, a[0], name) < 0 || sub_arg(vm, a[1], name) < 0)
+        return -1;
+    span_t sp;
+    if (adjust_span(vm, a[0], a[2], a[3], &sp) < 0)
+        return -1;
+    *pos = -1;
+    if (sp.cstart > sp.clen || sp.cend < sp.cstart)
+        return 0;
+    const char *base = a[0].u.s + sp.bstart;
+    size_t n = sp.bend - sp.bstart;
+    const char *q = rev ? memrmem_(base, n, a[1].u.s, a[1].len) : memmem_(base, n, a[1].u.s, a[1].len);
+    if (q)
+        *pos = sp.cstart + (int64_t)tpl_utf8_len(base, (size_t)(q - base));
+    return 0;
+}
+
+int m_str_rfind(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t p;
+    if (find_common(vm, a, true, "rfind", &p) < 0)
+        return -1;
+    *out = tpl_v_int(p);
+    return 0;
+}
+
+int m_str_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t p;
+    if (find_common(vm, a, false, "index", &p) < 0)
+        return -1;
+    if (p < 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "substring not found");
+    *out = tpl_v_int(p);
+    return 0;
+}
+
+int m_str_rindex(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t p;
+    if (find_common(vm, a, true, "rindex", &p) < 0)
+        return -1;
+    if (p < 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "substring not found");
+    *out = tpl_v_int(p);
+    return 0;
+}
+
+/* ljust / rjust / center with an optional one-character fill. which: 0 ljust, 1 rjust, 2 center */
+static int justify(tpl_vm *vm, tpl_value *a, tpl_value *out, int which, const char *name)
+{
+    if (need_str(vm, a[0], name) < 0)
+        return -1;
+    int64_t width;
+    if (tpl_arg_index(vm, a[1], &width) < 0)
+        return -1;
+    uint32_t fill = ' ';
+    if (tpl_given(a[2])) {
+        tpl_value f = a[2];
+        if (f.type != TPL_T_STR || tpl_utf8_len(f.u.s, f.len) != 1)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "The fill character must be exactly one character long");
+        size_t k = 0;
+        fill = tpl_utf8_next(f.u.s, f.len, &k);
+    }
+    tpl_value s = a[0];
+    int64_t len = (int64_t)cplen(s);
+    if (width <= len) {
+        *out = s;
+        return 0;
+    }
+    if (width > 100000000)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    int64_t marg = width - len, left;
+    if (which == 0) left = 0;
+    else if (which == 1) left = marg;
+    else left = marg / 2 + (marg & width & 1);
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    put_fill(&b, fill, left);
+    tpl_sb_put(&b, s.u.s, s.len);
+    put_fill(&b, fill, marg - left);
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int m_str_ljust(tpl_vm *vm, tpl_value *a, tpl_value *out) { return justify(vm, a, out, 0, "ljust"); }
+int m_str_rjust(tpl_vm *vm, tpl_value *a, tpl_value *out) { return justify(vm, a, out, 1, "rjust"); }
+int m_str_center(tpl_vm *vm, tpl_value *a, tpl_value *out) { return justify(vm, a, out, 2, "center"); }
+
+int m_str_zfill(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "zfill") < 0)
+        return -1;
+    int64_t width;
+    if (tpl_arg_index(vm, a[1], &width) < 0)
+        return -1;
+    tpl_value s = a[0];
+    int64_t len = (int64_t)cplen(s);
+    if (width <= len) {
+        *out = s;
+        return 0;
+    }
+    if (width > 100000000)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    size_t sign = s.len && (s.u.s[0] == '+' || s.u.s[0] == '-');
+    tpl_sb_put(&b, s.u.s, sign);
+    put_fill(&b, '0', width - len);
+    tpl_sb_put(&b, s.u.s + sign, s.len - sign);
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static int partition(tpl_vm *vm, tpl_value *a, tpl_value *out, bool rev, const char *name)
+{
+    if (need_str(vm, a[0], name) < 0)
+        return -1;
+    tpl_value s = a[0], sep = a[1];
+    if (sep.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "must be str, not %s", tpl_type_name(vm, sep));
+    if (sep.len == 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "empty separator");
+    tpl_list *l = tpl_list_new(AR(vm), 3);
+    if (!l)
+        return OOM();
+    const char *q = rev ? memrmem_(s.u.s, s.len, sep.u.s, sep.len) : memmem_(s.u.s, s.len, sep.u.s, sep.len);
+    if (!q) {
+        tpl_value e = tpl_v_str("", 0);
+        l->items[0] = rev ? e : s;
+        l->items[1] = e;
+        l->items[2] = rev ? s : e;
+    } else {
+        size_t at = (size_t)(q - s.u.s);
+        l->items[0] = substr(s, 0, at);
+        l->items[1] = substr(s, at, at + sep.len);
+        l->items[2] = substr(s, at + sep.len, s.len);
+    }
+    l->len = 3;
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_TUPLE;
+    return 0;
+}
+
+int m_str_partition(tpl_vm *vm, tpl_value *a, tpl_value *out) { return partition(vm, a, out, false, "partition"); }
+int m_str_rpartition(tpl_vm *vm, tpl_value *a, tpl_value *out) { return partition(vm, a, out, true, "rpartition"); }
+
+static int remove_affix(tpl_vm *vm, tpl_value *a, tpl_value *out, bool suffix, const char *name)
+{
+    if (need_str(vm, a[0], name) < 0)
+        return -1;
+    tpl_value s = a[0], p = a[1];
+    if (p.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() argument must be str, not %s", name, tpl_type_name(vm, p));
+    *out = s;
+    if (p.len <= s.len) {
+        if (!suffix && memcmp(s.u.s, p.u.s, p.len) == 0)
+            *out = substr(s, p.len, s.len);
+        else if (suffix && memcmp(s.u.s + s.len - p.len, p.u.s, p.len) == 0 && p.len)
+            *out = substr(s, 0, s.len - p.len);
+    }
+    return 0;
+}
+
+int m_str_removeprefix(tpl_vm *vm, tpl_value *a, tpl_value *out) { return remove_affix(vm, a, out, false, "removeprefix"); }
+int m_str_removesuffix(tpl_vm *vm, tpl_value *a, tpl_value *out) { return remove_affix(vm, a, out, true, "removesuffix"); }
+
+int m_str_isnumeric(tpl_vm *vm, tpl_value *a, tpl_value *out) { return all_cp(vm, a, out, tpl_uc_isnumeric, "isnumeric"); }
+int m_str_isdecimal(tpl_vm *vm, tpl_value *a, tpl_value *out) { return all_cp(vm, a, out, tpl_uc_isdecimal, "isdecimal"); }
+
+int m_str_istitle(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "istitle") < 0)
+        return -1;
+    tpl_value s = a[0];
+    bool cased = false, prev_cased = false;
+    size_t i = 0;
+    while (i < s.len) {
+        uint32_t c = tpl_utf8_next(s.u.s, s.len, &i);
+        if (tpl_uc_isupper(c) || tpl_uc_istitle(c)) {
+            if (prev_cased) {
+                *out = tpl_v_bool(false);
+                return 0;
+            }
+            prev_cased = cased = true;
+        } else if (tpl_uc_islower(c)) {
+            if (!prev_cased) {
+                *out = tpl_v_bool(false);
+                return 0;
+            }
+            prev_cased = cased = true;
+        } else {
+            prev_cased = false;
+        }
+    }
+    *out = tpl_v_bool(cased);
     return 0;
 }

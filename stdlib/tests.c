@@ -206,13 +206,6 @@ int t_ne(tpl_vm *vm, tpl_value *a, tpl_value *out)
     RET(!tpl_equal(a[0], a[1]));
 }
 
-static int ordered(tpl_vm *vm, tpl_value *a, int *cmp)
-{
-    if (a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF)
-        return undef_operand(vm, a[0], a[1]);
-    return tpl_compare(vm, a[0], a[1], true, cmp);
-}
-
 /* NaN compares false both ways: tpl_compare can't say "unordered", so check floats here. */
 static bool has_nan(tpl_value x, tpl_value y)
 {
@@ -222,28 +215,28 @@ static bool has_nan(tpl_value x, tpl_value y)
 int t_lt(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int c;
-    if (ordered(vm, a, &c) < 0) return -1;
+    if (tpl_compare_op(vm, a[0], a[1], "<", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c < 0);
 }
 
 int t_le(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int c;
-    if (ordered(vm, a, &c) < 0) return -1;
+    if (tpl_compare_op(vm, a[0], a[1], "<=", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c <= 0);
 }
 
 int t_gt(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int c;
-    if (ordered(vm, a, &c) < 0) return -1;
+    if (tpl_compare_op(vm, a[0], a[1], ">", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c > 0);
 }
 
 int t_ge(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int c;
-    if (ordered(vm, a, &c) < 0) return -1;
+    if (tpl_compare_op(vm, a[0], a[1], ">=", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c >= 0);
 }
 

@@ -91,6 +91,23 @@ static void print_json_error(const char *path, const char *text, size_t tlen, co
     free(line);
 }
 
+/* The CLI's template loader: names resolve beside the main template (data = its folder). */
+static char *load_beside(void *data, const char *name, size_t name_len, size_t *len)
+{
+    const char *dir = data;
+    if (name_len == 0 || memchr(name, 0, name_len)) return NULL;
+    size_t dl = strlen(dir);
+    char *path = malloc(dl + name_len + 2);
+    if (!path) return NULL;
+    memcpy(path, dir, dl);
+    path[dl] = '/';
+    memcpy(path + dl + 1, name, name_len);
+    path[dl + 1 + name_len] = 0;
+    char *text = read_file(path, len);
+    free(path);
+    return text;
+}
+
 static tpl_syntax syntax_of(const char *path)
 {
     const char *dot = strrchr(path, '.');
@@ -167,8 +184,17 @@ static int compile_template(const opts *o, tpl_program **prog)
         else if (strcmp(o->syntax, "fmt") == 0) syn = TPL_SYNTAX_FMT;
         else { fprintf(stderr, "tplc: unknown syntax '%s'\n", o->syntax); free(src); return EXIT_USAGE; }
     }
-    tpl_options opt;
+    tpl_options opt = { 0 };
+    char *dir = strdup(o->tpl);
+    if (!dir) { free(src); return EXIT_USAGE; }
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    if (strcmp(o->tpl, "-") == 0) strcpy(dir, ".");
+    opt.loader = load_beside;
+    opt.loader_data = dir;
     if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
+        free(dir);
         fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
         free(src);
         return EXIT_USAGE;
@@ -181,6 +207,7 @@ static int compile_template(const opts *o, tpl_program **prog)
     tpl_error err = { 0 };
     tpl_status st = tpl_compile(o->tpl, src, len, &opt, prog, &err);
     free(src);
+    free(dir);
     if (st != TPL_OK) {
         print_error(&err);
         tpl_error_clear(&err);
