@@ -1278,7 +1278,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
             return;
         }
         expr(c, n->a);
-        c->cur_off = n->off;
+        c->cur_off = n->a->off; /* a print error (strict undefined) points at the expression */
         if (c->autoescape) emit(c, TPL_OP_ESCAPE, 0, 0);
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;

@@ -42,7 +42,7 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
     }
 }
 %stack_overflow {
-    tpl_pctx_error(ctx, 0, "template nesting too deep");
+    tpl_pctx_error(ctx, ctx->cur_off, "template nesting too deep (parser stack limit)");
 }
 
 %token TEXT VAR_BEGIN VAR_END BLOCK_BEGIN BLOCK_END SEMICOLON.

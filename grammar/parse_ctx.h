@@ -15,6 +15,7 @@ typedef struct tpl_pctx {
     char msg[200];
     const tpl_token *tokens; /* the token vector (for "unknown tag" messages) */
     size_t ntokens;
+    uint32_t cur_off;     /* offset of the token being parsed */
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
 } tpl_pctx;
 

@@ -149,6 +149,7 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
             first_in_block = false;
             if (t.kind == TK_BLOCK_END) { tpl_pctx_error(c, t.off, "tag name expected"); break; }
         }
+        c->cur_off = t.off;
         JinjaParse(parser, t.kind, t, c);
     }
     if (!c->failed) {
