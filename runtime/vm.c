@@ -274,8 +274,25 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
     return 0;
 }
 
+/* Methods that mutate a list or dict: refused as transformers' ImmutableSandboxedEnvironment
+ * refuses them (tpl refuses them in every profile: state is shared between renders). */
+static bool is_mutating(tpl_value obj, const char *name, size_t n)
+{
+    static const char *const list_m[] = { "append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort" };
+    static const char *const dict_m[] = { "clear", "pop", "popitem", "setdefault", "update" };
+    const char *const *m = obj.type == TPL_T_LIST ? list_m : dict_m;
+    size_t cnt = obj.type == TPL_T_LIST ? sizeof list_m / sizeof *list_m : sizeof dict_m / sizeof *dict_m;
+    if (obj.type != TPL_T_LIST && !(obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS))) return false;
+    for (size_t i = 0; i < cnt; i++)
+        if (strlen(m[i]) == n && memcmp(m[i], name, n) == 0) return true;
+    return false;
+}
+
 int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
+    if (is_mutating(obj, name, n))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "access to attribute '%.*s' of '%s' object is unsafe.", (int)n, name,
+                            obj.type == TPL_T_LIST ? "list" : "dict");
     switch (obj.type) {
     case TPL_T_MAP: {
         if (!(obj.flags & TPL_F_NS)) {

@@ -1470,7 +1470,7 @@ static double py_round_float(double x, int64_t nd)
         return x;
     if (nd < -308)
         return 0.0 * x;
-    char buf[400];
+    char buf[720]; /* 309 integer digits + '.' + 323 decimals + sign */
     if (nd >= 0) {
         snprintf(buf, sizeof buf, "%.*f", (int)nd, x);
         return strtod(buf, NULL);
@@ -2854,7 +2854,7 @@ static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_
     tpl_sb rep;
     size_t len = pp_len(vm, v, &rep);
     int64_t max_width = PP_WIDTH - indent - allowance;
-    if ((int64_t)len > max_width) {
+    if ((int64_t)len > max_width && level < 100) {
         if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) {
             const tpl_map *m = v.u.map;
             tpl_sb_putc(b, '{');

@@ -1474,7 +1474,9 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
             width = w.u.i;
-            if (width < 0) { left = true; width = -width; }
+            if (width < 0) { left = true; width = width < -100000000 ? 100000000 : -width; }
+            if (width > 100000000)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
         } else {
             while (i < n && s[i] >= '0' && s[i] <= '9') {
                 width = (width < 0 ? 0 : width) * 10 + (s[i++] - '0');
@@ -1493,6 +1495,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (p.type != TPL_T_INT && p.type != TPL_T_BOOL)
                     return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
                 prec = p.u.i < 0 ? 0 : p.u.i;
+                if (prec > 100000000)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "precision too big");
             } else {
                 while (i < n && s[i] >= '0' && s[i] <= '9') {
                     prec = prec * 10 + (s[i++] - '0');
