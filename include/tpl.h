@@ -81,7 +81,7 @@ tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *pr
 
 /* Limits of one render. 0 means the default given beside each field. */
 typedef struct tpl_limits {
-    uint64_t fuel;          /* instructions per render (default 100,000,000) */
+    uint64_t fuel;          /* instructions per render (default 20,000,000) */
     uint32_t max_depth;     /* macro call / include depth (default 200) */
     uint64_t max_output;    /* output bytes (default 64 MiB) */
     uint64_t max_memory;    /* render arena bytes (default 256 MiB) */

@@ -15,7 +15,7 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     tpl_vm *vm = &r->vm;
     tpl_limits l = { 0 };
     if (limits) l = *limits;
-    if (!l.fuel) l.fuel = 100000000ull;
+    if (!l.fuel) l.fuel = 20000000ull;
     if (!l.max_depth) l.max_depth = 200;
     if (!l.max_output) l.max_output = 64ull << 20;
     if (!l.max_memory) l.max_memory = 256ull << 20;
