@@ -25,7 +25,9 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     tpl_arena_init(&vm->fact_arena, 0);
     vm->stack = malloc(TPL_VM_STACK * sizeof *vm->stack);
     vm->slots = malloc(TPL_VM_SLOTS * sizeof *vm->slots);
-    if (!vm->stack || !vm->slots) { tpl_render_free(r); return NULL; }
+    vm->out_cap = 4096;
+    vm->out = malloc(vm->out_cap);
+    if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
     if (tpl_render_set_call(r, "phone", NULL) != TPL_OK) { tpl_render_free(r); return NULL; }
     return r;

@@ -82,7 +82,14 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
  *   TPL_BUILTIN(STR, removesuffix, "removesuffix", m_str_removesuffix, "self,suffix")
  *   TPL_BUILTIN(STR, isnumeric, "isnumeric", m_str_isnumeric, "self")
  *   TPL_BUILTIN(STR, isdecimal, "isdecimal", m_str_isdecimal, "self")
- *   TPL_BUILTIN(STR, istitle, "istitle", m_str_istitle, "self") */
+ *   TPL_BUILTIN(STR, istitle, "istitle", m_str_istitle, "self")
+ *   TPL_BUILTIN(FILTER, random, "random", f_random, "seq")
+ *   TPL_BUILTIN(FILTER, urlize, "urlize", f_urlize, "value,trim_url_limit?,nofollow?,target?,rel?,extra_schemes?")
+ *   TPL_BUILTIN(TEST, filter, "filter", t_filter, "value")
+ *   TPL_BUILTIN(TEST, test, "test", t_test, "value")
+ *   TPL_BUILTIN(GLOBAL, cycler_next, "cycler.next", g_cycler_next, "self")
+ *   TPL_BUILTIN(GLOBAL, cycler_reset, "cycler.reset", g_cycler_reset, "self")
+ *   TPL_BUILTIN(GLOBAL, joiner_call, "joiner.__call__", g_joiner_call, "self") */
 int m_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_rfind(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_index(tpl_vm *vm, tpl_value *a, tpl_value *out);
@@ -98,6 +105,13 @@ int m_str_removesuffix(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_isnumeric(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_isdecimal(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_istitle(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int f_random(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int t_filter(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int t_test(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int g_cycler_next(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int g_cycler_reset(tpl_vm *vm, tpl_value *a, tpl_value *out);
+int g_joiner_call(tpl_vm *vm, tpl_value *a, tpl_value *out);
 
 /* ------------------------------------------------------------------ shared with the VM */
 

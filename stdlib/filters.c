@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <errno.h>
 #include <float.h>
 
@@ -3020,4 +3022,417 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!tpl_vm_hf(vm))
         out->flags = TPL_F_SAFE;
     return 0;
+}
+
+/* ------------------------------------------------------------------ random, urlize
+ * Not in builtins.def yet (see the declarations in builtins.h). */
+
+/* random.choice(seq). The pick comes from the clock (there is no RNG state to keep); a one-item
+ * sequence is deterministic. */
+int f_random(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS))
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "0");   /* random.choice(dict) looks up dict[i] */
+    tpl_list *l;
+    if (v.type != TPL_T_STR && v.type != TPL_T_LIST && v.type != TPL_T_UNDEF)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, v));
+    if (tpl_iter_list(vm, v, &l) < 0)
+        return -1;
+    if (l->len == 0) {
+        *out = undef_hint("No random item, sequence was empty.");
+        return 0;
+    }
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
+    x ^= x >> 29;
+    *out = l->items[x % l->len];
+    return 0;
+}
+
+/* re's \w for the code point at s[i] (advancing *i). */
+static bool word_at(const char *s, size_t n, size_t *i)
+{
+    uint32_t c = tpl_utf8_next(s, n, i);
+    return tpl_uc_isword(c);
+}
+
+static bool is_hex(char c) { return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f'); }
+
+/* (?::\d{1,5})?(?:[/?#]\S*)?$ on s[i..n) (the word has no whitespace). */
+static bool port_path(const char *s, size_t n, size_t i)
+{
+    if (i < n && s[i] == ':') {
+        size_t j = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == j || i - j > 5)
+            return false;
+    }
+    return i == n || s[i] == '/' || s[i] == '?' || s[i] == '#';
+}
+
+static bool host_char(const char *s, size_t n, size_t i, size_t *next)
+{
+    unsigned char c = (unsigned char)s[i];
+    if (c == '.' || c == '%' || c == '-') {
+        *next = i + 1;
+        return true;
+    }
+    return word_at(s, n, (*next = i, next));
+}
+
+/* Jinja2's _http_re (re.IGNORECASE). */
+static bool http_match(const char *s, size_t n)
+{
+    size_t pre = 0;
+    if (n >= 8 && strncasecmp(s, "https://", 8) == 0) pre = 8;
+    else if (n >= 7 && strncasecmp(s, "http://", 7) == 0) pre = 7;
+    else if (n >= 4 && strncasecmp(s, "www.", 4) == 0) pre = 4;
+    /* host: the maximal run of [\w%.-] */
+    for (int alt = 1; alt <= 2; alt++) {
+        size_t start = alt == 1 ? pre : 0;
+        if (alt == 1 && !pre)
+            continue;
+        size_t i = start, nx;
+        while (i < n && host_char(s, n, i, &nx))
+            i = nx;
+        size_t hend = i;
+        if (hend == start || s[hend - 1] == '.' || !port_path(s, n, hend))
+            continue;
+        /* split into labels */
+        size_t ls = start;
+        bool ok = true;
+        size_t last_s = start;
+        for (size_t k = start; k <= hend; k++) {
+            if (k == hend || s[k] == '.') {
+                size_t len = tpl_utf8_len(s + ls, k - ls);
+                if (len == 0 || (alt == 2 && k < hend && (len < 2 || len > 63))) {
+                    ok = false;
+                    break;
+                }
+                last_s = ls;
+                ls = k + 1;
+            }
+        }
+        if (!ok)
+            continue;
+        const char *tld = s + last_s;
+        size_t tl = hend - last_s;
+        if (alt == 2) {
+            if (last_s == start)
+                continue; /* needs at least one label before the tld */
+            static const char *const tlds[] = {"com", "net", "int", "edu", "gov", "org", "info", "mil"};
+            for (size_t t = 0; t < sizeof tlds / sizeof tlds[0]; t++)
+                if (strlen(tlds[t]) == tl && strncasecmp(tld, tlds[t], tl) == 0)
+                    return true;
+            continue;
+        }
+        bool letters = tl >= 2 && tl <= 63;
+        for (size_t k = 0; letters && k < tl; k++)
+            letters = (tld[k] | 32) >= 'a' && (tld[k] | 32) <= 'z';
+        if (letters)
+            return true;
+        if (tl >= 4 && strncasecmp(tld, "xn--", 4) == 0) {
+            size_t cnt = 0, k = 4;
+            bool idna = true;
+            while (k < tl) {
+                if (tld[k] == '%') { k++; cnt++; continue; }
+                if (!word_at(tld, tl, &k)) { idna = false; break; }
+                cnt++;
+            }
+            if (idna && cnt >= 2 && cnt <= 59)
+                return true;
+        }
+    }
+    if (pre < 7)
+        return false;
+    /* scheme + IPv4 / IPv6 */
+    size_t i = pre;
+    if (i < n && s[i] == '[') {
+        i++;
+        for (int g = 0; g < 2; g++) {
+            size_t j = i;
+            while (i < n && is_hex(s[i]) && i - j < 4)
+                i++;
+            if (i >= n || s[i] != ':')
+                return false;
+            i++;
+        }
+        /* ([\da-f]{0,4}:?){1,6} then ']': count the pieces needed */
+        int pieces = 0;
+        while (i < n && s[i] != ']') {
+            size_t j = i;
+            while (i < n && is_hex(s[i]))
+                i++;
+            size_t run = i - j;
+            if (i < n && s[i] != ':' && s[i] != ']')
+                return false;
+            int need = run ? (int)((run + 3) / 4) : 1;
+            if (i < n && s[i] == ':')
+                i++;
+            else if (!run)
+                need = 0;
+            pieces += need;
+        }
+        if (pieces == 0)
+            pieces = 1;
+        if (i >= n || pieces > 6)
+            return false;
+        return port_path(s, n, i + 1);
+    }
+    for (int g = 0; g < 4; g++) {
+        if (g) {
+            if (i >= n || s[i] != '.')
+                return false;
+            i++;
+        }
+        size_t j = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9')
+            i++;
+        if (i == j || i - j > 3)
+            return false;
+    }
+    return port_path(s, n, i);
+}
+
+/* Jinja2's _email_re: ^\S+@\w[\w.-]*\.\w+$ */
+static bool email_match(const char *s, size_t n)
+{
+    const char *at = NULL;
+    for (size_t i = n; i-- > 0;)
+        if (s[i] == '@') { at = s + i; break; }
+    if (!at || at == s)
+        return false;
+    const char *d = at + 1;
+    size_t dn = n - (size_t)(d - s), i = 0;
+    if (dn == 0 || !word_at(d, dn, &i))
+        return false;
+    size_t last_dot = 0;
+    bool dash_after = false;
+    while (i < dn) {
+        if (d[i] == '.') { last_dot = i; dash_after = false; i++; continue; }
+        if (d[i] == '-') { dash_after = true; i++; continue; }
+        if (!word_at(d, dn, &i))
+            return false;
+    }
+    return last_dot >= 1 && last_dot + 1 < dn && !dash_after;
+}
+
+static size_t count_sub(const char *s, size_t n, const char *t)
+{
+    size_t k = strlen(t), c = 0;
+    for (size_t i = 0; i + k <= n;)
+        if (memcmp(s + i, t, k) == 0) { c++; i += k; } else i++;
+    return c;
+}
+
+int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_arena *ar = AR(vm);
+    tpl_value text;
+    if (escape_value(vm, a[0], false, &text) < 0)
+        return -1;
+    int64_t limit = -1;
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && tpl_arg_index(vm, a[1], &limit) < 0)
+        return -1;
+    int nofollow = tpl_arg_truthy(vm, a[2], false);
+    if (nofollow < 0)
+        return -1;
+    /* rel: sorted set of the words of rel, "nofollow", and the policy's "noopener" */
+    tpl_value relv = tpl_v_str("", 0), targetv = tpl_v_none();
+    if (tpl_given(a[4]) && a[4].type != TPL_T_NONE && tpl_to_str(vm, a[4], &relv) < 0)
+        return -1;
+    if (tpl_given(a[3]) && a[3].type != TPL_T_NONE)
+        targetv = a[3];
+    tpl_value parts[34];
+    int np = 0;
+    for (size_t i = 0; i < relv.len && np < 32;) {
+        size_t nx;
+        if (is_ws_cp(relv.u.s, relv.len, i, &nx)) { i = nx; continue; }
+        size_t j = i;
+        while (j < relv.len && !is_ws_cp(relv.u.s, relv.len, j, &nx))
+            j = nx;
+        parts[np++] = tpl_v_str(relv.u.s + i, j - i);
+        i = j;
+    }
+    if (nofollow)
+        parts[np++] = tpl_v_str("nofollow", 8);
+    parts[np++] = tpl_v_str("noopener", 8);
+    for (int x = 1; x < np; x++) /* insertion sort, then drop duplicates */
+        for (int y = x; y > 0; y--) {
+            tpl_value p = parts[y - 1], q = parts[y];
+            size_t m = p.len < q.len ? p.len : q.len;
+            int c = memcmp(p.u.s, q.u.s, m);
+            if (c < 0 || (c == 0 && p.len <= q.len))
+                break;
+            parts[y - 1] = q;
+            parts[y] = p;
+        }
+    tpl_sb attrs;
+    tpl_sb_init(&attrs, ar);
+    tpl_sb_puts(&attrs, " rel=\"");
+    tpl_sb rel;
+    tpl_sb_init(&rel, ar);
+    for (int x = 0; x < np; x++) {
+        if (x && parts[x].len == parts[x - 1].len && memcmp(parts[x].u.s, parts[x - 1].u.s, parts[x].len) == 0)
+            continue;
+        if (rel.len)
+            tpl_sb_putc(&rel, ' ');
+        tpl_sb_put(&rel, parts[x].u.s, parts[x].len);
+    }
+    html_escape(&attrs, rel.p ? rel.p : "", rel.len);
+    tpl_sb_putc(&attrs, '"');
+    if (targetv.type != TPL_T_NONE) {
+        tpl_value t;
+        if (tpl_to_str(vm, targetv, &t) < 0)
+            return -1;
+        if (t.len) {
+            tpl_sb_puts(&attrs, " target=\"");
+            html_escape(&attrs, t.u.s, t.len);
+            tpl_sb_putc(&attrs, '"');
+        }
+    }
+    tpl_list *schemes = NULL;
+    if (tpl_given(a[5]) && a[5].type != TPL_T_NONE) {
+        if (tpl_iter_list(vm, a[5], &schemes) < 0)
+            return -1;
+        for (uint32_t k = 0; k < schemes->len; k++) {
+            tpl_value sc = schemes->items[k];
+            bool ok = sc.type == TPL_T_STR;
+            size_t i = 0, cnt = 0;
+            while (ok && i < sc.len && sc.u.s[i] != ':') {
+                size_t j = i;
+                if (sc.u.s[i] == '.' || sc.u.s[i] == '+' || sc.u.s[i] == '-') j++;
+                else if (!word_at(sc.u.s, sc.len, &j)) ok = false;
+                i = j;
+                cnt++;
+            }
+            if (ok) {
+                ok = cnt >= 2 && i < sc.len;
+                i++;
+                size_t slashes = 0;
+                while (ok && i < sc.len && sc.u.s[i] == '/') { i++; slashes++; }
+                ok = ok && i == sc.len && slashes <= 2;
+            }
+            if (!ok) {
+                tpl_sb rb;
+                tpl_sb_init(&rb, ar);
+                tpl_py_repr(&rb, sc);
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s is not a valid URI scheme prefix.", (int)rb.len,
+                                    rb.p ? rb.p : "");
+            }
+        }
+    }
+    const char *s = text.u.s;
+    size_t n = text.len, i = 0;
+    tpl_sb b;
+    tpl_sb_init(&b, ar);
+    while (i < n) {
+        size_t nx, j = i;
+        if (is_ws_cp(s, n, i, &nx)) {
+            while (j < n && is_ws_cp(s, n, j, &nx))
+                j = nx;
+            tpl_sb_put(&b, s + i, j - i);
+            i = j;
+            continue;
+        }
+        while (j < n && !is_ws_cp(s, n, j, &nx))
+            j = nx;
+        const char *w = s + i;
+        size_t wn = j - i;
+        i = j;
+        /* head: ^([(<]|&lt;)+ */
+        size_t h = 0;
+        for (;;) {
+            if (h < wn && (w[h] == '(' || w[h] == '<')) h++;
+            else if (wn - h >= 4 && memcmp(w + h, "&lt;", 4) == 0) h += 4;
+            else break;
+        }
+        /* tail: ([)>.,\n]|&gt;)+$ */
+        size_t t = wn;
+        while (t > h) {
+            char c = w[t - 1];
+            if (c == ')' || c == '>' || c == '.' || c == ',' || c == '\n') t--;
+            else if (t - h >= 4 && memcmp(w + t - 4, "&gt;", 4) == 0) t -= 4;
+            else break;
+        }
+        /* middle = w[h..m), tail = w[m..wn); balance brackets by moving tail text back */
+        size_t m = t;
+        static const char *const pairs[3][2] = {{"(", ")"}, {"<", ">"}, {"&lt;", "&gt;"}};
+        for (int p = 0; p < 3; p++) {
+            size_t sc = count_sub(w + h, m - h, pairs[p][0]);
+            if (sc <= count_sub(w + h, m - h, pairs[p][1]))
+                continue;
+            size_t moves = count_sub(w + m, wn - m, pairs[p][1]);
+            if (moves > sc)
+                moves = sc;
+            const char *ec = pairs[p][1];
+            size_t el = strlen(ec);
+            for (size_t k = 0; k < moves; k++) {
+                const char *q = NULL;
+                for (size_t x = m; x + el <= wn; x++)
+                    if (memcmp(w + x, ec, el) == 0) { q = w + x; break; }
+                if (!q)
+                    break;
+                m = (size_t)(q - w) + el;
+            }
+        }
+        const char *mid = w + h;
+        size_t mn = m - h;
+        tpl_sb_put(&b, w, h);
+        bool linked = true;
+        if (http_match(mid, mn)) {
+            bool has_scheme = (mn >= 8 && memcmp(mid, "https://", 8) == 0) || (mn >= 7 && memcmp(mid, "http://", 7) == 0);
+            tpl_sb_puts(&b, has_scheme ? "<a href=\"" : "<a href=\"https://");
+            tpl_sb_put(&b, mid, mn);
+            tpl_sb_putc(&b, '"');
+            tpl_sb_put(&b, attrs.p, attrs.len);
+            tpl_sb_putc(&b, '>');
+            int64_t ml = (int64_t)tpl_utf8_len(mid, mn);
+            if (limit >= 0 && ml > limit) {
+                tpl_sb_put(&b, mid, tpl_utf8_offset(mid, mn, (size_t)limit));
+                tpl_sb_puts(&b, "...");
+            } else {
+                tpl_sb_put(&b, mid, mn);
+            }
+            tpl_sb_puts(&b, "</a>");
+        } else if (mn > 7 && memcmp(mid, "mailto:", 7) == 0 && email_match(mid + 7, mn - 7)) {
+            tpl_sb_puts(&b, "<a href=\"");
+            tpl_sb_put(&b, mid, mn);
+            tpl_sb_puts(&b, "\">");
+            tpl_sb_put(&b, mid + 7, mn - 7);
+            tpl_sb_puts(&b, "</a>");
+        } else if (memchr(mid, '@', mn) && !(mn >= 4 && memcmp(mid, "www.", 4) == 0) && mid[0] != '@' &&
+                   !memchr(mid, ':', mn) && email_match(mid, mn)) {
+            tpl_sb_puts(&b, "<a href=\"mailto:");
+            tpl_sb_put(&b, mid, mn);
+            tpl_sb_puts(&b, "\">");
+            tpl_sb_put(&b, mid, mn);
+            tpl_sb_puts(&b, "</a>");
+        } else {
+            linked = false;
+            if (schemes) {
+                for (uint32_t k = 0; k < schemes->len; k++) {
+                    tpl_value sc = schemes->items[k];
+                    if (mn > sc.len && memcmp(mid, sc.u.s, sc.len) == 0) {
+                        tpl_sb_puts(&b, "<a href=\"");
+                        tpl_sb_put(&b, mid, mn);
+                        tpl_sb_putc(&b, '"');
+                        tpl_sb_put(&b, attrs.p, attrs.len);
+                        tpl_sb_putc(&b, '>');
+                        tpl_sb_put(&b, mid, mn);
+                        tpl_sb_puts(&b, "</a>");
+                        linked = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if (!linked)
+            tpl_sb_put(&b, mid, mn);
+        tpl_sb_put(&b, w + m, wn - m);
+    }
+    return sb_done(vm, &b, out);
 }

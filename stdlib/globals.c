@@ -317,14 +317,133 @@ int g_lipsum(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* cycler() and joiner() return stateful objects, which need VM support (a mutable object type
- * with methods); until the VM has one they are refused with a clear error. */
-int g_cycler(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* cycler() and joiner() return stateful objects built from what the VM already has: a
+ * namespace-flagged map holding the state, and bound methods (TPL_T_FUNC with u.bound) whose
+ * self is that map. The methods are builtins with names no template can spell ("cycler.next",
+ * ...); until builtins.def lists them (see builtins.h), cycler() and joiner() report that they
+ * are not supported. */
+
+static int bound(tpl_vm *vm, tpl_value self, int id, tpl_value *out)
 {
-    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "cycler() is not supported yet");
+    tpl_bound *b = tpl_arena_alloc(tpl_vm_arena(vm), sizeof *b);
+    if (!b)
+        return OOM();
+    b->self = self;
+    b->method = (uint16_t)id;
+    tpl_value v = {0};
+    v.type = TPL_T_FUNC;
+    v.aux = (uint16_t)id;
+    v.u.bound = b;
+    *out = v;
+    return 0;
 }
 
+static int set_key(tpl_vm *vm, tpl_map *m, const char *k, tpl_value v)
+{
+    return tpl_map_set(tpl_vm_arena(vm), m, tpl_v_str(k, strlen(k)), v) ? 0 : OOM();
+}
+
+static tpl_value *get_key(const tpl_map *m, const char *k)
+{
+    return tpl_map_get_str(m, k, strlen(k), tpl_hash_str(k, strlen(k)));
+}
+
+/* Jinja2's Cycler: .items, .pos, .current, .next(), .reset(). */
+int g_cycler(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int next_id = tpl_builtin_find(TPL_BK_GLOBAL, "cycler.next", 11);
+    int reset_id = tpl_builtin_find(TPL_BK_GLOBAL, "cycler.reset", 12);
+    if (next_id < 0 || reset_id < 0)
+        return tpl_vm_error(vm, TPL_ERR_SYNTAX, "cycler() is not supported yet");
+    tpl_list *items = a[0].u.list;
+    if (items->len == 0)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "at least one item has to be provided");
+    tpl_map *m = tpl_map_new(tpl_vm_arena(vm), 6);
+    if (!m)
+        return OOM();
+    tpl_value self = tpl_v_map(m);
+    self.flags = TPL_F_NS;
+    tpl_value itv = tpl_v_list(items), nx, rs;
+    itv.flags = TPL_F_TUPLE;
+    if (bound(vm, self, next_id, &nx) < 0 || bound(vm, self, reset_id, &rs) < 0)
+        return -1;
+    if (set_key(vm, m, "items", itv) < 0 || set_key(vm, m, "pos", tpl_v_int(0)) < 0 ||
+        set_key(vm, m, "current", items->items[0]) < 0 || set_key(vm, m, "next", nx) < 0 ||
+        set_key(vm, m, "reset", rs) < 0)
+        return -1;
+    *out = self;
+    return 0;
+}
+
+static int cycler_state(tpl_vm *vm, tpl_value self, tpl_map **m, const tpl_list **items, int64_t *pos)
+{
+    tpl_value *it, *p;
+    if (self.type != TPL_T_MAP || !(it = get_key(self.u.map, "items")) || it->type != TPL_T_LIST ||
+        it->u.list->len == 0 || !(p = get_key(self.u.map, "pos")) || p->type != TPL_T_INT)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "not a cycler");
+    *m = self.u.map;
+    *items = it->u.list;
+    *pos = p->u.i;
+    if (*pos < 0 || *pos >= (int64_t)(*items)->len)
+        *pos = 0;
+    return 0;
+}
+
+int g_cycler_next(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m;
+    const tpl_list *items;
+    int64_t pos;
+    if (cycler_state(vm, a[0], &m, &items, &pos) < 0)
+        return -1;
+    *out = items->items[pos];
+    pos = (pos + 1) % (int64_t)items->len;
+    if (set_key(vm, m, "pos", tpl_v_int(pos)) < 0 || set_key(vm, m, "current", items->items[pos]) < 0)
+        return -1;
+    return 0;
+}
+
+int g_cycler_reset(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m;
+    const tpl_list *items;
+    int64_t pos;
+    if (cycler_state(vm, a[0], &m, &items, &pos) < 0)
+        return -1;
+    if (set_key(vm, m, "pos", tpl_v_int(0)) < 0 || set_key(vm, m, "current", items->items[0]) < 0)
+        return -1;
+    *out = tpl_v_none();
+    return 0;
+}
+
+/* Jinja2's Joiner: calling it gives "" the first time, then sep. The value is the bound
+ * "joiner.__call__" method of its state (.sep, .used). */
 int g_joiner(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "joiner() is not supported yet");
+    int call_id = tpl_builtin_find(TPL_BK_GLOBAL, "joiner.__call__", 15);
+    if (call_id < 0)
+        return tpl_vm_error(vm, TPL_ERR_SYNTAX, "joiner() is not supported yet");
+    tpl_map *m = tpl_map_new(tpl_vm_arena(vm), 2);
+    if (!m)
+        return OOM();
+    tpl_value self = tpl_v_map(m);
+    self.flags = TPL_F_NS;
+    if (set_key(vm, m, "sep", tpl_given(a[0]) ? a[0] : tpl_v_str(", ", 2)) < 0 ||
+        set_key(vm, m, "used", tpl_v_bool(false)) < 0)
+        return -1;
+    return bound(vm, self, call_id, out);
+}
+
+int g_joiner_call(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value *used, *sep;
+    if (a[0].type != TPL_T_MAP || !(used = get_key(a[0].u.map, "used")) || !(sep = get_key(a[0].u.map, "sep")))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "not a joiner");
+    if (used->type == TPL_T_BOOL && !used->u.i) {
+        *used = tpl_v_bool(true);
+        *out = tpl_v_str("", 0);
+        return 0;
+    }
+    *out = *sep;
+    return 0;
 }

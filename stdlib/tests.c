@@ -305,3 +305,18 @@ int t_in(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return -1;
     RET(r);
 }
+
+/* ---- tests not in builtins.def yet (see builtins.h) */
+
+static int name_test(tpl_vm *vm, tpl_value v, tpl_builtin_kind kind, tpl_value *out)
+{
+    if ((v.type == TPL_T_LIST && !(v.flags & TPL_F_TUPLE)) || (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", tpl_type_name(vm, v));
+    if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm))
+        return tpl_undefined_error(vm, v);
+    RET(v.type == TPL_T_STR && tpl_builtin_find(kind, v.u.s, v.len) >= 0);
+}
+
+/* `value in env.filters` / `value in env.tests` (the builtin tables). */
+int t_filter(tpl_vm *vm, tpl_value *a, tpl_value *out) { return name_test(vm, a[0], TPL_BK_FILTER, out); }
+int t_test(tpl_vm *vm, tpl_value *a, tpl_value *out) { return name_test(vm, a[0], TPL_BK_TEST, out); }

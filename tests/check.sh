@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds tpl and runs every test: once with gcc -Werror, once with clang, once under ASan+UBSan.
+# Builds tpl and runs every test: once with gcc -Werror, once with clang, once under ASan+UBSan,
+# and the fuzz targets briefly (clang, libFuzzer).
 # The last line is "N passed, N failed" over all test runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,5 +17,7 @@ run() { # name, meson setup args...
 run build
 CC=clang run build-clang
 run build-asan -Db_sanitize=address,undefined -Db_lundef=false
-python3 tests/summary.py build build-clang build-asan
+# libFuzzer smoke run of every fuzz target (20 s each), clang with ASan+UBSan
+CC=clang run build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+python3 tests/summary.py build build-clang build-asan build-fuzz
 exit $status

@@ -1,0 +1,48 @@
+/* libFuzzer target: compile arbitrary bytes as a Jinja template under each profile, and render
+ * what compiles against a small fixed state. Any crash, leak or sanitizer report is a finding. */
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+
+static const char state[] =
+    "{\"name\": \"Ana\", \"n\": 3, \"xs\": [1, 2.5, \"a\", null, true], \"d\": {\"k\": \"v\", \"l\": [1]},"
+    " \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"yo\"}]}";
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const profiles[] = { "jinja2", "pinecall", "hf" };
+    tpl_limits lim = { 0 };
+    lim.fuel = 200000;          /* keep each input fast */
+    lim.max_output = 1 << 20;
+    lim.max_memory = 16 << 20;
+    for (int i = 0; i < 3; i++) {
+        tpl_options o = { 0 };
+        tpl_options_profile(&o, TPL_SYNTAX_JINJA, profiles[i]);
+        tpl_program *p = NULL;
+        tpl_error err = { 0 };
+        if (tpl_compile("fuzz.jinja", (const char *)data, size, &o, &p, &err) != TPL_OK) {
+            char *msg = tpl_error_format(&err);
+            free(msg);
+            tpl_error_clear(&err);
+            continue;
+        }
+        char *dis = tpl_disassemble(p);
+        free(dis);
+        tpl_render *r = tpl_render_new(&lim);
+        if (r) {
+            tpl_render_set_state_json(r, state, sizeof state - 1);
+            tpl_render_add_fact(r, "usual doctor Vidal", 18);
+            const char *out;
+            size_t n;
+            if (tpl_render_run(r, p, &out, &n) != TPL_OK) {
+                char *msg = tpl_error_format(tpl_render_error(r));
+                free(msg);
+            }
+            tpl_render_free(r);
+        }
+        tpl_program_free(p);
+    }
+    return 0;
+}
