@@ -23,6 +23,7 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     tpl_arena_init(&vm->arena, l.max_memory);
     tpl_arena_init(&vm->state_arena, 0);
     tpl_arena_init(&vm->fact_arena, 0);
+    tpl_arena_init(&vm->call_arena, 0);
     vm->stack = malloc(TPL_VM_STACK * sizeof *vm->stack);
     vm->slots = malloc(TPL_VM_SLOTS * sizeof *vm->slots);
     vm->out_cap = 4096;
@@ -40,6 +41,7 @@ void tpl_render_free(tpl_render *r)
     tpl_arena_free(&vm->arena);
     tpl_arena_free(&vm->state_arena);
     tpl_arena_free(&vm->fact_arena);
+    tpl_arena_free(&vm->call_arena);
     free(vm->stack);
     free(vm->slots);
     free(vm->out);
@@ -151,7 +153,8 @@ tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len)
 
 void tpl_render_clear_facts(tpl_render *r)
 {
-    if (r->vm.facts) r->vm.facts->len = 0;
+    r->vm.facts = NULL;
+    tpl_arena_reset(&r->vm.fact_arena);
 }
 
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
@@ -164,7 +167,8 @@ tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *m
         return fail(vm, TPL_ERR_USAGE, "channel or medium too long");
     strcpy(vm->channel, channel);
     strcpy(vm->medium, medium);
-    tpl_arena *a = &vm->fact_arena;
+    tpl_arena *a = &vm->call_arena;
+    tpl_arena_reset(a);
     tpl_map *m = tpl_map_new(a, 4);
     tpl_list *hist = tpl_list_new(a, 0);
     if (!m || !hist) return fail(vm, TPL_ERR_NOMEM, "out of memory");

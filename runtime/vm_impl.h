@@ -30,7 +30,8 @@ struct tpl_vm {
     tpl_limits limits;
     tpl_arena arena;        /* per render, reset at the start of each render */
     tpl_arena state_arena;  /* state values; reset when the state is replaced */
-    tpl_arena fact_arena;   /* facts and the `call` object */
+    tpl_arena fact_arena;   /* facts; reset by tpl_render_clear_facts */
+    tpl_arena call_arena;   /* the `call` object; reset by tpl_render_set_call */
     tpl_value state;        /* a map (or none before any state is set) */
     tpl_list *facts;        /* NFC-normalised facts */
     tpl_value call;         /* the `call` builtin value */

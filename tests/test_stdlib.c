@@ -8,12 +8,13 @@
  * where tpl deliberately differs (int64 instead of Python's big integers, eager filters instead
  * of generators) are left out. Standalone: prints "N passed, N failed", exits 1 on a failure.
  *
- *   cc -std=c11 -Iinclude -I. tests/test_stdlib.c -Lbuild -ltpl -lutf8proc -ljansson -lm
+ *   cc -std=c11 -Iinclude -I. tests/test_stdlib.c build/libtpl.a -lutf8proc -ljansson -lm
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L   /* setenv */
 #endif
 #include "tpl.h"
+#include "stdlib/builtins.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,9 @@ typedef struct tcase {
     unsigned char facts;    /* index into fact_sets[] */
     const char *expect;     /* NULL: the render must fail */
     const char *msg;        /* expected error message fragment, or NULL */
+    const char *needs;      /* builtins the case uses that builtins.def may not list yet
+                             * ("s:swapcase f:urlize ..."; s/f/t/g = str method, filter, test,
+                             * global): the case is skipped while one is missing */
 } tcase;
 
 static const char *const states[] = {
@@ -106,6 +110,23 @@ static const char *const states[] = {
     "{\"o\":{\"zeta\":{\"n\":\"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\",\"m\":[null,true]}}}",
     "{\"o\":{\"b\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\",\"Alpha\":[1,2,3,1,2,3,1,2,3]}}",
     "{\"d\":{\"a\":1},\"l\":[1,\"a\",null],\"s\":\"x y\"}",
+    "{}",
+    "{\"t\":\"See https://example.com/a\?b=1 or www.example.com, mail ana@example.com.\"}",
+    "{\"t\":\"See https://example.com/a\?b=1 or www.example.com, mail ana@example.com. ftp://a git://b ftp:\"}",
+    "{\"t\":\"(http://foo.org) <www.bar.net> [https://x.io] http://10.0.0.1:8080/p http://[::1]/ https://[2001:db8::ff00:42:8329]/x\"}",
+    "{\"t\":\"(http://foo.org) <www.bar.net> [https://x.io] http://10.0.0.1:8080/p http://[::1]/ https://[2001:db8::ff00:42:8329]/x ftp://a git://b ftp:\"}",
+    "{\"t\":\"example.com sub.example.org ab.info x.mil a.com mailto:bob@x.co mailto:bad@x foo@bar @x@y a@b.c-d a@b.cd\"}",
+    "{\"t\":\"example.com sub.example.org ab.info x.mil a.com mailto:bob@x.co mailto:bad@x foo@bar @x@y a@b.c-d a@b.cd ftp://a git://b ftp:\"}",
+    "{\"t\":\"https://exa_mple.com/path(with)parens) (https://wiki.org/Foo_(bar)) www.x.y xn--abc.xn--p1ai http://xn--d1acufc.xn--p1ai\"}",
+    "{\"t\":\"https://exa_mple.com/path(with)parens) (https://wiki.org/Foo_(bar)) www.x.y xn--abc.xn--p1ai http://xn--d1acufc.xn--p1ai ftp://a git://b ftp:\"}",
+    "{\"t\":\"HTTP://UPPER.COM Www.Mixed.Org http://localhost http://a.b:123456 http://a.b:12/ wow.com. trailing.com, 'quoted.com' \\\"dq.com\\\"\"}",
+    "{\"t\":\"HTTP://UPPER.COM Www.Mixed.Org http://localhost http://a.b:123456 http://a.b:12/ wow.com. trailing.com, 'quoted.com' \\\"dq.com\\\" ftp://a git://b ftp:\"}",
+    "{\"t\":\"tab\\there.com\\nnew.org\\r\\nend www.\303\274n\303\257code.com \303\274n\303\257@c\303\266de.com a&b@c.com <tag> &lt;www.x.com&gt; http://1.2.3.4 http://1.2.3.4.5\"}",
+    "{\"t\":\"tab\\there.com\\nnew.org\\r\\nend www.\303\274n\303\257code.com \303\274n\303\257@c\303\266de.com a&b@c.com <tag> &lt;www.x.com&gt; http://1.2.3.4 http://1.2.3.4.5 ftp://a git://b ftp:\"}",
+    "{\"t\":\"caf\303\251.com.br x.co.uk http://example.com/\?q=a&b=c#frag http://example.com# a..b.com .x.com a.b..com\"}",
+    "{\"t\":\"caf\303\251.com.br x.co.uk http://example.com/\?q=a&b=c#frag http://example.com# a..b.com .x.com a.b..com ftp://a git://b ftp:\"}",
+    "{\"items\":[\"a\",\"b\",\"c\"]}",
+    "{\"items\":[\"a\",\"b\"]}",
 };
 
 static const char *const fact_sets[][4] = {
@@ -3755,6 +3776,90 @@ static const tcase cases[] = {
      NULL, "'u' is undefined"},
     {"{{ u.x is upper }}|", 74, 2, 0,
      NULL, "'u' is undefined"},
+    {"{{ 'Hello \303\211COLE \303\237'.swapcase() }}", 75, 0, 0,
+     "hELLO \303\251cole SS", NULL, "s:swapcase"},
+    {"{{ 'banana'.rfind('a') }} {{ 'banana'.rfind('x') }} {{ 'b\303\244n\303\244n\303\244'.rfind('n', 0, 4) }} {{ 'abc'.rfind('') }}", 75, 0, 0,
+     "5 -1 2 3", NULL, "s:rfind"},
+    {"{{ 'banana'.index('n') }} {{ 'banana'.rindex('n') }}", 75, 0, 0,
+     "2 4", NULL, "s:rindex s:index"},
+    {"{{ 'banana'.index('x') }}", 75, 0, 0,
+     NULL, "substring not found", "s:index"},
+    {"{{ 'banana'.rindex('x') }}", 75, 0, 0,
+     NULL, "substring not found", "s:rindex"},
+    {"[{{ 'ab'.ljust(5) }}][{{ 'ab'.rjust(5, '*') }}][{{ 'ab'.center(7, '\303\251') }}][{{ 'abc'.center(2) }}][{{ 'ab'.ljust(4, 'xy') }}]", 75, 0, 0,
+     NULL, "The fill character must be exactly one character long", "s:ljust s:rjust s:center"},
+    {"{{ 'ab'.ljust(4, 'xy') }}", 75, 0, 0,
+     NULL, "The fill character must be exactly one character long", "s:ljust"},
+    {"{{ '42'.zfill(5) }} {{ '-42'.zfill(5) }} {{ '+4'.zfill(1) }} {{ ''.zfill(3) }}", 75, 0, 0,
+     "00042 -0042 +4 000", NULL, "s:zfill"},
+    {"{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'abc'.partition('x') }} {{ 'abc'.rpartition('x') }}", 75, 0, 0,
+     "('a', '=', 'b=c') ('a=b', '=', 'c') ('abc', '', '') ('', '', 'abc')", NULL, "s:rpartition s:partition"},
+    {"{{ 'a'.partition('') }}", 75, 0, 0,
+     NULL, "empty separator", "s:partition"},
+    {"{{ 'prefix-x'.removeprefix('prefix-') }} {{ 'x.txt'.removesuffix('.txt') }} {{ 'x'.removesuffix('') }} {{ 'ab'.removeprefix('abc') }}", 75, 0, 0,
+     "x x x ab", NULL, "s:removeprefix s:removesuffix"},
+    {"{{ '123'.isnumeric() }} {{ '\302\275'.isnumeric() }} {{ '\302\262'.isdecimal() }} {{ '12'.isdecimal() }} {{ 'Hello World'.istitle() }} {{ 'Hello world'.istitle() }} {{ ''.istitle() }} {{ 'A1 B'.istitle() }}", 75, 0, 0,
+     "True True False True True False False True", NULL, "s:isnumeric s:isdecimal s:istitle"},
+    {"{{ t|urlize }}", 76, 0, 0,
+     "See <a href=\"https://example.com/a\?b=1\" rel=\"noopener\">https://example.com/a\?b=1</a> or <a href=\"https://www.example.com\" rel=\"noopener\">www.example.com</a>, mail <a href=\"mailto:ana@example.com\">ana@example.com</a>.", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 76, 0, 0,
+     "See <a href=\"https://example.com/a\?b=1\" rel=\"nofollow noopener\" target=\"_blank\">https://ex...</a> or <a href=\"https://www.example.com\" rel=\"nofollow noopener\" target=\"_blank\">www.exampl...</a>, mail <a href=\"mailto:ana@example.com\">ana@example.com</a>.", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 77, 0, 0,
+     "See <a href=\"https://example.com/a\?b=1\" rel=\"me nofollow noopener x\">https://example.com/a\?b=1</a> or <a href=\"https://www.example.com\" rel=\"me nofollow noopener x\">www.example.com</a>, mail <a href=\"mailto:ana@example.com\">ana@example.com</a>. <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ t|urlize }}", 78, 0, 0,
+     "(<a href=\"http://foo.org\" rel=\"noopener\">http://foo.org</a>) &lt;<a href=\"https://www.bar.net\" rel=\"noopener\">www.bar.net</a>&gt; [https://x.io] <a href=\"http://10.0.0.1:8080/p\" rel=\"noopener\">http://10.0.0.1:8080/p</a> <a href=\"http://[::1]/\" rel=\"noopener\">http://[::1]/</a> <a href=\"https://[2001:db8::ff00:42:8329]/x\" rel=\"noopener\">https://[2001:db8::ff00:42:8329]/x</a>", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 78, 0, 0,
+     "(<a href=\"http://foo.org\" rel=\"nofollow noopener\" target=\"_blank\">http://foo...</a>) &lt;<a href=\"https://www.bar.net\" rel=\"nofollow noopener\" target=\"_blank\">www.bar.ne...</a>&gt; [https://x.io] <a href=\"http://10.0.0.1:8080/p\" rel=\"nofollow noopener\" target=\"_blank\">http://10....</a> <a href=\"http://[::1]/\" rel=\"nofollow noopener\" target=\"_blank\">http://[::...</a> <a href=\"https://[2001:db8::ff00:42:8329]/x\" rel=\"nofollow noopener\" target=\"_blank\">https://[2...</a>", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 79, 0, 0,
+     "(<a href=\"http://foo.org\" rel=\"me nofollow noopener x\">http://foo.org</a>) &lt;<a href=\"https://www.bar.net\" rel=\"me nofollow noopener x\">www.bar.net</a>&gt; [https://x.io] <a href=\"http://10.0.0.1:8080/p\" rel=\"me nofollow noopener x\">http://10.0.0.1:8080/p</a> <a href=\"http://[::1]/\" rel=\"me nofollow noopener x\">http://[::1]/</a> <a href=\"https://[2001:db8::ff00:42:8329]/x\" rel=\"me nofollow noopener x\">https://[2001:db8::ff00:42:8329]/x</a> <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ t|urlize }}", 80, 0, 0,
+     "<a href=\"https://example.com\" rel=\"noopener\">example.com</a> <a href=\"https://sub.example.org\" rel=\"noopener\">sub.example.org</a> <a href=\"https://ab.info\" rel=\"noopener\">ab.info</a> x.mil a.com <a href=\"mailto:bob@x.co\">bob@x.co</a> mailto:bad@x foo@bar @x@y a@b.c-d <a href=\"mailto:a@b.cd\">a@b.cd</a>", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 80, 0, 0,
+     "<a href=\"https://example.com\" rel=\"nofollow noopener\" target=\"_blank\">example.co...</a> <a href=\"https://sub.example.org\" rel=\"nofollow noopener\" target=\"_blank\">sub.exampl...</a> <a href=\"https://ab.info\" rel=\"nofollow noopener\" target=\"_blank\">ab.info</a> x.mil a.com <a href=\"mailto:bob@x.co\">bob@x.co</a> mailto:bad@x foo@bar @x@y a@b.c-d <a href=\"mailto:a@b.cd\">a@b.cd</a>", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 81, 0, 0,
+     "<a href=\"https://example.com\" rel=\"me nofollow noopener x\">example.com</a> <a href=\"https://sub.example.org\" rel=\"me nofollow noopener x\">sub.example.org</a> <a href=\"https://ab.info\" rel=\"me nofollow noopener x\">ab.info</a> x.mil a.com <a href=\"mailto:bob@x.co\">bob@x.co</a> mailto:bad@x foo@bar @x@y a@b.c-d <a href=\"mailto:a@b.cd\">a@b.cd</a> <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ t|urlize }}", 82, 0, 0,
+     "<a href=\"https://exa_mple.com/path(with)parens\" rel=\"noopener\">https://exa_mple.com/path(with)parens</a>) (<a href=\"https://wiki.org/Foo_(bar)\" rel=\"noopener\">https://wiki.org/Foo_(bar)</a>) www.x.y xn--abc.xn--p1ai <a href=\"http://xn--d1acufc.xn--p1ai\" rel=\"noopener\">http://xn--d1acufc.xn--p1ai</a>", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 82, 0, 0,
+     "<a href=\"https://exa_mple.com/path(with)parens\" rel=\"nofollow noopener\" target=\"_blank\">https://ex...</a>) (<a href=\"https://wiki.org/Foo_(bar)\" rel=\"nofollow noopener\" target=\"_blank\">https://wi...</a>) www.x.y xn--abc.xn--p1ai <a href=\"http://xn--d1acufc.xn--p1ai\" rel=\"nofollow noopener\" target=\"_blank\">http://xn-...</a>", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 83, 0, 0,
+     "<a href=\"https://exa_mple.com/path(with)parens\" rel=\"me nofollow noopener x\">https://exa_mple.com/path(with)parens</a>) (<a href=\"https://wiki.org/Foo_(bar)\" rel=\"me nofollow noopener x\">https://wiki.org/Foo_(bar)</a>) www.x.y xn--abc.xn--p1ai <a href=\"http://xn--d1acufc.xn--p1ai\" rel=\"me nofollow noopener x\">http://xn--d1acufc.xn--p1ai</a> <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ t|urlize }}", 84, 0, 0,
+     "<a href=\"https://HTTP://UPPER.COM\" rel=\"noopener\">HTTP://UPPER.COM</a> <a href=\"https://Www.Mixed.Org\" rel=\"noopener\">Www.Mixed.Org</a> <a href=\"http://localhost\" rel=\"noopener\">http://localhost</a> http://a.b:123456 http://a.b:12/ <a href=\"https://wow.com\" rel=\"noopener\">wow.com</a>. <a href=\"https://trailing.com\" rel=\"noopener\">trailing.com</a>, &#39;quoted.com&#39; &#34;dq.com&#34;", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 84, 0, 0,
+     "<a href=\"https://HTTP://UPPER.COM\" rel=\"nofollow noopener\" target=\"_blank\">HTTP://UPP...</a> <a href=\"https://Www.Mixed.Org\" rel=\"nofollow noopener\" target=\"_blank\">Www.Mixed....</a> <a href=\"http://localhost\" rel=\"nofollow noopener\" target=\"_blank\">http://loc...</a> http://a.b:123456 http://a.b:12/ <a href=\"https://wow.com\" rel=\"nofollow noopener\" target=\"_blank\">wow.com</a>. <a href=\"https://trailing.com\" rel=\"nofollow noopener\" target=\"_blank\">trailing.c...</a>, &#39;quoted.com&#39; &#34;dq.com&#34;", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 85, 0, 0,
+     "<a href=\"https://HTTP://UPPER.COM\" rel=\"me nofollow noopener x\">HTTP://UPPER.COM</a> <a href=\"https://Www.Mixed.Org\" rel=\"me nofollow noopener x\">Www.Mixed.Org</a> <a href=\"http://localhost\" rel=\"me nofollow noopener x\">http://localhost</a> http://a.b:123456 http://a.b:12/ <a href=\"https://wow.com\" rel=\"me nofollow noopener x\">wow.com</a>. <a href=\"https://trailing.com\" rel=\"me nofollow noopener x\">trailing.com</a>, &#39;quoted.com&#39; &#34;dq.com&#34; <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ t|urlize }}", 86, 0, 0,
+     "tab\t<a href=\"https://here.com\" rel=\"noopener\">here.com</a>\n<a href=\"https://new.org\" rel=\"noopener\">new.org</a>\015\nend <a href=\"https://www.\303\274n\303\257code.com\" rel=\"noopener\">www.\303\274n\303\257code.com</a> <a href=\"mailto:\303\274n\303\257@c\303\266de.com\">\303\274n\303\257@c\303\266de.com</a> <a href=\"mailto:a&amp;b@c.com\">a&amp;b@c.com</a> &lt;tag&gt; &amp;lt;www.x.com&amp;gt; <a href=\"http://1.2.3.4\" rel=\"noopener\">http://1.2.3.4</a> http://1.2.3.4.5", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 86, 0, 0,
+     "tab\t<a href=\"https://here.com\" rel=\"nofollow noopener\" target=\"_blank\">here.com</a>\n<a href=\"https://new.org\" rel=\"nofollow noopener\" target=\"_blank\">new.org</a>\015\nend <a href=\"https://www.\303\274n\303\257code.com\" rel=\"nofollow noopener\" target=\"_blank\">www.\303\274n\303\257cod...</a> <a href=\"mailto:\303\274n\303\257@c\303\266de.com\">\303\274n\303\257@c\303\266de.com</a> <a href=\"mailto:a&amp;b@c.com\">a&amp;b@c.com</a> &lt;tag&gt; &amp;lt;www.x.com&amp;gt; <a href=\"http://1.2.3.4\" rel=\"nofollow noopener\" target=\"_blank\">http://1.2...</a> http://1.2.3.4.5", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 87, 0, 0,
+     "tab\t<a href=\"https://here.com\" rel=\"me nofollow noopener x\">here.com</a>\n<a href=\"https://new.org\" rel=\"me nofollow noopener x\">new.org</a>\015\nend <a href=\"https://www.\303\274n\303\257code.com\" rel=\"me nofollow noopener x\">www.\303\274n\303\257code.com</a> <a href=\"mailto:\303\274n\303\257@c\303\266de.com\">\303\274n\303\257@c\303\266de.com</a> <a href=\"mailto:a&amp;b@c.com\">a&amp;b@c.com</a> &lt;tag&gt; &amp;lt;www.x.com&amp;gt; <a href=\"http://1.2.3.4\" rel=\"me nofollow noopener x\">http://1.2.3.4</a> http://1.2.3.4.5 <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ t|urlize }}", 88, 0, 0,
+     "caf\303\251.com.br x.co.uk <a href=\"http://example.com/\?q=a&amp;b=c#frag\" rel=\"noopener\">http://example.com/\?q=a&amp;b=c#frag</a> <a href=\"http://example.com#\" rel=\"noopener\">http://example.com#</a> a..b.com .x.com a.b..com", NULL, "f:urlize"},
+    {"{{ t|urlize(10, true, target='_blank') }}", 88, 0, 0,
+     "caf\303\251.com.br x.co.uk <a href=\"http://example.com/\?q=a&amp;b=c#frag\" rel=\"nofollow noopener\" target=\"_blank\">http://exa...</a> <a href=\"http://example.com#\" rel=\"nofollow noopener\" target=\"_blank\">http://exa...</a> a..b.com .x.com a.b..com", NULL, "f:urlize"},
+    {"{{ t|urlize(rel='me nofollow x', extra_schemes=['ftp:', 'git://']) }}", 89, 0, 0,
+     "caf\303\251.com.br x.co.uk <a href=\"http://example.com/\?q=a&amp;b=c#frag\" rel=\"me nofollow noopener x\">http://example.com/\?q=a&amp;b=c#frag</a> <a href=\"http://example.com#\" rel=\"me nofollow noopener x\">http://example.com#</a> a..b.com .x.com a.b..com <a href=\"ftp://a\" rel=\"me nofollow noopener x\">ftp://a</a> <a href=\"git://b\" rel=\"me nofollow noopener x\">git://b</a> ftp:", NULL, "f:urlize"},
+    {"{{ 'x'|urlize(extra_schemes=['bad']) }}", 75, 0, 0,
+     NULL, "'bad' is not a valid URI scheme prefix.", "f:urlize"},
+    {"{{ [7]|random }} {{ 'z'|random }} {{ [] |random }}|{{ 'upper' is filter }} {{ 'nope' is filter }} {{ 'odd' is test }} {{ 'nope' is test }} {{ '==' is test }} {{ 5 is filter }}", 75, 0, 0,
+     "7 z |True False True False True False", NULL, "f:random t:filter t:test"},
+    {"{{ [1] is filter }}", 75, 0, 0,
+     NULL, "unhashable type: 'list'", "t:filter"},
+    {"{% set sep = joiner(', ') %}{% for x in items %}{{ sep() }}{{ x }}{% endfor %}|{% set c = cycler('odd', 'even') %}{{ c.next() }} {{ c.next() }} {{ c.next() }} {{ c.current }}", 90, 0, 0,
+     "a, b, c|odd even odd even", NULL, "g:cycler.next g:cycler.reset g:joiner.__call__"},
+    {"{% set c = cycler(1, 2, 3) %}{{ c.next() }}{{ c.next() }}{{ c.reset() }}{{ c.next() }}{{ c.current }}{{ c.pos }}{{ c.items }}", 75, 0, 0,
+     "12None121(1, 2, 3)", NULL, "g:cycler.next g:cycler.reset"},
+    {"{% set j = joiner() %}{{ j() }}{{ j() }}{{ j() }}|{% set k = joiner('-') %}{% for i in range(3) %}{{ k() }}{{ i }}{% endfor %}", 75, 0, 0,
+     ", , |0-1-2", NULL, "g:joiner.__call__"},
+    {"{{ cycler() }}", 75, 0, 0,
+     NULL, "at least one item has to be provided", "g:cycler.next g:cycler.reset"},
+    {"{% set c = cycler('a') %}{% for i in range(3) %}{{ c.next() }}{% endfor %}{{ c.current }}", 75, 1, 0,
+     "aaaa", NULL, "g:cycler.next g:cycler.reset"},
+    {"{% set sep = joiner(', ') %}{% for x in items %}{{ sep() }}{{ x }}{% endfor %}", 91, 2, 0,
+     "a, b", NULL, "g:joiner.__call__"},
 };
 
 static void put_escaped(FILE *out, const char *s, size_t n)
@@ -3768,11 +3873,30 @@ static void put_escaped(FILE *out, const char *s, size_t n)
     }
 }
 
+/* Whether every builtin named in `needs` exists. */
+static bool have_builtins(const char *needs)
+{
+    while (needs && *needs) {
+        while (*needs == ' ')
+            needs++;
+        if (!*needs)
+            break;
+        const char *end = strchr(needs, ' ');
+        size_t n = end ? (size_t)(end - needs) : strlen(needs);
+        tpl_builtin_kind kind = needs[0] == 's' ? TPL_BK_STR : needs[0] == 'f' ? TPL_BK_FILTER
+                              : needs[0] == 't' ? TPL_BK_TEST : TPL_BK_GLOBAL;
+        if (n < 3 || tpl_builtin_find(kind, needs + 2, n - 2) < 0)
+            return false;
+        needs += n;
+    }
+    return true;
+}
+
 int main(void)
 {
     /* strftime_now() reads the time from SOURCE_DATE_EPOCH. */
     setenv("SOURCE_DATE_EPOCH", "1721952000", 1);
-    int pass = 0, fail = 0;
+    int pass = 0, fail = 0, skipped = 0;
     tpl_render *r = tpl_render_new(NULL);
     if (!r) {
         fprintf(stderr, "test_stdlib: out of memory\n");
@@ -3780,6 +3904,10 @@ int main(void)
     }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const tcase *c = &cases[i];
+        if (!have_builtins(c->needs)) {
+            skipped++;
+            continue;
+        }
         tpl_options o;
         memset(&o, 0, sizeof o);
         if (tpl_options_profile(&o, TPL_SYNTAX_JINJA, (c->flags & F_HF) ? "hf" : "jinja2") != TPL_OK) {
@@ -3835,6 +3963,8 @@ int main(void)
         tpl_program_free(p);
     }
     tpl_render_free(r);
+    if (skipped)
+        fprintf(stderr, "test_stdlib: %d cases skipped (builtins not in builtins.def yet)\n", skipped);
     printf("%d passed, %d failed\n", pass, fail);
     return fail ? 1 : 0;
 }
