@@ -134,6 +134,35 @@ void *JinjaParseAlloc(void *(*mallocProc)(size_t));
 void JinjaParseFree(void *p, void (*freeProc)(void *));
 void JinjaParse(void *p, int major, tpl_token minor, tpl_pctx *ctx);
 
+/* Block tags that need an end tag: the opening keyword and its end keyword. */
+static const char *block_end_of(int kind)
+{
+    switch (kind) {
+    case TK_IF: return "endif";
+    case TK_FOR: return "endfor";
+    case TK_MACRO: return "endmacro";
+    case TK_CALL: return "endcall";
+    case TK_FILTER: return "endfilter";
+    case TK_SET: return "endset";
+    case TK_WITH: return "endwith";
+    case TK_BLOCK: return "endblock";
+    case TK_AUTOESCAPE: return "endautoescape";
+    case TK_GENERATION: return "endgeneration";
+    default: return NULL;
+    }
+}
+
+static bool is_end_tag(int kind)
+{
+    switch (kind) {
+    case TK_ENDIF: case TK_ENDFOR: case TK_ENDMACRO: case TK_ENDCALL: case TK_ENDFILTER: case TK_ENDSET:
+    case TK_ENDWITH: case TK_ENDBLOCK: case TK_ENDAUTOESCAPE: case TK_ENDGENERATION:
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
 {
     void *parser = JinjaParseAlloc(malloc);
@@ -141,6 +170,9 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
     c->tokens = toks;
     c->ntokens = n;
     bool first_in_block = false;
+    /* open block tags, to say which one an unexpected end of template left unclosed */
+    struct open_tag { int kind; uint32_t off; } open[64];
+    size_t nopen = 0, deep = 0;
     for (size_t i = 0; i < n && !c->failed; i++) {
         tpl_token t = toks[i];
         if (t.kind == TK_BLOCK_BEGIN) { first_in_block = true; continue; }
@@ -148,6 +180,17 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
             t.flag |= 0x80;
             first_in_block = false;
             if (t.kind == TK_BLOCK_END) { tpl_pctx_error(c, t.off, "tag name expected"); break; }
+            bool opens = block_end_of(t.kind) != NULL;
+            if (t.kind == TK_SET) /* only `{% set x %}` (no `=`) is a block */
+                for (size_t k = i + 1; k < n && toks[k].kind != TK_BLOCK_END; k++)
+                    if (toks[k].kind == TK_ASSIGN) { opens = false; break; }
+            if (opens) {
+                if (nopen < 64) open[nopen++] = (struct open_tag){ t.kind, toks[i - 1].off };
+                else deep++;
+            } else if (is_end_tag(t.kind)) {
+                if (deep) deep--;
+                else if (nopen) nopen--;
+            }
         }
         c->cur_off = t.off;
         JinjaParse(parser, t.kind, t, c);
@@ -155,6 +198,12 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
     if (!c->failed) {
         tpl_token eof = { 0, (uint32_t)c->n, 0, 0 };
         JinjaParse(parser, 0, eof, c);
+        if (c->failed && c->err_off == (uint32_t)c->n && nopen) {
+            const char *end = block_end_of(open[nopen - 1].kind);
+            c->err_off = open[nopen - 1].off;
+            snprintf(c->msg, sizeof c->msg,
+                     "Unexpected end of template: this block is never closed (Jinja was looking for '%s')", end);
+        }
     }
     JinjaParseFree(parser, free);
     return !c->failed && c->root;

@@ -180,7 +180,7 @@ int main(void)
                "(FOR(TUPLE(NAME 'k')(NAME 'v'))(CALL(GETATTR 'items'(NAME 'd')))(NAME 'v'))");
     parse_case("{% set ns.x = 1 %}", "(NSSET 'x'(NAME 'ns')(CONST 1))");
     parse_case("{% frobnicate %}", "error: Encountered unknown tag 'frobnicate'.");
-    parse_case("{% if x %}", "error: unexpected end of template");
+    parse_case("{% if x %}", "error: Unexpected end of template: this block is never closed (Jinja was looking for 'endif')");
     parse_case("{{ call.channel }}", "(OUTPUT(GETATTR 'channel'(NAME 'call')))");
 
     /* VM: semantics as Jinja2 */
