@@ -44,4 +44,7 @@ const tpl_options *tpl_c_options(const tpl_comp *c);
 bool tpl_c_failed(const tpl_comp *c);
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Format-string prompts (compiler/lower_fmt.c): lowers the whole template src[0..n). */
+bool tpl_lower_fmt(tpl_comp *c, const char *src, size_t n);
+
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "vm_impl.h"
+#include "../stdlib/tr.h"
 
 struct tpl_render {
     struct tpl_vm vm;
@@ -41,6 +42,7 @@ void tpl_render_free(tpl_render *r)
     free(vm->stack);
     free(vm->slots);
     free(vm->out);
+    tpl_tr_free(vm->tr);
     free(r);
 }
 
