@@ -10,6 +10,7 @@
  *    ordered by (-trigram hits of the longest literal, -its length, -total literal length, key)
  *    (lengths in code points), and the best target is filled with the captures;
  *  - no catalog matched: the source text. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>

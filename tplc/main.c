@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "tpl.h"
 
 #define EXIT_TEMPLATE 1
@@ -105,6 +106,7 @@ typedef struct opts {
     bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
     const char **facts;
     int nfacts;
+    const char **catalogs, **trkeys;
     int ncatalogs, ntrkeys;
 } opts;
 
@@ -113,7 +115,9 @@ static int parse_args(int argc, char **argv, opts *o)
     memset(o, 0, sizeof *o);
     o->case_n = -1;
     o->facts = calloc((size_t)argc, sizeof *o->facts);
-    if (!o->facts) return -1;
+    o->catalogs = calloc((size_t)argc, sizeof *o->catalogs);
+    o->trkeys = calloc((size_t)argc, sizeof *o->trkeys);
+    if (!o->facts || !o->catalogs || !o->trkeys) return -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
@@ -134,8 +138,8 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         if (strcmp(a, "--catalog") == 0 || strcmp(a, "--tr-key") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", a); return -1; }
-            if (a[2] == 'c') o->ncatalogs++;
-            else o->ntrkeys++;
+            if (a[2] == 'c') o->catalogs[o->ncatalogs++] = argv[i];
+            else o->trkeys[o->ntrkeys++] = argv[i];
             continue;
         }
         if (strcmp(a, "--trim-blocks") == 0) { o->trim_blocks = true; continue; }
@@ -189,6 +193,95 @@ static int compile_template(const opts *o, tpl_program **prog)
     return 0;
 }
 
+/* A Pinecall golden: {"state": {...}, "memory": ["fact", ...]}, or an array of them (then --case N
+ * picks one, counting from 0). */
+static int load_golden(const opts *o, tpl_render *r, const char *path, const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) {
+        tpl_error e = { 0 };
+        e.status = TPL_ERR_STATE;
+        e.message = je.text;
+        e.line = je.line > 0 ? (uint32_t)je.line : 1;
+        e.column = je.column > 0 ? (uint32_t)je.column : 1;
+        print_json_error(path, text, len, &e);
+        return EXIT_TEMPLATE;
+    }
+    json_t *g = root;
+    if (json_is_array(root)) {
+        if (o->case_n < 0) {
+            fprintf(stderr, "%s: error: the golden file holds %zu cases: pick one with --case N (0-based)\n", path,
+                    json_array_size(root));
+            json_decref(root);
+            return EXIT_USAGE;
+        }
+        g = json_array_get(root, (size_t)o->case_n);
+        if (!g) {
+            fprintf(stderr, "%s: error: --case %ld is out of range (%zu cases)\n", path, o->case_n,
+                    json_array_size(root));
+            json_decref(root);
+            return EXIT_USAGE;
+        }
+    } else if (o->case_n > 0) {
+        fprintf(stderr, "%s: error: --case %ld: the golden file holds one case\n", path, o->case_n);
+        json_decref(root);
+        return EXIT_USAGE;
+    }
+    json_t *state = json_is_object(g) ? json_object_get(g, "state") : NULL;
+    json_t *memory = json_is_object(g) ? json_object_get(g, "memory") : NULL;
+    if (!json_is_object(g) || (state && !json_is_object(state)) || (memory && !json_is_array(memory))) {
+        fprintf(stderr, "%s:1:1: error: a golden is an object with \"state\" (an object) and \"memory\" (a list of facts)\n",
+                path);
+        json_decref(root);
+        return EXIT_TEMPLATE;
+    }
+    int rc = 0;
+    if (state) {
+        char *s = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!s || tpl_render_set_state_json(r, s, strlen(s)) != TPL_OK) {
+            print_error(tpl_render_error(r));
+            rc = EXIT_TEMPLATE;
+        }
+        free(s);
+    }
+    for (size_t i = 0; !rc && memory && i < json_array_size(memory); i++) {
+        json_t *f = json_array_get(memory, i);
+        if (!json_is_string(f)) {
+            fprintf(stderr, "%s: error: memory fact %zu is not a string\n", path, i);
+            rc = EXIT_TEMPLATE;
+        } else if (tpl_render_add_fact(r, json_string_value(f), json_string_length(f)) != TPL_OK) {
+            rc = EXIT_USAGE;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* Loads the --catalog files, --lang and --tr-key settings into the render. */
+static int load_translation(const opts *o, tpl_render *r)
+{
+    for (int i = 0; i < o->ncatalogs; i++) {
+        size_t len;
+        char *text = read_file(o->catalogs[i], &len);
+        if (!text) {
+            fprintf(stderr, "%s: error: cannot read catalog: %s\n", o->catalogs[i], strerror(errno ? errno : EIO));
+            return EXIT_USAGE;
+        }
+        tpl_status st = tpl_render_add_catalog_json(r, text, len);
+        if (st != TPL_OK) {
+            print_json_error(o->catalogs[i], text, len, tpl_render_error(r));
+            free(text);
+            return st == TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        }
+        free(text);
+    }
+    if (o->lang && tpl_render_set_lang(r, o->lang) != TPL_OK) return EXIT_USAGE;
+    for (int i = 0; i < o->ntrkeys; i++)
+        if (tpl_render_add_tr_key(r, o->trkeys[i], strlen(o->trkeys[i])) != TPL_OK) return EXIT_USAGE;
+    return 0;
+}
+
 /* Loads --state or --golden into the render (and the golden's memory facts). */
 static int load_state(const opts *o, tpl_render *r)
 {
@@ -200,13 +293,12 @@ static int load_state(const opts *o, tpl_render *r)
         fprintf(stderr, "%s: error: cannot read state: %s\n", path, strerror(errno ? errno : EIO));
         return EXIT_USAGE;
     }
-    tpl_status st = tpl_render_set_state_json(r, text, len);
-    if (st != TPL_OK && o->golden) {
-        /* a golden: {"state": {...}, "memory": [...]}, or an array of them (--case) */
-        fprintf(stderr, "%s: error: --golden is not supported yet\n", path);
+    if (o->golden) {
+        int rc = load_golden(o, r, path, text, len);
         free(text);
-        return EXIT_USAGE;
+        return rc;
     }
+    tpl_status st = tpl_render_set_state_json(r, text, len);
     if (st != TPL_OK) {
         print_json_error(path, text, len, tpl_render_error(r));
         free(text);
@@ -218,16 +310,13 @@ static int load_state(const opts *o, tpl_render *r)
 
 static int cmd_render(const opts *o)
 {
-    if (o->ncatalogs || o->ntrkeys) {
-        fprintf(stderr, "tplc: --catalog and --tr-key are not supported yet\n");
-        return EXIT_USAGE;
-    }
     tpl_program *prog = NULL;
     int rc = compile_template(o, &prog);
     if (rc) return rc;
     tpl_render *r = tpl_render_new(NULL);
     if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
     rc = load_state(o, r);
+    if (!rc) rc = load_translation(o, r);
     for (int i = 0; !rc && i < o->nfacts; i++)
         if (tpl_render_add_fact(r, o->facts[i], strlen(o->facts[i])) != TPL_OK) rc = EXIT_USAGE;
     if (!rc && (o->channel || o->medium) && tpl_render_set_call(r, o->channel, o->medium) != TPL_OK) {
@@ -278,6 +367,8 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         fputs(usage, stderr);
         free(o.facts);
+        free(o.catalogs);
+        free(o.trkeys);
         return EXIT_USAGE;
     }
     int rc;
@@ -291,5 +382,7 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
     }
     free(o.facts);
+    free(o.catalogs);
+    free(o.trkeys);
     return rc;
 }
