@@ -174,6 +174,10 @@ bool tpl_lower_fmt(tpl_comp *c, const char *src, size_t n)
     tpl_c_emit(c, TPL_OP_FMT_BEGIN, x.slot, 0);
     tpl_c_word(c, tpl_c_const(c, tpl_v_str(src, n)));
     uint32_t jump = tpl_c_word(c, 0);
+    tpl_node whole = { 0 };
+    whole.kind = TPL_N_CONST;
+    whole.val = tpl_v_str(src, n);
+    tpl_c_note_tr(c, 0, &whole);
     int parts = 0;
     lower_string(&x, src, n, 0, 0, &parts);
     tpl_c_at(c, (uint32_t)n);

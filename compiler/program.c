@@ -219,6 +219,21 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     return TPL_OK;
 }
 
+size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
+{
+    for (size_t i = 0; i < p->ntrcalls && i < max; i++) {
+        const tpl_trcall *t = &p->trcalls[i];
+        tpl_tr_call r = { NULL, 0, 0, 0 };
+        if (t->k >= 0 && (size_t)t->k < p->nconsts) {
+            r.text = p->consts[t->k].u.s;
+            r.len = p->consts[t->k].len;
+        }
+        tpl_offset_to_linecol(p->source, p->source_len, t->off, &r.line, &r.column);
+        out[i] = r;
+    }
+    return p->ntrcalls;
+}
+
 void tpl_program_free(tpl_program *p)
 {
     if (!p) return;

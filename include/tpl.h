@@ -137,6 +137,16 @@ tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len);
 /* Forgets every tr_keys field. */
 void tpl_render_clear_tr_keys(tpl_render *r);
 
+/* A tr() call of a compiled program (for linting and catalog extraction). */
+typedef struct tpl_tr_call {
+    const char *text;       /* the literal text (owned by the program), or NULL: not a literal */
+    size_t len;
+    uint32_t line, column;  /* where the call is (1-based; column in code points) */
+} tpl_tr_call;
+/* Fills out[0..max) with the program's tr() calls in source order (a fmt prompt counts as one
+ * call on its whole template string) and returns how many there are (may exceed max). */
+size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max);
+
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. */

@@ -19,6 +19,8 @@ static const char usage[] =
     "                   [--lang L] [--catalog FILE]... [--remember FACT]... [--tr-key NAME]...\n"
     "                   [--channel C] [--medium M] [-o OUT]\n"
     "       tplc dump TEMPLATE [compile flags]\n"
+    "       tplc lint TEMPLATE... [--format text|json] [compile flags]\n"
+    "       tplc tr-extract TEMPLATE... -o CATALOG.json [--lang L] [compile flags]\n"
     "       tplc --version\n";
 
 /* Reads a whole file ("-" = stdin). Returns malloc'd bytes (NUL-terminated) or NULL. */
@@ -108,6 +110,9 @@ typedef struct opts {
     int nfacts;
     const char **catalogs, **trkeys;
     int ncatalogs, ntrkeys;
+    const char **tpls;      /* every template argument (lint, tr-extract) */
+    int ntpls;
+    const char *format;     /* lint --format text|json */
 } opts;
 
 static int parse_args(int argc, char **argv, opts *o)
@@ -117,12 +122,14 @@ static int parse_args(int argc, char **argv, opts *o)
     o->facts = calloc((size_t)argc, sizeof *o->facts);
     o->catalogs = calloc((size_t)argc, sizeof *o->catalogs);
     o->trkeys = calloc((size_t)argc, sizeof *o->trkeys);
-    if (!o->facts || !o->catalogs || !o->trkeys) return -1;
+    o->tpls = calloc((size_t)argc, sizeof *o->tpls);
+    if (!o->facts || !o->catalogs || !o->trkeys || !o->tpls) return -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
         VAL("--state", state) VAL("--golden", golden) VAL("--syntax", syntax) VAL("--profile", profile)
         VAL("--lang", lang) VAL("--channel", channel) VAL("--medium", medium) VAL("-o", out)
+        VAL("--format", format)
 #undef VAL
         if (strcmp(a, "--case") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
@@ -149,22 +156,25 @@ static int parse_args(int argc, char **argv, opts *o)
         if (strcmp(a, "--tidy") == 0) { o->tidy = true; continue; }
         if (a[0] == '-' && a[1] != 0) { fprintf(stderr, "tplc: unknown flag %s\n", a); return -1; }
         if (!o->cmd) o->cmd = a;
-        else if (!o->tpl) o->tpl = a;
+        else if (!o->tpl) o->tpl = o->tpls[o->ntpls++] = a;
+        else if (strcmp(o->cmd, "lint") == 0 || strcmp(o->cmd, "tr-extract") == 0) o->tpls[o->ntpls++] = a;
         else { fprintf(stderr, "tplc: unexpected argument %s\n", a); return -1; }
     }
     if (!o->cmd || !o->tpl) return -1;
     return 0;
 }
 
-static int compile_template(const opts *o, tpl_program **prog)
+/* Compiles template `path` with the command line's options; prints errors unless err is given
+ * (then the caller gets the error record and must tpl_error_clear it). */
+static int compile_path(const opts *o, const char *path, tpl_program **prog, tpl_error *errout)
 {
     size_t len;
-    char *src = read_file(o->tpl, &len);
+    char *src = read_file(path, &len);
     if (!src) {
-        fprintf(stderr, "%s: error: cannot read template: %s\n", o->tpl, strerror(errno ? errno : EIO));
+        fprintf(stderr, "%s: error: cannot read template: %s\n", path, strerror(errno ? errno : EIO));
         return EXIT_USAGE;
     }
-    tpl_syntax syn = syntax_of(o->tpl);
+    tpl_syntax syn = syntax_of(path);
     if (o->syntax) {
         if (strcmp(o->syntax, "jinja") == 0) syn = TPL_SYNTAX_JINJA;
         else if (strcmp(o->syntax, "erb") == 0) syn = TPL_SYNTAX_ERB;
@@ -183,14 +193,22 @@ static int compile_template(const opts *o, tpl_program **prog)
     opt.strict |= o->strict;
     opt.tidy |= o->tidy;
     tpl_error err = { 0 };
-    tpl_status st = tpl_compile(o->tpl, src, len, &opt, prog, &err);
+    tpl_status st = tpl_compile(path, src, len, &opt, prog, &err);
     free(src);
     if (st != TPL_OK) {
-        print_error(&err);
-        tpl_error_clear(&err);
+        if (errout) *errout = err;
+        else {
+            print_error(&err);
+            tpl_error_clear(&err);
+        }
         return st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
     }
     return 0;
+}
+
+static int compile_template(const opts *o, tpl_program **prog)
+{
+    return compile_path(o, o->tpl, prog, NULL);
 }
 
 /* A Pinecall golden: {"state": {...}, "memory": ["fact", ...]}, or an array of them (then --case N
@@ -357,6 +375,132 @@ static int cmd_dump(const opts *o)
     return 0;
 }
 
+/* Prints s as a JSON string literal. */
+static void json_str(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* tplc lint: compile errors, and tr() calls whose text is not a literal (they cannot be
+ * extracted into a catalog). Exit 0 when clean, 1 when something was reported. */
+static int cmd_lint(const opts *o)
+{
+    bool json = o->format && strcmp(o->format, "json") == 0;
+    if (o->format && !json && strcmp(o->format, "text") != 0) {
+        fprintf(stderr, "tplc: --format is text or json\n");
+        return EXIT_USAGE;
+    }
+    int rc = 0, nfound = 0;
+    if (json) fputs("[", stdout);
+    for (int t = 0; t < o->ntpls; t++) {
+        tpl_program *prog = NULL;
+        tpl_error err = { 0 };
+        int c = compile_path(o, o->tpls[t], &prog, &err);
+        if (c == EXIT_USAGE && !err.message) { rc = EXIT_USAGE; continue; }
+        if (c) {
+            if (json) {
+                printf("%s\n {\"file\": ", nfound++ ? "," : "");
+                json_str(stdout, o->tpls[t], strlen(o->tpls[t]));
+                printf(", \"line\": %u, \"column\": %u, \"severity\": \"error\", \"message\": ", err.line, err.column);
+                json_str(stdout, err.message ? err.message : "", err.message ? strlen(err.message) : 0);
+                fputs("}", stdout);
+            } else {
+                print_error(&err);
+            }
+            tpl_error_clear(&err);
+            if (rc == 0) rc = c;
+            continue;
+        }
+        size_t n = tpl_program_tr_calls(prog, NULL, 0);
+        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
+        if (n && !calls) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+        tpl_program_tr_calls(prog, calls, n);
+        static const char msg[] = "tr() argument is not a literal string: it cannot be extracted into a catalog";
+        for (size_t i = 0; i < n; i++) {
+            if (calls[i].text) continue;
+            if (json) {
+                printf("%s\n {\"file\": ", nfound++ ? "," : "");
+                json_str(stdout, o->tpls[t], strlen(o->tpls[t]));
+                printf(", \"line\": %u, \"column\": %u, \"severity\": \"warning\", \"message\": \"%s\"}",
+                       calls[i].line, calls[i].column, msg);
+            } else {
+                printf("%s:%u:%u: warning: %s\n", o->tpls[t], calls[i].line, calls[i].column, msg);
+                nfound++;
+            }
+            if (rc == 0) rc = EXIT_TEMPLATE;
+        }
+        free(calls);
+        tpl_program_free(prog);
+    }
+    if (json) fputs(nfound ? "\n]\n" : "]\n", stdout);
+    return rc;
+}
+
+/* tplc tr-extract: every literal tr() text of the templates as a catalog skeleton
+ * {"main_lang": "en", LANG: {"text": "text", ...}} (targets start as the source text, so the
+ * skeleton translates nothing until edited). LANG is --lang, default "xx". */
+static int cmd_tr_extract(const opts *o)
+{
+    if (!o->out) { fprintf(stderr, "tplc: tr-extract needs -o CATALOG.json\n"); return EXIT_USAGE; }
+    json_t *rows = json_object();
+    json_t *root = json_object();
+    if (!rows || !root) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    int rc = 0;
+    for (int t = 0; t < o->ntpls && !rc; t++) {
+        tpl_program *prog = NULL;
+        rc = compile_path(o, o->tpls[t], &prog, NULL);
+        if (rc) break;
+        size_t n = tpl_program_tr_calls(prog, NULL, 0);
+        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
+        if (n && !calls) { rc = EXIT_USAGE; tpl_program_free(prog); break; }
+        tpl_program_tr_calls(prog, calls, n);
+        for (size_t i = 0; i < n; i++) {
+            if (!calls[i].text) {
+                fprintf(stderr, "%s:%u:%u: warning: tr() argument is not a literal string: skipped\n", o->tpls[t],
+                        calls[i].line, calls[i].column);
+                continue;
+            }
+            char *k = malloc(calls[i].len + 1);
+            if (!k) { rc = EXIT_USAGE; break; }
+            memcpy(k, calls[i].text, calls[i].len);
+            k[calls[i].len] = 0;
+            if (!json_object_getn(rows, k, calls[i].len))
+                json_object_setn_new(rows, k, calls[i].len, json_stringn(calls[i].text, calls[i].len));
+            free(k);
+        }
+        free(calls);
+        tpl_program_free(prog);
+    }
+    if (!rc) {
+        json_object_set_new(root, "main_lang", json_string("en"));
+        json_object_set(root, o->lang ? o->lang : "xx", rows);
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII * 0);
+        if (!text) rc = EXIT_USAGE;
+        else {
+            size_t n = strlen(text);
+            text[n] = '\n';
+            if (write_atomic(o->out, text, n + 1) != 0) {
+                fprintf(stderr, "%s: error: cannot write: %s\n", o->out, strerror(errno));
+                rc = EXIT_USAGE;
+            }
+            free(text);
+        }
+    }
+    json_decref(rows);
+    json_decref(root);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -369,12 +513,15 @@ int main(int argc, char **argv)
         free(o.facts);
         free(o.catalogs);
         free(o.trkeys);
+        free(o.tpls);
         return EXIT_USAGE;
     }
     int rc;
     if (strcmp(o.cmd, "render") == 0) rc = cmd_render(&o);
     else if (strcmp(o.cmd, "dump") == 0) rc = cmd_dump(&o);
-    else if (strcmp(o.cmd, "compile") == 0 || strcmp(o.cmd, "lint") == 0) {
+    else if (strcmp(o.cmd, "lint") == 0) rc = cmd_lint(&o);
+    else if (strcmp(o.cmd, "tr-extract") == 0) rc = cmd_tr_extract(&o);
+    else if (strcmp(o.cmd, "compile") == 0) {
         fprintf(stderr, "tplc: '%s' is not implemented yet\n", o.cmd);
         rc = EXIT_USAGE;
     } else {
@@ -384,5 +531,6 @@ int main(int argc, char **argv)
     free(o.facts);
     free(o.catalogs);
     free(o.trkeys);
+    free(o.tpls);
     return rc;
 }
