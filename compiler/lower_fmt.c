@@ -3,7 +3,7 @@
  *   FMT_BEGIN s0, k(source), ->end    fields map into slot s0 (tr_keys applied); a translated
  *                                     template string is formatted at run time and jumps to end
  *   TEXT k                            literal text ("{{" and "}}" unescaped, runs merged)
- *   LOAD_SLOT s0; FMT_ITEM k(name)    a field: kwargs[name] (KeyError when missing)
+ *   LOAD_SLOT s0; FMT_FIELD n(name)   a field: kwargs[name] (pre-hashed; KeyError when missing)
  *   FMT_ATTR k / FMT_ITEM k           .attr and [key] parts (key: int when all digits)
  *   FMT_CONV c                        !s !r !a
  *   FMT_PRINT k(spec)                 format(value, spec) appended to the output
@@ -66,7 +66,7 @@ static bool lower_name(fmt_ctx *x, const char *s, size_t n, uint32_t off)
     tpl_c_at(c, off);
     tpl_c_emit(c, TPL_OP_LOAD_SLOT, x->slot, 1);
     tpl_c_word(c, x->slot_name);
-    tpl_c_emit(c, TPL_OP_FMT_ITEM, tpl_c_const(c, tpl_v_str(s, i)), 0);
+    tpl_c_emit(c, TPL_OP_FMT_FIELD, tpl_c_name(c, tpl_v_str(s, i)), 0);
     while (i < n) {
         char k = s[i++];
         size_t b = i;

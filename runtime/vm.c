@@ -1328,6 +1328,14 @@ top:
         }
         NEXT(2);
     }
+    CASE(FMT_FIELD) {
+        tpl_value obj = sp[-1];
+        tpl_value *hit = obj.type == TPL_T_MAP
+            ? tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
+        if (hit) sp[-1] = *hit;
+        else if (tpl_fmt_item(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
     CASE(FMT_ITEM) { if (tpl_fmt_item(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
     CASE(FMT_ATTR) { if (tpl_fmt_attr(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
     CASE(FMT_CONV) { if (tpl_fmt_conv(vm, sp[-1], (int)a, &sp[-1]) < 0) goto fail; NEXT(0); }
