@@ -91,6 +91,8 @@ struct tpl_comp {
     size_t nblocks, bcap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
+    tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
+    size_t ntrcalls, trcap;
     bool failed;
     uint32_t err_off;
     char msg[256];
@@ -546,6 +548,29 @@ static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *wha
     emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, strlen(msg))), 1);
 }
 
+/* Records a tr() call whose text is node `text` (NULL: unknown, not a literal). */
+static void note_tr(tpl_comp *c, uint32_t off, const tpl_node *text)
+{
+    if (c->failed) return;
+    if (!grow((void **)&c->trcalls, &c->trcap, c->ntrcalls + 1, sizeof *c->trcalls)) {
+        cerror(c, off, "out of memory");
+        return;
+    }
+    int32_t k = -1;
+    if (text && text->kind == TPL_N_CONST && text->val.type == TPL_T_STR) k = (int32_t)add_const(c, text->val);
+    c->trcalls[c->ntrcalls++] = (tpl_trcall){ off, k };
+}
+
+/* The text argument of a tr(...) call: the first positional argument or text=... */
+static const tpl_node *tr_text_arg(const tpl_node *args)
+{
+    for (const tpl_node *a = args; a; a = a->next) {
+        if (a->kind == TPL_N_ARG) return a->a;
+        if (a->kind == TPL_N_KWARG && a->val.len == 4 && memcmp(a->val.u.s, "text", 4) == 0) return a->a;
+    }
+    return NULL;
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -606,6 +631,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         if (fn->kind == TPL_N_NAME && resolve(c, fn->val, &slot) == R_GLOBAL) {
             int b = tpl_builtin_find(TPL_BK_GLOBAL, fn->val.u.s, fn->val.len);
             if (b >= 0) {
+                if (b == TPL_B_GLOBAL_tr) note_tr(c, fn->off, tr_text_arg(n->b));
                 uint32_t w = call_args(c, n->b, 0);
                 c->cur_off = n->off;
                 emit(c, TPL_OP_CALL_NAME, add_name(c, fn->val), 1 - argw_count(w));
@@ -635,6 +661,7 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, TPL_BK_FILTER, "filter");
             return;
         }
+        if (b == TPL_B_FILTER_tr) note_tr(c, n->off, n->a);
         if (n->a) expr(c, n->a);
         uint32_t w = call_args(c, n->b, 1);
         c->cur_off = n->off;
@@ -1521,6 +1548,12 @@ bool tpl_comp_finish(tpl_comp *c)
     p->nnames = c->nnames;
     p->nspans = c->nspans;
     p->nmacros = c->nmacros;
+    if (c->ntrcalls) {
+        p->trcalls = tpl_arena_alloc(a, c->ntrcalls * sizeof *p->trcalls);
+        if (!p->trcalls) { cerror(c, 0, "out of memory"); goto done; }
+        memcpy(p->trcalls, c->trcalls, c->ntrcalls * sizeof *p->trcalls);
+        p->ntrcalls = c->ntrcalls;
+    }
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
 done:
@@ -1534,6 +1567,8 @@ done:
     free(c->names);
     free(c->spans);
     free(c->macros);
+    free(c->trcalls);
+    c->trcalls = NULL;
     c->code = NULL;
     c->consts = NULL;
     c->names = NULL;
@@ -1573,6 +1608,7 @@ void tpl_c_at(tpl_comp *c, uint32_t off) { c->cur_off = off; }
 tpl_arena *tpl_c_arena(tpl_comp *c) { return c->tmp; }
 const tpl_options *tpl_c_options(const tpl_comp *c) { return &c->p->opts; }
 bool tpl_c_failed(const tpl_comp *c) { return c->failed; }
+void tpl_c_note_tr(tpl_comp *c, uint32_t off, const tpl_node *text) { note_tr(c, off, text); }
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...)
 {
     if (c->failed) return;

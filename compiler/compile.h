@@ -44,4 +44,11 @@ const tpl_options *tpl_c_options(const tpl_comp *c);
 bool tpl_c_failed(const tpl_comp *c);
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Records a tr() call at source offset off whose text is `text` (a CONST str node is a literal;
+ * anything else, or NULL, is reported by tplc lint as not extractable). */
+void tpl_c_note_tr(tpl_comp *c, uint32_t off, const tpl_node *text);
+
+/* Format-string prompts (compiler/lower_fmt.c): lowers the whole template src[0..n). */
+bool tpl_lower_fmt(tpl_comp *c, const char *src, size_t n);
+
 #endif

@@ -114,12 +114,16 @@ tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *pr
     return TPL_OK;
 }
 
+static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len, const tpl_options *o,
+                                  tpl_program **out, tpl_error *err);
+
 tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *err)
 {
     *out = NULL;
     tpl_options o = { 0 };
     if (opts) o = *opts;
+    if (o.syntax == TPL_SYNTAX_FMT) return tpl_compile_fmt(name, src, len, &o, out, err);
     if (o.syntax != TPL_SYNTAX_JINJA) {
         set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "only the jinja syntax is supported so far");
         return TPL_ERR_USAGE;
@@ -178,6 +182,58 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     }
     tpl_arena_free(&tmp);
     return st;
+}
+
+/* Format strings: the source is used verbatim (str.format sees the file's exact text). */
+static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len, const tpl_options *o,
+                                  tpl_program **out, tpl_error *err)
+{
+    tpl_program *p = calloc(1, sizeof *p);
+    if (!p) return TPL_ERR_NOMEM;
+    tpl_arena_init(&p->arena, 0);
+    p->opts = *o;
+    p->name = dupstr(name ? name : "<template>");
+    p->source = malloc(len + 1);
+    if (!p->name || !p->source) { tpl_program_free(p); return TPL_ERR_NOMEM; }
+    memcpy(p->source, src, len);
+    p->source[len] = 0;
+    p->source_len = len;
+    p->source_hash = fnv(src, len);
+    tpl_arena tmp;
+    tpl_arena_init(&tmp, 0);
+    tpl_status st = TPL_OK;
+    tpl_comp *c = tpl_comp_new(p, &tmp, p->source, len);
+    if (!c) {
+        st = TPL_ERR_NOMEM;
+    } else {
+        tpl_lower_fmt(c, p->source, len);
+        tpl_comp_finish(c);
+        uint32_t off;
+        const char *msg;
+        if (tpl_comp_error(c, &off, &msg)) {
+            set_error(err, TPL_ERR_SYNTAX, p->name, p->source, len, off, msg);
+            st = TPL_ERR_SYNTAX;
+        }
+    }
+    tpl_arena_free(&tmp);
+    if (st != TPL_OK) { tpl_program_free(p); return st; }
+    *out = p;
+    return TPL_OK;
+}
+
+size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
+{
+    for (size_t i = 0; i < p->ntrcalls && i < max; i++) {
+        const tpl_trcall *t = &p->trcalls[i];
+        tpl_tr_call r = { NULL, 0, 0, 0 };
+        if (t->k >= 0 && (size_t)t->k < p->nconsts) {
+            r.text = p->consts[t->k].u.s;
+            r.len = p->consts[t->k].len;
+        }
+        tpl_offset_to_linecol(p->source, p->source_len, t->off, &r.line, &r.column);
+        out[i] = r;
+    }
+    return p->ntrcalls;
 }
 
 void tpl_program_free(tpl_program *p)

@@ -56,6 +56,13 @@ typedef struct tpl_macro_desc {
     int16_t caller_slot;   /* slot of `caller` or -1 */
 } tpl_macro_desc;
 
+/* A tr() call found at compile time (tplc lint, tplc tr-extract): its source offset and the
+ * constant index of its literal text, or -1 when the text is not a literal. */
+typedef struct tpl_trcall {
+    uint32_t off;
+    int32_t k;
+} tpl_trcall;
+
 struct tpl_program {
     tpl_options opts;
     char *name;            /* file name for diagnostics */
@@ -74,6 +81,8 @@ struct tpl_program {
     uint32_t nslots;       /* template-level slots */
     uint32_t max_stack;    /* operand stack needed by the template level */
     uint64_t source_hash;
+    tpl_trcall *trcalls;   /* tr() calls in source order (issue 5) */
+    size_t ntrcalls;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
 };
 

@@ -124,6 +124,36 @@ void tpl_render_clear_facts(tpl_render *r);
  * text, otherwise voice). Strings borrowed; copied. */
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
 
+/* ---- translation: tr(text, lang=?) and format-string prompts (DESIGN.md §3) ----
+ * A catalog is a JSON object {"main_lang": "en", "LANG": {"source": "target", ...}, ...}; keys
+ * may hold {placeholder}s (pattern rows). The first catalog added is the prompt's own, the
+ * others are a fallback chain tried in order. Settings persist across renders until changed. */
+
+/* Appends a catalog parsed from JSON text (borrowed; copied). Returns TPL_ERR_STATE with the
+ * JSON's line and column in the render's error on invalid JSON or a non-object top level,
+ * TPL_ERR_NOMEM on allocation failure; the catalogs already added are kept either way. */
+tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len);
+/* Drops every catalog of this render context. */
+void tpl_render_clear_catalogs(tpl_render *r);
+/* Sets the render language (NUL-terminated, borrowed; copied). NULL or "" means none: tr()
+ * without an explicit lang then returns its text, and fmt templates are not translated. */
+tpl_status tpl_render_set_lang(tpl_render *r, const char *lang);
+/* Adds a tr_keys field (borrowed; copied): in a fmt prompt, state[name] (when present) is
+ * replaced by tr(str(state[name])) before the template string is translated and formatted. */
+tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len);
+/* Forgets every tr_keys field. */
+void tpl_render_clear_tr_keys(tpl_render *r);
+
+/* A tr() call of a compiled program (for linting and catalog extraction). */
+typedef struct tpl_tr_call {
+    const char *text;       /* the literal text (owned by the program), or NULL: not a literal */
+    size_t len;
+    uint32_t line, column;  /* where the call is (1-based; column in code points) */
+} tpl_tr_call;
+/* Fills out[0..max) with the program's tr() calls in source order (a fmt prompt counts as one
+ * call on its whole template string) and returns how many there are (may exceed max). */
+size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max);
+
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. */

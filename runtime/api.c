@@ -3,6 +3,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "vm_impl.h"
+#include "../stdlib/tr.h"
 
 struct tpl_render {
     struct tpl_vm vm;
@@ -45,6 +46,7 @@ void tpl_render_free(tpl_render *r)
     free(vm->stack);
     free(vm->slots);
     free(vm->out);
+    tpl_tr_free(vm->tr);
     free(r);
 }
 
@@ -202,6 +204,59 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     *out = vm->out;
     *out_len = vm->out_len;
     return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ translation (stdlib/tr.c) */
+
+static tpl_tr_state *tr_state(tpl_vm *vm)
+{
+    if (!vm->tr) vm->tr = tpl_tr_new();
+    return vm->tr;
+}
+
+tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    tpl_tr_state *t = tr_state(vm);
+    if (!t) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    char msg[256];
+    uint32_t line, col;
+    tpl_status st = tpl_tr_add_catalog_json(t, json, len, msg, sizeof msg, &line, &col);
+    if (st != TPL_OK) {
+        fail(vm, st, msg);
+        vm->err.line = line;
+        vm->err.column = col;
+    }
+    return st;
+}
+
+void tpl_render_clear_catalogs(tpl_render *r)
+{
+    if (r->vm.tr) tpl_tr_clear_catalogs(r->vm.tr);
+}
+
+tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    tpl_tr_state *t = tr_state(vm);
+    if (!t || !tpl_tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    return TPL_OK;
+}
+
+tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    tpl_tr_state *t = tr_state(vm);
+    if (!t || !tpl_tr_add_key(t, name, len)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    return TPL_OK;
+}
+
+void tpl_render_clear_tr_keys(tpl_render *r)
+{
+    if (r->vm.tr) tpl_tr_clear_keys(r->vm.tr);
 }
 
 const tpl_error *tpl_render_error(const tpl_render *r)

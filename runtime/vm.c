@@ -7,6 +7,7 @@
 #include <string.h>
 #include "vm_impl.h"
 #include "../stdlib/builtins.h"
+#include "../stdlib/tr.h"
 
 /* ------------------------------------------------------------------ errors and accessors */
 
@@ -1375,6 +1376,51 @@ top:
     CASE(HALT) {
         *result = tpl_v_none();
         return 0;
+    }
+    /* format strings (compiler/lower_fmt.c) */
+    CASE(FMT_BEGIN) {
+        tpl_value fields, tr;
+        if (tpl_fmt_begin(vm, consts[code[pc + 1]], &fields, &tr) < 0) goto fail;
+        slots[a] = fields;
+        if (tr.type == TPL_T_STR) {
+            if (out_put(vm, tr.u.s, tr.len) < 0) goto fail;
+            pc = code[pc + 2];
+            DISPATCH_OR_TOP;
+        }
+        NEXT(2);
+    }
+    CASE(FMT_FIELD) {
+        tpl_value obj = sp[-1];
+        tpl_value *hit = obj.type == TPL_T_MAP
+            ? tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
+        if (hit) sp[-1] = *hit;
+        else if (tpl_fmt_item(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(FMT_ITEM) { if (tpl_fmt_item(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
+    CASE(FMT_ATTR) { if (tpl_fmt_attr(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
+    CASE(FMT_CONV) { if (tpl_fmt_conv(vm, sp[-1], (int)a, &sp[-1]) < 0) goto fail; NEXT(0); }
+    CASE(FMT_PRINT) {
+        tpl_value v = *--sp;
+        if (v.type == TPL_T_STR && consts[a].len == 0) {
+            if (out_put(vm, v.u.s, v.len) < 0) goto fail;
+        } else {
+            tpl_sb b;
+            tpl_sb_init(&b, &vm->arena);
+            if (tpl_format_value(vm, &b, v, consts[a].u.s, consts[a].len) < 0) goto fail;
+            if (b.failed) { oom(vm); goto fail; }
+            if (out_put(vm, b.p, b.len) < 0) goto fail;
+        }
+        NEXT(0);
+    }
+    CASE(FMT_SPEC) {
+        tpl_value spec = *--sp;
+        tpl_sb b;
+        tpl_sb_init(&b, &vm->arena);
+        if (tpl_format_value(vm, &b, sp[-1], spec.u.s, spec.len) < 0) goto fail;
+        if (b.failed) { oom(vm); goto fail; }
+        sp[-1] = tpl_sb_value(&b);
+        NEXT(0);
     }
 #if !defined(__GNUC__)
     }

@@ -50,6 +50,8 @@ struct tpl_vm {
     uint64_t fuel;
     uint32_t pc;            /* current instruction (for error locations) */
 
+    struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
+
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <jansson.h>
 #include "tpl.h"
 
 #define EXIT_TEMPLATE 1
@@ -18,6 +19,8 @@ static const char usage[] =
     "                   [--lang L] [--catalog FILE]... [--remember FACT]... [--tr-key NAME]...\n"
     "                   [--channel C] [--medium M] [-o OUT]\n"
     "       tplc dump TEMPLATE [compile flags]\n"
+    "       tplc lint TEMPLATE... [--format text|json] [compile flags]\n"
+    "       tplc tr-extract TEMPLATE... -o CATALOG.json [--lang L] [compile flags]\n"
     "       tplc --version\n";
 
 /* Reads a whole file ("-" = stdin). Returns malloc'd bytes (NUL-terminated) or NULL. */
@@ -122,7 +125,11 @@ typedef struct opts {
     bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
     const char **facts;
     int nfacts;
+    const char **catalogs, **trkeys;
     int ncatalogs, ntrkeys;
+    const char **tpls;      /* every template argument (lint, tr-extract) */
+    int ntpls;
+    const char *format;     /* lint --format text|json */
 } opts;
 
 static int parse_args(int argc, char **argv, opts *o)
@@ -130,12 +137,16 @@ static int parse_args(int argc, char **argv, opts *o)
     memset(o, 0, sizeof *o);
     o->case_n = -1;
     o->facts = calloc((size_t)argc, sizeof *o->facts);
-    if (!o->facts) return -1;
+    o->catalogs = calloc((size_t)argc, sizeof *o->catalogs);
+    o->trkeys = calloc((size_t)argc, sizeof *o->trkeys);
+    o->tpls = calloc((size_t)argc, sizeof *o->tpls);
+    if (!o->facts || !o->catalogs || !o->trkeys || !o->tpls) return -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 #define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
         VAL("--state", state) VAL("--golden", golden) VAL("--syntax", syntax) VAL("--profile", profile)
         VAL("--lang", lang) VAL("--channel", channel) VAL("--medium", medium) VAL("-o", out)
+        VAL("--format", format)
 #undef VAL
         if (strcmp(a, "--case") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
@@ -151,8 +162,8 @@ static int parse_args(int argc, char **argv, opts *o)
         }
         if (strcmp(a, "--catalog") == 0 || strcmp(a, "--tr-key") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", a); return -1; }
-            if (a[2] == 'c') o->ncatalogs++;
-            else o->ntrkeys++;
+            if (a[2] == 'c') o->catalogs[o->ncatalogs++] = argv[i];
+            else o->trkeys[o->ntrkeys++] = argv[i];
             continue;
         }
         if (strcmp(a, "--trim-blocks") == 0) { o->trim_blocks = true; continue; }
@@ -162,22 +173,25 @@ static int parse_args(int argc, char **argv, opts *o)
         if (strcmp(a, "--tidy") == 0) { o->tidy = true; continue; }
         if (a[0] == '-' && a[1] != 0) { fprintf(stderr, "tplc: unknown flag %s\n", a); return -1; }
         if (!o->cmd) o->cmd = a;
-        else if (!o->tpl) o->tpl = a;
+        else if (!o->tpl) o->tpl = o->tpls[o->ntpls++] = a;
+        else if (strcmp(o->cmd, "lint") == 0 || strcmp(o->cmd, "tr-extract") == 0) o->tpls[o->ntpls++] = a;
         else { fprintf(stderr, "tplc: unexpected argument %s\n", a); return -1; }
     }
     if (!o->cmd || !o->tpl) return -1;
     return 0;
 }
 
-static int compile_template(const opts *o, tpl_program **prog)
+/* Compiles template `path` with the command line's options; prints errors unless err is given
+ * (then the caller gets the error record and must tpl_error_clear it). */
+static int compile_path(const opts *o, const char *path, tpl_program **prog, tpl_error *errout)
 {
     size_t len;
-    char *src = read_file(o->tpl, &len);
+    char *src = read_file(path, &len);
     if (!src) {
-        fprintf(stderr, "%s: error: cannot read template: %s\n", o->tpl, strerror(errno ? errno : EIO));
+        fprintf(stderr, "%s: error: cannot read template: %s\n", path, strerror(errno ? errno : EIO));
         return EXIT_USAGE;
     }
-    tpl_syntax syn = syntax_of(o->tpl);
+    tpl_syntax syn = syntax_of(path);
     if (o->syntax) {
         if (strcmp(o->syntax, "jinja") == 0) syn = TPL_SYNTAX_JINJA;
         else if (strcmp(o->syntax, "erb") == 0) syn = TPL_SYNTAX_ERB;
@@ -205,14 +219,111 @@ static int compile_template(const opts *o, tpl_program **prog)
     opt.strict |= o->strict;
     opt.tidy |= o->tidy;
     tpl_error err = { 0 };
-    tpl_status st = tpl_compile(o->tpl, src, len, &opt, prog, &err);
+    tpl_status st = tpl_compile(path, src, len, &opt, prog, &err);
     free(src);
     free(dir);
     if (st != TPL_OK) {
-        print_error(&err);
-        tpl_error_clear(&err);
+        if (errout) *errout = err;
+        else {
+            print_error(&err);
+            tpl_error_clear(&err);
+        }
         return st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
     }
+    return 0;
+}
+
+static int compile_template(const opts *o, tpl_program **prog)
+{
+    return compile_path(o, o->tpl, prog, NULL);
+}
+
+/* A Pinecall golden: {"state": {...}, "memory": ["fact", ...]}, or an array of them (then --case N
+ * picks one, counting from 0). */
+static int load_golden(const opts *o, tpl_render *r, const char *path, const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) {
+        tpl_error e = { 0 };
+        e.status = TPL_ERR_STATE;
+        e.message = je.text;
+        e.line = je.line > 0 ? (uint32_t)je.line : 1;
+        e.column = je.column > 0 ? (uint32_t)je.column : 1;
+        print_json_error(path, text, len, &e);
+        return EXIT_TEMPLATE;
+    }
+    json_t *g = root;
+    if (json_is_array(root)) {
+        if (o->case_n < 0) {
+            fprintf(stderr, "%s: error: the golden file holds %zu cases: pick one with --case N (0-based)\n", path,
+                    json_array_size(root));
+            json_decref(root);
+            return EXIT_USAGE;
+        }
+        g = json_array_get(root, (size_t)o->case_n);
+        if (!g) {
+            fprintf(stderr, "%s: error: --case %ld is out of range (%zu cases)\n", path, o->case_n,
+                    json_array_size(root));
+            json_decref(root);
+            return EXIT_USAGE;
+        }
+    } else if (o->case_n > 0) {
+        fprintf(stderr, "%s: error: --case %ld: the golden file holds one case\n", path, o->case_n);
+        json_decref(root);
+        return EXIT_USAGE;
+    }
+    json_t *state = json_is_object(g) ? json_object_get(g, "state") : NULL;
+    json_t *memory = json_is_object(g) ? json_object_get(g, "memory") : NULL;
+    if (!json_is_object(g) || (state && !json_is_object(state)) || (memory && !json_is_array(memory))) {
+        fprintf(stderr, "%s:1:1: error: a golden is an object with \"state\" (an object) and \"memory\" (a list of facts)\n",
+                path);
+        json_decref(root);
+        return EXIT_TEMPLATE;
+    }
+    int rc = 0;
+    if (state) {
+        char *s = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!s || tpl_render_set_state_json(r, s, strlen(s)) != TPL_OK) {
+            print_error(tpl_render_error(r));
+            rc = EXIT_TEMPLATE;
+        }
+        free(s);
+    }
+    for (size_t i = 0; !rc && memory && i < json_array_size(memory); i++) {
+        json_t *f = json_array_get(memory, i);
+        if (!json_is_string(f)) {
+            fprintf(stderr, "%s: error: memory fact %zu is not a string\n", path, i);
+            rc = EXIT_TEMPLATE;
+        } else if (tpl_render_add_fact(r, json_string_value(f), json_string_length(f)) != TPL_OK) {
+            rc = EXIT_USAGE;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* Loads the --catalog files, --lang and --tr-key settings into the render. */
+static int load_translation(const opts *o, tpl_render *r)
+{
+    for (int i = 0; i < o->ncatalogs; i++) {
+        size_t len;
+        char *text = read_file(o->catalogs[i], &len);
+        if (!text) {
+            fprintf(stderr, "%s: error: cannot read catalog: %s\n", o->catalogs[i], strerror(errno ? errno : EIO));
+            return EXIT_USAGE;
+        }
+        tpl_status st = tpl_render_add_catalog_json(r, text, len);
+        if (st != TPL_OK) {
+            print_json_error(o->catalogs[i], text, len, tpl_render_error(r));
+            free(text);
+            return st == TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        }
+        free(text);
+    }
+    if (o->lang && tpl_render_set_lang(r, o->lang) != TPL_OK) return EXIT_USAGE;
+    for (int i = 0; i < o->ntrkeys; i++)
+        if (tpl_render_add_tr_key(r, o->trkeys[i], strlen(o->trkeys[i])) != TPL_OK) return EXIT_USAGE;
     return 0;
 }
 
@@ -227,13 +338,12 @@ static int load_state(const opts *o, tpl_render *r)
         fprintf(stderr, "%s: error: cannot read state: %s\n", path, strerror(errno ? errno : EIO));
         return EXIT_USAGE;
     }
-    tpl_status st = tpl_render_set_state_json(r, text, len);
-    if (st != TPL_OK && o->golden) {
-        /* a golden: {"state": {...}, "memory": [...]}, or an array of them (--case) */
-        fprintf(stderr, "%s: error: --golden is not supported yet\n", path);
+    if (o->golden) {
+        int rc = load_golden(o, r, path, text, len);
         free(text);
-        return EXIT_USAGE;
+        return rc;
     }
+    tpl_status st = tpl_render_set_state_json(r, text, len);
     if (st != TPL_OK) {
         print_json_error(path, text, len, tpl_render_error(r));
         free(text);
@@ -245,16 +355,13 @@ static int load_state(const opts *o, tpl_render *r)
 
 static int cmd_render(const opts *o)
 {
-    if (o->ncatalogs || o->ntrkeys) {
-        fprintf(stderr, "tplc: --catalog and --tr-key are not supported yet\n");
-        return EXIT_USAGE;
-    }
     tpl_program *prog = NULL;
     int rc = compile_template(o, &prog);
     if (rc) return rc;
     tpl_render *r = tpl_render_new(NULL);
     if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
     rc = load_state(o, r);
+    if (!rc) rc = load_translation(o, r);
     for (int i = 0; !rc && i < o->nfacts; i++)
         if (tpl_render_add_fact(r, o->facts[i], strlen(o->facts[i])) != TPL_OK) rc = EXIT_USAGE;
     if (!rc && (o->channel || o->medium) && tpl_render_set_call(r, o->channel, o->medium) != TPL_OK) {
@@ -295,6 +402,132 @@ static int cmd_dump(const opts *o)
     return 0;
 }
 
+/* Prints s as a JSON string literal. */
+static void json_str(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* tplc lint: compile errors, and tr() calls whose text is not a literal (they cannot be
+ * extracted into a catalog). Exit 0 when clean, 1 when something was reported. */
+static int cmd_lint(const opts *o)
+{
+    bool json = o->format && strcmp(o->format, "json") == 0;
+    if (o->format && !json && strcmp(o->format, "text") != 0) {
+        fprintf(stderr, "tplc: --format is text or json\n");
+        return EXIT_USAGE;
+    }
+    int rc = 0, nfound = 0;
+    if (json) fputs("[", stdout);
+    for (int t = 0; t < o->ntpls; t++) {
+        tpl_program *prog = NULL;
+        tpl_error err = { 0 };
+        int c = compile_path(o, o->tpls[t], &prog, &err);
+        if (c == EXIT_USAGE && !err.message) { rc = EXIT_USAGE; continue; }
+        if (c) {
+            if (json) {
+                printf("%s\n {\"file\": ", nfound++ ? "," : "");
+                json_str(stdout, o->tpls[t], strlen(o->tpls[t]));
+                printf(", \"line\": %u, \"column\": %u, \"severity\": \"error\", \"message\": ", err.line, err.column);
+                json_str(stdout, err.message ? err.message : "", err.message ? strlen(err.message) : 0);
+                fputs("}", stdout);
+            } else {
+                print_error(&err);
+            }
+            tpl_error_clear(&err);
+            if (rc == 0) rc = c;
+            continue;
+        }
+        size_t n = tpl_program_tr_calls(prog, NULL, 0);
+        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
+        if (n && !calls) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+        tpl_program_tr_calls(prog, calls, n);
+        static const char msg[] = "tr() argument is not a literal string: it cannot be extracted into a catalog";
+        for (size_t i = 0; i < n; i++) {
+            if (calls[i].text) continue;
+            if (json) {
+                printf("%s\n {\"file\": ", nfound++ ? "," : "");
+                json_str(stdout, o->tpls[t], strlen(o->tpls[t]));
+                printf(", \"line\": %u, \"column\": %u, \"severity\": \"warning\", \"message\": \"%s\"}",
+                       calls[i].line, calls[i].column, msg);
+            } else {
+                printf("%s:%u:%u: warning: %s\n", o->tpls[t], calls[i].line, calls[i].column, msg);
+                nfound++;
+            }
+            if (rc == 0) rc = EXIT_TEMPLATE;
+        }
+        free(calls);
+        tpl_program_free(prog);
+    }
+    if (json) fputs(nfound ? "\n]\n" : "]\n", stdout);
+    return rc;
+}
+
+/* tplc tr-extract: every literal tr() text of the templates as a catalog skeleton
+ * {"main_lang": "en", LANG: {"text": "text", ...}} (targets start as the source text, so the
+ * skeleton translates nothing until edited). LANG is --lang, default "xx". */
+static int cmd_tr_extract(const opts *o)
+{
+    if (!o->out) { fprintf(stderr, "tplc: tr-extract needs -o CATALOG.json\n"); return EXIT_USAGE; }
+    json_t *rows = json_object();
+    json_t *root = json_object();
+    if (!rows || !root) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    int rc = 0;
+    for (int t = 0; t < o->ntpls && !rc; t++) {
+        tpl_program *prog = NULL;
+        rc = compile_path(o, o->tpls[t], &prog, NULL);
+        if (rc) break;
+        size_t n = tpl_program_tr_calls(prog, NULL, 0);
+        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
+        if (n && !calls) { rc = EXIT_USAGE; tpl_program_free(prog); break; }
+        tpl_program_tr_calls(prog, calls, n);
+        for (size_t i = 0; i < n; i++) {
+            if (!calls[i].text) {
+                fprintf(stderr, "%s:%u:%u: warning: tr() argument is not a literal string: skipped\n", o->tpls[t],
+                        calls[i].line, calls[i].column);
+                continue;
+            }
+            char *k = malloc(calls[i].len + 1);
+            if (!k) { rc = EXIT_USAGE; break; }
+            memcpy(k, calls[i].text, calls[i].len);
+            k[calls[i].len] = 0;
+            if (!json_object_getn(rows, k, calls[i].len))
+                json_object_setn_new(rows, k, calls[i].len, json_stringn(calls[i].text, calls[i].len));
+            free(k);
+        }
+        free(calls);
+        tpl_program_free(prog);
+    }
+    if (!rc) {
+        json_object_set_new(root, "main_lang", json_string("en"));
+        json_object_set(root, o->lang ? o->lang : "xx", rows);
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII * 0);
+        if (!text) rc = EXIT_USAGE;
+        else {
+            size_t n = strlen(text);
+            text[n] = '\n';
+            if (write_atomic(o->out, text, n + 1) != 0) {
+                fprintf(stderr, "%s: error: cannot write: %s\n", o->out, strerror(errno));
+                rc = EXIT_USAGE;
+            }
+            free(text);
+        }
+    }
+    json_decref(rows);
+    json_decref(root);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -305,12 +538,17 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         fputs(usage, stderr);
         free(o.facts);
+        free(o.catalogs);
+        free(o.trkeys);
+        free(o.tpls);
         return EXIT_USAGE;
     }
     int rc;
     if (strcmp(o.cmd, "render") == 0) rc = cmd_render(&o);
     else if (strcmp(o.cmd, "dump") == 0) rc = cmd_dump(&o);
-    else if (strcmp(o.cmd, "compile") == 0 || strcmp(o.cmd, "lint") == 0) {
+    else if (strcmp(o.cmd, "lint") == 0) rc = cmd_lint(&o);
+    else if (strcmp(o.cmd, "tr-extract") == 0) rc = cmd_tr_extract(&o);
+    else if (strcmp(o.cmd, "compile") == 0) {
         fprintf(stderr, "tplc: '%s' is not implemented yet\n", o.cmd);
         rc = EXIT_USAGE;
     } else {
@@ -318,5 +556,8 @@ int main(int argc, char **argv)
         rc = EXIT_USAGE;
     }
     free(o.facts);
+    free(o.catalogs);
+    free(o.trkeys);
+    free(o.tpls);
     return rc;
 }

@@ -1,0 +1,623 @@
+/* Translation (tr): catalogs, language resolution, exact and pattern rows; the fmt prologue
+ * (tr_keys, translated template strings) and Python's str.format field access.
+ *
+ * The algorithm is the conformance oracle's Translator, exactly:
+ *  - language: explicit → the render's → none (the source text is returned);
+ *  - per catalog in order: the catalog's main language (default "en") returns the source text;
+ *    an exact row wins; else every pattern row (a key with {placeholder}s) is matched: a
+ *    placeholder captures up to the first occurrence of the next literal, the last one runs to
+ *    the final literal, a repeated name must capture the same text; the matching rows are
+ *    ordered by (-trigram hits of the longest literal, -its length, -total literal length, key)
+ *    (lengths in code points), and the best target is filled with the captures;
+ *  - no catalog matched: the source text. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "tr.h"
+#include "builtins.h"
+#include "../runtime/vm_impl.h"
+
+/* A pattern row, split once: lits[0] name[0] lits[1] ... name[n-1] lits[n]. */
+typedef struct tr_pat {
+    tpl_value key, target;
+    uint32_t nnames;
+    tpl_value *lits;        /* nnames + 1 literal strings (braces unescaped) */
+    tpl_value *names;       /* nnames placeholder names */
+    uint32_t probe;         /* index of the first longest literal (code points) */
+    size_t probe_cp, total_cp;
+} tr_pat;
+
+typedef struct tr_lang {
+    tpl_value name;
+    tpl_map *rows;
+    tr_pat *pats;
+    uint32_t npats;
+} tr_lang;
+
+typedef struct tr_catalog {
+    tpl_value main_lang;
+    tr_lang *langs;
+    uint32_t nlangs;
+} tr_catalog;
+
+struct tpl_tr_state {
+    tpl_arena arena;        /* catalogs (cleared with them) */
+    tr_catalog *cats;
+    size_t ncats, capcats;
+    char *lang;             /* malloc'd; NULL = none */
+    size_t lang_len;
+    tpl_arena key_arena;
+    tpl_value *keys;
+    size_t nkeys, capkeys;
+};
+
+tpl_tr_state *tpl_tr_new(void)
+{
+    tpl_tr_state *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    tpl_arena_init(&t->arena, 0);
+    tpl_arena_init(&t->key_arena, 0);
+    return t;
+}
+
+void tpl_tr_free(tpl_tr_state *t)
+{
+    if (!t) return;
+    tpl_arena_free(&t->arena);
+    tpl_arena_free(&t->key_arena);
+    free(t->cats);
+    free(t->lang);
+    free(t->keys);
+    free(t);
+}
+
+/* ------------------------------------------------------------------ catalogs */
+
+static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
+{
+    if (depth > 256) return false;
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: {
+        tpl_map *m = tpl_map_new(a, (uint32_t)json_object_size(j));
+        if (!m) return false;
+        const char *k;
+        size_t klen;
+        json_t *v;
+        json_object_keylen_foreach(j, k, klen, v) {
+            tpl_value vv;
+            char *ks = tpl_arena_strdup(a, k, klen);
+            if (!ks || !from_json(a, v, &vv, depth + 1)) return false;
+            if (!tpl_map_set(a, m, tpl_v_str(ks, klen), vv)) return false;
+        }
+        *out = tpl_v_map(m);
+        return true;
+    }
+    case JSON_ARRAY: {
+        size_t n = json_array_size(j);
+        tpl_list *l = tpl_list_new(a, (uint32_t)n);
+        if (!l) return false;
+        for (size_t i = 0; i < n; i++)
+            if (!from_json(a, json_array_get(j, i), &l->items[i], depth + 1)) return false;
+        l->len = (uint32_t)n;
+        *out = tpl_v_list(l);
+        return true;
+    }
+    case JSON_STRING: {
+        size_t n = json_string_length(j);
+        char *s = tpl_arena_strdup(a, json_string_value(j), n);
+        if (!s) return false;
+        *out = tpl_v_str(s, n);
+        return true;
+    }
+    case JSON_INTEGER: *out = tpl_v_int(json_integer_value(j)); return true;
+    case JSON_REAL: *out = tpl_v_float(json_real_value(j)); return true;
+    case JSON_TRUE: *out = tpl_v_bool(true); return true;
+    case JSON_FALSE: *out = tpl_v_bool(false); return true;
+    default: *out = tpl_v_none(); return true;
+    }
+}
+
+/* Python's \w for one code point at s[i] (advances *i past it). */
+static bool word_at(const char *s, size_t n, size_t *i)
+{
+    uint32_t cp = tpl_utf8_next(s, n, i);
+    return tpl_uc_isword(cp);
+}
+
+/* Matches the oracle's PH regex at s[i]: 1 = "{{" or "}}" (2 bytes), 2 = "{name}" (name in
+ * [*ns, *ne), total length *len), 0 = no match. */
+static int ph_at(const char *s, size_t n, size_t i, size_t *ns, size_t *ne, size_t *len)
+{
+    if (s[i] == '{' && i + 1 < n && s[i + 1] == '{') { *len = 2; return 1; }
+    if (s[i] == '}' && i + 1 < n && s[i + 1] == '}') { *len = 2; return 1; }
+    if (s[i] != '{') return 0;
+    size_t j = i + 1;
+    while (j < n && s[j] != '}') {
+        size_t k = j;
+        if (!word_at(s, n, &k)) return 0;
+        j = k;
+    }
+    if (j >= n || j == i + 1) return 0;
+    *ns = i + 1;
+    *ne = j;
+    *len = j + 1 - i;
+    return 1 + 1;
+}
+
+static bool split_key(tpl_arena *a, tr_pat *p)
+{
+    const char *s = p->key.u.s;
+    size_t n = p->key.len;
+    uint32_t count = 0;
+    for (size_t i = 0; i < n;) {
+        size_t ns, ne, len;
+        int k = ph_at(s, n, i, &ns, &ne, &len);
+        if (k == 2) count++;
+        i += k ? len : 1;
+    }
+    p->nnames = count;
+    if (!count) return true;
+    p->lits = tpl_arena_alloc(a, (count + 1) * sizeof *p->lits);
+    p->names = tpl_arena_alloc(a, count * sizeof *p->names);
+    if (!p->lits || !p->names) return false;
+    tpl_sb cur;
+    tpl_sb_init(&cur, a);
+    uint32_t li = 0;
+    size_t pos = 0;
+    for (size_t i = 0; i < n;) {
+        size_t ns, ne, len;
+        int k = ph_at(s, n, i, &ns, &ne, &len);
+        if (!k) { i++; continue; }
+        tpl_sb_put(&cur, s + pos, i - pos);
+        if (k == 1) {
+            tpl_sb_putc(&cur, s[i]);
+        } else {
+            char *lit = tpl_arena_strdup(a, cur.p ? cur.p : "", cur.len);
+            if (!lit) return false;
+            p->lits[li] = tpl_v_str(lit, cur.len);
+            p->names[li] = tpl_v_str(s + ns, ne - ns);
+            li++;
+            tpl_sb_init(&cur, a);
+        }
+        i += len;
+        pos = i;
+    }
+    tpl_sb_put(&cur, s + pos, n - pos);
+    if (cur.failed) return false;
+    p->lits[li] = tpl_v_str(cur.p ? cur.p : "", cur.len);
+    p->probe = 0;
+    p->probe_cp = 0;
+    p->total_cp = 0;
+    for (uint32_t i = 0; i <= count; i++) {
+        size_t cp = tpl_utf8_len(p->lits[i].u.s, p->lits[i].len);
+        p->total_cp += cp;
+        if (cp > p->probe_cp || i == 0) { p->probe = i; p->probe_cp = cp; }
+    }
+    return true;
+}
+
+static bool prepare_catalog(tpl_arena *a, tpl_value root, tr_catalog *c)
+{
+    memset(c, 0, sizeof *c);
+    c->main_lang = tpl_v_str("en", 2);
+    tpl_map *m = root.u.map;
+    tpl_value *ml = tpl_map_get_str(m, "main_lang", 9, tpl_hash_str("main_lang", 9));
+    if (ml) c->main_lang = *ml;
+    c->langs = tpl_arena_alloc(a, (m->len + 1) * sizeof *c->langs);
+    if (!c->langs) return false;
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_value k = m->e[i].key, v = m->e[i].val;
+        if (v.type != TPL_T_MAP) continue;
+        tr_lang *l = &c->langs[c->nlangs++];
+        l->name = k;
+        l->rows = v.u.map;
+        l->npats = 0;
+        l->pats = tpl_arena_alloc(a, (v.u.map->len + 1) * sizeof *l->pats);
+        if (!l->pats) return false;
+        for (uint32_t r = 0; r < v.u.map->len; r++) {
+            tr_pat *p = &l->pats[l->npats];
+            memset(p, 0, sizeof *p);
+            p->key = v.u.map->e[r].key;
+            p->target = v.u.map->e[r].val;
+            if (p->key.type != TPL_T_STR) continue;
+            if (!split_key(a, p)) return false;
+            if (p->nnames) l->npats++;
+        }
+    }
+    return true;
+}
+
+tpl_status tpl_tr_add_catalog_json(tpl_tr_state *t, const char *json, size_t len, char *msg, size_t msgsize,
+                                   uint32_t *line, uint32_t *col)
+{
+    *line = *col = 0;
+    json_error_t je;
+    json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!j) {
+        snprintf(msg, msgsize, "%s", je.text);
+        *line = je.line > 0 ? (uint32_t)je.line : 1;
+        *col = je.column > 0 ? (uint32_t)je.column : 1;
+        return TPL_ERR_STATE;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        snprintf(msg, msgsize, "a catalog must be a JSON object");
+        return TPL_ERR_STATE;
+    }
+    tpl_value root;
+    bool ok = from_json(&t->arena, j, &root, 0);
+    json_decref(j);
+    if (ok && t->ncats == t->capcats) {
+        size_t nc = t->capcats ? t->capcats * 2 : 4;
+        tr_catalog *ncats = realloc(t->cats, nc * sizeof *ncats);
+        if (!ncats) ok = false;
+        else { t->cats = ncats; t->capcats = nc; }
+    }
+    if (ok) ok = prepare_catalog(&t->arena, root, &t->cats[t->ncats]);
+    if (!ok) {
+        snprintf(msg, msgsize, "catalog too deep or out of memory");
+        return TPL_ERR_NOMEM;
+    }
+    t->ncats++;
+    return TPL_OK;
+}
+
+void tpl_tr_clear_catalogs(tpl_tr_state *t)
+{
+    t->ncats = 0;
+    tpl_arena_reset(&t->arena);
+}
+
+bool tpl_tr_set_lang(tpl_tr_state *t, const char *lang, size_t len)
+{
+    free(t->lang);
+    t->lang = NULL;
+    t->lang_len = 0;
+    if (!lang || !len) return true;
+    t->lang = malloc(len + 1);
+    if (!t->lang) return false;
+    memcpy(t->lang, lang, len);
+    t->lang[len] = 0;
+    t->lang_len = len;
+    return true;
+}
+
+bool tpl_tr_add_key(tpl_tr_state *t, const char *name, size_t len)
+{
+    if (t->nkeys == t->capkeys) {
+        size_t nc = t->capkeys ? t->capkeys * 2 : 4;
+        tpl_value *nk = realloc(t->keys, nc * sizeof *nk);
+        if (!nk) return false;
+        t->keys = nk;
+        t->capkeys = nc;
+    }
+    char *s = tpl_arena_strdup(&t->key_arena, name, len);
+    if (!s) return false;
+    t->keys[t->nkeys++] = tpl_v_str(s, len);
+    return true;
+}
+
+void tpl_tr_clear_keys(tpl_tr_state *t)
+{
+    t->nkeys = 0;
+    tpl_arena_reset(&t->key_arena);
+}
+
+/* ------------------------------------------------------------------ lookup */
+
+static bool str_eq(tpl_value a, const char *s, size_t n)
+{
+    return a.type == TPL_T_STR && a.len == n && memcmp(a.u.s, s, n) == 0;
+}
+
+static const char *find_bytes(const char *h, size_t hn, const char *nd, size_t nn)
+{
+    if (nn == 0) return h;
+    if (nn > hn) return NULL;
+    return memmem(h, hn, nd, nn);
+}
+
+/* match_key: captures (byte ranges) into caps[2 * nnames]; false when the text does not match. */
+static bool match_key(const tr_pat *p, const char *text, size_t n, size_t *caps)
+{
+    const tpl_value *lits = p->lits;
+    uint32_t nl = p->nnames + 1;
+    size_t total = 0;
+    for (uint32_t i = 0; i < nl; i++) total += lits[i].len;
+    if (n < total) return false;
+    if (memcmp(text, lits[0].u.s, lits[0].len) != 0) return false;
+    if (memcmp(text + n - lits[nl - 1].len, lits[nl - 1].u.s, lits[nl - 1].len) != 0) return false;
+    size_t cur = lits[0].len, end = n - lits[nl - 1].len;
+    if (cur > end) return false;
+    for (uint32_t i = 1; i <= p->nnames; i++) {
+        size_t vs, ve;
+        if (i == p->nnames) {
+            vs = cur;
+            ve = end;
+            cur = end;
+        } else if (lits[i].len == 0) {
+            vs = ve = cur;
+        } else {
+            const char *j = find_bytes(text + cur, n - cur, lits[i].u.s, lits[i].len);
+            if (!j || (size_t)(j - text) + lits[i].len > end) return false;
+            vs = cur;
+            ve = (size_t)(j - text);
+            cur = ve + lits[i].len;
+        }
+        caps[2 * (i - 1)] = vs;
+        caps[2 * (i - 1) + 1] = ve;
+        /* a repeated name must capture the same text as its first occurrence */
+        for (uint32_t k = 0; k + 1 < i; k++) {
+            if (p->names[k].len == p->names[i - 1].len &&
+                memcmp(p->names[k].u.s, p->names[i - 1].u.s, p->names[k].len) == 0) {
+                size_t a0 = caps[2 * k], a1 = caps[2 * k + 1];
+                if (a1 - a0 != ve - vs || memcmp(text + a0, text + vs, ve - vs) != 0) return false;
+                break;
+            }
+        }
+    }
+    return true;
+}
+
+/* Number of distinct 3-code-point substrings of the probe literal found in text. */
+static size_t trigram_hits(tpl_arena *a, tpl_value probe, const char *text, size_t n)
+{
+    size_t ncp = tpl_utf8_len(probe.u.s, probe.len);
+    if (ncp < 3) return 0;
+    size_t *off = tpl_arena_alloc(a, (ncp + 1) * sizeof *off);
+    if (!off) return 0;
+    size_t i = 0, k = 0;
+    while (i < probe.len) { off[k++] = i; tpl_utf8_next(probe.u.s, probe.len, &i); }
+    off[k] = probe.len;
+    size_t hits = 0;
+    for (size_t g = 0; g + 3 <= ncp; g++) {
+        const char *gs = probe.u.s + off[g];
+        size_t gl = off[g + 3] - off[g];
+        bool dup = false;
+        for (size_t h = 0; h < g && !dup; h++)
+            dup = off[h + 3] - off[h] == gl && memcmp(probe.u.s + off[h], gs, gl) == 0;
+        if (!dup && find_bytes(text, n, gs, gl)) hits++;
+    }
+    return hits;
+}
+
+static int key_cmp(tpl_value a, tpl_value b)
+{
+    size_t n = a.len < b.len ? a.len : b.len;
+    int c = memcmp(a.u.s, b.u.s, n);
+    if (c) return c;
+    return a.len < b.len ? -1 : a.len > b.len;
+}
+
+/* fill(target, caps): {{ and }} become braces; {name} the capture (unknown names stay). */
+static int fill(tpl_vm *vm, const tr_pat *p, tpl_value target, const char *text, const size_t *caps,
+                tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    const char *s = target.u.s;
+    size_t n = target.len, pos = 0;
+    for (size_t i = 0; i < n;) {
+        size_t ns, ne, len;
+        int k = ph_at(s, n, i, &ns, &ne, &len);
+        if (!k) { i++; continue; }
+        tpl_sb_put(&b, s + pos, i - pos);
+        if (k == 1) {
+            tpl_sb_putc(&b, s[i]);
+        } else {
+            bool found = false;
+            for (uint32_t j = 0; j < p->nnames && !found; j++) {
+                if (str_eq(p->names[j], s + ns, ne - ns)) {
+                    tpl_sb_put(&b, text + caps[2 * j], caps[2 * j + 1] - caps[2 * j]);
+                    found = true;
+                }
+            }
+            if (!found) tpl_sb_put(&b, s + i, len);
+        }
+        i += len;
+        pos = i;
+    }
+    tpl_sb_put(&b, s + pos, n - pos);
+    if (b.failed) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *out, bool *hit)
+{
+    *hit = false;
+    tpl_value *exact = tpl_map_get(l->rows, text);
+    if (exact) {
+        *hit = true;
+        if (exact->type == TPL_T_STR) { *out = *exact; return 0; }
+        return tpl_to_str(vm, *exact, out);
+    }
+    if (!l->npats) return 0;
+    tpl_arena *a = tpl_vm_arena(vm);
+    const tr_pat *best = NULL;
+    size_t best_hits = 0, *best_caps = NULL;
+    for (uint32_t i = 0; i < l->npats; i++) {
+        const tr_pat *p = &l->pats[i];
+        size_t *caps = tpl_arena_alloc(a, 2 * p->nnames * sizeof *caps);
+        if (!caps) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        if (!match_key(p, text.u.s, text.len, caps)) continue;
+        size_t hits = trigram_hits(a, p->lits[p->probe], text.u.s, text.len);
+        bool better = !best;
+        if (best) {
+            if (hits != best_hits) better = hits > best_hits;
+            else if (p->probe_cp != best->probe_cp) better = p->probe_cp > best->probe_cp;
+            else if (p->total_cp != best->total_cp) better = p->total_cp > best->total_cp;
+            else better = key_cmp(p->key, best->key) < 0;
+        }
+        if (better) { best = p; best_hits = hits; best_caps = caps; }
+    }
+    if (!best) return 0;
+    *hit = true;
+    tpl_value target = best->target;
+    if (target.type != TPL_T_STR && tpl_to_str(vm, target, &target) < 0) return -1;
+    return fill(vm, best, target, text.u.s, best_caps, out);
+}
+
+int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
+{
+    *out = text;
+    tpl_tr_state *t = vm->tr;
+    const char *ls = NULL;
+    size_t ln = 0;
+    if (lang.type == TPL_T_STR && lang.len) { ls = lang.u.s; ln = lang.len; }
+    else if (lang.type != TPL_T_STR && lang.type != TPL_T_UNSET && lang.type != TPL_T_NONE &&
+             lang.type != TPL_T_UNDEF && !(lang.type == TPL_T_BOOL && !lang.u.i)) {
+        tpl_value s;
+        if (tpl_to_str(vm, lang, &s) < 0) return -1;
+        ls = s.u.s;
+        ln = s.len;
+    }
+    if (!ls && t && t->lang) { ls = t->lang; ln = t->lang_len; }
+    if (!ls || !t) return 0;
+    for (size_t c = 0; c < t->ncats; c++) {
+        const tr_catalog *cat = &t->cats[c];
+        if (str_eq(cat->main_lang, ls, ln)) return 0;
+        for (uint32_t i = 0; i < cat->nlangs; i++) {
+            if (!str_eq(cat->langs[i].name, ls, ln)) continue;
+            bool hit;
+            if (lookup_lang(vm, &cat->langs[i], text, out, &hit) < 0) return -1;
+            if (hit) return 0;
+            break;
+        }
+    }
+    *out = text;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ fmt prompts */
+
+int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *translated)
+{
+    tpl_arena *a = tpl_vm_arena(vm);
+    *translated = tpl_v_unset();
+    tpl_map *state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
+    tpl_tr_state *t = vm->tr;
+    if (!state) {
+        state = tpl_map_new(a, 0);
+        if (!state) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+    }
+    if (t && t->nkeys) {
+        tpl_map *copy = NULL;
+        for (size_t k = 0; k < t->nkeys; k++) {
+            tpl_value *v = tpl_map_get(copy ? copy : state, t->keys[k]);
+            if (!v) continue;
+            if (!copy) {
+                copy = tpl_map_new(a, state->len);
+                if (!copy) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+                for (uint32_t i = 0; i < state->len; i++)
+                    if (!tpl_map_set(a, copy, state->e[i].key, state->e[i].val))
+                        return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+                v = tpl_map_get(copy, t->keys[k]);
+            }
+            tpl_value s, tr;
+            if (v->type == TPL_T_STR) s = *v;
+            else {
+                tpl_sb b;
+                tpl_sb_init(&b, a);
+                tpl_py_str(&b, *v);
+                if (b.failed) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+                s = tpl_sb_value(&b);
+            }
+            if (tpl_tr_text(vm, s, tpl_v_unset(), &tr) < 0) return -1;
+            *v = tr;
+        }
+        if (copy) state = copy;
+    }
+    *fields = tpl_v_map(state);
+    if (t && t->lang && t->ncats) {
+        tpl_value tr;
+        if (tpl_tr_text(vm, source, tpl_v_unset(), &tr) < 0) return -1;
+        if (tr.type == TPL_T_STR && (tr.len != source.len || memcmp(tr.u.s, source.u.s, tr.len) != 0))
+            return tpl_str_format(vm, tr, NULL, 0, state, translated);
+    }
+    return 0;
+}
+
+/* Python's repr-based type names for str.format errors. */
+int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
+{
+    switch (obj.type) {
+    case TPL_T_MAP: {
+        tpl_value *v = tpl_map_get(obj.u.map, key);
+        if (v) { *out = *v; return 0; }
+        tpl_sb b;
+        tpl_sb_init(&b, tpl_vm_arena(vm));
+        tpl_py_repr(&b, key);
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "KeyError: %.*s", (int)b.len, b.p ? b.p : "");
+    }
+    case TPL_T_LIST:
+    case TPL_T_STR: {
+        const char *what = obj.type == TPL_T_STR ? "string" : obj.flags & TPL_F_TUPLE ? "tuple" : "list";
+        if (key.type != TPL_T_INT)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, obj.type == TPL_T_STR
+                                ? "TypeError: %s indices must be integers, not 'str'"
+                                : "TypeError: %s indices must be integers or slices, not str", what);
+        int64_t i = key.u.i;
+        if (obj.type == TPL_T_LIST) {
+            if (i < 0 || i >= (int64_t)obj.u.list->len)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "IndexError: %s index out of range", what);
+            *out = obj.u.list->items[i];
+            return 0;
+        }
+        size_t ncp = tpl_utf8_len(obj.u.s, obj.len);
+        if (i < 0 || (uint64_t)i >= ncp)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "IndexError: string index out of range");
+        size_t b0 = tpl_utf8_offset(obj.u.s, obj.len, (size_t)i);
+        size_t b1 = b0;
+        tpl_utf8_next(obj.u.s, obj.len, &b1);
+        *out = tpl_v_str(obj.u.s + b0, b1 - b0);
+        return 0;
+    }
+    default:
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "TypeError: '%s' object is not subscriptable", tpl_type_name(vm, obj));
+    }
+}
+
+int tpl_fmt_attr(tpl_vm *vm, tpl_value obj, tpl_value name, tpl_value *out)
+{
+    /* JSON values have no data attributes but the numeric ones; methods would print their
+     * address, which is not reproducible, so they are refused like a missing attribute. */
+    if (obj.type == TPL_T_INT || obj.type == TPL_T_BOOL) {
+        if (str_eq(name, "real", 4) || str_eq(name, "numerator", 9)) { *out = tpl_v_int(obj.u.i); return 0; }
+        if (str_eq(name, "imag", 4)) { *out = tpl_v_int(0); return 0; }
+        if (str_eq(name, "denominator", 11)) { *out = tpl_v_int(1); return 0; }
+    } else if (obj.type == TPL_T_FLOAT) {
+        if (str_eq(name, "real", 4)) { *out = obj; return 0; }
+        if (str_eq(name, "imag", 4)) { *out = tpl_v_float(0.0); return 0; }
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "AttributeError: '%s' object has no attribute '%.*s'",
+                        tpl_type_name(vm, obj), (int)name.len, name.u.s);
+}
+
+int tpl_fmt_conv(tpl_vm *vm, tpl_value v, int conv, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    if (conv == 's') {
+        if (v.type == TPL_T_STR) { *out = v; return 0; }
+        tpl_py_str(&b, v);
+    } else if (conv == 'r') {
+        tpl_py_repr(&b, v);
+    } else {
+        tpl_sb r;
+        tpl_sb_init(&r, tpl_vm_arena(vm));
+        tpl_py_repr(&r, v);
+        for (size_t i = 0; i < r.len;) {
+            unsigned char c = (unsigned char)r.p[i];
+            if (c < 0x80) { tpl_sb_putc(&b, (char)c); i++; continue; }
+            uint32_t cp = tpl_utf8_next(r.p, r.len, &i);
+            if (cp < 0x100) tpl_sb_printf(&b, "\\x%02x", cp);
+            else if (cp < 0x10000) tpl_sb_printf(&b, "\\u%04x", cp);
+            else tpl_sb_printf(&b, "\\U%08x", cp);
+        }
+    }
+    if (b.failed) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+    *out = tpl_sb_value(&b);
+    return 0;
+}
