@@ -267,8 +267,8 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
     else if (IS("length")) *out = tpl_v_int(len);
     else if (IS("depth")) *out = tpl_v_int(l->depth);
     else if (IS("depth0")) *out = tpl_v_int((int64_t)l->depth - 1);
-    else if (IS("previtem")) *out = i >= 2 ? l->items->items[i - 2] : undef_named("previtem", 8, TPL_UNDEF_PLAIN, 0);
-    else if (IS("nextitem")) *out = i < len ? l->items->items[i] : undef_named("nextitem", 8, TPL_UNDEF_PLAIN, 0);
+    else if (IS("previtem")) *out = i >= 2 ? l->items->items[i - 2] : undef_named("there is no previous item", 25, TPL_UNDEF_PLAIN, 0);
+    else if (IS("nextitem")) *out = i < len ? l->items->items[i] : undef_named("there is no next item", 21, TPL_UNDEF_PLAIN, 0);
     else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MAP);
 #undef IS
     (void)vm;
@@ -306,6 +306,11 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     }
     case TPL_T_STR:
     case TPL_T_LIST: {
+        if (obj.type == TPL_T_LIST && (obj.flags & TPL_F_GROUP) && obj.u.list->len == 2) {
+            /* groupby's (grouper, list) tuples also have these attributes (Jinja2) */
+            if (n == 7 && memcmp(name, "grouper", 7) == 0) { *out = obj.u.list->items[0]; return 0; }
+            if (n == 4 && memcmp(name, "list", 4) == 0) { *out = obj.u.list->items[1]; return 0; }
+        }
         int id = tpl_builtin_find(method_kind(obj), name, n);
         if (id >= 0) return bound_method(vm, obj, id, out);
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);

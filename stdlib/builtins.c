@@ -11,7 +11,7 @@
 /* ------------------------------------------------------------------ the table */
 
 static const tpl_builtin_info builtin_table[TPL_B__COUNT] = {
-#define TPL_BUILTIN(kind, id, name, fn, params) [TPL_B_##kind##_##id] = { TPL_BK_##kind, name, params, fn },
+#define TPL_BUILTIN(kind, id, name, fn, params) [TPL_B_##kind##_##id] = { TPL_BK_##kind, sizeof name - 1, name, params, fn },
 #include "builtins.def"
 #undef TPL_BUILTIN
 };
@@ -74,10 +74,11 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
                 return tpl_builtin_find(kind, test_aliases[i].name, strlen(test_aliases[i].name));
         return -1;
     }
+    if (n == 0 || n > 255)
+        return -1;
     for (int i = 0; i < TPL_B__COUNT; i++) {
         const tpl_builtin_info *b = &builtin_table[i];
-        if (b->kind == kind && b->name[0] == (n ? name[0] : 0) && strlen(b->name) == n &&
-            memcmp(b->name, name, n) == 0)
+        if (b->namelen == n && b->kind == kind && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
             return i;
     }
     return -1;
@@ -113,7 +114,7 @@ const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t 
         const tpl_builtin_info *b = &builtin_table[i];
         if (b->kind != kind)
             continue;
-        size_t bl = strlen(b->name);
+        size_t bl = b->namelen;
         if (bl > n + limit || n > bl + limit)
             continue;
         size_t d = edit_distance(name, n, b->name, bl);

@@ -29,6 +29,7 @@ typedef int (*tpl_builtin_fn)(tpl_vm *vm, tpl_value *a, tpl_value *out);
  * tpl_builtin_signature (a few dozen bytes of work). */
 typedef struct tpl_builtin_info {
     uint8_t kind;                 /* tpl_builtin_kind */
+    uint8_t namelen;              /* strlen(name) */
     const char *name;
     const char *params;           /* the spec string from builtins.def */
     tpl_builtin_fn fn;
@@ -67,29 +68,6 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
 #include "builtins.def"
 #undef TPL_BUILTIN
 
-/* More Python str methods, implemented in methods.c and ready to be listed in builtins.def:
- *   TPL_BUILTIN(STR, swapcase, "swapcase", m_str_swapcase, "self")
- *   TPL_BUILTIN(STR, rfind, "rfind", m_str_rfind, "self,sub,start?,end?")
- *   TPL_BUILTIN(STR, index, "index", m_str_index, "self,sub,start?,end?")
- *   TPL_BUILTIN(STR, rindex, "rindex", m_str_rindex, "self,sub,start?,end?")
- *   TPL_BUILTIN(STR, ljust, "ljust", m_str_ljust, "self,width,fillchar?")
- *   TPL_BUILTIN(STR, rjust, "rjust", m_str_rjust, "self,width,fillchar?")
- *   TPL_BUILTIN(STR, center, "center", m_str_center, "self,width,fillchar?")
- *   TPL_BUILTIN(STR, zfill, "zfill", m_str_zfill, "self,width")
- *   TPL_BUILTIN(STR, partition, "partition", m_str_partition, "self,sep")
- *   TPL_BUILTIN(STR, rpartition, "rpartition", m_str_rpartition, "self,sep")
- *   TPL_BUILTIN(STR, removeprefix, "removeprefix", m_str_removeprefix, "self,prefix")
- *   TPL_BUILTIN(STR, removesuffix, "removesuffix", m_str_removesuffix, "self,suffix")
- *   TPL_BUILTIN(STR, isnumeric, "isnumeric", m_str_isnumeric, "self")
- *   TPL_BUILTIN(STR, isdecimal, "isdecimal", m_str_isdecimal, "self")
- *   TPL_BUILTIN(STR, istitle, "istitle", m_str_istitle, "self")
- *   TPL_BUILTIN(FILTER, random, "random", f_random, "seq")
- *   TPL_BUILTIN(FILTER, urlize, "urlize", f_urlize, "value,trim_url_limit?,nofollow?,target?,rel?,extra_schemes?")
- *   TPL_BUILTIN(TEST, filter, "filter", t_filter, "value")
- *   TPL_BUILTIN(TEST, test, "test", t_test, "value")
- *   TPL_BUILTIN(GLOBAL, cycler_next, "cycler.next", g_cycler_next, "self")
- *   TPL_BUILTIN(GLOBAL, cycler_reset, "cycler.reset", g_cycler_reset, "self")
- *   TPL_BUILTIN(GLOBAL, joiner_call, "joiner.__call__", g_joiner_call, "self") */
 int m_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_rfind(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int m_str_index(tpl_vm *vm, tpl_value *a, tpl_value *out);

@@ -90,6 +90,8 @@ static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
         return tpl_compare(c->vm, a, b, true, res);
     for (int i = 0; i < c->nparts; i++) {
         tpl_value p = a.u.list->items[i], q = b.u.list->items[i];
+        if ((p.type == TPL_T_UNDEF || q.type == TPL_T_UNDEF) && tpl_vm_strict(c->vm))
+            return tpl_undefined_error(c->vm, p.type == TPL_T_UNDEF ? p : q); /* StrictUndefined.__eq__ */
         if (tpl_equal(p, q))
             continue;
         return tpl_compare(c->vm, p, q, true, res);
