@@ -680,7 +680,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         c->cur_off = n->off;
         emit(c, TPL_OP_TEST, (uint32_t)b, 1 - argw_count(w));
         emit_raw(c, w);
-        if (n->op) emit(c, sop(c, TPL_OP_NOT_PY), 0, 0);
+        if (n->op & 1) emit(c, sop(c, TPL_OP_NOT_PY), 0, 0);
         return;
     }
     case TPL_N_BINOP: {

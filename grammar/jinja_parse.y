@@ -12,6 +12,8 @@
 %stack_size 1000
 
 %include {
+/* Jinja2 refuses `x is a is b` (but accepts `(x is a) is b`). */
+#define NO_TEST_CHAIN(S, T) do { if ((S)->kind == TPL_N_TEST && !((S)->op & 2)) tpl_pctx_error(ctx, (T).off, "You cannot chain multiple tests with is"); } while (0)
 /* Lemon's generated code fetches the extra argument in functions that do not use it. */
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #include <assert.h>
@@ -210,12 +212,12 @@ pow(A) ::= pow(L) POW(T) unary(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
 
 unary(A) ::= unary_nf(E). { A = E; }
 unary(A) ::= unary(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
-unary(A) ::= unary(S) IS(T) test_name(N). { A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
-unary(A) ::= unary(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { A = with_val(NODE(TEST, T.off, S, L), N->val); }
-unary(A) ::= unary(S) IS(T) test_name(N) test_arg(X). { A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N). { A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N) test_arg(X). { A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
+unary(A) ::= unary(S) IS(T) test_name(N). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
+unary(A) ::= unary(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, L), N->val); }
+unary(A) ::= unary(S) IS(T) test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
+unary(A) ::= unary(S) IS(T) NOT test_name(N). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
+unary(A) ::= unary(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
+unary(A) ::= unary(S) IS(T) NOT test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
 test_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= NONE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= TRUE(T). { A = tpl_p_name(ctx, T); }
@@ -268,7 +270,7 @@ primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
 primary(A) ::= FALSE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(false)); }
 primary(A) ::= NONE(T). { A = with_val(N(CONST, T.off), tpl_v_none()); }
 primary(A) ::= LPAREN(T) RPAREN. { A = NODE(TUPLE, T.off, NULL, NULL); }
-primary(A) ::= LPAREN tuple_expr(E) RPAREN. { A = E; }
+primary(A) ::= LPAREN tuple_expr(E) RPAREN. { A = E; if (A->kind == TPL_N_TEST) A->op |= 2; /* parenthesised */ }
 primary(A) ::= LBRACKET(T) items(L) RBRACKET. { A = NODE(LIST, T.off, L, NULL); }
 primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
 
