@@ -75,6 +75,7 @@ struct tpl_program {
     uint32_t max_stack;    /* operand stack needed by the template level */
     uint64_t source_hash;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
+    bool static_data;      /* tpl_program_load_static: name, source and arrays borrow const data */
 };
 
 /* Maps a code offset to its source line and column (1-based; 0 when unknown). */

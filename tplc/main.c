@@ -18,6 +18,9 @@ static const char usage[] =
     "                   [--lang L] [--catalog FILE]... [--remember FACT]... [--tr-key NAME]...\n"
     "                   [--channel C] [--medium M] [-o OUT]\n"
     "       tplc dump TEMPLATE [compile flags]\n"
+    "       tplc compile TEMPLATE [compile flags] [--strip-source] -o OUT.tplb\n"
+    "       tplc compile TEMPLATE [compile flags] --emit c --name SYMBOL -o OUT.c\n"
+    "       tplc lint TEMPLATE... [--state FILE.json | --schema FILE.json] [--reads] [--format text|json]\n"
     "       tplc --version\n";
 
 /* Reads a whole file ("-" = stdin). Returns malloc'd bytes (NUL-terminated) or NULL. */
@@ -118,6 +121,8 @@ static tpl_syntax syntax_of(const char *path)
 
 typedef struct opts {
     const char *cmd, *tpl, *state, *golden, *syntax, *profile, *lang, *channel, *medium, *out;
+    const char *emit, *symbol;  /* compile: --emit c, --name SYMBOL */
+    bool strip_source;          /* compile: --strip-source */
     long case_n;
     bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
     const char **facts;
@@ -136,6 +141,7 @@ static int parse_args(int argc, char **argv, opts *o)
 #define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
         VAL("--state", state) VAL("--golden", golden) VAL("--syntax", syntax) VAL("--profile", profile)
         VAL("--lang", lang) VAL("--channel", channel) VAL("--medium", medium) VAL("-o", out)
+        VAL("--emit", emit) VAL("--name", symbol)
 #undef VAL
         if (strcmp(a, "--case") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
@@ -160,12 +166,30 @@ static int parse_args(int argc, char **argv, opts *o)
         if (strcmp(a, "--keep-trailing-newline") == 0) { o->keep_nl = true; continue; }
         if (strcmp(a, "--strict") == 0) { o->strict = true; continue; }
         if (strcmp(a, "--tidy") == 0) { o->tidy = true; continue; }
+        if (strcmp(a, "--strip-source") == 0) { o->strip_source = true; continue; }
         if (a[0] == '-' && a[1] != 0) { fprintf(stderr, "tplc: unknown flag %s\n", a); return -1; }
         if (!o->cmd) o->cmd = a;
         else if (!o->tpl) o->tpl = a;
         else { fprintf(stderr, "tplc: unexpected argument %s\n", a); return -1; }
     }
     if (!o->cmd || !o->tpl) return -1;
+    return 0;
+}
+
+/* A precompiled .tplb (by magic, or by extension): load and verify it instead of compiling. */
+static int load_tplb(const opts *o, const char *bytes, size_t len, tpl_program **prog)
+{
+    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy) {
+        fprintf(stderr, "%s: error: compile-time flags do not apply to a .tplb (they were fixed by tplc compile)\n", o->tpl);
+        return EXIT_USAGE;
+    }
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load(o->tpl, bytes, len, prog, &err);
+    if (st != TPL_OK) {
+        print_error(&err);
+        tpl_error_clear(&err);
+        return EXIT_TEMPLATE;
+    }
     return 0;
 }
 
@@ -176,6 +200,12 @@ static int compile_template(const opts *o, tpl_program **prog)
     if (!src) {
         fprintf(stderr, "%s: error: cannot read template: %s\n", o->tpl, strerror(errno ? errno : EIO));
         return EXIT_USAGE;
+    }
+    size_t plen = strlen(o->tpl);
+    if (tpl_is_tplb(src, len) || (plen > 5 && strcmp(o->tpl + plen - 5, ".tplb") == 0)) {
+        int rc = load_tplb(o, src, len, prog);
+        free(src);
+        return rc;
     }
     tpl_syntax syn = syntax_of(o->tpl);
     if (o->syntax) {
@@ -295,12 +325,45 @@ static int cmd_dump(const opts *o)
     return 0;
 }
 
+/* tplc compile: a .tplb, or C source with --emit c (written atomically: a failed compile leaves
+ * any previous output untouched). */
+static int cmd_compile(const opts *o)
+{
+    if (!o->out) { fprintf(stderr, "tplc: compile needs -o OUT\n"); return EXIT_USAGE; }
+    bool emit_c = false;
+    if (o->emit) {
+        if (strcmp(o->emit, "c") == 0) emit_c = true;
+        else if (strcmp(o->emit, "tplb") != 0) { fprintf(stderr, "tplc: --emit takes c or tplb\n"); return EXIT_USAGE; }
+    }
+    if (emit_c && !o->symbol) { fprintf(stderr, "tplc: --emit c needs --name SYMBOL\n"); return EXIT_USAGE; }
+    tpl_program *prog = NULL;
+    int rc = compile_template(o, &prog);
+    if (rc) return rc;
+    unsigned flags = o->strip_source ? TPL_SAVE_STRIP_SOURCE : 0;
+    void *data = NULL;
+    size_t n = 0;
+    tpl_status st = emit_c ? tpl_program_emit_c(prog, o->symbol, flags, (char **)&data, &n)
+                           : tpl_program_save(prog, flags, &data, &n);
+    tpl_program_free(prog);
+    if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc: --name must be a C identifier\n"); return EXIT_USAGE; }
+    if (st != TPL_OK) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    if (write_atomic(o->out, data, n) != 0) {
+        fprintf(stderr, "%s: error: cannot write: %s\n", o->out, strerror(errno));
+        rc = EXIT_USAGE;
+    }
+    free(data);
+    return rc;
+}
+
+int tplc_lint(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("tplc %s\n", TPL_VERSION_STRING);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "lint") == 0) return tplc_lint(argc - 1, argv + 1);
     opts o;
     if (parse_args(argc, argv, &o) != 0) {
         fputs(usage, stderr);
@@ -310,10 +373,8 @@ int main(int argc, char **argv)
     int rc;
     if (strcmp(o.cmd, "render") == 0) rc = cmd_render(&o);
     else if (strcmp(o.cmd, "dump") == 0) rc = cmd_dump(&o);
-    else if (strcmp(o.cmd, "compile") == 0 || strcmp(o.cmd, "lint") == 0) {
-        fprintf(stderr, "tplc: '%s' is not implemented yet\n", o.cmd);
-        rc = EXIT_USAGE;
-    } else {
+    else if (strcmp(o.cmd, "compile") == 0) rc = cmd_compile(&o);
+    else {
         fputs(usage, stderr);
         rc = EXIT_USAGE;
     }
