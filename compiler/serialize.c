@@ -312,6 +312,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         p->source[n] = 0;
         p->source_len = n;
     }
+    if (!p->source && !(p->source = calloc(1, 1))) return corrupt(p, err, name, "out of memory");
     p->nslots = get_u32(&r);
     p->max_stack = get_u32(&r);
     p->ncode = get_count(&r, 4);
@@ -399,7 +400,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     set_opt_bits(&p->opts, sp->options);
     /* the program never writes through these pointers (DESIGN.md §5: programs are immutable) */
     p->name = (char *)(sp->name ? sp->name : "<static>");
-    p->source = (char *)sp->source;
+    p->source = (char *)(sp->source ? sp->source : "");
     p->source_len = sp->source ? sp->source_len : 0;
     p->source_hash = sp->source_hash;
     p->nslots = sp->nslots;
