@@ -335,14 +335,25 @@ static int cmd_compile(const opts *o)
         if (strcmp(o->emit, "c") == 0) emit_c = true;
         else if (strcmp(o->emit, "tplb") != 0) { fprintf(stderr, "tplc: --emit takes c or tplb\n"); return EXIT_USAGE; }
     }
-    if (emit_c && !o->symbol) { fprintf(stderr, "tplc: --emit c needs --name SYMBOL\n"); return EXIT_USAGE; }
+    /* --emit c without --name: the template's base name with non-identifier bytes as '_' */
+    char symbol[128];
+    if (emit_c && !o->symbol) {
+        const char *base = strrchr(o->tpl, '/');
+        base = base ? base + 1 : o->tpl;
+        size_t k = 0;
+        if (*base >= '0' && *base <= '9') symbol[k++] = '_';
+        for (; *base && *base != '.' && k < sizeof symbol - 1; base++)
+            symbol[k++] = (char)((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
+                                 (*base >= '0' && *base <= '9') ? *base : '_');
+        symbol[k] = 0;
+    }
     tpl_program *prog = NULL;
     int rc = compile_template(o, &prog);
     if (rc) return rc;
     unsigned flags = o->strip_source ? TPL_SAVE_STRIP_SOURCE : 0;
     void *data = NULL;
     size_t n = 0;
-    tpl_status st = emit_c ? tpl_program_emit_c(prog, o->symbol, flags, (char **)&data, &n)
+    tpl_status st = emit_c ? tpl_program_emit_c(prog, o->symbol ? o->symbol : symbol, flags, (char **)&data, &n)
                            : tpl_program_save(prog, flags, &data, &n);
     tpl_program_free(prog);
     if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc: --name must be a C identifier\n"); return EXIT_USAGE; }
