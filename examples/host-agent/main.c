@@ -118,7 +118,9 @@ static int refresh(view *v, tpl_render *r, buf *out)
         return 0;
     }
     free(v->last);
-    v->last = strdup(text);
+    v->last = malloc(n + 1);
+    if (!v->last) return -1;
+    memcpy(v->last, text, n + 1);
     puts_b(out, "  [");
     puts_b(out, v->title);
     puts_b(out, "]\n");
