@@ -240,8 +240,10 @@ void tpl_program_free(tpl_program *p)
 {
     if (!p) return;
     tpl_arena_free(&p->arena);
-    free(p->name);
-    free(p->source);
+    if (!p->static_data) {
+        free(p->name);
+        free(p->source);
+    }
     free(p);
 }
 

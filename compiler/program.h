@@ -84,6 +84,7 @@ struct tpl_program {
     tpl_trcall *trcalls;   /* tr() calls in source order (issue 5) */
     size_t ntrcalls;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
+    bool static_data;      /* tpl_program_load_static: name, source and arrays borrow const data */
 };
 
 /* Maps a code offset to its source line and column (1-based; 0 when unknown). */

@@ -166,6 +166,67 @@ const tpl_error *tpl_render_error(const tpl_render *r);
  * has none. */
 char *tpl_error_format(const tpl_error *err);
 
+
+/* ---- precompiled programs (.tplb files and C arrays; DESIGN.md §5) ---- */
+
+/* Version of the .tplb format written by tpl_program_save; the loader accepts only this one. */
+#define TPL_TPLB_VERSION 1
+
+/* tpl_program_save flags. */
+enum {
+    TPL_SAVE_STRIP_SOURCE = 1, /* omit the normalised source: smaller, but runtime errors then
+                                * carry a location without the source line */
+};
+
+/* Serializes a program (from tpl_compile or a loader) to the .tplb format: magic, format
+ * version, little-endian fields, CRC-32 of the payload, the options it was compiled with, code,
+ * constants, names, span table, macros, reads-set, source hash and (unless stripped) the
+ * normalised source. On TPL_OK *out is a malloc'd buffer of *len bytes the caller frees with
+ * free(). Returns TPL_ERR_NOMEM on allocation failure. p is borrowed. */
+tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len);
+
+/* True when data starts with the .tplb magic (it may still be corrupt). */
+bool tpl_is_tplb(const void *data, size_t len);
+
+/* Loads a program from .tplb bytes (borrowed: the program owns copies of everything it needs, so
+ * data may be freed right after). Every load is verified before it returns: checksum, bounds,
+ * opcodes, instruction boundaries, jump targets, constant/name/macro/builtin indexes, slot
+ * indexes and operand stack depth on every path; hostile bytes give TPL_ERR_CORRUPT (or
+ * TPL_ERR_NOMEM), never a crash. `name` (borrowed, may be NULL) names the bytes in the error.
+ * On TPL_OK *out is a new program freed with tpl_program_free. On failure, when err is not
+ * NULL, *err is filled; release it with tpl_error_clear. */
+tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err);
+
+/* Writes C source defining `const struct tpl_static_program SYMBOL` (see tpl_static.h): the
+ * bytecode, constants, names, spans and macros as const arrays. A host links the file and calls
+ * tpl_program_load_static(&SYMBOL, ...). `symbol` must be a C identifier (else TPL_ERR_USAGE).
+ * flags as for tpl_program_save. On TPL_OK *out is a malloc'd NUL-terminated string of *len bytes
+ * the caller frees with free(). */
+tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len);
+
+/* A program compiled into the host binary by `tplc compile --emit c` (layout in tpl_static.h). */
+typedef struct tpl_static_program tpl_static_program;
+
+/* Loads a program from static data without copying: the program's code, constants, names,
+ * spans, macros, name and source point into *sp, which must outlive the program (it normally is
+ * a const global). The data is verified as tpl_program_load verifies bytes (minus the checksum,
+ * which only .tplb files carry). On TPL_OK *out is freed with tpl_program_free (which releases
+ * only the small descriptor). Errors as tpl_program_load. */
+tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err);
+
+/* The reads-set: names of the state variables the program can read (loads of names that are not
+ * local variables, and global function calls, which the state may shadow), in first-use order of
+ * the name table. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
+ * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
+size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+
+/* The options p was compiled with (owned by p; loader fields are NULL for loaded programs). */
+const tpl_options *tpl_program_options(const tpl_program *p);
+
+/* The FNV-1a hash of the source p was compiled from (before normalisation): tools compare it
+ * with a template file to tell whether a .tplb is stale. */
+uint64_t tpl_program_source_hash(const tpl_program *p);
+
 #ifdef __cplusplus
 }
 #endif

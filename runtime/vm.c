@@ -1212,6 +1212,8 @@ top:
         NEXT(0);
     }
     CASE(FOR_NEXT) {
+        /* the verifier bounds the slot; its type is only known here (hostile .tplb files) */
+        if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
         if (l->i < l->items->len) {
             *sp++ = l->items->items[l->i++];

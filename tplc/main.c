@@ -19,7 +19,9 @@ static const char usage[] =
     "                   [--lang L] [--catalog FILE]... [--remember FACT]... [--tr-key NAME]...\n"
     "                   [--channel C] [--medium M] [-o OUT]\n"
     "       tplc dump TEMPLATE [compile flags]\n"
-    "       tplc lint TEMPLATE... [--format text|json] [compile flags]\n"
+    "       tplc compile TEMPLATE [compile flags] [--strip-source] -o OUT.tplb\n"
+    "       tplc compile TEMPLATE [compile flags] --emit c --name SYMBOL -o OUT.c\n"
+    "       tplc lint TEMPLATE... [--state FILE.json | --schema FILE.json] [--reads] [--format text|json]\n"
     "       tplc tr-extract TEMPLATE... -o CATALOG.json [--lang L] [compile flags]\n"
     "       tplc --version\n";
 
@@ -129,7 +131,8 @@ typedef struct opts {
     int ncatalogs, ntrkeys;
     const char **tpls;      /* every template argument (lint, tr-extract) */
     int ntpls;
-    const char *format;     /* lint --format text|json */
+    const char *emit, *symbol;  /* compile: --emit c, --name SYMBOL */
+    bool strip_source;          /* compile: --strip-source */
 } opts;
 
 static int parse_args(int argc, char **argv, opts *o)
@@ -146,7 +149,7 @@ static int parse_args(int argc, char **argv, opts *o)
 #define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
         VAL("--state", state) VAL("--golden", golden) VAL("--syntax", syntax) VAL("--profile", profile)
         VAL("--lang", lang) VAL("--channel", channel) VAL("--medium", medium) VAL("-o", out)
-        VAL("--format", format)
+        VAL("--emit", emit) VAL("--name", symbol)
 #undef VAL
         if (strcmp(a, "--case") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
@@ -171,17 +174,35 @@ static int parse_args(int argc, char **argv, opts *o)
         if (strcmp(a, "--keep-trailing-newline") == 0) { o->keep_nl = true; continue; }
         if (strcmp(a, "--strict") == 0) { o->strict = true; continue; }
         if (strcmp(a, "--tidy") == 0) { o->tidy = true; continue; }
+        if (strcmp(a, "--strip-source") == 0) { o->strip_source = true; continue; }
         if (a[0] == '-' && a[1] != 0) { fprintf(stderr, "tplc: unknown flag %s\n", a); return -1; }
         if (!o->cmd) o->cmd = a;
         else if (!o->tpl) o->tpl = o->tpls[o->ntpls++] = a;
-        else if (strcmp(o->cmd, "lint") == 0 || strcmp(o->cmd, "tr-extract") == 0) o->tpls[o->ntpls++] = a;
+        else if (strcmp(o->cmd, "tr-extract") == 0) o->tpls[o->ntpls++] = a;
         else { fprintf(stderr, "tplc: unexpected argument %s\n", a); return -1; }
     }
     if (!o->cmd || !o->tpl) return -1;
     return 0;
 }
 
-/* Compiles template `path` with the command line's options; prints errors unless err is given
+/* A precompiled .tplb (by magic, or by extension): load and verify it instead of compiling. */
+static int load_tplb(const opts *o, const char *path, const char *bytes, size_t len, tpl_program **prog)
+{
+    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy) {
+        fprintf(stderr, "%s: error: compile-time flags do not apply to a .tplb (they were fixed by tplc compile)\n", path);
+        return EXIT_USAGE;
+    }
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load(path, bytes, len, prog, &err);
+    if (st != TPL_OK) {
+        print_error(&err);
+        tpl_error_clear(&err);
+        return EXIT_TEMPLATE;
+    }
+    return 0;
+}
+
+/* Compiles template `path` (or loads it, when it is a .tplb) with the command line's options; prints errors unless err is given
  * (then the caller gets the error record and must tpl_error_clear it). */
 static int compile_path(const opts *o, const char *path, tpl_program **prog, tpl_error *errout)
 {
@@ -190,6 +211,12 @@ static int compile_path(const opts *o, const char *path, tpl_program **prog, tpl
     if (!src) {
         fprintf(stderr, "%s: error: cannot read template: %s\n", path, strerror(errno ? errno : EIO));
         return EXIT_USAGE;
+    }
+    size_t plen = strlen(path);
+    if (tpl_is_tplb(src, len) || (plen > 5 && strcmp(path + plen - 5, ".tplb") == 0)) {
+        int rc = load_tplb(o, path, src, len, prog);
+        free(src);
+        return rc;
     }
     tpl_syntax syn = syntax_of(path);
     if (o->syntax) {
@@ -402,77 +429,6 @@ static int cmd_dump(const opts *o)
     return 0;
 }
 
-/* Prints s as a JSON string literal. */
-static void json_str(FILE *f, const char *s, size_t n)
-{
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-/* tplc lint: compile errors, and tr() calls whose text is not a literal (they cannot be
- * extracted into a catalog). Exit 0 when clean, 1 when something was reported. */
-static int cmd_lint(const opts *o)
-{
-    bool json = o->format && strcmp(o->format, "json") == 0;
-    if (o->format && !json && strcmp(o->format, "text") != 0) {
-        fprintf(stderr, "tplc: --format is text or json\n");
-        return EXIT_USAGE;
-    }
-    int rc = 0, nfound = 0;
-    if (json) fputs("[", stdout);
-    for (int t = 0; t < o->ntpls; t++) {
-        tpl_program *prog = NULL;
-        tpl_error err = { 0 };
-        int c = compile_path(o, o->tpls[t], &prog, &err);
-        if (c == EXIT_USAGE && !err.message) { rc = EXIT_USAGE; continue; }
-        if (c) {
-            if (json) {
-                printf("%s\n {\"file\": ", nfound++ ? "," : "");
-                json_str(stdout, o->tpls[t], strlen(o->tpls[t]));
-                printf(", \"line\": %u, \"column\": %u, \"severity\": \"error\", \"message\": ", err.line, err.column);
-                json_str(stdout, err.message ? err.message : "", err.message ? strlen(err.message) : 0);
-                fputs("}", stdout);
-            } else {
-                print_error(&err);
-            }
-            tpl_error_clear(&err);
-            if (rc == 0) rc = c;
-            continue;
-        }
-        size_t n = tpl_program_tr_calls(prog, NULL, 0);
-        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
-        if (n && !calls) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
-        tpl_program_tr_calls(prog, calls, n);
-        static const char msg[] = "tr() argument is not a literal string: it cannot be extracted into a catalog";
-        for (size_t i = 0; i < n; i++) {
-            if (calls[i].text) continue;
-            if (json) {
-                printf("%s\n {\"file\": ", nfound++ ? "," : "");
-                json_str(stdout, o->tpls[t], strlen(o->tpls[t]));
-                printf(", \"line\": %u, \"column\": %u, \"severity\": \"warning\", \"message\": \"%s\"}",
-                       calls[i].line, calls[i].column, msg);
-            } else {
-                printf("%s:%u:%u: warning: %s\n", o->tpls[t], calls[i].line, calls[i].column, msg);
-                nfound++;
-            }
-            if (rc == 0) rc = EXIT_TEMPLATE;
-        }
-        free(calls);
-        tpl_program_free(prog);
-    }
-    if (json) fputs(nfound ? "\n]\n" : "]\n", stdout);
-    return rc;
-}
-
 /* tplc tr-extract: every literal tr() text of the templates as a catalog skeleton
  * {"main_lang": "en", LANG: {"text": "text", ...}} (targets start as the source text, so the
  * skeleton translates nothing until edited). LANG is --lang, default "xx". */
@@ -528,12 +484,56 @@ static int cmd_tr_extract(const opts *o)
     return rc;
 }
 
+/* tplc compile: a .tplb, or C source with --emit c (written atomically: a failed compile leaves
+ * any previous output untouched). */
+static int cmd_compile(const opts *o)
+{
+    if (!o->out) { fprintf(stderr, "tplc: compile needs -o OUT\n"); return EXIT_USAGE; }
+    bool emit_c = false;
+    if (o->emit) {
+        if (strcmp(o->emit, "c") == 0) emit_c = true;
+        else if (strcmp(o->emit, "tplb") != 0) { fprintf(stderr, "tplc: --emit takes c or tplb\n"); return EXIT_USAGE; }
+    }
+    /* --emit c without --name: the template's base name with non-identifier bytes as '_' */
+    char symbol[128];
+    if (emit_c && !o->symbol) {
+        const char *base = strrchr(o->tpl, '/');
+        base = base ? base + 1 : o->tpl;
+        size_t k = 0;
+        if (*base >= '0' && *base <= '9') symbol[k++] = '_';
+        for (; *base && *base != '.' && k < sizeof symbol - 1; base++)
+            symbol[k++] = (char)((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
+                                 (*base >= '0' && *base <= '9') ? *base : '_');
+        symbol[k] = 0;
+    }
+    tpl_program *prog = NULL;
+    int rc = compile_template(o, &prog);
+    if (rc) return rc;
+    unsigned flags = o->strip_source ? TPL_SAVE_STRIP_SOURCE : 0;
+    void *data = NULL;
+    size_t n = 0;
+    tpl_status st = emit_c ? tpl_program_emit_c(prog, o->symbol ? o->symbol : symbol, flags, (char **)&data, &n)
+                           : tpl_program_save(prog, flags, &data, &n);
+    tpl_program_free(prog);
+    if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc: --name must be a C identifier\n"); return EXIT_USAGE; }
+    if (st != TPL_OK) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    if (write_atomic(o->out, data, n) != 0) {
+        fprintf(stderr, "%s: error: cannot write: %s\n", o->out, strerror(errno));
+        rc = EXIT_USAGE;
+    }
+    free(data);
+    return rc;
+}
+
+int tplc_lint(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("tplc %s\n", TPL_VERSION_STRING);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "lint") == 0) return tplc_lint(argc - 1, argv + 1);
     opts o;
     if (parse_args(argc, argv, &o) != 0) {
         fputs(usage, stderr);
@@ -546,12 +546,9 @@ int main(int argc, char **argv)
     int rc;
     if (strcmp(o.cmd, "render") == 0) rc = cmd_render(&o);
     else if (strcmp(o.cmd, "dump") == 0) rc = cmd_dump(&o);
-    else if (strcmp(o.cmd, "lint") == 0) rc = cmd_lint(&o);
     else if (strcmp(o.cmd, "tr-extract") == 0) rc = cmd_tr_extract(&o);
-    else if (strcmp(o.cmd, "compile") == 0) {
-        fprintf(stderr, "tplc: '%s' is not implemented yet\n", o.cmd);
-        rc = EXIT_USAGE;
-    } else {
+    else if (strcmp(o.cmd, "compile") == 0) rc = cmd_compile(&o);
+    else {
         fputs(usage, stderr);
         rc = EXIT_USAGE;
     }

@@ -1,0 +1,598 @@
+/* Precompiled programs: the .tplb format (write and read), C emission and static loading.
+ *
+ * .tplb layout (every integer little-endian, whatever the host's byte order):
+ *
+ *   header (32 bytes)
+ *     0  8  magic "TPLB\r\n\x1a\n"
+ *     8  4  format version (TPL_TPLB_VERSION)
+ *    12  4  flags: bit 0 = the normalised source is included
+ *    16  8  payload length in bytes (the file is exactly 32 + this)
+ *    24  4  CRC-32 (IEEE 802.3, as zlib) of the payload
+ *    28  4  reserved, 0
+ *   payload
+ *     u8 syntax, u8 option bits (trim, lstrip, keep_nl, strict, tidy, hf), u16 0
+ *     str name                       (str = u32 byte length + bytes)
+ *     u64 source hash
+ *     str source                     (only with flag bit 0)
+ *     u32 nslots, u32 max_stack      (template level)
+ *     u32 ncode, ncode × u32 words
+ *     u32 nconsts, values            (value = u8 type, u8 flags, payload: int i64, float
+ *                                     IEEE bits u64, bool u8, str str, tuple u32 n + n values)
+ *     u32 nnames, nnames × str
+ *     u32 nspans, nspans × (u32 pc, u32 line, u32 col)
+ *     u32 nmacros, nmacros × (u32 entry, u32 name, u32 params, u16 nparams, u16 nslots,
+ *                             u16 max_stack, i16 varargs, i16 kwargs, i16 caller)
+ *     u32 nreads, nreads × u32 name index   (the reads-set, ascending; checked on load)
+ *
+ * The source is kept by default so runtime errors of a loaded program print the same
+ * diagnostics (with the source line) as the source would; TPL_SAVE_STRIP_SOURCE drops it.
+ * Loading copies everything into the program's arena and then runs the verifier. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "program.h"
+#include "../include/tpl_static.h"
+#include "../runtime/verify.h"
+#include "../runtime/vm.h"
+
+static const unsigned char MAGIC[8] = { 'T', 'P', 'L', 'B', '\r', '\n', 0x1a, '\n' };
+#define HEADER 32
+#define MAX_NEST 8
+
+/* The static mirror structs must match the runtime's tables exactly. */
+_Static_assert(sizeof(tpl_static_value) == sizeof(tpl_value), "tpl_static_value layout");
+_Static_assert(offsetof(tpl_static_value, len) == offsetof(tpl_value, len), "tpl_static_value.len");
+_Static_assert(offsetof(tpl_static_value, u) == offsetof(tpl_value, u), "tpl_static_value.u");
+_Static_assert(sizeof(tpl_static_list) == sizeof(tpl_list), "tpl_static_list layout");
+_Static_assert(offsetof(tpl_static_list, items) == offsetof(tpl_list, items), "tpl_static_list.items");
+_Static_assert(sizeof(tpl_static_name) == sizeof(tpl_name), "tpl_static_name layout");
+_Static_assert(offsetof(tpl_static_name, hash) == offsetof(tpl_name, hash), "tpl_static_name.hash");
+_Static_assert(sizeof(tpl_static_span) == sizeof(tpl_span), "tpl_static_span layout");
+_Static_assert(sizeof(tpl_static_macro) == sizeof(tpl_macro_desc), "tpl_static_macro layout");
+_Static_assert(offsetof(tpl_static_macro, nparams) == offsetof(tpl_macro_desc, nparams), "macro.nparams");
+_Static_assert(offsetof(tpl_static_macro, varargs_slot) == offsetof(tpl_macro_desc, varargs_slot), "macro.varargs");
+_Static_assert(offsetof(tpl_static_macro, caller_slot) == offsetof(tpl_macro_desc, caller_slot), "macro.caller");
+
+/* CRC-32 (reflected, polynomial 0xEDB88320), bitwise: no table, no global state. */
+static uint32_t crc32(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static unsigned opt_bits(const tpl_options *o)
+{
+    return (unsigned)o->trim_blocks | (unsigned)o->lstrip_blocks << 1 | (unsigned)o->keep_trailing_newline << 2 |
+           (unsigned)o->strict << 3 | (unsigned)o->tidy << 4 | (unsigned)o->hf << 5;
+}
+
+static void set_opt_bits(tpl_options *o, unsigned b)
+{
+    o->trim_blocks = b & 1;
+    o->lstrip_blocks = b >> 1 & 1;
+    o->keep_trailing_newline = b >> 2 & 1;
+    o->strict = b >> 3 & 1;
+    o->tidy = b >> 4 & 1;
+    o->hf = b >> 5 & 1;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+static void put_u8(tpl_sb *b, unsigned v) { tpl_sb_putc(b, (char)(unsigned char)v); }
+static void put_u16(tpl_sb *b, unsigned v) { put_u8(b, v & 0xFF); put_u8(b, v >> 8 & 0xFF); }
+static void put_u32(tpl_sb *b, uint32_t v) { put_u16(b, v & 0xFFFF); put_u16(b, v >> 16); }
+static void put_u64(tpl_sb *b, uint64_t v) { put_u32(b, (uint32_t)v); put_u32(b, (uint32_t)(v >> 32)); }
+static void put_str(tpl_sb *b, const char *s, size_t n) { put_u32(b, (uint32_t)n); tpl_sb_put(b, s, n); }
+
+static void put_value(tpl_sb *b, const tpl_value *v)
+{
+    put_u8(b, v->type);
+    put_u8(b, v->flags);
+    switch (v->type) {
+    case TPL_T_BOOL: put_u8(b, v->u.i != 0); break;
+    case TPL_T_INT: put_u64(b, (uint64_t)v->u.i); break;
+    case TPL_T_FLOAT: {
+        uint64_t bits;
+        memcpy(&bits, &v->u.f, sizeof bits);
+        put_u64(b, bits);
+        break;
+    }
+    case TPL_T_STR: put_str(b, v->u.s, v->len); break;
+    case TPL_T_LIST:
+        put_u32(b, v->u.list->len);
+        for (uint32_t i = 0; i < v->u.list->len; i++) put_value(b, &v->u.list->items[i]);
+        break;
+    default: break;
+    }
+}
+
+tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
+    tpl_sb b;
+    tpl_sb_init(&b, NULL);
+    tpl_sb_put(&b, (const char *)MAGIC, sizeof MAGIC);
+    put_u32(&b, TPL_TPLB_VERSION);
+    put_u32(&b, with_source ? 1 : 0);
+    put_u64(&b, 0); /* payload length, patched below */
+    put_u32(&b, 0); /* CRC, patched below */
+    put_u32(&b, 0);
+    put_u8(&b, (unsigned)p->opts.syntax);
+    put_u8(&b, opt_bits(&p->opts));
+    put_u16(&b, 0);
+    put_str(&b, p->name ? p->name : "", p->name ? strlen(p->name) : 0);
+    put_u64(&b, p->source_hash);
+    if (with_source) put_str(&b, p->source, p->source_len);
+    put_u32(&b, p->nslots);
+    put_u32(&b, p->max_stack);
+    put_u32(&b, (uint32_t)p->ncode);
+    for (size_t i = 0; i < p->ncode; i++) put_u32(&b, p->code[i]);
+    put_u32(&b, (uint32_t)p->nconsts);
+    for (size_t i = 0; i < p->nconsts; i++) put_value(&b, &p->consts[i]);
+    put_u32(&b, (uint32_t)p->nnames);
+    for (size_t i = 0; i < p->nnames; i++) put_str(&b, p->names[i].s.u.s, p->names[i].s.len);
+    put_u32(&b, (uint32_t)p->nspans);
+    for (size_t i = 0; i < p->nspans; i++) {
+        put_u32(&b, p->spans[i].pc);
+        put_u32(&b, p->spans[i].line);
+        put_u32(&b, p->spans[i].col);
+    }
+    put_u32(&b, (uint32_t)p->nmacros);
+    for (size_t i = 0; i < p->nmacros; i++) {
+        const tpl_macro_desc *d = &p->macros[i];
+        put_u32(&b, d->entry);
+        put_u32(&b, d->name);
+        put_u32(&b, d->params);
+        put_u16(&b, d->nparams);
+        put_u16(&b, d->nslots);
+        put_u16(&b, d->max_stack);
+        put_u16(&b, (uint16_t)d->varargs_slot);
+        put_u16(&b, (uint16_t)d->kwargs_slot);
+        put_u16(&b, (uint16_t)d->caller_slot);
+    }
+    size_t nreads = tpl_program_reads_idx(p, NULL, 0);
+    uint32_t *reads = malloc((nreads ? nreads : 1) * sizeof *reads);
+    if (!reads) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    tpl_program_reads_idx(p, reads, nreads);
+    put_u32(&b, (uint32_t)nreads);
+    for (size_t i = 0; i < nreads; i++) put_u32(&b, reads[i]);
+    free(reads);
+    if (b.failed) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    uint64_t plen = b.len - HEADER;
+    uint32_t crc = crc32((const unsigned char *)b.p + HEADER, b.len - HEADER);
+    for (int i = 0; i < 8; i++) b.p[16 + i] = (char)(unsigned char)(plen >> (8 * i));
+    for (int i = 0; i < 4; i++) b.p[24 + i] = (char)(unsigned char)(crc >> (8 * i));
+    *out = b.p;
+    *len = b.len;
+    return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ reading */
+
+typedef struct rd {
+    const unsigned char *p;
+    size_t n, off;
+    bool bad;
+} rd;
+
+static bool need(rd *r, size_t k)
+{
+    if (r->bad || r->n - r->off < k) { r->bad = true; return false; }
+    return true;
+}
+static unsigned get_u8(rd *r) { return need(r, 1) ? r->p[r->off++] : 0; }
+static unsigned get_u16(rd *r) { unsigned lo = get_u8(r); return lo | get_u8(r) << 8; }
+static uint32_t get_u32(rd *r) { uint32_t lo = get_u16(r); return lo | (uint32_t)get_u16(r) << 16; }
+static uint64_t get_u64(rd *r) { uint64_t lo = get_u32(r); return lo | (uint64_t)get_u32(r) << 32; }
+
+/* A count of elements of at least `each` bytes: never more than the bytes left. */
+static uint32_t get_count(rd *r, size_t each)
+{
+    uint32_t n = get_u32(r);
+    if (!r->bad && (size_t)n > (r->n - r->off) / each) { r->bad = true; return 0; }
+    return r->bad ? 0 : n;
+}
+
+/* A string copied into the arena (NUL-terminated). */
+static const char *get_str(rd *r, tpl_arena *a, uint32_t *len)
+{
+    uint32_t n = get_u32(r);
+    *len = 0;
+    if (!need(r, n)) return NULL;
+    char *s = tpl_arena_strdup(a, (const char *)r->p + r->off, n);
+    if (!s) { r->bad = true; return NULL; }
+    r->off += n;
+    *len = n;
+    return s;
+}
+
+static bool get_value(rd *r, tpl_arena *a, tpl_value *v, int nest)
+{
+    memset(v, 0, sizeof *v);
+    v->type = (uint8_t)get_u8(r);
+    v->flags = (uint8_t)get_u8(r);
+    if (r->bad) return false;
+    switch (v->type) {
+    case TPL_T_NONE: return true;
+    case TPL_T_BOOL: v->u.i = get_u8(r) != 0; return !r->bad;
+    case TPL_T_INT: v->u.i = (int64_t)get_u64(r); return !r->bad;
+    case TPL_T_FLOAT: {
+        uint64_t bits = get_u64(r);
+        memcpy(&v->u.f, &bits, sizeof bits);
+        return !r->bad;
+    }
+    case TPL_T_STR: v->u.s = get_str(r, a, &v->len); return !r->bad;
+    case TPL_T_LIST: {
+        if (nest >= MAX_NEST) return false;
+        uint32_t n = get_count(r, 2);
+        if (r->bad) return false;
+        tpl_list *l = tpl_list_new(a, n);
+        if (!l) return false;
+        for (uint32_t i = 0; i < n; i++)
+            if (!get_value(r, a, &l->items[i], nest + 1)) return false;
+        l->len = n;
+        v->u.list = l;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+static void fill_error(tpl_error *err, tpl_status st, const char *name, const char *msg)
+{
+    if (!err) return;
+    tpl_error_clear(err);
+    err->status = st;
+    err->message = strdup(msg);
+    err->file = strdup(name ? name : "<tplb>");
+}
+
+bool tpl_is_tplb(const void *data, size_t len)
+{
+    return data && len >= sizeof MAGIC && memcmp(data, MAGIC, sizeof MAGIC) == 0;
+}
+
+static tpl_status corrupt(tpl_program *p, tpl_error *err, const char *name, const char *why)
+{
+    tpl_program_free(p);
+    char msg[300];
+    snprintf(msg, sizeof msg, "not a valid .tplb file: %s", why);
+    fill_error(err, TPL_ERR_CORRUPT, name, msg);
+    return TPL_ERR_CORRUPT;
+}
+
+tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err)
+{
+    *out = NULL;
+    if (!data || len < HEADER || !tpl_is_tplb(data, len)) return corrupt(NULL, err, name, "bad magic or too short");
+    rd r = { data, len, sizeof MAGIC, false };
+    uint32_t version = get_u32(&r), flags = get_u32(&r);
+    uint64_t plen = get_u64(&r);
+    uint32_t crc = get_u32(&r);
+    (void)get_u32(&r);
+    if (version != TPL_TPLB_VERSION) {
+        char msg[100];
+        snprintf(msg, sizeof msg, "format version %u (this tpl reads version %u)", version, TPL_TPLB_VERSION);
+        return corrupt(NULL, err, name, msg);
+    }
+    if (flags & ~1u) return corrupt(NULL, err, name, "unknown flags");
+    if (plen != len - HEADER) return corrupt(NULL, err, name, "length mismatch (truncated?)");
+    if (crc32(r.p + HEADER, len - HEADER) != crc) return corrupt(NULL, err, name, "checksum mismatch");
+
+    tpl_program *p = calloc(1, sizeof *p);
+    if (!p) { fill_error(err, TPL_ERR_NOMEM, name, "out of memory"); return TPL_ERR_NOMEM; }
+    tpl_arena_init(&p->arena, 0);
+    tpl_arena *a = &p->arena;
+    unsigned syntax = get_u8(&r), ob = get_u8(&r);
+    (void)get_u16(&r);
+    if (syntax > TPL_SYNTAX_FMT || ob > 63) return corrupt(p, err, name, "bad options");
+    p->opts.syntax = (tpl_syntax)syntax;
+    set_opt_bits(&p->opts, ob);
+    uint32_t n;
+    const char *s = get_str(&r, a, &n);
+    if (r.bad) return corrupt(p, err, name, "truncated name");
+    p->name = malloc((size_t)n + 1);
+    if (!p->name) return corrupt(p, err, name, "out of memory");
+    memcpy(p->name, s, n);
+    p->name[n] = 0;
+    p->source_hash = get_u64(&r);
+    if (flags & 1) {
+        s = get_str(&r, a, &n);
+        if (r.bad) return corrupt(p, err, name, "truncated source");
+        p->source = malloc((size_t)n + 1);
+        if (!p->source) return corrupt(p, err, name, "out of memory");
+        memcpy(p->source, s, n);
+        p->source[n] = 0;
+        p->source_len = n;
+    }
+    if (!p->source && !(p->source = calloc(1, 1))) return corrupt(p, err, name, "out of memory");
+    p->nslots = get_u32(&r);
+    p->max_stack = get_u32(&r);
+    p->ncode = get_count(&r, 4);
+    p->code = tpl_arena_alloc(a, p->ncode * sizeof *p->code + 1);
+    if (!p->code) return corrupt(p, err, name, "truncated code");
+    for (size_t i = 0; i < p->ncode; i++) p->code[i] = get_u32(&r);
+    p->nconsts = get_count(&r, 2);
+    p->consts = tpl_arena_alloc(a, p->nconsts * sizeof *p->consts + 1);
+    if (r.bad || !p->consts) return corrupt(p, err, name, "truncated constants");
+    for (size_t i = 0; i < p->nconsts; i++)
+        if (!get_value(&r, a, &p->consts[i], 0)) return corrupt(p, err, name, "bad constant");
+    p->nnames = get_count(&r, 4);
+    p->names = tpl_arena_alloc(a, p->nnames * sizeof *p->names + 1);
+    if (r.bad || !p->names) return corrupt(p, err, name, "truncated names");
+    for (size_t i = 0; i < p->nnames; i++) {
+        s = get_str(&r, a, &n);
+        if (r.bad) return corrupt(p, err, name, "truncated names");
+        p->names[i].s = tpl_v_str(s, n);
+        p->names[i].hash = tpl_hash_str(s, n);
+    }
+    p->nspans = get_count(&r, 12);
+    p->spans = tpl_arena_alloc(a, p->nspans * sizeof *p->spans + 1);
+    if (r.bad || !p->spans) return corrupt(p, err, name, "truncated spans");
+    for (size_t i = 0; i < p->nspans; i++) {
+        p->spans[i].pc = get_u32(&r);
+        p->spans[i].line = get_u32(&r);
+        p->spans[i].col = get_u32(&r);
+    }
+    p->nmacros = get_count(&r, 24);
+    p->macros = tpl_arena_alloc(a, p->nmacros * sizeof *p->macros + 1);
+    if (r.bad || !p->macros) return corrupt(p, err, name, "truncated macros");
+    for (size_t i = 0; i < p->nmacros; i++) {
+        tpl_macro_desc *d = &p->macros[i];
+        d->entry = get_u32(&r);
+        d->name = get_u32(&r);
+        d->params = get_u32(&r);
+        d->nparams = (uint16_t)get_u16(&r);
+        d->nslots = (uint16_t)get_u16(&r);
+        d->max_stack = (uint16_t)get_u16(&r);
+        d->varargs_slot = (int16_t)get_u16(&r);
+        d->kwargs_slot = (int16_t)get_u16(&r);
+        d->caller_slot = (int16_t)get_u16(&r);
+    }
+    uint32_t nreads = get_count(&r, 4);
+    if (r.bad) return corrupt(p, err, name, "truncated reads-set");
+    uint32_t *reads = malloc(((size_t)nreads + 1) * sizeof *reads);
+    if (!reads) return corrupt(p, err, name, "out of memory");
+    for (uint32_t i = 0; i < nreads; i++) reads[i] = get_u32(&r);
+    if (r.bad || r.off != r.n) { free(reads); return corrupt(p, err, name, "trailing or missing bytes"); }
+
+    char msg[256];
+    if (!tpl_verify(p, msg, sizeof msg)) { free(reads); return corrupt(p, err, name, msg); }
+    /* the stored reads-set must be the one the code implies */
+    size_t want = tpl_program_reads_idx(p, NULL, 0);
+    bool same = want == nreads;
+    if (same) {
+        uint32_t *calc = malloc((want + 1) * sizeof *calc);
+        if (!calc) { free(reads); return corrupt(p, err, name, "out of memory"); }
+        tpl_program_reads_idx(p, calc, want);
+        same = want == 0 || memcmp(calc, reads, want * sizeof *calc) == 0;
+        free(calc);
+    }
+    free(reads);
+    if (!same) return corrupt(p, err, name, "reads-set does not match the code");
+    *out = p;
+    return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ static programs */
+
+tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err)
+{
+    *out = NULL;
+    if (!sp || sp->magic != TPL_STATIC_MAGIC || sp->version != TPL_TPLB_VERSION || sp->syntax > TPL_SYNTAX_FMT ||
+        sp->options > 63) {
+        fill_error(err, TPL_ERR_CORRUPT, sp && sp->name ? sp->name : NULL,
+                   "not a tpl static program of this version (regenerate it with this tplc)");
+        return TPL_ERR_CORRUPT;
+    }
+    tpl_program *p = calloc(1, sizeof *p);
+    if (!p) { fill_error(err, TPL_ERR_NOMEM, sp->name, "out of memory"); return TPL_ERR_NOMEM; }
+    tpl_arena_init(&p->arena, 0);
+    p->static_data = true;
+    p->opts.syntax = (tpl_syntax)sp->syntax;
+    set_opt_bits(&p->opts, sp->options);
+    /* the program never writes through these pointers (DESIGN.md §5: programs are immutable) */
+    p->name = (char *)(sp->name ? sp->name : "<static>");
+    p->source = (char *)(sp->source ? sp->source : "");
+    p->source_len = sp->source ? sp->source_len : 0;
+    p->source_hash = sp->source_hash;
+    p->nslots = sp->nslots;
+    p->max_stack = sp->max_stack;
+    p->code = (uint32_t *)sp->code;
+    p->ncode = sp->ncode;
+    p->consts = (tpl_value *)(const void *)sp->consts;
+    p->nconsts = sp->nconsts;
+    p->names = (tpl_name *)(const void *)sp->names;
+    p->nnames = sp->nnames;
+    p->spans = (tpl_span *)(const void *)sp->spans;
+    p->nspans = sp->nspans;
+    p->macros = (tpl_macro_desc *)(const void *)sp->macros;
+    p->nmacros = sp->nmacros;
+    char msg[256];
+    if (!tpl_verify(p, msg, sizeof msg)) {
+        char full[300];
+        snprintf(full, sizeof full, "invalid static program: %s", msg);
+        fill_error(err, TPL_ERR_CORRUPT, p->name, full);
+        tpl_program_free(p);
+        return TPL_ERR_CORRUPT;
+    }
+    *out = p;
+    return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ C emission */
+
+static void c_string(tpl_sb *b, const char *s, size_t n)
+{
+    tpl_sb_putc(b, '"');
+    size_t col = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (col > 100) { tpl_sb_puts(b, "\"\n    \""); col = 0; }
+        if (c == '"' || c == '\\') { tpl_sb_putc(b, '\\'); tpl_sb_putc(b, (char)c); col += 2; }
+        else if (c == '\n') { tpl_sb_puts(b, "\\n"); col += 2; }
+        else if (c >= 0x20 && c < 0x7f && c != '?') { tpl_sb_putc(b, (char)c); col++; }
+        else { tpl_sb_printf(b, "\\%03o", c); col += 4; } /* octal: never swallows a following digit */
+    }
+    tpl_sb_putc(b, '"');
+}
+
+static void c_value(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id);
+
+/* Defines the list of v as <sym>_lN and returns N. */
+static unsigned c_list_def(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id)
+{
+    const tpl_list *l = v->u.list;
+    /* nested lists first */
+    unsigned *sub = calloc(l->len ? l->len : 1, sizeof *sub);
+    for (uint32_t i = 0; sub && i < l->len; i++)
+        if (l->items[i].type == TPL_T_LIST) sub[i] = c_list_def(b, sym, &l->items[i], id);
+    unsigned me = (*id)++;
+    tpl_sb_printf(b, "static const tpl_static_value %s_i%u[%u] = {\n", sym, me, l->len ? l->len : 1);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_sb_puts(b, "    ");
+        if (l->items[i].type == TPL_T_LIST)
+            tpl_sb_printf(b, "{ %u, %u, 0, %u, { .list = &%s_l%u } },\n", l->items[i].type, l->items[i].flags,
+                          l->items[i].len, sym, sub ? sub[i] : 0);
+        else {
+            c_value(b, sym, &l->items[i], id);
+            tpl_sb_puts(b, ",\n");
+        }
+    }
+    if (!l->len) tpl_sb_puts(b, "    { 0 }\n");
+    tpl_sb_puts(b, "};\n");
+    tpl_sb_printf(b, "static const tpl_static_list %s_l%u = { %u, %u, %s_i%u };\n", sym, me, l->len, l->len, sym, me);
+    free(sub);
+    return me;
+}
+
+/* A scalar constant initializer. */
+static void c_value(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id)
+{
+    (void)sym;
+    (void)id;
+    switch (v->type) {
+    case TPL_T_STR:
+        tpl_sb_printf(b, "{ %u, %u, 0, %u, { .s = ", v->type, v->flags, v->len);
+        c_string(b, v->u.s, v->len);
+        tpl_sb_puts(b, " } }");
+        break;
+    case TPL_T_FLOAT: {
+        uint64_t bits;
+        memcpy(&bits, &v->u.f, sizeof bits);
+        tpl_sb_printf(b, "{ %u, %u, 0, 0, { .i = (int64_t)0x%016llxull } }", v->type, v->flags, (unsigned long long)bits);
+        break;
+    }
+    default:
+        tpl_sb_printf(b, "{ %u, %u, 0, 0, { .i = %lldll } }", v->type, v->flags, (long long)v->u.i);
+        break;
+    }
+}
+
+static bool c_ident(const char *s)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9')) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
+tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (!c_ident(symbol)) return TPL_ERR_USAGE;
+    const char *sym = symbol;
+    bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
+    tpl_sb b;
+    tpl_sb_init(&b, NULL);
+    tpl_sb_printf(&b, "/* Generated by tplc %s from %s: do not edit. */\n", TPL_VERSION_STRING, p->name);
+    tpl_sb_puts(&b, "#include <tpl_static.h>\n\n");
+    tpl_sb_printf(&b, "static const uint32_t %s_code[%zu] = {", sym, p->ncode ? p->ncode : 1);
+    for (size_t i = 0; i < p->ncode; i++) tpl_sb_printf(&b, "%s0x%08x,", i % 8 ? " " : "\n    ", p->code[i]);
+    tpl_sb_puts(&b, "\n};\n");
+    unsigned id = 0;
+    unsigned *lid = calloc(p->nconsts ? p->nconsts : 1, sizeof *lid);
+    if (!lid) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    for (size_t i = 0; i < p->nconsts; i++)
+        if (p->consts[i].type == TPL_T_LIST) lid[i] = c_list_def(&b, sym, &p->consts[i], &id);
+    tpl_sb_printf(&b, "static const tpl_static_value %s_consts[%zu] = {\n", sym, p->nconsts ? p->nconsts : 1);
+    for (size_t i = 0; i < p->nconsts; i++) {
+        tpl_sb_puts(&b, "    ");
+        if (p->consts[i].type == TPL_T_LIST)
+            tpl_sb_printf(&b, "{ %u, %u, 0, 0, { .list = &%s_l%u } }", p->consts[i].type, p->consts[i].flags, sym, lid[i]);
+        else
+            c_value(&b, sym, &p->consts[i], &id);
+        tpl_sb_puts(&b, ",\n");
+    }
+    if (!p->nconsts) tpl_sb_puts(&b, "    { 0 }\n");
+    tpl_sb_puts(&b, "};\n");
+    free(lid);
+    tpl_sb_printf(&b, "static const tpl_static_name %s_names[%zu] = {\n", sym, p->nnames ? p->nnames : 1);
+    for (size_t i = 0; i < p->nnames; i++) {
+        tpl_sb_puts(&b, "    { ");
+        c_value(&b, sym, &p->names[i].s, &id);
+        tpl_sb_printf(&b, ", 0x%016llxull },\n", (unsigned long long)p->names[i].hash);
+    }
+    if (!p->nnames) tpl_sb_puts(&b, "    { { 0 }, 0 }\n");
+    tpl_sb_puts(&b, "};\n");
+    tpl_sb_printf(&b, "static const tpl_static_span %s_spans[%zu] = {", sym, p->nspans ? p->nspans : 1);
+    for (size_t i = 0; i < p->nspans; i++)
+        tpl_sb_printf(&b, "%s{ %u, %u, %u },", i % 4 ? " " : "\n    ", p->spans[i].pc, p->spans[i].line, p->spans[i].col);
+    if (!p->nspans) tpl_sb_puts(&b, " { 0, 0, 0 }");
+    tpl_sb_puts(&b, "\n};\n");
+    tpl_sb_printf(&b, "static const tpl_static_macro %s_macros[%zu] = {\n", sym, p->nmacros ? p->nmacros : 1);
+    for (size_t i = 0; i < p->nmacros; i++) {
+        const tpl_macro_desc *d = &p->macros[i];
+        tpl_sb_printf(&b, "    { %u, %u, %u, %u, %u, %u, %d, %d, %d },\n", d->entry, d->name, d->params, d->nparams,
+                      d->nslots, d->max_stack, d->varargs_slot, d->kwargs_slot, d->caller_slot);
+    }
+    if (!p->nmacros) tpl_sb_puts(&b, "    { 0, 0, 0, 0, 0, 0, 0, 0, 0 }\n");
+    tpl_sb_puts(&b, "};\n");
+    if (with_source) {
+        tpl_sb_printf(&b, "static const char %s_source[] =\n    ", sym);
+        c_string(&b, p->source, p->source_len);
+        tpl_sb_puts(&b, ";\n");
+    }
+    tpl_sb_printf(&b, "\nconst struct tpl_static_program %s = {\n", sym);
+    tpl_sb_printf(&b, "    TPL_STATIC_MAGIC, %u, %u, %u,\n    ", TPL_TPLB_VERSION, (unsigned)p->opts.syntax, opt_bits(&p->opts));
+    c_string(&b, p->name, strlen(p->name));
+    if (with_source) tpl_sb_printf(&b, ",\n    %s_source, %zu,\n", sym, p->source_len);
+    else tpl_sb_puts(&b, ",\n    0, 0,\n");
+    tpl_sb_printf(&b, "    0x%016llxull, %u, %u,\n", (unsigned long long)p->source_hash, p->nslots, p->max_stack);
+    tpl_sb_printf(&b, "    %s_code, %zu, %s_consts, %zu, %s_names, %zu,\n", sym, p->ncode, sym, p->nconsts, sym, p->nnames);
+    tpl_sb_printf(&b, "    %s_spans, %zu, %s_macros, %zu,\n};\n", sym, p->nspans, sym, p->nmacros);
+    if (b.failed) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    tpl_sb_putc(&b, 0);
+    *out = b.p;
+    *len = b.len - 1;
+    return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ queries */
+
+size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap)
+{
+    size_t n = tpl_program_reads_idx(p, NULL, 0);
+    uint32_t *idx = malloc((n + 1) * sizeof *idx);
+    if (!idx) return 0;
+    tpl_program_reads_idx(p, idx, n);
+    for (size_t i = 0; i < n && i < cap; i++) {
+        if (names) names[i] = p->names[idx[i]].s.u.s;
+        if (lens) lens[i] = p->names[idx[i]].s.len;
+    }
+    free(idx);
+    return n;
+}
+
+const tpl_options *tpl_program_options(const tpl_program *p) { return &p->opts; }
+
+uint64_t tpl_program_source_hash(const tpl_program *p) { return p->source_hash; }

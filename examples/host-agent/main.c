@@ -1,0 +1,207 @@
+/* host-agent: a host program that embeds the tpl VM and views precompiled at build time.
+ *
+ * The views in views/ are compiled by `tplc compile --emit c` when the program is built (see
+ * meson.build: the README's recipe), so this binary parses no template at run time and ships
+ * no template files. It keeps the call's state in its own structs, applies a scripted sequence
+ * of state changes (a stage move, a patient found, slots arriving, a fact recalled from memory),
+ * re-renders both views after each change, and prints a view only when its text changed — the
+ * way an agent re-sends a prompt block only when it changed.
+ *
+ *   host-agent [EXPECTED.txt]    with a file: also compare the whole output with it (exit 1 on
+ *                                a difference), as the meson test does. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tpl.h>
+
+/* Generated from views/front_desk.jinja and views/summary.jinja at build time. */
+extern const struct tpl_static_program front_desk;
+extern const struct tpl_static_program summary;
+
+/* ------------------------------------------------------------------ the host's own state */
+
+typedef struct slot { const char *day, *time, *doctor; } slot;
+
+typedef struct call_state {
+    const char *stage;
+    const char *patient_name;   /* NULL until the patient is found */
+    const char *patient_doctor;
+    slot slots[8];
+    int nslots;
+    int turns;                  /* the host's bookkeeping: not read by the views */
+} call_state;
+
+/* A growable output buffer (stdout text, kept for the comparison). */
+typedef struct buf { char *p; size_t len, cap; } buf;
+
+static void put(buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        while (nc < b->len + n + 1) nc *= 2;
+        char *np = realloc(b->p, nc);
+        if (!np) { perror("realloc"); exit(2); }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+static void puts_b(buf *b, const char *s) { put(b, s, strlen(s)); }
+
+static void json_str(buf *b, const char *s)
+{
+    if (!s) { puts_b(b, "null"); return; }
+    puts_b(b, "\"");
+    for (; *s; s++) {
+        char esc[8];
+        if (*s == '"' || *s == '\\') { esc[0] = '\\'; esc[1] = *s; put(b, esc, 2); }
+        else if ((unsigned char)*s < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", (unsigned char)*s); puts_b(b, esc); }
+        else put(b, s, 1);
+    }
+    puts_b(b, "\"");
+}
+
+/* The state as the views see it (JSON object). */
+static void state_json(const call_state *st, buf *b)
+{
+    b->len = 0;
+    puts_b(b, "{\"clinic\": {\"name\": \"Clínica Sant Joan\"}, \"today\": \"Monday 30 November\", \"stage\": ");
+    json_str(b, st->stage);
+    puts_b(b, ", \"patient\": ");
+    if (st->patient_name) {
+        puts_b(b, "{\"name\": ");
+        json_str(b, st->patient_name);
+        if (st->patient_doctor) { puts_b(b, ", \"doctor\": "); json_str(b, st->patient_doctor); }
+        puts_b(b, "}");
+    } else {
+        puts_b(b, "null");
+    }
+    puts_b(b, ", \"slots\": [");
+    for (int i = 0; i < st->nslots; i++) {
+        puts_b(b, i ? ", {\"day\": " : "{\"day\": ");
+        json_str(b, st->slots[i].day);
+        puts_b(b, ", \"time\": ");
+        json_str(b, st->slots[i].time);
+        if (st->slots[i].doctor) { puts_b(b, ", \"doctor\": "); json_str(b, st->slots[i].doctor); }
+        puts_b(b, "}");
+    }
+    char turns[64];
+    snprintf(turns, sizeof turns, "], \"turns\": %d}", st->turns);
+    puts_b(b, turns);
+}
+
+/* ------------------------------------------------------------------ views */
+
+typedef struct view {
+    const char *title;
+    tpl_program *prog;
+    char *last;                 /* the text last sent (malloc'd), NULL before the first render */
+} view;
+
+/* Renders v; appends it to out only when its text changed. Returns 0, or -1 on a render error. */
+static int refresh(view *v, tpl_render *r, buf *out)
+{
+    const char *text;
+    size_t n;
+    if (tpl_render_run(r, v->prog, &text, &n) != TPL_OK) {
+        char *msg = tpl_error_format(tpl_render_error(r));
+        fprintf(stderr, "%s", msg ? msg : "render failed\n");
+        free(msg);
+        return -1;
+    }
+    if (v->last && strcmp(v->last, text) == 0) {
+        puts_b(out, "  [");
+        puts_b(out, v->title);
+        puts_b(out, ": unchanged, not re-sent]\n");
+        return 0;
+    }
+    free(v->last);
+    v->last = malloc(n + 1);
+    if (!v->last) return -1;
+    memcpy(v->last, text, n + 1);
+    puts_b(out, "  [");
+    puts_b(out, v->title);
+    puts_b(out, "]\n");
+    put(out, text, n);
+    if (n && text[n - 1] != '\n') puts_b(out, "\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    view views[2] = { { "prompt", NULL, NULL }, { "summary", NULL, NULL } };
+    const struct tpl_static_program *progs[2] = { &front_desk, &summary };
+    for (int i = 0; i < 2; i++) {
+        tpl_error err = { 0 };
+        if (tpl_program_load_static(progs[i], &views[i].prog, &err) != TPL_OK) {
+            fprintf(stderr, "%s: %s\n", err.file ? err.file : "view", err.message ? err.message : "invalid");
+            tpl_error_clear(&err);
+            return 2;
+        }
+    }
+    tpl_limits limits = { .fuel = 1000000, .max_output = 1 << 20 };
+    tpl_render *r = tpl_render_new(&limits);
+    if (!r) return 2;
+    tpl_render_set_call(r, "phone", NULL);
+
+    call_state st = { .stage = "identify" };
+    buf json = { 0 }, out = { 0 };
+    int rc = 0;
+    for (int step = 0; step < 8 && rc == 0; step++) {
+        const char *what = "";
+        switch (step) {
+        case 0: what = "call starts"; break;
+        case 1: what = "caller says hello (only the host's turn counter changes)"; st.turns++; break;
+        case 2: what = "patient found"; st.patient_name = "Marta Puig"; st.patient_doctor = "Dr. Vidal"; st.turns++; break;
+        case 3: what = "stage moves to schedule"; st.stage = "schedule"; break;
+        case 4:
+            what = "free slots arrive";
+            st.slots[0] = (slot){ "Tuesday", "10:30", "Dr. Vidal" };
+            st.slots[1] = (slot){ "Wednesday", "9:00", NULL };
+            st.slots[2] = (slot){ "Friday", "16:15", "Dr. Serra" };
+            st.nslots = 3;
+            break;
+        case 5:
+            what = "memory recalls a fact";
+            tpl_render_add_fact(r, "The patient's usual doctor is Dr. Vidal", strlen("The patient's usual doctor is Dr. Vidal"));
+            break;
+        case 6: what = "stage moves to confirm"; st.stage = "confirm"; st.turns++; break;
+        default: what = "nothing changed"; break;
+        }
+        puts_b(&out, "== ");
+        puts_b(&out, what);
+        puts_b(&out, "\n");
+        state_json(&st, &json);
+        if (tpl_render_set_state_json(r, json.p, json.len) != TPL_OK) {
+            fprintf(stderr, "state: %s\n", tpl_render_error(r)->message);
+            rc = 1;
+            break;
+        }
+        for (int i = 0; i < 2 && rc == 0; i++)
+            if (refresh(&views[i], r, &out) < 0) rc = 1;
+    }
+    if (out.len) fwrite(out.p, 1, out.len, stdout);
+    if (rc == 0 && argc > 1) {
+        FILE *f = fopen(argv[1], "rb");
+        buf want = { 0 };
+        char chunk[4096];
+        size_t got;
+        while (f && (got = fread(chunk, 1, sizeof chunk, f)) > 0) put(&want, chunk, got);
+        if (f) fclose(f);
+        if (!f || want.len != out.len || memcmp(want.p, out.p, out.len) != 0) {
+            fprintf(stderr, "host-agent: output differs from %s\n", argv[1]);
+            rc = 1;
+        }
+        free(want.p);
+    }
+    for (int i = 0; i < 2; i++) {
+        free(views[i].last);
+        tpl_program_free(views[i].prog);
+    }
+    tpl_render_free(r);
+    free(json.p);
+    free(out.p);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/* tpl — layout of programs compiled into a host binary (`tplc compile --emit c`).
+ *
+ * Generated C files include this header; hosts normally need only tpl.h and
+ *     extern const struct tpl_static_program SYMBOL;
+ *     tpl_program_load_static(&SYMBOL, &prog, &err);
+ * The structs mirror the runtime's internal tables byte for byte (the library checks this with
+ * static assertions), so tpl_program_load_static points the program at them without copying.
+ * They are an ABI of this library version: regenerate the C files when tpl is upgraded
+ * (`version` is checked at load time). Do not write these by hand. */
+#ifndef TPL_STATIC_H
+#define TPL_STATIC_H
+
+#include "tpl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPL_STATIC_MAGIC 0x54504c43u /* "TPLC" */
+
+struct tpl_static_list;
+
+/* A constant: type is 1 none, 2 bool, 3 int, 4 float, 5 str, 6 tuple (the runtime's tpl_type). */
+typedef struct tpl_static_value {
+    uint8_t type, flags;
+    uint16_t aux;
+    uint32_t len;                 /* str: bytes */
+    union {
+        int64_t i;                /* bool, int; float: the IEEE-754 bits */
+        const char *s;
+        const struct tpl_static_list *list;
+    } u;
+} tpl_static_value;
+
+typedef struct tpl_static_list {
+    uint32_t len, cap;
+    const tpl_static_value *items;
+} tpl_static_list;
+
+typedef struct tpl_static_name {
+    tpl_static_value s;
+    uint64_t hash;                /* FNV-1a 64 of the name */
+} tpl_static_name;
+
+typedef struct tpl_static_span {
+    uint32_t pc, line, col;
+} tpl_static_span;
+
+typedef struct tpl_static_macro {
+    uint32_t entry, name, params;
+    uint16_t nparams, nslots, max_stack;
+    int16_t varargs_slot, kwargs_slot, caller_slot;
+} tpl_static_macro;
+
+struct tpl_static_program {
+    uint32_t magic;               /* TPL_STATIC_MAGIC */
+    uint32_t version;             /* TPL_TPLB_VERSION */
+    uint32_t syntax;              /* tpl_syntax */
+    uint32_t options;             /* bit 0 trim_blocks, 1 lstrip_blocks, 2 keep_trailing_newline,
+                                   * 3 strict, 4 tidy, 5 hf */
+    const char *name;
+    const char *source;           /* normalised source, or NULL */
+    size_t source_len;
+    uint64_t source_hash;
+    uint32_t nslots, max_stack;
+    const uint32_t *code;
+    size_t ncode;
+    const tpl_static_value *consts;
+    size_t nconsts;
+    const tpl_static_name *names;
+    size_t nnames;
+    const tpl_static_span *spans;
+    size_t nspans;
+    const tpl_static_macro *macros;
+    size_t nmacros;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

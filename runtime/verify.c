@@ -1,0 +1,343 @@
+/* The bytecode verifier (see verify.h). Operand kinds and stack effects come from the opcode
+ * table (opcodes.def via tpl_opinfo_table); only control-flow facts the table cannot express are
+ * listed here, in flow(). Everything is checked before any instruction runs, so the VM's
+ * unchecked indexing (slots, constants, names, the operand stack) stays in bounds. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "verify.h"
+#include "vm_impl.h"
+#include "../stdlib/builtins.h"
+
+typedef struct ver {
+    const tpl_program *p;
+    char *msg;
+    size_t msgsz;
+    uint8_t *start;       /* 1 at each instruction start */
+    uint32_t *gen;        /* function generation that reached this pc (0 = none yet) */
+    int32_t *depth;       /* operand stack depth before the instruction */
+    uint16_t *capd;       /* open captures before the instruction */
+    uint32_t *work;       /* worklist of pcs */
+    uint32_t *outer_need; /* per macro: slots its LOAD_OUTER reads (max index + 1) */
+    uint32_t *outer_have; /* per macro: fewest slots of a function that creates its closure */
+} ver;
+
+static bool bad(ver *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool bad(ver *v, const char *fmt, ...)
+{
+    if (v->msg && v->msgsz) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(v->msg, v->msgsz, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* Constants: only plain data (none, bool, int, float, str, tuples of those), nesting bounded. */
+static bool check_value(ver *v, const tpl_value *x, int nest)
+{
+    switch (x->type) {
+    case TPL_T_NONE: case TPL_T_BOOL: case TPL_T_INT: case TPL_T_FLOAT: return true;
+    case TPL_T_STR: return x->u.s != NULL || bad(v, "constant string without data");
+    case TPL_T_LIST: {
+        const tpl_list *l = x->u.list;
+        if (nest >= 8) return bad(v, "constants nested too deeply");
+        if (!l || (l->len && !l->items) || l->cap < l->len) return bad(v, "malformed constant tuple");
+        for (uint32_t i = 0; i < l->len; i++)
+            if (!check_value(v, &l->items[i], nest + 1)) return false;
+        return true;
+    }
+    default: return bad(v, "constant of type %u is not allowed", x->type);
+    }
+}
+
+/* A constant that must be a tuple of n strings (keyword names, macro parameters). */
+static bool str_tuple(const tpl_program *p, uint32_t k, uint32_t n)
+{
+    if (k >= p->nconsts || p->consts[k].type != TPL_T_LIST) return false;
+    const tpl_list *l = p->consts[k].u.list;
+    if (l->len != n) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (l->items[i].type != TPL_T_STR) return false;
+    return true;
+}
+
+/* The operand word that format letter at position i of fmt reads (0 = A, i = extra word i). */
+static uint32_t operand(const tpl_program *p, size_t pc, int i)
+{
+    return i == 0 ? TPL_INSN_A(p->code[pc]) : p->code[pc + (size_t)i];
+}
+
+/* Static operand checks (everything but slots and stack depth). */
+static bool check_operands(ver *v, size_t pc)
+{
+    const tpl_program *p = v->p;
+    uint32_t op = TPL_INSN_OP(p->code[pc]);
+    const tpl_opinfo *oi = &tpl_opinfo_table[op];
+    for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+        uint32_t x = operand(p, pc, i);
+        switch (oi->fmt[i]) {
+        case 'k':
+            if (x >= p->nconsts) return bad(v, "pc %zu: %s: constant %u out of range", pc, oi->name, x);
+            /* TEXT and FAIL read the constant as a string */
+            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL) && p->consts[x].type != TPL_T_STR)
+                return bad(v, "pc %zu: %s: constant %u is not a string", pc, oi->name, x);
+            break;
+        case 'n':
+            if (x >= p->nnames) return bad(v, "pc %zu: %s: name %u out of range", pc, oi->name, x);
+            break;
+        case 'm':
+            if (x >= p->nmacros) return bad(v, "pc %zu: %s: macro %u out of range", pc, oi->name, x);
+            break;
+        case 'b': {
+            const tpl_builtin_info *bi = tpl_builtin((int)x);
+            /* methods assume the type of their receiver: only filters, tests and globals */
+            if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST && bi->kind != TPL_BK_GLOBAL))
+                return bad(v, "pc %zu: %s: builtin %u out of range", pc, oi->name, x);
+            break;
+        }
+        case 'a':
+            if (TPL_ARGW_NKW(x) && !str_tuple(p, TPL_ARGW_K(x), TPL_ARGW_NKW(x)))
+                return bad(v, "pc %zu: %s: bad keyword-name constant", pc, oi->name);
+            break;
+        case 'j':
+            if (x >= p->ncode) return bad(v, "pc %zu: %s: jump target %u out of range", pc, oi->name, x);
+            break;
+        default: break; /* s: per function; i, c, -: any value */
+        }
+    }
+    return true;
+}
+
+/* The variable count an effect of -1/-2/-3 is computed from: the 'c' or 'a' operand. */
+static int64_t var_count(const tpl_program *p, size_t pc, const tpl_opinfo *oi)
+{
+    for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+        uint32_t x = operand(p, pc, i);
+        if (oi->fmt[i] == 'c') return x;
+        if (oi->fmt[i] == 'a') return (int64_t)TPL_ARGW_NPOS(x) + TPL_ARGW_NKW(x);
+    }
+    return 0;
+}
+
+static int64_t effect(int8_t e, int64_t n)
+{
+    switch (e) {
+    case -1: return n;
+    case -2: return 2 * n;
+    case -3: return n + 1;
+    default: return e < 0 ? 0 : e;
+    }
+}
+
+/* Where a slot operand points: the running frame, the template level, or the closure's frame. */
+enum { SLOTS_LOCAL, SLOTS_ROOT, SLOTS_OUTER };
+
+/* Control-flow facts the opcode table cannot say. */
+typedef struct flow {
+    bool falls;        /* continues at the next instruction */
+    int slots;         /* SLOTS_* for 's' operands */
+    int taken_delta;   /* stack depth on the jump edge relative to the fall-through edge */
+} flow;
+
+static flow flow_of(uint32_t op)
+{
+    flow f = { true, SLOTS_LOCAL, 0 };
+    switch (op) {
+    case TPL_OP_JUMP: case TPL_OP_RETURN: case TPL_OP_HALT: case TPL_OP_FAIL: f.falls = false; break;
+    case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
+        f.taken_delta = 1; break;  /* the value stays when the jump is taken */
+    case TPL_OP_FOR_NEXT: f.taken_delta = -1; break; /* no item when the loop ends */
+    case TPL_OP_LOAD_ROOT: case TPL_OP_STORE_ROOT: f.slots = SLOTS_ROOT; break;
+    case TPL_OP_LOAD_OUTER: f.slots = SLOTS_OUTER; break;
+    default: break;
+    }
+    return f;
+}
+
+/* One function's code: everything reachable from entry. */
+typedef struct fn {
+    uint32_t entry, nslots, max_stack;
+    int macro;         /* macro index, or -1 for the template level */
+} fn;
+
+static bool reach(ver *v, uint32_t gen, size_t *nwork, uint32_t pc, int64_t d, int64_t c, const fn *f)
+{
+    if (pc >= v->p->ncode || !v->start[pc]) return bad(v, "pc %u is not an instruction start", pc);
+    if (d < 0) return bad(v, "stack underflow reaching pc %u", pc);
+    if (d > f->max_stack) return bad(v, "stack depth %lld exceeds max_stack %u at pc %u", (long long)d, f->max_stack, pc);
+    if (c < 0 || c > TPL_VM_CAPTURES) return bad(v, "unbalanced captures at pc %u", pc);
+    if (v->gen[pc] == gen) {
+        if (v->depth[pc] != d || v->capd[pc] != c)
+            return bad(v, "inconsistent stack depth at pc %u (%d vs %lld)", pc, v->depth[pc], (long long)d);
+        return true;
+    }
+    v->gen[pc] = gen;
+    v->depth[pc] = (int32_t)d;
+    v->capd[pc] = (uint16_t)c;
+    v->work[(*nwork)++] = pc;
+    return true;
+}
+
+static bool check_fn(ver *v, const fn *f, uint32_t gen)
+{
+    const tpl_program *p = v->p;
+    size_t nwork = 0;
+    if (!reach(v, gen, &nwork, f->entry, 0, 0, f)) return false;
+    while (nwork) {
+        uint32_t pc = v->work[--nwork];
+        uint32_t w = p->code[pc], op = TPL_INSN_OP(w);
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        flow fl = flow_of(op);
+        int64_t d = v->depth[pc], c = v->capd[pc];
+        int64_t n = var_count(p, pc, oi);
+        int64_t pops = effect(oi->pops, n), pushes = effect(oi->pushes, n);
+        if (d < pops) return bad(v, "pc %u: %s: stack underflow", pc, oi->name);
+        int64_t nd = d - pops + pushes;
+        uint32_t target = UINT32_MAX;
+        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            uint32_t x = operand(p, pc, i);
+            if (oi->fmt[i] == 'j') target = x;
+            if (oi->fmt[i] != 's') continue;
+            if (fl.slots == SLOTS_ROOT) {
+                if (x >= p->nslots) return bad(v, "pc %u: %s: template slot %u out of range", pc, oi->name, x);
+            } else if (fl.slots == SLOTS_OUTER && f->macro >= 0) {
+                if (x + 1 > v->outer_need[f->macro]) v->outer_need[f->macro] = x + 1;
+            } else if (x >= f->nslots) {
+                return bad(v, "pc %u: %s: slot %u out of range (%u slots)", pc, oi->name, x, f->nslots);
+            }
+        }
+        switch (op) {
+        case TPL_OP_CAPTURE: c++; break;
+        case TPL_OP_END_CAPTURE:
+            if (c < 1) return bad(v, "pc %u: END_CAPTURE without CAPTURE", pc);
+            c--;
+            break;
+        case TPL_OP_TIDY_PY: case TPL_OP_TIDY_RB:
+            if (f->macro >= 0 || c) return bad(v, "pc %u: %s inside a capture", pc, oi->name);
+            break;
+        case TPL_OP_RETURN:
+            if (f->macro < 0) return bad(v, "pc %u: RETURN outside a macro", pc);
+            /* fallthrough */
+        case TPL_OP_HALT:
+            if (c) return bad(v, "pc %u: %s with open captures", pc, oi->name);
+            break;
+        case TPL_OP_MACRO: {
+            uint32_t m = TPL_INSN_A(w);
+            if (f->nslots < v->outer_have[m]) v->outer_have[m] = f->nslots;
+            break;
+        }
+        default: break;
+        }
+        if (fl.falls && !reach(v, gen, &nwork, pc + 1 + oi->extra, nd, c, f)) return false;
+        if (target != UINT32_MAX && !reach(v, gen, &nwork, target, nd + fl.taken_delta, c, f)) return false;
+    }
+    return true;
+}
+
+static bool verify(ver *v)
+{
+    const tpl_program *p = v->p;
+    if (p->ncode == 0 || !p->code) return bad(v, "no code");
+    if (p->ncode > 0x1000000) return bad(v, "code too large");
+    if ((p->nconsts && !p->consts) || (p->nnames && !p->names) || (p->nspans && !p->spans) ||
+        (p->nmacros && !p->macros))
+        return bad(v, "missing tables");
+    for (size_t i = 0; i < p->nconsts; i++)
+        if (!check_value(v, &p->consts[i], 0)) return false;
+    for (size_t i = 0; i < p->nnames; i++) {
+        const tpl_name *nm = &p->names[i];
+        if (nm->s.type != TPL_T_STR || !nm->s.u.s) return bad(v, "name %zu is not a string", i);
+        if (nm->hash != tpl_hash_str(nm->s.u.s, nm->s.len)) return bad(v, "name %zu: wrong hash", i);
+    }
+    for (size_t i = 0; i < p->nspans; i++)
+        if (p->spans[i].pc > p->ncode || (i && p->spans[i].pc < p->spans[i - 1].pc))
+            return bad(v, "span table out of order");
+    /* instruction boundaries and static operands */
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]);
+        if (op >= TPL_OP__COUNT) return bad(v, "pc %zu: invalid opcode %u", pc, op);
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        if (pc + oi->extra >= p->ncode) return bad(v, "pc %zu: %s: truncated operands", pc, oi->name);
+        v->start[pc] = 1;
+        if (!check_operands(v, pc)) return false;
+        pc += 1 + (size_t)oi->extra;
+    }
+    for (size_t m = 0; m < p->nmacros; m++) {
+        const tpl_macro_desc *d = &p->macros[m];
+        if (d->entry >= p->ncode || !v->start[d->entry]) return bad(v, "macro %zu: bad entry", m);
+        if (d->name >= p->nnames) return bad(v, "macro %zu: name out of range", m);
+        if (d->nparams > d->nslots || !str_tuple(p, d->params, d->nparams)) return bad(v, "macro %zu: bad parameters", m);
+        if (d->varargs_slot < -1 || d->varargs_slot >= (int)d->nslots || d->kwargs_slot < -1 ||
+            d->kwargs_slot >= (int)d->nslots || d->caller_slot < -1 || d->caller_slot >= (int)d->nslots)
+            return bad(v, "macro %zu: special slot out of range", m);
+        v->outer_have[m] = UINT32_MAX;
+    }
+    /* per function: slots, stack depth, captures, no falling off the end */
+    fn root = { 0, p->nslots, p->max_stack, -1 };
+    if (!check_fn(v, &root, 1)) return false;
+    for (size_t m = 0; m < p->nmacros; m++) {
+        const tpl_macro_desc *d = &p->macros[m];
+        fn f = { d->entry, d->nslots, d->max_stack, (int)m };
+        if (!check_fn(v, &f, (uint32_t)m + 2)) return false;
+    }
+    for (size_t m = 0; m < p->nmacros; m++)
+        if (v->outer_need[m] && v->outer_have[m] != UINT32_MAX && v->outer_need[m] > v->outer_have[m])
+            return bad(v, "macro %zu reads slot %u of a frame with %u slots", m, v->outer_need[m] - 1, v->outer_have[m]);
+    /* the template level's LOAD_OUTER reads its own frame */
+    return true;
+}
+
+bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
+{
+    ver v = { 0 };
+    v.p = p;
+    v.msg = msg;
+    v.msgsz = msgsz;
+    if (msg && msgsz) msg[0] = 0;
+    size_t n = p->ncode ? p->ncode : 1, nm = p->nmacros ? p->nmacros : 1;
+    if (p->ncode > 0x1000000) return bad(&v, "code too large");
+    v.start = calloc(n, 1);
+    v.gen = calloc(n, sizeof *v.gen);
+    v.depth = calloc(n, sizeof *v.depth);
+    v.capd = calloc(n, sizeof *v.capd);
+    v.work = calloc(n, sizeof *v.work);
+    v.outer_need = calloc(nm, sizeof *v.outer_need);
+    v.outer_have = calloc(nm, sizeof *v.outer_have);
+    bool ok;
+    if (!v.start || !v.gen || !v.depth || !v.capd || !v.work || !v.outer_need || !v.outer_have)
+        ok = bad(&v, "out of memory");
+    else
+        ok = verify(&v);
+    free(v.start);
+    free(v.gen);
+    free(v.depth);
+    free(v.capd);
+    free(v.work);
+    free(v.outer_need);
+    free(v.outer_have);
+    return ok;
+}
+
+size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
+{
+    uint8_t *seen = calloc(p->nnames ? p->nnames : 1, 1);
+    if (!seen) return 0;
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]);
+        if (op >= TPL_OP__COUNT) break;
+        if ((op == TPL_OP_LOAD_NAME || op == TPL_OP_CALL_NAME) && TPL_INSN_A(p->code[pc]) < p->nnames)
+            seen[TPL_INSN_A(p->code[pc])] = 1;
+        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < p->nnames; i++)
+        if (seen[i]) {
+            if (k < cap) out[k] = (uint32_t)i;
+            k++;
+        }
+    free(seen);
+    return k;
+}

@@ -1,0 +1,25 @@
+/* The bytecode verifier: run on every program loaded from bytes or static data before its first
+ * instruction (DESIGN.md §5). Private to the library. */
+#ifndef TPL_VERIFY_H
+#define TPL_VERIFY_H
+
+#include <stddef.h>
+#include "../compiler/program.h"
+
+/* Checks that running p cannot read or write out of bounds: every opcode is known, instructions
+ * and their operand words lie inside the code, jump targets and macro entries are instruction
+ * starts, constant/name/macro/builtin indexes are in range and of the kind the instruction needs,
+ * slot indexes are below the slots of the function the instruction belongs to, the operand stack
+ * never underflows or exceeds the function's declared max_stack on any path (abstract
+ * interpretation over the control-flow graph, from the pops/pushes columns of opcodes.def),
+ * captures balance, and no path falls off the end of the code.
+ * Returns true, or false with a message in msg (NUL-terminated, truncated to msgsz). */
+bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz);
+
+/* The reads-set: indexes of the names the program can read from the state (LOAD_NAME operands and
+ * CALL_NAME names, which the state may shadow), ascending and unique. Writes up to cap indexes
+ * into out (may be NULL when cap is 0) and returns how many there are. The code must be verified
+ * (or compiled) first. */
+size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap);
+
+#endif

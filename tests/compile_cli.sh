@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tplc compile / render of .tplb from the command line: atomic output, compile-time flags
+# stored, corrupt files rejected with exit 1, --emit c. Usage: compile_cli.sh TPLC
+set -u
+tplc=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0 pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; fi; }
+
+printf '{%% if x %%}\n  {{ x }}\n{%% endif %%}\n' > "$tmp/t.jinja"
+echo '{"x": "hi"}' > "$tmp/s.json"
+"$tplc" compile "$tmp/t.jinja" --trim-blocks --lstrip-blocks -o "$tmp/t.tplb"
+check "compile succeeds" '[ -s "$tmp/t.tplb" ]'
+check "options are stored" '[ "$("$tplc" render "$tmp/t.tplb" --state "$tmp/s.json")" = "$("$tplc" render "$tmp/t.jinja" --trim-blocks --lstrip-blocks --state "$tmp/s.json")" ]'
+cp "$tmp/t.tplb" "$tmp/before.tplb"
+printf '{%% for %%}' > "$tmp/bad.jinja"
+"$tplc" compile "$tmp/bad.jinja" -o "$tmp/t.tplb" 2>/dev/null
+check "failed compile exits 1" '[ $? -eq 1 ]'
+check "failed compile leaves the old artifact" 'cmp -s "$tmp/t.tplb" "$tmp/before.tplb"'
+check "no temporary files left" '[ "$(ls "$tmp" | grep -c tmp)" -eq 0 ]'
+"$tplc" render "$tmp/t.tplb" --strict >/dev/null 2>&1
+check "compile flags on a .tplb are a usage error" '[ $? -eq 2 ]'
+head -c 100 "$tmp/t.tplb" > "$tmp/cut.tplb"
+"$tplc" render "$tmp/cut.tplb" 2>"$tmp/err" >/dev/null
+check "truncated .tplb exits 1" '[ $? -eq 1 ]'
+check "truncated .tplb says why" 'grep -q "not a valid .tplb" "$tmp/err"'
+cp "$tmp/t.tplb" "$tmp/renamed.bin"
+check ".tplb detected by magic" '[ "$("$tplc" render "$tmp/renamed.bin" --state "$tmp/s.json")" = "  hi" ]'
+"$tplc" compile "$tmp/t.jinja" --emit c -o "$tmp/my-view.c"
+check "--emit c derives the symbol" 'grep -q "^const struct tpl_static_program t = {" "$tmp/my-view.c"'
+"$tplc" compile "$tmp/t.jinja" --emit c --name 9bad -o "$tmp/x.c" 2>/dev/null
+check "--name must be an identifier" '[ $? -eq 2 ]'
+"$tplc" compile "$tmp/t.tplb" --emit c --name from_tplb -o "$tmp/y.c"
+check "a .tplb can be emitted as C" 'grep -q "from_tplb = {" "$tmp/y.c"'
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

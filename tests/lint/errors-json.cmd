@@ -1,0 +1,1 @@
+lint soft.jinja syntax.jinja --format json

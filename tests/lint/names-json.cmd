@@ -1,0 +1,1 @@
+lint names.jinja --schema schema.json --reads --format json

@@ -1,0 +1,1 @@
+lint names.jinja --state state.json --reads

@@ -1,0 +1,1 @@
+lint --reads --format json names.jinja ok.jinja

@@ -1,0 +1,398 @@
+/* Precompiled programs (issue 6): .tplb round trips, static programs, the verifier against
+ * hostile bytes, and the render limits.
+ *
+ *  - round trip: compile → save → load renders the same text; the reads-set; stripped source.
+ *  - static: a program loaded with tpl_program_load_static over the compiled tables.
+ *  - fuzz: 10,000 mutated .tplb files (bit flips, byte writes, truncations, splices, insertions,
+ *    deletions; half with the length and CRC fixed up so the parser and verifier see them), and
+ *    3,000 programs with mutated code words; each must be rejected or render without a crash
+ *    (run under ASan/UBSan by tests/check.sh). Deterministic seed; TPLB_FUZZ_SEED overrides it.
+ *  - limits: fuel, call depth, output bytes and arena memory each end a render with
+ *    TPL_ERR_LIMIT.
+ * Prints "N passed, N failed"; exit status 1 on any failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+#include "tpl_static.h"
+#include "compiler/program.h"
+
+static int npass, nfail;
+#define CHECK(cond) do { if (cond) npass++; else { nfail++; fprintf(stderr, "test_tplb.c:%d: FAIL %s\n", __LINE__, #cond); } } while (0)
+
+static const char *const TEMPLATES[] = {
+    "Hello {{ name }}!\n{% for x in items %}[{{ loop.index }}:{{ x|upper }}]{% else %}none{% endfor %}\n",
+    "{% macro row(a, b=2) %}<{{ a }}|{{ b }}|{{ varargs|length }}|{{ kwargs }}>{% endmacro %}"
+    "{{ row(1) }}{{ row(1, b=3) }}{{ row(1, 2, 3, z=4) }}"
+    "{% call(x) row('c') %}inner {{ x }}{% endcall %}",
+    "{% set ns = namespace(n=0) %}{% for i in range(5) %}{% set ns.n = ns.n + i %}{% endfor %}"
+    "{{ ns.n }} {{ (1, 2, 3)|join(',') }} {{ {'a': 1, 'b': [1, 2.5, none, true]}|tojson }} "
+    "{{ 'x' if name else 'y' }} {{ name is defined and items|length > 1 or false }}"
+    "{% if name == 'W' %}{{ name ~ '!' ~ 3 }}{% elif name %}?{% endif %}{{ items[1:] }} {{ -3 // 2 }} {{ 2 ** 10 }}",
+    "{% for a, b in pairs %}{{ a }}={{ b }}{% if not loop.last %}, {% endif %}{% endfor %}"
+    "{% filter upper %}shout {{ name }}{% endfilter %}{% set block %}cap{{ 1 }}{% endset %}{{ block }}"
+    "{{ items|map('upper')|list }} {{ items|select('equalto', 'a')|list }} {{ name.lower() }}",
+    "{% macro outer(n) %}{% macro inner() %}{{ n }}{% endmacro %}{{ inner() }}{% endmacro %}{{ outer(5) }}"
+    "{% for x in [[1, [2]], [3]] recursive %}({{ x if x is number else loop(x) }}){% endfor %}"
+    "{{ remembers('likes tea') }} {{ call.channel }} {{ undefined_name|default('dflt') }}",
+};
+#define NTEMPLATES (sizeof TEMPLATES / sizeof *TEMPLATES)
+static const char STATE[] = "{\"name\": \"W\", \"items\": [\"a\", \"b\", \"c\"], \"pairs\": [[1, 2], [3, 4]]}";
+
+static tpl_program *compile(const char *src, const tpl_options *opts)
+{
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    if (tpl_compile("t.jinja", src, strlen(src), opts, &p, &err) != TPL_OK) {
+        fprintf(stderr, "compile failed: %s\n", err.message ? err.message : "?");
+        tpl_error_clear(&err);
+        return NULL;
+    }
+    return p;
+}
+
+/* Renders p; returns a malloc'd copy of the output, or NULL with *st set. */
+static char *render(tpl_render *r, const tpl_program *p, tpl_status *st)
+{
+    const char *out;
+    size_t n;
+    *st = tpl_render_run(r, p, &out, &n);
+    if (*st != TPL_OK) return NULL;
+    char *s = malloc(n + 1);
+    memcpy(s, out, n + 1);
+    return s;
+}
+
+static tpl_render *new_render(const tpl_limits *l)
+{
+    tpl_render *r = tpl_render_new(l);
+    if (!r) abort();
+    if (tpl_render_set_state_json(r, STATE, strlen(STATE)) != TPL_OK) abort();
+    tpl_render_add_fact(r, "the caller likes tea", 20);
+    return r;
+}
+
+static void test_round_trip(void)
+{
+    tpl_render *r = new_render(NULL);
+    for (size_t i = 0; i < NTEMPLATES; i++) {
+        tpl_program *p = compile(TEMPLATES[i], NULL);
+        CHECK(p != NULL);
+        if (!p) continue;
+        tpl_status st1, st2;
+        char *a = render(r, p, &st1);
+        if (st1 != TPL_OK) fprintf(stderr, "template %zu: %s\n", i, tpl_render_error(r)->message);
+        CHECK(st1 == TPL_OK);
+        for (unsigned flags = 0; flags <= TPL_SAVE_STRIP_SOURCE; flags++) {
+            void *bytes;
+            size_t len;
+            CHECK(tpl_program_save(p, flags, &bytes, &len) == TPL_OK);
+            CHECK(tpl_is_tplb(bytes, len));
+            tpl_program *q = NULL;
+            tpl_error err = { 0 };
+            tpl_status ls = tpl_program_load("t.tplb", bytes, len, &q, &err);
+            if (ls != TPL_OK) fprintf(stderr, "template %zu: load: %s\n", i, err.message);
+            CHECK(ls == TPL_OK);
+            tpl_error_clear(&err);
+            free(bytes); /* the program owns copies */
+            if (!q) continue;
+            char *b = render(r, q, &st2);
+            CHECK(st2 == st1);
+            CHECK(a && b && strcmp(a, b) == 0);
+            CHECK(tpl_program_source_hash(q) == tpl_program_source_hash(p));
+            CHECK(tpl_program_reads(q, NULL, NULL, 0) == tpl_program_reads(p, NULL, NULL, 0));
+            free(b);
+            tpl_program_free(q);
+        }
+        free(a);
+        tpl_program_free(p);
+    }
+    /* the reads-set of the first template: name, items */
+    tpl_program *p = compile(TEMPLATES[0], NULL);
+    const char *names[4];
+    size_t lens[4];
+    size_t n = tpl_program_reads(p, names, lens, 4);
+    CHECK(n == 2);
+    CHECK(n == 2 && lens[0] == 4 && memcmp(names[0], "name", 4) == 0 && lens[1] == 5 && memcmp(names[1], "items", 5) == 0);
+    /* options survive the round trip */
+    tpl_options o = { 0 };
+    tpl_options_profile(&o, TPL_SYNTAX_JINJA, "pinecall");
+    tpl_program *ps = compile("{{ name }}\n", &o);
+    void *bytes;
+    size_t len;
+    tpl_program_save(ps, 0, &bytes, &len);
+    tpl_program *q = NULL;
+    CHECK(tpl_program_load(NULL, bytes, len, &q, NULL) == TPL_OK);
+    CHECK(q && tpl_program_options(q)->strict && tpl_program_options(q)->tidy && tpl_program_options(q)->trim_blocks);
+    /* a runtime error of a loaded program has the same location and source line */
+    tpl_program *pe = compile("line one\n{{ 1 // 0 }}\n", NULL);
+    void *eb;
+    size_t el;
+    tpl_program_save(pe, 0, &eb, &el);
+    tpl_program *qe = NULL;
+    CHECK(tpl_program_load(NULL, eb, el, &qe, NULL) == TPL_OK);
+    tpl_status st;
+    CHECK(render(r, qe, &st) == NULL && st == TPL_ERR_TYPE);
+    CHECK(tpl_render_error(r)->line == 2 && tpl_render_error(r)->source_line &&
+          strcmp(tpl_render_error(r)->source_line, "{{ 1 // 0 }}") == 0);
+    /* version and checksum are checked */
+    ((unsigned char *)eb)[8] = 9;
+    tpl_error err = { 0 };
+    tpl_program *bad = NULL;
+    CHECK(tpl_program_load("x.tplb", eb, el, &bad, &err) == TPL_ERR_CORRUPT && !bad);
+    CHECK(err.message && strstr(err.message, "version"));
+    tpl_error_clear(&err);
+    ((unsigned char *)eb)[8] = TPL_TPLB_VERSION;
+    ((unsigned char *)eb)[el - 1] ^= 1;
+    CHECK(tpl_program_load("x.tplb", eb, el, &bad, &err) == TPL_ERR_CORRUPT && !bad);
+    CHECK(err.message && strstr(err.message, "checksum"));
+    tpl_error_clear(&err);
+    free(eb);
+    free(bytes);
+    tpl_program_free(pe);
+    tpl_program_free(qe);
+    tpl_program_free(q);
+    tpl_program_free(ps);
+    tpl_program_free(p);
+    tpl_render_free(r);
+}
+
+/* A static program over a compiled program's tables (the layout --emit c generates). */
+static void test_static(void)
+{
+    tpl_program *p = compile(TEMPLATES[1], NULL);
+    tpl_static_program sp = { 0 };
+    sp.magic = TPL_STATIC_MAGIC;
+    sp.version = TPL_TPLB_VERSION;
+    sp.name = p->name;
+    sp.source = p->source;
+    sp.source_len = p->source_len;
+    sp.nslots = p->nslots;
+    sp.max_stack = p->max_stack;
+    sp.code = p->code;
+    sp.ncode = p->ncode;
+    sp.consts = (const tpl_static_value *)(const void *)p->consts;
+    sp.nconsts = p->nconsts;
+    sp.names = (const tpl_static_name *)(const void *)p->names;
+    sp.nnames = p->nnames;
+    sp.spans = (const tpl_static_span *)(const void *)p->spans;
+    sp.nspans = p->nspans;
+    sp.macros = (const tpl_static_macro *)(const void *)p->macros;
+    sp.nmacros = p->nmacros;
+    tpl_program *q = NULL;
+    CHECK(tpl_program_load_static(&sp, &q, NULL) == TPL_OK);
+    tpl_render *r = new_render(NULL);
+    tpl_status s1, s2;
+    char *a = render(r, p, &s1), *b = q ? render(r, q, &s2) : NULL;
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(q && q->code == p->code); /* not copied */
+    free(a);
+    free(b);
+    tpl_program_free(q);
+    sp.version = 99;
+    tpl_error err = { 0 };
+    CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT);
+    tpl_error_clear(&err);
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
+/* ------------------------------------------------------------------ fuzz */
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static uint32_t crc32(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+/* Makes the header agree with the (mutated) payload: length and CRC. */
+static void fix_header(unsigned char *b, size_t n)
+{
+    if (n < 32) return;
+    uint64_t plen = n - 32;
+    uint32_t crc = crc32(b + 32, n - 32);
+    for (int i = 0; i < 8; i++) b[16 + i] = (unsigned char)(plen >> (8 * i));
+    for (int i = 0; i < 4; i++) b[24 + i] = (unsigned char)(crc >> (8 * i));
+}
+
+typedef struct fuzz_stats { int rejected, rendered, failed_render; } fuzz_stats;
+
+static void try_bytes(const unsigned char *b, size_t n, tpl_render *r, fuzz_stats *fs)
+{
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load("fuzz.tplb", b, n, &p, &err);
+    tpl_error_clear(&err);
+    if (st != TPL_OK) { fs->rejected++; return; }
+    const char *out;
+    size_t len;
+    if (tpl_render_run(r, p, &out, &len) == TPL_OK) fs->rendered++;
+    else fs->failed_render++;
+    char *dis = tpl_disassemble(p);
+    free(dis);
+    tpl_program_free(p);
+}
+
+static void test_fuzz(void)
+{
+    uint64_t seed = 0x9E3779B97F4A7C15ull;
+    const char *env = getenv("TPLB_FUZZ_SEED");
+    if (env) seed = strtoull(env, NULL, 0) | 1;
+    tpl_limits lim = { 20000, 20, 1 << 20, 16 << 20 };
+    tpl_render *r = new_render(&lim);
+    unsigned char *base[NTEMPLATES];
+    size_t blen[NTEMPLATES];
+    for (size_t i = 0; i < NTEMPLATES; i++) {
+        tpl_program *p = compile(TEMPLATES[i], NULL);
+        void *bytes;
+        tpl_program_save(p, i % 2 ? TPL_SAVE_STRIP_SOURCE : 0, &bytes, &blen[i]);
+        base[i] = bytes;
+        tpl_program_free(p);
+    }
+    fuzz_stats fs = { 0 };
+    size_t cap = 1 << 16;
+    unsigned char *b = malloc(cap);
+    for (int it = 0; it < 10000; it++) {
+        size_t k = rnd(&seed) % NTEMPLATES, n = blen[k];
+        memcpy(b, base[k], n);
+        int kind = (int)(rnd(&seed) % 6);
+        int rounds = 1 + (int)(rnd(&seed) % 4);
+        for (int m = 0; m < rounds; m++) {
+            switch (kind) {
+            case 0: /* bit flips */
+                for (int j = 0, f = 1 + (int)(rnd(&seed) % 8); j < f; j++) {
+                    size_t at = rnd(&seed) % n;
+                    b[at] ^= (unsigned char)(1u << (rnd(&seed) % 8));
+                }
+                break;
+            case 1: /* byte writes, often small or extreme values */
+                b[rnd(&seed) % n] = (unsigned char)(rnd(&seed) % 3 == 0 ? 0xFF : rnd(&seed) % 3 == 0 ? 0 : rnd(&seed));
+                break;
+            case 2: /* truncation */
+                n = rnd(&seed) % (n + 1);
+                break;
+            case 3: { /* splice: a range from another file over this one */
+                size_t o = rnd(&seed) % NTEMPLATES;
+                size_t from = rnd(&seed) % blen[o], cnt = rnd(&seed) % (blen[o] - from + 1);
+                size_t to = n ? rnd(&seed) % n : 0;
+                if (to + cnt > cap) cnt = cap - to;
+                memcpy(b + to, base[o] + from, cnt);
+                if (to + cnt > n) n = to + cnt;
+                break;
+            }
+            case 4: { /* insertion of random bytes */
+                size_t at = n ? rnd(&seed) % n : 0, cnt = 1 + rnd(&seed) % 8;
+                if (n + cnt > cap) break;
+                memmove(b + at + cnt, b + at, n - at);
+                for (size_t j = 0; j < cnt; j++) b[at + j] = (unsigned char)rnd(&seed);
+                n += cnt;
+                break;
+            }
+            default: { /* deletion */
+                if (!n) break;
+                size_t at = rnd(&seed) % n, cnt = 1 + rnd(&seed) % 8;
+                if (at + cnt > n) cnt = n - at;
+                memmove(b + at, b + at + cnt, n - at - cnt);
+                n -= cnt;
+                break;
+            }
+            }
+            if (!n) break;
+        }
+        if (it % 2) fix_header(b, n);
+        try_bytes(b, n, r, &fs);
+    }
+    /* mutated code words through the internal tables: exercises the verifier itself */
+    for (int it = 0; it < 3000; it++) {
+        size_t k = rnd(&seed) % NTEMPLATES;
+        tpl_program *p = NULL;
+        CHECK(tpl_program_load(NULL, base[k], blen[k], &p, NULL) == TPL_OK);
+        if (!p) continue;
+        for (int m = 0, rounds = 1 + (int)(rnd(&seed) % 3); m < rounds; m++) {
+            size_t at = rnd(&seed) % p->ncode;
+            switch (rnd(&seed) % 4) {
+            case 0: p->code[at] ^= 1u << (rnd(&seed) % 32); break;
+            case 1: p->code[at] = (p->code[at] & 0xFF) | (uint32_t)(rnd(&seed) % 64) << 8; break;
+            case 2: p->code[at] = (uint32_t)(rnd(&seed) % TPL_OP__COUNT) | (p->code[at] & ~0xFFu); break;
+            default:
+                if (p->nmacros) p->macros[rnd(&seed) % p->nmacros].nslots = (uint16_t)(rnd(&seed) % 8);
+                else p->nslots = (uint32_t)(rnd(&seed) % 8);
+                break;
+            }
+        }
+        void *bytes;
+        size_t len;
+        if (tpl_program_save(p, 0, &bytes, &len) == TPL_OK) {
+            try_bytes(bytes, len, r, &fs);
+            free(bytes);
+        }
+        tpl_program_free(p);
+    }
+    printf("fuzz: %d rejected, %d rendered, %d failed to render\n", fs.rejected, fs.rendered, fs.failed_render);
+    CHECK(fs.rejected + fs.rendered + fs.failed_render == 13000);
+    CHECK(fs.rejected > 0);
+    free(b);
+    for (size_t i = 0; i < NTEMPLATES; i++) free(base[i]);
+    tpl_render_free(r);
+}
+
+/* ------------------------------------------------------------------ limits */
+
+static void expect_limit(const char *src, tpl_limits lim, const char *what)
+{
+    tpl_program *p = compile(src, NULL);
+    CHECK(p != NULL);
+    if (!p) return;
+    tpl_render *r = new_render(&lim);
+    tpl_status st;
+    char *out = render(r, p, &st);
+    CHECK(out == NULL && st == TPL_ERR_LIMIT);
+    const char *msg = tpl_render_error(r)->message;
+    if (!msg || !strstr(msg, what)) fprintf(stderr, "limit message '%s' lacks '%s'\n", msg ? msg : "", what);
+    CHECK(msg && strstr(msg, what));
+    free(out);
+    /* the same program renders within default limits */
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
+static void test_limits(void)
+{
+    expect_limit("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
+                 (tpl_limits){ .fuel = 10000 }, "fuel");
+    expect_limit("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", (tpl_limits){ .max_depth = 10 }, "depth");
+    expect_limit("{% for i in range(100) %}{{ 'x' * 100 }}{% endfor %}", (tpl_limits){ .max_output = 1000 }, "output");
+    expect_limit("{% set s = 'x' * 100000 %}{% for i in range(100) %}{% set t = s ~ i %}{% endfor %}",
+                 (tpl_limits){ .max_memory = 1 << 20 }, "memory");
+    /* within limits the same kind of program succeeds */
+    tpl_program *p = compile("{% for i in range(10) %}{{ i }}{% endfor %}", NULL);
+    tpl_render *r = new_render(&(tpl_limits){ .fuel = 10000, .max_output = 100 });
+    tpl_status st;
+    char *out = render(r, p, &st);
+    CHECK(st == TPL_OK && out && strcmp(out, "0123456789") == 0);
+    free(out);
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
+int main(void)
+{
+    test_round_trip();
+    test_static();
+    test_limits();
+    test_fuzz();
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
