@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# Builds tpl and runs every test: once with gcc -Werror, once with clang, once under ASan+UBSan,
-# and the fuzz targets briefly (clang, libFuzzer).
-# The last line is "N passed, N failed" over all test runs.
+# Builds tpl and runs every test:
+#   build        gcc, -Werror: the whole suite
+#   build-clang  clang, -Werror: the whole suite
+#   build-asan   ASan+UBSan: the whole suite
+#   build-tsan   ThreadSanitizer: the concurrent-render test
+#   build-fuzz   clang + libFuzzer + ASan/UBSan: the whole suite and a smoke run of each fuzz target
+#   valgrind     memcheck over the unit tests and tplc on a subset of the conformance corpus
+# The last line is "N passed, N failed" over all of them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
-run() { # name, meson setup args...
+dirs=()
+run() { # dir, [meson setup args...] ; TESTS selects test names (default: all)
   local dir=$1; shift
+  dirs+=("$dir")
   if [ ! -d "$dir" ]; then
     meson setup "$dir" --werror "$@" >"/tmp/tpl-setup-$dir.log" 2>&1 || { cat "/tmp/tpl-setup-$dir.log"; status=1; return; }
   fi
   ninja -C "$dir" >"/tmp/tpl-build-$dir.log" 2>&1 || { cat "/tmp/tpl-build-$dir.log"; status=1; return; }
   echo "== $dir"
-  meson test -C "$dir" --print-errorlogs --no-rebuild || status=1
+  # shellcheck disable=SC2086
+  meson test -C "$dir" --print-errorlogs --no-rebuild ${TESTS:-} || status=1
 }
 run build
 CC=clang run build-clang
 run build-asan -Db_sanitize=address,undefined -Db_lundef=false
-# libFuzzer smoke run of every fuzz target (20 s each), clang with ASan+UBSan
+TESTS=threads run build-tsan -Db_sanitize=thread -Db_lundef=false
 CC=clang run build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
-python3 tests/summary.py build build-clang build-asan build-fuzz
+tests/valgrind.sh build >/tmp/tpl-valgrind.log 2>&1 || status=1
+tail -n 3 /tmp/tpl-valgrind.log
+python3 tests/summary.py "${dirs[@]}" --extra /tmp/tpl-valgrind.log
 exit $status

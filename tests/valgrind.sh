@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Valgrind memcheck (no leak, no invalid access) over the in-process unit tests, and over tplc on
+# the pinecall, jinja-core and fmt-core suites. Usage: tests/valgrind.sh BUILD_DIR
+# Prints "N passed, N failed" (unit tests count one each, conformance cases by case).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+b=${1:-build}
+vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect)
+passed=0 failed=0
+for t in test_core test_runtime test_stdlib; do
+  if "${vg[@]}" "$b/tests/$t" >/tmp/tpl-vg-$t.log 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL valgrind $t"; tail -20 /tmp/tpl-vg-$t.log; fi
+done
+wrap=$(mktemp)
+printf '#!/bin/sh\nexec %s "%s" "$@"\n' "${vg[*]}" "$(cd "$b" && pwd)/tplc" > "$wrap"
+chmod +x "$wrap"
+out=$(python3 ../shared/conformance/run "$wrap" ../shared/conformance/pinecall ../shared/conformance/jinja-core \
+      ../shared/conformance/fmt-core --known tests/known-failures.txt --timeout 60 2>&1)
+rm -f "$wrap"
+echo "$out" | grep -E "^FAIL" | head -20
+last=$(echo "$out" | tail -n 1)
+p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+f=$(echo "$last" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+passed=$((passed + ${p:-0})); failed=$((failed + ${f:-1}))
+echo "valgrind: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
