@@ -177,8 +177,9 @@ static uint32_t add_name(tpl_comp *c, tpl_value s)
     }
     if (c->nnames >= 0xFFFFFF) { cerror(c, c->cur_off, "too many names"); return 0; }
     uint32_t k = (uint32_t)c->nnames++;
+    memset(&c->names[k], 0, sizeof c->names[k]);
     c->names[k].s = tpl_v_str(copy, s.len);
-    c->names[k].hash = tpl_hash_str(copy, s.len);
+    tpl_name_resolve(&c->names[k]);
     if (!tpl_map_set(c->tmp, c->nindex, c->names[k].s, tpl_v_int(k))) cerror(c, c->cur_off, "out of memory");
     return k;
 }

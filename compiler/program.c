@@ -14,6 +14,18 @@ const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
 #undef TPL_OP
 };
 
+void tpl_name_resolve(tpl_name *nm)
+{
+    const char *s = nm->s.u.s;
+    size_t n = nm->s.len;
+    nm->hash = tpl_hash_str(s, n);
+    nm->bk[0] = (int16_t)tpl_builtin_find(TPL_BK_STR, s, n);
+    nm->bk[1] = (int16_t)tpl_builtin_find(TPL_BK_MAP, s, n);
+    nm->bk[2] = (int16_t)tpl_builtin_find(TPL_BK_LIST, s, n);
+    nm->global = (int16_t)tpl_builtin_find(TPL_BK_GLOBAL, s, n);
+    nm->resolved = true;
+}
+
 void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)
 {
     if (off > n) off = (uint32_t)n;

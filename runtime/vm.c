@@ -253,6 +253,14 @@ static int method_kind(tpl_value v)
     }
 }
 
+/* The builtin method `nm` names for a receiver of method kind `kind` (-1: none), from the ids
+ * the compiler resolved (no string search at run time). */
+static int name_method(const tpl_name *nm, int kind)
+{
+    if (kind < 0) return -1;
+    return nm->resolved ? nm->bk[kind - TPL_BK_STR] : tpl_builtin_find((tpl_builtin_kind)kind, nm->s.u.s, nm->s.len);
+}
+
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
 {
     uint32_t len = l->items->len, i = l->i;
@@ -740,7 +748,7 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
         if (hit) { *out = *hit; return 0; }
     }
     if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
-    int id = tpl_builtin_find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
+    int id = nm->resolved ? nm->global : tpl_builtin_find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
     if (id >= 0 && (vm->p->opts.hf || (id != TPL_B_GLOBAL_raise_exception && id != TPL_B_GLOBAL_strftime_now))) {
         tpl_value f = { 0 };
         f.type = TPL_T_FUNC;
@@ -1025,9 +1033,12 @@ top:
     CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
     CASE(GETATTR) {
         tpl_value obj = sp[-1];
-        if (obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS)) {
-            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
-            if (hit && tpl_builtin_find(TPL_BK_MAP, names[a].s.u.s, names[a].s.len) < 0) { sp[-1] = *hit; NEXT(0); }
+        const tpl_name *nm = &names[a];
+        if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0)) {
+            /* a key (no dict method of that name): as tpl_getattr, without searching by string */
+            tpl_value *hit = tpl_map_get_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+            sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+            NEXT(0);
         }
         if (tpl_getattr(vm, obj, names[a].s.u.s, names[a].s.len, &sp[-1]) < 0) goto fail;
         NEXT(0);
@@ -1279,7 +1290,7 @@ top:
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         int kind = method_kind(self);
-        int id = kind >= 0 && !(self.flags & TPL_F_NS) ? tpl_builtin_find(kind, names[a].s.u.s, names[a].s.len) : -1;
+        int id = !(self.flags & TPL_F_NS) ? name_method(&names[a], kind) : -1;
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (id >= 0) {
             /* self is already just below the arguments */
