@@ -27,6 +27,7 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     vm->slots = malloc(TPL_VM_SLOTS * sizeof *vm->slots);
     if (!vm->stack || !vm->slots) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
+    tpl_vm_init_builtins(vm);
     if (tpl_render_set_call(r, "phone", NULL) != TPL_OK) { tpl_render_free(r); return NULL; }
     return r;
 }

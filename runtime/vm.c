@@ -764,11 +764,32 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, tpl_value *result);
 
+void tpl_vm_init_builtins(tpl_vm *vm)
+{
+    for (int id = 0; id < TPL_B__COUNT; id++) {
+        tpl_builtin_sig sig;
+        vm->bind_lo[id] = 1;
+        vm->bind_hi[id] = 0;
+        if (!tpl_builtin_signature(id, &sig) || sig.varargs >= 0 || sig.varkw >= 0) continue;
+        uint8_t lo = 0;
+        for (int i = 0; i < sig.nparams; i++)
+            if (!sig.optional[i]) lo = (uint8_t)(i + 1);
+        vm->bind_lo[id] = lo;
+        vm->bind_hi[id] = sig.nparams;
+    }
+}
+
 static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
-    if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) return -1;
+    if (nkw == 0 && (unsigned)id < TPL_B__COUNT && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
+        /* what tpl_builtin_bind does for such a call, without parsing the signature */
+        for (int i = 0; i < npos; i++) a[i] = pos[i];
+        for (int i = npos; i < TPL_MAX_PARAMS; i++) a[i] = tpl_v_unset();
+    } else if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) {
+        return -1;
+    }
     return tpl_builtin(id)->fn(vm, a, out);
 }
 
