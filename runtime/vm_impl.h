@@ -48,7 +48,8 @@ struct tpl_vm {
     uint32_t stack_top;     /* first operand-stack value of the running call level */
     uint32_t depth;         /* macro call depth */
     uint64_t fuel;
-    uint32_t pc;            /* current instruction (for error locations) */
+    uint32_t pc;            /* instruction of the last located error */
+    bool err_unlocated;     /* err is set but not located yet (run() locates it as it unwinds) */
 
     /* Positional-only calls of builtin i with bind_lo[i] <= npos <= bind_hi[i] bind by copying
      * (no keyword, *args or **kwargs handling, no signature parsing); filled once per render
