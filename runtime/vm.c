@@ -818,7 +818,7 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
     if (nkw == 0 && (unsigned)id < TPL_B__COUNT && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
         /* what tpl_builtin_bind does for such a call, without parsing the signature */
         for (int i = 0; i < npos; i++) a[i] = pos[i];
-        for (int i = npos; i < TPL_MAX_PARAMS; i++) a[i] = tpl_v_unset();
+        for (int i = npos; i < vm->bind_hi[id]; i++) a[i] = tpl_v_unset(); /* one per parameter */
     } else if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) {
         return -1;
     }
