@@ -71,6 +71,7 @@ struct tpl_comp {
     tpl_map *nindex;         /* name -> index */
     tpl_span *spans;
     size_t nspans, scap;
+    uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
     tpl_macro_desc *macros;
     size_t nmacros, mcap;
     uint32_t cur_off;        /* source offset of the node being compiled */
@@ -179,8 +180,9 @@ static uint32_t add_name(tpl_comp *c, tpl_value s)
     }
     if (c->nnames >= 0xFFFFFF) { cerror(c, c->cur_off, "too many names"); return 0; }
     uint32_t k = (uint32_t)c->nnames++;
+    memset(&c->names[k], 0, sizeof c->names[k]);
     c->names[k].s = tpl_v_str(copy, s.len);
-    c->names[k].hash = tpl_hash_str(copy, s.len);
+    tpl_name_resolve(&c->names[k]);
     if (!tpl_map_set(c->tmp, c->nindex, c->names[k].s, tpl_v_int(k))) cerror(c, c->cur_off, "out of memory");
     return k;
 }
@@ -206,10 +208,34 @@ static uint32_t emit_raw(tpl_comp *c, uint32_t word)
     return (uint32_t)c->n++;
 }
 
+/* Line and column of source offset off, as tpl_offset_to_linecol, but resuming from the last
+ * offset asked for: instructions are emitted mostly in source order, so the span table costs
+ * O(source) in all instead of O(source) per instruction. */
+static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *col)
+{
+    if (off > c->srclen) off = (uint32_t)c->srclen;
+    const char *s = c->src;
+    if (c->lc_line == 0) { c->lc_off = 0; c->lc_line = 1; c->lc_bol = 0; }
+    if (off < c->lc_off) {
+        /* step back: uncount the line ends in between, then find the start of off's line */
+        for (uint32_t i = off; i < c->lc_off; i++)
+            if (s[i] == '\n') c->lc_line--;
+        uint32_t b = off;
+        while (b > 0 && s[b - 1] != '\n') b--;
+        c->lc_bol = b;
+    } else {
+        for (uint32_t i = c->lc_off; i < off; i++)
+            if (s[i] == '\n') { c->lc_line++; c->lc_bol = i + 1; }
+    }
+    c->lc_off = off;
+    *line = c->lc_line;
+    *col = (uint32_t)tpl_utf8_len(s + c->lc_bol, off - c->lc_bol) + 1;
+}
+
 static void add_span(tpl_comp *c, uint32_t pc)
 {
     uint32_t line, col;
-    tpl_offset_to_linecol(c->src, c->srclen, c->span_locked ? c->span_off : c->cur_off, &line, &col);
+    span_linecol(c, c->span_locked ? c->span_off : c->cur_off, &line, &col);
     if (c->nspans && c->spans[c->nspans - 1].line == line && c->spans[c->nspans - 1].col == col) return;
     if (c->nspans && c->spans[c->nspans - 1].pc == pc) {
         c->spans[c->nspans - 1].line = line;

@@ -32,11 +32,21 @@ extern const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT];
 #define TPL_ARGW_K(w) ((w) >> 16)
 #define TPL_NO_KW 0xFFFF
 
-/* A name with its precomputed hash (state lookups and attribute access). */
+/* A name with its precomputed hash (state lookups and attribute access) and the builtins it
+ * names, resolved once at compile time so the VM never searches the builtin table by string:
+ * bk[0..2] = the str / dict / list method of that name, global = the global function, each a
+ * builtin id or -1. Valid only when `resolved` (tpl_name_resolve); a zero-initialised name
+ * falls back to tpl_builtin_find. */
 typedef struct tpl_name {
     tpl_value s;
     uint64_t hash;
+    int16_t bk[3];
+    int16_t global;
+    bool resolved;
 } tpl_name;
+
+/* Fills the hash and the builtin ids of a name whose string `s` is set. */
+void tpl_name_resolve(tpl_name *nm);
 
 /* One run of the span table: instructions from pc on come from line:col. */
 typedef struct tpl_span {

@@ -48,6 +48,7 @@ _Static_assert(sizeof(tpl_static_list) == sizeof(tpl_list), "tpl_static_list lay
 _Static_assert(offsetof(tpl_static_list, items) == offsetof(tpl_list, items), "tpl_static_list.items");
 _Static_assert(sizeof(tpl_static_name) == sizeof(tpl_name), "tpl_static_name layout");
 _Static_assert(offsetof(tpl_static_name, hash) == offsetof(tpl_name, hash), "tpl_static_name.hash");
+_Static_assert(offsetof(tpl_static_name, resolved) == offsetof(tpl_name, resolved), "tpl_static_name.resolved");
 _Static_assert(sizeof(tpl_static_span) == sizeof(tpl_span), "tpl_static_span layout");
 _Static_assert(sizeof(tpl_static_macro) == sizeof(tpl_macro_desc), "tpl_static_macro layout");
 _Static_assert(offsetof(tpl_static_macro, nparams) == offsetof(tpl_macro_desc, nparams), "macro.nparams");
@@ -331,7 +332,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         s = get_str(&r, a, &n);
         if (r.bad) return corrupt(p, err, name, "truncated names");
         p->names[i].s = tpl_v_str(s, n);
-        p->names[i].hash = tpl_hash_str(s, n);
+        tpl_name_resolve(&p->names[i]);
     }
     p->nspans = get_count(&r, 12);
     p->spans = tpl_arena_alloc(a, p->nspans * sizeof *p->spans + 1);
@@ -540,7 +541,7 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     for (size_t i = 0; i < p->nnames; i++) {
         tpl_sb_puts(&b, "    { ");
         c_value(&b, sym, &p->names[i].s, &id);
-        tpl_sb_printf(&b, ", 0x%016llxull },\n", (unsigned long long)p->names[i].hash);
+        tpl_sb_printf(&b, ", 0x%016llxull, { 0, 0, 0, 0 }, 0 },\n", (unsigned long long)p->names[i].hash);
     }
     if (!p->nnames) tpl_sb_puts(&b, "    { { 0 }, 0 }\n");
     tpl_sb_puts(&b, "};\n");

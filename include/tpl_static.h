@@ -40,6 +40,8 @@ typedef struct tpl_static_list {
 typedef struct tpl_static_name {
     tpl_static_value s;
     uint64_t hash;                /* FNV-1a 64 of the name */
+    int16_t builtin_ids[4];       /* filled by the runtime's compiler; 0 here (looked up by name) */
+    _Bool resolved;               /* 0 in generated code: the VM resolves builtins by name */
 } tpl_static_name;
 
 typedef struct tpl_static_span {

@@ -31,6 +31,7 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     vm->out = malloc(vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
+    tpl_vm_init_builtins(vm);
     if (tpl_render_set_call(r, "phone", NULL) != TPL_OK) { tpl_render_free(r); return NULL; }
     return r;
 }

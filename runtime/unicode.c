@@ -324,6 +324,22 @@ static void map_case(tpl_sb *b, const char *s, size_t n, size_t i, int mode)
             i += run;
             continue;
         }
+        /* Latin-1 letters (U+00C0..U+00FE, C3 80..C3 BE) map by +-0x20 within the same lead
+         * byte, except U+00D7/U+00F7 (the signs) and U+00DF (sharp s, 'SS'). */
+        if ((unsigned char)s[i] == 0xC3 && i + 1 < n) {
+            unsigned char t = (unsigned char)s[i + 1];
+            bool up = mode == CASE_UPPER && t >= 0xA0 && t <= 0xBE && t != 0xB7;
+            bool low = mode == CASE_LOWER && t >= 0x80 && t <= 0x9E && t != 0x97;
+            if (up || low) {
+                if (!tpl_sb_reserve(b, 2))
+                    return;
+                b->p[b->len] = (char)0xC3;
+                b->p[b->len + 1] = (char)(up ? t - 0x20 : t + 0x20);
+                b->len += 2;
+                i += 2;
+                continue;
+            }
+        }
         size_t at = i;
         uint32_t c;
         if (!next_or_copy(b, s, n, &i, &c))

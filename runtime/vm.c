@@ -23,6 +23,16 @@ int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...)
     vm->err.file = vm->p ? vm->p->name : NULL;
     vm->err.line = vm->err.column = 0;
     vm->err.source_line = NULL;
+    /* the dispatch loop keeps pc in a register: it locates the error when it unwinds (locate) */
+    vm->err_unlocated = true;
+    return -1;
+}
+
+/* Sets the location of the pending error to instruction pc of the running program. */
+static void locate(tpl_vm *vm, uint32_t pc)
+{
+    vm->err_unlocated = false;
+    vm->pc = pc;
     if (vm->p) {
         tpl_program_span(vm->p, vm->pc, &vm->err.line, &vm->err.column);
         if (vm->err.line) {
@@ -38,7 +48,6 @@ int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...)
             vm->err.source_line = vm->err_line;
         }
     }
-    return -1;
 }
 
 tpl_arena *tpl_vm_arena(tpl_vm *vm) { return &vm->arena; }
@@ -107,7 +116,8 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
 
 /* ------------------------------------------------------------------ output */
 
-static int out_put(tpl_vm *vm, const char *s, size_t n)
+/* Grows the output buffer for n more bytes (and the final NUL), then appends them. */
+static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
 {
     if (n == 0) return 0;
     if (vm->out_len + n + 1 > vm->out_cap) {
@@ -125,6 +135,28 @@ static int out_put(tpl_vm *vm, const char *s, size_t n)
     return 0;
 }
 
+/* Appends n bytes to the output. The buffer is reused across renders, so after the first render
+ * of a program the fast path (it fits) is the only one taken. */
+static inline int out_put(tpl_vm *vm, const char *s, size_t n)
+{
+    if (__builtin_expect(vm->out_len + n < vm->out_cap, 1)) {
+        memcpy(vm->out + vm->out_len, s, n);
+        vm->out_len += n;
+        return 0;
+    }
+    return out_put_slow(vm, s, n);
+}
+
+/* Writes the decimal digits of i right-aligned ending at end; returns the first byte. */
+static char *format_int(char *end, int64_t i)
+{
+    uint64_t u = i < 0 ? 0 - (uint64_t)i : (uint64_t)i;
+    char *p = end;
+    do { *--p = (char)('0' + u % 10); u /= 10; } while (u);
+    if (i < 0) *--p = '-';
+    return p;
+}
+
 /* Appends Python str(v) (undefined: strict error, lenient nothing). */
 static int print_py(tpl_vm *vm, tpl_value v)
 {
@@ -135,8 +167,8 @@ static int print_py(tpl_vm *vm, tpl_value v)
         return 0;
     case TPL_T_INT: {
         char buf[24];
-        int n = snprintf(buf, sizeof buf, "%lld", (long long)v.u.i);
-        return out_put(vm, buf, (size_t)n);
+        char *s = format_int(buf + sizeof buf, v.u.i);
+        return out_put(vm, s, (size_t)(buf + sizeof buf - s));
     }
     default: {
         tpl_sb b;
@@ -252,6 +284,14 @@ static int method_kind(tpl_value v)
     case TPL_T_LIST: return TPL_BK_LIST;
     default: return -1;
     }
+}
+
+/* The builtin method `nm` names for a receiver of method kind `kind` (-1: none), from the ids
+ * the compiler resolved (no string search at run time). */
+static int name_method(const tpl_name *nm, int kind)
+{
+    if (kind < 0) return -1;
+    return nm->resolved ? nm->bk[kind - TPL_BK_STR] : tpl_builtin_find((tpl_builtin_kind)kind, nm->s.u.s, nm->s.len);
 }
 
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
@@ -763,7 +803,7 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
         if (hit) { *out = *hit; return 0; }
     }
     if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
-    int id = tpl_builtin_find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
+    int id = nm->resolved ? nm->global : tpl_builtin_find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
     if (id >= 0 && (vm->p->opts.hf || (id != TPL_B_GLOBAL_raise_exception && id != TPL_B_GLOBAL_strftime_now))) {
         tpl_value f = { 0 };
         f.type = TPL_T_FUNC;
@@ -779,11 +819,32 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, tpl_value *result);
 
+void tpl_vm_init_builtins(tpl_vm *vm)
+{
+    for (int id = 0; id < TPL_B__COUNT; id++) {
+        tpl_builtin_sig sig;
+        vm->bind_lo[id] = 1;
+        vm->bind_hi[id] = 0;
+        if (!tpl_builtin_signature(id, &sig) || sig.varargs >= 0 || sig.varkw >= 0) continue;
+        uint8_t lo = 0;
+        for (int i = 0; i < sig.nparams; i++)
+            if (!sig.optional[i]) lo = (uint8_t)(i + 1);
+        vm->bind_lo[id] = lo;
+        vm->bind_hi[id] = sig.nparams;
+    }
+}
+
 static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
-    if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) return -1;
+    if (nkw == 0 && (unsigned)id < TPL_B__COUNT && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
+        /* what tpl_builtin_bind does for such a call, without parsing the signature */
+        for (int i = 0; i < npos; i++) a[i] = pos[i];
+        for (int i = npos; i < vm->bind_hi[id]; i++) a[i] = tpl_v_unset(); /* one per parameter */
+    } else if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) {
+        return -1;
+    }
     return tpl_builtin(id)->fn(vm, a, out);
 }
 
@@ -944,6 +1005,16 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
     tpl_value *sp = stack; /* next free */
     int rc = 0;
     uint32_t w, a;
+    /* Fuel: every instruction is counted in a register (ticks) and charged to vm->fuel at the
+     * points where a render can run long or re-enter run(): backward jumps, calls and the end.
+     * Between two such points a frame runs at most the program's length, so the limit holds as
+     * before (an overrun is reported at the next charge point, with the same message). */
+    uint64_t ticks = 0;
+#define CHARGE() do { \
+        if (__builtin_expect(ticks > vm->fuel, 0)) { vm->fuel = 0; goto out_of_fuel; } \
+        vm->fuel -= ticks; ticks = 0; } while (0)
+/* A taken jump; a backward one charges the fuel. */
+#define JUMP_TO(t) do { uint32_t t_ = (t); if (t_ <= pc) CHARGE(); pc = t_; DISPATCH_OR_TOP; } while (0)
 
 #if defined(__GNUC__)
     static const void *const labels[TPL_OP__COUNT] = {
@@ -952,8 +1023,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
 #undef TPL_OP
     };
 #define DISPATCH() do { \
-        if (__builtin_expect(vm->fuel-- == 0, 0)) goto out_of_fuel; \
-        vm->pc = pc; w = code[pc]; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)]; } while (0)
+        ticks++; w = code[pc]; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)]; } while (0)
 #define CASE(name) op_##name:
 #define NEXT(extra) do { pc += 1 + (extra); DISPATCH(); } while (0)
 #define DISPATCH_OR_TOP DISPATCH()
@@ -963,8 +1033,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
 #define NEXT(extra) do { pc += 1 + (extra); goto top; } while (0)
 #define DISPATCH_OR_TOP goto top
 top:
-    if (vm->fuel-- == 0) goto out_of_fuel;
-    vm->pc = pc; w = code[pc]; a = TPL_INSN_A(w);
+    ticks++; w = code[pc]; a = TPL_INSN_A(w);
     switch (TPL_INSN_OP(w)) {
 #endif
 
@@ -1048,9 +1117,12 @@ top:
     CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
     CASE(GETATTR) {
         tpl_value obj = sp[-1];
-        if (obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS)) {
-            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
-            if (hit && tpl_builtin_find(TPL_BK_MAP, names[a].s.u.s, names[a].s.len) < 0) { sp[-1] = *hit; NEXT(0); }
+        const tpl_name *nm = &names[a];
+        if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0)) {
+            /* a key (no dict method of that name): as tpl_getattr, without searching by string */
+            tpl_value *hit = tpl_map_get_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+            sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+            NEXT(0);
         }
         if (tpl_getattr(vm, obj, names[a].s.u.s, names[a].s.len, &sp[-1]) < 0) goto fail;
         NEXT(0);
@@ -1166,37 +1238,37 @@ top:
         NEXT(0);
     }
     CASE(NOT_RB) { sp[-1] = tpl_v_bool(!tpl_truthy_rb(sp[-1])); NEXT(0); }
-    CASE(JUMP) { pc = a; DISPATCH_OR_TOP; }
+    CASE(JUMP) { JUMP_TO(a); }
     CASE(JF_PY) {
         int t = tpl_truthy_py(vm, *--sp);
         if (t < 0) goto fail;
-        if (!t) { pc = a; DISPATCH_OR_TOP; }
+        if (!t) { JUMP_TO(a); }
         NEXT(0);
     }
     CASE(JT_PY) {
         int t = tpl_truthy_py(vm, *--sp);
         if (t < 0) goto fail;
-        if (t) { pc = a; DISPATCH_OR_TOP; }
+        if (t) { JUMP_TO(a); }
         NEXT(0);
     }
     CASE(JF_PY_KEEP) {
         int t = tpl_truthy_py(vm, sp[-1]);
         if (t < 0) goto fail;
-        if (!t) { pc = a; DISPATCH_OR_TOP; }
+        if (!t) { JUMP_TO(a); }
         sp--;
         NEXT(0);
     }
     CASE(JT_PY_KEEP) {
         int t = tpl_truthy_py(vm, sp[-1]);
         if (t < 0) goto fail;
-        if (t) { pc = a; DISPATCH_OR_TOP; }
+        if (t) { JUMP_TO(a); }
         sp--;
         NEXT(0);
     }
-    CASE(JF_RB) { if (!tpl_truthy_rb(*--sp)) { pc = a; DISPATCH_OR_TOP; } NEXT(0); }
-    CASE(JT_RB) { if (tpl_truthy_rb(*--sp)) { pc = a; DISPATCH_OR_TOP; } NEXT(0); }
-    CASE(JF_RB_KEEP) { if (!tpl_truthy_rb(sp[-1])) { pc = a; DISPATCH_OR_TOP; } sp--; NEXT(0); }
-    CASE(JT_RB_KEEP) { if (tpl_truthy_rb(sp[-1])) { pc = a; DISPATCH_OR_TOP; } sp--; NEXT(0); }
+    CASE(JF_RB) { if (!tpl_truthy_rb(*--sp)) { JUMP_TO(a); } NEXT(0); }
+    CASE(JT_RB) { if (tpl_truthy_rb(*--sp)) { JUMP_TO(a); } NEXT(0); }
+    CASE(JF_RB_KEEP) { if (!tpl_truthy_rb(sp[-1])) { JUMP_TO(a); } sp--; NEXT(0); }
+    CASE(JT_RB_KEEP) { if (tpl_truthy_rb(sp[-1])) { JUMP_TO(a); } sp--; NEXT(0); }
     CASE(FOR_INIT) {
         tpl_list *items;
         if (tpl_to_list(vm, *--sp, &items) < 0) goto fail;
@@ -1264,6 +1336,7 @@ top:
         NEXT(1);
     }
     CASE(CALL) {
+        CHARGE();
         uint32_t aw = code[pc + 1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
@@ -1276,6 +1349,7 @@ top:
         NEXT(1);
     }
     CASE(CALL_NAME) {
+        CHARGE();
         uint32_t id = code[pc + 1], aw = code[pc + 2];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
@@ -1297,6 +1371,7 @@ top:
         NEXT(2);
     }
     CASE(CALL_METHOD) {
+        CHARGE();
         uint32_t aw = code[pc + 1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
@@ -1304,7 +1379,7 @@ top:
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         int kind = method_kind(self);
-        int id = kind >= 0 && !(self.flags & TPL_F_NS) ? tpl_builtin_find(kind, names[a].s.u.s, names[a].s.len) : -1;
+        int id = !(self.flags & TPL_F_NS) ? name_method(&names[a], kind) : -1;
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (id >= 0) {
             /* self is already just below the arguments */
@@ -1373,6 +1448,7 @@ top:
         NEXT(0);
     }
     CASE(RETURN) {
+        CHARGE();
         size_t mark = vm->captures[--vm->ncaptures];
         char *s = tpl_arena_strdup(&vm->arena, vm->out + mark, vm->out_len - mark);
         if (!s) { oom(vm); goto fail; }
@@ -1381,6 +1457,7 @@ top:
         return 0;
     }
     CASE(HALT) {
+        CHARGE();
         *result = tpl_v_none();
         return 0;
     }
@@ -1436,6 +1513,7 @@ out_of_fuel:
     tpl_vm_error(vm, TPL_ERR_LIMIT, "fuel exhausted (more than %llu instructions)", (unsigned long long)vm->limits.fuel);
 fail:
     (void)rc;
+    if (vm->err_unlocated) locate(vm, pc);
     return -1;
 }
 
@@ -1451,6 +1529,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->ncaptures = 0;
     vm->out_len = 0;
     vm->fuel = vm->limits.fuel;
+    vm->err_unlocated = false;
     tpl_value r;
     return run(vm, 0, 0, 0, &r);
 }

@@ -4,6 +4,7 @@
 
 #include "vm.h"
 #include "../compiler/program.h"
+#include "../stdlib/builtins.h"
 
 #define TPL_VM_STACK 16384   /* operand stack values (all frames) */
 #define TPL_VM_SLOTS 16384   /* local slots (all frames) */
@@ -48,7 +49,13 @@ struct tpl_vm {
     uint32_t stack_top;     /* first operand-stack value of the running call level */
     uint32_t depth;         /* macro call depth */
     uint64_t fuel;
-    uint32_t pc;            /* current instruction (for error locations) */
+    uint32_t pc;            /* instruction of the last located error */
+    bool err_unlocated;     /* err is set but not located yet (run() locates it as it unwinds) */
+
+    /* Positional-only calls of builtin i with bind_lo[i] <= npos <= bind_hi[i] bind by copying
+     * (no keyword, *args or **kwargs handling, no signature parsing); filled once per render
+     * context by tpl_vm_init_builtins (bind_lo > bind_hi: always the general binder). */
+    uint8_t bind_lo[TPL_B__COUNT], bind_hi[TPL_B__COUNT];
 
     struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
 
@@ -56,6 +63,9 @@ struct tpl_vm {
     char err_msg[512];
     char err_line[512];
 };
+
+/* Fills the fast argument-binding table (bind_lo/bind_hi) from the builtin signatures. */
+void tpl_vm_init_builtins(tpl_vm *vm);
 
 /* Renders vm->p from the start into vm->out. 0, or -1 with vm->err set. */
 int tpl_vm_run(tpl_vm *vm);

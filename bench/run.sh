@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs tpl and every anchor engine side by side with the shared harness and writes
+# bench/RESULTS.md.
+#
+#   bench/run.sh                                   # full run: 5 reps, BENCH_TIME=1.0 (~15 min)
+#   REPS=3 BENCH_TIME=0.5 bench/run.sh             # quicker
+#   ENGINES=tpl-jinja,ejs,tera,memcpy bench/run.sh # subset (names from engines.tsv)
+#   BENCH_WORKLOADS=w1_agent,w5_format bench/run.sh
+#
+# Steps: build tpl-bench in build-bench/ (release, -O3); install the anchors' dependencies when
+# missing (ruby-erubi, librust-tera-dev via apt-get; the node modules via npm ci in the copy);
+# copy ../shared/bench (read-only in CI) to a temporary folder; register tpl-jinja, tpl-erb and
+# tpl-fmt in its engines.tsv; run its run_all.sh (interleaved repetitions, rotated order, one
+# process per (engine, workload)); copy its RESULTS.md to bench/RESULTS.md with a header naming
+# the machine, the date, the commit and the settings, plus tpl's allocation and memory figures.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=${BENCH_SHARED:-$here/../shared/bench}
+build=${BENCH_BUILD:-$here/build-bench}
+export REPS=${REPS:-5} BENCH_TIME=${BENCH_TIME:-1.0} BENCH_COMPILE_TIME=${BENCH_COMPILE_TIME:-0.3}
+
+# 1. tpl-bench, optimised build
+if [ ! -d "$build" ]; then
+  meson setup "$build" "$here" --buildtype=release -Db_ndebug=true >/dev/null
+fi
+ninja -C "$build" bench/tpl-bench tplc >/dev/null
+bin="$build/bench/tpl-bench"
+
+# 2. anchors' one-time installs (see ../shared/bench/README.md, "Setup")
+need=()
+ruby -e 'require "erubi"' 2>/dev/null || need+=(ruby ruby-erubi)
+ls -d /usr/share/cargo/registry/tera-* >/dev/null 2>&1 || need+=(librust-tera-dev)
+command -v cargo >/dev/null || need+=(cargo)
+if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null; then
+  echo "[run.sh] installing: ${need[*]}"
+  (apt-get install -y "${need[@]}" || { apt-get update && apt-get install -y "${need[@]}"; }) >/dev/null || true
+fi
+
+# 3. a writable copy of the shared harness with tpl registered
+work=$(mktemp -d /tmp/tpl-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cp -r "$shared/." "$work/"
+# keep previously built anchors if the shared copy has them; node modules are installed once
+# into a cache beside the build and linked in
+nm_cache="$build/node_modules-cache"
+if [ ! -d "$work/engines/node/node_modules" ]; then
+  if [ ! -d "$nm_cache/node_modules" ]; then
+    mkdir -p "$nm_cache"
+    cp "$work/engines/node/package.json" "$work/engines/node/package-lock.json" "$nm_cache/"
+    (cd "$nm_cache" && npm ci --no-audit --no-fund >/dev/null 2>&1) || echo "[run.sh] npm ci failed: node engines unavailable"
+  fi
+  [ -d "$nm_cache/node_modules" ] && ln -s "$nm_cache/node_modules" "$work/engines/node/node_modules"
+fi
+# the Tera build is cached too (cargo target dir)
+mkdir -p "$build/tera-target"
+ln -s "$build/tera-target" "$work/engines/tera/target"
+{
+  echo "tpl-jinja       engine     env BENCH_DIALECT=jinja $bin"
+  echo "tpl-erb         engine     env BENCH_DIALECT=erb $bin"
+  echo "tpl-fmt         engine     env BENCH_DIALECT=fmt $bin"
+} >> "$work/engines.tsv"
+
+# 4. run
+(cd "$work" && ./run_all.sh)
+
+# 5. bench/RESULTS.md: header + tpl's extra fields + the shared report
+out="$here/bench/RESULTS.md"
+{
+  echo "# tpl vs the anchors"
+  echo
+  echo "Written by \`bench/run.sh\` ($(date -u +%Y-%m-%d)); commit \`$(git -C "$here" rev-parse --short HEAD)\`$(git -C "$here" diff --quiet HEAD -- . 2>/dev/null || echo ' (with local changes)')."
+  echo
+  echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) logical CPUs, $(uname -sr)"
+  echo "- Settings: REPS=$REPS BENCH_TIME=$BENCH_TIME BENCH_COMPILE_TIME=$BENCH_COMPILE_TIME${ENGINES:+ ENGINES=$ENGINES}${BENCH_WORKLOADS:+ BENCH_WORKLOADS=$BENCH_WORKLOADS}"
+  echo "- tpl: \`tpl-bench\` built with \`--buildtype=release\` ($(cc --version | head -1)); Jinja with trim_blocks + lstrip_blocks, autoescape off."
+  echo "- tpl-erb / tpl-fmt report errors until the ERB and format-string front ends land."
+  echo
+  echo "## tpl: heap allocations per steady-state render and peak memory"
+  echo
+  echo "| workload | allocs/render | bytes/render | allocs in the first render | peak RSS of tpl-bench (KiB) |"
+  echo "| :--- | ---: | ---: | ---: | ---: |"
+  python3 - "$work/results/raw" <<'EOF'
+import json, os, sys
+raw = sys.argv[1]
+rows = {}
+for rep in sorted(os.listdir(raw)):
+    p = os.path.join(raw, rep, "tpl-jinja.jsonl")
+    if not os.path.exists(p):
+        continue
+    for line in open(p):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if "allocs_per_render" in d:
+            rows.setdefault(d["workload"], d)
+for w in sorted(rows):
+    d = rows[w]
+    print("| %s | %g | %g | %d | %d |" % (w, d["allocs_per_render"], d["alloc_bytes_per_render"],
+                                        d.get("allocs_first_render", 0), d["peak_rss_kib"]))
+EOF
+  rss=$( { /usr/bin/time -f %M "$build/tplc" render "$work/workloads/w2_loop/template.jinja" \
+           --state "$work/workloads/w2_loop/context.json" --trim-blocks --lstrip-blocks -o "$work/w2.out"; } 2>&1 | tail -1)
+  echo
+  echo "Peak RSS of \`tplc render\` on w2_loop (GNU time %M): ${rss} KiB."
+  echo
+  sed '1s/^# .*/# Shared harness report (run_all.sh \/ report.py)/' "$work/RESULTS.md" | sed 's/^## /### /; 1s/^# /## /'
+} > "$out"
+echo "[run.sh] wrote $out"
