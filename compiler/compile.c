@@ -597,6 +597,20 @@ static const tpl_node *tr_text_arg(const tpl_node *args)
     return NULL;
 }
 
+/* `a + b + c ...` (a left-leaning chain of +, not foldable): counts the operands, and with
+ * emit compiles them left to right, for one ADDS / PRINT_ADDS instead of a chain of ADDs. */
+static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
+{
+    if (n->kind != TPL_N_BINOP || n->op != TPL_AOP_ADD ||
+        (n->a->kind == TPL_N_CONST && n->b->kind == TPL_N_CONST)) {
+        if (emit_operands) expr(c, n);
+        return 1;
+    }
+    uint32_t k = add_chain(c, n->a, emit_operands);
+    if (emit_operands) expr(c, n->b);
+    return k + 1;
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -615,6 +629,11 @@ static void expr(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_GETITEM:
         expr(c, n->a);
+        c->cur_off = n->off;
+        if (n->b->kind == TPL_N_CONST && n->b->val.type == TPL_T_STR) {
+            emit(c, TPL_OP_GETITEM_STR, add_name(c, n->b->val), 0);
+            return;
+        }
         expr(c, n->b);
         c->cur_off = n->off;
         emit(c, TPL_OP_GETITEM, 0, -1);
@@ -711,6 +730,13 @@ static void expr(tpl_comp *c, tpl_node *n)
     }
     case TPL_N_BINOP: {
         tpl_value folded;
+        uint32_t nadd = add_chain(c, n, false);
+        if (nadd >= 3) {
+            add_chain(c, n, true);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_ADDS, nadd, 1 - (int)nadd);
+            return;
+        }
         if (n->a->kind == TPL_N_CONST && n->b->kind == TPL_N_CONST && fold_binop(n->op, n->a->val, n->b->val, &folded)) {
             push_const(c, folded);
             return;
@@ -1329,6 +1355,15 @@ static void stmt(tpl_comp *c, tpl_node *n)
             tpl_py_str(&b, n->a->val);
             emit_text(c, b.p, b.len);
             return;
+        }
+        if (!c->autoescape && c->syn == TPL_SYN_JINJA) {
+            uint32_t nadd = add_chain(c, n->a, false);
+            if (nadd >= 2) {
+                add_chain(c, n->a, true);
+                c->cur_off = n->a->off;
+                emit(c, TPL_OP_PRINT_ADDS, nadd, -(int)nadd);
+                return;
+            }
         }
         expr(c, n->a);
         c->cur_off = n->a->off; /* a print error (strict undefined) points at the expression */

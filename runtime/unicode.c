@@ -420,6 +420,22 @@ tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars)
         return s;
     const char *p = s.u.s;
     size_t lo = 0, hi = s.len;
+    if (!chars) {
+        /* ASCII fast path for whitespace: \t\n\v\f\r, \x1c-\x1f, space */
+#define ASCII_WS(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+        if (which & 1)
+            while (lo < hi && (unsigned char)p[lo] < 0x80 && ASCII_WS((unsigned char)p[lo])) lo++;
+        if (which & 2)
+            while (hi > lo && (unsigned char)p[hi - 1] < 0x80 && ASCII_WS((unsigned char)p[hi - 1])) hi--;
+#undef ASCII_WS
+        bool done_left = !(which & 1) || lo == hi || (unsigned char)p[lo] < 0x80;
+        bool done_right = !(which & 2) || lo == hi || (unsigned char)p[hi - 1] < 0x80;
+        if (done_left && done_right) {
+            s.u.s = p + lo;
+            s.len = (uint32_t)(hi - lo);
+            return s;
+        }
+    }
     if (which & 1)
         while (lo < hi) {
             size_t j = lo;

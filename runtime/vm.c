@@ -1127,6 +1127,48 @@ top:
         if (tpl_getattr(vm, obj, names[a].s.u.s, names[a].s.len, &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
+    CASE(GETITEM_STR) {
+        tpl_value obj = sp[-1];
+        if (obj.type == TPL_T_MAP) {
+            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            if (hit) { sp[-1] = *hit; NEXT(0); }
+        }
+        if (tpl_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(ADDS)
+    CASE(PRINT_ADDS) {
+        /* a + b + c ...: plain strings concatenate in one step; anything else adds pairwise */
+        tpl_value *args = sp - a;
+        bool plain = true;
+        size_t total = 0;
+        for (uint32_t i = 0; i < a; i++) {
+            if (args[i].type != TPL_T_STR || (args[i].flags & TPL_F_SAFE)) { plain = false; break; }
+            total += args[i].len;
+        }
+        sp = args;
+        bool print = TPL_INSN_OP(w) == TPL_OP_PRINT_ADDS;
+        if (plain && print) {
+            for (uint32_t i = 0; i < a; i++)
+                if (out_put(vm, args[i].u.s, args[i].len) < 0) goto fail;
+            NEXT(0);
+        }
+        tpl_value r;
+        if (plain) {
+            char *s = tpl_arena_alloc(&vm->arena, total + 1);
+            if (!s) { oom(vm); goto fail; }
+            size_t off = 0;
+            for (uint32_t i = 0; i < a; i++) { memcpy(s + off, args[i].u.s, args[i].len); off += args[i].len; }
+            r = tpl_v_str(s, total);
+        } else {
+            r = args[0];
+            for (uint32_t i = 1; i < a; i++)
+                if (binop(vm, TPL_OP_ADD, r, args[i], &r) < 0) goto fail;
+        }
+        if (print) { if (print_py(vm, r) < 0) goto fail; }
+        else *sp++ = r;
+        NEXT(0);
+    }
     CASE(GETITEM) {
         sp--;
         if (tpl_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
