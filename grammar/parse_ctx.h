@@ -16,6 +16,7 @@ typedef struct tpl_pctx {
     const tpl_token *tokens; /* the token vector (for "unknown tag" messages) */
     size_t ntokens;
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
+    void *front;          /* a front end's private state (ERB: its generated script) */
 } tpl_pctx;
 
 /* Records the first error (later ones are ignored). */
