@@ -744,7 +744,16 @@ bool tpl_erb_parse(tpl_pctx *c)
         free(es.sc.texts);
         return false;
     }
-    c->src = es.sc.s;
+    /* names and literals point into the script: it lives in the AST's arena */
+    char *script = tpl_arena_strdup(c->arena, es.sc.s, es.sc.n);
+    if (!script) {
+        tpl_pctx_error(c, 0, "out of memory");
+        free(es.sc.s);
+        free(es.sc.map);
+        free(es.sc.texts);
+        return false;
+    }
+    c->src = script;
     c->n = es.sc.n;
     c->front = &es;
     tpl_node *body = NULL;
