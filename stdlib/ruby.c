@@ -590,11 +590,27 @@ int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Ruby's downcase: full case mapping one character at a time (no final-sigma rule). */
+static void rb_lower(tpl_sb *b, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t st = i;
+        if ((unsigned char)s[i] < 0x80) {
+            while (i < n && (unsigned char)s[i] < 0x80) i++;
+            tpl_py_lower(b, s + st, i - st);
+            continue;
+        }
+        tpl_utf8_next(s, n, &i);
+        tpl_py_lower(b, s + st, i - st);
+    }
+}
+
 int r_str_downcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    tpl_py_lower(&b, a[0].u.s, a[0].len);
+    rb_lower(&b, a[0].u.s, a[0].len);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
@@ -609,7 +625,7 @@ int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
     tpl_py_upper(&b, s.u.s, i);
-    tpl_py_lower(&b, s.u.s + i, s.len - i);
+    rb_lower(&b, s.u.s + i, s.len - i);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
@@ -624,7 +640,7 @@ int r_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
     while (i < s.len) {
         size_t st = i;
         uint32_t cp = tpl_utf8_next(s.u.s, s.len, &i);
-        if (tpl_uc_isupper(cp)) tpl_py_lower(&b, s.u.s + st, i - st);
+        if (tpl_uc_isupper(cp)) rb_lower(&b, s.u.s + st, i - st);
         else if (tpl_uc_islower(cp)) tpl_py_upper(&b, s.u.s + st, i - st);
         else tpl_sb_put(&b, s.u.s + st, i - st);
     }
