@@ -175,8 +175,10 @@ static uint32_t args(erb_low *L, tpl_node *a)
     tpl_list *names = NULL;
     for (; a; a = a->next) {
         if (a->kind == TPL_N_KWARG) {
-            if (!names) names = tpl_list_new(tpl_c_arena(C), 4);
-            if (!names || !tpl_list_push(tpl_c_arena(C), names, a->val)) { tpl_c_error(C, a->off, "out of memory"); return 0; }
+            tpl_arena *pa = tpl_c_program_arena(C);
+            if (!names) names = tpl_list_new(pa, 4);
+            char *kn = tpl_arena_strdup(pa, a->val.u.s, a->val.len);
+            if (!names || !kn || !tpl_list_push(pa, names, tpl_v_str(kn, a->val.len))) { tpl_c_error(C, a->off, "out of memory"); return 0; }
             expr(L, a->a);
             nkw++;
         } else {
