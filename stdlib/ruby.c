@@ -12,6 +12,9 @@
 
 #define A(vm) tpl_vm_arena(vm)
 
+/* memcpy that accepts n == 0 with NULL pointers (empty lists have no items). */
+static void mcpy(void *d, const void *s, size_t n) { if (n) memcpy(d, s, n); }
+
 static int oom(tpl_vm *vm) { return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory"); }
 
 static bool is_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_RB); }
@@ -217,7 +220,7 @@ static tpl_value str_succ(tpl_vm *vm, tpl_value s)
 {
     char *p = tpl_arena_alloc(A(vm), s.len + 2);
     if (!p) return s;
-    memcpy(p + 1, s.u.s, s.len);
+    mcpy(p + 1, s.u.s, s.len);
     size_t i = s.len;
     while (i > 0) {
         char c = p[i];
@@ -347,7 +350,7 @@ static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos
     tpl_value pos[TPL_MAX_PARAMS + 1];
     if (npos >= TPL_MAX_PARAMS) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments (ArgumentError)");
     pos[0] = self;
-    if (npos) memcpy(pos + 1, args, (size_t)npos * sizeof *args);
+    if (npos) mcpy(pos + 1, args, (size_t)npos * sizeof *args);
     tpl_value a[TPL_MAX_PARAMS];
     if (tpl_builtin_bind(vm, id, pos, npos + 1, kwn, kwv, nkw, a) < 0) return -1;
     return tpl_builtin(id)->fn(vm, a, out);
@@ -1027,7 +1030,7 @@ int r_str_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         size_t st = i;
         tpl_utf8_next(s.u.s, s.len, &i);
         w -= i - st;
-        memcpy(p + w, s.u.s + st, i - st);
+        mcpy(p + w, s.u.s + st, i - st);
     }
     *out = tpl_v_str(p, s.len);
     return 0;
@@ -1356,7 +1359,7 @@ int r_arr_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
     if (!r) return oom(vm);
-    memcpy(r->items, l->items, n * sizeof *r->items);
+    mcpy(r->items, l->items, n * sizeof *r->items);
     r->len = n;
     *out = tpl_v_list(r);
     return 0;
@@ -1371,7 +1374,7 @@ int r_arr_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
     if (!r) return oom(vm);
-    memcpy(r->items, l->items + (l->len - n), n * sizeof *r->items);
+    mcpy(r->items, l->items + (l->len - n), n * sizeof *r->items);
     r->len = n;
     *out = tpl_v_list(r);
     return 0;
@@ -1509,8 +1512,8 @@ static void msort(sorter *s, tpl_value *v, tpl_value *k, tpl_value *tv, tpl_valu
     }
     while (i < m) { tv[o] = v[i]; if (k) tk[o] = k[i]; o++; i++; }
     while (j < n) { tv[o] = v[j]; if (k) tk[o] = k[j]; o++; j++; }
-    memcpy(v, tv, n * sizeof *v);
-    if (k) memcpy(k, tk, n * sizeof *k);
+    mcpy(v, tv, n * sizeof *v);
+    if (k) mcpy(k, tk, n * sizeof *k);
 }
 
 static int sort_list(tpl_vm *vm, tpl_list *src, tpl_value *keys, bool use_blk, tpl_list **out)
@@ -1519,7 +1522,7 @@ static int sort_list(tpl_vm *vm, tpl_list *src, tpl_value *keys, bool use_blk, t
     tpl_list *r = new_list(vm, n);
     tpl_value *tv = tpl_arena_alloc(A(vm), (n + 1) * sizeof *tv), *tk = keys ? tpl_arena_alloc(A(vm), (n + 1) * sizeof *tk) : NULL;
     if (!r || !tv || (keys && !tk)) return oom(vm);
-    memcpy(r->items, src->items, n * sizeof *r->items);
+    mcpy(r->items, src->items, n * sizeof *r->items);
     r->len = n;
     sorter s = { vm, tpl_vm_block(vm), use_blk, keys, false };
     msort(&s, r->items, keys, tv, tk, n);
@@ -1621,8 +1624,8 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (is_array(acc) && is_array(v)) {
             tpl_list *m = new_list(vm, acc.u.list->len + v.u.list->len);
             if (!m) return oom(vm);
-            memcpy(m->items, acc.u.list->items, acc.u.list->len * sizeof *m->items);
-            memcpy(m->items + acc.u.list->len, v.u.list->items, v.u.list->len * sizeof *m->items);
+            mcpy(m->items, acc.u.list->items, acc.u.list->len * sizeof *m->items);
+            mcpy(m->items + acc.u.list->len, v.u.list->items, v.u.list->len * sizeof *m->items);
             m->len = acc.u.list->len + v.u.list->len;
             acc = tpl_v_list(m);
             continue;
@@ -1705,7 +1708,7 @@ int r_arr_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (broke) return 0;
     tpl_list *r = new_list(vm, l->len);
     if (!r) return oom(vm);
-    memcpy(r->items, keys, l->len * sizeof *keys);
+    mcpy(r->items, keys, l->len * sizeof *keys);
     r->len = l->len;
     *out = tpl_v_list(r);
     return 0;
@@ -1806,8 +1809,8 @@ int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]), *items = L_(a[1]);
     tpl_list *r = new_list(vm, l->len + items->len);
     if (!r) return oom(vm);
-    memcpy(r->items, l->items, l->len * sizeof *r->items);
-    memcpy(r->items + l->len, items->items, items->len * sizeof *r->items);
+    mcpy(r->items, l->items, l->len * sizeof *r->items);
+    mcpy(r->items + l->len, items->items, items->len * sizeof *r->items);
     r->len = l->len + items->len;
     *out = tpl_v_list(r);
     return 0;
@@ -1822,7 +1825,7 @@ int r_arr_drop(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t k = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, l->len - k);
     if (!r) return oom(vm);
-    memcpy(r->items, l->items + k, (l->len - k) * sizeof *r->items);
+    mcpy(r->items, l->items + k, (l->len - k) * sizeof *r->items);
     r->len = l->len - k;
     *out = tpl_v_list(r);
     return 0;
@@ -1868,7 +1871,7 @@ int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     tpl_list *r = new_list(vm, (uint32_t)n);
     if (!r) return oom(vm);
-    memcpy(r->items, l->items + b, (size_t)n * sizeof *r->items);
+    mcpy(r->items, l->items + b, (size_t)n * sizeof *r->items);
     r->len = (uint32_t)n;
     *out = tpl_v_list(r);
     return 0;
