@@ -299,6 +299,10 @@ static void if_(erb_low *L, tpl_node *n, bool value)
     uint32_t jf = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
     if (value) value_body(L, n->b);
     else body(L, n->b);
+    if (!value && !n->c) {
+        tpl_c_patch(C, jf, tpl_c_here(C));
+        return;
+    }
     uint32_t jend = tpl_c_emit(C, TPL_OP_JUMP, 0, value ? -1 : 0);
     tpl_c_patch(C, jf, tpl_c_here(C));
     if (value) {
