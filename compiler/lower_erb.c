@@ -294,6 +294,13 @@ static void case_(erb_low *L, tpl_node *n, bool value)
 
 static void if_(erb_low *L, tpl_node *n, bool value)
 {
+    tpl_node *cond = n->a;
+    while (cond->kind == TPL_N_UNOP && cond->op == TPL_AOP_NOT) cond = cond->a;
+    if (cond->kind == TPL_N_RREGEX) {
+        /* Ruby matches a bare regex condition against $_ (a warning); tpl refuses it */
+        tpl_c_error(C, cond->off, "a regex literal as a condition is not supported (use =~ or match?)");
+        return;
+    }
     expr(L, n->a);
     tpl_c_at(C, n->off);
     uint32_t jf = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
@@ -354,14 +361,15 @@ static void expr(erb_low *L, tpl_node *n)
         char msg[200];
         tpl_sb b;
         tpl_sb_init(&b, tpl_c_arena(C));
-        if (n->op) {
-            tpl_sb_puts(&b, "(?");
-            if (n->op & TPL_RX_I) tpl_sb_putc(&b, 'i');
-            if (n->op & TPL_RX_M) tpl_sb_putc(&b, 'm');
-            if (n->op & TPL_RX_X) tpl_sb_putc(&b, 'x');
-            tpl_sb_putc(&b, ')');
-        }
+        /* kept as Ruby's Regexp#to_s, "(?mi-x:src)": Oniguruma reads it as the same regex */
+        static const struct { int bit; char c; } fl[] = { { TPL_RX_M, 'm' }, { TPL_RX_I, 'i' }, { TPL_RX_X, 'x' } };
+        tpl_sb_puts(&b, "(?");
+        for (int i = 0; i < 3; i++) if (n->op & fl[i].bit) tpl_sb_putc(&b, fl[i].c);
+        if ((n->op & 7) != 7) tpl_sb_putc(&b, '-');
+        for (int i = 0; i < 3; i++) if (!(n->op & fl[i].bit)) tpl_sb_putc(&b, fl[i].c);
+        tpl_sb_putc(&b, ':');
         tpl_sb_put(&b, n->val.u.s, n->val.len);
+        tpl_sb_putc(&b, ')');
         if (b.failed) { tpl_c_error(C, n->off, "out of memory"); return; }
         if (!tpl_rb_regex_check(b.p, b.len, msg, sizeof msg)) { tpl_c_error(C, n->off, "%s", msg); return; }
         tpl_value v = tpl_sb_value(&b);
@@ -384,12 +392,12 @@ static void expr(erb_low *L, tpl_node *n)
         tpl_c_at(C, n->off);
         int op;
         switch (n->op) {
-        case TPL_AOP_ADD: op = TPL_OP_ADD; break;
-        case TPL_AOP_SUB: op = TPL_OP_SUB; break;
-        case TPL_AOP_MUL: op = TPL_OP_MUL; break;
+        case TPL_AOP_ADD: op = TPL_OP_ADD_RB; break;
+        case TPL_AOP_SUB: op = TPL_OP_SUB_RB; break;
+        case TPL_AOP_MUL: op = TPL_OP_MUL_RB; break;
         case TPL_AOP_DIV: op = TPL_OP_DIV_PY; break;
-        case TPL_AOP_MOD: op = TPL_OP_MOD; break;
-        default: op = TPL_OP_POW; break;
+        case TPL_AOP_MOD: op = TPL_OP_MOD_RB; break;
+        default: op = TPL_OP_POW_RB; break;
         }
         tpl_c_emit(C, op, 0, -1);
         return;
@@ -397,7 +405,7 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_UNOP:
         expr(L, n->a);
         tpl_c_at(C, n->off);
-        tpl_c_emit(C, n->op == TPL_AOP_NEG ? TPL_OP_NEG : n->op == TPL_AOP_POS ? TPL_OP_POS : TPL_OP_NOT_PY, 0, 0);
+        tpl_c_emit(C, n->op == TPL_AOP_NEG ? TPL_OP_NEG_RB : n->op == TPL_AOP_POS ? TPL_OP_POS : TPL_OP_NOT_PY, 0, 0);
         return;
     case TPL_N_AND:
     case TPL_N_OR: {
@@ -417,10 +425,10 @@ static void expr(erb_low *L, tpl_node *n)
         switch (o->op) {
         case TPL_AOP_EQ: op = TPL_OP_EQ_RB; break;
         case TPL_AOP_NE: op = TPL_OP_NE_RB; break;
-        case TPL_AOP_LT: op = TPL_OP_LT; break;
-        case TPL_AOP_LE: op = TPL_OP_LE; break;
-        case TPL_AOP_GT: op = TPL_OP_GT; break;
-        default: op = TPL_OP_GE; break;
+        case TPL_AOP_LT: op = TPL_OP_LT_RB; break;
+        case TPL_AOP_LE: op = TPL_OP_LE_RB; break;
+        case TPL_AOP_GT: op = TPL_OP_GT_RB; break;
+        default: op = TPL_OP_GE_RB; break;
         }
         tpl_c_emit(C, op, 0, -1);
         return;

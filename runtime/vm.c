@@ -1043,7 +1043,13 @@ top:
     BINOP_CASE(SUB)
     BINOP_CASE(MUL)
     BINOP_CASE(DIV_PY)
-    BINOP_CASE(DIV_RB)
+    CASE(DIV_RB) {
+        sp--;
+        int h = tpl_rb_arith(vm, '/', sp[-1], sp[0], &sp[-1]);
+        if (h < 0) goto fail;
+        if (h == 0 && binop(vm, TPL_OP_DIV_RB, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
     BINOP_CASE(FLOORDIV)
     BINOP_CASE(MOD)
     BINOP_CASE(POW)
@@ -1386,6 +1392,34 @@ top:
         v.type = TPL_T_LOOP;
         v.u.loop = l;
         slots[a & 0xFFFFu] = v;
+        NEXT(0);
+    }
+#define RB_ARITH_CASE(NAME, BASE, OPC) CASE(NAME) { \
+        sp--; \
+        int h = tpl_rb_arith(vm, OPC, sp[-1], sp[0], &sp[-1]); \
+        if (h < 0) goto fail; \
+        if (h == 0 && binop(vm, TPL_OP_##BASE, sp[-1], sp[0], &sp[-1]) < 0) goto fail; \
+        NEXT(0); }
+    RB_ARITH_CASE(ADD_RB, ADD, '+')
+    RB_ARITH_CASE(SUB_RB, SUB, '-')
+    RB_ARITH_CASE(MUL_RB, MUL, '*')
+    RB_ARITH_CASE(MOD_RB, MOD, '%')
+    RB_ARITH_CASE(POW_RB, POW, 'p')
+#define RB_CMP_CASE(NAME, OPS, TEST) CASE(NAME) { \
+        int c = 0; sp--; \
+        if (tpl_rb_compare_check(vm, OPS, sp[-1], sp[0]) < 0) goto fail; \
+        if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
+        sp[-1] = tpl_v_bool(TEST); NEXT(0); }
+    RB_CMP_CASE(LT_RB, "<", c < 0)
+    RB_CMP_CASE(LE_RB, "<=", c <= 0)
+    RB_CMP_CASE(GT_RB, ">", c > 0)
+    RB_CMP_CASE(GE_RB, ">=", c >= 0)
+    CASE(NEG_RB) {
+        tpl_value v = sp[-1];
+        if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
+        else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
+        else if (v.type == TPL_T_INT) { tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)"); goto fail; }
+        else { tpl_rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
         NEXT(0);
     }
     CASE(EQ_RB) { sp--; sp[-1] = tpl_v_bool(tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }

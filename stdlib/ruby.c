@@ -2108,3 +2108,102 @@ int r_k_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (want_str(vm, need_str(a[0])) < 0) return -1;
     return g_remembers(vm, a, out);
 }
+
+/* ------------------------------------------------------------------ operators */
+
+static bool plain_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
+
+static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+{
+    if (plain_num(a)) {
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into %s (TypeError)", class_name(a));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", class_name(b), class_name(a));
+    }
+    if (a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)) && (op[0] == '+' || op[0] == '*'))
+        return type_error(vm, op[0] == '+' ? "String" : "Integer", b);
+    if (is_array(a) && (op[0] == '+' || op[0] == '-')) return type_error(vm, "Array", b);
+    return no_method(vm, a, op, strlen(op));
+}
+
+int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    char name[3] = { (char)op, 0, 0 };
+    if (op == 'p') { name[0] = '*'; name[1] = '*'; }
+    bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    if (plain_num(a) && plain_num(b)) {
+        if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
+            double x = dbl(a), y = dbl(b);
+            if (op == '/') { *out = tpl_v_float(x / y); return 1; }
+            if (op == '%') {
+                double m = y == 0.0 ? NAN : fmod(x, y);
+                if (y != 0.0 && m != 0.0 && ((m < 0) != (y < 0))) m += y;
+                *out = tpl_v_float(m);
+                return 1;
+            }
+        }
+        if (op == 'p' && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer ** negative Integer gives a Rational, which tpl does not support");
+        if ((op == '/' || op == '%') && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+        return 0;
+    }
+    if (sym_a) return no_method(vm, a, name, strlen(name));
+    switch (op) {
+    case '+':
+        if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return 0;
+        if (is_array(a) && is_array(b)) return 0;
+        break;
+    case '-':
+        if (is_array(a) && is_array(b)) {
+            tpl_list *l = new_list(vm, a.u.list->len);
+            if (!l) return oom(vm);
+            for (uint32_t i = 0; i < a.u.list->len; i++) {
+                tpl_value args[2] = { b, a.u.list->items[i] }, r;
+                r_arr_include_p(vm, args, &r);
+                if (!r.u.i) l->items[l->len++] = a.u.list->items[i];
+            }
+            *out = tpl_v_list(l);
+            return 1;
+        }
+        break;
+    case '*':
+        if ((a.type == TPL_T_STR || is_array(a)) && b.type == TPL_T_INT) {
+            if (b.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative argument (ArgumentError)");
+            return 0;
+        }
+        if (is_array(a) && b.type == TPL_T_STR) {
+            tpl_value args[2] = { a, b };
+            if (r_arr_join(vm, args, out) < 0) return -1;
+            return 1;
+        }
+        break;
+    case '%':
+        if (a.type == TPL_T_STR) {
+            tpl_value args = b;
+            if (is_array(b)) { args.flags = TPL_F_TUPLE; }
+            if (tpl_str_mod(vm, a, args, out) < 0) return -1;
+            return 1;
+        }
+        break;
+    default:
+        break;
+    }
+    return op_error(vm, name, a, b);
+}
+
+int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+{
+    bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    if (plain_num(a) && plain_num(b)) return 0;
+    if (sa && sb) return 0;
+    if (plain_num(a) || sa) {
+        tpl_sb b2;
+        tpl_sb_init(&b2, A(vm));
+        tpl_rb_inspect(&b2, b);
+        if (b.type == TPL_T_NONE || b.type == TPL_T_BOOL || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)b2.len, b2.p ? b2.p : "");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
+    }
+    return no_method(vm, a, op, strlen(op));
+}
