@@ -161,13 +161,6 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
 
 /* ------------------------------------------------------------------ calls */
 
-static bool has_kwargs(tpl_node *args)
-{
-    for (tpl_node *a = args; a; a = a->next)
-        if (a->kind == TPL_N_KWARG) return true;
-    return false;
-}
-
 /* Pushes the arguments; returns the call-argument word. */
 static uint32_t args(erb_low *L, tpl_node *a)
 {
@@ -403,6 +396,10 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     }
     case TPL_N_UNOP:
+        if (n->op == TPL_AOP_NOT && n->a->kind == TPL_N_RREGEX) {
+            tpl_c_error(C, n->a->off, "a regex literal as a condition is not supported (use =~ or match?)");
+            return;
+        }
         expr(L, n->a);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, n->op == TPL_AOP_NEG ? TPL_OP_NEG_RB : n->op == TPL_AOP_POS ? TPL_OP_POS : TPL_OP_NOT_PY, 0, 0);
@@ -589,6 +586,5 @@ bool tpl_erb_lower(tpl_comp *c, tpl_node *root)
     const tpl_options *o = tpl_c_options(c);
     if (o->tidy) tpl_c_emit(c, TPL_OP_TIDY_PY, 0, 0);
     tpl_c_emit(c, TPL_OP_HALT, 0, 0);
-    (void)has_kwargs;
     return !tpl_c_failed(c);
 }

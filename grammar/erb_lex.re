@@ -456,7 +456,7 @@ static bool ruby_lex(rlex *L)
                 e++;
             /* label `key:` (not `::`) */
             if (e < n && s[e] == ':' && !(e + 1 < n && s[e + 1] == ':') && s[e - 1] != '?' && L->prev != TK_DOT &&
-                L->prev != TK_QMARK && !(L->prev == TK_IDENT && false)) {
+                L->prev != TK_QMARK) {
                 int top = L->depth ? L->stack[L->depth - 1] : 0;
                 if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA) {
                     push_tok(L, TK_LABEL, st, e - st);

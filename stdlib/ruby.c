@@ -575,8 +575,6 @@ int r_any_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ------------------------------------------------------------------ String */
 
-static tpl_value need_str(tpl_value v) { return v; }
-
 static int want_str(tpl_vm *vm, tpl_value v)
 {
     if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
@@ -2105,7 +2103,7 @@ int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_k_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (want_str(vm, need_str(a[0])) < 0) return -1;
+    if (want_str(vm, a[0]) < 0) return -1;
     return g_remembers(vm, a, out);
 }
 
