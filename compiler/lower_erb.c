@@ -195,6 +195,21 @@ static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW
 /* A method call; `used` false when its value is dropped (a statement). */
 static void call(erb_low *L, tpl_node *n, bool used)
 {
+    /* a trailing &:name argument is the call's block */
+    if (n->b) {
+        tpl_node **pp = &n->b;
+        while (*pp && (*pp)->next) pp = &(*pp)->next;
+        if ((*pp)->kind == TPL_N_RBLOCK) {
+            if (n->c) { tpl_c_error(C, (*pp)->off, "both a block argument and a block given (SyntaxError)"); return; }
+            n->c = *pp;
+            *pp = NULL;
+            if (n->b) {
+                tpl_node *t = n->b;
+                while (t->next) t = t->next;
+                n->b->tail = t;
+            }
+        }
+    }
     if (!n->a) {
         int id = tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len);
         if (id < 0) {

@@ -448,6 +448,16 @@ static bool ruby_lex(rlex *L)
             i = e;
             continue;
         }
+        /* &:name block argument (Symbol#to_proc) */
+        if (c == '&' && i + 2 < n && s[i + 1] == ':' && ident_start((unsigned char)s[i + 2]) &&
+            (L->prev == TK_LPCALL || L->prev == TK_COMMA || L->prev == TK_CMD)) {
+            size_t e = i + 2;
+            while (e < n && ident_char((unsigned char)s[e])) e++;
+            if (e < n && (s[e] == '?' || s[e] == '!')) e++;
+            push_tok(L, TK_BLOCKARG, st, e - st);
+            i = e;
+            continue;
+        }
         if (c == '$') return lex_error(L, st, "global variables (%.*s) are not supported", s + st, 1);
         if (ident_start(c)) {
             size_t e = i;

@@ -95,7 +95,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
     tpl_pctx_error(ctx, 0, "template nesting too deep");
 }
 
-%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF.
+%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG.
 
 %nonassoc IF_MOD UNLESS_MOD.
 %left OR AND.
@@ -227,6 +227,16 @@ params(A) ::= params(L) COMMA IDENT(T). { A = tpl_node_append(L, tpl_p_name(ctx,
 call_args(A) ::= call_arg(X). { A = X; }
 call_args(A) ::= call_args(L) COMMA call_arg(X). { A = tpl_node_append(L, X); }
 call_arg(A) ::= arg(E). { A = arg1(ctx, E); }
+call_arg(A) ::= BLOCKARG(T). {
+    /* &:name is the block { |it| it.name } */
+    tpl_node *p = tpl_p_node(ctx, TPL_N_NAME, T.off, NULL, NULL);
+    p->val = tpl_v_str("(it)", 4);
+    tpl_node *r = tpl_p_node(ctx, TPL_N_NAME, T.off, NULL, NULL);
+    r->val = p->val;
+    tpl_node *m = tpl_p_node(ctx, TPL_N_RMETHOD, T.off, r, NULL);
+    m->val = tpl_v_str(ctx->src + T.off + 2, T.len - 2);
+    A = NODE(RBLOCK, T.off, p, m);
+}
 call_arg(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
 
 items(A) ::= arg(E). { A = E; }

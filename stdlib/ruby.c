@@ -1334,7 +1334,12 @@ int r_num_times(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_rb_block blk = tpl_vm_block(vm);
     if (want_int(vm, a[0], "times") < 0) return -1;
-    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "times without a block is not supported");
+    if (!blk.pc) {   /* the enumerator, as 0...n */
+        tpl_list *r;
+        if (tpl_rb_each_list(vm, a[0], TPL_RB_TIMES, &r) < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
     tpl_value r;
     for (int64_t i = 0; i < a[0].u.i; i++) {
         tpl_value iv = tpl_v_int(i);
@@ -1700,6 +1705,7 @@ int r_arr_flatten(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_arr_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
+    if (!tpl_vm_block(vm).pc) { *out = tpl_v_list(l); return 0; }   /* the enumerator, as its items */
     tpl_value *keys;
     bool broke;
     if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
@@ -1764,6 +1770,7 @@ int r_arr_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(l); return 0; }   /* the enumerator, as its items */
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) YIELD(blk, &l->items[i], 1, &r);
     *out = a[0];
@@ -1774,6 +1781,12 @@ int r_arr_each_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {   /* the enumerator, as its [item, index] pairs */
+        tpl_list *r;
+        if (tpl_rb_each_list(vm, a[0], TPL_RB_EACH_WITH_INDEX, &r) < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value args[2] = { l->items[i], tpl_v_int(i) };
@@ -1906,6 +1919,17 @@ int r_arr_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]
 int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
+    if (tpl_vm_block(vm).pc) {
+        tpl_value *pairs;
+        bool broke;
+        if (block_values(vm, l, &pairs, out, &broke) < 0) return -1;
+        if (broke) return 0;
+        tpl_list *pl = new_list(vm, l->len);
+        if (!pl) return oom(vm);
+        mcpy(pl->items, pairs, l->len * sizeof *pairs);
+        pl->len = l->len;
+        l = pl;
+    }
     tpl_map *m = tpl_map_new(A(vm), l->len);
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
@@ -1997,6 +2021,12 @@ int r_hash_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_map *m = M_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {   /* the enumerator, as its [key, value] pairs */
+        tpl_list *r;
+        if (enum_items(vm, a[0], &r, "each") < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
     tpl_value r;
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_list *p = new_list(vm, 2);
@@ -2204,4 +2234,45 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
     }
     return no_method(vm, a, op, strlen(op));
+}
+
+int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT || a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid slice size (ArgumentError)");
+    uint32_t k = a[1].u.i > l->len ? (l->len ? l->len : 1) : (uint32_t)a[1].u.i;
+    tpl_list *r = new_list(vm, l->len / k + 1);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i += k) {
+        uint32_t m = l->len - i < k ? l->len - i : k;
+        tpl_list *g = new_list(vm, m);
+        if (!g) return oom(vm);
+        mcpy(g->items, l->items + i, m * sizeof *g->items);
+        g->len = m;
+        r->items[r->len++] = tpl_v_list(g);
+    }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(r); return 0; }
+    tpl_value v;
+    for (uint32_t i = 0; i < r->len; i++) YIELD(blk, &r->items[i], 1, &v);
+    *out = tpl_v_none();
+    return 0;
+}
+
+int r_arr_minmax(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *r = new_list(vm, 2);
+    if (!r) return oom(vm);
+    if (extreme(vm, a, &r->items[0], -1, false) < 0 || extreme(vm, a, &r->items[1], 1, false) < 0) return -1;
+    r->len = 2;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_str_ord(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].len == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "empty string (ArgumentError)");
+    size_t i = 0;
+    *out = tpl_v_int(tpl_utf8_next(a[0].u.s, a[0].len, &i));
+    return 0;
 }
