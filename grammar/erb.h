@@ -31,6 +31,8 @@ tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_erb_symbol(tpl_pctx *c, tpl_token t);
 /* A regular expression literal /.../flags: RREGEX with val = pattern, op = option bits. */
 tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t);
+/* A %w[...] or %i[...] word array: a LIST of strings (symbols for %i). */
+tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t);
 /* A numeric literal (may carry a leading '-'). */
 tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float);
 

@@ -286,7 +286,7 @@ static bool value_end(int k)
     switch (k) {
     case TK_IDENT: case TK_CONST: case TK_IVAR: case TK_INTEGER: case TK_FLOAT: case TK_SSTRING:
     case TK_DSTRING: case TK_SYMBOL: case TK_REGEX: case TK_NIL: case TK_TRUE: case TK_FALSE: case TK_END:
-    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF:
+    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF: case TK_WORDS:
         return true;
     default:
         return false;
@@ -570,6 +570,16 @@ static bool ruby_lex(rlex *L)
             while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
             push_tok(L, TK_REGEX, st, e - st);
             i = e;
+            continue;
+        }
+        if (c == '%' && !was_value && i + 2 < n && (s[i + 1] == 'w' || s[i + 1] == 'i') && strchr("[({<", s[i + 2])) {
+            /* %w[a b] / %i[a b]: word arrays */
+            char open = s[i + 2], close = open == '[' ? ']' : open == '(' ? ')' : open == '{' ? '}' : '>';
+            size_t e = i + 3;
+            while (e < n && s[e] != close && s[e] != M_PUT && s[e] != M_INS_OPEN && s[e] != M_INS_CLOSE) e++;
+            if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, 2);
+            push_tok(L, TK_WORDS, st, e + 1 - st);
+            i = e + 1;
             continue;
         }
         if (c == '%' && !was_value && i + 1 < n && s[i + 1] != ' ' && s[i + 1] != '=')
@@ -968,4 +978,22 @@ tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float)
         else n->val.u.i = -n->val.u.i;
     }
     return n;
+}
+
+tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *items = NULL;
+    bool sym = c->src[t.off + 1] == 'i';
+    size_t i = t.off + 3, e = t.off + t.len - 1;
+    while (i < e) {
+        while (i < e && (c->src[i] == ' ' || c->src[i] == '\t' || c->src[i] == '\n' || c->src[i] == '\r')) i++;
+        if (i >= e) break;
+        size_t st = i;
+        while (i < e && !(c->src[i] == ' ' || c->src[i] == '\t' || c->src[i] == '\n' || c->src[i] == '\r')) i++;
+        tpl_node *k = tpl_p_node(c, TPL_N_CONST, (uint32_t)st, NULL, NULL);
+        k->val = tpl_v_str(c->src + st, i - st);
+        if (sym) k->val.flags |= TPL_F_SYMBOL;
+        items = tpl_node_append(items, k);
+    }
+    return tpl_p_node(c, TPL_N_LIST, t.off, items, NULL);
 }

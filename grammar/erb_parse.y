@@ -95,7 +95,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
     tpl_pctx_error(ctx, 0, "template nesting too deep");
 }
 
-%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG.
+%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS.
 
 %nonassoc IF_MOD UNLESS_MOD.
 %left OR AND.
@@ -184,6 +184,7 @@ primary(A) ::= SSTRING(T). { A = tpl_erb_sstring(ctx, T); }
 primary(A) ::= DSTRING(T). { A = tpl_erb_dstring(ctx, T); }
 primary(A) ::= SYMBOL(T). { A = tpl_erb_symbol(ctx, T); }
 primary(A) ::= REGEX(T). { A = tpl_erb_regex(ctx, T); }
+primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
 primary(A) ::= NIL(T). { A = konst(ctx, tpl_v_none(), T.off); }
 primary(A) ::= TRUE(T). { A = konst(ctx, tpl_v_bool(true), T.off); }
 primary(A) ::= FALSE(T). { A = konst(ctx, tpl_v_bool(false), T.off); }
