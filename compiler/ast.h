@@ -56,7 +56,19 @@
     X(AUTOESCAPE,"a = expression, b = body") \
     X(GENERATION,"b = body") \
     X(NSSET,     "a = namespace expression (NAME), val = attribute, b = value") \
-    X(TEMPLATE,  "b = body")
+    X(TEMPLATE,  "b = body") \
+    /* Ruby (ERB) constructs; everything else in ERB uses the shared kinds above */ \
+    X(RMETHOD,   "Ruby call: a = receiver (NULL: a function), val = name, b = args (ARG/KWARG), c = RBLOCK") \
+    X(RBLOCK,    "Ruby block: a = parameters (NAME list), b = body") \
+    X(RRANGE,    "Ruby range: a = begin, b = end (NULL: endless); op = 1 when exclusive (...)") \
+    X(RCASE,     "Ruby case: a = subject (or NULL), b = RWHEN list, c = else body") \
+    X(RWHEN,     "a = values (list), b = body") \
+    X(RIVAR,     "@name: val = name without @ (same state key as the bare name; nil when missing)") \
+    X(RREGEX,    "Ruby regex literal: val = pattern, op = TPL_RX_* options") \
+    X(RSTMTS,    "b = statements; its value is the last one's ((a; b) and #{} bodies)") \
+    X(RNEXT,     "next in a block: a = value or NULL") \
+    X(RBREAK,    "break in a block: a = value or NULL") \
+    X(RCONSTNAME,"a constant (Array, Hash, String, ...): val = its name")
 
 typedef enum tpl_node_kind {
 #define TPL_NK(k, doc) TPL_N_##k,

@@ -1680,3 +1680,6 @@ void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...)
     va_end(ap);
     cerror(c, off, "%s", buf);
 }
+
+bool tpl_c_lookup(tpl_comp *c, tpl_value name, uint32_t *slot) { return resolve(c, name, slot) == R_LOCAL; }
+tpl_arena *tpl_c_program_arena(tpl_comp *c) { return &c->p->arena; }

@@ -43,6 +43,13 @@ tpl_arena *tpl_c_arena(tpl_comp *c);                    /* compile-time arena */
 const tpl_options *tpl_c_options(const tpl_comp *c);
 bool tpl_c_failed(const tpl_comp *c);
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The program's arena: constants built by a lowering (keyword-name tuples) live here. */
+tpl_arena *tpl_c_program_arena(tpl_comp *c);
+/* True when name is a variable of the current function (its slot in *slot). */
+bool tpl_c_lookup(tpl_comp *c, tpl_value name, uint32_t *slot);
+
+/* Compiles an ERB TEMPLATE node (Ruby semantics; compiler/lower_erb.c). */
+bool tpl_erb_lower(tpl_comp *c, tpl_node *root);
 
 /* Records a tr() call at source offset off whose text is `text` (a CONST str node is a literal;
  * anything else, or NULL, is reported by tplc lint as not extractable). */

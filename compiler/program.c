@@ -5,6 +5,7 @@
 #include "program.h"
 #include "compile.h"
 #include "../grammar/parse_ctx.h"
+#include "../grammar/erb.h"
 #include "../runtime/vm.h"
 #include "../stdlib/builtins.h"
 
@@ -141,8 +142,8 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     tpl_options o = { 0 };
     if (opts) o = *opts;
     if (o.syntax == TPL_SYNTAX_FMT) return tpl_compile_fmt(name, src, len, &o, out, err);
-    if (o.syntax != TPL_SYNTAX_JINJA) {
-        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "only the jinja syntax is supported so far");
+    if (o.syntax != TPL_SYNTAX_JINJA && o.syntax != TPL_SYNTAX_ERB) {
+        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "unknown syntax");
         return TPL_ERR_USAGE;
     }
     tpl_program *p = calloc(1, sizeof *p);
@@ -150,11 +151,18 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     tpl_arena_init(&p->arena, 0);
     p->opts = o;
     p->name = dupstr(name ? name : "<template>");
-    p->source = tpl_jinja_normalize(src, len, o.keep_trailing_newline, &p->source_len);
+    if (o.syntax == TPL_SYNTAX_ERB) {
+        /* ERB keeps the source as it is (CRLF included, as Ruby does) */
+        p->source = malloc(len + 1);
+        if (p->source) { memcpy(p->source, src, len); p->source[len] = 0; p->source_len = len; }
+    } else {
+        p->source = tpl_jinja_normalize(src, len, o.keep_trailing_newline, &p->source_len);
+    }
     if (!p->name || !p->source) { tpl_program_free(p); return TPL_ERR_NOMEM; }
     p->source_hash = fnv(src, len);
 
-    tpl_status st = tpl_compile_jinja(p, p->source, p->source_len, err);
+    tpl_status st = o.syntax == TPL_SYNTAX_ERB ? tpl_compile_erb(p, p->source, p->source_len, err)
+                                               : tpl_compile_jinja(p, p->source, p->source_len, err);
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     *out = p;
     return TPL_OK;
@@ -253,6 +261,37 @@ size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
     return p->ntrcalls;
 }
 
+tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err)
+{
+    tpl_arena tmp;
+    tpl_arena_init(&tmp, 0);
+    tpl_pctx pc = { 0 };
+    pc.arena = &tmp;
+    pc.src = src;
+    pc.n = n;
+    tpl_status st = TPL_OK;
+    if (!tpl_erb_parse(&pc)) {
+        set_error(err, TPL_ERR_SYNTAX, p->name, src, n, pc.err_off, pc.failed ? pc.msg : "syntax error");
+        st = TPL_ERR_SYNTAX;
+    } else {
+        tpl_comp *c = tpl_comp_new(p, &tmp, src, n);
+        if (!c) {
+            st = TPL_ERR_NOMEM;
+        } else {
+            tpl_erb_lower(c, pc.root);
+            tpl_comp_finish(c);
+            uint32_t off;
+            const char *msg;
+            if (tpl_comp_error(c, &off, &msg)) {
+                set_error(err, TPL_ERR_SYNTAX, p->name, src, n, off, msg);
+                st = TPL_ERR_SYNTAX;
+            }
+        }
+    }
+    tpl_arena_free(&tmp);
+    return st;
+}
+
 void tpl_program_free(tpl_program *p)
 {
     if (!p) return;
@@ -295,6 +334,9 @@ static void dis_operand(tpl_sb *b, const tpl_program *p, char f, uint32_t v)
         tpl_sb_printf(b, " %s", bi ? bi->name : "?");
         break;
     }
+    case 'B':
+        if (v) tpl_sb_printf(b, " block->%u/%u", v & 0xFFFFFFu, v >> 24);
+        break;
     case 'a':
         tpl_sb_printf(b, " args=%u", TPL_ARGW_NPOS(v));
         if (TPL_ARGW_NKW(v)) tpl_sb_printf(b, " kw=%u", TPL_ARGW_NKW(v));

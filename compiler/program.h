@@ -104,5 +104,7 @@ void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *li
 
 /* Jinja front end + compiler. Fills err on failure. */
 tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err);
+/* ERB front end + lowering (source kept byte for byte). Fills err on failure. */
+tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err);
 
 #endif

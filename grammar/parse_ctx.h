@@ -17,6 +17,7 @@ typedef struct tpl_pctx {
     size_t ntokens;
     uint32_t cur_off;     /* offset of the token being parsed */
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
+    void *front;          /* a front end's private state (ERB: its generated script) */
 } tpl_pctx;
 
 /* Records the first error (later ones are ignored). */

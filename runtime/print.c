@@ -1,6 +1,7 @@
 /* Value printing, byte-exact with the reference engines: Python 3.11 str()/repr() (Jinja2
  * output), Ruby 3.1 to_s/inspect (ERB output) and Python's json.dumps (tojson filters). */
 #include "vm.h"
+#include "../stdlib/ruby.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -446,11 +447,27 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
     case TPL_T_STR:
         if (v.flags & TPL_F_SYMBOL)
             rb_inspect_sym(b, v.u.s, v.len);
-        else
+        else if ((v.flags & TPL_F_REGEX_RB) && v.len >= 5 && memcmp(v.u.s, "(?", 2) == 0) {
+            /* stored as Regexp#to_s, "(?mi-x:src)"; inspect is /src/mi */
+            size_t i = 2, on = 2;
+            while (i < v.len && v.u.s[i] != '-' && v.u.s[i] != ':') i++;
+            size_t on_end = i;
+            while (i < v.len && v.u.s[i] != ':') i++;
+            tpl_sb_putc(b, '/');
+            if (i + 1 < v.len) tpl_sb_put(b, v.u.s + i + 1, v.len - i - 2);
+            tpl_sb_putc(b, '/');
+            tpl_sb_put(b, v.u.s + on, on_end - on);
+        } else
             rb_inspect_str(b, v.u.s, v.len);
         break;
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
+        if ((v.flags & TPL_F_RANGE_RB) && l->len == 3) {   /* Range#inspect: 1..3, "a"..."c" */
+            rb_inspect(b, l->items[0], w);
+            tpl_sb_puts(b, l->items[2].u.i ? "..." : "..");
+            if (l->items[1].type != TPL_T_NONE) rb_inspect(b, l->items[1], w);
+            break;
+        }
         if (!w_enter(w, l)) {
             tpl_sb_puts(b, "[...]");
             break;
@@ -506,6 +523,15 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v)
         break;
     case TPL_T_STR:
         tpl_sb_put(b, v.u.s, v.len);
+        break;
+    case TPL_T_LIST:
+        if ((v.flags & TPL_F_RANGE_RB) && v.u.list->len == 3) {   /* Range#to_s: a..c */
+            tpl_rb_to_s(b, v.u.list->items[0]);
+            tpl_sb_puts(b, v.u.list->items[2].u.i ? "..." : "..");
+            tpl_rb_to_s(b, v.u.list->items[1]);
+            break;
+        }
+        tpl_rb_inspect(b, v);
         break;
     default:
         tpl_rb_inspect(b, v);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vm_impl.h"
+#include "../stdlib/ruby.h"
 #include "../stdlib/builtins.h"
 #include "../stdlib/tr.h"
 
@@ -817,7 +818,7 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 
 /* ------------------------------------------------------------------ calls */
 
-static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, tpl_value *result);
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result);
 
 void tpl_vm_init_builtins(tpl_vm *vm)
 {
@@ -915,7 +916,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     vm->slot_top = base + d->nslots;
     vm->depth++;
     uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
-    int rc = run(vm, d->entry, base, cl->outer_base, out);
+    int rc = run(vm, d->entry, base, cl->outer_base, 0, out);
     vm->pc = save_pc;
     vm->stack_top = save_stack;
     vm->depth--;
@@ -990,7 +991,7 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
 
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
 
-static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, tpl_value *result)
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
 {
     const tpl_program *p = vm->p;
     const uint32_t *code = p->code;
@@ -1002,7 +1003,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
     /* each call level gets the part of the operand stack above its caller's */
     tpl_value *stack = vm->stack + vm->stack_top;
     tpl_value *stack_end = vm->stack + TPL_VM_STACK;
-    tpl_value *sp = stack; /* next free */
+    tpl_value *sp = stack + npre; /* next free (a Ruby block starts with its parameters pushed) */
     int rc = 0;
     uint32_t w, a;
     /* Fuel: every instruction is counted in a register (ticks) and charged to vm->fuel at the
@@ -1206,7 +1207,13 @@ top:
     BINOP_CASE(SUB)
     BINOP_CASE(MUL)
     BINOP_CASE(DIV_PY)
-    BINOP_CASE(DIV_RB)
+    CASE(DIV_RB) {
+        sp--;
+        int h = tpl_rb_arith(vm, '/', sp[-1], sp[0], &sp[-1]);
+        if (h < 0) goto fail;
+        if (h == 0 && binop(vm, TPL_OP_DIV_RB, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
     BINOP_CASE(FLOORDIV)
     BINOP_CASE(MOD)
     BINOP_CASE(POW)
@@ -1333,8 +1340,7 @@ top:
             *sp++ = l->items->items[l->i++];
             NEXT(1);
         }
-        pc = code[pc + 1];
-        DISPATCH_OR_TOP;
+        JUMP_TO(code[pc + 1]);
     }
     CASE(LOOP_DEPTH) {
         tpl_value d = *--sp;
@@ -1342,7 +1348,7 @@ top:
         NEXT(0);
     }
     CASE(JSET) {
-        if (slots[a].type != TPL_T_UNSET) { pc = code[pc + 1]; DISPATCH_OR_TOP; }
+        if (slots[a].type != TPL_T_UNSET) JUMP_TO(code[pc + 1]);
         NEXT(1);
     }
     CASE(UNPACK) {
@@ -1510,8 +1516,7 @@ top:
         slots[a] = fields;
         if (tr.type == TPL_T_STR) {
             if (out_put(vm, tr.u.s, tr.len) < 0) goto fail;
-            pc = code[pc + 2];
-            DISPATCH_OR_TOP;
+            JUMP_TO(code[pc + 2]);
         }
         NEXT(2);
     }
@@ -1548,6 +1553,119 @@ top:
         sp[-1] = tpl_sb_value(&b);
         NEXT(0);
     }
+
+
+    /* ---- Ruby (ERB) ---- */
+    CASE(LOAD_NAME_RB) {
+        if (load_global(vm, &names[a], sp) < 0) goto fail;
+        if (sp->type == TPL_T_UNDEF) {
+            tpl_vm_error(vm, TPL_ERR_UNDEFINED, "undefined local variable or method `%.*s' for main:Object (NameError)",
+                         (int)names[a].s.len, names[a].s.u.s);
+            goto fail;
+        }
+        sp++;
+        NEXT(0);
+    }
+    CASE(LOAD_IVAR_RB) {
+        if (load_global(vm, &names[a], sp) < 0) goto fail;
+        if (sp->type == TPL_T_UNDEF) *sp = tpl_v_none();
+        sp++;
+        NEXT(0);
+    }
+    CASE(GETITEM_STR_RB) {
+        tpl_value obj = sp[-1];
+        if (obj.type == TPL_T_MAP) {
+            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            sp[-1] = hit ? *hit : tpl_v_none();
+            NEXT(0);
+        }
+        if (tpl_rb_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(GETITEM_RB) {
+        sp--;
+        if (tpl_rb_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(CALL_METHOD_RB) {
+        uint32_t aw = code[pc + 1], bw = code[pc + 2];
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+        tpl_value *args = sp - npos - nkw;
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        tpl_value r;
+        tpl_rb_block save = vm->rb_block;
+        vm->rb_block = (tpl_rb_block){ bw & 0xFFFFFFu, bw >> 24, (uint32_t)(slots - vm->slots) };
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        int rc = tpl_rb_send(vm, args[-1], names[a].s.u.s, names[a].s.len, args, npos, kwn, args + npos, nkw, &r);
+        vm->rb_block = save;
+        if (rc < 0) goto fail;
+        sp = args - 1;
+        *sp++ = r;
+        NEXT(2);
+    }
+    CASE(RET_RB) {
+        *result = *--sp;
+        if (a) vm->rb_broke = true;
+        return 0;
+    }
+    CASE(UNPACK_RB) {
+        tpl_value v = *--sp;
+        STACK_CHECK(a);
+        bool arr = v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_RB);
+        for (uint32_t i = 0; i < a; i++)
+            sp[i] = arr ? (i < v.u.list->len ? v.u.list->items[i] : tpl_v_none()) : (i == 0 ? v : tpl_v_none());
+        sp += a;
+        NEXT(0);
+    }
+    CASE(RANGE_RB) {
+        sp--;
+        if (tpl_rb_range(vm, sp[-1], sp[0], a != 0, &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(FOR_INIT_RB) {
+        tpl_list *items;
+        if (tpl_rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0) goto fail;
+        tpl_loop *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+        if (!l) { oom(vm); goto fail; }
+        memset(l, 0, sizeof *l);
+        l->items = items;
+        l->depth = 1;
+        tpl_value v = { 0 };
+        v.type = TPL_T_LOOP;
+        v.u.loop = l;
+        slots[a & 0xFFFFu] = v;
+        NEXT(0);
+    }
+#define RB_ARITH_CASE(NAME, BASE, OPC) CASE(NAME) { \
+        sp--; \
+        int h = tpl_rb_arith(vm, OPC, sp[-1], sp[0], &sp[-1]); \
+        if (h < 0) goto fail; \
+        if (h == 0 && binop(vm, TPL_OP_##BASE, sp[-1], sp[0], &sp[-1]) < 0) goto fail; \
+        NEXT(0); }
+    RB_ARITH_CASE(ADD_RB, ADD, '+')
+    RB_ARITH_CASE(SUB_RB, SUB, '-')
+    RB_ARITH_CASE(MUL_RB, MUL, '*')
+    RB_ARITH_CASE(MOD_RB, MOD, '%')
+    RB_ARITH_CASE(POW_RB, POW, 'p')
+#define RB_CMP_CASE(NAME, OPS, TEST) CASE(NAME) { \
+        int c = 0; sp--; \
+        if (tpl_rb_compare_check(vm, OPS, sp[-1], sp[0]) < 0) goto fail; \
+        if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
+        sp[-1] = tpl_v_bool(TEST); NEXT(0); }
+    RB_CMP_CASE(LT_RB, "<", c < 0)
+    RB_CMP_CASE(LE_RB, "<=", c <= 0)
+    RB_CMP_CASE(GT_RB, ">", c > 0)
+    RB_CMP_CASE(GE_RB, ">=", c >= 0)
+    CASE(NEG_RB) {
+        tpl_value v = sp[-1];
+        if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
+        else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
+        else if (v.type == TPL_T_INT) { tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)"); goto fail; }
+        else { tpl_rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
+        NEXT(0);
+    }
+    CASE(EQ_RB) { sp--; sp[-1] = tpl_v_bool(tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
+    CASE(NE_RB) { sp--; sp[-1] = tpl_v_bool(!tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
 #if !defined(__GNUC__)
     }
 #endif
@@ -1557,6 +1675,38 @@ fail:
     (void)rc;
     if (vm->err_unlocated) locate(vm, pc);
     return -1;
+}
+
+/* ------------------------------------------------------------------ Ruby blocks */
+
+tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
+tpl_value tpl_vm_call(const tpl_vm *vm) { return vm->call; }
+
+int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out)
+{
+    if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
+    if (vm->depth >= vm->limits.max_depth)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth (%u) reached", vm->limits.max_depth);
+    uint32_t np = b->nparams;
+    if (vm->stack_top + np + vm->p->max_stack > TPL_VM_STACK)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (out of stack)");
+    tpl_value *st = vm->stack + vm->stack_top;
+    if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & TPL_F_RANGE_RB)) {
+        tpl_list *l = args[0].u.list;
+        for (uint32_t i = 0; i < np; i++) st[i] = i < l->len ? l->items[i] : tpl_v_none();
+    } else {
+        for (uint32_t i = 0; i < np; i++) st[i] = (int)i < nargs ? args[i] : tpl_v_none();
+    }
+    uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
+    vm->depth++;
+    vm->rb_broke = false;
+    int rc = run(vm, b->pc, b->slot_base, 0, np, out);
+    vm->depth--;
+    vm->pc = save_pc;
+    vm->stack_top = save_stack;
+    if (rc < 0) return -1;
+    if (vm->rb_broke) { vm->rb_broke = false; return 1; }
+    return 0;
 }
 
 /* Renders vm->p from the start. */
@@ -1573,5 +1723,5 @@ int tpl_vm_run(tpl_vm *vm)
     vm->fuel = vm->limits.fuel;
     vm->err_unlocated = false;
     tpl_value r;
-    return run(vm, 0, 0, 0, &r);
+    return run(vm, 0, 0, 0, 0, &r);
 }

@@ -50,6 +50,27 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
  * Errors with a TypeError-like message on non-iterables (strict undefined errors too). */
 int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out);
 
+/* ------------------------------------------------------------------ Ruby blocks (ERB) */
+
+/* A Ruby block passed to a method (CALL_METHOD_RB): its code runs in the frame that created it
+ * (same slots), so it sees and assigns the enclosing locals, and its output goes to the
+ * template's output. */
+typedef struct tpl_rb_block {
+    uint32_t pc;          /* entry; 0 = no block given */
+    uint32_t nparams;     /* declared parameters (the block code stores them) */
+    uint32_t slot_base;   /* the creating frame's slots */
+} tpl_rb_block;
+
+/* The block given to the Ruby method being called (pc 0 when none). Builtins copy it before
+ * yielding (a yield may call other methods). */
+tpl_rb_block tpl_vm_block(const tpl_vm *vm);
+/* Calls block b with args bound as a Ruby proc binds them (one array argument is splatted over
+ * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
+ * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */
+int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out);
+/* The `call` builtin value of this render. */
+tpl_value tpl_vm_call(const tpl_vm *vm);
+
 /* ------------------------------------------------------------------ printing (runtime/print.c) */
 
 /* Python str(v) as Jinja2 prints it: None, True, shortest round-trip floats (1e+16, 0.1),

@@ -59,6 +59,9 @@ struct tpl_vm {
 
     struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
 
+    tpl_rb_block rb_block;  /* ERB: the block of the Ruby method being called */
+    tpl_value rb_break;     /* ERB: the value of a block's `break` */
+    bool rb_broke;          /* ERB: the last block ended with `break` */
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];

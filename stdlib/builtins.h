@@ -6,6 +6,9 @@
 
 typedef enum tpl_builtin_kind {
     TPL_BK_FILTER, TPL_BK_TEST, TPL_BK_GLOBAL, TPL_BK_STR, TPL_BK_MAP, TPL_BK_LIST,
+    /* Ruby (ERB): Kernel functions, methods of every object, String, Integer/Float, Array
+     * (and Enumerable), Hash, Range */
+    TPL_BK_RKERNEL, TPL_BK_RANY, TPL_BK_RSTR, TPL_BK_RNUM, TPL_BK_RARR, TPL_BK_RHASH, TPL_BK_RRANGE,
 } tpl_builtin_kind;
 
 /* Every builtin has one id in this enum; TPL_B__COUNT is the number of builtins. */

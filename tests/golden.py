@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Golden tests for tplc's own output formats: `tplc dump` disassembly (tests/dump/NAME.jinja →
-NAME.dump) and diagnostics (tests/errors/NAME.<ext> [+ NAME.json state, NAME.args extra flags] →
+"""Golden tests for tplc's own output formats: `tplc dump` disassembly (tests/dump/NAME.EXT →
+NAME.EXT.dump) and diagnostics (tests/errors/NAME.<ext> [+ NAME.json state, NAME.args extra flags] →
 NAME.expect: 'exit N' then the exact stderr). These pin tpl's formats, not a reference engine's.
 
 usage: golden.py TPLC [--update]   (--update rewrites the expected files after a deliberate change)
@@ -23,7 +23,7 @@ def main(argv):
     for name in sorted(os.listdir(ddir)):
         base, ext = os.path.splitext(name)
         if ext in (".jinja", ".erb", ".fmt"):
-            cases.append(("dump", ddir, name, os.path.join(ddir, base + ".dump")))
+            cases.append(("dump", ddir, name, os.path.join(ddir, name + ".dump")))
     edir = os.path.join(HERE, "errors")
     for name in sorted(os.listdir(edir)):
         base, ext = os.path.splitext(name)

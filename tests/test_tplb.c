@@ -387,8 +387,28 @@ static void test_limits(void)
     tpl_program_free(p);
 }
 
+/* Regression (found by test_fuzz): a loop whose FOR_NEXT exit jumps backwards ran forever,
+ * because only JUMP charged fuel on backward jumps. Every jump now charges. */
+static void test_backward_loop_exit(void)
+{
+    tpl_program *p = compile("{% for i in [1] %}x{% endfor %}", NULL);
+    size_t pc = 0;
+    while (pc < p->ncode && TPL_INSN_OP(p->code[pc]) != TPL_OP_FOR_NEXT)
+        pc += 1 + (size_t)tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra;
+    CHECK(pc < p->ncode);
+    if (pc < p->ncode) p->code[pc + 1] = (uint32_t)pc; /* exit to itself */
+    tpl_render *r = new_render(&(tpl_limits){ .fuel = 10000 });
+    tpl_status st;
+    char *out = render(r, p, &st);
+    CHECK(st == TPL_ERR_LIMIT);
+    free(out);
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
 int main(void)
 {
+    test_backward_loop_exit();
     test_round_trip();
     test_static();
     test_limits();

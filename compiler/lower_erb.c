@@ -1,0 +1,611 @@
+/* ERB lowering: the Ruby subset's AST (grammar/erb_parse.y) to the shared bytecode.
+ *
+ * Ruby semantics become explicit opcodes through tpl_c_emit (JF_RB: only nil and false are
+ * falsy, PRINT_RB: to_s, DIV_RB: integer division floors, CONCAT_RB: interpolation) and the
+ * *_RB ops (NameError for unknown names, Ruby `[]`, `==`, method calls with blocks).
+ * Iteration blocks whose value is not used (`items.each do |i| ... end`, also map/select/
+ * times/each_with_index as statements) become the VM's FOR_INIT/FOR_NEXT loops, like a Jinja
+ * for; value blocks (map/select/sort_by/sum ...) become block subroutines run by the method
+ * (CALL_METHOD_RB yields to them), in the same frame so they see the enclosing locals. */
+#include <stdio.h>
+#include <string.h>
+#include "compile.h"
+#include "../grammar/erb.h"
+#include "../runtime/vm.h"
+#include "../stdlib/builtins.h"
+#include "../stdlib/ruby.h"
+
+typedef struct erb_loop {
+    struct erb_loop *parent;
+    bool sub;               /* a block subroutine (next/break return from it) */
+    uint32_t top;           /* loop: the FOR_NEXT to continue at */
+    uint32_t breaks[64];    /* loop: jumps to patch with the exit */
+    int nbreaks;
+} erb_loop;
+
+typedef struct erb_low {
+    tpl_comp *c;
+    erb_loop *loop;
+} erb_low;
+
+static void expr(erb_low *L, tpl_node *n);
+static void stmt(erb_low *L, tpl_node *n);
+static void body(erb_low *L, tpl_node *n);
+static void value_body(erb_low *L, tpl_node *n);
+
+#define C (L->c)
+#define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
+
+static bool name_is(tpl_value v, const char *s) { return v.len == strlen(s) && memcmp(v.u.s, s, v.len) == 0; }
+
+static void load_local(erb_low *L, uint32_t slot, tpl_value name)
+{
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, slot, 1);
+    tpl_c_word(C, tpl_c_name(C, name));
+}
+
+/* Stores the top of the stack into variable `name` (declared in the innermost scope when new). */
+static void store_var(erb_low *L, tpl_value name, uint32_t off)
+{
+    uint32_t slot;
+    if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+}
+
+static const char *const known_classes[] = { "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
+    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", NULL };
+
+/* ------------------------------------------------------------------ blocks */
+
+/* Binds the block parameters from the value(s) on the stack: `count` values pushed. */
+static void bind_params(erb_low *L, tpl_node *params, int pushed)
+{
+    tpl_node *ps[64];
+    int np = 0;
+    for (tpl_node *p = params; p && np < 64; p = p->next) ps[np++] = p;
+    if (pushed == 1 && np >= 2) {
+        tpl_c_emit(C, TPL_OP_UNPACK_RB, (uint32_t)np, np - 1);
+        pushed = np;
+    }
+    /* pushed values: first..last; drop extras, store last parameter first */
+    for (int i = pushed - 1; i >= 0; i--) {
+        if (i >= np) { tpl_c_emit(C, TPL_OP_POP, 0, -1); continue; }
+        uint32_t slot = tpl_c_declare(C, ps[i]->val);
+        tpl_c_at(C, ps[i]->off);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+    }
+}
+
+static int count_params(tpl_node *p)
+{
+    int n = 0;
+    for (; p; p = p->next) n++;
+    return n;
+}
+
+/* Emits a block subroutine (jumped over); returns its CALL_METHOD_RB block word. */
+static uint32_t block_sub(erb_low *L, tpl_node *blk)
+{
+    int np = count_params(blk->a);
+    if (np > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return 0; }
+    tpl_c_at(C, blk->off);
+    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, np);
+    uint32_t entry = tpl_c_here(C);
+    tpl_c_push_scope(C);
+    /* the VM pushes exactly np values (Ruby proc binding) */
+    tpl_node *ps[64];
+    int k = 0;
+    for (tpl_node *p = blk->a; p; p = p->next) ps[k++] = p;
+    for (int i = np - 1; i >= 0; i--) {
+        uint32_t slot = tpl_c_declare(C, ps[i]->val);
+        tpl_c_at(C, ps[i]->off);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+    }
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.sub = true;
+    L->loop = &lc;
+    value_body(L, blk->b);
+    L->loop = lc.parent;
+    tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+    tpl_c_pop_scope(C);
+    tpl_c_patch(C, skip, tpl_c_here(C));
+    return entry | (uint32_t)np << 24;
+}
+
+/* Methods whose block, as a statement, is just a loop over the receiver's items. */
+static int loop_mode(tpl_value name)
+{
+    static const char *const each_like[] = { "each", "each_pair", "map", "collect", "select", "filter", "reject",
+                                             "flat_map", NULL };
+    for (int i = 0; each_like[i]; i++)
+        if (name_is(name, each_like[i])) return TPL_RB_EACH;
+    if (name_is(name, "each_with_index")) return TPL_RB_EACH_WITH_INDEX;
+    if (name_is(name, "times")) return TPL_RB_TIMES;
+    return -1;
+}
+
+/* `recv.each do |x| ... end` as a statement: FOR_INIT_RB / FOR_NEXT. */
+static void loop_block(erb_low *L, tpl_node *n, int mode)
+{
+    tpl_node *blk = n->c;
+    expr(L, n->a);
+    tpl_c_push_scope(C);
+    uint32_t slot = tpl_c_slot(C);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, slot | (uint32_t)mode << 16, -1);
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.top = tpl_c_here(C);
+    L->loop = &lc;
+    tpl_c_emit(C, TPL_OP_FOR_NEXT, slot, 1);
+    uint32_t exit_pos = tpl_c_word(C, 0);
+    int np = count_params(blk->a);
+    if (mode == TPL_RB_EACH_WITH_INDEX && np <= 1) {
+        tpl_c_emit(C, TPL_OP_UNPACK_RB, 2, 1);
+        bind_params(L, blk->a, 2);
+    } else if (np == 0) {
+        tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    } else {
+        bind_params(L, blk->a, 1);
+    }
+    body(L, blk->b);
+    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
+    uint32_t end = tpl_c_here(C);
+    tpl_c_patch_word(C, exit_pos, end);
+    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
+    L->loop = lc.parent;
+    tpl_c_pop_scope(C);
+}
+
+/* ------------------------------------------------------------------ calls */
+
+/* Pushes the arguments; returns the call-argument word. */
+static uint32_t args(erb_low *L, tpl_node *a)
+{
+    uint32_t npos = 0, nkw = 0;
+    tpl_list *names = NULL;
+    for (; a; a = a->next) {
+        if (a->kind == TPL_N_KWARG) {
+            tpl_arena *pa = tpl_c_program_arena(C);
+            if (!names) names = tpl_list_new(pa, 4);
+            char *kn = tpl_arena_strdup(pa, a->val.u.s, a->val.len);
+            if (!names || !kn || !tpl_list_push(pa, names, tpl_v_str(kn, a->val.len))) { tpl_c_error(C, a->off, "out of memory"); return 0; }
+            expr(L, a->a);
+            nkw++;
+        } else {
+            if (nkw) { tpl_c_error(C, a->off, "positional argument after a keyword argument is not supported"); return 0; }
+            expr(L, a->a);
+            npos++;
+        }
+    }
+    if (npos > 200 || nkw > 50) { tpl_c_error(C, 0, "too many arguments"); return 0; }
+    uint32_t k = TPL_NO_KW;
+    if (nkw) {
+        tpl_value lv = tpl_v_list(names);
+        lv.flags = TPL_F_TUPLE;
+        k = tpl_c_const(C, lv);
+    }
+    return TPL_ARGW(npos, nkw, k);
+}
+
+static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW(w)); }
+
+/* A method call; `used` false when its value is dropped (a statement). */
+static void call(erb_low *L, tpl_node *n, bool used)
+{
+    /* a trailing &:name argument is the call's block */
+    if (n->b) {
+        tpl_node **pp = &n->b;
+        while (*pp && (*pp)->next) pp = &(*pp)->next;
+        if ((*pp)->kind == TPL_N_RBLOCK) {
+            if (n->c) { tpl_c_error(C, (*pp)->off, "both a block argument and a block given (SyntaxError)"); return; }
+            n->c = *pp;
+            *pp = NULL;
+            if (n->b) {
+                tpl_node *t = n->b;
+                while (t->next) t = t->next;
+                n->b->tail = t;
+            }
+        }
+    }
+    if (!n->a) {
+        int id = tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len);
+        if (id < 0) {
+            tpl_c_error(C, n->off, "undefined method `%.*s' for main:Object (NoMethodError)", (int)n->val.len, n->val.u.s);
+            return;
+        }
+        if (n->c) { tpl_c_error(C, n->c->off, "a block for `%.*s' is not supported", (int)n->val.len, n->val.u.s); return; }
+        uint32_t w = args(L, n->b);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, n->val), 1 - argw_count(w));
+        tpl_c_word(C, (uint32_t)id);
+        tpl_c_word(C, w);
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
+    if (!used && n->c && !n->b && n->c->kind == TPL_N_RBLOCK) {
+        int mode = loop_mode(n->val);
+        if (mode >= 0) { loop_block(L, n, mode); return; }
+    }
+    uint32_t bw = n->c ? block_sub(L, n->c) : 0;
+    expr(L, n->a);
+    uint32_t w = args(L, n->b);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, n->val), -argw_count(w));
+    tpl_c_word(C, w);
+    tpl_c_word(C, bw);
+    /* push / << / append return a new array: store it back (values are immutable) */
+    if ((name_is(n->val, "push") || name_is(n->val, "<<") || name_is(n->val, "append")) &&
+        (n->a->kind == TPL_N_NAME || n->a->kind == TPL_N_RIVAR)) {
+        if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+        store_var(L, n->a->val, n->off);
+        return;
+    }
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+/* ------------------------------------------------------------------ case / if */
+
+static void case_(erb_low *L, tpl_node *n, bool value)
+{
+    uint32_t subj = 0;
+    tpl_value sname = S("(case)");
+    if (n->a) {
+        expr(L, n->a);
+        subj = tpl_c_slot(C);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, subj, -1);
+    }
+    uint32_t ends[256];
+    int nends = 0;
+    for (tpl_node *w = n->b; w && !tpl_c_failed(C); w = w->next) {
+        uint32_t hits[64];
+        int nh = 0;
+        for (tpl_node *v = w->a; v; v = v->next) {
+            tpl_c_at(C, v->off);
+            if (!n->a) {
+                expr(L, v);
+            } else if (v->kind == TPL_N_CONST) {
+                load_local(L, subj, sname);
+                expr(L, v);
+                tpl_c_emit(C, TPL_OP_EQ_RB, 0, -1);
+            } else {
+                expr(L, v);
+                load_local(L, subj, sname);
+                tpl_c_at(C, v->off);
+                tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("===")), -1);
+                tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+                tpl_c_word(C, 0);
+            }
+            if (nh >= 64) { tpl_c_error(C, v->off, "too many values in one when"); return; }
+            hits[nh++] = tpl_c_emit(C, TPL_OP_JT_PY, 0, -1);
+        }
+        uint32_t next = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
+        uint32_t here = tpl_c_here(C);
+        for (int i = 0; i < nh; i++) tpl_c_patch(C, hits[i], here);
+        if (value) value_body(L, w->b);
+        else body(L, w->b);
+        if (nends >= 256) { tpl_c_error(C, w->off, "too many when clauses"); return; }
+        ends[nends++] = tpl_c_emit(C, TPL_OP_JUMP, 0, value ? -1 : 0);
+        tpl_c_patch(C, next, tpl_c_here(C));
+    }
+    if (value) {
+        if (n->c) value_body(L, n->c);
+        else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    } else {
+        body(L, n->c);
+    }
+    uint32_t end = tpl_c_here(C);
+    for (int i = 0; i < nends; i++) tpl_c_patch(C, ends[i], end);
+}
+
+static void if_(erb_low *L, tpl_node *n, bool value)
+{
+    tpl_node *cond = n->a;
+    while (cond->kind == TPL_N_UNOP && cond->op == TPL_AOP_NOT) cond = cond->a;
+    if (cond->kind == TPL_N_RREGEX) {
+        /* Ruby matches a bare regex condition against $_ (a warning); tpl refuses it */
+        tpl_c_error(C, cond->off, "a regex literal as a condition is not supported (use =~ or match?)");
+        return;
+    }
+    expr(L, n->a);
+    tpl_c_at(C, n->off);
+    uint32_t jf = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+    if (value) value_body(L, n->b);
+    else body(L, n->b);
+    if (!value && !n->c) {
+        tpl_c_patch(C, jf, tpl_c_here(C));
+        return;
+    }
+    uint32_t jend = tpl_c_emit(C, TPL_OP_JUMP, 0, value ? -1 : 0);
+    tpl_c_patch(C, jf, tpl_c_here(C));
+    if (value) {
+        if (n->c) value_body(L, n->c);
+        else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    } else {
+        body(L, n->c);
+    }
+    tpl_c_patch(C, jend, tpl_c_here(C));
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+static void expr(erb_low *L, tpl_node *n)
+{
+    if (tpl_c_failed(C) || !n) return;
+    tpl_c_at(C, n->off);
+    uint32_t slot;
+    switch (n->kind) {
+    case TPL_N_CONST:
+        switch (n->val.type) {
+        case TPL_T_NONE: tpl_c_emit(C, TPL_OP_NONE, 0, 1); return;
+        case TPL_T_BOOL: tpl_c_emit(C, n->val.u.i ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1); return;
+        case TPL_T_INT:
+            if (n->val.u.i >= -(1 << 22) && n->val.u.i < (1 << 22)) { tpl_c_emit(C, TPL_OP_INT, (uint32_t)(n->val.u.i & 0xFFFFFF), 1); return; }
+            break;
+        default: break;
+        }
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, n->val), 1);
+        return;
+    case TPL_N_NAME:
+        if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, n->val);
+        else tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, n->val), 1);
+        return;
+    case TPL_N_RIVAR:
+        if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, n->val);
+        else tpl_c_emit(C, TPL_OP_LOAD_IVAR_RB, tpl_c_name(C, n->val), 1);
+        return;
+    case TPL_N_RCONSTNAME: {
+        bool known = false;
+        for (int i = 0; known_classes[i]; i++) known = known || name_is(n->val, known_classes[i]);
+        if (!known) { tpl_c_error(C, n->off, "uninitialized constant %.*s (NameError)", (int)n->val.len, n->val.u.s); return; }
+        tpl_value v = n->val;
+        v.flags = TPL_F_CLASS_RB;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1);
+        return;
+    }
+    case TPL_N_RREGEX: {
+        char msg[200];
+        tpl_sb b;
+        tpl_sb_init(&b, tpl_c_arena(C));
+        /* kept as Ruby's Regexp#to_s, "(?mi-x:src)": Oniguruma reads it as the same regex */
+        static const struct { int bit; char c; } fl[] = { { TPL_RX_M, 'm' }, { TPL_RX_I, 'i' }, { TPL_RX_X, 'x' } };
+        tpl_sb_puts(&b, "(?");
+        for (int i = 0; i < 3; i++) if (n->op & fl[i].bit) tpl_sb_putc(&b, fl[i].c);
+        if ((n->op & 7) != 7) tpl_sb_putc(&b, '-');
+        for (int i = 0; i < 3; i++) if (!(n->op & fl[i].bit)) tpl_sb_putc(&b, fl[i].c);
+        tpl_sb_putc(&b, ':');
+        tpl_sb_put(&b, n->val.u.s, n->val.len);
+        tpl_sb_putc(&b, ')');
+        if (b.failed) { tpl_c_error(C, n->off, "out of memory"); return; }
+        if (!tpl_rb_regex_check(b.p, b.len, msg, sizeof msg)) { tpl_c_error(C, n->off, "%s", msg); return; }
+        tpl_value v = tpl_sb_value(&b);
+        v.flags = TPL_F_REGEX_RB;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1);
+        return;
+    }
+    case TPL_N_GETITEM:
+        expr(L, n->a);
+        if (n->b->kind == TPL_N_CONST && n->b->val.type == TPL_T_STR) {
+            /* h[:k] / h["k"]: the key's hash is computed once, at compile time */
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_GETITEM_STR_RB, tpl_c_name(C, n->b->val), 0);
+            return;
+        }
+        expr(L, n->b);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+        return;
+    case TPL_N_RMETHOD:
+        call(L, n, true);
+        return;
+    case TPL_N_BINOP: {
+        expr(L, n->a);
+        expr(L, n->b);
+        tpl_c_at(C, n->off);
+        int op;
+        switch (n->op) {
+        case TPL_AOP_ADD: op = TPL_OP_ADD_RB; break;
+        case TPL_AOP_SUB: op = TPL_OP_SUB_RB; break;
+        case TPL_AOP_MUL: op = TPL_OP_MUL_RB; break;
+        case TPL_AOP_DIV: op = TPL_OP_DIV_PY; break;
+        case TPL_AOP_MOD: op = TPL_OP_MOD_RB; break;
+        default: op = TPL_OP_POW_RB; break;
+        }
+        tpl_c_emit(C, op, 0, -1);
+        return;
+    }
+    case TPL_N_UNOP:
+        if (n->op == TPL_AOP_NOT && n->a->kind == TPL_N_RREGEX) {
+            tpl_c_error(C, n->a->off, "a regex literal as a condition is not supported (use =~ or match?)");
+            return;
+        }
+        expr(L, n->a);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, n->op == TPL_AOP_NEG ? TPL_OP_NEG_RB : n->op == TPL_AOP_POS ? TPL_OP_POS : TPL_OP_NOT_PY, 0, 0);
+        return;
+    case TPL_N_AND:
+    case TPL_N_OR: {
+        expr(L, n->a);
+        tpl_c_at(C, n->off);
+        uint32_t j = tpl_c_emit(C, n->kind == TPL_N_AND ? TPL_OP_JF_PY_KEEP : TPL_OP_JT_PY_KEEP, 0, -1);
+        expr(L, n->b);
+        tpl_c_patch(C, j, tpl_c_here(C));
+        return;
+    }
+    case TPL_N_COMPARE: {
+        tpl_node *o = n->b;
+        expr(L, n->a);
+        expr(L, o->a);
+        tpl_c_at(C, n->off);
+        int op;
+        switch (o->op) {
+        case TPL_AOP_EQ: op = TPL_OP_EQ_RB; break;
+        case TPL_AOP_NE: op = TPL_OP_NE_RB; break;
+        case TPL_AOP_LT: op = TPL_OP_LT_RB; break;
+        case TPL_AOP_LE: op = TPL_OP_LE_RB; break;
+        case TPL_AOP_GT: op = TPL_OP_GT_RB; break;
+        default: op = TPL_OP_GE_RB; break;
+        }
+        tpl_c_emit(C, op, 0, -1);
+        return;
+    }
+    case TPL_N_CONDEXPR: {
+        expr(L, n->a);
+        tpl_c_at(C, n->off);
+        uint32_t jf = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+        expr(L, n->b);
+        uint32_t jend = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+        tpl_c_patch(C, jf, tpl_c_here(C));
+        expr(L, n->c);
+        tpl_c_patch(C, jend, tpl_c_here(C));
+        return;
+    }
+    case TPL_N_LIST: {
+        uint32_t cnt = 0;
+        for (tpl_node *x = n->a; x; x = x->next) { expr(L, x); cnt++; }
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
+        return;
+    }
+    case TPL_N_DICT: {
+        uint32_t cnt = 0;
+        for (tpl_node *x = n->a; x; x = x->next) { expr(L, x->a); expr(L, x->b); cnt++; }
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_BUILD_MAP, cnt, 1 - 2 * (int)cnt);
+        return;
+    }
+    case TPL_N_INTERP: {
+        uint32_t cnt = 0;
+        for (tpl_node *x = n->a; x; x = x->next) {
+            if (x->kind == TPL_N_RSTMTS) value_body(L, x->b);
+            else expr(L, x);
+            cnt++;
+        }
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_CONCAT, cnt, 1 - (int)cnt);
+        return;
+    }
+    case TPL_N_RRANGE:
+        expr(L, n->a);
+        if (n->b) expr(L, n->b);
+        else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_RANGE_RB, n->op, -1);
+        return;
+    case TPL_N_RSTMTS:
+        value_body(L, n->b);
+        return;
+    case TPL_N_IF:
+        if_(L, n, true);
+        return;
+    case TPL_N_RCASE:
+        case_(L, n, true);
+        return;
+    case TPL_N_SET:
+        expr(L, n->b);
+        tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+        store_var(L, n->a->val, n->off);
+        return;
+    case TPL_N_TEXT:
+    case TPL_N_OUTPUT:
+        /* the value of text in Ruby's ERB is the output buffer itself; tpl gives nil */
+        stmt(L, n);
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        return;
+    case TPL_N_RNEXT:
+    case TPL_N_RBREAK:
+        tpl_c_error(C, n->off, "'%s' is not supported inside an expression", n->kind == TPL_N_RNEXT ? "next" : "break");
+        return;
+    default:
+        tpl_c_error(C, n->off, "unsupported Ruby construct (%s)", tpl_node_kind_name(n->kind));
+    }
+}
+
+/* A statement list as a value: the last statement's value (nil when empty). */
+static void value_body(erb_low *L, tpl_node *n)
+{
+    if (!n) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+    for (; n && !tpl_c_failed(C); n = n->next) {
+        if (n->next) { stmt(L, n); continue; }
+        if (n->kind == TPL_N_RNEXT || n->kind == TPL_N_RBREAK) { stmt(L, n); tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+        expr(L, n);
+    }
+}
+
+/* ------------------------------------------------------------------ statements */
+
+static void stmt(erb_low *L, tpl_node *n)
+{
+    if (tpl_c_failed(C) || !n) return;
+    tpl_c_at(C, n->off);
+    switch (n->kind) {
+    case TPL_N_TEXT:
+        tpl_c_text(C, n->val.u.s, n->val.len);
+        return;
+    case TPL_N_OUTPUT: {
+        tpl_node *e = n->a;
+        if (e->kind == TPL_N_RSTMTS && e->b && !e->b->next) e = e->b;
+        if (e->kind == TPL_N_CONST && e->val.type == TPL_T_STR) { tpl_c_text(C, e->val.u.s, e->val.len); return; }
+        expr(L, e);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_PRINT_PY, 0, -1);
+        return;
+    }
+    case TPL_N_IF:
+        if_(L, n, false);
+        return;
+    case TPL_N_RCASE:
+        case_(L, n, false);
+        return;
+    case TPL_N_SET:
+        expr(L, n->b);
+        store_var(L, n->a->val, n->off);
+        return;
+    case TPL_N_RMETHOD:
+        call(L, n, false);
+        return;
+    case TPL_N_RSTMTS:
+        body(L, n->b);
+        return;
+    case TPL_N_RNEXT:
+    case TPL_N_RBREAK: {
+        bool brk = n->kind == TPL_N_RBREAK;
+        erb_loop *lc = L->loop;
+        if (!lc) { tpl_c_error(C, n->off, "Invalid %s (SyntaxError)", brk ? "break" : "next"); return; }
+        if (lc->sub) {
+            if (n->a) expr(L, n->a);
+            else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_RET_RB, brk ? 1 : 0, -1);
+            return;
+        }
+        if (n->a) { expr(L, n->a); tpl_c_emit(C, TPL_OP_POP, 0, -1); }
+        tpl_c_at(C, n->off);
+        if (!brk) { tpl_c_emit(C, TPL_OP_JUMP, lc->top, 0); return; }
+        if (lc->nbreaks >= 64) { tpl_c_error(C, n->off, "too many breaks in one block"); return; }
+        lc->breaks[lc->nbreaks++] = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
+        return;
+    }
+    default:
+        expr(L, n);
+        tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    }
+}
+
+static void body(erb_low *L, tpl_node *n)
+{
+    for (; n && !tpl_c_failed(C); n = n->next) stmt(L, n);
+}
+
+bool tpl_erb_lower(tpl_comp *c, tpl_node *root)
+{
+    erb_low low = { c, NULL };
+    erb_low *L = &low;
+    body(L, root->b);
+    const tpl_options *o = tpl_c_options(c);
+    if (o->tidy) tpl_c_emit(c, TPL_OP_TIDY_PY, 0, 0);
+    tpl_c_emit(c, TPL_OP_HALT, 0, 0);
+    return !tpl_c_failed(c);
+}

@@ -1,0 +1,42 @@
+/* The ERB front end: Ruby 3.1 ERB (trim_mode "-") templates with a Ruby subset in their tags.
+ *
+ * Two stages, as Ruby's own ERB works:
+ *  1. tpl_erb_script (erb_lex.re) scans text and tags exactly as ERB::Compiler with its
+ *     TrimScanner does and lays out the Ruby "script" ERB would generate, line for line. Text
+ *     becomes a PUT marker, `<%= e %>` becomes INS_OPEN e INS_CLOSE, `<% code %>` the code itself,
+ *     joined by "; " and the generated line breaks. A `#` comment in a code tag therefore
+ *     swallows the rest of the generated line, as it does in Ruby.
+ *  2. The Ruby tokenizer (also erb_lex.re) tokenizes that script and the Lemon grammar
+ *     (erb_parse.y) builds the shared AST, with the Ruby node kinds appended to compiler/ast.h.
+ * Token offsets point into the script; the driver maps every node back to a source offset. */
+#ifndef TPL_ERB_H
+#define TPL_ERB_H
+
+#include "parse_ctx.h"
+
+/* Parses an ERB template (src[n] must be NUL) into c->root (a TEMPLATE node whose offsets are
+ * source offsets). c->arena holds the AST; c->src/c->n must be the template source. Returns
+ * false with c->err_off (a source offset) and c->msg on failure. */
+bool tpl_erb_parse(tpl_pctx *c);
+
+/* ---- used by the grammar's actions (erb_parse.y) ---- */
+
+/* The text of PUT marker token t (its value and its source offset). */
+tpl_node *tpl_erb_text(tpl_pctx *c, tpl_token t);
+/* A double-quoted string literal: CONST, or INTERP with the `#{}` parts parsed as Ruby. */
+tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t);
+/* A single-quoted string literal (only \\ and \' are escapes). */
+tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t);
+/* A :symbol literal (a string flagged TPL_F_SYMBOL: DESIGN §2). */
+tpl_node *tpl_erb_symbol(tpl_pctx *c, tpl_token t);
+/* A regular expression literal /.../flags: RREGEX with val = pattern, op = option bits. */
+tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t);
+/* A %w[...] or %i[...] word array: a LIST of strings (symbols for %i). */
+tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t);
+/* A numeric literal (may carry a leading '-'). */
+tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float);
+
+/* Regex option bits stored in RREGEX op. */
+enum { TPL_RX_I = 1, TPL_RX_X = 2, TPL_RX_M = 4 };
+
+#endif

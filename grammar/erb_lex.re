@@ -1,0 +1,999 @@
+/* ERB scanner (re2c) and Ruby tokenizer, plus the ERB parser driver. See erb.h for the design.
+ *
+ * Stage 1 mirrors Ruby 3.1 erb.rb: TrimScanner#explicit_trim_line with the scan regex
+ *   /(.*?)(^[ \t]*<%\-|<%\-|-%>\r?\n|-%>|<%%|<%=|<%#|<%|%%>|%>|\z)/m
+ * and ERB::Compiler#compile_stag / #compile_etag / #compile_content with its Buffer (items of a
+ * generated line joined by "; ", a text's newlines repeated after its put command). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "erb.h"
+#include "erb_parse.h"
+#include "../runtime/vm.h"
+
+/* ------------------------------------------------------------------ the generated script */
+
+enum { M_PUT = 1, M_INS_OPEN = 2, M_INS_CLOSE = 3 };   /* marker bytes in the script */
+
+typedef struct erb_text { uint32_t off; tpl_value s; } erb_text;
+
+typedef struct erb_script {
+    char *s;            /* the script (heap) */
+    uint32_t *map;      /* script byte -> source offset */
+    size_t n, cap;
+    erb_text *texts;    /* PUT markers' texts */
+    size_t ntexts, tcap;
+    bool line_has_item; /* Buffer: items on the current line are joined by "; " */
+    bool oom;
+} erb_script;
+
+static void sc_put(erb_script *sc, const char *s, size_t n, uint32_t off, bool advance)
+{
+    if (sc->oom) return;
+    if (sc->n + n + 1 > sc->cap) {
+        size_t nc = sc->cap ? sc->cap * 2 : 1024;
+        while (nc < sc->n + n + 1) nc *= 2;
+        char *ns = realloc(sc->s, nc);
+        if (!ns) { sc->oom = true; return; }
+        sc->s = ns;
+        uint32_t *nm = realloc(sc->map, nc * sizeof *nm);
+        if (!nm) { sc->oom = true; return; }
+        sc->map = nm;
+        sc->cap = nc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sc->s[sc->n] = s[i];
+        sc->map[sc->n++] = advance ? off + (uint32_t)i : off;
+    }
+    sc->s[sc->n] = 0;
+}
+
+/* A growable content buffer: bytes with their source offsets. */
+typedef struct erb_content {
+    char *s;
+    uint32_t *off;
+    size_t n, cap;
+    bool oom;
+} erb_content;
+
+static void ct_add(erb_content *c, const char *s, size_t n, uint32_t off)
+{
+    if (c->oom) return;
+    if (c->n + n + 1 > c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 256;
+        while (nc < c->n + n + 1) nc *= 2;
+        char *ns = realloc(c->s, nc);
+        if (!ns) { c->oom = true; return; }
+        c->s = ns;
+        uint32_t *no = realloc(c->off, nc * sizeof *no);
+        if (!no) { c->oom = true; return; }
+        c->off = no;
+        c->cap = nc;
+    }
+    for (size_t i = 0; i < n; i++) { c->s[c->n] = s[i]; c->off[c->n++] = off + (uint32_t)i; }
+}
+
+static void buf_push_begin(erb_script *sc, uint32_t off)
+{
+    if (sc->line_has_item) sc_put(sc, "; ", 2, off, false);
+    sc->line_has_item = true;
+}
+
+static void buf_cr(erb_script *sc, uint32_t off)
+{
+    sc_put(sc, "\n", 1, off, false);
+    sc->line_has_item = false;
+}
+
+/* add_put_cmd: the text, then as many line breaks as it holds. */
+static void add_put(erb_script *sc, erb_content *c, tpl_arena *a)
+{
+    if (c->n == 0) return;
+    uint32_t off = c->off[0];
+    char *t = tpl_arena_strdup(a, c->s, c->n);
+    if (!t) { sc->oom = true; return; }
+    if (sc->ntexts == sc->tcap) {
+        size_t nc = sc->tcap ? sc->tcap * 2 : 64;
+        erb_text *nt = realloc(sc->texts, nc * sizeof *nt);
+        if (!nt) { sc->oom = true; return; }
+        sc->texts = nt;
+        sc->tcap = nc;
+    }
+    sc->texts[sc->ntexts] = (erb_text){ off, tpl_v_str(t, c->n) };
+    char mk[24];
+    int mn = snprintf(mk, sizeof mk, "%c%zu%c", M_PUT, sc->ntexts, M_PUT);
+    sc->ntexts++;
+    buf_push_begin(sc, off);
+    sc_put(sc, mk, (size_t)mn, off, false);
+    for (size_t i = 0; i < c->n; i++)
+        if (c->s[i] == '\n') sc_put(sc, "\n", 1, c->off[i], false);
+    c->n = 0;
+}
+
+static void put_content(erb_script *sc, const erb_content *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) sc_put(sc, c->s + i, 1, c->off[i], false);
+}
+
+typedef enum { ST_NONE, ST_CODE, ST_INSERT, ST_COMMENT } erb_stag;
+
+/* The tag tokens of the scan regex, by re2c. Returns the token kind and sets *len; 0 = none. */
+enum { T_LSTRIP = 1, T_OPEN_DASH, T_CLOSE_DASH_NL, T_CLOSE_DASH, T_OPEN_PCT, T_OPEN_EQ, T_OPEN_HASH,
+       T_OPEN, T_CLOSE_PCT, T_CLOSE };
+
+static int tag_at(const char *s, const char *end, bool line_start, size_t *len)
+{
+    const char *YYCURSOR = s, *YYMARKER = s, *YYLIMIT = end;
+    (void)YYLIMIT;
+    (void)YYMARKER;
+    if (line_start) {
+        /*!re2c
+            re2c:define:YYCTYPE = "unsigned char";
+            re2c:yyfill:enable = 0;
+            [ \t]* "<%-" { *len = (size_t)(YYCURSOR - s); return T_LSTRIP; }
+            * { goto plain; }
+        */
+    }
+plain:
+    YYCURSOR = s;
+    /*!re2c
+        re2c:define:YYCTYPE = "unsigned char";
+        re2c:yyfill:enable = 0;
+        "<%-"          { *len = 3; return T_OPEN_DASH; }
+        "-%>" "\r"? "\n" { *len = (size_t)(YYCURSOR - s); return T_CLOSE_DASH_NL; }
+        "-%>"          { *len = 3; return T_CLOSE_DASH; }
+        "<%%"          { *len = 3; return T_OPEN_PCT; }
+        "<%="          { *len = 3; return T_OPEN_EQ; }
+        "<%#"          { *len = 3; return T_OPEN_HASH; }
+        "<%"           { *len = 2; return T_OPEN; }
+        "%%>"          { *len = 3; return T_CLOSE_PCT; }
+        "%>"           { *len = 2; return T_CLOSE; }
+        *              { return 0; }
+    */
+}
+
+/* compile_content for the tag that just closed. */
+static void close_tag(erb_script *sc, erb_stag st, erb_content *c)
+{
+    if (st == ST_CODE) {
+        size_t n = c->n;
+        bool nl = n > 0 && c->s[n - 1] == '\n';
+        if (nl) n--;
+        buf_push_begin(sc, n ? c->off[0] : 0);
+        put_content(sc, c, n);
+        if (nl) buf_cr(sc, c->off[n]);
+    } else if (st == ST_INSERT) {
+        uint32_t off = c->n ? c->off[0] : 0;
+        buf_push_begin(sc, off);
+        char o = M_INS_OPEN, cl = M_INS_CLOSE;
+        sc_put(sc, &o, 1, off, false);
+        put_content(sc, c, c->n);
+        sc_put(sc, &cl, 1, c->n ? c->off[c->n - 1] : off, false);
+    }
+    c->n = 0;
+}
+
+/* Builds the script of src; false with *err_off/msg on an unclosed tag (or out of memory). */
+static bool erb_build_script(const char *src, size_t n, tpl_arena *a, erb_script *sc, uint32_t *err_off,
+                             char *msg, size_t msgcap)
+{
+    erb_content c = { 0 };
+    erb_stag st = ST_NONE;
+    uint32_t tag_off = 0;
+    size_t i = 0;
+    while (i < n) {
+        size_t len = 0;
+        bool ls = i == 0 || src[i - 1] == '\n';
+        int t = tag_at(src + i, src + n, ls, &len);
+        uint32_t off = (uint32_t)i;
+        if (t == 0) {
+            ct_add(&c, src + i, 1, off);
+            i++;
+            continue;
+        }
+        if (st == ST_NONE) {
+            switch (t) {
+            case T_LSTRIP: case T_OPEN_DASH: case T_OPEN: case T_OPEN_EQ: case T_OPEN_HASH:
+                add_put(sc, &c, a);
+                st = t == T_OPEN_EQ ? ST_INSERT : t == T_OPEN_HASH ? ST_COMMENT : ST_CODE;
+                tag_off = (uint32_t)(i + len - (t == T_OPEN ? 2 : 3));
+                break;
+            case T_OPEN_PCT: ct_add(&c, "<%", 2, off); break;
+            default: ct_add(&c, src + i, len, off); break;   /* -%> %> %%> outside a tag */
+            }
+        } else {
+            switch (t) {
+            case T_CLOSE_DASH_NL: close_tag(sc, st, &c); st = ST_NONE; buf_cr(sc, off); break;
+            case T_CLOSE_DASH: case T_CLOSE: close_tag(sc, st, &c); st = ST_NONE; break;
+            case T_CLOSE_PCT: ct_add(&c, "%>", 2, off); break;
+            default: ct_add(&c, src + i, len, off); break;   /* <% <%= <%- ... inside a tag */
+            }
+        }
+        i += len;
+    }
+    if (st != ST_NONE) {
+        *err_off = tag_off;
+        snprintf(msg, msgcap, "unclosed ERB tag (missing %%>)");
+        free(c.s);
+        free(c.off);
+        return false;
+    }
+    add_put(sc, &c, a);
+    bool oom = c.oom || sc->oom;
+    free(c.s);
+    free(c.off);
+    if (oom) { *err_off = 0; snprintf(msg, msgcap, "out of memory"); return false; }
+    if (!sc->s) sc_put(sc, "", 0, 0, false);
+    return !sc->oom;
+}
+
+/* ------------------------------------------------------------------ Ruby tokens */
+
+typedef struct rlex {
+    tpl_pctx *ctx;
+    const char *s;        /* script */
+    size_t n;
+    tpl_token_vec *out;
+    int prev;             /* previous token kind (0 at the start) */
+    size_t prev_end;      /* end offset of the previous token */
+    int stack[256];       /* open brackets (token kinds) */
+    int depth;
+    bool in_params;       /* between block-parameter bars */
+    bool want_params;     /* just after `{` (block) or `do` */
+    tpl_value *locals;    /* names assigned so far (Ruby's lexer knows its local variables) */
+    size_t nlocals, lcap;
+} rlex;
+
+static bool push_tok(rlex *L, int kind, size_t off, size_t len)
+{
+    if (L->out->n == L->out->cap) {
+        size_t nc = L->out->cap ? L->out->cap * 2 : 256;
+        tpl_token *nv = realloc(L->out->v, nc * sizeof *nv);
+        if (!nv) { tpl_pctx_error(L->ctx, (uint32_t)off, "out of memory"); return false; }
+        L->out->v = nv;
+        L->out->cap = nc;
+    }
+    L->out->v[L->out->n++] = (tpl_token){ kind, (uint32_t)off, (uint32_t)len, 0 };
+    L->prev = kind;
+    L->prev_end = off + len;
+    return true;
+}
+
+static bool is_local(rlex *L, const char *s, size_t n)
+{
+    for (size_t i = 0; i < L->nlocals; i++)
+        if (L->locals[i].len == n && memcmp(L->locals[i].u.s, s, n) == 0) return true;
+    return false;
+}
+
+static void add_local(rlex *L, const char *s, size_t n)
+{
+    if (is_local(L, s, n)) return;
+    if (L->nlocals == L->lcap) {
+        size_t nc = L->lcap ? L->lcap * 2 : 16;
+        tpl_value *nl = tpl_arena_alloc(L->ctx->arena, nc * sizeof *nl);
+        if (!nl) return;
+        if (L->nlocals) memcpy(nl, L->locals, L->nlocals * sizeof *nl);
+        L->locals = nl;
+        L->lcap = nc;
+    }
+    L->locals[L->nlocals++] = tpl_v_str(s, n);
+}
+
+/* A token after which an expression has ended (Ruby's EXPR_END states). */
+static bool value_end(int k)
+{
+    switch (k) {
+    case TK_IDENT: case TK_CONST: case TK_IVAR: case TK_INTEGER: case TK_FLOAT: case TK_SSTRING:
+    case TK_DSTRING: case TK_SYMBOL: case TK_REGEX: case TK_NIL: case TK_TRUE: case TK_FALSE: case TK_END:
+    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF: case TK_WORDS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A token after which a line break does not end the statement. */
+static bool continues(int k)
+{
+    switch (k) {
+    case 0: case TK_TERM: case TK_PLUS: case TK_MINUS: case TK_UMINUS: case TK_STAR: case TK_SLASH:
+    case TK_PERCENT: case TK_POW: case TK_EQ: case TK_NE: case TK_LT: case TK_GT: case TK_LE: case TK_GE:
+    case TK_CMP: case TK_MATCH: case TK_NMATCH: case TK_ANDAND: case TK_OROR: case TK_BANG: case TK_ASSIGN:
+    case TK_OP_ASGN: case TK_QMARK: case TK_COLON: case TK_COMMA: case TK_DOT: case TK_LPAREN: case TK_LPCALL:
+    case TK_LBRACK: case TK_LBRACK_IDX: case TK_LBRACE: case TK_ASSOC: case TK_LSHIFT: case TK_EQQ:
+    case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_CMD:
+        return true;
+    default:
+        return false;
+    }
+}
+
+#define RUBY_KEYWORDS(X) \
+    X("if", TK_IF) X("unless", TK_UNLESS) X("elsif", TK_ELSIF) X("else", TK_ELSE) X("end", TK_END) \
+    X("then", TK_THEN) X("case", TK_CASE) X("when", TK_WHEN) X("do", TK_DO) X("and", TK_AND) \
+    X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
+    X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF)
+
+/* Ruby keywords tpl does not support: a located compile error naming the construct. */
+static const char *const unsupported_kw[] = {
+    "while", "until", "for", "def", "class", "module", "begin", "rescue", "ensure", "yield", "return",
+    "redo", "retry", "super", "alias", "undef", "defined?", "BEGIN", "END", "__FILE__", "__LINE__",
+    "__method__", "lambda", "proc", "loop", "in", NULL
+};
+
+static int keyword(const char *s, size_t n)
+{
+#define KW(str, tok) if (n == sizeof(str) - 1 && memcmp(s, str, n) == 0) return tok;
+    RUBY_KEYWORDS(KW)
+#undef KW
+    return 0;
+}
+
+static bool ident_start(unsigned char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80; }
+static bool ident_char(unsigned char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+
+/* Does a command argument start at p (after an identifier and blanks)? */
+static bool arg_starts(rlex *L, size_t p)
+{
+    const char *s = L->s;
+    unsigned char c = (unsigned char)s[p];
+    if (c == '\'' || c == '"' || c == '@' || c == '[' || c == '(' || (c >= '0' && c <= '9')) return true;
+    if (c == ':') return ident_start((unsigned char)s[p + 1]) || s[p + 1] == '"';
+    if (c == '!') return s[p + 1] != '=' && s[p + 1] != '~' && s[p + 1] != ' ';
+    if (c == '-' || c == '+') return s[p + 1] >= '0' && s[p + 1] <= '9';
+    if (ident_start(c)) {
+        size_t e = p;
+        while (ident_char((unsigned char)s[e])) e++;
+        static const char *const stop[] = { "if", "unless", "and", "or", "then", "do", "end", "while", "until",
+                                            "rescue", "else", "elsif", "when", "in", NULL };
+        for (int i = 0; stop[i]; i++)
+            if (strlen(stop[i]) == e - p && memcmp(s + p, stop[i], e - p) == 0) return false;
+        return true;
+    }
+    return false;
+}
+
+/* Finds the end of a quoted literal starting at s[i] (quote q); handles #{} nesting in "...". */
+static size_t skip_string(const char *s, size_t n, size_t i, char q)
+{
+    i++;
+    while (i < n) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < n) { i += 2; continue; }
+        if (c == q) return i + 1;
+        if (q == '"' && c == '#' && i + 1 < n && s[i + 1] == '{') {
+            int d = 1;
+            i += 2;
+            while (i < n && d > 0) {
+                if (s[i] == '{') d++;
+                else if (s[i] == '}') { if (--d == 0) break; }
+                else if (s[i] == '"' || s[i] == '\'') { i = skip_string(s, n, i, s[i]); continue; }
+                i++;
+            }
+            if (i < n) i++;
+            continue;
+        }
+        if (c == M_PUT || c == M_INS_OPEN || c == M_INS_CLOSE) return (size_t)-1;
+        i++;
+    }
+    return (size_t)-1;
+}
+
+static bool lex_error(rlex *L, size_t off, const char *fmt, const char *what, int wl)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, fmt, wl, what);
+    tpl_pctx_error(L->ctx, (uint32_t)off, "%s", buf);
+    return false;
+}
+
+/* Tokenizes s[0..n) (a script, or the code of one #{} interpolation). */
+static bool ruby_lex(rlex *L)
+{
+    const char *s = L->s;
+    size_t n = L->n, i = 0;
+    while (i < n && !L->ctx->failed) {
+        unsigned char c = (unsigned char)s[i];
+        size_t st = i;
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { i++; continue; }
+        if (c == '\\' && i + 1 < n && s[i + 1] == '\n') { i += 2; continue; }
+        if (c == '#') { while (i < n && s[i] != '\n') i++; continue; }
+        if (c == '\n' || c == ';') {
+            i++;
+            if (c == '\n') {
+                int top = L->depth ? L->stack[L->depth - 1] : 0;
+                if (continues(L->prev) || top == TK_LPCALL || top == TK_LBRACK || top == TK_LBRACK_IDX ||
+                    top == TK_LBRACE)
+                    continue;
+                /* a leading-dot method chain continues the statement */
+                size_t p = i;
+                while (p < n && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) p++;
+                if (p + 1 < n && s[p] == '.' && s[p + 1] != '.') continue;
+            }
+            if (L->prev != TK_TERM && L->prev != 0) push_tok(L, TK_TERM, st, 1);
+            else if (L->prev == 0) { /* leading separators are dropped */ }
+            continue;
+        }
+        if (c == M_PUT) {
+            size_t e = i + 1;
+            while (e < n && s[e] != M_PUT) e++;
+            push_tok(L, TK_PUT, st, e + 1 - st);
+            i = e + 1;
+            continue;
+        }
+        if (c == M_INS_OPEN) {
+            if (L->depth >= 256) return lex_error(L, st, "%.*snesting too deep", "", 0);
+            L->stack[L->depth++] = TK_INS_OPEN;
+            push_tok(L, TK_INS_OPEN, st, 1);
+            i++;
+            continue;
+        }
+        if (c == M_INS_CLOSE) {
+            if (!L->depth || L->stack[L->depth - 1] != TK_INS_OPEN)
+                return lex_error(L, st, "syntax error: unexpected end of <%%= tag%.*s", "", 0);
+            L->depth--;
+            push_tok(L, TK_INS_CLOSE, st, 1);
+            i++;
+            continue;
+        }
+        bool was_value = value_end(L->prev);
+        bool spaced = st > 0 && L->prev_end < st;
+        if (c == '@') {
+            size_t e = i + 1;
+            if (e < n && s[e] == '@') return lex_error(L, st, "class variables (%.*s) are not supported", "@@", 2);
+            if (!(e < n && ident_start((unsigned char)s[e]))) return lex_error(L, st, "unexpected '%.*s'", "@", 1);
+            while (e < n && ident_char((unsigned char)s[e])) e++;
+            push_tok(L, TK_IVAR, st, e - st);
+            i = e;
+            continue;
+        }
+        /* &:name block argument (Symbol#to_proc) */
+        if (c == '&' && i + 2 < n && s[i + 1] == ':' && ident_start((unsigned char)s[i + 2]) &&
+            (L->prev == TK_LPCALL || L->prev == TK_COMMA || L->prev == TK_CMD)) {
+            size_t e = i + 2;
+            while (e < n && ident_char((unsigned char)s[e])) e++;
+            if (e < n && (s[e] == '?' || s[e] == '!')) e++;
+            push_tok(L, TK_BLOCKARG, st, e - st);
+            i = e;
+            continue;
+        }
+        if (c == '$') return lex_error(L, st, "global variables (%.*s) are not supported", s + st, 1);
+        if (ident_start(c)) {
+            size_t e = i;
+            while (e < n && ident_char((unsigned char)s[e])) e++;
+            if (e < n && (s[e] == '?' || s[e] == '!') && !(e + 1 < n && s[e + 1] == '=' && !(e + 2 < n && s[e + 2] == '=')))
+                e++;
+            /* label `key:` (not `::`) */
+            if (e < n && s[e] == ':' && !(e + 1 < n && s[e + 1] == ':') && s[e - 1] != '?' && L->prev != TK_DOT &&
+                L->prev != TK_QMARK) {
+                int top = L->depth ? L->stack[L->depth - 1] : 0;
+                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA) {
+                    push_tok(L, TK_LABEL, st, e - st);
+                    i = e + 1;
+                    continue;
+                }
+            }
+            bool after_dot = L->prev == TK_DOT;
+            int kw = after_dot ? 0 : keyword(s + st, e - st);
+            if (kw) {
+                bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK;
+                if (kw == TK_IF && mod) kw = TK_IF_MOD;
+                if (kw == TK_UNLESS && mod) kw = TK_UNLESS_MOD;
+                push_tok(L, kw, st, e - st);
+                if (kw == TK_DO) L->want_params = true;
+                i = e;
+                continue;
+            }
+            if (!after_dot)
+                for (int k = 0; unsupported_kw[k]; k++)
+                    if (strlen(unsupported_kw[k]) == e - st && memcmp(s + st, unsupported_kw[k], e - st) == 0)
+                        return lex_error(L, st, "unsupported Ruby construct '%.*s'", s + st, (int)(e - st));
+            bool is_const = !after_dot && c >= 'A' && c <= 'Z';
+            if (!is_const && !after_dot && e < n && s[e] == ':' && e + 1 < n && s[e + 1] == ':')
+                return lex_error(L, st, "unsupported Ruby construct '%.*s::'", s + st, (int)(e - st));
+            if (is_const && e + 1 < n && s[e] == ':' && s[e + 1] == ':')
+                return lex_error(L, st, "unsupported Ruby construct '%.*s::' (constant paths)", s + st, (int)(e - st));
+            int kind = is_const ? TK_CONST : TK_IDENT;
+            if (L->in_params) { add_local(L, s + st, e - st); push_tok(L, TK_IDENT, st, e - st); i = e; continue; }
+            /* a command call: name, blanks, then something that starts an argument */
+            if (!is_const && (after_dot || !is_local(L, s + st, e - st)) && e < n && (s[e] == ' ' || s[e] == '\t')) {
+                size_t p = e;
+                while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+                if (p < n && arg_starts(L, p)) kind = TK_CMD;
+            }
+            /* `name =` declares a local variable */
+            if (kind == TK_IDENT && !after_dot) {
+                size_t p = e;
+                while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+                if (p < n && s[p] == '=' && s[p + 1] != '=' && s[p + 1] != '~' && s[p + 1] != '>') add_local(L, s + st, e - st);
+                if (p + 1 < n && strchr("+-*/|&", s[p]) && s[p + 1] == '=') add_local(L, s + st, e - st);
+                if (p + 2 < n && (s[p] == '|' || s[p] == '&') && s[p + 1] == s[p] && s[p + 2] == '=') add_local(L, s + st, e - st);
+            }
+            push_tok(L, kind, st, e - st);
+            i = e;
+            continue;
+        }
+        if ((c >= '0' && c <= '9') || ((c == '-' || c == '+') && !was_value && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9')) {
+            size_t e = i;
+            if (c == '-' || c == '+') e++;
+            bool flt = false;
+            if (s[e] == '0' && (s[e + 1] == 'x' || s[e + 1] == 'X' || s[e + 1] == 'b' || s[e + 1] == 'B' || s[e + 1] == 'o')) {
+                e += 2;
+                while (e < n && (ident_char((unsigned char)s[e]))) e++;
+            } else {
+                while (e < n && ((s[e] >= '0' && s[e] <= '9') || s[e] == '_')) e++;
+                if (e + 1 < n && s[e] == '.' && s[e + 1] >= '0' && s[e + 1] <= '9') {
+                    flt = true;
+                    e++;
+                    while (e < n && ((s[e] >= '0' && s[e] <= '9') || s[e] == '_')) e++;
+                }
+                if (e < n && (s[e] == 'e' || s[e] == 'E')) {
+                    size_t p = e + 1;
+                    if (p < n && (s[p] == '+' || s[p] == '-')) p++;
+                    if (p < n && s[p] >= '0' && s[p] <= '9') {
+                        flt = true;
+                        e = p;
+                        while (e < n && s[e] >= '0' && s[e] <= '9') e++;
+                    }
+                }
+            }
+            push_tok(L, flt ? TK_FLOAT : TK_INTEGER, st, e - st);
+            i = e;
+            continue;
+        }
+        if (c == '\'' || c == '"') {
+            size_t e = skip_string(s, n, i, (char)c);
+            if (e == (size_t)-1) return lex_error(L, st, "unterminated string literal%.*s", "", 0);
+            push_tok(L, c == '"' ? TK_DSTRING : TK_SSTRING, st, e - st);
+            i = e;
+            continue;
+        }
+        if (c == ':' && i + 1 < n && (ident_start((unsigned char)s[i + 1]) || s[i + 1] == '"')) {
+            size_t e = i + 1;
+            if (s[e] == '"') {
+                e = skip_string(s, n, e, '"');
+                if (e == (size_t)-1) return lex_error(L, st, "unterminated symbol literal%.*s", "", 0);
+            } else {
+                while (e < n && ident_char((unsigned char)s[e])) e++;
+                if (e < n && (s[e] == '?' || s[e] == '!' || s[e] == '=') && !(e + 1 < n && (s[e + 1] == '=' || s[e + 1] == '>'))) e++;
+            }
+            push_tok(L, TK_SYMBOL, st, e - st);
+            i = e;
+            continue;
+        }
+        if (c == '/' && !was_value) {
+            size_t e = i + 1;
+            while (e < n && s[e] != '/' && s[e] != '\n') { if (s[e] == '\\') e++; e++; }
+            if (e >= n || s[e] != '/') return lex_error(L, st, "unterminated regular expression%.*s", "", 0);
+            e++;
+            while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
+            push_tok(L, TK_REGEX, st, e - st);
+            i = e;
+            continue;
+        }
+        if (c == '%' && !was_value && i + 2 < n && (s[i + 1] == 'w' || s[i + 1] == 'i') && strchr("[({<", s[i + 2])) {
+            /* %w[a b] / %i[a b]: word arrays */
+            char open = s[i + 2], close = open == '[' ? ']' : open == '(' ? ')' : open == '{' ? '}' : '>';
+            size_t e = i + 3;
+            while (e < n && s[e] != close && s[e] != M_PUT && s[e] != M_INS_OPEN && s[e] != M_INS_CLOSE) e++;
+            if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, 2);
+            push_tok(L, TK_WORDS, st, e + 1 - st);
+            i = e + 1;
+            continue;
+        }
+        if (c == '%' && !was_value && i + 1 < n && s[i + 1] != ' ' && s[i + 1] != '=')
+            return lex_error(L, st, "unsupported Ruby construct '%.*s' (percent literals)", s + st, 2);
+        if (c == '?' && !was_value && i + 1 < n && s[i + 1] != ' ')
+            return lex_error(L, st, "unsupported Ruby construct '%.*s' (character literals)", s + st, 2);
+        /* operators and punctuation */
+        const char *YYCURSOR = s + i, *YYMARKER = YYCURSOR, *YYLIMIT = s + n;
+        int kind = 0;
+        (void)YYLIMIT;
+        (void)YYMARKER;
+        /*!re2c
+            re2c:define:YYCTYPE = "unsigned char";
+            re2c:yyfill:enable = 0;
+            "**"  { kind = TK_POW; goto op; }
+            "*"   { kind = TK_STAR; goto op; }
+            "+"   { kind = was_value ? TK_PLUS : TK_UPLUS; goto op; }
+            "-"   { kind = was_value ? TK_MINUS : TK_UMINUS; goto op; }
+            "/"   { kind = TK_SLASH; goto op; }
+            "%"   { kind = TK_PERCENT; goto op; }
+            "+=" | "-=" | "*=" | "/=" | "||=" | "&&=" | "**=" | "%=" { kind = TK_OP_ASGN; goto op; }
+            "<=>" { kind = TK_CMP; goto op; }
+            "===" { kind = TK_EQQ; goto op; }
+            "=="  { kind = TK_EQ; goto op; }
+            "!="  { kind = TK_NE; goto op; }
+            "=~"  { kind = TK_MATCH; goto op; }
+            "!~"  { kind = TK_NMATCH; goto op; }
+            "=>"  { kind = TK_ASSOC; goto op; }
+            "="   { kind = TK_ASSIGN; goto op; }
+            "<<"  { kind = TK_LSHIFT; goto op; }
+            "<="  { kind = TK_LE; goto op; }
+            ">="  { kind = TK_GE; goto op; }
+            "<"   { kind = TK_LT; goto op; }
+            ">"   { kind = TK_GT; goto op; }
+            "&&"  { kind = TK_ANDAND; goto op; }
+            "||"  { kind = L->want_params ? TK_BAR : TK_OROR; goto op; }
+            "|"   { kind = TK_BAR; goto op; }
+            "!"   { kind = TK_BANG; goto op; }
+            "..." { kind = TK_DOT3; goto op; }
+            ".."  { kind = TK_DOT2; goto op; }
+            "&."  { goto unsupported; }
+            "->"  { goto unsupported; }
+            "::"  { goto unsupported; }
+            "."   { kind = TK_DOT; goto op; }
+            ","   { kind = TK_COMMA; goto op; }
+            "?"   { kind = TK_QMARK; goto op; }
+            ":"   { kind = TK_COLON; goto op; }
+            "("   { kind = (L->prev == TK_IDENT || L->prev == TK_CONST) && !spaced ? TK_LPCALL : TK_LPAREN; goto op; }
+            ")"   { kind = TK_RPAREN; goto op; }
+            "["   { kind = (was_value && !spaced) || (L->prev == TK_IDENT && is_local(L, s + L->out->v[L->out->n - 1].off, L->out->v[L->out->n - 1].len)) ? TK_LBRACK_IDX : TK_LBRACK; goto op; }
+            "]"   { kind = TK_RBRACK; goto op; }
+            "{"   { kind = L->prev == TK_IDENT || L->prev == TK_RPAREN || L->prev == TK_CONST ? TK_LBRACE_BLK : TK_LBRACE; goto op; }
+            "}"   { kind = TK_RBRACE; goto op; }
+            *     { goto unsupported; }
+        */
+    unsupported:
+        return lex_error(L, st, "unsupported Ruby syntax '%.*s'", s + st, (int)(s[st] & 0x80 ? 1 : (YYCURSOR - (s + st) > 0 ? YYCURSOR - (s + st) : 1)));
+    op: {
+            size_t len = (size_t)(YYCURSOR - (s + i));
+            if (kind == TK_BAR && L->want_params && len == 2) {
+                /* `{ || ...}`: empty parameter list */
+                push_tok(L, TK_BAR, st, 1);
+                push_tok(L, TK_BAR, st + 1, 1);
+                L->want_params = false;
+                i += 2;
+                continue;
+            }
+            if (kind == TK_BAR) {
+                if (L->want_params) { L->in_params = true; L->want_params = false; }
+                else if (L->in_params) L->in_params = false;
+                else return lex_error(L, st, "unsupported Ruby operator '%.*s'", "|", 1);
+            } else {
+                L->want_params = false;
+            }
+            if (kind == TK_LPAREN || kind == TK_LPCALL || kind == TK_LBRACK || kind == TK_LBRACK_IDX ||
+                kind == TK_LBRACE || kind == TK_LBRACE_BLK) {
+                if (L->depth >= 256) return lex_error(L, st, "%.*snesting too deep", "", 0);
+                L->stack[L->depth++] = kind;
+            } else if (kind == TK_RPAREN || kind == TK_RBRACK || kind == TK_RBRACE) {
+                int open = L->depth ? L->stack[L->depth - 1] : 0;
+                bool ok = (kind == TK_RPAREN && (open == TK_LPAREN || open == TK_LPCALL)) ||
+                          (kind == TK_RBRACK && (open == TK_LBRACK || open == TK_LBRACK_IDX)) ||
+                          (kind == TK_RBRACE && (open == TK_LBRACE || open == TK_LBRACE_BLK));
+                if (!ok) return lex_error(L, st, "syntax error, unexpected '%.*s'", s + st, 1);
+                L->depth--;
+            }
+            if (kind == TK_LBRACE_BLK) L->want_params = true;
+            push_tok(L, kind, st, len);
+            i += len;
+            continue;
+        }
+    }
+    return !L->ctx->failed;
+}
+
+/* ------------------------------------------------------------------ parser driver */
+
+void *ErbParseAlloc(void *(*mallocProc)(size_t));
+void ErbParseFree(void *p, void (*freeProc)(void *));
+void ErbParse(void *p, int major, tpl_token minor, tpl_pctx *ctx);
+
+/* The ERB parse state shared with the grammar actions through ctx->tokens (see erb_state). */
+typedef struct erb_state {
+    erb_script sc;
+} erb_state;
+
+static erb_state *state_of(tpl_pctx *c) { return (erb_state *)c->front; }
+
+/* Runs the Lemon parser over the tokens of script bytes [from, to). */
+static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
+{
+    tpl_token_vec toks = { 0 };
+    rlex L = { 0 };
+    L.ctx = c;
+    L.s = c->src + from;
+    L.n = to - from;
+    L.out = &toks;
+    bool ok = ruby_lex(&L);
+    if (ok) {
+        for (size_t i = 0; i < toks.n; i++) toks.v[i].off += (uint32_t)from;
+        void *parser = ErbParseAlloc(malloc);
+        if (!parser) { tpl_pctx_error(c, 0, "out of memory"); free(toks.v); return false; }
+        tpl_node *save = c->root;
+        c->root = NULL;
+        for (size_t i = 0; i < toks.n && !c->failed; i++) ErbParse(parser, toks.v[i].kind, toks.v[i], c);
+        if (!c->failed) {
+            tpl_token eof = { 0, (uint32_t)to, 0, 0 };
+            ErbParse(parser, 0, eof, c);
+        }
+        ErbParseFree(parser, free);
+        *root = c->root;
+        c->root = save;
+        ok = !c->failed && *root;
+    }
+    free(toks.v);
+    return ok;
+}
+
+/* Maps every node's script offset to its source offset. */
+static void map_offsets(const erb_script *sc, tpl_node *n, int depth)
+{
+    for (; n; n = n->next) {
+        if (n->off & 0x80000000u) continue;   /* already mapped (shared subtrees) */
+        n->off = n->off < sc->n ? sc->map[n->off] : (sc->n ? sc->map[sc->n - 1] + 1 : 0);
+        n->off |= 0x80000000u;
+        if (depth < 2000) {
+            map_offsets(sc, n->a, depth + 1);
+            map_offsets(sc, n->b, depth + 1);
+            map_offsets(sc, n->c, depth + 1);
+            map_offsets(sc, n->d, depth + 1);
+            map_offsets(sc, n->e, depth + 1);
+        }
+    }
+}
+
+static void clear_mark(tpl_node *n, int depth)
+{
+    for (; n; n = n->next) {
+        if (!(n->off & 0x80000000u)) continue;
+        n->off &= 0x7FFFFFFFu;
+        if (depth < 2000) {
+            clear_mark(n->a, depth + 1);
+            clear_mark(n->b, depth + 1);
+            clear_mark(n->c, depth + 1);
+            clear_mark(n->d, depth + 1);
+            clear_mark(n->e, depth + 1);
+        }
+    }
+}
+
+bool tpl_erb_parse(tpl_pctx *c)
+{
+    const char *src = c->src;
+    size_t n = c->n;
+    erb_state es = { 0 };
+    uint32_t eoff = 0;
+    char msg[160];
+    if (!erb_build_script(src, n, c->arena, &es.sc, &eoff, msg, sizeof msg)) {
+        tpl_pctx_error(c, eoff, "%s", msg);
+        free(es.sc.s);
+        free(es.sc.map);
+        free(es.sc.texts);
+        return false;
+    }
+    /* names and literals point into the script: it lives in the AST's arena */
+    char *script = tpl_arena_strdup(c->arena, es.sc.s, es.sc.n);
+    if (!script) {
+        tpl_pctx_error(c, 0, "out of memory");
+        free(es.sc.s);
+        free(es.sc.map);
+        free(es.sc.texts);
+        return false;
+    }
+    c->src = script;
+    c->n = es.sc.n;
+    c->front = &es;
+    tpl_node *body = NULL;
+    bool ok = parse_range(c, 0, es.sc.n, &body);
+    uint32_t err = c->err_off;
+    if (c->failed) err = err < es.sc.n ? es.sc.map[err] : (uint32_t)n;
+    if (ok) {
+        tpl_node *t = tpl_p_node(c, TPL_N_TEMPLATE, 0, NULL, NULL);
+        t->b = body->kind == TPL_N_RSTMTS ? body->b : body;
+        map_offsets(&es.sc, t->b, 0);
+        clear_mark(t->b, 0);
+        c->root = t;
+    }
+    c->src = src;
+    c->n = n;
+    c->front = NULL;
+    c->err_off = err;
+    free(es.sc.s);
+    free(es.sc.map);
+    free(es.sc.texts);
+    return ok && !c->failed;
+}
+
+/* ------------------------------------------------------------------ literals for the actions */
+
+tpl_node *tpl_erb_text(tpl_pctx *c, tpl_token t)
+{
+    erb_state *es = state_of(c);
+    size_t idx = (size_t)strtoul(c->src + t.off + 1, NULL, 10);
+    tpl_node *n = tpl_p_node(c, TPL_N_TEXT, t.off, NULL, NULL);
+    if (es && idx < es->sc.ntexts) n->val = es->sc.texts[idx].s;
+    return n;
+}
+
+tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+    const char *s = c->src + t.off + 1;
+    size_t len = t.len - 2;
+    char *o = tpl_arena_alloc(c->arena, len + 1);
+    if (!o) { tpl_pctx_error(c, t.off, "out of memory"); return n; }
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '\\' || s[i + 1] == '\'')) i++;
+        o[k++] = s[i];
+    }
+    o[k] = 0;
+    n->val = tpl_v_str(o, k);
+    return n;
+}
+
+/* Ruby double-quoted escapes of s[0..len) appended to b; false (with *bad) on a bad one. */
+static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad)
+{
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (ch != '\\' || i + 1 >= len) { tpl_sb_putc(b, ch); continue; }
+        char e = s[++i];
+        switch (e) {
+        case 'n': tpl_sb_putc(b, '\n'); break;
+        case 't': tpl_sb_putc(b, '\t'); break;
+        case 'r': tpl_sb_putc(b, '\r'); break;
+        case 'e': tpl_sb_putc(b, 0x1b); break;
+        case 's': tpl_sb_putc(b, ' '); break;
+        case '0': tpl_sb_putc(b, 0); break;
+        case 'a': tpl_sb_putc(b, 7); break;
+        case 'b': tpl_sb_putc(b, 8); break;
+        case 'f': tpl_sb_putc(b, 12); break;
+        case 'v': tpl_sb_putc(b, 11); break;
+        case '\n': break;
+        case 'u': {
+            uint32_t cp = 0;
+            size_t k = i + 1;
+            if (k < len && s[k] == '{') {
+                k++;
+                while (k < len && s[k] != '}') {
+                    char h = s[k];
+                    int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                    if (v < 0) { *bad = i; return false; }
+                    cp = cp * 16 + (uint32_t)v;
+                    k++;
+                }
+                i = k;
+            } else {
+                for (int d = 0; d < 4; d++, k++) {
+                    char h = k < len ? s[k] : 0;
+                    int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                    if (v < 0) { *bad = i; return false; }
+                    cp = cp * 16 + (uint32_t)v;
+                }
+                i = k - 1;
+            }
+            if (cp > 0x10FFFF) { *bad = i; return false; }
+            tpl_sb_put_cp(b, cp);
+            break;
+        }
+        default: tpl_sb_putc(b, e); break;
+        }
+    }
+    return true;
+}
+
+tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
+{
+    const char *s = c->src + t.off + 1;
+    size_t len = t.len - 2, i = 0, lit = 0;
+    tpl_node *parts = NULL;
+    bool interp = false;
+    tpl_sb b;
+    tpl_sb_init(&b, c->arena);
+    while (i <= len) {
+        bool at_interp = i + 1 < len && s[i] == '#' && s[i + 1] == '{' && (i == 0 || s[i - 1] != '\\');
+        if (i == len || at_interp) {
+            size_t bad = 0;
+            b.len = 0;
+            if (!dq_unescape(&b, s + lit, i - lit, &bad)) {
+                tpl_pctx_error(c, t.off + 1 + (uint32_t)(lit + bad), "invalid escape sequence in string literal");
+                return tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+            }
+            if (b.failed) { tpl_pctx_error(c, t.off, "out of memory"); break; }
+            if (b.len) {
+                tpl_node *k = tpl_p_node(c, TPL_N_CONST, t.off + 1 + (uint32_t)lit, NULL, NULL);
+                char *cp = tpl_arena_strdup(c->arena, b.p, b.len);
+                k->val = tpl_v_str(cp ? cp : "", cp ? b.len : 0);
+                parts = tpl_node_append(parts, k);
+            }
+            if (i == len) break;
+            /* #{ code } */
+            interp = true;
+            size_t e = i + 2;
+            int d = 1;
+            while (e < len) {
+                if (s[e] == '{') d++;
+                else if (s[e] == '}') { if (--d == 0) break; }
+                else if (s[e] == '"' || s[e] == '\'') { e = skip_string(s, len, e, s[e]); if (e == (size_t)-1) break; continue; }
+                e++;
+            }
+            if (e == (size_t)-1 || e >= len) { tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "unterminated #{} in string"); break; }
+            size_t from = (size_t)(s - c->src) + i + 2, to = (size_t)(s - c->src) + e;
+            tpl_node *code = NULL;
+            if (!parse_range(c, from, to, &code)) break;
+            tpl_node *st = tpl_p_node(c, TPL_N_RSTMTS, (uint32_t)from, NULL, NULL);
+            st->b = code && code->kind == TPL_N_RSTMTS ? code->b : code;
+            parts = tpl_node_append(parts, st);
+            i = e + 1;
+            lit = i;
+            continue;
+        }
+        i++;
+    }
+    if (!interp) {
+        if (parts) { parts->off = t.off; parts->next = NULL; parts->tail = NULL; return parts; }
+        tpl_node *k = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+        k->val = tpl_v_str("", 0);
+        return k;
+    }
+    return tpl_p_node(c, TPL_N_INTERP, t.off, parts, NULL);
+}
+
+tpl_node *tpl_erb_symbol(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n;
+    if (c->src[t.off + 1] == '"') {
+        tpl_token q = t;
+        q.off += 1;
+        q.len -= 1;
+        n = tpl_erb_dstring(c, q);
+        if (n->kind != TPL_N_CONST) { tpl_pctx_error(c, t.off, "interpolated symbols are not supported"); return n; }
+        n->off = t.off;
+    } else {
+        n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+        n->val = tpl_v_str(c->src + t.off + 1, t.len - 1);
+    }
+    n->val.flags |= TPL_F_SYMBOL;
+    return n;
+}
+
+tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_RREGEX, t.off, NULL, NULL);
+    size_t e = t.len;
+    uint16_t op = 0;
+    while (e > 0 && c->src[t.off + e - 1] != '/') {
+        char f = c->src[t.off + e - 1];
+        op |= f == 'i' ? TPL_RX_I : f == 'x' ? TPL_RX_X : TPL_RX_M;
+        e--;
+    }
+    n->val = tpl_v_str(c->src + t.off + 1, e - 2);
+    n->op = op;
+    return n;
+}
+
+tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float)
+{
+    bool neg = c->src[t.off] == '-', plus = c->src[t.off] == '+';
+    tpl_token u = t;
+    if (neg || plus) { u.off++; u.len--; }
+    tpl_node *n = is_float ? tpl_p_float(c, u) : tpl_p_integer(c, u);
+    n->off = t.off;
+    if (neg) {
+        if (is_float) n->val.u.f = -n->val.u.f;
+        else n->val.u.i = -n->val.u.i;
+    }
+    return n;
+}
+
+tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t)
+{
+    tpl_node *items = NULL;
+    bool sym = c->src[t.off + 1] == 'i';
+    size_t i = t.off + 3, e = t.off + t.len - 1;
+    while (i < e) {
+        while (i < e && (c->src[i] == ' ' || c->src[i] == '\t' || c->src[i] == '\n' || c->src[i] == '\r')) i++;
+        if (i >= e) break;
+        size_t st = i;
+        while (i < e && !(c->src[i] == ' ' || c->src[i] == '\t' || c->src[i] == '\n' || c->src[i] == '\r')) i++;
+        tpl_node *k = tpl_p_node(c, TPL_N_CONST, (uint32_t)st, NULL, NULL);
+        k->val = tpl_v_str(c->src + st, i - st);
+        if (sym) k->val.flags |= TPL_F_SYMBOL;
+        items = tpl_node_append(items, k);
+    }
+    return tpl_p_node(c, TPL_N_LIST, t.off, items, NULL);
+}

@@ -1,0 +1,262 @@
+/* ERB grammar (Lemon): the Ruby subset views use, over the script ERB generates (see erb.h).
+ * Statements are separated by TERM (line breaks and `;`, collapsed by the tokenizer); text
+ * is a PUT statement and `<%= %>` an INS_OPEN compstmt INS_CLOSE statement, so control flow
+ * may span tags exactly as in the Ruby ERB generates. Operator precedence follows Ruby's
+ * (parse.y): modifiers < and/or < not < = < ?: < .. < || < && < == <=> =~ < comparisons < <<
+ * < + - < * / % < unary - < ** < ! unary +. The tokenizer decides what Ruby's lexer states
+ * decide: command calls without parentheses (CMD), call vs grouping parentheses (LPCALL),
+ * index vs array brackets (LBRACK_IDX), block vs hash braces (LBRACE_BLK), modifier if. */
+
+%name ErbParse
+%token_prefix TK_
+%token_type {tpl_token}
+%default_type {tpl_node *}
+%extra_argument {tpl_pctx *ctx}
+%stack_size 1000
+
+%include {
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#include <assert.h>
+#include <string.h>
+#include "erb.h"
+#define N(kind, off) tpl_p_node(ctx, TPL_N_##kind, (off), NULL, NULL)
+#define NODE(kind, off, a, b) tpl_p_node(ctx, TPL_N_##kind, (off), (a), (b))
+static tpl_node *binop(tpl_pctx *ctx, int op, tpl_node *a, tpl_node *b, uint32_t off) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_BINOP, off, a, b);
+    n->op = (uint16_t)op;
+    return n;
+}
+static tpl_node *cmp(tpl_pctx *ctx, int op, tpl_node *a, tpl_node *b, uint32_t off) {
+    tpl_node *o = tpl_p_node(ctx, TPL_N_CMPOP, off, b, NULL);
+    o->op = (uint16_t)op;
+    return tpl_p_node(ctx, TPL_N_COMPARE, off, a, o);
+}
+static tpl_node *not_(tpl_pctx *ctx, tpl_node *a, uint32_t off) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_UNOP, off, a, NULL);
+    n->op = TPL_AOP_NOT;
+    return n;
+}
+static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node *args, uint32_t off) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
+    n->val = tpl_p_tokstr(ctx, name);
+    return n;
+}
+static tpl_node *method_s(tpl_pctx *ctx, tpl_node *recv, const char *name, tpl_node *args, uint32_t off) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
+    n->val = tpl_v_str(name, strlen(name));
+    return n;
+}
+static tpl_node *arg1(tpl_pctx *ctx, tpl_node *e) { return tpl_p_node(ctx, TPL_N_ARG, e->off, e, NULL); }
+static tpl_node *ivar_name(tpl_pctx *ctx, tpl_token t) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
+    n->val = tpl_v_str(ctx->src + t.off + 1, t.len - 1);
+    return n;
+}
+static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
+    tpl_node *n = tpl_p_node(ctx, TPL_N_CONST, off, NULL, NULL);
+    n->val = v;
+    return n;
+}
+/* x op= y: x = x op y (||= and &&= keep their short-circuit). */
+static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *rhs) {
+    tpl_node *cur = tpl_p_node(ctx, lhs->kind, lhs->off, NULL, NULL);
+    cur->val = lhs->val;
+    const char *s = ctx->src + op.off;
+    tpl_node *v;
+    switch (s[0]) {
+    case '+': v = binop(ctx, TPL_AOP_ADD, cur, rhs, op.off); break;
+    case '-': v = binop(ctx, TPL_AOP_SUB, cur, rhs, op.off); break;
+    case '*': v = binop(ctx, s[1] == '*' ? TPL_AOP_POW : TPL_AOP_MUL, cur, rhs, op.off); break;
+    case '/': v = binop(ctx, TPL_AOP_DIV, cur, rhs, op.off); break;
+    case '%': v = binop(ctx, TPL_AOP_MOD, cur, rhs, op.off); break;
+    case '|': v = tpl_p_node(ctx, TPL_N_OR, op.off, cur, rhs); break;
+    default: v = tpl_p_node(ctx, TPL_N_AND, op.off, cur, rhs); break;
+    }
+    return tpl_p_node(ctx, TPL_N_SET, op.off, lhs, v);
+}
+}
+
+%syntax_error {
+    if (!ctx->failed) {
+        if (yymajor == 0) {
+            tpl_pctx_error(ctx, (uint32_t)ctx->n, "syntax error, unexpected end of template (missing 'end'?)");
+        } else if (TOKEN.kind == TK_TERM) {
+            tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected end of statement");
+        } else if (TOKEN.kind == TK_INS_CLOSE) {
+            tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected end of <%%= tag");
+        } else if (TOKEN.kind == TK_PUT || TOKEN.kind == TK_INS_OPEN) {
+            tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected template text");
+        } else {
+            tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected '%.*s'", (int)(TOKEN.len > 40 ? 40 : TOKEN.len), ctx->src + TOKEN.off);
+        }
+    }
+}
+%stack_overflow {
+    tpl_pctx_error(ctx, 0, "template nesting too deep");
+}
+
+%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS.
+
+%nonassoc IF_MOD UNLESS_MOD.
+%left OR AND.
+%right NOT.
+%right ASSIGN OP_ASGN.
+%right QMARK COLON.
+%nonassoc DOT2 DOT3.
+%left OROR.
+%left ANDAND.
+%nonassoc CMP EQ EQQ NE MATCH NMATCH.
+%left GT GE LT LE.
+%left LSHIFT.
+%left PLUS MINUS.
+%left STAR SLASH PERCENT.
+%right UMINUS.
+%right POW.
+%right BANG UPLUS.
+%left DOT LBRACK_IDX.
+
+program ::= compstmt(B). { ctx->root = NODE(RSTMTS, 0, NULL, B); }
+
+compstmt(A) ::= stmts(S) opt_terms. { A = S; }
+stmts(A) ::= . { A = NULL; }
+stmts(A) ::= stmt(S). { A = S; }
+stmts(A) ::= stmts(L) TERM stmt(S). { A = tpl_node_append(L, S); }
+opt_terms ::= .
+opt_terms ::= TERM.
+
+stmt(A) ::= PUT(T). { A = tpl_erb_text(ctx, T); }
+stmt(A) ::= INS_OPEN(T) compstmt(B) INS_CLOSE. { A = NODE(OUTPUT, T.off, NODE(RSTMTS, T.off, NULL, B), NULL); }
+stmt(A) ::= stmt(S) IF_MOD(T) expr(C). { A = NODE(IF, T.off, C, S); S->next = NULL; }
+stmt(A) ::= stmt(S) UNLESS_MOD(T) expr(C). { A = NODE(IF, T.off, not_(ctx, C, T.off), S); }
+stmt(A) ::= expr(E). { A = E; }
+stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
+stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
+stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
+stmt(A) ::= BREAK(T) arg(E). { A = NODE(RBREAK, T.off, E, NULL); }
+
+expr(A) ::= command(C). { A = C; }
+expr(A) ::= lhs(L) ASSIGN(T) command(C). { A = NODE(SET, T.off, L, C); }
+expr(A) ::= arg(E). { A = E; }
+expr(A) ::= expr(L) AND(T) expr(R). { A = NODE(AND, T.off, L, R); }
+expr(A) ::= expr(L) OR(T) expr(R). { A = NODE(OR, T.off, L, R); }
+expr(A) ::= NOT(T) expr(E). { A = not_(ctx, E, T.off); }
+
+command(A) ::= CMD(T) call_args(L). { A = method(ctx, NULL, T, L, T.off); }
+command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.off); }
+
+lhs(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
+lhs(A) ::= IVAR(T). { A = ivar_name(ctx, T); }
+
+arg(A) ::= lhs(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, L, R); }
+arg(A) ::= lhs(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
+arg(A) ::= arg(L) PLUS(T) arg(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
+arg(A) ::= arg(L) MINUS(T) arg(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
+arg(A) ::= arg(L) STAR(T) arg(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
+arg(A) ::= arg(L) SLASH(T) arg(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
+arg(A) ::= arg(L) PERCENT(T) arg(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
+arg(A) ::= arg(L) POW(T) arg(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
+arg(A) ::= UMINUS(T) arg(E). { A = NODE(UNOP, T.off, E, NULL); A->op = TPL_AOP_NEG; }
+arg(A) ::= UPLUS(T) arg(E). { A = NODE(UNOP, T.off, E, NULL); A->op = TPL_AOP_POS; }
+arg(A) ::= BANG(T) arg(E). { A = not_(ctx, E, T.off); }
+arg(A) ::= arg(L) EQ(T) arg(R). { A = cmp(ctx, TPL_AOP_EQ, L, R, T.off); }
+arg(A) ::= arg(L) NE(T) arg(R). { A = cmp(ctx, TPL_AOP_NE, L, R, T.off); }
+arg(A) ::= arg(L) LT(T) arg(R). { A = cmp(ctx, TPL_AOP_LT, L, R, T.off); }
+arg(A) ::= arg(L) LE(T) arg(R). { A = cmp(ctx, TPL_AOP_LE, L, R, T.off); }
+arg(A) ::= arg(L) GT(T) arg(R). { A = cmp(ctx, TPL_AOP_GT, L, R, T.off); }
+arg(A) ::= arg(L) GE(T) arg(R). { A = cmp(ctx, TPL_AOP_GE, L, R, T.off); }
+arg(A) ::= arg(L) CMP(T) arg(R). { A = method_s(ctx, L, "<=>", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) EQQ(T) arg(R). { A = method_s(ctx, L, "===", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) MATCH(T) arg(R). { A = method_s(ctx, L, "=~", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) NMATCH(T) arg(R). { A = not_(ctx, method_s(ctx, L, "=~", arg1(ctx, R), T.off), T.off); }
+arg(A) ::= arg(L) LSHIFT(T) arg(R). { A = method_s(ctx, L, "<<", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) ANDAND(T) arg(R). { A = NODE(AND, T.off, L, R); }
+arg(A) ::= arg(L) OROR(T) arg(R). { A = NODE(OR, T.off, L, R); }
+arg(A) ::= arg(L) DOT2(T) arg(R). { A = NODE(RRANGE, T.off, L, R); }
+arg(A) ::= arg(L) DOT3(T) arg(R). { A = NODE(RRANGE, T.off, L, R); A->op = 1; }
+arg(A) ::= arg(L) DOT2(T). { A = NODE(RRANGE, T.off, L, NULL); }
+arg(A) ::= arg(L) DOT3(T). { A = NODE(RRANGE, T.off, L, NULL); A->op = 1; }
+arg(A) ::= arg(C) QMARK(T) arg(Y) COLON arg(Z). { A = NODE(CONDEXPR, T.off, C, Y); A->c = Z; }
+arg(A) ::= primary(P). { A = P; }
+
+primary(A) ::= INTEGER(T). { A = tpl_erb_number(ctx, T, false); }
+primary(A) ::= FLOAT(T). { A = tpl_erb_number(ctx, T, true); }
+primary(A) ::= SSTRING(T). { A = tpl_erb_sstring(ctx, T); }
+primary(A) ::= DSTRING(T). { A = tpl_erb_dstring(ctx, T); }
+primary(A) ::= SYMBOL(T). { A = tpl_erb_symbol(ctx, T); }
+primary(A) ::= REGEX(T). { A = tpl_erb_regex(ctx, T); }
+primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
+primary(A) ::= NIL(T). { A = konst(ctx, tpl_v_none(), T.off); }
+primary(A) ::= TRUE(T). { A = konst(ctx, tpl_v_bool(true), T.off); }
+primary(A) ::= FALSE(T). { A = konst(ctx, tpl_v_bool(false), T.off); }
+primary(A) ::= SELF(T). { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct 'self'"); A = N(CONST, T.off); }
+primary(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
+primary(A) ::= IVAR(T). { A = ivar_name(ctx, T); A->kind = TPL_N_RIVAR; }
+primary(A) ::= CONST(T). { A = N(RCONSTNAME, T.off); A->val = tpl_p_tokstr(ctx, T); }
+primary(A) ::= LPAREN(T) compstmt(B) RPAREN. { A = NODE(RSTMTS, T.off, NULL, B); }
+primary(A) ::= LBRACK(T) RBRACK. { A = N(LIST, T.off); }
+primary(A) ::= LBRACK(T) items(L) RBRACK. { A = NODE(LIST, T.off, L, NULL); }
+primary(A) ::= LBRACK(T) items(L) COMMA RBRACK. { A = NODE(LIST, T.off, L, NULL); }
+primary(A) ::= LBRACE(T) RBRACE. { A = N(DICT, T.off); }
+primary(A) ::= LBRACE(T) assocs(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
+primary(A) ::= LBRACE(T) assocs(L) COMMA RBRACE. { A = NODE(DICT, T.off, L, NULL); }
+primary(A) ::= primary(R) LBRACK_IDX(T) call_args(L) RBRACK.
+    { if (L && !L->next && L->kind == TPL_N_ARG) A = NODE(GETITEM, T.off, R, L->a); else A = method_s(ctx, R, "[]", L, T.off); }
+primary(A) ::= call(C). { A = C; }
+primary(A) ::= call(C) block(B). { A = C; A->c = B; }
+primary(A) ::= IF(T) expr(C) then compstmt(B) if_tail(E) END. { A = NODE(IF, T.off, C, B); A->c = E; }
+primary(A) ::= UNLESS(T) expr(C) then compstmt(B) opt_else(E) END. { A = NODE(IF, T.off, not_(ctx, C, T.off), B); A->c = E; }
+primary(A) ::= CASE(T) opt_expr(S) opt_terms whens(W) opt_else(E) END. { A = NODE(RCASE, T.off, S, W); A->c = E; }
+
+call(A) ::= IDENT(T) LPCALL RPAREN. { A = method(ctx, NULL, T, NULL, T.off); A->op = 1; }
+call(A) ::= IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = method(ctx, NULL, T, L, T.off); A->op = 1; }
+call(A) ::= CONST(T) LPCALL call_args(L) RPAREN. { A = method(ctx, NULL, T, L, T.off); A->op = 1; }
+call(A) ::= primary(R) DOT IDENT(T). { A = method(ctx, R, T, NULL, T.off); }
+call(A) ::= primary(R) DOT IDENT(T) LPCALL RPAREN. { A = method(ctx, R, T, NULL, T.off); A->op = 1; }
+call(A) ::= primary(R) DOT IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = method(ctx, R, T, L, T.off); A->op = 1; }
+
+opt_comma ::= .
+opt_comma ::= COMMA.
+
+block(A) ::= LBRACE_BLK(T) block_params(P) compstmt(B) RBRACE. { A = NODE(RBLOCK, T.off, P, B); }
+block(A) ::= DO(T) block_params(P) compstmt(B) END. { A = NODE(RBLOCK, T.off, P, B); }
+block_params(A) ::= . { A = NULL; }
+block_params(A) ::= BAR BAR. { A = NULL; }
+block_params(A) ::= BAR params(P) BAR. { A = P; }
+params(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
+params(A) ::= params(L) COMMA IDENT(T). { A = tpl_node_append(L, tpl_p_name(ctx, T)); }
+
+call_args(A) ::= call_arg(X). { A = X; }
+call_args(A) ::= call_args(L) COMMA call_arg(X). { A = tpl_node_append(L, X); }
+call_arg(A) ::= arg(E). { A = arg1(ctx, E); }
+call_arg(A) ::= BLOCKARG(T). {
+    /* &:name is the block { |it| it.name } */
+    tpl_node *p = tpl_p_node(ctx, TPL_N_NAME, T.off, NULL, NULL);
+    p->val = tpl_v_str("(it)", 4);
+    tpl_node *r = tpl_p_node(ctx, TPL_N_NAME, T.off, NULL, NULL);
+    r->val = p->val;
+    tpl_node *m = tpl_p_node(ctx, TPL_N_RMETHOD, T.off, r, NULL);
+    m->val = tpl_v_str(ctx->src + T.off + 2, T.len - 2);
+    A = NODE(RBLOCK, T.off, p, m);
+}
+call_arg(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
+
+items(A) ::= arg(E). { A = E; }
+items(A) ::= items(L) COMMA arg(E). { A = tpl_node_append(L, E); }
+assocs(A) ::= assoc(P). { A = P; }
+assocs(A) ::= assocs(L) COMMA assoc(P). { A = tpl_node_append(L, P); }
+assoc(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
+assoc(A) ::= LABEL(T) arg(V). { tpl_node *k = konst(ctx, tpl_p_tokstr(ctx, T), T.off); k->val.flags |= TPL_F_SYMBOL; A = NODE(PAIR, T.off, k, V); }
+
+then ::= TERM.
+then ::= THEN.
+then ::= TERM THEN.
+if_tail(A) ::= opt_else(E). { A = E; }
+if_tail(A) ::= ELSIF(T) expr(C) then compstmt(B) if_tail(E). { A = NODE(IF, T.off, C, B); A->c = E; }
+opt_else(A) ::= . { A = NULL; }
+opt_else(A) ::= ELSE compstmt(B). { A = B ? B : N(RSTMTS, 0); }
+
+opt_expr(A) ::= . { A = NULL; }
+opt_expr(A) ::= expr(E). { A = E; }
+whens(A) ::= when(W). { A = W; }
+whens(A) ::= whens(L) when(W). { A = tpl_node_append(L, W); }
+when(A) ::= WHEN(T) items(L) then compstmt(B). { A = NODE(RWHEN, T.off, L, B); }

@@ -1,0 +1,2277 @@
+/* Ruby methods for ERB views, as Ruby 3.1 defines them on String, Integer/Float, Array, Hash,
+ * Range, nil and Kernel; regular expressions through Oniguruma with its Ruby syntax.
+ * Symbols are strings (DESIGN §2), so a method never sees a Symbol receiver of its own. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <oniguruma.h>
+#include "builtins.h"
+#include "ruby.h"
+
+#define A(vm) tpl_vm_arena(vm)
+
+/* memcpy that accepts n == 0 with NULL pointers (empty lists have no items). */
+static void mcpy(void *d, const void *s, size_t n) { if (n) memcpy(d, s, n); }
+
+static int oom(tpl_vm *vm) { return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory"); }
+
+static bool is_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_RB); }
+static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_RB); }
+static bool is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
+static double dbl(tpl_value v) { return v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i; }
+
+/* Ruby class name of a value, for messages and is_a?. */
+static const char *class_name(tpl_value v)
+{
+    switch (v.type) {
+    case TPL_T_NONE: case TPL_T_UNDEF: case TPL_T_UNSET: return "NilClass";
+    case TPL_T_BOOL: return v.u.i ? "TrueClass" : "FalseClass";
+    case TPL_T_INT: return "Integer";
+    case TPL_T_FLOAT: return "Float";
+    case TPL_T_STR: return v.flags & TPL_F_SYMBOL ? "Symbol" : v.flags & TPL_F_REGEX_RB ? "Regexp" : v.flags & TPL_F_CLASS_RB ? "Class" : "String";
+    case TPL_T_LIST: return v.flags & TPL_F_RANGE_RB ? "Range" : "Array";
+    case TPL_T_MAP: return "Hash";
+    default: return "Object";
+    }
+}
+
+static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
+{
+    if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for nil:NilClass (NoMethodError)", (int)n, name);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, self);
+    if (b.len > 60) b.len = 60;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, (int)b.len,
+                        b.p ? b.p : "", class_name(self));
+}
+
+static int type_error(tpl_vm *vm, const char *what, tpl_value v)
+{
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", class_name(v), what);
+}
+
+static tpl_value str_of(tpl_vm *vm, tpl_value v)
+{
+    if (v.type == TPL_T_STR) return v;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_to_s(&b, v);
+    return tpl_sb_value(&b);
+}
+
+static tpl_list *new_list(tpl_vm *vm, uint32_t cap) { return tpl_list_new(A(vm), cap); }
+
+/* ------------------------------------------------------------------ equality and ordering */
+
+bool tpl_rb_equal(tpl_value a, tpl_value b)
+{
+    if (a.type == TPL_T_UNDEF) a = tpl_v_none();
+    if (b.type == TPL_T_UNDEF) b = tpl_v_none();
+    if (is_num(a) && is_num(b)) return dbl(a) == dbl(b) && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT || a.u.i == b.u.i);
+    if (a.type != b.type) return false;
+    switch (a.type) {
+    case TPL_T_NONE: return true;
+    case TPL_T_BOOL: return a.u.i == b.u.i;
+    case TPL_T_STR: return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
+    case TPL_T_LIST:
+        if ((a.flags & TPL_F_RANGE_RB) != (b.flags & TPL_F_RANGE_RB) || a.u.list->len != b.u.list->len) return false;
+        for (uint32_t i = 0; i < a.u.list->len; i++)
+            if (!tpl_rb_equal(a.u.list->items[i], b.u.list->items[i])) return false;
+        return true;
+    case TPL_T_MAP:
+        if (a.u.map->len != b.u.map->len) return false;
+        for (uint32_t i = 0; i < a.u.map->len; i++) {
+            tpl_value *o = tpl_map_get(b.u.map, a.u.map->e[i].key);
+            if (!o || !tpl_rb_equal(a.u.map->e[i].val, *o)) return false;
+        }
+        return true;
+    default: return a.u.p == b.u.p;
+    }
+}
+
+/* Ruby <=>: *ok false when the values do not compare (nil). */
+static int rb_cmp(tpl_value a, tpl_value b, bool *ok)
+{
+    *ok = true;
+    if (is_num(a) && is_num(b)) {
+        if (a.type == TPL_T_INT && b.type == TPL_T_INT) return a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
+        double x = dbl(a), y = dbl(b);
+        if (isnan(x) || isnan(y)) { *ok = false; return 0; }
+        return x < y ? -1 : x > y;
+    }
+    if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
+        size_t m = a.len < b.len ? a.len : b.len;
+        int c = m ? memcmp(a.u.s, b.u.s, m) : 0;
+        return c ? (c < 0 ? -1 : 1) : (a.len < b.len ? -1 : a.len > b.len);
+    }
+    if (is_array(a) && is_array(b)) {
+        uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
+        for (uint32_t i = 0; i < m; i++) {
+            int c = rb_cmp(a.u.list->items[i], b.u.list->items[i], ok);
+            if (!*ok || c) return c;
+        }
+        return a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
+    }
+    if (tpl_rb_equal(a, b)) return 0;
+    *ok = false;
+    return 0;
+}
+
+static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b)
+{
+    tpl_sb sb;
+    tpl_sb_init(&sb, A(vm));
+    tpl_rb_inspect(&sb, b);
+    if (b.type == TPL_T_NONE || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)sb.len, sb.p);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
+}
+
+/* ------------------------------------------------------------------ blocks */
+
+/* Yields one value; on `break` the method returns the break value at once. */
+#define YIELD(blk, argp, nargs, res) do { \
+        int yr_ = tpl_rb_yield(vm, &(blk), (argp), (nargs), (res)); \
+        if (yr_ < 0) return -1; \
+        if (yr_ > 0) { *out = *(res); return 0; } \
+    } while (0)
+
+/* ------------------------------------------------------------------ enumerables */
+
+static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out);
+
+/* Items of an Enumerable receiver: array items, hash [k, v] pairs, range members. */
+static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth)
+{
+    if (is_array(v)) { *out = v.u.list; return 0; }
+    if (is_range(v)) return range_list(vm, v, out);
+    if (v.type == TPL_T_MAP) {
+        tpl_map *m = v.u.map;
+        tpl_list *l = new_list(vm, m->len);
+        if (!l) return oom(vm);
+        for (uint32_t i = 0; i < m->len; i++) {
+            tpl_list *p = new_list(vm, 2);
+            if (!p) return oom(vm);
+            p->items[0] = m->e[i].key;
+            p->items[1] = m->e[i].val;
+            p->len = 2;
+            l->items[l->len++] = tpl_v_list(p);
+        }
+        *out = l;
+        return 0;
+    }
+    return no_method(vm, v, meth, strlen(meth));
+}
+
+int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out)
+{
+    if (mode == TPL_RB_TIMES) {
+        if (v.type != TPL_T_INT) return no_method(vm, v, "times", 5);
+        int64_t n = v.u.i < 0 ? 0 : v.u.i;
+        if (n > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "times: too many iterations");
+        tpl_list *l = new_list(vm, (uint32_t)n);
+        if (!l) return oom(vm);
+        for (int64_t i = 0; i < n; i++) l->items[l->len++] = tpl_v_int(i);
+        *out = l;
+        return 0;
+    }
+    tpl_list *items;
+    if (enum_items(vm, v, &items, mode == TPL_RB_EACH ? "each" : "each_with_index") < 0) return -1;
+    if (mode == TPL_RB_EACH) { *out = items; return 0; }
+    tpl_list *l = new_list(vm, items->len);
+    if (!l) return oom(vm);
+    for (uint32_t i = 0; i < items->len; i++) {
+        tpl_list *p = new_list(vm, 2);
+        if (!p) return oom(vm);
+        p->items[0] = items->items[i];
+        p->items[1] = tpl_v_int(i);
+        p->len = 2;
+        l->items[l->len++] = tpl_v_list(p);
+    }
+    *out = l;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ ranges */
+
+int tpl_rb_range(tpl_vm *vm, tpl_value b, tpl_value e, bool exclusive, tpl_value *out)
+{
+    bool ok = (b.type == TPL_T_INT && (e.type == TPL_T_INT || e.type == TPL_T_NONE)) ||
+              (b.type == TPL_T_STR && (e.type == TPL_T_STR || e.type == TPL_T_NONE)) ||
+              (is_num(b) && (is_num(e) || e.type == TPL_T_NONE));
+    if (!ok) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad value for range (ArgumentError)");
+    tpl_list *l = new_list(vm, 3);
+    if (!l) return oom(vm);
+    l->items[0] = b;
+    l->items[1] = e;
+    l->items[2] = tpl_v_bool(exclusive);
+    l->len = 3;
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_RANGE_RB;
+    return 0;
+}
+
+/* String#succ for the alphanumeric strings ranges use ('a'..'e', 'aa'..'zz', 'a1'..'a9'). */
+static tpl_value str_succ(tpl_vm *vm, tpl_value s)
+{
+    char *p = tpl_arena_alloc(A(vm), s.len + 2);
+    if (!p) return s;
+    mcpy(p + 1, s.u.s, s.len);
+    size_t i = s.len;
+    while (i > 0) {
+        char c = p[i];
+        if (c == 'z') { p[i] = 'a'; i--; continue; }
+        if (c == 'Z') { p[i] = 'A'; i--; continue; }
+        if (c == '9') { p[i] = '0'; i--; continue; }
+        p[i] = (char)(c + 1);
+        return tpl_v_str(p + 1, s.len);
+    }
+    char first = s.len ? s.u.s[0] : 'a';
+    p[0] = first == 'z' || (first >= 'a' && first <= 'z') ? 'a' : (first >= 'A' && first <= 'Z') ? 'A' : '1';
+    return tpl_v_str(p, s.len + 1);
+}
+
+static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
+{
+    tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
+    bool excl = r.u.list->items[2].u.i != 0;
+    if (e.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert endless range to an array (RangeError)");
+    tpl_list *l = new_list(vm, 8);
+    if (!l) return oom(vm);
+    if (b.type == TPL_T_INT && e.type == TPL_T_INT) {
+        int64_t hi = excl ? e.u.i - 1 : e.u.i;
+        if (hi >= b.u.i && hi - b.u.i > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+        for (int64_t i = b.u.i; i <= hi; i++)
+            if (!tpl_list_push(A(vm), l, tpl_v_int(i))) return oom(vm);
+    } else if (b.type == TPL_T_STR && e.type == TPL_T_STR) {
+        tpl_value s = b;
+        for (int k = 0; k < 100000; k++) {
+            if (s.len > e.len) break;
+            bool last = tpl_rb_equal(s, e);
+            if (last && excl) break;
+            if (!tpl_list_push(A(vm), l, s)) return oom(vm);
+            if (last) break;
+            s = str_succ(vm, s);
+        }
+    } else {
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from %s (TypeError)", class_name(b));
+    }
+    *out = l;
+    return 0;
+}
+
+static bool range_cover(tpl_value r, tpl_value v)
+{
+    tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
+    bool excl = r.u.list->items[2].u.i != 0, ok;
+    int c = rb_cmp(b, v, &ok);
+    if (!ok || c > 0) return false;
+    if (e.type == TPL_T_NONE) return true;
+    c = rb_cmp(v, e, &ok);
+    return ok && (excl ? c < 0 : c <= 0);
+}
+
+/* ------------------------------------------------------------------ regular expressions */
+
+static OnigRegex rx_compile(tpl_vm *vm, tpl_value pat)
+{
+    OnigRegex re = NULL;
+    OnigErrorInfo einfo;
+    const UChar *p = (const UChar *)pat.u.s;
+    int r = onig_new(&re, p, p + pat.len, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, &einfo);
+    if (r != ONIG_NORMAL) {
+        UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+        onig_error_code_to_str(msg, r, &einfo);
+        tpl_vm_error(vm, TPL_ERR_TYPE, "invalid regular expression: %s", (const char *)msg);
+        return NULL;
+    }
+    return re;
+}
+
+bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap)
+{
+    OnigRegex re = NULL;
+    OnigErrorInfo einfo;
+    int r = onig_new(&re, (const UChar *)pat, (const UChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+                     ONIG_SYNTAX_RUBY, &einfo);
+    if (r != ONIG_NORMAL) {
+        UChar m[ONIG_MAX_ERROR_MESSAGE_LEN];
+        onig_error_code_to_str(m, r, &einfo);
+        snprintf(msg, cap, "invalid regular expression: %s", (const char *)m);
+        return false;
+    }
+    onig_free(re);
+    return true;
+}
+
+/* Searches s from byte `from`; returns the match start (bytes) or -1; region filled. -2 on error. */
+static long rx_search(OnigRegex re, tpl_value s, size_t from, OnigRegion *reg)
+{
+    const UChar *b = (const UChar *)s.u.s, *e = b + s.len;
+    long r = onig_search(re, b, e, b + from, e, reg, ONIG_OPTION_NONE);
+    if (r >= 0) return r;
+    return r == ONIG_MISMATCH ? -1 : -2;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
+{
+    switch (v.type) {
+    case TPL_T_STR: k[0] = TPL_BK_RSTR; return 1;
+    case TPL_T_INT: case TPL_T_FLOAT: k[0] = TPL_BK_RNUM; return 1;
+    case TPL_T_LIST:
+        if (v.flags & TPL_F_RANGE_RB) { k[0] = TPL_BK_RRANGE; k[1] = TPL_BK_RARR; return 2; }
+        k[0] = TPL_BK_RARR; return 1;
+    case TPL_T_MAP: k[0] = TPL_BK_RHASH; k[1] = TPL_BK_RARR; return 2;
+    default: return 0;
+    }
+}
+
+/* Array methods that hashes and ranges have too (Enumerable), used on their items. */
+static bool enumerable(const char *name, size_t n)
+{
+    static const char *const names[] = { "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
+        "all?", "none?", "count", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
+        "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
+        "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", NULL };
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    return false;
+}
+
+static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos, const tpl_value *kwn, tpl_value *kwv,
+                   int nkw, tpl_value *out)
+{
+    tpl_value pos[TPL_MAX_PARAMS + 1];
+    if (npos >= TPL_MAX_PARAMS) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments (ArgumentError)");
+    pos[0] = self;
+    if (npos) mcpy(pos + 1, args, (size_t)npos * sizeof *args);
+    tpl_value a[TPL_MAX_PARAMS];
+    if (tpl_builtin_bind(vm, id, pos, npos + 1, kwn, kwv, nkw, a) < 0) return -1;
+    return tpl_builtin(id)->fn(vm, a, out);
+}
+
+int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    if (self.type == TPL_T_UNDEF) self = tpl_v_none();
+    /* call.channel: the `call` object answers its fields as methods */
+    tpl_value call = tpl_vm_call(vm);
+    if (self.type == TPL_T_MAP && call.type == TPL_T_MAP && self.u.map == call.u.map && npos == 0 && nkw == 0) {
+        tpl_value *hit = tpl_map_get_str(self.u.map, name, n, tpl_hash_str(name, n));
+        if (hit) { *out = *hit; return 0; }
+    }
+    tpl_builtin_kind k[3];
+    int nk = kinds_for(self, k);
+    for (int i = 0; i < nk; i++) {
+        int id = tpl_builtin_find(k[i], name, n);
+        if (id < 0) continue;
+        if (k[i] == TPL_BK_RARR && !is_array(self)) {
+            if (!enumerable(name, n)) break;
+            tpl_list *items;
+            if (enum_items(vm, self, &items, "each") < 0) return -1;
+            return call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out);
+        }
+        return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
+    }
+    int id = tpl_builtin_find(TPL_BK_RANY, name, n);
+    if (id >= 0) return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
+    return no_method(vm, self, name, n);
+}
+
+int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
+{
+    switch (obj.type) {
+    case TPL_T_MAP: {
+        tpl_value *hit = tpl_map_get(obj.u.map, key);
+        *out = hit ? *hit : tpl_v_none();
+        return 0;
+    }
+    case TPL_T_LIST:
+    case TPL_T_STR:
+        if (is_range(obj)) break;
+        return tpl_rb_send(vm, obj, "[]", 2, &key, 1, NULL, NULL, 0, out);
+    default:
+        break;
+    }
+    return no_method(vm, obj, "[]", 2);
+}
+
+/* ------------------------------------------------------------------ Kernel */
+
+int r_k_Array(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (is_array(v)) { *out = v; return 0; }
+    if (v.type == TPL_T_NONE) { *out = tpl_v_list(new_list(vm, 0)); return out->u.list ? 0 : oom(vm); }
+    if (v.type == TPL_T_MAP || is_range(v)) {
+        tpl_list *l;
+        if (enum_items(vm, v, &l, "to_a") < 0) return -1;
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    tpl_list *l = new_list(vm, 1);
+    if (!l) return oom(vm);
+    l->items[l->len++] = v;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *out);
+static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out);
+
+int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_INT) { *out = v; return 0; }
+    if (v.type == TPL_T_FLOAT) {
+        if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "FloatDomainError");
+        *out = tpl_v_int((int64_t)v.u.f);
+        return 0;
+    }
+    if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 10, true, out);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", class_name(v));
+}
+
+int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (is_num(v)) { *out = tpl_v_float(dbl(v)); return 0; }
+    if (v.type == TPL_T_STR) return str_to_f(vm, v, true, out);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", class_name(v));
+}
+
+int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { *out = str_of(vm, a[0]); return 0; }
+
+/* tr(text, lang: nil): the shared translation builtin (stdlib/markdown.c, stdlib/tr.c). */
+int r_k_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    return h_tr(vm, a, out);
+}
+
+/* ------------------------------------------------------------------ any object */
+
+int r_any_nil_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].type == TPL_T_NONE); return 0; }
+
+int r_any_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_STR) { *out = a[0]; out->flags = 0; return 0; }
+    *out = str_of(vm, a[0]);
+    return 0;
+}
+
+int r_any_inspect(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, a[0]);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static bool is_a(tpl_value v, tpl_value cls)
+{
+    const char *c = class_name(v);
+    size_t n = cls.len;
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(cls.u.s, lit, n) == 0)
+    if (IS("Object") || IS("BasicObject") || IS("Kernel")) return true;
+    if (IS("Numeric") || IS("Comparable")) return is_num(v) || (IS("Comparable") && v.type == TPL_T_STR);
+    if (IS("Enumerable")) return v.type == TPL_T_LIST || v.type == TPL_T_MAP;
+#undef IS
+    return strlen(c) == n && memcmp(c, cls.u.s, n) == 0;
+}
+
+int r_any_is_a_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_STR || !(a[1].flags & TPL_F_CLASS_RB))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "class or module required (TypeError)");
+    *out = tpl_v_bool(is_a(a[0], a[1]));
+    return 0;
+}
+
+int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = tpl_v_bool(a[0].type == a[1].type && tpl_rb_equal(a[0], a[1]));
+    return 0;
+}
+
+int r_any_cmp(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    bool ok;
+    int c = rb_cmp(a[0], a[1], &ok);
+    *out = ok ? tpl_v_int(c) : tpl_v_none();
+    return 0;
+}
+
+int r_any_eqq(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value p = a[0], v = a[1];
+    if (is_range(p)) { *out = tpl_v_bool(range_cover(p, v)); return 0; }
+    if (p.type == TPL_T_STR && (p.flags & TPL_F_CLASS_RB)) { *out = tpl_v_bool(is_a(v, p)); return 0; }
+    if (p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB)) {
+        if (v.type != TPL_T_STR) { *out = tpl_v_bool(false); return 0; }
+        OnigRegex re = rx_compile(vm, p);
+        if (!re) return -1;
+        OnigRegion *reg = onig_region_new();
+        long r = rx_search(re, v, 0, reg);
+        onig_region_free(reg, 1);
+        onig_free(re);
+        *out = tpl_v_bool(r >= 0);
+        return 0;
+    }
+    *out = tpl_v_bool(tpl_rb_equal(p, v));
+    return 0;
+}
+
+int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0], p = a[1];
+    if (s.type == TPL_T_STR && (s.flags & TPL_F_REGEX_RB)) { tpl_value t = s; s = p; p = t; }
+    if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
+        if (s.type == TPL_T_NONE) { *out = tpl_v_none(); return 0; }
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Regexp) (TypeError)", class_name(p));
+    }
+    if (s.type != TPL_T_STR) { *out = tpl_v_none(); return 0; }
+    OnigRegex re = rx_compile(vm, p);
+    if (!re) return -1;
+    OnigRegion *reg = onig_region_new();
+    long r = rx_search(re, s, 0, reg);
+    onig_region_free(reg, 1);
+    onig_free(re);
+    if (r == -2) return tpl_vm_error(vm, TPL_ERR_TYPE, "regular expression search failed");
+    *out = r >= 0 ? tpl_v_int((int64_t)tpl_utf8_len(s.u.s, (size_t)r)) : tpl_v_none();
+    return 0;
+}
+
+int r_any_self(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; return 0; }
+int r_any_frozen_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_bool(false); return 0; }
+
+int r_any_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_NONE) return r_k_Array(vm, a, out);
+    return no_method(vm, a[0], "to_a", 4);
+}
+
+int r_any_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_NONE) { *out = tpl_v_int(0); return 0; }
+    return no_method(vm, a[0], "to_i", 4);
+}
+
+int r_any_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_NONE) { *out = tpl_v_float(0.0); return 0; }
+    return no_method(vm, a[0], "to_f", 4);
+}
+
+/* ------------------------------------------------------------------ String */
+
+static int want_str(tpl_vm *vm, tpl_value v)
+{
+    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
+    return 0;
+}
+
+int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_py_upper(&b, a[0].u.s, a[0].len);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Ruby's downcase: full case mapping one character at a time (no final-sigma rule). */
+static void rb_lower(tpl_sb *b, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t st = i;
+        if ((unsigned char)s[i] < 0x80) {
+            while (i < n && (unsigned char)s[i] < 0x80) i++;
+            tpl_py_lower(b, s + st, i - st);
+            continue;
+        }
+        tpl_utf8_next(s, n, &i);
+        tpl_py_lower(b, s + st, i - st);
+    }
+}
+
+int r_str_downcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    rb_lower(&b, a[0].u.s, a[0].len);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (s.len == 0) { *out = s; return 0; }
+    size_t i = 0;
+    tpl_utf8_next(s.u.s, s.len, &i);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_py_upper(&b, s.u.s, i);
+    rb_lower(&b, s.u.s + i, s.len - i);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int r_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    size_t i = 0;
+    while (i < s.len) {
+        size_t st = i;
+        uint32_t cp = tpl_utf8_next(s.u.s, s.len, &i);
+        if (tpl_uc_isupper(cp)) rb_lower(&b, s.u.s + st, i - st);
+        else if (tpl_uc_islower(cp)) tpl_py_upper(&b, s.u.s + st, i - st);
+        else tpl_sb_put(&b, s.u.s + st, i - st);
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static bool rb_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || c == 0; }
+
+static tpl_value rb_strip(tpl_value s, int which)
+{
+    size_t b = 0, e = s.len;
+    if (which & 1) while (b < e && rb_space(s.u.s[b]) && s.u.s[b]) b++;
+    if (which & 2) while (e > b && rb_space(s.u.s[e - 1])) e--;
+    return tpl_v_str(s.u.s + b, e - b);
+}
+
+int r_str_strip(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = rb_strip(a[0], 3); return 0; }
+int r_str_lstrip(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = rb_strip(a[0], 1); return 0; }
+int r_str_rstrip(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = rb_strip(a[0], 2); return 0; }
+
+int r_str_chomp(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_value s = a[0];
+    size_t n = s.len;
+    if (n && s.u.s[n - 1] == '\n') n--;
+    if (n && s.u.s[n - 1] == '\r' && n < s.len) n--;
+    else if (n == s.len && n && s.u.s[n - 1] == '\r') n--;
+    *out = tpl_v_str(s.u.s, n);
+    return 0;
+}
+
+int r_str_length(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int((int64_t)tpl_utf8_len(a[0].u.s, a[0].len)); return 0; }
+int r_str_empty_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].len == 0); return 0; }
+
+static bool has_sub(tpl_value s, tpl_value t)
+{
+    if (t.len == 0) return true;
+    if (t.len > s.len) return false;
+    for (size_t i = 0; i + t.len <= s.len; i++)
+        if (memcmp(s.u.s + i, t.u.s, t.len) == 0) return true;
+    return false;
+}
+
+int r_str_include_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_str(vm, a[1]) < 0) return -1;
+    *out = tpl_v_bool(has_sub(a[0], a[1]));
+    return 0;
+}
+
+static int affix(tpl_vm *vm, tpl_value *a, tpl_value *out, bool start)
+{
+    tpl_value s = a[0];
+    tpl_list *l = a[1].u.list;
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value p = l->items[i];
+        if (p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB) && start) {
+            OnigRegex re = rx_compile(vm, p);
+            if (!re) return -1;
+            OnigRegion *reg = onig_region_new();
+            const UChar *b = (const UChar *)s.u.s;
+            int r = onig_match(re, b, b + s.len, b, reg, ONIG_OPTION_NONE);
+            onig_region_free(reg, 1);
+            onig_free(re);
+            if (r >= 0) { *out = tpl_v_bool(true); return 0; }
+            continue;
+        }
+        if (want_str(vm, p) < 0) return -1;
+        if (p.len <= s.len && memcmp(start ? s.u.s : s.u.s + s.len - p.len, p.u.s, p.len) == 0) {
+            *out = tpl_v_bool(true);
+            return 0;
+        }
+    }
+    *out = tpl_v_bool(false);
+    return 0;
+}
+
+int r_str_start_with_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return affix(vm, a, out, true); }
+int r_str_end_with_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return affix(vm, a, out, false); }
+
+/* Ruby replacement strings: \0 \& (whole match), \1..\9 (groups), \\ (backslash). */
+static void put_repl(tpl_sb *b, tpl_value repl, tpl_value s, const OnigRegion *reg)
+{
+    for (size_t i = 0; i < repl.len; i++) {
+        char c = repl.u.s[i];
+        if (c == '\\' && i + 1 < repl.len) {
+            char d = repl.u.s[i + 1];
+            int g = d == '&' ? 0 : (d >= '0' && d <= '9') ? d - '0' : -1;
+            if (g >= 0) {
+                if (reg && g < reg->num_regs && reg->beg[g] >= 0) tpl_sb_put(b, s.u.s + reg->beg[g], (size_t)(reg->end[g] - reg->beg[g]));
+                i++;
+                continue;
+            }
+            if (d == '\\') { tpl_sb_putc(b, '\\'); i++; continue; }
+        }
+        tpl_sb_putc(b, c);
+    }
+}
+
+static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
+{
+    tpl_value s = a[0], pat = a[1];
+    tpl_rb_block blk = tpl_vm_block(vm);
+    bool has_repl = tpl_given(a[2]);
+    if (!has_repl && !blk.pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 1, expected 2) (ArgumentError)");
+    tpl_value repl = has_repl ? a[2] : tpl_v_none();
+    if (has_repl && repl.type == TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "sub/gsub with a hash is not supported");
+    if (has_repl && want_str(vm, repl) < 0) return -1;
+    bool rx = pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB);
+    if (!rx && want_str(vm, pat) < 0) return -1;
+    OnigRegex re = NULL;
+    OnigRegion *reg = NULL;
+    if (rx) {
+        if (!(re = rx_compile(vm, pat))) return -1;
+        reg = onig_region_new();
+    }
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    size_t pos = 0, copied = 0;
+    int rc = 0;
+    while (pos <= s.len) {
+        long ms, me;
+        if (rx) {
+            ms = rx_search(re, s, pos, reg);
+            if (ms == -2) { rc = tpl_vm_error(vm, TPL_ERR_TYPE, "regular expression search failed"); break; }
+            if (ms < 0) break;
+            me = reg->end[0];
+        } else {
+            ms = -1;
+            for (size_t i = pos; i + pat.len <= s.len; i++)
+                if (memcmp(s.u.s + i, pat.u.s, pat.len) == 0) { ms = (long)i; break; }
+            if (ms < 0) break;
+            me = ms + (long)pat.len;
+        }
+        tpl_sb_put(&b, s.u.s + copied, (size_t)ms - copied);
+        if (has_repl) {
+            if (rx) put_repl(&b, repl, s, reg);
+            else {
+                OnigRegion fake = { 0 };
+                int beg = (int)ms, end = (int)me;
+                fake.num_regs = 1;
+                fake.beg = &beg;
+                fake.end = &end;
+                put_repl(&b, repl, s, &fake);
+            }
+        } else {
+            tpl_value m = tpl_v_str(s.u.s + ms, (size_t)(me - ms)), r;
+            int yr = tpl_rb_yield(vm, &blk, &m, 1, &r);
+            if (yr < 0) { rc = -1; break; }
+            if (yr > 0) { *out = r; goto done; }
+            tpl_value rs = str_of(vm, r);
+            tpl_sb_put(&b, rs.u.s, rs.len);
+        }
+        copied = (size_t)me;
+        if (!global) break;
+        if (me == ms) {
+            if ((size_t)me >= s.len) { pos = s.len + 1; break; }
+            size_t k = (size_t)me;
+            tpl_utf8_next(s.u.s, s.len, &k);
+            tpl_sb_put(&b, s.u.s + me, k - (size_t)me);
+            copied = pos = k;
+        } else {
+            pos = (size_t)me;
+        }
+    }
+    if (rc == 0) {
+        if (copied < s.len) tpl_sb_put(&b, s.u.s + copied, s.len - copied);
+        if (b.failed) rc = oom(vm);
+        else *out = tpl_sb_value(&b);
+    }
+done:
+    if (reg) onig_region_free(reg, 1);
+    if (re) onig_free(re);
+    return rc;
+}
+
+int r_str_sub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a, out, false); }
+int r_str_gsub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a, out, true); }
+
+int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0], pat = a[1];
+    if (!(pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB))) {
+        if (want_str(vm, pat) < 0) return -1;
+    }
+    tpl_list *l = new_list(vm, 4);
+    if (!l) return oom(vm);
+    if (!(pat.flags & TPL_F_REGEX_RB)) {
+        if (pat.len == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "scan with an empty string is not supported");
+        for (size_t i = 0; i + pat.len <= s.len;) {
+            if (memcmp(s.u.s + i, pat.u.s, pat.len) == 0) { tpl_list_push(A(vm), l, pat); i += pat.len; }
+            else i++;
+        }
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    OnigRegex re = rx_compile(vm, pat);
+    if (!re) return -1;
+    OnigRegion *reg = onig_region_new();
+    size_t pos = 0;
+    while (pos <= s.len) {
+        long ms = rx_search(re, s, pos, reg);
+        if (ms < 0) break;
+        tpl_value item;
+        if (reg->num_regs > 1) {
+            tpl_list *g = new_list(vm, (uint32_t)reg->num_regs - 1);
+            for (int k = 1; g && k < reg->num_regs; k++)
+                g->items[g->len++] = reg->beg[k] >= 0 ? tpl_v_str(s.u.s + reg->beg[k], (size_t)(reg->end[k] - reg->beg[k])) : tpl_v_none();
+            item = g ? tpl_v_list(g) : tpl_v_none();
+        } else {
+            item = tpl_v_str(s.u.s + ms, (size_t)(reg->end[0] - ms));
+        }
+        tpl_list_push(A(vm), l, item);
+        if (reg->end[0] == ms) {
+            size_t k = (size_t)ms;
+            if (k >= s.len) break;
+            tpl_utf8_next(s.u.s, s.len, &k);
+            pos = k;
+        } else {
+            pos = (size_t)reg->end[0];
+        }
+    }
+    onig_region_free(reg, 1);
+    onig_free(re);
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value p = a[1];
+    if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
+        if (want_str(vm, p) < 0) return -1;
+        *out = tpl_v_bool(has_sub(a[0], p));
+        return 0;
+    }
+    tpl_value r;
+    tpl_value args[2] = { a[0], p };
+    if (r_any_match_op(vm, args, &r) < 0) return -1;
+    *out = tpl_v_bool(r.type != TPL_T_NONE);
+    return 0;
+}
+
+int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    tpl_list *l = new_list(vm, 4);
+    if (!l) return oom(vm);
+    bool awk = !tpl_given(a[1]) || a[1].type == TPL_T_NONE || (a[1].type == TPL_T_STR && a[1].len == 1 && a[1].u.s[0] == ' ' && !(a[1].flags & TPL_F_REGEX_RB));
+    if (awk) {
+        size_t i = 0;
+        while (i < s.len) {
+            while (i < s.len && rb_space(s.u.s[i])) i++;
+            if (i >= s.len) break;
+            size_t st = i;
+            while (i < s.len && !rb_space(s.u.s[i])) i++;
+            if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, i - st))) return oom(vm);
+        }
+    } else if (a[1].flags & TPL_F_REGEX_RB) {
+        OnigRegex re = rx_compile(vm, a[1]);
+        if (!re) return -1;
+        OnigRegion *reg = onig_region_new();
+        size_t pos = 0, start = 0;
+        while (pos < s.len) {
+            long ms = rx_search(re, s, pos, reg);
+            if (ms < 0) break;
+            long me = reg->end[0];
+            if (me == ms) {
+                if ((size_t)ms >= s.len) break;
+                if ((size_t)ms == start) { size_t k = (size_t)ms; tpl_utf8_next(s.u.s, s.len, &k); pos = k; if (ms == 0 && start == 0) { continue; } }
+                else pos = (size_t)ms;
+                if ((size_t)ms != start || ms != 0) {
+                    size_t k = (size_t)ms;
+                    if ((size_t)ms == start) tpl_utf8_next(s.u.s, s.len, &k);
+                    tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, k - start));
+                    start = k;
+                    pos = k;
+                }
+                continue;
+            }
+            tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, (size_t)ms - start));
+            start = pos = (size_t)me;
+        }
+        tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
+        onig_region_free(reg, 1);
+        onig_free(re);
+    } else {
+        if (want_str(vm, a[1]) < 0) return -1;
+        tpl_value sep = a[1];
+        size_t start = 0;
+        if (sep.len == 0) {
+            return tpl_to_list(vm, s, &l) < 0 ? -1 : (*out = tpl_v_list(l), 0);
+        }
+        for (size_t i = 0; i + sep.len <= s.len;) {
+            if (memcmp(s.u.s + i, sep.u.s, sep.len) == 0) {
+                tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, i - start));
+                i += sep.len;
+                start = i;
+            } else {
+                i++;
+            }
+        }
+        tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
+    }
+    while (l->len && l->items[l->len - 1].len == 0) l->len--;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *out)
+{
+    if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %d (ArgumentError)", base);
+    size_t i = 0, n = s.len;
+    const char *p = s.u.s;
+    while (i < n && rb_space(p[i])) i++;
+    bool neg = false;
+    if (i < n && (p[i] == '-' || p[i] == '+')) neg = p[i++] == '-';
+    if (i + 1 < n && p[i] == '0') {
+        char x = (char)(p[i + 1] | 0x20);
+        if ((x == 'x' && base == 16) || (x == 'b' && base == 2) || (x == 'o' && base == 8)) i += 2;
+    }
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; i < n; i++) {
+        char c = p[i];
+        if (c == '_' && digits) continue;
+        int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
+        if (d >= base) break;
+        if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        digits++;
+    }
+    if (strict) {
+        while (i < n && rb_space(p[i])) i++;
+        if (!digits || i < n) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid value for Integer(): \"%.*s\" (ArgumentError)", (int)s.len, s.u.s);
+    }
+    *out = tpl_v_int(neg ? -v : v);
+    return 0;
+}
+
+static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
+{
+    char buf[128];
+    size_t i = 0, k = 0, n = s.len;
+    const char *p = s.u.s;
+    while (i < n && rb_space(p[i])) i++;
+    if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
+    size_t d0 = k;
+    while (i < n && k < 100 && ((p[i] >= '0' && p[i] <= '9') || (p[i] == '_' && k > d0))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
+    if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9' && k > d0) {
+        buf[k++] = p[i++];
+        while (i < n && k < 110 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++];
+    }
+    if (i + 1 < n && (p[i] == 'e' || p[i] == 'E') && k > d0) {
+        size_t save = k, si = i;
+        buf[k++] = p[i++];
+        if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
+        if (i < n && p[i] >= '0' && p[i] <= '9') { while (i < n && k < 126 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++]; }
+        else { k = save; i = si; }
+    }
+    buf[k] = 0;
+    if (strict) {
+        while (i < n && rb_space(p[i])) i++;
+        if (k == d0 || i < n) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid value for Float(): \"%.*s\" (ArgumentError)", (int)s.len, s.u.s);
+    }
+    *out = tpl_v_float(k > d0 ? strtod(buf, NULL) : 0.0);
+    return 0;
+}
+
+int r_str_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_to_i(vm, a[0], tpl_given(a[1]) ? (int)a[1].u.i : 10, false, out); }
+int r_str_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_to_f(vm, a[0], false, out); }
+int r_str_to_sym(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = TPL_F_SYMBOL; return 0; }
+
+int r_str_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    char *p = tpl_arena_alloc(A(vm), s.len + 1);
+    if (!p) return oom(vm);
+    size_t i = 0, w = s.len;
+    while (i < s.len) {
+        size_t st = i;
+        tpl_utf8_next(s.u.s, s.len, &i);
+        w -= i - st;
+        mcpy(p + w, s.u.s + st, i - st);
+    }
+    *out = tpl_v_str(p, s.len);
+    return 0;
+}
+
+static int justify(tpl_vm *vm, tpl_value *a, tpl_value *out, int how)
+{
+    tpl_value s = a[0];
+    int64_t width;
+    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    width = a[1].u.i;
+    tpl_value pad = tpl_given(a[2]) ? a[2] : tpl_v_str(" ", 1);
+    if (want_str(vm, pad) < 0) return -1;
+    if (pad.len == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "zero width padding (ArgumentError)");
+    int64_t len = (int64_t)tpl_utf8_len(s.u.s, s.len);
+    if (width <= len) { *out = s; return 0; }
+    if (width > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    int64_t total = width - len, left = how == 0 ? 0 : how == 1 ? total : total / 2, right = total - left;
+    tpl_list *pc;
+    if (tpl_to_list(vm, pad, &pc) < 0) return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (int64_t i = 0; i < left; i++) tpl_sb_put(&b, pc->items[i % pc->len].u.s, pc->items[i % pc->len].len);
+    tpl_sb_put(&b, s.u.s, s.len);
+    for (int64_t i = 0; i < right; i++) tpl_sb_put(&b, pc->items[i % pc->len].u.s, pc->items[i % pc->len].len);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int r_str_ljust(tpl_vm *vm, tpl_value *a, tpl_value *out) { return justify(vm, a, out, 0); }
+int r_str_rjust(tpl_vm *vm, tpl_value *a, tpl_value *out) { return justify(vm, a, out, 1); }
+int r_str_center(tpl_vm *vm, tpl_value *a, tpl_value *out) { return justify(vm, a, out, 2); }
+
+/* Normalises (start, length) over len items Ruby's way; false when out of range (nil). */
+static bool span(int64_t len, int64_t start, int64_t cnt, int64_t *b, int64_t *n)
+{
+    if (start < 0) start += len;
+    if (start < 0 || start > len || cnt < 0) return false;
+    if (cnt > len - start) cnt = len - start;
+    *b = start;
+    *n = cnt;
+    return true;
+}
+
+static bool range_span(tpl_value r, int64_t len, int64_t *b, int64_t *n)
+{
+    tpl_value rb = r.u.list->items[0], re = r.u.list->items[1];
+    bool excl = r.u.list->items[2].u.i != 0;
+    if (rb.type != TPL_T_INT && rb.type != TPL_T_NONE) return false;
+    int64_t s = rb.type == TPL_T_INT ? rb.u.i : 0;
+    int64_t e = re.type == TPL_T_INT ? re.u.i : len;
+    if (re.type == TPL_T_INT) { if (e < 0) e += len; if (!excl) e++; }
+    if (s < 0) s += len;
+    if (s < 0 || s > len) return false;
+    if (e > len) e = len;
+    *b = s;
+    *n = e > s ? e - s : 0;
+    return true;
+}
+
+int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0], k = a[1];
+    int64_t len = (int64_t)tpl_utf8_len(s.u.s, s.len), b, n;
+    if (k.type == TPL_T_STR && !(k.flags & TPL_F_REGEX_RB)) { *out = has_sub(s, k) ? k : tpl_v_none(); return 0; }
+    if (k.type == TPL_T_STR) {
+        tpl_value r;
+        tpl_value args[2] = { s, k };
+        if (r_any_match_op(vm, args, &r) < 0) return -1;
+        if (r.type == TPL_T_NONE) { *out = r; return 0; }
+        OnigRegex re = rx_compile(vm, k);
+        if (!re) return -1;
+        OnigRegion *reg = onig_region_new();
+        long ms = rx_search(re, s, 0, reg);
+        *out = ms >= 0 ? tpl_v_str(s.u.s + ms, (size_t)(reg->end[0] - ms)) : tpl_v_none();
+        onig_region_free(reg, 1);
+        onig_free(re);
+        return 0;
+    }
+    if (is_range(k)) {
+        if (!range_span(k, len, &b, &n)) { *out = tpl_v_none(); return 0; }
+    } else if (k.type == TPL_T_INT) {
+        if (tpl_given(a[2])) {
+            if (a[2].type != TPL_T_INT) return type_error(vm, "Integer", a[2]);
+            if (!span(len, k.u.i, a[2].u.i, &b, &n)) { *out = tpl_v_none(); return 0; }
+        } else {
+            b = k.u.i < 0 ? k.u.i + len : k.u.i;
+            if (b < 0 || b >= len) { *out = tpl_v_none(); return 0; }
+            n = 1;
+        }
+    } else {
+        return type_error(vm, "Integer", k);
+    }
+    size_t o0 = tpl_utf8_offset(s.u.s, s.len, (size_t)b), o1 = tpl_utf8_offset(s.u.s, s.len, (size_t)(b + n));
+    *out = tpl_v_str(s.u.s + o0, o1 - o0);
+    return 0;
+}
+
+int r_str_chars(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (tpl_to_list(vm, a[0], &l) < 0) return -1;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_str_lines(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    tpl_list *l = new_list(vm, 4);
+    if (!l) return oom(vm);
+    size_t st = 0;
+    for (size_t i = 0; i < s.len; i++)
+        if (s.u.s[i] == '\n') { tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, i + 1 - st)); st = i + 1; }
+    if (st < s.len) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, s.len - st));
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_str_plus(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_str(vm, a[1]) < 0) return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_sb_put(&b, a[0].u.s, a[0].len);
+    tpl_sb_put(&b, a[1].u.s, a[1].len);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ numbers */
+
+static double round_half_up(double x, double s)
+{
+    double f, xs = x * s;
+    f = round(xs);
+    if (s == 1.0) return f;
+    if (x > 0) { if ((double)((f + 0.5) / s) <= x) f += 1; }
+    else { if ((double)((f - 0.5) / s) >= x) f -= 1; }
+    return f;
+}
+
+static double round_half_even(double x, double s)
+{
+    double xs = x * s, f = round(xs);
+    if (fabs(xs - trunc(xs)) == 0.5) f = 2.0 * round(xs / 2.0);
+    return f;
+}
+
+static int64_t ipow10(int64_t n) { int64_t p = 1; while (n-- > 0 && p < INT64_MAX / 10) p *= 10; return p; }
+
+/* Integer rounding to 10**-nd (nd < 0) with mode 0 round, 1 floor, 2 ceil. */
+static int64_t int_round(int64_t x, int64_t nd, int mode, bool even)
+{
+    if (nd >= 0) return x;
+    if (-nd > 18) return 0;
+    int64_t p = ipow10(-nd), q = x / p, r = x % p;
+    if (r < 0) { q--; r += p; }
+    if (mode == 1) return q * p;
+    if (mode == 2) return r ? (q + 1) * p : q * p;
+    if (r * 2 > p || (r * 2 == p && (even ? (q & 1) : x >= 0))) q++;
+    return q * p;
+}
+
+static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
+{
+    tpl_value v = a[0];
+    int64_t nd = 0;
+    if (tpl_given(a[1])) {
+        if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+        nd = a[1].u.i;
+    }
+    bool even = false;
+    if (mode == 0 && tpl_given(a[2]) && a[2].type == TPL_T_MAP) {
+        tpl_value *h = tpl_map_get_str(a[2].u.map, "half", 4, tpl_hash_str("half", 4));
+        if (h && h->type == TPL_T_STR) {
+            if (h->len == 4 && memcmp(h->u.s, "even", 4) == 0) even = true;
+            else if (!(h->len == 2 && memcmp(h->u.s, "up", 2) == 0)) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "round: half: :%.*s is not supported", (int)h->len, h->u.s);
+        }
+    }
+    if (v.type == TPL_T_INT) { *out = tpl_v_int(int_round(v.u.i, nd, mode, even)); return 0; }
+    double x = v.u.f;
+    if (nd <= 0) {
+        if (!isfinite(x)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity");
+        double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : even ? round_half_even(x, 1.0) : round(x);
+        if (fabs(r) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        *out = tpl_v_int(int_round((int64_t)r, nd, mode, even));
+        return 0;
+    }
+    int binexp;
+    frexp(x, &binexp);
+    /* float_round_overflow / underflow (Ruby's float.c) */
+    if (nd >= (DBL_DIG + 2) - (binexp > 0 ? binexp / 4 : binexp / 3 - 1)) { *out = v; return 0; }
+    if (binexp > 0 ? false : nd < -(binexp / 3 - 1) - 1 && false) { *out = tpl_v_float(0.0); return 0; }
+    double s = pow(10, (double)nd), r;
+    if (mode == 1) { r = floor(x * s); if ((r + 1) / s <= x) r += 1; }
+    else if (mode == 2) { r = ceil(x * s); if ((r - 1) / s >= x) r -= 1; }
+    else r = even ? round_half_even(x, s) : round_half_up(x, s);
+    *out = tpl_v_float(r / s);
+    return 0;
+}
+
+int r_num_round(tpl_vm *vm, tpl_value *a, tpl_value *out) { return num_round(vm, a, out, 0); }
+int r_num_floor(tpl_vm *vm, tpl_value *a, tpl_value *out) { return num_round(vm, a, out, 1); }
+int r_num_ceil(tpl_vm *vm, tpl_value *a, tpl_value *out) { return num_round(vm, a, out, 2); }
+
+int r_num_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_INT) { *out = v; return 0; }
+    if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "FloatDomainError");
+    if (fabs(v.u.f) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    *out = tpl_v_int((int64_t)v.u.f);
+    return 0;
+}
+
+int r_num_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_float(dbl(a[0])); return 0; }
+
+int r_num_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (!tpl_given(a[1]) || v.type != TPL_T_INT) { *out = str_of(vm, v); return 0; }
+    int64_t base = a[1].u.i;
+    if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %lld (ArgumentError)", (long long)base);
+    char buf[72];
+    int k = 71;
+    buf[k] = 0;
+    uint64_t x = v.u.i < 0 ? (uint64_t)0 - (uint64_t)v.u.i : (uint64_t)v.u.i;
+    do { buf[--k] = "0123456789abcdefghijklmnopqrstuvwxyz"[x % (uint64_t)base]; x /= (uint64_t)base; } while (x);
+    if (v.u.i < 0) buf[--k] = '-';
+    char *s = tpl_arena_strdup(A(vm), buf + k, (size_t)(71 - k));
+    if (!s) return oom(vm);
+    *out = tpl_v_str(s, (size_t)(71 - k));
+    return 0;
+}
+
+int r_num_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_FLOAT) { *out = tpl_v_float(fabs(v.u.f)); return 0; }
+    if (v.u.i == INT64_MIN) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    *out = tpl_v_int(v.u.i < 0 ? -v.u.i : v.u.i);
+    return 0;
+}
+
+int r_num_fdiv(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!is_num(a[1])) return type_error(vm, "Float", a[1]);
+    *out = tpl_v_float(dbl(a[0]) / dbl(a[1]));
+    return 0;
+}
+
+int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value x = a[0], y = a[1];
+    if (!is_num(y)) return type_error(vm, "Integer", y);
+    tpl_list *l = new_list(vm, 2);
+    if (!l) return oom(vm);
+    if (x.type == TPL_T_INT && y.type == TPL_T_INT) {
+        if (y.u.i == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+        int64_t q = x.u.i / y.u.i, r = x.u.i % y.u.i;
+        if (r && ((r < 0) != (y.u.i < 0))) { q--; r += y.u.i; }
+        l->items[0] = tpl_v_int(q);
+        l->items[1] = tpl_v_int(r);
+    } else {
+        double dx = dbl(x), dy = dbl(y);
+        if (dy == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+        double q = floor(dx / dy), r = dx - q * dy;
+        l->items[0] = tpl_v_float(q);
+        l->items[1] = tpl_v_float(r);
+    }
+    l->len = 2;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+static int want_int(tpl_vm *vm, tpl_value v, const char *m)
+{
+    if (v.type != TPL_T_INT) return no_method(vm, v, m, strlen(m));
+    return 0;
+}
+
+int r_num_even_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { if (want_int(vm, a[0], "even?") < 0) return -1; *out = tpl_v_bool((a[0].u.i & 1) == 0); return 0; }
+int r_num_odd_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { if (want_int(vm, a[0], "odd?") < 0) return -1; *out = tpl_v_bool((a[0].u.i & 1) != 0); return 0; }
+int r_num_zero_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(dbl(a[0]) == 0.0); return 0; }
+int r_num_positive_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(dbl(a[0]) > 0.0); return 0; }
+int r_num_negative_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(dbl(a[0]) < 0.0); return 0; }
+int r_num_integer_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].type == TPL_T_INT); return 0; }
+
+int r_num_between_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    bool ok1, ok2;
+    int c1 = rb_cmp(a[0], a[1], &ok1), c2 = rb_cmp(a[0], a[2], &ok2);
+    if (!ok1) return cmp_error(vm, a[0], a[1]);
+    if (!ok2) return cmp_error(vm, a[0], a[2]);
+    *out = tpl_v_bool(c1 >= 0 && c2 <= 0);
+    return 0;
+}
+
+int r_num_times(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (want_int(vm, a[0], "times") < 0) return -1;
+    if (!blk.pc) {   /* the enumerator, as 0...n */
+        tpl_list *r;
+        if (tpl_rb_each_list(vm, a[0], TPL_RB_TIMES, &r) < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
+    tpl_value r;
+    for (int64_t i = 0; i < a[0].u.i; i++) {
+        tpl_value iv = tpl_v_int(i);
+        YIELD(blk, &iv, 1, &r);
+    }
+    *out = a[0];
+    return 0;
+}
+
+/* ------------------------------------------------------------------ Array (and Enumerable) */
+
+static tpl_list *L_(tpl_value v) { return v.u.list; }
+
+int r_arr_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (!tpl_given(a[1])) { *out = l->len ? l->items[0] : tpl_v_none(); return 0; }
+    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (ArgumentError)");
+    uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
+    tpl_list *r = new_list(vm, n);
+    if (!r) return oom(vm);
+    mcpy(r->items, l->items, n * sizeof *r->items);
+    r->len = n;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (!tpl_given(a[1])) { *out = l->len ? l->items[l->len - 1] : tpl_v_none(); return 0; }
+    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (ArgumentError)");
+    uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
+    tpl_list *r = new_list(vm, n);
+    if (!r) return oom(vm);
+    mcpy(r->items, l->items + (l->len - n), n * sizeof *r->items);
+    r->len = n;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_size(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int(L_(a[0])->len); return 0; }
+int r_arr_empty_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(L_(a[0])->len == 0); return 0; }
+
+int r_arr_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    int64_t n = 0;
+    tpl_value r;
+    for (uint32_t i = 0; i < l->len; i++) {
+        if (tpl_given(a[1])) n += tpl_rb_equal(l->items[i], a[1]);
+        else if (blk.pc) { YIELD(blk, &l->items[i], 1, &r); n += tpl_truthy_rb(r); }
+        else n++;
+    }
+    *out = tpl_v_int(n);
+    return 0;
+}
+
+/* any? all? none?: with a block, its value; with an argument, ===; else the item itself. */
+static int quantify(tpl_vm *vm, tpl_value *a, tpl_value *out, int which)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value r = l->items[i];
+        if (tpl_given(a[1])) {
+            tpl_value args[2] = { a[1], l->items[i] };
+            if (r_any_eqq(vm, args, &r) < 0) return -1;
+        } else if (blk.pc) {
+            YIELD(blk, &l->items[i], 1, &r);
+        }
+        bool t = tpl_truthy_rb(r);
+        if (which == 0 && t) { *out = tpl_v_bool(true); return 0; }
+        if (which == 1 && !t) { *out = tpl_v_bool(false); return 0; }
+        if (which == 2 && t) { *out = tpl_v_bool(false); return 0; }
+    }
+    *out = tpl_v_bool(which != 0);
+    return 0;
+}
+
+int r_arr_any_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return quantify(vm, a, out, 0); }
+int r_arr_all_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return quantify(vm, a, out, 1); }
+int r_arr_none_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return quantify(vm, a, out, 2); }
+
+int r_arr_include_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_list *l = L_(a[0]);
+    for (uint32_t i = 0; i < l->len; i++)
+        if (tpl_rb_equal(l->items[i], a[1])) { *out = tpl_v_bool(true); return 0; }
+    *out = tpl_v_bool(false);
+    return 0;
+}
+
+int r_arr_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_value r;
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool hit;
+        if (tpl_given(a[1])) hit = tpl_rb_equal(l->items[i], a[1]);
+        else { YIELD(blk, &l->items[i], 1, &r); hit = tpl_truthy_rb(r); }
+        if (hit) { *out = tpl_v_int(i); return 0; }
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+static int join_into(tpl_vm *vm, tpl_sb *b, tpl_list *l, tpl_value sep, int depth)
+{
+    if (depth > 100) return tpl_vm_error(vm, TPL_ERR_TYPE, "recursive array join (ArgumentError)");
+    for (uint32_t i = 0; i < l->len; i++) {
+        if (i) tpl_sb_put(b, sep.u.s, sep.len);
+        tpl_value v = l->items[i];
+        if (is_array(v)) { if (join_into(vm, b, v.u.list, sep, depth + 1) < 0) return -1; }
+        else tpl_rb_to_s(b, v);
+    }
+    return 0;
+}
+
+int r_arr_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value sep = tpl_given(a[1]) && a[1].type != TPL_T_NONE ? a[1] : tpl_v_str("", 0);
+    if (want_str(vm, sep) < 0) return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    if (join_into(vm, &b, L_(a[0]), sep, 0) < 0) return -1;
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Merge sort with a comparator: Ruby's <=>, or the block's result. */
+typedef struct sorter { tpl_vm *vm; tpl_rb_block blk; bool use_blk; tpl_value *keys; bool failed; } sorter;
+
+static int sort_cmp(sorter *s, tpl_value x, tpl_value y)
+{
+    tpl_vm *vm = s->vm;
+    if (s->use_blk) {
+        tpl_value args[2] = { x, y }, r;
+        int yr = tpl_rb_yield(vm, &s->blk, args, 2, &r);
+        if (yr != 0) { s->failed = true; if (yr > 0) tpl_vm_error(vm, TPL_ERR_TYPE, "break from a sort block is not supported"); return 0; }
+        if (r.type != TPL_T_INT) {
+            s->failed = true;
+            tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(x), class_name(y));
+            return 0;
+        }
+        return r.u.i < 0 ? -1 : r.u.i > 0;
+    }
+    bool ok;
+    int c = rb_cmp(x, y, &ok);
+    if (!ok) { s->failed = true; cmp_error(vm, x, y); }
+    return c;
+}
+
+static void msort(sorter *s, tpl_value *v, tpl_value *k, tpl_value *tv, tpl_value *tk, uint32_t n)
+{
+    if (n < 2 || s->failed) return;
+    uint32_t m = n / 2;
+    msort(s, v, k, tv, tk, m);
+    msort(s, v + m, k ? k + m : NULL, tv, tk, n - m);
+    uint32_t i = 0, j = m, o = 0;
+    while (i < m && j < n && !s->failed) {
+        bool take_right = sort_cmp(s, k ? k[j] : v[j], k ? k[i] : v[i]) < 0;
+        uint32_t src = take_right ? j++ : i++;
+        tv[o] = v[src];
+        if (k) tk[o] = k[src];
+        o++;
+    }
+    while (i < m) { tv[o] = v[i]; if (k) tk[o] = k[i]; o++; i++; }
+    while (j < n) { tv[o] = v[j]; if (k) tk[o] = k[j]; o++; j++; }
+    mcpy(v, tv, n * sizeof *v);
+    if (k) mcpy(k, tk, n * sizeof *k);
+}
+
+static int sort_list(tpl_vm *vm, tpl_list *src, tpl_value *keys, bool use_blk, tpl_list **out)
+{
+    uint32_t n = src->len;
+    tpl_list *r = new_list(vm, n);
+    tpl_value *tv = tpl_arena_alloc(A(vm), (n + 1) * sizeof *tv), *tk = keys ? tpl_arena_alloc(A(vm), (n + 1) * sizeof *tk) : NULL;
+    if (!r || !tv || (keys && !tk)) return oom(vm);
+    mcpy(r->items, src->items, n * sizeof *r->items);
+    r->len = n;
+    sorter s = { vm, tpl_vm_block(vm), use_blk, keys, false };
+    msort(&s, r->items, keys, tv, tk, n);
+    if (s.failed) return -1;
+    *out = r;
+    return 0;
+}
+
+int r_arr_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *r;
+    if (sort_list(vm, L_(a[0]), NULL, tpl_vm_block(vm).pc != 0, &r) < 0) return -1;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+/* The block's value for every item (map, sort_by, min_by, ...). */
+static int block_values(tpl_vm *vm, tpl_list *l, tpl_value **keys, tpl_value *out, bool *broke)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "this method needs a block");
+    tpl_value *k = tpl_arena_alloc(A(vm), (l->len + 1) * sizeof *k);
+    if (!k) return oom(vm);
+    *broke = false;
+    for (uint32_t i = 0; i < l->len; i++) {
+        int yr = tpl_rb_yield(vm, &blk, &l->items[i], 1, &k[i]);
+        if (yr < 0) return -1;
+        if (yr > 0) { *out = k[i]; *broke = true; return 0; }
+    }
+    *keys = k;
+    return 0;
+}
+
+int r_arr_sort_by(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, L_(a[0]), &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r;
+    if (sort_list(vm, L_(a[0]), keys, false, &r) < 0) return -1;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+static int extreme(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys = l->items;
+    bool broke = false;
+    if (by && block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_rb_block blk = tpl_vm_block(vm);
+    sorter s = { vm, blk, !by && blk.pc != 0, NULL, false };
+    int64_t best = -1;
+    for (uint32_t i = 0; i < l->len; i++) {
+        if (best < 0 || sort_cmp(&s, keys[i], keys[best]) * sign > 0) best = i;
+        if (s.failed) return -1;
+    }
+    *out = best < 0 ? tpl_v_none() : l->items[best];
+    return 0;
+}
+
+int r_arr_min(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme(vm, a, out, -1, false); }
+int r_arr_max(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme(vm, a, out, 1, false); }
+int r_arr_min_by(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme(vm, a, out, -1, true); }
+int r_arr_max_by(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme(vm, a, out, 1, true); }
+
+int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_value acc = tpl_given(a[1]) ? a[1] : tpl_v_int(0);
+    /* Kahan-Babuska compensated summation once floats appear, as Ruby's Array#sum */
+    bool flt = false;
+    double f = 0.0, c = 0.0;
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value v = l->items[i], r;
+        if (blk.pc) { YIELD(blk, &v, 1, &r); v = r; }
+        if (!flt && acc.type == TPL_T_INT && v.type == TPL_T_INT) {
+            if (__builtin_add_overflow(acc.u.i, v.u.i, &acc.u.i)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+            continue;
+        }
+        if (is_num(acc) && is_num(v)) {
+            if (!flt) { flt = true; f = dbl(acc); c = 0.0; }
+            double x = dbl(v), t = f + x;
+            if (fabs(f) >= fabs(x)) c += (f - t) + x;
+            else c += (x - t) + f;
+            f = t;
+            acc = tpl_v_float(f);
+            continue;
+        }
+        if (flt) { acc = tpl_v_float(f + c); flt = false; }
+        if (acc.type == TPL_T_STR && v.type == TPL_T_STR) {
+            tpl_value args[2] = { acc, v };
+            if (r_str_plus(vm, args, &acc) < 0) return -1;
+            continue;
+        }
+        if (is_array(acc) && is_array(v)) {
+            tpl_list *m = new_list(vm, acc.u.list->len + v.u.list->len);
+            if (!m) return oom(vm);
+            mcpy(m->items, acc.u.list->items, acc.u.list->len * sizeof *m->items);
+            mcpy(m->items + acc.u.list->len, v.u.list->items, v.u.list->len * sizeof *m->items);
+            m->len = acc.u.list->len + v.u.list->len;
+            acc = tpl_v_list(m);
+            continue;
+        }
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", class_name(v), class_name(acc));
+    }
+    *out = flt ? tpl_v_float(f + c) : acc;
+    return 0;
+}
+
+int r_arr_uniq(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys = l->items;
+    bool broke = false;
+    if (tpl_vm_block(vm).pc && block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r = new_list(vm, l->len);
+    tpl_value *seen = tpl_arena_alloc(A(vm), (l->len + 1) * sizeof *seen);
+    if (!r || !seen) return oom(vm);
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < ns && !dup; j++) dup = keys[i].type == seen[j].type && tpl_rb_equal(keys[i], seen[j]);
+        if (dup) continue;
+        seen[ns++] = keys[i];
+        r->items[r->len++] = l->items[i];
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) r->items[i] = l->items[l->len - 1 - i];
+    r->len = l->len;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++)
+        if (l->items[i].type != TPL_T_NONE) r->items[r->len++] = l->items[i];
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+static int flatten_into(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard)
+{
+    if (guard > 200) return tpl_vm_error(vm, TPL_ERR_TYPE, "tried to flatten recursive array (ArgumentError)");
+    for (uint32_t i = 0; i < src->len; i++) {
+        tpl_value v = src->items[i];
+        if (is_array(v) && depth != 0) { if (flatten_into(vm, dst, v.u.list, depth - 1, guard + 1) < 0) return -1; }
+        else if (!tpl_list_push(A(vm), dst, v)) return oom(vm);
+    }
+    return 0;
+}
+
+int r_arr_flatten(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *r = new_list(vm, L_(a[0])->len);
+    if (!r) return oom(vm);
+    int64_t depth = tpl_given(a[1]) && a[1].type == TPL_T_INT ? a[1].u.i : -1;
+    if (flatten_into(vm, r, L_(a[0]), depth, 0) < 0) return -1;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (!tpl_vm_block(vm).pc) { *out = tpl_v_list(l); return 0; }   /* the enumerator, as its items */
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    mcpy(r->items, keys, l->len * sizeof *keys);
+    r->len = l->len;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_flat_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        if (is_array(keys[i])) { if (flatten_into(vm, r, keys[i].u.list, 0, 0) < 0) return -1; }
+        else if (!tpl_list_push(A(vm), r, keys[i])) return oom(vm);
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+static int filter_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++)
+        if (tpl_truthy_rb(keys[i]) == keep) r->items[r->len++] = l->items[i];
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return filter_impl(vm, a, out, true); }
+int r_arr_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return filter_impl(vm, a, out, false); }
+
+int r_arr_find(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_value r;
+    for (uint32_t i = 0; i < l->len; i++) {
+        YIELD(blk, &l->items[i], 1, &r);
+        if (tpl_truthy_rb(r)) { *out = l->items[i]; return 0; }
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+int r_arr_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(l); return 0; }   /* the enumerator, as its items */
+    tpl_value r;
+    for (uint32_t i = 0; i < l->len; i++) YIELD(blk, &l->items[i], 1, &r);
+    *out = a[0];
+    return 0;
+}
+
+int r_arr_each_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {   /* the enumerator, as its [item, index] pairs */
+        tpl_list *r;
+        if (tpl_rb_each_list(vm, a[0], TPL_RB_EACH_WITH_INDEX, &r) < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
+    tpl_value r;
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value args[2] = { l->items[i], tpl_v_int(i) };
+        YIELD(blk, args, 2, &r);
+    }
+    *out = a[0];
+    return 0;
+}
+
+int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "inject without a block is not supported");
+    uint32_t i = 0;
+    tpl_value acc;
+    if (tpl_given(a[1])) acc = a[1];
+    else if (l->len) acc = l->items[i++];
+    else { *out = tpl_v_none(); return 0; }
+    for (; i < l->len; i++) {
+        tpl_value args[2] = { acc, l->items[i] };
+        YIELD(blk, args, 2, &acc);
+    }
+    *out = acc;
+    return 0;
+}
+
+/* push / << / append: a new array (the lowering stores it back into the variable). */
+int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *items = L_(a[1]);
+    tpl_list *r = new_list(vm, l->len + items->len);
+    if (!r) return oom(vm);
+    mcpy(r->items, l->items, l->len * sizeof *r->items);
+    mcpy(r->items + l->len, items->items, items->len * sizeof *r->items);
+    r->len = l->len + items->len;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_take(tpl_vm *vm, tpl_value *a, tpl_value *out) { return r_arr_first(vm, a, out); }
+
+int r_arr_drop(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT || a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "attempt to drop negative size (ArgumentError)");
+    uint32_t k = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
+    tpl_list *r = new_list(vm, l->len - k);
+    if (!r) return oom(vm);
+    mcpy(r->items, l->items + k, (l->len - k) * sizeof *r->items);
+    r->len = l->len - k;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_zip(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *others = L_(a[1]);
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_list *t = new_list(vm, others->len + 1);
+        if (!t) return oom(vm);
+        t->items[t->len++] = l->items[i];
+        for (uint32_t k = 0; k < others->len; k++) {
+            tpl_value o = others->items[k];
+            if (!is_array(o)) return type_error(vm, "Array", o);
+            t->items[t->len++] = i < o.u.list->len ? o.u.list->items[i] : tpl_v_none();
+        }
+        r->items[r->len++] = tpl_v_list(t);
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value k = a[1];
+    int64_t len = l->len, b, n;
+    if (is_range(k)) {
+        if (!range_span(k, len, &b, &n)) { *out = tpl_v_none(); return 0; }
+    } else if (k.type == TPL_T_INT) {
+        if (!tpl_given(a[2])) {
+            int64_t i = k.u.i < 0 ? k.u.i + len : k.u.i;
+            *out = i >= 0 && i < len ? l->items[i] : tpl_v_none();
+            return 0;
+        }
+        if (a[2].type != TPL_T_INT) return type_error(vm, "Integer", a[2]);
+        if (!span(len, k.u.i, a[2].u.i, &b, &n)) { *out = tpl_v_none(); return 0; }
+    } else {
+        return type_error(vm, "Integer", k);
+    }
+    tpl_list *r = new_list(vm, (uint32_t)n);
+    if (!r) return oom(vm);
+    mcpy(r->items, l->items + b, (size_t)n * sizeof *r->items);
+    r->len = (uint32_t)n;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+static int dig_impl(tpl_vm *vm, tpl_value v, tpl_list *keys, tpl_value *out)
+{
+    for (uint32_t i = 0; i < keys->len; i++) {
+        if (v.type == TPL_T_NONE) break;
+        if (v.type != TPL_T_MAP && !is_array(v))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s does not have #dig method (TypeError)", class_name(v));
+        if (tpl_rb_getitem(vm, v, keys->items[i], &v) < 0) return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int r_arr_dig(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dig_impl(vm, a[0], L_(a[1]), out); }
+
+int r_arr_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    int64_t i = a[1].u.i < 0 ? a[1].u.i + l->len : a[1].u.i;
+    if (i >= 0 && i < (int64_t)l->len) { *out = l->items[i]; return 0; }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (blk.pc) { tpl_value r; YIELD(blk, &a[1], 1, &r); *out = r; return 0; }
+    if (tpl_given(a[2])) { *out = a[2]; return 0; }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld outside of array bounds (IndexError)", (long long)a[1].u.i);
+}
+
+int r_arr_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = 0; return 0; }
+
+int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (tpl_vm_block(vm).pc) {
+        tpl_value *pairs;
+        bool broke;
+        if (block_values(vm, l, &pairs, out, &broke) < 0) return -1;
+        if (broke) return 0;
+        tpl_list *pl = new_list(vm, l->len);
+        if (!pl) return oom(vm);
+        mcpy(pl->items, pairs, l->len * sizeof *pairs);
+        pl->len = l->len;
+        l = pl;
+    }
+    tpl_map *m = tpl_map_new(A(vm), l->len);
+    if (!m) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value p = l->items[i];
+        if (!is_array(p) || p.u.list->len != 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array)", class_name(p), i);
+        if (!tpl_map_set(A(vm), m, p.u.list->items[0], p.u.list->items[1])) return oom(vm);
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
+
+int r_arr_group_by(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_map *m = tpl_map_new(A(vm), 4);
+    if (!m) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value *g = tpl_map_get(m, keys[i]);
+        if (!g) {
+            if (!tpl_map_set(A(vm), m, keys[i], tpl_v_list(new_list(vm, 2)))) return oom(vm);
+            g = tpl_map_get(m, keys[i]);
+        }
+        if (!g || !g->u.list || !tpl_list_push(A(vm), g->u.list, l->items[i])) return oom(vm);
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ Hash */
+
+static tpl_map *M_(tpl_value v) { return v.u.map; }
+
+int r_hash_keys(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_list *l = new_list(vm, m->len);
+    if (!l) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) l->items[l->len++] = m->e[i].key;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_hash_values(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_list *l = new_list(vm, m->len);
+    if (!l) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) l->items[l->len++] = m->e[i].val;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_hash_size(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int(M_(a[0])->len); return 0; }
+int r_hash_empty_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(M_(a[0])->len == 0); return 0; }
+int r_hash_key_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(tpl_map_get(M_(a[0]), a[1]) != NULL); return 0; }
+
+int r_hash_value_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_map *m = M_(a[0]);
+    for (uint32_t i = 0; i < m->len; i++)
+        if (tpl_rb_equal(m->e[i].val, a[1])) { *out = tpl_v_bool(true); return 0; }
+    *out = tpl_v_bool(false);
+    return 0;
+}
+
+int r_hash_idx(tpl_vm *vm, tpl_value *a, tpl_value *out) { return tpl_rb_getitem(vm, a[0], a[1], out); }
+
+int r_hash_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value *hit = tpl_map_get(M_(a[0]), a[1]);
+    if (hit) { *out = *hit; return 0; }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (blk.pc) { tpl_value r; YIELD(blk, &a[1], 1, &r); *out = r; return 0; }
+    if (tpl_given(a[2])) { *out = a[2]; return 0; }
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, a[1]);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "key not found: %.*s (KeyError)", (int)b.len, b.p ? b.p : "");
+}
+
+int r_hash_dig(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dig_impl(vm, a[0], L_(a[1]), out); }
+
+int r_hash_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {   /* the enumerator, as its [key, value] pairs */
+        tpl_list *r;
+        if (enum_items(vm, a[0], &r, "each") < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
+    tpl_value r;
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_list *p = new_list(vm, 2);
+        if (!p) return oom(vm);
+        p->items[0] = m->e[i].key;
+        p->items[1] = m->e[i].val;
+        p->len = 2;
+        tpl_value pv = tpl_v_list(p);
+        YIELD(blk, &pv, 1, &r);
+    }
+    *out = a[0];
+    return 0;
+}
+
+static int hash_filter(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
+{
+    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len);
+    if (!r) return oom(vm);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_value args[2] = { m->e[i].key, m->e[i].val }, v;
+        YIELD(blk, args, 2, &v);
+        if (tpl_truthy_rb(v) == keep && !tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
+    }
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+int r_hash_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_filter(vm, a, out, true); }
+int r_hash_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_filter(vm, a, out, false); }
+
+int r_hash_merge(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]);
+    if (a[1].type != TPL_T_MAP) return type_error(vm, "Hash", a[1]);
+    tpl_map *o = a[1].u.map, *r = tpl_map_new(A(vm), m->len + o->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
+    for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), r, o->e[i].key, o->e[i].val)) return oom(vm);
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+int r_hash_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; return 0; }
+
+/* ------------------------------------------------------------------ Range */
+
+int r_range_cover_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(range_cover(a[0], a[1])); return 0; }
+
+int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!tpl_given(a[1])) { *out = a[0].u.list->items[0]; return 0; }
+    tpl_list *l;
+    if (range_list(vm, a[0], &l) < 0) return -1;
+    tpl_value args[2] = { tpl_v_list(l), a[1] };
+    return r_arr_first(vm, args, out);
+}
+
+int r_range_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!tpl_given(a[1]) && !a[0].u.list->items[2].u.i) { *out = a[0].u.list->items[1]; return 0; }
+    tpl_list *l;
+    if (range_list(vm, a[0], &l) < 0) return -1;
+    tpl_value args[2] = { tpl_v_list(l), a[1] };
+    return r_arr_last(vm, args, out);
+}
+
+int r_range_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_INT || a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be negative or zero (ArgumentError)");
+    tpl_list *l;
+    if (range_list(vm, a[0], &l) < 0) return -1;
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i += (uint32_t)(a[1].u.i > UINT32_MAX ? UINT32_MAX : a[1].u.i)) r->items[r->len++] = l->items[i];
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (blk.pc) {
+        tpl_value v;
+        for (uint32_t i = 0; i < r->len; i++) YIELD(blk, &r->items[i], 1, &v);
+        *out = a[0];
+        return 0;
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_range_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (range_list(vm, a[0], &l) < 0) return -1;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (range_list(vm, a[0], &l) < 0) return -1;
+    *out = tpl_v_int(l->len);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ remembers? */
+
+int r_k_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_str(vm, a[0]) < 0) return -1;
+    return g_remembers(vm, a, out);
+}
+
+/* ------------------------------------------------------------------ operators */
+
+static bool plain_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
+
+static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+{
+    if (plain_num(a)) {
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into %s (TypeError)", class_name(a));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", class_name(b), class_name(a));
+    }
+    if (a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)) && (op[0] == '+' || op[0] == '*'))
+        return type_error(vm, op[0] == '+' ? "String" : "Integer", b);
+    if (is_array(a) && (op[0] == '+' || op[0] == '-')) return type_error(vm, "Array", b);
+    return no_method(vm, a, op, strlen(op));
+}
+
+int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    char name[3] = { (char)op, 0, 0 };
+    if (op == 'p') { name[0] = '*'; name[1] = '*'; }
+    bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    if (plain_num(a) && plain_num(b)) {
+        if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
+            double x = dbl(a), y = dbl(b);
+            if (op == '/') { *out = tpl_v_float(x / y); return 1; }
+            if (op == '%') {
+                double m = y == 0.0 ? NAN : fmod(x, y);
+                if (y != 0.0 && m != 0.0 && ((m < 0) != (y < 0))) m += y;
+                *out = tpl_v_float(m);
+                return 1;
+            }
+        }
+        if (op == 'p' && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer ** negative Integer gives a Rational, which tpl does not support");
+        if ((op == '/' || op == '%') && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+        return 0;
+    }
+    if (sym_a) return no_method(vm, a, name, strlen(name));
+    switch (op) {
+    case '+':
+        if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return 0;
+        if (is_array(a) && is_array(b)) return 0;
+        break;
+    case '-':
+        if (is_array(a) && is_array(b)) {
+            tpl_list *l = new_list(vm, a.u.list->len);
+            if (!l) return oom(vm);
+            for (uint32_t i = 0; i < a.u.list->len; i++) {
+                tpl_value args[2] = { b, a.u.list->items[i] }, r;
+                r_arr_include_p(vm, args, &r);
+                if (!r.u.i) l->items[l->len++] = a.u.list->items[i];
+            }
+            *out = tpl_v_list(l);
+            return 1;
+        }
+        break;
+    case '*':
+        if ((a.type == TPL_T_STR || is_array(a)) && b.type == TPL_T_INT) {
+            if (b.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative argument (ArgumentError)");
+            return 0;
+        }
+        if (is_array(a) && b.type == TPL_T_STR) {
+            tpl_value args[2] = { a, b };
+            if (r_arr_join(vm, args, out) < 0) return -1;
+            return 1;
+        }
+        break;
+    case '%':
+        if (a.type == TPL_T_STR) {
+            tpl_value args = b;
+            if (is_array(b)) { args.flags = TPL_F_TUPLE; }
+            if (tpl_str_mod(vm, a, args, out) < 0) return -1;
+            return 1;
+        }
+        break;
+    default:
+        break;
+    }
+    return op_error(vm, name, a, b);
+}
+
+int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+{
+    bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    if (plain_num(a) && plain_num(b)) return 0;
+    if (sa && sb) return 0;
+    if (plain_num(a) || sa) {
+        tpl_sb b2;
+        tpl_sb_init(&b2, A(vm));
+        tpl_rb_inspect(&b2, b);
+        if (b.type == TPL_T_NONE || b.type == TPL_T_BOOL || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)b2.len, b2.p ? b2.p : "");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
+    }
+    return no_method(vm, a, op, strlen(op));
+}
+
+int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT || a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid slice size (ArgumentError)");
+    uint32_t k = a[1].u.i > l->len ? (l->len ? l->len : 1) : (uint32_t)a[1].u.i;
+    tpl_list *r = new_list(vm, l->len / k + 1);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i += k) {
+        uint32_t m = l->len - i < k ? l->len - i : k;
+        tpl_list *g = new_list(vm, m);
+        if (!g) return oom(vm);
+        mcpy(g->items, l->items + i, m * sizeof *g->items);
+        g->len = m;
+        r->items[r->len++] = tpl_v_list(g);
+    }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(r); return 0; }
+    tpl_value v;
+    for (uint32_t i = 0; i < r->len; i++) YIELD(blk, &r->items[i], 1, &v);
+    *out = tpl_v_none();
+    return 0;
+}
+
+int r_arr_minmax(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *r = new_list(vm, 2);
+    if (!r) return oom(vm);
+    if (extreme(vm, a, &r->items[0], -1, false) < 0 || extreme(vm, a, &r->items[1], 1, false) < 0) return -1;
+    r->len = 2;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_str_ord(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].len == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "empty string (ArgumentError)");
+    size_t i = 0;
+    *out = tpl_v_int(tpl_utf8_next(a[0].u.s, a[0].len, &i));
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* Ruby semantics for ERB views (stdlib/ruby.c): method dispatch on values, `[]`, `==`, ranges,
+ * iteration, regular expressions (Oniguruma, Ruby syntax). The methods themselves are builtins
+ * of the kinds RKERNEL/RANY/RSTR/RNUM/RARR/RHASH/RRANGE in builtins.def. */
+#ifndef TPL_RUBY_H
+#define TPL_RUBY_H
+
+#include "../runtime/vm.h"
+
+/* List flag: a Ruby range, stored as the 3 items [begin, end (nil: endless), exclusive]. */
+#define TPL_F_RANGE_RB 32
+/* String flag: a regular expression (the pattern, with (?imx) options folded in). */
+#define TPL_F_REGEX_RB 64
+/* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */
+#define TPL_F_CLASS_RB 128
+
+/* Modes of FOR_INIT_RB (A >> 16). */
+enum { TPL_RB_EACH = 0, TPL_RB_EACH_WITH_INDEX = 1, TPL_RB_TIMES = 2 };
+
+/* Calls Ruby method `name` on self with positional args[0..npos) and keyword arguments
+ * (kwn[i] = kwv[i]); the block, if any, is tpl_vm_block(vm). NoMethodError for an unknown
+ * method. Returns 0 or -1 after tpl_vm_error. */
+int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+/* Ruby obj[key]: hash lookup (nil when missing), array/string index, range or start+length. */
+int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
+/* Ruby ==: numbers by value, true/false only equal themselves, symbols equal strings. */
+bool tpl_rb_equal(tpl_value a, tpl_value b);
+/* Builds a range value (integers, strings or an endless range). */
+int tpl_rb_range(tpl_vm *vm, tpl_value b, tpl_value e, bool exclusive, tpl_value *out);
+/* The items an each-style loop visits (mode TPL_RB_*): array items, hash [key, value] pairs,
+ * range members, [item, index] pairs, 0...n for times. */
+int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
+/* Ruby's rules for a binary operator op ('+', '-', '*', '/', '%', 'p' for **) on a and b:
+ * returns 1 with *out when it computed the result itself, 0 when the shared arithmetic op
+ * gives Ruby's result, -1 after a Ruby-style error (TypeError, NoMethodError). */
+int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
+/* Ruby's rules for < <= > >= (op names the operator): 0 when the shared comparison applies. */
+int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b);
+/* Checks a regex pattern at compile time; false with a message in msg on a syntax error. */
+bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap);
+
+#endif
