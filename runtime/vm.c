@@ -131,7 +131,7 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
         vm->out = no;
         vm->out_cap = nc;
     }
-    memcpy(vm->out + vm->out_len, s, n);
+    if (n) memcpy(vm->out + vm->out_len, s, n);
     vm->out_len += n;
     return 0;
 }
@@ -141,7 +141,7 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
 static inline int out_put(tpl_vm *vm, const char *s, size_t n)
 {
     if (__builtin_expect(vm->out_len + n < vm->out_cap, 1)) {
-        memcpy(vm->out + vm->out_len, s, n);
+        if (n) memcpy(vm->out + vm->out_len, s, n); /* s may be NULL when n is 0 */
         vm->out_len += n;
         return 0;
     }

@@ -24,7 +24,7 @@ run() { # dir, [meson setup args...] ; TESTS selects test names (default: all)
 }
 run build
 CC=clang run build-clang
-run build-asan -Db_sanitize=address,undefined -Db_lundef=false
+run build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all
 TESTS=threads run build-tsan -Db_sanitize=thread -Db_lundef=false
 CC=clang run build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 tests/valgrind.sh build >/tmp/tpl-valgrind.log 2>&1 || status=1
