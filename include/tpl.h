@@ -120,6 +120,19 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
  * fact contains words (both NFC-normalised, case-sensitive). */
 tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);
 void tpl_render_clear_facts(tpl_render *r);
+
+/* A host's own memory store for remembers(words) (Jinja global; ERB remembers? / remembers).
+ * `words` is the template's argument converted to a string and NFC-normalised: `len` bytes of
+ * UTF-8, not NUL-terminated, borrowed for the duration of the call only. Return 1 when the
+ * store remembers the words, 0 when it does not, and -1 on failure: the render then stops with
+ * TPL_ERR_RAISED and an error located at the remembers() call naming the host function
+ * ("host function 'remembers' failed"). The callback must not call back into r (it may use
+ * other render contexts). Nothing unwinds through the callback: tpl never longjmps. */
+typedef int (*tpl_remembers_fn)(void *data, const char *words, size_t len);
+/* Sets (fn != NULL) or removes (fn == NULL) the host remembers callback of r. While it is set,
+ * remembers() asks fn instead of the facts list (tpl_render_add_fact); `data` is passed to fn
+ * as is (borrowed: it must stay valid while the callback is set). Persists across renders. */
+void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data);
 /* Sets the `call` builtin: channel (phone|web|whatsapp) and medium (voice|text; NULL = whatsapp →
  * text, otherwise voice). Strings borrowed; copied. */
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);

@@ -160,6 +160,25 @@ void tpl_render_clear_facts(tpl_render *r)
     tpl_arena_reset(&r->vm.fact_arena);
 }
 
+void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data)
+{
+    r->vm.remembers_fn = fn;
+    r->vm.remembers_data = fn ? data : NULL;
+}
+
+bool tpl_vm_has_remembers(const tpl_vm *vm)
+{
+    return vm->remembers_fn != NULL;
+}
+
+int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer)
+{
+    int rc = vm->remembers_fn ? vm->remembers_fn(vm->remembers_data, words.u.s, words.len) : -1;
+    if (rc < 0 || rc > 1) return tpl_vm_error(vm, TPL_ERR_RAISED, "host function 'remembers' failed");
+    *answer = rc == 1;
+    return 0;
+}
+
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
 {
     tpl_vm *vm = &r->vm;

@@ -35,6 +35,8 @@ struct tpl_vm {
     tpl_arena call_arena;   /* the `call` object; reset by tpl_render_set_call */
     tpl_value state;        /* a map (or none before any state is set) */
     tpl_list *facts;        /* NFC-normalised facts */
+    tpl_remembers_fn remembers_fn; /* host memory store (tpl_render_set_remembers), or NULL */
+    void *remembers_data;
     tpl_value call;         /* the `call` builtin value */
     char channel[32], medium[32];
 
