@@ -842,6 +842,21 @@ static void apply_filters(tpl_comp *c, tpl_node *f)
 
 /* ------------------------------------------------------------------ template loading */
 
+/* Records a loaded template's name in the program's dependency list (once per name). */
+static void note_dependency(tpl_comp *c, tpl_value name, uint32_t off)
+{
+    tpl_program *p = c->p;
+    if (p->deps) {
+        for (uint32_t i = 0; i < p->deps->len; i++)
+            if (tpl_equal(p->deps->items[i], name)) return;
+    } else if (!(p->deps = tpl_list_new(&p->arena, 4))) {
+        cerror(c, off, "out of memory");
+        return;
+    }
+    char *s = tpl_arena_strdup(&p->arena, name.u.s, name.len);
+    if (!s || !tpl_list_push(&p->arena, p->deps, tpl_v_str(s, name.len))) cerror(c, off, "out of memory");
+}
+
 /* A template loaded for include/import/extends: its parsed body. The source stays alive until
  * the compiler is finished (AST strings point into it). */
 static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool missing_ok)
@@ -857,6 +872,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
         if (!missing_ok) cerror(c, off, "template '%.*s' not found", (int)name.len, name.u.s);
         return NULL;
     }
+    note_dependency(c, name, off);
     size_t n;
     char *src = tpl_jinja_normalize(raw, len, o->keep_trailing_newline, &n);
     free(raw);

@@ -246,6 +246,16 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     return TPL_OK;
 }
 
+size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap)
+{
+    size_t n = p->deps ? p->deps->len : 0;
+    for (size_t i = 0; i < n && i < cap; i++) {
+        if (names) names[i] = p->deps->items[i].u.s;
+        if (lens) lens[i] = p->deps->items[i].len;
+    }
+    return n;
+}
+
 size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
 {
     for (size_t i = 0; i < p->ntrcalls && i < max; i++) {

@@ -233,6 +233,14 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
  * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
 size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 
+/* The templates p's compilation loaded through the loader (include, import, extends, from ...
+ * import: every name the loader returned a template for, transitively, in first-load order,
+ * each once; names as the templates spelled them). Stores up to cap names (pointers owned by p,
+ * NUL-terminated) and their byte lengths into names[] and lens[] (either may be NULL); returns
+ * the total count. Build tools turn it into a depfile (tplc compile --depfile). Programs loaded
+ * from .tplb bytes or static data have no dependency list (0). */
+size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+
 /* The options p was compiled with (owned by p; loader fields are NULL for loaded programs). */
 const tpl_options *tpl_program_options(const tpl_program *p);
 
