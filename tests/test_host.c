@@ -87,9 +87,129 @@ static void test_remembers(void)
     tpl_program_free(f);
 }
 
+/* ------------------------------------------------------------------ host functions */
+
+/* shout: the subject's JSON text and the keyword arguments, as a string */
+static int h_shout(void *data, tpl_host_call *call)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s%s", (const char *)data, call->args_json, call->kwargs_json);
+    return tpl_host_return_str(call, buf, strlen(buf)) == TPL_OK ? 0 : -1;
+}
+
+/* patient(id): a JSON object from the host's records */
+static int h_patient(void *data, tpl_host_call *call)
+{
+    (void)data;
+    if (strcmp(call->args_json, "[7]") == 0) {
+        const char *j = "{\"name\": \"Ana\", \"slots\": [1, 2]}";
+        return tpl_host_return_json(call, j, strlen(j)) == TPL_OK ? 0 : -1;
+    }
+    tpl_host_fail(call, "no such patient");
+    return 1;
+}
+
+static int h_badjson(void *data, tpl_host_call *call)
+{
+    (void)data;
+    tpl_host_return_json(call, "{oops", 5);
+    return 0;
+}
+
+static void test_host_funcs(void)
+{
+    const tpl_host_func table[] = {
+        { "shout", TPL_HOST_FILTER, h_shout, ">" },
+        { "patient", TPL_HOST_GLOBAL, h_patient, NULL },
+        { "badjson", TPL_HOST_GLOBAL, h_badjson, NULL },
+        { "upper", TPL_HOST_FILTER, h_shout, "U" },   /* overrides the builtin */
+    };
+    tpl_options o = { .host_funcs = table, .nhost_funcs = 4 };
+    tpl_program *j = compile("h.jinja",
+                             "{{ 'hi'|shout }} {{ [1, none, 'x']|shout(2, sep='-') }} {{ patient(7).name }} "
+                             "{{ patient(7).slots|sum }} {{ 'a'|upper }} {{ undefined_var|shout }}", &o);
+    tpl_options eo = { .syntax = TPL_SYNTAX_ERB, .host_funcs = table, .nhost_funcs = 4 };
+    tpl_program *e = compile("h.erb", "<%= patient(7)['name'] %> <% patient(7) %><%= patient(7)[\"slots\"].size %>", &eo);
+    tpl_program *fail = compile("fail.jinja", "a\n{{ patient(8) }}", &o);
+    tpl_program *bad = compile("bad.jinja", "{{ badjson() }}", &o);
+    tpl_program *mac = compile("mac.jinja", "{% macro m() %}{% endmacro %}{{ m|shout }}", &o);
+    CHECK(j && e && fail && bad && mac, "compiles with host functions");
+
+    /* resolved at compile time: unknown names are still compile errors; host names without the table too */
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_compile("u.jinja", "{{ 1|nosuch }}", 14, &o, &p, &err) == TPL_ERR_SYNTAX && strstr(err.message, "No filter named 'nosuch'"),
+          "unknown filter is a compile error");
+    tpl_error_clear(&err);
+    CHECK(tpl_compile("u.jinja", "{{ 1|shout }}", 13, NULL, &p, &err) == TPL_ERR_SYNTAX, "host filter needs the table");
+    tpl_error_clear(&err);
+    tpl_program *q = NULL;
+    CHECK(tpl_compile("u.erb", "<%= patient(1) %>", 17, &(tpl_options){ .syntax = TPL_SYNTAX_ERB }, &q, &err) == TPL_ERR_SYNTAX,
+          "ERB host function needs the table");
+    tpl_error_clear(&err);
+    CHECK(tpl_program_options(j)->host_funcs == NULL, "options do not keep the borrowed table");
+
+    /* the program records its host functions */
+    tpl_host_func rec[8];
+    size_t n = tpl_program_host_functions(j, rec, 8);
+    CHECK(n == 3 && strcmp(rec[0].name, "shout") == 0 && rec[0].kind == TPL_HOST_FILTER &&
+          strcmp(rec[1].name, "patient") == 0 && rec[1].kind == TPL_HOST_GLOBAL && strcmp(rec[2].name, "upper") == 0,
+          "tpl_program_host_functions: %zu", n);
+
+    tpl_render *r = tpl_render_new(NULL);
+    /* not bound: a located error */
+    CHECK(strcmp(render(r, j), "ERR:no host filter named 'shout' in this render context") == 0, "unbound: %s", render(r, j));
+    CHECK(tpl_render_error(r)->status == TPL_ERR_UNDEFINED && tpl_render_error(r)->line == 1 && tpl_render_error(r)->column == 9,
+          "unbound is located: %u:%u", tpl_render_error(r)->line, tpl_render_error(r)->column);
+    tpl_render_set_host_funcs(r, table, 4);
+    const char *want = ">[\"hi\"]{} >[[1, null, \"x\"], 2]{\"sep\": \"-\"} Ana 3 U[\"a\"]{} >[null]{}";
+    CHECK(strcmp(render(r, j), want) == 0, "jinja host functions: %s", render(r, j));
+    CHECK(strcmp(render(r, e), "Ana 2") == 0, "erb host function: %s", render(r, e));
+    CHECK(strcmp(render(r, fail), "ERR:host function 'patient' failed: no such patient") == 0, "failure: %s", render(r, fail));
+    CHECK(tpl_render_error(r)->status == TPL_ERR_RAISED && tpl_render_error(r)->line == 2, "failure status and line");
+    CHECK(strncmp(render(r, bad), "ERR:host function 'badjson' failed: invalid result JSON", 55) == 0, "bad json: %s", render(r, bad));
+    CHECK(strcmp(render(r, mac), "ERR:host filter 'shout': an argument cannot be passed as JSON") == 0 ||
+          strncmp(render(r, mac), "ERR:host function 'shout'", 25) == 0, "macro argument: %s", render(r, mac));
+    CHECK(tpl_render_error(r)->status == TPL_ERR_TYPE, "macro argument is a type error");
+
+    /* strict: an undefined argument is the undefined error */
+    tpl_options so = o;
+    so.strict = true;
+    tpl_program *st = compile("s.jinja", "{{ nothing|shout }}", &so);
+    CHECK(strncmp(render(r, st), "ERR:'nothing' is undefined", 26) == 0, "strict undefined: %s", render(r, st));
+
+    /* .tplb and static data keep the host calls */
+    void *bytes;
+    size_t len;
+    tpl_program *lj = NULL;
+    CHECK(tpl_program_save(j, 0, &bytes, &len) == TPL_OK && tpl_program_load("h.tplb", bytes, len, &lj, &err) == TPL_OK,
+          "save/load with host calls");
+    free(bytes);
+    CHECK(lj && strcmp(render(r, lj), want) == 0, "loaded program renders the same");
+    CHECK(lj && tpl_program_host_functions(lj, NULL, 0) == 3, "loaded program records the host functions");
+    char *csrc;
+    CHECK(tpl_program_emit_c(j, "hosty", 0, &csrc, &len) == TPL_OK && strstr(csrc, "\"patient\"") != NULL, "emit c");
+    free(csrc);
+    char *dis = tpl_disassemble(j);
+    CHECK(dis && strstr(dis, "HOST_FILTER") && strstr(dis, "HOST_CALL"), "disassembly names the host opcodes");
+    free(dis);
+
+    tpl_render_set_host_funcs(r, NULL, 0);
+    CHECK(strncmp(render(r, e), "ERR:no host function named 'patient'", 36) == 0, "unbound again: %s", render(r, e));
+    tpl_render_free(r);
+    tpl_program_free(j);
+    tpl_program_free(e);
+    tpl_program_free(fail);
+    tpl_program_free(bad);
+    tpl_program_free(mac);
+    tpl_program_free(st);
+    tpl_program_free(lj);
+}
+
 int main(void)
 {
     test_remembers();
+    test_host_funcs();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
