@@ -148,6 +148,19 @@ typedef struct tpl_limits {
 typedef struct tpl_program tpl_program;
 typedef struct tpl_render tpl_render;
 
+/* Allocator callbacks for a render context (tpl_render_new_with). `data` is passed to each
+ * callback as is. alloc returns `size` bytes aligned to at least 16 (as malloc does on 64-bit
+ * platforms; misaligned blocks are freed and treated as failure) or NULL; realloc resizes a
+ * block from alloc (old_size is its current size) and returns NULL on failure leaving it intact;
+ * free releases a block of `size` bytes (never called with NULL). The callbacks are called only
+ * from the thread using the render context. */
+typedef struct tpl_allocator {
+    void *(*alloc)(void *data, size_t size);
+    void *(*realloc)(void *data, void *ptr, size_t old_size, size_t new_size);
+    void (*free)(void *data, void *ptr, size_t size);
+    void *data;
+} tpl_allocator;
+
 /* Compiles a template. `name` is used in diagnostics (borrowed; copied). `src` is borrowed: the
  * program owns copies of every string it needs. On success *out is a new program the caller
  * frees with tpl_program_free. On failure returns TPL_ERR_SYNTAX (or NOMEM) and, when err is not
@@ -168,6 +181,16 @@ char *tpl_disassemble(const tpl_program *p);
  * each render resets the arena, so a steady-state render allocates nothing. Not thread-safe:
  * one tpl_render per thread. Free with tpl_render_free. */
 tpl_render *tpl_render_new(const tpl_limits *limits);
+/* As tpl_render_new, with every block of the render context itself allocated through `alloc`
+ * (copied; alloc->data is borrowed and must outlive the context): the context, the render arena
+ * (values built while rendering), the state, facts and `call` arenas, the operand stack and
+ * local slots, and the output buffer. As with malloc, a steady-state render allocates nothing.
+ * Not routed through it: the translation catalogs (tpl_render_add_catalog_json and friends),
+ * the JSON parser's temporary tree while parsing state or a host function's result, and
+ * NFC normalisation scratch space, which use malloc. alloc NULL means malloc/realloc/free.
+ * Returns NULL when an allocation fails or when alloc lacks a callback. tpl_render_free returns
+ * everything through alloc->free. */
+tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc);
 void tpl_render_free(tpl_render *r);
 
 /* Sets the template variables from a JSON object (UTF-8 text, borrowed). The previous state is

@@ -10,11 +10,38 @@ struct tpl_render {
     struct tpl_vm vm;
 };
 
+/* The default allocator: malloc, realloc, free. */
+static void *std_alloc(void *data, size_t size) { (void)data; return malloc(size); }
+static void *std_realloc(void *data, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)data;
+    (void)old_size;
+    return realloc(ptr, new_size);
+}
+static void std_free(void *data, void *ptr, size_t size) { (void)data; (void)size; free(ptr); }
+
+void *tpl_vm_mem_realloc(tpl_vm *vm, void *ptr, size_t old_size, size_t new_size)
+{
+    return vm->alloc.realloc(vm->alloc.data, ptr, old_size, new_size);
+}
+
 tpl_render *tpl_render_new(const tpl_limits *limits)
 {
-    tpl_render *r = calloc(1, sizeof *r);
+    return tpl_render_new_with(limits, NULL);
+}
+
+tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc)
+{
+    tpl_allocator al = { std_alloc, std_realloc, std_free, NULL };
+    if (alloc) {
+        if (!alloc->alloc || !alloc->realloc || !alloc->free) return NULL;
+        al = *alloc;
+    }
+    tpl_render *r = al.alloc(al.data, sizeof *r);
     if (!r) return NULL;
+    memset(r, 0, sizeof *r);
     tpl_vm *vm = &r->vm;
+    vm->alloc = al;
     tpl_limits l = { 0 };
     if (limits) l = *limits;
     if (!l.fuel) l.fuel = 20000000ull;
@@ -26,10 +53,17 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     tpl_arena_init(&vm->state_arena, 0);
     tpl_arena_init(&vm->fact_arena, 0);
     tpl_arena_init(&vm->call_arena, 0);
-    vm->stack = malloc(TPL_VM_STACK * sizeof *vm->stack);
-    vm->slots = malloc(TPL_VM_SLOTS * sizeof *vm->slots);
+    if (alloc) {
+        /* the arenas keep a pointer to the copy inside the context */
+        tpl_arena_set_allocator(&vm->arena, &vm->alloc);
+        tpl_arena_set_allocator(&vm->state_arena, &vm->alloc);
+        tpl_arena_set_allocator(&vm->fact_arena, &vm->alloc);
+        tpl_arena_set_allocator(&vm->call_arena, &vm->alloc);
+    }
+    vm->stack = al.alloc(al.data, TPL_VM_STACK * sizeof *vm->stack);
+    vm->slots = al.alloc(al.data, TPL_VM_SLOTS * sizeof *vm->slots);
     vm->out_cap = 4096;
-    vm->out = malloc(vm->out_cap);
+    vm->out = al.alloc(al.data, vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
     tpl_vm_init_builtins(vm);
@@ -41,15 +75,16 @@ void tpl_render_free(tpl_render *r)
 {
     if (!r) return;
     tpl_vm *vm = &r->vm;
+    tpl_allocator al = vm->alloc;
     tpl_arena_free(&vm->arena);
     tpl_arena_free(&vm->state_arena);
     tpl_arena_free(&vm->fact_arena);
     tpl_arena_free(&vm->call_arena);
-    free(vm->stack);
-    free(vm->slots);
-    free(vm->out);
+    if (vm->stack) al.free(al.data, vm->stack, TPL_VM_STACK * sizeof *vm->stack);
+    if (vm->slots) al.free(al.data, vm->slots, TPL_VM_SLOTS * sizeof *vm->slots);
+    if (vm->out) al.free(al.data, vm->out, vm->out_cap);
     tpl_tr_free(vm->tr);
-    free(r);
+    al.free(al.data, r, sizeof *r);
 }
 
 static void clear_error(tpl_vm *vm)
@@ -216,7 +251,7 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
         return vm->err.status;
     }
     if (vm->out_len + 1 > vm->out_cap) {
-        char *no = realloc(vm->out, vm->out_len + 1);
+        char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, vm->out_len + 1);
         if (!no) return fail(vm, TPL_ERR_NOMEM, "out of memory");
         vm->out = no;
         vm->out_cap = vm->out_len + 1;

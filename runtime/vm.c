@@ -126,7 +126,7 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
             return tpl_vm_error(vm, TPL_ERR_LIMIT, "output limit reached (%llu bytes)", (unsigned long long)vm->limits.max_output);
         size_t nc = vm->out_cap ? vm->out_cap * 2 : 4096;
         while (nc < vm->out_len + n + 1) nc *= 2;
-        char *no = realloc(vm->out, nc);
+        char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, nc);
         if (!no) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
         vm->out = no;
         vm->out_cap = nc;

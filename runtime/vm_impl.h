@@ -28,6 +28,7 @@ typedef struct tpl_loop {
 
 struct tpl_vm {
     const tpl_program *p;
+    tpl_allocator alloc;    /* where the context's own blocks come from (tpl_render_new_with) */
     tpl_limits limits;
     tpl_arena arena;        /* per render, reset at the start of each render */
     tpl_arena state_arena;  /* state values; reset when the state is replaced */
@@ -73,6 +74,9 @@ struct tpl_vm {
 
 /* Fills the fast argument-binding table (bind_lo/bind_hi) from the builtin signatures. */
 void tpl_vm_init_builtins(tpl_vm *vm);
+
+/* Resizes a block of the render context (the output buffer) through its allocator. */
+void *tpl_vm_mem_realloc(tpl_vm *vm, void *ptr, size_t old_size, size_t new_size);
 
 /* HOST_FILTER / HOST_CALL: calls the host function named `name` of kind `kind` bound in this
  * render context with JSON-encoded arguments (runtime/api.c). 0, or -1 with a located error. */

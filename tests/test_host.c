@@ -206,10 +206,93 @@ static void test_host_funcs(void)
     tpl_program_free(lj);
 }
 
+/* ------------------------------------------------------------------ allocator */
+
+typedef struct counting {
+    size_t allocs, reallocs, frees, live_bytes, budget; /* budget: bytes allowed (0 = any) */
+} counting;
+
+static void *c_alloc(void *data, size_t size)
+{
+    counting *c = data;
+    if (c->budget && c->live_bytes + size > c->budget) return NULL;
+    c->allocs++;
+    c->live_bytes += size;
+    return malloc(size);
+}
+
+static void *c_realloc(void *data, void *ptr, size_t old_size, size_t new_size)
+{
+    counting *c = data;
+    if (c->budget && c->live_bytes - old_size + new_size > c->budget) return NULL;
+    void *p = realloc(ptr, new_size);
+    if (!p) return NULL;
+    c->reallocs++;
+    c->live_bytes = c->live_bytes - old_size + new_size;
+    return p;
+}
+
+static void c_free(void *data, void *ptr, size_t size)
+{
+    counting *c = data;
+    c->frees++;
+    c->live_bytes -= size;
+    free(ptr);
+}
+
+static void test_allocator(void)
+{
+    counting cnt = { 0 };
+    tpl_allocator al = { c_alloc, c_realloc, c_free, &cnt };
+    tpl_program *p = compile("a.jinja",
+                             "{% for i in range(n) %}{{ i }}: {{ ('x' ~ i)|upper }} {{ [i, i * 2]|tojson }}\n{% endfor %}"
+                             "{{ remembers('z') }}", NULL);
+    tpl_render *r = tpl_render_new_with(NULL, &al);
+    CHECK(r != NULL, "tpl_render_new_with");
+    size_t base = cnt.allocs;
+    CHECK(base >= 4, "the context, stack, slots and output come from the allocator (%zu)", base);
+    const char *state = "{\"n\": 3000}";
+    CHECK(tpl_render_set_state_json(r, state, strlen(state)) == TPL_OK, "state");
+    tpl_render_add_fact(r, "zz", 2);
+    const char *out;
+    size_t n;
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK && n > 50000, "first render");
+    CHECK(cnt.allocs > base + 1 && cnt.reallocs > 0, "arena chunks and output growth use the allocator (%zu, %zu)",
+          cnt.allocs, cnt.reallocs);
+    tpl_render_run(r, p, &out, &n);  /* the arena settles into one chunk */
+    size_t a = cnt.allocs, re = cnt.reallocs, f = cnt.frees;
+    for (int i = 0; i < 5; i++) CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK, "steady render");
+    CHECK(cnt.allocs == a && cnt.reallocs == re && cnt.frees == f, "steady state allocates nothing (%zu/%zu/%zu -> %zu/%zu/%zu)",
+          a, re, f, cnt.allocs, cnt.reallocs, cnt.frees);
+    tpl_render_free(r);
+    CHECK(cnt.live_bytes == 0 && cnt.allocs == cnt.frees, "everything returned (%zu live, %zu allocs, %zu frees)",
+          cnt.live_bytes, cnt.allocs, cnt.frees);
+
+    /* a budget the render outgrows: a clean error, then everything is returned */
+    counting small = { .budget = 600000 };
+    tpl_allocator sal = { c_alloc, c_realloc, c_free, &small };
+    r = tpl_render_new_with(NULL, &sal);
+    CHECK(r != NULL, "context within the budget");
+    if (r) {
+        const char *big = "{\"n\": 200000}";
+        tpl_render_set_state_json(r, big, strlen(big));
+        tpl_status st = tpl_render_run(r, p, &out, &n);
+        CHECK(st == TPL_ERR_LIMIT || st == TPL_ERR_NOMEM, "over budget fails cleanly: %d %s", st, tpl_render_error(r)->message);
+        tpl_render_free(r);
+    }
+    CHECK(small.live_bytes == 0 && small.allocs == small.frees, "over budget: everything returned");
+    counting none = { .budget = 16 };
+    tpl_allocator nal = { c_alloc, c_realloc, c_free, &none };
+    CHECK(tpl_render_new_with(NULL, &nal) == NULL && none.live_bytes == 0, "allocation failure in new_with");
+    CHECK(tpl_render_new_with(NULL, &(tpl_allocator){ c_alloc, NULL, c_free, &none }) == NULL, "incomplete allocator");
+    tpl_program_free(p);
+}
+
 int main(void)
 {
     test_remembers();
     test_host_funcs();
+    test_allocator();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
