@@ -561,6 +561,23 @@ static void compare(tpl_comp *c, tpl_node *n)
     for (int i = 0; i < nexit; i++) patch_a(c, exits[i], end);
 }
 
+/* True when the compile options name a host function `name` of that kind (tpl_options.host_funcs). */
+static bool host_func(const tpl_comp *c, tpl_value name, tpl_host_kind kind)
+{
+    const tpl_options *o = &c->p->opts;
+    for (size_t i = 0; o->host_funcs && i < o->nhost_funcs; i++) {
+        const tpl_host_func *h = &o->host_funcs[i];
+        if (h->kind == kind && h->name && strlen(h->name) == name.len && memcmp(h->name, name.u.s, name.len) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind)
+{
+    return host_func(c, name, (tpl_host_kind)kind);
+}
+
 /* An unknown filter or test: a compile error, except inside an if or inline-if, where Jinja2
  * compiles it and fails only when that code runs. */
 static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *what)
@@ -674,6 +691,13 @@ static void expr(tpl_comp *c, tpl_node *n)
             return;
         }
         if (fn->kind == TPL_N_NAME && resolve(c, fn->val, &slot) == R_GLOBAL) {
+            if (host_func(c, fn->val, TPL_HOST_GLOBAL)) {
+                uint32_t w = call_args(c, n->b, 0);
+                c->cur_off = n->off;
+                emit(c, TPL_OP_HOST_CALL, add_const(c, fn->val), 1 - argw_count(w));
+                emit_raw(c, w);
+                return;
+            }
             int b = tpl_builtin_find(TPL_BK_GLOBAL, fn->val.u.s, fn->val.len);
             if (b >= 0) {
                 if (b == TPL_B_GLOBAL_tr) note_tr(c, fn->off, tr_text_arg(n->b));
@@ -701,6 +725,14 @@ static void expr(tpl_comp *c, tpl_node *n)
         return;
     }
     case TPL_N_FILTER: {
+        if (host_func(c, n->val, TPL_HOST_FILTER)) {
+            if (n->a) expr(c, n->a);
+            uint32_t w = call_args(c, n->b, 1);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_HOST_FILTER, add_const(c, n->val), 1 - argw_count(w));
+            emit_raw(c, w);
+            return;
+        }
         int b = tpl_builtin_find(TPL_BK_FILTER, n->val.u.s, n->val.len);
         if (b < 0) {
             unknown_callable(c, n, TPL_BK_FILTER, "filter");
@@ -842,6 +874,21 @@ static void apply_filters(tpl_comp *c, tpl_node *f)
 
 /* ------------------------------------------------------------------ template loading */
 
+/* Records a loaded template's name in the program's dependency list (once per name). */
+static void note_dependency(tpl_comp *c, tpl_value name, uint32_t off)
+{
+    tpl_program *p = c->p;
+    if (p->deps) {
+        for (uint32_t i = 0; i < p->deps->len; i++)
+            if (tpl_equal(p->deps->items[i], name)) return;
+    } else if (!(p->deps = tpl_list_new(&p->arena, 4))) {
+        cerror(c, off, "out of memory");
+        return;
+    }
+    char *s = tpl_arena_strdup(&p->arena, name.u.s, name.len);
+    if (!s || !tpl_list_push(&p->arena, p->deps, tpl_v_str(s, name.len))) cerror(c, off, "out of memory");
+}
+
 /* A template loaded for include/import/extends: its parsed body. The source stays alive until
  * the compiler is finished (AST strings point into it). */
 static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool missing_ok)
@@ -857,6 +904,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
         if (!missing_ok) cerror(c, off, "template '%.*s' not found", (int)name.len, name.u.s);
         return NULL;
     }
+    note_dependency(c, name, off);
     size_t n;
     char *src = tpl_jinja_normalize(raw, len, o->keep_trailing_newline, &n);
     free(raw);

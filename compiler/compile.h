@@ -48,6 +48,9 @@ tpl_arena *tpl_c_program_arena(tpl_comp *c);
 /* True when name is a variable of the current function (its slot in *slot). */
 bool tpl_c_lookup(tpl_comp *c, tpl_value name, uint32_t *slot);
 
+/* True when the compile options name a host function of that kind (a tpl_host_kind). */
+bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind);
+
 /* Compiles an ERB TEMPLATE node (Ruby semantics; compiler/lower_erb.c). */
 bool tpl_erb_lower(tpl_comp *c, tpl_node *root);
 

@@ -210,6 +210,15 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
+    if (!n->a && !n->c && tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL)) {
+        /* a host global function (tpl_options.host_funcs) */
+        uint32_t w = args(L, n->b);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_HOST_CALL, tpl_c_const(C, n->val), 1 - argw_count(w));
+        tpl_c_word(C, w);
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
     if (!n->a) {
         int id = tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len);
         if (id < 0) {

@@ -164,6 +164,8 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     tpl_status st = o.syntax == TPL_SYNTAX_ERB ? tpl_compile_erb(p, p->source, p->source_len, err)
                                                : tpl_compile_jinja(p, p->source, p->source_len, err);
     if (st != TPL_OK) { tpl_program_free(p); return st; }
+    p->opts.host_funcs = NULL;   /* borrowed for compilation only */
+    p->opts.nhost_funcs = 0;
     *out = p;
     return TPL_OK;
 }
@@ -242,8 +244,47 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     }
     tpl_arena_free(&tmp);
     if (st != TPL_OK) { tpl_program_free(p); return st; }
+    p->opts.host_funcs = NULL;
+    p->opts.nhost_funcs = 0;
     *out = p;
     return TPL_OK;
+}
+
+/* The (kind, name) of a host-call instruction at pc, or false when pc is no host call. */
+static bool host_op(const tpl_program *p, size_t pc, tpl_host_kind *kind, const tpl_value **name)
+{
+    uint32_t op = TPL_INSN_OP(p->code[pc]);
+    if (op != TPL_OP_HOST_FILTER && op != TPL_OP_HOST_CALL) return false;
+    *kind = op == TPL_OP_HOST_FILTER ? TPL_HOST_FILTER : TPL_HOST_GLOBAL;
+    *name = &p->consts[TPL_INSN_A(p->code[pc])];
+    return true;
+}
+
+size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t pc = 0; pc < p->ncode; pc += 1 + tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra) {
+        tpl_host_kind kind, k2;
+        const tpl_value *name, *n2;
+        if (!host_op(p, pc, &kind, &name)) continue;
+        bool seen = false;
+        for (size_t q = 0; q < pc && !seen; q += 1 + tpl_opinfo_table[TPL_INSN_OP(p->code[q])].extra)
+            seen = host_op(p, q, &k2, &n2) && k2 == kind && tpl_equal(*n2, *name);
+        if (seen) continue;
+        if (n < cap) out[n] = (tpl_host_func){ name->u.s, kind, NULL, NULL };
+        n++;
+    }
+    return n;
+}
+
+size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap)
+{
+    size_t n = p->deps ? p->deps->len : 0;
+    for (size_t i = 0; i < n && i < cap; i++) {
+        if (names) names[i] = p->deps->items[i].u.s;
+        if (lens) lens[i] = p->deps->items[i].len;
+    }
+    return n;
 }
 
 size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)

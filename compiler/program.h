@@ -93,6 +93,9 @@ struct tpl_program {
     uint64_t source_hash;
     tpl_trcall *trcalls;   /* tr() calls in source order (issue 5) */
     size_t ntrcalls;
+    tpl_list *deps;        /* names of the templates loaded while compiling (include, import,
+                            * extends), first-load order, no duplicates; NULL when none or not
+                            * compiled from source (issue 6: tplc compile --depfile) */
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
     bool static_data;      /* tpl_program_load_static: name, source and arrays borrow const data */
 };

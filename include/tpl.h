@@ -59,6 +59,55 @@ typedef enum tpl_syntax { TPL_SYNTAX_JINJA = 0, TPL_SYNTAX_ERB = 1, TPL_SYNTAX_F
  * no such template. Called during tpl_compile only. */
 typedef char *(*tpl_loader_fn)(void *data, const char *name, size_t name_len, size_t *len);
 
+/* ---- host functions: extra filters and global functions a host adds ----
+ *
+ * Value-passing convention: JSON text. A host function receives its positional arguments as a
+ * JSON array (a filter's subject first: `x|f(1)` passes [x, 1]) and its keyword arguments as a
+ * JSON object ("{}" when none); strings are UTF-8, integers stay integers, None/nil is null,
+ * tuples are arrays. An undefined argument is null (with `strict`, passing one is the usual
+ * undefined error instead); a value JSON cannot carry (a macro, a function) is a TPL_ERR_TYPE
+ * error before the call. The function sets its result with tpl_host_return_json (any JSON
+ * value: objects become dicts/hashes) or tpl_host_return_str (a plain string); without either
+ * the result is None/nil. It returns 0 on success and nonzero on failure: the render then stops
+ * with TPL_ERR_RAISED and an error located at the call, "host function 'NAME' failed" plus the
+ * message given to tpl_host_fail, if any. Nothing unwinds through host frames (no longjmp).
+ * A host function must not call tpl_render_run (or any other function) on the render context
+ * that is calling it; it may use other render contexts. */
+
+/* One call of a host function. Every pointer is borrowed for the duration of the call. */
+typedef struct tpl_host_call {
+    const char *name;           /* the function's name (NUL-terminated) */
+    const char *args_json;      /* JSON array of the positional arguments (NUL-terminated) */
+    size_t args_len;
+    const char *kwargs_json;    /* JSON object of the keyword arguments (NUL-terminated) */
+    size_t kwargs_len;
+} tpl_host_call;
+
+/* A host function. `data` is the tpl_host_func's data. Returns 0 on success, nonzero on failure. */
+typedef int (*tpl_host_fn)(void *data, tpl_host_call *call);
+
+/* Whether a host function is a filter (`x|name(args)`) or a global function (`name(args)`;
+ * in ERB a receiver-less call `name(args)`). */
+typedef enum tpl_host_kind { TPL_HOST_FILTER = 0, TPL_HOST_GLOBAL = 1 } tpl_host_kind;
+
+/* An entry of a host-function table. At compile time only name and kind are used (fn and data
+ * may be NULL); at render time (tpl_render_set_host_funcs) fn implements the function. */
+typedef struct tpl_host_func {
+    const char *name;           /* NUL-terminated, an identifier */
+    tpl_host_kind kind;
+    tpl_host_fn fn;
+    void *data;                 /* passed to fn (borrowed) */
+} tpl_host_func;
+
+/* Sets the call's result from JSON text (borrowed; parsed and copied into the render). Returns
+ * TPL_ERR_VALUE for invalid JSON (the call then fails), TPL_ERR_NOMEM on allocation failure. */
+tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t len);
+/* Sets the call's result to a string (borrowed; copied). TPL_ERR_NOMEM on allocation failure. */
+tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len);
+/* Gives the reason of a failure (NUL-terminated, borrowed; copied): the render's error message
+ * becomes "host function 'NAME' failed: MSG" when the function then returns nonzero. */
+void tpl_host_fail(tpl_host_call *call, const char *msg);
+
 /* Compile-time options. Zero-initialise, then set fields; tpl_options_profile() fills a profile.
  * Profiles (DESIGN.md §2): "jinja2" (Jinja2 defaults), "pinecall" (trim_blocks, lstrip_blocks,
  * keep_trailing_newline, strict, tidy), "hf" (trim_blocks, lstrip_blocks, loop controls,
@@ -73,6 +122,15 @@ typedef struct tpl_options {
     bool hf;                    /* Hugging Face chat-template environment */
     tpl_loader_fn loader;       /* include/import/extends resolution (NULL: none; they then fail) */
     void *loader_data;          /* passed to loader (borrowed) */
+    /* Host filters and global functions templates may call (borrowed, read during tpl_compile
+     * only). They are resolved at compile time: a name that is neither builtin nor in this table
+     * is still a compile error, and a host entry takes precedence over a builtin of the same name
+     * and kind. The program records the names it calls (tpl_program_host_functions; .tplb and
+     * --emit c keep them); a render binds implementations by name (tpl_render_set_host_funcs).
+     * A host global function is called even when the state has a variable of that name, and is
+     * callable only directly (`name(...)`), not as a value. */
+    const tpl_host_func *host_funcs;
+    size_t nhost_funcs;
 } tpl_options;
 
 /* Fills *o with the named profile for the syntax; returns TPL_ERR_USAGE for an unknown name or
@@ -89,6 +147,19 @@ typedef struct tpl_limits {
 
 typedef struct tpl_program tpl_program;
 typedef struct tpl_render tpl_render;
+
+/* Allocator callbacks for a render context (tpl_render_new_with). `data` is passed to each
+ * callback as is. alloc returns `size` bytes aligned to at least 16 (as malloc does on 64-bit
+ * platforms; misaligned blocks are freed and treated as failure) or NULL; realloc resizes a
+ * block from alloc (old_size is its current size) and returns NULL on failure leaving it intact;
+ * free releases a block of `size` bytes (never called with NULL). The callbacks are called only
+ * from the thread using the render context. */
+typedef struct tpl_allocator {
+    void *(*alloc)(void *data, size_t size);
+    void *(*realloc)(void *data, void *ptr, size_t old_size, size_t new_size);
+    void (*free)(void *data, void *ptr, size_t size);
+    void *data;
+} tpl_allocator;
 
 /* Compiles a template. `name` is used in diagnostics (borrowed; copied). `src` is borrowed: the
  * program owns copies of every string it needs. On success *out is a new program the caller
@@ -110,6 +181,16 @@ char *tpl_disassemble(const tpl_program *p);
  * each render resets the arena, so a steady-state render allocates nothing. Not thread-safe:
  * one tpl_render per thread. Free with tpl_render_free. */
 tpl_render *tpl_render_new(const tpl_limits *limits);
+/* As tpl_render_new, with every block of the render context itself allocated through `alloc`
+ * (copied; alloc->data is borrowed and must outlive the context): the context, the render arena
+ * (values built while rendering), the state, facts and `call` arenas, the operand stack and
+ * local slots, and the output buffer. As with malloc, a steady-state render allocates nothing.
+ * Not routed through it: the translation catalogs (tpl_render_add_catalog_json and friends),
+ * the JSON parser's temporary tree while parsing state or a host function's result, and
+ * NFC normalisation scratch space, which use malloc. alloc NULL means malloc/realloc/free.
+ * Returns NULL when an allocation fails or when alloc lacks a callback. tpl_render_free returns
+ * everything through alloc->free. */
+tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc);
 void tpl_render_free(tpl_render *r);
 
 /* Sets the template variables from a JSON object (UTF-8 text, borrowed). The previous state is
@@ -120,9 +201,28 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
  * fact contains words (both NFC-normalised, case-sensitive). */
 tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);
 void tpl_render_clear_facts(tpl_render *r);
+
+/* A host's own memory store for remembers(words) (Jinja global; ERB remembers? / remembers).
+ * `words` is the template's argument converted to a string and NFC-normalised: `len` bytes of
+ * UTF-8, not NUL-terminated, borrowed for the duration of the call only. Return 1 when the
+ * store remembers the words, 0 when it does not, and -1 on failure: the render then stops with
+ * TPL_ERR_RAISED and an error located at the remembers() call naming the host function
+ * ("host function 'remembers' failed"). The callback must not call back into r (it may use
+ * other render contexts). Nothing unwinds through the callback: tpl never longjmps. */
+typedef int (*tpl_remembers_fn)(void *data, const char *words, size_t len);
+/* Sets (fn != NULL) or removes (fn == NULL) the host remembers callback of r. While it is set,
+ * remembers() asks fn instead of the facts list (tpl_render_add_fact); `data` is passed to fn
+ * as is (borrowed: it must stay valid while the callback is set). Persists across renders. */
+void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data);
 /* Sets the `call` builtin: channel (phone|web|whatsapp) and medium (voice|text; NULL = whatsapp →
  * text, otherwise voice). Strings borrowed; copied. */
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
+/* Binds host functions (tpl_host_func, see above) for the programs rendered with r: a program's
+ * call of host function NAME of kind K runs the entry with that name and kind. `funcs` is
+ * borrowed and must stay valid (and unchanged) while it is set; NULL/0 removes the table.
+ * Persists across renders. A call whose function is not bound is a located TPL_ERR_UNDEFINED
+ * render error ("no host filter named 'NAME' in this render context"). */
+void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n);
 
 /* ---- translation: tr(text, lang=?) and format-string prompts (DESIGN.md §3) ----
  * A catalog is a JSON object {"main_lang": "en", "LANG": {"source": "target", ...}, ...}; keys
@@ -220,7 +320,21 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
  * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
 size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 
-/* The options p was compiled with (owned by p; loader fields are NULL for loaded programs). */
+/* The templates p's compilation loaded through the loader (include, import, extends, from ...
+ * import: every name the loader returned a template for, transitively, in first-load order,
+ * each once; names as the templates spelled them). Stores up to cap names (pointers owned by p,
+ * NUL-terminated) and their byte lengths into names[] and lens[] (either may be NULL); returns
+ * the total count. Build tools turn it into a depfile (tplc compile --depfile). Programs loaded
+ * from .tplb bytes or static data have no dependency list (0). */
+size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+
+/* The host functions p calls, each (name, kind) once in code order. Stores up to cap entries
+ * into out (may be NULL when cap is 0) with name pointing into p (NUL-terminated, owned by p),
+ * fn and data NULL; returns the total count. */
+size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size_t cap);
+
+/* The options p was compiled with (owned by p; loader fields are NULL for loaded programs, and
+ * host_funcs is always NULL: see tpl_program_host_functions). */
 const tpl_options *tpl_program_options(const tpl_program *p);
 
 /* The FNV-1a hash of the source p was compiled from (before normalisation): tools compare it

@@ -4,16 +4,44 @@
 #include <jansson.h>
 #include "vm_impl.h"
 #include "../stdlib/tr.h"
+#include "../stdlib/builtins.h"
 
 struct tpl_render {
     struct tpl_vm vm;
 };
 
+/* The default allocator: malloc, realloc, free. */
+static void *std_alloc(void *data, size_t size) { (void)data; return malloc(size); }
+static void *std_realloc(void *data, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)data;
+    (void)old_size;
+    return realloc(ptr, new_size);
+}
+static void std_free(void *data, void *ptr, size_t size) { (void)data; (void)size; free(ptr); }
+
+void *tpl_vm_mem_realloc(tpl_vm *vm, void *ptr, size_t old_size, size_t new_size)
+{
+    return vm->alloc.realloc(vm->alloc.data, ptr, old_size, new_size);
+}
+
 tpl_render *tpl_render_new(const tpl_limits *limits)
 {
-    tpl_render *r = calloc(1, sizeof *r);
+    return tpl_render_new_with(limits, NULL);
+}
+
+tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc)
+{
+    tpl_allocator al = { std_alloc, std_realloc, std_free, NULL };
+    if (alloc) {
+        if (!alloc->alloc || !alloc->realloc || !alloc->free) return NULL;
+        al = *alloc;
+    }
+    tpl_render *r = al.alloc(al.data, sizeof *r);
     if (!r) return NULL;
+    memset(r, 0, sizeof *r);
     tpl_vm *vm = &r->vm;
+    vm->alloc = al;
     tpl_limits l = { 0 };
     if (limits) l = *limits;
     if (!l.fuel) l.fuel = 20000000ull;
@@ -25,10 +53,17 @@ tpl_render *tpl_render_new(const tpl_limits *limits)
     tpl_arena_init(&vm->state_arena, 0);
     tpl_arena_init(&vm->fact_arena, 0);
     tpl_arena_init(&vm->call_arena, 0);
-    vm->stack = malloc(TPL_VM_STACK * sizeof *vm->stack);
-    vm->slots = malloc(TPL_VM_SLOTS * sizeof *vm->slots);
+    if (alloc) {
+        /* the arenas keep a pointer to the copy inside the context */
+        tpl_arena_set_allocator(&vm->arena, &vm->alloc);
+        tpl_arena_set_allocator(&vm->state_arena, &vm->alloc);
+        tpl_arena_set_allocator(&vm->fact_arena, &vm->alloc);
+        tpl_arena_set_allocator(&vm->call_arena, &vm->alloc);
+    }
+    vm->stack = al.alloc(al.data, TPL_VM_STACK * sizeof *vm->stack);
+    vm->slots = al.alloc(al.data, TPL_VM_SLOTS * sizeof *vm->slots);
     vm->out_cap = 4096;
-    vm->out = malloc(vm->out_cap);
+    vm->out = al.alloc(al.data, vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
     tpl_vm_init_builtins(vm);
@@ -40,15 +75,16 @@ void tpl_render_free(tpl_render *r)
 {
     if (!r) return;
     tpl_vm *vm = &r->vm;
+    tpl_allocator al = vm->alloc;
     tpl_arena_free(&vm->arena);
     tpl_arena_free(&vm->state_arena);
     tpl_arena_free(&vm->fact_arena);
     tpl_arena_free(&vm->call_arena);
-    free(vm->stack);
-    free(vm->slots);
-    free(vm->out);
+    if (vm->stack) al.free(al.data, vm->stack, TPL_VM_STACK * sizeof *vm->stack);
+    if (vm->slots) al.free(al.data, vm->slots, TPL_VM_SLOTS * sizeof *vm->slots);
+    if (vm->out) al.free(al.data, vm->out, vm->out_cap);
     tpl_tr_free(vm->tr);
-    free(r);
+    al.free(al.data, r, sizeof *r);
 }
 
 static void clear_error(tpl_vm *vm)
@@ -160,6 +196,25 @@ void tpl_render_clear_facts(tpl_render *r)
     tpl_arena_reset(&r->vm.fact_arena);
 }
 
+void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data)
+{
+    r->vm.remembers_fn = fn;
+    r->vm.remembers_data = fn ? data : NULL;
+}
+
+bool tpl_vm_has_remembers(const tpl_vm *vm)
+{
+    return vm->remembers_fn != NULL;
+}
+
+int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer)
+{
+    int rc = vm->remembers_fn ? vm->remembers_fn(vm->remembers_data, words.u.s, words.len) : -1;
+    if (rc < 0 || rc > 1) return tpl_vm_error(vm, TPL_ERR_RAISED, "host function 'remembers' failed");
+    *answer = rc == 1;
+    return 0;
+}
+
 tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
 {
     tpl_vm *vm = &r->vm;
@@ -196,7 +251,7 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
         return vm->err.status;
     }
     if (vm->out_len + 1 > vm->out_cap) {
-        char *no = realloc(vm->out, vm->out_len + 1);
+        char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, vm->out_len + 1);
         if (!no) return fail(vm, TPL_ERR_NOMEM, "out of memory");
         vm->out = no;
         vm->out_cap = vm->out_len + 1;
@@ -205,6 +260,116 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     *out = vm->out;
     *out_len = vm->out_len;
     return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ host functions */
+
+void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n)
+{
+    r->vm.host_funcs = funcs && n ? funcs : NULL;
+    r->vm.nhost_funcs = funcs ? n : 0;
+}
+
+/* The state of one host call behind the public tpl_host_call (first member, so the public
+ * pointer converts back). */
+typedef struct host_call {
+    tpl_host_call pub;
+    tpl_vm *vm;
+    tpl_value result;
+    bool json_error, nomem;
+    char msg[256];
+} host_call;
+
+tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t len)
+{
+    host_call *hc = (host_call *)call;
+    json_error_t je;
+    json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!j) {
+        hc->json_error = true;
+        snprintf(hc->msg, sizeof hc->msg, "invalid result JSON: %s", je.text);
+        return TPL_ERR_VALUE;
+    }
+    tpl_value v;
+    bool ok = from_json(&hc->vm->arena, j, &v, 0);
+    json_decref(j);
+    if (!ok) { hc->nomem = true; return TPL_ERR_NOMEM; }
+    hc->result = v;
+    return TPL_OK;
+}
+
+tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len)
+{
+    host_call *hc = (host_call *)call;
+    char *c = tpl_arena_strdup(&hc->vm->arena, s, len);
+    if (!c) { hc->nomem = true; return TPL_ERR_NOMEM; }
+    hc->result = tpl_v_str(c, len);
+    return TPL_OK;
+}
+
+void tpl_host_fail(tpl_host_call *call, const char *msg)
+{
+    host_call *hc = (host_call *)call;
+    snprintf(hc->msg, sizeof hc->msg, "%s", msg ? msg : "");
+}
+
+/* Appends v as JSON (top-level undefined: null, or the strict undefined error). */
+static int host_arg_json(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *fname)
+{
+    if (v.type == TPL_T_UNDEF) {
+        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
+        tpl_sb_puts(b, "null");
+        return 0;
+    }
+    if (!tpl_json_dumps(b, v, false, -1, NULL, NULL, false))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "host function '%s': an argument cannot be passed as JSON", fname);
+    return 0;
+}
+
+int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos, int npos, const tpl_value *kwn,
+                     const tpl_value *kwv, int nkw, tpl_value *out)
+{
+    const char *what = kind == TPL_HOST_FILTER ? "filter" : "function";
+    const tpl_host_func *f = NULL;
+    for (size_t i = 0; i < vm->nhost_funcs && !f; i++) {
+        const tpl_host_func *h = &vm->host_funcs[i];
+        if ((int)h->kind == kind && h->name && h->fn && strlen(h->name) == name.len && memcmp(h->name, name.u.s, name.len) == 0)
+            f = h;
+    }
+    if (!f)
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "no host %s named '%.*s' in this render context", what,
+                            (int)name.len, name.u.s);
+    tpl_sb args, kwargs;
+    tpl_sb_init(&args, &vm->arena);
+    tpl_sb_init(&kwargs, &vm->arena);
+    tpl_sb_putc(&args, '[');
+    for (int i = 0; i < npos; i++) {
+        if (i) tpl_sb_puts(&args, ", ");
+        if (host_arg_json(vm, &args, pos[i], f->name) < 0) return -1;
+    }
+    tpl_sb_puts(&args, "]");
+    tpl_sb_putc(&args, 0);
+    tpl_sb_putc(&kwargs, '{');
+    for (int i = 0; i < nkw; i++) {
+        if (i) tpl_sb_puts(&kwargs, ", ");
+        if (host_arg_json(vm, &kwargs, kwn[i], f->name) < 0) return -1;
+        tpl_sb_puts(&kwargs, ": ");
+        if (host_arg_json(vm, &kwargs, kwv[i], f->name) < 0) return -1;
+    }
+    tpl_sb_putc(&kwargs, '}');
+    tpl_sb_putc(&kwargs, 0);
+    if (args.failed || kwargs.failed) {
+        if (vm->arena.over_limit)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes)", (unsigned long long)vm->arena.limit);
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+    }
+    host_call hc = { { f->name, args.p, args.len - 1, kwargs.p, kwargs.len - 1 }, vm, tpl_v_none(), false, false, "" };
+    int rc = f->fn(f->data, &hc.pub);
+    if (rc != 0 || hc.json_error)
+        return tpl_vm_error(vm, TPL_ERR_RAISED, "host %s '%s' failed%s%s", what, f->name, hc.msg[0] ? ": " : "", hc.msg);
+    if (hc.nomem) return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory (host %s '%s' result)", what, f->name);
+    *out = hc.result;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ translation (stdlib/tr.c) */

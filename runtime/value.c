@@ -1,6 +1,7 @@
 /* Values: the arena, lists, maps (insertion-ordered, Python dict semantics), hashing, Python
  * equality and the string builder. See value.h for the contracts. */
 #include "value.h"
+#include "../include/tpl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,6 +24,32 @@ void tpl_arena_init(tpl_arena *a, size_t limit)
     a->total = 0;
     a->limit = limit;
     a->over_limit = false;
+    a->alloc = NULL;
+}
+
+void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc)
+{
+    a->alloc = alloc;
+}
+
+/* A chunk with `size` bytes of data, from the arena's allocator (tpl_render_new_with). */
+static tpl_chunk *chunk_new(tpl_arena *a, size_t size)
+{
+    size_t bytes = sizeof(tpl_chunk) + size;
+    if (!a->alloc)
+        return aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+    tpl_chunk *c = a->alloc->alloc(a->alloc->data, bytes);
+    if (c && ((uintptr_t)c & 15)) {
+        a->alloc->free(a->alloc->data, c, bytes);
+        return NULL;
+    }
+    return c;
+}
+
+static void chunk_free(tpl_arena *a, tpl_chunk *c)
+{
+    if (!a->alloc) free(c);
+    else a->alloc->free(a->alloc->data, c, sizeof(tpl_chunk) + c->size);
 }
 
 /* Slow path: a new chunk. Chunk sizes double with the arena's total, so a render needs
@@ -35,7 +62,7 @@ static void *arena_grow(tpl_arena *a, size_t need)
         /* The chunk kept by a reset is too small: replace it rather than stack a new one on it
          * (so it neither wastes memory nor counts against the limit). */
         a->total -= a->head->size;
-        free(a->head);
+        chunk_free(a, a->head);
         a->head = NULL;
     }
     size_t size = a->total < ARENA_MIN ? ARENA_MIN : a->total;
@@ -54,7 +81,7 @@ static void *arena_grow(tpl_arena *a, size_t need)
     }
     if (size > SIZE_MAX - sizeof(tpl_chunk))
         return NULL;
-    tpl_chunk *c = aligned_alloc(16, sizeof(tpl_chunk) + size);
+    tpl_chunk *c = chunk_new(a, size);
     if (!c)
         return NULL;
     c->size = size;
@@ -111,7 +138,7 @@ void tpl_arena_reset(tpl_arena *a)
     }
     size_t sum = a->total;
     tpl_arena_free(a);
-    tpl_chunk *c = aligned_alloc(16, sizeof(tpl_chunk) + sum);
+    tpl_chunk *c = chunk_new(a, sum);
     if (!c)
         return;
     c->next = NULL;
@@ -125,7 +152,7 @@ void tpl_arena_free(tpl_arena *a)
 {
     for (tpl_chunk *c = a->head, *next; c; c = next) {
         next = c->next;
-        free(c);
+        chunk_free(a, c);
     }
     a->head = NULL;
     a->total = 0;

@@ -26,9 +26,12 @@ typedef struct tpl_arena {
     tpl_chunk *head;
     size_t total, limit;
     bool over_limit;
+    const struct tpl_allocator *alloc; /* chunk allocator (NULL: aligned_alloc/free) */
 } tpl_arena;
 
 void tpl_arena_init(tpl_arena *a, size_t limit);
+/* Makes an empty arena take its chunks from alloc (borrowed: must outlive the arena). */
+void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc);
 /* Returns 16-byte aligned memory valid until reset/free, or NULL (out of memory or limit). */
 void *tpl_arena_alloc(tpl_arena *a, size_t n);
 /* Copies n bytes into the arena (plus a NUL terminator); NULL on failure. */

@@ -81,8 +81,9 @@ static bool check_operands(ver *v, size_t pc)
         switch (oi->fmt[i]) {
         case 'k':
             if (x >= p->nconsts) return bad(v, "pc %zu: %s: constant %u out of range", pc, oi->name, x);
-            /* TEXT and FAIL read the constant as a string */
-            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL) && p->consts[x].type != TPL_T_STR)
+            /* TEXT, FAIL and the host calls read the constant as a string */
+            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL || op == TPL_OP_HOST_FILTER || op == TPL_OP_HOST_CALL) &&
+                p->consts[x].type != TPL_T_STR)
                 return bad(v, "pc %zu: %s: constant %u is not a string", pc, oi->name, x);
             break;
         case 'n':

@@ -126,7 +126,7 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
             return tpl_vm_error(vm, TPL_ERR_LIMIT, "output limit reached (%llu bytes)", (unsigned long long)vm->limits.max_output);
         size_t nc = vm->out_cap ? vm->out_cap * 2 : 4096;
         while (nc < vm->out_len + n + 1) nc *= 2;
-        char *no = realloc(vm->out, nc);
+        char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, nc);
         if (!no) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
         vm->out = no;
         vm->out_cap = nc;
@@ -1666,6 +1666,20 @@ top:
     }
     CASE(EQ_RB) { sp--; sp[-1] = tpl_v_bool(tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
     CASE(NE_RB) { sp--; sp[-1] = tpl_v_bool(!tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
+#define HOST_CASE(NAME, KIND) CASE(NAME) { \
+        CHARGE(); \
+        uint32_t aw = code[pc + 1]; \
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw); \
+        tpl_value *args = sp - npos - nkw; \
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL; \
+        tpl_value r; \
+        vm->stack_top = (uint32_t)(sp - vm->stack); \
+        if (tpl_vm_host_call(vm, KIND, consts[a], args, npos, kwn, args + npos, nkw, &r) < 0) goto fail; \
+        sp = args; \
+        *sp++ = r; \
+        NEXT(1); }
+    HOST_CASE(HOST_FILTER, TPL_HOST_FILTER)
+    HOST_CASE(HOST_CALL, TPL_HOST_GLOBAL)
 #if !defined(__GNUC__)
     }
 #endif

@@ -23,6 +23,11 @@ bool tpl_vm_hf(const tpl_vm *vm);
 int tpl_vm_syntax(const tpl_vm *vm);
 /* The facts given to this render (remembers), NFC-normalised, and their count. */
 const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n);
+/* True when the host set a remembers callback (tpl_render_set_remembers). */
+bool tpl_vm_has_remembers(const tpl_vm *vm);
+/* Asks the host remembers callback about NFC-normalised words. Returns 0 with *answer set, or
+ * -1 with a located TPL_ERR_RAISED error when it reported failure (or none is set). */
+int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer);
 
 /* Python truthiness (Jinja); errors (-1) only on strict undefined. */
 int tpl_truthy_py(tpl_vm *vm, tpl_value v);

@@ -28,6 +28,7 @@ typedef struct tpl_loop {
 
 struct tpl_vm {
     const tpl_program *p;
+    tpl_allocator alloc;    /* where the context's own blocks come from (tpl_render_new_with) */
     tpl_limits limits;
     tpl_arena arena;        /* per render, reset at the start of each render */
     tpl_arena state_arena;  /* state values; reset when the state is replaced */
@@ -35,6 +36,10 @@ struct tpl_vm {
     tpl_arena call_arena;   /* the `call` object; reset by tpl_render_set_call */
     tpl_value state;        /* a map (or none before any state is set) */
     tpl_list *facts;        /* NFC-normalised facts */
+    tpl_remembers_fn remembers_fn; /* host memory store (tpl_render_set_remembers), or NULL */
+    void *remembers_data;
+    const tpl_host_func *host_funcs; /* tpl_render_set_host_funcs (borrowed) */
+    size_t nhost_funcs;
     tpl_value call;         /* the `call` builtin value */
     char channel[32], medium[32];
 
@@ -69,6 +74,14 @@ struct tpl_vm {
 
 /* Fills the fast argument-binding table (bind_lo/bind_hi) from the builtin signatures. */
 void tpl_vm_init_builtins(tpl_vm *vm);
+
+/* Resizes a block of the render context (the output buffer) through its allocator. */
+void *tpl_vm_mem_realloc(tpl_vm *vm, void *ptr, size_t old_size, size_t new_size);
+
+/* HOST_FILTER / HOST_CALL: calls the host function named `name` of kind `kind` bound in this
+ * render context with JSON-encoded arguments (runtime/api.c). 0, or -1 with a located error. */
+int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos, int npos, const tpl_value *kwn,
+                     const tpl_value *kwv, int nkw, tpl_value *out);
 
 /* Renders vm->p from the start into vm->out. 0, or -1 with vm->err set. */
 int tpl_vm_run(tpl_vm *vm);

@@ -153,6 +153,16 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value w;
     if (tpl_to_str(vm, a[0], &w) < 0)
         return -1;
+    if (tpl_vm_has_remembers(vm)) {
+        /* the host's memory store (tpl_render_set_remembers) answers instead of the facts */
+        bool yes = false;
+        if (!tpl_is_ascii(w.u.s, w.len))
+            w = tpl_nfc(tpl_vm_arena(vm), w);
+        if (tpl_vm_host_remembers(vm, w, &yes) < 0)
+            return -1;
+        *out = tpl_v_bool(yes);
+        return 0;
+    }
     if (nfacts == 0) {
         *out = tpl_v_bool(false);
         return 0;

@@ -33,5 +33,16 @@ check "--emit c derives the symbol" 'grep -q "^const struct tpl_static_program t
 check "--name must be an identifier" '[ $? -eq 2 ]'
 "$tplc" compile "$tmp/t.tplb" --emit c --name from_tplb -o "$tmp/y.c"
 check "a .tplb can be emitted as C" 'grep -q "from_tplb = {" "$tmp/y.c"'
+mkdir "$tmp/dep"
+printf '{%% extends "base.jinja" %%}{%% block b %%}{%% include "part one.jinja" %%}{%% endblock %%}' > "$tmp/dep/main.jinja"
+printf '{%% import "macros.jinja" as m %%}[{%% block b %%}{%% endblock %%}]' > "$tmp/dep/base.jinja"
+printf '{%% include "part one.jinja" %%}x' > "$tmp/dep/macros.jinja"
+printf 'one' > "$tmp/dep/part one.jinja"
+"$tplc" compile "$tmp/dep/main.jinja" -o "$tmp/dep/main.tplb" --depfile "$tmp/dep/main.d"
+check "--depfile is written" '[ -s "$tmp/dep/main.d" ]'
+check "--depfile names the output and the template" 'head -n1 "$tmp/dep/main.d" | grep -qF "$tmp/dep/main.tplb: $tmp/dep/main.jinja"'
+printf '%s: %s \\\n  %s \\\n  %s \\\n  %s\n' "$tmp/dep/main.tplb" "$tmp/dep/main.jinja" "$tmp/dep/base.jinja" \
+  "$tmp/dep/macros.jinja" "$tmp/dep/part\\ one.jinja" > "$tmp/dep/want.d"
+check "--depfile lists extends, import and include once each (spaces escaped)" 'cmp -s "$tmp/dep/main.d" "$tmp/dep/want.d"'
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

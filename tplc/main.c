@@ -21,6 +21,7 @@ static const char usage[] =
     "       tplc dump TEMPLATE [compile flags]\n"
     "       tplc compile TEMPLATE [compile flags] [--strip-source] -o OUT.tplb\n"
     "       tplc compile TEMPLATE [compile flags] --emit c --name SYMBOL -o OUT.c\n"
+    "            (compile also takes --depfile FILE: a Makefile rule OUT: TEMPLATE and its includes)\n"
     "       tplc lint TEMPLATE... [--state FILE.json | --schema FILE.json] [--reads] [--format text|json]\n"
     "       tplc tr-extract TEMPLATE... -o CATALOG.json [--lang L] [compile flags]\n"
     "       tplc --version\n";
@@ -132,6 +133,7 @@ typedef struct opts {
     const char **tpls;      /* every template argument (lint, tr-extract) */
     int ntpls;
     const char *emit, *symbol;  /* compile: --emit c, --name SYMBOL */
+    const char *depfile;        /* compile: --depfile FILE */
     bool strip_source;          /* compile: --strip-source */
 } opts;
 
@@ -149,7 +151,7 @@ static int parse_args(int argc, char **argv, opts *o)
 #define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
         VAL("--state", state) VAL("--golden", golden) VAL("--syntax", syntax) VAL("--profile", profile)
         VAL("--lang", lang) VAL("--channel", channel) VAL("--medium", medium) VAL("-o", out)
-        VAL("--emit", emit) VAL("--name", symbol)
+        VAL("--emit", emit) VAL("--name", symbol) VAL("--depfile", depfile)
 #undef VAL
         if (strcmp(a, "--case") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
@@ -484,6 +486,55 @@ static int cmd_tr_extract(const opts *o)
     return rc;
 }
 
+/* Writes a path to a Makefile depfile, escaped as make and ninja read it. */
+static void dep_path(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ' || s[i] == '#' || s[i] == '\\') fputc('\\', f);
+        else if (s[i] == '$') fputc('$', f);
+        fputc(s[i], f);
+    }
+}
+
+/* --depfile: "OUT: TEMPLATE DEP..." where each dependency is a template the compilation loaded
+ * (tpl_program_dependencies), as the path beside the main template where the CLI's loader
+ * found it. Written atomically. */
+static int write_depfile(const opts *o, const tpl_program *prog)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    dep_path(f, o->out, strlen(o->out));
+    fputs(": ", f);
+    dep_path(f, o->tpl, strlen(o->tpl));
+    const char *slash = strrchr(o->tpl, '/');
+    size_t n = tpl_program_dependencies(prog, NULL, NULL, 0);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    if (names && lens) {
+        tpl_program_dependencies(prog, names, lens, n);
+        for (size_t i = 0; i < n; i++) {
+            fputs(" \\\n  ", f);
+            if (slash) dep_path(f, o->tpl, (size_t)(slash - o->tpl) + 1);
+            else fputs("./", f);
+            dep_path(f, names[i], lens[i]);
+        }
+    }
+    fputc('\n', f);
+    bool ok = names && lens && fclose(f) == 0;
+    if (!ok && (!names || !lens)) fclose(f);
+    free(names);
+    free(lens);
+    int rc = 0;
+    if (!ok || write_atomic(o->depfile, text, len) != 0) {
+        fprintf(stderr, "%s: error: cannot write depfile\n", o->depfile);
+        rc = EXIT_USAGE;
+    }
+    free(text);
+    return rc;
+}
+
 /* tplc compile: a .tplb, or C source with --emit c (written atomically: a failed compile leaves
  * any previous output untouched). */
 static int cmd_compile(const opts *o)
@@ -509,6 +560,7 @@ static int cmd_compile(const opts *o)
     tpl_program *prog = NULL;
     int rc = compile_template(o, &prog);
     if (rc) return rc;
+    if (o->depfile && (rc = write_depfile(o, prog)) != 0) { tpl_program_free(prog); return rc; }
     unsigned flags = o->strip_source ? TPL_SAVE_STRIP_SOURCE : 0;
     void *data = NULL;
     size_t n = 0;

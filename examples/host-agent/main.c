@@ -3,7 +3,8 @@
  * The views in views/ are compiled by `tplc compile --emit c` when the program is built (see
  * meson.build: the README's recipe), so this binary parses no template at run time and ships
  * no template files. It keeps the call's state in its own structs, applies a scripted sequence
- * of state changes (a stage move, a patient found, slots arriving, a fact recalled from memory),
+ * of state changes (a stage move, a patient found, slots arriving, a fact recalled into its own
+ * memory store, which the views' remembers() asks through tpl_render_set_remembers),
  * re-renders both views after each change, and prints a view only when its text changed — the
  * way an agent re-sends a prompt block only when it changed.
  *
@@ -30,6 +31,25 @@ typedef struct call_state {
     int nslots;
     int turns;                  /* the host's bookkeeping: not read by the views */
 } call_state;
+
+/* The host's memory store: what memory recalled during this call. The views' remembers(words)
+ * asks it through tpl_render_set_remembers (tpl hands over the words NFC-normalised; the facts
+ * here are ASCII, so a byte search is enough). */
+typedef struct memory {
+    const char *facts[8];
+    int nfacts;
+} memory;
+
+static int memory_remembers(void *data, const char *words, size_t len)
+{
+    const memory *m = data;
+    for (int i = 0; i < m->nfacts; i++) {
+        size_t fl = strlen(m->facts[i]);
+        for (size_t k = 0; len <= fl && k + len <= fl; k++)
+            if (memcmp(m->facts[i] + k, words, len) == 0) return 1;
+    }
+    return 0;
+}
 
 /* A growable output buffer (stdout text, kept for the comparison). */
 typedef struct buf { char *p; size_t len, cap; } buf;
@@ -145,6 +165,8 @@ int main(int argc, char **argv)
     tpl_render *r = tpl_render_new(&limits);
     if (!r) return 2;
     tpl_render_set_call(r, "phone", NULL);
+    memory mem = { { NULL }, 0 };
+    tpl_render_set_remembers(r, memory_remembers, &mem);
 
     call_state st = { .stage = "identify" };
     buf json = { 0 }, out = { 0 };
@@ -165,7 +187,7 @@ int main(int argc, char **argv)
             break;
         case 5:
             what = "memory recalls a fact";
-            tpl_render_add_fact(r, "The patient's usual doctor is Dr. Vidal", strlen("The patient's usual doctor is Dr. Vidal"));
+            mem.facts[mem.nfacts++] = "The patient's usual doctor is Dr. Vidal";
             break;
         case 6: what = "stage moves to confirm"; st.stage = "confirm"; st.turns++; break;
         default: what = "nothing changed"; break;
