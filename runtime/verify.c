@@ -95,7 +95,8 @@ static bool check_operands(ver *v, size_t pc)
         case 'b': {
             const tpl_builtin_info *bi = tpl_builtin((int)x);
             /* methods assume the type of their receiver: only filters, tests and globals */
-            if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST && bi->kind != TPL_BK_GLOBAL))
+            if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST &&
+                                             bi->kind != TPL_BK_GLOBAL && bi->kind != TPL_BK_RKERNEL))
                 return bad(v, "pc %zu: %s: builtin %u out of range", pc, oi->name, x);
             break;
         }
@@ -147,7 +148,8 @@ static flow flow_of(uint32_t op)
 {
     flow f = { true, SLOTS_LOCAL, 0 };
     switch (op) {
-    case TPL_OP_JUMP: case TPL_OP_RETURN: case TPL_OP_HALT: case TPL_OP_FAIL: f.falls = false; break;
+    case TPL_OP_JUMP: case TPL_OP_RETURN: case TPL_OP_HALT: case TPL_OP_FAIL: case TPL_OP_RET_RB:
+        f.falls = false; break;
     case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
         f.taken_delta = 1; break;  /* the value stays when the jump is taken */
     case TPL_OP_FOR_NEXT: f.taken_delta = -1; break; /* no item when the loop ends */
@@ -202,6 +204,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             uint32_t x = operand(p, pc, i);
             if (oi->fmt[i] == 'j') target = x;
             if (oi->fmt[i] != 's') continue;
+            if (op == TPL_OP_FOR_INIT_RB) x &= 0xFFFFu; /* the mode is in the high bits */
             if (fl.slots == SLOTS_ROOT) {
                 if (x >= p->nslots) return bad(v, "pc %u: %s: template slot %u out of range", pc, oi->name, x);
             } else if (fl.slots == SLOTS_OUTER && f->macro >= 0) {
@@ -225,6 +228,14 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
         case TPL_OP_HALT:
             if (c) return bad(v, "pc %u: %s with open captures", pc, oi->name);
             break;
+        case TPL_OP_CALL_METHOD_RB: {
+            /* a Ruby block: a subroutine of this frame entered with its parameters pushed */
+            uint32_t bw = operand(p, pc, 2);
+            if (bw & 0xFFFFFFu) {
+                if (!reach(v, gen, &nwork, bw & 0xFFFFFFu, (int64_t)(bw >> 24), 0, f)) return false;
+            }
+            break;
+        }
         case TPL_OP_MACRO: {
             uint32_t m = TPL_INSN_A(w);
             if (f->nslots < v->outer_have[m]) v->outer_have[m] = f->nslots;
