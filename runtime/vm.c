@@ -1263,8 +1263,41 @@ top:
         *sp++ = tpl_sb_value(&b);
         NEXT(0);
     }
-    CASE(EQ) { sp--; sp[-1] = tpl_v_bool(tpl_equal(sp[-1], sp[0])); NEXT(0); }
-    CASE(NE) { sp--; sp[-1] = tpl_v_bool(!tpl_equal(sp[-1], sp[0])); NEXT(0); }
+    CASE(EQ)
+    CASE(NE) {
+        /* Strings compare inline; StrictUndefined's __eq__/__ne__ raise. A following JF_PY or
+         * JT_PY_KEEP (an if / elif test, an `or` chain) is taken here on the bool directly. */
+        tpl_value x = sp[-2], y = sp[-1];
+        bool r;
+        sp--;
+        if (x.type == TPL_T_STR && y.type == TPL_T_STR) {
+            r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
+        } else {
+            if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0) && tpl_vm_strict(vm)) {
+                tpl_value u = x.type == TPL_T_UNDEF ? x : y;
+                if (u.aux != TPL_UNDEF_COND) { tpl_undefined_error(vm, u); goto fail; }
+            }
+            r = tpl_equal(x, y);
+        }
+        if (TPL_INSN_OP(w) == TPL_OP_NE) r = !r;
+        uint32_t nw = code[pc + 1];
+        if (TPL_INSN_OP(nw) == TPL_OP_JF_PY) {
+            ticks++;
+            pc++;
+            sp--;
+            if (!r) { JUMP_TO(TPL_INSN_A(nw)); }
+            NEXT(0);
+        }
+        if (TPL_INSN_OP(nw) == TPL_OP_JT_PY_KEEP) {
+            ticks++;
+            pc++;
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); }
+            sp--;
+            NEXT(0);
+        }
+        sp[-1] = tpl_v_bool(r);
+        NEXT(0);
+    }
 #define CMP_CASE(NAME, TEST) CASE(NAME) { \
         int c = 0; sp--; \
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \

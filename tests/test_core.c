@@ -198,6 +198,14 @@ int main(void)
     render_case("{% macro m(a, b=2) %}{{ a }}-{{ b }}{% endmacro %}{{ m(1) }} {{ m(1, b=3) }}", NULL, NULL, "1-2 1-3");
     render_case("{{ missing }}|{{ missing is defined }}", NULL, NULL, "|False");
     render_case("{{ missing }}", NULL, "pinecall", "error: 'missing' is undefined");
+    /* == and != on an undefined: StrictUndefined raises, Undefined compares (type(self) is type(other)) */
+    render_case("{% if missing == 'x' %}a{% else %}b{% endif %}", NULL, "pinecall", "error: 'missing' is undefined");
+    render_case("{{ 'x' != missing }}", NULL, "pinecall", "error: 'missing' is undefined");
+    render_case("{% if missing == 'x' %}a{% else %}b{% endif %}", NULL, NULL, "b");
+    render_case("{{ missing != 'x' }}|{{ missing == missing }}|{{ 'a' == 'a' }}|{{ 1 != 1.0 }}", NULL, NULL, "True|True|True|False");
+    /* EQ fused with the branch after it (if / elif, or-chains) */
+    render_case("{% for r in rs %}{% if r == 'a' or r == 'bb' %}{{ r }}{% elif r != 'c' %}-{% endif %}{% endfor %}",
+                "{\"rs\": [\"a\", \"bb\", \"c\", \"dddddddddd\", \"bb\"]}", NULL, "abb-bb");
     render_case("{{ 1 + 'a' }}", NULL, NULL, "error: unsupported operand type(s) for +: 'int' and 'str'");
     render_case("{{ 9223372036854775807 + 1 }}", NULL, NULL, "error: integer overflow in +");
     render_case("{{ x }}", "{\"x\": \"caf\\u00e9\"}", NULL, "café");
