@@ -162,6 +162,15 @@ static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)
     }
     return memcmp(a, b, n) == 0;
 }
+/* tpl_map_get_str with the small-map (linear, unindexed) scan inlined: the VM's key lookups. */
+static inline tpl_value *tpl_map_find_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
+{
+    if (m->idx_cap) return tpl_map_get_str(m, s, n, hash);
+    for (tpl_entry *e = m->e, *end = m->e + m->len; e < end; e++)
+        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
+            return &e->val;
+    return NULL;
+}
 static inline bool tpl_is_str(tpl_value v) { return v.type == TPL_T_STR; }
 static inline bool tpl_is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BOOL; }
 

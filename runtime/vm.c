@@ -1043,7 +1043,9 @@ top:
         NEXT(0);
     }
     CASE(PRINT_PY) {
-        if (print_py(vm, *--sp) < 0) goto fail;
+        sp--;
+        if (sp->type == TPL_T_STR) { if (out_put(vm, sp->u.s, sp->len) < 0) goto fail; NEXT(0); }
+        if (print_py(vm, *sp) < 0) goto fail;
         NEXT(0);
     }
     CASE(PRINT_RB) {
@@ -1121,7 +1123,7 @@ top:
         const tpl_name *nm = &names[a];
         if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0)) {
             /* a key (no dict method of that name): as tpl_getattr, without searching by string */
-            tpl_value *hit = tpl_map_get_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+            tpl_value *hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
             sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
             NEXT(0);
         }
@@ -1131,7 +1133,7 @@ top:
     CASE(GETITEM_STR) {
         tpl_value obj = sp[-1];
         if (obj.type == TPL_T_MAP) {
-            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            tpl_value *hit = tpl_map_find_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
             if (hit) { sp[-1] = *hit; NEXT(0); }
         }
         if (tpl_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
@@ -1322,7 +1324,9 @@ top:
     CASE(NOT_RB) { sp[-1] = tpl_v_bool(!tpl_truthy_rb(sp[-1])); NEXT(0); }
     CASE(JUMP) { JUMP_TO(a); }
     CASE(JF_PY) {
-        int t = tpl_truthy_py(vm, *--sp);
+        sp--;
+        if (sp->type == TPL_T_BOOL) { if (!sp->u.i) { JUMP_TO(a); } NEXT(0); }
+        int t = tpl_truthy_py(vm, *sp);
         if (t < 0) goto fail;
         if (!t) { JUMP_TO(a); }
         NEXT(0);
@@ -1409,6 +1413,22 @@ top:
         uint32_t aw = code[pc + 1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
+        if (npos == 1 && nkw == 0 && args[0].type == TPL_T_STR && TPL_INSN_OP(w) == TPL_OP_FILTER &&
+            a == TPL_B_FILTER_trim) {
+            /* `s | trim` without the binder: ASCII whitespace off both ends, in place */
+            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+            size_t lo = 0, hi = args[0].len;
+#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+            while (lo < hi && WS_(s0[lo])) lo++;
+            while (hi > lo && WS_(s0[hi - 1])) hi--;
+#undef WS_
+            if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
+                args[0].u.s += lo;
+                args[0].len = (uint32_t)(hi - lo);
+                args[0].flags &= TPL_F_SAFE;
+                NEXT(1);
+            }
+        }
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         if (call_builtin(vm, (int)a, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
