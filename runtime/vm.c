@@ -1090,7 +1090,17 @@ top:
     }
     CASE(LOAD_SLOT) {
         tpl_value v = slots[a];
-        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        if (v.type == TPL_T_MAP) {
+            /* LOAD_SLOT; GETITEM_STR k (message['role']) as one step when the key is there */
+            uint32_t nw = code[pc + 2];
+            if (TPL_INSN_OP(nw) == TPL_OP_GETITEM_STR) {
+                const tpl_name *nm = &names[TPL_INSN_A(nw)];
+                tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
+                if (hit) { ticks++; *sp++ = *hit; NEXT(2); }
+            }
+        } else if (v.type == TPL_T_UNSET) {
+            if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail;
+        }
         *sp++ = v;
         NEXT(1);
     }
