@@ -73,6 +73,7 @@ struct tpl_comp {
     tpl_span *spans;
     size_t nspans, scap;
     uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
+    uint32_t lc_col;         /* code points from lc_bol to lc_off */
     tpl_macro_desc *macros;
     size_t nmacros, mcap;
     uint32_t cur_off;        /* source offset of the node being compiled */
@@ -268,7 +269,9 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
 {
     if (off > c->srclen) off = (uint32_t)c->srclen;
     const char *s = c->src;
-    if (c->lc_line == 0) { c->lc_off = 0; c->lc_line = 1; c->lc_bol = 0; }
+    if (c->lc_line == 0) { c->lc_off = 0; c->lc_line = 1; c->lc_bol = 0; c->lc_col = 0; }
+    if (off == c->lc_off) { *line = c->lc_line; *col = c->lc_col + 1; return; }
+    bool incremental = false;
     if (off < c->lc_off) {
         /* step back: uncount the line ends in between, then find the start of off's line */
         for (uint32_t i = off; i < c->lc_off; i++)
@@ -277,12 +280,21 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
         while (b > 0 && s[b - 1] != '\n') b--;
         c->lc_bol = b;
     } else {
-        for (uint32_t i = c->lc_off; i < off; i++)
-            if (s[i] == '\n') { c->lc_line++; c->lc_bol = i + 1; }
+        /* forward: count line ends; on the same line the column grows by the code points passed
+         * (when the cursor sits on a code point boundary, as token offsets do) */
+        const char *nl = NULL;
+        for (const char *q = s + c->lc_off, *e = s + off; (q = memchr(q, '\n', (size_t)(e - q))) != NULL; q++) {
+            c->lc_line++;
+            nl = q;
+        }
+        if (nl) c->lc_bol = (uint32_t)(nl - s) + 1;
+        else incremental = c->lc_off >= c->lc_bol && ((unsigned char)s[c->lc_off] & 0xC0) != 0x80;
     }
+    if (incremental) c->lc_col += (uint32_t)tpl_utf8_len(s + c->lc_off, off - c->lc_off);
+    else c->lc_col = (uint32_t)tpl_utf8_len(s + c->lc_bol, off - c->lc_bol);
     c->lc_off = off;
     *line = c->lc_line;
-    *col = (uint32_t)tpl_utf8_len(s + c->lc_bol, off - c->lc_bol) + 1;
+    *col = c->lc_col + 1;
 }
 
 static void add_span(tpl_comp *c, uint32_t pc)
