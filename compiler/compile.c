@@ -1652,8 +1652,30 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     return !c->failed;
 }
 
+/* Jump threading: a jump whose target is an unconditional JUMP goes straight to that JUMP's
+ * target (an if/elif branch ending inside a loop body jumps to the loop head in one step). JUMP
+ * leaves the stack alone, so every edge keeps its depth. */
+static void thread_jumps(tpl_comp *c)
+{
+    for (size_t pc = 0; pc < c->n;) {
+        uint32_t op = TPL_INSN_OP(c->code[pc]);
+        if (op >= TPL_OP__COUNT) return;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            if (oi->fmt[i] != 'j') continue;
+            uint32_t t = i == 0 ? TPL_INSN_A(c->code[pc]) : c->code[pc + (size_t)i];
+            for (int hops = 0; hops < 8 && t < c->n && TPL_INSN_OP(c->code[t]) == TPL_OP_JUMP; hops++)
+                t = TPL_INSN_A(c->code[t]);
+            if (i == 0) c->code[pc] = TPL_INSN(op, t);
+            else c->code[pc + (size_t)i] = t;
+        }
+        pc += 1 + (size_t)oi->extra;
+    }
+}
+
 bool tpl_comp_finish(tpl_comp *c)
 {
+    if (!c->failed) thread_jumps(c);
     tpl_program *p = c->p;
     if (c->failed) goto done;
     tpl_arena *a = &p->arena;
