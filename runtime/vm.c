@@ -987,6 +987,46 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
     return 0;
 }
 
+/* `default`, `length` (and `upper` / `lower` of ASCII strings) the way their stdlib
+ * functions compute them with only positional arguments, for the values they usually get; the
+ * result replaces args[0]. 1: done, 0: take the generic call, -1: error. */
+static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
+{
+    tpl_value v = args[0];
+    switch (id) {
+    case TPL_B_FILTER_default:
+        /* boolean=false: an undefined value is replaced, anything else passes */
+        if (npos > 2) return 0;
+        if (v.type == TPL_T_UNDEF || v.type == TPL_T_UNSET) args[0] = npos == 2 ? args[1] : tpl_v_str("", 0);
+        return 1;
+    case TPL_B_FILTER_length:
+        if (npos != 1) return 0;
+        if (v.type == TPL_T_LIST) { args[0] = tpl_v_int(v.u.list->len); return 1; }
+        if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) { args[0] = tpl_v_int(v.u.map->len); return 1; }
+        return 0;
+    case TPL_B_FILTER_upper:
+    case TPL_B_FILTER_lower: {
+        if (npos != 1 || v.type != TPL_T_STR) return 0;
+        const unsigned char *s0 = (const unsigned char *)v.u.s;
+        for (uint32_t i = 0; i < v.len; i++)
+            if (s0[i] >= 0x80) return 0;
+        char *o = tpl_arena_alloc(&vm->arena, (size_t)v.len + 1);
+        if (!o) return oom(vm);
+        bool up = id == TPL_B_FILTER_upper;
+        for (uint32_t i = 0; i < v.len; i++) {
+            unsigned char ch = s0[i];
+            o[i] = (char)(up ? (ch >= 'a' && ch <= 'z' ? ch - 32 : ch) : (ch >= 'A' && ch <= 'Z' ? ch + 32 : ch));
+        }
+        o[v.len] = 0;
+        args[0] = tpl_v_str(o, v.len);
+        args[0].flags = v.flags & TPL_F_SAFE;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 /* ------------------------------------------------------------------ the dispatch loop */
 
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
@@ -1423,21 +1463,45 @@ top:
         uint32_t aw = code[pc + 1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
-        if (npos == 1 && nkw == 0 && args[0].type == TPL_T_STR && TPL_INSN_OP(w) == TPL_OP_FILTER &&
-            a == TPL_B_FILTER_trim) {
-            /* `s | trim` without the binder: ASCII whitespace off both ends, in place */
-            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
-            size_t lo = 0, hi = args[0].len;
-#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
-            while (lo < hi && WS_(s0[lo])) lo++;
-            while (hi > lo && WS_(s0[hi - 1])) hi--;
-#undef WS_
-            if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
-                args[0].u.s += lo;
-                args[0].len = (uint32_t)(hi - lo);
-                args[0].flags &= TPL_F_SAFE;
-                NEXT(1);
+        if (nkw == 0 && TPL_INSN_OP(w) == TPL_OP_FILTER) {
+            /* common filters on the values they usually get, without the binder */
+            if ((a == TPL_B_FILTER_upper || a == TPL_B_FILTER_lower) && npos == 1 && args[0].type == TPL_T_STR &&
+                TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY && vm->out_len + args[0].len < vm->out_cap) {
+                /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
+                const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+                size_t n = args[0].len;
+                char *o = vm->out + vm->out_len;
+                size_t i = 0;
+                if (a == TPL_B_FILTER_upper) {
+                    for (; i < n && s0[i] < 0x80; i++) o[i] = (char)(s0[i] >= 'a' && s0[i] <= 'z' ? s0[i] - 32 : s0[i]);
+                } else {
+                    for (; i < n && s0[i] < 0x80; i++) o[i] = (char)(s0[i] >= 'A' && s0[i] <= 'Z' ? s0[i] + 32 : s0[i]);
+                }
+                if (i == n) {
+                    vm->out_len += n;
+                    sp = args;
+                    ticks++;
+                    NEXT(2);
+                }
             }
+            if (a == TPL_B_FILTER_trim && npos == 1 && args[0].type == TPL_T_STR) {
+                /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
+                const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+                size_t lo = 0, hi = args[0].len;
+#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+                while (lo < hi && WS_(s0[lo])) lo++;
+                while (hi > lo && WS_(s0[hi - 1])) hi--;
+#undef WS_
+                if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
+                    args[0].u.s += lo;
+                    args[0].len = (uint32_t)(hi - lo);
+                    args[0].flags &= TPL_F_SAFE;
+                    NEXT(1);
+                }
+            }
+            int done = filter_fast(vm, (int)a, args, npos);
+            if (done < 0) goto fail;
+            if (done) { sp = args + 1; NEXT(1); }
         }
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;

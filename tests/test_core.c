@@ -203,6 +203,13 @@ int main(void)
     render_case("{{ 'x' != missing }}", NULL, "pinecall", "error: 'missing' is undefined");
     render_case("{% if missing == 'x' %}a{% else %}b{% endif %}", NULL, NULL, "b");
     render_case("{{ missing != 'x' }}|{{ missing == missing }}|{{ 'a' == 'a' }}|{{ 1 != 1.0 }}", NULL, NULL, "True|True|True|False");
+    /* filter fast paths (no binder) agree with the stdlib functions */
+    render_case("{{ s | upper }}|{{ s | lower }}|{{ (s | upper) ~ '!' }}|{{ u | upper }}|{{ u | lower }}", "{\"s\": \"aBc-1 z\", \"u\": \"stra\u00dfe \u00c9t\u00e9\"}", NULL,
+                "ABC-1 Z|abc-1 z|ABC-1 Z!|STRASSE ÉTÉ|straße été");
+    render_case("{{ missing | default('d') }}|{{ none | default('d') }}|{{ '' | default('d') }}|{{ missing | default }}|{{ '' | default('d', true) }}",
+                NULL, NULL, "d|None|||d");
+    render_case("{{ missing | default('d') }}", NULL, "pinecall", "d");
+    render_case("{{ [1, 2] | length }} {{ {'a': 1} | length }} {{ 'héé' | length }} {{ '  \u00a0x \t' | trim }}|", NULL, NULL, "2 1 3 x|");
     /* EQ fused with the branch after it (if / elif, or-chains) */
     render_case("{% for r in rs %}{% if r == 'a' or r == 'bb' %}{{ r }}{% elif r != 'c' %}-{% endif %}{% endfor %}",
                 "{\"rs\": [\"a\", \"bb\", \"c\", \"dddddddddd\", \"bb\"]}", NULL, "abb-bb");
