@@ -1484,6 +1484,25 @@ top:
                     NEXT(2);
                 }
             }
+            if (a == TPL_B_FILTER_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
+                args[0].type == TPL_T_LIST && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {
+                /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
+                const tpl_list *l = args[0].u.list;
+                size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
+                uint32_t i = 0;
+                for (; i < l->len && l->items[i].type == TPL_T_STR; i++) total += l->items[i].len;
+                if (i == l->len && vm->out_len + total < vm->out_cap) {
+                    char *o = vm->out + vm->out_len;
+                    for (i = 0; i < l->len; i++) {
+                        if (i && dl) { memcpy(o, args[1].u.s, dl); o += dl; }
+                        if (l->items[i].len) { memcpy(o, l->items[i].u.s, l->items[i].len); o += l->items[i].len; }
+                    }
+                    vm->out_len += total;
+                    sp = args;
+                    ticks++;
+                    NEXT(2);
+                }
+            }
             if (a == TPL_B_FILTER_trim && npos == 1 && args[0].type == TPL_T_STR) {
                 /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
                 const unsigned char *s0 = (const unsigned char *)args[0].u.s;
