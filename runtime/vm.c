@@ -1085,6 +1085,16 @@ top:
     CASE(PRINT_PY) {
         sp--;
         if (sp->type == TPL_T_STR) { if (out_put(vm, sp->u.s, sp->len) < 0) goto fail; NEXT(0); }
+        if (sp->type == TPL_T_INT && sp->u.i >= 0 && vm->out_len + 20 < vm->out_cap) {
+            /* a non-negative int: digits written in place, right to left, from its length */
+            uint64_t u = (uint64_t)sp->u.i;
+            size_t nd = 1;
+            for (uint64_t t = u; t >= 10; t /= 10) nd++;
+            char *o = vm->out + vm->out_len + nd;
+            do { *--o = (char)('0' + u % 10); u /= 10; } while (u);
+            vm->out_len += nd;
+            NEXT(0);
+        }
         if (print_py(vm, *sp) < 0) goto fail;
         NEXT(0);
     }

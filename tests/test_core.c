@@ -209,6 +209,8 @@ int main(void)
     render_case("{{ missing | default('d') }}|{{ none | default('d') }}|{{ '' | default('d') }}|{{ missing | default }}|{{ '' | default('d', true) }}",
                 NULL, NULL, "d|None|||d");
     render_case("{{ missing | default('d') }}", NULL, "pinecall", "d");
+    render_case("{{ 0 }} {{ 7 }} {{ 10 }} {{ 1234567890123 }} {{ -5 }} {{ 9223372036854775807 }} {{ true }}", NULL, NULL,
+                "0 7 10 1234567890123 -5 9223372036854775807 True");
     render_case("{{ ['a', '', 'b'] | join(', ') }}|{{ [1, 'b'] | join('-') }}|{{ [] | join(',') }}|{{ ['x', 'y'] | join }}|{{ 'ab' | join('.') }}",
                 NULL, NULL, "a, , b|1-b||xy|a.b");
     render_case("{{ [1, 2] | length }} {{ {'a': 1} | length }} {{ 'héé' | length }} {{ '  \u00a0x \t' | trim }}|", NULL, NULL, "2 1 3 x|");
