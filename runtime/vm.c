@@ -1146,7 +1146,31 @@ top:
             if (TPL_INSN_OP(nw) == TPL_OP_GETITEM_STR) {
                 const tpl_name *nm = &names[TPL_INSN_A(nw)];
                 tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
-                if (hit) { ticks++; *sp++ = *hit; NEXT(2); }
+                if (hit) {
+                    ticks++;
+                    /* ... CONST s; EQ|NE; JF_PY|JT_PY_KEEP on two strings: the whole test in this dispatch */
+                    /* (each word is read only when the one before it does not end the code) */
+                    uint32_t kw = code[pc + 3], cw = 0, jw = 0;
+                    if (TPL_INSN_OP(kw) == TPL_OP_CONST && hit->type == TPL_T_STR &&
+                        ((cw = code[pc + 4]), TPL_INSN_OP(cw) == TPL_OP_EQ || TPL_INSN_OP(cw) == TPL_OP_NE) &&
+                        ((jw = code[pc + 5]), TPL_INSN_OP(jw) == TPL_OP_JF_PY || TPL_INSN_OP(jw) == TPL_OP_JT_PY_KEEP) &&
+                        consts[TPL_INSN_A(kw)].type == TPL_T_STR) {
+                        const tpl_value *k = &consts[TPL_INSN_A(kw)];
+                        bool r = hit->len == k->len && tpl_mem_eq(hit->u.s, k->u.s, k->len);
+                        if (TPL_INSN_OP(cw) == TPL_OP_NE) r = !r;
+                        ticks += 3;
+                        pc += 5;
+                        if (TPL_INSN_OP(jw) == TPL_OP_JF_PY) {
+                            if (!r) { JUMP_TO(TPL_INSN_A(jw)); }
+                        } else if (r) {
+                            *sp++ = tpl_v_bool(true);
+                            JUMP_TO(TPL_INSN_A(jw));
+                        }
+                        NEXT(0);
+                    }
+                    *sp++ = *hit;
+                    NEXT(2);
+                }
             }
         } else if (v.type == TPL_T_UNSET) {
             if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail;

@@ -215,6 +215,8 @@ int main(void)
                 NULL, NULL, "a, , b|1-b||xy|a.b");
     render_case("{{ [1, 2] | length }} {{ {'a': 1} | length }} {{ 'héé' | length }} {{ '  \u00a0x \t' | trim }}|", NULL, NULL, "2 1 3 x|");
     /* EQ fused with the branch after it (if / elif, or-chains) */
+    render_case("{% for m in ms %}{% if m['r'] != 'a' %}x{% endif %}{% if m['r'] == 'a' or m['r'] == 'b' %}y{% endif %}{% endfor %}",
+                "{\"ms\": [{\"r\": \"a\"}, {\"r\": \"b\"}, {\"r\": \"c\"}, {\"r\": 5}]}", NULL, "yxyxx");
     render_case("{% for r in rs %}{% if r == 'a' or r == 'bb' %}{{ r }}{% elif r != 'c' %}-{% endif %}{% endfor %}",
                 "{\"rs\": [\"a\", \"bb\", \"c\", \"dddddddddd\", \"bb\"]}", NULL, "abb-bb");
     render_case("{{ 1 + 'a' }}", NULL, NULL, "error: unsupported operand type(s) for +: 'int' and 'str'");
