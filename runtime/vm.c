@@ -1458,6 +1458,13 @@ top:
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
         if (l->i < l->items->len) {
+            uint32_t nw = code[pc + 2];
+            if (TPL_INSN_OP(nw) == TPL_OP_STORE_SLOT) {
+                /* `for x in ...`: the item goes to the loop variable's slot in this dispatch */
+                slots[TPL_INSN_A(nw)] = l->items->items[l->i++];
+                ticks++;
+                NEXT(2);
+            }
             *sp++ = l->items->items[l->i++];
             NEXT(1);
         }
