@@ -171,6 +171,19 @@ static inline tpl_value *tpl_map_find_str(const tpl_map *m, const char *s, size_
             return &e->val;
     return NULL;
 }
+/* tpl_map_get_str for a big (indexed) map, inlined: the VM's name lookups in the state. */
+static inline tpl_value *tpl_map_probe_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
+{
+    if (!m->idx_cap) return tpl_map_find_str(m, s, n, hash);
+    uint32_t mask = m->idx_cap - 1;
+    for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+        uint32_t slot = m->idx[i];
+        if (!slot) return NULL;
+        tpl_entry *e = &m->e[slot - 1];
+        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
+            return &e->val;
+    }
+}
 static inline bool tpl_is_str(tpl_value v) { return v.type == TPL_T_STR; }
 static inline bool tpl_is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BOOL; }
 

@@ -800,7 +800,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
 static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 {
     if (vm->state.type == TPL_T_MAP) {
-        tpl_value *hit = tpl_map_get_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        tpl_value *hit = tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
         if (hit) { *out = *hit; return 0; }
     }
     if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
