@@ -1199,7 +1199,17 @@ top:
         *sp++ = v;
         NEXT(1);
     }
-    CASE(STORE_SLOT) { slots[a] = *--sp; NEXT(0); }
+    CASE(STORE_SLOT) {
+        uint32_t nw = code[pc + 1];
+        if (TPL_INSN_OP(nw) == TPL_OP_LOAD_SLOT && TPL_INSN_A(nw) == a && sp[-1].type != TPL_T_UNSET) {
+            /* `{% set x = ... %}{{ x }}`: stored and kept on the stack, the LOAD_SLOT taken here */
+            slots[a] = sp[-1];
+            ticks++;
+            NEXT(2);
+        }
+        slots[a] = *--sp;
+        NEXT(0);
+    }
     CASE(STORE_ROOT) { root_slots[a] = *--sp; NEXT(0); }
     CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
     CASE(GETATTR) {
