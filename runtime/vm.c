@@ -1861,8 +1861,32 @@ top:
         else { tpl_rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
         NEXT(0);
     }
-    CASE(EQ_RB) { sp--; sp[-1] = tpl_v_bool(tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
-    CASE(NE_RB) { sp--; sp[-1] = tpl_v_bool(!tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
+    CASE(EQ_RB)
+    CASE(NE_RB) {
+        /* as EQ/NE: strings inline, a following JF_RB / JT_RB_KEEP taken on the result here */
+        tpl_value x = sp[-2], y = sp[-1];
+        bool r = x.type == TPL_T_STR && y.type == TPL_T_STR ? x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len)
+                                                             : tpl_rb_equal(x, y);
+        if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;
+        sp--;
+        uint32_t nw = code[pc + 1];
+        if (TPL_INSN_OP(nw) == TPL_OP_JF_RB) {
+            ticks++;
+            pc++;
+            sp--;
+            if (!r) { JUMP_TO(TPL_INSN_A(nw)); }
+            NEXT(0);
+        }
+        if (TPL_INSN_OP(nw) == TPL_OP_JT_RB_KEEP) {
+            ticks++;
+            pc++;
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); }
+            sp--;
+            NEXT(0);
+        }
+        sp[-1] = tpl_v_bool(r);
+        NEXT(0);
+    }
 #if !defined(__GNUC__)
     }
 #endif
