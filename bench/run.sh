@@ -68,12 +68,11 @@ out="$here/bench/RESULTS.md"
 {
   echo "# tpl vs the anchors"
   echo
-  echo "Written by \`bench/run.sh\` ($(date -u +%Y-%m-%d)); commit \`$(git -C "$here" rev-parse --short HEAD)\`$(git -C "$here" diff --quiet HEAD -- . 2>/dev/null || echo ' (with local changes)')."
+  echo "Written by \`bench/run.sh\` ($(date -u +%Y-%m-%d)); commit \`$(git -C "$here" rev-parse --short HEAD)\`$(git -C "$here" diff --quiet HEAD -- . ':!bench/RESULTS.md' 2>/dev/null || echo ' (with local changes)')."
   echo
   echo "- Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) logical CPUs, $(uname -sr)"
   echo "- Settings: REPS=$REPS BENCH_TIME=$BENCH_TIME BENCH_COMPILE_TIME=$BENCH_COMPILE_TIME${ENGINES:+ ENGINES=$ENGINES}${BENCH_WORKLOADS:+ BENCH_WORKLOADS=$BENCH_WORKLOADS}"
   echo "- tpl: \`tpl-bench\` built with \`--buildtype=release\` ($(cc --version | head -1)); Jinja with trim_blocks + lstrip_blocks, autoescape off."
-  echo "- tpl-erb / tpl-fmt report errors until the ERB and format-string front ends land."
   echo
   echo "## tpl: heap allocations per steady-state render and peak memory"
   echo

@@ -65,13 +65,15 @@ struct tpl_comp {
     size_t n, cap;
     tpl_value *consts;
     size_t nconsts, kcap;
-    tpl_map *kindex;         /* string constant -> index */
+    uint32_t *kidx;          /* string constant dedupe: open addressing, const index + 1 (0 = empty) */
+    uint32_t kidx_cap, kidx_used;
     tpl_name *names;
     size_t nnames, ncap;
     tpl_map *nindex;         /* name -> index */
     tpl_span *spans;
     size_t nspans, scap;
     uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
+    uint32_t lc_col;         /* code points from lc_bol to lc_off */
     tpl_macro_desc *macros;
     size_t nmacros, mcap;
     uint32_t cur_off;        /* source offset of the node being compiled */
@@ -147,12 +149,61 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 
 /* ------------------------------------------------------------------ constants and names */
 
+/* Hash for the compiler's string-constant dedupe index only (never stored in a program): eight
+ * bytes per step instead of FNV's one. */
+static uint64_t khash(const char *s, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdu;
+        h ^= h >> 32;
+    }
+    uint64_t t = 0;
+    for (; i < n; i++) t = (t << 8) | (unsigned char)s[i];
+    h = (h ^ t) * 0xc4ceb9fe1a85ec53u;
+    return h ^ (h >> 29);
+}
+
+/* The dedupe slot of string s: the one holding an equal string, else the empty one to fill. */
+static uint32_t *kidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h)
+{
+    uint32_t mask = c->kidx_cap - 1;
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        uint32_t *slot = &c->kidx[i];
+        if (!*slot) return slot;
+        const tpl_value *k = &c->consts[*slot - 1];
+        if (k->len == n && tpl_mem_eq(k->u.s, s, n)) return slot;
+    }
+}
+
+static bool kidx_grow(tpl_comp *c)
+{
+    uint32_t cap = c->kidx_cap ? c->kidx_cap * 2 : 64;
+    uint32_t *old = c->kidx, ocap = c->kidx_cap;
+    c->kidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->kidx);
+    if (!c->kidx) return false;
+    memset(c->kidx, 0, (size_t)cap * sizeof *c->kidx);
+    c->kidx_cap = cap;
+    for (uint32_t i = 0; i < ocap; i++)
+        if (old[i]) {
+            const tpl_value *k = &c->consts[old[i] - 1];
+            *kidx_slot(c, k->u.s, k->len, khash(k->u.s, k->len)) = old[i];
+        }
+    return true;
+}
+
 static uint32_t add_const(tpl_comp *c, tpl_value v)
 {
     if (c->failed) return 0;
+    uint32_t *slot = NULL;
     if (v.type == TPL_T_STR) {
-        tpl_value *hit = tpl_map_get(c->kindex, v);
-        if (hit && c->consts[hit->u.i].flags == v.flags) return (uint32_t)hit->u.i;
+        if (c->kidx_used * 2 >= c->kidx_cap && !kidx_grow(c)) { cerror(c, c->cur_off, "out of memory"); return 0; }
+        slot = kidx_slot(c, v.u.s, v.len, khash(v.u.s, v.len));
+        /* an equal string with other flags (safe) is replaced as the one later constants share */
+        if (*slot && c->consts[*slot - 1].flags == v.flags) return *slot - 1;
         char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
         if (!s) { cerror(c, c->cur_off, "out of memory"); return 0; }
         v.u.s = s;
@@ -164,7 +215,10 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
     if (c->nconsts >= 0xFFFFFF) { cerror(c, c->cur_off, "too many constants"); return 0; }
     uint32_t k = (uint32_t)c->nconsts++;
     c->consts[k] = v;
-    if (v.type == TPL_T_STR && !tpl_map_set(c->tmp, c->kindex, v, tpl_v_int(k))) cerror(c, c->cur_off, "out of memory");
+    if (slot) {
+        if (!*slot) c->kidx_used++;
+        *slot = k + 1;
+    }
     return k;
 }
 
@@ -215,7 +269,9 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
 {
     if (off > c->srclen) off = (uint32_t)c->srclen;
     const char *s = c->src;
-    if (c->lc_line == 0) { c->lc_off = 0; c->lc_line = 1; c->lc_bol = 0; }
+    if (c->lc_line == 0) { c->lc_off = 0; c->lc_line = 1; c->lc_bol = 0; c->lc_col = 0; }
+    if (off == c->lc_off) { *line = c->lc_line; *col = c->lc_col + 1; return; }
+    bool incremental = false;
     if (off < c->lc_off) {
         /* step back: uncount the line ends in between, then find the start of off's line */
         for (uint32_t i = off; i < c->lc_off; i++)
@@ -224,12 +280,21 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
         while (b > 0 && s[b - 1] != '\n') b--;
         c->lc_bol = b;
     } else {
-        for (uint32_t i = c->lc_off; i < off; i++)
-            if (s[i] == '\n') { c->lc_line++; c->lc_bol = i + 1; }
+        /* forward: count line ends; on the same line the column grows by the code points passed
+         * (when the cursor sits on a code point boundary, as token offsets do) */
+        const char *nl = NULL;
+        for (const char *q = s + c->lc_off, *e = s + off; (q = memchr(q, '\n', (size_t)(e - q))) != NULL; q++) {
+            c->lc_line++;
+            nl = q;
+        }
+        if (nl) c->lc_bol = (uint32_t)(nl - s) + 1;
+        else incremental = c->lc_off >= c->lc_bol && ((unsigned char)s[c->lc_off] & 0xC0) != 0x80;
     }
+    if (incremental) c->lc_col += (uint32_t)tpl_utf8_len(s + c->lc_off, off - c->lc_off);
+    else c->lc_col = (uint32_t)tpl_utf8_len(s + c->lc_bol, off - c->lc_bol);
     c->lc_off = off;
     *line = c->lc_line;
-    *col = (uint32_t)tpl_utf8_len(s + c->lc_bol, off - c->lc_bol) + 1;
+    *col = c->lc_col + 1;
 }
 
 static void add_span(tpl_comp *c, uint32_t pc)
@@ -1575,13 +1640,12 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->tmp = tmp;
     c->src = src;
     c->srclen = n;
-    c->kindex = tpl_map_new(tmp, 16);
     c->nindex = tpl_map_new(tmp, 16);
     tpl_sb_init(&c->pending, tmp);
     c->fn = &c->root;
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
-    if (!c->kindex || !c->nindex) return NULL;
+    if (!c->nindex) return NULL;
     push_scope(c, true);
     return c;
 }
@@ -1636,8 +1700,30 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     return !c->failed;
 }
 
+/* Jump threading: a jump whose target is an unconditional JUMP goes straight to that JUMP's
+ * target (an if/elif branch ending inside a loop body jumps to the loop head in one step). JUMP
+ * leaves the stack alone, so every edge keeps its depth. */
+static void thread_jumps(tpl_comp *c)
+{
+    for (size_t pc = 0; pc < c->n;) {
+        uint32_t op = TPL_INSN_OP(c->code[pc]);
+        if (op >= TPL_OP__COUNT) return;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            if (oi->fmt[i] != 'j') continue;
+            uint32_t t = i == 0 ? TPL_INSN_A(c->code[pc]) : c->code[pc + (size_t)i];
+            for (int hops = 0; hops < 8 && t < c->n && TPL_INSN_OP(c->code[t]) == TPL_OP_JUMP; hops++)
+                t = TPL_INSN_A(c->code[t]);
+            if (i == 0) c->code[pc] = TPL_INSN(op, t);
+            else c->code[pc + (size_t)i] = t;
+        }
+        pc += 1 + (size_t)oi->extra;
+    }
+}
+
 bool tpl_comp_finish(tpl_comp *c)
 {
+    if (!c->failed) thread_jumps(c);
     tpl_program *p = c->p;
     if (c->failed) goto done;
     tpl_arena *a = &p->arena;

@@ -20,15 +20,7 @@ void tpl_name_resolve(tpl_name *nm)
     const char *s = nm->s.u.s;
     size_t n = nm->s.len;
     nm->hash = tpl_hash_str(s, n);
-    nm->bk[0] = nm->bk[1] = nm->bk[2] = nm->global = -1;
-    /* one pass over the table; the first entry of each kind wins, as in tpl_builtin_find */
-    for (int id = 0; id < TPL_B__COUNT; id++) {
-        const tpl_builtin_info *b = tpl_builtin(id);
-        int16_t *slot = b->kind == TPL_BK_GLOBAL ? &nm->global
-                      : b->kind >= TPL_BK_STR && b->kind <= TPL_BK_LIST ? &nm->bk[b->kind - TPL_BK_STR] : NULL;
-        if (slot && *slot < 0 && b->name[0] == (n ? s[0] : 0) && strlen(b->name) == n && memcmp(b->name, s, n) == 0)
-            *slot = (int16_t)id;
-    }
+    tpl_builtin_ids_for(s, n, &nm->global, nm->bk);
     nm->resolved = true;
 }
 

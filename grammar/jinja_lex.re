@@ -40,12 +40,17 @@ char *tpl_jinja_normalize(const char *src, size_t n, bool keep_trailing_newline,
     char *out = malloc(n + 1);
     if (!out) return NULL;
     size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (src[i] == '\r') {
+    /* copy runs without \r in one memcpy each (most sources have none) */
+    for (size_t i = 0; i < n;) {
+        const char *cr = memchr(src + i, '\r', n - i);
+        size_t run = cr ? (size_t)(cr - (src + i)) : n - i;
+        memcpy(out + j, src + i, run);
+        j += run;
+        i += run;
+        if (i < n) {
             out[j++] = '\n';
-            if (i + 1 < n && src[i + 1] == '\n') i++;
-        } else {
-            out[j++] = src[i];
+            i++;
+            if (i < n && src[i] == '\n') i++;
         }
     }
     if (!keep_trailing_newline && j > 0 && out[j - 1] == '\n') j--;

@@ -295,7 +295,7 @@ static bool equal_rec(tpl_value a, tpl_value b, int depth)
     case TPL_T_UNSET:
         return true;
     case TPL_T_STR:
-        return a.len == b.len && (a.len == 0 || memcmp(a.u.s, b.u.s, a.len) == 0);
+        return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_LIST: {
         /* A list never equals a tuple in Python. */
         if ((a.flags & TPL_F_TUPLE) != (b.flags & TPL_F_TUPLE))
@@ -458,15 +458,13 @@ tpl_value *tpl_map_get_str(const tpl_map *m, const char *s, size_t n, uint64_t h
             if (!slot)
                 return NULL;
             tpl_entry *e = &m->e[slot - 1];
-            if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n &&
-                (n == 0 || memcmp(e->key.u.s, s, n) == 0))
+            if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
                 return &e->val;
         }
     }
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_entry *e = &m->e[i];
-        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n &&
-            (n == 0 || memcmp(e->key.u.s, s, n) == 0))
+        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
             return &e->val;
     }
     return NULL;

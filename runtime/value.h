@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------ arena */
 
@@ -144,6 +145,48 @@ uint64_t tpl_hash_value(tpl_value v);
 /* Python `==`: numbers by value (True == 1), strings by bytes, containers element-wise. */
 bool tpl_equal(tpl_value a, tpl_value b);
 
+/* n bytes of a and b are equal: short keys and tokens compare with a few loads, no libc call. */
+static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, b0, a1, b1;
+        memcpy(&a0, a, 8); memcpy(&b0, b, 8); memcpy(&a1, a + n - 8, 8); memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, b0, a1, b1;
+        memcpy(&a0, a, 4); memcpy(&b0, b, 4); memcpy(&a1, a + n - 4, 4); memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n < 4) {
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != b[i]) return false;
+        return true;
+    }
+    return memcmp(a, b, n) == 0;
+}
+/* tpl_map_get_str with the small-map (linear, unindexed) scan inlined: the VM's key lookups. */
+static inline tpl_value *tpl_map_find_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
+{
+    if (m->idx_cap) return tpl_map_get_str(m, s, n, hash);
+    for (tpl_entry *e = m->e, *end = m->e + m->len; e < end; e++)
+        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
+            return &e->val;
+    return NULL;
+}
+/* tpl_map_get_str for a big (indexed) map, inlined: the VM's name lookups in the state. */
+static inline tpl_value *tpl_map_probe_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
+{
+    if (!m->idx_cap) return tpl_map_find_str(m, s, n, hash);
+    uint32_t mask = m->idx_cap - 1;
+    for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+        uint32_t slot = m->idx[i];
+        if (!slot) return NULL;
+        tpl_entry *e = &m->e[slot - 1];
+        if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
+            return &e->val;
+    }
+}
 static inline bool tpl_is_str(tpl_value v) { return v.type == TPL_T_STR; }
 static inline bool tpl_is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BOOL; }
 

@@ -800,7 +800,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
 static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 {
     if (vm->state.type == TPL_T_MAP) {
-        tpl_value *hit = tpl_map_get_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        tpl_value *hit = tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
         if (hit) { *out = *hit; return 0; }
     }
     if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
@@ -987,6 +987,46 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
     return 0;
 }
 
+/* `default`, `length` (and `upper` / `lower` of ASCII strings) the way their stdlib
+ * functions compute them with only positional arguments, for the values they usually get; the
+ * result replaces args[0]. 1: done, 0: take the generic call, -1: error. */
+static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
+{
+    tpl_value v = args[0];
+    switch (id) {
+    case TPL_B_FILTER_default:
+        /* boolean=false: an undefined value is replaced, anything else passes */
+        if (npos > 2) return 0;
+        if (v.type == TPL_T_UNDEF || v.type == TPL_T_UNSET) args[0] = npos == 2 ? args[1] : tpl_v_str("", 0);
+        return 1;
+    case TPL_B_FILTER_length:
+        if (npos != 1) return 0;
+        if (v.type == TPL_T_LIST) { args[0] = tpl_v_int(v.u.list->len); return 1; }
+        if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) { args[0] = tpl_v_int(v.u.map->len); return 1; }
+        return 0;
+    case TPL_B_FILTER_upper:
+    case TPL_B_FILTER_lower: {
+        if (npos != 1 || v.type != TPL_T_STR) return 0;
+        const unsigned char *s0 = (const unsigned char *)v.u.s;
+        for (uint32_t i = 0; i < v.len; i++)
+            if (s0[i] >= 0x80) return 0;
+        char *o = tpl_arena_alloc(&vm->arena, (size_t)v.len + 1);
+        if (!o) return oom(vm);
+        bool up = id == TPL_B_FILTER_upper;
+        for (uint32_t i = 0; i < v.len; i++) {
+            unsigned char ch = s0[i];
+            o[i] = (char)(up ? (ch >= 'a' && ch <= 'z' ? ch - 32 : ch) : (ch >= 'A' && ch <= 'Z' ? ch + 32 : ch));
+        }
+        o[v.len] = 0;
+        args[0] = tpl_v_str(o, v.len);
+        args[0].flags = v.flags & TPL_F_SAFE;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 /* ------------------------------------------------------------------ the dispatch loop */
 
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
@@ -1043,7 +1083,19 @@ top:
         NEXT(0);
     }
     CASE(PRINT_PY) {
-        if (print_py(vm, *--sp) < 0) goto fail;
+        sp--;
+        if (sp->type == TPL_T_STR) { if (out_put(vm, sp->u.s, sp->len) < 0) goto fail; NEXT(0); }
+        if (sp->type == TPL_T_INT && sp->u.i >= 0 && vm->out_len + 20 < vm->out_cap) {
+            /* a non-negative int: digits written in place, right to left, from its length */
+            uint64_t u = (uint64_t)sp->u.i;
+            size_t nd = 1;
+            for (uint64_t t = u; t >= 10; t /= 10) nd++;
+            char *o = vm->out + vm->out_len + nd;
+            do { *--o = (char)('0' + u % 10); u /= 10; } while (u);
+            vm->out_len += nd;
+            NEXT(0);
+        }
+        if (print_py(vm, *sp) < 0) goto fail;
         NEXT(0);
     }
     CASE(PRINT_RB) {
@@ -1088,7 +1140,41 @@ top:
     }
     CASE(LOAD_SLOT) {
         tpl_value v = slots[a];
-        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        if (v.type == TPL_T_MAP) {
+            /* LOAD_SLOT; GETITEM_STR k (message['role']) as one step when the key is there */
+            uint32_t nw = code[pc + 2];
+            if (TPL_INSN_OP(nw) == TPL_OP_GETITEM_STR) {
+                const tpl_name *nm = &names[TPL_INSN_A(nw)];
+                tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
+                if (hit) {
+                    ticks++;
+                    /* ... CONST s; EQ|NE; JF_PY|JT_PY_KEEP on two strings: the whole test in this dispatch */
+                    /* (each word is read only when the one before it does not end the code) */
+                    uint32_t kw = code[pc + 3], cw = 0, jw = 0;
+                    if (TPL_INSN_OP(kw) == TPL_OP_CONST && hit->type == TPL_T_STR &&
+                        ((cw = code[pc + 4]), TPL_INSN_OP(cw) == TPL_OP_EQ || TPL_INSN_OP(cw) == TPL_OP_NE) &&
+                        ((jw = code[pc + 5]), TPL_INSN_OP(jw) == TPL_OP_JF_PY || TPL_INSN_OP(jw) == TPL_OP_JT_PY_KEEP) &&
+                        consts[TPL_INSN_A(kw)].type == TPL_T_STR) {
+                        const tpl_value *k = &consts[TPL_INSN_A(kw)];
+                        bool r = hit->len == k->len && tpl_mem_eq(hit->u.s, k->u.s, k->len);
+                        if (TPL_INSN_OP(cw) == TPL_OP_NE) r = !r;
+                        ticks += 3;
+                        pc += 5;
+                        if (TPL_INSN_OP(jw) == TPL_OP_JF_PY) {
+                            if (!r) { JUMP_TO(TPL_INSN_A(jw)); }
+                        } else if (r) {
+                            *sp++ = tpl_v_bool(true);
+                            JUMP_TO(TPL_INSN_A(jw));
+                        }
+                        NEXT(0);
+                    }
+                    *sp++ = *hit;
+                    NEXT(2);
+                }
+            }
+        } else if (v.type == TPL_T_UNSET) {
+            if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail;
+        }
         *sp++ = v;
         NEXT(1);
     }
@@ -1113,7 +1199,17 @@ top:
         *sp++ = v;
         NEXT(1);
     }
-    CASE(STORE_SLOT) { slots[a] = *--sp; NEXT(0); }
+    CASE(STORE_SLOT) {
+        uint32_t nw = code[pc + 1];
+        if (TPL_INSN_OP(nw) == TPL_OP_LOAD_SLOT && TPL_INSN_A(nw) == a && sp[-1].type != TPL_T_UNSET) {
+            /* `{% set x = ... %}{{ x }}`: stored and kept on the stack, the LOAD_SLOT taken here */
+            slots[a] = sp[-1];
+            ticks++;
+            NEXT(2);
+        }
+        slots[a] = *--sp;
+        NEXT(0);
+    }
     CASE(STORE_ROOT) { root_slots[a] = *--sp; NEXT(0); }
     CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
     CASE(GETATTR) {
@@ -1121,7 +1217,7 @@ top:
         const tpl_name *nm = &names[a];
         if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0)) {
             /* a key (no dict method of that name): as tpl_getattr, without searching by string */
-            tpl_value *hit = tpl_map_get_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+            tpl_value *hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
             sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
             NEXT(0);
         }
@@ -1131,7 +1227,7 @@ top:
     CASE(GETITEM_STR) {
         tpl_value obj = sp[-1];
         if (obj.type == TPL_T_MAP) {
-            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            tpl_value *hit = tpl_map_find_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
             if (hit) { sp[-1] = *hit; NEXT(0); }
         }
         if (tpl_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
@@ -1263,8 +1359,41 @@ top:
         *sp++ = tpl_sb_value(&b);
         NEXT(0);
     }
-    CASE(EQ) { sp--; sp[-1] = tpl_v_bool(tpl_equal(sp[-1], sp[0])); NEXT(0); }
-    CASE(NE) { sp--; sp[-1] = tpl_v_bool(!tpl_equal(sp[-1], sp[0])); NEXT(0); }
+    CASE(EQ)
+    CASE(NE) {
+        /* Strings compare inline; StrictUndefined's __eq__/__ne__ raise. A following JF_PY or
+         * JT_PY_KEEP (an if / elif test, an `or` chain) is taken here on the bool directly. */
+        tpl_value x = sp[-2], y = sp[-1];
+        bool r;
+        sp--;
+        if (x.type == TPL_T_STR && y.type == TPL_T_STR) {
+            r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
+        } else {
+            if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0) && tpl_vm_strict(vm)) {
+                tpl_value u = x.type == TPL_T_UNDEF ? x : y;
+                if (u.aux != TPL_UNDEF_COND) { tpl_undefined_error(vm, u); goto fail; }
+            }
+            r = tpl_equal(x, y);
+        }
+        if (TPL_INSN_OP(w) == TPL_OP_NE) r = !r;
+        uint32_t nw = code[pc + 1];
+        if (TPL_INSN_OP(nw) == TPL_OP_JF_PY) {
+            ticks++;
+            pc++;
+            sp--;
+            if (!r) { JUMP_TO(TPL_INSN_A(nw)); }
+            NEXT(0);
+        }
+        if (TPL_INSN_OP(nw) == TPL_OP_JT_PY_KEEP) {
+            ticks++;
+            pc++;
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); }
+            sp--;
+            NEXT(0);
+        }
+        sp[-1] = tpl_v_bool(r);
+        NEXT(0);
+    }
 #define CMP_CASE(NAME, TEST) CASE(NAME) { \
         int c = 0; sp--; \
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
@@ -1289,7 +1418,9 @@ top:
     CASE(NOT_RB) { sp[-1] = tpl_v_bool(!tpl_truthy_rb(sp[-1])); NEXT(0); }
     CASE(JUMP) { JUMP_TO(a); }
     CASE(JF_PY) {
-        int t = tpl_truthy_py(vm, *--sp);
+        sp--;
+        if (sp->type == TPL_T_BOOL) { if (!sp->u.i) { JUMP_TO(a); } NEXT(0); }
+        int t = tpl_truthy_py(vm, *sp);
         if (t < 0) goto fail;
         if (!t) { JUMP_TO(a); }
         NEXT(0);
@@ -1337,6 +1468,13 @@ top:
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
         if (l->i < l->items->len) {
+            uint32_t nw = code[pc + 2];
+            if (TPL_INSN_OP(nw) == TPL_OP_STORE_SLOT) {
+                /* `for x in ...`: the item goes to the loop variable's slot in this dispatch */
+                slots[TPL_INSN_A(nw)] = l->items->items[l->i++];
+                ticks++;
+                NEXT(2);
+            }
             *sp++ = l->items->items[l->i++];
             NEXT(1);
         }
@@ -1376,6 +1514,65 @@ top:
         uint32_t aw = code[pc + 1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
+        if (nkw == 0 && TPL_INSN_OP(w) == TPL_OP_FILTER) {
+            /* common filters on the values they usually get, without the binder */
+            if ((a == TPL_B_FILTER_upper || a == TPL_B_FILTER_lower) && npos == 1 && args[0].type == TPL_T_STR &&
+                TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY && vm->out_len + args[0].len < vm->out_cap) {
+                /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
+                const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+                size_t n = args[0].len;
+                char *o = vm->out + vm->out_len;
+                size_t i = 0;
+                if (a == TPL_B_FILTER_upper) {
+                    for (; i < n && s0[i] < 0x80; i++) o[i] = (char)(s0[i] >= 'a' && s0[i] <= 'z' ? s0[i] - 32 : s0[i]);
+                } else {
+                    for (; i < n && s0[i] < 0x80; i++) o[i] = (char)(s0[i] >= 'A' && s0[i] <= 'Z' ? s0[i] + 32 : s0[i]);
+                }
+                if (i == n) {
+                    vm->out_len += n;
+                    sp = args;
+                    ticks++;
+                    NEXT(2);
+                }
+            }
+            if (a == TPL_B_FILTER_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
+                args[0].type == TPL_T_LIST && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {
+                /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
+                const tpl_list *l = args[0].u.list;
+                size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
+                uint32_t i = 0;
+                for (; i < l->len && l->items[i].type == TPL_T_STR; i++) total += l->items[i].len;
+                if (i == l->len && vm->out_len + total < vm->out_cap) {
+                    char *o = vm->out + vm->out_len;
+                    for (i = 0; i < l->len; i++) {
+                        if (i && dl) { memcpy(o, args[1].u.s, dl); o += dl; }
+                        if (l->items[i].len) { memcpy(o, l->items[i].u.s, l->items[i].len); o += l->items[i].len; }
+                    }
+                    vm->out_len += total;
+                    sp = args;
+                    ticks++;
+                    NEXT(2);
+                }
+            }
+            if (a == TPL_B_FILTER_trim && npos == 1 && args[0].type == TPL_T_STR) {
+                /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
+                const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+                size_t lo = 0, hi = args[0].len;
+#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+                while (lo < hi && WS_(s0[lo])) lo++;
+                while (hi > lo && WS_(s0[hi - 1])) hi--;
+#undef WS_
+                if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
+                    args[0].u.s += lo;
+                    args[0].len = (uint32_t)(hi - lo);
+                    args[0].flags &= TPL_F_SAFE;
+                    NEXT(1);
+                }
+            }
+            int done = filter_fast(vm, (int)a, args, npos);
+            if (done < 0) goto fail;
+            if (done) { sp = args + 1; NEXT(1); }
+        }
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         if (call_builtin(vm, (int)a, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
@@ -1664,8 +1861,32 @@ top:
         else { tpl_rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
         NEXT(0);
     }
-    CASE(EQ_RB) { sp--; sp[-1] = tpl_v_bool(tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
-    CASE(NE_RB) { sp--; sp[-1] = tpl_v_bool(!tpl_rb_equal(sp[-1], sp[0])); NEXT(0); }
+    CASE(EQ_RB)
+    CASE(NE_RB) {
+        /* as EQ/NE: strings inline, a following JF_RB / JT_RB_KEEP taken on the result here */
+        tpl_value x = sp[-2], y = sp[-1];
+        bool r = x.type == TPL_T_STR && y.type == TPL_T_STR ? x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len)
+                                                             : tpl_rb_equal(x, y);
+        if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;
+        sp--;
+        uint32_t nw = code[pc + 1];
+        if (TPL_INSN_OP(nw) == TPL_OP_JF_RB) {
+            ticks++;
+            pc++;
+            sp--;
+            if (!r) { JUMP_TO(TPL_INSN_A(nw)); }
+            NEXT(0);
+        }
+        if (TPL_INSN_OP(nw) == TPL_OP_JT_RB_KEEP) {
+            ticks++;
+            pc++;
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); }
+            sp--;
+            NEXT(0);
+        }
+        sp[-1] = tpl_v_bool(r);
+        NEXT(0);
+    }
 #define HOST_CASE(NAME, KIND) CASE(NAME) { \
         CHARGE(); \
         uint32_t aw = code[pc + 1]; \

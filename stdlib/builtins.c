@@ -84,6 +84,60 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
     return -1;
 }
 
+/* The builtins a plain name can resolve to (GLOBAL, STR, MAP, LIST kinds), in table order, with
+ * their name lengths side by side: name resolution scans these few dozen, not the whole table. */
+#define TPL_NAMED_GLOBAL(x) x,
+#define TPL_NAMED_STR(x) x,
+#define TPL_NAMED_MAP(x) x,
+#define TPL_NAMED_LIST(x) x,
+#define TPL_NAMED_FILTER(x)
+#define TPL_NAMED_TEST(x)
+#define TPL_NAMED_RKERNEL(x)
+#define TPL_NAMED_RANY(x)
+#define TPL_NAMED_RSTR(x)
+#define TPL_NAMED_RNUM(x)
+#define TPL_NAMED_RARR(x)
+#define TPL_NAMED_RHASH(x)
+#define TPL_NAMED_RRANGE(x)
+static const uint16_t named_ids[] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(TPL_B_##kind##_##id)
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+static const uint8_t named_lens[] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(sizeof name - 1)
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+#undef TPL_NAMED_GLOBAL
+#undef TPL_NAMED_STR
+#undef TPL_NAMED_MAP
+#undef TPL_NAMED_LIST
+#undef TPL_NAMED_FILTER
+#undef TPL_NAMED_TEST
+#undef TPL_NAMED_RKERNEL
+#undef TPL_NAMED_RANY
+#undef TPL_NAMED_RSTR
+#undef TPL_NAMED_RNUM
+#undef TPL_NAMED_RARR
+#undef TPL_NAMED_RHASH
+#undef TPL_NAMED_RRANGE
+
+void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3])
+{
+    *global = bk[0] = bk[1] = bk[2] = -1;
+    if (n == 0 || n > 255)
+        return;
+    for (size_t k = 0; k < sizeof named_ids / sizeof named_ids[0]; k++) {
+        if (named_lens[k] != n)
+            continue;
+        const tpl_builtin_info *b = &builtin_table[named_ids[k]];
+        int16_t *slot = b->kind == TPL_BK_GLOBAL ? global : &bk[b->kind - TPL_BK_STR];
+        if (*slot < 0 && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
+            *slot = (int16_t)named_ids[k];
+    }
+}
+
 static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
 {
     /* Two-row Levenshtein; names are short (callers cap the length). */

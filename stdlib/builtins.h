@@ -57,6 +57,9 @@ bool tpl_builtin_signature(int id, tpl_builtin_sig *sig);
 /* Finds a builtin by kind and name; -1 when there is none. For TPL_BK_TEST the operator
  * aliases Jinja2 registers ("==", "!=", "<", "<=", ">", ">=") are found too. */
 int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n);
+/* The builtin ids a name can mean, in one pass over the table (first entry of each kind wins, as in
+ * tpl_builtin_find): global[0] = GLOBAL, bk[0..2] = STR, MAP, LIST methods; -1 = none. */
+void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3]);
 /* The closest builtin name of that kind by edit distance (for "did you mean"), or NULL. */
 const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t n);
 

@@ -198,6 +198,27 @@ int main(void)
     render_case("{% macro m(a, b=2) %}{{ a }}-{{ b }}{% endmacro %}{{ m(1) }} {{ m(1, b=3) }}", NULL, NULL, "1-2 1-3");
     render_case("{{ missing }}|{{ missing is defined }}", NULL, NULL, "|False");
     render_case("{{ missing }}", NULL, "pinecall", "error: 'missing' is undefined");
+    /* == and != on an undefined: StrictUndefined raises, Undefined compares (type(self) is type(other)) */
+    render_case("{% if missing == 'x' %}a{% else %}b{% endif %}", NULL, "pinecall", "error: 'missing' is undefined");
+    render_case("{{ 'x' != missing }}", NULL, "pinecall", "error: 'missing' is undefined");
+    render_case("{% if missing == 'x' %}a{% else %}b{% endif %}", NULL, NULL, "b");
+    render_case("{{ missing != 'x' }}|{{ missing == missing }}|{{ 'a' == 'a' }}|{{ 1 != 1.0 }}", NULL, NULL, "True|True|True|False");
+    /* filter fast paths (no binder) agree with the stdlib functions */
+    render_case("{{ s | upper }}|{{ s | lower }}|{{ (s | upper) ~ '!' }}|{{ u | upper }}|{{ u | lower }}", "{\"s\": \"aBc-1 z\", \"u\": \"stra\u00dfe \u00c9t\u00e9\"}", NULL,
+                "ABC-1 Z|abc-1 z|ABC-1 Z!|STRASSE ÉTÉ|straße été");
+    render_case("{{ missing | default('d') }}|{{ none | default('d') }}|{{ '' | default('d') }}|{{ missing | default }}|{{ '' | default('d', true) }}",
+                NULL, NULL, "d|None|||d");
+    render_case("{{ missing | default('d') }}", NULL, "pinecall", "d");
+    render_case("{{ 0 }} {{ 7 }} {{ 10 }} {{ 1234567890123 }} {{ -5 }} {{ 9223372036854775807 }} {{ true }}", NULL, NULL,
+                "0 7 10 1234567890123 -5 9223372036854775807 True");
+    render_case("{{ ['a', '', 'b'] | join(', ') }}|{{ [1, 'b'] | join('-') }}|{{ [] | join(',') }}|{{ ['x', 'y'] | join }}|{{ 'ab' | join('.') }}",
+                NULL, NULL, "a, , b|1-b||xy|a.b");
+    render_case("{{ [1, 2] | length }} {{ {'a': 1} | length }} {{ 'héé' | length }} {{ '  \u00a0x \t' | trim }}|", NULL, NULL, "2 1 3 x|");
+    /* EQ fused with the branch after it (if / elif, or-chains) */
+    render_case("{% for m in ms %}{% if m['r'] != 'a' %}x{% endif %}{% if m['r'] == 'a' or m['r'] == 'b' %}y{% endif %}{% endfor %}",
+                "{\"ms\": [{\"r\": \"a\"}, {\"r\": \"b\"}, {\"r\": \"c\"}, {\"r\": 5}]}", NULL, "yxyxx");
+    render_case("{% for r in rs %}{% if r == 'a' or r == 'bb' %}{{ r }}{% elif r != 'c' %}-{% endif %}{% endfor %}",
+                "{\"rs\": [\"a\", \"bb\", \"c\", \"dddddddddd\", \"bb\"]}", NULL, "abb-bb");
     render_case("{{ 1 + 'a' }}", NULL, NULL, "error: unsupported operand type(s) for +: 'int' and 'str'");
     render_case("{{ 9223372036854775807 + 1 }}", NULL, NULL, "error: integer overflow in +");
     render_case("{{ x }}", "{\"x\": \"caf\\u00e9\"}", NULL, "café");
