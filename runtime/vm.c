@@ -1054,7 +1054,7 @@ top:
             tpl_sb_init(&b, &vm->arena);
             tpl_rb_to_s(&b, v);
             if (b.failed) { oom(vm); goto fail; }
-            if (out_put(vm, b.p, b.len) < 0) goto fail;
+            if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
         }
         NEXT(0);
     }
