@@ -95,8 +95,10 @@ static bool check_operands(ver *v, size_t pc)
             break;
         case 'b': {
             const tpl_builtin_info *bi = tpl_builtin((int)x);
-            /* methods assume the type of their receiver: only filters, tests and globals */
-            if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST && bi->kind != TPL_BK_GLOBAL))
+            /* methods assume the type of their receiver: only filters, tests and globals
+             * (Jinja's, and Ruby's Kernel functions) */
+            if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST &&
+                                             bi->kind != TPL_BK_GLOBAL && bi->kind != TPL_BK_RKERNEL))
                 return bad(v, "pc %zu: %s: builtin %u out of range", pc, oi->name, x);
             break;
         }
@@ -226,6 +228,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             uint32_t x = operand(p, pc, i);
             if (oi->fmt[i] == 'j') target = x;
             if (oi->fmt[i] != 's') continue;
+            if (op == TPL_OP_FOR_INIT_RB) x &= 0xFFFFu; /* the mode is in A >> 16 */
             if (fl.slots == SLOTS_ROOT) {
                 if (x >= p->nslots) return bad(v, "pc %u: %s: template slot %u out of range", pc, oi->name, x);
             } else if (fl.slots == SLOTS_OUTER && f->macro >= 0) {
