@@ -704,10 +704,32 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
         if (!parser) { tpl_pctx_error(c, 0, "out of memory"); free(toks.v); return false; }
         tpl_node *save = c->root;
         c->root = NULL;
-        for (size_t i = 0; i < toks.n && !c->failed; i++) ErbParse(parser, toks.v[i].kind, toks.v[i], c);
+        /* open if/unless/case/do blocks, to say which one end of input left without its `end` */
+        uint32_t open_at[64];
+        size_t nopen = 0, deep = 0;
+        for (size_t i = 0; i < toks.n && !c->failed; i++) {
+            int k = toks.v[i].kind;
+            if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_DO) {
+                if (nopen < 64) open_at[nopen++] = toks.v[i].off;
+                else deep++;
+            } else if (k == TK_END) {
+                if (deep) deep--;
+                else if (nopen) nopen--;
+            }
+            ErbParse(parser, k, toks.v[i], c);
+        }
         if (!c->failed) {
             tpl_token eof = { 0, (uint32_t)to, 0, 0 };
             ErbParse(parser, 0, eof, c);
+            if (c->failed && (c->err_off == (uint32_t)to || c->err_off == (uint32_t)c->n) && nopen) {
+                uint32_t at = open_at[nopen - 1];
+                const char *kw = c->src + at;
+                int kwlen = 0;
+                while (kwlen < 6 && kw[kwlen] >= 'a' && kw[kwlen] <= 'z') kwlen++;
+                c->err_off = at;
+                snprintf(c->msg, sizeof c->msg,
+                         "syntax error, unexpected end of template: this '%.*s' is never closed (missing 'end')", kwlen, kw);
+            }
         }
         ErbParseFree(parser, free);
         *root = c->root;

@@ -132,6 +132,8 @@ typedef struct lexer {
     const tpl_lex_opts *o;
     tpl_token_vec *out;
     int depth;            /* open ( [ { inside the current tag */
+    unsigned char open[64];      /* the innermost 64 of them (as Jinja2's balancing stack), */
+    const unsigned char *open_at[64]; /* and where each opened, for bracket diagnostics */
     bool line_starting;   /* the last match ended with a newline (Jinja2's line_starting) */
     bool after_dot;       /* previous token was `.`: numbers lex as integers, words as names */
     tpl_lex_result res;
@@ -157,6 +159,35 @@ static bool fail(lexer *lx, const unsigned char *at, const char *msg)
     lx->res.err_off = (uint32_t)(at - lx->src);
     snprintf(lx->res.msg, sizeof lx->res.msg, "%s", msg);
     return false;
+}
+
+/* An opening bracket inside a tag: counted, and remembered while the stack has room. */
+static bool open_bracket(lexer *lx, int kind)
+{
+    if (lx->depth < (int)sizeof lx->open) {
+        lx->open[lx->depth] = *lx->tok;
+        lx->open_at[lx->depth] = lx->tok;
+    }
+    lx->depth++;
+    return emit(lx, kind, lx->tok, 1, 0);
+}
+
+/* The closer matching an opening bracket. */
+static unsigned char closer_of(unsigned char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
+
+/* A closing bracket inside a tag: one that does not match the innermost open bracket is
+ * Jinja2's "unexpected ')', expected ']'" at the closer (so `{{ (1 }}` points at its `}}`). */
+static bool close_bracket(lexer *lx, int kind)
+{
+    if (lx->depth > 0) {
+        lx->depth--;
+        if (lx->depth < (int)sizeof lx->open && closer_of(lx->open[lx->depth]) != *lx->tok) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "unexpected '%c', expected '%c'", *lx->tok, closer_of(lx->open[lx->depth]));
+            return fail(lx, lx->tok, msg);
+        }
+    }
+    return emit(lx, kind, lx->tok, 1, 0);
 }
 
 /* Length of the whitespace (Python \s) starting at p, limited to lim. */
@@ -231,6 +262,12 @@ static bool scan_tag(lexer *lx, int tag)
     lx->after_dot = false;
     for (;;) {
         lx->tok = lx->cur;
+        if (lx->cur >= lx->lim && lx->depth > 0 && lx->depth <= (int)sizeof lx->open) {
+            char msg[80];
+            unsigned char o = lx->open[lx->depth - 1];
+            snprintf(msg, sizeof msg, "unexpected end of template: '%c' is never closed (expected '%c')", o, closer_of(o));
+            return fail(lx, lx->open_at[lx->depth - 1], msg);
+        }
         if (lx->cur >= lx->lim)
             return fail(lx, tag_start, tag == TAG_VAR ? "unexpected end of template, expected 'end of print statement'"
                                                       : "unexpected end of template, expected 'end of statement block'");
@@ -314,11 +351,11 @@ static bool scan_tag(lexer *lx, int tag)
         "|" { if (!emit(lx, TK_PIPE, lx->tok, 1, 0)) return false; continue; }
         "," { if (!emit(lx, TK_COMMA, lx->tok, 1, 0)) return false; continue; }
         ";" { if (!emit(lx, TK_SEMICOLON, lx->tok, 1, 0)) return false; continue; }
-        "(" { lx->depth++; if (!emit(lx, TK_LPAREN, lx->tok, 1, 0)) return false; continue; }
-        "[" { lx->depth++; if (!emit(lx, TK_LBRACKET, lx->tok, 1, 0)) return false; continue; }
-        "{" { lx->depth++; if (!emit(lx, TK_LBRACE, lx->tok, 1, 0)) return false; continue; }
-        ")" { if (lx->depth > 0) lx->depth--; if (!emit(lx, TK_RPAREN, lx->tok, 1, 0)) return false; continue; }
-        "]" { if (lx->depth > 0) lx->depth--; if (!emit(lx, TK_RBRACKET, lx->tok, 1, 0)) return false; continue; }
+        "(" { if (!open_bracket(lx, TK_LPAREN)) return false; continue; }
+        "[" { if (!open_bracket(lx, TK_LBRACKET)) return false; continue; }
+        "{" { if (!open_bracket(lx, TK_LBRACE)) return false; continue; }
+        ")" { if (!close_bracket(lx, TK_RPAREN)) return false; continue; }
+        "]" { if (!close_bracket(lx, TK_RBRACKET)) return false; continue; }
         "}" { goto close_brace; }
         * {
             char msg[64];
@@ -327,8 +364,7 @@ static bool scan_tag(lexer *lx, int tag)
         }
         */
     close_brace:
-        if (lx->depth > 0) lx->depth--;
-        if (!emit(lx, TK_RBRACE, lx->tok, 1, 0)) return false;
+        if (!close_bracket(lx, TK_RBRACE)) return false;
     }
 }
 

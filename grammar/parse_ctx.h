@@ -12,7 +12,7 @@ typedef struct tpl_pctx {
     tpl_node *root;       /* the TEMPLATE node once parsing succeeded */
     bool failed;
     uint32_t err_off;
-    char msg[200];
+    char msg[320];
     const tpl_token *tokens; /* the token vector (for "unknown tag" messages) */
     size_t ntokens;
     uint32_t cur_off;     /* offset of the token being parsed */

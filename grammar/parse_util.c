@@ -163,6 +163,53 @@ static bool is_end_tag(int kind)
     }
 }
 
+/* The tags Jinja2 looks for inside an open block (its parse_statements end tokens), quoted and
+ * joined with " or ", and the block's own name. */
+static const char *block_looking_for(int kind)
+{
+    switch (kind) {
+    case TK_IF: return "'elif' or 'else' or 'endif'";
+    case TK_FOR: return "'endfor' or 'else'";
+    case TK_MACRO: return "'endmacro'";
+    case TK_CALL: return "'endcall'";
+    case TK_FILTER: return "'endfilter'";
+    case TK_SET: return "'endset'";
+    case TK_WITH: return "'endwith'";
+    case TK_BLOCK: return "'endblock'";
+    case TK_AUTOESCAPE: return "'endautoescape'";
+    case TK_GENERATION: return "'endgeneration'";
+    default: return NULL;
+    }
+}
+
+/* After "Encountered unknown tag 'NAME'." at a tag name, appends Jinja2's hint (its
+ * _fail_ut_eof): what the innermost open block is looking for (or, when NAME ends some open
+ * block, that this is probably a nesting mistake) and which block needs to be closed. */
+static void unknown_tag_hint(tpl_pctx *c, const tpl_token *t, const int *open_kinds, size_t nopen)
+{
+    if (!nopen || strncmp(c->msg, "Encountered unknown tag '", 25) != 0 || strchr(c->msg, '(')) return;
+    int inner = open_kinds[nopen - 1];
+    const char *looking = block_looking_for(inner);
+    if (!looking) return;
+    const char *name = c->src + t->off;
+    size_t len = t->len;
+    char needle[40];
+    bool expected = false;
+    if (len + 3 <= sizeof needle) {
+        snprintf(needle, sizeof needle, "'%.*s'", (int)len, name);
+        for (size_t i = 0; i < nopen && !expected; i++) {
+            const char *l = block_looking_for(open_kinds[i]);
+            expected = l && strstr(l, needle);
+        }
+    }
+    size_t used = strlen(c->msg);
+    snprintf(c->msg + used, sizeof c->msg - used,
+             expected ? " You probably made a nesting mistake. Jinja is expecting this tag, but currently looking for %s."
+                        " The innermost block that needs to be closed is '%.*s'."
+                      : " Jinja was looking for the following tags: %s. The innermost block that needs to be closed is '%.*s'.",
+             looking, (int)(strlen(block_end_of(inner)) - 3), block_end_of(inner) + 3);
+}
+
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
 {
     void *parser = JinjaParseAlloc(malloc);
@@ -180,6 +227,7 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
             t.flag |= 0x80;
             first_in_block = false;
             if (t.kind == TK_BLOCK_END) { tpl_pctx_error(c, t.off, "tag name expected"); break; }
+            size_t nopen_before = nopen;
             bool opens = block_end_of(t.kind) != NULL;
             if (t.kind == TK_SET) /* only `{% set x %}` (no `=`) is a block */
                 for (size_t k = i + 1; k < n && toks[k].kind != TK_BLOCK_END; k++)
@@ -190,6 +238,15 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
             } else if (is_end_tag(t.kind)) {
                 if (deep) deep--;
                 else if (nopen) nopen--;
+            }
+            if (!opens && !deep) { /* an unknown or misplaced tag: Jinja2's hint needs the open blocks */
+                int kinds[64];
+                size_t nk = nopen_before < 64 ? nopen_before : 64; /* before an end tag popped */
+                for (size_t k = 0; k < nk; k++) kinds[k] = open[k].kind;
+                c->cur_off = t.off;
+                JinjaParse(parser, t.kind, t, c);
+                if (c->failed && c->err_off == t.off) unknown_tag_hint(c, &t, kinds, nk);
+                continue;
             }
         }
         c->cur_off = t.off;

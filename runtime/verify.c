@@ -21,6 +21,8 @@ typedef struct ver {
     uint32_t *work;       /* worklist of pcs */
     uint32_t *outer_need; /* per macro: slots its LOAD_OUTER reads (max index + 1) */
     uint32_t *outer_have; /* per macro: fewest slots of a function that creates its closure */
+    struct blk { uint32_t entry, np, nslots; } *blocks; /* Ruby block bodies still to check */
+    size_t nblocks, capblocks;
 } ver;
 
 static bool bad(ver *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -94,7 +96,8 @@ static bool check_operands(ver *v, size_t pc)
             break;
         case 'b': {
             const tpl_builtin_info *bi = tpl_builtin((int)x);
-            /* methods assume the type of their receiver: only filters, tests and globals */
+            /* methods assume the type of their receiver: only filters, tests and globals
+             * (Jinja's, and Ruby's Kernel functions) */
             if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST &&
                                              bi->kind != TPL_BK_GLOBAL && bi->kind != TPL_BK_RKERNEL))
                 return bad(v, "pc %zu: %s: builtin %u out of range", pc, oi->name, x);
@@ -148,8 +151,7 @@ static flow flow_of(uint32_t op)
 {
     flow f = { true, SLOTS_LOCAL, 0 };
     switch (op) {
-    case TPL_OP_JUMP: case TPL_OP_RETURN: case TPL_OP_HALT: case TPL_OP_FAIL: case TPL_OP_RET_RB:
-        f.falls = false; break;
+    case TPL_OP_JUMP: case TPL_OP_RETURN: case TPL_OP_HALT: case TPL_OP_FAIL: case TPL_OP_RET_RB: f.falls = false; break;
     case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
         f.taken_delta = 1; break;  /* the value stays when the jump is taken */
     case TPL_OP_FOR_NEXT: f.taken_delta = -1; break; /* no item when the loop ends */
@@ -163,8 +165,31 @@ static flow flow_of(uint32_t op)
 /* One function's code: everything reachable from entry. */
 typedef struct fn {
     uint32_t entry, nslots, max_stack;
-    int macro;         /* macro index, or -1 for the template level */
+    int macro;         /* macro index, or -1 for the template level and Ruby blocks */
+    uint32_t block_np; /* a Ruby block body (run by tpl_rb_yield): its parameter count + 1; else 0 */
 } fn;
+
+/* Queues the body of the Ruby block a CALL_METHOD_RB in f passes (block word bw), once per
+ * (entry, parameters, frame size): block bodies are jumped over, so no function reaches them,
+ * yet tpl_rb_yield runs them in the caller's frame with np values on the stack. */
+static bool add_block(ver *v, const fn *f, uint32_t bw)
+{
+    uint32_t entry = bw & 0xFFFFFFu, np = bw >> 24;
+    uint32_t nslots = f->macro >= 0 && v->p->nslots < f->nslots ? v->p->nslots : f->nslots;
+    if (!entry) return true;
+    for (size_t i = 0; i < v->nblocks; i++)
+        if (v->blocks[i].entry == entry && v->blocks[i].np == np && v->blocks[i].nslots == nslots) return true;
+    if (v->nblocks >= 65536) return bad(v, "too many Ruby blocks");
+    if (v->nblocks == v->capblocks) {
+        size_t nc = v->capblocks ? v->capblocks * 2 : 16;
+        struct blk *nb = realloc(v->blocks, nc * sizeof *nb);
+        if (!nb) return bad(v, "out of memory");
+        v->blocks = nb;
+        v->capblocks = nc;
+    }
+    v->blocks[v->nblocks++] = (struct blk){ entry, np, nslots };
+    return true;
+}
 
 static bool reach(ver *v, uint32_t gen, size_t *nwork, uint32_t pc, int64_t d, int64_t c, const fn *f)
 {
@@ -188,7 +213,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
 {
     const tpl_program *p = v->p;
     size_t nwork = 0;
-    if (!reach(v, gen, &nwork, f->entry, 0, 0, f)) return false;
+    if (!reach(v, gen, &nwork, f->entry, f->block_np ? f->block_np - 1 : 0, 0, f)) return false;
     while (nwork) {
         uint32_t pc = v->work[--nwork];
         uint32_t w = p->code[pc], op = TPL_INSN_OP(w);
@@ -204,7 +229,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             uint32_t x = operand(p, pc, i);
             if (oi->fmt[i] == 'j') target = x;
             if (oi->fmt[i] != 's') continue;
-            if (op == TPL_OP_FOR_INIT_RB) x &= 0xFFFFu; /* the mode is in the high bits */
+            if (op == TPL_OP_FOR_INIT_RB) x &= 0xFFFFu; /* the mode is in A >> 16 */
             if (fl.slots == SLOTS_ROOT) {
                 if (x >= p->nslots) return bad(v, "pc %u: %s: template slot %u out of range", pc, oi->name, x);
             } else if (fl.slots == SLOTS_OUTER && f->macro >= 0) {
@@ -220,22 +245,22 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             c--;
             break;
         case TPL_OP_TIDY_PY: case TPL_OP_TIDY_RB:
-            if (f->macro >= 0 || c) return bad(v, "pc %u: %s inside a capture", pc, oi->name);
+            if (f->macro >= 0 || f->block_np || c) return bad(v, "pc %u: %s inside a capture", pc, oi->name);
             break;
         case TPL_OP_RETURN:
             if (f->macro < 0) return bad(v, "pc %u: RETURN outside a macro", pc);
             /* fallthrough */
         case TPL_OP_HALT:
+            if (f->block_np) return bad(v, "pc %u: %s inside a Ruby block", pc, oi->name);
             if (c) return bad(v, "pc %u: %s with open captures", pc, oi->name);
             break;
-        case TPL_OP_CALL_METHOD_RB: {
-            /* a Ruby block: a subroutine of this frame entered with its parameters pushed */
-            uint32_t bw = operand(p, pc, 2);
-            if (bw & 0xFFFFFFu) {
-                if (!reach(v, gen, &nwork, bw & 0xFFFFFFu, (int64_t)(bw >> 24), 0, f)) return false;
-            }
+        case TPL_OP_RET_RB:
+            if (!f->block_np) return bad(v, "pc %u: RET_RB outside a Ruby block", pc);
+            if (c) return bad(v, "pc %u: %s with open captures", pc, oi->name);
             break;
-        }
+        case TPL_OP_CALL_METHOD_RB:
+            if (!add_block(v, f, p->code[pc + 2])) return false;
+            break;
         case TPL_OP_MACRO: {
             uint32_t m = TPL_INSN_A(w);
             if (f->nslots < v->outer_have[m]) v->outer_have[m] = f->nslots;
@@ -288,12 +313,18 @@ static bool verify(ver *v)
         v->outer_have[m] = UINT32_MAX;
     }
     /* per function: slots, stack depth, captures, no falling off the end */
-    fn root = { 0, p->nslots, p->max_stack, -1 };
+    fn root = { 0, p->nslots, p->max_stack, -1, 0 };
     if (!check_fn(v, &root, 1)) return false;
     for (size_t m = 0; m < p->nmacros; m++) {
         const tpl_macro_desc *d = &p->macros[m];
-        fn f = { d->entry, d->nslots, d->max_stack, (int)m };
+        fn f = { d->entry, d->nslots, d->max_stack, (int)m, 0 };
         if (!check_fn(v, &f, (uint32_t)m + 2)) return false;
+    }
+    /* Ruby block bodies, in the frame of the function that passes them (the list grows while
+     * nested blocks are found) */
+    for (size_t i = 0; i < v->nblocks; i++) {
+        fn f = { v->blocks[i].entry, v->blocks[i].nslots, p->max_stack, -1, v->blocks[i].np + 1 };
+        if (!check_fn(v, &f, (uint32_t)(p->nmacros + 2 + i))) return false;
     }
     for (size_t m = 0; m < p->nmacros; m++)
         if (v->outer_need[m] && v->outer_have[m] != UINT32_MAX && v->outer_need[m] > v->outer_have[m])
@@ -330,6 +361,7 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
     free(v.work);
     free(v.outer_need);
     free(v.outer_have);
+    free(v.blocks);
     return ok;
 }
 

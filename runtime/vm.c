@@ -176,7 +176,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
         tpl_sb_init(&b, &vm->arena);
         tpl_py_str(&b, v);
         if (b.failed) return oom(vm);
-        return out_put(vm, b.p, b.len);
+        return b.len ? out_put(vm, b.p, b.len) : 0; /* empty: b.p may be NULL */
     }
     }
 }
@@ -1106,7 +1106,7 @@ top:
             tpl_sb_init(&b, &vm->arena);
             tpl_rb_to_s(&b, v);
             if (b.failed) { oom(vm); goto fail; }
-            if (out_put(vm, b.p, b.len) < 0) goto fail;
+            if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
         }
         NEXT(0);
     }
@@ -1737,7 +1737,7 @@ top:
             tpl_sb_init(&b, &vm->arena);
             if (tpl_format_value(vm, &b, v, consts[a].u.s, consts[a].len) < 0) goto fail;
             if (b.failed) { oom(vm); goto fail; }
-            if (out_put(vm, b.p, b.len) < 0) goto fail;
+            if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
         }
         NEXT(0);
     }

@@ -201,6 +201,17 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
         a[i] = pos[i];
     if (npos > npositional) {
         if (sig.varargs < 0) {
+            tpl_builtin_kind k = builtin_table[id].kind;
+            if (k >= TPL_BK_RKERNEL) {
+                /* Ruby's ArgumentError counts the arguments after the receiver (a method's self). */
+                int self = k != TPL_BK_RKERNEL;
+                int req = sig.nrequired < npositional ? sig.nrequired : npositional;
+                if (req == npositional)
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)",
+                                        npos - self, npositional - self);
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)",
+                                    npos - self, req - self, npositional - self);
+            }
             /* Python counts the parameters that take positions. */
             int req = sig.nrequired < npositional ? sig.nrequired : npositional;
             if (req == npositional)

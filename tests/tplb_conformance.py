@@ -3,7 +3,7 @@
 
 usage: tplb_conformance.py TPLC [SUITE_DIR ...]
 
-For each case of ../shared/conformance (suites of Jinja templates; syntaxes tpl cannot compile
+For each case of ../shared/conformance (Jinja, ERB and format-string templates; syntaxes tpl cannot compile
 yet are skipped), compiles the template with `tplc compile` and the case's compile-time flags
 into a temporary .tplb, then compares `tplc render X.tplb` (render-time flags only) with
 `tplc render X.jinja` (all flags): exit status, stdout and stderr must be byte-identical. A

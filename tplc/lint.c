@@ -275,7 +275,7 @@ int tplc_lint(int argc, char **argv)
         tpl_program *prog = open_one(&o, path, &r, &io);
         if (prog) lint_program(prog, known, &r);
         if (!prog && r.n == 0) continue; /* I/O error, already reported */
-        if (r.n) qsort(r.f, r.n, sizeof *r.f, cmp_finding);
+        if (r.n) qsort(r.f, r.n, sizeof *r.f, cmp_finding); /* r.f is NULL when empty */
         any |= r.n > 0;
         json_t *jf = json ? json_object() : NULL, *diags = json ? json_array() : NULL;
         for (size_t i = 0; i < r.n; i++) {
