@@ -169,6 +169,7 @@ static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)
 static inline tpl_value *tpl_map_find_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
 {
     if (m->idx_cap) return tpl_map_get_str(m, s, n, hash);
+    if (!m->len) return NULL; /* e may be NULL */
     for (tpl_entry *e = m->e, *end = m->e + m->len; e < end; e++)
         if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
             return &e->val;
