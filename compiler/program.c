@@ -162,6 +162,28 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     return TPL_OK;
 }
 
+/* The common tail of the parsing front ends: reports a parse error, or lowers the AST with
+ * `lower` into p (code and tables moved into the program) and reports the first compile error. */
+static tpl_status lower_ast(tpl_program *p, tpl_pctx *pc, bool parsed, bool (*lower)(tpl_comp *, tpl_node *),
+                            tpl_error *err)
+{
+    if (!parsed) {
+        set_error(err, TPL_ERR_SYNTAX, p->name, pc->src, pc->n, pc->err_off, pc->failed ? pc->msg : "syntax error");
+        return TPL_ERR_SYNTAX;
+    }
+    tpl_comp *c = tpl_comp_new(p, pc->arena, pc->src, pc->n);
+    if (!c) return TPL_ERR_NOMEM;
+    lower(c, pc->root);
+    tpl_comp_finish(c);
+    uint32_t off;
+    const char *msg;
+    if (tpl_comp_error(c, &off, &msg)) {
+        set_error(err, TPL_ERR_SYNTAX, p->name, pc->src, pc->n, off, msg);
+        return TPL_ERR_SYNTAX;
+    }
+    return TPL_OK;
+}
+
 tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err)
 {
     tpl_token_vec toks = { 0 };
@@ -180,25 +202,7 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     pc.n = n;
     bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
     free(toks.v);
-    tpl_status st = TPL_OK;
-    if (!ok) {
-        set_error(err, TPL_ERR_SYNTAX, p->name, src, n, pc.err_off, pc.failed ? pc.msg : "syntax error");
-        st = TPL_ERR_SYNTAX;
-    } else {
-        tpl_comp *c = tpl_comp_new(p, &tmp, src, n);
-        if (!c) {
-            st = TPL_ERR_NOMEM;
-        } else {
-            tpl_comp_template(c, pc.root);
-            tpl_comp_finish(c);
-            uint32_t off;
-            const char *msg;
-            if (tpl_comp_error(c, &off, &msg)) {
-                set_error(err, TPL_ERR_SYNTAX, p->name, src, n, off, msg);
-                st = TPL_ERR_SYNTAX;
-            }
-        }
-    }
+    tpl_status st = lower_ast(p, &pc, ok, tpl_comp_template, err);
     tpl_arena_free(&tmp);
     return st;
 }
@@ -302,25 +306,8 @@ tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error 
     pc.arena = &tmp;
     pc.src = src;
     pc.n = n;
-    tpl_status st = TPL_OK;
-    if (!tpl_erb_parse(&pc)) {
-        set_error(err, TPL_ERR_SYNTAX, p->name, src, n, pc.err_off, pc.failed ? pc.msg : "syntax error");
-        st = TPL_ERR_SYNTAX;
-    } else {
-        tpl_comp *c = tpl_comp_new(p, &tmp, src, n);
-        if (!c) {
-            st = TPL_ERR_NOMEM;
-        } else {
-            tpl_erb_lower(c, pc.root);
-            tpl_comp_finish(c);
-            uint32_t off;
-            const char *msg;
-            if (tpl_comp_error(c, &off, &msg)) {
-                set_error(err, TPL_ERR_SYNTAX, p->name, src, n, off, msg);
-                st = TPL_ERR_SYNTAX;
-            }
-        }
-    }
+    bool ok = tpl_erb_parse(&pc);
+    tpl_status st = lower_ast(p, &pc, ok, tpl_erb_lower, err);
     tpl_arena_free(&tmp);
     return st;
 }

@@ -102,7 +102,7 @@ static tpl_status fail(tpl_vm *vm, tpl_status st, const char *msg)
 }
 
 /* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). */
-static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
+bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
 {
     if (depth > 512) return false;
     switch (json_typeof(j)) {
@@ -115,7 +115,7 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
         json_object_keylen_foreach(j, k, klen, v) {
             tpl_value kv, vv;
             char *ks = tpl_arena_strdup(a, k, klen);
-            if (!ks || !from_json(a, v, &vv, depth + 1)) return false;
+            if (!ks || !tpl_value_from_json(a, v, &vv, depth + 1)) return false;
             kv = tpl_v_str(ks, klen);
             if (!tpl_map_set(a, m, kv, vv)) return false;
         }
@@ -127,7 +127,7 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
         tpl_list *l = tpl_list_new(a, (uint32_t)n);
         if (!l) return false;
         for (size_t i = 0; i < n; i++)
-            if (!from_json(a, json_array_get(j, i), &l->items[i], depth + 1)) return false;
+            if (!tpl_value_from_json(a, json_array_get(j, i), &l->items[i], depth + 1)) return false;
         l->len = (uint32_t)n;
         *out = tpl_v_list(l);
         return true;
@@ -165,7 +165,7 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
     }
     tpl_arena_reset(&vm->state_arena);
     tpl_value v;
-    bool ok = from_json(&vm->state_arena, j, &v, 0);
+    bool ok = tpl_value_from_json(&vm->state_arena, j, &v, 0);
     json_decref(j);
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
     vm->state = v;
@@ -291,7 +291,7 @@ tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t le
         return TPL_ERR_VALUE;
     }
     tpl_value v;
-    bool ok = from_json(&hc->vm->arena, j, &v, 0);
+    bool ok = tpl_value_from_json(&hc->vm->arena, j, &v, 0);
     json_decref(j);
     if (!ok) { hc->nomem = true; return TPL_ERR_NOMEM; }
     hc->result = v;

@@ -1027,6 +1027,21 @@ static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
     }
 }
 
+/* Starts a for loop over items: the `loop` object goes into *slot. */
+static int new_loop(tpl_vm *vm, tpl_list *items, tpl_value *slot)
+{
+    tpl_loop *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+    if (!l) return oom(vm);
+    memset(l, 0, sizeof *l);
+    l->items = items;
+    l->depth = 1;
+    tpl_value v = { 0 };
+    v.type = TPL_T_LOOP;
+    v.u.loop = l;
+    *slot = v;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the dispatch loop */
 
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
@@ -1451,16 +1466,7 @@ top:
     CASE(JT_RB_KEEP) { if (tpl_truthy_rb(sp[-1])) { JUMP_TO(a); } sp--; NEXT(0); }
     CASE(FOR_INIT) {
         tpl_list *items;
-        if (tpl_to_list(vm, *--sp, &items) < 0) goto fail;
-        tpl_loop *l = tpl_arena_alloc(&vm->arena, sizeof *l);
-        if (!l) { oom(vm); goto fail; }
-        memset(l, 0, sizeof *l);
-        l->items = items;
-        l->depth = 1;
-        tpl_value v = { 0 };
-        v.type = TPL_T_LOOP;
-        v.u.loop = l;
-        slots[a] = v;
+        if (tpl_to_list(vm, *--sp, &items) < 0 || new_loop(vm, items, &slots[a]) < 0) goto fail;
         NEXT(0);
     }
     CASE(FOR_NEXT) {
@@ -1821,16 +1827,8 @@ top:
     }
     CASE(FOR_INIT_RB) {
         tpl_list *items;
-        if (tpl_rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0) goto fail;
-        tpl_loop *l = tpl_arena_alloc(&vm->arena, sizeof *l);
-        if (!l) { oom(vm); goto fail; }
-        memset(l, 0, sizeof *l);
-        l->items = items;
-        l->depth = 1;
-        tpl_value v = { 0 };
-        v.type = TPL_T_LOOP;
-        v.u.loop = l;
-        slots[a & 0xFFFFu] = v;
+        if (tpl_rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0 || new_loop(vm, items, &slots[a & 0xFFFFu]) < 0)
+            goto fail;
         NEXT(0);
     }
 #define RB_ARITH_CASE(NAME, BASE, OPC) CASE(NAME) { \

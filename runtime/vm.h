@@ -76,6 +76,12 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
 /* The `call` builtin value of this render. */
 tpl_value tpl_vm_call(const tpl_vm *vm);
 
+/* Converts parsed JSON (a jansson json_t) into values in arena a: objects become insertion-ordered
+ * maps, arrays lists, strings are copied. False on arena exhaustion or nesting deeper than 512.
+ * (runtime/api.c; used for the state, host-function values and catalogs.) */
+struct json_t;
+bool tpl_value_from_json(tpl_arena *a, struct json_t *j, tpl_value *out, int depth);
+
 /* ------------------------------------------------------------------ printing (runtime/print.c) */
 
 /* Python str(v) as Jinja2 prints it: None, True, shortest round-trip floats (1e+16, 0.1),

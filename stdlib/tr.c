@@ -74,50 +74,6 @@ void tpl_tr_free(tpl_tr_state *t)
 
 /* ------------------------------------------------------------------ catalogs */
 
-static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
-{
-    if (depth > 256) return false;
-    switch (json_typeof(j)) {
-    case JSON_OBJECT: {
-        tpl_map *m = tpl_map_new(a, (uint32_t)json_object_size(j));
-        if (!m) return false;
-        const char *k;
-        size_t klen;
-        json_t *v;
-        json_object_keylen_foreach(j, k, klen, v) {
-            tpl_value vv;
-            char *ks = tpl_arena_strdup(a, k, klen);
-            if (!ks || !from_json(a, v, &vv, depth + 1)) return false;
-            if (!tpl_map_set(a, m, tpl_v_str(ks, klen), vv)) return false;
-        }
-        *out = tpl_v_map(m);
-        return true;
-    }
-    case JSON_ARRAY: {
-        size_t n = json_array_size(j);
-        tpl_list *l = tpl_list_new(a, (uint32_t)n);
-        if (!l) return false;
-        for (size_t i = 0; i < n; i++)
-            if (!from_json(a, json_array_get(j, i), &l->items[i], depth + 1)) return false;
-        l->len = (uint32_t)n;
-        *out = tpl_v_list(l);
-        return true;
-    }
-    case JSON_STRING: {
-        size_t n = json_string_length(j);
-        char *s = tpl_arena_strdup(a, json_string_value(j), n);
-        if (!s) return false;
-        *out = tpl_v_str(s, n);
-        return true;
-    }
-    case JSON_INTEGER: *out = tpl_v_int(json_integer_value(j)); return true;
-    case JSON_REAL: *out = tpl_v_float(json_real_value(j)); return true;
-    case JSON_TRUE: *out = tpl_v_bool(true); return true;
-    case JSON_FALSE: *out = tpl_v_bool(false); return true;
-    default: *out = tpl_v_none(); return true;
-    }
-}
-
 /* Python's \w for one code point at s[i] (advances *i past it). */
 static bool word_at(const char *s, size_t n, size_t *i)
 {
@@ -246,7 +202,7 @@ tpl_status tpl_tr_add_catalog_json(tpl_tr_state *t, const char *json, size_t len
         return TPL_ERR_STATE;
     }
     tpl_value root;
-    bool ok = from_json(&t->arena, j, &root, 0);
+    bool ok = tpl_value_from_json(&t->arena, j, &root, 0);
     json_decref(j);
     if (ok && t->ncats == t->capcats) {
         size_t nc = t->capcats ? t->capcats * 2 : 4;
