@@ -1071,6 +1071,25 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
         vm->fuel -= ticks; ticks = 0; } while (0)
 /* A taken jump; a backward one charges the fuel. */
 #define JUMP_TO(t) do { uint32_t t_ = (t); if (t_ <= pc) CHARGE(); pc = t_; DISPATCH_OR_TOP; } while (0)
+/* A comparison's bool result r (its operands already popped to one slot): when the next
+ * instruction is the syntax's jump-if-false (or keep-and-jump-if-true, for `or`), take it here in
+ * the same dispatch; else push r. */
+#define BRANCH_ON_RESULT(r, JF, JT_KEEP) do { \
+        uint32_t nw = code[pc + 1]; \
+        if (TPL_INSN_OP(nw) == (JF)) { \
+            ticks++; pc++; sp--; \
+            if (!(r)) { JUMP_TO(TPL_INSN_A(nw)); } \
+            NEXT(0); \
+        } \
+        if (TPL_INSN_OP(nw) == (JT_KEEP)) { \
+            ticks++; pc++; \
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); } \
+            sp--; \
+            NEXT(0); \
+        } \
+        sp[-1] = tpl_v_bool(r); \
+        NEXT(0); \
+    } while (0)
 
 #if defined(__GNUC__)
     static const void *const labels[TPL_OP__COUNT] = {
@@ -1391,23 +1410,7 @@ top:
             r = tpl_equal(x, y);
         }
         if (TPL_INSN_OP(w) == TPL_OP_NE) r = !r;
-        uint32_t nw = code[pc + 1];
-        if (TPL_INSN_OP(nw) == TPL_OP_JF_PY) {
-            ticks++;
-            pc++;
-            sp--;
-            if (!r) { JUMP_TO(TPL_INSN_A(nw)); }
-            NEXT(0);
-        }
-        if (TPL_INSN_OP(nw) == TPL_OP_JT_PY_KEEP) {
-            ticks++;
-            pc++;
-            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); }
-            sp--;
-            NEXT(0);
-        }
-        sp[-1] = tpl_v_bool(r);
-        NEXT(0);
+        BRANCH_ON_RESULT(r, TPL_OP_JF_PY, TPL_OP_JT_PY_KEEP);
     }
 #define CMP_CASE(NAME, TEST) CASE(NAME) { \
         int c = 0; sp--; \
@@ -1867,23 +1870,7 @@ top:
                                                              : tpl_rb_equal(x, y);
         if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;
         sp--;
-        uint32_t nw = code[pc + 1];
-        if (TPL_INSN_OP(nw) == TPL_OP_JF_RB) {
-            ticks++;
-            pc++;
-            sp--;
-            if (!r) { JUMP_TO(TPL_INSN_A(nw)); }
-            NEXT(0);
-        }
-        if (TPL_INSN_OP(nw) == TPL_OP_JT_RB_KEEP) {
-            ticks++;
-            pc++;
-            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); }
-            sp--;
-            NEXT(0);
-        }
-        sp[-1] = tpl_v_bool(r);
-        NEXT(0);
+        BRANCH_ON_RESULT(r, TPL_OP_JF_RB, TPL_OP_JT_RB_KEEP);
     }
 #define HOST_CASE(NAME, KIND) CASE(NAME) { \
         CHARGE(); \
