@@ -165,6 +165,11 @@ static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)
     }
     return memcmp(a, b, n) == 0;
 }
+/* Whether needle occurs in haystack (bytes; the empty needle always does): Python's `in` on str. */
+static inline bool tpl_bytes_contain(const char *h, size_t hn, const char *n, size_t nn)
+{
+    return nn == 0 || (nn <= hn && memmem(h, hn, n, nn) != NULL);
+}
 /* tpl_map_get_str with the small-map (linear, unindexed) scan inlined: the VM's key lookups. */
 static inline tpl_value *tpl_map_find_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
 {

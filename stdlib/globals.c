@@ -128,23 +128,6 @@ int g_namespace(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-static bool contains_bytes(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn == 0)
-        return true;
-    if (nn > hn)
-        return false;
-    const char *end = h + hn - nn + 1;
-    for (const char *p = h; p < end;) {
-        const char *q = memchr(p, n[0], (size_t)(end - p));
-        if (!q)
-            return false;
-        if (memcmp(q, n, nn) == 0)
-            return true;
-        p = q + 1;
-    }
-    return false;
-}
 
 int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -170,7 +153,7 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!tpl_is_ascii(w.u.s, w.len))
         w = tpl_nfc(tpl_vm_arena(vm), w);
     for (size_t i = 0; i < nfacts; i++) {
-        if (facts[i].type == TPL_T_STR && contains_bytes(facts[i].u.s, facts[i].len, w.u.s, w.len)) {
+        if (facts[i].type == TPL_T_STR && tpl_bytes_contain(facts[i].u.s, facts[i].len, w.u.s, w.len)) {
             *out = tpl_v_bool(true);
             return 0;
         }

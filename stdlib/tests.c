@@ -240,25 +240,6 @@ int t_ge(tpl_vm *vm, tpl_value *a, tpl_value *out)
     RET(!has_nan(a[0], a[1]) && c >= 0);
 }
 
-/* `value in seq`. */
-static bool memfind(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn == 0)
-        return true;
-    if (nn > hn)
-        return false;
-    const char *end = h + hn - nn + 1;
-    for (const char *p = h; p < end;) {
-        const char *q = memchr(p, n[0], (size_t)(end - p));
-        if (!q)
-            return false;
-        if (memcmp(q, n, nn) == 0)
-            return true;
-        p = q + 1;
-    }
-    return false;
-}
-
 int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
     if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && seq.type != TPL_T_UNDEF)
@@ -270,7 +251,7 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         if (item.type != TPL_T_STR)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s",
                                 tpl_type_name(vm, item));
-        *res = memfind(seq.u.s, seq.len, item.u.s, item.len);
+        *res = tpl_bytes_contain(seq.u.s, seq.len, item.u.s, item.len);
         return 0;
     case TPL_T_LIST:
         for (uint32_t i = 0; i < seq.u.list->len; i++)
