@@ -42,6 +42,7 @@ typedef struct tpl_block {
     tpl_node *defs[TPL_MAX_INHERIT];
     uint32_t tpl[TPL_MAX_INHERIT];   /* chain index of each definition (0 = the main template) */
     uint32_t ndefs;
+    bool active[TPL_MAX_INHERIT];    /* definition being compiled now: a cycle through super() */
 } tpl_block;
 
 typedef struct func {
@@ -1285,6 +1286,10 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
                 b = &c->blocks[c->nblocks++];
                 memset(b, 0, sizeof *b);
                 b->name = n->val;
+            } else if (b->ndefs && b->tpl[b->ndefs - 1] == tpl_index) {
+                /* as Jinja2's parser: a template names each block once */
+                cerror(c, n->off, "block '%.*s' defined twice", (int)n->val.len, n->val.u.s);
+                return;
             }
             if (b->ndefs < TPL_MAX_INHERIT) {
                 b->defs[b->ndefs] = n;
@@ -1302,6 +1307,11 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
 {
     tpl_block *b = find_block(c, name);
     if (!b || pos >= b->ndefs) { cerror(c, off, "no parent block '%.*s' for super()", (int)name.len, name.u.s); return; }
+    if (b->active[pos]) {
+        /* Jinja2 recurses until Python's RecursionError; blocks are inlined here, so it is a compile error */
+        cerror(c, off, "block '%.*s' contains itself (through super() or a parent's block)", (int)name.len, name.u.s);
+        return;
+    }
     tpl_node *def = b->defs[pos];
     tpl_block *save_b = c->cur_block;
     uint32_t save_pos = c->cur_block_pos;
@@ -1315,7 +1325,9 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->cur_block = b;
     c->cur_block_pos = pos;
     push_scope(c, false);
+    b->active[pos] = true;
     body(c, def->b);
+    b->active[pos] = false;
     pop_scope(c);
     c->cur_block = save_b;
     c->cur_block_pos = save_pos;
