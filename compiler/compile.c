@@ -1219,6 +1219,116 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     }
 }
 
+/* ---- if/elif chains on one string: SWITCH_STR */
+
+/* A lookup with no effects, so evaluating it once more changes nothing: a name, or attribute or
+ * constant-key item access on one. */
+static bool pure_lookup(const tpl_node *n, int depth)
+{
+    if (depth > 8) return false;
+    switch (n->kind) {
+    case TPL_N_NAME: return true;
+    case TPL_N_GETATTR: return pure_lookup(n->a, depth + 1);
+    case TPL_N_GETITEM:
+        return n->b && n->b->kind == TPL_N_CONST && (n->b->val.type == TPL_T_STR || n->b->val.type == TPL_T_INT) &&
+               pure_lookup(n->a, depth + 1);
+    default: return false;
+    }
+}
+
+static bool same_lookup(const tpl_node *x, const tpl_node *y)
+{
+    if (x->kind != y->kind) return false;
+    switch (x->kind) {
+    case TPL_N_NAME: return x->val.len == y->val.len && memcmp(x->val.u.s, y->val.u.s, x->val.len) == 0;
+    case TPL_N_GETATTR:
+        return x->val.len == y->val.len && memcmp(x->val.u.s, y->val.u.s, x->val.len) == 0 && same_lookup(x->a, y->a);
+    case TPL_N_GETITEM:
+        return x->b->val.type == y->b->val.type && tpl_equal(x->b->val, y->b->val) && same_lookup(x->a, y->a);
+    default: return false;
+    }
+}
+
+/* Whether cond is `E == 'lit'` (either side), or an `or` of such, all on the lookup *subj (set by
+ * the first one seen); each literal is passed to add (NULL: only check). */
+static bool str_cases(tpl_comp *c, const tpl_node *cond, const tpl_node **subj, tpl_list *lits, uint8_t *owner,
+                      uint8_t branch)
+{
+    if (cond->kind == TPL_N_OR)
+        return str_cases(c, cond->a, subj, lits, owner, branch) && str_cases(c, cond->b, subj, lits, owner, branch);
+    if (cond->kind != TPL_N_COMPARE || !cond->b || cond->b->next || cond->b->op != TPL_AOP_EQ) return false;
+    const tpl_node *l = cond->a, *r = cond->b->a, *e, *k;
+    if (r->kind == TPL_N_CONST && r->val.type == TPL_T_STR) { e = l; k = r; }
+    else if (l->kind == TPL_N_CONST && l->val.type == TPL_T_STR) { e = r; k = l; }
+    else return false;
+    if (*subj ? !same_lookup(*subj, e) : !pure_lookup(e, 0)) return false;
+    if (!*subj) *subj = e;
+    if (!lits) return true;
+    for (uint32_t i = 0; i < lits->len; i++) /* the first branch naming a string takes it */
+        if (lits->items[i].len == k->val.len && memcmp(lits->items[i].u.s, k->val.u.s, k->val.len) == 0) return true;
+    if (lits->len >= 64) return false;
+    char *s = tpl_arena_strdup(&c->p->arena, k->val.u.s, k->val.len);
+    if (!s || !tpl_list_push(&c->p->arena, lits, tpl_v_str(s, k->val.len))) { cerror(c, c->cur_off, "out of memory"); return false; }
+    owner[lits->len - 1] = branch;
+    return true;
+}
+
+/* `{% if E == 'a' %}…{% elif E == 'b' or E == 'c' %}…{% else %}…{% endif %}` (two branches or
+ * more, E a pure lookup): E, then SWITCH_STR over the strings, straight into the body of the first
+ * branch naming E's string. The chain itself follows the jump table, unchanged: a value that is
+ * not a string (undefined, a number, Markup) runs it, with its exact semantics and errors.
+ * Emits nothing and returns false when n starts no such chain. */
+static bool if_switch(tpl_comp *c, tpl_node *n)
+{
+    enum { MAX_BRANCHES = 32 };
+    tpl_node *ifs[MAX_BRANCHES];
+    int nif = 0;
+    const tpl_node *subj = NULL;
+    for (tpl_node *cur = n; cur && nif < MAX_BRANCHES;) {
+        if (!str_cases(c, cur->a, &subj, NULL, NULL, 0)) break;
+        ifs[nif++] = cur;
+        cur = cur->c && cur->c->kind == TPL_N_IF && !cur->c->next ? cur->c : NULL; /* an elif */
+    }
+    if (nif < 2) return false;
+    tpl_list *lits = tpl_list_new(&c->p->arena, 8);
+    uint8_t owner[64];
+    if (!lits) { cerror(c, c->cur_off, "out of memory"); return true; }
+    int nsw = 0; /* branches whose strings fit the table */
+    for (; nsw < nif; nsw++) {
+        uint32_t before = lits->len;
+        if (!str_cases(c, ifs[nsw]->a, &subj, lits, owner, (uint8_t)nsw)) { lits->len = before; break; }
+    }
+    if (c->failed) return true;
+    if (nsw < 2) return false;
+    tpl_value lv = tpl_v_list(lits);
+    lv.flags = TPL_F_TUPLE;
+    bool soft = c->soft;
+    c->soft = true;
+    c->cur_off = subj->off;
+    expr(c, (tpl_node *)subj);
+    emit(c, TPL_OP_SWITCH_STR, add_const(c, lv), -1);
+    uint32_t table = here(c);
+    for (uint32_t i = 0; i <= lits->len; i++) emit(c, TPL_OP_JUMP, 0, 0);
+    uint32_t at[MAX_BRANCHES], jend[MAX_BRANCHES];
+    int nend = 0;
+    for (int i = 0; i < nsw; i++) {
+        c->cur_off = ifs[i]->off;
+        expr(c, ifs[i]->a);
+        uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
+        at[i] = here(c);
+        body(c, ifs[i]->b);
+        if (i < nsw - 1 || ifs[i]->c) jend[nend++] = emit(c, TPL_OP_JUMP, 0, 0);
+        patch_a(c, jf, here(c));
+    }
+    uint32_t deflt = here(c);
+    if (ifs[nsw - 1]->c) body(c, ifs[nsw - 1]->c); /* else, or the elifs the table left out */
+    for (int i = 0; i < nend; i++) patch_a(c, jend[i], here(c));
+    patch_a(c, table, deflt);
+    for (uint32_t i = 0; i < lits->len; i++) patch_a(c, table + 1 + i, at[owner[i]]);
+    c->soft = soft;
+    return true;
+}
+
 static void stmt_for(tpl_comp *c, tpl_node *n)
 {
     if (!n->op) {
@@ -1501,6 +1611,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
             body(c, t ? n->b : n->c);
             return;
         }
+        if (if_switch(c, n)) return;
         bool soft = c->soft;
         c->soft = true;
         expr(c, n->a);

@@ -112,6 +112,15 @@ static bool check_operands(ver *v, size_t pc)
             break;
         default: break; /* s: per function; i, c, -: any value */
         }
+        if (op == TPL_OP_SWITCH_STR && i == 0) {
+            /* a tuple of n strings, then n + 1 JUMPs the VM reads its targets from */
+            uint32_t n = x < p->nconsts && p->consts[x].type == TPL_T_LIST ? p->consts[x].u.list->len : 0;
+            if (!n || !str_tuple(p, x, n)) return bad(v, "pc %zu: SWITCH_STR: constant %u is not a tuple of strings", pc, x);
+            if (pc + 2 + n >= p->ncode) return bad(v, "pc %zu: SWITCH_STR: truncated jump table", pc);
+            for (uint32_t j = 0; j <= n; j++)
+                if (TPL_INSN_OP(p->code[pc + 1 + j]) != TPL_OP_JUMP)
+                    return bad(v, "pc %zu: SWITCH_STR: jump table entry %u is not a JUMP", pc, j);
+        }
     }
     return true;
 }
@@ -260,6 +269,10 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             break;
         case TPL_OP_CALL_METHOD_RB:
             if (!add_block(v, f, p->code[pc + 2])) return false;
+            break;
+        case TPL_OP_SWITCH_STR: /* every JUMP of the table (the first is the fall-through) and past it */
+            for (uint32_t j = 1, n = p->consts[TPL_INSN_A(w)].u.list->len; j <= n + 1; j++)
+                if (!reach(v, gen, &nwork, pc + 1 + j, nd, c, f)) return false;
             break;
         case TPL_OP_MACRO: {
             uint32_t m = TPL_INSN_A(w);

@@ -835,6 +835,16 @@ void tpl_vm_init_builtins(tpl_vm *vm)
     }
 }
 
+/* SWITCH_STR at pc on string v: the target of the JUMP for the tuple item v equals (the verifier
+ * checked that n + 1 JUMPs follow), else of the first JUMP. */
+static inline uint32_t switch_target(const uint32_t *code, uint32_t pc, const tpl_list *l, tpl_value v)
+{
+    uint32_t i = 0;
+    for (; i < l->len; i++)
+        if (l->items[i].len == v.len && tpl_mem_eq(l->items[i].u.s, v.u.s, v.len)) break;
+    return TPL_INSN_A(code[pc + 1 + (i < l->len ? i + 1 : 0)]);
+}
+
 static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                         tpl_value *out)
 {
@@ -1202,6 +1212,12 @@ top:
                         }
                         NEXT(0);
                     }
+                    if (TPL_INSN_OP(kw) == TPL_OP_SWITCH_STR && hit->type == TPL_T_STR) {
+                        /* message['role'] picking its branch of an if/elif chain */
+                        ticks++;
+                        pc += 3;
+                        JUMP_TO(switch_target(code, pc, consts[TPL_INSN_A(kw)].u.list, *hit));
+                    }
                     *sp++ = *hit;
                     NEXT(2);
                 }
@@ -1435,6 +1451,12 @@ top:
     }
     CASE(NOT_RB) { sp[-1] = tpl_v_bool(!tpl_truthy_rb(sp[-1])); NEXT(0); }
     CASE(JUMP) { JUMP_TO(a); }
+    CASE(SWITCH_STR) {
+        tpl_value v = *--sp;
+        uint32_t n = consts[a].u.list->len;
+        if (v.type != TPL_T_STR) NEXT(n + 1);
+        JUMP_TO(switch_target(code, pc, consts[a].u.list, v));
+    }
     CASE(JF_PY) {
         sp--;
         if (sp->type == TPL_T_BOOL) { if (!sp->u.i) { JUMP_TO(a); } NEXT(0); }
