@@ -35,6 +35,7 @@ static const char *const TEMPLATES[] = {
     "{% macro outer(n) %}{% macro inner() %}{{ n }}{% endmacro %}{{ inner() }}{% endmacro %}{{ outer(5) }}"
     "{% for x in [[1, [2]], [3]] recursive %}({{ x if x is number else loop(x) }}){% endfor %}"
     "{{ remembers('likes tea') }} {{ call.channel }} {{ undefined_name|default('dflt') }}",
+    "{% for x in items + [1] %}{% if x == 'a' %}A{% elif x == 'b' or 'c' == x %}BC{% else %}-{% endif %}{% endfor %}",
 };
 #define NTEMPLATES (sizeof TEMPLATES / sizeof *TEMPLATES)
 static const char STATE[] = "{\"name\": \"W\", \"items\": [\"a\", \"b\", \"c\"], \"pairs\": [[1, 2], [3, 4]]}";
@@ -194,6 +195,66 @@ static void test_static(void)
     CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT);
     tpl_error_clear(&err);
     tpl_render_free(r);
+    tpl_program_free(p);
+}
+
+/* SWITCH_STR's jump table (read by the VM without dispatching its JUMPs) is checked on load. */
+static void test_switch_table(void)
+{
+    tpl_program *p = compile(TEMPLATES[NTEMPLATES - 1], NULL);
+    size_t sw = 0;
+    while (sw < p->ncode && TPL_INSN_OP(p->code[sw]) != TPL_OP_SWITCH_STR) sw++;
+    CHECK(sw < p->ncode);
+    if (sw == p->ncode) { tpl_program_free(p); return; }
+    uint32_t *code = malloc(p->ncode * sizeof *code);
+    tpl_static_program sp = { 0 };
+    sp.magic = TPL_STATIC_MAGIC;
+    sp.version = TPL_TPLB_VERSION;
+    sp.name = p->name;
+    sp.source = p->source;
+    sp.source_len = p->source_len;
+    sp.nslots = p->nslots;
+    sp.max_stack = p->max_stack;
+    sp.code = code;
+    sp.ncode = p->ncode;
+    sp.consts = (const tpl_static_value *)(const void *)p->consts;
+    sp.nconsts = p->nconsts;
+    sp.names = (const tpl_static_name *)(const void *)p->names;
+    sp.nnames = p->nnames;
+    sp.spans = (const tpl_static_span *)(const void *)p->spans;
+    sp.nspans = p->nspans;
+    /* as compiled: loads; a table entry that is no JUMP, or a constant that is no string tuple:
+     * rejected */
+    for (int k = 0; k < 5; k++) {
+        memcpy(code, p->code, p->ncode * sizeof *code);
+        uint32_t kk = TPL_INSN_A(p->code[sw]);
+        if (k == 1) code[sw + 2] = TPL_INSN(TPL_OP_POP, 0);
+        if (k == 2) code[sw + 1] = TPL_INSN(TPL_OP_JF_PY, TPL_INSN_A(code[sw + 1]));
+        if (k == 3) continue;
+        if (k == 4) {
+            for (kk = 0; kk < p->nconsts && p->consts[kk].type != TPL_T_STR; kk++) {}
+            code[sw] = TPL_INSN(TPL_OP_SWITCH_STR, kk);
+        }
+        tpl_program *q = NULL;
+        tpl_error err = { 0 };
+        tpl_status st = tpl_program_load_static(&sp, &q, &err);
+        CHECK(k == 0 ? st == TPL_OK : st == TPL_ERR_CORRUPT);
+        if (k && !(err.message && strstr(err.message, "SWITCH_STR"))) {
+            fprintf(stderr, "case %d: %s\n", k, err.message ? err.message : "(none)");
+            nfail++;
+        }
+        tpl_error_clear(&err);
+        if (k == 0 && q) {
+            tpl_render *r = new_render(NULL);
+            tpl_status s1;
+            char *out = render(r, q, &s1);
+            CHECK(out && strcmp(out, "ABCBC-") == 0);
+            free(out);
+            tpl_render_free(r);
+        }
+        tpl_program_free(q);
+    }
+    free(code);
     tpl_program_free(p);
 }
 
@@ -411,6 +472,7 @@ int main(void)
     test_backward_loop_exit();
     test_round_trip();
     test_static();
+    test_switch_table();
     test_limits();
     test_fuzz();
     printf("%d passed, %d failed\n", npass, nfail);
