@@ -97,6 +97,8 @@ struct tpl_comp {
     uint32_t cur_block_pos;
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
+    tpl_node *main_body;     /* the template's statements when it extends nothing (set_then_print) */
+    int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
     bool failed;
     uint32_t err_off;
     char msg[256];
@@ -1747,9 +1749,67 @@ static void stmt(tpl_comp *c, tpl_node *n)
     }
 }
 
+/* How many NAME nodes named name the tree n holds (siblings included); *open is set when it has
+ * a statement through which another template could read this one's variables. */
+static uint32_t name_refs(const tpl_node *n, tpl_value name, bool *open, int depth)
+{
+    uint32_t k = 0;
+    if (depth > 200) { *open = true; return 0; }
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_INCLUDE: case TPL_N_IMPORT: case TPL_N_FROMIMPORT: case TPL_N_EXTENDS: case TPL_N_BLOCK:
+            *open = true;
+            break;
+        case TPL_N_NAME:
+            k += n->val.len == name.len && memcmp(n->val.u.s, name.u.s, name.len) == 0;
+            break;
+        default: break;
+        }
+        const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+        for (int i = 0; i < 5; i++)
+            if (kids[i]) k += name_refs(kids[i], name, open, depth + 1);
+    }
+    return k;
+}
+
+/* `{% set x = v %}{{ x }}` in a loop body, x read nowhere else, no other template able to see it
+ * (and x not exported: loop bodies are scopes): the OUTPUT that prints v, else NULL. */
+static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
+{
+    if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA ||
+        c->include_depth || c->cur_block || !c->main_body || c->closed == 0)
+        return NULL;
+    tpl_node *out = set->next;
+    while (out && out->kind == TPL_N_TEXT && out->val.len == 0) out = out->next;
+    if (!out || out->kind != TPL_N_OUTPUT || out->a->kind != TPL_N_NAME || out->a->val.len != set->a->val.len ||
+        memcmp(out->a->val.u.s, set->a->val.u.s, set->a->val.len) != 0)
+        return NULL;
+    bool open = false;
+    uint32_t refs = name_refs(c->main_body, set->a->val, &open, 0);
+    c->closed = !open;
+    return !open && refs == 2 ? out : NULL; /* the target and the output */
+}
+
 static void body(tpl_comp *c, tpl_node *n)
 {
-    for (; n && !c->failed; n = n->next) stmt(c, n);
+    for (; n && !c->failed; n = n->next) {
+        tpl_node *out = n->kind == TPL_N_SET ? set_then_print(c, n) : NULL;
+        if (!out) { stmt(c, n); continue; }
+        /* printed as it is computed: a concatenation goes straight to the output */
+        tpl_node *v = n->b;
+        c->cur_off = n->off;
+        uint32_t nadd = add_chain(c, v, false);
+        if (nadd >= 2) {
+            add_chain(c, v, true);
+            c->cur_off = v->off; /* (the sum of two values or more is never undefined) */
+            emit(c, TPL_OP_PRINT_ADDS, nadd, -(int)nadd);
+        } else {
+            expr(c, v);
+            c->cur_off = out->a->off; /* a print error (strict undefined) points at the output */
+            emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+        }
+        n = out;
+    }
 }
 
 /* ------------------------------------------------------------------ driver */
@@ -1796,6 +1856,8 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     for (uint32_t i = 0; i < nchain; i++) collect_blocks(c, chain[i]->b, i);
     for (uint32_t i = 0; i < nchain; i++) predeclare(c, chain[i]->b);
     if (nchain == 1) {
+        c->main_body = root->b;
+        c->closed = -1;
         body(c, root->b);
     } else {
         /* the children's code outside blocks runs first; its output is discarded (Jinja2) */
