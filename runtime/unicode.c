@@ -353,6 +353,10 @@ static void map_case(tpl_sb *b, const char *s, size_t n, size_t i, int mode)
 
 /* Python str.upper (full mapping: 'ß' -> 'SS'). */
 void tpl_py_upper(tpl_sb *b, const char *s, size_t n) { map_case(b, s, n, 0, CASE_UPPER); }
+void tpl_py_case_from(tpl_sb *b, const char *s, size_t n, size_t i, bool upper)
+{
+    map_case(b, s, n, i, upper ? CASE_UPPER : CASE_LOWER);
+}
 
 /* Python str.lower (full mapping and the final-sigma rule). */
 void tpl_py_lower(tpl_sb *b, const char *s, size_t n) { map_case(b, s, n, 0, CASE_LOWER); }

@@ -835,6 +835,26 @@ void tpl_vm_init_builtins(tpl_vm *vm)
     }
 }
 
+/* The decimal digits of u written at o (room for 20 bytes), two at a time; returns their count. */
+static inline size_t put_decimal(char *o, uint64_t u)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    size_t nd = 1;
+    for (uint64_t p10 = 10; nd < 20 && u >= p10; p10 *= 10) nd++;
+    char *p = o + nd;
+    while (u >= 100) {
+        uint64_t r = u % 100;
+        u /= 100;
+        p -= 2;
+        memcpy(p, pairs + 2 * r, 2);
+    }
+    if (u >= 10) memcpy(p - 2, pairs + 2 * u, 2);
+    else p[-1] = (char)('0' + u);
+    return nd;
+}
+
 /* SWITCH_STR at pc on string v: the target of the JUMP for the tuple item v equals (the verifier
  * checked that n + 1 JUMPs follow), else of the first JUMP. */
 static inline uint32_t switch_target(const uint32_t *code, uint32_t pc, const tpl_list *l, tpl_value v)
@@ -1130,13 +1150,8 @@ top:
         sp--;
         if (sp->type == TPL_T_STR) { if (out_put(vm, sp->u.s, sp->len) < 0) goto fail; NEXT(0); }
         if (sp->type == TPL_T_INT && sp->u.i >= 0 && vm->out_len + 20 < vm->out_cap) {
-            /* a non-negative int: digits written in place, right to left, from its length */
-            uint64_t u = (uint64_t)sp->u.i;
-            size_t nd = 1;
-            for (uint64_t t = u; t >= 10; t /= 10) nd++;
-            char *o = vm->out + vm->out_len + nd;
-            do { *--o = (char)('0' + u % 10); u /= 10; } while (u);
-            vm->out_len += nd;
+            /* a non-negative int: digits written in place, two at a time, right to left */
+            vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)sp->u.i);
             NEXT(0);
         }
         if (print_py(vm, *sp) < 0) goto fail;
@@ -1269,6 +1284,10 @@ top:
             /* a key (no dict method of that name): as tpl_getattr, without searching by string */
             tpl_value *hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
             sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+            NEXT(0);
+        }
+        if (obj.type == TPL_T_LOOP) { /* loop.index & co. */
+            if (loop_attr(vm, obj.u.loop, nm->s.u.s, nm->s.len, &sp[-1]) < 0) goto fail;
             NEXT(0);
         }
         if (tpl_getattr(vm, obj, names[a].s.u.s, names[a].s.len, &sp[-1]) < 0) goto fail;
@@ -1559,12 +1578,20 @@ top:
                 } else {
                     for (; i < n && s0[i] < 0x80; i++) o[i] = (char)(s0[i] >= 'A' && s0[i] <= 'Z' ? s0[i] + 32 : s0[i]);
                 }
-                if (i == n) {
+                if (i < n) {
+                    /* the rest from its first non-ASCII byte, with the Unicode tables */
+                    tpl_sb b;
+                    tpl_sb_init(&b, &vm->arena);
+                    tpl_py_case_from(&b, (const char *)s0, n, i, a == TPL_B_FILTER_upper);
+                    if (b.failed) { oom(vm); goto fail; }
+                    vm->out_len += i;
+                    if (b.len && out_put(vm, b.p, b.len) < 0) goto fail;
+                } else {
                     vm->out_len += n;
-                    sp = args;
-                    ticks++;
-                    NEXT(2);
                 }
+                sp = args;
+                ticks++;
+                NEXT(2);
             }
             if (a == TPL_B_FILTER_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
                 args[0].type == TPL_T_LIST && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {

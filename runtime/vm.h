@@ -115,6 +115,8 @@ bool tpl_py_isspace(uint32_t cp);
 tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars);
 /* Python str.upper/lower/title/capitalize with full case mapping (into the builder). */
 void tpl_py_upper(tpl_sb *b, const char *s, size_t n);
+/* Python's upper() (or lower()) of s[i..n) appended to b; s[0..i) is context (lower's final sigma). */
+void tpl_py_case_from(tpl_sb *b, const char *s, size_t n, size_t i, bool upper);
 void tpl_py_lower(tpl_sb *b, const char *s, size_t n);
 void tpl_py_title(tpl_sb *b, const char *s, size_t n);
 void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n);
