@@ -1234,7 +1234,16 @@ top:
         if (v.type == TPL_T_MAP) {
             /* LOAD_SLOT; GETITEM_STR k (message['role']) as one step when the key is there */
             uint32_t nw = code[pc + 2];
-            if (TPL_INSN_OP(nw) == TPL_OP_GETITEM_STR) {
+            if (TPL_INSN_OP(nw) == TPL_OP_GETATTR) {
+                /* LOAD_SLOT; GETATTR (r.name) of a key that is no dict method: as GETATTR does it */
+                const tpl_name *nm = &names[TPL_INSN_A(nw)];
+                if ((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) {
+                    tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
+                    *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+                    ticks++;
+                    NEXT(2);
+                }
+            } else if (TPL_INSN_OP(nw) == TPL_OP_GETITEM_STR) {
                 const tpl_name *nm = &names[TPL_INSN_A(nw)];
                 tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
                 if (hit) {
