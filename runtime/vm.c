@@ -822,17 +822,21 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
 
 void tpl_vm_init_builtins(tpl_vm *vm)
 {
-    for (int id = 0; id < TPL_B__COUNT; id++) {
-        tpl_builtin_sig sig;
-        vm->bind_lo[id] = 1;
-        vm->bind_hi[id] = 0;
-        if (!tpl_builtin_signature(id, &sig) || sig.varargs >= 0 || sig.varkw >= 0) continue;
-        uint8_t lo = 0;
-        for (int i = 0; i < sig.nparams; i++)
-            if (!sig.optional[i]) lo = (uint8_t)(i + 1);
-        vm->bind_lo[id] = lo;
-        vm->bind_hi[id] = sig.nparams;
-    }
+    memset(vm->bind_lo, BIND_UNKNOWN, sizeof vm->bind_lo);
+}
+
+/* bind_lo/bind_hi of builtin id from its signature, the first time a render context calls it. */
+static void bind_range(tpl_vm *vm, int id)
+{
+    tpl_builtin_sig sig;
+    vm->bind_lo[id] = 1;
+    vm->bind_hi[id] = 0;
+    if (!tpl_builtin_signature(id, &sig) || sig.varargs >= 0 || sig.varkw >= 0) return;
+    uint8_t lo = 0;
+    for (int i = 0; i < sig.nparams; i++)
+        if (!sig.optional[i]) lo = (uint8_t)(i + 1);
+    vm->bind_lo[id] = lo;
+    vm->bind_hi[id] = sig.nparams;
 }
 
 /* Python's upper() (or lower()) of the ASCII and Latin-1 letters of s[0..n) written at o, up to
@@ -907,6 +911,7 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
+    if (nkw == 0 && (unsigned)id < TPL_B__COUNT && vm->bind_lo[id] == BIND_UNKNOWN) bind_range(vm, id);
     if (nkw == 0 && (unsigned)id < TPL_B__COUNT && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
         /* what tpl_builtin_bind does for such a call, without parsing the signature */
         for (int i = 0; i < npos; i++) a[i] = pos[i];

@@ -26,6 +26,8 @@ typedef struct tpl_loop {
     bool has_changed;
 } tpl_loop;
 
+enum { BIND_UNKNOWN = 0xFF }; /* bind_lo of a builtin not called yet */
+
 struct tpl_vm {
     const tpl_program *p;
     tpl_allocator alloc;    /* where the context's own blocks come from (tpl_render_new_with) */
@@ -58,8 +60,9 @@ struct tpl_vm {
     bool err_unlocated;     /* err is set but not located yet (run() locates it as it unwinds) */
 
     /* Positional-only calls of builtin i with bind_lo[i] <= npos <= bind_hi[i] bind by copying
-     * (no keyword, *args or **kwargs handling, no signature parsing); filled once per render
-     * context by tpl_vm_init_builtins (bind_lo > bind_hi: always the general binder). */
+     * (no keyword, *args or **kwargs handling, no signature parsing); filled from the signature
+     * on the builtin's first call in a render context (BIND_UNKNOWN before; bind_lo > bind_hi:
+     * always the general binder). */
     uint8_t bind_lo[TPL_B__COUNT], bind_hi[TPL_B__COUNT];
 
     struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
