@@ -1,0 +1,71 @@
+/* tpl-count WORKLOAD_DIR N [render|compile]: compiles WORKLOAD_DIR/template.jinja (trim_blocks,
+ * lstrip_blocks, as tpl-bench does) and renders it against context.json N times (or compiles it N
+ * times). Run under `valgrind --tool=callgrind` by bench/count.sh, which takes the difference of two
+ * values of N: instructions per render (or compile), a figure that machine load does not change. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+
+static char *slurp(const char *dir, const char *name, size_t *n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); exit(2); }
+    char *b = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (;;) {
+        if (*n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            if (!(b = realloc(b, cap))) { fputs("out of memory\n", stderr); exit(2); }
+        }
+        size_t got = fread(b + *n, 1, cap - *n - 1, f);
+        *n += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    b[*n] = 0;
+    return b;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) { fputs("usage: tpl-count WORKLOAD_DIR N [render|compile]\n", stderr); return 2; }
+    long n = atol(argv[2]);
+    int compile = argc > 3 && strcmp(argv[3], "compile") == 0;
+    size_t sl, cl;
+    char *src = slurp(argv[1], "template.jinja", &sl), *ctx = slurp(argv[1], "context.json", &cl);
+    tpl_options o = { 0 };
+    tpl_options_profile(&o, TPL_SYNTAX_JINJA, "jinja2");
+    o.trim_blocks = o.lstrip_blocks = true;
+    tpl_program *p = NULL;
+    tpl_error e = { 0 };
+    if (tpl_compile("template.jinja", src, sl, &o, &p, &e) != TPL_OK) {
+        char *m = tpl_error_format(&e);
+        fprintf(stderr, "%s\n", m ? m : "compile failed");
+        return 1;
+    }
+    tpl_render *r = tpl_render_new(NULL);
+    if (!r || tpl_render_set_state_json(r, ctx, cl) != TPL_OK) { fputs("state failed\n", stderr); return 1; }
+    size_t total = 0;
+    for (long i = 0; i < n; i++) {
+        if (compile) {
+            tpl_program *q = NULL;
+            if (tpl_compile("template.jinja", src, sl, &o, &q, &e) != TPL_OK) return 1;
+            tpl_program_free(q);
+        } else {
+            const char *out;
+            size_t len;
+            if (tpl_render_run(r, p, &out, &len) != TPL_OK) { fputs("render failed\n", stderr); return 1; }
+            total += len;
+        }
+    }
+    printf("%zu\n", total);
+    tpl_render_free(r);
+    tpl_program_free(p);
+    free(src);
+    free(ctx);
+    return 0;
+}
