@@ -887,6 +887,13 @@ int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* The groups of a split match that took part in it, pushed after the piece they end (Ruby). */
+static void push_groups(tpl_vm *vm, tpl_list *l, tpl_value s, OnigRegion *reg)
+{
+    for (int k = 1; k < reg->num_regs; k++)
+        if (reg->beg[k] >= 0) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + reg->beg[k], (size_t)(reg->end[k] - reg->beg[k])));
+}
+
 int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
@@ -919,12 +926,14 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
                     size_t k = (size_t)ms;
                     if ((size_t)ms == start) tpl_utf8_next(s.u.s, s.len, &k);
                     tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, k - start));
+                    push_groups(vm, l, s, reg);
                     start = k;
                     pos = k;
                 }
                 continue;
             }
             tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, (size_t)ms - start));
+            push_groups(vm, l, s, reg);
             start = pos = (size_t)me;
         }
         tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));

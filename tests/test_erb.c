@@ -144,6 +144,8 @@ static const ecase cases[] = {
      "{}", "hELLO Hello world \"x \" \"  x\" cba **ab** ab...    ab true true 5 5", NULL},
     {"<%= (\"%.2f\" % 3.14159) %> <%= \"%s and %s\" % [\"a\", \"b\"] %> <%= \"%-5s|\" % \"ab\" %> <%= \"%x\" % 255 %> <%= \"%08.3f\" % -3.5 %> <%= \"%+d\" % 5 %>",
      "{}", "3.14 a and b ab   | ff -003.500 +5", NULL},
+    {"<%= \"abc\".split(/(b)/).inspect %> <%= \"a1b2c\".split(/(\\d)/).inspect %> <%= \"a-b_c\".split(/(-)|(_)/).inspect %> <%= \"abc\".split(/(c)/).inspect %> <%= \"ab\".split(/()/).inspect %> <%= \"abc\".split(/(x)\?/).inspect %> <%= \"h\303\251llo\".split(/(l)/).inspect %> <%= \",a\".split(/(,)/).inspect %>",
+     "{}", "[\"a\", \"b\", \"c\"] [\"a\", \"1\", \"b\", \"2\", \"c\"] [\"a\", \"-\", \"b\", \"_\", \"c\"] [\"ab\", \"c\"] [\"a\", \"\", \"b\"] [\"a\", \"b\", \"c\"] [\"h\303\251\", \"l\", \"\", \"l\", \"o\"] [\"\", \",\", \"a\"]", NULL},
     /* ---- number */
     {"<%= 2.5.round(half: :even) %> <%= 2.5.round(half: :up) %> <%= 25.round(-1, half: :even) %> <%= 1.25.round(1, half: :even) %> <%= 3.5.round(half: :even) %> <%= 15.round(-1) %> <%= 1.5.floor %> <%= -1.5.ceil %> <%= 1.234.floor(2) %> <%= 1.234.ceil(1) %>",
      "{}", "2 3 20 1.2 4 20 1 -1 1.23 1.3", NULL},
