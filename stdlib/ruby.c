@@ -49,6 +49,14 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
                         b.p ? b.p : "", class_name(self));
 }
 
+/* How rb_convert_type names a value it cannot convert: nil, true and false by themselves. */
+static const char *conv_name(tpl_value v)
+{
+    if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF) return "nil";
+    if (v.type == TPL_T_BOOL) return v.u.i ? "true" : "false";
+    return class_name(v);
+}
+
 static int type_error(tpl_vm *vm, const char *what, tpl_value v)
 {
     return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", class_name(v), what);
@@ -429,13 +437,9 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (v.type == TPL_T_INT) { *out = v; return 0; }
-    if (v.type == TPL_T_FLOAT) {
-        if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "FloatDomainError");
-        *out = tpl_v_int((int64_t)v.u.f);
-        return 0;
-    }
-    if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 10, true, out);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", class_name(v));
+    if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
+    if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
 }
 
 int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -443,7 +447,7 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     if (is_num(v)) { *out = tpl_v_float(dbl(v)); return 0; }
     if (v.type == TPL_T_STR) return str_to_f(vm, v, true, out);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", class_name(v));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
 
 int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { *out = str_of(vm, a[0]); return 0; }
@@ -962,9 +966,12 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* String to Integer in `base` (2..36, or 0: from the prefix 0x 0b 0o 0d, a leading 0 meaning
+ * octal, else decimal); a prefix matching the base is skipped. strict: Integer(), which
+ * rejects anything but the number and surrounding whitespace. */
 static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *out)
 {
-    if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %d (ArgumentError)", base);
+    if (base != 0 && (base < 2 || base > 36)) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %d (ArgumentError)", base);
     size_t i = 0, n = s.len;
     const char *p = s.u.s;
     while (i < n && rb_space(p[i])) i++;
@@ -972,8 +979,11 @@ static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *o
     if (i < n && (p[i] == '-' || p[i] == '+')) neg = p[i++] == '-';
     if (i + 1 < n && p[i] == '0') {
         char x = (char)(p[i + 1] | 0x20);
-        if ((x == 'x' && base == 16) || (x == 'b' && base == 2) || (x == 'o' && base == 8)) i += 2;
+        int pb = x == 'x' ? 16 : x == 'b' ? 2 : x == 'o' ? 8 : x == 'd' ? 10 : 0;
+        if (pb && (base == 0 || base == pb)) { base = pb; i += 2; }
+        else if (base == 0) base = 8;
     }
+    if (base == 0) base = 10;
     int64_t v = 0;
     size_t digits = 0;
     for (; i < n; i++) {
@@ -1002,7 +1012,7 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
     if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
     size_t d0 = k;
     while (i < n && k < 100 && ((p[i] >= '0' && p[i] <= '9') || (p[i] == '_' && k > d0))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
-    if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9' && k > d0) {
+    if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9') {
         buf[k++] = p[i++];
         while (i < n && k < 110 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++];
     }
@@ -1249,7 +1259,7 @@ int r_num_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (v.type == TPL_T_INT) { *out = v; return 0; }
-    if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "FloatDomainError");
+    if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(v.u.f) ? "NaN" : v.u.f > 0 ? "Infinity" : "-Infinity");
     if (fabs(v.u.f) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
     *out = tpl_v_int((int64_t)v.u.f);
     return 0;
