@@ -1198,10 +1198,20 @@ static double round_half_even(double x, double s)
     return f;
 }
 
+static double round_half_down(double x, double s)
+{
+    double f = round(x * s);
+    if (x > 0) { if ((double)((f - 0.5) / s) >= x) f -= 1; }
+    else { if ((double)((f + 0.5) / s) <= x) f += 1; }
+    return f;
+}
+
 static int64_t ipow10(int64_t n) { int64_t p = 1; while (n-- > 0 && p < INT64_MAX / 10) p *= 10; return p; }
 
-/* Integer rounding to 10**-nd (nd < 0) with mode 0 round, 1 floor, 2 ceil. */
-static int64_t int_round(int64_t x, int64_t nd, int mode, bool even)
+enum { HALF_UP, HALF_EVEN, HALF_DOWN };
+
+/* Integer rounding to 10**-nd (nd < 0) with mode 0 round (ties by `half`), 1 floor, 2 ceil. */
+static int64_t int_round(int64_t x, int64_t nd, int mode, int half)
 {
     if (nd >= 0) return x;
     if (-nd > 18) return 0;
@@ -1209,7 +1219,7 @@ static int64_t int_round(int64_t x, int64_t nd, int mode, bool even)
     if (r < 0) { q--; r += p; }
     if (mode == 1) return q * p;
     if (mode == 2) return r ? (q + 1) * p : q * p;
-    if (r * 2 > p || (r * 2 == p && (even ? (q & 1) : x >= 0))) q++;
+    if (r * 2 > p || (r * 2 == p && (half == HALF_EVEN ? (q & 1) : half == HALF_UP ? x >= 0 : x < 0))) q++;
     return q * p;
 }
 
@@ -1221,21 +1231,27 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
         if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
         nd = a[1].u.i;
     }
-    bool even = false;
+    int half = HALF_UP;
     if (mode == 0 && tpl_given(a[2]) && a[2].type == TPL_T_MAP) {
         tpl_value *h = tpl_map_get_str(a[2].u.map, "half", 4, tpl_hash_str("half", 4));
-        if (h && h->type == TPL_T_STR) {
-            if (h->len == 4 && memcmp(h->u.s, "even", 4) == 0) even = true;
-            else if (!(h->len == 2 && memcmp(h->u.s, "up", 2) == 0)) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "round: half: :%.*s is not supported", (int)h->len, h->u.s);
+        if (h && h->type != TPL_T_NONE) {
+            tpl_value hs = str_of(vm, *h);
+            if (h->type == TPL_T_STR && h->len == 4 && memcmp(h->u.s, "even", 4) == 0) half = HALF_EVEN;
+            else if (h->type == TPL_T_STR && h->len == 4 && memcmp(h->u.s, "down", 4) == 0) half = HALF_DOWN;
+            else if (!(h->type == TPL_T_STR && h->len == 2 && memcmp(h->u.s, "up", 2) == 0))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid rounding mode: %.*s (ArgumentError)", (int)hs.len, hs.u.s);
         }
     }
-    if (v.type == TPL_T_INT) { *out = tpl_v_int(int_round(v.u.i, nd, mode, even)); return 0; }
+    if (v.type == TPL_T_INT) { *out = tpl_v_int(int_round(v.u.i, nd, mode, half)); return 0; }
     double x = v.u.f;
     if (nd <= 0) {
+        /* round to 10**-nd with nd < 0 rounds the integer part (Float#round calls
+         * Integer#round on to_i); floor and ceil take the float's floor or ceil first */
         if (!isfinite(x)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity");
-        double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : even ? round_half_even(x, 1.0) : round(x);
+        double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : nd < 0 ? trunc(x)
+                 : half == HALF_EVEN ? round_half_even(x, 1.0) : half == HALF_DOWN ? round_half_down(x, 1.0) : round(x);
         if (fabs(r) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
-        *out = tpl_v_int(int_round((int64_t)r, nd, mode, even));
+        *out = tpl_v_int(int_round((int64_t)r, nd, mode, half));
         return 0;
     }
     int binexp;
@@ -1246,7 +1262,7 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
     double s = pow(10, (double)nd), r;
     if (mode == 1) { r = floor(x * s); if ((r + 1) / s <= x) r += 1; }
     else if (mode == 2) { r = ceil(x * s); if ((r - 1) / s >= x) r -= 1; }
-    else r = even ? round_half_even(x, s) : round_half_up(x, s);
+    else r = half == HALF_EVEN ? round_half_even(x, s) : half == HALF_DOWN ? round_half_down(x, s) : round_half_up(x, s);
     *out = tpl_v_float(r / s);
     return 0;
 }
@@ -1314,10 +1330,18 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
         l->items[0] = tpl_v_int(q);
         l->items[1] = tpl_v_int(r);
     } else {
-        double dx = dbl(x), dy = dbl(y);
-        if (dy == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
-        double q = floor(dx / dy), r = dx - q * dy;
-        l->items[0] = tpl_v_float(q);
+        /* Ruby's flodivmod; the quotient is an Integer */
+        double dx = dbl(x), dy = dbl(y), q, r;
+        if (isnan(dy)) q = r = dy;
+        else {
+            if (dy == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+            r = dx == 0.0 || (isinf(dy) && !isinf(dx)) ? dx : fmod(dx, dy);
+            q = isinf(dx) && !isinf(dy) ? dx : round((dx - r) / dy);
+            if (dy * r < 0) { r += dy; q -= 1.0; }
+        }
+        if (!isfinite(q)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(q) ? "NaN" : q > 0 ? "Infinity" : "-Infinity");
+        if (fabs(q) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        l->items[0] = tpl_v_int((int64_t)q);
         l->items[1] = tpl_v_float(r);
     }
     l->len = 2;
@@ -2181,7 +2205,8 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             double x = dbl(a), y = dbl(b);
             if (op == '/') { *out = tpl_v_float(x / y); return 1; }
             if (op == '%') {
-                double m = y == 0.0 ? NAN : fmod(x, y);
+                if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+                double m = fmod(x, y);
                 if (y != 0.0 && m != 0.0 && ((m < 0) != (y < 0))) m += y;
                 *out = tpl_v_float(m);
                 return 1;
