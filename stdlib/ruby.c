@@ -243,6 +243,15 @@ static tpl_value str_succ(tpl_vm *vm, tpl_value s)
     return tpl_v_str(p, s.len + 1);
 }
 
+/* A string of 1 to 18 ASCII digits (numbers an int64 holds). */
+static bool all_digits(tpl_value s)
+{
+    if (s.len == 0 || s.len > 18) return false;
+    for (uint32_t i = 0; i < s.len; i++)
+        if (s.u.s[i] < '0' || s.u.s[i] > '9') return false;
+    return true;
+}
+
 static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
 {
     tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
@@ -256,14 +265,39 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
         for (int64_t i = b.u.i; i <= hi; i++)
             if (!tpl_list_push(A(vm), l, tpl_v_int(i))) return oom(vm);
     } else if (b.type == TPL_T_STR && e.type == TPL_T_STR) {
-        tpl_value s = b;
-        for (int k = 0; k < 100000; k++) {
-            if (s.len > e.len) break;
-            bool last = tpl_rb_equal(s, e);
-            if (last && excl) break;
-            if (!tpl_list_push(A(vm), l, s)) return oom(vm);
-            if (last) break;
-            s = str_succ(vm, s);
+        /* String#upto: single ASCII characters by code, all-digit strings as numbers (as wide
+         * as the first), else String#succ from the first while it is not longer than the last */
+        unsigned char c0 = b.len ? (unsigned char)b.u.s[0] : 0, c1 = e.len ? (unsigned char)e.u.s[0] : 0;
+        if (b.len == 1 && e.len == 1 && c0 < 0x80 && c1 < 0x80) {
+            for (unsigned c = c0; c < c1 + (excl ? 0u : 1u); c++) {
+                char ch = (char)c, *p = tpl_arena_strdup(A(vm), &ch, 1);
+                if (!p || !tpl_list_push(A(vm), l, tpl_v_str(p, 1))) return oom(vm);
+            }
+        } else if (all_digits(b) && all_digits(e)) {
+            int64_t lo = 0, hi = 0;
+            for (uint32_t i = 0; i < b.len; i++) lo = lo * 10 + (b.u.s[i] - '0');
+            for (uint32_t i = 0; i < e.len; i++) hi = hi * 10 + (e.u.s[i] - '0');
+            if (excl) hi--;
+            if (hi >= lo && hi - lo > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+            for (int64_t i = lo; i <= hi; i++) {
+                char buf[24];
+                int n = snprintf(buf, sizeof buf, "%0*lld", (int)b.len, (long long)i);
+                char *p = tpl_arena_strdup(A(vm), buf, (size_t)n);
+                if (!p || !tpl_list_push(A(vm), l, tpl_v_str(p, (size_t)n))) return oom(vm);
+            }
+        } else {
+            bool ok;
+            int c = rb_cmp(b, e, &ok);
+            tpl_value s = b;
+            for (int k = 0; c < 0 || (c == 0 && !excl); k++) {
+                if (k == 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+                bool last = tpl_rb_equal(s, e);
+                if (last && excl) break;
+                if (!tpl_list_push(A(vm), l, s)) return oom(vm);
+                if (last) break;
+                s = str_succ(vm, s);
+                if (s.len > e.len) break;
+            }
         }
     } else {
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from %s (TypeError)", class_name(b));
@@ -383,7 +417,11 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
             if (!enumerable(name, n)) break;
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
-            return call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out);
+            bool blk = tpl_vm_block(vm).pc != 0;
+            if (call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out) < 0) return -1;
+            /* each, each_with_index and each_slice with a block answer the hash or range */
+            if (blk && out->type == TPL_T_LIST && out->u.list == items && n >= 4 && memcmp(name, "each", 4) == 0) *out = self;
+            return 0;
         }
         return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
     }
@@ -2121,7 +2159,17 @@ int r_range_cover_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out =
 int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (!tpl_given(a[1])) { *out = a[0].u.list->items[0]; return 0; }
+    tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
     tpl_list *l;
+    if (e.type == TPL_T_NONE && b.type == TPL_T_INT && a[1].type == TPL_T_INT) {
+        /* the first n of an endless range */
+        if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (or size too big) (ArgumentError)");
+        if (a[1].u.i > 10000000 || b.u.i > INT64_MAX - a[1].u.i) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+        if (!(l = new_list(vm, (uint32_t)a[1].u.i))) return oom(vm);
+        for (int64_t i = 0; i < a[1].u.i; i++) l->items[l->len++] = tpl_v_int(b.u.i + i);
+        *out = tpl_v_list(l);
+        return 0;
+    }
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_value args[2] = { tpl_v_list(l), a[1] };
     return r_arr_first(vm, args, out);
@@ -2129,7 +2177,9 @@ int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_range_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (!tpl_given(a[1]) && !a[0].u.list->items[2].u.i) { *out = a[0].u.list->items[1]; return 0; }
+    if (a[0].u.list->items[1].type == TPL_T_NONE)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the last element of endless range (RangeError)");
+    if (!tpl_given(a[1])) { *out = a[0].u.list->items[1]; return 0; }   /* the end, even of a ... range */
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_value args[2] = { tpl_v_list(l), a[1] };
@@ -2165,6 +2215,20 @@ int r_range_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
+    bool excl = a[0].u.list->items[2].u.i != 0;
+    if (!is_num(b)) { *out = tpl_v_none(); return 0; }   /* only numeric ranges have a size */
+    if (b.type == TPL_T_INT && (e.type == TPL_T_NONE || (e.type == TPL_T_FLOAT && isinf(e.u.f) && e.u.f > 0))) {
+        *out = tpl_v_float(INFINITY);
+        return 0;
+    }
+    if (b.type == TPL_T_INT && is_num(e)) {
+        double hi = e.type == TPL_T_INT ? (double)e.u.i : floor(e.u.f);
+        if (excl && hi == dbl(e)) hi -= 1;
+        double n = hi - (double)b.u.i + 1;
+        *out = tpl_v_int(n > 0 ? (int64_t)n : 0);
+        return 0;
+    }
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
     *out = tpl_v_int(l->len);
@@ -2298,7 +2362,7 @@ int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!blk.pc) { *out = tpl_v_list(r); return 0; }
     tpl_value v;
     for (uint32_t i = 0; i < r->len; i++) YIELD(blk, &r->items[i], 1, &v);
-    *out = tpl_v_none();
+    *out = a[0];   /* Ruby 3.1: the receiver */
     return 0;
 }
 
