@@ -37,6 +37,14 @@ static const char *class_name(tpl_value v)
     }
 }
 
+/* How rb_convert_type names a value it cannot convert: nil, true and false by themselves. */
+static const char *conv_name(tpl_value v)
+{
+    if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF) return "nil";
+    if (v.type == TPL_T_BOOL) return v.u.i ? "true" : "false";
+    return class_name(v);
+}
+
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 {
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
@@ -49,17 +57,25 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
                         b.p ? b.p : "", class_name(self));
 }
 
-/* How rb_convert_type names a value it cannot convert: nil, true and false by themselves. */
-static const char *conv_name(tpl_value v)
-{
-    if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF) return "nil";
-    if (v.type == TPL_T_BOOL) return v.u.i ? "true" : "false";
-    return class_name(v);
-}
-
 static int type_error(tpl_vm *vm, const char *what, tpl_value v)
 {
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", class_name(v), what);
+    if (strcmp(what, "Integer") == 0 && (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion from nil to integer (TypeError)");
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", conv_name(v), what);
+}
+
+/* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
+ * symbol, else by its class. */
+static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
+{
+    if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF || b.type == TPL_T_BOOL || is_num(b) ||
+        (b.type == TPL_T_STR && (b.flags & TPL_F_SYMBOL))) {
+        tpl_sb sb;
+        tpl_sb_init(&sb, A(vm));
+        tpl_rb_inspect(&sb, b);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)sb.len, sb.p ? sb.p : "");
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
 }
 
 static tpl_value str_of(tpl_vm *vm, tpl_value v)
@@ -129,15 +145,7 @@ static int rb_cmp(tpl_value a, tpl_value b, bool *ok)
     return 0;
 }
 
-static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b)
-{
-    tpl_sb sb;
-    tpl_sb_init(&sb, A(vm));
-    tpl_rb_inspect(&sb, b);
-    if (b.type == TPL_T_NONE || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)sb.len, sb.p);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
-}
+static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b) { return cmp_fail(vm, a, b); }
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -578,8 +586,11 @@ int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value s = a[0], p = a[1];
     if (s.type == TPL_T_STR && (s.flags & TPL_F_REGEX_RB)) { tpl_value t = s; s = p; p = t; }
     if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
-        if (s.type == TPL_T_NONE) { *out = tpl_v_none(); return 0; }
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Regexp) (TypeError)", class_name(p));
+        /* String =~ String is Ruby's TypeError; with anything else Object#=~ answers nil */
+        if (s.type == TPL_T_STR && p.type == TPL_T_STR && !(p.flags & TPL_F_CLASS_RB))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "type mismatch: String given (TypeError)");
+        *out = tpl_v_none();
+        return 0;
     }
     if (s.type != TPL_T_STR) { *out = tpl_v_none(); return 0; }
     OnigRegex re = rx_compile(vm, p);
@@ -619,6 +630,14 @@ int r_any_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int want_str(tpl_vm *vm, tpl_value v)
 {
     if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
+    return 0;
+}
+
+/* A pattern argument (sub, gsub, scan, split, match?): a String or a Regexp. */
+static int want_pattern(tpl_vm *vm, tpl_value v)
+{
+    if (v.type != TPL_T_STR || (v.flags & TPL_F_CLASS_RB))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Regexp) (TypeError)", conv_name(v));
     return 0;
 }
 
@@ -795,7 +814,7 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
     if (has_repl && repl.type == TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "sub/gsub with a hash is not supported");
     if (has_repl && want_str(vm, repl) < 0) return -1;
     bool rx = pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB);
-    if (!rx && want_str(vm, pat) < 0) return -1;
+    if (!rx && want_pattern(vm, pat) < 0) return -1;
     OnigRegex re = NULL;
     OnigRegion *reg = NULL;
     if (rx) {
@@ -868,9 +887,7 @@ int r_str_gsub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a
 int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0], pat = a[1];
-    if (!(pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB))) {
-        if (want_str(vm, pat) < 0) return -1;
-    }
+    if (want_pattern(vm, pat) < 0) return -1;
     tpl_list *l = new_list(vm, 4);
     if (!l) return oom(vm);
     if (!(pat.flags & TPL_F_REGEX_RB)) {
@@ -917,8 +934,8 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value p = a[1];
-    if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
-        if (want_str(vm, p) < 0) return -1;
+    if (want_pattern(vm, p) < 0) return -1;
+    if (!(p.flags & TPL_F_REGEX_RB)) {
         *out = tpl_v_bool(has_sub(a[0], p));
         return 0;
     }
@@ -982,7 +999,7 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         onig_region_free(reg, 1);
         onig_free(re);
     } else {
-        if (want_str(vm, a[1]) < 0) return -1;
+        if (want_pattern(vm, a[1]) < 0) return -1;
         tpl_value sep = a[1];
         size_t start = 0;
         if (sep.len == 0) {
@@ -1568,7 +1585,7 @@ static int sort_cmp(sorter *s, tpl_value x, tpl_value y)
         if (yr != 0) { s->failed = true; if (yr > 0) tpl_vm_error(vm, TPL_ERR_TYPE, "break from a sort block is not supported"); return 0; }
         if (r.type != TPL_T_INT) {
             s->failed = true;
-            tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(x), class_name(y));
+            cmp_fail(vm, x, y);
             return 0;
         }
         return r.u.i < 0 ? -1 : r.u.i > 0;
@@ -1587,7 +1604,7 @@ static void msort(sorter *s, tpl_value *v, tpl_value *k, tpl_value *tv, tpl_valu
     msort(s, v + m, k ? k + m : NULL, tv, tk, n - m);
     uint32_t i = 0, j = m, o = 0;
     while (i < m && j < n && !s->failed) {
-        bool take_right = sort_cmp(s, k ? k[j] : v[j], k ? k[i] : v[i]) < 0;
+        bool take_right = sort_cmp(s, k ? k[i] : v[i], k ? k[j] : v[j]) > 0;
         uint32_t src = take_right ? j++ : i++;
         tv[o] = v[src];
         if (k) tk[o] = k[src];
@@ -1991,7 +2008,8 @@ int r_arr_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_rb_block blk = tpl_vm_block(vm);
     if (blk.pc) { tpl_value r; YIELD(blk, &a[1], 1, &r); *out = r; return 0; }
     if (tpl_given(a[2])) { *out = a[2]; return 0; }
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld outside of array bounds (IndexError)", (long long)a[1].u.i);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld outside of array bounds: %lld...%lld (IndexError)", (long long)a[1].u.i,
+                        -(long long)l->len, (long long)l->len);
 }
 
 int r_arr_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = 0; return 0; }
@@ -2014,7 +2032,9 @@ int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value p = l->items[i];
-        if (!is_array(p) || p.u.list->len != 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array)", class_name(p), i);
+        if (!is_array(p)) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array) (TypeError)", class_name(p), i);
+        if (p.u.list->len != 2)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong array length at %u (expected 2, was %u) (ArgumentError)", i, p.u.list->len);
         if (!tpl_map_set(A(vm), m, p.u.list->items[0], p.u.list->items[1])) return oom(vm);
     }
     *out = tpl_v_map(m);
@@ -2332,14 +2352,7 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
     bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
     if (plain_num(a) && plain_num(b)) return 0;
     if (sa && sb) return 0;
-    if (plain_num(a) || sa) {
-        tpl_sb b2;
-        tpl_sb_init(&b2, A(vm));
-        tpl_rb_inspect(&b2, b);
-        if (b.type == TPL_T_NONE || b.type == TPL_T_BOOL || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)b2.len, b2.p ? b2.p : "");
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
-    }
+    if (plain_num(a) || sa) return cmp_fail(vm, a, b);
     return no_method(vm, a, op, strlen(op));
 }
 
