@@ -446,6 +446,10 @@ static const ecase cases[] = {
      "{}", "a2bc single #{x} tab\tnl\\n \303\251\360\237\230\200", NULL},
     {"<%= :sym.inspect %> <%= :\"quoted sym\".inspect %> <%= nil.inspect %> <%= 1e3 %> <%= 1_000 %> <%= 0x1f %> <%= 0b101 %> <%= 0o17 %> <%= 1.5e-3 %>",
      "{}", ":sym :\"quoted sym\" nil 1000.0 1000 31 5 15 0.0015", NULL},
+    {"<%= \"\\x41\\x4a\\101\\0\\12\\1234\\x7\".inspect %> <%= \"\\x41B\" %> <%= \"a\\x7e\" %> <%= \"\\60\\061\" %> <%= \"#{1}\\x2d#{2}\" %>",
+     "{}", "\"AJA\\u0000\\nS4\\a\" AB a~ 01 1-2", NULL},
+    {"<%= \"\\x\" %>",
+     "{}", NULL, "invalid hex escape"},
     /* END CASES */
 };
 
