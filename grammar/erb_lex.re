@@ -847,8 +847,9 @@ tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
     return n;
 }
 
-/* Ruby double-quoted escapes of s[0..len) appended to b; false (with *bad) on a bad one. */
-static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad)
+/* Ruby double-quoted escapes of s[0..len) appended to b; false (with *bad, and *why when it is
+ * not just an invalid escape) on a bad one. */
+static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const char **why)
 {
     for (size_t i = 0; i < len; i++) {
         char ch = s[i];
@@ -860,7 +861,28 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad)
         case 'r': tpl_sb_putc(b, '\r'); break;
         case 'e': tpl_sb_putc(b, 0x1b); break;
         case 's': tpl_sb_putc(b, ' '); break;
-        case '0': tpl_sb_putc(b, 0); break;
+        case 'x': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+            /* \xH[H] and \O[O[O]]: a byte; only ASCII ones (the literal stays UTF-8) */
+            unsigned v = 0, nd = 0, base = e == 'x' ? 16 : 8;
+            size_t k = e == 'x' ? i + 1 : i;
+            while (k < len && nd < (e == 'x' ? 2u : 3u)) {
+                char h = s[k];
+                int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99;
+                if (d >= (int)base) break;
+                v = v * base + (unsigned)d;
+                nd++;
+                k++;
+            }
+            if (nd == 0 || v >= 0x80) {
+                *bad = i;
+                if (nd == 0 && e == 'x') *why = "invalid hex escape";
+                else if (v >= 0x80) *why = "escapes of non-ASCII bytes are not supported (write the character itself)";
+                return false;
+            }
+            tpl_sb_putc(b, (char)v);
+            i = k - 1;
+            break;
+        }
         case 'a': tpl_sb_putc(b, 7); break;
         case 'b': tpl_sb_putc(b, 8); break;
         case 'f': tpl_sb_putc(b, 12); break;
@@ -910,9 +932,10 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
         bool at_interp = i + 1 < len && s[i] == '#' && s[i + 1] == '{' && (i == 0 || s[i - 1] != '\\');
         if (i == len || at_interp) {
             size_t bad = 0;
+            const char *why = "invalid escape sequence in string literal";
             b.len = 0;
-            if (!dq_unescape(&b, s + lit, i - lit, &bad)) {
-                tpl_pctx_error(c, t.off + 1 + (uint32_t)(lit + bad), "invalid escape sequence in string literal");
+            if (!dq_unescape(&b, s + lit, i - lit, &bad, &why)) {
+                tpl_pctx_error(c, t.off + 1 + (uint32_t)(lit + bad), "%s", why);
                 return tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
             }
             if (b.failed) { tpl_pctx_error(c, t.off, "out of memory"); break; }

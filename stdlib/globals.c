@@ -263,10 +263,12 @@ int g_lipsum(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (html < 0) return -1;
     if (tpl_given(a[2]) && tpl_arg_index(vm, a[2], &mn) < 0) return -1;
     if (tpl_given(a[3]) && tpl_arg_index(vm, a[3], &mx) < 0) return -1;
-    if (n > 1000 || mx > 100000)
+    if (n > 1000 || mx > 100000 || mn < -100000)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "lipsum too large");
-    if (mn < 1) mn = 1;
-    if (mx < mn) mx = mn;
+    /* Jinja2 draws each paragraph's word count with randrange(min, max): max is excluded */
+    if (mx <= mn)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "empty range for randrange() (%lld, %lld, %lld)", (long long)mn,
+                            (long long)mx, (long long)(mx - mn));
     tpl_sb b;
     tpl_sb_init(&b, tpl_vm_arena(vm));
     uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -276,8 +278,10 @@ int g_lipsum(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (html)
             tpl_sb_puts(&b, "<p>");
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        int64_t count = mn + (int64_t)((seed >> 33) % (uint64_t)(mx - mn + 1));
+        int64_t count = mn + (int64_t)((seed >> 33) % (uint64_t)(mx - mn));
         bool cap = true;
+        if (count <= 0)
+            tpl_sb_putc(&b, '.');   /* no words: Jinja2's paragraph is just the full stop */
         for (int64_t w = 0; w < count; w++) {
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
             const char *word = words[(seed >> 33) % nwords];

@@ -37,6 +37,14 @@ static const char *class_name(tpl_value v)
     }
 }
 
+/* How rb_convert_type names a value it cannot convert: nil, true and false by themselves. */
+static const char *conv_name(tpl_value v)
+{
+    if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF) return "nil";
+    if (v.type == TPL_T_BOOL) return v.u.i ? "true" : "false";
+    return class_name(v);
+}
+
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 {
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
@@ -51,7 +59,23 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 
 static int type_error(tpl_vm *vm, const char *what, tpl_value v)
 {
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", class_name(v), what);
+    if (strcmp(what, "Integer") == 0 && (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion from nil to integer (TypeError)");
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", conv_name(v), what);
+}
+
+/* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
+ * symbol, else by its class. */
+static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
+{
+    if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF || b.type == TPL_T_BOOL || is_num(b) ||
+        (b.type == TPL_T_STR && (b.flags & TPL_F_SYMBOL))) {
+        tpl_sb sb;
+        tpl_sb_init(&sb, A(vm));
+        tpl_rb_inspect(&sb, b);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)sb.len, sb.p ? sb.p : "");
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
 }
 
 static tpl_value str_of(tpl_vm *vm, tpl_value v)
@@ -121,15 +145,7 @@ static int rb_cmp(tpl_value a, tpl_value b, bool *ok)
     return 0;
 }
 
-static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b)
-{
-    tpl_sb sb;
-    tpl_sb_init(&sb, A(vm));
-    tpl_rb_inspect(&sb, b);
-    if (b.type == TPL_T_NONE || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)sb.len, sb.p);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
-}
+static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b) { return cmp_fail(vm, a, b); }
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -235,6 +251,15 @@ static tpl_value str_succ(tpl_vm *vm, tpl_value s)
     return tpl_v_str(p, s.len + 1);
 }
 
+/* A string of 1 to 18 ASCII digits (numbers an int64 holds). */
+static bool all_digits(tpl_value s)
+{
+    if (s.len == 0 || s.len > 18) return false;
+    for (uint32_t i = 0; i < s.len; i++)
+        if (s.u.s[i] < '0' || s.u.s[i] > '9') return false;
+    return true;
+}
+
 static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
 {
     tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
@@ -248,14 +273,39 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
         for (int64_t i = b.u.i; i <= hi; i++)
             if (!tpl_list_push(A(vm), l, tpl_v_int(i))) return oom(vm);
     } else if (b.type == TPL_T_STR && e.type == TPL_T_STR) {
-        tpl_value s = b;
-        for (int k = 0; k < 100000; k++) {
-            if (s.len > e.len) break;
-            bool last = tpl_rb_equal(s, e);
-            if (last && excl) break;
-            if (!tpl_list_push(A(vm), l, s)) return oom(vm);
-            if (last) break;
-            s = str_succ(vm, s);
+        /* String#upto: single ASCII characters by code, all-digit strings as numbers (as wide
+         * as the first), else String#succ from the first while it is not longer than the last */
+        unsigned char c0 = b.len ? (unsigned char)b.u.s[0] : 0, c1 = e.len ? (unsigned char)e.u.s[0] : 0;
+        if (b.len == 1 && e.len == 1 && c0 < 0x80 && c1 < 0x80) {
+            for (unsigned c = c0; c < c1 + (excl ? 0u : 1u); c++) {
+                char ch = (char)c, *p = tpl_arena_strdup(A(vm), &ch, 1);
+                if (!p || !tpl_list_push(A(vm), l, tpl_v_str(p, 1))) return oom(vm);
+            }
+        } else if (all_digits(b) && all_digits(e)) {
+            int64_t lo = 0, hi = 0;
+            for (uint32_t i = 0; i < b.len; i++) lo = lo * 10 + (b.u.s[i] - '0');
+            for (uint32_t i = 0; i < e.len; i++) hi = hi * 10 + (e.u.s[i] - '0');
+            if (excl) hi--;
+            if (hi >= lo && hi - lo > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+            for (int64_t i = lo; i <= hi; i++) {
+                char buf[24];
+                int n = snprintf(buf, sizeof buf, "%0*lld", (int)b.len, (long long)i);
+                char *p = tpl_arena_strdup(A(vm), buf, (size_t)n);
+                if (!p || !tpl_list_push(A(vm), l, tpl_v_str(p, (size_t)n))) return oom(vm);
+            }
+        } else {
+            bool ok;
+            int c = rb_cmp(b, e, &ok);
+            tpl_value s = b;
+            for (int k = 0; c < 0 || (c == 0 && !excl); k++) {
+                if (k == 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+                bool last = tpl_rb_equal(s, e);
+                if (last && excl) break;
+                if (!tpl_list_push(A(vm), l, s)) return oom(vm);
+                if (last) break;
+                s = str_succ(vm, s);
+                if (s.len > e.len) break;
+            }
         }
     } else {
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from %s (TypeError)", class_name(b));
@@ -375,7 +425,11 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
             if (!enumerable(name, n)) break;
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
-            return call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out);
+            bool blk = tpl_vm_block(vm).pc != 0;
+            if (call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out) < 0) return -1;
+            /* each, each_with_index and each_slice with a block answer the hash or range */
+            if (blk && out->type == TPL_T_LIST && out->u.list == items && n >= 4 && memcmp(name, "each", 4) == 0) *out = self;
+            return 0;
         }
         return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
     }
@@ -429,13 +483,9 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (v.type == TPL_T_INT) { *out = v; return 0; }
-    if (v.type == TPL_T_FLOAT) {
-        if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "FloatDomainError");
-        *out = tpl_v_int((int64_t)v.u.f);
-        return 0;
-    }
-    if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 10, true, out);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", class_name(v));
+    if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
+    if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
 }
 
 int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -443,7 +493,7 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     if (is_num(v)) { *out = tpl_v_float(dbl(v)); return 0; }
     if (v.type == TPL_T_STR) return str_to_f(vm, v, true, out);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", class_name(v));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
 
 int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { *out = str_of(vm, a[0]); return 0; }
@@ -536,8 +586,11 @@ int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value s = a[0], p = a[1];
     if (s.type == TPL_T_STR && (s.flags & TPL_F_REGEX_RB)) { tpl_value t = s; s = p; p = t; }
     if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
-        if (s.type == TPL_T_NONE) { *out = tpl_v_none(); return 0; }
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Regexp) (TypeError)", class_name(p));
+        /* String =~ String is Ruby's TypeError; with anything else Object#=~ answers nil */
+        if (s.type == TPL_T_STR && p.type == TPL_T_STR && !(p.flags & TPL_F_CLASS_RB))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "type mismatch: String given (TypeError)");
+        *out = tpl_v_none();
+        return 0;
     }
     if (s.type != TPL_T_STR) { *out = tpl_v_none(); return 0; }
     OnigRegex re = rx_compile(vm, p);
@@ -577,6 +630,14 @@ int r_any_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int want_str(tpl_vm *vm, tpl_value v)
 {
     if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
+    return 0;
+}
+
+/* A pattern argument (sub, gsub, scan, split, match?): a String or a Regexp. */
+static int want_pattern(tpl_vm *vm, tpl_value v)
+{
+    if (v.type != TPL_T_STR || (v.flags & TPL_F_CLASS_RB))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Regexp) (TypeError)", conv_name(v));
     return 0;
 }
 
@@ -753,7 +814,7 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
     if (has_repl && repl.type == TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "sub/gsub with a hash is not supported");
     if (has_repl && want_str(vm, repl) < 0) return -1;
     bool rx = pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB);
-    if (!rx && want_str(vm, pat) < 0) return -1;
+    if (!rx && want_pattern(vm, pat) < 0) return -1;
     OnigRegex re = NULL;
     OnigRegion *reg = NULL;
     if (rx) {
@@ -826,9 +887,7 @@ int r_str_gsub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a
 int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0], pat = a[1];
-    if (!(pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB))) {
-        if (want_str(vm, pat) < 0) return -1;
-    }
+    if (want_pattern(vm, pat) < 0) return -1;
     tpl_list *l = new_list(vm, 4);
     if (!l) return oom(vm);
     if (!(pat.flags & TPL_F_REGEX_RB)) {
@@ -875,8 +934,8 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value p = a[1];
-    if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
-        if (want_str(vm, p) < 0) return -1;
+    if (want_pattern(vm, p) < 0) return -1;
+    if (!(p.flags & TPL_F_REGEX_RB)) {
         *out = tpl_v_bool(has_sub(a[0], p));
         return 0;
     }
@@ -885,6 +944,13 @@ int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (r_any_match_op(vm, args, &r) < 0) return -1;
     *out = tpl_v_bool(r.type != TPL_T_NONE);
     return 0;
+}
+
+/* The groups of a split match that took part in it, pushed after the piece they end (Ruby). */
+static void push_groups(tpl_vm *vm, tpl_list *l, tpl_value s, OnigRegion *reg)
+{
+    for (int k = 1; k < reg->num_regs; k++)
+        if (reg->beg[k] >= 0) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + reg->beg[k], (size_t)(reg->end[k] - reg->beg[k])));
 }
 
 int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -919,19 +985,21 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
                     size_t k = (size_t)ms;
                     if ((size_t)ms == start) tpl_utf8_next(s.u.s, s.len, &k);
                     tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, k - start));
+                    push_groups(vm, l, s, reg);
                     start = k;
                     pos = k;
                 }
                 continue;
             }
             tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, (size_t)ms - start));
+            push_groups(vm, l, s, reg);
             start = pos = (size_t)me;
         }
         tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
         onig_region_free(reg, 1);
         onig_free(re);
     } else {
-        if (want_str(vm, a[1]) < 0) return -1;
+        if (want_pattern(vm, a[1]) < 0) return -1;
         tpl_value sep = a[1];
         size_t start = 0;
         if (sep.len == 0) {
@@ -953,9 +1021,12 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* String to Integer in `base` (2..36, or 0: from the prefix 0x 0b 0o 0d, a leading 0 meaning
+ * octal, else decimal); a prefix matching the base is skipped. strict: Integer(), which
+ * rejects anything but the number and surrounding whitespace. */
 static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *out)
 {
-    if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %d (ArgumentError)", base);
+    if (base != 0 && (base < 2 || base > 36)) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %d (ArgumentError)", base);
     size_t i = 0, n = s.len;
     const char *p = s.u.s;
     while (i < n && rb_space(p[i])) i++;
@@ -963,8 +1034,11 @@ static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *o
     if (i < n && (p[i] == '-' || p[i] == '+')) neg = p[i++] == '-';
     if (i + 1 < n && p[i] == '0') {
         char x = (char)(p[i + 1] | 0x20);
-        if ((x == 'x' && base == 16) || (x == 'b' && base == 2) || (x == 'o' && base == 8)) i += 2;
+        int pb = x == 'x' ? 16 : x == 'b' ? 2 : x == 'o' ? 8 : x == 'd' ? 10 : 0;
+        if (pb && (base == 0 || base == pb)) { base = pb; i += 2; }
+        else if (base == 0) base = 8;
     }
+    if (base == 0) base = 10;
     int64_t v = 0;
     size_t digits = 0;
     for (; i < n; i++) {
@@ -993,7 +1067,7 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
     if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
     size_t d0 = k;
     while (i < n && k < 100 && ((p[i] >= '0' && p[i] <= '9') || (p[i] == '_' && k > d0))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
-    if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9' && k > d0) {
+    if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9') {
         buf[k++] = p[i++];
         while (i < n && k < 110 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++];
     }
@@ -1179,10 +1253,20 @@ static double round_half_even(double x, double s)
     return f;
 }
 
+static double round_half_down(double x, double s)
+{
+    double f = round(x * s);
+    if (x > 0) { if ((double)((f - 0.5) / s) >= x) f -= 1; }
+    else { if ((double)((f + 0.5) / s) <= x) f += 1; }
+    return f;
+}
+
 static int64_t ipow10(int64_t n) { int64_t p = 1; while (n-- > 0 && p < INT64_MAX / 10) p *= 10; return p; }
 
-/* Integer rounding to 10**-nd (nd < 0) with mode 0 round, 1 floor, 2 ceil. */
-static int64_t int_round(int64_t x, int64_t nd, int mode, bool even)
+enum { HALF_UP, HALF_EVEN, HALF_DOWN };
+
+/* Integer rounding to 10**-nd (nd < 0) with mode 0 round (ties by `half`), 1 floor, 2 ceil. */
+static int64_t int_round(int64_t x, int64_t nd, int mode, int half)
 {
     if (nd >= 0) return x;
     if (-nd > 18) return 0;
@@ -1190,7 +1274,7 @@ static int64_t int_round(int64_t x, int64_t nd, int mode, bool even)
     if (r < 0) { q--; r += p; }
     if (mode == 1) return q * p;
     if (mode == 2) return r ? (q + 1) * p : q * p;
-    if (r * 2 > p || (r * 2 == p && (even ? (q & 1) : x >= 0))) q++;
+    if (r * 2 > p || (r * 2 == p && (half == HALF_EVEN ? (q & 1) : half == HALF_UP ? x >= 0 : x < 0))) q++;
     return q * p;
 }
 
@@ -1202,21 +1286,27 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
         if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
         nd = a[1].u.i;
     }
-    bool even = false;
+    int half = HALF_UP;
     if (mode == 0 && tpl_given(a[2]) && a[2].type == TPL_T_MAP) {
         tpl_value *h = tpl_map_get_str(a[2].u.map, "half", 4, tpl_hash_str("half", 4));
-        if (h && h->type == TPL_T_STR) {
-            if (h->len == 4 && memcmp(h->u.s, "even", 4) == 0) even = true;
-            else if (!(h->len == 2 && memcmp(h->u.s, "up", 2) == 0)) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "round: half: :%.*s is not supported", (int)h->len, h->u.s);
+        if (h && h->type != TPL_T_NONE) {
+            tpl_value hs = str_of(vm, *h);
+            if (h->type == TPL_T_STR && h->len == 4 && memcmp(h->u.s, "even", 4) == 0) half = HALF_EVEN;
+            else if (h->type == TPL_T_STR && h->len == 4 && memcmp(h->u.s, "down", 4) == 0) half = HALF_DOWN;
+            else if (!(h->type == TPL_T_STR && h->len == 2 && memcmp(h->u.s, "up", 2) == 0))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid rounding mode: %.*s (ArgumentError)", (int)hs.len, hs.u.s);
         }
     }
-    if (v.type == TPL_T_INT) { *out = tpl_v_int(int_round(v.u.i, nd, mode, even)); return 0; }
+    if (v.type == TPL_T_INT) { *out = tpl_v_int(int_round(v.u.i, nd, mode, half)); return 0; }
     double x = v.u.f;
     if (nd <= 0) {
+        /* round to 10**-nd with nd < 0 rounds the integer part (Float#round calls
+         * Integer#round on to_i); floor and ceil take the float's floor or ceil first */
         if (!isfinite(x)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity");
-        double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : even ? round_half_even(x, 1.0) : round(x);
+        double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : nd < 0 ? trunc(x)
+                 : half == HALF_EVEN ? round_half_even(x, 1.0) : half == HALF_DOWN ? round_half_down(x, 1.0) : round(x);
         if (fabs(r) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
-        *out = tpl_v_int(int_round((int64_t)r, nd, mode, even));
+        *out = tpl_v_int(int_round((int64_t)r, nd, mode, half));
         return 0;
     }
     int binexp;
@@ -1227,7 +1317,7 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
     double s = pow(10, (double)nd), r;
     if (mode == 1) { r = floor(x * s); if ((r + 1) / s <= x) r += 1; }
     else if (mode == 2) { r = ceil(x * s); if ((r - 1) / s >= x) r -= 1; }
-    else r = even ? round_half_even(x, s) : round_half_up(x, s);
+    else r = half == HALF_EVEN ? round_half_even(x, s) : half == HALF_DOWN ? round_half_down(x, s) : round_half_up(x, s);
     *out = tpl_v_float(r / s);
     return 0;
 }
@@ -1240,7 +1330,7 @@ int r_num_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (v.type == TPL_T_INT) { *out = v; return 0; }
-    if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "FloatDomainError");
+    if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(v.u.f) ? "NaN" : v.u.f > 0 ? "Infinity" : "-Infinity");
     if (fabs(v.u.f) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
     *out = tpl_v_int((int64_t)v.u.f);
     return 0;
@@ -1295,10 +1385,18 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
         l->items[0] = tpl_v_int(q);
         l->items[1] = tpl_v_int(r);
     } else {
-        double dx = dbl(x), dy = dbl(y);
-        if (dy == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
-        double q = floor(dx / dy), r = dx - q * dy;
-        l->items[0] = tpl_v_float(q);
+        /* Ruby's flodivmod; the quotient is an Integer */
+        double dx = dbl(x), dy = dbl(y), q, r;
+        if (isnan(dy)) q = r = dy;
+        else {
+            if (dy == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+            r = dx == 0.0 || (isinf(dy) && !isinf(dx)) ? dx : fmod(dx, dy);
+            q = isinf(dx) && !isinf(dy) ? dx : round((dx - r) / dy);
+            if (dy * r < 0) { r += dy; q -= 1.0; }
+        }
+        if (!isfinite(q)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(q) ? "NaN" : q > 0 ? "Infinity" : "-Infinity");
+        if (fabs(q) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        l->items[0] = tpl_v_int((int64_t)q);
         l->items[1] = tpl_v_float(r);
     }
     l->len = 2;
@@ -1487,7 +1585,7 @@ static int sort_cmp(sorter *s, tpl_value x, tpl_value y)
         if (yr != 0) { s->failed = true; if (yr > 0) tpl_vm_error(vm, TPL_ERR_TYPE, "break from a sort block is not supported"); return 0; }
         if (r.type != TPL_T_INT) {
             s->failed = true;
-            tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(x), class_name(y));
+            cmp_fail(vm, x, y);
             return 0;
         }
         return r.u.i < 0 ? -1 : r.u.i > 0;
@@ -1506,7 +1604,7 @@ static void msort(sorter *s, tpl_value *v, tpl_value *k, tpl_value *tv, tpl_valu
     msort(s, v + m, k ? k + m : NULL, tv, tk, n - m);
     uint32_t i = 0, j = m, o = 0;
     while (i < m && j < n && !s->failed) {
-        bool take_right = sort_cmp(s, k ? k[j] : v[j], k ? k[i] : v[i]) < 0;
+        bool take_right = sort_cmp(s, k ? k[i] : v[i], k ? k[j] : v[j]) > 0;
         uint32_t src = take_right ? j++ : i++;
         tv[o] = v[src];
         if (k) tk[o] = k[src];
@@ -1910,7 +2008,8 @@ int r_arr_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_rb_block blk = tpl_vm_block(vm);
     if (blk.pc) { tpl_value r; YIELD(blk, &a[1], 1, &r); *out = r; return 0; }
     if (tpl_given(a[2])) { *out = a[2]; return 0; }
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld outside of array bounds (IndexError)", (long long)a[1].u.i);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld outside of array bounds: %lld...%lld (IndexError)", (long long)a[1].u.i,
+                        -(long long)l->len, (long long)l->len);
 }
 
 int r_arr_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = 0; return 0; }
@@ -1933,7 +2032,9 @@ int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value p = l->items[i];
-        if (!is_array(p) || p.u.list->len != 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array)", class_name(p), i);
+        if (!is_array(p)) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array) (TypeError)", class_name(p), i);
+        if (p.u.list->len != 2)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong array length at %u (expected 2, was %u) (ArgumentError)", i, p.u.list->len);
         if (!tpl_map_set(A(vm), m, p.u.list->items[0], p.u.list->items[1])) return oom(vm);
     }
     *out = tpl_v_map(m);
@@ -2078,7 +2179,17 @@ int r_range_cover_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out =
 int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (!tpl_given(a[1])) { *out = a[0].u.list->items[0]; return 0; }
+    tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
     tpl_list *l;
+    if (e.type == TPL_T_NONE && b.type == TPL_T_INT && a[1].type == TPL_T_INT) {
+        /* the first n of an endless range */
+        if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (or size too big) (ArgumentError)");
+        if (a[1].u.i > 10000000 || b.u.i > INT64_MAX - a[1].u.i) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+        if (!(l = new_list(vm, (uint32_t)a[1].u.i))) return oom(vm);
+        for (int64_t i = 0; i < a[1].u.i; i++) l->items[l->len++] = tpl_v_int(b.u.i + i);
+        *out = tpl_v_list(l);
+        return 0;
+    }
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_value args[2] = { tpl_v_list(l), a[1] };
     return r_arr_first(vm, args, out);
@@ -2086,7 +2197,9 @@ int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_range_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (!tpl_given(a[1]) && !a[0].u.list->items[2].u.i) { *out = a[0].u.list->items[1]; return 0; }
+    if (a[0].u.list->items[1].type == TPL_T_NONE)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the last element of endless range (RangeError)");
+    if (!tpl_given(a[1])) { *out = a[0].u.list->items[1]; return 0; }   /* the end, even of a ... range */
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_value args[2] = { tpl_v_list(l), a[1] };
@@ -2122,6 +2235,20 @@ int r_range_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
+    bool excl = a[0].u.list->items[2].u.i != 0;
+    if (!is_num(b)) { *out = tpl_v_none(); return 0; }   /* only numeric ranges have a size */
+    if (b.type == TPL_T_INT && (e.type == TPL_T_NONE || (e.type == TPL_T_FLOAT && isinf(e.u.f) && e.u.f > 0))) {
+        *out = tpl_v_float(INFINITY);
+        return 0;
+    }
+    if (b.type == TPL_T_INT && is_num(e)) {
+        double hi = e.type == TPL_T_INT ? (double)e.u.i : floor(e.u.f);
+        if (excl && hi == dbl(e)) hi -= 1;
+        double n = hi - (double)b.u.i + 1;
+        *out = tpl_v_int(n > 0 ? (int64_t)n : 0);
+        return 0;
+    }
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
     *out = tpl_v_int(l->len);
@@ -2162,7 +2289,8 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             double x = dbl(a), y = dbl(b);
             if (op == '/') { *out = tpl_v_float(x / y); return 1; }
             if (op == '%') {
-                double m = y == 0.0 ? NAN : fmod(x, y);
+                if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+                double m = fmod(x, y);
                 if (y != 0.0 && m != 0.0 && ((m < 0) != (y < 0))) m += y;
                 *out = tpl_v_float(m);
                 return 1;
@@ -2224,14 +2352,7 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
     bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
     if (plain_num(a) && plain_num(b)) return 0;
     if (sa && sb) return 0;
-    if (plain_num(a) || sa) {
-        tpl_sb b2;
-        tpl_sb_init(&b2, A(vm));
-        tpl_rb_inspect(&b2, b);
-        if (b.type == TPL_T_NONE || b.type == TPL_T_BOOL || b.type == TPL_T_LIST || b.type == TPL_T_MAP)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)b2.len, b2.p ? b2.p : "");
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
-    }
+    if (plain_num(a) || sa) return cmp_fail(vm, a, b);
     return no_method(vm, a, op, strlen(op));
 }
 
@@ -2254,7 +2375,7 @@ int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!blk.pc) { *out = tpl_v_list(r); return 0; }
     tpl_value v;
     for (uint32_t i = 0; i < r->len; i++) YIELD(blk, &r->items[i], 1, &v);
-    *out = tpl_v_none();
+    *out = a[0];   /* Ruby 3.1: the receiver */
     return 0;
 }
 

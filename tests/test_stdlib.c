@@ -3885,6 +3885,12 @@ static const tcase cases[] = {
      NULL, "No test named 'nope'.", NULL},
     {"{{ [1]|map('nope')|list }}", 75, 0, 0,
      NULL, "No filter named 'nope'.", NULL},
+    {"{{ lipsum(2, false, 5, 6).split()|length }}|{{ lipsum(0) }}|{{ lipsum(1, false, 3, 4).endswith('.') }}|{{ lipsum(3, false).split('\\n\\n')|length }}|{{ lipsum(1)[:3] }}|{{ lipsum(2, true, 5, 6).count('<p>') }}|{{ lipsum(1, false, 0, 1) }}|{{ lipsum(1, false, 1, 2)[0] is upper }}|{{ lipsum(2, min=4, max=5, html=false).split()|length }}", 75, 0, 0,
+     "10||True|3|<p>|2|.|True|8", NULL, "g:lipsum"},
+    {"{{ lipsum(1, false, 5, 5) }}", 75, 0, 0,
+     NULL, "empty range for randrange() (5, 5, 0)", "g:lipsum"},
+    {"{{ lipsum(1, false, 7, 3) }}", 75, 0, 0,
+     NULL, "empty range for randrange() (7, 3, -4)", "g:lipsum"},
 };
 
 static void put_escaped(FILE *out, const char *s, size_t n)

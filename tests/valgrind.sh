@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 b=${1:-build}
 vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect)
 passed=0 failed=0
-for t in test_core test_runtime test_stdlib; do
+for t in test_core test_runtime test_stdlib test_erb; do
   if "${vg[@]}" "$b/tests/$t" >/tmp/tpl-vg-$t.log 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL valgrind $t"; tail -20 /tmp/tpl-vg-$t.log; fi
 done
 wrap=$(mktemp)
