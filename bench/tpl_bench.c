@@ -110,10 +110,7 @@ static tb_state *tb_setup(tpl_syntax syn, const char *ctx, size_t len, char **er
     tb_state *st = calloc(1, sizeof *st);
     if (!st || !(st->r = tpl_render_new(NULL))) { *err = strdup("out of memory"); free(st); return NULL; }
     st->syntax = syn;
-    if (tpl_render_set_state_json(st->r, ctx, len) != TPL_OK) {
-        *err = tb_msg("state", tpl_render_error(st->r));
-        return st;
-    }
+    /* the facts first: jansson's tree of the whole context is gone before tpl builds the state */
     json_t *j = json_loadb(ctx, len, 0, NULL);
     json_t *mem = j ? json_object_get(j, "memory") : NULL;
     size_t i;
@@ -122,10 +119,13 @@ static tb_state *tb_setup(tpl_syntax syn, const char *ctx, size_t len, char **er
         if (json_is_string(f) &&
             tpl_render_add_fact(st->r, json_string_value(f), json_string_length(f)) != TPL_OK) {
             *err = tb_msg("fact", tpl_render_error(st->r));
-            break;
+            json_decref(j);
+            return st;
         }
     }
     json_decref(j);
+    if (tpl_render_set_state_json(st->r, ctx, len) != TPL_OK)
+        *err = tb_msg("state", tpl_render_error(st->r));
     return st;
 }
 
