@@ -14,6 +14,7 @@
 #define TPL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -197,6 +198,11 @@ void tpl_render_free(tpl_render *r);
  * dropped. Returns TPL_ERR_STATE with the JSON's own line and column in the render's error on
  * invalid JSON or when the top level is not an object. */
 tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);
+/* As tpl_render_set_state_json, reading the JSON from f (borrowed; read to the end of the
+ * document, not closed) through a stdio buffer: the text is never whole in memory, which keeps
+ * the peak of a large state down (tplc --state uses it). Errors as tpl_render_set_state_json;
+ * a read error is TPL_ERR_STATE too. */
+tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f);
 /* Adds a fact that memory told this call (borrowed; copied). remembers(words) is true when some
  * fact contains words (both NFC-normalised, case-sensitive). */
 tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);

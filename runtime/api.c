@@ -101,7 +101,9 @@ static tpl_status fail(tpl_vm *vm, tpl_status st, const char *msg)
     return st;
 }
 
-/* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). */
+/* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). Each
+ * member is released from j once converted (replaced by null), so the jansson tree and its copy
+ * are never both whole in memory: what the tree frees, the arena's next chunks can reuse. */
 bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
 {
     if (depth > 512) return false;
@@ -118,6 +120,8 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
             if (!ks || !tpl_value_from_json(a, v, &vv, depth + 1)) return false;
             kv = tpl_v_str(ks, klen);
             if (!tpl_map_set(a, m, kv, vv)) return false;
+            if (json_is_object(v) || json_is_array(v) || json_is_string(v))
+                json_object_setn_new_nocheck(j, k, klen, json_null()); /* in place: the iteration goes on */
         }
         *out = tpl_v_map(m);
         return true;
@@ -126,8 +130,11 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
         size_t n = json_array_size(j);
         tpl_list *l = tpl_list_new(a, (uint32_t)n);
         if (!l) return false;
-        for (size_t i = 0; i < n; i++)
-            if (!tpl_value_from_json(a, json_array_get(j, i), &l->items[i], depth + 1)) return false;
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = json_array_get(j, i);
+            if (!tpl_value_from_json(a, v, &l->items[i], depth + 1)) return false;
+            if (json_is_object(v) || json_is_array(v) || json_is_string(v)) json_array_set_new(j, i, json_null());
+        }
         l->len = (uint32_t)n;
         *out = tpl_v_list(l);
         return true;
@@ -147,16 +154,14 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
     }
 }
 
-tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
+/* The state from a parsed document (NULL: je says why); j is consumed. */
+static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
 {
-    tpl_vm *vm = &r->vm;
     clear_error(vm);
-    json_error_t je;
-    json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!j) {
-        fail(vm, TPL_ERR_STATE, je.text);
-        vm->err.line = je.line > 0 ? (uint32_t)je.line : 1;
-        vm->err.column = je.column > 0 ? (uint32_t)je.column : 1;
+        fail(vm, TPL_ERR_STATE, je->text);
+        vm->err.line = je->line > 0 ? (uint32_t)je->line : 1;
+        vm->err.column = je->column > 0 ? (uint32_t)je->column : 1;
         return TPL_ERR_STATE;
     }
     if (!json_is_object(j)) {
@@ -170,6 +175,20 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
     vm->state = v;
     return TPL_OK;
+}
+
+tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
+{
+    json_error_t je;
+    json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    return set_state(&r->vm, j, &je);
+}
+
+tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
+{
+    json_error_t je;
+    json_t *j = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    return set_state(&r->vm, j, &je);
 }
 
 static bool facts_init(tpl_vm *vm)

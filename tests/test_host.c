@@ -288,8 +288,41 @@ static void test_allocator(void)
     tpl_program_free(p);
 }
 
+/* tpl_render_set_state_file: the same state as from text, the same errors with line and column. */
+static void test_state_file(void)
+{
+    tpl_program *p = compile("s.jinja", "{{ a.b[1] }} {{ s }} {{ xs | length }}", NULL);
+    tpl_render *r = tpl_render_new(NULL);
+    const char *out;
+    size_t n;
+    FILE *f = tmpfile();
+    fputs("{\"a\": {\"b\": [1, \"two\"]}, \"s\": \"caf\u00e9\", \"xs\": [[], {}, null]}\n", f);
+    rewind(f);
+    CHECK(tpl_render_set_state_file(r, f) == TPL_OK, "state from a file");
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK && strcmp(out, "two caf\xc3\xa9 3") == 0, "rendered: %s", out);
+    fclose(f);
+    f = tmpfile();
+    fputs("{\"a\": 1,\n  \"b\": }", f);
+    rewind(f);
+    CHECK(tpl_render_set_state_file(r, f) == TPL_ERR_STATE, "invalid JSON");
+    const tpl_error *e = tpl_render_error(r);
+    CHECK(e->line == 2 && e->column == 8, "located at 2:8 (%u:%u)", e->line, e->column);
+    fclose(f);
+    f = tmpfile();
+    fputs("[1, 2]", f);
+    rewind(f);
+    CHECK(tpl_render_set_state_file(r, f) == TPL_ERR_STATE && strstr(tpl_render_error(r)->message, "object"),
+          "the top level must be an object");
+    fclose(f);
+    /* a failed load keeps nothing half-set: the previous good state still renders */
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK, "render after failed loads");
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
 int main(void)
 {
+    test_state_file();
     test_remembers();
     test_host_funcs();
     test_allocator();

@@ -362,6 +362,22 @@ static int load_state(const opts *o, tpl_render *r)
     const char *path = o->state ? o->state : o->golden;
     if (!path) return 0;
     size_t len;
+    if (!o->golden && strcmp(path, "-") != 0) {
+        /* parsed from the file's stream: the text is read again only to show an error */
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            tpl_status st = tpl_render_set_state_file(r, f);
+            bool rerr = ferror(f);
+            fclose(f);
+            if (st == TPL_OK) return 0;
+            char *text = rerr ? NULL : read_file(path, &len);
+            if (text) {
+                print_json_error(path, text, len, tpl_render_error(r));
+                free(text);
+                return EXIT_TEMPLATE;
+            }
+        }
+    }
     char *text = read_file(path, &len);
     if (!text) {
         fprintf(stderr, "%s: error: cannot read state: %s\n", path, strerror(errno ? errno : EIO));
