@@ -1229,7 +1229,7 @@ static bool pure_lookup(const tpl_node *n, int depth)
 {
     if (depth > 8) return false;
     switch (n->kind) {
-    case TPL_N_NAME: return true;
+    case TPL_N_NAME: case TPL_N_RIVAR: return true;
     case TPL_N_GETATTR: return pure_lookup(n->a, depth + 1);
     case TPL_N_GETITEM:
         return n->b && n->b->kind == TPL_N_CONST && (n->b->val.type == TPL_T_STR || n->b->val.type == TPL_T_INT) &&
@@ -1242,7 +1242,7 @@ static bool same_lookup(const tpl_node *x, const tpl_node *y)
 {
     if (x->kind != y->kind) return false;
     switch (x->kind) {
-    case TPL_N_NAME: return x->val.len == y->val.len && memcmp(x->val.u.s, y->val.u.s, x->val.len) == 0;
+    case TPL_N_NAME: case TPL_N_RIVAR: return x->val.len == y->val.len && memcmp(x->val.u.s, y->val.u.s, x->val.len) == 0;
     case TPL_N_GETATTR:
         return x->val.len == y->val.len && memcmp(x->val.u.s, y->val.u.s, x->val.len) == 0 && same_lookup(x->a, y->a);
     case TPL_N_GETITEM:
@@ -1276,11 +1276,12 @@ static bool str_cases(tpl_comp *c, const tpl_node *cond, const tpl_node **subj, 
 }
 
 /* `{% if E == 'a' %}…{% elif E == 'b' or E == 'c' %}…{% else %}…{% endif %}` (two branches or
- * more, E a pure lookup): E, then SWITCH_STR over the strings, straight into the body of the first
- * branch naming E's string. The chain itself follows the jump table, unchanged: a value that is
- * not a string (undefined, a number, Markup) runs it, with its exact semantics and errors.
- * Emits nothing and returns false when n starts no such chain. */
-static bool if_switch(tpl_comp *c, tpl_node *n)
+ * more, E a pure lookup; ERB's `if e == "a"` … `elsif` alike): E, then SWITCH_STR over the
+ * strings, straight into the body of the first branch naming E's string. The chain itself follows
+ * the jump table, unchanged: a value that is not a string (undefined, nil, a number, Markup) runs
+ * it, with its exact semantics and errors. The syntax's front end compiles expressions and bodies
+ * (cond, body, with ctx). Emits nothing and returns false when n starts no such chain. */
+bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, void *ctx)
 {
     enum { MAX_BRANCHES = 32 };
     tpl_node *ifs[MAX_BRANCHES];
@@ -1304,31 +1305,41 @@ static bool if_switch(tpl_comp *c, tpl_node *n)
     if (nsw < 2) return false;
     tpl_value lv = tpl_v_list(lits);
     lv.flags = TPL_F_TUPLE;
-    bool soft = c->soft;
-    c->soft = true;
+    cond(ctx, (tpl_node *)subj);
     c->cur_off = subj->off;
-    expr(c, (tpl_node *)subj);
     emit(c, TPL_OP_SWITCH_STR, add_const(c, lv), -1);
     uint32_t table = here(c);
     for (uint32_t i = 0; i <= lits->len; i++) emit(c, TPL_OP_JUMP, 0, 0);
     uint32_t at[MAX_BRANCHES], jend[MAX_BRANCHES];
     int nend = 0;
     for (int i = 0; i < nsw; i++) {
+        cond(ctx, ifs[i]->a);
         c->cur_off = ifs[i]->off;
-        expr(c, ifs[i]->a);
         uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
         at[i] = here(c);
-        body(c, ifs[i]->b);
+        body_fn(ctx, ifs[i]->b);
         if (i < nsw - 1 || ifs[i]->c) jend[nend++] = emit(c, TPL_OP_JUMP, 0, 0);
         patch_a(c, jf, here(c));
     }
     uint32_t deflt = here(c);
-    if (ifs[nsw - 1]->c) body(c, ifs[nsw - 1]->c); /* else, or the elifs the table left out */
+    if (ifs[nsw - 1]->c) body_fn(ctx, ifs[nsw - 1]->c); /* else, or the elifs the table left out */
     for (int i = 0; i < nend; i++) patch_a(c, jend[i], here(c));
     patch_a(c, table, deflt);
     for (uint32_t i = 0; i < lits->len; i++) patch_a(c, table + 1 + i, at[owner[i]]);
-    c->soft = soft;
     return true;
+}
+
+static void switch_expr(void *c, tpl_node *n) { expr(c, n); }
+static void switch_body(void *c, tpl_node *n) { body(c, n); }
+
+/* Jinja's if/elif chain as SWITCH_STR (conditions and bodies soft, as an if's). */
+static bool if_switch(tpl_comp *c, tpl_node *n)
+{
+    bool soft = c->soft;
+    c->soft = true;
+    bool done = tpl_c_if_switch(c, n, switch_expr, switch_body, c);
+    c->soft = soft;
+    return done;
 }
 
 static void stmt_for(tpl_comp *c, tpl_node *n)

@@ -30,6 +30,11 @@ uint32_t tpl_c_const(tpl_comp *c, tpl_value v);         /* constant index (strin
 uint32_t tpl_c_name(tpl_comp *c, tpl_value s);          /* name index (hash precomputed) */
 void tpl_c_expr(tpl_comp *c, tpl_node *n);
 void tpl_c_body(tpl_comp *c, tpl_node *n);
+/* An if/elif chain comparing one pure lookup with string literals as a SWITCH_STR jump table
+ * (compile.c); the front end's own expression and body compilers are called with ctx. False
+ * (nothing emitted) when n starts no such chain. */
+typedef void (*tpl_c_fn)(void *ctx, tpl_node *n);
+bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body, void *ctx);
 void tpl_c_text(tpl_comp *c, const char *s, size_t n);  /* output text (merged with neighbours) */
 uint32_t tpl_c_declare(tpl_comp *c, tpl_value name);    /* a variable of the innermost scope */
 uint32_t tpl_c_slot(tpl_comp *c);                      /* an anonymous slot */

@@ -309,8 +309,13 @@ static void case_(erb_low *L, tpl_node *n, bool value)
     for (int i = 0; i < nends; i++) tpl_c_patch(C, ends[i], end);
 }
 
+static void switch_expr(void *L, tpl_node *n) { expr(L, n); }
+static void switch_body(void *L, tpl_node *n) { body(L, n); }
+
 static void if_(erb_low *L, tpl_node *n, bool value)
 {
+    /* if x == "a" … elsif x == "b" || x == "c" … as a SWITCH_STR jump table (statements only) */
+    if (!value && tpl_c_if_switch(C, n, switch_expr, switch_body, L)) return;
     tpl_node *cond = n->a;
     while (cond->kind == TPL_N_UNOP && cond->op == TPL_AOP_NOT) cond = cond->a;
     if (cond->kind == TPL_N_RREGEX) {
