@@ -118,6 +118,8 @@ static int sop(const tpl_comp *c, int op)
     case TPL_OP_DIV_PY: return TPL_OP_DIV_RB;
     case TPL_OP_CONCAT: return TPL_OP_CONCAT_RB;
     case TPL_OP_TIDY_PY: return TPL_OP_TIDY_RB;
+    case TPL_OP_ADDS: return TPL_OP_ADDS_RB;
+    case TPL_OP_PRINT_ADDS: return TPL_OP_PRINT_ADDS_RB;
     default: return op;
     }
 }

@@ -309,6 +309,18 @@ static void case_(erb_low *L, tpl_node *n, bool value)
     for (int i = 0; i < nends; i++) tpl_c_patch(C, ends[i], end);
 }
 
+/* The operands of a left-leaning chain of + (a + b + c): how many; compiled when emit is set. */
+static uint32_t add_chain(erb_low *L, tpl_node *n, bool emit)
+{
+    if (n->kind != TPL_N_BINOP || n->op != TPL_AOP_ADD) {
+        if (emit) expr(L, n);
+        return 1;
+    }
+    uint32_t k = add_chain(L, n->a, emit);
+    if (emit) expr(L, n->b);
+    return k + 1;
+}
+
 static void switch_expr(void *L, tpl_node *n) { expr(L, n); }
 static void switch_body(void *L, tpl_node *n) { body(L, n); }
 
@@ -415,6 +427,15 @@ static void expr(erb_low *L, tpl_node *n)
         call(L, n, true);
         return;
     case TPL_N_BINOP: {
+        uint32_t nadd = add_chain(L, n, false);
+        if (nadd >= 3) {
+            /* a + b + c ...: one ADDS_RB (plain strings joined in one step, else + pairwise; an
+             * error is located at the last +) */
+            add_chain(L, n, true);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_ADDS, nadd, 1 - (int)nadd);
+            return;
+        }
         expr(L, n->a);
         expr(L, n->b);
         tpl_c_at(C, n->off);
@@ -562,6 +583,13 @@ static void stmt(erb_low *L, tpl_node *n)
         tpl_node *e = n->a;
         if (e->kind == TPL_N_RSTMTS && e->b && !e->b->next) e = e->b;
         if (e->kind == TPL_N_CONST && e->val.type == TPL_T_STR) { tpl_c_text(C, e->val.u.s, e->val.len); return; }
+        uint32_t nadd = add_chain(L, e, false);
+        if (nadd >= 3) { /* (an error in the chain is located at its last +) */
+            add_chain(L, e, true);
+            tpl_c_at(C, e->off);
+            tpl_c_emit(C, TPL_OP_PRINT_ADDS, nadd, -(int)nadd);
+            return;
+        }
         expr(L, e);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_PRINT_PY, 0, -1);

@@ -820,6 +820,27 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result);
 
+int tpl_vm_call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                        tpl_value *out)
+{
+    return call_builtin(vm, id, pos, npos, kwn, kwv, nkw, out);
+}
+
+int tpl_vm_method_find(tpl_vm *vm, tpl_builtin_kind kind, const char *name, size_t n)
+{
+    if (n > 0xFFFF) return tpl_builtin_find(kind, name, n);
+    uintptr_t h = ((uintptr_t)name >> 3) * 31u + (uintptr_t)kind;
+    struct tpl_method_memo *e = &vm->method_memo[h % (sizeof vm->method_memo / sizeof vm->method_memo[0])];
+    if (e->gen == vm->gen && e->name == name && e->len == n && e->kind == kind) return e->id;
+    int id = tpl_builtin_find(kind, name, n);
+    e->name = name;
+    e->gen = vm->gen;
+    e->len = (uint16_t)n;
+    e->kind = (uint8_t)kind;
+    e->id = (int16_t)id;
+    return id;
+}
+
 void tpl_vm_init_builtins(tpl_vm *vm)
 {
     memset(vm->bind_lo, BIND_UNKNOWN, sizeof vm->bind_lo);
@@ -1355,17 +1376,21 @@ top:
         NEXT(0);
     }
     CASE(ADDS)
-    CASE(PRINT_ADDS) {
+    CASE(PRINT_ADDS)
+    CASE(ADDS_RB)
+    CASE(PRINT_ADDS_RB) {
         /* a + b + c ...: plain strings concatenate in one step; anything else adds pairwise */
         tpl_value *args = sp - a;
         bool plain = true;
         size_t total = 0;
         for (uint32_t i = 0; i < a; i++) {
-            if (args[i].type != TPL_T_STR || (args[i].flags & TPL_F_SAFE)) { plain = false; break; }
+            if (args[i].type != TPL_T_STR || (args[i].flags & (TPL_F_SAFE | TPL_F_SYMBOL))) { plain = false; break; }
             total += args[i].len;
         }
         sp = args;
-        bool print = TPL_INSN_OP(w) == TPL_OP_PRINT_ADDS;
+        uint32_t op = TPL_INSN_OP(w);
+        bool print = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
+        bool rb = op == TPL_OP_ADDS_RB || op == TPL_OP_PRINT_ADDS_RB;
         if (plain && print) {
             for (uint32_t i = 0; i < a; i++)
                 if (out_put(vm, args[i].u.s, args[i].len) < 0) goto fail;
@@ -1380,11 +1405,22 @@ top:
             r = tpl_v_str(s, total);
         } else {
             r = args[0];
-            for (uint32_t i = 1; i < a; i++)
-                if (binop(vm, TPL_OP_ADD, r, args[i], &r) < 0) goto fail;
+            for (uint32_t i = 1; i < a; i++) {
+                int h = rb ? tpl_rb_arith(vm, '+', r, args[i], &r) : 0; /* as ADD_RB */
+                if (h < 0 || (h == 0 && binop(vm, TPL_OP_ADD, r, args[i], &r) < 0)) goto fail;
+            }
         }
-        if (print) { if (print_py(vm, r) < 0) goto fail; }
-        else *sp++ = r;
+        if (print && rb) {
+            tpl_sb b;
+            tpl_sb_init(&b, &vm->arena);
+            tpl_rb_to_s(&b, r);
+            if (b.failed) { oom(vm); goto fail; }
+            if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
+        } else if (print) {
+            if (print_py(vm, r) < 0) goto fail;
+        } else {
+            *sp++ = r;
+        }
         NEXT(0);
     }
     CASE(GETITEM) {
@@ -1877,7 +1913,7 @@ top:
     CASE(GETITEM_STR_RB) {
         tpl_value obj = sp[-1];
         if (obj.type == TPL_T_MAP) {
-            tpl_value *hit = tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            tpl_value *hit = tpl_map_find_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
             sp[-1] = hit ? *hit : tpl_v_none();
             NEXT(0);
         }
@@ -2031,6 +2067,7 @@ int tpl_vm_run(tpl_vm *vm)
     const tpl_program *p = vm->p;
     if (p->nslots > TPL_VM_SLOTS || p->max_stack > TPL_VM_STACK) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many variables");
     vm->stack_top = 0;
+    if (++vm->gen == 0) { memset(vm->method_memo, 0, sizeof vm->method_memo); vm->gen = 1; } /* wrapped */
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->slot_top = p->nslots;
     vm->depth = 0;

@@ -68,6 +68,10 @@ struct tpl_vm {
     struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
 
     tpl_rb_block rb_block;  /* ERB: the block of the Ruby method being called */
+    /* ERB method lookups of this render (tpl_vm_method_find): direct-mapped by the name's
+     * address, which is stable for a render; entries of earlier renders (other gen) are stale */
+    struct tpl_method_memo { const char *name; uint32_t gen; uint16_t len; uint8_t kind; int16_t id; } method_memo[64];
+    uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     bool rb_broke;          /* ERB: the last block ended with `break` */
     tpl_error err;          /* last error; strings point into the buffers below */

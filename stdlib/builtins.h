@@ -57,6 +57,15 @@ bool tpl_builtin_signature(int id, tpl_builtin_sig *sig);
 /* Finds a builtin by kind and name; -1 when there is none. For TPL_BK_TEST the operator
  * aliases Jinja2 registers ("==", "!=", "<", "<=", ">", ">=") are found too. */
 int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n);
+/* tpl_builtin_find, remembered for the rest of the render (runtime/vm.c): ERB method calls look
+ * their method up by name on each call (the receiver's kind is known only then). name must stay
+ * valid and unchanged for the render (program names and arena strings do). */
+int tpl_vm_method_find(tpl_vm *vm, tpl_builtin_kind kind, const char *name, size_t n);
+/* Calls builtin id with positional arguments pos (npos) and keyword arguments (nkw names kwn,
+ * values kwv) into *out, binding them as the VM's FILTER/CALL do (positional-only calls without
+ * parsing the signature). Returns 0 or -1 with the render's error set. (runtime/vm.c) */
+int tpl_vm_call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                        tpl_value *out);
 /* The builtin ids a name can mean, in one pass over the table (first entry of each kind wins, as in
  * tpl_builtin_find): global[0] = GLOBAL, bk[0..2] = STR, MAP, LIST methods; -1 = none. */
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3]);

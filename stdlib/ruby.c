@@ -401,9 +401,7 @@ static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos
     if (npos >= TPL_MAX_PARAMS) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments (ArgumentError)");
     pos[0] = self;
     if (npos) mcpy(pos + 1, args, (size_t)npos * sizeof *args);
-    tpl_value a[TPL_MAX_PARAMS];
-    if (tpl_builtin_bind(vm, id, pos, npos + 1, kwn, kwv, nkw, a) < 0) return -1;
-    return tpl_builtin(id)->fn(vm, a, out);
+    return tpl_vm_call_builtin(vm, id, pos, npos + 1, kwn, kwv, nkw, out);
 }
 
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
@@ -419,7 +417,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     tpl_builtin_kind k[3];
     int nk = kinds_for(self, k);
     for (int i = 0; i < nk; i++) {
-        int id = tpl_builtin_find(k[i], name, n);
+        int id = tpl_vm_method_find(vm, k[i], name, n);
         if (id < 0) continue;
         if (k[i] == TPL_BK_RARR && !is_array(self)) {
             if (!enumerable(name, n)) break;
@@ -433,7 +431,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
         }
         return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
     }
-    int id = tpl_builtin_find(TPL_BK_RANY, name, n);
+    int id = tpl_vm_method_find(vm, TPL_BK_RANY, name, n);
     if (id >= 0) return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
     return no_method(vm, self, name, n);
 }
