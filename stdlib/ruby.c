@@ -14,6 +14,12 @@
 
 /* memcpy that accepts n == 0 with NULL pointers (empty lists have no items). */
 static void mcpy(void *d, const void *s, size_t n) { if (n) memcpy(d, s, n); }
+/* n values from s[si..] to d[di..]; nothing (no pointer arithmetic either) when n is 0, as an
+ * empty list's items may be NULL. */
+static void mcpy_items(tpl_value *d, size_t di, const tpl_value *s, size_t si, size_t n)
+{
+    if (n) memcpy(d + di, s + si, n * sizeof *d);
+}
 
 static int oom(tpl_vm *vm) { return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory"); }
 
@@ -1472,7 +1478,7 @@ int r_arr_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
     if (!r) return oom(vm);
-    mcpy(r->items, l->items + (l->len - n), n * sizeof *r->items);
+    mcpy_items(r->items, 0, l->items, l->len - n, n);
     r->len = n;
     *out = tpl_v_list(r);
     return 0;
@@ -1723,7 +1729,7 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             tpl_list *m = new_list(vm, acc.u.list->len + v.u.list->len);
             if (!m) return oom(vm);
             mcpy(m->items, acc.u.list->items, acc.u.list->len * sizeof *m->items);
-            mcpy(m->items + acc.u.list->len, v.u.list->items, v.u.list->len * sizeof *m->items);
+            mcpy_items(m->items, acc.u.list->len, v.u.list->items, 0, v.u.list->len);
             m->len = acc.u.list->len + v.u.list->len;
             acc = tpl_v_list(m);
             continue;
@@ -1916,7 +1922,7 @@ int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *r = new_list(vm, l->len + items->len);
     if (!r) return oom(vm);
     mcpy(r->items, l->items, l->len * sizeof *r->items);
-    mcpy(r->items + l->len, items->items, items->len * sizeof *r->items);
+    mcpy_items(r->items, l->len, items->items, 0, items->len);
     r->len = l->len + items->len;
     *out = tpl_v_list(r);
     return 0;
@@ -1931,7 +1937,7 @@ int r_arr_drop(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t k = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, l->len - k);
     if (!r) return oom(vm);
-    mcpy(r->items, l->items + k, (l->len - k) * sizeof *r->items);
+    mcpy_items(r->items, 0, l->items, k, l->len - k);
     r->len = l->len - k;
     *out = tpl_v_list(r);
     return 0;
@@ -1977,7 +1983,7 @@ int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     tpl_list *r = new_list(vm, (uint32_t)n);
     if (!r) return oom(vm);
-    mcpy(r->items, l->items + b, (size_t)n * sizeof *r->items);
+    mcpy_items(r->items, 0, l->items, (size_t)b, (size_t)n);
     r->len = (uint32_t)n;
     *out = tpl_v_list(r);
     return 0;
@@ -2365,7 +2371,7 @@ int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
         uint32_t m = l->len - i < k ? l->len - i : k;
         tpl_list *g = new_list(vm, m);
         if (!g) return oom(vm);
-        mcpy(g->items, l->items + i, m * sizeof *g->items);
+        mcpy_items(g->items, 0, l->items, i, m);
         g->len = m;
         r->items[r->len++] = tpl_v_list(g);
     }
