@@ -71,8 +71,9 @@ struct tpl_comp {
     tpl_name *names;
     size_t nnames, ncap;
     tpl_map *nindex;         /* name -> index */
-    tpl_span *spans;
+    tpl_span *spans;         /* while compiling: (pc, source offset, 0); see resolve_spans */
     size_t nspans, scap;
+    uint32_t span_last;      /* offset of the last add_span call */
     uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
     uint32_t lc_col;         /* code points from lc_bol to lc_off */
     tpl_macro_desc *macros;
@@ -300,21 +301,90 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
     *col = c->lc_col + 1;
 }
 
+/* Records where the instruction at pc comes from: its source offset now, its line and column
+ * in resolve_spans (tpl_comp_finish). A call at the offset of the previous call records nothing:
+ * resolve_spans would drop it anyway (its line and column are the last span's). */
 static void add_span(tpl_comp *c, uint32_t pc)
 {
-    uint32_t line, col;
-    span_linecol(c, c->span_locked ? c->span_off : c->cur_off, &line, &col);
-    if (c->nspans && c->spans[c->nspans - 1].line == line && c->spans[c->nspans - 1].col == col) return;
-    if (c->nspans && c->spans[c->nspans - 1].pc == pc) {
-        c->spans[c->nspans - 1].line = line;
-        c->spans[c->nspans - 1].col = col;
-        return;
-    }
+    uint32_t off = c->span_locked ? c->span_off : c->cur_off;
+    if (c->nspans && off == c->span_last) return;
     if (!grow((void **)&c->spans, &c->scap, c->nspans + 1, sizeof *c->spans)) {
         cerror(c, c->cur_off, "out of memory");
         return;
     }
-    c->spans[c->nspans++] = (tpl_span){ pc, line, col };
+    c->spans[c->nspans++] = (tpl_span){ pc, off, 0 };
+    c->span_last = off;
+}
+
+/* True when s[0..n) is all ASCII (a loop compilers vectorise). */
+static bool all_ascii(const char *s, size_t n)
+{
+    unsigned char acc = 0;
+    for (size_t i = 0; i < n; i++) acc |= (unsigned char)s[i];
+    return acc < 0x80;
+}
+
+#define LS_WIDE 0x80000000u  /* line_starts: the line is not all ASCII */
+
+/* The start of every line of s[0..n), each flagged LS_WIDE when its line holds a non-ASCII byte
+ * (malloc'd; NULL when out of memory or too large to flag). */
+static uint32_t *line_starts(const char *s, size_t n, size_t *count)
+{
+    if (n >= LS_WIDE) return NULL;
+    bool ascii = all_ascii(s, n);
+    size_t nls = 0, cap = 0;
+    uint32_t *ls = NULL;
+    for (size_t b = 0;;) {
+        const char *nl = memchr(s + b, '\n', n - b);
+        size_t e = nl ? (size_t)(nl - s) : n;
+        if (!grow((void **)&ls, &cap, nls + 1, sizeof *ls)) { free(ls); return NULL; }
+        ls[nls++] = (uint32_t)b | (ascii || all_ascii(s + b, e - b) ? 0 : LS_WIDE);
+        if (!nl) break;
+        b = e + 1;
+    }
+    *count = nls;
+    return ls;
+}
+
+/* Turns the recorded (pc, offset) pairs into the span table, in place: each offset becomes its
+ * line and column; a span with the line and column of the one before is dropped, and of two
+ * spans at one pc the later wins. Lines are found in a table of line starts; on an all-ASCII
+ * line the column is the byte distance, else span_linecol counts code points (the table keeps
+ * its cursor where span_linecol would have left it, so both give what it alone would). */
+static void resolve_spans(tpl_comp *c)
+{
+    const char *s = c->src;
+    size_t n = c->srclen;
+    size_t nls = 0;
+    uint32_t *ls = line_starts(s, n, &nls);
+    size_t out = 0, li = 0;
+    for (size_t i = 0; i < c->nspans; i++) {
+        uint32_t pc = c->spans[i].pc, off = c->spans[i].line, line, col;
+        if (off > n) off = (uint32_t)n;
+        if (ls) {
+            while (li + 1 < nls && (ls[li + 1] & ~LS_WIDE) <= off) li++;
+            while (li > 0 && (ls[li] & ~LS_WIDE) > off) li--;
+        }
+        if (ls && !(ls[li] & LS_WIDE)) {
+            line = (uint32_t)li + 1;
+            col = off - ls[li] + 1;
+            c->lc_off = off;
+            c->lc_line = line;
+            c->lc_bol = ls[li];
+            c->lc_col = col - 1;
+        } else {
+            span_linecol(c, off, &line, &col);
+        }
+        if (out && c->spans[out - 1].line == line && c->spans[out - 1].col == col) continue;
+        if (out && c->spans[out - 1].pc == pc) {
+            c->spans[out - 1].line = line;
+            c->spans[out - 1].col = col;
+            continue;
+        }
+        c->spans[out++] = (tpl_span){ pc, line, col };
+    }
+    c->nspans = out;
+    free(ls);
 }
 
 static void flush_text(tpl_comp *c);
@@ -1911,6 +1981,7 @@ bool tpl_comp_finish(tpl_comp *c)
     if (!c->failed) thread_jumps(c);
     tpl_program *p = c->p;
     if (c->failed) goto done;
+    resolve_spans(c);
     tpl_arena *a = &p->arena;
     p->code = tpl_arena_alloc(a, c->n * sizeof *p->code + 1);
     p->consts = tpl_arena_alloc(a, c->nconsts * sizeof *p->consts + 1);
