@@ -58,6 +58,16 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
           RECURSIVE SCOPED REQUIRED BREAK CONTINUE DO AUTOESCAPE ENDAUTOESCAPE GENERATION
           ENDGENERATION ENDRAW PRINT.
 
+/* Binary operators, loosest first (Jinja2 3.1's parse_or .. parse_pow); they only settle the
+ * shift/reduce choices of the bexpr and arith rules below. */
+%left OR.
+%left AND.
+%right NOT.
+%left ADD SUB.
+%left TILDE.
+%left MUL DIV FLOORDIV MOD.
+%left POW.
+
 template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
 
 body(A) ::= . { A = NULL; }
@@ -77,7 +87,7 @@ elifs(A) ::= ELIF(T) expr(C) BLOCK_END body(B) elifs(E). { A = with_c(NODE(IF, T
 /* ---- for ---- */
 stmt(A) ::= FOR(T) target(X) IN for_iter(I) for_filter(F) for_rec(R) BLOCK_END body(B) for_else(E) ENDFOR BLOCK_END.
     { A = NODE(FOR, T.off, X, I); if (A) { A->c = B; A->d = E; A->e = F; A->op = (uint16_t)R; } }
-for_iter ::= or_expr.
+for_iter ::= bexpr.
 for_filter(A) ::= . { A = NULL; }
 for_filter(A) ::= IF expr(E). { A = E; }
 %type for_rec {int}
@@ -177,21 +187,23 @@ tuple_expr(A) ::= exprs(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
 exprs ::= expr.
 exprs(A) ::= exprs(L) COMMA expr(E). { A = tpl_node_append(L, E); }
 
-expr ::= or_expr.
-expr(A) ::= or_expr(T) IF or_expr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
-expr(A) ::= or_expr(T) IF or_expr(C). { A = NODE(CONDEXPR, T->off, C, T); }
+/* Jinja2's binary operator levels as two flat nonterminals resolved by the precedence
+ * declarations at the top: bexpr (or < and < not) over compare over arith (+ - < ~ < * / // % <
+ * **, all left-associative as in Jinja2) over unary. An operand is reduced through three rules
+ * instead of one per level; the trees are the ones a chain of levels builds. */
+expr ::= bexpr.
+expr(A) ::= bexpr(T) IF bexpr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
+expr(A) ::= bexpr(T) IF bexpr(C). { A = NODE(CONDEXPR, T->off, C, T); }
 
-or_expr ::= and_expr.
-or_expr(A) ::= or_expr(L) OR and_expr(R). { A = NODE(OR, L->off, L, R); }
-and_expr ::= not_expr.
-and_expr(A) ::= and_expr(L) AND not_expr(R). { A = NODE(AND, L->off, L, R); }
-not_expr ::= compare.
-not_expr(A) ::= NOT(T) not_expr(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NOT); }
+bexpr ::= compare.
+bexpr(A) ::= bexpr(L) OR bexpr(R). { A = NODE(OR, L->off, L, R); }
+bexpr(A) ::= bexpr(L) AND bexpr(R). { A = NODE(AND, L->off, L, R); }
+bexpr(A) ::= NOT(T) bexpr(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NOT); }
 
-compare ::= math1.
-compare(A) ::= math1(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
-cmp_list(A) ::= cmp_op(O) math1(E). { A = O; if (A) A->a = E; }
-cmp_list(A) ::= cmp_list(L) cmp_op(O) math1(E). { if (O) O->a = E; A = tpl_node_append(L, O); }
+compare ::= arith.
+compare(A) ::= arith(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
+cmp_list(A) ::= cmp_op(O) arith(E). { A = O; if (A) A->a = E; }
+cmp_list(A) ::= cmp_list(L) cmp_op(O) arith(E). { if (O) O->a = E; A = tpl_node_append(L, O); }
 cmp_op(A) ::= EQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_EQ); }
 cmp_op(A) ::= NE(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_NE); }
 cmp_op(A) ::= LT(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_LT); }
@@ -201,19 +213,16 @@ cmp_op(A) ::= GTEQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_GE); }
 cmp_op(A) ::= IN(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_IN); }
 cmp_op(A) ::= NOT(T) IN. { A = with_op(N(CMPOP, T.off), TPL_AOP_NOTIN); }
 
-math1 ::= concat.
-math1(A) ::= math1(L) ADD(T) concat(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
-math1(A) ::= math1(L) SUB(T) concat(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
-concat ::= math2.
-concat(A) ::= concat(L) TILDE(T) math2(R).
+arith ::= unary.
+arith(A) ::= arith(L) ADD(T) arith(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
+arith(A) ::= arith(L) SUB(T) arith(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
+arith(A) ::= arith(L) TILDE(T) arith(R).
     { if (L->kind == TPL_N_CONCAT) { tpl_node_append(L->a, R); A = L; } else A = NODE(CONCAT, T.off, tpl_node_append(L, R), NULL); }
-math2 ::= pow.
-math2(A) ::= math2(L) MUL(T) pow(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
-math2(A) ::= math2(L) DIV(T) pow(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
-math2(A) ::= math2(L) FLOORDIV(T) pow(R). { A = binop(ctx, TPL_AOP_FLOORDIV, L, R, T.off); }
-math2(A) ::= math2(L) MOD(T) pow(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
-pow ::= unary.
-pow(A) ::= pow(L) POW(T) unary(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
+arith(A) ::= arith(L) MUL(T) arith(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
+arith(A) ::= arith(L) DIV(T) arith(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
+arith(A) ::= arith(L) FLOORDIV(T) arith(R). { A = binop(ctx, TPL_AOP_FLOORDIV, L, R, T.off); }
+arith(A) ::= arith(L) MOD(T) arith(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
+arith(A) ::= arith(L) POW(T) arith(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
 
 unary ::= unary_nf.
 unary(A) ::= unary(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
