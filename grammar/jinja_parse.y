@@ -58,8 +58,8 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
           RECURSIVE SCOPED REQUIRED BREAK CONTINUE DO AUTOESCAPE ENDAUTOESCAPE GENERATION
           ENDGENERATION ENDRAW PRINT.
 
-/* Binary operators, loosest first (Jinja2 3.1's parse_or .. parse_pow); they only settle the
- * shift/reduce choices of the bexpr and arith rules below. */
+/* Operators, loosest first (Jinja2 3.1's parse_or .. parse_pow, then parse_filter_expr's `|`
+ * and `is`); they only settle the shift/reduce choices of the bexpr and arith rules below. */
 %left OR.
 %left AND.
 %right NOT.
@@ -67,6 +67,7 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
 %left TILDE.
 %left MUL DIV FLOORDIV MOD.
 %left POW.
+%left PIPE IS.
 
 template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
 
@@ -187,10 +188,11 @@ tuple_expr(A) ::= exprs(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
 exprs ::= expr.
 exprs(A) ::= exprs(L) COMMA expr(E). { A = tpl_node_append(L, E); }
 
-/* Jinja2's binary operator levels as two flat nonterminals resolved by the precedence
- * declarations at the top: bexpr (or < and < not) over compare over arith (+ - < ~ < * / // % <
- * **, all left-associative as in Jinja2) over unary. An operand is reduced through three rules
- * instead of one per level; the trees are the ones a chain of levels builds. */
+/* Jinja2's operator levels as two flat nonterminals resolved by the precedence declarations at
+ * the top: bexpr (or < and < not) over compare over arith (+ - < ~ < * / // % < ** < filters and
+ * tests, all left-associative as in Jinja2) over unary_nf (prefix - +, which take no filter: `-x|f`
+ * is `(-x)|f`). An operand is reduced through three rules instead of one per level; the trees
+ * are the ones a chain of levels builds. */
 expr ::= bexpr.
 expr(A) ::= bexpr(T) IF bexpr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
 expr(A) ::= bexpr(T) IF bexpr(C). { A = NODE(CONDEXPR, T->off, C, T); }
@@ -213,7 +215,7 @@ cmp_op(A) ::= GTEQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_GE); }
 cmp_op(A) ::= IN(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_IN); }
 cmp_op(A) ::= NOT(T) IN. { A = with_op(N(CMPOP, T.off), TPL_AOP_NOTIN); }
 
-arith ::= unary.
+arith ::= unary_nf.
 arith(A) ::= arith(L) ADD(T) arith(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
 arith(A) ::= arith(L) SUB(T) arith(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
 arith(A) ::= arith(L) TILDE(T) arith(R).
@@ -224,14 +226,13 @@ arith(A) ::= arith(L) FLOORDIV(T) arith(R). { A = binop(ctx, TPL_AOP_FLOORDIV, L
 arith(A) ::= arith(L) MOD(T) arith(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
 arith(A) ::= arith(L) POW(T) arith(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
 
-unary ::= unary_nf.
-unary(A) ::= unary(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
-unary(A) ::= unary(S) IS(T) test_name(N). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
-unary(A) ::= unary(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, L), N->val); }
-unary(A) ::= unary(S) IS(T) test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
+arith(A) ::= arith(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
+arith(A) ::= arith(S) IS(T) test_name(N). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
+arith(A) ::= arith(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, L), N->val); }
+arith(A) ::= arith(S) IS(T) test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
+arith(A) ::= arith(S) IS(T) NOT test_name(N). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
+arith(A) ::= arith(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
+arith(A) ::= arith(S) IS(T) NOT test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
 test_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= NONE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= TRUE(T). { A = tpl_p_name(ctx, T); }
