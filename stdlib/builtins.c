@@ -117,7 +117,8 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
 }
 
 /* The builtins a plain name can resolve to (GLOBAL, STR, MAP, LIST kinds), in table order, with
- * their name lengths side by side: name resolution scans these few dozen, not the whole table. */
+ * their name lengths and names side by side: name resolution scans these few dozen, not the whole
+ * table, and compares a name only with those of its length and first letter. */
 #define TPL_NAMED_GLOBAL(x) x,
 #define TPL_NAMED_STR(x) x,
 #define TPL_NAMED_MAP(x) x,
@@ -139,6 +140,11 @@ static const uint16_t named_ids[] = {
 #define NNAMED (sizeof named_ids / sizeof named_ids[0])
 static const uint8_t named_lens[ROUND8(NNAMED)] = {   /* padded with 0: no name matches */
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(sizeof name - 1)
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+static const char *const named_names[] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(name)
 #include "builtins.def"
 #undef TPL_BUILTIN
 };
@@ -164,11 +170,12 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     for (size_t base = 0; base < NNAMED; base += 8) {
         for (uint64_t m = match_bytes(load_le64(named_lens + base), (uint8_t)n); m; m &= m - 1) {
             size_t k = base + (size_t)(__builtin_ctzll(m) >> 3);
-            if (k >= NNAMED || named_lens[k] != n)
+            if (k >= NNAMED || named_lens[k] != n || named_names[k][0] != name[0] ||
+                memcmp(named_names[k], name, n) != 0)
                 continue;
-            const tpl_builtin_info *b = &builtin_table[named_ids[k]];
-            int16_t *slot = b->kind == TPL_BK_GLOBAL ? global : &bk[b->kind - TPL_BK_STR];
-            if (*slot < 0 && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
+            int kind = builtin_table[named_ids[k]].kind;
+            int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
+            if (*slot < 0)
                 *slot = (int16_t)named_ids[k];
         }
     }
