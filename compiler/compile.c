@@ -70,7 +70,8 @@ struct tpl_comp {
     uint32_t kidx_cap, kidx_used;
     tpl_name *names;
     size_t nnames, ncap;
-    tpl_map *nindex;         /* name -> index */
+    uint32_t *nidx;          /* name dedupe: open addressing by the name's hash, index + 1 (0 = empty) */
+    uint32_t nidx_cap;
     tpl_span *spans;         /* while compiling: (pc, source offset, 0); see resolve_spans */
     size_t nspans, scap;
     uint32_t span_last;      /* offset of the last add_span call */
@@ -226,11 +227,42 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
     return k;
 }
 
+/* The name index slot of string s with hash h (its tpl_hash_str): the one holding an equal
+ * name, else the empty one to fill. */
+static uint32_t *nidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h)
+{
+    uint32_t mask = c->nidx_cap - 1;
+    for (uint32_t i = (uint32_t)(h ^ (h >> 32)) & mask;; i = (i + 1) & mask) {
+        uint32_t *slot = &c->nidx[i];
+        if (!*slot) return slot;
+        const tpl_name *nm = &c->names[*slot - 1];
+        if (nm->hash == h && nm->s.len == n && tpl_mem_eq(nm->s.u.s, s, n)) return slot;
+    }
+}
+
+static bool nidx_grow(tpl_comp *c)
+{
+    uint32_t cap = c->nidx_cap ? c->nidx_cap * 2 : 64;
+    uint32_t *old = c->nidx, ocap = c->nidx_cap;
+    c->nidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->nidx);
+    if (!c->nidx) return false;
+    memset(c->nidx, 0, (size_t)cap * sizeof *c->nidx);
+    c->nidx_cap = cap;
+    for (uint32_t i = 0; i < ocap; i++)
+        if (old[i]) {
+            const tpl_name *nm = &c->names[old[i] - 1];
+            *nidx_slot(c, nm->s.u.s, nm->s.len, nm->hash) = old[i];
+        }
+    return true;
+}
+
 static uint32_t add_name(tpl_comp *c, tpl_value s)
 {
     if (c->failed) return 0;
-    tpl_value *hit = tpl_map_get(c->nindex, s);
-    if (hit) return (uint32_t)hit->u.i;
+    if (c->nnames * 2 >= c->nidx_cap && !nidx_grow(c)) { cerror(c, c->cur_off, "out of memory"); return 0; }
+    uint64_t h = tpl_hash_str(s.u.s, s.len);
+    uint32_t *slot = nidx_slot(c, s.u.s, s.len, h);
+    if (*slot) return *slot - 1;
     char *copy = tpl_arena_strdup(&c->p->arena, s.u.s, s.len);
     if (!copy || !grow((void **)&c->names, &c->ncap, c->nnames + 1, sizeof *c->names)) {
         cerror(c, c->cur_off, "out of memory");
@@ -240,8 +272,8 @@ static uint32_t add_name(tpl_comp *c, tpl_value s)
     uint32_t k = (uint32_t)c->nnames++;
     memset(&c->names[k], 0, sizeof c->names[k]);
     c->names[k].s = tpl_v_str(copy, s.len);
-    tpl_name_resolve(&c->names[k]);
-    if (!tpl_map_set(c->tmp, c->nindex, c->names[k].s, tpl_v_int(k))) cerror(c, c->cur_off, "out of memory");
+    tpl_name_resolve_hashed(&c->names[k], h);
+    *slot = k + 1;
     return k;
 }
 
@@ -1893,12 +1925,10 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->tmp = tmp;
     c->src = src;
     c->srclen = n;
-    c->nindex = tpl_map_new(tmp, 16);
     tpl_sb_init(&c->pending, tmp);
     c->fn = &c->root;
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
-    if (!c->nindex) return NULL;
     push_scope(c, true);
     return c;
 }

@@ -15,13 +15,16 @@ const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
 #undef TPL_OP
 };
 
+void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash)
+{
+    nm->hash = hash;
+    tpl_builtin_ids_for(nm->s.u.s, nm->s.len, &nm->global, nm->bk);
+    nm->resolved = true;
+}
+
 void tpl_name_resolve(tpl_name *nm)
 {
-    const char *s = nm->s.u.s;
-    size_t n = nm->s.len;
-    nm->hash = tpl_hash_str(s, n);
-    tpl_builtin_ids_for(s, n, &nm->global, nm->bk);
-    nm->resolved = true;
+    tpl_name_resolve_hashed(nm, tpl_hash_str(nm->s.u.s, nm->s.len));
 }
 
 void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)

@@ -47,6 +47,8 @@ typedef struct tpl_name {
 
 /* Fills the hash and the builtin ids of a name whose string `s` is set. */
 void tpl_name_resolve(tpl_name *nm);
+/* The same with the hash already known (tpl_hash_str of the string). */
+void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash);
 
 /* One run of the span table: instructions from pc on come from line:col. */
 typedef struct tpl_span {
