@@ -156,20 +156,36 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 
 /* Hash for the compiler's string-constant dedupe index only (never stored in a program): eight
  * bytes per step instead of FNV's one. */
+static uint64_t kload(const char *s)
+{
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return w;
+}
+
 static uint64_t khash(const char *s, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+    uint64_t a = 0x9e3779b97f4a7c15u ^ n, b = 0x2545f4914f6cdd1du;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdu;
-        h ^= h >> 32;
+    /* two independent lanes of eight bytes (the multiplies of one lane do not wait on the other) */
+    for (; i + 16 <= n; i += 16) {
+        a = (a ^ kload(s + i)) * 0xff51afd7ed558ccdu;
+        b = (b ^ kload(s + i + 8)) * 0xc4ceb9fe1a85ec53u;
+        a ^= a >> 32;
+        b ^= b >> 29;
     }
-    uint64_t t = 0;
-    for (; i < n; i++) t = (t << 8) | (unsigned char)s[i];
-    h = (h ^ t) * 0xc4ceb9fe1a85ec53u;
-    return h ^ (h >> 29);
+    /* the last 1..15 bytes: one or two (overlapping) words, or a few bytes of a short string */
+    uint64_t t = 0, u = 0;
+    size_t r = n - i;
+    if (r > 8) { t = kload(s + i); u = kload(s + n - 8); }
+    else if (r == 8) t = kload(s + i);
+    else if (n >= 8) t = kload(s + n - 8);
+    else if (r >= 4) { uint32_t x, y; memcpy(&x, s + i, 4); memcpy(&y, s + n - 4, 4); t = (uint64_t)x << 32 | y; }
+    else if (r > 0) t = (uint64_t)(unsigned char)s[i] << 16 | (uint64_t)(unsigned char)s[i + r / 2] << 8 | (unsigned char)s[n - 1];
+    a = (a ^ t) * 0xc4ceb9fe1a85ec53u;
+    b = (b ^ u) * 0xff51afd7ed558ccdu;
+    uint64_t h = a ^ (b >> 31) ^ (a >> 29);
+    return h ^ (h >> 32);
 }
 
 /* The dedupe slot of string s: the one holding an equal string, else the empty one to fill. */
@@ -186,7 +202,7 @@ static uint32_t *kidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h)
 
 static bool kidx_grow(tpl_comp *c)
 {
-    uint32_t cap = c->kidx_cap ? c->kidx_cap * 2 : 64;
+    uint32_t cap = c->kidx_cap ? c->kidx_cap * 2 : 128;
     uint32_t *old = c->kidx, ocap = c->kidx_cap;
     c->kidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->kidx);
     if (!c->kidx) return false;
