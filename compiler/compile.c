@@ -81,6 +81,8 @@ struct tpl_comp {
     size_t nmacros, mcap;
     uint32_t cur_off;        /* source offset of the node being compiled */
     tpl_sb pending;          /* text not emitted yet (merged with following text) */
+    const char *pending_ref; /* or that text borrowed, while it is one piece (emit_text_ref) */
+    size_t pending_ref_len;
     uint32_t pending_off;
     func *fn;
     func root;
@@ -451,12 +453,15 @@ static uint32_t emit(tpl_comp *c, int op, uint32_t a, int delta)
 
 static void flush_text(tpl_comp *c)
 {
-    if (c->pending.len == 0) return;
-    tpl_value s = tpl_sb_value(&c->pending);
+    tpl_value s;
+    if (c->pending_ref) s = tpl_v_str(c->pending_ref, c->pending_ref_len);
+    else if (c->pending.len) s = tpl_sb_value(&c->pending);
+    else return;
     uint32_t save = c->cur_off;
     c->cur_off = c->pending_off;
     uint32_t k = add_const(c, s);
     c->pending.len = 0;
+    c->pending_ref = NULL;
     emit(c, TPL_OP_TEXT, k, 0);
     c->cur_off = save;
 }
@@ -464,9 +469,26 @@ static void flush_text(tpl_comp *c)
 static void emit_text(tpl_comp *c, const char *s, size_t n)
 {
     if (n == 0) return;
-    if (c->pending.len == 0) c->pending_off = c->cur_off;
+    if (c->pending_ref) {
+        /* a second piece: the borrowed first one is copied to be merged with it */
+        tpl_sb_put(&c->pending, c->pending_ref, c->pending_ref_len);
+        c->pending_ref = NULL;
+    } else if (c->pending.len == 0) {
+        c->pending_off = c->cur_off;
+    }
     tpl_sb_put(&c->pending, s, n);
     if (c->pending.failed) cerror(c, c->cur_off, "out of memory");
+}
+
+/* emit_text for text that stays put until compilation ends (the source, the tmp arena): a
+ * piece that is not merged with another is not copied before it becomes a constant. */
+static void emit_text_ref(tpl_comp *c, const char *s, size_t n)
+{
+    if (n == 0) return;
+    if (c->pending_ref || c->pending.len) { emit_text(c, s, n); return; }
+    c->pending_off = c->cur_off;
+    c->pending_ref = s;
+    c->pending_ref_len = n;
 }
 
 /* Binds a label here: pending text is flushed so no TEXT merges across a jump target. */
@@ -1701,14 +1723,14 @@ static void stmt(tpl_comp *c, tpl_node *n)
     c->cur_off = n->off;
     switch (n->kind) {
     case TPL_N_TEXT:
-        emit_text(c, n->val.u.s, n->val.len);
+        emit_text_ref(c, n->val.u.s, n->val.len);
         return;
     case TPL_N_OUTPUT:
         if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF && !c->autoescape) {
             tpl_sb b;
             tpl_sb_init(&b, c->tmp);
             tpl_py_str(&b, n->a->val);
-            emit_text(c, b.p, b.len);
+            emit_text_ref(c, b.p, b.len);
             return;
         }
         if (!c->autoescape && c->syn == TPL_SYN_JINJA) {
