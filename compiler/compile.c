@@ -2032,6 +2032,8 @@ static void thread_jumps(tpl_comp *c)
         uint32_t op = TPL_INSN_OP(c->code[pc]);
         if (op >= TPL_OP__COUNT) return;
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        /* most instructions are one word without a jump operand */
+        if (oi->extra == 0 && oi->fmt[0] != 'j') { pc++; continue; }
         for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
             if (oi->fmt[i] != 'j') continue;
             uint32_t t = i == 0 ? TPL_INSN_A(c->code[pc]) : c->code[pc + (size_t)i];
