@@ -72,11 +72,10 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
 template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
 
 body(A) ::= . { A = NULL; }
-body(A) ::= body(B) item(I). { A = tpl_node_append(B, I); }
-
-item(A) ::= TEXT(T). { A = with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T)); }
-item(A) ::= VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = NODE(OUTPUT, T.off, E, NULL); }
-item ::= stmt.
+/* text, output and statements each append to the body in one reduction */
+body(A) ::= body(B) TEXT(T). { A = tpl_node_append(B, with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T))); }
+body(A) ::= body(B) VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = tpl_node_append(B, NODE(OUTPUT, T.off, E, NULL)); }
+body(A) ::= body(B) stmt(S). { A = tpl_node_append(B, S); }
 
 /* ---- if ---- */
 stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) elifs(E) ENDIF BLOCK_END.
