@@ -1550,8 +1550,8 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
             }
         }
         if (n->kind == TPL_N_MACRO || n->kind == TPL_N_FOR) continue;
-        collect_blocks(c, n->b, tpl_index);
-        if (n->kind == TPL_N_IF) collect_blocks(c, n->c, tpl_index);
+        if (n->b) collect_blocks(c, n->b, tpl_index);
+        if (n->kind == TPL_N_IF && n->c) collect_blocks(c, n->c, tpl_index);
     }
 }
 
