@@ -1967,6 +1967,11 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->fn = &c->root;
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
+    /* sized from the source (templates run at about a code word per 8 bytes and a span per 32),
+     * so a typical template grows neither array; a failure here just leaves them to grow() */
+    size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;
+    if (grow((void **)&c->code, &c->cap, ncode, sizeof *c->code))
+        grow((void **)&c->spans, &c->scap, ncode / 4, sizeof *c->spans);
     push_scope(c, true);
     return c;
 }
