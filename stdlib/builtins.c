@@ -138,7 +138,7 @@ static const uint16_t named_ids[] = {
 #undef TPL_BUILTIN
 };
 #define NNAMED (sizeof named_ids / sizeof named_ids[0])
-static const uint8_t named_lens[ROUND8(NNAMED)] = {   /* padded with 0: no name matches */
+static const uint8_t named_lens[(NNAMED + 15) / 16 * 16] = {   /* padded with 0: no name matches */
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(sizeof name - 1)
 #include "builtins.def"
 #undef TPL_BUILTIN
@@ -167,16 +167,24 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     *global = bk[0] = bk[1] = bk[2] = -1;
     if (n == 0 || n > 255)
         return;
-    for (size_t base = 0; base < NNAMED; base += 8) {
-        for (uint64_t m = match_bytes(load_le64(named_lens + base), (uint8_t)n); m; m &= m - 1) {
-            size_t k = base + (size_t)(__builtin_ctzll(m) >> 3);
-            if (k >= NNAMED || named_lens[k] != n || named_names[k][0] != name[0] ||
-                memcmp(named_names[k], name, n) != 0)
-                continue;
-            int kind = builtin_table[named_ids[k]].kind;
-            int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
-            if (*slot < 0)
-                *slot = (int16_t)named_ids[k];
+    typedef uint8_t v16 __attribute__((vector_size(16)));
+    for (size_t base = 0; base < NNAMED; base += 16) {
+        /* sixteen lengths compared at once: a 0xFF byte of eq marks an entry of length n */
+        v16 lens, eq;
+        uint8_t e[16];
+        memcpy(&lens, named_lens + base, 16);
+        eq = (v16)(lens == (uint8_t)n);
+        memcpy(e, &eq, 16);
+        for (size_t half = 0; half < 16; half += 8) {
+            for (uint64_t m = load_le64(e + half) & 0x8080808080808080u; m; m &= m - 1) {
+                size_t k = base + half + (size_t)(__builtin_ctzll(m) >> 3);
+                if (k >= NNAMED || named_names[k][0] != name[0] || memcmp(named_names[k], name, n) != 0)
+                    continue;
+                int kind = builtin_table[named_ids[k]].kind;
+                int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
+                if (*slot < 0)
+                    *slot = (int16_t)named_ids[k];
+            }
         }
     }
 }
