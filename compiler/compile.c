@@ -70,15 +70,19 @@ struct tpl_comp {
     uint32_t kidx_cap, kidx_used;
     tpl_name *names;
     size_t nnames, ncap;
-    tpl_map *nindex;         /* name -> index */
-    tpl_span *spans;
+    uint32_t *nidx;          /* name dedupe: open addressing by the name's hash, index + 1 (0 = empty) */
+    uint32_t nidx_cap;
+    tpl_span *spans;         /* while compiling: (pc, source offset, 0); see resolve_spans */
     size_t nspans, scap;
+    uint32_t span_last;      /* offset of the last add_span call */
     uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
     uint32_t lc_col;         /* code points from lc_bol to lc_off */
     tpl_macro_desc *macros;
     size_t nmacros, mcap;
     uint32_t cur_off;        /* source offset of the node being compiled */
     tpl_sb pending;          /* text not emitted yet (merged with following text) */
+    const char *pending_ref; /* or that text borrowed, while it is one piece (emit_text_ref) */
+    size_t pending_ref_len;
     uint32_t pending_off;
     func *fn;
     func root;
@@ -156,20 +160,36 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 
 /* Hash for the compiler's string-constant dedupe index only (never stored in a program): eight
  * bytes per step instead of FNV's one. */
+static uint64_t kload(const char *s)
+{
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return w;
+}
+
 static uint64_t khash(const char *s, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+    uint64_t a = 0x9e3779b97f4a7c15u ^ n, b = 0x2545f4914f6cdd1du;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdu;
-        h ^= h >> 32;
+    /* two independent lanes of eight bytes (the multiplies of one lane do not wait on the other) */
+    for (; i + 16 <= n; i += 16) {
+        a = (a ^ kload(s + i)) * 0xff51afd7ed558ccdu;
+        b = (b ^ kload(s + i + 8)) * 0xc4ceb9fe1a85ec53u;
+        a ^= a >> 32;
+        b ^= b >> 29;
     }
-    uint64_t t = 0;
-    for (; i < n; i++) t = (t << 8) | (unsigned char)s[i];
-    h = (h ^ t) * 0xc4ceb9fe1a85ec53u;
-    return h ^ (h >> 29);
+    /* the last 1..15 bytes: one or two (overlapping) words, or a few bytes of a short string */
+    uint64_t t = 0, u = 0;
+    size_t r = n - i;
+    if (r > 8) { t = kload(s + i); u = kload(s + n - 8); }
+    else if (r == 8) t = kload(s + i);
+    else if (n >= 8) t = kload(s + n - 8);
+    else if (r >= 4) { uint32_t x, y; memcpy(&x, s + i, 4); memcpy(&y, s + n - 4, 4); t = (uint64_t)x << 32 | y; }
+    else if (r > 0) t = (uint64_t)(unsigned char)s[i] << 16 | (uint64_t)(unsigned char)s[i + r / 2] << 8 | (unsigned char)s[n - 1];
+    a = (a ^ t) * 0xc4ceb9fe1a85ec53u;
+    b = (b ^ u) * 0xff51afd7ed558ccdu;
+    uint64_t h = a ^ (b >> 31) ^ (a >> 29);
+    return h ^ (h >> 32);
 }
 
 /* The dedupe slot of string s: the one holding an equal string, else the empty one to fill. */
@@ -186,7 +206,7 @@ static uint32_t *kidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h)
 
 static bool kidx_grow(tpl_comp *c)
 {
-    uint32_t cap = c->kidx_cap ? c->kidx_cap * 2 : 64;
+    uint32_t cap = c->kidx_cap ? c->kidx_cap * 2 : 128;
     uint32_t *old = c->kidx, ocap = c->kidx_cap;
     c->kidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->kidx);
     if (!c->kidx) return false;
@@ -227,11 +247,42 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
     return k;
 }
 
+/* The name index slot of string s with hash h (its tpl_hash_str): the one holding an equal
+ * name, else the empty one to fill. */
+static uint32_t *nidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h)
+{
+    uint32_t mask = c->nidx_cap - 1;
+    for (uint32_t i = (uint32_t)(h ^ (h >> 32)) & mask;; i = (i + 1) & mask) {
+        uint32_t *slot = &c->nidx[i];
+        if (!*slot) return slot;
+        const tpl_name *nm = &c->names[*slot - 1];
+        if (nm->hash == h && nm->s.len == n && tpl_mem_eq(nm->s.u.s, s, n)) return slot;
+    }
+}
+
+static bool nidx_grow(tpl_comp *c)
+{
+    uint32_t cap = c->nidx_cap ? c->nidx_cap * 2 : 64;
+    uint32_t *old = c->nidx, ocap = c->nidx_cap;
+    c->nidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->nidx);
+    if (!c->nidx) return false;
+    memset(c->nidx, 0, (size_t)cap * sizeof *c->nidx);
+    c->nidx_cap = cap;
+    for (uint32_t i = 0; i < ocap; i++)
+        if (old[i]) {
+            const tpl_name *nm = &c->names[old[i] - 1];
+            *nidx_slot(c, nm->s.u.s, nm->s.len, nm->hash) = old[i];
+        }
+    return true;
+}
+
 static uint32_t add_name(tpl_comp *c, tpl_value s)
 {
     if (c->failed) return 0;
-    tpl_value *hit = tpl_map_get(c->nindex, s);
-    if (hit) return (uint32_t)hit->u.i;
+    if (c->nnames * 2 >= c->nidx_cap && !nidx_grow(c)) { cerror(c, c->cur_off, "out of memory"); return 0; }
+    uint64_t h = tpl_hash_str(s.u.s, s.len);
+    uint32_t *slot = nidx_slot(c, s.u.s, s.len, h);
+    if (*slot) return *slot - 1;
     char *copy = tpl_arena_strdup(&c->p->arena, s.u.s, s.len);
     if (!copy || !grow((void **)&c->names, &c->ncap, c->nnames + 1, sizeof *c->names)) {
         cerror(c, c->cur_off, "out of memory");
@@ -241,8 +292,8 @@ static uint32_t add_name(tpl_comp *c, tpl_value s)
     uint32_t k = (uint32_t)c->nnames++;
     memset(&c->names[k], 0, sizeof c->names[k]);
     c->names[k].s = tpl_v_str(copy, s.len);
-    tpl_name_resolve(&c->names[k]);
-    if (!tpl_map_set(c->tmp, c->nindex, c->names[k].s, tpl_v_int(k))) cerror(c, c->cur_off, "out of memory");
+    tpl_name_resolve_hashed(&c->names[k], h);
+    *slot = k + 1;
     return k;
 }
 
@@ -302,21 +353,90 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
     *col = c->lc_col + 1;
 }
 
+/* Records where the instruction at pc comes from: its source offset now, its line and column
+ * in resolve_spans (tpl_comp_finish). A call at the offset of the previous call records nothing:
+ * resolve_spans would drop it anyway (its line and column are the last span's). */
 static void add_span(tpl_comp *c, uint32_t pc)
 {
-    uint32_t line, col;
-    span_linecol(c, c->span_locked ? c->span_off : c->cur_off, &line, &col);
-    if (c->nspans && c->spans[c->nspans - 1].line == line && c->spans[c->nspans - 1].col == col) return;
-    if (c->nspans && c->spans[c->nspans - 1].pc == pc) {
-        c->spans[c->nspans - 1].line = line;
-        c->spans[c->nspans - 1].col = col;
-        return;
-    }
+    uint32_t off = c->span_locked ? c->span_off : c->cur_off;
+    if (c->nspans && off == c->span_last) return;
     if (!grow((void **)&c->spans, &c->scap, c->nspans + 1, sizeof *c->spans)) {
         cerror(c, c->cur_off, "out of memory");
         return;
     }
-    c->spans[c->nspans++] = (tpl_span){ pc, line, col };
+    c->spans[c->nspans++] = (tpl_span){ pc, off, 0 };
+    c->span_last = off;
+}
+
+/* True when s[0..n) is all ASCII (a loop compilers vectorise). */
+static bool all_ascii(const char *s, size_t n)
+{
+    unsigned char acc = 0;
+    for (size_t i = 0; i < n; i++) acc |= (unsigned char)s[i];
+    return acc < 0x80;
+}
+
+#define LS_WIDE 0x80000000u  /* line_starts: the line is not all ASCII */
+
+/* The start of every line of s[0..n), each flagged LS_WIDE when its line holds a non-ASCII byte
+ * (malloc'd; NULL when out of memory or too large to flag). */
+static uint32_t *line_starts(const char *s, size_t n, size_t *count)
+{
+    if (n >= LS_WIDE) return NULL;
+    bool ascii = all_ascii(s, n);
+    size_t nls = 0, cap = 0;
+    uint32_t *ls = NULL;
+    for (size_t b = 0;;) {
+        const char *nl = memchr(s + b, '\n', n - b);
+        size_t e = nl ? (size_t)(nl - s) : n;
+        if (!grow((void **)&ls, &cap, nls + 1, sizeof *ls)) { free(ls); return NULL; }
+        ls[nls++] = (uint32_t)b | (ascii || all_ascii(s + b, e - b) ? 0 : LS_WIDE);
+        if (!nl) break;
+        b = e + 1;
+    }
+    *count = nls;
+    return ls;
+}
+
+/* Turns the recorded (pc, offset) pairs into the span table, in place: each offset becomes its
+ * line and column; a span with the line and column of the one before is dropped, and of two
+ * spans at one pc the later wins. Lines are found in a table of line starts; on an all-ASCII
+ * line the column is the byte distance, else span_linecol counts code points (the table keeps
+ * its cursor where span_linecol would have left it, so both give what it alone would). */
+static void resolve_spans(tpl_comp *c)
+{
+    const char *s = c->src;
+    size_t n = c->srclen;
+    size_t nls = 0;
+    uint32_t *ls = line_starts(s, n, &nls);
+    size_t out = 0, li = 0;
+    for (size_t i = 0; i < c->nspans; i++) {
+        uint32_t pc = c->spans[i].pc, off = c->spans[i].line, line, col;
+        if (off > n) off = (uint32_t)n;
+        if (ls) {
+            while (li + 1 < nls && (ls[li + 1] & ~LS_WIDE) <= off) li++;
+            while (li > 0 && (ls[li] & ~LS_WIDE) > off) li--;
+        }
+        if (ls && !(ls[li] & LS_WIDE)) {
+            line = (uint32_t)li + 1;
+            col = off - ls[li] + 1;
+            c->lc_off = off;
+            c->lc_line = line;
+            c->lc_bol = ls[li];
+            c->lc_col = col - 1;
+        } else {
+            span_linecol(c, off, &line, &col);
+        }
+        if (out && c->spans[out - 1].line == line && c->spans[out - 1].col == col) continue;
+        if (out && c->spans[out - 1].pc == pc) {
+            c->spans[out - 1].line = line;
+            c->spans[out - 1].col = col;
+            continue;
+        }
+        c->spans[out++] = (tpl_span){ pc, line, col };
+    }
+    c->nspans = out;
+    free(ls);
 }
 
 static void flush_text(tpl_comp *c);
@@ -335,12 +455,15 @@ static uint32_t emit(tpl_comp *c, int op, uint32_t a, int delta)
 
 static void flush_text(tpl_comp *c)
 {
-    if (c->pending.len == 0) return;
-    tpl_value s = tpl_sb_value(&c->pending);
+    tpl_value s;
+    if (c->pending_ref) s = tpl_v_str(c->pending_ref, c->pending_ref_len);
+    else if (c->pending.len) s = tpl_sb_value(&c->pending);
+    else return;
     uint32_t save = c->cur_off;
     c->cur_off = c->pending_off;
     uint32_t k = add_const(c, s);
     c->pending.len = 0;
+    c->pending_ref = NULL;
     emit(c, TPL_OP_TEXT, k, 0);
     c->cur_off = save;
 }
@@ -348,9 +471,26 @@ static void flush_text(tpl_comp *c)
 static void emit_text(tpl_comp *c, const char *s, size_t n)
 {
     if (n == 0) return;
-    if (c->pending.len == 0) c->pending_off = c->cur_off;
+    if (c->pending_ref) {
+        /* a second piece: the borrowed first one is copied to be merged with it */
+        tpl_sb_put(&c->pending, c->pending_ref, c->pending_ref_len);
+        c->pending_ref = NULL;
+    } else if (c->pending.len == 0) {
+        c->pending_off = c->cur_off;
+    }
     tpl_sb_put(&c->pending, s, n);
     if (c->pending.failed) cerror(c, c->cur_off, "out of memory");
+}
+
+/* emit_text for text that stays put until compilation ends (the source, the tmp arena): a
+ * piece that is not merged with another is not copied before it becomes a constant. */
+static void emit_text_ref(tpl_comp *c, const char *s, size_t n)
+{
+    if (n == 0) return;
+    if (c->pending_ref || c->pending.len) { emit_text(c, s, n); return; }
+    c->pending_off = c->cur_off;
+    c->pending_ref = s;
+    c->pending_ref_len = n;
 }
 
 /* Binds a label here: pending text is flushed so no TEXT merges across a jump target. */
@@ -1423,8 +1563,8 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
             }
         }
         if (n->kind == TPL_N_MACRO || n->kind == TPL_N_FOR) continue;
-        collect_blocks(c, n->b, tpl_index);
-        if (n->kind == TPL_N_IF) collect_blocks(c, n->c, tpl_index);
+        if (n->b) collect_blocks(c, n->b, tpl_index);
+        if (n->kind == TPL_N_IF && n->c) collect_blocks(c, n->c, tpl_index);
     }
 }
 
@@ -1596,14 +1736,14 @@ static void stmt(tpl_comp *c, tpl_node *n)
     c->cur_off = n->off;
     switch (n->kind) {
     case TPL_N_TEXT:
-        emit_text(c, n->val.u.s, n->val.len);
+        emit_text_ref(c, n->val.u.s, n->val.len);
         return;
     case TPL_N_OUTPUT:
         if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF && !c->autoescape) {
             tpl_sb b;
             tpl_sb_init(&b, c->tmp);
             tpl_py_str(&b, n->a->val);
-            emit_text(c, b.p, b.len);
+            emit_text_ref(c, b.p, b.len);
             return;
         }
         if (!c->autoescape && c->syn == TPL_SYN_JINJA) {
@@ -1836,12 +1976,15 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->tmp = tmp;
     c->src = src;
     c->srclen = n;
-    c->nindex = tpl_map_new(tmp, 16);
     tpl_sb_init(&c->pending, tmp);
     c->fn = &c->root;
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
-    if (!c->nindex) return NULL;
+    /* sized from the source (templates run at about a code word per 8 bytes and a span per 32),
+     * so a typical template grows neither array; a failure here just leaves them to grow() */
+    size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;
+    if (grow((void **)&c->code, &c->cap, ncode, sizeof *c->code))
+        grow((void **)&c->spans, &c->scap, ncode / 4, sizeof *c->spans);
     push_scope(c, true);
     return c;
 }
@@ -1907,6 +2050,8 @@ static void thread_jumps(tpl_comp *c)
         uint32_t op = TPL_INSN_OP(c->code[pc]);
         if (op >= TPL_OP__COUNT) return;
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        /* most instructions are one word without a jump operand */
+        if (oi->extra == 0 && oi->fmt[0] != 'j') { pc++; continue; }
         for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
             if (oi->fmt[i] != 'j') continue;
             uint32_t t = i == 0 ? TPL_INSN_A(c->code[pc]) : c->code[pc + (size_t)i];
@@ -1924,6 +2069,7 @@ bool tpl_comp_finish(tpl_comp *c)
     if (!c->failed) thread_jumps(c);
     tpl_program *p = c->p;
     if (c->failed) goto done;
+    resolve_spans(c);
     tpl_arena *a = &p->arena;
     p->code = tpl_arena_alloc(a, c->n * sizeof *p->code + 1);
     p->consts = tpl_arena_alloc(a, c->nconsts * sizeof *p->consts + 1);

@@ -47,6 +47,8 @@ typedef struct tpl_name {
 
 /* Fills the hash and the builtin ids of a name whose string `s` is set. */
 void tpl_name_resolve(tpl_name *nm);
+/* The same with the hash already known (tpl_hash_str of the string). */
+void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash);
 
 /* One run of the span table: instructions from pc on come from line:col. */
 typedef struct tpl_span {
@@ -102,6 +104,8 @@ struct tpl_program {
 
 /* Maps a code offset to its source line and column (1-based; 0 when unknown). */
 void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col);
+/* XXH64 (seed 0) of src: tpl_program_source_hash. */
+uint64_t tpl_source_hash(const char *src, size_t n);
 /* Line and column (code points) of byte offset `off` in src. */
 void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col);
 

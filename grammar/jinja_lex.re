@@ -195,6 +195,12 @@ static size_t ws_len(const unsigned char *p, const unsigned char *lim)
 {
     size_t i = 0, n = (size_t)(lim - p);
     while (i < n) {
+        unsigned char b = p[i];
+        if (b < 0x80) { /* ASCII: Python's whitespace is \t..\r and \x1c..' ' */
+            if (!((b >= 0x09 && b <= 0x0D) || (b >= 0x1C && b <= 0x20))) break;
+            i++;
+            continue;
+        }
         size_t k = i;
         uint32_t cp = tpl_utf8_next((const char *)p, n, &k);
         if (!tpl_py_isspace(cp)) break;

@@ -58,14 +58,24 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
           RECURSIVE SCOPED REQUIRED BREAK CONTINUE DO AUTOESCAPE ENDAUTOESCAPE GENERATION
           ENDGENERATION ENDRAW PRINT.
 
+/* Operators, loosest first (Jinja2 3.1's parse_or .. parse_pow, then parse_filter_expr's `|`
+ * and `is`); they only settle the shift/reduce choices of the bexpr and arith rules below. */
+%left OR.
+%left AND.
+%right NOT.
+%left ADD SUB.
+%left TILDE.
+%left MUL DIV FLOORDIV MOD.
+%left POW.
+%left PIPE IS.
+
 template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
 
 body(A) ::= . { A = NULL; }
-body(A) ::= body(B) item(I). { A = tpl_node_append(B, I); }
-
-item(A) ::= TEXT(T). { A = with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T)); }
-item(A) ::= VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = NODE(OUTPUT, T.off, E, NULL); }
-item(A) ::= stmt(S). { A = S; }
+/* text, output and statements each append to the body in one reduction */
+body(A) ::= body(B) TEXT(T). { A = tpl_node_append(B, with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T))); }
+body(A) ::= body(B) VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = tpl_node_append(B, NODE(OUTPUT, T.off, E, NULL)); }
+body(A) ::= body(B) stmt(S). { A = tpl_node_append(B, S); }
 
 /* ---- if ---- */
 stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) elifs(E) ENDIF BLOCK_END.
@@ -77,7 +87,7 @@ elifs(A) ::= ELIF(T) expr(C) BLOCK_END body(B) elifs(E). { A = with_c(NODE(IF, T
 /* ---- for ---- */
 stmt(A) ::= FOR(T) target(X) IN for_iter(I) for_filter(F) for_rec(R) BLOCK_END body(B) for_else(E) ENDFOR BLOCK_END.
     { A = NODE(FOR, T.off, X, I); if (A) { A->c = B; A->d = E; A->e = F; A->op = (uint16_t)R; } }
-for_iter(A) ::= or_expr(E). { A = E; }
+for_iter ::= bexpr.
 for_filter(A) ::= . { A = NULL; }
 for_filter(A) ::= IF expr(E). { A = E; }
 %type for_rec {int}
@@ -120,7 +130,7 @@ stmt(A) ::= AUTOESCAPE(T) expr(E) BLOCK_END body(B) ENDAUTOESCAPE BLOCK_END. { A
 stmt(A) ::= INCLUDE(T) expr(E) include_opts(O) BLOCK_END. { A = with_op(NODE(INCLUDE, T.off, E, NULL), O); }
 %type include_opts {int}
 %type ctx_opt {int}
-include_opts(A) ::= ctx_opt(C). { A = C; }
+include_opts ::= ctx_opt.
 include_opts(A) ::= IGNORE MISSING ctx_opt(C). { A = 1 | C; }
 ctx_opt(A) ::= . { A = 0; }
 ctx_opt(A) ::= WITH CONTEXT. { A = 0; }
@@ -131,7 +141,7 @@ stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) ctx_opt(C) BLOCK_END.
     { A = with_op(NODE(FROMIMPORT, T.off, E, L), C); }
 stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) COMMA ctx_opt(C) BLOCK_END.
     { A = with_op(NODE(FROMIMPORT, T.off, E, L), C); }
-import_names(A) ::= import_name(I). { A = I; }
+import_names ::= import_name.
 import_names(A) ::= import_names(L) COMMA import_name(I). { A = tpl_node_append(L, I); }
 import_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 import_name(A) ::= NAME(T) AS NAME(U). { A = tpl_p_name(ctx, T); if (A) A->a = tpl_p_name(ctx, U); }
@@ -147,24 +157,24 @@ block_end_name ::= NAME.
 
 /* ---- parameters and arguments ---- */
 params(A) ::= . { A = NULL; }
-params(A) ::= param_list(L). { A = L; }
+params ::= param_list.
 params(A) ::= param_list(L) COMMA. { A = L; }
-param_list(A) ::= param(P). { A = P; }
+param_list ::= param.
 param_list(A) ::= param_list(L) COMMA param(P). { A = tpl_node_append(L, P); }
 param(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 param(A) ::= NAME(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
 
 with_assigns(A) ::= . { A = NULL; }
-with_assigns(A) ::= with_list(L). { A = L; }
+with_assigns ::= with_list.
 with_assigns(A) ::= with_list(L) COMMA. { A = L; }
-with_list(A) ::= with_assign(S). { A = S; }
+with_list ::= with_assign.
 with_list(A) ::= with_list(L) COMMA with_assign(S). { A = tpl_node_append(L, S); }
 with_assign(A) ::= NAME(T) ASSIGN expr(E). { A = NODE(SET, T.off, tpl_p_name(ctx, T), E); }
 
 args(A) ::= . { A = NULL; }
-args(A) ::= arg_list(L). { A = L; }
+args ::= arg_list.
 args(A) ::= arg_list(L) COMMA. { A = L; }
-arg_list(A) ::= arg(X). { A = X; }
+arg_list ::= arg.
 arg_list(A) ::= arg_list(L) COMMA arg(X). { A = tpl_node_append(L, X); }
 arg(A) ::= expr(E). { A = NODE(ARG, E->off, E, NULL); }
 arg(A) ::= NAME(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
@@ -174,24 +184,27 @@ arg(A) ::= POW(T) expr(E). { A = NODE(STARKW, T.off, E, NULL); }
 /* ---- expressions ---- */
 tuple_expr(A) ::= exprs(L). { A = L->next ? NODE(TUPLE, L->off, L, NULL) : L; }
 tuple_expr(A) ::= exprs(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
-exprs(A) ::= expr(E). { A = E; }
+exprs ::= expr.
 exprs(A) ::= exprs(L) COMMA expr(E). { A = tpl_node_append(L, E); }
 
-expr(A) ::= or_expr(E). { A = E; }
-expr(A) ::= or_expr(T) IF or_expr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
-expr(A) ::= or_expr(T) IF or_expr(C). { A = NODE(CONDEXPR, T->off, C, T); }
+/* Jinja2's operator levels as two flat nonterminals resolved by the precedence declarations at
+ * the top: bexpr (or < and < not) over compare over arith (+ - < ~ < * / // % < ** < filters and
+ * tests, all left-associative as in Jinja2) over unary_nf (prefix - +, which take no filter: `-x|f`
+ * is `(-x)|f`). An operand is reduced through three rules instead of one per level; the trees
+ * are the ones a chain of levels builds. */
+expr ::= bexpr.
+expr(A) ::= bexpr(T) IF bexpr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
+expr(A) ::= bexpr(T) IF bexpr(C). { A = NODE(CONDEXPR, T->off, C, T); }
 
-or_expr(A) ::= and_expr(E). { A = E; }
-or_expr(A) ::= or_expr(L) OR and_expr(R). { A = NODE(OR, L->off, L, R); }
-and_expr(A) ::= not_expr(E). { A = E; }
-and_expr(A) ::= and_expr(L) AND not_expr(R). { A = NODE(AND, L->off, L, R); }
-not_expr(A) ::= compare(E). { A = E; }
-not_expr(A) ::= NOT(T) not_expr(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NOT); }
+bexpr ::= compare.
+bexpr(A) ::= bexpr(L) OR bexpr(R). { A = NODE(OR, L->off, L, R); }
+bexpr(A) ::= bexpr(L) AND bexpr(R). { A = NODE(AND, L->off, L, R); }
+bexpr(A) ::= NOT(T) bexpr(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NOT); }
 
-compare(A) ::= math1(E). { A = E; }
-compare(A) ::= math1(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
-cmp_list(A) ::= cmp_op(O) math1(E). { A = O; if (A) A->a = E; }
-cmp_list(A) ::= cmp_list(L) cmp_op(O) math1(E). { if (O) O->a = E; A = tpl_node_append(L, O); }
+compare ::= arith.
+compare(A) ::= arith(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
+cmp_list(A) ::= cmp_op(O) arith(E). { A = O; if (A) A->a = E; }
+cmp_list(A) ::= cmp_list(L) cmp_op(O) arith(E). { if (O) O->a = E; A = tpl_node_append(L, O); }
 cmp_op(A) ::= EQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_EQ); }
 cmp_op(A) ::= NE(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_NE); }
 cmp_op(A) ::= LT(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_LT); }
@@ -201,38 +214,34 @@ cmp_op(A) ::= GTEQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_GE); }
 cmp_op(A) ::= IN(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_IN); }
 cmp_op(A) ::= NOT(T) IN. { A = with_op(N(CMPOP, T.off), TPL_AOP_NOTIN); }
 
-math1(A) ::= concat(E). { A = E; }
-math1(A) ::= math1(L) ADD(T) concat(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
-math1(A) ::= math1(L) SUB(T) concat(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
-concat(A) ::= math2(E). { A = E; }
-concat(A) ::= concat(L) TILDE(T) math2(R).
+arith ::= unary_nf.
+arith(A) ::= arith(L) ADD(T) arith(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
+arith(A) ::= arith(L) SUB(T) arith(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
+arith(A) ::= arith(L) TILDE(T) arith(R).
     { if (L->kind == TPL_N_CONCAT) { tpl_node_append(L->a, R); A = L; } else A = NODE(CONCAT, T.off, tpl_node_append(L, R), NULL); }
-math2(A) ::= pow(E). { A = E; }
-math2(A) ::= math2(L) MUL(T) pow(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
-math2(A) ::= math2(L) DIV(T) pow(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
-math2(A) ::= math2(L) FLOORDIV(T) pow(R). { A = binop(ctx, TPL_AOP_FLOORDIV, L, R, T.off); }
-math2(A) ::= math2(L) MOD(T) pow(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
-pow(A) ::= unary(E). { A = E; }
-pow(A) ::= pow(L) POW(T) unary(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
+arith(A) ::= arith(L) MUL(T) arith(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
+arith(A) ::= arith(L) DIV(T) arith(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
+arith(A) ::= arith(L) FLOORDIV(T) arith(R). { A = binop(ctx, TPL_AOP_FLOORDIV, L, R, T.off); }
+arith(A) ::= arith(L) MOD(T) arith(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
+arith(A) ::= arith(L) POW(T) arith(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
 
-unary(A) ::= unary_nf(E). { A = E; }
-unary(A) ::= unary(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
-unary(A) ::= unary(S) IS(T) test_name(N). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
-unary(A) ::= unary(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, L), N->val); }
-unary(A) ::= unary(S) IS(T) test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
-unary(A) ::= unary(S) IS(T) NOT test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
+arith(A) ::= arith(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
+arith(A) ::= arith(S) IS(T) test_name(N). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
+arith(A) ::= arith(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, L), N->val); }
+arith(A) ::= arith(S) IS(T) test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
+arith(A) ::= arith(S) IS(T) NOT test_name(N). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NULL), N->val), 1); }
+arith(A) ::= arith(S) IS(T) NOT test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, L), N->val), 1); }
+arith(A) ::= arith(S) IS(T) NOT test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_op(with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val), 1); }
 test_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= NONE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= TRUE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= FALSE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= IN(T). { A = tpl_p_name(ctx, T); }
-test_arg(A) ::= test_primary(P). { A = P; }
+test_arg ::= test_primary.
 test_arg(A) ::= test_arg(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE ? K : NODE(GETITEM, T.off, S, K); if (A && K->kind == TPL_N_SLICE) A->a = S; }
 test_primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-test_primary(A) ::= strings(S). { A = S; }
+test_primary ::= strings.
 test_primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
 test_primary(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
 test_primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
@@ -241,16 +250,16 @@ test_primary(A) ::= NONE(T). { A = with_val(N(CONST, T.off), tpl_v_none()); }
 test_primary(A) ::= LBRACKET(T) items(L) RBRACKET. { A = NODE(LIST, T.off, L, NULL); }
 test_primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
 
-filter_chain(A) ::= filter_call(F). { A = F; }
+filter_chain ::= filter_call.
 filter_chain(A) ::= filter_chain(L) PIPE filter_call(F). { A = tpl_node_append(L, F); }
 filter_call(A) ::= NAME(T). { A = with_val(N(FILTER, T.off), tpl_p_tokstr(ctx, T)); }
 filter_call(A) ::= NAME(T) LPAREN args(L) RPAREN. { A = with_val(NODE(FILTER, T.off, NULL, L), tpl_p_tokstr(ctx, T)); }
 
-unary_nf(A) ::= postfix(E). { A = E; }
+unary_nf ::= postfix.
 unary_nf(A) ::= SUB(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NEG); }
 unary_nf(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_POS); }
 
-postfix(A) ::= primary(P). { A = P; }
+postfix ::= primary.
 postfix(A) ::= postfix(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 postfix(A) ::= postfix(S) DOT(T) INTEGER(I). { A = NODE(GETITEM, T.off, S, tpl_p_integer(ctx, I)); }
 postfix(A) ::= postfix(S) LBRACKET(T) subscript(K) RBRACKET.
@@ -261,14 +270,14 @@ callee(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 callee(A) ::= callee(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 callee(A) ::= callee(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
 
-subscript(A) ::= expr(E). { A = E; }
+subscript ::= expr.
 subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E). { A = NODE(SLICE, T.off, NULL, B); if (A) A->c = E; }
 subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E) COLON opt_expr(S). { A = with_d(with_c(NODE(SLICE, T.off, NULL, B), E), S); }
 opt_expr(A) ::= . { A = NULL; }
-opt_expr(A) ::= expr(E). { A = E; }
+opt_expr ::= expr.
 
 primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-primary(A) ::= strings(S). { A = S; }
+primary ::= strings.
 primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
 primary(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
 primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
@@ -283,11 +292,11 @@ strings(A) ::= STRING(T). { A = tpl_p_string(ctx, T); }
 strings(A) ::= strings(S) STRING(T). { A = tpl_p_string_cat(ctx, S, T); }
 
 items(A) ::= . { A = NULL; }
-items(A) ::= exprs(L). { A = L; }
+items ::= exprs.
 items(A) ::= exprs(L) COMMA. { A = L; }
 dict_items(A) ::= . { A = NULL; }
-dict_items(A) ::= pairs(L). { A = L; }
+dict_items ::= pairs.
 dict_items(A) ::= pairs(L) COMMA. { A = L; }
-pairs(A) ::= pair(P). { A = P; }
+pairs ::= pair.
 pairs(A) ::= pairs(L) COMMA pair(P). { A = tpl_node_append(L, P); }
 pair(A) ::= expr(K) COLON expr(V). { A = NODE(PAIR, K->off, K, V); }

@@ -343,8 +343,9 @@ size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size
  * host_funcs is always NULL: see tpl_program_host_functions). */
 const tpl_options *tpl_program_options(const tpl_program *p);
 
-/* The FNV-1a hash of the source p was compiled from (before normalisation): tools compare it
- * with a template file to tell whether a .tplb is stale. */
+/* The XXH64 hash (seed 0, as the xxHash library computes it) of the source p was compiled from,
+ * before normalisation: tools compare it with a template file to tell whether a .tplb is stale.
+ * (Earlier builds stored FNV-1a 64 here: a .tplb they wrote keeps that value, so it reads as stale.) */
 uint64_t tpl_program_source_hash(const tpl_program *p);
 
 #ifdef __cplusplus

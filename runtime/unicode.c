@@ -85,6 +85,12 @@ size_t tpl_utf8_len(const char *s, size_t n)
 {
     size_t count = 0, i = 0;
     while (i < n) {
+        uint64_t w;
+        if (n - i >= 8 && (memcpy(&w, s + i, 8), (w & 0x8080808080808080u) == 0)) {
+            i += 8; /* eight ASCII bytes: eight code points */
+            count += 8;
+            continue;
+        }
         if ((unsigned char)s[i] < 0x80)
             i++;
         else

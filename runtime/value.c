@@ -97,7 +97,7 @@ static void *arena_grow(tpl_arena *a, size_t need)
     return c->data;
 }
 
-void *tpl_arena_alloc(tpl_arena *a, size_t n)
+void *tpl_arena_alloc_grow(tpl_arena *a, size_t n)
 {
     if (n > SIZE_MAX - 32)
         return NULL;

@@ -33,8 +33,21 @@ typedef struct tpl_arena {
 void tpl_arena_init(tpl_arena *a, size_t limit);
 /* Makes an empty arena take its chunks from alloc (borrowed: must outlive the arena). */
 void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc);
-/* Returns 16-byte aligned memory valid until reset/free, or NULL (out of memory or limit). */
-void *tpl_arena_alloc(tpl_arena *a, size_t n);
+/* tpl_arena_alloc's slow path: a new chunk (or a size too large to round). */
+void *tpl_arena_alloc_grow(tpl_arena *a, size_t n);
+/* Returns 16-byte aligned memory valid until reset/free, or NULL (out of memory or limit).
+ * Inline: the common case is a bump of the head chunk. */
+static inline void *tpl_arena_alloc(tpl_arena *a, size_t n)
+{
+    tpl_chunk *c = a->head;
+    size_t need = (n + 15) & ~(size_t)15;
+    if (c && n - 1 < SIZE_MAX - 32 && c->size - c->used >= need) {
+        void *p = c->data + c->used;
+        c->used += need;
+        return p;
+    }
+    return tpl_arena_alloc_grow(a, n);
+}
 /* Copies n bytes into the arena (plus a NUL terminator); NULL on failure. */
 char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n);
 void tpl_arena_reset(tpl_arena *a);

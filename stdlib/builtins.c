@@ -66,6 +66,33 @@ static const struct { const char *op; const char *name; } test_aliases[] = {
     {"==", "eq"}, {"!=", "ne"}, {"<", "lt"}, {"<=", "le"}, {">", "gt"}, {">=", "ge"},
 };
 
+/* Byte-table scans, eight entries per step: the bits of match_bytes(w, b) mark the bytes of w
+ * equal to b (the lowest one exactly; a higher mark can be spurious after a borrow, so callers
+ * check each candidate). Words are read little-endian, so bit 8i is entry i on every host. */
+static uint64_t load_le64(const uint8_t *p)
+{
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+           (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+
+static uint64_t match_bytes(uint64_t w, uint8_t b)
+{
+    uint64_t x = w ^ (0x0101010101010101u * b);
+    return (x - 0x0101010101010101u) & ~x & 0x8080808080808080u;
+}
+
+#define ROUND8(n) (((n) + 7) / 8 * 8)
+
+/* (name length, kind) of every builtin folded into one byte (a collision only costs a check),
+ * padded with entries no builtin matches, so tpl_builtin_find looks at the few rows of the right
+ * length and kind. */
+#define TPL_FIND_KEY(len, kind) ((uint8_t)((len) * 16u + (kind)))
+static const uint8_t find_keys[ROUND8(TPL_B__COUNT)] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) [TPL_B_##kind##_##id] = TPL_FIND_KEY(sizeof name - 1, TPL_BK_##kind),
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+
 int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
 {
     if (kind == TPL_BK_TEST && n > 0 && n <= 2 && !((name[0] >= 'a' && name[0] <= 'z'))) {
@@ -76,16 +103,22 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
     }
     if (n == 0 || n > 255)
         return -1;
-    for (int i = 0; i < TPL_B__COUNT; i++) {
-        const tpl_builtin_info *b = &builtin_table[i];
-        if (b->namelen == n && b->kind == kind && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
-            return i;
+    uint8_t key = TPL_FIND_KEY(n, (unsigned)kind);
+    for (size_t base = 0; base < TPL_B__COUNT; base += 8) {
+        for (uint64_t m = match_bytes(load_le64(find_keys + base), key); m; m &= m - 1) {
+            size_t i = base + (size_t)(__builtin_ctzll(m) >> 3);
+            if (i >= TPL_B__COUNT) break;
+            const tpl_builtin_info *b = &builtin_table[i];
+            if (b->namelen == n && b->kind == kind && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
+                return (int)i;
+        }
     }
     return -1;
 }
 
 /* The builtins a plain name can resolve to (GLOBAL, STR, MAP, LIST kinds), in table order, with
- * their name lengths side by side: name resolution scans these few dozen, not the whole table. */
+ * their name lengths and names side by side: name resolution scans these few dozen, not the whole
+ * table, and compares a name only with those of its length and first letter. */
 #define TPL_NAMED_GLOBAL(x) x,
 #define TPL_NAMED_STR(x) x,
 #define TPL_NAMED_MAP(x) x,
@@ -104,8 +137,14 @@ static const uint16_t named_ids[] = {
 #include "builtins.def"
 #undef TPL_BUILTIN
 };
-static const uint8_t named_lens[] = {
+#define NNAMED (sizeof named_ids / sizeof named_ids[0])
+static const uint8_t named_lens[(NNAMED + 15) / 16 * 16] = {   /* padded with 0: no name matches */
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(sizeof name - 1)
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+static const char *const named_names[] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(name)
 #include "builtins.def"
 #undef TPL_BUILTIN
 };
@@ -128,13 +167,25 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     *global = bk[0] = bk[1] = bk[2] = -1;
     if (n == 0 || n > 255)
         return;
-    for (size_t k = 0; k < sizeof named_ids / sizeof named_ids[0]; k++) {
-        if (named_lens[k] != n)
-            continue;
-        const tpl_builtin_info *b = &builtin_table[named_ids[k]];
-        int16_t *slot = b->kind == TPL_BK_GLOBAL ? global : &bk[b->kind - TPL_BK_STR];
-        if (*slot < 0 && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
-            *slot = (int16_t)named_ids[k];
+    typedef uint8_t v16 __attribute__((vector_size(16)));
+    for (size_t base = 0; base < NNAMED; base += 16) {
+        /* sixteen lengths compared at once: a 0xFF byte of eq marks an entry of length n */
+        v16 lens, eq;
+        uint8_t e[16];
+        memcpy(&lens, named_lens + base, 16);
+        eq = (v16)(lens == (uint8_t)n);
+        memcpy(e, &eq, 16);
+        for (size_t half = 0; half < 16; half += 8) {
+            for (uint64_t m = load_le64(e + half) & 0x8080808080808080u; m; m &= m - 1) {
+                size_t k = base + half + (size_t)(__builtin_ctzll(m) >> 3);
+                if (k >= NNAMED || named_names[k][0] != name[0] || memcmp(named_names[k], name, n) != 0)
+                    continue;
+                int kind = builtin_table[named_ids[k]].kind;
+                int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
+                if (*slot < 0)
+                    *slot = (int16_t)named_ids[k];
+            }
+        }
     }
 }
 

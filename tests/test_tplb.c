@@ -466,9 +466,29 @@ static void test_backward_loop_exit(void)
     tpl_program_free(p);
 }
 
+/* tpl_program_source_hash is XXH64 (seed 0) of the source as given (before normalisation): the
+ * reference values of the xxHash library, covering each tail path (stripes, 8, 4, 1 bytes). */
+static void test_source_hash(void)
+{
+    static const struct { const char *src; uint64_t hash; } cases[] = {
+        { "", 0xef46db3751d8e999u },
+        { "a", 0xd24ec4f1a98c6e5bu },
+        { "Hi {{ name }}!", 0x6801f061278ed7a1u },
+        { "The quick brown fox jumps over the lazy dog, {{ x }}. \xc3\x89\xc3\xa9", 0xfa45497175286bd9u },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tpl_program *p = compile(cases[i].src, NULL);
+        CHECK(p != NULL);
+        if (!p) continue;
+        CHECK(tpl_program_source_hash(p) == cases[i].hash);
+        tpl_program_free(p);
+    }
+}
+
 int main(void)
 {
     test_backward_loop_exit();
+    test_source_hash();
     test_round_trip();
     test_static();
     test_switch_table();
