@@ -388,9 +388,9 @@ static int cycler_state(tpl_vm *vm, tpl_value self, tpl_map **m, const tpl_list 
 
 int g_cycler_next(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_map *m;
-    const tpl_list *items;
-    int64_t pos;
+    tpl_map *m = NULL;
+    const tpl_list *items = NULL;
+    int64_t pos = 0;
     if (cycler_state(vm, a[0], &m, &items, &pos) < 0)
         return -1;
     *out = items->items[pos];
@@ -402,9 +402,9 @@ int g_cycler_next(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int g_cycler_reset(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_map *m;
-    const tpl_list *items;
-    int64_t pos;
+    tpl_map *m = NULL;
+    const tpl_list *items = NULL;
+    int64_t pos = 0;
     if (cycler_state(vm, a[0], &m, &items, &pos) < 0)
         return -1;
     if (set_key(vm, m, "pos", tpl_v_int(0)) < 0 || set_key(vm, m, "current", items->items[0]) < 0)

@@ -161,7 +161,7 @@ static bool num_is(tpl_value r, int64_t want)
 
 int t_odd(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value r;
+    tpl_value r = { 0 };
     if (py_mod(vm, a[0], tpl_v_int(2), &r) < 0)
         return -1;
     RET(num_is(r, 1));
@@ -169,7 +169,7 @@ int t_odd(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int t_even(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value r;
+    tpl_value r = { 0 };
     if (py_mod(vm, a[0], tpl_v_int(2), &r) < 0)
         return -1;
     RET(num_is(r, 0));
@@ -177,7 +177,7 @@ int t_even(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int t_divisibleby(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value r;
+    tpl_value r = { 0 };
     if (py_mod(vm, a[0], a[1], &r) < 0)
         return -1;
     RET(num_is(r, 0));

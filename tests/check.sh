@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds tpl and runs every test:
 #   build        gcc, -Werror: the whole suite
+#   build-release gcc -O3, -Werror: builds everything (its warnings differ), runs the core tests
 #   build-clang  clang, -Werror: the whole suite
 #   build-asan   ASan+UBSan: the whole suite
 #   build-tsan   ThreadSanitizer: the concurrent-render test
@@ -23,6 +24,7 @@ run() { # dir, [meson setup args...] ; TESTS selects test names (default: all)
   meson test -C "$dir" --print-errorlogs --no-rebuild ${TESTS:-} || status=1
 }
 run build
+TESTS="core stdlib" run build-release --buildtype=release   # -O3: gcc's flow warnings differ
 CC=clang run build-clang
 run build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all
 TESTS=threads run build-tsan -Db_sanitize=thread -Db_lundef=false
