@@ -354,9 +354,11 @@ static bool arg_starts(rlex *L, size_t p)
     return false;
 }
 
-/* Finds the end of a quoted literal starting at s[i] (quote q); handles #{} nesting in "...". */
-static size_t skip_string(const char *s, size_t n, size_t i, char q)
+/* Finds the end of a quoted literal starting at s[i] (quote q); handles #{} nesting in "..."
+ * (at most 256 strings deep: deeper is an error, (size_t)-1, like an unterminated literal). */
+static size_t skip_string_at(const char *s, size_t n, size_t i, char q, int depth)
 {
+    if (depth > 256) return (size_t)-1;
     i++;
     while (i < n) {
         char c = s[i];
@@ -368,7 +370,11 @@ static size_t skip_string(const char *s, size_t n, size_t i, char q)
             while (i < n && d > 0) {
                 if (s[i] == '{') d++;
                 else if (s[i] == '}') { if (--d == 0) break; }
-                else if (s[i] == '"' || s[i] == '\'') { i = skip_string(s, n, i, s[i]); continue; }
+                else if (s[i] == '"' || s[i] == '\'') {
+                    i = skip_string_at(s, n, i, s[i], depth + 1);
+                    if (i == (size_t)-1) return i;
+                    continue;
+                }
                 i++;
             }
             if (i < n) i++;
@@ -379,6 +385,8 @@ static size_t skip_string(const char *s, size_t n, size_t i, char q)
     }
     return (size_t)-1;
 }
+
+static size_t skip_string(const char *s, size_t n, size_t i, char q) { return skip_string_at(s, n, i, q, 0); }
 
 static bool lex_error(rlex *L, size_t off, const char *fmt, const char *what, int wl)
 {
@@ -808,6 +816,10 @@ bool tpl_erb_parse(tpl_pctx *c)
         map_offsets(&es.sc, t->b, 0);
         clear_mark(t->b, 0);
         c->root = t;
+        c->src = src;
+        c->n = n;
+        ok = tpl_p_check_depth(c, t);
+        err = c->err_off;
     }
     c->src = src;
     c->n = n;

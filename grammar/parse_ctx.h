@@ -34,5 +34,11 @@ tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t);    /* the token's bytes as a s
 
 /* Parses a Jinja template into c->root; returns false with c->msg/err_off on failure. */
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n);
+/* The deepest AST the compilers walk (they recurse once per level or so): about as deep as
+ * Python lets Jinja2 go. A deeper tree (a chain of 50,000 filters, `1+1+...`) is a located
+ * error before any walk. */
+#define TPL_MAX_AST_DEPTH 1000
+/* False, with the error at the first node deeper than TPL_MAX_AST_DEPTH, for such a tree. */
+bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root);
 
 #endif

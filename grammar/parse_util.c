@@ -263,5 +263,44 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
         }
     }
     JinjaParseFree(parser, free);
-    return !c->failed && c->root;
+    return !c->failed && c->root && tpl_p_check_depth(c, c->root);
+}
+
+bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
+{
+    /* an explicit stack: the check itself must not recurse as deep as the tree */
+    struct item { const tpl_node *n; uint32_t depth; } *stack = NULL;
+    size_t len = 0, cap = 0;
+    bool ok = true;
+    if (root) {
+        stack = malloc(64 * sizeof *stack);
+        if (!stack) { tpl_pctx_error(c, 0, "out of memory"); return false; }
+        cap = 64;
+        stack[len++] = (struct item){ root, 1 };
+    }
+    while (len && ok) {
+        struct item it = stack[--len];
+        for (const tpl_node *n = it.n; n; n = n->next) { /* siblings share a depth */
+            if (it.depth > TPL_MAX_AST_DEPTH) {
+                tpl_pctx_error(c, n->off, "nested too deeply (more than %d levels of expressions and statements)",
+                               TPL_MAX_AST_DEPTH);
+                ok = false;
+                break;
+            }
+            const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+            for (int i = 0; i < 5; i++) {
+                if (!kids[i]) continue;
+                if (len == cap) {
+                    struct item *ns = realloc(stack, cap * 2 * sizeof *stack);
+                    if (!ns) { tpl_pctx_error(c, n->off, "out of memory"); ok = false; break; }
+                    stack = ns;
+                    cap *= 2;
+                }
+                stack[len++] = (struct item){ kids[i], it.depth + 1 };
+            }
+            if (!ok) break;
+        }
+    }
+    free(stack);
+    return ok;
 }

@@ -766,13 +766,15 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
         if (stop < 0) { stop += len; if (stop < lo) stop = lo; }
         else if (stop > hi) stop = hi;
     }
+    /* unsigned: a step of any size (even INT64_MIN) divides without overflow; start + i * step
+     * stays in range, as i * |step| < len whenever i > 0 */
     int64_t count = 0;
-    if (step > 0 && stop > start) count = (stop - start + step - 1) / step;
-    if (step < 0 && start > stop) count = (start - stop + (-step) - 1) / (-step);
+    if (step > 0 && stop > start) count = (int64_t)(((uint64_t)(stop - start) - 1) / (uint64_t)step + 1);
+    if (step < 0 && start > stop) count = (int64_t)(((uint64_t)(start - stop) - 1) / (0 - (uint64_t)step) + 1);
     if (obj.type == TPL_T_LIST) {
         tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)count);
         if (!l) return oom(vm);
-        for (int64_t i = 0, k = start; i < count; i++, k += step) l->items[i] = src->items[k];
+        for (int64_t i = 0; i < count; i++) l->items[i] = src->items[start + i * step];
         l->len = (uint32_t)count;
         *out = tpl_v_list(l);
         out->flags = obj.flags & TPL_F_TUPLE;
@@ -789,7 +791,10 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     if (tpl_to_list(vm, obj, &chars) < 0) return -1;
     tpl_sb sb;
     tpl_sb_init(&sb, &vm->arena);
-    for (int64_t i = 0, k = start; i < count; i++, k += step) tpl_sb_put(&sb, chars->items[k].u.s, chars->items[k].len);
+    for (int64_t i = 0; i < count; i++) {
+        const tpl_value *ch = &chars->items[start + i * step];
+        tpl_sb_put(&sb, ch->u.s, ch->len);
+    }
     if (sb.failed) return oom(vm);
     *out = tpl_sb_value(&sb);
     return 0;
