@@ -44,5 +44,30 @@ check "--depfile names the output and the template" 'head -n1 "$tmp/dep/main.d" 
 printf '%s: %s \\\n  %s \\\n  %s \\\n  %s\n' "$tmp/dep/main.tplb" "$tmp/dep/main.jinja" "$tmp/dep/base.jinja" \
   "$tmp/dep/macros.jinja" "$tmp/dep/part\\ one.jinja" > "$tmp/dep/want.d"
 check "--depfile lists extends, import and include once each (spaces escaped)" 'cmp -s "$tmp/dep/main.d" "$tmp/dep/want.d"'
+# tplc never writes to its inputs; -o keeps symlinks, permissions and special files
+mkdir "$tmp/io"
+printf 'Hi {{ n }}' > "$tmp/io/a.jinja"
+echo '{"n": 1}' > "$tmp/io/s.json"
+cp "$tmp/io/a.jinja" "$tmp/io/a.orig"
+"$tplc" compile "$tmp/io/a.jinja" -o "$tmp/io/a.jinja" 2>"$tmp/io/err"
+check "-o naming the template is refused" '[ $? -eq 2 ] && cmp -s "$tmp/io/a.jinja" "$tmp/io/a.orig" && grep -q "is an input" "$tmp/io/err"'
+"$tplc" render "$tmp/io/a.jinja" --state "$tmp/io/s.json" -o "$tmp/io/s.json" 2>/dev/null
+check "-o naming the state is refused" '[ $? -eq 2 ] && grep -q "\"n\"" "$tmp/io/s.json"'
+"$tplc" compile "$tmp/io/a.jinja" -o "$tmp/io/a.tplb" --depfile "$tmp/io/a.jinja" 2>/dev/null
+check "--depfile naming the template is refused" '[ $? -eq 2 ] && cmp -s "$tmp/io/a.jinja" "$tmp/io/a.orig"'
+echo old > "$tmp/io/real.txt"
+chmod 640 "$tmp/io/real.txt"
+ln -s real.txt "$tmp/io/link.txt"
+"$tplc" render "$tmp/io/a.jinja" --state "$tmp/io/s.json" -o "$tmp/io/link.txt"
+check "-o through a symlink writes its target and keeps the link" '[ -L "$tmp/io/link.txt" ] && [ "$(cat "$tmp/io/real.txt")" = "Hi 1" ]'
+check "-o keeps the permissions of an existing file" '[ "$(stat -c %a "$tmp/io/real.txt")" = 640 ]'
+mkfifo "$tmp/io/fifo"
+(cat "$tmp/io/fifo" > "$tmp/io/fifo.out") &
+"$tplc" render "$tmp/io/a.jinja" --state "$tmp/io/s.json" -o "$tmp/io/fifo"
+wait
+check "-o to a FIFO writes into it" '[ -p "$tmp/io/fifo" ] && [ "$(cat "$tmp/io/fifo.out")" = "Hi 1" ]'
+"$tplc" render /dev/zero 2>"$tmp/io/err"
+check "an endless input is refused" '[ $? -eq 2 ] && grep -q "too large" "$tmp/io/err"'
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

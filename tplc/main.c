@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include "tpl.h"
 
@@ -26,7 +27,12 @@ static const char usage[] =
     "       tplc tr-extract TEMPLATE... -o CATALOG.json [--lang L] [compile flags]\n"
     "       tplc --version\n";
 
-/* Reads a whole file ("-" = stdin). Returns malloc'd bytes (NUL-terminated) or NULL. */
+/* The largest input tplc reads (a template, state or catalog): /dev/zero is refused, not read
+ * until memory runs out. */
+#define TPLC_MAX_INPUT ((size_t)256 << 20)
+
+/* Reads a whole file ("-" = stdin). Returns malloc'd bytes (NUL-terminated) or NULL (errno set;
+ * EFBIG past TPLC_MAX_INPUT). */
 static char *read_file(const char *path, size_t *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -37,6 +43,12 @@ static char *read_file(const char *path, size_t *len)
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
         if (got == 0) break;
+        if (n > TPLC_MAX_INPUT) {
+            free(buf);
+            if (f != stdin) fclose(f);
+            errno = EFBIG;
+            return NULL;
+        }
         if (n + 1 >= cap) {
             char *nb = realloc(buf, cap * 2);
             if (!nb) { free(buf); buf = NULL; break; }
@@ -53,20 +65,46 @@ static char *read_file(const char *path, size_t *len)
 }
 
 /* Writes data to path atomically (temporary file in the same folder + rename). */
+/* A symlink is followed (the file it names is replaced, the link stays); a path that is not a
+ * regular file (a FIFO, /dev/stdout, a terminal) is written in place, as there is nothing to
+ * rename over; an existing file keeps its permissions. */
 static int write_atomic(const char *path, const char *data, size_t n)
 {
-    size_t plen = strlen(path);
+    struct stat st;
+    char *real = NULL;
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(path, "wb");
+        if (!f) return -1;
+        bool ok = fwrite(data, 1, n, f) == n;
+        ok = (fclose(f) == 0) && ok;
+        return ok ? 0 : -1;
+    }
+    struct stat lst;
+    if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && !(real = realpath(path, NULL))) return -1;
+    const char *target = real ? real : path;
+    size_t plen = strlen(target);
     char *tmp = malloc(plen + 32);
-    if (!tmp) return -1;
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    if (!tmp) { free(real); return -1; }
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", target, (long)getpid());
     FILE *f = fopen(tmp, "wb");
-    if (!f) { free(tmp); return -1; }
+    if (!f) { free(tmp); free(real); return -1; }
     bool ok = fwrite(data, 1, n, f) == n;
     ok = (fflush(f) == 0) && ok;
+    if (exists) ok = fchmod(fileno(f), st.st_mode & 07777) == 0 && ok;
     ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) { remove(tmp); free(tmp); return -1; }
+    if (!ok || rename(tmp, target) != 0) { remove(tmp); free(tmp); free(real); return -1; }
     free(tmp);
+    free(real);
     return 0;
+}
+
+/* Whether paths a and b name the same existing file. */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && strcmp(a, "-") != 0 && strcmp(b, "-") != 0 && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static void print_error(const tpl_error *e)
@@ -612,6 +650,27 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     int rc;
+    /* tplc never writes to its inputs: -o or --depfile naming one is refused before any work */
+    const char *outs[2] = { o.out, o.depfile };
+    for (int k = 0; k < 2; k++) {
+        const char *ins[4] = { o.tpl, o.state, o.golden, NULL };
+        const char *hit = NULL;
+        for (int i = 0; i < 3 && !hit; i++)
+            if (same_file(outs[k], ins[i])) hit = ins[i];
+        for (int i = 0; i < o.ntpls && !hit; i++)
+            if (same_file(outs[k], o.tpls[i])) hit = o.tpls[i];
+        for (int i = 0; i < o.ncatalogs && !hit; i++)
+            if (same_file(outs[k], o.catalogs[i])) hit = o.catalogs[i];
+        if (hit) {
+            fprintf(stderr, "tplc: error: %s %s is an input (%s); tplc does not write to its inputs\n",
+                    k ? "--depfile" : "-o", outs[k], hit);
+            free(o.facts);
+            free(o.catalogs);
+            free(o.trkeys);
+            free(o.tpls);
+            return EXIT_USAGE;
+        }
+    }
     if (strcmp(o.cmd, "render") == 0) rc = cmd_render(&o);
     else if (strcmp(o.cmd, "dump") == 0) rc = cmd_dump(&o);
     else if (strcmp(o.cmd, "tr-extract") == 0) rc = cmd_tr_extract(&o);
