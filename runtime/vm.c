@@ -1397,6 +1397,15 @@ top:
         bool print = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
         bool rb = op == TPL_OP_ADDS_RB || op == TPL_OP_PRINT_ADDS_RB;
         if (plain && print) {
+            if (vm->out_len + total < vm->out_cap) { /* room for all: one check, then copies */
+                char *o = vm->out + vm->out_len;
+                for (uint32_t i = 0; i < a; i++) {
+                    if (args[i].len) memcpy(o, args[i].u.s, args[i].len);
+                    o += args[i].len;
+                }
+                vm->out_len += total;
+                NEXT(0);
+            }
             for (uint32_t i = 0; i < a; i++)
                 if (out_put(vm, args[i].u.s, args[i].len) < 0) goto fail;
             NEXT(0);
