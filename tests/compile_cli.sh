@@ -69,5 +69,7 @@ check "-o to a FIFO writes into it" '[ -p "$tmp/io/fifo" ] && [ "$(cat "$tmp/io/
 "$tplc" render /dev/zero 2>"$tmp/io/err"
 check "an endless input is refused" '[ $? -eq 2 ] && grep -q "too large" "$tmp/io/err"'
 
+check "--help prints the usage and exits 0" '"$tplc" --help | grep -q "^usage: tplc render"'
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -639,6 +639,13 @@ int main(int argc, char **argv)
         printf("tplc %s\n", TPL_VERSION_STRING);
         return 0;
     }
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage, stdout);
+        fputs("\nThe syntax follows the extension (.erb ERB, .fmt/.txt format strings, else Jinja) unless\n"
+              "--syntax says otherwise; TEMPLATE - reads standard input. Exit status: 0 success, 1 template\n"
+              "error, 2 usage or I/O error. More: man doc/tplc.1 and the README.\n", stdout);
+        return 0;
+    }
     if (argc >= 2 && strcmp(argv[1], "lint") == 0) return tplc_lint(argc - 1, argv + 1);
     opts o;
     if (parse_args(argc, argv, &o) != 0) {
