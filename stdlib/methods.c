@@ -8,6 +8,9 @@
 #include <string.h>
 
 #define OOM() tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory")
+/* The most digits after the point a float is formatted with ({:.Nf}, %.Nf): beyond is a limit
+ * error (Python goes on; a prompt never needs it). */
+#define TPL_MAX_FLOAT_PREC 1000
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -1017,7 +1020,9 @@ static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const c
     } else {
         if (t == '%')
             ax *= 100;
-        int prec = f->prec >= 0 ? (int)(f->prec > 1000 ? 1000 : f->prec) : 6;
+        if (f->prec > TPL_MAX_FLOAT_PREC)
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)", TPL_MAX_FLOAT_PREC);
+        int prec = f->prec >= 0 ? (int)f->prec : 6;
         char cfmt[16];
         char conv = t;
         if (t == 0) {
@@ -1597,7 +1602,10 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 tpl_sb_puts(&tb, isnan(ad) ? (up ? "NAN" : "nan") : (up ? "INF" : "inf"));
             } else {
                 char cf[16];
-                int p = prec < 0 ? 6 : (int)(prec > 1000 ? 1000 : prec);
+                if (prec > TPL_MAX_FLOAT_PREC)
+                    return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
+                                        TPL_MAX_FLOAT_PREC);
+                int p = prec < 0 ? 6 : (int)prec;
                 snprintf(cf, sizeof cf, "%%%s.*%c", alt ? "#" : "", conv);
                 int need = snprintf(NULL, 0, cf, p, ad);
                 if (need < 0 || !tpl_sb_reserve(&tb, (size_t)need + 1))

@@ -1158,10 +1158,13 @@ static bool range_span(tpl_value r, int64_t len, int64_t *b, int64_t *n)
     if (rb.type != TPL_T_INT && rb.type != TPL_T_NONE) return false;
     int64_t s = rb.type == TPL_T_INT ? rb.u.i : 0;
     int64_t e = re.type == TPL_T_INT ? re.u.i : len;
-    if (re.type == TPL_T_INT) { if (e < 0) e += len; if (!excl) e++; }
+    if (re.type == TPL_T_INT) {
+        if (e < 0) e += len;
+        if (e >= len) e = len;   /* (before the +1: an end near INT64_MAX must not overflow) */
+        else if (!excl) e++;
+    }
     if (s < 0) s += len;
     if (s < 0 || s > len) return false;
-    if (e > len) e = len;
     *b = s;
     *n = e > s ? e - s : 0;
     return true;
