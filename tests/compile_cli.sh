@@ -69,6 +69,11 @@ check "-o to a FIFO writes into it" '[ -p "$tmp/io/fifo" ] && [ "$(cat "$tmp/io/
 "$tplc" render /dev/zero 2>"$tmp/io/err"
 check "an endless input is refused" '[ $? -eq 2 ] && grep -q "too large" "$tmp/io/err"'
 
+mkdir -p "$tmp/trav/sub"
+echo secret > "$tmp/trav/secret.txt"
+printf '{%% include "../secret.txt" %%}' > "$tmp/trav/sub/a.jinja"
+"$tplc" render "$tmp/trav/sub/a.jinja" >"$tmp/trav/out" 2>&1
+check "an include never leaves the template's folder through .. (as Jinja2's FileSystemLoader)" '[ $? -eq 1 ] && grep -q "not found" "$tmp/trav/out" && ! grep -qx secret "$tmp/trav/out"'
 check "--help prints the usage and exits 0" '"$tplc" --help | grep -q "^usage: tplc render"'
 
 echo "$pass passed, $fail failed"

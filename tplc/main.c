@@ -140,6 +140,13 @@ static char *load_beside(void *data, const char *name, size_t name_len, size_t *
 {
     const char *dir = data;
     if (name_len == 0 || memchr(name, 0, name_len)) return NULL;
+    /* as Jinja2's FileSystemLoader: a ".." segment never leaves the folder (not found) */
+    for (size_t i = 0; i < name_len;) {
+        size_t j = i;
+        while (j < name_len && name[j] != '/') j++;
+        if (j - i == 2 && name[i] == '.' && name[i + 1] == '.') return NULL;
+        i = j + 1;
+    }
     size_t dl = strlen(dir);
     char *path = malloc(dl + name_len + 2);
     if (!path) return NULL;
