@@ -133,7 +133,7 @@ static void put_int(tpl_sb *b, int64_t i) { tpl_sb_printf(b, "%" PRId64, i); }
 
 /* The containers being printed, outermost first: detects cycles (printed as [...] / {...},
  * like Python and Ruby; an error for JSON) and bounds the recursion. */
-enum { MAX_NEST = 200 };
+enum { MAX_NEST = 1000 }; /* as Python's recursion limit; the state nests at most 512 deep */
 
 typedef struct walker {
     int depth;
