@@ -97,6 +97,9 @@ long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad)
         case 'r': out[j++] = '\r'; break;
         case 't': out[j++] = '\t'; break;
         case 'v': out[j++] = '\v'; break;
+        case 'N': /* \N{NAME}: tpl has no table of Unicode names, and must not print it as is */
+            *bad = i - 1;
+            return -2;
         case 'x': case 'u': case 'U': {
             int digits = c == 'x' ? 2 : c == 'u' ? 4 : 8;
             uint32_t cp = 0;

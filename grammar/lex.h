@@ -40,7 +40,8 @@ char *tpl_jinja_normalize(const char *src, size_t n, bool keep_trailing_newline,
 /* Python's string-literal unescaping for a literal body (without quotes), as Jinja2 does it
  * (`unicode-escape`): \n \t \\ \' \" \xhh \uhhhh \Uhhhhhhhh \ooo \a \b \f \v \r and
  * backslash-newline; unknown escapes stay as written. Writes to out (capacity >= n). Returns
- * the output length, or -1 with *bad set to the offset of a malformed escape. */
+ * the output length, or -1 with *bad set to the offset of a malformed escape (-2: a \N{NAME}
+ * escape, which tpl does not decode). */
 long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad);
 
 /* Keyword table: one X-macro list of (spelling, token) for the Jinja grammar. */

@@ -54,6 +54,10 @@ static tpl_value unquote(tpl_pctx *c, tpl_token t)
     if (!out) { tpl_pctx_error(c, t.off, "out of memory"); return tpl_v_str("", 0); }
     size_t bad = 0;
     long len = tpl_py_unescape(body, n, out, &bad);
+    if (len == -2) {
+        tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "\\N{...} escapes are not supported (write the character itself)");
+        return tpl_v_str("", 0);
+    }
     if (len < 0) {
         tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "invalid escape sequence in string literal");
         return tpl_v_str("", 0);
