@@ -74,6 +74,10 @@ echo secret > "$tmp/trav/secret.txt"
 printf '{%% include "../secret.txt" %%}' > "$tmp/trav/sub/a.jinja"
 "$tplc" render "$tmp/trav/sub/a.jinja" >"$tmp/trav/out" 2>&1
 check "an include never leaves the template's folder through .. (as Jinja2's FileSystemLoader)" '[ $? -eq 1 ] && grep -q "not found" "$tmp/trav/out" && ! grep -qx secret "$tmp/trav/out"'
+printf '{{ tr("Hello") }}' > "$tmp/io/t.jinja"
+"$tplc" compile "$tmp/io/t.jinja" -o "$tmp/io/t.tplb"
+"$tplc" tr-extract "$tmp/io/t.tplb" -o "$tmp/io/cat.json" 2>"$tmp/io/err"
+check "tr-extract refuses a .tplb (it keeps no record of tr() calls)" '[ $? -eq 2 ] && [ ! -e "$tmp/io/cat.json" ] && grep -q "not a .tplb" "$tmp/io/err"'
 check "--help prints the usage and exits 0" '"$tplc" --help | grep -q "^usage: tplc render"'
 
 echo "$pass passed, $fail failed"

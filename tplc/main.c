@@ -506,6 +506,18 @@ static int cmd_tr_extract(const opts *o)
         tpl_program *prog = NULL;
         rc = compile_path(o, o->tpls[t], &prog, NULL);
         if (rc) break;
+        if (tpl_program_tr_calls(prog, NULL, 0) == 0) {
+            size_t hl = 0;
+            char *head = read_file(o->tpls[t], &hl);
+            bool tplb = head && tpl_is_tplb(head, hl);
+            free(head);
+            if (tplb) { /* a .tplb keeps no record of its tr() calls */
+                fprintf(stderr, "%s: error: tr-extract reads template sources, not a .tplb\n", o->tpls[t]);
+                tpl_program_free(prog);
+                rc = EXIT_USAGE;
+                break;
+            }
+        }
         size_t n = tpl_program_tr_calls(prog, NULL, 0);
         tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
         if (n && !calls) { rc = EXIT_USAGE; tpl_program_free(prog); break; }
