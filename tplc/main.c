@@ -119,18 +119,18 @@ static void print_json_error(const char *path, const char *text, size_t tlen, co
 {
     tpl_error loc = *e;
     loc.file = path;
+    if (!loc.line) loc.line = 1, loc.column = 1; /* a document-wide error: its first line */
     char *line = NULL;
-    if (e->line) {
+    if (text) {
         size_t i = 0;
         uint32_t l = 1;
-        while (i < tlen && l < e->line) { if (text[i] == '\n') l++; i++; }
+        while (i < tlen && l < loc.line) { if (text[i] == '\n') l++; i++; }
         size_t j = i;
         while (j < tlen && text[j] != '\n' && text[j] != '\r') j++;
         line = malloc(j - i + 1);
         if (line) { memcpy(line, text + i, j - i); line[j - i] = 0; }
     }
     loc.source_line = line;
-    if (!loc.line) loc.line = 1, loc.column = 1;
     print_error(&loc);
     free(line);
 }
