@@ -78,6 +78,12 @@ printf '{{ tr("Hello") }}' > "$tmp/io/t.jinja"
 "$tplc" compile "$tmp/io/t.jinja" -o "$tmp/io/t.tplb"
 "$tplc" tr-extract "$tmp/io/t.tplb" -o "$tmp/io/cat.json" 2>"$tmp/io/err"
 check "tr-extract refuses a .tplb (it keeps no record of tr() calls)" '[ $? -eq 2 ] && [ ! -e "$tmp/io/cat.json" ] && grep -q "not a .tplb" "$tmp/io/err"'
+"$tplc" compile "$tmp/io/a.jinja" --emit c --name int -o "$tmp/io/int.c" 2>/dev/null
+check "--name refuses a C keyword" '[ $? -eq 2 ] && [ ! -e "$tmp/io/int.c" ]'
+"$tplc" render "$tmp/io/a.jinja" --state "$tmp/io/s.json" --golden "$tmp/io/s.json" 2>/dev/null
+check "--state with --golden is a usage error" '[ $? -eq 2 ]'
+"$tplc" render "$tmp/io/a.jinja" --case 1 2>/dev/null
+check "--case without --golden is a usage error" '[ $? -eq 2 ]'
 check "--help prints the usage and exits 0" '"$tplc" --help | grep -q "^usage: tplc render"'
 
 echo "$pass passed, $fail failed"

@@ -72,7 +72,8 @@ static json_t *known_names(const lint_opts *o)
     json_error_t je;
     json_t *j = json_load_file(path, 0, &je);
     if (!j) {
-        fprintf(stderr, "%s:%d:%d: error: %s\n", path, je.line, je.column, je.text);
+        if (je.line > 0) fprintf(stderr, "%s:%d:%d: error: %s\n", path, je.line, je.column, je.text);
+        else fprintf(stderr, "%s: error: %s\n", path, je.text); /* unreadable: jansson has no position */
         return NULL;
     }
     json_t *obj = o->state ? j : json_object_get(j, "properties");

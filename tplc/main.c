@@ -676,6 +676,14 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     int rc;
+    if ((o.state && o.golden) || (o.case_n >= 0 && !o.golden)) {
+        fprintf(stderr, "tplc: %s\n", o.golden ? "--state and --golden exclude each other" : "--case needs --golden");
+        free(o.facts);
+        free(o.catalogs);
+        free(o.trkeys);
+        free(o.tpls);
+        return EXIT_USAGE;
+    }
     /* tplc never writes to its inputs: -o or --depfile naming one is refused before any work */
     const char *outs[2] = { o.out, o.depfile };
     for (int k = 0; k < 2; k++) {
