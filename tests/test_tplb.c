@@ -159,9 +159,8 @@ static void test_round_trip(void)
 }
 
 /* A static program over a compiled program's tables (the layout --emit c generates). */
-static void test_static(void)
+static tpl_static_program static_of(const tpl_program *p)
 {
-    tpl_program *p = compile(TEMPLATES[1], NULL);
     tpl_static_program sp = { 0 };
     sp.magic = TPL_STATIC_MAGIC;
     sp.version = TPL_TPLB_VERSION;
@@ -180,6 +179,13 @@ static void test_static(void)
     sp.nspans = p->nspans;
     sp.macros = (const tpl_static_macro *)(const void *)p->macros;
     sp.nmacros = p->nmacros;
+    return sp;
+}
+
+static void test_static(void)
+{
+    tpl_program *p = compile(TEMPLATES[1], NULL);
+    tpl_static_program sp = static_of(p);
     tpl_program *q = NULL;
     CHECK(tpl_program_load_static(&sp, &q, NULL) == TPL_OK);
     tpl_render *r = new_render(NULL);
@@ -207,22 +213,8 @@ static void test_switch_table(void)
     CHECK(sw < p->ncode);
     if (sw == p->ncode) { tpl_program_free(p); return; }
     uint32_t *code = malloc(p->ncode * sizeof *code);
-    tpl_static_program sp = { 0 };
-    sp.magic = TPL_STATIC_MAGIC;
-    sp.version = TPL_TPLB_VERSION;
-    sp.name = p->name;
-    sp.source = p->source;
-    sp.source_len = p->source_len;
-    sp.nslots = p->nslots;
-    sp.max_stack = p->max_stack;
+    tpl_static_program sp = static_of(p);
     sp.code = code;
-    sp.ncode = p->ncode;
-    sp.consts = (const tpl_static_value *)(const void *)p->consts;
-    sp.nconsts = p->nconsts;
-    sp.names = (const tpl_static_name *)(const void *)p->names;
-    sp.nnames = p->nnames;
-    sp.spans = (const tpl_static_span *)(const void *)p->spans;
-    sp.nspans = p->nspans;
     /* as compiled: loads; a table entry that is no JUMP, or a constant that is no string tuple:
      * rejected */
     for (int k = 0; k < 4; k++) {
