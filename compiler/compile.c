@@ -103,6 +103,7 @@ struct tpl_comp {
     size_t ntrcalls, trcap;
     tpl_node *main_body;     /* the template's statements when it extends nothing (set_then_print) */
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
+    uint32_t set_print_scans;/* whole-template scans set_then_print made (bounded: each is O(template)) */
     bool failed;
     uint32_t err_off;
     char msg[256];
@@ -1930,7 +1931,7 @@ static uint32_t name_refs(const tpl_node *n, tpl_value name, bool *open, int dep
 static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
 {
     if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA ||
-        c->include_depth || c->cur_block || !c->main_body || c->closed == 0)
+        c->include_depth || c->cur_block || !c->main_body || c->closed == 0 || c->set_print_scans >= 64)
         return NULL;
     tpl_node *out = set->next;
     while (out && out->kind == TPL_N_TEXT && out->val.len == 0) out = out->next;
@@ -1938,6 +1939,7 @@ static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
         memcmp(out->a->val.u.s, set->a->val.u.s, set->a->val.len) != 0)
         return NULL;
     bool open = false;
+    c->set_print_scans++;
     uint32_t refs = name_refs(c->main_body, set->a->val, &open, 0);
     c->closed = !open;
     return !open && refs == 2 ? out : NULL; /* the target and the output */
