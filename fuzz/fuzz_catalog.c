@@ -14,14 +14,23 @@ static const char jinja[] =
     "|{{ tr('Hello, ' ~ name ~ '!') }}|{{ tr(n) }}|{{ tr('a{b}c') }}|{{ tr('') }}|{{ tr('x', lang='') }}";
 static const char fmt[] = "Hello, {name}! Welcome to {place}";
 
+/* Compiled once: programs are immutable and shared by renders; the input is the catalog. */
+static tpl_program *pj, *pf;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    tpl_options oj = { 0 }, of = { 0 };
+    of.syntax = TPL_SYNTAX_FMT;
+    if (tpl_compile("cat.jinja", jinja, sizeof jinja - 1, &oj, &pj, NULL) != TPL_OK) abort();
+    if (tpl_compile("cat.fmt", fmt, sizeof fmt - 1, &of, &pf, NULL) != TPL_OK) abort();
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const langs[] = { NULL, "en", "es", "zz", "main_lang" };
-    tpl_options oj = { 0 }, of = { 0 };
-    of.syntax = TPL_SYNTAX_FMT;
-    tpl_program *pj = NULL, *pf = NULL;
-    if (tpl_compile("cat.jinja", jinja, sizeof jinja - 1, &oj, &pj, NULL) != TPL_OK) abort();
-    if (tpl_compile("cat.fmt", fmt, sizeof fmt - 1, &of, &pf, NULL) != TPL_OK) abort();
     tpl_limits lim = { 0 };
     lim.fuel = 200000;
     lim.max_output = 1 << 20;
@@ -44,7 +53,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     tpl_render_free(r);
-    tpl_program_free(pj);
-    tpl_program_free(pf);
     return 0;
 }
