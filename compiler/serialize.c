@@ -277,13 +277,14 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     uint32_t version = get_u32(&r), flags = get_u32(&r);
     uint64_t plen = get_u64(&r);
     uint32_t crc = get_u32(&r);
-    (void)get_u32(&r);
+    uint32_t reserved = get_u32(&r);
     if (version != TPL_TPLB_VERSION) {
         char msg[100];
         snprintf(msg, sizeof msg, "format version %u (this tpl reads version %u)", version, TPL_TPLB_VERSION);
         return corrupt(NULL, err, name, msg);
     }
     if (flags & ~1u) return corrupt(NULL, err, name, "unknown flags");
+    if (reserved) return corrupt(NULL, err, name, "reserved header bytes are not 0");
     if (plen != len - HEADER) return corrupt(NULL, err, name, "length mismatch (truncated?)");
     if (crc32(r.p + HEADER, len - HEADER) != crc) return corrupt(NULL, err, name, "checksum mismatch");
 
@@ -291,9 +292,8 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     if (!p) { fill_error(err, TPL_ERR_NOMEM, name, "out of memory"); return TPL_ERR_NOMEM; }
     tpl_arena_init(&p->arena, 0);
     tpl_arena *a = &p->arena;
-    unsigned syntax = get_u8(&r), ob = get_u8(&r);
-    (void)get_u16(&r);
-    if (syntax > TPL_SYNTAX_FMT || ob > 63) return corrupt(p, err, name, "bad options");
+    unsigned syntax = get_u8(&r), ob = get_u8(&r), pad = get_u16(&r);
+    if (syntax > TPL_SYNTAX_FMT || ob > 63 || pad) return corrupt(p, err, name, "bad options");
     p->opts.syntax = (tpl_syntax)syntax;
     set_opt_bits(&p->opts, ob);
     uint32_t n;

@@ -477,8 +477,39 @@ static void test_source_hash(void)
     }
 }
 
+/* The header's reserved word (outside the checksum) and the payload's padding after the option
+ * bits (inside it) must be 0: a file with either set is rejected, not read past. */
+static void test_reserved_bytes(void)
+{
+    tpl_program *p = compile("{{ x }}", NULL);
+    void *bytes;
+    size_t n;
+    CHECK(tpl_program_save(p, 0, &bytes, &n) == TPL_OK);
+    tpl_program_free(p);
+    unsigned char *b = bytes;
+    tpl_program *q = NULL;
+    CHECK(tpl_program_load("ok.tplb", b, n, &q, NULL) == TPL_OK);
+    tpl_program_free(q);
+    static const size_t at[] = { 28, 31, 34, 35 };
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        b[at[i]] = 1;
+        fix_header(b, n);
+        tpl_error err = { 0 };
+        q = NULL;
+        CHECK(tpl_program_load("bad.tplb", b, n, &q, &err) == TPL_ERR_CORRUPT && !q);
+        CHECK(err.message && strstr(err.message, at[i] < 32 ? "reserved header bytes" : "bad options"));
+        tpl_error_clear(&err);
+        b[at[i]] = 0;
+    }
+    fix_header(b, n);
+    CHECK(tpl_program_load("ok.tplb", b, n, &q, NULL) == TPL_OK);
+    tpl_program_free(q);
+    free(bytes);
+}
+
 int main(void)
 {
+    test_reserved_bytes();
     test_backward_loop_exit();
     test_source_hash();
     test_round_trip();
