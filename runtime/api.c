@@ -83,6 +83,7 @@ void tpl_render_free(tpl_render *r)
     if (vm->stack) al.free(al.data, vm->stack, TPL_VM_STACK * sizeof *vm->stack);
     if (vm->slots) al.free(al.data, vm->slots, TPL_VM_SLOTS * sizeof *vm->slots);
     if (vm->out) al.free(al.data, vm->out, vm->out_cap);
+    if (vm->err_line_big) al.free(al.data, vm->err_line_big, vm->err_line_big_cap);
     tpl_tr_free(vm->tr);
     al.free(al.data, r, sizeof *r);
 }

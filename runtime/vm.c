@@ -43,10 +43,23 @@ static void locate(tpl_vm *vm, uint32_t pc)
             while (i < n && l < vm->err.line) { if (s[i] == '\n') l++; i++; }
             size_t e = i;
             while (e < n && s[e] != '\n') e++;
-            size_t len = e - i < sizeof vm->err_line - 1 ? e - i : sizeof vm->err_line - 1;
-            memcpy(vm->err_line, s + i, len);
-            vm->err_line[len] = 0;
-            vm->err.source_line = vm->err_line;
+            /* a line longer than the fixed buffer goes to the heap, whole, so the caret stays
+             * under its column; without memory it is cut (the caret then ends the cut line) */
+            size_t len = e - i;
+            char *dst = vm->err_line;
+            if (len >= sizeof vm->err_line) {
+                if (len + 1 > vm->err_line_big_cap) {
+                    char *nb = vm->err_line_big
+                        ? vm->alloc.realloc(vm->alloc.data, vm->err_line_big, vm->err_line_big_cap, len + 1)
+                        : vm->alloc.alloc(vm->alloc.data, len + 1);
+                    if (nb) { vm->err_line_big = nb; vm->err_line_big_cap = len + 1; }
+                }
+                if (len + 1 <= vm->err_line_big_cap) dst = vm->err_line_big;
+                else len = sizeof vm->err_line - 1;
+            }
+            memcpy(dst, s + i, len);
+            dst[len] = 0;
+            vm->err.source_line = dst;
         }
     }
 }

@@ -77,6 +77,8 @@ struct tpl_vm {
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];
+    char *err_line_big;     /* a longer source line (vm->alloc; freed with the render) */
+    size_t err_line_big_cap;
 };
 
 /* Fills the fast argument-binding table (bind_lo/bind_hi) from the builtin signatures. */
