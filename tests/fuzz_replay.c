@@ -9,6 +9,8 @@
 #include <stdlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional, as in libFuzzer: a target that defines it is initialised once before any input. */
+__attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* Reads a whole file into a malloc'd buffer (*len bytes); NULL on failure. */
 static uint8_t *slurp(const char *path, size_t *len)
@@ -34,6 +36,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
     int passed = 0, failed = 0;
+    if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
     for (int i = 1; i < argc; i++) {
         size_t len = 0;
         uint8_t *data = slurp(argv[i], &len);
