@@ -56,9 +56,20 @@ static void chunk_free(tpl_arena *a, tpl_chunk *c)
  * O(log n) mallocs (and after a reset, none). An allocation larger than a quarter of the
  * would-be chunk gets a chunk of its own, linked behind the head so the head's free space
  * stays in use. */
-static void *arena_grow(tpl_arena *a, size_t need)
+static void *arena_grow_as(tpl_arena *a, size_t need, bool alone);
+
+static void *arena_grow(tpl_arena *a, size_t need) { return arena_grow_as(a, need, false); }
+
+void *tpl_arena_alloc_alone(tpl_arena *a, size_t n)
 {
-    if (a->head && a->head->used == 0 && !a->head->next) {
+    if (n > SIZE_MAX - 32)
+        return NULL;
+    return arena_grow_as(a, round16(n ? n : 1), true);
+}
+
+static void *arena_grow_as(tpl_arena *a, size_t need, bool alone)
+{
+    if (!alone && a->head && a->head->used == 0 && !a->head->next) {
         /* The chunk kept by a reset is too small: replace it rather than stack a new one on it
          * (so it neither wastes memory nor counts against the limit). */
         a->total -= a->head->size;
@@ -68,7 +79,7 @@ static void *arena_grow(tpl_arena *a, size_t need)
     size_t size = a->total < ARENA_MIN ? ARENA_MIN : a->total;
     if (size > ARENA_MAX)
         size = ARENA_MAX;
-    bool dedicated = a->head && need > size / 4;
+    bool dedicated = a->head && (alone || need > size / 4);
     if (dedicated || size < need)
         size = need;
     if (a->limit) {

@@ -48,6 +48,9 @@ static inline void *tpl_arena_alloc(tpl_arena *a, size_t n)
     }
     return tpl_arena_alloc_grow(a, n);
 }
+/* n bytes in a chunk of their own (linked behind the head, counted against the limit), so a
+ * block that will grow in place is not followed by other allocations; NULL on failure. */
+void *tpl_arena_alloc_alone(tpl_arena *a, size_t n);
 /* Copies n bytes into the arena (plus a NUL terminator); NULL on failure. */
 char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n);
 void tpl_arena_reset(tpl_arena *a);

@@ -550,6 +550,70 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", type_name(a), type_name(b));
 }
 
+/* ---- appending to strings (CONCAT, + on strings)
+ * vm->cat holds the four most recently used concatenation results. A concatenation whose first
+ * part is one of them (same bytes, same length) and whose block is still the newest of its chunk
+ * appends the rest in place: the bytes past a string's length belong to no value (a block's
+ * recorded length only grows), so every earlier value stays intact. When it cannot (no room, or
+ * other blocks came after it) and the string is 1 KiB or more, the copy takes a chunk of its own
+ * with room to double, and replaces the entry. So `ns.s = ns.s ~ x` or `t += x` in a loop copies
+ * and keeps O(final length) bytes, not O(steps x length). */
+
+/* A block for a total-byte string whose first part is `first`; *keep is how many leading bytes
+ * are already in place (first.len when appending in place, else 0) and *hit the entry of
+ * `first` (-1: none), for cat_end. NULL: out of memory (or over the limit; the error is not set). */
+static char *cat_begin(tpl_vm *vm, tpl_value first, size_t total, size_t *keep, int *hit)
+{
+    *keep = 0;
+    *hit = -1;
+    if (first.type == TPL_T_STR && first.len)
+        for (int i = 0; i < 4; i++)
+            if (vm->cat[i].p == first.u.s && vm->cat[i].len == first.len) { *hit = i; break; }
+    if (*hit < 0) return tpl_arena_alloc(&vm->arena, total + 1);
+    struct tpl_concat *e = &vm->cat[*hit];
+    tpl_chunk *c = e->chunk;
+    size_t need = ((size_t)(e->p - (const char *)c->data) + total + 1 + 15) & ~(size_t)15;
+    if (c->used == e->end && need <= c->size) {
+        if (need > c->used) c->used = need;
+        *keep = first.len;
+        return (char *)e->p;
+    }
+    if (total < 1024) return tpl_arena_alloc(&vm->arena, total + 1);
+    size_t room = total < UINT32_MAX / 2 ? 2 * total : total;
+    bool over = vm->arena.over_limit;
+    char *s = tpl_arena_alloc_alone(&vm->arena, room + 1);
+    if (!s) { /* no room to double under the memory limit: the exact size may fit */
+        vm->arena.over_limit = over;
+        s = tpl_arena_alloc(&vm->arena, total + 1);
+    }
+    return s;
+}
+
+/* Records s (total bytes, from cat_begin; hit as it set) as a concatenation result: in the entry
+ * it grew or moved from, else in place of the least recently used entry. */
+static void cat_end(tpl_vm *vm, char *s, size_t total, int hit)
+{
+    struct tpl_concat *e;
+    if (hit >= 0 && vm->cat[hit].p == s) { /* appended in place */
+        e = &vm->cat[hit];
+        e->len = (uint32_t)total;
+        e->end = e->chunk->used;
+        e->tick = ++vm->cat_tick;
+        return;
+    }
+    /* a new block is in the head chunk or alone in one linked right behind it */
+    tpl_chunk *c = vm->arena.head;
+    if (c && !(s >= (char *)c->data && s < (char *)c->data + c->used)) c = c->next;
+    if (!c || !(s >= (char *)c->data && s < (char *)c->data + c->used)) return;
+    if (hit >= 0) e = &vm->cat[hit];
+    else {
+        e = &vm->cat[0];
+        for (int i = 1; i < 4; i++)
+            if (vm->cat[i].tick < e->tick) e = &vm->cat[i];
+    }
+    *e = (struct tpl_concat){ s, (uint32_t)total, c, c->used, ++vm->cat_tick };
+}
+
 static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (a.type == TPL_T_UNDEF) return tpl_undefined_error(vm, a);
@@ -617,11 +681,14 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
                 if (call_builtin(vm, TPL_B_FILTER_escape, plain, 1, NULL, NULL, 0, plain) < 0) return -1;
             }
             bool safe = (a.flags & TPL_F_SAFE) || (b.flags & TPL_F_SAFE);
-            size_t n = (size_t)a.len + b.len;
-            char *p = tpl_arena_alloc(&vm->arena, n + 1);
+            size_t n = (size_t)a.len + b.len, keep;
+            int hit;
+            if (n > UINT32_MAX) return tpl_vm_error(vm, TPL_ERR_LIMIT, "string too long");
+            char *p = cat_begin(vm, a, n, &keep, &hit);
             if (!p) return oom(vm);
-            memcpy(p, a.u.s, a.len);
+            if (!keep) memcpy(p, a.u.s, a.len);
             memcpy(p + a.len, b.u.s, b.len);
+            cat_end(vm, p, n, hit);
             *out = tpl_v_str(p, n);
             if (safe) out->flags = TPL_F_SAFE;
             return 0;
@@ -910,12 +977,9 @@ static inline size_t case_latin1(char *o, const unsigned char *s, size_t n, bool
     }
 }
 
-/* The decimal digits of u written at o (room for 20 bytes), two at a time; returns their count. */
-static inline size_t put_decimal(char *o, uint64_t u)
+/* The number of decimal digits of u (1 to 20). */
+static inline __attribute__((always_inline)) size_t decimal_len(uint64_t u)
 {
-    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                "8081828384858687888990919293949596979899";
     static const uint64_t p10[20] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
                                       1000000000u, 10000000000u, 100000000000u, 1000000000000u, 10000000000000u,
                                       100000000000000u, 1000000000000000u, 10000000000000000u,
@@ -923,7 +987,19 @@ static inline size_t put_decimal(char *o, uint64_t u)
     /* log10 from the bit length (1233/4096 ~ log10(2)), then one comparison */
     unsigned t = ((unsigned)(64 - __builtin_clzll(u | 1)) * 1233) >> 12;
     size_t nd = t + (u >= p10[t]);
-    if (nd == 0) nd = 1;
+    return nd ? nd : 1;
+}
+
+/* |i| as unsigned (INT64_MIN included). */
+static inline uint64_t abs_u64(int64_t i) { return i < 0 ? 0 - (uint64_t)i : (uint64_t)i; }
+
+/* The decimal digits of u written at o (room for 20 bytes), two at a time; returns their count. */
+static inline __attribute__((always_inline)) size_t put_decimal(char *o, uint64_t u)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    size_t nd = decimal_len(u);
     char *p = o + nd;
     while (u >= 100) {
         uint64_t r = u % 100;
@@ -934,6 +1010,49 @@ static inline size_t put_decimal(char *o, uint64_t u)
     if (u >= 10) memcpy(p - 2, pairs + 2 * u, 2);
     else p[-1] = (char)('0' + u);
     return nd;
+}
+
+/* ADDS of plain strings: *out = args[0] + ... + args[a-1] (total bytes; may append in place). */
+static int concat_plain(tpl_vm *vm, const tpl_value *args, uint32_t a, size_t total, tpl_value *out)
+{
+    if (total > UINT32_MAX) return tpl_vm_error(vm, TPL_ERR_LIMIT, "string too long");
+    size_t off;
+    int hit;
+    char *s = cat_begin(vm, args[0], total, &off, &hit);
+    if (!s) return oom(vm);
+    for (uint32_t i = off ? 1 : 0; i < a; i++) { memcpy(s + off, args[i].u.s, args[i].len); off += args[i].len; }
+    cat_end(vm, s, total, hit);
+    *out = tpl_v_str(s, total);
+    return 0;
+}
+
+/* CONCAT: args[0] = the concatenation of the Python str() of args[0..a-1]. Ints are written
+ * straight into the result (no string of their own); the result may append in place (cat_begin). */
+static int concat_py(tpl_vm *vm, tpl_value *args, uint32_t a)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < a; i++) {
+        if (args[i].type == TPL_T_INT) { total += decimal_len(abs_u64(args[i].u.i)) + (args[i].u.i < 0); continue; }
+        if (to_str_py(vm, args[i], &args[i]) < 0) return -1;
+        total += args[i].len;
+    }
+    if (total > UINT32_MAX) return tpl_vm_error(vm, TPL_ERR_LIMIT, "string too long");
+    size_t off;
+    int hit;
+    char *s = cat_begin(vm, args[0], total, &off, &hit);
+    if (!s) return oom(vm);
+    for (uint32_t i = off ? 1 : 0; i < a; i++) {
+        if (args[i].type == TPL_T_INT) {
+            if (args[i].u.i < 0) s[off++] = '-';
+            off += put_decimal(s + off, abs_u64(args[i].u.i));
+        } else {
+            memcpy(s + off, args[i].u.s, args[i].len);
+            off += args[i].len;
+        }
+    }
+    cat_end(vm, s, total, hit);
+    args[0] = tpl_v_str(s, total);
+    return 0;
 }
 
 /* SWITCH_STR at pc on string v: the target of the JUMP for the tuple item v equals (the verifier
@@ -1425,11 +1544,7 @@ top:
         }
         tpl_value r;
         if (plain) {
-            char *s = tpl_arena_alloc(&vm->arena, total + 1);
-            if (!s) { oom(vm); goto fail; }
-            size_t off = 0;
-            for (uint32_t i = 0; i < a; i++) { memcpy(s + off, args[i].u.s, args[i].len); off += args[i].len; }
-            r = tpl_v_str(s, total);
+            if (concat_plain(vm, args, a, total, &r) < 0) goto fail;
         } else {
             r = args[0];
             for (uint32_t i = 1; i < a; i++) {
@@ -1519,18 +1634,9 @@ top:
         NEXT(0);
     }
     CASE(CONCAT) {
-        tpl_value *args = sp - a;
-        size_t total = 0;
-        for (uint32_t i = 0; i < a; i++) {
-            if (to_str_py(vm, args[i], &args[i]) < 0) goto fail;
-            total += args[i].len;
-        }
-        char *s = tpl_arena_alloc(&vm->arena, total + 1);
-        if (!s) { oom(vm); goto fail; }
-        size_t off = 0;
-        for (uint32_t i = 0; i < a; i++) { memcpy(s + off, args[i].u.s, args[i].len); off += args[i].len; }
-        sp = args;
-        *sp++ = tpl_v_str(s, total);
+        sp -= a;
+        if (concat_py(vm, sp, a) < 0) goto fail;
+        sp++;
         NEXT(0);
     }
     CASE(CONCAT_RB) {
@@ -2102,6 +2208,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->out_len = 0;
     vm->fuel = vm->limits.fuel;
     vm->err_unlocated = false;
+    for (int i = 0; i < 4; i++) vm->cat[i].p = NULL; /* blocks of the last render are gone */
     tpl_value r;
     return run(vm, 0, 0, 0, 0, &r);
 }

@@ -74,6 +74,11 @@ struct tpl_vm {
     uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     bool rb_broke;          /* ERB: the last block ended with `break` */
+    /* the most recently used concatenation results, each with its chunk and the chunk's end
+     * after it: while its block is still the chunk's newest, `~` or `+` onto it appends in
+     * place (vm.c, cat_begin) */
+    struct tpl_concat { const char *p; uint32_t len; tpl_chunk *chunk; size_t end; uint64_t tick; } cat[4];
+    uint64_t cat_tick;
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];

@@ -439,6 +439,48 @@ static void test_limits(void)
     tpl_program_free(p);
 }
 
+/* Appending to a string in a loop (`ns.s = ns.s ~ ...`, `+`, ERB `+=`) appends in place: 20,000
+ * steps building a 389 KB string fit in 8 MiB of arena (copying each step would take ~3.9 GB);
+ * also when a part is a float, whose str() is formatted on the way, when other strings are built
+ * between the steps, and once the string has a chunk of its own. */
+static void test_concat_append(void)
+{
+    static const struct { tpl_syntax syntax; const char *src, *want; } cases[] = {
+        { TPL_SYNTAX_JINJA,
+          "{% set ns = namespace(s='') %}{% for i in range(20000) %}{% set ns.s = ns.s ~ i ~ ': line of text\n' %}"
+          "{% endfor %}{{ ns.s|length }} {{ ns.s[:17] }}|{{ ns.s[-21:] }}",
+          "388890 0: line of text\n1|\n19999: line of text\n" },
+        { TPL_SYNTAX_JINJA,
+          "{% set ns = namespace(s='') %}{% for i in range(20000) %}{% set ns.s = ns.s ~ 0.5 ~ i ~ ': line of text\n' %}"
+          "{% endfor %}{{ ns.s|length }} {{ ns.s[:17] }}|{{ ns.s[-21:] }}",
+          "448890 0.50: line of tex|519999: line of text\n" },
+        { TPL_SYNTAX_JINJA,
+          "{% set ns = namespace(s='') %}{% for i in range(20000) %}{% set ns.s = ns.s + (i|string) + ': line of text\n' %}"
+          "{% endfor %}{{ ns.s|length }} {{ ns.s[:17] }}|{{ ns.s[-21:] }}",
+          "388890 0: line of text\n1|\n19999: line of text\n" },
+        { TPL_SYNTAX_ERB,
+          "<% t = '' %><% 20000.times do |i| t += \"#{i}: line of text\\n\" end %><%= t.length %> <%= t[-21..] %>",
+          "388890 \n19999: line of text\n" },
+        { TPL_SYNTAX_ERB,
+          "<% t = '' %><% 20000.times do |i| t += i.to_s + \": line of text\\n\" end %><%= t.length %> <%= t[-21..] %>",
+          "388890 \n19999: line of text\n" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tpl_options o = { 0 };
+        o.syntax = cases[i].syntax;
+        tpl_program *p = compile(cases[i].src, &o);
+        tpl_render *r = new_render(&(tpl_limits){ .max_memory = 8 << 20 });
+        tpl_status st;
+        char *out = render(r, p, &st);
+        if (!out || strcmp(out, cases[i].want) != 0)
+            fprintf(stderr, "concat append %zu: got '%s'\n", i, out ? out : tpl_render_error(r)->message);
+        CHECK(st == TPL_OK && out && strcmp(out, cases[i].want) == 0);
+        free(out);
+        tpl_render_free(r);
+        tpl_program_free(p);
+    }
+}
+
 /* Regression (found by test_fuzz): a loop whose FOR_NEXT exit jumps backwards ran forever,
  * because only JUMP charged fuel on backward jumps. Every jump now charges. */
 static void test_backward_loop_exit(void)
@@ -510,6 +552,7 @@ static void test_reserved_bytes(void)
 int main(void)
 {
     test_reserved_bytes();
+    test_concat_append();
     test_backward_loop_exit();
     test_source_hash();
     test_round_trip();
