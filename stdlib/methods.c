@@ -829,8 +829,26 @@ static void put_fill(tpl_sb *b, uint32_t fill, int64_t n)
         b->len += (size_t)n;
         return;
     }
-    while (n-- > 0)
-        tpl_sb_put_cp(b, fill);
+    /* one encoded copy, then all the room at once (a width past the memory limit fails here,
+     * not after millions of writes), filled by doubling copies */
+    size_t start = b->len;
+    tpl_sb_put_cp(b, fill);
+    size_t w = b->len - start;
+    if (b->failed || w == 0)
+        return;
+    if ((uint64_t)n > SIZE_MAX / w) {
+        b->failed = true;
+        return;
+    }
+    size_t want = (size_t)n * w, have = w;
+    if (!tpl_sb_reserve(b, want - w))
+        return;
+    while (have < want) {
+        size_t k = have < want - have ? have : want - have;
+        memcpy(b->p + start + have, b->p + start, k);
+        have += k;
+    }
+    b->len = start + want;
 }
 
 /* Pads text (of ncp code points) per align/width. */

@@ -1128,9 +1128,9 @@ static int justify(tpl_vm *vm, tpl_value *a, tpl_value *out, int how)
     if (tpl_to_list(vm, pad, &pc) < 0) return -1;
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    for (int64_t i = 0; i < left; i++) tpl_sb_put(&b, pc->items[i % pc->len].u.s, pc->items[i % pc->len].len);
+    for (int64_t i = 0; i < left && !b.failed; i++) tpl_sb_put(&b, pc->items[i % pc->len].u.s, pc->items[i % pc->len].len);
     tpl_sb_put(&b, s.u.s, s.len);
-    for (int64_t i = 0; i < right; i++) tpl_sb_put(&b, pc->items[i % pc->len].u.s, pc->items[i % pc->len].len);
+    for (int64_t i = 0; i < right && !b.failed; i++) tpl_sb_put(&b, pc->items[i % pc->len].u.s, pc->items[i % pc->len].len);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
