@@ -93,8 +93,10 @@ struct tpl_comp {
     int include_depth;
     bool span_locked;        /* included source: keep the include statement's location */
     uint32_t span_off;
-    char **sources;          /* included sources (freed after compilation) */
+    struct tpl_csource { char *src; size_t n; tpl_value name; } *sources; /* loaded templates (freed after compilation) */
     size_t nsources, srccap;
+    int cur_src;             /* the source being compiled: an index of sources, -1 the main one */
+    int chain_src[TPL_MAX_INHERIT]; /* the source of each template of the extends chain */
     tpl_block *blocks;       /* blocks of the extends chain */
     size_t nblocks, bcap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
@@ -137,9 +139,19 @@ static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...)
     if (c->failed) return;
     c->failed = true;
     c->err_off = c->span_locked ? c->span_off : off;
+    /* located at the include (or extends) statement: the message names where in the loaded
+     * template, as a parse error there does */
+    size_t at = 0;
+    if (c->span_locked && c->cur_src >= 0 && (size_t)c->cur_src < c->nsources) {
+        const struct tpl_csource *f = &c->sources[c->cur_src];
+        uint32_t line, col;
+        tpl_offset_to_linecol(f->src, f->n, off, &line, &col);
+        int k = snprintf(c->msg, sizeof c->msg, "in '%.*s' at %u:%u: ", (int)f->name.len, f->name.u.s, line, col);
+        at = k > 0 && (size_t)k < sizeof c->msg ? (size_t)k : 0;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    vsnprintf(c->msg + at, sizeof c->msg - at, fmt, ap);
     va_end(ap);
 }
 
@@ -1102,7 +1114,7 @@ static void note_dependency(tpl_comp *c, tpl_value name, uint32_t off)
 
 /* A template loaded for include/import/extends: its parsed body. The source stays alive until
  * the compiler is finished (AST strings point into it). */
-static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool missing_ok)
+static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool missing_ok, int *src_index)
 {
     const tpl_options *o = &c->p->opts;
     if (!o->loader) {
@@ -1124,7 +1136,8 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
         cerror(c, off, "out of memory");
         return NULL;
     }
-    c->sources[c->nsources++] = src;
+    *src_index = (int)c->nsources;
+    c->sources[c->nsources++] = (struct tpl_csource){ src, n, name };
     tpl_token_vec toks = { 0 };
     tpl_lex_opts lo = { o->trim_blocks, o->lstrip_blocks };
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
@@ -1583,6 +1596,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     uint32_t save_pos = c->cur_block_pos;
     bool save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
+    int save_src = c->cur_src;
+    c->cur_src = c->chain_src[b->tpl[pos]];
     if (b->tpl[pos] != 0 || c->include_depth > 0) {
         if (!c->span_locked) { c->span_locked = true; c->span_off = off; }
     } else {
@@ -1597,6 +1612,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     pop_scope(c);
     c->cur_block = save_b;
     c->cur_block_pos = save_pos;
+    c->cur_src = save_src;
     c->span_locked = save_lock;
     c->span_off = save_off;
 }
@@ -1628,9 +1644,10 @@ static bool block_call(tpl_comp *c, tpl_node *n)
 static void stmt_include(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names, *root = NULL;
+    int src = -1;
     if (!template_names(c, n->a, &names)) return;
     for (tpl_node *x = names; x && !root && !c->failed; x = x->next)
-        root = load_template(c, x->val, n->off, true);
+        root = load_template(c, x->val, n->off, true, &src);
     if (c->failed) return;
     if (!root) {
         if (n->op & 1) return; /* ignore missing */
@@ -1641,13 +1658,16 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     bool without = (n->op & 2) != 0;
     bool save_nc = c->no_context, save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
+    int save_src = c->cur_src;
     c->include_depth++;
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     if (without) c->no_context = true;
+    c->cur_src = src;
     push_scope(c, without);
     predeclare(c, root->b);
     body(c, root->b);
     pop_scope(c);
+    c->cur_src = save_src;
     c->no_context = save_nc;
     c->span_locked = save_lock;
     c->span_off = save_off;
@@ -1660,7 +1680,8 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names;
     if (!template_names(c, n->a, &names)) return;
-    tpl_node *root = load_template(c, names->val, n->off, false);
+    int src = -1, save_src = c->cur_src;
+    tpl_node *root = load_template(c, names->val, n->off, false, &src);
     if (!root) return;
     if (c->include_depth >= 16) { cerror(c, n->off, "include/import nesting too deep (16)"); return; }
     bool save_nc = c->no_context, save_lock = c->span_locked;
@@ -1668,6 +1689,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->include_depth++;
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     c->no_context = true;
+    c->cur_src = src;
     scope *s = push_scope(c, true);
     predeclare(c, root->b);
     emit(c, TPL_OP_CAPTURE, 0, 0);
@@ -1702,6 +1724,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
         }
     }
     pop_scope(c);
+    c->cur_src = save_src;
     c->no_context = save_nc;
     c->span_locked = save_lock;
     c->span_off = save_off;
@@ -1979,6 +2002,7 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->src = src;
     c->srclen = n;
     tpl_sb_init(&c->pending, tmp);
+    c->cur_src = c->chain_src[0] = -1;
     c->fn = &c->root;
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
@@ -2006,12 +2030,19 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         if (nchain >= TPL_MAX_INHERIT) { cerror(c, ext_off, "extends chain too long"); break; }
         if (!template_names(c, ext->a, &names)) break;
         if (nchain > 1 && !c->span_locked) { c->span_locked = true; c->span_off = ext_off; }
-        tpl_node *parent = load_template(c, names->val, ext_off, false);
+        c->cur_src = c->chain_src[nchain - 1];
+        tpl_node *parent = load_template(c, names->val, ext_off, false, &c->chain_src[nchain]);
         if (!parent) break;
         chain[nchain++] = parent;
     }
     c->span_locked = false;
-    for (uint32_t i = 0; i < nchain; i++) collect_blocks(c, chain[i]->b, i);
+    for (uint32_t i = 0; i < nchain; i++) {
+        c->cur_src = c->chain_src[i];
+        if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
+        collect_blocks(c, chain[i]->b, i);
+    }
+    c->span_locked = false;
+    c->cur_src = -1;
     for (uint32_t i = 0; i < nchain; i++) predeclare(c, chain[i]->b);
     if (nchain == 1) {
         c->main_body = root->b;
@@ -2021,6 +2052,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         /* the children's code outside blocks runs first; its output is discarded (Jinja2) */
         for (uint32_t i = 0; i + 1 < nchain && !c->failed; i++) {
             if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
+            c->cur_src = c->chain_src[i];
             emit(c, TPL_OP_CAPTURE, 0, 0);
             for (tpl_node *s = chain[i]->b; s && !c->failed; s = s->next) {
                 if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
@@ -2034,8 +2066,10 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         }
         c->span_locked = true;
         c->span_off = ext_off;
+        c->cur_src = c->chain_src[nchain - 1];
         body(c, chain[nchain - 1]->b);
         c->span_locked = false;
+        c->cur_src = -1;
     }
     c->cur_off = (uint32_t)c->srclen;
     if (c->p->opts.tidy) emit(c, sop(c, TPL_OP_TIDY_PY), 0, 0);
@@ -2098,7 +2132,7 @@ bool tpl_comp_finish(tpl_comp *c)
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
 done:
-    for (size_t i = 0; i < c->nsources; i++) free(c->sources[i]);
+    for (size_t i = 0; i < c->nsources; i++) free(c->sources[i].src);
     free(c->sources);
     free(c->blocks);
     c->sources = NULL;
