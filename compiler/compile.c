@@ -1279,11 +1279,19 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     d.nparams = (uint16_t)nparams;
     uint32_t i = 0;
     for (tpl_node *p = params; p && !c->failed; p = p->next, i++) {
-        if (p->kind != TPL_N_KWARG) continue;
+        /* a parameter the call does not pass: its default, else Jinja2's undefined (never the
+         * state's value of that name) */
         c->cur_off = p->off;
         emit(c, TPL_OP_JSET, i, 0);
         uint32_t pos = emit_raw(c, 0);
-        expr(c, p->a);
+        if (p->kind == TPL_N_KWARG) {
+            expr(c, p->a);
+        } else {
+            char msg[160];
+            int k = snprintf(msg, sizeof msg, "parameter '%.*s' was not provided", (int)p->val.len, p->val.u.s);
+            if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a parameter was not provided");
+            emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+        }
         emit(c, TPL_OP_STORE_SLOT, i, -1);
         patch_word(c, pos, here(c));
     }

@@ -276,7 +276,7 @@ char *tpl_error_format(const tpl_error *err);
 /* ---- precompiled programs (.tplb files and C arrays; DESIGN.md §5) ---- */
 
 /* Version of the .tplb format written by tpl_program_save; the loader accepts only this one. */
-#define TPL_TPLB_VERSION 1
+#define TPL_TPLB_VERSION 2
 
 /* tpl_program_save flags. */
 enum {
@@ -321,8 +321,11 @@ typedef struct tpl_static_program tpl_static_program;
 tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err);
 
 /* The reads-set: names of the state variables the program can read (loads of names that are not
- * local variables, and global function calls, which the state may shadow), in first-use order of
- * the name table. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
+ * local variables, a local variable where it may not be assigned yet — it reads the state then —,
+ * ERB names and @names, format-string fields, and global function calls, which the state may
+ * shadow), in first-use order of the name table. It may also name a local variable the analysis
+ * cannot show assigned (one set in both branches of an if, for one); it never misses a state
+ * variable the program can read. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
  * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
 size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 

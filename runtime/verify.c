@@ -84,7 +84,8 @@ static bool check_operands(ver *v, size_t pc)
         case 'k':
             if (x >= p->nconsts) return bad(v, "pc %zu: %s: constant %u out of range", pc, oi->name, x);
             /* TEXT, FAIL and the host calls read the constant as a string */
-            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL || op == TPL_OP_HOST_FILTER || op == TPL_OP_HOST_CALL) &&
+            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL || op == TPL_OP_HOST_FILTER || op == TPL_OP_HOST_CALL ||
+                 op == TPL_OP_UNDEF_MSG) &&
                 p->consts[x].type != TPL_T_STR)
                 return bad(v, "pc %zu: %s: constant %u is not a string", pc, oi->name, x);
             break;
@@ -378,17 +379,85 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
     return ok;
 }
 
+/* The reads-set. A name is read by LOAD_NAME, CALL_NAME (the state may shadow a global),
+ * LOAD_NAME_RB, LOAD_IVAR_RB and FMT_FIELD, and by the fallback of a LOAD_SLOT, LOAD_ROOT or
+ * LOAD_OUTER whose slot may be unset there. A LOAD_SLOT at L reads nothing when a store S of its
+ * slot dominates it: S comes before L and nothing enters (S, L] from before S — no jump from
+ * there, no function starting in it (macro or Ruby block bodies are entered from elsewhere) —
+ * and no UNSET_SLOT of that slot exists. Stores: STORE_SLOT, and the loop and format-field
+ * state FOR_INIT(_RB), FOR_NEXT and FMT_BEGIN keep in their slot. Parameters are stored by every macro's prologue. When unsure
+ * (slot numbers past 4096, stores far away) the name counts as read: the set may name a local
+ * variable too, but never misses a state variable. */
+enum { READS_SLOTS = 4096, READS_STORES = 4, READS_SPAN = 8192 };
+
 size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
 {
+    size_t n = p->ncode;
     uint8_t *seen = calloc(p->nnames ? p->nnames : 1, 1);
-    if (!seen) return 0;
-    for (size_t pc = 0; pc < p->ncode;) {
+    int64_t *minsrc = malloc((n + 1) * sizeof *minsrc); /* the lowest pc a jump into t comes from */
+    uint32_t (*stores)[READS_STORES] = calloc(READS_SLOTS, sizeof *stores); /* last stores + 1, newest first */
+    uint8_t *unset = calloc(READS_SLOTS, 1); /* slots some UNSET_SLOT clears (never dominated) */
+    if (!seen || !minsrc || !stores || !unset) { free(seen); free(minsrc); free(stores); free(unset); return 0; }
+    for (size_t t = 0; t <= n; t++) minsrc[t] = INT64_MAX;
+    for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
-        if ((op == TPL_OP_LOAD_NAME || op == TPL_OP_CALL_NAME) && TPL_INSN_A(p->code[pc]) < p->nnames)
-            seen[TPL_INSN_A(p->code[pc])] = 1;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            uint32_t x = i == 0 ? TPL_INSN_A(p->code[pc]) : pc + (size_t)i < n ? p->code[pc + (size_t)i] : 0;
+            if (oi->fmt[i] == 'j' && x < n && (int64_t)pc < minsrc[x]) minsrc[x] = (int64_t)pc;
+            if (oi->fmt[i] == 'B' && (x & 0xFFFFFF) && (x & 0xFFFFFF) < n) minsrc[x & 0xFFFFFF] = -1;
+        }
+        if (op == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < READS_SLOTS) unset[TPL_INSN_A(p->code[pc])] = 1;
+        pc += 1 + (size_t)oi->extra;
+    }
+    for (size_t m = 0; m < p->nmacros; m++)
+        if (p->macros[m].entry < n) minsrc[p->macros[m].entry] = -1;
+    for (size_t pc = 0; pc < n;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
+        if (op >= TPL_OP__COUNT) break;
+        for (size_t m = 0; m < p->nmacros; m++)
+            if (p->macros[m].entry == pc) /* the prologue stores every parameter first */
+                for (uint32_t i = 0; i < p->macros[m].nparams && i < READS_SLOTS; i++) {
+                    memmove(&stores[i][1], &stores[i][0], (READS_STORES - 1) * sizeof stores[i][0]);
+                    stores[i][0] = (uint32_t)pc + 1;
+                }
+        uint32_t extra = pc + 1 < n ? p->code[pc + 1] : 0;
+        bool dominated = false;
+        switch (op) {
+        case TPL_OP_LOAD_NAME: case TPL_OP_CALL_NAME: case TPL_OP_LOAD_NAME_RB: case TPL_OP_LOAD_IVAR_RB:
+        case TPL_OP_FMT_FIELD:
+            if (a < p->nnames) seen[a] = 1;
+            break;
+        case TPL_OP_LOAD_SLOT:
+            for (int k = 0; a < READS_SLOTS && k < READS_STORES && stores[a][k] && !dominated; k++) {
+                size_t st = stores[a][k] - 1; /* a macro's parameters: its entry, which stores before it */
+                if (pc - st > READS_SPAN || unset[a]) break;
+                bool entered = false;
+                for (size_t t = st + 1; t <= pc && !entered; t++) entered = minsrc[t] < (int64_t)st;
+                dominated = !entered;
+            }
+            if (!dominated && extra < p->nnames) seen[extra] = 1;
+            break;
+        case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
+            if (extra < p->nnames) seen[extra] = 1;
+            break;
+        case TPL_OP_FOR_INIT_RB:
+            a &= 0xFFFF;
+            /* fallthrough */
+        case TPL_OP_STORE_SLOT: case TPL_OP_FOR_INIT: case TPL_OP_FOR_NEXT: case TPL_OP_FMT_BEGIN:
+            if (a < READS_SLOTS) {
+                memmove(&stores[a][1], &stores[a][0], (READS_STORES - 1) * sizeof stores[a][0]);
+                stores[a][0] = (uint32_t)pc + 1;
+            }
+            break;
+        default: break;
+        }
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }
+    free(minsrc);
+    free(stores);
+    free(unset);
     size_t k = 0;
     for (size_t i = 0; i < p->nnames; i++)
         if (seen[i]) {

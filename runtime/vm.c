@@ -1391,6 +1391,7 @@ top:
     CASE(TRUE) { *sp++ = tpl_v_bool(true); NEXT(0); }
     CASE(FALSE) { *sp++ = tpl_v_bool(false); NEXT(0); }
     CASE(UNDEF) { *sp++ = undef_named("", 0, TPL_UNDEF_COND, 0); NEXT(0); }
+    CASE(UNDEF_MSG) { *sp++ = undef_named(consts[a].u.s, consts[a].len, TPL_UNDEF_PLAIN, 0); NEXT(0); }
     CASE(POP) { sp--; NEXT(0); }
     CASE(DUP) { sp[0] = sp[-1]; sp++; NEXT(0); }
     CASE(LOAD_NAME) {

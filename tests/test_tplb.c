@@ -115,6 +115,29 @@ static void test_round_trip(void)
     size_t n = tpl_program_reads(p, names, lens, 4);
     CHECK(n == 2);
     CHECK(n == 2 && lens[0] == 4 && memcmp(names[0], "name", 4) == 0 && lens[1] == 5 && memcmp(names[1], "items", 5) == 0);
+    tpl_program_free(p);
+    /* every syntax's state reads; a local variable counts where it may not be assigned yet */
+    static const struct { tpl_syntax syntax; const char *src, *want; } reads[] = {
+        { TPL_SYNTAX_JINJA, "{% if c %}{% set y = 1 %}{% endif %}{{ y }}{% set z = 2 %}{{ z }}", "c,y" },
+        { TPL_SYNTAX_JINJA, "{% set s = ', ' %}{% for x in xs %}{{ s }}{{ x }}{{ loop.index }}{% endfor %}", "xs" },
+        { TPL_SYNTAX_JINJA, "{% macro m(a, b=k) %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ m(1) }}", "k,c" },
+        { TPL_SYNTAX_ERB, "<%= a %><%= @b %><% x = 1 %><%= x %><% [1].each do |y| %><%= y %><%= x %><% end %>", "a,b" },
+        { TPL_SYNTAX_FMT, "Hi {name}, {user.city}!", "name,user" },
+    };
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        tpl_options ro = { 0 };
+        ro.syntax = reads[i].syntax;
+        tpl_program *rp = compile(reads[i].src, &ro);
+        char got[64] = "";
+        const char *rn[8];
+        size_t rl[8], nr = rp ? tpl_program_reads(rp, rn, rl, 8) : 0;
+        for (size_t j = 0; j < nr && j < 8; j++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%.*s", j ? "," : "", (int)rl[j], rn[j]);
+        if (strcmp(got, reads[i].want) != 0) fprintf(stderr, "reads of %s: got '%s'\n", reads[i].src, got);
+        CHECK(strcmp(got, reads[i].want) == 0);
+        tpl_program_free(rp);
+    }
+    p = compile(TEMPLATES[0], NULL);
     /* options survive the round trip */
     tpl_options o = { 0 };
     tpl_options_profile(&o, TPL_SYNTAX_JINJA, "pinecall");

@@ -112,15 +112,19 @@ static void add(report *r, const char *sev, uint32_t line, uint32_t col, const c
 }
 
 /* The first instruction that reads name index ni (for a location). */
+/* The first instruction that reads name ni from the state itself (not as the fallback of a local
+ * variable), or UINT32_MAX when none does: lint warns only about those names. */
 static uint32_t first_read(const tpl_program *p, uint32_t ni)
 {
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
-        if ((op == TPL_OP_LOAD_NAME || op == TPL_OP_CALL_NAME) && TPL_INSN_A(p->code[pc]) == ni) return (uint32_t)pc;
+        bool state_read = op == TPL_OP_LOAD_NAME || op == TPL_OP_CALL_NAME || op == TPL_OP_LOAD_NAME_RB ||
+                          op == TPL_OP_LOAD_IVAR_RB || op == TPL_OP_FMT_FIELD;
+        if (state_read && TPL_INSN_A(p->code[pc]) == ni) return (uint32_t)pc;
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }
-    return 0;
+    return UINT32_MAX;
 }
 
 static bool is_builtin_name(const char *s, size_t n)
@@ -162,13 +166,14 @@ static void lint_program(const tpl_program *p, json_t *known, report *r)
     tpl_program_reads_idx(p, idx, n);
     for (size_t i = 0; i < n; i++) {
         const tpl_value *s = &p->names[idx[i]].s;
-        if (is_builtin_name(s->u.s, s->len)) continue;
+        uint32_t at = first_read(p, idx[i]);
+        if (at == UINT32_MAX || is_builtin_name(s->u.s, s->len)) continue;
         char *key = strndup(s->u.s, s->len);
         if (key && !json_object_get(known, key)) {
             char msg[300];
             snprintf(msg, sizeof msg, "'%.*s' is not in the state", (int)s->len, s->u.s);
             uint32_t line, col;
-            tpl_program_span(p, first_read(p, idx[i]), &line, &col);
+            tpl_program_span(p, at, &line, &col);
             add(r, "warning", line, col, msg, NULL);
         }
         free(key);

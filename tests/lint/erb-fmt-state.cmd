@@ -1,0 +1,1 @@
+lint view.erb prompt.fmt --state state.json --reads
