@@ -1128,7 +1128,15 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
         return NULL;
     }
     note_dependency(c, name, off);
-    size_t n;
+    size_t n, bad;
+    if (!tpl_utf8_valid(raw, len, &bad)) {
+        uint32_t line, col;
+        tpl_offset_to_linecol(raw, len, (uint32_t)bad, &line, &col);
+        cerror(c, off, "in '%.*s' at %u:%u: invalid UTF-8 (byte 0x%02X)", (int)name.len, name.u.s, line, col,
+               (unsigned char)raw[bad]);
+        free(raw);
+        return NULL;
+    }
     char *src = tpl_jinja_normalize(raw, len, o->keep_trailing_newline, &n);
     free(raw);
     if (!src || !grow((void **)&c->sources, &c->srccap, c->nsources + 1, sizeof *c->sources)) {

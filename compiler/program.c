@@ -139,6 +139,13 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     *out = NULL;
     tpl_options o = { 0 };
     if (opts) o = *opts;
+    size_t bad;
+    if (!tpl_utf8_valid(src, len, &bad)) { /* as Python reading the template: UnicodeDecodeError */
+        char msg[64];
+        snprintf(msg, sizeof msg, "invalid UTF-8 (byte 0x%02X)", (unsigned char)src[bad]);
+        set_error(err, TPL_ERR_SYNTAX, name, src, len, (uint32_t)bad, msg);
+        return TPL_ERR_SYNTAX;
+    }
     if (o.syntax == TPL_SYNTAX_FMT) return tpl_compile_fmt(name, src, len, &o, out, err);
     if (o.syntax != TPL_SYNTAX_JINJA && o.syntax != TPL_SYNTAX_ERB) {
         set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "unknown syntax");

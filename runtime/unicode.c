@@ -465,6 +465,27 @@ tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars)
     return s;
 }
 
+bool tpl_utf8_valid(const char *s, size_t n, size_t *bad)
+{
+    size_t i = 0;
+    while (i < n) {
+        /* ASCII eight bytes at a time */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        if ((unsigned char)s[i] < 0x80) { i++; continue; }
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) { *bad = i; return false; }
+        i += (size_t)k;
+    }
+    return true;
+}
+
 /* Unicode NFC (utf8proc_map with COMPOSE|STABLE) into the arena. ASCII, invalid UTF-8 and
  * allocation failure return s unchanged. */
 tpl_value tpl_nfc(tpl_arena *a, tpl_value s)

@@ -105,6 +105,9 @@ bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent);
 
 /* Decodes one code point at s[*i] (advancing *i); invalid bytes decode as U+FFFD, one byte. */
 uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i);
+/* Whether s is valid UTF-8 (as Python's decoder: no overlongs, surrogates or code points past
+ * U+10FFFF); when not, *bad is the offset of the first byte that does not decode. */
+bool tpl_utf8_valid(const char *s, size_t n, size_t *bad);
 /* Number of code points in s. */
 size_t tpl_utf8_len(const char *s, size_t n);
 /* Byte offset of code point index cp (clamped to n). */
