@@ -1431,6 +1431,9 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
     if (fmt.type != TPL_T_STR)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "format string must be str");
     bool safe = (fmt.flags & TPL_F_SAFE) != 0;
+    /* ERB's String#% is Ruby's format: %s is to_s (nil prints nothing), %p inspect, %b binary,
+     * %{name} and %<name> read a hash, extra arguments are ignored */
+    bool rb = tpl_vm_syntax(vm) == TPL_SYNTAX_ERB;
     const tpl_value *items = &args;
     int64_t nitems = 1, argi = 0;
     bool tuple = args.type == TPL_T_LIST && (args.flags & TPL_F_TUPLE);
@@ -1457,7 +1460,26 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format");
         tpl_value arg = tpl_v_unset();
         bool have_key = false;
-        if (s[i] == '(') {
+        if (rb && (s[i] == '{' || s[i] == '<')) {
+            char close = s[i] == '{' ? '}' : '>';
+            size_t ks = ++i;
+            while (i < n && s[i] != close) i++;
+            if (i >= n)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed name - unmatched parenthesis (ArgumentError)");
+            tpl_value key = tpl_v_str(s + ks, i - ks);
+            i++;
+            if (args.type != TPL_T_MAP)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "one hash required (ArgumentError)");
+            tpl_value *v = tpl_map_get(args.u.map, key);
+            if (!v)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "key<%.*s> not found (KeyError)", (int)key.len, key.u.s);
+            if (close == '}') { /* %{name}: the value's to_s, as it is */
+                tpl_rb_to_s(&b, *v);
+                continue;
+            }
+            arg = *v;
+            have_key = true;
+        } else if (s[i] == '(') {
             if (!mapping)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "format requires a mapping");
             int depth = 1;
@@ -1539,17 +1561,20 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         }
         if (!have_key) {
             if (argi >= nitems)
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
+                return tpl_vm_error(vm, TPL_ERR_TYPE, rb ? "too few arguments (ArgumentError)"
+                                                         : "not enough arguments for format string");
             arg = items[argi++];
         }
+        if (rb && conv == 'p') conv = 'r';
+        else if (rb && conv == 'r') conv = '?'; /* not a Ruby conversion */
         if (arg.type == TPL_T_UNDEF && (tpl_vm_strict(vm) || (conv != 's' && conv != 'r' && conv != 'a')))
             return tpl_undefined_error(vm, arg);
         tpl_sb tb;
         tpl_sb_init(&tb, AR(vm));
         switch (conv) {
         case 's': case 'r': case 'a': {
-            if (conv == 's') tpl_py_str(&tb, arg);
-            else if (conv == 'r') tpl_py_repr(&tb, arg);
+            if (conv == 's') (rb ? tpl_rb_to_s : tpl_py_str)(&tb, arg);
+            else if (conv == 'r') (rb ? tpl_rb_inspect : tpl_py_repr)(&tb, arg);
             else py_ascii(vm, &tb, arg);
             tpl_value t = tpl_sb_value(&tb);
             if (safe && !(arg.type == TPL_T_STR && (arg.flags & TPL_F_SAFE) && conv == 's')) {
@@ -1567,6 +1592,9 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             pct_pad(&b, t.u.s, nb, ncp, width, left, false, 0);
             break;
         }
+        case 'b': case 'B':
+            if (!rb) goto unsupported;
+            /* fallthrough */
         case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
             int64_t v;
             if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
@@ -1590,13 +1618,15 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
             char dg[72];
             int nd = 0;
-            int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : 10;
+            int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : (conv == 'b' || conv == 'B') ? 2 : 10;
             const char *digs = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
             char tmp[72];
             do { tmp[nd++] = digs[mag % (uint64_t)base]; mag /= (uint64_t)base; } while (mag);
             for (int k = 0; k < nd; k++) dg[k] = tmp[nd - 1 - k];
             tpl_sb_put(&tb, v < 0 ? "-" : plus ? "+" : space ? " " : "", (v < 0 || plus || space) ? 1 : 0);
-            if (alt && conv == 'o') tpl_sb_puts(&tb, "0o");
+            if (alt && conv == 'o') tpl_sb_puts(&tb, rb ? "0" : "0o");
+            if (alt && conv == 'b') tpl_sb_puts(&tb, "0b");
+            if (alt && conv == 'B') tpl_sb_puts(&tb, "0B");
             if (alt && conv == 'x') tpl_sb_puts(&tb, "0x");
             if (alt && conv == 'X') tpl_sb_puts(&tb, "0X");
             size_t signlen = tb.len;
@@ -1651,13 +1681,16 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             break;
         }
         default:
+        unsupported:
+            if (rb)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed format string - %%%c (ArgumentError)", conv);
             if ((unsigned char)conv < 0x80)
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character '%c' (0x%x) at index %zu",
                                     conv, (unsigned)conv, i - 1);
             return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character at index %zu", i - 1);
         }
     }
-    if (argi < nitems && !mapping)
+    if (argi < nitems && !mapping && !rb)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
     if (b.failed)
         return OOM();
