@@ -333,12 +333,15 @@ static bool range_cover(tpl_value r, tpl_value v)
 
 /* ------------------------------------------------------------------ regular expressions */
 
+/* Ruby's \w, \d, \s (and \b) are ASCII-only; its POSIX brackets and \p{} stay Unicode */
+#define RB_ONIG_OPTIONS (ONIG_OPTION_WORD_IS_ASCII | ONIG_OPTION_DIGIT_IS_ASCII | ONIG_OPTION_SPACE_IS_ASCII)
+
 static OnigRegex rx_compile(tpl_vm *vm, tpl_value pat)
 {
     OnigRegex re = NULL;
     OnigErrorInfo einfo;
     const UChar *p = (const UChar *)pat.u.s;
-    int r = onig_new(&re, p, p + pat.len, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, &einfo);
+    int r = onig_new(&re, p, p + pat.len, RB_ONIG_OPTIONS, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, &einfo);
     if (r != ONIG_NORMAL) {
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
         onig_error_code_to_str(msg, r, &einfo);
@@ -352,7 +355,7 @@ bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap)
 {
     OnigRegex re = NULL;
     OnigErrorInfo einfo;
-    int r = onig_new(&re, (const UChar *)pat, (const UChar *)pat + n, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+    int r = onig_new(&re, (const UChar *)pat, (const UChar *)pat + n, RB_ONIG_OPTIONS, ONIG_ENCODING_UTF8,
                      ONIG_SYNTAX_RUBY, &einfo);
     if (r != ONIG_NORMAL) {
         UChar m[ONIG_MAX_ERROR_MESSAGE_LEN];
