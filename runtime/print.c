@@ -1,7 +1,8 @@
 /* Value printing, byte-exact with the reference engines: Python 3.11 str()/repr() (Jinja2
  * output), Ruby 3.1 to_s/inspect (ERB output) and Python's json.dumps (tojson filters). */
-#include "vm.h"
+#include "vm_impl.h"
 #include "../stdlib/ruby.h"
+#include "../stdlib/builtins.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -312,15 +313,34 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         if (v.flags & TPL_F_NS)
             tpl_sb_putc(b, '>');
         break;
-    case TPL_T_MACRO:
-        tpl_sb_puts(b, "<Macro>");
+    case TPL_T_MACRO: { /* as Jinja2's Macro.__repr__ */
+        const tpl_closure *cl = v.u.p;
+        tpl_sb_puts(b, "<Macro ");
+        if (cl && cl->name.len) py_repr_str(b, cl->name.u.s, cl->name.len);
+        else tpl_sb_puts(b, "None");
+        tpl_sb_putc(b, '>');
         break;
-    case TPL_T_LOOP:
-        tpl_sb_puts(b, "<LoopContext>");
+    }
+    case TPL_T_LOOP: { /* as Jinja2's LoopContext.__repr__: index/length */
+        const tpl_loop *l = v.u.p;
+        if (l && l->items) tpl_sb_printf(b, "<LoopContext %u/%u>", l->i, l->items->len);
+        else tpl_sb_puts(b, "<LoopContext>");
         break;
-    default:
-        tpl_sb_puts(b, "<built-in function>");
+    }
+    default: {
+        /* the globals Jinja2 has as classes print as the class */
+        static const struct { const char *name, *repr; } classes[] = {
+            { "range", "<class 'range'>" }, { "dict", "<class 'dict'>" },
+            { "cycler", "<class 'jinja2.utils.Cycler'>" }, { "joiner", "<class 'jinja2.utils.Joiner'>" },
+            { "namespace", "<class 'jinja2.utils.Namespace'>" },
+        };
+        const tpl_builtin_info *bi = v.type == TPL_T_FUNC && !v.u.p ? tpl_builtin(v.aux) : NULL;
+        const char *repr = "<built-in function>";
+        for (size_t i = 0; bi && i < sizeof classes / sizeof *classes; i++)
+            if (bi->kind == TPL_BK_GLOBAL && strcmp(bi->name, classes[i].name) == 0) repr = classes[i].repr;
+        tpl_sb_puts(b, repr);
         break;
+    }
     }
 }
 

@@ -36,7 +36,7 @@ static void locate(tpl_vm *vm, uint32_t pc)
     vm->pc = pc;
     if (vm->p) {
         tpl_program_span(vm->p, vm->pc, &vm->err.line, &vm->err.column);
-        if (vm->err.line) {
+        if (vm->err.line && vm->p->source && vm->p->source_len) { /* a stripped program has no lines */
             const char *s = vm->p->source;
             size_t n = vm->p->source_len, i = 0;
             uint32_t l = 1;
@@ -1949,6 +1949,7 @@ top:
         if (!cl) { oom(vm); goto fail; }
         cl->d = &p->macros[a];
         cl->outer_base = slot_base;
+        cl->name = cl->d->name < p->nnames ? p->names[cl->d->name].s : tpl_v_str("", 0);
         tpl_value v = { 0 };
         v.type = TPL_T_MACRO;
         v.u.p = cl;

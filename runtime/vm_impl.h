@@ -14,6 +14,7 @@
 typedef struct tpl_closure {
     const tpl_macro_desc *d;
     uint32_t outer_base;    /* slot base of the defining frame */
+    tpl_value name;         /* the macro's name (its repr: <Macro 'name'>) */
 } tpl_closure;
 
 /* The state of a for loop (the `loop` variable). */

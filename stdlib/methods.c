@@ -749,7 +749,7 @@ typedef struct {
     bool fill_given;
 } fspec;
 
-static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f)
+static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f, const char *tyname)
 {
     memset(f, 0, sizeof *f);
     f->fill = ' ';
@@ -795,7 +795,9 @@ static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f)
     if (i < n && (s[i] == ',' || s[i] == '_')) {
         f->grouping = s[i++];
         if (i < n && (s[i] == ',' || s[i] == '_'))
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify both ',' and '_'.");
+            return s[i] == f->grouping
+                ? tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify '%c' with '%c'.", s[i], s[i])
+                : tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify both ',' and '_'.");
     }
     if (i < n && s[i] == '.') {
         i++;
@@ -812,7 +814,7 @@ static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f)
     if (i < n) {
         if (n - i > 1 || (unsigned char)s[i] >= 0x80)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "Invalid format specifier '%.*s' for object of type '%s'",
-                                (int)n, s, "str");
+                                (int)n, s, tyname);
         f->type = s[i];
     }
     return 0;
@@ -1124,7 +1126,7 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
         return 0;
     }
     fspec f;
-    if (parse_spec(vm, spec, n, &f) < 0)
+    if (parse_spec(vm, spec, n, &f, tpl_type_name(vm, v)) < 0)
         return -1;
     switch (v.type) {
     case TPL_T_STR:

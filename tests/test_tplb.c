@@ -572,9 +572,31 @@ static void test_reserved_bytes(void)
     free(bytes);
 }
 
+/* A runtime error of a program saved without its source is located, without a source line. */
+static void test_stripped_error(void)
+{
+    tpl_program *p = compile("\n{{ 1 // 0 }}", NULL);
+    void *bytes;
+    size_t n;
+    CHECK(tpl_program_save(p, TPL_SAVE_STRIP_SOURCE, &bytes, &n) == TPL_OK);
+    tpl_program_free(p);
+    tpl_program *q = NULL;
+    CHECK(tpl_program_load("s.tplb", bytes, n, &q, NULL) == TPL_OK);
+    free(bytes);
+    tpl_render *r = new_render(NULL);
+    tpl_status st;
+    char *out = render(r, q, &st);
+    const tpl_error *e = tpl_render_error(r);
+    CHECK(st != TPL_OK && e->line == 2 && e->column == 6 && e->source_line == NULL);
+    free(out);
+    tpl_render_free(r);
+    tpl_program_free(q);
+}
+
 int main(void)
 {
     test_reserved_bytes();
+    test_stripped_error();
     test_concat_append();
     test_backward_loop_exit();
     test_source_hash();

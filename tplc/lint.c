@@ -244,7 +244,9 @@ static tpl_program *open_one(const lint_opts *o, const char *path, report *r, bo
         opt.loader = load_beside;
         opt.loader_data = dir;
         if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
-            fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+            fprintf(stderr, strcmp(o->profile, "jinja2") && strcmp(o->profile, "pinecall") && strcmp(o->profile, "hf")
+                    ? "tplc: unknown profile '%s' (jinja2, pinecall or hf)\n" : "tplc: profile '%s' does not apply to this syntax\n",
+                    o->profile);
             free(dir);
             free(src);
             *io = true;

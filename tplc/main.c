@@ -201,8 +201,12 @@ static int parse_args(int argc, char **argv, opts *o)
         if (strcmp(a, "--case") == 0) {
             if (++i >= argc) { fprintf(stderr, "tplc: --case needs a value\n"); return -1; }
             char *end;
+            errno = 0;
             o->case_n = strtol(argv[i], &end, 10);
-            if (*end || o->case_n < 0) { fprintf(stderr, "tplc: --case needs a non-negative number\n"); return -1; }
+            if (end == argv[i] || *end || o->case_n < 0 || errno == ERANGE) {
+                fprintf(stderr, "tplc: --case needs a non-negative number (got '%s')\n", argv[i]);
+                return -1;
+            }
             continue;
         }
         if (strcmp(a, "--remember") == 0) {
@@ -283,7 +287,9 @@ static int compile_path(const opts *o, const char *path, tpl_program **prog, tpl
     opt.loader_data = dir;
     if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
         free(dir);
-        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+        fprintf(stderr, strcmp(o->profile, "jinja2") && strcmp(o->profile, "pinecall") && strcmp(o->profile, "hf")
+                    ? "tplc: unknown profile '%s' (jinja2, pinecall or hf)\n" : "tplc: profile '%s' does not apply to this syntax\n",
+                    o->profile);
         free(src);
         return EXIT_USAGE;
     }
