@@ -614,6 +614,20 @@ static void cat_end(tpl_vm *vm, char *s, size_t total, int hit)
     *e = (struct tpl_concat){ s, (uint32_t)total, c, c->used, ++vm->cat_tick };
 }
 
+int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)
+{
+    size_t n = (size_t)a.len + b.len, keep;
+    int hit;
+    if (n > UINT32_MAX) return tpl_vm_error(vm, TPL_ERR_LIMIT, "string too long");
+    char *p = cat_begin(vm, a, n, &keep, &hit);
+    if (!p) return oom(vm);
+    if (!keep && a.len) memcpy(p, a.u.s, a.len);
+    if (b.len) memcpy(p + a.len, b.u.s, b.len);
+    cat_end(vm, p, n, hit);
+    *out = tpl_v_str(p, n);
+    return 0;
+}
+
 static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (a.type == TPL_T_UNDEF) return tpl_undefined_error(vm, a);

@@ -92,6 +92,9 @@ void tpl_py_repr(tpl_sb *b, tpl_value v);
 /* Python float repr (shortest round-trip, 'r' format). */
 void tpl_py_float(tpl_sb *b, double d);
 /* Ruby to_s / inspect (ERB printing): nil → "", 1.0e+16, {"a"=>1}. */
+/* *out = the plain string a followed by b (both strings), appended in place when a is a recent
+ * concatenation result that still ends its arena block (see vm.c, cat_begin). */
+int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out);
 void tpl_rb_to_s(tpl_sb *b, tpl_value v);
 void tpl_rb_inspect(tpl_sb *b, tpl_value v);
 /* json.dumps(v, ensure_ascii, indent (<0 = None), separators (NULL = default), sort_keys).

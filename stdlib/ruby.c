@@ -1235,13 +1235,24 @@ int r_str_lines(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_str_plus(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (want_str(vm, a[1]) < 0) return -1;
-    tpl_sb b;
-    tpl_sb_init(&b, A(vm));
-    tpl_sb_put(&b, a[0].u.s, a[0].len);
-    tpl_sb_put(&b, a[1].u.s, a[1].len);
-    if (b.failed) return oom(vm);
-    *out = tpl_sb_value(&b);
-    return 0;
+    return tpl_vm_concat(vm, tpl_v_str(a[0].u.s, a[0].len), tpl_v_str(a[1].u.s, a[1].len), out);
+}
+
+/* String#<< (and concat): a String, or an Integer as a code point. The compiler stores the
+ * result back into the receiver's variable (values are immutable). */
+int r_str_shovel(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type == TPL_T_INT) {
+        int64_t cp = a[1].u.i;
+        if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "%lld out of char range (RangeError)", (long long)cp);
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        tpl_sb_put_cp(&b, (uint32_t)cp);
+        if (b.failed) return oom(vm);
+        return tpl_vm_concat(vm, tpl_v_str(a[0].u.s, a[0].len), tpl_sb_value(&b), out);
+    }
+    return r_str_plus(vm, a, out);
 }
 
 /* ------------------------------------------------------------------ numbers */
