@@ -651,21 +651,29 @@ static int concat_lists(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)
 static int repeat(tpl_vm *vm, tpl_value s, int64_t times, tpl_value *out)
 {
     if (times < 0) times = 0;
+    /* nothing to copy: the empty result at once, whatever the count (a loop over a count of
+     * 52 billion empty copies never ended) */
+    uint32_t len = s.type == TPL_T_STR ? s.len : s.u.list->len;
+    if (len == 0) times = 0;
     if (s.type == TPL_T_STR) {
-        if (s.len && (uint64_t)times > (vm->limits.max_output / (s.len ? s.len : 1)))
+        if ((uint64_t)times > vm->limits.max_output / (len ? len : 1))
             return tpl_vm_error(vm, TPL_ERR_LIMIT, "string repetition too large");
-        size_t n = (size_t)s.len * (size_t)times;
+        size_t n = (size_t)len * (size_t)times;
         char *p = tpl_arena_alloc(&vm->arena, n + 1);
         if (!p) return oom(vm);
-        for (int64_t i = 0; i < times; i++) memcpy(p + (size_t)i * s.len, s.u.s, s.len);
+        if (n) memcpy(p, s.u.s, len);
+        for (size_t have = len; have < n;) { /* doubling copies */
+            size_t k = have < n - have ? have : n - have;
+            memcpy(p + have, p, k);
+            have += k;
+        }
         *out = tpl_v_str(p, n);
         return 0;
     }
-    uint32_t len = s.u.list->len;
-    if (len && (uint64_t)times * len > 10000000u) return tpl_vm_error(vm, TPL_ERR_LIMIT, "list repetition too large");
+    if (len && (uint64_t)times > 10000000u / len) return tpl_vm_error(vm, TPL_ERR_LIMIT, "list repetition too large");
     tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)(len * times));
     if (!l) return oom(vm);
-    if (len) for (int64_t i = 0; i < times; i++) memcpy(l->items + (size_t)i * len, s.u.list->items, len * sizeof(tpl_value));
+    for (int64_t i = 0; i < times; i++) memcpy(l->items + (size_t)i * len, s.u.list->items, len * sizeof(tpl_value));
     l->len = (uint32_t)(len * times);
     *out = tpl_v_list(l);
     out->flags = s.flags & TPL_F_TUPLE;
