@@ -703,15 +703,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
                 if (call_builtin(vm, TPL_B_FILTER_escape, plain, 1, NULL, NULL, 0, plain) < 0) return -1;
             }
             bool safe = (a.flags & TPL_F_SAFE) || (b.flags & TPL_F_SAFE);
-            size_t n = (size_t)a.len + b.len, keep;
-            int hit;
-            if (n > UINT32_MAX) return tpl_vm_error(vm, TPL_ERR_LIMIT, "string too long");
-            char *p = cat_begin(vm, a, n, &keep, &hit);
-            if (!p) return oom(vm);
-            if (!keep) memcpy(p, a.u.s, a.len);
-            memcpy(p + a.len, b.u.s, b.len);
-            cat_end(vm, p, n, hit);
-            *out = tpl_v_str(p, n);
+            if (tpl_vm_concat(vm, a, b, out) < 0) return -1;
             if (safe) out->flags = TPL_F_SAFE;
             return 0;
         }
