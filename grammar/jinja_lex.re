@@ -257,8 +257,6 @@ static bool emit_text(lexer *lx, const unsigned char *s, size_t n, int sign, boo
     integer = "0" [bB] ("_"? [01])+ | "0" [oO] ("_"? [0-7])+ | "0" [xX] ("_"? [0-9a-fA-F])+ | [1-9] ("_"? [0-9])* | "0" ("_"? "0")*;
     exp     = [eE] [+-]? digits;
     float   = digits (("." digits)? exp | "." digits);
-    sq      = "'" ([^'\\\x00] | "\\" [^\x00])* "'";
-    dq      = "\"" ([^"\\\x00] | "\\" [^\x00])* "\"";
 */
 
 enum { TAG_NONE, TAG_VAR, TAG_BLOCK };
@@ -338,8 +336,15 @@ static bool scan_tag(lexer *lx, int tag)
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
         }
-        sq | dq { if (!emit(lx, TK_STRING, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false; continue; }
-        ['"] { return fail(lx, lx->tok, "unterminated string literal"); }
+        ['"] {
+            /* scanned by hand, bounded by lim: a NUL byte inside a literal is a character, as in Jinja2 */
+            const unsigned char *p = lx->cur;
+            while (p < lx->lim && *p != lx->tok[0]) p += (*p == '\\' && p + 1 < lx->lim) ? 2 : 1;
+            if (p >= lx->lim) return fail(lx, lx->tok, "unterminated string literal");
+            lx->cur = p + 1;
+            if (!emit(lx, TK_STRING, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false;
+            continue;
+        }
         "//" { if (!emit(lx, TK_FLOORDIV, lx->tok, 2, 0)) return false; continue; }
         "**" { if (!emit(lx, TK_POW, lx->tok, 2, 0)) return false; continue; }
         "==" { if (!emit(lx, TK_EQ, lx->tok, 2, 0)) return false; continue; }
@@ -368,7 +373,10 @@ static bool scan_tag(lexer *lx, int tag)
         "}" { goto close_brace; }
         * {
             char msg[64];
-            snprintf(msg, sizeof msg, "unexpected char '%c'", lx->tok[0] >= 32 && lx->tok[0] < 127 ? lx->tok[0] : '?');
+            unsigned char c = lx->tok[0];
+            if (c == '\\') snprintf(msg, sizeof msg, "unexpected char '\\\\'");
+            else if (c >= 32 && c < 127) snprintf(msg, sizeof msg, "unexpected char '%c'", c);
+            else snprintf(msg, sizeof msg, "unexpected char '\\x%02x'", c); /* Python's repr, as Jinja2 says it */
             return fail(lx, lx->tok, msg);
         }
         */

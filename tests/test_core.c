@@ -150,6 +150,27 @@ static void render_case(const char *src, const char *state, const char *profile,
     tpl_program_free(p);
 }
 
+/* Renders a template of n bytes (it may hold NUL bytes) and compares the output byte for byte. */
+static void render_bytes(const char *what, const char *src, size_t n, const char *want, size_t want_n)
+{
+    tpl_options o = { 0 };
+    tpl_options_profile(&o, TPL_SYNTAX_JINJA, NULL);
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    if (tpl_compile("t", src, n, &o, &p, &err) != TPL_OK) {
+        check(false, what, err.message, "(renders)");
+        tpl_error_clear(&err);
+        return;
+    }
+    tpl_render *r = tpl_render_new(NULL);
+    const char *out = NULL;
+    size_t len = 0;
+    bool ok = tpl_render_run(r, p, &out, &len) == TPL_OK && len == want_n && memcmp(out, want, len) == 0;
+    check(ok, what, ok ? "" : "(different bytes)", "(the same bytes)");
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
 int main(void)
 {
     /* scanner: tags, whitespace control, trim_blocks, lstrip_blocks, raw, balanced braces */
@@ -166,6 +187,14 @@ int main(void)
     lex_case("a\r\nb", false, false, "T'a\nb'");
     lex_case("{{ 'abc }}", false, false, "error: unterminated string literal");
     lex_case("{# open", false, false, "error: Missing end of comment tag");
+    lex_case("{{ a $ }}", false, false, "error: unexpected char '$'");
+    lex_case("{{ a \\ }}", false, false, "error: unexpected char '\\\\'");
+    lex_case("{{ a \x01 }}", false, false, "error: unexpected char '\\x01'");
+    lex_case("{{ 'a\\' }}", false, false, "error: unterminated string literal");
+    /* a NUL byte inside a string literal is a character (Jinja2 3.1: 'a\x00b|3|a\\\x00bx\x00') */
+    static const char nul_src[] = "{{ \"a\0b\" }}|{{ 'a\0b'|length }}|{{ \"a\\\0b\" ~ 'x\0' }}";
+    static const char nul_want[] = "a\0b|3|a\\\0bx\0";
+    render_bytes("NUL in string literals", nul_src, sizeof nul_src - 1, nul_want, sizeof nul_want - 1);
 
     /* parser: precedence as Jinja2's parser */
     parse_case("{{ a + b * c }}", "(OUTPUT(BINOP +(NAME 'a')(BINOP *(NAME 'b')(NAME 'c'))))");
