@@ -792,23 +792,49 @@ static int affix(tpl_vm *vm, tpl_value *a, tpl_value *out, bool start)
 int r_str_start_with_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return affix(vm, a, out, true); }
 int r_str_end_with_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return affix(vm, a, out, false); }
 
-/* Ruby replacement strings: \0 \& (whole match), \1..\9 (groups), \\ (backslash). */
-static void put_repl(tpl_sb *b, tpl_value repl, tpl_value s, const OnigRegion *reg)
+/* Appends group g of the match (nothing when it did not take part). */
+static void put_group(tpl_sb *b, tpl_value s, const OnigRegion *reg, int g)
+{
+    if (g >= 0 && g < reg->num_regs && reg->beg[g] >= 0) tpl_sb_put(b, s.u.s + reg->beg[g], (size_t)(reg->end[g] - reg->beg[g]));
+}
+
+/* Ruby replacement strings, as Ruby's rb_reg_regsub: \0 \& (whole match), \1..\9 (groups),
+ * \k<name> (named group; re is NULL for a string pattern, which has none; with named groups or a
+ * string pattern \1..\9 print nothing), \` (before the match),
+ * \' (after it), \+ (last group that matched), \\ (backslash); any other \x stays as written.
+ * Returns -1 (error set) for a \k reference Ruby rejects. */
+static int put_repl(tpl_vm *vm, tpl_sb *b, tpl_value repl, tpl_value s, OnigRegex re, const OnigRegion *reg)
 {
     for (size_t i = 0; i < repl.len; i++) {
         char c = repl.u.s[i];
-        if (c == '\\' && i + 1 < repl.len) {
-            char d = repl.u.s[i + 1];
-            int g = d == '&' ? 0 : (d >= '0' && d <= '9') ? d - '0' : -1;
-            if (g >= 0) {
-                if (reg && g < reg->num_regs && reg->beg[g] >= 0) tpl_sb_put(b, s.u.s + reg->beg[g], (size_t)(reg->end[g] - reg->beg[g]));
-                i++;
-                continue;
-            }
-            if (d == '\\') { tpl_sb_putc(b, '\\'); i++; continue; }
+        if (c != '\\' || i + 1 >= repl.len) { tpl_sb_putc(b, c); continue; }
+        char d = repl.u.s[++i];
+        if (d == '&' || d == '0') put_group(b, s, reg, 0);
+        else if (d >= '1' && d <= '9') { /* Ruby drops them when the pattern has named groups or is a string */
+            if (re && onig_noname_group_capture_is_active(re)) put_group(b, s, reg, d - '0');
         }
-        tpl_sb_putc(b, c);
+        else if (d == '`') tpl_sb_put(b, s.u.s, (size_t)reg->beg[0]);
+        else if (d == '\'') tpl_sb_put(b, s.u.s + reg->end[0], s.len - (size_t)reg->end[0]);
+        else if (d == '+') {
+            int g = reg->num_regs - 1;
+            while (g > 0 && reg->beg[g] < 0) g--;
+            if (g > 0) put_group(b, s, reg, g);
+        } else if (d == '\\') tpl_sb_putc(b, '\\');
+        else if (d == 'k' && i + 1 < repl.len && repl.u.s[i + 1] == '<') {
+            const char *name = repl.u.s + i + 2, *lim = repl.u.s + repl.len;
+            const char *close = memchr(name, '>', (size_t)(lim - name));
+            if (!close) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid group name reference format (RuntimeError)");
+            int g = re && close > name ? onig_name_to_backref_number(re, (const UChar *)name, (const UChar *)close, (OnigRegion *)reg) : -1;
+            if (g < 1)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined group name reference: %.*s (IndexError)", (int)(close - name), name);
+            put_group(b, s, reg, g);
+            i = (size_t)(close - repl.u.s);
+        } else {
+            tpl_sb_putc(b, '\\');
+            tpl_sb_putc(b, d);
+        }
     }
+    return 0;
 }
 
 static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
@@ -848,15 +874,12 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
         }
         tpl_sb_put(&b, s.u.s + copied, (size_t)ms - copied);
         if (has_repl) {
-            if (rx) put_repl(&b, repl, s, reg);
-            else {
-                OnigRegion fake = { 0 };
-                int beg = (int)ms, end = (int)me;
-                fake.num_regs = 1;
-                fake.beg = &beg;
-                fake.end = &end;
-                put_repl(&b, repl, s, &fake);
-            }
+            OnigRegion fake = { 0 };
+            int beg = (int)ms, end = (int)me;
+            fake.num_regs = 1;
+            fake.beg = &beg;
+            fake.end = &end;
+            if (put_repl(vm, &b, repl, s, re, rx ? reg : &fake) < 0) { rc = -1; break; }
         } else {
             tpl_value m = tpl_v_str(s.u.s + ms, (size_t)(me - ms)), r;
             int yr = tpl_rb_yield(vm, &blk, &m, 1, &r);
