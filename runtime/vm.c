@@ -635,15 +635,65 @@ static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, type_name(a), type_name(b));
 }
 
+/* ---- appending to lists (+ on lists, Ruby push and <<)
+ * As for strings above: vm->lcat holds the four most recently used list results that were given
+ * room past their length. Such a room belongs to no value (every list sharing the array has a
+ * length at most the entry's), so a concatenation onto the entry's exact list writes the new items
+ * there and the result shares the array. A result of 64 items or more that cannot do that gets an
+ * array with room to double. So `ns.l = ns.l + [x]` in a loop copies and keeps O(final length)
+ * items, not O(steps x length). Item arrays are only ever written while a list is built, so
+ * sharing them is safe; the result's own cap is its length, so nothing else pushes into the room. */
+int tpl_vm_concat_list(tpl_vm *vm, const tpl_list *a, const tpl_value *b, uint32_t nb, tpl_value *out)
+{
+    uint32_t la = a->len;
+    if (nb > UINT32_MAX - la) return tpl_vm_error(vm, TPL_ERR_LIMIT, "list too long");
+    uint32_t n = la + nb;
+    tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+    if (!l) return oom(vm);
+    struct tpl_lconcat *e = NULL;
+    if (la)
+        for (int i = 0; i < 4; i++)
+            if (vm->lcat[i].items == a->items && vm->lcat[i].len == la) { e = &vm->lcat[i]; break; }
+    tpl_value *items;
+    if (e && n <= e->cap) {
+        items = (tpl_value *)e->items; /* the room past la is no value's */
+    } else {
+        uint32_t cap = n >= 64 ? (n <= UINT32_MAX / 2 ? 2 * n : UINT32_MAX) : n;
+        bool over = vm->arena.over_limit;
+        items = n ? tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *items) : NULL;
+        if (n && !items && cap > n) { /* no room to double under the memory limit: the exact size may fit */
+            vm->arena.over_limit = over;
+            cap = n;
+            items = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *items);
+        }
+        if (n && !items) return oom(vm);
+        if (la) memcpy(items, a->items, (size_t)la * sizeof *items);
+        if (cap > n) {
+            if (!e) {
+                e = &vm->lcat[0];
+                for (int i = 1; i < 4; i++)
+                    if (vm->lcat[i].tick < e->tick) e = &vm->lcat[i];
+            }
+            e->items = items;
+            e->cap = cap;
+        } else if (e) {
+            e->items = NULL; /* outgrown with no room: forget it */
+        }
+    }
+    if (nb) memcpy(items + la, b, (size_t)nb * sizeof *items);
+    if (e && e->items == items) {
+        e->len = n;
+        e->tick = ++vm->cat_tick;
+    }
+    l->len = l->cap = n;
+    l->items = items;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
 static int concat_lists(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)
 {
-    uint32_t n = a.u.list->len + b.u.list->len;
-    tpl_list *l = tpl_list_new(&vm->arena, n);
-    if (!l) return oom(vm);
-    if (a.u.list->len) memcpy(l->items, a.u.list->items, a.u.list->len * sizeof(tpl_value));
-    if (b.u.list->len) memcpy(l->items + a.u.list->len, b.u.list->items, b.u.list->len * sizeof(tpl_value));
-    l->len = n;
-    *out = tpl_v_list(l);
+    if (tpl_vm_concat_list(vm, a.u.list, b.u.list->items, b.u.list->len, out) < 0) return -1;
     out->flags = a.flags & TPL_F_TUPLE;
     return 0;
 }
@@ -2224,7 +2274,10 @@ int tpl_vm_run(tpl_vm *vm)
     vm->out_len = 0;
     vm->fuel = vm->limits.fuel;
     vm->err_unlocated = false;
-    for (int i = 0; i < 4; i++) vm->cat[i].p = NULL; /* blocks of the last render are gone */
+    for (int i = 0; i < 4; i++) { /* blocks of the last render are gone */
+        vm->cat[i].p = NULL;
+        vm->lcat[i].items = NULL;
+    }
     tpl_value r;
     return run(vm, 0, 0, 0, 0, &r);
 }

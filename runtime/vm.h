@@ -95,6 +95,11 @@ void tpl_py_float(tpl_sb *b, double d);
 /* *out = the plain string a followed by b (both strings), appended in place when a is a recent
  * concatenation result that still ends its arena block (see vm.c, cat_begin). */
 int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out);
+/* *out = a new list: the items of a, then the nb items at b (b may be NULL when nb is 0); its
+ * flags are 0. When a is a recent result of this function that still owns the room past its
+ * length, the items are written there and the result shares a's array (see vm.c). Returns -1
+ * (error set) when out of memory or over 2^32-1 items. */
+int tpl_vm_concat_list(tpl_vm *vm, const tpl_list *a, const tpl_value *b, uint32_t nb, tpl_value *out);
 void tpl_rb_to_s(tpl_sb *b, tpl_value v);
 void tpl_rb_inspect(tpl_sb *b, tpl_value v);
 /* json.dumps(v, ensure_ascii, indent (<0 = None), separators (NULL = default), sort_keys).

@@ -79,6 +79,9 @@ struct tpl_vm {
      * after it: while its block is still the chunk's newest, `~` or `+` onto it appends in
      * place (vm.c, cat_begin) */
     struct tpl_concat { const char *p; uint32_t len; tpl_chunk *chunk; size_t end; uint64_t tick; } cat[4];
+    /* the most recent list concatenation results with room past their length: `+` or push
+     * onto one of them writes the new items in place (vm.c, tpl_vm_concat_list) */
+    struct tpl_lconcat { const tpl_value *items; uint32_t len, cap; uint64_t tick; } lcat[4];
     uint64_t cat_tick;
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];

@@ -1958,14 +1958,7 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* push / << / append: a new array (the lowering stores it back into the variable). */
 int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_list *l = L_(a[0]), *items = L_(a[1]);
-    tpl_list *r = new_list(vm, l->len + items->len);
-    if (!r) return oom(vm);
-    mcpy(r->items, l->items, l->len * sizeof *r->items);
-    mcpy_items(r->items, l->len, items->items, 0, items->len);
-    r->len = l->len + items->len;
-    *out = tpl_v_list(r);
-    return 0;
+    return tpl_vm_concat_list(vm, L_(a[0]), L_(a[1])->items, L_(a[1])->len, out);
 }
 
 int r_arr_take(tpl_vm *vm, tpl_value *a, tpl_value *out) { return r_arr_first(vm, a, out); }

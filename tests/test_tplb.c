@@ -487,6 +487,15 @@ static void test_concat_append(void)
         { TPL_SYNTAX_ERB,
           "<% t = '' %><% 20000.times do |i| t += i.to_s + \": line of text\\n\" end %><%= t.length %> <%= t[-21..] %>",
           "388890 \n19999: line of text\n" },
+        /* lists: 20,000 appends copied each time would need 3.2 GB */
+        { TPL_SYNTAX_JINJA,
+          "{% set ns = namespace(l=[]) %}{% for i in range(20000) %}{% set ns.l = ns.l + [i] %}{% endfor %}"
+          "{{ ns.l|length }} {{ ns.l[-2:] }} {{ ns.l|sum }}",
+          "20000 [19998, 19999] 199990000" },
+        { TPL_SYNTAX_ERB,
+          "<% a = [] %><% 20000.times do |i| a << i end %><% 20000.times do |i| a.push(i, i) end %>"
+          "<%= a.length %> <%= a.last(3).inspect %> <%= a.sum %>",
+          "60000 [19998, 19999, 19999] 599970000" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         tpl_options o = { 0 };
