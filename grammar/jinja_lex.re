@@ -164,6 +164,18 @@ static bool fail(lexer *lx, const unsigned char *at, const char *msg)
     return false;
 }
 
+/* Jinja2's "unexpected char X": X as Python's repr of the one-character string (cp, n bytes at at). */
+static bool fail_char(lexer *lx, const unsigned char *at, uint32_t cp, size_t n)
+{
+    char msg[64];
+    if (cp == '\\') snprintf(msg, sizeof msg, "unexpected char '\\\\'");
+    else if (tpl_py_isprintable(cp)) snprintf(msg, sizeof msg, "unexpected char '%.*s'", (int)n, (const char *)at);
+    else if (cp <= 0xFF) snprintf(msg, sizeof msg, "unexpected char '\\x%02x'", (unsigned)cp);
+    else if (cp <= 0xFFFF) snprintf(msg, sizeof msg, "unexpected char '\\u%04x'", (unsigned)cp);
+    else snprintf(msg, sizeof msg, "unexpected char '\\U%08x'", (unsigned)cp);
+    return fail(lx, at, msg);
+}
+
 /* An opening bracket inside a tag: counted, and remembered while the stack has room. */
 static bool open_bracket(lexer *lx, int kind)
 {
@@ -251,7 +263,7 @@ static bool emit_text(lexer *lx, const unsigned char *s, size_t n, int sign, boo
     re2c:yyfill:enable = 0;
     re2c:flags:tags = 0;
 
-    ws      = [ \t\n\r\v\f]+;
+    ws      = [ \t\n\r\v\f\x1c-\x1f]+;
     digits  = [0-9]+ ("_" [0-9]+)*;
     name    = [a-zA-Z_\x80-\xff] [a-zA-Z0-9_\x80-\xff]*;
     integer = "0" [bB] ("_"? [01])+ | "0" [oO] ("_"? [0-7])+ | "0" [xX] ("_"? [0-9a-fA-F])+ | [1-9] ("_"? [0-9])* | "0" ("_"? "0")*;
@@ -331,7 +343,28 @@ static bool scan_tag(lexer *lx, int tag)
         }
         integer { if (!emit(lx, TK_INTEGER, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false; continue; }
         name {
+            /* bytes >= 0x80 are read per code point as Jinja2's patterns see them: Unicode
+             * whitespace separates tokens (\\s), a name runs over \\w and XID_Continue
+             * characters and must be a Python identifier; anything else is an unexpected char */
+            const unsigned char *q = lx->tok;
+            bool ascii = true;
+            while (q < lx->cur) {
+                if (*q < 0x80) { q++; continue; }
+                size_t i = 0;
+                uint32_t cp = tpl_utf8_next((const char *)q, (size_t)(lx->cur - q), &i);
+                if (!tpl_py_isnamechar(cp)) break;
+                ascii = false;
+                q += i;
+            }
+            if (q == lx->tok) {
+                size_t i = 0;
+                uint32_t cp = tpl_utf8_next((const char *)q, (size_t)(lx->lim - q), &i);
+                if (tpl_py_isspace(cp)) { lx->cur = q + i; continue; }
+                return fail_char(lx, q, cp, i);
+            }
+            lx->cur = q;
             size_t n = (size_t)(lx->cur - lx->tok);
+            if (!ascii && !tpl_py_isidentifier((const char *)lx->tok, n)) return fail(lx, lx->tok, "Invalid character in identifier");
             int kind = dot ? TK_NAME : tpl_jinja_keyword((const char *)lx->tok, n);
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
@@ -371,14 +404,7 @@ static bool scan_tag(lexer *lx, int tag)
         ")" { if (!close_bracket(lx, TK_RPAREN)) return false; continue; }
         "]" { if (!close_bracket(lx, TK_RBRACKET)) return false; continue; }
         "}" { goto close_brace; }
-        * {
-            char msg[64];
-            unsigned char c = lx->tok[0];
-            if (c == '\\') snprintf(msg, sizeof msg, "unexpected char '\\\\'");
-            else if (c >= 32 && c < 127) snprintf(msg, sizeof msg, "unexpected char '%c'", c);
-            else snprintf(msg, sizeof msg, "unexpected char '\\x%02x'", c); /* Python's repr, as Jinja2 says it */
-            return fail(lx, lx->tok, msg);
-        }
+        * { return fail_char(lx, lx->tok, lx->tok[0], 1); }
         */
     close_brace:
         if (!close_bracket(lx, TK_RBRACE)) return false;

@@ -173,23 +173,6 @@ static bool bad_byte(uint32_t cp, size_t at, size_t i) { return cp == 0xFFFD && 
 
 /* ------------------------------------------------------------------ Python */
 
-/* CPython Py_UNICODE_ISPRINTABLE: not Cc, Cf, Cs, Co, Cn, Zl, Zp, or Zs other than ' '. */
-static bool py_printable(uint32_t c)
-{
-    if (c < 0x80)
-        return c >= 0x20 && c < 0x7F;
-    if (tpl_unicode_age_after13(c) == 15)   /* unassigned in CPython 3.11's Unicode 14 */
-        return false;
-    switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
-        return false;
-    default:
-        return true;
-    }
-}
-
 /* CPython unicode_repr: single quotes unless the text has ' and no "; escapes \\, the quote,
  * \t \n \r, and non-printables as \xhh, \uhhhh or \Uhhhhhhhh. A byte that is not UTF-8 prints
  * as \udcXX, as Python shows a surrogateescape-decoded byte. */
@@ -227,7 +210,7 @@ static void py_repr_str(tpl_sb *b, const char *s, size_t n)
         uint32_t cp = tpl_utf8_next(s, n, &i);
         if (bad_byte(cp, at, i))
             tpl_sb_printf(b, "\\udc%02x", c);
-        else if (py_printable(cp))
+        else if (tpl_py_isprintable(cp))
             tpl_sb_put(b, s + at, i - at);
         else if (cp <= 0xFF)
             tpl_sb_printf(b, "\\x%02x", (unsigned)cp);

@@ -158,6 +158,73 @@ bool tpl_py_isspace(uint32_t cp)
     }
 }
 
+/* CPython Py_UNICODE_ISPRINTABLE: not Cc, Cf, Cs, Co, Cn, Zl, Zp, or Zs other than ' '. */
+bool tpl_py_isprintable(uint32_t c)
+{
+    if (c < 0x80)
+        return c >= 0x20 && c < 0x7F;
+    if (tpl_unicode_age_after13(c) == 15)   /* unassigned in CPython 3.11's Unicode 14 */
+        return false;
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO: case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* Identifier classes of a non-ASCII code point, from its general category and PropList.txt's
+ * Other_ID_Start / Other_ID_Continue: 1 XID_Start, 2 XID_Continue only, 3 in Python's \w only
+ * (No: '²'), 0 none. (The few NFKC-unstable exclusions of XID_* are not modelled.) */
+static int ident_class(uint32_t c)
+{
+    if (tpl_unicode_age_after13(c) == 15)
+        return 0;
+    switch (c) {
+    case 0x1885: case 0x1886: case 0x2118: case 0x212E: case 0x309B: case 0x309C:
+        return 1;
+    case 0xB7: case 0x387: case 0x1369: case 0x136A: case 0x136B: case 0x136C: case 0x136D:
+    case 0x136E: case 0x136F: case 0x1370: case 0x1371: case 0x19DA:
+        return 2;
+    default:
+        break;
+    }
+    switch (utf8proc_category((utf8proc_int32_t)c)) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL:
+        return 1;
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_PC:
+        return 2;
+    case UTF8PROC_CATEGORY_NO:
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+bool tpl_py_isnamechar(uint32_t c)
+{
+    if (c < 0x80)
+        return c == '_' || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    return ident_class(c) != 0;
+}
+
+bool tpl_py_isidentifier(const char *s, size_t n)
+{
+    size_t i = 0;
+    for (bool first = true; i < n; first = false) {
+        uint32_t c = tpl_utf8_next(s, n, &i);
+        int k = c < 0x80 ? (c == '_' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ? 1 : (c >= '0' && c <= '9') ? 2 : 0)
+                         : ident_class(c);
+        if (k == 0 || k == 3 || (first && k != 1))
+            return false;
+    }
+    return n > 0;
+}
+
 /* Python's Cased property: categories Lu, Ll, Lt plus Other_Lowercase/Other_Uppercase. */
 
 static bool is_cased(uint32_t c)

@@ -122,6 +122,12 @@ size_t tpl_utf8_len(const char *s, size_t n);
 size_t tpl_utf8_offset(const char *s, size_t n, size_t cp);
 /* Python str.isspace() for one code point. */
 bool tpl_py_isspace(uint32_t cp);
+/* Python str.isprintable() for one code point (what repr() shows as it is). */
+bool tpl_py_isprintable(uint32_t cp);
+/* A character of Jinja2's name pattern: Python's \w (str.isalnum() or '_') or XID_Continue. */
+bool tpl_py_isnamechar(uint32_t cp);
+/* Python str.isidentifier() of n bytes of UTF-8: XID_Start or '_', then XID_Continue. */
+bool tpl_py_isidentifier(const char *s, size_t n);
 /* Python strip family: which = 1 left, 2 right, 3 both; chars NULL = whitespace. */
 tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars);
 /* Python str.upper/lower/title/capitalize with full case mapping (into the builder). */

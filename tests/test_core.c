@@ -191,6 +191,16 @@ int main(void)
     lex_case("{{ a \\ }}", false, false, "error: unexpected char '\\\\'");
     lex_case("{{ a \x01 }}", false, false, "error: unexpected char '\\x01'");
     lex_case("{{ 'a\\' }}", false, false, "error: unterminated string literal");
+    /* non-ASCII inside tags as Jinja2 3.1 reads it (messages checked with the oracle) */
+    lex_case("{{ a\u20ac }}", false, false, "error: unexpected char '\u20ac'");
+    lex_case("{{ 1 \u2192 2 }}", false, false, "error: unexpected char '\u2192'");
+    lex_case("{{ \U0001F600 }}", false, false, "error: unexpected char '\U0001F600'");
+    lex_case("{{ 1\u200b }}", false, false, "error: unexpected char '\\u200b'");
+    lex_case("{{ \ufeff1 }}", false, false, "error: unexpected char '\\ufeff'");
+    lex_case("{{ \U000e0001 }}", false, false, "error: unexpected char '\\U000e0001'");
+    lex_case("{% set x\u00b2 = 1 %}", false, false, "error: Invalid character in identifier");
+    lex_case("{{ \u0661\u0662 }}", false, false, "error: Invalid character in identifier");
+    lex_case("{{\u00a0caf\u00e9\u3000}}", false, false, "{{ name }}");
     /* a NUL byte inside a string literal is a character (Jinja2 3.1: 'a\x00b|3|a\\\x00bx\x00') */
     static const char nul_src[] = "{{ \"a\0b\" }}|{{ 'a\0b'|length }}|{{ \"a\\\0b\" ~ 'x\0' }}";
     static const char nul_want[] = "a\0b|3|a\\\0bx\0";
