@@ -759,8 +759,8 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE))
             return concat_lists(vm, a, b, out);
-        if (a.type == TPL_T_STR && b.type != TPL_T_UNDEF)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate str (not \"%s\") to str", type_name(b));
+        if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && b.type != TPL_T_UNDEF) /* as Python's str and list */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s", type_name(a), type_name(b), type_name(a));
         return arith_error(vm, "+", a, b);
     case TPL_OP_SUB:
         if (ints) {
@@ -1683,6 +1683,7 @@ top:
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
         else {
             if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            else if (v.type == TPL_T_INT) tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in unary -");
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", type_name(v));
             goto fail;
         }

@@ -259,6 +259,9 @@ int main(void)
     render_case("{% for r in rs %}{% if r == 'a' or r == 'bb' %}{{ r }}{% elif r != 'c' %}-{% endif %}{% endfor %}",
                 "{\"rs\": [\"a\", \"bb\", \"c\", \"dddddddddd\", \"bb\"]}", NULL, "abb-bb");
     render_case("{{ 1 + 'a' }}", NULL, NULL, "error: unsupported operand type(s) for +: 'int' and 'str'");
+    render_case("{{ [1] + (2,) }}", NULL, NULL, "error: can only concatenate list (not \"tuple\") to list");
+    render_case("{{ (1,) + 'a' }}", NULL, NULL, "error: can only concatenate tuple (not \"str\") to tuple");
+    render_case("{{ -(-9223372036854775807 - 1) }}", NULL, NULL, "error: integer overflow in unary -");
     render_case("{{ 9223372036854775807 + 1 }}", NULL, NULL, "error: integer overflow in +");
     render_case("{{ x }}", "{\"x\": \"caf\\u00e9\"}", NULL, "café");
     render_case("{{ 'abc'[::-1] }} {{ [1,2,3][-2:] }}", NULL, NULL, "cba [2, 3]");
