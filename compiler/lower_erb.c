@@ -193,12 +193,13 @@ static uint32_t args(erb_low *L, tpl_node *a)
 static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW(w)); }
 
 /* A method call; `used` false when its value is dropped (a statement). */
-/* The variable a mutating call (push, <<, append, concat) changes: its receiver's, through a chain
+/* The variable a mutating call (push, <<, append, concat, unshift, prepend) changes: its receiver's, through a chain
  * of such calls; NULL when the receiver is no variable. */
 static bool mutates_receiver(const tpl_node *n)
 {
     return n->kind == TPL_N_RMETHOD && n->a && (name_is(n->val, "push") || name_is(n->val, "<<") ||
-                                                name_is(n->val, "append") || name_is(n->val, "concat"));
+                                                name_is(n->val, "append") || name_is(n->val, "concat") ||
+                                                name_is(n->val, "unshift") || name_is(n->val, "prepend"));
 }
 
 static const tpl_node *shovel_root(const tpl_node *n)
@@ -261,7 +262,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, n->val), -argw_count(w));
     tpl_c_word(C, w);
     tpl_c_word(C, bw);
-    /* push / << / append / concat return a new array or string: store it back into the
+    /* push / << / append / concat / unshift / prepend return a new array or string: store it back into the
      * variable at the root of the chain (`buf << a << b`), as values are immutable */
     const tpl_node *root = shovel_root(n);
     if (root) {

@@ -1599,6 +1599,10 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             /* fallthrough */
         case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
             int64_t v;
+            if (rb && arg.type != TPL_T_INT) { /* Ruby converts with Integer(): "12", 3.9 -> 3 */
+                tpl_value cv[2] = { arg, tpl_v_unset() };
+                if (r_k_Integer(vm, cv, &arg) < 0) return -1;
+            }
             if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
                 v = arg.u.i;
             } else if (arg.type == TPL_T_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u')) {
@@ -1639,6 +1643,10 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         }
         case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
             double d;
+            if (rb && arg.type != TPL_T_FLOAT && arg.type != TPL_T_INT) { /* Ruby's Float(): "1.5" */
+                tpl_value cv[1] = { arg };
+                if (r_k_Float(vm, cv, &arg) < 0) return -1;
+            }
             if (arg.type == TPL_T_FLOAT) d = arg.u.f;
             else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;
             else

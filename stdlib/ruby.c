@@ -2433,3 +2433,138 @@ int r_str_ord(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_int(tpl_utf8_next(a[0].u.s, a[0].len, &i));
     return 0;
 }
+
+/* ------------------------------------------------------------------ appended builtins
+ * (builtins.def lists these last, so the ids of earlier builtins in .tplb files stay) */
+
+/* Kernel#format / sprintf: format % [args...], Ruby's format sequences (String#%). */
+int r_k_format(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_str(vm, a[0]) < 0) return -1;
+    tpl_value args = a[1];
+    args.flags = TPL_F_TUPLE;   /* the argument list itself, never one array argument */
+    return tpl_str_mod(vm, a[0], args, out);
+}
+
+/* Array#concat(*arrays): self followed by each array's items (stored back by the compiler). */
+int r_arr_concat(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *more = L_(a[1]);
+    *out = a[0];
+    for (uint32_t i = 0; i < more->len; i++) {
+        tpl_value o = more->items[i];
+        if (!is_array(o)) return type_error(vm, "Array", o);
+        if (tpl_vm_concat_list(vm, L_(*out), L_(o)->items, L_(o)->len, out) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Array#unshift / prepend(*items): the items, then self (stored back by the compiler). */
+int r_arr_unshift(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    return tpl_vm_concat_list(vm, L_(a[1]), L_(a[0])->items, L_(a[0])->len, out);
+}
+
+/* Array#reverse_each: each, last item first; without a block, the items in that order. */
+int r_arr_reverse_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {
+        tpl_list *r = new_list(vm, l->len);
+        if (!r) return oom(vm);
+        for (uint32_t i = 0; i < l->len; i++) r->items[i] = l->items[l->len - 1 - i];
+        r->len = l->len;
+        *out = tpl_v_list(r);
+        return 0;
+    }
+    tpl_value r;
+    for (uint32_t i = l->len; i > 0; i--) YIELD(blk, &l->items[i - 1], 1, &r);
+    *out = a[0];
+    return 0;
+}
+
+/* String#prepend(*strings): the strings, then self (stored back by the compiler). */
+int r_str_prepend(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *more = L_(a[1]);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (uint32_t i = 0; i < more->len; i++) {
+        if (want_str(vm, more->items[i]) < 0) return -1;
+        tpl_sb_put(&b, more->items[i].u.s, more->items[i].len);
+    }
+    tpl_sb_put(&b, a[0].u.s, a[0].len);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* A String#tr character set: code point ranges in order, negated by a leading '^' (when more
+ * follows). As Ruby's trnext: '\' takes the next character literally; `a-z` is a range when a
+ * character follows the '-', else the '-' is itself. */
+typedef struct { uint32_t lo, hi; } tr_range;
+typedef struct { tr_range *r; uint32_t n; uint64_t total; bool neg; } tr_set;
+
+static int tr_parse(tpl_vm *vm, tpl_value s, bool allow_neg, tr_set *set)
+{
+    const char *p = s.u.s;
+    size_t n = s.len, i = 0;
+    set->neg = allow_neg && n > 1 && p[0] == '^';
+    if (set->neg) i = 1;
+    set->r = tpl_arena_alloc(A(vm), (n + 1) * sizeof *set->r);
+    if (!set->r) return oom(vm);
+    set->n = 0;
+    set->total = 0;
+    while (i < n) {
+        if (p[i] == '\\' && i + 1 < n) i++;
+        size_t start = i;
+        uint32_t lo = tpl_utf8_next(p, n, &i), hi = lo;
+        if (i + 1 < n && p[i] == '-') {
+            i++;
+            hi = tpl_utf8_next(p, n, &i);
+            if (lo > hi)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid range \"%.*s\" in string transliteration (ArgumentError)",
+                                    (int)(i - start), p + start);
+        }
+        set->r[set->n++] = (tr_range){ lo, hi };
+        set->total += hi - lo + 1;
+    }
+    return 0;
+}
+
+/* String#tr(from, to): each character in from becomes the one at the same place in to (to's
+ * last character past its end; a later mention in from wins); with '^from', every character
+ * not in from becomes to's last; an empty to deletes. As Ruby's tr. */
+int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (want_str(vm, a[1]) < 0 || want_str(vm, a[2]) < 0) return -1;
+    tr_set from, to;
+    if (tr_parse(vm, a[1], true, &from) < 0 || tr_parse(vm, a[2], false, &to) < 0) return -1;
+    uint32_t last = to.n ? to.r[to.n - 1].hi : 0;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (size_t i = 0; i < s.len;) {
+        size_t at = i;
+        uint32_t c = tpl_utf8_next(s.u.s, s.len, &i);
+        uint64_t idx = 0, base = 0;
+        bool hit = false;
+        for (uint32_t k = 0; k < from.n; k++) {
+            if (c >= from.r[k].lo && c <= from.r[k].hi) { hit = true; idx = base + (c - from.r[k].lo); }
+            base += from.r[k].hi - from.r[k].lo + 1;
+        }
+        if (from.neg ? hit : !hit) { tpl_sb_put(&b, s.u.s + at, i - at); continue; }
+        if (!to.n) continue;   /* deleted */
+        uint32_t r = last;
+        if (!from.neg && idx < to.total) {
+            for (uint32_t k = 0; k < to.n; k++) {
+                uint64_t len = to.r[k].hi - to.r[k].lo + 1;
+                if (idx < len) { r = to.r[k].lo + (uint32_t)idx; break; }
+                idx -= len;
+            }
+        }
+        tpl_sb_put_cp(&b, r);
+    }
+    *out = tpl_sb_value(&b);
+    return 0;
+}
