@@ -1595,7 +1595,8 @@ int r_arr_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int join_into(tpl_vm *vm, tpl_sb *b, tpl_list *l, tpl_value sep, int depth)
 {
-    if (depth > 100) return tpl_vm_error(vm, TPL_ERR_TYPE, "recursive array join (ArgumentError)");
+    /* values are never recursive; only depth is bounded (the C stack), as printing is */
+    if (depth > 1000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "join: arrays nested more than 1000 deep");
     for (uint32_t i = 0; i < l->len; i++) {
         if (i) tpl_sb_put(b, sep.u.s, sep.len);
         tpl_value v = l->items[i];
@@ -1824,7 +1825,7 @@ int r_arr_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int flatten_into(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard)
 {
-    if (guard > 200) return tpl_vm_error(vm, TPL_ERR_TYPE, "tried to flatten recursive array (ArgumentError)");
+    if (guard > 1000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "flatten: arrays nested more than 1000 deep");
     for (uint32_t i = 0; i < src->len; i++) {
         tpl_value v = src->items[i];
         if (is_array(v) && depth != 0) { if (flatten_into(vm, dst, v.u.list, depth - 1, guard + 1) < 0) return -1; }
