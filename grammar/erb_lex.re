@@ -355,10 +355,11 @@ static bool arg_starts(rlex *L, size_t p)
 }
 
 /* Finds the end of a quoted literal starting at s[i] (quote q); handles #{} nesting in "..."
- * (at most 256 strings deep: deeper is an error, (size_t)-1, like an unterminated literal). */
+ * (at most 256 strings deep). (size_t)-1: unterminated; TOO_DEEP: nested deeper. */
+#define TOO_DEEP ((size_t)-2)
 static size_t skip_string_at(const char *s, size_t n, size_t i, char q, int depth)
 {
-    if (depth > 256) return (size_t)-1;
+    if (depth > 256) return TOO_DEEP;
     i++;
     while (i < n) {
         char c = s[i];
@@ -372,7 +373,7 @@ static size_t skip_string_at(const char *s, size_t n, size_t i, char q, int dept
                 else if (s[i] == '}') { if (--d == 0) break; }
                 else if (s[i] == '"' || s[i] == '\'') {
                     i = skip_string_at(s, n, i, s[i], depth + 1);
-                    if (i == (size_t)-1) return i;
+                    if (i == (size_t)-1 || i == TOO_DEEP) return i;
                     continue;
                 }
                 i++;
@@ -552,6 +553,7 @@ static bool ruby_lex(rlex *L)
         }
         if (c == '\'' || c == '"') {
             size_t e = skip_string(s, n, i, (char)c);
+            if (e == TOO_DEEP) return lex_error(L, st, "string interpolation nested more than 256 deep%.*s", "", 0);
             if (e == (size_t)-1) return lex_error(L, st, "unterminated string literal%.*s", "", 0);
             push_tok(L, c == '"' ? TK_DSTRING : TK_SSTRING, st, e - st);
             i = e;
@@ -561,6 +563,7 @@ static bool ruby_lex(rlex *L)
             size_t e = i + 1;
             if (s[e] == '"') {
                 e = skip_string(s, n, e, '"');
+                if (e == TOO_DEEP) return lex_error(L, st, "string interpolation nested more than 256 deep%.*s", "", 0);
                 if (e == (size_t)-1) return lex_error(L, st, "unterminated symbol literal%.*s", "", 0);
             } else {
                 while (e < n && ident_char((unsigned char)s[e])) e++;
@@ -965,9 +968,10 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
             while (e < len) {
                 if (s[e] == '{') d++;
                 else if (s[e] == '}') { if (--d == 0) break; }
-                else if (s[e] == '"' || s[e] == '\'') { e = skip_string(s, len, e, s[e]); if (e == (size_t)-1) break; continue; }
+                else if (s[e] == '"' || s[e] == '\'') { e = skip_string(s, len, e, s[e]); if (e == (size_t)-1 || e == TOO_DEEP) break; continue; }
                 e++;
             }
+            if (e == TOO_DEEP) { tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "string interpolation nested more than 256 deep"); break; }
             if (e == (size_t)-1 || e >= len) { tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "unterminated #{} in string"); break; }
             size_t from = (size_t)(s - c->src) + i + 2, to = (size_t)(s - c->src) + e;
             tpl_node *code = NULL;
