@@ -2142,6 +2142,8 @@ top:
         NEXT(2);
     }
     CASE(RET_RB) {
+        CHARGE(); /* a block's instructions count even when it has no loop: 10^11 yields of an
+                   * empty block ran with no fuel charged */
         *result = *--sp;
         if (a) vm->rb_broke = true;
         return 0;
