@@ -397,7 +397,7 @@ static bool enumerable(const char *name, size_t n)
     static const char *const names[] = { "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
         "all?", "none?", "count", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
         "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
-        "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", NULL };
+        "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", "reverse_each", NULL };
     for (int i = 0; names[i]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
     return false;
