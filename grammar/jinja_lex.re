@@ -167,12 +167,10 @@ static bool fail(lexer *lx, const unsigned char *at, const char *msg)
 /* Jinja2's "unexpected char X": X as Python's repr of the one-character string (cp, n bytes at at). */
 static bool fail_char(lexer *lx, const unsigned char *at, uint32_t cp, size_t n)
 {
-    char msg[64];
+    char msg[64], e[11];
     if (cp == '\\') snprintf(msg, sizeof msg, "unexpected char '\\\\'");
     else if (tpl_py_isprintable(cp)) snprintf(msg, sizeof msg, "unexpected char '%.*s'", (int)n, (const char *)at);
-    else if (cp <= 0xFF) snprintf(msg, sizeof msg, "unexpected char '\\x%02x'", (unsigned)cp);
-    else if (cp <= 0xFFFF) snprintf(msg, sizeof msg, "unexpected char '\\u%04x'", (unsigned)cp);
-    else snprintf(msg, sizeof msg, "unexpected char '\\U%08x'", (unsigned)cp);
+    else snprintf(msg, sizeof msg, "unexpected char '%.*s'", tpl_py_escape_cp(e, cp), e);
     return fail(lx, at, msg);
 }
 

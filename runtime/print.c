@@ -201,7 +201,8 @@ static void py_repr_str(tpl_sb *b, const char *s, size_t n)
                     tpl_sb_putc(b, '\\');
                     tpl_sb_putc(b, (char)c);
                 } else {
-                    tpl_sb_printf(b, "\\x%02x", c);
+                    char e[11];
+                    tpl_sb_put(b, e, (size_t)tpl_py_escape_cp(e, c));
                 }
             }
             continue;
@@ -212,12 +213,10 @@ static void py_repr_str(tpl_sb *b, const char *s, size_t n)
             tpl_sb_printf(b, "\\udc%02x", c);
         else if (tpl_py_isprintable(cp))
             tpl_sb_put(b, s + at, i - at);
-        else if (cp <= 0xFF)
-            tpl_sb_printf(b, "\\x%02x", (unsigned)cp);
-        else if (cp <= 0xFFFF)
-            tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
-        else
-            tpl_sb_printf(b, "\\U%08x", (unsigned)cp);
+        else {
+            char e[11];
+            tpl_sb_put(b, e, (size_t)tpl_py_escape_cp(e, cp));
+        }
     }
     tpl_sb_putc(b, quote[0]);
 }

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <utf8proc.h>
 
 /* A full case mapping of one code point (SpecialCasing.txt). */
@@ -173,6 +174,15 @@ bool tpl_py_isprintable(uint32_t c)
     default:
         return true;
     }
+}
+
+int tpl_py_escape_cp(char buf[11], uint32_t cp)
+{
+    if (cp <= 0xFF)
+        return snprintf(buf, 11, "\\x%02x", (unsigned)cp);
+    if (cp <= 0xFFFF)
+        return snprintf(buf, 11, "\\u%04x", (unsigned)cp);
+    return snprintf(buf, 11, "\\U%08x", (unsigned)cp);
 }
 
 /* Identifier classes of a non-ASCII code point, from its general category and PropList.txt's

@@ -124,6 +124,9 @@ size_t tpl_utf8_offset(const char *s, size_t n, size_t cp);
 bool tpl_py_isspace(uint32_t cp);
 /* Python str.isprintable() for one code point (what repr() shows as it is). */
 bool tpl_py_isprintable(uint32_t cp);
+/* Python repr()'s escape of a code point it does not print as is: \xhh, \uhhhh or \Uhhhhhhhh
+ * into buf (NUL-terminated); returns its length. */
+int tpl_py_escape_cp(char buf[11], uint32_t cp);
 /* A character of Jinja2's name pattern: Python's \w (str.isalnum() or '_') or XID_Continue. */
 bool tpl_py_isnamechar(uint32_t cp);
 /* Python str.isidentifier() of n bytes of UTF-8: XID_Start or '_', then XID_Continue. */

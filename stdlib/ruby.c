@@ -2471,14 +2471,7 @@ int r_arr_reverse_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
-    if (!blk.pc) {
-        tpl_list *r = new_list(vm, l->len);
-        if (!r) return oom(vm);
-        for (uint32_t i = 0; i < l->len; i++) r->items[i] = l->items[l->len - 1 - i];
-        r->len = l->len;
-        *out = tpl_v_list(r);
-        return 0;
-    }
+    if (!blk.pc) return r_arr_reverse(vm, a, out);
     tpl_value r;
     for (uint32_t i = l->len; i > 0; i--) YIELD(blk, &l->items[i - 1], 1, &r);
     *out = a[0];
