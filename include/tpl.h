@@ -24,6 +24,16 @@ extern "C" {
 
 #define TPL_VERSION_STRING "0.1.0"
 
+/* TPL_API marks every function of the public API. The library is built with hidden visibility
+ * (-fvisibility=hidden), so libtpl.so exports exactly the TPL_API declarations (all named tpl_*;
+ * tests/exports.py checks it) and a host's own symbols can never clash with tpl's internals.
+ * A new public function must carry it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TPL_API __attribute__((visibility("default")))
+#else
+#define TPL_API
+#endif
+
 /* Status codes. Template errors (syntax, undefined, type, limit) are 1..63; usage and I/O
  * errors are 64 and above (the CLI maps them to exit status 1 and 2). */
 typedef enum tpl_status {
@@ -102,12 +112,12 @@ typedef struct tpl_host_func {
 
 /* Sets the call's result from JSON text (borrowed; parsed and copied into the render). Returns
  * TPL_ERR_VALUE for invalid JSON (the call then fails), TPL_ERR_NOMEM on allocation failure. */
-tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t len);
+TPL_API tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t len);
 /* Sets the call's result to a string (borrowed; copied). TPL_ERR_NOMEM on allocation failure. */
-tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len);
+TPL_API tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len);
 /* Gives the reason of a failure (NUL-terminated, borrowed; copied): the render's error message
  * becomes "host function 'NAME' failed: MSG" when the function then returns nonzero. */
-void tpl_host_fail(tpl_host_call *call, const char *msg);
+TPL_API void tpl_host_fail(tpl_host_call *call, const char *msg);
 
 /* Compile-time options. Zero-initialise, then set fields; tpl_options_profile() fills a profile.
  * Profiles (DESIGN.md §2): "jinja2" (Jinja2 defaults), "pinecall" (trim_blocks, lstrip_blocks,
@@ -136,7 +146,7 @@ typedef struct tpl_options {
 
 /* Fills *o with the named profile for the syntax; returns TPL_ERR_USAGE for an unknown name or
  * a profile that does not apply to the syntax ("jinja2" and "hf" are Jinja-only). */
-tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile);
+TPL_API tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile);
 
 /* Limits of one render. 0 means the default given beside each field. */
 typedef struct tpl_limits {
@@ -166,22 +176,22 @@ typedef struct tpl_allocator {
  * program owns copies of every string it needs. On success *out is a new program the caller
  * frees with tpl_program_free. On failure returns TPL_ERR_SYNTAX (or NOMEM) and, when err is not
  * NULL, fills *err; the strings in *err stay valid until tpl_error_clear(err). */
-tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts,
+TPL_API tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts,
                        tpl_program **out, tpl_error *err);
-void tpl_program_free(tpl_program *p);
+TPL_API void tpl_program_free(tpl_program *p);
 /* Releases the strings of an error record filled by tpl_compile (no-op on a zeroed record). */
-void tpl_error_clear(tpl_error *err);
+TPL_API void tpl_error_clear(tpl_error *err);
 
 /* Prints the program's disassembly (offset, opcode, operands, source line) to a malloc'd
  * string the caller frees with free(). NULL on allocation failure. */
-char *tpl_disassemble(const tpl_program *p);
+TPL_API char *tpl_disassemble(const tpl_program *p);
 
 /* ---- render ---- */
 
 /* A render context: arena, output buffer, state, facts, language. Reusable: render many times;
  * each render resets the arena, so a steady-state render allocates nothing. Not thread-safe:
  * one tpl_render per thread. Free with tpl_render_free. */
-tpl_render *tpl_render_new(const tpl_limits *limits);
+TPL_API tpl_render *tpl_render_new(const tpl_limits *limits);
 /* As tpl_render_new, with every block of the render context itself allocated through `alloc`
  * (copied; alloc->data is borrowed and must outlive the context): the context, the render arena
  * (values built while rendering), the state, facts and `call` arenas, the operand stack and
@@ -191,22 +201,22 @@ tpl_render *tpl_render_new(const tpl_limits *limits);
  * NFC normalisation scratch space, which use malloc. alloc NULL means malloc/realloc/free.
  * Returns NULL when an allocation fails or when alloc lacks a callback. tpl_render_free returns
  * everything through alloc->free. */
-tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc);
-void tpl_render_free(tpl_render *r);
+TPL_API tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc);
+TPL_API void tpl_render_free(tpl_render *r);
 
 /* Sets the template variables from a JSON object (UTF-8 text, borrowed). The previous state is
  * dropped. Returns TPL_ERR_STATE with the JSON's own line and column in the render's error on
  * invalid JSON or when the top level is not an object. */
-tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);
+TPL_API tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);
 /* As tpl_render_set_state_json, reading the JSON from f (borrowed; read to the end of the
  * document, not closed) through a stdio buffer: the text is never whole in memory, which keeps
  * the peak of a large state down (tplc --state uses it). Errors as tpl_render_set_state_json;
  * a read error is TPL_ERR_STATE too. */
-tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f);
+TPL_API tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f);
 /* Adds a fact that memory told this call (borrowed; copied). remembers(words) is true when some
  * fact contains words (both NFC-normalised, case-sensitive). */
-tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);
-void tpl_render_clear_facts(tpl_render *r);
+TPL_API tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);
+TPL_API void tpl_render_clear_facts(tpl_render *r);
 
 /* A host's own memory store for remembers(words) (Jinja global; ERB remembers? / remembers).
  * `words` is the template's argument converted to a string and NFC-normalised: `len` bytes of
@@ -219,16 +229,16 @@ typedef int (*tpl_remembers_fn)(void *data, const char *words, size_t len);
 /* Sets (fn != NULL) or removes (fn == NULL) the host remembers callback of r. While it is set,
  * remembers() asks fn instead of the facts list (tpl_render_add_fact); `data` is passed to fn
  * as is (borrowed: it must stay valid while the callback is set). Persists across renders. */
-void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data);
+TPL_API void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data);
 /* Sets the `call` builtin: channel (phone|web|whatsapp) and medium (voice|text; NULL = whatsapp →
  * text, otherwise voice). Strings borrowed; copied. */
-tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
+TPL_API tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
 /* Binds host functions (tpl_host_func, see above) for the programs rendered with r: a program's
  * call of host function NAME of kind K runs the entry with that name and kind. `funcs` is
  * borrowed and must stay valid (and unchanged) while it is set; NULL/0 removes the table.
  * Persists across renders. A call whose function is not bound is a located TPL_ERR_UNDEFINED
  * render error ("no host filter named 'NAME' in this render context"). */
-void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n);
+TPL_API void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n);
 
 /* ---- translation: tr(text, lang=?) and format-string prompts (DESIGN.md §3) ----
  * A catalog is a JSON object {"main_lang": "en", "LANG": {"source": "target", ...}, ...}; keys
@@ -238,17 +248,17 @@ void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t
 /* Appends a catalog parsed from JSON text (borrowed; copied). Returns TPL_ERR_STATE with the
  * JSON's line and column in the render's error on invalid JSON or a non-object top level,
  * TPL_ERR_NOMEM on allocation failure; the catalogs already added are kept either way. */
-tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len);
+TPL_API tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len);
 /* Drops every catalog of this render context. */
-void tpl_render_clear_catalogs(tpl_render *r);
+TPL_API void tpl_render_clear_catalogs(tpl_render *r);
 /* Sets the render language (NUL-terminated, borrowed; copied). NULL or "" means none: tr()
  * without an explicit lang then returns its text, and fmt templates are not translated. */
-tpl_status tpl_render_set_lang(tpl_render *r, const char *lang);
+TPL_API tpl_status tpl_render_set_lang(tpl_render *r, const char *lang);
 /* Adds a tr_keys field (borrowed; copied): in a fmt prompt, state[name] (when present) is
  * replaced by tr(str(state[name])) before the template string is translated and formatted. */
-tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len);
+TPL_API tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len);
 /* Forgets every tr_keys field. */
-void tpl_render_clear_tr_keys(tpl_render *r);
+TPL_API void tpl_render_clear_tr_keys(tpl_render *r);
 
 /* A tr() call of a compiled program (for linting and catalog extraction). */
 typedef struct tpl_tr_call {
@@ -258,19 +268,19 @@ typedef struct tpl_tr_call {
 } tpl_tr_call;
 /* Fills out[0..max) with the program's tr() calls in source order (a fmt prompt counts as one
  * call on its whole template string) and returns how many there are (may exceed max). */
-size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max);
+TPL_API size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max);
 
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. */
-tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len);
+TPL_API tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len);
 /* The last error of this render context (valid until the next call on r). */
-const tpl_error *tpl_render_error(const tpl_render *r);
+TPL_API const tpl_error *tpl_render_error(const tpl_render *r);
 
 /* Formats an error as "FILE:LINE:COL: error: MESSAGE\n  source line\n  caret\n" into a malloc'd
  * string the caller frees. `src` (borrowed, may be NULL) supplies the source line when the record
  * has none. */
-char *tpl_error_format(const tpl_error *err);
+TPL_API char *tpl_error_format(const tpl_error *err);
 
 
 /* ---- precompiled programs (.tplb files and C arrays; DESIGN.md §5) ---- */
@@ -289,10 +299,10 @@ enum {
  * constants, names, span table, macros, reads-set, source hash and (unless stripped) the
  * normalised source. On TPL_OK *out is a malloc'd buffer of *len bytes the caller frees with
  * free(). Returns TPL_ERR_NOMEM on allocation failure. p is borrowed. */
-tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len);
+TPL_API tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len);
 
 /* True when data starts with the .tplb magic (it may still be corrupt). */
-bool tpl_is_tplb(const void *data, size_t len);
+TPL_API bool tpl_is_tplb(const void *data, size_t len);
 
 /* Loads a program from .tplb bytes (borrowed: the program owns copies of everything it needs, so
  * data may be freed right after). Every load is verified before it returns: checksum, bounds,
@@ -301,14 +311,14 @@ bool tpl_is_tplb(const void *data, size_t len);
  * TPL_ERR_NOMEM), never a crash. `name` (borrowed, may be NULL) names the bytes in the error.
  * On TPL_OK *out is a new program freed with tpl_program_free. On failure, when err is not
  * NULL, *err is filled; release it with tpl_error_clear. */
-tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err);
+TPL_API tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err);
 
 /* Writes C source defining `const struct tpl_static_program SYMBOL` (see tpl_static.h): the
  * bytecode, constants, names, spans and macros as const arrays. A host links the file and calls
  * tpl_program_load_static(&SYMBOL, ...). `symbol` must be a C identifier (else TPL_ERR_USAGE).
  * flags as for tpl_program_save. On TPL_OK *out is a malloc'd NUL-terminated string of *len bytes
  * the caller frees with free(). */
-tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len);
+TPL_API tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len);
 
 /* A program compiled into the host binary by `tplc compile --emit c` (layout in tpl_static.h). */
 typedef struct tpl_static_program tpl_static_program;
@@ -318,7 +328,7 @@ typedef struct tpl_static_program tpl_static_program;
  * a const global). The data is verified as tpl_program_load verifies bytes (minus the checksum,
  * which only .tplb files carry). On TPL_OK *out is freed with tpl_program_free (which releases
  * only the small descriptor). Errors as tpl_program_load. */
-tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err);
+TPL_API tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err);
 
 /* The reads-set: names of the state variables the program can read (loads of names that are not
  * local variables, a local variable where it may not be assigned yet — it reads the state then —,
@@ -327,7 +337,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
  * cannot show assigned (one set in both branches of an if, for one); it never misses a state
  * variable the program can read. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
  * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
-size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+TPL_API size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 
 /* The templates p's compilation loaded through the loader (include, import, extends, from ...
  * import: every name the loader returned a template for, transitively, in first-load order,
@@ -335,21 +345,21 @@ size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens,
  * NUL-terminated) and their byte lengths into names[] and lens[] (either may be NULL); returns
  * the total count. Build tools turn it into a depfile (tplc compile --depfile). Programs loaded
  * from .tplb bytes or static data have no dependency list (0). */
-size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+TPL_API size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 
 /* The host functions p calls, each (name, kind) once in code order. Stores up to cap entries
  * into out (may be NULL when cap is 0) with name pointing into p (NUL-terminated, owned by p),
  * fn and data NULL; returns the total count. */
-size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size_t cap);
+TPL_API size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size_t cap);
 
 /* The options p was compiled with (owned by p; loader fields are NULL for loaded programs, and
  * host_funcs is always NULL: see tpl_program_host_functions). */
-const tpl_options *tpl_program_options(const tpl_program *p);
+TPL_API const tpl_options *tpl_program_options(const tpl_program *p);
 
 /* The XXH64 hash (seed 0, as the xxHash library computes it) of the source p was compiled from,
  * before normalisation: tools compare it with a template file to tell whether a .tplb is stale.
  * (Earlier builds stored FNV-1a 64 here: a .tplb they wrote keeps that value, so it reads as stale.) */
-uint64_t tpl_program_source_hash(const tpl_program *p);
+TPL_API uint64_t tpl_program_source_hash(const tpl_program *p);
 
 #ifdef __cplusplus
 }
