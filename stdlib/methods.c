@@ -1055,9 +1055,31 @@ static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const c
                 body[ntxt] = 0;
                 goto assembled;
             }
+            /* CPython's format_float_internal: no type with a precision is 'g' with
+             * Py_DTSF_ADD_DOT_0, which also moves the switch to exponent notation one digit
+             * earlier (decpt > precision - 1) and keeps a ".0" on fixed results. */
             conv = 'g';
             if (prec == 0)
                 prec = 1;
+            char eb[64];
+            snprintf(eb, sizeof eb, "%.*e", prec - 1 < 40 ? prec - 1 : 40, ax);
+            const char *ep = strchr(eb, 'e');
+            long x10 = ep ? strtol(ep + 1, NULL, 10) : 0;
+            if (x10 >= prec - 1) {
+                int need = snprintf(body, sizeof body, f->alt ? "%#.*e" : "%.*e", prec - 1, ax);
+                if (need < 0 || (size_t)need >= sizeof body)
+                    return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large for exponent notation");
+                char *e = strchr(body, 'e');
+                size_t mant = (size_t)(e - body);
+                if (!f->alt && memchr(body, '.', mant)) {
+                    size_t keep = mant;
+                    while (body[keep - 1] == '0') keep--;
+                    if (body[keep - 1] == '.') keep--;
+                    memmove(body + keep, e, strlen(e) + 1);
+                }
+                ntxt = strlen(body);
+                goto assembled;
+            }
         } else if (t == 'n') {
             conv = 'g';
         } else if (t == '%') {
