@@ -1924,7 +1924,7 @@ int r_arr_each_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
     if (!blk.pc) {   /* the enumerator, as its [item, index] pairs */
-        tpl_list *r;
+        tpl_list *r = NULL;
         if (tpl_rb_each_list(vm, a[0], TPL_RB_EACH_WITH_INDEX, &r) < 0) return -1;
         *out = tpl_v_list(r);
         return 0;

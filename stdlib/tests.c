@@ -281,7 +281,7 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 
 int t_in(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    bool r;
+    bool r = false;
     if (tpl_contains(vm, a[0], a[1], &r) < 0)
         return -1;
     RET(r);
