@@ -63,7 +63,7 @@
     X(RRANGE,    "Ruby range: a = begin, b = end (NULL: endless); op = 1 when exclusive (...)") \
     X(RCASE,     "Ruby case: a = subject (or NULL), b = RWHEN list, c = else body") \
     X(RWHEN,     "a = values (list), b = body") \
-    X(RIVAR,     "@name: val = name without @ (same state key as the bare name; nil when missing)") \
+    X(RIVAR,     "@name: val = \"@name\" (a variable of its own, distinct from the local `name`; until assigned it reads state key `name`, nil when missing)") \
     X(RREGEX,    "Ruby regex literal: val = pattern, op = TPL_RX_* options") \
     X(RSTMTS,    "b = statements; its value is the last one's ((a; b) and #{} bodies)") \
     X(RNEXT,     "next in a block: a = value or NULL") \

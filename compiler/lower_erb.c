@@ -58,6 +58,61 @@ static const char *const known_classes[] = { "Array", "Hash", "String", "Integer
 
 /* ------------------------------------------------------------------ blocks */
 
+/* Block-local variables: a local first assigned inside a block (not before it, not a block parameter)
+ * is new in each call of the block in Ruby, and gone after it. Unless the state has that key (then
+ * it is a local of the binding, the outer variable): its slot is declared in the enclosing scope and
+ * UNSET_SLOT_RB clears it at the start of every iteration and after the block. */
+typedef struct erb_blocals {
+    uint32_t slot[32];
+    tpl_value name[32];
+    int n;
+} erb_blocals;
+
+static bool param_named(const tpl_node *params, tpl_value name)
+{
+    for (const tpl_node *p = params; p; p = p->next) {
+        if (p->kind == TPL_N_LIST) { if (param_named(p->a, name)) return true; continue; }
+        if (p->val.len == name.len && memcmp(p->val.u.s, name.u.s, name.len) == 0) return true;
+    }
+    return false;
+}
+
+static const tpl_node *shovel_root(const tpl_node *n);
+
+static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_value name)
+{
+    uint32_t slot;
+    if (name.len == 0 || name.u.s[0] == '@' || param_named(params, name) || tpl_c_lookup(C, name, &slot)) return;
+    if (bl->n >= 32) return;
+    bl->slot[bl->n] = tpl_c_declare(C, name);
+    bl->name[bl->n++] = name;
+}
+
+static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, const tpl_node *n, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_RBLOCK) continue;   /* a nested block has its own locals */
+        if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
+        if (n->kind == TPL_N_RMETHOD) {
+            const tpl_node *r = shovel_root(n);
+            if (r && r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
+        }
+        blocal_scan(L, bl, params, n->a, depth + 1);
+        blocal_scan(L, bl, params, n->b, depth + 1);
+        blocal_scan(L, bl, params, n->c, depth + 1);
+        blocal_scan(L, bl, params, n->d, depth + 1);
+        blocal_scan(L, bl, params, n->e, depth + 1);
+    }
+}
+
+static void blocal_unset(erb_low *L, const erb_blocals *bl)
+{
+    for (int i = 0; i < bl->n; i++) {
+        tpl_c_emit(C, TPL_OP_UNSET_SLOT_RB, bl->slot[i], 0);
+        tpl_c_word(C, tpl_c_name(C, bl->name[i]));
+    }
+}
+
 /* Binds the block parameters from the value(s) on the stack: `count` values pushed. */
 static void bind_params(erb_low *L, tpl_node *params, int pushed)
 {
@@ -85,10 +140,11 @@ static int count_params(tpl_node *p)
 }
 
 /* Emits a block subroutine (jumped over); returns its CALL_METHOD_RB block word. */
-static uint32_t block_sub(erb_low *L, tpl_node *blk)
+static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
 {
     int np = count_params(blk->a);
     if (np > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return 0; }
+    blocal_scan(L, bl, blk->a, blk->b, 0);
     tpl_c_at(C, blk->off);
     uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, np);
     uint32_t entry = tpl_c_here(C);
@@ -102,6 +158,7 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk)
         tpl_c_at(C, ps[i]->off);
         tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
     }
+    blocal_unset(L, bl);
     erb_loop lc = { 0 };
     lc.parent = L->loop;
     lc.sub = true;
@@ -131,6 +188,8 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
 {
     tpl_node *blk = n->c;
     expr(L, n->a);
+    erb_blocals bl = { .n = 0 };
+    blocal_scan(L, &bl, blk->a, blk->b, 0);
     tpl_c_push_scope(C);
     uint32_t slot = tpl_c_slot(C);
     tpl_c_at(C, n->off);
@@ -150,6 +209,7 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     } else {
         bind_params(L, blk->a, 1);
     }
+    blocal_unset(L, &bl);
     body(L, blk->b);
     tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
     uint32_t end = tpl_c_here(C);
@@ -157,6 +217,7 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
     L->loop = lc.parent;
     tpl_c_pop_scope(C);
+    blocal_unset(L, &bl);
 }
 
 /* ------------------------------------------------------------------ calls */
@@ -255,13 +316,15 @@ static void call(erb_low *L, tpl_node *n, bool used)
         int mode = loop_mode(n->val);
         if (mode >= 0) { loop_block(L, n, mode); return; }
     }
-    uint32_t bw = n->c ? block_sub(L, n->c) : 0;
+    erb_blocals bl = { .n = 0 };
+    uint32_t bw = n->c ? block_sub(L, n->c, &bl) : 0;
     expr(L, n->a);
     uint32_t w = args(L, n->b);
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, n->val), -argw_count(w));
     tpl_c_word(C, w);
     tpl_c_word(C, bw);
+    blocal_unset(L, &bl);
     /* push / << / append / concat / unshift / prepend return a new array or string: store it back into the
      * variable at the root of the chain (`buf << a << b`), as values are immutable */
     const tpl_node *root = shovel_root(n);
@@ -393,13 +456,16 @@ static void expr(erb_low *L, tpl_node *n)
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, n->val), 1);
         return;
     case TPL_N_NAME:
-        if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, n->val);
-        else tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, n->val), 1);
+    case TPL_N_RIVAR: {
+        /* `@x` (val "@x") is a variable of its own, distinct from the local `x`; both read the state key
+         * "x" until assigned. A missing key: NameError for a local (a method call in Ruby), nil for an
+         * ivar and for a local being declared by its own `x ||= v` (n->op set by op_assign) */
+        bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
+        tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
+        if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, key);
+        else tpl_c_emit(C, ivar || n->op ? TPL_OP_LOAD_IVAR_RB : TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
         return;
-    case TPL_N_RIVAR:
-        if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, n->val);
-        else tpl_c_emit(C, TPL_OP_LOAD_IVAR_RB, tpl_c_name(C, n->val), 1);
-        return;
+    }
     case TPL_N_RCONSTNAME: {
         bool known = false;
         for (int i = 0; known_classes[i]; i++) known = known || name_is(n->val, known_classes[i]);

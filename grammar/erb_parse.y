@@ -54,7 +54,7 @@ static tpl_node *method_s(tpl_pctx *ctx, tpl_node *recv, const char *name, tpl_n
 static tpl_node *arg1(tpl_pctx *ctx, tpl_node *e) { return tpl_p_node(ctx, TPL_N_ARG, e->off, e, NULL); }
 static tpl_node *ivar_name(tpl_pctx *ctx, tpl_token t) {
     tpl_node *n = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
-    n->val = tpl_v_str(ctx->src + t.off + 1, t.len - 1);
+    n->val = tpl_v_str(ctx->src + t.off, t.len);   /* "@name": its own variable; reads state key "name" */
     return n;
 }
 static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
@@ -66,6 +66,7 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
 static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *rhs) {
     tpl_node *cur = tpl_p_node(ctx, lhs->kind, lhs->off, NULL, NULL);
     cur->val = lhs->val;
+    cur->op = 1;   /* the assignment declares the local: nil (not a NameError) when it has no value yet */
     const char *s = ctx->src + op.off;
     tpl_node *v;
     switch (s[0]) {

@@ -1552,6 +1552,12 @@ top:
     }
     CASE(STORE_ROOT) { root_slots[a] = *--sp; NEXT(0); }
     CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
+    CASE(UNSET_SLOT_RB) {
+        const tpl_name *nm = &names[code[pc + 1]];
+        if (vm->state.type != TPL_T_MAP || !tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash))
+            slots[a] = tpl_v_unset();
+        NEXT(1);
+    }
     CASE(GETATTR) {
         tpl_value obj = sp[-1];
         const tpl_name *nm = &names[a];
