@@ -78,6 +78,7 @@ static bool param_named(const tpl_node *params, tpl_value name)
 }
 
 static const tpl_node *shovel_root(const tpl_node *n);
+static void index_store(erb_low *L, tpl_node *g, uint32_t off);
 
 static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_value name)
 {
@@ -268,7 +269,10 @@ static const tpl_node *shovel_root(const tpl_node *n)
     if (!mutates_receiver(n)) return NULL;
     const tpl_node *r = n->a;
     while (mutates_receiver(r)) r = r->a;
-    return r->kind == TPL_N_NAME || r->kind == TPL_N_RIVAR ? r : NULL;
+    /* h[k] << x: stored back as h[k] = (h[k] << x), when h[k] is an item of a variable */
+    const tpl_node *v = r;
+    while (v->kind == TPL_N_GETITEM) v = v->a;
+    return v->kind == TPL_N_NAME || v->kind == TPL_N_RIVAR ? r : NULL;
 }
 
 static void call(erb_low *L, tpl_node *n, bool used)
@@ -330,10 +334,35 @@ static void call(erb_low *L, tpl_node *n, bool used)
     const tpl_node *root = shovel_root(n);
     if (root) {
         if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
-        store_var(L, root->val, n->off);
+        if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off);
+        else store_var(L, root->val, n->off);
         return;
     }
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+/* `r[k] = v` with v on the stack: r's new array or hash (the `[]=` builtin copies it with the item
+ * set) is stored back into the variable at the root of r (`h[a][b] = v` sets h[a] too), as values
+ * are immutable (README: deviations). */
+static void index_store(erb_low *L, tpl_node *g, uint32_t off)
+{
+    tpl_node *r = g->a;
+    if (r->kind != TPL_N_NAME && r->kind != TPL_N_RIVAR && r->kind != TPL_N_GETITEM) {
+        tpl_c_error(C, off, "unsupported Ruby construct: index assignment on a value that is not a variable or an item of one");
+        return;
+    }
+    uint32_t tmp = tpl_c_slot(C);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+    expr(L, r);
+    expr(L, g->b);
+    load_local(L, tmp, S("(value)"));
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("[]=")), -2);
+    tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+    tpl_c_word(C, 0);
+    if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
+    else store_var(L, r->val, off);
 }
 
 /* ------------------------------------------------------------------ case / if */
@@ -625,7 +654,8 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_SET:
         expr(L, n->b);
         tpl_c_emit(C, TPL_OP_DUP, 0, 1);
-        store_var(L, n->a->val, n->off);
+        if (n->a->kind == TPL_N_GETITEM) index_store(L, n->a, n->off);
+        else store_var(L, n->a->val, n->off);
         return;
     case TPL_N_TEXT:
     case TPL_N_OUTPUT:
@@ -687,7 +717,8 @@ static void stmt(erb_low *L, tpl_node *n)
         return;
     case TPL_N_SET:
         expr(L, n->b);
-        store_var(L, n->a->val, n->off);
+        if (n->a->kind == TPL_N_GETITEM) index_store(L, n->a, n->off);
+        else store_var(L, n->a->val, n->off);
         return;
     case TPL_N_RMETHOD:
         call(L, n, false);

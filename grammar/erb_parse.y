@@ -62,11 +62,25 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
     n->val = v;
     return n;
 }
+/* An assignment target: a local, an @ivar or an index `r[k]` (index assignment: the lowering stores
+ * the changed array or hash back into the variable at the root of r); anything else is refused. */
+static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op) {
+    if (lhs->kind == TPL_N_NAME || lhs->kind == TPL_N_RIVAR) return lhs;
+    if (lhs->kind == TPL_N_GETITEM) return lhs;
+    if (lhs->kind == TPL_N_RMETHOD && lhs->a && lhs->val.len == 2 && memcmp(lhs->val.u.s, "[]", 2) == 0)
+        tpl_pctx_error(ctx, op.off, "unsupported Ruby construct: index assignment with more than one index");
+    else if (lhs->kind == TPL_N_RMETHOD && lhs->a && !lhs->b && !lhs->c && !lhs->op)
+        tpl_pctx_error(ctx, op.off, "unsupported Ruby construct: attribute assignment (%.*s=)", (int)lhs->val.len, lhs->val.u.s);
+    else
+        tpl_pctx_error(ctx, op.off, "syntax error, unexpected '='");
+    return lhs;
+}
 /* x op= y: x = x op y (||= and &&= keep their short-circuit). */
 static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *rhs) {
-    tpl_node *cur = tpl_p_node(ctx, lhs->kind, lhs->off, NULL, NULL);
+    lhs = target(ctx, lhs, op);
+    tpl_node *cur = tpl_p_node(ctx, lhs->kind, lhs->off, lhs->a, lhs->b);
     cur->val = lhs->val;
-    cur->op = 1;   /* the assignment declares the local: nil (not a NameError) when it has no value yet */
+    if (lhs->kind == TPL_N_NAME) cur->op = 1;   /* the assignment declares the local: nil (not a NameError) when it has no value yet */
     const char *s = ctx->src + op.off;
     tpl_node *v;
     switch (s[0]) {
@@ -141,7 +155,7 @@ stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
 stmt(A) ::= BREAK(T) arg(E). { A = NODE(RBREAK, T.off, E, NULL); }
 
 expr(A) ::= command(C). { A = C; }
-expr(A) ::= lhs(L) ASSIGN(T) command(C). { A = NODE(SET, T.off, L, C); }
+expr(A) ::= primary(L) ASSIGN(T) command(C). { A = NODE(SET, T.off, target(ctx, L, T), C); }
 expr(A) ::= arg(E). { A = E; }
 expr(A) ::= expr(L) AND(T) expr(R). { A = NODE(AND, T.off, L, R); }
 expr(A) ::= expr(L) OR(T) expr(R). { A = NODE(OR, T.off, L, R); }
@@ -150,11 +164,8 @@ expr(A) ::= NOT(T) expr(E). { A = not_(ctx, E, T.off); }
 command(A) ::= CMD(T) call_args(L). { A = method(ctx, NULL, T, L, T.off); }
 command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.off); }
 
-lhs(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
-lhs(A) ::= IVAR(T). { A = ivar_name(ctx, T); }
-
-arg(A) ::= lhs(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, L, R); }
-arg(A) ::= lhs(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
+arg(A) ::= primary(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, target(ctx, L, T), R); }
+arg(A) ::= primary(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
 arg(A) ::= arg(L) PLUS(T) arg(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
 arg(A) ::= arg(L) MINUS(T) arg(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
 arg(A) ::= arg(L) STAR(T) arg(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }

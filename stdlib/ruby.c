@@ -2562,3 +2562,41 @@ int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_sb_value(&b);
     return 0;
 }
+
+/* ------------------------------------------------------------------ issue 15: ERB fidelity */
+
+/* a[i] = v (the lowering's index assignment): a copy of the array with item i set, nil-padded past
+ * the end as Ruby pads it; the lowering stores it back into the variable. */
+int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    int64_t len = l->len, i = a[1].u.i;
+    if (i < 0) {
+        if (i + len < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld too small for array; minimum: -%lld (IndexError)", (long long)i,
+                                (long long)len);
+        i += len;
+    }
+    if (i >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)i);
+    uint32_t n = i < len ? (uint32_t)len : (uint32_t)i + 1;
+    tpl_list *r = new_list(vm, n);
+    if (!r) return oom(vm);
+    mcpy_items(r->items, 0, l->items, 0, l->len);
+    for (uint32_t k = l->len; k < n; k++) r->items[k] = tpl_v_none();
+    r->items[i] = a[2];
+    r->len = n;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+/* h[k] = v: a copy of the hash with k set (an existing key keeps its place, a new one goes last). */
+int r_hash_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len + 1);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
+    if (!tpl_map_set(A(vm), r, a[1], a[2])) return oom(vm);
+    *out = tpl_v_map(r);
+    return 0;
+}
