@@ -16,64 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "tpl.h"
+#include "tplc.h"
 #include "compiler/program.h"
 #include "runtime/verify.h"
 #include "stdlib/builtins.h"
 
-typedef struct lint_opts {
-    const char **files;
-    int nfiles;
-    const char *state, *schema, *format, *syntax, *profile;
-    bool reads, trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
-} lint_opts;
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        if (got == 0) break;
-        n += got;
-    }
-    if (f != stdin) fclose(f);
-    if (!buf) return NULL;
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
-static char *load_beside(void *data, const char *name, size_t name_len, size_t *len)
-{
-    const char *dir = data;
-    if (name_len == 0 || memchr(name, 0, name_len)) return NULL;
-    size_t dl = strlen(dir);
-    char *path = malloc(dl + name_len + 2);
-    if (!path) return NULL;
-    snprintf(path, dl + name_len + 2, "%s/%.*s", dir, (int)name_len, name);
-    char *text = slurp(path, len);
-    free(path);
-    return text;
-}
-
 /* The names a state provides: the keys of a JSON object, or a JSON Schema's "properties". */
-static json_t *known_names(const lint_opts *o)
+static json_t *known_names(const tplc_opts *o)
 {
     const char *path = o->state ? o->state : o->schema;
     if (!path) return NULL;
+    size_t len;
+    char *text = tplc_read_input(path, o->state ? "state" : "schema", &len);
+    if (!text) return NULL;
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
     if (!j) {
-        if (je.line > 0) fprintf(stderr, "%s:%d:%d: error: %s\n", path, je.line, je.column, je.text);
-        else fprintf(stderr, "%s: error: %s\n", path, je.text); /* unreadable: jansson has no position */
+        fprintf(stderr, "%s:%d:%d: error: %s\n", path, je.line > 0 ? je.line : 1, je.column > 0 ? je.column : 1, je.text);
         return NULL;
     }
     json_t *obj = o->state ? j : json_object_get(j, "properties");
@@ -189,96 +149,35 @@ static int cmp_finding(const void *a, const void *b)
     return strcmp(x->message, y->message);
 }
 
-static int parse(int argc, char **argv, lint_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->files = calloc((size_t)argc + 1, sizeof *o->files);
-    if (!o->files) return -1;
-    o->format = "text";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-#define VAL(flag, field) if (strcmp(a, flag) == 0) { if (++i >= argc) { fprintf(stderr, "tplc: %s needs a value\n", flag); return -1; } o->field = argv[i]; continue; }
-        VAL("--state", state) VAL("--schema", schema) VAL("--format", format) VAL("--syntax", syntax) VAL("--profile", profile)
-#undef VAL
-#define FLAG(flag, field) if (strcmp(a, flag) == 0) { o->field = true; continue; }
-        FLAG("--reads", reads) FLAG("--trim-blocks", trim_blocks) FLAG("--lstrip-blocks", lstrip_blocks)
-        FLAG("--keep-trailing-newline", keep_nl) FLAG("--strict", strict) FLAG("--tidy", tidy)
-#undef FLAG
-        if (a[0] == '-' && a[1]) { fprintf(stderr, "tplc: unknown lint flag %s\n", a); return -1; }
-        o->files[o->nfiles++] = a;
-    }
-    if (!o->nfiles) { fprintf(stderr, "tplc: lint needs a template\n"); return -1; }
-    if (strcmp(o->format, "text") != 0 && strcmp(o->format, "json") != 0) {
-        fprintf(stderr, "tplc: --format takes text or json\n");
-        return -1;
-    }
-    if (o->state && o->schema) { fprintf(stderr, "tplc: give --state or --schema, not both\n"); return -1; }
-    return 0;
-}
-
 /* Compiles or loads one file; fills r. Returns the program (NULL on error) or sets *io. */
-static tpl_program *open_one(const lint_opts *o, const char *path, report *r, bool *io)
+static tpl_program *open_one(const tplc_opts *o, const char *path, report *r, bool *io)
 {
-    size_t len;
-    char *src = slurp(path, &len);
-    if (!src) {
-        fprintf(stderr, "%s: error: cannot read template: %s\n", path, strerror(errno ? errno : EIO));
-        *io = true;
-        return NULL;
-    }
     tpl_program *prog = NULL;
     tpl_error err = { 0 };
-    tpl_status st;
-    if (tpl_is_tplb(src, len)) {
-        st = tpl_program_load(path, src, len, &prog, &err);
-    } else {
-        const char *dot = strrchr(path, '.');
-        tpl_syntax syn = dot && strcmp(dot, ".erb") == 0 ? TPL_SYNTAX_ERB
-                       : dot && (strcmp(dot, ".fmt") == 0 || strcmp(dot, ".txt") == 0) ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
-        if (o->syntax) syn = strcmp(o->syntax, "erb") == 0 ? TPL_SYNTAX_ERB : strcmp(o->syntax, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
-        tpl_options opt = { 0 };
-        char *dir = strdup(path);
-        char *slash = dir ? strrchr(dir, '/') : NULL;
-        if (slash) *slash = 0;
-        else if (dir) strcpy(dir, ".");
-        opt.loader = load_beside;
-        opt.loader_data = dir;
-        if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
-            fprintf(stderr, strcmp(o->profile, "jinja2") && strcmp(o->profile, "pinecall") && strcmp(o->profile, "hf")
-                    ? "tplc: unknown profile '%s' (jinja2, pinecall or hf)\n" : "tplc: profile '%s' does not apply to this syntax\n",
-                    o->profile);
-            free(dir);
-            free(src);
-            *io = true;
-            return NULL;
-        }
-        opt.trim_blocks |= o->trim_blocks;
-        opt.lstrip_blocks |= o->lstrip_blocks;
-        opt.keep_trailing_newline |= o->keep_nl;
-        opt.strict |= o->strict;
-        opt.tidy |= o->tidy;
-        st = tpl_compile(path, src, len, &opt, &prog, &err);
-        free(dir);
-    }
-    free(src);
-    if (st != TPL_OK) {
-        add(r, "error", err.line, err.column, err.message ? err.message : "error", tpl_error_format(&err));
+    char *msg = NULL;
+    int rc = tplc_compile_path(o, path, &prog, &err, &msg);
+    if (rc == TPLC_EXIT_TEMPLATE && msg) {
+        const char *m = err.message;
+        err.message = msg;
+        add(r, "error", err.line, err.column, msg, tpl_error_format(&err));
+        err.message = m;
+        free(msg);
         tpl_error_clear(&err);
         return NULL;
     }
+    if (rc) { *io = true; return NULL; }
     return prog;
 }
 
-int tplc_lint(int argc, char **argv)
+int tplc_lint(const tplc_opts *opts)
 {
-    lint_opts o;
-    if (parse(argc, argv, &o) != 0) { free(o.files); return 2; }
+    const tplc_opts o = *opts;
     json_t *known = NULL;
-    if ((o.state || o.schema) && !(known = known_names(&o))) { free(o.files); return 2; }
-    bool json = strcmp(o.format, "json") == 0, io = false, any = false;
+    if ((o.state || o.schema) && !(known = known_names(&o))) return 2;
+    bool json = o.format && strcmp(o.format, "json") == 0, io = false, any = false;
     json_t *all = json ? json_array() : NULL;
-    for (int fi = 0; fi < o.nfiles; fi++) {
-        const char *path = o.files[fi];
+    for (int fi = 0; fi < o.args.n; fi++) {
+        const char *path = o.args.v[fi];
         report r = { 0 };
         tpl_program *prog = open_one(&o, path, &r, &io);
         if (prog) lint_program(prog, known, &r);
@@ -332,6 +231,5 @@ int tplc_lint(int argc, char **argv)
         json_decref(all);
     }
     json_decref(known);
-    free(o.files);
     return io ? 2 : any ? 1 : 0;
 }

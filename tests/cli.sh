@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# tplc as a tool people trust (issue 13 §1, §2, §4): the command line (per-subcommand flags and
+# --help, usage errors, --flag=value, --, standard input once, limits, checked values), inputs
+# (regular files only, size cap), outputs (nothing lost or overwritten), depfiles and write
+# errors. Usage: cli.sh TPLC [DOC/TPLC.1]
+set -u
+tplc=$1
+man=${2:-}
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+fail=0 pass=0
+check() { if eval "$2"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL: $1"; fi; }
+# run: runs tplc with a timeout; $rc, $tmp/out, $tmp/err
+run() { timeout 10 "$tplc" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+
+cd "$tmp"
+printf 'Hi {{ n }}' > a.jinja
+echo '{"n": 1}' > s.json
+
+# ---- §4: subcommands, --help, flags that do not apply ----
+for c in render lint dump compile tr-extract; do
+  run "$c" --help
+  check "tplc $c --help prints its usage (exit 0)" '[ $rc -eq 0 ] && grep -q "^usage: tplc $c " out && [ ! -s err ]'
+done
+run render --help
+check "render --help lists the limit flags with their defaults" 'grep -q -- "--fuel N .*default 20000000" out && grep -q -- "--max-memory BYTES .*default 256M" out'
+check "render --help does not list compile-only flags" '! grep -q -- "--depfile" out'
+run compile --help
+check "compile --help documents the --emit c symbol default" 'grep -q "tpl_view_" out'
+run frobnicate a.jinja
+check "an unknown subcommand says so (exit 2)" '[ $rc -eq 2 ] && grep -q "unknown subcommand .frobnicate." err'
+run render a.jinja --depfile x.d
+check "render --depfile is a usage error" '[ $rc -eq 2 ] && grep -q "does not apply to render" err && [ ! -e x.d ]'
+run dump a.jinja -o x.out
+check "dump -o is a usage error" '[ $rc -eq 2 ] && grep -q "does not apply to dump" err && [ ! -e x.out ]'
+run compile a.jinja --state missing.json -o a.tplb
+check "compile --state is a usage error" '[ $rc -eq 2 ] && grep -q "does not apply to compile" err && [ ! -e a.tplb ]'
+run render a.jinja --bogus
+check "an unknown flag is a usage error" '[ $rc -eq 2 ] && grep -q "unknown flag --bogus" err'
+run render a.jinja --state=s.json
+check "--flag=value works" '[ $rc -eq 0 ] && [ "$(cat out)" = "Hi 1" ]'
+run render --strict=yes a.jinja
+check "a boolean flag with =value is a usage error" '[ $rc -eq 2 ]'
+printf 'dash {{ n }}' > ./-d.jinja
+run render --state s.json -- -d.jinja
+check "-- ends the flags" '[ $rc -eq 0 ] && [ "$(cat out)" = "dash 1" ]'
+run render a.jinja --state s.json --state s.json
+check "a flag given twice is a usage error" '[ $rc -eq 2 ] && grep -q "given twice" err'
+timeout 10 "$tplc" render - --state - < a.jinja >out 2>err; rc=$?
+check "TEMPLATE - with --state - is a usage error" '[ $rc -eq 2 ] && grep -q "only once" err'
+echo '{"n": 2}' | timeout 10 "$tplc" render a.jinja --state - >out 2>err; rc=$?
+check "--state - reads standard input" '[ $rc -eq 0 ] && [ "$(cat out)" = "Hi 2" ]'
+run render a.jinja --state s.json -o -
+check "-o - means standard output" '[ $rc -eq 0 ] && [ "$(cat out)" = "Hi 1" ] && [ ! -e ./- ]'
+run compile a.jinja -o - --depfile x.d
+check "--depfile with -o - is a usage error" '[ $rc -eq 2 ] && [ ! -e x.d ]'
+run compile a.jinja -o a.tplb --name foo
+check "--name without --emit c is a usage error" '[ $rc -eq 2 ] && [ ! -e a.tplb ]'
+run render a.jinja extra.jinja
+check "render takes one template" '[ $rc -eq 2 ] && grep -q "unexpected argument extra.jinja" err'
+run render
+check "render without a template is a usage error" '[ $rc -eq 2 ]'
+run
+check "tplc alone prints the usage (exit 2)" '[ $rc -eq 2 ] && grep -q "^usage: tplc render" err'
+
+# ---- §4: checked values ----
+run render a.jinja --channel fone
+check "--channel is checked" '[ $rc -eq 2 ] && grep -q "phone|web|whatsapp" err'
+run render a.jinja --medium video
+check "--medium is checked" '[ $rc -eq 2 ] && grep -q "voice|text" err'
+printf '{{ call.channel }}/{{ call.medium }}' > call.jinja
+run render call.jinja --channel=whatsapp
+check "--channel whatsapp gives medium text" '[ $rc -eq 0 ] && [ "$(cat out)" = "whatsapp/text" ]'
+run render a.jinja --syntax jinja2
+check "--syntax is checked" '[ $rc -eq 2 ] && grep -q "jinja|erb|fmt" err'
+run lint a.jinja --format yaml
+check "lint --format is checked" '[ $rc -eq 2 ]'
+echo '{"stat": {"n": 5}}' > typo.golden.json
+run render a.jinja --golden typo.golden.json
+check "a misspelled golden key is an error, not an empty state" '[ $rc -eq 1 ] && grep -q "unknown key \"stat\"" err'
+echo '{"state": {"n": 5}, "memory": ["x"]}' > ok.golden.json
+run render a.jinja --golden ok.golden.json
+check "a golden with state and memory renders" '[ $rc -eq 0 ] && [ "$(cat out)" = "Hi 5" ]'
+
+# ---- §4: render limits ----
+printf '{%% for i in range(100000) %%}{{ i }}{%% endfor %%}' > loop.jinja
+run render loop.jinja --fuel 1000
+check "--fuel limits the render (exit 1, limit error)" '[ $rc -eq 1 ] && grep -qi "fuel" err'
+run render loop.jinja --max-output 1K
+check "--max-output limits the output" '[ $rc -eq 1 ] && grep -qi "output" err'
+printf '{%% macro f(n) %%}{{ f(n + 1) }}{%% endmacro %%}{{ f(0) }}' > deep.jinja
+run render deep.jinja --max-depth 10
+check "--max-depth limits the depth" '[ $rc -eq 1 ] && grep -qi "depth\|deep" err'
+printf '{{ "x" * 3000000 }}' > big.jinja
+run render big.jinja --max-memory 1M
+check "--max-memory limits the render memory" '[ $rc -eq 1 ]'
+run render big.jinja --max-memory 64M --max-output 16M
+check "limits above the need render" '[ $rc -eq 0 ] && [ "$(wc -c < out)" -eq 3000000 ]'
+run render loop.jinja --fuel 0
+check "--fuel 0 is a usage error" '[ $rc -eq 2 ]'
+run render loop.jinja --max-output 12Q
+check "a bad byte count is a usage error" '[ $rc -eq 2 ]'
+
+# ---- §1: inputs are regular files, within 256 MiB ----
+mkfifo fifo.jinja
+run render fifo.jinja
+check "a FIFO template is refused, not waited on" '[ $rc -eq 2 ] && grep -q "fifo.jinja: error: cannot read template: not a regular file" err'
+printf 'x{%% include "fifo.jinja" %%}' > inc-fifo.jinja
+run render inc-fifo.jinja
+check "an included FIFO is a located 'not a regular file' error" '[ $rc -eq 1 ] && grep -q "^inc-fifo.jinja:1:5: error: template .fifo.jinja. is not a regular file" err'
+ln -s /dev/zero zero.jinja
+printf '{%% extends "zero.jinja" %%}' > ext-zero.jinja
+run render ext-zero.jinja
+check "/dev/zero through a symlink is not read by the loader" '[ $rc -eq 1 ] && grep -q "template .zero.jinja. is not a regular file" err'
+run lint inc-fifo.jinja
+check "lint reports the included FIFO the same way" '[ $rc -eq 1 ] && grep -q "inc-fifo.jinja:1:5: error: template .fifo.jinja. is not a regular file" out'
+mkfifo fifo.json
+run render a.jinja --state fifo.json
+check "a FIFO state is refused" '[ $rc -eq 2 ] && grep -q "cannot read state: not a regular file" err'
+run render a.jinja --golden /dev/zero
+check "a device golden is refused" '[ $rc -eq 2 ] && grep -q "cannot read golden: not a regular file" err'
+run render a.jinja --catalog fifo.json
+check "a FIFO catalog is refused" '[ $rc -eq 2 ] && grep -q "cannot read catalog: not a regular file" err'
+run lint a.jinja --schema fifo.json
+check "a FIFO schema is refused" '[ $rc -eq 2 ] && grep -q "cannot read schema: not a regular file" err'
+run lint a.jinja --state /dev/zero
+check "lint refuses a device state" '[ $rc -eq 2 ] && grep -q "not a regular file" err'
+truncate -s 300M huge.json
+run render a.jinja --state huge.json
+check "a state over 256 MiB is refused by its size" '[ $rc -eq 2 ] && grep -q "too large (over 256 MiB)" err'
+truncate -s 300M huge.jinja
+run render huge.jinja
+check "a template over 256 MiB is refused by its size" '[ $rc -eq 2 ] && grep -q "too large" err'
+printf '{%% include "huge.jinja" %%}' > inc-huge.jinja
+run render inc-huge.jinja
+check "an included template over 256 MiB is refused" '[ $rc -eq 1 ] && grep -q "template .huge.jinja. is too large" err'
+head -c 270000000 /dev/zero | timeout 20 "$tplc" render - >out 2>err; rc=$?
+check "standard input stops at the cap" '[ $rc -eq 2 ] && grep -q "too large" err'
+rm -f huge.json huge.jinja
+
+# ---- §2: outputs: nothing lost, nothing overwritten ----
+echo secret > victim.txt
+( ln -s victim.txt "out.txt.tmp.$BASHPID"; exec "$tplc" render a.jinja --state s.json -o out.txt ) 2>err
+check "a symlink planted at the old temporary name is not followed" '[ "$(cat victim.txt)" = secret ] && [ "$(cat out.txt)" = "Hi 1" ]'
+check "no temporary file is left" '[ -z "$(ls -a | grep "^\.out\.txt\.")" ]'
+rm -f out.txt.tmp.*
+echo old > log.txt
+timeout 10 "$tplc" render a.jinja --state s.json -o /dev/stdout >> log.txt; rc=$?
+check "-o /dev/stdout >> log.txt appends" '[ $rc -eq 0 ] && [ "$(cat log.txt)" = "$(printf "old\nHi 1")" ]'
+timeout 10 "$tplc" render a.jinja --state s.json -o /proc/self/fd/1 >> log.txt; rc=$?
+check "-o /proc/self/fd/1 >> log.txt appends" '[ $rc -eq 0 ] && [ "$(cat log.txt)" = "$(printf "old\nHi 1Hi 1")" ]'
+ln -s /dev/stdout to-stdout
+timeout 10 "$tplc" render a.jinja --state s.json -o to-stdout >> log.txt; rc=$?
+check "a link to /dev/stdout writes standard output" '[ $rc -eq 0 ] && [ -L to-stdout ] && [ "$(cat log.txt)" = "$(printf "old\nHi 1Hi 1Hi 1")" ]'
+ln -s made.txt dangling
+run render a.jinja --state s.json -o dangling
+check "-o on a dangling symlink creates the file it names" '[ $rc -eq 0 ] && [ -L dangling ] && [ "$(cat made.txt)" = "Hi 1" ]'
+umask 022
+run render a.jinja --state s.json -o fresh.txt
+check "a new output gets 0666 & ~umask" '[ "$(stat -c %a fresh.txt)" = 644 ]'
+mkdir dep
+printf '{%% extends "base.jinja" %%}{%% block b %%}{%% include "part.jinja" %%}{%% endblock %%}' > dep/page.jinja
+printf '[{%% block b %%}{%% endblock %%}]' > dep/base.jinja
+printf 'part' > dep/part.jinja
+cp dep/base.jinja base.orig; cp dep/part.jinja part.orig
+run compile dep/page.jinja -o dep/base.jinja
+check "compile -o naming the parent it extends is refused" '[ $rc -eq 2 ] && cmp -s dep/base.jinja base.orig && grep -q "is an input (dep/base.jinja)" err'
+run compile dep/page.jinja -o dep/page.tplb --depfile dep/part.jinja
+check "--depfile naming an included template is refused" '[ $rc -eq 2 ] && cmp -s dep/part.jinja part.orig && [ ! -e dep/page.tplb ]'
+run render dep/page.jinja -o dep/part.jinja
+check "render -o naming an included template is refused" '[ $rc -eq 2 ] && cmp -s dep/part.jinja part.orig'
+printf '{{ tr("Hi") }}{%% include "part.jinja" %%}' > dep/t.jinja
+run tr-extract dep/t.jinja -o dep/part.jinja
+check "tr-extract -o naming an included template is refused" '[ $rc -eq 2 ] && cmp -s dep/part.jinja part.orig'
+echo '{"main_lang": "en"}' > cat.json
+run render a.jinja --catalog cat.json -o cat.json
+check "render -o naming a catalog is refused" '[ $rc -eq 2 ] && grep -q main_lang cat.json'
+run compile dep/page.jinja -o dep/page.tplb --depfile dep/page.tplb
+check "-o and --depfile naming one file is refused" '[ $rc -eq 2 ] && [ ! -e dep/page.tplb ]'
+run compile dep/page.jinja -o nodir/page.tplb --depfile dep/page.d
+check "the depfile is written only when the output was" '[ $rc -eq 2 ] && [ ! -e dep/page.d ] && grep -q "nodir/page.tplb: error: cannot write: No such file or directory" err'
+mkdir odd
+printf '{%% include "a$b.jinja" %%}{%% include "c#d e.jinja" %%}' > 'odd/m.jinja'
+printf 'x' > 'odd/a$b.jinja'; printf 'y' > 'odd/c#d e.jinja'
+run compile odd/m.jinja -o 'odd/o$#.tplb' --depfile odd/m.d
+printf '%s\n' 'odd/o$$\#.tplb: odd/m.jinja \' '  odd/a$$b.jinja \' '  odd/c\#d\ e.jinja' > want.d
+check "depfile escapes \$, # and spaces as make and ninja read them" '[ $rc -eq 0 ] && cmp -s odd/m.d want.d'
+nl=$'odd/new\nline.tplb'
+run compile odd/m.jinja -o "$nl" --depfile odd/nl.d
+check "a newline in a depfile path is refused before anything is written" '[ $rc -eq 2 ] && [ ! -e odd/nl.d ] && [ ! -e "$nl" ] && grep -q "newline" err'
+for c in "render a.jinja --state s.json" "dump a.jinja" "lint a.jinja --reads" "--help" "--version" "render --help"; do
+  timeout 10 "$tplc" $c > /dev/full 2>err; rc=$?
+  check "tplc $c > /dev/full: exit 2 with the reason" '[ $rc -eq 2 ] && grep -q "No space left on device" err'
+done
+for c in "render a.jinja --state s.json" "compile a.jinja" "tr-extract dep/t.jinja"; do
+  timeout 10 "$tplc" $c -o /dev/full > /dev/null 2>err; rc=$?
+  check "tplc $c -o /dev/full: exit 2 with the reason" '[ $rc -eq 2 ] && grep -q "/dev/full: error: cannot write: No space left on device" err'
+done
+
+if [ -n "$man" ]; then
+  # the man page documents every flag any subcommand's --help prints
+  for c in render lint dump compile tr-extract; do
+    for f in $("$tplc" "$c" --help | grep -o '^  -[-a-z]*'); do
+      g=$(printf '%s' "$f" | sed 's/-/\\-/g')
+      check "doc/tplc.1 documents $c $f" 'grep -qF -- "$g" "$man"'
+    done
+  done
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,485 @@
+/* tplc render, dump, compile and tr-extract, and what they share (compiling a template with the
+ * command line's options, loading state, goldens and catalogs). Uses only the public header. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "tplc.h"
+
+#define EXIT_TEMPLATE TPLC_EXIT_TEMPLATE
+#define EXIT_USAGE TPLC_EXIT_USAGE
+
+void tplc_print_error(const tpl_error *e)
+{
+    char *s = tpl_error_format(e);
+    if (s) { fputs(s, stderr); free(s); }
+    else fprintf(stderr, "error: %s\n", e->message ? e->message : "unknown");
+}
+
+/* A JSON error in a state/golden/catalog file: FILE:LINE:COL with the file's line and a caret. */
+static void print_json_error(const char *path, const char *text, size_t tlen, const tpl_error *e)
+{
+    tpl_error loc = *e;
+    loc.file = path;
+    if (!loc.line) loc.line = 1, loc.column = 1; /* a document-wide error: its first line */
+    char *line = NULL;
+    if (text) {
+        size_t i = 0;
+        uint32_t l = 1;
+        while (i < tlen && l < loc.line) { if (text[i] == '\n') l++; i++; }
+        size_t j = i;
+        while (j < tlen && text[j] != '\n' && text[j] != '\r') j++;
+        line = malloc(j - i + 1);
+        if (line) { memcpy(line, text + i, j - i); line[j - i] = 0; }
+    }
+    loc.source_line = line;
+    tplc_print_error(&loc);
+    free(line);
+}
+
+static tpl_syntax syntax_of(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && strcmp(dot, ".erb") == 0) return TPL_SYNTAX_ERB;
+    if (dot && (strcmp(dot, ".fmt") == 0 || strcmp(dot, ".txt") == 0)) return TPL_SYNTAX_FMT;
+    return TPL_SYNTAX_JINJA;
+}
+
+/* A precompiled .tplb (by magic, or by extension): load and verify it instead of compiling. */
+static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, size_t len, tpl_program **prog,
+                     tpl_error *errout, char **msgout)
+{
+    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy) {
+        fprintf(stderr, "%s: error: compile-time flags do not apply to a .tplb (they were fixed by tplc compile)\n", path);
+        return EXIT_USAGE;
+    }
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load(path, bytes, len, prog, &err);
+    if (st != TPL_OK) {
+        if (errout) {
+            *errout = err;
+            *msgout = strdup(err.message ? err.message : "error");
+            return EXIT_TEMPLATE;
+        }
+        tplc_print_error(&err);
+        tpl_error_clear(&err);
+        return EXIT_TEMPLATE;
+    }
+    return 0;
+}
+
+int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errout, char **msgout)
+{
+    size_t len;
+    char *src = tplc_read_input(path, "template", &len);
+    if (!src) return EXIT_USAGE;
+    size_t plen = strlen(path);
+    if (tpl_is_tplb(src, len) || (plen > 5 && strcmp(path + plen - 5, ".tplb") == 0)) {
+        int rc = load_tplb(o, path, src, len, prog, errout, msgout);
+        free(src);
+        return rc;
+    }
+    tpl_syntax syn = syntax_of(path);
+    if (o->syntax) syn = strcmp(o->syntax, "erb") == 0 ? TPL_SYNTAX_ERB : strcmp(o->syntax, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
+    tpl_options opt = { 0 };
+    if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
+        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+        free(src);
+        return EXIT_USAGE;
+    }
+    tplc_loader l;
+    if (!tplc_loader_init(&l, path)) { free(src); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    opt.loader = tplc_loader_load;
+    opt.loader_data = &l;
+    opt.trim_blocks |= o->trim_blocks;
+    opt.lstrip_blocks |= o->lstrip_blocks;
+    opt.keep_trailing_newline |= o->keep_nl;
+    opt.strict |= o->strict;
+    opt.tidy |= o->tidy;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_compile(path, src, len, &opt, prog, &err);
+    free(src);
+    int rc = 0;
+    if (st != TPL_OK) {
+        char *better = tplc_loader_fix_error(&l, &err);
+        rc = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        if (errout && rc == EXIT_TEMPLATE) {
+            *errout = err;
+            *msgout = better ? better : strdup(err.message ? err.message : "error");
+        } else {
+            const char *m = err.message;
+            if (better) err.message = better;
+            tplc_print_error(&err);
+            err.message = m;
+            free(better);
+            tpl_error_clear(&err);
+        }
+    }
+    tplc_loader_free(&l);
+    return rc;
+}
+
+/* The keys a Pinecall golden holds; any other key (a misspelling) is an error. */
+static const char *const golden_keys[] = { "state", "memory" };
+
+/* A Pinecall golden: {"state": {...}, "memory": ["fact", ...]}, or an array of them (then --case N
+ * picks one, counting from 0). */
+static int load_golden(const tplc_opts *o, tpl_render *r, const char *path, const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) {
+        tpl_error e = { 0 };
+        e.status = TPL_ERR_STATE;
+        e.message = je.text;
+        e.line = je.line > 0 ? (uint32_t)je.line : 1;
+        e.column = je.column > 0 ? (uint32_t)je.column : 1;
+        print_json_error(path, text, len, &e);
+        return EXIT_TEMPLATE;
+    }
+    json_t *g = root;
+    if (json_is_array(root)) {
+        if (o->case_n < 0) {
+            fprintf(stderr, "%s: error: the golden file holds %zu cases: pick one with --case N (0-based)\n", path,
+                    json_array_size(root));
+            json_decref(root);
+            return EXIT_USAGE;
+        }
+        g = json_array_get(root, (size_t)o->case_n);
+        if (!g) {
+            fprintf(stderr, "%s: error: --case %ld is out of range (%zu cases)\n", path, o->case_n,
+                    json_array_size(root));
+            json_decref(root);
+            return EXIT_USAGE;
+        }
+    } else if (o->case_n > 0) {
+        fprintf(stderr, "%s: error: --case %ld: the golden file holds one case\n", path, o->case_n);
+        json_decref(root);
+        return EXIT_USAGE;
+    }
+    json_t *state = json_is_object(g) ? json_object_get(g, "state") : NULL;
+    json_t *memory = json_is_object(g) ? json_object_get(g, "memory") : NULL;
+    if (!json_is_object(g) || (state && !json_is_object(state)) || (memory && !json_is_array(memory))) {
+        fprintf(stderr, "%s:1:1: error: a golden is an object with \"state\" (an object) and \"memory\" (a list of facts)\n",
+                path);
+        json_decref(root);
+        return EXIT_TEMPLATE;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(g, key, v) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof golden_keys / sizeof *golden_keys; i++) known |= strcmp(key, golden_keys[i]) == 0;
+        if (!known) {
+            fprintf(stderr, "%s: error: unknown key \"%s\" in the golden (a golden holds \"state\" and \"memory\")\n",
+                    path, key);
+            json_decref(root);
+            return EXIT_TEMPLATE;
+        }
+    }
+    int rc = 0;
+    if (state) {
+        char *s = json_dumps(state, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!s || tpl_render_set_state_json(r, s, strlen(s)) != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
+            rc = EXIT_TEMPLATE;
+        }
+        free(s);
+    }
+    for (size_t i = 0; !rc && memory && i < json_array_size(memory); i++) {
+        json_t *f = json_array_get(memory, i);
+        if (!json_is_string(f)) {
+            fprintf(stderr, "%s: error: memory fact %zu is not a string\n", path, i);
+            rc = EXIT_TEMPLATE;
+        } else if (tpl_render_add_fact(r, json_string_value(f), json_string_length(f)) != TPL_OK) {
+            rc = EXIT_USAGE;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* Loads the --catalog files, --lang and --tr-key settings into the render. */
+static int load_translation(const tplc_opts *o, tpl_render *r)
+{
+    for (int i = 0; i < o->catalogs.n; i++) {
+        size_t len;
+        char *text = tplc_read_input(o->catalogs.v[i], "catalog", &len);
+        if (!text) return EXIT_USAGE;
+        tpl_status st = tpl_render_add_catalog_json(r, text, len);
+        if (st != TPL_OK) {
+            print_json_error(o->catalogs.v[i], text, len, tpl_render_error(r));
+            free(text);
+            return st == TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        }
+        free(text);
+    }
+    if (o->lang && tpl_render_set_lang(r, o->lang) != TPL_OK) return EXIT_USAGE;
+    for (int i = 0; i < o->trkeys.n; i++)
+        if (tpl_render_add_tr_key(r, o->trkeys.v[i], strlen(o->trkeys.v[i])) != TPL_OK) return EXIT_USAGE;
+    return 0;
+}
+
+/* Loads --state or --golden into the render (and the golden's memory facts). */
+static int load_state(const tplc_opts *o, tpl_render *r)
+{
+    const char *path = o->state ? o->state : o->golden;
+    if (!path) return 0;
+    size_t len;
+    if (!o->golden && strcmp(path, "-") != 0) {
+        /* parsed from the file's stream: the text is read again only to show an error */
+        FILE *f = tplc_open_input(path, "state");
+        if (!f) return EXIT_USAGE;
+        tpl_status st = tpl_render_set_state_file(r, f);
+        bool rerr = ferror(f);
+        fclose(f);
+        if (st == TPL_OK) return 0;
+        char *text = rerr ? NULL : tplc_read_input(path, "state", &len);
+        if (!text) return EXIT_USAGE;
+        print_json_error(path, text, len, tpl_render_error(r));
+        free(text);
+        return st == TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+    }
+    char *text = tplc_read_input(path, o->golden ? "golden" : "state", &len);
+    if (!text) return EXIT_USAGE;
+    if (o->golden) {
+        int rc = load_golden(o, r, path, text, len);
+        free(text);
+        return rc;
+    }
+    tpl_status st = tpl_render_set_state_json(r, text, len);
+    if (st != TPL_OK) {
+        print_json_error(path, text, len, tpl_render_error(r));
+        free(text);
+        return st == TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+    }
+    free(text);
+    return 0;
+}
+
+/* Writes an output, reporting a failure with its errno text (exit 2). */
+static int write_out(const char *path, const void *data, size_t n)
+{
+    if (tplc_write_output(path, data, n) == 0) return 0;
+    int e = errno;
+    if (!path || strcmp(path, "-") == 0) fprintf(stderr, "tplc: error: cannot write standard output: %s\n", strerror(e));
+    else fprintf(stderr, "%s: error: cannot write: %s\n", path, strerror(e));
+    return EXIT_USAGE;
+}
+
+int tplc_render(const tplc_opts *o)
+{
+    tpl_program *prog = NULL;
+    int rc = tplc_compile_path(o, o->tpl, &prog, NULL, NULL);
+    if (rc) return rc;
+    if ((rc = tplc_check_outputs(o, o->tpl, prog)) != 0) { tpl_program_free(prog); return rc; }
+    tpl_render *r = tpl_render_new(&o->limits);
+    if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    rc = load_state(o, r);
+    if (!rc) rc = load_translation(o, r);
+    for (int i = 0; !rc && i < o->facts.n; i++)
+        if (tpl_render_add_fact(r, o->facts.v[i], strlen(o->facts.v[i])) != TPL_OK) rc = EXIT_USAGE;
+    if (!rc && (o->channel || o->medium) && tpl_render_set_call(r, o->channel, o->medium) != TPL_OK) {
+        tplc_print_error(tpl_render_error(r));
+        rc = EXIT_USAGE;
+    }
+    if (!rc) {
+        const char *out;
+        size_t n;
+        tpl_status st = tpl_render_run(r, prog, &out, &n);
+        if (st != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
+            rc = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        } else {
+            rc = write_out(o->out, out, n);
+        }
+    }
+    tpl_render_free(r);
+    tpl_program_free(prog);
+    return rc;
+}
+
+int tplc_dump(const tplc_opts *o)
+{
+    tpl_program *prog = NULL;
+    int rc = tplc_compile_path(o, o->tpl, &prog, NULL, NULL);
+    if (rc) return rc;
+    char *s = tpl_disassemble(prog);
+    tpl_program_free(prog);
+    if (!s) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    rc = write_out(NULL, s, strlen(s));
+    free(s);
+    return rc;
+}
+
+/* tplc tr-extract: every literal tr() text of the templates as a catalog skeleton
+ * {"main_lang": "en", LANG: {"text": "text", ...}} (targets start as the source text, so the
+ * skeleton translates nothing until edited). LANG is --lang, default "xx". */
+int tplc_tr_extract(const tplc_opts *o)
+{
+    if (!o->out) { fprintf(stderr, "tplc tr-extract: needs -o CATALOG.json (- for standard output)\n"); return EXIT_USAGE; }
+    json_t *rows = json_object();
+    json_t *root = json_object();
+    if (!rows || !root) { json_decref(rows); json_decref(root); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    int rc = 0;
+    for (int t = 0; t < o->args.n && !rc; t++) {
+        const char *path = o->args.v[t];
+        tpl_program *prog = NULL;
+        rc = tplc_compile_path(o, path, &prog, NULL, NULL);
+        if (rc) break;
+        if ((rc = tplc_check_outputs(o, path, prog)) != 0) { tpl_program_free(prog); break; }
+        if (tpl_program_tr_calls(prog, NULL, 0) == 0) {
+            size_t hl = 0;
+            const char *why;
+            char *head = strcmp(path, "-") == 0 ? NULL : tplc_read(path, &hl, &why);
+            bool tplb = head && tpl_is_tplb(head, hl);
+            free(head);
+            if (tplb) { /* a .tplb keeps no record of its tr() calls */
+                fprintf(stderr, "%s: error: tr-extract reads template sources, not a .tplb\n", path);
+                tpl_program_free(prog);
+                rc = EXIT_USAGE;
+                break;
+            }
+        }
+        size_t n = tpl_program_tr_calls(prog, NULL, 0);
+        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
+        if (n && !calls) { rc = EXIT_USAGE; tpl_program_free(prog); break; }
+        tpl_program_tr_calls(prog, calls, n);
+        for (size_t i = 0; i < n; i++) {
+            if (!calls[i].text) {
+                fprintf(stderr, "%s:%u:%u: warning: tr() argument is not a literal string: skipped\n", path,
+                        calls[i].line, calls[i].column);
+                continue;
+            }
+            if (!json_object_getn(rows, calls[i].text, calls[i].len))
+                json_object_setn_new(rows, calls[i].text, calls[i].len, json_stringn(calls[i].text, calls[i].len));
+        }
+        free(calls);
+        tpl_program_free(prog);
+    }
+    if (!rc) {
+        json_object_set_new(root, "main_lang", json_string("en"));
+        json_object_set(root, o->lang ? o->lang : "xx", rows);
+        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!text) rc = EXIT_USAGE;
+        else {
+            size_t n = strlen(text);
+            text[n] = '\n'; /* json_dumps' NUL becomes the final newline */
+            rc = write_out(o->out, text, n + 1);
+            free(text);
+        }
+    }
+    json_decref(rows);
+    json_decref(root);
+    return rc;
+}
+
+/* Writes a path to a depfile as make and ninja read it (GCC's escaping): a space or tab gets a
+ * backslash and the backslashes before it are doubled, as are trailing ones; '#' becomes "\#"
+ * and '$' "$$". A newline cannot be written (neither tool has an escape for it): false. */
+static bool dep_path(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\n' || c == '\r') return false;
+        if (c == ' ' || c == '\t') {
+            for (size_t k = i; k > 0 && s[k - 1] == '\\'; k--) fputc('\\', f);
+            fputc('\\', f);
+        } else if (c == '#') {
+            fputc('\\', f);
+        } else if (c == '$') {
+            fputc('$', f);
+        }
+        fputc(c, f);
+    }
+    for (size_t k = n; k > 0 && s[k - 1] == '\\'; k--) fputc('\\', f);
+    return true;
+}
+
+/* --depfile text: "OUT: TEMPLATE DEP..." where each dependency is a template the compilation
+ * loaded (tpl_program_dependencies), as the path beside the main template where the CLI's loader
+ * found it. Returns a malloc'd text, or NULL after printing the error. */
+static char *depfile_text(const tplc_opts *o, const tpl_program *prog, size_t *len)
+{
+    char *text = NULL;
+    size_t tl = 0;
+    FILE *f = open_memstream(&text, &tl);
+    if (!f) { fprintf(stderr, "tplc: out of memory\n"); return NULL; }
+    const char *bad = NULL;
+    if (!dep_path(f, o->out, strlen(o->out))) bad = o->out;
+    fputs(": ", f);
+    if (!dep_path(f, o->tpl, strlen(o->tpl))) bad = o->tpl;
+    const char *slash = strrchr(o->tpl, '/');
+    size_t n = tpl_program_dependencies(prog, NULL, NULL, 0);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    if (names && lens) {
+        tpl_program_dependencies(prog, names, lens, n);
+        for (size_t i = 0; i < n; i++) {
+            fputs(" \\\n  ", f);
+            if (slash) dep_path(f, o->tpl, (size_t)(slash - o->tpl) + 1);
+            else fputs("./", f);
+            if (!dep_path(f, names[i], lens[i])) bad = names[i];
+        }
+    }
+    fputc('\n', f);
+    bool ok = fclose(f) == 0 && names && lens;
+    free(names);
+    free(lens);
+    if (!ok || bad) {
+        if (bad) fprintf(stderr, "%s: error: cannot write depfile: the path '%s' holds a newline (make and ninja have no escape for it)\n",
+                         o->depfile, bad);
+        else fprintf(stderr, "tplc: out of memory\n");
+        free(text);
+        return NULL;
+    }
+    *len = tl;
+    return text;
+}
+
+/* The C symbol --emit c uses without --name: "tpl_view_" + the template's base name up to its
+ * first dot, bytes other than [A-Za-z0-9_] as '_' (so it is an identifier that clashes with no
+ * C keyword, no `main` and nothing of tpl's own). */
+static void default_symbol(const char *tpl, char *out, size_t cap)
+{
+    const char *base = strrchr(tpl, '/');
+    base = base ? base + 1 : tpl;
+    size_t k = (size_t)snprintf(out, cap, "tpl_view");
+    if (strcmp(base, "-") == 0 || *base == '.' || !*base) return;
+    out[k++] = '_';
+    for (; *base && *base != '.' && k < cap - 1; base++)
+        out[k++] = (char)((*base >= 'a' && *base <= 'z') || (*base >= 'A' && *base <= 'Z') ||
+                          (*base >= '0' && *base <= '9') ? *base : '_');
+    out[k] = 0;
+}
+
+/* tplc compile: a .tplb, or C source with --emit c (written atomically: a failed compile leaves
+ * any previous output untouched); the depfile only once the output is written. */
+int tplc_compile(const tplc_opts *o)
+{
+    if (!o->out) { fprintf(stderr, "tplc compile: needs -o OUT (- for standard output)\n"); return EXIT_USAGE; }
+    bool emit_c = o->emit && strcmp(o->emit, "c") == 0;
+    char symbol[128];
+    default_symbol(o->tpl, symbol, sizeof symbol);
+    tpl_program *prog = NULL;
+    int rc = tplc_compile_path(o, o->tpl, &prog, NULL, NULL);
+    if (rc) return rc;
+    if ((rc = tplc_check_outputs(o, o->tpl, prog)) != 0) { tpl_program_free(prog); return rc; }
+    char *dep = NULL;
+    size_t deplen = 0;
+    if (o->depfile && !(dep = depfile_text(o, prog, &deplen))) { tpl_program_free(prog); return EXIT_USAGE; }
+    unsigned fl = o->strip_source ? TPL_SAVE_STRIP_SOURCE : 0;
+    void *data = NULL;
+    size_t n = 0;
+    tpl_status st = emit_c ? tpl_program_emit_c(prog, o->name ? o->name : symbol, fl, (char **)&data, &n)
+                           : tpl_program_save(prog, fl, &data, &n);
+    tpl_program_free(prog);
+    if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc compile: --name must be a C identifier (not a keyword)\n"); rc = EXIT_USAGE; }
+    else if (st != TPL_OK) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
+    else rc = write_out(o->out, data, n);
+    if (!rc && dep) rc = write_out(o->depfile, dep, deplen);
+    free(data);
+    free(dep);
+    return rc;
+}

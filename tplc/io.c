@@ -1,0 +1,360 @@
+/* tplc's files: inputs read with checks (regular files only, a size cap), the template loader,
+ * and outputs written so that nothing is lost or overwritten (see tplc.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "tplc.h"
+
+/* Why an input was refused: an errno value, or one of these. */
+#define E_NOT_REGULAR (-1)
+#define E_TOO_LARGE (-2)
+
+static const char *reason(int code)
+{
+    return code == E_NOT_REGULAR ? "not a regular file" : code == E_TOO_LARGE ? "too large (over 256 MiB)" : strerror(code);
+}
+
+/* Reads at most cap + 1 bytes from fd into a malloc'd NUL-terminated buffer (size_hint: the
+ * expected size, 0 when unknown). NULL with *code set on failure or past the cap. */
+static char *read_fd(int fd, size_t size_hint, size_t *len, int *code)
+{
+    size_t cap = size_hint ? size_hint + 1 : 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) { *code = ENOMEM; return NULL; }
+    for (;;) {
+        if (n == cap) {
+            if (n > TPLC_MAX_INPUT) break;
+            size_t nc = cap * 2 > TPLC_MAX_INPUT + 1 ? TPLC_MAX_INPUT + 1 : cap * 2;
+            char *nb = realloc(buf, nc + 1);
+            if (!nb) { free(buf); *code = ENOMEM; return NULL; }
+            buf = nb;
+            cap = nc;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            *code = errno;
+            free(buf);
+            return NULL;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    if (n > TPLC_MAX_INPUT) { free(buf); *code = E_TOO_LARGE; return NULL; }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+/* Opens path for reading when it is a regular file within the cap (checked by stat before the
+ * open, so a FIFO or a device is never opened, and again on the descriptor). -1 with *code set. */
+static int open_regular(const char *path, off_t *size, int *code)
+{
+    struct stat st, fst;
+    if (stat(path, &st) != 0) { *code = errno; return -1; }
+    if (!S_ISREG(st.st_mode)) { *code = S_ISDIR(st.st_mode) ? EISDIR : E_NOT_REGULAR; return -1; }
+    if ((uintmax_t)st.st_size > TPLC_MAX_INPUT) { *code = E_TOO_LARGE; return -1; }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) { *code = errno; return -1; }
+    if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode) || (uintmax_t)fst.st_size > TPLC_MAX_INPUT) {
+        *code = S_ISREG(fst.st_mode) ? E_TOO_LARGE : E_NOT_REGULAR; /* swapped since the stat */
+        close(fd);
+        return -1;
+    }
+    *size = fst.st_size;
+    return fd;
+}
+
+static char *read_path(const char *path, size_t *len, int *code)
+{
+    if (strcmp(path, "-") == 0) {
+        struct stat st;
+        size_t hint = 0;
+        if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) {
+            if ((uintmax_t)st.st_size > TPLC_MAX_INPUT) { *code = E_TOO_LARGE; return NULL; }
+            hint = (size_t)st.st_size;
+        }
+        return read_fd(0, hint, len, code);
+    }
+    off_t size;
+    int fd = open_regular(path, &size, code);
+    if (fd < 0) return NULL;
+    char *text = read_fd(fd, (size_t)size, len, code);
+    close(fd);
+    return text;
+}
+
+char *tplc_read(const char *path, size_t *len, const char **why)
+{
+    int code = 0;
+    char *text = read_path(path, len, &code);
+    if (!text) *why = reason(code);
+    return text;
+}
+
+char *tplc_read_input(const char *path, const char *what, size_t *len)
+{
+    int code = 0;
+    char *text = read_path(path, len, &code);
+    if (!text) fprintf(stderr, "%s: error: cannot read %s: %s\n", path, what, reason(code));
+    return text;
+}
+
+FILE *tplc_open_input(const char *path, const char *what)
+{
+    int code = 0;
+    off_t size;
+    int fd = open_regular(path, &size, &code);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (fd >= 0 && !f) { code = errno; close(fd); }
+    if (!f) fprintf(stderr, "%s: error: cannot read %s: %s\n", path, what, reason(code));
+    return f;
+}
+
+/* ---- the loader ---- */
+
+bool tplc_loader_init(tplc_loader *l, const char *path)
+{
+    memset(l, 0, sizeof *l);
+    const char *slash = strcmp(path, "-") == 0 ? NULL : strrchr(path, '/');
+    l->dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+    return l->dir != NULL;
+}
+
+void tplc_loader_free(tplc_loader *l)
+{
+    free(l->dir);
+    free(l->failed);
+    memset(l, 0, sizeof *l);
+}
+
+char *tplc_loader_load(void *data, const char *name, size_t name_len, size_t *len)
+{
+    tplc_loader *l = data;
+    if (name_len == 0 || memchr(name, 0, name_len)) return NULL;
+    /* as Jinja2's FileSystemLoader: a ".." segment never leaves the folder (not found) */
+    for (size_t i = 0; i < name_len;) {
+        size_t j = i;
+        while (j < name_len && name[j] != '/') j++;
+        if (j - i == 2 && name[i] == '.' && name[i + 1] == '.') return NULL;
+        i = j + 1;
+    }
+    size_t dl = strlen(l->dir);
+    char *path = malloc(dl + name_len + 2);
+    if (!path) return NULL;
+    memcpy(path, l->dir, dl);
+    path[dl] = '/';
+    memcpy(path + dl + 1, name, name_len);
+    path[dl + 1 + name_len] = 0;
+    int code = 0;
+    char *text = read_path(path, len, &code);
+    if (!text && code != ENOENT && code != ENOTDIR) {
+        /* it exists but cannot be used: say why instead of "not found" */
+        free(l->failed);
+        l->failed = strndup(name, name_len);
+        l->code = code;
+    }
+    free(path);
+    return text;
+}
+
+char *tplc_loader_fix_error(const tplc_loader *l, const tpl_error *err)
+{
+    if (!l->failed || !err->message) return NULL;
+    size_t n = strlen(l->failed);
+    char *want = malloc(n + 32);
+    if (!want) return NULL;
+    snprintf(want, n + 32, "template '%s' not found", l->failed);
+    bool match = strcmp(want, err->message) == 0;
+    free(want);
+    if (!match) return NULL;
+    const char *why = reason(l->code);
+    size_t m = n + strlen(why) + 32;
+    char *msg = malloc(m);
+    if (!msg) return NULL;
+    if (l->code < 0) snprintf(msg, m, "template '%s' is %s", l->failed, why);
+    else snprintf(msg, m, "template '%s' cannot be read: %s", l->failed, why);
+    return msg;
+}
+
+/* ---- outputs ---- */
+
+bool tplc_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && strcmp(a, "-") != 0 && strcmp(b, "-") != 0 && stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+           sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The descriptor a path names as a stream of this process (/dev/stdout, /dev/stderr, /dev/fd/N,
+ * /proc/self/fd/N), or -1. */
+static int stream_fd(const char *p)
+{
+    if (strcmp(p, "/dev/stdout") == 0) return 1;
+    if (strcmp(p, "/dev/stderr") == 0) return 2;
+    const char *num = strncmp(p, "/dev/fd/", 8) == 0 ? p + 8 : strncmp(p, "/proc/self/fd/", 14) == 0 ? p + 14 : NULL;
+    if (!num || *num < '0' || *num > '9') return -1;
+    char *end;
+    long fd = strtol(num, &end, 10);
+    return *end || fd > INT_MAX ? -1 : (int)fd;
+}
+
+static int write_all(int fd, const char *data, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, data, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        data += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int write_fd(int fd, const void *data, size_t n)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0) return -1;
+    if ((fl & O_ACCMODE) == O_RDONLY) { errno = EBADF; return -1; }
+    if (fd == 1) fflush(stdout);
+    return write_all(fd, data, n);
+}
+
+/* Follows the symlinks of path's last component (at most 40): a malloc'd path of the file it
+ * names, which may not exist (a dangling link). Sets *fd when a hop names a stream of this
+ * process. NULL with errno set on failure. */
+static char *follow_links(const char *path, int *fd)
+{
+    char *cur = strdup(path);
+    for (int hop = 0; cur; hop++) {
+        if ((*fd = stream_fd(cur)) >= 0) return cur;
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return cur;
+        if (hop == 40) { free(cur); errno = ELOOP; return NULL; }
+        char target[PATH_MAX];
+        ssize_t tl = readlink(cur, target, sizeof target - 1);
+        if (tl < 0) { free(cur); return NULL; }
+        target[tl] = 0;
+        const char *slash = strrchr(cur, '/');
+        char *next;
+        if (target[0] == '/' || !slash) next = strdup(target);
+        else {
+            size_t dl = (size_t)(slash - cur) + 1;
+            next = malloc(dl + (size_t)tl + 1);
+            if (next) {
+                memcpy(next, cur, dl);
+                memcpy(next + dl, target, (size_t)tl + 1);
+            }
+        }
+        free(cur);
+        cur = next;
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+int tplc_write_output(const char *path, const void *data, size_t n)
+{
+    if (!path || strcmp(path, "-") == 0) return write_fd(1, data, n);
+    int sfd = -1;
+    char *target = follow_links(path, &sfd);
+    if (!target) return -1;
+    if (sfd >= 0) { free(target); return write_fd(sfd, data, n); }
+    struct stat st;
+    bool exists = stat(target, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) { free(target); errno = EISDIR; return -1; }
+    if (exists && !S_ISREG(st.st_mode)) {
+        /* a FIFO, a device or a socket: nothing to rename over, written in place */
+        int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        free(target);
+        if (fd < 0) return -1;
+        int rc = write_all(fd, data, n);
+        int e = errno;
+        if (close(fd) != 0 && rc == 0) return -1;
+        errno = e;
+        return rc;
+    }
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    size_t dl = slash ? (size_t)(slash - target) + 1 : 0, bl = strlen(base);
+    char *tmp = malloc(dl + bl + 16);
+    if (!tmp) { free(target); errno = ENOMEM; return -1; }
+    memcpy(tmp, target, dl);
+    snprintf(tmp + dl, bl + 16, ".%s.XXXXXX", base);
+    int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a planted link is never followed */
+    if (fd < 0) { free(tmp); free(target); return -1; }
+    mode_t mode;
+    if (exists) mode = st.st_mode & 07777;
+    else {
+        mode_t mask = umask(0);
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    int rc = write_all(fd, data, n);
+    if (rc == 0) rc = fchmod(fd, mode);
+    if (rc == 0) rc = fsync(fd);
+    int e = errno;
+    if (close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
+    if (rc == 0 && rename(tmp, target) != 0) { rc = -1; e = errno; }
+    if (rc != 0) unlink(tmp);
+    else {
+        /* the rename itself: best effort */
+        char *dir = dl ? strndup(target, dl) : strdup(".");
+        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
+        free(dir);
+    }
+    free(tmp);
+    free(target);
+    errno = e;
+    return rc;
+}
+
+/* Whether `out` names the input `in`; prints the refusal. */
+static bool refuse(const char *flag, const char *out, const char *in)
+{
+    if (!tplc_same_file(out, in)) return false;
+    fprintf(stderr, "tplc: error: %s %s is an input (%s); tplc does not write to its inputs\n", flag, out, in);
+    return true;
+}
+
+int tplc_check_outputs(const tplc_opts *o, const char *tpl, const tpl_program *prog)
+{
+    const char *outs[2] = { o->out, o->depfile }, *flags[2] = { "-o", "--depfile" };
+    size_t nd = prog ? tpl_program_dependencies(prog, NULL, NULL, 0) : 0;
+    const char **deps = nd ? calloc(nd, sizeof *deps) : NULL;
+    if (nd && !deps) { fprintf(stderr, "tplc: out of memory\n"); return TPLC_EXIT_USAGE; }
+    if (nd) tpl_program_dependencies(prog, deps, NULL, nd);
+    tplc_loader l;
+    if (!tplc_loader_init(&l, tpl ? tpl : "-")) { free(deps); fprintf(stderr, "tplc: out of memory\n"); return TPLC_EXIT_USAGE; }
+    bool hit = false;
+    for (int k = 0; k < 2 && !hit; k++) {
+        if (!outs[k]) continue;
+        const char *ins[3] = { o->state, o->golden, o->schema };
+        for (int i = 0; i < 3 && !hit; i++) hit = refuse(flags[k], outs[k], ins[i]);
+        for (int i = 0; i < o->args.n && !hit; i++) hit = refuse(flags[k], outs[k], o->args.v[i]);
+        for (int i = 0; i < o->catalogs.n && !hit; i++) hit = refuse(flags[k], outs[k], o->catalogs.v[i]);
+        for (size_t i = 0; i < nd && !hit; i++) {
+            size_t m = strlen(l.dir) + strlen(deps[i]) + 2;
+            char *p = malloc(m);
+            if (!p) break;
+            snprintf(p, m, "%s/%s", l.dir, deps[i]);
+            hit = refuse(flags[k], outs[k], p);
+            free(p);
+        }
+    }
+    if (!hit && o->out && o->depfile && (strcmp(o->out, o->depfile) == 0 || tplc_same_file(o->out, o->depfile))) {
+        fprintf(stderr, "tplc: error: -o and --depfile name the same file\n");
+        hit = true;
+    }
+    tplc_loader_free(&l);
+    free(deps);
+    return hit ? TPLC_EXIT_USAGE : 0;
+}
