@@ -511,6 +511,10 @@ static bool ruby_lex(rlex *L)
                 while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
                 if (p < n && arg_starts(L, p)) kind = TK_CMD;
             }
+            /* `include?x`: an argument right after a `?` method name is a command argument, as in Ruby */
+            if (!is_const && s[e - 1] == '?' && e < n &&
+                (ident_start((unsigned char)s[e]) || (s[e] >= '0' && s[e] <= '9') || s[e] == '"' || s[e] == '\'' || s[e] == '@'))
+                kind = TK_CMD;
             /* `name =` declares a local variable */
             if (kind == TK_IDENT && !after_dot) {
                 size_t p = e;
