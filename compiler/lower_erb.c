@@ -312,6 +312,13 @@ static void call(erb_low *L, tpl_node *n, bool used)
             return;
         }
         if (n->c) { tpl_c_error(C, n->c->off, "a block for `%.*s' is not supported", (int)n->val.len, n->val.u.s); return; }
+        if (id == TPL_B_RKERNEL_tr) {
+            /* recorded for tr-extract and lint, as Jinja's tr(): the text argument, positional or text: */
+            const tpl_node *text = NULL;
+            for (const tpl_node *a = n->b; a && !text; a = a->next)
+                if (a->kind != TPL_N_KWARG || (a->val.len == 4 && memcmp(a->val.u.s, "text", 4) == 0)) text = a->a;
+            tpl_c_note_tr(C, n->off, text);
+        }
         uint32_t w = args(L, n->b);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, n->val), 1 - argw_count(w));

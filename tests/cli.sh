@@ -197,6 +197,13 @@ for c in "render a.jinja --state s.json" "compile a.jinja" "tr-extract dep/t.jin
   check "tplc $c -o /dev/full: exit 2 with the reason" '[ $rc -eq 2 ] && grep -q "/dev/full: error: cannot write: No space left on device" err'
 done
 
+# ---- §4: ERB tr() calls are extracted and linted as Jinja's ----
+printf '<%%= tr("Hello") %%> <%%= tr(name) %%> <%%= tr "Bye" %%> <%%= tr(text: "Kw", lang: "de") %%> <%%= "abc".tr("a", "b") %%>\n' > t.erb
+run tr-extract t.erb -o -
+check "tr-extract lists ERB tr() texts (positional, no parentheses, text:), not String#tr" '[ $rc -eq 0 ] && [ "$(tr -d " \n" < out)" = "{\"main_lang\":\"en\",\"xx\":{\"Hello\":\"Hello\",\"Bye\":\"Bye\",\"Kw\":\"Kw\"}}" ] && grep -q "t.erb:1:24: warning: tr() argument is not a literal string: skipped" err'
+run lint t.erb
+check "lint reports an ERB tr() whose text is not a literal" '[ $rc -eq 1 ] && grep -q "^t.erb:1:24: warning: tr() argument is not a literal string" out'
+
 if [ -n "$man" ]; then
   # the man page documents every flag any subcommand's --help prints
   for c in render lint dump compile tr-extract; do
