@@ -26,6 +26,7 @@ typedef struct erb_loop {
 typedef struct erb_low {
     tpl_comp *c;
     erb_loop *loop;
+    bool frozen;            /* `# frozen_string_literal: true`: string literals are frozen */
 } erb_low;
 
 static void expr(erb_low *L, tpl_node *n);
@@ -493,6 +494,12 @@ static void expr(erb_low *L, tpl_node *n)
             break;
         default: break;
         }
+        if (L->frozen && n->val.type == TPL_T_STR && !(n->val.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB))) {
+            tpl_value v = n->val;
+            v.flags |= TPL_F_FROZEN_RB;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1);
+            return;
+        }
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, n->val), 1);
         return;
     case TPL_N_NAME:
@@ -587,7 +594,13 @@ static void expr(erb_low *L, tpl_node *n)
         }
         expr(L, n->a);
         tpl_c_at(C, n->off);
-        tpl_c_emit(C, n->op == TPL_AOP_NEG ? TPL_OP_NEG_RB : n->op == TPL_AOP_POS ? TPL_OP_POS : TPL_OP_NOT_PY, 0, 0);
+        if (n->op == TPL_AOP_POS) {   /* +x: Integer/Float#+@, String#+@ (an unfrozen copy) */
+            tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("+@")), 0);
+            tpl_c_word(C, TPL_ARGW(0, 0, TPL_NO_KW));
+            tpl_c_word(C, 0);
+            return;
+        }
+        tpl_c_emit(C, n->op == TPL_AOP_NEG ? TPL_OP_NEG_RB : TPL_OP_NOT_PY, 0, 0);
         return;
     case TPL_N_AND:
     case TPL_N_OR: {
@@ -774,7 +787,7 @@ static void body(erb_low *L, tpl_node *n)
 
 bool tpl_erb_lower(tpl_comp *c, tpl_node *root)
 {
-    erb_low low = { c, NULL };
+    erb_low low = { c, NULL, root->op == 1 };
     erb_low *L = &low;
     body(L, root->b);
     const tpl_options *o = tpl_c_options(c);

@@ -36,6 +36,10 @@ tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t);
 /* A numeric literal (may carry a leading '-'). */
 tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float);
 
+/* The line of token t (__LINE__) as Ruby's ERB counts it: the template's line, one more after a
+ * frozen_string_literal magic comment (ERB adds that line to the script). */
+int64_t tpl_erb_line(tpl_pctx *c, tpl_token t);
+
 /* Regex option bits stored in RREGEX op. */
 enum { TPL_RX_I = 1, TPL_RX_X = 2, TPL_RX_M = 4 };
 

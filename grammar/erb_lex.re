@@ -286,7 +286,7 @@ static bool value_end(int k)
     switch (k) {
     case TK_IDENT: case TK_CONST: case TK_IVAR: case TK_INTEGER: case TK_FLOAT: case TK_SSTRING:
     case TK_DSTRING: case TK_SYMBOL: case TK_REGEX: case TK_NIL: case TK_TRUE: case TK_FALSE: case TK_END:
-    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF: case TK_WORDS:
+    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF: case TK_WORDS: case TK_LINE:
         return true;
     default:
         return false;
@@ -313,12 +313,12 @@ static bool continues(int k)
     X("if", TK_IF) X("unless", TK_UNLESS) X("elsif", TK_ELSIF) X("else", TK_ELSE) X("end", TK_END) \
     X("then", TK_THEN) X("case", TK_CASE) X("when", TK_WHEN) X("do", TK_DO) X("and", TK_AND) \
     X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
-    X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF)
+    X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
     "while", "until", "for", "def", "class", "module", "begin", "rescue", "ensure", "yield", "return",
-    "redo", "retry", "super", "alias", "undef", "defined?", "BEGIN", "END", "__FILE__", "__LINE__",
+    "redo", "retry", "super", "alias", "undef", "defined?", "BEGIN", "END", "__FILE__",
     "__method__", "lambda", "proc", "loop", "in", NULL
 };
 
@@ -699,6 +699,9 @@ void ErbParse(void *p, int major, tpl_token minor, tpl_pctx *ctx);
 /* The ERB parse state shared with the grammar actions through ctx->tokens (see erb_state). */
 typedef struct erb_state {
     erb_script sc;
+    const char *orig;     /* the template source (for __LINE__) */
+    size_t norig;
+    int line_shift;       /* 1 when a frozen_string_literal magic comment adds a line to the script */
 } erb_state;
 
 static erb_state *state_of(tpl_pctx *c) { return (erb_state *)c->front; }
@@ -787,11 +790,90 @@ static void clear_mark(tpl_node *n, int depth)
     }
 }
 
+/* ERB::Compiler#detect_magic_comment (Ruby 3.1): the comment tags that start the template, one right
+ * after the other (`\G<%#(.*)%>`, greedy within a line); an Emacs-style `-*- ... -*-` comment is read
+ * inside; a `coding` comment wins over a frozen_string_literal one. Returns the value of the last
+ * frozen_string_literal comment: -1 none, 1 "true", 0 anything else. */
+static int magic_frozen(const char *s, size_t n)
+{
+    int frozen = -1;
+    size_t pos = 0;
+    while (pos + 3 <= n && memcmp(s + pos, "<%#", 3) == 0) {
+        size_t eol = pos + 3;
+        while (eol < n && s[eol] != '\n') eol++;
+        size_t close = (size_t)-1;
+        for (size_t k = pos + 3; k + 2 <= eol; k++)
+            if (s[k] == '%' && s[k + 1] == '>') close = k;
+        if (close == (size_t)-1) break;
+        const char *cm = s + pos + 3;
+        size_t cn = close - (pos + 3);
+        /* -*- inner -*- at the end of the comment */
+        if (cn >= 6 && memcmp(cm + cn - 3, "-*-", 3) == 0) {
+            const char *o = NULL;
+            for (size_t k = 0; k + 3 <= cn - 3; k++)
+                if (memcmp(cm + k, "-*-", 3) == 0) { o = cm + k + 3; break; }
+            if (o) {
+                const char *e = cm + cn - 3;
+                while (o < e && (*o == ' ' || *o == '\t')) o++;
+                while (e > o && (e[-1] == ' ' || e[-1] == '\t')) e--;
+                if (e > o) { cm = o; cn = (size_t)(e - o); }
+            }
+        }
+        bool coding = false;
+        for (size_t k = 0; k + 6 <= cn && !coding; k++) {
+            if (memcmp(cm + k, "coding", 6) != 0) continue;
+            size_t q = k + 6;
+            while (q < cn && (cm[q] == ' ' || cm[q] == '\t')) q++;
+            if (q < cn && (cm[q] == '=' || cm[q] == ':')) {
+                q++;
+                while (q < cn && (cm[q] == ' ' || cm[q] == '\t')) q++;
+                coding = q < cn && (ident_char((unsigned char)cm[q]) || cm[q] == '-');
+            }
+        }
+        if (!coding) {
+            for (size_t k = 0; k + 21 <= cn; k++) {
+                static const char fsl[] = "frozen_string_literal";
+                bool m = true;
+                for (size_t j = 0; j < 21 && m; j++)
+                    m = cm[k + j] == fsl[j] || (fsl[j] == '_' && cm[k + j] == '-');
+                if (!m) continue;
+                size_t q = k + 21;
+                while (q < cn && (cm[q] == ' ' || cm[q] == '\t')) q++;
+                if (q >= cn || cm[q] != ':') continue;
+                q++;
+                while (q < cn && (cm[q] == ' ' || cm[q] == '\t')) q++;
+                size_t vs = q;
+                while (q < cn && ident_char((unsigned char)cm[q]) && cm[q] != '_') q++;
+                if (q == vs) continue;
+                frozen = q - vs == 4 && (cm[vs] | 32) == 't' && (cm[vs + 1] | 32) == 'r' && (cm[vs + 2] | 32) == 'u' &&
+                         (cm[vs + 3] | 32) == 'e';
+                break;
+            }
+        }
+        pos = close + 2;
+    }
+    return frozen;
+}
+
+int64_t tpl_erb_line(tpl_pctx *c, tpl_token t)
+{
+    erb_state *es = state_of(c);
+    if (!es || !es->orig) return 0;
+    uint32_t off = t.off < es->sc.n ? es->sc.map[t.off] : (uint32_t)es->norig;
+    int64_t line = 1 + es->line_shift;
+    for (uint32_t i = 0; i < off && i < es->norig; i++) line += es->orig[i] == '\n';
+    return line;
+}
+
 bool tpl_erb_parse(tpl_pctx *c)
 {
     const char *src = c->src;
     size_t n = c->n;
     erb_state es = { 0 };
+    es.orig = src;
+    es.norig = n;
+    int frozen = magic_frozen(src, n);
+    es.line_shift = frozen >= 0;
     uint32_t eoff = 0;
     char msg[160];
     if (!erb_build_script(src, n, c->arena, &es.sc, &eoff, msg, sizeof msg)) {
@@ -819,6 +901,7 @@ bool tpl_erb_parse(tpl_pctx *c)
     if (c->failed) err = err < es.sc.n ? es.sc.map[err] : (uint32_t)n;
     if (ok) {
         tpl_node *t = tpl_p_node(c, TPL_N_TEMPLATE, 0, NULL, NULL);
+        t->op = frozen == 1;   /* frozen_string_literal: true (string literals are frozen) */
         t->b = body->kind == TPL_N_RSTMTS ? body->b : body;
         map_offsets(&es.sc, t->b, 0);
         clear_mark(t->b, 0);

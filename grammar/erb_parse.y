@@ -203,6 +203,7 @@ primary(A) ::= SYMBOL(T). { A = tpl_erb_symbol(ctx, T); }
 primary(A) ::= REGEX(T). { A = tpl_erb_regex(ctx, T); }
 primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
 primary(A) ::= NIL(T). { A = konst(ctx, tpl_v_none(), T.off); }
+primary(A) ::= LINE(T). { A = konst(ctx, tpl_v_int(tpl_erb_line(ctx, T)), T.off); }
 primary(A) ::= TRUE(T). { A = konst(ctx, tpl_v_bool(true), T.off); }
 primary(A) ::= FALSE(T). { A = konst(ctx, tpl_v_bool(false), T.off); }
 primary(A) ::= SELF(T). { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct 'self'"); A = N(CONST, T.off); }

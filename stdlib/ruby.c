@@ -517,7 +517,7 @@ int r_any_nil_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl
 
 int r_any_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[0].type == TPL_T_STR) { *out = a[0]; out->flags = 0; return 0; }
+    if (a[0].type == TPL_T_STR) { *out = a[0]; out->flags = a[0].flags & TPL_F_SYMBOL ? 0 : a[0].flags & TPL_F_FROZEN_RB; return 0; }
     *out = str_of(vm, a[0]);
     return 0;
 }
@@ -612,7 +612,21 @@ int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 int r_any_self(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; return 0; }
-int r_any_frozen_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_bool(false); return 0; }
+/* nil, booleans, numbers, symbols, regexes and ranges are frozen in Ruby 3.1; strings when flagged */
+int r_any_frozen_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_value v = a[0];
+    bool f;
+    switch (v.type) {
+    case TPL_T_STR: f = (v.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_FROZEN_RB)) != 0; break;
+    case TPL_T_LIST: f = (v.flags & TPL_F_RANGE_RB) != 0; break;
+    case TPL_T_MAP: f = false; break;
+    default: f = true; break;
+    }
+    *out = tpl_v_bool(f);
+    return 0;
+}
 
 int r_any_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -1263,8 +1277,18 @@ int r_str_plus(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* String#<< (and concat): a String, or an Integer as a code point. The compiler stores the
  * result back into the receiver's variable (values are immutable). */
+static int frozen_error(tpl_vm *vm, tpl_value s)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, s);
+    if (b.len > 60) b.len = 60;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't modify frozen String: %.*s (FrozenError)", (int)b.len, b.p ? b.p : "");
+}
+
 int r_str_shovel(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[0].flags & TPL_F_FROZEN_RB) return frozen_error(vm, a[0]);
     if (a[1].type == TPL_T_INT) {
         int64_t cp = a[1].u.i;
         if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
@@ -2481,6 +2505,7 @@ int r_arr_reverse_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* String#prepend(*strings): the strings, then self (stored back by the compiler). */
 int r_str_prepend(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[0].flags & TPL_F_FROZEN_RB) return frozen_error(vm, a[0]);
     tpl_list *more = L_(a[1]);
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
@@ -2600,3 +2625,23 @@ int r_hash_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_map(r);
     return 0;
 }
+
+/* String#freeze / #dup / #+@ / #-@ : the frozen flag (TPL_F_FROZEN_RB); values are immutable, so
+ * a copy is the same bytes. */
+int r_str_freeze(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0];
+    if (!(out->flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB))) out->flags |= TPL_F_FROZEN_RB;
+    return 0;
+}
+
+int r_str_dup(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0];
+    out->flags &= (uint8_t)~TPL_F_FROZEN_RB;
+    return 0;
+}
+
+int r_num_uplus(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; return 0; }

@@ -12,6 +12,9 @@
 #define TPL_F_REGEX_RB 64
 /* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */
 #define TPL_F_CLASS_RB 128
+/* String flag: a frozen string (a literal under the `frozen_string_literal: true` magic comment, or
+ * .freeze): <<, concat and prepend raise FrozenError. The bit is TPL_F_TUPLE's, which only lists use. */
+#define TPL_F_FROZEN_RB 2
 
 /* Modes of FOR_INIT_RB (A >> 16). */
 enum { TPL_RB_EACH = 0, TPL_RB_EACH_WITH_INDEX = 1, TPL_RB_TIMES = 2 };
