@@ -1208,9 +1208,162 @@ static void predeclare(tpl_comp *c, tpl_node *n)
             for (tpl_node *x = n->b; x; x = x->next) declare(c, x->a ? x->a->val : x->val);
             break;
         case TPL_N_IF: predeclare(c, n->b); predeclare(c, n->c); break;
-        case TPL_N_GENERATION:
-        case TPL_N_AUTOESCAPE: predeclare(c, n->b); break;
+        case TPL_N_GENERATION: predeclare(c, n->b); break;
         default: break;
+        }
+    }
+}
+
+/* ---- frames: Jinja2's scoping (jinja2/idtracking.py) */
+
+#define TPL_FRAME_MAX 64
+
+typedef struct frame_names {
+    tpl_value name[TPL_FRAME_MAX];
+    uint32_t n;
+    bool overflow;                   /* more names than fit: those past the first are declared where assigned */
+    uint64_t need;                   /* names that may be read before this frame assigns them */
+} frame_names;
+
+static int frame_index(const frame_names *f, tpl_value v)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->name[i].len == v.len && memcmp(f->name[i].u.s, v.u.s, v.len) == 0) return (int)i;
+    return -1;
+}
+
+static void frame_add(frame_names *f, tpl_value name)
+{
+    if (frame_index(f, name) >= 0) return;
+    if (f->n == TPL_FRAME_MAX) { f->overflow = true; return; }
+    f->name[f->n++] = name;
+}
+
+static void frame_target(frame_names *f, const tpl_node *t)
+{
+    if (t->kind == TPL_N_NAME) frame_add(f, t->val);
+    else if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next) frame_target(f, x);
+}
+
+/* The names a frame's statements assign at its own level (FrameSymbolVisitor: if branches are
+ * part of the frame; for/with/macro/call/filter/set-block/autoescape bodies and blocks are not). */
+static void frame_stores(frame_names *f, const tpl_node *n)
+{
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_SET: case TPL_N_SETBLOCK: frame_target(f, n->a); break;
+        case TPL_N_MACRO: case TPL_N_IMPORT: frame_add(f, n->val); break;
+        case TPL_N_FROMIMPORT:
+            for (const tpl_node *x = n->b; x; x = x->next) frame_add(f, x->a ? x->a->val : x->val);
+            break;
+        case TPL_N_IF: frame_stores(f, n->b); frame_stores(f, n->c); break;
+        default: break;
+        }
+    }
+}
+
+static uint64_t frame_bit(const frame_names *f, tpl_value v)
+{
+    int i = frame_index(f, v);
+    return i < 0 ? 0 : (uint64_t)1 << i;
+}
+
+static uint64_t frame_target_bits(const frame_names *f, const tpl_node *t)
+{
+    if (t->kind == TPL_N_NAME) return frame_bit(f, t->val);
+    uint64_t m = 0;
+    if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next) m |= frame_target_bits(f, x);
+    return m;
+}
+
+/* Every name of the frame that the trees n (siblings included) mention while not assigned. */
+static void frame_reads(frame_names *f, const tpl_node *n, uint64_t assigned, int depth)
+{
+    for (; n; n = n->next) {
+        if (depth > 200) { f->need = ~(uint64_t)0; return; }
+        if ((n->kind == TPL_N_NAME || n->kind == TPL_N_MACRO || n->kind == TPL_N_IMPORT) && n->val.type == TPL_T_STR)
+            f->need |= frame_bit(f, n->val) & ~assigned;
+        const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+        for (int k = 0; k < 5; k++)
+            if (kids[k]) frame_reads(f, kids[k], assigned, depth + 1);
+    }
+}
+
+static void frame_reads_kids(frame_names *f, const tpl_node *n, uint64_t assigned)
+{
+    const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+    for (int k = 0; k < 5; k++)
+        if (kids[k]) frame_reads(f, kids[k], assigned, 1);
+}
+
+/* Walks a frame's statements in order, noting the names that may be read before they are
+ * assigned on that path; returns the names assigned on every path through n. */
+static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
+{
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_SET:
+            frame_reads(f, n->b, assigned, 1);
+            assigned |= frame_target_bits(f, n->a);
+            break;
+        case TPL_N_SETBLOCK:
+            frame_reads(f, n->b, assigned, 1);
+            frame_reads(f, n->c, assigned, 1);
+            assigned |= frame_target_bits(f, n->a);
+            break;
+        case TPL_N_IF: {
+            frame_reads(f, n->a, assigned, 1);
+            uint64_t t = frame_flow(f, n->b, assigned);
+            assigned = t & frame_flow(f, n->c, assigned);
+            break;
+        }
+        case TPL_N_MACRO: case TPL_N_IMPORT:
+            frame_reads_kids(f, n, assigned);
+            assigned |= frame_bit(f, n->val);
+            break;
+        case TPL_N_FROMIMPORT:
+            frame_reads(f, n->a, assigned, 1);
+            for (const tpl_node *x = n->b; x; x = x->next) assigned |= frame_bit(f, x->a ? x->a->val : x->val);
+            break;
+        default:
+            frame_reads_kids(f, n, assigned);
+            break;
+        }
+    }
+    return assigned;
+}
+
+/* Enters a Jinja2 frame (a loop body, each iteration; with, set-block, filter-block and autoescape
+ * bodies; a macro or caller; an included template) whose scope was just pushed: declares the
+ * names its statements assign and gives each its value at the frame's start, as Jinja2's
+ * enter_frame does: the enclosing frames' variable of that name when there is one (an `if` that
+ * assigns it may not run), else unset (read from the context). Names the frame assigns before
+ * anything could read them are only declared. */
+static void frame_init(tpl_comp *c, tpl_node *fbody)
+{
+    if (c->syn != TPL_SYN_JINJA || c->failed) return;
+    frame_names *f = tpl_arena_alloc(c->tmp, sizeof *f);
+    if (!f) { cerror(c, c->cur_off, "out of memory"); return; }
+    f->n = 0;
+    f->overflow = false;
+    f->need = 0;
+    frame_stores(f, fbody);
+    if (f->n == 0) return;
+    if (f->overflow) f->need = ~(uint64_t)0;
+    else frame_flow(f, fbody, 0);
+    for (uint32_t i = 0; i < f->n && !c->failed; i++) {
+        tpl_value name = f->name[i];
+        if (scope_find(c->fn->scope, name) >= 0) continue; /* a parameter of the frame */
+        if (!(f->need >> i & 1)) { declare(c, name); continue; }
+        uint32_t slot;
+        res_kind r = resolve(c, name, &slot);
+        if (r == R_LOCAL || r == R_ROOT || r == R_OUTER) {
+            load_name(c, name);
+            emit(c, TPL_OP_STORE_SLOT, declare(c, name), -1);
+        } else {
+            emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
         }
     }
 }
@@ -1303,7 +1456,7 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
         emit(c, TPL_OP_STORE_SLOT, i, -1);
         patch_word(c, pos, here(c));
     }
-    predeclare(c, fbody);
+    frame_init(c, fbody);
     body(c, fbody);
     d.varargs_slot = (int16_t)(f.uses_varargs ? (int)vs : -1);
     d.kwargs_slot = (int16_t)(f.uses_kwargs ? (int)ks : -1);
@@ -1370,6 +1523,7 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     emit(c, TPL_OP_FOR_NEXT, loop_slot, 1);
     uint32_t exit_pos = emit_raw(c, 0);
     store_target(c, n->a);
+    frame_init(c, n->c);
     body(c, n->c);
     if (n->d) {
         emit(c, TPL_OP_TRUE, 0, 1);
@@ -1386,7 +1540,10 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
         emit_raw(c, add_name(c, lname));
         pop_scope(c);
         uint32_t skip = emit(c, sop(c, TPL_OP_JT_PY), 0, -1);
+        push_scope(c, false); /* the else body is a frame of its own */
+        frame_init(c, n->d);
         body(c, n->d);
+        pop_scope(c);
         patch_a(c, skip, here(c));
     } else {
         pop_scope(c);
@@ -1680,7 +1837,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (without) c->no_context = true;
     c->cur_src = src;
     push_scope(c, without);
-    predeclare(c, root->b);
+    frame_init(c, root->b);
     body(c, root->b);
     pop_scope(c);
     c->cur_src = save_src;
@@ -1843,6 +2000,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
     case TPL_N_SETBLOCK:
         emit(c, TPL_OP_CAPTURE, 0, 0);
         push_scope(c, false);
+        frame_init(c, n->b);
         body(c, n->b);
         pop_scope(c);
         c->cur_off = n->off;
@@ -1853,6 +2011,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
     case TPL_N_FILTERBLOCK:
         emit(c, TPL_OP_CAPTURE, 0, 0);
         push_scope(c, false);
+        frame_init(c, n->b);
         body(c, n->b);
         pop_scope(c);
         c->cur_off = n->off;
@@ -1870,6 +2029,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         uint32_t i = 0;
         for (tpl_node *s = n->a; s && i < 64; s = s->next) items[i++] = s;
         while (i > 0) store_target(c, items[--i]->a);
+        frame_init(c, n->b);
         body(c, n->b);
         pop_scope(c);
         return;
@@ -1925,7 +2085,10 @@ static void stmt(tpl_comp *c, tpl_node *n)
         }
         bool save = c->autoescape;
         c->autoescape = t;
+        push_scope(c, false); /* a Scope node in Jinja2: its assignments stay inside */
+        frame_init(c, n->b);
         body(c, n->b);
+        pop_scope(c);
         c->autoescape = save;
         return;
     }
