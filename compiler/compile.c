@@ -1223,6 +1223,7 @@ typedef struct frame_names {
     uint32_t n;
     bool overflow;                   /* more names than fit: those past the first are declared where assigned */
     uint64_t need;                   /* names that may be read before this frame assigns them */
+    uint64_t all;                    /* a bit for every name */
 } frame_names;
 
 static int frame_index(const frame_names *f, tpl_value v)
@@ -1281,36 +1282,47 @@ static uint64_t frame_target_bits(const frame_names *f, const tpl_node *t)
 /* Every name of the frame that the trees n (siblings included) mention while not assigned. */
 static void frame_reads(frame_names *f, const tpl_node *n, uint64_t assigned, int depth)
 {
+    if ((assigned | f->need) == f->all) return; /* nothing left to find */
+    if (depth > 200) { f->need = f->all; return; }
     for (; n; n = n->next) {
-        if (depth > 200) { f->need = ~(uint64_t)0; return; }
-        if ((n->kind == TPL_N_NAME || n->kind == TPL_N_MACRO || n->kind == TPL_N_IMPORT) && n->val.type == TPL_T_STR)
-            f->need |= frame_bit(f, n->val) & ~assigned;
-        const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
-        for (int k = 0; k < 5; k++)
-            if (kids[k]) frame_reads(f, kids[k], assigned, depth + 1);
+        if (n->kind == TPL_N_NAME && n->val.type == TPL_T_STR) {
+            for (uint32_t i = 0; i < f->n; i++)
+                if (f->name[i].len == n->val.len && f->name[i].u.s[0] == n->val.u.s[0] &&
+                    memcmp(f->name[i].u.s, n->val.u.s, n->val.len) == 0) {
+                    f->need |= ((uint64_t)1 << i) & ~assigned;
+                    break;
+                }
+            continue;
+        }
+        if (n->a) frame_reads(f, n->a, assigned, depth + 1);
+        if (n->b) frame_reads(f, n->b, assigned, depth + 1);
+        if (n->c) frame_reads(f, n->c, assigned, depth + 1);
+        if (n->d) frame_reads(f, n->d, assigned, depth + 1);
+        if (n->e) frame_reads(f, n->e, assigned, depth + 1);
     }
 }
 
 static void frame_reads_kids(frame_names *f, const tpl_node *n, uint64_t assigned)
 {
-    const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
-    for (int k = 0; k < 5; k++)
-        if (kids[k]) frame_reads(f, kids[k], assigned, 1);
+    if (n->a) frame_reads(f, n->a, assigned, 1);
+    if (n->b) frame_reads(f, n->b, assigned, 1);
+    if (n->c) frame_reads(f, n->c, assigned, 1);
+    if (n->d) frame_reads(f, n->d, assigned, 1);
+    if (n->e) frame_reads(f, n->e, assigned, 1);
 }
 
 /* Walks a frame's statements in order, noting the names that may be read before they are
- * assigned on that path; returns the names assigned on every path through n. */
+ * assigned on that path; returns the names assigned on every path through n. Only the frame's
+ * own statements and expressions are walked (linear in the template over all frames): a nested
+ * frame (loop, with, macro, call, filter or set block, autoescape, block, include) counts as
+ * reading every name not assigned yet. */
 static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
 {
     for (; n; n = n->next) {
         switch (n->kind) {
+        case TPL_N_TEXT: break;
         case TPL_N_SET:
             frame_reads(f, n->b, assigned, 1);
-            assigned |= frame_target_bits(f, n->a);
-            break;
-        case TPL_N_SETBLOCK:
-            frame_reads(f, n->b, assigned, 1);
-            frame_reads(f, n->c, assigned, 1);
             assigned |= frame_target_bits(f, n->a);
             break;
         case TPL_N_IF: {
@@ -1319,16 +1331,23 @@ static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
             assigned = t & frame_flow(f, n->c, assigned);
             break;
         }
-        case TPL_N_MACRO: case TPL_N_IMPORT:
+        case TPL_N_OUTPUT: case TPL_N_NSSET: case TPL_N_DO: case TPL_N_BREAK: case TPL_N_CONTINUE:
             frame_reads_kids(f, n, assigned);
+            break;
+        case TPL_N_IMPORT:
+            f->need |= f->all & ~assigned; /* (with context, the imported template reads this frame) */
             assigned |= frame_bit(f, n->val);
             break;
         case TPL_N_FROMIMPORT:
-            frame_reads(f, n->a, assigned, 1);
+            f->need |= f->all & ~assigned;
             for (const tpl_node *x = n->b; x; x = x->next) assigned |= frame_bit(f, x->a ? x->a->val : x->val);
             break;
+        case TPL_N_MACRO: case TPL_N_SETBLOCK:
+            f->need |= f->all & ~assigned;
+            assigned |= n->kind == TPL_N_MACRO ? frame_bit(f, n->val) : frame_target_bits(f, n->a);
+            break;
         default:
-            frame_reads_kids(f, n, assigned);
+            f->need |= f->all & ~assigned;
             break;
         }
     }
@@ -1351,7 +1370,8 @@ static void frame_init(tpl_comp *c, tpl_node *fbody)
     f->need = 0;
     frame_stores(f, fbody);
     if (f->n == 0) return;
-    if (f->overflow) f->need = ~(uint64_t)0;
+    f->all = f->n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->n) - 1;
+    if (f->overflow) f->need = f->all;
     else frame_flow(f, fbody, 0);
     for (uint32_t i = 0; i < f->n && !c->failed; i++) {
         tpl_value name = f->name[i];
