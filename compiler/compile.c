@@ -91,6 +91,8 @@ struct tpl_comp {
     bool autoescape;         /* inside {% autoescape true %} */
     bool no_context;         /* compiling an include without context: names are globals only */
     int include_depth;
+    scope *inc_top;          /* the top-level scope of the included or imported template being compiled */
+    func *inc_fn;            /* and the function it is compiled in */
     bool span_locked;        /* included source: keep the include statement's location */
     uint32_t span_off;
     struct tpl_csource { char *src; size_t n; tpl_value name; } *sources; /* loaded templates (freed after compilation) */
@@ -1738,7 +1740,7 @@ static void stmt_for(tpl_comp *c, tpl_node *n)
 /* ---- blocks and template inheritance ---- */
 
 /* Compiles a block body from template `tpl_index` of the inheritance chain. */
-static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off);
+static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off, int see);
 
 static tpl_block *find_block(tpl_comp *c, tpl_value name)
 {
@@ -1769,13 +1771,26 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
                 b->ndefs++;
             }
         }
-        if (n->kind == TPL_N_MACRO || n->kind == TPL_N_FOR) continue;
-        if (n->b) collect_blocks(c, n->b, tpl_index);
-        if (n->kind == TPL_N_IF && n->c) collect_blocks(c, n->c, tpl_index);
+        /* Jinja2 finds blocks anywhere in a template's statements (loops, macros, with, ...) */
+        switch (n->kind) {
+        case TPL_N_FOR: collect_blocks(c, n->c, tpl_index); collect_blocks(c, n->d, tpl_index); break;
+        case TPL_N_IF: collect_blocks(c, n->b, tpl_index); collect_blocks(c, n->c, tpl_index); break;
+        case TPL_N_CALLBLOCK: collect_blocks(c, n->c, tpl_index); break;
+        case TPL_N_MACRO: case TPL_N_SETBLOCK: case TPL_N_FILTERBLOCK: case TPL_N_WITH: case TPL_N_AUTOESCAPE:
+        case TPL_N_GENERATION: case TPL_N_BLOCK:
+            collect_blocks(c, n->b, tpl_index);
+            break;
+        default: break;
+        }
     }
 }
 
-static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off)
+/* see: BLOCK_SEE_TOP for a block statement (Jinja2 renders a block with the template's context:
+ * the state and top-level variables, never the loop, with or macro variables around it),
+ * BLOCK_SEE_ALL for a `scoped` one, BLOCK_SEE_SAME for super() inside a block. */
+enum { BLOCK_SEE_SAME, BLOCK_SEE_TOP, BLOCK_SEE_ALL };
+
+static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off, int see)
 {
     tpl_block *b = find_block(c, name);
     if (!b || pos >= b->ndefs) { cerror(c, off, "no parent block '%.*s' for super()", (int)name.len, name.u.s); return; }
@@ -1798,11 +1813,27 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     }
     c->cur_block = b;
     c->cur_block_pos = pos;
-    push_scope(c, false);
+    scope *save_scope = c->fn->scope, *save_root = c->root.scope;
+    loopctx *save_loop = c->fn->loop;
+    if (see == BLOCK_SEE_TOP) {
+        /* only the template's top-level names stay visible: the function's outermost scope at
+         * template level; in a macro, a scope of its own (the macro's names hidden) */
+        scope *top = c->root.scope;
+        while (top && !top->func_boundary) top = top->parent;
+        c->root.scope = top;
+        c->fn->loop = NULL;
+        if (c->fn == &c->root) push_scope(c, false);
+        else push_scope(c, true);
+    } else {
+        push_scope(c, false);
+    }
+    frame_init(c, def->b);
     b->active[pos] = true;
     body(c, def->b);
     b->active[pos] = false;
-    pop_scope(c);
+    c->fn->scope = save_scope;
+    c->root.scope = save_root;
+    c->fn->loop = save_loop;
     c->cur_block = save_b;
     c->cur_block_pos = save_pos;
     c->cur_src = save_src;
@@ -1818,14 +1849,14 @@ static bool block_call(tpl_comp *c, tpl_node *n)
     if (fn->kind == TPL_N_NAME && name_eq(fn->val, "super", 5) && c->cur_block && !n->b &&
         resolve(c, fn->val, &slot) == R_GLOBAL) {
         emit(c, TPL_OP_CAPTURE, 0, 0);
-        compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off);
+        compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         return true;
     }
     if (fn->kind == TPL_N_GETATTR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
         c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, fn->val)) {
         emit(c, TPL_OP_CAPTURE, 0, 0);
-        compile_block(c, fn->val, 0, n->off);
+        compile_block(c, fn->val, 0, n->off, BLOCK_SEE_TOP);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         return true;
     }
@@ -1856,10 +1887,18 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     if (without) c->no_context = true;
     c->cur_src = src;
-    push_scope(c, without);
+    scope *save_top = c->inc_top;
+    func *save_fn = c->inc_fn;
+    tpl_block *save_b = c->cur_block;
+    c->cur_block = NULL;
+    c->inc_top = push_scope(c, without);
+    c->inc_fn = c->fn;
     frame_init(c, root->b);
     body(c, root->b);
     pop_scope(c);
+    c->inc_top = save_top;
+    c->inc_fn = save_fn;
+    c->cur_block = save_b;
     c->cur_src = save_src;
     c->no_context = save_nc;
     c->span_locked = save_lock;
@@ -1884,6 +1923,12 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->no_context = true;
     c->cur_src = src;
     scope *s = push_scope(c, true);
+    scope *save_top = c->inc_top;
+    func *save_fn = c->inc_fn;
+    tpl_block *save_b = c->cur_block;
+    c->cur_block = NULL;
+    c->inc_top = s;
+    c->inc_fn = c->fn;
     predeclare(c, root->b);
     emit(c, TPL_OP_CAPTURE, 0, 0);
     body(c, root->b);
@@ -1917,6 +1962,9 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
         }
     }
     pop_scope(c);
+    c->inc_top = save_top;
+    c->inc_fn = save_fn;
+    c->cur_block = save_b;
     c->cur_src = save_src;
     c->no_context = save_nc;
     c->span_locked = save_lock;
@@ -2119,7 +2167,29 @@ static void stmt(tpl_comp *c, tpl_node *n)
     case TPL_N_IMPORT:
     case TPL_N_FROMIMPORT: stmt_import(c, n); return;
     case TPL_N_EXTENDS: cerror(c, n->off, "extends must be the first tag of a template (and appear once)"); return;
-    case TPL_N_BLOCK: compile_block(c, n->val, 0, n->off); return;
+    case TPL_N_BLOCK:
+        if (c->include_depth > 0) {
+            /* a block of an included or imported template: that template's own block, rendered
+             * in place (the main template's inheritance does not reach it) */
+            tpl_block *save_b = c->cur_block;
+            scope *save_scope = c->fn->scope;
+            loopctx *save_loop = c->fn->loop;
+            c->cur_block = NULL;
+            if (!(n->op & 1)) {
+                /* it sees that template's top level, not the loops around it */
+                if (c->inc_fn == c->fn && c->inc_top) c->fn->scope = c->inc_top;
+                c->fn->loop = NULL;
+            }
+            push_scope(c, c->inc_fn != c->fn && !(n->op & 1));
+            frame_init(c, n->b);
+            body(c, n->b);
+            c->fn->scope = save_scope;
+            c->fn->loop = save_loop;
+            c->cur_block = save_b;
+            return;
+        }
+        compile_block(c, n->val, 0, n->off, n->op & 1 ? BLOCK_SEE_ALL : BLOCK_SEE_TOP);
+        return;
     default:
         cerror(c, n->off, "unexpected %s statement", tpl_node_kind_name(n->kind));
     }
@@ -2248,12 +2318,20 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         c->closed = -1;
         body(c, root->b);
     } else {
-        /* the children's code outside blocks runs first; its output is discarded (Jinja2) */
+        /* the children's code outside blocks runs first; what comes before their extends prints,
+         * the output of the rest is discarded (Jinja2) */
         for (uint32_t i = 0; i + 1 < nchain && !c->failed; i++) {
             if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
             c->cur_src = c->chain_src[i];
+            tpl_node *s = chain[i]->b;
+            for (; s && !c->failed && s->kind != TPL_N_EXTENDS; s = s->next) {
+                tpl_node *next = s->next;
+                s->next = NULL;
+                stmt(c, s);
+                s->next = next;
+            }
             emit(c, TPL_OP_CAPTURE, 0, 0);
-            for (tpl_node *s = chain[i]->b; s && !c->failed; s = s->next) {
+            for (; s && !c->failed; s = s->next) {
                 if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
                 tpl_node *next = s->next;
                 s->next = NULL;
