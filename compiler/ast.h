@@ -68,7 +68,9 @@
     X(RSTMTS,    "b = statements; its value is the last one's ((a; b) and #{} bodies)") \
     X(RNEXT,     "next in a block: a = value or NULL") \
     X(RBREAK,    "break in a block: a = value or NULL") \
-    X(RCONSTNAME,"a constant (Array, Hash, String, ...): val = its name")
+    X(RCONSTNAME,"a constant (Array, Hash, String, ...): val = its name") \
+    X(RFOR,      "Ruby for loop: a = iterable, b = body, c = loop variables (NAME list; no scope of their own)") \
+    X(RWHILE,    "Ruby while/until loop: a = condition, b = body; op = 1 for until")
 
 typedef enum tpl_node_kind {
 #define TPL_NK(k, doc) TPL_N_##k,

@@ -222,6 +222,68 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     blocal_unset(L, &bl);
 }
 
+/* `for a, b in expr ... end`: the iterable's items (FOR_INIT_RB, as each), assigned to the variables
+ * in the enclosing scope (a for loop has no scope of its own: they and the body's locals stay). */
+static void for_loop(erb_low *L, tpl_node *n)
+{
+    int np = count_params(n->c);
+    if (np > 64) { tpl_c_error(C, n->off, "too many loop variables"); return; }
+    expr(L, n->a);
+    uint32_t slot = tpl_c_slot(C);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, slot | (uint32_t)TPL_RB_EACH << 16, -1);
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.top = tpl_c_here(C);
+    L->loop = &lc;
+    tpl_c_emit(C, TPL_OP_FOR_NEXT, slot, 1);
+    uint32_t exit_pos = tpl_c_word(C, 0);
+    tpl_node *ps[64];
+    int k = 0;
+    for (tpl_node *p = n->c; p; p = p->next) ps[k++] = p;
+    if (np >= 2) tpl_c_emit(C, TPL_OP_UNPACK_RB, (uint32_t)np, np - 1);
+    for (int i = np - 1; i >= 0; i--) store_var(L, ps[i]->val, ps[i]->off);
+    body(L, n->b);
+    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
+    uint32_t end = tpl_c_here(C);
+    tpl_c_patch_word(C, exit_pos, end);
+    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
+    L->loop = lc.parent;
+}
+
+/* `while c ... end` / `until c ... end` (cond NULL: Kernel#loop, whose block is `blk`, a scope with
+ * block-local variables). The fuel limit bounds a loop that never ends. */
+static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tpl_node *stmts, uint32_t off)
+{
+    erb_blocals bl = { .n = 0 };
+    if (blk) {
+        blocal_scan(L, &bl, NULL, blk->b, 0);
+        tpl_c_push_scope(C);
+    }
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.top = tpl_c_here(C);
+    L->loop = &lc;
+    uint32_t jexit = 0;
+    if (cond) {
+        expr(L, cond);
+        tpl_c_at(C, off);
+        jexit = tpl_c_emit(C, until ? TPL_OP_JT_PY : TPL_OP_JF_PY, 0, -1);
+    }
+    blocal_unset(L, &bl);
+    body(L, stmts);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
+    uint32_t end = tpl_c_here(C);
+    if (cond) tpl_c_patch(C, jexit, end);
+    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
+    L->loop = lc.parent;
+    if (blk) {
+        tpl_c_pop_scope(C);
+        blocal_unset(L, &bl);
+    }
+}
+
 /* ------------------------------------------------------------------ calls */
 
 /* Pushes the arguments; returns the call-argument word. */
@@ -300,6 +362,12 @@ static void call(erb_low *L, tpl_node *n, bool used)
         tpl_c_emit(C, TPL_OP_HOST_CALL, tpl_c_const(C, n->val), 1 - argw_count(w));
         tpl_c_word(C, w);
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
+    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "loop")) {
+        /* Kernel#loop: until a break (its value is nil here, as a loop ended by StopIteration) */
+        while_loop(L, NULL, false, n->c, n->c->b, n->off);
+        if (used) tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         return;
     }
     if (!n->a) {
@@ -696,6 +764,13 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_RBREAK:
         tpl_c_error(C, n->off, "'%s' is not supported inside an expression", n->kind == TPL_N_RNEXT ? "next" : "break");
         return;
+    case TPL_N_RWHILE:   /* nil */
+        stmt(L, n);
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        return;
+    case TPL_N_RFOR:
+        tpl_c_error(C, n->off, "unsupported Ruby construct: a for loop used as a value");
+        return;
     default:
         tpl_c_error(C, n->off, "unsupported Ruby construct (%s)", tpl_node_kind_name(n->kind));
     }
@@ -754,6 +829,12 @@ static void stmt(erb_low *L, tpl_node *n)
         return;
     case TPL_N_RSTMTS:
         body(L, n->b);
+        return;
+    case TPL_N_RFOR:
+        for_loop(L, n);
+        return;
+    case TPL_N_RWHILE:
+        while_loop(L, n->a, n->op == 1, NULL, n->b, n->off);
         return;
     case TPL_N_RNEXT:
     case TPL_N_RBREAK: {

@@ -240,6 +240,7 @@ typedef struct rlex {
     int depth;
     bool in_params;       /* between block-parameter bars */
     bool want_params;     /* just after `{` (block) or `do` */
+    int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
     tpl_value *locals;    /* names assigned so far (Ruby's lexer knows its local variables) */
     size_t nlocals, lcap;
 } rlex;
@@ -313,13 +314,14 @@ static bool continues(int k)
     X("if", TK_IF) X("unless", TK_UNLESS) X("elsif", TK_ELSIF) X("else", TK_ELSE) X("end", TK_END) \
     X("then", TK_THEN) X("case", TK_CASE) X("when", TK_WHEN) X("do", TK_DO) X("and", TK_AND) \
     X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
-    X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE)
+    X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE) \
+    X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
-    "while", "until", "for", "def", "class", "module", "begin", "rescue", "ensure", "yield", "return",
+    "def", "class", "module", "begin", "rescue", "ensure", "yield", "return",
     "redo", "retry", "super", "alias", "undef", "defined?", "BEGIN", "END", "__FILE__",
-    "__method__", "lambda", "proc", "loop", "in", NULL
+    "__method__", "lambda", "proc", NULL
 };
 
 static int keyword(const char *s, size_t n)
@@ -420,6 +422,7 @@ static bool ruby_lex(rlex *L)
                 while (p < n && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) p++;
                 if (p + 1 < n && s[p] == '.' && s[p + 1] != '.') continue;
             }
+            if (L->cond_at == L->depth + 1) L->cond_at = 0;
             if (L->prev != TK_TERM && L->prev != 0) push_tok(L, TK_TERM, st, 1);
             else if (L->prev == 0) { /* leading separators are dropped */ }
             continue;
@@ -489,6 +492,8 @@ static bool ruby_lex(rlex *L)
                 bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK;
                 if (kw == TK_IF && mod) kw = TK_IF_MOD;
                 if (kw == TK_UNLESS && mod) kw = TK_UNLESS_MOD;
+                if (kw == TK_DO && L->cond_at == L->depth + 1) { kw = TK_DO_COND; L->cond_at = 0; }
+                if (kw == TK_FOR || kw == TK_WHILE || kw == TK_UNTIL) L->cond_at = L->depth + 1;
                 push_tok(L, kw, st, e - st);
                 if (kw == TK_DO) L->want_params = true;
                 i = e;
@@ -727,7 +732,8 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
         size_t nopen = 0, deep = 0;
         for (size_t i = 0; i < toks.n && !c->failed; i++) {
             int k = toks.v[i].kind;
-            if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_DO) {
+            if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_FOR || k == TK_WHILE || k == TK_UNTIL ||
+                k == TK_DO) {
                 if (nopen < 64) open_at[nopen++] = toks.v[i].off;
                 else deep++;
             } else if (k == TK_END) {

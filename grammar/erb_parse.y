@@ -221,9 +221,16 @@ primary(A) ::= primary(R) LBRACK_IDX(T) call_args(L) RBRACK.
     { if (L && !L->next && L->kind == TPL_N_ARG) A = NODE(GETITEM, T.off, R, L->a); else A = method_s(ctx, R, "[]", L, T.off); }
 primary(A) ::= call(C). { A = C; }
 primary(A) ::= call(C) block(B). { A = C; A->c = B; }
+primary(A) ::= IDENT(T) block(B). { A = method(ctx, NULL, T, NULL, T.off); A->op = 1; A->c = B; }
 primary(A) ::= IF(T) expr(C) then compstmt(B) if_tail(E) END. { A = NODE(IF, T.off, C, B); A->c = E; }
 primary(A) ::= UNLESS(T) expr(C) then compstmt(B) opt_else(E) END. { A = NODE(IF, T.off, not_(ctx, C, T.off), B); A->c = E; }
 primary(A) ::= CASE(T) opt_expr(S) opt_terms whens(W) opt_else(E) END. { A = NODE(RCASE, T.off, S, W); A->c = E; }
+primary(A) ::= FOR(T) params(V) IN expr(E) do_cond compstmt(B) END. { A = NODE(RFOR, T.off, E, B); A->c = V; }
+primary(A) ::= WHILE(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.off, C, B); }
+primary(A) ::= UNTIL(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.off, C, B); A->op = 1; }
+do_cond ::= TERM.
+do_cond ::= DO_COND.
+do_cond ::= TERM DO_COND.
 
 call(A) ::= IDENT(T) LPCALL RPAREN. { A = method(ctx, NULL, T, NULL, T.off); A->op = 1; }
 call(A) ::= IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = method(ctx, NULL, T, L, T.off); A->op = 1; }
