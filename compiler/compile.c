@@ -105,6 +105,9 @@ struct tpl_comp {
     uint32_t cur_block_pos;
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
+    struct tpl_cread { uint32_t pc, off; int32_t src; } *reads; /* read instructions: where each is (issue 18) */
+    size_t nreads, rcap;
+    uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
     tpl_node *main_body;     /* the template's statements when it extends nothing (set_then_print) */
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
     uint32_t set_print_scans;/* whole-template scans set_then_print made (bounded: each is O(template)) */
@@ -456,6 +459,33 @@ static void resolve_spans(tpl_comp *c)
 
 static void flush_text(tpl_comp *c);
 
+/* The instructions that can read the render's scope (state names, `call`, global functions the
+ * state may shadow, host functions): tpl_program_reads_located reports them with the location
+ * recorded here, which is the read's own (inside an included template too), not the span
+ * table's (which keeps the include statement's location). */
+static bool is_read_op(int op)
+{
+    switch (op) {
+    case TPL_OP_LOAD_NAME: case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
+    case TPL_OP_LOAD_GLOBAL: case TPL_OP_CALL_NAME: case TPL_OP_LOAD_NAME_RB: case TPL_OP_LOAD_IVAR_RB:
+    case TPL_OP_FMT_FIELD: case TPL_OP_HOST_CALL: case TPL_OP_HOST_FILTER:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void note_read(tpl_comp *c, uint32_t pc)
+{
+    if (c->failed) return;
+    if (!grow((void **)&c->reads, &c->rcap, c->nreads + 1, sizeof *c->reads)) {
+        cerror(c, c->cur_off, "out of memory");
+        return;
+    }
+    c->reads[c->nreads++] = (struct tpl_cread){ pc, c->read_at ? c->read_at - 1 : c->cur_off, c->cur_src };
+    c->read_at = 0;
+}
+
 /* Emits an instruction; `delta` is its stack effect. Returns its code offset. */
 static uint32_t emit(tpl_comp *c, int op, uint32_t a, int delta)
 {
@@ -463,6 +493,7 @@ static uint32_t emit(tpl_comp *c, int op, uint32_t a, int delta)
     if (a > 0xFFFFFF) { cerror(c, c->cur_off, "operand out of range"); return 0; }
     uint32_t pc = (uint32_t)c->n;
     add_span(c, pc);
+    if (is_read_op(op)) note_read(c, pc);
     emit_raw(c, TPL_INSN(op, a));
     stack_effect(c, delta);
     return pc;
@@ -919,6 +950,7 @@ static void expr(tpl_comp *c, tpl_node *n)
             if (host_func(c, fn->val, TPL_HOST_GLOBAL)) {
                 uint32_t w = call_args(c, n->b, 0);
                 c->cur_off = n->off;
+                c->read_at = fn->off + 1;
                 emit(c, TPL_OP_HOST_CALL, add_const(c, fn->val), 1 - argw_count(w));
                 emit_raw(c, w);
                 return;
@@ -928,6 +960,7 @@ static void expr(tpl_comp *c, tpl_node *n)
                 if (b == TPL_B_GLOBAL_tr) note_tr(c, fn->off, tr_text_arg(n->b));
                 uint32_t w = call_args(c, n->b, 0);
                 c->cur_off = n->off;
+                c->read_at = fn->off + 1;
                 emit(c, TPL_OP_CALL_NAME, add_name(c, fn->val), 1 - argw_count(w));
                 emit_raw(c, (uint32_t)b);
                 emit_raw(c, w);
@@ -2377,6 +2410,47 @@ static void thread_jumps(tpl_comp *c)
     }
 }
 
+/* The read locations (tpl_program_reads_located): each recorded read's file (0: the template
+ * itself, k: the k-th template loaded) and line and column in that file. A cursor per file
+ * resumes from the last offset asked for (reads come mostly in source order). */
+static bool finish_reads(tpl_comp *c)
+{
+    tpl_program *p = c->p;
+    tpl_arena *a = &p->arena;
+    p->nfiles = 1 + c->nsources;
+    p->files = tpl_arena_alloc(a, p->nfiles * sizeof *p->files);
+    p->readlocs = tpl_arena_alloc(a, c->nreads * sizeof *p->readlocs + 1);
+    struct { uint32_t off, line, col; } *cur = calloc(p->nfiles, sizeof *cur);
+    if (!p->files || !p->readlocs || !cur) { free(cur); return false; }
+    p->files[0] = tpl_v_str(p->name ? p->name : "", p->name ? strlen(p->name) : 0);
+    for (size_t i = 0; i < c->nsources; i++) {
+        char *s = tpl_arena_strdup(a, c->sources[i].name.u.s, c->sources[i].name.len);
+        if (!s) { free(cur); return false; }
+        p->files[i + 1] = tpl_v_str(s, c->sources[i].name.len);
+    }
+    for (size_t f = 0; f < p->nfiles; f++) cur[f].line = cur[f].col = 1;
+    size_t k = 0;
+    for (size_t i = 0; i < c->nreads; i++) {
+        const struct tpl_cread *r = &c->reads[i];
+        if (k && p->readlocs[k - 1].pc == r->pc) k--; /* two notes at one pc: the later wins */
+        uint32_t f = r->src >= 0 && (size_t)r->src < c->nsources ? (uint32_t)r->src + 1 : 0;
+        const char *src = f ? c->sources[f - 1].src : c->src;
+        size_t n = f ? c->sources[f - 1].n : c->srclen;
+        uint32_t off = r->off > n ? (uint32_t)n : r->off;
+        if (off < cur[f].off) cur[f].off = 0, cur[f].line = 1, cur[f].col = 1;
+        for (uint32_t o = cur[f].off; o < off; o++) {
+            unsigned char ch = (unsigned char)src[o];
+            if (ch == '\n') { cur[f].line++; cur[f].col = 1; }
+            else if ((ch & 0xC0) != 0x80) cur[f].col++;
+        }
+        cur[f].off = off;
+        p->readlocs[k++] = (tpl_readloc){ r->pc, f, cur[f].line, cur[f].col };
+    }
+    free(cur);
+    p->nreadlocs = k;
+    return true;
+}
+
 bool tpl_comp_finish(tpl_comp *c)
 {
     if (!c->failed) thread_jumps(c);
@@ -2406,6 +2480,7 @@ bool tpl_comp_finish(tpl_comp *c)
         memcpy(p->trcalls, c->trcalls, c->ntrcalls * sizeof *p->trcalls);
         p->ntrcalls = c->ntrcalls;
     }
+    if (!finish_reads(c)) { cerror(c, 0, "out of memory"); goto done; }
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
 done:
@@ -2421,6 +2496,8 @@ done:
     free(c->macros);
     free(c->trcalls);
     c->trcalls = NULL;
+    free(c->reads);
+    c->reads = NULL;
     c->code = NULL;
     c->consts = NULL;
     c->names = NULL;

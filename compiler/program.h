@@ -75,6 +75,12 @@ typedef struct tpl_trcall {
     int32_t k;
 } tpl_trcall;
 
+/* Where a read instruction is (tpl_program_reads_located): its code offset, the file it comes
+ * from (an index of tpl_program.files) and its 1-based line and column (code points) there. */
+typedef struct tpl_readloc {
+    uint32_t pc, file, line, col;
+} tpl_readloc;
+
 struct tpl_program {
     tpl_options opts;
     char *name;            /* file name for diagnostics */
@@ -98,6 +104,10 @@ struct tpl_program {
     tpl_list *deps;        /* names of the templates loaded while compiling (include, import,
                             * extends), first-load order, no duplicates; NULL when none or not
                             * compiled from source (issue 6: tplc compile --depfile) */
+    tpl_readloc *readlocs; /* read instructions with their own location, ascending pc (issue 18); */
+    size_t nreadlocs;      /* none for static programs (the span table locates their reads then) */
+    tpl_value *files;      /* file names readlocs refer to: [0] the template, then loaded ones */
+    size_t nfiles;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
     bool static_data;      /* tpl_program_load_static: name, source and arrays borrow const data */
 };

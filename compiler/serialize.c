@@ -23,6 +23,10 @@
  *     u32 nmacros, nmacros × (u32 entry, u32 name, u32 params, u16 nparams, u16 nslots,
  *                             u16 max_stack, i16 varargs, i16 kwargs, i16 caller)
  *     u32 nreads, nreads × u32 name index   (the reads-set, ascending; checked on load)
+ *     u32 nfiles, nfiles × str       (format 3: the template and the templates it loaded)
+ *     u32 nreadlocs, nreadlocs × (u32 pc, u32 file, u32 line, u32 col)
+ *                                    (format 3: where each read instruction is, ascending pc;
+ *                                     tpl_program_reads_located)
  *
  * The source is kept by default so runtime errors of a loaded program print the same
  * diagnostics (with the source line) as the source would; TPL_SAVE_STRIP_SOURCE drops it.
@@ -170,6 +174,15 @@ tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, si
     put_u32(&b, (uint32_t)nreads);
     for (size_t i = 0; i < nreads; i++) put_u32(&b, reads[i]);
     free(reads);
+    put_u32(&b, (uint32_t)p->nfiles);
+    for (size_t i = 0; i < p->nfiles; i++) put_str(&b, p->files[i].u.s, p->files[i].len);
+    put_u32(&b, (uint32_t)p->nreadlocs);
+    for (size_t i = 0; i < p->nreadlocs; i++) {
+        put_u32(&b, p->readlocs[i].pc);
+        put_u32(&b, p->readlocs[i].file);
+        put_u32(&b, p->readlocs[i].line);
+        put_u32(&b, p->readlocs[i].col);
+    }
     if (b.failed) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
     uint64_t plen = b.len - HEADER;
     uint32_t crc = crc32((const unsigned char *)b.p + HEADER, b.len - HEADER);
@@ -367,6 +380,28 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     uint32_t *reads = malloc(((size_t)nreads + 1) * sizeof *reads);
     if (!reads) return corrupt(p, err, name, "out of memory");
     for (uint32_t i = 0; i < nreads; i++) reads[i] = get_u32(&r);
+    p->nfiles = get_count(&r, 4);
+    p->files = tpl_arena_alloc(a, p->nfiles * sizeof *p->files + 1);
+    if (r.bad || !p->files) { free(reads); return corrupt(p, err, name, "truncated file names"); }
+    for (size_t i = 0; i < p->nfiles; i++) {
+        s = get_str(&r, a, &n);
+        if (r.bad) { free(reads); return corrupt(p, err, name, "truncated file names"); }
+        p->files[i] = tpl_v_str(s, n);
+    }
+    p->nreadlocs = get_count(&r, 16);
+    p->readlocs = tpl_arena_alloc(a, p->nreadlocs * sizeof *p->readlocs + 1);
+    if (r.bad || !p->readlocs) { free(reads); return corrupt(p, err, name, "truncated read locations"); }
+    for (size_t i = 0; i < p->nreadlocs; i++) {
+        tpl_readloc *l = &p->readlocs[i];
+        l->pc = get_u32(&r);
+        l->file = get_u32(&r);
+        l->line = get_u32(&r);
+        l->col = get_u32(&r);
+        if (!r.bad && (l->pc >= p->ncode || l->file >= p->nfiles || (i && l->pc <= p->readlocs[i - 1].pc))) {
+            free(reads);
+            return corrupt(p, err, name, "bad read location");
+        }
+    }
     if (r.bad || r.off != r.n) { free(reads); return corrupt(p, err, name, "trailing or missing bytes"); }
 
     char msg[256];
@@ -607,6 +642,89 @@ size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens,
     }
     free(idx);
     return n;
+}
+
+static bool name_is(const tpl_value *v, const char *s)
+{
+    size_t n = strlen(s);
+    return v->type == TPL_T_STR && v->len == n && memcmp(v->u.s, s, n) == 0;
+}
+
+/* The attribute of `call` the instruction after pc reads (call.NAME, call['NAME'], call[:NAME],
+ * Ruby call.NAME without arguments), or NULL: call is used some other way. */
+static const tpl_value *call_attr(const tpl_program *p, size_t pc)
+{
+    size_t next = pc + 1 + (size_t)tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra;
+    if (next >= p->ncode) return NULL;
+    uint32_t op = TPL_INSN_OP(p->code[next]), a = TPL_INSN_A(p->code[next]);
+    if (a >= p->nnames) return NULL;
+    switch (op) {
+    case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: case TPL_OP_GETITEM_STR_RB:
+        return &p->names[a].s;
+    case TPL_OP_CALL_METHOD_RB:
+        if (next + 2 < p->ncode && p->code[next + 1] == TPL_ARGW(0, 0, TPL_NO_KW) && p->code[next + 2] == 0)
+            return &p->names[a].s;
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap)
+{
+    uint8_t *at = calloc(p->ncode + 1, 1);
+    if (!at || !tpl_program_read_pcs(p, at)) { free(at); return 0; }
+    size_t k = 0, r = 0;
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
+        if (op >= TPL_OP__COUNT) break;
+        const tpl_value *name = NULL;
+        tpl_read rd = { 0 };
+        switch (op) {
+        case TPL_OP_LOAD_NAME: case TPL_OP_LOAD_NAME_RB: case TPL_OP_LOAD_IVAR_RB: case TPL_OP_FMT_FIELD:
+        case TPL_OP_CALL_NAME:
+            if (at[pc] && a < p->nnames) name = &p->names[a].s;
+            rd.kind = op == TPL_OP_CALL_NAME ? TPL_READ_FUNC : TPL_READ_STATE;
+            break;
+        case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
+            if (at[pc] && pc + 1 < p->ncode && p->code[pc + 1] < p->nnames) name = &p->names[p->code[pc + 1]].s;
+            rd.kind = TPL_READ_STATE;
+            break;
+        case TPL_OP_LOAD_GLOBAL: /* without context (imported macros): a builtin global or `call`, never the state */
+            if (a < p->nnames) name = &p->names[a].s;
+            rd.kind = name && name_is(name, "call") ? TPL_READ_CALL : TPL_READ_FUNC;
+            break;
+        case TPL_OP_HOST_CALL: case TPL_OP_HOST_FILTER:
+            if (a < p->nconsts && p->consts[a].type == TPL_T_STR) name = &p->consts[a];
+            rd.kind = TPL_READ_HOST;
+            break;
+        default: break;
+        }
+        if (name) {
+            if (op != TPL_OP_LOAD_IVAR_RB && op != TPL_OP_FMT_FIELD && rd.kind == TPL_READ_STATE && name_is(name, "call"))
+                rd.kind = TPL_READ_CALL;
+            if (rd.kind == TPL_READ_CALL) {
+                const tpl_value *attr = call_attr(p, pc);
+                if (attr) { rd.attr = attr->u.s; rd.attr_len = attr->len; }
+            }
+            rd.name = name->u.s;
+            rd.len = name->len;
+            while (r < p->nreadlocs && p->readlocs[r].pc < pc) r++;
+            if (r < p->nreadlocs && p->readlocs[r].pc == pc && p->readlocs[r].file < p->nfiles) {
+                rd.file = p->files[p->readlocs[r].file].u.s;
+                rd.line = p->readlocs[r].line;
+                rd.column = p->readlocs[r].col;
+            } else {
+                rd.file = p->name;
+                tpl_program_span(p, (uint32_t)pc, &rd.line, &rd.column);
+            }
+            if (k < cap) out[k] = rd;
+            k++;
+        }
+        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+    }
+    free(at);
+    return k;
 }
 
 const tpl_options *tpl_program_options(const tpl_program *p) { return &p->opts; }

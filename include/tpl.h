@@ -233,6 +233,10 @@ TPL_API void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *
 /* Sets the `call` builtin: channel (phone|web|whatsapp) and medium (voice|text; NULL = whatsapp →
  * text, otherwise voice). Strings borrowed; copied. */
 TPL_API tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
+/* Sets call.claimed (DESIGN.md §3): the code the caller claimed (NUL-terminated UTF-8, at most
+ * 63 bytes, borrowed; copied), or NULL for None/nil (the default). Persists across renders and
+ * across tpl_render_set_call. TPL_ERR_USAGE when too long. */
+TPL_API tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claimed);
 /* Binds host functions (tpl_host_func, see above) for the programs rendered with r: a program's
  * call of host function NAME of kind K runs the entry with that name and kind. `funcs` is
  * borrowed and must stay valid (and unchanged) while it is set; NULL/0 removes the table.
@@ -286,7 +290,7 @@ TPL_API char *tpl_error_format(const tpl_error *err);
 /* ---- precompiled programs (.tplb files and C arrays; DESIGN.md §5) ---- */
 
 /* Version of the .tplb format written by tpl_program_save; the loader accepts only this one. */
-#define TPL_TPLB_VERSION 2
+#define TPL_TPLB_VERSION 3
 
 /* tpl_program_save flags. */
 enum {
@@ -338,6 +342,43 @@ TPL_API tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_pro
  * variable the program can read. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
  * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
 TPL_API size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+
+/* What a read of the render's scope is (tpl_program_reads_located). */
+typedef enum tpl_read_kind {
+    TPL_READ_STATE = 0, /* a state variable (name; as the reads-set: a local variable the analysis
+                         * cannot show assigned counts too) */
+    TPL_READ_CALL = 1,  /* the `call` builtin: attr names the field read (call.channel,
+                         * call['medium'], ERB call[:claimed] or call.claimed); attr NULL when call
+                         * is used some other way (passed, iterated, call.get(...)) */
+    TPL_READ_FUNC = 2,  /* a global function called by name (remembers, range, tr...: builtins
+                         * the state may shadow), or a builtin global loaded where the state is
+                         * not visible (a macro imported without context calling remembers) */
+    TPL_READ_HOST = 3,  /* a host function (filter or global; tpl_options.host_funcs) */
+} tpl_read_kind;
+
+/* One read of a compiled program (tpl_program_reads_located). Pointers are owned by the program
+ * (name and attr are not NUL-terminated; file is). */
+typedef struct tpl_read {
+    tpl_read_kind kind;
+    const char *name;       /* the state name, "call", the function's name */
+    size_t len;
+    const char *attr;       /* TPL_READ_CALL: the field read, or NULL */
+    size_t attr_len;
+    const char *file;       /* the template the read is written in: the program's name, or the
+                             * name (as spelled in include/import/extends) of a loaded template */
+    uint32_t line, column;  /* 1-based; column in code points; in `file` */
+} tpl_read;
+
+/* Every read of the render's scope in p, in code order, each with its kind and its own source
+ * location, also inside included or imported templates and macro bodies, on every branch
+ * whether taken or not (it is the code, not a render, that is inspected): the state-name reads
+ * behind tpl_program_reads, reads of the `call` builtin and which field, global function calls
+ * (remembers(...) among them) and host function calls. A page (tpl_page.h) refuses static
+ * blocks from it. Stores up to cap entries into out (may be NULL when cap is 0) and returns the
+ * total count (0 also when out of memory). Programs loaded from .tplb keep the locations;
+ * static programs (tpl_program_load_static) locate reads by the span table instead (their
+ * file is the program's name; in an included template, the include statement). */
+TPL_API size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap);
 
 /* The templates p's compilation loaded through the loader (include, import, extends, from ...
  * import: every name the loader returned a template for, transitively, in first-load order,

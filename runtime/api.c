@@ -252,11 +252,25 @@ tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *m
     if (!m || !hist) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     bool ok = tpl_map_set(a, m, tpl_v_str("channel", 7), tpl_v_str(vm->channel, strlen(vm->channel))) &&
               tpl_map_set(a, m, tpl_v_str("medium", 6), tpl_v_str(vm->medium, strlen(vm->medium))) &&
-              tpl_map_set(a, m, tpl_v_str("claimed", 7), tpl_v_none()) &&
+              tpl_map_set(a, m, tpl_v_str("claimed", 7),
+                          vm->has_claimed ? tpl_v_str(vm->claimed, strlen(vm->claimed)) : tpl_v_none()) &&
               tpl_map_set(a, m, tpl_v_str("history", 7), tpl_v_list(hist));
     if (!ok) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     vm->call = tpl_v_map(m);
     return TPL_OK;
+}
+
+tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claimed)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    if (claimed && strlen(claimed) >= sizeof vm->claimed) return fail(vm, TPL_ERR_USAGE, "claimed code too long");
+    vm->has_claimed = claimed != NULL;
+    if (claimed) strcpy(vm->claimed, claimed);
+    char channel[sizeof vm->channel], medium[sizeof vm->medium];
+    strcpy(channel, vm->channel);
+    strcpy(medium, vm->medium);
+    return tpl_render_set_call(r, channel, medium);
 }
 
 tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)

@@ -390,14 +390,15 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
  * variable too, but never misses a state variable. */
 enum { READS_SLOTS = 4096, READS_STORES = 4, READS_SPAN = 8192 };
 
-size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
+/* The scan behind tpl_program_reads_idx and tpl_program_read_pcs: marks seen[name] for every
+ * name read and, when at is not NULL, at[pc] for every instruction that reads one. */
+static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
 {
     size_t n = p->ncode;
-    uint8_t *seen = calloc(p->nnames ? p->nnames : 1, 1);
     int64_t *minsrc = malloc((n + 1) * sizeof *minsrc); /* the lowest pc a jump into t comes from */
     uint32_t (*stores)[READS_STORES] = calloc(READS_SLOTS, sizeof *stores); /* last stores + 1, newest first */
     uint8_t *unset = calloc(READS_SLOTS, 1); /* slots some UNSET_SLOT clears (never dominated) */
-    if (!seen || !minsrc || !stores || !unset) { free(seen); free(minsrc); free(stores); free(unset); return 0; }
+    if (!minsrc || !stores || !unset) { free(minsrc); free(stores); free(unset); return false; }
     for (size_t t = 0; t <= n; t++) minsrc[t] = INT64_MAX;
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]);
@@ -427,7 +428,7 @@ size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
         switch (op) {
         case TPL_OP_LOAD_NAME: case TPL_OP_CALL_NAME: case TPL_OP_LOAD_NAME_RB: case TPL_OP_LOAD_IVAR_RB:
         case TPL_OP_FMT_FIELD:
-            if (a < p->nnames) seen[a] = 1;
+            if (a < p->nnames) { seen[a] = 1; if (at) at[pc] = 1; }
             break;
         case TPL_OP_LOAD_SLOT:
             for (int k = 0; a < READS_SLOTS && k < READS_STORES && stores[a][k] && !dominated; k++) {
@@ -437,10 +438,10 @@ size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
                 for (size_t t = st + 1; t <= pc && !entered; t++) entered = minsrc[t] < (int64_t)st;
                 dominated = !entered;
             }
-            if (!dominated && extra < p->nnames) seen[extra] = 1;
+            if (!dominated && extra < p->nnames) { seen[extra] = 1; if (at) at[pc] = 1; }
             break;
         case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
-            if (extra < p->nnames) seen[extra] = 1;
+            if (extra < p->nnames) { seen[extra] = 1; if (at) at[pc] = 1; }
             break;
         case TPL_OP_FOR_INIT_RB:
             a &= 0xFFFF;
@@ -458,6 +459,13 @@ size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
     free(minsrc);
     free(stores);
     free(unset);
+    return true;
+}
+
+size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
+{
+    uint8_t *seen = calloc(p->nnames ? p->nnames : 1, 1);
+    if (!seen || !reads_scan(p, seen, NULL)) { free(seen); return 0; }
     size_t k = 0;
     for (size_t i = 0; i < p->nnames; i++)
         if (seen[i]) {
@@ -466,4 +474,12 @@ size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
         }
     free(seen);
     return k;
+}
+
+bool tpl_program_read_pcs(const tpl_program *p, uint8_t *at)
+{
+    uint8_t *seen = calloc(p->nnames ? p->nnames : 1, 1);
+    bool ok = seen && reads_scan(p, seen, at);
+    free(seen);
+    return ok;
 }

@@ -22,4 +22,10 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz);
  * (or compiled) first. */
 size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap);
 
+/* The instructions behind the reads-set: sets at[pc] (an array of p->ncode bytes, zeroed by the
+ * caller) for every LOAD_NAME, CALL_NAME, LOAD_NAME_RB, LOAD_IVAR_RB and FMT_FIELD and every
+ * LOAD_SLOT, LOAD_ROOT or LOAD_OUTER that may fall back to the state, by the analysis
+ * tpl_program_reads_idx uses. False when out of memory. */
+bool tpl_program_read_pcs(const tpl_program *p, uint8_t *at);
+
 #endif

@@ -45,6 +45,8 @@ struct tpl_vm {
     size_t nhost_funcs;
     tpl_value call;         /* the `call` builtin value */
     char channel[32], medium[32];
+    char claimed[64];      /* call.claimed; has_claimed false: None */
+    bool has_claimed;
 
     char *out;              /* output buffer (heap, reused) */
     size_t out_len, out_cap;
