@@ -47,6 +47,10 @@ typedef struct tpl_page_block_def {
                                  * extension: .jinja/.j2, .erb, .fmt/.txt), or NULL: a text block */
     const char *src;            /* the template source, or the literal text of a text block */
     size_t len;
+    const tpl_program *program; /* or an already compiled program (tpl_compile, a .tplb, a static
+                                 * program): borrowed, it must outlive the page; src and len are
+                                 * then ignored (template_name, optional, names the block's
+                                 * template in messages). NULL: compile src. */
 } tpl_page_block_def;
 
 /* Loads the page folder `dir` (NUL-terminated, borrowed): DIR/page.json (DESIGN.md §8:
@@ -102,6 +106,10 @@ TPL_API void tpl_page_call_set_resumed(tpl_page_call *c, bool resumed);
 /* The facts memory told this call (remembers(words)); n strings of lens[i] bytes, borrowed and
  * copied. Blocks that use remembers are re-rendered only when the list differs from the last. */
 TPL_API tpl_status tpl_page_call_set_facts(tpl_page_call *c, const char *const *facts, const size_t *lens, size_t n);
+
+/* Tells c that the host's own remembers store (tpl_render_set_remembers on its render context)
+ * changed: blocks that use remembers are rendered again at the next step. */
+TPL_API void tpl_page_call_facts_changed(tpl_page_call *c);
 
 /* Renders one step: the state is a JSON object (borrowed), laid over the page's defaults.
  * Static blocks are rendered on step 1 and when the channel or medium changed; a dynamic block

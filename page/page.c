@@ -22,6 +22,7 @@ typedef struct pblock {
     char *text;            /* a text block's literal text */
     size_t len;
     tpl_program *prog;
+    bool borrowed;         /* prog is the caller's (tpl_page_block_def.program) */
     char **reads;          /* paths, for tpl_page_block_reads */
     size_t nreads;
     char **keys;           /* state names whose values the block's output depends on */
@@ -177,7 +178,7 @@ static void block_free(pblock *b)
     free(b->name);
     free(b->file);
     free(b->text);
-    tpl_program_free(b->prog);
+    if (!b->borrowed) tpl_program_free(b->prog);
     for (size_t i = 0; i < b->nreads; i++) free(b->reads[i]);
     free(b->reads);
     for (size_t i = 0; i < b->nkeys; i++) free(b->keys[i]);
@@ -246,19 +247,21 @@ static char *forbidden(const tpl_read *rd)
 static tpl_status compile_block(pblock *b, const char *src, size_t len, const char *profile, tpl_loader_fn loader,
                                 void *loader_data, const dir_loader *dl, tpl_error *err)
 {
-    tpl_syntax syn;
-    if (!syntax_of(b->file, &syn))
-        return fail(err, TPL_ERR_SYNTAX, b->file, NULL, 0, 0, "unknown template extension (use .jinja, .j2, .erb, .fmt or .txt)");
-    tpl_options o = { 0 };
-    const char *prof = profile;
-    if (syn != TPL_SYNTAX_JINJA && strcmp(profile, "pinecall") != 0) prof = NULL; /* jinja2/hf: Jinja-only */
-    if (prof && tpl_options_profile(&o, syn, prof) != TPL_OK)
-        return fail(err, TPL_ERR_SYNTAX, b->file, NULL, 0, 0, "unknown profile '%s'", profile);
-    o.syntax = syn;
-    o.loader = loader;
-    o.loader_data = loader_data;
-    tpl_status st = tpl_compile(b->file, src, len, &o, &b->prog, err);
-    if (st != TPL_OK) return st;
+    if (!b->prog) {
+        tpl_syntax syn;
+        if (!syntax_of(b->file, &syn))
+            return fail(err, TPL_ERR_SYNTAX, b->file, NULL, 0, 0, "unknown template extension (use .jinja, .j2, .erb, .fmt or .txt)");
+        tpl_options o = { 0 };
+        const char *prof = profile;
+        if (syn != TPL_SYNTAX_JINJA && strcmp(profile, "pinecall") != 0) prof = NULL; /* jinja2/hf: Jinja-only */
+        if (prof && tpl_options_profile(&o, syn, prof) != TPL_OK)
+            return fail(err, TPL_ERR_SYNTAX, b->file, NULL, 0, 0, "unknown profile '%s'", profile);
+        o.syntax = syn;
+        o.loader = loader;
+        o.loader_data = loader_data;
+        tpl_status st = tpl_compile(b->file, src, len, &o, &b->prog, err);
+        if (st != TPL_OK) return st;
+    }
     size_t n = tpl_program_reads_located(b->prog, NULL, 0);
     tpl_read *rd = malloc((n + 1) * sizeof *rd);
     if (!rd) return fail(err, TPL_ERR_NOMEM, b->file, NULL, 0, 0, "out of memory");
@@ -270,7 +273,8 @@ static tpl_status compile_block(pblock *b, const char *src, size_t len, const ch
             /* the source line of the file the read is in */
             size_t sl = 0;
             char *s = NULL;
-            if (!strcmp(rd[i].file, b->file)) s = dupn(src, len), sl = len;
+            if (!src) s = NULL; /* a compiled program: no source at hand */
+            else if (!strcmp(rd[i].file, b->file)) s = dupn(src, len), sl = len;
             else if (dl) s = dir_load((void *)dl, rd[i].file, strlen(rd[i].file), &sl);
             else if (loader) s = loader(loader_data, rd[i].file, strlen(rd[i].file), &sl);
             /* a loaded template's name resolves beside the block's template: name it from the page folder */
@@ -378,13 +382,18 @@ tpl_status tpl_page_new(const tpl_page_block_def *blocks, size_t n, const char *
         b->name = dups(d->name);
         b->region = d->region;
         if (!b->name) { st = fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory"); break; }
-        if (!d->template_name) {
+        if (!d->template_name && !d->program) {
             if (!(b->text = dupn(d->src ? d->src : "", d->src ? d->len : 0))) st = fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory");
             b->len = d->src ? d->len : 0;
             continue;
         }
-        if (!(b->file = dups(d->template_name))) { st = fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory"); break; }
-        st = compile_block(b, d->src, d->len, profile, loader, loader_data, NULL, err);
+        if (d->program) {
+            b->prog = (tpl_program *)d->program; /* borrowed: never freed nor changed by the page */
+            b->borrowed = true;
+        }
+        const char *file = d->template_name; /* for a compiled program: optional, its name in messages */
+        if (!(b->file = dups(file ? file : b->name))) { st = fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory"); break; }
+        st = compile_block(b, d->program ? NULL : d->src, d->program ? 0 : d->len, profile, loader, loader_data, NULL, err);
     }
     if (st == TPL_OK) {
         json_t *def = NULL;
@@ -706,6 +715,8 @@ tpl_status tpl_page_call_set_claimed(tpl_page_call *c, const char *claimed)
 }
 
 void tpl_page_call_set_resumed(tpl_page_call *c, bool resumed) { c->resumed = resumed; }
+
+void tpl_page_call_facts_changed(tpl_page_call *c) { c->gen_facts++; }
 
 tpl_status tpl_page_call_set_facts(tpl_page_call *c, const char *const *facts, const size_t *lens, size_t n)
 {

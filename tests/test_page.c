@@ -332,10 +332,10 @@ static void test_steps(const char *root, const char *name, const char *steps, co
 static void test_in_memory(void)
 {
     tpl_page_block_def defs[] = {
-        { "identity", TPL_PAGE_STATIC, "identity.erb", "Medium: <%= call.medium %>\n", 0 },
-        { "tools", TPL_PAGE_STATIC, NULL, "Tools: none.", 0 },
-        { "view", TPL_PAGE_DYNAMIC, "view.fmt", "Stage {stage}, {patient[name]}.", 0 },
-        { "more", TPL_PAGE_DYNAMIC, "more.jinja", "{{ stage | upper }}{% if remembers('x') %}!{% endif %}", 0 },
+        { "identity", TPL_PAGE_STATIC, "identity.erb", "Medium: <%= call.medium %>\n", 0, NULL },
+        { "tools", TPL_PAGE_STATIC, NULL, "Tools: none.", 0, NULL },
+        { "view", TPL_PAGE_DYNAMIC, "view.fmt", "Stage {stage}, {patient[name]}.", 0, NULL },
+        { "more", TPL_PAGE_DYNAMIC, "more.jinja", "{{ stage | upper }}{% if remembers('x') %}!{% endif %}", 0, NULL },
     };
     for (size_t i = 0; i < 4; i++) defs[i].len = strlen(defs[i].src);
     tpl_page *pg = NULL;
@@ -402,14 +402,14 @@ static void test_in_memory(void)
         tpl_page_free(pg);
     }
     /* errors of the block list */
-    tpl_page_block_def dup[] = { { "a", TPL_PAGE_STATIC, NULL, "x", 1 }, { "a", TPL_PAGE_DYNAMIC, NULL, "y", 1 } };
+    tpl_page_block_def dup[] = { { "a", TPL_PAGE_STATIC, NULL, "x", 1, NULL }, { "a", TPL_PAGE_DYNAMIC, NULL, "y", 1, NULL } };
     CHECK(tpl_page_new(dup, 2, NULL, NULL, 0, NULL, NULL, &pg, &err) == TPL_ERR_SYNTAX && !pg &&
           !strcmp(err.message, "duplicate block name 'a'"), "duplicate: %s", err.message);
     tpl_error_clear(&err);
-    tpl_page_block_def order[] = { { "v", TPL_PAGE_DYNAMIC, NULL, "x", 1 }, { "s", TPL_PAGE_STATIC, NULL, "y", 1 } };
+    tpl_page_block_def order[] = { { "v", TPL_PAGE_DYNAMIC, NULL, "x", 1, NULL }, { "s", TPL_PAGE_STATIC, NULL, "y", 1, NULL } };
     CHECK(tpl_page_new(order, 2, NULL, NULL, 0, NULL, NULL, &pg, &err) == TPL_ERR_SYNTAX && !pg, "static after dynamic");
     tpl_error_clear(&err);
-    tpl_page_block_def st[] = { { "s", TPL_PAGE_STATIC, "s.fmt", "{stage}", 7 } };
+    tpl_page_block_def st[] = { { "s", TPL_PAGE_STATIC, "s.fmt", "{stage}", 7, NULL } };
     CHECK(tpl_page_new(st, 1, NULL, NULL, 0, NULL, NULL, &pg, &err) == TPL_ERR_SYNTAX && err.line == 1 &&
           err.column == 1 && !strcmp(err.file, "s.fmt") &&
           !strcmp(err.message, "static block 's' reads 'stage'; a static block may read only call.channel and call.medium"),

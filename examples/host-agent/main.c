@@ -4,9 +4,11 @@
  * meson.build: the README's recipe), so this binary parses no template at run time and ships
  * no template files. It keeps the call's state in its own structs, applies a scripted sequence
  * of state changes (a stage move, a patient found, slots arriving, a fact recalled into its own
- * memory store, which the views' remembers() asks through tpl_render_set_remembers),
- * re-renders both views after each change, and prints a view only when its text changed — the
- * way an agent re-sends a prompt block only when it changed.
+ * memory store, which the views' remembers() asks through tpl_render_set_remembers) and
+ * renders the two views as the dynamic blocks of a page (include/tpl_page.h) after each change:
+ * the page re-renders a view only when a value it reads changed (the state names it reads, the
+ * facts when it uses remembers) and says whether its text changed, and the host prints a view
+ * only then — the way an agent re-sends a prompt block only when it changed.
  *
  *   host-agent [EXPECTED.txt]    with a file: also compare the whole output with it (exit 1 on
  *                                a difference), as the meson test does. */
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tpl.h>
+#include <tpl_page.h>
 
 /* Generated from views/front_desk.jinja and views/summary.jinja at build time. */
 extern const struct tpl_static_program front_desk;
@@ -112,59 +115,56 @@ static void state_json(const call_state *st, buf *b)
     puts_b(b, turns);
 }
 
-/* ------------------------------------------------------------------ views */
+/* ------------------------------------------------------------------ the page */
 
-typedef struct view {
-    const char *title;
-    tpl_program *prog;
-    char *last;                 /* the text last sent (malloc'd), NULL before the first render */
-} view;
-
-/* Renders v; appends it to out only when its text changed. Returns 0, or -1 on a render error. */
-static int refresh(view *v, tpl_render *r, buf *out)
+/* Appends block i of the call to out: its text when it changed (what an agent re-sends), else
+ * a line saying it was not re-sent, and whether it was even re-rendered. */
+static void show_block(const tpl_page_call *call, size_t i, buf *out)
 {
-    const char *text;
-    size_t n;
-    if (tpl_render_run(r, v->prog, &text, &n) != TPL_OK) {
-        char *msg = tpl_error_format(tpl_render_error(r));
-        fprintf(stderr, "%s", msg ? msg : "render failed\n");
-        free(msg);
-        return -1;
-    }
-    if (v->last && strcmp(v->last, text) == 0) {
-        puts_b(out, "  [");
-        puts_b(out, v->title);
-        puts_b(out, ": unchanged, not re-sent]\n");
-        return 0;
-    }
-    free(v->last);
-    v->last = malloc(n + 1);
-    if (!v->last) return -1;
-    memcpy(v->last, text, n + 1);
+    tpl_page_block_result b;
+    if (tpl_page_call_block(call, i, &b) != TPL_OK) return;
     puts_b(out, "  [");
-    puts_b(out, v->title);
+    puts_b(out, b.name);
+    if (!b.changed) {
+        puts_b(out, b.rendered ? ": unchanged, not re-sent]\n" : ": nothing it reads changed, not re-rendered]\n");
+        return;
+    }
     puts_b(out, "]\n");
-    put(out, text, n);
-    if (n && text[n - 1] != '\n') puts_b(out, "\n");
-    return 0;
+    put(out, b.text, b.len);
+    if (b.len && b.text[b.len - 1] != '\n') puts_b(out, "\n");
 }
 
 int main(int argc, char **argv)
 {
-    view views[2] = { { "prompt", NULL, NULL }, { "summary", NULL, NULL } };
+    /* the page: two dynamic blocks from the precompiled views (the page layer keeps their texts
+     * and re-renders a block only when a value it reads changed) */
     const struct tpl_static_program *progs[2] = { &front_desk, &summary };
+    const char *names[2] = { "prompt", "summary" };
+    tpl_program *views[2] = { NULL, NULL };
+    tpl_page_block_def defs[2];
     for (int i = 0; i < 2; i++) {
         tpl_error err = { 0 };
-        if (tpl_program_load_static(progs[i], &views[i].prog, &err) != TPL_OK) {
+        if (tpl_program_load_static(progs[i], &views[i], &err) != TPL_OK) {
             fprintf(stderr, "%s: %s\n", err.file ? err.file : "view", err.message ? err.message : "invalid");
             tpl_error_clear(&err);
             return 2;
         }
+        defs[i] = (tpl_page_block_def){ names[i], TPL_PAGE_DYNAMIC, NULL, NULL, 0, views[i] };
+    }
+    tpl_page *page = NULL;
+    tpl_error err = { 0 };
+    if (tpl_page_new(defs, 2, NULL, NULL, 0, NULL, NULL, &page, &err) != TPL_OK) {
+        char *msg = tpl_error_format(&err);
+        fprintf(stderr, "%s", msg ? msg : "page failed\n");
+        free(msg);
+        tpl_error_clear(&err);
+        return 2;
     }
     tpl_limits limits = { .fuel = 1000000, .max_output = 1 << 20 };
     tpl_render *r = tpl_render_new(&limits);
-    if (!r) return 2;
-    tpl_render_set_call(r, "phone", NULL);
+    tpl_page_call *call = r ? tpl_page_call_new(page, r) : NULL;
+    if (!call) return 2;
+    tpl_page_call_set_channel(call, "phone", NULL);
     memory mem = { { NULL }, 0 };
     tpl_render_set_remembers(r, memory_remembers, &mem);
 
@@ -188,6 +188,7 @@ int main(int argc, char **argv)
         case 5:
             what = "memory recalls a fact";
             mem.facts[mem.nfacts++] = "The patient's usual doctor is Dr. Vidal";
+            tpl_page_call_facts_changed(call); /* the store behind remembers() changed */
             break;
         case 6: what = "stage moves to confirm"; st.stage = "confirm"; st.turns++; break;
         default: what = "nothing changed"; break;
@@ -196,13 +197,14 @@ int main(int argc, char **argv)
         puts_b(&out, what);
         puts_b(&out, "\n");
         state_json(&st, &json);
-        if (tpl_render_set_state_json(r, json.p, json.len) != TPL_OK) {
-            fprintf(stderr, "state: %s\n", tpl_render_error(r)->message);
+        if (tpl_page_call_render(call, json.p, json.len) != TPL_OK) {
+            char *msg = tpl_error_format(tpl_page_call_error(call));
+            fprintf(stderr, "%s", msg ? msg : "render failed\n");
+            free(msg);
             rc = 1;
             break;
         }
-        for (int i = 0; i < 2 && rc == 0; i++)
-            if (refresh(&views[i], r, &out) < 0) rc = 1;
+        for (size_t i = 0; i < tpl_page_block_count(page); i++) show_block(call, i, &out);
     }
     if (out.len) fwrite(out.p, 1, out.len, stdout);
     if (rc == 0 && argc > 1) {
@@ -218,10 +220,9 @@ int main(int argc, char **argv)
         }
         free(want.p);
     }
-    for (int i = 0; i < 2; i++) {
-        free(views[i].last);
-        tpl_program_free(views[i].prog);
-    }
+    tpl_page_call_free(call);
+    tpl_page_free(page);
+    for (int i = 0; i < 2; i++) tpl_program_free(views[i]);
     tpl_render_free(r);
     free(json.p);
     free(out.p);
