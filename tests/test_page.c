@@ -4,7 +4,8 @@
  * and a call rendered step by step (changed and rendered flags, defaults overlay, framework
  * names, the slow path for states the scanner leaves to the parser, errors).
  *
- * usage: test_page TESTS_PAGE_DIR            run every check; "N passed, N failed"
+ * usage: test_page TESTS_PAGE_DIR [EXAMPLE_PAGE_DIR]
+ *                                            run every check; "N passed, N failed"
  *        test_page --steps DIR STEPS.json [CHANNEL [MEDIUM]]
  *                                            print each step (page text and block flags), the
  *                                            form of DIR/expected*.txt (tests/page_oracle.py
@@ -453,6 +454,10 @@ int main(int argc, char **argv)
     test_steps(argv[1], "three", "steps.json", "phone", "expected.txt");
     test_steps(argv[1], "three", "steps.json", "whatsapp", "expected-whatsapp.txt");
     test_steps(argv[1], "three", "steps-call.json", "web", "expected-call.txt");
+    if (argc > 2) { /* examples/front-desk: a whole call on two channels */
+        test_steps(argv[2], ".", "call.json", "phone", "call.expected.txt");
+        test_steps(argv[2], ".", "call.json", "whatsapp", "call.expected-whatsapp.txt");
+    }
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
