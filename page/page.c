@@ -401,9 +401,10 @@ tpl_status tpl_page_new(const tpl_page_block_def *blocks, size_t n, const char *
             json_error_t je;
             def = json_loadb(defaults_json, defaults_len, JSON_REJECT_DUPLICATES, &je);
             if (!def || !json_is_object(def)) {
-                json_decref(def);
                 st = fail(err, TPL_ERR_STATE, "defaults", NULL, 0, 0, "defaults must be a JSON object%s%s", def ? "" : ": ",
                           def ? "" : je.text);
+                json_decref(def);
+                def = NULL;
             }
         }
         if (st == TPL_OK && set_defaults(pg, def) != TPL_OK) st = fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory");
