@@ -276,7 +276,7 @@ int tplc_render(const tplc_opts *o)
     if ((rc = tplc_check_outputs(o, o->tpl, prog)) != 0) { tpl_program_free(prog); return rc; }
     tpl_render *r = tpl_render_new(&o->limits);
     if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
-    rc = load_state(o, r);
+    rc = o->resumed || o->claimed || o->defaults ? tplc_page_scope(o, r) : load_state(o, r);
     if (!rc) rc = load_translation(o, r);
     for (int i = 0; !rc && i < o->facts.n; i++)
         if (tpl_render_add_fact(r, o->facts.v[i], strlen(o->facts.v[i])) != TPL_OK) rc = EXIT_USAGE;

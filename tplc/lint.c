@@ -171,6 +171,11 @@ static tpl_program *open_one(const tplc_opts *o, const char *path, report *r, bo
 
 int tplc_lint(const tplc_opts *opts)
 {
+    if (opts->page && opts->args.n == 0) return tplc_lint_page(opts);
+    if (opts->page || opts->args.n == 0) {
+        fprintf(stderr, "tplc lint: give TEMPLATE... or --page DIR\n");
+        return 2;
+    }
     const tplc_opts o = *opts;
     json_t *known = NULL;
     if ((o.state || o.schema) && !(known = known_names(&o))) return 2;

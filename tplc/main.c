@@ -52,6 +52,11 @@ static const flag flags[] = {
     { "--remember", F_LIST, OFF(facts), "FACT", NULL, "a fact memory told this call, for remembers() (repeatable)" },
     { "--channel", F_STR, OFF(channel), "C", "phone|web|whatsapp", "call.channel (default phone)" },
     { "--medium", F_STR, OFF(medium), "M", "voice|text", "call.medium (default: text on whatsapp, else voice)" },
+    { "--resumed", F_BOOL, OFF(resumed), NULL, NULL, "`resumed` is true (a resumed call; default false)" },
+    { "--claimed", F_STR, OFF(claimed), "CODE", NULL, "call.claimed (default None)" },
+    { "--defaults", F_STR, OFF(defaults), "FILE.json", NULL, "a JSON object laid under the state (a page's defaults)" },
+    { "--steps", F_STR, OFF(steps), "STEPS.json", NULL, "a JSON array of goldens, one per state change of a call" },
+    { "--page", F_STR, OFF(page), "DIR", NULL, "a page folder (DIR/page.json) to check" },
     { "--fuel", F_COUNT, OFF(limits.fuel), "N", NULL, "instructions per render (default 20000000)" },
     { "--max-depth", F_DEPTH, OFF(limits.max_depth), "N", NULL, "macro call and include depth (default 200)" },
     { "--max-output", F_BYTES, OFF(limits.max_output), "BYTES", NULL, "output bytes (default 64M; K, M, G suffixes)" },
@@ -80,13 +85,26 @@ static const tplc_command commands[] = {
       "[--channel phone|web|whatsapp] [--medium voice|text]\n"
       "[--fuel N] [--max-depth N] [--max-output BYTES] [--max-memory BYTES] [-o OUT]",
       "Renders TEMPLATE (a source, or a .tplb from tplc compile) to standard output or OUT.",
-      "--state --golden --case @compile --lang --catalog --tr-key --remember --channel --medium @limits -o", 1, 1,
+      "--state --golden --case @compile --lang --catalog --tr-key --remember --channel --medium --resumed --claimed "
+      "--defaults @limits -o", 1, 1,
       tplc_render, NULL },
+    { "page",
+      "DIR [--state FILE.json | --golden FILE.json [--case N]] [--channel C] [--medium M]\n"
+      "[--resumed] [--claimed CODE] [--remember FACT]... [--format text|json]\n"
+      "DIR --steps STEPS.json [--channel C] [--medium M] [--format text|json]",
+      "Renders the page folder DIR (DIR/page.json: static blocks, the history, dynamic blocks) for\n"
+      "a state; with --steps, a whole call: which blocks changed (would be sent) at each step, which\n"
+      "were not re-rendered, and the bytes sent against re-sending every block every step.",
+      "--state --golden --case --channel --medium --resumed --claimed --remember --steps --format @limits", 1, 1,
+      tplc_page, NULL },
     { "lint",
-      "TEMPLATE... [compile flags] [--state FILE.json | --schema FILE.json] [--reads] [--format text|json]",
+      "TEMPLATE... [compile flags] [--state FILE.json | --schema FILE.json] [--reads] [--format text|json]\n"
+      "--page DIR [--format text|json]",
       "Reports syntax errors, unknown filters and tests, non-literal tr() texts and, with --state or\n"
-      "--schema, the names the templates read that the state lacks. Exit 1 when anything is found.",
-      "@compile --state --schema --reads --format", 1, -1, tplc_lint, NULL },
+      "--schema, the names the templates read that the state lacks. Exit 1 when anything is found.\n"
+      "--page DIR checks a page folder: page.json, every block template, and that static blocks read\n"
+      "only call.channel and call.medium.",
+      "@compile --state --schema --reads --format --page", 0, -1, tplc_lint, NULL },
     { "dump", "TEMPLATE [compile flags]", "Prints the disassembly: offset, opcode, operands, source line.",
       "@compile", 1, 1, tplc_dump, NULL },
     { "compile",
@@ -143,7 +161,7 @@ static void print_synopsis(FILE *f, const tplc_command *c, const char *first)
         fputc('\n', f);
         if (!e) break;
         s = e + 1;
-        alt = strncmp(s, "TEMPLATE", 8) == 0;
+        alt = strncmp(s, "TEMPLATE", 8) == 0 || strncmp(s, "DIR ", 4) == 0 || strncmp(s, "--page ", 7) == 0;
         if (alt) fprintf(f, "%*stplc %s ", (int)strlen(first), "", c->name);
         else fprintf(f, "%*s", (int)indent, "");
     }

@@ -51,6 +51,9 @@ typedef struct tplc_opts {
     const char *out;            /* -o (NULL, or "-" normalised to NULL: standard output) */
     const char *depfile, *emit, *name, *format;
     bool strip_source, reads;
+    /* pages (tplc/page.c) */
+    const char *steps, *defaults, *claimed, *page;
+    bool resumed;
 } tplc_opts;
 
 /* One subcommand. `flags` lists the flags it takes, space-separated, with groups @compile
@@ -72,6 +75,13 @@ int tplc_dump(const tplc_opts *o);
 int tplc_compile(const tplc_opts *o);
 int tplc_tr_extract(const tplc_opts *o);
 int tplc_lint(const tplc_opts *o);
+/* Pages (tplc/page.c, DESIGN.md §8): tplc page DIR; tplc lint --page DIR; and tplc render's page
+ * scope (--defaults, --resumed, --claimed: defaults under the state, `call` dropped from the
+ * state, `resumed` set) loaded into r instead of the plain --state/--golden (0 or an exit
+ * status, the error printed). */
+int tplc_page(const tplc_opts *o);
+int tplc_lint_page(const tplc_opts *o);
+int tplc_page_scope(const tplc_opts *o, tpl_render *r);
 
 /* ---- files (tplc/io.c) ---- */
 
