@@ -206,7 +206,7 @@ check "lint reports an ERB tr() whose text is not a literal" '[ $rc -eq 1 ] && g
 
 if [ -n "$man" ]; then
   # the man page documents every flag any subcommand's --help prints
-  for c in render lint dump compile tr-extract; do
+  for c in render lint dump compile tr-extract page; do
     for f in $("$tplc" "$c" --help | grep -o '^  -[-a-z]*'); do
       g=$(printf '%s' "$f" | sed 's/-/\\-/g')
       check "doc/tplc.1 documents $c $f" 'grep -qF -- "$g" "$man"'
