@@ -49,7 +49,9 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     if (!l.max_output) l.max_output = 64ull << 20;
     if (!l.max_memory) l.max_memory = 256ull << 20;
     vm->limits = l;
+    vm->fuel = l.fuel;
     tpl_arena_init(&vm->arena, l.max_memory);
+    vm->arena.fuel = &vm->fuel; /* walks over values charge the render's fuel */
     tpl_arena_init(&vm->state_arena, 0);
     tpl_arena_init(&vm->fact_arena, 0);
     tpl_arena_init(&vm->call_arena, 0);
@@ -392,11 +394,8 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
     }
     tpl_sb_putc(&kwargs, '}');
     tpl_sb_putc(&kwargs, 0);
-    if (args.failed || kwargs.failed) {
-        if (vm->arena.over_limit)
-            return tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes)", (unsigned long long)vm->arena.limit);
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
-    }
+    if (args.failed || kwargs.failed)
+        return tpl_vm_nomem(vm);
     host_call hc = { { f->name, args.p, args.len - 1, kwargs.p, kwargs.len - 1 }, vm, tpl_v_none(), false, false, "" };
     int rc = f->fn(f->data, &hc.pub);
     if (rc != 0 || hc.json_error)

@@ -155,6 +155,11 @@ static bool w_enter(walker *w, const void *p)
 
 static void w_leave(walker *w) { w->depth--; }
 
+/* Charges the fuel for visiting one element at the walker's depth (tpl_sb_charge): the cycle
+ * scan of w_enter costs the depth, so an element deep in shared structure costs more than one
+ * unit. False when the builder has failed: the walk stops. */
+static bool w_charge(tpl_sb *b, const walker *w) { return tpl_sb_charge(b, 1 + (uint64_t)w->depth / 8); }
+
 /* Byte ends of the run of bytes in [i, n) that need no escaping: ASCII 0x20..0x7E except
  * the given specials. */
 static size_t plain_run(const char *s, size_t n, size_t i, const char *specials)
@@ -231,7 +236,7 @@ static void py_repr_dict(tpl_sb *b, const tpl_map *m, walker *w)
         return;
     }
     tpl_sb_putc(b, '{');
-    for (uint32_t k = 0; k < m->len; k++) {
+    for (uint32_t k = 0; k < m->len && !b->failed; k++) {
         if (k)
             tpl_sb_puts(b, ", ");
         py_repr(b, m->e[k].key, w);
@@ -245,6 +250,8 @@ static void py_repr_dict(tpl_sb *b, const tpl_map *m, walker *w)
 /* repr() of the values Jinja2 templates see (Undefined, Markup and Namespace included). */
 static void py_repr(tpl_sb *b, tpl_value v, walker *w)
 {
+    if (!w_charge(b, w))
+        return;
     switch (v.type) {
     case TPL_T_UNDEF:
     case TPL_T_UNSET:
@@ -277,7 +284,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
             break;
         }
         tpl_sb_putc(b, tuple ? '(' : '[');
-        for (uint32_t k = 0; k < l->len; k++) {
+        for (uint32_t k = 0; k < l->len && !b->failed; k++) {
             if (k)
                 tpl_sb_puts(b, ", ");
             py_repr(b, l->items[k], w);
@@ -431,6 +438,8 @@ static void rb_inspect_sym(tpl_sb *b, const char *s, size_t n)
 
 static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
 {
+    if (!w_charge(b, w))
+        return;
     switch (v.type) {
     case TPL_T_UNDEF:
     case TPL_T_UNSET:
@@ -475,7 +484,7 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             break;
         }
         tpl_sb_putc(b, '[');
-        for (uint32_t k = 0; k < l->len; k++) {
+        for (uint32_t k = 0; k < l->len && !b->failed; k++) {
             if (k)
                 tpl_sb_puts(b, ", ");
             rb_inspect(b, l->items[k], w);
@@ -491,7 +500,7 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             break;
         }
         tpl_sb_putc(b, '{');
-        for (uint32_t k = 0; k < m->len; k++) {
+        for (uint32_t k = 0; k < m->len && !b->failed; k++) {
             if (k)
                 tpl_sb_puts(b, ", ");
             rb_inspect(b, m->e[k].key, w);
@@ -703,7 +712,7 @@ static bool json_dict(tpl_sb *b, const tpl_map *m, const json_opts *o, walker *w
     tpl_sb_putc(b, '{');
     if (o->indent >= 0)
         json_newline(b, o, w->depth);
-    for (uint32_t k = 0; ok && k < m->len; k++) {
+    for (uint32_t k = 0; ok && !b->failed && k < m->len; k++) {
         const tpl_entry *e = order ? order[k] : &m->e[k];
         if (k) {
             tpl_sb_puts(b, o->isep);
@@ -726,6 +735,8 @@ static bool json_dict(tpl_sb *b, const tpl_map *m, const json_opts *o, walker *w
  * (Undefined, callables, namespace objects, circular references). */
 static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
 {
+    if (!w_charge(b, w))
+        return true; /* the builder failed: the caller reports that */
     switch (v.type) {
     case TPL_T_NONE:
         tpl_sb_puts(b, "null");
@@ -754,7 +765,7 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
         tpl_sb_putc(b, '[');
         if (o->indent >= 0)
             json_newline(b, o, w->depth);
-        for (uint32_t k = 0; ok && k < l->len; k++) {
+        for (uint32_t k = 0; ok && !b->failed && k < l->len; k++) {
             if (k) {
                 tpl_sb_puts(b, o->isep);
                 if (o->indent >= 0)

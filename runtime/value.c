@@ -25,6 +25,7 @@ void tpl_arena_init(tpl_arena *a, size_t limit)
     a->limit = limit;
     a->over_limit = false;
     a->alloc = NULL;
+    a->fuel = NULL;
 }
 
 void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc)
@@ -287,7 +288,8 @@ static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at
 
 enum { EQ_MAX_DEPTH = 500 };
 
-static bool equal_rec(tpl_value a, tpl_value b, int depth)
+/* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container). */
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
 {
     if (tpl_is_num(a) && tpl_is_num(b)) {
         if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
@@ -316,9 +318,13 @@ static bool equal_rec(tpl_value a, tpl_value b, int depth)
             return true;
         if (x->len != y->len)
             return false;
-        for (uint32_t i = 0; i < x->len; i++)
-            if (!equal_rec(x->items[i], y->items[i], depth + 1))
-                return false;
+        if (!tpl_fuel_charge(fuel, x->len))
+            return -1;
+        for (uint32_t i = 0; i < x->len; i++) {
+            int r = equal_rec(x->items[i], y->items[i], depth + 1, fuel);
+            if (r != 1)
+                return r;
+        }
         return true;
     }
     case TPL_T_MAP: {
@@ -328,11 +334,15 @@ static bool equal_rec(tpl_value a, tpl_value b, int depth)
         /* A namespace() object compares by identity. */
         if ((a.flags & TPL_F_NS) || (b.flags & TPL_F_NS) || x->len != y->len)
             return false;
+        if (!tpl_fuel_charge(fuel, x->len))
+            return -1;
         for (uint32_t i = 0; i < x->len; i++) {
             uint32_t at;
-            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at) ||
-                !equal_rec(x->e[i].val, y->e[at].val, depth + 1))
+            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at))
                 return false;
+            int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel);
+            if (r != 1)
+                return r;
         }
         return true;
     }
@@ -341,7 +351,8 @@ static bool equal_rec(tpl_value a, tpl_value b, int depth)
     }
 }
 
-bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0); }
+bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL) == 1; }
+int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel); }
 
 /* ------------------------------------------------------------------ maps */
 

@@ -28,6 +28,8 @@ typedef struct tpl_arena {
     size_t total, limit;
     bool over_limit;
     const struct tpl_allocator *alloc; /* chunk allocator (NULL: aligned_alloc/free) */
+    uint64_t *fuel;     /* the render's fuel, charged by walks over values built here (see
+                         * tpl_fuel_charge; NULL: unmetered) */
 } tpl_arena;
 
 void tpl_arena_init(tpl_arena *a, size_t limit);
@@ -55,6 +57,23 @@ void *tpl_arena_alloc_alone(tpl_arena *a, size_t n);
 char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n);
 void tpl_arena_reset(tpl_arena *a);
 void tpl_arena_free(tpl_arena *a);
+
+/* ------------------------------------------------------------------ walk metering */
+
+/* One mechanism bounds every walk over a value (printing, serialising, comparing, hashing,
+ * flattening, sorting, joining): the walk charges n units of the render's fuel (the same budget
+ * as instructions, tpl_limits.fuel) per element it visits. Values may share structure (a list
+ * holding one list twice, 60 levels deep, is 2^60 elements in 60 instructions), so a walk is
+ * bounded by the fuel, not by the memory the value takes. fuel NULL: unmetered (values outside
+ * a render: the state, the compiler). False, with *fuel left 0, when the fuel is exhausted; the
+ * caller ends the render with the fuel error (tpl_vm_nomem reports it). */
+static inline bool tpl_fuel_charge(uint64_t *fuel, uint64_t n)
+{
+    if (!fuel) return true;
+    if (n >= *fuel) { *fuel = 0; return false; }
+    *fuel -= n;
+    return true;
+}
 
 /* ------------------------------------------------------------------ values */
 
@@ -160,6 +179,9 @@ uint64_t tpl_hash_value(tpl_value v);
 
 /* Python `==`: numbers by value (True == 1), strings by bytes, containers element-wise. */
 bool tpl_equal(tpl_value a, tpl_value b);
+/* tpl_equal charging one unit of *fuel per container element compared (tpl_fuel_charge): 1
+ * equal, 0 not, -1 fuel exhausted. Renders compare values through tpl_vm_equal (vm.h). */
+int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 
 /* n bytes of a and b are equal: short keys and tokens compare with a few loads, no libc call. */
 static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)
@@ -234,5 +256,14 @@ void tpl_sb_put_cp(tpl_sb *b, uint32_t cp);
 static inline tpl_value tpl_sb_value(const tpl_sb *b) { return tpl_v_str(b->p ? b->p : "", b->len); }
 /* Frees heap storage (arena == NULL only). */
 void tpl_sb_free(tpl_sb *b);
+/* A walk that builds a string charges n units of fuel before it visits an element: the fuel of
+ * the builder's arena (tpl_fuel_charge). False when the builder has failed (memory or output
+ * limit, or now the fuel): the walk stops at once instead of walking on. */
+static inline bool tpl_sb_charge(tpl_sb *b, uint64_t n)
+{
+    if (b->failed) return false;
+    if (b->arena && !tpl_fuel_charge(b->arena->fuel, n)) { b->failed = true; return false; }
+    return true;
+}
 
 #endif

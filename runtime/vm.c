@@ -74,10 +74,21 @@ const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n)
     return vm->facts ? vm->facts->items : NULL;
 }
 
-static int oom(tpl_vm *vm)
+int tpl_vm_nomem(tpl_vm *vm)
 {
+    if (vm->fuel == 0) /* a walk over a value ran out of fuel (tpl_fuel_charge) */
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "fuel exhausted (more than %llu instructions)", (unsigned long long)vm->limits.fuel);
     if (vm->arena.over_limit) return tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes)", (unsigned long long)vm->arena.limit);
     return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+}
+static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
+
+int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
+{
+    int r = tpl_equal_metered(a, b, &vm->fuel);
+    if (r < 0) return tpl_vm_nomem(vm);
+    *eq = r == 1;
+    return 0;
 }
 
 /* Python's type name of a value, for messages. */
@@ -539,7 +550,9 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
         uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
         for (uint32_t i = 0; i < m; i++) {
             tpl_value x = a.u.list->items[i], y = b.u.list->items[i];
-            if (tpl_equal(x, y)) continue;
+            bool eq;
+            if (tpl_vm_equal(vm, x, y, &eq) < 0) return -1;
+            if (eq) continue;
             return tpl_compare(vm, x, y, case_sensitive, cmp);
         }
         *cmp = a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
@@ -867,8 +880,11 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = item.len == 0 || (item.len <= seq.len && memmem(seq.u.s, seq.len, item.u.s, item.len) != NULL);
         return 0;
     case TPL_T_LIST:
-        for (uint32_t i = 0; i < seq.u.list->len; i++)
-            if (tpl_equal(item, seq.u.list->items[i])) { *res = true; return 0; }
+        for (uint32_t i = 0; i < seq.u.list->len; i++) {
+            bool eq;
+            if (tpl_vm_equal(vm, item, seq.u.list->items[i], &eq) < 0) return -1;
+            if (eq) { *res = true; return 0; }
+        }
         *res = false;
         return 0;
     case TPL_T_MAP:
@@ -1272,7 +1288,9 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
         if (nargs) memcpy(now->items, args, (size_t)nargs * sizeof *args);
         now->len = (uint32_t)nargs;
         tpl_value nv = tpl_v_list(now);
-        bool changed = !l->has_changed || !tpl_equal(l->last_changed, nv);
+        bool same = false;
+        if (l->has_changed && tpl_vm_equal(vm, l->last_changed, nv, &same) < 0) return -1;
+        bool changed = !same;
         l->last_changed = nv;
         l->has_changed = true;
         *out = tpl_v_bool(changed);
@@ -1735,7 +1753,7 @@ top:
                 tpl_value u = x.type == TPL_T_UNDEF ? x : y;
                 if (u.aux != TPL_UNDEF_COND) { tpl_undefined_error(vm, u); goto fail; }
             }
-            r = tpl_equal(x, y);
+            if (tpl_vm_equal(vm, x, y, &r) < 0) goto fail;
         }
         if (TPL_INSN_OP(w) == TPL_OP_NE) r = !r;
         BRANCH_ON_RESULT(r, TPL_OP_JF_PY, TPL_OP_JT_PY_KEEP);
@@ -2206,8 +2224,9 @@ top:
     CASE(NE_RB) {
         /* as EQ/NE: strings inline, a following JF_RB / JT_RB_KEEP taken on the result here */
         tpl_value x = sp[-2], y = sp[-1];
-        bool r = x.type == TPL_T_STR && y.type == TPL_T_STR ? x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len)
-                                                             : tpl_rb_equal(x, y);
+        bool r;
+        if (x.type == TPL_T_STR && y.type == TPL_T_STR) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
+        else if (tpl_vm_rb_equal(vm, x, y, &r) < 0) goto fail;
         if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;
         sp--;
         BRANCH_ON_RESULT(r, TPL_OP_JF_RB, TPL_OP_JT_RB_KEEP);

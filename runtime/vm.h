@@ -14,6 +14,15 @@ typedef enum { TPL_SYN_JINJA = 0, TPL_SYN_ERB = 1, TPL_SYN_FMT = 2 } tpl_syntax_
 /* Records a runtime error at the current instruction's span and returns -1 (so builtins can
  * `return tpl_vm_error(...)`). code is a TPL_ERR_* status. The message is printf-formatted. */
 int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Reports why an allocation or a walk over a value failed and returns -1: the fuel (a walk
+ * exhausted it: "fuel exhausted ..."), the memory limit ("memory limit reached (N bytes)"),
+ * both TPL_ERR_LIMIT, else TPL_ERR_NOMEM "out of memory" (the heap itself). Every "out of memory"
+ * of a render goes through here, so a limit is always named. */
+int tpl_vm_nomem(tpl_vm *vm);
+/* Python `==` (tpl_equal) in a render: charges the render's fuel per container element
+ * compared (two independent lists of shared structure can hold 2^60 elements). 0 with *eq set,
+ * or -1 with the fuel error set. */
+int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
 /* The render's arena: everything a builtin returns must live here (or be borrowed from args). */
 tpl_arena *tpl_vm_arena(tpl_vm *vm);
 /* Profile/option queries builtins need. */

@@ -278,10 +278,10 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
         int extra = npos > npositional ? npos - npositional : 0;
         tpl_list *l = tpl_list_new(ar, (uint32_t)extra);
         if (!l)
-            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+            return tpl_vm_nomem(vm);
         for (int i = 0; i < extra; i++)
             if (!tpl_list_push(ar, l, pos[npositional + i]))
-                return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+                return tpl_vm_nomem(vm);
         a[sig.varargs] = tpl_v_list(l);
         a[sig.varargs].flags = TPL_F_TUPLE;
     }
@@ -289,7 +289,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     if (sig.varkw >= 0) {
         kw = tpl_map_new(ar, (uint32_t)nkw);
         if (!kw)
-            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+            return tpl_vm_nomem(vm);
         a[sig.varkw] = tpl_v_map(kw);
     }
     for (int k = 0; k < nkw; k++) {
@@ -319,7 +319,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
             return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() got multiple values for keyword argument '%.*s'",
                                 fname, (int)nm.len, nm.u.s);
         if (!tpl_map_set(ar, kw, nm, kwvals[k]))
-            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+            return tpl_vm_nomem(vm);
     }
     /* Missing required parameters, reported all at once like Python. */
     int missing[TPL_MAX_PARAMS], nmissing = 0;
@@ -427,7 +427,7 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
     tpl_sb_init(&b, tpl_vm_arena(vm));
     tpl_py_str(&b, v);
     if (b.failed)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+        return tpl_vm_nomem(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }
@@ -439,7 +439,7 @@ int tpl_iter_list(tpl_vm *vm, tpl_value v, tpl_list **out)
             return tpl_undefined_error(vm, v);
         *out = tpl_list_new(tpl_vm_arena(vm), 0);
         if (!*out)
-            return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory");
+            return tpl_vm_nomem(vm);
         return 0;
     }
     if (v.type == TPL_T_LIST) {

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <float.h>
 
-#define OOM() tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory")
+#define OOM() tpl_vm_nomem(vm)
 
 static tpl_arena *AR(tpl_vm *vm) { return tpl_vm_arena(vm); }
 
@@ -92,7 +92,10 @@ static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
         tpl_value p = a.u.list->items[i], q = b.u.list->items[i];
         if ((p.type == TPL_T_UNDEF || q.type == TPL_T_UNDEF) && tpl_vm_strict(c->vm))
             return tpl_undefined_error(c->vm, p.type == TPL_T_UNDEF ? p : q); /* StrictUndefined.__eq__ */
-        if (tpl_equal(p, q))
+        bool eq;
+        if (tpl_vm_equal(c->vm, p, q, &eq) < 0)
+            return -1;
+        if (eq)
             continue;
         return tpl_compare(c->vm, p, q, true, res);
     }
@@ -128,7 +131,7 @@ static int merge_sort(const sort_ctx *c, uint32_t *idx, uint32_t n)
     }
     uint32_t *tmp = tpl_arena_alloc(tpl_vm_arena(c->vm), (size_t)n * sizeof *tmp);
     if (!tmp)
-        return tpl_vm_error(c->vm, TPL_ERR_LIMIT, "out of memory");
+        return tpl_vm_nomem(c->vm);
     for (uint32_t width = RUN; width < n; width *= 2) {
         for (uint32_t lo = 0; lo < n; lo += 2 * width) {
             uint32_t mid = lo + width < n ? lo + width : n;
@@ -1091,6 +1094,8 @@ int f_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     for (uint32_t i = 0; i < l->len; i++) {
+        if (!tpl_sb_charge(&b, 1))
+            break; /* memory or fuel: sb_done reports it */
         tpl_value it = l->items[i];
         if (attr && tpl_attr_get(vm, it, a[2], tpl_v_unset(), &it) < 0)
             return -1;
@@ -1385,8 +1390,12 @@ int f_groupby(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t i = 0;
     while (i < n) {
         uint32_t j = i + 1;
-        while (j < n && tpl_equal(keys[idx[j]], keys[idx[i]]))
-            j++;
+        for (bool eq = true; j < n; j++) {
+            if (tpl_vm_equal(vm, keys[idx[j]], keys[idx[i]], &eq) < 0)
+                return -1;
+            if (!eq)
+                break;
+        }
         tpl_list *grp = tpl_list_new(ar, j - i);
         if (!grp)
             return OOM();
@@ -2699,6 +2708,8 @@ static uint32_t *pp_sorted(tpl_vm *vm, const tpl_map *m)
 /* pprint's safe repr: repr() with dict keys sorted, recursively. */
 static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
 {
+    if (!tpl_sb_charge(b, 1))
+        return;
     if (depth > 200) {
         tpl_sb_puts(b, "...");
         return;
@@ -2711,7 +2722,7 @@ static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
             return;
         }
         tpl_sb_putc(b, '{');
-        for (uint32_t i = 0; i < m->len; i++) {
+        for (uint32_t i = 0; i < m->len && !b->failed; i++) {
             if (i)
                 tpl_sb_puts(b, ", ");
             pp_repr(vm, b, m->e[idx[i]].key, depth + 1);
@@ -2725,7 +2736,7 @@ static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
         bool tuple = v.flags & TPL_F_TUPLE;
         const tpl_list *l = v.u.list;
         tpl_sb_putc(b, tuple ? '(' : '[');
-        for (uint32_t i = 0; i < l->len; i++) {
+        for (uint32_t i = 0; i < l->len && !b->failed; i++) {
             if (i)
                 tpl_sb_puts(b, ", ");
             pp_repr(vm, b, l->items[i], depth + 1);
@@ -2757,7 +2768,7 @@ static void pp_items(tpl_vm *vm, tpl_sb *b, const tpl_value *items, uint32_t n, 
                      int level)
 {
     indent += 1;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && !b->failed; i++) {
         bool last = i + 1 == n;
         if (i) {
             tpl_sb_puts(b, ",\n");
@@ -2857,6 +2868,10 @@ static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_
 {
     tpl_sb rep;
     size_t len = pp_len(vm, v, &rep);
+    if (rep.failed) { /* memory or fuel: stop walking */
+        b->failed = true;
+        return;
+    }
     int64_t max_width = PP_WIDTH - indent - allowance;
     if ((int64_t)len > max_width && level < 100) {
         if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) {
@@ -2869,7 +2884,7 @@ static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_
                     return;
                 }
                 int64_t ind = indent + 1;
-                for (uint32_t i = 0; i < m->len; i++) {
+                for (uint32_t i = 0; i < m->len && !b->failed; i++) {
                     bool last = i + 1 == m->len;
                     tpl_sb kr;
                     size_t kl = pp_len(vm, m->e[idx[i]].key, &kr);

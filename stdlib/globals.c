@@ -8,7 +8,7 @@
 #include <time.h>
 #include <sys/time.h>
 
-#define OOM() tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory")
+#define OOM() tpl_vm_nomem(vm)
 
 enum { RANGE_MAX = 10000000, SANDBOX_RANGE_MAX = 100000 };
 

@@ -8,7 +8,7 @@
 #include "builtins.h"
 #include "tr.h"
 
-#define OOM() tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory")
+#define OOM() tpl_vm_nomem(vm)
 
 static bool none_or_unset(tpl_value v) { return v.type == TPL_T_UNSET || v.type == TPL_T_NONE; }
 

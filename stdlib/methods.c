@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OOM() tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory")
+#define OOM() tpl_vm_nomem(vm)
 /* The most digits after the point a float is formatted with ({:.Nf}, %.Nf): beyond is a limit
  * error (Python goes on; a prompt never needs it). */
 #define TPL_MAX_FLOAT_PREC 1000
@@ -709,11 +709,15 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (need_list(vm, a[0], "index") < 0)
         return -1;
     const tpl_list *l = a[0].u.list;
-    for (uint32_t i = 0; i < l->len; i++)
-        if (tpl_equal(l->items[i], a[1])) {
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool eq;
+        if (tpl_vm_equal(vm, l->items[i], a[1], &eq) < 0)
+            return -1;
+        if (eq) {
             *out = tpl_v_int(i);
             return 0;
         }
+    }
     if (a[0].flags & TPL_F_TUPLE)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "tuple.index(x): x not in tuple");
     tpl_sb b;
@@ -728,9 +732,12 @@ int m_list_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return -1;
     const tpl_list *l = a[0].u.list;
     int64_t c = 0;
-    for (uint32_t i = 0; i < l->len; i++)
-        if (tpl_equal(l->items[i], a[1]))
-            c++;
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool eq;
+        if (tpl_vm_equal(vm, l->items[i], a[1], &eq) < 0)
+            return -1;
+        c += eq;
+    }
     *out = tpl_v_int(c);
     return 0;
 }

@@ -21,7 +21,7 @@ static void mcpy_items(tpl_value *d, size_t di, const tpl_value *s, size_t si, s
     if (n) memcpy(d + di, s + si, n * sizeof *d);
 }
 
-static int oom(tpl_vm *vm) { return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory"); }
+static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 
 static bool is_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_RB); }
 static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_RB); }
@@ -97,7 +97,8 @@ static tpl_list *new_list(tpl_vm *vm, uint32_t cap) { return tpl_list_new(A(vm),
 
 /* ------------------------------------------------------------------ equality and ordering */
 
-bool tpl_rb_equal(tpl_value a, tpl_value b)
+/* 1 equal, 0 not, -1 fuel exhausted (one unit per container element compared). */
+static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel)
 {
     if (a.type == TPL_T_UNDEF) a = tpl_v_none();
     if (b.type == TPL_T_UNDEF) b = tpl_v_none();
@@ -109,22 +110,41 @@ bool tpl_rb_equal(tpl_value a, tpl_value b)
     case TPL_T_STR: return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
     case TPL_T_LIST:
         if ((a.flags & TPL_F_RANGE_RB) != (b.flags & TPL_F_RANGE_RB) || a.u.list->len != b.u.list->len) return false;
-        for (uint32_t i = 0; i < a.u.list->len; i++)
-            if (!tpl_rb_equal(a.u.list->items[i], b.u.list->items[i])) return false;
+        if (a.u.list == b.u.list) return true; /* Ruby's rb_equal: identical objects are == */
+        if (!tpl_fuel_charge(fuel, a.u.list->len)) return -1;
+        for (uint32_t i = 0; i < a.u.list->len; i++) {
+            int r = rb_equal_rec(a.u.list->items[i], b.u.list->items[i], fuel);
+            if (r != 1) return r;
+        }
         return true;
     case TPL_T_MAP:
         if (a.u.map->len != b.u.map->len) return false;
+        if (a.u.map == b.u.map) return true;
+        if (!tpl_fuel_charge(fuel, a.u.map->len)) return -1;
         for (uint32_t i = 0; i < a.u.map->len; i++) {
             tpl_value *o = tpl_map_get(b.u.map, a.u.map->e[i].key);
-            if (!o || !tpl_rb_equal(a.u.map->e[i].val, *o)) return false;
+            if (!o) return false;
+            int r = rb_equal_rec(a.u.map->e[i].val, *o, fuel);
+            if (r != 1) return r;
         }
         return true;
     default: return a.u.p == b.u.p;
     }
 }
 
-/* Ruby <=>: *ok false when the values do not compare (nil). */
-static int rb_cmp(tpl_value a, tpl_value b, bool *ok)
+bool tpl_rb_equal(tpl_value a, tpl_value b) { return rb_equal_rec(a, b, NULL) == 1; }
+
+int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
+{
+    int r = rb_equal_rec(a, b, tpl_vm_arena(vm)->fuel);
+    if (r < 0) return tpl_vm_nomem(vm);
+    *eq = r == 1;
+    return 0;
+}
+
+/* Ruby <=>: *ok false when the values do not compare (nil), or when the walk over two arrays
+ * exhausted the render's fuel (then *fuel is 0: cmp_error reports it). */
+static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel)
 {
     *ok = true;
     if (is_num(a) && is_num(b)) {
@@ -140,18 +160,24 @@ static int rb_cmp(tpl_value a, tpl_value b, bool *ok)
     }
     if (is_array(a) && is_array(b)) {
         uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
+        if (!tpl_fuel_charge(fuel, m)) { *ok = false; return 0; }
         for (uint32_t i = 0; i < m; i++) {
-            int c = rb_cmp(a.u.list->items[i], b.u.list->items[i], ok);
+            int c = rb_cmp(a.u.list->items[i], b.u.list->items[i], ok, fuel);
             if (!*ok || c) return c;
         }
         return a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
     }
-    if (tpl_rb_equal(a, b)) return 0;
+    int eq = rb_equal_rec(a, b, fuel);
+    if (eq == 1) return 0;
     *ok = false;
     return 0;
 }
 
-static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b) { return cmp_fail(vm, a, b); }
+static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b)
+{
+    if (*tpl_vm_arena(vm)->fuel == 0) return tpl_vm_nomem(vm); /* rb_cmp ran out of fuel */
+    return cmp_fail(vm, a, b);
+}
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -301,7 +327,7 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
             }
         } else {
             bool ok;
-            int c = rb_cmp(b, e, &ok);
+            int c = rb_cmp(b, e, &ok, tpl_vm_arena(vm)->fuel);
             tpl_value s = b;
             for (int k = 0; c < 0 || (c == 0 && !excl); k++) {
                 if (k == 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
@@ -324,10 +350,10 @@ static bool range_cover(tpl_value r, tpl_value v)
 {
     tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
     bool excl = r.u.list->items[2].u.i != 0, ok;
-    int c = rb_cmp(b, v, &ok);
+    int c = rb_cmp(b, v, &ok, NULL); /* range ends are numbers or strings */
     if (!ok || c > 0) return false;
     if (e.type == TPL_T_NONE) return true;
-    c = rb_cmp(v, e, &ok);
+    c = rb_cmp(v, e, &ok, NULL);
     return ok && (excl ? c < 0 : c <= 0);
 }
 
@@ -554,16 +580,17 @@ int r_any_is_a_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    (void)vm;
-    *out = tpl_v_bool(a[0].type == a[1].type && tpl_rb_equal(a[0], a[1]));
+    bool eq = false;
+    if (a[0].type == a[1].type && tpl_vm_rb_equal(vm, a[0], a[1], &eq) < 0) return -1;
+    *out = tpl_v_bool(eq);
     return 0;
 }
 
 int r_any_cmp(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    (void)vm;
     bool ok;
-    int c = rb_cmp(a[0], a[1], &ok);
+    int c = rb_cmp(a[0], a[1], &ok, tpl_vm_arena(vm)->fuel);
+    if (!ok && *tpl_vm_arena(vm)->fuel == 0) return tpl_vm_nomem(vm);
     *out = ok ? tpl_v_int(c) : tpl_v_none();
     return 0;
 }
@@ -584,7 +611,9 @@ int r_any_eqq(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_bool(r >= 0);
         return 0;
     }
-    *out = tpl_v_bool(tpl_rb_equal(p, v));
+    bool eq;
+    if (tpl_vm_rb_equal(vm, p, v, &eq) < 0) return -1;
+    *out = tpl_v_bool(eq);
     return 0;
 }
 
@@ -1488,7 +1517,7 @@ int r_num_integer_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out =
 int r_num_between_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     bool ok1, ok2;
-    int c1 = rb_cmp(a[0], a[1], &ok1), c2 = rb_cmp(a[0], a[2], &ok2);
+    int c1 = rb_cmp(a[0], a[1], &ok1, tpl_vm_arena(vm)->fuel), c2 = rb_cmp(a[0], a[2], &ok2, tpl_vm_arena(vm)->fuel);
     if (!ok1) return cmp_error(vm, a[0], a[1]);
     if (!ok2) return cmp_error(vm, a[0], a[2]);
     *out = tpl_v_bool(c1 >= 0 && c2 <= 0);
@@ -1558,7 +1587,7 @@ int r_arr_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int64_t n = 0;
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) {
-        if (tpl_given(a[1])) n += tpl_rb_equal(l->items[i], a[1]);
+        if (tpl_given(a[1])) { bool eq; if (tpl_vm_rb_equal(vm, l->items[i], a[1], &eq) < 0) return -1; n += eq; }
         else if (blk.pc) { YIELD(blk, &l->items[i], 1, &r); n += tpl_truthy_rb(r); }
         else n++;
     }
@@ -1594,10 +1623,12 @@ int r_arr_none_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return quantify(vm,
 
 int r_arr_include_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    (void)vm;
     tpl_list *l = L_(a[0]);
-    for (uint32_t i = 0; i < l->len; i++)
-        if (tpl_rb_equal(l->items[i], a[1])) { *out = tpl_v_bool(true); return 0; }
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool eq;
+        if (tpl_vm_rb_equal(vm, l->items[i], a[1], &eq) < 0) return -1;
+        if (eq) { *out = tpl_v_bool(true); return 0; }
+    }
     *out = tpl_v_bool(false);
     return 0;
 }
@@ -1609,7 +1640,7 @@ int r_arr_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) {
         bool hit;
-        if (tpl_given(a[1])) hit = tpl_rb_equal(l->items[i], a[1]);
+        if (tpl_given(a[1])) { if (tpl_vm_rb_equal(vm, l->items[i], a[1], &hit) < 0) return -1; }
         else { YIELD(blk, &l->items[i], 1, &r); hit = tpl_truthy_rb(r); }
         if (hit) { *out = tpl_v_int(i); return 0; }
     }
@@ -1622,6 +1653,7 @@ static int join_into(tpl_vm *vm, tpl_sb *b, tpl_list *l, tpl_value sep, int dept
     /* values are never recursive; only depth is bounded (the C stack), as printing is */
     if (depth > 1000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "join: arrays nested more than 1000 deep");
     for (uint32_t i = 0; i < l->len; i++) {
+        if (!tpl_sb_charge(b, 1)) return 0; /* memory or fuel: the caller reports it */
         if (i) tpl_sb_put(b, sep.u.s, sep.len);
         tpl_value v = l->items[i];
         if (is_array(v)) { if (join_into(vm, b, v.u.list, sep, depth + 1) < 0) return -1; }
@@ -1660,7 +1692,7 @@ static int sort_cmp(sorter *s, tpl_value x, tpl_value y)
         return r.u.i < 0 ? -1 : r.u.i > 0;
     }
     bool ok;
-    int c = rb_cmp(x, y, &ok);
+    int c = rb_cmp(x, y, &ok, tpl_vm_arena(vm)->fuel);
     if (!ok) { s->failed = true; cmp_error(vm, x, y); }
     return c;
 }
@@ -1818,7 +1850,9 @@ int r_arr_uniq(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t ns = 0;
     for (uint32_t i = 0; i < l->len; i++) {
         bool dup = false;
-        for (uint32_t j = 0; j < ns && !dup; j++) dup = keys[i].type == seen[j].type && tpl_rb_equal(keys[i], seen[j]);
+        for (uint32_t j = 0; j < ns && !dup; j++)
+            if (keys[i].type == seen[j].type && tpl_vm_rb_equal(vm, keys[i], seen[j], &dup) < 0) return -1;
+        if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, ns)) return tpl_vm_nomem(vm); /* quadratic: bounded by the fuel */
         if (dup) continue;
         seen[ns++] = keys[i];
         r->items[r->len++] = l->items[i];
@@ -1850,6 +1884,7 @@ int r_arr_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int flatten_into(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard)
 {
     if (guard > 1000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "flatten: arrays nested more than 1000 deep");
+    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, src->len)) return tpl_vm_nomem(vm);
     for (uint32_t i = 0; i < src->len; i++) {
         tpl_value v = src->items[i];
         if (is_array(v) && depth != 0) { if (flatten_into(vm, dst, v.u.list, depth - 1, guard + 1) < 0) return -1; }
@@ -2154,10 +2189,12 @@ int r_hash_key_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tp
 
 int r_hash_value_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    (void)vm;
     tpl_map *m = M_(a[0]);
-    for (uint32_t i = 0; i < m->len; i++)
-        if (tpl_rb_equal(m->e[i].val, a[1])) { *out = tpl_v_bool(true); return 0; }
+    for (uint32_t i = 0; i < m->len; i++) {
+        bool eq;
+        if (tpl_vm_rb_equal(vm, m->e[i].val, a[1], &eq) < 0) return -1;
+        if (eq) { *out = tpl_v_bool(true); return 0; }
+    }
     *out = tpl_v_bool(false);
     return 0;
 }

@@ -28,6 +28,9 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
 int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
 /* Ruby ==: numbers by value, true/false only equal themselves, symbols equal strings. */
 bool tpl_rb_equal(tpl_value a, tpl_value b);
+/* tpl_rb_equal in a render: charges the render's fuel per container element compared; 0 with
+ * *eq set, or -1 with the fuel error set (tpl_vm_nomem). */
+int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
 /* Builds a range value (integers, strings or an endless range). */
 int tpl_rb_range(tpl_vm *vm, tpl_value b, tpl_value e, bool exclusive, tpl_value *out);
 /* The items an each-style loop visits (mode TPL_RB_*): array items, hash [key, value] pairs,

@@ -196,14 +196,20 @@ int t_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
         return undef_operand(vm, a[0], a[1]);
-    RET(tpl_equal(a[0], a[1]));
+    bool eq;
+    if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
+        return -1;
+    RET(eq);
 }
 
 int t_ne(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
         return undef_operand(vm, a[0], a[1]);
-    RET(!tpl_equal(a[0], a[1]));
+    bool eq;
+    if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
+        return -1;
+    RET(!eq);
 }
 
 /* NaN compares false both ways: tpl_compare can't say "unordered", so check floats here. */
@@ -254,11 +260,15 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = tpl_bytes_contain(seq.u.s, seq.len, item.u.s, item.len);
         return 0;
     case TPL_T_LIST:
-        for (uint32_t i = 0; i < seq.u.list->len; i++)
-            if (tpl_equal(seq.u.list->items[i], item)) {
+        for (uint32_t i = 0; i < seq.u.list->len; i++) {
+            bool eq;
+            if (tpl_vm_equal(vm, seq.u.list->items[i], item, &eq) < 0)
+                return -1;
+            if (eq) {
                 *res = true;
                 return 0;
             }
+        }
         *res = false;
         return 0;
     case TPL_T_MAP:

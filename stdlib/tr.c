@@ -375,7 +375,7 @@ static int fill(tpl_vm *vm, const tr_pat *p, tpl_value target, const char *text,
         pos = i;
     }
     tpl_sb_put(&b, s + pos, n - pos);
-    if (b.failed) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+    if (b.failed) return tpl_vm_nomem(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }
@@ -396,7 +396,7 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
     for (uint32_t i = 0; i < l->npats; i++) {
         const tr_pat *p = &l->pats[i];
         size_t *caps = tpl_arena_alloc(a, 2 * p->nnames * sizeof *caps);
-        if (!caps) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        if (!caps) return tpl_vm_nomem(vm);
         if (!match_key(p, text.u.s, text.len, caps)) continue;
         size_t hits = trigram_hits(a, p->lits[p->probe], text.u.s, text.len);
         bool better = !best;
@@ -456,7 +456,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
     tpl_tr_state *t = vm->tr;
     if (!state) {
         state = tpl_map_new(a, 0);
-        if (!state) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        if (!state) return tpl_vm_nomem(vm);
     }
     if (t && t->nkeys) {
         tpl_map *copy = NULL;
@@ -465,10 +465,10 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
             if (!v) continue;
             if (!copy) {
                 copy = tpl_map_new(a, state->len);
-                if (!copy) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+                if (!copy) return tpl_vm_nomem(vm);
                 for (uint32_t i = 0; i < state->len; i++)
                     if (!tpl_map_set(a, copy, state->e[i].key, state->e[i].val))
-                        return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+                        return tpl_vm_nomem(vm);
                 v = tpl_map_get(copy, t->keys[k]);
             }
             tpl_value s, tr;
@@ -477,7 +477,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
                 tpl_sb b;
                 tpl_sb_init(&b, a);
                 tpl_py_str(&b, *v);
-                if (b.failed) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+                if (b.failed) return tpl_vm_nomem(vm);
                 s = tpl_sb_value(&b);
             }
             if (tpl_tr_text(vm, s, tpl_v_unset(), &tr) < 0) return -1;
@@ -573,7 +573,7 @@ int tpl_fmt_conv(tpl_vm *vm, tpl_value v, int conv, tpl_value *out)
             else tpl_sb_printf(&b, "\\U%08x", cp);
         }
     }
-    if (b.failed) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+    if (b.failed) return tpl_vm_nomem(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }

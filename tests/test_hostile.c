@@ -1,0 +1,132 @@
+/* Hostile templates (issue 13 §1): work the render limits must bound. Each case either gives
+ * the reference engine's answer or ends with a located TPL_ERR_LIMIT error; either way within
+ * MAX_CPU seconds of CPU time (clock(), so a busy machine does not make it flaky) under small
+ * limits. Before the fixes each of these ran for hours (values of shared structure: 2^60
+ * elements in 60 instructions) or grew without bound.
+ * Prints "N passed, N failed" and each case's CPU time; exit status 1 when anything failed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tpl.h"
+
+#define MAX_CPU 2.0
+
+static int passed, failed;
+
+/* prefix, then body n times, then suffix: a malloc'd string. */
+static char *rep(const char *prefix, const char *body, int n, const char *suffix)
+{
+    size_t lp = strlen(prefix), lb = strlen(body), ls = strlen(suffix);
+    char *s = malloc(lp + lb * (size_t)n + ls + 1);
+    if (!s) abort();
+    memcpy(s, prefix, lp);
+    for (int i = 0; i < n; i++) memcpy(s + lp + lb * (size_t)i, body, lb);
+    memcpy(s + lp + lb * (size_t)n, suffix, ls + 1);
+    return s;
+}
+
+/* Renders src (owned; freed here) under lim. want_status 0: the output must be want; else
+ * the status must be want_status and the message must contain want, located at a line. */
+static void expect(const char *name, tpl_syntax syn, char *src, tpl_limits lim, const char *state,
+                   int want_status, const char *want)
+{
+    tpl_options o;
+    memset(&o, 0, sizeof o);
+    o.syntax = syn;
+    tpl_program *p = NULL;
+    tpl_error cerr;
+    memset(&cerr, 0, sizeof cerr);
+    clock_t t0 = clock();
+    bool ok = true;
+    char why[512] = "";
+    if (tpl_compile(name, src, strlen(src), &o, &p, &cerr) != TPL_OK) {
+        snprintf(why, sizeof why, "compile: %s", cerr.message ? cerr.message : "?");
+        tpl_error_clear(&cerr);
+        ok = false;
+    }
+    tpl_render *r = ok ? tpl_render_new(&lim) : NULL;
+    if (ok && state && tpl_render_set_state_json(r, state, strlen(state)) != TPL_OK) {
+        snprintf(why, sizeof why, "state: %s", tpl_render_error(r)->message);
+        ok = false;
+    }
+    if (ok) {
+        const char *out = NULL;
+        size_t n = 0;
+        tpl_status st = tpl_render_run(r, p, &out, &n);
+        const tpl_error *e = tpl_render_error(r);
+        if (want_status == 0) {
+            if (st != TPL_OK) snprintf(why, sizeof why, "status %d: %s", (int)st, e->message), ok = false;
+            else if (n != strlen(want) || memcmp(out, want, n) != 0)
+                snprintf(why, sizeof why, "output %.*s", (int)(n < 200 ? n : 200), out), ok = false;
+        } else if ((int)st != want_status || !strstr(e->message, want) || e->line == 0) {
+            snprintf(why, sizeof why, "status %d at line %u: %s", (int)st, e->line,
+                     st == TPL_OK ? "(rendered)" : e->message);
+            ok = false;
+        }
+    }
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (ok && cpu > MAX_CPU) snprintf(why, sizeof why, "took %.2f s of CPU", cpu), ok = false;
+    printf("%-28s %6.3f s  %s\n", name, cpu, ok ? "ok" : "FAIL");
+    if (ok) passed++;
+    else failed++, printf("  want: %s\n  got:  %s\n", want, why);
+    if (r) tpl_render_free(r);
+    tpl_program_free(p);
+    free(src);
+}
+
+#define J TPL_SYNTAX_JINJA
+#define E TPL_SYNTAX_ERB
+#define FUEL "fuel exhausted"
+
+/* Values of shared structure: x = [x, x] 60 times is 2^60 elements. Every walk over a value
+ * charges the fuel per element (runtime/value.h, tpl_fuel_charge). */
+static void test_shared_structure(void)
+{
+    tpl_limits lim = { .fuel = 2000000, .max_memory = 64 << 20 };
+    const char *jp = "{% set ns = namespace(x=1, y=1) -%}\n";
+    const char *jb = "{% set ns.x = [ns.x, ns.x] %}{% set ns.y = [ns.y, ns.y] -%}\n";
+    static const struct { const char *name, *tail; } jc[] = {
+        { "jinja print", "{{ ns.x }}" },
+        { "jinja print namespace", "{{ ns }}" },
+        { "jinja string", "{{ ns.x|string|length }}" },
+        { "jinja tojson", "{{ ns.x|tojson|length }}" },
+        { "jinja pprint", "{{ ns.x|pprint|length }}" },
+        { "jinja join", "{{ ns.x|join|length }}" },
+        { "jinja format", "{{ '%s'|format(ns.x)|length }}" },
+        { "jinja bullet_list", "{{ bullet_list(ns.x)|length }}" },
+        { "jinja ==", "{{ ns.x == ns.y }}" },
+        { "jinja in", "{{ ns.x in [ns.y] }}" },
+        { "jinja index", "{{ [ns.y].index(ns.x) }}" },
+        { "jinja sort", "{{ [ns.x, ns.y]|sort|length }}" },
+        { "jinja is eq", "{{ ns.x is eq(ns.y) }}" },
+    };
+    for (size_t i = 0; i < sizeof jc / sizeof *jc; i++)
+        expect(jc[i].name, J, rep(jp, jb, 60, jc[i].tail), lim, NULL, TPL_ERR_LIMIT, FUEL);
+    /* identical (not merely equal) values compare at once, as in Python */
+    expect("jinja == identical", J, rep(jp, jb, 60, "{{ ns.x == ns.x }}"), lim, NULL, 0, "True");
+
+    const char *ep = "<% x = 1; y = 1 -%>\n";
+    const char *eb = "<% x = [x, x]; y = [y, y] -%>\n";
+    static const struct { const char *name, *tail; } ec[] = {
+        { "erb to_s", "<%= x %>" },
+        { "erb inspect", "<%= x.inspect.size %>" },
+        { "erb join", "<%= x.join.size %>" },
+        { "erb flatten", "<%= x.flatten.size %>" },
+        { "erb ==", "<%= x == y %>" },
+        { "erb <=>", "<%= x <=> y %>" },
+        { "erb include?", "<%= [x].include?(y) %>" },
+        { "erb sort", "<%= [x, y].sort.size %>" },
+        { "erb uniq", "<%= [x, y].uniq.size %>" },
+    };
+    for (size_t i = 0; i < sizeof ec / sizeof *ec; i++)
+        expect(ec[i].name, E, rep(ep, eb, 60, ec[i].tail), lim, NULL, TPL_ERR_LIMIT, FUEL);
+    expect("erb == identical", E, rep(ep, eb, 60, "<%= x == x %>"), lim, NULL, 0, "true");
+}
+
+int main(void)
+{
+    test_shared_structure();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
