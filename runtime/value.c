@@ -275,6 +275,59 @@ static uint64_t hash_rec(tpl_value v, bool nested)
 
 uint64_t tpl_hash_value(tpl_value v) { return hash_rec(v, false); }
 
+/* ------------------------------------------------------------------ substring search */
+
+const char *tpl_memmem(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (nn == 0)
+        return h;
+    if (nn > hn)
+        return NULL;
+    return memmem(h, hn, n, nn);
+}
+
+enum { RMEM_DIRECT = 32 }; /* needles up to this long are compared directly: <= 32 byte compares per position */
+
+const char *tpl_memrmem(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (nn > hn)
+        return NULL;
+    if (nn == 0)
+        return h + hn;
+    uint32_t *fail = nn > RMEM_DIRECT && nn < UINT32_MAX ? malloc(nn * sizeof *fail) : NULL;
+    if (!fail) {
+        for (size_t i = hn - nn + 1; i-- > 0;)
+            if (h[i] == n[0] && memcmp(h + i, n, nn) == 0)
+                return h + i;
+        return NULL;
+    }
+    /* KMP on the reversed needle p[k] = n[nn-1-k] over the reversed haystack t[j] = h[hn-1-j] */
+#define P(k) n[nn - 1 - (k)]
+    fail[0] = 0;
+    for (size_t k = 1, m = 0; k < nn; k++) {
+        while (m && P(k) != P(m))
+            m = fail[m - 1];
+        if (P(k) == P(m))
+            m++;
+        fail[k] = (uint32_t)m;
+    }
+    const char *hit = NULL;
+    for (size_t j = 0, m = 0; j < hn; j++) {
+        char c = h[hn - 1 - j];
+        while (m && c != P(m))
+            m = fail[m - 1];
+        if (c == P(m))
+            m++;
+        if (m == nn) {
+            hit = h + (hn - 1 - j);
+            break;
+        }
+    }
+#undef P
+    free(fail);
+    return hit;
+}
+
 /* ------------------------------------------------------------------ equality */
 
 /* Exact Python comparison of an int with a float (no rounding through double). */

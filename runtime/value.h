@@ -203,6 +203,14 @@ static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)
     }
     return memcmp(a, b, n) == 0;
 }
+/* Substring search, linear in hn + nn however hostile the bytes (issue 13: every find, index,
+ * count, replace, split, partition and ERB include?/sub/gsub/scan/split goes through these).
+ * tpl_memmem: the first occurrence of n in h, or NULL; the empty needle is found at h (glibc's
+ * memmem: the two-way algorithm). tpl_memrmem: the last occurrence, or NULL; the empty needle is
+ * found at h + hn (short needles scan backward directly, long ones run KMP over the reversed
+ * strings with a table from malloc; a failed malloc falls back to the direct scan). */
+const char *tpl_memmem(const char *h, size_t hn, const char *n, size_t nn);
+const char *tpl_memrmem(const char *h, size_t hn, const char *n, size_t nn);
 /* Whether needle occurs in haystack (bytes; the empty needle always does): Python's `in` on str. */
 static inline bool tpl_bytes_contain(const char *h, size_t hn, const char *n, size_t nn)
 {

@@ -550,7 +550,7 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
         uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
         for (uint32_t i = 0; i < m; i++) {
             tpl_value x = a.u.list->items[i], y = b.u.list->items[i];
-            bool eq;
+            bool eq = false;
             if (tpl_vm_equal(vm, x, y, &eq) < 0) return -1;
             if (eq) continue;
             return tpl_compare(vm, x, y, case_sensitive, cmp);
@@ -881,7 +881,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         return 0;
     case TPL_T_LIST:
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
-            bool eq;
+            bool eq = false;
             if (tpl_vm_equal(vm, item, seq.u.list->items[i], &eq) < 0) return -1;
             if (eq) { *res = true; return 0; }
         }
@@ -1744,7 +1744,7 @@ top:
         /* Strings compare inline; StrictUndefined's __eq__/__ne__ raise. A following JF_PY or
          * JT_PY_KEEP (an if / elif test, an `or` chain) is taken here on the bool directly. */
         tpl_value x = sp[-2], y = sp[-1];
-        bool r;
+        bool r = false;
         sp--;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) {
             r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
@@ -2224,7 +2224,7 @@ top:
     CASE(NE_RB) {
         /* as EQ/NE: strings inline, a following JF_RB / JT_RB_KEEP taken on the result here */
         tpl_value x = sp[-2], y = sp[-1];
-        bool r;
+        bool r = false;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
         else if (tpl_vm_rb_equal(vm, x, y, &r) < 0) goto fail;
         if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;

@@ -92,7 +92,7 @@ static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
         tpl_value p = a.u.list->items[i], q = b.u.list->items[i];
         if ((p.type == TPL_T_UNDEF || q.type == TPL_T_UNDEF) && tpl_vm_strict(c->vm))
             return tpl_undefined_error(c->vm, p.type == TPL_T_UNDEF ? p : q); /* StrictUndefined.__eq__ */
-        bool eq;
+        bool eq = false;
         if (tpl_vm_equal(c->vm, p, q, &eq) < 0)
             return -1;
         if (eq)

@@ -85,35 +85,9 @@ static int adjust_span(tpl_vm *vm, tpl_value s, tpl_value vs, tpl_value ve, span
     return 0;
 }
 
-static const char *memmem_(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn == 0)
-        return h;
-    if (nn > hn)
-        return NULL;
-    const char *end = h + hn - nn + 1;
-    for (const char *p = h; p < end;) {
-        const char *q = memchr(p, n[0], (size_t)(end - p));
-        if (!q)
-            return NULL;
-        if (memcmp(q, n, nn) == 0)
-            return q;
-        p = q + 1;
-    }
-    return NULL;
-}
-
-static const char *memrmem_(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn > hn)
-        return NULL;
-    if (nn == 0)
-        return h + hn;
-    for (size_t i = hn - nn + 1; i-- > 0;)
-        if (h[i] == n[0] && memcmp(h + i, n, nn) == 0)
-            return h + i;
-    return NULL;
-}
+/* Linear-time substring search (runtime/value.h). */
+#define memmem_ tpl_memmem
+#define memrmem_ tpl_memrmem
 
 static tpl_value substr(tpl_value s, size_t from, size_t to)
 {
@@ -710,7 +684,7 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return -1;
     const tpl_list *l = a[0].u.list;
     for (uint32_t i = 0; i < l->len; i++) {
-        bool eq;
+        bool eq = false;
         if (tpl_vm_equal(vm, l->items[i], a[1], &eq) < 0)
             return -1;
         if (eq) {
@@ -733,7 +707,7 @@ int m_list_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
     const tpl_list *l = a[0].u.list;
     int64_t c = 0;
     for (uint32_t i = 0; i < l->len; i++) {
-        bool eq;
+        bool eq = false;
         if (tpl_vm_equal(vm, l->items[i], a[1], &eq) < 0)
             return -1;
         c += eq;

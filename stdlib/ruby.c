@@ -393,13 +393,47 @@ bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap)
     return true;
 }
 
-/* Searches s from byte `from`; returns the match start (bytes) or -1; region filled. -2 on error. */
-static long rx_search(OnigRegex re, tpl_value s, size_t from, OnigRegion *reg)
+/* Backtracking bounds of one regex search or match (Oniguruma's retry limits): a pathological
+ * pattern such as /(a|a)*b/ on a long subject ends with a located limit error instead of running
+ * for hours (Ruby 3.1 has no limit). Generous for any pattern a prompt uses. */
+enum { RX_RETRY_MATCH = 1000000, RX_RETRY_SEARCH = 10000000 };
+
+/* After a failed search or match: the error for Oniguruma's result r (never ONIG_MISMATCH). */
+static long rx_error(tpl_vm *vm, long r)
 {
+    if (r == ONIGERR_RETRY_LIMIT_IN_MATCH_OVER || r == ONIGERR_RETRY_LIMIT_IN_SEARCH_OVER)
+        tpl_vm_error(vm, TPL_ERR_LIMIT, "regular expression backtracking limit reached");
+    else if (r == ONIGERR_MEMORY)
+        tpl_vm_nomem(vm);
+    else
+        tpl_vm_error(vm, TPL_ERR_TYPE, "regular expression search failed");
+    return -2;
+}
+
+/* Runs a search (match: an anchored match at `from`) under the retry limits; the match start
+ * (bytes) or -1 with the region filled; -2 with the render's error set. Each call charges one
+ * unit of fuel, so loops over matches are bounded too. */
+static long rx_run(tpl_vm *vm, OnigRegex re, tpl_value s, size_t from, OnigRegion *reg, bool match)
+{
+    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, 1)) { tpl_vm_nomem(vm); return -2; }
     const UChar *b = (const UChar *)s.u.s, *e = b + s.len;
-    long r = onig_search(re, b, e, b + from, e, reg, ONIG_OPTION_NONE);
-    if (r >= 0) return r;
-    return r == ONIG_MISMATCH ? -1 : -2;
+    OnigMatchParam *mp = onig_new_match_param();
+    if (!mp) { tpl_vm_nomem(vm); return -2; }
+    onig_initialize_match_param(mp);
+    onig_set_retry_limit_in_match_of_match_param(mp, RX_RETRY_MATCH);
+    onig_set_retry_limit_in_search_of_match_param(mp, RX_RETRY_SEARCH);
+    long r = match ? onig_match_with_param(re, b, e, b + from, reg, ONIG_OPTION_NONE, mp)
+                   : onig_search_with_param(re, b, e, b + from, e, reg, ONIG_OPTION_NONE, mp);
+    onig_free_match_param(mp);
+    if (r >= 0) return match ? (long)from : r;
+    return r == ONIG_MISMATCH ? -1 : rx_error(vm, r);
+}
+
+/* Searches s from byte `from`; returns the match start (bytes) or -1; region filled. -2 with
+ * the render's error set (backtracking limit, fuel, memory). */
+static long rx_search(tpl_vm *vm, OnigRegex re, tpl_value s, size_t from, OnigRegion *reg)
+{
+    return rx_run(vm, re, s, from, reg, false);
 }
 
 /* ------------------------------------------------------------------ dispatch */
@@ -605,13 +639,14 @@ int r_any_eqq(tpl_vm *vm, tpl_value *a, tpl_value *out)
         OnigRegex re = rx_compile(vm, p);
         if (!re) return -1;
         OnigRegion *reg = onig_region_new();
-        long r = rx_search(re, v, 0, reg);
+        long r = rx_search(vm, re, v, 0, reg);
         onig_region_free(reg, 1);
         onig_free(re);
+        if (r == -2) return -1;
         *out = tpl_v_bool(r >= 0);
         return 0;
     }
-    bool eq;
+    bool eq = false;
     if (tpl_vm_rb_equal(vm, p, v, &eq) < 0) return -1;
     *out = tpl_v_bool(eq);
     return 0;
@@ -632,10 +667,10 @@ int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
     OnigRegex re = rx_compile(vm, p);
     if (!re) return -1;
     OnigRegion *reg = onig_region_new();
-    long r = rx_search(re, s, 0, reg);
+    long r = rx_search(vm, re, s, 0, reg);
     onig_region_free(reg, 1);
     onig_free(re);
-    if (r == -2) return tpl_vm_error(vm, TPL_ERR_TYPE, "regular expression search failed");
+    if (r == -2) return -1;
     *out = r >= 0 ? tpl_v_int((int64_t)tpl_utf8_len(s.u.s, (size_t)r)) : tpl_v_none();
     return 0;
 }
@@ -791,11 +826,7 @@ int r_str_empty_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = t
 
 static bool has_sub(tpl_value s, tpl_value t)
 {
-    if (t.len == 0) return true;
-    if (t.len > s.len) return false;
-    for (size_t i = 0; i + t.len <= s.len; i++)
-        if (memcmp(s.u.s + i, t.u.s, t.len) == 0) return true;
-    return false;
+    return tpl_memmem(s.u.s, s.len, t.u.s, t.len) != NULL;
 }
 
 int r_str_include_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -815,10 +846,10 @@ static int affix(tpl_vm *vm, tpl_value *a, tpl_value *out, bool start)
             OnigRegex re = rx_compile(vm, p);
             if (!re) return -1;
             OnigRegion *reg = onig_region_new();
-            const UChar *b = (const UChar *)s.u.s;
-            int r = onig_match(re, b, b + s.len, b, reg, ONIG_OPTION_NONE);
+            long r = rx_run(vm, re, s, 0, reg, true);
             onig_region_free(reg, 1);
             onig_free(re);
+            if (r == -2) return -1;
             if (r >= 0) { *out = tpl_v_bool(true); return 0; }
             continue;
         }
@@ -904,15 +935,14 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
     while (pos <= s.len) {
         long ms, me;
         if (rx) {
-            ms = rx_search(re, s, pos, reg);
-            if (ms == -2) { rc = tpl_vm_error(vm, TPL_ERR_TYPE, "regular expression search failed"); break; }
+            ms = rx_search(vm, re, s, pos, reg);
+            if (ms == -2) { rc = -1; break; }
             if (ms < 0) break;
             me = reg->end[0];
         } else {
-            ms = -1;
-            for (size_t i = pos; i + pat.len <= s.len; i++)
-                if (memcmp(s.u.s + i, pat.u.s, pat.len) == 0) { ms = (long)i; break; }
-            if (ms < 0) break;
+            const char *q = tpl_memmem(s.u.s + pos, s.len - pos, pat.u.s, pat.len);
+            if (!q) break;
+            ms = (long)(q - s.u.s);
             me = ms + (long)pat.len;
         }
         tpl_sb_put(&b, s.u.s + copied, (size_t)ms - copied);
@@ -965,10 +995,9 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!l) return oom(vm);
     if (!(pat.flags & TPL_F_REGEX_RB)) {
         if (pat.len == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "scan with an empty string is not supported");
-        for (size_t i = 0; i + pat.len <= s.len;) {
-            if (memcmp(s.u.s + i, pat.u.s, pat.len) == 0) { tpl_list_push(A(vm), l, pat); i += pat.len; }
-            else i++;
-        }
+        for (const char *q = s.u.s, *end = s.u.s + s.len;
+             (q = tpl_memmem(q, (size_t)(end - q), pat.u.s, pat.len)) != NULL; q += pat.len)
+            if (!tpl_list_push(A(vm), l, pat)) return oom(vm);
         *out = tpl_v_list(l);
         return 0;
     }
@@ -976,9 +1005,10 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!re) return -1;
     OnigRegion *reg = onig_region_new();
     size_t pos = 0;
+    bool rx_failed = false;
     while (pos <= s.len) {
-        long ms = rx_search(re, s, pos, reg);
-        if (ms < 0) break;
+        long ms = rx_search(vm, re, s, pos, reg);
+        if (ms < 0) { rx_failed = ms == -2; break; }
         tpl_value item;
         if (reg->num_regs > 1) {
             tpl_list *g = new_list(vm, (uint32_t)reg->num_regs - 1);
@@ -1000,6 +1030,7 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     onig_region_free(reg, 1);
     onig_free(re);
+    if (rx_failed) return -1;
     *out = tpl_v_list(l);
     return 0;
 }
@@ -1046,9 +1077,10 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!re) return -1;
         OnigRegion *reg = onig_region_new();
         size_t pos = 0, start = 0;
+        bool rx_failed = false;
         while (pos < s.len) {
-            long ms = rx_search(re, s, pos, reg);
-            if (ms < 0) break;
+            long ms = rx_search(vm, re, s, pos, reg);
+            if (ms < 0) { rx_failed = ms == -2; break; }
             long me = reg->end[0];
             if (me == ms) {
                 if ((size_t)ms >= s.len) break;
@@ -1071,6 +1103,7 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
         onig_region_free(reg, 1);
         onig_free(re);
+        if (rx_failed) return -1;
     } else {
         if (want_pattern(vm, a[1]) < 0) return -1;
         tpl_value sep = a[1];
@@ -1078,14 +1111,10 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (sep.len == 0) {
             return tpl_to_list(vm, s, &l) < 0 ? -1 : (*out = tpl_v_list(l), 0);
         }
-        for (size_t i = 0; i + sep.len <= s.len;) {
-            if (memcmp(s.u.s + i, sep.u.s, sep.len) == 0) {
-                tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, i - start));
-                i += sep.len;
-                start = i;
-            } else {
-                i++;
-            }
+        for (const char *q; (q = tpl_memmem(s.u.s + start, s.len - start, sep.u.s, sep.len)) != NULL;) {
+            size_t i = (size_t)(q - s.u.s);
+            if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, i - start))) return oom(vm);
+            start = i + sep.len;
         }
         tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
     }
@@ -1252,11 +1281,11 @@ int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
         OnigRegex re = rx_compile(vm, k);
         if (!re) return -1;
         OnigRegion *reg = onig_region_new();
-        long ms = rx_search(re, s, 0, reg);
+        long ms = rx_search(vm, re, s, 0, reg);
         *out = ms >= 0 ? tpl_v_str(s.u.s + ms, (size_t)(reg->end[0] - ms)) : tpl_v_none();
         onig_region_free(reg, 1);
         onig_free(re);
-        return 0;
+        return ms == -2 ? -1 : 0;
     }
     if (is_range(k)) {
         if (!range_span(k, len, &b, &n)) { *out = tpl_v_none(); return 0; }
@@ -1587,7 +1616,7 @@ int r_arr_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int64_t n = 0;
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) {
-        if (tpl_given(a[1])) { bool eq; if (tpl_vm_rb_equal(vm, l->items[i], a[1], &eq) < 0) return -1; n += eq; }
+        if (tpl_given(a[1])) { bool eq = false; if (tpl_vm_rb_equal(vm, l->items[i], a[1], &eq) < 0) return -1; n += eq; }
         else if (blk.pc) { YIELD(blk, &l->items[i], 1, &r); n += tpl_truthy_rb(r); }
         else n++;
     }
@@ -1625,7 +1654,7 @@ int r_arr_include_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     for (uint32_t i = 0; i < l->len; i++) {
-        bool eq;
+        bool eq = false;
         if (tpl_vm_rb_equal(vm, l->items[i], a[1], &eq) < 0) return -1;
         if (eq) { *out = tpl_v_bool(true); return 0; }
     }
@@ -1639,7 +1668,7 @@ int r_arr_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_rb_block blk = tpl_vm_block(vm);
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) {
-        bool hit;
+        bool hit = false;
         if (tpl_given(a[1])) { if (tpl_vm_rb_equal(vm, l->items[i], a[1], &hit) < 0) return -1; }
         else { YIELD(blk, &l->items[i], 1, &r); hit = tpl_truthy_rb(r); }
         if (hit) { *out = tpl_v_int(i); return 0; }
@@ -2191,7 +2220,7 @@ int r_hash_value_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_map *m = M_(a[0]);
     for (uint32_t i = 0; i < m->len; i++) {
-        bool eq;
+        bool eq = false;
         if (tpl_vm_rb_equal(vm, m->e[i].val, a[1], &eq) < 0) return -1;
         if (eq) { *out = tpl_v_bool(true); return 0; }
     }

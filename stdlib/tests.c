@@ -196,7 +196,7 @@ int t_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
         return undef_operand(vm, a[0], a[1]);
-    bool eq;
+    bool eq = false;
     if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
         return -1;
     RET(eq);
@@ -206,7 +206,7 @@ int t_ne(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
         return undef_operand(vm, a[0], a[1]);
-    bool eq;
+    bool eq = false;
     if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
         return -1;
     RET(!eq);
@@ -261,7 +261,7 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         return 0;
     case TPL_T_LIST:
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
-            bool eq;
+            bool eq = false;
             if (tpl_vm_equal(vm, seq.u.list->items[i], item, &eq) < 0)
                 return -1;
             if (eq) {

@@ -124,9 +124,54 @@ static void test_shared_structure(void)
     expect("erb == identical", E, rep(ep, eb, 60, "<%= x == x %>"), lim, NULL, 0, "true");
 }
 
+/* Substring search is linear (tpl_memmem / tpl_memrmem): a needle of 400,000 bytes that almost
+ * matches everywhere in 4,000,000 bytes was 1.6e12 byte compares. Python and Ruby answer at once. */
+static void test_substring_search(void)
+{
+    tpl_limits lim = { .fuel = 2000000, .max_memory = 64 << 20 };
+    const char *jp = "{% set h = 'a' * 4000000 %}{% set n = 'a' * 400000 + 'b' %}{% set r = 'b' + 'a' * 400000 %}";
+    static const struct { const char *name, *tail, *want; } jc[] = {
+        { "jinja find", "{{ h.find(n) }}", "-1" },
+        { "jinja rfind", "{{ h.rfind(r) }}", "-1" },
+        { "jinja rfind hit", "{{ (h + r + h).rfind(r) }}", "4000000" },
+        { "jinja index", "{{ (h + n).index(n) }}", "4000000" },
+        { "jinja count", "{{ h.count(n) }}", "0" },
+        { "jinja replace", "{{ h.replace(n, 'x')|length }}", "4000000" },
+        { "jinja split", "{{ h.split(n)|length }} {{ h.rsplit(r)|length }}", "1 1" },
+        { "jinja partition", "{{ h.partition(n)[0]|length }} {{ h.rpartition(r)[2]|length }}", "4000000 4000000" },
+        { "jinja in", "{{ n in h }}", "False" },
+    };
+    for (size_t i = 0; i < sizeof jc / sizeof *jc; i++) {
+        char *src = rep(jp, jc[i].tail, 1, "");
+        expect(jc[i].name, J, src, lim, NULL, 0, jc[i].want);
+    }
+    const char *ep = "<% h = 'a' * 4000000; n = 'a' * 400000 + 'b' %>";
+    static const struct { const char *name, *tail, *want; } ec[] = {
+        { "erb include?", "<%= h.include?(n) %>", "false" },
+        { "erb sub", "<%= h.sub(n, 'x').size %>", "4000000" },
+        { "erb gsub", "<%= h.gsub(n, 'x').size %>", "4000000" },
+        { "erb scan", "<%= h.scan(n).size %>", "0" },
+        { "erb split", "<%= h.split(n).size %>", "1" },
+        { "erb []", "<%= h[n].inspect %>", "nil" },
+    };
+    for (size_t i = 0; i < sizeof ec / sizeof *ec; i++)
+        expect(ec[i].name, E, rep(ep, ec[i].tail, 1, ""), lim, NULL, 0, ec[i].want);
+    /* a catastrophic regex: Oniguruma's retry limits end it (Ruby 3.1 runs for minutes) */
+    const char *rx = "<% h = 'a' * 30 + '!' %>";
+    expect("erb =~ backtracking", E, rep(rx, "<%= h =~ /^(a|a)*$/ %>", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "backtracking limit");
+    expect("erb gsub backtracking", E, rep(rx, "<%= h.gsub(/(a|a)*$/, 'x') %>", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "backtracking limit");
+    expect("erb scan backtracking", E, rep(rx, "<%= h.scan(/(a|a)*$/).size %>", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "backtracking limit");
+    expect("erb match? backtracking", E, rep(rx, "<%= h.match?(/^(a|a)*$/) %>", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "backtracking limit");
+}
+
 int main(void)
 {
     test_shared_structure();
+    test_substring_search();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
