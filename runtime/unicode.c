@@ -441,6 +441,16 @@ void tpl_py_case_from(tpl_sb *b, const char *s, size_t n, size_t i, bool upper)
     map_case(b, s, n, i, upper ? CASE_UPPER : CASE_LOWER);
 }
 
+/* Python's lower() of the one code point at s[at..end), with s[0..n) as its context (the final
+ * sigma rule), as CPython's swapcase applies lower_ucs4 to each uppercase character. */
+void tpl_py_lower_at(tpl_sb *b, const char *s, size_t n, size_t at, size_t end)
+{
+    size_t i = at;
+    uint32_t c;
+    if (next_or_copy(b, s, end, &i, &c))
+        put_lower(b, s, n, at, i, c);
+}
+
 /* Python str.lower (full mapping and the final-sigma rule). */
 void tpl_py_lower(tpl_sb *b, const char *s, size_t n) { map_case(b, s, n, 0, CASE_LOWER); }
 

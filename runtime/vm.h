@@ -147,6 +147,9 @@ void tpl_py_upper(tpl_sb *b, const char *s, size_t n);
 /* Python's upper() (or lower()) of s[i..n) appended to b; s[0..i) is context (lower's final sigma). */
 void tpl_py_case_from(tpl_sb *b, const char *s, size_t n, size_t i, bool upper);
 void tpl_py_lower(tpl_sb *b, const char *s, size_t n);
+/* Python's lower() of the code point at s[at..end) in the context of s[0..n): Σ becomes ς at the
+ * end of a word (CPython's final-sigma rule), as str.swapcase does ("ΣΑΣ".swapcase() == "σας"). */
+void tpl_py_lower_at(tpl_sb *b, const char *s, size_t n, size_t at, size_t end);
 void tpl_py_title(tpl_sb *b, const char *s, size_t n);
 void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n);
 /* NFC normalisation into the arena (for remembers). */

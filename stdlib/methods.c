@@ -1728,7 +1728,7 @@ int m_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
         size_t j = i;
         uint32_t c = tpl_utf8_next(s.u.s, s.len, &j);
         if (tpl_uc_isupper(c))
-            tpl_py_lower(&b, s.u.s + i, j - i);
+            tpl_py_lower_at(&b, s.u.s, s.len, i, j); /* in context: the final sigma */
         else if (tpl_uc_islower(c))
             tpl_py_upper(&b, s.u.s + i, j - i);
         else
