@@ -77,7 +77,10 @@ run lint a.jinja --format yaml
 check "lint --format is checked" '[ $rc -eq 2 ]'
 echo '{"stat": {"n": 5}}' > typo.golden.json
 run render a.jinja --golden typo.golden.json
-check "a misspelled golden key is an error, not an empty state" '[ $rc -eq 1 ] && grep -q "unknown key \"stat\"" err'
+check "a misspelled golden key is a located error, not an empty state" '[ $rc -eq 1 ] && grep -q "^typo.golden.json:1:2: error: unknown key \"stat\"" err'
+printf '[{"state": {"n": 1}},\n {"state": {"memroy": 1}, "memroy": ["x"]}]' > typos.golden.json
+run render a.jinja --golden typos.golden.json --case 1
+check "a misspelled key of a golden array's case is located in that case" '[ $rc -eq 1 ] && grep -q "^typos.golden.json:2:27: error: unknown key \"memroy\"" err'
 echo '{"state": {"n": 5}, "memory": ["x"]}' > ok.golden.json
 run render a.jinja --golden ok.golden.json
 check "a golden with state and memory renders" '[ $rc -eq 0 ] && [ "$(cat out)" = "Hi 5" ]'

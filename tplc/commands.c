@@ -120,6 +120,42 @@ int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, 
     return rc;
 }
 
+/* Where "key" appears as a key of the golden object in JSON text (the top-level object, or
+ * element `elem` of a top-level array when elem >= 0): line and column, 1-based, in code points,
+ * for a located error; 1:1 when it cannot be found (an escaped spelling). */
+static void locate_key(const char *text, size_t len, const char *key, long elem, uint32_t *line, uint32_t *col)
+{
+    size_t kl = strlen(key);
+    *line = 1, *col = 1;
+    uint32_t l = 1, c = 1;
+    int depth = 0, want = elem >= 0 ? 2 : 1;
+    long index = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (ch == '"') {
+            if (depth == want && (elem < 0 || index == elem) && i + kl + 1 < len && memcmp(text + i + 1, key, kl) == 0 &&
+                text[i + kl + 1] == '"') {
+                size_t j = i + kl + 2;
+                while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) j++;
+                if (j < len && text[j] == ':') { *line = l, *col = c; return; }
+            }
+            /* skip the string */
+            for (i++, c++; i < len && text[i] != '"'; i++) {
+                if (text[i] == '\\') { i++; c++; continue; }
+                if (text[i] == '\n') l++, c = 1; /* invalid JSON, but keep counting */
+                else if (((unsigned char)text[i] & 0xC0) != 0x80) c++;
+            }
+            c++;
+            continue;
+        }
+        if (ch == '{' || ch == '[') depth++;
+        else if (ch == '}' || ch == ']') depth--;
+        else if (ch == ',' && depth == 1 && elem >= 0) index++;
+        if (ch == '\n') l++, c = 1;
+        else if (((unsigned char)ch & 0xC0) != 0x80) c++;
+    }
+}
+
 /* The keys a Pinecall golden holds; any other key (a misspelling) is an error. */
 static const char *const golden_keys[] = { "state", "memory" };
 
@@ -172,8 +208,13 @@ static int load_golden(const tplc_opts *o, tpl_render *r, const char *path, cons
         bool known = false;
         for (size_t i = 0; i < sizeof golden_keys / sizeof *golden_keys; i++) known |= strcmp(key, golden_keys[i]) == 0;
         if (!known) {
-            fprintf(stderr, "%s: error: unknown key \"%s\" in the golden (a golden holds \"state\" and \"memory\")\n",
-                    path, key);
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown key \"%.100s\" in the golden (a golden holds \"state\" and \"memory\")", key);
+            tpl_error e = { 0 };
+            e.status = TPL_ERR_STATE;
+            e.message = msg;
+            locate_key(text, len, key, json_is_array(root) ? o->case_n : -1, &e.line, &e.column);
+            print_json_error(path, text, len, &e);
             json_decref(root);
             return EXIT_TEMPLATE;
         }
