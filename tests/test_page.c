@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include "tpl.h"
 #include "tpl_page.h"
+#include "../page/page_json.h"
 
 static int npass, nfail;
 
@@ -421,6 +422,58 @@ static void test_in_memory(void)
     tpl_error_clear(&err);
 }
 
+/* The page's state scanner (page/page_json.c) may only take what the real parsers take: over
+ * mutations of a few states, whenever pj_scan_object says 1, jansson (strict, no duplicate keys)
+ * and tpl's state parser accept the text, with the same keys and equal values. */
+static void test_scanner(void)
+{
+    static const char *const seeds[] = {
+        "{\"stage\": \"schedule\", \"n\": -12, \"x\": 1.5e3, \"ok\": true, \"p\": null, \"l\": [1, {\"a\": \"\\u00e9\\n\"}]}",
+        "{\"name\": \"Clínica\", \"big\": 123456789012345678, \"f\": 0.1, \"e\": [], \"o\": {}}",
+        " { \"a\" : [ [ [ ] ] ] , \"b\" : \"\\\"q\\\\\" } ",
+    };
+    static const char alphabet[] = "{}[]\",:\\ \n0123456789-+.eEtrufalsn\x80\xc3\xa9\xed\xa0\xf4\x90u";
+    uint64_t rng = 0x9e3779b97f4a7c15u;
+    pj_entry *ents = NULL;
+    size_t nents = 0, cap = 0;
+    int taken = 0, bad = 0;
+    tpl_render *r = tpl_render_new(NULL);
+    for (int it = 0; it < 30000; it++) {
+        char buf[512];
+        const char *seed = seeds[it % 3];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n);
+        for (int m = 0; m < 1 + it % 3; m++) {
+            rng = rng * 6364136223846793005u + 1442695040888963407u;
+            size_t at = (size_t)(rng >> 33) % (n ? n : 1);
+            char ch = alphabet[(rng >> 20) % (sizeof alphabet - 1)];
+            int op = (int)((rng >> 12) % 3);
+            if (op == 0 && n) buf[at] = ch;
+            else if (op == 1 && n + 1 < sizeof buf) { memmove(buf + at + 1, buf + at, n - at); buf[at] = ch; n++; }
+            else if (n) { memmove(buf + at, buf + at + 1, n - at - 1); n--; }
+        }
+        int rc = pj_scan_object(buf, n, &ents, &nents, &cap);
+        if (rc != 1) continue;
+        taken++;
+        json_error_t je;
+        json_t *j = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+        bool ok = j && json_is_object(j) && json_object_size(j) == nents &&
+                  tpl_render_set_state_json(r, buf, n) == TPL_OK;
+        for (size_t i = 0; ok && i < nents; i++) {
+            char key[256];
+            snprintf(key, sizeof key, "%.*s", (int)ents[i].klen, ents[i].key);
+            json_t *v = json_loadb(ents[i].val, ents[i].vlen, JSON_DECODE_ANY, &je);
+            ok = v && json_object_get(j, key) && json_equal(v, json_object_get(j, key));
+            json_decref(v);
+        }
+        json_decref(j);
+        if (!ok && bad++ < 5) fprintf(stderr, "scanner took what a parser refuses: %.*s\n", (int)n, buf);
+    }
+    free(ents);
+    tpl_render_free(r);
+    CHECK(bad == 0 && taken > 1000, "state scanner: %d taken, %d wrongly", taken, bad);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "--steps")) {
@@ -449,6 +502,7 @@ int main(int argc, char **argv)
     }
     test_reads_located();
     test_claimed();
+    test_scanner();
     test_in_memory();
     test_bad_pages(argv[1]);
     test_steps(argv[1], "three", "steps.json", "phone", "expected.txt");
