@@ -10,6 +10,12 @@ passed=0 failed=0
 for t in test_core test_runtime test_stdlib test_erb; do
   if "${vg[@]}" "$b/tests/$t" >/tmp/tpl-vg-$t.log 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL valgrind $t"; tail -20 /tmp/tpl-vg-$t.log; fi
 done
+# the page layer: reads located, page folders, calls step by step, the state scanner (issue 18)
+if "${vg[@]}" "$b/tests/test_page" tests/page examples/front-desk >/tmp/tpl-vg-test_page.log 2>&1; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL valgrind test_page"; tail -20 /tmp/tpl-vg-test_page.log
+fi
 wrap=$(mktemp)
 printf '#!/bin/sh\nexec %s "%s" "$@"\n' "${vg[*]}" "$(cd "$b" && pwd)/tplc" > "$wrap"
 chmod +x "$wrap"
