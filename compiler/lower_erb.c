@@ -115,6 +115,25 @@ static void blocal_unset(erb_low *L, const erb_blocals *bl)
     }
 }
 
+/* Stores the value on the stack into block parameter p: a name (declared in the innermost scope) or
+ * a destructured `(a, b)` (the value's items, nil-padded, as Ruby's proc binding). */
+static void store_param(erb_low *L, tpl_node *p, int depth)
+{
+    if (p->kind == TPL_N_LIST) {
+        tpl_node *ps[64];
+        int k = 0;
+        for (tpl_node *q = p->a; q && k < 64; q = q->next) ps[k++] = q;
+        if (depth > 32 || k == 0) { tpl_c_error(C, p->off, "unsupported block parameters"); return; }
+        tpl_c_at(C, p->off);
+        tpl_c_emit(C, TPL_OP_UNPACK_RB, (uint32_t)k, k - 1);
+        for (int i = k - 1; i >= 0; i--) store_param(L, ps[i], depth + 1);
+        return;
+    }
+    uint32_t slot = tpl_c_declare(C, p->val);
+    tpl_c_at(C, p->off);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+}
+
 /* Binds the block parameters from the value(s) on the stack: `count` values pushed. */
 static void bind_params(erb_low *L, tpl_node *params, int pushed)
 {
@@ -128,9 +147,7 @@ static void bind_params(erb_low *L, tpl_node *params, int pushed)
     /* pushed values: first..last; drop extras, store last parameter first */
     for (int i = pushed - 1; i >= 0; i--) {
         if (i >= np) { tpl_c_emit(C, TPL_OP_POP, 0, -1); continue; }
-        uint32_t slot = tpl_c_declare(C, ps[i]->val);
-        tpl_c_at(C, ps[i]->off);
-        tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+        store_param(L, ps[i], 0);
     }
 }
 
@@ -155,11 +172,7 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     tpl_node *ps[64];
     int k = 0;
     for (tpl_node *p = blk->a; p; p = p->next) ps[k++] = p;
-    for (int i = np - 1; i >= 0; i--) {
-        uint32_t slot = tpl_c_declare(C, ps[i]->val);
-        tpl_c_at(C, ps[i]->off);
-        tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
-    }
+    for (int i = np - 1; i >= 0; i--) store_param(L, ps[i], 0);
     blocal_unset(L, bl);
     erb_loop lc = { 0 };
     lc.parent = L->loop;
@@ -242,7 +255,10 @@ static void for_loop(erb_low *L, tpl_node *n)
     int k = 0;
     for (tpl_node *p = n->c; p; p = p->next) ps[k++] = p;
     if (np >= 2) tpl_c_emit(C, TPL_OP_UNPACK_RB, (uint32_t)np, np - 1);
-    for (int i = np - 1; i >= 0; i--) store_var(L, ps[i]->val, ps[i]->off);
+    for (int i = np - 1; i >= 0; i--) {
+        if (ps[i]->kind == TPL_N_LIST) { tpl_c_error(C, ps[i]->off, "unsupported Ruby construct: a destructured for variable"); return; }
+        store_var(L, ps[i]->val, ps[i]->off);
+    }
     body(L, n->b);
     tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
     uint32_t end = tpl_c_here(C);
@@ -282,6 +298,44 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
         tpl_c_pop_scope(C);
         blocal_unset(L, &bl);
     }
+}
+
+/* `recv.each_with_object(memo) { |x, acc| ... }`: a loop whose `acc` is a variable, so the body's
+ * `acc << x` / `acc[k] = v` (which store the new value back, values being immutable) carry to the
+ * next item; the value is acc at the end. */
+static bool each_with_object(erb_low *L, tpl_node *n, bool used)
+{
+    tpl_node *blk = n->c;
+    if (!n->b || n->b->next || n->b->kind != TPL_N_ARG || count_params(blk->a) != 2 || blk->a->next->kind != TPL_N_NAME)
+        return false;
+    erb_blocals bl = { .n = 0 };
+    blocal_scan(L, &bl, blk->a, blk->b, 0);
+    tpl_c_push_scope(C);
+    uint32_t acc = tpl_c_declare(C, blk->a->next->val);
+    expr(L, n->b->a);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, acc, -1);
+    expr(L, n->a);
+    uint32_t slot = tpl_c_slot(C);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, slot | (uint32_t)TPL_RB_EACH << 16, -1);
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.top = tpl_c_here(C);
+    L->loop = &lc;
+    tpl_c_emit(C, TPL_OP_FOR_NEXT, slot, 1);
+    uint32_t exit_pos = tpl_c_word(C, 0);
+    store_param(L, blk->a, 0);
+    blocal_unset(L, &bl);
+    body(L, blk->b);
+    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
+    uint32_t end = tpl_c_here(C);
+    tpl_c_patch_word(C, exit_pos, end);
+    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
+    L->loop = lc.parent;
+    if (used) load_local(L, acc, blk->a->next->val);
+    tpl_c_pop_scope(C);
+    blocal_unset(L, &bl);
+    return true;
 }
 
 /* ------------------------------------------------------------------ calls */
@@ -400,6 +454,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         int mode = loop_mode(n->val);
         if (mode >= 0) { loop_block(L, n, mode); return; }
     }
+    if (n->c && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
     erb_blocals bl = { .n = 0 };
     uint32_t bw = n->c ? block_sub(L, n->c, &bl) : 0;
     expr(L, n->a);

@@ -568,6 +568,19 @@ static bool ruby_lex(rlex *L)
             i = e;
             continue;
         }
+        if (c == ':' && !was_value && i + 1 < n && strchr("+-*/%<>=!~^&|[", s[i + 1]) && s[i + 1] != 0) {
+            /* operator symbols (:+, :<=>, :[] ...), as inject(:+) and send use them */
+            static const char *const ops[] = { "[]=", "[]", "**", "<=>", "===", "==", "=~", "!=", "!~", "<<", ">>", "<=", ">=",
+                                               "+@", "-@", "+", "-", "*", "/", "%", "<", ">", "!", "~", "^", "&", "|", NULL };
+            size_t ol = 0;
+            for (int k = 0; ops[k] && !ol; k++)
+                if (i + 1 + strlen(ops[k]) <= n && memcmp(s + i + 1, ops[k], strlen(ops[k])) == 0) ol = strlen(ops[k]);
+            if (ol) {
+                push_tok(L, TK_SYMBOL, st, ol + 1);
+                i += ol + 1;
+                continue;
+            }
+        }
         if (c == ':' && i + 1 < n && (ident_start((unsigned char)s[i + 1]) || s[i + 1] == '"')) {
             size_t e = i + 1;
             if (s[e] == '"') {
@@ -1117,6 +1130,12 @@ tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t)
     }
     n->val = tpl_v_str(c->src + t.off + 1, e - 2);
     n->op = op;
+    for (size_t i = 0; i + 1 < n->val.len; i++)
+        if (n->val.u.s[i] == '\\') i++;
+        else if (n->val.u.s[i] == '#' && n->val.u.s[i + 1] == '{') {
+            tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "unsupported Ruby construct: interpolation (#{}) in a regex literal");
+            break;
+        }
     return n;
 }
 

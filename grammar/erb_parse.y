@@ -247,8 +247,11 @@ block(A) ::= DO(T) block_params(P) compstmt(B) END. { A = NODE(RBLOCK, T.off, P,
 block_params(A) ::= . { A = NULL; }
 block_params(A) ::= BAR BAR. { A = NULL; }
 block_params(A) ::= BAR params(P) BAR. { A = P; }
-params(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
-params(A) ::= params(L) COMMA IDENT(T). { A = tpl_node_append(L, tpl_p_name(ctx, T)); }
+params(A) ::= param(P). { A = P; }
+params(A) ::= params(L) COMMA param(P). { A = tpl_node_append(L, P); }
+param(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
+/* |(k, v), acc|: a destructured parameter (a LIST of names) */
+param(A) ::= LPAREN(T) params(L) RPAREN. { A = NODE(LIST, T.off, L, NULL); }
 
 call_args(A) ::= call_arg(X). { A = X; }
 call_args(A) ::= call_args(L) COMMA call_arg(X). { A = tpl_node_append(L, X); }

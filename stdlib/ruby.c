@@ -473,6 +473,34 @@ static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos
     return tpl_vm_call_builtin(vm, id, pos, npos + 1, kwn, kwv, nkw, out);
 }
 
+/* Regexp.escape / Regexp.quote (rb_reg_quote): a backslash before [ ] { } ( ) | - * . \\ ? + ^ $ # and
+ * space; tab, newline, CR, FF and VT as \\t \\n \\r \\f \\v. */
+static int regexp_escape(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (size_t i = 0; i < v.len; i++) {
+        char c = v.u.s[i];
+        switch (c) {
+        case '[': case ']': case '{': case '}': case '(': case ')': case '|': case '-': case '*': case '.': case '\\':
+        case '?': case '+': case '^': case '$': case '#': case ' ':
+            tpl_sb_putc(&b, '\\');
+            tpl_sb_putc(&b, c);
+            break;
+        case '\t': tpl_sb_puts(&b, "\\t"); break;
+        case '\n': tpl_sb_puts(&b, "\\n"); break;
+        case '\r': tpl_sb_puts(&b, "\\r"); break;
+        case '\f': tpl_sb_puts(&b, "\\f"); break;
+        case '\v': tpl_sb_puts(&b, "\\v"); break;
+        default: tpl_sb_putc(&b, c); break;
+        }
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
@@ -483,6 +511,9 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
         tpl_value *hit = tpl_map_get_str(self.u.map, name, n, tpl_hash_str(name, n));
         if (hit) { *out = *hit; return 0; }
     }
+    if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 6 && memcmp(self.u.s, "Regexp", 6) == 0 &&
+        ((n == 6 && memcmp(name, "escape", 6) == 0) || (n == 5 && memcmp(name, "quote", 5) == 0)) && npos == 1 && nkw == 0)
+        return regexp_escape(vm, args[0], out);
     tpl_builtin_kind k[3];
     int nk = kinds_for(self, k);
     for (int i = 0; i < nk; i++) {
@@ -2026,11 +2057,70 @@ int r_arr_each_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* acc.send(op, x) for inject(:op): Ruby's arithmetic on numbers, + on strings and arrays, else the
+ * method of that name. */
+static int send_op(tpl_vm *vm, tpl_value op, tpl_value acc, tpl_value x, tpl_value *out)
+{
+    bool ints = acc.type == TPL_T_INT && x.type == TPL_T_INT, nums = is_num(acc) && is_num(x);
+    if (op.len == 1 && nums && strchr("+-*", op.u.s[0])) {
+        int64_t r;
+        if (ints) {
+            bool ovf = op.u.s[0] == '+' ? __builtin_add_overflow(acc.u.i, x.u.i, &r)
+                     : op.u.s[0] == '-' ? __builtin_sub_overflow(acc.u.i, x.u.i, &r) : __builtin_mul_overflow(acc.u.i, x.u.i, &r);
+            if (ovf) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+            *out = tpl_v_int(r);
+            return 0;
+        }
+        double p = dbl(acc), q = dbl(x);
+        *out = tpl_v_float(op.u.s[0] == '+' ? p + q : op.u.s[0] == '-' ? p - q : p * q);
+        return 0;
+    }
+    if (op.len == 1 && op.u.s[0] == '+' && acc.type == TPL_T_STR && x.type == TPL_T_STR) return tpl_vm_concat(vm, acc, x, out);
+    if (op.len == 1 && op.u.s[0] == '+' && is_array(acc) && is_array(x))
+        return tpl_vm_concat_list(vm, acc.u.list, x.u.list->items, x.u.list->len, out);
+    if (op.len == 1 && strchr("+-*/%", op.u.s[0])) {
+        int h = tpl_rb_arith(vm, op.u.s[0], acc, x, out);
+        if (h != 0) return h < 0 ? -1 : 0;
+        if (ints && x.u.i == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "divided by 0 (ZeroDivisionError)");
+        if (ints && op.u.s[0] == '/') {
+            int64_t qq = acc.u.i / x.u.i;
+            if ((acc.u.i % x.u.i != 0) && ((acc.u.i < 0) != (x.u.i < 0))) qq--;
+            *out = tpl_v_int(qq);
+            return 0;
+        }
+        if (ints) {
+            int64_t m = acc.u.i % x.u.i;
+            if (m != 0 && ((m < 0) != (x.u.i < 0))) m += x.u.i;
+            *out = tpl_v_int(m);
+            return 0;
+        }
+        if (nums && op.u.s[0] == '/') { *out = tpl_v_float(dbl(acc) / dbl(x)); return 0; }
+        return no_method(vm, acc, op.u.s, op.len);
+    }
+    tpl_value arg = x;
+    return tpl_rb_send(vm, acc, op.u.s, op.len, &arg, 1, NULL, NULL, 0, out);
+}
+
 int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
-    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "inject without a block is not supported");
+    if (!blk.pc) {
+        /* inject(:+) / inject(init, :+) */
+        tpl_value op = tpl_given(a[2]) ? a[2] : a[1];
+        if (!tpl_given(op)) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
+        if (op.type != TPL_T_STR) return type_error(vm, "Symbol", op);
+        uint32_t k = 0;
+        tpl_value acc;
+        if (tpl_given(a[2])) acc = a[1];
+        else if (l->len) acc = l->items[k++];
+        else { *out = tpl_v_none(); return 0; }
+        for (; k < l->len; k++)
+            if (send_op(vm, op, acc, l->items[k], &acc) < 0) return -1;
+        *out = acc;
+        return 0;
+    }
+    if (tpl_given(a[2])) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 2, expected 0..1) (ArgumentError)");
     uint32_t i = 0;
     tpl_value acc;
     if (tpl_given(a[1])) acc = a[1];
