@@ -105,8 +105,21 @@ static void set_error(tpl_error *err, tpl_status st, const char *name, const cha
     err->source_line = source_line(src, n, off);
 }
 
+/* Fills err with an unlocated TPL_ERR_USAGE error (a NULL argument) and returns the status. */
+static tpl_status usage_error(tpl_error *err, const char *name, const char *msg)
+{
+    if (err) {
+        tpl_error_clear(err);
+        err->status = TPL_ERR_USAGE;
+        err->message = dupstr(msg);
+        err->file = dupstr(name ? name : "<template>");
+    }
+    return TPL_ERR_USAGE;
+}
+
 tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile)
 {
+    if (!o) return TPL_ERR_USAGE;
     tpl_options base = { 0 };
     base.syntax = syntax;
     if (!profile || strcmp(profile, "jinja2") == 0) {
@@ -136,7 +149,9 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
 tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *err)
 {
+    if (!out) return usage_error(err, name, "tpl_compile: out is NULL");
     *out = NULL;
+    if (!src) return usage_error(err, name, "tpl_compile: src is NULL");
     tpl_options o = { 0 };
     if (opts) o = *opts;
     size_t bad;
@@ -271,6 +286,8 @@ static bool host_op(const tpl_program *p, size_t pc, tpl_host_kind *kind, const 
 
 size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size_t cap)
 {
+    if (!p) return 0;
+    if (!out) cap = 0;
     size_t n = 0;
     for (size_t pc = 0; pc < p->ncode; pc += 1 + tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra) {
         tpl_host_kind kind, k2;
@@ -288,6 +305,7 @@ size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size
 
 size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap)
 {
+    if (!p) return 0;
     size_t n = p->deps ? p->deps->len : 0;
     for (size_t i = 0; i < n && i < cap; i++) {
         if (names) names[i] = p->deps->items[i].u.s;
@@ -298,6 +316,8 @@ size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t
 
 size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
 {
+    if (!p) return 0;
+    if (!out) max = 0;
     for (size_t i = 0; i < p->ntrcalls && i < max; i++) {
         const tpl_trcall *t = &p->trcalls[i];
         tpl_tr_call r = { NULL, 0, 0, 0 };
@@ -380,6 +400,7 @@ static void dis_operand(tpl_sb *b, const tpl_program *p, char f, uint32_t v)
 
 char *tpl_disassemble(const tpl_program *p)
 {
+    if (!p) return NULL;
     tpl_sb b;
     tpl_sb_init(&b, NULL);
     tpl_sb_printf(&b, "; %s: %zu words, %zu constants, %zu names, %u slots, %zu macros\n", p->name, p->ncode,
@@ -427,6 +448,7 @@ char *tpl_disassemble(const tpl_program *p)
 
 char *tpl_error_format(const tpl_error *err)
 {
+    if (!err) return NULL;
     tpl_sb b;
     tpl_sb_init(&b, NULL);
     if (err->line) {

@@ -123,8 +123,9 @@ static void put_value(tpl_sb *b, const tpl_value *v)
 
 tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len)
 {
-    *out = NULL;
-    *len = 0;
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (!p || !out || !len) return TPL_ERR_USAGE;
     bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
     tpl_sb b;
     tpl_sb_init(&b, NULL);
@@ -289,6 +290,11 @@ static tpl_status corrupt(tpl_program *p, tpl_error *err, const char *name, cons
 
 tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err)
 {
+    if (out) *out = NULL;
+    if (!out || !data) {
+        fill_error(err, TPL_ERR_USAGE, name, out ? "tpl_program_load: data is NULL" : "tpl_program_load: out is NULL");
+        return TPL_ERR_USAGE;
+    }
     *out = NULL;
     if (!data || len < HEADER || !tpl_is_tplb(data, len)) return corrupt(NULL, err, name, "bad magic or too short");
     rd r = { data, len, sizeof MAGIC, false };
@@ -426,6 +432,12 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
 
 tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err)
 {
+    if (out) *out = NULL;
+    if (!out || !sp) {
+        fill_error(err, TPL_ERR_USAGE, NULL,
+                   out ? "tpl_program_load_static: the program is NULL" : "tpl_program_load_static: out is NULL");
+        return TPL_ERR_USAGE;
+    }
     *out = NULL;
     if (!sp || sp->magic != TPL_STATIC_MAGIC || sp->version != TPL_TPLB_VERSION || sp->syntax > TPL_SYNTAX_FMT ||
         sp->options > 63) {
@@ -558,8 +570,9 @@ static bool c_ident(const char *s)
 
 tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len)
 {
-    *out = NULL;
-    *len = 0;
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (!p || !out || !len || !symbol) return TPL_ERR_USAGE;
     if (!c_ident(symbol)) return TPL_ERR_USAGE;
     const char *sym = symbol;
     bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
@@ -632,6 +645,7 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
 
 size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap)
 {
+    if (!p) return 0;
     size_t n = tpl_program_reads_idx(p, NULL, 0);
     uint32_t *idx = malloc((n + 1) * sizeof *idx);
     if (!idx) return 0;
@@ -672,6 +686,8 @@ static const tpl_value *call_attr(const tpl_program *p, size_t pc)
 
 size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap)
 {
+    if (!p) return 0;
+    if (!out) cap = 0;
     uint8_t *at = calloc(p->ncode + 1, 1);
     if (!at || !tpl_program_read_pcs(p, at)) { free(at); return 0; }
     size_t k = 0, r = 0;
@@ -727,6 +743,6 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
     return k;
 }
 
-const tpl_options *tpl_program_options(const tpl_program *p) { return &p->opts; }
+const tpl_options *tpl_program_options(const tpl_program *p) { return p ? &p->opts : NULL; }
 
-uint64_t tpl_program_source_hash(const tpl_program *p) { return p->source_hash; }
+uint64_t tpl_program_source_hash(const tpl_program *p) { return p ? p->source_hash : 0; }

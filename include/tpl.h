@@ -9,6 +9,18 @@
  *    thread with its own tpl_render.
  *  - Errors never longjmp through host frames: a failing call returns a status and fills the
  *    tpl_error record of the object it was called on.
+ *  - NULL (issue 13 §3): a function given a NULL object or a NULL output pointer returns
+ *    TPL_ERR_USAGE (when it has a tpl_render or tpl_error record, with "FN: WHAT is NULL" in
+ *    it) and writes nothing else; functions without a status tolerate NULL as stated on each
+ *    (free-style functions do nothing, queries return 0/NULL). Optional arguments say so.
+ *  - Re-entrancy: while a render context renders (or parses state, adds a fact, sets `call`),
+ *    the host callbacks it runs (host functions, remembers, allocator) must not change it:
+ *    such a call returns TPL_ERR_USAGE (a void function does nothing) and tpl_render_error
+ *    reports "render context busy"; the running render goes on unaffected. Other render
+ *    contexts may be used freely from a callback.
+ *  - Text from the host (facts, `call` channel/medium, language, tr keys, host function
+ *    results) must be UTF-8: invalid UTF-8 is refused with TPL_ERR_VALUE, so it never reaches
+ *    the output; JSON text (state, catalogs, JSON results) is refused as invalid JSON.
  */
 #ifndef TPL_H
 #define TPL_H
@@ -82,8 +94,9 @@ typedef char *(*tpl_loader_fn)(void *data, const char *name, size_t name_len, si
  * the result is None/nil. It returns 0 on success and nonzero on failure: the render then stops
  * with TPL_ERR_RAISED and an error located at the call, "host function 'NAME' failed" plus the
  * message given to tpl_host_fail, if any. Nothing unwinds through host frames (no longjmp).
- * A host function must not call tpl_render_run (or any other function) on the render context
- * that is calling it; it may use other render contexts. */
+ * A host function may not change the render context that is calling it: tpl_render_run and
+ * the other changing functions on it return TPL_ERR_USAGE ("render context busy"); it may use
+ * other render contexts. */
 
 /* One call of a host function. Every pointer is borrowed for the duration of the call. */
 typedef struct tpl_host_call {
@@ -111,12 +124,18 @@ typedef struct tpl_host_func {
 } tpl_host_func;
 
 /* Sets the call's result from JSON text (borrowed; parsed and copied into the render). Returns
- * TPL_ERR_VALUE for invalid JSON (the call then fails), TPL_ERR_NOMEM on allocation failure. */
+ * TPL_ERR_VALUE for invalid JSON, including invalid UTF-8 (the call then fails: the render stops
+ * with TPL_ERR_VALUE, "host function 'NAME' failed: invalid result JSON: ..." — TPL_ERR_RAISED
+ * when the function also returns nonzero), TPL_ERR_NOMEM on allocation failure, TPL_ERR_USAGE
+ * when call or json is NULL (the result is then unchanged). */
 TPL_API tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t len);
-/* Sets the call's result to a string (borrowed; copied). TPL_ERR_NOMEM on allocation failure. */
+/* Sets the call's result to a string (borrowed; copied). TPL_ERR_NOMEM on allocation failure;
+ * TPL_ERR_VALUE when s is not UTF-8 (the call then fails as for invalid JSON above);
+ * TPL_ERR_USAGE when call or s is NULL. */
 TPL_API tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len);
 /* Gives the reason of a failure (NUL-terminated, borrowed; copied): the render's error message
- * becomes "host function 'NAME' failed: MSG" when the function then returns nonzero. */
+ * becomes "host function 'NAME' failed: MSG" when the function then returns nonzero. NULL call:
+ * nothing; NULL msg: no reason. */
 TPL_API void tpl_host_fail(tpl_host_call *call, const char *msg);
 
 /* Compile-time options. Zero-initialise, then set fields; tpl_options_profile() fills a profile.
@@ -144,8 +163,9 @@ typedef struct tpl_options {
     size_t nhost_funcs;
 } tpl_options;
 
-/* Fills *o with the named profile for the syntax; returns TPL_ERR_USAGE for an unknown name or
- * a profile that does not apply to the syntax ("jinja2" and "hf" are Jinja-only). */
+/* Fills *o with the named profile for the syntax (keeping o's loader and loader_data); returns
+ * TPL_ERR_USAGE for an unknown name, a profile that does not apply to the syntax ("jinja2" and
+ * "hf" are Jinja-only) or a NULL o. A NULL profile is the syntax's defaults. */
 TPL_API tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile);
 
 /* Limits of one render. 0 means the default given beside each field. */
@@ -172,25 +192,29 @@ typedef struct tpl_allocator {
     void *data;
 } tpl_allocator;
 
-/* Compiles a template. `name` is used in diagnostics (borrowed; copied). `src` is borrowed: the
- * program owns copies of every string it needs. On success *out is a new program the caller
- * frees with tpl_program_free. On failure returns TPL_ERR_SYNTAX (or NOMEM) and, when err is not
+/* Compiles a template. `name` is used in diagnostics (borrowed; copied; NULL: "<template>").
+ * `src` is borrowed: the program owns copies of every string it needs. opts NULL: all defaults
+ * (Jinja2's). On success *out is a new program the caller frees with tpl_program_free. On
+ * failure returns TPL_ERR_SYNTAX (or NOMEM; USAGE when src or out is NULL) and, when err is not
  * NULL, fills *err; the strings in *err stay valid until tpl_error_clear(err). */
 TPL_API tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts,
                        tpl_program **out, tpl_error *err);
+/* Frees a program (NULL: nothing). */
 TPL_API void tpl_program_free(tpl_program *p);
-/* Releases the strings of an error record filled by tpl_compile (no-op on a zeroed record). */
+/* Releases the strings of an error record filled by tpl_compile or a loader (no-op on a zeroed
+ * record or NULL). */
 TPL_API void tpl_error_clear(tpl_error *err);
 
 /* Prints the program's disassembly (offset, opcode, operands, source line) to a malloc'd
- * string the caller frees with free(). NULL on allocation failure. */
+ * string the caller frees with free(). NULL on allocation failure or when p is NULL. */
 TPL_API char *tpl_disassemble(const tpl_program *p);
 
 /* ---- render ---- */
 
 /* A render context: arena, output buffer, state, facts, language. Reusable: render many times;
  * each render resets the arena, so a steady-state render allocates nothing. Not thread-safe:
- * one tpl_render per thread. Free with tpl_render_free. */
+ * one tpl_render per thread. Free with tpl_render_free. limits NULL: every default. Returns NULL
+ * when an allocation fails. */
 TPL_API tpl_render *tpl_render_new(const tpl_limits *limits);
 /* As tpl_render_new, with every block of the render context itself allocated through `alloc`
  * (copied; alloc->data is borrowed and must outlive the context): the context, the render arena
@@ -202,20 +226,25 @@ TPL_API tpl_render *tpl_render_new(const tpl_limits *limits);
  * Returns NULL when an allocation fails or when alloc lacks a callback. tpl_render_free returns
  * everything through alloc->free. */
 TPL_API tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *alloc);
+/* Frees a render context and everything it owns. NULL, or a call from a callback of r's own
+ * running render: nothing. */
 TPL_API void tpl_render_free(tpl_render *r);
 
 /* Sets the template variables from a JSON object (UTF-8 text, borrowed). The previous state is
  * dropped. Returns TPL_ERR_STATE with the JSON's own line and column in the render's error on
- * invalid JSON or when the top level is not an object. */
+ * invalid JSON (including invalid UTF-8) or when the top level is not an object; TPL_ERR_USAGE
+ * when r or json is NULL. */
 TPL_API tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);
 /* As tpl_render_set_state_json, reading the JSON from f (borrowed; read to the end of the
  * document, not closed) through a stdio buffer: the text is never whole in memory, which keeps
  * the peak of a large state down (tplc --state uses it). Errors as tpl_render_set_state_json;
- * a read error is TPL_ERR_STATE too. */
+ * a read error is TPL_ERR_STATE too; TPL_ERR_USAGE when r or f is NULL. */
 TPL_API tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f);
 /* Adds a fact that memory told this call (borrowed; copied). remembers(words) is true when some
- * fact contains words (both NFC-normalised, case-sensitive). */
+ * fact contains words (both NFC-normalised, case-sensitive). TPL_ERR_VALUE when the fact is not
+ * UTF-8; TPL_ERR_USAGE when r or fact is NULL. */
 TPL_API tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len);
+/* Forgets every fact (NULL r: nothing). */
 TPL_API void tpl_render_clear_facts(tpl_render *r);
 
 /* A host's own memory store for remembers(words) (Jinja global; ERB remembers? / remembers).
@@ -223,25 +252,30 @@ TPL_API void tpl_render_clear_facts(tpl_render *r);
  * UTF-8, not NUL-terminated, borrowed for the duration of the call only. Return 1 when the
  * store remembers the words, 0 when it does not, and -1 on failure: the render then stops with
  * TPL_ERR_RAISED and an error located at the remembers() call naming the host function
- * ("host function 'remembers' failed"). The callback must not call back into r (it may use
- * other render contexts). Nothing unwinds through the callback: tpl never longjmps. */
+ * ("host function 'remembers' failed"). Calls back into r get TPL_ERR_USAGE ("render context
+ * busy"; it may use other render contexts). Nothing unwinds through the callback: tpl never
+ * longjmps. */
 typedef int (*tpl_remembers_fn)(void *data, const char *words, size_t len);
 /* Sets (fn != NULL) or removes (fn == NULL) the host remembers callback of r. While it is set,
  * remembers() asks fn instead of the facts list (tpl_render_add_fact); `data` is passed to fn
- * as is (borrowed: it must stay valid while the callback is set). Persists across renders. */
+ * as is (borrowed: it must stay valid while the callback is set). Persists across renders.
+ * NULL r: nothing. */
 TPL_API void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data);
-/* Sets the `call` builtin: channel (phone|web|whatsapp) and medium (voice|text; NULL = whatsapp →
- * text, otherwise voice). Strings borrowed; copied. */
+/* Sets the `call` builtin: channel (phone|web|whatsapp; NULL = phone) and medium (voice|text;
+ * NULL = whatsapp → text, otherwise voice). Strings NUL-terminated, borrowed; copied.
+ * TPL_ERR_VALUE when one is not UTF-8, TPL_ERR_USAGE when one is 32 bytes or longer or r is
+ * NULL; the previous values are kept on failure. */
 TPL_API tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium);
 /* Sets call.claimed (DESIGN.md §3): the code the caller claimed (NUL-terminated UTF-8, at most
  * 63 bytes, borrowed; copied), or NULL for None/nil (the default). Persists across renders and
- * across tpl_render_set_call. TPL_ERR_USAGE when too long. */
+ * across tpl_render_set_call. TPL_ERR_USAGE when too long or r is NULL, TPL_ERR_VALUE when
+ * not UTF-8. */
 TPL_API tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claimed);
 /* Binds host functions (tpl_host_func, see above) for the programs rendered with r: a program's
  * call of host function NAME of kind K runs the entry with that name and kind. `funcs` is
  * borrowed and must stay valid (and unchanged) while it is set; NULL/0 removes the table.
  * Persists across renders. A call whose function is not bound is a located TPL_ERR_UNDEFINED
- * render error ("no host filter named 'NAME' in this render context"). */
+ * render error ("no host filter named 'NAME' in this render context"). NULL r: nothing. */
 TPL_API void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n);
 
 /* ---- translation: tr(text, lang=?) and format-string prompts (DESIGN.md §3) ----
@@ -250,18 +284,21 @@ TPL_API void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs
  * others are a fallback chain tried in order. Settings persist across renders until changed. */
 
 /* Appends a catalog parsed from JSON text (borrowed; copied). Returns TPL_ERR_STATE with the
- * JSON's line and column in the render's error on invalid JSON or a non-object top level,
- * TPL_ERR_NOMEM on allocation failure; the catalogs already added are kept either way. */
+ * JSON's line and column in the render's error on invalid JSON (including invalid UTF-8) or a
+ * non-object top level, TPL_ERR_NOMEM on allocation failure, TPL_ERR_USAGE when r or json is
+ * NULL; the catalogs already added are kept either way. */
 TPL_API tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len);
-/* Drops every catalog of this render context. */
+/* Drops every catalog of this render context (NULL r: nothing). */
 TPL_API void tpl_render_clear_catalogs(tpl_render *r);
 /* Sets the render language (NUL-terminated, borrowed; copied). NULL or "" means none: tr()
- * without an explicit lang then returns its text, and fmt templates are not translated. */
+ * without an explicit lang then returns its text, and fmt templates are not translated.
+ * TPL_ERR_VALUE when lang is not UTF-8; TPL_ERR_USAGE when r is NULL. */
 TPL_API tpl_status tpl_render_set_lang(tpl_render *r, const char *lang);
 /* Adds a tr_keys field (borrowed; copied): in a fmt prompt, state[name] (when present) is
- * replaced by tr(str(state[name])) before the template string is translated and formatted. */
+ * replaced by tr(str(state[name])) before the template string is translated and formatted.
+ * TPL_ERR_VALUE when name is not UTF-8; TPL_ERR_USAGE when r or name is NULL. */
 TPL_API tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len);
-/* Forgets every tr_keys field. */
+/* Forgets every tr_keys field (NULL r: nothing). */
 TPL_API void tpl_render_clear_tr_keys(tpl_render *r);
 
 /* A tr() call of a compiled program (for linting and catalog extraction). */
@@ -271,19 +308,26 @@ typedef struct tpl_tr_call {
     uint32_t line, column;  /* where the call is (1-based; column in code points) */
 } tpl_tr_call;
 /* Fills out[0..max) with the program's tr() calls in source order (a fmt prompt counts as one
- * call on its whole template string) and returns how many there are (may exceed max). */
+ * call on its whole template string) and returns how many there are (may exceed max). NULL p:
+ * 0; NULL out: only counts. */
 TPL_API size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max);
 
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
- * (tpl_render_error) holds the status, message and template location. */
+ * (tpl_render_error) holds the status, message and template location. NULL p (say, after a
+ * failed load), out or out_len: TPL_ERR_USAGE (in the render's error when r is not NULL);
+ * *out and *out_len are NULL/0 on every failure. From a callback of r's own render:
+ * TPL_ERR_USAGE "render context busy", and the running render is unaffected. */
 TPL_API tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len);
-/* The last error of this render context (valid until the next call on r). */
+/* The last error of this render context (valid until the next call on r; status TPL_OK after a
+ * successful call). Never NULL: for a NULL r a constant TPL_ERR_USAGE record "no render
+ * context (NULL)", and from a callback of r's own running render a constant TPL_ERR_USAGE
+ * record "render context busy". */
 TPL_API const tpl_error *tpl_render_error(const tpl_render *r);
 
 /* Formats an error as "FILE:LINE:COL: error: MESSAGE\n  source line\n  caret\n" into a malloc'd
- * string the caller frees. `src` (borrowed, may be NULL) supplies the source line when the record
- * has none. */
+ * string the caller frees (err is borrowed). Returns NULL on allocation failure or when err is
+ * NULL. */
 TPL_API char *tpl_error_format(const tpl_error *err);
 
 
@@ -302,10 +346,11 @@ enum {
  * version, little-endian fields, CRC-32 of the payload, the options it was compiled with, code,
  * constants, names, span table, macros, reads-set, source hash and (unless stripped) the
  * normalised source. On TPL_OK *out is a malloc'd buffer of *len bytes the caller frees with
- * free(). Returns TPL_ERR_NOMEM on allocation failure. p is borrowed. */
+ * free(). Returns TPL_ERR_NOMEM on allocation failure, TPL_ERR_USAGE when p, out or len is NULL
+ * (*out and *len, when given, are then NULL/0). p is borrowed. */
 TPL_API tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len);
 
-/* True when data starts with the .tplb magic (it may still be corrupt). */
+/* True when data starts with the .tplb magic (it may still be corrupt); false for NULL data. */
 TPL_API bool tpl_is_tplb(const void *data, size_t len);
 
 /* Loads a program from .tplb bytes (borrowed: the program owns copies of everything it needs, so
@@ -314,14 +359,14 @@ TPL_API bool tpl_is_tplb(const void *data, size_t len);
  * indexes and operand stack depth on every path; hostile bytes give TPL_ERR_CORRUPT (or
  * TPL_ERR_NOMEM), never a crash. `name` (borrowed, may be NULL) names the bytes in the error.
  * On TPL_OK *out is a new program freed with tpl_program_free. On failure, when err is not
- * NULL, *err is filled; release it with tpl_error_clear. */
+ * NULL, *err is filled; release it with tpl_error_clear. NULL data or out: TPL_ERR_USAGE. */
 TPL_API tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err);
 
 /* Writes C source defining `const struct tpl_static_program SYMBOL` (see tpl_static.h): the
  * bytecode, constants, names, spans and macros as const arrays. A host links the file and calls
  * tpl_program_load_static(&SYMBOL, ...). `symbol` must be a C identifier (else TPL_ERR_USAGE).
  * flags as for tpl_program_save. On TPL_OK *out is a malloc'd NUL-terminated string of *len bytes
- * the caller frees with free(). */
+ * the caller frees with free(). NULL p, symbol, out or len: TPL_ERR_USAGE. */
 TPL_API tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len);
 
 /* A program compiled into the host binary by `tplc compile --emit c` (layout in tpl_static.h). */
@@ -331,7 +376,7 @@ typedef struct tpl_static_program tpl_static_program;
  * spans, macros, name and source point into *sp, which must outlive the program (it normally is
  * a const global). The data is verified as tpl_program_load verifies bytes (minus the checksum,
  * which only .tplb files carry). On TPL_OK *out is freed with tpl_program_free (which releases
- * only the small descriptor). Errors as tpl_program_load. */
+ * only the small descriptor). Errors as tpl_program_load; NULL sp or out: TPL_ERR_USAGE. */
 TPL_API tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err);
 
 /* The reads-set: names of the state variables the program can read (loads of names that are not
@@ -340,7 +385,8 @@ TPL_API tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_pro
  * shadow), in first-use order of the name table. It may also name a local variable the analysis
  * cannot show assigned (one set in both branches of an if, for one); it never misses a state
  * variable the program can read. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
- * lengths into names[] and lens[] (both may be NULL when cap is 0); returns the total count. */
+ * lengths into names[] and lens[] (either may be NULL: not stored); returns the total count
+ * (0 for a NULL p). */
 TPL_API size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 
 /* What a read of the render's scope is (tpl_program_reads_located). */
@@ -374,8 +420,8 @@ typedef struct tpl_read {
  * whether taken or not (it is the code, not a render, that is inspected): the state-name reads
  * behind tpl_program_reads, reads of the `call` builtin and which field, global function calls
  * (remembers(...) among them) and host function calls. A page (tpl_page.h) refuses static
- * blocks from it. Stores up to cap entries into out (may be NULL when cap is 0) and returns the
- * total count (0 also when out of memory). Programs loaded from .tplb keep the locations;
+ * blocks from it. Stores up to cap entries into out (NULL: only counts) and returns the
+ * total count (0 also when out of memory or p is NULL). Programs loaded from .tplb keep the locations;
  * static programs (tpl_program_load_static) locate reads by the span table instead (their
  * file is the program's name; in an included template, the include statement). */
 TPL_API size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap);
@@ -385,21 +431,22 @@ TPL_API size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, si
  * each once; names as the templates spelled them). Stores up to cap names (pointers owned by p,
  * NUL-terminated) and their byte lengths into names[] and lens[] (either may be NULL); returns
  * the total count. Build tools turn it into a depfile (tplc compile --depfile). Programs loaded
- * from .tplb bytes or static data have no dependency list (0). */
+ * from .tplb bytes or static data have no dependency list (0); so has a NULL p. */
 TPL_API size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
 
 /* The host functions p calls, each (name, kind) once in code order. Stores up to cap entries
  * into out (may be NULL when cap is 0) with name pointing into p (NUL-terminated, owned by p),
- * fn and data NULL; returns the total count. */
+ * fn and data NULL; returns the total count (0 for a NULL p; a NULL out only counts). */
 TPL_API size_t tpl_program_host_functions(const tpl_program *p, tpl_host_func *out, size_t cap);
 
 /* The options p was compiled with (owned by p; loader fields are NULL for loaded programs, and
- * host_funcs is always NULL: see tpl_program_host_functions). */
+ * host_funcs is always NULL: see tpl_program_host_functions). NULL for a NULL p. */
 TPL_API const tpl_options *tpl_program_options(const tpl_program *p);
 
 /* The XXH64 hash (seed 0, as the xxHash library computes it) of the source p was compiled from,
  * before normalisation: tools compare it with a template file to tell whether a .tplb is stale.
- * (Earlier builds stored FNV-1a 64 here: a .tplb they wrote keeps that value, so it reads as stale.) */
+ * (Earlier builds stored FNV-1a 64 here: a .tplb they wrote keeps that value, so it reads as stale.)
+ * 0 for a NULL p. */
 TPL_API uint64_t tpl_program_source_hash(const tpl_program *p);
 
 #ifdef __cplusplus

@@ -8,7 +8,23 @@
 
 struct tpl_render {
     struct tpl_vm vm;
+    /* Set while tpl_render_run (or a call that may run the host's allocator) works on the context:
+     * a host callback calling back into it gets TPL_ERR_USAGE "render context busy" (issue 13 §3)
+     * and the running render goes on undisturbed. */
+    bool busy;
 };
+
+/* The error tpl_render_error reports for a NULL context and, from inside a callback of r's
+ * own render, for r (the running render keeps its own record untouched: the VM keeps the first
+ * error, so a refused re-entrant call must not write it). Constant data, never written. */
+static const tpl_error null_render_error = { TPL_ERR_USAGE, "no render context (NULL)", NULL, 0, 0, NULL };
+static const tpl_error busy_render_error = { TPL_ERR_USAGE, "render context busy", NULL, 0, 0, NULL };
+
+/* Entry check of the public functions on a render context: false for NULL or a busy context. */
+static bool usable(const tpl_render *r)
+{
+    return r && !r->busy;
+}
 
 /* The default allocator: malloc, realloc, free. */
 static void *std_alloc(void *data, size_t size) { (void)data; return malloc(size); }
@@ -75,7 +91,8 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
 
 void tpl_render_free(tpl_render *r)
 {
-    if (!r) return;
+    if (!usable(r)) return; /* NULL, or called from a callback of r's own render: nothing */
+    r->busy = true;
     tpl_vm *vm = &r->vm;
     tpl_allocator al = vm->alloc;
     tpl_arena_free(&vm->arena);
@@ -157,6 +174,25 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
     }
 }
 
+/* Fails with TPL_ERR_USAGE "FN: WHAT is NULL" in r's error record. */
+static tpl_status null_arg(tpl_render *r, const char *fn, const char *what)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s: %s is NULL", fn, what);
+    return fail(&r->vm, TPL_ERR_USAGE, msg);
+}
+
+/* Fails with TPL_ERR_VALUE when s[0..n) is not UTF-8: text from the host must be, as the state
+ * is (jansson rejects invalid UTF-8 there), or it would reach the output. */
+static tpl_status check_utf8(tpl_render *r, const char *what, const char *s, size_t n)
+{
+    size_t bad;
+    if (tpl_utf8_valid(s, n, &bad)) return TPL_OK;
+    char msg[128];
+    snprintf(msg, sizeof msg, "%s is not valid UTF-8 (byte 0x%02X at offset %zu)", what, (unsigned char)s[bad], bad);
+    return fail(&r->vm, TPL_ERR_VALUE, msg);
+}
+
 /* The state from a parsed document (NULL: je says why); j is consumed. */
 static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
 {
@@ -182,16 +218,26 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
 
 tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
 {
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!json) return null_arg(r, "tpl_render_set_state_json", "json");
+    r->busy = true; /* the state arena may call the host's allocator */
     json_error_t je;
     json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    return set_state(&r->vm, j, &je);
+    tpl_status st = set_state(&r->vm, j, &je);
+    r->busy = false;
+    return st;
 }
 
 tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
 {
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!f) return null_arg(r, "tpl_render_set_state_file", "f");
+    r->busy = true;
     json_error_t je;
     json_t *j = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    return set_state(&r->vm, j, &je);
+    tpl_status st = set_state(&r->vm, j, &je);
+    r->busy = false;
+    return st;
 }
 
 static bool facts_init(tpl_vm *vm)
@@ -200,10 +246,11 @@ static bool facts_init(tpl_vm *vm)
     return vm->facts != NULL;
 }
 
-tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len)
+static tpl_status add_fact(tpl_render *r, const char *fact, size_t len)
 {
     tpl_vm *vm = &r->vm;
     clear_error(vm);
+    if (check_utf8(r, "the fact", fact, len) != TPL_OK) return TPL_ERR_VALUE;
     if (!facts_init(vm)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     char *s = tpl_arena_strdup(&vm->fact_arena, fact, len);
     if (!s) return fail(vm, TPL_ERR_NOMEM, "out of memory");
@@ -212,14 +259,26 @@ tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len)
     return TPL_OK;
 }
 
+tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len)
+{
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!fact) return null_arg(r, "tpl_render_add_fact", "fact");
+    r->busy = true;
+    tpl_status st = add_fact(r, fact, len);
+    r->busy = false;
+    return st;
+}
+
 void tpl_render_clear_facts(tpl_render *r)
 {
+    if (!usable(r)) return;
     r->vm.facts = NULL;
     tpl_arena_reset(&r->vm.fact_arena);
 }
 
 void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data)
 {
+    if (!usable(r)) return;
     r->vm.remembers_fn = fn;
     r->vm.remembers_data = fn ? data : NULL;
 }
@@ -237,7 +296,7 @@ int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer)
     return 0;
 }
 
-tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
+static tpl_status set_call(tpl_render *r, const char *channel, const char *medium)
 {
     tpl_vm *vm = &r->vm;
     clear_error(vm);
@@ -245,6 +304,9 @@ tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *m
     if (!medium) medium = strcmp(channel, "whatsapp") == 0 ? "text" : "voice";
     if (strlen(channel) >= sizeof vm->channel || strlen(medium) >= sizeof vm->medium)
         return fail(vm, TPL_ERR_USAGE, "channel or medium too long");
+    if (check_utf8(r, "the channel", channel, strlen(channel)) != TPL_OK ||
+        check_utf8(r, "the medium", medium, strlen(medium)) != TPL_OK)
+        return TPL_ERR_VALUE;
     strcpy(vm->channel, channel);
     strcpy(vm->medium, medium);
     tpl_arena *a = &vm->call_arena;
@@ -264,8 +326,10 @@ tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *m
 
 tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claimed)
 {
+    if (!usable(r)) return TPL_ERR_USAGE;
     tpl_vm *vm = &r->vm;
     clear_error(vm);
+    if (claimed && check_utf8(r, "the claimed code", claimed, strlen(claimed)) != TPL_OK) return TPL_ERR_VALUE;
     if (claimed && strlen(claimed) >= sizeof vm->claimed) return fail(vm, TPL_ERR_USAGE, "claimed code too long");
     vm->has_claimed = claimed != NULL;
     if (claimed) strcpy(vm->claimed, claimed);
@@ -275,7 +339,16 @@ tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claimed)
     return tpl_render_set_call(r, channel, medium);
 }
 
-tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
+tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
+{
+    if (!usable(r)) return TPL_ERR_USAGE;
+    r->busy = true;
+    tpl_status st = set_call(r, channel, medium);
+    r->busy = false;
+    return st;
+}
+
+static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
 {
     tpl_vm *vm = &r->vm;
     clear_error(vm);
@@ -298,10 +371,24 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     return TPL_OK;
 }
 
+tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
+{
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!p) return null_arg(r, "tpl_render_run", "the program");
+    if (!out || !out_len) return null_arg(r, "tpl_render_run", out ? "out_len" : "out");
+    r->busy = true;
+    tpl_status st = run(r, p, out, out_len);
+    r->busy = false;
+    return st;
+}
+
 /* ------------------------------------------------------------------ host functions */
 
 void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n)
 {
+    if (!usable(r)) return;
     r->vm.host_funcs = funcs && n ? funcs : NULL;
     r->vm.nhost_funcs = funcs ? n : 0;
 }
@@ -318,6 +405,7 @@ typedef struct host_call {
 
 tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t len)
 {
+    if (!call || !json) return TPL_ERR_USAGE;
     host_call *hc = (host_call *)call;
     json_error_t je;
     json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
@@ -336,7 +424,15 @@ tpl_status tpl_host_return_json(tpl_host_call *call, const char *json, size_t le
 
 tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len)
 {
+    if (!call || !s) return TPL_ERR_USAGE;
     host_call *hc = (host_call *)call;
+    size_t bad;
+    if (!tpl_utf8_valid(s, len, &bad)) { /* as the JSON result, whose parser rejects it */
+        hc->json_error = true;
+        snprintf(hc->msg, sizeof hc->msg, "result is not valid UTF-8 (byte 0x%02X at offset %zu)", (unsigned char)s[bad],
+                 bad);
+        return TPL_ERR_VALUE;
+    }
     char *c = tpl_arena_strdup(&hc->vm->arena, s, len);
     if (!c) { hc->nomem = true; return TPL_ERR_NOMEM; }
     hc->result = tpl_v_str(c, len);
@@ -345,6 +441,7 @@ tpl_status tpl_host_return_str(tpl_host_call *call, const char *s, size_t len)
 
 void tpl_host_fail(tpl_host_call *call, const char *msg)
 {
+    if (!call) return;
     host_call *hc = (host_call *)call;
     snprintf(hc->msg, sizeof hc->msg, "%s", msg ? msg : "");
 }
@@ -398,8 +495,11 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
         return tpl_vm_nomem(vm);
     host_call hc = { { f->name, args.p, args.len - 1, kwargs.p, kwargs.len - 1 }, vm, tpl_v_none(), false, false, "" };
     int rc = f->fn(f->data, &hc.pub);
+    /* nonzero: the host reports failure (RAISED); 0 with a rejected result (invalid JSON or UTF-8)
+     * is a bad value from the host (VALUE) */
     if (rc != 0 || hc.json_error)
-        return tpl_vm_error(vm, TPL_ERR_RAISED, "host %s '%s' failed%s%s", what, f->name, hc.msg[0] ? ": " : "", hc.msg);
+        return tpl_vm_error(vm, rc != 0 ? TPL_ERR_RAISED : TPL_ERR_VALUE, "host %s '%s' failed%s%s", what, f->name,
+                            hc.msg[0] ? ": " : "", hc.msg);
     if (hc.nomem) return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory (host %s '%s' result)", what, f->name);
     *out = hc.result;
     return 0;
@@ -415,6 +515,8 @@ static tpl_tr_state *tr_state(tpl_vm *vm)
 
 tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len)
 {
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!json) return null_arg(r, "tpl_render_add_catalog_json", "json");
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     tpl_tr_state *t = tr_state(vm);
@@ -432,13 +534,15 @@ tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t l
 
 void tpl_render_clear_catalogs(tpl_render *r)
 {
-    if (r->vm.tr) tpl_tr_clear_catalogs(r->vm.tr);
+    if (usable(r) && r->vm.tr) tpl_tr_clear_catalogs(r->vm.tr);
 }
 
 tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
 {
+    if (!usable(r)) return TPL_ERR_USAGE;
     tpl_vm *vm = &r->vm;
     clear_error(vm);
+    if (lang && check_utf8(r, "the language", lang, strlen(lang)) != TPL_OK) return TPL_ERR_VALUE;
     tpl_tr_state *t = tr_state(vm);
     if (!t || !tpl_tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     return TPL_OK;
@@ -446,8 +550,11 @@ tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
 
 tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len)
 {
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!name) return null_arg(r, "tpl_render_add_tr_key", "name");
     tpl_vm *vm = &r->vm;
     clear_error(vm);
+    if (check_utf8(r, "the tr key", name, len) != TPL_OK) return TPL_ERR_VALUE;
     tpl_tr_state *t = tr_state(vm);
     if (!t || !tpl_tr_add_key(t, name, len)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     return TPL_OK;
@@ -455,10 +562,12 @@ tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len)
 
 void tpl_render_clear_tr_keys(tpl_render *r)
 {
-    if (r->vm.tr) tpl_tr_clear_keys(r->vm.tr);
+    if (usable(r) && r->vm.tr) tpl_tr_clear_keys(r->vm.tr);
 }
 
 const tpl_error *tpl_render_error(const tpl_render *r)
 {
+    if (!r) return &null_render_error;
+    if (r->busy) return &busy_render_error;
     return &r->vm.err;
 }

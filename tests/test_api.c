@@ -1,0 +1,387 @@
+/* The embedding API keeps its contract (issue 13 §3), through the public header only and linked
+ * against the shared library (what a host links):
+ *  - every public function called with NULL objects and NULL outputs returns TPL_ERR_USAGE (or
+ *    the documented NULL/0/no-op), never crashes; tests/api_null_check.py checks that
+ *    the NULL-argument section calls every TPL_API function of include/tpl.h;
+ *  - a host callback (host function, remembers, allocator) calling back into the render context
+ *    that is running it gets TPL_ERR_USAGE "render context busy", and the outer render's output
+ *    is still right;
+ *  - invalid UTF-8 from the host (facts, call channel/medium, language, tr keys, catalogs, host
+ *    function results) is refused with TPL_ERR_VALUE (catalogs: invalid JSON, TPL_ERR_STATE).
+ * Prints "N passed, N failed"; exit status 1 on any failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+
+static int npass, nfail;
+
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        if (cond) npass++;                                               \
+        else { nfail++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+               fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); }      \
+    } while (0)
+
+static tpl_program *compile_opts(const char *src, const tpl_options *o)
+{
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    if (tpl_compile("t.jinja", src, strlen(src), o, &p, &err) != TPL_OK) {
+        fprintf(stderr, "compile: %s\n", err.message);
+        tpl_error_clear(&err);
+        return NULL;
+    }
+    return p;
+}
+
+static tpl_program *compile(const char *src) { return compile_opts(src, NULL); }
+
+/* Renders p with r; the output in buf, or "ERR:<status>:<message>". */
+static const char *render(tpl_render *r, const tpl_program *p, char *buf, size_t cap)
+{
+    const char *out;
+    size_t n;
+    tpl_status st = tpl_render_run(r, p, &out, &n);
+    if (st != TPL_OK) snprintf(buf, cap, "ERR:%d:%s", (int)st, tpl_render_error(r)->message);
+    else snprintf(buf, cap, "%s", out);
+    return buf;
+}
+
+static int remembers_no(void *data, const char *words, size_t len)
+{
+    (void)data;
+    (void)words;
+    (void)len;
+    return 0;
+}
+
+/* ---- NULL-ARGUMENT TEST: tests/api_null_check.py checks that every TPL_API function is called
+ * between this line and the END line below. */
+
+/* Statuses of the calls a host function made on NULL arguments (checked after the render). */
+typedef struct null_calls {
+    tpl_status json_null_call, str_null_call, json_null_text, str_null_text;
+} null_calls;
+
+static int h_null_args(void *data, tpl_host_call *call)
+{
+    null_calls *nc = data;
+    nc->json_null_call = tpl_host_return_json(NULL, "1", 1);
+    nc->str_null_call = tpl_host_return_str(NULL, "x", 1);
+    nc->json_null_text = tpl_host_return_json(call, NULL, 0);
+    nc->str_null_text = tpl_host_return_str(call, NULL, 0);
+    tpl_host_fail(NULL, "ignored");
+    tpl_host_fail(call, NULL);
+    return tpl_host_return_str(call, "ok", 2) == TPL_OK ? 0 : 1;
+}
+
+/* Every TPL_API function of include/tpl.h with NULL objects and NULL outputs (each name must
+ * appear in this function: tests/api_null_check.py). */
+static void test_null_args(void)
+{
+    const tpl_status U = TPL_ERR_USAGE;
+    char buf[256];
+    tpl_program *p = compile("{{ tr('Hi') }}{{ name }}");
+    tpl_render *r = tpl_render_new(NULL);
+    if (!p || !r) { nfail++; return; }
+    const char *out = "x";
+    size_t n = 7;
+    void *blob = (void *)1;
+    char *text = (char *)1;
+    tpl_error err = { 0 };
+    tpl_program *q = (tpl_program *)1;
+
+    /* compile */
+    tpl_options o = { 0 };
+    CHECK(tpl_options_profile(NULL, TPL_SYNTAX_JINJA, "pinecall") == U, "options_profile(NULL)");
+    CHECK(tpl_options_profile(&o, TPL_SYNTAX_JINJA, NULL) == TPL_OK && !o.strict, "options_profile(profile NULL) = jinja2");
+    CHECK(tpl_compile("t", NULL, 3, NULL, &q, &err) == U && q == NULL && err.status == U && err.message &&
+          strstr(err.message, "src"), "compile(src NULL): %s", err.message ? err.message : "(null)");
+    tpl_error_clear(&err);
+    CHECK(tpl_compile("t", "x", 1, NULL, NULL, &err) == U && err.status == U, "compile(out NULL)");
+    tpl_error_clear(&err);
+    CHECK(tpl_compile(NULL, "x", 1, NULL, &q, NULL) == TPL_OK && q, "compile(name, opts, err NULL)");
+    tpl_program_free(q);
+    tpl_program_free(NULL);
+    tpl_error_clear(NULL);
+    CHECK(tpl_disassemble(NULL) == NULL, "disassemble(NULL)");
+
+    /* render contexts */
+    tpl_render *r2 = tpl_render_new_with(NULL, NULL);
+    CHECK(r2 != NULL, "render_new_with(NULL, NULL)");
+    tpl_render_free(r2);
+    CHECK(tpl_render_new_with(NULL, &(tpl_allocator){ 0 }) == NULL, "render_new_with(allocator without callbacks)");
+    tpl_render_free(NULL);
+    CHECK(tpl_render_set_state_json(NULL, "{}", 2) == U, "set_state_json(NULL)");
+    CHECK(tpl_render_set_state_json(r, NULL, 2) == U && tpl_render_error(r)->status == U &&
+          strstr(tpl_render_error(r)->message, "json is NULL"), "set_state_json(json NULL): %s", tpl_render_error(r)->message);
+    CHECK(tpl_render_set_state_file(NULL, stdin) == U, "set_state_file(NULL)");
+    CHECK(tpl_render_set_state_file(r, NULL) == U && tpl_render_error(r)->status == U, "set_state_file(f NULL)");
+    CHECK(tpl_render_add_fact(NULL, "x", 1) == U, "add_fact(NULL)");
+    CHECK(tpl_render_add_fact(r, NULL, 1) == U && tpl_render_error(r)->status == U, "add_fact(fact NULL)");
+    tpl_render_clear_facts(NULL);
+    tpl_render_set_remembers(NULL, remembers_no, NULL);
+    CHECK(tpl_render_set_call(NULL, "web", NULL) == U, "set_call(NULL)");
+    CHECK(tpl_render_set_call(r, NULL, NULL) == TPL_OK, "set_call(channel NULL) = phone");
+    CHECK(tpl_render_set_call_claimed(NULL, "1234") == U, "set_call_claimed(NULL)");
+    CHECK(tpl_render_set_call_claimed(r, NULL) == TPL_OK, "set_call_claimed(claimed NULL) = None");
+    tpl_render_set_host_funcs(NULL, NULL, 3);
+    CHECK(tpl_render_add_catalog_json(NULL, "{}", 2) == U, "add_catalog_json(NULL)");
+    CHECK(tpl_render_add_catalog_json(r, NULL, 2) == U && tpl_render_error(r)->status == U, "add_catalog_json(json NULL)");
+    tpl_render_clear_catalogs(NULL);
+    CHECK(tpl_render_set_lang(NULL, "zz") == U, "set_lang(NULL)");
+    CHECK(tpl_render_set_lang(r, NULL) == TPL_OK, "set_lang(lang NULL) = none");
+    CHECK(tpl_render_add_tr_key(NULL, "k", 1) == U, "add_tr_key(NULL)");
+    CHECK(tpl_render_add_tr_key(r, NULL, 1) == U && tpl_render_error(r)->status == U, "add_tr_key(name NULL)");
+    tpl_render_clear_tr_keys(NULL);
+
+    /* rendering after a failed load: the program is NULL */
+    CHECK(tpl_render_run(NULL, p, &out, &n) == U && out == NULL && n == 0, "render_run(r NULL)");
+    CHECK(tpl_render_run(r, NULL, &out, &n) == U && out == NULL && tpl_render_error(r)->status == U &&
+          strstr(tpl_render_error(r)->message, "program is NULL"), "render_run(p NULL): %s", tpl_render_error(r)->message);
+    CHECK(tpl_render_run(r, p, NULL, &n) == U && tpl_render_error(r)->status == U, "render_run(out NULL)");
+    CHECK(tpl_render_run(r, p, &out, NULL) == U && out == NULL, "render_run(out_len NULL)");
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "Hi") == 0, "the context still renders: %s", buf);
+    const tpl_error *ne = tpl_render_error(NULL);
+    CHECK(ne && ne->status == U && ne->message && strstr(ne->message, "NULL"), "render_error(NULL)");
+    CHECK(tpl_error_format(NULL) == NULL, "error_format(NULL)");
+
+    /* host calls */
+    null_calls nc = { TPL_OK, TPL_OK, TPL_OK, TPL_OK };
+    tpl_host_func fns[] = { { "h", TPL_HOST_GLOBAL, h_null_args, &nc } };
+    tpl_options ho = { .host_funcs = fns, .nhost_funcs = 1 };
+    tpl_program *hp = compile_opts("{{ h() }}", &ho);
+    tpl_render_set_host_funcs(r, fns, 1);
+    CHECK(hp && strcmp(render(r, hp, buf, sizeof buf), "ok") == 0, "host function: %s", buf);
+    CHECK(nc.json_null_call == U && nc.str_null_call == U && nc.json_null_text == U && nc.str_null_text == U,
+          "host_return_json/str with NULL: %d %d %d %d", nc.json_null_call, nc.str_null_call, nc.json_null_text,
+          nc.str_null_text);
+    tpl_render_set_host_funcs(r, NULL, 0);
+    tpl_program_free(hp);
+
+    /* programs */
+    tpl_tr_call calls[2];
+    CHECK(tpl_program_tr_calls(NULL, calls, 2) == 0 && tpl_program_tr_calls(p, NULL, 2) == 1, "program_tr_calls");
+    CHECK(tpl_program_save(NULL, 0, &blob, &n) == U && blob == NULL && n == 0, "program_save(NULL)");
+    CHECK(tpl_program_save(p, 0, NULL, &n) == U && tpl_program_save(p, 0, &blob, NULL) == U, "program_save(outputs NULL)");
+    CHECK(!tpl_is_tplb(NULL, 100), "is_tplb(NULL)");
+    CHECK(tpl_program_load("x", NULL, 100, &q, &err) == U && q == NULL && err.status == U, "program_load(data NULL)");
+    tpl_error_clear(&err);
+    CHECK(tpl_program_load("x", "TPLB", 4, NULL, NULL) == U, "program_load(out NULL)");
+    CHECK(tpl_program_emit_c(NULL, "v", 0, &text, &n) == U && text == NULL, "program_emit_c(NULL)");
+    CHECK(tpl_program_emit_c(p, NULL, 0, &text, &n) == U, "program_emit_c(symbol NULL)");
+    CHECK(tpl_program_emit_c(p, "v", 0, NULL, &n) == U && tpl_program_emit_c(p, "v", 0, &text, NULL) == U,
+          "program_emit_c(outputs NULL)");
+    q = (tpl_program *)1;
+    CHECK(tpl_program_load_static(NULL, &q, &err) == U && q == NULL && err.status == U, "program_load_static(NULL)");
+    tpl_error_clear(&err);
+    CHECK(tpl_program_load_static((const tpl_static_program *)p, NULL, NULL) == U, "program_load_static(out NULL)");
+    CHECK(tpl_program_reads(NULL, NULL, NULL, 4) == 0 && tpl_program_reads(p, NULL, NULL, 4) >= 1, "program_reads");
+    CHECK(tpl_program_reads_located(NULL, NULL, 4) == 0 && tpl_program_reads_located(p, NULL, 4) >= 1,
+          "program_reads_located");
+    CHECK(tpl_program_dependencies(NULL, NULL, NULL, 4) == 0 && tpl_program_dependencies(p, NULL, NULL, 4) == 0,
+          "program_dependencies");
+    CHECK(tpl_program_host_functions(NULL, NULL, 4) == 0 && tpl_program_host_functions(p, NULL, 4) == 0,
+          "program_host_functions");
+    CHECK(tpl_program_options(NULL) == NULL && tpl_program_options(p) != NULL, "program_options");
+    CHECK(tpl_program_source_hash(NULL) == 0, "program_source_hash(NULL)");
+
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
+/* ---- NULL-ARGUMENT TEST END */
+
+/* ------------------------------------------------------------------ re-entrancy */
+
+typedef struct reenter {
+    tpl_render *r;              /* the context whose callbacks re-enter it */
+    const tpl_program *p;
+    int calls;
+    tpl_status run, state, fact, call, lang, catalog, tr_key;
+    char message[64];
+    bool freed_nothing;
+} reenter;
+
+/* Calls back into the busy context with every changing function and records what they return. */
+static void poke(reenter *re)
+{
+    const char *out = NULL;
+    size_t n = 0;
+    re->calls++;
+    re->run = tpl_render_run(re->r, re->p, &out, &n);
+    snprintf(re->message, sizeof re->message, "%s", tpl_render_error(re->r)->message);
+    re->state = tpl_render_set_state_json(re->r, "{\"name\": \"Mallory\"}", 19);
+    re->fact = tpl_render_add_fact(re->r, "f", 1);
+    re->call = tpl_render_set_call(re->r, "web", NULL);
+    re->lang = tpl_render_set_lang(re->r, "zz");
+    re->catalog = tpl_render_add_catalog_json(re->r, "{}", 2);
+    re->tr_key = tpl_render_add_tr_key(re->r, "name", 4);
+    tpl_render_clear_facts(re->r);
+    tpl_render_clear_catalogs(re->r);
+    tpl_render_clear_tr_keys(re->r);
+    tpl_render_set_host_funcs(re->r, NULL, 0);
+    tpl_render_set_remembers(re->r, NULL, NULL);
+    tpl_render_free(re->r); /* does nothing while it renders */
+}
+
+static bool all_busy(const reenter *re)
+{
+    return re->calls > 0 && re->run == TPL_ERR_USAGE && strcmp(re->message, "render context busy") == 0 &&
+           re->state == TPL_ERR_USAGE && re->fact == TPL_ERR_USAGE && re->call == TPL_ERR_USAGE &&
+           re->lang == TPL_ERR_USAGE && re->catalog == TPL_ERR_USAGE && re->tr_key == TPL_ERR_USAGE;
+}
+
+static int h_reenter(void *data, tpl_host_call *call)
+{
+    poke(data);
+    return tpl_host_return_str(call, "<inner>", 7) == TPL_OK ? 0 : 1;
+}
+
+static int remembers_reenter(void *data, const char *words, size_t len)
+{
+    (void)words;
+    (void)len;
+    poke(data);
+    return 1;
+}
+
+/* An allocator whose alloc re-enters the context once it is set (and only once per test). */
+static void *re_alloc(void *data, size_t size)
+{
+    reenter *re = data;
+    if (re->r && re->calls == 0) poke(re);
+    return malloc(size);
+}
+static void *re_realloc(void *data, void *ptr, size_t old_size, size_t new_size)
+{
+    (void)data;
+    (void)old_size;
+    return realloc(ptr, new_size);
+}
+static void re_free(void *data, void *ptr, size_t size)
+{
+    (void)data;
+    (void)size;
+    free(ptr);
+}
+
+static void test_reentrancy(void)
+{
+    char buf[512];
+    const char *state = "{\"name\": \"Ana\", \"items\": [1, 2, 3]}";
+
+    /* a host function */
+    reenter re = { 0 };
+    tpl_host_func fns[] = { { "again", TPL_HOST_GLOBAL, h_reenter, &re } };
+    tpl_options o = { .host_funcs = fns, .nhost_funcs = 1 };
+    const char *src = "{% for i in items %}{{ i }}{% endfor %} {{ again() }} {{ name }}{% for i in items %}{{ i }}{% endfor %}";
+    tpl_program *p = compile_opts(src, &o);
+    tpl_render *r = tpl_render_new(NULL);
+    re.r = r;
+    re.p = p;
+    tpl_render_set_host_funcs(r, fns, 1);
+    CHECK(tpl_render_set_state_json(r, state, strlen(state)) == TPL_OK, "state");
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "123 <inner> Ana123") == 0, "outer render after re-entry: %s", buf);
+    CHECK(all_busy(&re), "host function re-entry refused: run %d '%s' state %d fact %d call %d lang %d cat %d key %d",
+          re.run, re.message, re.state, re.fact, re.call, re.lang, re.catalog, re.tr_key);
+    CHECK(tpl_render_error(r)->status == TPL_OK, "no error left after the outer render: %s",
+          tpl_render_error(r)->message ? tpl_render_error(r)->message : "");
+    /* the context is usable again afterwards (and the refused calls changed nothing) */
+    re.calls = 0;
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "123 <inner> Ana123") == 0 && re.calls == 1, "second render: %s", buf);
+    tpl_render_free(r);
+    tpl_program_free(p);
+
+    /* the remembers callback */
+    reenter rr = { 0 };
+    tpl_program *pm = compile("{{ name }}:{{ remembers('x') }}:{{ name }}");
+    r = tpl_render_new(NULL);
+    rr.r = r;
+    rr.p = pm;
+    tpl_render_set_remembers(r, remembers_reenter, &rr);
+    tpl_render_set_state_json(r, state, strlen(state));
+    CHECK(strcmp(render(r, pm, buf, sizeof buf), "Ana:True:Ana") == 0, "remembers re-entry: %s", buf);
+    CHECK(all_busy(&rr), "remembers re-entry refused: run %d '%s'", rr.run, rr.message);
+    tpl_render_free(r);
+
+    /* the allocator: re-entered from the arena's first chunk of a render */
+    reenter ra = { 0 };
+    r = tpl_render_new_with(NULL, &(tpl_allocator){ re_alloc, re_realloc, re_free, &ra });
+    tpl_render_set_state_json(r, state, strlen(state));
+    ra.r = r;
+    ra.p = pm;
+    CHECK(strcmp(render(r, pm, buf, sizeof buf), "Ana:False:Ana") == 0, "allocator re-entry: %s", buf);
+    CHECK(all_busy(&ra), "allocator re-entry refused: calls %d run %d '%s'", ra.calls, ra.run, ra.message);
+    ra.r = NULL;
+    tpl_render_free(r);
+    tpl_program_free(pm);
+}
+
+/* ------------------------------------------------------------------ invalid UTF-8 from the host */
+
+static int h_bad_str(void *data, tpl_host_call *call)
+{
+    tpl_status *st = data;
+    *st = tpl_host_return_str(call, "a\xff", 2);
+    return 0;
+}
+
+static int h_bad_json(void *data, tpl_host_call *call)
+{
+    tpl_status *st = data;
+    *st = tpl_host_return_json(call, "\"a\xc3\"", 4);
+    return 0;
+}
+
+static void test_utf8(void)
+{
+    char buf[256];
+    tpl_render *r = tpl_render_new(NULL);
+    const tpl_status V = TPL_ERR_VALUE;
+    CHECK(tpl_render_add_fact(r, "caf\xc3", 4) == V && tpl_render_error(r)->status == V &&
+          strstr(tpl_render_error(r)->message, "UTF-8"), "fact: %s", tpl_render_error(r)->message);
+    CHECK(tpl_render_add_fact(r, "caf\xc3\xa9", 5) == TPL_OK, "valid fact");
+    CHECK(tpl_render_set_call(r, "ph\xffne", NULL) == V, "channel");
+    CHECK(tpl_render_set_call(r, "phone", "v\xe2\x82") == V, "medium");
+    CHECK(tpl_render_set_lang(r, "z\x80") == V, "language");
+    CHECK(tpl_render_set_call_claimed(r, "12\xf0\x9f") == V, "claimed code");
+    CHECK(tpl_render_add_tr_key(r, "na\xfeme", 6) == V, "tr key");
+    CHECK(tpl_render_add_tr_key(r, "\xed\xa0\x80", 3) == V, "tr key: an encoded surrogate");
+    CHECK(tpl_render_add_catalog_json(r, "{\"zz\": {\"Hi\": \"H\xffla\"}}", 22) == TPL_ERR_STATE, "catalog value");
+    CHECK(tpl_render_add_catalog_json(r, "{\"zz\": {\"Hi\": \"\\udc00\"}}", 24) == TPL_ERR_STATE, "catalog: lone surrogate");
+    CHECK(tpl_render_set_state_json(r, "{\"a\": \"\xc0\xaf\"}", 12) == TPL_ERR_STATE, "state (as before)");
+
+    /* the context still works, and the refused values did not get in */
+    tpl_program *p = compile("{{ call.channel }} {{ call.medium }} {{ tr('Hi') }} {{ remembers('caf\xc3\xa9') }}");
+    CHECK(tpl_render_set_state_json(r, "{}", 2) == TPL_OK, "state");
+    CHECK(p && strcmp(render(r, p, buf, sizeof buf), "phone voice Hi True") == 0, "after refusals: %s", buf);
+    tpl_program_free(p);
+
+    /* host function results */
+    tpl_status st_str = TPL_OK, st_json = TPL_OK;
+    tpl_host_func fns[] = { { "bad_str", TPL_HOST_GLOBAL, h_bad_str, &st_str },
+                            { "bad_json", TPL_HOST_GLOBAL, h_bad_json, &st_json } };
+    tpl_options o = { .host_funcs = fns, .nhost_funcs = 2 };
+    tpl_program *ps = compile_opts("[{{ bad_str() }}]", &o), *pj = compile_opts("[{{ bad_json() }}]", &o);
+    tpl_render_set_host_funcs(r, fns, 2);
+    render(r, ps, buf, sizeof buf);
+    CHECK(st_str == V && tpl_render_error(r)->status == V && strstr(buf, "not valid UTF-8") && tpl_render_error(r)->line == 1,
+          "host string result: %d %s", st_str, buf);
+    render(r, pj, buf, sizeof buf);
+    CHECK(st_json == V && tpl_render_error(r)->status == V && strstr(buf, "invalid result JSON"),
+          "host JSON result: %d %s", st_json, buf);
+    tpl_program_free(ps);
+    tpl_program_free(pj);
+    tpl_render_free(r);
+}
+
+int main(void)
+{
+    test_null_args();
+    test_reentrancy();
+    test_utf8();
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
