@@ -21,7 +21,7 @@ run() { # dir, [meson setup args...] ; TESTS selects test names (default: all)
   ninja -C "$dir" >"/tmp/tpl-build-$dir.log" 2>&1 || { cat "/tmp/tpl-build-$dir.log"; status=1; return; }
   echo "== $dir"
   # shellcheck disable=SC2086
-  meson test -C "$dir" --print-errorlogs --no-rebuild ${TESTS:-} || status=1
+  meson test -C "$dir" --print-errorlogs --no-rebuild --timeout-multiplier 10 ${TESTS:-} || status=1
 }
 run build
 TESTS="core stdlib" run build-release --buildtype=release   # -O3: gcc's flow warnings differ
