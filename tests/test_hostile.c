@@ -190,11 +190,22 @@ static void test_remembers(void)
     nfacts = 0;
 }
 
+/* The memory limit is named when reached, and range(10_000_000)|list works within the default
+ * 256 MiB as the README says (|list shares the items of the list it copies). */
+static void test_memory_limit(void)
+{
+    expect("range(10M)|list", J, rep("", "{{ range(10000000)|list|length }}", 1, ""), (tpl_limits){ .fuel = 2000000 },
+           NULL, 0, "10000000");
+    expect("memory limit named", J, rep("", "{{ (range(1000000)|map('string')|list)|length }}", 1, ""),
+           (tpl_limits){ .fuel = 20000000, .max_memory = 8 << 20 }, NULL, TPL_ERR_LIMIT, "memory limit reached (8388608 bytes)");
+}
+
 int main(void)
 {
     test_shared_structure();
     test_substring_search();
     test_remembers();
+    test_memory_limit();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
