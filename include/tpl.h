@@ -233,12 +233,17 @@ TPL_API void tpl_render_free(tpl_render *r);
 /* Sets the template variables from a JSON object (UTF-8 text, borrowed). The previous state is
  * dropped. Returns TPL_ERR_STATE with the JSON's own line and column in the render's error on
  * invalid JSON (including invalid UTF-8) or when the top level is not an object; TPL_ERR_USAGE
- * when r or json is NULL. */
+ * when r or json is NULL. The state counts against the memory limit (tpl_limits.max_memory,
+ * apart from the render arena): JSON whose parse would need more (estimated from its structure
+ * before parsing: ~250 bytes per object or array, ~64 per value, 2 per byte) or whose values
+ * take more is TPL_ERR_LIMIT "state exceeds the memory limit (N bytes)", with no state set. */
 TPL_API tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);
 /* As tpl_render_set_state_json, reading the JSON from f (borrowed; read to the end of the
  * document, not closed) through a stdio buffer: the text is never whole in memory, which keeps
- * the peak of a large state down (tplc --state uses it). Errors as tpl_render_set_state_json;
- * a read error is TPL_ERR_STATE too; TPL_ERR_USAGE when r or f is NULL. */
+ * the peak of a large state down (tplc --state uses it). A seekable f is measured in a first
+ * pass (the memory-limit estimate) and parsed from where it was; from a pipe only the state's
+ * values are bounded, not the parser's tree. Errors as tpl_render_set_state_json; a read error
+ * is TPL_ERR_STATE too; TPL_ERR_USAGE when r or f is NULL. */
 TPL_API tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f);
 /* Adds a fact that memory told this call (borrowed; copied). remembers(words) is true when some
  * fact contains words (both NFC-normalised, case-sensitive). TPL_ERR_VALUE when the fact is not

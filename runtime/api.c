@@ -68,7 +68,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     vm->fuel = l.fuel;
     tpl_arena_init(&vm->arena, l.max_memory);
     vm->arena.fuel = &vm->fuel; /* walks over values charge the render's fuel */
-    tpl_arena_init(&vm->state_arena, 0);
+    tpl_arena_init(&vm->state_arena, l.max_memory); /* the state counts against the memory limit */
     tpl_arena_init(&vm->fact_arena, 0);
     tpl_arena_init(&vm->call_arena, 0);
     if (alloc) {
@@ -193,6 +193,8 @@ static tpl_status check_utf8(tpl_render *r, const char *what, const char *s, siz
     return fail(&r->vm, TPL_ERR_VALUE, msg);
 }
 
+static tpl_status state_too_big(tpl_vm *vm);
+
 /* The state from a parsed document (NULL: je says why); j is consumed. */
 static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
 {
@@ -211,19 +213,58 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
     tpl_value v;
     bool ok = tpl_value_from_json(&vm->state_arena, j, &v, 0);
     json_decref(j);
+    if (!ok && vm->state_arena.over_limit) return state_too_big(vm);
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
     vm->state = v;
     return TPL_OK;
+}
+
+/* Bytes the parser (jansson's tree, ~250 bytes per container, ~64 per scalar) and the state's
+ * values take for JSON text, counted from its structure before parsing (a 60 MB state of
+ * [{}, {}, ...] took 4.9 GB): an upper estimate, fed in pieces. */
+typedef struct state_cost { uint64_t bytes, containers, values; bool in_str, esc; } state_cost;
+
+static void cost_feed(state_cost *c, const char *s, size_t n)
+{
+    c->bytes += n;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (c->in_str) {
+            if (c->esc) c->esc = false;
+            else if (ch == '\\') c->esc = true;
+            else if (ch == '"') c->in_str = false;
+        } else if (ch == '"') {
+            c->in_str = true;
+        } else if (ch == '{' || ch == '[') {
+            c->containers++;
+        } else if (ch == ',' || ch == ':') {
+            c->values++;
+        }
+    }
+}
+
+static uint64_t cost_total(const state_cost *c) { return c->bytes * 2 + c->containers * 256 + (c->values + 1) * 64; }
+
+static tpl_status state_too_big(tpl_vm *vm)
+{
+    char m[96];
+    snprintf(m, sizeof m, "state exceeds the memory limit (%llu bytes)", (unsigned long long)vm->limits.max_memory);
+    vm->state = tpl_v_none();
+    return fail(vm, TPL_ERR_LIMIT, m);
 }
 
 tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
 {
     if (!usable(r)) return TPL_ERR_USAGE;
     if (!json) return null_arg(r, "tpl_render_set_state_json", "json");
+    tpl_vm *vm = &r->vm;
+    state_cost c = { 0 };
+    cost_feed(&c, json, len);
+    if (cost_total(&c) > vm->limits.max_memory) return state_too_big(vm);
     r->busy = true; /* the state arena may call the host's allocator */
     json_error_t je;
     json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    tpl_status st = set_state(&r->vm, j, &je);
+    tpl_status st = set_state(vm, j, &je);
     r->busy = false;
     return st;
 }
@@ -232,10 +273,23 @@ tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
 {
     if (!usable(r)) return TPL_ERR_USAGE;
     if (!f) return null_arg(r, "tpl_render_set_state_file", "f");
+    tpl_vm *vm = &r->vm;
+    /* a seekable file is measured first (in 64 KiB pieces), then parsed from where it began */
+    long at = ftell(f);
+    if (at >= 0) {
+        state_cost c = { 0 };
+        char buf[1 << 16];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+            cost_feed(&c, buf, got);
+            if (cost_total(&c) > vm->limits.max_memory) return state_too_big(vm);
+        }
+        if (ferror(f) || fseek(f, at, SEEK_SET) != 0) return fail(vm, TPL_ERR_STATE, "cannot read the state");
+    }
     r->busy = true;
     json_error_t je;
     json_t *j = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    tpl_status st = set_state(&r->vm, j, &je);
+    tpl_status st = set_state(vm, j, &je);
     r->busy = false;
     return st;
 }

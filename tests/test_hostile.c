@@ -200,12 +200,39 @@ static void test_memory_limit(void)
            (tpl_limits){ .fuel = 20000000, .max_memory = 8 << 20 }, NULL, TPL_ERR_LIMIT, "memory limit reached (8388608 bytes)");
 }
 
+/* The state counts against the memory limit: 8 MiB of [{}, {}, ...] under an 8 MiB limit is
+ * refused before parsing (a 60 MB state took 4.9 GB); a state within it is set. */
+static void test_state_memory(void)
+{
+    tpl_limits lim = { .max_memory = 8 << 20 };
+    size_t n = 8 << 20;
+    char *big = malloc(n + 16);
+    if (!big) abort();
+    strcpy(big, "{\"a\": [");
+    size_t len = strlen(big);
+    while (len + 4 < n) { memcpy(big + len, "{},", 3); len += 3; }
+    memcpy(big + len, "{}]}", 5);
+    len += 4;
+    tpl_render *r = tpl_render_new(&lim);
+    clock_t t0 = clock();
+    tpl_status st = tpl_render_set_state_json(r, big, len);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    bool ok = st == TPL_ERR_LIMIT && strstr(tpl_render_error(r)->message, "state exceeds the memory limit (8388608 bytes)");
+    ok = ok && tpl_render_set_state_json(r, "{\"a\": [{}, {}]}", 15) == TPL_OK;
+    printf("%-28s %6.3f s  %s\n", "state memory limit", cpu, ok ? "ok" : "FAIL");
+    if (ok) passed++;
+    else failed++, printf("  got: status %d: %s\n", (int)st, tpl_render_error(r)->message);
+    tpl_render_free(r);
+    free(big);
+}
+
 int main(void)
 {
     test_shared_structure();
     test_substring_search();
     test_remembers();
     test_memory_limit();
+    test_state_memory();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
