@@ -312,7 +312,7 @@ static int tailmatch(tpl_vm *vm, tpl_value *a, tpl_value *out, bool at_end, cons
 {
     if (need_str(vm, a[0], name) < 0)
         return -1;
-    span_t sp;
+    span_t sp = {0};
     if (adjust_span(vm, a[0], a[2], a[3], &sp) < 0)
         return -1;
     tpl_value pre = a[1];
@@ -453,7 +453,7 @@ int m_str_find(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_str(vm, a[0], "find") < 0 || sub_arg(vm, a[1], "find") < 0)
         return -1;
-    span_t sp;
+    span_t sp = {0};
     if (adjust_span(vm, a[0], a[2], a[3], &sp) < 0)
         return -1;
     if (sp.cstart > sp.clen || sp.cend < sp.cstart) {
@@ -474,7 +474,7 @@ int m_str_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_str(vm, a[0], "count") < 0 || sub_arg(vm, a[1], "count") < 0)
         return -1;
-    span_t sp;
+    span_t sp = {0};
     if (adjust_span(vm, a[0], a[2], a[3], &sp) < 0)
         return -1;
     if (sp.cstart > sp.clen || sp.cend < sp.cstart) {
@@ -1745,7 +1745,7 @@ static int find_common(tpl_vm *vm, tpl_value *a, bool rev, const char *name, int
 {
     if (need_str(vm, a[0], name) < 0 || sub_arg(vm, a[1], name) < 0)
         return -1;
-    span_t sp;
+    span_t sp = {0};
     if (adjust_span(vm, a[0], a[2], a[3], &sp) < 0)
         return -1;
     *pos = -1;
