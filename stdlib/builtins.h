@@ -25,7 +25,7 @@ typedef enum tpl_builtin_id {
  * Returns 0, or -1 after tpl_vm_error(). */
 typedef int (*tpl_builtin_fn)(tpl_vm *vm, tpl_value *a, tpl_value *out);
 
-#define TPL_MAX_PARAMS 8
+#define TPL_MAX_PARAMS 10 /* example_block has 10 */
 
 /* One row of the builtin table: everything known at compile time. The table is `static const`
  * (no mutable global state); the parameter list is parsed from `params` on demand by
