@@ -48,8 +48,8 @@
     X(BREAK,     "") \
     X(CONTINUE,  "") \
     X(INCLUDE,   "a = template expression; op bit 1 = ignore missing, bit 2 = without context") \
-    X(IMPORT,    "a = template, val = alias") \
-    X(FROMIMPORT,"a = template, b = list of (NAME val = name, a = alias NAME or NULL)") \
+    X(IMPORT,    "a = template, val = alias; op bit 4 = with context") \
+    X(FROMIMPORT,"a = template, b = list of (NAME val = name, a = alias NAME or NULL); op bit 4 = with context") \
     X(EXTENDS,   "a = template expression") \
     X(BLOCK,     "val = name, b = body; op bit 1 = scoped, bit 2 = required") \
     X(DO,        "a = expression") \

@@ -671,6 +671,15 @@ static void load_name(tpl_comp *c, tpl_value name)
     emit_raw(c, k);
 }
 
+/* Under autoescape, what a macro or caller returns and what a set or filter block captures is
+ * Markup (Jinja2: Macro.__call__ with the caller's eval context, AssignBlock, FilterBlock):
+ * `safe` marks the value on the stack. */
+static void emit_markup(tpl_comp *c)
+{
+    emit(c, TPL_OP_FILTER, (uint32_t)TPL_B_FILTER_safe, 0);
+    emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+}
+
 static void store_target(tpl_comp *c, tpl_node *t)
 {
     if (t->kind == TPL_N_NAME) {
@@ -980,6 +989,8 @@ static void expr(tpl_comp *c, tpl_node *n)
         c->cur_off = n->off;
         emit(c, TPL_OP_CALL, 0, -argw_count(w));
         emit_raw(c, w);
+        /* a template variable called: a macro or caller (state holds no callables) */
+        if (c->autoescape && fn->kind == TPL_N_NAME && resolve(c, fn->val, &slot) != R_GLOBAL) emit_markup(c);
         return;
     }
     case TPL_N_FILTER: {
@@ -1953,9 +1964,11 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     uint32_t save_off = c->span_off;
     c->include_depth++;
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
-    c->no_context = true;
+    /* with context: the template sees the importer's names, as an include does (Jinja2) */
+    bool with_ctx = (n->op & 4) != 0;
+    if (!with_ctx) c->no_context = true;
     c->cur_src = src;
-    scope *s = push_scope(c, true);
+    scope *s = push_scope(c, !with_ctx);
     scope *save_top = c->inc_top;
     func *save_fn = c->inc_fn;
     tpl_block *save_b = c->cur_block;
@@ -2106,7 +2119,9 @@ static void stmt(tpl_comp *c, tpl_node *n)
         pop_scope(c);
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        if (c->autoescape) emit_markup(c);
         apply_filters(c, n->c);
+        if (c->autoescape && n->c) emit_markup(c);
         store_target(c, n->a);
         return;
     case TPL_N_FILTERBLOCK:
@@ -2117,6 +2132,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         pop_scope(c);
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        if (c->autoescape) emit_markup(c);
         apply_filters(c, n->a);
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;

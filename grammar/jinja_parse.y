@@ -133,7 +133,7 @@ stmt(A) ::= INCLUDE(T) expr(E) include_opts(O) BLOCK_END. { A = with_op(NODE(INC
 include_opts ::= ctx_opt.
 include_opts(A) ::= IGNORE MISSING ctx_opt(C). { A = 1 | C; }
 ctx_opt(A) ::= . { A = 0; }
-ctx_opt(A) ::= WITH CONTEXT. { A = 0; }
+ctx_opt(A) ::= WITH CONTEXT. { A = 4; } /* (import and from-import; include's default) */
 ctx_opt(A) ::= WITHOUT CONTEXT. { A = 2; }
 stmt(A) ::= IMPORT(T) expr(E) AS NAME(N) ctx_opt(C) BLOCK_END.
     { A = with_op(with_val(NODE(IMPORT, T.off, E, NULL), tpl_p_tokstr(ctx, N)), C); }
