@@ -25,7 +25,10 @@ typedef struct scope {
     bool func_boundary;      /* the outermost scope of a function */
     scope_var *vars;
     uint32_t nvars, cap;
+    tpl_smap idx;            /* name -> slot, once the scope has SCOPE_INDEXED names */
 } scope;
+
+#define SCOPE_INDEXED 8
 
 typedef struct loopctx {
     struct loopctx *parent;
@@ -101,6 +104,7 @@ struct tpl_comp {
     int chain_src[TPL_MAX_INHERIT]; /* the source of each template of the extends chain */
     tpl_block *blocks;       /* blocks of the extends chain */
     size_t nblocks, bcap;
+    tpl_smap block_idx;      /* block name -> index in blocks */
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
@@ -587,8 +591,13 @@ static bool name_eq(tpl_value a, const char *s, size_t n)
     return a.len == n && memcmp(a.u.s, s, n) == 0;
 }
 
+/* The slot of name in scope s, or -1 (names are unique in a scope: declare reuses them). */
 static int scope_find(scope *s, tpl_value name)
 {
+    if (s->idx.n) {
+        uint32_t sl;
+        return tpl_smap_get(&s->idx, name.u.s, name.len, &sl) ? (int)sl : -1;
+    }
     for (uint32_t i = s->nvars; i > 0; i--)
         if (name_eq(s->vars[i - 1].name, name.u.s, name.len)) return (int)s->vars[i - 1].slot;
     return -1;
@@ -610,6 +619,14 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     }
     uint32_t sl = new_slot(c);
     s->vars[s->nvars++] = (scope_var){ name, sl };
+    if (s->nvars >= SCOPE_INDEXED) {
+        s->idx.arena = c->tmp;
+        for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
+            if (!tpl_smap_put(&s->idx, s->vars[i].name.u.s, s->vars[i].name.len, s->vars[i].slot)) {
+                cerror(c, c->cur_off, "out of memory");
+                return 0;
+            }
+    }
     return sl;
 }
 
@@ -1240,6 +1257,7 @@ static void stmt(tpl_comp *c, tpl_node *n);
 static void predeclare(tpl_comp *c, tpl_node *n)
 {
     for (; n && !c->failed; n = n->next) {
+        c->cur_off = n->off; /* (a limit error, "too many variables", points at the statement) */
         switch (n->kind) {
         case TPL_N_SET:
         case TPL_N_SETBLOCK:
@@ -1788,9 +1806,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
 
 static tpl_block *find_block(tpl_comp *c, tpl_value name)
 {
-    for (size_t i = 0; i < c->nblocks; i++)
-        if (tpl_equal(c->blocks[i].name, name)) return &c->blocks[i];
-    return NULL;
+    uint32_t i;
+    return tpl_smap_get(&c->block_idx, name.u.s, name.len, &i) ? &c->blocks[i] : NULL;
 }
 
 /* Records the BLOCK nodes of a template (most-derived templates are collected first). */
@@ -1801,6 +1818,8 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
             tpl_block *b = find_block(c, n->val);
             if (!b) {
                 if (!grow((void **)&c->blocks, &c->bcap, c->nblocks + 1, sizeof *c->blocks)) { cerror(c, n->off, "out of memory"); return; }
+                c->block_idx.arena = c->tmp;
+                if (!tpl_smap_put(&c->block_idx, n->val.u.s, n->val.len, (uint32_t)c->nblocks)) { cerror(c, n->off, "out of memory"); return; }
                 b = &c->blocks[c->nblocks++];
                 memset(b, 0, sizeof *b);
                 b->name = n->val;

@@ -241,8 +241,7 @@ typedef struct rlex {
     bool in_params;       /* between block-parameter bars */
     bool want_params;     /* just after `{` (block) or `do` */
     int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
-    tpl_value *locals;    /* names assigned so far (Ruby's lexer knows its local variables) */
-    size_t nlocals, lcap;
+    tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
 } rlex;
 
 static bool push_tok(rlex *L, int kind, size_t off, size_t len)
@@ -262,23 +261,14 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
 
 static bool is_local(rlex *L, const char *s, size_t n)
 {
-    for (size_t i = 0; i < L->nlocals; i++)
-        if (L->locals[i].len == n && memcmp(L->locals[i].u.s, s, n) == 0) return true;
-    return false;
+    uint32_t v;
+    return tpl_smap_get(&L->locals, s, n, &v);
 }
 
 static void add_local(rlex *L, const char *s, size_t n)
 {
-    if (is_local(L, s, n)) return;
-    if (L->nlocals == L->lcap) {
-        size_t nc = L->lcap ? L->lcap * 2 : 16;
-        tpl_value *nl = tpl_arena_alloc(L->ctx->arena, nc * sizeof *nl);
-        if (!nl) return;
-        if (L->nlocals) memcpy(nl, L->locals, L->nlocals * sizeof *nl);
-        L->locals = nl;
-        L->lcap = nc;
-    }
-    L->locals[L->nlocals++] = tpl_v_str(s, n);
+    L->locals.arena = L->ctx->arena;
+    if (!tpl_smap_put(&L->locals, s, n, 1)) tpl_pctx_error(L->ctx, (uint32_t)(s - L->s), "out of memory");
 }
 
 /* A token after which an expression has ended (Ruby's EXPR_END states). */

@@ -41,4 +41,20 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n);
 /* False, with the error at the first node deeper than TPL_MAX_AST_DEPTH, for such a tree. */
 bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root);
 
+/* A string -> uint32 map for compile-time name lookups (scopes, blocks, a lexer's locals), so
+ * that resolving a name costs O(1) instead of a scan over every name seen so far. Keys are
+ * borrowed (they must outlive the map: the source, an AST arena); the table lives in `arena`
+ * (grown tables are left there, which costs at most the final table once more). Zero-initialise
+ * with the arena set. */
+typedef struct tpl_smap_ent { const char *s; uint32_t len, val; } tpl_smap_ent;
+typedef struct tpl_smap {
+    tpl_arena *arena;
+    tpl_smap_ent *e;     /* open addressing; s == NULL marks an empty entry */
+    uint32_t cap, n;
+} tpl_smap;
+/* True with *val set when s[0..n) is a key. */
+bool tpl_smap_get(const tpl_smap *m, const char *s, size_t n, uint32_t *val);
+/* Sets key s[0..n) to val (overwriting); false when out of memory. */
+bool tpl_smap_put(tpl_smap *m, const char *s, size_t n, uint32_t val);
+
 #endif

@@ -19,6 +19,62 @@ void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
     va_end(ap);
 }
 
+/* ---- tpl_smap */
+
+static uint32_t smap_hash(const char *s, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15u ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdu;
+        h ^= h >> 32;
+    }
+    uint64_t t = 0;
+    for (; i < n; i++) t = t << 8 | (unsigned char)s[i];
+    h = (h ^ t) * 0xc4ceb9fe1a85ec53u;
+    h ^= h >> 29;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static tpl_smap_ent *smap_find(tpl_smap_ent *e, uint32_t cap, const char *s, size_t n, uint32_t h)
+{
+    uint32_t mask = cap - 1;
+    for (uint32_t i = h & mask;; i = (i + 1) & mask)
+        if (!e[i].s || (e[i].len == n && memcmp(e[i].s, s, n) == 0)) return &e[i];
+}
+
+bool tpl_smap_get(const tpl_smap *m, const char *s, size_t n, uint32_t *val)
+{
+    if (!m->n) return false;
+    tpl_smap_ent *x = smap_find(m->e, m->cap, s, n, smap_hash(s, n));
+    if (!x->s) return false;
+    *val = x->val;
+    return true;
+}
+
+bool tpl_smap_put(tpl_smap *m, const char *s, size_t n, uint32_t val)
+{
+    if (n > UINT32_MAX) return false;
+    if (!s) s = "";
+    if ((m->n + 1) * 2 > m->cap) {
+        uint32_t cap = m->cap ? m->cap * 2 : 16;
+        if (cap < m->cap) return false;
+        tpl_smap_ent *e = tpl_arena_alloc(m->arena, (size_t)cap * sizeof *e);
+        if (!e) return false;
+        memset(e, 0, (size_t)cap * sizeof *e);
+        for (uint32_t i = 0; i < m->cap; i++)
+            if (m->e[i].s) *smap_find(e, cap, m->e[i].s, m->e[i].len, smap_hash(m->e[i].s, m->e[i].len)) = m->e[i];
+        m->e = e;
+        m->cap = cap;
+    }
+    tpl_smap_ent *x = smap_find(m->e, m->cap, s, n, smap_hash(s, n));
+    if (!x->s) m->n++;
+    *x = (tpl_smap_ent){ s, (uint32_t)n, val };
+    return true;
+}
+
 tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node *b)
 {
     tpl_node *n = tpl_node_new(c->arena, kind, off);

@@ -412,17 +412,22 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
         if (op == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < READS_SLOTS) unset[TPL_INSN_A(p->code[pc])] = 1;
         pc += 1 + (size_t)oi->extra;
     }
+    /* the parameters (+ 1) of the macros entered at each pc: one lookup per instruction */
+    uint32_t *params = p->nmacros ? calloc(n + 1, sizeof *params) : NULL;
+    if (p->nmacros && !params) { free(minsrc); free(stores); free(unset); return false; }
     for (size_t m = 0; m < p->nmacros; m++)
-        if (p->macros[m].entry < n) minsrc[p->macros[m].entry] = -1;
+        if (p->macros[m].entry < n) {
+            minsrc[p->macros[m].entry] = -1;
+            if (p->macros[m].nparams + 1u > params[p->macros[m].entry]) params[p->macros[m].entry] = p->macros[m].nparams + 1u;
+        }
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
-        for (size_t m = 0; m < p->nmacros; m++)
-            if (p->macros[m].entry == pc) /* the prologue stores every parameter first */
-                for (uint32_t i = 0; i < p->macros[m].nparams && i < READS_SLOTS; i++) {
-                    memmove(&stores[i][1], &stores[i][0], (READS_STORES - 1) * sizeof stores[i][0]);
-                    stores[i][0] = (uint32_t)pc + 1;
-                }
+        if (params && params[pc]) /* a macro's prologue stores every parameter first */
+            for (uint32_t i = 0; i < params[pc] - 1 && i < READS_SLOTS; i++) {
+                memmove(&stores[i][1], &stores[i][0], (READS_STORES - 1) * sizeof stores[i][0]);
+                stores[i][0] = (uint32_t)pc + 1;
+            }
         uint32_t extra = pc + 1 < n ? p->code[pc + 1] : 0;
         bool dominated = false;
         switch (op) {
@@ -459,6 +464,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
     free(minsrc);
     free(stores);
     free(unset);
+    free(params);
     return true;
 }
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Hostile templates for the compiler (issue 13 §1): compile time is linear in the template
+(names, blocks, macros, locals in every syntax), if/elif chains are not nesting, and compile
+memory is bounded. Each case runs `tplc` and bounds its CPU time (not wall time: the machine may
+be busy), so a quadratic compiler fails (40,000 `{% set %}` took 5 s, 40,000 blocks 16 s).
+Usage: compile_scale.py TPLC. Prints "N passed, N failed"."""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+
+TPLC = sys.argv[1]
+CPU_LIMIT = float(os.environ.get("TPL_SCALE_CPU", "2.0"))  # seconds of CPU per case (linear: ~0.1 s)
+passed = failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {what}" + (f"\n  {detail}" if detail else ""))
+
+
+def run(args, stdin=None):
+    """Runs tplc; returns (exit status, stdout, stderr, CPU seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([TPLC] + args, input=stdin, capture_output=True, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return p.returncode, p.stdout, p.stderr, cpu
+
+
+def compile_fast(name, ext, src, want_rc=0):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t." + ext)
+        with open(path, "w") as f:
+            f.write(src)
+        rc, _, err, cpu = run(["compile", path, "-o", os.path.join(d, "t.tplb")])
+        check(rc == want_rc, f"{name}: exit {rc}, want {want_rc}", err.decode(errors="replace")[:300])
+        check(cpu < CPU_LIMIT, f"{name}: compile took {cpu:.2f} s of CPU (limit {CPU_LIMIT} s)")
+
+
+N = 40000
+# names: one scope of many variables (Jinja sets, ERB locals), read back
+compile_fast("jinja: 60,000 sets", "jinja", "".join(f"{{% set v{i} = {i} %}}" for i in range(60000)) + "{{ v1 }}\n")
+compile_fast("jinja: 30,000 sets, each printed", "jinja",
+             "".join(f"{{% set v{i} = {i} %}}{{{{ v{i} }}}}" for i in range(30000)))
+compile_fast("jinja: 30,000 sets in a loop body", "jinja",
+             "{% for x in xs %}" + "".join(f"{{% set v{i} = x %}}{{{{ v{i} }}}}" for i in range(30000)) + "{% endfor %}")
+compile_fast("jinja: 40,000 blocks", "jinja", "".join(f"{{% block b{i} %}}x{{% endblock %}}" for i in range(N)))
+compile_fast("jinja: 30,000 macros", "jinja",
+             "".join(f"{{% macro m{i}(a) %}}{{{{ a }}}}{{% endmacro %}}" for i in range(30000)) + "{{ m1(2) }}")
+compile_fast("erb: 60,000 locals", "erb", "".join(f"<% v{i} = {i} %>" for i in range(60000)) + "<%= v1 %>\n")
+compile_fast("erb: 30,000 locals, each printed", "erb", "".join(f"<% v{i} = {i} %><%= v{i} %>" for i in range(30000)))
+compile_fast("fmt: 40,000 fields", "fmt", "".join(f"{{n{i}}}" for i in range(N)))
+
+
+# the compiler's slot limit (65,535 variables in a function) is a located error at the statement
+# that passes it (it said 1:1, the template's start)
+with tempfile.TemporaryDirectory() as d:
+    sets = [f"{{% set v{i} = {i} %}}" for i in range(70000)]
+    path = os.path.join(d, "t.jinja")
+    with open(path, "w") as f:
+        f.write("".join(sets))
+    rc, _, err, cpu = run(["compile", path, "-o", os.path.join(d, "t.tplb")])
+    col = sum(len(x) for x in sets[:65535]) + 4  # the `set` of the 65,536th
+    first = err.decode(errors="replace").split("\n")[0]
+    check(rc == 1 and first == f"{path}:1:{col}: error: too many variables", "70,000 sets: located slot limit",
+          f"got {first!r}, want column {col}")
+    check(cpu < CPU_LIMIT, f"70,000 sets: took {cpu:.2f} s of CPU")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
