@@ -105,6 +105,8 @@ struct tpl_comp {
     tpl_block *blocks;       /* blocks of the extends chain */
     size_t nblocks, bcap;
     tpl_smap block_idx;      /* block name -> index in blocks */
+    uint32_t *chain_ends;    /* jumps to the end of the if/elif chains being compiled (a stack) */
+    size_t nchain_ends, chain_ends_cap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
@@ -809,8 +811,7 @@ static bool fold_binop(int op, tpl_value a, tpl_value b, tpl_value *out) /* op: 
 static void compare(tpl_comp *c, tpl_node *n)
 {
     expr(c, n->a);
-    uint32_t exits[64];
-    int nexit = 0;
+    size_t mark = tpl_c_chain_begin(c); /* the exits of a chain (a < b < c ...: any length, as Jinja2) */
     uint32_t tmp = 0;
     bool chain = n->b && n->b->next;
     if (chain) tmp = new_slot(c);
@@ -833,14 +834,12 @@ static void compare(tpl_comp *c, tpl_node *n)
         default: cerror(c, o->off, "bad comparison"); return;
         }
         if (o->next) {
-            if (nexit >= 64) { cerror(c, o->off, "comparison chain too long"); return; }
-            exits[nexit++] = emit(c, sop(c, TPL_OP_JF_PY_KEEP), 0, -1);
+            tpl_c_chain_jump(c, emit(c, sop(c, TPL_OP_JF_PY_KEEP), 0, -1));
             emit(c, TPL_OP_LOAD_SLOT, tmp, 1);
             emit_raw(c, add_name(c, tpl_v_str("(comparison)", 12)));
         }
     }
-    uint32_t end = here(c);
-    for (int i = 0; i < nexit; i++) patch_a(c, exits[i], end);
+    tpl_c_chain_end(c, mark);
 }
 
 /* True when the compile options name a host function `name` of that kind (tpl_options.host_funcs). */
@@ -1252,6 +1251,9 @@ bad:
 
 static void stmt(tpl_comp *c, tpl_node *n);
 
+/* An elif (ERB: elsif) of a chain: the else part that is one IF. */
+static bool is_elif(const tpl_node *n) { return n && n->kind == TPL_N_IF && !n->next; }
+
 /* Declares the names a template or an if-branch assigns at its own level, so that macros
  * defined earlier can read them (Jinja2 resolves them in the context at call time). */
 static void predeclare(tpl_comp *c, tpl_node *n)
@@ -1271,7 +1273,13 @@ static void predeclare(tpl_comp *c, tpl_node *n)
         case TPL_N_FROMIMPORT:
             for (tpl_node *x = n->b; x; x = x->next) declare(c, x->a ? x->a->val : x->val);
             break;
-        case TPL_N_IF: predeclare(c, n->b); predeclare(c, n->c); break;
+        case TPL_N_IF: {
+            const tpl_node *x = n;
+            for (; is_elif(x->c); x = x->c) predeclare(c, x->b); /* an elif chain: a loop */
+            predeclare(c, x->b);
+            predeclare(c, x->c);
+            break;
+        }
         case TPL_N_GENERATION: predeclare(c, n->b); break;
         default: break;
         }
@@ -1322,7 +1330,13 @@ static void frame_stores(frame_names *f, const tpl_node *n)
         case TPL_N_FROMIMPORT:
             for (const tpl_node *x = n->b; x; x = x->next) frame_add(f, x->a ? x->a->val : x->val);
             break;
-        case TPL_N_IF: frame_stores(f, n->b); frame_stores(f, n->c); break;
+        case TPL_N_IF: {
+            const tpl_node *x = n;
+            for (; is_elif(x->c); x = x->c) frame_stores(f, x->b); /* an elif chain: a loop */
+            frame_stores(f, x->b);
+            frame_stores(f, x->c);
+            break;
+        }
         default: break;
         }
     }
@@ -1390,9 +1404,15 @@ static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
             assigned |= frame_target_bits(f, n->a);
             break;
         case TPL_N_IF: {
-            frame_reads(f, n->a, assigned, 1);
-            uint64_t t = frame_flow(f, n->b, assigned);
-            assigned = t & frame_flow(f, n->c, assigned);
+            /* the names every branch assigns; an elif chain is walked in a loop */
+            uint64_t all = ~(uint64_t)0;
+            const tpl_node *x = n;
+            for (;; x = x->c) {
+                frame_reads(f, x->a, assigned, 1);
+                all &= frame_flow(f, x->b, assigned);
+                if (!is_elif(x->c)) break;
+            }
+            assigned = all & frame_flow(f, x->c, assigned);
             break;
         }
         case TPL_N_OUTPUT: case TPL_N_NSSET: case TPL_N_DO: case TPL_N_BREAK: case TPL_N_CONTINUE:
@@ -1694,7 +1714,26 @@ static bool str_cases(tpl_comp *c, const tpl_node *cond, const tpl_node **subj, 
  * the jump table, unchanged: a value that is not a string (undefined, nil, a number, Markup) runs
  * it, with its exact semantics and errors. The syntax's front end compiles expressions and bodies
  * (cond, body, with ctx). Emits nothing and returns false when n starts no such chain. */
-bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, void *ctx)
+size_t tpl_c_chain_begin(tpl_comp *c) { return c->nchain_ends; }
+
+void tpl_c_chain_jump(tpl_comp *c, uint32_t pc)
+{
+    if (c->failed) return;
+    if (!grow((void **)&c->chain_ends, &c->chain_ends_cap, c->nchain_ends + 1, sizeof *c->chain_ends)) {
+        cerror(c, c->cur_off, "out of memory");
+        return;
+    }
+    c->chain_ends[c->nchain_ends++] = pc;
+}
+
+void tpl_c_chain_end(tpl_comp *c, size_t mark)
+{
+    uint32_t end = here(c);
+    for (size_t i = mark; i < c->nchain_ends; i++) patch_a(c, c->chain_ends[i], end);
+    if (mark <= c->nchain_ends) c->nchain_ends = mark;
+}
+
+bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, void *ctx, tpl_node **rest)
 {
     enum { MAX_BRANCHES = 32 };
     tpl_node *ifs[MAX_BRANCHES];
@@ -1723,20 +1762,18 @@ bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, 
     emit(c, TPL_OP_SWITCH_STR, add_const(c, lv), -1);
     uint32_t table = here(c);
     for (uint32_t i = 0; i <= lits->len; i++) emit(c, TPL_OP_JUMP, 0, 0);
-    uint32_t at[MAX_BRANCHES], jend[MAX_BRANCHES];
-    int nend = 0;
+    uint32_t at[MAX_BRANCHES];
     for (int i = 0; i < nsw; i++) {
         cond(ctx, ifs[i]->a);
         c->cur_off = ifs[i]->off;
         uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
         at[i] = here(c);
         body_fn(ctx, ifs[i]->b);
-        if (i < nsw - 1 || ifs[i]->c) jend[nend++] = emit(c, TPL_OP_JUMP, 0, 0);
+        if (i < nsw - 1 || ifs[i]->c) tpl_c_chain_jump(c, emit(c, TPL_OP_JUMP, 0, 0));
         patch_a(c, jf, here(c));
     }
     uint32_t deflt = here(c);
-    if (ifs[nsw - 1]->c) body_fn(ctx, ifs[nsw - 1]->c); /* else, or the elifs the table left out */
-    for (int i = 0; i < nend; i++) patch_a(c, jend[i], here(c));
+    *rest = ifs[nsw - 1]->c; /* else, or the elifs the table left out: the caller's */
     patch_a(c, table, deflt);
     for (uint32_t i = 0; i < lits->len; i++) patch_a(c, table + 1 + i, at[owner[i]]);
     return true;
@@ -1745,14 +1782,38 @@ bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, 
 static void switch_expr(void *c, tpl_node *n) { expr(c, n); }
 static void switch_body(void *c, tpl_node *n) { body(c, n); }
 
-/* Jinja's if/elif chain as SWITCH_STR (conditions and bodies soft, as an if's). */
-static bool if_switch(tpl_comp *c, tpl_node *n)
+/* An if/elif/else chain, compiled in a loop (a chain of 10,000 elifs is not nesting): each
+ * branch's end jumps to the chain's end; a constant condition keeps only its branch; runs of
+ * string comparisons on one lookup become SWITCH_STR tables (tpl_c_if_switch). Conditions and
+ * bodies are soft (an unknown filter fails when it runs, as in Jinja2). */
+static void stmt_if(tpl_comp *c, tpl_node *n)
 {
     bool soft = c->soft;
-    c->soft = true;
-    bool done = tpl_c_if_switch(c, n, switch_expr, switch_body, c);
+    size_t mark = tpl_c_chain_begin(c);
+    for (tpl_node *cur = n; cur && !c->failed;) {
+        c->cur_off = cur->off;
+        tpl_node *next;
+        bool t;
+        if (cur->a->kind == TPL_N_CONST && const_truthy(cur->a->val, &t)) {
+            if (t) { body(c, cur->b); break; }
+            next = cur->c;
+        } else {
+            c->soft = true;
+            if (!tpl_c_if_switch(c, cur, switch_expr, switch_body, c, &next)) {
+                expr(c, cur->a);
+                uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
+                body(c, cur->b);
+                if (cur->c) tpl_c_chain_jump(c, emit(c, TPL_OP_JUMP, 0, 0));
+                patch_a(c, jf, here(c));
+                next = cur->c;
+            }
+        }
+        if (is_elif(next)) { cur = next; continue; }
+        body(c, next);
+        break;
+    }
+    tpl_c_chain_end(c, mark);
     c->soft = soft;
-    return done;
 }
 
 static void stmt_for(tpl_comp *c, tpl_node *n)
@@ -1837,7 +1898,13 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
         /* Jinja2 finds blocks anywhere in a template's statements (loops, macros, with, ...) */
         switch (n->kind) {
         case TPL_N_FOR: collect_blocks(c, n->c, tpl_index); collect_blocks(c, n->d, tpl_index); break;
-        case TPL_N_IF: collect_blocks(c, n->b, tpl_index); collect_blocks(c, n->c, tpl_index); break;
+        case TPL_N_IF: {
+            tpl_node *x = n;
+            for (; is_elif(x->c); x = x->c) collect_blocks(c, x->b, tpl_index); /* an elif chain: a loop */
+            collect_blocks(c, x->b, tpl_index);
+            collect_blocks(c, x->c, tpl_index);
+            break;
+        }
         case TPL_N_CALLBLOCK: collect_blocks(c, n->c, tpl_index); break;
         case TPL_N_MACRO: case TPL_N_SETBLOCK: case TPL_N_FILTERBLOCK: case TPL_N_WITH: case TPL_N_AUTOESCAPE:
         case TPL_N_GENERATION: case TPL_N_BLOCK:
@@ -2090,29 +2157,9 @@ static void stmt(tpl_comp *c, tpl_node *n)
         if (c->autoescape) emit(c, TPL_OP_ESCAPE, 0, 0);
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
-    case TPL_N_IF: {
-        bool t;
-        if (n->a->kind == TPL_N_CONST && const_truthy(n->a->val, &t)) {
-            body(c, t ? n->b : n->c);
-            return;
-        }
-        if (if_switch(c, n)) return;
-        bool soft = c->soft;
-        c->soft = true;
-        expr(c, n->a);
-        uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
-        body(c, n->b);
-        if (n->c) {
-            uint32_t jend = emit(c, TPL_OP_JUMP, 0, 0);
-            patch_a(c, jf, here(c));
-            body(c, n->c);
-            patch_a(c, jend, here(c));
-        } else {
-            patch_a(c, jf, here(c));
-        }
-        c->soft = soft;
+    case TPL_N_IF:
+        stmt_if(c, n);
         return;
-    }
     case TPL_N_FOR: {
         bool soft = c->soft;
         c->soft = false;
@@ -2533,6 +2580,8 @@ done:
     c->trcalls = NULL;
     free(c->reads);
     c->reads = NULL;
+    free(c->chain_ends);
+    c->chain_ends = NULL;
     c->code = NULL;
     c->consts = NULL;
     c->names = NULL;

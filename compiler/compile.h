@@ -30,11 +30,20 @@ uint32_t tpl_c_const(tpl_comp *c, tpl_value v);         /* constant index (strin
 uint32_t tpl_c_name(tpl_comp *c, tpl_value s);          /* name index (hash precomputed) */
 void tpl_c_expr(tpl_comp *c, tpl_node *n);
 void tpl_c_body(tpl_comp *c, tpl_node *n);
+/* An if/elif chain is compiled in a loop, not by recursion: mark = tpl_c_chain_begin(c), then
+ * tpl_c_chain_jump(c, pc) for each branch's JUMP to the chain's end, and tpl_c_chain_end(c,
+ * mark) where the chain ends (patches those jumps; chains nested in the branches keep their
+ * own marks). */
+size_t tpl_c_chain_begin(tpl_comp *c);
+void tpl_c_chain_jump(tpl_comp *c, uint32_t pc);
+void tpl_c_chain_end(tpl_comp *c, size_t mark);
 /* An if/elif chain comparing one pure lookup with string literals as a SWITCH_STR jump table
- * (compile.c); the front end's own expression and body compilers are called with ctx. False
- * (nothing emitted) when n starts no such chain. */
+ * (compile.c); the front end's own expression and body compilers are called with ctx. Inside
+ * a chain (tpl_c_chain_begin): the branches' end jumps go to the chain's end and *rest is what
+ * follows the table's branches (an elif to continue the chain with, an else body, or NULL),
+ * for the caller to compile. False (nothing emitted) when n starts no such chain. */
 typedef void (*tpl_c_fn)(void *ctx, tpl_node *n);
-bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body, void *ctx);
+bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body, void *ctx, tpl_node **rest);
 void tpl_c_text(tpl_comp *c, const char *s, size_t n);  /* output text (merged with neighbours) */
 uint32_t tpl_c_declare(tpl_comp *c, tpl_value name);    /* a variable of the innermost scope */
 uint32_t tpl_c_slot(tpl_comp *c);                      /* an anonymous slot */

@@ -569,35 +569,46 @@ static uint32_t add_chain(erb_low *L, tpl_node *n, bool emit)
 static void switch_expr(void *L, tpl_node *n) { expr(L, n); }
 static void switch_body(void *L, tpl_node *n) { body(L, n); }
 
+/* An if/elsif/else chain (a statement, or an expression with the taken branch's value),
+ * compiled in a loop: a chain of 10,000 elsifs is not nesting. */
 static void if_(erb_low *L, tpl_node *n, bool value)
 {
-    /* if x == "a" … elsif x == "b" || x == "c" … as a SWITCH_STR jump table (statements only) */
-    if (!value && tpl_c_if_switch(C, n, switch_expr, switch_body, L)) return;
-    tpl_node *cond = n->a;
-    while (cond->kind == TPL_N_UNOP && cond->op == TPL_AOP_NOT) cond = cond->a;
-    if (cond->kind == TPL_N_RREGEX) {
-        /* Ruby matches a bare regex condition against $_ (a warning); tpl refuses it */
-        tpl_c_error(C, cond->off, "a regex literal as a condition is not supported (use =~ or match?)");
-        return;
+    size_t mark = tpl_c_chain_begin(C);
+    for (tpl_node *cur = n; cur && !tpl_c_failed(C);) {
+        tpl_c_at(C, cur->off);
+        tpl_node *next;
+        /* if x == "a" … elsif x == "b" || x == "c" … as a SWITCH_STR jump table (statements only) */
+        if (value || !tpl_c_if_switch(C, cur, switch_expr, switch_body, L, &next)) {
+            tpl_node *cond = cur->a;
+            while (cond->kind == TPL_N_UNOP && cond->op == TPL_AOP_NOT) cond = cond->a;
+            if (cond->kind == TPL_N_RREGEX) {
+                /* Ruby matches a bare regex condition against $_ (a warning); tpl refuses it */
+                tpl_c_error(C, cond->off, "a regex literal as a condition is not supported (use =~ or match?)");
+                break;
+            }
+            expr(L, cur->a);
+            tpl_c_at(C, cur->off);
+            uint32_t jf = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+            if (value) value_body(L, cur->b);
+            else body(L, cur->b);
+            if (!value && !cur->c) {
+                tpl_c_patch(C, jf, tpl_c_here(C));
+                break;
+            }
+            tpl_c_chain_jump(C, tpl_c_emit(C, TPL_OP_JUMP, 0, value ? -1 : 0));
+            tpl_c_patch(C, jf, tpl_c_here(C));
+            next = cur->c;
+        }
+        if (next && next->kind == TPL_N_IF && !next->next) { cur = next; continue; } /* elsif */
+        if (value) {
+            if (next) value_body(L, next);
+            else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        } else {
+            body(L, next);
+        }
+        break;
     }
-    expr(L, n->a);
-    tpl_c_at(C, n->off);
-    uint32_t jf = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
-    if (value) value_body(L, n->b);
-    else body(L, n->b);
-    if (!value && !n->c) {
-        tpl_c_patch(C, jf, tpl_c_here(C));
-        return;
-    }
-    uint32_t jend = tpl_c_emit(C, TPL_OP_JUMP, 0, value ? -1 : 0);
-    tpl_c_patch(C, jf, tpl_c_here(C));
-    if (value) {
-        if (n->c) value_body(L, n->c);
-        else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
-    } else {
-        body(L, n->c);
-    }
-    tpl_c_patch(C, jend, tpl_c_here(C));
+    tpl_c_chain_end(C, mark);
 }
 
 /* ------------------------------------------------------------------ expressions */

@@ -767,34 +767,29 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
     return ok;
 }
 
-/* Maps every node's script offset to its source offset. */
-static void map_offsets(const erb_script *sc, tpl_node *n, int depth)
-{
-    for (; n; n = n->next) {
-        if (n->off & 0x80000000u) continue;   /* already mapped (shared subtrees) */
-        n->off = n->off < sc->n ? sc->map[n->off] : (sc->n ? sc->map[sc->n - 1] + 1 : 0);
-        n->off |= 0x80000000u;
-        if (depth < 2000) {
-            map_offsets(sc, n->a, depth + 1);
-            map_offsets(sc, n->b, depth + 1);
-            map_offsets(sc, n->c, depth + 1);
-            map_offsets(sc, n->d, depth + 1);
-            map_offsets(sc, n->e, depth + 1);
-        }
-    }
-}
+static bool is_elsif(const tpl_node *n) { return n->kind == TPL_N_IF && n->c && n->c->kind == TPL_N_IF && !n->c->next; }
 
-static void clear_mark(tpl_node *n, int depth)
+/* Maps every node's script offset to its source offset (clear: takes the marks off again). The
+ * links of an elsif chain (an IF whose c is one IF) are walked in a loop, as siblings are. */
+static void map_offsets(const erb_script *sc, tpl_node *n, int depth, bool clear)
 {
     for (; n; n = n->next) {
-        if (!(n->off & 0x80000000u)) continue;
-        n->off &= 0x7FFFFFFFu;
-        if (depth < 2000) {
-            clear_mark(n->a, depth + 1);
-            clear_mark(n->b, depth + 1);
-            clear_mark(n->c, depth + 1);
-            clear_mark(n->d, depth + 1);
-            clear_mark(n->e, depth + 1);
+        for (tpl_node *x = n; x; x = is_elsif(x) ? x->c : NULL) {
+            if (!clear) {
+                if (x->off & 0x80000000u) break;   /* already mapped (shared subtrees) */
+                x->off = x->off < sc->n ? sc->map[x->off] : (sc->n ? sc->map[sc->n - 1] + 1 : 0);
+                x->off |= 0x80000000u;
+            } else {
+                if (!(x->off & 0x80000000u)) break;
+                x->off &= 0x7FFFFFFFu;
+            }
+            if (depth < 2000) {
+                map_offsets(sc, x->a, depth + 1, clear);
+                map_offsets(sc, x->b, depth + 1, clear);
+                if (!is_elsif(x)) map_offsets(sc, x->c, depth + 1, clear);
+                map_offsets(sc, x->d, depth + 1, clear);
+                map_offsets(sc, x->e, depth + 1, clear);
+            }
         }
     }
 }
@@ -912,8 +907,8 @@ bool tpl_erb_parse(tpl_pctx *c)
         tpl_node *t = tpl_p_node(c, TPL_N_TEMPLATE, 0, NULL, NULL);
         t->op = frozen == 1;   /* frozen_string_literal: true (string literals are frozen) */
         t->b = body->kind == TPL_N_RSTMTS ? body->b : body;
-        map_offsets(&es.sc, t->b, 0);
-        clear_mark(t->b, 0);
+        map_offsets(&es.sc, t->b, 0, false);
+        map_offsets(&es.sc, t->b, 0, true);
         c->root = t;
         c->src = src;
         c->n = n;

@@ -222,7 +222,8 @@ primary(A) ::= primary(R) LBRACK_IDX(T) call_args(L) RBRACK.
 primary(A) ::= call(C). { A = C; }
 primary(A) ::= call(C) block(B). { A = C; A->c = B; }
 primary(A) ::= IDENT(T) block(B). { A = method(ctx, NULL, T, NULL, T.off); A->op = 1; A->c = B; }
-primary(A) ::= IF(T) expr(C) then compstmt(B) if_tail(E) END. { A = NODE(IF, T.off, C, B); A->c = E; }
+primary(A) ::= IF(T) expr(C) then compstmt(B) elsifs(E) opt_else(L) END.
+    { A = NODE(IF, T.off, C, B); A->c = tpl_p_elif_end(E, L); }
 primary(A) ::= UNLESS(T) expr(C) then compstmt(B) opt_else(E) END. { A = NODE(IF, T.off, not_(ctx, C, T.off), B); A->c = E; }
 primary(A) ::= CASE(T) opt_expr(S) opt_terms whens(W) opt_else(E) END. { A = NODE(RCASE, T.off, S, W); A->c = E; }
 primary(A) ::= FOR(T) params(V) IN expr(E) do_cond compstmt(B) END. { A = NODE(RFOR, T.off, E, B); A->c = V; }
@@ -278,8 +279,9 @@ assoc(A) ::= LABEL(T) arg(V). { tpl_node *k = konst(ctx, tpl_p_tokstr(ctx, T), T
 then ::= TERM.
 then ::= THEN.
 then ::= TERM THEN.
-if_tail(A) ::= opt_else(E). { A = E; }
-if_tail(A) ::= ELSIF(T) expr(C) then compstmt(B) if_tail(E). { A = NODE(IF, T.off, C, B); A->c = E; }
+/* an elsif chain is a list, not nesting (as Jinja's elifs: tpl_p_elif) */
+elsifs(A) ::= . { A = NULL; }
+elsifs(A) ::= elsifs(L) ELSIF(T) expr(C) then compstmt(B). { A = tpl_p_elif(L, NODE(IF, T.off, C, B)); }
 opt_else(A) ::= . { A = NULL; }
 opt_else(A) ::= ELSE compstmt(B). { A = B ? B : N(RSTMTS, 0); }
 

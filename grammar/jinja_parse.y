@@ -78,11 +78,15 @@ body(A) ::= body(B) VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = tpl_node_append(B,
 body(A) ::= body(B) stmt(S). { A = tpl_node_append(B, S); }
 
 /* ---- if ---- */
-stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) elifs(E) ENDIF BLOCK_END.
-    { A = with_c(NODE(IF, T.off, C, B), E); }
+/* An elif chain is a list, not nesting: `elifs` grows to the left (one parser stack entry for
+ * any number of branches), each elif an IF in the c of the one before; while it grows, the
+ * first elif's `tail` is the last one (tpl_p_elif). */
+stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) elifs(E) if_else(L) ENDIF BLOCK_END.
+    { A = with_c(NODE(IF, T.off, C, B), tpl_p_elif_end(E, L)); }
 elifs(A) ::= . { A = NULL; }
-elifs(A) ::= ELSE BLOCK_END body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A->val = tpl_v_str("", 0); }
-elifs(A) ::= ELIF(T) expr(C) BLOCK_END body(B) elifs(E). { A = with_c(NODE(IF, T.off, C, B), E); }
+elifs(A) ::= elifs(L) ELIF(T) expr(C) BLOCK_END body(B). { A = tpl_p_elif(L, NODE(IF, T.off, C, B)); }
+if_else(A) ::= . { A = NULL; }
+if_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A->val = tpl_v_str("", 0); }
 
 /* ---- for ---- */
 stmt(A) ::= FOR(T) target(X) IN for_iter(I) for_filter(F) for_rec(R) BLOCK_END body(B) for_else(E) ENDFOR BLOCK_END.

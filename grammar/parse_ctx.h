@@ -32,6 +32,13 @@ tpl_node *tpl_p_float(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node *b);
 tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t);    /* the token's bytes as a str value */
 
+/* if/elif (ERB: elsif) chains, built without recursion: tpl_p_elif appends the IF node `elif`
+ * to the chain `chain` (NULL: none yet), which keeps its last IF in the first one's `tail`;
+ * tpl_p_elif_end gives the chain its else body (may be NULL), clears `tail` and returns the
+ * chain (or the else body when there is no elif), the first IF's c. */
+tpl_node *tpl_p_elif(tpl_node *chain, tpl_node *elif);
+tpl_node *tpl_p_elif_end(tpl_node *chain, tpl_node *else_body);
+
 /* Parses a Jinja template into c->root; returns false with c->msg/err_off on failure. */
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n);
 /* The deepest AST the compilers walk (they recurse once per level or so): about as deep as

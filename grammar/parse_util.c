@@ -89,6 +89,25 @@ tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node 
     return n;
 }
 
+tpl_node *tpl_p_elif(tpl_node *chain, tpl_node *elif)
+{
+    if (!chain) {
+        elif->tail = elif;
+        return elif;
+    }
+    chain->tail->c = elif;
+    chain->tail = elif;
+    return chain;
+}
+
+tpl_node *tpl_p_elif_end(tpl_node *chain, tpl_node *else_body)
+{
+    if (!chain) return else_body;
+    chain->tail->c = else_body;
+    chain->tail = NULL;
+    return chain;
+}
+
 tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t)
 {
     return tpl_v_str(c->src + t.off, t.len);
@@ -356,7 +375,9 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
                     stack = ns;
                     cap *= 2;
                 }
-                stack[len++] = (struct item){ kids[i], it.depth + 1 };
+                /* an elif chain (an IF whose else part is one IF) is a list, not nesting */
+                bool elif = i == 2 && n->kind == TPL_N_IF && kids[i]->kind == TPL_N_IF && !kids[i]->next;
+                stack[len++] = (struct item){ kids[i], elif ? it.depth : it.depth + 1 };
             }
             if (!ok) break;
         }

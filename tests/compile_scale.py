@@ -58,6 +58,50 @@ compile_fast("erb: 30,000 locals, each printed", "erb", "".join(f"<% v{i} = {i} 
 compile_fast("fmt: 40,000 fields", "fmt", "".join(f"{{n{i}}}" for i in range(N)))
 
 
+
+def render(name, ext, src, state, want_out, want_rc=0, want_err=None):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t." + ext)
+        with open(path, "w") as f:
+            f.write(src)
+        spath = os.path.join(d, "s.json")
+        with open(spath, "w") as f:
+            f.write(state)
+        rc, out, err, cpu = run(["render", path, "--state", spath])
+        err = err.decode(errors="replace").replace(path, "T")
+        check(rc == want_rc and out.decode() == want_out, f"{name}: exit {rc}, output {out[:60]!r}",
+              f"want exit {want_rc}, output {want_out[:60]!r}; stderr {err[:300]}")
+        if want_err is not None:
+            check(err.split("\n")[0] == want_err, f"{name}: error", f"got {err.splitlines()[0][:200] if err else ''!r}, want {want_err!r}")
+        check(cpu < CPU_LIMIT, f"{name}: took {cpu:.2f} s of CPU (limit {CPU_LIMIT} s)")
+
+
+# an if/elif chain is not nesting (it said "template nesting too deep" from ~210 branches; Jinja2
+# renders 2,000): numbers (compare and branch), strings (SWITCH_STR tables), ERB elsif as a
+# statement and as a value; 100,000 branches still compile in linear time
+elifs = "{% if x == 0 %}a" + "".join(f"{{% elif x == {i} %}}b{i}" for i in range(1, 2000)) + "{% else %}z{% endif %}"
+render("jinja: 2,000 elifs", "jinja", elifs, '{"x": 1500}', "b1500")
+render("jinja: 2,000 elifs, else", "jinja", elifs, '{"x": 5000}', "z")
+render("jinja: 2,000 string elifs", "jinja",
+       "{% if x == 'k0' %}a" + "".join(f"{{% elif x == 'k{i}' %}}b{i}" for i in range(1, 2000)) + "{% endif %}",
+       '{"x": "k1999"}', "b1999")
+render("jinja: 100,000 elifs", "jinja",
+       "{% if x < 0 %}a" + "".join(f"{{% elif x < {i} %}}b{i}" for i in range(1, 100000)) + "{% else %}z{% endif %}",
+       '{"x": 99990}', "b99991")
+render("erb: 2,000 elsifs", "erb",
+       "<% if x == 0 %>a" + "".join(f"<% elsif x == {i} %>b{i}" for i in range(1, 2000)) + "<% else %>z<% end %>",
+       '{"x": 1999}', "b1999")
+render("erb: 2,000 string elsifs", "erb",
+       "<% if x == 'k0' %>a" + "".join(f"<% elsif x == 'k{i}' %>b{i}" for i in range(1, 2000)) + "<% end %>",
+       '{"x": "k1998"}', "b1998")
+render("erb: 50,000 elsifs as a value", "erb",
+       "<%= if x < 0 then 'a'" + "".join(f" elsif x < {i} then 'b{i}'" for i in range(1, 50000)) + " else 'z' end %>",
+       '{"x": 49000}', "b49001")
+# an error after a long elsif chain is located where it is (offsets past 2,000 links were not mapped)
+src = "<% if x == 0 %>a" + "".join(f"<% elsif x == {i} %>b{i}" for i in range(1, 2500)) + "<% else %><%= y.foo %><% end %>"
+render("erb: error after 2,500 elsifs", "erb", src, '{"x": -1}', "", 1,
+       f"T:1:{src.index('y.foo') + 1}: error: undefined local variable or method `y' for main:Object (NameError)")
+
 # the compiler's slot limit (65,535 variables in a function) is a located error at the statement
 # that passes it (it said 1:1, the template's start)
 with tempfile.TemporaryDirectory() as d:
