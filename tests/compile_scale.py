@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 TPLC = sys.argv[1]
-CPU_LIMIT = float(os.environ.get("TPL_SCALE_CPU", "2.0"))  # seconds of CPU per case (linear: ~0.1 s)
+CPU_LIMIT = float(os.environ.get("TPL_SCALE_CPU", "3.0"))  # seconds of CPU per case (linear: ~0.1 s, ASan ~1 s)
 passed = failed = 0
 
 
@@ -78,25 +78,25 @@ def render(name, ext, src, state, want_out, want_rc=0, want_err=None):
 
 # an if/elif chain is not nesting (it said "template nesting too deep" from ~210 branches; Jinja2
 # renders 2,000): numbers (compare and branch), strings (SWITCH_STR tables), ERB elsif as a
-# statement and as a value; 100,000 branches still compile in linear time
+# statement and as a value; 30,000 branches still compile in linear time
 elifs = "{% if x == 0 %}a" + "".join(f"{{% elif x == {i} %}}b{i}" for i in range(1, 2000)) + "{% else %}z{% endif %}"
 render("jinja: 2,000 elifs", "jinja", elifs, '{"x": 1500}', "b1500")
 render("jinja: 2,000 elifs, else", "jinja", elifs, '{"x": 5000}', "z")
 render("jinja: 2,000 string elifs", "jinja",
        "{% if x == 'k0' %}a" + "".join(f"{{% elif x == 'k{i}' %}}b{i}" for i in range(1, 2000)) + "{% endif %}",
        '{"x": "k1999"}', "b1999")
-render("jinja: 100,000 elifs", "jinja",
-       "{% if x < 0 %}a" + "".join(f"{{% elif x < {i} %}}b{i}" for i in range(1, 100000)) + "{% else %}z{% endif %}",
-       '{"x": 99990}', "b99991")
+render("jinja: 30,000 elifs", "jinja",
+       "{% if x < 0 %}a" + "".join(f"{{% elif x < {i} %}}b{i}" for i in range(1, 30000)) + "{% else %}z{% endif %}",
+       '{"x": 29990}', "b29991")
 render("erb: 2,000 elsifs", "erb",
        "<% if x == 0 %>a" + "".join(f"<% elsif x == {i} %>b{i}" for i in range(1, 2000)) + "<% else %>z<% end %>",
        '{"x": 1999}', "b1999")
 render("erb: 2,000 string elsifs", "erb",
        "<% if x == 'k0' %>a" + "".join(f"<% elsif x == 'k{i}' %>b{i}" for i in range(1, 2000)) + "<% end %>",
        '{"x": "k1998"}', "b1998")
-render("erb: 50,000 elsifs as a value", "erb",
-       "<%= if x < 0 then 'a'" + "".join(f" elsif x < {i} then 'b{i}'" for i in range(1, 50000)) + " else 'z' end %>",
-       '{"x": 49000}', "b49001")
+render("erb: 20,000 elsifs as a value", "erb",
+       "<%= if x < 0 then 'a'" + "".join(f" elsif x < {i} then 'b{i}'" for i in range(1, 20000)) + " else 'z' end %>",
+       '{"x": 19000}', "b19001")
 # an error after a long elsif chain is located where it is (offsets past 2,000 links were not mapped)
 src = "<% if x == 0 %>a" + "".join(f"<% elsif x == {i} %>b{i}" for i in range(1, 2500)) + "<% else %><%= y.foo %><% end %>"
 render("erb: error after 2,500 elsifs", "erb", src, '{"x": -1}', "", 1,
