@@ -1735,6 +1735,7 @@ void tpl_c_chain_end(tpl_comp *c, size_t mark)
 
 bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, void *ctx, tpl_node **rest)
 {
+    *rest = NULL;
     enum { MAX_BRANCHES = 32 };
     tpl_node *ifs[MAX_BRANCHES];
     int nif = 0;
@@ -1792,7 +1793,7 @@ static void stmt_if(tpl_comp *c, tpl_node *n)
     size_t mark = tpl_c_chain_begin(c);
     for (tpl_node *cur = n; cur && !c->failed;) {
         c->cur_off = cur->off;
-        tpl_node *next;
+        tpl_node *next = NULL;
         bool t;
         if (cur->a->kind == TPL_N_CONST && const_truthy(cur->a->val, &t)) {
             if (t) { body(c, cur->b); break; }

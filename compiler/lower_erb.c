@@ -576,7 +576,7 @@ static void if_(erb_low *L, tpl_node *n, bool value)
     size_t mark = tpl_c_chain_begin(C);
     for (tpl_node *cur = n; cur && !tpl_c_failed(C);) {
         tpl_c_at(C, cur->off);
-        tpl_node *next;
+        tpl_node *next = NULL;
         /* if x == "a" … elsif x == "b" || x == "c" … as a SWITCH_STR jump table (statements only) */
         if (value || !tpl_c_if_switch(C, cur, switch_expr, switch_body, L, &next)) {
             tpl_node *cond = cur->a;
