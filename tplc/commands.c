@@ -159,6 +159,27 @@ static void locate_key(const char *text, size_t len, const char *key, long elem,
 /* The keys a Pinecall golden holds; any other key (a misspelling) is an error. */
 static const char *const golden_keys[] = { "state", "memory" };
 
+bool tplc_golden_keys_ok(const char *path, const char *text, size_t len, json_t *g, long elem)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(g, key, v) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof golden_keys / sizeof *golden_keys; i++) known |= strcmp(key, golden_keys[i]) == 0;
+        if (!known) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "unknown key \"%.100s\" in the golden (a golden holds \"state\" and \"memory\")", key);
+            tpl_error e = { 0 };
+            e.status = TPL_ERR_STATE;
+            e.message = msg;
+            locate_key(text, len, key, elem, &e.line, &e.column);
+            print_json_error(path, text, len, &e);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* A Pinecall golden: {"state": {...}, "memory": ["fact", ...]}, or an array of them (then --case N
  * picks one, counting from 0). */
 static int load_golden(const tplc_opts *o, tpl_render *r, const char *path, const char *text, size_t len)
@@ -202,22 +223,9 @@ static int load_golden(const tplc_opts *o, tpl_render *r, const char *path, cons
         json_decref(root);
         return EXIT_TEMPLATE;
     }
-    const char *key;
-    json_t *v;
-    json_object_foreach(g, key, v) {
-        bool known = false;
-        for (size_t i = 0; i < sizeof golden_keys / sizeof *golden_keys; i++) known |= strcmp(key, golden_keys[i]) == 0;
-        if (!known) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "unknown key \"%.100s\" in the golden (a golden holds \"state\" and \"memory\")", key);
-            tpl_error e = { 0 };
-            e.status = TPL_ERR_STATE;
-            e.message = msg;
-            locate_key(text, len, key, json_is_array(root) ? o->case_n : -1, &e.line, &e.column);
-            print_json_error(path, text, len, &e);
-            json_decref(root);
-            return EXIT_TEMPLATE;
-        }
+    if (!tplc_golden_keys_ok(path, text, len, g, json_is_array(root) ? o->case_n : -1)) {
+        json_decref(root);
+        return EXIT_TEMPLATE;
     }
     int rc = 0;
     if (state) {

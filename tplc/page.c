@@ -64,6 +64,16 @@ static int read_input(const tplc_opts *o, json_t **state, json_t **memory)
         free(text);
         return TPLC_EXIT_TEMPLATE;
     }
+    if (o->golden) {
+        long elem = -1;
+        json_t *g0 = root;
+        if (json_is_array(root) && o->case_n >= 0) { elem = o->case_n; g0 = json_array_get(root, (size_t)o->case_n); }
+        if (json_is_object(g0) && !tplc_golden_keys_ok(path, text, len, g0, elem)) {
+            free(text);
+            json_decref(root);
+            return TPLC_EXIT_TEMPLATE;
+        }
+    }
     free(text);
     if (o->state) {
         if (!json_is_object(root)) { plain_fail(path, "the state must be a JSON object"); json_decref(root); return TPLC_EXIT_TEMPLATE; }
@@ -227,6 +237,14 @@ static int page_steps(const tplc_opts *o, const tpl_page *pg, tpl_page_call *c)
         json_fail(o->steps, text, len, &je, "steps");
         free(text);
         return TPLC_EXIT_TEMPLATE;
+    }
+    for (size_t k = 0; k < json_array_size(steps); k++) {
+        json_t *g = json_array_get(steps, k);
+        if (json_is_object(g) && !tplc_golden_keys_ok(o->steps, text, len, g, (long)k)) {
+            free(text);
+            json_decref(steps);
+            return TPLC_EXIT_TEMPLATE;
+        }
     }
     free(text);
     if (!json_is_array(steps)) {

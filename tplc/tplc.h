@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include "tpl.h"
 
 #define TPLC_EXIT_TEMPLATE 1
@@ -143,5 +144,12 @@ void tplc_print_error(const tpl_error *e);
  * the loader's better reason). I/O and usage errors are always printed. Returns 0 or an exit
  * status. */
 int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errout, char **msgout);
+
+
+/* Whether the golden object g (the file's top-level object, or element elem of its top-level array
+ * when elem >= 0; text/len are the file's bytes) holds only the keys a golden has ("state",
+ * "memory"). On the first other key (a misspelling) it prints FILE:LINE:COL: error with the file's
+ * line and a caret, and returns false. */
+bool tplc_golden_keys_ok(const char *path, const char *text, size_t len, json_t *g, long elem);
 
 #endif
