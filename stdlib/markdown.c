@@ -347,7 +347,7 @@ static int num_arg(tpl_vm *vm, tpl_value v, int64_t dflt, num *n)
 
 int h_omission_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    num top, bottom;
+    num top = { 0 }, bottom = { 0 };
     int64_t count;
     if (num_arg(vm, a[1], -1, &top) < 0) return -1;
     if (top.f < 0 || (top.isint && top.i < 0)) {
@@ -465,7 +465,7 @@ static int line_numbered(tpl_vm *vm, tpl_value content, tpl_value start, tpl_val
     tpl_value text;
     tpl_list *rows;
     if (S(vm, content, &text) < 0 || tpl_splitlines(vm, text, false, &rows) < 0) return -1;
-    num st;
+    num st = { 0 };
     if (tpl_given(start) && start.type != TPL_T_INT && start.type != TPL_T_BOOL && start.type != TPL_T_FLOAT) {
         if (start.type == TPL_T_UNDEF) return tpl_undefined_error(vm, start);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'>=' not supported between instances of '%s' and 'int'",
