@@ -198,6 +198,21 @@ static int loop_mode(tpl_value name)
     return -1;
 }
 
+/* The head of an each-style loop over the iterable on the stack: FOR_INIT_RB in `mode` at `off`, lc
+ * made the innermost loop (its top the FOR_NEXT), then FOR_NEXT. Returns the position of FOR_NEXT's
+ * exit word, which the loop's end patches; *slot is the iterator's slot. */
+static uint32_t loop_head(erb_low *L, erb_loop *lc, uint32_t off, int mode, uint32_t *slot)
+{
+    *slot = tpl_c_slot(C);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, *slot | (uint32_t)mode << 16, -1);
+    lc->parent = L->loop;
+    lc->top = tpl_c_here(C);
+    L->loop = lc;
+    tpl_c_emit(C, TPL_OP_FOR_NEXT, *slot, 1);
+    return tpl_c_word(C, 0);
+}
+
 /* `recv.each do |x| ... end` as a statement: FOR_INIT_RB / FOR_NEXT. */
 static void loop_block(erb_low *L, tpl_node *n, int mode)
 {
@@ -206,15 +221,8 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
     tpl_c_push_scope(C);
-    uint32_t slot = tpl_c_slot(C);
-    tpl_c_at(C, n->off);
-    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, slot | (uint32_t)mode << 16, -1);
     erb_loop lc = { 0 };
-    lc.parent = L->loop;
-    lc.top = tpl_c_here(C);
-    L->loop = &lc;
-    tpl_c_emit(C, TPL_OP_FOR_NEXT, slot, 1);
-    uint32_t exit_pos = tpl_c_word(C, 0);
+    uint32_t slot, exit_pos = loop_head(L, &lc, n->off, mode, &slot);
     int np = count_params(blk->a);
     if (mode == TPL_RB_EACH_WITH_INDEX && np <= 1) {
         tpl_c_emit(C, TPL_OP_UNPACK_RB, 2, 1);
@@ -242,15 +250,8 @@ static void for_loop(erb_low *L, tpl_node *n)
     int np = count_params(n->c);
     if (np > 64) { tpl_c_error(C, n->off, "too many loop variables"); return; }
     expr(L, n->a);
-    uint32_t slot = tpl_c_slot(C);
-    tpl_c_at(C, n->off);
-    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, slot | (uint32_t)TPL_RB_EACH << 16, -1);
     erb_loop lc = { 0 };
-    lc.parent = L->loop;
-    lc.top = tpl_c_here(C);
-    L->loop = &lc;
-    tpl_c_emit(C, TPL_OP_FOR_NEXT, slot, 1);
-    uint32_t exit_pos = tpl_c_word(C, 0);
+    uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
     tpl_node *ps[64];
     int k = 0;
     for (tpl_node *p = n->c; p; p = p->next) ps[k++] = p;
@@ -315,15 +316,8 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
     expr(L, n->b->a);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, acc, -1);
     expr(L, n->a);
-    uint32_t slot = tpl_c_slot(C);
-    tpl_c_at(C, n->off);
-    tpl_c_emit(C, TPL_OP_FOR_INIT_RB, slot | (uint32_t)TPL_RB_EACH << 16, -1);
     erb_loop lc = { 0 };
-    lc.parent = L->loop;
-    lc.top = tpl_c_here(C);
-    L->loop = &lc;
-    tpl_c_emit(C, TPL_OP_FOR_NEXT, slot, 1);
-    uint32_t exit_pos = tpl_c_word(C, 0);
+    uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
     store_param(L, blk->a, 0);
     blocal_unset(L, &bl);
     body(L, blk->b);
