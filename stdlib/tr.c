@@ -9,7 +9,14 @@
  *    the final literal, a repeated name must capture the same text; the matching rows are
  *    ordered by (-trigram hits of the longest literal, -its length, -total literal length, key)
  *    (lengths in code points), and the best target is filled with the captures;
- *  - no catalog matched: the source text. */
+ *  - no catalog matched: the source text.
+ *
+ * Cost: a matching row's text contains every literal of the row, so the oracle's trigram hits
+ * (distinct 3-code-point substrings of the longest literal found in the text) are simply the
+ * number of its distinct trigrams, counted once when the catalog is added (sort + unique).
+ * A lookup scans each pattern row once (prefix, suffix, then each middle literal from where
+ * the last one ended) and charges the render's fuel for the rows and bytes it scans; the
+ * captures go to scratch kept in the state and reused by every call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +31,11 @@ typedef struct tr_pat {
     uint32_t nnames;
     tpl_value *lits;        /* nnames + 1 literal strings (braces unescaped) */
     tpl_value *names;       /* nnames placeholder names */
+    uint32_t *first;        /* per placeholder: index of the first one of the same name */
     uint32_t probe;         /* index of the first longest literal (code points) */
     size_t probe_cp, total_cp;
+    size_t lit_bytes;       /* total length of the literals in bytes */
+    size_t hits;            /* distinct trigrams of the probe literal (its ranking hits) */
 } tr_pat;
 
 typedef struct tr_lang {
@@ -33,6 +43,7 @@ typedef struct tr_lang {
     tpl_map *rows;
     tr_pat *pats;
     uint32_t npats;
+    uint32_t max_names;     /* the most placeholders of one of pats */
 } tr_lang;
 
 typedef struct tr_catalog {
@@ -50,6 +61,8 @@ struct tpl_tr_state {
     tpl_arena key_arena;
     tpl_value *keys;
     size_t nkeys, capkeys;
+    size_t *scratch;        /* captures of lookup_lang: 4 * max_names, reused by every call */
+    size_t scratch_cap;
 };
 
 tpl_tr_state *tpl_tr_new(void)
@@ -69,6 +82,7 @@ void tpl_tr_free(tpl_tr_state *t)
     free(t->cats);
     free(t->lang);
     free(t->keys);
+    free(t->scratch);
     free(t);
 }
 
@@ -99,6 +113,32 @@ static int ph_at(const char *s, size_t n, size_t i, size_t *ns, size_t *ne, size
     *ne = j;
     *len = j + 1 - i;
     return 1 + 1;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Number of distinct 3-code-point substrings of s (sort + unique; -1: out of memory). */
+static long long distinct_trigrams(const char *s, size_t n, size_t ncp)
+{
+    if (ncp < 3) return 0;
+    uint32_t *cp = malloc(ncp * sizeof *cp);
+    uint64_t *g = malloc((ncp - 2) * sizeof *g);
+    if (!cp || !g) { free(cp); free(g); return -1; }
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < ncp;) cp[k++] = tpl_utf8_next(s, n, &i);
+    for (size_t i = 0; i + 2 < k; i++)
+        g[i] = (uint64_t)cp[i] << 42 | (uint64_t)cp[i + 1] << 21 | cp[i + 2];
+    size_t ng = k >= 3 ? k - 2 : 0;
+    qsort(g, ng, sizeof *g, u64_cmp);
+    long long d = 0;
+    for (size_t i = 0; i < ng; i++) d += i == 0 || g[i] != g[i - 1];
+    free(cp);
+    free(g);
+    return d;
 }
 
 static bool split_key(tpl_arena *a, tr_pat *p)
@@ -145,10 +185,26 @@ static bool split_key(tpl_arena *a, tr_pat *p)
     p->probe = 0;
     p->probe_cp = 0;
     p->total_cp = 0;
+    p->lit_bytes = 0;
     for (uint32_t i = 0; i <= count; i++) {
         size_t cp = tpl_utf8_len(p->lits[i].u.s, p->lits[i].len);
         p->total_cp += cp;
+        p->lit_bytes += p->lits[i].len;
         if (cp > p->probe_cp || i == 0) { p->probe = i; p->probe_cp = cp; }
+    }
+    long long hits = distinct_trigrams(p->lits[p->probe].u.s, p->lits[p->probe].len, p->probe_cp);
+    if (hits < 0) return false;
+    p->hits = (size_t)hits;
+    /* repeated names: each placeholder points at the first one of its name (a hash map) */
+    p->first = tpl_arena_alloc(a, count * sizeof *p->first);
+    tpl_map *seen = count > 1 ? tpl_map_new(a, count) : NULL;
+    if (!p->first || (count > 1 && !seen)) return false;
+    for (uint32_t i = 0; i < count; i++) {
+        p->first[i] = i;
+        if (!seen) continue;
+        tpl_value *f = tpl_map_get(seen, p->names[i]);
+        if (f) p->first[i] = (uint32_t)f->u.i;
+        else if (!tpl_map_set(a, seen, p->names[i], tpl_v_int(i))) return false;
     }
     return true;
 }
@@ -169,6 +225,7 @@ static bool prepare_catalog(tpl_arena *a, tpl_value root, tr_catalog *c)
         l->name = k;
         l->rows = v.u.map;
         l->npats = 0;
+        l->max_names = 0;
         l->pats = tpl_arena_alloc(a, (v.u.map->len + 1) * sizeof *l->pats);
         if (!l->pats) return false;
         for (uint32_t r = 0; r < v.u.map->len; r++) {
@@ -179,6 +236,7 @@ static bool prepare_catalog(tpl_arena *a, tpl_value root, tr_catalog *c)
             if (p->key.type != TPL_T_STR) continue;
             if (!split_key(a, p)) return false;
             if (p->nnames) l->npats++;
+            if (p->nnames > l->max_names) l->max_names = p->nnames;
         }
     }
     return true;
@@ -274,14 +332,14 @@ static const char *find_bytes(const char *h, size_t hn, const char *nd, size_t n
     return memmem(h, hn, nd, nn);
 }
 
-/* match_key: captures (byte ranges) into caps[2 * nnames]; false when the text does not match. */
-static bool match_key(const tr_pat *p, const char *text, size_t n, size_t *caps)
+/* match_key: captures (byte ranges) into caps[2 * nnames]; false when the text does not match.
+ * Adds the work done (one unit per placeholder, one per 16 bytes searched or compared) to *cost. */
+static bool match_key(const tr_pat *p, const char *text, size_t n, size_t *caps, uint64_t *cost)
 {
     const tpl_value *lits = p->lits;
     uint32_t nl = p->nnames + 1;
-    size_t total = 0;
-    for (uint32_t i = 0; i < nl; i++) total += lits[i].len;
-    if (n < total) return false;
+    if (n < p->lit_bytes) return false;
+    *cost += (lits[0].len + lits[nl - 1].len) / 16;
     if (memcmp(text, lits[0].u.s, lits[0].len) != 0) return false;
     if (memcmp(text + n - lits[nl - 1].len, lits[nl - 1].u.s, lits[nl - 1].len) != 0) return false;
     size_t cur = lits[0].len, end = n - lits[nl - 1].len;
@@ -295,47 +353,26 @@ static bool match_key(const tr_pat *p, const char *text, size_t n, size_t *caps)
         } else if (lits[i].len == 0) {
             vs = ve = cur;
         } else {
-            const char *j = find_bytes(text + cur, n - cur, lits[i].u.s, lits[i].len);
-            if (!j || (size_t)(j - text) + lits[i].len > end) return false;
+            /* the first occurrence from cur must end by end: search [cur, end) only */
+            const char *j = find_bytes(text + cur, end - cur, lits[i].u.s, lits[i].len);
+            *cost += (j ? (size_t)(j - text) + lits[i].len - cur : end - cur) / 16;
+            if (!j) return false;
             vs = cur;
             ve = (size_t)(j - text);
             cur = ve + lits[i].len;
         }
         caps[2 * (i - 1)] = vs;
         caps[2 * (i - 1) + 1] = ve;
+        *cost += 1;
         /* a repeated name must capture the same text as its first occurrence */
-        for (uint32_t k = 0; k + 1 < i; k++) {
-            if (p->names[k].len == p->names[i - 1].len &&
-                memcmp(p->names[k].u.s, p->names[i - 1].u.s, p->names[k].len) == 0) {
-                size_t a0 = caps[2 * k], a1 = caps[2 * k + 1];
-                if (a1 - a0 != ve - vs || memcmp(text + a0, text + vs, ve - vs) != 0) return false;
-                break;
-            }
+        uint32_t k = p->first[i - 1];
+        if (k != i - 1) {
+            size_t a0 = caps[2 * k], a1 = caps[2 * k + 1];
+            *cost += (ve - vs) / 16;
+            if (a1 - a0 != ve - vs || memcmp(text + a0, text + vs, ve - vs) != 0) return false;
         }
     }
     return true;
-}
-
-/* Number of distinct 3-code-point substrings of the probe literal found in text. */
-static size_t trigram_hits(tpl_arena *a, tpl_value probe, const char *text, size_t n)
-{
-    size_t ncp = tpl_utf8_len(probe.u.s, probe.len);
-    if (ncp < 3) return 0;
-    size_t *off = tpl_arena_alloc(a, (ncp + 1) * sizeof *off);
-    if (!off) return 0;
-    size_t i = 0, k = 0;
-    while (i < probe.len) { off[k++] = i; tpl_utf8_next(probe.u.s, probe.len, &i); }
-    off[k] = probe.len;
-    size_t hits = 0;
-    for (size_t g = 0; g + 3 <= ncp; g++) {
-        const char *gs = probe.u.s + off[g];
-        size_t gl = off[g + 3] - off[g];
-        bool dup = false;
-        for (size_t h = 0; h < g && !dup; h++)
-            dup = off[h + 3] - off[h] == gl && memcmp(probe.u.s + off[h], gs, gl) == 0;
-        if (!dup && find_bytes(text, n, gs, gl)) hits++;
-    }
-    return hits;
 }
 
 static int key_cmp(tpl_value a, tpl_value b)
@@ -390,23 +427,36 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
         return tpl_to_str(vm, *exact, out);
     }
     if (!l->npats) return 0;
-    tpl_arena *a = tpl_vm_arena(vm);
+    tpl_tr_state *t = vm->tr;
+    size_t need = 4 * (size_t)l->max_names;
+    if (t->scratch_cap < need) {
+        size_t *ns = realloc(t->scratch, need * sizeof *ns);
+        if (!ns) return tpl_vm_nomem(vm);
+        t->scratch = ns;
+        t->scratch_cap = need;
+    }
+    size_t *caps = t->scratch, *best_caps = t->scratch + 2 * (size_t)l->max_names;
+    uint64_t *fuel = tpl_vm_arena(vm)->fuel;
     const tr_pat *best = NULL;
-    size_t best_hits = 0, *best_caps = NULL;
     for (uint32_t i = 0; i < l->npats; i++) {
         const tr_pat *p = &l->pats[i];
-        size_t *caps = tpl_arena_alloc(a, 2 * p->nnames * sizeof *caps);
-        if (!caps) return tpl_vm_nomem(vm);
-        if (!match_key(p, text.u.s, text.len, caps)) continue;
-        size_t hits = trigram_hits(a, p->lits[p->probe], text.u.s, text.len);
+        uint64_t cost = 1;
+        bool m = match_key(p, text.u.s, text.len, caps, &cost);
+        if (!tpl_fuel_charge(fuel, cost)) return tpl_vm_nomem(vm);
+        if (!m) continue;
         bool better = !best;
         if (best) {
-            if (hits != best_hits) better = hits > best_hits;
+            if (p->hits != best->hits) better = p->hits > best->hits;
             else if (p->probe_cp != best->probe_cp) better = p->probe_cp > best->probe_cp;
             else if (p->total_cp != best->total_cp) better = p->total_cp > best->total_cp;
             else better = key_cmp(p->key, best->key) < 0;
         }
-        if (better) { best = p; best_hits = hits; best_caps = caps; }
+        if (better) {
+            size_t *tmp = best_caps;
+            best = p;
+            best_caps = caps;
+            caps = tmp;
+        }
     }
     if (!best) return 0;
     *hit = true;
