@@ -80,6 +80,8 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     }
     vm->stack = al.alloc(al.data, TPL_VM_STACK * sizeof *vm->stack);
     vm->slots = al.alloc(al.data, TPL_VM_SLOTS * sizeof *vm->slots);
+    vm->stack_cap = TPL_VM_STACK;
+    vm->slots_cap = TPL_VM_SLOTS;
     vm->out_cap = 4096;
     vm->out = al.alloc(al.data, vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
@@ -99,8 +101,8 @@ void tpl_render_free(tpl_render *r)
     tpl_arena_free(&vm->state_arena);
     tpl_arena_free(&vm->fact_arena);
     tpl_arena_free(&vm->call_arena);
-    if (vm->stack) al.free(al.data, vm->stack, TPL_VM_STACK * sizeof *vm->stack);
-    if (vm->slots) al.free(al.data, vm->slots, TPL_VM_SLOTS * sizeof *vm->slots);
+    if (vm->stack) al.free(al.data, vm->stack, vm->stack_cap * sizeof *vm->stack);
+    if (vm->slots) al.free(al.data, vm->slots, vm->slots_cap * sizeof *vm->slots);
     if (vm->out) al.free(al.data, vm->out, vm->out_cap);
     if (vm->err_line_big) al.free(al.data, vm->err_line_big, vm->err_line_big_cap);
     tpl_tr_free(vm->tr);

@@ -1169,7 +1169,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     if (vm->depth >= vm->limits.max_depth)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth (%u) reached", vm->limits.max_depth);
     uint32_t base = vm->slot_top;
-    if (base + d->nslots > TPL_VM_SLOTS || vm->stack_top + d->max_stack > TPL_VM_STACK)
+    if (base + d->nslots > vm->slots_cap || vm->stack_top + d->max_stack > vm->stack_cap)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (out of stack)");
     tpl_value *slots = vm->slots + base;
     for (uint32_t i = 0; i < d->nslots; i++) slots[i] = tpl_v_unset();
@@ -1370,7 +1370,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
     tpl_value *outer_slots = vm->slots + outer_base;
     /* each call level gets the part of the operand stack above its caller's */
     tpl_value *stack = vm->stack + vm->stack_top;
-    tpl_value *stack_end = vm->stack + TPL_VM_STACK;
+    tpl_value *stack_end = vm->stack + vm->stack_cap;
     tpl_value *sp = stack + npre; /* next free (a Ruby block starts with its parameters pushed) */
     int rc = 0;
     uint32_t w, a;
@@ -2267,7 +2267,7 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     if (vm->depth >= vm->limits.max_depth)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth (%u) reached", vm->limits.max_depth);
     uint32_t np = b->nparams;
-    if (vm->stack_top + np + vm->p->max_stack > TPL_VM_STACK)
+    if (vm->stack_top + np + vm->p->max_stack > vm->stack_cap)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (out of stack)");
     tpl_value *st = vm->stack + vm->stack_top;
     if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & TPL_F_RANGE_RB)) {
@@ -2288,11 +2288,51 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     return 0;
 }
 
+/* Grows *buf (of *cap values) to at least need values; the contents are not kept (no frame is
+ * running). The old buffer stays when the new one cannot be had. */
+static bool grow_values(tpl_vm *vm, tpl_value **buf, uint32_t *cap, uint64_t need)
+{
+    if (need <= *cap) return true;
+    tpl_value *nb = vm->alloc.alloc(vm->alloc.data, need * sizeof *nb);
+    if (!nb) return false;
+    vm->alloc.free(vm->alloc.data, *buf, *cap * sizeof **buf);
+    *buf = nb;
+    *cap = (uint32_t)need;
+    return true;
+}
+
+/* Sizes the operand stack and the slots for p: its template level, then room for nested calls
+ * (TPL_VM_STACK / TPL_VM_SLOTS, or four frames of its largest macro when that is more; a Ruby
+ * block's frame is the template level's stack). Both together stay within the memory limit. */
+static int size_frames(tpl_vm *vm, const tpl_program *p)
+{
+    uint64_t mslots = 0, mstack = p->opts.syntax == TPL_SYNTAX_ERB ? p->max_stack : 0;
+    for (size_t i = 0; i < p->nmacros; i++) {
+        if (p->macros[i].nslots > mslots) mslots = p->macros[i].nslots;
+        if (p->macros[i].max_stack > mstack) mstack = p->macros[i].max_stack;
+    }
+    uint64_t need_slots = p->nslots + (4 * mslots > TPL_VM_SLOTS ? 4 * mslots : TPL_VM_SLOTS);
+    uint64_t need_stack = p->max_stack + (4 * mstack > TPL_VM_STACK ? 4 * mstack : TPL_VM_STACK);
+    if (need_slots <= vm->slots_cap && need_stack <= vm->stack_cap) return 0;
+    uint64_t bytes = (need_slots + need_stack) * sizeof(tpl_value);
+    if (bytes > vm->limits.max_memory)
+        tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes): the template needs %llu bytes of "
+                     "operand stack and variables", (unsigned long long)vm->limits.max_memory,
+                     (unsigned long long)bytes);
+    else if (!grow_values(vm, &vm->slots, &vm->slots_cap, need_slots) ||
+             !grow_values(vm, &vm->stack, &vm->stack_cap, need_stack))
+        tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+    else
+        return 0;
+    locate(vm, 0); /* the template's first instruction */
+    return -1;
+}
+
 /* Renders vm->p from the start. */
 int tpl_vm_run(tpl_vm *vm)
 {
     const tpl_program *p = vm->p;
-    if (p->nslots > TPL_VM_SLOTS || p->max_stack > TPL_VM_STACK) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many variables");
+    if (size_frames(vm, p) < 0) return -1;
     vm->stack_top = 0;
     if (++vm->gen == 0) { memset(vm->method_memo, 0, sizeof vm->method_memo); vm->gen = 1; } /* wrapped */
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();

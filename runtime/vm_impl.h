@@ -6,8 +6,12 @@
 #include "../compiler/program.h"
 #include "../stdlib/builtins.h"
 
-#define TPL_VM_STACK 16384   /* operand stack values (all frames) */
-#define TPL_VM_SLOTS 16384   /* local slots (all frames) */
+/* Operand stack values and local slots (all frames) a render context starts with. tpl_vm_run
+ * grows both before a render to what the program needs (its template level plus room for nested
+ * calls: this much or 4 frames of its largest macro, whichever is more), within the memory
+ * limit; nested calls beyond that end with "maximum call depth reached (out of stack)". */
+#define TPL_VM_STACK 16384
+#define TPL_VM_SLOTS 16384
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
 
 /* A macro value: the macro and the frame it was defined in (its closure). */
@@ -53,8 +57,9 @@ struct tpl_vm {
     size_t captures[TPL_VM_CAPTURES];
     int ncaptures;
 
-    tpl_value *stack;       /* TPL_VM_STACK values (heap, allocated once) */
-    tpl_value *slots;       /* TPL_VM_SLOTS values */
+    tpl_value *stack;       /* stack_cap values (heap; grown by tpl_vm_run, never while running) */
+    tpl_value *slots;       /* slots_cap values */
+    uint32_t stack_cap, slots_cap;
     uint32_t slot_top;      /* first free slot */
     uint32_t stack_top;     /* first operand-stack value of the running call level */
     uint32_t depth;         /* macro call depth */

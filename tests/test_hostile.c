@@ -260,6 +260,30 @@ static void test_tr(void)
     free(state);
 }
 
+/* The VM's operand stack and slots were fixed at 16,384 values: a 20,000-item list literal,
+ * 20,000 top-level sets or 30,000 dict entries compiled, then failed every render with "too many
+ * variables" and no location. Jinja2 and Ruby render them; the VM now sizes both per program
+ * within the memory limit, and says so, located, when the limit is too small. */
+static void test_frames(void)
+{
+    tpl_limits lim = { .fuel = 2000000, .max_memory = 64 << 20 };
+    expect("jinja 20,000-item list", J, rep("{{ [0", ", 0", 19999, "]|length }}"), lim, NULL, 0, "20000");
+    expect("jinja 30,000 dict entries", J, rep("{{ {'a': 0", ", 'a': 0", 29999, "}|length }}"), lim, NULL, 0, "1");
+    char *sets = malloc(20000 * 32 + 64);
+    if (!sets) abort();
+    size_t len = 0;
+    for (int i = 0; i < 20000; i++) len += (size_t)sprintf(sets + len, "{%% set v%d = %d %%}", i, i);
+    strcpy(sets + len, "{{ v0 + v19999 }}");
+    expect("jinja 20,000 sets", J, sets, lim, NULL, 0, "19999");
+    expect("jinja macro 20,000-item list", J, rep("{% macro m() %}{{ [0", ", 0", 19999, "]|length }}{% endmacro %}{{ m() }}"),
+           lim, NULL, 0, "20000");
+    expect("erb 20,000-item list", E, rep("<%= [0", ", 0", 19999, "].size %>"), lim, NULL, 0, "20000");
+    expect("erb block 20,000-item list", E, rep("<% [1].each do |x| %><%= [x", ", 0", 19999, "].size %><% end %>"),
+           lim, NULL, 0, "20000");
+    expect("frames over the memory limit", J, rep("{{ [0", ", 0", 60000, "]|length }}"),
+           (tpl_limits){ .fuel = 2000000, .max_memory = 1 << 20 }, NULL, TPL_ERR_LIMIT, "memory limit reached (1048576 bytes)");
+}
+
 /* The memory limit is named when reached, and range(10_000_000)|list works within the default
  * 256 MiB as the README says (|list shares the items of the list it copies). */
 static void test_memory_limit(void)
@@ -302,6 +326,7 @@ int main(void)
     test_substring_search();
     test_remembers();
     test_tr();
+    test_frames();
     test_memory_limit();
     test_state_memory();
     printf("%d passed, %d failed\n", passed, failed);
