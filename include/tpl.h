@@ -283,6 +283,134 @@ TPL_API tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claime
  * render error ("no host filter named 'NAME' in this render context"). NULL r: nothing. */
 TPL_API void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n);
 
+/* ---- host values (issue 17): a host's own values without JSON ----
+ *
+ * A tpl_val is a 16-byte handle to one value, passed and copied by value. Scalars (None, bool,
+ * int, float) need no render context. Strings, lists, maps and host objects live in a render
+ * context's value memory: built outside a render they belong to the context's state (dropped
+ * by tpl_render_reset_state, tpl_render_set_state_json/_val/_file and tpl_render_free); built
+ * from a host-object callback during tpl_render_run they belong to that render (dropped when
+ * the next render starts). Handles into dropped memory must not be used. Lists and maps are
+ * mutable while the host builds them; once handed to the render (state or callback result)
+ * they must not change. All sizes count against tpl_limits.max_memory: past it a constructor
+ * returns TPL_ERR_LIMIT. Values built for one render context must not be used with another.
+ *
+ * A host object is an opaque pointer plus a class (tpl_host_class: callbacks for attribute,
+ * item, iteration, length, call, truthiness, str and resolve). The VM reads it lazily: a
+ * render calls back only for the paths the template actually reads (obj.name, obj[key], a for
+ * loop over it, a call, printing it). Callbacks run only inside tpl_render_run on r's thread;
+ * a host object is never touched after tpl_render_run returns (the host keeps it alive for as
+ * long as a value of r holds it: until the state is dropped or the render ends). Designed for
+ * the language packages: Python's objects (getattr, mapping items, iteration, calls with
+ * args/kwargs) and Ruby's (send, [], each) both map onto the same callbacks. */
+typedef struct tpl_val { uint64_t opaque_[2]; } tpl_val;
+
+/* The kind of a value (tpl_val_kind). TPL_VAL_OTHER is a template-only value (a macro, a
+ * builtin function, a loop object): a host can only print or pass it back. */
+typedef enum tpl_val_kind {
+    TPL_VAL_UNDEFINED = 0, TPL_VAL_NONE, TPL_VAL_BOOL, TPL_VAL_INT, TPL_VAL_FLOAT, TPL_VAL_STR,
+    TPL_VAL_LIST, TPL_VAL_TUPLE, TPL_VAL_MAP, TPL_VAL_HOST, TPL_VAL_OTHER,
+} tpl_val_kind;
+
+/* tpl_val_str / tpl_val_list flags. */
+enum {
+    TPL_VAL_MARKUP = 1,   /* string: markup-safe (Jinja2 Markup, an object with __html__) */
+    TPL_VAL_AS_TUPLE = 2, /* list: a Python tuple (prints (1, 2)) */
+};
+
+/* One host-object callback's result: TPL_HOST_OK with *out set; TPL_HOST_MISSING: no such
+ * attribute/item (the template sees an undefined value, as Jinja2 does for a missing
+ * attribute), or for the other callbacks "not supported" (the VM then falls back: iteration,
+ * length, call and str are a TypeError naming the class, truth is true, resolve keeps the
+ * object); TPL_HOST_ERROR after tpl_host_error: the render stops with TPL_ERR_RAISED, located
+ * at the template instruction that called back, with the host's message and payload. */
+typedef enum tpl_host_result { TPL_HOST_OK = 0, TPL_HOST_MISSING = 1, TPL_HOST_ERROR = -1 } tpl_host_result;
+
+/* The class of host objects. Every callback may be NULL (treated as TPL_HOST_MISSING). `obj`
+ * is the pointer given to tpl_val_host; `r` the running render context, usable only for the
+ * tpl_val constructors and readers and tpl_host_error (other calls on r get TPL_ERR_USAGE,
+ * "render context busy"). Values the callbacks return are built with the constructors (in the
+ * render's memory) or are values the host was given. The class is borrowed: it must outlive
+ * every object of it (normally a static const). */
+typedef struct tpl_host_class {
+    const char *name;   /* the type's name in error messages ("object" when NULL) */
+    /* obj.name in a template (Jinja `.`, and `[]` after the item lookup misses) */
+    tpl_host_result (*getattr)(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out);
+    /* obj[key] (Jinja `[]`, and `.` after the attribute lookup misses) */
+    tpl_host_result (*getitem)(void *obj, tpl_render *r, tpl_val key, tpl_val *out);
+    /* iteration (for loops, filters over it): *out a list of the items (a mapping: its keys) */
+    tpl_host_result (*iter)(void *obj, tpl_render *r, tpl_val *out);
+    /* len() / |length */
+    tpl_host_result (*len)(void *obj, tpl_render *r, int64_t *out);
+    /* obj(args..., name=value...): kwnames[i] are strings */
+    tpl_host_result (*call)(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwnames,
+                            const tpl_val *kwvals, size_t nkw, tpl_val *out);
+    /* truthiness (Jinja if/and/or/not) */
+    tpl_host_result (*truth)(void *obj, tpl_render *r, bool *out);
+    /* printing: str(obj) (repr false) or repr(obj) inside a printed container (repr true); a str */
+    tpl_host_result (*str)(void *obj, tpl_render *r, bool repr, tpl_val *out);
+    /* the object as plain data, before a builtin filter, test or method gets it (a mapping as a
+     * map, a sequence as a list); TPL_HOST_MISSING keeps the object as it is */
+    tpl_host_result (*resolve)(void *obj, tpl_render *r, tpl_val *out);
+} tpl_host_class;
+
+/* Scalars (no render context, cannot fail). */
+TPL_API tpl_val tpl_val_none(void);
+TPL_API tpl_val tpl_val_bool(bool b);
+TPL_API tpl_val tpl_val_int(int64_t i);
+TPL_API tpl_val tpl_val_float(double d);
+/* A string: s (len bytes of UTF-8, borrowed) is copied into r's value memory; flags 0 or
+ * TPL_VAL_MARKUP. TPL_ERR_VALUE when s is not UTF-8 or longer than 4 GiB - 1, TPL_ERR_LIMIT
+ * over the memory limit, TPL_ERR_USAGE for NULL r, s (with len > 0) or out. */
+TPL_API tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_val *out);
+/* An empty list with room for cap items (it grows); flags 0 or TPL_VAL_AS_TUPLE. */
+TPL_API tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_val *out);
+/* Appends item to list (TPL_ERR_USAGE when list is not a list, TPL_ERR_LIMIT past the memory
+ * limit or 2^32-1 items). */
+TPL_API tpl_status tpl_val_list_push(tpl_render *r, tpl_val list, tpl_val item);
+/* An empty insertion-ordered map with room for cap entries (it grows). */
+TPL_API tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out);
+/* Sets map[key] = val (a key set again keeps its first position). Keys are compared as Python
+ * does (1 == 1.0 == True); a key must be a string, number, bool or None (else TPL_ERR_TYPE). */
+TPL_API tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val);
+/* A host object (obj and cls borrowed; see tpl_host_class). TPL_ERR_USAGE when r or cls is
+ * NULL. */
+TPL_API tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out);
+
+/* Readers (for callbacks receiving values, and for tests). Each is total: a reader of the
+ * wrong kind returns 0/NULL/false/an undefined value. */
+TPL_API tpl_val_kind tpl_val_kind_of(tpl_val v);
+TPL_API bool tpl_val_as_bool(tpl_val v);          /* bool */
+TPL_API int64_t tpl_val_as_int(tpl_val v);        /* int or bool */
+TPL_API double tpl_val_as_float(tpl_val v);       /* float, int or bool */
+/* str: the bytes (not NUL-terminated; valid as long as the value) and *len; an undefined value
+ * gives the name that was missing. */
+TPL_API const char *tpl_val_as_str(tpl_val v, size_t *len);
+TPL_API bool tpl_val_is_markup(tpl_val v);        /* a markup-safe string */
+TPL_API size_t tpl_val_len(tpl_val v);            /* items of a list/tuple, entries of a map */
+TPL_API tpl_val tpl_val_item(tpl_val v, size_t i);     /* list/tuple item i */
+TPL_API tpl_val tpl_val_map_key(tpl_val v, size_t i);  /* map entry i's key (insertion order) */
+TPL_API tpl_val tpl_val_map_value(tpl_val v, size_t i);/* map entry i's value */
+TPL_API void *tpl_val_host_object(tpl_val v);     /* a host object's obj, else NULL */
+TPL_API const tpl_host_class *tpl_val_host_class(tpl_val v); /* a host object's class, else NULL */
+
+/* Drops r's state (the variables become none) and the values built for it, so that a new state
+ * can be built with the constructors. TPL_ERR_USAGE for NULL r or a busy context. */
+TPL_API tpl_status tpl_render_reset_state(tpl_render *r);
+/* Sets the template variables to map (a tpl_val_map built on r since the last reset; keys must
+ * be strings to be visible as names). TPL_ERR_USAGE when map is not a map or r is NULL/busy. */
+TPL_API tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map);
+
+/* From a host-object callback: the reason it fails (msg NUL-terminated, borrowed, copied; NULL:
+ * none) and an opaque payload (say, the host language's exception object) the host gets back
+ * with tpl_render_error_payload after tpl_render_run returns. The render's error message is
+ * "CLASS.WHAT failed: MSG" (WHAT the callback: getattr 'name', call, ...). tpl never touches
+ * or frees the payload; the host owns it. Return TPL_HOST_ERROR from the callback after it. */
+TPL_API void tpl_host_error(tpl_render *r, const char *msg, void *payload);
+/* The payload of the host error that ended r's last render (NULL when none; reset when a
+ * render starts). */
+TPL_API void *tpl_render_error_payload(const tpl_render *r);
+
 /* ---- translation: tr(text, lang=?) and format-string prompts (DESIGN.md §3) ----
  * A catalog is a JSON object {"main_lang": "en", "LANG": {"source": "target", ...}, ...}; keys
  * may hold {placeholder}s (pattern rows). The first catalog added is the prompt's own, the

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "vm_impl.h"
+#include "host.h"
 #include "../stdlib/tr.h"
 #include "../stdlib/builtins.h"
 
@@ -19,6 +20,9 @@ struct tpl_render {
  * error, so a refused re-entrant call must not write it). Constant data, never written. */
 static const tpl_error null_render_error = { TPL_ERR_USAGE, "no render context (NULL)", NULL, 0, 0, NULL };
 static const tpl_error busy_render_error = { TPL_ERR_USAGE, "render context busy", NULL, 0, 0, NULL };
+
+tpl_vm *tpl_render_vm(tpl_render *r) { return &r->vm; }
+bool tpl_render_busy(const tpl_render *r) { return r->busy; }
 
 /* Entry check of the public functions on a render context: false for NULL or a busy context. */
 static bool usable(const tpl_render *r)
@@ -409,6 +413,8 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     tpl_arena_reset(&vm->arena);
+    vm->host_payload = NULL;
+    vm->host_msg[0] = 0;
     vm->p = p;
     int rc = tpl_vm_run(vm);
     if (rc < 0) {

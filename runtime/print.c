@@ -310,6 +310,9 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         tpl_sb_putc(b, '>');
         break;
     }
+    case TPL_T_HOST:
+        tpl_hobj_print(b, v, true);
+        break;
     case TPL_T_LOOP: { /* as Jinja2's LoopContext.__repr__: index/length */
         const tpl_loop *l = v.u.p;
         if (l && l->items) tpl_sb_printf(b, "<LoopContext %u/%u>", l->i, l->items->len);
@@ -345,6 +348,8 @@ void tpl_py_str(tpl_sb *b, tpl_value v)
 {
     if (v.type == TPL_T_STR)
         tpl_sb_put(b, v.u.s, v.len);
+    else if (v.type == TPL_T_HOST)
+        tpl_hobj_print(b, v, false);
     else if (v.type != TPL_T_UNDEF && v.type != TPL_T_UNSET)
         tpl_py_repr(b, v);
 }
@@ -534,6 +539,9 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v)
         break;
     case TPL_T_STR:
         tpl_sb_put(b, v.u.s, v.len);
+        break;
+    case TPL_T_HOST:
+        tpl_hobj_print(b, v, false);
         break;
     case TPL_T_LIST:
         if ((v.flags & TPL_F_RANGE_RB) && v.u.list->len == 3) {   /* Range#to_s: a..c */

@@ -90,6 +90,7 @@ typedef enum tpl_type {
     TPL_T_MACRO,     /* u.macro */
     TPL_T_LOOP,      /* u.loop, the `loop` variable of a for loop */
     TPL_T_UNSET,     /* internal: a local slot not assigned yet, or a missing argument */
+    TPL_T_HOST,      /* a host object (include/tpl.h tpl_val_host): u.p is a tpl_hobj (runtime/host.h) */
 } tpl_type;
 
 enum {

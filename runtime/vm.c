@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vm_impl.h"
+#include "host.h"
 #include "../stdlib/ruby.h"
 #include "../stdlib/builtins.h"
 #include "../stdlib/tr.h"
@@ -135,6 +136,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
     case TPL_T_STR: return v.len != 0;
     case TPL_T_LIST: return v.u.list->len != 0;
     case TPL_T_MAP: return v.u.map->len != 0;
+    case TPL_T_HOST: return tpl_hobj_truth(vm, v);
     default: return 1;
     }
 }
@@ -385,6 +387,12 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         return loop_attr(vm, obj.u.loop, name, n, out);
     case TPL_T_UNDEF:
         return tpl_undefined_error(vm, obj);
+    case TPL_T_HOST: {
+        int rc = tpl_hobj_getattr(vm, obj, name, n, out);
+        if (rc <= 0) return rc;
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+        return 0;
+    }
     default:
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
         return 0;
@@ -434,6 +442,11 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     case TPL_T_LOOP:
         if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
         break;
+    case TPL_T_HOST: {
+        int rc = tpl_hobj_getitem(vm, obj, key, out);
+        if (rc <= 0) return rc;
+        break;
+    }
     case TPL_T_UNDEF:
         return tpl_undefined_error(vm, obj);
     default:
@@ -505,6 +518,8 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
         if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
         *out = tpl_list_new(&vm->arena, 0);
         return *out ? 0 : oom(vm);
+    case TPL_T_HOST:
+        return tpl_hobj_iter(vm, v, out);
     default:
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", type_name(v));
     }
@@ -1149,6 +1164,9 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
+    if (__builtin_expect(vm->has_host, 0) &&
+        (tpl_hobj_resolve_args(vm, pos, npos) < 0 || tpl_hobj_resolve_args(vm, kwv, nkw) < 0))
+        return -1;
     if (nkw == 0 && (unsigned)id < TPL_B__COUNT && vm->bind_lo[id] == BIND_UNKNOWN) bind_range(vm, id);
     if (nkw == 0 && (unsigned)id < TPL_B__COUNT && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
         /* what tpl_builtin_bind does for such a call, without parsing the signature */
@@ -1250,6 +1268,7 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
         if (npos) memcpy(args + 1, pos, (size_t)npos * sizeof *pos);
         return call_builtin(vm, fn.u.bound->method, args, npos + 1, kwn, kwv, nkw, out);
     }
+    if (fn.type == TPL_T_HOST) return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
     if (fn.type == TPL_T_UNDEF) return tpl_undefined_error(vm, fn);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", type_name(fn));
 }

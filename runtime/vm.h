@@ -110,6 +110,9 @@ int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out);
  * (error set) when out of memory or over 2^32-1 items. */
 int tpl_vm_concat_list(tpl_vm *vm, const tpl_list *a, const tpl_value *b, uint32_t nb, tpl_value *out);
 void tpl_rb_to_s(tpl_sb *b, tpl_value v);
+/* Appends a host object's str (repr false) or repr (runtime/host.c); on a failing callback the
+ * render's error is set and b fails. */
+void tpl_hobj_print(tpl_sb *b, tpl_value v, bool repr);
 void tpl_rb_inspect(tpl_sb *b, tpl_value v);
 /* json.dumps(v, ensure_ascii, indent (<0 = None), separators (NULL = default), sort_keys).
  * Returns false (and sets nothing) when a value can't be serialised (undefined, callable). */

@@ -90,6 +90,11 @@ struct tpl_vm {
      * onto one of them writes the new items in place (vm.c, tpl_vm_concat_list) */
     struct tpl_lconcat { const tpl_value *items; uint32_t len, cap; uint64_t tick; } lcat[4];
     uint64_t cat_tick;
+    /* tpl_host_error: the message and payload of the last failing host-object callback
+     * (runtime/host.c); the payload is reset when a render starts */
+    void *host_payload;
+    bool has_host;          /* a host object was built on this context: builtins resolve them */
+    char host_msg[256];
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];

@@ -3,6 +3,7 @@
  * Everything here is immutable: the table is `static const`, and parameter specs are parsed on
  * demand (they are a few dozen bytes), so there is no lazily initialised global state. */
 #include "builtins.h"
+#include "../runtime/host.h"
 
 #include <string.h>
 #include <stdio.h>
@@ -407,6 +408,10 @@ const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
     case TPL_T_MACRO: return "Macro";
     case TPL_T_LOOP: return "LoopContext";
     case TPL_T_UNSET: return "NoneType";
+    case TPL_T_HOST: {
+        const tpl_hobj *h = v.u.p;
+        return h->cls->name ? h->cls->name : "object";
+    }
     }
     return "object";
 }

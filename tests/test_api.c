@@ -187,6 +187,27 @@ static void test_null_args(void)
     CHECK(tpl_program_options(NULL) == NULL && tpl_program_options(p) != NULL, "program_options");
     CHECK(tpl_program_source_hash(NULL) == 0, "program_source_hash(NULL)");
 
+    /* host values (issue 17) */
+    tpl_val hv = tpl_val_none(), hl, hm;
+    CHECK(tpl_val_kind_of(tpl_val_bool(true)) == TPL_VAL_BOOL && tpl_val_as_int(tpl_val_int(7)) == 7 &&
+          tpl_val_as_float(tpl_val_float(0.5)) == 0.5 && tpl_val_kind_of(hv) == TPL_VAL_NONE, "val scalars");
+    CHECK(tpl_val_str(NULL, "x", 1, 0, &hv) == U && tpl_val_str(r, NULL, 1, 0, &hv) == U &&
+          tpl_val_str(r, "x", 1, 0, NULL) == U, "val_str(NULL)");
+    CHECK(tpl_val_list(NULL, 0, 0, &hl) == U && tpl_val_list(r, 0, 0, NULL) == U, "val_list(NULL)");
+    CHECK(tpl_val_map(NULL, 0, &hm) == U && tpl_val_map(r, 0, NULL) == U, "val_map(NULL)");
+    CHECK(tpl_val_list_push(NULL, hv, hv) == U && tpl_val_list_push(r, hv, hv) == U, "val_list_push(NULL, non-list)");
+    CHECK(tpl_val_map_set(NULL, hv, hv, hv) == U && tpl_val_map_set(r, hv, hv, hv) == U, "val_map_set(NULL, non-map)");
+    CHECK(tpl_val_host(NULL, NULL, NULL, &hv) == U && tpl_val_host(r, NULL, NULL, &hv) == U, "val_host(NULL)");
+    CHECK(tpl_val_as_str(hv, NULL) == NULL && !tpl_val_as_bool(hv) && !tpl_val_is_markup(hv) && tpl_val_len(hv) == 0 &&
+          tpl_val_kind_of(tpl_val_item(hv, 0)) == TPL_VAL_UNDEFINED &&
+          tpl_val_kind_of(tpl_val_map_key(hv, 0)) == TPL_VAL_UNDEFINED &&
+          tpl_val_kind_of(tpl_val_map_value(hv, 0)) == TPL_VAL_UNDEFINED &&
+          tpl_val_host_object(hv) == NULL && tpl_val_host_class(hv) == NULL, "val readers on the wrong kind");
+    CHECK(tpl_render_reset_state(NULL) == U && tpl_render_set_state_val(NULL, hv) == U &&
+          tpl_render_set_state_val(r, hv) == U, "reset_state/set_state_val(NULL, non-map)");
+    tpl_host_error(NULL, "ignored", NULL);
+    CHECK(tpl_render_error_payload(NULL) == NULL && tpl_render_error_payload(r) == NULL, "render_error_payload(NULL)");
+
     tpl_render_free(r);
     tpl_program_free(p);
 }

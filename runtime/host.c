@@ -1,0 +1,329 @@
+/* Host values (include/tpl.h, issue 17): constructors and readers of tpl_val handles, host
+ * objects (an opaque pointer + tpl_host_class callbacks) and the VM's calls into them. */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vm_impl.h"
+#include "host.h"
+
+static_assert(sizeof(tpl_val) == sizeof(tpl_value), "tpl_val is a tpl_value");
+
+static inline tpl_value from_val(tpl_val v) { tpl_value x; memcpy(&x, &v, sizeof x); return x; }
+static inline tpl_val to_val(tpl_value x) { tpl_val v; memcpy(&v, &x, sizeof v); return v; }
+
+/* Where values built on r go now: the running render's arena from a callback, else the state's. */
+static tpl_arena *val_arena(tpl_render *r)
+{
+    tpl_vm *vm = tpl_render_vm(r);
+    return tpl_render_busy(r) ? &vm->arena : &vm->state_arena;
+}
+
+static tpl_status arena_fail(const tpl_arena *a) { return a->over_limit ? TPL_ERR_LIMIT : TPL_ERR_NOMEM; }
+
+/* ------------------------------------------------------------------ constructors */
+
+tpl_val tpl_val_none(void) { return to_val(tpl_v_none()); }
+tpl_val tpl_val_bool(bool b) { return to_val(tpl_v_bool(b)); }
+tpl_val tpl_val_int(int64_t i) { return to_val(tpl_v_int(i)); }
+tpl_val tpl_val_float(double d) { return to_val(tpl_v_float(d)); }
+
+tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_val *out)
+{
+    if (!r || !out || (!s && len)) return TPL_ERR_USAGE;
+    if (len > UINT32_MAX - 1) return TPL_ERR_VALUE;
+    size_t bad;
+    if (len && !tpl_utf8_valid(s, len, &bad)) return TPL_ERR_VALUE;
+    tpl_arena *a = val_arena(r);
+    char *c = tpl_arena_strdup(a, len ? s : "", len);
+    if (!c) return arena_fail(a);
+    tpl_value v = tpl_v_str(c, len);
+    if (flags & TPL_VAL_MARKUP) v.flags |= TPL_F_SAFE;
+    *out = to_val(v);
+    return TPL_OK;
+}
+
+tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_val *out)
+{
+    if (!r || !out) return TPL_ERR_USAGE;
+    if (cap > UINT32_MAX / 2) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    tpl_list *l = tpl_list_new(a, (uint32_t)cap);
+    if (!l) return arena_fail(a);
+    tpl_value v = tpl_v_list(l);
+    if (flags & TPL_VAL_AS_TUPLE) v.flags |= TPL_F_TUPLE;
+    *out = to_val(v);
+    return TPL_OK;
+}
+
+tpl_status tpl_val_list_push(tpl_render *r, tpl_val list, tpl_val item)
+{
+    tpl_value l = from_val(list);
+    if (!r || l.type != TPL_T_LIST) return TPL_ERR_USAGE;
+    if (l.u.list->len == UINT32_MAX - 1) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    return tpl_list_push(a, l.u.list, from_val(item)) ? TPL_OK : arena_fail(a);
+}
+
+tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out)
+{
+    if (!r || !out) return TPL_ERR_USAGE;
+    if (cap > UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    tpl_map *m = tpl_map_new(a, (uint32_t)cap);
+    if (!m) return arena_fail(a);
+    *out = to_val(tpl_v_map(m));
+    return TPL_OK;
+}
+
+tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val)
+{
+    tpl_value m = from_val(map), k = from_val(key);
+    if (!r || m.type != TPL_T_MAP) return TPL_ERR_USAGE;
+    switch (k.type) {
+    case TPL_T_STR: case TPL_T_INT: case TPL_T_FLOAT: case TPL_T_BOOL: case TPL_T_NONE: break;
+    default: return TPL_ERR_TYPE;
+    }
+    if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    return tpl_map_set(a, m.u.map, k, from_val(val)) ? TPL_OK : arena_fail(a);
+}
+
+tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out)
+{
+    if (!r || !cls || !out) return TPL_ERR_USAGE;
+    tpl_arena *a = val_arena(r);
+    tpl_hobj *h = tpl_arena_alloc(a, sizeof *h);
+    if (!h) return arena_fail(a);
+    h->cls = cls;
+    h->obj = obj;
+    h->r = r;
+    tpl_render_vm(r)->has_host = true;
+    tpl_value v = { 0 };
+    v.type = TPL_T_HOST;
+    v.u.p = h;
+    *out = to_val(v);
+    return TPL_OK;
+}
+
+/* ------------------------------------------------------------------ readers */
+
+tpl_val_kind tpl_val_kind_of(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    switch (x.type) {
+    case TPL_T_UNDEF: case TPL_T_UNSET: return TPL_VAL_UNDEFINED;
+    case TPL_T_NONE: return TPL_VAL_NONE;
+    case TPL_T_BOOL: return TPL_VAL_BOOL;
+    case TPL_T_INT: return TPL_VAL_INT;
+    case TPL_T_FLOAT: return TPL_VAL_FLOAT;
+    case TPL_T_STR: return TPL_VAL_STR;
+    case TPL_T_LIST: return x.flags & TPL_F_TUPLE ? TPL_VAL_TUPLE : TPL_VAL_LIST;
+    case TPL_T_MAP: return TPL_VAL_MAP;
+    case TPL_T_HOST: return TPL_VAL_HOST;
+    default: return TPL_VAL_OTHER;
+    }
+}
+
+bool tpl_val_as_bool(tpl_val v) { tpl_value x = from_val(v); return x.type == TPL_T_BOOL && x.u.i; }
+int64_t tpl_val_as_int(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    return x.type == TPL_T_INT || x.type == TPL_T_BOOL ? x.u.i : 0;
+}
+double tpl_val_as_float(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    if (x.type == TPL_T_FLOAT) return x.u.f;
+    return x.type == TPL_T_INT || x.type == TPL_T_BOOL ? (double)x.u.i : 0.0;
+}
+const char *tpl_val_as_str(tpl_val v, size_t *len)
+{
+    tpl_value x = from_val(v);
+    bool s = x.type == TPL_T_STR || x.type == TPL_T_UNDEF;
+    if (len) *len = s ? x.len : 0;
+    return s ? (x.u.s ? x.u.s : "") : NULL;
+}
+bool tpl_val_is_markup(tpl_val v) { tpl_value x = from_val(v); return x.type == TPL_T_STR && (x.flags & TPL_F_SAFE); }
+size_t tpl_val_len(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    if (x.type == TPL_T_LIST) return x.u.list->len;
+    if (x.type == TPL_T_MAP) return x.u.map->len;
+    return 0;
+}
+tpl_val tpl_val_item(tpl_val v, size_t i)
+{
+    tpl_value x = from_val(v);
+    return to_val(x.type == TPL_T_LIST && i < x.u.list->len ? x.u.list->items[i] : tpl_v_undef());
+}
+tpl_val tpl_val_map_key(tpl_val v, size_t i)
+{
+    tpl_value x = from_val(v);
+    return to_val(x.type == TPL_T_MAP && i < x.u.map->len ? x.u.map->e[i].key : tpl_v_undef());
+}
+tpl_val tpl_val_map_value(tpl_val v, size_t i)
+{
+    tpl_value x = from_val(v);
+    return to_val(x.type == TPL_T_MAP && i < x.u.map->len ? x.u.map->e[i].val : tpl_v_undef());
+}
+void *tpl_val_host_object(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    return x.type == TPL_T_HOST ? ((tpl_hobj *)x.u.p)->obj : NULL;
+}
+const tpl_host_class *tpl_val_host_class(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    return x.type == TPL_T_HOST ? ((tpl_hobj *)x.u.p)->cls : NULL;
+}
+
+/* ------------------------------------------------------------------ state and errors */
+
+tpl_status tpl_render_reset_state(tpl_render *r)
+{
+    if (!r || tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    tpl_arena_reset(&vm->state_arena);
+    vm->state = tpl_v_none();
+    return TPL_OK;
+}
+
+tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
+{
+    if (!r || tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_value m = from_val(map);
+    if (m.type != TPL_T_MAP) return TPL_ERR_USAGE;
+    tpl_render_vm(r)->state = m;
+    return TPL_OK;
+}
+
+void tpl_host_error(tpl_render *r, const char *msg, void *payload)
+{
+    if (!r) return;
+    tpl_vm *vm = tpl_render_vm(r);
+    snprintf(vm->host_msg, sizeof vm->host_msg, "%s", msg ? msg : "");
+    vm->host_payload = payload;
+}
+
+void *tpl_render_error_payload(const tpl_render *r)
+{
+    return r ? tpl_render_vm((tpl_render *)r)->host_payload : NULL;
+}
+
+/* ------------------------------------------------------------------ the VM's side */
+
+static const char *cls_name(const tpl_hobj *h) { return h->cls->name ? h->cls->name : "object"; }
+
+/* A callback failed (TPL_HOST_ERROR): the located TPL_ERR_RAISED error. */
+static int failed(tpl_vm *vm, const tpl_hobj *h, const char *what, const char *name, size_t n)
+{
+    const char *msg = vm->host_msg[0] ? vm->host_msg : "error";
+    if (name)
+        return tpl_vm_error(vm, TPL_ERR_RAISED, "%s.%s '%.*s' failed: %s", cls_name(h), what, (int)n, name, msg);
+    return tpl_vm_error(vm, TPL_ERR_RAISED, "%s.%s failed: %s", cls_name(h), what, msg);
+}
+
+/* A result from the host: a tpl_value built for r (OK) or the status mapped (-1 error, 1 missing). */
+static int result(tpl_vm *vm, const tpl_hobj *h, tpl_host_result rc, const char *what, const char *name, size_t n)
+{
+    if (rc == TPL_HOST_OK) return 0;
+    if (rc == TPL_HOST_MISSING) return 1;
+    return failed(vm, h, what, name, n);
+}
+
+int tpl_hobj_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    if (h->cls->getattr) {
+        int rc = result(vm, h, h->cls->getattr(h->obj, h->r, name, n, &o), "getattr", name, n);
+        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+    }
+    if (h->cls->getitem) {
+        int rc = result(vm, h, h->cls->getitem(h->obj, h->r, to_val(tpl_v_str(name, n)), &o), "getitem", name, n);
+        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+    }
+    return 1;
+}
+
+int tpl_hobj_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    if (h->cls->getitem) {
+        const char *kn = key.type == TPL_T_STR ? key.u.s : "";
+        size_t kl = key.type == TPL_T_STR ? key.len : 0;
+        int rc = result(vm, h, h->cls->getitem(h->obj, h->r, to_val(key), &o), "getitem", kn, kl);
+        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+    }
+    if (key.type == TPL_T_STR && h->cls->getattr) {
+        int rc = result(vm, h, h->cls->getattr(h->obj, h->r, key.u.s, key.len, &o), "getattr", key.u.s, key.len);
+        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+    }
+    return 1;
+}
+
+int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    int rc = h->cls->iter ? result(vm, h, h->cls->iter(h->obj, h->r, &o), "iter", NULL, 0) : 1;
+    if (rc < 0) return -1;
+    tpl_value l = rc == 0 ? from_val(o) : tpl_v_none();
+    if (l.type != TPL_T_LIST)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", cls_name(h));
+    *out = l.u.list;
+    return 0;
+}
+
+int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, const tpl_value *kwn,
+                  const tpl_value *kwv, int nkw, tpl_value *out)
+{
+    tpl_hobj *h = fn.u.p;
+    if (!h->cls->call) return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", cls_name(h));
+    tpl_val o;
+    /* tpl_val and tpl_value share their layout (static_assert above) */
+    int rc = result(vm, h, h->cls->call(h->obj, h->r, (const tpl_val *)(const void *)pos, (size_t)npos,
+                                        (const tpl_val *)(const void *)kwn, (const tpl_val *)(const void *)kwv,
+                                        (size_t)nkw, &o), "call", NULL, 0);
+    if (rc < 0) return -1;
+    if (rc > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", cls_name(h));
+    *out = from_val(o);
+    return 0;
+}
+
+int tpl_hobj_truth(tpl_vm *vm, tpl_value v)
+{
+    tpl_hobj *h = v.u.p;
+    bool b = true;
+    if (!h->cls->truth) return 1;
+    int rc = result(vm, h, h->cls->truth(h->obj, h->r, &b), "truth", NULL, 0);
+    if (rc < 0) return -1;
+    return rc > 0 ? 1 : b;
+}
+
+void tpl_hobj_print(tpl_sb *b, tpl_value v, bool repr)
+{
+    tpl_hobj *h = v.u.p;
+    tpl_vm *vm = tpl_render_vm(h->r);
+    tpl_val o;
+    int rc = h->cls->str ? result(vm, h, h->cls->str(h->obj, h->r, repr, &o), repr ? "repr" : "str", NULL, 0) : 1;
+    if (rc < 0) { b->failed = true; return; }
+    tpl_value s = rc == 0 ? from_val(o) : tpl_v_none();
+    if (s.type == TPL_T_STR) tpl_sb_put(b, s.u.s, s.len);
+    else tpl_sb_printf(b, "<%s object>", cls_name(h));
+}
+
+int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (args[i].type != TPL_T_HOST) continue;
+        tpl_hobj *h = args[i].u.p;
+        if (!h->cls->resolve) continue;
+        tpl_val o;
+        int rc = result(vm, h, h->cls->resolve(h->obj, h->r, &o), "resolve", NULL, 0);
+        if (rc < 0) return -1;
+        if (rc == 0) args[i] = from_val(o);
+    }
+    return 0;
+}

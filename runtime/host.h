@@ -1,0 +1,34 @@
+/* Host objects inside the VM (runtime/host.c; the public side is in include/tpl.h). */
+#ifndef TPL_HOST_H
+#define TPL_HOST_H
+
+#include "vm.h"
+
+/* The block a TPL_T_HOST value points at (u.p), in the arena it was built in. */
+typedef struct tpl_hobj {
+    const tpl_host_class *cls;
+    void *obj;
+    tpl_render *r;      /* the render context it was built for (callbacks get it) */
+} tpl_hobj;
+
+/* The render context around a VM, and the VM inside one (runtime/api.c). */
+tpl_vm *tpl_render_vm(tpl_render *r);
+bool tpl_render_busy(const tpl_render *r);
+
+/* obj.name / obj[key] of a host object, Jinja2's order (getattr then getitem for `.`, the
+ * reverse for `[]`): 0 with *out set, 1 missing (the caller makes the undefined value), -1 with
+ * a located error. */
+int tpl_hobj_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out);
+int tpl_hobj_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
+/* The items of a host object (its iter callback): 0, or -1 with an error (not iterable). */
+int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out);
+/* Calls a host object: 0 with *out, or -1 with an error. */
+int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, const tpl_value *kwn,
+                  const tpl_value *kwv, int nkw, tpl_value *out);
+/* Truthiness: 1, 0, or -1 with an error. */
+int tpl_hobj_truth(tpl_vm *vm, tpl_value v);
+/* Replaces each host object among args by its resolve() value (plain data) where the class
+ * gives one: 0, or -1 with an error. */
+int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n);
+
+#endif

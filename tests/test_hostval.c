@@ -1,0 +1,269 @@
+/* Host values (include/tpl.h, issue 17): state built with the direct constructors (no JSON),
+ * and host objects read lazily through tpl_host_class callbacks: attribute, item, iteration,
+ * call with args/kwargs, truthiness, str/repr, resolve; a failing callback ends the render with
+ * a located TPL_ERR_RAISED error that carries the host's payload. Public header only.
+ * Prints "N passed, N failed"; exit status 1 on any failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+
+static int npass, nfail;
+
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        if (cond) npass++;                                               \
+        else { nfail++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+               fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); }      \
+    } while (0)
+
+static tpl_program *compile(const char *src)
+{
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    if (tpl_compile("t.jinja", src, strlen(src), NULL, &p, &err) != TPL_OK) {
+        fprintf(stderr, "compile: %s\n", err.message);
+        tpl_error_clear(&err);
+        return NULL;
+    }
+    return p;
+}
+
+static char buf[4096];
+
+/* Renders p with r; the output, or "ERR:<status>:<line>:<message>". */
+static const char *render(tpl_render *r, const tpl_program *p)
+{
+    const char *out;
+    size_t n;
+    if (!p) return "no program";
+    tpl_status st = tpl_render_run(r, p, &out, &n);
+    if (st != TPL_OK) {
+        const tpl_error *e = tpl_render_error(r);
+        snprintf(buf, sizeof buf, "ERR:%d:%u:%s", (int)st, e->line, e->message);
+    } else {
+        snprintf(buf, sizeof buf, "%s", out);
+    }
+    return buf;
+}
+
+static tpl_val str(tpl_render *r, const char *s)
+{
+    tpl_val v = tpl_val_none();
+    if (tpl_val_str(r, s, strlen(s), 0, &v) != TPL_OK) nfail++;
+    return v;
+}
+
+/* ---- a host "person": fields name/age, a method greet(greeting, punct=...), a list of
+ * friends, counts of every callback so the test sees what the render touched */
+typedef struct person {
+    const char *name;
+    int64_t age;
+    int getattr_calls, getitem_calls, iter_calls, call_calls, str_calls, truth_calls, resolve_calls;
+    bool fail_on_age;       /* getattr 'age' fails with a payload */
+} person;
+
+static int payload_token = 42;
+
+static tpl_host_result p_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out);
+
+static tpl_host_result m_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                              const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    person *p = obj;
+    p->call_calls++;
+    char s[256];
+    size_t gl = 0, pl = 1;
+    const char *g = nargs ? tpl_val_as_str(args[0], &gl) : "Hello";
+    if (!nargs) gl = 5;
+    if (!g) { g = "?"; gl = 1; }
+    const char *punct = "!";
+    for (size_t i = 0; i < nkw; i++) {
+        size_t kl;
+        const char *k = tpl_val_as_str(kwn[i], &kl);
+        if (k && kl == 5 && memcmp(k, "punct", 5) == 0) punct = tpl_val_as_str(kwv[i], &pl);
+    }
+    if (!punct) { punct = "!"; pl = 1; }
+    int n = snprintf(s, sizeof s, "%.*s, %s%.*s", (int)gl, g, p->name, (int)pl, punct);
+    return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL };
+
+static tpl_host_result p_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
+{
+    person *p = obj;
+    p->getattr_calls++;
+    if (len == 4 && memcmp(name, "name", 4) == 0) return tpl_val_str(r, p->name, strlen(p->name), 0, out) ? TPL_HOST_ERROR : TPL_HOST_OK;
+    if (len == 3 && memcmp(name, "age", 3) == 0) {
+        if (p->fail_on_age) { tpl_host_error(r, "ValueError: age is secret", &payload_token); return TPL_HOST_ERROR; }
+        *out = tpl_val_int(p->age);
+        return TPL_HOST_OK;
+    }
+    if (len == 5 && memcmp(name, "greet", 5) == 0) return tpl_val_host(r, &method_class, p, out) ? TPL_HOST_ERROR : TPL_HOST_OK;
+    return TPL_HOST_MISSING;
+}
+
+static tpl_host_result p_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val *out)
+{
+    person *p = obj;
+    p->getitem_calls++;
+    if (tpl_val_kind_of(key) == TPL_VAL_INT && tpl_val_as_int(key) == 0) {
+        *out = tpl_val_int(p->age * 10);
+        return TPL_HOST_OK;
+    }
+    (void)r;
+    return TPL_HOST_MISSING;
+}
+
+static tpl_host_result p_iter(void *obj, tpl_render *r, tpl_val *out)
+{
+    person *p = obj;
+    p->iter_calls++;
+    if (tpl_val_list(r, 2, 0, out) != TPL_OK) return TPL_HOST_ERROR;
+    tpl_val_list_push(r, *out, tpl_val_int(1));
+    tpl_val_list_push(r, *out, str(r, p->name));
+    return TPL_HOST_OK;
+}
+
+static tpl_host_result p_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
+{
+    person *p = obj;
+    p->str_calls++;
+    char s[128];
+    int n = snprintf(s, sizeof s, repr ? "<Person %s>" : "%s (%lld)", p->name, (long long)p->age);
+    return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static tpl_host_result p_truth(void *obj, tpl_render *r, bool *out)
+{
+    person *p = obj;
+    (void)r;
+    p->truth_calls++;
+    *out = p->age > 0;
+    return TPL_HOST_OK;
+}
+
+static tpl_host_result p_resolve(void *obj, tpl_render *r, tpl_val *out)
+{
+    person *p = obj;
+    p->resolve_calls++;
+    if (tpl_val_map(r, 2, out) != TPL_OK) return TPL_HOST_ERROR;
+    tpl_val_map_set(r, *out, str(r, "name"), str(r, p->name));
+    tpl_val_map_set(r, *out, str(r, "age"), tpl_val_int(p->age));
+    return TPL_HOST_OK;
+}
+
+static const tpl_host_class person_class = { "Person", p_getattr, p_getitem, p_iter, NULL, NULL, p_truth, p_str,
+                                             p_resolve };
+
+/* Builds {"who": <person>, "n": 3, "xs": [1, "two", 3.5, None, True], "m": {"k": "v", 1: "one"},
+ * "t": (1, 2), "safe": Markup("<b>")} on r. */
+static void set_state(tpl_render *r, person *who)
+{
+    tpl_val st, xs, m, t, h, safe;
+    CHECK(tpl_render_reset_state(r) == TPL_OK, "reset_state");
+    CHECK(tpl_val_map(r, 4, &st) == TPL_OK, "map");
+    CHECK(tpl_val_host(r, &person_class, who, &h) == TPL_OK, "host");
+    CHECK(tpl_val_map_set(r, st, str(r, "who"), h) == TPL_OK, "set who");
+    tpl_val_map_set(r, st, str(r, "n"), tpl_val_int(3));
+    CHECK(tpl_val_list(r, 1, 0, &xs) == TPL_OK, "list");
+    tpl_val_list_push(r, xs, tpl_val_int(1));
+    tpl_val_list_push(r, xs, str(r, "two"));
+    tpl_val_list_push(r, xs, tpl_val_float(3.5));
+    tpl_val_list_push(r, xs, tpl_val_none());
+    tpl_val_list_push(r, xs, tpl_val_bool(true));
+    tpl_val_map_set(r, st, str(r, "xs"), xs);
+    tpl_val_map(r, 0, &m);
+    tpl_val_map_set(r, m, str(r, "k"), str(r, "v"));
+    CHECK(tpl_val_map_set(r, m, tpl_val_int(1), str(r, "one")) == TPL_OK, "int key");
+    CHECK(tpl_val_map_set(r, m, xs, str(r, "no")) == TPL_ERR_TYPE, "list key refused");
+    tpl_val_map_set(r, st, str(r, "m"), m);
+    tpl_val_list(r, 2, TPL_VAL_AS_TUPLE, &t);
+    tpl_val_list_push(r, t, tpl_val_int(1));
+    tpl_val_list_push(r, t, tpl_val_int(2));
+    tpl_val_map_set(r, st, str(r, "t"), t);
+    CHECK(tpl_val_str(r, "<b>", 3, TPL_VAL_MARKUP, &safe) == TPL_OK && tpl_val_is_markup(safe), "markup");
+    tpl_val_map_set(r, st, str(r, "safe"), safe);
+    CHECK(tpl_val_str(r, "\xff", 1, 0, &safe) == TPL_ERR_VALUE, "invalid UTF-8 refused");
+    CHECK(tpl_val_len(st) == 6 && tpl_val_kind_of(tpl_val_map_value(st, 5)) == TPL_VAL_STR, "readers");
+    CHECK(tpl_render_set_state_val(r, st) == TPL_OK, "set_state_val");
+}
+
+static void expect(tpl_render *r, const char *src, const char *want)
+{
+    tpl_program *p = compile(src);
+    const char *got = render(r, p);
+    CHECK(strcmp(got, want) == 0, "%s: got [%s], want [%s]", src, got, want);
+    tpl_program_free(p);
+}
+
+int main(void)
+{
+    tpl_render *r = tpl_render_new(NULL);
+    person ann = { "Ann", 37, 0, 0, 0, 0, 0, 0, 0, false };
+    set_state(r, &ann);
+
+    /* plain values built without JSON print as Jinja2 prints them */
+    expect(r, "{{ n + 1 }} {{ xs }} {{ m }} {{ t }} {{ m[1] }} {{ xs|length }}",
+           "4 [1, 'two', 3.5, None, True] {'k': 'v', 1: 'one'} (1, 2) one 5");
+    expect(r, "{% autoescape true %}{{ safe }}{{ '<i>' }}{% endautoescape %}", "<b>&lt;i&gt;");
+
+    /* lazy: a render that does not read `who` never calls back */
+    int before = ann.getattr_calls + ann.str_calls + ann.truth_calls;
+    expect(r, "{{ n }}", "3");
+    CHECK(ann.getattr_calls + ann.str_calls + ann.truth_calls == before, "an unread host object is not touched");
+
+    /* attribute, item, method call with args and kwargs */
+    expect(r, "{{ who.name }} is {{ who.age }}", "Ann is 37");
+    expect(r, "{{ who['name'] }} {{ who[0] }}", "Ann 370");
+    expect(r, "{{ who.greet() }} {{ who.greet('Hi', punct='?') }}", "Hello, Ann! Hi, Ann?");
+    CHECK(ann.call_calls == 2, "greet called twice (%d)", ann.call_calls);
+    /* a missing attribute is undefined, as in Jinja2 */
+    expect(r, "[{{ who.nope }}]{{ who.nope is defined }}", "[]False");
+    /* str, repr inside a container, truthiness, iteration */
+    expect(r, "{{ who }} {{ [who] }}", "Ann (37) [<Person Ann>]");
+    expect(r, "{% if who %}yes{% endif %}{% if not who %}no{% endif %}", "yes");
+    expect(r, "{% for x in who %}{{ loop.index }}={{ x }};{% endfor %}", "1=1;2=Ann;");
+    CHECK(ann.iter_calls == 1 && ann.truth_calls == 2, "iter %d truth %d", ann.iter_calls, ann.truth_calls);
+    /* builtin filters get the resolved data */
+    expect(r, "{{ who|dictsort }} {{ who|length }} {{ who|tojson }}",
+           "[('age', 37), ('name', 'Ann')] 2 {\"age\": 37, \"name\": \"Ann\"}");
+    CHECK(ann.resolve_calls == 3, "resolve calls %d", ann.resolve_calls);
+    /* not callable: a TypeError naming the class */
+    expect(r, "{{ who() }}", "ERR:3:1:'Person' object is not callable");
+
+    /* a failing callback: located TPL_ERR_RAISED with the host's message and payload */
+    ann.fail_on_age = true;
+    expect(r, "line one\n{{ who.name }}\n{{ who.age }}", "ERR:5:3:Person.getattr 'age' failed: ValueError: age is secret");
+    CHECK(tpl_render_error_payload(r) == &payload_token, "payload");
+    expect(r, "{{ who.name }}", "Ann");
+    CHECK(tpl_render_error_payload(r) == NULL, "payload reset by the next render");
+    ann.fail_on_age = false;
+
+    /* the state stays across renders; a reset drops it */
+    CHECK(tpl_render_reset_state(r) == TPL_OK, "reset");
+    expect(r, "[{{ who }}]", "[]");
+
+    /* a host object built from a callback lives in the render's memory: many renders, flat */
+    set_state(r, &ann);
+    tpl_program *p = compile("{% for i in range(50) %}{{ who.greet('Yo') }}{% endfor %}");
+    for (int i = 0; i < 2000 && p; i++) render(r, p);
+    CHECK(strncmp(buf, "Yo, Ann!Yo, Ann!", 16) == 0, "repeated: %.40s", buf);
+    tpl_program_free(p);
+
+    /* the memory limit bounds host-built values */
+    tpl_limits lim = { 0 };
+    lim.max_memory = 1 << 16;
+    tpl_render *small = tpl_render_new(&lim);
+    tpl_val big;
+    tpl_status st = TPL_OK;
+    CHECK(tpl_val_list(small, 0, 0, &big) == TPL_OK, "list on small");
+    for (int i = 0; i < 100000 && st == TPL_OK; i++) st = tpl_val_list_push(small, big, tpl_val_int(i));
+    CHECK(st == TPL_ERR_LIMIT, "memory limit: %d", (int)st);
+    tpl_render_free(small);
+
+    tpl_render_free(r);
+    printf("%d passed, %d failed\n", npass, nfail);
+    return nfail ? 1 : 0;
+}
