@@ -340,7 +340,7 @@ typedef struct tpl_host_class {
     tpl_host_result (*getitem)(void *obj, tpl_render *r, tpl_val key, tpl_val *out);
     /* iteration (for loops, filters over it): *out a list of the items (a mapping: its keys) */
     tpl_host_result (*iter)(void *obj, tpl_render *r, tpl_val *out);
-    /* len() / |length */
+    /* |length (without it, |length counts the resolved data) */
     tpl_host_result (*len)(void *obj, tpl_render *r, int64_t *out);
     /* obj(args..., name=value...): kwnames[i] are strings */
     tpl_host_result (*call)(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwnames,

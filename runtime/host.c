@@ -292,6 +292,13 @@ int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, cons
     return 0;
 }
 
+int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out)
+{
+    tpl_hobj *h = v.u.p;
+    if (!h->cls->len) return 1;
+    return result(vm, h, h->cls->len(h->obj, h->r, out), "len", NULL, 0);
+}
+
 int tpl_hobj_truth(tpl_vm *vm, tpl_value v)
 {
     tpl_hobj *h = v.u.p;

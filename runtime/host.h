@@ -25,6 +25,8 @@ int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out);
 /* Calls a host object: 0 with *out, or -1 with an error. */
 int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, const tpl_value *kwn,
                   const tpl_value *kwv, int nkw, tpl_value *out);
+/* len(): 0 with *out, 1 when the class has no len, -1 with an error. */
+int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out);
 /* Truthiness: 1, 0, or -1 with an error. */
 int tpl_hobj_truth(tpl_vm *vm, tpl_value v);
 /* Replaces each host object among args by its resolve() value (plain data) where the class

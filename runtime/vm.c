@@ -1335,6 +1335,12 @@ static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
         if (npos != 1) return 0;
         if (v.type == TPL_T_LIST) { args[0] = tpl_v_int(v.u.list->len); return 1; }
         if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) { args[0] = tpl_v_int(v.u.map->len); return 1; }
+        if (v.type == TPL_T_HOST) { /* the len callback; without one the filter gets the resolved data */
+            int64_t n;
+            int rc = tpl_hobj_len(vm, v, &n);
+            if (rc == 0) args[0] = tpl_v_int(n);
+            return rc < 0 ? -1 : rc == 0;
+        }
         return 0;
     case TPL_B_FILTER_upper:
     case TPL_B_FILTER_lower: {

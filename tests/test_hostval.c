@@ -154,8 +154,17 @@ static tpl_host_result p_resolve(void *obj, tpl_render *r, tpl_val *out)
     return TPL_HOST_OK;
 }
 
+static tpl_host_result p_len(void *obj, tpl_render *r, int64_t *out)
+{
+    (void)obj;
+    (void)r;
+    *out = 99;
+    return TPL_HOST_OK;
+}
+
 static const tpl_host_class person_class = { "Person", p_getattr, p_getitem, p_iter, NULL, NULL, p_truth, p_str,
                                              p_resolve };
+static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL };
 
 /* Builds {"who": <person>, "n": 3, "xs": [1, "two", 3.5, None, True], "m": {"k": "v", 1: "one"},
  * "t": (1, 2), "safe": Markup("<b>")} on r. */
@@ -230,6 +239,14 @@ int main(void)
     expect(r, "{{ who|dictsort }} {{ who|length }} {{ who|tojson }}",
            "[('age', 37), ('name', 'Ann')] 2 {\"age\": 37, \"name\": \"Ann\"}");
     CHECK(ann.resolve_calls == 3, "resolve calls %d", ann.resolve_calls);
+    /* |length asks the len callback when the class has one */
+    tpl_val st2, sz;
+    tpl_val_map(r, 1, &st2);
+    tpl_val_host(r, &sized_class, &ann, &sz);
+    tpl_val_map_set(r, st2, str(r, "sz"), sz);
+    tpl_val_map_set(r, st2, str(r, "who"), tpl_val_host(r, &person_class, &ann, &sz) == TPL_OK ? sz : tpl_val_none());
+    tpl_render_set_state_val(r, st2);
+    expect(r, "{{ sz|length }} {{ who|length }}", "99 2");
     /* not callable: a TypeError naming the class */
     expect(r, "{{ who() }}", "ERR:3:1:'Person' object is not callable");
 
