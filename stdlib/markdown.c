@@ -1159,10 +1159,21 @@ int h_fast_prompt_section(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* tr(text, lang=?): str(text) (Ruby's to_s in ERB), then the catalogs (stdlib/tr.c). */
+/* tr(text, lang=?, elicit=?): str(text) (Ruby's to_s in ERB), then the catalogs (stdlib/tr.c).
+ * elicit is HeavenBase's (issue 19): only "none" (translate from the rows, never ask a model) is
+ * accepted; any other value is an error naming it. */
 int h_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value text = a[0];
+    tpl_value text = a[0], elicit = a[2];
+    if (elicit.type == TPL_T_STR) {
+        size_t n = elicit.len;
+        if (n != 4 || memcmp(elicit.u.s, "none", 4) != 0)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "tr(): unsupported elicit value '%.*s' (only \"none\" is supported)",
+                                (int)(n > 200 ? 200 : n), elicit.u.s);
+    } else if (elicit.type != TPL_T_UNSET) {
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "tr(): unsupported elicit value of type %s (only \"none\" is supported)",
+                            tpl_type_name(vm, elicit));
+    }
     if (text.type != TPL_T_STR) {
         if (tpl_vm_syntax(vm) == TPL_SYNTAX_ERB) {
             tpl_sb b;

@@ -106,9 +106,43 @@ static void test_fmt_errors(void)
     tpl_program_free(p);
 }
 
+/* tr(text, elicit="none") (issue 19): accepted in Jinja (global and filter) and ERB, translating
+ * as without it; any other value fails (tests/errors/tr-elicit*.expect pin the messages). */
+static void test_elicit(void)
+{
+    const char *cat = "{\"fr\": {\"Hi\": \"Salut\"}}";
+    struct { const char *src; tpl_syntax syn; const char *want; } cases[] = {
+        { "{{ tr('Hi', elicit='none') }} {{ 'Hi'|tr(elicit='none') }} {{ tr('Hi', 'fr', 'none') }}", TPL_SYNTAX_JINJA,
+          "Salut Salut Salut" },
+        { "<%= tr('Hi', elicit: 'none') %> <%= tr('Hi') %>", TPL_SYNTAX_ERB, "Salut Salut" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tpl_program *p = compile(cases[i].src, cases[i].syn);
+        CHECK(p != NULL);
+        if (!p) continue;
+        tpl_render *r = tpl_render_new(NULL);
+        CHECK(tpl_render_add_catalog_json(r, cat, strlen(cat)) == TPL_OK);
+        CHECK(tpl_render_set_lang(r, "fr") == TPL_OK);
+        CHECK(renders(r, p, cases[i].want));
+        tpl_render_free(r);
+        tpl_program_free(p);
+    }
+    tpl_program *p = compile("{{ tr('Hi', elicit='llm') }}", TPL_SYNTAX_JINJA);
+    CHECK(p != NULL);
+    if (!p) return;
+    tpl_render *r = tpl_render_new(NULL);
+    const char *out;
+    size_t n;
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_ERR_VALUE);
+    CHECK(strstr(tpl_render_error(r)->message, "'llm'") != NULL && tpl_render_error(r)->line == 1);
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
 int main(void)
 {
     test_fmt_and_catalogs();
+    test_elicit();
     test_fmt_errors();
     if (failures) fprintf(stderr, "%d failures\n", failures);
     else printf("test_tr: all passed\n");
