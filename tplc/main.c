@@ -112,6 +112,23 @@ static const tplc_command commands[] = {
       "TEMPLATE [compile flags] --emit c [--name SYMBOL] [--depfile FILE] -o OUT.c",
       "Compiles TEMPLATE to a .tplb file, or to C source defining a tpl_static_program.",
       "@compile --strip-source --emit --name --depfile -o", 1, 1, tplc_compile, NULL },
+    { "prompt",
+      "create NAME (--template TEXT | --file PATH) [--syntax fmt|jinja|erb] [--profile P] [--tr-key K]... [--lang L]\n"
+      "list [--prefix P] [--json]\n"
+      "show NAME[:N]|ID [--json]\n"
+      "versions NAME [--all] [--json]\n"
+      "remove NAME[:N]|ID\n"
+      "render NAME[:N]|ID [--args JSON | --state FILE] [--lang L] [--remember FACT]...\n"
+      "tr-set NAME SOURCE LANG TARGET [--dict D]\n"
+      "tr-list NAME [--lang L] [--json]\n"
+      "tr-bind NAME DICT\n"
+      "tr-unbind NAME DICT\n"
+      "tr-export (NAME | --dict D) --lang L -o FILE.po\n"
+      "tr-import FILE.po [--dict D]",
+      "Prompts as versioned, translatable objects in a store (DESIGN.md §10): every verb takes\n"
+      "--store PATH (SQLite) or --store postgresql://... (default $TPL_STORE, else ./.tpl/store.db).\n"
+      "Exit status: 0 ok, 1 template error or missing prompt/version, 2 usage or store I/O error.",
+      "", 0, -1, NULL, tplc_prompt },
     { "tr-extract", "TEMPLATE... -o CATALOG.json [--lang L] [compile flags]",
       "Writes every literal tr() text (Jinja and ERB) and fmt template string as a catalog skeleton.",
       "@compile --lang -o", 1, -1, tplc_tr_extract, NULL },
@@ -161,7 +178,8 @@ static void print_synopsis(FILE *f, const tplc_command *c, const char *first)
         fputc('\n', f);
         if (!e) break;
         s = e + 1;
-        alt = strncmp(s, "TEMPLATE", 8) == 0 || strncmp(s, "DIR ", 4) == 0 || strncmp(s, "--page ", 7) == 0;
+        alt = strncmp(s, "TEMPLATE", 8) == 0 || strncmp(s, "DIR ", 4) == 0 || strncmp(s, "--page ", 7) == 0 ||
+              strcmp(c->name, "prompt") == 0; /* one form per verb */
         if (alt) fprintf(f, "%*stplc %s ", (int)strlen(first), "", c->name);
         else fprintf(f, "%*s", (int)indent, "");
     }

@@ -83,6 +83,9 @@ int tplc_lint(const tplc_opts *o);
 int tplc_page(const tplc_opts *o);
 int tplc_lint_page(const tplc_opts *o);
 int tplc_page_scope(const tplc_opts *o, tpl_render *r);
+/* tplc prompt VERB ... (tplc/prompt.c, DESIGN.md §10): parses its own arguments (argv[0] is
+ * "prompt"). */
+int tplc_prompt(int argc, char **argv);
 
 /* ---- files (tplc/io.c) ---- */
 

@@ -1,0 +1,51 @@
+/* The store's database layer (internal to store/): one small interface over SQLite and libpq, so
+ * store.c writes every query once. SQL uses `?` placeholders (the PostgreSQL backend numbers
+ * them $1, $2, ...); values travel as text, blobs as bytes. Not installed. */
+#ifndef TPL_STORE_DB_H
+#define TPL_STORE_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum db_kind { DB_NULL = 0, DB_TEXT = 1, DB_BLOB = 2 };
+
+/* A parameter: borrowed bytes. */
+typedef struct db_val {
+    enum db_kind kind;
+    const char *p;
+    size_t len;
+} db_val;
+
+/* A result: nrows x ncols cells, row-major; cell NULL is SQL NULL, else a malloc'd,
+ * NUL-terminated copy (blobs decoded to their bytes) of len bytes. */
+typedef struct db_res {
+    size_t nrows, ncols;
+    char **cell;
+    size_t *len;
+} db_res;
+
+typedef struct db db;
+
+/* Error classes of db_exec. */
+enum db_err { DB_OK = 0, DB_FAIL = 1, DB_NOMEM = 2 };
+
+struct db {
+    const char *backend;    /* "sqlite" | "postgresql" */
+    /* Runs one statement with params; res (may be NULL) receives the rows. On failure returns
+     * DB_FAIL/DB_NOMEM and writes the message into msg (cap bytes). */
+    int (*exec)(db *d, const char *sql, const db_val *params, size_t n, db_res *res, char *msg, size_t cap);
+    void (*close)(db *d);
+    const char *begin_sql;  /* a write transaction that serialises writers */
+    const char *lock_sql;   /* run right after begin_sql (NULL: none) */
+    const char *const *schema_v1; /* the DDL of schema version 1, NULL-terminated */
+};
+
+/* Backends. On failure return NULL with msg filled (or NULL and msg "out of memory"). */
+db *db_sqlite_open(const char *path, char *msg, size_t cap);
+db *db_pg_open(const char *url, char *msg, size_t cap);
+
+void db_res_free(db_res *r);
+static inline const char *db_cell(const db_res *r, size_t row, size_t col) { return r->cell[row * r->ncols + col]; }
+static inline size_t db_cell_len(const db_res *r, size_t row, size_t col) { return r->len[row * r->ncols + col]; }
+
+#endif

@@ -1,0 +1,166 @@
+/* The PostgreSQL backend of the store (Debian's libpq): one registry many hosts share. Writers
+ * serialise on a transaction-scoped advisory lock, so version numbering and schema creation are
+ * race-free; a client killed mid-transaction is rolled back by the server. Parameters go as text
+ * (blobs in binary), results come as text (bytea decoded with PQunescapeBytea). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libpq-fe.h>
+#include "db.h"
+
+#define BYTEAOID 17
+
+typedef struct pg {
+    db base;
+    PGconn *c;
+} pg;
+
+static const char *const schema_v1[] = {
+    "CREATE TABLE tpl_prompts (\n"
+    "  id BIGSERIAL PRIMARY KEY,\n"
+    "  name TEXT NOT NULL,\n"
+    "  version BIGINT NOT NULL,\n"
+    "  syntax TEXT NOT NULL,\n"
+    "  source TEXT NOT NULL,\n"
+    "  profile TEXT,\n"
+    "  tr_keys TEXT NOT NULL,\n"
+    "  lang TEXT,\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  removed INTEGER NOT NULL DEFAULT 0,\n"
+    "  tplb BYTEA,\n"
+    "  tplb_format INTEGER NOT NULL DEFAULT 0,\n"
+    "  UNIQUE (name, version))",
+    "CREATE TABLE tpl_tr (\n"
+    "  dict TEXT NOT NULL, lang TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,\n"
+    "  plural TEXT, forms TEXT,\n"
+    "  PRIMARY KEY (dict, lang, source))",
+    "CREATE TABLE tpl_tr_langs (\n"
+    "  dict TEXT NOT NULL, lang TEXT NOT NULL, plural_forms TEXT,\n"
+    "  PRIMARY KEY (dict, lang))",
+    "CREATE TABLE tpl_binds (\n"
+    "  name TEXT NOT NULL, dict TEXT NOT NULL, pos INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (name, dict))",
+    NULL,
+};
+
+static void set_msg(char *msg, size_t cap, const char *s)
+{
+    snprintf(msg, cap, "%s", s);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) msg[--n] = 0;
+}
+
+/* `?` -> `$n` (the store's SQL has no `?` inside literals). */
+static char *number_params(const char *sql)
+{
+    size_t n = strlen(sql), q = 0;
+    for (size_t i = 0; i < n; i++) q += sql[i] == '?';
+    char *out = malloc(n + q * 8 + 1);
+    if (!out) return NULL;
+    size_t o = 0;
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sql[i] == '?') o += (size_t)sprintf(out + o, "$%d", ++k);
+        else out[o++] = sql[i];
+    }
+    out[o] = 0;
+    return out;
+}
+
+static int pg_exec(db *d, const char *sql, const db_val *params, size_t n, db_res *res, char *msg, size_t cap)
+{
+    pg *g = (pg *)d;
+    if (res) memset(res, 0, sizeof *res);
+    char *q = number_params(sql);
+    const char **vals = calloc(n + 1, sizeof *vals);
+    int *lens = calloc(n + 1, sizeof *lens), *fmts = calloc(n + 1, sizeof *fmts);
+    if (!q || !vals || !lens || !fmts) {
+        free(q); free(vals); free(lens); free(fmts);
+        set_msg(msg, cap, "out of memory");
+        return DB_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (params[i].kind == DB_NULL) continue;
+        vals[i] = params[i].p ? params[i].p : "";
+        lens[i] = (int)params[i].len;
+        fmts[i] = params[i].kind == DB_BLOB;
+    }
+    PGresult *r = PQexecParams(g->c, q, (int)n, NULL, vals, lens, fmts, 0);
+    free(q); free(vals); free(lens); free(fmts);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        set_msg(msg, cap, r ? PQresultErrorMessage(r) : PQerrorMessage(g->c));
+        if (!*msg) set_msg(msg, cap, PQerrorMessage(g->c));
+        PQclear(r);
+        return DB_FAIL;
+    }
+    if (res && st == PGRES_TUPLES_OK) {
+        size_t rows = (size_t)PQntuples(r), cols = (size_t)PQnfields(r);
+        res->cell = calloc(rows * cols + 1, sizeof *res->cell);
+        res->len = calloc(rows * cols + 1, sizeof *res->len);
+        if (!res->cell || !res->len) goto nomem;
+        res->nrows = rows;
+        res->ncols = cols;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++) {
+                if (PQgetisnull(r, (int)i, (int)j)) continue;
+                const char *v = PQgetvalue(r, (int)i, (int)j);
+                size_t len = (size_t)PQgetlength(r, (int)i, (int)j);
+                char *copy;
+                if (PQftype(r, (int)j) == BYTEAOID) {
+                    size_t bl = 0;
+                    unsigned char *b = PQunescapeBytea((const unsigned char *)v, &bl);
+                    if (!b) goto nomem;
+                    copy = malloc(bl + 1);
+                    if (copy) { memcpy(copy, b, bl); copy[bl] = 0; }
+                    PQfreemem(b);
+                    len = bl;
+                } else {
+                    copy = malloc(len + 1);
+                    if (copy) { memcpy(copy, v, len); copy[len] = 0; }
+                }
+                if (!copy) goto nomem;
+                res->cell[i * cols + j] = copy;
+                res->len[i * cols + j] = len;
+            }
+    }
+    PQclear(r);
+    return DB_OK;
+nomem:
+    PQclear(r);
+    db_res_free(res);
+    set_msg(msg, cap, "out of memory");
+    return DB_NOMEM;
+}
+
+static void pg_close(db *d)
+{
+    pg *g = (pg *)d;
+    if (!g) return;
+    PQfinish(g->c);
+    free(g);
+}
+
+static void quiet(void *arg, const char *message) { (void)arg; (void)message; }
+
+db *db_pg_open(const char *url, char *msg, size_t cap)
+{
+    pg *g = calloc(1, sizeof *g);
+    if (!g) { set_msg(msg, cap, "out of memory"); return NULL; }
+    g->c = PQconnectdb(url);
+    if (!g->c || PQstatus(g->c) != CONNECTION_OK) {
+        set_msg(msg, cap, g->c ? PQerrorMessage(g->c) : "out of memory");
+        PQfinish(g->c);
+        free(g);
+        return NULL;
+    }
+    PQsetNoticeProcessor(g->c, quiet, NULL);
+    if (PQclientEncoding(g->c) != pg_char_to_encoding("UTF8")) PQsetClientEncoding(g->c, "UTF8");
+    g->base.backend = "postgresql";
+    g->base.exec = pg_exec;
+    g->base.close = pg_close;
+    g->base.begin_sql = "BEGIN";
+    g->base.lock_sql = "SELECT pg_advisory_xact_lock(7340019)";
+    g->base.schema_v1 = schema_v1;
+    return &g->base;
+}

@@ -1,0 +1,179 @@
+/* The SQLite backend of the store (Debian's libsqlite3): a file per store, writers serialised by
+ * BEGIN IMMEDIATE with a busy timeout, the rollback journal keeping a killed writer's
+ * transaction out of the file. A file that is not a database (or is corrupt) fails the first
+ * statement with SQLite's own message; SQLite never crashes on it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sqlite3.h>
+#include "db.h"
+
+typedef struct sq {
+    db base;
+    sqlite3 *h;
+} sq;
+
+static const char *const schema_v1[] = {
+    "CREATE TABLE tpl_prompts (\n"
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  name TEXT NOT NULL,\n"
+    "  version INTEGER NOT NULL,\n"
+    "  syntax TEXT NOT NULL,\n"
+    "  source TEXT NOT NULL,\n"
+    "  profile TEXT,\n"
+    "  tr_keys TEXT NOT NULL,\n"
+    "  lang TEXT,\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  removed INTEGER NOT NULL DEFAULT 0,\n"
+    "  tplb BLOB,\n"
+    "  tplb_format INTEGER NOT NULL DEFAULT 0,\n"
+    "  UNIQUE (name, version))",
+    "CREATE TABLE tpl_tr (\n"
+    "  dict TEXT NOT NULL, lang TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,\n"
+    "  plural TEXT, forms TEXT,\n"
+    "  PRIMARY KEY (dict, lang, source))",
+    "CREATE TABLE tpl_tr_langs (\n"
+    "  dict TEXT NOT NULL, lang TEXT NOT NULL, plural_forms TEXT,\n"
+    "  PRIMARY KEY (dict, lang))",
+    "CREATE TABLE tpl_binds (\n"
+    "  name TEXT NOT NULL, dict TEXT NOT NULL, pos INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (name, dict))",
+    NULL,
+};
+
+static void set_msg(char *msg, size_t cap, const char *s)
+{
+    snprintf(msg, cap, "%s", s);
+}
+
+static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_res *res, char *msg, size_t cap)
+{
+    sq *q = (sq *)d;
+    sqlite3_stmt *st = NULL;
+    if (res) memset(res, 0, sizeof *res);
+    int rc = sqlite3_prepare_v2(q->h, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        set_msg(msg, cap, sqlite3_errmsg(q->h));
+        return rc == SQLITE_NOMEM ? DB_NOMEM : DB_FAIL;
+    }
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        int k = (int)i + 1;
+        if (params[i].kind == DB_NULL) rc = sqlite3_bind_null(st, k);
+        else if (params[i].kind == DB_BLOB) rc = sqlite3_bind_blob64(st, k, params[i].p, params[i].len, SQLITE_TRANSIENT);
+        else rc = sqlite3_bind_text64(st, k, params[i].p, params[i].len, SQLITE_TRANSIENT, SQLITE_UTF8);
+    }
+    if (rc != SQLITE_OK) {
+        set_msg(msg, cap, sqlite3_errmsg(q->h));
+        sqlite3_finalize(st);
+        return DB_FAIL;
+    }
+    size_t ncols = (size_t)sqlite3_column_count(st), cap_rows = 0;
+    int err = DB_OK;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) break;
+        if (rc != SQLITE_ROW) {
+            set_msg(msg, cap, sqlite3_errmsg(q->h));
+            err = rc == SQLITE_NOMEM ? DB_NOMEM : DB_FAIL;
+            break;
+        }
+        if (!res) continue;
+        if (res->nrows == cap_rows) {
+            size_t nc = cap_rows ? cap_rows * 2 : 8;
+            char **c = realloc(res->cell, nc * ncols * sizeof *c + 1);
+            if (c) res->cell = c;
+            size_t *l = c ? realloc(res->len, nc * ncols * sizeof *l + 1) : NULL;
+            if (l) res->len = l;
+            if (!c || !l) { set_msg(msg, cap, "out of memory"); err = DB_NOMEM; break; }
+            cap_rows = nc;
+        }
+        res->ncols = ncols;
+        size_t base = res->nrows * ncols;
+        for (size_t c = 0; c < ncols; c++) res->cell[base + c] = NULL, res->len[base + c] = 0;
+        res->nrows++;
+        for (size_t c = 0; c < ncols; c++) {
+            int t = sqlite3_column_type(st, (int)c);
+            if (t == SQLITE_NULL) continue;
+            const void *p = t == SQLITE_BLOB ? sqlite3_column_blob(st, (int)c) : (const void *)sqlite3_column_text(st, (int)c);
+            size_t len = (size_t)sqlite3_column_bytes(st, (int)c);
+            char *v = malloc(len + 1);
+            if (!v) { set_msg(msg, cap, "out of memory"); err = DB_NOMEM; break; }
+            if (len) memcpy(v, p, len);
+            v[len] = 0;
+            res->cell[base + c] = v;
+            res->len[base + c] = len;
+        }
+        if (err) break;
+    }
+    sqlite3_finalize(st);
+    if (err && res) db_res_free(res);
+    if (res) res->ncols = ncols;
+    return err;
+}
+
+static void sq_close(db *d)
+{
+    sq *q = (sq *)d;
+    if (!q) return;
+    sqlite3_close_v2(q->h);
+    free(q);
+}
+
+/* mkdir -p of path's folder. */
+static int make_parent(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir) return ENOMEM;
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = 0;
+        for (char *p = dir + 1; ; p++) {
+            if (*p == '/' || *p == 0) {
+                char c = *p;
+                *p = 0;
+                if (mkdir(dir, 0777) != 0 && errno != EEXIST) { rc = errno; break; }
+                if (!c) break;
+                *p = c;
+            }
+        }
+    }
+    free(dir);
+    return rc;
+}
+
+db *db_sqlite_open(const char *path, char *msg, size_t cap)
+{
+    int e = make_parent(path);
+    if (e) { snprintf(msg, cap, "cannot create the store's folder: %s", strerror(e)); return NULL; }
+    sq *q = calloc(1, sizeof *q);
+    if (!q) { set_msg(msg, cap, "out of memory"); return NULL; }
+    int rc = sqlite3_open_v2(path, &q->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(msg, cap, "%s", q->h ? sqlite3_errmsg(q->h) : sqlite3_errstr(rc));
+        sqlite3_close_v2(q->h);
+        free(q);
+        return NULL;
+    }
+    sqlite3_busy_timeout(q->h, 30000);
+    sqlite3_extended_result_codes(q->h, 0);
+    q->base.backend = "sqlite";
+    q->base.exec = sq_exec;
+    q->base.close = sq_close;
+    q->base.begin_sql = "BEGIN IMMEDIATE";
+    q->base.lock_sql = NULL;
+    q->base.schema_v1 = schema_v1;
+    return &q->base;
+}
+
+void db_res_free(db_res *r)
+{
+    if (!r) return;
+    if (r->cell)
+        for (size_t i = 0; i < r->nrows * r->ncols; i++) free(r->cell[i]);
+    free(r->cell);
+    free(r->len);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,236 @@
+/* gettext PO import and export of the store's translation rows, through Debian's libgettextpo
+ * (no PO parser of our own). msgctxt is the dictionary; plural entries keep msgid_plural and
+ * msgstr[n]; `#, fuzzy` entries are skipped on import.
+ *
+ * libgettextpo reports problems through a handler without a data pointer, and a fatal one must
+ * not return: the handler records the first problem in thread-local state and leaves a fatal
+ * one by longjmp back to po_import (the only way out its API allows; what libgettextpo
+ * allocated for the half-read file is then lost, a bounded leak on a failed import). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <gettext-po.h>
+#include "store_i.h"
+
+typedef struct po_err {
+    jmp_buf jb;
+    char msg[512];
+    bool have;
+} po_err;
+
+static _Thread_local po_err *cur;
+
+static void note(int severity, const char *filename, size_t lineno, size_t column, const char *text)
+{
+    if (cur && !cur->have && severity != PO_SEVERITY_WARNING) {
+        char where[300] = "";
+        if (filename && lineno != (size_t)-1 && column != (size_t)-1)
+            snprintf(where, sizeof where, "%s:%zu:%zu: ", filename, lineno, column + 1);
+        else if (filename && lineno != (size_t)-1)
+            snprintf(where, sizeof where, "%s:%zu:1: ", filename, lineno);
+        else if (filename)
+            snprintf(where, sizeof where, "%s: ", filename);
+        snprintf(cur->msg, sizeof cur->msg, "%serror: %s", where, text ? text : "invalid PO file");
+        size_t n = strlen(cur->msg);
+        while (n && cur->msg[n - 1] == '\n') cur->msg[--n] = 0;
+        for (char *p = cur->msg; *p; p++) if (*p == '\n') *p = ' ';
+        cur->have = true;
+    }
+    if (severity == PO_SEVERITY_FATAL_ERROR && cur) longjmp(cur->jb, 1);
+}
+
+static void xerror(int severity, po_message_t m, const char *filename, size_t lineno, size_t column, int multiline,
+                   const char *text)
+{
+    (void)m; (void)multiline;
+    note(severity, filename, lineno, column, text);
+}
+
+static void xerror2(int severity, po_message_t m1, const char *f1, size_t l1, size_t c1, int ml1, const char *t1,
+                    po_message_t m2, const char *f2, size_t l2, size_t c2, int ml2, const char *t2)
+{
+    (void)m1; (void)ml1; (void)m2; (void)f2; (void)l2; (void)c2; (void)ml2; (void)t2;
+    note(severity, f1, l1, c1, t1);
+}
+
+static const struct po_xerror_handler handler = { xerror, xerror2 };
+
+/* ---- import ---- */
+
+static tpl_store_status import_file(tpl_store *s, po_file_t f, const char *path, const char *dict, size_t *nrows)
+{
+    const char *header = po_file_domain_header(f, NULL);
+    char *lang = header ? po_header_field(header, "Language") : NULL;
+    char *pf = header ? po_header_field(header, "Plural-Forms") : NULL;
+    tpl_store_status st = TPL_STORE_OK;
+    if (!lang || !*lang) {
+        st = fail(s, TPL_STORE_INVALID, "%s:1:1: error: the PO header has no Language field (the rows' language)", path);
+        goto out;
+    }
+    if ((st = begin(s))) goto out;
+    const char *const *domains = po_file_domains(f);
+    for (size_t d = 0; domains && domains[d] && !st; d++) {
+        po_message_iterator_t it = po_message_iterator(f, domains[d]);
+        po_message_t m;
+        while (!st && (m = po_next_message(it))) {
+            const char *id = po_message_msgid(m);
+            if (!*id || po_message_is_fuzzy(m) || po_message_is_obsolete(m)) continue; /* header, fuzzy, obsolete */
+            const char *ctx = po_message_msgctxt(m), *use = ctx ? ctx : dict;
+            if (!use) {
+                st = fail(s, TPL_STORE_INVALID, "%s: error: entry '%s' has no msgctxt (its dictionary): give --dict", path, id);
+                break;
+            }
+            const char *plural = po_message_msgid_plural(m);
+            if (plural) {
+                const char *forms[64];
+                size_t nf = 0;
+                bool any = false;
+                for (int k = 0; k < 64 && (forms[nf] = po_message_msgstr_plural(m, k)); k++) any |= *forms[nf++] != 0;
+                if (!any) continue;
+                st = tpl_store_tr_set(s, use, lang, id, forms[0], plural, forms, nf);
+            } else {
+                const char *str = po_message_msgstr(m);
+                if (!*str) continue;
+                st = tpl_store_tr_set(s, use, lang, id, str, NULL, NULL, 0);
+            }
+            if (!st && pf) st = tpl_store_set_plural_forms(s, use, lang, pf);
+            if (!st) (*nrows)++;
+            else if (st == TPL_STORE_INVALID) {
+                char keep[900];
+                snprintf(keep, sizeof keep, "%s", tpl_store_errmsg(s));
+                st = fail(s, TPL_STORE_INVALID, "%s: error: entry '%.80s': %s", path, id, keep);
+            }
+        }
+        po_message_iterator_free(it);
+    }
+    if (st) st = rollback(s, st);
+    else if ((st = commit(s))) st = rollback(s, st);
+out:
+    free(lang);
+    free(pf);
+    return st;
+}
+
+tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char *dict, size_t *nrows)
+{
+    if (nrows) *nrows = 0;
+    if (!s || !path) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_po_import: path is NULL") : TPL_STORE_INVALID;
+    po_err e;
+    memset(&e, 0, sizeof e);
+    po_err *volatile saved = cur;
+    po_file_t volatile f = NULL;
+    cur = &e;
+    if (setjmp(e.jb) == 0) {
+        f = po_file_read(path, &handler);
+        if (!e.have && f) {
+            /* what msgfmt checks too (plural counts against Plural-Forms, header) */
+            po_file_check_all(f, &handler);
+        }
+    } else {
+        f = NULL;
+    }
+    cur = saved;
+    if (e.have || !f) {
+        if (f) po_file_free(f);
+        if (!e.have) snprintf(e.msg, sizeof e.msg, "%s: error: cannot read the PO file", path);
+        return fail(s, TPL_STORE_INVALID, "%s", e.msg);
+    }
+    size_t n = 0;
+    tpl_store_status st = import_file(s, f, path, dict, &n);
+    po_file_free(f);
+    if (!st && nrows) *nrows = n;
+    return st;
+}
+
+/* ---- export ---- */
+
+tpl_store_status tpl_store_po_export(tpl_store *s, const char *const *dicts, size_t ndicts, const char *lang,
+                                     const char *path, size_t *nrows)
+{
+    if (nrows) *nrows = 0;
+    if (!s || !path || !lang) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_po_export: path or lang is NULL") : TPL_STORE_INVALID;
+    tpl_store_tr *v;
+    size_t n;
+    tpl_store_status st = tpl_store_tr_list(s, dicts, ndicts, lang, &v, &n);
+    if (st) return st;
+    char *pf = NULL;
+    for (size_t i = 0; i < ndicts && !pf && !st; i++) st = tpl_store_plural_forms(s, dicts[i], lang, &pf);
+    if (st) { tpl_store_trs_free(v, n); return st; }
+    /* the header, as msgfmt --check wants it */
+    char *header = malloc(1024 + strlen(lang) + (pf ? strlen(pf) : 0));
+    if (!header) { free(pf); tpl_store_trs_free(v, n); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    sprintf(header,
+            "Project-Id-Version: tpl prompts\n"
+            "PO-Revision-Date: 2000-01-01 00:00+0000\n"
+            "Last-Translator: tpl <tpl@localhost>\n"
+            "Language-Team: %s\n"
+            "Language: %s\n"
+            "MIME-Version: 1.0\n"
+            "Content-Type: text/plain; charset=UTF-8\n"
+            "Content-Transfer-Encoding: 8bit\n"
+            "Plural-Forms: %s\n",
+            lang, lang, pf ? pf : "nplurals=2; plural=(n != 1);");
+    free(pf);
+    po_file_t f = po_file_create();
+    po_message_iterator_t it = po_message_iterator(f, NULL);
+    po_message_t h = po_message_create();
+    po_message_set_msgid(h, "");
+    po_message_set_msgstr(h, header);
+    po_message_insert(it, h);
+    free(header);
+    for (size_t i = 0; i < n; i++) {
+        po_message_t m = po_message_create();
+        po_message_set_msgctxt(m, v[i].dict);
+        po_message_set_msgid(m, v[i].source);
+        if (v[i].plural) {
+            po_message_set_msgid_plural(m, v[i].plural);
+            for (size_t k = 0; k < v[i].nforms; k++) po_message_set_msgstr_plural(m, (int)k, v[i].forms[k]);
+        } else {
+            po_message_set_msgstr(m, v[i].target);
+        }
+        po_message_insert(it, m);
+    }
+    po_message_iterator_free(it);
+    tpl_store_trs_free(v, n);
+    /* atomically: a temporary file beside the target, renamed over it */
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp) { po_file_free(f); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int err = errno;
+        po_file_free(f);
+        free(tmp);
+        return fail(s, TPL_STORE_IO, "%s: error: cannot write: %s", path, strerror(err));
+    }
+    fchmod(fd, 0644);
+    close(fd);
+    po_err e;
+    memset(&e, 0, sizeof e);
+    po_err *volatile saved = cur;
+    cur = &e;
+    if (setjmp(e.jb) == 0) po_file_write(f, tmp, &handler);
+    cur = saved;
+    po_file_free(f);
+    if (e.have) {
+        unlink(tmp);
+        free(tmp);
+        return fail(s, TPL_STORE_IO, "%s", e.msg);
+    }
+    FILE *fp = fopen(tmp, "r+");
+    if (fp) { fflush(fp); fsync(fileno(fp)); fclose(fp); }
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        free(tmp);
+        return fail(s, TPL_STORE_IO, "%s: error: cannot write: %s", path, strerror(err));
+    }
+    free(tmp);
+    if (nrows) *nrows = n;
+    return TPL_STORE_OK;
+}

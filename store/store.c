@@ -1,0 +1,869 @@
+/* The prompt store (include/tpl_store.h): rows, versions, tombstones, translation rows,
+ * dictionaries and their binding, and loading a prompt for rendering. A layer above the engine:
+ * it includes only public headers (tpl.h, tpl_store.h) and its own database layer (db.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+#include "tpl_store.h"
+#include "db.h"
+#include "store_i.h"
+
+struct tpl_store {
+    db *d;
+    char msg[1024];
+};
+
+tpl_store_status tpl_store_i_fail(tpl_store *s, tpl_store_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Runs one statement; failures become TPL_STORE_IO/NOMEM with the database's message. */
+static tpl_store_status run(tpl_store *s, const char *sql, const db_val *p, size_t n, db_res *res)
+{
+    char m[768];
+    m[0] = 0;
+    int rc = s->d->exec(s->d, sql, p, n, res, m, sizeof m);
+    if (rc == DB_OK) return TPL_STORE_OK;
+    if (rc == DB_NOMEM) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    return fail(s, TPL_STORE_IO, "store: %s", m);
+}
+
+static db_val txt(const char *p) { db_val v = { p ? DB_TEXT : DB_NULL, p, p ? strlen(p) : 0 }; return v; }
+static db_val txtn(const char *p, size_t n) { db_val v = { DB_TEXT, p, n }; return v; }
+
+tpl_store_status tpl_store_i_begin(tpl_store *s)
+{
+    tpl_store_status st = run(s, s->d->begin_sql, NULL, 0, NULL);
+    if (st == TPL_STORE_OK && s->d->lock_sql) {
+        db_res r;
+        st = run(s, s->d->lock_sql, NULL, 0, &r);
+        db_res_free(&r);
+        if (st != TPL_STORE_OK) {
+            char keep[sizeof s->msg];
+            memcpy(keep, s->msg, sizeof keep);
+            run(s, "ROLLBACK", NULL, 0, NULL);
+            memcpy(s->msg, keep, sizeof keep);
+        }
+    }
+    return st;
+}
+
+tpl_store_status tpl_store_i_commit(tpl_store *s) { return run(s, "COMMIT", NULL, 0, NULL); }
+
+/* Rolls back, keeping the failure's message; returns st. */
+tpl_store_status tpl_store_i_rollback(tpl_store *s, tpl_store_status st)
+{
+    char keep[sizeof s->msg];
+    memcpy(keep, s->msg, sizeof keep);
+    run(s, "ROLLBACK", NULL, 0, NULL);
+    memcpy(s->msg, keep, sizeof keep);
+    return st;
+}
+
+/* ---- validation ---- */
+
+static bool utf8_ok(const char *p, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)p;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c == 0) return false;
+        if (c < 0x80) { i++; continue; }
+        size_t k;
+        if (c >= 0xC2 && c <= 0xDF) k = 1;
+        else if (c >= 0xE0 && c <= 0xEF) k = 2;
+        else if (c >= 0xF0 && c <= 0xF4) k = 3;
+        else return false;
+        if (n - i <= k) return false;
+        for (size_t j = 1; j <= k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return false;
+        unsigned c1 = s[i + 1];
+        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static tpl_store_status check_text(tpl_store *s, const char *what, const char *v, bool empty_ok)
+{
+    if (!v) return fail(s, TPL_STORE_INVALID, "%s is missing", what);
+    if (!*v && !empty_ok) return fail(s, TPL_STORE_INVALID, "%s is empty", what);
+    if (!utf8_ok(v, strlen(v))) return fail(s, TPL_STORE_INVALID, "%s is not UTF-8", what);
+    return TPL_STORE_OK;
+}
+
+static bool all_digits(const char *p, size_t n)
+{
+    if (!n) return false;
+    for (size_t i = 0; i < n; i++) if (p[i] < '0' || p[i] > '9') return false;
+    return true;
+}
+
+/* A prompt or dictionary name: 1..200 bytes of UTF-8, no ':', whitespace or control
+ * characters, not all digits (that is a row id). */
+static tpl_store_status check_name(tpl_store *s, const char *what, const char *name)
+{
+    tpl_store_status st = check_text(s, what, name, false);
+    if (st) return st;
+    size_t n = strlen(name);
+    if (n > 200) return fail(s, TPL_STORE_INVALID, "%s '%.40s...' is longer than 200 bytes", what, name);
+    if (all_digits(name, n)) return fail(s, TPL_STORE_INVALID, "%s '%s' is all digits (that is a row id)", what, name);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c == ':' || c <= ' ' || c == 0x7f)
+            return fail(s, TPL_STORE_INVALID, "%s '%s' has a %s (names have none)", what, name,
+                        c == ':' ? "':'" : c == ' ' ? "space" : "control character");
+    }
+    return TPL_STORE_OK;
+}
+
+static const char *syntax_name(tpl_syntax x)
+{
+    return x == TPL_SYNTAX_ERB ? "erb" : x == TPL_SYNTAX_FMT ? "fmt" : "jinja";
+}
+
+static bool syntax_parse(const char *p, tpl_syntax *x)
+{
+    if (!p) return false;
+    if (strcmp(p, "jinja") == 0) *x = TPL_SYNTAX_JINJA;
+    else if (strcmp(p, "erb") == 0) *x = TPL_SYNTAX_ERB;
+    else if (strcmp(p, "fmt") == 0) *x = TPL_SYNTAX_FMT;
+    else return false;
+    return true;
+}
+
+/* ---- open ---- */
+
+/* Migrations: step k upgrades a store of schema version k to k+1 (k = 0: a new store). */
+static tpl_store_status migrate(tpl_store *s, long from)
+{
+    for (long v = from; v < TPL_STORE_SCHEMA_VERSION; v++) {
+        if (v == 0)
+            for (const char *const *q = s->d->schema_v1; *q; q++) {
+                tpl_store_status st = run(s, *q, NULL, 0, NULL);
+                if (st) return st;
+            }
+        /* (version 1 -> 2 and later steps go here) */
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", TPL_STORE_SCHEMA_VERSION);
+    db_val p[] = { txt(buf) };
+    if (from == 0) return run(s, "INSERT INTO tpl_meta (key, value) VALUES ('schema_version', ?)", p, 1, NULL);
+    return run(s, "UPDATE tpl_meta SET value = ? WHERE key = 'schema_version'", p, 1, NULL);
+}
+
+static tpl_store_status schema_version(tpl_store *s, long *v)
+{
+    db_res r;
+    tpl_store_status st = run(s, "SELECT value FROM tpl_meta WHERE key = 'schema_version'", NULL, 0, &r);
+    if (st) return st;
+    *v = r.nrows && db_cell(&r, 0, 0) ? strtol(db_cell(&r, 0, 0), NULL, 10) : 0;
+    db_res_free(&r);
+    return TPL_STORE_OK;
+}
+
+static tpl_store_status newer(tpl_store *s, long v)
+{
+    return fail(s, TPL_STORE_IO, "store schema version %ld is newer than this tpl supports (%d): upgrade tpl to use it",
+                v, TPL_STORE_SCHEMA_VERSION);
+}
+
+static tpl_store_status setup_schema(tpl_store *s)
+{
+    long v = -1;
+    /* The common case, without a write lock: the store is at our version. */
+    if (schema_version(s, &v) == TPL_STORE_OK) {
+        if (v == TPL_STORE_SCHEMA_VERSION) return TPL_STORE_OK;
+        if (v > TPL_STORE_SCHEMA_VERSION) return newer(s, v);
+    }
+    tpl_store_status st = begin(s);
+    if (st) return st;
+    st = run(s, "CREATE TABLE IF NOT EXISTS tpl_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", NULL, 0, NULL);
+    if (!st) st = schema_version(s, &v);
+    if (!st && v > TPL_STORE_SCHEMA_VERSION) st = newer(s, v);
+    if (!st && v < TPL_STORE_SCHEMA_VERSION) st = migrate(s, v);
+    if (st) return rollback(s, st);
+    return commit(s);
+}
+
+static bool is_url(const char *w)
+{
+    return strncmp(w, "postgresql://", 13) == 0 || strncmp(w, "postgres://", 11) == 0;
+}
+
+tpl_store_status tpl_store_open(const char *where, tpl_store **out)
+{
+    if (!out) return TPL_STORE_INVALID;
+    tpl_store *s = calloc(1, sizeof *s);
+    *out = s;
+    if (!s) return TPL_STORE_NOMEM;
+    if (!where || !*where) return fail(s, TPL_STORE_INVALID, "no store given");
+    char m[768];
+    m[0] = 0;
+    s->d = is_url(where) ? db_pg_open(where, m, sizeof m) : db_sqlite_open(where, m, sizeof m);
+    if (!s->d) return fail(s, TPL_STORE_IO, "cannot open the store: %s", m);
+    tpl_store_status st = setup_schema(s);
+    if (st == TPL_STORE_OK) s->msg[0] = 0;
+    return st;
+}
+
+void tpl_store_close(tpl_store *s)
+{
+    if (!s) return;
+    if (s->d) s->d->close(s->d);
+    free(s);
+}
+
+const char *tpl_store_errmsg(const tpl_store *s) { return s ? s->msg : "no store (NULL)"; }
+const char *tpl_store_backend(const tpl_store *s) { return s && s->d ? s->d->backend : ""; }
+
+/* ---- rows ---- */
+
+#define ROW_COLS "id, name, version, syntax, source, profile, tr_keys, lang, created_at, removed, tplb_format"
+enum { C_ID, C_NAME, C_VERSION, C_SYNTAX, C_SOURCE, C_PROFILE, C_TRKEYS, C_LANG, C_CREATED, C_REMOVED, C_FORMAT, C_TPLB };
+
+static char *dup_cell(const db_res *r, size_t row, size_t col)
+{
+    const char *c = db_cell(r, row, col);
+    if (!c) return NULL;
+    size_t n = db_cell_len(r, row, col);
+    char *d = malloc(n + 1);
+    if (d) { memcpy(d, c, n); d[n] = 0; }
+    return d;
+}
+
+static void prompt_clear(tpl_store_prompt *p)
+{
+    free(p->name); free(p->source); free(p->profile); free(p->lang); free(p->created_at);
+    for (size_t i = 0; i < p->ntr_keys; i++) free(p->tr_keys[i]);
+    free(p->tr_keys);
+    for (size_t i = 0; i < p->ndicts; i++) free(p->dicts[i]);
+    free(p->dicts);
+    memset(p, 0, sizeof *p);
+}
+
+/* Parses a JSON array of strings into a malloc'd vector. */
+static bool str_array(const char *json, char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!json) return true;
+    json_t *a = json_loads(json, 0, NULL);
+    if (!json_is_array(a)) { json_decref(a); return false; }
+    size_t k = json_array_size(a);
+    char **v = calloc(k + 1, sizeof *v);
+    bool ok = v != NULL;
+    for (size_t i = 0; ok && i < k; i++) {
+        const char *e = json_string_value(json_array_get(a, i));
+        ok = e && (v[i] = strdup(e));
+    }
+    json_decref(a);
+    if (!ok) { for (size_t i = 0; v && i < k; i++) free(v[i]); free(v); return false; }
+    *out = v;
+    *n = k;
+    return true;
+}
+
+static char *json_of_strs(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_string(v[i])) != 0) { json_decref(a); return NULL; }
+    char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return s;
+}
+
+static tpl_store_status fill_row(tpl_store *s, const db_res *r, size_t i, tpl_store_prompt *p)
+{
+    memset(p, 0, sizeof *p);
+    p->id = strtoll(db_cell(r, i, C_ID), NULL, 10);
+    p->version = strtoll(db_cell(r, i, C_VERSION), NULL, 10);
+    syntax_parse(db_cell(r, i, C_SYNTAX), &p->syntax);
+    p->name = dup_cell(r, i, C_NAME);
+    p->source = dup_cell(r, i, C_SOURCE);
+    p->source_len = db_cell_len(r, i, C_SOURCE);
+    p->profile = dup_cell(r, i, C_PROFILE);
+    p->lang = dup_cell(r, i, C_LANG);
+    p->created_at = dup_cell(r, i, C_CREATED);
+    p->removed = db_cell(r, i, C_REMOVED) && strtol(db_cell(r, i, C_REMOVED), NULL, 10) != 0;
+    p->tplb_format = db_cell(r, i, C_FORMAT) ? (int)strtol(db_cell(r, i, C_FORMAT), NULL, 10) : 0;
+    bool ok = p->name && p->source && p->created_at && (!db_cell(r, i, C_PROFILE) || p->profile) &&
+              (!db_cell(r, i, C_LANG) || p->lang);
+    if (ok && !str_array(db_cell(r, i, C_TRKEYS), &p->tr_keys, &p->ntr_keys)) {
+        prompt_clear(p);
+        return fail(s, TPL_STORE_IO, "store: row %lld has invalid tr_keys", (long long)p->id);
+    }
+    if (!ok) { prompt_clear(p); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    return TPL_STORE_OK;
+}
+
+static tpl_store_status load_dicts(tpl_store *s, tpl_store_prompt *p)
+{
+    db_val a[] = { txt(p->name) };
+    db_res r;
+    tpl_store_status st = run(s, "SELECT dict FROM tpl_binds WHERE name = ? ORDER BY pos", a, 1, &r);
+    if (st) return st;
+    p->dicts = calloc(r.nrows + 1, sizeof *p->dicts);
+    if (!p->dicts) { db_res_free(&r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    for (size_t i = 0; i < r.nrows; i++) {
+        if (!(p->dicts[i] = dup_cell(&r, i, 0))) { db_res_free(&r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+        p->ndicts++;
+    }
+    db_res_free(&r);
+    return TPL_STORE_OK;
+}
+
+/* A parsed ref: kind 0 name (latest active), 1 name:N, 2 row id. */
+typedef struct ref { int kind; char name[256]; char num[24]; } ref;
+
+static tpl_store_status parse_ref(tpl_store *s, const char *text, ref *f)
+{
+    tpl_store_status st = check_text(s, "prompt reference", text, false);
+    if (st) return st;
+    size_t n = strlen(text);
+    memset(f, 0, sizeof *f);
+    if (all_digits(text, n)) {
+        if (n > 18) return fail(s, TPL_STORE_NOT_FOUND, "no prompt with row id %s", text);
+        f->kind = 2;
+        memcpy(f->num, text, n);
+        return TPL_STORE_OK;
+    }
+    const char *colon = strrchr(text, ':');
+    size_t nl = colon ? (size_t)(colon - text) : n;
+    if (nl >= sizeof f->name) return fail(s, TPL_STORE_INVALID, "prompt name '%.40s...' is longer than 200 bytes", text);
+    memcpy(f->name, text, nl);
+    if ((st = check_name(s, "prompt name", f->name))) return st;
+    if (colon) {
+        const char *v = colon + 1;
+        size_t vl = strlen(v);
+        if (!all_digits(v, vl) || vl > 18 || strtoll(v, NULL, 10) < 1)
+            return fail(s, TPL_STORE_INVALID, "'%s': a version is a number from 1 (NAME:N)", text);
+        f->kind = 1;
+        memcpy(f->num, v, vl);
+    }
+    return TPL_STORE_OK;
+}
+
+/* The rows a ref names (at most one); extra_cols adds the tplb column. */
+static tpl_store_status query_ref(tpl_store *s, const ref *f, bool with_tplb, db_res *r)
+{
+    char sql[512];
+    const char *cols = with_tplb ? ROW_COLS ", tplb" : ROW_COLS;
+    db_val a[2];
+    size_t n;
+    if (f->kind == 2) {
+        snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts WHERE id = ?", cols);
+        a[0] = txt(f->num), n = 1;
+    } else if (f->kind == 1) {
+        snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts WHERE name = ? AND version = ?", cols);
+        a[0] = txt(f->name), a[1] = txt(f->num), n = 2;
+    } else {
+        snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts WHERE name = ? AND removed = 0 ORDER BY version DESC LIMIT 1",
+                 cols);
+        a[0] = txt(f->name), n = 1;
+    }
+    tpl_store_status st = run(s, sql, a, n, r);
+    if (st) return st;
+    if (r->nrows == 0) {
+        db_res_free(r);
+        if (f->kind == 2) return fail(s, TPL_STORE_NOT_FOUND, "no prompt with row id %s", f->num);
+        if (f->kind == 1) return fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' has no version %s", f->name, f->num);
+        return fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", f->name);
+    }
+    return TPL_STORE_OK;
+}
+
+static tpl_store_status get_row(tpl_store *s, const char *text, bool with_tplb, tpl_store_prompt *p, db_res *keep)
+{
+    ref f;
+    tpl_store_status st = parse_ref(s, text, &f);
+    if (st) return st;
+    db_res r;
+    if ((st = query_ref(s, &f, with_tplb, &r))) return st;
+    st = fill_row(s, &r, 0, p);
+    if (!st) st = load_dicts(s, p);
+    if (st) prompt_clear(p);
+    if (keep && !st) *keep = r;
+    else db_res_free(&r);
+    return st;
+}
+
+tpl_store_status tpl_store_get(tpl_store *s, const char *ref_text, tpl_store_prompt **out)
+{
+    if (!s || !out) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_get: out is NULL") : TPL_STORE_INVALID;
+    *out = NULL;
+    tpl_store_prompt *p = calloc(1, sizeof *p);
+    if (!p) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    tpl_store_status st = get_row(s, ref_text, false, p, NULL);
+    if (st) { free(p); return st; }
+    *out = p;
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+void tpl_store_prompt_free(tpl_store_prompt *p)
+{
+    if (!p) return;
+    prompt_clear(p);
+    free(p);
+}
+
+void tpl_store_prompts_free(tpl_store_prompt *v, size_t n)
+{
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) prompt_clear(&v[i]);
+    free(v);
+}
+
+static int by_name_version(const void *a, const void *b)
+{
+    const tpl_store_prompt *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->version > y->version) - (x->version < y->version);
+}
+
+static tpl_store_status rows_out(tpl_store *s, db_res *r, tpl_store_prompt **out, size_t *n)
+{
+    tpl_store_prompt *v = calloc(r->nrows + 1, sizeof *v);
+    if (!v) { db_res_free(r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    tpl_store_status st = TPL_STORE_OK;
+    size_t k = 0;
+    for (; k < r->nrows && !st; k++) {
+        st = fill_row(s, r, k, &v[k]);
+        if (!st) st = load_dicts(s, &v[k]);
+    }
+    db_res_free(r);
+    if (st) { tpl_store_prompts_free(v, k); return st; }
+    qsort(v, k, sizeof *v, by_name_version);
+    *out = v;
+    *n = k;
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+tpl_store_status tpl_store_list(tpl_store *s, const char *prefix, tpl_store_prompt **out, size_t *n)
+{
+    if (!s || !out || !n) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_list: out or n is NULL") : TPL_STORE_INVALID;
+    *out = NULL;
+    *n = 0;
+    tpl_store_status st;
+    if (prefix && *prefix && (st = check_text(s, "prefix", prefix, true))) return st;
+    db_res r;
+    db_val a[] = { txt(prefix ? prefix : ""), txt(prefix ? prefix : "") };
+    st = run(s, "SELECT " ROW_COLS " FROM tpl_prompts p WHERE removed = 0 AND version = "
+                "(SELECT MAX(version) FROM tpl_prompts q WHERE q.name = p.name AND q.removed = 0) "
+                "AND substr(name, 1, length(CAST(? AS TEXT))) = CAST(? AS TEXT)", a, 2, &r);
+    if (st) return st;
+    return rows_out(s, &r, out, n);
+}
+
+tpl_store_status tpl_store_versions(tpl_store *s, const char *name, bool all, tpl_store_prompt **out, size_t *n)
+{
+    if (!s || !out || !n) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_versions: out or n is NULL") : TPL_STORE_INVALID;
+    *out = NULL;
+    *n = 0;
+    tpl_store_status st = check_name(s, "prompt name", name);
+    if (st) return st;
+    db_res r;
+    db_val a[] = { txt(name) };
+    st = run(s, all ? "SELECT " ROW_COLS " FROM tpl_prompts WHERE name = ?"
+                    : "SELECT " ROW_COLS " FROM tpl_prompts WHERE name = ? AND removed = 0", a, 1, &r);
+    if (st) return st;
+    if (!r.nrows) { db_res_free(&r); return fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", name); }
+    return rows_out(s, &r, out, n);
+}
+
+static void now_utc(char buf[32])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Compiles a row's source with its options. */
+static tpl_store_status compile_src(tpl_store *s, const char *file, const char *src, size_t len, tpl_syntax syntax,
+                                    const char *profile, tpl_program **prog, tpl_error *err)
+{
+    tpl_options o;
+    memset(&o, 0, sizeof o);
+    if (tpl_options_profile(&o, syntax, profile) != TPL_OK)
+        return fail(s, TPL_STORE_INVALID, "profile '%s' does not apply to %s prompts", profile ? profile : "", syntax_name(syntax));
+    tpl_error e = { 0 };
+    tpl_status st = tpl_compile(file, src, len, &o, prog, &e);
+    if (st == TPL_OK) return TPL_STORE_OK;
+    if (st == TPL_ERR_NOMEM) { tpl_error_clear(&e); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    snprintf(s->msg, sizeof s->msg, "%s", e.message ? e.message : "the template does not compile");
+    if (err) *err = e;
+    else tpl_error_clear(&e);
+    return TPL_STORE_TEMPLATE;
+}
+
+static void test_hold(void)
+{
+    /* Test hook (tests/store_cli.py): keep the create transaction open this many milliseconds
+     * after its insert, so a test can kill the writer mid-transaction. */
+    const char *h = getenv("TPL_STORE_TEST_HOLD_MS");
+    if (h && *h) {
+        long ms = strtol(h, NULL, 10);
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        if (ms > 0) nanosleep(&ts, NULL);
+    }
+}
+
+tpl_store_status tpl_store_create(tpl_store *s, const tpl_store_new *nw, tpl_store_prompt **out, tpl_error *err)
+{
+    if (out) *out = NULL;
+    if (!s || !nw) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_create: nw is NULL") : TPL_STORE_INVALID;
+    tpl_store_status st = check_name(s, "prompt name", nw->name);
+    if (st) return st;
+    if (!nw->source) return fail(s, TPL_STORE_INVALID, "prompt '%s' has no source", nw->name);
+    if (!utf8_ok(nw->source, nw->source_len))
+        return fail(s, TPL_STORE_INVALID, "the source of '%s' is not UTF-8 text (or has a NUL byte)", nw->name);
+    if (nw->lang && (st = check_text(s, "language", nw->lang, false))) return st;
+    for (size_t i = 0; i < nw->ntr_keys; i++)
+        if ((st = check_text(s, "tr key", nw->tr_keys[i], false))) return st;
+    tpl_program *prog = NULL;
+    st = compile_src(s, nw->file ? nw->file : nw->name, nw->source, nw->source_len, nw->syntax, nw->profile, &prog, err);
+    if (st) return st;
+    void *bytes = NULL;
+    size_t blen = 0;
+    tpl_status ts = tpl_program_save(prog, 0, &bytes, &blen);
+    tpl_program_free(prog);
+    if (ts != TPL_OK) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    char *keys = json_of_strs(nw->tr_keys, nw->ntr_keys);
+    if (!keys) { free(bytes); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    char created[32], fmt[16], version[32];
+    now_utc(created);
+    snprintf(fmt, sizeof fmt, "%d", TPL_TPLB_VERSION);
+    if ((st = begin(s))) { free(bytes); free(keys); return st; }
+    db_res r;
+    db_val a1[] = { txt(nw->name) };
+    st = run(s, "SELECT COALESCE(MAX(version), 0) + 1 FROM tpl_prompts WHERE name = ?", a1, 1, &r);
+    if (!st) {
+        snprintf(version, sizeof version, "%s", r.nrows && db_cell(&r, 0, 0) ? db_cell(&r, 0, 0) : "1");
+        db_res_free(&r);
+        db_val blob = { DB_BLOB, bytes, blen };
+        db_val a2[] = { txt(nw->name), txt(version), txt(syntax_name(nw->syntax)), txtn(nw->source, nw->source_len),
+                        txt(nw->profile), txt(keys), txt(nw->lang), txt(created), blob, txt(fmt) };
+        st = run(s, "INSERT INTO tpl_prompts (name, version, syntax, source, profile, tr_keys, lang, created_at, removed, "
+                    "tplb, tplb_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)", a2, 10, NULL);
+    }
+    free(bytes);
+    free(keys);
+    if (!st) test_hold();
+    if (st) return rollback(s, st);
+    if ((st = commit(s))) return rollback(s, st);
+    if (out) {
+        char refbuf[300];
+        snprintf(refbuf, sizeof refbuf, "%s:%s", nw->name, version);
+        return tpl_store_get(s, refbuf, out);
+    }
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+tpl_store_status tpl_store_remove(tpl_store *s, const char *ref_text)
+{
+    if (!s) return TPL_STORE_INVALID;
+    ref f;
+    tpl_store_status st = parse_ref(s, ref_text, &f);
+    if (st) return st;
+    if ((st = begin(s))) return st;
+    db_res r;
+    if ((st = query_ref(s, &f, false, &r))) return rollback(s, st);
+    char id[32];
+    snprintf(id, sizeof id, "%s", db_cell(&r, 0, C_ID));
+    bool removed = strtol(db_cell(&r, 0, C_REMOVED), NULL, 10) != 0;
+    db_res_free(&r);
+    if (removed) return rollback(s, fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' is already removed", ref_text));
+    db_val a[] = { txt(id) };
+    if ((st = run(s, "UPDATE tpl_prompts SET removed = 1 WHERE id = ?", a, 1, NULL))) return rollback(s, st);
+    if ((st = commit(s))) return rollback(s, st);
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+/* ---- translation rows ---- */
+
+tpl_store_status tpl_store_tr_set(tpl_store *s, const char *dict, const char *lang, const char *source,
+                                  const char *target, const char *plural, const char *const *forms, size_t nforms)
+{
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_name(s, "dictionary", dict)) || (st = check_name(s, "language", lang)) ||
+        (st = check_text(s, "source text", source, false)) || (st = check_text(s, "target text", target, true)))
+        return st;
+    if (plural && (st = check_text(s, "plural source text", plural, false))) return st;
+    for (size_t i = 0; i < nforms; i++)
+        if ((st = check_text(s, "plural form", forms[i], true))) return st;
+    char *fj = NULL;
+    if (plural && !(fj = json_of_strs(forms, nforms))) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    db_val a[] = { txt(dict), txt(lang), txt(source), txt(target), txt(plural), txt(fj) };
+    st = run(s, "INSERT INTO tpl_tr (dict, lang, source, target, plural, forms) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (dict, lang, source) DO UPDATE SET target = excluded.target, plural = excluded.plural, "
+                "forms = excluded.forms", a, 6, NULL);
+    free(fj);
+    if (!st) s->msg[0] = 0;
+    return st;
+}
+
+tpl_store_status tpl_store_tr_delete(tpl_store *s, const char *dict, const char *lang, const char *source)
+{
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_text(s, "dictionary", dict, false)) || (st = check_text(s, "language", lang, false)) ||
+        (st = check_text(s, "source text", source, false)))
+        return st;
+    db_val a[] = { txt(dict), txt(lang), txt(source) };
+    db_res r;
+    if ((st = run(s, "SELECT 1 FROM tpl_tr WHERE dict = ? AND lang = ? AND source = ?", a, 3, &r))) return st;
+    size_t found = r.nrows;
+    db_res_free(&r);
+    if (!found) return fail(s, TPL_STORE_NOT_FOUND, "dictionary '%s' has no %s row for '%s'", dict, lang, source);
+    st = run(s, "DELETE FROM tpl_tr WHERE dict = ? AND lang = ? AND source = ?", a, 3, NULL);
+    if (!st) s->msg[0] = 0;
+    return st;
+}
+
+static void tr_clear(tpl_store_tr *t)
+{
+    free(t->dict); free(t->lang); free(t->source); free(t->target); free(t->plural);
+    for (size_t i = 0; i < t->nforms; i++) free(t->forms[i]);
+    free(t->forms);
+}
+
+void tpl_store_trs_free(tpl_store_tr *v, size_t n)
+{
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) tr_clear(&v[i]);
+    free(v);
+}
+
+static int by_lang_source(const void *a, const void *b)
+{
+    const tpl_store_tr *x = a, *y = b;
+    int c = strcmp(x->lang, y->lang);
+    return c ? c : strcmp(x->source, y->source);
+}
+
+tpl_store_status tpl_store_tr_list(tpl_store *s, const char *const *dicts, size_t ndicts, const char *lang,
+                                   tpl_store_tr **out, size_t *n)
+{
+    if (!s || !out || !n) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_tr_list: out or n is NULL") : TPL_STORE_INVALID;
+    *out = NULL;
+    *n = 0;
+    tpl_store_tr *v = NULL;
+    size_t k = 0;
+    tpl_store_status st = TPL_STORE_OK;
+    for (size_t d = 0; d < ndicts && !st; d++) {
+        db_val a[] = { txt(dicts[d]), txt(lang) };
+        db_res r;
+        st = run(s, lang ? "SELECT dict, lang, source, target, plural, forms FROM tpl_tr WHERE dict = ? AND lang = ?"
+                         : "SELECT dict, lang, source, target, plural, forms FROM tpl_tr WHERE dict = ?",
+                 a, lang ? 2 : 1, &r);
+        if (st) break;
+        tpl_store_tr *nv = realloc(v, (k + r.nrows + 1) * sizeof *v);
+        if (!nv) { db_res_free(&r); st = fail(s, TPL_STORE_NOMEM, "out of memory"); break; }
+        v = nv;
+        size_t first = k;
+        for (size_t i = 0; i < r.nrows; i++) {
+            tpl_store_tr *t = &v[k++];
+            memset(t, 0, sizeof *t);
+            t->dict = dup_cell(&r, i, 0);
+            t->lang = dup_cell(&r, i, 1);
+            t->source = dup_cell(&r, i, 2);
+            t->target = dup_cell(&r, i, 3);
+            t->plural = dup_cell(&r, i, 4);
+            if (!t->dict || !t->lang || !t->source || !t->target || (db_cell(&r, i, 4) && !t->plural) ||
+                !str_array(db_cell(&r, i, 5), &t->forms, &t->nforms)) {
+                st = fail(s, TPL_STORE_NOMEM, "out of memory");
+                break;
+            }
+        }
+        db_res_free(&r);
+        if (!st) qsort(v + first, k - first, sizeof *v, by_lang_source);
+    }
+    if (st) { tpl_store_trs_free(v, k); return st; }
+    *out = v;
+    *n = k;
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+tpl_store_status tpl_store_plural_forms(tpl_store *s, const char *dict, const char *lang, char **out)
+{
+    if (!s || !out) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_plural_forms: out is NULL") : TPL_STORE_INVALID;
+    *out = NULL;
+    db_val a[] = { txt(dict), txt(lang) };
+    db_res r;
+    tpl_store_status st = run(s, "SELECT plural_forms FROM tpl_tr_langs WHERE dict = ? AND lang = ?", a, 2, &r);
+    if (st) return st;
+    if (r.nrows && db_cell(&r, 0, 0) && !(*out = dup_cell(&r, 0, 0))) st = fail(s, TPL_STORE_NOMEM, "out of memory");
+    db_res_free(&r);
+    return st;
+}
+
+tpl_store_status tpl_store_set_plural_forms(tpl_store *s, const char *dict, const char *lang, const char *pf)
+{
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_name(s, "dictionary", dict)) || (st = check_name(s, "language", lang))) return st;
+    if (pf && (st = check_text(s, "Plural-Forms", pf, true))) return st;
+    db_val a[] = { txt(dict), txt(lang), txt(pf) };
+    return run(s, "INSERT INTO tpl_tr_langs (dict, lang, plural_forms) VALUES (?, ?, ?) "
+                  "ON CONFLICT (dict, lang) DO UPDATE SET plural_forms = excluded.plural_forms", a, 3, NULL);
+}
+
+tpl_store_status tpl_store_bind(tpl_store *s, const char *name, const char *dict)
+{
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_name(s, "prompt name", name)) || (st = check_name(s, "dictionary", dict))) return st;
+    if ((st = begin(s))) return st;
+    db_val a[] = { txt(name), txt(dict) };
+    db_res r;
+    if ((st = run(s, "SELECT 1 FROM tpl_prompts WHERE name = ? LIMIT 1", a, 1, &r))) return rollback(s, st);
+    size_t exists = r.nrows;
+    db_res_free(&r);
+    if (!exists) return rollback(s, fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", name));
+    if ((st = run(s, "SELECT 1 FROM tpl_binds WHERE name = ? AND dict = ?", a, 2, &r))) return rollback(s, st);
+    size_t bound = r.nrows;
+    db_res_free(&r);
+    if (!bound)
+        st = run(s, "INSERT INTO tpl_binds (name, dict, pos) VALUES (?, ?, "
+                    "(SELECT COALESCE(MAX(pos), 0) + 1 FROM tpl_binds WHERE name = ?))",
+                 (db_val[]){ txt(name), txt(dict), txt(name) }, 3, NULL);
+    if (st) return rollback(s, st);
+    if ((st = commit(s))) return rollback(s, st);
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+tpl_store_status tpl_store_unbind(tpl_store *s, const char *name, const char *dict)
+{
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_name(s, "prompt name", name)) || (st = check_name(s, "dictionary", dict))) return st;
+    if ((st = begin(s))) return st;
+    db_val a[] = { txt(name), txt(dict) };
+    db_res r;
+    if ((st = run(s, "SELECT 1 FROM tpl_binds WHERE name = ? AND dict = ?", a, 2, &r))) return rollback(s, st);
+    size_t bound = r.nrows;
+    db_res_free(&r);
+    if (!bound) return rollback(s, fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' does not bind dictionary '%s'", name, dict));
+    if ((st = run(s, "DELETE FROM tpl_binds WHERE name = ? AND dict = ?", a, 2, NULL))) return rollback(s, st);
+    if ((st = commit(s))) return rollback(s, st);
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+/* ---- load for rendering ---- */
+
+/* The catalog JSON of one dictionary: {"LANG": {"source": "target", ...}, ...}. */
+static tpl_store_status catalog_json(tpl_store *s, const char *dict, char **out, size_t *len)
+{
+    tpl_store_tr *v;
+    size_t n;
+    tpl_store_status st = tpl_store_tr_list(s, &dict, 1, NULL, &v, &n);
+    if (st) return st;
+    json_t *cat = json_object();
+    bool ok = cat != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *l = json_object_get(cat, v[i].lang);
+        if (!l) ok = (l = json_object()) && json_object_set_new(cat, v[i].lang, l) == 0;
+        ok = ok && json_object_set_new(l, v[i].source, json_string(v[i].target)) == 0;
+    }
+    tpl_store_trs_free(v, n);
+    *out = ok ? json_dumps(cat, JSON_COMPACT) : NULL;
+    json_decref(cat);
+    if (!*out) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    *len = strlen(*out);
+    return TPL_STORE_OK;
+}
+
+tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_loaded **out, tpl_error *err)
+{
+    if (!s || !out) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_load: out is NULL") : TPL_STORE_INVALID;
+    *out = NULL;
+    tpl_store_loaded *l = calloc(1, sizeof *l);
+    if (!l) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    db_res r;
+    tpl_store_status st = get_row(s, ref_text, true, &l->prompt, &r);
+    if (st) { free(l); return st; }
+    char file[300];
+    snprintf(file, sizeof file, "%s:%lld", l->prompt.name, (long long)l->prompt.version);
+    const char *tplb = db_cell(&r, 0, C_TPLB);
+    if (tplb && l->prompt.tplb_format == TPL_TPLB_VERSION &&
+        tpl_program_load(file, tplb, db_cell_len(&r, 0, C_TPLB), &l->program, NULL) != TPL_OK)
+        l->program = NULL;
+    db_res_free(&r);
+    if (!l->program) {
+        /* No cached program for this tpl's format (or it fails verification): recompile and
+         * cache it back (best effort: a read-only store still renders). */
+        st = compile_src(s, file, l->prompt.source, l->prompt.source_len, l->prompt.syntax, l->prompt.profile,
+                         &l->program, err);
+        if (st) { tpl_store_loaded_free(l); return st; }
+        void *bytes;
+        size_t blen;
+        if (tpl_program_save(l->program, 0, &bytes, &blen) == TPL_OK) {
+            char id[32], fmt[16];
+            snprintf(id, sizeof id, "%lld", (long long)l->prompt.id);
+            snprintf(fmt, sizeof fmt, "%d", TPL_TPLB_VERSION);
+            db_val blob = { DB_BLOB, bytes, blen };
+            db_val a[] = { blob, txt(fmt), txt(id) };
+            if (run(s, "UPDATE tpl_prompts SET tplb = ?, tplb_format = ? WHERE id = ?", a, 3, NULL) == TPL_STORE_OK)
+                l->prompt.tplb_format = TPL_TPLB_VERSION;
+            free(bytes);
+        }
+    }
+    size_t nd = 1 + l->prompt.ndicts;
+    l->catalogs = calloc(nd, sizeof *l->catalogs);
+    l->catalog_lens = calloc(nd, sizeof *l->catalog_lens);
+    if (!l->catalogs || !l->catalog_lens) { tpl_store_loaded_free(l); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    for (size_t i = 0; i < nd; i++) {
+        st = catalog_json(s, i ? l->prompt.dicts[i - 1] : l->prompt.name, &l->catalogs[i], &l->catalog_lens[i]);
+        if (st) { tpl_store_loaded_free(l); return st; }
+        l->ncatalogs++;
+    }
+    *out = l;
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
+void tpl_store_loaded_free(tpl_store_loaded *l)
+{
+    if (!l) return;
+    prompt_clear(&l->prompt);
+    tpl_program_free(l->program);
+    for (size_t i = 0; i < l->ncatalogs; i++) free(l->catalogs[i]);
+    free(l->catalogs);
+    free(l->catalog_lens);
+    free(l);
+}
+
+tpl_status tpl_store_apply(const tpl_store_loaded *l, tpl_render *r, const char *lang, const char *fallback_lang)
+{
+    if (!l || !r) return TPL_ERR_USAGE;
+    tpl_render_clear_catalogs(r);
+    tpl_render_clear_tr_keys(r);
+    tpl_status st;
+    for (size_t i = 0; i < l->ncatalogs; i++)
+        if ((st = tpl_render_add_catalog_json(r, l->catalogs[i], l->catalog_lens[i])) != TPL_OK) return st;
+    for (size_t i = 0; i < l->prompt.ntr_keys; i++)
+        if ((st = tpl_render_add_tr_key(r, l->prompt.tr_keys[i], strlen(l->prompt.tr_keys[i]))) != TPL_OK) return st;
+    const char *use = lang && *lang ? lang : l->prompt.lang && *l->prompt.lang ? l->prompt.lang
+                    : fallback_lang && *fallback_lang ? fallback_lang : NULL;
+    return tpl_render_set_lang(r, use);
+}

@@ -1,0 +1,558 @@
+/* tplc prompt VERB ... — prompts as versioned, translatable objects (issue 19, DESIGN.md §10),
+ * on the store layer (include/tpl_store.h). Verbs take their own flags, so this command parses
+ * its arguments itself (run_raw in tplc/main.c's table). Uses only public headers.
+ * Exit status: 0 ok; 1 template error, a missing prompt/version/row, bad input (state, PO file);
+ * 2 usage error or store I/O error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "tplc.h"
+#include "tpl_store.h"
+
+#define EXIT_TEMPLATE TPLC_EXIT_TEMPLATE
+#define EXIT_USAGE TPLC_EXIT_USAGE
+
+/* The flags of the verbs: name, whether it takes a value, whether it repeats. */
+enum { P_STORE, P_TEMPLATE, P_FILE, P_SYNTAX, P_PROFILE, P_TRKEY, P_LANG, P_PREFIX, P_JSON, P_ALL, P_ARGS,
+       P_STATE, P_REMEMBER, P_DICT, P_OUT, P_NFLAGS };
+static const struct { const char *name; bool value, multi; } pflags[P_NFLAGS] = {
+    [P_STORE] = { "--store", true, false }, [P_TEMPLATE] = { "--template", true, false },
+    [P_FILE] = { "--file", true, false }, [P_SYNTAX] = { "--syntax", true, false },
+    [P_PROFILE] = { "--profile", true, false }, [P_TRKEY] = { "--tr-key", true, true },
+    [P_LANG] = { "--lang", true, false }, [P_PREFIX] = { "--prefix", true, false },
+    [P_JSON] = { "--json", false, false }, [P_ALL] = { "--all", false, false },
+    [P_ARGS] = { "--args", true, false }, [P_STATE] = { "--state", true, false },
+    [P_REMEMBER] = { "--remember", true, true }, [P_DICT] = { "--dict", true, false },
+    [P_OUT] = { "-o", true, false },
+};
+
+typedef struct popts {
+    const char *verb;
+    const char *pos[4];
+    int npos;
+    const char *v[P_NFLAGS];        /* single-valued flags ("" for a given boolean) */
+    const char **multi[P_NFLAGS];   /* repeatable flags */
+    size_t nmulti[P_NFLAGS];
+} popts;
+
+typedef int (*verb_fn)(tpl_store *s, const popts *o);
+
+static int v_create(tpl_store *s, const popts *o);
+static int v_list(tpl_store *s, const popts *o);
+static int v_show(tpl_store *s, const popts *o);
+static int v_versions(tpl_store *s, const popts *o);
+static int v_remove(tpl_store *s, const popts *o);
+static int v_render(tpl_store *s, const popts *o);
+static int v_tr_set(tpl_store *s, const popts *o);
+static int v_tr_list(tpl_store *s, const popts *o);
+static int v_tr_bind(tpl_store *s, const popts *o);
+static int v_tr_unbind(tpl_store *s, const popts *o);
+static int v_tr_export(tpl_store *s, const popts *o);
+static int v_tr_import(tpl_store *s, const popts *o);
+
+static const struct verb {
+    const char *name, *usage, *flags;
+    int min, max;
+    verb_fn fn;
+} verbs[] = {
+    { "create", "NAME (--template TEXT | --file PATH) [--syntax fmt|jinja|erb] [--profile P] [--tr-key K]... [--lang L]",
+      "--template --file --syntax --profile --tr-key --lang", 1, 1, v_create },
+    { "list", "[--prefix P] [--json]", "--prefix --json", 0, 0, v_list },
+    { "show", "NAME[:N]|ID [--json]", "--json", 1, 1, v_show },
+    { "versions", "NAME [--all] [--json]", "--all --json", 1, 1, v_versions },
+    { "remove", "NAME[:N]|ID", "", 1, 1, v_remove },
+    { "render", "NAME[:N]|ID [--args JSON | --state FILE] [--lang L] [--remember FACT]...",
+      "--args --state --lang --remember", 1, 1, v_render },
+    { "tr-set", "NAME SOURCE LANG TARGET [--dict D]", "--dict", 4, 4, v_tr_set },
+    { "tr-list", "NAME [--lang L] [--json]", "--lang --json", 1, 1, v_tr_list },
+    { "tr-bind", "NAME DICT", "", 2, 2, v_tr_bind },
+    { "tr-unbind", "NAME DICT", "", 2, 2, v_tr_unbind },
+    { "tr-export", "(NAME | --dict D) --lang L -o FILE.po", "--dict --lang -o", 0, 1, v_tr_export },
+    { "tr-import", "FILE.po [--dict D]", "--dict", 1, 1, v_tr_import },
+};
+#define NVERBS (sizeof verbs / sizeof *verbs)
+
+static bool in_words(const char *list, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = list; *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        if ((size_t)(e - p) == n && n && memcmp(p, w, n) == 0) return true;
+        p = e;
+    }
+    return false;
+}
+
+static void verbs_usage(FILE *f)
+{
+    for (size_t i = 0; i < NVERBS; i++) fprintf(f, "  tplc prompt %s %s\n", verbs[i].name, verbs[i].usage);
+    fputs("  (every verb: --store PATH|postgresql://...; default $TPL_STORE, else ./.tpl/store.db)\n", f);
+}
+
+/* Maps a store failure to a message and an exit status. */
+static int store_fail(const popts *o, tpl_store *s, tpl_store_status st)
+{
+    fprintf(stderr, "tplc prompt %s: error: %s\n", o->verb, tpl_store_errmsg(s));
+    return st == TPL_STORE_NOT_FOUND || st == TPL_STORE_TEMPLATE ? EXIT_TEMPLATE : EXIT_USAGE;
+}
+
+/* ---- JSON output ---- */
+
+static json_t *jstr_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+static const char *syntax_word(tpl_syntax x) { return x == TPL_SYNTAX_ERB ? "erb" : x == TPL_SYNTAX_FMT ? "fmt" : "jinja"; }
+
+/* The documented prompt object (README "Prompts as objects"). */
+static json_t *prompt_json(const tpl_store_prompt *p)
+{
+    json_t *keys = json_array(), *dicts = json_array();
+    for (size_t i = 0; i < p->ntr_keys; i++) json_array_append_new(keys, json_string(p->tr_keys[i]));
+    for (size_t i = 0; i < p->ndicts; i++) json_array_append_new(dicts, json_string(p->dicts[i]));
+    return json_pack("{s:I, s:s, s:I, s:s, s:s%, s:o, s:o, s:o, s:o, s:s, s:b, s:i}",
+                     "id", (json_int_t)p->id, "name", p->name, "version", (json_int_t)p->version,
+                     "syntax", syntax_word(p->syntax), "source", p->source, p->source_len,
+                     "profile", jstr_or_null(p->profile), "tr_keys", keys, "lang", jstr_or_null(p->lang),
+                     "dicts", dicts, "created_at", p->created_at, "removed", p->removed,
+                     "tplb_format", p->tplb_format);
+}
+
+static int print_json(json_t *j)
+{
+    if (!j) { fprintf(stderr, "tplc prompt: out of memory\n"); return EXIT_USAGE; }
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!s) { fprintf(stderr, "tplc prompt: out of memory\n"); return EXIT_USAGE; }
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    free(s);
+    return 0;
+}
+
+static void print_row_line(const tpl_store_prompt *p)
+{
+    printf("%s:%lld\tid %lld\t%s\t%s%s\n", p->name, (long long)p->version, (long long)p->id, syntax_word(p->syntax),
+           p->created_at, p->removed ? "\tremoved" : "");
+}
+
+/* ---- verbs ---- */
+
+static bool syntax_of_word(const char *w, tpl_syntax *x)
+{
+    if (strcmp(w, "fmt") == 0) *x = TPL_SYNTAX_FMT;
+    else if (strcmp(w, "jinja") == 0) *x = TPL_SYNTAX_JINJA;
+    else if (strcmp(w, "erb") == 0) *x = TPL_SYNTAX_ERB;
+    else return false;
+    return true;
+}
+
+static int v_create(tpl_store *s, const popts *o)
+{
+    const char *tmpl = o->v[P_TEMPLATE], *file = o->v[P_FILE];
+    if (!tmpl == !file) {
+        fprintf(stderr, "tplc prompt create: give --template TEXT or --file PATH (one of them)\n");
+        return EXIT_USAGE;
+    }
+    tpl_store_new nw;
+    memset(&nw, 0, sizeof nw);
+    nw.name = o->pos[0];
+    nw.syntax = TPL_SYNTAX_FMT;
+    char *text = NULL;
+    size_t len;
+    if (file) {
+        if (!(text = tplc_read_input(file, "template", &len))) return EXIT_USAGE;
+        const char *dot = strrchr(file, '.');
+        nw.syntax = dot && strcmp(dot, ".erb") == 0 ? TPL_SYNTAX_ERB
+                  : dot && (strcmp(dot, ".fmt") == 0 || strcmp(dot, ".txt") == 0) ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
+        nw.source = text, nw.source_len = len, nw.file = file;
+    } else {
+        nw.source = tmpl, nw.source_len = strlen(tmpl);
+    }
+    if (o->v[P_SYNTAX] && !syntax_of_word(o->v[P_SYNTAX], &nw.syntax)) {
+        fprintf(stderr, "tplc prompt create: --syntax takes fmt|jinja|erb (got '%s')\n", o->v[P_SYNTAX]);
+        free(text);
+        return EXIT_USAGE;
+    }
+    nw.profile = o->v[P_PROFILE];
+    nw.tr_keys = o->multi[P_TRKEY];
+    nw.ntr_keys = o->nmulti[P_TRKEY];
+    nw.lang = o->v[P_LANG];
+    tpl_store_prompt *p = NULL;
+    tpl_error err = { 0 };
+    tpl_store_status st = tpl_store_create(s, &nw, &p, &err);
+    free(text);
+    if (st == TPL_STORE_TEMPLATE && err.message) {
+        tplc_print_error(&err);
+        tpl_error_clear(&err);
+        return EXIT_TEMPLATE;
+    }
+    if (st) return store_fail(o, s, st);
+    printf("created %s:%lld (id %lld)\n", p->name, (long long)p->version, (long long)p->id);
+    tpl_store_prompt_free(p);
+    return 0;
+}
+
+static int v_list(tpl_store *s, const popts *o)
+{
+    tpl_store_prompt *v;
+    size_t n;
+    tpl_store_status st = tpl_store_list(s, o->v[P_PREFIX], &v, &n);
+    if (st) return store_fail(o, s, st);
+    if (o->v[P_JSON]) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(a, prompt_json(&v[i]));
+        tpl_store_prompts_free(v, n);
+        return print_json(a);
+    }
+    for (size_t i = 0; i < n; i++) print_row_line(&v[i]);
+    tpl_store_prompts_free(v, n);
+    return 0;
+}
+
+static int v_show(tpl_store *s, const popts *o)
+{
+    tpl_store_prompt *p;
+    tpl_store_status st = tpl_store_get(s, o->pos[0], &p);
+    if (st) return store_fail(o, s, st);
+    if (o->v[P_JSON]) {
+        json_t *j = prompt_json(p);
+        tpl_store_prompt_free(p);
+        return print_json(j);
+    }
+    printf("name: %s\nversion: %lld\nid: %lld\nsyntax: %s\n", p->name, (long long)p->version, (long long)p->id,
+           syntax_word(p->syntax));
+    if (p->profile) printf("profile: %s\n", p->profile);
+    if (p->ntr_keys) {
+        fputs("tr_keys:", stdout);
+        for (size_t i = 0; i < p->ntr_keys; i++) printf(" %s", p->tr_keys[i]);
+        fputc('\n', stdout);
+    }
+    if (p->lang) printf("lang: %s\n", p->lang);
+    if (p->ndicts) {
+        fputs("dicts:", stdout);
+        for (size_t i = 0; i < p->ndicts; i++) printf(" %s", p->dicts[i]);
+        fputc('\n', stdout);
+    }
+    printf("created_at: %s\n%s\n", p->created_at, p->removed ? "removed: true\n" : "");
+    fwrite(p->source, 1, p->source_len, stdout);
+    if (!p->source_len || p->source[p->source_len - 1] != '\n') fputc('\n', stdout);
+    tpl_store_prompt_free(p);
+    return 0;
+}
+
+static int v_versions(tpl_store *s, const popts *o)
+{
+    tpl_store_prompt *v;
+    size_t n;
+    tpl_store_status st = tpl_store_versions(s, o->pos[0], o->v[P_ALL] != NULL, &v, &n);
+    if (st) return store_fail(o, s, st);
+    if (o->v[P_JSON]) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(a, prompt_json(&v[i]));
+        tpl_store_prompts_free(v, n);
+        return print_json(a);
+    }
+    for (size_t i = 0; i < n; i++) print_row_line(&v[i]);
+    tpl_store_prompts_free(v, n);
+    return 0;
+}
+
+static int v_remove(tpl_store *s, const popts *o)
+{
+    tpl_store_status st = tpl_store_remove(s, o->pos[0]);
+    if (st) return store_fail(o, s, st);
+    printf("removed %s\n", o->pos[0]);
+    return 0;
+}
+
+/* A JSON text's error located in the text: FILE:LINE:COL with its line and a caret. */
+static void json_error(const char *what, const char *text, size_t tlen, const tpl_error *e)
+{
+    tpl_error loc = *e;
+    loc.file = what;
+    if (!loc.line) loc.line = 1, loc.column = 1;
+    size_t i = 0;
+    uint32_t l = 1;
+    while (i < tlen && l < loc.line) { if (text[i] == '\n') l++; i++; }
+    size_t j = i;
+    while (j < tlen && text[j] != '\n' && text[j] != '\r') j++;
+    char *line = malloc(j - i + 1);
+    if (line) { memcpy(line, text + i, j - i); line[j - i] = 0; }
+    loc.source_line = line;
+    tplc_print_error(&loc);
+    free(line);
+}
+
+static int v_render(tpl_store *s, const popts *o)
+{
+    if (o->v[P_ARGS] && o->v[P_STATE]) {
+        fprintf(stderr, "tplc prompt render: --args and --state exclude each other\n");
+        return EXIT_USAGE;
+    }
+    char *state = NULL;
+    size_t slen = 0;
+    const char *what = "--args";
+    if (o->v[P_STATE]) {
+        if (!(state = tplc_read_input(o->v[P_STATE], "state", &slen))) return EXIT_USAGE;
+        what = o->v[P_STATE];
+    }
+    tpl_store_loaded *l = NULL;
+    tpl_error err = { 0 };
+    tpl_store_status st = tpl_store_load(s, o->pos[0], &l, &err);
+    if (st) {
+        free(state);
+        if (st == TPL_STORE_TEMPLATE && err.message) { tplc_print_error(&err); tpl_error_clear(&err); return EXIT_TEMPLATE; }
+        return store_fail(o, s, st);
+    }
+    tpl_render *r = tpl_render_new(NULL);
+    int rc = 0;
+    if (!r) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
+    const char *js = state ? state : o->v[P_ARGS];
+    size_t jl = state ? slen : js ? strlen(js) : 0;
+    if (!rc && js && tpl_render_set_state_json(r, js, jl) != TPL_OK) {
+        const tpl_error *e = tpl_render_error(r);
+        if (e->status == TPL_ERR_STATE) json_error(what, js, jl, e);
+        else tplc_print_error(e);
+        rc = e->status >= TPL_ERR_USAGE && e->status != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+    }
+    if (!rc && tpl_store_apply(l, r, o->v[P_LANG], getenv("TPL_LANG")) != TPL_OK) {
+        tplc_print_error(tpl_render_error(r));
+        rc = EXIT_USAGE;
+    }
+    for (size_t i = 0; !rc && i < o->nmulti[P_REMEMBER]; i++)
+        if (tpl_render_add_fact(r, o->multi[P_REMEMBER][i], strlen(o->multi[P_REMEMBER][i])) != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
+            rc = EXIT_USAGE;
+        }
+    if (!rc) {
+        const char *out;
+        size_t n;
+        tpl_status ts = tpl_render_run(r, l->program, &out, &n);
+        if (ts != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
+            rc = ts >= TPL_ERR_USAGE && ts != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        } else {
+            fwrite(out, 1, n, stdout);
+        }
+    }
+    tpl_render_free(r);
+    tpl_store_loaded_free(l);
+    free(state);
+    return rc;
+}
+
+/* The prompt NAME must exist (any version). */
+static int need_prompt(tpl_store *s, const popts *o, const char *name)
+{
+    tpl_store_prompt *v;
+    size_t n;
+    tpl_store_status st = tpl_store_versions(s, name, true, &v, &n);
+    if (st) return store_fail(o, s, st);
+    tpl_store_prompts_free(v, n);
+    return 0;
+}
+
+static int v_tr_set(tpl_store *s, const popts *o)
+{
+    int rc = need_prompt(s, o, o->pos[0]);
+    if (rc) return rc;
+    const char *dict = o->v[P_DICT] ? o->v[P_DICT] : o->pos[0];
+    tpl_store_status st = tpl_store_tr_set(s, dict, o->pos[2], o->pos[1], o->pos[3], NULL, NULL, 0);
+    return st ? store_fail(o, s, st) : 0;
+}
+
+static int v_tr_list(tpl_store *s, const popts *o)
+{
+    tpl_store_prompt *p;
+    tpl_store_status st = tpl_store_get(s, o->pos[0], &p);
+    if (st) return store_fail(o, s, st);
+    const char **dicts = calloc(p->ndicts + 1, sizeof *dicts);
+    if (!dicts) { tpl_store_prompt_free(p); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    dicts[0] = p->name;
+    for (size_t i = 0; i < p->ndicts; i++) dicts[i + 1] = p->dicts[i];
+    tpl_store_tr *v;
+    size_t n;
+    st = tpl_store_tr_list(s, dicts, p->ndicts + 1, o->v[P_LANG], &v, &n);
+    free(dicts);
+    tpl_store_prompt_free(p);
+    if (st) return store_fail(o, s, st);
+    if (o->v[P_JSON]) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_t *row = json_pack("{s:s, s:s, s:s, s:s}", "dict", v[i].dict, "lang", v[i].lang, "source", v[i].source,
+                                    "target", v[i].target);
+            if (row && v[i].plural) {
+                json_t *forms = json_array();
+                for (size_t k = 0; k < v[i].nforms; k++) json_array_append_new(forms, json_string(v[i].forms[k]));
+                json_object_set_new(row, "plural", json_string(v[i].plural));
+                json_object_set_new(row, "forms", forms);
+            }
+            json_array_append_new(a, row);
+        }
+        tpl_store_trs_free(v, n);
+        return print_json(a);
+    }
+    for (size_t i = 0; i < n; i++) printf("%s\t%s\t%s\t%s\n", v[i].dict, v[i].lang, v[i].source, v[i].target);
+    tpl_store_trs_free(v, n);
+    return 0;
+}
+
+static int v_tr_bind(tpl_store *s, const popts *o)
+{
+    tpl_store_status st = tpl_store_bind(s, o->pos[0], o->pos[1]);
+    return st ? store_fail(o, s, st) : 0;
+}
+
+static int v_tr_unbind(tpl_store *s, const popts *o)
+{
+    tpl_store_status st = tpl_store_unbind(s, o->pos[0], o->pos[1]);
+    return st ? store_fail(o, s, st) : 0;
+}
+
+/* tr-export NAME: the prompt's own dictionary and its bound ones; --dict D: that one. */
+static int v_tr_export(tpl_store *s, const popts *o)
+{
+    const char **dicts = NULL;
+    size_t nd = 1;
+    tpl_store_prompt *p = NULL;
+    if (o->npos) {
+        tpl_store_status st = tpl_store_get(s, o->pos[0], &p);
+        if (st) return store_fail(o, s, st);
+        nd = 1 + p->ndicts;
+    }
+    if (!(dicts = calloc(nd, sizeof *dicts))) { tpl_store_prompt_free(p); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    if (p) {
+        dicts[0] = p->name;
+        for (size_t i = 0; i < p->ndicts; i++) dicts[i + 1] = p->dicts[i];
+    } else {
+        dicts[0] = o->v[P_DICT];
+    }
+    int rc = 0;
+    size_t n = 0;
+    tpl_store_status st = tpl_store_po_export(s, dicts, nd, o->v[P_LANG], o->v[P_OUT], &n);
+    if (st) rc = store_fail(o, s, st);
+    else fprintf(stderr, "tplc prompt tr-export: %zu entries written to %s\n", n, o->v[P_OUT]);
+    free(dicts);
+    tpl_store_prompt_free(p);
+    return rc;
+}
+
+/* tr-import FILE.po: a malformed file is a located error (exit 1). */
+static int v_tr_import(tpl_store *s, const popts *o)
+{
+    size_t n = 0;
+    tpl_store_status st = tpl_store_po_import(s, o->pos[0], o->v[P_DICT], &n);
+    if (st == TPL_STORE_INVALID) {
+        fprintf(stderr, "%s\n", tpl_store_errmsg(s));
+        return EXIT_TEMPLATE;
+    }
+    if (st) return store_fail(o, s, st);
+    printf("imported %zu rows from %s\n", n, o->pos[0]);
+    return 0;
+}
+
+/* ---- the command ---- */
+
+int tplc_prompt(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "tplc prompt: a verb is needed:\n");
+        verbs_usage(stderr);
+        return EXIT_USAGE;
+    }
+    const struct verb *vb = NULL;
+    for (size_t i = 0; i < NVERBS && !vb; i++)
+        if (strcmp(verbs[i].name, argv[1]) == 0) vb = &verbs[i];
+    if (!vb) {
+        fprintf(stderr, "tplc prompt: unknown verb '%s'; the verbs:\n", argv[1]);
+        verbs_usage(stderr);
+        return EXIT_USAGE;
+    }
+    popts o;
+    memset(&o, 0, sizeof o);
+    o.verb = vb->name;
+    int rc = 0;
+    for (int k = 0; k < P_NFLAGS; k++)
+        if (pflags[k].multi && !(o.multi[k] = calloc((size_t)argc + 1, sizeof *o.multi[k]))) {
+            fprintf(stderr, "tplc: out of memory\n");
+            rc = EXIT_USAGE;
+        }
+    bool dashdash = false;
+    for (int i = 2; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        if (dashdash || a[0] != '-' || a[1] == 0) {
+            if (o.npos >= vb->max) {
+                fprintf(stderr, "tplc prompt %s: unexpected argument '%s' (usage: tplc prompt %s %s)\n", vb->name, a,
+                        vb->name, vb->usage);
+                rc = EXIT_USAGE;
+            } else {
+                o.pos[o.npos++] = a;
+            }
+            continue;
+        }
+        if (strcmp(a, "--") == 0) { dashdash = true; continue; }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            printf("usage: tplc prompt %s %s [--store PATH|URL]\n", vb->name, vb->usage);
+            rc = -1;
+            break;
+        }
+        const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+        int f = -1;
+        for (int k = 0; k < P_NFLAGS && f < 0; k++)
+            if (strlen(pflags[k].name) == nl && memcmp(pflags[k].name, a, nl) == 0) f = k;
+        char fname[32];
+        snprintf(fname, sizeof fname, "%.*s", (int)(nl < 31 ? nl : 31), a);
+        if (f < 0 || (f != P_STORE && !in_words(vb->flags, pflags[f].name))) {
+            fprintf(stderr, "tplc prompt %s: %s %s (usage: tplc prompt %s %s)\n", vb->name,
+                    f < 0 ? "unknown flag" : "this verb does not take", fname, vb->name, vb->usage);
+            rc = EXIT_USAGE;
+            break;
+        }
+        const char *val = "";
+        if (pflags[f].value) {
+            if (eq) val = eq + 1;
+            else if (i + 1 < argc) val = argv[++i];
+            else { fprintf(stderr, "tplc prompt %s: %s needs a value\n", vb->name, fname); rc = EXIT_USAGE; break; }
+        } else if (eq) {
+            fprintf(stderr, "tplc prompt %s: %s takes no value\n", vb->name, fname);
+            rc = EXIT_USAGE;
+            break;
+        }
+        if (pflags[f].multi) {
+            o.multi[f][o.nmulti[f]++] = val;
+        } else if (o.v[f]) {
+            fprintf(stderr, "tplc prompt %s: %s given twice\n", vb->name, fname);
+            rc = EXIT_USAGE;
+        } else {
+            o.v[f] = val;
+        }
+    }
+    if (!rc && o.npos < vb->min) {
+        fprintf(stderr, "tplc prompt %s: missing arguments (usage: tplc prompt %s %s)\n", vb->name, vb->name, vb->usage);
+        rc = EXIT_USAGE;
+    }
+    if (!rc && vb->fn == v_tr_export && (!o.npos == !o.v[P_DICT] || !o.v[P_LANG] || !o.v[P_OUT])) {
+        fprintf(stderr, "tplc prompt tr-export: give NAME or --dict D, and --lang L and -o FILE.po\n");
+        rc = EXIT_USAGE;
+    }
+    if (!rc) {
+        const char *where = o.v[P_STORE];
+        if (!where || !*where) where = getenv("TPL_STORE");
+        if (!where || !*where) where = ".tpl/store.db";
+        bool url = strncmp(where, "postgres", 8) == 0 && strstr(where, "://");
+        tpl_store *s = NULL;
+        tpl_store_status st = tpl_store_open(where, &s);
+        if (st) {
+            fprintf(stderr, "%s: error: %s\n", url ? "store" : where, tpl_store_errmsg(s));
+            rc = st == TPL_STORE_NOMEM || st == TPL_STORE_IO || st == TPL_STORE_INVALID ? EXIT_USAGE : EXIT_TEMPLATE;
+        } else {
+            rc = vb->fn(s, &o);
+        }
+        tpl_store_close(s);
+    }
+    for (int k = 0; k < P_NFLAGS; k++) free(o.multi[k]);
+    return rc < 0 ? 0 : rc;
+}
