@@ -63,7 +63,8 @@ static const struct po_xerror_handler handler = { xerror, xerror2 };
 
 static tpl_store_status import_file(tpl_store *s, po_file_t f, const char *path, const char *dict, size_t *nrows)
 {
-    const char *header = po_file_domain_header(f, NULL);
+    /* libgettextpo 0.21 returns a copy (xstrdup) the caller frees, though its header does not say */
+    char *header = (char *)po_file_domain_header(f, NULL);
     char *lang = header ? po_header_field(header, "Language") : NULL;
     char *pf = header ? po_header_field(header, "Plural-Forms") : NULL;
     tpl_store_status st = TPL_STORE_OK;
@@ -110,6 +111,7 @@ static tpl_store_status import_file(tpl_store *s, po_file_t f, const char *path,
     if (st) st = rollback(s, st);
     else if ((st = commit(s))) st = rollback(s, st);
 out:
+    free(header);
     free(lang);
     free(pf);
     return st;
