@@ -2,8 +2,8 @@
 #ifndef TPL_COMPILE_H
 #define TPL_COMPILE_H
 
-#include "ast.h"
-#include "program.h"
+#include "../grammar/ast.h"
+#include "../runtime/program.h"
 
 typedef struct tpl_comp tpl_comp;
 
@@ -74,5 +74,10 @@ void tpl_c_note_tr(tpl_comp *c, uint32_t off, const tpl_node *text);
 
 /* Format-string prompts (compiler/lower_fmt.c): lowers the whole template src[0..n). */
 bool tpl_lower_fmt(tpl_comp *c, const char *src, size_t n);
+
+/* Jinja front end + compiler. Fills err on failure. */
+tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err);
+/* ERB front end + lowering (source kept byte for byte). Fills err on failure. */
+tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err);
 
 #endif

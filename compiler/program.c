@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
-#include "program.h"
+#include "../runtime/program.h"
 #include "compile.h"
 #include "../grammar/parse_ctx.h"
 #include "../grammar/erb.h"

@@ -7,7 +7,7 @@
  *     joined by "; " and the generated line breaks. A `#` comment in a code tag therefore
  *     swallows the rest of the generated line, as it does in Ruby.
  *  2. The Ruby tokenizer (also erb_lex.re) tokenizes that script and the Lemon grammar
- *     (erb_parse.y) builds the shared AST, with the Ruby node kinds appended to compiler/ast.h.
+ *     (erb_parse.y) builds the shared AST, with the Ruby node kinds appended to grammar/ast.h.
  * Token offsets point into the script; the driver maps every node back to a source offset. */
 #ifndef TPL_ERB_H
 #define TPL_ERB_H

@@ -3,7 +3,7 @@
 #define TPL_PARSE_CTX_H
 
 #include "lex.h"
-#include "../compiler/ast.h"
+#include "ast.h"
 
 typedef struct tpl_pctx {
     tpl_arena *arena;     /* AST nodes and literal strings */

@@ -199,6 +199,20 @@ typedef struct tpl_allocator {
  * NULL, fills *err; the strings in *err stay valid until tpl_error_clear(err). */
 TPL_API tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts,
                        tpl_program **out, tpl_error *err);
+/* Compiles a template like tpl_compile, but reports every error it can find, not only the first
+ * (`tplc lint`): after an error, the tag that holds it (Jinja `{% %}` `{{ }}`, ERB `<% %>`, a
+ * format field) is set aside — a block opener is replaced by one of the same kind that parses,
+ * so its end tag still matches; anything else by blanks, so later lines and columns stay the
+ * same — and compilation resumes at the next tag. Recovery stops at an error outside any tag
+ * (an unclosed block at the end), in an included template, or after cap errors; a later error
+ * can be a consequence of an earlier one. Fills errs[0..n) in source order (each like
+ * tpl_compile's *err, with the original source line; the caller clears each with tpl_error_clear;
+ * errs[0] is tpl_compile's error when cap is 1) and returns n, the number
+ * of errors found (at most cap; 0: the template compiles and, when out is not NULL, *out is the
+ * program, as from tpl_compile; else *out is NULL). errs NULL or cap 0: only tells whether
+ * there is an error (1) or not (0). */
+TPL_API size_t tpl_compile_all(const char *name, const char *src, size_t len, const tpl_options *opts,
+                               tpl_program **out, tpl_error *errs, size_t cap);
 /* Frees a program (NULL: nothing). */
 TPL_API void tpl_program_free(tpl_program *p);
 /* Releases the strings of an error record filled by tpl_compile or a loader (no-op on a zeroed
@@ -546,6 +560,10 @@ typedef struct tpl_read {
     const char *file;       /* the template the read is written in: the program's name, or the
                              * name (as spelled in include/import/extends) of a loaded template */
     uint32_t line, column;  /* 1-based; column in code points; in `file` */
+    bool fallback;          /* TPL_READ_STATE: a local variable read where the analysis cannot show
+                             * it assigned (it reads the state then); false for a direct state read */
+    bool builtin;           /* the name is also a builtin global function of the library (range,
+                             * remembers, tr...): the state may shadow it */
 } tpl_read;
 
 /* Every read of the render's scope in p, in code order, each with its kind and its own source
@@ -558,6 +576,27 @@ typedef struct tpl_read {
  * static programs (tpl_program_load_static) locate reads by the span table instead (their
  * file is the program's name; in an included template, the include statement). */
 TPL_API size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap);
+
+/* How serious a diagnostic is. */
+typedef enum tpl_severity { TPL_SEVERITY_ERROR = 0, TPL_SEVERITY_WARNING = 1 } tpl_severity;
+
+/* One finding about a template (tpl_program_deferred_errors). Strings are owned by the program
+ * (message is not NUL-terminated: use message_len; file is). */
+typedef struct tpl_diagnostic {
+    tpl_severity severity;
+    tpl_status status;      /* the status a render reaching it fails with */
+    const char *file;       /* the program's name */
+    uint32_t line, column;  /* 1-based; column in code points */
+    const char *message;
+    size_t message_len;
+} tpl_diagnostic;
+
+/* The errors p defers to render time, in code order: Jinja2 compiles an unknown filter or test
+ * in a branch, and a few other mistakes, into code that raises only when it runs (its "soft"
+ * errors), so the compiled program carries them; a render that reaches one fails with that
+ * status (TPL_ERR_SYNTAX) and message. `tplc lint` reports them without rendering. Stores up to
+ * cap entries into out (NULL: only counts) and returns the total count (0 for a NULL p). */
+TPL_API size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic *out, size_t cap);
 
 /* The templates p's compilation loaded through the loader (include, import, extends, from ...
  * import: every name the loader returned a template for, transitively, in first-load order,

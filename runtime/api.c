@@ -4,8 +4,6 @@
 #include <jansson.h>
 #include "vm_impl.h"
 #include "host.h"
-#include "../stdlib/tr.h"
-#include "../stdlib/builtins.h"
 
 struct tpl_render {
     struct tpl_vm vm;
@@ -109,7 +107,7 @@ void tpl_render_free(tpl_render *r)
     if (vm->slots) al.free(al.data, vm->slots, vm->slots_cap * sizeof *vm->slots);
     if (vm->out) al.free(al.data, vm->out, vm->out_cap);
     if (vm->err_line_big) al.free(al.data, vm->err_line_big, vm->err_line_big_cap);
-    tpl_tr_free(vm->tr);
+    tpl_stdlib.tr_free(vm->tr);
     al.free(al.data, r, sizeof *r);
 }
 
@@ -512,7 +510,7 @@ void tpl_host_fail(tpl_host_call *call, const char *msg)
 static int host_arg_json(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *fname)
 {
     if (v.type == TPL_T_UNDEF) {
-        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
+        if (tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, v);
         tpl_sb_puts(b, "null");
         return 0;
     }
@@ -569,9 +567,9 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
 
 /* ------------------------------------------------------------------ translation (stdlib/tr.c) */
 
-static tpl_tr_state *tr_state(tpl_vm *vm)
+static struct tpl_tr_state *tr_state(tpl_vm *vm)
 {
-    if (!vm->tr) vm->tr = tpl_tr_new();
+    if (!vm->tr) vm->tr = tpl_stdlib.tr_new();
     return vm->tr;
 }
 
@@ -581,11 +579,11 @@ tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t l
     if (!json) return null_arg(r, "tpl_render_add_catalog_json", "json");
     tpl_vm *vm = &r->vm;
     clear_error(vm);
-    tpl_tr_state *t = tr_state(vm);
+    struct tpl_tr_state *t = tr_state(vm);
     if (!t) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     char msg[256];
     uint32_t line, col;
-    tpl_status st = tpl_tr_add_catalog_json(t, json, len, msg, sizeof msg, &line, &col);
+    tpl_status st = tpl_stdlib.tr_add_catalog_json(t, json, len, msg, sizeof msg, &line, &col);
     if (st != TPL_OK) {
         fail(vm, st, msg);
         vm->err.line = line;
@@ -596,7 +594,7 @@ tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t l
 
 void tpl_render_clear_catalogs(tpl_render *r)
 {
-    if (usable(r) && r->vm.tr) tpl_tr_clear_catalogs(r->vm.tr);
+    if (usable(r) && r->vm.tr) tpl_stdlib.tr_clear_catalogs(r->vm.tr);
 }
 
 tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
@@ -605,8 +603,8 @@ tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     if (lang && check_utf8(r, "the language", lang, strlen(lang)) != TPL_OK) return TPL_ERR_VALUE;
-    tpl_tr_state *t = tr_state(vm);
-    if (!t || !tpl_tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    struct tpl_tr_state *t = tr_state(vm);
+    if (!t || !tpl_stdlib.tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     return TPL_OK;
 }
 
@@ -617,14 +615,14 @@ tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len)
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     if (check_utf8(r, "the tr key", name, len) != TPL_OK) return TPL_ERR_VALUE;
-    tpl_tr_state *t = tr_state(vm);
-    if (!t || !tpl_tr_add_key(t, name, len)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    struct tpl_tr_state *t = tr_state(vm);
+    if (!t || !tpl_stdlib.tr_add_key(t, name, len)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
     return TPL_OK;
 }
 
 void tpl_render_clear_tr_keys(tpl_render *r)
 {
-    if (usable(r) && r->vm.tr) tpl_tr_clear_keys(r->vm.tr);
+    if (usable(r) && r->vm.tr) tpl_stdlib.tr_clear_keys(r->vm.tr);
 }
 
 const tpl_error *tpl_render_error(const tpl_render *r)

@@ -1,8 +1,6 @@
 /* Value printing, byte-exact with the reference engines: Python 3.11 str()/repr() (Jinja2
  * output), Ruby 3.1 to_s/inspect (ERB output) and Python's json.dumps (tojson filters). */
 #include "vm_impl.h"
-#include "../stdlib/ruby.h"
-#include "../stdlib/builtins.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -326,7 +324,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
             { "cycler", "<class 'jinja2.utils.Cycler'>" }, { "joiner", "<class 'jinja2.utils.Joiner'>" },
             { "namespace", "<class 'jinja2.utils.Namespace'>" },
         };
-        const tpl_builtin_info *bi = v.type == TPL_T_FUNC && !v.u.p ? tpl_builtin(v.aux) : NULL;
+        const tpl_builtin_info *bi = v.type == TPL_T_FUNC && !v.u.p ? tpl_lib_builtin(v.aux) : NULL;
         const char *repr = "<built-in function>";
         for (size_t i = 0; bi && i < sizeof classes / sizeof *classes; i++)
             if (bi->kind == TPL_BK_GLOBAL && strcmp(bi->name, classes[i].name) == 0) repr = classes[i].repr;

@@ -100,6 +100,21 @@ enum {
     TPL_F_SYMBOL = 8,    /* string: came from an ERB :symbol literal (prints the same) */
 };
 
+/* List flag: a groupby() result item, a 2-tuple (grouper, list) that also has the attributes
+ * `.grouper` (item 0) and `.list` (item 1), like Jinja2's _GroupTuple. Always set together with
+ * TPL_F_TUPLE; tpl_getattr should honour it. */
+#define TPL_F_GROUP 16
+/* List flag: a Ruby range, stored as the 3 items [begin, end (nil: endless), exclusive]. */
+#define TPL_F_RANGE_RB 32
+/* String flag: a regular expression (the pattern, with (?imx) options folded in). */
+#define TPL_F_REGEX_RB 64
+/* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */
+#define TPL_F_CLASS_RB 128
+/* String flag: a frozen string (a literal under the `frozen_string_literal: true` magic comment, or
+ * .freeze): <<, concat and prepend raise FrozenError. The bit is TPL_F_TUPLE's, which only lists use. */
+#define TPL_F_FROZEN_RB 2
+
+
 /* aux of an undefined value: what was missing. */
 enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3,
        TPL_UNDEF_COND = 4 /* an inline if without else: always lenient (Jinja2's cond_expr_undefined) */ };

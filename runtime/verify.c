@@ -8,7 +8,6 @@
 #include <string.h>
 #include "verify.h"
 #include "vm_impl.h"
-#include "../stdlib/builtins.h"
 
 typedef struct ver {
     const tpl_program *p;
@@ -96,10 +95,10 @@ static bool check_operands(ver *v, size_t pc)
             if (x >= p->nmacros) return bad(v, "pc %zu: %s: macro %u out of range", pc, oi->name, x);
             break;
         case 'b': {
-            const tpl_builtin_info *bi = tpl_builtin((int)x);
+            const tpl_builtin_info *bi = tpl_lib_builtin((int)x);
             /* methods assume the type of their receiver: only filters, tests and globals
              * (Jinja's, and Ruby's Kernel functions) */
-            if (!bi || x >= TPL_B__COUNT || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST &&
+            if (!bi || x >= tpl_stdlib.nbuiltins || (bi->kind != TPL_BK_FILTER && bi->kind != TPL_BK_TEST &&
                                              bi->kind != TPL_BK_GLOBAL && bi->kind != TPL_BK_RKERNEL))
                 return bad(v, "pc %zu: %s: builtin %u out of range", pc, oi->name, x);
             break;

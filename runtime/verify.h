@@ -4,7 +4,7 @@
 #define TPL_VERIFY_H
 
 #include <stddef.h>
-#include "../compiler/program.h"
+#include "program.h"
 
 /* Checks that running p cannot read or write out of bounds: every opcode is known, instructions
  * and their operand words lie inside the code, jump targets and macro entries are instruction

@@ -7,9 +7,6 @@
 #include <string.h>
 #include "vm_impl.h"
 #include "host.h"
-#include "../stdlib/ruby.h"
-#include "../stdlib/builtins.h"
-#include "../stdlib/tr.h"
 
 /* ------------------------------------------------------------------ errors and accessors */
 
@@ -128,7 +125,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
 {
     switch (v.type) {
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_undefined_error(vm, v);
+        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
         return 0;
     case TPL_T_NONE: return 0;
     case TPL_T_BOOL: case TPL_T_INT: return v.u.i != 0;
@@ -190,7 +187,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
     switch (v.type) {
     case TPL_T_STR: return out_put(vm, v.u.s, v.len);
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_undefined_error(vm, v);
+        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
         return 0;
     case TPL_T_INT: {
         char buf[24];
@@ -211,7 +208,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
 static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
     if (v.type == TPL_T_STR) { *out = v; return 0; }
-    if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_undefined_error(vm, v);
+    if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
     tpl_py_str(&b, v);
@@ -318,7 +315,7 @@ static int method_kind(tpl_value v)
 static int name_method(const tpl_name *nm, int kind)
 {
     if (kind < 0) return -1;
-    return nm->resolved ? nm->bk[kind - TPL_BK_STR] : tpl_builtin_find((tpl_builtin_kind)kind, nm->s.u.s, nm->s.len);
+    return nm->resolved ? nm->bk[kind - TPL_BK_STR] : tpl_stdlib.find((tpl_builtin_kind)kind, nm->s.u.s, nm->s.len);
 }
 
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
@@ -364,7 +361,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     switch (obj.type) {
     case TPL_T_MAP: {
         if (!(obj.flags & TPL_F_NS)) {
-            int id = tpl_builtin_find(TPL_BK_MAP, name, n);
+            int id = tpl_stdlib.find(TPL_BK_MAP, name, n);
             if (id >= 0) return bound_method(vm, obj, id, out);
         }
         tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
@@ -378,7 +375,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             if (n == 7 && memcmp(name, "grouper", 7) == 0) { *out = obj.u.list->items[0]; return 0; }
             if (n == 4 && memcmp(name, "list", 4) == 0) { *out = obj.u.list->items[1]; return 0; }
         }
-        int id = tpl_builtin_find(method_kind(obj), name, n);
+        int id = tpl_stdlib.find(method_kind(obj), name, n);
         if (id >= 0) return bound_method(vm, obj, id, out);
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
         return 0;
@@ -386,7 +383,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     case TPL_T_LOOP:
         return loop_attr(vm, obj.u.loop, name, n, out);
     case TPL_T_UNDEF:
-        return tpl_undefined_error(vm, obj);
+        return tpl_stdlib.undefined_error(vm, obj);
     case TPL_T_HOST: {
         int rc = tpl_hobj_getattr(vm, obj, name, n, out);
         if (rc <= 0) return rc;
@@ -448,7 +445,7 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         break;
     }
     case TPL_T_UNDEF:
-        return tpl_undefined_error(vm, obj);
+        return tpl_stdlib.undefined_error(vm, obj);
     default:
         break;
     }
@@ -515,7 +512,7 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
         return 0;
     }
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
+        if (tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, v);
         *out = tpl_list_new(&vm->arena, 0);
         return *out ? 0 : oom(vm);
     case TPL_T_HOST:
@@ -573,8 +570,8 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
         *cmp = a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
         return 0;
     }
-    if (a.type == TPL_T_UNDEF) return tpl_undefined_error(vm, a);
-    if (b.type == TPL_T_UNDEF) return tpl_undefined_error(vm, b);
+    if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
+    if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", type_name(a), type_name(b));
 }
 
@@ -658,8 +655,8 @@ int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)
 
 static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
-    if (a.type == TPL_T_UNDEF) return tpl_undefined_error(vm, a);
-    if (b.type == TPL_T_UNDEF) return tpl_undefined_error(vm, b);
+    if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
+    if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, type_name(a), type_name(b));
 }
 
@@ -778,7 +775,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             if ((a.flags ^ b.flags) & TPL_F_SAFE) {
                 /* Markup + str: the plain operand is escaped, the result is markup (Jinja2) */
                 tpl_value *plain = (a.flags & TPL_F_SAFE) ? &b : &a;
-                if (call_builtin(vm, TPL_B_FILTER_escape, plain, 1, NULL, NULL, 0, plain) < 0) return -1;
+                if (call_builtin(vm, tpl_stdlib.id_escape, plain, 1, NULL, NULL, 0, plain) < 0) return -1;
             }
             bool safe = (a.flags & TPL_F_SAFE) || (b.flags & TPL_F_SAFE);
             if (tpl_vm_concat(vm, a, b, out) < 0) return -1;
@@ -859,7 +856,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             tpl_map *kw = tpl_map_new(&vm->arena, 0);
             if (!kw) return oom(vm);
             args[2] = tpl_v_map(kw);
-            return f_format(vm, args, out);
+            return tpl_stdlib.format_filter(vm, args, out);
         }
         return arith_error(vm, "%", a, b);
     case TPL_OP_POW:
@@ -889,7 +886,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     switch (seq.type) {
     case TPL_T_STR:
         if (item.type != TPL_T_STR) {
-            if (item.type == TPL_T_UNDEF) return tpl_undefined_error(vm, item);
+            if (item.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, item);
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s", type_name(item));
         }
         *res = item.len == 0 || (item.len <= seq.len && memmem(seq.u.s, seq.len, item.u.s, item.len) != NULL);
@@ -906,7 +903,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = tpl_map_get(seq.u.map, item) != NULL;
         return 0;
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, seq);
+        if (tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, seq);
         *res = false;
         return 0;
     default:
@@ -921,7 +918,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     int64_t len;
     if (obj.type == TPL_T_LIST) { src = obj.u.list; len = src->len; }
     else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
-    else if (obj.type == TPL_T_UNDEF) return tpl_undefined_error(vm, obj);
+    else if (obj.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, obj);
     else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", type_name(obj));
     int64_t step = 1, start, stop;
     if (c.type != TPL_T_NONE) {
@@ -984,8 +981,8 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
         if (hit) { *out = *hit; return 0; }
     }
     if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
-    int id = nm->resolved ? nm->global : tpl_builtin_find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
-    if (id >= 0 && (vm->p->opts.hf || (id != TPL_B_GLOBAL_raise_exception && id != TPL_B_GLOBAL_strftime_now))) {
+    int id = nm->resolved ? nm->global : tpl_stdlib.find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
+    if (id >= 0 && (vm->p->opts.hf || (id != tpl_stdlib.id_raise_exception && id != tpl_stdlib.id_strftime_now))) {
         tpl_value f = { 0 };
         f.type = TPL_T_FUNC;
         f.aux = (uint16_t)id;
@@ -1008,11 +1005,11 @@ int tpl_vm_call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
 
 int tpl_vm_method_find(tpl_vm *vm, tpl_builtin_kind kind, const char *name, size_t n)
 {
-    if (n > 0xFFFF) return tpl_builtin_find(kind, name, n);
+    if (n > 0xFFFF) return tpl_stdlib.find(kind, name, n);
     uintptr_t h = ((uintptr_t)name >> 3) * 31u + (uintptr_t)kind;
     struct tpl_method_memo *e = &vm->method_memo[h % (sizeof vm->method_memo / sizeof vm->method_memo[0])];
     if (e->gen == vm->gen && e->name == name && e->len == n && e->kind == kind) return e->id;
-    int id = tpl_builtin_find(kind, name, n);
+    int id = tpl_stdlib.find(kind, name, n);
     e->name = name;
     e->gen = vm->gen;
     e->len = (uint16_t)n;
@@ -1032,7 +1029,7 @@ static void bind_range(tpl_vm *vm, int id)
     tpl_builtin_sig sig;
     vm->bind_lo[id] = 1;
     vm->bind_hi[id] = 0;
-    if (!tpl_builtin_signature(id, &sig) || sig.varargs >= 0 || sig.varkw >= 0) return;
+    if (!tpl_stdlib.signature(id, &sig) || sig.varargs >= 0 || sig.varkw >= 0) return;
     uint8_t lo = 0;
     for (int i = 0; i < sig.nparams; i++)
         if (!sig.optional[i]) lo = (uint8_t)(i + 1);
@@ -1167,15 +1164,15 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
     if (__builtin_expect(vm->has_host, 0) &&
         (tpl_hobj_resolve_args(vm, pos, npos) < 0 || tpl_hobj_resolve_args(vm, kwv, nkw) < 0))
         return -1;
-    if (nkw == 0 && (unsigned)id < TPL_B__COUNT && vm->bind_lo[id] == BIND_UNKNOWN) bind_range(vm, id);
-    if (nkw == 0 && (unsigned)id < TPL_B__COUNT && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
+    if (nkw == 0 && (unsigned)id < tpl_stdlib.nbuiltins && vm->bind_lo[id] == BIND_UNKNOWN) bind_range(vm, id);
+    if (nkw == 0 && (unsigned)id < tpl_stdlib.nbuiltins && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
         /* what tpl_builtin_bind does for such a call, without parsing the signature */
         for (int i = 0; i < npos; i++) a[i] = pos[i];
         for (int i = npos; i < vm->bind_hi[id]; i++) a[i] = tpl_v_unset(); /* one per parameter */
-    } else if (tpl_builtin_bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) {
+    } else if (tpl_stdlib.bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) {
         return -1;
     }
-    return tpl_builtin(id)->fn(vm, a, out);
+    return tpl_lib_builtin(id)->fn(vm, a, out);
 }
 
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
@@ -1269,7 +1266,7 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
         return call_builtin(vm, fn.u.bound->method, args, npos + 1, kwn, kwv, nkw, out);
     }
     if (fn.type == TPL_T_HOST) return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
-    if (fn.type == TPL_T_UNDEF) return tpl_undefined_error(vm, fn);
+    if (fn.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, fn);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", type_name(fn));
 }
 
@@ -1280,14 +1277,14 @@ int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_val
 
 int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out)
 {
-    int id = name.type == TPL_T_STR ? tpl_builtin_find(TPL_BK_FILTER, name.u.s, name.len) : -1;
+    int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_FILTER, name.u.s, name.len) : -1;
     if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No filter named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
 }
 
 int tpl_call_test_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out)
 {
-    int id = name.type == TPL_T_STR ? tpl_builtin_find(TPL_BK_TEST, name.u.s, name.len) : -1;
+    int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_TEST, name.u.s, name.len) : -1;
     if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No test named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
 }
@@ -1325,13 +1322,13 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
 static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
 {
     tpl_value v = args[0];
-    switch (id) {
-    case TPL_B_FILTER_default:
+    if (id == tpl_stdlib.id_default) {
         /* boolean=false: an undefined value is replaced, anything else passes */
         if (npos > 2) return 0;
         if (v.type == TPL_T_UNDEF || v.type == TPL_T_UNSET) args[0] = npos == 2 ? args[1] : tpl_v_str("", 0);
         return 1;
-    case TPL_B_FILTER_length:
+    }
+    if (id == tpl_stdlib.id_length) {
         if (npos != 1) return 0;
         if (v.type == TPL_T_LIST) { args[0] = tpl_v_int(v.u.list->len); return 1; }
         if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) { args[0] = tpl_v_int(v.u.map->len); return 1; }
@@ -1342,15 +1339,15 @@ static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
             return rc < 0 ? -1 : rc == 0;
         }
         return 0;
-    case TPL_B_FILTER_upper:
-    case TPL_B_FILTER_lower: {
+    }
+    if (id == tpl_stdlib.id_upper || id == tpl_stdlib.id_lower) {
         if (npos != 1 || v.type != TPL_T_STR) return 0;
         const unsigned char *s0 = (const unsigned char *)v.u.s;
         for (uint32_t i = 0; i < v.len; i++)
             if (s0[i] >= 0x80) return 0;
         char *o = tpl_arena_alloc(&vm->arena, (size_t)v.len + 1);
         if (!o) return oom(vm);
-        bool up = id == TPL_B_FILTER_upper;
+        bool up = id == tpl_stdlib.id_upper;
         for (uint32_t i = 0; i < v.len; i++) {
             unsigned char ch = s0[i];
             o[i] = (char)(up ? (ch >= 'a' && ch <= 'z' ? ch - 32 : ch) : (ch >= 'A' && ch <= 'Z' ? ch + 32 : ch));
@@ -1360,9 +1357,7 @@ static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
         args[0].flags = v.flags & TPL_F_SAFE;
         return 1;
     }
-    default:
-        return 0;
-    }
+    return 0;
 }
 
 /* Starts a for loop over items: the `loop` object goes into *slot. */
@@ -1662,7 +1657,7 @@ top:
         } else {
             r = args[0];
             for (uint32_t i = 1; i < a; i++) {
-                int h = rb ? tpl_rb_arith(vm, '+', r, args[i], &r) : 0; /* as ADD_RB */
+                int h = rb ? tpl_stdlib.rb_arith(vm, '+', r, args[i], &r) : 0; /* as ADD_RB */
                 if (h < 0 || (h == 0 && binop(vm, TPL_OP_ADD, r, args[i], &r) < 0)) goto fail;
             }
         }
@@ -1693,7 +1688,7 @@ top:
         tpl_value val = sp[-1], ns = sp[-2];
         sp -= 2;
         if (ns.type != TPL_T_MAP || !(ns.flags & TPL_F_NS)) {
-            if (ns.type == TPL_T_UNDEF) { tpl_undefined_error(vm, ns); goto fail; }
+            if (ns.type == TPL_T_UNDEF) { tpl_stdlib.undefined_error(vm, ns); goto fail; }
             tpl_vm_error(vm, TPL_ERR_TYPE, "Cannot assign attribute on non-namespace object");
             goto fail;
         }
@@ -1718,7 +1713,7 @@ top:
     BINOP_CASE(DIV_PY)
     CASE(DIV_RB) {
         sp--;
-        int h = tpl_rb_arith(vm, '/', sp[-1], sp[0], &sp[-1]);
+        int h = tpl_stdlib.rb_arith(vm, '/', sp[-1], sp[0], &sp[-1]);
         if (h < 0) goto fail;
         if (h == 0 && binop(vm, TPL_OP_DIV_RB, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
         NEXT(0);
@@ -1731,7 +1726,7 @@ top:
         if ((v.type == TPL_T_INT || v.type == TPL_T_BOOL) && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
         else {
-            if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else if (v.type == TPL_T_INT) tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in unary -");
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", type_name(v));
             goto fail;
@@ -1742,7 +1737,7 @@ top:
         tpl_value v = sp[-1];
         if (v.type == TPL_T_BOOL) sp[-1] = tpl_v_int(v.u.i);
         else if (v.type != TPL_T_INT && v.type != TPL_T_FLOAT) {
-            if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary +: '%s'", type_name(v));
             goto fail;
         }
@@ -1776,7 +1771,7 @@ top:
         } else {
             if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0) && tpl_vm_strict(vm)) {
                 tpl_value u = x.type == TPL_T_UNDEF ? x : y;
-                if (u.aux != TPL_UNDEF_COND) { tpl_undefined_error(vm, u); goto fail; }
+                if (u.aux != TPL_UNDEF_COND) { tpl_stdlib.undefined_error(vm, u); goto fail; }
             }
             if (tpl_vm_equal(vm, x, y, &r) < 0) goto fail;
         }
@@ -1881,7 +1876,7 @@ top:
         if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
             if (tpl_to_list(vm, v, &items) < 0) goto fail;
         } else {
-            if (v.type == TPL_T_UNDEF) tpl_undefined_error(vm, v);
+            if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else tpl_vm_error(vm, TPL_ERR_TYPE, "cannot unpack non-iterable %s object", type_name(v));
             goto fail;
         }
@@ -1902,18 +1897,18 @@ top:
         tpl_value *args = sp - npos - nkw;
         if (nkw == 0 && TPL_INSN_OP(w) == TPL_OP_FILTER) {
             /* common filters on the values they usually get, without the binder */
-            if ((a == TPL_B_FILTER_upper || a == TPL_B_FILTER_lower) && npos == 1 && args[0].type == TPL_T_STR &&
+            if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
                 TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY && vm->out_len + args[0].len < vm->out_cap) {
                 /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
                 const unsigned char *s0 = (const unsigned char *)args[0].u.s;
                 size_t n = args[0].len;
                 char *o = vm->out + vm->out_len;
-                size_t i = case_latin1(o, s0, n, a == TPL_B_FILTER_upper);
+                size_t i = case_latin1(o, s0, n, a == tpl_stdlib.id_upper);
                 if (i < n) {
                     /* the rest from its first non-ASCII byte, with the Unicode tables */
                     tpl_sb b;
                     tpl_sb_init(&b, &vm->arena);
-                    tpl_py_case_from(&b, (const char *)s0, n, i, a == TPL_B_FILTER_upper);
+                    tpl_py_case_from(&b, (const char *)s0, n, i, a == tpl_stdlib.id_upper);
                     if (b.failed) { oom(vm); goto fail; }
                     vm->out_len += i;
                     if (b.len && out_put(vm, b.p, b.len) < 0) goto fail;
@@ -1924,7 +1919,7 @@ top:
                 ticks++;
                 NEXT(2);
             }
-            if (a == TPL_B_FILTER_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
+            if (a == tpl_stdlib.id_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
                 args[0].type == TPL_T_LIST && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {
                 /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
                 const tpl_list *l = args[0].u.list;
@@ -1943,7 +1938,7 @@ top:
                     NEXT(2);
                 }
             }
-            if (a == TPL_B_FILTER_trim && npos == 1 && args[0].type == TPL_T_STR) {
+            if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR) {
                 /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
                 const unsigned char *s0 = (const unsigned char *)args[0].u.s;
                 size_t lo = 0, hi = args[0].len;
@@ -1994,8 +1989,8 @@ top:
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (shadow) {
             if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
-        } else if (!vm->p->opts.hf && (id == TPL_B_GLOBAL_raise_exception || id == TPL_B_GLOBAL_strftime_now)) {
-            tpl_undefined_error(vm, undef_named(names[a].s.u.s, names[a].s.len, TPL_UNDEF_NAME, 0));
+        } else if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
+            tpl_stdlib.undefined_error(vm, undef_named(names[a].s.u.s, names[a].s.len, TPL_UNDEF_NAME, 0));
             goto fail;
         } else if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) {
             goto fail;
@@ -2077,7 +2072,7 @@ top:
     CASE(ESCAPE) {
         if (!(sp[-1].type == TPL_T_STR && (sp[-1].flags & TPL_F_SAFE))) {
             tpl_value r;
-            if (call_builtin(vm, TPL_B_FILTER_escape, sp - 1, 1, NULL, NULL, 0, &r) < 0) goto fail;
+            if (call_builtin(vm, tpl_stdlib.id_escape, sp - 1, 1, NULL, NULL, 0, &r) < 0) goto fail;
             sp[-1] = r;
         }
         NEXT(0);
@@ -2099,7 +2094,7 @@ top:
     /* format strings (compiler/lower_fmt.c) */
     CASE(FMT_BEGIN) {
         tpl_value fields, tr;
-        if (tpl_fmt_begin(vm, consts[code[pc + 1]], &fields, &tr) < 0) goto fail;
+        if (tpl_stdlib.fmt_begin(vm, consts[code[pc + 1]], &fields, &tr) < 0) goto fail;
         slots[a] = fields;
         if (tr.type == TPL_T_STR) {
             if (out_put(vm, tr.u.s, tr.len) < 0) goto fail;
@@ -2112,12 +2107,12 @@ top:
         tpl_value *hit = obj.type == TPL_T_MAP
             ? tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
         if (hit) sp[-1] = *hit;
-        else if (tpl_fmt_item(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        else if (tpl_stdlib.fmt_item(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
-    CASE(FMT_ITEM) { if (tpl_fmt_item(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
-    CASE(FMT_ATTR) { if (tpl_fmt_attr(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
-    CASE(FMT_CONV) { if (tpl_fmt_conv(vm, sp[-1], (int)a, &sp[-1]) < 0) goto fail; NEXT(0); }
+    CASE(FMT_ITEM) { if (tpl_stdlib.fmt_item(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
+    CASE(FMT_ATTR) { if (tpl_stdlib.fmt_attr(vm, sp[-1], consts[a], &sp[-1]) < 0) goto fail; NEXT(0); }
+    CASE(FMT_CONV) { if (tpl_stdlib.fmt_conv(vm, sp[-1], (int)a, &sp[-1]) < 0) goto fail; NEXT(0); }
     CASE(FMT_PRINT) {
         tpl_value v = *--sp;
         if (v.type == TPL_T_STR && consts[a].len == 0) {
@@ -2125,7 +2120,7 @@ top:
         } else {
             tpl_sb b;
             tpl_sb_init(&b, &vm->arena);
-            if (tpl_format_value(vm, &b, v, consts[a].u.s, consts[a].len) < 0) goto fail;
+            if (tpl_stdlib.format_value(vm, &b, v, consts[a].u.s, consts[a].len) < 0) goto fail;
             if (b.failed) { oom(vm); goto fail; }
             if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
         }
@@ -2135,7 +2130,7 @@ top:
         tpl_value spec = *--sp;
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
-        if (tpl_format_value(vm, &b, sp[-1], spec.u.s, spec.len) < 0) goto fail;
+        if (tpl_stdlib.format_value(vm, &b, sp[-1], spec.u.s, spec.len) < 0) goto fail;
         if (b.failed) { oom(vm); goto fail; }
         sp[-1] = tpl_sb_value(&b);
         NEXT(0);
@@ -2166,12 +2161,12 @@ top:
             sp[-1] = hit ? *hit : tpl_v_none();
             NEXT(0);
         }
-        if (tpl_rb_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        if (tpl_stdlib.rb_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(GETITEM_RB) {
         sp--;
-        if (tpl_rb_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
+        if (tpl_stdlib.rb_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(CALL_METHOD_RB) {
@@ -2183,7 +2178,7 @@ top:
         tpl_rb_block save = vm->rb_block;
         vm->rb_block = (tpl_rb_block){ bw & 0xFFFFFFu, bw >> 24, (uint32_t)(slots - vm->slots) };
         vm->stack_top = (uint32_t)(sp - vm->stack);
-        int rc = tpl_rb_send(vm, args[-1], names[a].s.u.s, names[a].s.len, args, npos, kwn, args + npos, nkw, &r);
+        int rc = tpl_stdlib.rb_send(vm, args[-1], names[a].s.u.s, names[a].s.len, args, npos, kwn, args + npos, nkw, &r);
         vm->rb_block = save;
         if (rc < 0) goto fail;
         sp = args - 1;
@@ -2208,18 +2203,18 @@ top:
     }
     CASE(RANGE_RB) {
         sp--;
-        if (tpl_rb_range(vm, sp[-1], sp[0], a != 0, &sp[-1]) < 0) goto fail;
+        if (tpl_stdlib.rb_range(vm, sp[-1], sp[0], a != 0, &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(FOR_INIT_RB) {
         tpl_list *items;
-        if (tpl_rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0 || new_loop(vm, items, &slots[a & 0xFFFFu]) < 0)
+        if (tpl_stdlib.rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0 || new_loop(vm, items, &slots[a & 0xFFFFu]) < 0)
             goto fail;
         NEXT(0);
     }
 #define RB_ARITH_CASE(NAME, BASE, OPC) CASE(NAME) { \
         sp--; \
-        int h = tpl_rb_arith(vm, OPC, sp[-1], sp[0], &sp[-1]); \
+        int h = tpl_stdlib.rb_arith(vm, OPC, sp[-1], sp[0], &sp[-1]); \
         if (h < 0) goto fail; \
         if (h == 0 && binop(vm, TPL_OP_##BASE, sp[-1], sp[0], &sp[-1]) < 0) goto fail; \
         NEXT(0); }
@@ -2230,7 +2225,7 @@ top:
     RB_ARITH_CASE(POW_RB, POW, 'p')
 #define RB_CMP_CASE(NAME, OPS, TEST) CASE(NAME) { \
         int c = 0; sp--; \
-        if (tpl_rb_compare_check(vm, OPS, sp[-1], sp[0]) < 0) goto fail; \
+        if (tpl_stdlib.rb_compare_check(vm, OPS, sp[-1], sp[0]) < 0) goto fail; \
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }
     RB_CMP_CASE(LT_RB, "<", c < 0)
@@ -2242,7 +2237,7 @@ top:
         if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
         else if (v.type == TPL_T_INT) { tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)"); goto fail; }
-        else { tpl_rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
+        else { tpl_stdlib.rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
         NEXT(0);
     }
     CASE(EQ_RB)
@@ -2251,7 +2246,7 @@ top:
         tpl_value x = sp[-2], y = sp[-1];
         bool r = false;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
-        else if (tpl_vm_rb_equal(vm, x, y, &r) < 0) goto fail;
+        else if (tpl_stdlib.rb_equal(vm, x, y, &r) < 0) goto fail;
         if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;
         sp--;
         BRANCH_ON_RESULT(r, TPL_OP_JF_RB, TPL_OP_JT_RB_KEEP);
@@ -2285,6 +2280,8 @@ fail:
 
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
 tpl_value tpl_vm_call(const tpl_vm *vm) { return vm->call; }
+tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
+struct tpl_tr_state *tpl_vm_tr(const tpl_vm *vm) { return vm->tr; }
 
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out)
 {

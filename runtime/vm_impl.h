@@ -3,8 +3,8 @@
 #define TPL_VM_IMPL_H
 
 #include "vm.h"
-#include "../compiler/program.h"
-#include "../stdlib/builtins.h"
+#include "program.h"
+#include "library.h"
 
 /* Operand stack values and local slots (all frames) a render context starts with. tpl_vm_run
  * grows both before a render to what the program needs (its template level plus room for nested
@@ -71,7 +71,7 @@ struct tpl_vm {
      * (no keyword, *args or **kwargs handling, no signature parsing); filled from the signature
      * on the builtin's first call in a render context (BIND_UNKNOWN before; bind_lo > bind_hi:
      * always the general binder). */
-    uint8_t bind_lo[TPL_B__COUNT], bind_hi[TPL_B__COUNT];
+    uint8_t bind_lo[TPL_BUILTINS_MAX], bind_hi[TPL_BUILTINS_MAX];
 
     struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
 

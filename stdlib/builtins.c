@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------------------ the table */
 
-static const tpl_builtin_info builtin_table[TPL_B__COUNT] = {
+const tpl_builtin_info tpl_builtin_table[TPL_B__COUNT] = {
 #define TPL_BUILTIN(kind, id, name, fn, params) [TPL_B_##kind##_##id] = { TPL_BK_##kind, sizeof name - 1, name, params, fn },
 #include "builtins.def"
 #undef TPL_BUILTIN
@@ -21,7 +21,7 @@ const tpl_builtin_info *tpl_builtin(int id)
 {
     if (id < 0 || id >= TPL_B__COUNT)
         return NULL;
-    return &builtin_table[id];
+    return &tpl_builtin_table[id];
 }
 
 bool tpl_builtin_signature(int id, tpl_builtin_sig *sig)
@@ -30,7 +30,7 @@ bool tpl_builtin_signature(int id, tpl_builtin_sig *sig)
     sig->varargs = sig->varkw = -1;
     if (id < 0 || id >= TPL_B__COUNT)
         return false;
-    const char *p = builtin_table[id].params;
+    const char *p = tpl_builtin_table[id].params;
     bool seen_optional = false;
     int required = -1;
     while (*p && sig->nparams < TPL_MAX_PARAMS) {
@@ -109,7 +109,7 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
         for (uint64_t m = match_bytes(load_le64(find_keys + base), key); m; m &= m - 1) {
             size_t i = base + (size_t)(__builtin_ctzll(m) >> 3);
             if (i >= TPL_B__COUNT) break;
-            const tpl_builtin_info *b = &builtin_table[i];
+            const tpl_builtin_info *b = &tpl_builtin_table[i];
             if (b->namelen == n && b->kind == kind && b->name[0] == name[0] && memcmp(b->name, name, n) == 0)
                 return (int)i;
         }
@@ -181,7 +181,7 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
                 size_t k = base + half + (size_t)(__builtin_ctzll(m) >> 3);
                 if (k >= NNAMED || named_names[k][0] != name[0] || memcmp(named_names[k], name, n) != 0)
                     continue;
-                int kind = builtin_table[named_ids[k]].kind;
+                int kind = tpl_builtin_table[named_ids[k]].kind;
                 int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
                 if (*slot < 0)
                     *slot = (int16_t)named_ids[k];
@@ -217,7 +217,7 @@ const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t 
     size_t best_d = (size_t)-1;
     size_t limit = n <= 3 ? 1 : 2;
     for (int i = 0; i < TPL_B__COUNT; i++) {
-        const tpl_builtin_info *b = &builtin_table[i];
+        const tpl_builtin_info *b = &tpl_builtin_table[i];
         if (b->kind != kind)
             continue;
         size_t bl = b->namelen;
@@ -242,7 +242,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     tpl_builtin_sig sig;
     if (!tpl_builtin_signature(id, &sig))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown builtin");
-    const char *fname = builtin_table[id].name;
+    const char *fname = tpl_builtin_table[id].name;
     tpl_arena *ar = tpl_vm_arena(vm);
     for (int i = 0; i < TPL_MAX_PARAMS; i++)
         a[i] = tpl_v_unset();
@@ -253,7 +253,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
         a[i] = pos[i];
     if (npos > npositional) {
         if (sig.varargs < 0) {
-            tpl_builtin_kind k = builtin_table[id].kind;
+            tpl_builtin_kind k = tpl_builtin_table[id].kind;
             if (k >= TPL_BK_RKERNEL) {
                 /* Ruby's ArgumentError counts the arguments after the receiver (a method's self). */
                 int self = k != TPL_BK_RKERNEL;
@@ -719,7 +719,7 @@ static int call_builtin_kw(tpl_vm *vm, tpl_builtin_kind kind, tpl_value name, tp
     tpl_value a[TPL_MAX_PARAMS];
     if (tpl_builtin_bind(vm, id, args, nargs, names, vals, nkw, a) < 0)
         return -1;
-    return builtin_table[id].fn(vm, a, out);
+    return tpl_builtin_table[id].fn(vm, a, out);
 }
 
 int tpl_filter_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,

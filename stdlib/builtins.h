@@ -2,14 +2,7 @@
 #ifndef TPL_BUILTINS_H
 #define TPL_BUILTINS_H
 
-#include "../runtime/vm.h"
-
-typedef enum tpl_builtin_kind {
-    TPL_BK_FILTER, TPL_BK_TEST, TPL_BK_GLOBAL, TPL_BK_STR, TPL_BK_MAP, TPL_BK_LIST,
-    /* Ruby (ERB): Kernel functions, methods of every object, String, Integer/Float, Array
-     * (and Enumerable), Hash, Range */
-    TPL_BK_RKERNEL, TPL_BK_RANY, TPL_BK_RSTR, TPL_BK_RNUM, TPL_BK_RARR, TPL_BK_RHASH, TPL_BK_RRANGE,
-} tpl_builtin_kind;
+#include "../runtime/library.h"
 
 /* Every builtin has one id in this enum; TPL_B__COUNT is the number of builtins. */
 typedef enum tpl_builtin_id {
@@ -19,37 +12,8 @@ typedef enum tpl_builtin_id {
     TPL_B__COUNT
 } tpl_builtin_id;
 
-/* A builtin's C function. `a` holds one bound argument per declared parameter, in order:
- * a missing optional parameter is TPL_T_UNSET, `*args` a list value, `**kwargs` a map value.
- * The result goes to *out (allocated in tpl_vm_arena(vm) or borrowed from the arguments).
- * Returns 0, or -1 after tpl_vm_error(). */
-typedef int (*tpl_builtin_fn)(tpl_vm *vm, tpl_value *a, tpl_value *out);
-
-#define TPL_MAX_PARAMS 10 /* example_block has 10 */
-
-/* One row of the builtin table: everything known at compile time. The table is `static const`
- * (no mutable global state); the parameter list is parsed from `params` on demand by
- * tpl_builtin_signature (a few dozen bytes of work). */
-typedef struct tpl_builtin_info {
-    uint8_t kind;                 /* tpl_builtin_kind */
-    uint8_t namelen;              /* strlen(name) */
-    const char *name;
-    const char *params;           /* the spec string from builtins.def */
-    tpl_builtin_fn fn;
-} tpl_builtin_info;
-
-/* A builtin's parsed parameter list. */
-typedef struct tpl_builtin_sig {
-    uint8_t nparams;              /* entries in `a` */
-    uint8_t nrequired;            /* leading required parameters */
-    uint8_t npositional;          /* parameters that can be bound by position (before *args) */
-    int8_t varargs;               /* index of the *args parameter or -1 */
-    int8_t varkw;                 /* index of the **kwargs parameter or -1 */
-    uint8_t optional[TPL_MAX_PARAMS]; /* 1 when the parameter is `name?` */
-    const char *pnames[TPL_MAX_PARAMS]; /* parameter names (no markers), point into params */
-    uint8_t pnamelen[TPL_MAX_PARAMS];
-} tpl_builtin_sig;
-
+/* The builtin table, indexed by id (stdlib/builtins.c). */
+extern const tpl_builtin_info tpl_builtin_table[TPL_B__COUNT];
 /* The table row of a builtin id (NULL when out of range). */
 const tpl_builtin_info *tpl_builtin(int id);
 /* Parses the parameter list of builtin `id` into *sig; false when id is out of range. */
@@ -57,15 +21,6 @@ bool tpl_builtin_signature(int id, tpl_builtin_sig *sig);
 /* Finds a builtin by kind and name; -1 when there is none. For TPL_BK_TEST the operator
  * aliases Jinja2 registers ("==", "!=", "<", "<=", ">", ">=") are found too. */
 int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n);
-/* tpl_builtin_find, remembered for the rest of the render (runtime/vm.c): ERB method calls look
- * their method up by name on each call (the receiver's kind is known only then). name must stay
- * valid and unchanged for the render (program names and arena strings do). */
-int tpl_vm_method_find(tpl_vm *vm, tpl_builtin_kind kind, const char *name, size_t n);
-/* Calls builtin id with positional arguments pos (npos) and keyword arguments (nkw names kwn,
- * values kwv) into *out, binding them as the VM's FILTER/CALL do (positional-only calls without
- * parsing the signature). Returns 0 or -1 with the render's error set. (runtime/vm.c) */
-int tpl_vm_call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
-                        tpl_value *out);
 /* The builtin ids a name can mean, in one pass over the table (first entry of each kind wins, as in
  * tpl_builtin_find): global[0] = GLOBAL, bk[0..2] = STR, MAP, LIST methods; -1 = none. */
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3]);
@@ -108,10 +63,6 @@ int g_joiner_call(tpl_vm *vm, tpl_value *a, tpl_value *out);
 
 /* ------------------------------------------------------------------ shared with the VM */
 
-/* List flag: a groupby() result item, a 2-tuple (grouper, list) that also has the attributes
- * `.grouper` (item 0) and `.list` (item 1), like Jinja2's _GroupTuple. Always set together with
- * TPL_F_TUPLE; tpl_getattr should honour it. */
-#define TPL_F_GROUP 16
 
 /* Records Jinja2's UndefinedError for using undefined value v and returns -1:
  * "'name' is undefined" (TPL_UNDEF_NAME), "'dict object' has no attribute 'x'" (ATTR; the

@@ -6,16 +6,6 @@
 
 #include "../runtime/vm.h"
 
-/* List flag: a Ruby range, stored as the 3 items [begin, end (nil: endless), exclusive]. */
-#define TPL_F_RANGE_RB 32
-/* String flag: a regular expression (the pattern, with (?imx) options folded in). */
-#define TPL_F_REGEX_RB 64
-/* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */
-#define TPL_F_CLASS_RB 128
-/* String flag: a frozen string (a literal under the `frozen_string_literal: true` magic comment, or
- * .freeze): <<, concat and prepend raise FrozenError. The bit is TPL_F_TUPLE's, which only lists use. */
-#define TPL_F_FROZEN_RB 2
-
 /* Modes of FOR_INIT_RB (A >> 16). */
 enum { TPL_RB_EACH = 0, TPL_RB_EACH_WITH_INDEX = 1, TPL_RB_TIMES = 2 };
 

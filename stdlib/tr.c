@@ -23,7 +23,6 @@
 #include <jansson.h>
 #include "tr.h"
 #include "builtins.h"
-#include "../runtime/vm_impl.h"
 
 /* A pattern row, split once: lits[0] name[0] lits[1] ... name[n-1] lits[n]. */
 typedef struct tr_pat {
@@ -427,7 +426,7 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
         return tpl_to_str(vm, *exact, out);
     }
     if (!l->npats) return 0;
-    tpl_tr_state *t = vm->tr;
+    tpl_tr_state *t = tpl_vm_tr(vm);
     size_t need = 4 * (size_t)l->max_names;
     if (t->scratch_cap < need) {
         size_t *ns = realloc(t->scratch, need * sizeof *ns);
@@ -468,7 +467,7 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
 int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
 {
     *out = text;
-    tpl_tr_state *t = vm->tr;
+    tpl_tr_state *t = tpl_vm_tr(vm);
     const char *ls = NULL;
     size_t ln = 0;
     if (lang.type == TPL_T_STR && lang.len) { ls = lang.u.s; ln = lang.len; }
@@ -502,8 +501,9 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
 {
     tpl_arena *a = tpl_vm_arena(vm);
     *translated = tpl_v_unset();
-    tpl_map *state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
-    tpl_tr_state *t = vm->tr;
+    tpl_value st = tpl_vm_state(vm);
+    tpl_map *state = st.type == TPL_T_MAP ? st.u.map : NULL;
+    tpl_tr_state *t = tpl_vm_tr(vm);
     if (!state) {
         state = tpl_map_new(a, 0);
         if (!state) return tpl_vm_nomem(vm);

@@ -184,6 +184,41 @@ static void test_null_args(void)
           "program_dependencies");
     CHECK(tpl_program_host_functions(NULL, NULL, 4) == 0 && tpl_program_host_functions(p, NULL, 4) == 0,
           "program_host_functions");
+    {
+        /* every error, each located, with the original source line; 0 and the program when clean */
+        static const char bad[] = "{{ a + }}\n{% for x in %}{{ x }}{% endfor %}\n{{ b | upper( }}\n";
+        tpl_error es[4];
+        memset(es, 0, sizeof es);
+        tpl_program *bp = (tpl_program *)1;
+        size_t ne = tpl_compile_all("bad.j2", bad, sizeof bad - 1, NULL, &bp, es, 4);
+        CHECK(ne == 3 && bp == NULL && es[0].line == 1 && es[1].line == 2 && es[2].line == 3 &&
+              es[1].status == TPL_ERR_SYNTAX && es[1].source_line && strcmp(es[1].source_line, "{% for x in %}{{ x }}{% endfor %}") == 0,
+              "compile_all reports every error");
+        for (size_t i = 0; i < 4; i++) tpl_error_clear(&es[i]);
+        CHECK(tpl_compile_all("bad.j2", bad, sizeof bad - 1, NULL, NULL, es, 1) == 1 && es[0].line > 0, "compile_all cap 1");
+        tpl_error_clear(&es[0]);
+        CHECK(tpl_compile_all("bad.j2", bad, sizeof bad - 1, NULL, NULL, NULL, 0) == 1, "compile_all without records");
+        CHECK(tpl_compile_all("ok.j2", "{{ x }}", 7, NULL, &bp, es, 4) == 0 && bp, "compile_all of a clean template");
+        tpl_program_free(bp);
+        CHECK(tpl_compile_all(NULL, NULL, 0, NULL, NULL, es, 4) == 1 && es[0].status == TPL_ERR_USAGE, "compile_all(NULL)");
+        tpl_error_clear(&es[0]);
+    }
+    CHECK(tpl_program_deferred_errors(NULL, NULL, 4) == 0 && tpl_program_deferred_errors(p, NULL, 4) == 0,
+          "program_deferred_errors");
+    {
+        /* Jinja2 defers an unknown filter in a branch to render time: the program carries it */
+        static const char soft[] = "a\n{% if x %}{{ y | nope }}{% endif %}";
+        tpl_program *sp = NULL;
+        tpl_error serr = { 0 };
+        CHECK(tpl_compile("soft.j2", soft, sizeof soft - 1, NULL, &sp, &serr) == TPL_OK, "compile soft error");
+        tpl_diagnostic d[2] = { { 0 } };
+        CHECK(tpl_program_deferred_errors(sp, d, 2) == 1 && d[0].severity == TPL_SEVERITY_ERROR &&
+              d[0].status == TPL_ERR_SYNTAX && d[0].line == 2 && d[0].column == 18 &&
+              d[0].message_len > 0 && strstr(d[0].file, "soft.j2") && memmem(d[0].message, d[0].message_len, "nope", 4),
+              "program_deferred_errors finds the unknown filter");
+        tpl_program_free(sp);
+        tpl_error_clear(&serr);
+    }
     CHECK(tpl_program_options(NULL) == NULL && tpl_program_options(p) != NULL, "program_options");
     CHECK(tpl_program_source_hash(NULL) == 0, "program_source_hash(NULL)");
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include "tpl.h"
 #include "tpl_static.h"
-#include "compiler/program.h"
+#include "runtime/program.h"
 
 static int npass, nfail;
 #define CHECK(cond) do { if (cond) npass++; else { nfail++; fprintf(stderr, "test_tplb.c:%d: FAIL %s\n", __LINE__, #cond); } } while (0)

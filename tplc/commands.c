@@ -69,14 +69,17 @@ static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, si
     return 0;
 }
 
-int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errout, char **msgout)
+int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errs, char **msgs,
+                          size_t cap, size_t *nerr)
 {
+    if (nerr) *nerr = 0;
     size_t len;
     char *src = tplc_read_input(path, "template", &len);
     if (!src) return EXIT_USAGE;
     size_t plen = strlen(path);
     if (tpl_is_tplb(src, len) || (plen > 5 && strcmp(path + plen - 5, ".tplb") == 0)) {
-        int rc = load_tplb(o, path, src, len, prog, errout, msgout);
+        int rc = load_tplb(o, path, src, len, prog, errs && cap ? errs : NULL, msgs);
+        if (rc == EXIT_TEMPLATE && errs && cap) *nerr = 1;
         free(src);
         return rc;
     }
@@ -97,27 +100,38 @@ int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, 
     opt.keep_trailing_newline |= o->keep_nl;
     opt.strict |= o->strict;
     opt.tidy |= o->tidy;
-    tpl_error err = { 0 };
-    tpl_status st = tpl_compile(path, src, len, &opt, prog, &err);
+    tpl_error one = { 0 };
+    bool list = errs && cap;
+    size_t n = tpl_compile_all(path, src, len, &opt, prog, list ? errs : &one, list ? cap : 1);
     free(src);
     int rc = 0;
-    if (st != TPL_OK) {
-        char *better = tplc_loader_fix_error(&l, &err);
-        rc = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
-        if (errout && rc == EXIT_TEMPLATE) {
-            *errout = err;
-            *msgout = better ? better : strdup(err.message ? err.message : "error");
+    for (size_t i = 0; i < n; i++) {
+        tpl_error *err = list ? &errs[i] : &one;
+        tpl_status st = err->status;
+        char *better = tplc_loader_fix_error(&l, err);
+        int r = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+        if (r > rc) rc = r;
+        if (list && r == EXIT_TEMPLATE) {
+            msgs[i] = better ? better : strdup(err->message ? err->message : "error");
         } else {
-            const char *m = err.message;
-            if (better) err.message = better;
-            tplc_print_error(&err);
-            err.message = m;
+            const char *m = err->message;
+            if (better) err->message = better;
+            tplc_print_error(err);
+            err->message = m;
             free(better);
-            tpl_error_clear(&err);
+            tpl_error_clear(err);
+            if (list) msgs[i] = NULL;
         }
     }
+    if (nerr) *nerr = n;
     tplc_loader_free(&l);
     return rc;
+}
+
+int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errout, char **msgout)
+{
+    size_t n;
+    return tplc_compile_path_all(o, path, prog, errout, msgout, errout ? 1 : 0, &n);
 }
 
 /* Where "key" appears as a key of the golden object in JSON text (the top-level object, or

@@ -17,9 +17,6 @@
 #include <string.h>
 #include <jansson.h>
 #include "tplc.h"
-#include "compiler/program.h"
-#include "runtime/verify.h"
-#include "stdlib/builtins.h"
 
 /* The names a state provides: the keys of a JSON object, or a JSON Schema's "properties". */
 static json_t *known_names(const tplc_opts *o)
@@ -71,42 +68,22 @@ static void add(report *r, const char *sev, uint32_t line, uint32_t col, const c
     r->f[r->n++] = (finding){ sev, line, col, strdup(msg), formatted };
 }
 
-/* The first instruction that reads name index ni (for a location). */
-/* The first instruction that reads name ni from the state itself (not as the fallback of a local
- * variable), or UINT32_MAX when none does: lint warns only about those names. */
-static uint32_t first_read(const tpl_program *p, uint32_t ni)
-{
-    for (size_t pc = 0; pc < p->ncode;) {
-        uint32_t op = TPL_INSN_OP(p->code[pc]);
-        if (op >= TPL_OP__COUNT) break;
-        bool state_read = op == TPL_OP_LOAD_NAME || op == TPL_OP_CALL_NAME || op == TPL_OP_LOAD_NAME_RB ||
-                          op == TPL_OP_LOAD_IVAR_RB || op == TPL_OP_FMT_FIELD;
-        if (state_read && TPL_INSN_A(p->code[pc]) == ni) return (uint32_t)pc;
-        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
-    }
-    return UINT32_MAX;
-}
-
-static bool is_builtin_name(const char *s, size_t n)
-{
-    return (n == 4 && memcmp(s, "call", 4) == 0) || tpl_builtin_find(TPL_BK_GLOBAL, s, n) >= 0;
-}
-
-/* Lints one program: deferred errors (FAIL instructions) and names missing from the state. */
+/* Lints one program: deferred errors (Jinja2's soft errors, tpl_program_deferred_errors), tr()
+ * calls that cannot be extracted, and names read from the state itself (not as the fallback of a
+ * local variable) that the known state does not provide (builtin globals and `call` excepted);
+ * each name once, at its first read in code order. Only the public API is used. */
 static void lint_program(const tpl_program *p, json_t *known, report *r)
 {
-    for (size_t pc = 0; pc < p->ncode;) {
-        uint32_t op = TPL_INSN_OP(p->code[pc]);
-        if (op >= TPL_OP__COUNT) break;
-        if (op == TPL_OP_FAIL) {
-            const tpl_value *k = &p->consts[TPL_INSN_A(p->code[pc])];
+    size_t nd = tpl_program_deferred_errors(p, NULL, 0);
+    tpl_diagnostic *ds = nd ? calloc(nd, sizeof *ds) : NULL;
+    if (ds) {
+        tpl_program_deferred_errors(p, ds, nd);
+        for (size_t i = 0; i < nd; i++) {
             char msg[300];
-            snprintf(msg, sizeof msg, "%.*s", (int)k->len, k->u.s);
-            uint32_t line, col;
-            tpl_program_span(p, (uint32_t)pc, &line, &col);
-            add(r, "error", line, col, msg, NULL);
+            snprintf(msg, sizeof msg, "%.*s", (int)ds[i].message_len, ds[i].message);
+            add(r, "error", ds[i].line, ds[i].column, msg, NULL);
         }
-        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+        free(ds);
     }
     /* tr() calls whose text is not a literal cannot be extracted into a catalog */
     size_t ntr = tpl_program_tr_calls(p, NULL, 0);
@@ -120,25 +97,25 @@ static void lint_program(const tpl_program *p, json_t *known, report *r)
         free(calls);
     }
     if (!known) return;
-    size_t n = tpl_program_reads_idx(p, NULL, 0);
-    uint32_t *idx = malloc((n + 1) * sizeof *idx);
-    if (!idx) return;
-    tpl_program_reads_idx(p, idx, n);
-    for (size_t i = 0; i < n; i++) {
-        const tpl_value *s = &p->names[idx[i]].s;
-        uint32_t at = first_read(p, idx[i]);
-        if (at == UINT32_MAX || is_builtin_name(s->u.s, s->len)) continue;
-        char *key = strndup(s->u.s, s->len);
-        if (key && !json_object_get(known, key)) {
+    size_t n = tpl_program_reads_located(p, NULL, 0);
+    tpl_read *rd = n ? calloc(n, sizeof *rd) : NULL;
+    if (!rd) return;
+    n = tpl_program_reads_located(p, rd, n);
+    json_t *seen = json_object();
+    for (size_t i = 0; i < n && seen; i++) {
+        const tpl_read *x = &rd[i];
+        if ((x->kind != TPL_READ_STATE && x->kind != TPL_READ_FUNC) || x->fallback || x->builtin) continue;
+        char *key = strndup(x->name, x->len);
+        if (key && !json_object_get(seen, key) && !json_object_get(known, key)) {
+            json_object_set_new(seen, key, json_true());
             char msg[300];
-            snprintf(msg, sizeof msg, "'%.*s' is not in the state", (int)s->len, s->u.s);
-            uint32_t line, col;
-            tpl_program_span(p, at, &line, &col);
-            add(r, "warning", line, col, msg, NULL);
+            snprintf(msg, sizeof msg, "'%.*s' is not in the state", (int)x->len, x->name);
+            add(r, "warning", x->line, x->column, msg, NULL);
         }
         free(key);
     }
-    free(idx);
+    json_decref(seen);
+    free(rd);
 }
 
 static int cmp_finding(const void *a, const void *b)
@@ -149,22 +126,30 @@ static int cmp_finding(const void *a, const void *b)
     return strcmp(x->message, y->message);
 }
 
-/* Compiles or loads one file; fills r. Returns the program (NULL on error) or sets *io. */
+/* Compiles or loads one file; fills r with every compile error (tpl_compile_all, at most
+ * LINT_MAX_ERRORS). Returns the program (NULL on error) or sets *io. */
+#define LINT_MAX_ERRORS 100
 static tpl_program *open_one(const tplc_opts *o, const char *path, report *r, bool *io)
 {
     tpl_program *prog = NULL;
-    tpl_error err = { 0 };
-    char *msg = NULL;
-    int rc = tplc_compile_path(o, path, &prog, &err, &msg);
-    if (rc == TPLC_EXIT_TEMPLATE && msg) {
-        const char *m = err.message;
-        err.message = msg;
-        add(r, "error", err.line, err.column, msg, tpl_error_format(&err));
-        err.message = m;
-        free(msg);
-        tpl_error_clear(&err);
-        return NULL;
+    tpl_error errs[LINT_MAX_ERRORS];
+    char *msgs[LINT_MAX_ERRORS];
+    memset(errs, 0, sizeof errs);
+    memset(msgs, 0, sizeof msgs);
+    size_t n = 0;
+    int rc = tplc_compile_path_all(o, path, &prog, errs, msgs, LINT_MAX_ERRORS, &n);
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!msgs[i]) continue;
+        const char *m = errs[i].message;
+        errs[i].message = msgs[i];
+        add(r, "error", errs[i].line, errs[i].column, msgs[i], tpl_error_format(&errs[i]));
+        errs[i].message = m;
+        free(msgs[i]);
+        tpl_error_clear(&errs[i]);
+        any = true;
     }
+    if (rc == TPLC_EXIT_TEMPLATE && any) return NULL;
     if (rc) { *io = true; return NULL; }
     return prog;
 }

@@ -147,6 +147,12 @@ void tplc_print_error(const tpl_error *e);
  * the loader's better reason). I/O and usage errors are always printed. Returns 0 or an exit
  * status. */
 int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errout, char **msgout);
+/* tplc_compile_path reporting every error (tpl_compile_all): up to cap errors go to errs[] with
+ * their messages in msgs[] (malloc'd, the loader's reason for a missing template) and *nerr is
+ * their count; an error of another kind (usage, I/O) is printed instead (msgs[i] NULL, errs[i]
+ * cleared). Returns 0, EXIT_TEMPLATE or EXIT_USAGE (the worst of the errors). */
+int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errs, char **msgs,
+                          size_t cap, size_t *nerr);
 
 
 /* Whether the golden object g (the file's top-level object, or element elem of its top-level array

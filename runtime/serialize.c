@@ -37,8 +37,8 @@
 #include <string.h>
 #include "program.h"
 #include "../include/tpl_static.h"
-#include "../runtime/verify.h"
-#include "../runtime/vm.h"
+#include "verify.h"
+#include "library.h"
 
 static const unsigned char MAGIC[8] = { 'T', 'P', 'L', 'B', '\r', '\n', 0x1a, '\n' };
 #define HEADER 32
@@ -717,6 +717,8 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
         default: break;
         }
         if (name) {
+            rd.fallback = op == TPL_OP_LOAD_SLOT || op == TPL_OP_LOAD_ROOT || op == TPL_OP_LOAD_OUTER;
+            rd.builtin = tpl_stdlib.find(TPL_BK_GLOBAL, name->u.s, name->len) >= 0;
             if (op != TPL_OP_LOAD_IVAR_RB && op != TPL_OP_FMT_FIELD && rd.kind == TPL_READ_STATE && name_is(name, "call"))
                 rd.kind = TPL_READ_CALL;
             if (rd.kind == TPL_READ_CALL) {
@@ -740,6 +742,28 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }
     free(at);
+    return k;
+}
+
+size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic *out, size_t cap)
+{
+    if (!p) return 0;
+    if (!out) cap = 0;
+    size_t k = 0;
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
+        if (op >= TPL_OP__COUNT) break;
+        if (op == TPL_OP_FAIL && a < p->nconsts && p->consts[a].type == TPL_T_STR) {
+            if (k < cap) {
+                tpl_diagnostic *d = &out[k];
+                *d = (tpl_diagnostic){ .severity = TPL_SEVERITY_ERROR, .status = TPL_ERR_SYNTAX, .file = p->name,
+                                       .message = p->consts[a].u.s, .message_len = p->consts[a].len };
+                tpl_program_span(p, (uint32_t)pc, &d->line, &d->column);
+            }
+            k++;
+        }
+        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+    }
     return k;
 }
 

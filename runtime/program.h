@@ -2,12 +2,12 @@
 #ifndef TPL_PROGRAM_H
 #define TPL_PROGRAM_H
 
-#include "../runtime/value.h"
+#include "value.h"
 #include "../include/tpl.h"
 
 typedef enum tpl_opcode {
 #define TPL_OP(name, extra, fmt, pops, pushes, doc) TPL_OP_##name,
-#include "../runtime/opcodes.def"
+#include "opcodes.def"
 #undef TPL_OP
     TPL_OP__COUNT
 } tpl_opcode;
@@ -119,9 +119,5 @@ uint64_t tpl_source_hash(const char *src, size_t n);
 /* Line and column (code points) of byte offset `off` in src. */
 void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col);
 
-/* Jinja front end + compiler. Fills err on failure. */
-tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err);
-/* ERB front end + lowering (source kept byte for byte). Fills err on failure. */
-tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err);
 
 #endif

@@ -1,0 +1,45 @@
+/* The standard library's table of entry points for the runtime (runtime/library.h): the VM, the
+ * printer and the verifier reach the builtins only through `tpl_stdlib`. */
+#include "builtins.h"
+#include "ruby.h"
+#include "tr.h"
+
+_Static_assert(TPL_B__COUNT <= TPL_BUILTINS_MAX, "raise TPL_BUILTINS_MAX (runtime/library.h)");
+
+const tpl_library tpl_stdlib = {
+    .table = tpl_builtin_table,
+    .nbuiltins = TPL_B__COUNT,
+    .signature = tpl_builtin_signature,
+    .find = tpl_builtin_find,
+    .bind = tpl_builtin_bind,
+    .undefined_error = tpl_undefined_error,
+    .format_value = tpl_format_value,
+    .format_filter = f_format,
+    .fmt_begin = tpl_fmt_begin,
+    .fmt_item = tpl_fmt_item,
+    .fmt_attr = tpl_fmt_attr,
+    .fmt_conv = tpl_fmt_conv,
+    .rb_send = tpl_rb_send,
+    .rb_equal = tpl_vm_rb_equal,
+    .rb_getitem = tpl_rb_getitem,
+    .rb_range = tpl_rb_range,
+    .rb_each_list = tpl_rb_each_list,
+    .rb_arith = tpl_rb_arith,
+    .rb_compare_check = tpl_rb_compare_check,
+    .tr_new = tpl_tr_new,
+    .tr_free = tpl_tr_free,
+    .tr_add_catalog_json = tpl_tr_add_catalog_json,
+    .tr_clear_catalogs = tpl_tr_clear_catalogs,
+    .tr_set_lang = tpl_tr_set_lang,
+    .tr_add_key = tpl_tr_add_key,
+    .tr_clear_keys = tpl_tr_clear_keys,
+    .id_escape = TPL_B_FILTER_escape,
+    .id_default = TPL_B_FILTER_default,
+    .id_length = TPL_B_FILTER_length,
+    .id_upper = TPL_B_FILTER_upper,
+    .id_lower = TPL_B_FILTER_lower,
+    .id_join = TPL_B_FILTER_join,
+    .id_trim = TPL_B_FILTER_trim,
+    .id_raise_exception = TPL_B_GLOBAL_raise_exception,
+    .id_strftime_now = TPL_B_GLOBAL_strftime_now,
+};

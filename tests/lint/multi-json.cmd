@@ -1,0 +1,1 @@
+lint --format json multi.jinja multi.erb

@@ -1,0 +1,1 @@
+lint multi.jinja multi.erb multi.fmt
