@@ -231,6 +231,28 @@ static int result(tpl_vm *vm, const tpl_hobj *h, tpl_host_result rc, const char 
     return failed(vm, h, what, name, n);
 }
 
+int tpl_hobj_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    if (!h->cls->getattr) return 1;
+    int rc = result(vm, h, h->cls->getattr(h->obj, h->r, name, n, &o), "getattr", name, n);
+    if (!rc) *out = from_val(o);
+    return rc;
+}
+
+int tpl_hobj_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    if (!h->cls->getitem) return 1;
+    const char *kn = key.type == TPL_T_STR ? key.u.s : "";
+    size_t kl = key.type == TPL_T_STR ? key.len : 0;
+    int rc = result(vm, h, h->cls->getitem(h->obj, h->r, to_val(key), &o), "getitem", kn, kl);
+    if (!rc) *out = from_val(o);
+    return rc;
+}
+
 int tpl_hobj_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
     tpl_hobj *h = obj.u.p;

@@ -20,6 +20,10 @@ bool tpl_render_busy(const tpl_render *r);
  * a located error. */
 int tpl_hobj_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out);
 int tpl_hobj_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
+/* The getattr callback alone (str.format's `.`) / the getitem callback alone (its `[]`): as
+ * above, without the fallback. */
+int tpl_hobj_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out);
+int tpl_hobj_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
 /* The items of a host object (its iter callback): 0, or -1 with an error (not iterable). */
 int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out);
 /* Calls a host object: 0 with *out, or -1 with an error. */

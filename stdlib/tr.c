@@ -22,6 +22,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "tr.h"
+#include "../runtime/host.h"
 #include "builtins.h"
 
 /* A pattern row, split once: lits[0] name[0] lits[1] ... name[n-1] lits[n]. */
@@ -549,6 +550,14 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
 int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
 {
     switch (obj.type) {
+    case TPL_T_HOST: { /* obj[key], as str.format does */
+        int rc = tpl_hobj_item(vm, obj, key, out);
+        if (rc <= 0) return rc;
+        tpl_sb b;
+        tpl_sb_init(&b, tpl_vm_arena(vm));
+        tpl_py_repr(&b, key);
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "KeyError: %.*s", (int)b.len, b.p ? b.p : "");
+    }
     case TPL_T_MAP: {
         tpl_value *v = tpl_map_get(obj.u.map, key);
         if (v) { *out = *v; return 0; }
@@ -596,6 +605,9 @@ int tpl_fmt_attr(tpl_vm *vm, tpl_value obj, tpl_value name, tpl_value *out)
     } else if (obj.type == TPL_T_FLOAT) {
         if (str_eq(name, "real", 4)) { *out = obj; return 0; }
         if (str_eq(name, "imag", 4)) { *out = tpl_v_float(0.0); return 0; }
+    } else if (obj.type == TPL_T_HOST) { /* getattr(obj, name), as str.format does */
+        int rc = tpl_hobj_attr(vm, obj, name.u.s, name.len, out);
+        if (rc <= 0) return rc;
     }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "AttributeError: '%s' object has no attribute '%.*s'",
                         tpl_type_name(vm, obj), (int)name.len, name.u.s);

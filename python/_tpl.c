@@ -1,0 +1,848 @@
+/* tpl._tpl: the CPython binding of libtpl (issue 17), written against include/tpl.h only.
+ *
+ * Python values cross natively (tpl_val constructors): str, int (64-bit), float, bool, None,
+ * dict (insertion order), list, tuple; Markup-like strings (an __html__ method) are markup-safe.
+ * Any other object is a host object (tpl_host_class below) that the VM reads lazily: getattr,
+ * items, iteration, len, calls with args/kwargs, truthiness, str/repr. Only the top-level names
+ * in the program's reads-set are converted, so a render touches only what it can read.
+ *
+ * The GIL is released while the VM runs and re-acquired in each callback. A Program is
+ * immutable and renders from many threads; each render takes a render context from the
+ * Program's pool (guarded by the GIL) or makes one. A Python exception raised in a callback ends
+ * the render and is re-raised as itself, with a note naming the template location.
+ *
+ * Template errors are not raised here: render/compile/load return an error tuple
+ * (status, message, file, line, column, source_line, formatted) that tpl/__init__.py turns into
+ * its exception classes (so this module keeps no global state). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+
+#define MAX_DEPTH 500   /* nesting of dicts/lists converted from Python */
+#define POOL_MAX 8      /* idle render contexts kept per Program */
+
+typedef struct {
+    PyObject_HEAD
+    tpl_program *p;
+    PyObject *reads;        /* tuple of str: the reads-set (top-level names converted) */
+    tpl_render *pool[POOL_MAX];
+    int npool;
+} ProgramObject;
+
+/* One render's binding state, reachable from the callbacks through a host object's class data:
+ * every host object points at a `pyobj` block that names its render. */
+typedef struct render_ctx {
+    tpl_render *r;
+    PyObject *keep;         /* list: objects created during the render, alive until it ends */
+    PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
+    int depth;
+    PyObject *remembers;    /* callable or NULL */
+    int failed_remembers;
+} render_ctx;
+
+static int to_val(render_ctx *c, PyObject *o, tpl_val *out);
+
+/* ------------------------------------------------------------------ errors */
+
+static PyObject *error_tuple(const tpl_error *e)
+{
+    char *f = tpl_error_format(e);
+    PyObject *t = Py_BuildValue("(isziizs)", (int)e->status, e->message ? e->message : "", e->file,
+                                (int)e->line, (int)e->column, e->source_line, f ? f : "");
+    free(f);
+    return t;
+}
+
+/* A failing callback: the pending Python exception becomes the render's payload (owned). */
+static void fail_with_exception(render_ctx *c)
+{
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (tb && v) PyException_SetTraceback(v, tb);
+    char msg[200] = "error";
+    if (v) {
+        PyObject *s = PyObject_Str(v);
+        const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (!u) PyErr_Clear();
+        snprintf(msg, sizeof msg, "%s: %s", t ? ((PyTypeObject *)t)->tp_name : "Exception", u ? u : "");
+        Py_XDECREF(s);
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    PyObject *old = tpl_render_error_payload(c->r);
+    Py_XDECREF(old);
+    tpl_host_error(c->r, msg, v); /* v's reference moves to the payload */
+}
+
+/* ------------------------------------------------------------------ host objects */
+
+typedef struct pyobj {
+    PyObject *o;            /* borrowed: kept alive by the state dict or c->keep */
+    render_ctx *c;
+} pyobj;
+
+static const tpl_host_class py_class;
+
+static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
+{
+    /* the block lives in the keep list as a capsule-free bytes object: simplest owned memory */
+    PyObject *blk = PyBytes_FromStringAndSize(NULL, sizeof(pyobj));
+    if (!blk) return -1;
+    if (PyList_Append(c->keep, blk) < 0 || PyList_Append(c->keep, o) < 0) { Py_DECREF(blk); return -1; }
+    Py_DECREF(blk);
+    pyobj *h = (pyobj *)PyBytes_AS_STRING(blk);
+    h->o = o;
+    h->c = c;
+    if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+static int check(tpl_status st)
+{
+    if (st == TPL_OK) return 0;
+    if (st == TPL_ERR_LIMIT) PyErr_SetString(PyExc_MemoryError, "tpl: render memory limit reached");
+    else if (st == TPL_ERR_VALUE) PyErr_SetString(PyExc_ValueError, "tpl: invalid string");
+    else if (st == TPL_ERR_TYPE) PyErr_SetString(PyExc_TypeError, "tpl: dict keys must be str, int, float, bool or None");
+    else PyErr_NoMemory();
+    return -1;
+}
+
+static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u) return -1;
+    return check(tpl_val_str(c->r, u, (size_t)n, flags, out));
+}
+
+static int enter(render_ctx *c, PyObject *o)
+{
+    for (int i = 0; i < c->depth; i++)
+        if (c->stack[i] == o) {
+            PyErr_Format(PyExc_ValueError, "tpl: cyclic %s in the render state", Py_TYPE(o)->tp_name);
+            return -1;
+        }
+    if (c->depth == MAX_DEPTH) {
+        PyErr_Format(PyExc_ValueError, "tpl: render state nested deeper than %d levels", MAX_DEPTH);
+        return -1;
+    }
+    c->stack[c->depth++] = o;
+    return 0;
+}
+
+static int key_val(render_ctx *c, PyObject *k, tpl_val *out)
+{
+    if (PyUnicode_Check(k)) return str_val(c, k, 0, out);
+    if (k == Py_None || PyBool_Check(k) || PyLong_Check(k) || PyFloat_Check(k)) return to_val(c, k, out);
+    PyErr_Format(PyExc_TypeError, "tpl: dict keys must be str, int, float, bool or None, not %s", Py_TYPE(k)->tp_name);
+    return -1;
+}
+
+static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
+{
+    if (enter(c, d) < 0) return -1;
+    if (check(tpl_val_map(c->r, (size_t)PyDict_GET_SIZE(d), out)) < 0) return -1;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        tpl_val kv, vv;
+        if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0) return -1;
+        if (check(tpl_val_map_set(c->r, *out, kv, vv)) < 0) return -1;
+    }
+    c->depth--;
+    return 0;
+}
+
+static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
+{
+    if (enter(c, s) < 0) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
+    PyObject **items = PySequence_Fast_ITEMS(s);
+    if (check(tpl_val_list(c->r, (size_t)n, flags, out)) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        tpl_val v;
+        if (to_val(c, items[i], &v) < 0 || check(tpl_val_list_push(c->r, *out, v)) < 0) return -1;
+    }
+    c->depth--;
+    return 0;
+}
+
+/* Python -> tpl_val: natively for the plain types, a host object otherwise. */
+static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (t == &PyUnicode_Type) return str_val(c, o, 0, out);
+    if (o == Py_None) { *out = tpl_val_none(); return 0; }
+    if (t == &PyBool_Type) { *out = tpl_val_bool(o == Py_True); return 0; }
+    if (t == &PyLong_Type) {
+        int ovf = 0;
+        long long i = PyLong_AsLongLongAndOverflow(o, &ovf);
+        if (ovf) { PyErr_SetString(PyExc_OverflowError, "tpl: integers are 64-bit (int64); this one is larger"); return -1; }
+        if (i == -1 && PyErr_Occurred()) return -1;
+        *out = tpl_val_int(i);
+        return 0;
+    }
+    if (t == &PyFloat_Type) { *out = tpl_val_float(PyFloat_AS_DOUBLE(o)); return 0; }
+    if (t == &PyDict_Type) return dict_val(c, o, out);
+    if (t == &PyList_Type) return seq_val(c, o, 0, out);
+    if (t == &PyTuple_Type) return seq_val(c, o, TPL_VAL_AS_TUPLE, out);
+    if (PyUnicode_Check(o)) { /* str subclasses: Markup and friends are markup-safe */
+        int has = PyObject_HasAttrString(o, "__html__");
+        return str_val(c, o, has ? TPL_VAL_MARKUP : 0, out);
+    }
+    if (PyObject_HasAttrString(o, "__html__") && !PyType_Check(o)) { /* objects with __html__ print it, unescaped */
+        PyObject *h = PyObject_CallMethod(o, "__html__", NULL);
+        if (!h) return -1;
+        int rc = PyUnicode_Check(h) ? str_val(c, h, TPL_VAL_MARKUP, out)
+                                    : (PyErr_SetString(PyExc_TypeError, "__html__ must return a str"), -1);
+        Py_DECREF(h);
+        return rc;
+    }
+    return host_val(c, o, out);
+}
+
+/* tpl_val -> Python (new reference). */
+static PyObject *from_val(tpl_val v)
+{
+    size_t n;
+    const char *s;
+    switch (tpl_val_kind_of(v)) {
+    case TPL_VAL_NONE: case TPL_VAL_UNDEFINED: case TPL_VAL_OTHER: Py_RETURN_NONE;
+    case TPL_VAL_BOOL: return PyBool_FromLong(tpl_val_as_bool(v));
+    case TPL_VAL_INT: return PyLong_FromLongLong(tpl_val_as_int(v));
+    case TPL_VAL_FLOAT: return PyFloat_FromDouble(tpl_val_as_float(v));
+    case TPL_VAL_STR:
+        s = tpl_val_as_str(v, &n);
+        return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
+    case TPL_VAL_LIST: case TPL_VAL_TUPLE: {
+        n = tpl_val_len(v);
+        bool tup = tpl_val_kind_of(v) == TPL_VAL_TUPLE;
+        PyObject *l = tup ? PyTuple_New((Py_ssize_t)n) : PyList_New((Py_ssize_t)n);
+        if (!l) return NULL;
+        for (size_t i = 0; i < n; i++) {
+            PyObject *x = from_val(tpl_val_item(v, i));
+            if (!x) { Py_DECREF(l); return NULL; }
+            if (tup) PyTuple_SET_ITEM(l, (Py_ssize_t)i, x);
+            else PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+        }
+        return l;
+    }
+    case TPL_VAL_MAP: {
+        PyObject *d = PyDict_New();
+        n = tpl_val_len(v);
+        for (size_t i = 0; d && i < n; i++) {
+            PyObject *k = from_val(tpl_val_map_key(v, i)), *x = from_val(tpl_val_map_value(v, i));
+            if (!k || !x || PyDict_SetItem(d, k, x) < 0) Py_CLEAR(d);
+            Py_XDECREF(k);
+            Py_XDECREF(x);
+        }
+        return d;
+    }
+    case TPL_VAL_HOST: {
+        pyobj *h = tpl_val_host_object(v);
+        if (tpl_val_host_class(v) != &py_class || !h) Py_RETURN_NONE;
+        Py_INCREF(h->o);
+        return h->o;
+    }
+    }
+    Py_RETURN_NONE;
+}
+
+/* The result of a callback that produced r (new reference) or failed (NULL). */
+static tpl_host_result deliver(render_ctx *c, PyObject *res, tpl_val *out)
+{
+    if (!res) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    int rc = to_val(c, res, out);
+    Py_DECREF(res);
+    if (rc < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    return TPL_HOST_OK;
+}
+
+/* Missing on the given exception kinds (Jinja2's getattr/getitem fall through), else failure. */
+static tpl_host_result missing_or_fail(render_ctx *c, PyObject *kind1, PyObject *kind2)
+{
+    if (PyErr_ExceptionMatches(kind1) || (kind2 && PyErr_ExceptionMatches(kind2))) {
+        PyErr_Clear();
+        return TPL_HOST_MISSING;
+    }
+    fail_with_exception(c);
+    return TPL_HOST_ERROR;
+}
+
+static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc;
+    PyObject *n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, "strict");
+    PyObject *res = n ? PyObject_GetAttr(h->o, n) : NULL;
+    Py_XDECREF(n);
+    if (!res) rc = missing_or_fail(h->c, PyExc_AttributeError, NULL);
+    else rc = deliver(h->c, res, out);
+    PyGILState_Release(g);
+    return rc;
+}
+
+static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc;
+    PyObject *k = from_val(key);
+    PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
+    Py_XDECREF(k);
+    if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
+    else rc = deliver(h->c, res, out);
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* The items of an iterable as a list value (MISSING when o is not iterable). */
+static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
+{
+    PyObject *it = PyObject_GetIter(o);
+    if (!it) return missing_or_fail(c, PyExc_TypeError, NULL);
+    PyObject *l = PySequence_List(it);
+    Py_DECREF(it);
+    if (!l) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    if (PyList_Append(c->keep, l) < 0) { Py_DECREF(l); fail_with_exception(c); return TPL_HOST_ERROR; }
+    Py_DECREF(l);
+    if (seq_val(c, l, 0, out) < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    return TPL_HOST_OK;
+}
+
+static tpl_host_result py_iter(void *obj, tpl_render *r, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc = iter_list(h->c, h->o, out);
+    PyGILState_Release(g);
+    return rc;
+}
+
+static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc = TPL_HOST_OK;
+    Py_ssize_t n = PyObject_Length(h->o);
+    if (n < 0) rc = missing_or_fail(h->c, PyExc_TypeError, NULL);
+    else *out = n;
+    PyGILState_Release(g);
+    return rc;
+}
+
+static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                               const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc = TPL_HOST_ERROR;
+    PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
+    bool ok = a && (!nkw || kw);
+    for (size_t i = 0; ok && i < nargs; i++) {
+        PyObject *x = from_val(args[i]);
+        if (!x) ok = false;
+        else PyTuple_SET_ITEM(a, (Py_ssize_t)i, x);
+    }
+    for (size_t i = 0; ok && i < nkw; i++) {
+        PyObject *k = from_val(kwn[i]), *x = from_val(kwv[i]);
+        if (!k || !x || PyDict_SetItem(kw, k, x) < 0) ok = false;
+        Py_XDECREF(k);
+        Py_XDECREF(x);
+    }
+    if (ok) rc = deliver(h->c, PyObject_Call(h->o, a, kw), out);
+    else fail_with_exception(h->c);
+    Py_XDECREF(a);
+    Py_XDECREF(kw);
+    PyGILState_Release(g);
+    return rc;
+}
+
+static tpl_host_result py_truth(void *obj, tpl_render *r, bool *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc = TPL_HOST_OK;
+    int t = PyObject_IsTrue(h->o);
+    if (t < 0) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
+    else *out = t;
+    PyGILState_Release(g);
+    return rc;
+}
+
+static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc;
+    PyObject *s = repr ? PyObject_Repr(h->o) : PyObject_Str(h->o);
+    if (!s) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
+    else {
+        rc = str_val(h->c, s, 0, out) < 0 ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
+        Py_DECREF(s);
+    }
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* Plain data for builtin filters: a mapping (has keys()) as a dict, an iterable as a list. */
+static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    PyGILState_STATE g = PyGILState_Ensure();
+    tpl_host_result rc = TPL_HOST_MISSING;
+    if (PyCallable_Check(h->o) && !PyObject_HasAttrString(h->o, "__iter__")) {
+        rc = TPL_HOST_MISSING;
+    } else if (PyMapping_Check(h->o) && PyObject_HasAttrString(h->o, "keys")) {
+        PyObject *d = PyDict_New();
+        if (d && PyDict_Merge(d, h->o, 1) == 0 && PyList_Append(h->c->keep, d) == 0) {
+            rc = dict_val(h->c, d, out) < 0 ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
+        } else {
+            fail_with_exception(h->c);
+            rc = TPL_HOST_ERROR;
+        }
+        Py_XDECREF(d);
+    } else if (PyObject_HasAttrString(h->o, "__iter__")) {
+        rc = iter_list(h->c, h->o, out);
+    }
+    PyGILState_Release(g);
+    return rc;
+}
+
+static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
+                                         py_resolve };
+
+/* remembers(words) from a Python callable. */
+static int py_remembers(void *data, const char *words, size_t len)
+{
+    render_ctx *c = data;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int rc = -1;
+    PyObject *res = PyObject_CallFunction(c->remembers, "s#", words, (Py_ssize_t)len);
+    if (res) {
+        int t = PyObject_IsTrue(res);
+        Py_DECREF(res);
+        if (t >= 0) rc = t;
+    }
+    if (rc < 0) fail_with_exception(c);
+    PyGILState_Release(g);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ Program */
+
+static void Program_dealloc(ProgramObject *self)
+{
+    tpl_program_free(self->p);
+    for (int i = 0; i < self->npool; i++) tpl_render_free(self->pool[i]);
+    Py_XDECREF(self->reads);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject ProgramType;
+
+static PyObject *wrap_program(tpl_program *p)
+{
+    ProgramObject *o = PyObject_New(ProgramObject, &ProgramType);
+    if (!o) { tpl_program_free(p); return NULL; }
+    o->p = p;
+    o->npool = 0;
+    size_t n = tpl_program_reads(p, NULL, NULL, 0);
+    const char **names = calloc(n + 1, sizeof *names);
+    size_t *lens = calloc(n + 1, sizeof *lens);
+    o->reads = PyTuple_New((Py_ssize_t)n);
+    if (!names || !lens || !o->reads) {
+        free(names);
+        free(lens);
+        Py_DECREF(o);
+        return PyErr_NoMemory();
+    }
+    tpl_program_reads(p, names, lens, n);
+    for (size_t i = 0; i < n; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8(names[i], (Py_ssize_t)lens[i], "strict");
+        if (!s) { free(names); free(lens); Py_DECREF(o); return NULL; }
+        PyUnicode_InternInPlace(&s);
+        PyTuple_SET_ITEM(o->reads, (Py_ssize_t)i, s);
+    }
+    free(names);
+    free(lens);
+    return (PyObject *)o;
+}
+
+/* The compile-time loader: loader(name) -> str or None. */
+typedef struct load_ctx { PyObject *fn; PyObject *exc; } load_ctx;
+
+static char *py_loader(void *data, const char *name, size_t name_len, size_t *len)
+{
+    load_ctx *l = data;
+    if (l->exc) return NULL;
+    PyObject *res = PyObject_CallFunction(l->fn, "s#", name, (Py_ssize_t)name_len);
+    if (!res) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (tb && v) PyException_SetTraceback(v, tb);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+        l->exc = v;
+        return NULL;
+    }
+    char *buf = NULL;
+    if (PyUnicode_Check(res)) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(res, &n);
+        if (u && (buf = malloc((size_t)n + 1))) { memcpy(buf, u, (size_t)n); buf[n] = 0; *len = (size_t)n; }
+        if (!u) PyErr_Clear();
+    }
+    Py_DECREF(res);
+    return buf;
+}
+
+static int opt_bool(PyObject *d, const char *key, bool *field)
+{
+    PyObject *v = d ? PyDict_GetItemString(d, key) : NULL;
+    if (!v || v == Py_None) return 0;
+    int t = PyObject_IsTrue(v);
+    if (t < 0) return -1;
+    *field = t;
+    return 0;
+}
+
+/* compile(source, name, syntax, profile, options, loader) -> Program | error tuple */
+static PyObject *mod_compile(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *src, *name, *profile;
+    Py_ssize_t n;
+    int syntax;
+    PyObject *opts, *loader;
+    if (!PyArg_ParseTuple(args, "s#sizOO", &src, &n, &name, &syntax, &profile, &opts, &loader)) return NULL;
+    if (syntax < 0 || syntax > 2) return PyErr_Format(PyExc_ValueError, "bad syntax %d", syntax);
+    tpl_options o = { 0 };
+    if (tpl_options_profile(&o, (tpl_syntax)syntax, profile) != TPL_OK)
+        return PyErr_Format(PyExc_ValueError, "unknown profile %R for this syntax", PyTuple_GET_ITEM(args, 3));
+    if (opts != Py_None && !PyDict_Check(opts)) return PyErr_Format(PyExc_TypeError, "options must be a dict");
+    PyObject *d = opts == Py_None ? NULL : opts;
+    if (opt_bool(d, "trim_blocks", &o.trim_blocks) < 0 || opt_bool(d, "lstrip_blocks", &o.lstrip_blocks) < 0 ||
+        opt_bool(d, "keep_trailing_newline", &o.keep_trailing_newline) < 0 || opt_bool(d, "strict", &o.strict) < 0 ||
+        opt_bool(d, "tidy", &o.tidy) < 0 || opt_bool(d, "hf", &o.hf) < 0)
+        return NULL;
+    load_ctx l = { loader, NULL };
+    if (loader != Py_None) {
+        o.loader = py_loader;
+        o.loader_data = &l;
+    }
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_compile(name, src, (size_t)n, &o, &p, &err);
+    if (l.exc) { /* the loader raised: that exception, as itself */
+        tpl_error_clear(&err);
+        tpl_program_free(p);
+        PyErr_SetObject((PyObject *)Py_TYPE(l.exc), l.exc);
+        Py_DECREF(l.exc);
+        return NULL;
+    }
+    if (st != TPL_OK) {
+        PyObject *t = error_tuple(&err);
+        tpl_error_clear(&err);
+        return t;
+    }
+    return wrap_program(p);
+}
+
+/* load(data, name) -> Program | error tuple */
+static PyObject *mod_load(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    Py_buffer b;
+    const char *name;
+    if (!PyArg_ParseTuple(args, "y*z", &b, &name)) return NULL;
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load(name, b.buf, (size_t)b.len, &p, &err);
+    PyBuffer_Release(&b);
+    if (st != TPL_OK) {
+        PyObject *t = error_tuple(&err);
+        tpl_error_clear(&err);
+        return t;
+    }
+    return wrap_program(p);
+}
+
+static PyObject *Program_save(ProgramObject *self, PyObject *args)
+{
+    int strip = 0;
+    if (!PyArg_ParseTuple(args, "|p", &strip)) return NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    if (tpl_program_save(self->p, strip ? TPL_SAVE_STRIP_SOURCE : 0, &buf, &len) != TPL_OK) return PyErr_NoMemory();
+    PyObject *r = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+    free(buf);
+    return r;
+}
+
+static PyObject *Program_dump(ProgramObject *self, PyObject *unused)
+{
+    (void)unused;
+    char *s = tpl_disassemble(self->p);
+    if (!s) return PyErr_NoMemory();
+    PyObject *r = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+    free(s);
+    return r;
+}
+
+static PyObject *Program_reads(ProgramObject *self, void *unused)
+{
+    (void)unused;
+    Py_INCREF(self->reads);
+    return self->reads;
+}
+
+static PyObject *Program_syntax(ProgramObject *self, void *unused)
+{
+    (void)unused;
+    const tpl_options *o = tpl_program_options(self->p);
+    return PyLong_FromLong(o ? (long)o->syntax : 0);
+}
+
+static int set_settings(render_ctx *c, PyObject *facts, PyObject *call, PyObject *lang, PyObject *catalogs,
+                        PyObject *tr_keys)
+{
+    tpl_render *r = c->r;
+    tpl_render_clear_facts(r);
+    tpl_render_clear_catalogs(r);
+    tpl_render_clear_tr_keys(r);
+    tpl_render_set_lang(r, NULL);
+    tpl_render_set_call(r, NULL, NULL);
+    tpl_render_set_call_claimed(r, NULL);
+    tpl_render_set_remembers(r, c->remembers ? py_remembers : NULL, c);
+    if (facts != Py_None) {
+        PyObject *seq = PySequence_Fast(facts, "facts must be a sequence of str");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            Py_ssize_t n;
+            const char *u = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &n);
+            if (!u || tpl_render_add_fact(r, u, (size_t)n) != TPL_OK) {
+                Py_DECREF(seq);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad fact");
+                return -1;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    if (call != Py_None) {
+        const char *ch = NULL, *me = NULL, *cl = NULL;
+        if (!PyArg_ParseTuple(call, "zzz", &ch, &me, &cl)) return -1;
+        if (tpl_render_set_call(r, ch, me) != TPL_OK || tpl_render_set_call_claimed(r, cl) != TPL_OK) {
+            PyErr_Format(PyExc_ValueError, "bad call: %s", tpl_render_error(r)->message);
+            return -1;
+        }
+    }
+    if (lang != Py_None) {
+        const char *l = PyUnicode_AsUTF8(lang);
+        if (!l) return -1;
+        tpl_render_set_lang(r, l);
+    }
+    if (catalogs != Py_None) {
+        PyObject *seq = PySequence_Fast(catalogs, "catalogs must be a sequence of JSON str");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            Py_ssize_t n;
+            const char *u = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &n);
+            if (!u || tpl_render_add_catalog_json(r, u, (size_t)n) != TPL_OK) {
+                Py_DECREF(seq);
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "bad catalog: %s", tpl_render_error(r)->message);
+                return -1;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    if (tr_keys != Py_None) {
+        PyObject *seq = PySequence_Fast(tr_keys, "tr_keys must be a sequence of str");
+        if (!seq) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            Py_ssize_t n;
+            const char *u = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &n);
+            if (!u || tpl_render_add_tr_key(r, u, (size_t)n) != TPL_OK) {
+                Py_DECREF(seq);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad tr key");
+                return -1;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    return 0;
+}
+
+/* render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None,
+ *        limits=None) -> str | error tuple. state: a dict or any mapping (only the names the
+ * program reads are looked up). call: (channel, medium, claimed); limits: (fuel, max_depth,
+ * max_output, max_memory), 0 for a default. */
+static PyObject *Program_render(ProgramObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", NULL };
+    PyObject *state, *facts = Py_None, *remembers = Py_None, *call = Py_None, *lang = Py_None, *catalogs = Py_None,
+             *tr_keys = Py_None, *limits = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOOOOO", kwlist, &state, &facts, &remembers, &call, &lang,
+                                     &catalogs, &tr_keys, &limits))
+        return NULL;
+    tpl_render *r = NULL;
+    bool pooled = limits == Py_None;
+    if (pooled && self->npool > 0) {
+        r = self->pool[--self->npool];
+    } else {
+        tpl_limits lim = { 0 };
+        if (limits != Py_None) {
+            unsigned long long fuel, depth, out, mem;
+            if (!PyArg_ParseTuple(limits, "KKKK", &fuel, &depth, &out, &mem)) return NULL;
+            lim.fuel = fuel;
+            lim.max_depth = (uint32_t)depth;
+            lim.max_output = out;
+            lim.max_memory = mem;
+        }
+        r = tpl_render_new(&lim);
+        if (!r) return PyErr_NoMemory();
+    }
+    render_ctx *c = PyMem_Malloc(sizeof *c);
+    PyObject *result = NULL;
+    if (!c) { PyErr_NoMemory(); goto done; }
+    c->r = r;
+    c->depth = 0;
+    c->remembers = remembers == Py_None ? NULL : remembers;
+    c->keep = PyList_New(0);
+    if (!c->keep) goto done;
+    if (set_settings(c, facts, call, lang, catalogs, tr_keys) < 0) goto done;
+
+    /* the state: the names the program reads, looked up in the mapping */
+    tpl_render_reset_state(r);
+    tpl_val st;
+    Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
+    if (check(tpl_val_map(r, (size_t)nreads, &st)) < 0) goto done;
+    bool isdict = PyDict_Check(state);
+    if (!isdict && !PyMapping_Check(state)) {
+        PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nreads; i++) {
+        PyObject *name = PyTuple_GET_ITEM(self->reads, i), *v;
+        if (isdict) {
+            v = PyDict_GetItemWithError(state, name);
+            if (!v) { if (PyErr_Occurred()) goto done; continue; }
+            Py_INCREF(v);
+        } else {
+            v = PyObject_GetItem(state, name);
+            if (!v) {
+                if (!PyErr_ExceptionMatches(PyExc_KeyError)) goto done;
+                PyErr_Clear();
+                continue;
+            }
+        }
+        if (PyList_Append(c->keep, v) < 0) { Py_DECREF(v); goto done; }
+        Py_DECREF(v);
+        tpl_val k, x;
+        if (str_val(c, name, 0, &k) < 0 || to_val(c, v, &x) < 0) goto done;
+        if (check(tpl_val_map_set(r, st, k, x)) < 0) goto done;
+    }
+    tpl_render_set_state_val(r, st);
+
+    const char *out = NULL;
+    size_t n = 0;
+    tpl_status rs;
+    Py_BEGIN_ALLOW_THREADS
+    rs = tpl_render_run(r, self->p, &out, &n);
+    Py_END_ALLOW_THREADS
+    PyObject *exc = tpl_render_error_payload(r);
+    if (rs == TPL_OK) {
+        Py_XDECREF(exc);
+        result = PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "strict");
+    } else if (exc) {
+        /* the callback's exception, as itself, annotated with the template location */
+        const tpl_error *e = tpl_render_error(r);
+        PyObject *note = PyUnicode_FromFormat("tpl: raised while rendering %s, line %u, column %u",
+                                              e->file ? e->file : "<template>", e->line, e->column);
+        if (note) {
+            PyObject *rv = PyObject_CallMethod(exc, "add_note", "O", note);
+            Py_XDECREF(rv);
+            if (!rv) PyErr_Clear();
+            Py_DECREF(note);
+        }
+        PyObject *tb = PyException_GetTraceback(exc), *type = (PyObject *)Py_TYPE(exc);
+        Py_INCREF(type);
+        PyErr_Restore(type, exc, tb); /* steals type, exc and tb */
+    } else {
+        result = error_tuple(tpl_render_error(r));
+    }
+done:
+    tpl_render_reset_state(r); /* no handle to a Python object outlives the render */
+    tpl_render_set_remembers(r, NULL, NULL);
+    if (c) {
+        Py_XDECREF(c->keep);
+        PyMem_Free(c);
+    }
+    if (pooled && self->npool < POOL_MAX) self->pool[self->npool++] = r;
+    else tpl_render_free(r);
+    return result;
+}
+
+static PyMethodDef Program_methods[] = {
+    { "render", (PyCFunction)(void (*)(void))Program_render, METH_VARARGS | METH_KEYWORDS,
+      "render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
+    { "save", (PyCFunction)(void (*)(void))Program_save, METH_VARARGS, "save(strip_source=False) -> bytes (.tplb)" },
+    { "dump", (PyCFunction)(void (*)(void))Program_dump, METH_NOARGS, "dump() -> str (disassembly)" },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef Program_getset[] = {
+    { "reads", (getter)Program_reads, NULL, "the state names the program can read", NULL },
+    { "syntax", (getter)Program_syntax, NULL, "0 jinja, 1 erb, 2 fmt", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tpl._tpl.Program",
+    .tp_basicsize = sizeof(ProgramObject),
+    .tp_dealloc = (destructor)Program_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A compiled template (immutable; renders from many threads).",
+    .tp_methods = Program_methods,
+    .tp_getset = Program_getset,
+};
+
+static PyMethodDef mod_methods[] = {
+    { "compile", mod_compile, METH_VARARGS, "compile(source, name, syntax, profile, options, loader)" },
+    { "load", mod_load, METH_VARARGS, "load(data, name) -> Program | error tuple" },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef tpl_module = {
+    PyModuleDef_HEAD_INIT, "_tpl", "libtpl binding (see tpl/__init__.py)", -1, mod_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__tpl(void)
+{
+    if (PyType_Ready(&ProgramType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&tpl_module);
+    if (!m) return NULL;
+    Py_INCREF(&ProgramType);
+    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0 ||
+        PyModule_AddStringConstant(m, "version", TPL_VERSION_STRING) < 0) {
+        Py_DECREF(&ProgramType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,233 @@
+"""tpl: compile Jinja2, ERB and str.format prompt templates to bytecode and render them
+byte-identically to the reference engines, from Python (issue 17).
+
+    import tpl
+    t = tpl.Template("Hello {{ user.name }}!", profile="pinecall")
+    t.render(user={"name": "Ann"})            # or t.render({"user": ...})
+
+Values cross natively (dict in insertion order, list, tuple, str, int, float, bool, None);
+any other object is read lazily through its attributes, items, iteration and calls.
+`tpl.jinja2` is a drop-in for Jinja2's rendering API; `tpl.chat.apply_chat_template` renders
+Hugging Face chat templates as transformers does.
+"""
+import json as _json
+import os as _os
+
+try:
+    from . import _tpl
+except ImportError:  # the build tree: _tpl beside the package (PYTHONPATH=build/python:python)
+    import _tpl
+
+__version__ = _tpl.version
+__all__ = ["Template", "TemplateError", "TemplateSyntaxError", "UndefinedError", "TemplateRuntimeError",
+           "LimitError", "CorruptError", "Limits"]
+
+
+class TemplateError(Exception):
+    """A template failed to compile, load or render. Attributes: status (tpl_status), message,
+    name/filename (the template), lineno, column, source_line, formatted (FILE:LINE:COL: error:
+    ... with the source line and a caret)."""
+
+    def __init__(self, message=None, name=None, lineno=None, column=None, source_line=None, status=0,
+                 formatted=None):
+        super().__init__(message)
+        self.message = message
+        self.name = self.filename = name
+        self.lineno = lineno
+        self.column = column
+        self.source_line = source_line
+        self.status = status
+        self.formatted = formatted
+
+    def __str__(self):
+        return self.formatted.rstrip("\n") if self.formatted else str(self.message)
+
+
+class TemplateSyntaxError(TemplateError):
+    """The template does not parse, or uses a construct tpl refuses (status 1)."""
+
+
+class UndefinedError(TemplateError):
+    """A strict undefined value was printed, iterated or tested (status 2)."""
+
+
+class TemplateRuntimeError(TemplateError):
+    """A render failed: type error, raise_exception(), bad value, bad state (status 3, 5, 6, 7)."""
+
+
+class LimitError(TemplateRuntimeError):
+    """Fuel, depth, output or memory limit reached (status 4)."""
+
+
+class CorruptError(TemplateError):
+    """A .tplb failed verification (status 67)."""
+
+
+_STATUS = {1: TemplateSyntaxError, 2: UndefinedError, 4: LimitError, 67: CorruptError}
+
+
+def _raise(err):
+    status, message, name, line, column, source_line, formatted = err
+    cls = _STATUS.get(status, TemplateRuntimeError)
+    raise cls(message, name, line or None, column or None, source_line, status, formatted)
+
+
+class Limits(tuple):
+    """Render limits (0 = the default): fuel (instructions, 20,000,000), max_depth (200),
+    max_output (bytes, 64 MiB), max_memory (bytes, 256 MiB)."""
+
+    def __new__(cls, fuel=0, max_depth=0, max_output=0, max_memory=0):
+        return super().__new__(cls, (int(fuel), int(max_depth), int(max_output), int(max_memory)))
+
+
+_SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}
+_EXT = {".jinja": "jinja", ".j2": "jinja", ".erb": "erb", ".fmt": "fmt", ".txt": "fmt"}
+_COMPILE_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf")
+_RENDER_OPTIONS = ("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys", "limits")
+
+
+def _render_args(opts):
+    """The keyword arguments of _tpl.Program.render from the public render options."""
+    out = {}
+    if opts.get("facts") is not None:
+        facts = opts["facts"]
+        out["facts"] = [facts] if isinstance(facts, str) else list(facts)
+    if opts.get("remembers") is not None:
+        out["remembers"] = opts["remembers"]
+    if any(opts.get(k) is not None for k in ("channel", "medium", "claimed")):
+        out["call"] = (opts.get("channel"), opts.get("medium"), opts.get("claimed"))
+    if opts.get("lang") is not None:
+        out["lang"] = opts["lang"]
+    if opts.get("catalogs") is not None:
+        cats = opts["catalogs"]
+        if isinstance(cats, (dict, str)):
+            cats = [cats]
+        out["catalogs"] = [c if isinstance(c, str) else _json.dumps(c, ensure_ascii=False) for c in cats]
+    if opts.get("tr_keys") is not None:
+        keys = opts["tr_keys"]
+        out["tr_keys"] = [keys] if isinstance(keys, str) else list(keys)
+    if opts.get("limits") is not None:
+        lim = opts["limits"]
+        if isinstance(lim, dict):
+            lim = Limits(**lim)
+        out["limits"] = Limits(*lim)
+    return out
+
+
+class Template:
+    """A compiled template (immutable; render it from any number of threads at once).
+
+    Template(source, syntax="jinja"|"erb"|"fmt", profile=None|"jinja2"|"pinecall"|"hf", name=None,
+             loader=None, **options)
+
+    options: the compile options trim_blocks, lstrip_blocks, keep_trailing_newline, strict, tidy,
+    hf (None or absent: the profile's value), and default render options for every render:
+    facts (list of str: what memory told this call, for remembers()), remembers (a callable
+    words -> bool instead of facts), channel, medium, claimed (the `call` builtin), lang,
+    catalogs (dicts or JSON strings), tr_keys, limits (Limits or a dict). loader(name) -> str or
+    None resolves include/import/extends.
+    """
+
+    __slots__ = ("_p", "name", "syntax", "_defaults", "_args")
+
+    def __init__(self, source, syntax="jinja", profile=None, name=None, loader=None, **options):
+        if syntax not in _SYNTAX:
+            raise ValueError("syntax must be 'jinja', 'erb' or 'fmt', not %r" % (syntax,))
+        compile_opts = {}
+        defaults = {}
+        for k, v in options.items():
+            if k in _COMPILE_OPTIONS:
+                compile_opts[k] = v
+            elif k in _RENDER_OPTIONS:
+                defaults[k] = v
+            else:
+                raise TypeError("Template() got an unexpected option %r" % (k,))
+        if isinstance(source, bytes):
+            source = source.decode("utf-8")
+        p = _tpl.compile(source, name or "<template>", _SYNTAX[syntax], profile, compile_opts, loader)
+        if isinstance(p, tuple):
+            _raise(p)
+        self._init(p, name, syntax, defaults)
+
+    def _init(self, program, name, syntax, defaults):
+        self._p = program
+        self.name = name
+        self.syntax = syntax
+        self._defaults = defaults
+        self._args = _render_args(defaults)
+
+    @classmethod
+    def from_file(cls, path, syntax=None, profile=None, **options):
+        """Compiles a template file; the syntax comes from its extension (.jinja .j2 .erb .fmt
+        .txt) unless given; include/import/extends names resolve relative to its folder."""
+        path = _os.fspath(path)
+        if syntax is None:
+            syntax = _EXT.get(_os.path.splitext(path)[1], "jinja")
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        folder = _os.path.dirname(_os.path.abspath(path))
+
+        def loader(name):
+            full = _os.path.join(folder, name)
+            if not _os.path.isfile(full):
+                return None
+            with open(full, encoding="utf-8") as f:
+                return f.read()
+
+        return cls(source, syntax=syntax, profile=profile, name=path, loader=options.pop("loader", loader), **options)
+
+    @classmethod
+    def load(cls, data, name=None, **render_options):
+        """A template from .tplb bytes (Template.save); verified before use (CorruptError)."""
+        p = _tpl.load(bytes(data), name)
+        if isinstance(p, tuple):
+            _raise(p)
+        for k in render_options:
+            if k not in _RENDER_OPTIONS:
+                raise TypeError("Template.load() got an unexpected option %r" % (k,))
+        self = cls.__new__(cls)
+        self._init(p, name, ("jinja", "erb", "fmt")[p.syntax], dict(render_options))
+        return self
+
+    def save(self, strip_source=False):
+        """The program as .tplb bytes (Template.load reads them back)."""
+        return self._p.save(bool(strip_source))
+
+    @property
+    def reads(self):
+        """The state names the template can read (its reads-set), in first-use order."""
+        return list(self._p.reads)
+
+    def dump(self):
+        """The disassembly (offset, opcode, operands, source line)."""
+        return self._p.dump()
+
+    def render(self, *args, **kwargs):
+        """Renders with the variables of a mapping and/or keyword arguments (as dict(...) merges
+        them). Python exceptions raised by the values' methods propagate as themselves."""
+        if not args and not kwargs:
+            state = {}
+        elif len(args) == 1 and not kwargs:
+            state = args[0]
+        else:
+            state = dict(*args, **kwargs)
+        out = self._p.render(state, **self._args)
+        if isinstance(out, tuple):
+            _raise(out)
+        return out
+
+    def render_with(self, state=None, **options):
+        """Renders `state` (a mapping) with render options for this render only (facts,
+        remembers, channel, medium, claimed, lang, catalogs, tr_keys, limits), over the
+        template's defaults."""
+        for k in options:
+            if k not in _RENDER_OPTIONS:
+                raise TypeError("render_with() got an unexpected option %r" % (k,))
+        args = _render_args({**self._defaults, **options})
+        out = self._p.render({} if state is None else state, **args)
+        if isinstance(out, tuple):
+            _raise(out)
+        return out
+
+    def __repr__(self):
+        return "<tpl.Template %s (%s)>" % (self.name or "<template>", self.syntax)

@@ -1,0 +1,246 @@
+"""The Python package tpl (issue 17): every syntax, values crossing natively and as objects,
+exceptions, render options, .tplb round trips, threads, no leaks. Jinja outputs are compared with
+real Jinja2 in the same process."""
+import datetime
+import gc
+import threading
+
+import jinja2
+import pytest
+
+import tpl
+
+
+def jinja_ref(src, ctx, **env):
+    return jinja2.Environment(**env).from_string(src).render(ctx)
+
+
+CASES = [
+    ("Hello {{ name }}!", {"name": "Ann"}),
+    ("{{ xs }} {{ t }} {{ d }} {{ n }} {{ f }} {{ b }} {{ none }}",
+     {"xs": [1, "a", 2.5], "t": (1, 2), "d": {"b": 1, "a": [None]}, "n": -7, "f": 1e16, "b": True, "none": None}),
+    ("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", {"d": {"z": 1, "a": 2, "m": 3}}),
+    ("{{ d|dictsort }} {{ xs|sort|join(',') }} {{ xs|length }}", {"d": {"b": 1, "a": 2}, "xs": ["b", "a", "c"]}),
+    ("{{ u.name|upper }} {{ u['age'] + 1 }}", {"u": {"name": "ann", "age": 41}}),
+    ("{{ 1: 'int key' }}" if False else "{{ m[1] }} {{ m[True] }}", {"m": {1: "one"}}),
+    ("{% if items %}{{ items|first }}{% else %}none{% endif %}", {"items": []}),
+    ("{{ s|tojson }}", {"s": {"k": ["é", 1, None, 2.5]}}),
+]
+
+
+@pytest.mark.parametrize("src,ctx", CASES)
+def test_jinja_natives_match_jinja2(src, ctx):
+    assert tpl.Template(src).render(ctx) == jinja_ref(src, ctx)
+
+
+class User:
+    def __init__(self, name, tags):
+        self.name = name
+        self.tags = tags
+
+    def greet(self, greeting="Hello", punct="!"):
+        return "%s, %s%s" % (greeting, self.name, punct)
+
+    def __str__(self):
+        return "User(%s)" % self.name
+
+
+class Bag:
+    """A mapping-like object that is not a dict."""
+
+    def __init__(self, **kw):
+        self._d = kw
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def keys(self):
+        return self._d.keys()
+
+    def items(self):
+        return self._d.items()
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+
+OBJ_CASES = [
+    "{{ u.name }} {{ u.greet() }} {{ u.greet('Hi', punct='?') }}",
+    "{{ u }} {% for t in u.tags %}[{{ t }}]{% endfor %}",
+    "{{ u.missing is defined }} [{{ u.missing }}]",
+    "{{ bag.a }} {{ bag['b'] }} {{ bag|length }} {% for k in bag %}{{ k }}{% endfor %} {{ bag|dictsort }}",
+    "{{ now().year > 2000 }}",
+    "{{ gen|list }} {{ r|sum }}",
+    "{% if u %}truthy{% endif %}{% if empty %}no{% else %}falsy{% endif %}",
+]
+
+
+@pytest.mark.parametrize("src", OBJ_CASES)
+def test_objects_match_jinja2(src):
+    def ctx():
+        return {"u": User("Ann", ["a", "b"]), "bag": Bag(a=1, b=2), "now": datetime.datetime.now,
+                "gen": (i * i for i in range(4)), "r": range(5), "empty": Bag()}
+    assert tpl.Template(src).render(ctx()) == jinja_ref(src, ctx())
+
+
+def test_markup_and_html_objects():
+    class H:
+        def __html__(self):
+            return "<b>x</b>"
+    src = "{{ m }} {{ h }} {{ s }}"
+    ctx = {"m": jinja2.utils.markupsafe.Markup("<i>"), "h": H(), "s": "<s>"}
+    assert tpl.Template(src, profile="jinja2").render(ctx) == "<i> <b>x</b> <s>"
+    src2 = "{% autoescape true %}{{ m }} {{ h }} {{ s }}{% endautoescape %}"
+    assert tpl.Template(src2).render(ctx) == jinja_ref(src2, ctx)
+
+
+def test_erb_and_fmt():
+    assert tpl.Template("<% xs.each do |x| %><%= x %>,<% end %><%= h[:k] %>", syntax="erb").render(
+        xs=[1, 2], h={"k": "v"}) == "1,2,v"
+    src = "Hi {name}, {n:>4} {xs[1]} {d[k]} {u.name} {u.tags[0]}"
+    ctx = dict(name="Ann", n=7, xs=[1, 2], d=Bag(k="K"), u=User("Bo", ["t"]))
+    assert tpl.Template(src, syntax="fmt").render(ctx) == src.format(**ctx)
+    with pytest.raises(tpl.TemplateRuntimeError, match="AttributeError"):
+        tpl.Template("{d.k}", syntax="fmt").render(d=Bag(k="K"))
+
+
+def test_profiles_and_options():
+    src = "{% if x %}\n  yes\n{% endif %}\n"
+    assert tpl.Template(src, trim_blocks=True, lstrip_blocks=True).render(x=1) == jinja_ref(
+        src, {"x": 1}, trim_blocks=True, lstrip_blocks=True)
+    with pytest.raises(tpl.UndefinedError) as ei:
+        tpl.Template("a\n{{ missing }}", profile="pinecall", name="v.jinja").render()
+    e = ei.value
+    assert (e.lineno, e.name, e.status) == (2, "v.jinja", 2) and "missing" in e.message
+    assert "v.jinja:2:" in str(e)
+
+
+def test_syntax_error_attributes():
+    with pytest.raises(tpl.TemplateSyntaxError) as ei:
+        tpl.Template("ok\n{% for %}", name="t.jinja")
+    assert ei.value.lineno == 2 and ei.value.filename == "t.jinja" and ei.value.source_line == "{% for %}"
+
+
+def test_callback_exception_propagates_as_itself():
+    class Boom:
+        @property
+        def x(self):
+            raise KeyError("secret")
+
+        def __call__(self):
+            raise ZeroDivisionError("zero")
+
+    with pytest.raises(KeyError) as ei:
+        tpl.Template("line\n{{ b.x }}", name="boom.jinja").render(b=Boom())
+    assert any("boom.jinja, line 2" in n for n in ei.value.__notes__)
+    with pytest.raises(ZeroDivisionError):
+        tpl.Template("{{ b() }}").render(b=Boom())
+    # a render after the failure is fine
+    assert tpl.Template("{{ 1 }}").render() == "1"
+
+
+def test_bad_state():
+    d = {}
+    d["self"] = d
+    with pytest.raises(ValueError, match="cyclic"):
+        tpl.Template("{{ d }}").render(d=d)
+    lst = []
+    lst.append(lst)
+    with pytest.raises(ValueError, match="cyclic"):
+        tpl.Template("{{ l }}").render(l=lst)
+    with pytest.raises(TypeError, match="keys must be"):
+        tpl.Template("{{ d }}").render(d={(1, 2): 3})
+    with pytest.raises(OverflowError):
+        tpl.Template("{{ n }}").render(n=2 ** 70)
+    with pytest.raises(TypeError):
+        tpl.Template("{{ n }}").render([1, 2])
+
+
+def test_only_read_names_are_converted():
+    class Exploding:
+        def __getattr__(self, name):
+            raise AssertionError("touched")
+    t = tpl.Template("{{ a }}")
+    assert t.reads == ["a"]
+    assert t.render(a=1, b=Exploding(), c={"x": Exploding()}) == "1"
+
+
+def test_save_load_dump():
+    t = tpl.Template("{{ x * 2 }}", name="s.jinja")
+    data = t.save()
+    assert isinstance(data, bytes) and tpl.Template.load(data).render(x=21) == "42"
+    assert "PRINT" in t.dump() or "print" in t.dump().lower()
+    with pytest.raises(tpl.CorruptError):
+        tpl.Template.load(data[:-3] + b"xyz")
+
+
+def test_render_options():
+    t = tpl.Template("{{ remembers('cat') }} {{ call.channel }} {{ call.medium }}")
+    assert t.render_with({}, facts=["I have a cat"], channel="whatsapp") == "True whatsapp text"
+    seen = []
+    assert t.render_with({}, remembers=lambda w: seen.append(w) or True) == "True phone voice"
+    assert seen == ["cat"]
+    fmt = tpl.Template("Hello {name}", syntax="fmt", catalogs=[{"main_lang": "en", "de": {"Hello {name}": "Hallo {name}"}}])
+    assert fmt.render_with({"name": "Ann"}, lang="de") == "Hallo Ann"
+    assert tpl.Template("{{ tr('Hi') }}").render_with({}, lang="de", catalogs={"main_lang": "en", "de": {"Hi": "Hallo"}}) == "Hallo"
+    with pytest.raises(tpl.LimitError):
+        tpl.Template("{% for i in range(100000) %}{{ i }}{% endfor %}").render_with({}, limits=tpl.Limits(fuel=1000))
+    with pytest.raises(tpl.LimitError):
+        tpl.Template("{{ 'x' * 100 }}").render_with({}, limits={"max_output": 10})
+
+
+def test_from_file(tmp_path):
+    (tmp_path / "base.jinja").write_text("[{% block b %}{% endblock %}]")
+    (tmp_path / "page.jinja").write_text("{% extends 'base.jinja' %}{% block b %}{{ x }}{% endblock %}")
+    (tmp_path / "p.fmt").write_text("{x}!")
+    assert tpl.Template.from_file(tmp_path / "page.jinja").render(x=1) == "[1]"
+    assert tpl.Template.from_file(str(tmp_path / "p.fmt")).render(x=2) == "2!"
+
+
+def test_threads():
+    t = tpl.Template("{% for i in range(n) %}{{ u.greet() }}{% endfor %}")
+    errors = []
+
+    def work(k):
+        u = User("T%d" % k, [])
+        want = ("Hello, T%d!" % k) * 50
+        for _ in range(200):
+            if t.render(n=50, u=u) != want:
+                errors.append(k)
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+
+
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_no_leaks():
+    t = tpl.Template("{{ u.name }}{% for x in xs %}{{ x }}{% endfor %}{{ d }}{{ u.greet('a', punct='b') }}")
+    u = User("Ann", [])
+
+    def once():
+        t.render(u=u, xs=[1, "two", 3.0], d={"k": (1, None)})
+
+    for _ in range(2000):
+        once()
+    gc.collect()
+    objs, rss = len(gc.get_objects()), _rss_kib()
+    for _ in range(100000):
+        once()
+    gc.collect()
+    assert len(gc.get_objects()) - objs < 50
+    assert _rss_kib() - rss < 2048, "RSS grew by %d KiB" % (_rss_kib() - rss)
