@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""tpl vs Jinja2 from Python, in one process, on the shared workloads (issue 17 §5).
+
+    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [../shared/bench/workloads] [SECONDS]
+
+Per workload: the Jinja template with trim_blocks + lstrip_blocks (as the shared harness's
+jinja2 engine), the context as a Python dict loaded from context.json (its conversion is part of
+every tpl render), remembers(x) = x in context["memory"] for both engines; outputs must be
+equal. Prints per-render and per-compile (from_string / tpl.Template) times and the ratios."""
+import json
+import os
+import sys
+import time
+
+import jinja2
+
+import tpl
+
+here = os.path.dirname(os.path.abspath(__file__))
+wdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "bench", "workloads")
+target = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+
+
+def measure(fn, seconds):
+    n, t0 = 0, time.perf_counter()
+    while True:
+        for _ in range(10):
+            fn()
+        n += 10
+        dt = time.perf_counter() - t0
+        if dt >= seconds:
+            return dt / n * 1e9
+
+
+print("| workload | Jinja2 render (µs) | tpl render (µs) | render speedup | Jinja2 from_string (µs) | tpl compile (µs) | compile speedup |")
+print("| :--- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
+    src = open(os.path.join(wdir, wl, "template.jinja"), encoding="utf-8").read()
+    ctx = json.load(open(os.path.join(wdir, wl, "context.json"), encoding="utf-8"))
+    memory = ctx.get("memory", [])
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, autoescape=False, keep_trailing_newline=False)
+    env.globals["remembers"] = lambda x: x in memory
+    jt = env.from_string(src)
+    tt = tpl.Template(src, trim_blocks=True, lstrip_blocks=True, remembers=lambda x: x in memory)
+    want, got = jt.render(ctx), tt.render(ctx)
+    if want != got:
+        print("| %s | output differs from Jinja2 |" % wl)
+        continue
+    jr = measure(lambda: jt.render(ctx), target)
+    tr = measure(lambda: tt.render(ctx), target)
+    k = [0]
+
+    def jc():
+        k[0] += 1
+        env.from_string(src + "\n" + str(k[0]))
+
+    def tc():
+        k[0] += 1
+        tpl.Template(src + "\n" + str(k[0]), trim_blocks=True, lstrip_blocks=True)
+    jcn = measure(jc, target / 2)
+    tcn = measure(tc, target / 2)
+    print("| %s | %.1f | %.1f | %.1f× | %.0f | %.1f | %.0f× |" % (wl, jr / 1e3, tr / 1e3, jr / tr, jcn / 1e3, tcn / 1e3, jcn / tcn))
