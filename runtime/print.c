@@ -277,6 +277,26 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
         bool tuple = v.flags & TPL_F_TUPLE;
+        if (v.aux == TPL_LAZY_RANGE) { /* range(0, 3), range(1, 9, 2) */
+            int64_t p[3];
+            tpl_range_params(v, p);
+            tpl_sb_printf(b, "range(%" PRId64 ", %" PRId64, p[0], p[1]);
+            if (p[2] != 1) tpl_sb_printf(b, ", %" PRId64, p[2]);
+            tpl_sb_putc(b, ')');
+            break;
+        }
+        if (v.aux >= TPL_LAZY_GENERATOR) { /* Python prints an address; the VM refuses to print one */
+            tpl_sb_printf(b, "<%s object>", tpl_lazy_name(v.aux));
+            break;
+        }
+        if (v.aux) { /* dict_items([...]) */
+            tpl_sb_puts(b, tpl_lazy_name(v.aux));
+            tpl_sb_putc(b, '(');
+            v.aux = 0;
+            py_repr(b, v, w);
+            tpl_sb_putc(b, ')');
+            break;
+        }
         if (!w_enter(w, l)) {
             tpl_sb_puts(b, tuple ? "(...)" : "[...]");
             break;
@@ -761,6 +781,8 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
         return true;
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
+        if (v.aux) /* range, dict views, generators: TypeError in json.dumps */
+            return false;
         if (l->len == 0) {
             tpl_sb_puts(b, "[]");
             return true;

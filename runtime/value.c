@@ -363,12 +363,15 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
     case TPL_T_STR:
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_LIST: {
-        /* A list never equals a tuple in Python. */
-        if ((a.flags & TPL_F_TUPLE) != (b.flags & TPL_F_TUPLE))
+        /* A list never equals a tuple in Python, nor a range, dict view or iterator; ranges compare
+         * as sequences, dict_values and iterators by identity. */
+        if ((a.flags & TPL_F_TUPLE) != (b.flags & TPL_F_TUPLE) || a.aux != b.aux)
             return false;
         const tpl_list *x = a.u.list, *y = b.u.list;
         if (x == y)
             return true;
+        if (a.aux >= TPL_LAZY_DICT_VALUES)
+            return false;
         if (x->len != y->len)
             return false;
         if (!tpl_fuel_charge(fuel, x->len))

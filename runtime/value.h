@@ -114,6 +114,26 @@ enum {
  * .freeze): <<, concat and prepend raise FrozenError. The bit is TPL_F_TUPLE's, which only lists use. */
 #define TPL_F_FROZEN_RB 2
 
+/* aux of a list value: the Python type it stands for when that is neither list nor tuple. Jinja2's
+ * lazy values (range(), dict views, the generators its filters return) are materialised as
+ * lists, so iterating, indexing and filtering them need nothing special; the tag makes them print,
+ * compare, serialise and answer `is sequence` as Python's objects do. The tag lives in the value
+ * (not the list), so `|list` of one is a plain list sharing the items. A range's list also holds
+ * (start, stop, step) as three ints just past its items (cap == len, so a push never overwrites
+ * them): see tpl_range_params. Iterators (TPL_LAZY_GENERATOR and later) cannot be printed (Python
+ * shows a memory address), have no len() and are not sequences. */
+enum { TPL_LAZY_NONE = 0, TPL_LAZY_RANGE, TPL_LAZY_DICT_ITEMS, TPL_LAZY_DICT_KEYS, TPL_LAZY_DICT_VALUES,
+       TPL_LAZY_GENERATOR, TPL_LAZY_LIST_REVITER, TPL_LAZY_RANGE_ITER, TPL_LAZY_DICT_REVITER, TPL_LAZY_REVERSED,
+       TPL_LAZY_DICT_REVITEMS, TPL_LAZY_DICT_REVKEYS, TPL_LAZY_DICT_REVVALUES };
+
+/* Python's type name of a tagged list value (NULL: a plain list or tuple). */
+static inline const char *tpl_lazy_name(unsigned aux)
+{
+    static const char *const names[] = { NULL, "range", "dict_items", "dict_keys", "dict_values", "generator",
+                                         "list_reverseiterator", "range_iterator", "dict_reversekeyiterator", "reversed",
+                                         "dict_reverseitemiterator", "dict_reversekeyiterator", "dict_reversevalueiterator" };
+    return aux < sizeof names / sizeof *names ? names[aux] : NULL;
+}
 
 /* aux of an undefined value: what was missing. */
 enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3,
@@ -175,6 +195,16 @@ static inline tpl_value tpl_v_int(int64_t i) { tpl_value v = {0}; v.type = TPL_T
 static inline tpl_value tpl_v_float(double f) { tpl_value v = {0}; v.type = TPL_T_FLOAT; v.u.f = f; return v; }
 static inline tpl_value tpl_v_str(const char *s, size_t n) { tpl_value v = {0}; v.type = TPL_T_STR; v.len = (uint32_t)n; v.u.s = s; return v; }
 static inline tpl_value tpl_v_list(tpl_list *l) { tpl_value v = {0}; v.type = TPL_T_LIST; v.u.list = l; return v; }
+/* A list value tagged as a Jinja2 lazy value (TPL_LAZY_*); a plain list/tuple for TPL_LAZY_NONE. */
+static inline bool tpl_is_lazy(tpl_value v) { return v.type == TPL_T_LIST && v.aux != TPL_LAZY_NONE; }
+/* An iterator (generator, reverse iterator): one Python prints as an address and has no len(). */
+static inline bool tpl_is_iter(tpl_value v) { return v.type == TPL_T_LIST && v.aux >= TPL_LAZY_GENERATOR; }
+/* range(start, stop, step) of a TPL_LAZY_RANGE value (stored past its items). */
+static inline void tpl_range_params(tpl_value v, int64_t p[3])
+{
+    const tpl_value *x = v.u.list->items + v.u.list->len;
+    for (int i = 0; i < 3; i++) p[i] = x[i].u.i;
+}
 static inline tpl_value tpl_v_map(tpl_map *m) { tpl_value v = {0}; v.type = TPL_T_MAP; v.u.map = m; return v; }
 
 /* Lists and maps allocated in an arena. Functions returning bool fail only on arena exhaustion. */

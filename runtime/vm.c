@@ -99,7 +99,7 @@ static const char *type_name(tpl_value v)
     case TPL_T_INT: return "int";
     case TPL_T_FLOAT: return "float";
     case TPL_T_STR: return "str";
-    case TPL_T_LIST: return v.flags & TPL_F_TUPLE ? "tuple" : "list";
+    case TPL_T_LIST: return v.aux ? tpl_lazy_name(v.aux) : v.flags & TPL_F_TUPLE ? "tuple" : "list";
     case TPL_T_MAP: return v.flags & TPL_F_NS ? "Namespace" : "dict";
     case TPL_T_FUNC: return "builtin_function_or_method";
     case TPL_T_MACRO: return "Macro";
@@ -181,6 +181,14 @@ static char *format_int(char *end, int64_t i)
     return p;
 }
 
+/* Python's str() of an iterator or generator is its memory address ("<generator object
+ * sync_do_map at 0x7f...>"): no two runs agree, so tpl refuses to print one. */
+int tpl_print_iter_error(tpl_vm *vm, tpl_value v)
+{
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a %s: Python prints its memory address (<%s object at 0x...>); "
+                        "convert it with |list or |join first", tpl_lazy_name(v.aux), tpl_lazy_name(v.aux));
+}
+
 /* Appends Python str(v) (undefined: strict error, lenient nothing). */
 static int print_py(tpl_vm *vm, tpl_value v)
 {
@@ -195,6 +203,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
         return out_put(vm, s, (size_t)(buf + sizeof buf - s));
     }
     default: {
+        if (tpl_is_iter(v)) return tpl_print_iter_error(vm, v);
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
         tpl_py_str(&b, v);
@@ -209,6 +218,7 @@ static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
     if (v.type == TPL_T_STR) { *out = v; return 0; }
     if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
+    if (tpl_is_iter(v)) return tpl_print_iter_error(vm, v);
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
     tpl_py_str(&b, v);
@@ -413,6 +423,7 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         break;
     }
     case TPL_T_LIST:
+        if (obj.aux > TPL_LAZY_RANGE) break; /* dict views, iterators: TypeError, so undefined (Jinja2's getitem) */
         if (as_index(key, &i)) {
             int64_t len = obj.u.list->len;
             if (i < 0) i += len;
@@ -782,8 +793,9 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             if (safe) out->flags = TPL_F_SAFE;
             return 0;
         }
-        if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE))
+        if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE) && !a.aux && !b.aux)
             return concat_lists(vm, a, b, out);
+        if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "+", a, b);
         if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && b.type != TPL_T_UNDEF) /* as Python's str and list */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s", type_name(a), type_name(b), type_name(a));
         return arith_error(vm, "+", a, b);
@@ -802,6 +814,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             return 0;
         }
         if (nums) { *out = tpl_v_float(as_double(a) * as_double(b)); return 0; }
+        if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "*", a, b);
         if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL)) return repeat(vm, a, b.u.i, out);
         if ((b.type == TPL_T_STR || b.type == TPL_T_LIST) && (a.type == TPL_T_INT || a.type == TPL_T_BOOL)) return repeat(vm, b, a.u.i, out);
         return arith_error(vm, "*", a, b);
@@ -911,11 +924,33 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     }
 }
 
+int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64_t count, tpl_value *out)
+{
+    /* the items, then (start, stop, step) past them for printing (tpl_range_params) */
+    tpl_list *l = tpl_list_new(tpl_vm_arena(vm), (uint32_t)count + 3);
+    if (!l)
+        return oom(vm);
+    int64_t x = start;
+    for (uint64_t i = 0; i < count; i++) {
+        l->items[i] = tpl_v_int(x);
+        x = (int64_t)((uint64_t)x + (uint64_t)step);
+    }
+    l->items[count] = tpl_v_int(start);
+    l->items[count + 1] = tpl_v_int(stop);
+    l->items[count + 2] = tpl_v_int(step);
+    l->len = l->cap = (uint32_t)count;
+    *out = tpl_v_list(l);
+    out->aux = TPL_LAZY_RANGE;
+    return 0;
+}
+
 /* Python slicing with None for missing parts. */
 static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_value c, tpl_value *out)
 {
     tpl_list *src = NULL;
     int64_t len;
+    if (obj.type == TPL_T_LIST && obj.aux > TPL_LAZY_RANGE) /* dict views, iterators */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", type_name(obj));
     if (obj.type == TPL_T_LIST) { src = obj.u.list; len = src->len; }
     else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
     else if (obj.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, obj);
@@ -943,6 +978,15 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     int64_t count = 0;
     if (step > 0 && stop > start) count = (int64_t)(((uint64_t)(stop - start) - 1) / (uint64_t)step + 1);
     if (step < 0 && start > stop) count = (int64_t)(((uint64_t)(start - stop) - 1) / (0 - (uint64_t)step) + 1);
+    if (obj.aux == TPL_LAZY_RANGE) { /* a slice of a range is a range */
+        int64_t p[3], r0, r1, rs;
+        tpl_range_params(obj, p);
+        if (__builtin_mul_overflow(start, p[2], &r0) || __builtin_add_overflow(r0, p[0], &r0) ||
+            __builtin_mul_overflow(stop, p[2], &r1) || __builtin_add_overflow(r1, p[0], &r1) ||
+            __builtin_mul_overflow(step, p[2], &rs))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in a range slice");
+        return tpl_make_range(vm, r0, r1, rs, (uint64_t)count, out);
+    }
     if (obj.type == TPL_T_LIST) {
         tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)count);
         if (!l) return oom(vm);
@@ -1330,7 +1374,7 @@ static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
     }
     if (id == tpl_stdlib.id_length) {
         if (npos != 1) return 0;
-        if (v.type == TPL_T_LIST) { args[0] = tpl_v_int(v.u.list->len); return 1; }
+        if (v.type == TPL_T_LIST && !tpl_is_iter(v)) { args[0] = tpl_v_int(v.u.list->len); return 1; }
         if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) { args[0] = tpl_v_int(v.u.map->len); return 1; }
         if (v.type == TPL_T_HOST) { /* the len callback; without one the filter gets the resolved data */
             int64_t n;

@@ -96,6 +96,12 @@ struct tpl_tr_state *tpl_vm_tr(const tpl_vm *vm);
 struct json_t;
 bool tpl_value_from_json(tpl_arena *a, struct json_t *j, tpl_value *out, int depth);
 
+/* Python's range(start, stop, step) of count items (the caller computed it, <= 10,000,000): a list
+ * tagged TPL_LAZY_RANGE that keeps its parameters for printing (tpl_range_params). */
+int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64_t count, tpl_value *out);
+/* The error for printing an iterator (tpl_is_iter): Python would print its memory address. */
+int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
+
 /* ------------------------------------------------------------------ printing (runtime/print.c) */
 
 /* Python str(v) as Jinja2 prints it: None, True, shortest round-trip floats (1e+16, 0.1),

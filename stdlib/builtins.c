@@ -402,7 +402,9 @@ const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
     case TPL_T_INT: return "int";
     case TPL_T_FLOAT: return "float";
     case TPL_T_STR: return (v.flags & TPL_F_SAFE) ? "Markup" : "str";
-    case TPL_T_LIST: return (v.flags & TPL_F_GROUP) ? "_GroupTuple" : (v.flags & TPL_F_TUPLE) ? "tuple" : "list";
+    case TPL_T_LIST:
+        if (v.aux) return tpl_lazy_name(v.aux);
+        return (v.flags & TPL_F_GROUP) ? "_GroupTuple" : (v.flags & TPL_F_TUPLE) ? "tuple" : "list";
     case TPL_T_MAP: return (v.flags & TPL_F_NS) ? "Namespace" : "dict";
     case TPL_T_FUNC: return v.u.p ? "builtin_function_or_method" : "function";
     case TPL_T_MACRO: return "Macro";
@@ -428,6 +430,8 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
         *out = tpl_v_str("", 0);
         return 0;
     }
+    if (tpl_is_iter(v))
+        return tpl_print_iter_error(vm, v);
     tpl_sb b;
     tpl_sb_init(&b, tpl_vm_arena(vm));
     tpl_py_str(&b, v);

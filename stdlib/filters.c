@@ -73,6 +73,15 @@ static void put_spaces(tpl_sb *b, int64_t n)
     b->len += (size_t)n;
 }
 
+/* Jinja2's filters map, select, reject, selectattr, rejectattr, batch, slice, unique and items
+ * are generators: the list they built is tagged so (see TPL_LAZY_*). */
+static int generator(int r, tpl_value *out)
+{
+    if (r == 0 && out->type == TPL_T_LIST)
+        out->aux = TPL_LAZY_GENERATOR;
+    return r;
+}
+
 /* ------------------------------------------------------------------ sorting */
 
 typedef struct sort_ctx {
@@ -246,7 +255,7 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_getattr(vm, obj, name.u.s, name.len, out);
 }
 
-int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
+static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t count;
     tpl_list *items;
@@ -284,7 +293,9 @@ int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
+int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_batch_list(vm, a, out), out); }
+
+static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t slices;
     tpl_list *seq;
@@ -327,6 +338,8 @@ int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_list(res);
     return 0;
 }
+
+int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_slice_list(vm, a, out), out); }
 
 typedef void (*case_fn)(tpl_sb *, const char *, size_t);
 
@@ -428,7 +441,11 @@ int f_length(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     switch (v.type) {
     case TPL_T_STR: *out = tpl_v_int((int64_t)ulen(v)); return 0;
-    case TPL_T_LIST: *out = tpl_v_int(v.u.list->len); return 0;
+    case TPL_T_LIST:
+        if (tpl_is_iter(v))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_lazy_name(v.aux));
+        *out = tpl_v_int(v.u.list->len);
+        return 0;
     case TPL_T_MAP:
         if (!(v.flags & TPL_F_NS)) {
             *out = tpl_v_int(v.u.map->len);
@@ -978,6 +995,8 @@ int f_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int f_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
+    if (tpl_is_iter(v)) /* Jinja2's last() is next(iter(reversed(seq))) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not reversible", tpl_lazy_name(v.aux));
     switch (v.type) {
     case TPL_T_UNDEF:
         if (tpl_vm_strict(vm))
@@ -1033,7 +1052,7 @@ int f_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out)
+static int f_items_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     tpl_list *l = NULL;
@@ -1049,6 +1068,8 @@ int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_list(l);
     return 0;
 }
+
+int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_items_list(vm, a, out), out); }
 
 int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -1081,6 +1102,15 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         r->items[i] = l->items[l->len - 1 - i];
     r->len = l->len;
     *out = tpl_v_list(r);
+    /* reversed(value) is an iterator; a generator is not reversible, so Jinja2 reverses list(value) */
+    if (v.type == TPL_T_MAP || v.aux == TPL_LAZY_DICT_KEYS)
+        out->aux = TPL_LAZY_DICT_REVITER;
+    else if (v.aux == TPL_LAZY_RANGE)
+        out->aux = TPL_LAZY_RANGE_ITER;
+    else if (v.type == TPL_T_LIST && !v.aux)
+        out->aux = (v.flags & TPL_F_TUPLE) ? TPL_LAZY_REVERSED : TPL_LAZY_LIST_REVITER;
+    else if (v.type == TPL_T_LIST && v.aux < TPL_LAZY_GENERATOR)
+        out->aux = (uint16_t)(TPL_LAZY_DICT_REVITEMS + (v.aux - TPL_LAZY_DICT_ITEMS));
     return 0;
 }
 
@@ -1117,7 +1147,7 @@ int f_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ------------------------------------------------------------------ map / select */
 
-int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
+static int f_map_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     const tpl_list *args = a[1].u.list;
@@ -1172,6 +1202,8 @@ int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_list(res);
     return 0;
 }
+
+int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_map_list(vm, a, out), out); }
 
 static int select_common(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want, bool lookup_attr)
 {
@@ -1232,10 +1264,10 @@ static int select_common(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want, bo
     return 0;
 }
 
-int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, false); }
-int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, false); }
-int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, true); }
-int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, true); }
+int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, true, false), out); }
+int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, false, false), out); }
+int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, true, true), out); }
+int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, false, true), out); }
 
 /* ------------------------------------------------------------------ sort, unique, min, max, groupby */
 
@@ -1293,7 +1325,7 @@ static int unhashable_check(tpl_vm *vm, tpl_value k)
     return 0;
 }
 
-int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out)
+static int f_unique_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *items;
     if (tpl_iter_list(vm, a[0], &items) < 0)
@@ -1323,6 +1355,8 @@ int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_list(res);
     return 0;
 }
+
+int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_unique_list(vm, a, out), out); }
 
 static int min_max(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want_max)
 {
@@ -2734,7 +2768,7 @@ static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
         tpl_sb_putc(b, '}');
         return;
     }
-    if (v.type == TPL_T_LIST) {
+    if (v.type == TPL_T_LIST && !v.aux) {
         bool tuple = v.flags & TPL_F_TUPLE;
         const tpl_list *l = v.u.list;
         tpl_sb_putc(b, tuple ? '(' : '[');
@@ -2902,7 +2936,7 @@ static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_
             tpl_sb_putc(b, '}');
             return;
         }
-        if (v.type == TPL_T_LIST && !(v.flags & TPL_F_GROUP)) {
+        if (v.type == TPL_T_LIST && !(v.flags & TPL_F_GROUP) && !v.aux) {
             bool tuple = v.flags & TPL_F_TUPLE;
             const tpl_list *l = v.u.list;
             if (tuple) {
@@ -2942,6 +2976,8 @@ static bool json_bad(tpl_value v, tpl_value *bad, int depth)
     case TPL_T_NONE: case TPL_T_BOOL: case TPL_T_INT: case TPL_T_FLOAT: case TPL_T_STR:
         return false;
     case TPL_T_LIST:
+        if (v.aux)
+            break; /* range, dict views, generators */
         for (uint32_t i = 0; depth < 500 && i < v.u.list->len; i++)
             if (json_bad(v.u.list->items[i], bad, depth + 1))
                 return true;

@@ -46,18 +46,7 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
                             "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     if (count > RANGE_MAX)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
-    tpl_arena *ar = tpl_vm_arena(vm);
-    tpl_list *l = tpl_list_new(ar, (uint32_t)count);
-    if (!l)
-        return OOM();
-    int64_t x = start;
-    for (uint64_t i = 0; i < count; i++) {
-        l->items[i] = tpl_v_int(x);
-        x = (int64_t)((uint64_t)x + (uint64_t)step);
-    }
-    l->len = (uint32_t)count;
-    *out = tpl_v_list(l);
-    return 0;
+    return tpl_make_range(vm, start, stop, step, count, out);
 }
 
 int g_dict(tpl_vm *vm, tpl_value *a, tpl_value *out)

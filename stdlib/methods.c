@@ -626,6 +626,7 @@ static int map_list(tpl_vm *vm, tpl_value self, int what, tpl_value *out)
     }
     l->len = m->len;
     *out = tpl_v_list(l);
+    out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
     return 0;
 }
 

@@ -41,7 +41,8 @@ int t_sequence(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     switch (v.type) {
-    case TPL_T_STR: case TPL_T_LIST: RET(true);
+    case TPL_T_STR: RET(true);
+    case TPL_T_LIST: RET(v.aux <= TPL_LAZY_RANGE); /* dict views have no __getitem__, iterators no len() */
     case TPL_T_MAP: RET(!(v.flags & TPL_F_NS));
     case TPL_T_UNDEF: RET(!tpl_vm_strict(vm));
     default: RET(false);
