@@ -909,6 +909,43 @@ static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
     return k + 1;
 }
 
+/* Jinja2 folds a `~` whose operands are all constant expressions (literals, operators on them,
+ * and filters that take no context: `"<"|safe`, `x|xmlattr` of a literal) into one plain str
+ * (nodes.Concat.as_const), so even under autoescape no operand counts as Markup there. */
+static bool folds_const(const tpl_node *n)
+{
+    if (!n) return true;
+    switch (n->kind) {
+    case TPL_N_CONST: return true;
+    case TPL_N_ARG: case TPL_N_KWARG: case TPL_N_UNOP: return folds_const(n->a);
+    case TPL_N_BINOP: case TPL_N_GETITEM: case TPL_N_PAIR: return folds_const(n->a) && folds_const(n->b);
+    case TPL_N_SLICE: return folds_const(n->a) && folds_const(n->b) && folds_const(n->c) && folds_const(n->d);
+    case TPL_N_CONCAT: case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT:
+        for (const tpl_node *x = n->a; x; x = x->next)
+            if (!folds_const(x)) return false;
+        return true;
+    case TPL_N_FILTER: {
+        /* the filters that take the context (map, select, ...) do not fold */
+        static const char *const ctx_filters[] = { "map", "select", "reject", "selectattr", "rejectattr", "random", "tr" };
+        if (!n->a) return false;
+        for (size_t i = 0; i < sizeof ctx_filters / sizeof *ctx_filters; i++)
+            if (n->val.len == strlen(ctx_filters[i]) && memcmp(n->val.u.s, ctx_filters[i], n->val.len) == 0) return false;
+        if (tpl_builtin_find(TPL_BK_FILTER, n->val.u.s, n->val.len) < 0) return false;
+        for (const tpl_node *x = n->b; x; x = x->next)
+            if (!folds_const(x)) return false;
+        return folds_const(n->a);
+    }
+    default: return false;
+    }
+}
+
+static bool concat_folds(const tpl_node *n)
+{
+    for (const tpl_node *x = n->a; x; x = x->next)
+        if (!folds_const(x)) return false;
+    return true;
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -1024,6 +1061,9 @@ static void expr(tpl_comp *c, tpl_node *n)
             return;
         }
         if (b == TPL_B_FILTER_tr) note_tr(c, n->off, n->a);
+        if (c->autoescape && b == TPL_B_FILTER_join) b = TPL_B_FILTER_join_ae;
+        if (c->autoescape && b == TPL_B_FILTER_replace) b = TPL_B_FILTER_replace_ae;
+        if (c->autoescape && b == TPL_B_FILTER_xmlattr) b = TPL_B_FILTER_xmlattr_ae;
         if (n->a) expr(c, n->a);
         uint32_t w = call_args(c, n->b, 1);
         c->cur_off = n->off;
@@ -1119,7 +1159,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         uint32_t cnt = 0;
         for (tpl_node *x = n->a; x; x = x->next) { expr(c, x); cnt++; }
         c->cur_off = n->off;
-        emit(c, sop(c, TPL_OP_CONCAT), cnt, 1 - (int)cnt);
+        emit(c, c->autoescape && !concat_folds(n) ? TPL_OP_CONCAT_AE : sop(c, TPL_OP_CONCAT), cnt, 1 - (int)cnt);
         return;
     }
     case TPL_N_LIST:

@@ -61,7 +61,9 @@ typedef struct tpl_library {
                 const tpl_value *kwvals, int nkw, tpl_value *a);
     int (*undefined_error)(tpl_vm *vm, tpl_value v);
     int (*format_value)(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_t n);
-    tpl_builtin_fn format_filter; /* the format filter (`str % args` of a Markup string) */
+    int (*str_mod)(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out); /* Python's `str % args` */
+    /* a str method `id` called on Markup: MarkupSafe's override (a: the bound arguments) */
+    int (*markup_method)(tpl_vm *vm, int id, tpl_value *a, tpl_value *out);
     /* format strings (stdlib/tr.h) */
     int (*fmt_begin)(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *translated);
     int (*fmt_item)(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);

@@ -441,6 +441,7 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
                 size_t e = b;
                 tpl_utf8_next(obj.u.s, obj.len, &e);
                 *out = tpl_v_str(obj.u.s + b, e - b);
+                out->flags = obj.flags & TPL_F_SAFE;
                 return 0;
             }
             break;
@@ -754,6 +755,7 @@ static int repeat(tpl_vm *vm, tpl_value s, int64_t times, tpl_value *out)
             have += k;
         }
         *out = tpl_v_str(p, n);
+        out->flags = s.flags & TPL_F_SAFE; /* Markup * n is Markup */
         return 0;
     }
     if (len && (uint64_t)times > 10000000u / len) return tpl_vm_error(vm, TPL_ERR_LIMIT, "list repetition too large");
@@ -857,20 +859,8 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_float(m);
             return 0;
         }
-        if (a.type == TPL_T_STR) {
-            /* printf-style formatting: as the format filter */
-            tpl_value args[3] = { a, b, tpl_v_unset() };
-            if (b.type == TPL_T_LIST && (b.flags & TPL_F_TUPLE)) args[1] = b;
-            else {
-                tpl_list *l = tpl_list_new(&vm->arena, 1);
-                if (!l || !tpl_list_push(&vm->arena, l, b)) return oom(vm);
-                args[1] = tpl_v_list(l);
-            }
-            tpl_map *kw = tpl_map_new(&vm->arena, 0);
-            if (!kw) return oom(vm);
-            args[2] = tpl_v_map(kw);
-            return tpl_stdlib.format_filter(vm, args, out);
-        }
+        if (a.type == TPL_T_STR) /* printf-style formatting: a tuple's items, a dict's %(key)s, else one value */
+            return tpl_stdlib.str_mod(vm, a, b, out);
         return arith_error(vm, "%", a, b);
     case TPL_OP_POW:
         if (ints && b.u.i >= 0) {
@@ -1001,6 +991,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
         size_t b0 = tpl_utf8_offset(obj.u.s, obj.len, (size_t)start);
         size_t b1 = count ? tpl_utf8_offset(obj.u.s, obj.len, (size_t)stop) : b0;
         *out = tpl_v_str(obj.u.s + b0, b1 - b0);
+        out->flags = obj.flags & TPL_F_SAFE; /* a slice of Markup is Markup */
         return 0;
     }
     tpl_list *chars;
@@ -1013,6 +1004,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     }
     if (sb.failed) return oom(vm);
     *out = tpl_sb_value(&sb);
+    out->flags = obj.flags & TPL_F_SAFE;
     return 0;
 }
 
@@ -1216,7 +1208,9 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
     } else if (tpl_stdlib.bind(vm, id, pos, npos, kwn, kwv, nkw, a) < 0) {
         return -1;
     }
-    return tpl_lib_builtin(id)->fn(vm, a, out);
+    const tpl_builtin_info *bi = tpl_lib_builtin(id);
+    if (bi->kind == TPL_BK_STR && a[0].type == TPL_T_STR && (a[0].flags & TPL_F_SAFE)) return tpl_stdlib.markup_method(vm, id, a, out);
+    return bi->fn(vm, a, out);
 }
 
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
@@ -1790,6 +1784,22 @@ top:
     CASE(CONCAT) {
         sp -= a;
         if (concat_py(vm, sp, a) < 0) goto fail;
+        sp++;
+        NEXT(0);
+    }
+    CASE(CONCAT_AE) {
+        /* Jinja2's markup_join: when some operand is Markup, the others are escaped and the
+         * result is Markup */
+        sp -= a;
+        bool safe = false;
+        for (uint32_t i = 0; i < a; i++) safe |= sp[i].type == TPL_T_STR && (sp[i].flags & TPL_F_SAFE);
+        for (uint32_t i = 0; safe && i < a; i++) {
+            if (sp[i].type == TPL_T_STR && (sp[i].flags & TPL_F_SAFE)) continue;
+            if (sp[i].type == TPL_T_UNDEF && tpl_vm_strict(vm)) { tpl_stdlib.undefined_error(vm, sp[i]); goto fail; }
+            if (call_builtin(vm, tpl_stdlib.id_escape, &sp[i], 1, NULL, NULL, 0, &sp[i]) < 0) goto fail;
+        }
+        if (concat_py(vm, sp, a) < 0) goto fail;
+        if (safe) sp->flags = TPL_F_SAFE;
         sp++;
         NEXT(0);
     }

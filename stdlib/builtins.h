@@ -78,6 +78,9 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res);
  * map also serves %(name)s keys). A markup-safe fmt escapes its string arguments and gives a
  * safe result, as Markup.__mod__ does. */
 int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out);
+/* A str method (builtin id of kind STR) called on a Markup string, a[0], with its bound arguments a:
+ * MarkupSafe 3's Markup methods (runtime/library.h markup_method). */
+int tpl_markup_method(tpl_vm *vm, int id, tpl_value *a, tpl_value *out);
 /* Python's str.format(*args, **kwargs) (kwargs may be NULL). */
 int tpl_str_format(tpl_vm *vm, tpl_value fmt, const tpl_value *args, int nargs,
                    const tpl_map *kwargs, tpl_value *out);

@@ -75,6 +75,8 @@ static void put_spaces(tpl_sb *b, int64_t n)
 
 /* Jinja2's filters map, select, reject, selectattr, rejectattr, batch, slice, unique and items
  * are generators: the list they built is tagged so (see TPL_LAZY_*). */
+static bool is_markup(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_SAFE); }
+
 static int generator(int r, tpl_value *out)
 {
     if (r == 0 && out->type == TPL_T_LIST)
@@ -1145,6 +1147,40 @@ int f_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return sb_done(vm, &b, out);
 }
 
+/* Jinja2's do_join under autoescape: when the separator or an item is Markup, every other item
+ * and the separator are escaped and the result is Markup; otherwise a plain join. */
+int f_join_ae(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (tpl_iter_list(vm, a[0], &l) < 0)
+        return -1;
+    bool attr = tpl_given(a[2]) && a[2].type != TPL_T_NONE;
+    tpl_list *items = tpl_list_new(AR(vm), l->len);
+    if (!items)
+        return OOM();
+    bool markup = tpl_given(a[1]) && is_markup(a[1]);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value it = l->items[i];
+        if (attr && tpl_attr_get(vm, it, a[2], tpl_v_unset(), &it) < 0)
+            return -1;
+        markup |= is_markup(it);
+        items->items[i] = it;
+    }
+    items->len = l->len;
+    tpl_value b[3] = { tpl_v_list(items), a[1], tpl_v_unset() };
+    if (!markup)
+        return f_join(vm, b, out);
+    for (uint32_t i = 0; i < items->len; i++)
+        if (!is_markup(items->items[i]) && escape_value(vm, items->items[i], false, &items->items[i]) < 0)
+            return -1;
+    if (tpl_given(b[1]) && !is_markup(b[1]) && escape_value(vm, b[1], false, &b[1]) < 0)
+        return -1;
+    if (f_join(vm, b, out) < 0)
+        return -1;
+    out->flags = TPL_F_SAFE;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ map / select */
 
 static int f_map_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -1631,6 +1667,106 @@ int f_format(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!kw->len)
         av.flags = TPL_F_TUPLE;
     return tpl_str_mod(vm, fmt, av, out);
+}
+
+/* Jinja2's do_replace under autoescape: s is escaped when old is Markup (or new is and s is not);
+ * then Markup's replace escapes new and returns Markup; a plain s is replaced as str. */
+int f_replace_ae(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value b[4] = { a[0], a[1], a[2], a[3] };
+    if (is_markup(b[1]) || (is_markup(b[2]) && !is_markup(b[0])))
+        if (escape_value(vm, b[0], false, &b[0]) < 0)
+            return -1;
+    if (!is_markup(b[0]))
+        return f_replace(vm, b, out);
+    if (b[2].type == TPL_T_STR && !is_markup(b[2]) && escape_value(vm, b[2], false, &b[2]) < 0)
+        return -1; /* MarkupSafe 3's replace escapes only the new string */
+    if (f_replace(vm, b, out) < 0)
+        return -1;
+    out->flags = TPL_F_SAFE;
+    return 0;
+}
+
+/* markupsafe's escape() of a string argument (other values pass: Markup's methods escape only
+ * str arguments); a markup string stays as it is. */
+static int markup_arg(tpl_vm *vm, tpl_value *v)
+{
+    if (v->type != TPL_T_STR || (v->flags & TPL_F_SAFE)) return 0;
+    return escape_value(vm, *v, false, v);
+}
+
+/* A str method called on Markup (Jinja2's markupsafe.Markup, MarkupSafe 3.0): the methods Markup
+ * overrides return Markup (split, rsplit, splitlines, partition, rpartition: a list/tuple of
+ * Markup); replace escapes its new string, center/ljust/rjust their fill character, join every
+ * item, format every field value; the rest (find, startswith, isdigit, ...) are str's own. a
+ * holds the bound arguments. */
+int tpl_markup_method(tpl_vm *vm, int id, tpl_value *a, tpl_value *out)
+{
+    const tpl_builtin_info *bi = tpl_builtin(id);
+    switch (id) {
+    case TPL_B_STR_split: case TPL_B_STR_rsplit: case TPL_B_STR_splitlines: case TPL_B_STR_partition:
+    case TPL_B_STR_rpartition: case TPL_B_STR_strip: case TPL_B_STR_lstrip: case TPL_B_STR_rstrip:
+    case TPL_B_STR_upper: case TPL_B_STR_lower: case TPL_B_STR_title: case TPL_B_STR_capitalize:
+    case TPL_B_STR_swapcase: case TPL_B_STR_zfill: case TPL_B_STR_removeprefix: case TPL_B_STR_removesuffix:
+        break;
+    case TPL_B_STR_replace: case TPL_B_STR_ljust: case TPL_B_STR_rjust: case TPL_B_STR_center:
+        if (markup_arg(vm, &a[2]) < 0) return -1;
+        break;
+    case TPL_B_STR_join: {
+        tpl_list *src, *l;
+        if (tpl_to_list(vm, a[1], &src) < 0) return -1;
+        if (!(l = tpl_list_new(AR(vm), src->len))) return OOM();
+        for (uint32_t i = 0; i < src->len; i++) { /* escape(item): any value becomes a string */
+            l->items[i] = src->items[i];
+            if (!is_markup(l->items[i]) && escape_value(vm, l->items[i], false, &l->items[i]) < 0)
+                return -1;
+        }
+        l->len = src->len;
+        a[1] = tpl_v_list(l);
+        break;
+    }
+    case TPL_B_STR_format: { /* EscapeFormatter: each field value escaped (containers: their repr) */
+        const tpl_list *args = a[1].u.list;
+        const tpl_map *kw = a[2].u.map;
+        tpl_list *l = tpl_list_new(AR(vm), args->len);
+        tpl_map *m = tpl_map_new(AR(vm), kw->len);
+        if (!l || !m) return OOM();
+        for (uint32_t i = 0; i < args->len + kw->len; i++) {
+            tpl_value v = i < args->len ? args->items[i] : kw->e[i - args->len].val;
+            if (v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
+                if (tpl_to_str(vm, v, &v) < 0) return -1;
+            }
+            if (markup_arg(vm, &v) < 0) return -1;
+            if (i < args->len) l->items[i] = v;
+            else if (!tpl_map_set(AR(vm), m, kw->e[i - args->len].key, v)) return OOM();
+        }
+        l->len = args->len;
+        a[1] = tpl_v_list(l);
+        a[1].flags = TPL_F_TUPLE;
+        a[2] = tpl_v_map(m);
+        break;
+    }
+    default:
+        return bi->fn(vm, a, out);
+    }
+    if (bi->fn(vm, a, out) < 0) return -1;
+    if (out->type == TPL_T_STR) {
+        out->flags |= TPL_F_SAFE;
+    } else if (out->type == TPL_T_LIST) { /* a new list: its strings become Markup */
+        tpl_list *l = out->u.list;
+        for (uint32_t i = 0; i < l->len; i++)
+            if (l->items[i].type == TPL_T_STR) l->items[i].flags |= TPL_F_SAFE;
+    }
+    return 0;
+}
+
+/* Jinja2's do_xmlattr returns Markup under autoescape (its keys and values are escaped already). */
+int f_xmlattr_ae(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (f_xmlattr(vm, a, out) < 0)
+        return -1;
+    out->flags = TPL_F_SAFE;
+    return 0;
 }
 
 int f_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
