@@ -52,7 +52,7 @@ def bench(where, label):
             raise RuntimeError("outputs differ")
         plain.append(a)
         stored.append(b)
-    p = subprocess.run([sb, where, "front.desk", "1000"], env=env, check=True, stdout=subprocess.PIPE, text=True)
+    p = subprocess.run([sb, where, "front.desk", "1000", state], env=env, check=True, stdout=subprocess.PIPE, text=True)
     fields = dict(kv.split("=") for kv in p.stdout.split()[2:])
     return (label, statistics.median(plain), statistics.mean(plain), statistics.median(stored),
             statistics.mean(stored), float(fields["load_us"]), float(fields["load_render_us"]))
