@@ -68,6 +68,21 @@ static char *dupstr(const char *s)
     return d;
 }
 
+/* Sets p's bound language (tpl_options.lang) to a copy in p's arena: NULL or "" is none. False
+ * when it is not UTF-8 or out of memory (then p->opts.lang is NULL). */
+bool tpl_program_bind_lang(tpl_program *p, const char *lang)
+{
+    p->opts.lang = NULL;
+    if (!lang || !*lang) return true;
+    size_t n = strlen(lang), bad;
+    if (!tpl_utf8_valid(lang, n, &bad)) return false;
+    char *c = tpl_arena_alloc(&p->arena, n + 1);
+    if (!c) return false;
+    memcpy(c, lang, n + 1);
+    p->opts.lang = c;
+    return true;
+}
+
 /* Copies the source line around byte offset off (malloc'd). */
 static char *source_line(const char *src, size_t n, uint32_t off)
 {
@@ -170,6 +185,11 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     if (!p) return TPL_ERR_NOMEM;
     tpl_arena_init(&p->arena, 0);
     p->opts = o;
+    if (!tpl_program_bind_lang(p, o.lang)) {
+        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
+        tpl_program_free(p);
+        return TPL_ERR_USAGE;
+    }
     p->name = dupstr(name ? name : "<template>");
     if (o.syntax == TPL_SYNTAX_ERB) {
         /* ERB keeps the source as it is (CRLF included, as Ruby does) */
@@ -243,6 +263,11 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     if (!p) return TPL_ERR_NOMEM;
     tpl_arena_init(&p->arena, 0);
     p->opts = *o;
+    if (!tpl_program_bind_lang(p, o->lang)) {
+        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
+        tpl_program_free(p);
+        return TPL_ERR_USAGE;
+    }
     p->name = dupstr(name ? name : "<template>");
     p->source = malloc(len + 1);
     if (!p->name || !p->source) { tpl_program_free(p); return TPL_ERR_NOMEM; }

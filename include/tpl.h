@@ -161,6 +161,11 @@ typedef struct tpl_options {
      * callable only directly (`name(...)`), not as a value. */
     const tpl_host_func *host_funcs;
     size_t nhost_funcs;
+    /* The program's bound language (NUL-terminated UTF-8, borrowed; copied into the program;
+     * NULL or "": none). tr() and format-string translation use it when neither the call nor
+     * the render (tpl_render_set_lang) gives a language (DESIGN.md §3; `tplc compile --lang`).
+     * Kept by .tplb files (format 4) and --emit c; tpl_program_options returns it. */
+    const char *lang;
 } tpl_options;
 
 /* Fills *o with the named profile for the syntax (keeping o's loader and loader_data); returns
@@ -481,7 +486,7 @@ TPL_API char *tpl_error_format(const tpl_error *err);
 /* ---- precompiled programs (.tplb files and C arrays; DESIGN.md §5) ---- */
 
 /* Version of the .tplb format written by tpl_program_save; the loader accepts only this one. */
-#define TPL_TPLB_VERSION 3
+#define TPL_TPLB_VERSION 4
 
 /* tpl_program_save flags. */
 enum {
@@ -490,7 +495,8 @@ enum {
 };
 
 /* Serializes a program (from tpl_compile or a loader) to the .tplb format: magic, format
- * version, little-endian fields, CRC-32 of the payload, the options it was compiled with, code,
+ * version, little-endian fields, CRC-32 of the payload, the options it was compiled with (and its
+ * bound language), code,
  * constants, names, span table, macros, reads-set, source hash and (unless stripped) the
  * normalised source. On TPL_OK *out is a malloc'd buffer of *len bytes the caller frees with
  * free(). Returns TPL_ERR_NOMEM on allocation failure, TPL_ERR_USAGE when p, out or len is NULL

@@ -75,6 +75,7 @@ struct tpl_static_program {
     size_t nspans;
     const tpl_static_macro *macros;
     size_t nmacros;
+    const char *lang;             /* the bound language (tpl_options.lang), or NULL */
 };
 
 #ifdef __cplusplus

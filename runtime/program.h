@@ -116,6 +116,9 @@ struct tpl_program {
 void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col);
 /* XXH64 (seed 0) of src: tpl_program_source_hash. */
 uint64_t tpl_source_hash(const char *src, size_t n);
+/* Sets p's bound language (opts.lang) to a copy in p's arena (NULL or "": none); false when it
+ * is not UTF-8 or out of memory. */
+bool tpl_program_bind_lang(tpl_program *p, const char *lang);
 /* Line and column (code points) of byte offset `off` in src. */
 void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col);
 

@@ -13,6 +13,7 @@
  *     u8 syntax, u8 option bits (trim, lstrip, keep_nl, strict, tidy, hf), u16 0
  *     str name                       (str = u32 byte length + bytes)
  *     u64 source hash
+ *     str bound language             (format 4: tpl_options.lang; empty: none)
  *     str source                     (only with flag bit 0)
  *     u32 nslots, u32 max_stack      (template level)
  *     u32 ncode, ncode × u32 words
@@ -140,6 +141,7 @@ tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, si
     put_u16(&b, 0);
     put_str(&b, p->name ? p->name : "", p->name ? strlen(p->name) : 0);
     put_u64(&b, p->source_hash);
+    put_str(&b, p->opts.lang ? p->opts.lang : "", p->opts.lang ? strlen(p->opts.lang) : 0);
     if (with_source) put_str(&b, p->source, p->source_len);
     put_u32(&b, p->nslots);
     put_u32(&b, p->max_stack);
@@ -328,6 +330,16 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     memcpy(p->name, s, n);
     p->name[n] = 0;
     p->source_hash = get_u64(&r);
+    s = get_str(&r, a, &n);
+    if (r.bad) return corrupt(p, err, name, "truncated language");
+    if (n) {
+        char *l = tpl_arena_alloc(a, (size_t)n + 1);
+        if (!l) return corrupt(p, err, name, "out of memory");
+        memcpy(l, s, n);
+        l[n] = 0;
+        if (strlen(l) != n || !tpl_utf8_valid(l, n, &(size_t){ 0 })) return corrupt(p, err, name, "bad language");
+        p->opts.lang = l;
+    }
     if (flags & 1) {
         s = get_str(&r, a, &n);
         if (r.bad) return corrupt(p, err, name, "truncated source");
@@ -456,6 +468,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     p->source = (char *)(sp->source ? sp->source : "");
     p->source_len = sp->source ? sp->source_len : 0;
     p->source_hash = sp->source_hash;
+    p->opts.lang = sp->lang && *sp->lang ? sp->lang : NULL;
     p->nslots = sp->nslots;
     p->max_stack = sp->max_stack;
     p->code = (uint32_t *)sp->code;
@@ -633,7 +646,10 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     else tpl_sb_puts(&b, ",\n    0, 0,\n");
     tpl_sb_printf(&b, "    0x%016llxull, %u, %u,\n", (unsigned long long)p->source_hash, p->nslots, p->max_stack);
     tpl_sb_printf(&b, "    %s_code, %zu, %s_consts, %zu, %s_names, %zu,\n", sym, p->ncode, sym, p->nconsts, sym, p->nnames);
-    tpl_sb_printf(&b, "    %s_spans, %zu, %s_macros, %zu,\n};\n", sym, p->nspans, sym, p->nmacros);
+    tpl_sb_printf(&b, "    %s_spans, %zu, %s_macros, %zu,\n    ", sym, p->nspans, sym, p->nmacros);
+    if (p->opts.lang) c_string(&b, p->opts.lang, strlen(p->opts.lang));
+    else tpl_sb_puts(&b, "0");
+    tpl_sb_puts(&b, ",\n};\n");
     if (b.failed) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
     tpl_sb_putc(&b, 0);
     *out = b.p;

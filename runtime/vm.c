@@ -66,6 +66,7 @@ tpl_arena *tpl_vm_arena(tpl_vm *vm) { return &vm->arena; }
 bool tpl_vm_strict(const tpl_vm *vm) { return vm->p && vm->p->opts.strict; }
 bool tpl_vm_hf(const tpl_vm *vm) { return vm->p && vm->p->opts.hf; }
 int tpl_vm_syntax(const tpl_vm *vm) { return vm->p ? (int)vm->p->opts.syntax : 0; }
+const char *tpl_vm_bound_lang(const tpl_vm *vm) { return vm->p ? vm->p->opts.lang : NULL; }
 const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n)
 {
     *n = vm->facts ? vm->facts->len : 0;

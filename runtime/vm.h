@@ -30,6 +30,8 @@ bool tpl_vm_strict(const tpl_vm *vm);
 /* True for the hf profile (Hugging Face chat templates: transformers tojson, sandbox limits). */
 bool tpl_vm_hf(const tpl_vm *vm);
 int tpl_vm_syntax(const tpl_vm *vm);
+/* The program's bound language (tpl_options.lang, `tplc compile --lang`), or NULL. */
+const char *tpl_vm_bound_lang(const tpl_vm *vm);
 /* The facts given to this render (remembers), NFC-normalised, and their count. */
 const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n);
 /* True when the host set a remembers callback (tpl_render_set_remembers). */

@@ -480,6 +480,7 @@ int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
         ln = s.len;
     }
     if (!ls && t && t->lang) { ls = t->lang; ln = t->lang_len; }
+    if (!ls && tpl_vm_bound_lang(vm)) { ls = tpl_vm_bound_lang(vm); ln = strlen(ls); } /* the bound language */
     if (!ls || !t) return 0;
     for (size_t c = 0; c < t->ncats; c++) {
         const tr_catalog *cat = &t->cats[c];
@@ -537,7 +538,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
         if (copy) state = copy;
     }
     *fields = tpl_v_map(state);
-    if (t && t->lang && t->ncats) {
+    if (t && (t->lang || tpl_vm_bound_lang(vm)) && t->ncats) {
         tpl_value tr;
         if (tpl_tr_text(vm, source, tpl_v_unset(), &tr) < 0) return -1;
         if (tr.type == TPL_T_STR && (tr.len != source.len || memcmp(tr.u.s, source.u.s, tr.len) != 0))

@@ -86,5 +86,23 @@ check "--state with --golden is a usage error" '[ $? -eq 2 ]'
 check "--case without --golden is a usage error" '[ $? -eq 2 ]'
 check "--help prints the usage and exits 0" '"$tplc" --help | grep -q "^usage: tplc render"'
 
+# tplc compile --lang L binds L into the program (issue 19): tr() uses it when the render gives
+# no language; the render's --lang and tr(lang=) still win; the .tplb (format 4) and --emit c keep it
+mkdir "$tmp/lang"
+printf "{{ tr('Hi') }} {{ tr('Hi', lang='de') }}" > "$tmp/lang/b.jinja"
+echo '{"fr": {"Hi": "Salut"}, "de": {"Hi": "Hallo"}}' > "$tmp/lang/cat.json"
+"$tplc" compile "$tmp/lang/b.jinja" --lang fr -o "$tmp/lang/b.tplb"
+check "compile --lang: the bound language translates" '[ "$("$tplc" render "$tmp/lang/b.tplb" --catalog "$tmp/lang/cat.json")" = "Salut Hallo" ]'
+check "compile --lang: render --lang wins" '[ "$("$tplc" render "$tmp/lang/b.tplb" --catalog "$tmp/lang/cat.json" --lang de)" = "Hallo Hallo" ]'
+"$tplc" compile "$tmp/lang/b.jinja" -o "$tmp/lang/none.tplb"
+check "without --lang nothing is bound" '[ "$("$tplc" render "$tmp/lang/none.tplb" --catalog "$tmp/lang/cat.json")" = "Hi Hallo" ]'
+printf 'Hi {x}' > "$tmp/lang/f.fmt"
+echo '{"fr": {"Hi {x}": "Salut {x}"}}' > "$tmp/lang/c2.json"
+echo '{"x": 1}' > "$tmp/lang/x.json"
+"$tplc" compile "$tmp/lang/f.fmt" --lang fr -o "$tmp/lang/f.tplb"
+check "compile --lang: a format string is translated" '[ "$("$tplc" render "$tmp/lang/f.tplb" --catalog "$tmp/lang/c2.json" --state "$tmp/lang/x.json")" = "Salut 1" ]'
+"$tplc" compile "$tmp/lang/b.jinja" --lang fr --emit c --name bound -o "$tmp/lang/b.c"
+check "--emit c keeps the bound language" 'tail -3 "$tmp/lang/b.c" | grep -q "\"fr\","'
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

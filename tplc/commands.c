@@ -100,6 +100,8 @@ int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **pr
     opt.keep_trailing_newline |= o->keep_nl;
     opt.strict |= o->strict;
     opt.tidy |= o->tidy;
+    /* tplc compile --lang L binds L into the program (DESIGN.md §3; kept by the .tplb) */
+    if (o->cmd && strcmp(o->cmd->name, "compile") == 0) opt.lang = o->lang;
     tpl_error one = { 0 };
     bool list = errs && cap;
     size_t n = tpl_compile_all(path, src, len, &opt, prog, list ? errs : &one, list ? cap : 1);

@@ -108,10 +108,11 @@ static const tplc_command commands[] = {
     { "dump", "TEMPLATE [compile flags]", "Prints the disassembly: offset, opcode, operands, source line.",
       "@compile", 1, 1, tplc_dump, NULL },
     { "compile",
-      "TEMPLATE [compile flags] [--strip-source] [--depfile FILE] -o OUT.tplb\n"
-      "TEMPLATE [compile flags] --emit c [--name SYMBOL] [--depfile FILE] -o OUT.c",
-      "Compiles TEMPLATE to a .tplb file, or to C source defining a tpl_static_program.",
-      "@compile --strip-source --emit --name --depfile -o", 1, 1, tplc_compile, NULL },
+      "TEMPLATE [compile flags] [--lang L] [--strip-source] [--depfile FILE] -o OUT.tplb\n"
+      "TEMPLATE [compile flags] [--lang L] --emit c [--name SYMBOL] [--depfile FILE] -o OUT.c",
+      "Compiles TEMPLATE to a .tplb file, or to C source defining a tpl_static_program.\n"
+      "--lang L binds L into the program: tr() uses it when the render sets no language.",
+      "@compile --lang --strip-source --emit --name --depfile -o", 1, 1, tplc_compile, NULL },
     { "prompt",
       "create NAME (--template TEXT | --file PATH) [--syntax fmt|jinja|erb] [--profile P] [--tr-key K]... [--lang L]\n"
       "list [--prefix P] [--json]\n"
