@@ -10,10 +10,43 @@
 #include <sqlite3.h>
 #include "db.h"
 
+#define NCACHE 16
+
 typedef struct sq {
     db base;
     sqlite3 *h;
+    /* prepared statements kept for reuse, by SQL text (the store runs a few dozen distinct ones) */
+    struct { char *sql; sqlite3_stmt *st; } cache[NCACHE];
+    unsigned next;          /* the slot replaced next when the cache is full */
 } sq;
+
+/* A prepared statement for sql: a cached one (reset, bindings cleared) or a new one (cached). */
+static int prepare(sq *q, const char *sql, sqlite3_stmt **st)
+{
+    for (unsigned i = 0; i < NCACHE; i++)
+        if (q->cache[i].sql && strcmp(q->cache[i].sql, sql) == 0) {
+            *st = q->cache[i].st;
+            sqlite3_reset(*st);
+            sqlite3_clear_bindings(*st);
+            return SQLITE_OK;
+        }
+    int rc = sqlite3_prepare_v3(q->h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    if (rc != SQLITE_OK) return rc;
+    char *copy = strdup(sql);
+    if (!copy) return SQLITE_OK; /* used once, not cached: finalized by the caller */
+    unsigned k = q->next++ % NCACHE;
+    free(q->cache[k].sql);
+    sqlite3_finalize(q->cache[k].st);
+    q->cache[k].sql = copy;
+    q->cache[k].st = *st;
+    return SQLITE_OK;
+}
+
+static bool cached(const sq *q, const sqlite3_stmt *st)
+{
+    for (unsigned i = 0; i < NCACHE; i++) if (q->cache[i].st == st) return true;
+    return false;
+}
 
 static const char *const schema_v1[] = {
     "CREATE TABLE tpl_prompts (\n"
@@ -53,7 +86,7 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
     sq *q = (sq *)d;
     sqlite3_stmt *st = NULL;
     if (res) memset(res, 0, sizeof *res);
-    int rc = sqlite3_prepare_v2(q->h, sql, -1, &st, NULL);
+    int rc = prepare(q, sql, &st);
     if (rc != SQLITE_OK) {
         set_msg(msg, cap, sqlite3_errmsg(q->h));
         return rc == SQLITE_NOMEM ? DB_NOMEM : DB_FAIL;
@@ -66,7 +99,8 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
     }
     if (rc != SQLITE_OK) {
         set_msg(msg, cap, sqlite3_errmsg(q->h));
-        sqlite3_finalize(st);
+        if (cached(q, st)) sqlite3_reset(st);
+        else sqlite3_finalize(st);
         return DB_FAIL;
     }
     size_t ncols = (size_t)sqlite3_column_count(st), cap_rows = 0;
@@ -107,7 +141,9 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
         }
         if (err) break;
     }
-    sqlite3_finalize(st);
+    /* a cached statement is reset (its locks released) now, not at its next use */
+    if (cached(q, st)) { sqlite3_reset(st); sqlite3_clear_bindings(st); }
+    else sqlite3_finalize(st);
     if (err && res) db_res_free(res);
     if (res) res->ncols = ncols;
     return err;
@@ -117,6 +153,10 @@ static void sq_close(db *d)
 {
     sq *q = (sq *)d;
     if (!q) return;
+    for (unsigned i = 0; i < NCACHE; i++) {
+        sqlite3_finalize(q->cache[i].st);
+        free(q->cache[i].sql);
+    }
     sqlite3_close_v2(q->h);
     free(q);
 }
