@@ -16,6 +16,10 @@
  *     str bound language             (format 4: tpl_options.lang; empty: none)
  *     str source                     (only with flag bit 0)
  *     u32 nslots, u32 max_stack      (template level)
+ *     u32 nbuiltins, nbuiltins × (u8 kind, str name)
+ *                                    (format 4: the builtins the code calls; a builtin operand
+ *                                     of the code is an index of this table, resolved by name
+ *                                     when loading: an unknown name is a load error)
  *     u32 ncode, ncode × u32 words
  *     u32 nconsts, values            (value = u8 type, u8 flags, payload: int i64, float
  *                                     IEEE bits u64, bool u8, str str, tuple u32 n + n values)
@@ -122,6 +126,58 @@ static void put_value(tpl_sb *b, const tpl_value *v)
     }
 }
 
+/* Calls f(p, word index, operand value) for every builtin operand ('b' in opcodes.def) of the
+ * code; stops at an unknown opcode or a truncated instruction (the verifier rejects those). */
+static void each_builtin_operand(uint32_t *code, size_t ncode, void (*f)(void *data, uint32_t *word, bool in_a),
+                                 void *data)
+{
+    for (size_t pc = 0; pc < ncode;) {
+        uint32_t op = TPL_INSN_OP(code[pc]);
+        if (op >= TPL_OP__COUNT) return;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        if (pc + oi->extra >= ncode) return;
+        for (size_t k = 0; oi->fmt[k] && k <= oi->extra; k++)
+            if (oi->fmt[k] == 'b') f(data, &code[pc + k], k == 0);
+        pc += 1 + (size_t)oi->extra;
+    }
+}
+
+/* Saving: builtin ids -> indexes of the file's builtins table (first-use order). */
+typedef struct bt_save {
+    int32_t *slot;      /* per builtin id: its index in the table, or -1 */
+    uint16_t *ids;      /* the table: builtin ids */
+    uint32_t n;
+} bt_save;
+
+static void bt_collect(void *data, uint32_t *word, bool in_a)
+{
+    bt_save *t = data;
+    uint32_t id = in_a ? TPL_INSN_A(*word) : *word;
+    if (id >= tpl_stdlib.nbuiltins) return;
+    if (t->slot[id] < 0) { t->slot[id] = (int32_t)t->n; t->ids[t->n++] = (uint16_t)id; }
+    uint32_t k = (uint32_t)t->slot[id];
+    *word = in_a ? (TPL_INSN_OP(*word) | k << 8) : k;
+}
+
+/* Loading: table indexes -> this library's builtin ids (an index out of range stays out of range
+ * for the verifier to reject). */
+typedef struct bt_load {
+    const int16_t *ids;
+    uint32_t n;
+} bt_load;
+
+static void bt_resolve(void *data, uint32_t *word, bool in_a)
+{
+    const bt_load *t = data;
+    uint32_t k = in_a ? TPL_INSN_A(*word) : *word;
+    uint32_t id = k < t->n ? (uint32_t)t->ids[k] : 0xFFFFFF;
+    *word = in_a ? (TPL_INSN_OP(*word) | id << 8) : id;
+}
+
+static const char *const builtin_kind_names[] = { "filter", "test", "global function", "str method", "dict method",
+                                                  "list method", "Kernel function", "method", "String method",
+                                                  "Numeric method", "Array method", "Hash method", "Range method" };
+
 tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len)
 {
     if (out) *out = NULL;
@@ -145,8 +201,24 @@ tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, si
     if (with_source) put_str(&b, p->source, p->source_len);
     put_u32(&b, p->nslots);
     put_u32(&b, p->max_stack);
+    /* the builtins table, and the code with its builtin operands as indexes of it */
+    uint32_t *code = malloc((p->ncode ? p->ncode : 1) * sizeof *code);
+    bt_save bt = { malloc(tpl_stdlib.nbuiltins * sizeof *bt.slot), malloc(tpl_stdlib.nbuiltins * sizeof *bt.ids), 0 };
+    if (!code || !bt.slot || !bt.ids) { free(code); free(bt.slot); free(bt.ids); tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    memcpy(code, p->code, p->ncode * sizeof *code);
+    for (uint32_t i = 0; i < tpl_stdlib.nbuiltins; i++) bt.slot[i] = -1;
+    each_builtin_operand(code, p->ncode, bt_collect, &bt);
+    put_u32(&b, bt.n);
+    for (uint32_t i = 0; i < bt.n; i++) {
+        const tpl_builtin_info *bi = tpl_lib_builtin(bt.ids[i]);
+        put_u8(&b, bi->kind);
+        put_str(&b, bi->name, bi->namelen);
+    }
     put_u32(&b, (uint32_t)p->ncode);
-    for (size_t i = 0; i < p->ncode; i++) put_u32(&b, p->code[i]);
+    for (size_t i = 0; i < p->ncode; i++) put_u32(&b, code[i]);
+    free(code);
+    free(bt.slot);
+    free(bt.ids);
     put_u32(&b, (uint32_t)p->nconsts);
     for (size_t i = 0; i < p->nconsts; i++) put_value(&b, &p->consts[i]);
     put_u32(&b, (uint32_t)p->nnames);
@@ -352,10 +424,31 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     if (!p->source && !(p->source = calloc(1, 1))) return corrupt(p, err, name, "out of memory");
     p->nslots = get_u32(&r);
     p->max_stack = get_u32(&r);
+    uint32_t nbt = get_count(&r, 5);
+    int16_t *bt_ids = tpl_arena_alloc(a, (size_t)nbt * sizeof *bt_ids + 1);
+    if (r.bad || !bt_ids) return corrupt(p, err, name, "truncated builtins table");
+    for (uint32_t i = 0; i < nbt; i++) {
+        unsigned kind = get_u8(&r);
+        s = get_str(&r, a, &n);
+        if (r.bad) return corrupt(p, err, name, "truncated builtins table");
+        int id = kind < sizeof builtin_kind_names / sizeof builtin_kind_names[0] ? tpl_stdlib.find((tpl_builtin_kind)kind, s, n) : -1;
+        /* find() also answers a test's operator alias ("==" for eq): only the exact name counts */
+        const tpl_builtin_info *bi = tpl_lib_builtin(id);
+        if (!bi || bi->namelen != n || memcmp(bi->name, s, n) != 0) {
+            char why[200];
+            snprintf(why, sizeof why, "unknown builtin %s '%.*s' (this tpl has no such builtin)",
+                     kind < sizeof builtin_kind_names / sizeof builtin_kind_names[0] ? builtin_kind_names[kind] : "kind",
+                     (int)(n > 64 ? 64 : n), s);
+            return corrupt(p, err, name, why);
+        }
+        bt_ids[i] = (int16_t)id;
+    }
     p->ncode = get_count(&r, 4);
     p->code = tpl_arena_alloc(a, p->ncode * sizeof *p->code + 1);
     if (!p->code) return corrupt(p, err, name, "truncated code");
     for (size_t i = 0; i < p->ncode; i++) p->code[i] = get_u32(&r);
+    if (r.bad) return corrupt(p, err, name, "truncated code");
+    each_builtin_operand(p->code, p->ncode, bt_resolve, &(bt_load){ bt_ids, nbt });
     p->nconsts = get_count(&r, 2);
     p->consts = tpl_arena_alloc(a, p->nconsts * sizeof *p->consts + 1);
     if (r.bad || !p->consts) return corrupt(p, err, name, "truncated constants");

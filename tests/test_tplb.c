@@ -602,8 +602,45 @@ static void test_stripped_error(void)
     tpl_program_free(q);
 }
 
+/* Builtins are referenced by name (format 4): the file's table names them, the code holds indexes
+ * of it; a name this tpl does not have is a clear load error, and the names survive a save. */
+static void test_builtin_names(void)
+{
+    tpl_program *p = compile("{{ name | upper }} {{ 'x' is string }} {{ range(2) | list | join(',') }}", NULL);
+    void *b = NULL;
+    size_t n = 0;
+    CHECK(p && tpl_program_save(p, TPL_SAVE_STRIP_SOURCE, &b, &n) == TPL_OK);
+    if (!b) return;
+    unsigned char *u = b;
+    unsigned char *at = memmem(u, n, "upper", 5);
+    CHECK(at != NULL);
+    tpl_program *q = NULL;
+    CHECK(tpl_program_load("n.tplb", b, n, &q, NULL) == TPL_OK && q);
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_status st;
+    static const char state[] = "{\"name\": \"ab\"}";
+    CHECK(tpl_render_set_state_json(r, state, sizeof state - 1) == TPL_OK);
+    char *out = render(r, q, &st);
+    CHECK(out && strcmp(out, "AB True 0,1") == 0);
+    free(out);
+    tpl_program_free(q);
+    if (at) {
+        memcpy(at, "uppex", 5);
+        fix_header(u, n);
+        tpl_error err = { 0 };
+        q = NULL;
+        CHECK(tpl_program_load("n.tplb", b, n, &q, &err) == TPL_ERR_CORRUPT && !q);
+        CHECK(err.message && strstr(err.message, "unknown builtin filter 'uppex'"));
+        tpl_error_clear(&err);
+    }
+    free(b);
+    tpl_render_free(r);
+    tpl_program_free(p);
+}
+
 int main(void)
 {
+    test_builtin_names();
     test_reserved_bytes();
     test_stripped_error();
     test_concat_append();
