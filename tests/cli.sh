@@ -212,7 +212,7 @@ if [ -n "$man" ]; then
   for c in render lint dump compile tr-extract page; do
     for f in $("$tplc" "$c" --help | grep -o '^  -[-a-z]*'); do
       g=$(printf '%s' "$f" | sed 's/-/\\-/g')
-      check "doc/tplc.1 documents $c $f" 'grep -qF -- "$g" "$man"'
+      check "docs/tplc.1 documents $c $f" 'grep -qF -- "$g" "$man"'
     done
   done
 fi

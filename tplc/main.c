@@ -1,6 +1,6 @@
 /* tplc — compile, render, lint and disassemble templates (DESIGN.md §4).
  * This file is the command line itself: the flag table and the subcommand table (one source for
- * parsing and for every --help text; doc/tplc.1 follows them, checked by tests/cli_flags.sh), the
+ * parsing and for every --help text; docs/tplc.1 follows them, checked by tests/cli_flags.sh), the
  * parser, and the check that standard output was really written. Exit status: 0 success,
  * 1 template error (syntax, undefined, type, limit, invalid state), 2 usage or I/O error. */
 #include <errno.h>
