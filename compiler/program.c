@@ -154,12 +154,13 @@ tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *pr
     }
     base.loader = o->loader;
     base.loader_data = o->loader_data;
+    base.max_compile_memory = o->max_compile_memory;
     *o = base;
     return TPL_OK;
 }
 
 static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len, const tpl_options *o,
-                                  tpl_program **out, tpl_error *err);
+                                  tpl_budget *budget, tpl_program **out, tpl_error *err);
 
 tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *err)
@@ -176,7 +177,8 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
         set_error(err, TPL_ERR_SYNTAX, name, src, len, (uint32_t)bad, msg);
         return TPL_ERR_SYNTAX;
     }
-    if (o.syntax == TPL_SYNTAX_FMT) return tpl_compile_fmt(name, src, len, &o, out, err);
+    tpl_budget budget = { 0, (size_t)(o.max_compile_memory ? o.max_compile_memory : TPL_DEFAULT_COMPILE_MEMORY), false };
+    if (o.syntax == TPL_SYNTAX_FMT) return tpl_compile_fmt(name, src, len, &o, &budget, out, err);
     if (o.syntax != TPL_SYNTAX_JINJA && o.syntax != TPL_SYNTAX_ERB) {
         set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "unknown syntax");
         return TPL_ERR_USAGE;
@@ -184,6 +186,7 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     tpl_program *p = calloc(1, sizeof *p);
     if (!p) return TPL_ERR_NOMEM;
     tpl_arena_init(&p->arena, 0);
+    p->budget = p->arena.budget = &budget;
     p->opts = o;
     if (!tpl_program_bind_lang(p, o.lang)) {
         set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
@@ -203,6 +206,7 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
 
     tpl_status st = o.syntax == TPL_SYNTAX_ERB ? tpl_compile_erb(p, p->source, p->source_len, err)
                                                : tpl_compile_jinja(p, p->source, p->source_len, err);
+    p->budget = p->arena.budget = NULL; /* the program outlives the compile */
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     p->opts.host_funcs = NULL;   /* borrowed for compilation only */
     p->opts.nhost_funcs = 0;
@@ -210,25 +214,35 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     return TPL_OK;
 }
 
+/* A located compile error: TPL_ERR_SYNTAX with msg, or TPL_ERR_LIMIT when the compile ran past
+ * its memory limit (whatever failed then, out of memory, reports the limit). */
+static tpl_status compile_error(tpl_program *p, tpl_error *err, const char *src, size_t n, uint32_t off,
+                                const char *msg)
+{
+    if (p->budget && p->budget->over) {
+        char m[96];
+        snprintf(m, sizeof m, "compile memory limit reached (%zu bytes)", p->budget->limit);
+        set_error(err, TPL_ERR_LIMIT, p->name, src, n, off, m);
+        return TPL_ERR_LIMIT;
+    }
+    set_error(err, TPL_ERR_SYNTAX, p->name, src, n, off, msg);
+    return TPL_ERR_SYNTAX;
+}
+
 /* The common tail of the parsing front ends: reports a parse error, or lowers the AST with
  * `lower` into p (code and tables moved into the program) and reports the first compile error. */
 static tpl_status lower_ast(tpl_program *p, tpl_pctx *pc, bool parsed, bool (*lower)(tpl_comp *, tpl_node *),
                             tpl_error *err)
 {
-    if (!parsed) {
-        set_error(err, TPL_ERR_SYNTAX, p->name, pc->src, pc->n, pc->err_off, pc->failed ? pc->msg : "syntax error");
-        return TPL_ERR_SYNTAX;
-    }
+    if (!parsed)
+        return compile_error(p, err, pc->src, pc->n, pc->err_off, pc->failed ? pc->msg : "syntax error");
     tpl_comp *c = tpl_comp_new(p, pc->arena, pc->src, pc->n);
-    if (!c) return TPL_ERR_NOMEM;
+    if (!c) return p->budget && p->budget->over ? compile_error(p, err, pc->src, pc->n, 0, "") : TPL_ERR_NOMEM;
     lower(c, pc->root);
     tpl_comp_finish(c);
     uint32_t off;
     const char *msg;
-    if (tpl_comp_error(c, &off, &msg)) {
-        set_error(err, TPL_ERR_SYNTAX, p->name, pc->src, pc->n, off, msg);
-        return TPL_ERR_SYNTAX;
-    }
+    if (tpl_comp_error(c, &off, &msg)) return compile_error(p, err, pc->src, pc->n, off, msg);
     return TPL_OK;
 }
 
@@ -244,6 +258,7 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     }
     tpl_arena tmp;
     tpl_arena_init(&tmp, 0);
+    tmp.budget = p->budget;
     tpl_pctx pc = { 0 };
     pc.arena = &tmp;
     pc.src = src;
@@ -257,11 +272,12 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
 
 /* Format strings: the source is used verbatim (str.format sees the file's exact text). */
 static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len, const tpl_options *o,
-                                  tpl_program **out, tpl_error *err)
+                                  tpl_budget *budget, tpl_program **out, tpl_error *err)
 {
     tpl_program *p = calloc(1, sizeof *p);
     if (!p) return TPL_ERR_NOMEM;
     tpl_arena_init(&p->arena, 0);
+    p->budget = p->arena.budget = budget;
     p->opts = *o;
     if (!tpl_program_bind_lang(p, o->lang)) {
         set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
@@ -277,21 +293,20 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     p->source_hash = tpl_source_hash(src, len);
     tpl_arena tmp;
     tpl_arena_init(&tmp, 0);
+    tmp.budget = budget;
     tpl_status st = TPL_OK;
     tpl_comp *c = tpl_comp_new(p, &tmp, p->source, len);
     if (!c) {
-        st = TPL_ERR_NOMEM;
+        st = budget->over ? compile_error(p, err, p->source, len, 0, "") : TPL_ERR_NOMEM;
     } else {
         tpl_lower_fmt(c, p->source, len);
         tpl_comp_finish(c);
         uint32_t off;
         const char *msg;
-        if (tpl_comp_error(c, &off, &msg)) {
-            set_error(err, TPL_ERR_SYNTAX, p->name, p->source, len, off, msg);
-            st = TPL_ERR_SYNTAX;
-        }
+        if (tpl_comp_error(c, &off, &msg)) st = compile_error(p, err, p->source, len, off, msg);
     }
     tpl_arena_free(&tmp);
+    p->budget = p->arena.budget = NULL; /* the program outlives the compile */
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     p->opts.host_funcs = NULL;
     p->opts.nhost_funcs = 0;
@@ -360,6 +375,7 @@ tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error 
 {
     tpl_arena tmp;
     tpl_arena_init(&tmp, 0);
+    tmp.budget = p->budget;
     tpl_pctx pc = { 0 };
     pc.arena = &tmp;
     pc.src = src;

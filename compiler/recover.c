@@ -161,7 +161,8 @@ static void original_line(tpl_error *err, const char *src, size_t n)
     err->source_line = line;
 }
 
-static bool recoverable(tpl_status st) { return st != TPL_OK && st != TPL_ERR_NOMEM && st < TPL_ERR_USAGE; }
+/* (a compile memory limit is not: every retry would take the same memory again) */
+static bool recoverable(tpl_status st) { return st != TPL_OK && st != TPL_ERR_NOMEM && st != TPL_ERR_LIMIT && st < TPL_ERR_USAGE; }
 
 size_t tpl_compile_all(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *errs, size_t cap)

@@ -166,7 +166,15 @@ typedef struct tpl_options {
      * the render (tpl_render_set_lang) gives a language (DESIGN.md §3; `tplc compile --lang`).
      * Kept by .tplb files (format 4) and --emit c; tpl_program_options returns it. */
     const char *lang;
+    /* Memory one tpl_compile may take for its syntax trees (the template's and those it loads),
+     * the compiler's scratch and the program's constants, in bytes; 0: the default, 1 GiB
+     * (TPL_DEFAULT_COMPILE_MEMORY). Past it the compile fails with TPL_ERR_LIMIT "compile memory
+     * limit reached (N bytes)", located at the construct being parsed or compiled. Kept by
+     * tpl_options_profile; not stored in the program. */
+    uint64_t max_compile_memory;
 } tpl_options;
+
+#define TPL_DEFAULT_COMPILE_MEMORY (1ull << 30)
 
 /* Fills *o with the named profile for the syntax (keeping o's loader and loader_data); returns
  * TPL_ERR_USAGE for an unknown name, a profile that does not apply to the syntax ("jinja2" and

@@ -99,6 +99,7 @@ struct tpl_program {
     uint32_t nslots;       /* template-level slots */
     uint32_t max_stack;    /* operand stack needed by the template level */
     uint64_t source_hash;
+    tpl_budget *budget;    /* tpl_compile only: the compile memory limit its arenas share */
     tpl_trcall *trcalls;   /* tr() calls in source order (issue 5) */
     size_t ntrcalls;
     tpl_list *deps;        /* names of the templates loaded while compiling (include, import,

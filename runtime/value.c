@@ -26,6 +26,7 @@ void tpl_arena_init(tpl_arena *a, size_t limit)
     a->over_limit = false;
     a->alloc = NULL;
     a->fuel = NULL;
+    a->budget = NULL;
 }
 
 void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc)
@@ -37,18 +38,27 @@ void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc)
 static tpl_chunk *chunk_new(tpl_arena *a, size_t size)
 {
     size_t bytes = sizeof(tpl_chunk) + size;
-    if (!a->alloc)
-        return aligned_alloc(16, (bytes + 15) & ~(size_t)15);
-    tpl_chunk *c = a->alloc->alloc(a->alloc->data, bytes);
-    if (c && ((uintptr_t)c & 15)) {
-        a->alloc->free(a->alloc->data, c, bytes);
+    if (a->budget && (bytes > a->budget->limit || a->budget->used > a->budget->limit - bytes)) {
+        a->budget->over = true;
         return NULL;
     }
+    tpl_chunk *c;
+    if (!a->alloc) {
+        c = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+    } else {
+        c = a->alloc->alloc(a->alloc->data, bytes);
+        if (c && ((uintptr_t)c & 15)) {
+            a->alloc->free(a->alloc->data, c, bytes);
+            c = NULL;
+        }
+    }
+    if (c && a->budget) a->budget->used += bytes;
     return c;
 }
 
 static void chunk_free(tpl_arena *a, tpl_chunk *c)
 {
+    if (a->budget) a->budget->used -= sizeof(tpl_chunk) + c->size;
     if (!a->alloc) free(c);
     else a->alloc->free(a->alloc->data, c, sizeof(tpl_chunk) + c->size);
 }

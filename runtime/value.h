@@ -20,8 +20,15 @@ typedef struct tpl_chunk {
     _Alignas(16) unsigned char data[];
 } tpl_chunk;
 
+/* A byte budget several arenas share (the compiler's: syntax tree, scratch, program): chunk
+ * allocations past `limit` fail and set `over`. */
+typedef struct tpl_budget {
+    size_t used, limit;
+    bool over;
+} tpl_budget;
+
 /* A bump allocator. `limit` (bytes, 0 = none) caps the total size of all chunks; an allocation
- * past it returns NULL and sets `over_limit`. Reset keeps one chunk (as large as all the chunks
+ * past it returns NULL and sets `over_limit`. `budget` (NULL: none) is charged for every chunk. Reset keeps one chunk (as large as all the chunks
  * together) for reuse, so a steady-state render performs no heap allocation. */
 typedef struct tpl_arena {
     tpl_chunk *head;
@@ -30,6 +37,7 @@ typedef struct tpl_arena {
     const struct tpl_allocator *alloc; /* chunk allocator (NULL: aligned_alloc/free) */
     uint64_t *fuel;     /* the render's fuel, charged by walks over values built here (see
                          * tpl_fuel_charge; NULL: unmetered) */
+    tpl_budget *budget; /* charged for chunks (borrowed; NULL: none) */
 } tpl_arena;
 
 void tpl_arena_init(tpl_arena *a, size_t limit);

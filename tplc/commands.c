@@ -50,7 +50,8 @@ static tpl_syntax syntax_of(const char *path)
 static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, size_t len, tpl_program **prog,
                      tpl_error *errout, char **msgout)
 {
-    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy) {
+    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy ||
+        o->max_compile_memory) {
         fprintf(stderr, "%s: error: compile-time flags do not apply to a .tplb (they were fixed by tplc compile)\n", path);
         return EXIT_USAGE;
     }
@@ -102,6 +103,7 @@ int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **pr
     opt.tidy |= o->tidy;
     /* tplc compile --lang L binds L into the program (DESIGN.md §3; kept by the .tplb) */
     if (o->cmd && strcmp(o->cmd->name, "compile") == 0) opt.lang = o->lang;
+    opt.max_compile_memory = o->max_compile_memory;
     tpl_error one = { 0 };
     bool list = errs && cap;
     size_t n = tpl_compile_all(path, src, len, &opt, prog, list ? errs : &one, list ? cap : 1);

@@ -45,6 +45,7 @@ typedef struct tplc_opts {
     /* compile flags */
     const char *syntax, *profile;
     bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
+    uint64_t max_compile_memory; /* --max-compile-memory (0: the library's default) */
     /* render */
     const char *lang, *channel, *medium;
     tpl_limits limits;          /* --fuel --max-depth --max-output --max-memory (0: default) */
