@@ -24,6 +24,9 @@
  * tpl_error whose strings are released with tpl_error_clear (load) or are owned by the call
  * object (render). A tpl_page is immutable after loading and may be shared by threads; a
  * tpl_page_call belongs to one thread, as its tpl_render does.
+ * NULL as in tpl.h: a NULL page, call or output pointer gives TPL_ERR_USAGE (with a message in
+ * err or the call's error where there is one), queries answer 0/NULL and void functions do
+ * nothing (tests/test_page.c, NULL-argument section).
  */
 #ifndef TPL_PAGE_H
 #define TPL_PAGE_H

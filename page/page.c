@@ -363,7 +363,9 @@ static void trim_dir(char *sub, size_t *sublen)
 tpl_status tpl_page_new(const tpl_page_block_def *blocks, size_t n, const char *profile, const char *defaults_json,
                         size_t defaults_len, tpl_loader_fn loader, void *loader_data, tpl_page **out, tpl_error *err)
 {
+    if (!out) return fail(err, TPL_ERR_USAGE, NULL, NULL, 0, 0, "tpl_page_new: out is NULL");
     *out = NULL;
+    if (!blocks && n) return fail(err, TPL_ERR_USAGE, NULL, NULL, 0, 0, "tpl_page_new: blocks is NULL");
     if (!profile) profile = "pinecall";
     tpl_page *pg = calloc(1, sizeof *pg);
     if (!pg || !(pg->b = calloc(n + 1, sizeof *pg->b))) { free(pg); return fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory"); }
@@ -431,7 +433,9 @@ static tpl_status pj_fail(tpl_error *err, const char *src, size_t n, size_t off,
 
 tpl_status tpl_page_load_dir(const char *dir, tpl_page **out, tpl_error *err)
 {
+    if (!out) return fail(err, TPL_ERR_USAGE, NULL, NULL, 0, 0, "tpl_page_load_dir: out is NULL");
     *out = NULL;
+    if (!dir) return fail(err, TPL_ERR_USAGE, NULL, NULL, 0, 0, "tpl_page_load_dir: dir is NULL");
     size_t n = 0;
     char *path = malloc(strlen(dir) + 12);
     if (!path) return fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory");
@@ -583,13 +587,14 @@ done:
     return st;
 }
 
-size_t tpl_page_block_count(const tpl_page *pg) { return pg->n; }
-const char *tpl_page_block_name(const tpl_page *pg, size_t i) { return i < pg->n ? pg->b[i].name : NULL; }
-tpl_page_region tpl_page_block_region(const tpl_page *pg, size_t i) { return i < pg->n ? pg->b[i].region : TPL_PAGE_STATIC; }
+size_t tpl_page_block_count(const tpl_page *pg) { return pg ? pg->n : 0; }
+const char *tpl_page_block_name(const tpl_page *pg, size_t i) { return pg && i < pg->n ? pg->b[i].name : NULL; }
+tpl_page_region tpl_page_block_region(const tpl_page *pg, size_t i) { return pg && i < pg->n ? pg->b[i].region : TPL_PAGE_STATIC; }
 
 size_t tpl_page_block_reads(const tpl_page *pg, size_t i, const char **paths, size_t cap)
 {
-    if (i >= pg->n) return 0;
+    if (!pg || i >= pg->n) return 0;
+    if (!paths) cap = 0;
     for (size_t k = 0; k < pg->b[i].nreads && k < cap; k++) paths[k] = pg->b[i].reads[k];
     return pg->b[i].nreads;
 }
@@ -629,6 +634,7 @@ struct tpl_page_call {
 
 tpl_page_call *tpl_page_call_new(const tpl_page *pg, tpl_render *r)
 {
+    if (!pg || !r) return NULL;
     tpl_page_call *c = calloc(1, sizeof *c);
     if (!c || !(c->bs = calloc(pg->n + 1, sizeof *c->bs))) { free(c); return NULL; }
     c->pg = pg;
@@ -675,6 +681,7 @@ void tpl_page_call_free(tpl_page_call *c)
 
 void tpl_page_call_reset(tpl_page_call *c)
 {
+    if (!c) return;
     c->started = false;
     for (size_t i = 0; i < c->pg->n; i++) c->bs[i].valid = false;
 }
@@ -690,6 +697,7 @@ static tpl_status own_fail(tpl_page_call *c, tpl_status st, const char *msg)
 
 tpl_status tpl_page_call_set_channel(tpl_page_call *c, const char *channel, const char *medium)
 {
+    if (!c) return TPL_ERR_USAGE;
     if (!channel) channel = "phone";
     if (!medium) medium = strcmp(channel, "whatsapp") == 0 ? "text" : "voice";
     if (strlen(channel) >= sizeof c->channel || strlen(medium) >= sizeof c->medium)
@@ -705,6 +713,7 @@ tpl_status tpl_page_call_set_channel(tpl_page_call *c, const char *channel, cons
 
 tpl_status tpl_page_call_set_claimed(tpl_page_call *c, const char *claimed)
 {
+    if (!c) return TPL_ERR_USAGE;
     if (claimed && strlen(claimed) >= sizeof c->claimed) return own_fail(c, TPL_ERR_USAGE, "claimed code too long");
     if ((!claimed && !c->has_claimed) || (claimed && c->has_claimed && !strcmp(claimed, c->claimed))) return TPL_OK;
     tpl_status st = tpl_render_set_call_claimed(c->r, claimed);
@@ -715,12 +724,14 @@ tpl_status tpl_page_call_set_claimed(tpl_page_call *c, const char *claimed)
     return TPL_OK;
 }
 
-void tpl_page_call_set_resumed(tpl_page_call *c, bool resumed) { c->resumed = resumed; }
+void tpl_page_call_set_resumed(tpl_page_call *c, bool resumed) { if (c) c->resumed = resumed; }
 
-void tpl_page_call_facts_changed(tpl_page_call *c) { c->gen_facts++; }
+void tpl_page_call_facts_changed(tpl_page_call *c) { if (c) c->gen_facts++; }
 
 tpl_status tpl_page_call_set_facts(tpl_page_call *c, const char *const *facts, const size_t *lens, size_t n)
 {
+    if (!c) return TPL_ERR_USAGE;
+    if (n && (!facts || !lens)) return own_fail(c, TPL_ERR_USAGE, "tpl_page_call_set_facts: facts or lens is NULL");
     bool same = n == c->nfacts;
     for (size_t i = 0; same && i < n; i++) same = lens[i] == c->flens[i] && !memcmp(facts[i], c->facts[i], lens[i]);
     if (same) return TPL_OK;
@@ -743,7 +754,7 @@ tpl_status tpl_page_call_set_facts(tpl_page_call *c, const char *const *facts, c
     return TPL_OK;
 }
 
-const tpl_error *tpl_page_call_error(const tpl_page_call *c) { return c->last ? c->last : &c->err; }
+const tpl_error *tpl_page_call_error(const tpl_page_call *c) { return !c ? NULL : c->last ? c->last : &c->err; }
 
 static bool put(tpl_page_call *c, const char *s, size_t n)
 {
@@ -905,6 +916,8 @@ static tpl_status render_block(tpl_page_call *c, size_t i, bool first)
 
 tpl_status tpl_page_call_render(tpl_page_call *c, const char *state_json, size_t len)
 {
+    if (!c) return TPL_ERR_USAGE;
+    if (!state_json && len) return own_fail(c, TPL_ERR_USAGE, "tpl_page_call_render: state_json is NULL");
     const tpl_page *pg = c->pg;
     c->last = NULL;
     bool first = !c->started;
@@ -972,7 +985,7 @@ failed:
 
 tpl_status tpl_page_call_block(const tpl_page_call *c, size_t i, tpl_page_block_result *out)
 {
-    if (i >= c->pg->n || !c->started) return TPL_ERR_USAGE;
+    if (!c || !out || i >= c->pg->n || !c->started) return TPL_ERR_USAGE;
     const bstate *s = &c->bs[i];
     out->name = c->pg->b[i].name;
     out->region = c->pg->b[i].region;
@@ -1012,8 +1025,10 @@ static bool section(char **buf, size_t *n, size_t *cap, const char *head, const 
 
 tpl_status tpl_page_call_text(const tpl_page_call *c, char **out, size_t *len)
 {
+    if (!out || !len) return TPL_ERR_USAGE;
     *out = NULL;
     *len = 0;
+    if (!c) return TPL_ERR_USAGE;
     if (!c->started) return TPL_ERR_USAGE;
     char *buf = NULL;
     size_t n = 0, cap = 0;

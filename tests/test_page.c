@@ -474,6 +474,69 @@ static void test_scanner(void)
     CHECK(bad == 0 && taken > 1000, "state scanner: %d taken, %d wrongly", taken, bad);
 }
 
+/* NULL-ARGUMENT TEST: every TPL_API function of tpl_page.h, called with NULL objects and NULL
+ * outputs (issue 13 §3; tests/api_null_check.py checks none is missing): statuses are
+ * TPL_ERR_USAGE, queries answer 0/NULL, void functions do nothing, and nothing crashes. */
+static void test_null_args(void)
+{
+    tpl_error err = { 0 };
+    tpl_page *pg = (tpl_page *)&err;
+    CHECK(tpl_page_load_dir(NULL, &pg, &err) == TPL_ERR_USAGE && pg == NULL && err.message &&
+              strstr(err.message, "dir is NULL"), "load_dir(NULL dir)");
+    tpl_error_clear(&err);
+    CHECK(tpl_page_load_dir(".", NULL, &err) == TPL_ERR_USAGE && err.message && strstr(err.message, "out is NULL"),
+          "load_dir(NULL out)");
+    tpl_error_clear(&err);
+    CHECK(tpl_page_load_dir(".", NULL, NULL) == TPL_ERR_USAGE, "load_dir(NULL out, NULL err)");
+    CHECK(tpl_page_new(NULL, 1, NULL, NULL, 0, NULL, NULL, &pg, &err) == TPL_ERR_USAGE && pg == NULL,
+          "page_new(NULL blocks)");
+    tpl_error_clear(&err);
+    CHECK(tpl_page_new(NULL, 0, NULL, NULL, 0, NULL, NULL, NULL, NULL) == TPL_ERR_USAGE, "page_new(NULL out)");
+    tpl_page_free(NULL);
+    CHECK(tpl_page_block_count(NULL) == 0, "block_count(NULL)");
+    CHECK(tpl_page_block_name(NULL, 0) == NULL, "block_name(NULL)");
+    CHECK(tpl_page_block_region(NULL, 0) == TPL_PAGE_STATIC, "block_region(NULL)");
+    CHECK(tpl_page_block_reads(NULL, 0, NULL, 4) == 0, "block_reads(NULL)");
+    CHECK(tpl_page_call_new(NULL, NULL) == NULL, "call_new(NULL)");
+    tpl_page_call_free(NULL);
+    tpl_page_call_reset(NULL);
+    CHECK(tpl_page_call_set_channel(NULL, "web", NULL) == TPL_ERR_USAGE, "set_channel(NULL)");
+    CHECK(tpl_page_call_set_claimed(NULL, "A") == TPL_ERR_USAGE, "set_claimed(NULL)");
+    tpl_page_call_set_resumed(NULL, true);
+    CHECK(tpl_page_call_set_facts(NULL, NULL, NULL, 0) == TPL_ERR_USAGE, "set_facts(NULL)");
+    tpl_page_call_facts_changed(NULL);
+    CHECK(tpl_page_call_render(NULL, "{}", 2) == TPL_ERR_USAGE, "call_render(NULL)");
+    CHECK(tpl_page_call_error(NULL) == NULL, "call_error(NULL)");
+    tpl_page_block_result res;
+    CHECK(tpl_page_call_block(NULL, 0, &res) == TPL_ERR_USAGE, "call_block(NULL)");
+    char *text = (char *)&err;
+    size_t len = 7;
+    CHECK(tpl_page_call_text(NULL, &text, &len) == TPL_ERR_USAGE && text == NULL && len == 0, "call_text(NULL)");
+    CHECK(tpl_page_call_text(NULL, NULL, NULL) == TPL_ERR_USAGE, "call_text(NULL out)");
+
+    /* A real page and call, with NULL outputs and arguments. */
+    tpl_page_block_def def[] = { { .name = "view", .region = TPL_PAGE_DYNAMIC, .template_name = "view.jinja", .src = "{{ x }}", .len = 7 } };
+    CHECK(tpl_page_new(def, 1, NULL, NULL, 0, NULL, NULL, &pg, &err) == TPL_OK, "page_new: %s", err.message ? err.message : "");
+    tpl_error_clear(&err);
+    if (!pg) return;
+    CHECK(tpl_page_block_reads(pg, 0, NULL, 4) == 1, "block_reads(NULL paths) counts");
+    tpl_render *r = tpl_render_new(NULL);
+    CHECK(tpl_page_call_new(pg, NULL) == NULL, "call_new(NULL render)");
+    tpl_page_call *c = r ? tpl_page_call_new(pg, r) : NULL;
+    CHECK(c != NULL, "call_new");
+    if (c) {
+        CHECK(tpl_page_call_set_facts(c, NULL, NULL, 2) == TPL_ERR_USAGE, "set_facts(NULL facts)");
+        CHECK(tpl_page_call_render(c, NULL, 5) == TPL_ERR_USAGE, "call_render(NULL state)");
+        CHECK(tpl_page_call_render(c, "{\"x\": 1}", 8) == TPL_OK, "call_render");
+        CHECK(tpl_page_call_block(c, 0, NULL) == TPL_ERR_USAGE, "call_block(NULL out)");
+        CHECK(tpl_page_call_text(c, NULL, &len) == TPL_ERR_USAGE, "call_text(NULL out)");
+    }
+    tpl_page_call_free(c);
+    tpl_render_free(r);
+    tpl_page_free(pg);
+}
+/* NULL-ARGUMENT TEST END */
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "--steps")) {
@@ -500,6 +563,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_page TESTS_PAGE_DIR | --steps DIR STEPS.json [CHANNEL [MEDIUM]]\n");
         return 2;
     }
+    test_null_args();
     test_reads_located();
     test_claimed();
     test_scanner();
