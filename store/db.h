@@ -24,6 +24,37 @@ typedef struct db_res {
     size_t *len;
 } db_res;
 
+/* The DDL of schema version 1, one text for both backends (the types that differ are the
+ * arguments: the row id's column definition, a 64-bit integer, a byte string), as the
+ * initialiser of a NULL-terminated array of statements. */
+#define DB_SCHEMA_V1(ID_PK, BIGINT, BLOB) { \
+    "CREATE TABLE tpl_prompts (\n" \
+    "  id " ID_PK ",\n" \
+    "  name TEXT NOT NULL,\n" \
+    "  version " BIGINT " NOT NULL,\n" \
+    "  syntax TEXT NOT NULL,\n" \
+    "  source TEXT NOT NULL,\n" \
+    "  profile TEXT,\n" \
+    "  tr_keys TEXT NOT NULL,\n" \
+    "  lang TEXT,\n" \
+    "  created_at TEXT NOT NULL,\n" \
+    "  removed INTEGER NOT NULL DEFAULT 0,\n" \
+    "  tplb " BLOB ",\n" \
+    "  tplb_format INTEGER NOT NULL DEFAULT 0,\n" \
+    "  UNIQUE (name, version))", \
+    "CREATE TABLE tpl_tr (\n" \
+    "  dict TEXT NOT NULL, lang TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,\n" \
+    "  plural TEXT, forms TEXT,\n" \
+    "  PRIMARY KEY (dict, lang, source))", \
+    "CREATE TABLE tpl_tr_langs (\n" \
+    "  dict TEXT NOT NULL, lang TEXT NOT NULL, plural_forms TEXT,\n" \
+    "  PRIMARY KEY (dict, lang))", \
+    "CREATE TABLE tpl_binds (\n" \
+    "  name TEXT NOT NULL, dict TEXT NOT NULL, pos INTEGER NOT NULL,\n" \
+    "  PRIMARY KEY (name, dict))", \
+    NULL, \
+}
+
 typedef struct db db;
 
 /* Error classes of db_exec. */

@@ -48,33 +48,7 @@ static bool cached(const sq *q, const sqlite3_stmt *st)
     return false;
 }
 
-static const char *const schema_v1[] = {
-    "CREATE TABLE tpl_prompts (\n"
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
-    "  name TEXT NOT NULL,\n"
-    "  version INTEGER NOT NULL,\n"
-    "  syntax TEXT NOT NULL,\n"
-    "  source TEXT NOT NULL,\n"
-    "  profile TEXT,\n"
-    "  tr_keys TEXT NOT NULL,\n"
-    "  lang TEXT,\n"
-    "  created_at TEXT NOT NULL,\n"
-    "  removed INTEGER NOT NULL DEFAULT 0,\n"
-    "  tplb BLOB,\n"
-    "  tplb_format INTEGER NOT NULL DEFAULT 0,\n"
-    "  UNIQUE (name, version))",
-    "CREATE TABLE tpl_tr (\n"
-    "  dict TEXT NOT NULL, lang TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,\n"
-    "  plural TEXT, forms TEXT,\n"
-    "  PRIMARY KEY (dict, lang, source))",
-    "CREATE TABLE tpl_tr_langs (\n"
-    "  dict TEXT NOT NULL, lang TEXT NOT NULL, plural_forms TEXT,\n"
-    "  PRIMARY KEY (dict, lang))",
-    "CREATE TABLE tpl_binds (\n"
-    "  name TEXT NOT NULL, dict TEXT NOT NULL, pos INTEGER NOT NULL,\n"
-    "  PRIMARY KEY (name, dict))",
-    NULL,
-};
+static const char *const schema_v1[] = DB_SCHEMA_V1("INTEGER PRIMARY KEY AUTOINCREMENT", "INTEGER", "BLOB");
 
 static void set_msg(char *msg, size_t cap, const char *s)
 {

@@ -194,12 +194,9 @@ static int v_create(tpl_store *s, const popts *o)
     return 0;
 }
 
-static int v_list(tpl_store *s, const popts *o)
+/* Prints rows (list, versions): one line each, or a JSON array with --json; frees them. */
+static int print_rows(const popts *o, tpl_store_prompt *v, size_t n)
 {
-    tpl_store_prompt *v;
-    size_t n;
-    tpl_store_status st = tpl_store_list(s, o->v[P_PREFIX], &v, &n);
-    if (st) return store_fail(o, s, st);
     if (o->v[P_JSON]) {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(a, prompt_json(&v[i]));
@@ -209,6 +206,14 @@ static int v_list(tpl_store *s, const popts *o)
     for (size_t i = 0; i < n; i++) print_row_line(&v[i]);
     tpl_store_prompts_free(v, n);
     return 0;
+}
+
+static int v_list(tpl_store *s, const popts *o)
+{
+    tpl_store_prompt *v;
+    size_t n;
+    tpl_store_status st = tpl_store_list(s, o->v[P_PREFIX], &v, &n);
+    return st ? store_fail(o, s, st) : print_rows(o, v, n);
 }
 
 static int v_show(tpl_store *s, const popts *o)
@@ -247,16 +252,7 @@ static int v_versions(tpl_store *s, const popts *o)
     tpl_store_prompt *v;
     size_t n;
     tpl_store_status st = tpl_store_versions(s, o->pos[0], o->v[P_ALL] != NULL, &v, &n);
-    if (st) return store_fail(o, s, st);
-    if (o->v[P_JSON]) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < n; i++) json_array_append_new(a, prompt_json(&v[i]));
-        tpl_store_prompts_free(v, n);
-        return print_json(a);
-    }
-    for (size_t i = 0; i < n; i++) print_row_line(&v[i]);
-    tpl_store_prompts_free(v, n);
-    return 0;
+    return st ? store_fail(o, s, st) : print_rows(o, v, n);
 }
 
 static int v_remove(tpl_store *s, const popts *o)
