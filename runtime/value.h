@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "types.h"
+
 /* ------------------------------------------------------------------ arena */
 
 /* One chunk of an arena; chunks form a singly linked list, newest first. */
@@ -133,15 +135,6 @@ enum {
 enum { TPL_LAZY_NONE = 0, TPL_LAZY_RANGE, TPL_LAZY_DICT_ITEMS, TPL_LAZY_DICT_KEYS, TPL_LAZY_DICT_VALUES,
        TPL_LAZY_GENERATOR, TPL_LAZY_LIST_REVITER, TPL_LAZY_RANGE_ITER, TPL_LAZY_DICT_REVITER, TPL_LAZY_REVERSED,
        TPL_LAZY_DICT_REVITEMS, TPL_LAZY_DICT_REVKEYS, TPL_LAZY_DICT_REVVALUES };
-
-/* Python's type name of a tagged list value (NULL: a plain list or tuple). */
-static inline const char *tpl_lazy_name(unsigned aux)
-{
-    static const char *const names[] = { NULL, "range", "dict_items", "dict_keys", "dict_values", "generator",
-                                         "list_reverseiterator", "range_iterator", "dict_reversekeyiterator", "reversed",
-                                         "dict_reverseitemiterator", "dict_reversekeyiterator", "dict_reversevalueiterator" };
-    return aux < sizeof names / sizeof *names ? names[aux] : NULL;
-}
 
 /* aux of an undefined value: what was missing. */
 enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3,

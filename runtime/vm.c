@@ -90,25 +90,6 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
     return 0;
 }
 
-/* Python's type name of a value, for messages. */
-static const char *type_name(tpl_value v)
-{
-    switch (v.type) {
-    case TPL_T_UNDEF: return "Undefined";
-    case TPL_T_NONE: return "NoneType";
-    case TPL_T_BOOL: return "bool";
-    case TPL_T_INT: return "int";
-    case TPL_T_FLOAT: return "float";
-    case TPL_T_STR: return "str";
-    case TPL_T_LIST: return v.aux ? tpl_lazy_name(v.aux) : v.flags & TPL_F_TUPLE ? "tuple" : "list";
-    case TPL_T_MAP: return v.flags & TPL_F_NS ? "Namespace" : "dict";
-    case TPL_T_FUNC: return "builtin_function_or_method";
-    case TPL_T_MACRO: return "Macro";
-    case TPL_T_LOOP: return "LoopContext";
-    default: return "object";
-    }
-}
-
 static tpl_value undef_named(const char *s, size_t n, int kind, int container)
 {
     tpl_value v = { 0 };
@@ -531,7 +512,7 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
     case TPL_T_HOST:
         return tpl_hobj_iter(vm, v, out);
     default:
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", type_name(v));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, v));
     }
 }
 
@@ -585,7 +566,7 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
     }
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
     if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", type_name(a), type_name(b));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", tpl_type_name(vm, a), tpl_type_name(vm, b));
 }
 
 /* ---- appending to strings (CONCAT, + on strings)
@@ -670,7 +651,7 @@ static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
     if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, type_name(a), type_name(b));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, tpl_type_name(vm, a), tpl_type_name(vm, b));
 }
 
 /* ---- appending to lists (+ on lists, Ruby push and <<)
@@ -800,7 +781,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             return concat_lists(vm, a, b, out);
         if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "+", a, b);
         if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && b.type != TPL_T_UNDEF) /* as Python's str and list */
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s", type_name(a), type_name(b), type_name(a));
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s", tpl_type_name(vm, a), tpl_type_name(vm, b), tpl_type_name(vm, a));
         return arith_error(vm, "+", a, b);
     case TPL_OP_SUB:
         if (ints) {
@@ -891,7 +872,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     case TPL_T_STR:
         if (item.type != TPL_T_STR) {
             if (item.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, item);
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s", type_name(item));
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s", tpl_type_name(vm, item));
         }
         *res = item.len == 0 || (item.len <= seq.len && memmem(seq.u.s, seq.len, item.u.s, item.len) != NULL);
         return 0;
@@ -911,7 +892,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = false;
         return 0;
     default:
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable", type_name(seq));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable", tpl_type_name(vm, seq));
     }
 }
 
@@ -941,11 +922,11 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     tpl_list *src = NULL;
     int64_t len;
     if (obj.type == TPL_T_LIST && obj.aux > TPL_LAZY_RANGE) /* dict views, iterators */
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", type_name(obj));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
     if (obj.type == TPL_T_LIST) { src = obj.u.list; len = src->len; }
     else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
     else if (obj.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, obj);
-    else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", type_name(obj));
+    else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
     int64_t step = 1, start, stop;
     if (c.type != TPL_T_NONE) {
         if (!as_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
@@ -1306,7 +1287,7 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
     }
     if (fn.type == TPL_T_HOST) return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
     if (fn.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, fn);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", type_name(fn));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", tpl_type_name(vm, fn));
 }
 
 int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_value *out)
@@ -1767,7 +1748,7 @@ top:
         else {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else if (v.type == TPL_T_INT) tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in unary -");
-            else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", type_name(v));
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", tpl_type_name(vm, v));
             goto fail;
         }
         NEXT(0);
@@ -1777,7 +1758,7 @@ top:
         if (v.type == TPL_T_BOOL) sp[-1] = tpl_v_int(v.u.i);
         else if (v.type != TPL_T_INT && v.type != TPL_T_FLOAT) {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
-            else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary +: '%s'", type_name(v));
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary +: '%s'", tpl_type_name(vm, v));
             goto fail;
         }
         NEXT(0);
@@ -1932,7 +1913,7 @@ top:
             if (tpl_to_list(vm, v, &items) < 0) goto fail;
         } else {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
-            else tpl_vm_error(vm, TPL_ERR_TYPE, "cannot unpack non-iterable %s object", type_name(v));
+            else tpl_vm_error(vm, TPL_ERR_TYPE, "cannot unpack non-iterable %s object", tpl_type_name(vm, v));
             goto fail;
         }
         if (items->len != a) {

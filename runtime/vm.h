@@ -40,6 +40,17 @@ bool tpl_vm_has_remembers(const tpl_vm *vm);
  * -1 with a located TPL_ERR_RAISED error when it reported failure (or none is set). */
 int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer);
 
+/* The types.def row of a value (strict: a Jinja2 StrictUndefined render, tpl_vm_strict). */
+tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
+/* type(v).__name__ as Python/Jinja2 print it ("int", "str", "Markup", "NoneType", "dict_items",
+ * a host object's class name, ...), for error messages and filters that name a type; vm may be
+ * NULL (lenient Undefined). The one Python type-name function. */
+const char *tpl_type_name(const tpl_vm *vm, tpl_value v);
+/* v.class as Ruby prints it ("NilClass", "Integer", "String", "Symbol", "Range", ...). */
+const char *tpl_rb_class_name(tpl_value v);
+/* The Ruby class name of a types.def row, for "no implicit conversion of X into Integer". */
+static inline const char *tpl_rb_type_name(tpl_vtype t) { return tpl_types[t].rb; }
+
 /* Python truthiness (Jinja); errors (-1) only on strict undefined. */
 int tpl_truthy_py(tpl_vm *vm, tpl_value v);
 /* Ruby truthiness: only nil and false are false. */

@@ -393,31 +393,6 @@ int tpl_undefined_error(tpl_vm *vm, tpl_value v)
 
 /* ------------------------------------------------------------------ helpers */
 
-const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
-{
-    switch ((tpl_type)v.type) {
-    case TPL_T_UNDEF: return tpl_vm_strict(vm) ? "StrictUndefined" : "Undefined";
-    case TPL_T_NONE: return "NoneType";
-    case TPL_T_BOOL: return "bool";
-    case TPL_T_INT: return "int";
-    case TPL_T_FLOAT: return "float";
-    case TPL_T_STR: return (v.flags & TPL_F_SAFE) ? "Markup" : "str";
-    case TPL_T_LIST:
-        if (v.aux) return tpl_lazy_name(v.aux);
-        return (v.flags & TPL_F_GROUP) ? "_GroupTuple" : (v.flags & TPL_F_TUPLE) ? "tuple" : "list";
-    case TPL_T_MAP: return (v.flags & TPL_F_NS) ? "Namespace" : "dict";
-    case TPL_T_FUNC: return v.u.p ? "builtin_function_or_method" : "function";
-    case TPL_T_MACRO: return "Macro";
-    case TPL_T_LOOP: return "LoopContext";
-    case TPL_T_UNSET: return "NoneType";
-    case TPL_T_HOST: {
-        const tpl_hobj *h = v.u.p;
-        return h->cls->name ? h->cls->name : "object";
-    }
-    }
-    return "object";
-}
-
 int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
     if (v.type == TPL_T_STR) {

@@ -94,8 +94,6 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
 int tpl_splitlines(tpl_vm *vm, tpl_value s, bool keepends, tpl_list **out);
 int tpl_str_replace(tpl_vm *vm, tpl_value s, tpl_value old, tpl_value new_, int64_t count, tpl_value *out);
 
-/* Python type name of a value, for error messages ("int", "str", "NoneType", "list", ...). */
-const char *tpl_type_name(const tpl_vm *vm, tpl_value v);
 /* Jinja2's soft_str: a string stays as it is (flags kept); undefined is "" (an error when
  * strict); anything else becomes str(v) in the arena. */
 int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out);

@@ -28,27 +28,12 @@ static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & T
 static bool is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
 static double dbl(tpl_value v) { return v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i; }
 
-/* Ruby class name of a value, for messages and is_a?. */
-static const char *class_name(tpl_value v)
-{
-    switch (v.type) {
-    case TPL_T_NONE: case TPL_T_UNDEF: case TPL_T_UNSET: return "NilClass";
-    case TPL_T_BOOL: return v.u.i ? "TrueClass" : "FalseClass";
-    case TPL_T_INT: return "Integer";
-    case TPL_T_FLOAT: return "Float";
-    case TPL_T_STR: return v.flags & TPL_F_SYMBOL ? "Symbol" : v.flags & TPL_F_REGEX_RB ? "Regexp" : v.flags & TPL_F_CLASS_RB ? "Class" : "String";
-    case TPL_T_LIST: return v.flags & TPL_F_RANGE_RB ? "Range" : "Array";
-    case TPL_T_MAP: return "Hash";
-    default: return "Object";
-    }
-}
-
 /* How rb_convert_type names a value it cannot convert: nil, true and false by themselves. */
 static const char *conv_name(tpl_value v)
 {
     if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF) return "nil";
     if (v.type == TPL_T_BOOL) return v.u.i ? "true" : "false";
-    return class_name(v);
+    return tpl_rb_class_name(v);
 }
 
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
@@ -60,14 +45,16 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
     tpl_rb_inspect(&b, self);
     if (b.len > 60) b.len = 60;
     return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, (int)b.len,
-                        b.p ? b.p : "", class_name(self));
+                        b.p ? b.p : "", tpl_rb_class_name(self));
 }
 
-static int type_error(tpl_vm *vm, const char *what, tpl_value v)
+/* rb_convert_type's TypeError: v cannot be converted into the class of types.def row `want`. */
+static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
 {
-    if (strcmp(what, "Integer") == 0 && (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF))
+    if (want == TPL_VT_INT && (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion from nil to integer (TypeError)");
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", conv_name(v), what);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", conv_name(v),
+                        tpl_rb_type_name(want));
 }
 
 /* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
@@ -79,9 +66,9 @@ static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
         tpl_sb sb;
         tpl_sb_init(&sb, A(vm));
         tpl_rb_inspect(&sb, b);
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", class_name(a), (int)sb.len, sb.p ? sb.p : "");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", tpl_rb_class_name(a), (int)sb.len, sb.p ? sb.p : "");
     }
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", class_name(a), class_name(b));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", tpl_rb_class_name(a), tpl_rb_class_name(b));
 }
 
 static tpl_value str_of(tpl_vm *vm, tpl_value v)
@@ -340,7 +327,7 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
             }
         }
     } else {
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from %s (TypeError)", class_name(b));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from %s (TypeError)", tpl_rb_class_name(b));
     }
     *out = l;
     return 0;
@@ -477,7 +464,7 @@ static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos
  * space; tab, newline, CR, FF and VT as \\t \\n \\r \\f \\v. */
 static int regexp_escape(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
-    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
+    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, TPL_VT_STR, v);
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
     for (size_t i = 0; i < v.len; i++) {
@@ -625,7 +612,7 @@ int r_any_inspect(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static bool is_a(tpl_value v, tpl_value cls)
 {
-    const char *c = class_name(v);
+    const char *c = tpl_rb_class_name(v);
     size_t n = cls.len;
 #define IS(lit) (n == sizeof(lit) - 1 && memcmp(cls.u.s, lit, n) == 0)
     if (IS("Object") || IS("BasicObject") || IS("Kernel")) return true;
@@ -745,7 +732,7 @@ int r_any_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int want_str(tpl_vm *vm, tpl_value v)
 {
-    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, "String", v);
+    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, TPL_VT_STR, v);
     return 0;
 }
 
@@ -1244,7 +1231,7 @@ static int justify(tpl_vm *vm, tpl_value *a, tpl_value *out, int how)
 {
     tpl_value s = a[0];
     int64_t width;
-    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
     width = a[1].u.i;
     tpl_value pad = tpl_given(a[2]) ? a[2] : tpl_v_str(" ", 1);
     if (want_str(vm, pad) < 0) return -1;
@@ -1322,7 +1309,7 @@ int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!range_span(k, len, &b, &n)) { *out = tpl_v_none(); return 0; }
     } else if (k.type == TPL_T_INT) {
         if (tpl_given(a[2])) {
-            if (a[2].type != TPL_T_INT) return type_error(vm, "Integer", a[2]);
+            if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
             if (!span(len, k.u.i, a[2].u.i, &b, &n)) { *out = tpl_v_none(); return 0; }
         } else {
             b = k.u.i < 0 ? k.u.i + len : k.u.i;
@@ -1330,7 +1317,7 @@ int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
             n = 1;
         }
     } else {
-        return type_error(vm, "Integer", k);
+        return type_error(vm, TPL_VT_INT, k);
     }
     size_t o0 = tpl_utf8_offset(s.u.s, s.len, (size_t)b), o1 = tpl_utf8_offset(s.u.s, s.len, (size_t)(b + n));
     *out = tpl_v_str(s.u.s + o0, o1 - o0);
@@ -1440,7 +1427,7 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
     tpl_value v = a[0];
     int64_t nd = 0;
     if (tpl_given(a[1])) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
         nd = a[1].u.i;
     }
     int half = HALF_UP;
@@ -1524,7 +1511,7 @@ int r_num_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_num_fdiv(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (!is_num(a[1])) return type_error(vm, "Float", a[1]);
+    if (!is_num(a[1])) return type_error(vm, TPL_VT_FLOAT, a[1]);
     *out = tpl_v_float(dbl(a[0]) / dbl(a[1]));
     return 0;
 }
@@ -1532,7 +1519,7 @@ int r_num_fdiv(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value x = a[0], y = a[1];
-    if (!is_num(y)) return type_error(vm, "Integer", y);
+    if (!is_num(y)) return type_error(vm, TPL_VT_INT, y);
     tpl_list *l = new_list(vm, 2);
     if (!l) return oom(vm);
     if (x.type == TPL_T_INT && y.type == TPL_T_INT) {
@@ -1611,7 +1598,7 @@ int r_arr_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     if (!tpl_given(a[1])) { *out = l->len ? l->items[0] : tpl_v_none(); return 0; }
-    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (ArgumentError)");
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
@@ -1626,7 +1613,7 @@ int r_arr_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     if (!tpl_given(a[1])) { *out = l->len ? l->items[l->len - 1] : tpl_v_none(); return 0; }
-    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (ArgumentError)");
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
@@ -1891,7 +1878,7 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             acc = tpl_v_list(m);
             continue;
         }
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", class_name(v), class_name(acc));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", tpl_rb_class_name(v), tpl_rb_class_name(acc));
     }
     *out = flt ? tpl_v_float(f + c) : acc;
     return 0;
@@ -2109,7 +2096,7 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
         /* inject(:+) / inject(init, :+) */
         tpl_value op = tpl_given(a[2]) ? a[2] : a[1];
         if (!tpl_given(op)) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
-        if (op.type != TPL_T_STR) return type_error(vm, "Symbol", op);
+        if (op.type != TPL_T_STR) return type_error(vm, TPL_VT_SYMBOL, op);
         uint32_t k = 0;
         tpl_value acc;
         if (tpl_given(a[2])) acc = a[1];
@@ -2166,7 +2153,7 @@ int r_arr_zip(tpl_vm *vm, tpl_value *a, tpl_value *out)
         t->items[t->len++] = l->items[i];
         for (uint32_t k = 0; k < others->len; k++) {
             tpl_value o = others->items[k];
-            if (!is_array(o)) return type_error(vm, "Array", o);
+            if (!is_array(o)) return type_error(vm, TPL_VT_LIST, o);
             t->items[t->len++] = i < o.u.list->len ? o.u.list->items[i] : tpl_v_none();
         }
         r->items[r->len++] = tpl_v_list(t);
@@ -2188,10 +2175,10 @@ int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
             *out = i >= 0 && i < len ? l->items[i] : tpl_v_none();
             return 0;
         }
-        if (a[2].type != TPL_T_INT) return type_error(vm, "Integer", a[2]);
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
         if (!span(len, k.u.i, a[2].u.i, &b, &n)) { *out = tpl_v_none(); return 0; }
     } else {
-        return type_error(vm, "Integer", k);
+        return type_error(vm, TPL_VT_INT, k);
     }
     tpl_list *r = new_list(vm, (uint32_t)n);
     if (!r) return oom(vm);
@@ -2206,7 +2193,7 @@ static int dig_impl(tpl_vm *vm, tpl_value v, tpl_list *keys, tpl_value *out)
     for (uint32_t i = 0; i < keys->len; i++) {
         if (v.type == TPL_T_NONE) break;
         if (v.type != TPL_T_MAP && !is_array(v))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s does not have #dig method (TypeError)", class_name(v));
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s does not have #dig method (TypeError)", tpl_rb_class_name(v));
         if (tpl_rb_getitem(vm, v, keys->items[i], &v) < 0) return -1;
     }
     *out = v;
@@ -2218,7 +2205,7 @@ int r_arr_dig(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dig_impl(vm, a[
 int r_arr_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
     int64_t i = a[1].u.i < 0 ? a[1].u.i + l->len : a[1].u.i;
     if (i >= 0 && i < (int64_t)l->len) { *out = l->items[i]; return 0; }
     tpl_rb_block blk = tpl_vm_block(vm);
@@ -2248,7 +2235,7 @@ int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value p = l->items[i];
-        if (!is_array(p)) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array) (TypeError)", class_name(p), i);
+        if (!is_array(p)) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong element type %s at %u (expected array) (TypeError)", tpl_rb_class_name(p), i);
         if (p.u.list->len != 2)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong array length at %u (expected 2, was %u) (ArgumentError)", i, p.u.list->len);
         if (!tpl_map_set(A(vm), m, p.u.list->items[0], p.u.list->items[1])) return oom(vm);
@@ -2379,7 +2366,7 @@ int r_hash_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_filter
 int r_hash_merge(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_map *m = M_(a[0]);
-    if (a[1].type != TPL_T_MAP) return type_error(vm, "Hash", a[1]);
+    if (a[1].type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, a[1]);
     tpl_map *o = a[1].u.map, *r = tpl_map_new(A(vm), m->len + o->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
@@ -2488,12 +2475,12 @@ static bool plain_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL
 static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (plain_num(a)) {
-        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into %s (TypeError)", class_name(a));
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", class_name(b), class_name(a));
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into %s (TypeError)", tpl_rb_class_name(a));
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", tpl_rb_class_name(b), tpl_rb_class_name(a));
     }
     if (a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)) && (op[0] == '+' || op[0] == '*'))
-        return type_error(vm, op[0] == '+' ? "String" : "Integer", b);
-    if (is_array(a) && (op[0] == '+' || op[0] == '-')) return type_error(vm, "Array", b);
+        return type_error(vm, op[0] == '+' ? TPL_VT_STR : TPL_VT_INT, b);
+    if (is_array(a) && (op[0] == '+' || op[0] == '-')) return type_error(vm, TPL_VT_LIST, b);
     return no_method(vm, a, op, strlen(op));
 }
 
@@ -2634,7 +2621,7 @@ int r_arr_concat(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = a[0];
     for (uint32_t i = 0; i < more->len; i++) {
         tpl_value o = more->items[i];
-        if (!is_array(o)) return type_error(vm, "Array", o);
+        if (!is_array(o)) return type_error(vm, TPL_VT_LIST, o);
         if (tpl_vm_concat_list(vm, L_(*out), L_(o)->items, L_(o)->len, out) < 0) return -1;
     }
     return 0;
@@ -2751,7 +2738,7 @@ int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, "Integer", a[1]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
     int64_t len = l->len, i = a[1].u.i;
     if (i < 0) {
         if (i + len < 0)

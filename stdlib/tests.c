@@ -29,48 +29,31 @@ int t_escaped(tpl_vm *vm, tpl_value *a, tpl_value *out)
     RET(a[0].type == TPL_T_STR && (a[0].flags & TPL_F_SAFE));
 }
 
-/* isinstance(value, abc.Mapping): dicts, not namespace() objects. */
-int t_mapping(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* The abstract types of a value's types.def row (TPL_TYF_*). */
+static bool is_kind(const tpl_vm *vm, tpl_value v, unsigned flag)
 {
-    RET(a[0].type == TPL_T_MAP && !(a[0].flags & TPL_F_NS));
+    return (tpl_types[tpl_value_vtype(v, tpl_vm_strict(vm))].flags & flag) != 0;
 }
 
-/* len(value) and value.__getitem__ both work. Jinja2's lenient Undefined has both (len 0);
- * StrictUndefined fails len(), so the test is false. */
-int t_sequence(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    tpl_value v = a[0];
-    switch (v.type) {
-    case TPL_T_STR: RET(true);
-    case TPL_T_LIST: RET(v.aux <= TPL_LAZY_RANGE); /* dict views have no __getitem__, iterators no len() */
-    case TPL_T_MAP: RET(!(v.flags & TPL_F_NS));
-    case TPL_T_UNDEF: RET(!tpl_vm_strict(vm));
-    default: RET(false);
-    }
-}
+/* isinstance(value, abc.Mapping): dicts, not namespace() objects. */
+int t_mapping(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(is_kind(vm, a[0], TPL_TYF_MAPPING)); }
+
+/* len(value) and value.__getitem__ both work: not dict views (no __getitem__) nor iterators (no
+ * len()). Jinja2's lenient Undefined has both (len 0); StrictUndefined fails len(), so the test is
+ * false. */
+int t_sequence(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(is_kind(vm, a[0], TPL_TYF_SEQUENCE)); }
 
 /* iter(value) works. StrictUndefined's __iter__ raises UndefinedError (not TypeError). */
 int t_iterable(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value v = a[0];
-    switch (v.type) {
-    case TPL_T_STR: case TPL_T_LIST: case TPL_T_LOOP: RET(true);
-    case TPL_T_MAP: RET(!(v.flags & TPL_F_NS));
-    case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm))
-            return tpl_undefined_error(vm, v);
-        RET(true);
-    default: RET(false);
-    }
+    if (a[0].type == TPL_T_UNDEF && tpl_vm_strict(vm))
+        return tpl_undefined_error(vm, a[0]);
+    RET(is_kind(vm, a[0], TPL_TYF_ITERABLE));
 }
 
 /* callable(value): functions, macros, bound methods; Undefined and the loop object define
  * __call__ too. */
-int t_callable(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    tpl_value v = a[0];
-    RET(v.type == TPL_T_FUNC || v.type == TPL_T_MACRO || v.type == TPL_T_UNDEF || v.type == TPL_T_LOOP);
-}
+int t_callable(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(is_kind(vm, a[0], TPL_TYF_CALLABLE)); }
 
 /* `value is other`. None/True/False are singletons; CPython caches the ints -5..256 (other ints
  * and floats are distinct objects); strings and containers compare by storage identity. */

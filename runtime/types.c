@@ -1,0 +1,55 @@
+/* The value types a template can see (types.def) and the functions that name them. */
+#include "types.h"
+#include "host.h"
+#include "vm.h"
+
+const tpl_type_info tpl_types[TPL_VT__COUNT] = {
+#define TPL_TYPE(id, py, rb, flags) [TPL_VT_##id] = { py, rb, flags },
+#include "types.def"
+#undef TPL_TYPE
+};
+
+_Static_assert(TPL_VT_RANGE - 1 + TPL_LAZY_DICT_REVVALUES == TPL_VT_DICT_REVVALUES,
+               "types.def's lazy rows follow TPL_LAZY_*");
+
+tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
+{
+    switch ((tpl_type)v.type) {
+    case TPL_T_UNDEF: return strict ? TPL_VT_STRICT_UNDEFINED : TPL_VT_UNDEFINED;
+    case TPL_T_NONE: return TPL_VT_NONE;
+    case TPL_T_BOOL: return v.u.i ? TPL_VT_TRUE : TPL_VT_FALSE;
+    case TPL_T_INT: return TPL_VT_INT;
+    case TPL_T_FLOAT: return TPL_VT_FLOAT;
+    case TPL_T_STR:
+        if (v.flags & TPL_F_SYMBOL) return TPL_VT_SYMBOL;
+        if (v.flags & TPL_F_REGEX_RB) return TPL_VT_REGEXP;
+        if (v.flags & TPL_F_CLASS_RB) return TPL_VT_CLASS;
+        return v.flags & TPL_F_SAFE ? TPL_VT_MARKUP : TPL_VT_STR;
+    case TPL_T_LIST:
+        if (v.aux && TPL_VT_RANGE - 1 + v.aux <= TPL_VT_DICT_REVVALUES) return (tpl_vtype)(TPL_VT_RANGE - 1 + v.aux);
+        if (v.flags & TPL_F_RANGE_RB) return TPL_VT_RUBY_RANGE;
+        if (v.flags & TPL_F_GROUP) return TPL_VT_GROUP_TUPLE;
+        return v.flags & TPL_F_TUPLE ? TPL_VT_TUPLE : TPL_VT_LIST;
+    case TPL_T_MAP: return v.flags & TPL_F_NS ? TPL_VT_NAMESPACE : TPL_VT_DICT;
+    case TPL_T_FUNC: return v.u.p ? TPL_VT_BUILTIN : TPL_VT_FUNCTION;
+    case TPL_T_MACRO: return TPL_VT_MACRO;
+    case TPL_T_LOOP: return TPL_VT_LOOP;
+    case TPL_T_UNSET: return TPL_VT_UNSET;
+    case TPL_T_HOST: return TPL_VT_HOST;
+    }
+    return TPL_VT_HOST;
+}
+
+const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
+{
+    if (v.type == TPL_T_HOST) {
+        const tpl_hobj *h = v.u.p;
+        if (h->cls->name) return h->cls->name;
+    }
+    return tpl_types[tpl_value_vtype(v, vm && tpl_vm_strict(vm))].py;
+}
+
+const char *tpl_rb_class_name(tpl_value v)
+{
+    return tpl_types[tpl_value_vtype(v, false)].rb;
+}
