@@ -12,6 +12,7 @@
 #include "../grammar/parse_ctx.h"
 #include "../stdlib/builtins.h"
 #include "../runtime/vm.h"
+#include "../runtime/error.h"
 
 /* ------------------------------------------------------------------ scopes */
 
@@ -118,6 +119,7 @@ struct tpl_comp {
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
     uint32_t set_print_scans;/* whole-template scans set_then_print made (bounded: each is O(template)) */
     bool failed;
+    bool nomem;             /* the error is out of memory (c_nomem) */
     uint32_t err_off;
     char msg[256];
 };
@@ -164,6 +166,14 @@ static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->msg + at, sizeof c->msg - at, fmt, ap);
     va_end(ap);
+}
+
+/* The compiler's one out-of-memory report (the error model's message, located at off). */
+static void c_nomem(tpl_comp *c, uint32_t off)
+{
+    if (c->failed) return;
+    cerror(c, off, "%s", tpl_error_kind_format(TPL_EK_NOMEM));
+    c->nomem = true;
 }
 
 /* ------------------------------------------------------------------ growable arrays */
@@ -249,16 +259,16 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
     if (c->failed) return 0;
     uint32_t *slot = NULL;
     if (v.type == TPL_T_STR) {
-        if (c->kidx_used * 2 >= c->kidx_cap && !kidx_grow(c)) { cerror(c, c->cur_off, "out of memory"); return 0; }
+        if (c->kidx_used * 2 >= c->kidx_cap && !kidx_grow(c)) { c_nomem(c, c->cur_off); return 0; }
         slot = kidx_slot(c, v.u.s, v.len, khash(v.u.s, v.len));
         /* an equal string with other flags (safe) is replaced as the one later constants share */
         if (*slot && c->consts[*slot - 1].flags == v.flags) return *slot - 1;
         char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
-        if (!s) { cerror(c, c->cur_off, "out of memory"); return 0; }
+        if (!s) { c_nomem(c, c->cur_off); return 0; }
         v.u.s = s;
     }
     if (!grow((void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
-        cerror(c, c->cur_off, "out of memory");
+        c_nomem(c, c->cur_off);
         return 0;
     }
     if (c->nconsts >= 0xFFFFFF) { cerror(c, c->cur_off, "too many constants"); return 0; }
@@ -303,13 +313,13 @@ static bool nidx_grow(tpl_comp *c)
 static uint32_t add_name(tpl_comp *c, tpl_value s)
 {
     if (c->failed) return 0;
-    if (c->nnames * 2 >= c->nidx_cap && !nidx_grow(c)) { cerror(c, c->cur_off, "out of memory"); return 0; }
+    if (c->nnames * 2 >= c->nidx_cap && !nidx_grow(c)) { c_nomem(c, c->cur_off); return 0; }
     uint64_t h = tpl_hash_str(s.u.s, s.len);
     uint32_t *slot = nidx_slot(c, s.u.s, s.len, h);
     if (*slot) return *slot - 1;
     char *copy = tpl_arena_strdup(&c->p->arena, s.u.s, s.len);
     if (!copy || !grow((void **)&c->names, &c->ncap, c->nnames + 1, sizeof *c->names)) {
-        cerror(c, c->cur_off, "out of memory");
+        c_nomem(c, c->cur_off);
         return 0;
     }
     if (c->nnames >= 0xFFFFFF) { cerror(c, c->cur_off, "too many names"); return 0; }
@@ -334,7 +344,7 @@ static uint32_t emit_raw(tpl_comp *c, uint32_t word)
 {
     if (c->failed) return 0;
     if (!grow((void **)&c->code, &c->cap, c->n + 1, sizeof *c->code)) {
-        cerror(c, c->cur_off, "out of memory");
+        c_nomem(c, c->cur_off);
         return 0;
     }
     if (c->n >= 0xFFFFFF) { cerror(c, c->cur_off, "template too large"); return 0; }
@@ -385,7 +395,7 @@ static void add_span(tpl_comp *c, uint32_t pc)
     uint32_t off = c->span_locked ? c->span_off : c->cur_off;
     if (c->nspans && off == c->span_last) return;
     if (!grow((void **)&c->spans, &c->scap, c->nspans + 1, sizeof *c->spans)) {
-        cerror(c, c->cur_off, "out of memory");
+        c_nomem(c, c->cur_off);
         return;
     }
     c->spans[c->nspans++] = (tpl_span){ pc, off, 0 };
@@ -485,7 +495,7 @@ static void note_read(tpl_comp *c, uint32_t pc)
 {
     if (c->failed) return;
     if (!grow((void **)&c->reads, &c->rcap, c->nreads + 1, sizeof *c->reads)) {
-        cerror(c, c->cur_off, "out of memory");
+        c_nomem(c, c->cur_off);
         return;
     }
     c->reads[c->nreads++] = (struct tpl_cread){ pc, c->read_at ? c->read_at - 1 : c->cur_off, c->cur_src };
@@ -531,7 +541,7 @@ static void emit_text(tpl_comp *c, const char *s, size_t n)
         c->pending_off = c->cur_off;
     }
     tpl_sb_put(&c->pending, s, n);
-    if (c->pending.failed) cerror(c, c->cur_off, "out of memory");
+    if (c->pending.failed) c_nomem(c, c->cur_off);
 }
 
 /* emit_text for text that stays put until compilation ends (the source, the tmp arena): a
@@ -569,7 +579,7 @@ static void patch_word(tpl_comp *c, uint32_t pos, uint32_t target)
 static scope *push_scope(tpl_comp *c, bool boundary)
 {
     scope *s = tpl_arena_alloc(c->tmp, sizeof *s);
-    if (!s) { cerror(c, c->cur_off, "out of memory"); return NULL; }
+    if (!s) { c_nomem(c, c->cur_off); return NULL; }
     memset(s, 0, sizeof *s);
     s->parent = c->fn->scope;
     s->func_boundary = boundary;
@@ -614,7 +624,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     if (s->nvars == s->cap) {
         uint32_t nc = s->cap ? s->cap * 2 : 8;
         scope_var *nv = tpl_arena_alloc(c->tmp, nc * sizeof *nv);
-        if (!nv) { cerror(c, c->cur_off, "out of memory"); return 0; }
+        if (!nv) { c_nomem(c, c->cur_off); return 0; }
         if (s->nvars) memcpy(nv, s->vars, s->nvars * sizeof *nv);
         s->vars = nv;
         s->cap = nc;
@@ -625,7 +635,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
             if (!tpl_smap_put(&s->idx, s->vars[i].name.u.s, s->vars[i].name.len, s->vars[i].slot)) {
-                cerror(c, c->cur_off, "out of memory");
+                c_nomem(c, c->cur_off);
                 return 0;
             }
     }
@@ -752,10 +762,10 @@ static uint32_t call_args(tpl_comp *c, tpl_node *args, int extra_pos)
     uint32_t k = TPL_NO_KW;
     if (nkw) {
         tpl_list *l = tpl_list_new(&c->p->arena, nkw);
-        if (!l) { cerror(c, c->cur_off, "out of memory"); return 0; }
+        if (!l) { c_nomem(c, c->cur_off); return 0; }
         for (uint32_t i = 0; i < nkw; i++) {
             char *s = tpl_arena_strdup(&c->p->arena, kwn[i].u.s, kwn[i].len);
-            if (!s || !tpl_list_push(&c->p->arena, l, tpl_v_str(s, kwn[i].len))) { cerror(c, c->cur_off, "out of memory"); return 0; }
+            if (!s || !tpl_list_push(&c->p->arena, l, tpl_v_str(s, kwn[i].len))) { c_nomem(c, c->cur_off); return 0; }
         }
         tpl_value lv = tpl_v_list(l);
         lv.flags = TPL_F_TUPLE;
@@ -877,7 +887,7 @@ static void note_tr(tpl_comp *c, uint32_t off, const tpl_node *text)
 {
     if (c->failed) return;
     if (!grow((void **)&c->trcalls, &c->trcap, c->ntrcalls + 1, sizeof *c->trcalls)) {
-        cerror(c, off, "out of memory");
+        c_nomem(c, off);
         return;
     }
     int32_t k = -1;
@@ -1207,11 +1217,11 @@ static void note_dependency(tpl_comp *c, tpl_value name, uint32_t off)
         for (uint32_t i = 0; i < p->deps->len; i++)
             if (tpl_equal(p->deps->items[i], name)) return;
     } else if (!(p->deps = tpl_list_new(&p->arena, 4))) {
-        cerror(c, off, "out of memory");
+        c_nomem(c, off);
         return;
     }
     char *s = tpl_arena_strdup(&p->arena, name.u.s, name.len);
-    if (!s || !tpl_list_push(&p->arena, p->deps, tpl_v_str(s, name.len))) cerror(c, off, "out of memory");
+    if (!s || !tpl_list_push(&p->arena, p->deps, tpl_v_str(s, name.len))) c_nomem(c, off);
 }
 
 /* A template loaded for include/import/extends: its parsed body. The source stays alive until
@@ -1243,7 +1253,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
     free(raw);
     if (!src || !grow((void **)&c->sources, &c->srccap, c->nsources + 1, sizeof *c->sources)) {
         free(src);
-        cerror(c, off, "out of memory");
+        c_nomem(c, off);
         return NULL;
     }
     *src_index = (int)c->nsources;
@@ -1254,6 +1264,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
     uint32_t line, col;
     if (!lr.ok) {
         free(toks.v);
+        if (lr.nomem) { c_nomem(c, off); return NULL; }
         tpl_offset_to_linecol(src, n, lr.err_off, &line, &col);
         cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, lr.msg);
         return NULL;
@@ -1265,6 +1276,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
     bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
     free(toks.v);
     if (!ok) {
+        if (pc.nomem) { c_nomem(c, off); return NULL; }
         tpl_offset_to_linecol(src, n, pc.err_off, &line, &col);
         cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, pc.failed ? pc.msg : "syntax error");
         return NULL;
@@ -1488,7 +1500,7 @@ static void frame_init(tpl_comp *c, tpl_node *fbody)
 {
     if (c->syn != TPL_SYN_JINJA || c->failed) return;
     frame_names *f = tpl_arena_alloc(c->tmp, sizeof *f);
-    if (!f) { cerror(c, c->cur_off, "out of memory"); return; }
+    if (!f) { c_nomem(c, c->cur_off); return; }
     f->n = 0;
     f->overflow = false;
     f->need = 0;
@@ -1539,7 +1551,7 @@ static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tp
     lv.flags = TPL_F_TUPLE;
     d->params = add_const(c, lv);
     d->name = add_name(c, name);
-    if (!grow((void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { cerror(c, off, "out of memory"); return; }
+    if (!grow((void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { c_nomem(c, off); return; }
     c->macros[c->nmacros] = *d;
     c->cur_off = off;
     emit(c, TPL_OP_MACRO, (uint32_t)c->nmacros, 1);
@@ -1549,14 +1561,14 @@ static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tp
 static tpl_list *param_list(tpl_comp *c, uint32_t cap)
 {
     tpl_list *l = tpl_list_new(&c->p->arena, cap);
-    if (!l) cerror(c, c->cur_off, "out of memory");
+    if (!l) c_nomem(c, c->cur_off);
     return l;
 }
 
 static void param_push(tpl_comp *c, tpl_list *l, tpl_value name)
 {
     char *s = tpl_arena_strdup(&c->p->arena, name.u.s, name.len);
-    if (!l || !s || !tpl_list_push(&c->p->arena, l, tpl_v_str(s, name.len))) cerror(c, c->cur_off, "out of memory");
+    if (!l || !s || !tpl_list_push(&c->p->arena, l, tpl_v_str(s, name.len))) c_nomem(c, c->cur_off);
 }
 
 /* Compiles a macro (or a call block's caller) and pushes its closure. params: NAME or KWARG
@@ -1743,7 +1755,7 @@ static bool str_cases(tpl_comp *c, const tpl_node *cond, const tpl_node **subj, 
         if (lits->items[i].len == k->val.len && memcmp(lits->items[i].u.s, k->val.u.s, k->val.len) == 0) return true;
     if (lits->len >= 64) return false;
     char *s = tpl_arena_strdup(&c->p->arena, k->val.u.s, k->val.len);
-    if (!s || !tpl_list_push(&c->p->arena, lits, tpl_v_str(s, k->val.len))) { cerror(c, c->cur_off, "out of memory"); return false; }
+    if (!s || !tpl_list_push(&c->p->arena, lits, tpl_v_str(s, k->val.len))) { c_nomem(c, c->cur_off); return false; }
     owner[lits->len - 1] = branch;
     return true;
 }
@@ -1760,7 +1772,7 @@ void tpl_c_chain_jump(tpl_comp *c, uint32_t pc)
 {
     if (c->failed) return;
     if (!grow((void **)&c->chain_ends, &c->chain_ends_cap, c->nchain_ends + 1, sizeof *c->chain_ends)) {
-        cerror(c, c->cur_off, "out of memory");
+        c_nomem(c, c->cur_off);
         return;
     }
     c->chain_ends[c->nchain_ends++] = pc;
@@ -1788,7 +1800,7 @@ bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, 
     if (nif < 2) return false;
     tpl_list *lits = tpl_list_new(&c->p->arena, 8);
     uint8_t owner[64];
-    if (!lits) { cerror(c, c->cur_off, "out of memory"); return true; }
+    if (!lits) { c_nomem(c, c->cur_off); return true; }
     int nsw = 0; /* branches whose strings fit the table */
     for (; nsw < nif; nsw++) {
         uint32_t before = lits->len;
@@ -1919,9 +1931,9 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
         if (n->kind == TPL_N_BLOCK) {
             tpl_block *b = find_block(c, n->val);
             if (!b) {
-                if (!grow((void **)&c->blocks, &c->bcap, c->nblocks + 1, sizeof *c->blocks)) { cerror(c, n->off, "out of memory"); return; }
+                if (!grow((void **)&c->blocks, &c->bcap, c->nblocks + 1, sizeof *c->blocks)) { c_nomem(c, n->off); return; }
                 c->block_idx.arena = c->tmp;
-                if (!tpl_smap_put(&c->block_idx, n->val.u.s, n->val.len, (uint32_t)c->nblocks)) { cerror(c, n->off, "out of memory"); return; }
+                if (!tpl_smap_put(&c->block_idx, n->val.u.s, n->val.len, (uint32_t)c->nblocks)) { c_nomem(c, n->off); return; }
                 b = &c->blocks[c->nblocks++];
                 memset(b, 0, sizeof *b);
                 b->name = n->val;
@@ -2266,7 +2278,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         if (!lc) { cerror(c, n->off, "'%s' outside of a loop", what); return; }
         if (n->kind == TPL_N_CONTINUE) { emit(c, TPL_OP_JUMP, lc->top, 0); return; }
         uint32_t j = emit(c, TPL_OP_JUMP, 0, 0);
-        if (!grow((void **)&lc->breaks, &lc->cap, lc->nbreaks + 1, sizeof *lc->breaks)) { cerror(c, n->off, "out of memory"); return; }
+        if (!grow((void **)&lc->breaks, &lc->cap, lc->nbreaks + 1, sizeof *lc->breaks)) { c_nomem(c, n->off); return; }
         lc->breaks[lc->nbreaks++] = j;
         return;
     }
@@ -2286,7 +2298,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_STORE_SLOT, slot, -1);
         tpl_node *kw = tpl_node_new(c->tmp, TPL_N_KWARG, n->off);
         tpl_node *ref = tpl_node_new(c->tmp, TPL_N_NAME, n->off);
-        if (!kw || !ref) { cerror(c, n->off, "out of memory"); return; }
+        if (!kw || !ref) { c_nomem(c, n->off); return; }
         ref->val = hidden;
         kw->val = tpl_v_str("caller", 6);
         kw->a = ref;
@@ -2586,7 +2598,7 @@ bool tpl_comp_finish(tpl_comp *c)
     p->names = tpl_arena_alloc(a, c->nnames * sizeof *p->names + 1);
     p->spans = tpl_arena_alloc(a, c->nspans * sizeof *p->spans + 1);
     p->macros = tpl_arena_alloc(a, c->nmacros * sizeof *p->macros + 1);
-    if (!p->code || !p->consts || !p->names || !p->spans || !p->macros) { cerror(c, 0, "out of memory"); goto done; }
+    if (!p->code || !p->consts || !p->names || !p->spans || !p->macros) { c_nomem(c, 0); goto done; }
     if (c->n) memcpy(p->code, c->code, c->n * sizeof *p->code);
     if (c->nconsts) memcpy(p->consts, c->consts, c->nconsts * sizeof *p->consts);
     if (c->nnames) memcpy(p->names, c->names, c->nnames * sizeof *p->names);
@@ -2599,11 +2611,11 @@ bool tpl_comp_finish(tpl_comp *c)
     p->nmacros = c->nmacros;
     if (c->ntrcalls) {
         p->trcalls = tpl_arena_alloc(a, c->ntrcalls * sizeof *p->trcalls);
-        if (!p->trcalls) { cerror(c, 0, "out of memory"); goto done; }
+        if (!p->trcalls) { c_nomem(c, 0); goto done; }
         memcpy(p->trcalls, c->trcalls, c->ntrcalls * sizeof *p->trcalls);
         p->ntrcalls = c->ntrcalls;
     }
-    if (!finish_reads(c)) { cerror(c, 0, "out of memory"); goto done; }
+    if (!finish_reads(c)) { c_nomem(c, 0); goto done; }
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
 done:
@@ -2631,11 +2643,12 @@ done:
     return !c->failed;
 }
 
-bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg)
+bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg, tpl_error_kind *kind)
 {
     if (!c->failed) return false;
     *off = c->err_off;
     *msg = c->msg;
+    *kind = c->nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX;
     return true;
 }
 
@@ -2663,6 +2676,8 @@ tpl_arena *tpl_c_arena(tpl_comp *c) { return c->tmp; }
 const tpl_options *tpl_c_options(const tpl_comp *c) { return &c->p->opts; }
 bool tpl_c_failed(const tpl_comp *c) { return c->failed; }
 void tpl_c_note_tr(tpl_comp *c, uint32_t off, const tpl_node *text) { note_tr(c, off, text); }
+void tpl_c_nomem(tpl_comp *c, uint32_t off) { c_nomem(c, off); }
+
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...)
 {
     if (c->failed) return;

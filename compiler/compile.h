@@ -15,7 +15,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root);
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);
 /* The first compile error, if any. */
-bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg);
+bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg, tpl_error_kind *kind);
 
 
 /* ---- the compiler's building blocks, for lowerings in other files (ERB, format strings) ----
@@ -57,6 +57,8 @@ tpl_arena *tpl_c_arena(tpl_comp *c);                    /* compile-time arena */
 const tpl_options *tpl_c_options(const tpl_comp *c);
 bool tpl_c_failed(const tpl_comp *c);
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The compiler's one out-of-memory report, located at off (TPL_EK_NOMEM). */
+void tpl_c_nomem(tpl_comp *c, uint32_t off);
 /* The program's arena: constants built by a lowering (keyword-name tuples) live here. */
 tpl_arena *tpl_c_program_arena(tpl_comp *c);
 /* True when name is a variable of the current function (its slot in *slot). */

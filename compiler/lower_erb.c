@@ -344,7 +344,7 @@ static uint32_t args(erb_low *L, tpl_node *a)
             tpl_arena *pa = tpl_c_program_arena(C);
             if (!names) names = tpl_list_new(pa, 4);
             char *kn = tpl_arena_strdup(pa, a->val.u.s, a->val.len);
-            if (!names || !kn || !tpl_list_push(pa, names, tpl_v_str(kn, a->val.len))) { tpl_c_error(C, a->off, "out of memory"); return 0; }
+            if (!names || !kn || !tpl_list_push(pa, names, tpl_v_str(kn, a->val.len))) { tpl_c_nomem(C, a->off); return 0; }
             expr(L, a->a);
             nkw++;
         } else {
@@ -668,7 +668,7 @@ static void expr(erb_low *L, tpl_node *n)
         tpl_sb_putc(&b, ':');
         tpl_sb_put(&b, n->val.u.s, n->val.len);
         tpl_sb_putc(&b, ')');
-        if (b.failed) { tpl_c_error(C, n->off, "out of memory"); return; }
+        if (b.failed) { tpl_c_nomem(C, n->off); return; }
         if (!tpl_rb_regex_check(b.p, b.len, msg, sizeof msg)) { tpl_c_error(C, n->off, "%s", msg); return; }
         tpl_value v = tpl_sb_value(&b);
         v.flags = TPL_F_REGEX_RB;

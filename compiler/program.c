@@ -8,6 +8,7 @@
 #include "../grammar/parse_ctx.h"
 #include "../grammar/erb.h"
 #include "../runtime/vm.h"
+#include "../runtime/error.h"
 #include "../stdlib/builtins.h"
 
 const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
@@ -26,17 +27,6 @@ void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash)
 void tpl_name_resolve(tpl_name *nm)
 {
     tpl_name_resolve_hashed(nm, tpl_hash_str(nm->s.u.s, nm->s.len));
-}
-
-void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)
-{
-    if (off > n) off = (uint32_t)n;
-    uint32_t l = 1;
-    size_t bol = 0;
-    for (size_t i = 0; i < off; i++)
-        if (src[i] == '\n') { l++; bol = i + 1; }
-    *line = l;
-    *col = (uint32_t)tpl_utf8_len(src + bol, off - bol) + 1;
 }
 
 void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col)
@@ -83,54 +73,9 @@ bool tpl_program_bind_lang(tpl_program *p, const char *lang)
     return true;
 }
 
-/* Copies the source line around byte offset off (malloc'd). */
-static char *source_line(const char *src, size_t n, uint32_t off)
-{
-    if (!src) return NULL;
-    if (off > n) off = (uint32_t)n;
-    size_t b = off, e = off;
-    while (b > 0 && src[b - 1] != '\n') b--;
-    while (e < n && src[e] != '\n') e++;
-    char *s = malloc(e - b + 1);
-    if (!s) return NULL;
-    memcpy(s, src + b, e - b);
-    s[e - b] = 0;
-    return s;
-}
 
-void tpl_error_clear(tpl_error *err)
-{
-    if (!err) return;
-    free((char *)err->message);
-    free((char *)err->file);
-    free((char *)err->source_line);
-    memset(err, 0, sizeof *err);
-}
 
-/* Fills err with a located error (strings malloc'd; released by tpl_error_clear). */
-static void set_error(tpl_error *err, tpl_status st, const char *name, const char *src, size_t n, uint32_t off,
-                      const char *msg)
-{
-    if (!err) return;
-    tpl_error_clear(err);
-    err->status = st;
-    err->message = dupstr(msg);
-    err->file = dupstr(name ? name : "<template>");
-    tpl_offset_to_linecol(src, n, off, &err->line, &err->column);
-    err->source_line = source_line(src, n, off);
-}
 
-/* Fills err with an unlocated TPL_ERR_USAGE error (a NULL argument) and returns the status. */
-static tpl_status usage_error(tpl_error *err, const char *name, const char *msg)
-{
-    if (err) {
-        tpl_error_clear(err);
-        err->status = TPL_ERR_USAGE;
-        err->message = dupstr(msg);
-        err->file = dupstr(name ? name : "<template>");
-    }
-    return TPL_ERR_USAGE;
-}
 
 tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile)
 {
@@ -165,31 +110,31 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
 tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *err)
 {
-    if (!out) return usage_error(err, name, "tpl_compile: out is NULL");
+    if (!out) return tpl_error_usage(err, name, "tpl_compile: out is NULL");
     *out = NULL;
-    if (!src) return usage_error(err, name, "tpl_compile: src is NULL");
+    if (!src) return tpl_error_usage(err, name, "tpl_compile: src is NULL");
     tpl_options o = { 0 };
     if (opts) o = *opts;
     size_t bad;
     if (!tpl_utf8_valid(src, len, &bad)) { /* as Python reading the template: UnicodeDecodeError */
         char msg[64];
         snprintf(msg, sizeof msg, "invalid UTF-8 (byte 0x%02X)", (unsigned char)src[bad]);
-        set_error(err, TPL_ERR_SYNTAX, name, src, len, (uint32_t)bad, msg);
+        tpl_error_set_at(err, TPL_EK_SYNTAX, name, src, len, (uint32_t)bad, msg);
         return TPL_ERR_SYNTAX;
     }
     tpl_budget budget = { 0, (size_t)(o.max_compile_memory ? o.max_compile_memory : TPL_DEFAULT_COMPILE_MEMORY), false };
     if (o.syntax == TPL_SYNTAX_FMT) return tpl_compile_fmt(name, src, len, &o, &budget, out, err);
     if (o.syntax != TPL_SYNTAX_JINJA && o.syntax != TPL_SYNTAX_ERB) {
-        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "unknown syntax");
+        tpl_error_set_at(err, TPL_EK_USAGE, name, NULL, 0, 0, "unknown syntax");
         return TPL_ERR_USAGE;
     }
     tpl_program *p = calloc(1, sizeof *p);
-    if (!p) return TPL_ERR_NOMEM;
+    if (!p) return tpl_error_nomem(err, name ? name : "<template>");
     tpl_arena_init(&p->arena, 0);
     p->budget = p->arena.budget = &budget;
     p->opts = o;
     if (!tpl_program_bind_lang(p, o.lang)) {
-        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
+        tpl_error_set_at(err, TPL_EK_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
         tpl_program_free(p);
         return TPL_ERR_USAGE;
     }
@@ -201,7 +146,7 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     } else {
         p->source = tpl_jinja_normalize(src, len, o.keep_trailing_newline, &p->source_len);
     }
-    if (!p->name || !p->source) { tpl_program_free(p); return TPL_ERR_NOMEM; }
+    if (!p->name || !p->source) { tpl_program_free(p); return tpl_error_nomem(err, name ? name : "<template>"); }
     p->source_hash = tpl_source_hash(src, len);
 
     tpl_status st = o.syntax == TPL_SYNTAX_ERB ? tpl_compile_erb(p, p->source, p->source_len, err)
@@ -214,19 +159,18 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     return TPL_OK;
 }
 
-/* A located compile error: TPL_ERR_SYNTAX with msg, or TPL_ERR_LIMIT when the compile ran past
- * its memory limit (whatever failed then, out of memory, reports the limit). */
+/* A located compile error of `kind` (TPL_EK_SYNTAX, TPL_EK_NOMEM) with msg, or
+ * TPL_EK_COMPILE_MEMORY_LIMIT when the compile ran past its memory limit (whatever failed then,
+ * out of memory, reports the limit). */
 static tpl_status compile_error(tpl_program *p, tpl_error *err, const char *src, size_t n, uint32_t off,
-                                const char *msg)
+                                tpl_error_kind kind, const char *msg)
 {
     if (p->budget && p->budget->over) {
         char m[96];
-        snprintf(m, sizeof m, "compile memory limit reached (%zu bytes)", p->budget->limit);
-        set_error(err, TPL_ERR_LIMIT, p->name, src, n, off, m);
-        return TPL_ERR_LIMIT;
+        snprintf(m, sizeof m, tpl_error_kind_format(TPL_EK_COMPILE_MEMORY_LIMIT), (unsigned long long)p->budget->limit);
+        return tpl_error_set_at(err, TPL_EK_COMPILE_MEMORY_LIMIT, p->name, src, n, off, m);
     }
-    set_error(err, TPL_ERR_SYNTAX, p->name, src, n, off, msg);
-    return TPL_ERR_SYNTAX;
+    return tpl_error_set_at(err, kind, p->name, src, n, off, msg);
 }
 
 /* The common tail of the parsing front ends: reports a parse error, or lowers the AST with
@@ -235,14 +179,16 @@ static tpl_status lower_ast(tpl_program *p, tpl_pctx *pc, bool parsed, bool (*lo
                             tpl_error *err)
 {
     if (!parsed)
-        return compile_error(p, err, pc->src, pc->n, pc->err_off, pc->failed ? pc->msg : "syntax error");
+        return compile_error(p, err, pc->src, pc->n, pc->err_off, pc->nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
+                             pc->failed ? pc->msg : "syntax error");
     tpl_comp *c = tpl_comp_new(p, pc->arena, pc->src, pc->n);
-    if (!c) return p->budget && p->budget->over ? compile_error(p, err, pc->src, pc->n, 0, "") : TPL_ERR_NOMEM;
+    if (!c) return compile_error(p, err, pc->src, pc->n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
     lower(c, pc->root);
     tpl_comp_finish(c);
     uint32_t off;
     const char *msg;
-    if (tpl_comp_error(c, &off, &msg)) return compile_error(p, err, pc->src, pc->n, off, msg);
+    tpl_error_kind kind;
+    if (tpl_comp_error(c, &off, &msg, &kind)) return compile_error(p, err, pc->src, pc->n, off, kind, msg);
     return TPL_OK;
 }
 
@@ -253,8 +199,7 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
     if (!lr.ok) {
         free(toks.v);
-        set_error(err, TPL_ERR_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
-        return TPL_ERR_SYNTAX;
+        return tpl_error_set_at(err, lr.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
     }
     tpl_arena tmp;
     tpl_arena_init(&tmp, 0);
@@ -275,18 +220,18 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
                                   tpl_budget *budget, tpl_program **out, tpl_error *err)
 {
     tpl_program *p = calloc(1, sizeof *p);
-    if (!p) return TPL_ERR_NOMEM;
+    if (!p) return tpl_error_nomem(err, name ? name : "<template>");
     tpl_arena_init(&p->arena, 0);
     p->budget = p->arena.budget = budget;
     p->opts = *o;
     if (!tpl_program_bind_lang(p, o->lang)) {
-        set_error(err, TPL_ERR_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
+        tpl_error_set_at(err, TPL_EK_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
         tpl_program_free(p);
         return TPL_ERR_USAGE;
     }
     p->name = dupstr(name ? name : "<template>");
     p->source = malloc(len + 1);
-    if (!p->name || !p->source) { tpl_program_free(p); return TPL_ERR_NOMEM; }
+    if (!p->name || !p->source) { tpl_program_free(p); return tpl_error_nomem(err, name ? name : "<template>"); }
     memcpy(p->source, src, len);
     p->source[len] = 0;
     p->source_len = len;
@@ -297,13 +242,14 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     tpl_status st = TPL_OK;
     tpl_comp *c = tpl_comp_new(p, &tmp, p->source, len);
     if (!c) {
-        st = budget->over ? compile_error(p, err, p->source, len, 0, "") : TPL_ERR_NOMEM;
+        st = compile_error(p, err, p->source, len, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
     } else {
         tpl_lower_fmt(c, p->source, len);
         tpl_comp_finish(c);
         uint32_t off;
         const char *msg;
-        if (tpl_comp_error(c, &off, &msg)) st = compile_error(p, err, p->source, len, off, msg);
+        tpl_error_kind kind;
+        if (tpl_comp_error(c, &off, &msg, &kind)) st = compile_error(p, err, p->source, len, off, kind, msg);
     }
     tpl_arena_free(&tmp);
     p->budget = p->arena.budget = NULL; /* the program outlives the compile */
@@ -487,101 +433,3 @@ char *tpl_disassemble(const tpl_program *p)
     return b.p;
 }
 
-/* ---- the echoed source line of a diagnostic (issue 13 §3) ----
- * The line is shown as units, one per code point (the error's column counts code points):
- * printable characters as they are, a tab as a tab (so the caret line, which repeats it, lines
- * up), and what a terminal would not show faithfully escaped as Python's backslashreplace and
- * repr write it: an invalid byte \xe9, a C0/C1 control or DEL \x1b, a bidirectional or
- * zero-width format character \u202e (it could reorder what the reader sees). A line wider than
- * DIAG_CUT columns is cut to a window of DIAG_WIDTH columns around the caret (DIAG_LEFT of them
- * before it when the line goes on), "..." marking each cut; the caret stays under its
- * character. A trailing CR (CRLF source) is not shown. */
-enum { DIAG_CUT = 120, DIAG_WIDTH = 100, DIAG_LEFT = 60 };
-
-/* Whether cp is a format character that can hide or reorder text (shown escaped). */
-static bool diag_invisible(uint32_t cp)
-{
-    return cp == 0x200B || cp == 0x200C || cp == 0x200D || cp == 0x200E || cp == 0x200F || cp == 0x2028 ||
-           cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
-}
-
-/* Display width of the unit at s[i..i+len) (code point cp): 1, or the length of its escape. */
-static unsigned diag_unit_width(uint32_t cp, size_t len)
-{
-    if (cp == 0xFFFD && len == 1) return 4;                          /* invalid byte: \xe9 */
-    if ((cp < 0x20 && cp != '\t') || (cp >= 0x7F && cp < 0xA0)) return 4; /* \x1b */
-    if (diag_invisible(cp)) return 6;                                 /* \u202e */
-    return 1;
-}
-
-static void diag_put_unit(tpl_sb *b, const char *s, size_t i, size_t len, uint32_t cp, unsigned w)
-{
-    if (w == 1) tpl_sb_put(b, s + i, len);
-    else if (w == 4) tpl_sb_printf(b, "\\x%02x", len == 1 && cp == 0xFFFD ? (unsigned char)s[i] : (unsigned)cp);
-    else tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
-}
-
-/* Appends "  LINE\n  CARET^\n" for source line s[0..n) and 1-based code-point column `column`. */
-static void diag_source_line(tpl_sb *b, const char *s, size_t n, uint32_t column)
-{
-    if (n && s[n - 1] == '\r') n--;
-    /* units: byte offset and width of each code point */
-    size_t nu = 0;
-    for (size_t i = 0; i < n; nu++) tpl_utf8_next(s, n, &i);
-    size_t *off = malloc((nu + 1) * sizeof *off);
-    unsigned char *w = malloc(nu + 1);
-    if (!off || !w) { free(off); free(w); b->failed = true; return; }
-    size_t total = 0, u = 0;
-    for (size_t i = 0; i < n; u++) {
-        off[u] = i;
-        uint32_t cp = tpl_utf8_next(s, n, &i);
-        w[u] = (unsigned char)diag_unit_width(cp, i - off[u]);
-        total += w[u];
-    }
-    off[nu] = n;
-    size_t c = column > 0 ? column - 1 : 0; /* the caret's unit (nu: just past the end) */
-    if (c > nu) c = nu;
-    size_t lo = 0, hi = nu;
-    if (total > DIAG_CUT) { /* a window: up to DIAG_LEFT columns before the caret, the rest after */
-        size_t used = 0;
-        lo = c;
-        while (lo > 0 && used + w[lo - 1] <= DIAG_LEFT) used += w[--lo];
-        hi = c;
-        while (hi < nu && used + w[hi] <= DIAG_WIDTH) used += w[hi++];
-        while (lo > 0 && used + w[lo - 1] <= DIAG_WIDTH) used += w[--lo]; /* the line ends early: more before */
-    }
-    tpl_sb_puts(b, "  ");
-    if (lo > 0) tpl_sb_puts(b, "...");
-    for (size_t k = lo; k < hi; k++) {
-        size_t i = off[k];
-        uint32_t cp = tpl_utf8_next(s, n, &i);
-        diag_put_unit(b, s, off[k], off[k + 1] - off[k], cp, w[k]);
-    }
-    if (hi < nu) tpl_sb_puts(b, "...");
-    tpl_sb_puts(b, "\n  ");
-    if (lo > 0) tpl_sb_puts(b, "   ");
-    for (size_t k = lo; k < c; k++) {
-        if (w[k] == 1 && s[off[k]] == '\t') tpl_sb_putc(b, '\t');
-        else for (unsigned x = 0; x < w[k]; x++) tpl_sb_putc(b, ' ');
-    }
-    tpl_sb_puts(b, "^\n");
-    free(off);
-    free(w);
-}
-
-char *tpl_error_format(const tpl_error *err)
-{
-    if (!err) return NULL;
-    tpl_sb b;
-    tpl_sb_init(&b, NULL);
-    if (err->line) {
-        tpl_sb_printf(&b, "%s:%u:%u: error: %s\n", err->file ? err->file : "<template>", err->line, err->column,
-                      err->message ? err->message : "error");
-        if (err->source_line) diag_source_line(&b, err->source_line, strlen(err->source_line), err->column);
-    } else {
-        tpl_sb_printf(&b, "%s: error: %s\n", err->file ? err->file : "<template>", err->message ? err->message : "error");
-    }
-    if (b.failed) { tpl_sb_free(&b); return NULL; }
-    tpl_sb_putc(&b, 0);
-    return b.p;
-}

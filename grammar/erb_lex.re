@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../runtime/error.h"
 #include "erb.h"
 #include "erb_parse.h"
 #include "../runtime/vm.h"
@@ -222,7 +223,7 @@ static bool erb_build_script(const char *src, size_t n, tpl_arena *a, erb_script
     bool oom = c.oom || sc->oom;
     free(c.s);
     free(c.off);
-    if (oom) { *err_off = 0; snprintf(msg, msgcap, "out of memory"); return false; }
+    if (oom) { sc->oom = true; *err_off = 0; snprintf(msg, msgcap, "%s", tpl_error_kind_format(TPL_EK_NOMEM)); return false; }
     if (!sc->s) sc_put(sc, "", 0, 0, false);
     return !sc->oom;
 }
@@ -249,7 +250,7 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
     if (L->out->n == L->out->cap) {
         size_t nc = L->out->cap ? L->out->cap * 2 : 256;
         tpl_token *nv = realloc(L->out->v, nc * sizeof *nv);
-        if (!nv) { tpl_pctx_error(L->ctx, (uint32_t)off, "out of memory"); return false; }
+        if (!nv) { tpl_pctx_nomem(L->ctx, (uint32_t)off); return false; }
         L->out->v = nv;
         L->out->cap = nc;
     }
@@ -268,7 +269,7 @@ static bool is_local(rlex *L, const char *s, size_t n)
 static void add_local(rlex *L, const char *s, size_t n)
 {
     L->locals.arena = L->ctx->arena;
-    if (!tpl_smap_put(&L->locals, s, n, 1)) tpl_pctx_error(L->ctx, (uint32_t)(s - L->s), "out of memory");
+    if (!tpl_smap_put(&L->locals, s, n, 1)) tpl_pctx_nomem(L->ctx, (uint32_t)(s - L->s));
 }
 
 /* A token after which an expression has ended (Ruby's EXPR_END states). */
@@ -727,7 +728,7 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
     if (ok) {
         for (size_t i = 0; i < toks.n; i++) toks.v[i].off += (uint32_t)from;
         void *parser = ErbParseAlloc(malloc);
-        if (!parser) { tpl_pctx_error(c, 0, "out of memory"); free(toks.v); return false; }
+        if (!parser) { tpl_pctx_nomem(c, 0); free(toks.v); return false; }
         tpl_node *save = c->root;
         c->root = NULL;
         /* open if/unless/case/do blocks, to say which one end of input left without its `end` */
@@ -881,7 +882,8 @@ bool tpl_erb_parse(tpl_pctx *c)
     uint32_t eoff = 0;
     char msg[160];
     if (!erb_build_script(src, n, c->arena, &es.sc, &eoff, msg, sizeof msg)) {
-        tpl_pctx_error(c, eoff, "%s", msg);
+        if (es.sc.oom) tpl_pctx_nomem(c, eoff);
+        else tpl_pctx_error(c, eoff, "%s", msg);
         free(es.sc.s);
         free(es.sc.map);
         free(es.sc.texts);
@@ -890,7 +892,7 @@ bool tpl_erb_parse(tpl_pctx *c)
     /* names and literals point into the script: it lives in the AST's arena */
     char *script = tpl_arena_strdup(c->arena, es.sc.s, es.sc.n);
     if (!script) {
-        tpl_pctx_error(c, 0, "out of memory");
+        tpl_pctx_nomem(c, 0);
         free(es.sc.s);
         free(es.sc.map);
         free(es.sc.texts);
@@ -942,7 +944,7 @@ tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
     const char *s = c->src + t.off + 1;
     size_t len = t.len - 2;
     char *o = tpl_arena_alloc(c->arena, len + 1);
-    if (!o) { tpl_pctx_error(c, t.off, "out of memory"); return n; }
+    if (!o) { tpl_pctx_nomem(c, t.off); return n; }
     size_t k = 0;
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '\\' || s[i + 1] == '\'')) i++;
@@ -1044,7 +1046,7 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
                 tpl_pctx_error(c, t.off + 1 + (uint32_t)(lit + bad), "%s", why);
                 return tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
             }
-            if (b.failed) { tpl_pctx_error(c, t.off, "out of memory"); break; }
+            if (b.failed) { tpl_pctx_nomem(c, t.off); break; }
             if (b.len) {
                 tpl_node *k = tpl_p_node(c, TPL_N_CONST, t.off + 1 + (uint32_t)lit, NULL, NULL);
                 char *cp = tpl_arena_strdup(c->arena, b.p, b.len);

@@ -9,6 +9,7 @@
 #include "lex.h"
 #include "jinja_parse.h"
 #include "../runtime/vm.h"
+#include "../runtime/error.h"
 
 /* ---- keywords: one X-macro table (spelling, token) ---- */
 #define TPL_JINJA_KEYWORDS(X) \
@@ -148,7 +149,7 @@ static bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t 
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 256;
         tpl_token *nv = realloc(v->v, cap * sizeof *nv);
-        if (!nv) { snprintf(lx->res.msg, sizeof lx->res.msg, "out of memory"); lx->res.ok = false; return false; }
+        if (!nv) { snprintf(lx->res.msg, sizeof lx->res.msg, "%s", tpl_error_kind_format(TPL_EK_NOMEM)); lx->res.nomem = true; lx->res.ok = false; return false; }
         v->v = nv;
         v->cap = cap;
     }

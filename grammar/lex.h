@@ -21,6 +21,7 @@ typedef struct tpl_token_vec {
 /* Scanner result: ok, or an error at byte offset `err_off` with a message. */
 typedef struct tpl_lex_result {
     bool ok;
+    bool nomem;         /* the error is out of memory */
     uint32_t err_off;
     char msg[160];
 } tpl_lex_result;

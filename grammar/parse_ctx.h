@@ -11,6 +11,7 @@ typedef struct tpl_pctx {
     size_t n;
     tpl_node *root;       /* the TEMPLATE node once parsing succeeded */
     bool failed;
+    bool nomem;         /* the error is out of memory (tpl_pctx_nomem) */
     uint32_t err_off;
     char msg[320];
     const tpl_token *tokens; /* the token vector (for "unknown tag" messages) */
@@ -22,6 +23,8 @@ typedef struct tpl_pctx {
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The parser's one out-of-memory report: tpl_pctx_error with the error model's message, nomem set. */
+void tpl_pctx_nomem(tpl_pctx *c, uint32_t off);
 
 /* Token helpers used by grammar actions. */
 tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t);      /* NAME node */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include "parse_ctx.h"
+#include "../runtime/error.h"
 #include "jinja_parse.h"
 
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
@@ -17,6 +18,13 @@ void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->msg, sizeof c->msg, fmt, ap);
     va_end(ap);
+}
+
+void tpl_pctx_nomem(tpl_pctx *c, uint32_t off)
+{
+    if (c->failed) return;
+    tpl_pctx_error(c, off, "%s", tpl_error_kind_format(TPL_EK_NOMEM));
+    c->nomem = true;
 }
 
 /* ---- tpl_smap */
@@ -80,7 +88,7 @@ tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node 
     tpl_node *n = tpl_node_new(c->arena, kind, off);
     if (!n) {
         /* Out of memory: keep parsing on a throwaway node; the error stops compilation. */
-        tpl_pctx_error(c, off, "out of memory");
+        tpl_pctx_nomem(c, off);
         n = &c->dummy;
         memset(n, 0, sizeof *n);
     }
@@ -126,7 +134,7 @@ static tpl_value unquote(tpl_pctx *c, tpl_token t)
     size_t n = t.len - 2;
     if (!memchr(body, '\\', n)) return tpl_v_str(body, n);
     char *out = tpl_arena_alloc(c->arena, n + 1);
-    if (!out) { tpl_pctx_error(c, t.off, "out of memory"); return tpl_v_str("", 0); }
+    if (!out) { tpl_pctx_nomem(c, t.off); return tpl_v_str("", 0); }
     size_t bad = 0;
     long len = tpl_py_unescape(body, n, out, &bad);
     if (len == -2) {
@@ -152,7 +160,7 @@ tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t)
     tpl_value b = unquote(c, t);
     size_t n = (size_t)a->val.len + b.len;
     char *s = tpl_arena_alloc(c->arena, n + 1);
-    if (!s) { tpl_pctx_error(c, t.off, "out of memory"); return a; }
+    if (!s) { tpl_pctx_nomem(c, t.off); return a; }
     memcpy(s, a->val.u.s, a->val.len);
     memcpy(s + a->val.len, b.u.s, b.len);
     a->val = tpl_v_str(s, n);
@@ -292,7 +300,7 @@ static void unknown_tag_hint(tpl_pctx *c, const tpl_token *t, const int *open_ki
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
 {
     void *parser = JinjaParseAlloc(malloc);
-    if (!parser) { tpl_pctx_error(c, 0, "out of memory"); return false; }
+    if (!parser) { tpl_pctx_nomem(c, 0); return false; }
     c->tokens = toks;
     c->ntokens = n;
     bool first_in_block = false;
@@ -353,7 +361,7 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
     bool ok = true;
     if (root) {
         stack = malloc(64 * sizeof *stack);
-        if (!stack) { tpl_pctx_error(c, 0, "out of memory"); return false; }
+        if (!stack) { tpl_pctx_nomem(c, 0); return false; }
         cap = 64;
         stack[len++] = (struct item){ root, 1 };
     }
@@ -371,7 +379,7 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
                 if (!kids[i]) continue;
                 if (len == cap) {
                     struct item *ns = realloc(stack, cap * 2 * sizeof *stack);
-                    if (!ns) { tpl_pctx_error(c, n->off, "out of memory"); ok = false; break; }
+                    if (!ns) { tpl_pctx_nomem(c, n->off); ok = false; break; }
                     stack = ns;
                     cap *= 2;
                 }

@@ -63,19 +63,49 @@ typedef enum tpl_status {
     TPL_ERR_CORRUPT = 67,   /* a .tplb failed verification */
 } tpl_status;
 
+/* What went wrong, finer than the status: one row of include/tpl_errors.def each (TPL_EK_NONE
+ * for no error; TPL_EK_SYNTAX, TPL_EK_UNDEFINED, TPL_EK_TYPE, TPL_EK_ZERO_DIVISION,
+ * TPL_EK_OVERFLOW, TPL_EK_FUEL, TPL_EK_DEPTH, TPL_EK_OUTPUT_LIMIT, TPL_EK_MEMORY_LIMIT,
+ * TPL_EK_COMPILE_MEMORY_LIMIT, TPL_EK_NOMEM, ...). Every kind has one status; a status's default
+ * kind (TPL_EK_LIMIT for a limit tpl has no finer kind for, ...) is tpl_status_kind(status). */
+typedef enum tpl_error_kind {
+#define TPL_ERROR_KIND(id, status, name, py, rb, fmt) TPL_EK_##id,
+#include "tpl_errors.def"
+#undef TPL_ERROR_KIND
+    TPL_EK__COUNT
+} tpl_error_kind;
+
 /* Where an error happened. Line and column are 1-based; the column counts code points.
  * line == 0 means no location. All strings are owned by the object the error came from and stay
- * valid until its next failing call or its destruction. */
+ * valid until its next failing call or its destruction. kind is status's refinement
+ * (tpl_error_kind); records a host fills itself with kind 0 (TPL_EK_NONE) mean tpl_status_kind of
+ * their status. */
 typedef struct tpl_error {
     tpl_status status;
     const char *message;    /* without location, e.g. "'name' is undefined" */
     const char *file;       /* template name given at compile time */
     uint32_t line, column;
     const char *source_line;/* the source line (no newline), or NULL */
+    tpl_error_kind kind;    /* TPL_EK_*: e.g. TPL_EK_FUEL for a TPL_ERR_LIMIT from the fuel */
 } tpl_error;
+
 
 /* Template syntaxes (DESIGN.md §2). */
 typedef enum tpl_syntax { TPL_SYNTAX_JINJA = 0, TPL_SYNTAX_ERB = 1, TPL_SYNTAX_FMT = 2 } tpl_syntax;
+
+/* The name of an error kind ("fuel", "zero_division", ...; tpl_errors.def), or "unknown" for a
+ * value that is not a kind. Static storage. */
+TPL_API const char *tpl_error_kind_name(tpl_error_kind kind);
+/* The exception the reference engine of `syntax` raises for an error of this kind: Jinja2's
+ * (Python, also for TPL_SYNTAX_FMT) or ERB's (Ruby), e.g. "ZeroDivisionError"; "" when it has
+ * none (tpl's own limits, API and file errors) or kind is not a kind. Static storage. */
+TPL_API const char *tpl_error_exception(tpl_error_kind kind, tpl_syntax syntax);
+/* The status errors of this kind are reported with (TPL_OK for TPL_EK_NONE or a value that is not
+ * a kind). */
+TPL_API tpl_status tpl_error_kind_status(tpl_error_kind kind);
+/* The default kind of a status: the first tpl_errors.def row with it (TPL_EK_NONE for TPL_OK or
+ * a value that is not a status). */
+TPL_API tpl_error_kind tpl_status_kind(tpl_status status);
 
 /* Loads the template named by include, import or extends (`name` is not NUL-terminated).
  * Returns a malloc'd buffer the compiler frees with free(), with *len set; NULL when there is

@@ -84,6 +84,7 @@ static tpl_status fail(tpl_error *err, tpl_status st, const char *file, const ch
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     err->status = st;
+    err->kind = tpl_status_kind(st);
     err->message = dups(buf);
     err->file = dups(file);
     if (src) linecol(src, n, off, &err->line, &err->column, (char **)&err->source_line);
@@ -690,6 +691,7 @@ static tpl_status own_fail(tpl_page_call *c, tpl_status st, const char *msg)
 {
     tpl_error_clear(&c->err);
     c->err.status = st;
+    c->err.kind = tpl_status_kind(st);
     c->err.message = dups(msg);
     c->last = &c->err;
     return st;

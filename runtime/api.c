@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "error.h"
 #include "vm_impl.h"
 #include "host.h"
 
@@ -16,8 +17,8 @@ struct tpl_render {
 /* The error tpl_render_error reports for a NULL context and, from inside a callback of r's
  * own render, for r (the running render keeps its own record untouched: the VM keeps the first
  * error, so a refused re-entrant call must not write it). Constant data, never written. */
-static const tpl_error null_render_error = { TPL_ERR_USAGE, "no render context (NULL)", NULL, 0, 0, NULL };
-static const tpl_error busy_render_error = { TPL_ERR_USAGE, "render context busy", NULL, 0, 0, NULL };
+static const tpl_error null_render_error = { TPL_ERR_USAGE, "no render context (NULL)", NULL, 0, 0, NULL, TPL_EK_USAGE };
+static const tpl_error busy_render_error = { TPL_ERR_USAGE, "render context busy", NULL, 0, 0, NULL, TPL_EK_USAGE };
 
 tpl_vm *tpl_render_vm(tpl_render *r) { return &r->vm; }
 bool tpl_render_busy(const tpl_render *r) { return r->busy; }
@@ -116,14 +117,21 @@ static void clear_error(tpl_vm *vm)
     memset(&vm->err, 0, sizeof vm->err);
 }
 
-static tpl_status fail(tpl_vm *vm, tpl_status st, const char *msg)
+/* Sets the render's (unlocated) error of `kind`; returns its status. */
+static tpl_status fail_kind(tpl_vm *vm, tpl_error_kind kind, const char *msg)
 {
     clear_error(vm);
     snprintf(vm->err_msg, sizeof vm->err_msg, "%s", msg);
-    vm->err.status = st;
+    vm->err.status = tpl_error_kind_status(kind);
+    vm->err.kind = kind;
     vm->err.message = vm->err_msg;
-    return st;
+    return vm->err.status;
 }
+
+static tpl_status fail(tpl_vm *vm, tpl_status st, const char *msg) { return fail_kind(vm, tpl_status_kind(st), msg); }
+
+/* The render API's one out-of-memory report. */
+static tpl_status nomem(tpl_vm *vm) { return fail_kind(vm, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM)); }
 
 /* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). Each
  * member is released from j once converted (replaced by null), so the jansson tree and its copy
@@ -254,7 +262,7 @@ static tpl_status state_too_big(tpl_vm *vm)
     char m[96];
     snprintf(m, sizeof m, "state exceeds the memory limit (%llu bytes)", (unsigned long long)vm->limits.max_memory);
     vm->state = tpl_v_none();
-    return fail(vm, TPL_ERR_LIMIT, m);
+    return fail_kind(vm, TPL_EK_MEMORY_LIMIT, m);
 }
 
 tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
@@ -309,11 +317,11 @@ static tpl_status add_fact(tpl_render *r, const char *fact, size_t len)
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     if (check_utf8(r, "the fact", fact, len) != TPL_OK) return TPL_ERR_VALUE;
-    if (!facts_init(vm)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!facts_init(vm)) return nomem(vm);
     char *s = tpl_arena_strdup(&vm->fact_arena, fact, len);
-    if (!s) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!s) return nomem(vm);
     tpl_value v = tpl_nfc(&vm->fact_arena, tpl_v_str(s, len));
-    if (!tpl_list_push(&vm->fact_arena, vm->facts, v)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!tpl_list_push(&vm->fact_arena, vm->facts, v)) return nomem(vm);
     return TPL_OK;
 }
 
@@ -371,13 +379,13 @@ static tpl_status set_call(tpl_render *r, const char *channel, const char *mediu
     tpl_arena_reset(a);
     tpl_map *m = tpl_map_new(a, 4);
     tpl_list *hist = tpl_list_new(a, 0);
-    if (!m || !hist) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!m || !hist) return nomem(vm);
     bool ok = tpl_map_set(a, m, tpl_v_str("channel", 7), tpl_v_str(vm->channel, strlen(vm->channel))) &&
               tpl_map_set(a, m, tpl_v_str("medium", 6), tpl_v_str(vm->medium, strlen(vm->medium))) &&
               tpl_map_set(a, m, tpl_v_str("claimed", 7),
                           vm->has_claimed ? tpl_v_str(vm->claimed, strlen(vm->claimed)) : tpl_v_none()) &&
               tpl_map_set(a, m, tpl_v_str("history", 7), tpl_v_list(hist));
-    if (!ok) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!ok) return nomem(vm);
     vm->call = tpl_v_map(m);
     return TPL_OK;
 }
@@ -421,7 +429,7 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
     }
     if (vm->out_len + 1 > vm->out_cap) {
         char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, vm->out_len + 1);
-        if (!no) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+        if (!no) return nomem(vm);
         vm->out = no;
         vm->out_cap = vm->out_len + 1;
     }
@@ -560,7 +568,7 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
     if (rc != 0 || hc.json_error)
         return tpl_vm_error(vm, rc != 0 ? TPL_ERR_RAISED : TPL_ERR_VALUE, "host %s '%s' failed%s%s", what, f->name,
                             hc.msg[0] ? ": " : "", hc.msg);
-    if (hc.nomem) return tpl_vm_error(vm, TPL_ERR_LIMIT, "out of memory (host %s '%s' result)", what, f->name);
+    if (hc.nomem) return tpl_vm_nomem(vm); /* the host's result did not fit */
     *out = hc.result;
     return 0;
 }
@@ -580,7 +588,7 @@ tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t l
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     struct tpl_tr_state *t = tr_state(vm);
-    if (!t) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!t) return nomem(vm);
     char msg[256];
     uint32_t line, col;
     tpl_status st = tpl_stdlib.tr_add_catalog_json(t, json, len, msg, sizeof msg, &line, &col);
@@ -604,7 +612,7 @@ tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
     clear_error(vm);
     if (lang && check_utf8(r, "the language", lang, strlen(lang)) != TPL_OK) return TPL_ERR_VALUE;
     struct tpl_tr_state *t = tr_state(vm);
-    if (!t || !tpl_stdlib.tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!t || !tpl_stdlib.tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return nomem(vm);
     return TPL_OK;
 }
 
@@ -616,7 +624,7 @@ tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len)
     clear_error(vm);
     if (check_utf8(r, "the tr key", name, len) != TPL_OK) return TPL_ERR_VALUE;
     struct tpl_tr_state *t = tr_state(vm);
-    if (!t || !tpl_stdlib.tr_add_key(t, name, len)) return fail(vm, TPL_ERR_NOMEM, "out of memory");
+    if (!t || !tpl_stdlib.tr_add_key(t, name, len)) return nomem(vm);
     return TPL_OK;
 }
 

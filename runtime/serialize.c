@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "error.h"
 #include "program.h"
 #include "../include/tpl_static.h"
 #include "verify.h"
@@ -339,13 +340,9 @@ static bool get_value(rd *r, tpl_arena *a, tpl_value *v, int nest)
     }
 }
 
-static void fill_error(tpl_error *err, tpl_status st, const char *name, const char *msg)
+static void fill_error(tpl_error *err, tpl_error_kind kind, const char *name, const char *msg)
 {
-    if (!err) return;
-    tpl_error_clear(err);
-    err->status = st;
-    err->message = strdup(msg);
-    err->file = strdup(name ? name : "<tplb>");
+    tpl_error_set(err, kind, name ? name : "<tplb>", msg);
 }
 
 bool tpl_is_tplb(const void *data, size_t len)
@@ -353,12 +350,19 @@ bool tpl_is_tplb(const void *data, size_t len)
     return data && len >= sizeof MAGIC && memcmp(data, MAGIC, sizeof MAGIC) == 0;
 }
 
+/* Loading ran out of memory: frees p, the one out-of-memory report. */
+static tpl_status load_nomem(tpl_program *p, tpl_error *err, const char *name)
+{
+    tpl_program_free(p);
+    return tpl_error_nomem(err, name ? name : "<tplb>");
+}
+
 static tpl_status corrupt(tpl_program *p, tpl_error *err, const char *name, const char *why)
 {
     tpl_program_free(p);
     char msg[300];
     snprintf(msg, sizeof msg, "not a valid .tplb file: %s", why);
-    fill_error(err, TPL_ERR_CORRUPT, name, msg);
+    fill_error(err, TPL_EK_CORRUPT, name, msg);
     return TPL_ERR_CORRUPT;
 }
 
@@ -366,7 +370,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
 {
     if (out) *out = NULL;
     if (!out || !data) {
-        fill_error(err, TPL_ERR_USAGE, name, out ? "tpl_program_load: data is NULL" : "tpl_program_load: out is NULL");
+        fill_error(err, TPL_EK_USAGE, name, out ? "tpl_program_load: data is NULL" : "tpl_program_load: out is NULL");
         return TPL_ERR_USAGE;
     }
     *out = NULL;
@@ -387,7 +391,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     if (crc32(r.p + HEADER, len - HEADER) != crc) return corrupt(NULL, err, name, "checksum mismatch");
 
     tpl_program *p = calloc(1, sizeof *p);
-    if (!p) { fill_error(err, TPL_ERR_NOMEM, name, "out of memory"); return TPL_ERR_NOMEM; }
+    if (!p) return load_nomem(NULL, err, name);
     tpl_arena_init(&p->arena, 0);
     tpl_arena *a = &p->arena;
     unsigned syntax = get_u8(&r), ob = get_u8(&r), pad = get_u16(&r);
@@ -398,7 +402,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     const char *s = get_str(&r, a, &n);
     if (r.bad) return corrupt(p, err, name, "truncated name");
     p->name = malloc((size_t)n + 1);
-    if (!p->name) return corrupt(p, err, name, "out of memory");
+    if (!p->name) return load_nomem(p, err, name);
     memcpy(p->name, s, n);
     p->name[n] = 0;
     p->source_hash = get_u64(&r);
@@ -406,7 +410,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     if (r.bad) return corrupt(p, err, name, "truncated language");
     if (n) {
         char *l = tpl_arena_alloc(a, (size_t)n + 1);
-        if (!l) return corrupt(p, err, name, "out of memory");
+        if (!l) return load_nomem(p, err, name);
         memcpy(l, s, n);
         l[n] = 0;
         if (strlen(l) != n || !tpl_utf8_valid(l, n, &(size_t){ 0 })) return corrupt(p, err, name, "bad language");
@@ -416,12 +420,12 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         s = get_str(&r, a, &n);
         if (r.bad) return corrupt(p, err, name, "truncated source");
         p->source = malloc((size_t)n + 1);
-        if (!p->source) return corrupt(p, err, name, "out of memory");
+        if (!p->source) return load_nomem(p, err, name);
         memcpy(p->source, s, n);
         p->source[n] = 0;
         p->source_len = n;
     }
-    if (!p->source && !(p->source = calloc(1, 1))) return corrupt(p, err, name, "out of memory");
+    if (!p->source && !(p->source = calloc(1, 1))) return load_nomem(p, err, name);
     p->nslots = get_u32(&r);
     p->max_stack = get_u32(&r);
     uint32_t nbt = get_count(&r, 5);
@@ -489,7 +493,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     uint32_t nreads = get_count(&r, 4);
     if (r.bad) return corrupt(p, err, name, "truncated reads-set");
     uint32_t *reads = malloc(((size_t)nreads + 1) * sizeof *reads);
-    if (!reads) return corrupt(p, err, name, "out of memory");
+    if (!reads) return load_nomem(p, err, name);
     for (uint32_t i = 0; i < nreads; i++) reads[i] = get_u32(&r);
     p->nfiles = get_count(&r, 4);
     p->files = tpl_arena_alloc(a, p->nfiles * sizeof *p->files + 1);
@@ -516,13 +520,15 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     if (r.bad || r.off != r.n) { free(reads); return corrupt(p, err, name, "trailing or missing bytes"); }
 
     char msg[256];
-    if (!tpl_verify(p, msg, sizeof msg)) { free(reads); return corrupt(p, err, name, msg); }
+    tpl_error_kind vk = tpl_verify(p, msg, sizeof msg);
+    if (vk == TPL_EK_NOMEM) { free(reads); return load_nomem(p, err, name); }
+    if (vk != TPL_EK_NONE) { free(reads); return corrupt(p, err, name, msg); }
     /* the stored reads-set must be the one the code implies */
     size_t want = tpl_program_reads_idx(p, NULL, 0);
     bool same = want == nreads;
     if (same) {
         uint32_t *calc = malloc((want + 1) * sizeof *calc);
-        if (!calc) { free(reads); return corrupt(p, err, name, "out of memory"); }
+        if (!calc) { free(reads); return load_nomem(p, err, name); }
         tpl_program_reads_idx(p, calc, want);
         same = want == 0 || memcmp(calc, reads, want * sizeof *calc) == 0;
         free(calc);
@@ -539,19 +545,19 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
 {
     if (out) *out = NULL;
     if (!out || !sp) {
-        fill_error(err, TPL_ERR_USAGE, NULL,
+        fill_error(err, TPL_EK_USAGE, NULL,
                    out ? "tpl_program_load_static: the program is NULL" : "tpl_program_load_static: out is NULL");
         return TPL_ERR_USAGE;
     }
     *out = NULL;
     if (!sp || sp->magic != TPL_STATIC_MAGIC || sp->version != TPL_TPLB_VERSION || sp->syntax > TPL_SYNTAX_FMT ||
         sp->options > 63) {
-        fill_error(err, TPL_ERR_CORRUPT, sp && sp->name ? sp->name : NULL,
+        fill_error(err, TPL_EK_CORRUPT, sp && sp->name ? sp->name : NULL,
                    "not a tpl static program of this version (regenerate it with this tplc)");
         return TPL_ERR_CORRUPT;
     }
     tpl_program *p = calloc(1, sizeof *p);
-    if (!p) { fill_error(err, TPL_ERR_NOMEM, sp->name, "out of memory"); return TPL_ERR_NOMEM; }
+    if (!p) return load_nomem(NULL, err, sp->name);
     tpl_arena_init(&p->arena, 0);
     p->static_data = true;
     p->opts.syntax = (tpl_syntax)sp->syntax;
@@ -575,10 +581,12 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     p->macros = (tpl_macro_desc *)(const void *)sp->macros;
     p->nmacros = sp->nmacros;
     char msg[256];
-    if (!tpl_verify(p, msg, sizeof msg)) {
+    tpl_error_kind vk = tpl_verify(p, msg, sizeof msg);
+    if (vk == TPL_EK_NOMEM) return load_nomem(p, err, sp->name);
+    if (vk != TPL_EK_NONE) {
         char full[300];
         snprintf(full, sizeof full, "invalid static program: %s", msg);
-        fill_error(err, TPL_ERR_CORRUPT, p->name, full);
+        fill_error(err, TPL_EK_CORRUPT, p->name, full);
         tpl_program_free(p);
         return TPL_ERR_CORRUPT;
     }

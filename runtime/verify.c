@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "error.h"
 #include "verify.h"
 #include "vm_impl.h"
 
@@ -22,9 +23,11 @@ typedef struct ver {
     uint32_t *outer_have; /* per macro: fewest slots of a function that creates its closure */
     struct blk { uint32_t entry, np, nslots; } *blocks; /* Ruby block bodies still to check */
     size_t nblocks, capblocks;
+    bool nomem;           /* the failure is out of memory, not the program */
 } ver;
 
 static bool bad(ver *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool nomem(ver *v);
 static bool bad(ver *v, const char *fmt, ...)
 {
     if (v->msg && v->msgsz) {
@@ -34,6 +37,12 @@ static bool bad(ver *v, const char *fmt, ...)
         va_end(ap);
     }
     return false;
+}
+
+static bool nomem(ver *v)
+{
+    v->nomem = true;
+    return bad(v, "%s", tpl_error_kind_format(TPL_EK_NOMEM));
 }
 
 /* Constants: only plain data (none, bool, int, float, str, tuples of those), nesting bounded. */
@@ -192,7 +201,7 @@ static bool add_block(ver *v, const fn *f, uint32_t bw)
     if (v->nblocks == v->capblocks) {
         size_t nc = v->capblocks ? v->capblocks * 2 : 16;
         struct blk *nb = realloc(v->blocks, nc * sizeof *nb);
-        if (!nb) return bad(v, "out of memory");
+        if (!nb) return nomem(v);
         v->blocks = nb;
         v->capblocks = nc;
     }
@@ -346,7 +355,7 @@ static bool verify(ver *v)
     return true;
 }
 
-bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
+tpl_error_kind tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
 {
     ver v = { 0 };
     v.p = p;
@@ -354,7 +363,7 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
     v.msgsz = msgsz;
     if (msg && msgsz) msg[0] = 0;
     size_t n = p->ncode ? p->ncode : 1, nm = p->nmacros ? p->nmacros : 1;
-    if (p->ncode > 0x1000000) return bad(&v, "code too large");
+    if (p->ncode > 0x1000000) { bad(&v, "code too large"); return TPL_EK_CORRUPT; }
     v.start = calloc(n, 1);
     v.gen = calloc(n, sizeof *v.gen);
     v.depth = calloc(n, sizeof *v.depth);
@@ -364,7 +373,7 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
     v.outer_have = calloc(nm, sizeof *v.outer_have);
     bool ok;
     if (!v.start || !v.gen || !v.depth || !v.capd || !v.work || !v.outer_need || !v.outer_have)
-        ok = bad(&v, "out of memory");
+        ok = nomem(&v);
     else
         ok = verify(&v);
     free(v.start);
@@ -375,7 +384,7 @@ bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
     free(v.outer_need);
     free(v.outer_have);
     free(v.blocks);
-    return ok;
+    return ok ? TPL_EK_NONE : v.nomem ? TPL_EK_NOMEM : TPL_EK_CORRUPT;
 }
 
 /* The reads-set. A name is read by LOAD_NAME, CALL_NAME (the state may shadow a global),

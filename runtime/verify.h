@@ -13,8 +13,9 @@
  * never underflows or exceeds the function's declared max_stack on any path (abstract
  * interpretation over the control-flow graph, from the pops/pushes columns of opcodes.def),
  * captures balance, and no path falls off the end of the code.
- * Returns true, or false with a message in msg (NUL-terminated, truncated to msgsz). */
-bool tpl_verify(const tpl_program *p, char *msg, size_t msgsz);
+ * Returns TPL_EK_NONE, or TPL_EK_CORRUPT (the program is bad) or TPL_EK_NOMEM with a message in
+ * msg (NUL-terminated, truncated to msgsz). */
+tpl_error_kind tpl_verify(const tpl_program *p, char *msg, size_t msgsz);
 
 /* The reads-set: indexes of the names the program can read from the state (LOAD_NAME operands and
  * CALL_NAME names, which the state may shadow), ascending and unique. Writes up to cap indexes

@@ -6,18 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vm_impl.h"
+#include "error.h"
 #include "host.h"
 
 /* ------------------------------------------------------------------ errors and accessors */
 
-int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...)
+static int vm_verror(tpl_vm *vm, tpl_error_kind kind, const char *fmt, va_list ap)
 {
     if (vm->err.status != TPL_OK) return -1; /* keep the first error */
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(vm->err_msg, sizeof vm->err_msg, fmt, ap);
-    va_end(ap);
-    vm->err.status = (tpl_status)code;
+    vm->err.status = tpl_error_kind_status(kind);
+    vm->err.kind = kind;
     vm->err.message = vm->err_msg;
     vm->err.file = vm->p ? vm->p->name : NULL;
     vm->err.line = vm->err.column = 0;
@@ -25,6 +24,29 @@ int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...)
     /* the dispatch loop keeps pc in a register: it locates the error when it unwinds (locate) */
     vm->err_unlocated = true;
     return -1;
+}
+
+int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vm_verror(vm, tpl_status_kind((tpl_status)code), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tpl_vm_fail(tpl_vm *vm, tpl_error_kind kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vm_verror(vm, kind, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tpl_vm_limit(tpl_vm *vm, tpl_error_kind kind, unsigned long long limit)
+{
+    return tpl_vm_fail(vm, kind, tpl_error_kind_format(kind), limit);
 }
 
 /* Sets the location of the pending error to instruction pc of the running program. */
@@ -76,9 +98,9 @@ const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n)
 int tpl_vm_nomem(tpl_vm *vm)
 {
     if (vm->fuel == 0) /* a walk over a value ran out of fuel (tpl_fuel_charge) */
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "fuel exhausted (more than %llu instructions)", (unsigned long long)vm->limits.fuel);
-    if (vm->arena.over_limit) return tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes)", (unsigned long long)vm->arena.limit);
-    return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        return tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
+    if (vm->arena.over_limit) return tpl_vm_limit(vm, TPL_EK_MEMORY_LIMIT, vm->arena.limit);
+    return tpl_vm_fail(vm, TPL_EK_NOMEM, "%s", tpl_error_kind_format(TPL_EK_NOMEM));
 }
 static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 
@@ -128,11 +150,11 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
     if (n == 0) return 0;
     if (vm->out_len + n + 1 > vm->out_cap) {
         if (vm->out_len + n > vm->limits.max_output)
-            return tpl_vm_error(vm, TPL_ERR_LIMIT, "output limit reached (%llu bytes)", (unsigned long long)vm->limits.max_output);
+            return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, vm->limits.max_output);
         size_t nc = vm->out_cap ? vm->out_cap * 2 : 4096;
         while (nc < vm->out_len + n + 1) nc *= 2;
         char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, nc);
-        if (!no) return tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        if (!no) return tpl_vm_nomem(vm);
         vm->out = no;
         vm->out_cap = nc;
     }
@@ -761,7 +783,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     switch (op) {
     case TPL_OP_ADD:
         if (ints) {
-            if (__builtin_add_overflow(a.u.i, b.u.i, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in +");
+            if (__builtin_add_overflow(a.u.i, b.u.i, &r)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in +");
             *out = tpl_v_int(r);
             return 0;
         }
@@ -785,7 +807,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return arith_error(vm, "+", a, b);
     case TPL_OP_SUB:
         if (ints) {
-            if (__builtin_sub_overflow(a.u.i, b.u.i, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in -");
+            if (__builtin_sub_overflow(a.u.i, b.u.i, &r)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in -");
             *out = tpl_v_int(r);
             return 0;
         }
@@ -793,7 +815,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return arith_error(vm, "-", a, b);
     case TPL_OP_MUL:
         if (ints) {
-            if (__builtin_mul_overflow(a.u.i, b.u.i, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in *");
+            if (__builtin_mul_overflow(a.u.i, b.u.i, &r)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in *");
             *out = tpl_v_int(r);
             return 0;
         }
@@ -804,14 +826,14 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return arith_error(vm, "*", a, b);
     case TPL_OP_DIV_PY:
         if (!nums) return arith_error(vm, "/", a, b);
-        if (as_double(b) == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, ints ? "division by zero" : "float division by zero");
+        if (as_double(b) == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, ints ? "division by zero" : "float division by zero");
         *out = tpl_v_float(as_double(a) / as_double(b));
         return 0;
     case TPL_OP_DIV_RB:
     case TPL_OP_FLOORDIV:
         if (ints) {
-            if (b.u.i == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, op == TPL_OP_DIV_RB ? "divided by 0" : "integer division or modulo by zero");
-            if (a.u.i == INT64_MIN && b.u.i == -1) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in //");
+            if (b.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, op == TPL_OP_DIV_RB ? "divided by 0" : "integer division or modulo by zero");
+            if (a.u.i == INT64_MIN && b.u.i == -1) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in //");
             int64_t q = a.u.i / b.u.i;
             if ((a.u.i % b.u.i != 0) && ((a.u.i < 0) != (b.u.i < 0))) q--;
             *out = tpl_v_int(q);
@@ -819,7 +841,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         if (nums) {
             double y = as_double(b);
-            if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float floor division by zero");
+            if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float floor division by zero");
             *out = tpl_v_float(op == TPL_OP_DIV_RB ? as_double(a) / y : floor(as_double(a) / y));
             return 0;
         }
@@ -848,9 +870,9 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (ints && b.u.i >= 0) {
             int64_t base = a.u.i, e = b.u.i, acc = 1;
             while (e > 0) {
-                if (e & 1) { if (__builtin_mul_overflow(acc, base, &acc)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in **"); }
+                if (e & 1) { if (__builtin_mul_overflow(acc, base, &acc)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in **"); }
                 e >>= 1;
-                if (e && __builtin_mul_overflow(base, base, &base)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in **");
+                if (e && __builtin_mul_overflow(base, base, &base)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in **");
             }
             *out = tpl_v_int(acc);
             return 0;
@@ -956,7 +978,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
         if (__builtin_mul_overflow(start, p[2], &r0) || __builtin_add_overflow(r0, p[0], &r0) ||
             __builtin_mul_overflow(stop, p[2], &r1) || __builtin_add_overflow(r1, p[0], &r1) ||
             __builtin_mul_overflow(step, p[2], &rs))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in a range slice");
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in a range slice");
         return tpl_make_range(vm, r0, r1, rs, (uint64_t)count, out);
     }
     if (obj.type == TPL_T_LIST) {
@@ -1202,10 +1224,10 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     const tpl_program *p = vm->p;
     const tpl_name *mname = &p->names[d->name];
     if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth (%u) reached", vm->limits.max_depth);
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
     uint32_t base = vm->slot_top;
     if (base + d->nslots > vm->slots_cap || vm->stack_top + d->max_stack > vm->stack_cap)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (out of stack)");
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
     tpl_value *slots = vm->slots + base;
     for (uint32_t i = 0; i < d->nslots; i++) slots[i] = tpl_v_unset();
     tpl_list *params = p->consts[d->params].u.list;
@@ -1257,7 +1279,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     }
     if (d->caller_slot >= 0 && caller.type != TPL_T_UNSET && slots[d->caller_slot].type == TPL_T_UNSET)
         slots[d->caller_slot] = caller;
-    if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (captures)");
+    if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (captures)");
     vm->captures[vm->ncaptures++] = vm->out_len;
     vm->slot_top = base + d->nslots;
     vm->depth++;
@@ -1747,7 +1769,7 @@ top:
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
         else {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
-            else if (v.type == TPL_T_INT) tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow in unary -");
+            else if (v.type == TPL_T_INT) tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in unary -");
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", tpl_type_name(vm, v));
             goto fail;
         }
@@ -2272,7 +2294,7 @@ top:
         tpl_value v = sp[-1];
         if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
-        else if (v.type == TPL_T_INT) { tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)"); goto fail; }
+        else if (v.type == TPL_T_INT) { tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow (tpl integers are 64-bit)"); goto fail; }
         else { tpl_stdlib.rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
         NEXT(0);
     }
@@ -2305,7 +2327,7 @@ top:
     }
 #endif
 out_of_fuel:
-    tpl_vm_error(vm, TPL_ERR_LIMIT, "fuel exhausted (more than %llu instructions)", (unsigned long long)vm->limits.fuel);
+    tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
 fail:
     (void)rc;
     if (vm->err_unlocated) locate(vm, pc);
@@ -2323,10 +2345,10 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
 {
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth (%u) reached", vm->limits.max_depth);
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
     uint32_t np = b->nparams;
     if (vm->stack_top + np + vm->p->max_stack > vm->stack_cap)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "maximum call depth reached (out of stack)");
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
     tpl_value *st = vm->stack + vm->stack_top;
     if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & TPL_F_RANGE_RB)) {
         tpl_list *l = args[0].u.list;
@@ -2374,12 +2396,12 @@ static int size_frames(tpl_vm *vm, const tpl_program *p)
     if (need_slots <= vm->slots_cap && need_stack <= vm->stack_cap) return 0;
     uint64_t bytes = (need_slots + need_stack) * sizeof(tpl_value);
     if (bytes > vm->limits.max_memory)
-        tpl_vm_error(vm, TPL_ERR_LIMIT, "memory limit reached (%llu bytes): the template needs %llu bytes of "
+        tpl_vm_fail(vm, TPL_EK_MEMORY_LIMIT, "memory limit reached (%llu bytes): the template needs %llu bytes of "
                      "operand stack and variables", (unsigned long long)vm->limits.max_memory,
                      (unsigned long long)bytes);
     else if (!grow_values(vm, &vm->slots, &vm->slots_cap, need_slots) ||
              !grow_values(vm, &vm->stack, &vm->stack_cap, need_stack))
-        tpl_vm_error(vm, TPL_ERR_NOMEM, "out of memory");
+        tpl_vm_nomem(vm);
     else
         return 0;
     locate(vm, 0); /* the template's first instruction */

@@ -14,6 +14,13 @@ typedef enum { TPL_SYN_JINJA = 0, TPL_SYN_ERB = 1, TPL_SYN_FMT = 2 } tpl_syntax_
 /* Records a runtime error at the current instruction's span and returns -1 (so builtins can
  * `return tpl_vm_error(...)`). code is a TPL_ERR_* status. The message is printf-formatted. */
 int tpl_vm_error(tpl_vm *vm, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* As tpl_vm_error with a finer kind (include/tpl_errors.def; the status is the kind's), e.g.
+ * TPL_EK_ZERO_DIVISION, TPL_EK_OVERFLOW, TPL_EK_DEPTH. tpl_vm_error's kind is its status's
+ * default (tpl_status_kind). */
+int tpl_vm_fail(tpl_vm *vm, tpl_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A limit of `kind` (TPL_EK_FUEL, TPL_EK_OUTPUT_LIMIT, TPL_EK_MEMORY_LIMIT) reached, with the
+ * kind's one message naming the limit's value. Returns -1. */
+int tpl_vm_limit(tpl_vm *vm, tpl_error_kind kind, unsigned long long limit);
 /* Reports why an allocation or a walk over a value failed and returns -1: the fuel (a walk
  * exhausted it: "fuel exhausted ..."), the memory limit ("memory limit reached (N bytes)"),
  * both TPL_ERR_LIMIT, else TPL_ERR_NOMEM "out of memory" (the heap itself). Every "out of memory"

@@ -304,7 +304,7 @@ static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_iter_list(vm, a[0], &seq) < 0 || tpl_arg_index(vm, a[1], &slices) < 0)
         return -1;
     if (slices == 0)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer division or modulo by zero");
+        return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer division or modulo by zero");
     if (slices < 0 || slices > 10000000) {
         if (slices < 0) {
             *out = tpl_v_list(tpl_list_new(AR(vm), 0));

@@ -1523,7 +1523,7 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = new_list(vm, 2);
     if (!l) return oom(vm);
     if (x.type == TPL_T_INT && y.type == TPL_T_INT) {
-        if (y.u.i == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+        if (y.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         int64_t q = x.u.i / y.u.i, r = x.u.i % y.u.i;
         if (r && ((r < 0) != (y.u.i < 0))) { q--; r += y.u.i; }
         l->items[0] = tpl_v_int(q);
@@ -1533,7 +1533,7 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
         double dx = dbl(x), dy = dbl(y), q, r;
         if (isnan(dy)) q = r = dy;
         else {
-            if (dy == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+            if (dy == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
             r = dx == 0.0 || (isinf(dy) && !isinf(dx)) ? dx : fmod(dx, dy);
             q = isinf(dx) && !isinf(dy) ? dx : round((dx - r) / dy);
             if (dy * r < 0) { r += dy; q -= 1.0; }
@@ -2068,7 +2068,7 @@ static int send_op(tpl_vm *vm, tpl_value op, tpl_value acc, tpl_value x, tpl_val
     if (op.len == 1 && strchr("+-*/%", op.u.s[0])) {
         int h = tpl_rb_arith(vm, op.u.s[0], acc, x, out);
         if (h != 0) return h < 0 ? -1 : 0;
-        if (ints && x.u.i == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "divided by 0 (ZeroDivisionError)");
+        if (ints && x.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         if (ints && op.u.s[0] == '/') {
             int64_t qq = acc.u.i / x.u.i;
             if ((acc.u.i % x.u.i != 0) && ((acc.u.i < 0) != (x.u.i < 0))) qq--;
@@ -2494,7 +2494,7 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             double x = dbl(a), y = dbl(b);
             if (op == '/') { *out = tpl_v_float(x / y); return 1; }
             if (op == '%') {
-                if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+                if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
                 double m = fmod(x, y);
                 if (y != 0.0 && m != 0.0 && ((m < 0) != (y < 0))) m += y;
                 *out = tpl_v_float(m);
@@ -2504,7 +2504,7 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (op == 'p' && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer ** negative Integer gives a Rational, which tpl does not support");
         if ((op == '/' || op == '%') && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i == 0)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "divided by 0 (ZeroDivisionError)");
+            return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         return 0;
     }
     if (sym_a) return no_method(vm, a, name, strlen(name));

@@ -112,7 +112,7 @@ static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
                             tpl_type_name(vm, x), tpl_type_name(vm, y));
     if (x.type != TPL_T_FLOAT && y.type != TPL_T_FLOAT) {
         if (y.u.i == 0)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer modulo by zero");
+            return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer modulo by zero");
         if (y.u.i == -1) {
             *r = tpl_v_int(0);
             return 0;

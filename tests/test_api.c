@@ -242,6 +242,11 @@ static void test_null_args(void)
           tpl_render_set_state_val(r, hv) == U, "reset_state/set_state_val(NULL, non-map)");
     tpl_host_error(NULL, "ignored", NULL);
     CHECK(tpl_render_error_payload(NULL) == NULL && tpl_render_error_payload(r) == NULL, "render_error_payload(NULL)");
+    /* the error-kind functions take no pointers: out-of-range kinds and statuses */
+    CHECK(strcmp(tpl_error_kind_name((tpl_error_kind)-1), "unknown") == 0 &&
+          strcmp(tpl_error_exception(TPL_EK__COUNT, TPL_SYNTAX_JINJA), "") == 0 &&
+          tpl_error_kind_status(TPL_EK__COUNT) == TPL_OK && tpl_status_kind((tpl_status)12345) == TPL_EK_NONE,
+          "error kinds out of range");
 
     tpl_render_free(r);
     tpl_program_free(p);
@@ -433,9 +438,57 @@ static void test_utf8(void)
     tpl_render_free(r);
 }
 
+/* ------------------------------------------------------------------ error kinds (issue 16) */
+
+/* The kind of the error rendering src gives (TPL_EK_NONE when it renders), with the fuel limit. */
+static tpl_error_kind render_kind(const char *src, unsigned long long fuel, tpl_status *st)
+{
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    *st = tpl_compile("k.jinja", src, strlen(src), NULL, &p, &err);
+    if (*st != TPL_OK) {
+        tpl_error_kind k = err.kind;
+        tpl_error_clear(&err);
+        return k;
+    }
+    tpl_limits lim = { 0 };
+    lim.fuel = fuel;
+    tpl_render *r = tpl_render_new(&lim);
+    const char *out;
+    size_t n;
+    *st = tpl_render_run(r, p, &out, &n);
+    tpl_error_kind k = *st == TPL_OK ? TPL_EK_NONE : tpl_render_error(r)->kind;
+    tpl_render_free(r);
+    tpl_program_free(p);
+    return k;
+}
+
+static void test_error_kinds(void)
+{
+    tpl_status st;
+    CHECK(render_kind("{{ 1 }}", 0, &st) == TPL_EK_NONE && st == TPL_OK, "no error: TPL_EK_NONE");
+    CHECK(render_kind("{% if %}", 0, &st) == TPL_EK_SYNTAX && st == TPL_ERR_SYNTAX, "syntax error kind");
+    CHECK(render_kind("{{ 1 // 0 }}", 0, &st) == TPL_EK_ZERO_DIVISION && st == TPL_ERR_TYPE, "1 // 0: zero_division, TYPE");
+    CHECK(render_kind("{{ 9223372036854775807 + 1 }}", 0, &st) == TPL_EK_OVERFLOW && st == TPL_ERR_TYPE, "overflow kind");
+    CHECK(render_kind("{{ 1 + 'a' }}", 0, &st) == TPL_EK_TYPE && st == TPL_ERR_TYPE, "type error kind");
+    CHECK(render_kind("{% for i in range(100000) %}{{ i }}{% endfor %}", 1000, &st) == TPL_EK_FUEL && st == TPL_ERR_LIMIT,
+          "fuel: limit kind fuel");
+    CHECK(render_kind("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", 0, &st) == TPL_EK_DEPTH && st == TPL_ERR_LIMIT,
+          "recursion: depth");
+    CHECK(strcmp(tpl_error_kind_name(TPL_EK_ZERO_DIVISION), "zero_division") == 0, "kind name");
+    CHECK(strcmp(tpl_error_exception(TPL_EK_ZERO_DIVISION, TPL_SYNTAX_JINJA), "ZeroDivisionError") == 0 &&
+          strcmp(tpl_error_exception(TPL_EK_UNDEFINED, TPL_SYNTAX_ERB), "NameError") == 0 &&
+          strcmp(tpl_error_exception(TPL_EK_FUEL, TPL_SYNTAX_JINJA), "") == 0, "exceptions by syntax");
+    CHECK(tpl_status_kind(TPL_ERR_LIMIT) == TPL_EK_LIMIT && tpl_status_kind(TPL_ERR_NOMEM) == TPL_EK_NOMEM &&
+          tpl_error_kind_status(TPL_EK_MEMORY_LIMIT) == TPL_ERR_LIMIT, "status <-> kind");
+    for (int k = 0; k < TPL_EK__COUNT; k++)
+        CHECK(k == 0 || tpl_error_kind_status((tpl_error_kind)k) != TPL_OK, "every kind but NONE has a status (%d)", k);
+}
+
 int main(void)
 {
     test_null_args();
+    test_error_kinds();
     test_reentrancy();
     test_utf8();
     printf("%d passed, %d failed\n", npass, nfail);

@@ -1,0 +1,218 @@
+/* The error model: the kinds of include/tpl_errors.def, error records (tpl_error: filling,
+ * clearing, formatting with the source line and a caret) and the one out-of-memory report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "error.h"
+#include "program.h"
+#include "vm.h"
+
+static const struct {
+    tpl_status status;
+    const char *name, *py, *rb, *fmt;
+} kinds[TPL_EK__COUNT] = {
+#define TPL_ERROR_KIND(id, status, name, py, rb, fmt) [TPL_EK_##id] = { status, name, py, rb, fmt },
+#include "../include/tpl_errors.def"
+#undef TPL_ERROR_KIND
+};
+
+static bool is_kind(tpl_error_kind k) { return (unsigned)k < TPL_EK__COUNT; }
+
+const char *tpl_error_kind_name(tpl_error_kind kind) { return is_kind(kind) ? kinds[kind].name : "unknown"; }
+
+const char *tpl_error_exception(tpl_error_kind kind, tpl_syntax syntax)
+{
+    if (!is_kind(kind)) return "";
+    return syntax == TPL_SYNTAX_ERB ? kinds[kind].rb : kinds[kind].py;
+}
+
+tpl_status tpl_error_kind_status(tpl_error_kind kind) { return is_kind(kind) ? kinds[kind].status : TPL_OK; }
+
+tpl_error_kind tpl_status_kind(tpl_status status)
+{
+    for (unsigned k = 1; k < TPL_EK__COUNT; k++)
+        if (kinds[k].status == status) return (tpl_error_kind)k;
+    return TPL_EK_NONE;
+}
+
+const char *tpl_error_kind_format(tpl_error_kind kind) { return is_kind(kind) ? kinds[kind].fmt : ""; }
+
+static char *dupstr(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)
+{
+    if (off > n) off = (uint32_t)n;
+    uint32_t l = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < off; i++)
+        if (src[i] == '\n') { l++; bol = i + 1; }
+    *line = l;
+    *col = (uint32_t)tpl_utf8_len(src + bol, off - bol) + 1;
+}
+
+/* Copies the source line around byte offset off (malloc'd). */
+static char *source_line(const char *src, size_t n, uint32_t off)
+{
+    if (!src) return NULL;
+    if (off > n) off = (uint32_t)n;
+    size_t b = off, e = off;
+    while (b > 0 && src[b - 1] != '\n') b--;
+    while (e < n && src[e] != '\n') e++;
+    char *s = malloc(e - b + 1);
+    if (!s) return NULL;
+    memcpy(s, src + b, e - b);
+    s[e - b] = 0;
+    return s;
+}
+
+void tpl_error_clear(tpl_error *err)
+{
+    if (!err) return;
+    free((char *)err->message);
+    free((char *)err->file);
+    free((char *)err->source_line);
+    memset(err, 0, sizeof *err);
+}
+
+tpl_status tpl_error_set_at(tpl_error *err, tpl_error_kind kind, const char *name, const char *src, size_t n,
+                            uint32_t off, const char *msg)
+{
+    tpl_status st = tpl_error_kind_status(kind);
+    if (!err) return st;
+    tpl_error_clear(err);
+    err->status = st;
+    err->kind = kind;
+    err->message = dupstr(msg);
+    err->file = dupstr(name ? name : "<template>");
+    tpl_offset_to_linecol(src, n, off, &err->line, &err->column);
+    err->source_line = source_line(src, n, off);
+    return st;
+}
+
+tpl_status tpl_error_set(tpl_error *err, tpl_error_kind kind, const char *name, const char *msg)
+{
+    tpl_status st = tpl_error_kind_status(kind);
+    if (!err) return st;
+    tpl_error_clear(err);
+    err->status = st;
+    err->kind = kind;
+    err->message = dupstr(msg);
+    err->file = dupstr(name);
+    return st;
+}
+
+tpl_status tpl_error_usage(tpl_error *err, const char *name, const char *msg)
+{
+    return tpl_error_set(err, TPL_EK_USAGE, name ? name : "<template>", msg);
+}
+
+tpl_status tpl_error_nomem(tpl_error *err, const char *name)
+{
+    return tpl_error_set(err, TPL_EK_NOMEM, name, tpl_error_kind_format(TPL_EK_NOMEM));
+}
+
+/* ---- the echoed source line of a diagnostic (issue 13 §3) ----
+ * The line is shown as units, one per code point (the error's column counts code points):
+ * printable characters as they are, a tab as a tab (so the caret line, which repeats it, lines
+ * up), and what a terminal would not show faithfully escaped as Python's backslashreplace and
+ * repr write it: an invalid byte \xe9, a C0/C1 control or DEL \x1b, a bidirectional or
+ * zero-width format character \u202e (it could reorder what the reader sees). A line wider than
+ * DIAG_CUT columns is cut to a window of DIAG_WIDTH columns around the caret (DIAG_LEFT of them
+ * before it when the line goes on), "..." marking each cut; the caret stays under its
+ * character. A trailing CR (CRLF source) is not shown. */
+enum { DIAG_CUT = 120, DIAG_WIDTH = 100, DIAG_LEFT = 60 };
+
+/* Whether cp is a format character that can hide or reorder text (shown escaped). */
+static bool diag_invisible(uint32_t cp)
+{
+    return cp == 0x200B || cp == 0x200C || cp == 0x200D || cp == 0x200E || cp == 0x200F || cp == 0x2028 ||
+           cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+/* Display width of the unit at s[i..i+len) (code point cp): 1, or the length of its escape. */
+static unsigned diag_unit_width(uint32_t cp, size_t len)
+{
+    if (cp == 0xFFFD && len == 1) return 4;                          /* invalid byte: \xe9 */
+    if ((cp < 0x20 && cp != '\t') || (cp >= 0x7F && cp < 0xA0)) return 4; /* \x1b */
+    if (diag_invisible(cp)) return 6;                                 /* \u202e */
+    return 1;
+}
+
+static void diag_put_unit(tpl_sb *b, const char *s, size_t i, size_t len, uint32_t cp, unsigned w)
+{
+    if (w == 1) tpl_sb_put(b, s + i, len);
+    else if (w == 4) tpl_sb_printf(b, "\\x%02x", len == 1 && cp == 0xFFFD ? (unsigned char)s[i] : (unsigned)cp);
+    else tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
+}
+
+/* Appends "  LINE\n  CARET^\n" for source line s[0..n) and 1-based code-point column `column`. */
+static void diag_source_line(tpl_sb *b, const char *s, size_t n, uint32_t column)
+{
+    if (n && s[n - 1] == '\r') n--;
+    /* units: byte offset and width of each code point */
+    size_t nu = 0;
+    for (size_t i = 0; i < n; nu++) tpl_utf8_next(s, n, &i);
+    size_t *off = malloc((nu + 1) * sizeof *off);
+    unsigned char *w = malloc(nu + 1);
+    if (!off || !w) { free(off); free(w); b->failed = true; return; }
+    size_t total = 0, u = 0;
+    for (size_t i = 0; i < n; u++) {
+        off[u] = i;
+        uint32_t cp = tpl_utf8_next(s, n, &i);
+        w[u] = (unsigned char)diag_unit_width(cp, i - off[u]);
+        total += w[u];
+    }
+    off[nu] = n;
+    size_t c = column > 0 ? column - 1 : 0; /* the caret's unit (nu: just past the end) */
+    if (c > nu) c = nu;
+    size_t lo = 0, hi = nu;
+    if (total > DIAG_CUT) { /* a window: up to DIAG_LEFT columns before the caret, the rest after */
+        size_t used = 0;
+        lo = c;
+        while (lo > 0 && used + w[lo - 1] <= DIAG_LEFT) used += w[--lo];
+        hi = c;
+        while (hi < nu && used + w[hi] <= DIAG_WIDTH) used += w[hi++];
+        while (lo > 0 && used + w[lo - 1] <= DIAG_WIDTH) used += w[--lo]; /* the line ends early: more before */
+    }
+    tpl_sb_puts(b, "  ");
+    if (lo > 0) tpl_sb_puts(b, "...");
+    for (size_t k = lo; k < hi; k++) {
+        size_t i = off[k];
+        uint32_t cp = tpl_utf8_next(s, n, &i);
+        diag_put_unit(b, s, off[k], off[k + 1] - off[k], cp, w[k]);
+    }
+    if (hi < nu) tpl_sb_puts(b, "...");
+    tpl_sb_puts(b, "\n  ");
+    if (lo > 0) tpl_sb_puts(b, "   ");
+    for (size_t k = lo; k < c; k++) {
+        if (w[k] == 1 && s[off[k]] == '\t') tpl_sb_putc(b, '\t');
+        else for (unsigned x = 0; x < w[k]; x++) tpl_sb_putc(b, ' ');
+    }
+    tpl_sb_puts(b, "^\n");
+    free(off);
+    free(w);
+}
+
+char *tpl_error_format(const tpl_error *err)
+{
+    if (!err) return NULL;
+    tpl_sb b;
+    tpl_sb_init(&b, NULL);
+    if (err->line) {
+        tpl_sb_printf(&b, "%s:%u:%u: error: %s\n", err->file ? err->file : "<template>", err->line, err->column,
+                      err->message ? err->message : "error");
+        if (err->source_line) diag_source_line(&b, err->source_line, strlen(err->source_line), err->column);
+    } else {
+        tpl_sb_printf(&b, "%s: error: %s\n", err->file ? err->file : "<template>", err->message ? err->message : "error");
+    }
+    if (b.failed) { tpl_sb_free(&b); return NULL; }
+    tpl_sb_putc(&b, 0);
+    return b.p;
+}
