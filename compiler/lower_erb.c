@@ -13,7 +13,7 @@
 #include "../grammar/erb.h"
 #include "../runtime/vm.h"
 #include "../stdlib/builtins.h"
-#include "../stdlib/ruby.h"
+#include "../stdlib/ruby/ruby.h"
 
 typedef struct erb_loop {
     struct erb_loop *parent;

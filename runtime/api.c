@@ -573,7 +573,7 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
     return 0;
 }
 
-/* ------------------------------------------------------------------ translation (stdlib/tr.c) */
+/* ------------------------------------------------------------------ translation (stdlib/prompt/tr.c) */
 
 static struct tpl_tr_state *tr_state(tpl_vm *vm)
 {

@@ -51,7 +51,7 @@ typedef struct tpl_builtin_sig {
 
 /* The library's entry points the runtime calls, and the ids of the builtins the VM names itself
  * (its fast paths and the hf-only globals). Each function is documented where stdlib/ declares
- * it (stdlib/builtins.h, stdlib/ruby.h, stdlib/tr.h). */
+ * it (stdlib/builtins.h, stdlib/ruby/ruby.h, stdlib/prompt/tr.h). */
 typedef struct tpl_library {
     const tpl_builtin_info *table; /* the builtins by id (stdlib/builtins.def order) */
     uint32_t nbuiltins;
@@ -64,12 +64,12 @@ typedef struct tpl_library {
     int (*str_mod)(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out); /* Python's `str % args` */
     /* a str method `id` called on Markup: MarkupSafe's override (a: the bound arguments) */
     int (*markup_method)(tpl_vm *vm, int id, tpl_value *a, tpl_value *out);
-    /* format strings (stdlib/tr.h) */
+    /* format strings (stdlib/prompt/tr.h) */
     int (*fmt_begin)(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *translated);
     int (*fmt_item)(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
     int (*fmt_attr)(tpl_vm *vm, tpl_value obj, tpl_value name, tpl_value *out);
     int (*fmt_conv)(tpl_vm *vm, tpl_value v, int conv, tpl_value *out);
-    /* Ruby semantics (stdlib/ruby.h) */
+    /* Ruby semantics (stdlib/ruby/ruby.h) */
     int (*rb_send)(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                    const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
     int (*rb_equal)(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
@@ -78,7 +78,7 @@ typedef struct tpl_library {
     int (*rb_each_list)(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
     int (*rb_arith)(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
     int (*rb_compare_check)(tpl_vm *vm, const char *op, tpl_value a, tpl_value b);
-    /* translation state of a render context (stdlib/tr.h; the tpl_render_* translation API) */
+    /* translation state of a render context (stdlib/prompt/tr.h; the tpl_render_* translation API) */
     struct tpl_tr_state *(*tr_new)(void);
     void (*tr_free)(struct tpl_tr_state *t);
     tpl_status (*tr_add_catalog_json)(struct tpl_tr_state *t, const char *json, size_t len, char *msg,

@@ -106,7 +106,7 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
 tpl_value tpl_vm_call(const tpl_vm *vm);
 /* The render's state (a map, or TPL_T_NONE before any state is set). */
 tpl_value tpl_vm_state(const tpl_vm *vm);
-/* The render's translation state (stdlib/tr.c: catalogs, language, tr_keys), NULL until the host
+/* The render's translation state (stdlib/prompt/tr.c: catalogs, language, tr_keys), NULL until the host
  * sets one; owned by the render context and freed with it through tpl_stdlib.tr_free. */
 struct tpl_tr_state *tpl_vm_tr(const tpl_vm *vm);
 

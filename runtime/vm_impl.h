@@ -73,7 +73,7 @@ struct tpl_vm {
      * always the general binder). */
     uint8_t bind_lo[TPL_BUILTINS_MAX], bind_hi[TPL_BUILTINS_MAX];
 
-    struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/tr.c); NULL until first set */
+    struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/prompt/tr.c); NULL until first set */
 
     tpl_rb_block rb_block;  /* ERB: the block of the Ruby method being called */
     /* ERB method lookups of this render (tpl_vm_method_find): direct-mapped by the name's

@@ -1,8 +1,8 @@
 /* The standard library's table of entry points for the runtime (runtime/library.h): the VM, the
  * printer and the verifier reach the builtins only through `tpl_stdlib`. */
 #include "builtins.h"
-#include "ruby.h"
-#include "tr.h"
+#include "ruby/ruby.h"
+#include "prompt/tr.h"
 
 _Static_assert(TPL_B__COUNT <= TPL_BUILTINS_MAX, "raise TPL_BUILTINS_MAX (runtime/library.h)");
 

@@ -8,6 +8,9 @@ public headers.
 
 A folder may include its own headers and any header of a folder below it; include/*.h (the
 public declarations: status codes, options, error records) may be included by every layer.
+Inside stdlib/ the language folders (py/, jinja/, ruby/, fmt/, prompt/) include only their own
+headers and stdlib/'s top (the builtin table, builtins.h), never each other: what one language
+needs of another goes through builtins.h.
 Generated headers (the Lemon parsers' token files, unicode_tables.h) belong to the folder that
 generates them. Exit 1 with one line per bad include, else 0.
 
@@ -21,7 +24,23 @@ ORDER = ["runtime", "stdlib", "grammar", "compiler"]
 PUBLIC_ONLY = ["tplc", "page", "store"]
 GENERATED = {"jinja_parse.h": "grammar", "erb_parse.h": "grammar", "unicode_tables.h": "runtime"}
 SUFFIXES = (".c", ".h", ".def", ".re", ".y")
+STDLIB_LANGS = ["py", "jinja", "ruby", "fmt", "prompt"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def resolve(root, src_dir, target):
+    """The path (relative to root) a quoted include resolves to, or None when not found."""
+    for cand in (os.path.join(src_dir, target), os.path.join(root, target), os.path.join(root, "include", target),
+                 os.path.join(root, "grammar", target)):
+        if os.path.isfile(cand):
+            return os.path.relpath(os.path.realpath(cand), os.path.realpath(root))
+    return None
+
+
+def stdlib_lang(rel):
+    """The stdlib language folder of a path relative to the root (stdlib/py/x.c: "py"), or None."""
+    parts = rel.split(os.sep)
+    return parts[1] if len(parts) > 2 and parts[0] == "stdlib" and parts[1] in STDLIB_LANGS else None
 
 
 def owner(root, src_dir, target):
@@ -58,6 +77,10 @@ def main():
                     who = owner(root, dirpath, target)
                     if who is None:
                         bad.append(f"{rel}:{line}: #include \"{target}\": not found")
+                    elif who == folder and folder == "stdlib":
+                        lang, tlang = stdlib_lang(rel), stdlib_lang(resolve(root, dirpath, target) or "")
+                        if lang and tlang and lang != tlang:
+                            bad.append(f"{rel}:{line}: #include \"{target}\": stdlib/{lang}/ may not include stdlib/{tlang}/ (sideways)")
                     elif who == folder or who == "include":
                         continue
                     elif folder in PUBLIC_ONLY:

@@ -1,4 +1,4 @@
-/* Behaviour tests for ERB views: the Ruby methods of stdlib/ruby.c, Ruby operators and the Ruby
+/* Behaviour tests for ERB views: the Ruby methods of stdlib/ruby/ruby.c, Ruby operators and the Ruby
  * subset of grammar/erb_parse.y, through the public API.
  *
  * Each case renders an ERB template against a JSON state. `expect` is what Ruby 3.1's ERB

@@ -1,5 +1,5 @@
 /* Jinja2's builtin tests (jinja2/tests.py). Every test returns a bool value. */
-#include "builtins.h"
+#include "../builtins.h"
 
 #include <math.h>
 #include <string.h>

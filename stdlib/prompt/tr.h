@@ -7,7 +7,7 @@
 #ifndef TPL_TR_H
 #define TPL_TR_H
 
-#include "../runtime/vm.h"
+#include "../../runtime/vm.h"
 
 typedef struct tpl_tr_state tpl_tr_state;
 

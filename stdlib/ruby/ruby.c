@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <oniguruma.h>
-#include "builtins.h"
+#include "../builtins.h"
 #include "ruby.h"
 
 #define A(vm) tpl_vm_arena(vm)
@@ -583,7 +583,7 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { *out = str_of(vm, a[0]); return 0; }
 
-/* tr(text, lang: nil): the shared translation builtin (stdlib/markdown.c, stdlib/tr.c). */
+/* tr(text, lang: nil): the shared translation builtin (stdlib/prompt/markdown.c, stdlib/prompt/tr.c). */
 int r_k_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     return h_tr(vm, a, out);

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "builtins.h"
+#include "../builtins.h"
 #include "tr.h"
 
 #define OOM() tpl_vm_nomem(vm)
@@ -1159,7 +1159,7 @@ int h_fast_prompt_section(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* tr(text, lang=?, elicit=?): str(text) (Ruby's to_s in ERB), then the catalogs (stdlib/tr.c).
+/* tr(text, lang=?, elicit=?): str(text) (Ruby's to_s in ERB), then the catalogs (stdlib/prompt/tr.c).
  * elicit is HeavenBase's (issue 19): only "none" (translate from the rows, never ask a model) is
  * accepted; any other value is an error naming it. */
 int h_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)

@@ -1,10 +1,10 @@
-/* Ruby semantics for ERB views (stdlib/ruby.c): method dispatch on values, `[]`, `==`, ranges,
+/* Ruby semantics for ERB views (stdlib/ruby/ruby.c): method dispatch on values, `[]`, `==`, ranges,
  * iteration, regular expressions (Oniguruma, Ruby syntax). The methods themselves are builtins
  * of the kinds RKERNEL/RANY/RSTR/RNUM/RARR/RHASH/RRANGE in builtins.def. */
 #ifndef TPL_RUBY_H
 #define TPL_RUBY_H
 
-#include "../runtime/vm.h"
+#include "../../runtime/vm.h"
 
 /* Modes of FOR_INIT_RB (A >> 16). */
 enum { TPL_RB_EACH = 0, TPL_RB_EACH_WITH_INDEX = 1, TPL_RB_TIMES = 2 };

@@ -4,7 +4,7 @@
  * TPL_T_UNSET), returns 0 with *out set, or -1 after tpl_vm_error(). Results live in the render
  * arena or are borrowed from the arguments. Undefined values follow Jinja2: lenient Undefined
  * iterates empty and prints "", StrictUndefined fails as soon as its content is used. */
-#include "builtins.h"
+#include "../builtins.h"
 
 #include <math.h>
 #include <stdio.h>

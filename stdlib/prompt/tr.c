@@ -22,8 +22,8 @@
 #include <string.h>
 #include <jansson.h>
 #include "tr.h"
-#include "../runtime/host.h"
-#include "builtins.h"
+#include "../../runtime/host.h"
+#include "../builtins.h"
 
 /* A pattern row, split once: lits[0] name[0] lits[1] ... name[n-1] lits[n]. */
 typedef struct tr_pat {

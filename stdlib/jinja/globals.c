@@ -1,6 +1,6 @@
 /* Global functions: range, dict, namespace, remembers, raise_exception, strftime_now, lipsum,
  * cycler, joiner. */
-#include "builtins.h"
+#include "../builtins.h"
 
 #include <stdio.h>
 #include <stdlib.h>

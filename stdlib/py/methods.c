@@ -1,6 +1,6 @@
 /* Python methods on str, dict and list values, and Python's string formatting: str.format with
  * the format-spec mini-language, and printf-style `%` formatting. */
-#include "builtins.h"
+#include "../builtins.h"
 
 #include <math.h>
 #include <stdio.h>
