@@ -213,6 +213,17 @@ static uint32_t loop_head(erb_low *L, erb_loop *lc, uint32_t off, int mode, uint
     return tpl_c_word(C, 0);
 }
 
+/* The end of a loop loop_head began: the jump back to FOR_NEXT, then the loop's exit and its
+ * breaks patched to land here. */
+static void loop_tail(erb_low *L, erb_loop *lc, uint32_t exit_pos)
+{
+    tpl_c_emit(C, TPL_OP_JUMP, lc->top, 0);
+    uint32_t end = tpl_c_here(C);
+    tpl_c_patch_word(C, exit_pos, end);
+    for (int i = 0; i < lc->nbreaks; i++) tpl_c_patch(C, lc->breaks[i], end);
+    L->loop = lc->parent;
+}
+
 /* `recv.each do |x| ... end` as a statement: FOR_INIT_RB / FOR_NEXT. */
 static void loop_block(erb_low *L, tpl_node *n, int mode)
 {
@@ -234,11 +245,7 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     }
     blocal_unset(L, &bl);
     body(L, blk->b);
-    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
-    uint32_t end = tpl_c_here(C);
-    tpl_c_patch_word(C, exit_pos, end);
-    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
-    L->loop = lc.parent;
+    loop_tail(L, &lc, exit_pos);
     tpl_c_pop_scope(C);
     blocal_unset(L, &bl);
 }
@@ -261,11 +268,7 @@ static void for_loop(erb_low *L, tpl_node *n)
         store_var(L, ps[i]->val, ps[i]->off);
     }
     body(L, n->b);
-    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
-    uint32_t end = tpl_c_here(C);
-    tpl_c_patch_word(C, exit_pos, end);
-    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
-    L->loop = lc.parent;
+    loop_tail(L, &lc, exit_pos);
 }
 
 /* `while c ... end` / `until c ... end` (cond NULL: Kernel#loop, whose block is `blk`, a scope with
@@ -321,11 +324,7 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
     store_param(L, blk->a, 0);
     blocal_unset(L, &bl);
     body(L, blk->b);
-    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
-    uint32_t end = tpl_c_here(C);
-    tpl_c_patch_word(C, exit_pos, end);
-    for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
-    L->loop = lc.parent;
+    loop_tail(L, &lc, exit_pos);
     if (used) load_local(L, acc, blk->a->next->val);
     tpl_c_pop_scope(C);
     blocal_unset(L, &bl);

@@ -192,6 +192,17 @@ static tpl_status lower_ast(tpl_program *p, tpl_pctx *pc, bool parsed, bool (*lo
     return TPL_OK;
 }
 
+/* A parse context over src[0..n) with scratch arena tmp under p's compile budget. */
+static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *src, size_t n)
+{
+    tpl_arena_init(tmp, 0);
+    tmp->budget = p->budget;
+    memset(pc, 0, sizeof *pc);
+    pc->arena = tmp;
+    pc->src = src;
+    pc->n = n;
+}
+
 tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err)
 {
     tpl_token_vec toks = { 0 };
@@ -202,12 +213,8 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
         return tpl_error_set_at(err, lr.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
     }
     tpl_arena tmp;
-    tpl_arena_init(&tmp, 0);
-    tmp.budget = p->budget;
-    tpl_pctx pc = { 0 };
-    pc.arena = &tmp;
-    pc.src = src;
-    pc.n = n;
+    tpl_pctx pc;
+    pctx_init(&pc, &tmp, p, src, n);
     bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
     free(toks.v);
     tpl_status st = lower_ast(p, &pc, ok, tpl_comp_template, err);
@@ -320,12 +327,8 @@ size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
 tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err)
 {
     tpl_arena tmp;
-    tpl_arena_init(&tmp, 0);
-    tmp.budget = p->budget;
-    tpl_pctx pc = { 0 };
-    pc.arena = &tmp;
-    pc.src = src;
-    pc.n = n;
+    tpl_pctx pc;
+    pctx_init(&pc, &tmp, p, src, n);
     bool ok = tpl_erb_parse(&pc);
     tpl_status st = lower_ast(p, &pc, ok, tpl_erb_lower, err);
     tpl_arena_free(&tmp);

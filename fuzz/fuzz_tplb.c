@@ -9,27 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tpl.h"
+#include "../runtime/crc32.h"
 
 enum { HEADER = 32, CRC_AT = 24 };
 
 static const char state[] =
     "{\"name\": \"Ana\", \"n\": 3, \"xs\": [1, 2.5, \"a\", null, true], \"d\": {\"k\": \"v\", \"l\": [1]},"
     " \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"yo\"}]}";
-
-/* CRC-32 (IEEE, reflected 0xEDB88320) as the .tplb header carries it; not traced (its loops do
- * not depend on the data). */
-#if defined(__clang__)
-__attribute__((no_sanitize("coverage")))
-#endif
-static uint32_t crc32(const unsigned char *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return c ^ 0xFFFFFFFFu;
-}
 
 /* Loads len bytes; renders, disassembles and re-saves what verifies. */
 static void load(const unsigned char *data, size_t len)
@@ -72,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unsigned char *copy = malloc(size);
         if (!copy) return 0;
         memcpy(copy, data, size);
-        uint32_t crc = crc32(copy + HEADER, size - HEADER);
+        uint32_t crc = tpl_crc32(copy + HEADER, size - HEADER);
         for (int i = 0; i < 4; i++) copy[CRC_AT + i] = (unsigned char)(crc >> (8 * i));
         if (memcmp(copy, data, size) != 0) load(copy, size);
         free(copy);

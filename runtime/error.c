@@ -81,21 +81,6 @@ void tpl_error_clear(tpl_error *err)
     memset(err, 0, sizeof *err);
 }
 
-tpl_status tpl_error_set_at(tpl_error *err, tpl_error_kind kind, const char *name, const char *src, size_t n,
-                            uint32_t off, const char *msg)
-{
-    tpl_status st = tpl_error_kind_status(kind);
-    if (!err) return st;
-    tpl_error_clear(err);
-    err->status = st;
-    err->kind = kind;
-    err->message = dupstr(msg);
-    err->file = dupstr(name ? name : "<template>");
-    tpl_offset_to_linecol(src, n, off, &err->line, &err->column);
-    err->source_line = source_line(src, n, off);
-    return st;
-}
-
 tpl_status tpl_error_set(tpl_error *err, tpl_error_kind kind, const char *name, const char *msg)
 {
     tpl_status st = tpl_error_kind_status(kind);
@@ -105,6 +90,16 @@ tpl_status tpl_error_set(tpl_error *err, tpl_error_kind kind, const char *name, 
     err->kind = kind;
     err->message = dupstr(msg);
     err->file = dupstr(name);
+    return st;
+}
+
+tpl_status tpl_error_set_at(tpl_error *err, tpl_error_kind kind, const char *name, const char *src, size_t n,
+                            uint32_t off, const char *msg)
+{
+    tpl_status st = tpl_error_set(err, kind, name ? name : "<template>", msg);
+    if (!err) return st;
+    tpl_offset_to_linecol(src, n, off, &err->line, &err->column);
+    err->source_line = source_line(src, n, off);
     return st;
 }
 

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "error.h"
+#include "crc32.h"
 #include "program.h"
 #include "../include/tpl_static.h"
 #include "verify.h"
@@ -64,22 +65,6 @@ _Static_assert(sizeof(tpl_static_macro) == sizeof(tpl_macro_desc), "tpl_static_m
 _Static_assert(offsetof(tpl_static_macro, nparams) == offsetof(tpl_macro_desc, nparams), "macro.nparams");
 _Static_assert(offsetof(tpl_static_macro, varargs_slot) == offsetof(tpl_macro_desc, varargs_slot), "macro.varargs");
 _Static_assert(offsetof(tpl_static_macro, caller_slot) == offsetof(tpl_macro_desc, caller_slot), "macro.caller");
-
-/* CRC-32 (reflected, polynomial 0xEDB88320), bitwise: no table, no global state. Its loops do
- * not depend on the data, so a fuzzing build leaves them out of SanitizerCoverage: traced, its
- * nine comparisons per byte were most of fuzz_tplb's time on large inputs. */
-#if defined(__clang__)
-__attribute__((no_sanitize("coverage")))
-#endif
-static uint32_t crc32(const unsigned char *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
-    }
-    return ~c;
-}
 
 static unsigned opt_bits(const tpl_options *o)
 {
@@ -261,7 +246,7 @@ tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, si
     }
     if (b.failed) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
     uint64_t plen = b.len - HEADER;
-    uint32_t crc = crc32((const unsigned char *)b.p + HEADER, b.len - HEADER);
+    uint32_t crc = tpl_crc32((const unsigned char *)b.p + HEADER, b.len - HEADER);
     for (int i = 0; i < 8; i++) b.p[16 + i] = (char)(unsigned char)(plen >> (8 * i));
     for (int i = 0; i < 4; i++) b.p[24 + i] = (char)(unsigned char)(crc >> (8 * i));
     *out = b.p;
@@ -388,7 +373,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     if (flags & ~1u) return corrupt(NULL, err, name, "unknown flags");
     if (reserved) return corrupt(NULL, err, name, "reserved header bytes are not 0");
     if (plen != len - HEADER) return corrupt(NULL, err, name, "length mismatch (truncated?)");
-    if (crc32(r.p + HEADER, len - HEADER) != crc) return corrupt(NULL, err, name, "checksum mismatch");
+    if (tpl_crc32(r.p + HEADER, len - HEADER) != crc) return corrupt(NULL, err, name, "checksum mismatch");
 
     tpl_program *p = calloc(1, sizeof *p);
     if (!p) return load_nomem(NULL, err, name);

@@ -393,6 +393,27 @@ int tpl_undefined_error(tpl_vm *vm, tpl_value v)
 
 /* ------------------------------------------------------------------ helpers */
 
+void tpl_html_escape(tpl_sb *b, const char *s, size_t n)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *rep;
+        switch (s[i]) {
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&#34;"; break;
+        case '\'': rep = "&#39;"; break;
+        default: continue;
+        }
+        tpl_sb_put(b, s + run, i - run);
+        tpl_sb_puts(b, rep);
+        run = i + 1;
+    }
+    tpl_sb_put(b, s + run, n - run);
+}
+
+
 int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
     if (v.type == TPL_T_STR) {

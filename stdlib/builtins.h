@@ -90,6 +90,9 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
 
 /* ------------------------------------------------------------------ stdlib internals */
 
+/* MarkupSafe's escape of s[0..n) appended to b: & < > " ' as &amp; &lt; &gt; &#34; &#39; (the
+ * escape filter, autoescape, Markup's % and format, xmlattr). */
+void tpl_html_escape(tpl_sb *b, const char *s, size_t n);
 /* Python's str.splitlines(keepends) and str.replace(old, new, count) (count < 0 = all). */
 int tpl_splitlines(tpl_vm *vm, tpl_value s, bool keepends, tpl_list **out);
 int tpl_str_replace(tpl_vm *vm, tpl_value s, tpl_value old, tpl_value new_, int64_t count, tpl_value *out);

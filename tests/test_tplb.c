@@ -16,6 +16,7 @@
 #include "tpl.h"
 #include "tpl_static.h"
 #include "runtime/program.h"
+#include "runtime/crc32.h"
 
 static int npass, nfail;
 #define CHECK(cond) do { if (cond) npass++; else { nfail++; fprintf(stderr, "test_tplb.c:%d: FAIL %s\n", __LINE__, #cond); } } while (0)
@@ -282,22 +283,12 @@ static uint64_t rnd(uint64_t *s)
     return *s;
 }
 
-static uint32_t crc32(const unsigned char *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
-    }
-    return ~c;
-}
-
 /* Makes the header agree with the (mutated) payload: length and CRC. */
 static void fix_header(unsigned char *b, size_t n)
 {
     if (n < 32) return;
     uint64_t plen = n - 32;
-    uint32_t crc = crc32(b + 32, n - 32);
+    uint32_t crc = tpl_crc32(b + 32, n - 32);
     for (int i = 0; i < 8; i++) b[16 + i] = (unsigned char)(plen >> (8 * i));
     for (int i = 0; i < 4; i++) b[24 + i] = (unsigned char)(crc >> (8 * i));
 }

@@ -557,26 +557,6 @@ int f_dictsort(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 /* markupsafe.escape of a plain string into b. */
-static void html_escape(tpl_sb *b, const char *s, size_t n)
-{
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *rep;
-        switch (s[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&#34;"; break;
-        case '\'': rep = "&#39;"; break;
-        default: continue;
-        }
-        tpl_sb_put(b, s + run, i - run);
-        tpl_sb_puts(b, rep);
-        run = i + 1;
-    }
-    tpl_sb_put(b, s + run, n - run);
-}
-
 static int escape_value(tpl_vm *vm, tpl_value v, bool force, tpl_value *out)
 {
     if (!force && v.type == TPL_T_STR && (v.flags & TPL_F_SAFE)) {
@@ -595,7 +575,7 @@ static int escape_value(tpl_vm *vm, tpl_value v, bool force, tpl_value *out)
     } else {
         tpl_sb b;
         tpl_sb_init(&b, AR(vm));
-        html_escape(&b, s.u.s, s.len);
+        tpl_html_escape(&b, s.u.s, s.len);
         if (sb_done(vm, &b, out) < 0)
             return -1;
     }
@@ -3473,7 +3453,7 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
             tpl_sb_putc(&rel, ' ');
         tpl_sb_put(&rel, parts[x].u.s, parts[x].len);
     }
-    html_escape(&attrs, rel.p ? rel.p : "", rel.len);
+    tpl_html_escape(&attrs, rel.p ? rel.p : "", rel.len);
     tpl_sb_putc(&attrs, '"');
     if (targetv.type != TPL_T_NONE) {
         tpl_value t;
@@ -3481,7 +3461,7 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return -1;
         if (t.len) {
             tpl_sb_puts(&attrs, " target=\"");
-            html_escape(&attrs, t.u.s, t.len);
+            tpl_html_escape(&attrs, t.u.s, t.len);
             tpl_sb_putc(&attrs, '"');
         }
     }

@@ -1394,26 +1394,6 @@ int tpl_str_format(tpl_vm *vm, tpl_value fmt, const tpl_value *args, int nargs,
 
 /* ------------------------------------------------------------------ printf-style % */
 
-static void escape_into(tpl_sb *b, const char *s, size_t n)
-{
-    size_t i = 0, run = 0;
-    for (; i < n; i++) {
-        const char *rep = NULL;
-        switch (s[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&#34;"; break;
-        case '\'': rep = "&#39;"; break;
-        default: continue;
-        }
-        tpl_sb_put(b, s + run, i - run);
-        tpl_sb_puts(b, rep);
-        run = i + 1;
-    }
-    tpl_sb_put(b, s + run, n - run);
-}
-
 /* Pads s (ncp code points) to width with spaces (left unless '-'), or zeros after the sign. */
 static void pct_pad(tpl_sb *b, const char *s, size_t n, int64_t ncp, int64_t width, bool left, bool zero,
                     size_t signlen)
@@ -1586,7 +1566,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             if (safe && !(arg.type == TPL_T_STR && (arg.flags & TPL_F_SAFE) && conv == 's')) {
                 tpl_sb eb;
                 tpl_sb_init(&eb, AR(vm));
-                escape_into(&eb, t.u.s, t.len);
+                tpl_html_escape(&eb, t.u.s, t.len);
                 t = tpl_sb_value(&eb);
             }
             size_t nb = t.len;
