@@ -26,7 +26,7 @@
     X("scoped", TK_SCOPED) X("required", TK_REQUIRED) X("break", TK_BREAK) X("continue", TK_CONTINUE) \
     X("do", TK_DO) X("autoescape", TK_AUTOESCAPE) X("endautoescape", TK_ENDAUTOESCAPE) \
     X("generation", TK_GENERATION) X("endgeneration", TK_ENDGENERATION) X("endraw", TK_ENDRAW) \
-    X("print", TK_PRINT)
+    X("print", TK_PRINT) X("trans", TK_TRANS) X("endtrans", TK_ENDTRANS) X("pluralize", TK_PLURALIZE)
 
 int tpl_jinja_keyword(const char *s, size_t n)
 {

@@ -56,7 +56,7 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
 %fallback NAME ELIF ENDIF FOR ENDFOR SET ENDSET MACRO ENDMACRO CALL ENDCALL FILTER ENDFILTER
           WITH ENDWITH WITHOUT CONTEXT BLOCK ENDBLOCK EXTENDS INCLUDE IMPORT FROM AS IGNORE MISSING
           RECURSIVE SCOPED REQUIRED BREAK CONTINUE DO AUTOESCAPE ENDAUTOESCAPE GENERATION
-          ENDGENERATION ENDRAW PRINT.
+          ENDGENERATION ENDRAW PRINT TRANS ENDTRANS PLURALIZE.
 
 /* Operators, loosest first (Jinja2 3.1's parse_or .. parse_pow, then parse_filter_expr's `|`
  * and `is`); they only settle the shift/reduce choices of the bexpr and arith rules below. */
@@ -129,6 +129,35 @@ stmt(A) ::= CONTINUE(T) BLOCK_END. { A = N(CONTINUE, T.off); }
 stmt(A) ::= DO(T) tuple_expr(E) BLOCK_END. { A = NODE(DO, T.off, E, NULL); }
 stmt(A) ::= GENERATION(T) BLOCK_END body(B) ENDGENERATION BLOCK_END. { A = NODE(GENERATION, T.off, NULL, B); }
 stmt(A) ::= AUTOESCAPE(T) expr(E) BLOCK_END body(B) ENDAUTOESCAPE BLOCK_END. { A = NODE(AUTOESCAPE, T.off, E, B); }
+
+/* ---- i18n: {% trans %} (jinja2.ext.i18n, newstyle gettext; built by tpl_p_trans) ---- */
+/* {% trans ["context"] [name[=expr]][, ...] [trimmed|notrimmed] %} body [{% pluralize [name] %} body]
+ * {% endtrans %}: a body holds only text and {{ name }}. Head items are KWARG nodes (a = the
+ * expression or NULL; op bit 1 = a comma came before it); the pluralize part is an ARG node
+ * (a = its NAME or NULL, b = its body). */
+stmt(A) ::= TRANS(T) trans_ctx(X) trans_head(H) BLOCK_END trans_body(S) trans_plural(P) ENDTRANS BLOCK_END.
+    { A = tpl_p_trans(ctx, T.off, X, H, S, P); }
+trans_ctx(A) ::= . { A = NULL; }
+trans_ctx(A) ::= STRING(T). { A = tpl_p_string(ctx, T); }
+/* A NAME may follow a head item without a comma only when that item has no expression (Jinja2
+ * wants commas between variables but not after trimmed/notrimmed; an expression followed by a NAME
+ * would be ambiguous with a test's argument): th_bare ends in a bare name (or is empty), th_expr
+ * in an expression. */
+trans_head ::= th_bare.
+trans_head ::= th_expr.
+th_bare(A) ::= . { A = NULL; }
+th_bare(A) ::= th_bare(L) NAME(T). { A = tpl_node_append(L, with_val(N(KWARG, T.off), tpl_p_tokstr(ctx, T))); }
+th_bare(A) ::= trans_head(L) COMMA NAME(T). { A = tpl_node_append(L, with_op(with_val(N(KWARG, T.off), tpl_p_tokstr(ctx, T)), 1)); }
+th_expr(A) ::= th_bare(L) NAME(T) ASSIGN expr(E).
+    { A = tpl_node_append(L, with_op(with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)), 2)); }
+th_expr(A) ::= trans_head(L) COMMA NAME(T) ASSIGN expr(E).
+    { A = tpl_node_append(L, with_op(with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)), 3)); }
+trans_body(A) ::= . { A = NULL; }
+trans_body(A) ::= trans_body(L) TEXT(T). { A = tpl_node_append(L, with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T))); }
+trans_body(A) ::= trans_body(L) VAR_BEGIN NAME(T) VAR_END. { A = tpl_node_append(L, tpl_p_name(ctx, T)); }
+trans_plural(A) ::= . { A = NULL; }
+trans_plural(A) ::= PLURALIZE(T) BLOCK_END trans_body(B). { A = NODE(ARG, T.off, NULL, B); }
+trans_plural(A) ::= PLURALIZE(T) NAME(N) BLOCK_END trans_body(B). { A = NODE(ARG, T.off, tpl_p_name(ctx, N), B); }
 
 /* ---- template composition ---- */
 stmt(A) ::= INCLUDE(T) expr(E) include_opts(O) BLOCK_END. { A = with_op(NODE(INCLUDE, T.off, E, NULL), O); }

@@ -34,6 +34,13 @@ tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_p_float(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node *b);
 tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t);    /* the token's bytes as a str value */
+/* {% trans %} as jinja2.ext.i18n parses it with newstyle gettext: context (a CONST str or NULL),
+ * head (KWARG nodes from the grammar), the singular body (TEXT and NAME nodes) and the pluralize
+ * part (ARG: a = NAME or NULL, b = body; NULL: none) become an OUTPUT of a call of gettext,
+ * ngettext, pgettext or npgettext with the message(s), the count and every variable as a keyword
+ * (preceded by `SET _trans = ...` when the count is a call, as Jinja2 does). Errors are Jinja2's. */
+tpl_node *tpl_p_trans(tpl_pctx *c, uint32_t off, tpl_node *context, tpl_node *head, tpl_node *singular_body,
+                      tpl_node *plural_part);
 
 /* if/elif (ERB: elsif) chains, built without recursion: tpl_p_elif appends the IF node `elif`
  * to the chain `chain` (NULL: none yet), which keeps its last IF in the first one's `tail`;

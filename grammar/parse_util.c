@@ -8,6 +8,7 @@
 #include "parse_ctx.h"
 #include "../runtime/error.h"
 #include "jinja_parse.h"
+#include "../runtime/vm.h"
 
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
 {
@@ -114,6 +115,223 @@ tpl_node *tpl_p_elif_end(tpl_node *chain, tpl_node *else_body)
     chain->tail->c = else_body;
     chain->tail = NULL;
     return chain;
+}
+
+/* ---- {% trans %} (jinja2.ext.i18n's InternationalizationExtension.parse, newstyle gettext) ---- */
+
+/* A growing string in the parse arena. */
+typedef struct pbuf { char *p; size_t len, cap; bool failed; } pbuf;
+
+static void pb_put(tpl_pctx *c, pbuf *b, const char *s, size_t n)
+{
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = (b->cap ? b->cap * 2 : 64);
+        while (nc < b->len + n + 1) nc *= 2;
+        char *np = tpl_arena_alloc(c->arena, nc);
+        if (!np) { b->failed = true; tpl_pctx_error(c, 0, "out of memory"); return; }
+        if (b->len) memcpy(np, b->p, b->len);
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+/* The gettext message of a trans body: text with % doubled, {{ name }} as %(name)s; the names
+ * referenced are appended (in order, repeats kept) to refs[0..*nrefs) (at most cap). */
+static tpl_value trans_message(tpl_pctx *c, const tpl_node *body, const tpl_node **refs, size_t *nrefs, size_t cap)
+{
+    pbuf b = { 0 };
+    for (const tpl_node *n = body; n; n = n->next) {
+        if (n->kind == TPL_N_TEXT) {
+            const char *s = n->val.u.s;
+            size_t len = n->val.len, pos = 0;
+            for (size_t i = 0; i < len; i++)
+                if (s[i] == '%') { pb_put(c, &b, s + pos, i + 1 - pos); pb_put(c, &b, "%", 1); pos = i + 1; }
+            pb_put(c, &b, s + pos, len - pos);
+        } else {
+            pb_put(c, &b, "%(", 2);
+            pb_put(c, &b, n->val.u.s, n->val.len);
+            pb_put(c, &b, ")s", 2);
+            if (*nrefs < cap) refs[(*nrefs)++] = n;
+        }
+    }
+    return tpl_v_str(b.p ? b.p : "", b.len);
+}
+
+/* The length of the Python whitespace (str.isspace) run at s[i..n). */
+static size_t py_ws(const char *s, size_t n, size_t i)
+{
+    size_t j = i;
+    while (j < n) {
+        size_t k = j;
+        uint32_t cp = tpl_utf8_next(s, n, &k);
+        if (!tpl_py_isspace(cp)) break;
+        j = k;
+    }
+    return j - i;
+}
+
+/* trimmed: re.sub(r"\s*\n\s*", " ", s.strip()). */
+static tpl_value trans_trim(tpl_pctx *c, tpl_value v)
+{
+    const char *s = v.u.s;
+    size_t n = v.len, start = py_ws(s, n, 0), end = n;
+    while (end > start) { /* rstrip */
+        size_t k = end - 1;
+        while (k > start && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+        size_t i = k;
+        if (!tpl_py_isspace(tpl_utf8_next(s, end, &i))) break;
+        end = k;
+    }
+    pbuf b = { 0 };
+    size_t i = start;
+    while (i < end) {
+        size_t w = py_ws(s, end, i);
+        if (w) {
+            /* a whitespace run holding a newline becomes one space; others stay as they are */
+            if (memchr(s + i, '\n', w)) pb_put(c, &b, " ", 1);
+            else pb_put(c, &b, s + i, w);
+            i += w;
+        } else {
+            size_t k = i;
+            tpl_utf8_next(s, end, &k);
+            pb_put(c, &b, s + i, k - i);
+            i = k;
+        }
+    }
+    return tpl_v_str(b.p ? b.p : "", b.len);
+}
+
+static tpl_node *syn_name(tpl_pctx *c, uint32_t off, const char *name)
+{
+    tpl_node *n = tpl_p_node(c, TPL_N_NAME, off, NULL, NULL);
+    n->val = tpl_v_str(name, strlen(name));
+    return n;
+}
+
+static tpl_node *syn_arg(tpl_pctx *c, uint32_t off, tpl_node *e)
+{
+    return tpl_p_node(c, TPL_N_ARG, off, e, NULL);
+}
+
+static bool val_eq(tpl_value v, const char *s)
+{
+    size_t n = strlen(s);
+    return v.len == n && memcmp(v.u.s, s, n) == 0;
+}
+
+#define TRANS_MAX_VARS 256
+
+tpl_node *tpl_p_trans(tpl_pctx *c, uint32_t off, tpl_node *context, tpl_node *head, tpl_node *singular_body,
+                      tpl_node *plural_part)
+{
+    if (c->failed) return &c->dummy;
+    /* the head: variables (name -> expression) in order; trimmed/notrimmed */
+    const char *vname[TRANS_MAX_VARS];
+    size_t vlen[TRANS_MAX_VARS];
+    tpl_node *vexpr[TRANS_MAX_VARS];
+    size_t nv = 0;
+    int trimmed = -1;
+    tpl_node *plural_expr = NULL, *assign = NULL;
+    bool num_called_num = false;
+    for (tpl_node *h = head, *next; h; h = next) {
+        next = h->next;
+        h->next = NULL;
+        h->tail = NULL;
+        bool comma = h->op & 1, has_expr = h->op & 2;
+        if (nv && !comma) { tpl_pctx_error(c, h->off, "expected token ',', got '%.*s'", (int)h->val.len, h->val.u.s); return &c->dummy; }
+        if (!nv && comma) { tpl_pctx_error(c, h->off, "expected token 'name', got ','"); return &c->dummy; }
+        for (size_t i = 0; i < nv; i++)
+            if (vlen[i] == h->val.len && memcmp(vname[i], h->val.u.s, vlen[i]) == 0) {
+                tpl_pctx_error(c, h->off, "translatable variable '%.*s' defined twice.", (int)h->val.len, h->val.u.s);
+                return &c->dummy;
+            }
+        tpl_node *var;
+        if (has_expr) var = h->a;
+        else if (trimmed < 0 && (val_eq(h->val, "trimmed") || val_eq(h->val, "notrimmed"))) {
+            trimmed = val_eq(h->val, "trimmed");
+            continue;
+        } else {
+            var = syn_name(c, h->off, "");
+            var->val = h->val;
+        }
+        if (nv == TRANS_MAX_VARS) { tpl_pctx_error(c, h->off, "too many translatable variables"); return &c->dummy; }
+        if (!plural_expr) {
+            if (var->kind == TPL_N_CALL) { /* evaluated once, into _trans */
+                assign = tpl_p_node(c, TPL_N_SET, h->off, syn_name(c, h->off, "_trans"), var);
+                var = syn_name(c, h->off, "_trans");
+            }
+            plural_expr = var;
+            num_called_num = val_eq(h->val, "num");
+        }
+        vname[nv] = h->val.u.s;
+        vlen[nv] = h->val.len;
+        vexpr[nv++] = var;
+    }
+    const tpl_node *refs[TRANS_MAX_VARS];
+    size_t nrefs = 0;
+    tpl_value singular = trans_message(c, singular_body, refs, &nrefs, TRANS_MAX_VARS);
+    if (nrefs && !plural_expr) {
+        plural_expr = syn_name(c, refs[0]->off, "");
+        plural_expr->val = refs[0]->val;
+        num_called_num = val_eq(refs[0]->val, "num");
+    }
+    tpl_value plural = tpl_v_none();
+    if (plural_part) {
+        if (plural_part->a) {
+            tpl_value pn = plural_part->a->val;
+            size_t i = 0;
+            while (i < nv && !(vlen[i] == pn.len && memcmp(vname[i], pn.u.s, pn.len) == 0)) i++;
+            if (i == nv) {
+                tpl_pctx_error(c, plural_part->a->off, "unknown variable '%.*s' for pluralization", (int)pn.len, pn.u.s);
+                return &c->dummy;
+            }
+            plural_expr = vexpr[i];
+            num_called_num = val_eq(pn, "num");
+        }
+        plural = trans_message(c, plural_part->b, refs, &nrefs, TRANS_MAX_VARS);
+        if (!plural_expr) { tpl_pctx_error(c, off, "pluralize without variables"); return &c->dummy; }
+    }
+    /* names referenced in the bodies but not in the head are plain name loads */
+    for (size_t r = 0; r < nrefs; r++) {
+        size_t i = 0;
+        while (i < nv && !(vlen[i] == refs[r]->val.len && memcmp(vname[i], refs[r]->val.u.s, vlen[i]) == 0)) i++;
+        if (i < nv) continue;
+        if (nv == TRANS_MAX_VARS) { tpl_pctx_error(c, refs[r]->off, "too many translatable variables"); return &c->dummy; }
+        tpl_node *var = syn_name(c, refs[r]->off, "");
+        var->val = refs[r]->val;
+        vname[nv] = refs[r]->val.u.s;
+        vlen[nv] = refs[r]->val.len;
+        vexpr[nv++] = var;
+    }
+    if (trimmed > 0) { /* the environment's ext.i18n.trimmed policy is False */
+        singular = trans_trim(c, singular);
+        if (plural.type == TPL_T_STR) plural = trans_trim(c, plural);
+    }
+    /* gettext / ngettext / pgettext / npgettext (singular[, plural, n], **variables) */
+    const char *fn = context ? (plural_part ? "npgettext" : "pgettext") : (plural_part ? "ngettext" : "gettext");
+    tpl_node *args = NULL;
+    if (context) args = syn_arg(c, context->off, context);
+    tpl_node *k = tpl_p_node(c, TPL_N_CONST, off, NULL, NULL);
+    k->val = singular;
+    args = tpl_node_append(args, syn_arg(c, off, k));
+    if (plural_part) {
+        tpl_node *pk = tpl_p_node(c, TPL_N_CONST, off, NULL, NULL);
+        pk->val = plural;
+        args = tpl_node_append(args, syn_arg(c, off, pk));
+        args = tpl_node_append(args, syn_arg(c, off, plural_expr));
+    }
+    for (size_t i = 0; i < nv; i++) {
+        if (num_called_num && plural_part && vlen[i] == 3 && memcmp(vname[i], "num", 3) == 0) continue;
+        tpl_node *kw = tpl_p_node(c, TPL_N_KWARG, vexpr[i]->off, vexpr[i], NULL);
+        kw->val = tpl_v_str(vname[i], vlen[i]);
+        args = tpl_node_append(args, kw);
+    }
+    tpl_node *call = tpl_p_node(c, TPL_N_CALL, off, syn_name(c, off, fn), args);
+    tpl_node *out = tpl_p_node(c, TPL_N_OUTPUT, off, call, NULL);
+    return assign ? tpl_node_append(assign, out) : out;
 }
 
 tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t)
@@ -235,6 +453,7 @@ static const char *block_end_of(int kind)
     case TK_BLOCK: return "endblock";
     case TK_AUTOESCAPE: return "endautoescape";
     case TK_GENERATION: return "endgeneration";
+    case TK_TRANS: return "endtrans";
     default: return NULL;
     }
 }
@@ -244,6 +463,7 @@ static bool is_end_tag(int kind)
     switch (kind) {
     case TK_ENDIF: case TK_ENDFOR: case TK_ENDMACRO: case TK_ENDCALL: case TK_ENDFILTER: case TK_ENDSET:
     case TK_ENDWITH: case TK_ENDBLOCK: case TK_ENDAUTOESCAPE: case TK_ENDGENERATION:
+    case TK_ENDTRANS:
         return true;
     default:
         return false;
@@ -265,6 +485,7 @@ static const char *block_looking_for(int kind)
     case TK_BLOCK: return "'endblock'";
     case TK_AUTOESCAPE: return "'endautoescape'";
     case TK_GENERATION: return "'endgeneration'";
+    case TK_TRANS: return "'endtrans'";
     default: return NULL;
     }
 }
@@ -314,6 +535,13 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
             t.flag |= 0x80;
             first_in_block = false;
             if (t.kind == TK_BLOCK_END) { tpl_pctx_error(c, t.off, "tag name expected"); break; }
+            if (nopen && open[nopen - 1].kind == TK_TRANS && t.kind != TK_ENDTRANS && t.kind != TK_PLURALIZE) {
+                /* jinja2.ext.i18n's _parse_block */
+                if (t.kind == TK_TRANS) tpl_pctx_error(c, t.off, "trans blocks can't be nested; did you mean `endtrans`?");
+                else tpl_pctx_error(c, t.off, "control structures in translatable sections are not allowed; saw `%.*s`",
+                                    (int)(t.len > 40 ? 40 : t.len), c->src + t.off);
+                break;
+            }
             size_t nopen_before = nopen;
             bool opens = block_end_of(t.kind) != NULL;
             if (t.kind == TK_SET) /* only `{% set x %}` (no `=`) is a block */

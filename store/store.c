@@ -771,20 +771,49 @@ tpl_store_status tpl_store_unbind(tpl_store *s, const char *name, const char *di
 
 /* ---- load for rendering ---- */
 
-/* The catalog JSON of one dictionary: {"LANG": {"source": "target", ...}, ...}. */
+/* The catalog JSON of one dictionary: {"LANG": {"source": "target", ...}, ...}. A plural row's
+ * target is the list of its forms (ngettext picks one); a language with a Plural-Forms recorded
+ * by a PO import gets the gettext header row "" ("Plural-Forms: ...\n") its plural forms are
+ * chosen by (stdlib/tr.c). */
 static tpl_store_status catalog_json(tpl_store *s, const char *dict, char **out, size_t *len)
 {
     tpl_store_tr *v;
     size_t n;
     tpl_store_status st = tpl_store_tr_list(s, &dict, 1, NULL, &v, &n);
     if (st) return st;
+    db_val a[] = { txt(dict) };
+    db_res pf;
+    if ((st = run(s, "SELECT lang, plural_forms FROM tpl_tr_langs WHERE dict = ? AND plural_forms IS NOT NULL ORDER BY lang",
+                  a, 1, &pf))) {
+        tpl_store_trs_free(v, n);
+        return st;
+    }
     json_t *cat = json_object();
     bool ok = cat != NULL;
     for (size_t i = 0; ok && i < n; i++) {
         json_t *l = json_object_get(cat, v[i].lang);
         if (!l) ok = (l = json_object()) && json_object_set_new(cat, v[i].lang, l) == 0;
-        ok = ok && json_object_set_new(l, v[i].source, json_string(v[i].target)) == 0;
+        json_t *t = NULL;
+        if (v[i].plural && v[i].nforms) {
+            ok = ok && (t = json_array());
+            for (size_t k = 0; ok && k < v[i].nforms; k++) ok = json_array_append_new(t, json_string(v[i].forms[k])) == 0;
+        } else {
+            t = json_string(v[i].target);
+        }
+        ok = ok && t && json_object_set_new(l, v[i].source, t) == 0;
     }
+    for (size_t i = 0; ok && i < pf.nrows; i++) {
+        const char *lang = db_cell(&pf, i, 0), *forms = db_cell(&pf, i, 1);
+        json_t *l = lang ? json_object_get(cat, lang) : NULL;
+        if (!l || !forms || json_object_get(l, "")) continue;
+        size_t fl = strlen(forms);
+        char *hdr = malloc(fl + 16);
+        if (!hdr) { ok = false; break; }
+        snprintf(hdr, fl + 16, "Plural-Forms: %s\n", forms);
+        ok = json_object_set_new(l, "", json_string(hdr)) == 0;
+        free(hdr);
+    }
+    db_res_free(&pf);
     tpl_store_trs_free(v, n);
     *out = ok ? json_dumps(cat, JSON_COMPACT) : NULL;
     json_decref(cat);

@@ -541,7 +541,69 @@ def t_po(tp, store, tmp):
     check(r.rc == 1 and "missing.po" in r.err, "missing PO file: %r" % r)
 
 
-TESTS = [t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po]
+PO_TRANS = r'''msgid ""
+msgstr ""
+"Language: pl\n"
+"Content-Type: text/plain; charset=UTF-8\n"
+"Plural-Forms: nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);\n"
+
+msgid "Hello %(user)s!"
+msgstr "Witaj %(user)s!"
+
+msgid "%(count)s apple"
+msgid_plural "%(count)s apples"
+msgstr[0] "%(count)s jablko"
+msgstr[1] "%(count)s jablka"
+msgstr[2] "%(count)s jablek"
+
+msgid "%(num)d day"
+msgid_plural "%(num)d days"
+msgstr[0] "%(num)d dzien"
+msgstr[1] "%(num)d dni"
+msgstr[2] "%(num)d dni!"
+
+msgid "Goodbye"
+msgstr "Do widzenia"
+'''
+
+TRANS_VIEW = """{% trans %}Hello {{ user }}!{% endtrans %}
+{% trans count=n %}{{ count }} apple{% pluralize %}{{ count }} apples{% endtrans %}
+{{ _('Goodbye') }}, {{ ngettext('%(num)d day', '%(num)d days', n) }}, {{ gettext('Untranslated %(x)s', x=n) }}"""
+
+
+def t_trans(tp, store, tmp):
+    """Jinja's i18n ({% trans %}, pluralize, _(), ngettext()) on a prompt's rows from a PO file (its
+    Plural-Forms choosing the form), as Jinja2 with jinja2.ext.i18n renders them (tests/i18n_oracle.py)."""
+    tf = os.path.join(tmp, "greet.jinja")
+    open(tf, "w").write(TRANS_VIEW)
+    r = tp("create", "i18n.greet", "--file", tf)
+    check(r.rc == 0, "create a trans prompt: %r" % r)
+    po = os.path.join(tmp, "pl.po")
+    open(po, "w").write(PO_TRANS)
+    r = tp("tr-import", po, "--dict", "i18n.greet")
+    check(r.rc == 0 and "imported 4 rows" in r.out, "tr-import: %r" % r)
+    catalog = {"main_lang": "en", "pl": {"": "Plural-Forms: nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && "
+                                               "(n%100<10 || n%100>=20) ? 1 : 2);\n"}}
+    for row in json.loads(tp("tr-list", "i18n.greet", "--json").out):
+        catalog["pl"][row["source"]] = row["forms"] if "forms" in row else row["target"]
+    cf = os.path.join(tmp, "cat.json")
+    json.dump(catalog, open(cf, "w"))
+    oracle = os.path.join(os.path.dirname(os.path.abspath(__file__)), "i18n_oracle.py")
+    for n in (1, 3, 5, 22):
+        for lang in ("pl", None):
+            args = ["render", "i18n.greet", "--args", json.dumps({"user": "Ada", "n": n})] + (["--lang", lang] if lang else [])
+            r = tp(*args)
+            sf = os.path.join(tmp, "s.json")
+            json.dump({"user": "Ada", "n": n}, open(sf, "w"))
+            o = subprocess.run([sys.executable, oracle, "render", tf, "--state", sf, "--catalog", cf] +
+                               (["--lang", lang] if lang else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            check(o.returncode == 0 and r.rc == 0 and r.out == o.stdout,
+                  "trans render n=%d lang=%s: %r, Jinja2 with i18n: %r %r" % (n, lang, r, o.stdout, o.stderr[-300:]))
+    r = tp("render", "i18n.greet", "--args", '{"user": "Ada", "n": 3}', "--lang", "pl")
+    check(r.out == "Witaj Ada!\n3 jablka\nDo widzenia, 3 dni, Untranslated 3", "trans from the store: %r" % r)
+
+
+TESTS = [t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans]
 
 
 def main():
@@ -569,7 +631,10 @@ def main():
             s.fresh_args = (lambda: (cluster, counter.__setitem__(0, counter[0] + 1) or counter[0])) if cluster \
                 else (lambda: (tmp, counter.__setitem__(0, counter[0] + 1) or counter[0]))
             return s
+        only = os.environ.get("STORE_TESTS")  # e.g. STORE_TESTS=t_trans,t_po: just those
         for t in TESTS:
+            if only and t.__name__ not in only.split(","):
+                continue
             store = new_store()
             d = os.path.join(tmp, t.__name__)
             os.makedirs(d)

@@ -424,6 +424,11 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
     if (exact) {
         *hit = true;
         if (exact->type == TPL_T_STR) { *out = *exact; return 0; }
+        if (exact->type == TPL_T_LIST && exact->u.list->len) { /* a plural row: its first form */
+            tpl_value f = exact->u.list->items[0];
+            if (f.type == TPL_T_STR) { *out = f; return 0; }
+            return tpl_to_str(vm, f, out);
+        }
         return tpl_to_str(vm, *exact, out);
     }
     if (!l->npats) return 0;
@@ -465,22 +470,32 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
     return fill(vm, best, target, text.u.s, best_caps, out);
 }
 
-int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
+/* The language of a lookup: explicit lang → the render's → the program's bound one; *ls NULL: none. */
+static int lookup_language(tpl_vm *vm, tpl_value lang, const char **ls, size_t *ln)
 {
-    *out = text;
     tpl_tr_state *t = tpl_vm_tr(vm);
-    const char *ls = NULL;
-    size_t ln = 0;
-    if (lang.type == TPL_T_STR && lang.len) { ls = lang.u.s; ln = lang.len; }
+    *ls = NULL;
+    *ln = 0;
+    if (lang.type == TPL_T_STR && lang.len) { *ls = lang.u.s; *ln = lang.len; }
     else if (lang.type != TPL_T_STR && lang.type != TPL_T_UNSET && lang.type != TPL_T_NONE &&
              lang.type != TPL_T_UNDEF && !(lang.type == TPL_T_BOOL && !lang.u.i)) {
         tpl_value s;
         if (tpl_to_str(vm, lang, &s) < 0) return -1;
-        ls = s.u.s;
-        ln = s.len;
+        *ls = s.u.s;
+        *ln = s.len;
     }
-    if (!ls && t && t->lang) { ls = t->lang; ln = t->lang_len; }
-    if (!ls && tpl_vm_bound_lang(vm)) { ls = tpl_vm_bound_lang(vm); ln = strlen(ls); } /* the bound language */
+    if (!*ls && t && t->lang) { *ls = t->lang; *ln = t->lang_len; }
+    if (!*ls && tpl_vm_bound_lang(vm)) { *ls = tpl_vm_bound_lang(vm); *ln = strlen(*ls); } /* the bound language */
+    return 0;
+}
+
+int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
+{
+    *out = text;
+    tpl_tr_state *t = tpl_vm_tr(vm);
+    const char *ls;
+    size_t ln;
+    if (lookup_language(vm, lang, &ls, &ln) < 0) return -1;
     if (!ls || !t) return 0;
     for (size_t c = 0; c < t->ncats; c++) {
         const tr_catalog *cat = &t->cats[c];
@@ -495,6 +510,294 @@ int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
     }
     *out = text;
     return 0;
+}
+
+/* ------------------------------------------------------------------ gettext (jinja2.ext.i18n) */
+
+/* A Plural-Forms expression (C syntax: n, decimal numbers, ! * / % + - < > <= >= == != && || ?:
+ * and parentheses), evaluated as GNU gettext does; -1 on a malformed expression, a division by
+ * zero or nesting deeper than 32. */
+typedef struct plural_ev { const char *p, *end; int64_t n; int depth; bool bad; } plural_ev;
+
+static void pl_ws(plural_ev *e) { while (e->p < e->end && (*e->p == ' ' || *e->p == '\t' || *e->p == '\n' || *e->p == '\r')) e->p++; }
+static bool pl_eat(plural_ev *e, const char *op)
+{
+    pl_ws(e);
+    size_t k = strlen(op);
+    if ((size_t)(e->end - e->p) < k || memcmp(e->p, op, k) != 0) return false;
+    /* "<" must not take the first half of "<=", "!" of "!=", ... */
+    if (k == 1 && e->p + 1 < e->end && e->p[1] == '=' && strchr("<>!=", op[0])) return false;
+    if (k == 1 && e->p + 1 < e->end && (op[0] == '&' || op[0] == '|')) return false;
+    e->p += k;
+    return true;
+}
+static int64_t pl_cond(plural_ev *e);
+static int64_t pl_primary(plural_ev *e)
+{
+    pl_ws(e);
+    if (e->bad || e->p >= e->end) { e->bad = true; return 0; }
+    if (*e->p == 'n') { e->p++; return e->n; }
+    if (*e->p >= '0' && *e->p <= '9') {
+        int64_t v = 0;
+        while (e->p < e->end && *e->p >= '0' && *e->p <= '9') {
+            if (v > (INT64_MAX - 9) / 10) { e->bad = true; return 0; }
+            v = v * 10 + (*e->p++ - '0');
+        }
+        return v;
+    }
+    if (*e->p == '(') {
+        e->p++;
+        if (++e->depth > 32) { e->bad = true; return 0; }
+        int64_t v = pl_cond(e);
+        e->depth--;
+        if (!pl_eat(e, ")")) e->bad = true;
+        return v;
+    }
+    if (*e->p == '!' && !(e->p + 1 < e->end && e->p[1] == '=')) {
+        e->p++;
+        if (++e->depth > 32) { e->bad = true; return 0; }
+        int64_t v = !pl_primary(e);
+        e->depth--;
+        return v;
+    }
+    e->bad = true;
+    return 0;
+}
+static int64_t pl_mul(plural_ev *e)
+{
+    int64_t v = pl_primary(e);
+    for (;;) {
+        int op = pl_eat(e, "*") ? '*' : pl_eat(e, "/") ? '/' : pl_eat(e, "%") ? '%' : 0;
+        if (!op || e->bad) return v;
+        int64_t r = pl_primary(e);
+        if (op != '*' && r == 0) { e->bad = true; return 0; }
+        uint64_t uv = (uint64_t)v, ur = (uint64_t)r; /* GNU gettext computes in unsigned long */
+        v = (int64_t)(op == '*' ? uv * ur : op == '/' ? uv / ur : uv % ur);
+    }
+}
+static int64_t pl_add(plural_ev *e)
+{
+    int64_t v = pl_mul(e);
+    for (;;) {
+        int op = pl_eat(e, "+") ? '+' : pl_eat(e, "-") ? '-' : 0;
+        if (!op || e->bad) return v;
+        int64_t r = pl_mul(e);
+        v = (int64_t)(op == '+' ? (uint64_t)v + (uint64_t)r : (uint64_t)v - (uint64_t)r);
+    }
+}
+static int64_t pl_rel(plural_ev *e)
+{
+    int64_t v = pl_add(e);
+    for (;;) {
+        int op = pl_eat(e, "<=") ? 'l' : pl_eat(e, ">=") ? 'g' : pl_eat(e, "<") ? '<' : pl_eat(e, ">") ? '>' : 0;
+        if (!op || e->bad) return v;
+        uint64_t a = (uint64_t)v, b = (uint64_t)pl_add(e);
+        v = op == 'l' ? a <= b : op == 'g' ? a >= b : op == '<' ? a < b : a > b;
+    }
+}
+static int64_t pl_eq(plural_ev *e)
+{
+    int64_t v = pl_rel(e);
+    for (;;) {
+        int op = pl_eat(e, "==") ? '=' : pl_eat(e, "!=") ? '!' : 0;
+        if (!op || e->bad) return v;
+        int64_t r = pl_rel(e);
+        v = op == '=' ? v == r : v != r;
+    }
+}
+static int64_t pl_and(plural_ev *e)
+{
+    int64_t v = pl_eq(e);
+    while (!e->bad && pl_eat(e, "&&")) { int64_t r = pl_eq(e); v = v && r; }
+    return v;
+}
+static int64_t pl_or(plural_ev *e)
+{
+    int64_t v = pl_and(e);
+    while (!e->bad && pl_eat(e, "||")) { int64_t r = pl_and(e); v = v || r; }
+    return v;
+}
+static int64_t pl_cond(plural_ev *e)
+{
+    int64_t c = pl_or(e);
+    if (e->bad || !pl_eat(e, "?")) return c;
+    if (++e->depth > 32) { e->bad = true; return 0; }
+    int64_t a = pl_cond(e);
+    if (!pl_eat(e, ":")) e->bad = true;
+    int64_t b = pl_cond(e);
+    e->depth--;
+    return c ? a : b;
+}
+
+/* The plural index of n for a language's rows: the Plural-Forms of its header row (the row whose
+ * source is "", as in a gettext catalog: "...Plural-Forms: nplurals=2; plural=(n != 1);\n..."),
+ * else Germanic plurals (n != 1). -1 when the expression is malformed. */
+static int64_t plural_index(const tr_lang *l, int64_t n)
+{
+    const char *expr = "(n != 1)";
+    size_t elen = strlen(expr);
+    tpl_value *hdr = tpl_map_get_str(l->rows, "", 0, tpl_hash_str("", 0));
+    if (hdr && hdr->type == TPL_T_STR) {
+        const char *h = hdr->u.s, *end = h + hdr->len;
+        const char *pf = memmem(h, hdr->len, "Plural-Forms:", 13);
+        const char *eol = pf ? memchr(pf, '\n', (size_t)(end - pf)) : NULL;
+        if (!eol) eol = end;
+        const char *pl = pf ? memmem(pf, (size_t)(eol - pf), "plural=", 7) : NULL;
+        if (pl) {
+            expr = pl + 7;
+            const char *semi = memchr(expr, ';', (size_t)(eol - expr));
+            elen = (size_t)((semi ? semi : eol) - expr);
+        }
+    }
+    plural_ev e = { expr, expr + elen, n, 0, false };
+    int64_t v = pl_cond(&e);
+    pl_ws(&e);
+    if (e.bad || e.p != e.end) return -1;
+    return v;
+}
+
+static tpl_value *lang_row(const tr_lang *l, tpl_value key)
+{
+    return tpl_map_get(l->rows, key);
+}
+
+/* gettext's lookup of key (exact rows only) or, with plural, ngettext's: a row whose target is a
+ * list of forms gives form plural_index(n). *hit false: no catalog has it. */
+static int gettext_lookup(tpl_vm *vm, tpl_value key, bool plural, int64_t n, tpl_value *out, bool *hit)
+{
+    *hit = false;
+    tpl_tr_state *t = tpl_vm_tr(vm);
+    const char *ls;
+    size_t ln;
+    if (lookup_language(vm, tpl_v_unset(), &ls, &ln) < 0) return -1;
+    if (!ls || !t) return 0;
+    for (size_t c = 0; c < t->ncats; c++) {
+        const tr_catalog *cat = &t->cats[c];
+        if (str_eq(cat->main_lang, ls, ln)) return 0;
+        for (uint32_t i = 0; i < cat->nlangs; i++) {
+            if (!str_eq(cat->langs[i].name, ls, ln)) continue;
+            tpl_value *row = lang_row(&cat->langs[i], key);
+            tpl_value v = tpl_v_unset();
+            if (row && !plural) v = row->type == TPL_T_LIST ? (row->u.list->len ? row->u.list->items[0] : v) : *row;
+            else if (row && row->type == TPL_T_LIST) {
+                int64_t k = plural_index(&cat->langs[i], n);
+                if (k >= 0 && (uint64_t)k < row->u.list->len) v = row->u.list->items[k];
+            }
+            if (v.type != TPL_T_UNSET) {
+                *hit = true;
+                if (v.type == TPL_T_STR) { *out = v; return 0; }
+                return tpl_to_str(vm, v, out);
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
+/* "context\x04message": gettext's key of a message with a context. */
+static int ctx_key(tpl_vm *vm, tpl_value ctx, tpl_value msg, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, tpl_vm_arena(vm));
+    tpl_sb_put(&b, ctx.u.s, ctx.len);
+    tpl_sb_putc(&b, '\x04');
+    tpl_sb_put(&b, msg.u.s, msg.len);
+    if (b.failed) return tpl_vm_nomem(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Python's int(n) for the count: int, bool, integral float; anything else a TypeError. */
+static int count_of(tpl_vm *vm, tpl_value n, int64_t *out)
+{
+    if (n.type == TPL_T_INT || n.type == TPL_T_BOOL) { *out = n.u.i; return 0; }
+    if (n.type == TPL_T_FLOAT && n.u.f == (double)(int64_t)n.u.f) { *out = (int64_t)n.u.f; return 0; }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "TypeError: Plural value must be an integer, got %s", tpl_type_name(vm, n));
+}
+
+/* Jinja2's newstyle wrappers: rv % variables, always (so a literal % is written %%). vars gets
+ * key=val unless it has key already (variables.setdefault). */
+static int newstyle_format(tpl_vm *vm, tpl_value rv, tpl_value vars, const char *key, tpl_value val, tpl_value *out)
+{
+    if (key) {
+        tpl_map *m = vars.u.map;
+        size_t kl = strlen(key);
+        if (!tpl_map_get_str(m, key, kl, tpl_hash_str(key, kl))) {
+            tpl_arena *a = tpl_vm_arena(vm);
+            tpl_map *copy = tpl_map_new(a, m->len + 1);
+            if (!copy) return tpl_vm_nomem(vm);
+            for (uint32_t i = 0; i < m->len; i++)
+                if (!tpl_map_set(a, copy, m->e[i].key, m->e[i].val)) return tpl_vm_nomem(vm);
+            if (!tpl_map_set(a, copy, tpl_v_str(key, kl), val)) return tpl_vm_nomem(vm);
+            vars = tpl_v_map(copy);
+        }
+    }
+    return tpl_str_mod(vm, rv, vars, out);
+}
+
+static int str_arg(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type == TPL_T_STR) { *out = v; return 0; }
+    return tpl_to_str(vm, v, out);
+}
+
+/* gettext(message, **variables): the render's catalogs as tr() reads them (exact row, then pattern
+ * rows), then % variables. _() is the same function. */
+int g_gettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value msg, rv;
+    if (str_arg(vm, a[0], &msg) < 0 || tpl_tr_text(vm, msg, tpl_v_unset(), &rv) < 0) return -1;
+    return newstyle_format(vm, rv, a[1], NULL, tpl_v_unset(), out);
+}
+
+/* ngettext(singular, plural, n, **variables): the row of singular whose target is a list of
+ * plural forms gives the form the language's Plural-Forms picks for n; no such row: singular when
+ * n == 1, else plural. Then % variables, with num=n unless given. */
+int g_ngettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s, p, rv;
+    int64_t n;
+    bool hit;
+    if (str_arg(vm, a[0], &s) < 0 || str_arg(vm, a[1], &p) < 0 || count_of(vm, a[2], &n) < 0) return -1;
+    if (gettext_lookup(vm, s, true, n, &rv, &hit) < 0) return -1;
+    if (!hit) rv = n == 1 ? s : p;
+    return newstyle_format(vm, rv, a[3], "num", a[2], out);
+}
+
+/* pgettext(context, message, **variables): the row "context\x04message", else message; then
+ * % variables with context=context unless given. */
+int g_pgettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value c, s, key, rv;
+    bool hit;
+    if (str_arg(vm, a[0], &c) < 0 || str_arg(vm, a[1], &s) < 0 || ctx_key(vm, c, s, &key) < 0) return -1;
+    if (gettext_lookup(vm, key, false, 0, &rv, &hit) < 0) return -1;
+    if (!hit) rv = s;
+    return newstyle_format(vm, rv, a[2], "context", c, out);
+}
+
+/* npgettext(context, singular, plural, n, **variables): ngettext on the row "context\x04singular". */
+int g_npgettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value c, s, p, key, rv;
+    int64_t n;
+    bool hit;
+    if (str_arg(vm, a[0], &c) < 0 || str_arg(vm, a[1], &s) < 0 || str_arg(vm, a[2], &p) < 0 ||
+        count_of(vm, a[3], &n) < 0 || ctx_key(vm, c, s, &key) < 0)
+        return -1;
+    if (gettext_lookup(vm, key, true, n, &rv, &hit) < 0) return -1;
+    if (!hit) rv = n == 1 ? s : p;
+    /* variables.setdefault("context"), then setdefault("num") */
+    tpl_map *m = a[4].u.map;
+    tpl_arena *ar = tpl_vm_arena(vm);
+    tpl_map *copy = tpl_map_new(ar, m->len + 2);
+    if (!copy) return tpl_vm_nomem(vm);
+    for (uint32_t i = 0; i < m->len; i++)
+        if (!tpl_map_set(ar, copy, m->e[i].key, m->e[i].val)) return tpl_vm_nomem(vm);
+    if (!tpl_map_get_str(copy, "context", 7, tpl_hash_str("context", 7)) &&
+        !tpl_map_set(ar, copy, tpl_v_str("context", 7), c))
+        return tpl_vm_nomem(vm);
+    return newstyle_format(vm, rv, tpl_v_map(copy), "num", a[3], out);
 }
 
 /* ------------------------------------------------------------------ fmt prompts */
