@@ -892,7 +892,41 @@ static void note_tr(tpl_comp *c, uint32_t off, const tpl_node *text)
     }
     int32_t k = -1;
     if (text && text->kind == TPL_N_CONST && text->val.type == TPL_T_STR) k = (int32_t)add_const(c, text->val);
-    c->trcalls[c->ntrcalls++] = (tpl_trcall){ off, k };
+    c->trcalls[c->ntrcalls++] = (tpl_trcall){ off, k, -1, -1, TPL_TRFN_TR };
+}
+
+/* The i-th positional argument of a call (NULL: fewer). */
+static const tpl_node *pos_arg(const tpl_node *args, int i)
+{
+    for (const tpl_node *a = args; a; a = a->next)
+        if (a->kind == TPL_N_ARG && i-- == 0) return a->a;
+    return NULL;
+}
+
+static int32_t lit_const(tpl_comp *c, const tpl_node *n)
+{
+    return n && n->kind == TPL_N_CONST && n->val.type == TPL_T_STR ? (int32_t)add_const(c, n->val) : -1;
+}
+
+/* A gettext-family call (builtin b) for tr-extract, as Babel's Jinja extractor reads it: the
+ * message (and plural, context) literals by position. */
+static void note_gettext(tpl_comp *c, uint32_t off, int b, const tpl_node *args)
+{
+    if (c->failed) return;
+    uint8_t fn = b == TPL_B_GLOBAL_gettext ? TPL_TRFN_GETTEXT : b == TPL_B_GLOBAL_underscore ? TPL_TRFN_UNDERSCORE
+               : b == TPL_B_GLOBAL_ngettext ? TPL_TRFN_NGETTEXT : b == TPL_B_GLOBAL_pgettext ? TPL_TRFN_PGETTEXT
+               : TPL_TRFN_NPGETTEXT;
+    int first = fn == TPL_TRFN_PGETTEXT || fn == TPL_TRFN_NPGETTEXT;
+    bool plural = fn == TPL_TRFN_NGETTEXT || fn == TPL_TRFN_NPGETTEXT;
+    if (!grow((void **)&c->trcalls, &c->trcap, c->ntrcalls + 1, sizeof *c->trcalls)) {
+        cerror(c, off, "out of memory");
+        return;
+    }
+    tpl_trcall t = { off, lit_const(c, pos_arg(args, first)), plural ? lit_const(c, pos_arg(args, first + 1)) : -1,
+                     first ? lit_const(c, pos_arg(args, 0)) : -1, fn };
+    if (plural && t.plural < 0) t.k = -1; /* not extractable without its plural literal */
+    if (first && t.ctx < 0) t.k = -1;
+    c->trcalls[c->ntrcalls++] = t;
 }
 
 /* The text argument of a tr(...) call: the first positional argument or text=... */
@@ -1030,6 +1064,9 @@ static void expr(tpl_comp *c, tpl_node *n)
             int b = tpl_builtin_find(TPL_BK_GLOBAL, fn->val.u.s, fn->val.len);
             if (b >= 0) {
                 if (b == TPL_B_GLOBAL_tr) note_tr(c, fn->off, tr_text_arg(n->b));
+                else if (b == TPL_B_GLOBAL_gettext || b == TPL_B_GLOBAL_underscore || b == TPL_B_GLOBAL_ngettext ||
+                         b == TPL_B_GLOBAL_pgettext || b == TPL_B_GLOBAL_npgettext)
+                    note_gettext(c, fn->off, b, n->b);
                 uint32_t w = call_args(c, n->b, 0);
                 c->cur_off = n->off;
                 c->read_at = fn->off + 1;

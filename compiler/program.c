@@ -313,10 +313,19 @@ size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
     if (!out) max = 0;
     for (size_t i = 0; i < p->ntrcalls && i < max; i++) {
         const tpl_trcall *t = &p->trcalls[i];
-        tpl_tr_call r = { NULL, 0, 0, 0 };
+        static const char *const fns[] = { "tr", "gettext", "_", "ngettext", "pgettext", "npgettext" };
+        tpl_tr_call r = { NULL, 0, 0, 0, fns[t->fn < 6 ? t->fn : 0], NULL, 0, NULL, 0 };
         if (t->k >= 0 && (size_t)t->k < p->nconsts) {
             r.text = p->consts[t->k].u.s;
             r.len = p->consts[t->k].len;
+        }
+        if (t->plural >= 0 && (size_t)t->plural < p->nconsts) {
+            r.plural = p->consts[t->plural].u.s;
+            r.plural_len = p->consts[t->plural].len;
+        }
+        if (t->ctx >= 0 && (size_t)t->ctx < p->nconsts) {
+            r.context = p->consts[t->ctx].u.s;
+            r.context_len = p->consts[t->ctx].len;
         }
         tpl_offset_to_linecol(p->source, p->source_len, t->off, &r.line, &r.column);
         out[i] = r;

@@ -491,15 +491,23 @@ TPL_API tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t
 /* Forgets every tr_keys field (NULL r: nothing). */
 TPL_API void tpl_render_clear_tr_keys(tpl_render *r);
 
-/* A tr() call of a compiled program (for linting and catalog extraction). */
+/* A tr() call of a compiled program (for linting and catalog extraction). Jinja's gettext calls
+ * count too (`_`, `gettext`, `ngettext`, `pgettext`, `npgettext`, and the {% trans %} blocks that
+ * compile to them, with jinja2.ext.i18n's newstyle messages: `Hello %(user)s!`). */
 typedef struct tpl_tr_call {
-    const char *text;       /* the literal text (owned by the program), or NULL: not a literal */
+    const char *text;       /* the literal text, msgid (owned by the program), or NULL: not a literal
+                             * (for ngettext/pgettext: also when the plural or context is not one) */
     size_t len;
     uint32_t line, column;  /* where the call is (1-based; column in code points) */
+    const char *function;   /* "tr", "gettext", "_", "ngettext", "pgettext" or "npgettext" (static) */
+    const char *plural;     /* ngettext/npgettext: the plural literal (msgid_plural), else NULL */
+    size_t plural_len;
+    const char *context;    /* pgettext/npgettext: the context literal (msgctxt), else NULL */
+    size_t context_len;
 } tpl_tr_call;
-/* Fills out[0..max) with the program's tr() calls in source order (a fmt prompt counts as one
- * call on its whole template string) and returns how many there are (may exceed max). NULL p:
- * 0; NULL out: only counts. */
+/* Fills out[0..max) with the program's tr() and gettext calls in source order (a fmt prompt
+ * counts as one tr() call on its whole template string) and returns how many there are (may
+ * exceed max). NULL p: 0; NULL out: only counts. */
 TPL_API size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max);
 
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until

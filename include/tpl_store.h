@@ -199,6 +199,23 @@ TPL_API tpl_store_status tpl_store_po_export(tpl_store *s, const char *const *di
  * NULL) is the number of rows set. */
 TPL_API tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char *dict, size_t *nrows);
 
+/* One message of a PO template (tpl_store_pot_write). Strings are borrowed. */
+typedef struct tpl_store_pot_ref { const char *file; uint32_t line; } tpl_store_pot_ref;
+typedef struct tpl_store_pot_entry {
+    const char *context;        /* msgctxt, or NULL */
+    const char *msgid;          /* NULL: the entry is skipped */
+    const char *plural;         /* msgid_plural (written with two empty msgstr[n]), or NULL */
+    const tpl_store_pot_ref *refs; /* "#: FILE:LINE" references, refs[0..nrefs) */
+    size_t nrefs;
+    bool python_format;         /* "#, python-format" (a %-format message, as Babel flags it) */
+} tpl_store_pot_entry;
+/* Writes the PO template (.pot) `path` through libgettextpo, atomically (a temporary file beside
+ * it, renamed over it): Babel's header (a fuzzy msgid "" entry, charset UTF-8) and the entries in
+ * order with empty translations. Needs no store. On failure (TPL_STORE_IO: cannot write;
+ * TPL_STORE_NOMEM; TPL_STORE_INVALID: NULL path) msg[0..cap) says why (msg may be NULL). */
+TPL_API tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry *e, size_t n, char *msg,
+                                             size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

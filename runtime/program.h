@@ -69,10 +69,17 @@ typedef struct tpl_macro_desc {
 } tpl_macro_desc;
 
 /* A tr() call found at compile time (tplc lint, tplc tr-extract): its source offset and the
- * constant index of its literal text, or -1 when the text is not a literal. */
+ * constant index of its literal text, or -1 when the text is not a literal. Jinja's gettext
+ * calls ({% trans %} blocks compile to them) are recorded too: fn says which function
+ * (TPL_TRFN_*), plural and ctx are constant indexes of the msgid_plural and msgctxt literals
+ * (-1: none, or not a literal). */
+enum { TPL_TRFN_TR = 0, TPL_TRFN_GETTEXT, TPL_TRFN_UNDERSCORE, TPL_TRFN_NGETTEXT, TPL_TRFN_PGETTEXT,
+       TPL_TRFN_NPGETTEXT };
 typedef struct tpl_trcall {
     uint32_t off;
     int32_t k;
+    int32_t plural, ctx;
+    uint8_t fn;
 } tpl_trcall;
 
 /* Where a read instruction is (tpl_program_reads_located): its code offset, the file it comes

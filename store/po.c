@@ -150,6 +150,51 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
 
 /* ---- export ---- */
 
+/* Writes f to path atomically (a temporary file beside it, renamed over it) and frees f. On failure
+ * the message goes to msg. */
+static tpl_store_status write_po(po_file_t f, const char *path, char *msg, size_t cap)
+{
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp) { po_file_free(f); snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
+    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int err = errno;
+        po_file_free(f);
+        free(tmp);
+        snprintf(msg, cap, "%s: error: cannot write: %s", path, strerror(err));
+        return TPL_STORE_IO;
+    }
+    fchmod(fd, 0644);
+    close(fd);
+    po_err e;
+    memset(&e, 0, sizeof e);
+    po_err *volatile saved = cur;
+    cur = &e;
+    if (setjmp(e.jb) == 0) po_file_write(f, tmp, &handler);
+    cur = saved;
+    po_file_free(f);
+    if (e.have) {
+        unlink(tmp);
+        free(tmp);
+        snprintf(msg, cap, "%s", e.msg);
+        return TPL_STORE_IO;
+    }
+    FILE *fp = fopen(tmp, "r+");
+    if (fp) { fflush(fp); fsync(fileno(fp)); fclose(fp); }
+    if (rename(tmp, path) != 0) {
+        int err = errno;
+        unlink(tmp);
+        free(tmp);
+        snprintf(msg, cap, "%s: error: cannot write: %s", path, strerror(err));
+        return TPL_STORE_IO;
+    }
+    free(tmp);
+    return TPL_STORE_OK;
+}
+
+
 tpl_store_status tpl_store_po_export(tpl_store *s, const char *const *dicts, size_t ndicts, const char *lang,
                                      const char *path, size_t *nrows)
 {
@@ -198,41 +243,54 @@ tpl_store_status tpl_store_po_export(tpl_store *s, const char *const *dicts, siz
     }
     po_message_iterator_free(it);
     tpl_store_trs_free(v, n);
-    /* atomically: a temporary file beside the target, renamed over it */
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp) { po_file_free(f); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
-    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int err = errno;
-        po_file_free(f);
-        free(tmp);
-        return fail(s, TPL_STORE_IO, "%s: error: cannot write: %s", path, strerror(err));
-    }
-    fchmod(fd, 0644);
-    close(fd);
-    po_err e;
-    memset(&e, 0, sizeof e);
-    po_err *volatile saved = cur;
-    cur = &e;
-    if (setjmp(e.jb) == 0) po_file_write(f, tmp, &handler);
-    cur = saved;
-    po_file_free(f);
-    if (e.have) {
-        unlink(tmp);
-        free(tmp);
-        return fail(s, TPL_STORE_IO, "%s", e.msg);
-    }
-    FILE *fp = fopen(tmp, "r+");
-    if (fp) { fflush(fp); fsync(fileno(fp)); fclose(fp); }
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        free(tmp);
-        return fail(s, TPL_STORE_IO, "%s: error: cannot write: %s", path, strerror(err));
-    }
-    free(tmp);
+    char msg[600];
+    tpl_store_status wst = write_po(f, path, msg, sizeof msg);
+    if (wst) return fail(s, wst, "%s", msg);
     if (nrows) *nrows = n;
     return TPL_STORE_OK;
+}
+
+/* ---- PO templates (tplc tr-extract) ---- */
+
+tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry *e, size_t n, char *msg, size_t cap)
+{
+    char dummy[8];
+    if (!msg || !cap) { msg = dummy; cap = sizeof dummy; }
+    msg[0] = 0;
+    if (!path || (n && !e)) { snprintf(msg, cap, "tpl_store_pot_write: path or entries is NULL"); return TPL_STORE_INVALID; }
+    po_file_t f = po_file_create();
+    if (!f) { snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
+    po_message_iterator_t it = po_message_iterator(f, NULL);
+    po_message_t h = po_message_create();
+    po_message_set_msgid(h, "");
+    po_message_set_msgstr(h, "Project-Id-Version: PROJECT VERSION\n"
+                             "POT-Creation-Date: 2000-01-01 00:00+0000\n"
+                             "PO-Revision-Date: YEAR-MO-DA HO:MI+ZONE\n"
+                             "Last-Translator: FULL NAME <EMAIL@ADDRESS>\n"
+                             "Language-Team: LANGUAGE <LL@li.org>\n"
+                             "MIME-Version: 1.0\n"
+                             "Content-Type: text/plain; charset=UTF-8\n"
+                             "Content-Transfer-Encoding: 8bit\n"
+                             "Generated-By: tplc tr-extract\n");
+    po_message_set_fuzzy(h, 1);
+    po_message_insert(it, h);
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].msgid) continue;
+        po_message_t m = po_message_create();
+        if (e[i].context) po_message_set_msgctxt(m, e[i].context);
+        po_message_set_msgid(m, e[i].msgid);
+        if (e[i].plural) {
+            po_message_set_msgid_plural(m, e[i].plural);
+            po_message_set_msgstr_plural(m, 0, "");
+            po_message_set_msgstr_plural(m, 1, "");
+        } else {
+            po_message_set_msgstr(m, "");
+        }
+        for (size_t k = 0; k < e[i].nrefs; k++)
+            if (e[i].refs[k].file) po_message_add_filepos(m, e[i].refs[k].file, e[i].refs[k].line);
+        if (e[i].python_format) po_message_set_format(m, "python-format", 1);
+        po_message_insert(it, m);
+    }
+    po_message_iterator_free(it);
+    return write_po(f, path, msg, cap);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <jansson.h>
 #include "tplc.h"
+#include "tpl_store.h"
 
 #define EXIT_TEMPLATE TPLC_EXIT_TEMPLATE
 #define EXIT_USAGE TPLC_EXIT_USAGE
@@ -380,15 +381,67 @@ int tplc_dump(const tplc_opts *o)
     return rc;
 }
 
-/* tplc tr-extract: every literal tr() text of the templates as a catalog skeleton
- * {"main_lang": "en", LANG: {"text": "text", ...}} (targets start as the source text, so the
- * skeleton translates nothing until edited). LANG is --lang, default "xx". */
+/* Babel's python-format test: the message has a %-conversion (%s, %(name)s, %d, %%, ...). */
+static bool python_format(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') continue;
+        size_t j = i + 1;
+        if (j < n && s[j] == '(') {
+            while (j < n && s[j] != ')') j++;
+            if (j >= n) return false;
+            j++;
+        }
+        if (j < n && strchr("-#0 +", s[j])) j++;
+        if (j < n && s[j] == '*') j++;
+        else while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+        if (j < n && s[j] == '.') {
+            j++;
+            if (j < n && s[j] == '*') j++;
+            else while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+        }
+        if (j < n && strchr("hlL", s[j])) j++;
+        if (j < n && s[j] && strchr("diouxXeEfFgGcrs%", s[j])) return true;
+    }
+    return false;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* One extracted message (tr-extract): owned copies, its references. */
+typedef struct xmsg {
+    char *ctx, *id, *plural;
+    tpl_store_pot_ref *refs;
+    size_t nrefs;
+    bool pyfmt;
+} xmsg;
+
+static char *dupn0(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) { memcpy(d, s, n); d[n] = 0; }
+    return d;
+}
+
+/* tplc tr-extract: every literal tr() text and Jinja gettext message ({% trans %} blocks, _(),
+ * gettext(), ngettext(), pgettext(), npgettext(): what Babel's Jinja extractor finds) of the
+ * templates, as a catalog skeleton {"main_lang": "en", LANG: {"text": "text", ...}} (targets
+ * start as the source text, so the skeleton translates nothing until edited; a plural message's
+ * target is [singular, plural], a context's key "context\x04msgid"; LANG is --lang, default "xx"),
+ * or with -o FILE.pot (or .po) a PO template through libgettextpo (msgctxt, msgid_plural,
+ * "#: FILE:LINE" references, "#, python-format" on %-format messages, as Babel writes them). */
 int tplc_tr_extract(const tplc_opts *o)
 {
-    if (!o->out) { fprintf(stderr, "tplc tr-extract: needs -o CATALOG.json (- for standard output)\n"); return EXIT_USAGE; }
-    json_t *rows = json_object();
-    json_t *root = json_object();
-    if (!rows || !root) { json_decref(rows); json_decref(root); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    if (!o->out) { fprintf(stderr, "tplc tr-extract: needs -o CATALOG.json or -o FILE.pot (- for standard output: JSON)\n"); return EXIT_USAGE; }
+    bool pot = ends_with(o->out, ".pot") || ends_with(o->out, ".po");
+    json_t *index = json_object(); /* key -> message number */
+    xmsg *msgs = NULL;
+    size_t nmsgs = 0, capmsgs = 0;
+    if (!index) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
     int rc = 0;
     for (int t = 0; t < o->args.n && !rc; t++) {
         const char *path = o->args.v[t];
@@ -413,22 +466,80 @@ int tplc_tr_extract(const tplc_opts *o)
         tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
         if (n && !calls) { rc = EXIT_USAGE; tpl_program_free(prog); break; }
         tpl_program_tr_calls(prog, calls, n);
-        for (size_t i = 0; i < n; i++) {
-            if (!calls[i].text) {
-                fprintf(stderr, "%s:%u:%u: warning: tr() argument is not a literal string: skipped\n", path,
-                        calls[i].line, calls[i].column);
+        for (size_t i = 0; i < n && !rc; i++) {
+            const tpl_tr_call *c = &calls[i];
+            if (!c->text) {
+                fprintf(stderr, "%s:%u:%u: warning: %s() argument is not a literal string: skipped\n", path,
+                        c->line, c->column, c->function ? c->function : "tr");
                 continue;
             }
-            if (!json_object_getn(rows, calls[i].text, calls[i].len))
-                json_object_setn_new(rows, calls[i].text, calls[i].len, json_stringn(calls[i].text, calls[i].len));
+            /* the key: [context \x04] msgid */
+            size_t kl = (c->context ? c->context_len + 1 : 0) + c->len;
+            char *key = malloc(kl + 1);
+            if (!key) { rc = EXIT_USAGE; break; }
+            size_t o2 = 0;
+            if (c->context) { memcpy(key, c->context, c->context_len); key[c->context_len] = '\x04'; o2 = c->context_len + 1; }
+            memcpy(key + o2, c->text, c->len);
+            key[kl] = 0;
+            json_t *at = json_object_getn(index, key, kl);
+            xmsg *m;
+            if (at) {
+                m = &msgs[json_integer_value(at)];
+            } else {
+                if (nmsgs == capmsgs) {
+                    size_t nc = capmsgs ? capmsgs * 2 : 16;
+                    xmsg *nm = realloc(msgs, nc * sizeof *nm);
+                    if (!nm) { free(key); rc = EXIT_USAGE; break; }
+                    msgs = nm;
+                    capmsgs = nc;
+                }
+                m = &msgs[nmsgs];
+                memset(m, 0, sizeof *m);
+                m->id = dupn0(c->text, c->len);
+                m->ctx = c->context ? dupn0(c->context, c->context_len) : NULL;
+                m->plural = c->plural ? dupn0(c->plural, c->plural_len) : NULL;
+                bool gettext = c->function && strcmp(c->function, "tr") != 0;
+                m->pyfmt = gettext && (python_format(c->text, c->len) || (c->plural && python_format(c->plural, c->plural_len)));
+                json_object_setn_new(index, key, kl, json_integer((json_int_t)nmsgs));
+                nmsgs++;
+                if (!m->id || (c->context && !m->ctx) || (c->plural && !m->plural)) { free(key); rc = EXIT_USAGE; break; }
+            }
+            free(key);
+            tpl_store_pot_ref *nr = realloc(m->refs, (m->nrefs + 1) * sizeof *nr);
+            if (!nr) { rc = EXIT_USAGE; break; }
+            m->refs = nr;
+            m->refs[m->nrefs++] = (tpl_store_pot_ref){ strcmp(path, "-") == 0 ? "<stdin>" : path, c->line };
         }
         free(calls);
         tpl_program_free(prog);
     }
-    if (!rc) {
+    if (!rc && pot) {
+        tpl_store_pot_entry *e = nmsgs ? calloc(nmsgs, sizeof *e) : NULL;
+        if (nmsgs && !e) rc = EXIT_USAGE;
+        for (size_t i = 0; i < nmsgs && e; i++)
+            e[i] = (tpl_store_pot_entry){ msgs[i].ctx, msgs[i].id, msgs[i].plural, msgs[i].refs, msgs[i].nrefs, msgs[i].pyfmt };
+        char msg[600];
+        if (!rc && tpl_store_pot_write(o->out, e, nmsgs, msg, sizeof msg) != TPL_STORE_OK) {
+            fprintf(stderr, "%s\n", msg);
+            rc = EXIT_USAGE;
+        }
+        free(e);
+    } else if (!rc) {
+        json_t *rows = json_object(), *root = json_object();
+        for (size_t i = 0; rows && i < nmsgs; i++) {
+            const char *id = msgs[i].id;
+            char *key = NULL;
+            if (msgs[i].ctx) {
+                size_t cl = strlen(msgs[i].ctx), il = strlen(id);
+                if ((key = malloc(cl + il + 2))) { memcpy(key, msgs[i].ctx, cl); key[cl] = '\x04'; memcpy(key + cl + 1, id, il + 1); }
+            }
+            json_t *target = msgs[i].plural ? json_pack("[ss]", id, msgs[i].plural) : json_string(id);
+            json_object_set_new(rows, key ? key : id, target);
+            free(key);
+        }
         json_object_set_new(root, "main_lang", json_string("en"));
         json_object_set(root, o->lang ? o->lang : "xx", rows);
-        char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = rows && root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         if (!text) rc = EXIT_USAGE;
         else {
             size_t n = strlen(text);
@@ -436,9 +547,12 @@ int tplc_tr_extract(const tplc_opts *o)
             rc = write_out(o->out, text, n + 1);
             free(text);
         }
+        json_decref(rows);
+        json_decref(root);
     }
-    json_decref(rows);
-    json_decref(root);
+    for (size_t i = 0; i < nmsgs; i++) { free(msgs[i].ctx); free(msgs[i].id); free(msgs[i].plural); free(msgs[i].refs); }
+    free(msgs);
+    json_decref(index);
     return rc;
 }
 

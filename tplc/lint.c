@@ -91,9 +91,12 @@ static void lint_program(const tpl_program *p, json_t *known, report *r)
     if (calls) {
         tpl_program_tr_calls(p, calls, ntr);
         for (size_t i = 0; i < ntr; i++)
-            if (!calls[i].text)
-                add(r, "warning", calls[i].line, calls[i].column,
-                    "tr() argument is not a literal string: it cannot be extracted into a catalog", NULL);
+            if (!calls[i].text) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%s() argument is not a literal string: it cannot be extracted into a catalog",
+                         calls[i].function ? calls[i].function : "tr");
+                add(r, "warning", calls[i].line, calls[i].column, msg, NULL);
+            }
         free(calls);
     }
     if (!known) return;

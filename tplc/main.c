@@ -133,8 +133,11 @@ static const tplc_command commands[] = {
       "--store PATH (SQLite) or --store postgresql://... (default $TPL_STORE, else ./.tpl/store.db).\n"
       "Exit status: 0 ok, 1 template error or missing prompt/version, 2 usage or store I/O error.",
       "", 0, -1, NULL, tplc_prompt },
-    { "tr-extract", "TEMPLATE... -o CATALOG.json [--lang L] [compile flags]",
-      "Writes every literal tr() text (Jinja and ERB) and fmt template string as a catalog skeleton.",
+    { "tr-extract", "TEMPLATE... -o CATALOG.json|FILE.pot [--lang L] [compile flags]",
+      "Writes every literal tr() text (Jinja and ERB), fmt template string and Jinja gettext message\n"
+      "({% trans %}, _(), gettext(), ngettext(), pgettext(), npgettext()) as a catalog skeleton, or\n"
+      "with -o FILE.pot (or .po) as a gettext PO template (msgctxt, msgid_plural, #: references,\n"
+      "#, python-format), as Babel extracts them.",
       "@compile --lang -o", 1, -1, tplc_tr_extract, NULL },
 };
 
