@@ -756,7 +756,7 @@ int g_gettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int g_ngettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s, p, rv;
-    int64_t n;
+    int64_t n = 0;
     bool hit;
     if (str_arg(vm, a[0], &s) < 0 || str_arg(vm, a[1], &p) < 0 || count_of(vm, a[2], &n) < 0) return -1;
     if (gettext_lookup(vm, s, true, n, &rv, &hit) < 0) return -1;
@@ -780,7 +780,7 @@ int g_pgettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int g_npgettext(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value c, s, p, key, rv;
-    int64_t n;
+    int64_t n = 0;
     bool hit;
     if (str_arg(vm, a[0], &c) < 0 || str_arg(vm, a[1], &s) < 0 || str_arg(vm, a[2], &p) < 0 ||
         count_of(vm, a[3], &n) < 0 || ctx_key(vm, c, s, &key) < 0)
