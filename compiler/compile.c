@@ -919,7 +919,7 @@ static void note_gettext(tpl_comp *c, uint32_t off, int b, const tpl_node *args)
     int first = fn == TPL_TRFN_PGETTEXT || fn == TPL_TRFN_NPGETTEXT;
     bool plural = fn == TPL_TRFN_NGETTEXT || fn == TPL_TRFN_NPGETTEXT;
     if (!grow((void **)&c->trcalls, &c->trcap, c->ntrcalls + 1, sizeof *c->trcalls)) {
-        cerror(c, off, "out of memory");
+        c_nomem(c, off);
         return;
     }
     tpl_trcall t = { off, lit_const(c, pos_arg(args, first)), plural ? lit_const(c, pos_arg(args, first + 1)) : -1,

@@ -129,7 +129,7 @@ static void pb_put(tpl_pctx *c, pbuf *b, const char *s, size_t n)
         size_t nc = (b->cap ? b->cap * 2 : 64);
         while (nc < b->len + n + 1) nc *= 2;
         char *np = tpl_arena_alloc(c->arena, nc);
-        if (!np) { b->failed = true; tpl_pctx_error(c, 0, "out of memory"); return; }
+        if (!np) { b->failed = true; tpl_pctx_nomem(c, 0); return; }
         if (b->len) memcpy(np, b->p, b->len);
         b->p = np;
         b->cap = nc;
