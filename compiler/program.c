@@ -11,37 +11,6 @@
 #include "../runtime/error.h"
 #include "../stdlib/builtins.h"
 
-const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
-#define TPL_OP(name, extra, fmt, pops, pushes, doc) { #name, extra, fmt, pops, pushes, doc },
-#include "../runtime/opcodes.def"
-#undef TPL_OP
-};
-
-void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash)
-{
-    nm->hash = hash;
-    tpl_builtin_ids_for(nm->s.u.s, nm->s.len, &nm->global, nm->bk);
-    nm->resolved = true;
-}
-
-void tpl_name_resolve(tpl_name *nm)
-{
-    tpl_name_resolve_hashed(nm, tpl_hash_str(nm->s.u.s, nm->s.len));
-}
-
-void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col)
-{
-    *line = *col = 0;
-    size_t lo = 0, hi = p->nspans;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (p->spans[mid].pc <= pc) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == 0) return;
-    *line = p->spans[lo - 1].line;
-    *col = p->spans[lo - 1].col;
-}
 
 /* XXH64 (seed 0, xxHash's canonical value) of the source, as tpl_program_source_hash documents:
  * the xxHash library's, which reads eight bytes per step in four independent lanes. */
@@ -72,9 +41,6 @@ bool tpl_program_bind_lang(tpl_program *p, const char *lang)
     p->opts.lang = c;
     return true;
 }
-
-
-
 
 
 tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *profile)
@@ -342,17 +308,6 @@ tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error 
     tpl_status st = lower_ast(p, &pc, ok, tpl_erb_lower, err);
     tpl_arena_free(&tmp);
     return st;
-}
-
-void tpl_program_free(tpl_program *p)
-{
-    if (!p) return;
-    tpl_arena_free(&p->arena);
-    if (!p->static_data) {
-        free(p->name);
-        free(p->source);
-    }
-    free(p);
 }
 
 /* ------------------------------------------------------------------ disassembly */
