@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """tpl vs Jinja2 from Python, in one process, on the shared workloads (issue 17 §5).
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [../shared/bench/workloads] [SECONDS]
+    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [../shared/bench/workloads] [SECONDS] [ROUNDS]
 
 Per workload: the Jinja template with trim_blocks + lstrip_blocks (as the shared harness's
 jinja2 engine), the context as a Python dict loaded from context.json (its conversion is part of
 every tpl render), remembers(x) = x in context["memory"] for both engines; outputs must be
-equal. Prints per-render and per-compile (from_string / tpl.Template) times and the ratios."""
+equal. Each measurement is taken ROUNDS times (default 5), the two engines interleaved, and the
+fastest round is reported (the machine is shared: the minimum is the least disturbed figure).
+Prints per-render and per-compile (from_string / tpl.Template) times and the ratios."""
 import json
 import os
 import sys
@@ -19,9 +21,11 @@ import tpl
 here = os.path.dirname(os.path.abspath(__file__))
 wdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "bench", "workloads")
 target = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
+rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
 
 
 def measure(fn, seconds):
+    """ns per call of fn over about `seconds`."""
     n, t0 = 0, time.perf_counter()
     while True:
         for _ in range(10):
@@ -30,6 +34,15 @@ def measure(fn, seconds):
         dt = time.perf_counter() - t0
         if dt >= seconds:
             return dt / n * 1e9
+
+
+def interleaved(fa, fb, seconds):
+    """The fastest of `rounds` measurements of fa and of fb, taken alternately."""
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(measure(fa, seconds / rounds))
+        b.append(measure(fb, seconds / rounds))
+    return min(a), min(b)
 
 
 print("| workload | Jinja2 render (µs) | tpl render (µs) | render speedup | Jinja2 from_string (µs) | tpl compile (µs) | compile speedup |")
@@ -46,8 +59,7 @@ for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
     if want != got:
         print("| %s | output differs from Jinja2 |" % wl)
         continue
-    jr = measure(lambda: jt.render(ctx), target)
-    tr = measure(lambda: tt.render(ctx), target)
+    jr, tr = interleaved(lambda: jt.render(ctx), lambda: tt.render(ctx), target * 2)
     k = [0]
 
     def jc():
@@ -57,6 +69,5 @@ for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
     def tc():
         k[0] += 1
         tpl.Template(src + "\n" + str(k[0]), trim_blocks=True, lstrip_blocks=True)
-    jcn = measure(jc, target / 2)
-    tcn = measure(tc, target / 2)
-    print("| %s | %.1f | %.1f | %.1f× | %.0f | %.1f | %.0f× |" % (wl, jr / 1e3, tr / 1e3, jr / tr, jcn / 1e3, tcn / 1e3, jcn / tcn))
+    jcn, tcn = interleaved(jc, tc, target)
+    print("| %s | %.1f | %.2f | %.1f× | %.0f | %.1f | %.0f× |" % (wl, jr / 1e3, tr / 1e3, jr / tr, jcn / 1e3, tcn / 1e3, jcn / tcn))

@@ -373,6 +373,14 @@ typedef enum tpl_val_kind {
 enum {
     TPL_VAL_MARKUP = 1,   /* string: markup-safe (Jinja2 Markup, an object with __html__) */
     TPL_VAL_AS_TUPLE = 2, /* list: a Python tuple (prints (1, 2)) */
+    /* string: s is not copied, the value points at it: s must stay valid and unchanged for as
+     * long as the value can be used (until the state is dropped, or, for a value built in a
+     * callback, until the render ends). Saves the copy of a host string the host keeps alive
+     * anyway (Python: a reference to the str held for the render). */
+    TPL_VAL_BORROW = 4,
+    /* string: the host guarantees s is valid UTF-8 (a Python str's UTF-8 buffer), so tpl does
+     * not check it again. Invalid bytes under this flag are undefined behaviour. */
+    TPL_VAL_UTF8_VALID = 8,
 };
 
 /* One host-object callback's result: TPL_HOST_OK with *out set; TPL_HOST_MISSING: no such
@@ -416,9 +424,11 @@ TPL_API tpl_val tpl_val_none(void);
 TPL_API tpl_val tpl_val_bool(bool b);
 TPL_API tpl_val tpl_val_int(int64_t i);
 TPL_API tpl_val tpl_val_float(double d);
-/* A string: s (len bytes of UTF-8, borrowed) is copied into r's value memory; flags 0 or
- * TPL_VAL_MARKUP. TPL_ERR_VALUE when s is not UTF-8 or longer than 4 GiB - 1, TPL_ERR_LIMIT
- * over the memory limit, TPL_ERR_USAGE for NULL r, s (with len > 0) or out. */
+/* A string: s (len bytes of UTF-8, borrowed) is copied into r's value memory; flags: any of
+ * TPL_VAL_MARKUP, TPL_VAL_BORROW (not copied: s must outlive the value, see above) and
+ * TPL_VAL_UTF8_VALID (not checked). TPL_ERR_VALUE when s is not UTF-8 or longer than
+ * 4 GiB - 1, TPL_ERR_LIMIT over the memory limit, TPL_ERR_USAGE for NULL r, s (with len > 0)
+ * or out. */
 TPL_API tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_val *out);
 /* An empty list with room for cap items (it grows); flags 0 or TPL_VAL_AS_TUPLE. */
 TPL_API tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_val *out);

@@ -6,10 +6,17 @@
  * items, iteration, len, calls with args/kwargs, truthiness, str/repr. Only the top-level names
  * in the program's reads-set are converted, so a render touches only what it can read.
  *
- * The GIL is released while the VM runs and re-acquired in each callback. A Program is
- * immutable and renders from many threads; each render takes a render context from the
- * Program's pool (guarded by the GIL) or makes one. A Python exception raised in a callback ends
- * the render and is re-raised as itself, with a note naming the template location.
+ * Strings are not copied: the VM reads each str's own UTF-8 buffer (PyUnicode_AsUTF8AndSize,
+ * TPL_VAL_BORROW | TPL_VAL_UTF8_VALID), and the render holds a reference to every str it
+ * borrows until it ends.
+ *
+ * The GIL is released while the VM runs and re-acquired in each callback (the render's saved
+ * thread state). A Program is immutable and renders from many threads; each render takes a
+ * `slot` (a render context with its binding state) from the Program's pool (guarded by the GIL)
+ * or makes one. A Program's default render settings (facts, remembers, call, lang, catalogs,
+ * tr_keys, limits: Program.configure) are applied to a pooled context once, not on every
+ * render. A Python exception raised in a callback ends the render and is re-raised as itself,
+ * with a note naming the template location.
  *
  * Template errors are not raised here: render/compile/load return an error tuple
  * (status, message, file, line, column, source_line, formatted) that tpl/__init__.py turns into
@@ -23,26 +30,62 @@
 #define MAX_DEPTH 500   /* nesting of dicts/lists converted from Python */
 #define POOL_MAX 8      /* idle render contexts kept per Program */
 
+#define CHUNK 64        /* host-object blocks per allocation */
+
+/* Render settings (Program.configure, or one render's options). Every object owned or NULL. */
+typedef struct settings {
+    PyObject *facts;        /* tuple of str */
+    PyObject *remembers;    /* callable */
+    PyObject *call;         /* (channel, medium, claimed), each str or None */
+    PyObject *lang;         /* str */
+    PyObject *catalogs;     /* tuple of JSON str */
+    PyObject *tr_keys;      /* tuple of str */
+    tpl_limits lim;
+    bool has_lim;
+} settings;
+
+struct render_ctx;
+
+/* A host object's block: the Python object (borrowed: a reference is in its render's keep
+ * array) and the render it belongs to. */
+typedef struct pyobj {
+    PyObject *o;
+    struct render_ctx *c;
+} pyobj;
+
+typedef struct chunk {
+    struct chunk *next;
+    pyobj o[CHUNK];
+} chunk;
+
+/* A render context with its binding state (a pool entry): reachable from the callbacks through
+ * each host object's block and the remembers data pointer, so its address is stable. */
+typedef struct render_ctx {
+    tpl_render *r;
+    long gen;               /* the Program's settings generation applied (-1: none, or dirty) */
+    long lim_gen;           /* made under that generation's limits (-1: not poolable) */
+    PyThreadState *ts;      /* the rendering thread's state while the GIL is released */
+    PyObject **keep;        /* owned references held until the render ends */
+    Py_ssize_t nkeep, capkeep;
+    chunk *chunks, *cur;    /* host-object blocks, reused render after render */
+    int used;
+    PyObject *remembers;    /* owned: the callable remembers() asks, or NULL */
+    int depth;
+    PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
+} render_ctx;
+
 typedef struct {
     PyObject_HEAD
     tpl_program *p;
     PyObject *reads;        /* tuple of str: the reads-set (top-level names converted) */
-    tpl_render *pool[POOL_MAX];
+    settings defaults;      /* Program.configure */
+    long gen;               /* bumped by every configure */
+    render_ctx *pool[POOL_MAX];
     int npool;
 } ProgramObject;
 
-/* One render's binding state, reachable from the callbacks through a host object's class data:
- * every host object points at a `pyobj` block that names its render. */
-typedef struct render_ctx {
-    tpl_render *r;
-    PyObject *keep;         /* list: objects created during the render, alive until it ends */
-    PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
-    int depth;
-    PyObject *remembers;    /* callable or NULL */
-    int failed_remembers;
-} render_ctx;
-
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out);
+static int py_remembers(void *data, const char *words, size_t len);
 
 /* ------------------------------------------------------------------ errors */
 
@@ -79,21 +122,43 @@ static void fail_with_exception(render_ctx *c)
 
 /* ------------------------------------------------------------------ host objects */
 
-typedef struct pyobj {
-    PyObject *o;            /* borrowed: kept alive by the state dict or c->keep */
-    render_ctx *c;
-} pyobj;
-
 static const tpl_host_class py_class;
+
+/* Holds a new reference to o until the render ends. */
+static int keep(render_ctx *c, PyObject *o)
+{
+    if (c->nkeep == c->capkeep) {
+        Py_ssize_t cap = c->capkeep ? c->capkeep * 2 : 64;
+        PyObject **k = PyMem_Realloc(c->keep, (size_t)cap * sizeof *k);
+        if (!k) { PyErr_NoMemory(); return -1; }
+        c->keep = k;
+        c->capkeep = cap;
+    }
+    Py_INCREF(o);
+    c->keep[c->nkeep++] = o;
+    return 0;
+}
+
+static pyobj *new_block(render_ctx *c)
+{
+    if (!c->cur || c->used == CHUNK) {
+        chunk *next = c->cur ? c->cur->next : c->chunks;
+        if (!next) {
+            if (!(next = PyMem_Malloc(sizeof *next))) { PyErr_NoMemory(); return NULL; }
+            next->next = NULL;
+            if (c->cur) c->cur->next = next;
+            else c->chunks = next;
+        }
+        c->cur = next;
+        c->used = 0;
+    }
+    return &c->cur->o[c->used++];
+}
 
 static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
-    /* the block lives in the keep list as a capsule-free bytes object: simplest owned memory */
-    PyObject *blk = PyBytes_FromStringAndSize(NULL, sizeof(pyobj));
-    if (!blk) return -1;
-    if (PyList_Append(c->keep, blk) < 0 || PyList_Append(c->keep, o) < 0) { Py_DECREF(blk); return -1; }
-    Py_DECREF(blk);
-    pyobj *h = (pyobj *)PyBytes_AS_STRING(blk);
+    pyobj *h = new_block(c);
+    if (!h || keep(c, o) < 0) return -1;
     h->o = o;
     h->c = c;
     if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
@@ -110,12 +175,14 @@ static int check(tpl_status st)
     return -1;
 }
 
+/* A str, borrowed: the VM reads its UTF-8 buffer, which CPython keeps with the str (valid
+ * UTF-8: a str with lone surrogates has none and is a UnicodeEncodeError here). */
 static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
 {
     Py_ssize_t n;
     const char *u = PyUnicode_AsUTF8AndSize(s, &n);
-    if (!u) return -1;
-    return check(tpl_val_str(c->r, u, (size_t)n, flags, out));
+    if (!u || keep(c, s) < 0) return -1;
+    return check(tpl_val_str(c->r, u, (size_t)n, flags | TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out));
 }
 
 static int enter(render_ctx *c, PyObject *o)
@@ -276,14 +343,14 @@ static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, si
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc;
     PyObject *n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, "strict");
     PyObject *res = n ? PyObject_GetAttr(h->o, n) : NULL;
     Py_XDECREF(n);
     if (!res) rc = missing_or_fail(h->c, PyExc_AttributeError, NULL);
     else rc = deliver(h->c, res, out);
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -291,14 +358,14 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc;
     PyObject *k = from_val(key);
     PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
     Py_XDECREF(k);
     if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
     else rc = deliver(h->c, res, out);
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -310,8 +377,9 @@ static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
     PyObject *l = PySequence_List(it);
     Py_DECREF(it);
     if (!l) { fail_with_exception(c); return TPL_HOST_ERROR; }
-    if (PyList_Append(c->keep, l) < 0) { Py_DECREF(l); fail_with_exception(c); return TPL_HOST_ERROR; }
+    int kept = keep(c, l);
     Py_DECREF(l);
+    if (kept < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
     if (seq_val(c, l, 0, out) < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
     return TPL_HOST_OK;
 }
@@ -320,9 +388,9 @@ static tpl_host_result py_iter(void *obj, tpl_render *r, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc = iter_list(h->c, h->o, out);
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -330,12 +398,12 @@ static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc = TPL_HOST_OK;
     Py_ssize_t n = PyObject_Length(h->o);
     if (n < 0) rc = missing_or_fail(h->c, PyExc_TypeError, NULL);
     else *out = n;
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -344,7 +412,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc = TPL_HOST_ERROR;
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
     bool ok = a && (!nkw || kw);
@@ -363,7 +431,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -371,12 +439,12 @@ static tpl_host_result py_truth(void *obj, tpl_render *r, bool *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc = TPL_HOST_OK;
     int t = PyObject_IsTrue(h->o);
     if (t < 0) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
     else *out = t;
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -384,7 +452,7 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc;
     PyObject *s = repr ? PyObject_Repr(h->o) : PyObject_Str(h->o);
     if (!s) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
@@ -392,7 +460,7 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
         rc = str_val(h->c, s, 0, out) < 0 ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
         Py_DECREF(s);
     }
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -401,13 +469,13 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc = TPL_HOST_MISSING;
     if (PyCallable_Check(h->o) && !PyObject_HasAttrString(h->o, "__iter__")) {
         rc = TPL_HOST_MISSING;
     } else if (PyMapping_Check(h->o) && PyObject_HasAttrString(h->o, "keys")) {
         PyObject *d = PyDict_New();
-        if (d && PyDict_Merge(d, h->o, 1) == 0 && PyList_Append(h->c->keep, d) == 0) {
+        if (d && PyDict_Merge(d, h->o, 1) == 0 && keep(h->c, d) == 0) {
             rc = dict_val(h->c, d, out) < 0 ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
         } else {
             fail_with_exception(h->c);
@@ -417,7 +485,7 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
     } else if (PyObject_HasAttrString(h->o, "__iter__")) {
         rc = iter_list(h->c, h->o, out);
     }
-    PyGILState_Release(g);
+    h->c->ts = PyEval_SaveThread();
     return rc;
 }
 
@@ -428,7 +496,7 @@ static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_it
 static int py_remembers(void *data, const char *words, size_t len)
 {
     render_ctx *c = data;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyEval_RestoreThread(c->ts);
     int rc = -1;
     PyObject *res = PyObject_CallFunction(c->remembers, "s#", words, (Py_ssize_t)len);
     if (res) {
@@ -437,8 +505,203 @@ static int py_remembers(void *data, const char *words, size_t len)
         if (t >= 0) rc = t;
     }
     if (rc < 0) fail_with_exception(c);
-    PyGILState_Release(g);
+    c->ts = PyEval_SaveThread();
     return rc;
+}
+
+/* ------------------------------------------------------------------ settings and slots */
+
+static void settings_clear(settings *s)
+{
+    Py_CLEAR(s->facts);
+    Py_CLEAR(s->remembers);
+    Py_CLEAR(s->call);
+    Py_CLEAR(s->lang);
+    Py_CLEAR(s->catalogs);
+    Py_CLEAR(s->tr_keys);
+    s->has_lim = false;
+    memset(&s->lim, 0, sizeof s->lim);
+}
+
+/* A tuple of str from a sequence (None: NULL). */
+static int str_tuple(PyObject *o, const char *what, PyObject **out)
+{
+    *out = NULL;
+    if (o == Py_None) return 0;
+    PyObject *t = PySequence_Tuple(o);
+    if (!t) return -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(t, i))) {
+            Py_DECREF(t);
+            PyErr_Format(PyExc_TypeError, "%s must be a sequence of str", what);
+            return -1;
+        }
+    *out = t;
+    return 0;
+}
+
+/* Settings from the keyword arguments of render/configure (see Program_render). */
+static int settings_parse(settings *s, PyObject *facts, PyObject *remembers, PyObject *call, PyObject *lang,
+                          PyObject *catalogs, PyObject *tr_keys, PyObject *limits)
+{
+    memset(s, 0, sizeof *s);
+    if (str_tuple(facts, "facts", &s->facts) < 0 || str_tuple(catalogs, "catalogs", &s->catalogs) < 0 ||
+        str_tuple(tr_keys, "tr_keys", &s->tr_keys) < 0)
+        goto fail;
+    if (remembers != Py_None) {
+        if (!PyCallable_Check(remembers)) {
+            PyErr_SetString(PyExc_TypeError, "remembers must be callable");
+            goto fail;
+        }
+        Py_INCREF(remembers);
+        s->remembers = remembers;
+    }
+    if (call != Py_None) {
+        const char *ch = NULL, *me = NULL, *cl = NULL;
+        if (!PyArg_ParseTuple(call, "zzz", &ch, &me, &cl)) goto fail;
+        Py_INCREF(call);
+        s->call = call;
+    }
+    if (lang != Py_None) {
+        if (!PyUnicode_Check(lang)) {
+            PyErr_SetString(PyExc_TypeError, "lang must be a str");
+            goto fail;
+        }
+        Py_INCREF(lang);
+        s->lang = lang;
+    }
+    if (limits != Py_None) {
+        unsigned long long fuel, depth, out, mem;
+        if (!PyArg_ParseTuple(limits, "KKKK", &fuel, &depth, &out, &mem)) goto fail;
+        s->lim.fuel = fuel;
+        s->lim.max_depth = (uint32_t)depth;
+        s->lim.max_output = out;
+        s->lim.max_memory = mem;
+        s->has_lim = true;
+    }
+    return 0;
+fail:
+    settings_clear(s);
+    return -1;
+}
+
+/* Applies settings to c's render context (the GIL held, the context idle). */
+static int apply(render_ctx *c, const settings *s)
+{
+    tpl_render *r = c->r;
+    tpl_render_clear_facts(r);
+    tpl_render_clear_catalogs(r);
+    tpl_render_clear_tr_keys(r);
+    tpl_render_set_lang(r, NULL);
+    tpl_render_set_call_claimed(r, NULL);
+    tpl_render_set_call(r, NULL, NULL);
+    PyObject *old = c->remembers;
+    c->remembers = s->remembers;
+    Py_XINCREF(c->remembers);
+    Py_XDECREF(old);
+    tpl_render_set_remembers(r, c->remembers ? py_remembers : NULL, c);
+    for (Py_ssize_t i = 0; s->facts && i < PyTuple_GET_SIZE(s->facts); i++) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(s->facts, i), &n);
+        if (!u) return -1;
+        if (tpl_render_add_fact(r, u, (size_t)n) != TPL_OK) {
+            PyErr_SetString(PyExc_ValueError, "bad fact");
+            return -1;
+        }
+    }
+    if (s->call) {
+        const char *ch = NULL, *me = NULL, *cl = NULL;
+        if (!PyArg_ParseTuple(s->call, "zzz", &ch, &me, &cl)) return -1;
+        if (tpl_render_set_call(r, ch, me) != TPL_OK || tpl_render_set_call_claimed(r, cl) != TPL_OK) {
+            PyErr_Format(PyExc_ValueError, "bad call: %s", tpl_render_error(r)->message);
+            return -1;
+        }
+    }
+    if (s->lang) {
+        const char *l = PyUnicode_AsUTF8(s->lang);
+        if (!l) return -1;
+        tpl_render_set_lang(r, l);
+    }
+    for (Py_ssize_t i = 0; s->catalogs && i < PyTuple_GET_SIZE(s->catalogs); i++) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(s->catalogs, i), &n);
+        if (!u) return -1;
+        if (tpl_render_add_catalog_json(r, u, (size_t)n) != TPL_OK) {
+            PyErr_Format(PyExc_ValueError, "bad catalog: %s", tpl_render_error(r)->message);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; s->tr_keys && i < PyTuple_GET_SIZE(s->tr_keys); i++) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(s->tr_keys, i), &n);
+        if (!u) return -1;
+        if (tpl_render_add_tr_key(r, u, (size_t)n) != TPL_OK) {
+            PyErr_SetString(PyExc_ValueError, "bad tr key");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void slot_free(render_ctx *c)
+{
+    if (!c) return;
+    tpl_render_free(c->r);
+    Py_XDECREF(c->remembers);
+    for (chunk *k = c->chunks, *next; k; k = next) {
+        next = k->next;
+        PyMem_Free(k);
+    }
+    PyMem_Free(c->keep);
+    PyMem_Free(c);
+}
+
+/* An idle slot for a render with settings s (the defaults when s is &self->defaults). */
+static render_ctx *slot_get(ProgramObject *self, const settings *s)
+{
+    bool dflt = s == &self->defaults;
+    render_ctx *c = NULL;
+    if (dflt || !s->has_lim) /* a pooled context has the defaults' limits */
+        while (self->npool > 0) {
+            c = self->pool[--self->npool];
+            if (c->lim_gen == self->gen) break;
+            slot_free(c);
+            c = NULL;
+        }
+    if (!c) {
+        c = PyMem_Calloc(1, sizeof *c);
+        const settings *ls = dflt || !s->has_lim ? &self->defaults : s;
+        if (!c || !(c->r = tpl_render_new(ls->has_lim ? &ls->lim : NULL))) {
+            PyMem_Free(c);
+            PyErr_NoMemory();
+            return NULL;
+        }
+        c->gen = -1;
+        c->lim_gen = ls == &self->defaults ? self->gen : -1;
+    }
+    if (dflt ? c->gen != self->gen : true) {
+        c->gen = -1;
+        if (apply(c, s) < 0) {
+            slot_free(c);
+            return NULL;
+        }
+        c->gen = dflt ? self->gen : -1;
+    }
+    return c;
+}
+
+/* Ends a render on c: drops the state (no handle to a Python object outlives the render) and
+ * the references held, and pools c. */
+static void slot_put(ProgramObject *self, render_ctx *c)
+{
+    tpl_render_reset_state(c->r);
+    for (Py_ssize_t i = 0; i < c->nkeep; i++) Py_DECREF(c->keep[i]);
+    c->nkeep = 0;
+    c->cur = NULL;
+    c->used = 0;
+    c->depth = 0;
+    if (c->lim_gen == self->gen && self->npool < POOL_MAX) self->pool[self->npool++] = c;
+    else slot_free(c);
 }
 
 /* ------------------------------------------------------------------ Program */
@@ -446,7 +709,8 @@ static int py_remembers(void *data, const char *words, size_t len)
 static void Program_dealloc(ProgramObject *self)
 {
     tpl_program_free(self->p);
-    for (int i = 0; i < self->npool; i++) tpl_render_free(self->pool[i]);
+    for (int i = 0; i < self->npool; i++) slot_free(self->pool[i]);
+    settings_clear(&self->defaults);
     Py_XDECREF(self->reads);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -459,6 +723,8 @@ static PyObject *wrap_program(tpl_program *p)
     if (!o) { tpl_program_free(p); return NULL; }
     o->p = p;
     o->npool = 0;
+    o->gen = 0;
+    memset(&o->defaults, 0, sizeof o->defaults);
     size_t n = tpl_program_reads(p, NULL, NULL, 0);
     const char **names = calloc(n + 1, sizeof *names);
     size_t *lens = calloc(n + 1, sizeof *lens);
@@ -617,131 +883,27 @@ static PyObject *Program_syntax(ProgramObject *self, void *unused)
     return PyLong_FromLong(o ? (long)o->syntax : 0);
 }
 
-static int set_settings(render_ctx *c, PyObject *facts, PyObject *call, PyObject *lang, PyObject *catalogs,
-                        PyObject *tr_keys)
+/* One render of self with settings s (the GIL held). */
+static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
 {
+    bool isdict = PyDict_Check(state);
+    if (!isdict && !PyMapping_Check(state))
+        return PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
+    render_ctx *c = slot_get(self, s);
+    if (!c) return NULL;
     tpl_render *r = c->r;
-    tpl_render_clear_facts(r);
-    tpl_render_clear_catalogs(r);
-    tpl_render_clear_tr_keys(r);
-    tpl_render_set_lang(r, NULL);
-    tpl_render_set_call(r, NULL, NULL);
-    tpl_render_set_call_claimed(r, NULL);
-    tpl_render_set_remembers(r, c->remembers ? py_remembers : NULL, c);
-    if (facts != Py_None) {
-        PyObject *seq = PySequence_Fast(facts, "facts must be a sequence of str");
-        if (!seq) return -1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            Py_ssize_t n;
-            const char *u = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &n);
-            if (!u || tpl_render_add_fact(r, u, (size_t)n) != TPL_OK) {
-                Py_DECREF(seq);
-                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad fact");
-                return -1;
-            }
-        }
-        Py_DECREF(seq);
-    }
-    if (call != Py_None) {
-        const char *ch = NULL, *me = NULL, *cl = NULL;
-        if (!PyArg_ParseTuple(call, "zzz", &ch, &me, &cl)) return -1;
-        if (tpl_render_set_call(r, ch, me) != TPL_OK || tpl_render_set_call_claimed(r, cl) != TPL_OK) {
-            PyErr_Format(PyExc_ValueError, "bad call: %s", tpl_render_error(r)->message);
-            return -1;
-        }
-    }
-    if (lang != Py_None) {
-        const char *l = PyUnicode_AsUTF8(lang);
-        if (!l) return -1;
-        tpl_render_set_lang(r, l);
-    }
-    if (catalogs != Py_None) {
-        PyObject *seq = PySequence_Fast(catalogs, "catalogs must be a sequence of JSON str");
-        if (!seq) return -1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            Py_ssize_t n;
-            const char *u = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &n);
-            if (!u || tpl_render_add_catalog_json(r, u, (size_t)n) != TPL_OK) {
-                Py_DECREF(seq);
-                if (!PyErr_Occurred())
-                    PyErr_Format(PyExc_ValueError, "bad catalog: %s", tpl_render_error(r)->message);
-                return -1;
-            }
-        }
-        Py_DECREF(seq);
-    }
-    if (tr_keys != Py_None) {
-        PyObject *seq = PySequence_Fast(tr_keys, "tr_keys must be a sequence of str");
-        if (!seq) return -1;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            Py_ssize_t n;
-            const char *u = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(seq, i), &n);
-            if (!u || tpl_render_add_tr_key(r, u, (size_t)n) != TPL_OK) {
-                Py_DECREF(seq);
-                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad tr key");
-                return -1;
-            }
-        }
-        Py_DECREF(seq);
-    }
-    return 0;
-}
-
-/* render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None,
- *        limits=None) -> str | error tuple. state: a dict or any mapping (only the names the
- * program reads are looked up). call: (channel, medium, claimed); limits: (fuel, max_depth,
- * max_output, max_memory), 0 for a default. */
-static PyObject *Program_render(ProgramObject *self, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", NULL };
-    PyObject *state, *facts = Py_None, *remembers = Py_None, *call = Py_None, *lang = Py_None, *catalogs = Py_None,
-             *tr_keys = Py_None, *limits = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOOOOO", kwlist, &state, &facts, &remembers, &call, &lang,
-                                     &catalogs, &tr_keys, &limits))
-        return NULL;
-    tpl_render *r = NULL;
-    bool pooled = limits == Py_None;
-    if (pooled && self->npool > 0) {
-        r = self->pool[--self->npool];
-    } else {
-        tpl_limits lim = { 0 };
-        if (limits != Py_None) {
-            unsigned long long fuel, depth, out, mem;
-            if (!PyArg_ParseTuple(limits, "KKKK", &fuel, &depth, &out, &mem)) return NULL;
-            lim.fuel = fuel;
-            lim.max_depth = (uint32_t)depth;
-            lim.max_output = out;
-            lim.max_memory = mem;
-        }
-        r = tpl_render_new(&lim);
-        if (!r) return PyErr_NoMemory();
-    }
-    render_ctx *c = PyMem_Malloc(sizeof *c);
     PyObject *result = NULL;
-    if (!c) { PyErr_NoMemory(); goto done; }
-    c->r = r;
-    c->depth = 0;
-    c->remembers = remembers == Py_None ? NULL : remembers;
-    c->keep = PyList_New(0);
-    if (!c->keep) goto done;
-    if (set_settings(c, facts, call, lang, catalogs, tr_keys) < 0) goto done;
 
     /* the state: the names the program reads, looked up in the mapping */
-    tpl_render_reset_state(r);
     tpl_val st;
     Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
     if (check(tpl_val_map(r, (size_t)nreads, &st)) < 0) goto done;
-    bool isdict = PyDict_Check(state);
-    if (!isdict && !PyMapping_Check(state)) {
-        PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
-        goto done;
-    }
     for (Py_ssize_t i = 0; i < nreads; i++) {
         PyObject *name = PyTuple_GET_ITEM(self->reads, i), *v;
         if (isdict) {
             v = PyDict_GetItemWithError(state, name);
             if (!v) { if (PyErr_Occurred()) goto done; continue; }
-            Py_INCREF(v);
+            if (keep(c, v) < 0) goto done;
         } else {
             v = PyObject_GetItem(state, name);
             if (!v) {
@@ -749,21 +911,25 @@ static PyObject *Program_render(ProgramObject *self, PyObject *args, PyObject *k
                 PyErr_Clear();
                 continue;
             }
+            int kept = keep(c, v);
+            Py_DECREF(v);
+            if (kept < 0) goto done;
         }
-        if (PyList_Append(c->keep, v) < 0) { Py_DECREF(v); goto done; }
-        Py_DECREF(v);
+        /* the name is one of self->reads, which outlive the render: borrowed without a reference */
+        Py_ssize_t kn;
+        const char *ku = PyUnicode_AsUTF8AndSize(name, &kn);
         tpl_val k, x;
-        if (str_val(c, name, 0, &k) < 0 || to_val(c, v, &x) < 0) goto done;
-        if (check(tpl_val_map_set(r, st, k, x)) < 0) goto done;
+        if (!ku || check(tpl_val_str(r, ku, (size_t)kn, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &k)) < 0 ||
+            to_val(c, v, &x) < 0 || check(tpl_val_map_set(r, st, k, x)) < 0)
+            goto done;
     }
     tpl_render_set_state_val(r, st);
 
     const char *out = NULL;
     size_t n = 0;
-    tpl_status rs;
-    Py_BEGIN_ALLOW_THREADS
-    rs = tpl_render_run(r, self->p, &out, &n);
-    Py_END_ALLOW_THREADS
+    c->ts = PyEval_SaveThread();
+    tpl_status rs = tpl_render_run(r, self->p, &out, &n);
+    PyEval_RestoreThread(c->ts);
     PyObject *exc = tpl_render_error_payload(r);
     if (rs == TPL_OK) {
         Py_XDECREF(exc);
@@ -786,20 +952,82 @@ static PyObject *Program_render(ProgramObject *self, PyObject *args, PyObject *k
         result = error_tuple(tpl_render_error(r));
     }
 done:
-    tpl_render_reset_state(r); /* no handle to a Python object outlives the render */
-    tpl_render_set_remembers(r, NULL, NULL);
-    if (c) {
-        Py_XDECREF(c->keep);
-        PyMem_Free(c);
-    }
-    if (pooled && self->npool < POOL_MAX) self->pool[self->npool++] = r;
-    else tpl_render_free(r);
+    slot_put(self, c);
     return result;
 }
 
+/* render(state) -> str | error tuple, with the Program's settings (configure); or
+ * render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None,
+ * limits=None) with these settings for this render only. state: a dict or any mapping (only the
+ * names the program reads are looked up). call: (channel, medium, claimed); limits: (fuel,
+ * max_depth, max_output, max_memory), 0 for a default. */
+static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults);
+    static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", NULL };
+    PyObject *t = PyTuple_New(nargs), *kw = kwnames ? PyDict_New() : NULL;
+    if (!t || (kwnames && !kw)) goto fail;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(t, i, args[i]);
+    }
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto fail;
+    PyObject *state, *facts = Py_None, *remembers = Py_None, *call = Py_None, *lang = Py_None, *catalogs = Py_None,
+             *tr_keys = Py_None, *limits = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(t, kw, "O|OOOOOOO", kwlist, &state, &facts, &remembers, &call, &lang,
+                                     &catalogs, &tr_keys, &limits))
+        goto fail;
+    settings s;
+    if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits) < 0) goto fail;
+    PyObject *res = render(self, state, &s);
+    settings_clear(&s);
+    Py_DECREF(t);
+    Py_XDECREF(kw);
+    return res;
+fail:
+    Py_XDECREF(t);
+    Py_XDECREF(kw);
+    return NULL;
+}
+
+/* configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None,
+ * limits=None): the settings of every render(state) from now on (as render's options). */
+static PyObject *Program_configure(ProgramObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", NULL };
+    PyObject *facts = Py_None, *remembers = Py_None, *call = Py_None, *lang = Py_None, *catalogs = Py_None,
+             *tr_keys = Py_None, *limits = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOO", kwlist, &facts, &remembers, &call, &lang, &catalogs,
+                                     &tr_keys, &limits))
+        return NULL;
+    settings s;
+    if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits) < 0) return NULL;
+    /* check them on a context of their own before they become the defaults */
+    render_ctx *c = PyMem_Calloc(1, sizeof *c);
+    if (!c || !(c->r = tpl_render_new(s.has_lim ? &s.lim : NULL))) {
+        PyMem_Free(c);
+        settings_clear(&s);
+        return PyErr_NoMemory();
+    }
+    int rc = apply(c, &s);
+    slot_free(c);
+    if (rc < 0) {
+        settings_clear(&s);
+        return NULL;
+    }
+    settings_clear(&self->defaults);
+    self->defaults = s;
+    self->gen++;
+    while (self->npool > 0) slot_free(self->pool[--self->npool]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Program_methods[] = {
-    { "render", (PyCFunction)(void (*)(void))Program_render, METH_VARARGS | METH_KEYWORDS,
+    { "render", (PyCFunction)(void (*)(void))Program_render, METH_FASTCALL | METH_KEYWORDS,
       "render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
+    { "configure", (PyCFunction)(void (*)(void))Program_configure, METH_VARARGS | METH_KEYWORDS,
+      "configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
     { "save", (PyCFunction)(void (*)(void))Program_save, METH_VARARGS, "save(strip_source=False) -> bytes (.tplb)" },
     { "dump", (PyCFunction)(void (*)(void))Program_dump, METH_NOARGS, "dump() -> str (disassembly)" },
     { NULL, NULL, 0, NULL },

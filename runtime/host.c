@@ -32,10 +32,12 @@ tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags,
     if (!r || !out || (!s && len)) return TPL_ERR_USAGE;
     if (len > UINT32_MAX - 1) return TPL_ERR_VALUE;
     size_t bad;
-    if (len && !tpl_utf8_valid(s, len, &bad)) return TPL_ERR_VALUE;
-    tpl_arena *a = val_arena(r);
-    char *c = tpl_arena_strdup(a, len ? s : "", len);
-    if (!c) return arena_fail(a);
+    if (len && !(flags & TPL_VAL_UTF8_VALID) && !tpl_utf8_valid(s, len, &bad)) return TPL_ERR_VALUE;
+    const char *c = len ? s : "";
+    if (!(flags & TPL_VAL_BORROW)) {
+        tpl_arena *a = val_arena(r);
+        if (!(c = tpl_arena_strdup(a, c, len))) return arena_fail(a);
+    }
     tpl_value v = tpl_v_str(c, len);
     if (flags & TPL_VAL_MARKUP) v.flags |= TPL_F_SAFE;
     *out = to_val(v);

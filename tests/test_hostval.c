@@ -280,6 +280,27 @@ int main(void)
     CHECK(st == TPL_ERR_LIMIT, "memory limit: %d", (int)st);
     tpl_render_free(small);
 
+    /* TPL_VAL_BORROW: the value points at the host's bytes (no copy); TPL_VAL_UTF8_VALID skips
+     * the check the plain constructor makes */
+    {
+        char bbuf[] = "abc";
+        tpl_render *b = tpl_render_new(NULL);
+        tpl_val bs, bm;
+        CHECK(tpl_val_map(b, 1, &bm) == TPL_OK, "borrow map");
+        CHECK(tpl_val_str(b, bbuf, 3, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &bs) == TPL_OK, "borrowed str");
+        CHECK(tpl_val_as_str(bs, NULL) == bbuf, "borrowed: the same bytes");
+        CHECK(tpl_val_str(b, "\xff", 1, TPL_VAL_BORROW, &bs) == TPL_ERR_VALUE, "borrowed invalid UTF-8 refused");
+        CHECK(tpl_val_str(b, bbuf, 3, TPL_VAL_BORROW, &bs) == TPL_OK, "borrowed, checked");
+        tpl_val_map_set(b, bm, str(b, "s"), bs);
+        tpl_render_set_state_val(b, bm);
+        bbuf[0] = 'x';
+        tpl_program *p2 = compile("{{ s }}");
+        const char *got = render(b, p2);
+        CHECK(strcmp(got, "xbc") == 0, "borrowed string read at render time: %s", got);
+        tpl_program_free(p2);
+        tpl_render_free(b);
+    }
+
     tpl_render_free(r);
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;

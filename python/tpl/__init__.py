@@ -155,6 +155,8 @@ class Template:
         self.syntax = syntax
         self._defaults = defaults
         self._args = _render_args(defaults)
+        if self._args:
+            program.configure(**self._args)  # applied once per pooled render context
 
     @classmethod
     def from_file(cls, path, syntax=None, profile=None, **options):
@@ -211,8 +213,8 @@ class Template:
             state = args[0]
         else:
             state = dict(*args, **kwargs)
-        out = self._p.render(state, **self._args)
-        if isinstance(out, tuple):
+        out = self._p.render(state)
+        if out.__class__ is tuple:
             _raise(out)
         return out
 
