@@ -180,8 +180,14 @@ static int check(tpl_status st)
 static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
 {
     Py_ssize_t n;
-    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
-    if (!u || keep(c, s) < 0) return -1;
+    const char *u;
+    if (PyUnicode_IS_COMPACT_ASCII(s)) { /* its characters are its UTF-8 */
+        u = (const char *)PyUnicode_DATA(s);
+        n = PyUnicode_GET_LENGTH(s);
+    } else if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) {
+        return -1;
+    }
+    if (keep(c, s) < 0) return -1;
     return check(tpl_val_str(c->r, u, (size_t)n, flags | TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out));
 }
 

@@ -34,7 +34,7 @@ tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags,
     size_t bad;
     if (len && !(flags & TPL_VAL_UTF8_VALID) && !tpl_utf8_valid(s, len, &bad)) return TPL_ERR_VALUE;
     const char *c = len ? s : "";
-    if (!(flags & TPL_VAL_BORROW)) {
+    if (!(flags & TPL_VAL_BORROW)) { /* (the arena is found only when copying: the borrowed path is hot) */
         tpl_arena *a = val_arena(r);
         if (!(c = tpl_arena_strdup(a, c, len))) return arena_fail(a);
     }
