@@ -2310,7 +2310,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
     case TPL_N_BREAK:
     case TPL_N_CONTINUE: {
         const char *what = n->kind == TPL_N_BREAK ? "break" : "continue";
-        if (!c->p->opts.hf) { cerror(c, n->off, "Encountered unknown tag '%s'. (loop controls are enabled in the hf profile)", what); return; }
+        if (!c->p->opts.hf && !c->p->opts.loop_controls) { cerror(c, n->off, "Encountered unknown tag '%s'. (loop controls are enabled in the hf profile)", what); return; }
         loopctx *lc = c->fn->loop;
         if (!lc) { cerror(c, n->off, "'%s' outside of a loop", what); return; }
         if (n->kind == TPL_N_CONTINUE) { emit(c, TPL_OP_JUMP, lc->top, 0); return; }
@@ -2366,7 +2366,12 @@ static void stmt(tpl_comp *c, tpl_node *n)
         return;
     }
     case TPL_N_DO:
-        cerror(c, n->off, "Encountered unknown tag 'do'. (the do extension is not enabled)");
+        if (!c->p->opts.do_statement) {
+            cerror(c, n->off, "Encountered unknown tag 'do'. (the do extension is not enabled)");
+            return;
+        }
+        expr(c, n->a);
+        emit(c, TPL_OP_POP, 0, -1);
         return;
     case TPL_N_INCLUDE: stmt_include(c, n); return;
     case TPL_N_IMPORT:
@@ -2480,6 +2485,7 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->fn = &c->root;
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
+    c->autoescape = c->syn == TPL_SYN_JINJA && p->opts.autoescape; /* Environment(autoescape=True) */
     /* sized from the source (templates run at about a code word per 8 bytes and a span per 32),
      * so a typical template grows neither array; a failure here just leaves them to grow() */
     size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;

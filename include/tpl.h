@@ -202,6 +202,15 @@ typedef struct tpl_options {
      * limit reached (N bytes)", located at the construct being parsed or compiled. Kept by
      * tpl_options_profile; not stored in the program. */
     uint64_t max_compile_memory;
+    /* Jinja2 Environment settings beyond the profiles (issue 17: tpl.jinja2). Compile-time only:
+     * the code reflects them; .tplb does not store them (a loaded program's tpl_program_options
+     * reports them false). Jinja only; tpl_options_profile sets them false. */
+    bool autoescape;            /* Environment(autoescape=True): every template (and what it
+                                   includes) as inside {% autoescape true %}, without its scope */
+    bool loop_controls;         /* the jinja2.ext.loopcontrols extension: {% break %} and
+                                   {% continue %} (always on in the hf profile) */
+    bool do_statement;          /* the jinja2.ext.do extension: {% do expr %} evaluates expr
+                                   and drops the value */
 } tpl_options;
 
 #define TPL_DEFAULT_COMPILE_MEMORY (1ull << 30)

@@ -70,6 +70,7 @@ typedef struct render_ctx {
     chunk *chunks, *cur;    /* host-object blocks, reused render after render */
     int used;
     PyObject *remembers;    /* owned: the callable remembers() asks, or NULL */
+    bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
 } render_ctx;
@@ -80,6 +81,7 @@ typedef struct {
     PyObject *reads;        /* tuple of str: the reads-set (top-level names converted) */
     settings defaults;      /* Program.configure */
     long gen;               /* bumped by every configure */
+    bool autoescape;        /* compiled with tpl_options.autoescape */
     render_ctx *pool[POOL_MAX];
     int npool;
 } ProgramObject;
@@ -266,7 +268,9 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
         int has = PyObject_HasAttrString(o, "__html__");
         return str_val(c, o, has ? TPL_VAL_MARKUP : 0, out);
     }
-    if (PyObject_HasAttrString(o, "__html__") && !PyType_Check(o)) { /* objects with __html__ print it, unescaped */
+    if (c->html && PyObject_HasAttrString(o, "__html__") && !PyType_Check(o)) {
+        /* under autoescape an object with __html__ prints it, unescaped (markupsafe.escape);
+         * otherwise Jinja2 prints str(obj): it stays a host object */
         PyObject *h = PyObject_CallMethod(o, "__html__", NULL);
         if (!h) return -1;
         int rc = PyUnicode_Check(h) ? str_val(c, h, TPL_VAL_MARKUP, out)
@@ -730,6 +734,7 @@ static PyObject *wrap_program(tpl_program *p)
     o->p = p;
     o->npool = 0;
     o->gen = 0;
+    o->autoescape = false;
     memset(&o->defaults, 0, sizeof o->defaults);
     size_t n = tpl_program_reads(p, NULL, NULL, 0);
     const char **names = calloc(n + 1, sizeof *names);
@@ -809,7 +814,8 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
     PyObject *d = opts == Py_None ? NULL : opts;
     if (opt_bool(d, "trim_blocks", &o.trim_blocks) < 0 || opt_bool(d, "lstrip_blocks", &o.lstrip_blocks) < 0 ||
         opt_bool(d, "keep_trailing_newline", &o.keep_trailing_newline) < 0 || opt_bool(d, "strict", &o.strict) < 0 ||
-        opt_bool(d, "tidy", &o.tidy) < 0 || opt_bool(d, "hf", &o.hf) < 0)
+        opt_bool(d, "tidy", &o.tidy) < 0 || opt_bool(d, "hf", &o.hf) < 0 || opt_bool(d, "autoescape", &o.autoescape) < 0 ||
+        opt_bool(d, "loop_controls", &o.loop_controls) < 0 || opt_bool(d, "do_statement", &o.do_statement) < 0)
         return NULL;
     load_ctx l = { loader, NULL };
     if (loader != Py_None) {
@@ -831,7 +837,9 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
         tpl_error_clear(&err);
         return t;
     }
-    return wrap_program(p);
+    PyObject *w = wrap_program(p);
+    if (w) ((ProgramObject *)w)->autoescape = o.autoescape;
+    return w;
 }
 
 /* load(data, name) -> Program | error tuple */
@@ -863,6 +871,16 @@ static PyObject *Program_save(ProgramObject *self, PyObject *args)
     PyObject *r = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
     free(buf);
     return r;
+}
+
+/* html_objects(flag): whether objects with __html__ cross as markup (by default only when
+ * compiled with autoescape); Jinja2 prints str(obj) unless it escapes the object. */
+static PyObject *Program_html_objects(ProgramObject *self, PyObject *flag)
+{
+    int t = PyObject_IsTrue(flag);
+    if (t < 0) return NULL;
+    self->autoescape = t;
+    Py_RETURN_NONE;
 }
 
 static PyObject *Program_dump(ProgramObject *self, PyObject *unused)
@@ -897,6 +915,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
         return PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
     render_ctx *c = slot_get(self, s);
     if (!c) return NULL;
+    c->html = self->autoescape;
     tpl_render *r = c->r;
     PyObject *result = NULL;
 
@@ -1036,6 +1055,8 @@ static PyMethodDef Program_methods[] = {
       "configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
     { "save", (PyCFunction)(void (*)(void))Program_save, METH_VARARGS, "save(strip_source=False) -> bytes (.tplb)" },
     { "dump", (PyCFunction)(void (*)(void))Program_dump, METH_NOARGS, "dump() -> str (disassembly)" },
+    { "html_objects", (PyCFunction)(void (*)(void))Program_html_objects, METH_O,
+      "html_objects(flag): objects with __html__ cross as markup (default: compiled with autoescape)" },
     { NULL, NULL, 0, NULL },
 };
 

@@ -82,8 +82,13 @@ class Limits(tuple):
 
 _SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}
 _EXT = {".jinja": "jinja", ".j2": "jinja", ".erb": "erb", ".fmt": "fmt", ".txt": "fmt"}
-_COMPILE_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf")
+_COMPILE_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf", "autoescape",
+                    "loop_controls", "do_statement")
 _RENDER_OPTIONS = ("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys", "limits")
+
+
+def _escapes(source):
+    return "escape" in source or "|e" in source or "| e" in source
 
 
 def _render_args(opts):
@@ -121,7 +126,9 @@ class Template:
              loader=None, **options)
 
     options: the compile options trim_blocks, lstrip_blocks, keep_trailing_newline, strict, tidy,
-    hf (None or absent: the profile's value), and default render options for every render:
+    hf (None or absent: the profile's value), autoescape (Jinja2's Environment(autoescape=True)),
+    loop_controls and do_statement (the jinja2.ext.loopcontrols and jinja2.ext.do extensions),
+    and default render options for every render:
     facts (list of str: what memory told this call, for remembers()), remembers (a callable
     words -> bool instead of facts), channel, medium, claimed (the `call` builtin), lang,
     catalogs (dicts or JSON strings), tr_keys, limits (Limits or a dict). loader(name) -> str or
@@ -144,7 +151,20 @@ class Template:
                 raise TypeError("Template() got an unexpected option %r" % (k,))
         if isinstance(source, bytes):
             source = source.decode("utf-8")
+        # Jinja2 prints an object with __html__ as str(obj) unless it escapes it (autoescape, |e):
+        # such objects cross as markup only in templates that can escape
+        escapes = [bool(compile_opts.get("autoescape")) or _escapes(source)]
+        if loader is not None:
+            outer = loader
+
+            def loader(n):
+                src = outer(n)
+                if isinstance(src, str) and _escapes(src):
+                    escapes[0] = True
+                return src
         p = _tpl.compile(source, name or "<template>", _SYNTAX[syntax], profile, compile_opts, loader)
+        if not isinstance(p, tuple) and escapes[0]:
+            p.html_objects(True)
         if isinstance(p, tuple):
             _raise(p)
         self._init(p, name, syntax, defaults)

@@ -3,19 +3,24 @@
     import tpl.jinja2 as jinja2
 
 renders templates byte-identically to Jinja2. Provided: Environment (loader, trim_blocks,
-lstrip_blocks, keep_trailing_newline, undefined=Undefined|StrictUndefined, globals with Python
-values and callables), from_string, get_template, select_template, Template.render/generate,
-DictLoader, FileSystemLoader, FunctionLoader, ChoiceLoader, BaseLoader, Markup/escape (from
-markupsafe when installed), and the exception classes with Jinja2's attributes.
+lstrip_blocks, keep_trailing_newline, autoescape as a bool or a function of the template name
+such as select_autoescape(), undefined=Undefined|StrictUndefined, the extensions
+jinja2.ext.loopcontrols and jinja2.ext.do by name or class, globals with Python values and
+callables), from_string, get_template, select_template, Template.render/generate/stream,
+DictLoader, FileSystemLoader, FunctionLoader, ChoiceLoader, PrefixLoader, PackageLoader,
+BaseLoader, Markup/escape (from markupsafe when installed), and the exception classes with
+Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source).
 
 Jinja2 API this module does not provide raises NotImplementedError naming it (never a silent
-difference): autoescape other than False, finalize, custom filters and tests
-(Environment.filters/.tests additions), ChainableUndefined and other undefined classes,
-extensions (loopcontrols included: tpl enables loop controls only in the hf profile), custom
-delimiters, PackageLoader, PrefixLoader, ModuleLoader, Template.stream/module/make_module,
-Environment.compile/parse/lex/overlay, bytecode caches, sandboxing.
+difference): finalize, custom filters and tests (Environment.filters/.tests additions),
+ChainableUndefined, DebugUndefined and other undefined classes, other extensions (i18n is
+tpl's own tr()), custom delimiters and line statements, ModuleLoader,
+Template.module/make_module, Environment.compile/parse/lex/overlay, bytecode caches,
+sandboxing, async rendering; an autoescape function that decides differently for a template
+and a template it includes, imports or extends (tpl compiles them together).
 """
 import os
+import types
 
 import tpl as _tpl
 
@@ -28,7 +33,21 @@ __all__ = ["Environment", "Template", "BaseLoader", "DictLoader", "FileSystemLoa
            "ChoiceLoader", "PackageLoader", "Undefined", "StrictUndefined", "ChainableUndefined",
            "TemplateError", "TemplateSyntaxError", "UndefinedError", "TemplateNotFound", "TemplatesNotFound",
            "TemplateRuntimeError", "SecurityError", "TemplateAssertionError", "Markup", "escape",
-           "select_autoescape"]
+           "select_autoescape", "PrefixLoader", "ext"]
+
+# The extensions tpl provides, by Jinja2's names (jinja2.ext.loopcontrols is the class
+# jinja2.ext.LoopControlExtension; either spelling, or the class itself, is accepted).
+ext = types.SimpleNamespace(loopcontrols="jinja2.ext.loopcontrols", do="jinja2.ext.do")
+_EXTENSIONS = {"jinja2.ext.loopcontrols": "loop_controls", "jinja2.ext.LoopControlExtension": "loop_controls",
+               "jinja2.ext.do": "do_statement", "jinja2.ext.ExprStmtExtension": "do_statement"}
+
+
+def _extension_option(e):
+    name = e if isinstance(e, str) else "%s.%s" % (getattr(e, "__module__", "?"), getattr(e, "__name__", e))
+    if name not in _EXTENSIONS:
+        raise NotImplementedError("tpl.jinja2.Environment(extensions=[%r]): only jinja2.ext.loopcontrols and "
+                                  "jinja2.ext.do are provided" % (name,))
+    return _EXTENSIONS[name]
 
 
 # ---------------------------------------------------------------- exceptions (Jinja2's names)
@@ -68,7 +87,14 @@ class TemplateSyntaxError(TemplateError):
         self.translated = False
 
     def __str__(self):
-        return "%s\n  line %s" % (self.message, self.lineno)
+        # as Jinja2's: the message alone once the environment has raised it (translated)
+        if self.translated:
+            return str(self.message)
+        location = "line %d" % self.lineno
+        name = self.filename or self.name
+        if name:
+            location = 'File "%s", %s' % (name, location)
+        return "%s\n  %s" % (self.message, location)
 
 
 class TemplateAssertionError(TemplateSyntaxError):
@@ -200,6 +226,34 @@ class FileSystemLoader(BaseLoader):
         return sorted(found)
 
 
+class PrefixLoader(BaseLoader):
+    def __init__(self, mapping, delimiter="/"):
+        self.mapping = mapping
+        self.delimiter = delimiter
+
+    def get_loader(self, template):
+        try:
+            prefix, name = template.split(self.delimiter, 1)
+            loader = self.mapping[prefix]
+        except (ValueError, KeyError):
+            raise TemplateNotFound(template) from None
+        return loader, name
+
+    def get_source(self, environment, template):
+        loader, name = self.get_loader(template)
+        try:
+            return loader.get_source(environment, name)
+        except TemplateNotFound:
+            raise TemplateNotFound(template) from None
+
+    def list_templates(self):
+        result = []
+        for prefix, loader in self.mapping.items():
+            for template in loader.list_templates():
+                result.append(prefix + self.delimiter + template)
+        return result
+
+
 class ChoiceLoader(BaseLoader):
     def __init__(self, loaders):
         self.loaders = loaders
@@ -219,9 +273,35 @@ class ChoiceLoader(BaseLoader):
         return sorted(found)
 
 
-class PackageLoader(BaseLoader):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("tpl.jinja2.PackageLoader (use FileSystemLoader on the package folder)")
+class PackageLoader(FileSystemLoader):
+    """Templates in a folder of an importable package (a package on the file system; zip
+    imports raise NotImplementedError)."""
+
+    def __init__(self, package_name, package_path="templates", encoding="utf-8"):
+        import importlib.util
+        package_path = os.path.normpath(package_path).rstrip(os.path.sep)
+        if package_path == os.path.curdir:
+            package_path = ""
+        elif package_path[:2] == os.path.curdir + os.path.sep:
+            package_path = package_path[2:]
+        self.package_name = package_name
+        self.package_path = package_path
+        spec = importlib.util.find_spec(package_name)
+        if spec is None:
+            raise ValueError("package %r was not found" % (package_name,))
+        roots = list(spec.submodule_search_locations or [])
+        if not roots and spec.origin:
+            roots = [os.path.dirname(spec.origin)]
+        if spec.loader is not None and type(spec.loader).__name__ == "zipimporter":
+            raise NotImplementedError("tpl.jinja2.PackageLoader for a zip-imported package")
+        for root in roots:
+            folder = os.path.join(root, package_path)
+            if os.path.isdir(folder):
+                break
+        else:
+            raise ValueError("PackageLoader could not find a %r directory in the %r package."
+                             % (package_path, package_name))
+        super().__init__(folder, encoding)
 
 
 # ---------------------------------------------------------------- environment and templates
@@ -242,8 +322,7 @@ class Environment:
                 raise TypeError("Environment() got an unexpected keyword argument %r" % (k,))
             if v != _SUPPORTED_DEFAULTS[k]:
                 raise NotImplementedError("tpl.jinja2.Environment(%s=%r)" % (k, v))
-        if extensions:
-            raise NotImplementedError("tpl.jinja2.Environment(extensions=%r)" % (list(extensions),))
+        self._ext_options = {_extension_option(e): True for e in extensions}
         if finalize is not None:
             raise NotImplementedError("tpl.jinja2.Environment(finalize=...)")
         if undefined not in (Undefined, StrictUndefined):
@@ -255,17 +334,17 @@ class Environment:
         self.autoescape = autoescape
         self.undefined = undefined
         self.finalize = None
-        self.extensions = {}
+        self.extensions = {e if isinstance(e, str) else e.__name__: e for e in extensions}
         self.globals = {}
         self.filters = {}
         self.tests = {}
         self.policies = {}
         self.cache = {}
 
+    def _autoescape(self, name):
+        return bool(self.autoescape(name) if callable(self.autoescape) else self.autoescape)
+
     def _check(self, name):
-        ae = self.autoescape(name) if callable(self.autoescape) else self.autoescape
-        if ae:
-            raise NotImplementedError("tpl.jinja2: autoescape (Environment(autoescape=...) true for %r)" % (name,))
         if self.filters:
             raise NotImplementedError("tpl.jinja2: custom filters (Environment.filters: %s)" % ", ".join(sorted(self.filters)))
         if self.tests:
@@ -273,22 +352,30 @@ class Environment:
 
     def _compile(self, source, name, filename, globals):
         self._check(name)
+        autoescape = self._autoescape(name)
 
         def loader(n):
             if self.loader is None:
                 return None
             try:
-                return self.loader.get_source(self, n)[0]
+                src = self.loader.get_source(self, n)[0]
             except TemplateNotFound:
                 return None
+            if callable(self.autoescape) and self._autoescape(n) != autoescape:
+                raise NotImplementedError("tpl.jinja2: autoescape is %s for %r but %s for %r, which it loads (tpl "
+                                          "compiles them together)" % (autoescape, name, not autoescape, n))
+            return src
         try:
             t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
                               lstrip_blocks=self.lstrip_blocks, keep_trailing_newline=self.keep_trailing_newline,
-                              strict=self.undefined is StrictUndefined)
+                              strict=self.undefined is StrictUndefined, autoescape=autoescape, **self._ext_options)
         except _tpl.TemplateSyntaxError as e:
             if e.message and e.message.startswith("template '") and e.message.endswith("' not found"):
                 raise TemplateNotFound(e.message[10:-11]) from None
-            raise TemplateSyntaxError(e.message, e.lineno, name, filename) from None
+            err = TemplateSyntaxError(e.message, e.lineno, name, filename)
+            err.source = source
+            err.translated = True  # as Jinja2 raises it from the environment: str() is the message
+            raise err from None
         return Template._from_tpl(self, t, name, filename, globals)
 
     def from_string(self, source, globals=None, template_class=None):
@@ -363,11 +450,53 @@ class Template:
     def generate(self, *args, **kwargs):
         yield self.render(*args, **kwargs)
 
+    def stream(self, *args, **kwargs):
+        return TemplateStream(self.generate(*args, **kwargs))
+
     def __getattr__(self, name):
-        if name in ("stream", "module", "make_module", "new_context", "render_async", "generate_async",
+        if name in ("module", "make_module", "new_context", "render_async", "generate_async",
                     "is_up_to_date", "debug_info", "blocks", "root_render_func"):
             raise NotImplementedError("tpl.jinja2.Template.%s" % name)
         raise AttributeError(name)
 
     def __repr__(self):
         return "<Template %r>" % (self.name or "memory")
+
+
+class TemplateStream:
+    """As Jinja2's: iterates over the output (tpl renders it whole, so one piece, or pieces
+    of `size` characters with enable_buffering), dump() writes it to a file or path."""
+
+    def __init__(self, gen):
+        self._gen = gen
+        self.buffered = False
+        self._next = gen.__next__
+
+    def dump(self, fp, encoding=None, errors="strict"):
+        close = False
+        if isinstance(fp, (str, os.PathLike)):
+            fp = open(fp, "wb" if encoding is not None else "w", **({} if encoding is not None else {"encoding": "utf-8"}))
+            close = True
+        try:
+            for piece in self:
+                fp.write(piece.encode(encoding, errors) if encoding is not None else piece)
+        finally:
+            if close:
+                fp.close()
+
+    def disable_buffering(self):
+        self._next = self._gen.__next__
+        self.buffered = False
+
+    def enable_buffering(self, size=5):
+        if size <= 1:
+            raise ValueError("buffer size too small")
+        text = "".join(self._gen)
+        self._next = iter([text[i:i + size] for i in range(0, len(text), size)] or [""]).__next__
+        self.buffered = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._next()

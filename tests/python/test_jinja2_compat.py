@@ -64,17 +64,121 @@ def test_exceptions():
 def test_unsupported_is_named():
     with pytest.raises(NotImplementedError, match="finalize"):
         tj.Environment(finalize=str)
-    with pytest.raises(NotImplementedError, match="extensions"):
-        tj.Environment(extensions=["jinja2.ext.loopcontrols"])
+    with pytest.raises(NotImplementedError, match="jinja2.ext.i18n"):
+        tj.Environment(extensions=["jinja2.ext.i18n"])
     e = tj.Environment()
     e.filters["shout"] = str.upper
     with pytest.raises(NotImplementedError, match="shout"):
         e.from_string("{{ 'a'|shout }}")
-    with pytest.raises(NotImplementedError, match="autoescape"):
-        tj.Environment(autoescape=True).from_string("x")
     with pytest.raises(NotImplementedError, match="compile"):
         tj.Environment().compile("x")
-    assert tj.Environment(autoescape=tj.select_autoescape()).get_template if True else None
+    with pytest.raises(NotImplementedError, match="ChainableUndefined"):
+        tj.Environment(undefined=tj.ChainableUndefined)
+    # an autoescape function deciding differently for a template and what it includes
+    e = tj.Environment(autoescape=tj.select_autoescape(), loader=tj.DictLoader({"a.html": "{% include 'b.txt' %}",
+                                                                                "b.txt": "x"}))
+    with pytest.raises(NotImplementedError, match="b.txt"):
+        e.get_template("a.html")
+
+
+AE_TEMPLATES = {
+    "page.html": "{{ x }}|{% include 'part.html' %}|{% macro m(a) %}<{{ a }}>{% endmacro %}{{ m(x) }}|{{ x ~ y }}",
+    "part.html": "{{ y }}{{ x|e }}{{ x|safe }}{% autoescape false %}{{ x }}{% endautoescape %}",
+    "note.txt": "{{ x }}{{ y }}",
+}
+
+
+class HtmlThing:
+    def __html__(self):
+        return "<u>thing</u>"
+
+
+@pytest.mark.parametrize("autoescape", [True, False, "select"])
+def test_autoescape(autoescape):
+    ctx = {"x": "<b>&'\"", "y": jinja2.Markup("<i>") if hasattr(jinja2, "Markup") else __import__("markupsafe").Markup("<i>"),
+           "h": HtmlThing()}
+    for name in ("page.html", "note.txt"):
+        je = jinja2.Environment(loader=jinja2.DictLoader(AE_TEMPLATES),
+                                autoescape=jinja2.select_autoescape() if autoescape == "select" else autoescape)
+        te = tj.Environment(loader=tj.DictLoader(AE_TEMPLATES),
+                            autoescape=tj.select_autoescape() if autoescape == "select" else autoescape)
+        assert te.get_template(name).render(ctx) == je.get_template(name).render(ctx)
+    src = "{{ x }}{{ h }}{{ [x] }}{{ x|replace('&', '+') }}{{ [x, y]|join(',') }}"
+    je = jinja2.Environment(autoescape=jinja2.select_autoescape() if autoescape == "select" else autoescape)
+    te = tj.Environment(autoescape=tj.select_autoescape() if autoescape == "select" else autoescape)
+    assert te.from_string(src).render(ctx) == je.from_string(src).render(ctx)
+
+
+class Log:
+    """A Python list converts to a tpl list, whose mutating methods tpl refuses as unsafe (as
+    Jinja2's sandbox does); an object's methods are called."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, x):
+        self.items.append(x)
+
+
+def test_extensions():
+    src = ("{% for i in range(6) %}{% if i == 4 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif %}"
+           "{{ i }}{% endfor %}{% do log.add(7) %}{% do 1 + 2 %}{{ log.items }}")
+    import jinja2.ext
+    for exts in (["jinja2.ext.loopcontrols", "jinja2.ext.do"], [jinja2.ext.loopcontrols, jinja2.ext.do],
+                 [tj.ext.loopcontrols, tj.ext.do]):
+        log_j, log_t = Log(), Log()
+        want = jinja2.Environment(extensions=["jinja2.ext.loopcontrols", "jinja2.ext.do"]).from_string(src).render(log=log_j)
+        got = tj.Environment(extensions=exts).from_string(src).render(log=log_t)
+        assert got == want and log_t.items == log_j.items == [7]
+    with pytest.raises(tj.TemplateSyntaxError, match="break"):
+        tj.Environment().from_string("{% for i in x %}{% break %}{% endfor %}")
+
+
+def test_more_loaders(tmp_path, monkeypatch):
+    pkg = tmp_path / "tplpkg_demo"
+    (pkg / "templates").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for n, s in TEMPLATES.items():
+        (pkg / "templates" / n).write_text(s)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ctx = {"title": "T", "users": [U("a"), U("b")]}
+    je = jinja2.Environment(loader=jinja2.PackageLoader("tplpkg_demo"))
+    te = tj.Environment(loader=tj.PackageLoader("tplpkg_demo"))
+    assert te.get_template("page.html").render(ctx) == je.get_template("page.html").render(ctx)
+    assert te.list_templates() == je.list_templates()
+    je = jinja2.Environment(loader=jinja2.PrefixLoader({"p": jinja2.DictLoader(TEMPLATES)}))
+    te = tj.Environment(loader=tj.PrefixLoader({"p": tj.DictLoader(TEMPLATES)}))
+    assert te.get_template("p/part.html").render(ctx) == je.get_template("p/part.html").render(ctx)
+    assert te.list_templates() == je.list_templates()
+    with pytest.raises(tj.TemplateNotFound):
+        te.get_template("q/part.html")
+
+
+def test_stream(tmp_path):
+    src = "{% for i in range(7) %}{{ i }}{% endfor %}"
+    js, ts = jinja2.Template(src).stream(), tj.Template(src).stream()
+    assert "".join(ts) == "".join(js)
+    js, ts = jinja2.Template(src).stream(), tj.Template(src).stream()
+    js.enable_buffering(3)
+    ts.enable_buffering(3)
+    assert "".join(ts) == "".join(js)
+    tj.Template(src).stream().dump(str(tmp_path / "out.txt"))
+    assert (tmp_path / "out.txt").read_text() == "0123456"
+
+
+@pytest.mark.parametrize("src", ["a\n{% if %}", "{{ 1 +* 2 }}", "{% for %}", "x\n\n{% endif %}"])
+def test_syntax_error_attributes(src):
+    loader = {"t.html": src}
+    for mk in (lambda m: m.Environment().from_string(src),
+               lambda m: m.Environment(loader=m.DictLoader(loader)).get_template("t.html")):
+        with pytest.raises(jinja2.TemplateSyntaxError) as want:
+            mk(jinja2)
+        with pytest.raises(tj.TemplateSyntaxError) as got:
+            mk(tj)
+        w, g = want.value, got.value
+        assert (g.lineno, g.name, g.filename) == (w.lineno, w.name, w.filename)
+        assert isinstance(g.message, str) and g.message and str(g) == g.message
+        assert g.source == src
 
 
 def test_chat_template():

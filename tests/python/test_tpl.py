@@ -90,11 +90,15 @@ def test_markup_and_html_objects():
     class H:
         def __html__(self):
             return "<b>x</b>"
-    src = "{{ m }} {{ h }} {{ s }}"
+        def __str__(self):
+            return "H!"
     ctx = {"m": jinja2.utils.markupsafe.Markup("<i>"), "h": H(), "s": "<s>"}
-    assert tpl.Template(src, profile="jinja2").render(ctx) == "<i> <b>x</b> <s>"
-    src2 = "{% autoescape true %}{{ m }} {{ h }} {{ s }}{% endautoescape %}"
-    assert tpl.Template(src2).render(ctx) == jinja_ref(src2, ctx)
+    # without escaping Jinja2 prints str(obj); escaping (autoescape, |e) uses __html__
+    for src in ("{{ m }} {{ h }} {{ s }}", "{% autoescape true %}{{ m }} {{ h }} {{ s }}{% endautoescape %}",
+                "{{ h|e }} {{ m|e }} {{ s|e }}"):
+        assert tpl.Template(src).render(ctx) == jinja_ref(src, ctx)
+    src = "{{ m }} {{ h }} {{ s }}"
+    assert tpl.Template(src, autoescape=True).render(ctx) == jinja_ref(src, ctx, autoescape=True)
 
 
 def test_erb_and_fmt():
