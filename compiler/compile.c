@@ -1119,6 +1119,15 @@ static void expr(tpl_comp *c, tpl_node *n)
         return;
     }
     case TPL_N_TEST: {
+        if (host_func(c, n->val, TPL_HOST_TEST)) {
+            expr(c, n->a);
+            uint32_t w = call_args(c, n->b, 1);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_HOST_TEST, add_const(c, n->val), 1 - argw_count(w));
+            emit_raw(c, w);
+            if (n->op & 1) emit(c, sop(c, TPL_OP_NOT_PY), 0, 0);
+            return;
+        }
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
             unknown_callable(c, n, TPL_BK_TEST, "test");

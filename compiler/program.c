@@ -237,8 +237,8 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
 static bool host_op(const tpl_program *p, size_t pc, tpl_host_kind *kind, const tpl_value **name)
 {
     uint32_t op = TPL_INSN_OP(p->code[pc]);
-    if (op != TPL_OP_HOST_FILTER && op != TPL_OP_HOST_CALL) return false;
-    *kind = op == TPL_OP_HOST_FILTER ? TPL_HOST_FILTER : TPL_HOST_GLOBAL;
+    if (op != TPL_OP_HOST_FILTER && op != TPL_OP_HOST_CALL && op != TPL_OP_HOST_TEST) return false;
+    *kind = op == TPL_OP_HOST_FILTER ? TPL_HOST_FILTER : op == TPL_OP_HOST_TEST ? TPL_HOST_TEST : TPL_HOST_GLOBAL;
     *name = &p->consts[TPL_INSN_A(p->code[pc])];
     return true;
 }

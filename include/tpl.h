@@ -140,18 +140,33 @@ typedef struct tpl_host_call {
 /* A host function. `data` is the tpl_host_func's data. Returns 0 on success, nonzero on failure. */
 typedef int (*tpl_host_fn)(void *data, tpl_host_call *call);
 
-/* Whether a host function is a filter (`x|name(args)`) or a global function (`name(args)`;
- * in ERB a receiver-less call `name(args)`). */
-typedef enum tpl_host_kind { TPL_HOST_FILTER = 0, TPL_HOST_GLOBAL = 1 } tpl_host_kind;
+/* Whether a host function is a filter (`x|name(args)`), a global function (`name(args)`;
+ * in ERB a receiver-less call `name(args)`) or a Jinja test (`x is name(args)`: the subject
+ * first; its result is used as is, as Jinja2's call_test does). */
+typedef enum tpl_host_kind { TPL_HOST_FILTER = 0, TPL_HOST_GLOBAL = 1, TPL_HOST_TEST = 2 } tpl_host_kind;
 
 /* An entry of a host-function table. At compile time only name and kind are used (fn and data
- * may be NULL); at render time (tpl_render_set_host_funcs) fn implements the function. */
+ * may be NULL); at render time (tpl_render_set_host_funcs) fn implements the function. With
+ * fn = tpl_host_value_fn and data pointing at a tpl_host_object, the function is that host
+ * object instead (see "host values" below): its class's `call` callback receives the
+ * arguments as values (tpl_val, no JSON; a filter's or test's subject first) and returns the
+ * result as a value — what a language package binds its own callables with (issue 17). */
 typedef struct tpl_host_func {
     const char *name;           /* NUL-terminated, an identifier */
     tpl_host_kind kind;
     tpl_host_fn fn;
     void *data;                 /* passed to fn (borrowed) */
 } tpl_host_func;
+
+/* A host object as a host function: the data of an entry whose fn is tpl_host_value_fn
+ * (borrowed, like data; cls is a tpl_host_class, declared below). */
+typedef struct tpl_host_object {
+    const struct tpl_host_class *cls;
+    void *obj;
+} tpl_host_object;
+/* The marker fn of such entries. tpl calls the object's `call` callback instead; called
+ * directly (with JSON) it fails: returns 1. */
+TPL_API int tpl_host_value_fn(void *data, tpl_host_call *call);
 
 /* Sets the call's result from JSON text (borrowed; parsed and copied into the render). Returns
  * TPL_ERR_VALUE for invalid JSON, including invalid UTF-8 (the call then fails: the render stops

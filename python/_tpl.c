@@ -40,6 +40,9 @@ typedef struct settings {
     PyObject *lang;         /* str */
     PyObject *catalogs;     /* tuple of JSON str */
     PyObject *tr_keys;      /* tuple of str */
+    PyObject *markup;       /* class: markup-safe strings passed to Python become markup(s) */
+    PyObject *undefined;    /* class: undefined values passed to Python become undefined(name=...) */
+    PyObject *funcs;        /* tuple of (name, kind, callable): host filters/tests/globals */
     tpl_limits lim;
     bool has_lim;
 } settings;
@@ -70,6 +73,11 @@ typedef struct render_ctx {
     chunk *chunks, *cur;    /* host-object blocks, reused render after render */
     int used;
     PyObject *remembers;    /* owned: the callable remembers() asks, or NULL */
+    PyObject *markup, *undefined; /* owned or NULL: what markup and undefined values become */
+    PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
+    tpl_host_func *hfuncs;  /* its table (names borrowed from funcs), and the objects */
+    tpl_host_object *hobjs;
+    pyobj *hblocks;
     bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
@@ -281,18 +289,36 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
     return host_val(c, o, out);
 }
 
-/* tpl_val -> Python (new reference). */
-static PyObject *from_val(tpl_val v)
+/* tpl_val -> Python (new reference). Markup-safe strings become c->markup(s) and undefined
+ * values c->undefined(name=...) when the render has them (tpl.jinja2: Markup, Undefined, as
+ * Jinja2 passes them to Python callables), else str and None. */
+static PyObject *from_val(render_ctx *c, tpl_val v)
 {
     size_t n;
     const char *s;
     switch (tpl_val_kind_of(v)) {
-    case TPL_VAL_NONE: case TPL_VAL_UNDEFINED: case TPL_VAL_OTHER: Py_RETURN_NONE;
+    case TPL_VAL_UNDEFINED:
+        if (c && c->undefined) {
+            s = tpl_val_as_str(v, &n);
+            PyObject *kw = Py_BuildValue("{s:s#}", "name", s ? s : "", (Py_ssize_t)(s ? n : 0)), *a = PyTuple_New(0);
+            PyObject *u = kw && a ? PyObject_Call(c->undefined, a, kw) : NULL;
+            Py_XDECREF(kw);
+            Py_XDECREF(a);
+            return u;
+        }
+        Py_RETURN_NONE;
+    case TPL_VAL_NONE: case TPL_VAL_OTHER: Py_RETURN_NONE;
     case TPL_VAL_BOOL: return PyBool_FromLong(tpl_val_as_bool(v));
     case TPL_VAL_INT: return PyLong_FromLongLong(tpl_val_as_int(v));
     case TPL_VAL_FLOAT: return PyFloat_FromDouble(tpl_val_as_float(v));
     case TPL_VAL_STR:
         s = tpl_val_as_str(v, &n);
+        if (c && c->markup && tpl_val_is_markup(v)) {
+            PyObject *str = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
+            PyObject *m = str ? PyObject_CallOneArg(c->markup, str) : NULL;
+            Py_XDECREF(str);
+            return m;
+        }
         return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
     case TPL_VAL_LIST: case TPL_VAL_TUPLE: {
         n = tpl_val_len(v);
@@ -300,7 +326,7 @@ static PyObject *from_val(tpl_val v)
         PyObject *l = tup ? PyTuple_New((Py_ssize_t)n) : PyList_New((Py_ssize_t)n);
         if (!l) return NULL;
         for (size_t i = 0; i < n; i++) {
-            PyObject *x = from_val(tpl_val_item(v, i));
+            PyObject *x = from_val(c, tpl_val_item(v, i));
             if (!x) { Py_DECREF(l); return NULL; }
             if (tup) PyTuple_SET_ITEM(l, (Py_ssize_t)i, x);
             else PyList_SET_ITEM(l, (Py_ssize_t)i, x);
@@ -311,7 +337,7 @@ static PyObject *from_val(tpl_val v)
         PyObject *d = PyDict_New();
         n = tpl_val_len(v);
         for (size_t i = 0; d && i < n; i++) {
-            PyObject *k = from_val(tpl_val_map_key(v, i)), *x = from_val(tpl_val_map_value(v, i));
+            PyObject *k = from_val(c, tpl_val_map_key(v, i)), *x = from_val(c, tpl_val_map_value(v, i));
             if (!k || !x || PyDict_SetItem(d, k, x) < 0) Py_CLEAR(d);
             Py_XDECREF(k);
             Py_XDECREF(x);
@@ -370,7 +396,7 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
     (void)r;
     PyEval_RestoreThread(h->c->ts);
     tpl_host_result rc;
-    PyObject *k = from_val(key);
+    PyObject *k = from_val(h->c, key);
     PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
     Py_XDECREF(k);
     if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
@@ -427,12 +453,12 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
     bool ok = a && (!nkw || kw);
     for (size_t i = 0; ok && i < nargs; i++) {
-        PyObject *x = from_val(args[i]);
+        PyObject *x = from_val(h->c, args[i]);
         if (!x) ok = false;
         else PyTuple_SET_ITEM(a, (Py_ssize_t)i, x);
     }
     for (size_t i = 0; ok && i < nkw; i++) {
-        PyObject *k = from_val(kwn[i]), *x = from_val(kwv[i]);
+        PyObject *k = from_val(h->c, kwn[i]), *x = from_val(h->c, kwv[i]);
         if (!k || !x || PyDict_SetItem(kw, k, x) < 0) ok = false;
         Py_XDECREF(k);
         Py_XDECREF(x);
@@ -529,6 +555,9 @@ static void settings_clear(settings *s)
     Py_CLEAR(s->lang);
     Py_CLEAR(s->catalogs);
     Py_CLEAR(s->tr_keys);
+    Py_CLEAR(s->markup);
+    Py_CLEAR(s->undefined);
+    Py_CLEAR(s->funcs);
     s->has_lim = false;
     memset(&s->lim, 0, sizeof s->lim);
 }
@@ -552,9 +581,23 @@ static int str_tuple(PyObject *o, const char *what, PyObject **out)
 
 /* Settings from the keyword arguments of render/configure (see Program_render). */
 static int settings_parse(settings *s, PyObject *facts, PyObject *remembers, PyObject *call, PyObject *lang,
-                          PyObject *catalogs, PyObject *tr_keys, PyObject *limits)
+                          PyObject *catalogs, PyObject *tr_keys, PyObject *limits, PyObject *markup,
+                          PyObject *undefined, PyObject *funcs)
 {
     memset(s, 0, sizeof *s);
+    if (markup != Py_None) { Py_INCREF(markup); s->markup = markup; }
+    if (undefined != Py_None) { Py_INCREF(undefined); s->undefined = undefined; }
+    if (funcs != Py_None) {
+        if (!(s->funcs = PySequence_Tuple(funcs))) goto fail;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(s->funcs); i++) {
+            PyObject *e = PyTuple_GET_ITEM(s->funcs, i);
+            if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(e, 0)) ||
+                !PyLong_Check(PyTuple_GET_ITEM(e, 1)) || !PyCallable_Check(PyTuple_GET_ITEM(e, 2))) {
+                PyErr_SetString(PyExc_TypeError, "funcs must be (name, kind, callable) tuples");
+                goto fail;
+            }
+        }
+    }
     if (str_tuple(facts, "facts", &s->facts) < 0 || str_tuple(catalogs, "catalogs", &s->catalogs) < 0 ||
         str_tuple(tr_keys, "tr_keys", &s->tr_keys) < 0)
         goto fail;
@@ -595,6 +638,44 @@ fail:
     return -1;
 }
 
+/* Binds the Python callables of funcs ((name, kind, callable) tuples, or NULL: none) as c's
+ * host functions: each a host object of py_class called with values (tpl_host_value_fn). */
+static int bind_funcs(render_ctx *c, PyObject *funcs)
+{
+    tpl_render_set_host_funcs(c->r, NULL, 0);
+    PyMem_Free(c->hfuncs);
+    PyMem_Free(c->hobjs);
+    PyMem_Free(c->hblocks);
+    c->hfuncs = NULL;
+    c->hobjs = NULL;
+    c->hblocks = NULL;
+    Py_CLEAR(c->funcs);
+    if (!funcs || PyTuple_GET_SIZE(funcs) == 0) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(funcs);
+    c->hfuncs = PyMem_Calloc((size_t)n, sizeof *c->hfuncs);
+    c->hobjs = PyMem_Calloc((size_t)n, sizeof *c->hobjs);
+    c->hblocks = PyMem_Calloc((size_t)n, sizeof *c->hblocks);
+    if (!c->hfuncs || !c->hobjs || !c->hblocks) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyTuple_GET_ITEM(funcs, i);
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(e, 0));
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 1));
+        if (!name || (kind == -1 && PyErr_Occurred())) return -1;
+        c->hblocks[i].o = PyTuple_GET_ITEM(e, 2);
+        c->hblocks[i].c = c;
+        c->hobjs[i].cls = &py_class;
+        c->hobjs[i].obj = &c->hblocks[i];
+        c->hfuncs[i].name = name;
+        c->hfuncs[i].kind = (tpl_host_kind)kind;
+        c->hfuncs[i].fn = tpl_host_value_fn;
+        c->hfuncs[i].data = &c->hobjs[i];
+    }
+    Py_INCREF(funcs);
+    c->funcs = funcs;
+    tpl_render_set_host_funcs(c->r, c->hfuncs, (size_t)n);
+    return 0;
+}
+
 /* Applies settings to c's render context (the GIL held, the context idle). */
 static int apply(render_ctx *c, const settings *s)
 {
@@ -610,6 +691,11 @@ static int apply(render_ctx *c, const settings *s)
     Py_XINCREF(c->remembers);
     Py_XDECREF(old);
     tpl_render_set_remembers(r, c->remembers ? py_remembers : NULL, c);
+    Py_XINCREF(s->markup);
+    Py_XSETREF(c->markup, s->markup);
+    Py_XINCREF(s->undefined);
+    Py_XSETREF(c->undefined, s->undefined);
+    if (bind_funcs(c, s->funcs) < 0) return -1;
     for (Py_ssize_t i = 0; s->facts && i < PyTuple_GET_SIZE(s->facts); i++) {
         Py_ssize_t n;
         const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(s->facts, i), &n);
@@ -657,7 +743,10 @@ static void slot_free(render_ctx *c)
 {
     if (!c) return;
     tpl_render_free(c->r);
+    bind_funcs(c, NULL);
     Py_XDECREF(c->remembers);
+    Py_XDECREF(c->markup);
+    Py_XDECREF(c->undefined);
     for (chunk *k = c->chunks, *next; k; k = next) {
         next = k->next;
         PyMem_Free(k);
@@ -817,6 +906,28 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
         opt_bool(d, "tidy", &o.tidy) < 0 || opt_bool(d, "hf", &o.hf) < 0 || opt_bool(d, "autoescape", &o.autoescape) < 0 ||
         opt_bool(d, "loop_controls", &o.loop_controls) < 0 || opt_bool(d, "do_statement", &o.do_statement) < 0)
         return NULL;
+    /* host_funcs: (name, kind) pairs the template may call (tpl_options.host_funcs) */
+    PyObject *hf = d ? PyDict_GetItemString(d, "host_funcs") : NULL, *hfs = NULL;
+    tpl_host_func *table = NULL;
+    if (hf && hf != Py_None) {
+        if (!(hfs = PySequence_Fast(hf, "host_funcs must be a sequence of (name, kind)"))) return NULL;
+        Py_ssize_t nh = PySequence_Fast_GET_SIZE(hfs);
+        table = PyMem_Calloc((size_t)nh + 1, sizeof *table);
+        if (!table) { Py_DECREF(hfs); return PyErr_NoMemory(); }
+        for (Py_ssize_t i = 0; i < nh; i++) {
+            const char *hn;
+            int kind;
+            if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(hfs, i), "si", &hn, &kind)) {
+                PyMem_Free(table);
+                Py_DECREF(hfs);
+                return NULL;
+            }
+            table[i].name = hn;
+            table[i].kind = (tpl_host_kind)kind;
+        }
+        o.host_funcs = table;
+        o.nhost_funcs = (size_t)nh;
+    }
     load_ctx l = { loader, NULL };
     if (loader != Py_None) {
         o.loader = py_loader;
@@ -825,6 +936,8 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
     tpl_program *p = NULL;
     tpl_error err = { 0 };
     tpl_status st = tpl_compile(name, src, (size_t)n, &o, &p, &err);
+    PyMem_Free(table);
+    Py_XDECREF(hfs);
     if (l.exc) { /* the loader raised: that exception, as itself */
         tpl_error_clear(&err);
         tpl_program_free(p);
@@ -989,7 +1102,8 @@ done:
 static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults);
-    static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", NULL };
+    static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits",
+                              "markup", "undefined", "funcs", NULL };
     PyObject *t = PyTuple_New(nargs), *kw = kwnames ? PyDict_New() : NULL;
     if (!t || (kwnames && !kw)) goto fail;
     for (Py_ssize_t i = 0; i < nargs; i++) {
@@ -999,12 +1113,13 @@ static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_s
     for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); i++)
         if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) goto fail;
     PyObject *state, *facts = Py_None, *remembers = Py_None, *call = Py_None, *lang = Py_None, *catalogs = Py_None,
-             *tr_keys = Py_None, *limits = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(t, kw, "O|OOOOOOO", kwlist, &state, &facts, &remembers, &call, &lang,
-                                     &catalogs, &tr_keys, &limits))
+             *tr_keys = Py_None, *limits = Py_None, *markup = Py_None, *undefined = Py_None, *funcs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(t, kw, "O|OOOOOOOOOO", kwlist, &state, &facts, &remembers, &call, &lang,
+                                     &catalogs, &tr_keys, &limits, &markup, &undefined, &funcs))
         goto fail;
     settings s;
-    if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits) < 0) goto fail;
+    if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits, markup, undefined, funcs) < 0)
+        goto fail;
     PyObject *res = render(self, state, &s);
     settings_clear(&s);
     Py_DECREF(t);
@@ -1020,14 +1135,16 @@ fail:
  * limits=None): the settings of every render(state) from now on (as render's options). */
 static PyObject *Program_configure(ProgramObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", NULL };
+    static char *kwlist[] = { "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits", "markup",
+                              "undefined", "funcs", NULL };
     PyObject *facts = Py_None, *remembers = Py_None, *call = Py_None, *lang = Py_None, *catalogs = Py_None,
-             *tr_keys = Py_None, *limits = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOO", kwlist, &facts, &remembers, &call, &lang, &catalogs,
-                                     &tr_keys, &limits))
+             *tr_keys = Py_None, *limits = Py_None, *markup = Py_None, *undefined = Py_None, *funcs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOOOOO", kwlist, &facts, &remembers, &call, &lang, &catalogs,
+                                     &tr_keys, &limits, &markup, &undefined, &funcs))
         return NULL;
     settings s;
-    if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits) < 0) return NULL;
+    if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits, markup, undefined, funcs) < 0)
+        return NULL;
     /* check them on a context of their own before they become the defaults */
     render_ctx *c = PyMem_Calloc(1, sizeof *c);
     if (!c || !(c->r = tpl_render_new(s.has_lim ? &s.lim : NULL))) {

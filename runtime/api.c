@@ -461,6 +461,13 @@ void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t
     r->vm.nhost_funcs = funcs ? n : 0;
 }
 
+int tpl_host_value_fn(void *data, tpl_host_call *call)
+{
+    (void)data;
+    (void)call; /* (a caller's own tpl_host_call may not be tpl's: nothing is written to it) */
+    return 1;
+}
+
 /* The state of one host call behind the public tpl_host_call (first member, so the public
  * pointer converts back). */
 typedef struct host_call {
@@ -530,16 +537,24 @@ static int host_arg_json(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *fname)
 int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos, int npos, const tpl_value *kwn,
                      const tpl_value *kwv, int nkw, tpl_value *out)
 {
-    const char *what = kind == TPL_HOST_FILTER ? "filter" : "function";
+    const char *what = kind == TPL_HOST_FILTER ? "filter" : kind == TPL_HOST_TEST ? "test" : "function";
     const tpl_host_func *f = NULL;
     for (size_t i = 0; i < vm->nhost_funcs && !f; i++) {
         const tpl_host_func *h = &vm->host_funcs[i];
-        if ((int)h->kind == kind && h->name && h->fn && strlen(h->name) == name.len && memcmp(h->name, name.u.s, name.len) == 0)
+        if ((int)h->kind == kind && h->name && h->fn && strlen(h->name) == name.len &&
+            memcmp(h->name, name.u.s, name.len) == 0)
             f = h;
     }
     if (!f)
         return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "no host %s named '%.*s' in this render context", what,
                             (int)name.len, name.u.s);
+    if (f->fn == tpl_host_value_fn) { /* a host object called with values (runtime/host.c) */
+        const tpl_host_object *ho = f->data;
+        if (!ho || !ho->cls)
+            return tpl_vm_error(vm, TPL_ERR_USAGE, "host %s '%s': no tpl_host_object", what, f->name);
+        return tpl_hobj_call_func(vm, (tpl_render *)(void *)((char *)vm - offsetof(struct tpl_render, vm)), ho->cls,
+                                  ho->obj, pos, npos, kwn, kwv, nkw, out);
+    }
     tpl_sb args, kwargs;
     tpl_sb_init(&args, &vm->arena);
     tpl_sb_init(&kwargs, &vm->arena);

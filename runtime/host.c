@@ -316,6 +316,21 @@ int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, cons
     return 0;
 }
 
+int tpl_hobj_call_func(tpl_vm *vm, tpl_render *r, const tpl_host_class *cls, void *obj, const tpl_value *pos,
+                       int npos, const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out)
+{
+    tpl_hobj *h = tpl_arena_alloc(&vm->arena, sizeof *h);
+    if (!h) return tpl_vm_nomem(vm);
+    h->cls = cls;
+    h->obj = obj;
+    h->r = r;
+    vm->has_host = true;
+    tpl_value fn = { 0 };
+    fn.type = TPL_T_HOST;
+    fn.u.p = h;
+    return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
+}
+
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out)
 {
     tpl_hobj *h = v.u.p;

@@ -29,6 +29,10 @@ int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out);
 /* Calls a host object: 0 with *out, or -1 with an error. */
 int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, const tpl_value *kwn,
                   const tpl_value *kwv, int nkw, tpl_value *out);
+/* Calls the host object (cls, obj) of a host-function entry without fn (tpl_host_func): 0
+ * with *out, or -1 with an error. r is the render context around vm. */
+int tpl_hobj_call_func(tpl_vm *vm, tpl_render *r, const tpl_host_class *cls, void *obj, const tpl_value *pos,
+                       int npos, const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out);
 /* len(): 0 with *out, 1 when the class has no len, -1 with an error. */
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out);
 /* Truthiness: 1, 0, or -1 with an error. */

@@ -2323,6 +2323,7 @@ top:
         NEXT(1); }
     HOST_CASE(HOST_FILTER, TPL_HOST_FILTER)
     HOST_CASE(HOST_CALL, TPL_HOST_GLOBAL)
+    HOST_CASE(HOST_TEST, TPL_HOST_TEST)
 #if !defined(__GNUC__)
     }
 #endif

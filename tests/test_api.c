@@ -247,6 +247,7 @@ static void test_null_args(void)
           strcmp(tpl_error_exception(TPL_EK__COUNT, TPL_SYNTAX_JINJA), "") == 0 &&
           tpl_error_kind_status(TPL_EK__COUNT) == TPL_OK && tpl_status_kind((tpl_status)12345) == TPL_EK_NONE,
           "error kinds out of range");
+    CHECK(tpl_host_value_fn(NULL, NULL) == 1, "host_value_fn(NULL, NULL): a marker, fails");
 
     tpl_render_free(r);
     tpl_program_free(p);

@@ -207,8 +207,68 @@ static void expect(tpl_render *r, const char *src, const char *want)
     tpl_program_free(p);
 }
 
+/* ---- host objects as host functions (tpl_host_value_fn): a filter "shout" and a test "odd"
+ * whose calls get the arguments as values (obj says which) */
+static tpl_host_result fn_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                               const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)kwn;
+    (void)kwv;
+    if (strcmp(obj, "odd") == 0) {
+        *out = tpl_val_bool(nargs == 1 && nkw == 0 && (tpl_val_as_int(args[0]) & 1));
+        return TPL_HOST_OK;
+    }
+    size_t n;
+    const char *s = nargs ? tpl_val_as_str(args[0], &n) : NULL;
+    if (!s || tpl_val_kind_of(args[0]) != TPL_VAL_STR) {
+        tpl_host_error(r, "shout wants a string", NULL);
+        return TPL_HOST_ERROR;
+    }
+    char up[64];
+    size_t k = 0;
+    for (; k < n && k < sizeof up - 1; k++) up[k] = (char)(s[k] >= 'a' && s[k] <= 'z' ? s[k] - 32 : s[k]);
+    for (size_t i = 1; i < nargs && k < sizeof up - 1; i++) up[k++] = '!';
+    return tpl_val_str(r, up, k, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL };
+
+static void host_value_functions(void)
+{
+    char shout_name[] = "shout", odd_name[] = "odd";
+    tpl_host_object shout = { &fn_class, shout_name }, odd = { &fn_class, odd_name };
+    tpl_host_func funcs[] = { { "shout", TPL_HOST_FILTER, tpl_host_value_fn, &shout },
+                              { "odd", TPL_HOST_TEST, tpl_host_value_fn, &odd } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 2;
+    const char *src = "{{ 'hi'|shout }} {{ 'a'|shout(1, 2) }} {{ 3 is odd }} {{ 4 is odd }} {{ 4 is not odd }} "
+                      "{% if 5 is odd %}yes{% endif %}";
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_compile("t.jinja", src, strlen(src), &o, &p, &err) == TPL_OK, "compile with a host test: %s",
+          err.message ? err.message : "");
+    tpl_error_clear(&err);
+    tpl_host_func names[4];
+    CHECK(tpl_program_host_functions(p, names, 4) == 2 && names[1].kind == TPL_HOST_TEST, "the host test is recorded");
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_render_set_host_funcs(r, funcs, 2);
+    const char *got = render(r, p);
+    CHECK(strcmp(got, "HI A!! True False True yes") == 0, "host value functions: %s", got);
+    tpl_program_free(p);
+    p = compile("{{ 'a'|shout }}");
+    CHECK(p == NULL, "without the table, shout is an unknown filter");
+    src = "{{ 1|shout }}";
+    CHECK(tpl_compile("t.jinja", src, strlen(src), &o, &p, &err) == TPL_OK, "compile");
+    got = render(r, p);
+    CHECK(strstr(got, "ERR:5:") == got && strstr(got, "shout wants a string"), "a failing host object: %s", got);
+    tpl_program_free(p);
+    tpl_render_free(r);
+}
+
 int main(void)
 {
+    host_value_functions();
     tpl_render *r = tpl_render_new(NULL);
     person ann = { "Ann", 37, 0, 0, 0, 0, 0, 0, 0, false };
     set_state(r, &ann);

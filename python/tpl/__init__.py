@@ -84,7 +84,9 @@ _SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}
 _EXT = {".jinja": "jinja", ".j2": "jinja", ".erb": "erb", ".fmt": "fmt", ".txt": "fmt"}
 _COMPILE_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf", "autoescape",
                     "loop_controls", "do_statement")
-_RENDER_OPTIONS = ("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys", "limits")
+_RENDER_OPTIONS = ("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys", "limits",
+                   "markup", "undefined")
+_FUNC_KINDS = {"filters": 0, "tests": 2}  # tpl_host_kind
 
 
 def _escapes(source):
@@ -111,6 +113,9 @@ def _render_args(opts):
     if opts.get("tr_keys") is not None:
         keys = opts["tr_keys"]
         out["tr_keys"] = [keys] if isinstance(keys, str) else list(keys)
+    for k in ("markup", "undefined", "funcs"):
+        if opts.get(k) is not None:
+            out[k] = opts[k]
     if opts.get("limits") is not None:
         lim = opts["limits"]
         if isinstance(lim, dict):
@@ -125,6 +130,8 @@ class Template:
     Template(source, syntax="jinja"|"erb"|"fmt", profile=None|"jinja2"|"pinecall"|"hf", name=None,
              loader=None, **options)
 
+    filters / tests: dicts of Python callables the template calls as filters (x|name(args))
+    and tests (x is name(args)), with the subject first; values cross as everywhere else.
     options: the compile options trim_blocks, lstrip_blocks, keep_trailing_newline, strict, tidy,
     hf (None or absent: the profile's value), autoescape (Jinja2's Environment(autoescape=True)),
     loop_controls and do_statement (the jinja2.ext.loopcontrols and jinja2.ext.do extensions),
@@ -142,13 +149,22 @@ class Template:
             raise ValueError("syntax must be 'jinja', 'erb' or 'fmt', not %r" % (syntax,))
         compile_opts = {}
         defaults = {}
+        funcs = []
         for k, v in options.items():
-            if k in _COMPILE_OPTIONS:
+            if k in _FUNC_KINDS:
+                for fname, fn in (v or {}).items():
+                    if not callable(fn):
+                        raise TypeError("%s[%r] is not callable" % (k, fname))
+                    funcs.append((fname, _FUNC_KINDS[k], fn))
+            elif k in _COMPILE_OPTIONS:
                 compile_opts[k] = v
             elif k in _RENDER_OPTIONS:
                 defaults[k] = v
             else:
                 raise TypeError("Template() got an unexpected option %r" % (k,))
+        if funcs:
+            compile_opts["host_funcs"] = [(n, kind) for n, kind, _ in funcs]
+            defaults["funcs"] = tuple(funcs)
         if isinstance(source, bytes):
             source = source.decode("utf-8")
         # Jinja2 prints an object with __html__ as str(obj) unless it escapes it (autoescape, |e):

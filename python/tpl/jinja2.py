@@ -5,15 +5,16 @@
 renders templates byte-identically to Jinja2. Provided: Environment (loader, trim_blocks,
 lstrip_blocks, keep_trailing_newline, autoescape as a bool or a function of the template name
 such as select_autoescape(), undefined=Undefined|StrictUndefined, the extensions
-jinja2.ext.loopcontrols and jinja2.ext.do by name or class, globals with Python values and
-callables), from_string, get_template, select_template, Template.render/generate/stream,
+jinja2.ext.loopcontrols and jinja2.ext.do by name or class, filters/tests/globals with Python
+callables, pass_environment and pass_eval_context, Markup and Undefined handed to callables as
+Jinja2 hands them), from_string, get_template, select_template, Template.render/generate/stream,
 DictLoader, FileSystemLoader, FunctionLoader, ChoiceLoader, PrefixLoader, PackageLoader,
 BaseLoader, Markup/escape (from markupsafe when installed), and the exception classes with
 Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source).
 
 Jinja2 API this module does not provide raises NotImplementedError naming it (never a silent
-difference): finalize, custom filters and tests (Environment.filters/.tests additions),
-ChainableUndefined, DebugUndefined and other undefined classes, other extensions (i18n is
+difference): finalize, pass_context (no Jinja2 context to pass), custom tests or filters
+named by string in select/reject/map (only builtins are found there), ChainableUndefined, DebugUndefined and other undefined classes, other extensions (i18n is
 tpl's own tr()), custom delimiters and line statements, ModuleLoader,
 Template.module/make_module, Environment.compile/parse/lex/overlay, bytecode caches,
 sandboxing, async rendering; an autoescape function that decides differently for a template
@@ -33,7 +34,7 @@ __all__ = ["Environment", "Template", "BaseLoader", "DictLoader", "FileSystemLoa
            "ChoiceLoader", "PackageLoader", "Undefined", "StrictUndefined", "ChainableUndefined",
            "TemplateError", "TemplateSyntaxError", "UndefinedError", "TemplateNotFound", "TemplatesNotFound",
            "TemplateRuntimeError", "SecurityError", "TemplateAssertionError", "Markup", "escape",
-           "select_autoescape", "PrefixLoader", "ext"]
+           "select_autoescape", "PrefixLoader", "ext", "pass_context", "pass_eval_context", "pass_environment"]
 
 # The extensions tpl provides, by Jinja2's names (jinja2.ext.loopcontrols is the class
 # jinja2.ext.LoopControlExtension; either spelling, or the class itself, is accepted).
@@ -117,22 +118,131 @@ class FilterArgumentError(TemplateRuntimeError):
     pass
 
 
-# ---------------------------------------------------------------- undefined classes (markers)
+# ---------------------------------------------------------------- undefined classes
 
 class Undefined:
-    """Jinja2's default: lenient undefined values (tpl's jinja2 profile)."""
+    """Jinja2's default: lenient undefined values (tpl's jinja2 profile). In templates tpl
+    implements them itself; instances of this class are what Python callables (custom
+    filters, tests, globals) receive for an undefined argument, as in Jinja2."""
+
+    __slots__ = ("_undefined_hint", "_undefined_obj", "_undefined_name", "_undefined_exception")
+
+    def __init__(self, hint=None, obj=None, name=None, exc=None):
+        self._undefined_hint = hint
+        self._undefined_obj = obj
+        self._undefined_name = name
+        self._undefined_exception = exc or UndefinedError
+
+    @property
+    def _undefined_message(self):
+        if self._undefined_hint:
+            return self._undefined_hint
+        if self._undefined_obj is None:
+            return "%r is undefined" % (self._undefined_name,)
+        return "%r has no attribute %r" % (type(self._undefined_obj).__name__, self._undefined_name)
+
+    def _fail_with_undefined_error(self, *args, **kwargs):
+        raise self._undefined_exception(self._undefined_message)
+
+    def __getattr__(self, name):
+        if name[:2] == "__":
+            raise AttributeError(name)
+        return self._fail_with_undefined_error()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = \
+        __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __call__ = __getitem__ = \
+        __lt__ = __le__ = __gt__ = __ge__ = __int__ = __float__ = __complex__ = __pow__ = __rpow__ = \
+        _fail_with_undefined_error
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return id(type(self))
+
+    def __str__(self):
+        return ""
+
+    def __len__(self):
+        return 0
+
+    def __iter__(self):
+        yield from ()
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return "Undefined"
 
 
 class StrictUndefined(Undefined):
     """Undefined values are errors as soon as they are printed, iterated or tested."""
 
+    __slots__ = ()
+    __iter__ = __str__ = __len__ = Undefined._fail_with_undefined_error
+    __eq__ = __ne__ = __bool__ = __hash__ = __contains__ = Undefined._fail_with_undefined_error
+
 
 class ChainableUndefined(Undefined):
     """Not provided by tpl (NotImplementedError when used)."""
 
+    __slots__ = ()
+
 
 class DebugUndefined(Undefined):
     """Not provided by tpl (NotImplementedError when used)."""
+
+    __slots__ = ()
+
+
+# ---------------------------------------------------------------- pass_* decorators
+
+class _PassArg:
+    def __init__(self, name):
+        self.name = name
+
+
+def pass_context(f):
+    """As Jinja2's; tpl.jinja2 cannot pass a template context (NotImplementedError)."""
+    f.jinja_pass_arg = _PassArg("context")
+    return f
+
+
+def pass_eval_context(f):
+    """As Jinja2's: the callable gets an EvalContext (environment, autoescape) first."""
+    f.jinja_pass_arg = _PassArg("eval_context")
+    return f
+
+
+def pass_environment(f):
+    """As Jinja2's: the callable gets the Environment first."""
+    f.jinja_pass_arg = _PassArg("environment")
+    return f
+
+
+class EvalContext:
+    def __init__(self, environment, template_name=None):
+        self.environment = environment
+        self.autoescape = environment._autoescape(template_name)
+        self.volatile = False
+
+
+def _bind_pass_arg(env, name, kind, f, template_name):
+    """f as tpl calls it: Jinja2's pass_* decorators (its own or these) honoured."""
+    how = getattr(getattr(f, "jinja_pass_arg", None), "name", None)
+    if how is None:
+        return f
+    if how == "environment":
+        return lambda *a, **kw: f(env, *a, **kw)
+    if how == "eval_context":
+        ctx = EvalContext(env, template_name)
+        return lambda *a, **kw: f(ctx, *a, **kw)
+    raise NotImplementedError("tpl.jinja2: %s %r uses pass_context (tpl has no Jinja2 template context to pass)"
+                              % (kind, name))
 
 
 def select_autoescape(enabled_extensions=("html", "htm", "xml"), disabled_extensions=(), default_for_string=True,
@@ -345,10 +455,7 @@ class Environment:
         return bool(self.autoescape(name) if callable(self.autoescape) else self.autoescape)
 
     def _check(self, name):
-        if self.filters:
-            raise NotImplementedError("tpl.jinja2: custom filters (Environment.filters: %s)" % ", ".join(sorted(self.filters)))
-        if self.tests:
-            raise NotImplementedError("tpl.jinja2: custom tests (Environment.tests: %s)" % ", ".join(sorted(self.tests)))
+        pass
 
     def _compile(self, source, name, filename, globals):
         self._check(name)
@@ -368,7 +475,10 @@ class Environment:
         try:
             t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
                               lstrip_blocks=self.lstrip_blocks, keep_trailing_newline=self.keep_trailing_newline,
-                              strict=self.undefined is StrictUndefined, autoescape=autoescape, **self._ext_options)
+                              strict=self.undefined is StrictUndefined, autoescape=autoescape,
+                              filters={k: _bind_pass_arg(self, k, "filter", f, name) for k, f in self.filters.items()},
+                              tests={k: _bind_pass_arg(self, k, "test", f, name) for k, f in self.tests.items()},
+                              markup=Markup, undefined=self.undefined, **self._ext_options)
         except _tpl.TemplateSyntaxError as e:
             if e.message and e.message.startswith("template '") and e.message.endswith("' not found"):
                 raise TemplateNotFound(e.message[10:-11]) from None
