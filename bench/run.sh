@@ -63,8 +63,12 @@ ln -s "$build/tera-target" "$work/engines/tera/target"
 # 4. run
 (cd "$work" && ./run_all.sh)
 
-# 5. bench/RESULTS.md: header + tpl's extra fields + the shared report
+# 5. bench/RESULTS.md: header + tpl's extra fields + the shared report, then the sections
+# written by hand from other benchmarks (the Python package's, the prompt store's: from the
+# "## Python:" heading to the end), kept as they are
 out="$here/bench/RESULTS.md"
+kept="$work/kept-sections.md"
+if [ -f "$out" ]; then sed -n '/^## Python: /,$p' "$out" > "$kept"; else : > "$kept"; fi
 {
   echo "# tpl vs the anchors"
   echo
@@ -104,5 +108,6 @@ EOF
   echo "Peak RSS of \`tplc render\` on w2_loop (GNU time %M): ${rss} KiB."
   echo
   sed '1s/^# .*/# Shared harness report (run_all.sh \/ report.py)/' "$work/RESULTS.md" | sed 's/^## /### /; 1s/^# /## /'
+  if [ -s "$kept" ]; then echo; echo; cat "$kept"; fi
 } > "$out"
 echo "[run.sh] wrote $out"

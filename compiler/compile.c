@@ -484,7 +484,7 @@ static bool is_read_op(int op)
     switch (op) {
     case TPL_OP_LOAD_NAME: case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
     case TPL_OP_LOAD_GLOBAL: case TPL_OP_CALL_NAME: case TPL_OP_LOAD_NAME_RB: case TPL_OP_LOAD_IVAR_RB:
-    case TPL_OP_FMT_FIELD: case TPL_OP_HOST_CALL: case TPL_OP_HOST_FILTER:
+    case TPL_OP_FMT_FIELD: case TPL_OP_HOST_CALL: case TPL_OP_HOST_FILTER: case TPL_OP_HOST_TEST:
         return true;
     default:
         return false;

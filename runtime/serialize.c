@@ -812,7 +812,7 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
             if (a < p->nnames) name = &p->names[a].s;
             rd.kind = name && name_is(name, "call") ? TPL_READ_CALL : TPL_READ_FUNC;
             break;
-        case TPL_OP_HOST_CALL: case TPL_OP_HOST_FILTER:
+        case TPL_OP_HOST_CALL: case TPL_OP_HOST_FILTER: case TPL_OP_HOST_TEST:
             if (a < p->nconsts && p->consts[a].type == TPL_T_STR) name = &p->consts[a];
             rd.kind = TPL_READ_HOST;
             break;
