@@ -190,6 +190,36 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
+/* grow() for the compiler's arrays that grow with the template (code, spans, constants, names,
+ * reads): the bytes it adds are charged to the compile's memory budget as its arenas' chunks are
+ * (issue 13 §1), and cfree gives them back. */
+static bool cgrow(tpl_comp *c, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap * 2 : 64;
+    while (nc < need) nc *= 2;
+    tpl_budget *b = c->p->budget;
+    size_t add = (nc - *cap) * elem;
+    if (b && (add > b->limit || b->used > b->limit - add)) {
+        b->over = true;
+        return false;
+    }
+    void *np = realloc(*p, nc * elem);
+    if (!np) return false;
+    *p = np;
+    *cap = nc;
+    if (b) b->used += add;
+    return true;
+}
+
+static void cfree(tpl_comp *c, void **p, size_t *cap, size_t elem)
+{
+    if (c->p->budget) c->p->budget->used -= *cap * elem;
+    free(*p);
+    *p = NULL;
+    *cap = 0;
+}
+
 /* ------------------------------------------------------------------ constants and names */
 
 /* Hash for the compiler's string-constant dedupe index only (never stored in a program): eight
@@ -267,7 +297,7 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
         if (!s) { c_nomem(c, c->cur_off); return 0; }
         v.u.s = s;
     }
-    if (!grow((void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
+    if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
         c_nomem(c, c->cur_off);
         return 0;
     }
@@ -318,7 +348,7 @@ static uint32_t add_name(tpl_comp *c, tpl_value s)
     uint32_t *slot = nidx_slot(c, s.u.s, s.len, h);
     if (*slot) return *slot - 1;
     char *copy = tpl_arena_strdup(&c->p->arena, s.u.s, s.len);
-    if (!copy || !grow((void **)&c->names, &c->ncap, c->nnames + 1, sizeof *c->names)) {
+    if (!copy || !cgrow(c, (void **)&c->names, &c->ncap, c->nnames + 1, sizeof *c->names)) {
         c_nomem(c, c->cur_off);
         return 0;
     }
@@ -343,7 +373,7 @@ static void stack_effect(tpl_comp *c, int delta)
 static uint32_t emit_raw(tpl_comp *c, uint32_t word)
 {
     if (c->failed) return 0;
-    if (!grow((void **)&c->code, &c->cap, c->n + 1, sizeof *c->code)) {
+    if (!cgrow(c, (void **)&c->code, &c->cap, c->n + 1, sizeof *c->code)) {
         c_nomem(c, c->cur_off);
         return 0;
     }
@@ -394,7 +424,7 @@ static void add_span(tpl_comp *c, uint32_t pc)
 {
     uint32_t off = c->span_locked ? c->span_off : c->cur_off;
     if (c->nspans && off == c->span_last) return;
-    if (!grow((void **)&c->spans, &c->scap, c->nspans + 1, sizeof *c->spans)) {
+    if (!cgrow(c, (void **)&c->spans, &c->scap, c->nspans + 1, sizeof *c->spans)) {
         c_nomem(c, c->cur_off);
         return;
     }
@@ -494,7 +524,7 @@ static bool is_read_op(int op)
 static void note_read(tpl_comp *c, uint32_t pc)
 {
     if (c->failed) return;
-    if (!grow((void **)&c->reads, &c->rcap, c->nreads + 1, sizeof *c->reads)) {
+    if (!cgrow(c, (void **)&c->reads, &c->rcap, c->nreads + 1, sizeof *c->reads)) {
         c_nomem(c, c->cur_off);
         return;
     }
@@ -1473,8 +1503,8 @@ static void frame_reads(frame_names *f, const tpl_node *n, uint64_t assigned, in
         if (n->a) frame_reads(f, n->a, assigned, depth + 1);
         if (n->b) frame_reads(f, n->b, assigned, depth + 1);
         if (n->c) frame_reads(f, n->c, assigned, depth + 1);
-        if (n->d) frame_reads(f, n->d, assigned, depth + 1);
-        if (n->e) frame_reads(f, n->e, assigned, depth + 1);
+        if (tpl_node_d(n)) frame_reads(f, n->d, assigned, depth + 1);
+        if (tpl_node_e(n)) frame_reads(f, n->e, assigned, depth + 1);
     }
 }
 
@@ -1483,8 +1513,8 @@ static void frame_reads_kids(frame_names *f, const tpl_node *n, uint64_t assigne
     if (n->a) frame_reads(f, n->a, assigned, 1);
     if (n->b) frame_reads(f, n->b, assigned, 1);
     if (n->c) frame_reads(f, n->c, assigned, 1);
-    if (n->d) frame_reads(f, n->d, assigned, 1);
-    if (n->e) frame_reads(f, n->e, assigned, 1);
+    if (tpl_node_d(n)) frame_reads(f, n->d, assigned, 1);
+    if (tpl_node_e(n)) frame_reads(f, n->e, assigned, 1);
 }
 
 /* Walks a frame's statements in order, noting the names that may be read before they are
@@ -1597,7 +1627,7 @@ static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tp
     lv.flags = TPL_F_TUPLE;
     d->params = add_const(c, lv);
     d->name = add_name(c, name);
-    if (!grow((void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { c_nomem(c, off); return; }
+    if (!cgrow(c, (void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { c_nomem(c, off); return; }
     c->macros[c->nmacros] = *d;
     c->cur_off = off;
     emit(c, TPL_OP_MACRO, (uint32_t)c->nmacros, 1);
@@ -2430,7 +2460,7 @@ static uint32_t name_refs(const tpl_node *n, tpl_value name, bool *open, int dep
             break;
         default: break;
         }
-        const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+        const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
         for (int i = 0; i < 5; i++)
             if (kids[i]) k += name_refs(kids[i], name, open, depth + 1);
     }
@@ -2498,8 +2528,8 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     /* sized from the source (templates run at about a code word per 8 bytes and a span per 32),
      * so a typical template grows neither array; a failure here just leaves them to grow() */
     size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;
-    if (grow((void **)&c->code, &c->cap, ncode, sizeof *c->code))
-        grow((void **)&c->spans, &c->scap, ncode / 4, sizeof *c->spans);
+    if (cgrow(c, (void **)&c->code, &c->cap, ncode, sizeof *c->code))
+        cgrow(c, (void **)&c->spans, &c->scap, ncode / 4, sizeof *c->spans);
     push_scope(c, true);
     return c;
 }
@@ -2645,17 +2675,21 @@ bool tpl_comp_finish(tpl_comp *c)
     if (c->failed) goto done;
     resolve_spans(c);
     tpl_arena *a = &p->arena;
-    p->code = tpl_arena_alloc(a, c->n * sizeof *p->code + 1);
-    p->consts = tpl_arena_alloc(a, c->nconsts * sizeof *p->consts + 1);
-    p->names = tpl_arena_alloc(a, c->nnames * sizeof *p->names + 1);
-    p->spans = tpl_arena_alloc(a, c->nspans * sizeof *p->spans + 1);
-    p->macros = tpl_arena_alloc(a, c->nmacros * sizeof *p->macros + 1);
-    if (!p->code || !p->consts || !p->names || !p->spans || !p->macros) { c_nomem(c, 0); goto done; }
-    if (c->n) memcpy(p->code, c->code, c->n * sizeof *p->code);
-    if (c->nconsts) memcpy(p->consts, c->consts, c->nconsts * sizeof *p->consts);
-    if (c->nnames) memcpy(p->names, c->names, c->nnames * sizeof *p->names);
-    if (c->nspans) memcpy(p->spans, c->spans, c->nspans * sizeof *p->spans);
-    if (c->nmacros) memcpy(p->macros, c->macros, c->nmacros * sizeof *p->macros);
+    /* each array moves into the program and is freed at once, so the compile never holds two
+     * copies of more than one of them */
+#define TPL_MOVE(dst, src, cnt, cap)                                                   \
+    do {                                                                               \
+        dst = tpl_arena_alloc(a, (cnt) * sizeof *(dst) + 1);                           \
+        if (!(dst)) { c_nomem(c, 0); goto done; }                      \
+        if (cnt) memcpy(dst, src, (cnt) * sizeof *(dst));                              \
+        cfree(c, (void **)&(src), &(cap), sizeof *(dst));                              \
+    } while (0)
+    TPL_MOVE(p->code, c->code, c->n, c->cap);
+    TPL_MOVE(p->spans, c->spans, c->nspans, c->scap);
+    TPL_MOVE(p->consts, c->consts, c->nconsts, c->kcap);
+    TPL_MOVE(p->names, c->names, c->nnames, c->ncap);
+    TPL_MOVE(p->macros, c->macros, c->nmacros, c->mcap);
+#undef TPL_MOVE
     p->ncode = c->n;
     p->nconsts = c->nconsts;
     p->nnames = c->nnames;
@@ -2676,15 +2710,14 @@ done:
     free(c->blocks);
     c->sources = NULL;
     c->blocks = NULL;
-    free(c->code);
-    free(c->consts);
-    free(c->names);
-    free(c->spans);
-    free(c->macros);
+    cfree(c, (void **)&c->code, &c->cap, sizeof *c->code);
+    cfree(c, (void **)&c->consts, &c->kcap, sizeof *c->consts);
+    cfree(c, (void **)&c->names, &c->ncap, sizeof *c->names);
+    cfree(c, (void **)&c->spans, &c->scap, sizeof *c->spans);
+    cfree(c, (void **)&c->macros, &c->mcap, sizeof *c->macros);
     free(c->trcalls);
     c->trcalls = NULL;
-    free(c->reads);
-    c->reads = NULL;
+    cfree(c, (void **)&c->reads, &c->rcap, sizeof *c->reads);
     free(c->chain_ends);
     c->chain_ends = NULL;
     c->code = NULL;

@@ -102,8 +102,8 @@ static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, con
         blocal_scan(L, bl, params, n->a, depth + 1);
         blocal_scan(L, bl, params, n->b, depth + 1);
         blocal_scan(L, bl, params, n->c, depth + 1);
-        blocal_scan(L, bl, params, n->d, depth + 1);
-        blocal_scan(L, bl, params, n->e, depth + 1);
+        blocal_scan(L, bl, params, tpl_node_d(n), depth + 1);
+        blocal_scan(L, bl, params, tpl_node_e(n), depth + 1);
     }
 }
 

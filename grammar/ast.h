@@ -91,15 +91,27 @@ typedef enum tpl_operator {
 #undef TPL_OPX
 } tpl_operator;
 
+/* 64 bytes (issue 13 §1: the tree of a large template is most of its compile memory). d and e
+ * share their room with val: only FOR and SLICE have them, and neither has a val. A walk over
+ * every kind of node reads them through tpl_node_d / tpl_node_e (NULL for the other kinds). */
 typedef struct tpl_node {
     uint16_t kind;
     uint16_t op;
     uint32_t off;            /* byte offset of the node in the source */
-    struct tpl_node *a, *b, *c, *d, *e;
+    struct tpl_node *a, *b, *c;
     struct tpl_node *next;   /* sibling in a list */
     struct tpl_node *tail;   /* in a list's head: its last node (O(1) append) */
-    tpl_value val;           /* CONST value; names and texts as str */
+    union {
+        tpl_value val;       /* CONST value; names and texts as str (not in FOR and SLICE) */
+        struct { struct tpl_node *d, *e; }; /* FOR and SLICE only */
+    };
 } tpl_node;
+
+/* Whether nodes of `kind` have d and e (instead of val). */
+static inline bool tpl_node_has_de(int kind) { return kind == TPL_N_FOR || kind == TPL_N_SLICE; }
+/* n's d and e, NULL for the kinds without them (for walks over every kind). */
+static inline tpl_node *tpl_node_d(const tpl_node *n) { return tpl_node_has_de(n->kind) ? n->d : NULL; }
+static inline tpl_node *tpl_node_e(const tpl_node *n) { return tpl_node_has_de(n->kind) ? n->e : NULL; }
 
 const char *tpl_node_kind_name(int kind);
 const char *tpl_operator_name(int op);

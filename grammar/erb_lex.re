@@ -18,9 +18,17 @@ enum { M_PUT = 1, M_INS_OPEN = 2, M_INS_CLOSE = 3 };   /* marker bytes in the sc
 
 typedef struct erb_text { uint32_t off; tpl_value s; } erb_text;
 
+/* A run of script bytes from `at` on: they come from source offset `off` on (adv: one source
+ * byte per script byte) or all from `off` (generated text). */
+typedef struct erb_run {
+    uint32_t at, off, adv;
+} erb_run;
+
 typedef struct erb_script {
     char *s;            /* the script (heap) */
-    uint32_t *map;      /* script byte -> source offset */
+    erb_run *map;       /* script byte -> source offset, as runs (ascending `at`; issue 13 §1: a
+                         * word per script byte was twice the source's size again) */
+    size_t nmap, mcap;
     size_t n, cap;
     erb_text *texts;    /* PUT markers' texts */
     size_t ntexts, tcap;
@@ -37,16 +45,40 @@ static void sc_put(erb_script *sc, const char *s, size_t n, uint32_t off, bool a
         char *ns = realloc(sc->s, nc);
         if (!ns) { sc->oom = true; return; }
         sc->s = ns;
-        uint32_t *nm = realloc(sc->map, nc * sizeof *nm);
-        if (!nm) { sc->oom = true; return; }
-        sc->map = nm;
         sc->cap = nc;
     }
-    for (size_t i = 0; i < n; i++) {
-        sc->s[sc->n] = s[i];
-        sc->map[sc->n++] = advance ? off + (uint32_t)i : off;
+    if (n) {
+        advance = advance || n == 1; /* (one byte: the same either way; lets byte-wise puts join) */
+        erb_run *last = sc->nmap ? &sc->map[sc->nmap - 1] : NULL;
+        bool joins = last && last->adv && advance && last->off + (sc->n - last->at) == off;
+        if (!joins) {
+            if (sc->nmap == sc->mcap) {
+                size_t nc = sc->mcap ? sc->mcap * 2 : 256;
+                erb_run *nm = realloc(sc->map, nc * sizeof *nm);
+                if (!nm) { sc->oom = true; return; }
+                sc->map = nm;
+                sc->mcap = nc;
+            }
+            sc->map[sc->nmap++] = (erb_run){ (uint32_t)sc->n, off, advance };
+        }
     }
+    memcpy(sc->s + sc->n, s, n);
+    sc->n += n;
     sc->s[sc->n] = 0;
+}
+
+/* The source offset of script byte i (< sc->n). */
+static uint32_t sc_src(const erb_script *sc, size_t i)
+{
+    size_t lo = 0, hi = sc->nmap;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sc->map[mid].at <= i) lo = mid + 1;
+        else hi = mid;
+    }
+    if (!lo) return 0;
+    const erb_run *r = &sc->map[lo - 1];
+    return r->adv ? r->off + (uint32_t)(i - r->at) : r->off;
 }
 
 /* A growable content buffer: bytes with their source offsets. */
@@ -254,7 +286,7 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
         L->out->v = nv;
         L->out->cap = nc;
     }
-    L->out->v[L->out->n++] = (tpl_token){ kind, (uint32_t)off, (uint32_t)len, 0 };
+    L->out->v[L->out->n++] = (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind };
     L->prev = kind;
     L->prev_end = off + len;
     return true;
@@ -747,7 +779,7 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
             ErbParse(parser, k, toks.v[i], c);
         }
         if (!c->failed) {
-            tpl_token eof = { 0, (uint32_t)to, 0, 0 };
+            tpl_token eof = { .off = (uint32_t)to };
             ErbParse(parser, 0, eof, c);
             if (c->failed && (c->err_off == (uint32_t)to || c->err_off == (uint32_t)c->n) && nopen) {
                 uint32_t at = open_at[nopen - 1];
@@ -778,7 +810,7 @@ static void map_offsets(const erb_script *sc, tpl_node *n, int depth, bool clear
         for (tpl_node *x = n; x; x = is_elsif(x) ? x->c : NULL) {
             if (!clear) {
                 if (x->off & 0x80000000u) break;   /* already mapped (shared subtrees) */
-                x->off = x->off < sc->n ? sc->map[x->off] : (sc->n ? sc->map[sc->n - 1] + 1 : 0);
+                x->off = x->off < sc->n ? sc_src(sc, x->off) : (sc->n ? sc_src(sc, sc->n - 1) + 1 : 0);
                 x->off |= 0x80000000u;
             } else {
                 if (!(x->off & 0x80000000u)) break;
@@ -788,8 +820,8 @@ static void map_offsets(const erb_script *sc, tpl_node *n, int depth, bool clear
                 map_offsets(sc, x->a, depth + 1, clear);
                 map_offsets(sc, x->b, depth + 1, clear);
                 if (!is_elsif(x)) map_offsets(sc, x->c, depth + 1, clear);
-                map_offsets(sc, x->d, depth + 1, clear);
-                map_offsets(sc, x->e, depth + 1, clear);
+                map_offsets(sc, tpl_node_d(x), depth + 1, clear);
+                map_offsets(sc, tpl_node_e(x), depth + 1, clear);
             }
         }
     }
@@ -864,7 +896,7 @@ int64_t tpl_erb_line(tpl_pctx *c, tpl_token t)
 {
     erb_state *es = state_of(c);
     if (!es || !es->orig) return 0;
-    uint32_t off = t.off < es->sc.n ? es->sc.map[t.off] : (uint32_t)es->norig;
+    uint32_t off = t.off < es->sc.n ? sc_src(&es->sc, t.off) : (uint32_t)es->norig;
     int64_t line = 1 + es->line_shift;
     for (uint32_t i = 0; i < off && i < es->norig; i++) line += es->orig[i] == '\n';
     return line;
@@ -898,13 +930,15 @@ bool tpl_erb_parse(tpl_pctx *c)
         free(es.sc.texts);
         return false;
     }
+    free(es.sc.s); /* (the arena's copy is the script from here on) */
+    es.sc.s = NULL;
     c->src = script;
     c->n = es.sc.n;
     c->front = &es;
     tpl_node *body = NULL;
     bool ok = parse_range(c, 0, es.sc.n, &body);
     uint32_t err = c->err_off;
-    if (c->failed) err = err < es.sc.n ? es.sc.map[err] : (uint32_t)n;
+    if (c->failed) err = err < es.sc.n ? sc_src(&es.sc, err) : (uint32_t)n;
     if (ok) {
         tpl_node *t = tpl_p_node(c, TPL_N_TEMPLATE, 0, NULL, NULL);
         t->op = frozen == 1;   /* frozen_string_literal: true (string literals are frozen) */

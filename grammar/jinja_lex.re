@@ -153,7 +153,7 @@ static bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t 
         v->v = nv;
         v->cap = cap;
     }
-    v->v[v->n++] = (tpl_token){ kind, (uint32_t)(s - lx->src), (uint32_t)n, flag };
+    v->v[v->n++] = (tpl_token){ .off = (uint32_t)(s - lx->src), .len = (uint32_t)n, .kind = (uint16_t)kind, .flag = flag };
     return true;
 }
 

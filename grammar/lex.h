@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-typedef struct tpl_token {
-    int kind;          /* TK_* of the grammar */
+typedef struct tpl_token {  /* 12 bytes: a large template has a token per few bytes */
     uint32_t off, len; /* bytes in the (normalised) source; for TEXT the text after stripping */
+    uint16_t kind;     /* TK_* of the grammar */
     uint8_t flag;      /* tag tokens: the whitespace-control sign ('-', '+' or 0) */
 } tpl_token;
 

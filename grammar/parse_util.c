@@ -568,7 +568,7 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
         JinjaParse(parser, t.kind, t, c);
     }
     if (!c->failed) {
-        tpl_token eof = { 0, (uint32_t)c->n, 0, 0 };
+        tpl_token eof = { .off = (uint32_t)c->n };
         JinjaParse(parser, 0, eof, c);
         if (c->failed && c->err_off == (uint32_t)c->n && nopen) {
             const char *end = block_end_of(open[nopen - 1].kind);
@@ -602,7 +602,7 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
                 ok = false;
                 break;
             }
-            const tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+            const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
             for (int i = 0; i < 5; i++) {
                 if (!kids[i]) continue;
                 if (len == cap) {

@@ -112,6 +112,39 @@ static void put_value(tpl_sb *b, const tpl_value *v)
     }
 }
 
+/* Bytes put_value writes for v (a depth-limited walk: constants nest a few levels at most). */
+static size_t value_size(const tpl_value *v, int depth)
+{
+    size_t n = 2;
+    switch (v->type) {
+    case TPL_T_BOOL: return n + 1;
+    case TPL_T_INT: case TPL_T_FLOAT: return n + 8;
+    case TPL_T_STR: return n + 4 + v->len;
+    case TPL_T_LIST:
+        n += 4;
+        if (depth < 8)
+            for (uint32_t i = 0; i < v->u.list->len; i++) n += value_size(&v->u.list->items[i], depth + 1);
+        return n;
+    default: return n;
+    }
+}
+
+/* The size of p's .tplb (close to exact: the builtins table is counted generously), so the
+ * buffer is allocated once instead of doubling past twice the file (issue 13 §1: a large
+ * template's compile memory). */
+static size_t save_size(const tpl_program *p, bool with_source)
+{
+    size_t n = HEADER + 4 + 4 + (p->name ? strlen(p->name) : 0) + 8 + 4 + (p->opts.lang ? strlen(p->opts.lang) : 0);
+    if (with_source) n += 4 + p->source_len;
+    n += 8 + 4 + 64 * 40 + 4 + 4 * p->ncode + 4;
+    for (size_t i = 0; i < p->nconsts; i++) n += value_size(&p->consts[i], 0);
+    n += 4;
+    for (size_t i = 0; i < p->nnames; i++) n += 4 + p->names[i].s.len;
+    n += 4 + 12 * p->nspans + 4 + 22 * p->nmacros + 4 + 4 * p->nnames + 4;
+    for (size_t i = 0; i < p->nfiles; i++) n += 4 + p->files[i].len;
+    return n + 4 + 16 * p->nreadlocs;
+}
+
 /* Calls f(p, word index, operand value) for every builtin operand ('b' in opcodes.def) of the
  * code; stops at an unknown opcode or a truncated instruction (the verifier rejects those). */
 static void each_builtin_operand(uint32_t *code, size_t ncode, void (*f)(void *data, uint32_t *word, bool in_a),
@@ -172,6 +205,12 @@ tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, si
     bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
     tpl_sb b;
     tpl_sb_init(&b, NULL);
+    size_t est = save_size(p, with_source);
+    if (est < UINT32_MAX) {
+        b.p = malloc(est);
+        if (!b.p) return TPL_ERR_NOMEM;
+        b.cap = est;
+    }
     tpl_sb_put(&b, (const char *)MAGIC, sizeof MAGIC);
     put_u32(&b, TPL_TPLB_VERSION);
     put_u32(&b, with_source ? 1 : 0);

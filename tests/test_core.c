@@ -80,7 +80,9 @@ static void sexpr(char *buf, size_t cap, tpl_node *n)
             strncat(buf, " ", cap - strlen(buf) - 1);
             strncat(buf, tpl_operator_name(n->op), cap - strlen(buf) - 1);
         }
-        if (n->val.type == TPL_T_STR && n->val.len) {
+        if (tpl_node_has_de(n->kind)) {
+            /* FOR and SLICE: d and e in val's room */
+        } else if (n->val.type == TPL_T_STR && n->val.len) {
             char v[80];
             snprintf(v, sizeof v, " '%.*s'", (int)(n->val.len > 40 ? 40 : n->val.len), n->val.u.s);
             strncat(buf, v, cap - strlen(buf) - 1);
@@ -89,7 +91,7 @@ static void sexpr(char *buf, size_t cap, tpl_node *n)
             snprintf(v, sizeof v, " %lld", (long long)n->val.u.i);
             strncat(buf, v, cap - strlen(buf) - 1);
         }
-        tpl_node *kids[5] = { n->a, n->b, n->c, n->d, n->e };
+        tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
         for (int i = 0; i < 5; i++) if (kids[i]) sexpr(buf, cap, kids[i]);
         strncat(buf, ")", cap - strlen(buf) - 1);
     }
