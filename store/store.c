@@ -532,6 +532,7 @@ tpl_store_status tpl_store_create(tpl_store *s, const tpl_store_new *nw, tpl_sto
     if (!utf8_ok(nw->source, nw->source_len))
         return fail(s, TPL_STORE_INVALID, "the source of '%s' is not UTF-8 text (or has a NUL byte)", nw->name);
     if (nw->lang && (st = check_text(s, "language", nw->lang, false))) return st;
+    if (nw->ntr_keys && !nw->tr_keys) return fail(s, TPL_STORE_INVALID, "tpl_store_create: tr_keys is NULL");
     for (size_t i = 0; i < nw->ntr_keys; i++)
         if ((st = check_text(s, "tr key", nw->tr_keys[i], false))) return st;
     tpl_program *prog = NULL;
@@ -606,6 +607,7 @@ tpl_store_status tpl_store_tr_set(tpl_store *s, const char *dict, const char *la
         (st = check_text(s, "source text", source, false)) || (st = check_text(s, "target text", target, true)))
         return st;
     if (plural && (st = check_text(s, "plural source text", plural, false))) return st;
+    if (nforms && !forms) return fail(s, TPL_STORE_INVALID, "tpl_store_tr_set: forms is NULL");
     for (size_t i = 0; i < nforms; i++)
         if ((st = check_text(s, "plural form", forms[i], true))) return st;
     char *fj = NULL;
@@ -667,6 +669,10 @@ tpl_store_status tpl_store_tr_list(tpl_store *s, const char *const *dicts, size_
     tpl_store_tr *v = NULL;
     size_t k = 0;
     tpl_store_status st = TPL_STORE_OK;
+    if (ndicts && !dicts) return fail(s, TPL_STORE_INVALID, "tpl_store_tr_list: dicts is NULL");
+    for (size_t d = 0; d < ndicts; d++)
+        if ((st = check_text(s, "dictionary", dicts[d], true))) return st;
+    if (lang && (st = check_text(s, "language", lang, true))) return st;
     for (size_t d = 0; d < ndicts && !st; d++) {
         db_val a[] = { txt(dicts[d]), txt(lang) };
         db_res r;
@@ -706,6 +712,8 @@ tpl_store_status tpl_store_plural_forms(tpl_store *s, const char *dict, const ch
 {
     if (!s || !out) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_plural_forms: out is NULL") : TPL_STORE_INVALID;
     *out = NULL;
+    tpl_store_status st0;
+    if ((st0 = check_text(s, "dictionary", dict, true)) || (st0 = check_text(s, "language", lang, true))) return st0;
     db_val a[] = { txt(dict), txt(lang) };
     db_res r;
     tpl_store_status st = run(s, "SELECT plural_forms FROM tpl_tr_langs WHERE dict = ? AND lang = ?", a, 2, &r);
