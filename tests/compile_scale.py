@@ -124,8 +124,11 @@ with tempfile.TemporaryDirectory() as d:
 def peak_rss(args):
     """Runs tplc under /usr/bin/time; returns (exit status, stderr, peak RSS in KiB)."""
     with tempfile.NamedTemporaryFile("r") as t:
+        # (without meson's MALLOC_PERTURB_: glibc then writes every byte malloc hands out, so the
+        # untouched tail of an arena chunk would count as resident)
+        env = {k: v for k, v in os.environ.items() if k != "MALLOC_PERTURB_"}
         p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", t.name, TPLC] + args,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120, env=env)
         return p.returncode, p.stderr.decode(errors="replace"), int(t.read().split()[-1])
 
 
