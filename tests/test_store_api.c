@@ -133,6 +133,10 @@ int main(void)
     FAILS(tpl_store_po_export(s, dicts, 1, "de", NULL, &n));
     FAILS(tpl_store_po_import(NULL, "/dev/null", "greet", &n));
     FAILS(tpl_store_po_import(s, NULL, "greet", &n));
+    char msg[128];
+    FAILS(tpl_store_pot_write(NULL, NULL, 0, msg, sizeof msg));
+    CHECK(msg[0] != 0, "pot_write(NULL path) says why");
+    FAILS(tpl_store_pot_write("/dev/null", NULL, 2, NULL, 0));
     /* NULL-ARGUMENT TEST END */
 
     /* the store still works, and the failed calls changed nothing */
