@@ -1384,6 +1384,13 @@ static bool is_elif(const tpl_node *n) { return n && n->kind == TPL_N_IF && !n->
 
 /* Declares the names a template or an if-branch assigns at its own level, so that macros
  * defined earlier can read them (Jinja2 resolves them in the context at call time). */
+static void predeclare_target(tpl_comp *c, const tpl_node *t)
+{
+    if (t->kind == TPL_N_NAME) declare(c, t->val);
+    else if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next) predeclare_target(c, x);
+}
+
 static void predeclare(tpl_comp *c, tpl_node *n)
 {
     for (; n && !c->failed; n = n->next) {
@@ -1391,10 +1398,7 @@ static void predeclare(tpl_comp *c, tpl_node *n)
         switch (n->kind) {
         case TPL_N_SET:
         case TPL_N_SETBLOCK:
-            if (n->a->kind == TPL_N_NAME) declare(c, n->a->val);
-            else if (n->a->kind == TPL_N_TUPLE)
-                for (tpl_node *x = n->a->a; x; x = x->next)
-                    if (x->kind == TPL_N_NAME) declare(c, x->val);
+            predeclare_target(c, n->a);
             break;
         case TPL_N_MACRO: declare(c, n->val); break;
         case TPL_N_IMPORT: declare(c, n->val); break;
@@ -1945,8 +1949,51 @@ static void stmt_if(tpl_comp *c, tpl_node *n)
     c->soft = soft;
 }
 
+/* The first name `loop` a target stores to (NULL: none). */
+static const tpl_node *target_loop_name(const tpl_node *t)
+{
+    if (t->kind == TPL_N_NAME) return name_eq(t->val, "loop", 4) ? t : NULL;
+    if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next) {
+            const tpl_node *hit = target_loop_name(x);
+            if (hit) return hit;
+        }
+    return NULL;
+}
+
+/* A `loop` stored anywhere in a for statement (its target, or a set or for target inside it;
+ * with's targets and parameters are not stores): Jinja2's visit_For refuses the template. */
+static const tpl_node *for_stores_loop(const tpl_node *n, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        const tpl_node *hit = NULL;
+        if ((n->kind == TPL_N_SET || n->kind == TPL_N_SETBLOCK || n->kind == TPL_N_FOR) && n->a)
+            hit = target_loop_name(n->a);
+        if (hit) return hit;
+        if (n->kind == TPL_N_WITH) {
+            for (const tpl_node *w = n->a; w; w = w->next)
+                if (w->b && (hit = for_stores_loop(w->b, depth + 1))) return hit;
+        } else if (n->a && n->kind != TPL_N_SET && n->kind != TPL_N_SETBLOCK && n->kind != TPL_N_FOR &&
+                   (hit = for_stores_loop(n->a, depth + 1))) return hit;
+        if (n->b && (hit = for_stores_loop(n->b, depth + 1))) return hit;
+        if (n->c && (hit = for_stores_loop(n->c, depth + 1))) return hit;
+        if (n->d && (hit = for_stores_loop(n->d, depth + 1))) return hit;
+        if (n->e && (hit = for_stores_loop(n->e, depth + 1))) return hit;
+    }
+    return NULL;
+}
+
 static void stmt_for(tpl_comp *c, tpl_node *n)
 {
+    const tpl_node *lp = target_loop_name(n->a);
+    if (!lp) {
+        /* (the statement alone, not its siblings) */
+        tpl_node *next = n->next;
+        n->next = NULL;
+        lp = for_stores_loop(n, 0);
+        n->next = next;
+    }
+    if (lp) { cerror(c, lp->off, "Can't assign to special loop variable in for-loop target"); return; }
     if (!n->op) {
         expr(c, n->b);
         for_loop(c, n, -1);

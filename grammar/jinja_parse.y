@@ -68,6 +68,7 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
 %left MUL DIV FLOORDIV MOD.
 %left POW.
 %left PIPE IS.
+%left LPAREN.
 
 template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
 
@@ -91,7 +92,13 @@ if_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A-
 /* ---- for ---- */
 stmt(A) ::= FOR(T) target(X) IN for_iter(I) for_filter(F) for_rec(R) BLOCK_END body(B) for_else(E) ENDFOR BLOCK_END.
     { A = NODE(FOR, T.off, X, I); if (A) { A->c = B; A->d = E; A->e = F; A->op = (uint16_t)R; } }
+/* the iterable: Jinja2's parse_tuple(with_condexpr=False), so `for x in 1, 2` loops over a tuple */
 for_iter ::= bexpr.
+for_iter(A) ::= bexprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
+for_iter(A) ::= bexprs2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+for_iter(A) ::= bexpr(E) COMMA. { A = NODE(TUPLE, E->off, E, NULL); }
+bexprs2(A) ::= bexpr(X) COMMA bexpr(Y). { A = tpl_node_append(X, Y); }
+bexprs2(A) ::= bexprs2(L) COMMA bexpr(Y). { A = tpl_node_append(L, Y); }
 for_filter(A) ::= . { A = NULL; }
 for_filter(A) ::= IF expr(E). { A = E; }
 %type for_rec {int}
@@ -100,13 +107,16 @@ for_rec(A) ::= RECURSIVE. { A = 1; }
 for_else(A) ::= . { A = NULL; }
 for_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : with_val(N(TEXT, 0), tpl_v_str("", 0)); }
 
-target(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-target(A) ::= names2(L). { A = NODE(TUPLE, L->off, L, NULL); }
-target(A) ::= names2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
-target(A) ::= NAME(T) COMMA. { A = NODE(TUPLE, T.off, tpl_p_name(ctx, T), NULL); }
-target(A) ::= LPAREN target(X) RPAREN. { A = X; }
-names2(A) ::= NAME(T) COMMA NAME(U). { A = tpl_node_append(tpl_p_name(ctx, T), tpl_p_name(ctx, U)); }
-names2(A) ::= names2(L) COMMA NAME(U). { A = tpl_node_append(L, tpl_p_name(ctx, U)); }
+/* Assignment targets (Jinja2's parse_assign_target): a name, or a tuple of targets with or without
+ * parentheses, nested to any depth (`for (a, b), c in ...`). */
+target ::= tgt_atom.
+target(A) ::= tgt_list(L). { A = NODE(TUPLE, L->off, L, NULL); }
+target(A) ::= tgt_list(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+target(A) ::= tgt_atom(X) COMMA. { A = NODE(TUPLE, X->off, X, NULL); }
+tgt_atom(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+tgt_atom(A) ::= LPAREN target(X) RPAREN. { A = X; }
+tgt_list(A) ::= tgt_atom(X) COMMA tgt_atom(Y). { A = tpl_node_append(X, Y); }
+tgt_list(A) ::= tgt_list(L) COMMA tgt_atom(Y). { A = tpl_node_append(L, Y); }
 
 /* ---- set ---- */
 stmt(A) ::= SET(T) target(X) ASSIGN tuple_expr(E) BLOCK_END. { A = NODE(SET, T.off, X, E); }
@@ -202,7 +212,7 @@ with_assigns ::= with_list.
 with_assigns(A) ::= with_list(L) COMMA. { A = L; }
 with_list ::= with_assign.
 with_list(A) ::= with_list(L) COMMA with_assign(S). { A = tpl_node_append(L, S); }
-with_assign(A) ::= NAME(T) ASSIGN expr(E). { A = NODE(SET, T.off, tpl_p_name(ctx, T), E); }
+with_assign(A) ::= tgt_atom(X) ASSIGN expr(E). { A = NODE(SET, X->off, X, E); }
 
 args(A) ::= . { A = NULL; }
 args ::= arg_list.
@@ -259,6 +269,8 @@ arith(A) ::= arith(L) MOD(T) arith(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off
 arith(A) ::= arith(L) POW(T) arith(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
 
 arith(A) ::= arith(S) PIPE filter_call(F). { A = F; if (A) A->a = S; }
+/* a call right after a filter or test (parse_filter_expr's loop): `x|attr("items")()` */
+arith(A) ::= arith(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
 arith(A) ::= arith(S) IS(T) test_name(N). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NULL), N->val); }
 arith(A) ::= arith(S) IS(T) test_name(N) LPAREN args(L) RPAREN. { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, L), N->val); }
 arith(A) ::= arith(S) IS(T) test_name(N) test_arg(X). { NO_TEST_CHAIN(S, T); A = with_val(NODE(TEST, T.off, S, NODE(ARG, X->off, X, NULL)), N->val); }
@@ -285,10 +297,10 @@ test_primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, N
 
 filter_chain ::= filter_call.
 filter_chain(A) ::= filter_chain(L) PIPE filter_call(F). { A = tpl_node_append(L, F); }
-filter_call(A) ::= NAME(T). { A = with_val(N(FILTER, T.off), tpl_p_tokstr(ctx, T)); }
+filter_call(A) ::= NAME(T). [OR] { A = with_val(N(FILTER, T.off), tpl_p_tokstr(ctx, T)); }
 filter_call(A) ::= NAME(T) LPAREN args(L) RPAREN. { A = with_val(NODE(FILTER, T.off, NULL, L), tpl_p_tokstr(ctx, T)); }
 
-unary_nf ::= postfix.
+unary_nf ::= postfix. [OR]
 unary_nf(A) ::= SUB(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NEG); }
 unary_nf(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_POS); }
 
