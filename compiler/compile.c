@@ -715,11 +715,14 @@ static void load_name(tpl_comp *c, tpl_value name)
     uint32_t slot;
     res_kind r = resolve(c, name, &slot);
     uint32_t k = add_name(c, name);
-    if (r == R_LOCAL && c->fn->is_macro) {
-        if (name_eq(name, "varargs", 7)) c->fn->uses_varargs = true;
-        else if (name_eq(name, "kwargs", 6)) c->fn->uses_kwargs = true;
-        else if (name_eq(name, "caller", 6)) c->fn->uses_caller = true;
-    }
+    /* Jinja2 (find_undeclared over the whole body): a nested macro or call block reading them
+     * makes every enclosing macro catch them too */
+    if (r == R_LOCAL)
+        for (func *f = c->fn; f && f->is_macro; f = f->parent) {
+            if (name_eq(name, "varargs", 7)) f->uses_varargs = true;
+            else if (name_eq(name, "kwargs", 6)) f->uses_kwargs = true;
+            else if (name_eq(name, "caller", 6)) f->uses_caller = true;
+        }
     switch (r) {
     case R_GLOBAL: emit(c, TPL_OP_LOAD_NAME, k, 1); return;
     case R_BUILTIN: emit(c, TPL_OP_LOAD_GLOBAL, k, 1); return;
@@ -1662,7 +1665,15 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     func_begin(c, &f);
     tpl_list *pl = param_list(c, 4);
     uint32_t nparams = 0;
+    bool defaulted = false;
     for (tpl_node *p = params; p && !c->failed; p = p->next) {
+        /* Jinja2's parse_signature and macro_body */
+        if (p->kind == TPL_N_KWARG) defaulted = true;
+        else if (defaulted) { cerror(c, p->off, "non-default argument follows default argument"); break; }
+        else if (name_eq(p->val, "caller", 6)) {
+            cerror(c, p->off, "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a default.");
+            break;
+        }
         param_push(c, pl, p->val);
         if (scope_find(c->fn->scope, p->val) >= 0) { cerror(c, p->off, "duplicate argument '%.*s' in macro", (int)p->val.len, p->val.u.s); break; }
         declare(c, p->val);
@@ -2416,7 +2427,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
         tpl_node *call = n->a;
         if (call->kind != TPL_N_CALL) { cerror(c, call->off, "expected a call in the call block"); return; }
         tpl_value hidden = tpl_v_str("(caller)", 8);
-        compile_function(c, tpl_v_str("caller", 6), n->b, n->c, n->off);
+        compile_function(c, tpl_v_str("", 0), n->b, n->c, n->off); /* (Jinja2: the caller's name is None) */
         uint32_t slot = declare(c, hidden);
         emit(c, TPL_OP_STORE_SLOT, slot, -1);
         tpl_node *kw = tpl_node_new(c->tmp, TPL_N_KWARG, n->off);

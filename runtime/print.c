@@ -324,7 +324,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         const tpl_closure *cl = v.u.p;
         tpl_sb_puts(b, "<Macro ");
         if (cl && cl->name.len) py_repr_str(b, cl->name.u.s, cl->name.len);
-        else tpl_sb_puts(b, "None");
+        else tpl_sb_puts(b, "anonymous"); /* a call block's caller */
         tpl_sb_putc(b, '>');
         break;
     }

@@ -353,6 +353,29 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
     return 0;
 }
 
+/* Jinja2's Macro attributes: name, arguments (the parameter names), catch_kwargs,
+ * catch_varargs, caller (whether the body reads kwargs, varargs, caller). */
+static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_t n, tpl_value *out)
+{
+#define IS(s) (n == sizeof s - 1 && memcmp(name, s, n) == 0)
+    const tpl_macro_desc *d = cl->d;
+    const tpl_list *params = vm->p->consts[d->params].u.list;
+    if (IS("name")) *out = cl->name.len ? cl->name : tpl_v_none(); /* a call block's caller: None */
+    else if (IS("arguments")) {
+        tpl_list *l = tpl_list_new(&vm->arena, d->nparams);
+        if (!l) return oom(vm);
+        for (uint32_t i = 0; i < d->nparams; i++) l->items[i] = params->items[i];
+        l->len = d->nparams;
+        *out = tpl_v_list(l);
+        out->flags = TPL_F_TUPLE;
+    } else if (IS("catch_kwargs")) *out = tpl_v_bool(d->kwargs_slot >= 0);
+    else if (IS("catch_varargs")) *out = tpl_v_bool(d->varargs_slot >= 0);
+    else if (IS("caller")) *out = tpl_v_bool(d->caller_slot >= 0);
+    else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MACRO);
+#undef IS
+    return 0;
+}
+
 /* Methods that mutate a list or dict: refused as transformers' ImmutableSandboxedEnvironment
  * refuses them (tpl refuses them in every profile: state is shared between renders). */
 static bool is_mutating(tpl_value obj, const char *name, size_t n)
@@ -396,6 +419,8 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     }
     case TPL_T_LOOP:
         return loop_attr(vm, obj.u.loop, name, n, out);
+    case TPL_T_MACRO:
+        return macro_attr(vm, (const tpl_closure *)obj.u.p, name, n, out);
     case TPL_T_UNDEF:
         return tpl_stdlib.undefined_error(vm, obj);
     case TPL_T_HOST: {
@@ -1217,6 +1242,9 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
     return bi->fn(vm, a, out);
 }
 
+/* A macro's name in messages as Jinja2 writes it: 'name', or None for a call block's caller. */
+#define MNAME(nm) (nm)->s.len ? "'" : "", (nm)->s.len ? (int)(nm)->s.len : 4, (nm)->s.len ? (nm)->s.u.s : "None", (nm)->s.len ? "'" : ""
+
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
@@ -1234,8 +1262,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     tpl_list *varargs = NULL;
     if (npos > d->nparams) {
         if (d->varargs_slot < 0)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro '%.*s' takes not more than %u argument(s)", (int)mname->s.len,
-                                mname->s.u.s, d->nparams);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes not more than %u argument(s)", MNAME(mname), d->nparams);
         varargs = tpl_list_new(&vm->arena, (uint32_t)(npos - d->nparams));
         if (!varargs) return oom(vm);
     }
@@ -1252,11 +1279,10 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     tpl_map *kwargs = NULL;
     for (int k = 0; k < nkw; k++) {
         bool found = false;
-        for (uint32_t i = 0; i < params->len; i++) {
+        for (uint32_t i = 0; i < d->nparams; i++) {
             if (tpl_equal(params->items[i], kwn[k])) {
-                if ((int)i < npos)
-                    return tpl_vm_error(vm, TPL_ERR_TYPE, "macro '%.*s' got multiple values for argument '%.*s'",
-                                        (int)mname->s.len, mname->s.u.s, (int)kwn[k].len, kwn[k].u.s);
+                /* already given by position: Jinja2 leaves it among the extra keywords */
+                if ((int)i < npos) break;
                 slots[i] = kwv[k];
                 found = true;
                 break;
@@ -1268,8 +1294,8 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
             continue;
         }
         if (d->kwargs_slot < 0)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro '%.*s' takes no keyword argument '%.*s'", (int)mname->s.len,
-                                mname->s.u.s, (int)kwn[k].len, kwn[k].u.s);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes no keyword argument '%.*s'", MNAME(mname),
+                                (int)kwn[k].len, kwn[k].u.s);
         if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 4))) return oom(vm);
         if (!tpl_map_set(&vm->arena, kwargs, kwn[k], kwv[k])) return oom(vm);
     }
