@@ -287,6 +287,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         }
         if (v.aux >= TPL_LAZY_GENERATOR) { /* Python prints an address; the VM refuses to print one */
             tpl_sb_printf(b, "<%s object>", tpl_lazy_name(v.aux));
+            if (!b->address) b->address = tpl_lazy_name(v.aux);
             break;
         }
         if (v.aux) { /* dict_items([...]) */
@@ -348,6 +349,8 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         const char *repr = "<built-in function>";
         for (size_t i = 0; bi && i < sizeof classes / sizeof *classes; i++)
             if (bi->kind == TPL_BK_GLOBAL && strcmp(bi->name, classes[i].name) == 0) repr = classes[i].repr;
+        /* any other function, method or cycler/joiner object: Python prints its address */
+        if (repr[1] != 'c' && !b->address) b->address = v.type == TPL_T_FUNC && v.u.p ? "method" : "function";
         tpl_sb_puts(b, repr);
         break;
     }

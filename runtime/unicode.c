@@ -592,3 +592,30 @@ tpl_value tpl_nfc(tpl_arena *a, tpl_value s)
     free(out);
     return s;
 }
+
+/* Python str.casefold: full case folding (CaseFolding.txt statuses C and F, as utf8proc's
+ * UTF8PROC_CASEFOLD); code points CPython 3.11's Unicode 14 does not have are kept. */
+void tpl_py_casefold(tpl_sb *b, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x80) {
+            tpl_sb_putc(b, (char)(ch >= 'A' && ch <= 'Z' ? ch | 0x20 : ch));
+            i++;
+            continue;
+        }
+        size_t at = i;
+        uint32_t c = tpl_utf8_next(s, n, &i);
+        utf8proc_int32_t dst[8];
+        int last = 0;
+        utf8proc_ssize_t k = tpl_unicode_age_after13(c) == 15 ? -1
+            : utf8proc_decompose_char((utf8proc_int32_t)c, dst, 8, UTF8PROC_CASEFOLD, &last);
+        if (k <= 0 || k > 8) { tpl_sb_put(b, s + at, i - at); continue; }
+        for (utf8proc_ssize_t j = 0; j < k; j++) {
+            utf8proc_uint8_t u[4];
+            utf8proc_ssize_t m = utf8proc_encode_char(dst[j], u);
+            tpl_sb_put(b, (const char *)u, (size_t)m);
+        }
+    }
+}

@@ -579,6 +579,7 @@ void tpl_sb_init(tpl_sb *b, tpl_arena *arena)
     b->p = NULL;
     b->len = b->cap = 0;
     b->failed = false;
+    b->address = NULL;
 }
 
 bool tpl_sb_reserve(tpl_sb *b, size_t extra)

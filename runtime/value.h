@@ -297,6 +297,8 @@ typedef struct tpl_sb {
     char *p;
     size_t len, cap;
     bool failed;       /* allocation failed; contents are truncated */
+    const char *address; /* Python printing: what was written that Python prints with its memory
+                          * address ("function", "generator"; runtime/print.c), else NULL */
 } tpl_sb;
 
 void tpl_sb_init(tpl_sb *b, tpl_arena *arena);

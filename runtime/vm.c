@@ -187,6 +187,11 @@ static char *format_int(char *end, int64_t i)
 
 /* Python's str() of an iterator or generator is its memory address ("<generator object
  * sync_do_map at 0x7f...>"): no two runs agree, so tpl refuses to print one. */
+int tpl_print_address_error(tpl_vm *vm, const char *what)
+{
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a value holding a %s: Python prints its memory address (<... at 0x...>)", what);
+}
+
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v)
 {
     return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a %s: Python prints its memory address (<%s object at 0x...>); "
@@ -212,6 +217,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
         tpl_sb_init(&b, &vm->arena);
         tpl_py_str(&b, v);
         if (b.failed) return oom(vm);
+        if (b.address) return tpl_print_address_error(vm, b.address);
         return b.len ? out_put(vm, b.p, b.len) : 0; /* empty: b.p may be NULL */
     }
     }
@@ -227,6 +233,7 @@ static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
     tpl_sb_init(&b, &vm->arena);
     tpl_py_str(&b, v);
     if (b.failed) return oom(vm);
+    if (b.address) return tpl_print_address_error(vm, b.address);
     *out = tpl_sb_value(&b);
     return 0;
 }

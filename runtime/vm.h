@@ -121,6 +121,9 @@ bool tpl_value_from_json(tpl_arena *a, struct json_t *j, tpl_value *out, int dep
 int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64_t count, tpl_value *out);
 /* The error for printing an iterator (tpl_is_iter): Python would print its memory address. */
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
+/* The error for printing a value whose Python text holds a memory address (tpl_sb.address: a
+ * function, a method, a cycler or joiner object, an iterator inside a container). */
+int tpl_print_address_error(tpl_vm *vm, const char *what);
 
 /* ------------------------------------------------------------------ printing (runtime/print.c) */
 
@@ -186,6 +189,8 @@ void tpl_py_lower(tpl_sb *b, const char *s, size_t n);
 void tpl_py_lower_at(tpl_sb *b, const char *s, size_t n, size_t at, size_t end);
 void tpl_py_title(tpl_sb *b, const char *s, size_t n);
 void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n);
+/* Python str.casefold (full case folding) of n bytes of UTF-8, into the builder. */
+void tpl_py_casefold(tpl_sb *b, const char *s, size_t n);
 /* NFC normalisation into the arena (for remembers). */
 tpl_value tpl_nfc(tpl_arena *a, tpl_value s);
 /* 14 or 15 when cp was first assigned in Unicode 14.0 / 15.0, else 0. utf8proc knows these code

@@ -433,6 +433,8 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
     tpl_py_str(&b, v);
     if (b.failed)
         return tpl_vm_nomem(vm);
+    if (b.address)
+        return tpl_print_address_error(vm, b.address);
     *out = tpl_sb_value(&b);
     return 0;
 }

@@ -589,6 +589,177 @@ static int cased_method(tpl_vm *vm, tpl_value *a, tpl_value *out, bool lower, co
 int m_str_isupper(tpl_vm *vm, tpl_value *a, tpl_value *out) { return cased_method(vm, a, out, false, "isupper"); }
 int m_str_islower(tpl_vm *vm, tpl_value *a, tpl_value *out) { return cased_method(vm, a, out, true, "islower"); }
 
+int m_str_casefold(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int rc = case_method(vm, a, out, tpl_py_casefold, "casefold");
+    if (rc == 0) out->flags &= (uint8_t)~TPL_F_SAFE; /* (MarkupSafe does not wrap casefold) */
+    return rc;
+}
+
+/* str.expandtabs(tabsize=8): a tab becomes spaces up to the next multiple of tabsize (none when
+ * tabsize <= 0); the column counts code points and restarts after \n and \r. */
+int m_str_expandtabs(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "expandtabs") < 0)
+        return -1;
+    int64_t ts = 8;
+    if (a[1].type != TPL_T_UNSET) {
+        if (a[1].type != TPL_T_INT && a[1].type != TPL_T_BOOL)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", tpl_type_name(vm, a[1]));
+        ts = a[1].u.i;
+    }
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    int64_t col = 0;
+    for (size_t i = 0; i < a[0].len && !b.failed;) {
+        unsigned char ch = (unsigned char)a[0].u.s[i];
+        if (ch == '\t') {
+            if (ts > 0) {
+                int64_t pad = ts - col % ts;
+                for (int64_t k = 0; k < pad; k++) tpl_sb_putc(&b, ' ');
+                col += pad;
+            }
+            i++;
+            continue;
+        }
+        size_t j = i;
+        tpl_utf8_next(a[0].u.s, a[0].len, &j);
+        tpl_sb_put(&b, a[0].u.s + i, j - i);
+        col = ch == '\n' || ch == '\r' ? 0 : col + 1;
+        i = j;
+    }
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    out->flags = a[0].flags & TPL_F_SAFE;
+    return 0;
+}
+
+int m_str_isprintable(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "isprintable") < 0)
+        return -1;
+    size_t i = 0;
+    bool ok = true;
+    while (ok && i < a[0].len) ok = tpl_py_isprintable(tpl_utf8_next(a[0].u.s, a[0].len, &i));
+    *out = tpl_v_bool(ok); /* (true for "") */
+    return 0;
+}
+
+int m_str_isascii(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "isascii") < 0)
+        return -1;
+    bool ok = true;
+    for (size_t i = 0; ok && i < a[0].len; i++) ok = (unsigned char)a[0].u.s[i] < 0x80;
+    *out = tpl_v_bool(ok);
+    return 0;
+}
+
+int m_str_isidentifier(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "isidentifier") < 0)
+        return -1;
+    *out = tpl_v_bool(tpl_py_isidentifier(a[0].u.s, a[0].len));
+    return 0;
+}
+
+/* str.format_map(mapping): str.format with the mapping's items as the keyword arguments. */
+int m_str_format_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "format_map") < 0)
+        return -1;
+    if (a[1].type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, a[1]);
+    if (a[1].type != TPL_T_MAP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, a[1]));
+    return tpl_str_format(vm, a[0], NULL, 0, a[1].u.map, out);
+}
+
+/* str.translate(table): each code point looked up in the mapping (int keys): a str replaces it,
+ * an int is a code point, None deletes it, a missing key keeps it. */
+int m_str_translate(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "translate") < 0)
+        return -1;
+    if (a[1].type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, a[1]);
+    if (a[1].type != TPL_T_MAP && a[1].type != TPL_T_LIST)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, a[1]));
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    for (size_t i = 0; i < a[0].len && !b.failed;) {
+        size_t at = i;
+        uint32_t c = tpl_utf8_next(a[0].u.s, a[0].len, &i);
+        tpl_value r;
+        bool hit;
+        if (a[1].type == TPL_T_MAP) {
+            const tpl_value *v = tpl_map_get(a[1].u.map, tpl_v_int(c));
+            hit = v != NULL;
+            if (hit) r = *v;
+        } else {
+            hit = c < a[1].u.list->len;
+            if (hit) r = a[1].u.list->items[c];
+        }
+        if (!hit) { tpl_sb_put(&b, a[0].u.s + at, i - at); continue; }
+        if (r.type == TPL_T_NONE) continue;
+        if (r.type == TPL_T_STR) { tpl_sb_put(&b, r.u.s, r.len); continue; }
+        if (r.type == TPL_T_INT && r.u.i >= 0 && r.u.i <= 0x10FFFF) { tpl_sb_put_cp(&b, (uint32_t)r.u.i); continue; }
+        if (r.type == TPL_T_INT)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "character mapping must be in range(0x110000)");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "character mapping must return integer, None or str");
+    }
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* str.maketrans(x[, y[, z]]) (called on a str, as Jinja templates can): a dict from code points
+ * to code points (x, y of equal length), None (z's characters), or x's own values (x a dict). */
+int m_str_maketrans(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_str(vm, a[0], "maketrans") < 0)
+        return -1;
+    tpl_map *m = tpl_map_new(AR(vm), 8);
+    if (!m) return OOM();
+    if (a[2].type == TPL_T_UNSET) {
+        if (a[1].type != TPL_T_MAP)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "if you give only one argument to maketrans it must be a dict");
+        for (uint32_t i = 0; i < a[1].u.map->len; i++) {
+            tpl_value k = a[1].u.map->e[i].key;
+            if (k.type == TPL_T_STR) {
+                size_t j = 0;
+                uint32_t c = tpl_utf8_next(k.u.s, k.len, &j);
+                if (k.len == 0 || j != k.len)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "string keys in translate table must be of length 1");
+                k = tpl_v_int(c);
+            } else if (k.type != TPL_T_INT)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "keys in translate table must be strings or integers");
+            if (!tpl_map_set(AR(vm), m, k, a[1].u.map->e[i].val)) return OOM();
+        }
+    } else {
+        if (a[1].type != TPL_T_STR || a[2].type != TPL_T_STR)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "maketrans() argument %d must be str, not %s", a[1].type != TPL_T_STR ? 1 : 2,
+                                tpl_type_name(vm, a[1].type != TPL_T_STR ? a[1] : a[2]));
+        if (cplen(a[1]) != cplen(a[2]))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "the first two maketrans arguments must have equal length");
+        size_t i = 0, j = 0;
+        while (i < a[1].len) {
+            uint32_t x = tpl_utf8_next(a[1].u.s, a[1].len, &i), y = tpl_utf8_next(a[2].u.s, a[2].len, &j);
+            if (!tpl_map_set(AR(vm), m, tpl_v_int(x), tpl_v_int(y))) return OOM();
+        }
+        if (a[3].type != TPL_T_UNSET) {
+            if (a[3].type != TPL_T_STR)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "maketrans() argument 3 must be str, not %s", tpl_type_name(vm, a[3]));
+            for (i = 0; i < a[3].len;)
+                if (!tpl_map_set(AR(vm), m, tpl_v_int(tpl_utf8_next(a[3].u.s, a[3].len, &i)), tpl_v_none())) return OOM();
+        }
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ dict and list methods */
 
 static int need_map(tpl_vm *vm, tpl_value self, const char *name)
