@@ -1988,8 +1988,9 @@ static const tpl_node *for_stores_loop(const tpl_node *n, int depth)
                    (hit = for_stores_loop(n->a, depth + 1))) return hit;
         if (n->b && (hit = for_stores_loop(n->b, depth + 1))) return hit;
         if (n->c && (hit = for_stores_loop(n->c, depth + 1))) return hit;
-        if (n->d && (hit = for_stores_loop(n->d, depth + 1))) return hit;
-        if (n->e && (hit = for_stores_loop(n->e, depth + 1))) return hit;
+        const tpl_node *d = tpl_node_d(n), *e = tpl_node_e(n); /* (FOR and SLICE only) */
+        if (d && (hit = for_stores_loop(d, depth + 1))) return hit;
+        if (e && (hit = for_stores_loop(e, depth + 1))) return hit;
     }
     return NULL;
 }
