@@ -419,6 +419,16 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     if (!n->a) {
         int id = tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len);
+        if (id < 0 && tpl_c_options(C)->erb_self) {
+            /* self's method when the call runs (tpl_render_set_self_val), else NoMethodError */
+            if (n->c) { tpl_c_error(C, n->c->off, "a block for `%.*s' is not supported", (int)n->val.len, n->val.u.s); return; }
+            uint32_t w = args(L, n->b);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_CALL_SELF_RB, tpl_c_name(C, n->val), 1 - argw_count(w));
+            tpl_c_word(C, w);
+            if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+            return;
+        }
         if (id < 0) {
             /* NoMethodError when the call runs, as in Ruby (a branch that never runs renders; lint reports it) */
             char msg[200];

@@ -226,6 +226,13 @@ typedef struct tpl_options {
                                    {% continue %} (always on in the hf profile) */
     bool do_statement;          /* the jinja2.ext.do extension: {% do expr %} evaluates expr
                                    and drops the value */
+    /* ERB only: compile for a render with a `self` object (tpl_render_set_self_val; the Ruby
+     * gem's Tpl::ERB#result(binding)). A receiver-less call of a method that is not one of tpl's
+     * Kernel builtins (`helper(x)`) then calls self's method of that name when it runs; without
+     * a self it is the NoMethodError it is otherwise ("undefined method `helper' for
+     * main:Object"), and without this option that error is decided at compile time (lint lists
+     * it). Kept by .tplb files (an option bit); default false. */
+    bool erb_self;
 } tpl_options;
 
 #define TPL_DEFAULT_COMPILE_MEMORY (1ull << 30)
@@ -405,6 +412,8 @@ enum {
     /* string: the host guarantees s is valid UTF-8 (a Python str's UTF-8 buffer), so tpl does
      * not check it again. Invalid bytes under this flag are undefined behaviour. */
     TPL_VAL_UTF8_VALID = 8,
+    TPL_VAL_SYMBOL = 16,  /* string: a Ruby Symbol (ERB: inspect prints :name; otherwise the
+                           * string it names, as tpl's ERB treats symbols: DESIGN.md §2) */
 };
 
 /* One host-object callback's result: TPL_HOST_OK with *out set; TPL_HOST_MISSING: no such
@@ -441,6 +450,16 @@ typedef struct tpl_host_class {
     /* the object as plain data, before a builtin filter, test or method gets it (a mapping as a
      * map, a sequence as a list); TPL_HOST_MISSING keeps the object as it is */
     tpl_host_result (*resolve)(void *obj, tpl_render *r, tpl_val *out);
+    /* ERB: a Ruby method call obj.name(args..., name: value...) — `obj.name` without arguments
+     * too — and, on the render's self object (tpl_render_set_self_val), a bare name that is not
+     * a variable (`helper`), a receiver-less call (`helper(x)`) and an instance variable (name
+     * "@x", no arguments). TPL_HOST_MISSING: obj has no such method; the VM then tries the
+     * object's plain data (resolve, else iter) for the Enumerable methods tpl knows (map,
+     * select, each...) and otherwise fails with Ruby's NoMethodError. A call with a block
+     * (obj.each do |x| ... end) never reaches send: it iterates the object's items (resolve/
+     * iter). NULL (e.g. a Python class): ERB method calls on the object are NoMethodErrors. */
+    tpl_host_result (*send)(void *obj, tpl_render *r, const char *name, size_t len, const tpl_val *args,
+                            size_t nargs, const tpl_val *kwnames, const tpl_val *kwvals, size_t nkw, tpl_val *out);
 } tpl_host_class;
 
 /* Scalars (no render context, cannot fail). */
@@ -459,6 +478,11 @@ TPL_API tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_v
 /* Appends item to list (TPL_ERR_USAGE when list is not a list, TPL_ERR_LIMIT past the memory
  * limit or 2^32-1 items). */
 TPL_API tpl_status tpl_val_list_push(tpl_render *r, tpl_val list, tpl_val item);
+/* A Ruby Range begin..end (exclusive: begin...end): begin an int, float or string; end of the
+ * same kind or none (an endless range). TPL_ERR_TYPE for other kinds (Ruby's "bad value for
+ * range"), TPL_ERR_LIMIT past the memory limit, TPL_ERR_USAGE for NULL r or out. In a Jinja
+ * or format template it is a list of three items (begin, end, exclusive). */
+TPL_API tpl_status tpl_val_range(tpl_render *r, tpl_val begin, tpl_val end, bool exclusive, tpl_val *out);
 /* An empty insertion-ordered map with room for cap entries (it grows). */
 TPL_API tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out);
 /* Sets map[key] = val (a key set again keeps its first position). Keys are compared as Python
@@ -491,6 +515,14 @@ TPL_API tpl_status tpl_render_reset_state(tpl_render *r);
 /* Sets the template variables to map (a tpl_val_map built on r since the last reset; keys must
  * be strings to be visible as names). TPL_ERR_USAGE when map is not a map or r is NULL/busy. */
 TPL_API tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map);
+/* Sets the ERB `self` of r's renders (a host object built on r since the last reset, or none
+ * to remove it; dropped with the state like the values built for it): a bare name that is
+ * neither a local nor a state variable is self's method of that name (the class's send), an
+ * instance variable @x is send "@x" (the state is not consulted), and in a program compiled
+ * with tpl_options.erb_self a receiver-less call of an unknown method calls self's. Jinja and
+ * format templates ignore it. TPL_ERR_USAGE when self is neither a host object nor none, or r
+ * is NULL/busy. */
+TPL_API tpl_status tpl_render_set_self_val(tpl_render *r, tpl_val self);
 
 /* From a host-object callback: the reason it fails (msg NUL-terminated, borrowed, copied; NULL:
  * none) and an opaque payload (say, the host language's exception object) the host gets back

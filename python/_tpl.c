@@ -526,7 +526,7 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 }
 
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
-                                         py_resolve };
+                                         py_resolve, NULL };
 
 /* remembers(words) from a Python callable. */
 static int py_remembers(void *data, const char *words, size_t len)

@@ -89,6 +89,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     vm->out = al.alloc(al.data, vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
+    vm->rb_self = tpl_v_none();
     tpl_vm_init_builtins(vm);
     if (tpl_render_set_call(r, "phone", NULL) != TPL_OK) { tpl_render_free(r); return NULL; }
     return r;
@@ -222,6 +223,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
         return fail(vm, TPL_ERR_STATE, "the state must be a JSON object");
     }
     tpl_arena_reset(&vm->state_arena);
+    vm->rb_self = tpl_v_none();
     tpl_value v;
     bool ok = tpl_value_from_json(&vm->state_arena, j, &v, 0);
     json_decref(j);

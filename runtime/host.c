@@ -40,6 +40,7 @@ tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags,
     }
     tpl_value v = tpl_v_str(c, len);
     if (flags & TPL_VAL_MARKUP) v.flags |= TPL_F_SAFE;
+    if (flags & TPL_VAL_SYMBOL) v.flags |= TPL_F_SYMBOL;
     *out = to_val(v);
     return TPL_OK;
 }
@@ -64,6 +65,28 @@ tpl_status tpl_val_list_push(tpl_render *r, tpl_val list, tpl_val item)
     if (l.u.list->len == UINT32_MAX - 1) return TPL_ERR_LIMIT;
     tpl_arena *a = val_arena(r);
     return tpl_list_push(a, l.u.list, from_val(item)) ? TPL_OK : arena_fail(a);
+}
+
+tpl_status tpl_val_range(tpl_render *r, tpl_val begin, tpl_val end, bool exclusive, tpl_val *out)
+{
+    if (!r || !out) return TPL_ERR_USAGE;
+    tpl_value b = from_val(begin), e = from_val(end);
+    bool num_b = b.type == TPL_T_INT || b.type == TPL_T_FLOAT, num_e = e.type == TPL_T_INT || e.type == TPL_T_FLOAT;
+    bool plain_b = b.type != TPL_T_STR || !(b.flags & ~TPL_F_FROZEN_RB), plain_e = e.type != TPL_T_STR || !(e.flags & ~TPL_F_FROZEN_RB);
+    if (!plain_b || !plain_e || !((num_b && (num_e || e.type == TPL_T_NONE)) ||
+                                  (b.type == TPL_T_STR && (e.type == TPL_T_STR || e.type == TPL_T_NONE))))
+        return TPL_ERR_TYPE;
+    tpl_arena *a = val_arena(r);
+    tpl_list *l = tpl_list_new(a, 3);
+    if (!l) return arena_fail(a);
+    l->items[0] = b;
+    l->items[1] = e;
+    l->items[2] = tpl_v_bool(exclusive);
+    l->len = 3;
+    tpl_value v = tpl_v_list(l);
+    v.flags |= TPL_F_RANGE_RB;
+    *out = to_val(v);
+    return TPL_OK;
 }
 
 tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out)
@@ -187,6 +210,7 @@ tpl_status tpl_render_reset_state(tpl_render *r)
     tpl_vm *vm = tpl_render_vm(r);
     tpl_arena_reset(&vm->state_arena);
     vm->state = tpl_v_none();
+    vm->rb_self = tpl_v_none();
     return TPL_OK;
 }
 
@@ -196,6 +220,15 @@ tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
     tpl_value m = from_val(map);
     if (m.type != TPL_T_MAP) return TPL_ERR_USAGE;
     tpl_render_vm(r)->state = m;
+    return TPL_OK;
+}
+
+tpl_status tpl_render_set_self_val(tpl_render *r, tpl_val self)
+{
+    if (!r || tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_value v = from_val(self);
+    if (v.type != TPL_T_HOST && v.type != TPL_T_NONE) return TPL_ERR_USAGE;
+    tpl_render_vm(r)->rb_self = v;
     return TPL_OK;
 }
 
@@ -329,6 +362,29 @@ int tpl_hobj_call_func(tpl_vm *vm, tpl_render *r, const tpl_host_class *cls, voi
     fn.type = TPL_T_HOST;
     fn.u.p = h;
     return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
+}
+
+int tpl_hobj_send(tpl_vm *vm, tpl_value obj, const char *name, size_t n, const tpl_value *pos, int npos,
+                  const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    if (!h->cls->send) return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->send(h->obj, h->r, name, n, (const tpl_val *)(const void *)pos, (size_t)npos,
+                                        (const tpl_val *)(const void *)kwn, (const tpl_val *)(const void *)kwv,
+                                        (size_t)nkw, &o), "send", name, n);
+    if (!rc) *out = from_val(o);
+    return rc;
+}
+
+int tpl_hobj_resolve(tpl_vm *vm, tpl_value obj, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    if (!h->cls->resolve) return 1;
+    int rc = result(vm, h, h->cls->resolve(h->obj, h->r, &o), "resolve", NULL, 0);
+    if (!rc) *out = from_val(o);
+    return rc;
 }
 
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out)

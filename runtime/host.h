@@ -33,6 +33,12 @@ int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, cons
  * with *out, or -1 with an error. r is the render context around vm. */
 int tpl_hobj_call_func(tpl_vm *vm, tpl_render *r, const tpl_host_class *cls, void *obj, const tpl_value *pos,
                        int npos, const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out);
+/* Ruby obj.name(args) (the class's send callback): 0 with *out, 1 when the class has no send or
+ * no such method, -1 with a located error. */
+int tpl_hobj_send(tpl_vm *vm, tpl_value obj, const char *name, size_t n, const tpl_value *pos, int npos,
+                  const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out);
+/* The object's plain data (resolve callback): 0 with *out, 1 when it has none, -1 with an error. */
+int tpl_hobj_resolve(tpl_vm *vm, tpl_value obj, tpl_value *out);
 /* len(): 0 with *out, 1 when the class has no len, -1 with an error. */
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out);
 /* Truthiness: 1, 0, or -1 with an error. */

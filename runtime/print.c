@@ -537,6 +537,9 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
         w_leave(w);
         break;
     }
+    case TPL_T_HOST: /* the host's inspect */
+        tpl_hobj_print(b, v, true);
+        break;
     default:
         tpl_sb_puts(b, "#<Proc>");
         break;

@@ -10,7 +10,7 @@
  *    24  4  CRC-32 (IEEE 802.3, as zlib) of the payload
  *    28  4  reserved, 0
  *   payload
- *     u8 syntax, u8 option bits (trim, lstrip, keep_nl, strict, tidy, hf), u16 0
+ *     u8 syntax, u8 option bits (trim, lstrip, keep_nl, strict, tidy, hf, erb_self), u16 0
  *     str name                       (str = u32 byte length + bytes)
  *     u64 source hash
  *     str bound language             (format 4: tpl_options.lang; empty: none)
@@ -69,7 +69,8 @@ _Static_assert(offsetof(tpl_static_macro, caller_slot) == offsetof(tpl_macro_des
 static unsigned opt_bits(const tpl_options *o)
 {
     return (unsigned)o->trim_blocks | (unsigned)o->lstrip_blocks << 1 | (unsigned)o->keep_trailing_newline << 2 |
-           (unsigned)o->strict << 3 | (unsigned)o->tidy << 4 | (unsigned)o->hf << 5;
+           (unsigned)o->strict << 3 | (unsigned)o->tidy << 4 | (unsigned)o->hf << 5 |
+           (unsigned)o->erb_self << 6;
 }
 
 static void set_opt_bits(tpl_options *o, unsigned b)
@@ -80,6 +81,7 @@ static void set_opt_bits(tpl_options *o, unsigned b)
     o->strict = b >> 3 & 1;
     o->tidy = b >> 4 & 1;
     o->hf = b >> 5 & 1;
+    o->erb_self = b >> 6 & 1;
 }
 
 /* ------------------------------------------------------------------ writing */
@@ -419,7 +421,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     tpl_arena_init(&p->arena, 0);
     tpl_arena *a = &p->arena;
     unsigned syntax = get_u8(&r), ob = get_u8(&r), pad = get_u16(&r);
-    if (syntax > TPL_SYNTAX_FMT || ob > 63 || pad) return corrupt(p, err, name, "bad options");
+    if (syntax > TPL_SYNTAX_FMT || ob > 127 || pad) return corrupt(p, err, name, "bad options");
     p->opts.syntax = (tpl_syntax)syntax;
     set_opt_bits(&p->opts, ob);
     uint32_t n;
@@ -575,7 +577,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     }
     *out = NULL;
     if (!sp || sp->magic != TPL_STATIC_MAGIC || sp->version != TPL_TPLB_VERSION || sp->syntax > TPL_SYNTAX_FMT ||
-        sp->options > 63) {
+        sp->options > 127) {
         fill_error(err, TPL_EK_CORRUPT, sp && sp->name ? sp->name : NULL,
                    "not a tpl static program of this version (regenerate it with this tplc)");
         return TPL_ERR_CORRUPT;

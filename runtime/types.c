@@ -51,5 +51,9 @@ const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
 
 const char *tpl_rb_class_name(tpl_value v)
 {
+    if (v.type == TPL_T_HOST) { /* the host's class (a Ruby object's, through the gem) */
+        const tpl_hobj *h = v.u.p;
+        if (h->cls->name) return h->cls->name;
+    }
     return tpl_types[tpl_value_vtype(v, false)].rb;
 }

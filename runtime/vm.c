@@ -2231,6 +2231,12 @@ top:
     /* ---- Ruby (ERB) ---- */
     CASE(LOAD_NAME_RB) {
         if (load_global(vm, &names[a], sp) < 0) goto fail;
+        if (sp->type == TPL_T_UNDEF && vm->rb_self.type == TPL_T_HOST) { /* self's method (tpl_render_set_self_val) */
+            vm->stack_top = (uint32_t)(sp - vm->stack);
+            int rc = tpl_hobj_send(vm, vm->rb_self, names[a].s.u.s, names[a].s.len, NULL, 0, NULL, NULL, 0, sp);
+            if (rc < 0) goto fail;
+            if (rc > 0) *sp = tpl_v_undef();
+        }
         if (sp->type == TPL_T_UNDEF) {
             tpl_vm_error(vm, TPL_ERR_UNDEFINED, "undefined local variable or method `%.*s' for main:Object (NameError)",
                          (int)names[a].s.len, names[a].s.u.s);
@@ -2240,6 +2246,21 @@ top:
         NEXT(0);
     }
     CASE(LOAD_IVAR_RB) {
+        if (vm->rb_self.type == TPL_T_HOST) { /* self's instance variable: send "@name" */
+            char iv[256];
+            size_t n = names[a].s.len;
+            int rc = 1;
+            if (n < sizeof iv - 1) {
+                iv[0] = '@';
+                memcpy(iv + 1, names[a].s.u.s, n);
+                vm->stack_top = (uint32_t)(sp - vm->stack);
+                rc = tpl_hobj_send(vm, vm->rb_self, iv, n + 1, NULL, 0, NULL, NULL, 0, sp);
+            }
+            if (rc < 0) goto fail;
+            if (rc > 0) *sp = tpl_v_none();
+            sp++;
+            NEXT(0);
+        }
         if (load_global(vm, &names[a], sp) < 0) goto fail;
         if (sp->type == TPL_T_UNDEF) *sp = tpl_v_none();
         sp++;
@@ -2275,6 +2296,27 @@ top:
         sp = args - 1;
         *sp++ = r;
         NEXT(2);
+    }
+    CASE(CALL_SELF_RB) {
+        uint32_t aw = code[pc + 1];
+        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+        tpl_value *args = sp - npos - nkw;
+        if (vm->rb_self.type != TPL_T_HOST) {
+            tpl_vm_error(vm, TPL_ERR_SYNTAX, "undefined method `%.*s' for main:Object (NoMethodError)",
+                         names[a].s.len > 100 ? 100 : (int)names[a].s.len, names[a].s.u.s);
+            goto fail;
+        }
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        tpl_value r;
+        tpl_rb_block save = vm->rb_block;
+        vm->rb_block = (tpl_rb_block){ 0, 0, 0 };
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        int rc = tpl_stdlib.rb_send(vm, vm->rb_self, names[a].s.u.s, names[a].s.len, args, npos, kwn, args + npos, nkw, &r);
+        vm->rb_block = save;
+        if (rc < 0) goto fail;
+        sp = args;
+        *sp++ = r;
+        NEXT(1);
     }
     CASE(RET_RB) {
         CHARGE(); /* a block's instructions count even when it has no loop: 10^11 yields of an

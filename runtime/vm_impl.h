@@ -42,6 +42,7 @@ struct tpl_vm {
     tpl_arena fact_arena;   /* facts; reset by tpl_render_clear_facts */
     tpl_arena call_arena;   /* the `call` object; reset by tpl_render_set_call */
     tpl_value state;        /* a map (or none before any state is set) */
+    tpl_value rb_self;      /* ERB: the self host object (tpl_render_set_self_val), or none */
     tpl_list *facts;        /* NFC-normalised facts */
     tpl_remembers_fn remembers_fn; /* host memory store (tpl_render_set_remembers), or NULL */
     void *remembers_data;

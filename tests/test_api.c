@@ -240,6 +240,11 @@ static void test_null_args(void)
           tpl_val_host_object(hv) == NULL && tpl_val_host_class(hv) == NULL, "val readers on the wrong kind");
     CHECK(tpl_render_reset_state(NULL) == U && tpl_render_set_state_val(NULL, hv) == U &&
           tpl_render_set_state_val(r, hv) == U, "reset_state/set_state_val(NULL, non-map)");
+    CHECK(tpl_val_range(NULL, tpl_val_int(1), tpl_val_int(2), false, &hv) == U &&
+          tpl_val_range(r, tpl_val_int(1), tpl_val_int(2), false, NULL) == U &&
+          tpl_val_range(r, tpl_val_int(1), tpl_val_bool(true), false, &hv) == TPL_ERR_TYPE, "val_range(NULL, bad end)");
+    CHECK(tpl_render_set_self_val(NULL, tpl_val_none()) == U && tpl_render_set_self_val(r, tpl_val_int(1)) == U &&
+          tpl_render_set_self_val(r, tpl_val_none()) == TPL_OK, "set_self_val(NULL, non-host)");
     tpl_host_error(NULL, "ignored", NULL);
     CHECK(tpl_render_error_payload(NULL) == NULL && tpl_render_error_payload(r) == NULL, "render_error_payload(NULL)");
     /* the error-kind functions take no pointers: out-of-range kinds and statuses */

@@ -88,7 +88,7 @@ static tpl_host_result m_call(void *obj, tpl_render *r, const tpl_val *args, siz
     return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL };
+static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL, NULL };
 
 static tpl_host_result p_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
@@ -163,8 +163,8 @@ static tpl_host_result p_len(void *obj, tpl_render *r, int64_t *out)
 }
 
 static const tpl_host_class person_class = { "Person", p_getattr, p_getitem, p_iter, NULL, NULL, p_truth, p_str,
-                                             p_resolve };
-static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL };
+                                             p_resolve, NULL };
+static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL, NULL };
 
 /* Builds {"who": <person>, "n": 3, "xs": [1, "two", 3.5, None, True], "m": {"k": "v", 1: "one"},
  * "t": (1, 2), "safe": Markup("<b>")} on r. */
@@ -199,6 +199,154 @@ static void set_state(tpl_render *r, person *who)
     CHECK(tpl_render_set_state_val(r, st) == TPL_OK, "set_state_val");
 }
 
+/* ---- ERB (issue 20): a Ruby-like object answering methods through send, and the render's self */
+typedef struct rbobj {
+    const char *name;
+    int sends;
+} rbobj;
+
+static tpl_host_result o_send(void *obj, tpl_render *r, const char *name, size_t len, const tpl_val *args,
+                              size_t nargs, const tpl_val *kwn, const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    rbobj *o = obj;
+    o->sends++;
+    char s[256];
+    int n;
+    if (len == 4 && memcmp(name, "name", 4) == 0 && nargs == 0) n = snprintf(s, sizeof s, "%s", o->name);
+    else if (len == 5 && memcmp(name, "@note", 5) == 0) n = snprintf(s, sizeof s, "ivar of %s", o->name);
+    else if (len == 5 && memcmp(name, "greet", 5) == 0 && nargs == 1) {
+        size_t gl, pl = 1;
+        const char *g = tpl_val_as_str(args[0], &gl), *punct = "!";
+        for (size_t i = 0; i < nkw; i++) {
+            size_t kl;
+            const char *k = tpl_val_as_str(kwn[i], &kl);
+            if (k && kl == 5 && memcmp(k, "punct", 5) == 0) punct = tpl_val_as_str(kwv[i], &pl);
+        }
+        n = snprintf(s, sizeof s, "%.*s, %s%.*s", g ? (int)gl : 0, g ? g : "", o->name, punct ? (int)pl : 0, punct ? punct : "");
+    } else if (len == 4 && memcmp(name, "fail", 4) == 0) {
+        tpl_host_error(r, "RuntimeError: failed on purpose", &payload_token);
+        return TPL_HOST_ERROR;
+    } else return TPL_HOST_MISSING;
+    return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static tpl_host_result o_item(void *obj, tpl_render *r, tpl_val key, tpl_val *out)
+{
+    (void)obj;
+    size_t n;
+    const char *k = tpl_val_as_str(key, &n);
+    if (!k) return TPL_HOST_MISSING;
+    char s[64];
+    int m = snprintf(s, sizeof s, "item %.*s", (int)n, k);
+    return tpl_val_str(r, s, (size_t)m, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static tpl_host_result o_resolve(void *obj, tpl_render *r, tpl_val *out)
+{
+    (void)obj;
+    if (tpl_val_list(r, 3, 0, out) != TPL_OK) return TPL_HOST_ERROR;
+    for (int i = 3; i >= 1; i--) tpl_val_list_push(r, *out, tpl_val_int(i));
+    return TPL_HOST_OK;
+}
+
+static tpl_host_result o_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
+{
+    rbobj *o = obj;
+    char s[128];
+    int n = snprintf(s, sizeof s, repr ? "#<RbObj %s>" : "%s", o->name);
+    return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class rb_class = { "RbObj", NULL, o_item, NULL, NULL, NULL, NULL, o_str, o_resolve, o_send };
+
+static tpl_program *compile_erb(const char *src, bool self)
+{
+    tpl_options o = { 0 };
+    o.syntax = TPL_SYNTAX_ERB;
+    o.erb_self = self;
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    if (tpl_compile("t.erb", src, strlen(src), &o, &p, &err) != TPL_OK) {
+        fprintf(stderr, "compile: %s\n", err.message);
+        tpl_error_clear(&err);
+        return NULL;
+    }
+    return p;
+}
+
+static void expect_erb(tpl_render *r, const char *src, bool self, const char *want)
+{
+    tpl_program *p = compile_erb(src, self);
+    const char *got = render(r, p);
+    CHECK(strcmp(got, want) == 0, "%s: got [%s], want [%s]", src, got, want);
+    /* the same from .tplb (erb_self is kept) */
+    void *b = NULL;
+    size_t n = 0;
+    tpl_program *q = NULL;
+    if (p && tpl_program_save(p, 0, &b, &n) == TPL_OK && tpl_program_load("t.erb", b, n, &q, NULL) == TPL_OK) {
+        got = render(r, q);
+        CHECK(strcmp(got, want) == 0, "%s (.tplb): got [%s], want [%s]", src, got, want);
+        CHECK(tpl_program_options(q)->erb_self == self, "erb_self kept by .tplb");
+    } else CHECK(0, "save/load %s", src);
+    free(b);
+    tpl_program_free(q);
+    tpl_program_free(p);
+}
+
+static void erb_section(void)
+{
+    tpl_render *r = tpl_render_new(NULL);
+    rbobj obj = { "Ann", 0 }, self = { "Main", 0 };
+    person pp = { "Pat", 5, 0, 0, 0, 0, 0, 0, 0, false };
+    tpl_val st, o, sym, rng, h, pv;
+    tpl_val_map(r, 4, &st);
+    CHECK(tpl_val_host(r, &rb_class, &obj, &o) == TPL_OK, "host");
+    tpl_val_map_set(r, st, str(r, "o"), o);
+    CHECK(tpl_val_str(r, "sym", 3, TPL_VAL_SYMBOL, &sym) == TPL_OK, "symbol");
+    tpl_val_map(r, 1, &h);
+    tpl_val_map_set(r, h, sym, tpl_val_int(1));
+    tpl_val_map_set(r, st, str(r, "h"), h);
+    CHECK(tpl_val_range(r, tpl_val_int(1), tpl_val_int(4), true, &rng) == TPL_OK, "range");
+    tpl_val_map_set(r, st, str(r, "rng"), rng);
+    tpl_val_host(r, &person_class, &pp, &pv);
+    tpl_val_map_set(r, st, str(r, "pyobj"), pv);
+    tpl_val_map_set(r, st, str(r, "x"), str(r, "state x"));
+    CHECK(tpl_render_set_state_val(r, st) == TPL_OK, "state");
+
+    /* values and method calls on a host object (send), [] (getitem), Enumerable methods over resolve */
+    expect_erb(r, "<%= o.name %> <%= o.greet('Hi') %> <%= o.greet('Yo', punct: '?') %> <%= o[:k] %> <%= o['j'] %>", false,
+               "Ann Hi, Ann! Yo, Ann? item k item j");
+    expect_erb(r, "<%= o.sort.inspect %> <% o.each do |i| %><%= i %><% end %> <%= o.map { |i| i * 2 }.sum %>", false,
+               "[1, 2, 3] 321 12");
+    expect_erb(r, "<%= h.inspect %> <%= h[:sym] %> <%= h['sym'] %> <%= rng.inspect %> <%= rng.to_a.inspect %> <%= rng.sum %>",
+               false, "{:sym=>1} 1 1 1...4 [1, 2, 3] 6");
+    CHECK(tpl_val_range(r, tpl_val_int(1), tpl_val_bool(true), false, &rng) == TPL_ERR_TYPE, "bad range refused");
+    /* no such method: NoMethodError; a class without send (say Python's): the same */
+    expect_erb(r, "<%= o.nope %>", false, "ERR:3:1:undefined method `nope' for #<RbObj Ann>:RbObj (NoMethodError)");
+    expect_erb(r, "<%= pyobj.name %>", false, "ERR:3:1:undefined method `name' for <Person Pat>:Person (NoMethodError)");
+    /* a failing send: located TPL_ERR_RAISED with the payload */
+    expect_erb(r, "a\n<%= o.fail %>", false, "ERR:5:2:RbObj.send 'fail' failed: RuntimeError: failed on purpose");
+    CHECK(tpl_render_error_payload(r) == &payload_token, "send payload");
+
+    /* without a self: unknown names and receiver-less calls fail as before; @x reads the state */
+    expect_erb(r, "<%= who %>", false, "ERR:2:1:undefined local variable or method `who' for main:Object (NameError)");
+    expect_erb(r, "<%= helper(1) %>", true, "ERR:1:1:undefined method `helper' for main:Object (NoMethodError)");
+    expect_erb(r, "<%= @x %>", true, "state x");
+
+    /* with a self: bare names, receiver-less calls and @ivars go to it; state names win */
+    tpl_val sv;
+    CHECK(tpl_val_host(r, &rb_class, &self, &sv) == TPL_OK && tpl_render_set_self_val(r, sv) == TPL_OK, "set self");
+    expect_erb(r, "<%= name %> <%= greet('Hey', punct: '.') %> <%= @note %> <%= x %> [<%= @none %>]", true,
+               "Main Hey, Main. ivar of Main state x []");
+    expect_erb(r, "<%= who %>", true, "ERR:2:1:undefined local variable or method `who' for main:Object (NameError)");
+    expect_erb(r, "<%= nothing(1) %>", true, "ERR:3:1:undefined method `nothing' for #<RbObj Main>:RbObj (NoMethodError)");
+    /* compiled without erb_self, a receiver-less unknown call stays a compile-time NoMethodError */
+    expect_erb(r, "<%= greet('x') %>", false, "ERR:1:1:undefined method `greet' for main:Object (NoMethodError)");
+    CHECK(tpl_render_reset_state(r) == TPL_OK, "reset drops self");
+    expect_erb(r, "<%= @note.inspect %>", true, "nil");
+    tpl_render_free(r);
+}
+
 static void expect(tpl_render *r, const char *src, const char *want)
 {
     tpl_program *p = compile(src);
@@ -231,7 +379,7 @@ static tpl_host_result fn_call(void *obj, tpl_render *r, const tpl_val *args, si
     return tpl_val_str(r, up, k, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL };
+static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL, NULL };
 
 static void host_value_functions(void)
 {
@@ -362,6 +510,7 @@ int main(void)
     }
 
     tpl_render_free(r);
+    erb_section();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }

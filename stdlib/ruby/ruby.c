@@ -9,6 +9,7 @@
 #include <oniguruma.h>
 #include "../builtins.h"
 #include "ruby.h"
+#include "../../runtime/host.h"
 
 #define A(vm) tpl_vm_arena(vm)
 
@@ -182,6 +183,12 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out);
 /* Items of an Enumerable receiver: array items, hash [k, v] pairs, range members. */
 static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth)
 {
+    if (v.type == TPL_T_HOST) { /* a host object: its plain data (an Enumerable's to_a, a hash) */
+        tpl_value d;
+        int rc = tpl_hobj_resolve(vm, v, &d);
+        if (rc < 0) return -1;
+        if (rc == 0 && d.type != TPL_T_HOST) return enum_items(vm, d, out, meth);
+    }
     if (is_array(v)) { *out = v.u.list; return 0; }
     if (is_range(v)) return range_list(vm, v, out);
     if (v.type == TPL_T_MAP) {
@@ -501,6 +508,20 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 6 && memcmp(self.u.s, "Regexp", 6) == 0 &&
         ((n == 6 && memcmp(name, "escape", 6) == 0) || (n == 5 && memcmp(name, "quote", 5) == 0)) && npos == 1 && nkw == 0)
         return regexp_escape(vm, args[0], out);
+    if (self.type == TPL_T_HOST) {
+        /* the host's own method (send); with a block, or when it has none, its plain data's */
+        if (tpl_vm_block(vm).pc == 0) {
+            int rc = tpl_hobj_send(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
+            if (rc <= 0) return rc;
+        }
+        if (enumerable(name, n)) {
+            tpl_value d;
+            int rc = tpl_hobj_resolve(vm, self, &d);
+            if (rc < 0) return -1;
+            if (rc == 0 && d.type != TPL_T_HOST) return tpl_rb_send(vm, d, name, n, args, npos, kwn, kwv, nkw, out);
+        }
+        return no_method(vm, self, name, n);
+    }
     tpl_builtin_kind k[3];
     int nk = kinds_for(self, k);
     for (int i = 0; i < nk; i++) {
@@ -535,6 +556,11 @@ int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     case TPL_T_STR:
         if (is_range(obj)) break;
         return tpl_rb_send(vm, obj, "[]", 2, &key, 1, NULL, NULL, 0, out);
+    case TPL_T_HOST: { /* the host's [] */
+        int rc = tpl_hobj_item(vm, obj, key, out);
+        if (rc <= 0) return rc;
+        break;
+    }
     default:
         break;
     }
