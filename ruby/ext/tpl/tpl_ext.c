@@ -1,0 +1,1079 @@
+/* tpl/tpl_ext: the Ruby binding of libtpl (issue 20), written against include/tpl.h and Ruby's
+ * C API only. lib/tpl.rb defines the module, the error classes and Tpl::ERB on top of it.
+ *
+ * Ruby values cross natively (tpl_val constructors): String (UTF-8; other encodings are
+ * converted, invalid bytes refused), Symbol (a string flagged as a symbol), Integer (int64;
+ * larger is a RangeError), Float, true/false/nil, Hash (insertion order; String and Symbol keys,
+ * both found by name), Array, Range. Any other object is a host object the VM reads lazily
+ * through respond_to? + public_send (ERB method calls, Jinja attributes: a method without parameters is called, others are Methods to call), [] (items), each/to_a
+ * (iteration), to_s/inspect (printing), call (Procs and Methods).
+ *
+ * Template#_render(state, self, opts, remembers): state is a Hash (only the names of the
+ * program's reads-set are looked up, as Symbol then String) or a Binding (its local variables),
+ * self the ERB self object or nil. When neither host objects nor a remembers block take part,
+ * the GVL is released while the VM runs; otherwise callbacks run Ruby code and the GVL stays
+ * held (a render is then one Ruby call). A Template is immutable: many threads render it at
+ * once, each render with a render context from the Template's pool (guarded by the GVL).
+ *
+ * A Ruby exception raised in a callback (rb_protect) ends the render and is re-raised as itself,
+ * its message followed by " (tpl: raised while rendering FILE, line L, column C)". */
+#include <ruby.h>
+#include <ruby/encoding.h>
+#include <ruby/thread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpl.h"
+
+#define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
+#define POOL_MAX 8      /* idle render contexts kept per Template */
+#define IVCACHE 32      /* instance variables converted once per render */
+
+typedef struct tmpl {
+    tpl_program *p;
+    VALUE reads;            /* frozen Array of frozen Strings: the reads-set */
+    VALUE read_syms;        /* Array of Symbols, same order */
+    struct { tpl_render *r; bool dirty; } pool[POOL_MAX]; /* dirty: render options were set on it */
+    int npool;
+} tmpl;
+
+struct rctx;
+
+/* A host object: the Ruby object and its render (blocks live in chunks owned by the render). */
+typedef struct rbobj {
+    VALUE o;
+    struct rctx *c;
+    bool self;              /* the ERB self: private methods too (a receiver-less call in Ruby) */
+} rbobj;
+
+typedef struct objchunk {
+    struct objchunk *next;
+    int n;
+    rbobj o[64];
+} objchunk;
+
+typedef struct rctx {
+    tpl_render *r;
+    VALUE keep;             /* Array (made on first use): objects made during the render, alive until it
+                             * ends; rctx lives on the C stack, which the GC scans */
+    bool dirty;             /* the render context has render options set (facts, call, ...) */
+    VALUE stack[MAX_DEPTH]; /* containers being converted (cycle check) */
+    int depth;
+    VALUE remembers;        /* callable or Qnil */
+    VALUE remembers_self;   /* an ERB self whose remembers?/remembers answers, or Qnil */
+    ID remembers_id;
+    VALUE exc;              /* the Ruby exception that ended the render, or Qnil */
+    objchunk *chunks;
+    bool has_host;
+    bool erb;               /* the program is ERB: Ruby semantics for [] */
+    struct { char name[40]; size_t len; tpl_val v; } ivc[IVCACHE]; /* @ivars read this render */
+    int nivc;
+} rctx;
+
+static int to_val(rctx *c, VALUE o, tpl_val *out);
+static const tpl_host_class rb_class;
+
+static void keep(rctx *c, VALUE o)
+{
+    if (NIL_P(c->keep)) c->keep = rb_ary_new();
+    rb_ary_push(c->keep, o);
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static VALUE mod_tpl(void) { return rb_const_get(rb_cObject, rb_intern("Tpl")); }
+
+static tpl_status checkst(tpl_status st)
+{
+    if (st == TPL_OK) return st;
+    if (st == TPL_ERR_LIMIT) rb_raise(rb_eNoMemError, "tpl: render memory limit reached");
+    if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: invalid UTF-8 string");
+    if (st == TPL_ERR_TYPE) rb_raise(rb_eTypeError, "tpl: bad hash key or range");
+    rb_raise(rb_eNoMemError, "tpl: out of memory");
+    return st;
+}
+
+/* Raises the Tpl::Error subclass for e (Tpl::Error.from_tpl in lib/tpl.rb). */
+static void raise_tpl(const tpl_error *e)
+{
+    char *f = tpl_error_format(e);
+    VALUE args[7] = {
+        INT2NUM((int)e->status), rb_utf8_str_new_cstr(e->message ? e->message : ""),
+        e->file ? rb_utf8_str_new_cstr(e->file) : Qnil, UINT2NUM(e->line), UINT2NUM(e->column),
+        e->source_line ? rb_utf8_str_new_cstr(e->source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+    };
+    free(f);
+    VALUE ecls = rb_const_get(mod_tpl(), rb_intern("Error"));
+    VALUE exc = rb_funcallv(ecls, rb_intern("from_tpl"), 7, args);
+    rb_exc_raise(exc);
+}
+
+/* A UTF-8 view of a Ruby string (converted when its encoding is another one). */
+static VALUE utf8_str(VALUE s)
+{
+    rb_encoding *enc = rb_enc_get(s);
+    if (enc == rb_utf8_encoding() || enc == rb_usascii_encoding() || enc == rb_ascii8bit_encoding()) return s;
+    return rb_str_export_to_enc(s, rb_utf8_encoding());
+}
+
+static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
+{
+    s = utf8_str(s);
+    tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
+    if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: string is not valid UTF-8: %+" PRIsVALUE, s);
+    checkst(st);
+    return 0;
+}
+
+static void enter(rctx *c, VALUE o)
+{
+    for (int i = 0; i < c->depth; i++)
+        if (c->stack[i] == o) rb_raise(rb_eArgError, "tpl: cyclic %s in the render state", rb_obj_classname(o));
+    if (c->depth == MAX_DEPTH) rb_raise(rb_eArgError, "tpl: render state nested deeper than %d levels", MAX_DEPTH);
+    c->stack[c->depth++] = o;
+}
+
+static void key_val(rctx *c, VALUE k, tpl_val *out)
+{
+    if (RB_TYPE_P(k, T_STRING)) str_val(c, k, 0, out);
+    else if (SYMBOL_P(k)) str_val(c, rb_sym2str(k), TPL_VAL_SYMBOL, out);
+    else if (NIL_P(k) || k == Qtrue || k == Qfalse || RB_INTEGER_TYPE_P(k) || RB_FLOAT_TYPE_P(k)) to_val(c, k, out);
+    else rb_raise(rb_eTypeError, "tpl: hash keys must be String, Symbol, Integer, Float, true, false or nil, not %s",
+                  rb_obj_classname(k));
+}
+
+struct hash_iter { rctx *c; tpl_val map; };
+
+static int hash_i(VALUE k, VALUE v, VALUE arg)
+{
+    struct hash_iter *h = (struct hash_iter *)arg;
+    tpl_val kv, vv;
+    key_val(h->c, k, &kv);
+    to_val(h->c, v, &vv);
+    checkst(tpl_val_map_set(h->c->r, h->map, kv, vv));
+    return ST_CONTINUE;
+}
+
+static int hash_val(rctx *c, VALUE h, tpl_val *out)
+{
+    enter(c, h);
+    checkst(tpl_val_map(c->r, RHASH_SIZE(h), out));
+    struct hash_iter it = { c, *out };
+    rb_hash_foreach(h, hash_i, (VALUE)&it);
+    c->depth--;
+    return 0;
+}
+
+static int ary_val(rctx *c, VALUE a, tpl_val *out)
+{
+    enter(c, a);
+    long n = RARRAY_LEN(a);
+    checkst(tpl_val_list(c->r, (size_t)n, 0, out));
+    for (long i = 0; i < RARRAY_LEN(a); i++) {
+        tpl_val v;
+        to_val(c, RARRAY_AREF(a, i), &v);
+        checkst(tpl_val_list_push(c->r, *out, v));
+    }
+    c->depth--;
+    return 0;
+}
+
+static rbobj *new_obj(rctx *c, VALUE o)
+{
+    if (!c->chunks || c->chunks->n == 64) {
+        objchunk *k = ruby_xmalloc(sizeof *k);
+        k->next = c->chunks;
+        k->n = 0;
+        c->chunks = k;
+    }
+    rbobj *h = &c->chunks->o[c->chunks->n++];
+    h->o = o;
+    h->c = c;
+    h->self = false;
+    keep(c, o);
+    return h;
+}
+
+static int host_val(rctx *c, VALUE o, tpl_val *out)
+{
+    rbobj *h = new_obj(c, o);
+    checkst(tpl_val_host(c->r, &rb_class, h, out));
+    c->has_host = true;
+    return 0;
+}
+
+/* Ruby -> tpl_val: natively for the plain types, a host object otherwise. Raises on failure. */
+static int to_val(rctx *c, VALUE o, tpl_val *out)
+{
+    switch (rb_type(o)) {
+    case T_NIL: *out = tpl_val_none(); return 0;
+    case T_TRUE: *out = tpl_val_bool(true); return 0;
+    case T_FALSE: *out = tpl_val_bool(false); return 0;
+    case T_FIXNUM: *out = tpl_val_int(FIX2LONG(o)); return 0;
+    case T_BIGNUM: *out = tpl_val_int(NUM2LL(o)); return 0; /* RangeError past int64 */
+    case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(o)); return 0;
+    case T_STRING: return str_val(c, o, 0, out);
+    case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
+    case T_HASH: if (rb_obj_class(o) == rb_cHash) return hash_val(c, o, out); break;
+    case T_ARRAY: if (rb_obj_class(o) == rb_cArray) return ary_val(c, o, out); break;
+    default: break;
+    }
+    if (rb_obj_is_kind_of(o, rb_cRange)) {
+        VALUE b, e;
+        int excl;
+        if (rb_range_values(o, &b, &e, &excl)) {
+            tpl_val bv, ev;
+            to_val(c, b, &bv);
+            to_val(c, e, &ev);
+            if (tpl_val_range(c->r, bv, ev, excl != 0, out) == TPL_OK) return 0;
+        }
+    }
+    if (RB_TYPE_P(o, T_STRING)) return str_val(c, o, 0, out);   /* String subclasses */
+    if (RB_TYPE_P(o, T_HASH)) return hash_val(c, o, out);       /* Hash subclasses */
+    if (RB_TYPE_P(o, T_ARRAY)) return ary_val(c, o, out);
+    return host_val(c, o, out);
+}
+
+/* tpl_val -> Ruby. */
+static VALUE from_val(tpl_val v)
+{
+    size_t n;
+    const char *s;
+    switch (tpl_val_kind_of(v)) {
+    case TPL_VAL_NONE: case TPL_VAL_UNDEFINED: case TPL_VAL_OTHER: return Qnil;
+    case TPL_VAL_BOOL: return tpl_val_as_bool(v) ? Qtrue : Qfalse;
+    case TPL_VAL_INT: return LL2NUM(tpl_val_as_int(v));
+    case TPL_VAL_FLOAT: return DBL2NUM(tpl_val_as_float(v));
+    case TPL_VAL_STR:
+        s = tpl_val_as_str(v, &n);
+        return rb_utf8_str_new(s, (long)n);
+    case TPL_VAL_LIST: case TPL_VAL_TUPLE: {
+        n = tpl_val_len(v);
+        VALUE a = rb_ary_new_capa((long)n);
+        for (size_t i = 0; i < n; i++) rb_ary_push(a, from_val(tpl_val_item(v, i)));
+        return a;
+    }
+    case TPL_VAL_MAP: {
+        VALUE h = rb_hash_new();
+        n = tpl_val_len(v);
+        for (size_t i = 0; i < n; i++) rb_hash_aset(h, from_val(tpl_val_map_key(v, i)), from_val(tpl_val_map_value(v, i)));
+        return h;
+    }
+    case TPL_VAL_HOST: {
+        rbobj *h = tpl_val_host_object(v);
+        return tpl_val_host_class(v) == &rb_class && h ? h->o : Qnil;
+    }
+    }
+    return Qnil;
+}
+
+/* ------------------------------------------------------------------ callbacks */
+
+/* Every callback body runs under rb_protect: a Ruby exception never unwinds through the VM. */
+typedef struct cb {
+    rbobj *h;
+    tpl_render *r;
+    const char *name;
+    size_t len;
+    const tpl_val *args, *kwn, *kwv;
+    size_t nargs, nkw;
+    tpl_val key;
+    bool repr;
+    tpl_val *out;
+    int64_t *nout;
+    tpl_host_result rc;
+} cb;
+
+static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
+{
+    int state = 0;
+    a->rc = TPL_HOST_OK;
+    rb_protect(fn, (VALUE)a, &state);
+    if (!state) return a->rc;
+    rctx *c = a->h->c;
+    VALUE e = rb_errinfo();
+    rb_set_errinfo(Qnil);
+    c->exc = e;
+    keep(c, e);
+    VALUE m = rb_protect(rb_obj_as_string, e, &state);
+    if (state) { rb_set_errinfo(Qnil); m = rb_str_new_cstr("?"); }
+    VALUE msg = rb_sprintf("%s: %" PRIsVALUE, rb_obj_classname(e), m);
+    tpl_host_error(c->r, StringValueCStr(msg), (void *)e);
+    return TPL_HOST_ERROR;
+}
+
+static VALUE name_sym(const char *name, size_t len) { return ID2SYM(rb_intern3(name, (long)len, rb_utf8_encoding())); }
+
+static bool responds(VALUE o, VALUE sym, bool priv) { return rb_obj_respond_to(o, SYM2ID(sym), priv ? 1 : 0) != 0; }
+
+static VALUE call_args(cb *a, VALUE *kw)
+{
+    VALUE argv = rb_ary_new_capa((long)a->nargs);
+    for (size_t i = 0; i < a->nargs; i++) rb_ary_push(argv, from_val(a->args[i]));
+    *kw = Qnil;
+    if (a->nkw) {
+        *kw = rb_hash_new();
+        for (size_t i = 0; i < a->nkw; i++) {
+            size_t n;
+            const char *k = tpl_val_as_str(a->kwn[i], &n);
+            rb_hash_aset(*kw, name_sym(k ? k : "", k ? n : 0), from_val(a->kwv[i]));
+        }
+    }
+    return argv;
+}
+
+static VALUE invoke(VALUE recv, ID mid, cb *a, bool priv)
+{
+    VALUE kw, argv = call_args(a, &kw);
+    if (!NIL_P(kw)) rb_ary_push(argv, kw);
+    int kws = NIL_P(kw) ? RB_NO_KEYWORDS : RB_PASS_KEYWORDS;
+    if (priv) return rb_funcallv_kw(recv, mid, (int)RARRAY_LEN(argv), RARRAY_CONST_PTR(argv), kws);
+    return rb_funcallv_public_kw(recv, mid, (int)RARRAY_LEN(argv), RARRAY_CONST_PTR(argv), kws);
+}
+
+static VALUE rb_name_err_receiver_safe(VALUE exc) { return rb_funcall(exc, rb_intern("receiver"), 0); }
+static VALUE invoke(VALUE recv, ID mid, cb *a, bool priv);
+struct send_arg { VALUE o; ID mid; cb *a; };
+static VALUE send_call(VALUE arg)
+{
+    struct send_arg *x = (struct send_arg *)arg;
+    return invoke(x->o, x->mid, x->a, x->a->h->self);
+}
+static VALUE send_missing(VALUE arg, VALUE exc)
+{
+    struct send_arg *x = (struct send_arg *)arg;
+    VALUE name = rb_funcall(exc, rb_intern("name"), 0);
+    VALUE recv = rb_rescue2(rb_name_err_receiver_safe, exc, NULL, Qnil, rb_eArgError, (VALUE)0);
+    if (SYMBOL_P(name) && SYM2ID(name) == x->mid && recv == x->o) return Qundef;
+    rb_exc_raise(exc);
+    return Qnil;
+}
+
+/* ERB obj.name(args), bare names and @ivars of self */
+static VALUE send_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    rctx *c = a->h->c;
+    VALUE o = a->h->o;
+    if (a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0) {
+        ID id = rb_intern3(a->name, (long)a->len, rb_utf8_encoding());
+        if (!rb_ivar_defined(o, id)) { a->rc = TPL_HOST_MISSING; return Qnil; }
+        to_val(c, rb_ivar_get(o, id), a->out);
+        if (c->nivc < IVCACHE && a->len <= sizeof c->ivc[0].name) {
+            memcpy(c->ivc[c->nivc].name, a->name, a->len);
+            c->ivc[c->nivc].len = a->len;
+            c->ivc[c->nivc++].v = *a->out;
+        }
+        return Qnil;
+    }
+    VALUE sym = name_sym(a->name, a->len);
+    VALUE res;
+    if (responds(o, sym, a->h->self)) res = invoke(o, SYM2ID(sym), a, a->h->self);
+    else {
+        /* method_missing without respond_to_missing? (Pinecall's context objects answer unknown
+         * names that way): call it; its own NoMethodError for this name means no such method */
+        struct send_arg x = { o, SYM2ID(sym), a };
+        res = rb_rescue2(send_call, (VALUE)&x, send_missing, (VALUE)&x, rb_eNoMethodError, (VALUE)0);
+        if (res == Qundef) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    }
+    to_val(c, res, a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_send_cb(void *obj, tpl_render *r, const char *name, size_t len, const tpl_val *args,
+                                  size_t nargs, const tpl_val *kwn, const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    rbobj *h = obj;
+    if (len > 1 && name[0] == '@' && h->self) /* an instance variable read before in this render */
+        for (int i = 0; i < h->c->nivc; i++)
+            if (h->c->ivc[i].len == len && memcmp(h->c->ivc[i].name, name, len) == 0) { *out = h->c->ivc[i].v; return TPL_HOST_OK; }
+    cb a = { .h = obj, .r = r, .name = name, .len = len, .args = args, .nargs = nargs, .kwn = kwn, .kwv = kwv,
+             .nkw = nkw, .out = out };
+    return protect(send_body, &a);
+}
+
+/* Jinja obj.name: a method without required arguments is called; one with arguments is
+ * returned as a Method (callable); no such method: missing (then obj[name]). */
+static VALUE getattr_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    rctx *c = a->h->c;
+    VALUE o = a->h->o;
+    VALUE sym = name_sym(a->name, a->len);
+    if (!responds(o, sym, false)) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    VALUE m = rb_obj_method(o, sym);
+    int arity = NUM2INT(rb_funcall(m, rb_intern("arity"), 0)); /* respond_to_missing? methods too */
+    if (arity == 0) to_val(c, rb_funcallv_public(o, SYM2ID(sym), 0, NULL), a->out);
+    else host_val(c, m, a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_getattr_cb(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
+{
+    cb a = { .h = obj, .r = r, .name = name, .len = len, .out = out };
+    return protect(getattr_body, &a);
+}
+
+/* obj[key]; a String key that finds nil is tried as a Symbol (tpl's ERB reads h[:k] and h["k"]
+ * the same). Jinja: nil is missing (undefined); ERB: nil. */
+struct index_arg { VALUE o, k; };
+static VALUE index_call(VALUE arg)
+{
+    struct index_arg *x = (struct index_arg *)arg;
+    return rb_funcall(x->o, rb_intern("[]"), 1, x->k);
+}
+static VALUE index_missing(VALUE arg, VALUE exc) { (void)arg; (void)exc; return Qundef; }
+
+/* o[k]; in Jinja, IndexError/KeyError/NameError/TypeError mean missing (Qundef), as Jinja2
+ * treats Python's LookupError and TypeError; in ERB they propagate, as in Ruby. */
+static VALUE item_of(rctx *c, VALUE o, VALUE k)
+{
+    struct index_arg x = { o, k };
+    if (c->erb) return index_call((VALUE)&x);
+    return rb_rescue2(index_call, (VALUE)&x, index_missing, Qnil, rb_eIndexError, rb_eNameError, rb_eTypeError, (VALUE)0);
+}
+
+static VALUE getitem_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    rctx *c = a->h->c;
+    VALUE o = a->h->o;
+    if (!rb_respond_to(o, rb_intern("[]"))) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    VALUE k = from_val(a->key);
+    VALUE res = item_of(c, o, k);
+    if (NIL_P(res) && RB_TYPE_P(k, T_STRING)) res = item_of(c, o, rb_str_intern(k));
+    if (res == Qundef) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    if (NIL_P(res) && !c->erb) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    to_val(c, res, a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_getitem_cb(void *obj, tpl_render *r, tpl_val key, tpl_val *out)
+{
+    cb a = { .h = obj, .r = r, .key = key, .out = out };
+    return protect(getitem_body, &a);
+}
+
+/* The items: a mapping's keys (Jinja iterates a dict's keys), an Enumerable's to_a. */
+static VALUE iter_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    rctx *c = a->h->c;
+    VALUE o = a->h->o, l;
+    if (rb_respond_to(o, rb_intern("to_hash"))) l = rb_funcall(rb_funcall(o, rb_intern("to_hash"), 0), rb_intern("keys"), 0);
+    else if (rb_respond_to(o, rb_intern("each")) && rb_respond_to(o, rb_intern("to_a"))) l = rb_funcall(o, rb_intern("to_a"), 0);
+    else { a->rc = TPL_HOST_MISSING; return Qnil; }
+    if (!RB_TYPE_P(l, T_ARRAY)) rb_raise(rb_eTypeError, "tpl: to_a did not return an Array");
+    keep(c, l);
+    ary_val(c, l, a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_iter_cb(void *obj, tpl_render *r, tpl_val *out)
+{
+    cb a = { .h = obj, .r = r, .out = out };
+    return protect(iter_body, &a);
+}
+
+static VALUE len_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    VALUE o = a->h->o;
+    ID size = rb_intern("size");
+    if (!rb_respond_to(o, size)) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    *a->nout = NUM2LL(rb_funcall(o, size, 0));
+    return Qnil;
+}
+
+static tpl_host_result rb_len_cb(void *obj, tpl_render *r, int64_t *out)
+{
+    cb a = { .h = obj, .r = r, .nout = out };
+    return protect(len_body, &a);
+}
+
+static VALUE call_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    VALUE o = a->h->o;
+    ID call = rb_intern("call");
+    if (!rb_respond_to(o, call)) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    to_val(a->h->c, invoke(o, call, a, false), a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_call_cb(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                  const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    cb a = { .h = obj, .r = r, .args = args, .nargs = nargs, .kwn = kwn, .kwv = kwv, .nkw = nkw, .out = out };
+    return protect(call_body, &a);
+}
+
+static VALUE str_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    VALUE s = a->repr ? rb_inspect(a->h->o) : rb_obj_as_string(a->h->o);
+    str_val(a->h->c, s, 0, a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_str_cb(void *obj, tpl_render *r, bool repr, tpl_val *out)
+{
+    cb a = { .h = obj, .r = r, .repr = repr, .out = out };
+    return protect(str_body, &a);
+}
+
+/* Plain data for builtins and Enumerable methods: to_hash as a Hash, an Enumerable's to_a. */
+static VALUE resolve_body(VALUE arg)
+{
+    cb *a = (cb *)arg;
+    rctx *c = a->h->c;
+    VALUE o = a->h->o, d;
+    if (rb_respond_to(o, rb_intern("to_hash"))) d = rb_funcall(o, rb_intern("to_hash"), 0);
+    else if (rb_respond_to(o, rb_intern("to_ary"))) d = rb_funcall(o, rb_intern("to_ary"), 0);
+    else if (rb_obj_is_kind_of(o, rb_mEnumerable)) d = rb_funcall(o, rb_intern("to_a"), 0);
+    else { a->rc = TPL_HOST_MISSING; return Qnil; }
+    if (!RB_TYPE_P(d, T_HASH) && !RB_TYPE_P(d, T_ARRAY)) { a->rc = TPL_HOST_MISSING; return Qnil; }
+    keep(c, d);
+    if (RB_TYPE_P(d, T_HASH)) hash_val(c, d, a->out);
+    else ary_val(c, d, a->out);
+    return Qnil;
+}
+
+static tpl_host_result rb_resolve_cb(void *obj, tpl_render *r, tpl_val *out)
+{
+    cb a = { .h = obj, .r = r, .out = out };
+    return protect(resolve_body, &a);
+}
+
+static const tpl_host_class rb_class = { "Object", rb_getattr_cb, rb_getitem_cb, rb_iter_cb, rb_len_cb, rb_call_cb,
+                                         NULL, rb_str_cb, rb_resolve_cb, rb_send_cb };
+
+/* remembers(words): the block given to render, or the ERB self's remembers?/remembers. */
+typedef struct rem_arg { rctx *c; const char *w; size_t n; } rem_arg;
+
+static VALUE remembers_body(VALUE arg)
+{
+    rem_arg *a = (rem_arg *)arg;
+    VALUE w = rb_utf8_str_new(a->w, (long)a->n);
+    VALUE res = !NIL_P(a->c->remembers) ? rb_funcall(a->c->remembers, rb_intern("call"), 1, w)
+                                        : rb_funcallv(a->c->remembers_self, a->c->remembers_id, 1, &w);
+    return RTEST(res) ? Qtrue : Qfalse;
+}
+
+static int rb_remembers_cb(void *data, const char *words, size_t len)
+{
+    rctx *c = data;
+    rem_arg a = { c, words, len };
+    int state = 0;
+    VALUE res = rb_protect(remembers_body, (VALUE)&a, &state);
+    if (!state) return res == Qtrue;
+    c->exc = rb_errinfo();
+    rb_set_errinfo(Qnil);
+    keep(c, c->exc);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ Template */
+
+static void tmpl_free(void *ptr)
+{
+    tmpl *t = ptr;
+    tpl_program_free(t->p);
+    for (int i = 0; i < t->npool; i++) tpl_render_free(t->pool[i].r);
+    ruby_xfree(t);
+}
+
+static void tmpl_mark(void *ptr)
+{
+    tmpl *t = ptr;
+    rb_gc_mark(t->reads);
+    rb_gc_mark(t->read_syms);
+}
+
+static size_t tmpl_size(const void *ptr)
+{
+    (void)ptr;
+    return sizeof(tmpl);
+}
+
+static const rb_data_type_t tmpl_type = {
+    .wrap_struct_name = "Tpl::Template",
+    .function = { .dmark = tmpl_mark, .dfree = tmpl_free, .dsize = tmpl_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+static VALUE tmpl_alloc(VALUE klass)
+{
+    tmpl *t = ruby_xmalloc(sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->reads = Qnil;
+    t->read_syms = Qnil;
+    return TypedData_Wrap_Struct(klass, &tmpl_type, t);
+}
+
+static tmpl *get_tmpl(VALUE self)
+{
+    tmpl *t;
+    TypedData_Get_Struct(self, tmpl, &tmpl_type, t);
+    if (!t->p) rb_raise(rb_eRuntimeError, "tpl: uninitialized Template");
+    return t;
+}
+
+static void set_program(VALUE self, tpl_program *p)
+{
+    tmpl *t;
+    TypedData_Get_Struct(self, tmpl, &tmpl_type, t);
+    if (t->p) { tpl_program_free(p); rb_raise(rb_eRuntimeError, "tpl: Template already initialized"); }
+    t->p = p;
+    size_t n = tpl_program_reads(p, NULL, NULL, 0);
+    const char **names = calloc(n + 1, sizeof *names);
+    size_t *lens = calloc(n + 1, sizeof *lens);
+    if (!names || !lens) { free(names); free(lens); rb_raise(rb_eNoMemError, "tpl: out of memory"); }
+    tpl_program_reads(p, names, lens, n);
+    VALUE reads = rb_ary_new_capa((long)n), syms = rb_ary_new_capa((long)n);
+    for (size_t i = 0; i < n; i++) {
+        VALUE s = rb_utf8_str_new(names[i], (long)lens[i]);
+        rb_obj_freeze(s);
+        rb_ary_push(reads, s);
+        rb_ary_push(syms, rb_str_intern(s));
+    }
+    free(names);
+    free(lens);
+    rb_obj_freeze(reads);
+    rb_obj_freeze(syms);
+    RB_OBJ_WRITE(self, &t->reads, reads);
+    RB_OBJ_WRITE(self, &t->read_syms, syms);
+}
+
+/* The compile-time loader: a callable loader.call(name) -> String or nil. */
+typedef struct load_ctx { VALUE fn; VALUE exc; } load_ctx;
+typedef struct load_arg { load_ctx *l; const char *name; size_t n; } load_arg;
+
+static VALUE loader_body(VALUE arg)
+{
+    load_arg *a = (load_arg *)arg;
+    VALUE res = rb_funcall(a->l->fn, rb_intern("call"), 1, rb_utf8_str_new(a->name, (long)a->n));
+    if (NIL_P(res)) return Qnil;
+    return utf8_str(StringValue(res));
+}
+
+static char *rb_loader(void *data, const char *name, size_t name_len, size_t *len)
+{
+    load_ctx *l = data;
+    if (!NIL_P(l->exc)) return NULL;
+    load_arg a = { l, name, name_len };
+    int state = 0;
+    VALUE s = rb_protect(loader_body, (VALUE)&a, &state);
+    if (state) {
+        l->exc = rb_errinfo();
+        rb_set_errinfo(Qnil);
+        return NULL;
+    }
+    if (NIL_P(s)) return NULL;
+    char *buf = malloc((size_t)RSTRING_LEN(s) + 1);
+    if (!buf) return NULL;
+    memcpy(buf, RSTRING_PTR(s), (size_t)RSTRING_LEN(s));
+    buf[RSTRING_LEN(s)] = 0;
+    *len = (size_t)RSTRING_LEN(s);
+    RB_GC_GUARD(s);
+    return buf;
+}
+
+static bool opt_true(VALUE opts, const char *key)
+{
+    if (NIL_P(opts)) return false;
+    VALUE v = rb_hash_lookup2(opts, ID2SYM(rb_intern(key)), Qundef);
+    return v != Qundef && RTEST(v);
+}
+
+/* _compile(src, name, syntax 0|1|2, profile String|nil, opts Hash|nil, loader|nil) */
+static VALUE tmpl_compile(VALUE self, VALUE src, VALUE name, VALUE syntax, VALUE profile, VALUE opts, VALUE loader)
+{
+    src = utf8_str(StringValue(src));
+    int syn = NUM2INT(syntax);
+    if (syn < 0 || syn > 2) rb_raise(rb_eArgError, "tpl: bad syntax %d", syn);
+    tpl_options o = { 0 };
+    const char *prof = NIL_P(profile) ? NULL : StringValueCStr(profile);
+    if (tpl_options_profile(&o, (tpl_syntax)syn, prof) != TPL_OK)
+        rb_raise(rb_eArgError, "tpl: unknown profile %" PRIsVALUE " for this syntax", rb_inspect(profile));
+    if (!NIL_P(opts)) Check_Type(opts, T_HASH);
+    if (opt_true(opts, "trim_blocks")) o.trim_blocks = true;
+    if (opt_true(opts, "lstrip_blocks")) o.lstrip_blocks = true;
+    if (opt_true(opts, "keep_trailing_newline")) o.keep_trailing_newline = true;
+    if (opt_true(opts, "strict")) o.strict = true;
+    if (opt_true(opts, "tidy")) o.tidy = true;
+    if (opt_true(opts, "erb_self")) o.erb_self = true;
+    VALUE lang = NIL_P(opts) ? Qnil : rb_hash_lookup(opts, ID2SYM(rb_intern("lang")));
+    if (!NIL_P(lang)) o.lang = StringValueCStr(lang);
+    load_ctx l = { loader, Qnil };
+    if (!NIL_P(loader)) {
+        o.loader = rb_loader;
+        o.loader_data = &l;
+    }
+    const char *nm = NIL_P(name) ? NULL : StringValueCStr(name);
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_compile(nm, RSTRING_PTR(src), (size_t)RSTRING_LEN(src), &o, &p, &err);
+    RB_GC_GUARD(src);
+    RB_GC_GUARD(lang);
+    if (!NIL_P(l.exc)) {
+        tpl_error_clear(&err);
+        tpl_program_free(p);
+        rb_exc_raise(l.exc);
+    }
+    if (st != TPL_OK) {
+        tpl_error e = err;
+        /* raise_tpl copies the strings before the record is cleared */
+        char *f = tpl_error_format(&e);
+        VALUE args[7] = {
+            INT2NUM((int)e.status), rb_utf8_str_new_cstr(e.message ? e.message : ""),
+            e.file ? rb_utf8_str_new_cstr(e.file) : Qnil, UINT2NUM(e.line), UINT2NUM(e.column),
+            e.source_line ? rb_utf8_str_new_cstr(e.source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+        };
+        free(f);
+        tpl_error_clear(&err);
+        VALUE exc = rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args);
+        rb_exc_raise(exc);
+    }
+    set_program(self, p);
+    return self;
+}
+
+/* _load(bytes, name) */
+static VALUE tmpl_load(VALUE self, VALUE data, VALUE name)
+{
+    StringValue(data);
+    const char *nm = NIL_P(name) ? NULL : StringValueCStr(name);
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load(nm, RSTRING_PTR(data), (size_t)RSTRING_LEN(data), &p, &err);
+    RB_GC_GUARD(data);
+    if (st != TPL_OK) {
+        char *f = tpl_error_format(&err);
+        VALUE args[7] = {
+            INT2NUM((int)err.status), rb_utf8_str_new_cstr(err.message ? err.message : ""),
+            err.file ? rb_utf8_str_new_cstr(err.file) : Qnil, UINT2NUM(err.line), UINT2NUM(err.column),
+            err.source_line ? rb_utf8_str_new_cstr(err.source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+        };
+        free(f);
+        tpl_error_clear(&err);
+        rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args));
+    }
+    set_program(self, p);
+    return self;
+}
+
+/* save(strip_source = false) -> binary String (.tplb) */
+static VALUE tmpl_save(int argc, VALUE *argv, VALUE self)
+{
+    VALUE strip = Qfalse;
+    rb_scan_args(argc, argv, "01", &strip);
+    tmpl *t = get_tmpl(self);
+    void *buf = NULL;
+    size_t len = 0;
+    if (tpl_program_save(t->p, RTEST(strip) ? TPL_SAVE_STRIP_SOURCE : 0, &buf, &len) != TPL_OK)
+        rb_raise(rb_eNoMemError, "tpl: out of memory");
+    VALUE s = rb_str_new(buf, (long)len);
+    free(buf);
+    return s;
+}
+
+static VALUE tmpl_reads(VALUE self) { return get_tmpl(self)->reads; }
+
+static VALUE tmpl_dump(VALUE self)
+{
+    char *s = tpl_disassemble(get_tmpl(self)->p);
+    if (!s) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    VALUE r = rb_utf8_str_new_cstr(s);
+    free(s);
+    return r;
+}
+
+static VALUE tmpl_syntax(VALUE self)
+{
+    const tpl_options *o = tpl_program_options(get_tmpl(self)->p);
+    static const char *const names[] = { "jinja", "erb", "fmt" };
+    return ID2SYM(rb_intern(names[o ? o->syntax : 0]));
+}
+
+/* ---- render */
+
+typedef struct run_arg { tpl_render *r; const tpl_program *p; const char *out; size_t n; tpl_status st; } run_arg;
+
+static void *run_nogvl(void *data)
+{
+    run_arg *a = data;
+    a->st = tpl_render_run(a->r, a->p, &a->out, &a->n);
+    return NULL;
+}
+
+static VALUE opt(VALUE opts, const char *key)
+{
+    return NIL_P(opts) ? Qnil : rb_hash_lookup(opts, ID2SYM(rb_intern(key)));
+}
+
+static const char *opt_cstr(VALUE v) { return NIL_P(v) ? NULL : StringValueCStr(v); }
+
+static void apply_settings(rctx *c, VALUE opts)
+{
+    tpl_render *r = c->r;
+    tpl_render_set_remembers(r, !NIL_P(c->remembers) || !NIL_P(c->remembers_self) ? rb_remembers_cb : NULL, c);
+    if (NIL_P(opts) && !c->dirty) return; /* a fresh context has every default */
+    c->dirty = !NIL_P(opts);
+    tpl_render_clear_facts(r);
+    tpl_render_clear_catalogs(r);
+    tpl_render_clear_tr_keys(r);
+    tpl_render_set_lang(r, NULL);
+    tpl_render_set_call(r, NULL, NULL);
+    tpl_render_set_call_claimed(r, NULL);
+    if (NIL_P(opts)) return;
+    VALUE facts = opt(opts, "facts");
+    if (!NIL_P(facts)) {
+        facts = rb_Array(facts);
+        for (long i = 0; i < RARRAY_LEN(facts); i++) {
+            VALUE f = RARRAY_AREF(facts, i);
+            f = utf8_str(rb_obj_as_string(f));
+            if (tpl_render_add_fact(r, RSTRING_PTR(f), (size_t)RSTRING_LEN(f)) != TPL_OK)
+                rb_raise(rb_eArgError, "tpl: bad fact: %s", tpl_render_error(r)->message);
+        }
+    }
+    VALUE call = opt(opts, "call");
+    if (!NIL_P(call)) {
+        Check_Type(call, T_HASH);
+        VALUE ch = opt(call, "channel"), me = opt(call, "medium"), cl = opt(call, "claimed");
+        if (SYMBOL_P(ch)) ch = rb_sym2str(ch);
+        if (SYMBOL_P(me)) me = rb_sym2str(me);
+        if (tpl_render_set_call(r, opt_cstr(ch), opt_cstr(me)) != TPL_OK ||
+            tpl_render_set_call_claimed(r, opt_cstr(cl)) != TPL_OK)
+            rb_raise(rb_eArgError, "tpl: bad call: %s", tpl_render_error(r)->message);
+    }
+    VALUE lang = opt(opts, "lang");
+    if (!NIL_P(lang)) {
+        if (SYMBOL_P(lang)) lang = rb_sym2str(lang);
+        if (tpl_render_set_lang(r, StringValueCStr(lang)) != TPL_OK) rb_raise(rb_eArgError, "tpl: bad lang");
+    }
+    VALUE cats = opt(opts, "catalogs");
+    if (!NIL_P(cats)) {
+        cats = rb_Array(cats);
+        for (long i = 0; i < RARRAY_LEN(cats); i++) {
+            VALUE j = RARRAY_AREF(cats, i);
+            if (!RB_TYPE_P(j, T_STRING)) j = rb_funcall(rb_const_get(rb_cObject, rb_intern("JSON")), rb_intern("generate"), 1, j);
+            j = utf8_str(j);
+            if (tpl_render_add_catalog_json(r, RSTRING_PTR(j), (size_t)RSTRING_LEN(j)) != TPL_OK)
+                rb_raise(rb_eArgError, "tpl: bad catalog: %s", tpl_render_error(r)->message);
+        }
+    }
+    VALUE keys = opt(opts, "tr_keys");
+    if (!NIL_P(keys)) {
+        keys = rb_Array(keys);
+        for (long i = 0; i < RARRAY_LEN(keys); i++) {
+            VALUE k = RARRAY_AREF(keys, i);
+            if (SYMBOL_P(k)) k = rb_sym2str(k);
+            StringValue(k);
+            if (tpl_render_add_tr_key(r, RSTRING_PTR(k), (size_t)RSTRING_LEN(k)) != TPL_OK)
+                rb_raise(rb_eArgError, "tpl: bad tr key");
+        }
+    }
+}
+
+typedef struct render_arg {
+    VALUE tself;
+    tmpl *t;
+    rctx *c;
+    VALUE state, erb_self, opts;
+    VALUE result;
+} render_arg;
+
+/* A name Binding#local_variable_get accepts (the reads-set also holds remembers? and friends). */
+static bool local_name(VALUE s)
+{
+    const unsigned char *p = (const unsigned char *)RSTRING_PTR(s);
+    long n = RSTRING_LEN(s);
+    if (n == 0 || !(p[0] == '_' || (p[0] >= 'a' && p[0] <= 'z') || p[0] >= 0x80)) return false;
+    for (long i = 1; i < n; i++)
+        if (!(p[i] == '_' || (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') ||
+              p[i] >= 0x80))
+            return false;
+    return true;
+}
+
+/* The body of a render (may raise: render_ensure returns the context to the pool). */
+static VALUE render_body(VALUE arg)
+{
+    render_arg *ra = (render_arg *)arg;
+    tmpl *t = ra->t;
+    rctx *c = ra->c;
+    tpl_render *r = c->r;
+    apply_settings(c, ra->opts);
+    tpl_render_reset_state(r);
+    tpl_val st;
+    long nreads = RARRAY_LEN(t->reads);
+    checkst(tpl_val_map(r, (size_t)nreads, &st));
+    VALUE state = ra->state;
+    bool binding = !NIL_P(state) && rb_obj_is_kind_of(state, rb_cBinding);
+    if (!binding && !NIL_P(state)) Check_Type(state, T_HASH);
+    ID defined = rb_intern("local_variable_defined?"), get = rb_intern("local_variable_get");
+    for (long i = 0; i < nreads; i++) {
+        VALUE sym = RARRAY_AREF(t->read_syms, i), v;
+        if (NIL_P(state)) break;
+        if (binding) {
+            if (!local_name(RARRAY_AREF(t->reads, i)) || !RTEST(rb_funcall(state, defined, 1, sym))) continue;
+            v = rb_funcall(state, get, 1, sym);
+        } else {
+            v = rb_hash_lookup2(state, sym, Qundef);
+            if (v == Qundef) v = rb_hash_lookup2(state, RARRAY_AREF(t->reads, i), Qundef);
+            if (v == Qundef) continue;
+        }
+        tpl_val k, x;
+        str_val(c, RARRAY_AREF(t->reads, i), 0, &k);
+        to_val(c, v, &x);
+        checkst(tpl_val_map_set(r, st, k, x));
+    }
+    tpl_render_set_state_val(r, st);
+    if (!NIL_P(ra->erb_self)) {
+        rbobj *h = new_obj(c, ra->erb_self);
+        h->self = true;
+        tpl_val sv;
+        checkst(tpl_val_host(r, &rb_class, h, &sv));
+        c->has_host = true;
+        tpl_render_set_self_val(r, sv);
+    }
+    run_arg a = { r, t->p, NULL, 0, TPL_OK };
+    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self)) run_nogvl(&a); /* callbacks: keep the GVL */
+    else rb_thread_call_without_gvl(run_nogvl, &a, NULL, NULL);
+    if (a.st == TPL_OK) {
+        ra->result = rb_utf8_str_new(a.out, (long)a.n);
+        return Qnil;
+    }
+    const tpl_error *e = tpl_render_error(r);
+    if (!NIL_P(c->exc)) {
+        VALUE exc = c->exc;
+        VALUE where = rb_sprintf(" (tpl: raised while rendering %s, line %u, column %u)", e->file ? e->file : "<template>",
+                                 e->line, e->column);
+        VALUE msg = rb_str_plus(rb_obj_as_string(exc), where);
+        VALUE nexc = rb_funcall(exc, rb_intern("exception"), 1, msg);
+        rb_exc_raise(nexc);
+    }
+    raise_tpl(e);
+    return Qnil;
+}
+
+static VALUE render_ensure(VALUE arg)
+{
+    render_arg *ra = (render_arg *)arg;
+    tmpl *t = ra->t;
+    rctx *c = ra->c;
+    tpl_render_reset_state(c->r); /* no handle to a Ruby object outlives the render */
+    tpl_render_set_remembers(c->r, NULL, NULL);
+    while (c->chunks) {
+        objchunk *k = c->chunks;
+        c->chunks = k->next;
+        ruby_xfree(k);
+    }
+    if (t->npool < POOL_MAX) {
+        t->pool[t->npool].r = c->r;
+        t->pool[t->npool++].dirty = c->dirty;
+    } else tpl_render_free(c->r);
+    c->r = NULL;
+    return Qnil;
+}
+
+/* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
+static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VALUE remembers, VALUE limits)
+{
+    tmpl *t = get_tmpl(self);
+    if (!NIL_P(opts)) Check_Type(opts, T_HASH);
+    rctx cs; /* on the C stack: the GC sees the VALUEs it holds */
+    rctx *c = &cs;
+    c->depth = 0;
+    c->keep = Qnil;
+    c->remembers = remembers;
+    c->remembers_self = Qnil;
+    c->remembers_id = 0;
+    c->exc = Qnil;
+    c->chunks = NULL;
+    c->has_host = false;
+    c->nivc = 0;
+    c->dirty = false;
+    bool pooled = NIL_P(limits);
+    if (pooled && t->npool > 0) {
+        t->npool--;
+        c->r = t->pool[t->npool].r;
+        c->dirty = t->pool[t->npool].dirty;
+    } else {
+        tpl_limits lim = { 0 };
+        if (!pooled) {
+            Check_Type(limits, T_ARRAY);
+            if (RARRAY_LEN(limits) != 4) rb_raise(rb_eArgError, "tpl: limits: [fuel, max_depth, max_output, max_memory]");
+            lim.fuel = NUM2ULL(RARRAY_AREF(limits, 0));
+            lim.max_depth = NUM2UINT(RARRAY_AREF(limits, 1));
+            lim.max_output = NUM2ULL(RARRAY_AREF(limits, 2));
+            lim.max_memory = NUM2ULL(RARRAY_AREF(limits, 3));
+        }
+        c->r = tpl_render_new(&lim);
+        if (!c->r) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    }
+    const tpl_options *po = tpl_program_options(t->p);
+    c->erb = po && po->syntax == TPL_SYNTAX_ERB;
+    if (NIL_P(remembers) && !NIL_P(erb_self)) {
+        ID q = rb_intern("remembers?"), p = rb_intern("remembers");
+        if (rb_obj_respond_to(erb_self, q, 1)) { c->remembers_self = erb_self; c->remembers_id = q; }
+        else if (rb_obj_respond_to(erb_self, p, 1)) { c->remembers_self = erb_self; c->remembers_id = p; }
+    }
+    render_arg ra = { self, t, c, state, erb_self, opts, Qnil };
+    int jump = 0;
+    rb_protect(render_body, (VALUE)&ra, &jump);
+    if (pooled) {
+        render_ensure((VALUE)&ra);
+    } else { /* a context with its own limits is not pooled */
+        tpl_render_reset_state(c->r);
+        tpl_render_set_remembers(c->r, NULL, NULL);
+        while (c->chunks) { objchunk *k = c->chunks; c->chunks = k->next; ruby_xfree(k); }
+        tpl_render_free(c->r);
+    }
+    RB_GC_GUARD(c->keep);
+    RB_GC_GUARD(state);
+    RB_GC_GUARD(erb_self);
+    if (jump) rb_jump_tag(jump);
+    return ra.result;
+}
+
+/* render(state = nil, **options_or_state, &remembers): the keywords are render options when they
+ * all are (facts, call, lang, catalogs, tr_keys, limits), else the state itself. */
+static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
+{
+    VALUE state = Qnil, kw = Qnil, blk = Qnil;
+    rb_scan_args(argc, argv, "01:&", &state, &kw, &blk);
+    VALUE limits = Qnil;
+    if (!NIL_P(kw)) {
+        static const char *const names[] = { "facts", "call", "lang", "catalogs", "tr_keys", "limits" };
+        long known = 0;
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+            if (rb_hash_lookup2(kw, ID2SYM(rb_intern(names[i])), Qundef) != Qundef) known++;
+        if (known < (long)RHASH_SIZE(kw)) { /* render(name: value, ...): the state as keywords */
+            if (!NIL_P(state)) rb_raise(rb_eArgError, "tpl: pass the state as a Hash or as keywords, not both");
+            state = kw;
+            kw = Qnil;
+        } else {
+            limits = rb_hash_delete(kw, ID2SYM(rb_intern("limits")));
+            if (!NIL_P(limits)) limits = rb_funcall(rb_const_get(mod_tpl(), rb_intern("Limits")), rb_intern("coerce"), 1, limits);
+            if (RHASH_SIZE(kw) == 0) kw = Qnil;
+        }
+    }
+    return tmpl_render(self, state, Qnil, kw, blk, limits);
+}
+
+RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
+{
+    VALUE mTpl = rb_define_module("Tpl");
+    VALUE cTemplate = rb_define_class_under(mTpl, "Template", rb_cObject);
+    rb_define_alloc_func(cTemplate, tmpl_alloc);
+    rb_define_private_method(cTemplate, "_compile", tmpl_compile, 6);
+    rb_define_private_method(cTemplate, "_load", tmpl_load, 2);
+    rb_define_private_method(cTemplate, "_render", tmpl_render, 5);
+    rb_define_method(cTemplate, "render", tmpl_render_pub, -1);
+    rb_define_method(cTemplate, "save", tmpl_save, -1);
+    rb_define_method(cTemplate, "reads", tmpl_reads, 0);
+    rb_define_method(cTemplate, "dump", tmpl_dump, 0);
+    rb_define_method(cTemplate, "syntax", tmpl_syntax, 0);
+    rb_define_const(mTpl, "LIBTPL_VERSION", rb_str_freeze(rb_utf8_str_new_cstr(TPL_VERSION_STRING)));
+}

@@ -1,0 +1,187 @@
+# Tpl::Template: native values, host objects, errors, .tplb, options, threads (issue 20).
+require "minitest/autorun"
+require "tpl"
+require "json"
+require "tmpdir"
+
+class TestTemplate < Minitest::Test
+  Person = Struct.new(:name, :age) do
+    def greet(greeting = "Hello", punct: "!") = "#{greeting}, #{name}#{punct}"
+    def to_s = "Person(#{name})"
+  end
+
+  def test_jinja_hash_symbol_and_string_keys
+    t = Tpl::Template.new("Hi {{ user.name }} {{ n + 1 }}")
+    assert_equal "Hi Ann 2", t.render(user: { name: "Ann" }, n: 1)
+    assert_equal "Hi Bo 3", t.render({ "user" => { "name" => "Bo" }, "n" => 2 })
+  end
+
+  def test_native_values_jinja
+    t = Tpl::Template.new("{{ a }}|{{ b }}|{{ c }}|{{ d }}|{{ e }}|{{ f }}|{{ g|join(',') }}|{{ h }}")
+    out = t.render(a: 1, b: 2.5, c: true, d: nil, e: "é", f: :sym, g: [1, "x"], h: { "k" => [1, 2] })
+    assert_equal "1|2.5|True|None|é|sym|1,x|{'k': [1, 2]}", out
+  end
+
+  def test_native_values_erb_inspect
+    t = Tpl::Template.new("<%= h.inspect %> <%= r.to_a.inspect %> <%= r2.inspect %> <%= big %> <%= s %>", syntax: :erb)
+    out = t.render(h: { a: 1, "b" => [nil, true, 1.5] }, r: (1..3), r2: ("a"..."c"), big: 2**40, s: "x".encode("ISO-8859-1"))
+    assert_equal %({:a=>1, "b"=>[nil, true, 1.5]} [1, 2, 3] "a"..."c" 1099511627776 x), out
+  end
+
+  def test_hash_order_kept
+    t = Tpl::Template.new("<% h.each do |k, v| %><%= k %>=<%= v %>;<% end %>", syntax: :erb)
+    assert_equal "z=1;a=2;m=3;", t.render(h: { "z" => 1, "a" => 2, "m" => 3 })
+  end
+
+  def test_host_objects_jinja
+    t = Tpl::Template.new("{{ p.name }} {{ p.age + 1 }} {{ p.greet('Hi', punct='?') }} {{ p }} {{ p.missing is defined }}")
+    assert_equal "Ann 41 Hi, Ann? Person(Ann) False", t.render(p: Person.new("Ann", 40))
+  end
+
+  def test_host_objects_erb
+    t = Tpl::Template.new("<%= p.name %> <%= p.greet %> <%= p.greet('Yo', punct: '.') %> <%= p[:name] %> <%= p %>",
+                          syntax: :erb)
+    assert_equal "Ann Hello, Ann! Yo, Ann. Ann Person(Ann)", t.render(p: Person.new("Ann", 40))
+  end
+
+  def test_enumerable_host_object_erb
+    list = Class.new do
+      include Enumerable
+      def each(&) = [3, 1, 2].each(&)
+    end.new
+    t = Tpl::Template.new("<% xs.each do |x| %><%= x %><% end %> <%= xs.sort.inspect %> <%= xs.map { |x| x * 2 }.sum %>",
+                          syntax: :erb)
+    assert_equal "312 [1, 2, 3] 12", t.render(xs: list)
+  end
+
+  def test_large_integer_refused
+    t = Tpl::Template.new("{{ n }}")
+    assert_raises(RangeError) { t.render(n: 2**70) }
+  end
+
+  def test_invalid_utf8_refused
+    t = Tpl::Template.new("{{ s }}")
+    assert_raises(EncodingError) { t.render(s: "\xff".b) }
+  end
+
+  def test_cycle_refused
+    a = []
+    a << a
+    assert_raises(ArgumentError) { Tpl::Template.new("{{ a }}").render(a: a) }
+  end
+
+  def test_syntax_error_location
+    e = assert_raises(Tpl::SyntaxError) { Tpl::Template.new("line1\n{{ a + }}", name: "v.jinja") }
+    assert_kind_of Tpl::Error, e
+    assert_equal "v.jinja", e.file
+    assert_equal 2, e.line
+    assert_equal 1, e.status
+    assert e.column.is_a?(Integer)
+    assert_match(/\Av\.jinja:2:\d+: error: /, e.message)
+  end
+
+  def test_name_error_erb
+    t = Tpl::Template.new("a\n<%= nope %>", syntax: :erb, name: "v.erb")
+    e = assert_raises(Tpl::NameError) { t.render({}) }
+    assert_equal 2, e.line
+    assert_equal 5, e.column
+    assert_match(/undefined local variable or method `nope'/, e.message)
+  end
+
+  def test_strict_undefined_jinja
+    t = Tpl::Template.new("{{ x }}", strict: true)
+    assert_raises(Tpl::NameError) { t.render({}) }
+  end
+
+  def test_limit_error
+    t = Tpl::Template.new("{% for i in range(100000) %}{{ i }}{% endfor %}")
+    e = assert_raises(Tpl::LimitError) { t.render({}, limits: { fuel: 1000 }) }
+    assert_equal 4, e.status
+  end
+
+  def test_callback_exception_reraised_with_location
+    boom = Class.new { def name = raise(KeyError, "no name here") }.new
+    t = Tpl::Template.new("ok\n  {{ p.name }}", name: "t.jinja")
+    e = assert_raises(KeyError) { t.render(p: boom) }
+    assert_match(/no name here \(tpl: raised while rendering t\.jinja, line 2, column \d+\)/, e.message)
+    assert e.backtrace.any? { |l| l.include?("test_template.rb") }
+    # the template renders again afterwards
+    assert_equal "ok\n  Ann", t.render(p: Person.new("Ann", 1))
+  end
+
+  def test_callback_exception_erb
+    boom = Class.new { def name = raise(ArgumentError, "bad") }.new
+    t = Tpl::Template.new("<%= p.name %>", syntax: :erb, name: "t.erb")
+    e = assert_raises(ArgumentError) { t.render(p: boom) }
+    assert_match(/bad \(tpl: raised while rendering t\.erb, line 1, column \d+\)/, e.message)
+  end
+
+  def test_save_load_reads
+    t = Tpl::Template.new("{{ a }}-{{ b.c }}", name: "x.jinja")
+    assert_equal %w[a b], t.reads
+    bytes = t.save
+    assert_equal Encoding::ASCII_8BIT, bytes.encoding
+    t2 = Tpl::Template.load(bytes)
+    assert_equal "1-2", t2.render(a: 1, b: { c: 2 })
+    assert_equal %w[a b], t2.reads
+    assert_raises(Tpl::CorruptError) { Tpl::Template.load(bytes[0, bytes.size - 3] + "xyz") }
+  end
+
+  def test_from_file
+    Dir.mktmpdir do |d|
+      File.write(File.join(d, "v.erb"), "<%= x %>!")
+      File.write(File.join(d, "v.txt"), "{x}?")
+      assert_equal "1!", Tpl::Template.from_file(File.join(d, "v.erb")).render(x: 1)
+      assert_equal "1?", Tpl::Template.from_file(File.join(d, "v.txt")).render(x: 1)
+      assert_equal :erb, Tpl::Template.from_file(File.join(d, "v.erb")).syntax
+    end
+  end
+
+  def test_fmt
+    assert_equal "a=1 b=x P", Tpl::Template.new("a={a} b={b[k]} {p.name}", syntax: :fmt).render(a: 1, b: { k: "x" }, p: Person.new("P", 1))
+  end
+
+  def test_profile_and_options
+    t = Tpl::Template.new("  {% if a %}\n  x  \n{% endif %}\n\n\n\ny", profile: "pinecall")
+    assert_equal "x\n\ny", t.render(a: true)
+    assert_raises(ArgumentError) { Tpl::Template.new("x", syntax: :erb, profile: "hf") }
+    assert_raises(ArgumentError) { Tpl::Template.new("x", bogus: true) }
+  end
+
+  def test_render_options
+    t = Tpl::Template.new("{{ remembers('dog') }} {{ call.channel }} {{ call.medium }} {{ tr('Hello') }}")
+    cat = { "main_lang" => "en", "es" => { "Hello" => "Hola" } }
+    out = t.render({}, facts: ["has a dog"], call: { channel: :whatsapp }, lang: "es", catalogs: [cat])
+    assert_equal "True whatsapp text Hola", out
+    assert_equal "False phone voice Hello", t.render({})
+    assert_equal "True phone voice Hello", t.render({}) { |w| w == "dog" }
+  end
+
+  def test_loader
+    files = { "inc.jinja" => "[{{ x }}]" }
+    t = Tpl::Template.new("a{% include 'inc.jinja' %}b", loader: ->(n) { files[n] })
+    assert_equal "a[1]b", t.render(x: 1)
+  end
+
+  def test_threads
+    t = Tpl::Template.new("{% for i in range(n) %}{{ i }},{% endfor %}{{ p.name }}")
+    threads = 8.times.map do |k|
+      Thread.new do
+        200.times.map { |j| t.render(n: (k + j) % 7, p: Person.new("T#{k}", 1)) }
+      end
+    end
+    threads.each_with_index do |th, k|
+      th.value.each_with_index do |out, j|
+        n = (k + j) % 7
+        assert_equal "#{(0...n).map { |i| "#{i}," }.join}T#{k}", out
+      end
+    end
+  end
+
+  def test_threads_plain_data_release_gvl
+    t = Tpl::Template.new("{% for r in rows %}{{ r.name|upper }} {{ r.tags|join(',') }}\n{% endfor %}")
+    rows = 500.times.map { |i| { "name" => "n#{i}", "tags" => %w[a b] } }
+    want = t.render(rows: rows)
+    4.times.map { Thread.new { 50.times.all? { t.render(rows: rows) == want } } }.each { |th| assert th.value }
+  end
+end
