@@ -169,6 +169,9 @@ TPL_API tpl_store_status tpl_store_unbind(tpl_store *s, const char *name, const 
 
 /* Loads the prompt ref names for rendering: the program (from the cached .tplb, or recompiled
  * from the source — and cached back — when the format changed or the bytes fail verification;
+ * include/import/extends name other prompts by ref — "NAME", "NAME:N" or a row id, resolved as
+ * tpl_store_get does — and a prompt that uses them is compiled on every load with the versions
+ * they name then (no cached program: tpl_store_create stores it with tplb_format 0);
  * a compile failure is TPL_STORE_TEMPLATE with *err filled) and its catalogs in lookup order.
  * *out is freed with tpl_store_loaded_free. */
 TPL_API tpl_store_status tpl_store_load(tpl_store *s, const char *ref, tpl_store_loaded **out, tpl_error *err);

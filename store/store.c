@@ -492,12 +492,43 @@ static void now_utc(char buf[32])
     strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Compiles a row's source with its options. */
+static tpl_store_status get_row(tpl_store *s, const char *text, bool with_tplb, tpl_store_prompt *p, db_res *keep);
+
+/* The store loader: include/import/extends of "NAME", "NAME:N" or a row id compile the source of
+ * the prompt that ref names now (the same rules as tpl_store_get; NULL: none, so the compile
+ * fails with Jinja's/ERB's "template not found"). */
+static char *store_loader(void *data, const char *name, size_t name_len, size_t *len)
+{
+    tpl_store *s = data;
+    char ref[300];
+    if (name_len >= sizeof ref || memchr(name, 0, name_len)) return NULL;
+    memcpy(ref, name, name_len);
+    ref[name_len] = 0;
+    char keep[sizeof s->msg];
+    memcpy(keep, s->msg, sizeof keep);
+    tpl_store_prompt p;
+    memset(&p, 0, sizeof p);
+    char *src = NULL;
+    if (get_row(s, ref, false, &p, NULL) == TPL_STORE_OK) {
+        if ((src = malloc(p.source_len + 1))) {
+            memcpy(src, p.source, p.source_len);
+            src[p.source_len] = 0;
+            *len = p.source_len;
+        }
+        prompt_clear(&p);
+    }
+    memcpy(s->msg, keep, sizeof keep);
+    return src;
+}
+
+/* Compiles a row's source with its options; include/import/extends resolve from the store. */
 static tpl_store_status compile_src(tpl_store *s, const char *file, const char *src, size_t len, tpl_syntax syntax,
                                     const char *profile, tpl_program **prog, tpl_error *err)
 {
     tpl_options o;
     memset(&o, 0, sizeof o);
+    o.loader = store_loader;
+    o.loader_data = s;
     if (tpl_options_profile(&o, syntax, profile) != TPL_OK)
         return fail(s, TPL_STORE_INVALID, "profile '%s' does not apply to %s prompts", profile ? profile : "", syntax_name(syntax));
     tpl_error e = { 0 };
@@ -540,14 +571,17 @@ tpl_store_status tpl_store_create(tpl_store *s, const tpl_store_new *nw, tpl_sto
     if (st) return st;
     void *bytes = NULL;
     size_t blen = 0;
-    tpl_status ts = tpl_program_save(prog, 0, &bytes, &blen);
+    /* A prompt that includes, imports or extends others is not cached: each load compiles it
+     * with the versions its refs name then (NAME: the latest active one). */
+    bool composed = tpl_program_dependencies(prog, NULL, NULL, 0) > 0;
+    tpl_status ts = composed ? TPL_OK : tpl_program_save(prog, 0, &bytes, &blen);
     tpl_program_free(prog);
     if (ts != TPL_OK) return fail(s, TPL_STORE_NOMEM, "out of memory");
     char *keys = json_of_strs(nw->tr_keys, nw->ntr_keys);
     if (!keys) { free(bytes); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
     char created[32], fmt[16], version[32];
     now_utc(created);
-    snprintf(fmt, sizeof fmt, "%d", TPL_TPLB_VERSION);
+    snprintf(fmt, sizeof fmt, "%d", composed ? 0 : TPL_TPLB_VERSION);
     if ((st = begin(s))) { free(bytes); free(keys); return st; }
     db_res r;
     db_val a1[] = { txt(nw->name) };
@@ -555,7 +589,7 @@ tpl_store_status tpl_store_create(tpl_store *s, const tpl_store_new *nw, tpl_sto
     if (!st) {
         snprintf(version, sizeof version, "%s", r.nrows && db_cell(&r, 0, 0) ? db_cell(&r, 0, 0) : "1");
         db_res_free(&r);
-        db_val blob = { DB_BLOB, bytes, blen };
+        db_val blob = { bytes ? DB_BLOB : DB_NULL, bytes, blen };
         db_val a2[] = { txt(nw->name), txt(version), txt(syntax_name(nw->syntax)), txtn(nw->source, nw->source_len),
                         txt(nw->profile), txt(keys), txt(nw->lang), txt(created), blob, txt(fmt) };
         st = run(s, "INSERT INTO tpl_prompts (name, version, syntax, source, profile, tr_keys, lang, created_at, removed, "
@@ -854,7 +888,7 @@ tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_lo
         if (st) { tpl_store_loaded_free(l); return st; }
         void *bytes;
         size_t blen;
-        if (tpl_program_save(l->program, 0, &bytes, &blen) == TPL_OK) {
+        if (tpl_program_dependencies(l->program, NULL, NULL, 0) == 0 && tpl_program_save(l->program, 0, &bytes, &blen) == TPL_OK) {
             char id[32], fmt[16];
             snprintf(id, sizeof id, "%lld", (long long)l->prompt.id);
             snprintf(fmt, sizeof fmt, "%d", TPL_TPLB_VERSION);

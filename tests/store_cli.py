@@ -603,7 +603,38 @@ def t_trans(tp, store, tmp):
     check(r.out == "Witaj Ada!\n3 jablka\nDo widzenia, 3 dni, Untranslated 3", "trans from the store: %r" % r)
 
 
-TESTS = [t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans]
+def t_compose(tp, store, tmp):
+    """include/import/extends of other prompts by ref resolve from the store, each load with the
+    versions the refs name then (NAME: the latest active one; NAME:N pinned)."""
+    for name, src in (("parts.header", "HEADER {{ who }}"), ("parts.macros", "{% macro hi(n) %}hi {{ n }}{% endmacro %}"),
+                      ("parts.base", "<{% block body %}base{% endblock %}>")):
+        r = tp("create", name, "--template", src, "--syntax", "jinja")
+        check(r.rc == 0, "create %s: %r" % (name, r))
+    page = ('{% extends "parts.base" %}{% block body %}{% include "parts.header" %}|{% import "parts.macros" as m %}'
+            '{{ m.hi(who) }}|{% include "parts.header:1" %}{% endblock %}')
+    r = tp("create", "views.page", "--template", page, "--syntax", "jinja")
+    check(r.rc == 0, "create a composed prompt: %r" % r)
+    args = ("--args", '{"who": "Ada"}')
+    r = tp("render", "views.page", *args)
+    check(r.rc == 0 and r.out == "<HEADER Ada|hi Ada|HEADER Ada>", "composed render: %r" % r)
+    tp("create", "parts.header", "--template", "HEADER2 {{ who }}", "--syntax", "jinja")
+    r = tp("render", "views.page", *args)
+    check(r.rc == 0 and r.out == "<HEADER2 Ada|hi Ada|HEADER Ada>", "a new version of an included prompt is used, NAME:1 stays: %r" % r)
+    tp("remove", "parts.header")
+    r = tp("render", "views.page", *args)
+    check(r.rc == 0 and r.out == "<HEADER Ada|hi Ada|HEADER Ada>", "a removed version is not included: %r" % r)
+    check(json.loads(tp("show", "views.page", "--json").out)["tplb_format"] == 0, "a composed prompt keeps no cached program")
+    r = tp("create", "bad.inc", "--template", '{% include "no.such" %}', "--syntax", "jinja")
+    check(r.rc == 1 and "no.such" in r.err and "not found" in r.err, "include of a missing prompt: %r" % r)
+    check(tp("show", "bad.inc").rc == 1, "nothing stored for it")
+    tp("create", "loop.a", "--template", "a", "--syntax", "jinja")
+    tp("create", "loop.a", "--template", 'x{% include "loop.a" %}', "--syntax", "jinja")
+    r = tp("render", "loop.a")
+    check(r.rc == 1 and "too deep" in r.err, "a prompt including itself: a located error: %r" % r)
+
+
+TESTS = [t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
+         t_compose]
 
 
 def main():
