@@ -633,7 +633,27 @@ def t_compose(tp, store, tmp):
     check(r.rc == 1 and "too deep" in r.err, "a prompt including itself: a located error: %r" % r)
 
 
-TESTS = [t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
+def t_render_flags(tp, store, tmp):
+    """tplc prompt render takes tplc render's --channel/--medium and render limits."""
+    tp("create", "call.view", "--template", "{{ call.channel }} {{ call.medium }}{% for i in range(n) %}.{% endfor %}",
+       "--syntax", "jinja")
+    r = tp("render", "call.view", "--args", '{"n": 2}', "--channel", "whatsapp")
+    check(r.rc == 0 and r.out == "whatsapp text..", "--channel: %r" % r)
+    r = tp("render", "call.view", "--args", '{"n": 0}', "--channel", "web", "--medium", "voice")
+    check(r.rc == 0 and r.out == "web voice", "--channel --medium: %r" % r)
+    r = tp("render", "call.view", "--args", '{"n": 100000}', "--fuel", "1000")
+    check(r.rc == 1 and "fuel" in r.err, "--fuel: %r" % r)
+    r = tp("render", "call.view", "--args", '{"n": 100000}', "--max-output", "1K")
+    check(r.rc == 1 and "output" in r.err, "--max-output: %r" % r)
+    r = tp("render", "call.view", "--args", '{"n": 100}', "--max-output", "1K", "--max-memory", "64M", "--max-depth", "50")
+    check(r.rc == 0 and r.out.endswith("." * 100), "limits within bounds: %r" % r)
+    r = tp("render", "call.view", "--fuel", "lots")
+    check(r.rc == 2 and "--fuel" in r.err, "a bad --fuel: %r" % r)
+    r = tp("render", "call.view", "--args", '{"n": 0}', "--channel", "fax")
+    check(r.rc == 2 and "fax" in r.err, "a bad --channel: %r" % r)
+
+
+TESTS = [t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
          t_compose]
 
 

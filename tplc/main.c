@@ -232,7 +232,7 @@ static void main_help(void)
 }
 
 /* Parses a positive number with an optional K/M/G suffix (bytes only). */
-static bool parse_number(const char *s, bool suffixes, uint64_t max, uint64_t *out)
+bool tplc_parse_number(const char *s, bool suffixes, uint64_t max, uint64_t *out)
 {
     if (*s < '0' || *s > '9') return false;
     char *end;
@@ -284,7 +284,7 @@ static bool set_flag(tplc_opts *o, const flag *fl, const char *val)
         uint64_t v = 0;
         if (o->case_n >= 0) { fprintf(stderr, "tplc %s: --case given twice\n", cmd); return false; }
         if (strcmp(val, "0") == 0) v = 0;
-        else if (!parse_number(val, false, LONG_MAX, &v)) {
+        else if (!tplc_parse_number(val, false, LONG_MAX, &v)) {
             fprintf(stderr, "tplc %s: --case needs a non-negative number (got '%s')\n", cmd, val);
             return false;
         }
@@ -295,7 +295,7 @@ static bool set_flag(tplc_opts *o, const flag *fl, const char *val)
     case F_DEPTH:
     case F_BYTES: {
         uint64_t v;
-        if (!parse_number(val, fl->kind == F_BYTES, fl->kind == F_DEPTH ? UINT32_MAX : UINT64_MAX, &v)) {
+        if (!tplc_parse_number(val, fl->kind == F_BYTES, fl->kind == F_DEPTH ? UINT32_MAX : UINT64_MAX, &v)) {
             fprintf(stderr, "tplc %s: %s needs a positive number%s (got '%s')\n", cmd, fl->name,
                     fl->kind == F_BYTES ? " of bytes (K, M, G suffixes allowed)" : "", val);
             return false;

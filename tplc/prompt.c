@@ -15,7 +15,8 @@
 
 /* The flags of the verbs: name, whether it takes a value, whether it repeats. */
 enum { P_STORE, P_TEMPLATE, P_FILE, P_SYNTAX, P_PROFILE, P_TRKEY, P_LANG, P_PREFIX, P_JSON, P_ALL, P_ARGS,
-       P_STATE, P_REMEMBER, P_DICT, P_OUT, P_NFLAGS };
+       P_STATE, P_REMEMBER, P_DICT, P_OUT, P_CHANNEL, P_MEDIUM, P_FUEL, P_MAXDEPTH, P_MAXOUTPUT, P_MAXMEMORY,
+       P_NFLAGS };
 static const struct { const char *name; bool value, multi; } pflags[P_NFLAGS] = {
     [P_STORE] = { "--store", true, false }, [P_TEMPLATE] = { "--template", true, false },
     [P_FILE] = { "--file", true, false }, [P_SYNTAX] = { "--syntax", true, false },
@@ -24,7 +25,10 @@ static const struct { const char *name; bool value, multi; } pflags[P_NFLAGS] = 
     [P_JSON] = { "--json", false, false }, [P_ALL] = { "--all", false, false },
     [P_ARGS] = { "--args", true, false }, [P_STATE] = { "--state", true, false },
     [P_REMEMBER] = { "--remember", true, true }, [P_DICT] = { "--dict", true, false },
-    [P_OUT] = { "-o", true, false },
+    [P_OUT] = { "-o", true, false }, [P_CHANNEL] = { "--channel", true, false },
+    [P_MEDIUM] = { "--medium", true, false }, [P_FUEL] = { "--fuel", true, false },
+    [P_MAXDEPTH] = { "--max-depth", true, false }, [P_MAXOUTPUT] = { "--max-output", true, false },
+    [P_MAXMEMORY] = { "--max-memory", true, false },
 };
 
 typedef struct popts {
@@ -62,8 +66,10 @@ static const struct verb {
     { "show", "NAME[:N]|ID [--json]", "--json", 1, 1, v_show },
     { "versions", "NAME [--all] [--json]", "--all --json", 1, 1, v_versions },
     { "remove", "NAME[:N]|ID", "", 1, 1, v_remove },
-    { "render", "NAME[:N]|ID [--args JSON | --state FILE] [--lang L] [--remember FACT]...",
-      "--args --state --lang --remember", 1, 1, v_render },
+    { "render", "NAME[:N]|ID [--args JSON | --state FILE] [--lang L] [--remember FACT]... [--channel C]\n"
+      "      [--medium M] [--fuel N] [--max-depth N] [--max-output BYTES] [--max-memory BYTES]",
+      "--args --state --lang --remember --channel --medium --fuel --max-depth --max-output --max-memory", 1, 1,
+      v_render },
     { "tr-set", "NAME SOURCE LANG TARGET [--dict D]", "--dict", 4, 4, v_tr_set },
     { "tr-list", "NAME [--lang L] [--json]", "--lang --json", 1, 1, v_tr_list },
     { "tr-bind", "NAME DICT", "", 2, 2, v_tr_bind },
@@ -294,6 +300,38 @@ static int v_render(tpl_store *s, const popts *o)
         if (!(state = tplc_read_input(o->v[P_STATE], "state", &slen))) return EXIT_USAGE;
         what = o->v[P_STATE];
     }
+    /* the call's channel and medium: tplc render's choices */
+    static const char *const choice[][4] = { { "--channel", "phone", "web", "whatsapp" }, { "--medium", "voice", "text", NULL } };
+    for (int c = 0; c < 2; c++) {
+        const char *v = o->v[c ? P_MEDIUM : P_CHANNEL];
+        if (v && !((choice[c][1] && !strcmp(v, choice[c][1])) || (choice[c][2] && !strcmp(v, choice[c][2])) ||
+                   (choice[c][3] && !strcmp(v, choice[c][3])))) {
+            fprintf(stderr, "tplc prompt render: %s takes %s (got '%s')\n", choice[c][0],
+                    c ? "voice|text" : "phone|web|whatsapp", v);
+            free(state);
+            return EXIT_USAGE;
+        }
+    }
+    /* render limits and the call (as tplc render's --fuel ... and --channel/--medium) */
+    tpl_limits lim = { 0 };
+    static const struct { int flag; bool bytes; uint64_t max; } lims[] = {
+        { P_FUEL, false, UINT64_MAX }, { P_MAXDEPTH, false, UINT32_MAX }, { P_MAXOUTPUT, true, UINT64_MAX },
+        { P_MAXMEMORY, true, UINT64_MAX } };
+    for (size_t i = 0; i < sizeof lims / sizeof *lims; i++) {
+        const char *v = o->v[lims[i].flag];
+        uint64_t x;
+        if (!v) continue;
+        if (!tplc_parse_number(v, lims[i].bytes, lims[i].max, &x)) {
+            fprintf(stderr, "tplc prompt render: %s takes a positive number%s (got '%s')\n", pflags[lims[i].flag].name,
+                    lims[i].bytes ? " of bytes (K, M, G suffixes)" : "", v);
+            free(state);
+            return EXIT_USAGE;
+        }
+        if (lims[i].flag == P_FUEL) lim.fuel = x;
+        else if (lims[i].flag == P_MAXDEPTH) lim.max_depth = (uint32_t)x;
+        else if (lims[i].flag == P_MAXOUTPUT) lim.max_output = x;
+        else lim.max_memory = x;
+    }
     tpl_store_loaded *l = NULL;
     tpl_error err = { 0 };
     tpl_store_status st = tpl_store_load(s, o->pos[0], &l, &err);
@@ -302,9 +340,13 @@ static int v_render(tpl_store *s, const popts *o)
         if (st == TPL_STORE_TEMPLATE && err.message) { tplc_print_error(&err); tpl_error_clear(&err); return EXIT_TEMPLATE; }
         return store_fail(o, s, st);
     }
-    tpl_render *r = tpl_render_new(NULL);
+    tpl_render *r = tpl_render_new(&lim);
     int rc = 0;
     if (!r) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
+    if (!rc && (o->v[P_CHANNEL] || o->v[P_MEDIUM]) && tpl_render_set_call(r, o->v[P_CHANNEL], o->v[P_MEDIUM]) != TPL_OK) {
+        tplc_print_error(tpl_render_error(r));
+        rc = EXIT_USAGE;
+    }
     const char *js = state ? state : o->v[P_ARGS];
     size_t jl = state ? slen : js ? strlen(js) : 0;
     if (!rc && js && tpl_render_set_state_json(r, js, jl) != TPL_OK) {

@@ -71,6 +71,10 @@ struct tplc_command {
     int (*run_raw)(int argc, char **argv);     /* or its own parser (argv[0] = NAME) */
 };
 
+/* A positive decimal number up to max (with suffixes: a K, M or G suffix multiplies by 2^10,
+ * 2^20, 2^30) into *out; false when it is not one (tplc/main.c: the limit flags). */
+bool tplc_parse_number(const char *s, bool suffixes, uint64_t max, uint64_t *out);
+
 /* Subcommands (tplc/commands.c, tplc/lint.c). Each returns the exit status. */
 int tplc_render(const tplc_opts *o);
 int tplc_dump(const tplc_opts *o);
