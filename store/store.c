@@ -823,9 +823,13 @@ static tpl_store_status catalog_json(tpl_store *s, const char *dict, char **out,
     size_t n;
     tpl_store_status st = tpl_store_tr_list(s, &dict, 1, NULL, &v, &n);
     if (st) return st;
+    /* Plural-Forms matter only to plural rows: no extra round trip for a dictionary without one */
+    bool any_plural = false;
+    for (size_t i = 0; i < n && !any_plural; i++) any_plural = v[i].plural != NULL;
     db_val a[] = { txt(dict) };
-    db_res pf;
-    if ((st = run(s, "SELECT lang, plural_forms FROM tpl_tr_langs WHERE dict = ? AND plural_forms IS NOT NULL ORDER BY lang",
+    db_res pf = { 0 };
+    if (any_plural &&
+        (st = run(s, "SELECT lang, plural_forms FROM tpl_tr_langs WHERE dict = ? AND plural_forms IS NOT NULL ORDER BY lang",
                   a, 1, &pf))) {
         tpl_store_trs_free(v, n);
         return st;
