@@ -25,11 +25,11 @@ typedef struct tpl_type_info {
 /* The table, indexed by tpl_vtype (runtime/types.c). */
 extern const tpl_type_info tpl_types[TPL_VT__COUNT];
 
-/* Python's type name of a tagged list value (aux = TPL_LAZY_*, runtime/value.h; NULL for a plain
- * list or tuple, aux 0). */
+/* Python's type name of a tagged list value (aux = TPL_LAZY_*, runtime/value.h); "list" for a plain
+ * list or tuple (aux 0) or an aux out of the table, so the result is never NULL (it goes into %s). */
 static inline const char *tpl_lazy_name(unsigned aux)
 {
-    return aux && TPL_VT_RANGE - 1 + aux <= TPL_VT_DICT_REVVALUES ? tpl_types[TPL_VT_RANGE - 1 + aux].py : NULL;
+    return aux && TPL_VT_RANGE - 1 + aux <= TPL_VT_DICT_REVVALUES ? tpl_types[TPL_VT_RANGE - 1 + aux].py : "list";
 }
 
 #endif
