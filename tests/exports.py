@@ -16,7 +16,9 @@ out = subprocess.run(['nm', '-D', '--defined-only', lib], check=True, capture_ou
 exported = set()
 for line in out.splitlines():
     parts = line.split()
-    if len(parts) >= 3:
+    # a lower-case type letter is a LOCAL symbol: listed in .dynsym (GNU ld 2.40 puts the
+    # __start_/__stop_ symbols of the fuzz build's __sancov_* sections there), not exported
+    if len(parts) >= 3 and (parts[1] == 'u' or not parts[1].islower()):  # 'u': unique global
         exported.add(parts[2].split('@')[0])
 declared = set()
 for h in headers:
