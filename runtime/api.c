@@ -1,4 +1,6 @@
-/* Public render API (include/tpl.h): render contexts, state from JSON, facts, `call`. */
+/* Public render API (include/tpl.h): render contexts, state from JSON, running a program. The
+ * prompt features (facts, remembers, `call`, translation) are the library's per-render data
+ * (stdlib/prompt/state.c) behind vm->ext. */
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -22,6 +24,9 @@ static const tpl_error busy_render_error = { TPL_ERR_USAGE, "render context busy
 
 tpl_vm *tpl_render_vm(tpl_render *r) { return &r->vm; }
 bool tpl_render_busy(const tpl_render *r) { return r->busy; }
+void tpl_render_set_busy(tpl_render *r, bool busy) { r->busy = busy; }
+void *tpl_vm_ext(const tpl_vm *vm) { return vm->ext; }
+const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm) { return &vm->alloc; }
 
 /* Entry check of the public functions on a render context: false for NULL or a busy context. */
 static bool usable(const tpl_render *r)
@@ -72,14 +77,10 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     tpl_arena_init(&vm->arena, l.max_memory);
     vm->arena.fuel = &vm->fuel; /* walks over values charge the render's fuel */
     tpl_arena_init(&vm->state_arena, l.max_memory); /* the state counts against the memory limit */
-    tpl_arena_init(&vm->fact_arena, 0);
-    tpl_arena_init(&vm->call_arena, 0);
     if (alloc) {
         /* the arenas keep a pointer to the copy inside the context */
         tpl_arena_set_allocator(&vm->arena, &vm->alloc);
         tpl_arena_set_allocator(&vm->state_arena, &vm->alloc);
-        tpl_arena_set_allocator(&vm->fact_arena, &vm->alloc);
-        tpl_arena_set_allocator(&vm->call_arena, &vm->alloc);
     }
     vm->stack = al.alloc(al.data, TPL_VM_STACK * sizeof *vm->stack);
     vm->slots = al.alloc(al.data, TPL_VM_SLOTS * sizeof *vm->slots);
@@ -91,7 +92,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     vm->state = tpl_v_none();
     vm->rb_self = tpl_v_none();
     tpl_vm_init_builtins(vm);
-    if (tpl_render_set_call(r, "phone", NULL) != TPL_OK) { tpl_render_free(r); return NULL; }
+    if (!(vm->ext = tpl_stdlib.ext_new(vm))) { tpl_render_free(r); return NULL; }
     return r;
 }
 
@@ -103,13 +104,11 @@ void tpl_render_free(tpl_render *r)
     tpl_allocator al = vm->alloc;
     tpl_arena_free(&vm->arena);
     tpl_arena_free(&vm->state_arena);
-    tpl_arena_free(&vm->fact_arena);
-    tpl_arena_free(&vm->call_arena);
+    if (vm->ext) tpl_stdlib.ext_free(vm, vm->ext);
     if (vm->stack) al.free(al.data, vm->stack, vm->stack_cap * sizeof *vm->stack);
     if (vm->slots) al.free(al.data, vm->slots, vm->slots_cap * sizeof *vm->slots);
     if (vm->out) al.free(al.data, vm->out, vm->out_cap);
     if (vm->err_line_big) al.free(al.data, vm->err_line_big, vm->err_line_big_cap);
-    tpl_stdlib.tr_free(vm->tr);
     al.free(al.data, r, sizeof *r);
 }
 
@@ -130,6 +129,16 @@ static tpl_status fail_kind(tpl_vm *vm, tpl_error_kind kind, const char *msg)
 }
 
 static tpl_status fail(tpl_vm *vm, tpl_status st, const char *msg) { return fail_kind(vm, tpl_status_kind(st), msg); }
+
+void tpl_render_clear_error(tpl_render *r) { clear_error(&r->vm); }
+
+tpl_status tpl_render_fail(tpl_render *r, tpl_error_kind kind, const char *msg, uint32_t line, uint32_t col)
+{
+    tpl_status st = fail_kind(&r->vm, kind, msg);
+    r->vm.err.line = line;
+    r->vm.err.column = col;
+    return st;
+}
 
 /* The render API's one out-of-memory report. */
 static tpl_status nomem(tpl_vm *vm) { return fail_kind(vm, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM)); }
@@ -187,17 +196,16 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
     }
 }
 
-/* Fails with TPL_ERR_USAGE "FN: WHAT is NULL" in r's error record. */
-static tpl_status null_arg(tpl_render *r, const char *fn, const char *what)
+tpl_status tpl_render_null_arg(tpl_render *r, const char *fn, const char *what)
 {
     char msg[128];
     snprintf(msg, sizeof msg, "%s: %s is NULL", fn, what);
     return fail(&r->vm, TPL_ERR_USAGE, msg);
 }
 
-/* Fails with TPL_ERR_VALUE when s[0..n) is not UTF-8: text from the host must be, as the state
- * is (jansson rejects invalid UTF-8 there), or it would reach the output. */
-static tpl_status check_utf8(tpl_render *r, const char *what, const char *s, size_t n)
+/* Text from the host must be UTF-8, as the state is (jansson rejects invalid UTF-8 there), or it
+ * would reach the output. */
+tpl_status tpl_render_check_utf8(tpl_render *r, const char *what, const char *s, size_t n)
 {
     size_t bad;
     if (tpl_utf8_valid(s, n, &bad)) return TPL_OK;
@@ -270,7 +278,7 @@ static tpl_status state_too_big(tpl_vm *vm)
 tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len)
 {
     if (!usable(r)) return TPL_ERR_USAGE;
-    if (!json) return null_arg(r, "tpl_render_set_state_json", "json");
+    if (!json) return tpl_render_null_arg(r, "tpl_render_set_state_json", "json");
     tpl_vm *vm = &r->vm;
     state_cost c = { 0 };
     cost_feed(&c, json, len);
@@ -286,7 +294,7 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
 tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
 {
     if (!usable(r)) return TPL_ERR_USAGE;
-    if (!f) return null_arg(r, "tpl_render_set_state_file", "f");
+    if (!f) return tpl_render_null_arg(r, "tpl_render_set_state_file", "f");
     tpl_vm *vm = &r->vm;
     /* a seekable file is measured first (in 64 KiB pieces), then parsed from where it began */
     long at = ftell(f);
@@ -304,114 +312,6 @@ tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
     json_error_t je;
     json_t *j = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     tpl_status st = set_state(vm, j, &je);
-    r->busy = false;
-    return st;
-}
-
-static bool facts_init(tpl_vm *vm)
-{
-    if (!vm->facts) vm->facts = tpl_list_new(&vm->fact_arena, 4);
-    return vm->facts != NULL;
-}
-
-static tpl_status add_fact(tpl_render *r, const char *fact, size_t len)
-{
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    if (check_utf8(r, "the fact", fact, len) != TPL_OK) return TPL_ERR_VALUE;
-    if (!facts_init(vm)) return nomem(vm);
-    char *s = tpl_arena_strdup(&vm->fact_arena, fact, len);
-    if (!s) return nomem(vm);
-    tpl_value v = tpl_nfc(&vm->fact_arena, tpl_v_str(s, len));
-    if (!tpl_list_push(&vm->fact_arena, vm->facts, v)) return nomem(vm);
-    return TPL_OK;
-}
-
-tpl_status tpl_render_add_fact(tpl_render *r, const char *fact, size_t len)
-{
-    if (!usable(r)) return TPL_ERR_USAGE;
-    if (!fact) return null_arg(r, "tpl_render_add_fact", "fact");
-    r->busy = true;
-    tpl_status st = add_fact(r, fact, len);
-    r->busy = false;
-    return st;
-}
-
-void tpl_render_clear_facts(tpl_render *r)
-{
-    if (!usable(r)) return;
-    r->vm.facts = NULL;
-    tpl_arena_reset(&r->vm.fact_arena);
-}
-
-void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data)
-{
-    if (!usable(r)) return;
-    r->vm.remembers_fn = fn;
-    r->vm.remembers_data = fn ? data : NULL;
-}
-
-bool tpl_vm_has_remembers(const tpl_vm *vm)
-{
-    return vm->remembers_fn != NULL;
-}
-
-int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer)
-{
-    int rc = vm->remembers_fn ? vm->remembers_fn(vm->remembers_data, words.u.s, words.len) : -1;
-    if (rc < 0 || rc > 1) return tpl_vm_error(vm, TPL_ERR_RAISED, "host function 'remembers' failed");
-    *answer = rc == 1;
-    return 0;
-}
-
-static tpl_status set_call(tpl_render *r, const char *channel, const char *medium)
-{
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    if (!channel) channel = "phone";
-    if (!medium) medium = strcmp(channel, "whatsapp") == 0 ? "text" : "voice";
-    if (strlen(channel) >= sizeof vm->channel || strlen(medium) >= sizeof vm->medium)
-        return fail(vm, TPL_ERR_USAGE, "channel or medium too long");
-    if (check_utf8(r, "the channel", channel, strlen(channel)) != TPL_OK ||
-        check_utf8(r, "the medium", medium, strlen(medium)) != TPL_OK)
-        return TPL_ERR_VALUE;
-    strcpy(vm->channel, channel);
-    strcpy(vm->medium, medium);
-    tpl_arena *a = &vm->call_arena;
-    tpl_arena_reset(a);
-    tpl_map *m = tpl_map_new(a, 4);
-    tpl_list *hist = tpl_list_new(a, 0);
-    if (!m || !hist) return nomem(vm);
-    bool ok = tpl_map_set(a, m, tpl_v_str("channel", 7), tpl_v_str(vm->channel, strlen(vm->channel))) &&
-              tpl_map_set(a, m, tpl_v_str("medium", 6), tpl_v_str(vm->medium, strlen(vm->medium))) &&
-              tpl_map_set(a, m, tpl_v_str("claimed", 7),
-                          vm->has_claimed ? tpl_v_str(vm->claimed, strlen(vm->claimed)) : tpl_v_none()) &&
-              tpl_map_set(a, m, tpl_v_str("history", 7), tpl_v_list(hist));
-    if (!ok) return nomem(vm);
-    vm->call = tpl_v_map(m);
-    return TPL_OK;
-}
-
-tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claimed)
-{
-    if (!usable(r)) return TPL_ERR_USAGE;
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    if (claimed && check_utf8(r, "the claimed code", claimed, strlen(claimed)) != TPL_OK) return TPL_ERR_VALUE;
-    if (claimed && strlen(claimed) >= sizeof vm->claimed) return fail(vm, TPL_ERR_USAGE, "claimed code too long");
-    vm->has_claimed = claimed != NULL;
-    if (claimed) strcpy(vm->claimed, claimed);
-    char channel[sizeof vm->channel], medium[sizeof vm->medium];
-    strcpy(channel, vm->channel);
-    strcpy(medium, vm->medium);
-    return tpl_render_set_call(r, channel, medium);
-}
-
-tpl_status tpl_render_set_call(tpl_render *r, const char *channel, const char *medium)
-{
-    if (!usable(r)) return TPL_ERR_USAGE;
-    r->busy = true;
-    tpl_status st = set_call(r, channel, medium);
     r->busy = false;
     return st;
 }
@@ -446,8 +346,8 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
     if (!usable(r)) return TPL_ERR_USAGE;
-    if (!p) return null_arg(r, "tpl_render_run", "the program");
-    if (!out || !out_len) return null_arg(r, "tpl_render_run", out ? "out_len" : "out");
+    if (!p) return tpl_render_null_arg(r, "tpl_render_run", "the program");
+    if (!out || !out_len) return tpl_render_null_arg(r, "tpl_render_run", out ? "out_len" : "out");
     r->busy = true;
     tpl_status st = run(r, p, out, out_len);
     r->busy = false;
@@ -588,66 +488,6 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
     if (hc.nomem) return tpl_vm_nomem(vm); /* the host's result did not fit */
     *out = hc.result;
     return 0;
-}
-
-/* ------------------------------------------------------------------ translation (stdlib/prompt/tr.c) */
-
-static struct tpl_tr_state *tr_state(tpl_vm *vm)
-{
-    if (!vm->tr) vm->tr = tpl_stdlib.tr_new();
-    return vm->tr;
-}
-
-tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len)
-{
-    if (!usable(r)) return TPL_ERR_USAGE;
-    if (!json) return null_arg(r, "tpl_render_add_catalog_json", "json");
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    struct tpl_tr_state *t = tr_state(vm);
-    if (!t) return nomem(vm);
-    char msg[256];
-    uint32_t line, col;
-    tpl_status st = tpl_stdlib.tr_add_catalog_json(t, json, len, msg, sizeof msg, &line, &col);
-    if (st != TPL_OK) {
-        fail(vm, st, msg);
-        vm->err.line = line;
-        vm->err.column = col;
-    }
-    return st;
-}
-
-void tpl_render_clear_catalogs(tpl_render *r)
-{
-    if (usable(r) && r->vm.tr) tpl_stdlib.tr_clear_catalogs(r->vm.tr);
-}
-
-tpl_status tpl_render_set_lang(tpl_render *r, const char *lang)
-{
-    if (!usable(r)) return TPL_ERR_USAGE;
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    if (lang && check_utf8(r, "the language", lang, strlen(lang)) != TPL_OK) return TPL_ERR_VALUE;
-    struct tpl_tr_state *t = tr_state(vm);
-    if (!t || !tpl_stdlib.tr_set_lang(t, lang, lang ? strlen(lang) : 0)) return nomem(vm);
-    return TPL_OK;
-}
-
-tpl_status tpl_render_add_tr_key(tpl_render *r, const char *name, size_t len)
-{
-    if (!usable(r)) return TPL_ERR_USAGE;
-    if (!name) return null_arg(r, "tpl_render_add_tr_key", "name");
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    if (check_utf8(r, "the tr key", name, len) != TPL_OK) return TPL_ERR_VALUE;
-    struct tpl_tr_state *t = tr_state(vm);
-    if (!t || !tpl_stdlib.tr_add_key(t, name, len)) return nomem(vm);
-    return TPL_OK;
-}
-
-void tpl_render_clear_tr_keys(tpl_render *r)
-{
-    if (usable(r) && r->vm.tr) tpl_stdlib.tr_clear_keys(r->vm.tr);
 }
 
 const tpl_error *tpl_render_error(const tpl_render *r)

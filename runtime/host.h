@@ -11,9 +11,6 @@ typedef struct tpl_hobj {
     tpl_render *r;      /* the render context it was built for (callbacks get it) */
 } tpl_hobj;
 
-/* The render context around a VM, and the VM inside one (runtime/api.c). */
-tpl_vm *tpl_render_vm(tpl_render *r);
-bool tpl_render_busy(const tpl_render *r);
 
 /* obj.name / obj[key] of a host object, Jinja2's order (getattr then getitem for `.`, the
  * reverse for `[]`): 0 with *out set, 1 missing (the caller makes the undefined value), -1 with

@@ -80,15 +80,12 @@ typedef struct tpl_library {
     int (*rb_each_list)(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
     int (*rb_arith)(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
     int (*rb_compare_check)(tpl_vm *vm, const char *op, tpl_value a, tpl_value b);
-    /* translation state of a render context (stdlib/prompt/tr.h; the tpl_render_* translation API) */
-    struct tpl_tr_state *(*tr_new)(void);
-    void (*tr_free)(struct tpl_tr_state *t);
-    tpl_status (*tr_add_catalog_json)(struct tpl_tr_state *t, const char *json, size_t len, char *msg,
-                                      size_t msgsize, uint32_t *line, uint32_t *col);
-    void (*tr_clear_catalogs)(struct tpl_tr_state *t);
-    bool (*tr_set_lang)(struct tpl_tr_state *t, const char *lang, size_t len);
-    bool (*tr_add_key)(struct tpl_tr_state *t, const char *name, size_t len);
-    void (*tr_clear_keys)(struct tpl_tr_state *t);
+    /* the library's per-render data (tpl_vm_ext; stdlib/prompt/state.c: facts, remembers, `call`,
+     * translation): made when a render context is created (NULL: out of memory), freed with it;
+     * ext_global answers the global names it owns (`call`): 1 with *out set, 0 for other names */
+    void *(*ext_new)(tpl_vm *vm);
+    void (*ext_free)(tpl_vm *vm, void *ext);
+    int (*ext_global)(tpl_vm *vm, const char *name, size_t n, tpl_value *out);
     /* builtin ids the VM refers to */
     uint16_t id_escape, id_default, id_length, id_upper, id_lower, id_join, id_trim;
     uint16_t id_raise_exception, id_strftime_now;

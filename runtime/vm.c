@@ -89,11 +89,6 @@ bool tpl_vm_strict(const tpl_vm *vm) { return vm->p && vm->p->opts.strict; }
 bool tpl_vm_hf(const tpl_vm *vm) { return vm->p && vm->p->opts.hf; }
 int tpl_vm_syntax(const tpl_vm *vm) { return vm->p ? (int)vm->p->opts.syntax : 0; }
 const char *tpl_vm_bound_lang(const tpl_vm *vm) { return vm->p ? vm->p->opts.lang : NULL; }
-const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n)
-{
-    *n = vm->facts ? vm->facts->len : 0;
-    return vm->facts ? vm->facts->items : NULL;
-}
 
 int tpl_vm_nomem(tpl_vm *vm)
 {
@@ -1052,7 +1047,7 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
         tpl_value *hit = tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
         if (hit) { *out = *hit; return 0; }
     }
-    if (nm->s.len == 4 && memcmp(nm->s.u.s, "call", 4) == 0) { *out = vm->call; return 0; }
+    if (tpl_stdlib.ext_global(vm, nm->s.u.s, nm->s.len, out)) return 0; /* the library's own (`call`) */
     int id = nm->resolved ? nm->global : tpl_stdlib.find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
     if (id >= 0 && (vm->p->opts.hf || (id != tpl_stdlib.id_raise_exception && id != tpl_stdlib.id_strftime_now))) {
         tpl_value f = { 0 };
@@ -2413,9 +2408,7 @@ fail:
 /* ------------------------------------------------------------------ Ruby blocks */
 
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
-tpl_value tpl_vm_call(const tpl_vm *vm) { return vm->call; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
-struct tpl_tr_state *tpl_vm_tr(const tpl_vm *vm) { return vm->tr; }
 
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out)
 {

@@ -39,13 +39,13 @@ bool tpl_vm_hf(const tpl_vm *vm);
 int tpl_vm_syntax(const tpl_vm *vm);
 /* The program's bound language (tpl_options.lang, `tplc compile --lang`), or NULL. */
 const char *tpl_vm_bound_lang(const tpl_vm *vm);
-/* The facts given to this render (remembers), NFC-normalised, and their count. */
-const tpl_value *tpl_vm_facts(const tpl_vm *vm, size_t *n);
-/* True when the host set a remembers callback (tpl_render_set_remembers). */
-bool tpl_vm_has_remembers(const tpl_vm *vm);
-/* Asks the host remembers callback about NFC-normalised words. Returns 0 with *answer set, or
- * -1 with a located TPL_ERR_RAISED error when it reported failure (or none is set). */
-int tpl_vm_host_remembers(tpl_vm *vm, tpl_value words, bool *answer);
+/* The library's per-render data: what tpl_stdlib.ext_new made for this render context (freed
+ * by ext_free with it). The VM never looks inside: stdlib/prompt/ keeps the facts, the remembers
+ * callback, `call` and the translation state there. */
+void *tpl_vm_ext(const tpl_vm *vm);
+/* The render context's allocator (tpl_render_new_with; lives as long as the context): blocks of
+ * the library's per-render data come from it. */
+const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm);
 
 /* The types.def row of a value (strict: a Jinja2 StrictUndefined render, tpl_vm_strict). */
 tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
@@ -102,13 +102,27 @@ tpl_rb_block tpl_vm_block(const tpl_vm *vm);
  * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
  * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out);
-/* The `call` builtin value of this render. */
-tpl_value tpl_vm_call(const tpl_vm *vm);
 /* The render's state (a map, or TPL_T_NONE before any state is set). */
 tpl_value tpl_vm_state(const tpl_vm *vm);
-/* The render's translation state (stdlib/prompt/tr.c: catalogs, language, tr_keys), NULL until the host
- * sets one; owned by the render context and freed with it through tpl_stdlib.tr_free. */
-struct tpl_tr_state *tpl_vm_tr(const tpl_vm *vm);
+
+/* ------------------------------------------------------------------ the render API (runtime/api.c) */
+
+/* For the library's own public functions on a render context (stdlib/prompt/state.c): the
+ * render context around a VM and back, the busy mark (set while a call may run host callbacks:
+ * a callback calling back into the context gets TPL_ERR_USAGE), and the context's error record. */
+tpl_vm *tpl_render_vm(tpl_render *r);
+bool tpl_render_busy(const tpl_render *r);
+void tpl_render_set_busy(tpl_render *r, bool busy);
+/* Clears the render's error record (TPL_OK). */
+void tpl_render_clear_error(tpl_render *r);
+/* Sets the render's unlocated error of `kind` with message msg (copied) and returns its status;
+ * line/col (0: none) locate it inside the host's text (a catalog's JSON). */
+tpl_status tpl_render_fail(tpl_render *r, tpl_error_kind kind, const char *msg, uint32_t line, uint32_t col);
+/* TPL_ERR_USAGE "FN: WHAT is NULL" in r's error record. */
+tpl_status tpl_render_null_arg(tpl_render *r, const char *fn, const char *what);
+/* TPL_OK, or TPL_ERR_VALUE "WHAT is not valid UTF-8 (byte 0xHH at offset N)" in r's error record
+ * when s[0..n) is not UTF-8 (text from the host must be). */
+tpl_status tpl_render_check_utf8(tpl_render *r, const char *what, const char *s, size_t n);
 
 /* Converts parsed JSON (a jansson json_t) into values in arena a: objects become insertion-ordered
  * maps, arrays lists, strings are copied. False on arena exhaustion or nesting deeper than 512.

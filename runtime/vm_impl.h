@@ -39,19 +39,11 @@ struct tpl_vm {
     tpl_limits limits;
     tpl_arena arena;        /* per render, reset at the start of each render */
     tpl_arena state_arena;  /* state values; reset when the state is replaced */
-    tpl_arena fact_arena;   /* facts; reset by tpl_render_clear_facts */
-    tpl_arena call_arena;   /* the `call` object; reset by tpl_render_set_call */
     tpl_value state;        /* a map (or none before any state is set) */
     tpl_value rb_self;      /* ERB: the self host object (tpl_render_set_self_val), or none */
-    tpl_list *facts;        /* NFC-normalised facts */
-    tpl_remembers_fn remembers_fn; /* host memory store (tpl_render_set_remembers), or NULL */
-    void *remembers_data;
     const tpl_host_func *host_funcs; /* tpl_render_set_host_funcs (borrowed) */
     size_t nhost_funcs;
-    tpl_value call;         /* the `call` builtin value */
-    char channel[32], medium[32];
-    char claimed[64];      /* call.claimed; has_claimed false: None */
-    bool has_claimed;
+    void *ext;              /* the library's per-render data (tpl_vm_ext; tpl_stdlib.ext_new/ext_free) */
 
     char *out;              /* output buffer (heap, reused) */
     size_t out_len, out_cap;
@@ -73,8 +65,6 @@ struct tpl_vm {
      * on the builtin's first call in a render context (BIND_UNKNOWN before; bind_lo > bind_hi:
      * always the general binder). */
     uint8_t bind_lo[TPL_BUILTINS_MAX], bind_hi[TPL_BUILTINS_MAX];
-
-    struct tpl_tr_state *tr;/* catalogs, language, tr_keys (stdlib/prompt/tr.c); NULL until first set */
 
     tpl_rb_block rb_block;  /* ERB: the block of the Ruby method being called */
     /* ERB method lookups of this render (tpl_vm_method_find): direct-mapped by the name's

@@ -137,4 +137,19 @@ int tpl_filter_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,
 int tpl_test_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,
                      const tpl_map *kwargs, bool *out);
 
+/* ------------------------------------------------------------------ prompt features (stdlib/prompt/state.c) */
+
+/* The prompt features' per-render data in the render context's extension slot (tpl_vm_ext):
+ * facts, the host remembers callback, `call`, the translation state (include/tpl_prompt.h). */
+typedef struct tpl_prompt_state tpl_prompt_state;
+/* tpl_stdlib.ext_new / ext_free / ext_global: the state of a new render context (call = phone,
+ * voice, claimed None; blocks from tpl_vm_allocator), NULL when out of memory; its release; and
+ * the globals it answers (`call`: 1 with *out, else 0). */
+void *tpl_prompt_new(tpl_vm *vm);
+void tpl_prompt_free(tpl_vm *vm, void *ext);
+int tpl_prompt_global(tpl_vm *vm, const char *name, size_t n, tpl_value *out);
+/* The `call` object of this render (a map: channel, medium, claimed, history); ERB answers its
+ * keys as methods (call.channel). */
+tpl_value tpl_prompt_call(const tpl_vm *vm);
+
 #endif

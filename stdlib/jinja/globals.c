@@ -1,4 +1,4 @@
-/* Global functions: range, dict, namespace, remembers, raise_exception, strftime_now, lipsum,
+/* Global functions: range, dict, namespace, raise_exception, strftime_now, lipsum,
  * cycler, joiner. */
 #include "../builtins.h"
 
@@ -117,44 +117,6 @@ int g_namespace(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-
-int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    size_t nfacts = 0;
-    const tpl_value *facts = tpl_vm_facts(vm, &nfacts);
-    tpl_value w;
-    if (tpl_to_str(vm, a[0], &w) < 0)
-        return -1;
-    if (tpl_vm_has_remembers(vm)) {
-        /* the host's memory store (tpl_render_set_remembers) answers instead of the facts */
-        bool yes = false;
-        if (!tpl_is_ascii(w.u.s, w.len))
-            w = tpl_nfc(tpl_vm_arena(vm), w);
-        if (tpl_vm_host_remembers(vm, w, &yes) < 0)
-            return -1;
-        *out = tpl_v_bool(yes);
-        return 0;
-    }
-    if (nfacts == 0) {
-        *out = tpl_v_bool(false);
-        return 0;
-    }
-    if (!tpl_is_ascii(w.u.s, w.len))
-        w = tpl_nfc(tpl_vm_arena(vm), w);
-    /* Each fact scanned charges the render's fuel: four units plus one per 16 bytes (the search
-     * is linear, tpl_bytes_contain), so 20,000 calls over 100,000 facts end with a located fuel
-     * error instead of running for a minute. */
-    uint64_t cost = 0;
-    bool found = false;
-    for (size_t i = 0; i < nfacts && !found; i++) {
-        cost += 4 + facts[i].len / 16;
-        found = facts[i].type == TPL_T_STR && tpl_bytes_contain(facts[i].u.s, facts[i].len, w.u.s, w.len);
-    }
-    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, cost))
-        return tpl_vm_nomem(vm);
-    *out = tpl_v_bool(found);
-    return 0;
-}
 
 int g_raise_exception(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {

@@ -432,7 +432,7 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
         return tpl_to_str(vm, *exact, out);
     }
     if (!l->npats) return 0;
-    tpl_tr_state *t = tpl_vm_tr(vm);
+    tpl_tr_state *t = tpl_prompt_tr(vm);
     size_t need = 4 * (size_t)l->max_names;
     if (t->scratch_cap < need) {
         size_t *ns = realloc(t->scratch, need * sizeof *ns);
@@ -473,7 +473,7 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
 /* The language of a lookup: explicit lang → the render's → the program's bound one; *ls NULL: none. */
 static int lookup_language(tpl_vm *vm, tpl_value lang, const char **ls, size_t *ln)
 {
-    tpl_tr_state *t = tpl_vm_tr(vm);
+    tpl_tr_state *t = tpl_prompt_tr(vm);
     *ls = NULL;
     *ln = 0;
     if (lang.type == TPL_T_STR && lang.len) { *ls = lang.u.s; *ln = lang.len; }
@@ -492,7 +492,7 @@ static int lookup_language(tpl_vm *vm, tpl_value lang, const char **ls, size_t *
 int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
 {
     *out = text;
-    tpl_tr_state *t = tpl_vm_tr(vm);
+    tpl_tr_state *t = tpl_prompt_tr(vm);
     const char *ls;
     size_t ln;
     if (lookup_language(vm, lang, &ls, &ln) < 0) return -1;
@@ -666,7 +666,7 @@ static tpl_value *lang_row(const tr_lang *l, tpl_value key)
 static int gettext_lookup(tpl_vm *vm, tpl_value key, bool plural, int64_t n, tpl_value *out, bool *hit)
 {
     *hit = false;
-    tpl_tr_state *t = tpl_vm_tr(vm);
+    tpl_tr_state *t = tpl_prompt_tr(vm);
     const char *ls;
     size_t ln;
     if (lookup_language(vm, tpl_v_unset(), &ls, &ln) < 0) return -1;
@@ -808,7 +808,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
     *translated = tpl_v_unset();
     tpl_value st = tpl_vm_state(vm);
     tpl_map *state = st.type == TPL_T_MAP ? st.u.map : NULL;
-    tpl_tr_state *t = tpl_vm_tr(vm);
+    tpl_tr_state *t = tpl_prompt_tr(vm);
     if (!state) {
         state = tpl_map_new(a, 0);
         if (!state) return tpl_vm_nomem(vm);

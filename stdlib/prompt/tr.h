@@ -11,6 +11,10 @@
 
 typedef struct tpl_tr_state tpl_tr_state;
 
+/* The render's translation state (made by the first tpl_render_add_catalog_json, set_lang or
+ * add_tr_key; owned by the render's prompt state, state.c), or NULL when none was set. */
+tpl_tr_state *tpl_prompt_tr(const tpl_vm *vm);
+
 /* Creates an empty state (NULL on allocation failure). */
 tpl_tr_state *tpl_tr_new(void);
 /* Frees the state and everything it owns (NULL is a no-op). */

@@ -500,7 +500,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
 {
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
     /* call.channel: the `call` object answers its fields as methods */
-    tpl_value call = tpl_vm_call(vm);
+    tpl_value call = tpl_prompt_call(vm);
     if (self.type == TPL_T_MAP && call.type == TPL_T_MAP && self.u.map == call.u.map && npos == 0 && nkw == 0) {
         tpl_value *hit = tpl_map_get_str(self.u.map, name, n, tpl_hash_str(name, n));
         if (hit) { *out = *hit; return 0; }
