@@ -23,8 +23,9 @@ export REPS=${REPS:-5} BENCH_TIME=${BENCH_TIME:-1.0} BENCH_COMPILE_TIME=${BENCH_
 if [ ! -d "$build" ]; then
   meson setup "$build" "$here" --buildtype=release -Db_ndebug=true >/dev/null
 fi
-ninja -C "$build" bench/tpl-bench tplc >/dev/null
+ninja -C "$build" bench/tpl-bench bench/tpl-bench-native tplc >/dev/null
 bin="$build/bench/tpl-bench"
+nbin="$build/bench/tpl-bench-native"   # the workloads' Jinja views compiled to native C (issue 21)
 
 # 2. anchors' one-time installs (see ../shared/bench/README.md, "Setup")
 need=()
@@ -58,6 +59,7 @@ ln -s "$build/tera-target" "$work/engines/tera/target"
   echo "tpl-jinja       engine     env BENCH_DIALECT=jinja $bin"
   echo "tpl-erb         engine     env BENCH_DIALECT=erb $bin"
   echo "tpl-fmt         engine     env BENCH_DIALECT=fmt $bin"
+  echo "tpl-native      engine     env BENCH_DIALECT=jinja $nbin"
 } >> "$work/engines.tsv"
 
 # 4. run
@@ -106,6 +108,29 @@ EOF
            --state "$work/workloads/w2_loop/context.json" --trim-blocks --lstrip-blocks -o "$work/w2.out"; } 2>&1 | tail -1)
   echo
   echo "Peak RSS of \`tplc render\` on w2_loop (GNU time %M): ${rss} KiB."
+  echo
+  echo "## Every engine against hand-written C (issue 21)"
+  echo
+  echo "Render time ÷ the reference's, from the medians of this run: c-hand for w1, w2 and w4,"
+  echo "c-fmt-naive for w5, memcpy for w3 (the static text). 1.00× = as fast as the reference."
+  echo
+  python3 - "$work/results/summary.json" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+ref = {"w1_agent": "c-hand", "w2_loop": "c-hand", "w4_chat": "c-hand", "w5_format": "c-fmt-naive", "w3_static": "memcpy"}
+t = {(r["engine"], r["workload"]): r["render_ns_median"] for r in rows}
+engines = [e for e in dict.fromkeys(r["engine"] for r in rows if r["kind"] == "engine")]
+wls = sorted(dict.fromkeys(r["workload"] for r in rows))
+print("| workload (reference) | " + " | ".join(engines) + " |")
+print("| :--- |" + " ---: |" * len(engines))
+for w in wls:
+    base = t.get((ref.get(w), w))
+    cells = []
+    for e in engines:
+        v = t.get((e, w))
+        cells.append("%.2f×" % (v / base) if v and base else "—")
+    print("| %s (%s) | %s |" % (w, ref.get(w, "?"), " | ".join(cells)))
+EOF
   echo
   sed '1s/^# .*/# Shared harness report (run_all.sh \/ report.py)/' "$work/RESULTS.md" | sed 's/^## /### /; 1s/^# /## /'
   if [ -s "$kept" ]; then echo; echo; cat "$kept"; fi

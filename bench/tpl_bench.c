@@ -79,6 +79,29 @@ void *realloc(void *p, size_t n)
     return __libc_realloc(p, n);
 }
 
+/* ------------------------------------------------------------------ native views
+ *
+ * tpl-bench-native (-DTPL_BENCH_NATIVE): each workload's template.jinja compiled to native C at
+ * build time (bench/meson.build); renders use that program, the compile column still times
+ * tpl_compile of the source (a native view's compile happens at build time). Workloads without a
+ * native view, and other dialects, print no line. */
+#ifdef TPL_BENCH_NATIVE
+extern const struct tpl_static_program tpl_native_w1_agent, tpl_native_w2_loop, tpl_native_w3_static,
+    tpl_native_w4_chat, tpl_native_w5_format;
+static const struct { const char *w; const tpl_static_program *p; } tb_native[] = {
+    { "w1_agent", &tpl_native_w1_agent }, { "w2_loop", &tpl_native_w2_loop }, { "w3_static", &tpl_native_w3_static },
+    { "w4_chat", &tpl_native_w4_chat }, { "w5_format", &tpl_native_w5_format },
+};
+
+static const tpl_static_program *tb_native_view(const char *w, const char *dialect)
+{
+    if (strcmp(dialect, "jinja") != 0) return NULL;
+    for (size_t i = 0; i < sizeof tb_native / sizeof *tb_native; i++)
+        if (strcmp(tb_native[i].w, w) == 0) return tb_native[i].p;
+    return NULL;
+}
+#endif
+
 /* ------------------------------------------------------------------ the engine */
 
 typedef struct tb_state {
@@ -189,6 +212,10 @@ static void tb_workload(const char *wdir, const char *odir, const char *w, const
                         const char *dialect, double rtime, double ctime)
 {
     char path[4096];
+#ifdef TPL_BENCH_NATIVE
+    const tpl_static_program *view = tb_native_view(w, dialect);
+    if (!view) return;
+#endif
     snprintf(path, sizeof path, "%s/%s/template.%s", wdir, w, dialect);
     size_t src_len = 0, ctx_len = 0;
     char *src = bench_read_file(path, &src_len);
@@ -208,6 +235,20 @@ static void tb_workload(const char *wdir, const char *odir, const char *w, const
     stage = "compile";
     c.tmpl = tb_compile(st, src, src_len, &c.err);
     if (c.err || !c.tmpl) goto done;
+#ifdef TPL_BENCH_NATIVE
+    tb_free_compiled(st, c.tmpl);
+    c.tmpl = NULL;
+    {
+        tpl_program *np = NULL;
+        tpl_error e = { 0 };
+        if (tpl_program_load_static(view, &np, &e) != TPL_OK) {
+            c.err = tb_msg("tpl_program_load_static", &e);
+            tpl_error_clear(&e);
+            goto done;
+        }
+        c.tmpl = np;
+    }
+#endif
     stage = "render";
     atomic_store(&alloc_calls, 0);
     atomic_store(&alloc_counting, true);

@@ -531,6 +531,8 @@ TPL_API char *tpl_error_format(const tpl_error *err);
 enum {
     TPL_SAVE_STRIP_SOURCE = 1, /* omit the normalised source: smaller, but runtime errors then
                                 * carry a location without the source line */
+    TPL_EMIT_NATIVE = 2,       /* tpl_program_emit_c only: also write the render as C (include/tpl_native.h:
+                                * `tplc compile --emit c --native`); the file then includes tpl_native.h */
 };
 
 /* Serializes a program (from tpl_compile or a loader) to the .tplb format: magic, format

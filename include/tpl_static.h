@@ -19,6 +19,7 @@ extern "C" {
 #define TPL_STATIC_MAGIC 0x54504c43u /* "TPLC" */
 
 struct tpl_static_list;
+struct tpl_native_frame;
 
 /* A constant: type is 1 none, 2 bool, 3 int, 4 float, 5 str, 6 tuple (the runtime's tpl_type). */
 typedef struct tpl_static_value {
@@ -76,6 +77,9 @@ struct tpl_static_program {
     const tpl_static_macro *macros;
     size_t nmacros;
     const char *lang;             /* the bound language (tpl_options.lang), or NULL */
+    /* `--emit c --native`: the render as C (tpl_native.h: a tpl_native_fn), or NULL: the VM runs
+     * the bytecode above. Either way the program behaves the same to the byte. */
+    int (*native)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
 };
 
 #ifdef __cplusplus

@@ -121,15 +121,6 @@ TPL_API void tpl_store_close(tpl_store *s);
 TPL_API const char *tpl_store_errmsg(const tpl_store *s);
 /* "sqlite" or "postgresql". */
 TPL_API const char *tpl_store_backend(const tpl_store *s);
-/* The number of statements s has sent to its database since tpl_store_open returned (the open's
- * own schema check not counted; NULL: 0). On PostgreSQL each is one network round trip. Every
- * operation below is one statement — tpl_store_get, _list, _versions, _create, _tr_set,
- * _prompt_tr_set and _load (the row, its bindings, the translation rows of its dictionaries and
- * their Plural-Forms) — except: a load that recompiles a stale .tplb adds one (caching it back),
- * a load of a composed prompt adds one per prompt it includes, imports or extends, a create that
- * loses a race for a version number retries, and a failed _remove adds one to say why.
- * For tests and monitoring (tplc prompt prints it when $TPL_STORE_ROUND_TRIPS is set). */
-TPL_API uint64_t tpl_store_round_trips(const tpl_store *s);
 
 /* Compiles nw->source (when it fails: TPL_STORE_TEMPLATE and *err filled when err is not NULL;
  * tpl_error_clear it) and stores it as the next version of nw->name in one transaction. On
@@ -154,17 +145,10 @@ TPL_API void tpl_store_prompts_free(tpl_store_prompt *v, size_t n);
 TPL_API tpl_store_status tpl_store_remove(tpl_store *s, const char *ref);
 
 /* Sets (inserts or replaces) the row (dict, lang, source) -> target. plural/forms: a plural row
- * (NULL/0: a plain one). A target "" (a plural row: every form "") is an untranslated row, left
- * out of the catalogs tpl_store_load builds (see tpl_store_tr_add_untranslated). */
+ * (NULL/0: a plain one). */
 TPL_API tpl_store_status tpl_store_tr_set(tpl_store *s, const char *dict, const char *lang, const char *source,
                                           const char *target, const char *plural, const char *const *forms,
                                           size_t nforms);
-/* tpl_store_tr_set of a plain row for a prompt, in one statement: sets (dict, lang, source) ->
- * target where dict NULL is the prompt's own dictionary (named after it), only when a prompt
- * named name exists (any version, removed ones too); TPL_STORE_NOT_FOUND ("no prompt named
- * 'NAME'") otherwise. What `tplc prompt tr-set` runs. */
-TPL_API tpl_store_status tpl_store_prompt_tr_set(tpl_store *s, const char *name, const char *dict, const char *lang,
-                                                 const char *source, const char *target);
 /* Deletes a row; TPL_STORE_NOT_FOUND when there is none. */
 TPL_API tpl_store_status tpl_store_tr_delete(tpl_store *s, const char *dict, const char *lang, const char *source);
 /* The rows of the dictionaries dicts[0..ndicts) (in that order, then by language and source),
@@ -234,19 +218,6 @@ typedef struct tpl_store_pot_entry {
  * TPL_STORE_NOMEM; TPL_STORE_INVALID: NULL path) msg[0..cap) says why (msg may be NULL). */
 TPL_API tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry *e, size_t n, char *msg,
                                              size_t cap);
-/* Adds an untranslated row to dictionary dict, language lang, for every message of e[0..n) it has
- * no row of (what `tplc prompt tr-extract` stores): source is the msgid, target "", and a plural
- * message keeps its
- * msgid_plural with as many empty forms as the (dict, lang) Plural-Forms a PO import recorded
- * says (2 without one). Existing rows, translated or not, are kept; entries with a NULL or empty
- * msgid, and those with a context (pgettext: the store's PO files name the dictionary by msgctxt,
- * so such a row could not be exported), are skipped; refs and python_format are not stored. One INSERT per 200 messages (a
- * transaction around them when there are more). *added (may be NULL) is the number of rows
- * added. An untranslated row translates nothing: tpl_store_load leaves rows whose target (every
- * form of a plural row) is "" out of the catalogs, as msgfmt leaves untranslated entries out of a
- * .mo, and tr-export writes them with an empty msgstr for translators to fill. */
-TPL_API tpl_store_status tpl_store_tr_add_untranslated(tpl_store *s, const char *dict, const char *lang,
-                                                       const tpl_store_pot_entry *e, size_t n, size_t *added);
 
 #ifdef __cplusplus
 }

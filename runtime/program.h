@@ -5,6 +5,8 @@
 #include "value.h"
 #include "../include/tpl.h"
 
+struct tpl_native_frame;
+
 typedef enum tpl_opcode {
 #define TPL_OP(name, extra, fmt, pops, pushes, doc) TPL_OP_##name,
 #include "opcodes.def"
@@ -118,7 +120,15 @@ struct tpl_program {
     size_t nfiles;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
     bool static_data;      /* tpl_program_load_static: name, source and arrays borrow const data */
+    /* a native program's render (tpl_native.h tpl_native_fn; `tplc compile --emit c --native`),
+     * or NULL: the VM interprets the code (runtime/vm.c run) */
+    int (*native)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
 };
+
+/* Writes the native render of p (runtime/native_emit.c): a function `static int SYM_native`
+ * (tpl_native.h tpl_native_fn) that refers to SYM_consts. Counts the instructions it wrote as C
+ * (*nspecial) and through tpl_native_step (*nstep). False when b failed (out of memory). */
+bool tpl_emit_native(struct tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep);
 
 /* Maps a code offset to its source line and column (1-based; 0 when unknown). */
 void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col);

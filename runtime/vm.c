@@ -8,6 +8,7 @@
 #include "vm_impl.h"
 #include "error.h"
 #include "host.h"
+#include "../include/tpl_native.h"
 
 /* ------------------------------------------------------------------ errors and accessors */
 
@@ -1063,6 +1064,8 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 /* ------------------------------------------------------------------ calls */
 
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result);
+static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result,
+                  tpl_native_frame *st);
 
 int tpl_vm_call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                         tpl_value *out)
@@ -1449,7 +1452,11 @@ static int new_loop(tpl_vm *vm, tpl_list *items, tpl_value *slot)
 
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
 
-static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
+/* The interpreter. st NULL: runs a call level from pc to its end (RETURN, RET_RB, HALT). st set
+ * (tpl_native_step): runs the one instruction at pc (with the instructions its fused paths take)
+ * on the native frame's stack, then stops with st->pc, st->sp and st->ticks set and returns 1. */
+static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result,
+                  tpl_native_frame *st)
 {
     const tpl_program *p = vm->p;
     const uint32_t *code = p->code;
@@ -1459,7 +1466,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
     tpl_value *root_slots = vm->slots;
     tpl_value *outer_slots = vm->slots + outer_base;
     /* each call level gets the part of the operand stack above its caller's */
-    tpl_value *stack = vm->stack + vm->stack_top;
+    tpl_value *stack = st ? (tpl_value *)(void *)st->stack : vm->stack + vm->stack_top;
     tpl_value *stack_end = vm->stack + vm->stack_cap;
     tpl_value *sp = stack + npre; /* next free (a Ruby block starts with its parameters pushed) */
     int rc = 0;
@@ -1468,7 +1475,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
      * points where a render can run long or re-enter run(): backward jumps, calls and the end.
      * Between two such points a frame runs at most the program's length, so the limit holds as
      * before (an overrun is reported at the next charge point, with the same message). */
-    uint64_t ticks = 0;
+    uint64_t ticks = st ? st->ticks : 0;
 #define CHARGE() do { \
         if (__builtin_expect(ticks > vm->fuel, 0)) { vm->fuel = 0; goto out_of_fuel; } \
         vm->fuel -= ticks; ticks = 0; } while (0)
@@ -1500,17 +1507,31 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
 #include "opcodes.def"
 #undef TPL_OP
     };
+    /* a native step runs one instruction: every later dispatch goes to `stepped` */
+    static const void *const stop_labels[TPL_OP__COUNT] = {
+#define TPL_OP(name, extra, fmt, pops, pushes, doc) &&stepped,
+#include "opcodes.def"
+#undef TPL_OP
+    };
+    const void *const *tbl = labels;
 #define DISPATCH() do { \
-        ticks++; w = code[pc]; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)]; } while (0)
+        ticks++; w = code[pc]; a = TPL_INSN_A(w); goto *tbl[TPL_INSN_OP(w)]; } while (0)
 #define CASE(name) op_##name:
 #define NEXT(extra) do { pc += 1 + (extra); DISPATCH(); } while (0)
 #define DISPATCH_OR_TOP DISPATCH()
+    if (st) {
+        tbl = stop_labels;
+        ticks++; w = code[pc]; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)];
+    }
     DISPATCH();
 #else
 #define CASE(name) case TPL_OP_##name:
 #define NEXT(extra) do { pc += 1 + (extra); goto top; } while (0)
 #define DISPATCH_OR_TOP goto top
+    bool started = false;
 top:
+    if (st && started) { ticks++; goto stepped; }
+    started = true;
     ticks++; w = code[pc]; a = TPL_INSN_A(w);
     switch (TPL_INSN_OP(w)) {
 #endif
@@ -2403,6 +2424,111 @@ fail:
     (void)rc;
     if (vm->err_unlocated) locate(vm, pc);
     return -1;
+stepped: /* (native step) the next instruction was counted by its dispatch, not run */
+    st->pc = pc;
+    st->sp = (uint32_t)(sp - stack);
+    st->ticks = ticks - 1;
+    return 1;
+}
+
+/* A call level of vm->p: the native render when the program has one, else the interpreter. */
+static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
+{
+    if (vm->p->native) {
+        tpl_native_frame f = {
+            .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
+            .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
+            .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
+            .slot_base = slot_base, .outer_base = outer_base,
+        };
+        return vm->p->native(&f, pc, npre);
+    }
+    return interp(vm, pc, slot_base, outer_base, npre, result, NULL);
+}
+
+/* ------------------------------------------------------------------ native programs (tpl_native.h) */
+
+_Static_assert(sizeof(tpl_nvalue) == sizeof(tpl_value), "tpl_nvalue mirrors tpl_value");
+_Static_assert(offsetof(tpl_nvalue, len) == offsetof(tpl_value, len), "tpl_nvalue mirrors tpl_value");
+_Static_assert(offsetof(tpl_nvalue, u) == offsetof(tpl_value, u), "tpl_nvalue mirrors tpl_value");
+_Static_assert((int)TPL_NT_UNSET == (int)TPL_T_UNSET && (int)TPL_NT_STR == (int)TPL_T_STR &&
+               (int)TPL_NT_MAP == (int)TPL_T_MAP && (int)TPL_NT_BOOL == (int)TPL_T_BOOL &&
+               (int)TPL_NT_LIST == (int)TPL_T_LIST && (int)TPL_NT_UNDEF == (int)TPL_T_UNDEF &&
+               (int)TPL_NT_NONE == (int)TPL_T_NONE && (int)TPL_NT_INT == (int)TPL_T_INT &&
+               (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT, "tpl_native.h type numbers");
+
+#define NV(x) ((tpl_value *)(void *)(x))
+
+int tpl_native_step(tpl_native_frame *f, uint32_t pc, uint32_t sp)
+{
+    if (!f || !f->vm) return -1;
+    tpl_vm *vm = f->vm;
+    if (pc >= vm->p->ncode) return -1;
+    tpl_value r;
+    int rc = interp(vm, pc, f->slot_base, f->outer_base, sp, f->result ? NV(f->result) : &r, f);
+    return rc;
+}
+
+int tpl_native_run_vm(tpl_native_frame *f, uint32_t entry, uint32_t npre)
+{
+    if (!f || !f->vm) return -1;
+    tpl_vm *vm = f->vm;
+    if (f->ticks) { /* the instructions the native code ran before */
+        if (f->ticks > vm->fuel) return tpl_native_out_of_fuel(f, entry);
+        vm->fuel -= f->ticks;
+        f->ticks = 0;
+    }
+    vm->stack_top = (uint32_t)(NV(f->stack) - vm->stack); /* a call made by this level moved it */
+    tpl_value r;
+    return interp(vm, entry, f->slot_base, f->outer_base, npre, f->result ? NV(f->result) : &r, NULL);
+}
+
+int tpl_native_put_slow(tpl_native_frame *f, const char *s, size_t n) { return f && f->vm ? out_put_slow(f->vm, s, n) : -1; }
+
+int tpl_native_fail(tpl_native_frame *f, uint32_t pc)
+{
+    if (!f || !f->vm) return -1;
+    tpl_vm *vm = f->vm;
+    if (vm->err_unlocated) locate(vm, pc);
+    return -1;
+}
+
+int tpl_native_out_of_fuel(tpl_native_frame *f, uint32_t pc)
+{
+    if (!f || !f->vm) return -1;
+    tpl_vm *vm = f->vm;
+    vm->fuel = 0;
+    tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
+    return tpl_native_fail(f, pc);
+}
+
+int tpl_native_load_name(tpl_native_frame *f, uint32_t name, tpl_nvalue *out)
+{
+    if (!f || !f->vm || !out) return -1;
+    tpl_vm *vm = f->vm;
+    return load_global(vm, &vm->p->names[name], NV(out));
+}
+
+int tpl_native_truthy_py(tpl_native_frame *f, const tpl_nvalue *v) { return f && f->vm && v ? tpl_truthy_py(f->vm, *NV(v)) : -1; }
+
+int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *out)
+{
+    if (!f || !f->vm || !out) return -1;
+    tpl_value *s = NV(f->slots) + slot;
+    if (s->type != TPL_T_LOOP) return tpl_vm_error(f->vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop");
+    tpl_loop *l = s->u.loop;
+    if (l->i >= l->items->len) return 0;
+    *NV(out) = l->items->items[l->i++];
+    return 1;
+}
+
+const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *objp, uint32_t name)
+{
+    if (!f || !f->vm || !objp || objp->type != TPL_NT_MAP) return NULL;
+    tpl_vm *vm = f->vm;
+    const tpl_value *obj = NV(objp);
+    const tpl_name *nm = &vm->p->names[name];
+    return (const tpl_nvalue *)(const void *)tpl_map_find_str(obj->u.map, nm->s.u.s, nm->s.len, nm->hash);
 }
 
 /* ------------------------------------------------------------------ Ruby blocks */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tpl.h"
+#include "tpl_native.h"
 
 static int npass, nfail;
 
@@ -177,6 +178,16 @@ static void test_null_args(void)
     CHECK(tpl_program_load_static(NULL, &q, &err) == U && q == NULL && err.status == U, "program_load_static(NULL)");
     tpl_error_clear(&err);
     CHECK(tpl_program_load_static((const tpl_static_program *)p, NULL, NULL) == U, "program_load_static(out NULL)");
+    /* native programs' helpers (tpl_native.h): a NULL frame or value is refused with -1 / NULL */
+    {
+        tpl_nvalue v;
+        CHECK(tpl_native_step(NULL, 0, 0) == -1 && tpl_native_run_vm(NULL, 0, 0) == -1, "native step/run_vm(NULL)");
+        CHECK(tpl_native_put_slow(NULL, "x", 1) == -1 && tpl_native_fail(NULL, 0) == -1 &&
+              tpl_native_out_of_fuel(NULL, 0) == -1, "native put_slow/fail/out_of_fuel(NULL)");
+        CHECK(tpl_native_load_name(NULL, 0, &v) == -1 && tpl_native_truthy_py(NULL, &v) == -1 &&
+              tpl_native_for_next(NULL, 0, &v) == -1 && tpl_native_map_get(NULL, &v, 0) == NULL,
+              "native load_name/truthy_py/for_next/map_get(NULL)");
+    }
     CHECK(tpl_program_reads(NULL, NULL, NULL, 4) == 0 && tpl_program_reads(p, NULL, NULL, 4) >= 1, "program_reads");
     CHECK(tpl_program_reads_located(NULL, NULL, 4) == 0 && tpl_program_reads_located(p, NULL, 4) >= 1,
           "program_reads_located");

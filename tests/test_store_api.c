@@ -56,7 +56,6 @@ int main(void)
     tpl_store_close(NULL);
     CHECK(tpl_store_errmsg(NULL) != NULL, "errmsg(NULL)");
     CHECK(tpl_store_backend(NULL) != NULL && !*tpl_store_backend(NULL), "backend(NULL) is \"\"");
-    CHECK(tpl_store_round_trips(NULL) == 0, "round_trips(NULL) is 0");
     /* rows */
     FAILS(tpl_store_create(NULL, &nw, &p, &err));
     FAILS(tpl_store_create(s, NULL, &p, &err));
@@ -97,23 +96,6 @@ int main(void)
     FAILS(tpl_store_tr_set(s, "greet", "de", "Hi", NULL, NULL, NULL, 0));
     FAILS(tpl_store_tr_set(s, "greet", "de", "Hi", "Hallo", "His", NULL, 2));
     FAILS(tpl_store_tr_set(s, "greet", "de", "Hi", "Hallo", "His", null_dicts, 1));
-    FAILS(tpl_store_prompt_tr_set(NULL, "greet", NULL, "de", "Hi", "Hallo"));
-    FAILS(tpl_store_prompt_tr_set(s, NULL, NULL, "de", "Hi", "Hallo"));
-    FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, NULL, "Hi", "Hallo"));
-    FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, "de", NULL, "Hallo"));
-    FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, "de", "Hi", NULL));
-    FAILS(tpl_store_prompt_tr_set(s, "no.such.prompt", NULL, "de", "Hi", "Hallo"));
-    tpl_store_pot_entry ent = { NULL, "Hi", NULL, NULL, 0, false };
-    size_t added = 9;
-    FAILS(tpl_store_tr_add_untranslated(NULL, "greet", "de", &ent, 1, &added));
-    CHECK(added == 0, "add_untranslated failed: *added 0");
-    FAILS(tpl_store_tr_add_untranslated(s, NULL, "de", &ent, 1, &added));
-    FAILS(tpl_store_tr_add_untranslated(s, "greet", NULL, &ent, 1, &added));
-    FAILS(tpl_store_tr_add_untranslated(s, "greet", "de", NULL, 1, &added));
-    CHECK(tpl_store_tr_add_untranslated(s, "greet", "de", NULL, 0, NULL) == TPL_STORE_OK, "add_untranslated of nothing");
-    tpl_store_pot_entry nullid = { NULL, NULL, NULL, NULL, 0, false };
-    CHECK(tpl_store_tr_add_untranslated(s, "greet", "de", &nullid, 1, &added) == TPL_STORE_OK && added == 0,
-          "add_untranslated skips a NULL msgid");
     FAILS(tpl_store_tr_delete(NULL, "greet", "de", "Hi"));
     FAILS(tpl_store_tr_delete(s, NULL, "de", "Hi"));
     FAILS(tpl_store_tr_delete(s, "greet", NULL, "Hi"));

@@ -65,6 +65,8 @@ static const flag flags[] = {
     { "--max-memory", F_BYTES, OFF(limits.max_memory), "BYTES", NULL, "render memory bytes (default 256M; K, M, G suffixes)" },
     { "--strip-source", F_BOOL, OFF(strip_source), NULL, NULL, "leave the template source out of the .tplb" },
     { "--emit", F_STR, OFF(emit), "FORMAT", "tplb|c", "what to write (default tplb)" },
+    { "--native", F_BOOL, OFF(native), NULL, NULL,
+      "--emit c: also write the render as C (tpl_native.h), linked against libtpl; same symbol and behaviour" },
     { "--name", F_STR, OFF(name), "SYMBOL", NULL,
       "--emit c: the C symbol (default tpl_view_ + the template's base name, non-identifier bytes as _)" },
     { "--depfile", F_STR, OFF(depfile), "FILE", NULL, "also write a Makefile rule: OUT, the template and what it loads" },
@@ -86,10 +88,12 @@ static const tplc_command commands[] = {
       "TEMPLATE [--state FILE.json | --golden FILE.json [--case N]] [compile flags]\n"
       "[--lang L] [--catalog FILE.json]... [--tr-key NAME]... [--remember FACT]...\n"
       "[--channel phone|web|whatsapp] [--medium voice|text]\n"
-      "[--fuel N] [--max-depth N] [--max-output BYTES] [--max-memory BYTES] [-o OUT]",
-      "Renders TEMPLATE (a source, or a .tplb from tplc compile) to standard output or OUT.",
+      "[--fuel N] [--max-depth N] [--max-output BYTES] [--max-memory BYTES] [-o OUT]\n"
+      "VIEWS.so --name SYMBOL [render flags]",
+      "Renders TEMPLATE (a source, or a .tplb from tplc compile) to standard output or OUT; or the\n"
+      "program SYMBOL of a shared library built from tplc compile --emit c [--native] files.",
       "--state --golden --case @compile --lang --catalog --tr-key --remember --channel --medium --resumed --claimed "
-      "--defaults @limits -o", 1, 1,
+      "--defaults @limits --name -o", 1, 1,
       tplc_render, NULL },
     { "page",
       "DIR [--state FILE.json | --golden FILE.json [--case N]] [--channel C] [--medium M]\n"
@@ -108,14 +112,14 @@ static const tplc_command commands[] = {
       "--page DIR checks a page folder: page.json, every block template, and that static blocks read\n"
       "only call.channel and call.medium.",
       "@compile --state --schema --reads --format --page", 0, -1, tplc_lint, NULL },
-    { "dump", "TEMPLATE [compile flags]", "Prints the disassembly: offset, opcode, operands, source line.",
-      "@compile", 1, 1, tplc_dump, NULL },
+    { "dump", "TEMPLATE [compile flags]\nVIEWS.so --name SYMBOL", "Prints the disassembly: offset, opcode, operands, source line.",
+      "@compile --name", 1, 1, tplc_dump, NULL },
     { "compile",
       "TEMPLATE [compile flags] [--lang L] [--strip-source] [--depfile FILE] -o OUT.tplb\n"
-      "TEMPLATE [compile flags] [--lang L] --emit c [--name SYMBOL] [--depfile FILE] -o OUT.c",
+      "TEMPLATE [compile flags] [--lang L] --emit c [--native] [--name SYMBOL] [--depfile FILE] -o OUT.c",
       "Compiles TEMPLATE to a .tplb file, or to C source defining a tpl_static_program.\n"
       "--lang L binds L into the program: tr() uses it when the render sets no language.",
-      "@compile --lang --strip-source --emit --name --depfile -o", 1, 1, tplc_compile, NULL },
+      "@compile --lang --strip-source --emit --native --name --depfile -o", 1, 1, tplc_compile, NULL },
     { "prompt",
       "create NAME (--template TEXT | --file PATH) [--syntax fmt|jinja|erb] [--profile P] [--tr-key K]... [--lang L]\n"
       "list [--prefix P] [--json]\n"
@@ -369,8 +373,14 @@ static int parse_args(int argc, char **argv, const tplc_command *c, tplc_opts *o
         fprintf(stderr, "tplc %s: standard input (-) can be read only once (TEMPLATE -, --state -, ...)\n", c->name);
         return -1;
     }
-    if (o->name && !(o->emit && strcmp(o->emit, "c") == 0)) {
-        fprintf(stderr, "tplc %s: --name applies to --emit c\n", c->name);
+    size_t tl = o->tpl ? strlen(o->tpl) : 0;
+    bool shared = tl > 3 && strcmp(o->tpl + tl - 3, ".so") == 0; /* render/dump VIEWS.so --name SYMBOL */
+    if (o->name && !(o->emit && strcmp(o->emit, "c") == 0) && !shared) {
+        fprintf(stderr, "tplc %s: --name applies to --emit c (or names the program of a .so)\n", c->name);
+        return -1;
+    }
+    if (o->native && !(o->emit && strcmp(o->emit, "c") == 0)) {
+        fprintf(stderr, "tplc %s: --native applies to --emit c\n", c->name);
         return -1;
     }
     if (o->depfile && (!o->out || strcmp(o->out, "-") == 0)) {

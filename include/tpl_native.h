@@ -1,0 +1,148 @@
+/* tpl — native programs: a template's bytecode turned into C (`tplc compile --emit c --native`).
+ *
+ * A native file defines the same `const struct tpl_static_program SYMBOL` as `--emit c` (the
+ * bytecode twin: constants, names, spans, macros; reads, dependencies, disassembly and error
+ * locations come from it) plus one C function that *is* the render: each instruction of the
+ * bytecode becomes a few lines of C (constant text as literals, jumps as gotos, local slots
+ * through a pointer, common operations inline), and every instruction the emitter does not
+ * specialise calls tpl_native_step, which runs that one instruction exactly as the VM does. So
+ * there is no unsupported subset: bytes, limits (fuel counted per instruction and charged at the
+ * VM's points, depth, output, memory) and located errors are the VM's.
+ *
+ * A host loads the symbol with tpl_program_load_static whether the file is native or not (the
+ * `native` member is the only difference), so switching is a build flag, not code.
+ *
+ * Everything here is used by generated code only; hosts need tpl.h. The layouts mirror the
+ * runtime's (the library checks them with static assertions) and are an ABI of this version:
+ * regenerate native files when tpl is upgraded (tpl_program_load_static checks the version). */
+#ifndef TPL_NATIVE_H
+#define TPL_NATIVE_H
+
+#include <string.h>
+#include "tpl_static.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A value: the runtime's 16-byte tpl_value (type, flags, aux, len, payload). */
+typedef struct tpl_nvalue {
+    uint8_t type, flags;
+    uint16_t aux;
+    uint32_t len;
+    union {
+        int64_t i;
+        double f;
+        const char *s;
+        void *p;
+    } u;
+} tpl_nvalue;
+
+/* The value types generated code tests (the runtime's tpl_type). */
+enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_NT_FLOAT = 4, TPL_NT_STR = 5,
+       TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_UNSET = 11 };
+
+/* One running call level of a native program (a template render, a macro call or a Ruby block):
+ * built by the runtime for each entry into the native function, read and written by generated
+ * code and the tpl_native_* helpers. Pointers borrow the render context's buffers; none may be
+ * kept past the call. */
+typedef struct tpl_native_frame {
+    void *vm;                   /* the render context (runtime/vm_impl.h struct tpl_vm) */
+    tpl_nvalue *stack;          /* this level's operand stack (its first value) */
+    tpl_nvalue *slots;          /* this level's local slots */
+    char **out;                 /* the render's output buffer, its length and capacity */
+    size_t *out_len, *out_cap;
+    uint64_t *fuel;             /* fuel left (charged with `ticks` at the VM's charge points) */
+    tpl_nvalue *result;         /* where RETURN / RET_RB / HALT put the level's value */
+    uint64_t ticks;             /* tpl_native_step: instructions run and not yet charged (in/out) */
+    uint32_t pc, sp;            /* tpl_native_step: the next instruction and the stack depth there (out) */
+    uint32_t slot_base, outer_base; /* the runtime's slot bases of this frame and its closure's */
+} tpl_native_frame;
+
+/* The function a native file defines: runs the program from instruction `entry` (0, a macro's
+ * entry or a Ruby block's) with npre values already on the frame's stack. 0, or -1 with the
+ * render's error set and located. */
+typedef int (*tpl_native_fn)(tpl_native_frame *f, uint32_t entry, uint32_t npre);
+
+/* Runs the instruction at pc with the VM's semantics (the VM may take a few following
+ * instructions with it, as its fused paths do), with sp values on the stack and f->ticks
+ * instructions not yet charged. Returns 1 with f->pc, f->sp and f->ticks set to where to go on;
+ * 0 when the instruction ended the level (RETURN, RET_RB, HALT: *f->result set); -1 on an error
+ * (set and located). f NULL or pc outside the code: -1 without an error (generated code never
+ * does this). */
+TPL_API int tpl_native_step(tpl_native_frame *f, uint32_t pc, uint32_t sp);
+/* Runs the level from `entry` in the VM (the fallback for a function the emitter left to the
+ * VM), after charging f->ticks (instructions the native code ran and did not charge; set it to
+ * 0 at a function's start). Returns as tpl_native_fn. */
+TPL_API int tpl_native_run_vm(tpl_native_frame *f, uint32_t entry, uint32_t npre);
+/* Appends n bytes (s may be NULL when n is 0) to the output when the buffer must grow: the
+ * output limit and out-of-memory errors are the VM's. 0, or -1 with an unlocated error (the
+ * caller passes it to tpl_native_fail). */
+TPL_API int tpl_native_put_slow(tpl_native_frame *f, const char *s, size_t n);
+/* Locates the pending error at instruction pc (as the VM locates errors) and returns -1. */
+TPL_API int tpl_native_fail(tpl_native_frame *f, uint32_t pc);
+/* The fuel ran out at instruction pc: sets the VM's fuel error there and returns -1. */
+TPL_API int tpl_native_out_of_fuel(tpl_native_frame *f, uint32_t pc);
+/* LOAD_NAME of name index `name` (the state, then the builtin globals, else an undefined value)
+ * into *out. 0, or -1 with an unlocated error. */
+TPL_API int tpl_native_load_name(tpl_native_frame *f, uint32_t name, tpl_nvalue *out);
+/* Python truthiness of *v: 1, 0, or -1 with an unlocated error (a strict undefined). */
+TPL_API int tpl_native_truthy_py(tpl_native_frame *f, const tpl_nvalue *v);
+/* FOR_NEXT of the loop in slot `slot` of this level: 1 with the next item in *out, 0 when the
+ * loop is done, -1 with an unlocated error (the slot holds no loop). */
+TPL_API int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *out);
+/* The value of key `name` (name index; its hash precomputed) in the dict *obj (a TPL_NT_MAP
+ * value), or NULL when the key is missing (the caller then runs the instruction with
+ * tpl_native_step, which makes the VM's undefined value or error). */
+TPL_API const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *obj, uint32_t name);
+
+/* Every function above given a NULL frame (or a NULL value pointer) returns -1 (NULL for
+ * tpl_native_map_get) and does nothing else. */
+
+/* Appends n bytes of s to the output (the fast path inline). 0 or -1 (unlocated error). */
+static inline int tpl_native_put(tpl_native_frame *f, const char *s, size_t n)
+{
+    size_t len = *f->out_len;
+    if (__builtin_expect(len + n < *f->out_cap, 1)) {
+        if (n) memcpy(*f->out + len, s, n);
+        *f->out_len = len + n;
+        return 0;
+    }
+    return tpl_native_put_slow(f, s, n);
+}
+
+/* Ruby truthiness: only nil and false (and an undefined value) are false. */
+static inline int tpl_native_truthy_rb(const tpl_nvalue *v)
+{
+    return !(v->type == TPL_NT_NONE || (v->type == TPL_NT_BOOL && !v->u.i) || v->type == TPL_NT_UNDEF);
+}
+
+static inline tpl_nvalue tpl_native_v(uint8_t type, int64_t i)
+{
+    tpl_nvalue v;
+    memset(&v, 0, sizeof v);
+    v.type = type;
+    v.u.i = i;
+    return v;
+}
+
+/* Generated code's vocabulary: each function keeps `f` (the frame), `sp` (next free stack
+ * value), `T` (instructions not yet charged), `pc` (for the dispatch switch) and `rc`. */
+#define TPL_N_FAIL(PC) return tpl_native_fail(f, (PC))
+/* charges the instructions run so far to the fuel (the VM's backward jumps, calls, ends) */
+#define TPL_N_CHARGE(PC) do { \
+        if (__builtin_expect(T > *f->fuel, 0)) return tpl_native_out_of_fuel(f, (PC)); \
+        *f->fuel -= T; T = 0; } while (0)
+/* the instruction at PC through the VM; falls through when it went on at NEXT */
+#define TPL_N_STEP(PC, NEXT) do { \
+        f->ticks = T; \
+        rc = tpl_native_step(f, (PC), (uint32_t)(sp - f->stack)); \
+        if (rc <= 0) return rc; \
+        T = f->ticks; sp = f->stack + f->sp; \
+        if (f->pc != (NEXT)) { pc = f->pc; goto dispatch; } } while (0)
+#define TPL_N_TEXT(PC, S, N) do { if (tpl_native_put(f, (S), (N)) < 0) TPL_N_FAIL(PC); } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,255 @@
+/* `tplc compile --emit c --native` (tpl_program_emit_c with TPL_EMIT_NATIVE): the render as C.
+ *
+ * One C function per program, one label per instruction (L<pc>), in code order, so the C reads
+ * as the disassembly does. Instructions whose VM semantics are a few lines become those lines
+ * (text as string literals, constants, local slots, jumps as gotos, truthiness tests, the loop
+ * step, dict lookups of a constant key, printing a string); every other instruction calls
+ * tpl_native_step, which runs it with the VM's own code, and goes on at the label the VM says
+ * (a `dispatch` switch over every instruction start). Fuel: each instruction counts one tick
+ * (T), charged at the points where the VM charges (backward jumps, calls, the end), so a fuel
+ * error names the same instruction. The function is entered at 0 (the template), at a macro's
+ * entry or at a Ruby block's entry, through the same switch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "program.h"
+#include "library.h"
+
+/* Code larger than this (words) is left to the VM: one C function with a label per
+ * instruction would take the C compiler minutes. */
+#define NATIVE_MAX_CODE 200000
+
+/* A C string literal of s (octal escapes: never swallows a following digit), split every
+ * ~70 columns. */
+static void lit(tpl_sb *b, const char *s, size_t n)
+{
+    tpl_sb_putc(b, '"');
+    size_t col = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (col > 70) { tpl_sb_puts(b, "\"\n        \""); col = 0; }
+        if (c == '"' || c == '\\') { tpl_sb_putc(b, '\\'); tpl_sb_putc(b, (char)c); col += 2; }
+        else if (c == '\n') { tpl_sb_puts(b, "\\n"); col += 2; }
+        else if (c >= 0x20 && c < 0x7f && c != '?') { tpl_sb_putc(b, (char)c); col++; }
+        else { tpl_sb_printf(b, "\\%03o", c); col += 4; }
+    }
+    tpl_sb_putc(b, '"');
+}
+
+/* A name for a comment: printable ASCII, at most 40 bytes, no comment terminators. */
+static void comment_name(tpl_sb *b, const tpl_value *s)
+{
+    if (s->type != TPL_T_STR) return;
+    size_t n = s->len < 40 ? s->len : 40;
+    for (size_t i = 0; i < n; i++) {
+        char c = s->u.s[i];
+        bool ok = c >= 0x20 && c < 0x7f && c != '*' && c != '/' && c != '\\' && c != '?';
+        tpl_sb_putc(b, ok ? c : '_');
+    }
+    if (s->len > n) tpl_sb_puts(b, "...");
+}
+
+/* True when `name` is a dict method (GETATTR then goes through the VM: a bound method or, for a
+ * namespace, the key). */
+static bool is_dict_method(const tpl_name *nm)
+{
+    if (nm->resolved) return nm->bk[TPL_BK_MAP - TPL_BK_STR] >= 0;
+    return tpl_stdlib.find(TPL_BK_MAP, nm->s.u.s, nm->s.len) >= 0;
+}
+
+/* The jump to label t from instruction pc: backward jumps charge the fuel (the VM's JUMP_TO). */
+static void jump(tpl_sb *b, uint32_t pc, uint32_t t, const char *indent)
+{
+    if (t <= pc) tpl_sb_printf(b, "%sTPL_N_CHARGE(%u);\n", indent, pc);
+    tpl_sb_printf(b, "%sgoto L%u;\n", indent, t);
+}
+
+/* Whether the emitter writes op as C (else: tpl_native_step). */
+static bool specialised(const tpl_program *p, uint32_t op, uint32_t a)
+{
+    switch (op) {
+    case TPL_OP_TEXT: case TPL_OP_CONST: case TPL_OP_INT: case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE:
+    case TPL_OP_POP: case TPL_OP_DUP: case TPL_OP_LOAD_SLOT: case TPL_OP_STORE_SLOT: case TPL_OP_UNSET_SLOT:
+    case TPL_OP_JUMP: case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP:
+    case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
+    case TPL_OP_FOR_NEXT: case TPL_OP_GETITEM_STR: case TPL_OP_HALT: case TPL_OP_LOAD_NAME:
+        return true;
+    case TPL_OP_GETATTR:
+        return !is_dict_method(&p->names[a]);
+    default:
+        return false; /* PRINT_PY/PRINT_RB: C for strings, else a step */
+    }
+}
+
+/* The instructions the `dispatch` switch must reach (at[pc] = 1): entries (0, macros, Ruby
+ * blocks), every jump target, and the instructions a step may go on at besides the next one: a
+ * VM fused path takes at most a few instructions after it (a compare and its jump, a filter and
+ * its print), so the starts up to 6 instructions past a stepped one. */
+static void resume_points(const tpl_program *p, uint8_t *at)
+{
+    at[0] = 1;
+    for (size_t m = 0; m < p->nmacros; m++)
+        if (p->macros[m].entry < p->ncode) at[p->macros[m].entry] = 1;
+    int after = 0; /* instructions still to mark after a stepped one */
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t w = p->code[pc], op = TPL_INSN_OP(w), a = TPL_INSN_A(w);
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        if (after > 0) { at[pc] = 1; after--; }
+        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            uint32_t x = i == 0 ? a : p->code[pc + (size_t)i];
+            if (oi->fmt[i] == 'j' && x < p->ncode) at[x] = 1;
+        }
+        if (op == TPL_OP_CALL_METHOD_RB && (p->code[pc + 2] & 0xFFFFFFu) && (p->code[pc + 2] & 0xFFFFFFu) < p->ncode)
+            at[p->code[pc + 2] & 0xFFFFFFu] = 1; /* a block body */
+        if (op == TPL_OP_SWITCH_STR) after = 6 + (int)p->consts[a].u.list->len;
+        if (!specialised(p, op, a) || op == TPL_OP_PRINT_PY || op == TPL_OP_PRINT_RB || op == TPL_OP_GETATTR ||
+            op == TPL_OP_GETITEM_STR || op == TPL_OP_EQ || op == TPL_OP_NE)
+            after = after > 6 ? after : 6;
+        pc += 1 + (size_t)oi->extra;
+    }
+}
+
+bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep)
+{
+    *nspecial = *nstep = 0;
+    tpl_sb_printf(b, "\n/* The render as C: one label per instruction (L<pc>: the instruction as `tplc dump` shows it). */\n");
+    tpl_sb_printf(b, "static int %s_native(tpl_native_frame *f, uint32_t entry, uint32_t npre)\n{\n", sym);
+    if (p->ncode > NATIVE_MAX_CODE) {
+        tpl_sb_printf(b, "    /* note: %zu code words (more than %u): the VM runs this program */\n", p->ncode,
+                      NATIVE_MAX_CODE);
+        tpl_sb_puts(b, "    return tpl_native_run_vm(f, entry, npre);\n}\n");
+        return !b->failed;
+    }
+    tpl_sb_printf(b, "    const tpl_nvalue *const K = (const tpl_nvalue *)(const void *)%s_consts;\n", sym);
+    tpl_sb_puts(b, "    tpl_nvalue *const L = f->slots;\n"
+                   "    tpl_nvalue *sp = f->stack + npre;\n"
+                   "    uint64_t T = 0; /* instructions run and not yet charged to the fuel */\n"
+                   "    uint32_t pc = entry;\n"
+                   "    int rc;\n"
+                   "    (void)K; (void)L; (void)rc;\n");
+    bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t w = p->code[pc], op = TPL_INSN_OP(w);
+        steps |= !specialised(p, op, TPL_INSN_A(w)) || op == TPL_OP_PRINT_PY || op == TPL_OP_PRINT_RB ||
+                 op == TPL_OP_GETATTR || op == TPL_OP_GETITEM_STR || op == TPL_OP_EQ || op == TPL_OP_NE;
+        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+    }
+    tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
+    uint8_t *resume = calloc(p->ncode + 8, 1);
+    if (!resume) return false;
+    resume_points(p, resume);
+    for (size_t pc = 0; pc < p->ncode; pc++)
+        if (resume[pc]) tpl_sb_printf(b, "    case %zu: goto L%zu;\n", pc, pc);
+    /* an instruction start the switch does not list (a VM fused path ending somewhere new):
+     * the VM runs the rest of this level */
+    tpl_sb_puts(b, "    default:\n        f->ticks = T;\n        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
+    for (size_t pcz = 0; pcz < p->ncode;) {
+        uint32_t pc = (uint32_t)pcz;
+        uint32_t w = p->code[pc], op = TPL_INSN_OP(w), a = TPL_INSN_A(w);
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        uint32_t next = pc + 1 + oi->extra;
+        uint32_t x1 = oi->extra >= 1 ? p->code[pc + 1] : 0;
+        uint32_t line = 0, col = 0;
+        tpl_program_span(p, pc, &line, &col);
+        /* a label where something jumps or the dispatch may go (the others would be unused) */
+        if (resume[pc]) tpl_sb_printf(b, "L%u: /* %u:%u %s", pc, line, col, oi->name);
+        else tpl_sb_printf(b, "    /* %u: %u:%u %s", pc, line, col, oi->name);
+        if (strchr(oi->fmt, 'n') == oi->fmt && a < p->nnames) { tpl_sb_putc(b, ' '); comment_name(b, &p->names[a].s); }
+        else if (oi->fmt[0] == 'k' && a < p->nconsts && op != TPL_OP_TEXT) { tpl_sb_putc(b, ' '); comment_name(b, &p->consts[a]); }
+        else if (oi->fmt[0] != '-' && oi->fmt[0]) tpl_sb_printf(b, " %u", a);
+        tpl_sb_puts(b, " */\n");
+        bool special = true;
+        switch (op) {
+        case TPL_OP_TEXT:
+            tpl_sb_printf(b, "    T++;\n    TPL_N_TEXT(%u, ", pc);
+            lit(b, p->consts[a].u.s, p->consts[a].len);
+            tpl_sb_printf(b, ", %u);\n", p->consts[a].len);
+            break;
+        case TPL_OP_CONST: tpl_sb_printf(b, "    T++;\n    *sp++ = K[%u];\n", a); break;
+        case TPL_OP_INT:
+            tpl_sb_printf(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_INT, %d);\n", (int32_t)(a << 8) >> 8);
+            break;
+        case TPL_OP_NONE: tpl_sb_puts(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_NONE, 0);\n"); break;
+        case TPL_OP_TRUE: tpl_sb_puts(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_BOOL, 1);\n"); break;
+        case TPL_OP_FALSE: tpl_sb_puts(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_BOOL, 0);\n"); break;
+        case TPL_OP_POP: tpl_sb_puts(b, "    T++;\n    sp--;\n"); break;
+        case TPL_OP_DUP: tpl_sb_puts(b, "    T++;\n    sp[0] = sp[-1];\n    sp++;\n"); break;
+        case TPL_OP_LOAD_SLOT:
+            tpl_sb_printf(b, "    T++;\n    if (L[%u].type != TPL_NT_UNSET) *sp = L[%u];\n"
+                             "    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n",
+                          a, a, x1, pc);
+            break;
+        case TPL_OP_STORE_SLOT: tpl_sb_printf(b, "    T++;\n    L[%u] = *--sp;\n", a); break;
+        case TPL_OP_UNSET_SLOT: tpl_sb_printf(b, "    T++;\n    L[%u] = tpl_native_v(TPL_NT_UNSET, 0);\n", a); break;
+        case TPL_OP_JUMP:
+            tpl_sb_puts(b, "    T++;\n");
+            jump(b, pc, a, "    ");
+            break;
+        case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP: {
+            bool keep = op == TPL_OP_JF_PY_KEEP || op == TPL_OP_JT_PY_KEEP;
+            bool onfalse = op == TPL_OP_JF_PY || op == TPL_OP_JF_PY_KEEP;
+            const char *v = keep ? "&sp[-1]" : "sp", *vx = keep ? "(&sp[-1])" : "sp";
+            tpl_sb_puts(b, "    T++;\n");
+            if (!keep) tpl_sb_puts(b, "    sp--;\n");
+            tpl_sb_printf(b, "    if (%s->type == TPL_NT_BOOL) rc = %s->u.i != 0;\n", vx, vx);
+            tpl_sb_printf(b, "    else if ((rc = tpl_native_truthy_py(f, %s)) < 0) TPL_N_FAIL(%u);\n", v, pc);
+            tpl_sb_printf(b, "    if (%src) {\n", onfalse ? "!" : "");
+            jump(b, pc, a, "        ");
+            tpl_sb_puts(b, "    }\n");
+            if (keep) tpl_sb_puts(b, "    sp--;\n");
+            break;
+        }
+        case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP: {
+            bool keep = op == TPL_OP_JF_RB_KEEP || op == TPL_OP_JT_RB_KEEP;
+            bool onfalse = op == TPL_OP_JF_RB || op == TPL_OP_JF_RB_KEEP;
+            tpl_sb_puts(b, "    T++;\n");
+            if (!keep) tpl_sb_puts(b, "    sp--;\n");
+            tpl_sb_printf(b, "    if (%stpl_native_truthy_rb(%s)) {\n", onfalse ? "!" : "", keep ? "&sp[-1]" : "sp");
+            jump(b, pc, a, "        ");
+            tpl_sb_puts(b, "    }\n");
+            if (keep) tpl_sb_puts(b, "    sp--;\n");
+            break;
+        }
+        case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
+            tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_STR) {\n        T++;\n        sp--;\n"
+                             "        TPL_N_TEXT(%u, sp->u.s, sp->len);\n    } else {\n"
+                             "        TPL_N_STEP(%u, %u);\n    }\n", pc, pc, next);
+            break;
+        case TPL_OP_FOR_NEXT:
+            tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_next(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
+                             "    if (rc) sp++;\n    else {\n", a, pc);
+            jump(b, pc, x1, "        ");
+            tpl_sb_puts(b, "    }\n");
+            break;
+        case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR:
+            if (!specialised(p, op, a)) { special = false; break; }
+            tpl_sb_printf(b, "    {\n        const tpl_nvalue *hit = sp[-1].type == TPL_NT_MAP ? tpl_native_map_get(f, &sp[-1], %u) : 0;\n"
+                             "        if (hit) {\n            T++;\n            sp[-1] = *hit;\n"
+                             "        } else {\n            TPL_N_STEP(%u, %u);\n        }\n    }\n", a, pc, next);
+            break;
+        case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
+            tpl_sb_printf(b, "    T++;\n    if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
+            break;
+        case TPL_OP_EQ: case TPL_OP_NE: /* two strings here, anything else (and a strict undefined) in the VM */
+            tpl_sb_printf(b, "    if (sp[-2].type == TPL_NT_STR && sp[-1].type == TPL_NT_STR) {\n        T++;\n"
+                             "        rc = sp[-2].len == sp[-1].len && (sp[-1].len == 0 || memcmp(sp[-2].u.s, sp[-1].u.s, sp[-1].len) == 0);\n"
+                             "        sp--;\n        sp[-1] = tpl_native_v(TPL_NT_BOOL, %src);\n    } else {\n"
+                             "        TPL_N_STEP(%u, %u);\n    }\n", op == TPL_OP_NE ? "!" : "", pc, next);
+            break;
+        case TPL_OP_HALT:
+            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    *f->result = tpl_native_v(TPL_NT_NONE, 0);\n    return 0;\n", pc);
+            break;
+        default: special = false; break;
+        }
+        if (special) (*nspecial)++;
+        else {
+            (*nstep)++;
+            tpl_sb_printf(b, "    TPL_N_STEP(%u, %u);\n", pc, next);
+        }
+        pcz = next;
+    }
+    free(resume);
+    /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
+    tpl_sb_puts(b, "    f->ticks = T;\n    return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n}\n");
+    return !b->failed;
+}
