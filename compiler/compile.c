@@ -19,11 +19,18 @@
 typedef struct scope_var {
     tpl_value name;
     uint32_t slot;
+    bool missing;            /* may hold Jinja2's `missing` (an undefined value, see frame_init) */
 } scope_var;
 
 typedef struct scope {
     struct scope *parent;
     bool func_boundary;      /* the outermost scope of a function */
+    bool ctx_top;            /* the top of a template that reads its names through a context (an
+                              * included or imported template, a block): Jinja2 gives it no
+                              * enclosing frame, and a name that is `missing` around it reads the
+                              * state instead (Context.new_context skips missing locals) */
+    tpl_smap loads;          /* the names this frame reads at its own level (Jinja2's refs that
+                              * are not assignments), for the frames inside it */
     scope_var *vars;
     uint32_t nvars, cap;
     tpl_smap idx;            /* name -> slot, once the scope has SCOPE_INDEXED names */
@@ -660,7 +667,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -674,34 +681,57 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
 
 typedef enum { R_GLOBAL, R_LOCAL, R_ROOT, R_OUTER, R_BUILTIN } res_kind;
 
-static int find_in_func(func *f, tpl_value name)
+/* The variable of name in f's scopes (innermost first, to the function's boundary), or NULL;
+ * *crossed becomes true when the search passed the top of an included template or block. */
+static scope_var *find_in_func(func *f, tpl_value name, bool *crossed)
 {
     for (scope *s = f->scope; s; s = s->parent) {
         int sl = scope_find(s, name);
-        if (sl >= 0) return sl;
+        if (sl >= 0) {
+            for (uint32_t i = s->nvars; i > 0; i--)
+                if (s->vars[i - 1].slot == (uint32_t)sl) return &s->vars[i - 1];
+        }
+        if (s->ctx_top) *crossed = true;
         if (s->func_boundary) break;
     }
-    return -1;
+    return NULL;
 }
 
 /* Resolves a name: a slot of the current function, a slot of the function it is defined in
  * (closures: macros, call-block callers, recursive loops), a template-level slot, or a global
- * (state, then builtin globals). */
-static res_kind resolve(tpl_comp *c, tpl_value name, uint32_t *slot)
+ * (state, then builtin globals). *var (may be NULL) receives the variable found; *crossed is
+ * true when a context's top lies between the read and the variable. */
+static res_kind resolve_var(tpl_comp *c, tpl_value name, uint32_t *slot, scope_var **var, bool *crossed)
 {
-    int sl = find_in_func(c->fn, name);
-    if (sl >= 0) { *slot = (uint32_t)sl; return R_LOCAL; }
+    bool cr = false;
+    scope_var *v = find_in_func(c->fn, name, &cr);
+    res_kind r = c->no_context ? R_BUILTIN : R_GLOBAL;
+    if (v) r = R_LOCAL;
     func *outer = c->fn->parent;
-    if (outer) {
-        sl = find_in_func(outer, name);
-        if (sl >= 0) { *slot = (uint32_t)sl; return outer == &c->root ? R_ROOT : R_OUTER; }
-        if (outer != &c->root) {
+    if (!v && outer) {
+        v = find_in_func(outer, name, &cr);
+        if (v) r = outer == &c->root ? R_ROOT : R_OUTER;
+        else if (outer != &c->root) {
             scope *rs = c->root.scope;
             while (rs && !rs->func_boundary) rs = rs->parent;
-            if (rs && (sl = scope_find(rs, name)) >= 0) { *slot = (uint32_t)sl; return R_ROOT; }
+            int sl;
+            if (rs && (sl = scope_find(rs, name)) >= 0) {
+                for (uint32_t i = rs->nvars; i > 0 && !v; i--)
+                    if (rs->vars[i - 1].slot == (uint32_t)sl) v = &rs->vars[i - 1];
+                r = R_ROOT;
+                if (c->inc_top) cr = true;
+            }
         }
     }
-    return c->no_context ? R_BUILTIN : R_GLOBAL;
+    if (v) *slot = v->slot;
+    if (var) *var = v;
+    if (crossed) *crossed = cr;
+    return v ? r : (c->no_context ? R_BUILTIN : R_GLOBAL);
+}
+
+static res_kind resolve(tpl_comp *c, tpl_value name, uint32_t *slot)
+{
+    return resolve_var(c, name, slot, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ expressions */
@@ -713,7 +743,9 @@ static bool block_call(tpl_comp *c, tpl_node *n);
 static void load_name(tpl_comp *c, tpl_value name)
 {
     uint32_t slot;
-    res_kind r = resolve(c, name, &slot);
+    scope_var *var;
+    bool crossed;
+    res_kind r = resolve_var(c, name, &slot, &var, &crossed);
     uint32_t k = add_name(c, name);
     /* Jinja2 (find_undeclared over the whole body): a nested macro or call block reading them
      * makes every enclosing macro catch them too */
@@ -731,6 +763,18 @@ static void load_name(tpl_comp *c, tpl_value name)
     case R_OUTER: emit(c, TPL_OP_LOAD_OUTER, slot, 1); break;
     }
     emit_raw(c, k);
+    if (var && var->missing && crossed) {
+        /* read through a context (an included template, a block): a variable still `missing`
+         * is skipped there, so the state's value shows (Jinja2's Context.new_context) */
+        int def = tpl_builtin_find(TPL_BK_TEST, "defined", 7);
+        emit(c, TPL_OP_DUP, 0, 1);
+        emit(c, TPL_OP_TEST, (uint32_t)def, 0);
+        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+        uint32_t j = emit(c, sop(c, TPL_OP_JT_PY), 0, -1);
+        emit(c, TPL_OP_POP, 0, -1);
+        emit(c, c->no_context ? TPL_OP_LOAD_GLOBAL : TPL_OP_LOAD_NAME, k, 1);
+        patch_a(c, j, here(c));
+    }
 }
 
 /* Under autoescape, what a macro or caller returns and what a set or filter block captures is
@@ -1573,13 +1617,144 @@ static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
     return assigned;
 }
 
+/* ---- Jinja2's symbol table of a frame (FrameSymbolVisitor in jinja2/idtracking.py) */
+
+/* Whether a frame enclosing the one whose scope is `own` has a reference of name: a variable
+ * (an assignment or a parameter) or a read at its level. An included or imported template and
+ * a block have no enclosing frame (they read a context). */
+static bool outer_has_ref(tpl_comp *c, const scope *own, tpl_value name)
+{
+    if (own->ctx_top) return false;
+    uint32_t v;
+    for (func *f = c->fn; f; f = f->parent) {
+        for (const scope *s = f == c->fn ? own->parent : f->scope; s; s = s->parent) {
+            if (scope_find((scope *)s, name) >= 0) return true;
+            if (s->loads.n && tpl_smap_get(&s->loads, name.u.s, name.len, &v)) return true;
+            if (s->ctx_top) return false;
+            if (s->func_boundary) break;
+        }
+    }
+    return false;
+}
+
+typedef struct jsyms {
+    tpl_comp *c;
+    frame_names *f;
+    scope *s;
+    uint64_t ref;      /* the frame's names with a reference of the frame's own */
+    uint64_t undef;    /* ... that starts undefined (VAR_LOAD_UNDEFINED) */
+    bool branch;       /* inside an if: a first assignment there resolves (branch_update) */
+    bool gave_up;      /* too deep: no name starts undefined */
+} jsyms;
+
+static void js_load(jsyms *j, tpl_value name)
+{
+    int i = frame_index(j->f, name);
+    if (i >= 0) {
+        uint64_t bit = (uint64_t)1 << i;
+        /* Symbols.load: a reference of its own (resolve) unless an enclosing frame has one */
+        if (!(j->ref & bit) && !outer_has_ref(j->c, j->s, name)) j->ref |= bit;
+        return;
+    }
+    uint32_t v;
+    if (j->s->loads.n && tpl_smap_get(&j->s->loads, name.u.s, name.len, &v)) return;
+    j->s->loads.arena = j->c->tmp;
+    if (!tpl_smap_put(&j->s->loads, name.u.s, name.len, 1)) c_nomem(j->c, j->c->cur_off);
+}
+
+static void js_store(jsyms *j, tpl_value name)
+{
+    int i = frame_index(j->f, name);
+    if (i < 0) return;
+    uint64_t bit = (uint64_t)1 << i;
+    if (j->ref & bit) return;
+    j->ref |= bit;
+    /* Symbols.store: an alias of the enclosing frame's reference, else undefined; an
+     * assignment first seen in an if branch resolves instead (Symbols.branch_update) */
+    if (!j->branch && !outer_has_ref(j->c, j->s, name)) j->undef |= bit;
+}
+
+static void js_expr(jsyms *j, const tpl_node *n, int depth)
+{
+    if (depth > 200) { j->gave_up = true; return; }
+    for (; n && !j->gave_up; n = n->next) {
+        if (n->kind == TPL_N_NAME && n->val.type == TPL_T_STR) { js_load(j, n->val); continue; }
+        if (n->a) js_expr(j, n->a, depth + 1);
+        if (n->b) js_expr(j, n->b, depth + 1);
+        if (n->c) js_expr(j, n->c, depth + 1);
+        if (tpl_node_d(n)) js_expr(j, n->d, depth + 1);
+        if (tpl_node_e(n)) js_expr(j, n->e, depth + 1);
+    }
+}
+
+static void js_target(jsyms *j, const tpl_node *t)
+{
+    if (t->kind == TPL_N_NAME) js_store(j, t->val);
+    else if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next) js_target(j, x);
+}
+
+static void js_stmts(jsyms *j, const tpl_node *n, int depth)
+{
+    if (depth > 200) { j->gave_up = true; return; }
+    for (; n && !j->gave_up; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_OUTPUT: case TPL_N_DO: case TPL_N_CALLBLOCK: case TPL_N_FILTERBLOCK:
+        case TPL_N_INCLUDE: case TPL_N_EXTENDS:
+            js_expr(j, n->a, 1);
+            break;
+        case TPL_N_FOR: js_expr(j, n->b, 1); break;
+        case TPL_N_SET: js_expr(j, n->b, 1); js_target(j, n->a); break;
+        case TPL_N_NSSET: js_expr(j, n->b, 1); js_expr(j, n->a, 1); break;
+        case TPL_N_SETBLOCK: js_target(j, n->a); break;
+        case TPL_N_MACRO: js_store(j, n->val); break;
+        case TPL_N_WITH:
+            for (const tpl_node *x = n->a; x; x = x->next) js_expr(j, x->b, 1);
+            break;
+        case TPL_N_IMPORT: js_expr(j, n->a, 1); js_store(j, n->val); break;
+        case TPL_N_FROMIMPORT:
+            js_expr(j, n->a, 1);
+            for (const tpl_node *x = n->b; x; x = x->next) js_store(j, x->a ? x->a->val : x->val);
+            break;
+        case TPL_N_IF: {
+            bool save = j->branch;
+            const tpl_node *x = n;
+            for (;; x = x->c) {
+                js_expr(j, x->a, 1);
+                j->branch = true;
+                js_stmts(j, x->b, depth + 1);
+                j->branch = save;
+                if (!is_elif(x->c)) break;
+                j->branch = true; /* the elif tests are inside a branch too */
+            }
+            j->branch = true;
+            js_stmts(j, x->c, depth + 1);
+            j->branch = save;
+            break;
+        }
+        case TPL_N_GENERATION: js_stmts(j, n->b, depth + 1); break;
+        default: break; /* text, blocks, autoescape (a Scope), break, continue */
+        }
+    }
+}
+
 /* Enters a Jinja2 frame (a loop body, each iteration; with, set-block, filter-block and autoescape
- * bodies; a macro or caller; an included template) whose scope was just pushed: declares the
- * names its statements assign and gives each its value at the frame's start, as Jinja2's
- * enter_frame does: the enclosing frames' variable of that name when there is one (an `if` that
- * assigns it may not run), else unset (read from the context). Names the frame assigns before
- * anything could read them are only declared. */
-static void frame_init(tpl_comp *c, tpl_node *fbody)
+ * bodies; a macro or caller; an included template; the template itself) whose scope was just
+ * pushed: declares the names its statements assign and gives each its value at the frame's
+ * start, as Jinja2's enter_frame does: the enclosing frames' variable of that name when there is
+ * one (an `if` that assigns it may not run), else Jinja2's `missing` when the frame assigns it
+ * before reading it (VAR_LOAD_UNDEFINED: a macro or loop inside that reads it before the
+ * assignment runs gets an undefined value, not the state's), else unset (read from the
+ * context). Names the frame assigns before anything could read them are only declared. */
+static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *const *others, uint32_t nothers);
+
+static void frame_init(tpl_comp *c, tpl_node *fbody) { frame_init_at(c, fbody, false, NULL, 0); }
+
+/* root: the top level of a template of the extends chain, whose names predeclare() declared
+ * (unset); its variables are shared with the other templates of the chain (others), so a name
+ * that one of them assigns keeps its value (Jinja2 has a variable per template there, which
+ * the blocks read through the context). */
+static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *const *others, uint32_t nothers)
 {
     if (c->syn != TPL_SYN_JINJA || c->failed) return;
     frame_names *f = tpl_arena_alloc(c->tmp, sizeof *f);
@@ -1588,19 +1763,52 @@ static void frame_init(tpl_comp *c, tpl_node *fbody)
     f->overflow = false;
     f->need = 0;
     frame_stores(f, fbody);
+    jsyms j = { 0 };
+    j.c = c;
+    j.f = f;
+    j.s = c->fn->scope;
+    js_stmts(&j, fbody, 0);
+    if (j.gave_up) j.undef = 0;
     if (f->n == 0) return;
     f->all = f->n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->n) - 1;
     if (f->overflow) f->need = f->all;
     else frame_flow(f, fbody, 0);
     for (uint32_t i = 0; i < f->n && !c->failed; i++) {
         tpl_value name = f->name[i];
-        if (scope_find(c->fn->scope, name) >= 0) continue; /* a parameter of the frame */
-        if (!(f->need >> i & 1)) { declare(c, name); continue; }
+        if (root) {
+            if (!(f->need >> i & 1) || !(j.undef >> i & 1)) continue;
+            bool shared = false;
+            for (uint32_t t = 0; t < nothers && !shared; t++) {
+                frame_names *o = tpl_arena_alloc(c->tmp, sizeof *o);
+                if (!o) { c_nomem(c, c->cur_off); return; }
+                o->n = 0;
+                o->overflow = false;
+                frame_stores(o, others[t]);
+                shared = o->overflow || frame_index(o, name) >= 0;
+            }
+            if (shared) continue;
+        } else {
+            if (scope_find(c->fn->scope, name) >= 0) continue; /* a parameter of the frame */
+            if (!(f->need >> i & 1)) { declare(c, name); continue; }
+        }
         uint32_t slot;
-        res_kind r = resolve(c, name, &slot);
-        if (r == R_LOCAL || r == R_ROOT || r == R_OUTER) {
+        scope_var *var;
+        res_kind r = resolve_var(c, name, &slot, &var, NULL);
+        if (j.undef >> i & 1) {
+            char msg[160];
+            int k = snprintf(msg, sizeof msg, "'%.*s' is undefined", (int)name.len, name.u.s);
+            if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a variable is undefined");
+            emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+            uint32_t sl = declare(c, name);
+            emit(c, TPL_OP_STORE_SLOT, sl, -1);
+            scope_var *nv = find_in_func(c->fn, name, &(bool){ false });
+            if (nv) nv->missing = true;
+        } else if (r == R_LOCAL || r == R_ROOT || r == R_OUTER) {
+            bool missing = var && var->missing;
             load_name(c, name);
             emit(c, TPL_OP_STORE_SLOT, declare(c, name), -1);
+            scope_var *nv = find_in_func(c->fn, name, &(bool){ false });
+            if (nv && missing) nv->missing = true;
         } else {
             emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
         }
@@ -2145,6 +2353,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     } else {
         push_scope(c, false);
     }
+    if (c->fn->scope) c->fn->scope->ctx_top = true;
     frame_init(c, def->b);
     b->active[pos] = true;
     body(c, def->b);
@@ -2210,6 +2419,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     tpl_block *save_b = c->cur_block;
     c->cur_block = NULL;
     c->inc_top = push_scope(c, without);
+    if (c->inc_top) c->inc_top->ctx_top = true;
     c->inc_fn = c->fn;
     frame_init(c, root->b);
     body(c, root->b);
@@ -2243,6 +2453,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     if (!with_ctx) c->no_context = true;
     c->cur_src = src;
     scope *s = push_scope(c, !with_ctx);
+    if (s) s->ctx_top = true;
     scope *save_top = c->inc_top;
     func *save_fn = c->inc_fn;
     tpl_block *save_b = c->cur_block;
@@ -2593,6 +2804,16 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     return c;
 }
 
+/* The start of template i's top level in an extends chain of n templates (frame_init_at). */
+static void chain_root_init(tpl_comp *c, tpl_node **chain, uint32_t n, uint32_t i)
+{
+    tpl_node *others[TPL_MAX_INHERIT];
+    uint32_t no = 0;
+    for (uint32_t t = 0; t < n; t++)
+        if (t != i) others[no++] = chain[t]->b;
+    frame_init_at(c, chain[i]->b, true, others, no);
+}
+
 bool tpl_comp_template(tpl_comp *c, tpl_node *root)
 {
     /* the extends chain: main template first, the base (no extends) last */
@@ -2623,6 +2844,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     c->cur_src = -1;
     for (uint32_t i = 0; i < nchain; i++) predeclare(c, chain[i]->b);
     if (nchain == 1) {
+        frame_init_at(c, root->b, true, NULL, 0);
         c->main_body = root->b;
         c->closed = -1;
         body(c, root->b);
@@ -2633,6 +2855,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
             if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
             c->cur_src = c->chain_src[i];
             tpl_node *s = chain[i]->b;
+            chain_root_init(c, chain, nchain, i);
             for (; s && !c->failed && s->kind != TPL_N_EXTENDS; s = s->next) {
                 tpl_node *next = s->next;
                 s->next = NULL;
@@ -2653,6 +2876,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         c->span_locked = true;
         c->span_off = ext_off;
         c->cur_src = c->chain_src[nchain - 1];
+        chain_root_init(c, chain, nchain, nchain - 1);
         body(c, chain[nchain - 1]->b);
         c->span_locked = false;
         c->cur_src = -1;
