@@ -41,6 +41,7 @@ int main(int argc, char **argv)
         return 1;
     }
     tpl_store_loaded *l = NULL;
+    uint64_t trips0 = tpl_store_round_trips(s);
     double t0 = now();
     for (long i = 0; i < n; i++) {
         if (tpl_store_load(s, argv[2], &l, NULL) != TPL_STORE_OK) {
@@ -51,6 +52,7 @@ int main(int argc, char **argv)
         tpl_store_loaded_free(l);
     }
     double t1 = now();
+    double trips = (double)(tpl_store_round_trips(s) - trips0) / (double)n;
     tpl_render *r = tpl_render_new(NULL);
     size_t bytes = 0;
     for (long i = 0; i < n; i++) {
@@ -65,8 +67,8 @@ int main(int argc, char **argv)
         tpl_store_loaded_free(l);
     }
     double t2 = now();
-    printf("%s %s loads=%ld load_us=%.1f load_render_us=%.1f out_bytes=%zu\n", tpl_store_backend(s), argv[2], n,
-           (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6, bytes / (size_t)n);
+    printf("%s %s loads=%ld load_us=%.1f load_render_us=%.1f out_bytes=%zu round_trips_per_load=%.2f\n",
+           tpl_store_backend(s), argv[2], n, (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6, bytes / (size_t)n, trips);
     tpl_render_free(r);
     tpl_store_close(s);
     free(state);

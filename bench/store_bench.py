@@ -6,7 +6,10 @@
 1. `tplc prompt render NAME --state S` of a stored prompt against `tplc render FILE --state S` of
    the same template (examples/front-desk/view.jinja, profile pinecall): RUNS processes each
    (default 200), interleaved, median and mean wall milliseconds per process.
-2. store-bench: 1,000 loads by name through the C API (tpl_store_load), and 1,000 load+render.
+2. store-bench: 1,000 loads by name through the C API (tpl_store_load), and 1,000 load+render,
+   and the store's round trips per load (tpl_store_round_trips).
+The prompt has a row in its own dictionary and binds a second dictionary with 20 rows, so a
+load also fetches two catalogs.
 Prints a Markdown table for bench/RESULTS.md."""
 import importlib.util
 import os
@@ -44,6 +47,11 @@ def bench(where, label):
     env = dict(os.environ, TPL_STORE=where)
     subprocess.run([tplc, "prompt", "create", "front.desk", "--file", view, "--profile", "pinecall"], env=env,
                    check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([tplc, "prompt", "tr-set", "front.desk", "Hello", "fr", "Bonjour"], env=env, check=True)
+    for i in range(20):
+        subprocess.run([tplc, "prompt", "tr-set", "front.desk", "word %d" % i, "fr", "mot %d" % i, "--dict", "common"],
+                       env=env, check=True)
+    subprocess.run([tplc, "prompt", "tr-bind", "front.desk", "common"], env=env, check=True)
     plain, stored = [], []
     for i in range(runs):
         a, out_a = timed([tplc, "render", view, "--state", state, "--profile", "pinecall"], env)
@@ -55,7 +63,8 @@ def bench(where, label):
     p = subprocess.run([sb, where, "front.desk", "1000", state], env=env, check=True, stdout=subprocess.PIPE, text=True)
     fields = dict(kv.split("=") for kv in p.stdout.split()[2:])
     return (label, statistics.median(plain), statistics.mean(plain), statistics.median(stored),
-            statistics.mean(stored), float(fields["load_us"]), float(fields["load_render_us"]))
+            statistics.mean(stored), float(fields["load_us"]), float(fields["load_render_us"]),
+            float(fields["round_trips_per_load"]))
 
 
 def main():
@@ -70,10 +79,10 @@ def main():
     finally:
         c.stop()
     print("| store | `tplc render FILE` ms (median / mean) | `tplc prompt render NAME` ms (median / mean) "
-          "| overhead ms (median) | C API: µs per load by name (1,000) | µs per load + render |")
-    print("| :--- | ---: | ---: | ---: | ---: | ---: |")
-    for label, pm, pa, sm, sa, lu, lr in rows:
-        print("| %s | %.2f / %.2f | %.2f / %.2f | %+.2f | %.1f | %.1f |" % (label, pm, pa, sm, sa, sm - pm, lu, lr))
+          "| overhead ms (median) | C API: µs per load by name (1,000) | µs per load + render | round trips per load |")
+    print("| :--- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for label, pm, pa, sm, sa, lu, lr, rt in rows:
+        print("| %s | %.2f / %.2f | %.2f / %.2f | %+.2f | %.1f | %.1f | %.0f |" % (label, pm, pa, sm, sa, sm - pm, lu, lr, rt))
 
 
 if __name__ == "__main__":

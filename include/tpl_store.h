@@ -121,6 +121,15 @@ TPL_API void tpl_store_close(tpl_store *s);
 TPL_API const char *tpl_store_errmsg(const tpl_store *s);
 /* "sqlite" or "postgresql". */
 TPL_API const char *tpl_store_backend(const tpl_store *s);
+/* The number of statements s has sent to its database since tpl_store_open returned (the open's
+ * own schema check not counted; NULL: 0). On PostgreSQL each is one network round trip. Every
+ * operation below is one statement — tpl_store_get, _list, _versions, _create, _tr_set,
+ * _prompt_tr_set and _load (the row, its bindings, the translation rows of its dictionaries and
+ * their Plural-Forms) — except: a load that recompiles a stale .tplb adds one (caching it back),
+ * a load of a composed prompt adds one per prompt it includes, imports or extends, a create that
+ * loses a race for a version number retries, and a failed _remove adds one to say why.
+ * For tests and monitoring (tplc prompt prints it when $TPL_STORE_ROUND_TRIPS is set). */
+TPL_API uint64_t tpl_store_round_trips(const tpl_store *s);
 
 /* Compiles nw->source (when it fails: TPL_STORE_TEMPLATE and *err filled when err is not NULL;
  * tpl_error_clear it) and stores it as the next version of nw->name in one transaction. On
@@ -149,6 +158,12 @@ TPL_API tpl_store_status tpl_store_remove(tpl_store *s, const char *ref);
 TPL_API tpl_store_status tpl_store_tr_set(tpl_store *s, const char *dict, const char *lang, const char *source,
                                           const char *target, const char *plural, const char *const *forms,
                                           size_t nforms);
+/* tpl_store_tr_set of a plain row for a prompt, in one statement: sets (dict, lang, source) ->
+ * target where dict NULL is the prompt's own dictionary (named after it), only when a prompt
+ * named name exists (any version, removed ones too); TPL_STORE_NOT_FOUND ("no prompt named
+ * 'NAME'") otherwise. What `tplc prompt tr-set` runs. */
+TPL_API tpl_store_status tpl_store_prompt_tr_set(tpl_store *s, const char *name, const char *dict, const char *lang,
+                                                 const char *source, const char *target);
 /* Deletes a row; TPL_STORE_NOT_FOUND when there is none. */
 TPL_API tpl_store_status tpl_store_tr_delete(tpl_store *s, const char *dict, const char *lang, const char *source);
 /* The rows of the dictionaries dicts[0..ndicts) (in that order, then by language and source),

@@ -69,6 +69,11 @@ struct db {
     const char *begin_sql;  /* a write transaction that serialises writers */
     const char *lock_sql;   /* run right after begin_sql (NULL: none) */
     const char *const *schema_v1; /* the DDL of schema version 1, NULL-terminated */
+    /* A printf format with one %s (an SQL expression naming a prompt): the scalar subquery giving
+     * the JSON array text of the dictionaries that name binds, in bind order ('[]' for none), so
+     * a row's query carries its bindings (one round trip; SQLite and PostgreSQL spell JSON
+     * aggregation differently). */
+    const char *dicts_json;
 };
 
 /* Backends. On failure return NULL with msg filled (or NULL and msg "out of memory"). */

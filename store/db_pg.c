@@ -1,7 +1,9 @@
-/* The PostgreSQL backend of the store (Debian's libpq): one registry many hosts share. Writers
- * serialise on a transaction-scoped advisory lock, so version numbering and schema creation are
+/* The PostgreSQL backend of the store (Debian's libpq): one registry many hosts share. Write
+ * transactions serialise on a transaction-scoped advisory lock (schema creation, PO imports,
+ * binds; a create numbers its version inside one INSERT statement instead, store.c), so they are
  * race-free; a client killed mid-transaction is rolled back by the server. Parameters go as text
- * (blobs in binary), results come as text (bytea decoded with PQunescapeBytea). */
+ * (blobs in binary), results come as text (bytea decoded with PQunescapeBytea). Each exec is one
+ * network round trip (PQexecParams). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,5 +138,6 @@ db *db_pg_open(const char *url, char *msg, size_t cap)
     g->base.begin_sql = "BEGIN";
     g->base.lock_sql = "SELECT pg_advisory_xact_lock(7340019)";
     g->base.schema_v1 = schema_v1;
+    g->base.dicts_json = "(SELECT COALESCE(json_agg(b.dict ORDER BY b.pos), '[]'::json)::text FROM tpl_binds b WHERE b.name = %s)";
     return &g->base;
 }

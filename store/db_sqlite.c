@@ -179,6 +179,7 @@ db *db_sqlite_open(const char *path, char *msg, size_t cap)
     q->base.begin_sql = "BEGIN IMMEDIATE";
     q->base.lock_sql = NULL;
     q->base.schema_v1 = schema_v1;
+    q->base.dicts_json = "(SELECT json_group_array(dict) FROM (SELECT b.dict FROM tpl_binds b WHERE b.name = %s ORDER BY b.pos))";
     return &q->base;
 }
 

@@ -13,6 +13,7 @@
 
 struct tpl_store {
     db *d;
+    uint64_t trips;     /* statements sent since the open finished (tpl_store_round_trips) */
     char msg[1024];
 };
 
@@ -30,6 +31,7 @@ static tpl_store_status run(tpl_store *s, const char *sql, const db_val *p, size
 {
     char m[768];
     m[0] = 0;
+    s->trips++;
     int rc = s->d->exec(s->d, sql, p, n, res, m, sizeof m);
     if (rc == DB_OK) return TPL_STORE_OK;
     if (rc == DB_NOMEM) return fail(s, TPL_STORE_NOMEM, "out of memory");
@@ -214,6 +216,7 @@ tpl_store_status tpl_store_open(const char *where, tpl_store **out)
     if (!s->d) return fail(s, TPL_STORE_IO, "cannot open the store: %s", m);
     tpl_store_status st = setup_schema(s);
     if (st == TPL_STORE_OK) s->msg[0] = 0;
+    s->trips = 0;
     return st;
 }
 
@@ -226,11 +229,29 @@ void tpl_store_close(tpl_store *s)
 
 const char *tpl_store_errmsg(const tpl_store *s) { return s ? s->msg : "no store (NULL)"; }
 const char *tpl_store_backend(const tpl_store *s) { return s && s->d ? s->d->backend : ""; }
+uint64_t tpl_store_round_trips(const tpl_store *s) { return s ? s->trips : 0; }
 
 /* ---- rows ---- */
 
-#define ROW_COLS "id, name, version, syntax, source, profile, tr_keys, lang, created_at, removed, tplb_format"
-enum { C_ID, C_NAME, C_VERSION, C_SYNTAX, C_SOURCE, C_PROFILE, C_TRKEYS, C_LANG, C_CREATED, C_REMOVED, C_FORMAT, C_TPLB };
+/* A row's columns, then its bound dictionaries (a JSON array, db.h's dicts_json) and, for loads,
+ * the cached .tplb: one round trip gives the whole tpl_store_prompt. */
+enum { C_ID, C_NAME, C_VERSION, C_SYNTAX, C_SOURCE, C_PROFILE, C_TRKEYS, C_LANG, C_CREATED, C_REMOVED, C_FORMAT, C_DICTS,
+       C_TPLB };
+
+/* The C_* columns of table t (an alias, or the table's name in a RETURNING clause: SQLite's
+ * RETURNING knows no alias) into buf: "t.id, ..., <dicts of t.name>[, t.tplb]". */
+static void row_cols(const tpl_store *s, const char *t, char *buf, size_t cap, bool with_tplb)
+{
+    static const char *const names[] = { "id", "name", "version", "syntax", "source", "profile", "tr_keys", "lang",
+                                         "created_at", "removed", "tplb_format" };
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s.%s, ", t, names[i]);
+    char col[64];
+    snprintf(col, sizeof col, "%s.name", t);
+    if (k < cap) k += (size_t)snprintf(buf + k, cap - k, s->d->dicts_json, col);
+    if (with_tplb && k < cap) snprintf(buf + k, cap - k, ", %s.tplb", t);
+}
 
 static char *dup_cell(const db_res *r, size_t row, size_t col)
 {
@@ -284,43 +305,32 @@ static char *json_of_strs(const char *const *v, size_t n)
     return s;
 }
 
-static tpl_store_status fill_row(tpl_store *s, const db_res *r, size_t i, tpl_store_prompt *p)
+/* Row i of r as a prompt; its columns start at column `at`, in C_* order (C_DICTS included). */
+static tpl_store_status fill_row(tpl_store *s, const db_res *r, size_t i, size_t at, tpl_store_prompt *p)
 {
     memset(p, 0, sizeof *p);
-    p->id = strtoll(db_cell(r, i, C_ID), NULL, 10);
-    p->version = strtoll(db_cell(r, i, C_VERSION), NULL, 10);
-    syntax_parse(db_cell(r, i, C_SYNTAX), &p->syntax);
-    p->name = dup_cell(r, i, C_NAME);
-    p->source = dup_cell(r, i, C_SOURCE);
-    p->source_len = db_cell_len(r, i, C_SOURCE);
-    p->profile = dup_cell(r, i, C_PROFILE);
-    p->lang = dup_cell(r, i, C_LANG);
-    p->created_at = dup_cell(r, i, C_CREATED);
-    p->removed = db_cell(r, i, C_REMOVED) && strtol(db_cell(r, i, C_REMOVED), NULL, 10) != 0;
-    p->tplb_format = db_cell(r, i, C_FORMAT) ? (int)strtol(db_cell(r, i, C_FORMAT), NULL, 10) : 0;
-    bool ok = p->name && p->source && p->created_at && (!db_cell(r, i, C_PROFILE) || p->profile) &&
-              (!db_cell(r, i, C_LANG) || p->lang);
-    if (ok && !str_array(db_cell(r, i, C_TRKEYS), &p->tr_keys, &p->ntr_keys)) {
+    if (r->ncols < at + C_TPLB) return fail(s, TPL_STORE_IO, "store: a prompt row has %zu columns", r->ncols);
+#define CELL(c) db_cell(r, i, at + (c))
+    if (!CELL(C_ID) || !CELL(C_VERSION)) return fail(s, TPL_STORE_IO, "store: a prompt row has no id or version");
+    p->id = strtoll(CELL(C_ID), NULL, 10);
+    p->version = strtoll(CELL(C_VERSION), NULL, 10);
+    syntax_parse(CELL(C_SYNTAX), &p->syntax);
+    p->name = dup_cell(r, i, at + C_NAME);
+    p->source = dup_cell(r, i, at + C_SOURCE);
+    p->source_len = db_cell_len(r, i, at + C_SOURCE);
+    p->profile = dup_cell(r, i, at + C_PROFILE);
+    p->lang = dup_cell(r, i, at + C_LANG);
+    p->created_at = dup_cell(r, i, at + C_CREATED);
+    p->removed = CELL(C_REMOVED) && strtol(CELL(C_REMOVED), NULL, 10) != 0;
+    p->tplb_format = CELL(C_FORMAT) ? (int)strtol(CELL(C_FORMAT), NULL, 10) : 0;
+    bool ok = p->name && p->source && p->created_at && (!CELL(C_PROFILE) || p->profile) && (!CELL(C_LANG) || p->lang);
+    if (ok && (!str_array(CELL(C_TRKEYS), &p->tr_keys, &p->ntr_keys) ||
+               !str_array(CELL(C_DICTS) ? CELL(C_DICTS) : "[]", &p->dicts, &p->ndicts))) {
         prompt_clear(p);
-        return fail(s, TPL_STORE_IO, "store: row %lld has invalid tr_keys", (long long)p->id);
+        return fail(s, TPL_STORE_IO, "store: row %lld has invalid tr_keys or bindings", (long long)p->id);
     }
+#undef CELL
     if (!ok) { prompt_clear(p); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
-    return TPL_STORE_OK;
-}
-
-static tpl_store_status load_dicts(tpl_store *s, tpl_store_prompt *p)
-{
-    db_val a[] = { txt(p->name) };
-    db_res r;
-    tpl_store_status st = run(s, "SELECT dict FROM tpl_binds WHERE name = ? ORDER BY pos", a, 1, &r);
-    if (st) return st;
-    p->dicts = calloc(r.nrows + 1, sizeof *p->dicts);
-    if (!p->dicts) { db_res_free(&r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
-    for (size_t i = 0; i < r.nrows; i++) {
-        if (!(p->dicts[i] = dup_cell(&r, i, 0))) { db_res_free(&r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
-        p->ndicts++;
-    }
-    db_res_free(&r);
     return TPL_STORE_OK;
 }
 
@@ -355,47 +365,58 @@ static tpl_store_status parse_ref(tpl_store *s, const char *text, ref *f)
     return TPL_STORE_OK;
 }
 
-/* The rows a ref names (at most one); extra_cols adds the tplb column. */
-static tpl_store_status query_ref(tpl_store *s, const ref *f, bool with_tplb, db_res *r)
+/* The condition selecting the row f names from tpl_prompts p (for NAME: ordered and limited to
+ * the latest active version) into buf, its parameters into a[0..2); returns their number. */
+static size_t ref_where(const ref *f, char *buf, size_t cap, db_val a[2])
 {
-    char sql[512];
-    const char *cols = with_tplb ? ROW_COLS ", tplb" : ROW_COLS;
-    db_val a[2];
-    size_t n;
     if (f->kind == 2) {
-        snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts WHERE id = ?", cols);
-        a[0] = txt(f->num), n = 1;
-    } else if (f->kind == 1) {
-        snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts WHERE name = ? AND version = ?", cols);
-        a[0] = txt(f->name), a[1] = txt(f->num), n = 2;
-    } else {
-        snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts WHERE name = ? AND removed = 0 ORDER BY version DESC LIMIT 1",
-                 cols);
-        a[0] = txt(f->name), n = 1;
+        snprintf(buf, cap, "WHERE p.id = ?");
+        a[0] = txt(f->num);
+        return 1;
     }
+    a[0] = txt(f->name);
+    if (f->kind == 1) {
+        snprintf(buf, cap, "WHERE p.name = ? AND p.version = ?");
+        a[1] = txt(f->num);
+        return 2;
+    }
+    snprintf(buf, cap, "WHERE p.name = ? AND p.removed = 0 ORDER BY p.version DESC LIMIT 1");
+    return 1;
+}
+
+static tpl_store_status ref_missing(tpl_store *s, const ref *f)
+{
+    if (f->kind == 2) return fail(s, TPL_STORE_NOT_FOUND, "no prompt with row id %s", f->num);
+    if (f->kind == 1) return fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' has no version %s", f->name, f->num);
+    return fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", f->name);
+}
+
+/* The row a ref names with its bindings (C_* columns): one query. */
+static tpl_store_status query_ref(tpl_store *s, const ref *f, db_res *r)
+{
+    char cols[640], where[128], sql[1024];
+    db_val a[2];
+    row_cols(s, "p", cols, sizeof cols, false);
+    size_t n = ref_where(f, where, sizeof where, a);
+    snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts p %s", cols, where);
     tpl_store_status st = run(s, sql, a, n, r);
     if (st) return st;
     if (r->nrows == 0) {
         db_res_free(r);
-        if (f->kind == 2) return fail(s, TPL_STORE_NOT_FOUND, "no prompt with row id %s", f->num);
-        if (f->kind == 1) return fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' has no version %s", f->name, f->num);
-        return fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", f->name);
+        return ref_missing(s, f);
     }
     return TPL_STORE_OK;
 }
 
-static tpl_store_status get_row(tpl_store *s, const char *text, bool with_tplb, tpl_store_prompt *p, db_res *keep)
+static tpl_store_status get_row(tpl_store *s, const char *text, tpl_store_prompt *p)
 {
     ref f;
     tpl_store_status st = parse_ref(s, text, &f);
     if (st) return st;
     db_res r;
-    if ((st = query_ref(s, &f, with_tplb, &r))) return st;
-    st = fill_row(s, &r, 0, p);
-    if (!st) st = load_dicts(s, p);
-    if (st) prompt_clear(p);
-    if (keep && !st) *keep = r;
-    else db_res_free(&r);
+    if ((st = query_ref(s, &f, &r))) return st;
+    st = fill_row(s, &r, 0, 0, p);
+    db_res_free(&r);
     return st;
 }
 
@@ -405,7 +426,7 @@ tpl_store_status tpl_store_get(tpl_store *s, const char *ref_text, tpl_store_pro
     *out = NULL;
     tpl_store_prompt *p = calloc(1, sizeof *p);
     if (!p) return fail(s, TPL_STORE_NOMEM, "out of memory");
-    tpl_store_status st = get_row(s, ref_text, false, p, NULL);
+    tpl_store_status st = get_row(s, ref_text, p);
     if (st) { free(p); return st; }
     *out = p;
     s->msg[0] = 0;
@@ -439,10 +460,7 @@ static tpl_store_status rows_out(tpl_store *s, db_res *r, tpl_store_prompt **out
     if (!v) { db_res_free(r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
     tpl_store_status st = TPL_STORE_OK;
     size_t k = 0;
-    for (; k < r->nrows && !st; k++) {
-        st = fill_row(s, r, k, &v[k]);
-        if (!st) st = load_dicts(s, &v[k]);
-    }
+    for (; k < r->nrows && !st; k++) st = fill_row(s, r, k, 0, &v[k]);
     db_res_free(r);
     if (st) { tpl_store_prompts_free(v, k); return st; }
     qsort(v, k, sizeof *v, by_name_version);
@@ -461,9 +479,12 @@ tpl_store_status tpl_store_list(tpl_store *s, const char *prefix, tpl_store_prom
     if (prefix && *prefix && (st = check_text(s, "prefix", prefix, true))) return st;
     db_res r;
     db_val a[] = { txt(prefix ? prefix : ""), txt(prefix ? prefix : "") };
-    st = run(s, "SELECT " ROW_COLS " FROM tpl_prompts p WHERE removed = 0 AND version = "
-                "(SELECT MAX(version) FROM tpl_prompts q WHERE q.name = p.name AND q.removed = 0) "
-                "AND substr(name, 1, length(CAST(? AS TEXT))) = CAST(? AS TEXT)", a, 2, &r);
+    char cols[640], sql[1024];
+    row_cols(s, "p", cols, sizeof cols, false);
+    snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts p WHERE p.removed = 0 AND p.version = "
+             "(SELECT MAX(q.version) FROM tpl_prompts q WHERE q.name = p.name AND q.removed = 0) "
+             "AND substr(p.name, 1, length(CAST(? AS TEXT))) = CAST(? AS TEXT)", cols);
+    st = run(s, sql, a, 2, &r);
     if (st) return st;
     return rows_out(s, &r, out, n);
 }
@@ -477,8 +498,10 @@ tpl_store_status tpl_store_versions(tpl_store *s, const char *name, bool all, tp
     if (st) return st;
     db_res r;
     db_val a[] = { txt(name) };
-    st = run(s, all ? "SELECT " ROW_COLS " FROM tpl_prompts WHERE name = ?"
-                    : "SELECT " ROW_COLS " FROM tpl_prompts WHERE name = ? AND removed = 0", a, 1, &r);
+    char cols[640], sql[1024];
+    row_cols(s, "p", cols, sizeof cols, false);
+    snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts p WHERE p.name = ?%s", cols, all ? "" : " AND p.removed = 0");
+    st = run(s, sql, a, 1, &r);
     if (st) return st;
     if (!r.nrows) { db_res_free(&r); return fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", name); }
     return rows_out(s, &r, out, n);
@@ -492,7 +515,6 @@ static void now_utc(char buf[32])
     strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static tpl_store_status get_row(tpl_store *s, const char *text, bool with_tplb, tpl_store_prompt *p, db_res *keep);
 
 /* The store loader: include/import/extends of "NAME", "NAME:N" or a row id compile the source of
  * the prompt that ref names now (the same rules as tpl_store_get; NULL: none, so the compile
@@ -509,7 +531,7 @@ static char *store_loader(void *data, const char *name, size_t name_len, size_t 
     tpl_store_prompt p;
     memset(&p, 0, sizeof p);
     char *src = NULL;
-    if (get_row(s, ref, false, &p, NULL) == TPL_STORE_OK) {
+    if (get_row(s, ref, &p) == TPL_STORE_OK) {
         if ((src = malloc(p.source_len + 1))) {
             memcpy(src, p.source, p.source_len);
             src[p.source_len] = 0;
@@ -579,34 +601,45 @@ tpl_store_status tpl_store_create(tpl_store *s, const tpl_store_new *nw, tpl_sto
     if (ts != TPL_OK) return fail(s, TPL_STORE_NOMEM, "out of memory");
     char *keys = json_of_strs(nw->tr_keys, nw->ntr_keys);
     if (!keys) { free(bytes); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
-    char created[32], fmt[16], version[32];
+    char created[32], fmt[16];
     now_utc(created);
     snprintf(fmt, sizeof fmt, "%d", composed ? 0 : TPL_TPLB_VERSION);
-    if ((st = begin(s))) { free(bytes); free(keys); return st; }
-    db_res r;
-    db_val a1[] = { txt(nw->name) };
-    st = run(s, "SELECT COALESCE(MAX(version), 0) + 1 FROM tpl_prompts WHERE name = ?", a1, 1, &r);
-    if (!st) {
-        snprintf(version, sizeof version, "%s", r.nrows && db_cell(&r, 0, 0) ? db_cell(&r, 0, 0) : "1");
+    /* One statement (one round trip): the next version number is computed in the INSERT, and the
+     * new row comes back with its bindings. Two writers that computed the same number meet at
+     * UNIQUE (name, version): the later one inserts nothing (it waits for the first to commit on
+     * PostgreSQL; SQLite serialises the whole statement) and tries again with the next number. */
+    char cols[640], sql[1536];
+    row_cols(s, "tpl_prompts", cols, sizeof cols, false);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO tpl_prompts (name, version, syntax, source, profile, tr_keys, lang, created_at, removed, "
+             "tplb, tplb_format) VALUES (?, (SELECT COALESCE(MAX(q.version), 0) + 1 FROM tpl_prompts q WHERE q.name = ?), "
+             "?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (name, version) DO NOTHING RETURNING %s", cols);
+    db_val blob = { bytes ? DB_BLOB : DB_NULL, bytes, blen };
+    db_val a[] = { txt(nw->name), txt(nw->name), txt(syntax_name(nw->syntax)), txtn(nw->source, nw->source_len),
+                   txt(nw->profile), txt(keys), txt(nw->lang), txt(created), blob, txt(fmt) };
+    const char *hold = getenv("TPL_STORE_TEST_HOLD_MS");
+    bool held = hold && *hold; /* the test hook: an explicit transaction kept open after the insert */
+    db_res r = { 0 };
+    for (int attempt = 0; !st; attempt++) {
+        if (attempt == 1000) { st = fail(s, TPL_STORE_IO, "store: no free version of '%s' after 1000 tries", nw->name); break; }
+        if (held && (st = begin(s))) break;
+        st = run(s, sql, a, sizeof a / sizeof *a, &r);
+        if (held && !st) test_hold();
+        if (held && !st) st = commit(s);
+        if (held && st) { db_res_free(&r); st = rollback(s, st); }
+        if (st || r.nrows) break;
         db_res_free(&r);
-        db_val blob = { bytes ? DB_BLOB : DB_NULL, bytes, blen };
-        db_val a2[] = { txt(nw->name), txt(version), txt(syntax_name(nw->syntax)), txtn(nw->source, nw->source_len),
-                        txt(nw->profile), txt(keys), txt(nw->lang), txt(created), blob, txt(fmt) };
-        st = run(s, "INSERT INTO tpl_prompts (name, version, syntax, source, profile, tr_keys, lang, created_at, removed, "
-                    "tplb, tplb_format) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)", a2, 10, NULL);
     }
     free(bytes);
     free(keys);
-    if (!st) test_hold();
-    if (st) return rollback(s, st);
-    if ((st = commit(s))) return rollback(s, st);
-    if (out) {
-        char refbuf[300];
-        snprintf(refbuf, sizeof refbuf, "%s:%s", nw->name, version);
-        return tpl_store_get(s, refbuf, out);
-    }
-    s->msg[0] = 0;
-    return TPL_STORE_OK;
+    if (st) return st;
+    tpl_store_prompt *p = out ? calloc(1, sizeof *p) : NULL;
+    if (out && !p) st = fail(s, TPL_STORE_NOMEM, "out of memory");
+    if (p && !(st = fill_row(s, &r, 0, 0, p))) *out = p;
+    else free(p);
+    db_res_free(&r);
+    if (!st) s->msg[0] = 0;
+    return st;
 }
 
 tpl_store_status tpl_store_remove(tpl_store *s, const char *ref_text)
@@ -615,17 +648,21 @@ tpl_store_status tpl_store_remove(tpl_store *s, const char *ref_text)
     ref f;
     tpl_store_status st = parse_ref(s, ref_text, &f);
     if (st) return st;
-    if ((st = begin(s))) return st;
+    /* one statement; when it tombstones nothing, a second query says why */
+    char where[128], sql[512];
+    db_val a[2];
+    size_t n = ref_where(&f, where, sizeof where, a);
+    snprintf(sql, sizeof sql, "UPDATE tpl_prompts SET removed = 1 WHERE removed = 0 AND id = (SELECT p.id FROM tpl_prompts p %s) "
+             "RETURNING id", where);
     db_res r;
-    if ((st = query_ref(s, &f, false, &r))) return rollback(s, st);
-    char id[32];
-    snprintf(id, sizeof id, "%s", db_cell(&r, 0, C_ID));
-    bool removed = strtol(db_cell(&r, 0, C_REMOVED), NULL, 10) != 0;
+    if ((st = run(s, sql, a, n, &r))) return st;
+    size_t done = r.nrows;
     db_res_free(&r);
-    if (removed) return rollback(s, fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' is already removed", ref_text));
-    db_val a[] = { txt(id) };
-    if ((st = run(s, "UPDATE tpl_prompts SET removed = 1 WHERE id = ?", a, 1, NULL))) return rollback(s, st);
-    if ((st = commit(s))) return rollback(s, st);
+    if (!done) {
+        if ((st = query_ref(s, &f, &r))) return st;
+        db_res_free(&r);
+        return fail(s, TPL_STORE_NOT_FOUND, "prompt '%s' is already removed", ref_text);
+    }
     s->msg[0] = 0;
     return TPL_STORE_OK;
 }
@@ -653,6 +690,30 @@ tpl_store_status tpl_store_tr_set(tpl_store *s, const char *dict, const char *la
     free(fj);
     if (!st) s->msg[0] = 0;
     return st;
+}
+
+tpl_store_status tpl_store_prompt_tr_set(tpl_store *s, const char *name, const char *dict, const char *lang,
+                                         const char *source, const char *target)
+{
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_name(s, "prompt name", name))) return st;
+    if (!dict) dict = name;
+    if ((st = check_name(s, "dictionary", dict)) || (st = check_name(s, "language", lang)) ||
+        (st = check_text(s, "source text", source, false)) || (st = check_text(s, "target text", target, true)))
+        return st;
+    db_val a[] = { txt(dict), txt(lang), txt(source), txt(target), txt(name) };
+    db_res r;
+    st = run(s, "INSERT INTO tpl_tr (dict, lang, source, target, plural, forms) SELECT CAST(? AS TEXT), CAST(? AS TEXT), "
+                "CAST(? AS TEXT), CAST(? AS TEXT), NULL, NULL WHERE EXISTS (SELECT 1 FROM tpl_prompts WHERE name = ?) "
+                "ON CONFLICT (dict, lang, source) DO UPDATE SET target = excluded.target, plural = excluded.plural, "
+                "forms = excluded.forms RETURNING 1", a, 5, &r);
+    if (st) return st;
+    size_t done = r.nrows;
+    db_res_free(&r);
+    if (!done) return fail(s, TPL_STORE_NOT_FOUND, "no prompt named '%s'", name);
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
 }
 
 tpl_store_status tpl_store_tr_delete(tpl_store *s, const char *dict, const char *lang, const char *source)
@@ -813,77 +874,139 @@ tpl_store_status tpl_store_unbind(tpl_store *s, const char *name, const char *di
 
 /* ---- load for rendering ---- */
 
-/* The catalog JSON of one dictionary: {"LANG": {"source": "target", ...}, ...}. A plural row's
- * target is the list of its forms (ngettext picks one); a language with a Plural-Forms recorded
- * by a PO import gets the gettext header row "" ("Plural-Forms: ...\n") its plural forms are
- * chosen by (stdlib/tr.c). */
-static tpl_store_status catalog_json(tpl_store *s, const char *dict, char **out, size_t *len)
+/* A translation row of a load's result, for sorting. */
+typedef struct trow { const char *dict, *lang, *source; size_t row; } trow;
+
+static int by_dict_lang_source(const void *a, const void *b)
 {
-    tpl_store_tr *v;
-    size_t n;
-    tpl_store_status st = tpl_store_tr_list(s, &dict, 1, NULL, &v, &n);
-    if (st) return st;
-    /* Plural-Forms matter only to plural rows: no extra round trip for a dictionary without one */
-    bool any_plural = false;
-    for (size_t i = 0; i < n && !any_plural; i++) any_plural = v[i].plural != NULL;
-    db_val a[] = { txt(dict) };
-    db_res pf = { 0 };
-    if (any_plural &&
-        (st = run(s, "SELECT lang, plural_forms FROM tpl_tr_langs WHERE dict = ? AND plural_forms IS NOT NULL ORDER BY lang",
-                  a, 1, &pf))) {
-        tpl_store_trs_free(v, n);
-        return st;
+    const trow *x = a, *y = b;
+    int c = strcmp(x->dict, y->dict);
+    if (!c) c = strcmp(x->lang, y->lang);
+    return c ? c : strcmp(x->source, y->source);
+}
+
+/* The catalogs of a load (one JSON text per dictionary, in lookup order: dicts[0..nd)) from the
+ * load query's rows of kind 't' (dict, lang, source, target, plural, forms) and 'f' (dict, lang,
+ * plural_forms): {"LANG": {"source": "target", ...}, ...}, rows by language then source. A plural
+ * row's target is the list of its forms (ngettext picks one); a language of a dictionary with
+ * plural rows whose Plural-Forms a PO import recorded gets the gettext header row ""
+ * ("Plural-Forms: ...\n") its plural forms are chosen by (stdlib/tr.c). */
+static tpl_store_status build_catalogs(tpl_store *s, const db_res *r, const char *const *dicts, size_t nd,
+                                       tpl_store_loaded *l)
+{
+    size_t nt = 0;
+    for (size_t i = 0; i < r->nrows; i++) nt += db_cell(r, i, 0) && db_cell(r, i, 0)[0] == 't';
+    trow *rows = calloc(nt + 1, sizeof *rows);
+    json_t **cats = calloc(nd, sizeof *cats);
+    bool *plural = calloc(nd, 1);
+    l->catalogs = calloc(nd, sizeof *l->catalogs);
+    l->catalog_lens = calloc(nd, sizeof *l->catalog_lens);
+    bool ok = rows && cats && plural && l->catalogs && l->catalog_lens, bad = false;
+    for (size_t i = 0; ok && i < nd; i++) ok = (cats[i] = json_object()) != NULL;
+    size_t k = 0;
+    for (size_t i = 0; ok && i < r->nrows; i++) {
+        const char *kind = db_cell(r, i, 0);
+        if (!kind || kind[0] != 't') continue;
+        if (!db_cell(r, i, 1) || !db_cell(r, i, 2) || !db_cell(r, i, 3) || !db_cell(r, i, 4)) { bad = true; break; }
+        rows[k++] = (trow){ db_cell(r, i, 1), db_cell(r, i, 2), db_cell(r, i, 3), i };
     }
-    json_t *cat = json_object();
-    bool ok = cat != NULL;
-    for (size_t i = 0; ok && i < n; i++) {
-        json_t *l = json_object_get(cat, v[i].lang);
-        if (!l) ok = (l = json_object()) && json_object_set_new(cat, v[i].lang, l) == 0;
-        json_t *t = NULL;
-        if (v[i].plural && v[i].nforms) {
-            ok = ok && (t = json_array());
-            for (size_t k = 0; ok && k < v[i].nforms; k++) ok = json_array_append_new(t, json_string(v[i].forms[k])) == 0;
-        } else {
-            t = json_string(v[i].target);
+    if (ok && !bad) qsort(rows, k, sizeof *rows, by_dict_lang_source);
+    for (size_t j = 0; ok && !bad && j < k; j++) {
+        size_t i = rows[j].row;
+        const char *forms = db_cell(r, i, 6);
+        bool pl = db_cell(r, i, 5) != NULL;
+        json_t *fv = NULL;
+        if (pl && forms) {
+            fv = json_loads(forms, 0, NULL);
+            if (!json_is_array(fv)) { json_decref(fv); bad = true; break; }
+            if (!json_array_size(fv)) { json_decref(fv); fv = NULL; }
         }
-        ok = ok && t && json_object_set_new(l, v[i].source, t) == 0;
+        for (size_t c = 0; ok && c < nd; c++) {
+            if (strcmp(dicts[c], rows[j].dict) != 0) continue;
+            plural[c] = plural[c] || pl;
+            json_t *lo = json_object_get(cats[c], rows[j].lang);
+            if (!lo) ok = (lo = json_object()) && json_object_set_new(cats[c], rows[j].lang, lo) == 0;
+            json_t *t = fv ? json_copy(fv) : json_stringn(db_cell(r, i, 4), db_cell_len(r, i, 4));
+            ok = ok && t && json_object_set_new(lo, rows[j].source, t) == 0;
+        }
+        json_decref(fv);
     }
-    for (size_t i = 0; ok && i < pf.nrows; i++) {
-        const char *lang = db_cell(&pf, i, 0), *forms = db_cell(&pf, i, 1);
-        json_t *l = lang ? json_object_get(cat, lang) : NULL;
-        if (!l || !forms || json_object_get(l, "")) continue;
-        size_t fl = strlen(forms);
-        char *hdr = malloc(fl + 16);
-        if (!hdr) { ok = false; break; }
-        snprintf(hdr, fl + 16, "Plural-Forms: %s\n", forms);
-        ok = json_object_set_new(l, "", json_string(hdr)) == 0;
-        free(hdr);
+    for (size_t i = 0; ok && !bad && i < r->nrows; i++) {
+        const char *kind = db_cell(r, i, 0), *dict = db_cell(r, i, 1), *lang = db_cell(r, i, 2), *pf = db_cell(r, i, 3);
+        if (!kind || kind[0] != 'f' || !dict || !lang || !pf) continue;
+        for (size_t c = 0; ok && c < nd; c++) {
+            json_t *lo = plural[c] && strcmp(dicts[c], dict) == 0 ? json_object_get(cats[c], lang) : NULL;
+            if (!lo || json_object_get(lo, "")) continue;
+            size_t fl = strlen(pf);
+            char *hdr = malloc(fl + 16);
+            if (!hdr) { ok = false; break; }
+            snprintf(hdr, fl + 16, "Plural-Forms: %s\n", pf);
+            ok = json_object_set_new(lo, "", json_string(hdr)) == 0;
+            free(hdr);
+        }
     }
-    db_res_free(&pf);
-    tpl_store_trs_free(v, n);
-    *out = ok ? json_dumps(cat, JSON_COMPACT) : NULL;
-    json_decref(cat);
-    if (!*out) return fail(s, TPL_STORE_NOMEM, "out of memory");
-    *len = strlen(*out);
-    return TPL_STORE_OK;
+    for (size_t c = 0; ok && !bad && c < nd; c++) {
+        ok = (l->catalogs[c] = json_dumps(cats[c], JSON_COMPACT)) != NULL;
+        if (ok) l->catalog_lens[c] = strlen(l->catalogs[c]), l->ncatalogs++;
+    }
+    for (size_t c = 0; cats && c < nd; c++) json_decref(cats[c]);
+    free(cats);
+    free(plural);
+    free(rows);
+    if (bad) return fail(s, TPL_STORE_IO, "store: a translation row of '%s' is malformed", l->prompt.name);
+    return ok ? TPL_STORE_OK : fail(s, TPL_STORE_NOMEM, "out of memory");
 }
 
 tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_loaded **out, tpl_error *err)
 {
     if (!s || !out) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_load: out is NULL") : TPL_STORE_INVALID;
     *out = NULL;
-    tpl_store_loaded *l = calloc(1, sizeof *l);
-    if (!l) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    ref f;
+    tpl_store_status st = parse_ref(s, ref_text, &f);
+    if (st) return st;
+    /* One query (one round trip): the row (kind '0': its columns from 1 on, bindings and .tplb
+     * included), the translation rows of its own and bound dictionaries (kind 't') and their
+     * Plural-Forms (kind 'f'). A stale .tplb adds an UPDATE caching the recompiled program; a
+     * composed prompt adds a query per prompt it includes, imports or extends. */
+    char cols[640], where[128], sql[3072];
+    db_val a[2];
+    row_cols(s, "p", cols, sizeof cols, true);
+    size_t n = ref_where(&f, where, sizeof where, a);
+    snprintf(sql, sizeof sql,
+             "WITH sel (id, name, version, syntax, source, profile, tr_keys, lang, created_at, removed, tplb_format, dicts, "
+             "tplb) AS (SELECT %s FROM tpl_prompts p %s), "
+             "d (dict) AS (SELECT sel.name FROM sel UNION SELECT b.dict FROM tpl_binds b, sel WHERE b.name = sel.name) "
+             "SELECT '0', CAST(sel.id AS TEXT), sel.name, CAST(sel.version AS TEXT), sel.syntax, sel.source, sel.profile, "
+             "sel.tr_keys, sel.lang, sel.created_at, sel.removed, sel.tplb_format, sel.dicts, sel.tplb FROM sel "
+             "UNION ALL SELECT 't', t.dict, t.lang, t.source, t.target, t.plural, t.forms, NULL, NULL, NULL, NULL, NULL, NULL, "
+             "NULL FROM tpl_tr t, d WHERE t.dict = d.dict "
+             "UNION ALL SELECT 'f', l.dict, l.lang, l.plural_forms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+             "FROM tpl_tr_langs l, d WHERE l.dict = d.dict AND l.plural_forms IS NOT NULL",
+             cols, where);
     db_res r;
-    tpl_store_status st = get_row(s, ref_text, true, &l->prompt, &r);
-    if (st) { free(l); return st; }
+    if ((st = run(s, sql, a, n, &r))) return st;
+    size_t row0 = r.nrows;
+    for (size_t i = 0; i < r.nrows && row0 == r.nrows; i++)
+        if (db_cell(&r, i, 0) && db_cell(&r, i, 0)[0] == '0') row0 = i;
+    if (row0 == r.nrows) { db_res_free(&r); return ref_missing(s, &f); }
+    tpl_store_loaded *l = calloc(1, sizeof *l);
+    if (!l) { db_res_free(&r); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    if ((st = fill_row(s, &r, row0, 1, &l->prompt))) { db_res_free(&r); free(l); return st; }
     char file[300];
     snprintf(file, sizeof file, "%s:%lld", l->prompt.name, (long long)l->prompt.version);
-    const char *tplb = db_cell(&r, 0, C_TPLB);
+    const char *tplb = db_cell(&r, row0, 1 + C_TPLB);
     if (tplb && l->prompt.tplb_format == TPL_TPLB_VERSION &&
-        tpl_program_load(file, tplb, db_cell_len(&r, 0, C_TPLB), &l->program, NULL) != TPL_OK)
+        tpl_program_load(file, tplb, db_cell_len(&r, row0, 1 + C_TPLB), &l->program, NULL) != TPL_OK)
         l->program = NULL;
+    /* lookup order: the own dictionary, then the bound ones */
+    size_t nd = 1 + l->prompt.ndicts;
+    const char **dicts = calloc(nd, sizeof *dicts);
+    if (!dicts) st = fail(s, TPL_STORE_NOMEM, "out of memory");
+    for (size_t i = 0; dicts && i < nd; i++) dicts[i] = i ? l->prompt.dicts[i - 1] : l->prompt.name;
+    if (!st) st = build_catalogs(s, &r, dicts, nd, l);
+    free(dicts);
     db_res_free(&r);
+    if (st) { tpl_store_loaded_free(l); return st; }
     if (!l->program) {
         /* No cached program for this tpl's format (or it fails verification): recompile and
          * cache it back (best effort: a read-only store still renders). */
@@ -897,20 +1020,11 @@ tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_lo
             snprintf(id, sizeof id, "%lld", (long long)l->prompt.id);
             snprintf(fmt, sizeof fmt, "%d", TPL_TPLB_VERSION);
             db_val blob = { DB_BLOB, bytes, blen };
-            db_val a[] = { blob, txt(fmt), txt(id) };
-            if (run(s, "UPDATE tpl_prompts SET tplb = ?, tplb_format = ? WHERE id = ?", a, 3, NULL) == TPL_STORE_OK)
+            db_val u[] = { blob, txt(fmt), txt(id) };
+            if (run(s, "UPDATE tpl_prompts SET tplb = ?, tplb_format = ? WHERE id = ?", u, 3, NULL) == TPL_STORE_OK)
                 l->prompt.tplb_format = TPL_TPLB_VERSION;
             free(bytes);
         }
-    }
-    size_t nd = 1 + l->prompt.ndicts;
-    l->catalogs = calloc(nd, sizeof *l->catalogs);
-    l->catalog_lens = calloc(nd, sizeof *l->catalog_lens);
-    if (!l->catalogs || !l->catalog_lens) { tpl_store_loaded_free(l); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
-    for (size_t i = 0; i < nd; i++) {
-        st = catalog_json(s, i ? l->prompt.dicts[i - 1] : l->prompt.name, &l->catalogs[i], &l->catalog_lens[i]);
-        if (st) { tpl_store_loaded_free(l); return st; }
-        l->ncatalogs++;
     }
     *out = l;
     s->msg[0] = 0;

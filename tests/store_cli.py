@@ -11,7 +11,8 @@ and removed at the end, also on failure). Without PostgreSQL installed it fails 
 or a new database). Cases: the seed's session and the tr_keys example verbatim, versions,
 tombstones, refs, --json shapes, language resolution and lookup order, the .tplb cache recompiled
 after a format change, a newer schema refused, N parallel writers, a writer killed with -9
-mid-transaction, a corrupt SQLite file, PO export (msgfmt --check) and import round trips."""
+mid-transaction, a corrupt SQLite file, PO export (msgfmt --check) and import round trips, one
+store round trip per operation (t_round_trips)."""
 import glob
 import re
 import json
@@ -653,7 +654,65 @@ def t_render_flags(tp, store, tmp):
     check(r.rc == 2 and "fax" in r.err, "a bad --channel: %r" % r)
 
 
-TESTS = [t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
+def t_round_trips(tp, store, tmp):
+    """One round trip per operation (issue 19): tplc prompt prints tpl_store_round_trips when
+    $TPL_STORE_ROUND_TRIPS is set (the open's schema check not counted). On PostgreSQL each
+    statement is one network round trip."""
+    rt = {"TPL_STORE_ROUND_TRIPS": "1"}
+
+    def trips(r):
+        m = re.search(r"(\d+) store round trips", r.err)
+        return int(m.group(1)) if m else None
+    r = tp("create", "rt.p", "--template", "{{ tr('Hi') }} {{ _('%(n)s apple', n=n) if false }}"
+           "{{ ngettext('%(num)d file', '%(num)d files', n) }} {{ tr('Bye') }}", "--syntax", "jinja", env=rt)
+    check(r.rc == 0 and trips(r) == 1, "create: one round trip: %r" % r)
+    r = tp("create", "rt.p", "--template", "{{ tr('Hi') }} {{ ngettext('%(num)d file', '%(num)d files', n) }} "
+           "{{ tr('Bye') }} {{ tr('Only') }}", "--syntax", "jinja", env=rt)
+    check(r.rc == 0 and "rt.p:2" in r.out and trips(r) == 1, "create of a second version: one round trip: %r" % r)
+    r = tp("tr-set", "rt.p", "Hi", "fr", "Salut", env=rt)
+    check(r.rc == 0 and trips(r) == 1, "tr-set: one round trip: %r" % r)
+    r = tp("tr-set", "rt.none", "Hi", "fr", "Salut", env=rt)
+    check(r.rc == 1 and "rt.none" in r.err, "tr-set of a missing prompt: %r" % r)
+    r = tp("tr-set", "rt.p", "Bye", "fr", "Ciao", "--dict", "common", env=rt)
+    check(r.rc == 0 and trips(r) == 1, "tr-set --dict: one round trip: %r" % r)
+    tp("tr-set", "rt.p", "Hi", "fr", "Bonjour (common)", "--dict", "common")
+    tp("tr-set", "rt.p", "Only", "fr", "Seulement", "--dict", "more")
+    tp("tr-bind", "rt.p", "common")
+    tp("tr-bind", "rt.p", "more")
+    po = os.path.join(tmp, "p.po")
+    open(po, "w").write('msgid ""\nmsgstr ""\n"Language: fr\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+                        '"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n\n'
+                        'msgctxt "rt.p"\nmsgid "%(num)d file"\nmsgid_plural "%(num)d files"\n'
+                        'msgstr[0] "%(num)d fichier"\nmsgstr[1] "%(num)d fichiers"\n')
+    r = tp("tr-import", po)
+    check(r.rc == 0, "tr-import: %r" % r)
+    for ref in ("rt.p", "rt.p:2", "rt.p:1"):
+        r = tp("render", ref, "--args", '{"n": 1}', "--lang", "fr", env=rt)
+        want = "Salut 1 fichier Ciao Seulement" if ref != "rt.p:1" else "Salut 1 fichier Ciao"
+        check(r.rc == 0 and r.out == want and trips(r) == 1,
+              "render %s (own + 2 bound dictionaries, plural rows): one round trip: %r" % (ref, r))
+    r = tp("render", "rt.p", "--args", '{"n": 0}', "--lang", "fr", env=rt)
+    check(r.rc == 0 and r.out == "Salut 0 fichier Ciao Seulement", "Plural-Forms (n > 1) from the load: %r" % r)
+    rid = json.loads(tp("show", "rt.p", "--json").out)["id"]
+    for args in (("show", "rt.p"), ("show", "rt.p:1"), ("show", str(rid)), ("show", "rt.p", "--json"),
+                 ("list",), ("list", "--prefix", "rt."), ("list", "--json"), ("versions", "rt.p"),
+                 ("versions", "rt.p", "--all", "--json"), ("render", str(rid), "--args", '{"n": 2}')):
+        r = tp(*args, env=rt)
+        check(r.rc == 0 and trips(r) == 1, "%s: one round trip: %r" % (" ".join(args), r))
+    r = tp("show", "rt.p", "--json", env=rt)
+    check(r.rc == 0 and json.loads(r.out)["dicts"] == ["common", "more"], "the row carries its bindings: %r" % r)
+    r = tp("list", "--json")
+    check(r.rc == 0 and [(p["name"], p["dicts"]) for p in json.loads(r.out)] == [("rt.p", ["common", "more"])],
+          "list rows carry their bindings: %r" % r)
+    r = tp("remove", "rt.p:1", env=rt)
+    check(r.rc == 0 and trips(r) == 1, "remove: one round trip: %r" % r)
+    r = tp("remove", "rt.p:1")
+    check(r.rc == 1 and "already removed" in r.err, "remove twice: %r" % r)
+    r = tp("render", "rt.nothing", env=rt)
+    check(r.rc == 1 and "rt.nothing" in r.err and trips(r) == 1, "a missing prompt: one round trip: %r" % r)
+
+
+TESTS = [t_round_trips, t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
          t_compose]
 
 

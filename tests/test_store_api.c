@@ -56,6 +56,7 @@ int main(void)
     tpl_store_close(NULL);
     CHECK(tpl_store_errmsg(NULL) != NULL, "errmsg(NULL)");
     CHECK(tpl_store_backend(NULL) != NULL && !*tpl_store_backend(NULL), "backend(NULL) is \"\"");
+    CHECK(tpl_store_round_trips(NULL) == 0, "round_trips(NULL) is 0");
     /* rows */
     FAILS(tpl_store_create(NULL, &nw, &p, &err));
     FAILS(tpl_store_create(s, NULL, &p, &err));
@@ -96,6 +97,12 @@ int main(void)
     FAILS(tpl_store_tr_set(s, "greet", "de", "Hi", NULL, NULL, NULL, 0));
     FAILS(tpl_store_tr_set(s, "greet", "de", "Hi", "Hallo", "His", NULL, 2));
     FAILS(tpl_store_tr_set(s, "greet", "de", "Hi", "Hallo", "His", null_dicts, 1));
+    FAILS(tpl_store_prompt_tr_set(NULL, "greet", NULL, "de", "Hi", "Hallo"));
+    FAILS(tpl_store_prompt_tr_set(s, NULL, NULL, "de", "Hi", "Hallo"));
+    FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, NULL, "Hi", "Hallo"));
+    FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, "de", NULL, "Hallo"));
+    FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, "de", "Hi", NULL));
+    FAILS(tpl_store_prompt_tr_set(s, "no.such.prompt", NULL, "de", "Hi", "Hallo"));
     FAILS(tpl_store_tr_delete(NULL, "greet", "de", "Hi"));
     FAILS(tpl_store_tr_delete(s, NULL, "de", "Hi"));
     FAILS(tpl_store_tr_delete(s, "greet", NULL, "Hi"));

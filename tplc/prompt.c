@@ -381,23 +381,10 @@ static int v_render(tpl_store *s, const popts *o)
     return rc;
 }
 
-/* The prompt NAME must exist (any version). */
-static int need_prompt(tpl_store *s, const popts *o, const char *name)
-{
-    tpl_store_prompt *v;
-    size_t n;
-    tpl_store_status st = tpl_store_versions(s, name, true, &v, &n);
-    if (st) return store_fail(o, s, st);
-    tpl_store_prompts_free(v, n);
-    return 0;
-}
-
+/* One statement: the row is set only when the prompt NAME exists (any version). */
 static int v_tr_set(tpl_store *s, const popts *o)
 {
-    int rc = need_prompt(s, o, o->pos[0]);
-    if (rc) return rc;
-    const char *dict = o->v[P_DICT] ? o->v[P_DICT] : o->pos[0];
-    tpl_store_status st = tpl_store_tr_set(s, dict, o->pos[2], o->pos[1], o->pos[3], NULL, NULL, 0);
+    tpl_store_status st = tpl_store_prompt_tr_set(s, o->pos[0], o->v[P_DICT], o->pos[2], o->pos[1], o->pos[3]);
     return st ? store_fail(o, s, st) : 0;
 }
 
@@ -588,6 +575,10 @@ int tplc_prompt(int argc, char **argv)
             rc = st == TPL_STORE_NOMEM || st == TPL_STORE_IO || st == TPL_STORE_INVALID ? EXIT_USAGE : EXIT_TEMPLATE;
         } else {
             rc = vb->fn(s, &o);
+            /* a debug count (tests/store_cli.py t_round_trips; tpl_store_round_trips) */
+            const char *rt = getenv("TPL_STORE_ROUND_TRIPS");
+            if (rt && *rt) fprintf(stderr, "tplc prompt %s: %llu store round trips\n", vb->name,
+                                   (unsigned long long)tpl_store_round_trips(s));
         }
         tpl_store_close(s);
     }
