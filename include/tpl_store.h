@@ -154,7 +154,8 @@ TPL_API void tpl_store_prompts_free(tpl_store_prompt *v, size_t n);
 TPL_API tpl_store_status tpl_store_remove(tpl_store *s, const char *ref);
 
 /* Sets (inserts or replaces) the row (dict, lang, source) -> target. plural/forms: a plural row
- * (NULL/0: a plain one). */
+ * (NULL/0: a plain one). A target "" (a plural row: every form "") is an untranslated row, left
+ * out of the catalogs tpl_store_load builds (see tpl_store_tr_add_untranslated). */
 TPL_API tpl_store_status tpl_store_tr_set(tpl_store *s, const char *dict, const char *lang, const char *source,
                                           const char *target, const char *plural, const char *const *forms,
                                           size_t nforms);
@@ -233,6 +234,19 @@ typedef struct tpl_store_pot_entry {
  * TPL_STORE_NOMEM; TPL_STORE_INVALID: NULL path) msg[0..cap) says why (msg may be NULL). */
 TPL_API tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry *e, size_t n, char *msg,
                                              size_t cap);
+/* Adds an untranslated row to dictionary dict, language lang, for every message of e[0..n) it has
+ * no row of (what `tplc prompt tr-extract` stores): source is the msgid, target "", and a plural
+ * message keeps its
+ * msgid_plural with as many empty forms as the (dict, lang) Plural-Forms a PO import recorded
+ * says (2 without one). Existing rows, translated or not, are kept; entries with a NULL or empty
+ * msgid, and those with a context (pgettext: the store's PO files name the dictionary by msgctxt,
+ * so such a row could not be exported), are skipped; refs and python_format are not stored. One INSERT per 200 messages (a
+ * transaction around them when there are more). *added (may be NULL) is the number of rows
+ * added. An untranslated row translates nothing: tpl_store_load leaves rows whose target (every
+ * form of a plural row) is "" out of the catalogs, as msgfmt leaves untranslated entries out of a
+ * .mo, and tr-export writes them with an empty msgstr for translators to fill. */
+TPL_API tpl_store_status tpl_store_tr_add_untranslated(tpl_store *s, const char *dict, const char *lang,
+                                                       const tpl_store_pot_entry *e, size_t n, size_t *added);
 
 #ifdef __cplusplus
 }

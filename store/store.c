@@ -716,6 +716,101 @@ tpl_store_status tpl_store_prompt_tr_set(tpl_store *s, const char *name, const c
     return TPL_STORE_OK;
 }
 
+/* The nplurals of a Plural-Forms header ("nplurals=3; plural=..."), 2 when it has none. */
+static size_t nplurals_of(const char *pf)
+{
+    const char *p = pf ? strstr(pf, "nplurals") : NULL;
+    if (!p) return 2;
+    p += 8;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p != '=') return 2;
+    long n = strtol(p + 1, NULL, 10);
+    return n >= 1 && n <= 16 ? (size_t)n : 2;
+}
+
+static int by_entry_key(const void *a, const void *b)
+{
+    const tpl_store_pot_entry *x = a, *y = b;
+    return strcmp(x->msgid, y->msgid);
+}
+
+tpl_store_status tpl_store_tr_add_untranslated(tpl_store *s, const char *dict, const char *lang,
+                                               const tpl_store_pot_entry *e, size_t n, size_t *added)
+{
+    if (added) *added = 0;
+    if (!s) return TPL_STORE_INVALID;
+    tpl_store_status st;
+    if ((st = check_name(s, "dictionary", dict)) || (st = check_name(s, "language", lang))) return st;
+    if (n && !e) return fail(s, TPL_STORE_INVALID, "tpl_store_tr_add_untranslated: entries is NULL");
+    /* the messages that have one, sorted by key, duplicates dropped */
+    tpl_store_pot_entry *v = calloc(n + 1, sizeof *v);
+    if (!v) return fail(s, TPL_STORE_NOMEM, "out of memory");
+    size_t k = 0;
+    bool any_plural = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].msgid) continue;
+        if ((st = check_text(s, "msgid", e[i].msgid, true)) || (e[i].context && (st = check_text(s, "msgctxt", e[i].context, true))) ||
+            (e[i].plural && (st = check_text(s, "msgid_plural", e[i].plural, false)))) {
+            free(v);
+            return st;
+        }
+        /* msgid "" is the PO header's; a context message cannot be a row (the store's PO files
+         * name the dictionary by msgctxt) */
+        if (!*e[i].msgid || e[i].context) continue;
+        v[k++] = e[i];
+        any_plural = any_plural || e[i].plural;
+    }
+    qsort(v, k, sizeof *v, by_entry_key);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || by_entry_key(&v[u - 1], &v[i]) != 0) v[u++] = v[i];
+    k = u;
+    /* plural rows get as many empty forms as the language's recorded Plural-Forms says (2 without one) */
+    char *pf = NULL, *forms = NULL;
+    if (any_plural && (st = tpl_store_plural_forms(s, dict, lang, &pf))) { free(v); return st; }
+    size_t np = nplurals_of(pf);
+    free(pf);
+    if (any_plural) {
+        const char **empty = calloc(np, sizeof *empty);
+        for (size_t i = 0; empty && i < np; i++) empty[i] = "";
+        forms = empty ? json_of_strs(empty, np) : NULL;
+        free(empty);
+        if (!forms) { free(v); return fail(s, TPL_STORE_NOMEM, "out of memory"); }
+    }
+    /* one INSERT per 200 messages (one round trip for most prompts), rows that exist kept */
+    enum { CHUNK = 200 };
+    char *sql = malloc(256 + CHUNK * 24);
+    db_val *a = calloc(CHUNK * 6 + 1, sizeof *a);
+    if (!sql || !a) st = fail(s, TPL_STORE_NOMEM, "out of memory");
+    bool tx = !st && k > CHUNK;
+    if (tx && (st = begin(s))) tx = false;
+    size_t total = 0;
+    for (size_t at = 0; !st && at < k; at += CHUNK) {
+        size_t m = k - at < CHUNK ? k - at : CHUNK, o = 0;
+        o += (size_t)sprintf(sql + o, "INSERT INTO tpl_tr (dict, lang, source, target, plural, forms) VALUES ");
+        for (size_t i = 0; i < m; i++) {
+            o += (size_t)sprintf(sql + o, "%s(?, ?, ?, '', ?, ?)", i ? ", " : "");
+            const tpl_store_pot_entry *x = &v[at + i];
+            a[i * 5] = txt(dict), a[i * 5 + 1] = txt(lang), a[i * 5 + 2] = txt(x->msgid);
+            a[i * 5 + 3] = txt(x->plural), a[i * 5 + 4] = txt(x->plural ? forms : NULL);
+        }
+        sprintf(sql + o, " ON CONFLICT (dict, lang, source) DO NOTHING RETURNING 1");
+        db_res r;
+        if ((st = run(s, sql, a, m * 5, &r))) break;
+        total += r.nrows;
+        db_res_free(&r);
+    }
+    if (tx) st = st ? rollback(s, st) : commit(s) ? rollback(s, TPL_STORE_IO) : TPL_STORE_OK;
+    free(sql);
+    free(a);
+    free(forms);
+    free(v);
+    if (st) return st;
+    if (added) *added = total;
+    s->msg[0] = 0;
+    return TPL_STORE_OK;
+}
+
 tpl_store_status tpl_store_tr_delete(tpl_store *s, const char *dict, const char *lang, const char *source)
 {
     if (!s) return TPL_STORE_INVALID;
@@ -914,13 +1009,20 @@ static tpl_store_status build_catalogs(tpl_store *s, const db_res *r, const char
     for (size_t j = 0; ok && !bad && j < k; j++) {
         size_t i = rows[j].row;
         const char *forms = db_cell(r, i, 6);
-        bool pl = db_cell(r, i, 5) != NULL;
+        bool pl = db_cell(r, i, 5) != NULL, untranslated = !*db_cell(r, i, 4);
         json_t *fv = NULL;
         if (pl && forms) {
             fv = json_loads(forms, 0, NULL);
             if (!json_is_array(fv)) { json_decref(fv); bad = true; break; }
             if (!json_array_size(fv)) { json_decref(fv); fv = NULL; }
+            for (size_t f = 0; fv && f < json_array_size(fv); f++) {
+                const char *fs = json_string_value(json_array_get(fv, f));
+                if (fs && *fs) untranslated = false;
+            }
         }
+        /* an untranslated row (target "", every plural form "": tr-extract's rows, msgfmt leaves
+         * them out of a .mo too) is not in the catalog: the source text stays */
+        if (untranslated) { json_decref(fv); continue; }
         for (size_t c = 0; ok && c < nd; c++) {
             if (strcmp(dicts[c], rows[j].dict) != 0) continue;
             plural[c] = plural[c] || pl;

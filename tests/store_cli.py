@@ -712,8 +712,103 @@ def t_round_trips(tp, store, tmp):
     check(r.rc == 1 and "rt.nothing" in r.err and trips(r) == 1, "a missing prompt: one round trip: %r" % r)
 
 
+EXTRACT_VIEW = ("{{ tr('Hi') }} {% trans %}Hello {{ user }}!{% endtrans %} "
+                "{{ ngettext('%(num)d day', '%(num)d days', n) }} {{ pgettext('menu', 'Open') }} {{ tr(x) }}"
+                "{% include 'x.part' %}")
+
+
+def t_extract(tp, store, tmp):
+    """tplc prompt tr-extract: a stored prompt's messages straight into the store as untranslated
+    rows (kept out of renders until translated, exported with empty msgstr, filled through a PO
+    round trip), or as one .pot; the same messages tplc tr-extract finds in the files."""
+    tp("create", "x.part", "--template", "{{ tr('Part') }}", "--syntax", "jinja")
+    r = tp("create", "x.view", "--template", EXTRACT_VIEW, "--syntax", "jinja")
+    check(r.rc == 0, "create: %r" % r)
+    tp("create", "x.erb", "--template", "<%= tr('Welcome') %> <%= tr('Hi') %>", "--syntax", "erb")
+    tp("create", "x.fmt", "--template", "Hello, {name}", "--tr-key", "name")
+    tp("tr-set", "x.view", "Hi", "fr", "Salut")
+    r = tp("tr-extract", "x.view", "--lang", "fr")
+    # (the included part's message is the view's too, as tplc tr-extract finds it through an include)
+    check(r.rc == 0 and "x.view: 5 messages, 3 untranslated rows added to x.view (fr)" in r.out and
+          "pgettext" in r.out and "not a literal" in r.err, "tr-extract NAME --lang: %r" % r)
+    rows = json.loads(tp("tr-list", "x.view", "--lang", "fr", "--json").out)
+    check(rows == [{"dict": "x.view", "lang": "fr", "source": "%(num)d day", "target": "", "plural": "%(num)d days",
+                    "forms": ["", ""]},
+                   {"dict": "x.view", "lang": "fr", "source": "Hello %(user)s!", "target": ""},
+                   {"dict": "x.view", "lang": "fr", "source": "Hi", "target": "Salut"},
+                   {"dict": "x.view", "lang": "fr", "source": "Part", "target": ""}],
+          "untranslated rows beside the kept translation: %r" % rows)
+    args = '{"user": "Ada", "n": 2, "x": "q"}'
+    r = tp("render", "x.view", "--args", args, "--lang", "fr")
+    check(r.rc == 0 and r.out == "Salut Hello Ada! 2 days Open qPart", "untranslated rows translate nothing: %r" % r)
+    r = tp("tr-extract", "x.view", "--lang", "fr")
+    check(r.rc == 0 and "0 untranslated rows added" in r.out, "extracting again adds nothing: %r" % r)
+    # the translators' round trip: export (empty msgstr), fill, import
+    po = os.path.join(tmp, "fr.po")
+    r = tp("tr-export", "x.view", "--lang", "fr", "-o", po)
+    text = open(po).read()
+    check(r.rc == 0 and 'msgid "Hello %(user)s!"\nmsgstr ""' in text and 'msgstr[1] ""' in text, "export: %s" % text)
+    if shutil.which("msgfmt"):
+        m = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", po], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        check(m.returncode == 0, "msgfmt --check of the exported rows: %s" % m.stdout)
+    text = text.replace('msgid "Hello %(user)s!"\nmsgstr ""', 'msgid "Hello %(user)s!"\nmsgstr "Bonjour %(user)s !"')
+    text = text.replace('msgstr[0] ""\nmsgstr[1] ""', 'msgstr[0] "%(num)d jour"\nmsgstr[1] "%(num)d jours"')
+    open(po, "w").write(text)
+    r = tp("tr-import", po)
+    check(r.rc == 0 and "imported 3 rows" in r.out, "import of the filled file: %r" % r)
+    r = tp("render", "x.view", "--args", args, "--lang", "fr")
+    check(r.rc == 0 and r.out == "Salut Bonjour Ada ! 2 jours Open qPart", "filled rows render: %r" % r)
+    # --all into another language; --dict; the language's Plural-Forms sizes the plural rows
+    pl = os.path.join(tmp, "pl.po")
+    open(pl, "w").write('msgid ""\nmsgstr ""\n"Language: pl\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n'
+                        '"Plural-Forms: nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) '
+                        '? 1 : 2);\\n"\n\nmsgctxt "x.view"\nmsgid "Hi"\nmsgstr "Cześć"\n')
+    check(tp("tr-import", pl).rc == 0, "pl import")
+    r = tp("tr-extract", "--all", "--lang", "pl")
+    check(r.rc == 0 and "x.erb: 2 messages, 2 untranslated rows added to x.erb (pl)" in r.out and
+          "x.fmt: 1 messages, 1 untranslated rows added" in r.out and "x.part: 1 messages" in r.out and
+          "x.view: 5 messages, 3 untranslated rows added" in r.out, "tr-extract --all: %r" % r)
+    rows = json.loads(tp("tr-list", "x.view", "--lang", "pl", "--json").out)
+    check([x.get("forms") for x in rows if x["source"] == "%(num)d day"] == [["", "", ""]],
+          "plural rows get the language's nplurals: %r" % rows)
+    r = tp("tr-list", "x.fmt", "--json")
+    check(r.rc == 0 and json.loads(r.out) == [{"dict": "x.fmt", "lang": "pl", "source": "Hello, {name}", "target": ""}],
+          "a fmt prompt's template string: %r" % r)
+    r = tp("tr-extract", "x.erb", "--lang", "de", "--dict", "common")
+    check(r.rc == 0 and "added to common (de)" in r.out, "--dict: %r" % r)
+    r = tp("tr-export", "--dict", "common", "--lang", "de", "-o", os.path.join(tmp, "de.po"))
+    check(r.rc == 0 and 'msgid "Welcome"' in open(os.path.join(tmp, "de.po")).read(), "--dict rows: %r" % r)
+    # one .pot for every prompt: the messages tplc tr-extract finds in the same sources as files
+    pot = os.path.join(tmp, "all.pot")
+    r = tp("tr-extract", "--all", "-o", pot)
+    check(r.rc == 0 and "7 messages written" in r.err, "tr-extract --all -o: %r" % r)
+    files = []
+    for name, ext, src in (("x.erb", "erb", "<%= tr('Welcome') %> <%= tr('Hi') %>"), ("x.fmt", "fmt", "Hello, {name}"),
+                           ("x.part", "jinja", "{{ tr('Part') }}"), ("x.view", "jinja", EXTRACT_VIEW)):
+        f = os.path.join(tmp, name if name == "x.part" else name + "." + ext)
+        open(f, "w").write(src)
+        files.append(f)
+    ref = os.path.join(tmp, "ref.pot")
+    tplc = subprocess.run([TPLC, "tr-extract"] + files + ["-o", ref], cwd=tmp, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+
+    def body(path):
+        return [l for l in open(path).read().split("\n\n", 1)[1].splitlines() if not l.startswith("#:")]
+    check(tplc.returncode == 0 and body(pot) == body(ref), "the .pot matches tplc tr-extract's on the files: %s vs %s"
+          % (body(pot), body(ref) if tplc.returncode == 0 else tplc.stderr))
+    check("#: x.view:1" in open(pot).read(), "references name the prompt: %s" % open(pot).read())
+    # usage and missing prompts
+    for args, rc, what in ((("tr-extract",), 2, "NAME or --all"), (("tr-extract", "x.view"), 2, "--lang"),
+                           (("tr-extract", "x.view", "--all", "--lang", "fr"), 2, "NAME or --all"),
+                           (("tr-extract", "x.view", "--dict", "d", "-o", pot), 2, "--lang"),
+                           (("tr-extract", "x.nothing", "--lang", "fr"), 1, "x.nothing")):
+        r = tp(*args)
+        check(r.rc == rc and what in r.err, "%s: %r" % (" ".join(args), r))
+
+
 TESTS = [t_round_trips, t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
-         t_compose]
+         t_compose, t_extract]
 
 
 def main():

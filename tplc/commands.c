@@ -449,19 +449,119 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* One extracted message (tr-extract): owned copies, its references. */
-typedef struct xmsg {
-    char *ctx, *id, *plural;
-    tpl_store_pot_ref *refs;
-    size_t nrefs;
-    bool pyfmt;
-} xmsg;
+struct tplc_msgs {
+    json_t *index;              /* key ([context \x04] msgid) -> message number */
+    tplc_msg *v;
+    size_t n, cap;
+};
 
 static char *dupn0(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (d) { memcpy(d, s, n); d[n] = 0; }
     return d;
+}
+
+tplc_msgs *tplc_msgs_new(void)
+{
+    tplc_msgs *m = calloc(1, sizeof *m);
+    if (m && !(m->index = json_object())) { free(m); m = NULL; }
+    return m;
+}
+
+void tplc_msgs_free(tplc_msgs *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->n; i++) { free(m->v[i].ctx); free(m->v[i].id); free(m->v[i].plural); free(m->v[i].refs); }
+    free(m->v);
+    json_decref(m->index);
+    free(m);
+}
+
+const tplc_msg *tplc_msgs_list(const tplc_msgs *m, size_t *n)
+{
+    *n = m->n;
+    return m->v;
+}
+
+int tplc_msgs_add(tplc_msgs *ms, const tpl_program *prog, const char *label)
+{
+    size_t n = tpl_program_tr_calls(prog, NULL, 0);
+    tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
+    if (n && !calls) return EXIT_USAGE;
+    tpl_program_tr_calls(prog, calls, n);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const tpl_tr_call *c = &calls[i];
+        if (!c->text) {
+            fprintf(stderr, "%s:%u:%u: warning: %s() argument is not a literal string: skipped\n", label,
+                    c->line, c->column, c->function ? c->function : "tr");
+            continue;
+        }
+        /* the key: [context \x04] msgid */
+        size_t kl = (c->context ? c->context_len + 1 : 0) + c->len;
+        char *key = malloc(kl + 1);
+        if (!key) { rc = EXIT_USAGE; break; }
+        size_t o2 = 0;
+        if (c->context) { memcpy(key, c->context, c->context_len); key[c->context_len] = '\x04'; o2 = c->context_len + 1; }
+        memcpy(key + o2, c->text, c->len);
+        key[kl] = 0;
+        json_t *at = json_object_getn(ms->index, key, kl);
+        tplc_msg *m;
+        if (at) {
+            m = &ms->v[json_integer_value(at)];
+        } else {
+            if (ms->n == ms->cap) {
+                size_t nc = ms->cap ? ms->cap * 2 : 16;
+                tplc_msg *nm = realloc(ms->v, nc * sizeof *nm);
+                if (!nm) { free(key); rc = EXIT_USAGE; break; }
+                ms->v = nm;
+                ms->cap = nc;
+            }
+            m = &ms->v[ms->n];
+            memset(m, 0, sizeof *m);
+            m->id = dupn0(c->text, c->len);
+            m->ctx = c->context ? dupn0(c->context, c->context_len) : NULL;
+            m->plural = c->plural ? dupn0(c->plural, c->plural_len) : NULL;
+            bool gettext = c->function && strcmp(c->function, "tr") != 0;
+            m->pyfmt = gettext && (python_format(c->text, c->len) || (c->plural && python_format(c->plural, c->plural_len)));
+            json_object_setn_new(ms->index, key, kl, json_integer((json_int_t)ms->n));
+            ms->n++;
+            if (!m->id || (c->context && !m->ctx) || (c->plural && !m->plural)) { free(key); rc = EXIT_USAGE; break; }
+        }
+        free(key);
+        tpl_store_pot_ref *nr = realloc(m->refs, (m->nrefs + 1) * sizeof *nr);
+        if (!nr) { rc = EXIT_USAGE; break; }
+        m->refs = nr;
+        m->refs[m->nrefs++] = (tpl_store_pot_ref){ label, c->line };
+    }
+    free(calls);
+    if (rc) fprintf(stderr, "tplc: out of memory\n");
+    return rc;
+}
+
+tpl_store_pot_entry *tplc_msgs_entries(const tplc_msgs *ms)
+{
+    tpl_store_pot_entry *e = calloc(ms->n + 1, sizeof *e);
+    for (size_t i = 0; e && i < ms->n; i++) {
+        const tplc_msg *m = &ms->v[i];
+        e[i] = (tpl_store_pot_entry){ m->ctx, m->id, m->plural, m->refs, m->nrefs, m->pyfmt };
+    }
+    return e;
+}
+
+int tplc_msgs_write_pot(const tplc_msgs *ms, const char *path)
+{
+    tpl_store_pot_entry *e = tplc_msgs_entries(ms);
+    if (!e) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    char msg[600];
+    int rc = 0;
+    if (tpl_store_pot_write(path, e, ms->n, msg, sizeof msg) != TPL_STORE_OK) {
+        fprintf(stderr, "%s\n", msg);
+        rc = EXIT_USAGE;
+    }
+    free(e);
+    return rc;
 }
 
 /* tplc tr-extract: every literal tr() text and Jinja gettext message ({% trans %} blocks, _(),
@@ -475,10 +575,8 @@ int tplc_tr_extract(const tplc_opts *o)
 {
     if (!o->out) { fprintf(stderr, "tplc tr-extract: needs -o CATALOG.json or -o FILE.pot (- for standard output: JSON)\n"); return EXIT_USAGE; }
     bool pot = ends_with(o->out, ".pot") || ends_with(o->out, ".po");
-    json_t *index = json_object(); /* key -> message number */
-    xmsg *msgs = NULL;
-    size_t nmsgs = 0, capmsgs = 0;
-    if (!index) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    tplc_msgs *ms = tplc_msgs_new();
+    if (!ms) { fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
     int rc = 0;
     for (int t = 0; t < o->args.n && !rc; t++) {
         const char *path = o->args.v[t];
@@ -499,78 +597,21 @@ int tplc_tr_extract(const tplc_opts *o)
                 break;
             }
         }
-        size_t n = tpl_program_tr_calls(prog, NULL, 0);
-        tpl_tr_call *calls = n ? calloc(n, sizeof *calls) : NULL;
-        if (n && !calls) { rc = EXIT_USAGE; tpl_program_free(prog); break; }
-        tpl_program_tr_calls(prog, calls, n);
-        for (size_t i = 0; i < n && !rc; i++) {
-            const tpl_tr_call *c = &calls[i];
-            if (!c->text) {
-                fprintf(stderr, "%s:%u:%u: warning: %s() argument is not a literal string: skipped\n", path,
-                        c->line, c->column, c->function ? c->function : "tr");
-                continue;
-            }
-            /* the key: [context \x04] msgid */
-            size_t kl = (c->context ? c->context_len + 1 : 0) + c->len;
-            char *key = malloc(kl + 1);
-            if (!key) { rc = EXIT_USAGE; break; }
-            size_t o2 = 0;
-            if (c->context) { memcpy(key, c->context, c->context_len); key[c->context_len] = '\x04'; o2 = c->context_len + 1; }
-            memcpy(key + o2, c->text, c->len);
-            key[kl] = 0;
-            json_t *at = json_object_getn(index, key, kl);
-            xmsg *m;
-            if (at) {
-                m = &msgs[json_integer_value(at)];
-            } else {
-                if (nmsgs == capmsgs) {
-                    size_t nc = capmsgs ? capmsgs * 2 : 16;
-                    xmsg *nm = realloc(msgs, nc * sizeof *nm);
-                    if (!nm) { free(key); rc = EXIT_USAGE; break; }
-                    msgs = nm;
-                    capmsgs = nc;
-                }
-                m = &msgs[nmsgs];
-                memset(m, 0, sizeof *m);
-                m->id = dupn0(c->text, c->len);
-                m->ctx = c->context ? dupn0(c->context, c->context_len) : NULL;
-                m->plural = c->plural ? dupn0(c->plural, c->plural_len) : NULL;
-                bool gettext = c->function && strcmp(c->function, "tr") != 0;
-                m->pyfmt = gettext && (python_format(c->text, c->len) || (c->plural && python_format(c->plural, c->plural_len)));
-                json_object_setn_new(index, key, kl, json_integer((json_int_t)nmsgs));
-                nmsgs++;
-                if (!m->id || (c->context && !m->ctx) || (c->plural && !m->plural)) { free(key); rc = EXIT_USAGE; break; }
-            }
-            free(key);
-            tpl_store_pot_ref *nr = realloc(m->refs, (m->nrefs + 1) * sizeof *nr);
-            if (!nr) { rc = EXIT_USAGE; break; }
-            m->refs = nr;
-            m->refs[m->nrefs++] = (tpl_store_pot_ref){ strcmp(path, "-") == 0 ? "<stdin>" : path, c->line };
-        }
-        free(calls);
+        rc = tplc_msgs_add(ms, prog, strcmp(path, "-") == 0 ? "<stdin>" : path);
         tpl_program_free(prog);
     }
     if (!rc && pot) {
-        tpl_store_pot_entry *e = nmsgs ? calloc(nmsgs, sizeof *e) : NULL;
-        if (nmsgs && !e) rc = EXIT_USAGE;
-        for (size_t i = 0; i < nmsgs && e; i++)
-            e[i] = (tpl_store_pot_entry){ msgs[i].ctx, msgs[i].id, msgs[i].plural, msgs[i].refs, msgs[i].nrefs, msgs[i].pyfmt };
-        char msg[600];
-        if (!rc && tpl_store_pot_write(o->out, e, nmsgs, msg, sizeof msg) != TPL_STORE_OK) {
-            fprintf(stderr, "%s\n", msg);
-            rc = EXIT_USAGE;
-        }
-        free(e);
+        rc = tplc_msgs_write_pot(ms, o->out);
     } else if (!rc) {
         json_t *rows = json_object(), *root = json_object();
-        for (size_t i = 0; rows && i < nmsgs; i++) {
-            const char *id = msgs[i].id;
+        for (size_t i = 0; rows && i < ms->n; i++) {
+            const char *id = ms->v[i].id;
             char *key = NULL;
-            if (msgs[i].ctx) {
-                size_t cl = strlen(msgs[i].ctx), il = strlen(id);
-                if ((key = malloc(cl + il + 2))) { memcpy(key, msgs[i].ctx, cl); key[cl] = '\x04'; memcpy(key + cl + 1, id, il + 1); }
+            if (ms->v[i].ctx) {
+                size_t cl = strlen(ms->v[i].ctx), il = strlen(id);
+                if ((key = malloc(cl + il + 2))) { memcpy(key, ms->v[i].ctx, cl); key[cl] = '\x04'; memcpy(key + cl + 1, id, il + 1); }
             }
-            json_t *target = msgs[i].plural ? json_pack("[ss]", id, msgs[i].plural) : json_string(id);
+            json_t *target = ms->v[i].plural ? json_pack("[ss]", id, ms->v[i].plural) : json_string(id);
             json_object_set_new(rows, key ? key : id, target);
             free(key);
         }
@@ -587,9 +628,7 @@ int tplc_tr_extract(const tplc_opts *o)
         json_decref(rows);
         json_decref(root);
     }
-    for (size_t i = 0; i < nmsgs; i++) { free(msgs[i].ctx); free(msgs[i].id); free(msgs[i].plural); free(msgs[i].refs); }
-    free(msgs);
-    json_decref(index);
+    tplc_msgs_free(ms);
     return rc;
 }
 

@@ -54,6 +54,7 @@ static int v_tr_bind(tpl_store *s, const popts *o);
 static int v_tr_unbind(tpl_store *s, const popts *o);
 static int v_tr_export(tpl_store *s, const popts *o);
 static int v_tr_import(tpl_store *s, const popts *o);
+static int v_tr_extract(tpl_store *s, const popts *o);
 
 static const struct verb {
     const char *name, *usage, *flags;
@@ -76,6 +77,8 @@ static const struct verb {
     { "tr-unbind", "NAME DICT", "", 2, 2, v_tr_unbind },
     { "tr-export", "(NAME | --dict D) --lang L -o FILE.po", "--dict --lang -o", 0, 1, v_tr_export },
     { "tr-import", "FILE.po [--dict D]", "--dict", 1, 1, v_tr_import },
+    { "tr-extract", "(NAME[:N]|ID | --all) (--lang L [--dict D] | -o FILE.pot)", "--all --lang --dict -o", 0, 1,
+      v_tr_extract },
 };
 #define NVERBS (sizeof verbs / sizeof *verbs)
 
@@ -476,6 +479,97 @@ static int v_tr_import(tpl_store *s, const popts *o)
     if (st) return store_fail(o, s, st);
     printf("imported %zu rows from %s\n", n, o->pos[0]);
     return 0;
+}
+
+/* The loader of a stored prompt's compile: include/import/extends name other prompts by ref. */
+static char *ref_loader(void *data, const char *name, size_t name_len, size_t *len)
+{
+    char ref[300];
+    if (name_len >= sizeof ref || memchr(name, 0, name_len)) return NULL;
+    memcpy(ref, name, name_len);
+    ref[name_len] = 0;
+    tpl_store_prompt *p = NULL;
+    char *src = NULL;
+    if (tpl_store_get(data, ref, &p) == TPL_STORE_OK && (src = malloc(p->source_len + 1))) {
+        memcpy(src, p->source, p->source_len);
+        src[p->source_len] = 0;
+        *len = p->source_len;
+    }
+    tpl_store_prompt_free(p);
+    return src;
+}
+
+/* tr-extract: the messages of stored prompts (tr() texts, fmt template strings, Jinja gettext
+ * messages, as tplc tr-extract finds them in files) compiled from their sources; with --lang L
+ * added as untranslated rows (target "") to each prompt's own dictionary (or --dict D), rows
+ * that exist kept; with -o FILE.pot written as one PO template ("#: NAME:LINE" references). */
+static int v_tr_extract(tpl_store *s, const popts *o)
+{
+    if (!o->npos == !o->v[P_ALL] || (!o->v[P_LANG] && !o->v[P_OUT]) || (o->v[P_DICT] && !o->v[P_LANG])) {
+        fprintf(stderr, "tplc prompt tr-extract: give NAME or --all, and --lang L (rows into the store; --dict D: into D) "
+                        "or -o FILE.pot\n");
+        return EXIT_USAGE;
+    }
+    tpl_store_prompt *v = NULL;
+    size_t n = 0;
+    tpl_store_status st;
+    if (o->npos) {
+        tpl_store_prompt *p;
+        if ((st = tpl_store_get(s, o->pos[0], &p))) return store_fail(o, s, st);
+        v = p, n = 1;
+    } else if ((st = tpl_store_list(s, NULL, &v, &n))) {
+        return store_fail(o, s, st);
+    }
+    tplc_msgs *all = o->v[P_OUT] ? tplc_msgs_new() : NULL;
+    int rc = o->v[P_OUT] && !all ? EXIT_USAGE : 0;
+    size_t total = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const tpl_store_prompt *p = &v[i];
+        tpl_options opt;
+        memset(&opt, 0, sizeof opt);
+        opt.loader = ref_loader;
+        opt.loader_data = s;
+        if (tpl_options_profile(&opt, p->syntax, p->profile) != TPL_OK) {
+            fprintf(stderr, "tplc prompt tr-extract: %s: profile '%s' does not apply to %s prompts\n", p->name,
+                    p->profile ? p->profile : "", syntax_word(p->syntax));
+            rc = EXIT_USAGE;
+            break;
+        }
+        tpl_program *prog = NULL;
+        tpl_error err = { 0 };
+        if (tpl_compile(p->name, p->source, p->source_len, &opt, &prog, &err) != TPL_OK) {
+            tplc_print_error(&err);
+            rc = err.status == TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+            tpl_error_clear(&err);
+            break;
+        }
+        tplc_msgs *one = o->v[P_LANG] ? tplc_msgs_new() : NULL;
+        if ((o->v[P_LANG] && !one) || (one && tplc_msgs_add(one, prog, p->name)) || (all && tplc_msgs_add(all, prog, p->name)))
+            rc = EXIT_USAGE;
+        tpl_program_free(prog);
+        if (!rc && one) {
+            size_t nm, added = 0, nctx = 0;
+            const tplc_msg *ms = tplc_msgs_list(one, &nm);
+            for (size_t k = 0; k < nm; k++) nctx += ms[k].ctx != NULL;
+            tpl_store_pot_entry *e = tplc_msgs_entries(one);
+            const char *dict = o->v[P_DICT] ? o->v[P_DICT] : p->name;
+            if (!e) rc = EXIT_USAGE;
+            else if ((st = tpl_store_tr_add_untranslated(s, dict, o->v[P_LANG], e, nm, &added))) rc = store_fail(o, s, st);
+            else printf("%s: %zu messages, %zu untranslated rows added to %s (%s)%s\n", p->name, nm, added, dict,
+                        o->v[P_LANG], nctx ? "; messages with a context (pgettext) are not stored: the store's PO files "
+                                             "name the dictionary by msgctxt" : "");
+            free(e);
+        }
+        tplc_msgs_free(one);
+    }
+    if (!rc && all) {
+        tplc_msgs_list(all, &total);
+        if (!(rc = tplc_msgs_write_pot(all, o->v[P_OUT])))
+            fprintf(stderr, "tplc prompt tr-extract: %zu messages written to %s\n", total, o->v[P_OUT]);
+    }
+    tplc_msgs_free(all);
+    tpl_store_prompts_free(v, n);
+    return rc;
 }
 
 /* ---- the command ---- */

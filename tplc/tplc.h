@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "tpl.h"
+#include "tpl_store.h"
 
 #define TPLC_EXIT_TEMPLATE 1
 #define TPLC_EXIT_USAGE 2
@@ -159,6 +160,29 @@ int tplc_compile_path(const tplc_opts *o, const char *path, tpl_program **prog, 
 int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **prog, tpl_error *errs, char **msgs,
                           size_t cap, size_t *nerr);
 
+
+/* Extracted messages (tplc tr-extract, tplc prompt tr-extract): the literal tr() texts and Jinja
+ * gettext messages of programs, deduplicated by (context, msgid) in first-seen order, each with
+ * its "#: LABEL:LINE" references. */
+typedef struct tplc_msg {
+    char *ctx, *id, *plural;    /* msgctxt or NULL, msgid, msgid_plural or NULL (owned) */
+    tpl_store_pot_ref *refs;    /* refs[i].file borrows the label given to tplc_msgs_add */
+    size_t nrefs;
+    bool pyfmt;                 /* a %-format gettext message ("#, python-format", as Babel) */
+} tplc_msg;
+typedef struct tplc_msgs tplc_msgs;
+tplc_msgs *tplc_msgs_new(void);                 /* NULL when out of memory */
+void tplc_msgs_free(tplc_msgs *m);
+/* Adds prog's messages (a program compiled from source: a .tplb keeps no record of them),
+ * referenced as LABEL:LINE (label borrowed: it must outlive m); a non-literal argument is a
+ * warning on stderr. Returns 0 or an exit status (out of memory, printed). */
+int tplc_msgs_add(tplc_msgs *m, const tpl_program *prog, const char *label);
+const tplc_msg *tplc_msgs_list(const tplc_msgs *m, size_t *n);
+/* The messages as PO template entries (borrowing m's strings; free() the array), NULL when out
+ * of memory. */
+tpl_store_pot_entry *tplc_msgs_entries(const tplc_msgs *m);
+/* Writes them as a PO template (tpl_store_pot_write); 0 or an exit status (printed). */
+int tplc_msgs_write_pot(const tplc_msgs *m, const char *path);
 
 /* Whether the golden object g (the file's top-level object, or element elem of its top-level array
  * when elem >= 0; text/len are the file's bytes) holds only the keys a golden has ("state",
