@@ -103,6 +103,17 @@ int main(void)
     FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, "de", NULL, "Hallo"));
     FAILS(tpl_store_prompt_tr_set(s, "greet", NULL, "de", "Hi", NULL));
     FAILS(tpl_store_prompt_tr_set(s, "no.such.prompt", NULL, "de", "Hi", "Hallo"));
+    tpl_store_pot_entry ent = { NULL, "Hi", NULL, NULL, 0, false };
+    size_t added = 9;
+    FAILS(tpl_store_tr_add_untranslated(NULL, "greet", "de", &ent, 1, &added));
+    CHECK(added == 0, "add_untranslated failed: *added 0");
+    FAILS(tpl_store_tr_add_untranslated(s, NULL, "de", &ent, 1, &added));
+    FAILS(tpl_store_tr_add_untranslated(s, "greet", NULL, &ent, 1, &added));
+    FAILS(tpl_store_tr_add_untranslated(s, "greet", "de", NULL, 1, &added));
+    CHECK(tpl_store_tr_add_untranslated(s, "greet", "de", NULL, 0, NULL) == TPL_STORE_OK, "add_untranslated of nothing");
+    tpl_store_pot_entry nullid = { NULL, NULL, NULL, NULL, 0, false };
+    CHECK(tpl_store_tr_add_untranslated(s, "greet", "de", &nullid, 1, &added) == TPL_STORE_OK && added == 0,
+          "add_untranslated skips a NULL msgid");
     FAILS(tpl_store_tr_delete(NULL, "greet", "de", "Hi"));
     FAILS(tpl_store_tr_delete(s, NULL, "de", "Hi"));
     FAILS(tpl_store_tr_delete(s, "greet", NULL, "Hi"));
