@@ -72,7 +72,8 @@ module Tpl
     def self.coerce(l) = (l.is_a?(Hash) ? new(**l) : l).to_a
   end
 
-  # A compiled template: immutable, renders from many threads at once.
+  # A compiled template: immutable and frozen, renders from many threads at once and is
+  # Ractor-shareable (Ractor.make_shareable / pass it to Ractor.new).
   class Template
     COMPILE_OPTIONS = %i[trim_blocks lstrip_blocks keep_trailing_newline strict tidy lang erb_self].freeze
     RENDER_OPTIONS = %i[facts call lang catalogs tr_keys].freeze
@@ -87,6 +88,7 @@ module Tpl
       raise ArgumentError, "unknown option#{bad.size > 1 ? 's' : ''} #{bad.map(&:inspect).join(', ')}" unless bad.empty?
       loader = loader.method(:call) if loader && !loader.respond_to?(:call)
       _compile(src.to_str, name&.to_s || "<template>", code, profile&.to_s, options.empty? ? nil : options, loader)
+      freeze
     end
 
     # Compiles a file; the syntax comes from its extension unless given.
@@ -98,7 +100,7 @@ module Tpl
 
     # A program from .tplb bytes (Template#save), verified before use.
     def self.load(bytes, name: nil)
-      allocate.tap { |t| t.send(:_load, bytes.to_str, name&.to_s) }
+      allocate.tap { |t| t.send(:_load, bytes.to_str, name&.to_s) }.freeze
     end
 
     # render(state = nil, facts:, call:, lang:, catalogs:, tr_keys:, limits:, &remembers) is in
@@ -148,5 +150,169 @@ module Tpl
     end
 
     def self.version = VERSION
+  end
+
+  # A prompt store (include/tpl_store.h; README "Prompts as objects"): SQLite at a path, or
+  # PostgreSQL at a "postgresql://..." URL (one registry for many hosts). Prompts are named,
+  # versioned rows ("NAME", "NAME:N" or a row id) with translation rows in dictionaries. A handle
+  # belongs to one thread or Ractor at a time. Rows are Hashes with the keys of
+  # `tplc prompt show --json` as Symbols.
+  #
+  #   store = Tpl::Store.new("prompts.db")
+  #   store.create("demo.hello", "Hello, {name}", syntax: :fmt, tr_keys: ["name"])
+  #   store.tr_set("demo.hello", "Hello, {name}", "zz", "HEY, {name}")
+  #   store.render("demo.hello", { name: "Ada" }, lang: "zz")   # => "HEY, Ada"
+  class Store
+    class Error < Tpl::Error; end     # the database failed (cannot open, corrupt, newer schema)
+    class NotFound < Error; end       # no such prompt, version, row id or translation row
+
+    # where: a file path (SQLite; its folder is created) or a postgresql:// URL; nil:
+    # $TPL_STORE, else ./.tpl/store.db. With a block: yields the store and closes it.
+    def self.open(where = nil)
+      s = new(where)
+      return s unless block_given?
+      begin
+        yield s
+      ensure
+        s.close
+      end
+    end
+
+    def initialize(where = nil)
+      where ||= ENV["TPL_STORE"]
+      where = ".tpl/store.db" if where.nil? || where.empty?
+      _open(where.to_s)
+    end
+
+    # Compiles src and stores it as the next version of name; returns the new row.
+    def create(name, src, syntax: :fmt, profile: nil, tr_keys: [], lang: nil)
+      code = SYNTAXES[syntax.to_sym] or raise ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
+      _create(name.to_s, src.to_str, code, profile&.to_s, Array(tr_keys), lang&.to_s)
+    end
+
+    # The latest active version of every name starting with prefix, by name.
+    def list(prefix = nil) = _list(prefix&.to_s)
+
+    # Every version of name, oldest first (removed ones with all: true).
+    def versions(name, all: false) = _versions(name.to_s, all)
+
+    # A translation row into the prompt name's own dictionary (or dict:); the prompt must exist.
+    # With plural: and forms: a plural row of dictionary dict: (name's own without it).
+    def tr_set(name, source, lang, target, dict: nil, plural: nil, forms: nil)
+      if plural
+        _tr_set((dict || name).to_s, lang.to_s, source.to_s, target.to_s, plural.to_s, Array(forms).map(&:to_s))
+      else
+        _prompt_tr_set(name.to_s, dict&.to_s, lang.to_s, source.to_s, target.to_s)
+      end
+    end
+
+    # The rows of a prompt's own and bound dictionaries (lookup order), or of dicts:.
+    def tr_list(name = nil, lang: nil, dicts: nil)
+      unless dicts
+        raise ArgumentError, "give a prompt name or dicts:" unless name
+        row = get(name.to_s)
+        dicts = [row[:name]] + row[:dicts]
+      end
+      _tr_list(Array(dicts).map(&:to_s), lang&.to_s)
+    end
+
+    # gettext PO files (libgettextpo): import returns the rows set; export the rows written.
+    def po_import(path, dict: nil) = _po_import(path.to_s, dict&.to_s)
+
+    def po_export(path, lang:, name: nil, dicts: nil)
+      unless dicts
+        raise ArgumentError, "give name: or dicts:" unless name
+        row = get(name.to_s)
+        dicts = [row[:name]] + row[:dicts]
+      end
+      _po_export(Array(dicts).map(&:to_s), lang.to_s, path.to_s)
+    end
+
+    # The prompt ref names, ready to render (program from the cached .tplb, catalogs in lookup
+    # order): a Tpl::Prompt, frozen and Ractor-shareable.
+    def load(ref)
+      template, catalogs, row = _load(ref.to_s, Template)
+      Prompt.new(template, catalogs, row)
+    end
+
+    # load(ref).render(state, **options): one round trip to the store, then the render.
+    def render(ref, state = nil, **options, &remembers) = load(ref).render(state, **options, &remembers)
+  end
+
+  # A stored prompt loaded for rendering (Tpl::Store#load): its Template, its dictionaries'
+  # catalogs, tr_keys and bound language, and its row.
+  class Prompt
+    attr_reader :template, :catalogs, :row
+
+    def initialize(template, catalogs, row)
+      @template = template
+      @catalogs = catalogs
+      @row = Ractor.make_shareable(row)
+      freeze
+    end
+
+    # Renders as Template#render with the prompt's catalogs and tr keys; the language is lang:,
+    # else the prompt's bound one, else $TPL_LANG, else none (tr() returns the source text).
+    def render(state = nil, lang: nil, catalogs: nil, tr_keys: nil, **options, &remembers)
+      lang ||= @row[:lang] || ENV["TPL_LANG"]
+      lang = nil if lang&.empty?
+      opts = { catalogs: @catalogs + Array(catalogs), tr_keys: @row[:tr_keys] + Array(tr_keys) }
+      opts[:lang] = lang if lang
+      limits = options.delete(:limits)
+      opts.merge!(options)
+      state ||= {}
+      if limits
+        @template.render_with_self(state, nil, limits: limits, **opts, &remembers)
+      else
+        @template.__send__(:_render, state, nil, opts, remembers, nil)
+      end
+    end
+  end
+
+  # A page (include/tpl_page.h, DESIGN.md §8): blocks, static then dynamic, loaded from a folder
+  # with page.json; a static block provably reads only call.channel and call.medium. Immutable
+  # and frozen (Ractor-shareable); each conversation renders through its own Page::Call.
+  #
+  #   page = Tpl::Page.load("examples/front-desk-page")
+  #   call = page.call(channel: "phone")
+  #   call.render({ stage: "greeting" }).blocks   # => [{name:, region:, text:, changed:, rendered:}, ...]
+  class Page
+    def self.load(dir) = allocate.tap { |p| p.send(:_load_dir, dir.to_s) }.freeze
+
+    # A new call (one conversation) of this page.
+    def call(channel: nil, medium: nil, claimed: nil, resumed: nil, facts: nil, limits: nil)
+      limits = Limits.new(**limits) if limits.is_a?(Hash)
+      Call.allocate.tap do |c|
+        c.send(:_start, self, limits&.to_a)
+        c.set(channel: channel, medium: medium, claimed: claimed, resumed: resumed || false)
+        c.set(facts: facts) if facts
+      end
+    end
+
+    class Call
+      # Sets any of: the call's channel and medium (nil: phone; text on whatsapp, else voice), its
+      # claimed code, the resumed flag and the remembered facts (remembers(words)). What is not
+      # given stays.
+      def set(**kw)
+        bad = kw.keys - %i[channel medium claimed resumed facts]
+        raise ArgumentError, "unknown keyword#{bad.size > 1 ? 's' : ''}: #{bad.map(&:inspect).join(', ')}" unless bad.empty?
+        @call ||= { channel: nil, medium: nil, claimed: nil, resumed: false }
+        @call.merge!(kw.slice(:channel, :medium, :claimed, :resumed))
+        _set(@call[:channel]&.to_s, @call[:medium]&.to_s, @call[:claimed]&.to_s, @call[:resumed]) unless (kw.keys - [:facts]).empty?
+        _facts(Array(kw[:facts])) if kw.key?(:facts)
+        self
+      end
+
+      # Renders one step of the call with state (a Hash, or a JSON object text) over the page's
+      # defaults: blocks whose reads changed are rendered again. Returns self.
+      def render(state = {}, facts: nil)
+        _facts(Array(facts)) if facts
+        unless state.is_a?(String)
+          require "json"
+          state = JSON.generate(state)
+        end
+        _render(state)
+      end
+    end
   end
 end

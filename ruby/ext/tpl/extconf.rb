@@ -19,14 +19,16 @@ File.write(File.join(parent, "subprojects", "tpl.wrap"), <<~WRAP)
 
   [provide]
   tpl = libtpl_dep
+  tpl-store = libtpl_store_dep
 WRAP
 ruby_pc = "ruby-#{RbConfig::CONFIG['MAJOR']}.#{RbConfig::CONFIG['MINOR']}"
 File.write(File.join(parent, "meson.build"), <<~MESON)
   project('tpl-gem', 'c', default_options : ['c_std=c11', 'buildtype=release', 'b_staticpic=true'])
   tpl_dep = dependency('tpl')
+  tpl_store_dep = dependency('tpl-store')
   rb_dep = dependency('#{ruby_pc}', 'ruby')
   shared_module('tpl_ext', '#{File.join(root, 'ruby', 'ext', 'tpl', 'tpl_ext.c')}',
-    name_prefix : '', name_suffix : 'so', dependencies : [tpl_dep, rb_dep],
+    name_prefix : '', name_suffix : 'so', dependencies : [tpl_store_dep, tpl_dep, rb_dep],
     gnu_symbol_visibility : 'hidden')
 MESON
 build = File.join(parent, "build")

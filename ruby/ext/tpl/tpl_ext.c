@@ -20,9 +20,12 @@
 #include <ruby.h>
 #include <ruby/encoding.h>
 #include <ruby/thread.h>
+#include <ruby/thread_native.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tpl.h"
+#include "tpl_page.h"
+#include "tpl_store.h"
 
 #define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
 #define POOL_MAX 8      /* idle render contexts kept per Template */
@@ -32,6 +35,9 @@ typedef struct tmpl {
     tpl_program *p;
     VALUE reads;            /* frozen Array of frozen Strings: the reads-set */
     VALUE read_syms;        /* Array of Symbols, same order */
+    /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
+     * between them), so the pool has its own lock */
+    rb_nativethread_lock_t lock;
     struct { tpl_render *r; bool dirty; } pool[POOL_MAX]; /* dirty: render options were set on it */
     int npool;
 } tmpl;
@@ -579,6 +585,7 @@ static void tmpl_free(void *ptr)
     tmpl *t = ptr;
     tpl_program_free(t->p);
     for (int i = 0; i < t->npool; i++) tpl_render_free(t->pool[i].r);
+    rb_nativethread_lock_destroy(&t->lock);
     ruby_xfree(t);
 }
 
@@ -598,13 +605,16 @@ static size_t tmpl_size(const void *ptr)
 static const rb_data_type_t tmpl_type = {
     .wrap_struct_name = "Tpl::Template",
     .function = { .dmark = tmpl_mark, .dfree = tmpl_free, .dsize = tmpl_size },
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+    /* a frozen Template (lib/tpl.rb freezes each) is Ractor-shareable: its program is immutable
+     * and its pool locked */
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
 };
 
 static VALUE tmpl_alloc(VALUE klass)
 {
     tmpl *t = ruby_xmalloc(sizeof *t);
     memset(t, 0, sizeof *t);
+    rb_nativethread_lock_initialize(&t->lock);
     t->reads = Qnil;
     t->read_syms = Qnil;
     return TypedData_Wrap_Struct(klass, &tmpl_type, t);
@@ -969,10 +979,14 @@ static VALUE render_ensure(VALUE arg)
         c->chunks = k->next;
         ruby_xfree(k);
     }
-    if (t->npool < POOL_MAX) {
+    rb_nativethread_lock_lock(&t->lock);
+    bool kept = t->npool < POOL_MAX;
+    if (kept) {
         t->pool[t->npool].r = c->r;
         t->pool[t->npool++].dirty = c->dirty;
-    } else tpl_render_free(c->r);
+    }
+    rb_nativethread_lock_unlock(&t->lock);
+    if (!kept) tpl_render_free(c->r);
     c->r = NULL;
     return Qnil;
 }
@@ -995,11 +1009,17 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
     c->nivc = 0;
     c->dirty = false;
     bool pooled = NIL_P(limits);
-    if (pooled && t->npool > 0) {
-        t->npool--;
-        c->r = t->pool[t->npool].r;
-        c->dirty = t->pool[t->npool].dirty;
-    } else {
+    c->r = NULL;
+    if (pooled) {
+        rb_nativethread_lock_lock(&t->lock);
+        if (t->npool > 0) {
+            t->npool--;
+            c->r = t->pool[t->npool].r;
+            c->dirty = t->pool[t->npool].dirty;
+        }
+        rb_nativethread_lock_unlock(&t->lock);
+    }
+    if (!c->r) {
         tpl_limits lim = { 0 };
         if (!pooled) {
             Check_Type(limits, T_ARRAY);
@@ -1062,8 +1082,617 @@ static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
     return tmpl_render(self, state, Qnil, kw, blk, limits);
 }
 
+/* ------------------------------------------------------------------ Tpl::Store */
+
+/* A handle on a prompt store (include/tpl_store.h): one per thread (or Ractor), as the C API
+ * says; never shared (not frozen, not shareable). */
+typedef struct rstore { tpl_store *s; } rstore;
+
+static void rstore_free(void *ptr)
+{
+    rstore *x = ptr;
+    tpl_store_close(x->s);
+    ruby_xfree(x);
+}
+
+static size_t rstore_size(const void *ptr) { (void)ptr; return sizeof(rstore); }
+
+static const rb_data_type_t rstore_type = {
+    .wrap_struct_name = "Tpl::Store",
+    .function = { .dmark = NULL, .dfree = rstore_free, .dsize = rstore_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+static VALUE rstore_alloc(VALUE klass)
+{
+    rstore *x = ruby_xmalloc(sizeof *x);
+    x->s = NULL;
+    return TypedData_Wrap_Struct(klass, &rstore_type, x);
+}
+
+static tpl_store *get_store(VALUE self)
+{
+    rstore *x;
+    TypedData_Get_Struct(self, rstore, &rstore_type, x);
+    if (!x->s) rb_raise(rb_eIOError, "tpl: the store is closed");
+    return x->s;
+}
+
+/* Raises Tpl::Store::NotFound (TPL_STORE_NOT_FOUND), ArgumentError (TPL_STORE_INVALID),
+ * NoMemoryError or Tpl::Store::Error (I/O) with the store's message. */
+static void store_raise(tpl_store *s, tpl_store_status st)
+{
+    const char *m = tpl_store_errmsg(s);
+    VALUE k = rb_const_get(mod_tpl(), rb_intern("Store"));
+    if (st == TPL_STORE_NOT_FOUND) rb_raise(rb_const_get(k, rb_intern("NotFound")), "%s", m);
+    if (st == TPL_STORE_INVALID) rb_raise(rb_eArgError, "%s", m);
+    if (st == TPL_STORE_NOMEM) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    rb_raise(rb_const_get(k, rb_intern("Error")), "%s", m);
+}
+
+static void store_check(tpl_store *s, tpl_store_status st)
+{
+    if (st != TPL_STORE_OK) store_raise(s, st);
+}
+
+static VALUE str_or_nil(const char *p) { return p ? rb_utf8_str_new_cstr(p) : Qnil; }
+
+static VALUE str_list(char *const *v, size_t n)
+{
+    VALUE a = rb_ary_new_capa((long)n);
+    for (size_t i = 0; i < n; i++) rb_ary_push(a, rb_utf8_str_new_cstr(v[i]));
+    return a;
+}
+
+#define HSET(h, k, v) rb_hash_aset(h, ID2SYM(rb_intern(k)), v)
+
+/* A prompt row as a Hash (the keys of `tplc prompt show --json`, as Symbols). */
+static VALUE row_hash(const tpl_store_prompt *p)
+{
+    static const char *const syn[] = { "jinja", "erb", "fmt" };
+    VALUE h = rb_hash_new();
+    HSET(h, "id", LL2NUM(p->id));
+    HSET(h, "name", rb_utf8_str_new_cstr(p->name));
+    HSET(h, "version", LL2NUM(p->version));
+    HSET(h, "syntax", ID2SYM(rb_intern(syn[p->syntax <= TPL_SYNTAX_FMT ? p->syntax : 0])));
+    HSET(h, "source", rb_utf8_str_new(p->source, (long)p->source_len));
+    HSET(h, "profile", str_or_nil(p->profile));
+    HSET(h, "tr_keys", str_list(p->tr_keys, p->ntr_keys));
+    HSET(h, "lang", str_or_nil(p->lang));
+    HSET(h, "dicts", str_list(p->dicts, p->ndicts));
+    HSET(h, "created_at", rb_utf8_str_new_cstr(p->created_at));
+    HSET(h, "removed", p->removed ? Qtrue : Qfalse);
+    HSET(h, "tplb_format", INT2NUM(p->tplb_format));
+    return h;
+}
+
+static VALUE rows_ary(tpl_store_prompt *v, size_t n)
+{
+    VALUE a = rb_ary_new_capa((long)n);
+    for (size_t i = 0; i < n; i++) rb_ary_push(a, row_hash(&v[i]));
+    tpl_store_prompts_free(v, n);
+    return a;
+}
+
+static const char *cstr_or_null(VALUE v)
+{
+    if (NIL_P(v)) return NULL;
+    if (SYMBOL_P(v)) v = rb_sym2str(v);
+    return StringValueCStr(v);
+}
+
+/* _open(where) */
+static VALUE rstore_open(VALUE self, VALUE where)
+{
+    rstore *x;
+    TypedData_Get_Struct(self, rstore, &rstore_type, x);
+    if (x->s) rb_raise(rb_eRuntimeError, "tpl: Store already open");
+    tpl_store *s = NULL;
+    tpl_store_status st = tpl_store_open(StringValueCStr(where), &s);
+    if (st != TPL_STORE_OK) {
+        VALUE msg = rb_utf8_str_new_cstr(s ? tpl_store_errmsg(s) : "out of memory");
+        tpl_store_close(s);
+        VALUE k = rb_const_get(mod_tpl(), rb_intern("Store"));
+        rb_exc_raise(rb_exc_new_str(st == TPL_STORE_INVALID ? rb_eArgError : rb_const_get(k, rb_intern("Error")), msg));
+    }
+    x->s = s;
+    return self;
+}
+
+static VALUE rstore_close(VALUE self)
+{
+    rstore *x;
+    TypedData_Get_Struct(self, rstore, &rstore_type, x);
+    tpl_store_close(x->s);
+    x->s = NULL;
+    return Qnil;
+}
+
+static VALUE rstore_closed(VALUE self)
+{
+    rstore *x;
+    TypedData_Get_Struct(self, rstore, &rstore_type, x);
+    return x->s ? Qfalse : Qtrue;
+}
+
+static VALUE rstore_backend(VALUE self) { return ID2SYM(rb_intern(tpl_store_backend(get_store(self)))); }
+static VALUE rstore_round_trips(VALUE self) { return ULL2NUM(tpl_store_round_trips(get_store(self))); }
+
+/* Raises the compile error of a create or load (TPL_STORE_TEMPLATE with a record). */
+static void store_template_error(tpl_store *s, tpl_store_status st, tpl_error *err)
+{
+    if (st == TPL_STORE_TEMPLATE && err->message) {
+        tpl_error e = *err;
+        char *f = tpl_error_format(&e);
+        VALUE args[7] = {
+            INT2NUM((int)e.status), rb_utf8_str_new_cstr(e.message ? e.message : ""),
+            e.file ? rb_utf8_str_new_cstr(e.file) : Qnil, UINT2NUM(e.line), UINT2NUM(e.column),
+            e.source_line ? rb_utf8_str_new_cstr(e.source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+        };
+        free(f);
+        tpl_error_clear(err);
+        rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args));
+    }
+    tpl_error_clear(err);
+    store_raise(s, st);
+}
+
+/* _create(name, src, syntax 0|1|2, profile, tr_keys Array, lang) -> row Hash */
+static VALUE rstore_create(VALUE self, VALUE name, VALUE src, VALUE syntax, VALUE profile, VALUE keys, VALUE lang)
+{
+    tpl_store *s = get_store(self);
+    src = utf8_str(StringValue(src));
+    keys = rb_Array(keys);
+    long nk = RARRAY_LEN(keys);
+    VALUE kstr = rb_ary_new_capa(nk);
+    for (long i = 0; i < nk; i++) {
+        VALUE k = RARRAY_AREF(keys, i);
+        rb_ary_push(kstr, SYMBOL_P(k) ? rb_sym2str(k) : rb_String(k));
+    }
+    const char **kv = ruby_xcalloc((size_t)nk + 1, sizeof *kv);
+    for (long i = 0; i < nk; i++) {
+        VALUE k = RARRAY_AREF(kstr, i);
+        kv[i] = StringValueCStr(k);
+    }
+    tpl_store_new nw = { 0 };
+    nw.name = StringValueCStr(name);
+    nw.source = RSTRING_PTR(src);
+    nw.source_len = (size_t)RSTRING_LEN(src);
+    nw.syntax = (tpl_syntax)NUM2INT(syntax);
+    nw.profile = cstr_or_null(profile);
+    nw.tr_keys = kv;
+    nw.ntr_keys = (size_t)nk;
+    nw.lang = cstr_or_null(lang);
+    tpl_store_prompt *p = NULL;
+    tpl_error err = { 0 };
+    tpl_store_status st = tpl_store_create(s, &nw, &p, &err);
+    ruby_xfree(kv);
+    RB_GC_GUARD(kstr);
+    RB_GC_GUARD(src);
+    if (st != TPL_STORE_OK) store_template_error(s, st, &err);
+    VALUE h = row_hash(p);
+    tpl_store_prompt_free(p);
+    return h;
+}
+
+static VALUE rstore_get(VALUE self, VALUE ref)
+{
+    tpl_store *s = get_store(self);
+    tpl_store_prompt *p = NULL;
+    store_check(s, tpl_store_get(s, StringValueCStr(ref), &p));
+    VALUE h = row_hash(p);
+    tpl_store_prompt_free(p);
+    return h;
+}
+
+static VALUE rstore_list(VALUE self, VALUE prefix)
+{
+    tpl_store *s = get_store(self);
+    tpl_store_prompt *v = NULL;
+    size_t n = 0;
+    store_check(s, tpl_store_list(s, cstr_or_null(prefix), &v, &n));
+    return rows_ary(v, n);
+}
+
+static VALUE rstore_versions(VALUE self, VALUE name, VALUE all)
+{
+    tpl_store *s = get_store(self);
+    tpl_store_prompt *v = NULL;
+    size_t n = 0;
+    store_check(s, tpl_store_versions(s, StringValueCStr(name), RTEST(all), &v, &n));
+    return rows_ary(v, n);
+}
+
+static VALUE rstore_remove(VALUE self, VALUE ref)
+{
+    tpl_store *s = get_store(self);
+    store_check(s, tpl_store_remove(s, StringValueCStr(ref)));
+    return Qnil;
+}
+
+/* _tr_set(dict, lang, source, target, plural, forms Array|nil) */
+static VALUE rstore_tr_set(VALUE self, VALUE dict, VALUE lang, VALUE source, VALUE target, VALUE plural, VALUE forms)
+{
+    tpl_store *s = get_store(self);
+    long nf = NIL_P(forms) ? 0 : RARRAY_LEN(forms = rb_Array(forms));
+    const char **fv = ruby_xcalloc((size_t)nf + 1, sizeof *fv);
+    for (long i = 0; i < nf; i++) {
+        VALUE f = RARRAY_AREF(forms, i);
+        fv[i] = RB_TYPE_P(f, T_STRING) ? StringValueCStr(f) : NULL;
+        if (!fv[i]) { ruby_xfree(fv); rb_raise(rb_eTypeError, "tpl: plural forms are Strings"); }
+    }
+    tpl_store_status st = tpl_store_tr_set(s, cstr_or_null(dict), cstr_or_null(lang), StringValueCStr(source),
+                                           StringValueCStr(target), cstr_or_null(plural), fv, (size_t)nf);
+    ruby_xfree(fv);
+    RB_GC_GUARD(forms);
+    store_check(s, st);
+    return Qnil;
+}
+
+static VALUE rstore_prompt_tr_set(VALUE self, VALUE name, VALUE dict, VALUE lang, VALUE source, VALUE target)
+{
+    tpl_store *s = get_store(self);
+    store_check(s, tpl_store_prompt_tr_set(s, StringValueCStr(name), cstr_or_null(dict), cstr_or_null(lang),
+                                           StringValueCStr(source), StringValueCStr(target)));
+    return Qnil;
+}
+
+static VALUE rstore_tr_delete(VALUE self, VALUE dict, VALUE lang, VALUE source)
+{
+    tpl_store *s = get_store(self);
+    store_check(s, tpl_store_tr_delete(s, cstr_or_null(dict), cstr_or_null(lang), StringValueCStr(source)));
+    return Qnil;
+}
+
+/* _tr_list(dicts Array, lang|nil) -> [{dict:, lang:, source:, target:, (plural:, forms:)}] */
+static VALUE rstore_tr_list(VALUE self, VALUE dicts, VALUE lang)
+{
+    tpl_store *s = get_store(self);
+    dicts = rb_Array(dicts);
+    long nd = RARRAY_LEN(dicts);
+    const char **dv = ruby_xcalloc((size_t)nd + 1, sizeof *dv);
+    for (long i = 0; i < nd; i++) {
+        VALUE d = RARRAY_AREF(dicts, i);
+        if (!RB_TYPE_P(d, T_STRING)) { ruby_xfree(dv); rb_raise(rb_eTypeError, "tpl: dictionary names are Strings"); }
+        dv[i] = StringValueCStr(d);
+    }
+    tpl_store_tr *v = NULL;
+    size_t n = 0;
+    tpl_store_status st = tpl_store_tr_list(s, dv, (size_t)nd, cstr_or_null(lang), &v, &n);
+    ruby_xfree(dv);
+    RB_GC_GUARD(dicts);
+    store_check(s, st);
+    VALUE a = rb_ary_new_capa((long)n);
+    for (size_t i = 0; i < n; i++) {
+        VALUE h = rb_hash_new();
+        HSET(h, "dict", rb_utf8_str_new_cstr(v[i].dict));
+        HSET(h, "lang", rb_utf8_str_new_cstr(v[i].lang));
+        HSET(h, "source", rb_utf8_str_new_cstr(v[i].source));
+        HSET(h, "target", rb_utf8_str_new_cstr(v[i].target));
+        if (v[i].plural) {
+            HSET(h, "plural", rb_utf8_str_new_cstr(v[i].plural));
+            HSET(h, "forms", str_list(v[i].forms, v[i].nforms));
+        }
+        rb_ary_push(a, h);
+    }
+    tpl_store_trs_free(v, n);
+    return a;
+}
+
+static VALUE rstore_bind(VALUE self, VALUE name, VALUE dict)
+{
+    tpl_store *s = get_store(self);
+    store_check(s, tpl_store_bind(s, StringValueCStr(name), StringValueCStr(dict)));
+    return Qnil;
+}
+
+static VALUE rstore_unbind(VALUE self, VALUE name, VALUE dict)
+{
+    tpl_store *s = get_store(self);
+    store_check(s, tpl_store_unbind(s, StringValueCStr(name), StringValueCStr(dict)));
+    return Qnil;
+}
+
+static VALUE rstore_po_import(VALUE self, VALUE path, VALUE dict)
+{
+    tpl_store *s = get_store(self);
+    size_t n = 0;
+    tpl_store_status st = tpl_store_po_import(s, StringValueCStr(path), cstr_or_null(dict), &n);
+    if (st == TPL_STORE_INVALID) rb_raise(rb_const_get(mod_tpl(), rb_intern("SyntaxError")), "%s", tpl_store_errmsg(s));
+    store_check(s, st);
+    return SIZET2NUM(n);
+}
+
+static VALUE rstore_po_export(VALUE self, VALUE dicts, VALUE lang, VALUE path)
+{
+    tpl_store *s = get_store(self);
+    dicts = rb_Array(dicts);
+    long nd = RARRAY_LEN(dicts);
+    const char **dv = ruby_xcalloc((size_t)nd + 1, sizeof *dv);
+    for (long i = 0; i < nd; i++) {
+        VALUE d = RARRAY_AREF(dicts, i);
+        if (!RB_TYPE_P(d, T_STRING)) { ruby_xfree(dv); rb_raise(rb_eTypeError, "tpl: dictionary names are Strings"); }
+        dv[i] = StringValueCStr(d);
+    }
+    size_t n = 0;
+    tpl_store_status st = tpl_store_po_export(s, dv, (size_t)nd, StringValueCStr(lang), StringValueCStr(path), &n);
+    ruby_xfree(dv);
+    RB_GC_GUARD(dicts);
+    store_check(s, st);
+    return SIZET2NUM(n);
+}
+
+/* _load(ref, template_class) -> [Template (frozen, owning the program), catalogs [JSON String],
+ * row Hash]: tpl_store_load's program moves into the Template. */
+static VALUE rstore_load(VALUE self, VALUE ref, VALUE tclass)
+{
+    tpl_store *s = get_store(self);
+    tpl_store_loaded *l = NULL;
+    tpl_error err = { 0 };
+    tpl_store_status st = tpl_store_load(s, StringValueCStr(ref), &l, &err);
+    if (st != TPL_STORE_OK) store_template_error(s, st, &err);
+    VALUE cats = rb_ary_new_capa((long)l->ncatalogs);
+    for (size_t i = 0; i < l->ncatalogs; i++) rb_ary_push(cats, rb_obj_freeze(rb_utf8_str_new(l->catalogs[i], (long)l->catalog_lens[i])));
+    VALUE row = row_hash(&l->prompt);
+    tpl_program *p = l->program;
+    l->program = NULL;
+    tpl_store_loaded_free(l);
+    VALUE t = tmpl_alloc(tclass);
+    set_program(t, p);
+    rb_obj_freeze(t);
+    return rb_ary_new_from_args(3, t, rb_obj_freeze(cats), row);
+}
+
+/* ------------------------------------------------------------------ Tpl::Page */
+
+/* A loaded page folder (include/tpl_page.h): immutable, so a frozen Page is Ractor-shareable.
+ * Reference-counted: each Page::Call holds the page too, since at exit Ruby frees objects in any
+ * order and a call's tpl_page_call_free reads its page. */
+typedef struct rpage { tpl_page *pg; int refs; } rpage;
+
+static void rpage_release(rpage *x)
+{
+    if (__atomic_sub_fetch(&x->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    tpl_page_free(x->pg);
+    free(x);
+}
+
+static void rpage_free(void *ptr) { rpage_release(ptr); }
+
+static size_t rpage_size(const void *ptr) { (void)ptr; return sizeof(rpage); }
+
+static const rb_data_type_t rpage_type = {
+    .wrap_struct_name = "Tpl::Page",
+    .function = { .dmark = NULL, .dfree = rpage_free, .dsize = rpage_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
+};
+
+static VALUE rpage_alloc(VALUE klass)
+{
+    rpage *x = malloc(sizeof *x); /* plain malloc: it may outlive the Ruby VM's heap teardown order */
+    if (!x) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    x->pg = NULL;
+    x->refs = 1;
+    return TypedData_Wrap_Struct(klass, &rpage_type, x);
+}
+
+static tpl_page *get_page(VALUE self)
+{
+    rpage *x;
+    TypedData_Get_Struct(self, rpage, &rpage_type, x);
+    if (!x->pg) rb_raise(rb_eRuntimeError, "tpl: uninitialized Page");
+    return x->pg;
+}
+
+static void raise_err_record(tpl_error *e, bool clear)
+{
+    char *f = tpl_error_format(e);
+    VALUE args[7] = {
+        INT2NUM((int)e->status), rb_utf8_str_new_cstr(e->message ? e->message : ""),
+        e->file ? rb_utf8_str_new_cstr(e->file) : Qnil, UINT2NUM(e->line), UINT2NUM(e->column),
+        e->source_line ? rb_utf8_str_new_cstr(e->source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+    };
+    free(f);
+    if (clear) tpl_error_clear(e);
+    rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args));
+}
+
+/* _load_dir(dir) */
+static VALUE rpage_load_dir(VALUE self, VALUE dir)
+{
+    rpage *x;
+    TypedData_Get_Struct(self, rpage, &rpage_type, x);
+    if (x->pg) rb_raise(rb_eRuntimeError, "tpl: Page already loaded");
+    tpl_error err = { 0 };
+    if (tpl_page_load_dir(StringValueCStr(dir), &x->pg, &err) != TPL_OK) raise_err_record(&err, true);
+    return self;
+}
+
+/* blocks -> [{name:, region: :static|:dynamic, reads: [String]}] */
+static VALUE rpage_blocks(VALUE self)
+{
+    tpl_page *pg = get_page(self);
+    size_t n = tpl_page_block_count(pg);
+    VALUE a = rb_ary_new_capa((long)n);
+    for (size_t i = 0; i < n; i++) {
+        VALUE h = rb_hash_new();
+        HSET(h, "name", rb_utf8_str_new_cstr(tpl_page_block_name(pg, i)));
+        HSET(h, "region", ID2SYM(rb_intern(tpl_page_block_region(pg, i) == TPL_PAGE_STATIC ? "static" : "dynamic")));
+        size_t nr = tpl_page_block_reads(pg, i, NULL, 0);
+        const char **paths = ruby_xcalloc(nr + 1, sizeof *paths);
+        tpl_page_block_reads(pg, i, paths, nr);
+        VALUE r = rb_ary_new_capa((long)nr);
+        for (size_t k = 0; k < nr; k++) rb_ary_push(r, rb_utf8_str_new_cstr(paths[k]));
+        ruby_xfree(paths);
+        HSET(h, "reads", r);
+        rb_ary_push(a, h);
+    }
+    return a;
+}
+
+/* A call of a page (one conversation): owns its render context; belongs to one thread. */
+typedef struct rcall { VALUE page; rpage *held; tpl_render *r; tpl_page_call *c; } rcall;
+
+static void rcall_mark(void *ptr) { rb_gc_mark(((rcall *)ptr)->page); }
+
+static void rcall_free(void *ptr)
+{
+    rcall *x = ptr;
+    tpl_page_call_free(x->c);
+    tpl_render_free(x->r);
+    if (x->held) rpage_release(x->held);
+    ruby_xfree(x);
+}
+
+static size_t rcall_size(const void *ptr) { (void)ptr; return sizeof(rcall); }
+
+static const rb_data_type_t rcall_type = {
+    .wrap_struct_name = "Tpl::Page::Call",
+    .function = { .dmark = rcall_mark, .dfree = rcall_free, .dsize = rcall_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+static VALUE rcall_alloc(VALUE klass)
+{
+    rcall *x = ruby_xmalloc(sizeof *x);
+    x->page = Qnil;
+    x->held = NULL;
+    x->r = NULL;
+    x->c = NULL;
+    return TypedData_Wrap_Struct(klass, &rcall_type, x);
+}
+
+static rcall *get_call(VALUE self)
+{
+    rcall *x;
+    TypedData_Get_Struct(self, rcall, &rcall_type, x);
+    if (!x->c) rb_raise(rb_eRuntimeError, "tpl: uninitialized Page::Call");
+    return x;
+}
+
+/* _start(page, limits Array|nil) */
+static VALUE rcall_start(VALUE self, VALUE page, VALUE limits)
+{
+    rcall *x;
+    TypedData_Get_Struct(self, rcall, &rcall_type, x);
+    if (x->c) rb_raise(rb_eRuntimeError, "tpl: Page::Call already started");
+    tpl_page *pg = get_page(page);
+    tpl_limits lim = { 0 };
+    if (!NIL_P(limits)) {
+        Check_Type(limits, T_ARRAY);
+        if (RARRAY_LEN(limits) != 4) rb_raise(rb_eArgError, "tpl: limits: [fuel, max_depth, max_output, max_memory]");
+        lim.fuel = NUM2ULL(RARRAY_AREF(limits, 0));
+        lim.max_depth = NUM2UINT(RARRAY_AREF(limits, 1));
+        lim.max_output = NUM2ULL(RARRAY_AREF(limits, 2));
+        lim.max_memory = NUM2ULL(RARRAY_AREF(limits, 3));
+    }
+    RB_OBJ_WRITE(self, &x->page, page);
+    rpage *pp;
+    TypedData_Get_Struct(page, rpage, &rpage_type, pp);
+    __atomic_add_fetch(&pp->refs, 1, __ATOMIC_ACQ_REL);
+    x->held = pp;
+    if (!(x->r = tpl_render_new(&lim)) || !(x->c = tpl_page_call_new(pg, x->r))) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    return self;
+}
+
+static void call_check(rcall *x, tpl_status st)
+{
+    if (st == TPL_OK) return;
+    const tpl_error *e = tpl_page_call_error(x->c);
+    if (e && e->message) {
+        tpl_error copy = *e;
+        raise_err_record(&copy, false);
+    }
+    rb_raise(rb_eArgError, "tpl: page call failed (status %d)", (int)st);
+}
+
+/* _set(channel, medium, claimed, resumed) */
+static VALUE rcall_set(VALUE self, VALUE channel, VALUE medium, VALUE claimed, VALUE resumed)
+{
+    rcall *x = get_call(self);
+    call_check(x, tpl_page_call_set_channel(x->c, cstr_or_null(channel), cstr_or_null(medium)));
+    call_check(x, tpl_page_call_set_claimed(x->c, cstr_or_null(claimed)));
+    tpl_page_call_set_resumed(x->c, RTEST(resumed));
+    return self;
+}
+
+/* _facts(facts Array) */
+static VALUE rcall_facts(VALUE self, VALUE facts)
+{
+    rcall *x = get_call(self);
+    {
+        facts = rb_Array(facts);
+        long n = RARRAY_LEN(facts);
+        VALUE strs = rb_ary_new_capa(n);
+        for (long i = 0; i < n; i++) rb_ary_push(strs, utf8_str(rb_obj_as_string(RARRAY_AREF(facts, i))));
+        const char **fv = ruby_xcalloc((size_t)n + 1, sizeof *fv);
+        size_t *lv = ruby_xcalloc((size_t)n + 1, sizeof *lv);
+        for (long i = 0; i < n; i++) {
+            fv[i] = RSTRING_PTR(RARRAY_AREF(strs, i));
+            lv[i] = (size_t)RSTRING_LEN(RARRAY_AREF(strs, i));
+        }
+        tpl_status st = tpl_page_call_set_facts(x->c, fv, lv, (size_t)n);
+        ruby_xfree(fv);
+        ruby_xfree(lv);
+        RB_GC_GUARD(strs);
+        call_check(x, st);
+    }
+    return self;
+}
+
+/* _render(state_json String) */
+static VALUE rcall_render(VALUE self, VALUE json)
+{
+    rcall *x = get_call(self);
+    json = utf8_str(StringValue(json));
+    tpl_status st = tpl_page_call_render(x->c, RSTRING_PTR(json), (size_t)RSTRING_LEN(json));
+    RB_GC_GUARD(json);
+    call_check(x, st);
+    return self;
+}
+
+static VALUE rcall_reset(VALUE self)
+{
+    tpl_page_call_reset(get_call(self)->c);
+    return self;
+}
+
+/* blocks -> [{name:, region:, text:, changed:, rendered:}] of the last render */
+static VALUE rcall_blocks(VALUE self)
+{
+    rcall *x = get_call(self);
+    size_t n = tpl_page_block_count(get_page(x->page));
+    VALUE a = rb_ary_new_capa((long)n);
+    for (size_t i = 0; i < n; i++) {
+        tpl_page_block_result b;
+        if (tpl_page_call_block(x->c, i, &b) != TPL_OK) rb_raise(rb_eRuntimeError, "tpl: the call has not rendered yet");
+        VALUE h = rb_hash_new();
+        HSET(h, "name", rb_utf8_str_new_cstr(b.name));
+        HSET(h, "region", ID2SYM(rb_intern(b.region == TPL_PAGE_STATIC ? "static" : "dynamic")));
+        HSET(h, "text", rb_utf8_str_new(b.text, (long)b.len));
+        HSET(h, "changed", b.changed ? Qtrue : Qfalse);
+        HSET(h, "rendered", b.rendered ? Qtrue : Qfalse);
+        rb_ary_push(a, h);
+    }
+    return a;
+}
+
+static VALUE rcall_text(VALUE self)
+{
+    rcall *x = get_call(self);
+    char *out = NULL;
+    size_t n = 0;
+    if (tpl_page_call_text(x->c, &out, &n) != TPL_OK) rb_raise(rb_eRuntimeError, "tpl: the call has not rendered yet");
+    VALUE s = rb_utf8_str_new(out, (long)n);
+    free(out);
+    return s;
+}
+
 RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
 {
+#ifdef HAVE_RB_EXT_RACTOR_SAFE
+    rb_ext_ractor_safe(true); /* no global state: every Template/Page carries its own */
+#endif
     VALUE mTpl = rb_define_module("Tpl");
     VALUE cTemplate = rb_define_class_under(mTpl, "Template", rb_cObject);
     rb_define_alloc_func(cTemplate, tmpl_alloc);
@@ -1076,4 +1705,40 @@ RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
     rb_define_method(cTemplate, "dump", tmpl_dump, 0);
     rb_define_method(cTemplate, "syntax", tmpl_syntax, 0);
     rb_define_const(mTpl, "LIBTPL_VERSION", rb_str_freeze(rb_utf8_str_new_cstr(TPL_VERSION_STRING)));
+
+    VALUE cStore = rb_define_class_under(mTpl, "Store", rb_cObject);
+    rb_define_alloc_func(cStore, rstore_alloc);
+    rb_define_private_method(cStore, "_open", rstore_open, 1);
+    rb_define_method(cStore, "close", rstore_close, 0);
+    rb_define_method(cStore, "closed?", rstore_closed, 0);
+    rb_define_method(cStore, "backend", rstore_backend, 0);
+    rb_define_method(cStore, "round_trips", rstore_round_trips, 0);
+    rb_define_private_method(cStore, "_create", rstore_create, 6);
+    rb_define_method(cStore, "get", rstore_get, 1);
+    rb_define_private_method(cStore, "_list", rstore_list, 1);
+    rb_define_private_method(cStore, "_versions", rstore_versions, 2);
+    rb_define_method(cStore, "remove", rstore_remove, 1);
+    rb_define_private_method(cStore, "_tr_set", rstore_tr_set, 6);
+    rb_define_private_method(cStore, "_prompt_tr_set", rstore_prompt_tr_set, 5);
+    rb_define_method(cStore, "tr_delete", rstore_tr_delete, 3);
+    rb_define_private_method(cStore, "_tr_list", rstore_tr_list, 2);
+    rb_define_method(cStore, "bind", rstore_bind, 2);
+    rb_define_method(cStore, "unbind", rstore_unbind, 2);
+    rb_define_private_method(cStore, "_po_import", rstore_po_import, 2);
+    rb_define_private_method(cStore, "_po_export", rstore_po_export, 3);
+    rb_define_private_method(cStore, "_load", rstore_load, 2);
+
+    VALUE cPage = rb_define_class_under(mTpl, "Page", rb_cObject);
+    rb_define_alloc_func(cPage, rpage_alloc);
+    rb_define_private_method(cPage, "_load_dir", rpage_load_dir, 1);
+    rb_define_method(cPage, "blocks", rpage_blocks, 0);
+    VALUE cCall = rb_define_class_under(cPage, "Call", rb_cObject);
+    rb_define_alloc_func(cCall, rcall_alloc);
+    rb_define_private_method(cCall, "_start", rcall_start, 2);
+    rb_define_private_method(cCall, "_set", rcall_set, 4);
+    rb_define_private_method(cCall, "_facts", rcall_facts, 1);
+    rb_define_private_method(cCall, "_render", rcall_render, 1);
+    rb_define_method(cCall, "reset", rcall_reset, 0);
+    rb_define_method(cCall, "blocks", rcall_blocks, 0);
+    rb_define_method(cCall, "text", rcall_text, 0);
 }
