@@ -30,6 +30,26 @@
 #define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
 #define POOL_MAX 8      /* idle render contexts kept per Template */
 #define IVCACHE 32      /* instance variables converted once per render */
+#define IDC_SIZE 64     /* method/ivar name IDs cached per Template */
+#define IDC_NAME 40
+
+/* The render options set on a render context (facts, catalogs, tr keys, lang, call), each with
+ * the bytes it was set from: a render with the same options as the context's last one (an agent
+ * re-rendering with its facts and language) sets nothing again — clearing and re-setting them
+ * cost ~15 µs per render, more than a small template's whole render. */
+enum { S_FACTS, S_CATS, S_KEYS, S_LANG, S_CALL, NSET };
+typedef struct settings {
+    unsigned dirty;         /* bit k: option k is set on the context (clear it when not wanted) */
+    unsigned valid;         /* bit k: sig[k] is what option k was set from */
+    char *sig[NSET];        /* malloc'd */
+    size_t siglen[NSET];
+} settings;
+
+static void settings_free(settings *st)
+{
+    for (int k = 0; k < NSET; k++) free(st->sig[k]);
+    memset(st, 0, sizeof *st);
+}
 
 typedef struct tmpl {
     tpl_program *p;
@@ -38,8 +58,12 @@ typedef struct tmpl {
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
      * between them), so the pool has its own lock */
     rb_nativethread_lock_t lock;
-    struct { tpl_render *r; bool dirty; } pool[POOL_MAX]; /* dirty: render options were set on it */
+    struct { tpl_render *r; settings set; } pool[POOL_MAX];
     int npool;
+    /* the IDs of the method and @ivar names the program sends (ERB calls, Jinja attributes),
+     * by the address of the name in the program's constants (its bytes compared too): interning a
+     * name costs ~500 instructions per call otherwise; under `lock` */
+    struct { const char *ptr; size_t len; char name[IDC_NAME]; ID id; } idc[IDC_SIZE];
 } tmpl;
 
 struct rctx;
@@ -61,7 +85,7 @@ typedef struct rctx {
     tpl_render *r;
     VALUE keep;             /* Array (made on first use): objects made during the render, alive until it
                              * ends; rctx lives on the C stack, which the GC scans */
-    bool dirty;             /* the render context has render options set (facts, call, ...) */
+    settings set;           /* the render options set on r */
     VALUE stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     int depth;
     VALUE remembers;        /* callable or Qnil */
@@ -71,6 +95,7 @@ typedef struct rctx {
     objchunk *chunks;
     bool has_host;
     bool erb;               /* the program is ERB: Ruby semantics for [] */
+    struct tmpl *t;         /* the Template rendered (its ID cache) */
     struct { char name[40]; size_t len; tpl_val v; } ivc[IVCACHE]; /* @ivars read this render */
     int nivc;
 } rctx;
@@ -124,6 +149,11 @@ static VALUE utf8_str(VALUE s)
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
     s = utf8_str(s);
+    /* Ruby knows (and caches in the string) whether its bytes are valid: tpl need not check
+     * again (an ASCII-8BIT string is checked by tpl, as its code range says nothing of UTF-8) */
+    int cr = rb_enc_str_coderange(s);
+    if (cr == ENC_CODERANGE_7BIT || (cr == ENC_CODERANGE_VALID && rb_enc_get_index(s) == rb_utf8_encindex()))
+        flags |= TPL_VAL_UTF8_VALID;
     tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
     if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: string is not valid UTF-8: %+" PRIsVALUE, s);
     checkst(st);
@@ -309,6 +339,30 @@ static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
 
 static VALUE name_sym(const char *name, size_t len) { return ID2SYM(rb_intern3(name, (long)len, rb_utf8_encoding())); }
 
+/* The ID of a name the program sends (tmpl.idc; IDs made by rb_intern3 are never freed). */
+static ID name_id(rctx *c, const char *name, size_t len)
+{
+    tmpl *t = c->t;
+    ID id = 0;
+    size_t h = (((uintptr_t)name >> 3) ^ len) % IDC_SIZE;
+    if (len <= IDC_NAME) {
+        rb_nativethread_lock_lock(&t->lock);
+        if (t->idc[h].ptr == name && t->idc[h].len == len && memcmp(t->idc[h].name, name, len) == 0) id = t->idc[h].id;
+        rb_nativethread_lock_unlock(&t->lock);
+        if (id) return id;
+    }
+    id = rb_intern3(name, (long)len, rb_utf8_encoding());
+    if (len <= IDC_NAME) {
+        rb_nativethread_lock_lock(&t->lock);
+        t->idc[h].ptr = name;
+        t->idc[h].len = len;
+        memcpy(t->idc[h].name, name, len);
+        t->idc[h].id = id;
+        rb_nativethread_lock_unlock(&t->lock);
+    }
+    return id;
+}
+
 static bool responds(VALUE o, VALUE sym, bool priv) { return rb_obj_respond_to(o, SYM2ID(sym), priv ? 1 : 0) != 0; }
 
 static VALUE call_args(cb *a, VALUE *kw)
@@ -361,7 +415,7 @@ static VALUE send_body(VALUE arg)
     rctx *c = a->h->c;
     VALUE o = a->h->o;
     if (a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0) {
-        ID id = rb_intern3(a->name, (long)a->len, rb_utf8_encoding());
+        ID id = name_id(c, a->name, a->len);
         if (!rb_ivar_defined(o, id)) { a->rc = TPL_HOST_MISSING; return Qnil; }
         to_val(c, rb_ivar_get(o, id), a->out);
         if (c->nivc < IVCACHE && a->len <= sizeof c->ivc[0].name) {
@@ -371,7 +425,7 @@ static VALUE send_body(VALUE arg)
         }
         return Qnil;
     }
-    VALUE sym = name_sym(a->name, a->len);
+    VALUE sym = ID2SYM(name_id(c, a->name, a->len));
     VALUE res;
     if (responds(o, sym, a->h->self)) res = invoke(o, SYM2ID(sym), a, a->h->self);
     else {
@@ -404,7 +458,7 @@ static VALUE getattr_body(VALUE arg)
     cb *a = (cb *)arg;
     rctx *c = a->h->c;
     VALUE o = a->h->o;
-    VALUE sym = name_sym(a->name, a->len);
+    VALUE sym = ID2SYM(name_id(c, a->name, a->len));
     if (!responds(o, sym, false)) { a->rc = TPL_HOST_MISSING; return Qnil; }
     VALUE m = rb_obj_method(o, sym);
     int arity = NUM2INT(rb_funcall(m, rb_intern("arity"), 0)); /* respond_to_missing? methods too */
@@ -584,7 +638,10 @@ static void tmpl_free(void *ptr)
 {
     tmpl *t = ptr;
     tpl_program_free(t->p);
-    for (int i = 0; i < t->npool; i++) tpl_render_free(t->pool[i].r);
+    for (int i = 0; i < t->npool; i++) {
+        tpl_render_free(t->pool[i].r);
+        settings_free(&t->pool[i].set);
+    }
     rb_nativethread_lock_destroy(&t->lock);
     ruby_xfree(t);
 }
@@ -816,71 +873,171 @@ static void *run_nogvl(void *data)
     return NULL;
 }
 
-static VALUE opt(VALUE opts, const char *key)
-{
-    return NIL_P(opts) ? Qnil : rb_hash_lookup(opts, ID2SYM(rb_intern(key)));
-}
+/* opts[:key]. A macro, so that rb_intern gets the literal: Ruby's headers then cache the ID at
+ * the call site instead of hashing the name on every render (that cost ~7,600 instructions per
+ * render with options). */
+#define opt(opts, key) (NIL_P(opts) ? Qnil : rb_hash_lookup((opts), ID2SYM(rb_intern(key))))
 
 static const char *opt_cstr(VALUE v) { return NIL_P(v) ? NULL : StringValueCStr(v); }
+
+/* The signature of an option's value: its strings, each length-prefixed (a Ruby String built
+ * per render; compared with the bytes the context's option was set from). */
+static void sig_add(VALUE b, const char *p, size_t n)
+{
+    uint64_t len = n;
+    rb_str_cat(b, (const char *)&len, sizeof len);
+    rb_str_cat(b, p, (long)n);
+}
+
+static void sig_add_str(VALUE b, VALUE v)
+{
+    if (NIL_P(v)) { rb_str_cat(b, "\xff", 1); return; }
+    sig_add(b, RSTRING_PTR(v), (size_t)RSTRING_LEN(v));
+}
+
+/* Whether option k is already set from sig; else clears it when set (and marks it unknown). */
+static bool sig_same(rctx *c, int k, VALUE sig)
+{
+    settings *st = &c->set;
+    unsigned bit = 1u << k;
+    if ((st->valid & bit) && st->siglen[k] == (size_t)RSTRING_LEN(sig) && memcmp(st->sig[k], RSTRING_PTR(sig), st->siglen[k]) == 0)
+        return true;
+    st->valid &= ~bit;
+    st->dirty |= bit; /* set from here on (a failure part way leaves it to clear next time) */
+    return false;
+}
+
+static void sig_keep(rctx *c, int k, VALUE sig)
+{
+    settings *st = &c->set;
+    size_t n = (size_t)RSTRING_LEN(sig);
+    char *m = realloc(st->sig[k], n + 1);
+    if (!m) return; /* stays unknown: set again next time */
+    memcpy(m, RSTRING_PTR(sig), n);
+    st->sig[k] = m;
+    st->siglen[k] = n;
+    st->valid |= 1u << k;
+}
+
+static void clear_option(tpl_render *r, int k)
+{
+    switch (k) {
+    case S_FACTS: tpl_render_clear_facts(r); break;
+    case S_CATS: tpl_render_clear_catalogs(r); break;
+    case S_KEYS: tpl_render_clear_tr_keys(r); break;
+    case S_LANG: tpl_render_set_lang(r, NULL); break;
+    default: tpl_render_set_call(r, NULL, NULL); tpl_render_set_call_claimed(r, NULL); break;
+    }
+}
 
 static void apply_settings(rctx *c, VALUE opts)
 {
     tpl_render *r = c->r;
     tpl_render_set_remembers(r, !NIL_P(c->remembers) || !NIL_P(c->remembers_self) ? rb_remembers_cb : NULL, c);
-    if (NIL_P(opts) && !c->dirty) return; /* a fresh context has every default */
-    c->dirty = !NIL_P(opts);
-    tpl_render_clear_facts(r);
-    tpl_render_clear_catalogs(r);
-    tpl_render_clear_tr_keys(r);
-    tpl_render_set_lang(r, NULL);
-    tpl_render_set_call(r, NULL, NULL);
-    tpl_render_set_call_claimed(r, NULL);
-    if (NIL_P(opts)) return;
-    VALUE facts = opt(opts, "facts");
-    if (!NIL_P(facts)) {
-        facts = rb_Array(facts);
-        for (long i = 0; i < RARRAY_LEN(facts); i++) {
-            VALUE f = RARRAY_AREF(facts, i);
-            f = utf8_str(rb_obj_as_string(f));
-            if (tpl_render_add_fact(r, RSTRING_PTR(f), (size_t)RSTRING_LEN(f)) != TPL_OK)
-                rb_raise(rb_eArgError, "tpl: bad fact: %s", tpl_render_error(r)->message);
+    VALUE given[NSET];
+    given[S_FACTS] = opt(opts, "facts");
+    given[S_CATS] = opt(opts, "catalogs");
+    given[S_KEYS] = opt(opts, "tr_keys");
+    given[S_LANG] = opt(opts, "lang");
+    given[S_CALL] = opt(opts, "call");
+    for (int k = 0; k < NSET; k++) {
+        if (NIL_P(given[k]) && (c->set.dirty & (1u << k))) { /* set before, not wanted now */
+            clear_option(r, k);
+            c->set.dirty &= ~(1u << k);
+            c->set.valid &= ~(1u << k);
         }
     }
-    VALUE call = opt(opts, "call");
+    VALUE facts = given[S_FACTS];
+    if (!NIL_P(facts)) {
+        facts = rb_Array(facts);
+        long n = RARRAY_LEN(facts);
+        VALUE strs = rb_ary_new_capa(n), sig = rb_str_buf_new(16 * n + 8);
+        for (long i = 0; i < n; i++) {
+            VALUE f = utf8_str(rb_obj_as_string(RARRAY_AREF(facts, i)));
+            rb_ary_push(strs, f);
+            sig_add_str(sig, f);
+        }
+        if (!sig_same(c, S_FACTS, sig)) {
+            tpl_render_clear_facts(r);
+            for (long i = 0; i < n; i++) {
+                VALUE f = RARRAY_AREF(strs, i);
+                if (tpl_render_add_fact(r, RSTRING_PTR(f), (size_t)RSTRING_LEN(f)) != TPL_OK)
+                    rb_raise(rb_eArgError, "tpl: bad fact: %s", tpl_render_error(r)->message);
+            }
+            sig_keep(c, S_FACTS, sig);
+        }
+    }
+    VALUE call = given[S_CALL];
     if (!NIL_P(call)) {
         Check_Type(call, T_HASH);
         VALUE ch = opt(call, "channel"), me = opt(call, "medium"), cl = opt(call, "claimed");
         if (SYMBOL_P(ch)) ch = rb_sym2str(ch);
         if (SYMBOL_P(me)) me = rb_sym2str(me);
-        if (tpl_render_set_call(r, opt_cstr(ch), opt_cstr(me)) != TPL_OK ||
-            tpl_render_set_call_claimed(r, opt_cstr(cl)) != TPL_OK)
-            rb_raise(rb_eArgError, "tpl: bad call: %s", tpl_render_error(r)->message);
+        if (!NIL_P(ch)) StringValue(ch);
+        if (!NIL_P(me)) StringValue(me);
+        if (!NIL_P(cl)) StringValue(cl);
+        VALUE sig = rb_str_buf_new(32);
+        sig_add_str(sig, ch);
+        sig_add_str(sig, me);
+        sig_add_str(sig, cl);
+        if (!sig_same(c, S_CALL, sig)) {
+            if (tpl_render_set_call(r, opt_cstr(ch), opt_cstr(me)) != TPL_OK ||
+                tpl_render_set_call_claimed(r, opt_cstr(cl)) != TPL_OK)
+                rb_raise(rb_eArgError, "tpl: bad call: %s", tpl_render_error(r)->message);
+            sig_keep(c, S_CALL, sig);
+        }
     }
-    VALUE lang = opt(opts, "lang");
+    VALUE lang = given[S_LANG];
     if (!NIL_P(lang)) {
         if (SYMBOL_P(lang)) lang = rb_sym2str(lang);
-        if (tpl_render_set_lang(r, StringValueCStr(lang)) != TPL_OK) rb_raise(rb_eArgError, "tpl: bad lang");
+        StringValue(lang);
+        if (!sig_same(c, S_LANG, lang)) {
+            if (tpl_render_set_lang(r, StringValueCStr(lang)) != TPL_OK) rb_raise(rb_eArgError, "tpl: bad lang");
+            sig_keep(c, S_LANG, lang);
+        }
     }
-    VALUE cats = opt(opts, "catalogs");
+    VALUE cats = given[S_CATS];
     if (!NIL_P(cats)) {
         cats = rb_Array(cats);
-        for (long i = 0; i < RARRAY_LEN(cats); i++) {
+        long n = RARRAY_LEN(cats);
+        VALUE strs = rb_ary_new_capa(n), sig = rb_str_buf_new(64);
+        for (long i = 0; i < n; i++) {
             VALUE j = RARRAY_AREF(cats, i);
             if (!RB_TYPE_P(j, T_STRING)) j = rb_funcall(rb_const_get(rb_cObject, rb_intern("JSON")), rb_intern("generate"), 1, j);
             j = utf8_str(j);
-            if (tpl_render_add_catalog_json(r, RSTRING_PTR(j), (size_t)RSTRING_LEN(j)) != TPL_OK)
-                rb_raise(rb_eArgError, "tpl: bad catalog: %s", tpl_render_error(r)->message);
+            rb_ary_push(strs, j);
+            sig_add_str(sig, j);
+        }
+        if (!sig_same(c, S_CATS, sig)) {
+            tpl_render_clear_catalogs(r);
+            for (long i = 0; i < n; i++) {
+                VALUE j = RARRAY_AREF(strs, i);
+                if (tpl_render_add_catalog_json(r, RSTRING_PTR(j), (size_t)RSTRING_LEN(j)) != TPL_OK)
+                    rb_raise(rb_eArgError, "tpl: bad catalog: %s", tpl_render_error(r)->message);
+            }
+            sig_keep(c, S_CATS, sig);
         }
     }
-    VALUE keys = opt(opts, "tr_keys");
-    if (!NIL_P(keys)) {
-        keys = rb_Array(keys);
-        for (long i = 0; i < RARRAY_LEN(keys); i++) {
-            VALUE k = RARRAY_AREF(keys, i);
+    VALUE keys2 = given[S_KEYS];
+    if (!NIL_P(keys2)) {
+        keys2 = rb_Array(keys2);
+        long n = RARRAY_LEN(keys2);
+        VALUE strs = rb_ary_new_capa(n), sig = rb_str_buf_new(32);
+        for (long i = 0; i < n; i++) {
+            VALUE k = RARRAY_AREF(keys2, i);
             if (SYMBOL_P(k)) k = rb_sym2str(k);
             StringValue(k);
-            if (tpl_render_add_tr_key(r, RSTRING_PTR(k), (size_t)RSTRING_LEN(k)) != TPL_OK)
-                rb_raise(rb_eArgError, "tpl: bad tr key");
+            rb_ary_push(strs, k);
+            sig_add_str(sig, k);
+        }
+        if (!sig_same(c, S_KEYS, sig)) {
+            tpl_render_clear_tr_keys(r);
+            for (long i = 0; i < n; i++) {
+                VALUE k = RARRAY_AREF(strs, i);
+                if (tpl_render_add_tr_key(r, RSTRING_PTR(k), (size_t)RSTRING_LEN(k)) != TPL_OK)
+                    rb_raise(rb_eArgError, "tpl: bad tr key");
+            }
+            sig_keep(c, S_KEYS, sig);
         }
     }
 }
@@ -921,12 +1078,17 @@ static VALUE render_body(VALUE arg)
     VALUE state = ra->state;
     bool binding = !NIL_P(state) && rb_obj_is_kind_of(state, rb_cBinding);
     if (!binding && !NIL_P(state)) Check_Type(state, T_HASH);
-    ID defined = rb_intern("local_variable_defined?"), get = rb_intern("local_variable_get");
+    ID get = rb_intern("local_variable_get");
+    /* a Binding's local variables: asked once (Binding#local_variables), not per name */
+    VALUE locals = binding && nreads ? rb_funcall(state, rb_intern("local_variables"), 0) : Qnil;
+    if (!NIL_P(locals)) Check_Type(locals, T_ARRAY);
     for (long i = 0; i < nreads; i++) {
         VALUE sym = RARRAY_AREF(t->read_syms, i), v;
         if (NIL_P(state)) break;
         if (binding) {
-            if (!local_name(RARRAY_AREF(t->reads, i)) || !RTEST(rb_funcall(state, defined, 1, sym))) continue;
+            bool found = false;
+            for (long k = 0; k < RARRAY_LEN(locals) && !found; k++) found = RARRAY_AREF(locals, k) == sym;
+            if (!found || !local_name(RARRAY_AREF(t->reads, i))) continue;
             v = rb_funcall(state, get, 1, sym);
         } else {
             v = rb_hash_lookup2(state, sym, Qundef);
@@ -934,10 +1096,13 @@ static VALUE render_body(VALUE arg)
             if (v == Qundef) continue;
         }
         tpl_val k, x;
-        str_val(c, RARRAY_AREF(t->reads, i), 0, &k);
+        /* the name: a frozen String the Template keeps: borrowed, not copied */
+        VALUE name = RARRAY_AREF(t->reads, i);
+        checkst(tpl_val_str(r, RSTRING_PTR(name), (size_t)RSTRING_LEN(name), TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &k));
         to_val(c, v, &x);
         checkst(tpl_val_map_set(r, st, k, x));
     }
+    RB_GC_GUARD(locals);
     tpl_render_set_state_val(r, st);
     if (!NIL_P(ra->erb_self)) {
         rbobj *h = new_obj(c, ra->erb_self);
@@ -983,10 +1148,10 @@ static VALUE render_ensure(VALUE arg)
     bool kept = t->npool < POOL_MAX;
     if (kept) {
         t->pool[t->npool].r = c->r;
-        t->pool[t->npool++].dirty = c->dirty;
+        t->pool[t->npool++].set = c->set;
     }
     rb_nativethread_lock_unlock(&t->lock);
-    if (!kept) tpl_render_free(c->r);
+    if (!kept) { tpl_render_free(c->r); settings_free(&c->set); }
     c->r = NULL;
     return Qnil;
 }
@@ -1007,7 +1172,7 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
     c->chunks = NULL;
     c->has_host = false;
     c->nivc = 0;
-    c->dirty = false;
+    memset(&c->set, 0, sizeof c->set);
     bool pooled = NIL_P(limits);
     c->r = NULL;
     if (pooled) {
@@ -1015,7 +1180,7 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
         if (t->npool > 0) {
             t->npool--;
             c->r = t->pool[t->npool].r;
-            c->dirty = t->pool[t->npool].dirty;
+            c->set = t->pool[t->npool].set;
         }
         rb_nativethread_lock_unlock(&t->lock);
     }
@@ -1034,6 +1199,7 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
     }
     const tpl_options *po = tpl_program_options(t->p);
     c->erb = po && po->syntax == TPL_SYNTAX_ERB;
+    c->t = t;
     if (NIL_P(remembers) && !NIL_P(erb_self)) {
         ID q = rb_intern("remembers?"), p = rb_intern("remembers");
         if (rb_obj_respond_to(erb_self, q, 1)) { c->remembers_self = erb_self; c->remembers_id = q; }
@@ -1049,6 +1215,7 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
         tpl_render_set_remembers(c->r, NULL, NULL);
         while (c->chunks) { objchunk *k = c->chunks; c->chunks = k->next; ruby_xfree(k); }
         tpl_render_free(c->r);
+        settings_free(&c->set);
     }
     RB_GC_GUARD(c->keep);
     RB_GC_GUARD(state);
@@ -1065,10 +1232,10 @@ static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
     rb_scan_args(argc, argv, "01:&", &state, &kw, &blk);
     VALUE limits = Qnil;
     if (!NIL_P(kw)) {
-        static const char *const names[] = { "facts", "call", "lang", "catalogs", "tr_keys", "limits" };
         long known = 0;
-        for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-            if (rb_hash_lookup2(kw, ID2SYM(rb_intern(names[i])), Qundef) != Qundef) known++;
+#define KNOWN(name) known += rb_hash_lookup2(kw, ID2SYM(rb_intern(name)), Qundef) != Qundef
+        KNOWN("facts"); KNOWN("call"); KNOWN("lang"); KNOWN("catalogs"); KNOWN("tr_keys"); KNOWN("limits");
+#undef KNOWN
         if (known < (long)RHASH_SIZE(kw)) { /* render(name: value, ...): the state as keywords */
             if (!NIL_P(state)) rb_raise(rb_eArgError, "tpl: pass the state as a Hash or as keywords, not both");
             state = kw;
