@@ -1070,21 +1070,25 @@ tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_lo
      * included), the translation rows of its own and bound dictionaries (kind 't') and their
      * Plural-Forms (kind 'f'). A stale .tplb adds an UPDATE caching the recompiled program; a
      * composed prompt adds a query per prompt it includes, imports or extends. */
-    char cols[640], where[128], sql[3072];
+    char where[128], sql[3072];
     db_val a[2];
-    row_cols(s, "p", cols, sizeof cols, true);
     size_t n = ref_where(&f, where, sizeof where, a);
+    /* the bindings and the .tplb of the row (row_cols' tail after its C_FORMAT columns) */
+    char tail[400];
+    int tk = snprintf(tail, sizeof tail, s->d->dicts_json, "p.name");
+    snprintf(tail + tk, sizeof tail - (size_t)tk, ", p.tplb");
+    /* (k and d are materialized: each is read more than once, and k's row, whose .tplb may be
+     * large, is read once, in the first branch) */
     snprintf(sql, sizeof sql,
-             "WITH sel (id, name, version, syntax, source, profile, tr_keys, lang, created_at, removed, tplb_format, dicts, "
-             "tplb) AS (SELECT %s FROM tpl_prompts p %s), "
-             "d (dict) AS (SELECT sel.name FROM sel UNION SELECT b.dict FROM tpl_binds b, sel WHERE b.name = sel.name) "
-             "SELECT '0', CAST(sel.id AS TEXT), sel.name, CAST(sel.version AS TEXT), sel.syntax, sel.source, sel.profile, "
-             "sel.tr_keys, sel.lang, sel.created_at, sel.removed, sel.tplb_format, sel.dicts, sel.tplb FROM sel "
+             "WITH k (id, name) AS MATERIALIZED (SELECT p.id, p.name FROM tpl_prompts p %s), "
+             "d (dict) AS MATERIALIZED (SELECT k.name FROM k UNION SELECT b.dict FROM tpl_binds b, k WHERE b.name = k.name) "
+             "SELECT '0', CAST(p.id AS TEXT), p.name, CAST(p.version AS TEXT), p.syntax, p.source, p.profile, "
+             "p.tr_keys, p.lang, p.created_at, p.removed, p.tplb_format, %s FROM tpl_prompts p, k WHERE p.id = k.id "
              "UNION ALL SELECT 't', t.dict, t.lang, t.source, t.target, t.plural, t.forms, NULL, NULL, NULL, NULL, NULL, NULL, "
              "NULL FROM tpl_tr t, d WHERE t.dict = d.dict "
              "UNION ALL SELECT 'f', l.dict, l.lang, l.plural_forms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
              "FROM tpl_tr_langs l, d WHERE l.dict = d.dict AND l.plural_forms IS NOT NULL",
-             cols, where);
+             where, tail);
     db_res r;
     if ((st = run(s, sql, a, n, &r))) return st;
     size_t row0 = r.nrows;
