@@ -365,13 +365,14 @@ static uint32_t args(erb_low *L, tpl_node *a)
 static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW(w)); }
 
 /* A method call; `used` false when its value is dropped (a statement). */
-/* The variable a mutating call (push, <<, append, concat, unshift, prepend) changes: its receiver's, through a chain
- * of such calls; NULL when the receiver is no variable. */
+/* The variable a mutating call (push, <<, append, concat, unshift, prepend, insert) changes: its receiver's,
+ * through a chain of such calls; NULL when the receiver is no variable. */
 static bool mutates_receiver(const tpl_node *n)
 {
     return n->kind == TPL_N_RMETHOD && n->a && (name_is(n->val, "push") || name_is(n->val, "<<") ||
                                                 name_is(n->val, "append") || name_is(n->val, "concat") ||
-                                                name_is(n->val, "unshift") || name_is(n->val, "prepend"));
+                                                name_is(n->val, "unshift") || name_is(n->val, "prepend") ||
+                                                name_is(n->val, "insert"));
 }
 
 static const tpl_node *shovel_root(const tpl_node *n)

@@ -310,7 +310,7 @@ static bool value_end(int k)
     switch (k) {
     case TK_IDENT: case TK_CONST: case TK_IVAR: case TK_INTEGER: case TK_FLOAT: case TK_SSTRING:
     case TK_DSTRING: case TK_SYMBOL: case TK_REGEX: case TK_NIL: case TK_TRUE: case TK_FALSE: case TK_END:
-    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF: case TK_WORDS: case TK_LINE:
+    case TK_RPAREN: case TK_RBRACK: case TK_RBRACE: case TK_SELF: case TK_WORDS: case TK_LINE: case TK_ENCODING:
         return true;
     default:
         return false;
@@ -338,7 +338,7 @@ static bool continues(int k)
     X("then", TK_THEN) X("case", TK_CASE) X("when", TK_WHEN) X("do", TK_DO) X("and", TK_AND) \
     X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
     X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE) \
-    X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL)
+    X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL) X("__ENCODING__", TK_ENCODING)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
@@ -515,6 +515,8 @@ static bool ruby_lex(rlex *L)
                 bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK;
                 if (kw == TK_IF && mod) kw = TK_IF_MOD;
                 if (kw == TK_UNLESS && mod) kw = TK_UNLESS_MOD;
+                if (kw == TK_WHILE && mod) kw = TK_WHILE_MOD;
+                if (kw == TK_UNTIL && mod) kw = TK_UNTIL_MOD;
                 if (kw == TK_DO && L->cond_at == L->depth + 1) { kw = TK_DO_COND; L->cond_at = 0; }
                 if (kw == TK_FOR || kw == TK_WHILE || kw == TK_UNTIL) L->cond_at = L->depth + 1;
                 push_tok(L, kw, st, e - st);

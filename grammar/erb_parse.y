@@ -117,7 +117,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
 
 %token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS.
 
-%nonassoc IF_MOD UNLESS_MOD.
+%nonassoc IF_MOD UNLESS_MOD WHILE_MOD UNTIL_MOD.
 %left OR AND.
 %right NOT.
 %right ASSIGN OP_ASGN.
@@ -148,6 +148,9 @@ stmt(A) ::= PUT(T). { A = tpl_erb_text(ctx, T); }
 stmt(A) ::= INS_OPEN(T) compstmt(B) INS_CLOSE. { A = NODE(OUTPUT, T.off, NODE(RSTMTS, T.off, NULL, B), NULL); }
 stmt(A) ::= stmt(S) IF_MOD(T) expr(C). { A = NODE(IF, T.off, C, S); S->next = NULL; }
 stmt(A) ::= stmt(S) UNLESS_MOD(T) expr(C). { A = NODE(IF, T.off, not_(ctx, C, T.off), S); }
+/* `stmt while cond` / `stmt until cond`: the condition is tested first (a loop of one statement) */
+stmt(A) ::= stmt(S) WHILE_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); S->next = NULL; }
+stmt(A) ::= stmt(S) UNTIL_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); A->op = 1; S->next = NULL; }
 stmt(A) ::= expr(E). { A = E; }
 stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
 stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
@@ -204,6 +207,8 @@ primary(A) ::= REGEX(T). { A = tpl_erb_regex(ctx, T); }
 primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
 primary(A) ::= NIL(T). { A = konst(ctx, tpl_v_none(), T.off); }
 primary(A) ::= LINE(T). { A = konst(ctx, tpl_v_int(tpl_erb_line(ctx, T)), T.off); }
+/* __ENCODING__: the script's encoding, UTF-8 (tpl has no Encoding objects: it is the name) */
+primary(A) ::= ENCODING(T). { A = konst(ctx, tpl_v_str("UTF-8", 5), T.off); }
 primary(A) ::= TRUE(T). { A = konst(ctx, tpl_v_bool(true), T.off); }
 primary(A) ::= FALSE(T). { A = konst(ctx, tpl_v_bool(false), T.off); }
 primary(A) ::= SELF(T). { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct 'self'"); A = N(CONST, T.off); }

@@ -451,7 +451,9 @@ static bool enumerable(const char *name, size_t n)
     static const char *const names[] = { "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
         "all?", "none?", "count", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
         "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
-        "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", "reverse_each", NULL };
+        "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", "reverse_each", "take_while", "drop_while",
+        "each_cons", "one?", "filter_map", "find_all", "collect_concat", "with_index", "grep", "grep_v", "chunk_while",
+        "slice_when", NULL };
     for (int i = 0; names[i]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
     return false;
@@ -2814,3 +2816,1380 @@ int r_str_dup(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 int r_num_uplus(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; return 0; }
+
+/* ------------------------------------------------------------------ issue 15: the Ruby core
+ * real templates call (String, Integer/Float, Array/Enumerable, Hash, Range), as Ruby 3.1. */
+
+/* Byte offset of code point ci in s (ci in 0..length), found by walking the UTF-8. */
+static size_t cp_byte(tpl_value s, int64_t ci)
+{
+    size_t i = 0;
+    for (int64_t k = 0; k < ci && i < s.len; k++) tpl_utf8_next(s.u.s, s.len, &i);
+    return i;
+}
+
+static int64_t byte_cp(tpl_value s, size_t b) { return (int64_t)tpl_utf8_len(s.u.s, b); }
+
+/* A list of n items from v (n may be 0). */
+static tpl_list *list_of(tpl_vm *vm, const tpl_value *v, uint32_t n)
+{
+    tpl_list *l = new_list(vm, n);
+    if (!l) return NULL;
+    mcpy_items(l->items, 0, v, 0, n);
+    l->len = n;
+    return l;
+}
+
+static tpl_value pair(tpl_vm *vm, tpl_value x, tpl_value y)
+{
+    tpl_value v[2] = { x, y };
+    tpl_list *l = list_of(vm, v, 2);
+    return l ? tpl_v_list(l) : tpl_v_none();
+}
+
+/* String#index(pattern, start = 0) / #rindex(pattern, start = length): the code point index of the
+ * first (last) match starting at or after (at or before) start, or nil. */
+static int str_index(tpl_vm *vm, tpl_value *a, tpl_value *out, bool rev)
+{
+    tpl_value s = a[0], p = a[1];
+    if (want_pattern(vm, p) < 0) return -1;
+    int64_t len = byte_cp(s, s.len), st = rev ? len : 0;
+    if (tpl_given(a[2])) {
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
+        st = a[2].u.i;
+        if (st < 0) st += len;
+        if (st < 0 || (!rev && st > len)) { *out = tpl_v_none(); return 0; }
+        if (st > len) st = len;
+    }
+    size_t from = cp_byte(s, st);
+    if (!(p.flags & TPL_F_REGEX_RB)) {
+        const char *hit;
+        if (rev) {
+            size_t lim = from + p.len <= s.len ? from + p.len : s.len;
+            hit = tpl_memrmem(s.u.s, lim, p.u.s, p.len);
+        } else {
+            hit = tpl_memmem(s.u.s + from, s.len - from, p.u.s, p.len);
+        }
+        *out = hit ? tpl_v_int(byte_cp(s, (size_t)(hit - s.u.s))) : tpl_v_none();
+        return 0;
+    }
+    OnigRegex re = rx_compile(vm, p);
+    if (!re) return -1;
+    OnigRegion *reg = onig_region_new();
+    long r = -1;
+    if (!rev) {
+        r = rx_search(vm, re, s, from, reg);
+    } else {   /* the last start at or before `from` where the pattern matches */
+        for (size_t at = from;;) {
+            r = rx_run(vm, re, s, at, reg, true);
+            if (r != -1 || at == 0) break;
+            do at--; while (at > 0 && ((unsigned char)s.u.s[at] & 0xC0) == 0x80);
+        }
+    }
+    onig_region_free(reg, 1);
+    onig_free(re);
+    if (r == -2) return -1;
+    *out = r >= 0 ? tpl_v_int(byte_cp(s, (size_t)r)) : tpl_v_none();
+    return 0;
+}
+
+int r_str_index(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_index(vm, a, out, false); }
+int r_str_rindex(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_index(vm, a, out, true); }
+
+/* The character sets of count / delete / squeeze (tr's syntax); a character is selected when
+ * every set selects it (Ruby's intersection). */
+typedef struct { tr_set *sets; uint32_t n; } tr_sets;
+
+static int tr_sets_parse(tpl_vm *vm, tpl_list *args, const char *meth, bool need, tr_sets *ts)
+{
+    if (need && args->len == 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 0, expected 1+) (ArgumentError)");
+    (void)meth;
+    ts->n = args->len;
+    ts->sets = tpl_arena_alloc(A(vm), (args->len + 1) * sizeof *ts->sets);
+    if (!ts->sets) return oom(vm);
+    for (uint32_t i = 0; i < args->len; i++) {
+        if (want_str(vm, args->items[i]) < 0) return -1;
+        if (tr_parse(vm, args->items[i], true, &ts->sets[i]) < 0) return -1;
+    }
+    return 0;
+}
+
+static bool tr_sets_has(const tr_sets *ts, uint32_t c)
+{
+    for (uint32_t i = 0; i < ts->n; i++) {
+        const tr_set *s = &ts->sets[i];
+        bool hit = false;
+        for (uint32_t k = 0; k < s->n && !hit; k++) hit = c >= s->r[k].lo && c <= s->r[k].hi;
+        if (hit == s->neg) return false;
+    }
+    return true;
+}
+
+int r_str_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tr_sets ts;
+    if (tr_sets_parse(vm, L_(a[1]), "count", true, &ts) < 0) return -1;
+    int64_t n = 0;
+    for (size_t i = 0; i < a[0].len;) n += tr_sets_has(&ts, tpl_utf8_next(a[0].u.s, a[0].len, &i));
+    *out = tpl_v_int(n);
+    return 0;
+}
+
+int r_str_delete(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tr_sets ts;
+    if (tr_sets_parse(vm, L_(a[1]), "delete", true, &ts) < 0) return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (size_t i = 0; i < a[0].len;) {
+        size_t at = i;
+        if (!tr_sets_has(&ts, tpl_utf8_next(a[0].u.s, a[0].len, &i))) tpl_sb_put(&b, a[0].u.s + at, i - at);
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int r_str_squeeze(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tr_sets ts;
+    if (tr_sets_parse(vm, L_(a[1]), "squeeze", false, &ts) < 0) return -1;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    uint32_t prev = 0xFFFFFFFFu;
+    for (size_t i = 0; i < a[0].len;) {
+        size_t at = i;
+        uint32_t c = tpl_utf8_next(a[0].u.s, a[0].len, &i);
+        if (c == prev && tr_sets_has(&ts, c)) continue;
+        prev = c;
+        tpl_sb_put(&b, a[0].u.s + at, i - at);
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Yields every item of l (or answers l itself without a block); the receiver with a block. */
+static int yield_each(tpl_vm *vm, tpl_list *l, tpl_value self, tpl_value *out)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(l); return 0; }
+    tpl_value r;
+    for (uint32_t i = 0; i < l->len; i++) YIELD(blk, &l->items[i], 1, &r);
+    *out = self;
+    return 0;
+}
+
+/* String#each_char / chars (with a block: yields each, answers the receiver). */
+int r_str_each_char(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l;
+    if (tpl_to_list(vm, a[0], &l) < 0) return -1;
+    return yield_each(vm, l, a[0], out);
+}
+
+/* String#lines / each_line(separator = "\n", chomp: false). */
+int r_str_each_line(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0], sep = tpl_v_str("\n", 1);
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) {
+        if (want_str(vm, a[1]) < 0) return -1;
+        sep = a[1];
+    }
+    bool chomp = false;
+    if (tpl_given(a[2]) && a[2].type == TPL_T_MAP) {
+        tpl_value *c = tpl_map_get_str(a[2].u.map, "chomp", 5, tpl_hash_str("chomp", 5));
+        chomp = c && tpl_truthy_rb(*c);
+    }
+    tpl_list *l = new_list(vm, 4);
+    if (!l) return oom(vm);
+    bool para = sep.len == 0;   /* "": paragraphs, separated by runs of newlines */
+    size_t st = 0;
+    while (st < s.len) {
+        const char *hit = para ? tpl_memmem(s.u.s + st, s.len - st, "\n\n", 2) : tpl_memmem(s.u.s + st, s.len - st, sep.u.s, sep.len);
+        size_t end, next;
+        if (!hit) { end = next = s.len; }
+        else {
+            end = (size_t)(hit - s.u.s) + (para ? 2 : sep.len);
+            next = end;
+            if (para) while (next < s.len && s.u.s[next] == '\n') next++;
+        }
+        size_t keep = end;
+        if (chomp && hit) keep = end - (para ? 2 : sep.len);
+        else if (chomp && !para && sep.len == 1 && sep.u.s[0] == '\n' && keep > st && s.u.s[keep - 1] == '\n') keep--;
+        if (chomp && hit && !para && sep.len == 1 && sep.u.s[0] == '\n' && keep > st && s.u.s[keep - 1] == '\r') keep--;
+        if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, keep - st))) return oom(vm);
+        st = next;
+    }
+    return yield_each(vm, l, a[0], out);
+}
+
+/* String#succ / next: Ruby's rb_str_succ for ASCII alphanumerics (the rightmost one counts up,
+ * carrying left through alphanumerics; a carry past the first adds 'a', 'A' or '1' in front of
+ * it); a string without alphanumerics steps its last character. */
+int r_str_succ(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (s.len == 0) { *out = s; out->flags = 0; return 0; }
+    char *p = tpl_arena_alloc(A(vm), s.len + 2);
+    if (!p) return oom(vm);
+    mcpy(p, s.u.s, s.len);
+    int64_t last_alnum = -1;
+    for (int64_t i = (int64_t)s.len - 1; i >= 0 && last_alnum < 0; i--) {
+        char c = p[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) last_alnum = i;
+    }
+    if (last_alnum < 0) {   /* no alphanumerics: the last character's code point + 1 */
+        size_t i = 0, lastpos = 0;
+        uint32_t c = 0;
+        while (i < s.len) { lastpos = i; c = tpl_utf8_next(s.u.s, s.len, &i); }
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        tpl_sb_put(&b, s.u.s, lastpos);
+        tpl_sb_put_cp(&b, c + 1);
+        if (b.failed) return oom(vm);
+        *out = tpl_sb_value(&b);
+        return 0;
+    }
+    /* rb_str_succ: right to left over alphanumerics; a run of other characters between a letter
+     * and a digit (either way round) stops the carry */
+    int64_t first = last_alnum;
+    char carry_kind = 0, last_kind = 0;   /* last_kind: 'a' letter, '0' digit of the last wrapped */
+    bool gap = false;
+    for (int64_t i = last_alnum; i >= 0; i--) {
+        char c = p[i];
+        bool digit = c >= '0' && c <= '9', alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        if (gap && last_kind && ((last_kind == 'a' && digit) || (last_kind == '0' && alpha))) break;
+        if (!digit && !alpha) { gap = true; continue; }
+        gap = false;
+        first = i;
+        if (c == 'z') { p[i] = 'a'; carry_kind = 'a'; }
+        else if (c == 'Z') { p[i] = 'A'; carry_kind = 'A'; }
+        else if (c == '9') { p[i] = '0'; carry_kind = '1'; }
+        else { p[i] = (char)(c + 1); carry_kind = 0; break; }
+        last_kind = digit ? '0' : 'a';
+    }
+    if (!carry_kind) { *out = tpl_v_str(p, s.len); return 0; }
+    char *q = tpl_arena_alloc(A(vm), s.len + 2);
+    if (!q) return oom(vm);
+    mcpy(q, p, (size_t)first);
+    q[first] = carry_kind;
+    mcpy(q + first + 1, p + first, s.len - (size_t)first);
+    *out = tpl_v_str(q, s.len + 1);
+    return 0;
+}
+
+int r_str_bytes(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = new_list(vm, a[0].len);
+    if (!l) return oom(vm);
+    for (uint32_t i = 0; i < a[0].len; i++) l->items[l->len++] = tpl_v_int((unsigned char)a[0].u.s[i]);
+    return yield_each(vm, l, a[0], out);
+}
+
+int r_str_codepoints(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = new_list(vm, a[0].len);
+    if (!l) return oom(vm);
+    for (size_t i = 0; i < a[0].len;) l->items[l->len++] = tpl_v_int(tpl_utf8_next(a[0].u.s, a[0].len, &i));
+    return yield_each(vm, l, a[0], out);
+}
+
+int r_str_bytesize(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int(a[0].len); return 0; }
+
+int r_str_getbyte(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    int64_t i = a[1].u.i < 0 ? a[1].u.i + a[0].len : a[1].u.i;
+    *out = i >= 0 && i < (int64_t)a[0].len ? tpl_v_int((unsigned char)a[0].u.s[i]) : tpl_v_none();
+    return 0;
+}
+
+/* String#insert(index, other): other before the character at index (negative: after it); the
+ * lowering stores the result back into the receiver's variable, as << does. */
+int r_str_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (s.flags & TPL_F_FROZEN_RB) return frozen_error(vm, s);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (want_str(vm, a[2]) < 0) return -1;
+    int64_t len = byte_cp(s, s.len), i = a[1].u.i;
+    if (i < 0) i += len + 1;
+    if (i < 0 || i > len) return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld out of string (IndexError)", (long long)a[1].u.i);
+    size_t at = cp_byte(s, i);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_sb_put(&b, s.u.s, at);
+    tpl_sb_put(&b, a[2].u.s, a[2].len);
+    tpl_sb_put(&b, s.u.s + at, s.len - at);
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Comparable#between?(min, max) and #clamp(min, max) on any receiver, by <=>. */
+int r_any_clamp(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value lo = a[1], hi = a[2];
+    if (!tpl_given(hi)) {
+        if (!is_range(lo)) return type_error(vm, TPL_VT_RUBY_RANGE, lo);
+        if (lo.u.list->items[2].u.i) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot clamp with an exclusive range (ArgumentError)");
+        hi = lo.u.list->items[1];
+        lo = lo.u.list->items[0];
+    }
+    bool ok;
+    int c = rb_cmp(lo, hi, &ok, tpl_vm_arena(vm)->fuel);
+    if (!ok) return cmp_error(vm, lo, hi);
+    if (c > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "min argument must be less than or equal to max argument (ArgumentError)");
+    c = rb_cmp(a[0], lo, &ok, tpl_vm_arena(vm)->fuel);
+    if (!ok) return cmp_error(vm, a[0], lo);
+    if (c < 0) { *out = lo; return 0; }
+    c = rb_cmp(a[0], hi, &ok, tpl_vm_arena(vm)->fuel);
+    if (!ok) return cmp_error(vm, a[0], hi);
+    *out = c > 0 ? hi : a[0];
+    return 0;
+}
+
+int r_str_chop(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_value s = a[0];
+    size_t n = s.len;
+    if (n >= 2 && s.u.s[n - 2] == '\r' && s.u.s[n - 1] == '\n') n -= 2;
+    else if (n) { n--; while (n > 0 && ((unsigned char)s.u.s[n] & 0xC0) == 0x80) n--; }
+    *out = tpl_v_str(s.u.s, n);
+    return 0;
+}
+
+int r_str_chr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    size_t i = 0;
+    if (a[0].len) tpl_utf8_next(a[0].u.s, a[0].len, &i);
+    *out = tpl_v_str(a[0].u.s, i);
+    return 0;
+}
+
+/* String#hex / #oct: the leading number (sign, 0x / 0b / 0o / 0 prefixes, underscores), 0 when none. */
+static int str_radix(tpl_vm *vm, tpl_value s, int base, tpl_value *out)
+{
+    size_t i = 0;
+    while (i < s.len && rb_space(s.u.s[i])) i++;
+    bool neg = false;
+    if (i < s.len && (s.u.s[i] == '-' || s.u.s[i] == '+')) neg = s.u.s[i++] == '-';
+    if (i + 1 < s.len && s.u.s[i] == '0') {
+        char x = (char)(s.u.s[i + 1] | 0x20);
+        if (base == 16 && x == 'x') i += 2;
+        else if (base == 8 && x == 'x') { base = 16; i += 2; }
+        else if (base == 8 && x == 'b') { base = 2; i += 2; }
+        else if (base == 8 && x == 'o') i += 2;
+        else if (base == 8 && x == 'd') { base = 10; i += 2; }
+    }
+    int64_t v = 0;
+    bool any = false;
+    for (; i < s.len; i++) {
+        char c = s.u.s[i];
+        if (c == '_' && any && i + 1 < s.len && s.u.s[i + 1] != '_') continue;
+        int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
+        if (d >= base) break;
+        if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        any = true;
+    }
+    *out = tpl_v_int(neg ? -v : v);
+    return 0;
+}
+
+int r_str_hex(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_radix(vm, a[0], 16, out); }
+int r_str_oct(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_radix(vm, a[0], 8, out); }
+
+/* String#casecmp (ASCII case folded <=>; nil for a non-string) and casecmp? (Unicode folding;
+ * tpl folds ASCII and compares the rest by bytes). */
+static int casecmp_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool pred)
+{
+    if (a[1].type != TPL_T_STR || (a[1].flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) { *out = tpl_v_none(); return 0; }
+    tpl_sb x, y;
+    tpl_sb_init(&x, A(vm));
+    tpl_sb_init(&y, A(vm));
+    rb_lower(&x, a[0].u.s, a[0].len);
+    rb_lower(&y, a[1].u.s, a[1].len);
+    if (x.failed || y.failed) return oom(vm);
+    bool ok;
+    int c = rb_cmp(tpl_sb_value(&x), tpl_sb_value(&y), &ok, NULL);
+    *out = pred ? tpl_v_bool(c == 0) : tpl_v_int(c);
+    return 0;
+}
+
+int r_str_casecmp(tpl_vm *vm, tpl_value *a, tpl_value *out) { return casecmp_impl(vm, a, out, false); }
+int r_str_casecmp_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { return casecmp_impl(vm, a, out, true); }
+
+static int affix_cut(tpl_vm *vm, tpl_value *a, tpl_value *out, bool prefix)
+{
+    if (want_str(vm, a[1]) < 0) return -1;
+    tpl_value s = a[0], x = a[1];
+    *out = tpl_v_str(s.u.s, s.len);
+    if (x.len > s.len) return 0;
+    if (prefix && memcmp(s.u.s, x.u.s, x.len) == 0) *out = tpl_v_str(s.u.s + x.len, s.len - x.len);
+    if (!prefix && memcmp(s.u.s + s.len - x.len, x.u.s, x.len) == 0) *out = tpl_v_str(s.u.s, s.len - x.len);
+    return 0;
+}
+
+int r_str_delete_prefix(tpl_vm *vm, tpl_value *a, tpl_value *out) { return affix_cut(vm, a, out, true); }
+int r_str_delete_suffix(tpl_vm *vm, tpl_value *a, tpl_value *out) { return affix_cut(vm, a, out, false); }
+
+/* String#partition / #rpartition(sep): [before, sep, after] around the first (last) match. */
+static int str_partition(tpl_vm *vm, tpl_value *a, tpl_value *out, bool rev)
+{
+    tpl_value s = a[0], p = a[1];
+    if (want_pattern(vm, p) < 0) return -1;
+    size_t at = 0, mlen = 0;
+    bool hit = false;
+    if (!(p.flags & TPL_F_REGEX_RB)) {
+        const char *h = rev ? tpl_memrmem(s.u.s, s.len, p.u.s, p.len) : tpl_memmem(s.u.s, s.len, p.u.s, p.len);
+        if (h) { hit = true; at = (size_t)(h - s.u.s); mlen = p.len; }
+    } else {
+        tpl_value args[3] = { s, p, tpl_v_unset() }, idx;
+        if (str_index(vm, args, &idx, rev) < 0) return -1;
+        if (idx.type == TPL_T_INT) {
+            OnigRegex re = rx_compile(vm, p);
+            if (!re) return -1;
+            OnigRegion *reg = onig_region_new();
+            at = cp_byte(s, idx.u.i);
+            long r = rx_run(vm, re, s, at, reg, true);
+            if (r >= 0) { hit = true; mlen = (size_t)(reg->end[0] - reg->beg[0]); }
+            onig_region_free(reg, 1);
+            onig_free(re);
+            if (r == -2) return -1;
+        }
+    }
+    tpl_value v[3];
+    if (!hit) {
+        tpl_value e = tpl_v_str("", 0);
+        v[0] = rev ? e : tpl_v_str(s.u.s, s.len);
+        v[1] = e;
+        v[2] = rev ? tpl_v_str(s.u.s, s.len) : e;
+    } else {
+        v[0] = tpl_v_str(s.u.s, at);
+        v[1] = tpl_v_str(s.u.s + at, mlen);
+        v[2] = tpl_v_str(s.u.s + at + mlen, s.len - at - mlen);
+    }
+    tpl_list *l = list_of(vm, v, 3);
+    if (!l) return oom(vm);
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_str_partition(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_partition(vm, a, out, false); }
+int r_str_rpartition(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_partition(vm, a, out, true); }
+
+int r_str_ascii_only_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    bool ok = true;
+    for (uint32_t i = 0; i < a[0].len && ok; i++) ok = (unsigned char)a[0].u.s[i] < 0x80;
+    *out = tpl_v_bool(ok);
+    return 0;
+}
+
+/* String#encoding and __ENCODING__: templates and their strings are UTF-8 (an Encoding prints
+ * its name; tpl has no Encoding objects, so it is that name). */
+int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_str("UTF-8", 5); return 0; }
+/* force_encoding / encode / scrub / unicode_normalize? no: the same UTF-8 string. */
+int r_str_same(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags &= (uint8_t)~TPL_F_FROZEN_RB; return 0; }
+int r_any_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_bool(true); return 0; }
+
+/* String#upto(last, exclusive = false): the members of self..last, yielded or as an array. */
+int r_str_upto(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_str(vm, a[1]) < 0) return -1;
+    tpl_value r;
+    if (tpl_rb_range(vm, a[0], a[1], tpl_given(a[2]) && tpl_truthy_rb(a[2]), &r) < 0) return -1;
+    tpl_list *l;
+    if (range_list(vm, r, &l) < 0) return -1;
+    return yield_each(vm, l, a[0], out);
+}
+
+/* ---- Integer / Float */
+
+/* Integer#upto / #downto(limit): self, self ± 1, ... to limit, yielded (or as an array). */
+static int int_walk(tpl_vm *vm, tpl_value *a, tpl_value *out, int dir, const char *meth)
+{
+    if (want_int(vm, a[0], meth) < 0) return -1;
+    if (!is_num(a[1])) return cmp_fail(vm, a[0], a[1]);
+    int64_t b = a[0].u.i;
+    double lim = dbl(a[1]);
+    int64_t e = a[1].type == TPL_T_INT ? a[1].u.i : (int64_t)(dir > 0 ? floor(lim) : ceil(lim));
+    if (a[1].type == TPL_T_FLOAT && (isnan(lim) || lim > 9e18 || lim < -9e18))
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "%s: too many iterations", meth);
+    uint64_t n = dir > 0 ? (e >= b ? (uint64_t)e - (uint64_t)b + 1 : 0) : (b >= e ? (uint64_t)b - (uint64_t)e + 1 : 0);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {
+        if (n > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "%s: too many iterations", meth);
+        tpl_list *l = new_list(vm, (uint32_t)n);
+        if (!l) return oom(vm);
+        for (uint64_t k = 0; k < n; k++) l->items[l->len++] = tpl_v_int(b + (int64_t)k * dir);
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    tpl_value r;
+    for (uint64_t k = 0; k < n; k++) {
+        tpl_value iv = tpl_v_int(b + (int64_t)k * dir);
+        YIELD(blk, &iv, 1, &r);
+    }
+    *out = a[0];
+    return 0;
+}
+
+int r_num_upto(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_walk(vm, a, out, 1, "upto"); }
+int r_num_downto(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_walk(vm, a, out, -1, "downto"); }
+
+/* Numeric#step(limit = nil, step = 1): integers exactly; floats as Ruby's ruby_float_step (n steps
+ * counted once, with the same rounding allowance, the last value clamped to the limit). */
+int r_num_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value lim = tpl_given(a[1]) ? a[1] : tpl_v_none(), st = tpl_given(a[2]) ? a[2] : tpl_v_int(1);
+    if (!is_num(st)) return tpl_vm_error(vm, TPL_ERR_TYPE, "step must be numeric (ArgumentError)");
+    if (dbl(st) == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be 0 (ArgumentError)");
+    if (lim.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: an endless step is not supported");
+    if (!is_num(lim)) return cmp_fail(vm, a[0], lim);
+    tpl_list *l = new_list(vm, 8);
+    if (!l) return oom(vm);
+    if (a[0].type == TPL_T_INT && lim.type == TPL_T_INT && st.type == TPL_T_INT) {
+        int64_t b = a[0].u.i, e = lim.u.i, s = st.u.i;
+        uint64_t n = s > 0 ? (e >= b ? ((uint64_t)e - (uint64_t)b) / (uint64_t)s + 1 : 0)
+                           : (b >= e ? ((uint64_t)b - (uint64_t)e) / (uint64_t)(-(s + 1) + 1ull) + 1 : 0);
+        if (n > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: too many iterations");
+        for (uint64_t k = 0; k < n; k++) if (!tpl_list_push(A(vm), l, tpl_v_int(b + (int64_t)k * s))) return oom(vm);
+    } else {
+        double b = dbl(a[0]), e = dbl(lim), s = dbl(st);
+        double n = (e - b) / s, err = (fabs(b) + fabs(e) + fabs(e - b)) / fabs(s) * DBL_EPSILON;
+        if (isinf(s)) { n = s > 0 ? (b <= e ? 0 : -1) : (b >= e ? 0 : -1); err = 0; }
+        if (err > 0.5) err = 0.5;
+        n = floor(n + err);
+        if (!(n < 10000000)) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: too many iterations");
+        for (int64_t k = 0; k <= (int64_t)n; k++) {
+            double d = (double)k * s + b;
+            if ((s > 0 && d > e) || (s < 0 && d < e)) d = e;
+            if (!tpl_list_push(A(vm), l, tpl_v_float(d))) return oom(vm);
+        }
+    }
+    return yield_each(vm, l, a[0], out);
+}
+
+/* Integer#pow(b) and pow(b, modulus). */
+int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_int(vm, a[0], "pow") < 0) return -1;
+    if (!tpl_given(a[2])) {
+        int h = tpl_rb_arith(vm, 'p', a[0], a[1], out);
+        if (h != 0) return h < 0 ? -1 : 0;
+        if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
+            int64_t r = 1, b = a[0].u.i;
+            for (int64_t e = a[1].u.i; e > 0; e >>= 1) {
+                if ((e & 1) && __builtin_mul_overflow(r, b, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+                if (e > 1 && __builtin_mul_overflow(b, b, &b)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+            }
+            *out = tpl_v_int(r);
+            return 0;
+        }
+        *out = tpl_v_float(pow(dbl(a[0]), dbl(a[1])));
+        return 0;
+    }
+    if (a[0].type != TPL_T_INT || a[1].type != TPL_T_INT || a[2].type != TPL_T_INT)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#pow() 2nd argument not allowed unless all arguments are integers (TypeError)");
+    if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#pow() 1st argument cannot be negative when 2nd argument specified (RangeError)");
+    int64_t m = a[2].u.i;
+    if (m == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+    __int128 r = 1, base = a[0].u.i % m, mm = m;
+    for (int64_t e = a[1].u.i; e > 0; e >>= 1) {
+        if (e & 1) r = (r * base) % mm;
+        base = (base * base) % mm;
+    }
+    if (r != 0 && ((r < 0) != (mm < 0))) r += mm;
+    *out = tpl_v_int((int64_t)r);
+    return 0;
+}
+
+int r_num_digits(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_int(vm, a[0], "digits") < 0) return -1;
+    int64_t base = 10;
+    if (tpl_given(a[1])) {
+        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        base = a[1].u.i;
+        if (base < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative radix (ArgumentError)");
+        if (base < 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %lld (ArgumentError)", (long long)base);
+    }
+    if (a[0].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "out of domain (Math::DomainError)");
+    tpl_list *l = new_list(vm, 20);
+    if (!l) return oom(vm);
+    uint64_t v = (uint64_t)a[0].u.i;
+    do { if (!tpl_list_push(A(vm), l, tpl_v_int((int64_t)(v % (uint64_t)base)))) return oom(vm); v /= (uint64_t)base; } while (v);
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+static int int_step1(tpl_vm *vm, tpl_value *a, tpl_value *out, int d, const char *meth)
+{
+    if (want_int(vm, a[0], meth) < 0) return -1;
+    int64_t r;
+    if (__builtin_add_overflow(a[0].u.i, d, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    *out = tpl_v_int(r);
+    return 0;
+}
+
+int r_num_succ(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_step1(vm, a, out, 1, "succ"); }
+int r_num_pred(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_step1(vm, a, out, -1, "pred"); }
+
+static uint64_t ugcd(uint64_t x, uint64_t y) { while (y) { uint64_t t = x % y; x = y; y = t; } return x; }
+static uint64_t uabs(int64_t v) { return v < 0 ? 0 - (uint64_t)v : (uint64_t)v; }
+
+static int gcd_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out, bool lcm)
+{
+    if (want_int(vm, a[0], lcm ? "lcm" : "gcd") < 0) return -1;
+    if (a[1].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "not an integer (TypeError)");
+    uint64_t x = uabs(a[0].u.i), y = uabs(a[1].u.i), g = ugcd(x, y), r = g;
+    if (lcm) {
+        if (x == 0 || y == 0) r = 0;
+        else if (__builtin_mul_overflow(x / g, y, &r)) r = UINT64_MAX;
+    }
+    if (r > INT64_MAX) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    *out = tpl_v_int((int64_t)r);
+    return 0;
+}
+
+int r_num_gcd(tpl_vm *vm, tpl_value *a, tpl_value *out) { return gcd_lcm(vm, a, out, false); }
+int r_num_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out) { return gcd_lcm(vm, a, out, true); }
+
+/* Integer#chr: one ASCII character (codes 128..255 are binary strings in Ruby: not supported). */
+int r_num_chr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_int(vm, a[0], "chr") < 0) return -1;
+    int64_t c = a[0].u.i;
+    if (c < 0 || c > 255) return tpl_vm_error(vm, TPL_ERR_VALUE, "%lld out of char range (RangeError)", (long long)c);
+    if (c > 127) return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#chr of a code above 127 (a binary string) is not supported");
+    char ch = (char)c, *p = tpl_arena_strdup(A(vm), &ch, 1);
+    if (!p) return oom(vm);
+    *out = tpl_v_str(p, 1);
+    return 0;
+}
+
+int r_num_ord(tpl_vm *vm, tpl_value *a, tpl_value *out) { if (want_int(vm, a[0], "ord") < 0) return -1; *out = a[0]; return 0; }
+
+int r_num_bit_length(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (want_int(vm, a[0], "bit_length") < 0) return -1;
+    uint64_t v = a[0].u.i < 0 ? ~(uint64_t)a[0].u.i : (uint64_t)a[0].u.i;
+    *out = tpl_v_int(v ? 64 - __builtin_clzll(v) : 0);
+    return 0;
+}
+
+/* Integer#div (floored, an Integer even from floats), #modulo (%), #remainder (truncated). */
+int r_num_div(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!is_num(a[1])) return tpl_rb_arith(vm, '/', a[0], a[1], out) < 0 ? -1 : no_method(vm, a[1], "coerce", 6);
+    if (dbl(a[1]) == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+    if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
+        if (a[0].u.i == INT64_MIN && a[1].u.i == -1) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        int64_t q = a[0].u.i / a[1].u.i;
+        if ((a[0].u.i % a[1].u.i != 0) && ((a[0].u.i < 0) != (a[1].u.i < 0))) q--;
+        *out = tpl_v_int(q);
+        return 0;
+    }
+    double q = floor(dbl(a[0]) / dbl(a[1]));
+    if (!(q > -9.2e18 && q < 9.2e18)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    *out = tpl_v_int((int64_t)q);
+    return 0;
+}
+
+int r_num_modulo(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    return send_op(vm, tpl_v_str("%", 1), a[0], a[1], out);
+}
+
+int r_num_remainder(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!is_num(a[1])) return no_method(vm, a[1], "coerce", 6);
+    if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
+        if (a[1].u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+        *out = tpl_v_int(a[1].u.i == -1 ? 0 : a[0].u.i % a[1].u.i);
+        return 0;
+    }
+    *out = tpl_v_float(fmod(dbl(a[0]), dbl(a[1])));
+    return 0;
+}
+
+int r_num_nonzero_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = dbl(a[0]) == 0 ? tpl_v_none() : a[0]; return 0; }
+int r_num_finite_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].type == TPL_T_INT || isfinite(a[0].u.f)); return 0; }
+int r_num_nan_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type != TPL_T_FLOAT) return no_method(vm, a[0], "nan?", 4);
+    *out = tpl_v_bool(isnan(a[0].u.f));
+    return 0;
+}
+int r_num_infinite_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0].type == TPL_T_FLOAT && isinf(a[0].u.f) ? tpl_v_int(a[0].u.f > 0 ? 1 : -1) : tpl_v_none();
+    return 0;
+}
+
+/* ---- Array and Enumerable */
+
+/* The block's truth for one item (the item itself without a block). */
+static int truth_of(tpl_vm *vm, const tpl_rb_block *blk, tpl_value v, bool *t, bool *broke, tpl_value *out)
+{
+    tpl_value r = v;
+    if (blk->pc) {
+        int yr = tpl_rb_yield(vm, blk, &v, 1, &r);
+        if (yr < 0) return -1;
+        if (yr > 0) { *broke = true; *out = r; return 0; }
+    }
+    *t = tpl_truthy_rb(r);
+    return 0;
+}
+
+int r_arr_partition(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *y = new_list(vm, l->len), *n = new_list(vm, l->len);
+    if (!y || !n) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_list *d = tpl_truthy_rb(keys[i]) ? y : n;
+        d->items[d->len++] = l->items[i];
+    }
+    *out = pair(vm, tpl_v_list(y), tpl_v_list(n));
+    return out->type == TPL_T_LIST ? 0 : oom(vm);
+}
+
+int r_arr_tally(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_map *m = tpl_map_new(A(vm), l->len);
+    if (!m) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value *c = tpl_map_get(m, l->items[i]);
+        if (c) c->u.i++;
+        else if (!tpl_map_set(A(vm), m, l->items[i], tpl_v_int(1))) return oom(vm);
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
+
+static int while_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool take)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(l); return 0; }   /* the enumerator, as its items */
+    uint32_t k = 0;
+    for (; k < l->len; k++) {
+        bool t = false, broke = false;
+        if (truth_of(vm, &blk, l->items[k], &t, &broke, out) < 0) return -1;
+        if (broke) return 0;
+        if (!t) break;
+    }
+    tpl_list *r = take ? list_of(vm, l->items, k) : list_of(vm, l->items + k, l->len - k);
+    if (!r) return oom(vm);
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_take_while(tpl_vm *vm, tpl_value *a, tpl_value *out) { return while_impl(vm, a, out, true); }
+int r_arr_drop_while(tpl_vm *vm, tpl_value *a, tpl_value *out) { return while_impl(vm, a, out, false); }
+
+int r_arr_each_cons(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid size (ArgumentError)");
+    uint32_t k = a[1].u.i > l->len ? l->len + 1 : (uint32_t)a[1].u.i;
+    tpl_list *r = new_list(vm, l->len >= k ? l->len - k + 1 : 0);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; k <= l->len && i + k <= l->len; i++) {
+        tpl_list *g = list_of(vm, l->items + i, k);
+        if (!g) return oom(vm);
+        r->items[r->len++] = tpl_v_list(g);
+    }
+    return yield_each(vm, r, a[0], out);
+}
+
+int r_arr_rotate(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    int64_t n = 1;
+    if (tpl_given(a[1])) {
+        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        n = a[1].u.i;
+    }
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    if (l->len) {
+        int64_t k = n % (int64_t)l->len;
+        if (k < 0) k += l->len;
+        mcpy_items(r->items, 0, l->items, (size_t)k, l->len - (size_t)k);
+        mcpy_items(r->items, l->len - (size_t)k, l->items, 0, (size_t)k);
+    }
+    r->len = l->len;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_values_at(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *idx = L_(a[1]);
+    tpl_list *r = new_list(vm, idx->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < idx->len; i++) {
+        tpl_value k = idx->items[i], v;
+        if (is_range(k)) {
+            int64_t b, n;
+            if (!range_span(k, l->len, &b, &n)) continue;
+            /* past the end a range pads with nil up to its end */
+            int64_t e = k.u.list->items[1].type == TPL_T_INT ? k.u.list->items[1].u.i : (int64_t)l->len - 1;
+            if (e < 0) e += l->len;
+            if (!k.u.list->items[2].u.i) e++;
+            for (int64_t j = b; j < b + n; j++) if (!tpl_list_push(A(vm), r, l->items[j])) return oom(vm);
+            for (int64_t j = b + n; j < e && j < 10000000; j++) if (!tpl_list_push(A(vm), r, tpl_v_none())) return oom(vm);
+            continue;
+        }
+        tpl_value args[2] = { a[0], k };
+        tpl_value args3[3] = { args[0], args[1], tpl_v_unset() };
+        if (r_arr_idx(vm, args3, &v) < 0) return -1;
+        if (!tpl_list_push(A(vm), r, v)) return oom(vm);
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_one_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    int n = 0;
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value r = l->items[i];
+        if (tpl_given(a[1])) {
+            tpl_value args[2] = { a[1], l->items[i] };
+            if (r_any_eqq(vm, args, &r) < 0) return -1;
+        } else if (blk.pc) {
+            YIELD(blk, &l->items[i], 1, &r);
+        }
+        if (tpl_truthy_rb(r) && ++n > 1) { *out = tpl_v_bool(false); return 0; }
+    }
+    *out = tpl_v_bool(n == 1);
+    return 0;
+}
+
+int r_arr_product(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *others = L_(a[1]);
+    uint64_t total = l->len;
+    for (uint32_t k = 0; k < others->len; k++) {
+        if (!is_array(others->items[k])) return type_error(vm, TPL_VT_LIST, others->items[k]);
+        total *= others->items[k].u.list->len;
+        if (total > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "product: too many combinations");
+    }
+    tpl_list *r = new_list(vm, (uint32_t)total);
+    uint32_t n = others->len + 1;
+    uint32_t *ix = tpl_arena_alloc(A(vm), n * sizeof *ix);
+    if (!r || !ix) return oom(vm);
+    for (uint64_t t = 0; t < total; t++) {
+        uint64_t rem = t;
+        for (uint32_t k = n; k-- > 0;) {
+            uint32_t len = k == 0 ? l->len : others->items[k - 1].u.list->len;
+            ix[k] = (uint32_t)(rem % len);
+            rem /= len;
+        }
+        tpl_list *c = new_list(vm, n);
+        if (!c) return oom(vm);
+        for (uint32_t k = 0; k < n; k++) c->items[c->len++] = k == 0 ? l->items[ix[0]] : others->items[k - 1].u.list->items[ix[k]];
+        r->items[r->len++] = tpl_v_list(c);
+    }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) { *out = tpl_v_list(r); return 0; }
+    tpl_value v;
+    for (uint32_t i = 0; i < r->len; i++) YIELD(blk, &r->items[i], 1, &v);
+    *out = a[0];
+    return 0;
+}
+
+/* min(n) / max(n) (and min_by(n) / max_by(n)): the n smallest (largest) as a sorted array. */
+static int extreme_n(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative size (%lld) (ArgumentError)", (long long)a[1].u.i);
+    tpl_value *keys = NULL;
+    bool broke = false;
+    if (by && block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r;
+    if (sort_list(vm, l, keys, !by && tpl_vm_block(vm).pc != 0, &r) < 0) return -1;
+    uint32_t n = a[1].u.i > r->len ? r->len : (uint32_t)a[1].u.i;
+    tpl_list *res = new_list(vm, n);
+    if (!res) return oom(vm);
+    for (uint32_t i = 0; i < n; i++) res->items[res->len++] = sign < 0 ? r->items[i] : r->items[r->len - 1 - i];
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+int r_arr_min_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (tpl_given(a[1])) return extreme_n(vm, a, out, -1, false);
+    return r_arr_min(vm, a, out);
+}
+
+int r_arr_max_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (tpl_given(a[1])) return extreme_n(vm, a, out, 1, false);
+    return r_arr_max(vm, a, out);
+}
+
+int r_arr_min_by_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (tpl_given(a[1])) return extreme_n(vm, a, out, -1, true);
+    return r_arr_min_by(vm, a, out);
+}
+
+int r_arr_max_by_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (tpl_given(a[1])) return extreme_n(vm, a, out, 1, true);
+    return r_arr_max_by(vm, a, out);
+}
+
+int r_arr_filter_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (!tpl_vm_block(vm).pc) { *out = tpl_v_list(l); return 0; }
+    tpl_value *keys;
+    bool broke;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) if (tpl_truthy_rb(keys[i])) r->items[r->len++] = keys[i];
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+/* with_index(offset = 0) / each_with_index on what each/map answered without a block: the
+ * block's values (map.with_index); each.with_index as a statement discards them. */
+int r_arr_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    int64_t off = 0;
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) {
+        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        off = a[1].u.i;
+    }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value args[2] = { l->items[i], tpl_v_int(off + i) };
+        if (!blk.pc) { r->items[r->len++] = pair(vm, args[0], args[1]); continue; }
+        tpl_value v;
+        YIELD(blk, args, 2, &v);
+        r->items[r->len++] = v;
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_transpose(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value row = l->items[i];
+        if (!is_array(row)) return type_error(vm, TPL_VT_LIST, row);
+        if (i == 0) w = row.u.list->len;
+        else if (row.u.list->len != w)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "element size differs (%u should be %u) (IndexError)", row.u.list->len, w);
+    }
+    tpl_list *r = new_list(vm, w);
+    if (!r) return oom(vm);
+    for (uint32_t j = 0; j < w; j++) {
+        tpl_list *c = new_list(vm, l->len);
+        if (!c) return oom(vm);
+        for (uint32_t i = 0; i < l->len; i++) c->items[c->len++] = l->items[i].u.list->items[j];
+        r->items[r->len++] = tpl_v_list(c);
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_rindex(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_value r;
+    for (uint32_t i = l->len; i-- > 0;) {
+        bool hit = false;
+        if (tpl_given(a[1])) { if (tpl_vm_rb_equal(vm, l->items[i], a[1], &hit) < 0) return -1; }
+        else if (blk.pc) { YIELD(blk, &l->items[i], 1, &r); hit = tpl_truthy_rb(r); }
+        else { *out = tpl_v_list(l); return 0; }
+        if (hit) { *out = tpl_v_int(i); return 0; }
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+int r_arr_assoc(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value e = l->items[i];
+        if (!is_array(e) || e.u.list->len == 0) continue;
+        bool eq = false;
+        if (tpl_vm_rb_equal(vm, e.u.list->items[0], a[1], &eq) < 0) return -1;
+        if (eq) { *out = e; return 0; }
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+/* grep(pattern) / grep_v: the items pattern === item (does not) match, mapped by the block. */
+static int grep_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value args[2] = { a[1], l->items[i] }, m;
+        if (r_any_eqq(vm, args, &m) < 0) return -1;
+        if (tpl_truthy_rb(m) != keep) continue;
+        tpl_value v = l->items[i];
+        if (blk.pc) YIELD(blk, &l->items[i], 1, &v);
+        r->items[r->len++] = v;
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_grep(tpl_vm *vm, tpl_value *a, tpl_value *out) { return grep_impl(vm, a, out, true); }
+int r_arr_grep_v(tpl_vm *vm, tpl_value *a, tpl_value *out) { return grep_impl(vm, a, out, false); }
+
+/* chunk_while / slice_when: runs of neighbours the block joins (splits), as arrays. */
+static int chunk_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool join_on_true)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "tried to create Proc object without a block (ArgumentError)");
+    tpl_list *r = new_list(vm, 4), *cur = NULL;
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool split = i == 0;
+        if (i > 0) {
+            tpl_value args[2] = { l->items[i - 1], l->items[i] }, v;
+            YIELD(blk, args, 2, &v);
+            split = tpl_truthy_rb(v) != join_on_true;
+        }
+        if (split) {
+            if (!(cur = new_list(vm, 4)) || !tpl_list_push(A(vm), r, tpl_v_list(cur))) return oom(vm);
+        }
+        if (!tpl_list_push(A(vm), cur, l->items[i])) return oom(vm);
+        r->items[r->len - 1] = tpl_v_list(cur);
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_chunk_while(tpl_vm *vm, tpl_value *a, tpl_value *out) { return chunk_impl(vm, a, out, true); }
+int r_arr_slice_when(tpl_vm *vm, tpl_value *a, tpl_value *out) { return chunk_impl(vm, a, out, false); }
+
+/* Array#insert(index, *items) (stored back by the lowering, as push). */
+int r_arr_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]), *items = L_(a[2]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (items->len == 0) { *out = a[0]; return 0; }
+    int64_t len = l->len, i = a[1].u.i;
+    if (i < 0) {
+        i += len + 1;
+        if (i < 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld too small for array; minimum: -%lld (IndexError)", (long long)a[1].u.i,
+                                (long long)len + 1);
+    }
+    if (i >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)i);
+    uint32_t n = (uint32_t)(i > len ? i : len) + items->len;
+    tpl_list *r = new_list(vm, n);
+    if (!r) return oom(vm);
+    uint32_t at = (uint32_t)i, head = at < l->len ? at : l->len;
+    mcpy_items(r->items, 0, l->items, 0, head);
+    for (uint32_t k = head; k < at; k++) r->items[k] = tpl_v_none();
+    mcpy_items(r->items, at, items->items, 0, items->len);
+    mcpy_items(r->items, at + items->len, l->items, head, l->len - head);
+    r->len = n;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+/* Array#- / difference, & / intersection, | / union: by eql? (hash), order of the receiver. */
+static int set_op(tpl_vm *vm, tpl_value self, tpl_list *others, int op, tpl_value *out)
+{
+    tpl_list *l = self.u.list;
+    for (uint32_t k = 0; k < others->len; k++) if (!is_array(others->items[k])) return type_error(vm, TPL_VT_LIST, others->items[k]);
+    tpl_map *seen = tpl_map_new(A(vm), l->len + 1), *in = tpl_map_new(A(vm), 8);
+    tpl_list *r = new_list(vm, l->len);
+    if (!seen || !in || !r) return oom(vm);
+    tpl_value yes = tpl_v_bool(true);
+    if (op == '-' || op == '&') {
+        for (uint32_t k = 0; k < others->len; k++) {
+            tpl_list *o = others->items[k].u.list;
+            tpl_map *cur = tpl_map_new(A(vm), o->len + 1);
+            if (!cur) return oom(vm);
+            for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), cur, o->items[i], yes)) return oom(vm);
+            if (k == 0 || op == '-') {
+                for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), in, o->items[i], yes)) return oom(vm);
+                if (op == '&') in = cur;
+            } else {   /* &: only keys in every other array */
+                tpl_map *both = tpl_map_new(A(vm), in->len + 1);
+                if (!both) return oom(vm);
+                for (uint32_t i = 0; i < in->len; i++)
+                    if (tpl_map_get(cur, in->e[i].key) && !tpl_map_set(A(vm), both, in->e[i].key, yes)) return oom(vm);
+                in = both;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < l->len; i++) {
+        tpl_value v = l->items[i];
+        if (op == '-') { if (!tpl_map_get(in, v)) r->items[r->len++] = v; continue; }
+        if (tpl_map_get(seen, v)) continue;
+        if (op == '&' && others->len && !tpl_map_get(in, v)) continue;
+        if (!tpl_map_set(A(vm), seen, v, yes)) return oom(vm);
+        r->items[r->len++] = v;
+    }
+    if (op == '|')
+        for (uint32_t k = 0; k < others->len; k++) {
+            tpl_list *o = others->items[k].u.list;
+            for (uint32_t i = 0; i < o->len; i++) {
+                if (tpl_map_get(seen, o->items[i])) continue;
+                if (!tpl_map_set(A(vm), seen, o->items[i], yes) || !tpl_list_push(A(vm), r, o->items[i])) return oom(vm);
+            }
+        }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_arr_difference(tpl_vm *vm, tpl_value *a, tpl_value *out) { return set_op(vm, a[0], L_(a[1]), '-', out); }
+int r_arr_intersection(tpl_vm *vm, tpl_value *a, tpl_value *out) { return set_op(vm, a[0], L_(a[1]), '&', out); }
+int r_arr_union(tpl_vm *vm, tpl_value *a, tpl_value *out) { return set_op(vm, a[0], L_(a[1]), '|', out); }
+
+int r_arr_intersect_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!is_array(a[1])) return type_error(vm, TPL_VT_LIST, a[1]);
+    tpl_value o[1] = { a[1] };
+    tpl_list ol = { .items = o, .len = 1 };
+    tpl_value r;
+    if (set_op(vm, a[0], &ol, '&', &r) < 0) return -1;
+    *out = tpl_v_bool(r.u.list->len > 0);
+    return 0;
+}
+
+/* Array#zip with a block yields each tuple and answers nil. */
+int r_arr_zip_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (r_arr_zip(vm, a, out) < 0) return -1;
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) return 0;
+    tpl_list *l = out->u.list;
+    tpl_value v;
+    for (uint32_t i = 0; i < l->len; i++) YIELD(blk, &l->items[i], 1, &v);
+    *out = tpl_v_none();
+    return 0;
+}
+
+/* String#scan with a block: yields each match (or its groups), answers the receiver. */
+int r_str_scan_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (r_str_scan(vm, a, out) < 0) return -1;
+    return yield_each(vm, out->u.list, a[0], out);
+}
+
+/* ---- Hash */
+
+int r_hash_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!tpl_given(a[1]) && !tpl_vm_block(vm).pc) return r_hash_size(vm, a, out);
+    tpl_list *items;
+    if (enum_items(vm, a[0], &items, "count") < 0) return -1;
+    tpl_value args[2] = { tpl_v_list(items), a[1] };
+    return r_arr_count(vm, args, out);
+}
+
+int r_hash_to_h_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!tpl_vm_block(vm).pc) return r_hash_to_h(vm, a, out);
+    tpl_list *items;
+    if (enum_items(vm, a[0], &items, "to_h") < 0) return -1;
+    tpl_value args[1] = { tpl_v_list(items) };
+    return r_arr_to_h(vm, args, out);
+}
+
+/* Hash#merge(*others) { |key, old, new| ... }. */
+int r_hash_merge_all(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_list *others = L_(a[1]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_map *r = tpl_map_new(A(vm), m->len + 4);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
+    for (uint32_t k = 0; k < others->len; k++) {
+        tpl_value ov = others->items[k];
+        if (ov.type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, ov);
+        tpl_map *o = ov.u.map;
+        for (uint32_t i = 0; i < o->len; i++) {
+            tpl_value v = o->e[i].val, *old = blk.pc ? tpl_map_get(r, o->e[i].key) : NULL;
+            if (old) {
+                tpl_value args[3] = { o->e[i].key, *old, v };
+                YIELD(blk, args, 3, &v);
+            }
+            if (!tpl_map_set(A(vm), r, o->e[i].key, v)) return oom(vm);
+        }
+    }
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+static int transform(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keys)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_value mapping = keys && tpl_given(a[1]) ? a[1] : tpl_v_unset();
+    if (tpl_given(mapping) && mapping.type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, mapping);
+    if (!blk.pc && !tpl_given(mapping)) {   /* the enumerator, as the pairs */
+        tpl_list *items;
+        if (enum_items(vm, a[0], &items, keys ? "transform_keys" : "transform_values") < 0) return -1;
+        *out = tpl_v_list(items);
+        return 0;
+    }
+    tpl_map *r = tpl_map_new(A(vm), m->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_value x = keys ? m->e[i].key : m->e[i].val, v;
+        tpl_value *hit = tpl_given(mapping) ? tpl_map_get(mapping.u.map, x) : NULL;
+        if (hit) v = *hit;
+        else if (blk.pc) YIELD(blk, &x, 1, &v);
+        else v = x;
+        if (!tpl_map_set(A(vm), r, keys ? v : m->e[i].key, keys ? m->e[i].val : v)) return oom(vm);
+    }
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+int r_hash_transform_values(tpl_vm *vm, tpl_value *a, tpl_value *out) { return transform(vm, a, out, false); }
+int r_hash_transform_keys(tpl_vm *vm, tpl_value *a, tpl_value *out) { return transform(vm, a, out, true); }
+
+/* Hash#slice(*keys) (in the order asked) / #except(*keys). */
+static int hash_pick(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_list *ks = L_(a[1]);
+    tpl_map *r = tpl_map_new(A(vm), keep ? ks->len : m->len);
+    if (!r) return oom(vm);
+    if (keep) {
+        for (uint32_t i = 0; i < ks->len; i++) {
+            tpl_value *v = tpl_map_get(m, ks->items[i]);
+            if (v) {
+                /* the hash's own key object (a symbol key stays a symbol) */
+                tpl_value key = ks->items[i];
+                for (uint32_t j = 0; j < m->len; j++) if (&m->e[j].val == v) { key = m->e[j].key; break; }
+                if (!tpl_map_set(A(vm), r, key, *v)) return oom(vm);
+            }
+        }
+    } else {
+        for (uint32_t i = 0; i < m->len; i++) {
+            bool drop = false;
+            for (uint32_t k = 0; k < ks->len && !drop; k++) drop = tpl_rb_equal(m->e[i].key, ks->items[k]) && tpl_hash_value(m->e[i].key) == tpl_hash_value(ks->items[k]);
+            if (!drop && !tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
+        }
+    }
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+int r_hash_slice(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_pick(vm, a, out, true); }
+int r_hash_except(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_pick(vm, a, out, false); }
+
+int r_hash_invert(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_map_del(r, m->e[i].val);   /* a later equal value takes the key's place at the end, as Ruby */
+        if (!tpl_map_set(A(vm), r, m->e[i].val, m->e[i].key)) return oom(vm);
+    }
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+int r_hash_key(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]);
+    for (uint32_t i = 0; i < m->len; i++) {
+        bool eq = false;
+        if (tpl_vm_rb_equal(vm, m->e[i].val, a[1], &eq) < 0) return -1;
+        if (eq) { *out = m->e[i].key; return 0; }
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+static int hash_values_at(tpl_vm *vm, tpl_value *a, tpl_value *out, bool fetch)
+{
+    tpl_map *m = M_(a[0]);
+    tpl_list *ks = L_(a[1]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_list *r = new_list(vm, ks->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < ks->len; i++) {
+        tpl_value *v = tpl_map_get(m, ks->items[i]), x;
+        if (v) x = *v;
+        else if (!fetch) x = tpl_v_none();
+        else if (blk.pc) YIELD(blk, &ks->items[i], 1, &x);
+        else {
+            tpl_value args[3] = { a[0], ks->items[i], tpl_v_unset() };
+            return r_hash_fetch(vm, args, out);
+        }
+        r->items[r->len++] = x;
+    }
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+int r_hash_values_at(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_values_at(vm, a, out, false); }
+int r_hash_fetch_values(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_values_at(vm, a, out, true); }
+
+static int hash_each_part(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keys)
+{
+    tpl_value l;
+    if ((keys ? r_hash_keys : r_hash_values)(vm, a, &l) < 0) return -1;
+    return yield_each(vm, l.u.list, a[0], out);
+}
+
+int r_hash_each_key(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_each_part(vm, a, out, true); }
+int r_hash_each_value(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_each_part(vm, a, out, false); }
+
+int r_hash_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < m->len; i++)
+        if (m->e[i].val.type != TPL_T_NONE && m->e[i].val.type != TPL_T_UNDEF && !tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val))
+            return oom(vm);
+    *out = tpl_v_map(r);
+    return 0;
+}
+
+/* ---- Range */
+
+int r_range_end(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0].u.list->items[1]; return 0; }
+int r_range_exclude_end_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].u.list->items[2].u.i != 0); return 0; }
