@@ -3303,9 +3303,9 @@ int r_any_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *o
 int r_str_upto(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (want_str(vm, a[1]) < 0) return -1;
-    tpl_value r;
+    tpl_value r = tpl_v_none();
     if (tpl_rb_range(vm, a[0], a[1], tpl_given(a[2]) && tpl_truthy_rb(a[2]), &r) < 0) return -1;
-    tpl_list *l;
+    tpl_list *l = NULL;
     if (range_list(vm, r, &l) < 0) return -1;
     return yield_each(vm, l, a[0], out);
 }
@@ -3332,7 +3332,7 @@ static int int_walk(tpl_vm *vm, tpl_value *a, tpl_value *out, int dir, const cha
         *out = tpl_v_list(l);
         return 0;
     }
-    tpl_value r;
+    tpl_value r = tpl_v_none();
     for (uint64_t k = 0; k < n; k++) {
         tpl_value iv = tpl_v_int(b + (int64_t)k * dir);
         YIELD(blk, &iv, 1, &r);
@@ -3828,7 +3828,7 @@ int r_arr_rindex(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
-    tpl_value r;
+    tpl_value r = tpl_v_none();
     for (uint32_t i = l->len; i-- > 0;) {
         bool hit = false;
         if (tpl_given(a[1])) { if (tpl_vm_rb_equal(vm, l->items[i], a[1], &hit) < 0) return -1; }
@@ -3987,7 +3987,7 @@ int r_arr_intersect_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!is_array(a[1])) return type_error(vm, TPL_VT_LIST, a[1]);
     tpl_value o[1] = { a[1] };
     tpl_list ol = { .items = o, .len = 1 };
-    tpl_value r;
+    tpl_value r = tpl_v_none();
     if (set_op(vm, a[0], &ol, '&', &r) < 0) return -1;
     *out = tpl_v_bool(r.u.list->len > 0);
     return 0;
@@ -4018,7 +4018,7 @@ int r_str_scan_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_hash_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (!tpl_given(a[1]) && !tpl_vm_block(vm).pc) return r_hash_size(vm, a, out);
-    tpl_list *items;
+    tpl_list *items = NULL;
     if (enum_items(vm, a[0], &items, "count") < 0) return -1;
     tpl_value args[2] = { tpl_v_list(items), a[1] };
     return r_arr_count(vm, args, out);
@@ -4027,7 +4027,7 @@ int r_hash_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_hash_to_h_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (!tpl_vm_block(vm).pc) return r_hash_to_h(vm, a, out);
-    tpl_list *items;
+    tpl_list *items = NULL;
     if (enum_items(vm, a[0], &items, "to_h") < 0) return -1;
     tpl_value args[1] = { tpl_v_list(items) };
     return r_arr_to_h(vm, args, out);
@@ -4066,7 +4066,7 @@ static int transform(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keys)
     tpl_value mapping = keys && tpl_given(a[1]) ? a[1] : tpl_v_unset();
     if (tpl_given(mapping) && mapping.type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, mapping);
     if (!blk.pc && !tpl_given(mapping)) {   /* the enumerator, as the pairs */
-        tpl_list *items;
+        tpl_list *items = NULL;
         if (enum_items(vm, a[0], &items, keys ? "transform_keys" : "transform_values") < 0) return -1;
         *out = tpl_v_list(items);
         return 0;
@@ -4170,7 +4170,7 @@ int r_hash_fetch_values(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_
 
 static int hash_each_part(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keys)
 {
-    tpl_value l;
+    tpl_value l = tpl_v_none();
     if ((keys ? r_hash_keys : r_hash_values)(vm, a, &l) < 0) return -1;
     return yield_each(vm, l.u.list, a[0], out);
 }
