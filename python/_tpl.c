@@ -87,6 +87,8 @@ typedef struct {
     PyObject_HEAD
     tpl_program *p;
     PyObject *reads;        /* tuple of str: the reads-set (top-level names converted) */
+    const char **read_u8;   /* their UTF-8 (owned by the interned strs of reads) and lengths */
+    size_t *read_len;
     settings defaults;      /* Program.configure */
     long gen;               /* bumped by every configure */
     bool autoescape;        /* compiled with tpl_options.autoescape */
@@ -534,7 +536,9 @@ static int py_remembers(void *data, const char *words, size_t len)
     render_ctx *c = data;
     PyEval_RestoreThread(c->ts);
     int rc = -1;
-    PyObject *res = PyObject_CallFunction(c->remembers, "s#", words, (Py_ssize_t)len);
+    PyObject *w = PyUnicode_DecodeUTF8(words, (Py_ssize_t)len, "strict");
+    PyObject *res = w ? PyObject_CallOneArg(c->remembers, w) : NULL;
+    Py_XDECREF(w);
     if (res) {
         int t = PyObject_IsTrue(res);
         Py_DECREF(res);
@@ -811,6 +815,8 @@ static void Program_dealloc(ProgramObject *self)
     for (int i = 0; i < self->npool; i++) slot_free(self->pool[i]);
     settings_clear(&self->defaults);
     Py_XDECREF(self->reads);
+    PyMem_Free(self->read_u8);
+    PyMem_Free(self->read_len);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -825,25 +831,39 @@ static PyObject *wrap_program(tpl_program *p)
     o->gen = 0;
     o->autoescape = false;
     memset(&o->defaults, 0, sizeof o->defaults);
-    size_t n = tpl_program_reads(p, NULL, NULL, 0);
-    const char **names = calloc(n + 1, sizeof *names);
-    size_t *lens = calloc(n + 1, sizeof *lens);
+    o->reads = NULL;
+    o->read_u8 = NULL;
+    o->read_len = NULL;
+    /* one scan for the usual few names (the reads-set is a walk over the code) */
+    enum { FEW = 64 };
+    const char *few[FEW];
+    size_t fewlen[FEW];
+    size_t n = tpl_program_reads(p, few, fewlen, FEW);
+    o->read_u8 = PyMem_Calloc(n + 1, sizeof *o->read_u8);
+    o->read_len = PyMem_Calloc(n + 1, sizeof *o->read_len);
     o->reads = PyTuple_New((Py_ssize_t)n);
-    if (!names || !lens || !o->reads) {
-        free(names);
-        free(lens);
+    if (!o->read_u8 || !o->read_len || !o->reads) {
         Py_DECREF(o);
         return PyErr_NoMemory();
     }
-    tpl_program_reads(p, names, lens, n);
+    if (n > FEW) tpl_program_reads(p, o->read_u8, o->read_len, n);
+    else {
+        memcpy(o->read_u8, few, n * sizeof *few);
+        memcpy(o->read_len, fewlen, n * sizeof *fewlen);
+    }
     for (size_t i = 0; i < n; i++) {
-        PyObject *s = PyUnicode_DecodeUTF8(names[i], (Py_ssize_t)lens[i], "strict");
-        if (!s) { free(names); free(lens); Py_DECREF(o); return NULL; }
+        PyObject *s = PyUnicode_DecodeUTF8(o->read_u8[i], (Py_ssize_t)o->read_len[i], "strict");
+        if (!s) { Py_DECREF(o); return NULL; }
         PyUnicode_InternInPlace(&s);
         PyTuple_SET_ITEM(o->reads, (Py_ssize_t)i, s);
+        /* from now on the str's own UTF-8 (the program's names stay valid too, but the str is
+         * what the state map's keys borrow) */
+        Py_ssize_t kn;
+        const char *ku = PyUnicode_AsUTF8AndSize(s, &kn);
+        if (!ku) { Py_DECREF(o); return NULL; }
+        o->read_u8[i] = ku;
+        o->read_len[i] = (size_t)kn;
     }
-    free(names);
-    free(lens);
     return (PyObject *)o;
 }
 
@@ -1020,6 +1040,24 @@ static PyObject *Program_syntax(ProgramObject *self, void *unused)
     return PyLong_FromLong(o ? (long)o->syntax : 0);
 }
 
+/* The rendered text as a str: an ASCII text is copied straight into a compact ASCII str (a
+ * word-at-a-time check the compiler vectorises; most prompts are ASCII), else decoded. */
+static PyObject *output_str(const char *out, size_t n)
+{
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 32 <= n && !(any & 0x8080808080808080u); i += 32) { /* stops at a non-ASCII block */
+        uint64_t w[4];
+        memcpy(w, out + i, sizeof w);
+        any |= w[0] | w[1] | w[2] | w[3];
+    }
+    for (; i < n && !(any & 0x8080808080808080u); i++) any |= (unsigned char)out[i];
+    if (any & 0x8080808080808080u) return PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "strict");
+    PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+    if (s) memcpy(PyUnicode_1BYTE_DATA(s), out, n);
+    return s;
+}
+
 /* One render of self with settings s (the GIL held). */
 static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
 {
@@ -1054,10 +1092,8 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
             if (kept < 0) goto done;
         }
         /* the name is one of self->reads, which outlive the render: borrowed without a reference */
-        Py_ssize_t kn;
-        const char *ku = PyUnicode_AsUTF8AndSize(name, &kn);
         tpl_val k, x;
-        if (!ku || check(tpl_val_str(r, ku, (size_t)kn, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &k)) < 0 ||
+        if (check(tpl_val_str(r, self->read_u8[i], self->read_len[i], TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &k)) < 0 ||
             to_val(c, v, &x) < 0 || check(tpl_val_map_set(r, st, k, x)) < 0)
             goto done;
     }
@@ -1071,7 +1107,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
     PyObject *exc = tpl_render_error_payload(r);
     if (rs == TPL_OK) {
         Py_XDECREF(exc);
-        result = PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "strict");
+        result = output_str(out, n);
     } else if (exc) {
         /* the callback's exception, as itself, annotated with the template location */
         const tpl_error *e = tpl_render_error(r);

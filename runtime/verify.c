@@ -403,9 +403,25 @@ enum { READS_SLOTS = 4096, READS_STORES = 4, READS_SPAN = 8192 };
 static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
 {
     size_t n = p->ncode;
+    /* the slot tables cover the slots the code stores, clears or a macro's prologue fills (a
+     * slot beyond them is never dominated); sized by them, not READS_SLOTS: clearing 64 KiB
+     * per scan was most of a small template's compile time */
+    uint32_t nslots = 0;
+    for (size_t pc = 0; pc < n;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
+        if (op >= TPL_OP__COUNT) break;
+        if (op == TPL_OP_FOR_INIT_RB) a &= 0xFFFF;
+        if ((op == TPL_OP_STORE_SLOT || op == TPL_OP_FOR_INIT || op == TPL_OP_FOR_NEXT || op == TPL_OP_FMT_BEGIN ||
+             op == TPL_OP_FOR_INIT_RB || op == TPL_OP_UNSET_SLOT) && a >= nslots)
+            nslots = a + 1;
+        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+    }
+    for (size_t m = 0; m < p->nmacros; m++)
+        if (p->macros[m].nparams > nslots) nslots = p->macros[m].nparams;
+    if (nslots > READS_SLOTS) nslots = READS_SLOTS;
     int64_t *minsrc = malloc((n + 1) * sizeof *minsrc); /* the lowest pc a jump into t comes from */
-    uint32_t (*stores)[READS_STORES] = calloc(READS_SLOTS, sizeof *stores); /* last stores + 1, newest first */
-    uint8_t *unset = calloc(READS_SLOTS, 1); /* slots some UNSET_SLOT clears (never dominated) */
+    uint32_t (*stores)[READS_STORES] = calloc(nslots ? nslots : 1, sizeof *stores); /* last stores + 1, newest first */
+    uint8_t *unset = calloc(nslots ? nslots : 1, 1); /* slots some UNSET_SLOT clears (never dominated) */
     if (!minsrc || !stores || !unset) { free(minsrc); free(stores); free(unset); return false; }
     for (size_t t = 0; t <= n; t++) minsrc[t] = INT64_MAX;
     for (size_t pc = 0; pc < n;) {
@@ -417,7 +433,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
             if (oi->fmt[i] == 'j' && x < n && (int64_t)pc < minsrc[x]) minsrc[x] = (int64_t)pc;
             if (oi->fmt[i] == 'B' && (x & 0xFFFFFF) && (x & 0xFFFFFF) < n) minsrc[x & 0xFFFFFF] = -1;
         }
-        if (op == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < READS_SLOTS) unset[TPL_INSN_A(p->code[pc])] = 1;
+        if (op == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < nslots) unset[TPL_INSN_A(p->code[pc])] = 1;
         pc += 1 + (size_t)oi->extra;
     }
     /* the parameters (+ 1) of the macros entered at each pc: one lookup per instruction */
@@ -432,7 +448,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
         uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
         if (params && params[pc]) /* a macro's prologue stores every parameter first */
-            for (uint32_t i = 0; i < params[pc] - 1 && i < READS_SLOTS; i++) {
+            for (uint32_t i = 0; i < params[pc] - 1 && i < nslots; i++) {
                 memmove(&stores[i][1], &stores[i][0], (READS_STORES - 1) * sizeof stores[i][0]);
                 stores[i][0] = (uint32_t)pc + 1;
             }
@@ -444,7 +460,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
             if (a < p->nnames) { seen[a] = 1; if (at) at[pc] = 1; }
             break;
         case TPL_OP_LOAD_SLOT:
-            for (int k = 0; a < READS_SLOTS && k < READS_STORES && stores[a][k] && !dominated; k++) {
+            for (int k = 0; a < nslots && k < READS_STORES && stores[a][k] && !dominated; k++) {
                 size_t st = stores[a][k] - 1; /* a macro's parameters: its entry, which stores before it */
                 if (pc - st > READS_SPAN || unset[a]) break;
                 bool entered = false;
@@ -460,7 +476,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
             a &= 0xFFFF;
             /* fallthrough */
         case TPL_OP_STORE_SLOT: case TPL_OP_FOR_INIT: case TPL_OP_FOR_NEXT: case TPL_OP_FMT_BEGIN:
-            if (a < READS_SLOTS) {
+            if (a < nslots) {
                 memmove(&stores[a][1], &stores[a][0], (READS_STORES - 1) * sizeof stores[a][0]);
                 stores[a][0] = (uint32_t)pc + 1;
             }
