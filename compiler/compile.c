@@ -100,6 +100,7 @@ struct tpl_comp {
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
     bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
     bool autoescape;         /* inside {% autoescape true %} */
+    tpl_value finalize;      /* tpl_options.finalize: the host filter every output goes through (a string), or undefined */
     bool no_context;         /* compiling an include without context: names are globals only */
     int include_depth;
     scope *inc_top;          /* the top-level scope of the included or imported template being compiled */
@@ -2535,6 +2536,24 @@ static void stmt(tpl_comp *c, tpl_node *n)
         emit_text_ref(c, n->val.u.s, n->val.len);
         return;
     case TPL_N_OUTPUT:
+        if (c->finalize.type == TPL_T_STR) { /* Environment(finalize=f): f(value), then as always */
+            if (!host_func(c, c->finalize, TPL_HOST_FILTER)) {
+                cerror(c, n->off, "finalize: no host filter named '%.*s'", (int)c->finalize.len, c->finalize.u.s);
+                return;
+            }
+            /* a constant expression is escaped before finalize and printed as finalize returns
+             * it (Jinja2's _output_child_to_const); any other is finalized, then escaped */
+            bool konst = c->autoescape && folds_const(n->a);
+            expr(c, n->a);
+            if (konst) emit(c, TPL_OP_ESCAPE, 0, 0);
+            uint32_t w = call_args(c, NULL, 1);
+            c->cur_off = n->a->off;
+            emit(c, TPL_OP_HOST_FILTER, add_const(c, c->finalize), 1 - argw_count(w));
+            emit_raw(c, w);
+            if (c->autoescape && !konst) emit(c, TPL_OP_ESCAPE, 0, 0);
+            emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+            return;
+        }
         if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF && !c->autoescape) {
             tpl_sb b;
             tpl_sb_init(&b, c->tmp);
@@ -2759,7 +2778,7 @@ static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
 static void body(tpl_comp *c, tpl_node *n)
 {
     for (; n && !c->failed; n = n->next) {
-        tpl_node *out = n->kind == TPL_N_SET ? set_then_print(c, n) : NULL;
+        tpl_node *out = n->kind == TPL_N_SET && c->finalize.type != TPL_T_STR ? set_then_print(c, n) : NULL;
         if (!out) { stmt(c, n); continue; }
         /* printed as it is computed: a concatenation goes straight to the output */
         tpl_node *v = n->b;
@@ -2795,6 +2814,8 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->syn = p->opts.syntax == TPL_SYNTAX_ERB ? TPL_SYN_ERB : p->opts.syntax == TPL_SYNTAX_FMT ? TPL_SYN_FMT : TPL_SYN_JINJA;
     c->autoescape = c->syn == TPL_SYN_JINJA && p->opts.autoescape; /* Environment(autoescape=True) */
+    if (c->syn == TPL_SYN_JINJA && p->opts.finalize) /* checked against host_funcs before the first output */
+        c->finalize = tpl_v_str(p->opts.finalize, strlen(p->opts.finalize));
     /* sized from the source (templates run at about a code word per 8 bytes and a span per 32),
      * so a typical template grows neither array; a failure here just leaves them to grow() */
     size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;

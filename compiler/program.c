@@ -121,6 +121,7 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     p->opts.host_funcs = NULL;   /* borrowed for compilation only */
     p->opts.nhost_funcs = 0;
+    p->opts.finalize = NULL;
     *out = p;
     return TPL_OK;
 }
@@ -229,6 +230,7 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     p->opts.host_funcs = NULL;
     p->opts.nhost_funcs = 0;
+    p->opts.finalize = NULL;
     *out = p;
     return TPL_OK;
 }

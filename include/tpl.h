@@ -226,6 +226,22 @@ typedef struct tpl_options {
                                    {% continue %} (always on in the hf profile) */
     bool do_statement;          /* the jinja2.ext.do extension: {% do expr %} evaluates expr
                                    and drops the value */
+    /* Environment(finalize=f): the name of a host filter (an entry of host_funcs, kind
+     * TPL_HOST_FILTER; NUL-terminated, borrowed, read during tpl_compile only) applied to the
+     * value of every output expression {{ ... }} before it is printed (escaped first under
+     * autoescape), constants included; template text is not finalized (Jinja2's semantics).
+     * NULL: none. A name host_funcs does not list is a compile error. */
+    const char *finalize;
+    /* Environment(undefined=ChainableUndefined): an attribute, item or slice of an undefined
+     * value is that undefined value (not an error); it prints, tests and iterates as the
+     * lenient Undefined. Jinja only; ignored under strict. */
+    bool chainable_undefined;
+    /* Environment(undefined=DebugUndefined): printing an undefined value (or its str(), as `~`
+     * takes it) gives "{{ name }}" for a missing variable and "{{ no such element: dict
+     * object['key'] }}" for a missing attribute or item, as Jinja2's DebugUndefined.__str__;
+     * otherwise the lenient Undefined. Jinja only; ignored under strict. These two are read
+     * when the program runs but are not kept by .tplb files (a loaded program is lenient). */
+    bool debug_undefined;
     /* ERB only: compile for a render with a `self` object (tpl_render_set_self_val; the Ruby
      * gem's Tpl::ERB#result(binding)). A receiver-less call of a method that is not one of tpl's
      * Kernel builtins (`helper(x)`) then calls self's method of that name when it runs; without

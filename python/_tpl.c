@@ -924,7 +924,9 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
     if (opt_bool(d, "trim_blocks", &o.trim_blocks) < 0 || opt_bool(d, "lstrip_blocks", &o.lstrip_blocks) < 0 ||
         opt_bool(d, "keep_trailing_newline", &o.keep_trailing_newline) < 0 || opt_bool(d, "strict", &o.strict) < 0 ||
         opt_bool(d, "tidy", &o.tidy) < 0 || opt_bool(d, "hf", &o.hf) < 0 || opt_bool(d, "autoescape", &o.autoescape) < 0 ||
-        opt_bool(d, "loop_controls", &o.loop_controls) < 0 || opt_bool(d, "do_statement", &o.do_statement) < 0)
+        opt_bool(d, "loop_controls", &o.loop_controls) < 0 || opt_bool(d, "do_statement", &o.do_statement) < 0 ||
+        opt_bool(d, "chainable_undefined", &o.chainable_undefined) < 0 ||
+        opt_bool(d, "debug_undefined", &o.debug_undefined) < 0)
         return NULL;
     /* host_funcs: (name, kind) pairs the template may call (tpl_options.host_funcs) */
     PyObject *hf = d ? PyDict_GetItemString(d, "host_funcs") : NULL, *hfs = NULL;
@@ -947,6 +949,15 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
         }
         o.host_funcs = table;
         o.nhost_funcs = (size_t)nh;
+    }
+    /* finalize: the name of the host filter (among host_funcs) every output goes through */
+    PyObject *fin = d ? PyDict_GetItemString(d, "finalize") : NULL;
+    if (fin && fin != Py_None) {
+        if (!PyUnicode_Check(fin) || !(o.finalize = PyUnicode_AsUTF8(fin))) {
+            PyMem_Free(table);
+            Py_XDECREF(hfs);
+            return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_TypeError, "finalize must be a str (a host filter's name)");
+        }
     }
     load_ctx l = { loader, NULL };
     if (loader != Py_None) {

@@ -62,6 +62,8 @@ typedef struct tpl_library {
     int (*bind)(tpl_vm *vm, int id, const tpl_value *pos, int npos, const tpl_value *kwnames,
                 const tpl_value *kwvals, int nkw, tpl_value *a);
     int (*undefined_error)(tpl_vm *vm, tpl_value v);
+    /* Jinja2's DebugUndefined.__str__ of an undefined value, appended to b */
+    void (*undefined_debug_str)(tpl_sb *b, tpl_value v);
     int (*format_value)(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_t n);
     int (*str_mod)(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out); /* Python's `str % args` */
     /* a str method `id` called on Markup: MarkupSafe's override (a: the bound arguments) */
@@ -89,6 +91,7 @@ typedef struct tpl_library {
     /* builtin ids the VM refers to */
     uint16_t id_escape, id_default, id_length, id_upper, id_lower, id_join, id_trim;
     uint16_t id_raise_exception, id_strftime_now;
+    uint16_t id_e, id_forceescape, id_string; /* with id_escape: the filters that take str(value) */
 } tpl_library;
 
 /* The standard library: defined by stdlib/library.c. */

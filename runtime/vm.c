@@ -194,6 +194,18 @@ int tpl_print_iter_error(tpl_vm *vm, tpl_value v)
                         "convert it with |list or |join first", tpl_lazy_name(v.aux), tpl_lazy_name(v.aux));
 }
 
+/* Environment(undefined=DebugUndefined) (tpl_options.debug_undefined) */
+static bool debug_undefined(const tpl_vm *vm, tpl_value v)
+{
+    return vm->p && vm->p->opts.debug_undefined && !vm->p->opts.strict && v.aux != TPL_UNDEF_COND;
+}
+
+/* Environment(undefined=ChainableUndefined) (tpl_options.chainable_undefined) */
+static bool chainable_undefined(const tpl_vm *vm)
+{
+    return vm->p && vm->p->opts.chainable_undefined && !vm->p->opts.strict;
+}
+
 /* Appends Python str(v) (undefined: strict error, lenient nothing). */
 static int print_py(tpl_vm *vm, tpl_value v)
 {
@@ -201,6 +213,13 @@ static int print_py(tpl_vm *vm, tpl_value v)
     case TPL_T_STR: return out_put(vm, v.u.s, v.len);
     case TPL_T_UNDEF:
         if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
+        if (debug_undefined(vm, v)) {
+            tpl_sb b;
+            tpl_sb_init(&b, &vm->arena);
+            tpl_stdlib.undefined_debug_str(&b, v);
+            if (b.failed) return oom(vm);
+            return out_put(vm, b.p, b.len);
+        }
         return 0;
     case TPL_T_INT: {
         char buf[24];
@@ -227,7 +246,8 @@ static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
     if (tpl_is_iter(v)) return tpl_print_iter_error(vm, v);
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
-    tpl_py_str(&b, v);
+    if (v.type == TPL_T_UNDEF && debug_undefined(vm, v)) tpl_stdlib.undefined_debug_str(&b, v);
+    else tpl_py_str(&b, v);
     if (b.failed) return oom(vm);
     if (b.address) return tpl_print_address_error(vm, b.address);
     *out = tpl_sb_value(&b);
@@ -425,6 +445,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     case TPL_T_MACRO:
         return macro_attr(vm, (const tpl_closure *)obj.u.p, name, n, out);
     case TPL_T_UNDEF:
+        if (chainable_undefined(vm)) { *out = obj; return 0; } /* ChainableUndefined.__getattr__ */
         return tpl_stdlib.undefined_error(vm, obj);
     case TPL_T_HOST: {
         int rc = tpl_hobj_getattr(vm, obj, name, n, out);
@@ -489,6 +510,7 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         break;
     }
     case TPL_T_UNDEF:
+        if (chainable_undefined(vm)) { *out = obj; return 0; } /* ChainableUndefined.__getitem__ */
         return tpl_stdlib.undefined_error(vm, obj);
     default:
         break;
@@ -975,8 +997,10 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
     if (obj.type == TPL_T_LIST) { src = obj.u.list; len = src->len; }
     else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
-    else if (obj.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, obj);
-    else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
+    else if (obj.type == TPL_T_UNDEF) {
+        if (chainable_undefined(vm)) { *out = obj; return 0; }
+        return tpl_stdlib.undefined_error(vm, obj);
+    } else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
     int64_t step = 1, start, stop;
     if (c.type != TPL_T_NONE) {
         if (!as_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
@@ -1231,9 +1255,20 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
-    if (__builtin_expect(vm->has_host, 0) &&
-        (tpl_hobj_resolve_args(vm, pos, npos) < 0 || tpl_hobj_resolve_args(vm, kwv, nkw) < 0))
-        return -1;
+    if (__builtin_expect(vm->has_host, 0)) {
+        /* escape/e/forceescape/string take str(obj) of a host object (markupsafe's escape and
+         * soft_str), not its items: its str() as a string value */
+        if (npos > 0 && pos[0].type == TPL_T_HOST &&
+            (id == tpl_stdlib.id_escape || id == tpl_stdlib.id_e || id == tpl_stdlib.id_forceescape ||
+             id == tpl_stdlib.id_string)) {
+            tpl_sb b;
+            tpl_sb_init(&b, &vm->arena);
+            tpl_hobj_print(&b, pos[0], false);
+            if (b.failed) return oom(vm); /* (a failing str callback set the error first) */
+            pos[0] = tpl_v_str(b.p ? b.p : "", b.len);
+        }
+        if (tpl_hobj_resolve_args(vm, pos, npos) < 0 || tpl_hobj_resolve_args(vm, kwv, nkw) < 0) return -1;
+    }
     if (nkw == 0 && (unsigned)id < tpl_stdlib.nbuiltins && vm->bind_lo[id] == BIND_UNKNOWN) bind_range(vm, id);
     if (nkw == 0 && (unsigned)id < tpl_stdlib.nbuiltins && npos >= vm->bind_lo[id] && npos <= vm->bind_hi[id]) {
         /* what tpl_builtin_bind does for such a call, without parsing the signature */
@@ -1348,8 +1383,25 @@ int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_val
     return call_any(vm, fn, args, nargs, NULL, NULL, 0, out);
 }
 
+/* Whether the render binds a host function of that kind and name (tpl_render_set_host_funcs). */
+static bool host_bound(const tpl_vm *vm, tpl_host_kind kind, tpl_value name)
+{
+    if (name.type != TPL_T_STR) return false;
+    for (size_t i = 0; i < vm->nhost_funcs; i++) {
+        const tpl_host_func *h = &vm->host_funcs[i];
+        if (h->kind == kind && h->name && h->fn && strlen(h->name) == name.len && memcmp(h->name, name.u.s, name.len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A filter or test named by a string (map('f'), select('t'), selectattr('a', 't')...): a host
+ * filter/test the render binds, as Jinja2 finds custom ones in env.filters/env.tests (before a
+ * builtin of the same name, as at compile time), else a builtin. */
 int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out)
 {
+    if (vm->nhost_funcs && host_bound(vm, TPL_HOST_FILTER, name))
+        return tpl_vm_host_call(vm, TPL_HOST_FILTER, name, args, nargs, NULL, NULL, 0, out);
     int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_FILTER, name.u.s, name.len) : -1;
     if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No filter named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
@@ -1357,6 +1409,8 @@ int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs
 
 int tpl_call_test_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out)
 {
+    if (vm->nhost_funcs && host_bound(vm, TPL_HOST_TEST, name))
+        return tpl_vm_host_call(vm, TPL_HOST_TEST, name, args, nargs, NULL, NULL, 0, out);
     int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_TEST, name.u.s, name.len) : -1;
     if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No test named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);

@@ -391,6 +391,29 @@ int tpl_undefined_error(tpl_vm *vm, tpl_value v)
     }
 }
 
+void tpl_undefined_debug_str(tpl_sb *b, tpl_value v)
+{
+    tpl_value name = tpl_v_str(v.u.s ? v.u.s : "", v.u.s ? v.len : 0);
+    tpl_sb_puts(b, "{{ ");
+    switch (v.aux) {
+    case TPL_UNDEF_NAME:
+        tpl_sb_put(b, name.u.s, name.len);
+        break;
+    case TPL_UNDEF_ATTR: case TPL_UNDEF_ITEM:
+        tpl_sb_puts(b, "no such element: ");
+        tpl_sb_puts(b, container_repr(v.flags));
+        tpl_sb_putc(b, '[');
+        if (v.aux == TPL_UNDEF_ATTR) tpl_py_repr(b, name);
+        else tpl_sb_put(b, name.u.s, name.len); /* the VM stores the key's repr as the name */
+        tpl_sb_putc(b, ']');
+        break;
+    default: /* an undefined without a name (Jinja2: missing object, no name) */
+        tpl_sb_puts(b, "None");
+        break;
+    }
+    tpl_sb_puts(b, " }}");
+}
+
 /* ------------------------------------------------------------------ helpers */
 
 void tpl_html_escape(tpl_sb *b, const char *s, size_t n)

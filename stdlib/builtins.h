@@ -70,6 +70,9 @@ int g_joiner_call(tpl_vm *vm, tpl_value *a, tpl_value *out);
  * element 5" (ITEM; the name is the key's repr), or the hint text stored in the value
  * (TPL_UNDEF_PLAIN, e.g. "No first item, sequence was empty."). Code TPL_ERR_UNDEFINED. */
 int tpl_undefined_error(tpl_vm *vm, tpl_value v);
+/* Jinja2's DebugUndefined.__str__ of v (an undefined value), appended to b:
+ * "{{ name }}" or "{{ no such element: dict object['key'] }}". */
+void tpl_undefined_debug_str(tpl_sb *b, tpl_value v);
 
 /* Python's `item in seq` (substring, list item, dict key) with Jinja2's undefined rules. */
 int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res);

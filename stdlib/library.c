@@ -14,6 +14,7 @@ const tpl_library tpl_stdlib = {
     .ids_for = tpl_builtin_ids_for,
     .bind = tpl_builtin_bind,
     .undefined_error = tpl_undefined_error,
+    .undefined_debug_str = tpl_undefined_debug_str,
     .format_value = tpl_format_value,
     .str_mod = tpl_str_mod,
     .markup_method = tpl_markup_method,
@@ -40,4 +41,7 @@ const tpl_library tpl_stdlib = {
     .id_trim = TPL_B_FILTER_trim,
     .id_raise_exception = TPL_B_GLOBAL_raise_exception,
     .id_strftime_now = TPL_B_GLOBAL_strftime_now,
+    .id_e = TPL_B_FILTER_e,
+    .id_forceescape = TPL_B_FILTER_forceescape,
+    .id_string = TPL_B_FILTER_string,
 };

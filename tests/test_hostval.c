@@ -414,9 +414,67 @@ static void host_value_functions(void)
     tpl_render_free(r);
 }
 
+/* Compiles src with options o, renders it on r and compares (or expects a compile error). */
+static void expect_opts(tpl_render *r, const tpl_options *o, const char *src, const char *want)
+{
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_compile("t.jinja", src, strlen(src), o, &p, &err);
+    if (!want) {
+        CHECK(st != TPL_OK, "%s: compiles, want an error", src);
+    } else if (st != TPL_OK) {
+        CHECK(0, "%s: %s", src, err.message ? err.message : "");
+    } else {
+        const char *got = render(r, p);
+        if (strncmp(want, "ERR", 3) == 0) /* a render error whose message holds the rest */
+            CHECK(strncmp(got, "ERR:", 4) == 0 && strstr(got, want + 3), "%s: got [%s], want [%s]", src, got, want);
+        else
+            CHECK(strcmp(got, want) == 0, "%s: got [%s], want [%s]", src, got, want);
+    }
+    tpl_error_clear(&err);
+    tpl_program_free(p);
+}
+
+/* tpl.jinja2's Environment settings (issue 17): finalize, host filters/tests named by string in
+ * map/select/reject/selectattr, ChainableUndefined, DebugUndefined (expected outputs from
+ * Jinja2 3.1 with the same filters) */
+static void environment_settings(void)
+{
+    char shout_name[] = "shout", odd_name[] = "odd";
+    tpl_host_object shout = { &fn_class, shout_name }, odd = { &fn_class, odd_name };
+    tpl_host_func funcs[] = { { "shout", TPL_HOST_FILTER, tpl_host_value_fn, &shout },
+                              { "odd", TPL_HOST_TEST, tpl_host_value_fn, &odd } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 2;
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_render_set_host_funcs(r, funcs, 2);
+    expect_opts(r, &o, "{{ ['a', 'b']|map('shout')|join(',') }} {{ [1, 2, 3]|select('odd')|list }} "
+                       "{{ [1, 2, 3]|reject('odd')|list }} {{ [{'n': 1}, {'n': 2}]|selectattr('n', 'odd')|list }}",
+                "A,B [1, 3] [2] [{'n': 1}]");
+    o.finalize = "shout";
+    expect_opts(r, &o, "a{{ 'b' }}c{{ 'd' ~ 'e' }}{% set x %}{{ 'f' }}{% endset %}{{ x }}", "aBcDEF");
+    o.finalize = "nosuch";
+    expect_opts(r, &o, "{{ 1 }}", NULL);
+    o.finalize = NULL;
+    o.host_funcs = NULL;
+    o.nhost_funcs = 0;
+    o.chainable_undefined = true;
+    expect_opts(r, &o, "[{{ a.b.c }}][{{ a['b'][1:2] }}][{{ a.b|default('z') }}][{{ a.b is defined }}]",
+                "[][][z][False]");
+    o.chainable_undefined = false;
+    expect_opts(r, &o, "{{ a.b }}", "ERR'a' is undefined");
+    o.debug_undefined = true;
+    expect_opts(r, &o, "[{{ a }}][{{ {'k': 1}.nope }}][{{ {'k': 1}['no'] }}][{{ [1][3] }}][{{ 'x' ~ a }}]",
+                "[{{ a }}][{{ no such element: dict object['nope'] }}][{{ no such element: dict object['no'] }}]"
+                "[{{ no such element: list object[3] }}][x{{ a }}]");
+    tpl_render_free(r);
+}
+
 int main(void)
 {
     host_value_functions();
+    environment_settings();
     tpl_render *r = tpl_render_new(NULL);
     person ann = { "Ann", 37, 0, 0, 0, 0, 0, 0, 0, false };
     set_state(r, &ann);

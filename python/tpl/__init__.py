@@ -83,10 +83,11 @@ class Limits(tuple):
 _SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}
 _EXT = {".jinja": "jinja", ".j2": "jinja", ".erb": "erb", ".fmt": "fmt", ".txt": "fmt"}
 _COMPILE_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf", "autoescape",
-                    "loop_controls", "do_statement")
+                    "loop_controls", "do_statement", "chainable_undefined", "debug_undefined")
 _RENDER_OPTIONS = ("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys", "limits",
                    "markup", "undefined")
 _FUNC_KINDS = {"filters": 0, "tests": 2}  # tpl_host_kind
+_FINALIZE = "tpl:finalize"  # the host filter name of finalize= (no template can name it)
 
 
 def _escapes(source):
@@ -131,9 +132,13 @@ class Template:
              loader=None, **options)
 
     filters / tests: dicts of Python callables the template calls as filters (x|name(args))
-    and tests (x is name(args)), with the subject first; values cross as everywhere else.
+    and tests (x is name(args)), with the subject first, also when named by a string in
+    map/select/reject/selectattr/rejectattr; values cross as everywhere else.
+    finalize (Jinja): a callable every output expression's value goes through before it is
+    printed, as Jinja2's Environment(finalize=...).
     options: the compile options trim_blocks, lstrip_blocks, keep_trailing_newline, strict, tidy,
     hf (None or absent: the profile's value), autoescape (Jinja2's Environment(autoescape=True)),
+    chainable_undefined / debug_undefined (Jinja2's ChainableUndefined / DebugUndefined),
     loop_controls and do_statement (the jinja2.ext.loopcontrols and jinja2.ext.do extensions),
     and default render options for every render:
     facts (list of str: what memory told this call, for remembers()), remembers (a callable
@@ -156,6 +161,14 @@ class Template:
                     if not callable(fn):
                         raise TypeError("%s[%r] is not callable" % (k, fname))
                     funcs.append((fname, _FUNC_KINDS[k], fn))
+            elif k == "finalize":
+                if v is not None:
+                    if not callable(v):
+                        raise TypeError("finalize must be callable")
+                    if syntax != "jinja":
+                        raise ValueError("finalize is a Jinja option")
+                    funcs.append((_FINALIZE, 0, v))
+                    compile_opts["finalize"] = _FINALIZE
             elif k in _COMPILE_OPTIONS:
                 compile_opts[k] = v
             elif k in _RENDER_OPTIONS:

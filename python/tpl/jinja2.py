@@ -188,15 +188,36 @@ class StrictUndefined(Undefined):
 
 
 class ChainableUndefined(Undefined):
-    """Not provided by tpl (NotImplementedError when used)."""
+    """An attribute or item of an undefined value is that undefined value (no error)."""
 
     __slots__ = ()
+
+    def __html__(self):
+        return str(self)
+
+    def __getattr__(self, name):
+        if name[:2] == "__":
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, _name):
+        return self
 
 
 class DebugUndefined(Undefined):
-    """Not provided by tpl (NotImplementedError when used)."""
+    """An undefined value prints as {{ name }} (or {{ no such element: ... }})."""
 
     __slots__ = ()
+
+    def __str__(self):
+        if self._undefined_hint:
+            message = "undefined value printed: %s" % self._undefined_hint
+        elif self._undefined_obj is None:
+            message = self._undefined_name
+        else:
+            message = "no such element: %s[%r]" % (type(self._undefined_obj).__name__ + " object",
+                                                   self._undefined_name)
+        return "{{ %s }}" % (message,)
 
 
 # ---------------------------------------------------------------- pass_* decorators
@@ -433,9 +454,7 @@ class Environment:
             if v != _SUPPORTED_DEFAULTS[k]:
                 raise NotImplementedError("tpl.jinja2.Environment(%s=%r)" % (k, v))
         self._ext_options = {_extension_option(e): True for e in extensions}
-        if finalize is not None:
-            raise NotImplementedError("tpl.jinja2.Environment(finalize=...)")
-        if undefined not in (Undefined, StrictUndefined):
+        if undefined not in (Undefined, StrictUndefined, ChainableUndefined, DebugUndefined):
             raise NotImplementedError("tpl.jinja2.Environment(undefined=%s)" % getattr(undefined, "__name__", undefined))
         self.loader = loader
         self.trim_blocks = trim_blocks
@@ -443,7 +462,7 @@ class Environment:
         self.keep_trailing_newline = keep_trailing_newline
         self.autoescape = autoescape
         self.undefined = undefined
-        self.finalize = None
+        self.finalize = finalize
         self.extensions = {e if isinstance(e, str) else e.__name__: e for e in extensions}
         self.globals = {}
         self.filters = {}
@@ -476,9 +495,14 @@ class Environment:
             t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
                               lstrip_blocks=self.lstrip_blocks, keep_trailing_newline=self.keep_trailing_newline,
                               strict=self.undefined is StrictUndefined, autoescape=autoescape,
+                              chainable_undefined=self.undefined is ChainableUndefined,
+                              debug_undefined=self.undefined is DebugUndefined,
                               filters={k: _bind_pass_arg(self, k, "filter", f, name) for k, f in self.filters.items()},
                               tests={k: _bind_pass_arg(self, k, "test", f, name) for k, f in self.tests.items()},
-                              markup=Markup, undefined=self.undefined, **self._ext_options)
+                              markup=Markup, undefined=self.undefined,
+                              finalize=None if self.finalize is None else
+                              _bind_pass_arg(self, "finalize", "finalize", self.finalize, name),
+                              **self._ext_options)
         except _tpl.TemplateSyntaxError as e:
             if e.message and e.message.startswith("template '") and e.message.endswith("' not found"):
                 raise TemplateNotFound(e.message[10:-11]) from None

@@ -62,14 +62,14 @@ def test_exceptions():
 
 
 def test_unsupported_is_named():
-    with pytest.raises(NotImplementedError, match="finalize"):
-        tj.Environment(finalize=str)
     with pytest.raises(NotImplementedError, match="jinja2.ext.i18n"):
         tj.Environment(extensions=["jinja2.ext.i18n"])
     with pytest.raises(NotImplementedError, match="compile"):
         tj.Environment().compile("x")
-    with pytest.raises(NotImplementedError, match="ChainableUndefined"):
-        tj.Environment(undefined=tj.ChainableUndefined)
+    class MyUndefined(tj.Undefined):
+        pass
+    with pytest.raises(NotImplementedError, match="MyUndefined"):
+        tj.Environment(undefined=MyUndefined)
     # an autoescape function deciding differently for a template and what it includes
     e = tj.Environment(autoescape=tj.select_autoescape(), loader=tj.DictLoader({"a.html": "{% include 'b.txt' %}",
                                                                                 "b.txt": "x"}))
@@ -258,3 +258,109 @@ def test_pass_decorators_and_errors():
         e.filters["shout"] = shout
         with pytest.raises(mod.UndefinedError):
             e.from_string("{{ nope|shout }}").render()
+
+
+@pytest.mark.parametrize("undefined", ["Undefined", "StrictUndefined"])
+def test_named_custom_filters_and_tests(undefined):
+    """Custom filters and tests named by string inside map/select/reject/selectattr/rejectattr
+    are found as Jinja2 finds them (env.filters/env.tests first, over a builtin of that name)."""
+    src = ("{{ xs|map('double')|join(',') }} {{ xs|map('scale', 3)|list }} {{ xs|select('divisible', 2)|list }} "
+           "{{ xs|reject('divisible', 2)|list }} {{ us|map(attribute='name')|map('shout', 1)|join }} "
+           "{{ ds|selectattr('n', 'divisible', 2)|map(attribute='n')|list }} "
+           "{{ ds|rejectattr('n', 'big')|list|length }} {{ xs|map('upper')|list }} {{ xs|select('odd')|list }} "
+           "{{ xs|select('even')|list }} {{ ['a', 'b']|map('title')|join }}")
+    ctx = {"xs": [1, 2, 3, 4], "us": [U("ann"), U("bo")], "ds": [{"n": 2}, {"n": 5}, {"n": 8}]}
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment(undefined=getattr(mod, undefined))
+        e.filters.update(double=lambda x: x * 2, scale=lambda x, k: x * k, shout=shout, upper=lambda x: "%s!" % x)
+        e.tests.update(divisible=divisible, big=lambda n: n > 4, odd=lambda n: n == 3)
+        outs.append(e.from_string(src).render(ctx))
+    assert outs[1] == outs[0]
+    for mod in (jinja2, tj):  # an unknown name is still Jinja2's error
+        with pytest.raises(mod.TemplateError):
+            mod.Environment().from_string("{{ [1]|map('nosuch')|list }}").render()
+
+
+FINALIZE_SRC = ("{{ none }}|{{ x }}|{{ 1 }}|{{ 'a' }}|text {{ '' }}|{{ missing }}|"
+                "{% for i in [1, none] %}{{ i }},{% endfor %}|{% set s %}{{ none }}b{% endset %}{{ s }}|"
+                "{% macro m(v) %}[{{ v }}]{% endmacro %}{{ m(none) }}|{{ x ~ 'y' }}|{{ [none, 1] }}|"
+                "{% filter upper %}{{ x }}{% endfilter %}|{% macro c() %}({{ caller() }}){% endmacro %}"
+                "{% call c() %}{{ none }}{% endcall %}{{ d.k }}{{ d.nope }}|"
+                "{% set t = 'v' %}{{ t }}{{ 2 + 3 }}{{ x + '!' + x }}{% include 'part' %}")
+
+
+@pytest.mark.parametrize("fin", ["none_empty", "angle", "env"])
+@pytest.mark.parametrize("autoescape", [False, True])
+def test_finalize(fin, autoescape):
+    """Environment(finalize=f): every output expression's value goes through f, constants too,
+    template text not (as Jinja2)."""
+    outs = []
+    for mod in (jinja2, tj):
+        @mod.pass_environment
+        def env_fin(env, v):
+            return "%s:%s" % (type(env).__name__ == "Environment", v)
+        f = {"none_empty": lambda v: "" if v is None else v, "angle": lambda v: "<%s>" % (v,), "env": env_fin}[fin]
+        e = mod.Environment(finalize=f, autoescape=autoescape, loader=mod.DictLoader({"part": "{{ none }}<{{ x }}>"}))
+        outs.append(e.from_string(FINALIZE_SRC).render(x="<x>", d={"k": None}))
+    assert outs[1] == outs[0]
+    for mod in (jinja2, tj):  # a strict undefined reaching finalize is still an error when printed
+        e = mod.Environment(finalize=lambda v: v, undefined=mod.StrictUndefined)
+        with pytest.raises(mod.UndefinedError):
+            e.from_string("{{ nope }}").render()
+        assert e.from_string("{{ 1 }}{{ nope is defined }}").render() == "1False"
+
+
+UNDEFINED_SRC = ("[{{ a }}][{{ d.nope }}][{{ d['k2'] }}][{{ l[7] }}][{{ 'x' ~ a ~ 'y' }}][{{ a|default('dflt') }}]"
+                 "[{% if a %}t{% else %}f{% endif %}][{{ a is defined }}][{% for i in a %}{{ i }}{% endfor %}]"
+                 "[{{ a|length }}][{{ d.nope|default('dd') }}][{{ x.y }}]")
+CHAIN_SRC = ("[{{ a.b.c }}][{{ a['b'].c }}][{{ d.nope.deeper }}][{{ a.b|default('z') }}][{{ a.b is defined }}]"
+             "[{% if a.b.c %}t{% else %}f{% endif %}][{{ d.k.nope }}][{{ a[1:2] }}]")
+
+
+@pytest.mark.parametrize("undefined", ["Undefined", "ChainableUndefined", "DebugUndefined"])
+def test_undefined_classes(undefined):
+    """ChainableUndefined and DebugUndefined render as in Jinja2; what is an error in Jinja2
+    is an error in tpl.jinja2 too."""
+    ctx = {"d": {"k": {"z": 1}}, "l": [1, 2], "x": {"y": None}}
+    for src in (UNDEFINED_SRC, CHAIN_SRC, "{{ a.b }}", "{{ d.nope.x }}", "{{ a['x'] }}"):
+        outs = []
+        for mod in (jinja2, tj):
+            e = mod.Environment(undefined=getattr(mod, undefined))
+            try:
+                outs.append(e.from_string(src).render(ctx))
+            except mod.UndefinedError:
+                outs.append("UndefinedError")
+        assert outs[1] == outs[0], src
+
+
+def test_undefined_classes_in_callables():
+    """What a Python callable gets for an undefined argument behaves as Jinja2's class does."""
+    for name in ("ChainableUndefined", "DebugUndefined"):
+        outs = []
+        for mod in (jinja2, tj):
+            e = mod.Environment(undefined=getattr(mod, name))
+            e.filters["s"] = lambda v: "<%s|%s>" % (v, type(v).__name__)
+            e.filters["deep"] = lambda v: str(v.x.y) if name == "ChainableUndefined" else str(v)
+            outs.append(e.from_string("{{ nope|s }} {{ nope|deep }}").render())
+        assert outs[1] == outs[0]
+
+
+class Listish:
+    def __iter__(self):
+        return iter([1, 2])
+
+    def __str__(self):
+        return "L<!>"
+
+
+@pytest.mark.parametrize("autoescape", [False, True])
+def test_escape_and_string_take_str(autoescape):
+    """escape/e/forceescape/string of a Python object take str(obj), as markupsafe does, even for
+    an iterable object (which builtin filters otherwise see as its items)."""
+    src = "{{ l|e }}|{{ l|escape }}|{{ l|string }}|{{ l|forceescape }}|{{ l|list }}|{{ l }}|{{ l|join(',') }}"
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment(autoescape=autoescape)
+        outs.append(e.from_string(src).render(l=Listish()))
+    assert outs[1] == outs[0]
