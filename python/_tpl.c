@@ -101,11 +101,15 @@ static int py_remembers(void *data, const char *words, size_t len);
 
 /* ------------------------------------------------------------------ errors */
 
+/* (status, message, file, line, column, source_line, formatted, exception): exception is the
+ * Python exception Jinja2 raises for the error's kind (tpl_error_exception: "TypeError",
+ * "ZeroDivisionError", ...; "" for tpl's own errors). */
 static PyObject *error_tuple(const tpl_error *e)
 {
     char *f = tpl_error_format(e);
-    PyObject *t = Py_BuildValue("(isziizs)", (int)e->status, e->message ? e->message : "", e->file,
-                                (int)e->line, (int)e->column, e->source_line, f ? f : "");
+    PyObject *t = Py_BuildValue("(isziizss)", (int)e->status, e->message ? e->message : "", e->file,
+                                (int)e->line, (int)e->column, e->source_line, f ? f : "",
+                                tpl_error_exception(e->kind, TPL_SYNTAX_JINJA));
     free(f);
     return t;
 }

@@ -87,6 +87,11 @@ static void locate(tpl_vm *vm, uint32_t pc)
 
 tpl_arena *tpl_vm_arena(tpl_vm *vm) { return &vm->arena; }
 bool tpl_vm_strict(const tpl_vm *vm) { return vm->p && vm->p->opts.strict; }
+bool tpl_vm_debug_undefined(const tpl_vm *vm) { return vm->p && vm->p->opts.debug_undefined && !vm->p->opts.strict; }
+bool tpl_vm_chainable_undefined(const tpl_vm *vm)
+{
+    return vm->p && vm->p->opts.chainable_undefined && !vm->p->opts.strict;
+}
 bool tpl_vm_hf(const tpl_vm *vm) { return vm->p && vm->p->opts.hf; }
 int tpl_vm_syntax(const tpl_vm *vm) { return vm->p ? (int)vm->p->opts.syntax : 0; }
 const char *tpl_vm_bound_lang(const tpl_vm *vm) { return vm->p ? vm->p->opts.lang : NULL; }
@@ -197,14 +202,11 @@ int tpl_print_iter_error(tpl_vm *vm, tpl_value v)
 /* Environment(undefined=DebugUndefined) (tpl_options.debug_undefined) */
 static bool debug_undefined(const tpl_vm *vm, tpl_value v)
 {
-    return vm->p && vm->p->opts.debug_undefined && !vm->p->opts.strict && v.aux != TPL_UNDEF_COND;
+    return v.aux != TPL_UNDEF_COND && tpl_vm_debug_undefined(vm);
 }
 
 /* Environment(undefined=ChainableUndefined) (tpl_options.chainable_undefined) */
-static bool chainable_undefined(const tpl_vm *vm)
-{
-    return vm->p && vm->p->opts.chainable_undefined && !vm->p->opts.strict;
-}
+static bool chainable_undefined(const tpl_vm *vm) { return tpl_vm_chainable_undefined(vm); }
 
 /* Appends Python str(v) (undefined: strict error, lenient nothing). */
 static int print_py(tpl_vm *vm, tpl_value v)
@@ -949,6 +951,9 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = item.len == 0 || (item.len <= seq.len && memmem(seq.u.s, seq.len, item.u.s, item.len) != NULL);
         return 0;
     case TPL_T_LIST:
+        /* StrictUndefined.__eq__ (reached by the list's comparisons) and __hash__ raise */
+        if (item.type == TPL_T_UNDEF && seq.u.list->len && tpl_vm_strict(vm) && item.aux != TPL_UNDEF_COND)
+            return tpl_stdlib.undefined_error(vm, item);
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
             bool eq = false;
             if (tpl_vm_equal(vm, item, seq.u.list->items[i], &eq) < 0) return -1;
@@ -957,6 +962,8 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = false;
         return 0;
     case TPL_T_MAP:
+        if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && item.aux != TPL_UNDEF_COND)
+            return tpl_stdlib.undefined_error(vm, item);
         *res = tpl_map_get(seq.u.map, item) != NULL;
         return 0;
     case TPL_T_UNDEF:

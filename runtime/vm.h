@@ -34,6 +34,10 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
 tpl_arena *tpl_vm_arena(tpl_vm *vm);
 /* Profile/option queries builtins need. */
 bool tpl_vm_strict(const tpl_vm *vm);
+/* Environment(undefined=DebugUndefined) / ChainableUndefined renders (tpl_options; never under
+ * strict). */
+bool tpl_vm_debug_undefined(const tpl_vm *vm);
+bool tpl_vm_chainable_undefined(const tpl_vm *vm);
 /* True for the hf profile (Hugging Face chat templates: transformers tojson, sandbox limits). */
 bool tpl_vm_hf(const tpl_vm *vm);
 int tpl_vm_syntax(const tpl_vm *vm);

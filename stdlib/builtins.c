@@ -446,14 +446,19 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
     if (v.type == TPL_T_UNDEF) {
         if (tpl_vm_strict(vm))
             return tpl_undefined_error(vm, v);
-        *out = tpl_v_str("", 0);
-        return 0;
+        if (v.aux == TPL_UNDEF_COND || !tpl_vm_debug_undefined(vm)) {
+            *out = tpl_v_str("", 0);
+            return 0;
+        }
     }
     if (tpl_is_iter(v))
         return tpl_print_iter_error(vm, v);
     tpl_sb b;
     tpl_sb_init(&b, tpl_vm_arena(vm));
-    tpl_py_str(&b, v);
+    if (v.type == TPL_T_UNDEF)
+        tpl_undefined_debug_str(&b, v); /* DebugUndefined.__str__ */
+    else
+        tpl_py_str(&b, v);
     if (b.failed)
         return tpl_vm_nomem(vm);
     if (b.address)

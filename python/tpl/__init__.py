@@ -10,6 +10,7 @@ any other object is read lazily through its attributes, items, iteration and cal
 `tpl.jinja2` is a drop-in for Jinja2's rendering API; `tpl.chat.apply_chat_template` renders
 Hugging Face chat templates as transformers does.
 """
+import builtins as _builtins
 import json as _json
 import os as _os
 
@@ -28,9 +29,11 @@ class TemplateError(Exception):
     name/filename (the template), lineno, column, source_line, formatted (FILE:LINE:COL: error:
     ... with the source line and a caret)."""
 
+    exception = ""  # the Python exception Jinja2 raises for this error ("" for tpl's own)
+
     def __init__(self, message=None, name=None, lineno=None, column=None, source_line=None, status=0,
                  formatted=None):
-        super().__init__(message)
+        Exception.__init__(self, message)
         self.message = message
         self.name = self.filename = name
         self.lineno = lineno
@@ -65,11 +68,27 @@ class CorruptError(TemplateError):
 
 _STATUS = {1: TemplateSyntaxError, 2: UndefinedError, 4: LimitError, 67: CorruptError}
 
+# Render errors of the kinds Jinja2 reports as Python's own exceptions (include/tpl_errors.def,
+# tpl_error_exception) are also instances of that exception: `except TypeError` catches a
+# template's type error as it does with Jinja2, `except tpl.TemplateError` still catches it.
+_BUILTIN = {}
+for _name in ("TypeError", "ZeroDivisionError", "OverflowError", "ValueError", "RecursionError", "MemoryError",
+              "OSError"):
+    _BUILTIN[_name] = type("Template" + _name, (TemplateRuntimeError, getattr(_builtins, _name)),
+                           {"__module__": __name__, "exception": _name,
+                            "__doc__": "A render error Jinja2 raises as %s." % _name})
+    globals()["Template" + _name] = _BUILTIN[_name]
+    __all__.append("Template" + _name)
+del _name
+
 
 def _raise(err):
-    status, message, name, line, column, source_line, formatted = err
-    cls = _STATUS.get(status, TemplateRuntimeError)
-    raise cls(message, name, line or None, column or None, source_line, status, formatted)
+    status, message, name, line, column, source_line, formatted, exception = err
+    cls = _STATUS.get(status) or _BUILTIN.get(exception, TemplateRuntimeError)
+    e = cls(message, name, line or None, column or None, source_line, status, formatted)
+    if exception and not cls.exception:
+        e.exception = exception
+    raise e
 
 
 class Limits(tuple):

@@ -4,17 +4,19 @@
 
 renders templates byte-identically to Jinja2. Provided: Environment (loader, trim_blocks,
 lstrip_blocks, keep_trailing_newline, autoescape as a bool or a function of the template name
-such as select_autoescape(), undefined=Undefined|StrictUndefined, the extensions
-jinja2.ext.loopcontrols and jinja2.ext.do by name or class, filters/tests/globals with Python
-callables, pass_environment and pass_eval_context, Markup and Undefined handed to callables as
-Jinja2 hands them), from_string, get_template, select_template, Template.render/generate/stream,
+such as select_autoescape(), undefined=Undefined|StrictUndefined|ChainableUndefined|DebugUndefined,
+finalize, the extensions jinja2.ext.loopcontrols and jinja2.ext.do by name or class,
+filters/tests/globals with Python callables (custom filters and tests also by name inside
+map/select/reject/selectattr/rejectattr), pass_environment and pass_eval_context, Markup and
+Undefined handed to callables as Jinja2 hands them), from_string, get_template,
+select_template, Template.render/generate/stream,
 DictLoader, FileSystemLoader, FunctionLoader, ChoiceLoader, PrefixLoader, PackageLoader,
 BaseLoader, Markup/escape (from markupsafe when installed), and the exception classes with
 Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source).
 
 Jinja2 API this module does not provide raises NotImplementedError naming it (never a silent
-difference): finalize, pass_context (no Jinja2 context to pass), custom tests or filters
-named by string in select/reject/map (only builtins are found there), ChainableUndefined, DebugUndefined and other undefined classes, other extensions (i18n is
+difference): pass_context (no Jinja2 context to pass), undefined classes other than the four
+above, other extensions (i18n is
 tpl's own tr()), custom delimiters and line statements, ModuleLoader,
 Template.module/make_module, Environment.compile/parse/lex/overlay, bytecode caches,
 sandboxing, async rendering; an autoescape function that decides differently for a template
@@ -52,6 +54,10 @@ def _extension_option(e):
 
 
 # ---------------------------------------------------------------- exceptions (Jinja2's names)
+
+_BUILTIN_ERRORS = {n: getattr(__import__("builtins"), n) for n in
+                   ("TypeError", "ZeroDivisionError", "OverflowError", "ValueError", "RecursionError", "MemoryError",
+                    "OSError")}
 
 class TemplateError(Exception):
     def __init__(self, message=None):
@@ -579,6 +585,11 @@ class Template:
         except _tpl.UndefinedError as e:
             raise UndefinedError(e.message) from None
         except _tpl.TemplateError as e:
+            # as Jinja2: Python's own exception (TypeError, ZeroDivisionError, ...) where Jinja2
+            # raises one, else TemplateRuntimeError
+            builtin = _BUILTIN_ERRORS.get(e.exception)
+            if builtin is not None:
+                raise builtin(e.message) from None
             raise TemplateRuntimeError(e.message) from None
 
     def generate(self, *args, **kwargs):

@@ -364,3 +364,22 @@ def test_escape_and_string_take_str(autoescape):
         e = mod.Environment(autoescape=autoescape)
         outs.append(e.from_string(src).render(l=Listish()))
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", ["{{ 1 / 0 }}", "{{ 1 // 0 }}", "{{ 'a' + 1 }}", "{{ a|abs }}", "{{ none.x() }}",
+                                 "{{ range(a) }}", "{{ [1]|first(2) }}", "{{ 'x'|int(base=99) }}", "{{ a|round }}"])
+def test_python_exceptions(src):
+    """A render error Jinja2 raises as Python's own exception (tpl_error_exception) is that
+    exception from tpl.jinja2, and from tpl also a tpl.TemplateRuntimeError."""
+    kinds = []
+    for mod in (jinja2, tj):
+        try:
+            mod.Environment().from_string(src).render()
+            kinds.append(None)
+        except Exception as e:
+            kinds.append(type(e).__name__ if type(e).__module__ == "builtins" else "TemplateError")
+    assert kinds[1] == kinds[0]
+    if kinds[0] and kinds[0] != "TemplateError":
+        with pytest.raises(getattr(__import__("builtins"), kinds[0])) as ei:
+            tpl.Template(src).render()
+        assert isinstance(ei.value, tpl.TemplateRuntimeError) and ei.value.exception == kinds[0]
