@@ -220,6 +220,10 @@ int f_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value obj = a[0], name = a[1];
+    if (obj.type == TPL_T_UNDEF && name.type != TPL_T_UNDEF && tpl_vm_chainable_undefined(vm)) {
+        *out = obj; /* ChainableUndefined.__getattr__ */
+        return 0;
+    }
     if (obj.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, obj);
     if (name.type == TPL_T_UNDEF)

@@ -315,7 +315,7 @@ UNDEFINED_SRC = ("[{{ a }}][{{ d.nope }}][{{ d['k2'] }}][{{ l[7] }}][{{ 'x' ~ a 
                  "[{% if a %}t{% else %}f{% endif %}][{{ a is defined }}][{% for i in a %}{{ i }}{% endfor %}]"
                  "[{{ a|length }}][{{ d.nope|default('dd') }}][{{ x.y }}]")
 CHAIN_SRC = ("[{{ a.b.c }}][{{ a['b'].c }}][{{ d.nope.deeper }}][{{ a.b|default('z') }}][{{ a.b is defined }}]"
-             "[{% if a.b.c %}t{% else %}f{% endif %}][{{ d.k.nope }}][{{ a[1:2] }}]")
+             "[{% if a.b.c %}t{% else %}f{% endif %}][{{ d.k.nope }}][{{ a[1:2] }}][{{ a|attr('x') }}]")
 
 
 @pytest.mark.parametrize("undefined", ["Undefined", "ChainableUndefined", "DebugUndefined"])
