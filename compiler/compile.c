@@ -33,7 +33,7 @@ typedef struct scope {
                               * are not assignments), for the frames inside it */
     scope_var *vars;
     uint32_t nvars, cap;
-    tpl_smap idx;            /* name -> slot, once the scope has SCOPE_INDEXED names */
+    tpl_smap idx;            /* name -> index in vars, once the scope has SCOPE_INDEXED names */
 } scope;
 
 #define SCOPE_INDEXED 8
@@ -641,16 +641,23 @@ static bool name_eq(tpl_value a, const char *s, size_t n)
     return a.len == n && memcmp(a.u.s, s, n) == 0;
 }
 
-/* The slot of name in scope s, or -1 (names are unique in a scope: declare reuses them). */
-static int scope_find(scope *s, tpl_value name)
+/* The variable of name in scope s, or NULL (names are unique in a scope: declare reuses them). */
+static scope_var *scope_var_of(scope *s, tpl_value name)
 {
     if (s->idx.n) {
-        uint32_t sl;
-        return tpl_smap_get(&s->idx, name.u.s, name.len, &sl) ? (int)sl : -1;
+        uint32_t i;
+        return tpl_smap_get(&s->idx, name.u.s, name.len, &i) ? &s->vars[i] : NULL;
     }
     for (uint32_t i = s->nvars; i > 0; i--)
-        if (name_eq(s->vars[i - 1].name, name.u.s, name.len)) return (int)s->vars[i - 1].slot;
-    return -1;
+        if (name_eq(s->vars[i - 1].name, name.u.s, name.len)) return &s->vars[i - 1];
+    return NULL;
+}
+
+/* The slot of name in scope s, or -1. */
+static int scope_find(scope *s, tpl_value name)
+{
+    scope_var *v = scope_var_of(s, name);
+    return v ? (int)v->slot : -1;
 }
 
 /* Declares name in the innermost scope of the current function (reusing an existing slot). */
@@ -672,7 +679,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
-            if (!tpl_smap_put(&s->idx, s->vars[i].name.u.s, s->vars[i].name.len, s->vars[i].slot)) {
+            if (!tpl_smap_put(&s->idx, s->vars[i].name.u.s, s->vars[i].name.len, i)) {
                 c_nomem(c, c->cur_off);
                 return 0;
             }
@@ -687,11 +694,8 @@ typedef enum { R_GLOBAL, R_LOCAL, R_ROOT, R_OUTER, R_BUILTIN } res_kind;
 static scope_var *find_in_func(func *f, tpl_value name, bool *crossed)
 {
     for (scope *s = f->scope; s; s = s->parent) {
-        int sl = scope_find(s, name);
-        if (sl >= 0) {
-            for (uint32_t i = s->nvars; i > 0; i--)
-                if (s->vars[i - 1].slot == (uint32_t)sl) return &s->vars[i - 1];
-        }
+        scope_var *v = scope_var_of(s, name);
+        if (v) return v;
         if (s->ctx_top) *crossed = true;
         if (s->func_boundary) break;
     }
