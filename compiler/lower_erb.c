@@ -18,6 +18,7 @@
 typedef struct erb_loop {
     struct erb_loop *parent;
     bool sub;               /* a block subroutine (next/break return from it) */
+    bool try_;              /* a begin body (run as a block by the rescue machinery) */
     uint32_t top;           /* loop: the FOR_NEXT to continue at */
     uint32_t breaks[64];    /* loop: jumps to patch with the exit */
     int nbreaks;
@@ -33,6 +34,7 @@ static void expr(erb_low *L, tpl_node *n);
 static void stmt(erb_low *L, tpl_node *n);
 static void body(erb_low *L, tpl_node *n);
 static void value_body(erb_low *L, tpl_node *n);
+static void begin_(erb_low *L, tpl_node *n, bool used);
 
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
@@ -55,7 +57,11 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
 }
 
 static const char *const known_classes[] = { "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
-    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", NULL };
+    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable",
+    /* exception classes (rescue, raise) */
+    "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
+    "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
+    "LocalJumpError", "RegexpError", "EncodingError", "IOError", NULL };
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -838,12 +844,115 @@ static void expr(erb_low *L, tpl_node *n)
         stmt(L, n);
         tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         return;
+    case TPL_N_RBEGIN:
+        begin_(L, n, true);
+        return;
     case TPL_N_RFOR:
         tpl_c_error(C, n->off, "unsupported Ruby construct: a for loop used as a value");
         return;
     default:
         tpl_c_error(C, n->off, "unsupported Ruby construct (%s)", tpl_node_kind_name(n->kind));
     }
+}
+
+/* ------------------------------------------------------------------ begin/rescue/ensure */
+
+static void const_push(erb_low *L, tpl_value v) { tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1); }
+
+/* nil.NAME(args on the stack) with block word bw: the rescue machinery's methods (their names are
+ * no Ruby identifiers, so no template can call them). */
+static void rescue_call(erb_low *L, const char *name, uint32_t nargs, uint32_t bw)
+{
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, tpl_v_str(name, strlen(name))), -(int)nargs);
+    tpl_c_word(C, TPL_ARGW(nargs, 0, TPL_NO_KW));
+    tpl_c_word(C, bw);
+}
+
+/* begin BODY [rescue [Classes] [=> e] ...]* [else ...] [ensure ...] end, also `stmt rescue value`:
+ * the body runs as a block of the same frame (its locals are the enclosing ones) under
+ * nil.(begin), which answers [ok, value, message, class]; a failed body's error, when Ruby could
+ * rescue it (never a tpl limit), goes to the first clause whose classes match (`(rescue?)`), else it
+ * is raised again (`(raise)`); ensure runs after (an error that ends the render needs no ensure). */
+static void begin_(erb_low *L, tpl_node *n, bool used)
+{
+    erb_blocals bl = { .n = 0 };
+    blocal_scan(L, &bl, NULL, n->a, 0);   /* names the body assigns are the enclosing scope's */
+    tpl_c_at(C, n->off);
+    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
+    uint32_t entry = tpl_c_here(C);
+    tpl_c_push_scope(C);
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.sub = true;
+    lc.try_ = true;
+    L->loop = &lc;
+    if (n->a && n->a->kind == TPL_N_RSTMTS) value_body(L, n->a->b);
+    else value_body(L, n->a);
+    L->loop = lc.parent;
+    tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+    tpl_c_pop_scope(C);
+    tpl_c_patch(C, skip, tpl_c_here(C));
+    uint32_t tmp = tpl_c_slot(C);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    rescue_call(L, "(begin)", 0, entry);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+    /* success: the body's value, or the else clause's */
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+    const_push(L, tpl_v_int(0));
+    tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+    uint32_t to_rescue = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+    tpl_node *els = NULL;
+    for (tpl_node *r = n->b; r; r = r->next) if (r->op == 1) els = r;
+    if (els) {
+        if (used) value_body(L, els->b); else body(L, els->b);
+    } else if (used) {
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+        const_push(L, tpl_v_int(1));
+        tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+    }
+    uint32_t ends[64];
+    int nends = 0;
+    ends[nends++] = tpl_c_emit(C, TPL_OP_JUMP, 0, used ? -1 : 0);
+    tpl_c_patch(C, to_rescue, tpl_c_here(C));
+    for (tpl_node *r = n->b; r && !tpl_c_failed(C); r = r->next) {
+        if (r->op == 1) continue;
+        if (nends >= 63) { tpl_c_error(C, r->off, "too many rescue clauses"); return; }
+        /* the clause's classes, by name (a class tpl does not know is compared by its name too) */
+        tpl_list *names = tpl_list_new(tpl_c_program_arena(C), 4);
+        if (!names) { tpl_c_nomem(C, r->off); return; }
+        for (tpl_node *k = r->a; k; k = k->next) {
+            if (k->kind != TPL_N_RCONSTNAME) { tpl_c_error(C, k->off, "unsupported Ruby construct: a rescue class that is not a constant"); return; }
+            char *s = tpl_arena_strdup(tpl_c_program_arena(C), k->val.u.s, k->val.len);
+            if (!s || !tpl_list_push(tpl_c_program_arena(C), names, tpl_v_str(s, k->val.len))) { tpl_c_nomem(C, k->off); return; }
+        }
+        tpl_c_at(C, r->off);
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+        const_push(L, tpl_v_list(names));
+        rescue_call(L, "(rescue?)", 1, 0);
+        uint32_t next = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+        if (r->c) {
+            tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+            tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+            const_push(L, tpl_v_int(2));
+            tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+            store_var(L, r->c->val, r->c->off);
+        }
+        if (used) value_body(L, r->b); else body(L, r->b);
+        ends[nends++] = tpl_c_emit(C, TPL_OP_JUMP, 0, used ? -1 : 0);
+        tpl_c_patch(C, next, tpl_c_here(C));
+    }
+    /* no clause took it: raised again */
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+    rescue_call(L, "(raise)", 0, 0);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    for (int i = 0; i < nends; i++) tpl_c_patch(C, ends[i], tpl_c_here(C));
+    if (n->c) body(L, n->c->kind == TPL_N_RSTMTS ? n->c->b : n->c);
 }
 
 /* A statement list as a value: the last statement's value (nil when empty). */
@@ -906,11 +1015,15 @@ static void stmt(erb_low *L, tpl_node *n)
     case TPL_N_RWHILE:
         while_loop(L, n->a, n->op == 1, NULL, n->b, n->off);
         return;
+    case TPL_N_RBEGIN:
+        begin_(L, n, false);
+        return;
     case TPL_N_RNEXT:
     case TPL_N_RBREAK: {
         bool brk = n->kind == TPL_N_RBREAK;
         erb_loop *lc = L->loop;
         if (!lc) { tpl_c_error(C, n->off, "Invalid %s (SyntaxError)", brk ? "break" : "next"); return; }
+        if (lc->try_) { tpl_c_error(C, n->off, "unsupported Ruby construct: '%s' inside begin/rescue", brk ? "break" : "next"); return; }
         if (lc->sub) {
             if (n->a) expr(L, n->a);
             else tpl_c_emit(C, TPL_OP_NONE, 0, 1);

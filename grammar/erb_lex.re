@@ -338,11 +338,12 @@ static bool continues(int k)
     X("then", TK_THEN) X("case", TK_CASE) X("when", TK_WHEN) X("do", TK_DO) X("and", TK_AND) \
     X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
     X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE) \
-    X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL) X("__ENCODING__", TK_ENCODING)
+    X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL) X("__ENCODING__", TK_ENCODING) \
+    X("begin", TK_BEGIN) X("rescue", TK_RESCUE) X("ensure", TK_ENSURE)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
-    "def", "class", "module", "begin", "rescue", "ensure", "yield", "return",
+    "def", "class", "module", "yield", "return",
     "redo", "retry", "super", "alias", "undef", "defined?", "BEGIN", "END", "__FILE__",
     "__method__", "lambda", "proc", NULL
 };
@@ -517,6 +518,7 @@ static bool ruby_lex(rlex *L)
                 if (kw == TK_UNLESS && mod) kw = TK_UNLESS_MOD;
                 if (kw == TK_WHILE && mod) kw = TK_WHILE_MOD;
                 if (kw == TK_UNTIL && mod) kw = TK_UNTIL_MOD;
+                if (kw == TK_RESCUE && mod) kw = TK_RESCUE_MOD;
                 if (kw == TK_DO && L->cond_at == L->depth + 1) { kw = TK_DO_COND; L->cond_at = 0; }
                 if (kw == TK_FOR || kw == TK_WHILE || kw == TK_UNTIL) L->cond_at = L->depth + 1;
                 push_tok(L, kw, st, e - st);
@@ -771,7 +773,7 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
         for (size_t i = 0; i < toks.n && !c->failed; i++) {
             int k = toks.v[i].kind;
             if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_FOR || k == TK_WHILE || k == TK_UNTIL ||
-                k == TK_DO) {
+                k == TK_DO || k == TK_BEGIN) {
                 if (nopen < 64) open_at[nopen++] = toks.v[i].off;
                 else deep++;
             } else if (k == TK_END) {

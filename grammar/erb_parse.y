@@ -120,6 +120,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
 %nonassoc IF_MOD UNLESS_MOD WHILE_MOD UNTIL_MOD.
 %left OR AND.
 %right NOT.
+%left RESCUE_MOD.
 %right ASSIGN OP_ASGN.
 %right QMARK COLON.
 %nonassoc DOT2 DOT3.
@@ -151,6 +152,13 @@ stmt(A) ::= stmt(S) UNLESS_MOD(T) expr(C). { A = NODE(IF, T.off, not_(ctx, C, T.
 /* `stmt while cond` / `stmt until cond`: the condition is tested first (a loop of one statement) */
 stmt(A) ::= stmt(S) WHILE_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); S->next = NULL; }
 stmt(A) ::= stmt(S) UNTIL_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); A->op = 1; S->next = NULL; }
+/* `stmt rescue value`: a StandardError raised by stmt gives value; in `x = y rescue z` the rescue
+ * is the assignment's value's (Ruby's arg_rhs) */
+stmt(A) ::= stmt(S) RESCUE_MOD(T) expr(R). {
+    tpl_node *r = NODE(RRESCUE, T.off, NULL, R);
+    if (S->kind == TPL_N_SET) { S->b = NODE(RBEGIN, T.off, S->b, r); A = S; }
+    else { S->next = NULL; A = NODE(RBEGIN, T.off, S, r); }
+}
 stmt(A) ::= expr(E). { A = E; }
 stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
 stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
@@ -234,6 +242,17 @@ primary(A) ::= CASE(T) opt_expr(S) opt_terms whens(W) opt_else(E) END. { A = NOD
 primary(A) ::= FOR(T) params(V) IN expr(E) do_cond compstmt(B) END. { A = NODE(RFOR, T.off, E, B); A->c = V; }
 primary(A) ::= WHILE(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.off, C, B); }
 primary(A) ::= UNTIL(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.off, C, B); A->op = 1; }
+primary(A) ::= BEGIN(T) compstmt(B) rescues(R) opt_else(E) opt_ensure(Z) END.
+    { if (E) { tpl_node *e = NODE(RRESCUE, T.off, NULL, E); e->op = 1; R = tpl_node_append(R, e); }
+      A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; }
+rescues(A) ::= . { A = NULL; }
+rescues(A) ::= rescues(L) RESCUE(T) exc_list(X) exc_var(V) then compstmt(B). { tpl_node *r = NODE(RRESCUE, T.off, X, B); r->c = V; A = tpl_node_append(L, r); }
+exc_list(A) ::= . { A = NULL; }
+exc_list(A) ::= items(L). { A = L; }
+exc_var(A) ::= . { A = NULL; }
+exc_var(A) ::= ASSOC IDENT(T). { A = tpl_p_name(ctx, T); }
+opt_ensure(A) ::= . { A = NULL; }
+opt_ensure(A) ::= ENSURE(T) compstmt(B). { A = B ? B : N(RSTMTS, T.off); }
 do_cond ::= TERM.
 do_cond ::= DO_COND.
 do_cond ::= TERM DO_COND.

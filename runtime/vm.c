@@ -2624,6 +2624,17 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     return 0;
 }
 
+bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap)
+{
+    if (vm->err.status == TPL_OK || vm->err.status == TPL_ERR_LIMIT || vm->err.status == TPL_ERR_NOMEM) return false;
+    if (vm->err.status == TPL_ERR_RAISED && vm->host_payload) return false;   /* a host's own exception: it re-raises it */
+    snprintf(msg, cap, "%s", vm->err_msg);
+    memset(&vm->err, 0, sizeof vm->err);
+    vm->err_unlocated = false;
+    vm->rb_broke = false;
+    return true;
+}
+
 /* Grows *buf (of *cap values) to at least need values; the contents are not kept (no frame is
  * running). The old buffer stays when the new one cannot be had. */
 static bool grow_values(tpl_vm *vm, tpl_value **buf, uint32_t *cap, uint64_t need)

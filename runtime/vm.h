@@ -106,6 +106,10 @@ tpl_rb_block tpl_vm_block(const tpl_vm *vm);
  * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
  * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out);
+/* ERB rescue: after a failed yield, takes the pending error when Ruby's rescue could catch it (not
+ * a tpl limit: fuel, depth, output, memory, out of memory): copies its message into msg (cap bytes)
+ * and clears it, so the render goes on. false (the error stays) otherwise. */
+bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap);
 /* The render's state (a map, or TPL_T_NONE before any state is set). */
 tpl_value tpl_vm_state(const tpl_vm *vm);
 

@@ -4193,3 +4193,112 @@ int r_hash_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_range_end(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0].u.list->items[1]; return 0; }
 int r_range_exclude_end_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].u.list->items[2].u.i != 0); return 0; }
+
+/* ---- begin/rescue (compiler/lower_erb.c begin_): the methods of the rescue machinery */
+
+/* Ruby's exception classes tpl raises, each with its superclass (Exception's subtree that
+ * templates meet). */
+static const char *const exc_tree[][2] = {
+    { "NoMethodError", "NameError" }, { "NameError", "StandardError" }, { "FrozenError", "RuntimeError" },
+    { "RuntimeError", "StandardError" }, { "KeyError", "IndexError" }, { "StopIteration", "IndexError" },
+    { "IndexError", "StandardError" }, { "FloatDomainError", "RangeError" }, { "RangeError", "StandardError" },
+    { "Math::DomainError", "ArgumentError" }, { "ArgumentError", "StandardError" }, { "TypeError", "StandardError" },
+    { "ZeroDivisionError", "StandardError" }, { "LocalJumpError", "StandardError" }, { "RegexpError", "StandardError" },
+    { "EncodingError", "StandardError" }, { "IOError", "StandardError" }, { "StandardError", "Exception" },
+    { NULL, NULL } };
+
+static const char *exc_parent(const char *c, size_t n)
+{
+    for (int i = 0; exc_tree[i][0]; i++)
+        if (strlen(exc_tree[i][0]) == n && memcmp(exc_tree[i][0], c, n) == 0) return exc_tree[i][1];
+    return n == 9 && memcmp(c, "Exception", 9) == 0 ? NULL : "StandardError";
+}
+
+/* nil.(begin) { body }: [true, value] when the body ran, [false, nil, message, class, full message]
+ * when it raised an error Ruby's rescue could catch (tpl_vm_rescue); other errors stay. tpl's
+ * messages end with the exception's class in parentheses ("... (NoMethodError)"); without one it
+ * is a StandardError. */
+int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)a;
+    tpl_rb_block blk = tpl_vm_block(vm);
+    tpl_value v = tpl_v_none();
+    int yr = tpl_rb_yield(vm, &blk, NULL, 0, &v);
+    tpl_list *l = new_list(vm, 5);
+    if (yr >= 0) {
+        if (!l) return oom(vm);
+        l->items[0] = tpl_v_bool(true);
+        l->items[1] = v;
+        l->len = 2;
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    char msg[512];
+    if (!tpl_vm_rescue(vm, msg, sizeof msg)) return -1;
+    if (!l) return oom(vm);
+    size_t n = strlen(msg), mlen = n;
+    tpl_value cls = tpl_v_str("StandardError", 13);
+    if (n >= 3 && msg[n - 1] == ')') {
+        size_t k = n - 1;
+        while (k > 0 && (msg[k - 1] == ':' || (msg[k - 1] >= 'a' && msg[k - 1] <= 'z') || (msg[k - 1] >= 'A' && msg[k - 1] <= 'Z'))) k--;
+        if (k >= 2 && msg[k - 1] == '(' && msg[k - 2] == ' ' && msg[k] >= 'A' && msg[k] <= 'Z') {
+            char *c = tpl_arena_strdup(A(vm), msg + k, n - 1 - k);
+            if (!c) return oom(vm);
+            cls = tpl_v_str(c, n - 1 - k);
+            mlen = k - 2;
+        }
+    }
+    char *m = tpl_arena_strdup(A(vm), msg, n);
+    if (!m) return oom(vm);
+    l->items[0] = tpl_v_bool(false);
+    l->items[1] = tpl_v_none();
+    l->items[2] = tpl_v_str(m, mlen);
+    l->items[3] = cls;
+    l->items[4] = tpl_v_str(m, n);
+    l->len = 5;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+/* caught.(rescue?)(class names): whether the caught error's class is one of them or descends from
+ * one (none named: StandardError). */
+static bool exc_is(tpl_value cls, tpl_value want)
+{
+    if (cls.len == want.len && memcmp(cls.u.s, want.u.s, cls.len) == 0) return true;
+    for (const char *p = exc_parent(cls.u.s, cls.len); p; p = exc_parent(p, strlen(p)))
+        if (strlen(p) == want.len && memcmp(p, want.u.s, want.len) == 0) return true;
+    return false;
+}
+
+int r_any_rescue_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_list *names = L_(a[1]);
+    tpl_value cls = L_(a[0])->items[3];
+    bool hit = names->len == 0 && exc_is(cls, tpl_v_str("StandardError", 13));
+    for (uint32_t i = 0; i < names->len && !hit; i++) hit = exc_is(cls, names->items[i]);
+    *out = tpl_v_bool(hit);
+    return 0;
+}
+
+/* caught.(raise): the caught error again (no clause matched). */
+int r_any_reraise(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)out;
+    tpl_value m = L_(a[0])->items[4];
+    return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s", (int)m.len, m.u.s);
+}
+
+/* Kernel#raise / fail: raise "message" (RuntimeError), raise Class, raise Class, "message". */
+int r_k_raise(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)out;
+    tpl_value e = a[0], m = a[1];
+    if (!tpl_given(e)) return tpl_vm_fail(vm, TPL_EK_RAISED, "unhandled exception (RuntimeError)");
+    if (e.type == TPL_T_STR && (e.flags & TPL_F_CLASS_RB)) {
+        tpl_value msg = tpl_given(m) ? str_of(vm, m) : e;
+        return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s (%.*s)", (int)msg.len, msg.u.s, (int)e.len, e.u.s);
+    }
+    if (e.type != TPL_T_STR || tpl_given(m)) return tpl_vm_error(vm, TPL_ERR_TYPE, "exception class/object expected (TypeError)");
+    return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s (RuntimeError)", (int)e.len, e.u.s);
+}
