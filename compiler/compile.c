@@ -83,8 +83,13 @@ struct tpl_comp {
     size_t nnames, ncap;
     uint32_t *nidx;          /* name dedupe: open addressing by the name's hash, index + 1 (0 = empty) */
     uint32_t nidx_cap;
-    tpl_span *spans;         /* while compiling: (pc, source offset, 0); see resolve_spans */
-    size_t nspans, scap;
+    tpl_locw spanw;          /* the span table, built as instructions are emitted (add_span) */
+    uint32_t *ls;            /* line_starts of src (NULL: span_linecol alone) */
+    size_t nls, li;          /* its length and add_span's cursor in it */
+    tpl_locw readw;          /* the read locations, built as reads are noted (note_read) */
+    struct tpl_rcur { uint32_t off, line, col; } *rcur; /* note_read's cursor per file */
+    size_t nrcur;
+    size_t nspans;
     uint32_t span_last;      /* offset of the last add_span call */
     uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
     uint32_t lc_col;         /* code points from lc_bol to lc_off */
@@ -120,8 +125,6 @@ struct tpl_comp {
     uint32_t cur_block_pos;
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
-    struct tpl_cread { uint32_t pc, off; int32_t src; } *reads; /* read instructions: where each is (issue 18) */
-    size_t nreads, rcap;
     uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
     tpl_node *main_body;     /* the template's statements when it extends nothing (set_then_print) */
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
@@ -301,9 +304,17 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
         slot = kidx_slot(c, v.u.s, v.len, khash(v.u.s, v.len));
         /* an equal string with other flags (safe) is replaced as the one later constants share */
         if (*slot && c->consts[*slot - 1].flags == v.flags) return *slot - 1;
-        char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
-        if (!s) { c_nomem(c, c->cur_off); return 0; }
-        v.u.s = s;
+        /* a string that ends the program's own source (a format string's whole template, a
+         * template's last text) is used where it is: the program owns the source, NUL-terminated
+         * there, and frees it with its constants (issue 13 §1: not one more copy of it) */
+        const tpl_program *p = c->p;
+        uintptr_t sb = (uintptr_t)p->source, x = (uintptr_t)v.u.s;
+        bool in_source = p->source && !p->static_data && x >= sb && x + v.len == sb + p->source_len;
+        if (!in_source) {
+            char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
+            if (!s) { c_nomem(c, c->cur_off); return 0; }
+            v.u.s = s;
+        }
     }
     if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
         c_nomem(c, c->cur_off);
@@ -428,16 +439,15 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
 /* Records where the instruction at pc comes from: its source offset now, its line and column
  * in resolve_spans (tpl_comp_finish). A call at the offset of the previous call records nothing:
  * resolve_spans would drop it anyway (its line and column are the last span's). */
+static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off);
 static void add_span(tpl_comp *c, uint32_t pc)
 {
     uint32_t off = c->span_locked ? c->span_off : c->cur_off;
     if (c->nspans && off == c->span_last) return;
-    if (!cgrow(c, (void **)&c->spans, &c->scap, c->nspans + 1, sizeof *c->spans)) {
-        c_nomem(c, c->cur_off);
-        return;
-    }
-    c->spans[c->nspans++] = (tpl_span){ pc, off, 0 };
+    c->nspans++;
     c->span_last = off;
+    span_resolve(c, pc, off);
+    if (c->spanw.failed) c_nomem(c, c->cur_off);
 }
 
 /* True when s[0..n) is all ASCII (a loop compilers vectorise). */
@@ -475,40 +485,29 @@ static uint32_t *line_starts(const char *s, size_t n, size_t *count)
  * spans at one pc the later wins. Lines are found in a table of line starts; on an all-ASCII
  * line the column is the byte distance, else span_linecol counts code points (the table keeps
  * its cursor where span_linecol would have left it, so both give what it alone would). */
-static void resolve_spans(tpl_comp *c)
+static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off)
 {
-    const char *s = c->src;
     size_t n = c->srclen;
-    size_t nls = 0;
-    uint32_t *ls = line_starts(s, n, &nls);
-    size_t out = 0, li = 0;
-    for (size_t i = 0; i < c->nspans; i++) {
-        uint32_t pc = c->spans[i].pc, off = c->spans[i].line, line, col;
-        if (off > n) off = (uint32_t)n;
-        if (ls) {
-            while (li + 1 < nls && (ls[li + 1] & ~LS_WIDE) <= off) li++;
-            while (li > 0 && (ls[li] & ~LS_WIDE) > off) li--;
-        }
-        if (ls && !(ls[li] & LS_WIDE)) {
-            line = (uint32_t)li + 1;
-            col = off - ls[li] + 1;
-            c->lc_off = off;
-            c->lc_line = line;
-            c->lc_bol = ls[li];
-            c->lc_col = col - 1;
-        } else {
-            span_linecol(c, off, &line, &col);
-        }
-        if (out && c->spans[out - 1].line == line && c->spans[out - 1].col == col) continue;
-        if (out && c->spans[out - 1].pc == pc) {
-            c->spans[out - 1].line = line;
-            c->spans[out - 1].col = col;
-            continue;
-        }
-        c->spans[out++] = (tpl_span){ pc, line, col };
+    const uint32_t *ls = c->ls;
+    size_t nls = c->nls, li = c->li;
+    uint32_t line, col;
+    if (off > n) off = (uint32_t)n;
+    if (ls) {
+        while (li + 1 < nls && (ls[li + 1] & ~LS_WIDE) <= off) li++;
+        while (li > 0 && (ls[li] & ~LS_WIDE) > off) li--;
+        c->li = li;
     }
-    c->nspans = out;
-    free(ls);
+    if (ls && !(ls[li] & LS_WIDE)) {
+        line = (uint32_t)li + 1;
+        col = off - ls[li] + 1;
+        c->lc_off = off;
+        c->lc_line = line;
+        c->lc_bol = ls[li];
+        c->lc_col = col - 1;
+    } else {
+        span_linecol(c, off, &line, &col);
+    }
+    tpl_locw_add(&c->spanw, pc, 0, line, col);
 }
 
 static void flush_text(tpl_comp *c);
@@ -532,12 +531,33 @@ static bool is_read_op(int op)
 static void note_read(tpl_comp *c, uint32_t pc)
 {
     if (c->failed) return;
-    if (!cgrow(c, (void **)&c->reads, &c->rcap, c->nreads + 1, sizeof *c->reads)) {
-        c_nomem(c, c->cur_off);
-        return;
-    }
-    c->reads[c->nreads++] = (struct tpl_cread){ pc, c->read_at ? c->read_at - 1 : c->cur_off, c->cur_src };
+    uint32_t off = c->read_at ? c->read_at - 1 : c->cur_off;
     c->read_at = 0;
+    /* its file (0: the template itself, k: the k-th template loaded) and line and column there;
+     * a cursor per file resumes from the last offset asked for (reads come mostly in source order) */
+    int src = c->cur_src;
+    uint32_t f = src >= 0 && (size_t)src < c->nsources ? (uint32_t)src + 1 : 0;
+    if (f >= c->nrcur) {
+        size_t nn = f + 8;
+        struct tpl_rcur *nc = realloc(c->rcur, nn * sizeof *nc);
+        if (!nc) { c_nomem(c, c->cur_off); return; }
+        for (size_t i = c->nrcur; i < nn; i++) nc[i] = (struct tpl_rcur){ 0, 1, 1 };
+        c->rcur = nc;
+        c->nrcur = nn;
+    }
+    struct tpl_rcur *cur = &c->rcur[f];
+    const char *s = f ? c->sources[f - 1].src : c->src;
+    size_t n = f ? c->sources[f - 1].n : c->srclen;
+    if (off > n) off = (uint32_t)n;
+    if (off < cur->off) *cur = (struct tpl_rcur){ 0, 1, 1 };
+    for (uint32_t o = cur->off; o < off; o++) {
+        unsigned char ch = (unsigned char)s[o];
+        if (ch == '\n') { cur->line++; cur->col = 1; }
+        else if ((ch & 0xC0) != 0x80) cur->col++;
+    }
+    cur->off = off;
+    tpl_locw_add(&c->readw, pc, f, cur->line, cur->col); /* two notes at one pc: the later wins */
+    if (c->readw.failed) c_nomem(c, c->cur_off);
 }
 
 /* Emits an instruction; `delta` is its stack effect. Returns its code offset. */
@@ -1386,12 +1406,12 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
     }
     *src_index = (int)c->nsources;
     c->sources[c->nsources++] = (struct tpl_csource){ src, n, name };
-    tpl_token_vec toks = { 0 };
+    tpl_jtok_vec toks = { 0 };
     tpl_lex_opts lo = { o->trim_blocks, o->lstrip_blocks };
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
     uint32_t line, col;
     if (!lr.ok) {
-        free(toks.v);
+        tpl_jtok_free(&toks);
         if (lr.nomem) { c_nomem(c, off); return NULL; }
         tpl_offset_to_linecol(src, n, lr.err_off, &line, &col);
         cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, lr.msg);
@@ -1401,8 +1421,8 @@ static tpl_node *load_template(tpl_comp *c, tpl_value name, uint32_t off, bool m
     pc.arena = c->tmp;
     pc.src = src;
     pc.n = n;
-    bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
-    free(toks.v);
+    bool ok = tpl_jinja_parse(&pc, &toks);
+    tpl_jtok_free(&toks);
     if (!ok) {
         if (pc.nomem) { c_nomem(c, off); return NULL; }
         tpl_offset_to_linecol(src, n, pc.err_off, &line, &col);
@@ -2823,8 +2843,9 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     /* sized from the source (templates run at about a code word per 8 bytes and a span per 32),
      * so a typical template grows neither array; a failure here just leaves them to grow() */
     size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;
-    if (cgrow(c, (void **)&c->code, &c->cap, ncode, sizeof *c->code))
-        cgrow(c, (void **)&c->spans, &c->scap, ncode / 4, sizeof *c->spans);
+    cgrow(c, (void **)&c->code, &c->cap, ncode, sizeof *c->code);
+    c->ls = line_starts(src, n, &c->nls);
+    c->readw.reads = true;
     push_scope(c, true);
     return c;
 }
@@ -2912,6 +2933,30 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     return !c->failed;
 }
 
+/* A streaming compile (tpl_compile_jinja, for templates tpl_jinja_streamable accepts: nothing
+ * to collect or predeclare over the whole template): the template's statements one at a time,
+ * as tpl_comp_template's body() would take them, each freed once compiled (issue 13 §1). */
+void tpl_comp_stream_begin(tpl_comp *c)
+{
+    c->cur_src = -1;
+    c->main_body = NULL;
+    c->closed = -1;
+}
+
+void tpl_comp_stream_stmt(tpl_comp *c, tpl_node *n)
+{
+    n->next = NULL;
+    body(c, n);
+}
+
+bool tpl_comp_stream_end(tpl_comp *c)
+{
+    c->cur_off = (uint32_t)c->srclen;
+    if (c->p->opts.tidy) emit(c, sop(c, TPL_OP_TIDY_PY), 0, 0);
+    emit(c, TPL_OP_HALT, 0, 0);
+    return !c->failed;
+}
+
 /* Jump threading: a jump whose target is an unconditional JUMP goes straight to that JUMP's
  * target (an if/elif branch ending inside a loop body jumps to the loop head in one step). JUMP
  * leaves the stack alone, so every edge keeps its depth. */
@@ -2944,36 +2989,14 @@ static bool finish_reads(tpl_comp *c)
     tpl_arena *a = &p->arena;
     p->nfiles = 1 + c->nsources;
     p->files = tpl_arena_alloc(a, p->nfiles * sizeof *p->files);
-    p->readlocs = tpl_arena_alloc(a, c->nreads * sizeof *p->readlocs + 1);
-    struct { uint32_t off, line, col; } *cur = calloc(p->nfiles, sizeof *cur);
-    if (!p->files || !p->readlocs || !cur) { free(cur); return false; }
+    if (!p->files) return false;
     p->files[0] = tpl_v_str(p->name ? p->name : "", p->name ? strlen(p->name) : 0);
     for (size_t i = 0; i < c->nsources; i++) {
         char *s = tpl_arena_strdup(a, c->sources[i].name.u.s, c->sources[i].name.len);
-        if (!s) { free(cur); return false; }
+        if (!s) return false;
         p->files[i + 1] = tpl_v_str(s, c->sources[i].name.len);
     }
-    for (size_t f = 0; f < p->nfiles; f++) cur[f].line = cur[f].col = 1;
-    size_t k = 0;
-    for (size_t i = 0; i < c->nreads; i++) {
-        const struct tpl_cread *r = &c->reads[i];
-        if (k && p->readlocs[k - 1].pc == r->pc) k--; /* two notes at one pc: the later wins */
-        uint32_t f = r->src >= 0 && (size_t)r->src < c->nsources ? (uint32_t)r->src + 1 : 0;
-        const char *src = f ? c->sources[f - 1].src : c->src;
-        size_t n = f ? c->sources[f - 1].n : c->srclen;
-        uint32_t off = r->off > n ? (uint32_t)n : r->off;
-        if (off < cur[f].off) cur[f].off = 0, cur[f].line = 1, cur[f].col = 1;
-        for (uint32_t o = cur[f].off; o < off; o++) {
-            unsigned char ch = (unsigned char)src[o];
-            if (ch == '\n') { cur[f].line++; cur[f].col = 1; }
-            else if ((ch & 0xC0) != 0x80) cur[f].col++;
-        }
-        cur[f].off = off;
-        p->readlocs[k++] = (tpl_readloc){ r->pc, f, cur[f].line, cur[f].col };
-    }
-    free(cur);
-    p->nreadlocs = k;
-    return true;
+    return tpl_locw_finish(&c->readw, p);
 }
 
 bool tpl_comp_finish(tpl_comp *c)
@@ -2981,8 +3004,18 @@ bool tpl_comp_finish(tpl_comp *c)
     if (!c->failed) thread_jumps(c);
     tpl_program *p = c->p;
     if (c->failed) goto done;
-    resolve_spans(c);
+    if (!tpl_locw_finish(&c->spanw, p)) { c_nomem(c, 0); goto done; }
+    if (!finish_reads(c)) { c_nomem(c, 0); goto done; }
     tpl_arena *a = &p->arena;
+    /* the code goes to the program as it is (shrunk to its size, not copied: issue 13 §1) */
+    if (c->p->budget) c->p->budget->used -= c->cap * sizeof *c->code;
+    p->code = c->n ? realloc(c->code, c->n * sizeof *c->code) : NULL;
+    if (!p->code) p->code = c->code; /* (shrinking failed: keep the larger block) */
+    p->code_heap = true;
+    c->code = NULL;
+    c->cap = 0;
+    if (!c->n) { free(p->code); p->code = tpl_arena_alloc(a, sizeof *p->code); p->code_heap = false; }
+    if (!p->code) { c_nomem(c, 0); goto done; }
     /* each array moves into the program and is freed at once, so the compile never holds two
      * copies of more than one of them */
 #define TPL_MOVE(dst, src, cnt, cap)                                                   \
@@ -2992,8 +3025,6 @@ bool tpl_comp_finish(tpl_comp *c)
         if (cnt) memcpy(dst, src, (cnt) * sizeof *(dst));                              \
         cfree(c, (void **)&(src), &(cap), sizeof *(dst));                              \
     } while (0)
-    TPL_MOVE(p->code, c->code, c->n, c->cap);
-    TPL_MOVE(p->spans, c->spans, c->nspans, c->scap);
     TPL_MOVE(p->consts, c->consts, c->nconsts, c->kcap);
     TPL_MOVE(p->names, c->names, c->nnames, c->ncap);
     TPL_MOVE(p->macros, c->macros, c->nmacros, c->mcap);
@@ -3001,7 +3032,6 @@ bool tpl_comp_finish(tpl_comp *c)
     p->ncode = c->n;
     p->nconsts = c->nconsts;
     p->nnames = c->nnames;
-    p->nspans = c->nspans;
     p->nmacros = c->nmacros;
     if (c->ntrcalls) {
         p->trcalls = tpl_arena_alloc(a, c->ntrcalls * sizeof *p->trcalls);
@@ -3009,7 +3039,6 @@ bool tpl_comp_finish(tpl_comp *c)
         memcpy(p->trcalls, c->trcalls, c->ntrcalls * sizeof *p->trcalls);
         p->ntrcalls = c->ntrcalls;
     }
-    if (!finish_reads(c)) { c_nomem(c, 0); goto done; }
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
 done:
@@ -3021,17 +3050,20 @@ done:
     cfree(c, (void **)&c->code, &c->cap, sizeof *c->code);
     cfree(c, (void **)&c->consts, &c->kcap, sizeof *c->consts);
     cfree(c, (void **)&c->names, &c->ncap, sizeof *c->names);
-    cfree(c, (void **)&c->spans, &c->scap, sizeof *c->spans);
+    tpl_locw_free(&c->spanw);
+    tpl_locw_free(&c->readw);
+    free(c->ls);
+    free(c->rcur);
+    c->ls = NULL;
+    c->rcur = NULL;
     cfree(c, (void **)&c->macros, &c->mcap, sizeof *c->macros);
     free(c->trcalls);
     c->trcalls = NULL;
-    cfree(c, (void **)&c->reads, &c->rcap, sizeof *c->reads);
     free(c->chain_ends);
     c->chain_ends = NULL;
     c->code = NULL;
     c->consts = NULL;
     c->names = NULL;
-    c->spans = NULL;
     c->macros = NULL;
     return !c->failed;
 }

@@ -11,6 +11,12 @@ typedef struct tpl_comp tpl_comp;
 tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n);
 /* Compiles a TEMPLATE node (Jinja semantics). */
 bool tpl_comp_template(tpl_comp *c, tpl_node *root);
+/* A Jinja template compiled one top-level statement at a time (for the templates
+ * tpl_jinja_streamable accepts; compile.c): begin, each statement in order, end (instead of
+ * tpl_comp_template). */
+void tpl_comp_stream_begin(tpl_comp *c);
+void tpl_comp_stream_stmt(tpl_comp *c, tpl_node *n);
+bool tpl_comp_stream_end(tpl_comp *c);
 /* Moves code and tables into the program and releases the compiler's heap buffers. Must be
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);

@@ -170,20 +170,102 @@ static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *
     pc->n = n;
 }
 
+/* A streaming compile's state: the compiler, and the first depth error (a statement nested too
+ * deeply: reported only when the parse succeeds, as tpl_jinja_parse's whole-tree check would). */
+typedef struct stream_state {
+    tpl_comp *c;
+    tpl_pctx *pc;
+    bool deep;
+    uint32_t deep_off;
+    char deep_msg[320];
+    bool deep_nomem;
+} stream_state;
+
+/* tpl_pctx.top: checks and compiles one top-level statement, then frees its tree. */
+static void stream_top(void *data, tpl_node *node)
+{
+    stream_state *st = data;
+    if (!st->deep) {
+        tpl_pctx dp;
+        memset(&dp, 0, sizeof dp);
+        dp.src = st->pc->src;
+        dp.n = st->pc->n;
+        tpl_node root; /* the statement at the depth it has under the template's root */
+        memset(&root, 0, sizeof root);
+        root.kind = TPL_N_TEMPLATE;
+        root.b = node;
+        if (!tpl_p_check_depth(&dp, &root)) {
+            st->deep = true;
+            st->deep_off = dp.err_off;
+            st->deep_nomem = dp.nomem;
+            memcpy(st->deep_msg, dp.msg, sizeof st->deep_msg);
+        } else if (!tpl_c_failed(st->c)) {
+            tpl_comp_stream_stmt(st->c, node);
+        }
+    }
+    tpl_arena_reset(st->pc->arena);
+}
+
+/* Jinja, one top-level statement at a time (tpl_jinja_streamable templates): the tree of one
+ * statement is in memory at a time, not the template's (issue 13 §1). Errors come in the order
+ * the whole-tree compile gives them: a parse error anywhere, else the first statement nested
+ * too deeply, else the first compile error. */
+static tpl_status compile_jinja_stream(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks, tpl_error *err)
+{
+    tpl_arena tmp, ctmp;
+    tpl_pctx pc;
+    pctx_init(&pc, &tmp, p, src, n);
+    tpl_arena_init(&ctmp, 0);
+    ctmp.budget = p->budget;
+    stream_state st = { 0 };
+    st.pc = &pc;
+    tpl_status rc = TPL_OK;
+    st.c = tpl_comp_new(p, &ctmp, src, n);
+    if (!st.c) {
+        tpl_jtok_free(toks);
+        rc = compile_error(p, err, src, n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
+    } else {
+        tpl_comp_stream_begin(st.c);
+        pc.top = stream_top;
+        pc.top_data = &st;
+        bool ok = tpl_jinja_parse(&pc, toks);
+        tpl_jtok_free(toks);
+        if (!ok) {
+            rc = compile_error(p, err, pc.src, pc.n, pc.err_off, pc.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
+                               pc.failed ? pc.msg : "syntax error");
+            tpl_comp_finish(st.c);
+        } else if (st.deep) {
+            rc = compile_error(p, err, src, n, st.deep_off, st.deep_nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, st.deep_msg);
+            tpl_comp_finish(st.c);
+        } else {
+            tpl_comp_stream_end(st.c);
+            tpl_comp_finish(st.c);
+            uint32_t off;
+            const char *msg;
+            tpl_error_kind kind;
+            if (tpl_comp_error(st.c, &off, &msg, &kind)) rc = compile_error(p, err, src, n, off, kind, msg);
+        }
+    }
+    tpl_arena_free(&tmp);
+    tpl_arena_free(&ctmp);
+    return rc;
+}
+
 tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err)
 {
-    tpl_token_vec toks = { 0 };
+    tpl_jtok_vec toks = { 0 };
     tpl_lex_opts lo = { p->opts.trim_blocks, p->opts.lstrip_blocks };
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
     if (!lr.ok) {
-        free(toks.v);
+        tpl_jtok_free(&toks);
         return tpl_error_set_at(err, lr.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
     }
+    if (tpl_jinja_streamable(&toks)) return compile_jinja_stream(p, src, n, &toks, err);
     tpl_arena tmp;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);
-    bool ok = tpl_jinja_parse(&pc, toks.v, toks.n);
-    free(toks.v);
+    bool ok = tpl_jinja_parse(&pc, &toks);
+    tpl_jtok_free(&toks);
     tpl_status st = lower_ast(p, &pc, ok, tpl_comp_template, err);
     tpl_arena_free(&tmp);
     return st;

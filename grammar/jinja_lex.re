@@ -134,7 +134,7 @@ long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad)
 typedef struct lexer {
     const unsigned char *src, *cur, *lim, *tok;
     const tpl_lex_opts *o;
-    tpl_token_vec *out;
+    tpl_jtok_vec *out;
     int depth;            /* open ( [ { inside the current tag */
     unsigned char open[64];      /* the innermost 64 of them (as Jinja2's balancing stack), */
     const unsigned char *open_at[64]; /* and where each opened, for bracket diagnostics */
@@ -143,18 +143,48 @@ typedef struct lexer {
     tpl_lex_result res;
 } lexer;
 
+static bool lex_nomem(lexer *lx)
+{
+    snprintf(lx->res.msg, sizeof lx->res.msg, "%s", tpl_error_kind_format(TPL_EK_NOMEM));
+    lx->res.nomem = true;
+    lx->res.ok = false;
+    return false;
+}
+
 static bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t flag)
 {
-    tpl_token_vec *v = lx->out;
+    tpl_jtok_vec *v = lx->out;
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 256;
-        tpl_token *nv = realloc(v->v, cap * sizeof *nv);
-        if (!nv) { snprintf(lx->res.msg, sizeof lx->res.msg, "%s", tpl_error_kind_format(TPL_EK_NOMEM)); lx->res.nomem = true; lx->res.ok = false; return false; }
+        tpl_jtok *nv = realloc(v->v, cap * sizeof *nv);
+        if (!nv) return lex_nomem(lx);
         v->v = nv;
         v->cap = cap;
     }
-    v->v[v->n++] = (tpl_token){ .off = (uint32_t)(s - lx->src), .len = (uint32_t)n, .kind = (uint16_t)kind, .flag = flag };
+    uint16_t len = (uint16_t)n;
+    if (n >= TPL_JTOK_LONG) {
+        if (v->nlongs == v->lcap) {
+            size_t cap = v->lcap ? v->lcap * 2 : 16;
+            tpl_jlong *nl = realloc(v->longs, cap * sizeof *nl);
+            if (!nl) return lex_nomem(lx);
+            v->longs = nl;
+            v->lcap = cap;
+        }
+        v->longs[v->nlongs++] = (tpl_jlong){ (uint32_t)v->n, (uint32_t)n };
+        len = TPL_JTOK_LONG;
+    }
+    unsigned code = flag == '-' ? 1u : flag == '+' ? 2u : 0u;
+    v->v[v->n++] = (tpl_jtok){ (uint32_t)(s - lx->src), len, (uint16_t)((unsigned)kind | code << 14) };
     return true;
+}
+
+void tpl_jtok_free(tpl_jtok_vec *v)
+{
+    free(v->v);
+    free(v->longs);
+    v->v = NULL;
+    v->longs = NULL;
+    v->n = v->cap = v->nlongs = v->lcap = 0;
 }
 
 static bool fail(lexer *lx, const unsigned char *at, const char *msg)
@@ -463,7 +493,7 @@ static bool match_raw(const unsigned char *p, const unsigned char *lim, const un
     return true;
 }
 
-tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, tpl_token_vec *out)
+tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, tpl_jtok_vec *out)
 {
     lexer lx = { 0 };
     lx.src = (const unsigned char *)src;

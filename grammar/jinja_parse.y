@@ -70,7 +70,14 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
 %left PIPE IS.
 %left LPAREN.
 
-template ::= body(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
+template ::= tbody(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->root = t; }
+
+/* The template's own statements: each handed to ctx->top as soon as it is parsed when a
+ * streaming compile set it (tpl_p_top; the tree then never holds more than one), else a list. */
+tbody(A) ::= . { A = NULL; }
+tbody(A) ::= tbody(B) TEXT(T). { A = tpl_p_top(ctx, B, with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T))); }
+tbody(A) ::= tbody(B) VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = tpl_p_top(ctx, B, NODE(OUTPUT, T.off, E, NULL)); }
+tbody(A) ::= tbody(B) stmt(S). { A = tpl_p_top(ctx, B, S); }
 
 body(A) ::= . { A = NULL; }
 /* text, output and statements each append to the body in one reduction */

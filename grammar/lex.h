@@ -18,6 +18,46 @@ typedef struct tpl_token_vec {
     size_t n, cap;
 } tpl_token_vec;
 
+/* Jinja's token vector, 8 bytes a token (issue 13 §1: a tag-heavy template has a token per two
+ * bytes, and the whole vector is in memory while it is parsed): the offset, the length (0xFFFF:
+ * a long token, its length in `longs`, ascending by token index) and the kind with the flag's
+ * code (0, 1 '-', 2 '+') in its top two bits. tpl_jtok_get gives a token back as tpl_token. */
+typedef struct tpl_jtok {
+    uint32_t off;
+    uint16_t len, kf;
+} tpl_jtok;
+typedef struct tpl_jlong {
+    uint32_t i, len;
+} tpl_jlong;
+typedef struct tpl_jtok_vec {
+    tpl_jtok *v;
+    size_t n, cap;
+    tpl_jlong *longs;
+    size_t nlongs, lcap;
+} tpl_jtok_vec;
+#define TPL_JTOK_LONG 0xFFFF
+
+/* Token i of v (i < v->n). */
+static inline tpl_token tpl_jtok_get(const tpl_jtok_vec *v, size_t i)
+{
+    const tpl_jtok *t = &v->v[i];
+    tpl_token r = { t->off, t->len, (uint16_t)(t->kf & 0x3FFF), (uint8_t)("\0-+"[t->kf >> 14 & 3]) };
+    if (t->len == TPL_JTOK_LONG) {
+        size_t lo = 0, hi = v->nlongs;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (v->longs[mid].i < i) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < v->nlongs && v->longs[lo].i == i) r.len = v->longs[lo].len;
+    }
+    return r;
+}
+/* The kind of token i. */
+static inline int tpl_jtok_kind(const tpl_jtok_vec *v, size_t i) { return v->v[i].kf & 0x3FFF; }
+/* Frees v's arrays. */
+void tpl_jtok_free(tpl_jtok_vec *v);
+
 /* Scanner result: ok, or an error at byte offset `err_off` with a message. */
 typedef struct tpl_lex_result {
     bool ok;
@@ -31,8 +71,8 @@ typedef struct tpl_lex_opts {
 } tpl_lex_opts;
 
 /* Scans a Jinja template. `src` must be NUL-terminated at src[n] and already newline-normalised
- * (see tpl_jinja_normalize). Tokens are appended to *out (heap; caller frees out->v). */
-tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, tpl_token_vec *out);
+ * (see tpl_jinja_normalize). Tokens are appended to *out (heap; caller frees with tpl_jtok_free). */
+tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, tpl_jtok_vec *out);
 
 /* Jinja2's source preparation: \r\n and \r become \n, and unless keep_trailing_newline one
  * trailing newline is dropped. Returns a malloc'd NUL-terminated copy (*len set), or NULL. */

@@ -14,12 +14,22 @@ typedef struct tpl_pctx {
     bool nomem;         /* the error is out of memory (tpl_pctx_nomem) */
     uint32_t err_off;
     char msg[320];
-    const tpl_token *tokens; /* the token vector (for "unknown tag" messages) */
-    size_t ntokens;
     uint32_t cur_off;     /* offset of the token being parsed */
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
     void *front;          /* a front end's private state (ERB: its generated script) */
+    /* A streaming compile (Jinja): each top-level statement goes to top(top_data, node) as soon
+     * as it is parsed instead of into root's list; NULL: the whole tree is built. */
+    void (*top)(void *top_data, tpl_node *node);
+    void *top_data;
 } tpl_pctx;
+
+/* The grammar's top-level append: node to ctx->top when streaming (returns list unchanged),
+ * else appended to list. */
+tpl_node *tpl_p_top(tpl_pctx *ctx, tpl_node *list, tpl_node *node);
+/* Whether a Jinja template's tokens name only statements a streaming compile takes (if, for,
+ * break, continue: nothing the compiler must see the whole template for: no extends, block,
+ * set, macro, import, include, call, with, ...). */
+bool tpl_jinja_streamable(const tpl_jtok_vec *toks);
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -50,7 +60,7 @@ tpl_node *tpl_p_elif(tpl_node *chain, tpl_node *elif);
 tpl_node *tpl_p_elif_end(tpl_node *chain, tpl_node *else_body);
 
 /* Parses a Jinja template into c->root; returns false with c->msg/err_off on failure. */
-bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n);
+bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks);
 /* The deepest AST the compilers walk (they recurse once per level or so): about as deep as
  * Python lets Jinja2 go. A deeper tree (a chain of 50,000 filters, `1+1+...`) is a located
  * error before any walk. */

@@ -518,18 +518,39 @@ static void unknown_tag_hint(tpl_pctx *c, const tpl_token *t, const int *open_ki
              looking, (int)(strlen(block_end_of(inner)) - 3), block_end_of(inner) + 3);
 }
 
-bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
+tpl_node *tpl_p_top(tpl_pctx *ctx, tpl_node *list, tpl_node *node)
 {
+    if (!ctx->top) return tpl_node_append(list, node);
+    if (node && !ctx->failed && node != &ctx->dummy) ctx->top(ctx->top_data, node);
+    return list;
+}
+
+bool tpl_jinja_streamable(const tpl_jtok_vec *toks)
+{
+    for (size_t i = 0; i + 1 < toks->n; i++) {
+        if (tpl_jtok_kind(toks, i) != TK_BLOCK_BEGIN) continue;
+        switch (tpl_jtok_kind(toks, i + 1)) {
+        case TK_IF: case TK_ELIF: case TK_ELSE: case TK_ENDIF: case TK_FOR: case TK_ENDFOR:
+        case TK_BREAK: case TK_CONTINUE:
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
+bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
+{
+    size_t n = toks->n;
     void *parser = JinjaParseAlloc(malloc);
     if (!parser) { tpl_pctx_nomem(c, 0); return false; }
-    c->tokens = toks;
-    c->ntokens = n;
     bool first_in_block = false;
     /* open block tags, to say which one an unexpected end of template left unclosed */
     struct open_tag { int kind; uint32_t off; } open[64];
     size_t nopen = 0, deep = 0;
     for (size_t i = 0; i < n && !c->failed; i++) {
-        tpl_token t = toks[i];
+        tpl_token t = tpl_jtok_get(toks, i);
         if (t.kind == TK_BLOCK_BEGIN) { first_in_block = true; continue; }
         if (first_in_block) {
             t.flag |= 0x80;
@@ -545,10 +566,10 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_token *toks, size_t n)
             size_t nopen_before = nopen;
             bool opens = block_end_of(t.kind) != NULL;
             if (t.kind == TK_SET) /* only `{% set x %}` (no `=`) is a block */
-                for (size_t k = i + 1; k < n && toks[k].kind != TK_BLOCK_END; k++)
-                    if (toks[k].kind == TK_ASSIGN) { opens = false; break; }
+                for (size_t k = i + 1; k < n && tpl_jtok_kind(toks, k) != TK_BLOCK_END; k++)
+                    if (tpl_jtok_kind(toks, k) == TK_ASSIGN) { opens = false; break; }
             if (opens) {
-                if (nopen < 64) open[nopen++] = (struct open_tag){ t.kind, toks[i - 1].off };
+                if (nopen < 64) open[nopen++] = (struct open_tag){ t.kind, toks->v[i - 1].off };
                 else deep++;
             } else if (is_end_tag(t.kind)) {
                 if (deep) deep--;

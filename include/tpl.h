@@ -560,6 +560,17 @@ enum {
  * (*out and *len, when given, are then NULL/0). p is borrowed. */
 TPL_API tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len);
 
+/* A sink for tpl_program_write: takes the next len bytes (borrowed for the call only) and returns
+ * 0, or nonzero to stop the write. */
+typedef int (*tpl_write_fn)(void *data, const void *bytes, size_t len);
+/* Writes the bytes tpl_program_save would return through `write`, in pieces of at most 16 KiB,
+ * without holding the whole file in memory (a compile's peak memory: issue 13 §1); the program
+ * is read twice (its length and checksum come first in the header). `data` is passed to every
+ * call. Returns TPL_OK; TPL_ERR_IO when write returned nonzero (it is not called again, and what
+ * it received is an incomplete file); TPL_ERR_NOMEM on allocation failure; TPL_ERR_USAGE when p
+ * or write is NULL (write is never called then). p is borrowed. */
+TPL_API tpl_status tpl_program_write(const tpl_program *p, unsigned flags, tpl_write_fn write, void *data);
+
 /* True when data starts with the .tplb magic (it may still be corrupt); false for NULL data. */
 TPL_API bool tpl_is_tplb(const void *data, size_t len);
 

@@ -12,14 +12,22 @@
 #if defined(__clang__)
 __attribute__((no_sanitize("coverage")))
 #endif
-static inline uint32_t tpl_crc32(const unsigned char *p, size_t n)
+static inline uint32_t tpl_crc32_update(uint32_t c, const unsigned char *p, size_t n)
 {
-    uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++) {
         c ^= p[i];
         for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
     }
-    return ~c;
+    return c;
+}
+
+/* The CRC of p[0..n); tpl_crc32_update(0xFFFFFFFF, ...) then ~ computes it in pieces. */
+#if defined(__clang__)
+__attribute__((no_sanitize("coverage")))
+#endif
+static inline uint32_t tpl_crc32(const unsigned char *p, size_t n)
+{
+    return ~tpl_crc32_update(0xFFFFFFFFu, p, n);
 }
 
 #endif

@@ -2,6 +2,7 @@
  * the VM use: the opcode table, name resolution against the library, spans, freeing. (Compiling
  * is compiler/program.c's.) */
 #include <stdlib.h>
+#include <string.h>
 #include "program.h"
 #include "library.h"
 
@@ -23,23 +24,213 @@ void tpl_name_resolve(tpl_name *nm)
     tpl_name_resolve_hashed(nm, tpl_hash_str(nm->s.u.s, nm->s.len));
 }
 
+/* ---- compact span runs and read locations (program.h) ---- */
+
+static bool locw_reserve(tpl_locw *w, size_t k)
+{
+    if (w->n + k <= w->cap) return true;
+    size_t nc = w->cap ? w->cap * 2 : 256;
+    while (nc < w->n + k) nc *= 2;
+    uint8_t *nb = realloc(w->b, nc);
+    if (!nb) { w->failed = true; return false; }
+    w->b = nb;
+    w->cap = nc;
+    return true;
+}
+
+static void put_varint(tpl_locw *w, uint64_t v)
+{
+    if (!locw_reserve(w, 10)) return;
+    while (v >= 0x80) { w->b[w->n++] = (uint8_t)(v | 0x80); v >>= 7; }
+    w->b[w->n++] = (uint8_t)v;
+}
+
+static uint64_t zigzag(int64_t d) { return d < 0 ? ((uint64_t)(-(d + 1)) << 1) | 1 : (uint64_t)d << 1; }
+static int64_t unzigzag(uint64_t z) { return z & 1 ? -(int64_t)(z >> 1) - 1 : (int64_t)(z >> 1); }
+
+/* Writes the pending entry: varint (pc increase << 2 | file changed << 1 | line changed), then
+ * the file index when it changed (read locations only), the line's change (zigzag) when it
+ * changed, and the column (itself after a line change, else its change, zigzag). */
+static void locw_flush(tpl_locw *w)
+{
+    if (!w->has_pend || w->failed) return;
+    const tpl_readloc *e = &w->pend, *pr = &w->prev;
+    bool fch = w->reads && e->file != pr->file, lch = e->line != pr->line;
+    put_varint(w, (uint64_t)(e->pc - pr->pc) << 2 | (uint64_t)fch << 1 | (uint64_t)lch);
+    if (fch) put_varint(w, e->file);
+    if (lch) put_varint(w, zigzag((int64_t)e->line - (int64_t)pr->line));
+    put_varint(w, lch ? e->col : zigzag((int64_t)e->col - (int64_t)pr->col));
+    w->prev = *e;
+    w->has_pend = false;
+    if (!w->reads && w->count % TPL_SPAN_MARK == 0 && !w->failed) {
+        if (w->nmarks == w->mcap) {
+            size_t nc = w->mcap ? w->mcap * 2 : 16;
+            tpl_span_mark *nm = realloc(w->marks, nc * sizeof *nm);
+            if (!nm) { w->failed = true; return; }
+            w->marks = nm;
+            w->mcap = nc;
+        }
+        w->marks[w->nmarks++] = (tpl_span_mark){ e->pc, e->line, e->col, (uint32_t)w->n };
+    }
+    w->count++;
+}
+
+void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_t line, uint32_t col)
+{
+    if (w->failed) return;
+    if (w->has_pend) {
+        if (!w->reads && w->pend.line == line && w->pend.col == col) return;
+        if (w->pend.pc == pc) {
+            w->pend.file = file;
+            w->pend.line = line;
+            w->pend.col = col;
+            return;
+        }
+        locw_flush(w);
+    } else if (!w->reads && w->count && w->prev.line == line && w->prev.col == col) {
+        return;
+    }
+    w->pend = (tpl_readloc){ pc, file, line, col };
+    w->has_pend = true;
+}
+
+void tpl_locw_free(tpl_locw *w)
+{
+    free(w->b);
+    free(w->marks);
+    w->b = NULL;
+    w->marks = NULL;
+    w->n = w->cap = w->nmarks = w->mcap = 0;
+}
+
+bool tpl_locw_finish(tpl_locw *w, tpl_program *p)
+{
+    locw_flush(w);
+    if (w->n >= UINT32_MAX) w->failed = true;
+    /* the bytes go to the program as they are (shrunk, not copied); the marks into its arena */
+    uint8_t *b = w->failed ? NULL : realloc(w->b, w->n + 1);
+    if (b) w->b = NULL;
+    tpl_span_mark *m = b && !w->reads ? tpl_arena_alloc(&p->arena, w->nmarks * sizeof *m + 1) : NULL;
+    bool ok = b && (w->reads || m);
+    if (ok) {
+        if (w->reads) {
+            free(p->readb);
+            p->readb = b;
+            p->nreadb = w->n;
+            p->nreadlocs = w->count;
+        } else {
+            if (w->nmarks) memcpy(m, w->marks, w->nmarks * sizeof *m);
+            free(p->spanb);
+            p->spans = NULL;
+            p->spanb = b;
+            p->nspanb = w->n;
+            p->spanm = m;
+            p->nspanm = w->nmarks;
+            p->nspans = w->count;
+        }
+    } else {
+        free(b);
+    }
+    tpl_locw_free(w);
+    return ok;
+}
+
+void tpl_loc_it_init(tpl_loc_it *it, const tpl_program *p)
+{
+    it->p = p;
+    it->off = it->i = 0;
+    it->cur = (tpl_readloc){ 0, 0, 0, 0 };
+}
+
+static uint64_t get_varint(const uint8_t *b, size_t n, size_t *off)
+{
+    uint64_t v = 0;
+    for (int sh = 0; *off < n && sh < 64; sh += 7) {
+        uint8_t x = b[(*off)++];
+        v |= (uint64_t)(x & 0x7F) << sh;
+        if (!(x & 0x80)) break;
+    }
+    return v;
+}
+
+/* Decodes the entry at it->off of b[0..n) into it->cur (tpl_locw's format). */
+static void loc_decode(tpl_loc_it *it, const uint8_t *b, size_t n, bool reads)
+{
+    tpl_readloc *c = &it->cur;
+    uint64_t head = get_varint(b, n, &it->off);
+    c->pc += (uint32_t)(head >> 2);
+    if (reads && (head & 2)) c->file = (uint32_t)get_varint(b, n, &it->off);
+    int64_t dl = head & 1 ? unzigzag(get_varint(b, n, &it->off)) : 0;
+    uint64_t cv = get_varint(b, n, &it->off);
+    c->line = (uint32_t)((int64_t)c->line + dl);
+    c->col = head & 1 ? (uint32_t)cv : (uint32_t)((int64_t)c->col + unzigzag(cv));
+    it->i++;
+}
+
+bool tpl_span_next(tpl_loc_it *it, tpl_span *out)
+{
+    const tpl_program *p = it->p;
+    if (it->i >= p->nspans) return false;
+    if (!p->spanb) {
+        if (!p->spans) return false;
+        *out = p->spans[it->i++];
+        return true;
+    }
+    if (it->off >= p->nspanb) return false;
+    loc_decode(it, p->spanb, p->nspanb, false);
+    *out = (tpl_span){ it->cur.pc, it->cur.line, it->cur.col };
+    return true;
+}
+
+bool tpl_readloc_next(tpl_loc_it *it, tpl_readloc *out)
+{
+    const tpl_program *p = it->p;
+    if (it->i >= p->nreadlocs || !p->readb || it->off >= p->nreadb) return false;
+    loc_decode(it, p->readb, p->nreadb, true);
+    *out = it->cur;
+    return true;
+}
+
 void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col)
 {
     *line = *col = 0;
-    size_t lo = 0, hi = p->nspans;
+    if (!p->spanb) {
+        size_t lo = 0, hi = p->spans ? p->nspans : 0;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (p->spans[mid].pc <= pc) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == 0) return;
+        *line = p->spans[lo - 1].line;
+        *col = p->spans[lo - 1].col;
+        return;
+    }
+    /* the last mark at or before pc, then the runs after it */
+    size_t lo = 0, hi = p->nspanm;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (p->spans[mid].pc <= pc) lo = mid + 1;
+        if (p->spanm[mid].pc <= pc) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == 0) return;
-    *line = p->spans[lo - 1].line;
-    *col = p->spans[lo - 1].col;
+    if (lo == 0) return; /* the first run is a mark: pc is before it */
+    const tpl_span_mark *m = &p->spanm[lo - 1];
+    tpl_loc_it it = { p, m->off, (lo - 1) * TPL_SPAN_MARK + 1, { m->pc, 0, m->line, m->col } };
+    *line = m->line;
+    *col = m->col;
+    tpl_span s;
+    while (tpl_span_next(&it, &s) && s.pc <= pc) {
+        *line = s.line;
+        *col = s.col;
+    }
 }
 
 void tpl_program_free(tpl_program *p)
 {
     if (!p) return;
+    if (p->code_heap) free(p->code);
+    free(p->spanb);
+    free(p->readb);
     tpl_arena_free(&p->arena);
     if (!p->static_data) {
         free(p->name);

@@ -90,19 +90,66 @@ typedef struct tpl_readloc {
     uint32_t pc, file, line, col;
 } tpl_readloc;
 
+/* The span table and the read locations of a compiled or loaded program are kept compact
+ * (issue 13 §1: at 12 bytes a run and 16 a read location they were most of a tag-heavy
+ * template's program): a byte string of entries (malloc'd, freed with the program), each
+ * relative to the one before it, in unsigned LEB128 varints: the pc's increase with two flags
+ * (the file changed, the line changed), the file index when it changed (read locations only),
+ * the line's change (zigzag) when it changed, and the column (the column itself after a line
+ * change, else its change, zigzag): two bytes for most entries. Every TPL_SPAN_MARK-th span run is a mark too (its values and the byte offset after
+ * it), so tpl_program_span decodes at most TPL_SPAN_MARK runs. tpl_locw builds either table;
+ * tpl_span_it and tpl_readloc_it read them back. Static programs keep the span table as the
+ * array tpl_static_program gives (tpl_program.spans; spanb is NULL then). */
+#define TPL_SPAN_MARK 32
+typedef struct tpl_span_mark {
+    uint32_t pc, line, col, off;
+} tpl_span_mark;
+
+/* A builder of a compact table (reads = false: span runs; true: read locations). Add entries
+ * in pc order with tpl_locw_add (an entry at the pc of the one before replaces it; a span run
+ * with the line and column of the one before is dropped), then tpl_locw_finish moves the table
+ * into p's arena (false when out of memory; the builder is freed either way). */
+typedef struct tpl_locw {
+    bool reads, failed, has_pend;
+    uint8_t *b;
+    size_t n, cap;
+    tpl_span_mark *marks;
+    size_t nmarks, mcap, count;
+    tpl_readloc prev, pend;  /* the last entry written; the one not yet written */
+} tpl_locw;
+void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_t line, uint32_t col);
+bool tpl_locw_finish(tpl_locw *w, tpl_program *p);
+void tpl_locw_free(tpl_locw *w);
+
+/* Iterates a program's span runs (tpl_span_next) or read locations (tpl_readloc_next) in pc
+ * order. */
+typedef struct tpl_loc_it {
+    const tpl_program *p;
+    size_t off, i;
+    tpl_readloc cur;
+} tpl_loc_it;
+void tpl_loc_it_init(tpl_loc_it *it, const tpl_program *p);
+bool tpl_span_next(tpl_loc_it *it, tpl_span *out);
+bool tpl_readloc_next(tpl_loc_it *it, tpl_readloc *out);
+
 struct tpl_program {
     tpl_options opts;
     char *name;            /* file name for diagnostics */
     char *source;          /* normalised source (for source lines in diagnostics) */
     size_t source_len;
-    uint32_t *code;
+    uint32_t *code;        /* in the arena, or malloc'd (code_heap: tpl_compile hands its buffer over) */
     size_t ncode;
+    bool code_heap;
     tpl_value *consts;
     size_t nconsts;
     tpl_name *names;
     size_t nnames;
-    tpl_span *spans;
-    size_t nspans;
+    tpl_span *spans;       /* static programs only: the span runs as an array */
+    size_t nspans;         /* span runs */
+    uint8_t *spanb;        /* compiled and loaded programs: the span runs, compact */
+    size_t nspanb;
+    tpl_span_mark *spanm;  /* and their marks */
+    size_t nspanm;
     tpl_macro_desc *macros;
     size_t nmacros;
     uint32_t nslots;       /* template-level slots */
@@ -114,8 +161,9 @@ struct tpl_program {
     tpl_list *deps;        /* names of the templates loaded while compiling (include, import,
                             * extends), first-load order, no duplicates; NULL when none or not
                             * compiled from source (issue 6: tplc compile --depfile) */
-    tpl_readloc *readlocs; /* read instructions with their own location, ascending pc (issue 18); */
-    size_t nreadlocs;      /* none for static programs (the span table locates their reads then) */
+    uint8_t *readb;        /* read instructions with their own location, ascending pc (issue 18), */
+    size_t nreadb;         /* compact (tpl_loc_it); none for static programs (the span table */
+    size_t nreadlocs;      /* locates their reads then) */
     tpl_value *files;      /* file names readlocs refer to: [0] the template, then loaded ones */
     size_t nfiles;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */

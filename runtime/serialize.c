@@ -86,13 +86,59 @@ static void set_opt_bits(tpl_options *o, unsigned b)
 
 /* ------------------------------------------------------------------ writing */
 
-static void put_u8(tpl_sb *b, unsigned v) { tpl_sb_putc(b, (char)(unsigned char)v); }
-static void put_u16(tpl_sb *b, unsigned v) { put_u8(b, v & 0xFF); put_u8(b, v >> 8 & 0xFF); }
-static void put_u32(tpl_sb *b, uint32_t v) { put_u16(b, v & 0xFFFF); put_u16(b, v >> 16); }
-static void put_u64(tpl_sb *b, uint64_t v) { put_u32(b, (uint32_t)v); put_u32(b, (uint32_t)(v >> 32)); }
-static void put_str(tpl_sb *b, const char *s, size_t n) { put_u32(b, (uint32_t)n); tpl_sb_put(b, s, n); }
+/* The writer behind tpl_program_write and tpl_program_save: bytes gather in a small buffer that
+ * goes to the sink when full. Counting (sink NULL) sums the payload's length and CRC only, so a
+ * save is two passes over the program and never holds the file (issue 13 §1: a large template's
+ * .tplb in memory beside its program doubled the compile's peak). */
+typedef struct wr {
+    tpl_write_fn sink;    /* NULL: count only */
+    void *data;
+    uint64_t len;         /* bytes put so far */
+    uint32_t crc;         /* running CRC state of the bytes past the header (counting only) */
+    bool failed;          /* the sink refused bytes */
+    size_t n;
+    unsigned char buf[16384];
+} wr;
 
-static void put_value(tpl_sb *b, const tpl_value *v)
+static void wr_flush(wr *w)
+{
+    if (!w->n) return;
+    if (!w->sink) {
+        /* the header's 32 bytes are not part of the payload's CRC */
+        size_t skip = w->len - w->n < HEADER ? (size_t)(HEADER - (w->len - w->n)) : 0;
+        if (skip < w->n) w->crc = tpl_crc32_update(w->crc, w->buf + skip, w->n - skip);
+    } else if (!w->failed && w->sink(w->data, w->buf, w->n) != 0) {
+        w->failed = true;
+    }
+    w->n = 0;
+}
+
+static void put_bytes(wr *w, const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    while (n) {
+        if (w->n == sizeof w->buf) wr_flush(w);
+        size_t k = sizeof w->buf - w->n < n ? sizeof w->buf - w->n : n;
+        memcpy(w->buf + w->n, p, k);
+        w->n += k;
+        w->len += k; /* (wr_flush reads the buffer's offset from len) */
+        p += k;
+        n -= k;
+    }
+}
+
+static void put_u8(wr *w, unsigned v)
+{
+    if (w->n == sizeof w->buf) wr_flush(w);
+    w->buf[w->n++] = (unsigned char)v;
+    w->len++;
+}
+static void put_u16(wr *w, unsigned v) { put_u8(w, v & 0xFF); put_u8(w, v >> 8 & 0xFF); }
+static void put_u32(wr *w, uint32_t v) { put_u16(w, v & 0xFFFF); put_u16(w, v >> 16); }
+static void put_u64(wr *w, uint64_t v) { put_u32(w, (uint32_t)v); put_u32(w, (uint32_t)(v >> 32)); }
+static void put_str(wr *w, const char *s, size_t n) { put_u32(w, (uint32_t)n); put_bytes(w, s, n); }
+
+static void put_value(wr *b, const tpl_value *v)
 {
     put_u8(b, v->type);
     put_u8(b, v->flags);
@@ -112,39 +158,6 @@ static void put_value(tpl_sb *b, const tpl_value *v)
         break;
     default: break;
     }
-}
-
-/* Bytes put_value writes for v (a depth-limited walk: constants nest a few levels at most). */
-static size_t value_size(const tpl_value *v, int depth)
-{
-    size_t n = 2;
-    switch (v->type) {
-    case TPL_T_BOOL: return n + 1;
-    case TPL_T_INT: case TPL_T_FLOAT: return n + 8;
-    case TPL_T_STR: return n + 4 + v->len;
-    case TPL_T_LIST:
-        n += 4;
-        if (depth < 8)
-            for (uint32_t i = 0; i < v->u.list->len; i++) n += value_size(&v->u.list->items[i], depth + 1);
-        return n;
-    default: return n;
-    }
-}
-
-/* The size of p's .tplb (close to exact: the builtins table is counted generously), so the
- * buffer is allocated once instead of doubling past twice the file (issue 13 §1: a large
- * template's compile memory). */
-static size_t save_size(const tpl_program *p, bool with_source)
-{
-    size_t n = HEADER + 4 + 4 + (p->name ? strlen(p->name) : 0) + 8 + 4 + (p->opts.lang ? strlen(p->opts.lang) : 0);
-    if (with_source) n += 4 + p->source_len;
-    n += 8 + 4 + 64 * 40 + 4 + 4 * p->ncode + 4;
-    for (size_t i = 0; i < p->nconsts; i++) n += value_size(&p->consts[i], 0);
-    n += 4;
-    for (size_t i = 0; i < p->nnames; i++) n += 4 + p->names[i].s.len;
-    n += 4 + 12 * p->nspans + 4 + 22 * p->nmacros + 4 + 4 * p->nnames + 4;
-    for (size_t i = 0; i < p->nfiles; i++) n += 4 + p->files[i].len;
-    return n + 4 + 16 * p->nreadlocs;
 }
 
 /* Calls f(p, word index, operand value) for every builtin operand ('b' in opcodes.def) of the
@@ -170,14 +183,15 @@ typedef struct bt_save {
     uint32_t n;
 } bt_save;
 
-static void bt_collect(void *data, uint32_t *word, bool in_a)
+/* Saving: the table index of the builtin in *word (the code is not changed: each word is
+ * mapped again as it is written). */
+static uint32_t bt_map(bt_save *t, uint32_t word, bool in_a)
 {
-    bt_save *t = data;
-    uint32_t id = in_a ? TPL_INSN_A(*word) : *word;
-    if (id >= tpl_stdlib.nbuiltins) return;
+    uint32_t id = in_a ? TPL_INSN_A(word) : word;
+    if (id >= tpl_stdlib.nbuiltins) return word;
     if (t->slot[id] < 0) { t->slot[id] = (int32_t)t->n; t->ids[t->n++] = (uint16_t)id; }
     uint32_t k = (uint32_t)t->slot[id];
-    *word = in_a ? (TPL_INSN_OP(*word) | k << 8) : k;
+    return in_a ? (TPL_INSN_OP(word) | k << 8) : k;
 }
 
 /* Loading: table indexes -> this library's builtin ids (an index out of range stays out of range
@@ -199,99 +213,170 @@ static const char *const builtin_kind_names[] = { "filter", "test", "global func
                                                   "list method", "Kernel function", "method", "String method",
                                                   "Numeric method", "Array method", "Hash method", "Range method" };
 
+/* The code with its builtin operands mapped by t (put = false: only fills t). */
+static void put_code(wr *w, const tpl_program *p, bt_save *t, bool put)
+{
+    size_t pc = 0;
+    for (; pc < p->ncode;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]);
+        if (op >= TPL_OP__COUNT) break;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        if (pc + oi->extra >= p->ncode) break;
+        bool fmt_end = false;
+        for (size_t k = 0; k <= oi->extra; k++) {
+            uint32_t word = p->code[pc + k];
+            fmt_end = fmt_end || !oi->fmt[k];
+            if (!fmt_end && oi->fmt[k] == 'b') word = bt_map(t, word, k == 0);
+            if (put) put_u32(w, word);
+        }
+        pc += 1 + (size_t)oi->extra;
+    }
+    if (put)
+        for (; pc < p->ncode; pc++) put_u32(w, p->code[pc]);
+}
+
+/* One pass of a save: the header (length and CRC as given) and the payload into w. */
+static bool put_program(wr *w, const tpl_program *p, bool with_source, uint64_t plen, uint32_t crc)
+{
+    put_bytes(w, MAGIC, sizeof MAGIC);
+    put_u32(w, TPL_TPLB_VERSION);
+    put_u32(w, with_source ? 1 : 0);
+    put_u64(w, plen);
+    put_u32(w, crc);
+    put_u32(w, 0);
+    put_u8(w, (unsigned)p->opts.syntax);
+    put_u8(w, opt_bits(&p->opts));
+    put_u16(w, 0);
+    put_str(w, p->name ? p->name : "", p->name ? strlen(p->name) : 0);
+    put_u64(w, p->source_hash);
+    put_str(w, p->opts.lang ? p->opts.lang : "", p->opts.lang ? strlen(p->opts.lang) : 0);
+    if (with_source) put_str(w, p->source, p->source_len);
+    put_u32(w, p->nslots);
+    put_u32(w, p->max_stack);
+    /* the builtins table, and the code with its builtin operands as indexes of it */
+    bt_save bt = { malloc(tpl_stdlib.nbuiltins * sizeof *bt.slot), malloc(tpl_stdlib.nbuiltins * sizeof *bt.ids), 0 };
+    if (!bt.slot || !bt.ids) { free(bt.slot); free(bt.ids); return false; }
+    for (uint32_t i = 0; i < tpl_stdlib.nbuiltins; i++) bt.slot[i] = -1;
+    put_code(w, p, &bt, false);
+    put_u32(w, bt.n);
+    for (uint32_t i = 0; i < bt.n; i++) {
+        const tpl_builtin_info *bi = tpl_lib_builtin(bt.ids[i]);
+        put_u8(w, bi->kind);
+        put_str(w, bi->name, bi->namelen);
+    }
+    put_u32(w, (uint32_t)p->ncode);
+    put_code(w, p, &bt, true);
+    free(bt.slot);
+    free(bt.ids);
+    put_u32(w, (uint32_t)p->nconsts);
+    for (size_t i = 0; i < p->nconsts; i++) put_value(w, &p->consts[i]);
+    put_u32(w, (uint32_t)p->nnames);
+    for (size_t i = 0; i < p->nnames; i++) put_str(w, p->names[i].s.u.s, p->names[i].s.len);
+    put_u32(w, (uint32_t)p->nspans);
+    tpl_loc_it it;
+    tpl_loc_it_init(&it, p);
+    for (tpl_span sp; tpl_span_next(&it, &sp);) {
+        put_u32(w, sp.pc);
+        put_u32(w, sp.line);
+        put_u32(w, sp.col);
+    }
+    put_u32(w, (uint32_t)p->nmacros);
+    for (size_t i = 0; i < p->nmacros; i++) {
+        const tpl_macro_desc *d = &p->macros[i];
+        put_u32(w, d->entry);
+        put_u32(w, d->name);
+        put_u32(w, d->params);
+        put_u16(w, d->nparams);
+        put_u16(w, d->nslots);
+        put_u16(w, d->max_stack);
+        put_u16(w, (uint16_t)d->varargs_slot);
+        put_u16(w, (uint16_t)d->kwargs_slot);
+        put_u16(w, (uint16_t)d->caller_slot);
+    }
+    size_t nreads = tpl_program_reads_idx(p, NULL, 0);
+    uint32_t *reads = malloc((nreads ? nreads : 1) * sizeof *reads);
+    if (!reads) return false;
+    tpl_program_reads_idx(p, reads, nreads);
+    put_u32(w, (uint32_t)nreads);
+    for (size_t i = 0; i < nreads; i++) put_u32(w, reads[i]);
+    free(reads);
+    put_u32(w, (uint32_t)p->nfiles);
+    for (size_t i = 0; i < p->nfiles; i++) put_str(w, p->files[i].u.s, p->files[i].len);
+    put_u32(w, (uint32_t)p->nreadlocs);
+    tpl_loc_it_init(&it, p);
+    for (tpl_readloc l; tpl_readloc_next(&it, &l);) {
+        put_u32(w, l.pc);
+        put_u32(w, l.file);
+        put_u32(w, l.line);
+        put_u32(w, l.col);
+    }
+    wr_flush(w);
+    return true;
+}
+
+/* The payload's length and CRC (a counting pass); false when out of memory. */
+static bool count_program(const tpl_program *p, bool with_source, uint64_t *plen, uint32_t *crc)
+{
+    wr *w = malloc(sizeof *w);
+    if (!w) return false;
+    *w = (wr){ .crc = 0xFFFFFFFFu };
+    bool ok = put_program(w, p, with_source, 0, 0);
+    *plen = w->len - HEADER;
+    *crc = ~w->crc;
+    free(w);
+    return ok;
+}
+
+/* The writing pass. */
+static tpl_status emit_program(const tpl_program *p, bool with_source, uint64_t plen, uint32_t crc, tpl_write_fn write,
+                               void *data)
+{
+    wr *w = malloc(sizeof *w);
+    if (!w) return TPL_ERR_NOMEM;
+    *w = (wr){ .sink = write, .data = data };
+    bool ok = put_program(w, p, with_source, plen, crc);
+    tpl_status st = !ok ? TPL_ERR_NOMEM : w->failed ? TPL_ERR_IO : TPL_OK;
+    free(w);
+    return st;
+}
+
+tpl_status tpl_program_write(const tpl_program *p, unsigned flags, tpl_write_fn write, void *data)
+{
+    if (!p || !write) return TPL_ERR_USAGE;
+    bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
+    uint64_t plen;
+    uint32_t crc;
+    if (!count_program(p, with_source, &plen, &crc)) return TPL_ERR_NOMEM;
+    return emit_program(p, with_source, plen, crc, write, data);
+}
+
+/* tpl_program_save's sink: into an exactly-sized buffer. */
+typedef struct membuf { char *p; size_t len, cap; } membuf;
+static int mem_sink(void *data, const void *bytes, size_t n)
+{
+    membuf *m = data;
+    if (n > m->cap - m->len) return 1;
+    memcpy(m->p + m->len, bytes, n);
+    m->len += n;
+    return 0;
+}
+
 tpl_status tpl_program_save(const tpl_program *p, unsigned flags, void **out, size_t *len)
 {
     if (out) *out = NULL;
     if (len) *len = 0;
     if (!p || !out || !len) return TPL_ERR_USAGE;
     bool with_source = !(flags & TPL_SAVE_STRIP_SOURCE) && p->source;
-    tpl_sb b;
-    tpl_sb_init(&b, NULL);
-    size_t est = save_size(p, with_source);
-    if (est < UINT32_MAX) {
-        b.p = malloc(est);
-        if (!b.p) return TPL_ERR_NOMEM;
-        b.cap = est;
-    }
-    tpl_sb_put(&b, (const char *)MAGIC, sizeof MAGIC);
-    put_u32(&b, TPL_TPLB_VERSION);
-    put_u32(&b, with_source ? 1 : 0);
-    put_u64(&b, 0); /* payload length, patched below */
-    put_u32(&b, 0); /* CRC, patched below */
-    put_u32(&b, 0);
-    put_u8(&b, (unsigned)p->opts.syntax);
-    put_u8(&b, opt_bits(&p->opts));
-    put_u16(&b, 0);
-    put_str(&b, p->name ? p->name : "", p->name ? strlen(p->name) : 0);
-    put_u64(&b, p->source_hash);
-    put_str(&b, p->opts.lang ? p->opts.lang : "", p->opts.lang ? strlen(p->opts.lang) : 0);
-    if (with_source) put_str(&b, p->source, p->source_len);
-    put_u32(&b, p->nslots);
-    put_u32(&b, p->max_stack);
-    /* the builtins table, and the code with its builtin operands as indexes of it */
-    uint32_t *code = malloc((p->ncode ? p->ncode : 1) * sizeof *code);
-    bt_save bt = { malloc(tpl_stdlib.nbuiltins * sizeof *bt.slot), malloc(tpl_stdlib.nbuiltins * sizeof *bt.ids), 0 };
-    if (!code || !bt.slot || !bt.ids) { free(code); free(bt.slot); free(bt.ids); tpl_sb_free(&b); return TPL_ERR_NOMEM; }
-    memcpy(code, p->code, p->ncode * sizeof *code);
-    for (uint32_t i = 0; i < tpl_stdlib.nbuiltins; i++) bt.slot[i] = -1;
-    each_builtin_operand(code, p->ncode, bt_collect, &bt);
-    put_u32(&b, bt.n);
-    for (uint32_t i = 0; i < bt.n; i++) {
-        const tpl_builtin_info *bi = tpl_lib_builtin(bt.ids[i]);
-        put_u8(&b, bi->kind);
-        put_str(&b, bi->name, bi->namelen);
-    }
-    put_u32(&b, (uint32_t)p->ncode);
-    for (size_t i = 0; i < p->ncode; i++) put_u32(&b, code[i]);
-    free(code);
-    free(bt.slot);
-    free(bt.ids);
-    put_u32(&b, (uint32_t)p->nconsts);
-    for (size_t i = 0; i < p->nconsts; i++) put_value(&b, &p->consts[i]);
-    put_u32(&b, (uint32_t)p->nnames);
-    for (size_t i = 0; i < p->nnames; i++) put_str(&b, p->names[i].s.u.s, p->names[i].s.len);
-    put_u32(&b, (uint32_t)p->nspans);
-    for (size_t i = 0; i < p->nspans; i++) {
-        put_u32(&b, p->spans[i].pc);
-        put_u32(&b, p->spans[i].line);
-        put_u32(&b, p->spans[i].col);
-    }
-    put_u32(&b, (uint32_t)p->nmacros);
-    for (size_t i = 0; i < p->nmacros; i++) {
-        const tpl_macro_desc *d = &p->macros[i];
-        put_u32(&b, d->entry);
-        put_u32(&b, d->name);
-        put_u32(&b, d->params);
-        put_u16(&b, d->nparams);
-        put_u16(&b, d->nslots);
-        put_u16(&b, d->max_stack);
-        put_u16(&b, (uint16_t)d->varargs_slot);
-        put_u16(&b, (uint16_t)d->kwargs_slot);
-        put_u16(&b, (uint16_t)d->caller_slot);
-    }
-    size_t nreads = tpl_program_reads_idx(p, NULL, 0);
-    uint32_t *reads = malloc((nreads ? nreads : 1) * sizeof *reads);
-    if (!reads) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
-    tpl_program_reads_idx(p, reads, nreads);
-    put_u32(&b, (uint32_t)nreads);
-    for (size_t i = 0; i < nreads; i++) put_u32(&b, reads[i]);
-    free(reads);
-    put_u32(&b, (uint32_t)p->nfiles);
-    for (size_t i = 0; i < p->nfiles; i++) put_str(&b, p->files[i].u.s, p->files[i].len);
-    put_u32(&b, (uint32_t)p->nreadlocs);
-    for (size_t i = 0; i < p->nreadlocs; i++) {
-        put_u32(&b, p->readlocs[i].pc);
-        put_u32(&b, p->readlocs[i].file);
-        put_u32(&b, p->readlocs[i].line);
-        put_u32(&b, p->readlocs[i].col);
-    }
-    if (b.failed) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
-    uint64_t plen = b.len - HEADER;
-    uint32_t crc = tpl_crc32((const unsigned char *)b.p + HEADER, b.len - HEADER);
-    for (int i = 0; i < 8; i++) b.p[16 + i] = (char)(unsigned char)(plen >> (8 * i));
-    for (int i = 0; i < 4; i++) b.p[24 + i] = (char)(unsigned char)(crc >> (8 * i));
-    *out = b.p;
-    *len = b.len;
+    /* the size first, then the bytes into a buffer of exactly that size */
+    uint64_t plen;
+    uint32_t crc;
+    if (!count_program(p, with_source, &plen, &crc) || plen > SIZE_MAX - HEADER - 1) return TPL_ERR_NOMEM;
+    membuf m = { malloc(HEADER + plen), 0, HEADER + plen };
+    if (!m.p) return TPL_ERR_NOMEM;
+    tpl_status st = emit_program(p, with_source, plen, crc, mem_sink, &m);
+    if (st != TPL_OK || m.len != m.cap) { free(m.p); return TPL_ERR_NOMEM; }
+    *out = m.p;
+    *len = m.len;
     return TPL_OK;
 }
 
@@ -493,14 +578,16 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         p->names[i].s = tpl_v_str(s, n);
         tpl_name_resolve(&p->names[i]);
     }
-    p->nspans = get_count(&r, 12);
-    p->spans = tpl_arena_alloc(a, p->nspans * sizeof *p->spans + 1);
-    if (r.bad || !p->spans) return corrupt(p, err, name, "truncated spans");
-    for (size_t i = 0; i < p->nspans; i++) {
-        p->spans[i].pc = get_u32(&r);
-        p->spans[i].line = get_u32(&r);
-        p->spans[i].col = get_u32(&r);
+    size_t nspans = get_count(&r, 12);
+    if (r.bad) return corrupt(p, err, name, "truncated spans");
+    tpl_locw sw = { 0 };
+    for (size_t i = 0, last = 0; i < nspans; i++) {
+        uint32_t pc = get_u32(&r), line = get_u32(&r), col = get_u32(&r);
+        if (pc > p->ncode || pc < last) { tpl_locw_free(&sw); return corrupt(p, err, name, "span table out of order"); }
+        last = pc;
+        tpl_locw_add(&sw, pc, 0, line, col);
     }
+    if (!tpl_locw_finish(&sw, p)) return load_nomem(p, err, name);
     p->nmacros = get_count(&r, 24);
     p->macros = tpl_arena_alloc(a, p->nmacros * sizeof *p->macros + 1);
     if (r.bad || !p->macros) return corrupt(p, err, name, "truncated macros");
@@ -529,20 +616,20 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         if (r.bad) { free(reads); return corrupt(p, err, name, "truncated file names"); }
         p->files[i] = tpl_v_str(s, n);
     }
-    p->nreadlocs = get_count(&r, 16);
-    p->readlocs = tpl_arena_alloc(a, p->nreadlocs * sizeof *p->readlocs + 1);
-    if (r.bad || !p->readlocs) { free(reads); return corrupt(p, err, name, "truncated read locations"); }
-    for (size_t i = 0; i < p->nreadlocs; i++) {
-        tpl_readloc *l = &p->readlocs[i];
-        l->pc = get_u32(&r);
-        l->file = get_u32(&r);
-        l->line = get_u32(&r);
-        l->col = get_u32(&r);
-        if (!r.bad && (l->pc >= p->ncode || l->file >= p->nfiles || (i && l->pc <= p->readlocs[i - 1].pc))) {
+    size_t nreadlocs = get_count(&r, 16);
+    if (r.bad) { free(reads); return corrupt(p, err, name, "truncated read locations"); }
+    tpl_locw rw = { .reads = true };
+    for (size_t i = 0, last = 0; i < nreadlocs; i++) {
+        uint32_t pc = get_u32(&r), file = get_u32(&r), line = get_u32(&r), col = get_u32(&r);
+        if (!r.bad && (pc >= p->ncode || file >= p->nfiles || (i && pc <= last))) {
             free(reads);
+            tpl_locw_free(&rw);
             return corrupt(p, err, name, "bad read location");
         }
+        last = pc;
+        tpl_locw_add(&rw, pc, file, line, col);
     }
+    if (!tpl_locw_finish(&rw, p)) { free(reads); return load_nomem(p, err, name); }
     if (r.bad || r.off != r.n) { free(reads); return corrupt(p, err, name, "trailing or missing bytes"); }
 
     char msg[256];
@@ -769,8 +856,13 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     if (!p->nnames) tpl_sb_puts(&b, "    { { 0 }, 0, { 0, 0, 0, 0 }, 0 }\n");
     tpl_sb_puts(&b, "};\n");
     tpl_sb_printf(&b, "static const tpl_static_span %s_spans[%zu] = {", sym, p->nspans ? p->nspans : 1);
-    for (size_t i = 0; i < p->nspans; i++)
-        tpl_sb_printf(&b, "%s{ %u, %u, %u },", i % 4 ? " " : "\n    ", p->spans[i].pc, p->spans[i].line, p->spans[i].col);
+    tpl_loc_it it;
+    tpl_loc_it_init(&it, p);
+    for (size_t i = 0; i < p->nspans; i++) {
+        tpl_span sp = { 0, 0, 0 };
+        tpl_span_next(&it, &sp);
+        tpl_sb_printf(&b, "%s{ %u, %u, %u },", i % 4 ? " " : "\n    ", sp.pc, sp.line, sp.col);
+    }
     if (!p->nspans) tpl_sb_puts(&b, " { 0, 0, 0 }");
     tpl_sb_puts(&b, "\n};\n");
     tpl_sb_printf(&b, "static const tpl_static_macro %s_macros[%zu] = {\n", sym, p->nmacros ? p->nmacros : 1);
@@ -859,7 +951,11 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
     if (!out) cap = 0;
     uint8_t *at = calloc(p->ncode + 1, 1);
     if (!at || !tpl_program_read_pcs(p, at)) { free(at); return 0; }
-    size_t k = 0, r = 0;
+    size_t k = 0;
+    tpl_loc_it it;
+    tpl_loc_it_init(&it, p);
+    tpl_readloc rl;
+    bool more = tpl_readloc_next(&it, &rl);
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
@@ -896,11 +992,11 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
             }
             rd.name = name->u.s;
             rd.len = name->len;
-            while (r < p->nreadlocs && p->readlocs[r].pc < pc) r++;
-            if (r < p->nreadlocs && p->readlocs[r].pc == pc && p->readlocs[r].file < p->nfiles) {
-                rd.file = p->files[p->readlocs[r].file].u.s;
-                rd.line = p->readlocs[r].line;
-                rd.column = p->readlocs[r].col;
+            while (more && rl.pc < pc) more = tpl_readloc_next(&it, &rl);
+            if (more && rl.pc == pc && rl.file < p->nfiles) {
+                rd.file = p->files[rl.file].u.s;
+                rd.line = rl.line;
+                rd.column = rl.col;
             } else {
                 rd.file = p->name;
                 tpl_program_span(p, (uint32_t)pc, &rd.line, &rd.column);

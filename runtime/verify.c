@@ -301,7 +301,7 @@ static bool verify(ver *v)
     const tpl_program *p = v->p;
     if (p->ncode == 0 || !p->code) return bad(v, "no code");
     if (p->ncode > 0x1000000) return bad(v, "code too large");
-    if ((p->nconsts && !p->consts) || (p->nnames && !p->names) || (p->nspans && !p->spans) ||
+    if ((p->nconsts && !p->consts) || (p->nnames && !p->names) || (p->nspans && !p->spans && !p->spanb) ||
         (p->nmacros && !p->macros))
         return bad(v, "missing tables");
     for (size_t i = 0; i < p->nconsts; i++)
@@ -311,7 +311,7 @@ static bool verify(ver *v)
         if (nm->s.type != TPL_T_STR || !nm->s.u.s) return bad(v, "name %zu is not a string", i);
         if (nm->hash != tpl_hash_str(nm->s.u.s, nm->s.len)) return bad(v, "name %zu: wrong hash", i);
     }
-    for (size_t i = 0; i < p->nspans; i++)
+    for (size_t i = 0; i < p->nspans && !p->spanb; i++)
         if (p->spans[i].pc > p->ncode || (i && p->spans[i].pc < p->spans[i - 1].pc))
             return bad(v, "span table out of order");
     /* instruction boundaries and static operands */
@@ -398,11 +398,61 @@ tpl_error_kind tpl_verify(const tpl_program *p, char *msg, size_t msgsz)
  * variable too, but never misses a state variable. */
 enum { READS_SLOTS = 4096, READS_STORES = 4, READS_SPAN = 8192 };
 
+/* A jump target and the lowest pc a jump into it comes from (-1: entered from anywhere: a
+ * block or macro entry). reads_scan keeps them sorted by target, one per target: a table per
+ * jump, not per code word (issue 13 §1: a word-indexed table was 4-8 bytes per word of a large
+ * template's code when it is saved). */
+typedef struct jt { uint32_t t; int32_t src; } jt;
+
+static int jt_cmp(const void *x, const void *y)
+{
+    const jt *a = x, *b = y;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    return a->src < b->src ? -1 : a->src > b->src;
+}
+
+/* A macro entry and its parameter count + 1. */
+typedef struct me { uint32_t entry, params; } me;
+
+static int me_cmp(const void *x, const void *y)
+{
+    const me *a = x, *b = y;
+    return a->entry < b->entry ? -1 : a->entry > b->entry;
+}
+
+static bool jt_add(jt **v, size_t *n, size_t *cap, uint32_t t, int32_t src)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        jt *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv) return false;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = (jt){ t, src };
+    return true;
+}
+
+/* Whether some jump into (st, pc] comes from before st (jl: sorted, one entry per target). */
+static bool jumped_into(const jt *jl, size_t nj, size_t st, size_t pc)
+{
+    size_t lo = 0, hi = nj;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (jl[mid].t <= st) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t i = lo; i < nj && jl[i].t <= pc; i++)
+        if (jl[i].src < (int32_t)st) return true;
+    return false;
+}
+
 /* The scan behind tpl_program_reads_idx and tpl_program_read_pcs: marks seen[name] for every
  * name read and, when at is not NULL, at[pc] for every instruction that reads one. */
 static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
 {
     size_t n = p->ncode;
+    if (n >= INT32_MAX) return false;
     /* the slot tables cover the slots the code stores, clears or a macro's prologue fills (a
      * slot beyond them is never dominated); sized by them, not READS_SLOTS: clearing 64 KiB
      * per scan was most of a small template's compile time */
@@ -419,36 +469,47 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
     for (size_t m = 0; m < p->nmacros; m++)
         if (p->macros[m].nparams > nslots) nslots = p->macros[m].nparams;
     if (nslots > READS_SLOTS) nslots = READS_SLOTS;
-    int64_t *minsrc = malloc((n + 1) * sizeof *minsrc); /* the lowest pc a jump into t comes from */
+    jt *jl = NULL;      /* the jumps: (target, lowest pc a jump into it comes from) */
+    size_t nj = 0, jcap = 0;
     uint32_t (*stores)[READS_STORES] = calloc(nslots ? nslots : 1, sizeof *stores); /* last stores + 1, newest first */
     uint8_t *unset = calloc(nslots ? nslots : 1, 1); /* slots some UNSET_SLOT clears (never dominated) */
-    if (!minsrc || !stores || !unset) { free(minsrc); free(stores); free(unset); return false; }
-    for (size_t t = 0; t <= n; t++) minsrc[t] = INT64_MAX;
-    for (size_t pc = 0; pc < n;) {
+    me *ms = p->nmacros ? malloc(p->nmacros * sizeof *ms) : NULL;
+    bool ok = stores && unset && (!p->nmacros || ms);
+    for (size_t pc = 0; pc < n && ok;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+        for (int i = 0; oi->fmt[i] && i <= oi->extra && ok; i++) {
             uint32_t x = i == 0 ? TPL_INSN_A(p->code[pc]) : pc + (size_t)i < n ? p->code[pc + (size_t)i] : 0;
-            if (oi->fmt[i] == 'j' && x < n && (int64_t)pc < minsrc[x]) minsrc[x] = (int64_t)pc;
-            if (oi->fmt[i] == 'B' && (x & 0xFFFFFF) && (x & 0xFFFFFF) < n) minsrc[x & 0xFFFFFF] = -1;
+            if (oi->fmt[i] == 'j' && x < n) ok = jt_add(&jl, &nj, &jcap, x, (int32_t)pc);
+            if (oi->fmt[i] == 'B' && (x & 0xFFFFFF) && (x & 0xFFFFFF) < n) ok = jt_add(&jl, &nj, &jcap, x & 0xFFFFFF, -1);
         }
         if (op == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < nslots) unset[TPL_INSN_A(p->code[pc])] = 1;
         pc += 1 + (size_t)oi->extra;
     }
-    /* the parameters (+ 1) of the macros entered at each pc: one lookup per instruction */
-    uint32_t *params = p->nmacros ? calloc(n + 1, sizeof *params) : NULL;
-    if (p->nmacros && !params) { free(minsrc); free(stores); free(unset); return false; }
-    for (size_t m = 0; m < p->nmacros; m++)
+    /* the parameters (+ 1) of the macros entered at each pc, in entry order */
+    size_t nm = 0;
+    for (size_t m = 0; m < p->nmacros && ok; m++)
         if (p->macros[m].entry < n) {
-            minsrc[p->macros[m].entry] = -1;
-            if (p->macros[m].nparams + 1u > params[p->macros[m].entry]) params[p->macros[m].entry] = p->macros[m].nparams + 1u;
+            ok = jt_add(&jl, &nj, &jcap, p->macros[m].entry, -1);
+            ms[nm++] = (me){ p->macros[m].entry, p->macros[m].nparams + 1u };
         }
+    if (!ok) { free(jl); free(stores); free(unset); free(ms); return false; }
+    if (nj) qsort(jl, nj, sizeof *jl, jt_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < nj; i++)
+        if (!k || jl[k - 1].t != jl[i].t) jl[k++] = jl[i]; /* the first of a target has its lowest pc */
+    nj = k;
+    if (nm) qsort(ms, nm, sizeof *ms, me_cmp);
+    size_t mi = 0;
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
-        if (params && params[pc]) /* a macro's prologue stores every parameter first */
-            for (uint32_t i = 0; i < params[pc] - 1 && i < nslots; i++) {
+        uint32_t np = 0; /* the most parameters of a macro entered here, + 1 */
+        while (mi < nm && ms[mi].entry < pc) mi++;
+        for (; mi < nm && ms[mi].entry == pc; mi++) np = ms[mi].params > np ? ms[mi].params : np;
+        if (np) /* a macro's prologue stores every parameter first */
+            for (uint32_t i = 0; i < np - 1 && i < nslots; i++) {
                 memmove(&stores[i][1], &stores[i][0], (READS_STORES - 1) * sizeof stores[i][0]);
                 stores[i][0] = (uint32_t)pc + 1;
             }
@@ -463,9 +524,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
             for (int k = 0; a < nslots && k < READS_STORES && stores[a][k] && !dominated; k++) {
                 size_t st = stores[a][k] - 1; /* a macro's parameters: its entry, which stores before it */
                 if (pc - st > READS_SPAN || unset[a]) break;
-                bool entered = false;
-                for (size_t t = st + 1; t <= pc && !entered; t++) entered = minsrc[t] < (int64_t)st;
-                dominated = !entered;
+                dominated = !jumped_into(jl, nj, st, pc);
             }
             if (!dominated && extra < p->nnames) { seen[extra] = 1; if (at) at[pc] = 1; }
             break;
@@ -485,10 +544,10 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
         }
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }
-    free(minsrc);
+    free(jl);
     free(stores);
     free(unset);
-    free(params);
+    free(ms);
     return true;
 }
 

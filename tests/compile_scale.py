@@ -166,24 +166,31 @@ with tempfile.TemporaryDirectory() as d:
 # Peak RSS of a compile per kind of template, 2 MB each (issue 13 §1: at most 10x the source
 # plus a fixed base, the peak RSS of compiling a one-line template: ~9 MB, the process and its
 # libraries). Measured only in plain builds (TPL_SCALE_RSS=1 from meson: sanitizers' shadow
-# memory is not the compiler's). The bound is the ratio each kind must stay under: 10 where tpl
-# meets the goal; the kinds with many syntax-tree nodes per byte are bounded near what they take
-# now (the whole template's tree is in memory until it is lowered), so they cannot regress.
+# memory is not the compiler's). The bound is the ratio each kind must stay under: 10 for every
+# Jinja and format-string kind (a Jinja template of if/for/output statements is compiled one
+# top-level statement at a time; the program keeps its span table and read locations compact;
+# the .tplb is written as it is encoded). ERB still builds the whole template's tree before
+# lowering it: its dense and tag-heavy kinds are bounded near what they take now, so they
+# cannot regress.
 KINDS = [
     # (name, ext, unit repeated to 2 MB, bound)
     ("jinja long text", "jinja", "Plain text of a long prompt, line after line, with no tags at all.\n", 10),
     ("erb long text", "erb", "Plain text of a long prompt, line after line, with no tags at all.\n", 10),
     ("fmt long text", "fmt", "Plain text of a long prompt, line after line, with no fields at all.\n", 10),
-    ("jinja dense", "jinja", unit, 20),
+    ("jinja dense", "jinja", unit, 10),
     ("erb dense", "erb",
      "Hello <%= user['name'] %>, you have <%= items.length %> items.\n"
      "<% if x > 3 %>big <%= x %><% else %>small<% end %>\n"
      "- <%= it.title.upcase %> <%= a.b.c %>\n"
-     "Some plain text with words and more words to make it long.\n", 28),
-    ("fmt dense", "fmt", "Hello {name}, {a.b} and {c[0]:>10} text text text\n", 22),
-    ("jinja small tags", "jinja", "{{ a }} ", 42),
+     "Some plain text with words and more words to make it long.\n", 24),
+    ("fmt dense", "fmt", "Hello {name}, {a.b} and {c[0]:>10} text text text\n", 10),
+    ("jinja small tags", "jinja", "{{ a }} ", 10),
     ("erb small tags", "erb", "<%= a %> ", 60),
-    ("fmt small tags", "fmt", "{a} ", 57),
+    ("fmt small tags", "fmt", "{a} ", 10),
+    # a template with set and macro statements takes the whole-tree path (~40x): bounded near
+    # what it takes now
+    ("jinja sets and macros", "jinja",
+     "{% set v = x ~ 'a' %}{{ v }} {% macro m(a) %}[{{ a }}]{% endmacro %}{{ m(v) }}\n", 45),
 ]
 if os.environ.get("TPL_SCALE_RSS") == "1":
     with tempfile.TemporaryDirectory() as d:

@@ -49,6 +49,22 @@ static const char *render(tpl_render *r, const tpl_program *p, char *buf, size_t
     return buf;
 }
 
+
+/* tpl_program_write sinks: counting, appending to memory, refusing. */
+static int count_sink(void *data, const void *bytes, size_t len) { (void)bytes; *(size_t *)data += len; return 0; }
+typedef struct membytes { char *p; size_t n; } membytes;
+static int mem_append(void *data, const void *bytes, size_t len)
+{
+    membytes *m = data;
+    char *np = realloc(m->p, m->n + len);
+    if (!np) return 1;
+    memcpy(np + m->n, bytes, len);
+    m->p = np;
+    m->n += len;
+    return 0;
+}
+static int refuse_sink(void *data, const void *bytes, size_t len) { (void)data; (void)bytes; (void)len; return 1; }
+
 static int remembers_no(void *data, const char *words, size_t len)
 {
     (void)data;
@@ -166,6 +182,18 @@ static void test_null_args(void)
     CHECK(tpl_program_tr_calls(NULL, calls, 2) == 0 && tpl_program_tr_calls(p, NULL, 2) == 1, "program_tr_calls");
     CHECK(tpl_program_save(NULL, 0, &blob, &n) == U && blob == NULL && n == 0, "program_save(NULL)");
     CHECK(tpl_program_save(p, 0, NULL, &n) == U && tpl_program_save(p, 0, &blob, NULL) == U, "program_save(outputs NULL)");
+    CHECK(tpl_program_write(NULL, 0, count_sink, &n) == U && tpl_program_write(p, 0, NULL, &n) == U, "program_write(NULL)");
+    {
+        /* the bytes tpl_program_write gives are tpl_program_save's; a sink that refuses is TPL_ERR_IO */
+        void *saved = NULL;
+        size_t ns = 0;
+        membytes mb = { NULL, 0 };
+        CHECK(tpl_program_save(p, 0, &saved, &ns) == TPL_OK && tpl_program_write(p, 0, mem_append, &mb) == TPL_OK &&
+              mb.n == ns && memcmp(mb.p, saved, ns) == 0, "program_write == program_save");
+        CHECK(tpl_program_write(p, 0, refuse_sink, NULL) == TPL_ERR_IO, "program_write: a refusing sink");
+        free(saved);
+        free(mb.p);
+    }
     CHECK(!tpl_is_tplb(NULL, 100), "is_tplb(NULL)");
     CHECK(tpl_program_load("x", NULL, 100, &q, &err) == U && q == NULL && err.status == U, "program_load(data NULL)");
     tpl_error_clear(&err);

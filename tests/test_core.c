@@ -50,7 +50,7 @@ static const char *kind_name(int k)
 
 static void lex_case(const char *src, bool trim, bool lstrip, const char *want)
 {
-    tpl_token_vec v = { 0 };
+    tpl_jtok_vec v = { 0 };
     tpl_lex_opts o = { trim, lstrip };
     size_t n;
     char *norm = tpl_jinja_normalize(src, strlen(src), false, &n);
@@ -59,13 +59,14 @@ static void lex_case(const char *src, bool trim, bool lstrip, const char *want)
     if (!r.ok) snprintf(got, sizeof got, "error: %s", r.msg);
     for (size_t i = 0; r.ok && i < v.n; i++) {
         char item[160];
-        if (v.v[i].kind == TK_TEXT) snprintf(item, sizeof item, "T'%.*s'", (int)v.v[i].len, norm + v.v[i].off);
-        else snprintf(item, sizeof item, "%s", kind_name(v.v[i].kind));
+        tpl_token t = tpl_jtok_get(&v, i);
+        if (t.kind == TK_TEXT) snprintf(item, sizeof item, "T'%.*s'", (int)t.len, norm + t.off);
+        else snprintf(item, sizeof item, "%s", kind_name(t.kind));
         if (i) strncat(got, " ", sizeof got - strlen(got) - 1);
         strncat(got, item, sizeof got - strlen(got) - 1);
     }
     check(strcmp(got, want) == 0, src, got, want);
-    free(v.v);
+    tpl_jtok_free(&v);
     free(norm);
 }
 
@@ -99,7 +100,7 @@ static void sexpr(char *buf, size_t cap, tpl_node *n)
 
 static void parse_case(const char *src, const char *want)
 {
-    tpl_token_vec v = { 0 };
+    tpl_jtok_vec v = { 0 };
     tpl_lex_opts o = { false, false };
     size_t n;
     char *norm = tpl_jinja_normalize(src, strlen(src), false, &n);
@@ -114,12 +115,12 @@ static void parse_case(const char *src, const char *want)
         pc.arena = &a;
         pc.src = norm;
         pc.n = n;
-        if (tpl_jinja_parse(&pc, v.v, v.n)) sexpr(got, sizeof got, pc.root->b);
+        if (tpl_jinja_parse(&pc, &v)) sexpr(got, sizeof got, pc.root->b);
         else snprintf(got, sizeof got, "error: %s", pc.msg);
     }
     check(strcmp(got, want) == 0, src, got, want);
     tpl_arena_free(&a);
-    free(v.v);
+    tpl_jtok_free(&v);
     free(norm);
 }
 

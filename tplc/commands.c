@@ -364,6 +364,14 @@ static int load_state(const tplc_opts *o, tpl_render *r)
 }
 
 /* Writes an output, reporting a failure with its errno text (exit 2). */
+static int write_error(const char *path)
+{
+    int e = errno;
+    if (!path || strcmp(path, "-") == 0) fprintf(stderr, "tplc: error: cannot write standard output: %s\n", strerror(e));
+    else fprintf(stderr, "%s: error: cannot write: %s\n", path, strerror(e));
+    return EXIT_USAGE;
+}
+
 static int write_out(const char *path, const void *data, size_t n)
 {
     if (tplc_write_output(path, data, n) == 0) return 0;
@@ -729,12 +737,21 @@ int tplc_compile(const tplc_opts *o)
     unsigned fl = (o->strip_source ? TPL_SAVE_STRIP_SOURCE : 0) | (o->native ? TPL_EMIT_NATIVE : 0);
     void *data = NULL;
     size_t n = 0;
-    tpl_status st = emit_c ? tpl_program_emit_c(prog, o->name ? o->name : symbol, fl, (char **)&data, &n)
-                           : tpl_program_save(prog, fl, &data, &n);
-    tpl_program_free(prog);
-    if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc compile: --name must be a C identifier (not a keyword)\n"); rc = EXIT_USAGE; }
-    else if (st != TPL_OK) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
-    else rc = write_out(o->out, data, n);
+    if (!emit_c) {
+        /* the .tplb goes to the output as it is encoded (never whole in memory: issue 13 §1) */
+        int w = tplc_write_program(o->out, prog, fl);
+        int e = errno;
+        tpl_program_free(prog);
+        if (w == -2) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
+        else if (w != 0) { errno = e; rc = write_error(o->out); }
+        else rc = 0;
+    } else {
+        tpl_status st = tpl_program_emit_c(prog, o->name ? o->name : symbol, fl, (char **)&data, &n);
+        tpl_program_free(prog);
+        if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc compile: --name must be a C identifier (not a keyword)\n"); rc = EXIT_USAGE; }
+        else if (st != TPL_OK) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
+        else rc = write_out(o->out, data, n);
+    }
     if (!rc && dep) rc = write_out(o->depfile, dep, deplen);
     free(data);
     free(dep);

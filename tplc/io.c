@@ -218,13 +218,36 @@ static int write_all(int fd, const char *data, size_t n)
     return 0;
 }
 
-static int write_fd(int fd, const void *data, size_t n)
+/* What an output holds: bytes in memory, or a program written as a .tplb in pieces. */
+typedef struct tplc_payload {
+    const void *data;
+    size_t n;
+    const tpl_program *prog;
+    unsigned flags;
+    bool nomem;       /* the program's write ran out of memory */
+} tplc_payload;
+
+static int fd_sink(void *data, const void *bytes, size_t n) { return write_all(*(int *)data, bytes, n); }
+
+/* Writes the payload to fd: 0, or -1 with errno set (ENOMEM when out of memory). */
+static int put_payload(int fd, tplc_payload *pl)
+{
+    if (!pl->prog) return write_all(fd, pl->data, pl->n);
+    errno = 0;
+    tpl_status st = tpl_program_write(pl->prog, pl->flags, fd_sink, &fd);
+    if (st == TPL_OK) return 0;
+    if (st != TPL_ERR_IO) { pl->nomem = true; errno = ENOMEM; }
+    else if (!errno) errno = EIO;
+    return -1;
+}
+
+static int write_fd(int fd, tplc_payload *pl)
 {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0) return -1;
     if ((fl & O_ACCMODE) == O_RDONLY) { errno = EBADF; return -1; }
     if (fd == 1) fflush(stdout);
-    return write_all(fd, data, n);
+    return put_payload(fd, pl);
 }
 
 /* Follows the symlinks of path's last component (at most 40): a malloc'd path of the file it
@@ -260,13 +283,28 @@ static char *follow_links(const char *path, int *fd)
     return NULL;
 }
 
+static int write_output(const char *path, tplc_payload *pl);
+
 int tplc_write_output(const char *path, const void *data, size_t n)
 {
-    if (!path || strcmp(path, "-") == 0) return write_fd(1, data, n);
+    tplc_payload pl = { data, n, NULL, 0, false };
+    return write_output(path, &pl);
+}
+
+int tplc_write_program(const char *path, const tpl_program *prog, unsigned flags)
+{
+    tplc_payload pl = { NULL, 0, prog, flags, false };
+    int rc = write_output(path, &pl);
+    return rc && pl.nomem ? -2 : rc;
+}
+
+static int write_output(const char *path, tplc_payload *pl)
+{
+    if (!path || strcmp(path, "-") == 0) return write_fd(1, pl);
     int sfd = -1;
     char *target = follow_links(path, &sfd);
     if (!target) return -1;
-    if (sfd >= 0) { free(target); return write_fd(sfd, data, n); }
+    if (sfd >= 0) { free(target); return write_fd(sfd, pl); }
     struct stat st;
     bool exists = stat(target, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) { free(target); errno = EISDIR; return -1; }
@@ -275,7 +313,7 @@ int tplc_write_output(const char *path, const void *data, size_t n)
         int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
         free(target);
         if (fd < 0) return -1;
-        int rc = write_all(fd, data, n);
+        int rc = put_payload(fd, pl);
         int e = errno;
         if (close(fd) != 0 && rc == 0) return -1;
         errno = e;
@@ -297,7 +335,7 @@ int tplc_write_output(const char *path, const void *data, size_t n)
         umask(mask);
         mode = 0666 & ~mask;
     }
-    int rc = write_all(fd, data, n);
+    int rc = put_payload(fd, pl);
     if (rc == 0) rc = fchmod(fd, mode);
     if (rc == 0) rc = fsync(fd);
     int e = errno;

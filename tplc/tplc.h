@@ -133,6 +133,10 @@ char *tplc_loader_fix_error(const tplc_loader *l, const tpl_error *err);
  * followed to the file it names, which is replaced while the link stays; an existing file keeps
  * its permissions, a new one gets 0666 & ~umask. Returns 0, or -1 with errno set. */
 int tplc_write_output(const char *path, const void *data, size_t n);
+/* The same for a program's .tplb (tpl_program_write with flags TPL_SAVE_*), written in pieces as
+ * it is encoded (a large template's file is never held in memory): 0, -1 with errno set, or -2
+ * when out of memory. */
+int tplc_write_program(const char *path, const tpl_program *prog, unsigned flags);
 
 /* Whether paths a and b name the same existing file (either NULL or "-": false). */
 bool tplc_same_file(const char *a, const char *b);
