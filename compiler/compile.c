@@ -2846,6 +2846,7 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     cgrow(c, (void **)&c->code, &c->cap, ncode, sizeof *c->code);
     c->ls = line_starts(src, n, &c->nls);
     c->readw.reads = true;
+    c->spanw.budget = c->readw.budget = p->budget;
     push_scope(c, true);
     return c;
 }

@@ -605,15 +605,10 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
 bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
 {
     /* an explicit stack: the check itself must not recurse as deep as the tree */
-    struct item { const tpl_node *n; uint32_t depth; } *stack = NULL;
-    size_t len = 0, cap = 0;
+    struct item { const tpl_node *n; uint32_t depth; } local[64], *stack = local;
+    size_t len = 0, cap = 64;
     bool ok = true;
-    if (root) {
-        stack = malloc(64 * sizeof *stack);
-        if (!stack) { tpl_pctx_nomem(c, 0); return false; }
-        cap = 64;
-        stack[len++] = (struct item){ root, 1 };
-    }
+    if (root) stack[len++] = (struct item){ root, 1 };
     while (len && ok) {
         struct item it = stack[--len];
         for (const tpl_node *n = it.n; n; n = n->next) { /* siblings share a depth */
@@ -626,9 +621,11 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
             const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
             for (int i = 0; i < 5; i++) {
                 if (!kids[i]) continue;
-                if (len == cap) {
-                    struct item *ns = realloc(stack, cap * 2 * sizeof *stack);
+                if (len == cap) { /* past the 64 on the C stack: the heap */
+                    struct item *ns = stack == local ? malloc(cap * 2 * sizeof *stack)
+                                                     : realloc(stack, cap * 2 * sizeof *stack);
                     if (!ns) { tpl_pctx_nomem(c, n->off); ok = false; break; }
+                    if (stack == local) memcpy(ns, local, sizeof local);
                     stack = ns;
                     cap *= 2;
                 }
@@ -639,6 +636,6 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
             if (!ok) break;
         }
     }
-    free(stack);
+    if (stack != local) free(stack);
     return ok;
 }

@@ -26,23 +26,31 @@ void tpl_name_resolve(tpl_name *nm)
 
 /* ---- compact span runs and read locations (program.h) ---- */
 
-static bool locw_reserve(tpl_locw *w, size_t k)
+static inline bool locw_reserve(tpl_locw *w, size_t k)
 {
     if (w->n + k <= w->cap) return true;
     size_t nc = w->cap ? w->cap * 2 : 256;
     while (nc < w->n + k) nc *= 2;
+    tpl_budget *bu = w->budget;
+    if (bu && (nc - w->cap > bu->limit || bu->used > bu->limit - (nc - w->cap))) {
+        bu->over = true;
+        w->failed = true;
+        return false;
+    }
     uint8_t *nb = realloc(w->b, nc);
     if (!nb) { w->failed = true; return false; }
+    if (bu) bu->used += nc - w->cap;
     w->b = nb;
     w->cap = nc;
     return true;
 }
 
-static void put_varint(tpl_locw *w, uint64_t v)
+/* Writes v as a varint at b; returns the byte after it. */
+static inline uint8_t *put_varint(uint8_t *b, uint64_t v)
 {
-    if (!locw_reserve(w, 10)) return;
-    while (v >= 0x80) { w->b[w->n++] = (uint8_t)(v | 0x80); v >>= 7; }
-    w->b[w->n++] = (uint8_t)v;
+    while (v >= 0x80) { *b++ = (uint8_t)(v | 0x80); v >>= 7; }
+    *b++ = (uint8_t)v;
+    return b;
 }
 
 static uint64_t zigzag(int64_t d) { return d < 0 ? ((uint64_t)(-(d + 1)) << 1) | 1 : (uint64_t)d << 1; }
@@ -56,10 +64,13 @@ static void locw_flush(tpl_locw *w)
     if (!w->has_pend || w->failed) return;
     const tpl_readloc *e = &w->pend, *pr = &w->prev;
     bool fch = w->reads && e->file != pr->file, lch = e->line != pr->line;
-    put_varint(w, (uint64_t)(e->pc - pr->pc) << 2 | (uint64_t)fch << 1 | (uint64_t)lch);
-    if (fch) put_varint(w, e->file);
-    if (lch) put_varint(w, zigzag((int64_t)e->line - (int64_t)pr->line));
-    put_varint(w, lch ? e->col : zigzag((int64_t)e->col - (int64_t)pr->col));
+    if (!locw_reserve(w, 40)) return; /* four varints of at most 10 bytes */
+    uint8_t *b = w->b + w->n;
+    b = put_varint(b, (uint64_t)(e->pc - pr->pc) << 2 | (uint64_t)fch << 1 | (uint64_t)lch);
+    if (fch) b = put_varint(b, e->file);
+    if (lch) b = put_varint(b, zigzag((int64_t)e->line - (int64_t)pr->line));
+    b = put_varint(b, lch ? e->col : zigzag((int64_t)e->col - (int64_t)pr->col));
+    w->n = (size_t)(b - w->b);
     w->prev = *e;
     w->has_pend = false;
     if (!w->reads && w->count % TPL_SPAN_MARK == 0 && !w->failed) {
@@ -96,6 +107,7 @@ void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_t line, uint32
 
 void tpl_locw_free(tpl_locw *w)
 {
+    if (w->budget && w->b) w->budget->used -= w->cap; /* (bytes handed to the program stay charged) */
     free(w->b);
     free(w->marks);
     w->b = NULL;

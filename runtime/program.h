@@ -110,6 +110,7 @@ typedef struct tpl_span_mark {
  * with the line and column of the one before is dropped), then tpl_locw_finish moves the table
  * into p's arena (false when out of memory; the builder is freed either way). */
 typedef struct tpl_locw {
+    tpl_budget *budget;      /* charged for the bytes (a compile's memory limit; NULL: none) */
     bool reads, failed, has_pend;
     uint8_t *b;
     size_t n, cap;

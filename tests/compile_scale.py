@@ -151,16 +151,31 @@ with tempfile.TemporaryDirectory() as d:
     print(f"compile of {len(big)} bytes: peak RSS {full} KiB ({base} KiB for a small template), "
           f"{ratio:.1f}x the source")
     check(rc == 0, "2 MB template compiles")
-    rc, err, lim = peak_rss(["compile", path, "-o", out, "--max-compile-memory", "8M"])
+    # (compiled one statement at a time, the template needs ~3 MB of compile memory: its code,
+    # span table and read locations; 1 MiB is too little)
+    rc, err, lim = peak_rss(["compile", path, "-o", out, "--max-compile-memory", "1M"])
     first = err.split("\n")[0]
     check(rc == 1 and first.startswith(path + ":") and
+          first.endswith(": error: compile memory limit reached (1048576 bytes)"),
+          "2 MB template over --max-compile-memory 1M: located limit error", f"exit {rc}: {first[:200]!r}")
+    print(f"with --max-compile-memory 1M: peak RSS {lim} KiB")
+    # besides the 1 MiB, the process holds the source (read, normalised) and the token array:
+    # less than what the unlimited compile takes
+    check(lim - base < (full - base),
+          f"--max-compile-memory 1M: peak RSS {lim} KiB (unlimited {full} KiB, small template {base} KiB)")
+    # the whole-tree path (a template with set statements) stops at its limit too
+    sets = "".join(f"{{% set v{i} = x ~ 'a' %}}{{{{ v{i} }}}}\n" for i in range(60000))
+    spath = os.path.join(d, "s.jinja")
+    with open(spath, "w") as f:
+        f.write(sets)
+    _, _, sfull = peak_rss(["compile", spath, "-o", out])
+    rc, err, slim = peak_rss(["compile", spath, "-o", out, "--max-compile-memory", "8M"])
+    first = err.split("\n")[0]
+    check(rc == 1 and first.startswith(spath + ":") and
           first.endswith(": error: compile memory limit reached (8388608 bytes)"),
-          "2 MB template over --max-compile-memory 8M: located limit error", f"exit {rc}: {first[:200]!r}")
-    print(f"with --max-compile-memory 8M: peak RSS {lim} KiB")
-    # besides the 8 MiB, the process holds the source (read, normalised) and the token array:
-    # less than half of what the unlimited compile takes (gcc: 18 MB of 43; ASan: 55 of 124)
-    check(lim - base < (full - base) / 2,
-          f"--max-compile-memory 8M: peak RSS {lim} KiB (unlimited {full} KiB, small template {base} KiB)")
+          "2 MB of sets over --max-compile-memory 8M: located limit error", f"exit {rc}: {first[:200]!r}")
+    check(slim - base < (sfull - base) / 2,
+          f"--max-compile-memory 8M: peak RSS {slim} KiB (unlimited {sfull} KiB, small template {base} KiB)")
 
 
 # Peak RSS of a compile per kind of template, 2 MB each (issue 13 §1: at most 10x the source
