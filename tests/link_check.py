@@ -28,19 +28,26 @@ def layer(obj):
     return None
 
 
-def symbols(path, defined):
-    args = ["nm", "--defined-only" if defined else "--undefined-only", path]
+def symbols(objdir, objs, defined):
+    """{object: its defined (or undefined) symbols}, from one `nm` over every object (a process
+    per object took minutes of wall time on a loaded machine: the test's timeout is 30 s)."""
+    args = ["nm", "--defined-only" if defined else "--undefined-only"] + [os.path.join(objdir, o) for o in objs]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    syms = set()
+    by = {o: set() for o in objs}
+    names = {os.path.join(objdir, o) + ":": o for o in objs}
+    cur = None
     for line in out.splitlines():
+        if line in names:
+            cur = names[line]
+            continue
         parts = line.split()
-        if not parts:
+        if not parts or cur is None:
             continue
         if defined and len(parts) == 3 and parts[1] in "TDRBVWGSC":
-            syms.add(parts[2])
+            by[cur].add(parts[2])
         elif not defined and len(parts) >= 2 and parts[-2] == "U":
-            syms.add(parts[-1])
-    return syms
+            by[cur].add(parts[-1])
+    return by
 
 
 def main():
@@ -50,13 +57,14 @@ def main():
         print(f"link_check: no library objects in {objdir}")
         return 1
     defined_by = {}
+    defs, undefs = symbols(objdir, objs, True), symbols(objdir, objs, False)
     for o in objs:
-        for s in symbols(os.path.join(objdir, o), True):
+        for s in defs[o]:
             defined_by.setdefault(s, set()).add(layer(o))
     bad = []
     for o in objs:
         lo = ORDER.index(layer(o))
-        for s in sorted(symbols(os.path.join(objdir, o), False)):
+        for s in sorted(undefs[o]):
             if s in ALLOWED or s not in defined_by:
                 continue
             owners = defined_by[s]
