@@ -109,6 +109,9 @@ struct tpl_comp {
     bool no_context;         /* compiling an include without context: names are globals only */
     int include_depth;
     scope *inc_top;          /* the top-level scope of the included or imported template being compiled */
+    scope *free_scopes;      /* popped scopes, reused by push_scope with their variable arrays (a
+                              * scope per loop or with block kept for the whole compile was ~10x
+                              * a template of small loops: issue 13 §1); linked through parent */
     func *inc_fn;            /* and the function it is compiled in */
     bool span_locked;        /* included source: keep the include statement's location */
     uint32_t span_off;
@@ -636,9 +639,19 @@ static void patch_word(tpl_comp *c, uint32_t pos, uint32_t target)
 
 static scope *push_scope(tpl_comp *c, bool boundary)
 {
-    scope *s = tpl_arena_alloc(c->tmp, sizeof *s);
-    if (!s) { c_nomem(c, c->cur_off); return NULL; }
-    memset(s, 0, sizeof *s);
+    scope *s = c->free_scopes;
+    if (s) {
+        c->free_scopes = s->parent;
+        scope_var *vars = s->vars;
+        uint32_t cap = s->cap;
+        memset(s, 0, sizeof *s);
+        s->vars = vars;
+        s->cap = cap;
+    } else {
+        s = tpl_arena_alloc(c->tmp, sizeof *s);
+        if (!s) { c_nomem(c, c->cur_off); return NULL; }
+        memset(s, 0, sizeof *s);
+    }
     s->parent = c->fn->scope;
     s->func_boundary = boundary;
     c->fn->scope = s;
@@ -647,7 +660,15 @@ static scope *push_scope(tpl_comp *c, bool boundary)
 
 static void pop_scope(tpl_comp *c)
 {
-    if (c->fn->scope) c->fn->scope = c->fn->scope->parent;
+    scope *s = c->fn->scope;
+    if (!s) return;
+    c->fn->scope = s->parent;
+    /* nothing refers to a popped scope (saved scopes are its ancestors); after a failure a
+     * pop may not match its push, so nothing is reused then */
+    if (!c->failed && s != c->inc_top && s != c->root.scope) {
+        s->parent = c->free_scopes;
+        c->free_scopes = s;
+    }
 }
 
 static uint32_t new_slot(tpl_comp *c)
@@ -1782,7 +1803,9 @@ static void frame_init(tpl_comp *c, tpl_node *fbody) { frame_init_at(c, fbody, f
 static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *const *others, uint32_t nothers)
 {
     if (c->syn != TPL_SYN_JINJA || c->failed) return;
-    frame_names *f = tpl_arena_alloc(c->tmp, sizeof *f);
+    /* the frame's names live while it is entered only (1 KiB a frame in the compile's arena
+     * was ~20x a template of small macros, loops or with blocks: issue 13 §1) */
+    frame_names *f = malloc(sizeof *f), *o = NULL;
     if (!f) { c_nomem(c, c->cur_off); return; }
     f->n = 0;
     f->overflow = false;
@@ -1794,7 +1817,7 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
     j.s = c->fn->scope;
     js_stmts(&j, fbody, 0);
     if (j.gave_up) j.undef = 0;
-    if (f->n == 0) return;
+    if (f->n == 0) { free(f); return; }
     f->all = f->n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->n) - 1;
     if (f->overflow) f->need = f->all;
     else frame_flow(f, fbody, 0);
@@ -1804,13 +1827,13 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
             if (!(f->need >> i & 1) || !(j.undef >> i & 1)) continue;
             bool shared = false;
             for (uint32_t t = 0; t < nothers && !shared; t++) {
-                frame_names *o = tpl_arena_alloc(c->tmp, sizeof *o);
-                if (!o) { c_nomem(c, c->cur_off); return; }
+                if (!o && !(o = malloc(sizeof *o))) { c_nomem(c, c->cur_off); break; }
                 o->n = 0;
                 o->overflow = false;
                 frame_stores(o, others[t]);
                 shared = o->overflow || frame_index(o, name) >= 0;
             }
+            if (c->failed) break;
             if (shared) continue;
         } else {
             if (scope_find(c->fn->scope, name) >= 0) continue; /* a parameter of the frame */
@@ -1838,6 +1861,8 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
             emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
         }
     }
+    free(o);
+    free(f);
 }
 
 static void func_begin(tpl_comp *c, func *f)
