@@ -334,7 +334,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         break;
     case TPL_T_LOOP: { /* as Jinja2's LoopContext.__repr__: index/length */
         const tpl_loop *l = v.u.p;
-        if (l && l->items) tpl_sb_printf(b, "<LoopContext %u/%u>", l->i, l->items->len);
+        if (l && l->items) tpl_sb_printf(b, "<LoopContext %u/%u>", l->i, l->items->len + (l->src ? l->src->len : 0));
         else tpl_sb_puts(b, "<LoopContext>");
         break;
     }

@@ -136,7 +136,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
     case TPL_T_BOOL: case TPL_T_INT: return v.u.i != 0;
     case TPL_T_FLOAT: return v.u.f != 0.0;
     case TPL_T_STR: return v.len != 0;
-    case TPL_T_LIST: return v.u.list->len != 0;
+    case TPL_T_LIST: return v.u.list->len != 0 || tpl_is_iter(v); /* a Python iterator is always true */
     case TPL_T_MAP: return v.u.map->len != 0;
     case TPL_T_HOST: return tpl_hobj_truth(vm, v);
     default: return 1;
@@ -357,10 +357,30 @@ static int name_method(const tpl_name *nm, int kind)
     return nm->resolved ? nm->bk[kind - TPL_BK_STR] : tpl_stdlib.find((tpl_builtin_kind)kind, nm->s.u.s, nm->s.len);
 }
 
+/* A loop over a Jinja2 iterator (LoopContext over a generator) pulls its items one at a time,
+ * so the loop body sees the iterator's rest (`{% for x in g %}{{ g|list }}` takes what the loop
+ * has not): moves items from l->src to l->items until l->items holds `want` or src is empty.
+ * length and revindex drain the iterator, last and nextitem peek one item ahead, as Jinja2's. */
+static void loop_pull(tpl_loop *l, uint32_t want)
+{
+    tpl_list *s = l->src, *d = l->items;
+    if (!s) return;
+    while (d->len < want && s->len && d->len < d->cap) {
+        d->items[d->len++] = s->items[0];
+        s->items++;
+        s->len--;
+        s->cap = s->len;
+    }
+}
+
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
 {
-    uint32_t len = l->items->len, i = l->i;
 #define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
+    if (l->src) {
+        if (IS("length") || IS("revindex") || IS("revindex0")) loop_pull(l, UINT32_MAX);
+        else if (IS("last") || IS("nextitem")) loop_pull(l, l->i + 1);
+    }
+    uint32_t len = l->items->len, i = l->i;
     if (IS("index")) *out = tpl_v_int(i);
     else if (IS("index0")) *out = tpl_v_int((int64_t)i - 1);
     else if (IS("revindex")) *out = tpl_v_int((int64_t)len - i + 1);
@@ -940,8 +960,56 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");
 }
 
+/* Jinja2's iterators (the generators map, select and friends return, reversed(), iter(range))
+ * run once. A consumer takes n items (UINT32_MAX: all) as a list header of its own over the
+ * same items, and the shared list loses them: the next use of the same value sees what is left
+ * (an exhausted iterator is empty). *v becomes the taken part. */
+static int take_iter(tpl_vm *vm, tpl_value *v, uint32_t n)
+{
+    tpl_list *l = v->u.list;
+    tpl_list *c = tpl_arena_alloc(&vm->arena, sizeof *c);
+    if (!c) return oom(vm);
+    *c = *l;
+    if (n > l->len) n = l->len;
+    c->len = c->cap = n;
+    if (n) {
+        l->items += n;
+        l->len -= n;
+        l->cap = l->len;
+    }
+    v->u.list = c;
+    return 0;
+}
+
+/* The iterators among a builtin's arguments are consumed by the call: every filter, method and
+ * global iterates them, except tests, `default` and `attr`, which never do, and `first`, which
+ * takes one item (Jinja2's next(iter(seq))). */
+static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_value *kwv, int nkw)
+{
+    const tpl_builtin_info *bi = tpl_lib_builtin(id);
+    if (!bi || bi->kind == TPL_BK_TEST) return 0;
+#define IS_NAME(lit) (bi->namelen == sizeof lit - 1 && memcmp(bi->name, lit, sizeof lit - 1) == 0)
+    bool filter = bi->kind == TPL_BK_FILTER;
+    if (filter && (IS_NAME("default") || IS_NAME("d") || IS_NAME("attr"))) return 0;
+    uint32_t n = filter && IS_NAME("first") ? 1 : UINT32_MAX;
+#undef IS_NAME
+    for (int i = 0; i < npos; i++)
+        if (tpl_is_iter(pos[i]) && take_iter(vm, &pos[i], n) < 0) return -1;
+    for (int i = 0; i < nkw; i++)
+        if (tpl_is_iter(kwv[i]) && take_iter(vm, &kwv[i], UINT32_MAX) < 0) return -1;
+    return 0;
+}
+
 static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
+    if (tpl_is_iter(seq)) {
+        /* `x in it` consumes the iterator up to the first equal item */
+        uint32_t i = 0;
+        *res = false;
+        for (; i < seq.u.list->len && !*res; i++)
+            if (tpl_vm_equal(vm, item, seq.u.list->items[i], res) < 0) return -1;
+        return take_iter(vm, &seq, i);
+    }
     switch (seq.type) {
     case TPL_T_STR:
         if (item.type != TPL_T_STR) {
@@ -1262,6 +1330,11 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
+    for (int i = 0; i < npos; i++)
+        if (__builtin_expect(tpl_is_iter(pos[i]), 0)) {
+            if (take_iter_args(vm, id, pos, npos, kwv, nkw) < 0) return -1;
+            break;
+        }
     if (__builtin_expect(vm->has_host, 0)) {
         /* escape/e/forceescape/string take str(obj) of a host object (markupsafe's escape and
          * soft_str), not its items: its str() as a string value */
@@ -2009,6 +2082,13 @@ top:
     CASE(JT_RB_KEEP) { if (tpl_truthy_rb(sp[-1])) { JUMP_TO(a); } sp--; NEXT(0); }
     CASE(FOR_INIT) {
         tpl_list *items;
+        if (tpl_is_iter(sp[-1])) {
+            /* an iterator: the loop pulls from it as it goes (loop_pull) */
+            tpl_list *src = (*--sp).u.list;
+            if (!(items = tpl_list_new(&vm->arena, src->len)) || new_loop(vm, items, &slots[a]) < 0) { oom(vm); goto fail; }
+            slots[a].u.loop->src = src;
+            NEXT(0);
+        }
         if (tpl_to_list(vm, *--sp, &items) < 0 || new_loop(vm, items, &slots[a]) < 0) goto fail;
         NEXT(0);
     }
@@ -2016,6 +2096,7 @@ top:
         /* the verifier bounds the slot; its type is only known here (hostile .tplb files) */
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
+        if (__builtin_expect(l->src != NULL, 0)) loop_pull(l, l->i + 1);
         if (l->i < l->items->len) {
             uint32_t nw = code[pc + 2];
             if (TPL_INSN_OP(nw) == TPL_OP_STORE_SLOT) {
@@ -2041,6 +2122,7 @@ top:
     CASE(UNPACK) {
         tpl_value v = *--sp;
         tpl_list *items;
+        if (tpl_is_iter(v) && take_iter(vm, &v, UINT32_MAX) < 0) goto fail;
         if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
             if (tpl_to_list(vm, v, &items) < 0) goto fail;
         } else {
@@ -2088,7 +2170,7 @@ top:
                 NEXT(2);
             }
             if (a == tpl_stdlib.id_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
-                args[0].type == TPL_T_LIST && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {
+                args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {
                 /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
                 const tpl_list *l = args[0].u.list;
                 size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
@@ -2578,6 +2660,7 @@ int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *out)
     tpl_value *s = NV(f->slots) + slot;
     if (s->type != TPL_T_LOOP) return tpl_vm_error(f->vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop");
     tpl_loop *l = s->u.loop;
+    loop_pull(l, l->i + 1);
     if (l->i >= l->items->len) return 0;
     *NV(out) = l->items->items[l->i++];
     return 1;

@@ -23,7 +23,8 @@ typedef struct tpl_closure {
 
 /* The state of a for loop (the `loop` variable). */
 typedef struct tpl_loop {
-    tpl_list *items;
+    tpl_list *items;        /* the items (of a loop over an iterator: those pulled from src so far) */
+    tpl_list *src;          /* a Jinja2 iterator the loop pulls from one item at a time, or NULL */
     uint32_t i;             /* items yielded so far (loop.index) */
     uint32_t depth;         /* loop.depth (1 for a plain loop) */
     uint32_t cycle_pos;
