@@ -19,6 +19,15 @@
  * false with c->err_off (a source offset) and c->msg on failure. */
 bool tpl_erb_parse(tpl_pctx *c);
 
+/* The ERB tokens as `tplc dump --tokens` shows them: builds the script as tpl_erb_parse does and
+ * tokenizes it with the same Ruby tokenizer (no parse), calling fn for each token in order with
+ * its kind (TK_* of erb_parse.y), its source span [off, end) and its text (len bytes, borrowed for
+ * the call: the script's bytes; PUT: the text it puts; INS_OPEN/INS_CLOSE: "<%=" and "%>", their
+ * spans those of the tag's first and last code byte). c as for tpl_erb_parse (c->arena holds the
+ * texts). False with c->err_off (a source offset) and c->msg on a scan error. */
+typedef void (*tpl_erb_token_fn)(void *data, int kind, uint32_t off, uint32_t end, const char *text, size_t len);
+bool tpl_erb_tokens(tpl_pctx *c, tpl_erb_token_fn fn, void *data);
+
 /* ---- used by the grammar's actions (erb_parse.y) ---- */
 
 /* The text of PUT marker token t (its value and its source offset). */

@@ -16,7 +16,7 @@
 
 enum { M_PUT = 1, M_INS_OPEN = 2, M_INS_CLOSE = 3 };   /* marker bytes in the script */
 
-typedef struct erb_text { uint32_t off; tpl_value s; } erb_text;
+typedef struct erb_text { uint32_t off, end; tpl_value s; } erb_text; /* source span [off, end) */
 
 /* A run of script bytes from `at` on: they come from source offset `off` on (adv: one source
  * byte per script byte) or all from `off` (generated text). */
@@ -132,7 +132,7 @@ static void add_put(erb_script *sc, erb_content *c, tpl_arena *a)
         sc->texts = nt;
         sc->tcap = nc;
     }
-    sc->texts[sc->ntexts] = (erb_text){ off, tpl_v_str(t, c->n) };
+    sc->texts[sc->ntexts] = (erb_text){ off, c->off[c->n - 1] + 1, tpl_v_str(t, c->n) };
     char mk[24];
     int mn = snprintf(mk, sizeof mk, "%c%zu%c", M_PUT, sc->ntexts, M_PUT);
     sc->ntexts++;
@@ -963,6 +963,64 @@ bool tpl_erb_parse(tpl_pctx *c)
     free(es.sc.map);
     free(es.sc.texts);
     return ok && !c->failed;
+}
+
+bool tpl_erb_tokens(tpl_pctx *c, tpl_erb_token_fn fn, void *data)
+{
+    const char *src = c->src;
+    size_t n = c->n;
+    erb_state es = { 0 };
+    es.orig = src;
+    es.norig = n;
+    uint32_t eoff = 0;
+    char msg[160];
+    bool ok = erb_build_script(src, n, c->arena, &es.sc, &eoff, msg, sizeof msg);
+    if (!ok) {
+        if (es.sc.oom) tpl_pctx_nomem(c, eoff);
+        else tpl_pctx_error(c, eoff, "%s", msg);
+    }
+    tpl_token_vec toks = { 0 };
+    if (ok) {
+        rlex L = { 0 };
+        L.ctx = c;
+        L.s = es.sc.s;
+        L.n = es.sc.n;
+        L.out = &toks;
+        c->src = es.sc.s;
+        c->n = es.sc.n;
+        c->front = &es;
+        ok = ruby_lex(&L) && !c->failed;
+        c->src = src;
+        c->n = n;
+        c->front = NULL;
+        if (c->failed) c->err_off = c->err_off < es.sc.n ? sc_src(&es.sc, c->err_off) : (uint32_t)n;
+    }
+    for (size_t i = 0; ok && i < toks.n; i++) {
+        tpl_token t = toks.v[i];
+        const char *text = es.sc.s + t.off;
+        size_t len = t.len;
+        uint32_t off = t.off < es.sc.n ? sc_src(&es.sc, t.off) : (uint32_t)n;
+        uint32_t end = t.len && t.off + t.len - 1 < es.sc.n ? sc_src(&es.sc, t.off + t.len - 1) + 1 : off;
+        if (t.kind == TK_PUT) {   /* a text's marker: the text itself */
+            size_t idx = (size_t)strtoul(text + 1, NULL, 10);
+            if (idx < es.sc.ntexts) {
+                off = es.sc.texts[idx].off;
+                end = es.sc.texts[idx].end;
+                text = es.sc.texts[idx].s.u.s;
+                len = es.sc.texts[idx].s.len;
+            }
+        } else if (t.kind == TK_INS_OPEN) {
+            text = "<%=", len = 3;
+        } else if (t.kind == TK_INS_CLOSE) {
+            text = "%>", len = 2;
+        }
+        fn(data, t.kind, off, end < off ? off : end, text, len);
+    }
+    free(toks.v);
+    free(es.sc.s);
+    free(es.sc.map);
+    free(es.sc.texts);
+    return ok;
 }
 
 /* ------------------------------------------------------------------ literals for the actions */

@@ -88,4 +88,10 @@ long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad);
 /* Keyword table: one X-macro list of (spelling, token) for the Jinja grammar. */
 int tpl_jinja_keyword(const char *s, size_t n);
 
+/* The name of token kind `kind` of the Jinja grammar (jinja_parse.y) and of the ERB grammar
+ * (erb_parse.y): "NAME" for TK_NAME; NULL for a kind the grammar does not have. Generated from
+ * the grammars' headers (grammar/token_names.py) for `tplc dump --tokens`. */
+const char *tpl_jinja_token_name(int kind);
+const char *tpl_erb_token_name(int kind);
+
 #endif

@@ -313,6 +313,20 @@ TPL_API void tpl_error_clear(tpl_error *err);
  * string the caller frees with free(). NULL on allocation failure or when p is NULL. */
 TPL_API char *tpl_disassemble(const tpl_program *p);
 
+/* The scanner's tokens (tpl_dump_tokens) or the parser's tree (tpl_dump_ast) of a template, as
+ * `tplc dump --tokens` / `--ast` print them (format: README.md "tplc dump", docs/architecture.md
+ * "Tests by stage"): the same scanners and parsers tpl_compile runs, stopped after that stage.
+ * name, src, len and opts as for tpl_compile (opts: syntax, trim_blocks, lstrip_blocks,
+ * keep_trailing_newline, max_compile_memory; NULL: Jinja defaults); src need not be
+ * NUL-terminated. On success *out is a malloc'd NUL-terminated text the caller frees with free().
+ * Errors: the scanner's or parser's located error, as tpl_compile reports it (TPL_ERR_SYNTAX,
+ * TPL_ERR_LIMIT, TPL_ERR_NOMEM), *out NULL; errors of later stages (unknown filters, a format
+ * field that is positional) are not reported here. Release err with tpl_error_clear. */
+TPL_API tpl_status tpl_dump_tokens(const char *name, const char *src, size_t len, const tpl_options *opts, char **out,
+                                   tpl_error *err);
+TPL_API tpl_status tpl_dump_ast(const char *name, const char *src, size_t len, const tpl_options *opts, char **out,
+                                tpl_error *err);
+
 /* ---- render ---- */
 
 /* A render context: arena, output buffer, state, facts, language. Reusable: render many times;

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Golden tests for tplc's own output formats: `tplc dump` disassembly (tests/dump/NAME.EXT →
-NAME.EXT.dump) and diagnostics (tests/errors/NAME.<ext> [+ NAME.json state, NAME.args extra flags] →
+"""Golden tests for tplc's own output formats: per stage, `tplc dump --tokens` (tests/dump/NAME.EXT →
+NAME.EXT.tokens), `tplc dump --ast` (→ NAME.EXT.ast) and the `tplc dump` disassembly (→ NAME.EXT.dump),
+each with the flags in NAME.args if there is one (every source in tests/dump must have all three;
+a failing dump's golden is 'exit N' then the exact stderr), and diagnostics (tests/errors/NAME.<ext> [+ NAME.json state, NAME.args extra flags] →
 NAME.expect: 'exit N' then the exact stderr). These pin tpl's formats, not a reference engine's.
 
 usage: golden.py TPLC [--update]   (--update rewrites the expected files after a deliberate change)
@@ -23,7 +25,8 @@ def main(argv):
     for name in sorted(os.listdir(ddir)):
         base, ext = os.path.splitext(name)
         if ext in (".jinja", ".erb", ".fmt"):
-            cases.append(("dump", ddir, name, os.path.join(ddir, name + ".dump")))
+            for mode in ("tokens", "ast", "dump"):
+                cases.append((mode, ddir, name, os.path.join(ddir, name + "." + mode)))
     edir = os.path.join(HERE, "errors")
     for name in sorted(os.listdir(edir)):
         base, ext = os.path.splitext(name)
@@ -31,8 +34,12 @@ def main(argv):
             cases.append(("error", edir, name, os.path.join(edir, base + ".expect")))
     for kind, d, name, expect in cases:
         base = os.path.splitext(name)[0]
-        if kind == "dump":
-            code, out, err = run(tplc, ["dump", name], d)
+        if kind in ("tokens", "ast", "dump"):
+            args = ["dump", name] + ([] if kind == "dump" else ["--" + kind])
+            if os.path.exists(os.path.join(d, base + ".args")):
+                with open(os.path.join(d, base + ".args")) as f:
+                    args += f.read().split()
+            code, out, err = run(tplc, args, d)
             got = out if code == 0 else b"exit %d\n" % code + err
         else:
             args = ["render", name]

@@ -123,6 +123,24 @@ static void test_null_args(void)
     tpl_program_free(NULL);
     tpl_error_clear(NULL);
     CHECK(tpl_disassemble(NULL) == NULL, "disassemble(NULL)");
+    /* tplc dump --tokens / --ast: NULL out or src is a usage error; NULL name, opts and err work */
+    char *dumped = (char *)1;
+    CHECK(tpl_dump_tokens("t", "x", 1, NULL, NULL, &err) == U && err.status == U, "dump_tokens(out NULL)");
+    tpl_error_clear(&err);
+    CHECK(tpl_dump_ast("t", NULL, 1, NULL, &dumped, &err) == U && dumped == NULL && err.message &&
+          strstr(err.message, "src"), "dump_ast(src NULL)");
+    tpl_error_clear(&err);
+    CHECK(tpl_dump_tokens(NULL, "a{{ b }}", 8, NULL, &dumped, NULL) == TPL_OK && dumped &&
+          strstr(dumped, "1:2-1:4          VAR_BEGIN      \"{{\"\n"), "dump_tokens(name, opts, err NULL): %s",
+          dumped ? dumped : "(null)");
+    free(dumped);
+    CHECK(tpl_dump_ast(NULL, "a{{ b }}", 8, NULL, &dumped, NULL) == TPL_OK && dumped &&
+          strcmp(dumped, "TEMPLATE 1:1\n  b: TEXT 1:1 \"a\"\n  b: OUTPUT 1:2\n    a: NAME 1:5 \"b\"\n") == 0,
+          "dump_ast(name, opts, err NULL): %s", dumped ? dumped : "(null)");
+    free(dumped);
+    CHECK(tpl_dump_ast("t", "{{ (", 4, NULL, &dumped, &err) == TPL_ERR_SYNTAX && dumped == NULL && err.line == 1,
+          "dump_ast(syntax error)");
+    tpl_error_clear(&err);
 
     /* render contexts */
     tpl_render *r2 = tpl_render_new_with(NULL, NULL);

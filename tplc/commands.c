@@ -413,8 +413,51 @@ int tplc_render(const tplc_opts *o)
     return rc;
 }
 
+/* tplc dump --tokens / --ast: the scanner's tokens or the parser's tree of a template source. */
+static int dump_stage(const tplc_opts *o)
+{
+    if (o->tokens && o->ast) {
+        fprintf(stderr, "tplc: --tokens and --ast are alternatives: give one\n");
+        return EXIT_USAGE;
+    }
+    size_t len;
+    char *src = tplc_read_input(o->tpl, "template", &len);
+    if (!src) return EXIT_USAGE;
+    if (tpl_is_tplb(src, len) || ends_with(o->tpl, ".tplb") || ends_with(o->tpl, ".so")) {
+        fprintf(stderr, "tplc: %s: --tokens and --ast need a template source, not a compiled program\n", o->tpl);
+        free(src);
+        return EXIT_USAGE;
+    }
+    tpl_syntax syn = syntax_of(o->tpl);
+    if (o->syntax) syn = strcmp(o->syntax, "erb") == 0 ? TPL_SYNTAX_ERB : strcmp(o->syntax, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
+    tpl_options opt = { 0 };
+    if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
+        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+        free(src);
+        return EXIT_USAGE;
+    }
+    opt.trim_blocks |= o->trim_blocks;
+    opt.lstrip_blocks |= o->lstrip_blocks;
+    opt.keep_trailing_newline |= o->keep_nl;
+    opt.max_compile_memory = o->max_compile_memory;
+    char *text = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = o->tokens ? tpl_dump_tokens(o->tpl, src, len, &opt, &text, &err)
+                              : tpl_dump_ast(o->tpl, src, len, &opt, &text, &err);
+    free(src);
+    if (st != TPL_OK) {
+        tplc_print_error(&err);
+        tpl_error_clear(&err);
+        return st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
+    }
+    int rc = write_out(NULL, text, strlen(text));
+    free(text);
+    return rc;
+}
+
 int tplc_dump(const tplc_opts *o)
 {
+    if (o->tokens || o->ast) return dump_stage(o);
     tpl_program *prog = NULL;
     int rc = tplc_compile_path(o, o->tpl, &prog, NULL, NULL);
     if (rc) return rc;

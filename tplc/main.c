@@ -70,6 +70,8 @@ static const flag flags[] = {
     { "--name", F_STR, OFF(name), "SYMBOL", NULL,
       "--emit c: the C symbol (default tpl_view_ + the template's base name, non-identifier bytes as _)" },
     { "--depfile", F_STR, OFF(depfile), "FILE", NULL, "also write a Makefile rule: OUT, the template and what it loads" },
+    { "--tokens", F_BOOL, OFF(tokens), NULL, NULL, "print the scanner's tokens instead: span, kind, text" },
+    { "--ast", F_BOOL, OFF(ast), NULL, NULL, "print the parser's tree instead: kind, position, value, indented" },
     { "--reads", F_BOOL, OFF(reads), NULL, NULL, "print the state names each template can read" },
     { "--format", F_STR, OFF(format), "FORMAT", "text|json", "the report format (default text)" },
     { "-o", F_STR, OFF(out), "OUT", NULL, "the output file, written atomically (-: standard output)" },
@@ -112,8 +114,11 @@ static const tplc_command commands[] = {
       "--page DIR checks a page folder: page.json, every block template, and that static blocks read\n"
       "only call.channel and call.medium.",
       "@compile --state --schema --reads --format --page", 0, -1, tplc_lint, NULL },
-    { "dump", "TEMPLATE [compile flags]\nVIEWS.so --name SYMBOL", "Prints the disassembly: offset, opcode, operands, source line.",
-      "@compile --name", 1, 1, tplc_dump, NULL },
+    { "dump", "TEMPLATE [compile flags]\nTEMPLATE --tokens|--ast [compile flags]\nVIEWS.so --name SYMBOL",
+      "Prints the disassembly: offset, opcode, operands, source line. --tokens prints the scanner's\n"
+      "tokens (one a line: LINE:COL-LINE:COL, kind, quoted text), --ast the parser's tree (one node a\n"
+      "line, indented: field, kind, LINE:COL, operator, value).",
+      "@compile --tokens --ast --name", 1, 1, tplc_dump, NULL },
     { "compile",
       "TEMPLATE [compile flags] [--lang L] [--strip-source] [--depfile FILE] -o OUT.tplb\n"
       "TEMPLATE [compile flags] [--lang L] --emit c [--native] [--name SYMBOL] [--depfile FILE] -o OUT.c",

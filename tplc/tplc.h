@@ -54,6 +54,7 @@ typedef struct tplc_opts {
     const char *out;            /* -o (NULL, or "-" normalised to NULL: standard output) */
     const char *depfile, *emit, *name, *format;
     bool strip_source, reads, native;
+    bool tokens, ast;           /* tplc dump --tokens / --ast */
     /* pages (tplc/page.c) */
     const char *steps, *defaults, *claimed, *page;
     bool resumed;
