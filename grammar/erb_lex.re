@@ -48,9 +48,13 @@ static void sc_put(erb_script *sc, const char *s, size_t n, uint32_t off, bool a
         sc->cap = nc;
     }
     if (n) {
+        bool fixed = !advance || n == 1; /* every byte from `off` (one byte: either way) */
         advance = advance || n == 1; /* (one byte: the same either way; lets byte-wise puts join) */
         erb_run *last = sc->nmap ? &sc->map[sc->nmap - 1] : NULL;
-        bool joins = last && last->adv && advance && last->off + (sc->n - last->at) == off;
+        /* generated text after generated text from the same offset joins it too (a tag's "; "
+         * and its marker: a run less per tag) */
+        bool joins = last && ((last->adv && advance && last->off + (sc->n - last->at) == off) ||
+                              (!last->adv && fixed && last->off == off));
         if (!joins) {
             if (sc->nmap == sc->mcap) {
                 size_t nc = sc->mcap ? sc->mcap * 2 : 256;
