@@ -344,7 +344,8 @@ static int method_kind(tpl_value v)
     switch (v.type) {
     case TPL_T_STR: return TPL_BK_STR;
     case TPL_T_MAP: return TPL_BK_MAP;
-    case TPL_T_LIST: return TPL_BK_LIST;
+    /* list, tuple and range have index() and count(); iterators and dict views have neither */
+    case TPL_T_LIST: return v.aux == TPL_LAZY_NONE || v.aux == TPL_LAZY_RANGE ? TPL_BK_LIST : -1;
     default: return -1;
     }
 }
@@ -422,14 +423,17 @@ static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_
 }
 
 /* Methods that mutate a list or dict: refused as transformers' ImmutableSandboxedEnvironment
- * refuses them (tpl refuses them in every profile: state is shared between renders). */
+ * refuses them (tpl refuses them in every profile: state is shared between renders). A tuple,
+ * a range, an iterator or a dict view has no such attribute: undefined, as in Jinja2. */
 static bool is_mutating(tpl_value obj, const char *name, size_t n)
 {
     static const char *const list_m[] = { "append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort" };
     static const char *const dict_m[] = { "clear", "pop", "popitem", "setdefault", "update" };
     const char *const *m = obj.type == TPL_T_LIST ? list_m : dict_m;
     size_t cnt = obj.type == TPL_T_LIST ? sizeof list_m / sizeof *list_m : sizeof dict_m / sizeof *dict_m;
-    if (obj.type != TPL_T_LIST && !(obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS))) return false;
+    if (obj.type == TPL_T_LIST ? (obj.flags & TPL_F_TUPLE) || obj.aux != TPL_LAZY_NONE
+                               : !(obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS)))
+        return false;
     for (size_t i = 0; i < cnt; i++)
         if (strlen(m[i]) == n && memcmp(m[i], name, n) == 0) return true;
     return false;
@@ -456,6 +460,16 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             /* groupby's (grouper, list) tuples also have these attributes (Jinja2) */
             if (n == 7 && memcmp(name, "grouper", 7) == 0) { *out = obj.u.list->items[0]; return 0; }
             if (n == 4 && memcmp(name, "list", 4) == 0) { *out = obj.u.list->items[1]; return 0; }
+        }
+        if (obj.type == TPL_T_LIST && obj.aux == TPL_LAZY_RANGE && n >= 4 && n <= 5) { /* range.start/stop/step */
+            int64_t p[3];
+            int k = memcmp(name, "start", n) == 0 && n == 5 ? 0 : memcmp(name, "stop", n) == 0 && n == 4 ? 1
+                  : memcmp(name, "step", n) == 0 && n == 4 ? 2 : -1;
+            if (k >= 0) {
+                tpl_range_params(obj, p);
+                *out = tpl_v_int(p[k]);
+                return 0;
+            }
         }
         int id = tpl_stdlib.find(method_kind(obj), name, n);
         if (id >= 0) return bound_method(vm, obj, id, out);

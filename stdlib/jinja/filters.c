@@ -244,6 +244,8 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
             *out = obj.u.list->items[name.len == 7 ? 0 : 1];
             return 0;
         }
+        if (obj.aux != TPL_LAZY_NONE) /* a range (start, stop, step), an iterator, a dict view */
+            return tpl_getattr(vm, obj, name.u.s, name.len, out);
         kind = TPL_BK_LIST;
         break;
     case TPL_T_LOOP:
