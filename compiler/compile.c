@@ -2490,6 +2490,12 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names;
     if (!template_names(c, n->a, &names)) return;
+    if (n->kind != TPL_N_IMPORT)
+        for (tpl_node *x = n->b; x; x = x->next)
+            if (x->val.len && x->val.u.s[0] == '_') { /* Jinja2's parser refuses them */
+                cerror(c, x->off, "names starting with an underline can not be imported");
+                return;
+            }
     int src = -1, save_src = c->cur_src;
     tpl_node *root = load_template(c, names->val, n->off, false, &src);
     if (!root) return;
@@ -2533,9 +2539,21 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
         for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
             int sl = s ? scope_find(s, x->val) : -1;
             if (sl < 0) {
-                cerror(c, x->off, "the template '%.*s' does not export the requested name '%.*s'", (int)names->val.len,
-                       names->val.u.s, (int)x->val.len, x->val.u.s);
-                break;
+                /* Jinja2: an undefined value whose message names the import's line */
+                uint32_t line, col;
+                if (save_src >= 0 && (size_t)save_src < c->nsources)
+                    tpl_offset_to_linecol(c->sources[save_src].src, c->sources[save_src].n, n->off, &line, &col);
+                else
+                    tpl_offset_to_linecol(c->src, c->srclen, n->off, &line, &col);
+                char msg[400];
+                int k = snprintf(msg, sizeof msg,
+                                 "the template '%.*s' (imported on line %u) does not export the requested name '%.*s'",
+                                 (int)(names->val.len > 150 ? 150 : names->val.len), names->val.u.s, line,
+                                 (int)(x->val.len > 150 ? 150 : x->val.len), x->val.u.s);
+                if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a name is not exported");
+                emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+                nvals++;
+                continue;
             }
             emit(c, TPL_OP_LOAD_SLOT, (uint32_t)sl, 1);
             emit_raw(c, add_name(c, x->val));

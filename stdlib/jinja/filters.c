@@ -3214,6 +3214,10 @@ int f_random(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l;
     if (v.type != TPL_T_STR && v.type != TPL_T_LIST && v.type != TPL_T_UNDEF)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, v));
+    if (tpl_is_iter(v)) /* random.choice of a generator or reversed(): len() fails */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, v));
+    if (tpl_is_lazy(v) && v.aux != TPL_LAZY_RANGE && v.u.list->len) /* a dict view: seq[i] fails */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, v));
     if (tpl_iter_list(vm, v, &l) < 0)
         return -1;
     if (l->len == 0) {
