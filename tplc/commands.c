@@ -49,6 +49,20 @@ static tpl_syntax syntax_of(const char *path)
 }
 
 static bool ends_with(const char *s, const char *suffix);
+
+/* The syntax of a source at path (--syntax, else its extension) and the options of --profile for
+ * it. Returns false, with a message on stderr, when the profile does not apply to that syntax. */
+static bool source_options(const tplc_opts *o, const char *path, tpl_syntax *syn, tpl_options *opt)
+{
+    *syn = syntax_of(path);
+    if (o->syntax) *syn = strcmp(o->syntax, "erb") == 0 ? TPL_SYNTAX_ERB : strcmp(o->syntax, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
+    *opt = (tpl_options){ 0 };
+    if (tpl_options_profile(opt, *syn, o->profile) != TPL_OK) {
+        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+        return false;
+    }
+    return true;
+}
 static void default_symbol(const char *tpl, char *out, size_t cap);
 
 /* A precompiled .tplb (by magic, or by extension): load and verify it instead of compiling. */
@@ -122,11 +136,9 @@ int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **pr
         free(src);
         return rc;
     }
-    tpl_syntax syn = syntax_of(path);
-    if (o->syntax) syn = strcmp(o->syntax, "erb") == 0 ? TPL_SYNTAX_ERB : strcmp(o->syntax, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
-    tpl_options opt = { 0 };
-    if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
-        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+    tpl_syntax syn;
+    tpl_options opt;
+    if (!source_options(o, path, &syn, &opt)) {
         free(src);
         return EXIT_USAGE;
     }
@@ -428,11 +440,9 @@ static int dump_stage(const tplc_opts *o)
         free(src);
         return EXIT_USAGE;
     }
-    tpl_syntax syn = syntax_of(o->tpl);
-    if (o->syntax) syn = strcmp(o->syntax, "erb") == 0 ? TPL_SYNTAX_ERB : strcmp(o->syntax, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
-    tpl_options opt = { 0 };
-    if (tpl_options_profile(&opt, syn, o->profile) != TPL_OK) {
-        fprintf(stderr, "tplc: profile '%s' does not apply to this syntax\n", o->profile);
+    tpl_syntax syn;
+    tpl_options opt;
+    if (!source_options(o, o->tpl, &syn, &opt)) {
         free(src);
         return EXIT_USAGE;
     }
