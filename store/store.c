@@ -334,8 +334,36 @@ static tpl_store_status fill_row(tpl_store *s, const db_res *r, size_t i, size_t
     return TPL_STORE_OK;
 }
 
-/* A parsed ref: kind 0 name (latest active), 1 name:N, 2 row id. */
-typedef struct ref { int kind; char name[256]; char num[24]; } ref;
+/* A parsed ref: kind 0 name (latest active), 1 name:N, 2 row id; with the condition selecting
+ * its row from tpl_prompts p (for NAME: ordered and limited to the latest active version) and
+ * that condition's parameters a[0..na), which point into the ref itself. */
+typedef struct ref {
+    int kind;
+    char name[256];
+    char num[24];
+    char where[96];
+    db_val a[2];
+    size_t na;
+} ref;
+
+static void ref_where(ref *f)
+{
+    if (f->kind == 2) {
+        snprintf(f->where, sizeof f->where, "WHERE p.id = ?");
+        f->a[0] = txt(f->num);
+        f->na = 1;
+        return;
+    }
+    f->a[0] = txt(f->name);
+    if (f->kind == 1) {
+        snprintf(f->where, sizeof f->where, "WHERE p.name = ? AND p.version = ?");
+        f->a[1] = txt(f->num);
+        f->na = 2;
+        return;
+    }
+    snprintf(f->where, sizeof f->where, "WHERE p.name = ? AND p.removed = 0 ORDER BY p.version DESC LIMIT 1");
+    f->na = 1;
+}
 
 static tpl_store_status parse_ref(tpl_store *s, const char *text, ref *f)
 {
@@ -347,6 +375,7 @@ static tpl_store_status parse_ref(tpl_store *s, const char *text, ref *f)
         if (n > 18) return fail(s, TPL_STORE_NOT_FOUND, "no prompt with row id %s", text);
         f->kind = 2;
         memcpy(f->num, text, n);
+        ref_where(f);
         return TPL_STORE_OK;
     }
     const char *colon = strrchr(text, ':');
@@ -362,26 +391,8 @@ static tpl_store_status parse_ref(tpl_store *s, const char *text, ref *f)
         f->kind = 1;
         memcpy(f->num, v, vl);
     }
+    ref_where(f);
     return TPL_STORE_OK;
-}
-
-/* The condition selecting the row f names from tpl_prompts p (for NAME: ordered and limited to
- * the latest active version) into buf, its parameters into a[0..2); returns their number. */
-static size_t ref_where(const ref *f, char *buf, size_t cap, db_val a[2])
-{
-    if (f->kind == 2) {
-        snprintf(buf, cap, "WHERE p.id = ?");
-        a[0] = txt(f->num);
-        return 1;
-    }
-    a[0] = txt(f->name);
-    if (f->kind == 1) {
-        snprintf(buf, cap, "WHERE p.name = ? AND p.version = ?");
-        a[1] = txt(f->num);
-        return 2;
-    }
-    snprintf(buf, cap, "WHERE p.name = ? AND p.removed = 0 ORDER BY p.version DESC LIMIT 1");
-    return 1;
 }
 
 static tpl_store_status ref_missing(tpl_store *s, const ref *f)
@@ -394,12 +405,10 @@ static tpl_store_status ref_missing(tpl_store *s, const ref *f)
 /* The row a ref names with its bindings (C_* columns): one query. */
 static tpl_store_status query_ref(tpl_store *s, const ref *f, db_res *r)
 {
-    char cols[640], where[128], sql[1024];
-    db_val a[2];
+    char cols[640], sql[1024];
     row_cols(s, "p", cols, sizeof cols, false);
-    size_t n = ref_where(f, where, sizeof where, a);
-    snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts p %s", cols, where);
-    tpl_store_status st = run(s, sql, a, n, r);
+    snprintf(sql, sizeof sql, "SELECT %s FROM tpl_prompts p %s", cols, f->where);
+    tpl_store_status st = run(s, sql, f->a, f->na, r);
     if (st) return st;
     if (r->nrows == 0) {
         db_res_free(r);
@@ -649,13 +658,11 @@ tpl_store_status tpl_store_remove(tpl_store *s, const char *ref_text)
     tpl_store_status st = parse_ref(s, ref_text, &f);
     if (st) return st;
     /* one statement; when it tombstones nothing, a second query says why */
-    char where[128], sql[512];
-    db_val a[2];
-    size_t n = ref_where(&f, where, sizeof where, a);
+    char sql[512];
     snprintf(sql, sizeof sql, "UPDATE tpl_prompts SET removed = 1 WHERE removed = 0 AND id = (SELECT p.id FROM tpl_prompts p %s) "
-             "RETURNING id", where);
+             "RETURNING id", f.where);
     db_res r;
-    if ((st = run(s, sql, a, n, &r))) return st;
+    if ((st = run(s, sql, f.a, f.na, &r))) return st;
     size_t done = r.nrows;
     db_res_free(&r);
     if (!done) {
@@ -1070,9 +1077,7 @@ tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_lo
      * included), the translation rows of its own and bound dictionaries (kind 't') and their
      * Plural-Forms (kind 'f'). A stale .tplb adds an UPDATE caching the recompiled program; a
      * composed prompt adds a query per prompt it includes, imports or extends. */
-    char where[128], sql[3072];
-    db_val a[2];
-    size_t n = ref_where(&f, where, sizeof where, a);
+    char sql[3072];
     /* the bindings and the .tplb of the row (row_cols' tail after its C_FORMAT columns) */
     char tail[400];
     int tk = snprintf(tail, sizeof tail, s->d->dicts_json, "p.name");
@@ -1088,9 +1093,9 @@ tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_lo
              "NULL FROM tpl_tr t, d WHERE t.dict = d.dict "
              "UNION ALL SELECT 'f', l.dict, l.lang, l.plural_forms, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
              "FROM tpl_tr_langs l, d WHERE l.dict = d.dict AND l.plural_forms IS NOT NULL",
-             where, tail);
+             f.where, tail);
     db_res r;
-    if ((st = run(s, sql, a, n, &r))) return st;
+    if ((st = run(s, sql, f.a, f.na, &r))) return st;
     size_t row0 = r.nrows;
     for (size_t i = 0; i < r.nrows && row0 == r.nrows; i++)
         if (db_cell(&r, i, 0) && db_cell(&r, i, 0)[0] == '0') row0 = i;
