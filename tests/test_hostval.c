@@ -381,15 +381,32 @@ static tpl_host_result fn_call(void *obj, tpl_render *r, const tpl_val *args, si
 
 static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL, NULL };
 
+/* The filter "shout" and the test "odd" as host objects, and options naming them. */
+typedef struct host_fns {
+    char shout_name[6], odd_name[4];
+    tpl_host_object shout, odd;
+    tpl_host_func funcs[2];
+} host_fns;
+
+static void host_fns_init(host_fns *h, tpl_options *o)
+{
+    memcpy(h->shout_name, "shout", 6);
+    memcpy(h->odd_name, "odd", 4);
+    h->shout = (tpl_host_object){ &fn_class, h->shout_name };
+    h->odd = (tpl_host_object){ &fn_class, h->odd_name };
+    h->funcs[0] = (tpl_host_func){ "shout", TPL_HOST_FILTER, tpl_host_value_fn, &h->shout };
+    h->funcs[1] = (tpl_host_func){ "odd", TPL_HOST_TEST, tpl_host_value_fn, &h->odd };
+    *o = (tpl_options){ 0 };
+    o->host_funcs = h->funcs;
+    o->nhost_funcs = 2;
+}
+
 static void host_value_functions(void)
 {
-    char shout_name[] = "shout", odd_name[] = "odd";
-    tpl_host_object shout = { &fn_class, shout_name }, odd = { &fn_class, odd_name };
-    tpl_host_func funcs[] = { { "shout", TPL_HOST_FILTER, tpl_host_value_fn, &shout },
-                              { "odd", TPL_HOST_TEST, tpl_host_value_fn, &odd } };
-    tpl_options o = { 0 };
-    o.host_funcs = funcs;
-    o.nhost_funcs = 2;
+    host_fns h;
+    tpl_options o;
+    host_fns_init(&h, &o);
+    tpl_host_func *funcs = h.funcs;
     const char *src = "{{ 'hi'|shout }} {{ 'a'|shout(1, 2) }} {{ 3 is odd }} {{ 4 is odd }} {{ 4 is not odd }} "
                       "{% if 5 is odd %}yes{% endif %}";
     tpl_program *p = NULL;
@@ -440,13 +457,10 @@ static void expect_opts(tpl_render *r, const tpl_options *o, const char *src, co
  * Jinja2 3.1 with the same filters) */
 static void environment_settings(void)
 {
-    char shout_name[] = "shout", odd_name[] = "odd";
-    tpl_host_object shout = { &fn_class, shout_name }, odd = { &fn_class, odd_name };
-    tpl_host_func funcs[] = { { "shout", TPL_HOST_FILTER, tpl_host_value_fn, &shout },
-                              { "odd", TPL_HOST_TEST, tpl_host_value_fn, &odd } };
-    tpl_options o = { 0 };
-    o.host_funcs = funcs;
-    o.nhost_funcs = 2;
+    host_fns h;
+    tpl_options o;
+    host_fns_init(&h, &o);
+    tpl_host_func *funcs = h.funcs;
     tpl_render *r = tpl_render_new(NULL);
     tpl_render_set_host_funcs(r, funcs, 2);
     expect_opts(r, &o, "{{ ['a', 'b']|map('shout')|join(',') }} {{ [1, 2, 3]|select('odd')|list }} "
