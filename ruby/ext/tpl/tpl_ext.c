@@ -632,6 +632,16 @@ static int rb_remembers_cb(void *data, const char *words, size_t len)
     return -1;
 }
 
+/* One wrapped C struct's Ruby data type: PREFIX##_type (named RBNAME, marked by MARK or NULL,
+ * freed by FREE) and its dsize PREFIX##_size (sizeof(T): what the struct itself holds). */
+#define RB_WRAP_TYPE(PREFIX, T, RBNAME, MARK, FREE, FLAGS)                                        \
+    static size_t PREFIX##_size(const void *ptr) { (void)ptr; return sizeof(T); }                 \
+    static const rb_data_type_t PREFIX##_type = {                                                 \
+        .wrap_struct_name = RBNAME,                                                               \
+        .function = { .dmark = MARK, .dfree = FREE, .dsize = PREFIX##_size },                     \
+        .flags = FLAGS,                                                                           \
+    }
+
 /* ------------------------------------------------------------------ Template */
 
 static void tmpl_free(void *ptr)
@@ -653,19 +663,9 @@ static void tmpl_mark(void *ptr)
     rb_gc_mark(t->read_syms);
 }
 
-static size_t tmpl_size(const void *ptr)
-{
-    (void)ptr;
-    return sizeof(tmpl);
-}
-
-static const rb_data_type_t tmpl_type = {
-    .wrap_struct_name = "Tpl::Template",
-    .function = { .dmark = tmpl_mark, .dfree = tmpl_free, .dsize = tmpl_size },
-    /* a frozen Template (lib/tpl.rb freezes each) is Ractor-shareable: its program is immutable
-     * and its pool locked */
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
-};
+/* a frozen Template (lib/tpl.rb freezes each) is Ractor-shareable: its program is immutable and
+ * its pool locked */
+RB_WRAP_TYPE(tmpl, tmpl, "Tpl::Template", tmpl_mark, tmpl_free, RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE);
 
 static VALUE tmpl_alloc(VALUE klass)
 {
@@ -1262,13 +1262,7 @@ static void rstore_free(void *ptr)
     ruby_xfree(x);
 }
 
-static size_t rstore_size(const void *ptr) { (void)ptr; return sizeof(rstore); }
-
-static const rb_data_type_t rstore_type = {
-    .wrap_struct_name = "Tpl::Store",
-    .function = { .dmark = NULL, .dfree = rstore_free, .dsize = rstore_size },
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
-};
+RB_WRAP_TYPE(rstore, rstore, "Tpl::Store", NULL, rstore_free, RUBY_TYPED_FREE_IMMEDIATELY);
 
 static VALUE rstore_alloc(VALUE klass)
 {
@@ -1626,13 +1620,7 @@ static void rpage_release(rpage *x)
 
 static void rpage_free(void *ptr) { rpage_release(ptr); }
 
-static size_t rpage_size(const void *ptr) { (void)ptr; return sizeof(rpage); }
-
-static const rb_data_type_t rpage_type = {
-    .wrap_struct_name = "Tpl::Page",
-    .function = { .dmark = NULL, .dfree = rpage_free, .dsize = rpage_size },
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
-};
+RB_WRAP_TYPE(rpage, rpage, "Tpl::Page", NULL, rpage_free, RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE);
 
 static VALUE rpage_alloc(VALUE klass)
 {
@@ -1711,13 +1699,7 @@ static void rcall_free(void *ptr)
     ruby_xfree(x);
 }
 
-static size_t rcall_size(const void *ptr) { (void)ptr; return sizeof(rcall); }
-
-static const rb_data_type_t rcall_type = {
-    .wrap_struct_name = "Tpl::Page::Call",
-    .function = { .dmark = rcall_mark, .dfree = rcall_free, .dsize = rcall_size },
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
-};
+RB_WRAP_TYPE(rcall, rcall, "Tpl::Page::Call", rcall_mark, rcall_free, RUBY_TYPED_FREE_IMMEDIATELY);
 
 static VALUE rcall_alloc(VALUE klass)
 {
