@@ -791,10 +791,16 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     }
     case TPL_N_DICT: {
+        /* nil.(hash)([k1, v1, ...]): a Ruby Hash, keys by eql? (1 and 1.0 are two keys; arrays may be
+         * keys), which BUILD_MAP (Python's dict) is not */
         uint32_t cnt = 0;
-        for (tpl_node *x = n->a; x; x = x->next) { expr(L, x->a); expr(L, x->b); cnt++; }
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        for (tpl_node *x = n->a; x; x = x->next) { expr(L, x->a); expr(L, x->b); cnt += 2; }
         tpl_c_at(C, n->off);
-        tpl_c_emit(C, TPL_OP_BUILD_MAP, cnt, 1 - 2 * (int)cnt);
+        tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
+        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
         return;
     }
     case TPL_N_INTERP: {

@@ -331,6 +331,7 @@ static bool continues(int k)
     case TK_OP_ASGN: case TK_QMARK: case TK_COLON: case TK_COMMA: case TK_DOT: case TK_LPAREN: case TK_LPCALL:
     case TK_LBRACK: case TK_LBRACK_IDX: case TK_LBRACE: case TK_ASSOC: case TK_LSHIFT: case TK_EQQ:
     case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_CMD:
+    case TK_AMP: case TK_PIPE: case TK_CARET: case TK_RSHIFT:
         return true;
     default:
         return false;
@@ -665,6 +666,7 @@ static bool ruby_lex(rlex *L)
             "/"   { kind = TK_SLASH; goto op; }
             "%"   { kind = TK_PERCENT; goto op; }
             "+=" | "-=" | "*=" | "/=" | "||=" | "&&=" | "**=" | "%=" { kind = TK_OP_ASGN; goto op; }
+            "|=" | "&=" | "^=" | "<<=" | ">>=" { if (!was_value || L->in_params) goto unsupported; kind = TK_OP_ASGN; goto op; }
             "<=>" { kind = TK_CMP; goto op; }
             "===" { kind = TK_EQQ; goto op; }
             "=="  { kind = TK_EQ; goto op; }
@@ -674,6 +676,7 @@ static bool ruby_lex(rlex *L)
             "=>"  { kind = TK_ASSOC; goto op; }
             "="   { kind = TK_ASSIGN; goto op; }
             "<<"  { kind = TK_LSHIFT; goto op; }
+            ">>"  { kind = TK_RSHIFT; goto op; }
             "<="  { kind = TK_LE; goto op; }
             ">="  { kind = TK_GE; goto op; }
             "<"   { kind = TK_LT; goto op; }
@@ -681,6 +684,8 @@ static bool ruby_lex(rlex *L)
             "&&"  { kind = TK_ANDAND; goto op; }
             "||"  { kind = L->want_params ? TK_BAR : TK_OROR; goto op; }
             "|"   { kind = TK_BAR; goto op; }
+            "&"   { if (!was_value) goto unsupported; kind = TK_AMP; goto op; }
+            "^"   { if (!was_value) goto unsupported; kind = TK_CARET; goto op; }
             "!"   { kind = TK_BANG; goto op; }
             "..." { kind = TK_DOT3; goto op; }
             ".."  { kind = TK_DOT2; goto op; }
@@ -714,6 +719,7 @@ static bool ruby_lex(rlex *L)
             if (kind == TK_BAR) {
                 if (L->want_params) { L->in_params = true; L->want_params = false; }
                 else if (L->in_params) L->in_params = false;
+                else if (was_value && len == 1) kind = TK_PIPE;   /* binary |: Array union, Integer or, true | x */
                 else return lex_error(L, st, "unsupported Ruby operator '%.*s'", "|", 1);
             } else {
                 L->want_params = false;

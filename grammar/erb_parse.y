@@ -89,8 +89,11 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
     case '*': v = binop(ctx, s[1] == '*' ? TPL_AOP_POW : TPL_AOP_MUL, cur, rhs, op.off); break;
     case '/': v = binop(ctx, TPL_AOP_DIV, cur, rhs, op.off); break;
     case '%': v = binop(ctx, TPL_AOP_MOD, cur, rhs, op.off); break;
-    case '|': v = tpl_p_node(ctx, TPL_N_OR, op.off, cur, rhs); break;
-    default: v = tpl_p_node(ctx, TPL_N_AND, op.off, cur, rhs); break;
+    case '|': v = s[1] == '|' ? tpl_p_node(ctx, TPL_N_OR, op.off, cur, rhs) : method_s(ctx, cur, "|", arg1(ctx, rhs), op.off); break;
+    case '&': v = s[1] == '&' ? tpl_p_node(ctx, TPL_N_AND, op.off, cur, rhs) : method_s(ctx, cur, "&", arg1(ctx, rhs), op.off); break;
+    case '^': v = method_s(ctx, cur, "^", arg1(ctx, rhs), op.off); break;
+    case '<': v = method_s(ctx, cur, "<<", arg1(ctx, rhs), op.off); break;
+    default: v = method_s(ctx, cur, ">>", arg1(ctx, rhs), op.off); break;
     }
     return tpl_p_node(ctx, TPL_N_SET, op.off, lhs, v);
 }
@@ -128,7 +131,9 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
 %left ANDAND.
 %nonassoc CMP EQ EQQ NE MATCH NMATCH.
 %left GT GE LT LE.
-%left LSHIFT.
+%left PIPE CARET.
+%left AMP.
+%left LSHIFT RSHIFT.
 %left PLUS MINUS.
 %left STAR SLASH PERCENT.
 %right UMINUS.
@@ -197,6 +202,11 @@ arg(A) ::= arg(L) EQQ(T) arg(R). { A = method_s(ctx, L, "===", arg1(ctx, R), T.o
 arg(A) ::= arg(L) MATCH(T) arg(R). { A = method_s(ctx, L, "=~", arg1(ctx, R), T.off); }
 arg(A) ::= arg(L) NMATCH(T) arg(R). { A = not_(ctx, method_s(ctx, L, "=~", arg1(ctx, R), T.off), T.off); }
 arg(A) ::= arg(L) LSHIFT(T) arg(R). { A = method_s(ctx, L, "<<", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) RSHIFT(T) arg(R). { A = method_s(ctx, L, ">>", arg1(ctx, R), T.off); }
+/* Ruby's binary & | ^ are methods (Array intersection/union, Integer bits, true & x) */
+arg(A) ::= arg(L) AMP(T) arg(R). { A = method_s(ctx, L, "&", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) PIPE(T) arg(R). { A = method_s(ctx, L, "|", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) CARET(T) arg(R). { A = method_s(ctx, L, "^", arg1(ctx, R), T.off); }
 arg(A) ::= arg(L) ANDAND(T) arg(R). { A = NODE(AND, T.off, L, R); }
 arg(A) ::= arg(L) OROR(T) arg(R). { A = NODE(OR, T.off, L, R); }
 arg(A) ::= arg(L) DOT2(T) arg(R). { A = NODE(RRANGE, T.off, L, R); }

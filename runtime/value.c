@@ -352,8 +352,10 @@ static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at
 enum { EQ_MAX_DEPTH = 500 };
 
 /* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container). */
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql)
 {
+    if (eql && a.type != b.type && !(a.type == TPL_T_UNDEF && b.type == TPL_T_NONE) && !(a.type == TPL_T_NONE && b.type == TPL_T_UNDEF))
+        return false;
     if (tpl_is_num(a) && tpl_is_num(b)) {
         if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
             return a.u.i == b.u.i;
@@ -387,7 +389,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
         if (!tpl_fuel_charge(fuel, x->len))
             return -1;
         for (uint32_t i = 0; i < x->len; i++) {
-            int r = equal_rec(x->items[i], y->items[i], depth + 1, fuel);
+            int r = equal_rec(x->items[i], y->items[i], depth + 1, fuel, eql);
             if (r != 1)
                 return r;
         }
@@ -406,7 +408,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
             uint32_t at;
             if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at))
                 return false;
-            int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel);
+            int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel, eql);
             if (r != 1)
                 return r;
         }
@@ -417,8 +419,10 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
     }
 }
 
-bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL) == 1; }
-int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel); }
+bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, false) == 1; }
+int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, false); }
+bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, true) == 1; }
+int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, true); }
 
 /* ------------------------------------------------------------------ maps */
 
@@ -434,14 +438,14 @@ static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at
             if (!slot)
                 return false;
             const tpl_entry *e = &m->e[slot - 1];
-            if (e->hash == h && tpl_equal(e->key, key)) {
+            if (e->hash == h && (m->eql ? tpl_eql(e->key, key) : tpl_equal(e->key, key))) {
                 *at = slot - 1;
                 return true;
             }
         }
     }
     for (uint32_t i = 0; i < m->len; i++)
-        if (m->e[i].hash == h && tpl_equal(m->e[i].key, key)) {
+        if (m->e[i].hash == h && (m->eql ? tpl_eql(m->e[i].key, key) : tpl_equal(m->e[i].key, key))) {
             *at = i;
             return true;
         }

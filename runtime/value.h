@@ -177,6 +177,8 @@ typedef struct tpl_entry {
 typedef struct tpl_map {
     uint32_t len, cap;
     uint32_t idx_cap;   /* 0 = no index (linear scan); else power of two */
+    bool eql;           /* a Ruby Hash: keys compare by Ruby's eql? (tpl_eql: 1, 1.0 and true are three
+                         * keys), not Python's == (tpl_equal); the hash is the same either way */
     tpl_entry *e;
     uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
     /* For undefined-attribute messages: the container was a "dict object" (jinja) */
@@ -226,6 +228,11 @@ uint64_t tpl_hash_value(tpl_value v);
 
 /* Python `==`: numbers by value (True == 1), strings by bytes, containers element-wise. */
 bool tpl_equal(tpl_value a, tpl_value b);
+/* Ruby's eql? (the Hash key and Array#uniq/&/|/- test): tpl_equal without crossing types, so 1,
+ * 1.0 and true differ; arrays and hashes element-wise by eql?. */
+bool tpl_eql(tpl_value a, tpl_value b);
+/* tpl_eql charging *fuel as tpl_equal_metered does: 1 eql, 0 not, -1 fuel exhausted. */
+int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 /* tpl_equal charging one unit of *fuel per container element compared (tpl_fuel_charge): 1
  * equal, 0 not, -1 fuel exhausted. Renders compare values through tpl_vm_equal (vm.h). */
 int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);

@@ -82,6 +82,13 @@ static tpl_value str_of(tpl_vm *vm, tpl_value v)
 }
 
 static tpl_list *new_list(tpl_vm *vm, uint32_t cap) { return tpl_list_new(A(vm), cap); }
+/* A Ruby Hash (keys by eql?: 1, 1.0 and true are three keys); also the seen-sets of uniq, &, |, -. */
+static tpl_map *rb_map(tpl_vm *vm, uint32_t cap)
+{
+    tpl_map *m = tpl_map_new(A(vm), cap);
+    if (m) m->eql = true;
+    return m;
+}
 
 /* ------------------------------------------------------------------ equality and ordering */
 
@@ -660,9 +667,9 @@ int r_any_is_a_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    bool eq = false;
-    if (a[0].type == a[1].type && tpl_vm_rb_equal(vm, a[0], a[1], &eq) < 0) return -1;
-    *out = tpl_v_bool(eq);
+    int eq = tpl_eql_metered(a[0], a[1], tpl_vm_arena(vm)->fuel);
+    if (eq < 0) return tpl_vm_nomem(vm);
+    *out = tpl_v_bool(eq == 1);
     return 0;
 }
 
@@ -1914,23 +1921,20 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_arr_uniq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    /* by hash and eql? (Ruby's rb_ary_uniq): linear, the first of each key kept */
     tpl_list *l = L_(a[0]);
     tpl_value *keys = l->items;
     bool broke = false;
     if (tpl_vm_block(vm).pc && block_values(vm, l, &keys, out, &broke) < 0) return -1;
     if (broke) return 0;
     tpl_list *r = new_list(vm, l->len);
-    tpl_value *seen = tpl_arena_alloc(A(vm), (l->len + 1) * sizeof *seen);
+    tpl_map *seen = rb_map(vm, l->len + 1);
     if (!r || !seen) return oom(vm);
-    uint32_t ns = 0;
+    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, l->len)) return tpl_vm_nomem(vm);
     for (uint32_t i = 0; i < l->len; i++) {
-        bool dup = false;
-        for (uint32_t j = 0; j < ns && !dup; j++)
-            if (keys[i].type == seen[j].type && tpl_vm_rb_equal(vm, keys[i], seen[j], &dup) < 0) return -1;
-        if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, ns)) return tpl_vm_nomem(vm); /* quadratic: bounded by the fuel */
-        if (dup) continue;
-        seen[ns++] = keys[i];
-        r->items[r->len++] = l->items[i];
+        uint32_t before = seen->len;
+        if (!tpl_map_set(A(vm), seen, keys[i], tpl_v_none())) return oom(vm);
+        if (seen->len != before) r->items[r->len++] = l->items[i];
     }
     *out = tpl_v_list(r);
     return 0;
@@ -2259,7 +2263,7 @@ int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
         pl->len = l->len;
         l = pl;
     }
-    tpl_map *m = tpl_map_new(A(vm), l->len);
+    tpl_map *m = rb_map(vm, l->len);
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value p = l->items[i];
@@ -2279,7 +2283,7 @@ int r_arr_group_by(tpl_vm *vm, tpl_value *a, tpl_value *out)
     bool broke;
     if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
     if (broke) return 0;
-    tpl_map *m = tpl_map_new(A(vm), 4);
+    tpl_map *m = rb_map(vm, 4);
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value *g = tpl_map_get(m, keys[i]);
@@ -2376,7 +2380,7 @@ int r_hash_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int hash_filter(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
 {
-    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len);
+    tpl_map *m = M_(a[0]), *r = rb_map(vm, m->len);
     if (!r) return oom(vm);
     tpl_rb_block blk = tpl_vm_block(vm);
     for (uint32_t i = 0; i < m->len; i++) {
@@ -2395,7 +2399,7 @@ int r_hash_merge(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_map *m = M_(a[0]);
     if (a[1].type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, a[1]);
-    tpl_map *o = a[1].u.map, *r = tpl_map_new(A(vm), m->len + o->len);
+    tpl_map *o = a[1].u.map, *r = rb_map(vm, m->len + o->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), r, o->e[i].key, o->e[i].val)) return oom(vm);
@@ -2512,6 +2516,8 @@ static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
     return no_method(vm, a, op, strlen(op));
 }
 
+static int set_op(tpl_vm *vm, tpl_value self, tpl_list *others, int op, tpl_value *out);
+
 int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
 {
     char name[3] = { (char)op, 0, 0 };
@@ -2542,16 +2548,10 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (is_array(a) && is_array(b)) return 0;
         break;
     case '-':
-        if (is_array(a) && is_array(b)) {
-            tpl_list *l = new_list(vm, a.u.list->len);
-            if (!l) return oom(vm);
-            for (uint32_t i = 0; i < a.u.list->len; i++) {
-                tpl_value args[2] = { b, a.u.list->items[i] }, r;
-                r_arr_include_p(vm, args, &r);
-                if (!r.u.i) l->items[l->len++] = a.u.list->items[i];
-            }
-            *out = tpl_v_list(l);
-            return 1;
+        if (is_array(a) && is_array(b)) {   /* by hash and eql?, linear (Array#difference) */
+            tpl_value o[1] = { b };
+            tpl_list ol = { .items = o, .len = 1 };
+            return set_op(vm, a, &ol, '-', out) < 0 ? -1 : 1;
         }
         break;
     case '*':
@@ -2789,7 +2789,7 @@ int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* h[k] = v: a copy of the hash with k set (an existing key keeps its place, a new one goes last). */
 int r_hash_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len + 1);
+    tpl_map *m = M_(a[0]), *r = rb_map(vm, m->len + 1);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     if (!tpl_map_set(A(vm), r, a[1], a[2])) return oom(vm);
@@ -3570,7 +3570,7 @@ int r_arr_partition(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_arr_tally(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    tpl_map *m = tpl_map_new(A(vm), l->len);
+    tpl_map *m = rb_map(vm, l->len);
     if (!m) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value *c = tpl_map_get(m, l->items[i]);
@@ -3936,21 +3936,21 @@ static int set_op(tpl_vm *vm, tpl_value self, tpl_list *others, int op, tpl_valu
 {
     tpl_list *l = self.u.list;
     for (uint32_t k = 0; k < others->len; k++) if (!is_array(others->items[k])) return type_error(vm, TPL_VT_LIST, others->items[k]);
-    tpl_map *seen = tpl_map_new(A(vm), l->len + 1), *in = tpl_map_new(A(vm), 8);
+    tpl_map *seen = rb_map(vm, l->len + 1), *in = rb_map(vm, 8);
     tpl_list *r = new_list(vm, l->len);
     if (!seen || !in || !r) return oom(vm);
     tpl_value yes = tpl_v_bool(true);
     if (op == '-' || op == '&') {
         for (uint32_t k = 0; k < others->len; k++) {
             tpl_list *o = others->items[k].u.list;
-            tpl_map *cur = tpl_map_new(A(vm), o->len + 1);
+            tpl_map *cur = rb_map(vm, o->len + 1);
             if (!cur) return oom(vm);
             for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), cur, o->items[i], yes)) return oom(vm);
             if (k == 0 || op == '-') {
                 for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), in, o->items[i], yes)) return oom(vm);
                 if (op == '&') in = cur;
             } else {   /* &: only keys in every other array */
-                tpl_map *both = tpl_map_new(A(vm), in->len + 1);
+                tpl_map *both = rb_map(vm, in->len + 1);
                 if (!both) return oom(vm);
                 for (uint32_t i = 0; i < in->len; i++)
                     if (tpl_map_get(cur, in->e[i].key) && !tpl_map_set(A(vm), both, in->e[i].key, yes)) return oom(vm);
@@ -4039,7 +4039,7 @@ int r_hash_merge_all(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_map *m = M_(a[0]);
     tpl_list *others = L_(a[1]);
     tpl_rb_block blk = tpl_vm_block(vm);
-    tpl_map *r = tpl_map_new(A(vm), m->len + 4);
+    tpl_map *r = rb_map(vm, m->len + 4);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     for (uint32_t k = 0; k < others->len; k++) {
@@ -4071,7 +4071,7 @@ static int transform(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keys)
         *out = tpl_v_list(items);
         return 0;
     }
-    tpl_map *r = tpl_map_new(A(vm), m->len);
+    tpl_map *r = rb_map(vm, m->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_value x = keys ? m->e[i].key : m->e[i].val, v;
@@ -4093,7 +4093,7 @@ static int hash_pick(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
 {
     tpl_map *m = M_(a[0]);
     tpl_list *ks = L_(a[1]);
-    tpl_map *r = tpl_map_new(A(vm), keep ? ks->len : m->len);
+    tpl_map *r = rb_map(vm, keep ? ks->len : m->len);
     if (!r) return oom(vm);
     if (keep) {
         for (uint32_t i = 0; i < ks->len; i++) {
@@ -4121,7 +4121,7 @@ int r_hash_except(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_pick(v
 
 int r_hash_invert(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len);
+    tpl_map *m = M_(a[0]), *r = rb_map(vm, m->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_map_del(r, m->e[i].val);   /* a later equal value takes the key's place at the end, as Ruby */
@@ -4180,7 +4180,7 @@ int r_hash_each_value(tpl_vm *vm, tpl_value *a, tpl_value *out) { return hash_ea
 
 int r_hash_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_map *m = M_(a[0]), *r = tpl_map_new(A(vm), m->len);
+    tpl_map *m = M_(a[0]), *r = rb_map(vm, m->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++)
         if (m->e[i].val.type != TPL_T_NONE && m->e[i].val.type != TPL_T_UNDEF && !tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val))
@@ -4301,4 +4301,82 @@ int r_k_raise(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     if (e.type != TPL_T_STR || tpl_given(m)) return tpl_vm_error(vm, TPL_ERR_TYPE, "exception class/object expected (TypeError)");
     return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s (RuntimeError)", (int)e.len, e.u.s);
+}
+
+/* ---- the binary operators & | ^ << >> (the parser makes them method calls, as Ruby does) */
+
+/* Array#& / Array#| : intersection / union by hash and eql? (order of the receiver, then the
+ * argument's new items), as Array#intersection / #union with one argument. */
+static int arr_setop1(tpl_vm *vm, tpl_value *a, int op, tpl_value *out)
+{
+    if (!is_array(a[1])) return type_error(vm, TPL_VT_LIST, a[1]);
+    tpl_value o[1] = { a[1] };
+    tpl_list ol = { .items = o, .len = 1 };
+    return set_op(vm, a[0], &ol, op, out);
+}
+int r_arr_and(tpl_vm *vm, tpl_value *a, tpl_value *out) { return arr_setop1(vm, a, '&', out); }
+int r_arr_or(tpl_vm *vm, tpl_value *a, tpl_value *out) { return arr_setop1(vm, a, '|', out); }
+
+/* Integer#& | ^ << >> (Float has none: NoMethodError; a non-integer argument cannot be coerced). */
+static int int_bits(tpl_vm *vm, tpl_value *a, const char *name, tpl_value *out)
+{
+    if (a[0].type != TPL_T_INT) return no_method(vm, a[0], name, strlen(name));
+    tpl_value b = a[1];
+    if (b.type != TPL_T_INT) {
+        if (b.type == TPL_T_FLOAT && name[0] != '<' && name[0] != '>') {
+            tpl_sb sb;
+            tpl_sb_init(&sb, A(vm));
+            tpl_rb_inspect(&sb, b);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s can't be coerced into Integer (TypeError)", (int)sb.len, sb.p ? sb.p : "");
+        }
+        if (b.type == TPL_T_FLOAT) b = tpl_v_int((int64_t)b.u.f);
+        else if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into Integer (TypeError)");
+        else return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Integer (TypeError)", tpl_rb_class_name(b));
+    }
+    int64_t x = a[0].u.i, y = b.u.i;
+    switch (name[0]) {
+    case '&': *out = tpl_v_int(x & y); return 0;
+    case '|': *out = tpl_v_int(x | y); return 0;
+    case '^': *out = tpl_v_int(x ^ y); return 0;
+    default: break;
+    }
+    bool left = name[0] == '<';
+    if (y < 0) { left = !left; y = y == INT64_MIN ? INT64_MAX : -y; }
+    if (!left) { *out = tpl_v_int(y >= 63 ? (x < 0 ? -1 : 0) : x >> y); return 0; }
+    if (x == 0) { *out = tpl_v_int(0); return 0; }
+    if (y >= 63 || (x > 0 ? x > (INT64_MAX >> y) : x < (INT64_MIN >> y)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    *out = tpl_v_int((int64_t)((uint64_t)x << y));
+    return 0;
+}
+int r_num_band(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_bits(vm, a, "&", out); }
+int r_num_bor(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_bits(vm, a, "|", out); }
+int r_num_bxor(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_bits(vm, a, "^", out); }
+int r_num_lshift(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_bits(vm, a, "<<", out); }
+int r_num_rshift(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_bits(vm, a, ">>", out); }
+
+/* true/false/nil & | ^ (TrueClass, FalseClass, NilClass): booleans by the argument's truth. */
+static int bool_op(tpl_vm *vm, tpl_value *a, char op, tpl_value *out)
+{
+    tpl_value s = a[0];
+    if (s.type != TPL_T_BOOL && s.type != TPL_T_NONE && s.type != TPL_T_UNDEF) return no_method(vm, s, op == '&' ? "&" : op == '|' ? "|" : "^", 1);
+    bool x = tpl_truthy_rb(s), y = tpl_truthy_rb(a[1]);
+    *out = tpl_v_bool(op == '&' ? x && y : op == '|' ? x || y : x != y);
+    return 0;
+}
+int r_any_band(tpl_vm *vm, tpl_value *a, tpl_value *out) { return bool_op(vm, a, '&', out); }
+int r_any_bor(tpl_vm *vm, tpl_value *a, tpl_value *out) { return bool_op(vm, a, '|', out); }
+int r_any_bxor(tpl_vm *vm, tpl_value *a, tpl_value *out) { return bool_op(vm, a, '^', out); }
+
+/* nil.(hash)(k1, v1, k2, v2, ...): an ERB hash literal (compiler/lower_erb.c): a Ruby Hash, keys by
+ * eql? (any value may be a key, arrays too); a repeated key keeps its first place, the last value. */
+int r_any_hash_lit(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *kv = L_(a[1]);
+    tpl_map *m = rb_map(vm, kv->len / 2);
+    if (!m) return oom(vm);
+    for (uint32_t i = 0; i + 1 < kv->len; i += 2)
+        if (!tpl_map_set(A(vm), m, kv->items[i], kv->items[i + 1])) return oom(vm);
+    *out = tpl_v_map(m);
+    return 0;
 }
