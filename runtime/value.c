@@ -347,7 +347,7 @@ static bool int_eq_float(int64_t i, double f)
     return float_as_int(f, &fi) && fi == i;
 }
 
-static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at);
+static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at, uint64_t *fuel);
 
 enum { EQ_MAX_DEPTH = 500 };
 
@@ -406,7 +406,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
             return -1;
         for (uint32_t i = 0; i < x->len; i++) {
             uint32_t at;
-            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at))
+            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at, fuel))
                 return false;
             int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel, eql);
             if (r != 1)
@@ -428,8 +428,14 @@ int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec
 
 enum { MAP_LINEAR_MAX = 8 };   /* maps up to this size are scanned linearly */
 
-/* Finds key (with hash h); sets *at to its entry index. */
-static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at)
+/* Finds key (with hash h); sets *at to its entry index. Key comparisons charge fuel (NULL:
+ * unmetered); when it runs out the key is not found and *fuel is 0. */
+static bool keys_equal(const tpl_map *m, tpl_value a, tpl_value b, uint64_t *fuel)
+{
+    return equal_rec(a, b, 0, fuel, m->eql) == 1;
+}
+
+static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at, uint64_t *fuel)
 {
     if (m->idx_cap) {
         uint32_t mask = m->idx_cap - 1;
@@ -438,14 +444,14 @@ static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at
             if (!slot)
                 return false;
             const tpl_entry *e = &m->e[slot - 1];
-            if (e->hash == h && (m->eql ? tpl_eql(e->key, key) : tpl_equal(e->key, key))) {
+            if (e->hash == h && keys_equal(m, e->key, key, fuel)) {
                 *at = slot - 1;
                 return true;
             }
         }
     }
     for (uint32_t i = 0; i < m->len; i++)
-        if (m->e[i].hash == h && (m->eql ? tpl_eql(m->e[i].key, key) : tpl_equal(m->e[i].key, key))) {
+        if (m->e[i].hash == h && keys_equal(m, m->e[i].key, key, fuel)) {
             *at = i;
             return true;
         }
@@ -504,7 +510,7 @@ bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val)
 {
     uint64_t h = tpl_hash_value(key);
     uint32_t at;
-    if (map_lookup(m, key, h, &at)) {
+    if (map_lookup(m, key, h, &at, a ? a->fuel : NULL)) {
         m->e[at].val = val;
         return true;
     }
@@ -538,7 +544,13 @@ bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val)
 tpl_value *tpl_map_get(const tpl_map *m, tpl_value key)
 {
     uint32_t at;
-    return map_lookup(m, key, tpl_hash_value(key), &at) ? &m->e[at].val : NULL;
+    return map_lookup(m, key, tpl_hash_value(key), &at, NULL) ? &m->e[at].val : NULL;
+}
+
+tpl_value *tpl_map_get_metered(const tpl_map *m, tpl_value key, uint64_t *fuel)
+{
+    uint32_t at;
+    return map_lookup(m, key, tpl_hash_value(key), &at, fuel) ? &m->e[at].val : NULL;
 }
 
 tpl_value *tpl_map_get_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)
@@ -566,7 +578,7 @@ tpl_value *tpl_map_get_str(const tpl_map *m, const char *s, size_t n, uint64_t h
 bool tpl_map_del(tpl_map *m, tpl_value key)
 {
     uint32_t at;
-    if (!map_lookup(m, key, tpl_hash_value(key), &at))
+    if (!map_lookup(m, key, tpl_hash_value(key), &at, NULL))
         return false;
     memmove(&m->e[at], &m->e[at + 1], (size_t)(m->len - at - 1) * sizeof *m->e);
     m->len--;

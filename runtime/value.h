@@ -214,10 +214,15 @@ static inline tpl_value tpl_v_map(tpl_map *m) { tpl_value v = {0}; v.type = TPL_
 tpl_list *tpl_list_new(tpl_arena *a, uint32_t cap);
 bool tpl_list_push(tpl_arena *a, tpl_list *l, tpl_value v);
 tpl_map *tpl_map_new(tpl_arena *a, uint32_t cap);
-/* Sets key to val (replacing in place, keeping the first insertion position). */
+/* Sets key to val (replacing in place, keeping the first insertion position). Comparing keys
+ * charges a->fuel (a render's arena): when it runs out the key is added as new and *a->fuel is 0,
+ * which the caller must check (tpl_vm_nomem reports the fuel error). */
 bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val);
 /* Looks a key up; NULL when absent. Keys compare with Python equality (1 == 1.0 == True). */
 tpl_value *tpl_map_get(const tpl_map *m, tpl_value key);
+/* tpl_map_get charging *fuel for comparing container keys (NULL: unmetered); when it runs out the
+ * key is not found and *fuel is 0 (the caller ends the render: tpl_vm_nomem). */
+tpl_value *tpl_map_get_metered(const tpl_map *m, tpl_value key, uint64_t *fuel);
 /* Fast path for string keys with a precomputed tpl_hash_str hash. */
 tpl_value *tpl_map_get_str(const tpl_map *m, const char *s, size_t n, uint64_t hash);
 bool tpl_map_del(tpl_map *m, tpl_value key);

@@ -131,6 +131,11 @@ static void test_shared_structure(void)
         { "erb include?", "<%= [x].include?(y) %>" },
         { "erb sort", "<%= [x, y].sort.size %>" },
         { "erb uniq", "<%= [x, y].uniq.size %>" },
+        { "erb &", "<%= ([x] & [y]).size %>" },
+        { "erb -", "<%= ([x] - [y]).size %>" },
+        { "erb |", "<%= ([x] | [y]).size %>" },
+        { "erb hash keys", "<%= {x => 1, y => 2}.size %>" },
+        { "erb eql?", "<%= x.eql?(y) %>" },
     };
     for (size_t i = 0; i < sizeof ec / sizeof *ec; i++)
         expect(ec[i].name, E, rep(ep, eb, 60, ec[i].tail), lim, NULL, TPL_ERR_LIMIT, FUEL);

@@ -83,6 +83,13 @@ static tpl_value str_of(tpl_vm *vm, tpl_value v)
 
 static tpl_list *new_list(tpl_vm *vm, uint32_t cap) { return tpl_list_new(A(vm), cap); }
 /* A Ruby Hash (keys by eql?: 1, 1.0 and true are three keys); also the seen-sets of uniq, &, |, -. */
+/* Whether comparing keys in tpl_map_set ran out of fuel (the render then ends: tpl_vm_nomem). */
+static bool fuel_out(tpl_vm *vm)
+{
+    uint64_t *f = tpl_vm_arena(vm)->fuel;
+    return f && *f == 0;
+}
+
 static tpl_map *rb_map(tpl_vm *vm, uint32_t cap)
 {
     tpl_map *m = tpl_map_new(A(vm), cap);
@@ -1936,6 +1943,7 @@ int r_arr_uniq(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!tpl_map_set(A(vm), seen, keys[i], tpl_v_none())) return oom(vm);
         if (seen->len != before) r->items[r->len++] = l->items[i];
     }
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
     *out = tpl_v_list(r);
     return 0;
 }
@@ -3953,16 +3961,16 @@ static int set_op(tpl_vm *vm, tpl_value self, tpl_list *others, int op, tpl_valu
                 tpl_map *both = rb_map(vm, in->len + 1);
                 if (!both) return oom(vm);
                 for (uint32_t i = 0; i < in->len; i++)
-                    if (tpl_map_get(cur, in->e[i].key) && !tpl_map_set(A(vm), both, in->e[i].key, yes)) return oom(vm);
+                    if (tpl_map_get_metered(cur, in->e[i].key, tpl_vm_arena(vm)->fuel) && !tpl_map_set(A(vm), both, in->e[i].key, yes)) return oom(vm);
                 in = both;
             }
         }
     }
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value v = l->items[i];
-        if (op == '-') { if (!tpl_map_get(in, v)) r->items[r->len++] = v; continue; }
-        if (tpl_map_get(seen, v)) continue;
-        if (op == '&' && others->len && !tpl_map_get(in, v)) continue;
+        if (op == '-') { if (!tpl_map_get_metered(in, v, tpl_vm_arena(vm)->fuel)) r->items[r->len++] = v; continue; }
+        if (tpl_map_get_metered(seen, v, tpl_vm_arena(vm)->fuel)) continue;
+        if (op == '&' && others->len && !tpl_map_get_metered(in, v, tpl_vm_arena(vm)->fuel)) continue;
         if (!tpl_map_set(A(vm), seen, v, yes)) return oom(vm);
         r->items[r->len++] = v;
     }
@@ -3970,10 +3978,11 @@ static int set_op(tpl_vm *vm, tpl_value self, tpl_list *others, int op, tpl_valu
         for (uint32_t k = 0; k < others->len; k++) {
             tpl_list *o = others->items[k].u.list;
             for (uint32_t i = 0; i < o->len; i++) {
-                if (tpl_map_get(seen, o->items[i])) continue;
+                if (tpl_map_get_metered(seen, o->items[i], tpl_vm_arena(vm)->fuel)) continue;
                 if (!tpl_map_set(A(vm), seen, o->items[i], yes) || !tpl_list_push(A(vm), r, o->items[i])) return oom(vm);
             }
         }
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
     *out = tpl_v_list(r);
     return 0;
 }
@@ -4377,6 +4386,7 @@ int r_any_hash_lit(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!m) return oom(vm);
     for (uint32_t i = 0; i + 1 < kv->len; i += 2)
         if (!tpl_map_set(A(vm), m, kv->items[i], kv->items[i + 1])) return oom(vm);
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
     *out = tpl_v_map(m);
     return 0;
 }
