@@ -266,12 +266,15 @@ static bool erb_build_script(const char *src, size_t n, tpl_arena *a, erb_script
 
 /* ------------------------------------------------------------------ Ruby tokens */
 
+struct erb_feed;
 typedef struct rlex {
     tpl_pctx *ctx;
     const char *s;        /* script */
     size_t n;
-    tpl_token_vec *out;
+    tpl_token_vec *out;   /* the tokens (tpl_erb_tokens), or NULL: each goes to feed */
+    struct erb_feed *feed;
     int prev;             /* previous token kind (0 at the start) */
+    size_t prev_off;      /* offset of the previous token */
     size_t prev_end;      /* end offset of the previous token */
     int stack[256];       /* open brackets (token kinds) */
     int depth;
@@ -281,8 +284,17 @@ typedef struct rlex {
     tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
 } rlex;
 
+static void feed_tok(struct erb_feed *f, tpl_token t);
+
 static bool push_tok(rlex *L, int kind, size_t off, size_t len)
 {
+    if (!L->out) {
+        feed_tok(L->feed, (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind });
+        L->prev = kind;
+        L->prev_off = off;
+        L->prev_end = off + len;
+        return true;
+    }
     if (L->out->n == L->out->cap) {
         size_t nc = L->out->cap ? L->out->cap * 2 : 256;
         tpl_token *nv = realloc(L->out->v, nc * sizeof *nv);
@@ -292,6 +304,7 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
     }
     L->out->v[L->out->n++] = (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind };
     L->prev = kind;
+    L->prev_off = off;
     L->prev_end = off + len;
     return true;
 }
@@ -698,7 +711,7 @@ static bool ruby_lex(rlex *L)
             ":"   { kind = TK_COLON; goto op; }
             "("   { kind = (L->prev == TK_IDENT || L->prev == TK_CONST) && !spaced ? TK_LPCALL : TK_LPAREN; goto op; }
             ")"   { kind = TK_RPAREN; goto op; }
-            "["   { kind = (was_value && !spaced) || (L->prev == TK_IDENT && is_local(L, s + L->out->v[L->out->n - 1].off, L->out->v[L->out->n - 1].len)) ? TK_LBRACK_IDX : TK_LBRACK; goto op; }
+            "["   { kind = (was_value && !spaced) || (L->prev == TK_IDENT && is_local(L, s + L->prev_off, L->prev_end - L->prev_off)) ? TK_LBRACK_IDX : TK_LBRACK; goto op; }
             "]"   { kind = TK_RBRACK; goto op; }
             "{"   { kind = L->prev == TK_IDENT || L->prev == TK_RPAREN || L->prev == TK_CONST ? TK_LBRACE_BLK : TK_LBRACE; goto op; }
             "}"   { kind = TK_RBRACE; goto op; }
@@ -761,57 +774,87 @@ typedef struct erb_state {
 
 static erb_state *state_of(tpl_pctx *c) { return (erb_state *)c->front; }
 
+/* The parser fed as the tokenizer goes (issue 13 §1: the script's tokens are never all in
+ * memory). A parse error is put aside while the tokenizer runs on: a scan error anywhere in the
+ * range wins over it, as when the whole range was tokenized before parsing. */
+typedef struct erb_feed {
+    tpl_pctx *c;
+    void *parser;
+    uint32_t from;        /* the range's start in the script (token offsets are relative to it) */
+    /* open if/unless/case/do blocks, to say which one end of input left without its `end` */
+    uint32_t open_at[64];
+    size_t nopen, deep;
+    bool pfailed, pnomem; /* the parse failed (its error set aside in perr_off, pmsg) */
+    uint32_t perr_off;
+    char pmsg[sizeof ((tpl_pctx *)0)->msg];
+} erb_feed;
+
+static void feed_tok(erb_feed *f, tpl_token t)
+{
+    if (f->pfailed) return;
+    tpl_pctx *c = f->c;
+    t.off += f->from;
+    int k = t.kind;
+    if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_FOR || k == TK_WHILE || k == TK_UNTIL || k == TK_DO ||
+        k == TK_BEGIN) {
+        if (f->nopen < 64) f->open_at[f->nopen++] = t.off;
+        else f->deep++;
+    } else if (k == TK_END) {
+        if (f->deep) f->deep--;
+        else if (f->nopen) f->nopen--;
+    }
+    ErbParse(f->parser, k, t, c);
+    if (c->failed) { /* set aside; the tokenizer goes on (its errors come first) */
+        f->pfailed = true;
+        f->pnomem = c->nomem;
+        f->perr_off = c->err_off;
+        memcpy(f->pmsg, c->msg, sizeof f->pmsg);
+        c->failed = c->nomem = false;
+    }
+}
+
 /* Runs the Lemon parser over the tokens of script bytes [from, to). */
 static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
 {
-    tpl_token_vec toks = { 0 };
+    void *parser = ErbParseAlloc(malloc);
+    if (!parser) { tpl_pctx_nomem(c, 0); return false; }
+    erb_feed f;
+    memset(&f, 0, sizeof f);
+    f.c = c;
+    f.parser = parser;
+    f.from = (uint32_t)from;
     rlex L = { 0 };
     L.ctx = c;
     L.s = c->src + from;
     L.n = to - from;
-    L.out = &toks;
+    L.feed = &f;
+    tpl_node *save = c->root;
+    c->root = NULL;
     bool ok = ruby_lex(&L);
-    if (ok) {
-        for (size_t i = 0; i < toks.n; i++) toks.v[i].off += (uint32_t)from;
-        void *parser = ErbParseAlloc(malloc);
-        if (!parser) { tpl_pctx_nomem(c, 0); free(toks.v); return false; }
-        tpl_node *save = c->root;
-        c->root = NULL;
-        /* open if/unless/case/do blocks, to say which one end of input left without its `end` */
-        uint32_t open_at[64];
-        size_t nopen = 0, deep = 0;
-        for (size_t i = 0; i < toks.n && !c->failed; i++) {
-            int k = toks.v[i].kind;
-            if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_FOR || k == TK_WHILE || k == TK_UNTIL ||
-                k == TK_DO || k == TK_BEGIN) {
-                if (nopen < 64) open_at[nopen++] = toks.v[i].off;
-                else deep++;
-            } else if (k == TK_END) {
-                if (deep) deep--;
-                else if (nopen) nopen--;
-            }
-            ErbParse(parser, k, toks.v[i], c);
-        }
-        if (!c->failed) {
-            tpl_token eof = { .off = (uint32_t)to };
-            ErbParse(parser, 0, eof, c);
-            if (c->failed && (c->err_off == (uint32_t)to || c->err_off == (uint32_t)c->n) && nopen) {
-                uint32_t at = open_at[nopen - 1];
-                const char *kw = c->src + at;
-                int kwlen = 0;
-                while (kwlen < 6 && kw[kwlen] >= 'a' && kw[kwlen] <= 'z') kwlen++;
-                c->err_off = at;
-                snprintf(c->msg, sizeof c->msg,
-                         "syntax error, unexpected end of template: this '%.*s' is never closed (missing 'end')", kwlen, kw);
-            }
-        }
-        ErbParseFree(parser, free);
-        *root = c->root;
-        c->root = save;
-        ok = !c->failed && *root;
+    if (ok && f.pfailed) { /* the parse error, now that the whole range scanned */
+        c->failed = true;
+        c->nomem = f.pnomem;
+        c->err_off = f.perr_off;
+        memcpy(c->msg, f.pmsg, sizeof c->msg);
+        ok = false;
     }
-    free(toks.v);
-    return ok;
+    if (ok) {
+        tpl_token eof = { .off = (uint32_t)to };
+        ErbParse(parser, 0, eof, c);
+        if (c->failed && (c->err_off == (uint32_t)to || c->err_off == (uint32_t)c->n) && f.nopen) {
+            uint32_t at = f.open_at[f.nopen - 1];
+            const char *kw = c->src + at;
+            int kwlen = 0;
+            while (kwlen < 6 && kw[kwlen] >= 'a' && kw[kwlen] <= 'z') kwlen++;
+            c->err_off = at;
+            snprintf(c->msg, sizeof c->msg,
+                     "syntax error, unexpected end of template: this '%.*s' is never closed (missing 'end')", kwlen, kw);
+        }
+    }
+    ErbParseFree(parser, free);
+    *root = c->root;
+    c->root = save;
+    return ok && !c->failed && *root;
 }
 
 static bool is_elsif(const tpl_node *n) { return n->kind == TPL_N_IF && n->c && n->c->kind == TPL_N_IF && !n->c->next; }
