@@ -75,6 +75,10 @@ bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind);
 
 /* Compiles an ERB TEMPLATE node (Ruby semantics; compiler/lower_erb.c). */
 bool tpl_erb_lower(tpl_comp *c, tpl_node *root);
+/* The same one top-level statement at a time (a streaming compile, tpl_erb_parse with c->top):
+ * each statement n in order (frozen: the template's tpl_erb_frozen is 1), then the end. */
+void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen);
+bool tpl_erb_lower_end(tpl_comp *c);
 
 /* Records a tr() call at source offset off whose text is `text` (a CONST str node is a literal;
  * anything else, or NULL, is reported by tplc lint as not extractable). */

@@ -1055,13 +1055,22 @@ static void body(erb_low *L, tpl_node *n)
     for (; n && !tpl_c_failed(C); n = n->next) stmt(L, n);
 }
 
-bool tpl_erb_lower(tpl_comp *c, tpl_node *root)
+void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
 {
-    erb_low low = { c, NULL, root->op == 1 };
-    erb_low *L = &low;
-    body(L, root->b);
+    erb_low low = { c, NULL, frozen };
+    body(&low, n);
+}
+
+bool tpl_erb_lower_end(tpl_comp *c)
+{
     const tpl_options *o = tpl_c_options(c);
     if (o->tidy) tpl_c_emit(c, TPL_OP_TIDY_PY, 0, 0);
     tpl_c_emit(c, TPL_OP_HALT, 0, 0);
     return !tpl_c_failed(c);
+}
+
+bool tpl_erb_lower(tpl_comp *c, tpl_node *root)
+{
+    tpl_erb_lower_stmt(c, root->b, root->op == 1);
+    return tpl_erb_lower_end(c);
 }

@@ -175,6 +175,7 @@ static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *
 typedef struct stream_state {
     tpl_comp *c;
     tpl_pctx *pc;
+    bool erb, frozen;     /* an ERB template (frozen: string literals are frozen) */
     bool deep;
     uint32_t deep_off;
     char deep_msg[320];
@@ -200,16 +201,42 @@ static void stream_top(void *data, tpl_node *node)
             st->deep_nomem = dp.nomem;
             memcpy(st->deep_msg, dp.msg, sizeof st->deep_msg);
         } else if (!tpl_c_failed(st->c)) {
-            tpl_comp_stream_stmt(st->c, node);
+            if (st->erb) tpl_erb_lower_stmt(st->c, node, st->frozen);
+            else tpl_comp_stream_stmt(st->c, node);
         }
     }
     tpl_arena_reset(st->pc->arena);
 }
 
+/* The end of a streaming compile whose parse returned `parsed`: errors in the order the
+ * whole-tree compile gives them: a parse error anywhere, else the first statement nested too
+ * deeply, else the first compile error. */
+static tpl_status stream_finish(tpl_program *p, stream_state *st, bool parsed, tpl_error *err)
+{
+    tpl_pctx *pc = st->pc;
+    tpl_status rc = TPL_OK;
+    if (!parsed) {
+        rc = compile_error(p, err, pc->src, pc->n, pc->err_off, pc->nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
+                           pc->failed ? pc->msg : "syntax error");
+        tpl_comp_finish(st->c);
+    } else if (st->deep) {
+        rc = compile_error(p, err, pc->src, pc->n, st->deep_off, st->deep_nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
+                           st->deep_msg);
+        tpl_comp_finish(st->c);
+    } else {
+        if (st->erb) tpl_erb_lower_end(st->c);
+        else tpl_comp_stream_end(st->c);
+        tpl_comp_finish(st->c);
+        uint32_t off;
+        const char *msg;
+        tpl_error_kind kind;
+        if (tpl_comp_error(st->c, &off, &msg, &kind)) rc = compile_error(p, err, pc->src, pc->n, off, kind, msg);
+    }
+    return rc;
+}
+
 /* Jinja, one top-level statement at a time (tpl_jinja_streamable templates): the tree of one
- * statement is in memory at a time, not the template's (issue 13 §1). Errors come in the order
- * the whole-tree compile gives them: a parse error anywhere, else the first statement nested
- * too deeply, else the first compile error. */
+ * statement is in memory at a time, not the template's (issue 13 §1). */
 static tpl_status compile_jinja_stream(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks, tpl_error *err)
 {
     tpl_arena tmp, ctmp;
@@ -230,21 +257,7 @@ static tpl_status compile_jinja_stream(tpl_program *p, const char *src, size_t n
         pc.top_data = &st;
         bool ok = tpl_jinja_parse(&pc, toks);
         tpl_jtok_free(toks);
-        if (!ok) {
-            rc = compile_error(p, err, pc.src, pc.n, pc.err_off, pc.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
-                               pc.failed ? pc.msg : "syntax error");
-            tpl_comp_finish(st.c);
-        } else if (st.deep) {
-            rc = compile_error(p, err, src, n, st.deep_off, st.deep_nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, st.deep_msg);
-            tpl_comp_finish(st.c);
-        } else {
-            tpl_comp_stream_end(st.c);
-            tpl_comp_finish(st.c);
-            uint32_t off;
-            const char *msg;
-            tpl_error_kind kind;
-            if (tpl_comp_error(st.c, &off, &msg, &kind)) rc = compile_error(p, err, src, n, off, kind, msg);
-        }
+        rc = stream_finish(p, &st, ok, err);
     }
     tpl_arena_free(&tmp);
     tpl_arena_free(&ctmp);
@@ -383,15 +396,35 @@ size_t tpl_program_tr_calls(const tpl_program *p, tpl_tr_call *out, size_t max)
     return p->ntrcalls;
 }
 
+/* ERB, one top-level statement at a time (every ERB template: its lowering needs nothing from
+ * the statements after one; issue 13 §1): the tokenizer feeds the parser, each statement is
+ * compiled and its tree freed as soon as it is parsed; the script and its texts stay (pc.keep,
+ * the compiler's arena). */
 tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error *err)
 {
-    tpl_arena tmp;
+    tpl_arena tmp, ctmp;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);
-    bool ok = tpl_erb_parse(&pc);
-    tpl_status st = lower_ast(p, &pc, ok, tpl_erb_lower, err);
+    tpl_arena_init(&ctmp, 0);
+    ctmp.budget = p->budget;
+    stream_state st = { 0 };
+    st.pc = &pc;
+    st.erb = true;
+    st.frozen = tpl_erb_frozen(src, n) == 1;
+    tpl_status rc = TPL_OK;
+    st.c = tpl_comp_new(p, &ctmp, src, n);
+    if (!st.c) {
+        rc = compile_error(p, err, src, n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
+    } else {
+        pc.top = stream_top;
+        pc.top_data = &st;
+        pc.keep = &ctmp;
+        bool ok = tpl_erb_parse(&pc);
+        rc = stream_finish(p, &st, ok, err);
+    }
     tpl_arena_free(&tmp);
-    return st;
+    tpl_arena_free(&ctmp);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ disassembly */

@@ -18,6 +18,16 @@
  * source offsets). c->arena holds the AST; c->src/c->n must be the template source. Returns
  * false with c->err_off (a source offset) and c->msg on failure. */
 bool tpl_erb_parse(tpl_pctx *c);
+/* A streaming parse: with c->top set, tpl_erb_parse hands each top-level statement (its offsets
+ * source offsets) to c->top as soon as it is parsed, and c->root's body stays empty; c->keep
+ * then holds the script and texts the statements point into (it must outlive their compile),
+ * c->arena may be reset by top after each statement. Errors as in a whole parse: a scan error
+ * anywhere first, then the first parse error (the statements before it were handed over). */
+
+/* Whether the template starts with a frozen_string_literal magic comment (ERB::Compiler's
+ * detect_magic_comment): 1 "true" (string literals are frozen), 0 another value, -1 none. The
+ * TEMPLATE node's op is 1 exactly when this is 1. */
+int tpl_erb_frozen(const char *src, size_t n);
 
 /* The ERB tokens as `tplc dump --tokens` shows them: builds the script as tpl_erb_parse does and
  * tokenizes it with the same Ruby tokenizer (no parse), calling fn for each token in order with

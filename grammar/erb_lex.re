@@ -282,6 +282,7 @@ typedef struct rlex {
     bool want_params;     /* just after `{` (block) or `do` */
     int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
     tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
+    tpl_arena *larena;    /* where `locals` lives (NULL: ctx->arena) */
 } rlex;
 
 static void feed_tok(struct erb_feed *f, tpl_token t);
@@ -317,7 +318,7 @@ static bool is_local(rlex *L, const char *s, size_t n)
 
 static void add_local(rlex *L, const char *s, size_t n)
 {
-    L->locals.arena = L->ctx->arena;
+    L->locals.arena = L->larena ? L->larena : L->ctx->arena;
     if (!tpl_smap_put(&L->locals, s, n, 1)) tpl_pctx_nomem(L->ctx, (uint32_t)(s - L->s));
 }
 
@@ -813,8 +814,9 @@ static void feed_tok(erb_feed *f, tpl_token t)
     }
 }
 
-/* Runs the Lemon parser over the tokens of script bytes [from, to). */
-static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
+/* Runs the Lemon parser over the tokens of script bytes [from, to): the template's (top: its
+ * statements go to c->top when it streams) or a #{} body's (never streamed). */
+static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root, bool top)
 {
     void *parser = ErbParseAlloc(malloc);
     if (!parser) { tpl_pctx_nomem(c, 0); return false; }
@@ -828,7 +830,10 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
     L.s = c->src + from;
     L.n = to - from;
     L.feed = &f;
+    if (top) L.larena = c->keep;
     tpl_node *save = c->root;
+    void (*save_top)(void *, tpl_node *) = c->top;
+    if (!top) c->top = NULL;
     c->root = NULL;
     bool ok = ruby_lex(&L);
     if (ok && f.pfailed) { /* the parse error, now that the whole range scanned */
@@ -854,6 +859,7 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root)
     ErbParseFree(parser, free);
     *root = c->root;
     c->root = save;
+    c->top = save_top;
     return ok && !c->failed && *root;
 }
 
@@ -959,6 +965,25 @@ int64_t tpl_erb_line(tpl_pctx *c, tpl_token t)
     return line;
 }
 
+int tpl_erb_frozen(const char *src, size_t n) { return magic_frozen(src, n); }
+
+/* A streaming parse's tpl_pctx.top in between: each top-level statement's offsets become source
+ * offsets before it goes on to the compiler's top (stream_top, stream_data). */
+typedef struct erb_stream {
+    erb_state *es;
+    void (*top)(void *data, tpl_node *node);
+    void *data;
+} erb_stream;
+
+static void erb_top(void *data, tpl_node *node)
+{
+    erb_stream *st = data;
+    node->next = NULL;
+    map_offsets(&st->es->sc, node, 0, false);
+    map_offsets(&st->es->sc, node, 0, true);
+    st->top(st->data, node);
+}
+
 bool tpl_erb_parse(tpl_pctx *c)
 {
     const char *src = c->src;
@@ -970,7 +995,10 @@ bool tpl_erb_parse(tpl_pctx *c)
     es.line_shift = frozen >= 0;
     uint32_t eoff = 0;
     char msg[160];
-    if (!erb_build_script(src, n, c->arena, &es.sc, &eoff, msg, sizeof msg)) {
+    /* a streaming parse (c->top) resets c->arena after each statement: the script and its texts
+     * go to c->keep */
+    tpl_arena *keep = c->top && c->keep ? c->keep : c->arena;
+    if (!erb_build_script(src, n, keep, &es.sc, &eoff, msg, sizeof msg)) {
         if (es.sc.oom) tpl_pctx_nomem(c, eoff);
         else tpl_pctx_error(c, eoff, "%s", msg);
         free(es.sc.s);
@@ -979,7 +1007,7 @@ bool tpl_erb_parse(tpl_pctx *c)
         return false;
     }
     /* names and literals point into the script: it lives in the AST's arena */
-    char *script = tpl_arena_strdup(c->arena, es.sc.s, es.sc.n);
+    char *script = tpl_arena_strdup(keep, es.sc.s, es.sc.n);
     if (!script) {
         tpl_pctx_nomem(c, 0);
         free(es.sc.s);
@@ -992,16 +1020,27 @@ bool tpl_erb_parse(tpl_pctx *c)
     c->src = script;
     c->n = es.sc.n;
     c->front = &es;
+    erb_stream stream = { &es, c->top, c->top_data };
+    if (c->top) {
+        c->top = erb_top;
+        c->top_data = &stream;
+    }
     tpl_node *body = NULL;
-    bool ok = parse_range(c, 0, es.sc.n, &body);
+    bool ok = parse_range(c, 0, es.sc.n, &body, true);
+    if (stream.top) {
+        c->top = stream.top;
+        c->top_data = stream.data;
+    }
     uint32_t err = c->err_off;
     if (c->failed) err = err < es.sc.n ? sc_src(&es.sc, err) : (uint32_t)n;
     if (ok) {
         tpl_node *t = tpl_p_node(c, TPL_N_TEMPLATE, 0, NULL, NULL);
         t->op = frozen == 1;   /* frozen_string_literal: true (string literals are frozen) */
         t->b = body->kind == TPL_N_RSTMTS ? body->b : body;
-        map_offsets(&es.sc, t->b, 0, false);
-        map_offsets(&es.sc, t->b, 0, true);
+        if (!stream.top) {
+            map_offsets(&es.sc, t->b, 0, false);
+            map_offsets(&es.sc, t->b, 0, true);
+        }
         c->root = t;
         c->src = src;
         c->n = n;
@@ -1217,7 +1256,7 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
             if (e == (size_t)-1 || e >= len) { tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "unterminated #{} in string"); break; }
             size_t from = (size_t)(s - c->src) + i + 2, to = (size_t)(s - c->src) + e;
             tpl_node *code = NULL;
-            if (!parse_range(c, from, to, &code)) break;
+            if (!parse_range(c, from, to, &code, false)) break;
             tpl_node *st = tpl_p_node(c, TPL_N_RSTMTS, (uint32_t)from, NULL, NULL);
             st->b = code && code->kind == TPL_N_RSTMTS ? code->b : code;
             parts = tpl_node_append(parts, st);

@@ -141,7 +141,13 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
 %right BANG UPLUS.
 %left DOT LBRACK_IDX.
 
-program ::= compstmt(B). { ctx->root = NODE(RSTMTS, 0, NULL, B); }
+/* The template's top level: a streaming compile (ctx->top) takes each statement as soon as it is
+ * parsed (tpl_p_top; the tree then never holds more than one), else a list. A #{} body parsed
+ * on its own (tpl_erb_dstring) is a template's top level too: its parse has no ctx->top. */
+program ::= top_stmts(B) opt_terms. { ctx->root = NODE(RSTMTS, 0, NULL, B); }
+top_stmts(A) ::= . { A = NULL; }
+top_stmts(A) ::= stmt(S). { A = tpl_p_top(ctx, NULL, S); }
+top_stmts(A) ::= top_stmts(L) TERM stmt(S). { A = tpl_p_top(ctx, L, S); }
 
 compstmt(A) ::= stmts(S) opt_terms. { A = S; }
 stmts(A) ::= . { A = NULL; }

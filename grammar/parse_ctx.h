@@ -21,6 +21,10 @@ typedef struct tpl_pctx {
      * as it is parsed instead of into root's list; NULL: the whole tree is built. */
     void (*top)(void *top_data, tpl_node *node);
     void *top_data;
+    /* A streaming compile: the arena for what outlives a statement's tree (ERB: the script, its
+     * texts, the tokenizer's local names) while `arena` is reset after each statement; NULL:
+     * `arena` holds it all. */
+    tpl_arena *keep;
 } tpl_pctx;
 
 /* The grammar's top-level append: node to ctx->top when streaming (returns list unchanged),
