@@ -16,25 +16,106 @@
 
 enum { M_PUT = 1, M_INS_OPEN = 2, M_INS_CLOSE = 3 };   /* marker bytes in the script */
 
-typedef struct erb_text { uint32_t off, end; tpl_value s; } erb_text; /* source span [off, end) */
-
-/* A run of script bytes from `at` on: they come from source offset `off` on (adv: one source
- * byte per script byte) or all from `off` (generated text). */
-typedef struct erb_run {
-    uint32_t at, off, adv;
-} erb_run;
+/* The script byte -> source offset map, as runs: the bytes of a run from `at` on come from
+ * source offset `off` on (adv: one source byte per script byte) or all from `off` (generated
+ * text). A tag-heavy template has a run per two or three source bytes (issue 13 §1: twelve
+ * bytes a run was five times the source's size), so runs are stored as deltas: varint(at - the
+ * previous run's at), then varint(zigzag(off - the offset the previous run would give at `at`)
+ * << 1 | adv), with a checkpoint (the run's values and where the next run starts) every
+ * TPL_ERB_CK runs for lookups. */
+#define TPL_ERB_CK 32
+typedef struct erb_ck { uint32_t at, off, pos, adv; } erb_ck;
 
 typedef struct erb_script {
     char *s;            /* the script (heap) */
-    erb_run *map;       /* script byte -> source offset, as runs (ascending `at`; issue 13 §1: a
-                         * word per script byte was twice the source's size again) */
-    size_t nmap, mcap;
+    uint8_t *mb;        /* the runs, encoded */
+    size_t mbn, mbcap;
+    erb_ck *ck;         /* run k * TPL_ERB_CK's values, and mb's offset after it */
+    size_t nck, ckcap;
+    size_t nmap;        /* runs */
+    uint32_t last_at, last_off; /* the last run (joins and deltas) */
+    bool last_adv;
+    /* the last lookup's run (lookups come mostly in script order) */
+    size_t cur_run, cur_pos;
+    uint32_t cur_at, cur_off;
+    bool cur_adv, cur_ok;
     size_t n, cap;
-    erb_text *texts;    /* PUT markers' texts */
-    size_t ntexts, tcap;
     bool line_has_item; /* Buffer: items on the current line are joined by "; " */
     bool oom;
 } erb_script;
+
+static void sc_free(erb_script *sc)
+{
+    free(sc->s);
+    free(sc->mb);
+    free(sc->ck);
+    sc->s = NULL;
+    sc->mb = NULL;
+    sc->ck = NULL;
+}
+
+static size_t put_varint(uint8_t *b, uint64_t v)
+{
+    size_t k = 0;
+    while (v >= 0x80) { b[k++] = (uint8_t)(v | 0x80); v >>= 7; }
+    b[k++] = (uint8_t)v;
+    return k;
+}
+
+static uint64_t get_varint(const uint8_t *b, size_t *pos)
+{
+    uint64_t v = 0;
+    for (int sh = 0;; sh += 7) {
+        uint8_t x = b[(*pos)++];
+        v |= (uint64_t)(x & 0x7F) << sh;
+        if (!(x & 0x80)) return v;
+    }
+}
+
+/* Appends the run (at, off, adv). */
+static void map_add(erb_script *sc, uint32_t at, uint32_t off, bool adv)
+{
+    if (sc->mbn + 20 > sc->mbcap) {
+        size_t nc = sc->mbcap ? sc->mbcap * 2 : 1024;
+        uint8_t *nb = realloc(sc->mb, nc);
+        if (!nb) { sc->oom = true; return; }
+        sc->mb = nb;
+        sc->mbcap = nc;
+    }
+    uint32_t d = at - sc->last_at;
+    uint32_t pred = sc->last_adv ? sc->last_off + d : sc->last_off;
+    int64_t delta = (int64_t)off - (int64_t)pred;
+    uint64_t zz = delta < 0 ? ((uint64_t)-delta << 1) - 1 : (uint64_t)delta << 1;
+    sc->mbn += put_varint(sc->mb + sc->mbn, d);
+    sc->mbn += put_varint(sc->mb + sc->mbn, zz << 1 | adv);
+    if (sc->nmap % TPL_ERB_CK == 0) {
+        if (sc->nck == sc->ckcap) {
+            size_t nc = sc->ckcap ? sc->ckcap * 2 : 64;
+            erb_ck *nk = realloc(sc->ck, nc * sizeof *nk);
+            if (!nk) { sc->oom = true; return; }
+            sc->ck = nk;
+            sc->ckcap = nc;
+        }
+        sc->ck[sc->nck++] = (erb_ck){ at, off, (uint32_t)sc->mbn, adv };
+    }
+    sc->nmap++;
+    sc->last_at = at;
+    sc->last_off = off;
+    sc->last_adv = adv;
+}
+
+/* The run after (*at, *off, *adv), decoded from mb at *pos. */
+static void map_next(const uint8_t *mb, size_t *pos, uint32_t *at, uint32_t *off, bool *adv)
+{
+    uint32_t d = (uint32_t)get_varint(mb, pos);
+    uint64_t v = get_varint(mb, pos);
+    uint32_t pred = *adv ? *off + d : *off;
+    uint64_t zz = v >> 1;
+    int64_t delta = zz & 1 ? -(int64_t)((zz + 1) >> 1) : (int64_t)(zz >> 1);
+    *at += d;
+    *off = (uint32_t)((int64_t)pred + delta);
+    *adv = v & 1;
+}
 
 static void sc_put(erb_script *sc, const char *s, size_t n, uint32_t off, bool advance)
 {
@@ -50,39 +131,58 @@ static void sc_put(erb_script *sc, const char *s, size_t n, uint32_t off, bool a
     if (n) {
         bool fixed = !advance || n == 1; /* every byte from `off` (one byte: either way) */
         advance = advance || n == 1; /* (one byte: the same either way; lets byte-wise puts join) */
-        erb_run *last = sc->nmap ? &sc->map[sc->nmap - 1] : NULL;
         /* generated text after generated text from the same offset joins it too (a tag's "; "
          * and its marker: a run less per tag) */
-        bool joins = last && ((last->adv && advance && last->off + (sc->n - last->at) == off) ||
-                              (!last->adv && fixed && last->off == off));
-        if (!joins) {
-            if (sc->nmap == sc->mcap) {
-                size_t nc = sc->mcap ? sc->mcap * 2 : 256;
-                erb_run *nm = realloc(sc->map, nc * sizeof *nm);
-                if (!nm) { sc->oom = true; return; }
-                sc->map = nm;
-                sc->mcap = nc;
-            }
-            sc->map[sc->nmap++] = (erb_run){ (uint32_t)sc->n, off, advance };
-        }
+        bool joins = sc->nmap && ((sc->last_adv && advance && sc->last_off + (sc->n - sc->last_at) == off) ||
+                                  (!sc->last_adv && fixed && sc->last_off == off));
+        if (!joins) map_add(sc, (uint32_t)sc->n, off, advance);
     }
     memcpy(sc->s + sc->n, s, n);
     sc->n += n;
     sc->s[sc->n] = 0;
 }
 
-/* The source offset of script byte i (< sc->n). */
-static uint32_t sc_src(const erb_script *sc, size_t i)
+/* The map's arrays shrunk to their size, once the script is built. */
+static void map_shrink(erb_script *sc)
 {
-    size_t lo = 0, hi = sc->nmap;
+    if (sc->mbn) {
+        uint8_t *nb = realloc(sc->mb, sc->mbn);
+        if (nb) { sc->mb = nb; sc->mbcap = sc->mbn; }
+    }
+    if (sc->nck) {
+        erb_ck *nk = realloc(sc->ck, sc->nck * sizeof *nk);
+        if (nk) { sc->ck = nk; sc->ckcap = sc->nck; }
+    }
+}
+
+/* The source offset of script byte i (< sc->n). */
+static uint32_t sc_src(erb_script *sc, size_t i)
+{
+    size_t lo = 0, hi = sc->nck;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (sc->map[mid].at <= i) lo = mid + 1;
+        if (sc->ck[mid].at <= i) lo = mid + 1;
         else hi = mid;
     }
     if (!lo) return 0;
-    const erb_run *r = &sc->map[lo - 1];
-    return r->adv ? r->off + (uint32_t)(i - r->at) : r->off;
+    size_t k = lo - 1, run, pos;
+    uint32_t at, off;
+    bool adv;
+    if (sc->cur_ok && sc->cur_run / TPL_ERB_CK == k && sc->cur_at <= i) {
+        run = sc->cur_run, pos = sc->cur_pos, at = sc->cur_at, off = sc->cur_off, adv = sc->cur_adv;
+    } else {
+        const erb_ck *c = &sc->ck[k];
+        run = k * TPL_ERB_CK, pos = c->pos, at = c->at, off = c->off, adv = c->adv;
+    }
+    while (run + 1 < sc->nmap) {
+        size_t p = pos;
+        if (at + (uint32_t)get_varint(sc->mb, &p) > i) break;
+        map_next(sc->mb, &pos, &at, &off, &adv);
+        run++;
+    }
+    sc->cur_run = run, sc->cur_pos = pos, sc->cur_at = at, sc->cur_off = off, sc->cur_adv = adv;
+    sc->cur_ok = true;
+    return adv ? off + (uint32_t)(i - at) : off;
 }
 
 /* A growable content buffer: bytes with their source offsets. */
@@ -122,29 +222,31 @@ static void buf_cr(erb_script *sc, uint32_t off)
     sc->line_has_item = false;
 }
 
-/* add_put_cmd: the text, then as many line breaks as it holds. */
-static void add_put(erb_script *sc, erb_content *c, tpl_arena *a)
+/* A text between tags: its source span [off, end) (its bytes are the source's with each `<%%`
+ * read as `<%`: erb_put_text), none while off == end. */
+typedef struct erb_textspan { uint32_t off, end; } erb_textspan;
+
+static void text_add(erb_textspan *t, uint32_t off, uint32_t end)
 {
-    if (c->n == 0) return;
-    uint32_t off = c->off[0];
-    char *t = tpl_arena_strdup(a, c->s, c->n);
-    if (!t) { sc->oom = true; return; }
-    if (sc->ntexts == sc->tcap) {
-        size_t nc = sc->tcap ? sc->tcap * 2 : 64;
-        erb_text *nt = realloc(sc->texts, nc * sizeof *nt);
-        if (!nt) { sc->oom = true; return; }
-        sc->texts = nt;
-        sc->tcap = nc;
-    }
-    sc->texts[sc->ntexts] = (erb_text){ off, c->off[c->n - 1] + 1, tpl_v_str(t, c->n) };
+    if (t->off == t->end) t->off = off;
+    t->end = end;
+}
+
+/* add_put_cmd: the text, then as many line breaks as it holds. The marker holds the text's
+ * length in the source: its offset is the marker's own (its run is the text's offset), and its
+ * bytes are read from the source (erb_put_text), so nothing is copied (issue 13 §1: a long
+ * text took five bytes a byte here). */
+static void add_put(erb_script *sc, const char *src, erb_textspan *t)
+{
+    if (t->off == t->end) return;
+    uint32_t off = t->off, end = t->end;
     char mk[24];
-    int mn = snprintf(mk, sizeof mk, "%c%zu%c", M_PUT, sc->ntexts, M_PUT);
-    sc->ntexts++;
+    int mn = snprintf(mk, sizeof mk, "%c%u%c", M_PUT, (unsigned)(end - off), M_PUT);
     buf_push_begin(sc, off);
     sc_put(sc, mk, (size_t)mn, off, false);
-    for (size_t i = 0; i < c->n; i++)
-        if (c->s[i] == '\n') sc_put(sc, "\n", 1, c->off[i], false);
-    c->n = 0;
+    for (const char *p = src + off, *e = src + end; (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+        sc_put(sc, "\n", 1, (uint32_t)(p - src), false);
+    t->off = t->end = 0;
 }
 
 static void put_content(erb_script *sc, const erb_content *c, size_t n)
@@ -211,10 +313,10 @@ static void close_tag(erb_script *sc, erb_stag st, erb_content *c)
 }
 
 /* Builds the script of src; false with *err_off/msg on an unclosed tag (or out of memory). */
-static bool erb_build_script(const char *src, size_t n, tpl_arena *a, erb_script *sc, uint32_t *err_off,
-                             char *msg, size_t msgcap)
+static bool erb_build_script(const char *src, size_t n, erb_script *sc, uint32_t *err_off, char *msg, size_t msgcap)
 {
     erb_content c = { 0 };
+    erb_textspan text = { 0, 0 };
     erb_stag st = ST_NONE;
     uint32_t tag_off = 0;
     size_t i = 0;
@@ -224,19 +326,20 @@ static bool erb_build_script(const char *src, size_t n, tpl_arena *a, erb_script
         int t = tag_at(src + i, src + n, ls, &len);
         uint32_t off = (uint32_t)i;
         if (t == 0) {
-            ct_add(&c, src + i, 1, off);
+            if (st == ST_NONE) text_add(&text, off, off + 1);
+            else ct_add(&c, src + i, 1, off);
             i++;
             continue;
         }
         if (st == ST_NONE) {
             switch (t) {
             case T_LSTRIP: case T_OPEN_DASH: case T_OPEN: case T_OPEN_EQ: case T_OPEN_HASH:
-                add_put(sc, &c, a);
+                add_put(sc, src, &text);
                 st = t == T_OPEN_EQ ? ST_INSERT : t == T_OPEN_HASH ? ST_COMMENT : ST_CODE;
                 tag_off = (uint32_t)(i + len - (t == T_OPEN ? 2 : 3));
                 break;
-            case T_OPEN_PCT: ct_add(&c, "<%", 2, off); break;
-            default: ct_add(&c, src + i, len, off); break;   /* -%> %> %%> outside a tag */
+            case T_OPEN_PCT: text_add(&text, off, off + 2); break;   /* "<%" */
+            default: text_add(&text, off, off + (uint32_t)len); break;   /* -%> %> %%> outside a tag */
             }
         } else {
             switch (t) {
@@ -255,12 +358,13 @@ static bool erb_build_script(const char *src, size_t n, tpl_arena *a, erb_script
         free(c.off);
         return false;
     }
-    add_put(sc, &c, a);
+    add_put(sc, src, &text);
     bool oom = c.oom || sc->oom;
     free(c.s);
     free(c.off);
     if (oom) { sc->oom = true; *err_off = 0; snprintf(msg, msgcap, "%s", tpl_error_kind_format(TPL_EK_NOMEM)); return false; }
     if (!sc->s) sc_put(sc, "", 0, 0, false);
+    map_shrink(sc);
     return !sc->oom;
 }
 
@@ -775,6 +879,29 @@ typedef struct erb_state {
 
 static erb_state *state_of(tpl_pctx *c) { return (erb_state *)c->front; }
 
+/* The text of PUT marker t in script (its source span [*off, *end)): the source's bytes, each
+ * `<%%` read as `<%` (as erb_build_script took them), borrowed from the source unless it has
+ * one (then copied into a). A NULL string when out of memory. */
+static tpl_value erb_put_text(erb_state *es, tpl_arena *a, const char *script, tpl_token t, uint32_t *off, uint32_t *end)
+{
+    size_t len = (size_t)strtoul(script + t.off + 1, NULL, 10);
+    *off = sc_src(&es->sc, t.off);
+    if (*off > es->norig || len > es->norig - *off) len = 0; /* (cannot happen: the marker is ours) */
+    *end = *off + (uint32_t)len;
+    const char *p = es->orig + *off;
+    const char *pct = len >= 3 ? memmem(p, len, "<%%", 3) : NULL;
+    if (!pct) return tpl_v_str(p, len);
+    char *o = tpl_arena_alloc(a, len + 1);
+    if (!o) return tpl_v_str(NULL, 0);
+    size_t k = 0;
+    for (size_t i = 0; i < len;) {
+        if (i + 3 <= len && p[i] == '<' && p[i + 1] == '%' && p[i + 2] == '%') { o[k++] = '<'; o[k++] = '%'; i += 3; }
+        else o[k++] = p[i++];
+    }
+    o[k] = 0;
+    return tpl_v_str(o, k);
+}
+
 /* The parser fed as the tokenizer goes (issue 13 §1: the script's tokens are never all in
  * memory). A parse error is put aside while the tokenizer runs on: a scan error anywhere in the
  * range wins over it, as when the whole range was tokenized before parsing. */
@@ -867,7 +994,7 @@ static bool is_elsif(const tpl_node *n) { return n->kind == TPL_N_IF && n->c && 
 
 /* Maps every node's script offset to its source offset (clear: takes the marks off again). The
  * links of an elsif chain (an IF whose c is one IF) are walked in a loop, as siblings are. */
-static void map_offsets(const erb_script *sc, tpl_node *n, int depth, bool clear)
+static void map_offsets(erb_script *sc, tpl_node *n, int depth, bool clear)
 {
     for (; n; n = n->next) {
         for (tpl_node *x = n; x; x = is_elsif(x) ? x->c : NULL) {
@@ -998,21 +1125,17 @@ bool tpl_erb_parse(tpl_pctx *c)
     /* a streaming parse (c->top) resets c->arena after each statement: the script and its texts
      * go to c->keep */
     tpl_arena *keep = c->top && c->keep ? c->keep : c->arena;
-    if (!erb_build_script(src, n, keep, &es.sc, &eoff, msg, sizeof msg)) {
+    if (!erb_build_script(src, n, &es.sc, &eoff, msg, sizeof msg)) {
         if (es.sc.oom) tpl_pctx_nomem(c, eoff);
         else tpl_pctx_error(c, eoff, "%s", msg);
-        free(es.sc.s);
-        free(es.sc.map);
-        free(es.sc.texts);
+        sc_free(&es.sc);
         return false;
     }
     /* names and literals point into the script: it lives in the AST's arena */
     char *script = tpl_arena_strdup(keep, es.sc.s, es.sc.n);
     if (!script) {
         tpl_pctx_nomem(c, 0);
-        free(es.sc.s);
-        free(es.sc.map);
-        free(es.sc.texts);
+        sc_free(&es.sc);
         return false;
     }
     free(es.sc.s); /* (the arena's copy is the script from here on) */
@@ -1051,9 +1174,7 @@ bool tpl_erb_parse(tpl_pctx *c)
     c->n = n;
     c->front = NULL;
     c->err_off = err;
-    free(es.sc.s);
-    free(es.sc.map);
-    free(es.sc.texts);
+    sc_free(&es.sc);
     return ok && !c->failed;
 }
 
@@ -1066,7 +1187,7 @@ bool tpl_erb_tokens(tpl_pctx *c, tpl_erb_token_fn fn, void *data)
     es.norig = n;
     uint32_t eoff = 0;
     char msg[160];
-    bool ok = erb_build_script(src, n, c->arena, &es.sc, &eoff, msg, sizeof msg);
+    bool ok = erb_build_script(src, n, &es.sc, &eoff, msg, sizeof msg);
     if (!ok) {
         if (es.sc.oom) tpl_pctx_nomem(c, eoff);
         else tpl_pctx_error(c, eoff, "%s", msg);
@@ -1094,13 +1215,9 @@ bool tpl_erb_tokens(tpl_pctx *c, tpl_erb_token_fn fn, void *data)
         uint32_t off = t.off < es.sc.n ? sc_src(&es.sc, t.off) : (uint32_t)n;
         uint32_t end = t.len && t.off + t.len - 1 < es.sc.n ? sc_src(&es.sc, t.off + t.len - 1) + 1 : off;
         if (t.kind == TK_PUT) {   /* a text's marker: the text itself */
-            size_t idx = (size_t)strtoul(text + 1, NULL, 10);
-            if (idx < es.sc.ntexts) {
-                off = es.sc.texts[idx].off;
-                end = es.sc.texts[idx].end;
-                text = es.sc.texts[idx].s.u.s;
-                len = es.sc.texts[idx].s.len;
-            }
+            tpl_value v = erb_put_text(&es, c->arena, es.sc.s, t, &off, &end);
+            text = v.u.s;
+            len = v.len;
         } else if (t.kind == TK_INS_OPEN) {
             text = "<%=", len = 3;
         } else if (t.kind == TK_INS_CLOSE) {
@@ -1109,9 +1226,7 @@ bool tpl_erb_tokens(tpl_pctx *c, tpl_erb_token_fn fn, void *data)
         fn(data, t.kind, off, end < off ? off : end, text, len);
     }
     free(toks.v);
-    free(es.sc.s);
-    free(es.sc.map);
-    free(es.sc.texts);
+    sc_free(&es.sc);
     return ok;
 }
 
@@ -1120,9 +1235,11 @@ bool tpl_erb_tokens(tpl_pctx *c, tpl_erb_token_fn fn, void *data)
 tpl_node *tpl_erb_text(tpl_pctx *c, tpl_token t)
 {
     erb_state *es = state_of(c);
-    size_t idx = (size_t)strtoul(c->src + t.off + 1, NULL, 10);
     tpl_node *n = tpl_p_node(c, TPL_N_TEXT, t.off, NULL, NULL);
-    if (es && idx < es->sc.ntexts) n->val = es->sc.texts[idx].s;
+    uint32_t off, end;
+    if (!es) return n;
+    n->val = erb_put_text(es, c->arena, c->src, t, &off, &end);
+    if (!n->val.u.s) tpl_pctx_nomem(c, t.off);
     return n;
 }
 
