@@ -180,26 +180,30 @@ typedef struct stream_state {
     uint32_t deep_off;
     char deep_msg[320];
     bool deep_nomem;
+    tpl_pctx dp;          /* the depth check's context (set up once: touched only by an error) */
+    tpl_node root;        /* a TEMPLATE node: the statement at the depth it has under the root */
 } stream_state;
+
+static void stream_init(stream_state *st, tpl_pctx *pc)
+{
+    memset(st, 0, sizeof *st);
+    st->pc = pc;
+    st->dp.src = pc->src;
+    st->dp.n = pc->n;
+    st->root.kind = TPL_N_TEMPLATE;
+}
 
 /* tpl_pctx.top: checks and compiles one top-level statement, then frees its tree. */
 static void stream_top(void *data, tpl_node *node)
 {
     stream_state *st = data;
     if (!st->deep) {
-        tpl_pctx dp;
-        memset(&dp, 0, sizeof dp);
-        dp.src = st->pc->src;
-        dp.n = st->pc->n;
-        tpl_node root; /* the statement at the depth it has under the template's root */
-        memset(&root, 0, sizeof root);
-        root.kind = TPL_N_TEMPLATE;
-        root.b = node;
-        if (!tpl_p_check_depth(&dp, &root)) {
+        st->root.b = node;
+        if (!tpl_p_check_depth(&st->dp, &st->root)) {
             st->deep = true;
-            st->deep_off = dp.err_off;
-            st->deep_nomem = dp.nomem;
-            memcpy(st->deep_msg, dp.msg, sizeof st->deep_msg);
+            st->deep_off = st->dp.err_off;
+            st->deep_nomem = st->dp.nomem;
+            memcpy(st->deep_msg, st->dp.msg, sizeof st->deep_msg);
         } else if (!tpl_c_failed(st->c)) {
             if (st->erb) tpl_erb_lower_stmt(st->c, node, st->frozen);
             else tpl_comp_stream_stmt(st->c, node);
@@ -244,8 +248,8 @@ static tpl_status compile_jinja_stream(tpl_program *p, const char *src, size_t n
     pctx_init(&pc, &tmp, p, src, n);
     tpl_arena_init(&ctmp, 0);
     ctmp.budget = p->budget;
-    stream_state st = { 0 };
-    st.pc = &pc;
+    stream_state st;
+    stream_init(&st, &pc);
     tpl_status rc = TPL_OK;
     st.c = tpl_comp_new(p, &ctmp, src, n);
     if (!st.c) {
@@ -407,8 +411,8 @@ tpl_status tpl_compile_erb(tpl_program *p, const char *src, size_t n, tpl_error 
     pctx_init(&pc, &tmp, p, src, n);
     tpl_arena_init(&ctmp, 0);
     ctmp.budget = p->budget;
-    stream_state st = { 0 };
-    st.pc = &pc;
+    stream_state st;
+    stream_init(&st, &pc);
     st.erb = true;
     st.frozen = tpl_erb_frozen(src, n) == 1;
     tpl_status rc = TPL_OK;

@@ -158,11 +158,15 @@ static void map_shrink(erb_script *sc)
 /* The source offset of script byte i (< sc->n). */
 static uint32_t sc_src(erb_script *sc, size_t i)
 {
-    size_t lo = 0, hi = sc->nck;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (sc->ck[mid].at <= i) lo = mid + 1;
-        else hi = mid;
+    size_t lo = 0, hi = sc->nck, kc = sc->cur_run / TPL_ERB_CK;
+    if (sc->cur_ok && sc->cur_at <= i && (kc + 1 >= sc->nck || sc->ck[kc + 1].at > i)) {
+        lo = kc + 1; /* the cursor's block holds i's run: no search */
+    } else {
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (sc->ck[mid].at <= i) lo = mid + 1;
+            else hi = mid;
+        }
     }
     if (!lo) return 0;
     size_t k = lo - 1, run, pos;
@@ -884,7 +888,8 @@ static erb_state *state_of(tpl_pctx *c) { return (erb_state *)c->front; }
  * one (then copied into a). A NULL string when out of memory. */
 static tpl_value erb_put_text(erb_state *es, tpl_arena *a, const char *script, tpl_token t, uint32_t *off, uint32_t *end)
 {
-    size_t len = (size_t)strtoul(script + t.off + 1, NULL, 10);
+    size_t len = 0;
+    for (const char *d = script + t.off + 1; *d >= '0' && *d <= '9'; d++) len = len * 10 + (size_t)(*d - '0');
     *off = sc_src(&es->sc, t.off);
     if (*off > es->norig || len > es->norig - *off) len = 0; /* (cannot happen: the marker is ours) */
     *end = *off + (uint32_t)len;
