@@ -126,6 +126,8 @@ struct tpl_comp {
     size_t nchain_ends, chain_ends_cap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
+    scope *cur_block_base;   /* the scope the current block's body started from (super() sees it) */
+    loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
     uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
@@ -2403,11 +2405,17 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     } else {
         push_scope(c, false);
     }
+    scope *save_base = c->cur_block_base;
+    loopctx *save_bloop = c->cur_block_loop;
+    c->cur_block_base = c->fn->scope ? c->fn->scope->parent : NULL;
+    c->cur_block_loop = c->fn->loop;
     if (c->fn->scope) c->fn->scope->ctx_top = true;
     frame_init(c, def->b);
     b->active[pos] = true;
     body(c, def->b);
     b->active[pos] = false;
+    c->cur_block_base = save_base;
+    c->cur_block_loop = save_bloop;
     c->fn->scope = save_scope;
     c->root.scope = save_root;
     c->fn->loop = save_loop;
@@ -2425,9 +2433,17 @@ static bool block_call(tpl_comp *c, tpl_node *n)
     uint32_t slot;
     if (fn->kind == TPL_N_NAME && name_eq(fn->val, "super", 5) && c->cur_block && !n->b &&
         resolve(c, fn->val, &slot) == R_GLOBAL) {
+        /* the parent's block gets the context this block got (Jinja2's BlockReference): not
+         * the names this block set, nor the loops inside it */
+        scope *save_scope = c->fn->scope;
+        loopctx *save_loop = c->fn->loop;
+        c->fn->scope = c->cur_block_base;
+        c->fn->loop = c->cur_block_loop;
         emit(c, TPL_OP_CAPTURE, 0, 0);
         compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        c->fn->scope = save_scope;
+        c->fn->loop = save_loop;
         return true;
     }
     if (fn->kind == TPL_N_GETATTR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
@@ -2771,8 +2787,27 @@ static void stmt(tpl_comp *c, tpl_node *n)
     case TPL_N_INCLUDE: stmt_include(c, n); return;
     case TPL_N_IMPORT:
     case TPL_N_FROMIMPORT: stmt_import(c, n); return;
-    case TPL_N_EXTENDS: cerror(c, n->off, "extends must be the first tag of a template (and appear once)"); return;
+    case TPL_N_EXTENDS:
+        if (n->op & 1) {
+            /* after the template's top-level extends (check_extends) */
+            c->cur_off = n->off;
+            emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str("extended multiple times", 24)), 1);
+            emit(c, TPL_OP_POP, 0, -1);
+            return;
+        }
+        cerror(c, n->off, "extends is supported only at a template's top level (not inside if, or in an included or imported template)");
+        return;
     case TPL_N_BLOCK:
+        if ((n->op & 2) && (c->include_depth > 0 || !find_block(c, n->val) || find_block(c, n->val)->ndefs <= 1)) {
+            /* Jinja2's visit_Block: a required block placed here and defined nowhere else in the
+             * extends chain (an included template's blocks are its own) fails when it runs */
+            char msg[160];
+            snprintf(msg, sizeof msg, "Required block '%.*s' not found", (int)(n->val.len > 100 ? 100 : n->val.len), n->val.u.s);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, strlen(msg))), 1);
+            emit(c, TPL_OP_POP, 0, -1);
+            return;
+        }
         if (c->include_depth > 0) {
             /* a block of an included or imported template: that template's own block, rendered
              * in place (the main template's inheritance does not reach it) */
@@ -2894,6 +2929,44 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
     return c;
 }
 
+/* Jinja2's placement rules for extends (CodeGenerator.visit_Extends), over one template of the
+ * chain: an extends inside a for, with, macro, block, call, filter or set block is its compile
+ * error; one inside an if (or autoescape) after the template's first top-level extends (*known)
+ * raises "extended multiple times" when it runs (op bit 1); one inside an if before it would pick
+ * the parent at render time, which tpl does not do (a located compile error). */
+static void check_extends(tpl_comp *c, tpl_node *n, bool toplevel, bool *known, int depth)
+{
+    if (depth > TPL_MAX_AST_DEPTH) return;
+    for (; n && !c->failed; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_EXTENDS:
+            if (!toplevel) { cerror(c, n->off, "cannot use extend from a non top-level scope"); return; }
+            if (depth == 0 && !*known) { *known = true; break; }
+            if (!*known) {
+                cerror(c, n->off, "extends inside if, before the template's own top-level extends, is not supported (tpl resolves the parent template at compile time)");
+                return;
+            }
+            n->op |= 1;
+            break;
+        case TPL_N_IF:
+            check_extends(c, n->b, toplevel, known, depth + 1);
+            check_extends(c, n->c, toplevel, known, depth + 1);
+            break;
+        case TPL_N_AUTOESCAPE: check_extends(c, n->b, toplevel, known, depth + 1); break;
+        case TPL_N_FOR:
+            check_extends(c, n->c, false, known, depth + 1);
+            check_extends(c, tpl_node_d(n), false, known, depth + 1);
+            break;
+        case TPL_N_CALLBLOCK: check_extends(c, n->c, false, known, depth + 1); break;
+        case TPL_N_SETBLOCK: case TPL_N_MACRO: case TPL_N_FILTERBLOCK: case TPL_N_WITH: case TPL_N_BLOCK:
+        case TPL_N_GENERATION:
+            check_extends(c, n->b, false, known, depth + 1);
+            break;
+        default: break;
+        }
+    }
+}
+
 /* The start of template i's top level in an extends chain of n templates (frame_init_at). */
 static void chain_root_init(tpl_comp *c, tpl_node **chain, uint32_t n, uint32_t i)
 {
@@ -2912,6 +2985,10 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     chain[nchain++] = root;
     while (!c->failed) {
         tpl_node *ext = NULL, *names;
+        bool known = false;
+        c->cur_src = c->chain_src[nchain - 1];
+        check_extends(c, chain[nchain - 1]->b, true, &known, 0);
+        if (c->failed) break;
         for (tpl_node *s = chain[nchain - 1]->b; s; s = s->next)
             if (s->kind == TPL_N_EXTENDS) { ext = s; break; }
         if (!ext) break;
@@ -2953,7 +3030,14 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
                 s->next = next;
             }
             emit(c, TPL_OP_CAPTURE, 0, 0);
+            tpl_node *first_ext = s;
             for (; s && !c->failed; s = s->next) {
+                if (s->kind == TPL_N_EXTENDS && s != first_ext) {
+                    /* a second top-level extends: Jinja2 raises there and compiles nothing after */
+                    s->op |= 1;
+                    stmt(c, s);
+                    break;
+                }
                 if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
                 tpl_node *next = s->next;
                 s->next = NULL;

@@ -196,8 +196,10 @@ import_names(A) ::= import_names(L) COMMA import_name(I). { A = tpl_node_append(
 import_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 import_name(A) ::= NAME(T) AS NAME(U). { A = tpl_p_name(ctx, T); if (A) A->a = tpl_p_name(ctx, U); }
 stmt(A) ::= EXTENDS(T) expr(E) BLOCK_END. { A = NODE(EXTENDS, T.off, E, NULL); }
-stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) BLOCK_END body(B) ENDBLOCK block_end_name(E) BLOCK_END.
+stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) BLOCK_END body(B) ENDBLOCK(K) block_end_name(E) BLOCK_END.
     { A = with_op(with_val(NODE(BLOCK, T.off, NULL, B), tpl_p_tokstr(ctx, N)), O);
+      if ((O & 2) && !tpl_p_blank_body(B))
+          tpl_pctx_error(ctx, K.off, "Required blocks can only contain comments or whitespace");
       /* `{% endblock name %}` must repeat the block's name (Jinja2's parse_block) */
       if (E.len && (E.len != N.len || memcmp(ctx->src + E.off, ctx->src + N.off, N.len) != 0))
           tpl_pctx_error(ctx, E.off, "expected token 'end of statement block', got '%.*s'", (int)(E.len > 40 ? 40 : E.len), ctx->src + E.off); }

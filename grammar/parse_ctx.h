@@ -48,6 +48,9 @@ tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_p_float(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_p_node(tpl_pctx *c, int kind, uint32_t off, tpl_node *a, tpl_node *b);
 tpl_value tpl_p_tokstr(tpl_pctx *c, tpl_token t);    /* the token's bytes as a str value */
+/* Whether a block body holds only template text that is Python-isspace() (comments leave
+ * nothing): what Jinja2's parse_block allows in a `required` block. */
+bool tpl_p_blank_body(const tpl_node *body);
 /* {% trans %} as jinja2.ext.i18n parses it with newstyle gettext: context (a CONST str or NULL),
  * head (KWARG nodes from the grammar), the singular body (TEXT and NAME nodes) and the pluralize
  * part (ARG: a = NAME or NULL, b = body; NULL: none) become an OUTPUT of a call of gettext,

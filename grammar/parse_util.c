@@ -639,3 +639,13 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
     if (stack != local) free(stack);
     return ok;
 }
+
+bool tpl_p_blank_body(const tpl_node *body)
+{
+    for (const tpl_node *n = body; n; n = n->next) {
+        if (n->kind != TPL_N_TEXT) return false;
+        for (size_t i = 0; i < n->val.len;)
+            if (!tpl_py_isspace(tpl_utf8_next(n->val.u.s, n->val.len, &i))) return false;
+    }
+    return true;
+}
