@@ -1236,6 +1236,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         if (c->autoescape && b == TPL_B_FILTER_join) b = TPL_B_FILTER_join_ae;
         if (c->autoescape && b == TPL_B_FILTER_replace) b = TPL_B_FILTER_replace_ae;
         if (c->autoescape && b == TPL_B_FILTER_xmlattr) b = TPL_B_FILTER_xmlattr_ae;
+        if (c->autoescape && b == TPL_B_FILTER_urlize) b = TPL_B_FILTER_urlize_ae;
         if (n->a) expr(c, n->a);
         uint32_t w = call_args(c, n->b, 1);
         c->cur_off = n->off;
@@ -2313,6 +2314,12 @@ static void stmt_for(tpl_comp *c, tpl_node *n)
 /* Compiles a block body from template `tpl_index` of the inheritance chain. */
 static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off, int see);
 
+/* The environment's autoescape (Environment(autoescape=True): tpl_options.autoescape). */
+static bool env_autoescape(const tpl_comp *c)
+{
+    return c->syn == TPL_SYN_JINJA && c->p->opts.autoescape;
+}
+
 static tpl_block *find_block(tpl_comp *c, tpl_value name)
 {
     uint32_t i;
@@ -2410,10 +2417,15 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->cur_block_base = c->fn->scope ? c->fn->scope->parent : NULL;
     c->cur_block_loop = c->fn->loop;
     if (c->fn->scope) c->fn->scope->ctx_top = true;
+    /* a block's function is compiled with the environment's autoescape (Jinja2's visit_Template),
+     * whatever {% autoescape %} is around where it is placed */
+    bool save_ae = c->autoescape;
+    c->autoescape = env_autoescape(c);
     frame_init(c, def->b);
     b->active[pos] = true;
     body(c, def->b);
     b->active[pos] = false;
+    c->autoescape = save_ae;
     c->cur_block_base = save_base;
     c->cur_block_loop = save_bloop;
     c->fn->scope = save_scope;
@@ -2442,6 +2454,7 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_CAPTURE, 0, 0);
         compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        if (c->autoescape) emit_markup(c); /* BlockReference.__call__: Markup under autoescape */
         c->fn->scope = save_scope;
         c->fn->loop = save_loop;
         return true;
@@ -2451,6 +2464,7 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_CAPTURE, 0, 0);
         compile_block(c, fn->val, 0, n->off, BLOCK_SEE_TOP);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        if (c->autoescape) emit_markup(c);
         return true;
     }
     return false;
@@ -2476,7 +2490,9 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     bool save_nc = c->no_context, save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
     int save_src = c->cur_src;
+    bool save_ae = c->autoescape;
     c->include_depth++;
+    c->autoescape = env_autoescape(c); /* a loaded template: the environment's, not the {% autoescape %} around it */
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     if (without) c->no_context = true;
     c->cur_src = src;
@@ -2498,6 +2514,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->span_locked = save_lock;
     c->span_off = save_off;
     c->include_depth--;
+    c->autoescape = save_ae;
 }
 
 /* import / from-import: runs the template (output discarded, without context) and collects
@@ -2518,7 +2535,9 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     if (c->include_depth >= 16) { cerror(c, n->off, "include/import nesting too deep (16)"); return; }
     bool save_nc = c->no_context, save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
+    bool save_ae = c->autoescape;
     c->include_depth++;
+    c->autoescape = env_autoescape(c); /* a loaded template: the environment's, not the {% autoescape %} around it */
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     /* with context: the template sees the importer's names, as an include does (Jinja2) */
     bool with_ctx = (n->op & 4) != 0;
@@ -2585,6 +2604,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->span_locked = save_lock;
     c->span_off = save_off;
     c->include_depth--;
+    c->autoescape = save_ae;
     if (c->failed) return;
     c->cur_off = n->off;
     if (n->kind == TPL_N_IMPORT) {

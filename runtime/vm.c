@@ -350,6 +350,20 @@ static int method_kind(tpl_value v)
     }
 }
 
+/* Whether builtin method `id` is markupsafe.Markup's own (unescape, striptags, __html__,
+ * escape): builtins.def names its receiver `markup`; a plain str has no such attribute. */
+static bool markup_only(int id)
+{
+    const tpl_builtin_info *bi = tpl_lib_builtin(id);
+    return bi->kind == TPL_BK_STR && bi->params[0] == 'm';
+}
+
+/* The method of a str: none for Markup's own methods unless the str is markup. */
+static int str_method_gate(tpl_value self, int id)
+{
+    return id >= 0 && self.type == TPL_T_STR && !(self.flags & TPL_F_SAFE) && markup_only(id) ? -1 : id;
+}
+
 /* The builtin method `nm` names for a receiver of method kind `kind` (-1: none), from the ids
  * the compiler resolved (no string search at run time). */
 static int name_method(const tpl_name *nm, int kind)
@@ -471,7 +485,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
                 return 0;
             }
         }
-        int id = tpl_stdlib.find(method_kind(obj), name, n);
+        int id = str_method_gate(obj, tpl_stdlib.find(method_kind(obj), name, n));
         if (id >= 0) return bound_method(vm, obj, id, out);
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
         return 0;
@@ -2272,7 +2286,7 @@ top:
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         int kind = method_kind(self);
-        int id = !(self.flags & TPL_F_NS) ? name_method(&names[a], kind) : -1;
+        int id = !(self.flags & TPL_F_NS) ? str_method_gate(self, name_method(&names[a], kind)) : -1;
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (id >= 0) {
             /* self is already just below the arguments */
@@ -2347,6 +2361,9 @@ top:
         char *s = tpl_arena_strdup(&vm->arena, vm->out + mark, vm->out_len - mark);
         if (!s) { oom(vm); goto fail; }
         *result = tpl_v_str(s, vm->out_len - mark);
+        /* Environment(autoescape=True): a macro, caller or recursive loop returns Markup however
+         * it is reached (an imported module's attribute, a dict item), as Jinja2's Macro */
+        if (vm->p->opts.autoescape && vm->p->opts.syntax == TPL_SYNTAX_JINJA) result->flags = TPL_F_SAFE;
         vm->out_len = mark;
         return 0;
     }

@@ -69,7 +69,7 @@ static void default_symbol(const char *tpl, char *out, size_t cap);
 static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, size_t len, tpl_program **prog,
                      tpl_error *errout, char **msgout)
 {
-    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy ||
+    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy || o->autoescape ||
         o->max_compile_memory) {
         fprintf(stderr, "%s: error: compile-time flags do not apply to a .tplb (they were fixed by tplc compile)\n", path);
         return EXIT_USAGE;
@@ -94,7 +94,7 @@ static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, si
  * exits; its native code calls back into this tplc's libtpl, exported with -rdynamic). */
 static int load_shared(const tplc_opts *o, const char *path, tpl_program **prog)
 {
-    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy ||
+    if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy || o->autoescape ||
         o->max_compile_memory) {
         fprintf(stderr, "%s: error: compile-time flags do not apply to a compiled program (they were fixed by tplc compile)\n", path);
         return EXIT_USAGE;
@@ -151,6 +151,7 @@ int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **pr
     opt.keep_trailing_newline |= o->keep_nl;
     opt.strict |= o->strict;
     opt.tidy |= o->tidy;
+    opt.autoescape |= o->autoescape;
     /* tplc compile --lang L binds L into the program (DESIGN.md §3; kept by the .tplb) */
     if (o->cmd && strcmp(o->cmd->name, "compile") == 0) opt.lang = o->lang;
     opt.max_compile_memory = o->max_compile_memory;

@@ -46,6 +46,7 @@ static const flag flags[] = {
     { "--keep-trailing-newline", F_BOOL, OFF(keep_nl), NULL, NULL, "keep the template's final newline" },
     { "--strict", F_BOOL, OFF(strict), NULL, NULL, "undefined values are errors when printed, iterated or tested" },
     { "--tidy", F_BOOL, OFF(tidy), NULL, NULL, "strip line ends, squeeze blank lines, strip both ends" },
+    { "--autoescape", F_BOOL, OFF(autoescape), NULL, NULL, "Jinja: escape every {{ }} value as Environment(autoescape=True)" },
     { "--max-compile-memory", F_BYTES, OFF(max_compile_memory), "BYTES", NULL,
       "memory the compile may take (default 1G; K, M, G suffixes)" },
     { "--lang", F_STR, OFF(lang), "L", NULL, "the language tr() translates to" },
@@ -80,7 +81,7 @@ static const flag flags[] = {
 /* Flag groups usable in a command's flag list. */
 static const struct { const char *name, *flags; } groups[] = {
     { "@compile", "--syntax --profile --trim-blocks --lstrip-blocks --keep-trailing-newline --strict --tidy "
-                  "--max-compile-memory" },
+                  "--autoescape --max-compile-memory" },
     { "@limits", "--fuel --max-depth --max-output --max-memory" },
 };
 
@@ -233,7 +234,8 @@ static void main_help(void)
     usage(stdout);
     fputs("\nThe syntax follows the extension (.erb ERB, .fmt/.txt format strings, else Jinja) unless\n"
           "--syntax says otherwise; TEMPLATE - reads standard input. compile flags: --syntax, --profile,\n"
-          "--trim-blocks, --lstrip-blocks, --keep-trailing-newline, --strict, --tidy, --max-compile-memory\n"
+          "--trim-blocks, --lstrip-blocks, --keep-trailing-newline, --strict, --tidy, --autoescape,\n"
+          "--max-compile-memory "
           "(default 1G). Render limits\n"
           "(defaults): --fuel 20000000 instructions, --max-depth 200, --max-output 64M, --max-memory 256M.\n"
           "Exit status: 0 success, 1 template error, 2 usage or I/O error. More: man tplc and the README.\n",

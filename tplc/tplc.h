@@ -45,7 +45,7 @@ typedef struct tplc_opts {
     tplc_list facts, catalogs, trkeys;
     /* compile flags */
     const char *syntax, *profile;
-    bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy;
+    bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy, autoescape;
     uint64_t max_compile_memory; /* --max-compile-memory (0: the library's default) */
     /* render */
     const char *lang, *channel, *medium;

@@ -1755,6 +1755,15 @@ int f_xmlattr_ae(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Jinja2's do_urlize returns Markup under autoescape (it escapes the text itself). */
+int f_urlize_ae(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (f_urlize(vm, a, out) < 0)
+        return -1;
+    out->flags = TPL_F_SAFE;
+    return 0;
+}
+
 int f_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s, old, nw;
@@ -2591,6 +2600,37 @@ int f_striptags(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb_init(&b, ar);
     html_unescape(&b, c3.p ? c3.p : "", c3.len);
     return sb_done(vm, &b, out);
+}
+
+/* Markup.unescape(): html.unescape of the markup, a plain str (MarkupSafe 3). */
+int m_markup_unescape(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    html_unescape(&b, a[0].u.s, a[0].len);
+    return sb_done(vm, &b, out);
+}
+
+/* Markup.striptags(): what the striptags filter does (it calls this), a plain str. */
+int m_markup_striptags(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0];
+    s.flags &= (uint8_t)~TPL_F_SAFE;
+    return f_striptags(vm, &s, out);
+}
+
+/* Markup.__html__(): the markup itself. */
+int m_markup_html(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0];
+    return 0;
+}
+
+/* Markup.escape(s) (a classmethod): markupsafe.escape(s) as Markup, whatever the receiver. */
+int m_markup_escape(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    return escape_value(vm, a[1], false, out);
 }
 
 /* ------------------------------------------------------------------ wordwrap (textwrap) */

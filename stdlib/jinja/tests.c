@@ -67,7 +67,8 @@ int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_BOOL: RET(x.u.i == y.u.i);
     case TPL_T_INT: RET(x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256);
     case TPL_T_FLOAT: RET(false);
-    case TPL_T_STR: RET(x.len == y.len && (x.u.s == y.u.s || x.len == 0));
+    case TPL_T_STR: /* a Markup object is never the str it was made from */
+        RET(x.len == y.len && (x.u.s == y.u.s || x.len == 0) && (x.flags & TPL_F_SAFE) == (y.flags & TPL_F_SAFE));
     case TPL_T_UNDEF: RET(false);
     default: RET(x.u.p == y.u.p && x.aux == y.aux);
     }
