@@ -3149,7 +3149,10 @@ static bool finish_reads(tpl_comp *c)
 
 bool tpl_comp_finish(tpl_comp *c)
 {
-    if (!c->failed) thread_jumps(c);
+    if (!c->failed) {
+        thread_jumps(c);
+        tpl_peephole(c->code, c->n);
+    }
     tpl_program *p = c->p;
     if (c->failed) goto done;
     if (!tpl_locw_finish(&c->spanw, p)) { c_nomem(c, 0); goto done; }

@@ -20,6 +20,9 @@ bool tpl_comp_stream_end(tpl_comp *c);
 /* Moves code and tables into the program and releases the compiler's heap buffers. Must be
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);
+/* The peephole pass (compiler/peephole.c): rewrites the opcode of each instruction of code[0..n)
+ * that a superinstruction of opcodes.def (TPL_FUSED) covers; nothing else changes. */
+void tpl_peephole(uint32_t *code, size_t n);
 /* The first compile error, if any. */
 bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg, tpl_error_kind *kind);
 

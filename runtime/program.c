@@ -6,11 +6,68 @@
 #include "program.h"
 #include "library.h"
 
-const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
-#define TPL_OP(name, extra, fmt, pops, pushes, doc) { #name, extra, fmt, pops, pushes, doc },
+/* Each base row's columns as constants, so a superinstruction's row can take its base's. */
+enum {
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) \
+    OPX_EXTRA_##name = extra, OPX_POPS_##name = pops, OPX_PUSHES_##name = pushes, OPX_FLAGS_##name = flags,
+#define TPL_FUSED(name, base, next, doc)
 #include "opcodes.def"
 #undef TPL_OP
+#undef TPL_FUSED
 };
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) static const char opx_fmt_##name[] = fmt;
+#define TPL_FUSED(name, base, next, doc)
+#include "opcodes.def"
+#undef TPL_OP
+#undef TPL_FUSED
+
+const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) \
+    { #name, extra, opx_fmt_##name, pops, pushes, flags, TPL_OP_##name, NULL, doc },
+#define TPL_FUSED(name, base, next, doc) \
+    { #name, OPX_EXTRA_##base, opx_fmt_##base, OPX_POPS_##base, OPX_PUSHES_##base, \
+      OPX_FLAGS_##base | TPL_OPF_FUSED, TPL_OP_##base, next, doc },
+#include "opcodes.def"
+#undef TPL_OP
+#undef TPL_FUSED
+};
+
+/* Whether opcode op is named s[0..n). */
+static bool op_is(uint32_t op, const char *s, size_t n)
+{
+    const char *name = tpl_opinfo_table[op].name;
+    return strncmp(name, s, n) == 0 && name[n] == 0;
+}
+
+bool tpl_op_successors_match(uint32_t op, const uint32_t *code, size_t n, size_t pc)
+{
+    const tpl_opinfo *oi = &tpl_opinfo_table[op];
+    if (!oi->next) return false;
+    uint32_t a = TPL_INSN_A(code[pc]);
+    size_t at = pc + 1 + oi->extra;
+    for (const char *s = oi->next; *s;) {
+        while (*s == ' ') s++;
+        if (at >= n) return false;
+        uint32_t got = TPL_INSN_OP(code[at]);
+        if (got >= TPL_OP__COUNT) return false;
+        bool hit = false;
+        for (;;) { /* alternatives A|B|C, then an optional '=' */
+            size_t len = strcspn(s, "|= ");
+            /* the successor itself, or a superinstruction over it */
+            hit = hit || op_is(got, s, len) || op_is(tpl_op_base(got), s, len);
+            s += len;
+            if (*s != '|') break;
+            s++;
+        }
+        if (*s == '=') {
+            hit = hit && TPL_INSN_A(code[at]) == a;
+            s++;
+        }
+        if (!hit) return false;
+        at += 1 + tpl_opinfo_table[got].extra;
+    }
+    return true;
+}
 
 void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash)
 {

@@ -6,11 +6,27 @@
 #include "../include/tpl.h"
 
 struct tpl_native_frame;
+/* Facts about an opcode (the flags column of opcodes.def, which explains each). */
+enum {
+    TPL_OPF_GOTO = 1 << 0,       /* always jumps */
+    TPL_OPF_END = 1 << 1,        /* ends its function */
+    TPL_OPF_KEEP = 1 << 2,       /* the taken jump keeps the tested value */
+    TPL_OPF_LOOP = 1 << 3,       /* the taken jump pushes no item */
+    TPL_OPF_ROOT = 1 << 4,       /* slot operands: the template level's */
+    TPL_OPF_OUTER = 1 << 5,      /* slot operands: the closure's defining frame's */
+    TPL_OPF_READ = 1 << 6,       /* reads state name A */
+    TPL_OPF_READ_UNSET = 1 << 7, /* reads the name in word 1 when slot A is unset */
+    TPL_OPF_STORE = 1 << 8,      /* stores slot A */
+    TPL_OPF_SLOT16 = 1 << 9,     /* the slot is A & 0xFFFF */
+    TPL_OPF_FUSED = 1 << 10,     /* a superinstruction (TPL_FUSED row): base + successors */
+};
 
 typedef enum tpl_opcode {
-#define TPL_OP(name, extra, fmt, pops, pushes, doc) TPL_OP_##name,
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) TPL_OP_##name,
+#define TPL_FUSED(name, base, next, doc) TPL_OP_##name,
 #include "opcodes.def"
 #undef TPL_OP
+#undef TPL_FUSED
     TPL_OP__COUNT
 } tpl_opcode;
 
@@ -19,10 +35,22 @@ typedef struct tpl_opinfo {
     uint8_t extra;        /* operand words after the instruction word */
     const char *fmt;
     int8_t pops, pushes;  /* -1: depends on the operand */
+    uint16_t flags;       /* TPL_OPF_* */
+    uint8_t base;         /* the opcode whose semantics it has (itself, or a superinstruction's base) */
+    const char *next;     /* a superinstruction's successors (opcodes.def), else NULL */
     const char *doc;
 } tpl_opinfo;
 
 extern const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT];
+
+/* The opcode whose semantics op has: op itself, or a superinstruction's base. Analyses that ask
+ * what an instruction does (reads, stores, captures) switch on this, never on a fused opcode. */
+static inline uint32_t tpl_op_base(uint32_t op) { return tpl_opinfo_table[op].base; }
+/* Whether the instructions after pc (code[0..n)) are the successors superinstruction `op`
+ * requires (its opinfo's `next`; a successor may itself be fused over the opcode named), A being
+ * the fused instruction's operand. (runtime/program.c;
+ * the peephole pass chooses by it, the verifier checks by it.) */
+bool tpl_op_successors_match(uint32_t op, const uint32_t *code, size_t n, size_t pc);
 
 #define TPL_INSN(op, a) ((uint32_t)(op) | ((uint32_t)(a) << 8))
 #define TPL_INSN_OP(w) ((w) & 0xFF)

@@ -932,7 +932,8 @@ static const tpl_value *call_attr(const tpl_program *p, size_t pc)
     size_t next = pc + 1 + (size_t)tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra;
     if (next >= p->ncode) return NULL;
     uint32_t op = TPL_INSN_OP(p->code[next]), a = TPL_INSN_A(p->code[next]);
-    if (a >= p->nnames) return NULL;
+    if (op >= TPL_OP__COUNT || a >= p->nnames) return NULL;
+    op = tpl_op_base(op);
     switch (op) {
     case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: case TPL_OP_GETITEM_STR_RB:
         return &p->names[a].s;
@@ -959,6 +960,8 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
+        size_t len = 1 + (size_t)tpl_opinfo_table[op].extra;
+        op = tpl_op_base(op); /* a superinstruction reads what its base does */
         const tpl_value *name = NULL;
         tpl_read rd = { 0 };
         switch (op) {
@@ -1004,7 +1007,7 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
             if (k < cap) out[k] = rd;
             k++;
         }
-        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+        pc += len;
     }
     free(at);
     return k;

@@ -84,8 +84,11 @@ static uint32_t operand(const tpl_program *p, size_t pc, int i)
 static bool check_operands(ver *v, size_t pc)
 {
     const tpl_program *p = v->p;
-    uint32_t op = TPL_INSN_OP(p->code[pc]);
-    const tpl_opinfo *oi = &tpl_opinfo_table[op];
+    const tpl_opinfo *oi = &tpl_opinfo_table[TPL_INSN_OP(p->code[pc])];
+    uint32_t op = oi->base; /* a superinstruction has its base's operands */
+    /* a superinstruction's fast path reads its successors' words: they must be there */
+    if ((oi->flags & TPL_OPF_FUSED) && !tpl_op_successors_match(TPL_INSN_OP(p->code[pc]), p->code, p->ncode, pc))
+        return bad(v, "pc %zu: %s: not followed by %s", pc, oi->name, oi->next);
     for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
         uint32_t x = operand(p, pc, i);
         switch (oi->fmt[i]) {
@@ -158,25 +161,21 @@ static int64_t effect(int8_t e, int64_t n)
 /* Where a slot operand points: the running frame, the template level, or the closure's frame. */
 enum { SLOTS_LOCAL, SLOTS_ROOT, SLOTS_OUTER };
 
-/* Control-flow facts the opcode table cannot say. */
+/* Control-flow facts, from the flags column of the opcode table. */
 typedef struct flow {
     bool falls;        /* continues at the next instruction */
     int slots;         /* SLOTS_* for 's' operands */
     int taken_delta;   /* stack depth on the jump edge relative to the fall-through edge */
 } flow;
 
-static flow flow_of(uint32_t op)
+static flow flow_of(const tpl_opinfo *oi)
 {
     flow f = { true, SLOTS_LOCAL, 0 };
-    switch (op) {
-    case TPL_OP_JUMP: case TPL_OP_RETURN: case TPL_OP_HALT: case TPL_OP_FAIL: case TPL_OP_RET_RB: f.falls = false; break;
-    case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
-        f.taken_delta = 1; break;  /* the value stays when the jump is taken */
-    case TPL_OP_FOR_NEXT: f.taken_delta = -1; break; /* no item when the loop ends */
-    case TPL_OP_LOAD_ROOT: case TPL_OP_STORE_ROOT: f.slots = SLOTS_ROOT; break;
-    case TPL_OP_LOAD_OUTER: f.slots = SLOTS_OUTER; break;
-    default: break;
-    }
+    f.falls = !(oi->flags & (TPL_OPF_GOTO | TPL_OPF_END));
+    if (oi->flags & TPL_OPF_KEEP) f.taken_delta = 1;  /* the value stays when the jump is taken */
+    if (oi->flags & TPL_OPF_LOOP) f.taken_delta = -1; /* no item when the loop ends */
+    if (oi->flags & TPL_OPF_ROOT) f.slots = SLOTS_ROOT;
+    if (oi->flags & TPL_OPF_OUTER) f.slots = SLOTS_OUTER;
     return f;
 }
 
@@ -236,7 +235,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
         uint32_t pc = v->work[--nwork];
         uint32_t w = p->code[pc], op = TPL_INSN_OP(w);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        flow fl = flow_of(op);
+        flow fl = flow_of(oi);
         int64_t d = v->depth[pc], c = v->capd[pc];
         int64_t n = var_count(p, pc, oi);
         int64_t pops = effect(oi->pops, n), pushes = effect(oi->pushes, n);
@@ -247,7 +246,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             uint32_t x = operand(p, pc, i);
             if (oi->fmt[i] == 'j') target = x;
             if (oi->fmt[i] != 's') continue;
-            if (op == TPL_OP_FOR_INIT_RB) x &= 0xFFFFu; /* the mode is in A >> 16 */
+            if (oi->flags & TPL_OPF_SLOT16) x &= 0xFFFFu; /* the mode is in A >> 16 */
             if (fl.slots == SLOTS_ROOT) {
                 if (x >= p->nslots) return bad(v, "pc %u: %s: template slot %u out of range", pc, oi->name, x);
             } else if (fl.slots == SLOTS_OUTER && f->macro >= 0) {
@@ -256,7 +255,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
                 return bad(v, "pc %u: %s: slot %u out of range (%u slots)", pc, oi->name, x, f->nslots);
             }
         }
-        switch (op) {
+        switch (oi->base) {
         case TPL_OP_CAPTURE: c++; break;
         case TPL_OP_END_CAPTURE:
             if (c < 1) return bad(v, "pc %u: END_CAPTURE without CAPTURE", pc);
@@ -460,9 +459,9 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]), a = TPL_INSN_A(p->code[pc]);
         if (op >= TPL_OP__COUNT) break;
-        if (op == TPL_OP_FOR_INIT_RB) a &= 0xFFFF;
-        if ((op == TPL_OP_STORE_SLOT || op == TPL_OP_FOR_INIT || op == TPL_OP_FOR_NEXT || op == TPL_OP_FMT_BEGIN ||
-             op == TPL_OP_FOR_INIT_RB || op == TPL_OP_UNSET_SLOT) && a >= nslots)
+        uint32_t fl = tpl_opinfo_table[op].flags;
+        if (fl & TPL_OPF_SLOT16) a &= 0xFFFF;
+        if (((fl & TPL_OPF_STORE) || tpl_opinfo_table[op].base == TPL_OP_UNSET_SLOT) && a >= nslots)
             nslots = a + 1;
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }
@@ -484,7 +483,7 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
             if (oi->fmt[i] == 'j' && x < n) ok = jt_add(&jl, &nj, &jcap, x, (int32_t)pc);
             if (oi->fmt[i] == 'B' && (x & 0xFFFFFF) && (x & 0xFFFFFF) < n) ok = jt_add(&jl, &nj, &jcap, x & 0xFFFFFF, -1);
         }
-        if (op == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < nslots) unset[TPL_INSN_A(p->code[pc])] = 1;
+        if (oi->base == TPL_OP_UNSET_SLOT && TPL_INSN_A(p->code[pc]) < nslots) unset[TPL_INSN_A(p->code[pc])] = 1;
         pc += 1 + (size_t)oi->extra;
     }
     /* the parameters (+ 1) of the macros entered at each pc, in entry order */
@@ -513,34 +512,27 @@ static bool reads_scan(const tpl_program *p, uint8_t *seen, uint8_t *at)
                 memmove(&stores[i][1], &stores[i][0], (READS_STORES - 1) * sizeof stores[i][0]);
                 stores[i][0] = (uint32_t)pc + 1;
             }
-        uint32_t extra = pc + 1 < n ? p->code[pc + 1] : 0;
+        uint32_t extra = pc + 1 < n ? p->code[pc + 1] : 0, fl = tpl_opinfo_table[op].flags;
         bool dominated = false;
-        switch (op) {
-        case TPL_OP_LOAD_NAME: case TPL_OP_CALL_NAME: case TPL_OP_LOAD_NAME_RB: case TPL_OP_LOAD_IVAR_RB:
-        case TPL_OP_FMT_FIELD:
-            if (a < p->nnames) { seen[a] = 1; if (at) at[pc] = 1; }
-            break;
-        case TPL_OP_LOAD_SLOT:
+        if ((fl & TPL_OPF_READ) && a < p->nnames) { seen[a] = 1; if (at) at[pc] = 1; }
+        if ((fl & TPL_OPF_READ_UNSET) && !(fl & (TPL_OPF_ROOT | TPL_OPF_OUTER))) {
+            /* a local slot: read unless a store dominates it */
             for (int k = 0; a < nslots && k < READS_STORES && stores[a][k] && !dominated; k++) {
                 size_t st = stores[a][k] - 1; /* a macro's parameters: its entry, which stores before it */
                 if (pc - st > READS_SPAN || unset[a]) break;
                 dominated = !jumped_into(jl, nj, st, pc);
             }
             if (!dominated && extra < p->nnames) { seen[extra] = 1; if (at) at[pc] = 1; }
-            break;
-        case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
-            if (extra < p->nnames) { seen[extra] = 1; if (at) at[pc] = 1; }
-            break;
-        case TPL_OP_FOR_INIT_RB:
-            a &= 0xFFFF;
-            /* fallthrough */
-        case TPL_OP_STORE_SLOT: case TPL_OP_FOR_INIT: case TPL_OP_FOR_NEXT: case TPL_OP_FMT_BEGIN:
+        } else if ((fl & TPL_OPF_READ_UNSET) && extra < p->nnames) {
+            seen[extra] = 1;
+            if (at) at[pc] = 1;
+        }
+        if (fl & TPL_OPF_STORE) {
+            if (fl & TPL_OPF_SLOT16) a &= 0xFFFF;
             if (a < nslots) {
                 memmove(&stores[a][1], &stores[a][0], (READS_STORES - 1) * sizeof stores[a][0]);
                 stores[a][0] = (uint32_t)pc + 1;
             }
-            break;
-        default: break;
         }
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }

@@ -1643,19 +1643,20 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
         vm->fuel -= ticks; ticks = 0; } while (0)
 /* A taken jump; a backward one charges the fuel. */
 #define JUMP_TO(t) do { uint32_t t_ = (t); if (t_ <= pc) CHARGE(); pc = t_; DISPATCH_OR_TOP; } while (0)
-/* A comparison's bool result r (its operands already popped to one slot): when the next
- * instruction is the syntax's jump-if-false (or keep-and-jump-if-true, for `or`), take it here in
- * the same dispatch; else push r. */
-#define BRANCH_ON_RESULT(r, JF, JT_KEEP) do { \
-        uint32_t nw = code[pc + 1]; \
-        if (TPL_INSN_OP(nw) == (JF)) { \
+/* A comparison's bool result r (its operands already popped to one slot): pushed, or, for the
+ * superinstructions the peephole pass chose (compiler/peephole.c: fused with the syntax's
+ * jump-if-false, JF, or keep-and-jump-if-true, JTK, after it), the jump after it taken here in
+ * the same dispatch. */
+#define BRANCH_ON_RESULT(r, JF1, JF2, JTK1, JTK2) do { \
+        uint32_t op_ = TPL_INSN_OP(w); \
+        if (op_ == (JF1) || op_ == (JF2)) { \
             ticks++; pc++; sp--; \
-            if (!(r)) { JUMP_TO(TPL_INSN_A(nw)); } \
+            if (!(r)) { JUMP_TO(TPL_INSN_A(code[pc])); } \
             NEXT(0); \
         } \
-        if (TPL_INSN_OP(nw) == (JT_KEEP)) { \
+        if (op_ == (JTK1) || op_ == (JTK2)) { \
             ticks++; pc++; \
-            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(nw)); } \
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(code[pc])); } \
             sp--; \
             NEXT(0); \
         } \
@@ -1665,9 +1666,11 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
 
 #if defined(__GNUC__)
     static const void *const labels[TPL_OP__COUNT] = {
-#define TPL_OP(name, extra, fmt, pops, pushes, doc) &&op_##name,
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) &&op_##name,
+#define TPL_FUSED(name, base, next, doc) &&op_##name,
 #include "opcodes.def"
 #undef TPL_OP
+#undef TPL_FUSED
     };
     /* a native step runs one instruction: every later dispatch goes to `stepped` */
     static const void *const stop_labels[TPL_OP__COUNT] = {
@@ -1754,56 +1757,60 @@ top:
         sp++;
         NEXT(0);
     }
-    CASE(LOAD_SLOT) {
+    CASE(LOAD_SLOT_ATTR) {
+        /* LOAD_SLOT; GETATTR (r.name) of a dict's key that is no dict method: as GETATTR does it */
         tpl_value v = slots[a];
         if (v.type == TPL_T_MAP) {
-            /* LOAD_SLOT; GETITEM_STR k (message['role']) as one step when the key is there */
-            uint32_t nw = code[pc + 2];
-            if (TPL_INSN_OP(nw) == TPL_OP_GETATTR) {
-                /* LOAD_SLOT; GETATTR (r.name) of a key that is no dict method: as GETATTR does it */
-                const tpl_name *nm = &names[TPL_INSN_A(nw)];
-                if ((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) {
-                    tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
-                    *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
-                    ticks++;
-                    NEXT(2);
-                }
-            } else if (TPL_INSN_OP(nw) == TPL_OP_GETITEM_STR) {
-                const tpl_name *nm = &names[TPL_INSN_A(nw)];
+            const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
+            if ((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) {
                 tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
-                if (hit) {
-                    ticks++;
-                    /* ... CONST s; EQ|NE; JF_PY|JT_PY_KEEP on two strings: the whole test in this dispatch */
-                    /* (each word is read only when the one before it does not end the code) */
-                    uint32_t kw = code[pc + 3], cw = 0, jw = 0;
-                    if (TPL_INSN_OP(kw) == TPL_OP_CONST && hit->type == TPL_T_STR &&
-                        ((cw = code[pc + 4]), TPL_INSN_OP(cw) == TPL_OP_EQ || TPL_INSN_OP(cw) == TPL_OP_NE) &&
-                        ((jw = code[pc + 5]), TPL_INSN_OP(jw) == TPL_OP_JF_PY || TPL_INSN_OP(jw) == TPL_OP_JT_PY_KEEP) &&
-                        consts[TPL_INSN_A(kw)].type == TPL_T_STR) {
-                        const tpl_value *k = &consts[TPL_INSN_A(kw)];
-                        bool r = hit->len == k->len && tpl_mem_eq(hit->u.s, k->u.s, k->len);
-                        if (TPL_INSN_OP(cw) == TPL_OP_NE) r = !r;
-                        ticks += 3;
-                        pc += 5;
-                        if (TPL_INSN_OP(jw) == TPL_OP_JF_PY) {
-                            if (!r) { JUMP_TO(TPL_INSN_A(jw)); }
-                        } else if (r) {
-                            *sp++ = tpl_v_bool(true);
-                            JUMP_TO(TPL_INSN_A(jw));
-                        }
-                        NEXT(0);
-                    }
-                    if (TPL_INSN_OP(kw) == TPL_OP_SWITCH_STR && hit->type == TPL_T_STR) {
-                        /* message['role'] picking its branch of an if/elif chain */
-                        ticks++;
-                        pc += 3;
-                        JUMP_TO(switch_target(code, pc, consts[TPL_INSN_A(kw)].u.list, *hit));
-                    }
-                    *sp++ = *hit;
-                    NEXT(2);
-                }
+                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+                ticks++;
+                NEXT(2);
             }
-        } else if (v.type == TPL_T_UNSET) {
+        }
+        goto load_slot;
+    }
+    CASE(LOAD_SLOT_ITEM)
+    CASE(LOAD_SLOT_ITEM_CMP)
+    CASE(LOAD_SLOT_ITEM_SWITCH) {
+        /* LOAD_SLOT; GETITEM_STR (message['role']) as one step when the key is there */
+        tpl_value v = slots[a];
+        if (v.type != TPL_T_MAP) goto load_slot;
+        const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
+        tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        if (!hit) goto load_slot;
+        ticks++;
+        if (TPL_INSN_OP(w) == TPL_OP_LOAD_SLOT_ITEM_CMP && hit->type == TPL_T_STR) {
+            /* ... CONST s; EQ|NE fused with JF_PY|JT_PY_KEEP on two strings: the whole test here */
+            uint32_t kw = code[pc + 3], cw = code[pc + 4], cop = TPL_INSN_OP(cw);
+            const tpl_value *k = &consts[TPL_INSN_A(kw)];
+            if (k->type == TPL_T_STR) {
+                bool r = hit->len == k->len && tpl_mem_eq(hit->u.s, k->u.s, k->len);
+                if (cop == TPL_OP_NE_JF || cop == TPL_OP_NE_JTK) r = !r;
+                ticks += 3;
+                pc += 5;
+                if (cop == TPL_OP_EQ_JF || cop == TPL_OP_NE_JF) {
+                    if (!r) { JUMP_TO(TPL_INSN_A(code[pc])); }
+                } else if (r) {
+                    *sp++ = tpl_v_bool(true);
+                    JUMP_TO(TPL_INSN_A(code[pc]));
+                }
+                NEXT(0);
+            }
+        } else if (TPL_INSN_OP(w) == TPL_OP_LOAD_SLOT_ITEM_SWITCH && hit->type == TPL_T_STR) {
+            /* message['role'] picking its branch of an if/elif chain */
+            ticks++;
+            pc += 3;
+            JUMP_TO(switch_target(code, pc, consts[TPL_INSN_A(code[pc])].u.list, *hit));
+        }
+        *sp++ = *hit;
+        NEXT(2);
+    }
+    CASE(LOAD_SLOT) {
+    load_slot:;
+        tpl_value v = slots[a];
+        if (v.type == TPL_T_UNSET) {
             if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail;
         }
         *sp++ = v;
@@ -1830,14 +1837,17 @@ top:
         *sp++ = v;
         NEXT(1);
     }
-    CASE(STORE_SLOT) {
-        uint32_t nw = code[pc + 1];
-        if (TPL_INSN_OP(nw) == TPL_OP_LOAD_SLOT && TPL_INSN_A(nw) == a && sp[-1].type != TPL_T_UNSET) {
+    CASE(STORE_LOAD_SLOT) {
+        if (sp[-1].type != TPL_T_UNSET) {
             /* `{% set x = ... %}{{ x }}`: stored and kept on the stack, the LOAD_SLOT taken here */
             slots[a] = sp[-1];
             ticks++;
             NEXT(2);
         }
+        slots[a] = *--sp;
+        NEXT(0);
+    }
+    CASE(STORE_SLOT) {
         slots[a] = *--sp;
         NEXT(0);
     }
@@ -2029,7 +2039,11 @@ top:
         NEXT(0);
     }
     CASE(EQ)
-    CASE(NE) {
+    CASE(NE)
+    CASE(EQ_JF)
+    CASE(NE_JF)
+    CASE(EQ_JTK)
+    CASE(NE_JTK) {
         /* Strings compare inline; StrictUndefined's __eq__/__ne__ raise. A following JF_PY or
          * JT_PY_KEEP (an if / elif test, an `or` chain) is taken here on the bool directly. */
         tpl_value x = sp[-2], y = sp[-1];
@@ -2044,8 +2058,8 @@ top:
             }
             if (tpl_vm_equal(vm, x, y, &r) < 0) goto fail;
         }
-        if (TPL_INSN_OP(w) == TPL_OP_NE) r = !r;
-        BRANCH_ON_RESULT(r, TPL_OP_JF_PY, TPL_OP_JT_PY_KEEP);
+        if (TPL_INSN_OP(w) == TPL_OP_NE || TPL_INSN_OP(w) == TPL_OP_NE_JF || TPL_INSN_OP(w) == TPL_OP_NE_JTK) r = !r;
+        BRANCH_ON_RESULT(r, TPL_OP_EQ_JF, TPL_OP_NE_JF, TPL_OP_EQ_JTK, TPL_OP_NE_JTK);
     }
 #define CMP_CASE(NAME, TEST) CASE(NAME) { \
         int c = 0; sp--; \
@@ -2120,16 +2134,16 @@ top:
         if (tpl_to_list(vm, *--sp, &items) < 0 || new_loop(vm, items, &slots[a]) < 0) goto fail;
         NEXT(0);
     }
-    CASE(FOR_NEXT) {
+    CASE(FOR_NEXT)
+    CASE(FOR_NEXT_STORE) {
         /* the verifier bounds the slot; its type is only known here (hostile .tplb files) */
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
         if (__builtin_expect(l->src != NULL, 0)) loop_pull(l, l->i + 1);
         if (l->i < l->items->len) {
-            uint32_t nw = code[pc + 2];
-            if (TPL_INSN_OP(nw) == TPL_OP_STORE_SLOT) {
+            if (TPL_INSN_OP(w) == TPL_OP_FOR_NEXT_STORE) {
                 /* `for x in ...`: the item goes to the loop variable's slot in this dispatch */
-                slots[TPL_INSN_A(nw)] = l->items->items[l->i++];
+                slots[TPL_INSN_A(code[pc + 2])] = l->items->items[l->i++];
                 ticks++;
                 NEXT(2);
             }
@@ -2169,14 +2183,15 @@ top:
         NEXT(0);
     }
     CASE(FILTER)
+    CASE(FILTER_PRINT)
     CASE(TEST) {
         uint32_t aw = code[pc + 1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
-        if (nkw == 0 && TPL_INSN_OP(w) == TPL_OP_FILTER) {
+        if (nkw == 0 && TPL_INSN_OP(w) != TPL_OP_TEST) {
             /* common filters on the values they usually get, without the binder */
             if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
-                TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY && vm->out_len + args[0].len < vm->out_cap) {
+                TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT && vm->out_len + args[0].len < vm->out_cap) {
                 /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
                 const unsigned char *s0 = (const unsigned char *)args[0].u.s;
                 size_t n = args[0].len;
@@ -2198,7 +2213,7 @@ top:
                 NEXT(2);
             }
             if (a == tpl_stdlib.id_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
-                args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && TPL_INSN_OP(code[pc + 2]) == TPL_OP_PRINT_PY) {
+                args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT) {
                 /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
                 const tpl_list *l = args[0].u.list;
                 size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
@@ -2564,15 +2579,19 @@ top:
         NEXT(0);
     }
     CASE(EQ_RB)
-    CASE(NE_RB) {
+    CASE(NE_RB)
+    CASE(EQ_RB_JF)
+    CASE(NE_RB_JF)
+    CASE(EQ_RB_JTK)
+    CASE(NE_RB_JTK) {
         /* as EQ/NE: strings inline, a following JF_RB / JT_RB_KEEP taken on the result here */
         tpl_value x = sp[-2], y = sp[-1];
         bool r = false;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
         else if (tpl_stdlib.rb_equal(vm, x, y, &r) < 0) goto fail;
-        if (TPL_INSN_OP(w) == TPL_OP_NE_RB) r = !r;
+        if (TPL_INSN_OP(w) == TPL_OP_NE_RB || TPL_INSN_OP(w) == TPL_OP_NE_RB_JF || TPL_INSN_OP(w) == TPL_OP_NE_RB_JTK) r = !r;
         sp--;
-        BRANCH_ON_RESULT(r, TPL_OP_JF_RB, TPL_OP_JT_RB_KEEP);
+        BRANCH_ON_RESULT(r, TPL_OP_EQ_RB_JF, TPL_OP_NE_RB_JF, TPL_OP_EQ_RB_JTK, TPL_OP_NE_RB_JTK);
     }
 #define HOST_CASE(NAME, KIND) CASE(NAME) { \
         CHARGE(); \

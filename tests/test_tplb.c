@@ -280,6 +280,78 @@ static void test_switch_table(void)
     tpl_program_free(p);
 }
 
+/* Superinstructions (issue 16): the peephole pass fuses where opcodes.def says, a fused program
+ * renders what the same code with every superinstruction turned back into its base renders (the
+ * VM's fast paths change nothing), and a superinstruction whose successors are not there is
+ * refused at load. */
+static void test_superinstructions(void)
+{
+    static const char *const src[] = {
+        "{% for m in ms %}{% if m['role'] == 'user' %}U:{{ m['content'] }}{% elif m['role'] != 'bot' %}"
+        "N{% endif %}{% if m['role'] == 'x' or m['role'] == 'bot' %}B{% endif %}{% endfor %}",
+        "{% for m in ms %}{% if m['role'] == 'user' %}u{% elif m['role'] == 'bot' %}b{% elif m['role'] == 's' %}"
+        "s{% else %}?{% endif %}{% endfor %}",
+        "{% for m in ms %}{{ m.role }}{{ 'I' if m.items else '-' }}{{ m.missing }}{% set y = m['content'] %}{{ y }}{{ y | upper }}"
+        "{{ [y, m.role] | join('+') }}{{ m.role | lower }}{% endfor %}{% for x in [1, 2] %}{{ x == 2 }}{% endfor %}",
+    };
+    static const char state[] = "{\"ms\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"bot\", "
+                                "\"content\": \"Yo\"}, {\"role\": \"s\", \"content\": \"\\u00e9t\\u00e9\"}, "
+                                "{\"content\": \"none\"}]}";
+    const uint32_t want[] = { TPL_OP_EQ_JF, TPL_OP_NE_JF, TPL_OP_EQ_JTK, TPL_OP_LOAD_SLOT_ITEM_CMP,
+                              TPL_OP_LOAD_SLOT_ITEM_SWITCH, TPL_OP_LOAD_SLOT_ATTR, TPL_OP_LOAD_SLOT_ITEM,
+                              TPL_OP_STORE_LOAD_SLOT, TPL_OP_FOR_NEXT_STORE, TPL_OP_FILTER_PRINT };
+    bool seen[TPL_OP__COUNT] = { false };
+    for (size_t t = 0; t < sizeof src / sizeof *src; t++) {
+        tpl_program *p = compile(src[t], NULL);
+        if (!p) continue;
+        uint32_t *code = malloc(p->ncode * sizeof *code);
+        memcpy(code, p->code, p->ncode * sizeof *code);
+        size_t fused_at = SIZE_MAX;
+        for (size_t pc = 0; pc < p->ncode; pc += 1 + (size_t)tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra) {
+            uint32_t op = TPL_INSN_OP(p->code[pc]);
+            seen[op] = true;
+            if (tpl_op_base(op) != op) {
+                code[pc] = TPL_INSN(tpl_op_base(op), TPL_INSN_A(code[pc]));
+                if (op == TPL_OP_FOR_NEXT_STORE) fused_at = pc;
+            }
+        }
+        tpl_static_program sp = static_of(p);
+        sp.code = code;
+        tpl_program *q = NULL;
+        tpl_error err = { 0 };
+        CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_OK);
+        tpl_error_clear(&err);
+        tpl_render *r = new_render(NULL);
+        CHECK(tpl_render_set_state_json(r, state, strlen(state)) == TPL_OK);
+        tpl_status s1 = TPL_OK, s2 = TPL_OK;
+        char *fused = render(r, p, &s1), *plain = q ? render(r, q, &s2) : NULL;
+        CHECK(fused && plain && s1 == s2 && strcmp(fused, plain) == 0);
+        if (!(fused && plain && strcmp(fused, plain) == 0))
+            fprintf(stderr, "template %zu: fused '%s', plain '%s'\n", t, fused ? fused : "-", plain ? plain : "-");
+        free(fused);
+        free(plain);
+        tpl_render_free(r);
+        tpl_program_free(q);
+        /* a FOR_NEXT_STORE whose STORE_SLOT became a POP (same stack effect): refused */
+        CHECK(fused_at != SIZE_MAX);
+        if (fused_at != SIZE_MAX) {
+            memcpy(code, p->code, p->ncode * sizeof *code);
+            code[fused_at + 2] = TPL_INSN(TPL_OP_POP, 0);
+            q = NULL;
+            CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT);
+            CHECK(err.message && strstr(err.message, "FOR_NEXT_STORE: not followed by STORE_SLOT"));
+            tpl_error_clear(&err);
+            tpl_program_free(q);
+        }
+        free(code);
+        tpl_program_free(p);
+    }
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        CHECK(seen[want[i]]);
+        if (!seen[want[i]]) fprintf(stderr, "superinstruction %s not chosen\n", tpl_opinfo_table[want[i]].name);
+    }
+}
+
 /* ------------------------------------------------------------------ fuzz */
 
 static uint64_t rnd(uint64_t *s)
@@ -517,7 +589,7 @@ static void test_backward_loop_exit(void)
 {
     tpl_program *p = compile("{% for i in [1] %}x{% endfor %}", NULL);
     size_t pc = 0;
-    while (pc < p->ncode && TPL_INSN_OP(p->code[pc]) != TPL_OP_FOR_NEXT)
+    while (pc < p->ncode && tpl_op_base(TPL_INSN_OP(p->code[pc])) != TPL_OP_FOR_NEXT) /* FOR_NEXT_STORE too */
         pc += 1 + (size_t)tpl_opinfo_table[TPL_INSN_OP(p->code[pc])].extra;
     CHECK(pc < p->ncode);
     if (pc < p->ncode) p->code[pc + 1] = (uint32_t)pc; /* exit to itself */
@@ -647,6 +719,7 @@ int main(void)
     test_round_trip();
     test_static();
     test_switch_table();
+    test_superinstructions();
     test_limits();
     test_fuzz();
     printf("%d passed, %d failed\n", npass, nfail);
