@@ -2,7 +2,6 @@
  * the VM use: the opcode table, name resolution against the library, spans, freeing. (Compiling
  * is compiler/program.c's.) */
 #include <stdlib.h>
-#include <string.h>
 #include "program.h"
 #include "library.h"
 
@@ -10,59 +9,51 @@
 enum {
 #define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) \
     OPX_EXTRA_##name = extra, OPX_POPS_##name = pops, OPX_PUSHES_##name = pushes, OPX_FLAGS_##name = flags,
-#define TPL_FUSED(name, base, next, doc)
+#define TPL_FUSED(name, base, doc, ...)
 #include "opcodes.def"
 #undef TPL_OP
 #undef TPL_FUSED
 };
 #define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) static const char opx_fmt_##name[] = fmt;
-#define TPL_FUSED(name, base, next, doc)
+#define TPL_FUSED(name, base, doc, ...) static const uint16_t opx_succ_##name[] = { __VA_ARGS__, TPL_SUCC_END };
+#define OP(x) TPL_OP_##x
+#define OR(x) (TPL_OP_##x | TPL_SUCC_OR)
+#define SAME(x) (TPL_OP_##x | TPL_SUCC_SAME)
 #include "opcodes.def"
+#undef OP
+#undef OR
+#undef SAME
 #undef TPL_OP
 #undef TPL_FUSED
 
 const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
 #define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) \
-    { #name, extra, opx_fmt_##name, pops, pushes, flags, TPL_OP_##name, NULL, doc },
-#define TPL_FUSED(name, base, next, doc) \
+    { #name, extra, opx_fmt_##name, pops, pushes, flags, TPL_OP_##name, NULL, NULL, doc },
+#define TPL_FUSED(name, base, doc, ...) \
     { #name, OPX_EXTRA_##base, opx_fmt_##base, OPX_POPS_##base, OPX_PUSHES_##base, \
-      OPX_FLAGS_##base | TPL_OPF_FUSED, TPL_OP_##base, next, doc },
+      OPX_FLAGS_##base | TPL_OPF_FUSED, TPL_OP_##base, opx_succ_##name, #__VA_ARGS__, doc },
 #include "opcodes.def"
 #undef TPL_OP
 #undef TPL_FUSED
 };
 
-/* Whether opcode op is named s[0..n). */
-static bool op_is(uint32_t op, const char *s, size_t n)
-{
-    const char *name = tpl_opinfo_table[op].name;
-    return strncmp(name, s, n) == 0 && name[n] == 0;
-}
-
 bool tpl_op_successors_match(uint32_t op, const uint32_t *code, size_t n, size_t pc)
 {
     const tpl_opinfo *oi = &tpl_opinfo_table[op];
-    if (!oi->next) return false;
+    if (!oi->succ) return false;
     uint32_t a = TPL_INSN_A(code[pc]);
     size_t at = pc + 1 + oi->extra;
-    for (const char *s = oi->next; *s;) {
-        while (*s == ' ') s++;
+    for (const uint16_t *s = oi->succ; *s != TPL_SUCC_END;) {
         if (at >= n) return false;
         uint32_t got = TPL_INSN_OP(code[at]);
         if (got >= TPL_OP__COUNT) return false;
+        uint32_t gb = tpl_op_base(got);
         bool hit = false;
-        for (;;) { /* alternatives A|B|C, then an optional '=' */
-            size_t len = strcspn(s, "|= ");
-            /* the successor itself, or a superinstruction over it */
-            hit = hit || op_is(got, s, len) || op_is(tpl_op_base(got), s, len);
-            s += len;
-            if (*s != '|') break;
+        do { /* the alternatives of this position; the successor itself or a superinstruction over it */
+            uint32_t want = *s & 0xFF;
+            hit = hit || ((got == want || gb == want) && (!(*s & TPL_SUCC_SAME) || TPL_INSN_A(code[at]) == a));
             s++;
-        }
-        if (*s == '=') {
-            hit = hit && TPL_INSN_A(code[at]) == a;
-            s++;
-        }
+        } while (*s != TPL_SUCC_END && (*s & TPL_SUCC_OR));
         if (!hit) return false;
         at += 1 + tpl_opinfo_table[got].extra;
     }

@@ -23,7 +23,7 @@ enum {
 
 typedef enum tpl_opcode {
 #define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) TPL_OP_##name,
-#define TPL_FUSED(name, base, next, doc) TPL_OP_##name,
+#define TPL_FUSED(name, base, doc, ...) TPL_OP_##name,
 #include "opcodes.def"
 #undef TPL_OP
 #undef TPL_FUSED
@@ -37,11 +37,17 @@ typedef struct tpl_opinfo {
     int8_t pops, pushes;  /* -1: depends on the operand */
     uint16_t flags;       /* TPL_OPF_* */
     uint8_t base;         /* the opcode whose semantics it has (itself, or a superinstruction's base) */
-    const char *next;     /* a superinstruction's successors (opcodes.def), else NULL */
+    const uint16_t *succ; /* a superinstruction's successors (TPL_SUCC_*-tagged opcodes, ending
+                           * with TPL_SUCC_END), else NULL */
+    const char *next;     /* the same, as written in opcodes.def (messages), else NULL */
     const char *doc;
 } tpl_opinfo;
 
 extern const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT];
+
+/* A superinstruction's successor entry: an opcode, TPL_SUCC_OR (an alternative at the same
+ * position as the entry before), TPL_SUCC_SAME (with the fused instruction's A operand). */
+enum { TPL_SUCC_OR = 0x100, TPL_SUCC_SAME = 0x200, TPL_SUCC_END = 0xFFFF };
 
 /* The opcode whose semantics op has: op itself, or a superinstruction's base. Analyses that ask
  * what an instruction does (reads, stores, captures) switch on this, never on a fused opcode. */

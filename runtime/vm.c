@@ -1667,7 +1667,7 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
 #if defined(__GNUC__)
     static const void *const labels[TPL_OP__COUNT] = {
 #define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) &&op_##name,
-#define TPL_FUSED(name, base, next, doc) &&op_##name,
+#define TPL_FUSED(name, base, doc, ...) &&op_##name,
 #include "opcodes.def"
 #undef TPL_OP
 #undef TPL_FUSED

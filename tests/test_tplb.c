@@ -339,7 +339,7 @@ static void test_superinstructions(void)
             code[fused_at + 2] = TPL_INSN(TPL_OP_POP, 0);
             q = NULL;
             CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT);
-            CHECK(err.message && strstr(err.message, "FOR_NEXT_STORE: not followed by STORE_SLOT"));
+            CHECK(err.message && strstr(err.message, "FOR_NEXT_STORE: not followed by OP(STORE_SLOT)"));
             tpl_error_clear(&err);
             tpl_program_free(q);
         }
