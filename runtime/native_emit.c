@@ -92,7 +92,7 @@ static void resume_points(const tpl_program *p, uint8_t *at)
         if (p->macros[m].entry < p->ncode) at[p->macros[m].entry] = 1;
     int after = 0; /* instructions still to mark after a stepped one */
     for (size_t pc = 0; pc < p->ncode;) {
-        uint32_t w = p->code[pc], op = TPL_INSN_OP(w), a = TPL_INSN_A(w);
+        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
         if (after > 0) { at[pc] = 1; after--; }
         for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
@@ -129,7 +129,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    (void)K; (void)L; (void)rc;\n");
     bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
     for (size_t pc = 0; pc < p->ncode;) {
-        uint32_t w = p->code[pc], op = TPL_INSN_OP(w);
+        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
         steps |= !specialised(p, op, TPL_INSN_A(w)) || op == TPL_OP_PRINT_PY || op == TPL_OP_PRINT_RB ||
                  op == TPL_OP_GETATTR || op == TPL_OP_GETITEM_STR || op == TPL_OP_EQ || op == TPL_OP_NE;
         pc += 1 + (size_t)tpl_opinfo_table[op].extra;
@@ -145,7 +145,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     tpl_sb_puts(b, "    default:\n        f->ticks = T;\n        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
-        uint32_t w = p->code[pc], op = TPL_INSN_OP(w), a = TPL_INSN_A(w);
+        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
         uint32_t next = pc + 1 + oi->extra;
         uint32_t x1 = oi->extra >= 1 ? p->code[pc + 1] : 0;

@@ -1674,9 +1674,11 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
     };
     /* a native step runs one instruction: every later dispatch goes to `stepped` */
     static const void *const stop_labels[TPL_OP__COUNT] = {
-#define TPL_OP(name, extra, fmt, pops, pushes, doc) &&stepped,
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc) &&stepped,
+#define TPL_FUSED(name, base, doc, ...) &&stepped,
 #include "opcodes.def"
 #undef TPL_OP
+#undef TPL_FUSED
     };
     const void *const *tbl = labels;
 #define DISPATCH() do { \
