@@ -17,61 +17,72 @@ static const uint8_t fused_ops[] = {
 #undef TPL_OP
 #undef TPL_FUSED
 };
+typedef uint32_t rowset; /* a set of fused_ops indexes */
+_Static_assert(sizeof fused_ops <= 8 * sizeof(rowset), "a rowset holds every superinstruction");
 
-/* Fuses the instruction at pc (opcode op, of base `base`): the first TPL_FUSED row of that base,
- * in table order, whose successors follow. Returns the opcode it has then. */
-static uint32_t fuse_at(uint32_t *code, size_t n, size_t pc, uint32_t op, uint32_t base)
+/* A successor chain longer than this is matched as it stands (its successors not fused first). */
+enum { MAX_CHAIN = 8 };
+
+static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth);
+
+/* Whether the successors of superinstruction f follow the instruction at pc (as
+ * tpl_op_successors_match), each successor that can be fused being fused first: a row that
+ * requires a superinstruction after it (LOAD_SLOT_ITEM_CMP: EQ_JF) then matches in this one
+ * walk, with no second pass. The choice made for a successor is the one its own turn would make
+ * (the first row of its base whose successors follow), so fusing it early changes nothing. */
+static bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth)
 {
-    for (size_t i = 0; i < sizeof fused_ops; i++) {
-        uint32_t f = fused_ops[i];
-        if (tpl_opinfo_table[f].base != base) continue;
-        if (f == op) break; /* already the best row that matched */
-        code[pc] = TPL_INSN(f, TPL_INSN_A(code[pc]));
-        if (tpl_op_successors_match(f, code, n, pc)) return f;
-        code[pc] = TPL_INSN(op, TPL_INSN_A(code[pc]));
+    const tpl_opinfo *fi = &tpl_opinfo_table[f];
+    uint32_t a = TPL_INSN_A(code[pc]);
+    size_t at = pc + 1 + fi->extra;
+    for (const uint16_t *s = fi->succ; *s != TPL_SUCC_END;) {
+        if (at >= n) return false;
+        uint32_t got = TPL_INSN_OP(code[at]);
+        if (got >= TPL_OP__COUNT) return false;
+        if (rows[got] && depth < MAX_CHAIN) got = choose(code, n, at, rows, depth + 1);
+        uint32_t gb = tpl_op_base(got);
+        bool hit = false;
+        do { /* the alternatives of this position; the successor itself or a superinstruction over it */
+            uint32_t want = *s & 0xFF;
+            hit = hit || ((got == want || gb == want) && (!(*s & TPL_SUCC_SAME) || TPL_INSN_A(code[at]) == a));
+            s++;
+        } while (*s != TPL_SUCC_END && (*s & TPL_SUCC_OR));
+        if (!hit) return false;
+        at += 1 + tpl_opinfo_table[got].extra;
+    }
+    return true;
+}
+
+/* Fuses the instruction at pc when one of its base's rows matches (the first, in table order),
+ * and returns its opcode then. */
+static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth)
+{
+    uint32_t op = TPL_INSN_OP(code[pc]);
+    size_t at = pc + 1 + tpl_opinfo_table[op].extra;
+    if (at >= n || TPL_INSN_OP(code[at]) >= TPL_OP__COUNT) return op;
+    uint32_t nb = tpl_op_base(TPL_INSN_OP(code[at])); /* the next instruction's base */
+    for (rowset m = rows[op]; m; m &= m - 1) {
+        uint32_t f = fused_ops[__builtin_ctz(m)];
+        const uint16_t *s = tpl_opinfo_table[f].succ;
+        if ((s[1] == TPL_SUCC_END || !(s[1] & TPL_SUCC_OR)) && tpl_op_base(s[0] & 0xFF) == (s[0] & 0xFFu) && nb != (s[0] & 0xFFu))
+            continue; /* its one first successor, a base opcode, is not next */
+        if (matches(f, code, n, pc, rows, depth)) {
+            code[pc] = TPL_INSN(f, TPL_INSN_A(code[pc]));
+            return f;
+        }
     }
     return op;
 }
 
-enum { REVISIT = 256 };
-
 void tpl_peephole(uint32_t *code, size_t n)
 {
-    bool fusable[TPL_OP__COUNT] = { false }, first_row[TPL_OP__COUNT] = { false };
-    for (size_t i = 0; i < sizeof fused_ops; i++) {
-        uint32_t b = tpl_opinfo_table[fused_ops[i]].base;
-        if (!fusable[b]) first_row[fused_ops[i]] = true;
-        fusable[b] = true;
-    }
-    /* One pass in code order. A row whose successors include a superinstruction (LOAD_SLOT_ITEM_CMP
-     * after a fused EQ_JF) can only match once that successor is fused, later in the pass; such a
-     * row comes before a shorter row of its base that matches in the first pass (LOAD_SLOT_ITEM),
-     * so the instructions that took a row other than their base's first are tried again. */
-    uint32_t again[REVISIT];
-    size_t nagain = 0;
-    bool overflow = false;
+    rowset rows[TPL_OP__COUNT] = { 0 }; /* each base opcode's rows (a superinstruction has none) */
+    for (size_t i = 0; i < sizeof fused_ops; i++) rows[tpl_op_base(fused_ops[i])] |= (rowset)1 << i;
+    /* one walk in code order (a successor is fused when its predecessor asks, before its turn) */
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(code[pc]);
         if (op >= TPL_OP__COUNT) return;
-        const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        if (fusable[oi->base]) {
-            uint32_t f = fuse_at(code, n, pc, op, oi->base);
-            if (f != op && !first_row[f]) {
-                if (nagain < REVISIT) again[nagain++] = (uint32_t)pc;
-                else overflow = true;
-            }
-        }
-        pc += 1 + (size_t)oi->extra;
+        if (rows[op]) op = choose(code, n, pc, rows, 0);
+        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
     }
-    for (size_t k = 0; k < nagain; k++) {
-        uint32_t op = TPL_INSN_OP(code[again[k]]);
-        fuse_at(code, n, again[k], op, tpl_op_base(op));
-    }
-    if (overflow) /* many: one more pass over everything */
-        for (size_t pc = 0; pc < n;) {
-            uint32_t op = TPL_INSN_OP(code[pc]);
-            const tpl_opinfo *oi = &tpl_opinfo_table[op];
-            if (fusable[oi->base]) fuse_at(code, n, pc, op, oi->base);
-            pc += 1 + (size_t)oi->extra;
-        }
 }
