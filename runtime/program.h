@@ -54,8 +54,8 @@ enum { TPL_SUCC_OR = 0x100, TPL_SUCC_SAME = 0x200, TPL_SUCC_END = 0xFFFF };
 static inline uint32_t tpl_op_base(uint32_t op) { return tpl_opinfo_table[op].base; }
 /* Whether the instructions after pc (code[0..n)) are the successors superinstruction `op`
  * requires (its opinfo's `next`; a successor may itself be fused over the opcode named), A being
- * the fused instruction's operand. (runtime/program.c;
- * the peephole pass chooses by it, the verifier checks by it.) */
+ * the fused instruction's operand. (runtime/program.c; the verifier checks by it; the
+ * peephole pass, compiler/peephole.c, matches the same way, fusing successors first.) */
 bool tpl_op_successors_match(uint32_t op, const uint32_t *code, size_t n, size_t pc);
 
 #define TPL_INSN(op, a) ((uint32_t)(op) | ((uint32_t)(a) << 8))
