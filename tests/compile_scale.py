@@ -201,6 +201,10 @@ KINDS = [
     ("fmt dense", "fmt", "Hello {name}, {a.b} and {c[0]:>10} text text text\n", 10),
     ("jinja small tags", "jinja", "{{ a }} ", 10),
     ("erb small tags", "erb", "<%= a %> ", 10),
+    # code: a tag per line, and one tag of 2 MB of statements (its content is the one buffer
+    # that keeps a source offset per byte)
+    ("erb code lines", "erb", "<% x = 1 %>\n", 10),
+    ("erb one big tag", "erb", "x = 1\n", 10),
     ("fmt small tags", "fmt", "{a} ", 10),
     # loops are streamed too: a loop's scope and variables are reused once it ends, its frame's
     # names are freed (each kept 1.5 KiB for the whole compile: 25x)
@@ -219,6 +223,8 @@ if os.environ.get("TPL_SCALE_RSS") == "1":
         _, _, base = peak_rss(["compile", os.path.join(d, "one.jinja"), "-o", out])
         for name, ext, u, bound in KINDS:
             src = u * (2_000_000 // len(u))
+            if name == "erb one big tag":
+                src = "<% " + src + " %>"
             path = os.path.join(d, "t." + ext)
             with open(path, "w") as f:
                 f.write(src)
