@@ -651,6 +651,20 @@ static void expr(erb_low *L, tpl_node *n)
         /* `@x` (val "@x") is a variable of its own, distinct from the local `x`; both read the state key
          * "x" until assigned. A missing key: NameError for a local (a method call in Ruby), nil for an
          * ivar and for a local being declared by its own `x ||= v` (n->op set by op_assign) */
+        if (n->val.len > 1 && n->val.u.s[0] == '$') {   /* $~, $& and $1..$9: the render's last match */
+            bool md = n->val.u.s[1] == '~';
+            if (!md) {
+                int64_t g = 0;
+                for (uint32_t i = 1; i < n->val.len && n->val.u.s[1] != '&'; i++) g = g * 10 + (n->val.u.s[i] - '0');
+                tpl_c_emit(C, TPL_OP_INT, (uint32_t)g, 1);
+            }
+            tpl_value fn = md ? S("$~") : S("(nth_match)");
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, fn), md ? 1 : 0);
+            tpl_c_word(C, (uint32_t)(md ? TPL_B_RKERNEL_last_match : TPL_B_RKERNEL_nth_match));
+            tpl_c_word(C, TPL_ARGW(md ? 0 : 1, 0, TPL_NO_KW));
+            return;
+        }
         bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
         if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, key);

@@ -621,6 +621,16 @@ static bool ruby_lex(rlex *L)
             i = e;
             continue;
         }
+        /* the last match's globals: $~ (MatchData), $& (its text), $1..$9 (its groups), as one
+         * IVAR token each (a variable the lowering reads from the render's last match) */
+        if (c == '$' && i + 1 < n && (s[i + 1] == '~' || s[i + 1] == '&' || (s[i + 1] >= '1' && s[i + 1] <= '9'))) {
+            size_t e = i + 2;
+            if (s[i + 1] != '~' && s[i + 1] != '&')
+                while (e < n && s[e] >= '0' && s[e] <= '9' && e - i < 6) e++;
+            push_tok(L, TK_IVAR, st, e - st);
+            i = e;
+            continue;
+        }
         if (c == '$') return lex_error(L, st, "global variables (%.*s) are not supported", s + st, 1);
         if (ident_start(c)) {
             size_t e = i;

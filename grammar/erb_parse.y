@@ -65,6 +65,8 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
 /* An assignment target: a local, an @ivar or an index `r[k]` (index assignment: the lowering stores
  * the changed array or hash back into the variable at the root of r); anything else is refused. */
 static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op) {
+    if (lhs->kind == TPL_N_RIVAR && lhs->val.len && lhs->val.u.s[0] == '$')
+        tpl_pctx_error(ctx, lhs->off, "Can't set variable %.*s", (int)lhs->val.len, lhs->val.u.s);
     if (lhs->kind == TPL_N_NAME || lhs->kind == TPL_N_RIVAR) return lhs;
     if (lhs->kind == TPL_N_GETITEM) return lhs;
     if (lhs->kind == TPL_N_RMETHOD && lhs->a && lhs->val.len == 2 && memcmp(lhs->val.u.s, "[]", 2) == 0)

@@ -11,8 +11,8 @@
 typedef enum tpl_builtin_kind {
     TPL_BK_FILTER, TPL_BK_TEST, TPL_BK_GLOBAL, TPL_BK_STR, TPL_BK_MAP, TPL_BK_LIST,
     /* Ruby (ERB): Kernel functions, methods of every object, String, Integer/Float, Array
-     * (and Enumerable), Hash, Range */
-    TPL_BK_RKERNEL, TPL_BK_RANY, TPL_BK_RSTR, TPL_BK_RNUM, TPL_BK_RARR, TPL_BK_RHASH, TPL_BK_RRANGE,
+     * (and Enumerable), Hash, Range, MatchData */
+    TPL_BK_RKERNEL, TPL_BK_RANY, TPL_BK_RSTR, TPL_BK_RNUM, TPL_BK_RARR, TPL_BK_RHASH, TPL_BK_RRANGE, TPL_BK_RMATCH,
 } tpl_builtin_kind;
 
 /* A builtin's C function. `a` holds one bound argument per declared parameter, in order:

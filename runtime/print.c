@@ -484,6 +484,8 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
     case TPL_T_STR:
         if (v.flags & TPL_F_SYMBOL)
             rb_inspect_sym(b, v.u.s, v.len);
+        else if (v.flags & TPL_F_CLASS_RB)   /* a class: its name */
+            tpl_sb_put(b, v.u.s, v.len);
         else if ((v.flags & TPL_F_REGEX_RB) && v.len >= 5 && memcmp(v.u.s, "(?", 2) == 0) {
             /* stored as Regexp#to_s, "(?mi-x:src)"; inspect is /src/mi */
             size_t i = 2, on = 2;
@@ -499,6 +501,26 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
         break;
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
+        if ((v.flags & TPL_F_MATCH_RB) && l->len >= 5) {   /* MatchData#inspect: #<MatchData "ab" 1:"b" x:nil> */
+            const tpl_value s = l->items[0];
+            const tpl_list *names = l->items[2].type == TPL_T_LIST ? l->items[2].u.list : NULL;
+            tpl_sb_puts(b, "#<MatchData ");
+            for (uint32_t g = 0; 3 + 2 * g + 1 < l->len && !b->failed; g++) {
+                int64_t lo = l->items[3 + 2 * g].u.i, hi = l->items[4 + 2 * g].u.i;
+                if (g) {
+                    tpl_sb_putc(b, ' ');
+                    if (names && g - 1 < names->len && names->items[g - 1].type == TPL_T_STR)
+                        tpl_sb_put(b, names->items[g - 1].u.s, names->items[g - 1].len);
+                    else
+                        put_int(b, g);
+                    tpl_sb_putc(b, ':');
+                }
+                if (lo < 0) tpl_sb_puts(b, "nil");
+                else rb_inspect_str(b, s.u.s + lo, (size_t)(hi - lo));
+            }
+            tpl_sb_putc(b, '>');
+            break;
+        }
         if ((v.flags & TPL_F_RANGE_RB) && l->len == 3) {   /* Range#inspect: 1..3, "a"..."c" */
             rb_inspect(b, l->items[0], w);
             tpl_sb_puts(b, l->items[2].u.i ? "..." : "..");
@@ -568,6 +590,11 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v)
         tpl_hobj_print(b, v, false);
         break;
     case TPL_T_LIST:
+        if ((v.flags & TPL_F_MATCH_RB) && v.u.list->len >= 5) {   /* MatchData#to_s: the matched text */
+            const tpl_value *it = v.u.list->items;
+            tpl_sb_put(b, it[0].u.s + it[3].u.i, (size_t)(it[4].u.i - it[3].u.i));
+            break;
+        }
         if ((v.flags & TPL_F_RANGE_RB) && v.u.list->len == 3) {   /* Range#to_s: a..c */
             tpl_rb_to_s(b, v.u.list->items[0]);
             tpl_sb_puts(b, v.u.list->items[2].u.i ? "..." : "..");

@@ -211,7 +211,8 @@ static void bt_resolve(void *data, uint32_t *word, bool in_a)
 
 static const char *const builtin_kind_names[] = { "filter", "test", "global function", "str method", "dict method",
                                                   "list method", "Kernel function", "method", "String method",
-                                                  "Numeric method", "Array method", "Hash method", "Range method" };
+                                                  "Numeric method", "Array method", "Hash method", "Range method",
+                                                  "MatchData method" };
 
 /* The code with its builtin operands mapped by t (put = false: only fills t). */
 static void put_code(wr *w, const tpl_program *p, bt_save *t, bool put)

@@ -116,6 +116,10 @@ enum {
 #define TPL_F_GROUP 16
 /* List flag: a Ruby range, stored as the 3 items [begin, end (nil: endless), exclusive]. */
 #define TPL_F_RANGE_RB 32
+/* List flag: a Ruby MatchData (String#match, =~, $~), stored as the items [subject string, regexp,
+ * group names (a list: a name or nil per group 1..n), then begin and end byte offsets of each group
+ * 0..n (-1 for a group that did not take part)]. The bit is TPL_F_REGEX_RB's, which only strings use. */
+#define TPL_F_MATCH_RB 64
 /* String flag: a regular expression (the pattern, with (?imx) options folded in). */
 #define TPL_F_REGEX_RB 64
 /* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */

@@ -2535,7 +2535,7 @@ top:
     CASE(UNPACK_RB) {
         tpl_value v = *--sp;
         STACK_CHECK(a);
-        bool arr = v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_RB);
+        bool arr = v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB));
         for (uint32_t i = 0; i < a; i++)
             sp[i] = arr ? (i < v.u.list->len ? v.u.list->items[i] : tpl_v_none()) : (i == 0 ? v : tpl_v_none());
         sp += a;
@@ -2731,6 +2731,8 @@ const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *objp
 
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
+tpl_value tpl_vm_rb_match(const tpl_vm *vm) { return vm->rb_match; }
+void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m) { vm->rb_match = m; }
 
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out)
 {
@@ -2741,7 +2743,7 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     if (vm->stack_top + np + vm->p->max_stack > vm->stack_cap)
         return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
     tpl_value *st = vm->stack + vm->stack_top;
-    if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & TPL_F_RANGE_RB)) {
+    if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) {
         tpl_list *l = args[0].u.list;
         for (uint32_t i = 0; i < np; i++) st[i] = i < l->len ? l->items[i] : tpl_v_none();
     } else {
@@ -2824,6 +2826,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->out_len = 0;
     vm->fuel = vm->limits.fuel;
     vm->err_unlocated = false;
+    vm->rb_match = tpl_v_none();
     for (int i = 0; i < 4; i++) { /* blocks of the last render are gone */
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;

@@ -110,6 +110,11 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
  * a tpl limit: fuel, depth, output, memory, out of memory): copies its message into msg (cap bytes)
  * and clears it, so the render goes on. false (the error stays) otherwise. */
 bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap);
+/* ERB's $~: the MatchData (TPL_F_MATCH_RB) of the render's last regex match by =~, !~, match or
+ * ===, or nil (none yet, or the last one failed). The whole template is one Ruby frame, so blocks
+ * share it, as in Ruby. Set by the Ruby library (stdlib/ruby/ruby.c); nil when a render starts. */
+tpl_value tpl_vm_rb_match(const tpl_vm *vm);
+void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m);
 /* The render's state (a map, or TPL_T_NONE before any state is set). */
 tpl_value tpl_vm_state(const tpl_vm *vm);
 

@@ -73,6 +73,7 @@ struct tpl_vm {
     struct tpl_method_memo { const char *name; uint32_t gen; uint16_t len; uint8_t kind; int16_t id; } method_memo[64];
     uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
+    tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */
     bool rb_broke;          /* ERB: the last block ended with `break` */
     /* the most recently used concatenation results, each with its chunk and the chunk's end
      * after it: while its block is still the chunk's newest, `~` or `+` onto it appends in

@@ -133,6 +133,7 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
 #define TPL_NAMED_RARR(x)
 #define TPL_NAMED_RHASH(x)
 #define TPL_NAMED_RRANGE(x)
+#define TPL_NAMED_RMATCH(x)
 static const uint16_t named_ids[] = {
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(TPL_B_##kind##_##id)
 #include "builtins.def"
@@ -162,6 +163,7 @@ static const char *const named_names[] = {
 #undef TPL_NAMED_RARR
 #undef TPL_NAMED_RHASH
 #undef TPL_NAMED_RRANGE
+#undef TPL_NAMED_RMATCH
 
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3])
 {

@@ -25,7 +25,7 @@ static void mcpy_items(tpl_value *d, size_t di, const tpl_value *s, size_t si, s
 static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 
 static bool is_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_RB); }
-static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_RB); }
+static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)); }
 static bool is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
 static double dbl(tpl_value v) { return v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i; }
 
@@ -452,6 +452,7 @@ static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
     case TPL_T_STR: k[0] = TPL_BK_RSTR; return 1;
     case TPL_T_INT: case TPL_T_FLOAT: k[0] = TPL_BK_RNUM; return 1;
     case TPL_T_LIST:
+        if (v.flags & TPL_F_MATCH_RB) { k[0] = TPL_BK_RMATCH; return 1; }
         if (v.flags & TPL_F_RANGE_RB) { k[0] = TPL_BK_RRANGE; k[1] = TPL_BK_RARR; return 2; }
         k[0] = TPL_BK_RARR; return 1;
     case TPL_T_MAP: k[0] = TPL_BK_RHASH; k[1] = TPL_BK_RARR; return 2;
@@ -689,21 +690,24 @@ int r_any_cmp(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+static int rx_match(tpl_vm *vm, tpl_value s, tpl_value p, int64_t pos, bool set_last, tpl_value *md, int64_t *at);
+static int want_pattern(tpl_vm *vm, tpl_value v);
+
 int r_any_eqq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value p = a[0], v = a[1];
     if (is_range(p)) { *out = tpl_v_bool(range_cover(p, v)); return 0; }
     if (p.type == TPL_T_STR && (p.flags & TPL_F_CLASS_RB)) { *out = tpl_v_bool(is_a(v, p)); return 0; }
-    if (p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB)) {
-        if (v.type != TPL_T_STR) { *out = tpl_v_bool(false); return 0; }
-        OnigRegex re = rx_compile(vm, p);
-        if (!re) return -1;
-        OnigRegion *reg = onig_region_new();
-        long r = rx_search(vm, re, v, 0, reg);
-        onig_region_free(reg, 1);
-        onig_free(re);
-        if (r == -2) return -1;
-        *out = tpl_v_bool(r >= 0);
+    if (p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB)) {   /* Regexp#===: sets $~ */
+        if (v.type != TPL_T_STR || (v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) {
+            tpl_vm_set_rb_match(vm, tpl_v_none());
+            *out = tpl_v_bool(false);
+            return 0;
+        }
+        tpl_value md;
+        int64_t at;
+        if (rx_match(vm, v, p, 0, true, &md, &at) < 0) return -1;
+        *out = tpl_v_bool(md.type != TPL_T_NONE);
         return 0;
     }
     bool eq = false;
@@ -712,26 +716,317 @@ int r_any_eqq(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* onig_foreach_name: each group number of a name gets the name (a list item per group 1..n). */
+static int md_name(const UChar *name, const UChar *name_end, int ngroups, int *groups, OnigRegex re, void *arg)
+{
+    (void)re;
+    void **ctx = arg;
+    tpl_vm *vm = ctx[0];
+    tpl_list *names = ctx[1];
+    char *copy = tpl_arena_strdup(A(vm), (const char *)name, (size_t)(name_end - name));
+    if (!copy) return -1;
+    for (int i = 0; i < ngroups; i++)
+        if (groups[i] >= 1 && (uint32_t)groups[i] <= names->len)
+            names->items[groups[i] - 1] = tpl_v_str(copy, (size_t)(name_end - name));
+    return 0;
+}
+
+/* The MatchData (TPL_F_MATCH_RB, runtime/value.h) of a successful search of s by pattern p. */
+static int md_new(tpl_vm *vm, tpl_value s, tpl_value p, OnigRegex re, const OnigRegion *reg, tpl_value *out)
+{
+    uint32_t ng = (uint32_t)reg->num_regs;
+    tpl_list *l = new_list(vm, 3 + 2 * ng), *names = NULL;
+    if (!l) return oom(vm);
+    if (onig_number_of_names(re) > 0) {
+        if (!(names = new_list(vm, ng > 1 ? ng - 1 : 1))) return oom(vm);
+        for (uint32_t g = 1; g < ng; g++) names->items[names->len++] = tpl_v_none();
+        void *ctx[2] = { vm, names };
+        if (onig_foreach_name(re, md_name, ctx) != 0) return oom(vm);
+    }
+    l->items[0] = s;
+    l->items[0].flags = TPL_F_FROZEN_RB;
+    l->items[1] = p;
+    l->items[2] = names ? tpl_v_list(names) : tpl_v_none();
+    for (uint32_t g = 0; g < ng; g++) {
+        l->items[3 + 2 * g] = tpl_v_int(reg->beg[g] >= 0 ? reg->beg[g] : -1);
+        l->items[4 + 2 * g] = tpl_v_int(reg->beg[g] >= 0 ? reg->end[g] : -1);
+    }
+    l->len = 3 + 2 * ng;
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_MATCH_RB;
+    return 0;
+}
+
+/* Searches string s for regexp p from character `pos` (negative: from the end; past the end: no
+ * match): *md is the MatchData or nil, *at the match's character index. $~ is set when set_last. */
+static int rx_match(tpl_vm *vm, tpl_value s, tpl_value p, int64_t pos, bool set_last, tpl_value *md, int64_t *at)
+{
+    *md = tpl_v_none();
+    int64_t len = (int64_t)tpl_utf8_len(s.u.s, s.len);
+    if (pos < 0) pos += len;
+    if (pos >= 0 && pos <= len) {
+        OnigRegex re = rx_compile(vm, p);
+        if (!re) return -1;
+        OnigRegion *reg = onig_region_new();
+        size_t from = tpl_utf8_offset(s.u.s, s.len, (size_t)pos);
+        long r = reg ? rx_search(vm, re, s, from, reg) : -2;
+        int rc = r == -2 ? (reg ? -1 : oom(vm)) : 0;
+        if (r >= 0) {
+            rc = md_new(vm, s, p, re, reg, md);
+            *at = (int64_t)tpl_utf8_len(s.u.s, (size_t)r);
+        }
+        if (reg) onig_region_free(reg, 1);
+        onig_free(re);
+        if (rc < 0) return -1;
+    }
+    if (set_last) tpl_vm_set_rb_match(vm, *md);
+    return 0;
+}
+
+static bool is_regex(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_REGEX_RB); }
+
+/* =~ : String#=~ and Regexp#=~ (the match's character index or nil; sets $~); Object#=~ is nil. */
 int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0], p = a[1];
-    if (s.type == TPL_T_STR && (s.flags & TPL_F_REGEX_RB)) { tpl_value t = s; s = p; p = t; }
-    if (!(p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB))) {
+    bool rx_self = is_regex(s);
+    if (rx_self) { tpl_value t = s; s = p; p = t; }
+    if (!is_regex(p)) {
         /* String =~ String is Ruby's TypeError; with anything else Object#=~ answers nil */
         if (s.type == TPL_T_STR && p.type == TPL_T_STR && !(p.flags & TPL_F_CLASS_RB))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "type mismatch: String given (TypeError)");
         *out = tpl_v_none();
         return 0;
     }
-    if (s.type != TPL_T_STR) { *out = tpl_v_none(); return 0; }
-    OnigRegex re = rx_compile(vm, p);
-    if (!re) return -1;
-    OnigRegion *reg = onig_region_new();
-    long r = rx_search(vm, re, s, 0, reg);
-    onig_region_free(reg, 1);
-    onig_free(re);
-    if (r == -2) return -1;
-    *out = r >= 0 ? tpl_v_int((int64_t)tpl_utf8_len(s.u.s, (size_t)r)) : tpl_v_none();
+    if (s.type != TPL_T_STR || (s.flags & TPL_F_CLASS_RB)) {
+        if (rx_self && s.type != TPL_T_NONE && !(s.type == TPL_T_STR))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(s));
+        if (rx_self) tpl_vm_set_rb_match(vm, tpl_v_none());
+        *out = tpl_v_none();
+        return 0;
+    }
+    tpl_value md;
+    int64_t at = 0;
+    if (rx_match(vm, s, p, 0, true, &md, &at) < 0) return -1;
+    *out = md.type == TPL_T_NONE ? md : tpl_v_int(at);
+    return 0;
+}
+
+/* String#match(pattern, pos = 0) and Regexp#match(str, pos = 0): the MatchData or nil (sets $~);
+ * a String pattern is a regexp source, as Ruby compiles it. With a block, the block's value on a
+ * match (nil otherwise). */
+int r_str_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0], p = a[1];
+    if (is_regex(s)) {
+        tpl_value t = s; s = p; p = t;
+        if (s.type == TPL_T_NONE) { tpl_vm_set_rb_match(vm, s); *out = s; return 0; }
+        if (s.type != TPL_T_STR || (s.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(s));
+    } else if (want_pattern(vm, p) < 0) {
+        return -1;
+    } else if (!is_regex(p)) {
+        char msg[256];
+        if (!tpl_rb_regex_check(p.u.s, p.len, msg, sizeof msg)) {   /* Ruby: "MESSAGE: /SOURCE/ (RegexpError)" */
+            const char *m = strncmp(msg, "invalid regular expression: ", 28) == 0 ? msg + 28 : msg;
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s: /%.*s/ (RegexpError)", m, (int)(p.len > 200 ? 200 : p.len), p.u.s);
+        }
+    }
+    int64_t pos = 0;
+    if (tpl_given(a[2])) {
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
+        pos = a[2].u.i;
+    }
+    tpl_rb_block blk = tpl_vm_block(vm);
+    int64_t at;
+    if (rx_match(vm, s, p, pos, true, out, &at) < 0) return -1;
+    if (blk.pc && out->type != TPL_T_NONE) {
+        tpl_value md = *out;
+        if (tpl_rb_yield(vm, &blk, &md, 1, out) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ MatchData */
+
+static uint32_t md_groups(tpl_value m) { return (m.u.list->len - 3) / 2; }
+static int64_t md_beg(tpl_value m, uint32_t g) { return m.u.list->items[3 + 2 * g].u.i; }
+static int64_t md_end(tpl_value m, uint32_t g) { return m.u.list->items[4 + 2 * g].u.i; }
+static tpl_value md_group(tpl_value m, uint32_t g)
+{
+    tpl_value s = m.u.list->items[0];
+    int64_t b = md_beg(m, g);
+    return b < 0 ? tpl_v_none() : tpl_v_str(s.u.s + b, (size_t)(md_end(m, g) - b));
+}
+
+/* The group a MatchData index names: an Integer (negative from the end; -1 when out of range) or a
+ * group name (String or Symbol: IndexError when the regexp has no such name; the last group of that
+ * name that took part, as Ruby). -2 with the error set. */
+static int64_t md_index(tpl_vm *vm, tpl_value m, tpl_value i, bool strict)
+{
+    int64_t n = md_groups(m);
+    if (i.type == TPL_T_INT) {
+        int64_t k = i.u.i < 0 ? i.u.i + n : i.u.i;
+        if (k < 0 || k >= n) {
+            if (strict) { tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld out of matches (IndexError)", (long long)i.u.i); return -2; }
+            return -1;
+        }
+        return k;
+    }
+    if (i.type == TPL_T_STR && !(i.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) {
+        tpl_value names = m.u.list->items[2];
+        int64_t found = -1;
+        for (uint32_t g = 0; names.type == TPL_T_LIST && g < names.u.list->len; g++) {
+            tpl_value nm = names.u.list->items[g];
+            if (nm.type == TPL_T_STR && nm.len == i.len && memcmp(nm.u.s, i.u.s, i.len) == 0 &&
+                (found < 0 || md_beg(m, g + 1) >= 0))
+                found = g + 1;
+        }
+        if (found < 0) {
+            tpl_vm_error(vm, TPL_ERR_TYPE, "undefined group name reference: %.*s (IndexError)", (int)(i.len > 100 ? 100 : i.len), i.u.s);
+            return -2;
+        }
+        return found;
+    }
+    tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Integer (TypeError)", conv_name(i));
+    return -2;
+}
+
+static int md_list(tpl_vm *vm, tpl_value m, uint32_t from, tpl_value *out)
+{
+    uint32_t n = md_groups(m);
+    tpl_list *l = new_list(vm, n);
+    if (!l) return oom(vm);
+    for (uint32_t g = from; g < n; g++) l->items[l->len++] = md_group(m, g);
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_md_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out) { return md_list(vm, a[0], 0, out); }
+int r_md_captures(tpl_vm *vm, tpl_value *a, tpl_value *out) { return md_list(vm, a[0], 1, out); }
+int r_md_size(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int(md_groups(a[0])); return 0; }
+int r_md_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = md_group(a[0], 0); return 0; }
+int r_md_string(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0].u.list->items[0]; return 0; }
+int r_md_regexp(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0].u.list->items[1]; return 0; }
+
+int r_md_pre_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_value s = a[0].u.list->items[0];
+    *out = tpl_v_str(s.u.s, (size_t)md_beg(a[0], 0));
+    return 0;
+}
+
+int r_md_post_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    tpl_value s = a[0].u.list->items[0];
+    size_t e = (size_t)md_end(a[0], 0);
+    *out = tpl_v_str(s.u.s + e, s.len - e);
+    return 0;
+}
+
+/* m[i] (Integer or group name), m[start, len] and m[range] (as to_a's) */
+int r_md_getitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (tpl_given(a[2]) || is_range(a[1])) {
+        tpl_value l, args[2] = { a[1], a[2] };
+        if (md_list(vm, a[0], 0, &l) < 0) return -1;
+        return tpl_rb_send(vm, l, "[]", 2, args, tpl_given(a[2]) ? 2 : 1, NULL, NULL, 0, out);
+    }
+    int64_t g = md_index(vm, a[0], a[1], false);
+    if (g == -2) return -1;
+    *out = g < 0 ? tpl_v_none() : md_group(a[0], (uint32_t)g);
+    return 0;
+}
+
+int r_md_values_at(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *idx = a[1].u.list, *l = new_list(vm, idx->len);
+    if (!l) return oom(vm);
+    for (uint32_t k = 0; k < idx->len; k++) {
+        tpl_value args[3] = { a[0], idx->items[k], tpl_v_unset() };
+        if (r_md_getitem(vm, args, &l->items[l->len]) < 0) return -1;
+        l->len++;
+    }
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+/* begin(n) / end(n) / offset(n): character offsets of group n (nil when it did not take part) */
+static int md_offset(tpl_vm *vm, tpl_value *a, int which, tpl_value *out)
+{
+    int64_t g = md_index(vm, a[0], a[1], true);
+    if (g == -2) return -1;
+    tpl_value s = a[0].u.list->items[0];
+    int64_t b = md_beg(a[0], (uint32_t)g), e = md_end(a[0], (uint32_t)g);
+    tpl_value vb = b < 0 ? tpl_v_none() : tpl_v_int((int64_t)tpl_utf8_len(s.u.s, (size_t)b));
+    tpl_value ve = b < 0 ? tpl_v_none() : tpl_v_int((int64_t)tpl_utf8_len(s.u.s, (size_t)e));
+    if (which == 0) { *out = vb; return 0; }
+    if (which == 1) { *out = ve; return 0; }
+    tpl_list *l = new_list(vm, 2);
+    if (!l) return oom(vm);
+    l->items[0] = vb;
+    l->items[1] = ve;
+    l->len = 2;
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+int r_md_begin(tpl_vm *vm, tpl_value *a, tpl_value *out) { return md_offset(vm, a, 0, out); }
+int r_md_end(tpl_vm *vm, tpl_value *a, tpl_value *out) { return md_offset(vm, a, 1, out); }
+int r_md_offset(tpl_vm *vm, tpl_value *a, tpl_value *out) { return md_offset(vm, a, 2, out); }
+
+/* names: the regexp's group names, each once, in order */
+int r_md_names(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value names = a[0].u.list->items[2];
+    tpl_list *l = new_list(vm, 2);
+    if (!l) return oom(vm);
+    for (uint32_t g = 0; names.type == TPL_T_LIST && g < names.u.list->len; g++) {
+        tpl_value nm = names.u.list->items[g];
+        bool seen = nm.type != TPL_T_STR;
+        for (uint32_t k = 0; k < l->len && !seen; k++) seen = l->items[k].len == nm.len && memcmp(l->items[k].u.s, nm.u.s, nm.len) == 0;
+        if (!seen && !tpl_list_push(A(vm), l, nm)) return oom(vm);
+    }
+    *out = tpl_v_list(l);
+    return 0;
+}
+
+/* named_captures: {"name" => the last group of that name that took part (or nil)} */
+int r_md_named_captures(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value names;
+    if (r_md_names(vm, a, &names) < 0) return -1;
+    tpl_map *m = rb_map(vm, names.u.list->len);
+    if (!m) return oom(vm);
+    for (uint32_t k = 0; k < names.u.list->len; k++) {
+        int64_t g = md_index(vm, a[0], names.u.list->items[k], false);
+        if (g == -2) return -1;
+        if (!tpl_map_set(A(vm), m, names.u.list->items[k], md_group(a[0], (uint32_t)g))) return oom(vm);
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
+
+int r_any_class(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    const char *c = tpl_rb_class_name(a[0]);
+    *out = tpl_v_str(c, strlen(c));
+    out->flags = TPL_F_CLASS_RB;
+    return 0;
+}
+
+/* $~ and $1..$9, $& (compiler/lower_erb.c: names no template can call otherwise) */
+int r_k_last_match(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)a; *out = tpl_vm_rb_match(vm); return 0; }
+
+int r_k_nth_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value m = tpl_vm_rb_match(vm);
+    if (m.type != TPL_T_LIST || !(m.flags & TPL_F_MATCH_RB) || a[0].type != TPL_T_INT) { *out = tpl_v_none(); return 0; }
+    int64_t g = md_index(vm, m, a[0], false);
+    *out = g < 0 ? tpl_v_none() : md_group(m, (uint32_t)g);
     return 0;
 }
 
@@ -1103,10 +1398,10 @@ int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_bool(has_sub(a[0], p));
         return 0;
     }
-    tpl_value r;
-    tpl_value args[2] = { a[0], p };
-    if (r_any_match_op(vm, args, &r) < 0) return -1;
-    *out = tpl_v_bool(r.type != TPL_T_NONE);
+    tpl_value md;
+    int64_t at;
+    if (rx_match(vm, a[0], p, 0, false, &md, &at) < 0) return -1;
+    *out = tpl_v_bool(md.type != TPL_T_NONE);
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* Ruby semantics for ERB views (stdlib/ruby/ruby.c): method dispatch on values, `[]`, `==`, ranges,
  * iteration, regular expressions (Oniguruma, Ruby syntax). The methods themselves are builtins
- * of the kinds RKERNEL/RANY/RSTR/RNUM/RARR/RHASH/RRANGE in builtins.def. */
+ * of the kinds RKERNEL/RANY/RSTR/RNUM/RARR/RHASH/RRANGE/RMATCH in builtins.def. */
 #ifndef TPL_RUBY_H
 #define TPL_RUBY_H
 
