@@ -731,13 +731,14 @@ static int md_name(const UChar *name, const UChar *name_end, int ngroups, int *g
     return 0;
 }
 
-/* The MatchData (TPL_F_MATCH_RB, runtime/value.h) of a successful search of s by pattern p. */
+/* The MatchData (TPL_F_MATCH_RB, runtime/value.h) of a successful search of s by pattern p (re:
+ * its compiled regexp, for the group names; NULL for a String pattern). */
 static int md_new(tpl_vm *vm, tpl_value s, tpl_value p, OnigRegex re, const OnigRegion *reg, tpl_value *out)
 {
     uint32_t ng = (uint32_t)reg->num_regs;
     tpl_list *l = new_list(vm, 3 + 2 * ng), *names = NULL;
     if (!l) return oom(vm);
-    if (onig_number_of_names(re) > 0) {
+    if (re && onig_number_of_names(re) > 0) {
         if (!(names = new_list(vm, ng > 1 ? ng - 1 : 1))) return oom(vm);
         for (uint32_t g = 1; g < ng; g++) names->items[names->len++] = tpl_v_none();
         void *ctx[2] = { vm, names };
@@ -1287,6 +1288,7 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
     tpl_sb_init(&b, A(vm));
     size_t pos = 0, copied = 0;
     int rc = 0;
+    OnigRegion *last = NULL;   /* $~ after the call: the last match (Ruby sets it, nil when none) */
     while (pos <= s.len) {
         long ms, me;
         if (rx) {
@@ -1301,12 +1303,19 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
             me = ms + (long)pat.len;
         }
         tpl_sb_put(&b, s.u.s + copied, (size_t)ms - copied);
+        OnigRegion fake = { 0 };
+        int beg = (int)ms, end = (int)me;
+        fake.num_regs = 1;
+        fake.beg = &beg;
+        fake.end = &end;
+        if (!last && !(last = onig_region_new())) { rc = oom(vm); break; }
+        onig_region_copy(last, rx ? reg : &fake);
+        if (!has_repl) {   /* the block sees this match in $~ */
+            tpl_value md;
+            if (md_new(vm, s, pat, re, last, &md) < 0) { rc = -1; break; }
+            tpl_vm_set_rb_match(vm, md);
+        }
         if (has_repl) {
-            OnigRegion fake = { 0 };
-            int beg = (int)ms, end = (int)me;
-            fake.num_regs = 1;
-            fake.beg = &beg;
-            fake.end = &end;
             if (put_repl(vm, &b, repl, s, re, rx ? reg : &fake) < 0) { rc = -1; break; }
         } else {
             tpl_value m = tpl_v_str(s.u.s + ms, (size_t)(me - ms)), r;
@@ -1334,6 +1343,12 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
         else *out = tpl_sb_value(&b);
     }
 done:
+    if (rc == 0) {
+        tpl_value md = tpl_v_none();
+        if (last && md_new(vm, s, pat, re, last, &md) < 0) rc = -1;
+        else tpl_vm_set_rb_match(vm, md);
+    }
+    if (last) onig_region_free(last, 1);
     if (reg) onig_region_free(reg, 1);
     if (re) onig_free(re);
     return rc;
