@@ -1019,6 +1019,55 @@ int r_any_class(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* ------------------------------------------------------------------ respond_to?, send */
+
+/* A method name a template may name: tpl's hidden methods ("(hash)", "$~", ...) are not Ruby's. */
+static bool public_name(const char *name, size_t n) { return n > 0 && name[0] != '(' && name[0] != '$'; }
+
+/* The name argument of send/respond_to?: a Symbol or a String. -1 with Ruby's TypeError. */
+static int method_name(tpl_vm *vm, tpl_value v)
+{
+    if (v.type == TPL_T_STR && !(v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return 0;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, v);
+    if (b.len > 60) b.len = 60;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s is not a symbol nor a string (TypeError)", (int)b.len, b.p ? b.p : "");
+}
+
+/* respond_to?(name): whether tpl_rb_send would find the method for this value (the methods tpl
+ * implements, by the receiver's class; Enumerable's for hashes and ranges). A host object answers
+ * for its plain data. */
+int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (method_name(vm, a[1]) < 0) return -1;
+    const char *name = a[1].u.s;
+    size_t n = a[1].len;
+    tpl_value self = a[0];
+    if (self.type == TPL_T_UNDEF) self = tpl_v_none();
+    bool ok = false;
+    if (public_name(name, n)) {
+        tpl_builtin_kind k[3];
+        int nk = kinds_for(self, k);
+        for (int i = 0; i < nk && !ok; i++)
+            ok = tpl_vm_method_find(vm, k[i], name, n) >= 0 && (k[i] != TPL_BK_RARR || is_array(self) || enumerable(name, n));
+        ok = ok || tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0;
+    }
+    *out = tpl_v_bool(ok);
+    return 0;
+}
+
+/* send / public_send / __send__(name, *args): the method call (with the block given to send), as
+ * tpl_rb_send; tpl's hidden methods are Ruby's NoMethodError. */
+int r_any_send(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!tpl_given(a[1])) return tpl_vm_error(vm, TPL_ERR_TYPE, "no method name given (ArgumentError)");
+    if (method_name(vm, a[1]) < 0) return -1;
+    tpl_list *args = a[2].u.list;
+    if (!public_name(a[1].u.s, a[1].len)) return no_method(vm, a[0], a[1].u.s, a[1].len);
+    return tpl_rb_send(vm, a[0], a[1].u.s, a[1].len, args->items, (int)args->len, NULL, NULL, 0, out);
+}
+
 /* $~ and $1..$9, $& (compiler/lower_erb.c: names no template can call otherwise) */
 int r_k_last_match(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)a; *out = tpl_vm_rb_match(vm); return 0; }
 
