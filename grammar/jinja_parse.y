@@ -314,7 +314,7 @@ filter_call(A) ::= NAME(T). [OR] { A = with_val(N(FILTER, T.off), tpl_p_tokstr(c
 filter_call(A) ::= NAME(T) LPAREN args(L) RPAREN. { A = with_val(NODE(FILTER, T.off, NULL, L), tpl_p_tokstr(ctx, T)); }
 
 unary_nf ::= postfix. [OR]
-unary_nf(A) ::= SUB(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NEG); }
+unary_nf(A) ::= SUB(T) unary_nf(E). { A = tpl_p_negate(ctx, T.off, E); }
 unary_nf(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_POS); }
 
 postfix ::= primary.

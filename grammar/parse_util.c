@@ -5,6 +5,7 @@
 #include <string.h>
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include "parse_ctx.h"
 #include "../runtime/error.h"
 #include "jinja_parse.h"
@@ -414,6 +415,13 @@ tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t)
     errno = 0;
     char *end;
     long long v = strtoll(digits, &end, base);
+    if (errno == ERANGE && v == LLONG_MAX && strtoull(digits, &end, base) == (unsigned long long)LLONG_MAX + 1) {
+        /* 2**63: valid only negated (-9223372036854775808, Python's smallest int64); the unary
+         * minus takes it (tpl_p_negate), else tpl_p_check_depth reports it */
+        n->val = tpl_v_int(LLONG_MIN);
+        n->op = TPL_CONST_INT_2_63;
+        return n;
+    }
     if (errno == ERANGE) {
         tpl_pctx_error(c, t.off, "integer literal too large (tpl integers are 64-bit)");
         return n;
@@ -618,6 +626,11 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
                 ok = false;
                 break;
             }
+            if (n->kind == TPL_N_CONST && n->op == TPL_CONST_INT_2_63) {
+                tpl_pctx_error(c, n->off, "integer literal too large (tpl integers are 64-bit)");
+                ok = false;
+                break;
+            }
             const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
             for (int i = 0; i < 5; i++) {
                 if (!kids[i]) continue;
@@ -648,4 +661,16 @@ bool tpl_p_blank_body(const tpl_node *body)
             if (!tpl_py_isspace(tpl_utf8_next(n->val.u.s, n->val.len, &i))) return false;
     }
     return true;
+}
+
+tpl_node *tpl_p_negate(tpl_pctx *c, uint32_t off, tpl_node *e)
+{
+    if (e && e->kind == TPL_N_CONST && e->op == TPL_CONST_INT_2_63 && !e->next) {
+        e->op = 0; /* its value is INT64_MIN already */
+        e->off = off;
+        return e;
+    }
+    tpl_node *n = tpl_p_node(c, TPL_N_UNOP, off, e, NULL);
+    if (n) n->op = TPL_AOP_NEG;
+    return n;
 }
