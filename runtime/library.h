@@ -91,6 +91,9 @@ typedef struct tpl_library {
     /* builtin ids the VM refers to */
     uint16_t id_escape, id_default, id_length, id_upper, id_lower, id_join, id_trim;
     uint16_t id_raise_exception, id_strftime_now;
+    /* a list's or dict's mutating method (tpl_getattr): bound to its "access ... is unsafe."
+     * message, it raises that when called */
+    uint16_t id_unsafe_method;
     uint16_t id_e, id_forceescape, id_string; /* with id_escape: the filters that take str(value) */
 } tpl_library;
 

@@ -455,9 +455,17 @@ static bool is_mutating(tpl_value obj, const char *name, size_t n)
 
 int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
-    if (is_mutating(obj, name, n))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "access to attribute '%.*s' of '%s' object is unsafe.", (int)n, name,
-                            obj.type == TPL_T_LIST ? "list" : "dict");
+    if (is_mutating(obj, name, n)) {
+        /* Jinja2 has the method (`[1].append is defined`), tpl refuses the call; transformers'
+         * sandbox (hf) gives an undefined value that raises the same message when used */
+        char msg[160];
+        int k = snprintf(msg, sizeof msg, "access to attribute '%.*s' of '%s' object is unsafe.", (int)(n > 40 ? 40 : n),
+                         name, obj.type == TPL_T_LIST ? "list" : "dict");
+        char *m = tpl_arena_strdup(&vm->arena, msg, (size_t)k);
+        if (!m) return oom(vm);
+        if (vm->p->opts.hf) { *out = undef_named(m, (size_t)k, TPL_UNDEF_PLAIN, 0); return 0; }
+        return bound_method(vm, tpl_v_str(m, (size_t)k), tpl_stdlib.id_unsafe_method, out);
+    }
     switch (obj.type) {
     case TPL_T_MAP: {
         if (!(obj.flags & TPL_F_NS)) {
@@ -1764,8 +1772,9 @@ top:
         tpl_value v = slots[a];
         if (v.type == TPL_T_MAP) {
             const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
-            if ((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) {
-                tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
+            tpl_value *hit;
+            if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                ((hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
                 *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
                 ticks++;
                 NEXT(2);
@@ -1864,9 +1873,11 @@ top:
     CASE(GETATTR) {
         tpl_value obj = sp[-1];
         const tpl_name *nm = &names[a];
-        if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0)) {
-            /* a key (no dict method of that name): as tpl_getattr, without searching by string */
-            tpl_value *hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        tpl_value *hit;
+        if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+            ((hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
+            /* a key (no dict method of that name): as tpl_getattr, without searching by string
+             * (a missing key named as a mutating method: tpl_getattr's unsafe method) */
             sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
             NEXT(0);
         }

@@ -40,6 +40,7 @@ const tpl_library tpl_stdlib = {
     .id_join = TPL_B_FILTER_join,
     .id_trim = TPL_B_FILTER_trim,
     .id_raise_exception = TPL_B_GLOBAL_raise_exception,
+    .id_unsafe_method = TPL_B_GLOBAL_unsafe_method,
     .id_strftime_now = TPL_B_GLOBAL_strftime_now,
     .id_e = TPL_B_FILTER_e,
     .id_forceescape = TPL_B_FILTER_forceescape,

@@ -255,7 +255,18 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = undef_attr(name, obj.type);
         return 0;
     }
-    /* Only real attributes (methods): Jinja2's attr() never falls back to item lookup. */
+    /* Only real attributes (methods): Jinja2's attr() never falls back to item lookup. A list's
+     * or dict's mutating method: tpl_getattr's unsafe method (or hf's undefined) */
+    if (kind != TPL_BK_STR && tpl_builtin_find(kind, name.u.s, name.len) < 0) {
+        tpl_value probe;
+        if (tpl_getattr(vm, obj, name.u.s, name.len, &probe) < 0)
+            return -1;
+        if ((probe.type == TPL_T_FUNC && probe.u.bound->method == TPL_B_GLOBAL_unsafe_method) ||
+            (probe.type == TPL_T_UNDEF && probe.aux == TPL_UNDEF_PLAIN)) {
+            *out = probe;
+            return 0;
+        }
+    }
     if (tpl_builtin_find(kind, name.u.s, name.len) < 0) {
         *out = undef_attr(name, obj.type);
         return 0;

@@ -126,6 +126,13 @@ int g_raise_exception(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_vm_error(vm, TPL_ERR_RAISED, "%.*s", (int)m.len, m.u.s);
 }
 
+/* A mutating list/dict method called: tpl values are immutable (as transformers' sandbox). */
+int g_unsafe_method(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)out;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s", (int)a[0].len, a[0].u.s);
+}
+
 /* datetime.now().strftime(fmt) (naive local time), or the UTC time of SOURCE_DATE_EPOCH when
  * it is set, as the transformers chat-template environment does. Python handles %f, %z and %Z
  * itself (naive datetimes give "" for %z and %Z); the rest goes to the C library. */
