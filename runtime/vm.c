@@ -1772,7 +1772,7 @@ top:
         tpl_value v = slots[a];
         if (v.type == TPL_T_MAP) {
             const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
-            tpl_value *hit;
+            tpl_value *hit = NULL;
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
                 *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
@@ -1873,7 +1873,7 @@ top:
     CASE(GETATTR) {
         tpl_value obj = sp[-1];
         const tpl_name *nm = &names[a];
-        tpl_value *hit;
+        tpl_value *hit = NULL;
         if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
             ((hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
             /* a key (no dict method of that name): as tpl_getattr, without searching by string
