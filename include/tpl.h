@@ -598,7 +598,9 @@ TPL_API bool tpl_is_tplb(const void *data, size_t len);
 TPL_API tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_program **out, tpl_error *err);
 
 /* Writes C source defining `const struct tpl_static_program SYMBOL` (see tpl_static.h): the
- * bytecode, constants, names, spans and macros as const arrays. A host links the file and calls
+ * bytecode, constants, names, spans and macros as const arrays, and the builtins the code calls
+ * by name (the code's builtin operands index that table, as in a .tplb, so the file does not
+ * depend on the order of the library's builtin list). A host links the file and calls
  * tpl_program_load_static(&SYMBOL, ...). `symbol` must be a C identifier (else TPL_ERR_USAGE).
  * flags as for tpl_program_save. On TPL_OK *out is a malloc'd NUL-terminated string of *len bytes
  * the caller frees with free(). NULL p, symbol, out or len: TPL_ERR_USAGE. */
@@ -607,11 +609,13 @@ TPL_API tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, 
 /* A program compiled into the host binary by `tplc compile --emit c` (layout in tpl_static.h). */
 typedef struct tpl_static_program tpl_static_program;
 
-/* Loads a program from static data without copying: the program's code, constants, names,
- * spans, macros, name and source point into *sp, which must outlive the program (it normally is
- * a const global). The data is verified as tpl_program_load verifies bytes (minus the checksum,
+/* Loads a program from static data: the program's constants, names, spans, macros, name and
+ * source point into *sp, which must outlive the program (it normally is a const global); the
+ * code is copied with its builtin operands resolved by name (sp->builtins: an unknown builtin is
+ * TPL_ERR_CORRUPT naming it; a file generated before builtins were named has none and is refused
+ * with "regenerate"). The data is verified as tpl_program_load verifies bytes (minus the checksum,
  * which only .tplb files carry). On TPL_OK *out is freed with tpl_program_free (which releases
- * only the small descriptor). Errors as tpl_program_load; NULL sp or out: TPL_ERR_USAGE. */
+ * the descriptor and the code's copy). Errors as tpl_program_load; NULL sp or out: TPL_ERR_USAGE. */
 TPL_API tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **out, tpl_error *err);
 
 /* The reads-set: names of the state variables the program can read (loads of names that are not

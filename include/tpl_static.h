@@ -49,6 +49,19 @@ typedef struct tpl_static_span {
     uint32_t pc, line, col;
 } tpl_static_span;
 
+/* A builtin the code calls, by name: the code's builtin operands (a filter's, test's, global
+ * function's or method's) are indexes of the program's builtins table, which
+ * tpl_program_load_static resolves to the loading library's builtins (as a .tplb's table), so a
+ * generated file does not depend on the order of the library's builtin list. kind: the
+ * library's builtin kind (0 filter, 1 test, 2 global function, 3 str method, 4 dict method,
+ * 5 list method, 6 Kernel function, 7 method, 8 String, 9 Numeric, 10 Array, 11 Hash, 12 Range
+ * method); an unknown (kind, name) is a load error naming it. */
+typedef struct tpl_static_builtin {
+    uint32_t kind;
+    uint32_t len;                 /* bytes of name */
+    const char *name;
+} tpl_static_builtin;
+
 typedef struct tpl_static_macro {
     uint32_t entry, name, params;
     uint16_t nparams, nslots, max_stack;
@@ -80,6 +93,11 @@ struct tpl_static_program {
     /* `--emit c --native`: the render as C (tpl_native.h: a tpl_native_fn), or NULL: the VM runs
      * the bytecode above. Either way the program behaves the same to the byte. */
     int (*native)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
+    /* The builtins the code calls (their indexes are the code's builtin operands). Never NULL in
+     * a generated file: a file without it (generated before builtins were named) is refused
+     * ("regenerate it with this tplc"). */
+    const tpl_static_builtin *builtins;
+    size_t nbuiltins;
 };
 
 #ifdef __cplusplus

@@ -156,7 +156,12 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         else tpl_sb_printf(b, "    /* %u: %u:%u %s", pc, line, col, oi->name);
         if (strchr(oi->fmt, 'n') == oi->fmt && a < p->nnames) { tpl_sb_putc(b, ' '); comment_name(b, &p->names[a].s); }
         else if (oi->fmt[0] == 'k' && a < p->nconsts && op != TPL_OP_TEXT) { tpl_sb_putc(b, ' '); comment_name(b, &p->consts[a]); }
-        else if (oi->fmt[0] != '-' && oi->fmt[0]) tpl_sb_printf(b, " %u", a);
+        else if (oi->fmt[0] == 'b' && tpl_lib_builtin((int)a)) { /* by name: ids are not in the generated file */
+            const tpl_builtin_info *bi = tpl_lib_builtin((int)a);
+            tpl_value nm = tpl_v_str(bi->name, bi->namelen);
+            tpl_sb_putc(b, ' ');
+            comment_name(b, &nm);
+        } else if (oi->fmt[0] != '-' && oi->fmt[0]) tpl_sb_printf(b, " %u", a);
         tpl_sb_puts(b, " */\n");
         bool special = true;
         switch (op) {

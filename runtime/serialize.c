@@ -214,6 +214,23 @@ static const char *const builtin_kind_names[] = { "filter", "test", "global func
                                                   "Numeric method", "Array method", "Hash method", "Range method",
                                                   "MatchData method" };
 
+/* Saving (--emit c): the builtin operand in *word replaced by its index in t. */
+static void bt_assign(void *data, uint32_t *word, bool in_a) { *word = bt_map(data, *word, in_a); }
+
+/* Loading: this library's id of builtin `kind` named s[0..n), or -1 with why (of cap bytes)
+ * saying which is unknown. find() also answers a test's operator alias ("==" for eq): only the
+ * exact name counts. */
+static int builtin_named(unsigned kind, const char *s, size_t n, char *why, size_t cap)
+{
+    bool known_kind = kind < sizeof builtin_kind_names / sizeof builtin_kind_names[0];
+    int id = known_kind ? tpl_stdlib.find((tpl_builtin_kind)kind, s, n) : -1;
+    const tpl_builtin_info *bi = tpl_lib_builtin(id);
+    if (bi && bi->namelen == n && memcmp(bi->name, s, n) == 0) return id;
+    snprintf(why, cap, "unknown builtin %s '%.*s' (this tpl has no such builtin)",
+             known_kind ? builtin_kind_names[kind] : "kind", (int)(n > 64 ? 64 : n), s);
+    return -1;
+}
+
 /* The code with its builtin operands mapped by t (put = false: only fills t). */
 static void put_code(wr *w, const tpl_program *p, bt_save *t, bool put)
 {
@@ -547,16 +564,9 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         unsigned kind = get_u8(&r);
         s = get_str(&r, a, &n);
         if (r.bad) return corrupt(p, err, name, "truncated builtins table");
-        int id = kind < sizeof builtin_kind_names / sizeof builtin_kind_names[0] ? tpl_stdlib.find((tpl_builtin_kind)kind, s, n) : -1;
-        /* find() also answers a test's operator alias ("==" for eq): only the exact name counts */
-        const tpl_builtin_info *bi = tpl_lib_builtin(id);
-        if (!bi || bi->namelen != n || memcmp(bi->name, s, n) != 0) {
-            char why[200];
-            snprintf(why, sizeof why, "unknown builtin %s '%.*s' (this tpl has no such builtin)",
-                     kind < sizeof builtin_kind_names / sizeof builtin_kind_names[0] ? builtin_kind_names[kind] : "kind",
-                     (int)(n > 64 ? 64 : n), s);
-            return corrupt(p, err, name, why);
-        }
+        char why[200];
+        int id = builtin_named(kind, s, n, why, sizeof why);
+        if (id < 0) return corrupt(p, err, name, why);
         bt_ids[i] = (int16_t)id;
     }
     p->ncode = get_count(&r, 4);
@@ -664,8 +674,9 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
         return TPL_ERR_USAGE;
     }
     *out = NULL;
+    /* (a file generated before builtins were named has no builtins table: regenerate it) */
     if (!sp || sp->magic != TPL_STATIC_MAGIC || sp->version != TPL_TPLB_VERSION || sp->syntax > TPL_SYNTAX_FMT ||
-        sp->options > 127) {
+        sp->options > 127 || !sp->builtins || (!sp->code && sp->ncode)) {
         fill_error(err, TPL_EK_CORRUPT, sp && sp->name ? sp->name : NULL,
                    "not a tpl static program of this version (regenerate it with this tplc)");
         return TPL_ERR_CORRUPT;
@@ -684,8 +695,27 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     p->opts.lang = sp->lang && *sp->lang ? sp->lang : NULL;
     p->nslots = sp->nslots;
     p->max_stack = sp->max_stack;
-    p->code = (uint32_t *)sp->code;
+    /* the code's builtin operands index sp->builtins: a copy with this library's ids */
+    int16_t *bt_ids = tpl_arena_alloc(&p->arena, (sp->nbuiltins + 1) * sizeof *bt_ids);
+    p->code = sp->ncode <= SIZE_MAX / sizeof *p->code - 1 ? tpl_arena_alloc(&p->arena, (sp->ncode + 1) * sizeof *p->code)
+                                                          : NULL;
+    if (!bt_ids || !p->code) return load_nomem(p, err, sp->name);
+    for (size_t i = 0; i < sp->nbuiltins; i++) {
+        const tpl_static_builtin *sb = &sp->builtins[i];
+        char why[200], full[300];
+        int id = sb->name ? builtin_named(sb->kind, sb->name, sb->len, why, sizeof why) : -1;
+        if (id < 0) {
+            snprintf(full, sizeof full, "invalid static program: %s", sb->name ? why : "a builtin without a name");
+            fill_error(err, TPL_EK_CORRUPT, p->name, full);
+            tpl_program_free(p);
+            return TPL_ERR_CORRUPT;
+        }
+        bt_ids[i] = (int16_t)id;
+    }
+    if (sp->ncode) memcpy(p->code, sp->code, sp->ncode * sizeof *p->code);
     p->ncode = sp->ncode;
+    each_builtin_operand(p->code, p->ncode, bt_resolve,
+                         &(bt_load){ bt_ids, sp->nbuiltins > UINT32_MAX ? UINT32_MAX : (uint32_t)sp->nbuiltins });
     p->consts = (tpl_value *)(const void *)sp->consts;
     p->nconsts = sp->nconsts;
     p->names = (tpl_name *)(const void *)sp->names;
@@ -828,9 +858,30 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     } else {
         tpl_sb_puts(&b, "#include <tpl_static.h>\n\n");
     }
+    /* the builtins the code calls, by name, and the code with its builtin operands as indexes of
+     * that table (as a .tplb: the loading library resolves the names, so builtins.def may change) */
+    bt_save bt = { malloc(tpl_stdlib.nbuiltins * sizeof *bt.slot + 1), malloc(tpl_stdlib.nbuiltins * sizeof *bt.ids + 1), 0 };
+    uint32_t *code = malloc(p->ncode * sizeof *code + 1);
+    if (!bt.slot || !bt.ids || !code) { free(bt.slot); free(bt.ids); free(code); tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    for (uint32_t i = 0; i < tpl_stdlib.nbuiltins; i++) bt.slot[i] = -1;
+    if (p->ncode) memcpy(code, p->code, p->ncode * sizeof *code);
+    each_builtin_operand(code, p->ncode, bt_assign, &bt);
+    tpl_sb_printf(&b, "static const tpl_static_builtin %s_builtins[%u] = {\n", sym, bt.n ? bt.n : 1);
+    for (uint32_t i = 0; i < bt.n; i++) {
+        const tpl_builtin_info *bi = tpl_lib_builtin(bt.ids[i]);
+        tpl_sb_printf(&b, "    { %u, %u, ", (unsigned)bi->kind, (unsigned)bi->namelen);
+        c_string(&b, bi->name, bi->namelen);
+        tpl_sb_printf(&b, " }, /* %s */\n", builtin_kind_names[bi->kind]);
+    }
+    if (!bt.n) tpl_sb_puts(&b, "    { 0, 0, 0 }\n");
+    tpl_sb_puts(&b, "};\n");
     tpl_sb_printf(&b, "static const uint32_t %s_code[%zu] = {", sym, p->ncode ? p->ncode : 1);
-    for (size_t i = 0; i < p->ncode; i++) tpl_sb_printf(&b, "%s0x%08x,", i % 8 ? " " : "\n    ", p->code[i]);
+    for (size_t i = 0; i < p->ncode; i++) tpl_sb_printf(&b, "%s0x%08x,", i % 8 ? " " : "\n    ", code[i]);
     tpl_sb_puts(&b, "\n};\n");
+    uint32_t nbt = bt.n;
+    free(bt.slot);
+    free(bt.ids);
+    free(code);
     unsigned id = 0;
     unsigned *lid = calloc(p->nconsts ? p->nconsts : 1, sizeof *lid);
     if (!lid) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
@@ -891,8 +942,9 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     tpl_sb_printf(&b, "    %s_spans, %zu, %s_macros, %zu,\n    ", sym, p->nspans, sym, p->nmacros);
     if (p->opts.lang) c_string(&b, p->opts.lang, strlen(p->opts.lang));
     else tpl_sb_puts(&b, "0");
-    if (native) tpl_sb_printf(&b, ",\n    %s_native,\n};\n", sym);
-    else tpl_sb_puts(&b, ",\n    0,\n};\n");
+    if (native) tpl_sb_printf(&b, ",\n    %s_native,\n", sym);
+    else tpl_sb_puts(&b, ",\n    0,\n");
+    tpl_sb_printf(&b, "    %s_builtins, %u,\n};\n", sym, nbt);
     if (native)
         tpl_sb_printf(&b, "/* %zu instructions: %zu as C above, %zu through tpl_native_step */\n", nspecial + nstep,
                       nspecial, nstep);

@@ -16,6 +16,7 @@
 #include "tpl.h"
 #include "tpl_static.h"
 #include "runtime/program.h"
+#include "runtime/library.h"
 #include "runtime/crc32.h"
 
 static int npass, nfail;
@@ -185,8 +186,13 @@ static void test_round_trip(void)
 /* A static program over a compiled program's tables (the layout --emit c generates); its span
  * runs are decoded into spans_out (up to 4,096 runs; the compiled program keeps them compact). */
 static tpl_static_span spans_out[4096];
+/* Every builtin of the library by name, in id order (so the code's ids are its indexes). */
+static tpl_static_builtin builtins_all[4096];
 static tpl_static_program static_of(const tpl_program *p)
 {
+    uint32_t nb = 0;
+    for (const tpl_builtin_info *bi; nb < 4096 && (bi = tpl_lib_builtin((int)nb)) != NULL; nb++)
+        builtins_all[nb] = (tpl_static_builtin){ bi->kind, (uint32_t)bi->namelen, bi->name };
     tpl_loc_it it;
     tpl_loc_it_init(&it, p);
     size_t ns = 0;
@@ -210,6 +216,8 @@ static tpl_static_program static_of(const tpl_program *p)
     sp.nspans = ns;
     sp.macros = (const tpl_static_macro *)(const void *)p->macros;
     sp.nmacros = p->nmacros;
+    sp.builtins = builtins_all;
+    sp.nbuiltins = nb;
     return sp;
 }
 
@@ -223,7 +231,8 @@ static void test_static(void)
     tpl_status s1, s2;
     char *a = render(r, p, &s1), *b = q ? render(r, q, &s2) : NULL;
     CHECK(a && b && strcmp(a, b) == 0);
-    CHECK(q && q->code == p->code); /* not copied */
+    /* the code is copied with the builtins resolved by name: here the same ids */
+    CHECK(q && q->ncode == p->ncode && memcmp(q->code, p->code, p->ncode * sizeof *p->code) == 0);
     free(a);
     free(b);
     tpl_program_free(q);
@@ -232,6 +241,76 @@ static void test_static(void)
     CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT);
     tpl_error_clear(&err);
     tpl_render_free(r);
+    tpl_program_free(p);
+}
+
+/* --emit c names the builtins the code calls (tpl_static_program.builtins; the code's builtin
+ * operands index that table), so a generated file does not depend on builtins.def's order: a
+ * table in any order loads with this library's ids; an unknown name or a file without the table
+ * (generated before builtins were named) is refused. */
+static void test_static_builtins(void)
+{
+    tpl_program *p = compile("{{ name|upper }} {{ items|join('-') }} {{ 3 is odd }} {{ range(2)|list }}", NULL);
+    uint32_t *code = malloc(p->ncode * sizeof *code + 1);
+    memcpy(code, p->code, p->ncode * sizeof *code);
+    /* a table of the code's builtins in reverse first-use order, the code's operands its indexes */
+    tpl_static_builtin table[16];
+    uint32_t ids[16], nt = 0;
+    for (size_t pass = 0; pass < 2; pass++)
+        for (size_t pc = 0; pc < p->ncode;) {
+            const tpl_opinfo *oi = &tpl_opinfo_table[TPL_INSN_OP(p->code[pc])];
+            for (size_t k = 0; oi->fmt[k] && k <= oi->extra; k++) {
+                if (oi->fmt[k] != 'b') continue;
+                uint32_t id = k ? p->code[pc + k] : TPL_INSN_A(p->code[pc]), at = 0;
+                while (at < nt && ids[at] != id) at++;
+                if (pass == 0 && at == nt && nt < 16) ids[nt++] = id;
+                if (pass == 1) {
+                    uint32_t ix = nt - 1 - at;
+                    code[pc + k] = k ? ix : TPL_INSN(TPL_INSN_OP(code[pc]), ix);
+                }
+            }
+            pc += 1 + (size_t)oi->extra;
+        }
+    CHECK(nt >= 4);
+    for (uint32_t i = 0; i < nt; i++) {
+        const tpl_builtin_info *bi = tpl_lib_builtin((int)ids[nt - 1 - i]);
+        table[i] = (tpl_static_builtin){ bi->kind, (uint32_t)bi->namelen, bi->name };
+    }
+    tpl_static_program sp = static_of(p);
+    sp.code = code;
+    sp.builtins = table;
+    sp.nbuiltins = nt;
+    tpl_program *q = NULL;
+    CHECK(tpl_program_load_static(&sp, &q, NULL) == TPL_OK);
+    tpl_render *r = new_render(NULL);
+    tpl_status s1, s2;
+    char *a = render(r, p, &s1), *b = q ? render(r, q, &s2) : NULL;
+    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(q && memcmp(q->code, p->code, p->ncode * sizeof *code) == 0); /* this library's ids again */
+    free(a);
+    free(b);
+    tpl_program_free(q);
+    /* an unknown name, a name of another kind, no name, no table: refused */
+    for (int k = 0; k < 4; k++) {
+        tpl_static_builtin bad = table[0];
+        if (k == 0) bad.name = "nosuchfilter", bad.len = 12;
+        if (k == 1) bad.kind = 255;
+        if (k == 2) bad.name = NULL;
+        table[0] = bad;
+        if (k == 3) sp.builtins = NULL;
+        tpl_error err = { 0 };
+        q = NULL;
+        CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT && q == NULL);
+        CHECK(err.message && (k == 3 ? strstr(err.message, "regenerate") != NULL
+                                     : strstr(err.message, k == 2 ? "without a name" : "unknown builtin") != NULL));
+        if (k == 0) CHECK(err.message && strstr(err.message, "'nosuchfilter'") != NULL);
+        tpl_error_clear(&err);
+        table[0] = (tpl_static_builtin){ tpl_lib_builtin((int)ids[nt - 1])->kind,
+                                         (uint32_t)tpl_lib_builtin((int)ids[nt - 1])->namelen,
+                                         tpl_lib_builtin((int)ids[nt - 1])->name };
+    }
+    tpl_render_free(r);
+    free(code);
     tpl_program_free(p);
 }
 
@@ -718,6 +797,7 @@ int main(void)
     test_source_hash();
     test_round_trip();
     test_static();
+    test_static_builtins();
     test_switch_table();
     test_superinstructions();
     test_limits();
