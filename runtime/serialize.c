@@ -803,7 +803,10 @@ static void c_value(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id
         break;
     }
     default:
-        tpl_sb_printf(b, "{ %u, %u, 0, 0, { .i = %lldll } }", v->type, v->flags, (long long)v->u.i);
+        if (v->u.i == INT64_MIN) /* -9223372036854775808ll is the negation of a constant too large for long long */
+            tpl_sb_printf(b, "{ %u, %u, 0, 0, { .i = (-9223372036854775807ll - 1) } }", v->type, v->flags);
+        else
+            tpl_sb_printf(b, "{ %u, %u, 0, 0, { .i = %lldll } }", v->type, v->flags, (long long)v->u.i);
         break;
     }
 }
