@@ -340,15 +340,8 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
     }
     default: {
         /* the globals Jinja2 has as classes print as the class */
-        static const struct { const char *name, *repr; } classes[] = {
-            { "range", "<class 'range'>" }, { "dict", "<class 'dict'>" },
-            { "cycler", "<class 'jinja2.utils.Cycler'>" }, { "joiner", "<class 'jinja2.utils.Joiner'>" },
-            { "namespace", "<class 'jinja2.utils.Namespace'>" },
-        };
-        const tpl_builtin_info *bi = v.type == TPL_T_FUNC && !v.u.p ? tpl_lib_builtin(v.aux) : NULL;
-        const char *repr = "<built-in function>";
-        for (size_t i = 0; bi && i < sizeof classes / sizeof *classes; i++)
-            if (bi->kind == TPL_BK_GLOBAL && strcmp(bi->name, classes[i].name) == 0) repr = classes[i].repr;
+        tpl_vtype cls = tpl_value_class(v);
+        const char *repr = cls != TPL_VT__COUNT ? tpl_types[cls].pyclass : "<built-in function>";
         /* any other function, method or cycler/joiner object: Python prints its address */
         if (repr[1] != 'c' && !b->address) b->address = v.type == TPL_T_FUNC && v.u.p ? "method" : "function";
         tpl_sb_puts(b, repr);

@@ -1,16 +1,32 @@
 /* The value types a template can see (types.def) and the functions that name them. */
 #include "types.h"
 #include "host.h"
-#include "vm.h"
+#include "vm_impl.h"
+
+#include <string.h>
 
 const tpl_type_info tpl_types[TPL_VT__COUNT] = {
-#define TPL_TYPE(id, py, rb, flags) [TPL_VT_##id] = { py, rb, flags },
+#define TPL_TYPE(id, py, rb, flags, pymod) [TPL_VT_##id] = { py, rb, flags, "<class '" pymod py "'>" },
 #include "types.def"
 #undef TPL_TYPE
 };
 
 _Static_assert(TPL_VT_RANGE - 1 + TPL_LAZY_DICT_REVVALUES == TPL_VT_DICT_REVVALUES,
                "types.def's lazy rows follow TPL_LAZY_*");
+
+tpl_vtype tpl_value_class(tpl_value v)
+{
+    /* the globals Jinja2 has as classes (jinja2.defaults.DEFAULT_NAMESPACE) */
+    static const struct { const char *name; tpl_vtype vt; } classes[] = {
+        { "range", TPL_VT_RANGE }, { "dict", TPL_VT_DICT }, { "cycler", TPL_VT_CYCLER },
+        { "joiner", TPL_VT_JOINER }, { "namespace", TPL_VT_NAMESPACE },
+    };
+    const tpl_builtin_info *bi = v.type == TPL_T_FUNC && !v.u.p ? tpl_lib_builtin(v.aux) : NULL;
+    for (size_t i = 0; bi && bi->kind == TPL_BK_GLOBAL && i < sizeof classes / sizeof *classes; i++)
+        if (strcmp(bi->name, classes[i].name) == 0)
+            return classes[i].vt;
+    return TPL_VT__COUNT;
+}
 
 tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
 {
@@ -32,7 +48,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
         if (v.flags & TPL_F_GROUP) return TPL_VT_GROUP_TUPLE;
         return v.flags & TPL_F_TUPLE ? TPL_VT_TUPLE : TPL_VT_LIST;
     case TPL_T_MAP: return v.flags & TPL_F_NS ? TPL_VT_NAMESPACE : TPL_VT_DICT;
-    case TPL_T_FUNC: return v.u.p ? TPL_VT_BUILTIN : TPL_VT_FUNCTION;
+    case TPL_T_FUNC: return v.u.p ? TPL_VT_BUILTIN : tpl_value_class(v) != TPL_VT__COUNT ? TPL_VT_TYPE : TPL_VT_FUNCTION;
     case TPL_T_MACRO: return TPL_VT_MACRO;
     case TPL_T_LOOP: return TPL_VT_LOOP;
     case TPL_T_UNSET: return TPL_VT_UNSET;

@@ -9,7 +9,7 @@
 enum { TPL_TYF_MAPPING = 1, TPL_TYF_SEQUENCE = 2, TPL_TYF_ITERABLE = 4, TPL_TYF_CALLABLE = 8 };
 
 typedef enum {
-#define TPL_TYPE(id, py, rb, flags) TPL_VT_##id,
+#define TPL_TYPE(id, py, rb, flags, pymod) TPL_VT_##id,
 #include "types.def"
 #undef TPL_TYPE
     TPL_VT__COUNT
@@ -20,6 +20,7 @@ typedef struct tpl_type_info {
     const char *py;     /* type(x).__name__ in Python / Jinja2 */
     const char *rb;     /* x.class in Ruby */
     uint8_t flags;      /* TPL_TYF_* */
+    const char *pyclass; /* str(type(x)) in Python: "<class 'int'>", "<class 'markupsafe.Markup'>" */
 } tpl_type_info;
 
 /* The table, indexed by tpl_vtype (runtime/types.c). */

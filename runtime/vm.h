@@ -51,8 +51,12 @@ void *tpl_vm_ext(const tpl_vm *vm);
  * the library's per-render data come from it. */
 const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm);
 
-/* The types.def row of a value (strict: a Jinja2 StrictUndefined render, tpl_vm_strict). */
+/* The types.def row of a value (strict: a Jinja2 StrictUndefined render, tpl_vm_strict; a global
+ * that is a class in Jinja2, tpl_value_class: TYPE). */
 tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
+/* The class a builtin global is in Jinja2 (range, dict, cycler, joiner, namespace: the row its
+ * instances have, or the class-only CYCLER/JOINER row); TPL_VT__COUNT for any other value. */
+tpl_vtype tpl_value_class(tpl_value v);
 /* type(v).__name__ as Python/Jinja2 print it ("int", "str", "Markup", "NoneType", "dict_items",
  * a host object's class name, ...), for error messages and filters that name a type; vm may be
  * NULL (lenient Undefined). The one Python type-name function. */

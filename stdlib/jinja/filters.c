@@ -2856,19 +2856,11 @@ typedef struct {
     const tpl_map *m;
 } pp_ctx;
 
-/* pprint's _safe_key ordering: natural order for numbers and for strings; otherwise by type
- * name (never an error). */
+/* pprint's _safe_key ordering: natural order for numbers and for strings; otherwise by
+ * str(type(x)) (never an error), from runtime/types.def. */
 static const char *pp_tname(tpl_value v)
 {
-    switch (v.type) {
-    case TPL_T_NONE: return "<class 'NoneType'>";
-    case TPL_T_BOOL: return "<class 'bool'>";
-    case TPL_T_INT: return "<class 'int'>";
-    case TPL_T_FLOAT: return "<class 'float'>";
-    case TPL_T_STR: return "<class 'str'>";
-    case TPL_T_LIST: return (v.flags & TPL_F_TUPLE) ? "<class 'tuple'>" : "<class 'list'>";
-    default: return "<class 'object'>";
-    }
+    return tpl_types[tpl_value_vtype(v, false)].pyclass;
 }
 
 static int pp_key_cmp(tpl_value a, tpl_value b)
