@@ -5,32 +5,18 @@ memory is bounded. Each case runs `tplc` and bounds its CPU time (not wall time:
 be busy), so a quadratic compiler fails (40,000 `{% set %}` took 5 s, 40,000 blocks 16 s).
 Usage: compile_scale.py TPLC. Prints "N passed, N failed"."""
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 
+from scale_common import CPU_LIMIT, check, finish, run_cpu
+
 TPLC = sys.argv[1]
-CPU_LIMIT = float(os.environ.get("TPL_SCALE_CPU", "3.0"))  # seconds of CPU per case (linear: ~0.1 s, ASan ~1 s)
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {what}" + (f"\n  {detail}" if detail else ""))
 
 
 def run(args, stdin=None):
     """Runs tplc; returns (exit status, stdout, stderr, CPU seconds)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run([TPLC] + args, input=stdin, capture_output=True, timeout=120)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return p.returncode, p.stdout, p.stderr, cpu
+    return run_cpu([TPLC] + args, stdin)
 
 
 def compile_fast(name, ext, src, want_rc=0):
@@ -235,5 +221,4 @@ if os.environ.get("TPL_SCALE_RSS") == "1":
             check(ratio <= bound, f"{name}: peak RSS {kib} KiB is {ratio:.1f}x the source past {base} KiB "
                   f"(bound {bound}x)")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -6,24 +6,13 @@ bounds its CPU time (not wall time: the machine may be busy); the outputs are ch
 values computed here. Usage: erb_scale.py TPLC. Prints "N passed, N failed"."""
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 
+from scale_common import CPU_LIMIT, check, finish, run_cpu
+
 TPLC = sys.argv[1]
-CPU_LIMIT = float(os.environ.get("TPL_SCALE_CPU", "3.0"))  # seconds of CPU per case (linear: ~0.2 s, ASan ~1 s)
 N = 200000
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {what}" + (f"\n  {detail}" if detail else ""))
 
 
 def render(name, src, state, want):
@@ -33,13 +22,10 @@ def render(name, src, state, want):
             f.write(src)
         with open(spath, "w") as f:
             json.dump(state, f)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        p = subprocess.run([TPLC, "render", path, "--state", spath], capture_output=True, timeout=300)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        out = p.stdout.decode(errors="replace")
-        check(p.returncode == 0 and out == want, f"{name}: exit {p.returncode}, output {out[:80]!r}",
-              f"want {want[:80]!r}; stderr {p.stderr.decode(errors='replace')[:300]}")
+        rc, stdout, stderr, cpu = run_cpu([TPLC, "render", path, "--state", spath], timeout=300)
+        out = stdout.decode(errors="replace")
+        check(rc == 0 and out == want, f"{name}: exit {rc}, output {out[:80]!r}",
+              f"want {want[:80]!r}; stderr {stderr.decode(errors='replace')[:300]}")
         check(cpu < CPU_LIMIT, f"{name}: took {cpu:.2f} s of CPU (limit {CPU_LIMIT} s)")
 
 
@@ -55,5 +41,4 @@ render("uniq of 200,000 pairs", "<%= xs.map { |x| [x, x % 7] }.uniq.size %>", {"
 render("Array#-: 200,000 minus 100,000", "<%= (xs - ys).size %>", {"xs": distinct, "ys": distinct[::2]}, str(N // 2))
 render("Array#& and #|: 200,000", "<%= (xs & ys).size %> <%= (xs | ys).size %>",
        {"xs": distinct, "ys": list(range(N // 2, N + N // 2))}, f"{N // 2} {N + N // 2}")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()
