@@ -320,6 +320,10 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
             if (!s) { c_nomem(c, c->cur_off); return 0; }
             v.u.s = s;
         }
+    } else if (v.type == TPL_T_BIGINT) { /* its text, owned by the program */
+        char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
+        if (!s) { c_nomem(c, c->cur_off); return 0; }
+        v.u.s = s;
     }
     if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
         c_nomem(c, c->cur_off);

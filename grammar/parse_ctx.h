@@ -45,8 +45,8 @@ tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t);      /* NAME node */
 tpl_node *tpl_p_string(tpl_pctx *c, tpl_token t);    /* CONST str from a quoted literal */
 tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t); /* "a" "b" */
 tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t);
-/* tpl_p_integer's node for the literal 2**63 (op of a CONST): no int64 holds it, but negated it
- * is -9223372036854775808, which Python reads; anywhere else tpl_p_check_depth reports it. */
+/* tpl_p_integer's node for the literal 2**63 (op of a CONST, a big int): negated it is the int
+ * -9223372036854775808 (tpl_p_negate folds it). */
 #define TPL_CONST_INT_2_63 1
 /* `-e` (Jinja's unary minus): a UNOP, or the CONST -9223372036854775808 when e is 2**63. */
 tpl_node *tpl_p_negate(tpl_pctx *c, uint32_t off, tpl_node *e);

@@ -10,6 +10,7 @@
 #include "../runtime/error.h"
 #include "jinja_parse.h"
 #include "../runtime/vm.h"
+#include "../runtime/bigint.h"
 
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
 {
@@ -402,11 +403,12 @@ static bool strip_underscores(const char *s, size_t n, char *buf, size_t cap)
 tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t)
 {
     tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
-    char buf[128];
-    if (!strip_underscores(c->src + t.off, t.len, buf, sizeof buf)) {
-        tpl_pctx_error(c, t.off, "integer literal too large (tpl integers are 64-bit)");
+    char local[128], *buf = local;
+    if (t.len >= sizeof local && !(buf = malloc((size_t)t.len + 1))) {
+        tpl_pctx_nomem(c, t.off);
         return n;
     }
+    strip_underscores(c->src + t.off, t.len, buf, (size_t)t.len + 1 > sizeof local ? (size_t)t.len + 1 : sizeof local);
     int base = 10;
     const char *digits = buf;
     if (buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) base = 16, digits = buf + 2;
@@ -415,18 +417,17 @@ tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t)
     errno = 0;
     char *end;
     long long v = strtoll(digits, &end, base);
-    if (errno == ERANGE && v == LLONG_MAX && strtoull(digits, &end, base) == (unsigned long long)LLONG_MAX + 1) {
-        /* 2**63: valid only negated (-9223372036854775808, Python's smallest int64); the unary
-         * minus takes it (tpl_p_negate), else tpl_p_check_depth reports it */
-        n->val = tpl_v_int(LLONG_MIN);
-        n->op = TPL_CONST_INT_2_63;
-        return n;
-    }
     if (errno == ERANGE) {
-        tpl_pctx_error(c, t.off, "integer literal too large (tpl integers are 64-bit)");
-        return n;
+        /* past int64: a big int (Python's ints are unbounded); 2**63 negated is int64's smallest,
+         * which the unary minus folds to an int (tpl_p_negate) */
+        if (v == LLONG_MAX && strtoull(digits, &end, base) == (unsigned long long)LLONG_MAX + 1)
+            n->op = TPL_CONST_INT_2_63;
+        if (!tpl_big_parse(c->arena, digits, strlen(digits), base, &n->val))
+            tpl_pctx_error(c, t.off, "integer literal too large (more than %d bits)", TPL_BIG_MAX_BITS);
+    } else {
+        n->val = tpl_v_int(v);
     }
-    n->val = tpl_v_int(v);
+    if (buf != local) free(buf);
     return n;
 }
 
@@ -626,11 +627,6 @@ bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)
                 ok = false;
                 break;
             }
-            if (n->kind == TPL_N_CONST && n->op == TPL_CONST_INT_2_63) {
-                tpl_pctx_error(c, n->off, "integer literal too large (tpl integers are 64-bit)");
-                ok = false;
-                break;
-            }
             const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
             for (int i = 0; i < 5; i++) {
                 if (!kids[i]) continue;
@@ -666,7 +662,8 @@ bool tpl_p_blank_body(const tpl_node *body)
 tpl_node *tpl_p_negate(tpl_pctx *c, uint32_t off, tpl_node *e)
 {
     if (e && e->kind == TPL_N_CONST && e->op == TPL_CONST_INT_2_63 && !e->next) {
-        e->op = 0; /* its value is INT64_MIN already */
+        e->op = 0;
+        e->val = tpl_v_int(INT64_MIN);
         e->off = off;
         return e;
     }

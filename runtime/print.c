@@ -1,6 +1,7 @@
 /* Value printing, byte-exact with the reference engines: Python 3.11 str()/repr() (Jinja2
  * output), Ruby 3.1 to_s/inspect (ERB output) and Python's json.dumps (tojson filters). */
 #include "vm_impl.h"
+#include "bigint.h"
 
 #include <float.h>
 #include <inttypes.h>
@@ -127,6 +128,17 @@ static void put_float(tpl_sb *b, double d, bool ruby)
 void tpl_py_float(tpl_sb *b, double d) { put_float(b, d, false); }
 
 static void put_int(tpl_sb *b, int64_t i) { tpl_sb_printf(b, "%" PRId64, i); }
+
+/* A big int's decimal text; Python's (py) refuses more than 4,300 digits: the builder is marked
+ * (tpl_big_str_limit, as for an address) and the caller raises the ValueError. */
+static void put_big(tpl_sb *b, tpl_value v, bool py)
+{
+    if (py && tpl_big_ndigits(v) > TPL_PY_INT_MAX_STR_DIGITS) {
+        if (!b->address) b->address = tpl_big_str_limit;
+        return;
+    }
+    tpl_sb_put(b, v.u.s, v.len);
+}
 
 /* ------------------------------------------------------------------ container walks */
 
@@ -263,6 +275,9 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         break;
     case TPL_T_INT:
         put_int(b, v.u.i);
+        break;
+    case TPL_T_BIGINT:
+        put_big(b, v, true);
         break;
     case TPL_T_FLOAT:
         put_float(b, v.u.f, false);
@@ -471,6 +486,9 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
     case TPL_T_INT:
         put_int(b, v.u.i);
         break;
+    case TPL_T_BIGINT:
+        put_big(b, v, false);
+        break;
     case TPL_T_FLOAT:
         put_float(b, v.u.f, true);
         break;
@@ -674,6 +692,11 @@ static bool json_key(tpl_sb *b, tpl_value k, const json_opts *o)
     case TPL_T_STR:
         json_str(b, k.u.s, k.len, o);
         return true;
+    case TPL_T_BIGINT:
+        tpl_sb_putc(b, '"');
+        put_big(b, k, true);
+        tpl_sb_putc(b, '"');
+        return true;
     case TPL_T_FLOAT:
     case TPL_T_BOOL:
     case TPL_T_NONE:
@@ -798,6 +821,9 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
         return true;
     case TPL_T_INT:
         put_int(b, v.u.i);
+        return true;
+    case TPL_T_BIGINT:
+        put_big(b, v, true);
         return true;
     case TPL_T_FLOAT:
         json_float(b, v.u.f);

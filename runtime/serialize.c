@@ -151,7 +151,7 @@ static void put_value(wr *b, const tpl_value *v)
         put_u64(b, bits);
         break;
     }
-    case TPL_T_STR: put_str(b, v->u.s, v->len); break;
+    case TPL_T_STR: case TPL_T_BIGINT: put_str(b, v->u.s, v->len); break;
     case TPL_T_LIST:
         put_u32(b, v->u.list->len);
         for (uint32_t i = 0; i < v->u.list->len; i++) put_value(b, &v->u.list->items[i]);
@@ -453,6 +453,7 @@ static bool get_value(rd *r, tpl_arena *a, tpl_value *v, int nest)
         return !r->bad;
     }
     case TPL_T_STR: v->u.s = get_str(r, a, &v->len); return !r->bad;
+    case TPL_T_BIGINT: v->u.s = get_str(r, a, &v->len); return !r->bad; /* the verifier checks its text */
     case TPL_T_LIST: {
         if (nest >= MAX_NEST) return false;
         uint32_t n = get_count(r, 2);
@@ -792,6 +793,7 @@ static void c_value(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id
     (void)id;
     switch (v->type) {
     case TPL_T_STR:
+    case TPL_T_BIGINT:
         tpl_sb_printf(b, "{ %u, %u, 0, %u, { .s = ", v->type, v->flags, v->len);
         c_string(b, v->u.s, v->len);
         tpl_sb_puts(b, " } }");

@@ -34,7 +34,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
     case TPL_T_UNDEF: return strict ? TPL_VT_STRICT_UNDEFINED : TPL_VT_UNDEFINED;
     case TPL_T_NONE: return TPL_VT_NONE;
     case TPL_T_BOOL: return v.u.i ? TPL_VT_TRUE : TPL_VT_FALSE;
-    case TPL_T_INT: return TPL_VT_INT;
+    case TPL_T_INT: case TPL_T_BIGINT: return TPL_VT_INT;
     case TPL_T_FLOAT: return TPL_VT_FLOAT;
     case TPL_T_STR:
         if (v.flags & TPL_F_SYMBOL) return TPL_VT_SYMBOL;

@@ -2,6 +2,7 @@
  * equality and the string builder. See value.h for the contracts. */
 #include "value.h"
 #include "../include/tpl.h"
+#include "bigint.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -247,6 +248,13 @@ static bool float_as_int(double d, int64_t *out)
     return true;
 }
 
+static uint64_t float_bits_hash(double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return mix64(bits);
+}
+
 /* Python's rule: values that compare equal hash equal, so 1, 1.0 and True share a hash.
  * Containers hash shallowly (nested containers contribute their size), so a list that contains
  * itself cannot recurse forever. */
@@ -266,6 +274,8 @@ static uint64_t hash_rec(tpl_value v, bool nested)
         memcpy(&bits, &v.u.f, sizeof bits);
         return mix64(bits);
     }
+    case TPL_T_BIGINT:
+        return tpl_big_hash(v, float_bits_hash);
     case TPL_T_NONE:
         return 0x6e6f6e65u;
     case TPL_T_UNDEF:
@@ -363,6 +373,8 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
             return a.u.f == b.u.f;
         return a.type == TPL_T_FLOAT ? int_eq_float(b.u.i, a.u.f) : int_eq_float(a.u.i, b.u.f);
     }
+    if ((a.type == TPL_T_BIGINT && b.type == TPL_T_FLOAT) || (a.type == TPL_T_FLOAT && b.type == TPL_T_BIGINT))
+        return tpl_big_cmp(a, b) == 0;
     if (a.type != b.type)
         return false;
     if (depth > EQ_MAX_DEPTH)
@@ -373,6 +385,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
     case TPL_T_UNSET:
         return true;
     case TPL_T_STR:
+    case TPL_T_BIGINT: /* canonical text */
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_LIST: {
         /* A list never equals a tuple in Python, nor a range, dict view or iterator; ranges compare

@@ -91,7 +91,7 @@ typedef enum tpl_type {
     TPL_T_UNDEF = 0, /* Jinja2's Undefined: u.s/len name what was missing (see aux) */
     TPL_T_NONE,      /* None / nil / JSON null */
     TPL_T_BOOL,      /* u.i is 0 or 1 */
-    TPL_T_INT,       /* u.i, int64; overflow is a runtime error */
+    TPL_T_INT,       /* u.i, int64; a result past int64 is a TPL_T_BIGINT */
     TPL_T_FLOAT,     /* u.f */
     TPL_T_STR,       /* u.s (UTF-8, not NUL-terminated in general), len bytes */
     TPL_T_LIST,      /* u.list; flag TPL_F_TUPLE prints as a tuple */
@@ -101,6 +101,8 @@ typedef enum tpl_type {
     TPL_T_LOOP,      /* u.loop, the `loop` variable of a for loop */
     TPL_T_UNSET,     /* internal: a local slot not assigned yet, or a missing argument */
     TPL_T_HOST,      /* a host object (include/tpl.h tpl_val_host): u.p is a tpl_hobj (runtime/host.h) */
+    TPL_T_BIGINT,    /* an integer past int64 (Python's and Ruby's are unbounded): u.s its canonical
+                      * decimal text, len bytes; never one that fits in int64 (runtime/bigint.h) */
 } tpl_type;
 
 enum {

@@ -51,6 +51,15 @@ static bool check_value(ver *v, const tpl_value *x, int nest)
     switch (x->type) {
     case TPL_T_NONE: case TPL_T_BOOL: case TPL_T_INT: case TPL_T_FLOAT: return true;
     case TPL_T_STR: return x->u.s != NULL || bad(v, "constant string without data");
+    case TPL_T_BIGINT: { /* canonical decimal text past int64, as tpl_big_value writes it */
+        const char *s = x->u.s;
+        uint32_t n = x->len, neg = n && s && s[0] == '-';
+        bool ok = s && n > neg + 18 && n - neg <= 400000 && s[neg] >= '1' && s[neg] <= '9';
+        for (uint32_t i = neg; ok && i < n; i++) ok = s[i] >= '0' && s[i] <= '9';
+        if (ok && n - neg == 19) /* 19 digits: past int64 only above 9223372036854775807 (or below -...808) */
+            ok = memcmp(s + neg, neg ? "9223372036854775808" : "9223372036854775807", 19) > 0;
+        return ok || bad(v, "malformed big integer constant");
+    }
     case TPL_T_LIST: {
         const tpl_list *l = x->u.list;
         if (nest >= 8) return bad(v, "constants nested too deeply");

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "vm_impl.h"
 #include "error.h"
+#include "bigint.h"
 #include "host.h"
 #include "../include/tpl_native.h"
 
@@ -134,6 +135,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
         return 0;
     case TPL_T_NONE: return 0;
     case TPL_T_BOOL: case TPL_T_INT: return v.u.i != 0;
+    case TPL_T_BIGINT: return 1; /* never 0 (normalised) */
     case TPL_T_FLOAT: return v.u.f != 0.0;
     case TPL_T_STR: return v.len != 0;
     case TPL_T_LIST: return v.u.list->len != 0 || tpl_is_iter(v); /* a Python iterator is always true */
@@ -190,6 +192,7 @@ static char *format_int(char *end, int64_t i)
  * sync_do_map at 0x7f...>"): no two runs agree, so tpl refuses to print one. */
 int tpl_print_address_error(tpl_vm *vm, const char *what)
 {
+    if (what == tpl_big_str_limit) return tpl_big_str_error(vm);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a value holding a %s: Python prints its memory address (<... at 0x...>)", what);
 }
 
@@ -667,6 +670,12 @@ static int lower_cmp(tpl_vm *vm, tpl_value a, tpl_value b, int *cmp)
 
 int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *cmp)
 {
+    if ((a.type == TPL_T_BIGINT && (is_numeric(b) || b.type == TPL_T_BIGINT)) ||
+        (b.type == TPL_T_BIGINT && is_numeric(a))) {
+        int c = tpl_big_cmp(a, b);
+        *cmp = c == 2 ? 0 : c; /* NaN: unordered, as two floats compare here */
+        return 0;
+    }
     if (is_numeric(a) && is_numeric(b)) {
         if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT) *cmp = a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
         else {
@@ -888,10 +897,13 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     bool ints = (a.type == TPL_T_INT || a.type == TPL_T_BOOL) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL);
     bool nums = is_numeric(a) && is_numeric(b);
     int64_t r;
+    if ((a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT) &&
+        (a.type == TPL_T_BIGINT || is_numeric(a)) && (b.type == TPL_T_BIGINT || is_numeric(b)))
+        return tpl_big_binop(vm, op, a, b, out);
     switch (op) {
     case TPL_OP_ADD:
         if (ints) {
-            if (__builtin_add_overflow(a.u.i, b.u.i, &r)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in +");
+            if (__builtin_add_overflow(a.u.i, b.u.i, &r)) return tpl_big_binop(vm, op, a, b, out);
             *out = tpl_v_int(r);
             return 0;
         }
@@ -915,7 +927,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return arith_error(vm, "+", a, b);
     case TPL_OP_SUB:
         if (ints) {
-            if (__builtin_sub_overflow(a.u.i, b.u.i, &r)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in -");
+            if (__builtin_sub_overflow(a.u.i, b.u.i, &r)) return tpl_big_binop(vm, op, a, b, out);
             *out = tpl_v_int(r);
             return 0;
         }
@@ -923,7 +935,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return arith_error(vm, "-", a, b);
     case TPL_OP_MUL:
         if (ints) {
-            if (__builtin_mul_overflow(a.u.i, b.u.i, &r)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in *");
+            if (__builtin_mul_overflow(a.u.i, b.u.i, &r)) return tpl_big_binop(vm, op, a, b, out);
             *out = tpl_v_int(r);
             return 0;
         }
@@ -931,6 +943,9 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "*", a, b);
         if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL)) return repeat(vm, a, b.u.i, out);
         if ((b.type == TPL_T_STR || b.type == TPL_T_LIST) && (a.type == TPL_T_INT || a.type == TPL_T_BOOL)) return repeat(vm, b, a.u.i, out);
+        if (((a.type == TPL_T_STR || a.type == TPL_T_LIST) && b.type == TPL_T_BIGINT) ||
+            ((b.type == TPL_T_STR || b.type == TPL_T_LIST) && a.type == TPL_T_BIGINT))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot fit 'int' into an index-sized integer");
         return arith_error(vm, "*", a, b);
     case TPL_OP_DIV_PY:
         if (!nums) return arith_error(vm, "/", a, b);
@@ -941,7 +956,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     case TPL_OP_FLOORDIV:
         if (ints) {
             if (b.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, op == TPL_OP_DIV_RB ? "divided by 0" : "integer division or modulo by zero");
-            if (a.u.i == INT64_MIN && b.u.i == -1) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in //");
+            if (a.u.i == INT64_MIN && b.u.i == -1) return tpl_big_binop(vm, op, a, b, out);
             int64_t q = a.u.i / b.u.i;
             if ((a.u.i % b.u.i != 0) && ((a.u.i < 0) != (b.u.i < 0))) q--;
             *out = tpl_v_int(q);
@@ -978,9 +993,9 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (ints && b.u.i >= 0) {
             int64_t base = a.u.i, e = b.u.i, acc = 1;
             while (e > 0) {
-                if (e & 1) { if (__builtin_mul_overflow(acc, base, &acc)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in **"); }
+                if (e & 1) { if (__builtin_mul_overflow(acc, base, &acc)) return tpl_big_binop(vm, op, a, b, out); }
                 e >>= 1;
-                if (e && __builtin_mul_overflow(base, base, &base)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in **");
+                if (e && __builtin_mul_overflow(base, base, &base)) return tpl_big_binop(vm, op, a, b, out);
             }
             *out = tpl_v_int(acc);
             return 0;
@@ -2003,7 +2018,7 @@ top:
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
         else {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
-            else if (v.type == TPL_T_INT) tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in unary -");
+            else if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { if (tpl_big_neg(vm, v, &sp[-1]) == 0) NEXT(0); }
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", tpl_type_name(vm, v));
             goto fail;
         }
@@ -2012,7 +2027,7 @@ top:
     CASE(POS) {
         tpl_value v = sp[-1];
         if (v.type == TPL_T_BOOL) sp[-1] = tpl_v_int(v.u.i);
-        else if (v.type != TPL_T_INT && v.type != TPL_T_FLOAT) {
+        else if (v.type != TPL_T_INT && v.type != TPL_T_FLOAT && v.type != TPL_T_BIGINT) {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary +: '%s'", tpl_type_name(vm, v));
             goto fail;
@@ -2587,7 +2602,7 @@ top:
         tpl_value v = sp[-1];
         if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
-        else if (v.type == TPL_T_INT) { tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow (tpl integers are 64-bit)"); goto fail; }
+        else if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { if (tpl_big_neg(vm, v, &sp[-1]) < 0) goto fail; }
         else { tpl_stdlib.rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
         NEXT(0);
     }

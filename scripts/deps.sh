@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tpl needs to build and test, from Debian's packages (idempotent; run as root).
 set -euo pipefail
-pkgs=(re2c lemon meson ninja-build gcc clang libclang-rt-14-dev pkg-config libutf8proc-dev libjansson-dev libonig-dev libxxhash-dev unicode-data python3 valgrind time
+pkgs=(re2c lemon meson ninja-build gcc clang libclang-rt-14-dev pkg-config libutf8proc-dev libjansson-dev libonig-dev libgmp-dev libxxhash-dev unicode-data python3 valgrind time
       libsqlite3-dev libpq-dev postgresql libgettextpo-dev gettext  # the prompt store (issue 19)
       python3-dev python3-pytest python3-jinja2 python3-markupsafe python3-mesonpy python3-venv patchelf  # the Python package (issue 17)
       ruby ruby-dev ruby-minitest ruby-erubi)  # the Ruby gem (issue 20): headers, its test suite, the Erubi benchmark

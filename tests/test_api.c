@@ -532,7 +532,9 @@ static void test_error_kinds(void)
     CHECK(render_kind("{{ 1 }}", 0, &st) == TPL_EK_NONE && st == TPL_OK, "no error: TPL_EK_NONE");
     CHECK(render_kind("{% if %}", 0, &st) == TPL_EK_SYNTAX && st == TPL_ERR_SYNTAX, "syntax error kind");
     CHECK(render_kind("{{ 1 // 0 }}", 0, &st) == TPL_EK_ZERO_DIVISION && st == TPL_ERR_TYPE, "1 // 0: zero_division, TYPE");
-    CHECK(render_kind("{{ 9223372036854775807 + 1 }}", 0, &st) == TPL_EK_OVERFLOW && st == TPL_ERR_TYPE, "overflow kind");
+    CHECK(render_kind("{{ 2**2000 / 3 }}", 0, &st) == TPL_EK_OVERFLOW && st == TPL_ERR_TYPE, "overflow kind");
+    CHECK(render_kind("{{ 2**(10**9) }}", 0, &st) == TPL_EK_MEMORY_LIMIT && st == TPL_ERR_LIMIT, "huge int: memory limit");
+    CHECK(render_kind("{{ 2**14300 }}", 0, &st) == TPL_EK_VALUE && st == TPL_ERR_VALUE, "str() past 4300 digits: ValueError");
     CHECK(render_kind("{{ 1 + 'a' }}", 0, &st) == TPL_EK_TYPE && st == TPL_ERR_TYPE, "type error kind");
     CHECK(render_kind("{% for i in range(100000) %}{{ i }}{% endfor %}", 1000, &st) == TPL_EK_FUEL && st == TPL_ERR_LIMIT,
           "fuel: limit kind fuel");
