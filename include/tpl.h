@@ -487,6 +487,21 @@ TPL_API tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out);
 /* Sets map[key] = val (a key set again keeps its first position). Keys are compared as Python
  * does (1 == 1.0 == True); a key must be a string, number, bool or None (else TPL_ERR_TYPE). */
 TPL_API tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val);
+/* The hash tpl's maps keep for the string key s (len bytes; FNV-1a, fixed for a library
+ * version): a host computes it once per key string it sees again and again (Python's dict keys,
+ * Ruby's Symbols) and passes it to tpl_val_map_add_str. 0 for NULL s with len > 0. */
+TPL_API uint64_t tpl_val_key_hash(const char *s, size_t len);
+/* Appends the string key -> val to map without looking the key up: for a key the host knows is
+ * not in map yet (the distinct str keys of a Python dict), so neither a duplicate scan nor
+ * hashing is done. key is taken as tpl_val_str takes s under flags (TPL_VAL_BORROW: not copied,
+ * it must outlive the value; TPL_VAL_UTF8_VALID: not checked; TPL_VAL_MARKUP and
+ * TPL_VAL_SYMBOL); hash must be tpl_val_key_hash(key, len). A key already in map, or a wrong
+ * hash, leaves a map in which that key may be found in either entry or not at all (never a
+ * memory error). TPL_ERR_USAGE when r is NULL, map not a map or key NULL with len > 0;
+ * TPL_ERR_VALUE for a key that is not UTF-8 (without TPL_VAL_UTF8_VALID); TPL_ERR_LIMIT past
+ * the memory limit or 2^30 entries. */
+TPL_API tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size_t len, uint64_t hash,
+                                       unsigned flags, tpl_val val);
 /* A host object (obj and cls borrowed; see tpl_host_class). TPL_ERR_USAGE when r or cls is
  * NULL. */
 TPL_API tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out);

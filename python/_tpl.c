@@ -31,6 +31,7 @@
 #define POOL_MAX 8      /* idle render contexts kept per Program */
 
 #define CHUNK 64        /* host-object blocks per allocation */
+#define KEYS 256        /* str keys remembered per render context (a power of two) */
 
 /* Render settings (Program.configure, or one render's options). Every object owned or NULL. */
 typedef struct settings {
@@ -61,6 +62,19 @@ typedef struct chunk {
     pyobj o[CHUNK];
 } chunk;
 
+/* A str key seen by a render context: its UTF-8 and tpl_val_key_hash, so that the keys of the
+ * dicts converted render after render (a chat's "role" and "content") are hashed once, not on
+ * every render. k is an owned reference (so its address is not reused by another str while it
+ * is here); an entry replaced during a render moves that reference to the render's keep array,
+ * as the render may still borrow the UTF-8. */
+typedef struct key {
+    PyObject *k;            /* an exact str, or NULL */
+    const char *u8;         /* its UTF-8 (kept by the str) */
+    uint64_t hash;
+    uint32_t len;
+    int32_t read;           /* its index in the Program's reads, -1 none, -2 not looked up yet */
+} key;
+
 /* A render context with its binding state (a pool entry): reachable from the callbacks through
  * each host object's block and the remembers data pointer, so its address is stable. */
 typedef struct render_ctx {
@@ -79,6 +93,7 @@ typedef struct render_ctx {
     tpl_host_object *hobjs;
     pyobj *hblocks;
     bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
+    key keys[KEYS];         /* direct-mapped by the str's address */
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
 } render_ctx;
@@ -87,8 +102,10 @@ typedef struct {
     PyObject_HEAD
     tpl_program *p;
     PyObject *reads;        /* tuple of str: the reads-set (top-level names converted) */
-    const char **read_u8;   /* their UTF-8 (owned by the interned strs of reads) and lengths */
-    size_t *read_len;
+    const char **read_u8;   /* their UTF-8 (owned by the interned strs of reads), lengths and */
+    size_t *read_len;       /* tpl_val_key_hash */
+    uint64_t *read_hash;
+    PyObject *read_index;   /* dict: name -> its index in reads */
     settings defaults;      /* Program.configure */
     long gen;               /* bumped by every configure */
     bool autoescape;        /* compiled with tpl_options.autoescape */
@@ -97,6 +114,7 @@ typedef struct {
 } ProgramObject;
 
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out);
+static int check(tpl_status st);
 static int py_remembers(void *data, const char *words, size_t len);
 
 /* ------------------------------------------------------------------ errors */
@@ -140,8 +158,8 @@ static void fail_with_exception(render_ctx *c)
 
 static const tpl_host_class py_class;
 
-/* Holds a new reference to o until the render ends. */
-static int keep(render_ctx *c, PyObject *o)
+/* Room for one more reference in c's keep array. */
+static int keep_room(render_ctx *c)
 {
     if (c->nkeep == c->capkeep) {
         Py_ssize_t cap = c->capkeep ? c->capkeep * 2 : 64;
@@ -150,9 +168,63 @@ static int keep(render_ctx *c, PyObject *o)
         c->keep = k;
         c->capkeep = cap;
     }
+    return 0;
+}
+
+/* Holds a new reference to o until the render ends. */
+static inline int keep(render_ctx *c, PyObject *o)
+{
+    if (c->nkeep == c->capkeep && keep_room(c) < 0) return -1;
     Py_INCREF(o);
     c->keep[c->nkeep++] = o;
     return 0;
+}
+
+/* The key entry of k (an exact str): remembered, or made now in k's slot. NULL with an
+ * exception when k has no UTF-8 (lone surrogates) or memory runs out. */
+static key *key_miss(render_ctx *c, key *e, PyObject *k)
+{
+    Py_ssize_t n;
+    const char *u;
+    if (PyUnicode_IS_COMPACT_ASCII(k)) {
+        u = (const char *)PyUnicode_DATA(k);
+        n = PyUnicode_GET_LENGTH(k);
+    } else if (!(u = PyUnicode_AsUTF8AndSize(k, &n))) {
+        return NULL;
+    }
+    if ((size_t)n > UINT32_MAX - 1) {
+        PyErr_SetString(PyExc_ValueError, "tpl: a dict key of 4 GiB or more");
+        return NULL;
+    }
+    if (e->k) { /* the old key's reference moves to the render (its UTF-8 may be borrowed) */
+        if (keep_room(c) < 0) return NULL;
+        c->keep[c->nkeep++] = e->k;
+    }
+    Py_INCREF(k);
+    e->k = k;
+    e->u8 = u;
+    e->len = (uint32_t)n;
+    e->hash = tpl_val_key_hash(u, (size_t)n);
+    e->read = -2;
+    return e;
+}
+
+static inline key *key_of(render_ctx *c, PyObject *k)
+{
+    key *e = &c->keys[((uintptr_t)k * 0x9E3779B97F4A7C15u) >> 56 & (KEYS - 1)];
+    return e->k == k ? e : key_miss(c, e, k);
+}
+
+/* map[k] = v for an exact str k, distinct from the keys already in map (a dict's). The entry
+ * is copied before v is converted: converting can replace it. */
+static int add_str_key(render_ctx *c, tpl_val map, PyObject *k, PyObject *v)
+{
+    key *e = key_of(c, k);
+    if (!e) return -1;
+    key ke = *e;
+    tpl_val x;
+    if (to_val(c, v, &x) < 0) return -1;
+    return check(tpl_val_map_add_str(c->r, map, ke.u8, ke.len, ke.hash, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, x));
 }
 
 static pyobj *new_block(render_ctx *c)
@@ -237,6 +309,10 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (PyDict_Next(d, &pos, &k, &v)) {
+        if (PyUnicode_CheckExact(k)) { /* a dict's distinct str keys: appended */
+            if (add_str_key(c, *out, k, v) < 0) return -1;
+            continue;
+        }
         tpl_val kv, vv;
         if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0) return -1;
         if (check(tpl_val_map_set(c->r, *out, kv, vv)) < 0) return -1;
@@ -755,6 +831,7 @@ static void slot_free(render_ctx *c)
     Py_XDECREF(c->remembers);
     Py_XDECREF(c->markup);
     Py_XDECREF(c->undefined);
+    for (int i = 0; i < KEYS; i++) Py_XDECREF(c->keys[i].k);
     for (chunk *k = c->chunks, *next; k; k = next) {
         next = k->next;
         PyMem_Free(k);
@@ -821,6 +898,8 @@ static void Program_dealloc(ProgramObject *self)
     Py_XDECREF(self->reads);
     PyMem_Free(self->read_u8);
     PyMem_Free(self->read_len);
+    PyMem_Free(self->read_hash);
+    Py_XDECREF(self->read_index);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -838,6 +917,8 @@ static PyObject *wrap_program(tpl_program *p)
     o->reads = NULL;
     o->read_u8 = NULL;
     o->read_len = NULL;
+    o->read_hash = NULL;
+    o->read_index = NULL;
     /* one scan for the usual few names (the reads-set is a walk over the code) */
     enum { FEW = 64 };
     const char *few[FEW];
@@ -845,8 +926,10 @@ static PyObject *wrap_program(tpl_program *p)
     size_t n = tpl_program_reads(p, few, fewlen, FEW);
     o->read_u8 = PyMem_Calloc(n + 1, sizeof *o->read_u8);
     o->read_len = PyMem_Calloc(n + 1, sizeof *o->read_len);
+    o->read_hash = PyMem_Calloc(n + 1, sizeof *o->read_hash);
     o->reads = PyTuple_New((Py_ssize_t)n);
-    if (!o->read_u8 || !o->read_len || !o->reads) {
+    o->read_index = PyDict_New();
+    if (!o->read_u8 || !o->read_len || !o->read_hash || !o->reads || !o->read_index) {
         Py_DECREF(o);
         return PyErr_NoMemory();
     }
@@ -867,6 +950,11 @@ static PyObject *wrap_program(tpl_program *p)
         if (!ku) { Py_DECREF(o); return NULL; }
         o->read_u8[i] = ku;
         o->read_len[i] = (size_t)kn;
+        o->read_hash[i] = tpl_val_key_hash(ku, (size_t)kn);
+        PyObject *ix = PyLong_FromSize_t(i);
+        int rc = ix ? PyDict_SetItem(o->read_index, s, ix) : -1;
+        Py_XDECREF(ix);
+        if (rc < 0) { Py_DECREF(o); return NULL; }
     }
     return (PyObject *)o;
 }
@@ -1073,6 +1161,61 @@ static PyObject *output_str(const char *out, size_t n)
     return s;
 }
 
+/* The state of a render (the GIL held): the names the program reads, with their values in
+ * the mapping. A dict not much bigger than the reads-set is walked (its str keys are mostly the
+ * same objects render after render: their slots in c->keys say which read each is, without a
+ * dict lookup); otherwise each name is looked up. */
+static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
+{
+    tpl_render *r = c->r;
+    Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
+    if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
+        if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(state, &pos, &k, &v)) {
+            if (!PyUnicode_CheckExact(k)) goto lookup; /* (a str subclass may compare as it likes) */
+            key *e = key_of(c, k);
+            if (!e) return -1;
+            if (e->read == -2) {
+                PyObject *i = PyDict_GetItemWithError(self->read_index, k);
+                if (!i && PyErr_Occurred()) return -1;
+                e->read = i ? (int32_t)PyLong_AsLong(i) : -1;
+            }
+            if (e->read < 0) continue;
+            if (keep(c, v) < 0 || add_str_key(c, *st, k, v) < 0) return -1;
+        }
+        return 0;
+    }
+lookup:
+    if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;
+    for (Py_ssize_t i = 0; i < nreads; i++) {
+        PyObject *name = PyTuple_GET_ITEM(self->reads, i), *v;
+        if (isdict) {
+            v = PyDict_GetItemWithError(state, name);
+            if (!v) { if (PyErr_Occurred()) return -1; continue; }
+            if (keep(c, v) < 0) return -1;
+        } else {
+            v = PyObject_GetItem(state, name);
+            if (!v) {
+                if (!PyErr_ExceptionMatches(PyExc_KeyError)) return -1;
+                PyErr_Clear();
+                continue;
+            }
+            int kept = keep(c, v);
+            Py_DECREF(v);
+            if (kept < 0) return -1;
+        }
+        /* the name is one of self->reads, which outlive the render: borrowed without a reference */
+        tpl_val x;
+        if (to_val(c, v, &x) < 0 ||
+            check(tpl_val_map_add_str(r, *st, self->read_u8[i], self->read_len[i], self->read_hash[i],
+                                      TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, x)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* One render of self with settings s (the GIL held). */
 static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
 {
@@ -1085,33 +1228,8 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
     tpl_render *r = c->r;
     PyObject *result = NULL;
 
-    /* the state: the names the program reads, looked up in the mapping */
     tpl_val st;
-    Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
-    if (check(tpl_val_map(r, (size_t)nreads, &st)) < 0) goto done;
-    for (Py_ssize_t i = 0; i < nreads; i++) {
-        PyObject *name = PyTuple_GET_ITEM(self->reads, i), *v;
-        if (isdict) {
-            v = PyDict_GetItemWithError(state, name);
-            if (!v) { if (PyErr_Occurred()) goto done; continue; }
-            if (keep(c, v) < 0) goto done;
-        } else {
-            v = PyObject_GetItem(state, name);
-            if (!v) {
-                if (!PyErr_ExceptionMatches(PyExc_KeyError)) goto done;
-                PyErr_Clear();
-                continue;
-            }
-            int kept = keep(c, v);
-            Py_DECREF(v);
-            if (kept < 0) goto done;
-        }
-        /* the name is one of self->reads, which outlive the render: borrowed without a reference */
-        tpl_val k, x;
-        if (check(tpl_val_str(r, self->read_u8[i], self->read_len[i], TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &k)) < 0 ||
-            to_val(c, v, &x) < 0 || check(tpl_val_map_set(r, st, k, x)) < 0)
-            goto done;
-    }
+    if (state_val(self, c, state, isdict, &st) < 0) goto done;
     tpl_render_set_state_val(r, st);
 
     const char *out = NULL;

@@ -27,22 +27,36 @@ tpl_val tpl_val_bool(bool b) { return to_val(tpl_v_bool(b)); }
 tpl_val tpl_val_int(int64_t i) { return to_val(tpl_v_int(i)); }
 tpl_val tpl_val_float(double d) { return to_val(tpl_v_float(d)); }
 
-tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_val *out)
+/* Not UTF-8 (out of line: the hot borrowed path keeps no stack slot for *bad). */
+static bool __attribute__((noinline)) utf8_bad(const char *s, size_t len)
 {
-    if (!r || !out || (!s && len)) return TPL_ERR_USAGE;
-    if (len > UINT32_MAX - 1) return TPL_ERR_VALUE;
     size_t bad;
-    if (len && !(flags & TPL_VAL_UTF8_VALID) && !tpl_utf8_valid(s, len, &bad)) return TPL_ERR_VALUE;
+    return !tpl_utf8_valid(s, len, &bad);
+}
+
+/* The string value of tpl_val_str (r and s checked by the caller). */
+static tpl_status str_value(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_value *out)
+{
+    if (len > UINT32_MAX - 1) return TPL_ERR_VALUE;
+    if (len && !(flags & TPL_VAL_UTF8_VALID) && utf8_bad(s, len)) return TPL_ERR_VALUE;
     const char *c = len ? s : "";
     if (!(flags & TPL_VAL_BORROW)) { /* (the arena is found only when copying: the borrowed path is hot) */
         tpl_arena *a = val_arena(r);
         if (!(c = tpl_arena_strdup(a, c, len))) return arena_fail(a);
     }
-    tpl_value v = tpl_v_str(c, len);
-    if (flags & TPL_VAL_MARKUP) v.flags |= TPL_F_SAFE;
-    if (flags & TPL_VAL_SYMBOL) v.flags |= TPL_F_SYMBOL;
-    *out = to_val(v);
+    *out = tpl_v_str(c, len);
+    if (flags & (TPL_VAL_MARKUP | TPL_VAL_SYMBOL))
+        out->flags |= (flags & TPL_VAL_MARKUP ? TPL_F_SAFE : 0) | (flags & TPL_VAL_SYMBOL ? TPL_F_SYMBOL : 0);
     return TPL_OK;
+}
+
+tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_val *out)
+{
+    if (!r || !out || (!s && len)) return TPL_ERR_USAGE;
+    tpl_value v;
+    tpl_status st = str_value(r, s, len, flags, &v);
+    if (st == TPL_OK) *out = to_val(v);
+    return st;
 }
 
 tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_val *out)
@@ -111,6 +125,20 @@ tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val)
     if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;
     tpl_arena *a = val_arena(r);
     return tpl_map_set(a, m.u.map, k, from_val(val)) ? TPL_OK : arena_fail(a);
+}
+
+uint64_t tpl_val_key_hash(const char *s, size_t len) { return s || !len ? tpl_hash_str(s, len) : 0; }
+
+tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size_t len, uint64_t hash,
+                               unsigned flags, tpl_val val)
+{
+    tpl_value m = from_val(map), k;
+    if (!r || m.type != TPL_T_MAP || (!key && len)) return TPL_ERR_USAGE;
+    if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    tpl_status st = str_value(r, key, len, flags, &k);
+    if (st != TPL_OK) return st;
+    tpl_arena *a = val_arena(r);
+    return tpl_map_append(a, m.u.map, k, hash, from_val(val)) ? TPL_OK : arena_fail(a);
 }
 
 tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out)

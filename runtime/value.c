@@ -527,6 +527,11 @@ bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val)
         m->e[at].val = val;
         return true;
     }
+    return tpl_map_append(a, m, key, h, val);
+}
+
+bool tpl_map_append(tpl_arena *a, tpl_map *m, tpl_value key, uint64_t h, tpl_value val)
+{
     if (m->len == m->cap) {
         if (m->cap >= UINT32_MAX / 4)
             return false;

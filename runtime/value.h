@@ -224,6 +224,9 @@ tpl_map *tpl_map_new(tpl_arena *a, uint32_t cap);
  * charges a->fuel (a render's arena): when it runs out the key is added as new and *a->fuel is 0,
  * which the caller must check (tpl_vm_nomem reports the fuel error). */
 bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val);
+/* Appends key (its tpl_hash_value h) -> val without looking key up: the caller knows it is not
+ * in m (a host dict's distinct keys). False on arena exhaustion. */
+bool tpl_map_append(tpl_arena *a, tpl_map *m, tpl_value key, uint64_t h, tpl_value val);
 /* Looks a key up; NULL when absent. Keys compare with Python equality (1 == 1.0 == True). */
 tpl_value *tpl_map_get(const tpl_map *m, tpl_value key);
 /* tpl_map_get charging *fuel for comparing container keys (NULL: unmetered); when it runs out the

@@ -289,6 +289,9 @@ static void test_null_args(void)
     CHECK(tpl_val_map(NULL, 0, &hm) == U && tpl_val_map(r, 0, NULL) == U, "val_map(NULL)");
     CHECK(tpl_val_list_push(NULL, hv, hv) == U && tpl_val_list_push(r, hv, hv) == U, "val_list_push(NULL, non-list)");
     CHECK(tpl_val_map_set(NULL, hv, hv, hv) == U && tpl_val_map_set(r, hv, hv, hv) == U, "val_map_set(NULL, non-map)");
+    CHECK(tpl_val_map_add_str(NULL, hv, "k", 1, tpl_val_key_hash("k", 1), 0, hv) == U &&
+          tpl_val_map_add_str(r, hv, "k", 1, 0, 0, hv) == U && tpl_val_key_hash(NULL, 3) == 0 &&
+          tpl_val_key_hash(NULL, 0) == tpl_val_key_hash("", 0), "val_map_add_str(NULL, non-map), val_key_hash(NULL)");
     CHECK(tpl_val_host(NULL, NULL, NULL, &hv) == U && tpl_val_host(r, NULL, NULL, &hv) == U, "val_host(NULL)");
     CHECK(tpl_val_as_str(hv, NULL) == NULL && !tpl_val_as_bool(hv) && !tpl_val_is_markup(hv) && tpl_val_len(hv) == 0 &&
           tpl_val_kind_of(tpl_val_item(hv, 0)) == TPL_VAL_UNDEFINED &&

@@ -485,8 +485,46 @@ static void environment_settings(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_val_map_add_str: string keys appended with a hash the host computed (a Python dict's
+ * distinct keys), below and above the size at which maps build an index, mixed with map_set */
+static void map_add_str(void)
+{
+    tpl_render *r = tpl_render_new(NULL);
+    static const char *const names[] = { "a", "bb", "ccc", "dddd", "e", "f", "g", "h", "i", "j", "k", "l" };
+    char src[512], want[256];
+    for (int n = 1; n <= 12; n++) {
+        tpl_val st, inner;
+        CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map(r, 2, &st) == TPL_OK, "state map");
+        size_t sl = 0, wl = 0;
+        for (int i = 0; i < n; i++) {
+            const char *k = names[i];
+            tpl_val v = tpl_val_int(i * 10);
+            CHECK(tpl_val_map_add_str(r, st, k, strlen(k), tpl_val_key_hash(k, strlen(k)),
+                                      TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, v) == TPL_OK, "add %s", k);
+            sl += (size_t)snprintf(src + sl, sizeof src - sl, "{{ %s }},", k);
+            wl += (size_t)snprintf(want + wl, sizeof want - wl, "%d,", i * 10);
+        }
+        /* a key set afterwards through map_set finds the appended one (same hash, equal bytes) */
+        tpl_val_map_set(r, st, str(r, names[n - 1]), tpl_val_int(-1));
+        wl -= (size_t)snprintf(NULL, 0, "%d,", (n - 1) * 10);
+        snprintf(want + wl, sizeof want - wl, "-1,");
+        CHECK(tpl_val_map(r, 0, &inner) == TPL_OK, "inner map");
+        CHECK(tpl_val_map_add_str(r, inner, "k\xc3\xa9", 3, tpl_val_key_hash("k\xc3\xa9", 3), 0, str(r, "v")) == TPL_OK,
+              "copied key");
+        CHECK(tpl_val_map_add_str(r, inner, "\xff", 1, tpl_val_key_hash("\xff", 1), 0, tpl_val_none()) == TPL_ERR_VALUE,
+              "a key that is not UTF-8 is refused");
+        CHECK(tpl_val_map_add_str(r, st, "m", 1, tpl_val_key_hash("m", 1), TPL_VAL_MARKUP, inner) == TPL_OK, "add m");
+        CHECK(tpl_val_len(st) == (size_t)n + 1 && tpl_render_set_state_val(r, st) == TPL_OK, "len %d", n);
+        snprintf(src + sl, sizeof src - sl, "{{ m['k\xc3\xa9'] }}{{ m|length }}{{ m }}{{ nope is defined }}");
+        snprintf(want + strlen(want), sizeof want - strlen(want), "v1{'k\xc3\xa9': 'v'}False");
+        expect(r, src, want);
+    }
+    tpl_render_free(r);
+}
+
 int main(void)
 {
+    map_add_str();
     host_value_functions();
     environment_settings();
     tpl_render *r = tpl_render_new(NULL);

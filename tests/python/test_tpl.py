@@ -248,3 +248,51 @@ def test_no_leaks():
     gc.collect()
     assert len(gc.get_objects()) - objs < 50
     assert _rss_kib() - rss < 2048, "RSS grew by %d KiB" % (_rss_kib() - rss)
+
+
+def test_state_walked_or_looked_up():
+    """The state dict is walked when it is small and looked up name by name when it is big or
+    not a dict; both give Jinja2's output, and non-str / str-subclass keys are handled as a
+    dict lookup would handle them (issue 17: a render's conversion cost)."""
+    src = "{{ a }}|{{ b }}|{{ c is defined }}|{{ d }}"
+    want = "1|x|False|{'k': 'v'}"
+    small = {"a": 1, "b": "x", "d": {"k": "v"}, 7: "int key", None: 0}
+    big = dict(small, **{"unused%d" % i: i for i in range(200)})
+
+    class Key(str):
+        pass
+
+    sub = {Key("a"): 1, "b": "x", "d": {"k": "v"}}
+
+    class Mapping:
+        def __init__(self, d):
+            self.d = d
+
+        def __getitem__(self, k):
+            return self.d[k]
+
+        def keys(self):
+            return self.d.keys()
+
+    t = tpl.Template(src)
+    for ctx in (small, big, sub, Mapping(small)):
+        plain = {k: v for k, v in (ctx.d if isinstance(ctx, Mapping) else ctx).items() if isinstance(k, str)}
+        assert t.render(ctx) == want == jinja_ref(src, plain)  # (Jinja2 refuses non-str keys)
+        assert t.render(ctx) == want  # the second render hits the remembered keys
+
+
+def test_many_keys_and_non_ascii_keys():
+    """More distinct dict keys than a render context remembers (its slots are replaced during
+    the render, while the render still borrows the replaced keys' UTF-8), keys made fresh for
+    every render, non-ASCII keys."""
+    src = "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{{ d['clé'] }}{{ d|length }}"
+    t = tpl.Template(src)
+    for r in range(3):
+        d = {("k%d-%d" % (i, r) if i % 3 else "clé%d" % i): str(i) for i in range(1000)}
+        d["clé"] = "é"
+        assert t.render(d=d) == jinja_ref(src, {"d": d})
+    nested = [{"kéy%d" % (i % 700): {"x%d" % i: i}} for i in range(2000)]
+    src2 = "{% for m in ms %}{% for k, v in m.items() %}{{ k }}{{ v }}{% endfor %}{% endfor %}"
+    assert tpl.Template(src2).render(ms=nested) == jinja_ref(src2, {"ms": nested})
+    with pytest.raises(UnicodeEncodeError):
+        t.render(d={"\ud800": 1})
