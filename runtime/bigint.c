@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "bigint.h"
-#include "program.h"
 
 _Static_assert(sizeof(long) == 8, "GMP's si functions take int64 (LP64)");
 
@@ -301,6 +300,14 @@ int tpl_big_binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     if (rc < 0) { mpz_clear(r); return rc; }
     if (!charge(vm, work)) { mpz_clear(r); return tpl_vm_nomem(vm); }
     return tpl_big_result(vm, r, out);
+}
+
+int tpl_big_from_double(tpl_vm *vm, double d, tpl_value *out)
+{
+    if (!isfinite(d)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
+    mpz_t z;
+    mpz_init_set_d(z, d);
+    return tpl_big_result(vm, z, out);
 }
 
 int tpl_big_neg(tpl_vm *vm, tpl_value v, tpl_value *out)

@@ -13,6 +13,7 @@
 
 #include <gmp.h>
 #include "vm.h"
+#include "program.h" /* TPL_OP_* of tpl_big_binop */
 
 /* The largest integer a render or the compiler builds: 2**20 bits (315,653 decimal digits). */
 enum { TPL_BIG_MAX_BITS = 1 << 20 };
@@ -57,6 +58,8 @@ int tpl_big_result(tpl_vm *vm, mpz_t z, tpl_value *out);
  * semantics (floor division and modulo, true division correctly rounded, ** of a negative
  * exponent a float). 0 with *out set, -1 with the error set. */
 int tpl_big_binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
+/* Python's int(d) of a finite double (truncated toward zero): 0 or -1. */
+int tpl_big_from_double(tpl_vm *vm, double d, tpl_value *out);
 /* -v and abs(v) of an integer (tpl_is_intlike): 0 or -1. */
 int tpl_big_neg(tpl_vm *vm, tpl_value v, tpl_value *out);
 int tpl_big_abs(tpl_vm *vm, tpl_value v, tpl_value *out);

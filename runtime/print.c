@@ -741,6 +741,10 @@ static int key_cmp(const void *pa, const void *pb)
         int c = n ? memcmp(a.u.s, b.u.s, n) : 0;   /* UTF-8 byte order = code point order */
         return c ? c : (a.len > b.len) - (a.len < b.len);
     }
+    if (a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT) {
+        int c = tpl_big_cmp(a, b);
+        return c == 2 ? 0 : c;
+    }
     if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
         return (a.u.i > b.u.i) - (a.u.i < b.u.i);
     if (a.type == TPL_T_FLOAT && b.type == TPL_T_FLOAT)
@@ -770,7 +774,7 @@ static bool json_dict(tpl_sb *b, const tpl_map *m, const json_opts *o, walker *w
         bool strs = m->e[0].key.type == TPL_T_STR;
         for (uint32_t k = 0; k < m->len; k++) {
             tpl_value key = m->e[k].key;
-            if (strs ? key.type != TPL_T_STR : !tpl_is_num(key))
+            if (strs ? key.type != TPL_T_STR : !tpl_is_num(key) && key.type != TPL_T_BIGINT)
                 return false;
         }
         size_t bytes = (size_t)m->len * sizeof *order;

@@ -500,7 +500,7 @@ int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out)
  * with tuples); nested elements are checked by tpl_compare itself. */
 static bool orderable(tpl_value a, tpl_value b)
 {
-    if (tpl_is_num(a) && tpl_is_num(b))
+    if ((tpl_is_num(a) || a.type == TPL_T_BIGINT) && (tpl_is_num(b) || b.type == TPL_T_BIGINT))
         return true;
     if (a.type == TPL_T_STR && b.type == TPL_T_STR)
         return true;

@@ -3,6 +3,7 @@
 #define TPL_BUILTINS_H
 
 #include "../runtime/library.h"
+#include "../runtime/bigint.h"
 
 /* Every builtin has one id in this enum; TPL_B__COUNT is the number of builtins. */
 typedef enum tpl_builtin_id {

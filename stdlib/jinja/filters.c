@@ -206,9 +206,11 @@ int f_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_INT:
     case TPL_T_BOOL:
         if (x.u.i == INT64_MIN)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+            return tpl_big_abs(vm, x, out);
         *out = tpl_v_int(x.u.i < 0 ? -x.u.i : x.u.i);
         return 0;
+    case TPL_T_BIGINT:
+        return tpl_big_abs(vm, x, out);
     case TPL_T_FLOAT:
         *out = tpl_v_float(fabs(x.u.f));
         return 0;
@@ -783,17 +785,50 @@ static int parse_py_int(const char *s, size_t n, int64_t base, int64_t *out)
     return 0;
 }
 
-static int float_to_int(tpl_vm *vm, double d, int64_t *out, bool *ok)
+/* Python's int(d): NaN is not ok (ValueError), infinity Python's OverflowError, a value past
+ * int64 a big int. */
+static int float_to_int(tpl_vm *vm, double d, tpl_value *out, bool *ok)
 {
     *ok = false;
     if (isnan(d))
         return 0;
     if (isinf(d))
-        return 0;
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
     double t = trunc(d);
+    *ok = true;
     if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow: %.17g does not fit in 64 bits", d);
-    *out = (int64_t)t;
+        return tpl_big_from_double(vm, t, out);
+    *out = tpl_v_int((int64_t)t);
+    return 0;
+}
+
+/* Python's int(s, base) of a text parse_py_int accepted but found past int64: the digits without
+ * blanks, sign, prefix and '_' as a big int. A decimal (not power-of-two base) text of more than
+ * 4,300 digits is Python's ValueError: *ok false, so the caller falls back as Jinja2 does. */
+static int parse_big_int(tpl_vm *vm, const char *s, size_t n, int64_t base, tpl_value *out, bool *ok)
+{
+    *ok = false;
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) i++;
+    while (n > i && (s[n - 1] == ' ' || (s[n - 1] >= '\t' && s[n - 1] <= '\r'))) n--;
+    bool neg = false;
+    if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+    if (i + 1 < n && s[i] == '0') {
+        char p = (char)(s[i + 1] | 32);
+        int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+        if (pb && (base == 0 || base == pb)) { base = pb; i += 2; }
+    }
+    if (base == 0) base = 10;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    if (neg) tpl_sb_putc(&b, '-');
+    size_t digits = 0;
+    for (; i < n; i++)
+        if (s[i] != '_') { tpl_sb_putc(&b, s[i]); digits++; }
+    if (b.failed) return OOM();
+    if ((base & (base - 1)) != 0 && digits > TPL_PY_INT_MAX_STR_DIGITS) return 0;
+    if (!tpl_big_parse(AR(vm), b.p, b.len, (int)base, out))
+        return tpl_vm_fail(vm, TPL_EK_MEMORY_LIMIT, "integer too large (more than %d bits)", TPL_BIG_MAX_BITS);
     *ok = true;
     return 0;
 }
@@ -809,14 +844,14 @@ int f_int(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_BOOL:
         *out = tpl_v_int(v.u.i);
         return 0;
+    case TPL_T_BIGINT:
+        *out = v;
+        return 0;
     case TPL_T_FLOAT: {
-        if (isinf(v.u.f))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert float infinity to integer");
-        int64_t r;
         bool ok;
-        if (float_to_int(vm, v.u.f, &r, &ok) < 0)
+        if (float_to_int(vm, v.u.f, out, &ok) < 0)
             return -1;
-        *out = ok ? tpl_v_int(r) : dflt;
+        if (!ok) *out = dflt;
         return 0;
     }
     case TPL_T_STR: {
@@ -835,17 +870,24 @@ int f_int(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 *out = tpl_v_int(r);
                 return 0;
             }
-            if (rc == 2)
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow: '%.*s' does not fit in 64 bits",
-                                    (int)(v.len > 60 ? 60 : v.len), v.u.s);
+            if (rc == 2) {
+                bool ok;
+                if (parse_big_int(vm, v.u.s, v.len, base, out, &ok) < 0)
+                    return -1;
+                if (ok)
+                    return 0;
+            }
         }
         double d;
         if (parse_py_float(v.u.s, v.len, &d)) {
-            int64_t r;
             bool ok;
-            if (float_to_int(vm, d, &r, &ok) < 0)
+            if (isinf(d)) { /* int(float("inf")): the OverflowError Jinja2 catches here */
+                *out = dflt;
+                return 0;
+            }
+            if (float_to_int(vm, d, out, &ok) < 0)
                 return -1;
-            *out = ok ? tpl_v_int(r) : dflt;
+            if (!ok) *out = dflt;
             return 0;
         }
         *out = dflt;
@@ -869,6 +911,11 @@ int f_float(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_BOOL:
         *out = tpl_v_float((double)v.u.i);
         return 0;
+    case TPL_T_BIGINT:
+        if (!tpl_big_to_double(v, &d))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
+        *out = tpl_v_float(d);
+        return 0;
     case TPL_T_FLOAT:
         *out = v;
         out->flags = 0;
@@ -888,6 +935,9 @@ static int to_float_strict(tpl_vm *vm, tpl_value v, double *d)
     switch (v.type) {
     case TPL_T_UNDEF: return tpl_undefined_error(vm, v);
     case TPL_T_INT: case TPL_T_BOOL: *d = (double)v.u.i; return 0;
+    case TPL_T_BIGINT:
+        if (tpl_big_to_double(v, d)) return 0;
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
     case TPL_T_FLOAT: *d = v.u.f; return 0;
     case TPL_T_STR:
         if (parse_py_float(v.u.s, v.len, d))
@@ -1490,11 +1540,14 @@ static int add_values(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
         return tpl_undefined_error(vm, x);
     if (y.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, y);
+    if ((x.type == TPL_T_BIGINT || y.type == TPL_T_BIGINT) && (tpl_is_num(x) || x.type == TPL_T_BIGINT) &&
+        (tpl_is_num(y) || y.type == TPL_T_BIGINT))
+        return tpl_big_binop(vm, TPL_OP_ADD, x, y, r);
     if (tpl_is_num(x) && tpl_is_num(y)) {
         if (x.type != TPL_T_FLOAT && y.type != TPL_T_FLOAT) {
             int64_t s;
             if (__builtin_add_overflow(x.u.i, y.u.i, &s))
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+                return tpl_big_binop(vm, TPL_OP_ADD, x, y, r);
             *r = tpl_v_int(s);
             return 0;
         }
@@ -1614,6 +1667,27 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &prec) < 0)
         return -1;
+    if (v.type == TPL_T_BIGINT || (v.type == TPL_T_INT && method == 0 && prec < 0 && prec >= -18 &&
+                                   (v.u.i > INT64_MAX / 2 || v.u.i < INT64_MIN / 2))) {
+        if (method == 0) { /* Python's round(int, n): exact, ties to even */
+            if (prec >= 0) { *out = v.type == TPL_T_BOOL ? tpl_v_int(v.u.i) : v; return 0; }
+            mpz_t z, p, q, r;
+            tpl_big_get(z, v);
+            mpz_inits(p, q, r, NULL);
+            mpz_ui_pow_ui(p, 10, prec < -400000 ? 400000 : (unsigned long)-prec);
+            mpz_fdiv_qr(q, r, z, p);
+            mpz_mul_2exp(r, r, 1);
+            int c = mpz_cmp(r, p);
+            if (c > 0 || (c == 0 && mpz_odd_p(q))) mpz_add_ui(q, q, 1);
+            mpz_mul(z, q, p);
+            mpz_clears(p, q, r, NULL);
+            return tpl_big_result(vm, z, out);
+        }
+        double d;
+        if (!tpl_big_to_double(v, &d))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
+        v = tpl_v_float(d);
+    }
     if (!tpl_is_num(v))
         return tpl_vm_error(vm, TPL_ERR_TYPE, method == 0 ? "type %s doesn't define __round__ method"
                                                            : "must be real number, not %s",
@@ -2865,6 +2939,11 @@ static const char *pp_tname(tpl_value v)
 
 static int pp_key_cmp(tpl_value a, tpl_value b)
 {
+    if ((a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT) && (tpl_is_num(a) || a.type == TPL_T_BIGINT) &&
+        (tpl_is_num(b) || b.type == TPL_T_BIGINT)) {
+        int c = tpl_big_cmp(a, b);
+        return c == 2 ? 0 : c;
+    }
     if (tpl_is_num(a) && tpl_is_num(b)) {
         double x = a.type == TPL_T_FLOAT ? a.u.f : (double)a.u.i;
         double y = b.type == TPL_T_FLOAT ? b.u.f : (double)b.u.i;

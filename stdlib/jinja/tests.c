@@ -20,9 +20,9 @@ int t_none(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_NO
 int t_boolean(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL); }
 int t_false(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL && !a[0].u.i); }
 int t_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL && a[0].u.i); }
-int t_integer(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_INT); }
+int t_integer(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_INT || a[0].type == TPL_T_BIGINT); }
 int t_float(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_FLOAT); }
-int t_number(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(tpl_is_num(a[0])); }
+int t_number(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(tpl_is_num(a[0]) || a[0].type == TPL_T_BIGINT); }
 int t_string(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_STR); }
 int t_escaped(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -108,6 +108,9 @@ static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
         return tpl_undefined_error(vm, y);
     if (x.type == TPL_T_STR)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
+    if ((x.type == TPL_T_BIGINT || y.type == TPL_T_BIGINT) && (tpl_is_num(x) || x.type == TPL_T_BIGINT) &&
+        (tpl_is_num(y) || y.type == TPL_T_BIGINT))
+        return tpl_big_binop(vm, TPL_OP_MOD, x, y, r);
     if (!tpl_is_num(x) || !tpl_is_num(y))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %%: '%s' and '%s'",
                             tpl_type_name(vm, x), tpl_type_name(vm, y));

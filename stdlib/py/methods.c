@@ -1113,12 +1113,19 @@ static void emit_number(tpl_sb *b, const fspec *f, const char *sign, const char 
 
 static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const char *tname);
 
-static int format_int(tpl_vm *vm, tpl_sb *b, int64_t v, const fspec *f, const char *tname)
+/* format(v, spec) of an int (v: TPL_T_INT, TPL_T_BOOL or a big int, bigint.h). */
+static int format_int(tpl_vm *vm, tpl_sb *b, tpl_value iv, const fspec *f, const char *tname)
 {
     char t = f->type;
+    bool big = iv.type == TPL_T_BIGINT;
+    int64_t v = big ? (iv.u.s[0] == '-' ? -1 : 1) : iv.u.i; /* a big int: only its sign */
     switch (t) {
-    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': case '%':
-        return format_float(vm, b, (double)v, f, tname);
+    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': case '%': {
+        double d;
+        if (!tpl_big_to_double(iv, &d))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
+        return format_float(vm, b, d, f, tname);
+    }
     case 0: case 'd': case 'n': case 'b': case 'o': case 'x': case 'X': case 'c':
         break;
     default:
@@ -1133,6 +1140,8 @@ static int format_int(tpl_vm *vm, tpl_sb *b, int64_t v, const fspec *f, const ch
             return tpl_vm_error(vm, TPL_ERR_VALUE, "Sign not allowed with integer format specifier 'c'");
         if (f->alt)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "Alternate form (#) not allowed with integer format specifier 'c'");
+        if (big)
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C long");
         if (v < 0 || v > 0x10FFFF)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c arg not in range(0x110000)");
         tpl_sb tmp;
@@ -1156,6 +1165,20 @@ static int format_int(tpl_vm *vm, tpl_sb *b, int64_t v, const fspec *f, const ch
     else if (t == 'x') { base = 16; every = 4; prefix = f->alt ? "0x" : ""; }
     else if (t == 'X') { base = 16; every = 4; prefix = f->alt ? "0X" : ""; }
     const char *dig = t == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+    const char *sign = v < 0 ? "-" : f->sign == '+' ? "+" : f->sign == ' ' ? " " : "";
+    if (big) { /* its digits in base from GMP; decimal past 4,300 digits is Python's ValueError */
+        if (base == 10 && tpl_big_ndigits(iv) > TPL_PY_INT_MAX_STR_DIGITS)
+            return tpl_big_str_error(vm);
+        mpz_t z;
+        tpl_big_get(z, iv);
+        mpz_abs(z, z);
+        char *p = tpl_arena_alloc(AR(vm), mpz_sizeinbase(z, base) + 2);
+        if (!p) { mpz_clear(z); return OOM(); }
+        mpz_get_str(p, t == 'X' ? -16 : base, z);
+        mpz_clear(z);
+        emit_number(b, f, sign, prefix, p, strlen(p), "", 0, every);
+        return 0;
+    }
     char tmp[80];
     do {
         tmp[nd++] = dig[mag % (uint64_t)base];
@@ -1163,7 +1186,6 @@ static int format_int(tpl_vm *vm, tpl_sb *b, int64_t v, const fspec *f, const ch
     } while (mag);
     for (size_t k = 0; k < nd; k++)
         digits[k] = tmp[nd - 1 - k];
-    const char *sign = v < 0 ? "-" : f->sign == '+' ? "+" : f->sign == ' ' ? " " : "";
     emit_number(b, f, sign, prefix, digits, nd, "", 0, every);
     return 0;
 }
@@ -1308,7 +1330,8 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
         return format_str(vm, b, v, &f);
     case TPL_T_BOOL:
     case TPL_T_INT:
-        return format_int(vm, b, v.u.i, &f, v.type == TPL_T_BOOL ? "bool" : "int");
+    case TPL_T_BIGINT:
+        return format_int(vm, b, v, &f, v.type == TPL_T_BOOL ? "bool" : "int");
     case TPL_T_FLOAT:
         return format_float(vm, b, v.u.f, &f, "float");
     default:
@@ -1758,17 +1781,24 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 tpl_value cv[2] = { arg, tpl_v_unset() };
                 if (r_k_Integer(vm, cv, &arg) < 0) return -1;
             }
+            tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
             if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
                 v = arg.u.i;
+            } else if (arg.type == TPL_T_BIGINT) {
+                bigv = arg;
+                v = arg.u.s[0] == '-' ? -1 : 1;
             } else if (arg.type == TPL_T_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u')) {
                 double d = arg.u.f;
                 if (isnan(d))
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
                 if (isinf(d))
-                    return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert float infinity to integer");
-                if (!(d > -9.3e18 && d < 9.3e18))
-                    return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
-                v = (int64_t)d;
+                    return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
+                if (!(d > -9.2e18 && d < 9.2e18)) {
+                    if (tpl_big_from_double(vm, d, &bigv) < 0) return -1;
+                    v = d < 0 ? -1 : 1;
+                } else {
+                    v = (int64_t)d;
+                }
             } else if (conv == 'd' || conv == 'i' || conv == 'u') {
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: a real number is required, not %s", conv,
                                     tpl_type_name(vm, arg));
@@ -1777,13 +1807,26 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                                     tpl_type_name(vm, arg));
             }
             uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-            char dg[72];
-            int nd = 0;
+            char dgbuf[72], *dg = dgbuf;
+            int64_t nd = 0;
             int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : (conv == 'b' || conv == 'B') ? 2 : 10;
             const char *digs = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-            char tmp[72];
-            do { tmp[nd++] = digs[mag % (uint64_t)base]; mag /= (uint64_t)base; } while (mag);
-            for (int k = 0; k < nd; k++) dg[k] = tmp[nd - 1 - k];
+            if (bigv.type == TPL_T_BIGINT) {
+                if (!rb && base == 10 && tpl_big_ndigits(bigv) > TPL_PY_INT_MAX_STR_DIGITS)
+                    return tpl_big_str_error(vm);
+                mpz_t z;
+                tpl_big_get(z, bigv);
+                mpz_abs(z, z);
+                dg = tpl_arena_alloc(AR(vm), mpz_sizeinbase(z, base) + 2);
+                if (!dg) { mpz_clear(z); return OOM(); }
+                mpz_get_str(dg, conv == 'X' ? -16 : base, z);
+                mpz_clear(z);
+                nd = (int64_t)strlen(dg);
+            } else {
+                char tmp[72];
+                do { tmp[nd++] = digs[mag % (uint64_t)base]; mag /= (uint64_t)base; } while (mag);
+                for (int64_t k = 0; k < nd; k++) dg[k] = tmp[nd - 1 - k];
+            }
             tpl_sb_put(&tb, v < 0 ? "-" : plus ? "+" : space ? " " : "", (v < 0 || plus || space) ? 1 : 0);
             if (alt && conv == 'o') tpl_sb_puts(&tb, rb ? "0" : "0o");
             if (alt && conv == 'b') tpl_sb_puts(&tb, "0b");
@@ -1804,7 +1847,10 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             }
             if (arg.type == TPL_T_FLOAT) d = arg.u.f;
             else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;
-            else
+            else if (arg.type == TPL_T_BIGINT) {
+                if (!tpl_big_to_double(arg, &d))
+                    return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
+            } else
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "must be real number, not %s", tpl_type_name(vm, arg));
             bool neg = signbit(d) && !isnan(d);
             tpl_sb_put(&tb, neg ? "-" : plus ? "+" : space ? " " : "", (neg || plus || space) ? 1 : 0);
