@@ -47,13 +47,20 @@ typedef struct loopctx {
 
 #define TPL_MAX_INHERIT 16
 
-/* A block name with its definitions along the extends chain, most derived first. */
+/* A definition of a block: its BLOCK node, the chain index of its template (0 = the main
+ * template), the next (less derived) definition of the block (an index of tpl_comp.bdefs). */
+typedef struct tpl_block_def {
+    tpl_node *def;
+    uint32_t tpl, next;
+    bool active;                     /* being compiled now: a cycle through super() */
+} tpl_block_def;
+
+/* A block name with its definitions along the extends chain, most derived first (a list in
+ * tpl_comp.bdefs: a block of a template that extends nothing has one, and a fixed array of
+ * TPL_MAX_INHERIT was 230 bytes a block, 6x a template of small blocks: issue 13 §1). */
 typedef struct tpl_block {
     tpl_value name;
-    tpl_node *defs[TPL_MAX_INHERIT];
-    uint32_t tpl[TPL_MAX_INHERIT];   /* chain index of each definition (0 = the main template) */
-    uint32_t ndefs;
-    bool active[TPL_MAX_INHERIT];    /* definition being compiled now: a cycle through super() */
+    uint32_t first, last, ndefs;
 } tpl_block;
 
 typedef struct func {
@@ -122,6 +129,8 @@ struct tpl_comp {
     tpl_block *blocks;       /* blocks of the extends chain */
     size_t nblocks, bcap;
     tpl_smap block_idx;      /* block name -> index in blocks */
+    tpl_block_def *bdefs;    /* their definitions */
+    size_t nbdefs, bdcap;
     uint32_t *chain_ends;    /* jumps to the end of the if/elif chains being compiled (a stack) */
     size_t nchain_ends, chain_ends_cap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
@@ -134,6 +143,7 @@ struct tpl_comp {
     tpl_node *main_body;     /* the template's statements when it extends nothing (set_then_print) */
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
     uint32_t set_print_scans;/* whole-template scans set_then_print made (bounded: each is O(template)) */
+    struct tpl_facts *facts; /* a two-pass compile's whole-template facts (tpl_comp_facts_begin), or NULL */
     bool failed;
     bool nomem;             /* the error is out of memory (c_nomem) */
     uint32_t err_off;
@@ -643,6 +653,15 @@ static void patch_word(tpl_comp *c, uint32_t pos, uint32_t target)
 
 /* ------------------------------------------------------------------ scopes */
 
+/* Empties a popped scope's map m for its next use; false when it is too large to keep. */
+static bool smap_reuse(tpl_smap *m)
+{
+    if (!m->e || m->cap > 256) return false;
+    if (m->n) memset(m->e, 0, m->cap * sizeof *m->e);
+    m->n = 0;
+    return true;
+}
+
 static scope *push_scope(tpl_comp *c, bool boundary)
 {
     scope *s = c->free_scopes;
@@ -650,9 +669,15 @@ static scope *push_scope(tpl_comp *c, bool boundary)
         c->free_scopes = s->parent;
         scope_var *vars = s->vars;
         uint32_t cap = s->cap;
+        tpl_smap loads = s->loads, idx = s->idx;
         memset(s, 0, sizeof *s);
         s->vars = vars;
         s->cap = cap;
+        /* and its maps' tables, emptied (a table per macro or loop frame kept for the whole
+         * compile was ~4x a template of small macros); a large one is left (emptying it at
+         * each reuse would cost its size) */
+        if (smap_reuse(&loads)) s->loads = loads;
+        if (smap_reuse(&idx)) s->idx = idx;
     } else {
         s = tpl_arena_alloc(c->tmp, sizeof *s);
         if (!s) { c_nomem(c, c->cur_off); return NULL; }
@@ -1528,6 +1553,11 @@ typedef struct frame_names {
     bool overflow;                   /* more names than fit: those past the first are declared where assigned */
     uint64_t need;                   /* names that may be read before this frame assigns them */
     uint64_t all;                    /* a bit for every name */
+    /* a frame whose statements come one at a time (tpl_comp_facts_stmt): `all` has the names
+     * met so far; the names the walk reads that are not (yet) names of the frame go to
+     * `unseen`, and `rest` says that every name added later may be read before it is assigned */
+    tpl_smap *unseen;
+    bool rest;
 } frame_names;
 
 static int frame_index(const frame_names *f, tpl_value v)
@@ -1592,16 +1622,20 @@ static uint64_t frame_target_bits(const frame_names *f, const tpl_node *t)
 /* Every name of the frame that the trees n (siblings included) mention while not assigned. */
 static void frame_reads(frame_names *f, const tpl_node *n, uint64_t assigned, int depth)
 {
-    if ((assigned | f->need) == f->all) return; /* nothing left to find */
-    if (depth > 200) { f->need = f->all; return; }
+    if (!f->unseen && (assigned | f->need) == f->all) return; /* nothing left to find */
+    if (depth > 200) { f->need = f->all; f->rest = true; return; }
     for (; n; n = n->next) {
         if (n->kind == TPL_N_NAME && n->val.type == TPL_T_STR) {
-            for (uint32_t i = 0; i < f->n; i++)
+            uint32_t i = 0;
+            for (; i < f->n; i++)
                 if (f->name[i].len == n->val.len && f->name[i].u.s[0] == n->val.u.s[0] &&
                     memcmp(f->name[i].u.s, n->val.u.s, n->val.len) == 0) {
                     f->need |= ((uint64_t)1 << i) & ~assigned;
                     break;
                 }
+            if (i == f->n && f->unseen && !f->rest && f->n < TPL_FRAME_MAX &&
+                !tpl_smap_put(f->unseen, n->val.u.s, n->val.len, 1))
+                f->rest = true; /* (out of memory: every later name counts as read, which is safe) */
             continue;
         }
         if (n->a) frame_reads(f, n->a, assigned, depth + 1);
@@ -1619,6 +1653,13 @@ static void frame_reads_kids(frame_names *f, const tpl_node *n, uint64_t assigne
     if (n->c) frame_reads(f, n->c, assigned, 1);
     if (tpl_node_d(n)) frame_reads(f, n->d, assigned, 1);
     if (tpl_node_e(n)) frame_reads(f, n->e, assigned, 1);
+}
+
+/* Every name of the frame not assigned yet may be read (a nested frame, an import, ...). */
+static void need_rest(frame_names *f, uint64_t assigned)
+{
+    f->need |= f->all & ~assigned;
+    f->rest = true;
 }
 
 /* Walks a frame's statements in order, noting the names that may be read before they are
@@ -1651,19 +1692,19 @@ static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
             frame_reads_kids(f, n, assigned);
             break;
         case TPL_N_IMPORT:
-            f->need |= f->all & ~assigned; /* (with context, the imported template reads this frame) */
+            need_rest(f, assigned); /* (with context, the imported template reads this frame) */
             assigned |= frame_bit(f, n->val);
             break;
         case TPL_N_FROMIMPORT:
-            f->need |= f->all & ~assigned;
+            need_rest(f, assigned);
             for (const tpl_node *x = n->b; x; x = x->next) assigned |= frame_bit(f, x->a ? x->a->val : x->val);
             break;
         case TPL_N_MACRO: case TPL_N_SETBLOCK:
-            f->need |= f->all & ~assigned;
+            need_rest(f, assigned);
             assigned |= n->kind == TPL_N_MACRO ? frame_bit(f, n->val) : frame_target_bits(f, n->a);
             break;
         default:
-            f->need |= f->all & ~assigned;
+            need_rest(f, assigned);
             break;
         }
     }
@@ -1698,7 +1739,26 @@ typedef struct jsyms {
     uint64_t undef;    /* ... that starts undefined (VAR_LOAD_UNDEFINED) */
     bool branch;       /* inside an if: a first assignment there resolves (branch_update) */
     bool gave_up;      /* too deep: no name starts undefined */
+    tpl_smap *stage;   /* the frame's statements one at a time (tpl_comp_facts_stmt): the names
+                        * read while not names of the frame, moved to s->loads at the end */
 } jsyms;
+
+/* The whole-template facts of a two-pass compile (tpl_comp_facts_begin): what
+ * tpl_comp_template's collect_blocks, predeclare, frame_init_at and set_then_print's name_refs
+ * learn from the whole tree, gathered one top-level statement at a time. */
+typedef struct tpl_facts {
+    frame_names f;           /* the template's frame, its names met so far (frame_init_at) */
+    jsyms j;
+    uint64_t assigned;       /* frame_flow's names assigned on every path so far */
+    tpl_smap unseen;         /* f.unseen */
+    tpl_smap stage;          /* j.stage */
+    tpl_smap refs;           /* name -> NAME nodes of the template (set_then_print) */
+    bool open;               /* name_refs' *open for the template */
+    bool loops;              /* the template has loops (else set_then_print never asks: no refs) */
+    bool blk_failed, blk_nomem; /* the first collect_blocks error */
+    uint32_t blk_off;
+    char blk_msg[256];
+} tpl_facts;
 
 static void js_load(jsyms *j, tpl_value name)
 {
@@ -1710,9 +1770,14 @@ static void js_load(jsyms *j, tpl_value name)
         return;
     }
     uint32_t v;
-    if (j->s->loads.n && tpl_smap_get(&j->s->loads, name.u.s, name.len, &v)) return;
-    j->s->loads.arena = j->c->tmp;
-    if (!tpl_smap_put(&j->s->loads, name.u.s, name.len, 1)) c_nomem(j->c, j->c->cur_off);
+    /* (a frame that is full takes no more names: its loads are final) */
+    tpl_smap *m = j->stage && j->f->n < TPL_FRAME_MAX ? j->stage : &j->s->loads;
+    if (m->n && tpl_smap_get(m, name.u.s, name.len, &v)) return;
+    /* a variable of the frame's scope is a reference there already (outer_has_ref looks at the
+     * scope's variables first; they are never removed): not noted twice */
+    if (scope_find(j->s, name) >= 0) return;
+    m->arena = j->c->tmp;
+    if (!tpl_smap_put(m, name.u.s, name.len, 1)) c_nomem(j->c, j->c->cur_off);
 }
 
 static void js_store(jsyms *j, tpl_value name)
@@ -1802,6 +1867,8 @@ static void js_stmts(jsyms *j, const tpl_node *n, int depth)
 static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *const *others, uint32_t nothers);
 
 static void frame_init(tpl_comp *c, tpl_node *fbody) { frame_init_at(c, fbody, false, NULL, 0); }
+static void frame_enter(tpl_comp *c, const frame_names *f, uint64_t undef, bool root, tpl_node *const *others,
+                        uint32_t nothers);
 
 /* root: the top level of a template of the extends chain, whose names predeclare() declared
  * (unset); its variables are shared with the other templates of the chain (others), so a name
@@ -1812,11 +1879,13 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
     if (c->syn != TPL_SYN_JINJA || c->failed) return;
     /* the frame's names live while it is entered only (1 KiB a frame in the compile's arena
      * was ~20x a template of small macros, loops or with blocks: issue 13 §1) */
-    frame_names *f = malloc(sizeof *f), *o = NULL;
+    frame_names *f = malloc(sizeof *f);
     if (!f) { c_nomem(c, c->cur_off); return; }
     f->n = 0;
     f->overflow = false;
     f->need = 0;
+    f->unseen = NULL;
+    f->rest = false;
     frame_stores(f, fbody);
     jsyms j = { 0 };
     j.c = c;
@@ -1828,15 +1897,26 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
     f->all = f->n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->n) - 1;
     if (f->overflow) f->need = f->all;
     else frame_flow(f, fbody, 0);
+    frame_enter(c, f, j.undef, root, others, nothers);
+    free(f);
+}
+
+/* frame_init_at's second half: the frame's names f (need computed), undef those that start
+ * undefined: declares each and gives it its value at the frame's start. */
+static void frame_enter(tpl_comp *c, const frame_names *f, uint64_t undef, bool root, tpl_node *const *others,
+                        uint32_t nothers)
+{
+    frame_names *o = NULL;
     for (uint32_t i = 0; i < f->n && !c->failed; i++) {
         tpl_value name = f->name[i];
         if (root) {
-            if (!(f->need >> i & 1) || !(j.undef >> i & 1)) continue;
+            if (!(f->need >> i & 1) || !(undef >> i & 1)) continue;
             bool shared = false;
             for (uint32_t t = 0; t < nothers && !shared; t++) {
                 if (!o && !(o = malloc(sizeof *o))) { c_nomem(c, c->cur_off); break; }
                 o->n = 0;
                 o->overflow = false;
+                o->unseen = NULL;
                 frame_stores(o, others[t]);
                 shared = o->overflow || frame_index(o, name) >= 0;
             }
@@ -1849,7 +1929,7 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
         uint32_t slot;
         scope_var *var;
         res_kind r = resolve_var(c, name, &slot, &var, NULL);
-        if (j.undef >> i & 1) {
+        if (undef >> i & 1) {
             char msg[160];
             int k = snprintf(msg, sizeof msg, "'%.*s' is undefined", (int)name.len, name.u.s);
             if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a variable is undefined");
@@ -1869,7 +1949,6 @@ static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *con
         }
     }
     free(o);
-    free(f);
 }
 
 static void func_begin(tpl_comp *c, func *f)
@@ -2330,11 +2409,24 @@ static tpl_block *find_block(tpl_comp *c, tpl_value name)
     return tpl_smap_get(&c->block_idx, name.u.s, name.len, &i) ? &c->blocks[i] : NULL;
 }
 
-/* Records the BLOCK nodes of a template (most-derived templates are collected first). */
-static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
+/* The definition at pos (< b->ndefs) of block b. */
+static tpl_block_def *block_def(tpl_comp *c, const tpl_block *b, uint32_t pos)
+{
+    uint32_t i = b->first;
+    while (pos--) i = c->bdefs[i].next;
+    return &c->bdefs[i];
+}
+
+/* Records the BLOCK nodes of a template (most-derived templates are collected first). rebind:
+ * the blocks of a statement parsed again (a two-pass compile, tpl_comp_facts_stmt: a template
+ * that extends nothing, its blocks collected by the first pass) take their new nodes. */
+static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index, bool rebind)
 {
     for (; n && !c->failed; n = n->next) {
-        if (n->kind == TPL_N_BLOCK) {
+        if (n->kind == TPL_N_BLOCK && rebind) {
+            tpl_block *b = find_block(c, n->val);
+            if (b && b->ndefs) c->bdefs[b->first].def = n;
+        } else if (n->kind == TPL_N_BLOCK) {
             tpl_block *b = find_block(c, n->val);
             if (!b) {
                 if (!grow((void **)&c->blocks, &c->bcap, c->nblocks + 1, sizeof *c->blocks)) { c_nomem(c, n->off); return; }
@@ -2343,31 +2435,35 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index)
                 b = &c->blocks[c->nblocks++];
                 memset(b, 0, sizeof *b);
                 b->name = n->val;
-            } else if (b->ndefs && b->tpl[b->ndefs - 1] == tpl_index) {
+            } else if (b->ndefs && c->bdefs[b->last].tpl == tpl_index) {
                 /* as Jinja2's parser: a template names each block once */
                 cerror(c, n->off, "block '%.*s' defined twice", (int)n->val.len, n->val.u.s);
                 return;
             }
             if (b->ndefs < TPL_MAX_INHERIT) {
-                b->defs[b->ndefs] = n;
-                b->tpl[b->ndefs] = tpl_index;
+                if (!grow((void **)&c->bdefs, &c->bdcap, c->nbdefs + 1, sizeof *c->bdefs)) { c_nomem(c, n->off); return; }
+                uint32_t d = (uint32_t)c->nbdefs++;
+                c->bdefs[d] = (tpl_block_def){ n, tpl_index, 0, false };
+                if (b->ndefs) c->bdefs[b->last].next = d;
+                else b->first = d;
+                b->last = d;
                 b->ndefs++;
             }
         }
         /* Jinja2 finds blocks anywhere in a template's statements (loops, macros, with, ...) */
         switch (n->kind) {
-        case TPL_N_FOR: collect_blocks(c, n->c, tpl_index); collect_blocks(c, n->d, tpl_index); break;
+        case TPL_N_FOR: collect_blocks(c, n->c, tpl_index, rebind); collect_blocks(c, n->d, tpl_index, rebind); break;
         case TPL_N_IF: {
             tpl_node *x = n;
-            for (; is_elif(x->c); x = x->c) collect_blocks(c, x->b, tpl_index); /* an elif chain: a loop */
-            collect_blocks(c, x->b, tpl_index);
-            collect_blocks(c, x->c, tpl_index);
+            for (; is_elif(x->c); x = x->c) collect_blocks(c, x->b, tpl_index, rebind); /* an elif chain: a loop */
+            collect_blocks(c, x->b, tpl_index, rebind);
+            collect_blocks(c, x->c, tpl_index, rebind);
             break;
         }
-        case TPL_N_CALLBLOCK: collect_blocks(c, n->c, tpl_index); break;
+        case TPL_N_CALLBLOCK: collect_blocks(c, n->c, tpl_index, rebind); break;
         case TPL_N_MACRO: case TPL_N_SETBLOCK: case TPL_N_FILTERBLOCK: case TPL_N_WITH: case TPL_N_AUTOESCAPE:
         case TPL_N_GENERATION: case TPL_N_BLOCK:
-            collect_blocks(c, n->b, tpl_index);
+            collect_blocks(c, n->b, tpl_index, rebind);
             break;
         default: break;
         }
@@ -2383,19 +2479,21 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
 {
     tpl_block *b = find_block(c, name);
     if (!b || pos >= b->ndefs) { cerror(c, off, "no parent block '%.*s' for super()", (int)name.len, name.u.s); return; }
-    if (b->active[pos]) {
+    tpl_block_def *bd = block_def(c, b, pos);
+    if (bd->active) {
         /* Jinja2 recurses until Python's RecursionError; blocks are inlined here, so it is a compile error */
         cerror(c, off, "block '%.*s' contains itself (through super() or a parent's block)", (int)name.len, name.u.s);
         return;
     }
-    tpl_node *def = b->defs[pos];
+    tpl_node *def = bd->def;
+    uint32_t def_tpl = bd->tpl;
     tpl_block *save_b = c->cur_block;
     uint32_t save_pos = c->cur_block_pos;
     bool save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
     int save_src = c->cur_src;
-    c->cur_src = c->chain_src[b->tpl[pos]];
-    if (b->tpl[pos] != 0 || c->include_depth > 0) {
+    c->cur_src = c->chain_src[def_tpl];
+    if (def_tpl != 0 || c->include_depth > 0) {
         if (!c->span_locked) { c->span_locked = true; c->span_off = off; }
     } else {
         c->span_locked = false;
@@ -2425,13 +2523,15 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
      * whatever {% autoescape %} is around where it is placed */
     bool save_ae = c->autoescape;
     c->autoescape = env_autoescape(c);
+    scope *own = c->fn->scope;
     frame_init(c, def->b);
-    b->active[pos] = true;
+    block_def(c, b, pos)->active = true;
     body(c, def->b);
-    b->active[pos] = false;
+    block_def(c, b, pos)->active = false;
     c->autoescape = save_ae;
     c->cur_block_base = save_base;
     c->cur_block_loop = save_bloop;
+    if (own && c->fn->scope == own) pop_scope(c); /* (its scope reused: a scope per block was ~7x a template of blocks) */
     c->fn->scope = save_scope;
     c->root.scope = save_root;
     c->fn->loop = save_loop;
@@ -2887,7 +2987,8 @@ static uint32_t name_refs(const tpl_node *n, tpl_value name, bool *open, int dep
 static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
 {
     if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA ||
-        c->include_depth || c->cur_block || !c->main_body || c->closed == 0 || c->set_print_scans >= 64)
+        c->include_depth || c->cur_block || (!c->main_body && !c->facts) || c->closed == 0 ||
+        c->set_print_scans >= 64)
         return NULL;
     tpl_node *out = set->next;
     while (out && out->kind == TPL_N_TEXT && out->val.len == 0) out = out->next;
@@ -2896,7 +2997,12 @@ static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
         return NULL;
     bool open = false;
     c->set_print_scans++;
-    uint32_t refs = name_refs(c->main_body, set->a->val, &open, 0);
+    uint32_t refs = 0;
+    if (c->main_body) refs = name_refs(c->main_body, set->a->val, &open, 0);
+    else {
+        open = c->facts->open;
+        tpl_smap_get(&c->facts->refs, set->a->val.u.s, set->a->val.len, &refs);
+    }
     c->closed = !open;
     return !open && refs == 2 ? out : NULL; /* the target and the output */
 }
@@ -3029,7 +3135,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     for (uint32_t i = 0; i < nchain; i++) {
         c->cur_src = c->chain_src[i];
         if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
-        collect_blocks(c, chain[i]->b, i);
+        collect_blocks(c, chain[i]->b, i, false);
     }
     c->span_locked = false;
     c->cur_src = -1;
@@ -3107,6 +3213,131 @@ bool tpl_comp_stream_end(tpl_comp *c)
     if (c->p->opts.tidy) emit(c, sop(c, TPL_OP_TIDY_PY), 0, 0);
     emit(c, TPL_OP_HALT, 0, 0);
     return !c->failed;
+}
+
+/* ---- a two-pass compile (tpl_compile_jinja, for a large template that extends nothing and
+ * never says `self`): the first pass gathers the facts (tpl_facts) one statement at a time, the
+ * second compiles the statements as tpl_comp_template's body() would, one at a time. */
+
+/* name_refs over one top-level statement, every name at once. */
+static void facts_refs(tpl_comp *c, tpl_facts *x, const tpl_node *n, int depth)
+{
+    if (depth > 200) { x->open = true; return; }
+    uint32_t k;
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_INCLUDE: case TPL_N_IMPORT: case TPL_N_FROMIMPORT: case TPL_N_EXTENDS: case TPL_N_BLOCK:
+            x->open = true;
+            break;
+        case TPL_N_NAME:
+            if (!x->open) {
+                if (!tpl_smap_get(&x->refs, n->val.u.s, n->val.len, &k)) k = 0;
+                if (!tpl_smap_put(&x->refs, n->val.u.s, n->val.len, k + 1)) x->open = true; /* (no set-then-print) */
+            }
+            break;
+        default: break;
+        }
+        const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
+        for (int i = 0; i < 5; i++)
+            if (kids[i]) facts_refs(c, x, kids[i], depth + 1);
+    }
+}
+
+void tpl_comp_facts_begin(tpl_comp *c, bool loops)
+{
+    tpl_comp_stream_begin(c);
+    tpl_facts *x = tpl_arena_alloc(c->tmp, sizeof *x);
+    if (!x) { c_nomem(c, 0); return; }
+    memset(x, 0, sizeof *x);
+    x->unseen.arena = x->stage.arena = x->refs.arena = c->tmp;
+    x->f.unseen = &x->unseen;
+    x->j.c = c;
+    x->j.f = &x->f;
+    x->j.s = c->fn->scope;
+    x->j.stage = &x->stage;
+    x->loops = loops;
+    c->facts = x;
+}
+
+/* n: a top-level statement (a {% trans %} is a list of them). */
+void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n)
+{
+    tpl_facts *x = c->facts;
+    if (!x) return;
+    /* collect_blocks (its error, which comes before any other, kept apart) */
+    if (!x->blk_failed) {
+        bool failed = c->failed, nomem = c->nomem;
+        uint32_t off = c->err_off;
+        char msg[sizeof c->msg];
+        if (failed) memcpy(msg, c->msg, sizeof msg);
+        c->failed = c->nomem = false;
+        collect_blocks(c, n, 0, false);
+        if (c->failed) {
+            x->blk_failed = true;
+            x->blk_nomem = c->nomem;
+            x->blk_off = c->err_off;
+            memcpy(x->blk_msg, c->msg, sizeof x->blk_msg);
+        }
+        c->failed = failed;
+        c->nomem = nomem;
+        c->err_off = off;
+        if (failed) memcpy(c->msg, msg, sizeof msg);
+    }
+    if (c->failed || x->blk_failed) return;
+    predeclare(c, n);
+    /* frame_init_at(root): names this statement adds to the frame are read before it when an
+     * earlier statement read them or nested a frame, referenced when one loaded them */
+    frame_names *f = &x->f;
+    uint32_t n0 = f->n;
+    uint32_t v;
+    frame_stores(f, n);
+    for (uint32_t i = n0; i < f->n; i++) {
+        tpl_value name = f->name[i];
+        if (f->rest || (x->unseen.n && tpl_smap_get(&x->unseen, name.u.s, name.len, &v))) f->need |= (uint64_t)1 << i;
+        if (x->stage.n && tpl_smap_get(&x->stage, name.u.s, name.len, &v)) x->j.ref |= (uint64_t)1 << i;
+    }
+    f->all = f->n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->n) - 1;
+    js_stmts(&x->j, n, 0);
+    if (!f->overflow) x->assigned = frame_flow(f, n, x->assigned);
+    if (x->loops) facts_refs(c, x, n, 0);
+}
+
+bool tpl_comp_facts_end(tpl_comp *c)
+{
+    tpl_facts *x = c->facts;
+    if (!x) return false;
+    if (x->blk_failed) {
+        c->failed = true;
+        c->nomem = x->blk_nomem;
+        c->err_off = x->blk_off;
+        memcpy(c->msg, x->blk_msg, sizeof c->msg);
+        return false;
+    }
+    if (c->failed) return false;
+    /* the names read while not the frame's are the template's loads (js_load) */
+    scope *s = c->fn->scope;
+    s->loads.arena = c->tmp;
+    for (uint32_t i = 0; i < x->stage.cap; i++) {
+        const tpl_smap_ent *e = &x->stage.e[i];
+        if (e->s && frame_index(&x->f, tpl_v_str(e->s, e->len)) < 0 && !tpl_smap_put(&s->loads, e->s, e->len, 1)) {
+            c_nomem(c, c->cur_off);
+            return false;
+        }
+    }
+    frame_names *f = &x->f;
+    if (x->j.gave_up) x->j.undef = 0;
+    if (f->n) {
+        if (f->overflow) f->need = f->all;
+        frame_enter(c, f, x->j.undef, true, NULL, 0);
+    }
+    c->closed = -1;
+    return !c->failed;
+}
+
+void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n)
+{
+    if (c->nblocks) collect_blocks(c, n, 0, true);
+    body(c, n);
 }
 
 /* Jump threading: a jump whose target is an unconditional JUMP goes straight to that JUMP's
@@ -3200,8 +3431,10 @@ done:
     for (size_t i = 0; i < c->nsources; i++) free(c->sources[i].src);
     free(c->sources);
     free(c->blocks);
+    free(c->bdefs);
     c->sources = NULL;
     c->blocks = NULL;
+    c->bdefs = NULL;
     cfree(c, (void **)&c->code, &c->cap, sizeof *c->code);
     cfree(c, (void **)&c->consts, &c->kcap, sizeof *c->consts);
     cfree(c, (void **)&c->names, &c->ncap, sizeof *c->names);

@@ -17,6 +17,15 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root);
 void tpl_comp_stream_begin(tpl_comp *c);
 void tpl_comp_stream_stmt(tpl_comp *c, tpl_node *n);
 bool tpl_comp_stream_end(tpl_comp *c);
+/* A Jinja template compiled in two passes over its statements (for a large template that
+ * tpl_jinja_two_pass accepts; compile.c), each statement's tree freed after each pass: begin,
+ * facts_stmt for each top-level statement in order, facts_end (false: a compile error, the one
+ * tpl_comp_template would report first), then facts_compile for each statement parsed again,
+ * and tpl_comp_stream_end. The program is the one tpl_comp_template makes. */
+void tpl_comp_facts_begin(tpl_comp *c, bool loops);  /* loops: the template has a for statement */
+void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n);
+bool tpl_comp_facts_end(tpl_comp *c);
+void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n);
 /* Moves code and tables into the program and releases the compiler's heap buffers. Must be
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);

@@ -268,6 +268,79 @@ static tpl_status compile_jinja_stream(tpl_program *p, const char *src, size_t n
     return rc;
 }
 
+/* tpl_pctx.top of a two-pass compile's first pass: checks one top-level statement and gathers
+ * its facts, then frees its tree. */
+static void facts_top(void *data, tpl_node *node)
+{
+    stream_state *st = data;
+    if (!st->deep) {
+        st->root.b = node;
+        if (!tpl_p_check_depth(&st->dp, &st->root)) {
+            st->deep = true;
+            st->deep_off = st->dp.err_off;
+            st->deep_nomem = st->dp.nomem;
+            memcpy(st->deep_msg, st->dp.msg, sizeof st->deep_msg);
+        } else {
+            tpl_comp_facts_stmt(st->c, node);
+        }
+    }
+    tpl_arena_reset(st->pc->arena);
+}
+
+/* ... and of its second pass: compiles the statement parsed again. */
+static void facts_compile_top(void *data, tpl_node *node)
+{
+    stream_state *st = data;
+    if (!tpl_c_failed(st->c)) tpl_comp_facts_compile(st->c, node);
+    tpl_arena_reset(st->pc->arena);
+}
+
+/* Jinja in two passes over the top-level statements (a large template tpl_jinja_two_pass
+ * accepts): the first gathers what compiling needs from the whole template, the second compiles;
+ * one statement's tree is in memory at a time (issue 13 §1: the whole tree of a template of
+ * sets, macros, with or block statements was 15-35x its size). Errors come as the whole-tree
+ * compile gives them: a parse error, a statement nested too deeply, then compile errors. */
+static tpl_status compile_jinja_two_pass(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks,
+                                         bool loops, tpl_error *err)
+{
+    tpl_arena tmp, ctmp;
+    tpl_pctx pc;
+    pctx_init(&pc, &tmp, p, src, n);
+    tpl_arena_init(&ctmp, 0);
+    ctmp.budget = p->budget;
+    stream_state st;
+    stream_init(&st, &pc);
+    tpl_status rc = TPL_OK;
+    st.c = tpl_comp_new(p, &ctmp, src, n);
+    if (!st.c) {
+        tpl_jtok_free(toks);
+        rc = compile_error(p, err, src, n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
+    } else {
+        tpl_comp_facts_begin(st.c, loops);
+        pc.top = facts_top;
+        pc.top_data = &st;
+        bool ok = tpl_jinja_parse(&pc, toks);
+        if (ok && !st.deep && tpl_comp_facts_end(st.c)) {
+            tpl_arena_free(&tmp);
+            pctx_init(&pc, &tmp, p, src, n);
+            pc.top = facts_compile_top;
+            pc.top_data = &st;
+            ok = tpl_jinja_parse(&pc, toks);
+        }
+        tpl_jtok_free(toks);
+        rc = stream_finish(p, &st, ok, err);
+    }
+    tpl_arena_free(&tmp);
+    tpl_arena_free(&ctmp);
+    return rc;
+}
+
+/* Templates smaller than this are compiled from their whole tree (one parse; their tree is
+ * small next to the process). */
+#ifndef TPL_TWO_PASS_MIN
+#define TPL_TWO_PASS_MIN 65536
+#endif
+
 tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_error *err)
 {
     tpl_jtok_vec toks = { 0 };
@@ -277,7 +350,15 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
         tpl_jtok_free(&toks);
         return tpl_error_set_at(err, lr.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
     }
+    if (n >= TPL_TWO_PASS_MIN && toks.n && toks.cap - toks.n > toks.n / 8) {
+        /* the tokens are kept while the template is compiled: no doubling's slack */
+        tpl_jtok *v = realloc(toks.v, toks.n * sizeof *toks.v);
+        if (v) { toks.v = v; toks.cap = toks.n; }
+    }
     if (tpl_jinja_streamable(&toks)) return compile_jinja_stream(p, src, n, &toks, err);
+    bool loops;
+    if (n >= TPL_TWO_PASS_MIN && tpl_jinja_two_pass(&toks, src, &loops))
+        return compile_jinja_two_pass(p, src, n, &toks, loops, err);
     tpl_arena tmp;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);

@@ -34,6 +34,11 @@ tpl_node *tpl_p_top(tpl_pctx *ctx, tpl_node *list, tpl_node *node);
  * break, continue: nothing the compiler must see the whole template for: no extends, block,
  * set, macro, import, include, call, with, ...). */
 bool tpl_jinja_streamable(const tpl_jtok_vec *toks);
+/* True when the template of tokens toks (source src) can be compiled in two passes over its
+ * top-level statements (tpl_comp_facts_begin): it extends nothing and never names `self` (a
+ * block compiled where self.NAME() calls it would need its tree after its statement's pass).
+ * *loops: it has a for statement. */
+bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, const char *src, bool *loops);
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -549,6 +549,21 @@ bool tpl_jinja_streamable(const tpl_jtok_vec *toks)
     return true;
 }
 
+bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, const char *src, bool *loops)
+{
+    *loops = false;
+    for (size_t i = 0; i < toks->n; i++) {
+        int k = tpl_jtok_kind(toks, i);
+        if (k == TK_EXTENDS) return false;
+        if (k == TK_FOR) *loops = true;
+        if (k == TK_NAME) {
+            tpl_token t = tpl_jtok_get(toks, i);
+            if (t.len == 4 && memcmp(src + t.off, "self", 4) == 0) return false;
+        }
+    }
+    return true;
+}
+
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
 {
     size_t n = toks->n;

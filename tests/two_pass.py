@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""A large Jinja template that extends nothing and never names `self` is compiled in two passes
+over its top-level statements, one statement's tree in memory at a time (issue 13 §1: the
+whole tree of a template of sets, macros, with or block statements was 15-35x its size); a
+small one from its whole tree. Both must give the same program. Every Jinja template of the
+corpus (../shared/conformance and tests/cases) is compiled as it is (whole tree) and padded
+past the two-pass size with a comment before its last line end (two passes); the two
+disassemblies must be the same instruction for instruction (source lines aside: the padding is
+on the last one), and a failing template must fail in both.
+Usage: two_pass.py TPLC CORPUS_DIR... Prints "N passed, N failed"."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TPLC = sys.argv[1]
+ROOTS = sys.argv[2:]
+PAD = "{#" + "pad " * 17000 + "#}"  # 68 KB: past the two-pass size (64 KiB)
+passed = failed = 0
+STATEMENT = re.compile(r"\{%[-+]?\s*(?!(?:if|elif|else|endif|for|endfor|break|continue)\b)[a-z]")
+
+
+def dump(path, extra):
+    p = subprocess.run([TPLC, "dump", path] + extra, capture_output=True, timeout=60)
+    lines = p.stdout.decode(errors="replace").split("\n")[1:]  # (the header names the file and its size)
+    return p.returncode, [re.sub(r"(; \d+):.*$", r"\1", x) for x in lines]
+
+
+templates = []
+for root in ROOTS:
+    for dp, _, fns in os.walk(root):
+        templates += [os.path.join(dp, f) for f in fns if f.endswith((".jinja", ".j2"))]
+templates.sort()
+two_pass = 0
+linked = None
+with tempfile.TemporaryDirectory() as d:
+    for t in templates:
+        with open(t, "rb") as f:
+            src = f.read().decode("utf-8", errors="surrogateescape")
+        if len(src) >= 65536 or "{% extends" in src or "{%- extends" in src or "self" in src:
+            continue  # (the whole-tree compile either way)
+        if not STATEMENT.search(src):
+            continue  # (only if/for statements: compiled one statement at a time either way)
+        end = len(src.rstrip("\r\n"))
+        padded = src[:end] + PAD + src[end:]
+        # in a folder of links to the original's neighbours (included and imported templates)
+        sub = os.path.join(d, "dir")
+        if not os.path.isdir(sub) or linked != os.path.dirname(t):
+            subprocess.run(["rm", "-rf", sub], check=True)
+            os.mkdir(sub)
+            linked = os.path.dirname(t)
+            for x in os.listdir(linked):
+                os.symlink(os.path.abspath(os.path.join(linked, x)), os.path.join(sub, x))
+        ppath = os.path.join(sub, "two-pass-" + os.path.basename(t))
+        with open(ppath, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(padded)
+        # (the options that change what is compiled, on every other template)
+        for extra in ([["--trim-blocks", "--lstrip-blocks", "--autoescape"]] if two_pass % 2 else [[]]):
+            rc0, d0 = dump(t, extra)
+            rc1, d1 = dump(ppath, extra)
+            ok = rc0 == rc1 and (rc0 != 0 or d0 == d1)
+            if ok:
+                passed += 1
+            else:
+                failed += 1
+                diff = next((f"{a!r} / {b!r}" for a, b in zip(d0, d1) if a != b), f"{len(d0)} / {len(d1)} lines")
+                print(f"FAIL {t} {' '.join(extra)}: exit {rc0} / {rc1} (padded); first difference: {diff}")
+        two_pass += 1
+        os.unlink(ppath)
+print(f"{two_pass} templates compiled both ways")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed or two_pass < 100 else 0)
