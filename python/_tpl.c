@@ -905,6 +905,43 @@ static void Program_dealloc(ProgramObject *self)
 
 static PyTypeObject ProgramType;
 
+/* Program() (and a subclass's, tpl.Template's, __new__): an empty program, which _adopt fills. */
+static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args;
+    (void)kw;
+    return type->tp_alloc(type, 0); /* zeroed: p NULL, no reads, no pool */
+}
+
+/* _adopt(program): self (empty) takes over program's compiled code, reads-set, settings and
+ * pool; program is left empty. tpl.Template is a Program subclass that adopts what
+ * compile()/load() made, so that Template.render is this type's C method. */
+static PyObject *Program_adopt(ProgramObject *self, PyObject *arg)
+{
+    if (!PyObject_TypeCheck(arg, &ProgramType)) return PyErr_Format(PyExc_TypeError, "_adopt needs a Program");
+    ProgramObject *o = (ProgramObject *)arg;
+    if (self->p || !o->p) return PyErr_Format(PyExc_ValueError, "_adopt: self must be empty and the program not");
+    self->p = o->p;
+    self->reads = o->reads;
+    self->read_u8 = o->read_u8;
+    self->read_len = o->read_len;
+    self->read_hash = o->read_hash;
+    self->read_index = o->read_index;
+    self->defaults = o->defaults;
+    self->gen = o->gen;
+    self->autoescape = o->autoescape;
+    memcpy(self->pool, o->pool, sizeof self->pool);
+    self->npool = o->npool;
+    o->p = NULL;
+    o->reads = o->read_index = NULL;
+    o->read_u8 = NULL;
+    o->read_len = NULL;
+    o->read_hash = NULL;
+    memset(&o->defaults, 0, sizeof o->defaults);
+    o->npool = 0;
+    Py_RETURN_NONE;
+}
+
 static PyObject *wrap_program(tpl_program *p)
 {
     ProgramObject *o = PyObject_New(ProgramObject, &ProgramType);
@@ -1097,10 +1134,18 @@ static PyObject *mod_load(PyObject *mod, PyObject *args)
     return wrap_program(p);
 }
 
+/* A method's check that self holds a program (a bare Program() or Template.__new__ does not). */
+static int compiled(ProgramObject *self)
+{
+    if (self->p) return 0;
+    PyErr_SetString(PyExc_ValueError, "tpl: this template was never compiled or loaded");
+    return -1;
+}
+
 static PyObject *Program_save(ProgramObject *self, PyObject *args)
 {
     int strip = 0;
-    if (!PyArg_ParseTuple(args, "|p", &strip)) return NULL;
+    if (!PyArg_ParseTuple(args, "|p", &strip) || compiled(self) < 0) return NULL;
     void *buf = NULL;
     size_t len = 0;
     if (tpl_program_save(self->p, strip ? TPL_SAVE_STRIP_SOURCE : 0, &buf, &len) != TPL_OK) return PyErr_NoMemory();
@@ -1122,6 +1167,7 @@ static PyObject *Program_html_objects(ProgramObject *self, PyObject *flag)
 static PyObject *Program_dump(ProgramObject *self, PyObject *unused)
 {
     (void)unused;
+    if (compiled(self) < 0) return NULL;
     char *s = tpl_disassemble(self->p);
     if (!s) return PyErr_NoMemory();
     PyObject *r = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
@@ -1132,6 +1178,7 @@ static PyObject *Program_dump(ProgramObject *self, PyObject *unused)
 static PyObject *Program_reads(ProgramObject *self, void *unused)
 {
     (void)unused;
+    if (!self->reads) return PyTuple_New(0);
     Py_INCREF(self->reads);
     return self->reads;
 }
@@ -1219,6 +1266,7 @@ lookup:
 /* One render of self with settings s (the GIL held). */
 static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
 {
+    if (compiled(self) < 0) return NULL;
     bool isdict = PyDict_Check(state);
     if (!isdict && !PyMapping_Check(state))
         return PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
@@ -1300,6 +1348,36 @@ fail:
     return NULL;
 }
 
+/* render(mapping=None, /, **kwargs) -> str: tpl.Template.render (the variables of a mapping
+ * and/or keyword arguments, merged as dict(...) merges them), with the Program's settings; a
+ * template error is raised by type(self)._raise_error(error tuple) (tpl/__init__.py's _raise;
+ * without it the error tuple is returned). */
+static PyObject *Program_render_public(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames)
+{
+    PyObject *state, *res;
+    if (nargs == 1 && !kwnames) {
+        res = render(self, args[0], &self->defaults);
+    } else {
+        state = nargs == 0 && !kwnames ? PyDict_New() : PyObject_Vectorcall((PyObject *)&PyDict_Type, args, (size_t)nargs, kwnames);
+        if (!state) return NULL;
+        res = render(self, state, &self->defaults);
+        Py_DECREF(state);
+    }
+    if (res && PyTuple_CheckExact(res)) {
+        PyObject *raiser = PyObject_GetAttrString((PyObject *)self, "_raise_error");
+        if (!raiser) {
+            PyErr_Clear();
+            return res;
+        }
+        PyObject *r2 = PyObject_CallOneArg(raiser, res);
+        Py_DECREF(raiser);
+        Py_DECREF(res);
+        return r2;
+    }
+    return res;
+}
+
 /* configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None,
  * limits=None): the settings of every render(state) from now on (as render's options). */
 static PyObject *Program_configure(ProgramObject *self, PyObject *args, PyObject *kw)
@@ -1335,8 +1413,14 @@ static PyObject *Program_configure(ProgramObject *self, PyObject *args, PyObject
 }
 
 static PyMethodDef Program_methods[] = {
-    { "render", (PyCFunction)(void (*)(void))Program_render, METH_FASTCALL | METH_KEYWORDS,
-      "render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
+    { "render", (PyCFunction)(void (*)(void))Program_render_public, METH_FASTCALL | METH_KEYWORDS,
+      "render(mapping=None, /, **kwargs) -> str\n\nRenders with the variables of a mapping and/or keyword arguments (as "
+      "dict(...) merges them). Python exceptions raised by the values' methods propagate as themselves; template "
+      "errors raise tpl.TemplateError subclasses." },
+    { "_render", (PyCFunction)(void (*)(void))Program_render, METH_FASTCALL | METH_KEYWORDS,
+      "_render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None) "
+      "-> str | error tuple" },
+    { "_adopt", (PyCFunction)(void (*)(void))Program_adopt, METH_O, "_adopt(program): take over program's code" },
     { "configure", (PyCFunction)(void (*)(void))Program_configure, METH_VARARGS | METH_KEYWORDS,
       "configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
     { "save", (PyCFunction)(void (*)(void))Program_save, METH_VARARGS, "save(strip_source=False) -> bytes (.tplb)" },
@@ -1357,7 +1441,8 @@ static PyTypeObject ProgramType = {
     .tp_name = "tpl._tpl.Program",
     .tp_basicsize = sizeof(ProgramObject),
     .tp_dealloc = (destructor)Program_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = Program_new,
     .tp_doc = "A compiled template (immutable; renders from many threads).",
     .tp_methods = Program_methods,
     .tp_getset = Program_getset,

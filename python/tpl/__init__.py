@@ -144,7 +144,7 @@ def _render_args(opts):
     return out
 
 
-class Template:
+class Template(_tpl.Program):
     """A compiled template (immutable; render it from any number of threads at once).
 
     Template(source, syntax="jinja"|"erb"|"fmt", profile=None|"jinja2"|"pinecall"|"hf", name=None,
@@ -166,7 +166,10 @@ class Template:
     None resolves include/import/extends.
     """
 
-    __slots__ = ("_p", "name", "syntax", "_defaults", "_args")
+    # a Program subclass: render is the C method (no Python frame per render), the compiled
+    # code adopted from what _tpl.compile/_tpl.load made
+    __slots__ = ("name", "syntax", "_defaults", "_args")
+    _raise_error = staticmethod(_raise)  # how the C render raises a template error
 
     def __init__(self, source, syntax="jinja", profile=None, name=None, loader=None, **options):
         if syntax not in _SYNTAX:
@@ -211,20 +214,24 @@ class Template:
                     escapes[0] = True
                 return src
         p = _tpl.compile(source, name or "<template>", _SYNTAX[syntax], profile, compile_opts, loader)
-        if not isinstance(p, tuple) and escapes[0]:
-            p.html_objects(True)
-        if isinstance(p, tuple):
+        if p.__class__ is tuple:
             _raise(p)
+        if escapes[0]:
+            p.html_objects(True)
         self._init(p, name, syntax, defaults)
 
     def _init(self, program, name, syntax, defaults):
-        self._p = program
+        self._adopt(program)
         self.name = name
         self.syntax = syntax
         self._defaults = defaults
-        self._args = _render_args(defaults)
+        self._args = _render_args(defaults) if defaults else None
         if self._args:
-            program.configure(**self._args)  # applied once per pooled render context
+            self.configure(**self._args)  # applied once per pooled render context
+
+    @property
+    def _p(self):
+        return self  # (the compiled program: this object)
 
     @classmethod
     def from_file(cls, path, syntax=None, profile=None, **options):
@@ -261,30 +268,16 @@ class Template:
 
     def save(self, strip_source=False):
         """The program as .tplb bytes (Template.load reads them back)."""
-        return self._p.save(bool(strip_source))
+        return _tpl.Program.save(self, bool(strip_source))
 
     @property
     def reads(self):
         """The state names the template can read (its reads-set), in first-use order."""
-        return list(self._p.reads)
+        return list(_tpl.Program.reads.__get__(self))
 
-    def dump(self):
-        """The disassembly (offset, opcode, operands, source line)."""
-        return self._p.dump()
-
-    def render(self, *args, **kwargs):
-        """Renders with the variables of a mapping and/or keyword arguments (as dict(...) merges
-        them). Python exceptions raised by the values' methods propagate as themselves."""
-        if not args and not kwargs:
-            state = {}
-        elif len(args) == 1 and not kwargs:
-            state = args[0]
-        else:
-            state = dict(*args, **kwargs)
-        out = self._p.render(state)
-        if out.__class__ is tuple:
-            _raise(out)
-        return out
+    # render(mapping=None, /, **kwargs) -> str: _tpl.Program.render, inherited (C): the
+    # variables of a mapping and/or keyword arguments, merged as dict(...) merges them; Python
+    # exceptions raised by the values' methods propagate as themselves
 
     def render_with(self, state=None, **options):
         """Renders `state` (a mapping) with render options for this render only (facts,
@@ -294,7 +287,7 @@ class Template:
             if k not in _RENDER_OPTIONS:
                 raise TypeError("render_with() got an unexpected option %r" % (k,))
         args = _render_args({**self._defaults, **options})
-        out = self._p.render({} if state is None else state, **args)
+        out = self._render({} if state is None else state, **args)
         if isinstance(out, tuple):
             _raise(out)
         return out

@@ -296,3 +296,31 @@ def test_many_keys_and_non_ascii_keys():
     assert tpl.Template(src2).render(ms=nested) == jinja_ref(src2, {"ms": nested})
     with pytest.raises(UnicodeEncodeError):
         t.render(d={"\ud800": 1})
+
+
+def test_template_is_the_program():
+    """Template.render is the C method of the compiled program (no Python frame per render):
+    the same arguments as before (a mapping and/or keywords, none), errors raised as tpl's
+    exceptions, callable through the class, overridable in a subclass."""
+    t = tpl.Template("{{ a }}-{{ b }}")
+    assert t.render({"a": 1, "b": 2}) == "1-2"
+    assert t.render(a=1, b=3) == "1-3"
+    assert tpl.Template.render(t, {"a": 5}, b=6) == "5-6"
+    assert t.render() == "-"
+    with pytest.raises(TypeError):
+        t.render({"a": 1}, {"b": 2})
+    with pytest.raises(ZeroDivisionError) as e:
+        tpl.Template("\n{{ 1 // 0 }}").render()
+    assert isinstance(e.value, tpl.TemplateError) and e.value.lineno == 2
+    with pytest.raises(tpl.UndefinedError):
+        tpl.Template("{{ x }}", strict=True).render()
+    back = tpl.Template.load(t.save())
+    assert back.render(a="x", b="y") == "x-y" and back.reads == ["a", "b"] and back.syntax == "jinja"
+
+    class Shout(tpl.Template):
+        def render(self, *args, **kwargs):
+            return super().render(*args, **kwargs).upper()
+
+    assert Shout("{{ a }}").render(a="hi") == "HI"
+    with pytest.raises(ValueError, match="never compiled"):
+        tpl.Template.__new__(tpl.Template).render()
