@@ -372,6 +372,27 @@ void tpl_py_repr(tpl_sb *b, tpl_value v)
     py_repr(b, v, &w);
 }
 
+/* Python ascii(): repr with non-ASCII code points escaped. */
+void tpl_py_ascii(tpl_sb *b, tpl_value v)
+{
+    tpl_sb r;
+    tpl_sb_init(&r, b->arena);
+    tpl_py_repr(&r, v);
+    size_t i = 0;
+    while (i < r.len) {
+        unsigned char c = (unsigned char)r.p[i];
+        if (c < 0x80) {
+            tpl_sb_putc(b, (char)c);
+            i++;
+            continue;
+        }
+        uint32_t cp = tpl_utf8_next(r.p, r.len, &i);
+        if (cp < 0x100) tpl_sb_printf(b, "\\x%02x", cp);
+        else if (cp < 0x10000) tpl_sb_printf(b, "\\u%04x", cp);
+        else tpl_sb_printf(b, "\\U%08x", cp);
+    }
+}
+
 /* Python str(): strings as they are, Undefined as "", everything else as repr. */
 void tpl_py_str(tpl_sb *b, tpl_value v)
 {

@@ -727,6 +727,39 @@ void tpl_sb_put_cp(tpl_sb *b, uint32_t cp)
     tpl_sb_put(b, u, n);
 }
 
+void tpl_sb_put_fill(tpl_sb *b, uint32_t fill, int64_t n)
+{
+    if (n <= 0)
+        return;
+    if (fill < 0x80) {
+        if (!tpl_sb_reserve(b, (size_t)n))
+            return;
+        memset(b->p + b->len, (int)fill, (size_t)n);
+        b->len += (size_t)n;
+        return;
+    }
+    /* one encoded copy, then all the room at once (a width past the memory limit fails here,
+     * not after millions of writes), filled by doubling copies */
+    size_t start = b->len;
+    tpl_sb_put_cp(b, fill);
+    size_t w = b->len - start;
+    if (b->failed || w == 0)
+        return;
+    if ((uint64_t)n > SIZE_MAX / w) {
+        b->failed = true;
+        return;
+    }
+    size_t want = (size_t)n * w, have = w;
+    if (!tpl_sb_reserve(b, want - w))
+        return;
+    while (have < want) {
+        size_t k = have < want - have ? have : want - have;
+        memcpy(b->p + start + have, b->p + start, k);
+        have += k;
+    }
+    b->len = start + want;
+}
+
 void tpl_sb_free(tpl_sb *b)
 {
     if (!b->arena)

@@ -330,6 +330,10 @@ void tpl_sb_puts(tpl_sb *b, const char *s);
 void tpl_sb_printf(tpl_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends the UTF-8 encoding of code point cp. */
 void tpl_sb_put_cp(tpl_sb *b, uint32_t cp);
+/* Appends code point cp n times (nothing when n <= 0): padding, as Python's format specs, str.ljust
+ * and printf-style % pad. The room is reserved at once, so a width past the memory limit fails
+ * (b->failed) before any copy. */
+void tpl_sb_put_fill(tpl_sb *b, uint32_t cp, int64_t n);
 /* The built string as a value (points into the builder's storage). */
 static inline tpl_value tpl_sb_value(const tpl_sb *b) { return tpl_v_str(b->p ? b->p : "", b->len); }
 /* Frees heap storage (arena == NULL only). */

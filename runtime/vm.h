@@ -163,6 +163,9 @@ int tpl_print_address_error(tpl_vm *vm, const char *what);
 void tpl_py_str(tpl_sb *b, tpl_value v);
 /* Python repr(v): strings quoted with Python's quote choice and escapes. */
 void tpl_py_repr(tpl_sb *b, tpl_value v);
+/* Python ascii(v): repr(v) with every non-ASCII code point escaped (\xNN, \uNNNN, \UNNNNNNNN),
+ * as str.format's !a conversion and %a print it. */
+void tpl_py_ascii(tpl_sb *b, tpl_value v);
 /* Python float repr (shortest round-trip, 'r' format). */
 void tpl_py_float(tpl_sb *b, double d);
 /* Ruby to_s / inspect (ERB printing): nil → "", 1.0e+16, {"a"=>1}. */

@@ -1,0 +1,335 @@
+/* printf-style `%` formatting: Python's str % args (Jinja2's `format` filter and `%`), and ERB's
+ * String#% / format(), which is Ruby's Kernel#format (selected by the render's syntax). */
+#include "fmt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OOM() tpl_vm_nomem(vm)
+
+static tpl_arena *AR(tpl_vm *vm) { return tpl_vm_arena(vm); }
+
+/* Pads s (ncp code points) to width with spaces (left unless '-'), or zeros after the sign. */
+static void pct_pad(tpl_sb *b, const char *s, size_t n, int64_t ncp, int64_t width, bool left, bool zero,
+                    size_t signlen)
+{
+    int64_t pad = width > ncp ? width - ncp : 0;
+    if (left) {
+        tpl_sb_put(b, s, n);
+        tpl_sb_put_fill(b, ' ', pad);
+    } else if (zero) {
+        tpl_sb_put(b, s, signlen);
+        tpl_sb_put_fill(b, '0', pad);
+        tpl_sb_put(b, s + signlen, n - signlen);
+    } else {
+        tpl_sb_put_fill(b, ' ', pad);
+        tpl_sb_put(b, s, n);
+    }
+}
+
+int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
+{
+    if (fmt.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "format string must be str");
+    bool safe = (fmt.flags & TPL_F_SAFE) != 0;
+    /* ERB's String#% is Ruby's format: %s is to_s (nil prints nothing), %p inspect, %b binary,
+     * %{name} and %<name> read a hash, extra arguments are ignored */
+    bool rb = tpl_vm_syntax(vm) == TPL_SYNTAX_ERB;
+    const tpl_value *items = &args;
+    int64_t nitems = 1, argi = 0;
+    bool tuple = args.type == TPL_T_LIST && (args.flags & TPL_F_TUPLE);
+    if (tuple) {
+        items = args.u.list->items;
+        nitems = args.u.list->len;
+    }
+    /* Python treats any non-tuple, non-str object with __getitem__ as a mapping for %(key)s. */
+    bool mapping = !tuple && (args.type == TPL_T_MAP || args.type == TPL_T_LIST);
+    const char *s = fmt.u.s;
+    size_t n = fmt.len, i = 0;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    while (i < n) {
+        const char *pct = memchr(s + i, '%', n - i);
+        if (!pct) {
+            tpl_sb_put(&b, s + i, n - i);
+            break;
+        }
+        size_t at = (size_t)(pct - s);
+        tpl_sb_put(&b, s + i, at - i);
+        i = at + 1;
+        if (i >= n)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format");
+        tpl_value arg = tpl_v_unset();
+        bool have_key = false;
+        if (rb && (s[i] == '{' || s[i] == '<')) {
+            char close = s[i] == '{' ? '}' : '>';
+            size_t ks = ++i;
+            while (i < n && s[i] != close) i++;
+            if (i >= n)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed name - unmatched parenthesis (ArgumentError)");
+            tpl_value key = tpl_v_str(s + ks, i - ks);
+            i++;
+            if (args.type != TPL_T_MAP)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "one hash required (ArgumentError)");
+            tpl_value *v = tpl_map_get(args.u.map, key);
+            if (!v)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "key<%.*s> not found (KeyError)", (int)key.len, key.u.s);
+            if (close == '}') { /* %{name}: the value's to_s, as it is */
+                tpl_rb_to_s(&b, *v);
+                continue;
+            }
+            arg = *v;
+            have_key = true;
+        } else if (s[i] == '(') {
+            if (!mapping)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "format requires a mapping");
+            int depth = 1;
+            size_t ks = ++i;
+            while (i < n && depth > 0) {
+                if (s[i] == '(') depth++;
+                else if (s[i] == ')') depth--;
+                i++;
+            }
+            if (depth > 0)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format key");
+            tpl_value key = tpl_v_str(s + ks, i - 1 - ks);
+            if (args.type == TPL_T_LIST)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "list indices must be integers or slices, not str");
+            tpl_value *v = tpl_map_get(args.u.map, key);
+            if (!v)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "'%.*s'", (int)key.len, key.u.s);
+            arg = *v;
+            have_key = true;
+        }
+        bool left = false, plus = false, space = false, alt = false, zero = false;
+        for (; i < n; i++) {
+            char c = s[i];
+            if (c == '-') left = true;
+            else if (c == '+') plus = true;
+            else if (c == ' ') space = true;
+            else if (c == '#') alt = true;
+            else if (c == '0') zero = true;
+            else break;
+        }
+        int64_t width = -1, prec = -1;
+        if (i < n && s[i] == '*') {
+            i++;
+            if (argi >= nitems)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
+            tpl_value w = items[argi++];
+            if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
+            width = w.u.i;
+            if (width < 0) { left = true; width = width < -100000000 ? 100000000 : -width; }
+            if (width > 100000000)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
+        } else {
+            while (i < n && s[i] >= '0' && s[i] <= '9') {
+                width = (width < 0 ? 0 : width) * 10 + (s[i++] - '0');
+                if (width > 100000000)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
+            }
+        }
+        if (i < n && s[i] == '.') {
+            i++;
+            prec = 0;
+            if (i < n && s[i] == '*') {
+                i++;
+                if (argi >= nitems)
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
+                tpl_value p = items[argi++];
+                if (p.type != TPL_T_INT && p.type != TPL_T_BOOL)
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
+                prec = p.u.i < 0 ? 0 : p.u.i;
+                if (prec > 100000000)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "precision too big");
+            } else {
+                while (i < n && s[i] >= '0' && s[i] <= '9') {
+                    prec = prec * 10 + (s[i++] - '0');
+                    if (prec > 100000000)
+                        return tpl_vm_error(vm, TPL_ERR_VALUE, "precision too big");
+                }
+            }
+        }
+        while (i < n && (s[i] == 'h' || s[i] == 'l' || s[i] == 'L'))
+            i++;
+        if (i >= n)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format");
+        char conv = s[i++];
+        if (conv == '%') {
+            tpl_sb_putc(&b, '%');
+            continue;
+        }
+        if (!have_key) {
+            if (argi >= nitems)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, rb ? "too few arguments (ArgumentError)"
+                                                         : "not enough arguments for format string");
+            arg = items[argi++];
+        }
+        if (rb && conv == 'p') conv = 'r';
+        else if (rb && conv == 'r') conv = '?'; /* not a Ruby conversion */
+        if (arg.type == TPL_T_UNDEF && (tpl_vm_strict(vm) || (conv != 's' && conv != 'r' && conv != 'a')))
+            return tpl_undefined_error(vm, arg);
+        tpl_sb tb;
+        tpl_sb_init(&tb, AR(vm));
+        switch (conv) {
+        case 's': case 'r': case 'a': {
+            if (conv == 's') (rb ? tpl_rb_to_s : tpl_py_str)(&tb, arg);
+            else if (conv == 'r') (rb ? tpl_rb_inspect : tpl_py_repr)(&tb, arg);
+            else tpl_py_ascii(&tb, arg);
+            tpl_value t = tpl_sb_value(&tb);
+            if (safe && !(arg.type == TPL_T_STR && (arg.flags & TPL_F_SAFE) && conv == 's')) {
+                tpl_sb eb;
+                tpl_sb_init(&eb, AR(vm));
+                tpl_html_escape(&eb, t.u.s, t.len);
+                t = tpl_sb_value(&eb);
+            }
+            size_t nb = t.len;
+            int64_t ncp = (int64_t)tpl_utf8_len(t.u.s, t.len);
+            if (prec >= 0 && ncp > prec) {
+                nb = tpl_utf8_offset(t.u.s, t.len, (size_t)prec);
+                ncp = prec;
+            }
+            pct_pad(&b, t.u.s, nb, ncp, width, left, false, 0);
+            break;
+        }
+        case 'b': case 'B':
+            if (!rb) goto unsupported;
+            /* fallthrough */
+        case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
+            int64_t v;
+            if (rb && arg.type != TPL_T_INT) { /* Ruby converts with Integer(): "12", 3.9 -> 3 */
+                tpl_value cv[2] = { arg, tpl_v_unset() };
+                if (r_k_Integer(vm, cv, &arg) < 0) return -1;
+            }
+            tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
+            if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
+                v = arg.u.i;
+            } else if (arg.type == TPL_T_BIGINT) {
+                bigv = arg;
+                v = arg.u.s[0] == '-' ? -1 : 1;
+            } else if (arg.type == TPL_T_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u')) {
+                double d = arg.u.f;
+                if (isnan(d))
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
+                if (isinf(d))
+                    return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
+                if (!(d > -9.2e18 && d < 9.2e18)) {
+                    if (tpl_big_from_double(vm, d, &bigv) < 0) return -1;
+                    v = d < 0 ? -1 : 1;
+                } else {
+                    v = (int64_t)d;
+                }
+            } else if (conv == 'd' || conv == 'i' || conv == 'u') {
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: a real number is required, not %s", conv,
+                                    tpl_type_name(vm, arg));
+            } else {
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: an integer is required, not %s", conv,
+                                    tpl_type_name(vm, arg));
+            }
+            uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+            char dgbuf[72], *dg = dgbuf;
+            int64_t nd = 0;
+            int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : (conv == 'b' || conv == 'B') ? 2 : 10;
+            const char *digs = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+            if (bigv.type == TPL_T_BIGINT) {
+                if (!rb && base == 10 && tpl_big_ndigits(bigv) > TPL_PY_INT_MAX_STR_DIGITS)
+                    return tpl_big_str_error(vm);
+                mpz_t z;
+                tpl_big_get(z, bigv);
+                mpz_abs(z, z);
+                dg = tpl_arena_alloc(AR(vm), mpz_sizeinbase(z, base) + 2);
+                if (!dg) { mpz_clear(z); return OOM(); }
+                mpz_get_str(dg, conv == 'X' ? -16 : base, z);
+                mpz_clear(z);
+                nd = (int64_t)strlen(dg);
+            } else {
+                char tmp[72];
+                do { tmp[nd++] = digs[mag % (uint64_t)base]; mag /= (uint64_t)base; } while (mag);
+                for (int64_t k = 0; k < nd; k++) dg[k] = tmp[nd - 1 - k];
+            }
+            tpl_sb_put(&tb, v < 0 ? "-" : plus ? "+" : space ? " " : "", (v < 0 || plus || space) ? 1 : 0);
+            if (alt && conv == 'o') tpl_sb_puts(&tb, rb ? "0" : "0o");
+            if (alt && conv == 'b') tpl_sb_puts(&tb, "0b");
+            if (alt && conv == 'B') tpl_sb_puts(&tb, "0B");
+            if (alt && conv == 'x') tpl_sb_puts(&tb, "0x");
+            if (alt && conv == 'X') tpl_sb_puts(&tb, "0X");
+            size_t signlen = tb.len;
+            if (prec > nd) tpl_sb_put_fill(&tb, '0', prec - nd);
+            tpl_sb_put(&tb, dg, (size_t)nd);
+            pct_pad(&b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
+            break;
+        }
+        case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+            double d;
+            if (rb && arg.type != TPL_T_FLOAT && arg.type != TPL_T_INT) { /* Ruby's Float(): "1.5" */
+                tpl_value cv[1] = { arg };
+                if (r_k_Float(vm, cv, &arg) < 0) return -1;
+            }
+            if (arg.type == TPL_T_FLOAT) d = arg.u.f;
+            else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;
+            else if (arg.type == TPL_T_BIGINT) {
+                if (!tpl_big_to_double(arg, &d))
+                    return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
+            } else
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "must be real number, not %s", tpl_type_name(vm, arg));
+            bool neg = signbit(d) && !isnan(d);
+            tpl_sb_put(&tb, neg ? "-" : plus ? "+" : space ? " " : "", (neg || plus || space) ? 1 : 0);
+            size_t signlen = tb.len;
+            double ad = fabs(d);
+            if (isnan(ad) || isinf(ad)) {
+                bool up = conv == 'E' || conv == 'F' || conv == 'G';
+                tpl_sb_puts(&tb, isnan(ad) ? (up ? "NAN" : "nan") : (up ? "INF" : "inf"));
+            } else {
+                char cf[16];
+                if (prec > TPL_MAX_FLOAT_PREC)
+                    return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
+                                        TPL_MAX_FLOAT_PREC);
+                int p = prec < 0 ? 6 : (int)prec;
+                snprintf(cf, sizeof cf, "%%%s.*%c", alt ? "#" : "", conv);
+                int need = snprintf(NULL, 0, cf, p, ad);
+                if (need < 0 || !tpl_sb_reserve(&tb, (size_t)need + 1))
+                    return OOM();
+                snprintf(tb.p + tb.len, (size_t)need + 1, cf, p, ad);
+                tb.len += (size_t)need;
+            }
+            pct_pad(&b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
+            break;
+        }
+        case 'c': {
+            uint32_t cp;
+            if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
+                if (arg.u.i < 0 || arg.u.i > 0x10FFFF)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c arg not in range(0x110000)");
+                cp = (uint32_t)arg.u.i;
+            } else if (arg.type == TPL_T_STR && tpl_utf8_len(arg.u.s, arg.len) == 1) {
+                size_t k = 0;
+                cp = tpl_utf8_next(arg.u.s, arg.len, &k);
+            } else {
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%%c requires int or char");
+            }
+            tpl_sb_put_cp(&tb, cp);
+            pct_pad(&b, tb.p, tb.len, 1, width, left, false, 0);
+            break;
+        }
+        default:
+        unsupported:
+            if (rb)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed format string - %%%c (ArgumentError)", conv);
+            if ((unsigned char)conv < 0x80)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character '%c' (0x%x) at index %zu",
+                                    conv, (unsigned)conv, i - 1);
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character at index %zu", i - 1);
+        }
+    }
+    if (argi < nitems && !mapping && !rb)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
+    if (b.failed)
+        return OOM();
+    *out = tpl_sb_value(&b);
+    if (safe)
+        out->flags = TPL_F_SAFE;
+    return 0;
+}
