@@ -30,27 +30,18 @@ static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, 
  * requires a superinstruction after it (LOAD_SLOT_ITEM_CMP: EQ_JF) then matches in this one
  * walk, with no second pass. The choice made for a successor is the one its own turn would make
  * (the first row of its base whose successors follow), so fusing it early changes nothing. */
+typedef struct { uint32_t *code; size_t n; const rowset *rows; int depth; } fuse_ctx;
+
+static uint32_t fuse_successor(void *ctx, size_t at, uint32_t op)
+{
+    fuse_ctx *f = ctx;
+    return f->rows[op] && f->depth < MAX_CHAIN ? choose(f->code, f->n, at, f->rows, f->depth + 1) : op;
+}
+
 static bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth)
 {
-    const tpl_opinfo *fi = &tpl_opinfo_table[f];
-    uint32_t a = TPL_INSN_A(code[pc]);
-    size_t at = pc + 1 + fi->extra;
-    for (const uint16_t *s = fi->succ; *s != TPL_SUCC_END;) {
-        if (at >= n) return false;
-        uint32_t got = TPL_INSN_OP(code[at]);
-        if (got >= TPL_OP__COUNT) return false;
-        if (rows[got] && depth < MAX_CHAIN) got = choose(code, n, at, rows, depth + 1);
-        uint32_t gb = tpl_op_base(got);
-        bool hit = false;
-        do { /* the alternatives of this position; the successor itself or a superinstruction over it */
-            uint32_t want = *s & 0xFF;
-            hit = hit || ((got == want || gb == want) && (!(*s & TPL_SUCC_SAME) || TPL_INSN_A(code[at]) == a));
-            s++;
-        } while (*s != TPL_SUCC_END && (*s & TPL_SUCC_OR));
-        if (!hit) return false;
-        at += 1 + tpl_opinfo_table[got].extra;
-    }
-    return true;
+    fuse_ctx ctx = { code, n, rows, depth };
+    return tpl_op_successors_walk(f, code, n, pc, fuse_successor, &ctx);
 }
 
 /* Fuses the instruction at pc when one of its base's rows matches (the first, in table order),

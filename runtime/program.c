@@ -39,25 +39,7 @@ const tpl_opinfo tpl_opinfo_table[TPL_OP__COUNT] = {
 
 bool tpl_op_successors_match(uint32_t op, const uint32_t *code, size_t n, size_t pc)
 {
-    const tpl_opinfo *oi = &tpl_opinfo_table[op];
-    if (!oi->succ) return false;
-    uint32_t a = TPL_INSN_A(code[pc]);
-    size_t at = pc + 1 + oi->extra;
-    for (const uint16_t *s = oi->succ; *s != TPL_SUCC_END;) {
-        if (at >= n) return false;
-        uint32_t got = TPL_INSN_OP(code[at]);
-        if (got >= TPL_OP__COUNT) return false;
-        uint32_t gb = tpl_op_base(got);
-        bool hit = false;
-        do { /* the alternatives of this position; the successor itself or a superinstruction over it */
-            uint32_t want = *s & 0xFF;
-            hit = hit || ((got == want || gb == want) && (!(*s & TPL_SUCC_SAME) || TPL_INSN_A(code[at]) == a));
-            s++;
-        } while (*s != TPL_SUCC_END && (*s & TPL_SUCC_OR));
-        if (!hit) return false;
-        at += 1 + tpl_opinfo_table[got].extra;
-    }
-    return true;
+    return tpl_op_successors_walk(op, code, n, pc, NULL, NULL);
 }
 
 void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash)

@@ -57,10 +57,40 @@ static inline uint32_t tpl_op_base(uint32_t op) { return tpl_opinfo_table[op].ba
  * the fused instruction's operand. (runtime/program.c; the verifier checks by it; the
  * peephole pass, compiler/peephole.c, matches the same way, fusing successors first.) */
 bool tpl_op_successors_match(uint32_t op, const uint32_t *code, size_t n, size_t pc);
+/* A successor of a superinstruction about to be matched at code[at] (opcode op): the opcode to
+ * match there, after fusing it into a superinstruction when the caller does (the peephole pass). */
+typedef uint32_t (*tpl_succ_fuse)(void *ctx, size_t at, uint32_t op);
 
 #define TPL_INSN(op, a) ((uint32_t)(op) | ((uint32_t)(a) << 8))
 #define TPL_INSN_OP(w) ((w) & 0xFF)
 #define TPL_INSN_A(w) ((w) >> 8)
+/* The walk behind tpl_op_successors_match: fuse (NULL: none) is called on each successor before
+ * it is compared; a position's alternatives match the opcode named or a superinstruction over
+ * it, with the fused instruction's operand where TPL_SUCC_SAME. */
+static inline bool tpl_op_successors_walk(uint32_t op, const uint32_t *code, size_t n, size_t pc,
+                                          tpl_succ_fuse fuse, void *ctx)
+{
+    const tpl_opinfo *oi = &tpl_opinfo_table[op];
+    if (!oi->succ) return false;
+    uint32_t a = TPL_INSN_A(code[pc]);
+    size_t at = pc + 1 + oi->extra;
+    for (const uint16_t *s = oi->succ; *s != TPL_SUCC_END;) {
+        if (at >= n) return false;
+        uint32_t got = TPL_INSN_OP(code[at]);
+        if (got >= TPL_OP__COUNT) return false;
+        if (fuse) got = fuse(ctx, at, got);
+        uint32_t gb = tpl_op_base(got);
+        bool hit = false;
+        do {
+            uint32_t want = *s & 0xFF;
+            hit = hit || ((got == want || gb == want) && (!(*s & TPL_SUCC_SAME) || TPL_INSN_A(code[at]) == a));
+            s++;
+        } while (*s != TPL_SUCC_END && (*s & TPL_SUCC_OR));
+        if (!hit) return false;
+        at += 1 + tpl_opinfo_table[got].extra;
+    }
+    return true;
+}
 /* Call-argument word: positional count, keyword count, kwnames constant (0xFFFF = none). */
 #define TPL_ARGW(npos, nkw, k) ((uint32_t)(npos) | ((uint32_t)(nkw) << 8) | ((uint32_t)(k) << 16))
 #define TPL_ARGW_NPOS(w) ((w) & 0xFF)
