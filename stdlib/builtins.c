@@ -685,6 +685,17 @@ static bool all_digits(const char *s, size_t n)
     return true;
 }
 
+tpl_value tpl_path_key(const char *s, size_t n)
+{
+    if (all_digits(s, n) && n <= 18) {
+        int64_t k = 0;
+        for (size_t t = 0; t < n; t++)
+            k = k * 10 + (s[t] - '0');
+        return tpl_v_int(k);
+    }
+    return tpl_v_str(s, n);
+}
+
 static int getitem_step(tpl_vm *vm, tpl_value item, tpl_value key, tpl_value dflt, tpl_value *out)
 {
     if (item.type == TPL_T_UNDEF)
@@ -710,15 +721,7 @@ int tpl_attr_get(tpl_vm *vm, tpl_value item, tpl_value attr, tpl_value dflt, tpl
         size_t j = i;
         while (j < n && s[j] != '.')
             j++;
-        tpl_value key;
-        if (all_digits(s + i, j - i) && j - i <= 18) {
-            int64_t k = 0;
-            for (size_t t = i; t < j; t++)
-                k = k * 10 + (s[t] - '0');
-            key = tpl_v_int(k);
-        } else {
-            key = tpl_v_str(s + i, j - i);
-        }
+        tpl_value key = tpl_path_key(s + i, j - i);
         if (getitem_step(vm, item, key, dflt, &item) < 0)
             return -1;
         if (j >= n)

@@ -134,6 +134,9 @@ bool tpl_uc_istitle(uint32_t cp);
  * non-string key up with environment.getitem. A `dflt` other than None/unset replaces an
  * undefined result after each part. attr unset or None returns item itself. */
 int tpl_attr_get(tpl_vm *vm, tpl_value item, tpl_value attr, tpl_value dflt, tpl_value *out);
+/* The key one part of an attribute path or a str.format "[key]" names: all digits (at most 18) an
+ * int, as Jinja2's make_attrgetter and Python's str.format read it; else the text as a str. */
+tpl_value tpl_path_key(const char *s, size_t n);
 /* Calls a filter / test by name with positional arguments (args[0] is the subject) and
  * optional keyword arguments (kwargs may be NULL or empty). */
 int tpl_filter_by_name(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs,

@@ -75,6 +75,19 @@ static tpl_render *new_render(const tpl_limits *l)
     return r;
 }
 
+/* Whether p and q (NULL: false) render the same, each in a fresh render context. */
+static bool same_output(const tpl_program *p, const tpl_program *q)
+{
+    tpl_render *r = new_render(NULL);
+    tpl_status s1, s2;
+    char *a = render(r, p, &s1), *b = q ? render(r, q, &s2) : NULL;
+    bool same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    tpl_render_free(r);
+    return same;
+}
+
 static void test_round_trip(void)
 {
     tpl_render *r = new_render(NULL);
@@ -227,20 +240,14 @@ static void test_static(void)
     tpl_static_program sp = static_of(p);
     tpl_program *q = NULL;
     CHECK(tpl_program_load_static(&sp, &q, NULL) == TPL_OK);
-    tpl_render *r = new_render(NULL);
-    tpl_status s1, s2;
-    char *a = render(r, p, &s1), *b = q ? render(r, q, &s2) : NULL;
-    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(same_output(p, q));
     /* the code is copied with the builtins resolved by name: here the same ids */
     CHECK(q && q->ncode == p->ncode && memcmp(q->code, p->code, p->ncode * sizeof *p->code) == 0);
-    free(a);
-    free(b);
     tpl_program_free(q);
     sp.version = 99;
     tpl_error err = { 0 };
     CHECK(tpl_program_load_static(&sp, &q, &err) == TPL_ERR_CORRUPT);
     tpl_error_clear(&err);
-    tpl_render_free(r);
     tpl_program_free(p);
 }
 
@@ -282,13 +289,8 @@ static void test_static_builtins(void)
     sp.nbuiltins = nt;
     tpl_program *q = NULL;
     CHECK(tpl_program_load_static(&sp, &q, NULL) == TPL_OK);
-    tpl_render *r = new_render(NULL);
-    tpl_status s1, s2;
-    char *a = render(r, p, &s1), *b = q ? render(r, q, &s2) : NULL;
-    CHECK(a && b && strcmp(a, b) == 0);
+    CHECK(same_output(p, q));
     CHECK(q && memcmp(q->code, p->code, p->ncode * sizeof *code) == 0); /* this library's ids again */
-    free(a);
-    free(b);
     tpl_program_free(q);
     /* an unknown name, a name of another kind, no name, no table: refused */
     for (int k = 0; k < 4; k++) {
@@ -309,7 +311,6 @@ static void test_static_builtins(void)
                                          (uint32_t)tpl_lib_builtin((int)ids[nt - 1])->namelen,
                                          tpl_lib_builtin((int)ids[nt - 1])->name };
     }
-    tpl_render_free(r);
     free(code);
     tpl_program_free(p);
 }

@@ -29,6 +29,18 @@ static void pct_pad(tpl_sb *b, const char *s, size_t n, int64_t ncp, int64_t wid
     }
 }
 
+/* A `*` width or precision: the next argument, an int. */
+static int star_arg(tpl_vm *vm, const tpl_value *items, int64_t nitems, int64_t *argi, int64_t *out)
+{
+    if (*argi >= nitems)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
+    tpl_value w = items[(*argi)++];
+    if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
+    *out = w.u.i;
+    return 0;
+}
+
 int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
 {
     if (fmt.type != TPL_T_STR)
@@ -116,12 +128,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         int64_t width = -1, prec = -1;
         if (i < n && s[i] == '*') {
             i++;
-            if (argi >= nitems)
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
-            tpl_value w = items[argi++];
-            if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
-            width = w.u.i;
+            if (star_arg(vm, items, nitems, &argi, &width) < 0)
+                return -1;
             if (width < 0) { left = true; width = width < -100000000 ? 100000000 : -width; }
             if (width > 100000000)
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
@@ -137,12 +145,9 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             prec = 0;
             if (i < n && s[i] == '*') {
                 i++;
-                if (argi >= nitems)
-                    return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
-                tpl_value p = items[argi++];
-                if (p.type != TPL_T_INT && p.type != TPL_T_BOOL)
-                    return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
-                prec = p.u.i < 0 ? 0 : p.u.i;
+                if (star_arg(vm, items, nitems, &argi, &prec) < 0)
+                    return -1;
+                if (prec < 0) prec = 0;
                 if (prec > 100000000)
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "precision too big");
             } else {

@@ -25,6 +25,19 @@ typedef struct {
     bool fill_given;
 } fspec;
 
+/* A width or precision: the digits at *i (at least one), *i moved past them. */
+static int spec_number(tpl_vm *vm, const char *s, size_t n, size_t *i, int64_t *out)
+{
+    int64_t v = 0;
+    while (*i < n && s[*i] >= '0' && s[*i] <= '9') {
+        v = v * 10 + (s[(*i)++] - '0');
+        if (v > 100000000)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "Too many decimal digits in format string");
+    }
+    *out = v;
+    return 0;
+}
+
 static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f, const char *tyname)
 {
     memset(f, 0, sizeof *f);
@@ -59,15 +72,8 @@ static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f, const char 
             f->align = 'Z'; /* '=' for numbers, '<' for strings (Python 3.10+) */
         i++;
     }
-    if (i < n && s[i] >= '0' && s[i] <= '9') {
-        int64_t w = 0;
-        while (i < n && s[i] >= '0' && s[i] <= '9') {
-            w = w * 10 + (s[i++] - '0');
-            if (w > 100000000)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "Too many decimal digits in format string");
-        }
-        f->width = w;
-    }
+    if (i < n && s[i] >= '0' && s[i] <= '9' && spec_number(vm, s, n, &i, &f->width) < 0)
+        return -1;
     if (i < n && (s[i] == ',' || s[i] == '_')) {
         f->grouping = s[i++];
         if (i < n && (s[i] == ',' || s[i] == '_'))
@@ -79,13 +85,8 @@ static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f, const char 
         i++;
         if (i >= n || s[i] < '0' || s[i] > '9')
             return tpl_vm_error(vm, TPL_ERR_VALUE, "Format specifier missing precision");
-        int64_t p = 0;
-        while (i < n && s[i] >= '0' && s[i] <= '9') {
-            p = p * 10 + (s[i++] - '0');
-            if (p > 100000000)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "Too many decimal digits in format string");
-        }
-        f->prec = p;
+        if (spec_number(vm, s, n, &i, &f->prec) < 0)
+            return -1;
     }
     if (i < n) {
         if (n - i > 1 || (unsigned char)s[i] >= 0x80)

@@ -82,18 +82,7 @@ static int resolve_field(tpl_vm *vm, fmt_state *st, const char *s, size_t n, tpl
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "Missing ']' in format string");
             if (i == j)
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "Empty attribute in format string");
-            bool digits = true;
-            for (size_t k = j; k < i; k++)
-                if (s[k] < '0' || s[k] > '9') { digits = false; break; }
-            tpl_value key;
-            if (digits && i - j <= 18) {
-                int64_t k = 0;
-                for (size_t t = j; t < i; t++)
-                    k = k * 10 + (s[t] - '0');
-                key = tpl_v_int(k);
-            } else {
-                key = tpl_v_str(s + j, i - j);
-            }
+            tpl_value key = tpl_path_key(s + j, i - j);
             i++;
             if (i < n && s[i] != '.' && s[i] != '[')
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "Only '.' or '[' may follow ']' in format field specifier");

@@ -37,16 +37,25 @@ static const char *conv_name(tpl_value v)
     return tpl_rb_class_name(v);
 }
 
+/* v.inspect as Ruby's error messages quote it: cut at 60 bytes (*len), in the render's arena ("" when
+ * out of memory). */
+static const char *inspect_short(tpl_vm *vm, tpl_value v, int *len)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, v);
+    *len = b.p ? (int)(b.len > 60 ? 60 : b.len) : 0;
+    return b.p ? b.p : "";
+}
+
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 {
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for nil:NilClass (NoMethodError)", (int)n, name);
-    tpl_sb b;
-    tpl_sb_init(&b, A(vm));
-    tpl_rb_inspect(&b, self);
-    if (b.len > 60) b.len = 60;
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, (int)b.len,
-                        b.p ? b.p : "", tpl_rb_class_name(self));
+    int len;
+    const char *insp = inspect_short(vm, self, &len);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, len, insp,
+                        tpl_rb_class_name(self));
 }
 
 /* rb_convert_type's TypeError: v cannot be converted into the class of types.def row `want`. */
@@ -1028,11 +1037,9 @@ static bool public_name(const char *name, size_t n) { return n > 0 && name[0] !=
 static int method_name(tpl_vm *vm, tpl_value v)
 {
     if (v.type == TPL_T_STR && !(v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return 0;
-    tpl_sb b;
-    tpl_sb_init(&b, A(vm));
-    tpl_rb_inspect(&b, v);
-    if (b.len > 60) b.len = 60;
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s is not a symbol nor a string (TypeError)", (int)b.len, b.p ? b.p : "");
+    int len;
+    const char *insp = inspect_short(vm, v, &len);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s is not a symbol nor a string (TypeError)", len, insp);
 }
 
 /* respond_to?(name): whether tpl_rb_send would find the method for this value (the methods tpl
@@ -1756,11 +1763,9 @@ int r_str_plus(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * result back into the receiver's variable (values are immutable). */
 static int frozen_error(tpl_vm *vm, tpl_value s)
 {
-    tpl_sb b;
-    tpl_sb_init(&b, A(vm));
-    tpl_rb_inspect(&b, s);
-    if (b.len > 60) b.len = 60;
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't modify frozen String: %.*s (FrozenError)", (int)b.len, b.p ? b.p : "");
+    int len;
+    const char *insp = inspect_short(vm, s, &len);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't modify frozen String: %.*s (FrozenError)", len, insp);
 }
 
 int r_str_shovel(tpl_vm *vm, tpl_value *a, tpl_value *out)
