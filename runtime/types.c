@@ -57,6 +57,36 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
     return TPL_VT_HOST;
 }
 
+/* Python's hash(): lists, dicts and the dict_keys/dict_items views have no hash; a tuple has one
+ * when its items do (nested tuples to a depth of 100, deeper ones taken as hashable); everything
+ * else does (a namespace, a function, an iterator by identity; a range by value). */
+static const char *unhashable_rec(tpl_value v, int depth)
+{
+    tpl_vtype t = tpl_value_vtype(v, false);
+    switch (t) {
+    case TPL_VT_LIST: case TPL_VT_DICT: case TPL_VT_DICT_KEYS: case TPL_VT_DICT_ITEMS:
+        return tpl_types[t].py;
+    case TPL_VT_TUPLE: case TPL_VT_GROUP_TUPLE:
+        for (uint32_t i = 0; depth < 100 && i < v.u.list->len; i++) {
+            const char *r = unhashable_rec(v.u.list->items[i], depth + 1);
+            if (r) return r;
+        }
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+const char *tpl_unhashable(tpl_value v) { return unhashable_rec(v, 0); }
+
+int tpl_vm_check_hashable(tpl_vm *vm, tpl_value k)
+{
+    const char *t = tpl_unhashable(k);
+    if (t) return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", t);
+    if (k.type == TPL_T_UNDEF && tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, k);
+    return 0;
+}
+
 const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
 {
     if (v.type == TPL_T_HOST) {

@@ -286,7 +286,8 @@ static uint64_t hash_rec(tpl_value v, bool nested)
             h = mix64(h ^ hash_rec(v.u.list->items[k], true));
         return h;
     }
-    case TPL_T_MAP:   /* equality ignores order: hash only the size */
+    case TPL_T_MAP:   /* equality ignores order: hash only the size; a namespace is itself (it changes) */
+        if (v.flags & TPL_F_NS) return mix64((uint64_t)(uintptr_t)v.u.map);
         return mix64(0x6d6170u + v.u.map->len);
     default:
         return mix64((uint64_t)(uintptr_t)v.u.p ^ v.aux);

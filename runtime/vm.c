@@ -1083,6 +1083,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     case TPL_T_MAP:
         if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && item.aux != TPL_UNDEF_COND)
             return tpl_stdlib.undefined_error(vm, item);
+        if ((item.type == TPL_T_LIST || item.type == TPL_T_MAP) && tpl_vm_check_hashable(vm, item) < 0) return -1;
         *res = tpl_map_get(seq.u.map, item) != NULL;
         return 0;
     case TPL_T_UNDEF:
@@ -2367,8 +2368,7 @@ top:
         sp -= 2 * a;
         for (uint32_t i = 0; i < a; i++) {
             tpl_value k = sp[2 * i];
-            if (k.type == TPL_T_LIST && !(k.flags & TPL_F_TUPLE)) { tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'list'"); goto fail; }
-            if (k.type == TPL_T_MAP) { tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'dict'"); goto fail; }
+            if ((k.type == TPL_T_LIST || k.type == TPL_T_MAP || k.type == TPL_T_UNDEF) && tpl_vm_check_hashable(vm, k) < 0) goto fail;
             if (!tpl_map_set(&vm->arena, m, k, sp[2 * i + 1])) { oom(vm); goto fail; }
         }
         *sp++ = tpl_v_map(m);

@@ -57,6 +57,13 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
 /* The class a builtin global is in Jinja2 (range, dict, cycler, joiner, namespace: the row its
  * instances have, or the class-only CYCLER/JOINER row); TPL_VT__COUNT for any other value. */
 tpl_vtype tpl_value_class(tpl_value v);
+/* The Python type name that makes v unhashable (hash(v) raises "unhashable type: 'NAME'": a list,
+ * a dict, dict_keys, dict_items, or such an item of a tuple), NULL when it hashes; namespaces,
+ * ranges, functions and iterators hash (by identity, ranges by value: tpl_hash_value). */
+const char *tpl_unhashable(tpl_value v);
+/* Python's hash(k) before k is a dict or set key: TPL_ERR_TYPE "unhashable type: 'NAME'"
+ * (tpl_unhashable), a StrictUndefined's undefined error, else 0. */
+int tpl_vm_check_hashable(tpl_vm *vm, tpl_value k);
 /* type(v).__name__ as Python/Jinja2 print it ("int", "str", "Markup", "NoneType", "dict_items",
  * a host object's class name, ...), for error messages and filters that name a type; vm may be
  * NULL (lenient Undefined). The one Python type-name function. */

@@ -1399,14 +1399,7 @@ int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-static int unhashable_check(tpl_vm *vm, tpl_value k)
-{
-    if ((k.type == TPL_T_LIST && !(k.flags & TPL_F_TUPLE)) || (k.type == TPL_T_MAP && !(k.flags & TPL_F_NS)))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", tpl_type_name(vm, k));
-    if (k.type == TPL_T_UNDEF && tpl_vm_strict(vm))
-        return tpl_undefined_error(vm, k);
-    return 0;
-}
+static int unhashable_check(tpl_vm *vm, tpl_value k) { return tpl_vm_check_hashable(vm, k); }
 
 static int f_unique_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {

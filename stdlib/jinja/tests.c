@@ -260,10 +260,8 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = false;
         return 0;
     case TPL_T_MAP:
-        if (item.type == TPL_T_LIST && !(item.flags & TPL_F_TUPLE))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'list'");
-        if (item.type == TPL_T_MAP)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: 'dict'");
+        if (tpl_vm_check_hashable(vm, item) < 0)
+            return -1;
         *res = tpl_map_get(seq.u.map, item) != NULL;
         return 0;
     case TPL_T_UNDEF:
@@ -289,10 +287,8 @@ int t_in(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int name_test(tpl_vm *vm, tpl_value v, tpl_builtin_kind kind, tpl_value *out)
 {
-    if ((v.type == TPL_T_LIST && !(v.flags & TPL_F_TUPLE)) || (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", tpl_type_name(vm, v));
-    if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm))
-        return tpl_undefined_error(vm, v);
+    if (tpl_vm_check_hashable(vm, v) < 0)
+        return -1;
     RET(v.type == TPL_T_STR && tpl_builtin_find(kind, v.u.s, v.len) >= 0);
 }
 

@@ -815,14 +815,7 @@ int m_map_values(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return map_list(vm, a[0], 2, out);
 }
 
-static int hashable(tpl_vm *vm, tpl_value k)
-{
-    if ((k.type == TPL_T_LIST && !(k.flags & TPL_F_TUPLE)) || k.type == TPL_T_MAP)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", tpl_type_name(vm, k));
-    if (k.type == TPL_T_UNDEF && tpl_vm_strict(vm))
-        return tpl_undefined_error(vm, k);
-    return 0;
-}
+static int hashable(tpl_vm *vm, tpl_value k) { return tpl_vm_check_hashable(vm, k); }
 
 int m_map_get(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
