@@ -1149,7 +1149,15 @@ bool tpl_erb_parse(tpl_pctx *c)
     /* names and literals point into the script: it lives in the AST's arena */
     char *script = tpl_arena_strdup(keep, es.sc.s, es.sc.n);
     if (!script) {
-        tpl_pctx_nomem(c, 0);
+        /* past the compile's memory limit: located where the script passes it (the budget's
+         * room left, as a script offset mapped back to the source), not at the start */
+        const tpl_budget *b = keep->budget;
+        uint32_t at = 0;
+        if (b && b->over && es.sc.n) {
+            size_t room = b->limit > b->used ? b->limit - b->used : 0;
+            at = sc_src(&es.sc, room < es.sc.n ? room : es.sc.n - 1);
+        }
+        tpl_pctx_nomem(c, at);
         sc_free(&es.sc);
         return false;
     }

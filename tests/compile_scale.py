@@ -5,6 +5,7 @@ memory is bounded. Each case runs `tplc` and bounds its CPU time (not wall time:
 be busy), so a quadratic compiler fails (40,000 `{% set %}` took 5 s, 40,000 blocks 16 s).
 Usage: compile_scale.py TPLC. Prints "N passed, N failed"."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -149,6 +150,19 @@ with tempfile.TemporaryDirectory() as d:
     # less than what the unlimited compile takes
     check(lim - base < (full - base),
           f"--max-compile-memory 1M: peak RSS {lim} KiB (unlimited {full} KiB, small template {base} KiB)")
+    # an ERB template: its script (the template as Ruby) is copied whole into the compile's
+    # memory, and a copy past the limit is located where the script passes it (it said 1:1)
+    erb = ("Hello <%= user['name'] %>, you have <%= items.length %> items.\n"
+           "<% if x > 3 %>big <%= x %><% else %>small<% end %>\n")
+    epath = os.path.join(d, "e.erb")
+    with open(epath, "w") as f:
+        f.write(erb * (2_000_000 // len(erb)))
+    rc, err, _ = peak_rss(["compile", epath, "-o", out, "--max-compile-memory", "1M"])
+    first = err.split("\n")[0]
+    m = re.match(re.escape(epath) + r":(\d+):(\d+): error: compile memory limit reached \(1048576 bytes\)$", first)
+    check(rc == 1 and m and 1000 < int(m.group(1)) < 30000,
+          "2 MB ERB template over --max-compile-memory 1M: located where its script passes the limit",
+          f"exit {rc}: {first[:200]!r}")
     # the two-pass path (a template with set statements) stops at its limit too
     sets = "".join(f"{{% set v{i} = x ~ 'a' %}}{{{{ v{i} }}}}\n" for i in range(60000))
     spath = os.path.join(d, "s.jinja")
