@@ -27,7 +27,16 @@ static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 static bool is_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_RB); }
 static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)); }
 static bool is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
-static double dbl(tpl_value v) { return v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i; }
+static bool plain_num(tpl_value v);
+static double dbl(tpl_value v)
+{
+    if (v.type == TPL_T_BIGINT) { /* Integer#to_f: Infinity past Float::MAX */
+        double d;
+        tpl_big_to_double(v, &d);
+        return d;
+    }
+    return v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i;
+}
 
 /* How rb_convert_type names a value it cannot convert: nil, true and false by themselves. */
 static const char *conv_name(tpl_value v)
@@ -114,6 +123,7 @@ static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel)
     if (a.type == TPL_T_UNDEF) a = tpl_v_none();
     if (b.type == TPL_T_UNDEF) b = tpl_v_none();
     if (is_num(a) && is_num(b)) return dbl(a) == dbl(b) && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT || a.u.i == b.u.i);
+    if ((a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT) && plain_num(a) && plain_num(b)) return tpl_big_cmp(a, b) == 0;
     if (a.type != b.type) return false;
     switch (a.type) {
     case TPL_T_NONE: return true;
@@ -158,6 +168,11 @@ int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel)
 {
     *ok = true;
+    if ((a.type == TPL_T_BIGINT && (is_num(b) || b.type == TPL_T_BIGINT)) || (b.type == TPL_T_BIGINT && is_num(a))) {
+        int c = tpl_big_cmp(a, b);
+        if (c == 2) { *ok = false; return 0; }
+        return c;
+    }
     if (is_num(a) && is_num(b)) {
         if (a.type == TPL_T_INT && b.type == TPL_T_INT) return a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
         double x = dbl(a), y = dbl(b);
@@ -521,6 +536,127 @@ static int regexp_escape(tpl_vm *vm, tpl_value v, tpl_value *out)
     return 0;
 }
 
+/* Integer methods of a big int (bigint.h; Ruby's Bignum): 0 answered, -1 error, 1 not one of
+ * them (the Object methods follow: to_s, inspect, class, ==, ...). */
+static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, int nkw,
+                      tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    if (nkw) return 1;
+    bool neg = self.type == TPL_T_BIGINT ? self.u.s[0] == '-' : self.u.i < 0;
+    if (npos == 0 && self.type == TPL_T_BIGINT) {
+        if (IS("to_i") || IS("to_int") || IS("floor") || IS("ceil") || IS("round") || IS("truncate") || IS("ord") ||
+            IS("numerator") || IS("+@")) { *out = self; return 0; }
+        if (IS("to_f")) { *out = tpl_v_float(dbl(self)); return 0; }
+        if (IS("abs") || IS("magnitude")) return tpl_big_abs(vm, self, out);
+        if (IS("-@")) return tpl_big_neg(vm, self, out);
+        if (IS("zero?")) { *out = tpl_v_bool(false); return 0; }
+        if (IS("positive?")) { *out = tpl_v_bool(!neg); return 0; }
+        if (IS("negative?")) { *out = tpl_v_bool(neg); return 0; }
+        if (IS("nonzero?") || IS("integer?") || IS("finite?")) { *out = IS("nonzero?") ? self : tpl_v_bool(true); return 0; }
+        if (IS("infinite?")) { *out = tpl_v_none(); return 0; }
+        if (IS("even?") || IS("odd?")) {
+            bool even = (self.u.s[self.len - 1] - '0') % 2 == 0;
+            *out = tpl_v_bool(IS("even?") ? even : !even);
+            return 0;
+        }
+        if (IS("succ") || IS("next") || IS("pred"))
+            return tpl_big_binop(vm, IS("pred") ? TPL_OP_SUB : TPL_OP_ADD, self, tpl_v_int(1), out);
+        if (IS("hash")) { *out = tpl_v_int((int64_t)(tpl_hash_value(self) >> 2)); return 0; }
+        if (IS("bit_length")) {
+            mpz_t z;
+            tpl_big_get(z, self);
+            if (neg) mpz_com(z, z); /* Ruby: the bits of ~x for a negative x */
+            size_t bits = mpz_sizeinbase(z, 2);
+            mpz_clear(z);
+            *out = tpl_v_int((int64_t)bits);
+            return 0;
+        }
+    }
+    if ((IS("to_s") || IS("inspect") || IS("digits")) && npos <= 1 && self.type == TPL_T_BIGINT) {
+        int64_t base = 10;
+        if (npos == 1) {
+            if (args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion into Integer (TypeError)");
+            base = args[0].u.i;
+            if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid radix %lld (ArgumentError)", (long long)base);
+        }
+        if (IS("inspect") && npos) return 1;
+        mpz_t z;
+        tpl_big_get(z, self);
+        if (IS("digits")) { /* least significant first */
+            if (neg) { mpz_clear(z); return tpl_vm_fail(vm, TPL_EK_VALUE, "out of domain (Math::DomainError)"); }
+            tpl_list *l = tpl_list_new(tpl_vm_arena(vm), (uint32_t)mpz_sizeinbase(z, (int)base) + 1);
+            if (!l) { mpz_clear(z); return oom(vm); }
+            while (mpz_sgn(z)) l->items[l->len++] = tpl_v_int((int64_t)mpz_fdiv_q_ui(z, z, (unsigned long)base));
+            mpz_clear(z);
+            *out = tpl_v_list(l);
+            return 0;
+        }
+        char *p = tpl_arena_alloc(tpl_vm_arena(vm), mpz_sizeinbase(z, (int)base) + 2);
+        if (!p) { mpz_clear(z); return oom(vm); }
+        mpz_get_str(p, (int)base, z);
+        mpz_clear(z);
+        *out = tpl_v_str(p, strlen(p));
+        return 0;
+    }
+    if (npos == 1 && plain_num(args[0]) && (IS("+") || IS("-") || IS("*") || IS("/") || IS("%") || IS("**"))) {
+        int op = name[0] == '*' && n == 2 ? 'p' : name[0];
+        int h = tpl_rb_arith(vm, op, self, args[0], out);
+        if (h != 0) return h < 0 ? -1 : 0;
+        return tpl_big_binop(vm, op == '+' ? TPL_OP_ADD : op == '-' ? TPL_OP_SUB : op == '*' ? TPL_OP_MUL
+                                 : op == '/' ? TPL_OP_DIV_RB : op == '%' ? TPL_OP_MOD : TPL_OP_POW, self, args[0], out);
+    }
+    if (npos == 1 && tpl_is_intlike(args[0]) && args[0].type != TPL_T_BOOL) {
+        tpl_value y = args[0];
+        if (IS("pow")) {
+            int h = tpl_rb_arith(vm, 'p', self, y, out);
+            return h < 0 ? -1 : h > 0 ? 0 : tpl_big_binop(vm, TPL_OP_POW, self, y, out);
+        }
+        if (IS("div")) return tpl_big_binop(vm, TPL_OP_FLOORDIV, self, y, out);
+        if (IS("modulo")) return tpl_big_binop(vm, TPL_OP_MOD, self, y, out);
+        if (IS("fdiv")) { *out = tpl_v_float(dbl(self) / dbl(y)); return 0; }
+        if (IS("divmod")) {
+            tpl_list *l = tpl_list_new(tpl_vm_arena(vm), 2);
+            if (!l) return oom(vm);
+            if (tpl_big_binop(vm, TPL_OP_FLOORDIV, self, y, &l->items[0]) < 0) return -1;
+            if (tpl_big_binop(vm, TPL_OP_MOD, self, y, &l->items[1]) < 0) return -1;
+            l->len = 2;
+            *out = tpl_v_list(l);
+            return 0;
+        }
+        if (IS("gcd") || IS("lcm") || IS("&") || IS("|") || IS("^") || IS("<<") || IS(">>") || IS("remainder")) {
+            mpz_t x, z;
+            tpl_big_get(x, self);
+            tpl_big_get(z, y);
+            if (IS("gcd")) mpz_gcd(z, x, z);
+            else if (IS("lcm")) mpz_lcm(z, x, z);
+            else if (IS("&")) mpz_and(z, x, z);
+            else if (IS("|")) mpz_ior(z, x, z);
+            else if (IS("^")) mpz_xor(z, x, z);
+            else if (IS("remainder")) {
+                if (mpz_sgn(z) == 0) { mpz_clears(x, z, NULL); return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)"); }
+                mpz_tdiv_r(z, x, z);
+            } else { /* shifts: a count past int64 or the size limit is the limit error */
+                if (y.type != TPL_T_INT) { mpz_clears(x, z, NULL); return tpl_big_binop(vm, TPL_OP_POW, tpl_v_int(2), y, out); }
+                int64_t k = IS("<<") ? y.u.i : -y.u.i;
+                if (k > (int64_t)TPL_BIG_MAX_BITS) { mpz_clears(x, z, NULL); return tpl_big_binop(vm, TPL_OP_POW, tpl_v_int(2), y, out); }
+                if (k >= 0) mpz_mul_2exp(z, x, (mp_bitcnt_t)k);
+                else mpz_fdiv_q_2exp(z, x, (mp_bitcnt_t)(k < -(int64_t)TPL_BIG_MAX_BITS * 2 ? (int64_t)TPL_BIG_MAX_BITS * 2 : -k));
+            }
+            mpz_clear(x);
+            return tpl_big_result(vm, z, out);
+        }
+    }
+    if (IS("<=>") && npos == 1) {
+        bool ok = true;
+        int c = rb_cmp(self, args[0], &ok, NULL);
+        *out = ok ? tpl_v_int(c) : tpl_v_none();
+        return 0;
+    }
+    return 1;
+#undef IS
+}
+
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
@@ -547,6 +683,10 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
             if (rc == 0 && d.type != TPL_T_HOST) return tpl_rb_send(vm, d, name, n, args, npos, kwn, kwv, nkw, out);
         }
         return no_method(vm, self, name, n);
+    }
+    if (self.type == TPL_T_BIGINT || (self.type == TPL_T_INT && npos == 1 && args[0].type == TPL_T_BIGINT)) {
+        int rc = big_method(vm, self, name, n, args, npos, nkw, out);
+        if (rc <= 0) return rc;
     }
     tpl_builtin_kind k[3];
     int nk = kinds_for(self, k);
@@ -619,7 +759,7 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out);
 int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
-    if (v.type == TPL_T_INT) { *out = v; return 0; }
+    if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { *out = v; return 0; }
     if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
     if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
@@ -628,7 +768,7 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
-    if (is_num(v)) { *out = tpl_v_float(dbl(v)); return 0; }
+    if (is_num(v) || v.type == TPL_T_BIGINT) { *out = tpl_v_float(dbl(v)); return 0; }
     if (v.type == TPL_T_STR) return str_to_f(vm, v, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
@@ -1855,7 +1995,7 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
         if (!isfinite(x)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity");
         double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : nd < 0 ? trunc(x)
                  : half == HALF_EVEN ? round_half_even(x, 1.0) : half == HALF_DOWN ? round_half_down(x, 1.0) : round(x);
-        if (fabs(r) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        if (fabs(r) >= 9.2e18) return tpl_big_from_double(vm, r, out);
         *out = tpl_v_int(int_round((int64_t)r, nd, mode, half));
         return 0;
     }
@@ -1881,7 +2021,7 @@ int r_num_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     if (v.type == TPL_T_INT) { *out = v; return 0; }
     if (!isfinite(v.u.f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(v.u.f) ? "NaN" : v.u.f > 0 ? "Infinity" : "-Infinity");
-    if (fabs(v.u.f) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    if (fabs(v.u.f) >= 9.2e18) return tpl_big_from_double(vm, trunc(v.u.f), out);
     *out = tpl_v_int((int64_t)v.u.f);
     return 0;
 }
@@ -1910,7 +2050,7 @@ int r_num_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (v.type == TPL_T_FLOAT) { *out = tpl_v_float(fabs(v.u.f)); return 0; }
-    if (v.u.i == INT64_MIN) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    if (v.u.i == INT64_MIN) return tpl_big_abs(vm, v, out);
     *out = tpl_v_int(v.u.i < 0 ? -v.u.i : v.u.i);
     return 0;
 }
@@ -1945,7 +2085,7 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (dy * r < 0) { r += dy; q -= 1.0; }
         }
         if (!isfinite(q)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(q) ? "NaN" : q > 0 ? "Infinity" : "-Infinity");
-        if (fabs(q) >= 9.2e18) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        if (fabs(q) >= 9.2e18) return tpl_big_from_double(vm, q, out);
         l->items[0] = tpl_v_int((int64_t)q);
         l->items[1] = tpl_v_float(r);
     }
@@ -2257,7 +2397,9 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_value v = l->items[i], r;
         if (blk.pc) { YIELD(blk, &v, 1, &r); v = r; }
         if (!flt && acc.type == TPL_T_INT && v.type == TPL_T_INT) {
-            if (__builtin_add_overflow(acc.u.i, v.u.i, &acc.u.i)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+            int64_t r;
+            if (!__builtin_add_overflow(acc.u.i, v.u.i, &r)) acc.u.i = r;
+            else if (tpl_big_binop(vm, TPL_OP_ADD, acc, v, &acc) < 0) return -1;
             continue;
         }
         if (is_num(acc) && is_num(v)) {
@@ -2270,6 +2412,11 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             continue;
         }
         if (flt) { acc = tpl_v_float(f + c); flt = false; }
+        if ((acc.type == TPL_T_BIGINT || v.type == TPL_T_BIGINT) && plain_num(acc) && plain_num(v)) {
+            if (acc.type == TPL_T_FLOAT || v.type == TPL_T_FLOAT) acc = tpl_v_float(dbl(acc) + dbl(v));
+            else if (tpl_big_binop(vm, TPL_OP_ADD, acc, v, &acc) < 0) return -1;
+            continue;
+        }
         if (acc.type == TPL_T_STR && v.type == TPL_T_STR) {
             tpl_value args[2] = { acc, v };
             if (r_str_plus(vm, args, &acc) < 0) return -1;
@@ -2458,7 +2605,8 @@ static int send_op(tpl_vm *vm, tpl_value op, tpl_value acc, tpl_value x, tpl_val
         if (ints) {
             bool ovf = op.u.s[0] == '+' ? __builtin_add_overflow(acc.u.i, x.u.i, &r)
                      : op.u.s[0] == '-' ? __builtin_sub_overflow(acc.u.i, x.u.i, &r) : __builtin_mul_overflow(acc.u.i, x.u.i, &r);
-            if (ovf) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+            if (ovf) return tpl_big_binop(vm, op.u.s[0] == '+' ? TPL_OP_ADD : op.u.s[0] == '-' ? TPL_OP_SUB : TPL_OP_MUL,
+                                          acc, x, out);
             *out = tpl_v_int(r);
             return 0;
         }
@@ -2486,7 +2634,8 @@ static int send_op(tpl_vm *vm, tpl_value op, tpl_value acc, tpl_value x, tpl_val
             return 0;
         }
         if (nums && op.u.s[0] == '/') { *out = tpl_v_float(dbl(acc) / dbl(x)); return 0; }
-        return no_method(vm, acc, op.u.s, op.len);
+        if (!(acc.type == TPL_T_BIGINT || (acc.type == TPL_T_INT && x.type == TPL_T_BIGINT)))
+            return no_method(vm, acc, op.u.s, op.len);
     }
     tpl_value arg = x;
     return tpl_rb_send(vm, acc, op.u.s, op.len, &arg, 1, NULL, NULL, 0, out);
@@ -2874,7 +3023,7 @@ int r_k_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ------------------------------------------------------------------ operators */
 
-static bool plain_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
+static bool plain_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BIGINT; }
 
 static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
@@ -2896,6 +3045,21 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     if (op == 'p') { name[0] = '*'; name[1] = '*'; }
     bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB));
     if (plain_num(a) && plain_num(b)) {
+        bool big = a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT;
+        if (big && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) && op != '/' && op != '%') {
+            double x = dbl(a), y = dbl(b); /* Ruby converts the Integer (Infinity past Float::MAX) */
+            *out = tpl_v_float(op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : pow(x, y));
+            return 1;
+        }
+        if (op == 'p' && a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT && (b.type == TPL_T_BIGINT ? b.u.s[0] != '-' : b.u.i > 0)) {
+            /* Ruby's rb_big_pow: a result past 32 Mi bits is a warning and Float's pow (Infinity) */
+            double bits = a.type == TPL_T_BIGINT ? (double)a.len * 3.33 : a.u.i == 0 || a.u.i == 1 || a.u.i == -1 ? 0.0
+                        : 64.0 - (double)__builtin_clzll(a.u.i < 0 ? 0 - (uint64_t)a.u.i : (uint64_t)a.u.i);
+            if (bits > 0 && bits * dbl(b) > 32.0 * 1024 * 1024) {
+                *out = tpl_v_float(pow(dbl(a), dbl(b)));
+                return 1;
+            }
+        }
         if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
             double x = dbl(a), y = dbl(b);
             if (op == '/') { *out = tpl_v_float(x / y); return 1; }
@@ -2907,9 +3071,10 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
                 return 1;
             }
         }
-        if (op == 'p' && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i < 0)
+        if (op == 'p' && a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT &&
+            (b.type == TPL_T_BIGINT ? b.u.s[0] == '-' : b.u.i < 0))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer ** negative Integer gives a Rational, which tpl does not support");
-        if ((op == '/' || op == '%') && a.type == TPL_T_INT && b.type == TPL_T_INT && b.u.i == 0)
+        if ((op == '/' || op == '%') && a.type != TPL_T_FLOAT && b.type == TPL_T_INT && b.u.i == 0)
             return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         return 0;
     }
@@ -3759,8 +3924,8 @@ int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
             int64_t r = 1, b = a[0].u.i;
             for (int64_t e = a[1].u.i; e > 0; e >>= 1) {
-                if ((e & 1) && __builtin_mul_overflow(r, b, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
-                if (e > 1 && __builtin_mul_overflow(b, b, &b)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+                if ((e & 1) && __builtin_mul_overflow(r, b, &r)) return tpl_big_binop(vm, TPL_OP_POW, a[0], a[1], out);
+                if (e > 1 && __builtin_mul_overflow(b, b, &b)) return tpl_big_binop(vm, TPL_OP_POW, a[0], a[1], out);
             }
             *out = tpl_v_int(r);
             return 0;
@@ -3806,7 +3971,7 @@ static int int_step1(tpl_vm *vm, tpl_value *a, tpl_value *out, int d, const char
 {
     if (want_int(vm, a[0], meth) < 0) return -1;
     int64_t r;
-    if (__builtin_add_overflow(a[0].u.i, d, &r)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    if (__builtin_add_overflow(a[0].u.i, d, &r)) return tpl_big_binop(vm, TPL_OP_ADD, a[0], tpl_v_int(d), out);
     *out = tpl_v_int(r);
     return 0;
 }
@@ -3863,14 +4028,14 @@ int r_num_div(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!is_num(a[1])) return tpl_rb_arith(vm, '/', a[0], a[1], out) < 0 ? -1 : no_method(vm, a[1], "coerce", 6);
     if (dbl(a[1]) == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
     if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
-        if (a[0].u.i == INT64_MIN && a[1].u.i == -1) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        if (a[0].u.i == INT64_MIN && a[1].u.i == -1) return tpl_big_binop(vm, TPL_OP_FLOORDIV, a[0], a[1], out);
         int64_t q = a[0].u.i / a[1].u.i;
         if ((a[0].u.i % a[1].u.i != 0) && ((a[0].u.i < 0) != (a[1].u.i < 0))) q--;
         *out = tpl_v_int(q);
         return 0;
     }
     double q = floor(dbl(a[0]) / dbl(a[1]));
-    if (!(q > -9.2e18 && q < 9.2e18)) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    if (!(q > -9.2e18 && q < 9.2e18)) return tpl_big_from_double(vm, q, out);
     *out = tpl_v_int((int64_t)q);
     return 0;
 }
@@ -4695,6 +4860,7 @@ static int int_bits(tpl_vm *vm, tpl_value *a, const char *name, tpl_value *out)
 {
     if (a[0].type != TPL_T_INT) return no_method(vm, a[0], name, strlen(name));
     tpl_value b = a[1];
+    if (b.type == TPL_T_BIGINT) return big_method(vm, a[0], name, strlen(name), &b, 1, 0, out);
     if (b.type != TPL_T_INT) {
         if (b.type == TPL_T_FLOAT && name[0] != '<' && name[0] != '>') {
             tpl_sb sb;
@@ -4718,7 +4884,7 @@ static int int_bits(tpl_vm *vm, tpl_value *a, const char *name, tpl_value *out)
     if (!left) { *out = tpl_v_int(y >= 63 ? (x < 0 ? -1 : 0) : x >> y); return 0; }
     if (x == 0) { *out = tpl_v_int(0); return 0; }
     if (y >= 63 || (x > 0 ? x > (INT64_MAX >> y) : x < (INT64_MIN >> y)))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        return big_method(vm, a[0], left ? "<<" : ">>", 2, &(tpl_value){ .type = TPL_T_INT, .u.i = y }, 1, 0, out);
     *out = tpl_v_int((int64_t)((uint64_t)x << y));
     return 0;
 }
