@@ -23,6 +23,7 @@
  * its exception classes (so this module keeps no global state). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tpl.h"
@@ -904,6 +905,7 @@ static void Program_dealloc(ProgramObject *self)
 }
 
 static PyTypeObject ProgramType;
+static int compiled(ProgramObject *self);
 
 /* Program() (and a subclass's, tpl.Template's, __new__): an empty program, which _adopt fills. */
 static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -956,44 +958,72 @@ static PyObject *wrap_program(tpl_program *p)
     o->read_len = NULL;
     o->read_hash = NULL;
     o->read_index = NULL;
-    /* one scan for the usual few names (the reads-set is a walk over the code) */
+    return (PyObject *)o; /* the reads-set: at the first render (reads_ready), not per compile */
+}
+
+static void reads_clear(ProgramObject *o)
+{
+    Py_CLEAR(o->reads);
+    Py_CLEAR(o->read_index);
+    PyMem_Free(o->read_u8);
+    PyMem_Free(o->read_len);
+    PyMem_Free(o->read_hash);
+    o->read_u8 = NULL;
+    o->read_len = NULL;
+    o->read_hash = NULL;
+}
+
+/* Makes o's reads-set (its names as interned strs, their UTF-8, hashes and indexes) the first
+ * time a render or .reads needs it: a walk over the code that tpl.Template() does not pay. */
+static int reads_ready(ProgramObject *o)
+{
+    if (o->reads) return 0;
+    if (compiled(o) < 0) return -1;
+    /* one scan for the usual few names */
     enum { FEW = 64 };
     const char *few[FEW];
     size_t fewlen[FEW];
-    size_t n = tpl_program_reads(p, few, fewlen, FEW);
+    size_t n = tpl_program_reads(o->p, few, fewlen, FEW);
     o->read_u8 = PyMem_Calloc(n + 1, sizeof *o->read_u8);
     o->read_len = PyMem_Calloc(n + 1, sizeof *o->read_len);
     o->read_hash = PyMem_Calloc(n + 1, sizeof *o->read_hash);
-    o->reads = PyTuple_New((Py_ssize_t)n);
+    PyObject *reads = PyTuple_New((Py_ssize_t)n);
     o->read_index = PyDict_New();
-    if (!o->read_u8 || !o->read_len || !o->read_hash || !o->reads || !o->read_index) {
-        Py_DECREF(o);
-        return PyErr_NoMemory();
+    if (!o->read_u8 || !o->read_len || !o->read_hash || !reads || !o->read_index) {
+        Py_XDECREF(reads);
+        reads_clear(o);
+        PyErr_NoMemory();
+        return -1;
     }
-    if (n > FEW) tpl_program_reads(p, o->read_u8, o->read_len, n);
+    if (n > FEW) tpl_program_reads(o->p, o->read_u8, o->read_len, n);
     else {
         memcpy(o->read_u8, few, n * sizeof *few);
         memcpy(o->read_len, fewlen, n * sizeof *fewlen);
     }
     for (size_t i = 0; i < n; i++) {
         PyObject *s = PyUnicode_DecodeUTF8(o->read_u8[i], (Py_ssize_t)o->read_len[i], "strict");
-        if (!s) { Py_DECREF(o); return NULL; }
+        if (!s) goto fail;
         PyUnicode_InternInPlace(&s);
-        PyTuple_SET_ITEM(o->reads, (Py_ssize_t)i, s);
+        PyTuple_SET_ITEM(reads, (Py_ssize_t)i, s);
         /* from now on the str's own UTF-8 (the program's names stay valid too, but the str is
          * what the state map's keys borrow) */
         Py_ssize_t kn;
         const char *ku = PyUnicode_AsUTF8AndSize(s, &kn);
-        if (!ku) { Py_DECREF(o); return NULL; }
+        if (!ku) goto fail;
         o->read_u8[i] = ku;
         o->read_len[i] = (size_t)kn;
         o->read_hash[i] = tpl_val_key_hash(ku, (size_t)kn);
         PyObject *ix = PyLong_FromSize_t(i);
         int rc = ix ? PyDict_SetItem(o->read_index, s, ix) : -1;
         Py_XDECREF(ix);
-        if (rc < 0) { Py_DECREF(o); return NULL; }
+        if (rc < 0) goto fail;
     }
-    return (PyObject *)o;
+    o->reads = reads;
+    return 0;
+fail:
+    Py_DECREF(reads);
+    reads_clear(o);
+    return -1;
 }
 
 /* The compile-time loader: loader(name) -> str or None. */
@@ -1025,13 +1055,45 @@ static char *py_loader(void *data, const char *name, size_t name_len, size_t *le
     return buf;
 }
 
-static int opt_bool(PyObject *d, const char *key, bool *field)
+/* The options dict of compile(): its boolean options into *o (None: the profile's), and its
+ * host_funcs and finalize (borrowed, NULL when absent); other keys are ignored. One walk over
+ * the (few) keys given, not a lookup per option known. */
+static int compile_options(PyObject *d, tpl_options *o, PyObject **hf, PyObject **fin)
 {
-    PyObject *v = d ? PyDict_GetItemString(d, key) : NULL;
-    if (!v || v == Py_None) return 0;
-    int t = PyObject_IsTrue(v);
-    if (t < 0) return -1;
-    *field = t;
+    static const struct { const char *name; size_t off; } bools[] = {
+        { "trim_blocks", offsetof(tpl_options, trim_blocks) },
+        { "lstrip_blocks", offsetof(tpl_options, lstrip_blocks) },
+        { "keep_trailing_newline", offsetof(tpl_options, keep_trailing_newline) },
+        { "strict", offsetof(tpl_options, strict) },
+        { "tidy", offsetof(tpl_options, tidy) },
+        { "hf", offsetof(tpl_options, hf) },
+        { "autoescape", offsetof(tpl_options, autoescape) },
+        { "loop_controls", offsetof(tpl_options, loop_controls) },
+        { "do_statement", offsetof(tpl_options, do_statement) },
+        { "chainable_undefined", offsetof(tpl_options, chainable_undefined) },
+        { "debug_undefined", offsetof(tpl_options, debug_undefined) },
+    };
+    *hf = *fin = NULL;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (d && PyDict_Next(d, &pos, &k, &v)) {
+        const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        if (!ks) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (!strcmp(ks, "host_funcs")) *hf = v;
+        else if (!strcmp(ks, "finalize")) *fin = v;
+        else
+            for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++)
+                if (!strcmp(ks, bools[i].name)) {
+                    if (v == Py_None) break;
+                    int t = PyObject_IsTrue(v);
+                    if (t < 0) return -1;
+                    *(bool *)((char *)o + bools[i].off) = t;
+                    break;
+                }
+    }
     return 0;
 }
 
@@ -1049,16 +1111,10 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
     if (tpl_options_profile(&o, (tpl_syntax)syntax, profile) != TPL_OK)
         return PyErr_Format(PyExc_ValueError, "unknown profile %R for this syntax", PyTuple_GET_ITEM(args, 3));
     if (opts != Py_None && !PyDict_Check(opts)) return PyErr_Format(PyExc_TypeError, "options must be a dict");
-    PyObject *d = opts == Py_None ? NULL : opts;
-    if (opt_bool(d, "trim_blocks", &o.trim_blocks) < 0 || opt_bool(d, "lstrip_blocks", &o.lstrip_blocks) < 0 ||
-        opt_bool(d, "keep_trailing_newline", &o.keep_trailing_newline) < 0 || opt_bool(d, "strict", &o.strict) < 0 ||
-        opt_bool(d, "tidy", &o.tidy) < 0 || opt_bool(d, "hf", &o.hf) < 0 || opt_bool(d, "autoescape", &o.autoescape) < 0 ||
-        opt_bool(d, "loop_controls", &o.loop_controls) < 0 || opt_bool(d, "do_statement", &o.do_statement) < 0 ||
-        opt_bool(d, "chainable_undefined", &o.chainable_undefined) < 0 ||
-        opt_bool(d, "debug_undefined", &o.debug_undefined) < 0)
-        return NULL;
+    PyObject *d = opts == Py_None ? NULL : opts, *hf, *fin;
+    if (compile_options(d, &o, &hf, &fin) < 0) return NULL;
     /* host_funcs: (name, kind) pairs the template may call (tpl_options.host_funcs) */
-    PyObject *hf = d ? PyDict_GetItemString(d, "host_funcs") : NULL, *hfs = NULL;
+    PyObject *hfs = NULL;
     tpl_host_func *table = NULL;
     if (hf && hf != Py_None) {
         if (!(hfs = PySequence_Fast(hf, "host_funcs must be a sequence of (name, kind)"))) return NULL;
@@ -1080,7 +1136,6 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
         o.nhost_funcs = (size_t)nh;
     }
     /* finalize: the name of the host filter (among host_funcs) every output goes through */
-    PyObject *fin = d ? PyDict_GetItemString(d, "finalize") : NULL;
     if (fin && fin != Py_None) {
         if (!PyUnicode_Check(fin) || !(o.finalize = PyUnicode_AsUTF8(fin))) {
             PyMem_Free(table);
@@ -1178,7 +1233,8 @@ static PyObject *Program_dump(ProgramObject *self, PyObject *unused)
 static PyObject *Program_reads(ProgramObject *self, void *unused)
 {
     (void)unused;
-    if (!self->reads) return PyTuple_New(0);
+    if (!self->p) return PyTuple_New(0);
+    if (reads_ready(self) < 0) return NULL;
     Py_INCREF(self->reads);
     return self->reads;
 }
@@ -1190,22 +1246,107 @@ static PyObject *Program_syntax(ProgramObject *self, void *unused)
     return PyLong_FromLong(o ? (long)o->syntax : 0);
 }
 
-/* The rendered text as a str: an ASCII text is copied straight into a compact ASCII str (a
- * word-at-a-time check the compiler vectorises; most prompts are ASCII), else decoded. */
+/* The UTF-8 sequence at s[i] (a byte >= 0x80; n the end): its code point and length, 0 when it
+ * is not a well-formed sequence (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF). */
+static int utf8_seq(const unsigned char *s, size_t i, size_t n, uint32_t *cp)
+{
+    unsigned char b = s[i];
+    int len;
+    uint32_t c, lo = 0x80, hi = 0xBF; /* the bounds of the second byte */
+    if (b >= 0xC2 && b <= 0xDF) { len = 2; c = b & 0x1F; }
+    else if (b >= 0xE0 && b <= 0xEF) {
+        len = 3;
+        c = b & 0x0F;
+        if (b == 0xE0) lo = 0xA0;
+        else if (b == 0xED) hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        len = 4;
+        c = b & 0x07;
+        if (b == 0xF0) lo = 0x90;
+        else if (b == 0xF4) hi = 0x8F;
+    } else return 0;
+    if (n - i < (size_t)len || s[i + 1] < lo || s[i + 1] > hi) return 0;
+    for (int k = 1; k < len; k++) {
+        if ((s[i + k] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[i + k] & 0x3F);
+    }
+    *cp = c;
+    return len;
+}
+
+/* Whether the 32 bytes at s are all ASCII. */
+static inline bool ascii32(const unsigned char *s)
+{
+    uint64_t w[4];
+    memcpy(w, s, sizeof w);
+    return !((w[0] | w[1] | w[2] | w[3]) & 0x8080808080808080u);
+}
+
+/* The end of the ASCII run from s[i] (n the end). */
+static inline size_t ascii_run(const unsigned char *s, size_t i, size_t n)
+{
+    while (i + 32 <= n && ascii32(s + i)) i += 32;
+    while (i < n && s[i] < 0x80) i++;
+    return i;
+}
+
+/* The rendered text (UTF-8) as a str, built directly in its kind (UCS1/2/4) instead of through
+ * PyUnicode_DecodeUTF8 (which decodes a UCS2 text, a prompt with one dash, a byte at a time):
+ * one pass counts the characters (the bytes that are not continuation bytes) and finds the
+ * widest lead byte, the second copies (widens) the ASCII runs and decodes the rest, checking
+ * each sequence. Bytes that are not UTF-8 (a render does not produce them) go through
+ * PyUnicode_DecodeUTF8, which raises. */
 static PyObject *output_str(const char *out, size_t n)
 {
-    uint64_t any = 0;
-    size_t i = 0;
-    for (; i + 32 <= n && !(any & 0x8080808080808080u); i += 32) { /* stops at a non-ASCII block */
-        uint64_t w[4];
-        memcpy(w, out + i, sizeof w);
-        any |= w[0] | w[1] | w[2] | w[3];
+    const unsigned char *s = (const unsigned char *)out;
+    size_t first = ascii_run(s, 0, n), chars = n, i = first;
+    unsigned char top = 0;
+    for (; i + 32 <= n; i += 32)
+        if (!ascii32(s + i))
+            for (int k = 0; k < 32; k++) {
+                chars -= (s[i + k] & 0xC0) == 0x80;
+                if (s[i + k] > top) top = s[i + k];
+            }
+    for (; i < n; i++) {
+        chars -= (s[i] & 0xC0) == 0x80;
+        if (s[i] > top) top = s[i];
     }
-    for (; i < n && !(any & 0x8080808080808080u); i++) any |= (unsigned char)out[i];
-    if (any & 0x8080808080808080u) return PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "strict");
-    PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
-    if (s) memcpy(PyUnicode_1BYTE_DATA(s), out, n);
-    return s;
+    /* well-formed, a lead byte below 0xC4 is U+0080..U+00FF, below 0xF0 at most U+FFFF (and any
+     * lead from 0xC4 encodes at least U+0100, from 0xF0 at least U+10000) */
+    PyObject *str = PyUnicode_New((Py_ssize_t)chars, top < 0x80 ? 0x7F : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF);
+    if (!str || top < 0x80) {
+        if (str) memcpy(PyUnicode_1BYTE_DATA(str), s, n);
+        return str;
+    }
+    int kind = PyUnicode_KIND(str);
+    void *data = PyUnicode_DATA(str);
+    size_t o = 0; /* <= chars: each character written consumes a byte that is not a continuation */
+    for (i = 0; i < n;) {
+        size_t j = i ? ascii_run(s, i, n) : first;
+        if (kind == PyUnicode_1BYTE_KIND) {
+            memcpy((Py_UCS1 *)data + o, s + i, j - i);
+            o += j - i;
+        } else if (kind == PyUnicode_2BYTE_KIND) {
+            Py_UCS2 *d = (Py_UCS2 *)data + o;
+            for (size_t k = 0; k < j - i; k++) d[k] = s[i + k];
+            o += j - i;
+        } else {
+            Py_UCS4 *d = (Py_UCS4 *)data + o;
+            for (size_t k = 0; k < j - i; k++) d[k] = s[i + k];
+            o += j - i;
+        }
+        if (j == n) break;
+        uint32_t cp;
+        int len = utf8_seq(s, j, n, &cp);
+        if (!len) {
+            Py_DECREF(str);
+            return PyUnicode_DecodeUTF8(out, (Py_ssize_t)n, "strict");
+        }
+        PyUnicode_WRITE(kind, data, o, cp);
+        o++;
+        i = j + (size_t)len;
+    }
+    return str;
 }
 
 /* The state of a render (the GIL held): the names the program reads, with their values in
@@ -1215,6 +1356,7 @@ static PyObject *output_str(const char *out, size_t n)
 static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
 {
     tpl_render *r = c->r;
+    if (reads_ready(self) < 0) return -1;
     Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
     if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
         if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;

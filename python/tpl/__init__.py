@@ -101,10 +101,10 @@ class Limits(tuple):
 
 _SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}
 _EXT = {".jinja": "jinja", ".j2": "jinja", ".erb": "erb", ".fmt": "fmt", ".txt": "fmt"}
-_COMPILE_OPTIONS = ("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf", "autoescape",
-                    "loop_controls", "do_statement", "chainable_undefined", "debug_undefined")
-_RENDER_OPTIONS = ("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys", "limits",
-                   "markup", "undefined")
+_COMPILE_OPTIONS = frozenset(("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf",
+                              "autoescape", "loop_controls", "do_statement", "chainable_undefined", "debug_undefined"))
+_RENDER_OPTIONS = frozenset(("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys",
+                             "limits", "markup", "undefined"))
 _FUNC_KINDS = {"filters": 0, "tests": 2}  # tpl_host_kind
 _FINALIZE = "tpl:finalize"  # the host filter name of finalize= (no template can name it)
 
@@ -178,7 +178,9 @@ class Template(_tpl.Program):
         defaults = {}
         funcs = []
         for k, v in options.items():
-            if k in _FUNC_KINDS:
+            if k in _COMPILE_OPTIONS:  # (the usual ones first)
+                compile_opts[k] = v
+            elif k in _FUNC_KINDS:
                 for fname, fn in (v or {}).items():
                     if not callable(fn):
                         raise TypeError("%s[%r] is not callable" % (k, fname))
@@ -191,8 +193,6 @@ class Template(_tpl.Program):
                         raise ValueError("finalize is a Jinja option")
                     funcs.append((_FINALIZE, 0, v))
                     compile_opts["finalize"] = _FINALIZE
-            elif k in _COMPILE_OPTIONS:
-                compile_opts[k] = v
             elif k in _RENDER_OPTIONS:
                 defaults[k] = v
             else:
@@ -204,7 +204,7 @@ class Template(_tpl.Program):
             source = source.decode("utf-8")
         # Jinja2 prints an object with __html__ as str(obj) unless it escapes it (autoescape, |e):
         # such objects cross as markup only in templates that can escape
-        escapes = [bool(compile_opts.get("autoescape")) or _escapes(source)]
+        escapes = [compile_opts.get("autoescape") or _escapes(source)]
         if loader is not None:
             outer = loader
 
@@ -218,7 +218,14 @@ class Template(_tpl.Program):
             _raise(p)
         if escapes[0]:
             p.html_objects(True)
-        self._init(p, name, syntax, defaults)
+        self._adopt(p)
+        self.name = name
+        self.syntax = syntax
+        self._defaults = defaults
+        self._args = None
+        if defaults:
+            self._args = _render_args(defaults)
+            self.configure(**self._args)  # applied once per pooled render context
 
     def _init(self, program, name, syntax, defaults):
         self._adopt(program)

@@ -324,3 +324,17 @@ def test_template_is_the_program():
     assert Shout("{{ a }}").render(a="hi") == "HI"
     with pytest.raises(ValueError, match="never compiled"):
         tpl.Template.__new__(tpl.Template).render()
+
+
+def test_output_kinds():
+    """The output str is built in its kind (UCS1/2/4) straight from the render's UTF-8: ASCII,
+    Latin-1, BMP and astral characters at every position, long ASCII runs between them."""
+    import random
+    t = tpl.Template("{{ x }}")
+    chars = ["a", " ", "\n", "é", "ÿ", "\x80", "–", "€", "\uffff", "\u0100", "\u07ff", "\u0800", "😀", "\U0010ffff"]
+    rnd = random.Random(17)
+    for n in range(3000):
+        pool = chars[:n % len(chars) + 1]
+        s = "x" * rnd.randrange(0, 70) + "".join(rnd.choice(pool) for _ in range(rnd.randrange(0, 80)))
+        out = t.render(x=s)
+        assert out == s and out.isascii() == s.isascii()
