@@ -239,35 +239,6 @@ static tpl_status stream_finish(tpl_program *p, stream_state *st, bool parsed, t
     return rc;
 }
 
-/* Jinja, one top-level statement at a time (tpl_jinja_streamable templates): the tree of one
- * statement is in memory at a time, not the template's (issue 13 §1). */
-static tpl_status compile_jinja_stream(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks, tpl_error *err)
-{
-    tpl_arena tmp, ctmp;
-    tpl_pctx pc;
-    pctx_init(&pc, &tmp, p, src, n);
-    tpl_arena_init(&ctmp, 0);
-    ctmp.budget = p->budget;
-    stream_state st;
-    stream_init(&st, &pc);
-    tpl_status rc = TPL_OK;
-    st.c = tpl_comp_new(p, &ctmp, src, n);
-    if (!st.c) {
-        tpl_jtok_free(toks);
-        rc = compile_error(p, err, src, n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
-    } else {
-        tpl_comp_stream_begin(st.c);
-        pc.top = stream_top;
-        pc.top_data = &st;
-        bool ok = tpl_jinja_parse(&pc, toks);
-        tpl_jtok_free(toks);
-        rc = stream_finish(p, &st, ok, err);
-    }
-    tpl_arena_free(&tmp);
-    tpl_arena_free(&ctmp);
-    return rc;
-}
-
 /* tpl_pctx.top of a two-pass compile's first pass: checks one top-level statement and gathers
  * its facts, then frees its tree. */
 static void facts_top(void *data, tpl_node *node)
@@ -295,13 +266,15 @@ static void facts_compile_top(void *data, tpl_node *node)
     tpl_arena_reset(st->pc->arena);
 }
 
-/* Jinja in two passes over the top-level statements (a large template tpl_jinja_two_pass
- * accepts): the first gathers what compiling needs from the whole template, the second compiles;
- * one statement's tree is in memory at a time (issue 13 §1: the whole tree of a template of
- * sets, macros, with or block statements was 15-35x its size). Errors come as the whole-tree
- * compile gives them: a parse error, a statement nested too deeply, then compile errors. */
-static tpl_status compile_jinja_two_pass(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks,
-                                         bool loops, tpl_error *err)
+/* Jinja one top-level statement at a time: the tree of one statement is in memory at a time,
+ * not the template's (issue 13 §1). Without two_pass (tpl_jinja_streamable templates) each
+ * statement is compiled as it is parsed. With two_pass (a large template tpl_jinja_two_pass
+ * accepts) a first pass gathers what compiling needs from the whole template and a second
+ * compiles (the whole tree of a template of sets, macros, with or block statements was 15-35x its
+ * size). Errors come as the whole-tree compile gives them: a parse error, a statement nested too
+ * deeply, then compile errors. */
+static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks,
+                                      bool two_pass, bool loops, tpl_error *err)
 {
     tpl_arena tmp, ctmp;
     tpl_pctx pc;
@@ -316,11 +289,14 @@ static tpl_status compile_jinja_two_pass(tpl_program *p, const char *src, size_t
         tpl_jtok_free(toks);
         rc = compile_error(p, err, src, n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
     } else {
-        tpl_comp_facts_begin(st.c, loops);
-        pc.top = facts_top;
+        if (two_pass)
+            tpl_comp_facts_begin(st.c, loops);
+        else
+            tpl_comp_stream_begin(st.c);
+        pc.top = two_pass ? facts_top : stream_top;
         pc.top_data = &st;
         bool ok = tpl_jinja_parse(&pc, toks);
-        if (ok && !st.deep && tpl_comp_facts_end(st.c)) {
+        if (two_pass && ok && !st.deep && tpl_comp_facts_end(st.c)) {
             tpl_arena_free(&tmp);
             pctx_init(&pc, &tmp, p, src, n);
             pc.top = facts_compile_top;
@@ -355,10 +331,10 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
         tpl_jtok *v = realloc(toks.v, toks.n * sizeof *toks.v);
         if (v) { toks.v = v; toks.cap = toks.n; }
     }
-    if (tpl_jinja_streamable(&toks)) return compile_jinja_stream(p, src, n, &toks, err);
+    if (tpl_jinja_streamable(&toks)) return compile_jinja_stmts(p, src, n, &toks, false, false, err);
     bool loops;
     if (n >= TPL_TWO_PASS_MIN && tpl_jinja_two_pass(&toks, src, &loops))
-        return compile_jinja_two_pass(p, src, n, &toks, loops, err);
+        return compile_jinja_stmts(p, src, n, &toks, true, loops, err);
     tpl_arena tmp;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);
