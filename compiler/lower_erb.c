@@ -86,6 +86,8 @@ static bool param_named(const tpl_node *params, tpl_value name)
 
 static const tpl_node *shovel_root(const tpl_node *n);
 static void index_store(erb_low *L, tpl_node *g, uint32_t off);
+static bool changes_receiver(const tpl_node *n);
+static void own_receiver(erb_low *L, tpl_node *r, uint32_t off);
 
 static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_value name)
 {
@@ -101,9 +103,15 @@ static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, con
     for (; n && depth < 200; n = n->next) {
         if (n->kind == TPL_N_RBLOCK) continue;   /* a nested block has its own locals */
         if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
+        if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_GETITEM) { /* h[k] = v stores h back */
+            const tpl_node *r = n->a;
+            while (r->kind == TPL_N_GETITEM) r = r->a;
+            if (r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
+        }
         if (n->kind == TPL_N_RMETHOD) {
             const tpl_node *r = shovel_root(n);
             if (r && r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
+            if (changes_receiver(n) && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
         }
         blocal_scan(L, bl, params, n->a, depth + 1);
         blocal_scan(L, bl, params, n->b, depth + 1);
@@ -378,7 +386,19 @@ static bool mutates_receiver(const tpl_node *n)
     return n->kind == TPL_N_RMETHOD && n->a && (name_is(n->val, "push") || name_is(n->val, "<<") ||
                                                 name_is(n->val, "append") || name_is(n->val, "concat") ||
                                                 name_is(n->val, "unshift") || name_is(n->val, "prepend") ||
-                                                name_is(n->val, "insert"));
+                                                name_is(n->val, "insert") || name_is(n->val, "merge!") ||
+                                                name_is(n->val, "update") || name_is(n->val, "clear") ||
+                                                name_is(n->val, "freeze"));
+}
+
+/* A call that changes its receiver in place and answers something else (store, delete, pop, ...):
+ * the receiver, when it is a variable or an item of one, is made one this render may change (the
+ * (own) builtin copies the state's or a method's array or hash) and stored back first. */
+static bool changes_receiver(const tpl_node *n)
+{
+    return n->kind == TPL_N_RMETHOD && n->a && (name_is(n->val, "store") || name_is(n->val, "delete") ||
+                                                name_is(n->val, "delete_at") || name_is(n->val, "pop") ||
+                                                name_is(n->val, "shift"));
 }
 
 static const tpl_node *shovel_root(const tpl_node *n)
@@ -465,6 +485,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (mode >= 0) { loop_block(L, n, mode); return; }
     }
     if (n->c && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
+    if (changes_receiver(n)) own_receiver(L, n->a, n->off);
     erb_blocals bl = { .n = 0 };
     uint32_t bw = n->c ? block_sub(L, n->c, &bl) : 0;
     expr(L, n->a);
@@ -486,16 +507,31 @@ static void call(erb_low *L, tpl_node *n, bool used)
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* Before a call that changes receiver r (changes_receiver): r, a variable or an item of one, stored
+ * back as (own) answers it (itself, or a copy this render may change in place). */
+static void own_receiver(erb_low *L, tpl_node *r, uint32_t off)
+{
+    const tpl_node *v = r;
+    while (v->kind == TPL_N_GETITEM) v = v->a;
+    if (v->kind != TPL_N_NAME && v->kind != TPL_N_RIVAR) return;
+    if (r->kind == TPL_N_GETITEM) own_receiver(L, r->a, off);
+    expr(L, r);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(own)")), 0);
+    tpl_c_word(C, TPL_ARGW(0, 0, TPL_NO_KW));
+    tpl_c_word(C, 0);
+    if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
+    else store_var(L, r->val, off);
+}
+
 /* `r[k] = v` with v on the stack: r's new array or hash (the `[]=` builtin copies it with the item
  * set) is stored back into the variable at the root of r (`h[a][b] = v` sets h[a] too), as values
  * are immutable (README: deviations). */
 static void index_store(erb_low *L, tpl_node *g, uint32_t off)
 {
     tpl_node *r = g->a;
-    if (r->kind != TPL_N_NAME && r->kind != TPL_N_RIVAR && r->kind != TPL_N_GETITEM) {
-        tpl_c_error(C, off, "unsupported Ruby construct: index assignment on a value that is not a variable or an item of one");
-        return;
-    }
+    /* on any other value (`h.fetch(:a)[:b] = v`), []= changes it in place when this render built it */
+    bool store = r->kind == TPL_N_NAME || r->kind == TPL_N_RIVAR || r->kind == TPL_N_GETITEM;
     uint32_t tmp = tpl_c_slot(C);
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
@@ -506,7 +542,8 @@ static void index_store(erb_low *L, tpl_node *g, uint32_t off)
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("[]=")), -2);
     tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
-    if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
+    if (!store) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    else if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
     else store_var(L, r->val, off);
 }
 

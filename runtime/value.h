@@ -130,6 +130,17 @@ enum {
  * .freeze): <<, concat and prepend raise FrozenError. The bit is TPL_F_TUPLE's, which only lists use. */
 #define TPL_F_FROZEN_RB 2
 
+/* List and map flag: an ERB Array or Hash this render built (a literal, or the copy made to change one
+ * that is not: the state's, the program's, a method's result). Ruby's objects are references, so
+ * `[]=`, `<<`, push, store, delete, merge! ... change a flagged one in place and every variable that
+ * holds it sees the change; an unflagged one is copied first (stdlib/ruby/ruby.c rb_own). Values
+ * never carry it out of a render (constants, the state, .tplb). The bit is TPL_F_CLASS_RB's, which
+ * only strings use. */
+#define TPL_F_MUT_RB 128
+/* List and map flag: a frozen Ruby Array or Hash (.freeze): a change raises FrozenError. The bit is
+ * TPL_F_SAFE's, which only strings use. */
+#define TPL_F_FROZEN_CT_RB 1
+
 /* aux of a list value: the Python type it stands for when that is neither list nor tuple. Jinja2's
  * lazy values (range(), dict views, the generators its filters return) are materialised as
  * lists, so iterating, indexing and filtering them need nothing special; the tag makes them print,

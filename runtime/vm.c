@@ -2358,7 +2358,8 @@ top:
         if (a) memcpy(l->items, sp, a * sizeof *sp);
         l->len = a;
         *sp = tpl_v_list(l);
-        if (TPL_INSN_OP(w) == TPL_OP_BUILD_TUPLE) sp->flags = TPL_F_TUPLE;
+        /* a new list: an ERB array literal may be changed in place (TPL_F_MUT_RB; Jinja never looks) */
+        sp->flags = TPL_INSN_OP(w) == TPL_OP_BUILD_TUPLE ? TPL_F_TUPLE : TPL_F_MUT_RB;
         sp++;
         NEXT(0);
     }

@@ -657,8 +657,70 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
 #undef IS
 }
 
+static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                        const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+static int rb_copy_mut(tpl_vm *vm, tpl_value v, tpl_value *out);
+
+/* Methods that answer their receiver itself in Ruby (the same object, not a copy). */
+static bool answers_self(const char *name, size_t n)
+{
+    static const char *const names[] = { "each", "each_with_index", "each_pair", "each_key", "each_value", "reverse_each",
+        "each_slice", "each_cons", "to_a", "to_h", "to_ary", "to_hash", "entries", "itself", "freeze", "push", "append", "<<",
+        "concat", "unshift", "prepend", "insert", "[]=", "merge!", "update", "clear", "(own)", NULL };
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    return false;
+}
+
+/* Whether container r shares storage with the array or hash v (the same object, or its items). */
+static bool shares(tpl_value r, tpl_value v)
+{
+    if (r.type != v.type) return false;
+    if (r.type == TPL_T_MAP) return r.u.map == v.u.map || (r.u.map->e && r.u.map->e == v.u.map->e);
+    if (r.type != TPL_T_LIST) return false;
+    if (r.u.list == v.u.list) return true;
+    uintptr_t p = (uintptr_t)r.u.list->items, lo = (uintptr_t)v.u.list->items, hi = lo + (uintptr_t)v.u.list->cap * sizeof(tpl_value);
+    return r.u.list->items && p >= lo && p < hi;
+}
+
+static bool is_mut(tpl_value v) { return (v.type == TPL_T_LIST || v.type == TPL_T_MAP) && (v.flags & TPL_F_MUT_RB); }
+
+/* Calls method `name` of self. An array or hash this render may change in place (TPL_F_MUT_RB) is
+ * guarded two ways: a method with a block iterates over the items as they were when it was called
+ * (the block may change the array: the method's own loop never reads past what it allocated); and a
+ * result that shares storage with the receiver or an argument, where Ruby answers a new object (dup,
+ * a sort or uniq that changed nothing), is copied, so changing one never changes the other. */
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    bool guard = is_mut(self);
+    for (int i = 0; i < npos && !guard; i++) guard = is_mut(args[i]);
+    if (!guard) return rb_send_impl(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
+    tpl_value recv = self;
+    tpl_list *snap = NULL;
+    if (self.type == TPL_T_LIST && is_mut(self) && tpl_vm_block(vm).pc) {
+        if (!(snap = tpl_arena_alloc(A(vm), sizeof *snap))) return oom(vm);
+        *snap = *self.u.list;
+        snap->cap = snap->len;
+        recv.u.list = snap;
+        recv.flags &= (uint8_t)~TPL_F_MUT_RB;
+    }
+    if (rb_send_impl(vm, recv, name, n, args, npos, kwn, kwv, nkw, out) < 0) return -1;
+    if (out->type != TPL_T_LIST && out->type != TPL_T_MAP) return 0;
+    if (snap && out->u.list == snap) { *out = self; return 0; }
+    if (answers_self(name, n) && out->type == self.type && out->u.p == self.u.p) return 0;
+    bool shared = is_mut(self) && shares(*out, self);
+    for (int i = 0; i < npos && !shared; i++) shared = is_mut(args[i]) && shares(*out, args[i]);
+    if (shared) {
+        uint8_t keep = out->flags & TPL_F_FROZEN_CT_RB;
+        if (rb_copy_mut(vm, *out, out) < 0) return -1;
+        out->flags |= keep;
+    }
+    return 0;
+}
+
+static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                        const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
     /* call.channel: the `call` object answers its fields as methods */
@@ -680,7 +742,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
             tpl_value d;
             int rc = tpl_hobj_resolve(vm, self, &d);
             if (rc < 0) return -1;
-            if (rc == 0 && d.type != TPL_T_HOST) return tpl_rb_send(vm, d, name, n, args, npos, kwn, kwv, nkw, out);
+            if (rc == 0 && d.type != TPL_T_HOST) return rb_send_impl(vm, d, name, n, args, npos, kwn, kwv, nkw, out);
         }
         return no_method(vm, self, name, n);
     }
@@ -827,6 +889,21 @@ int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int eq = tpl_eql_metered(a[0], a[1], tpl_vm_arena(vm)->fuel);
     if (eq < 0) return tpl_vm_nomem(vm);
     *out = tpl_v_bool(eq == 1);
+    return 0;
+}
+
+/* Object#equal?: the same object. Arrays, hashes and strings by identity (the same storage); nil,
+ * booleans, integers, floats and symbols, which Ruby does not allocate, by value (eql?). */
+int r_any_equal_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value x = a[0], y = a[1];
+    bool same;
+    if (x.type != y.type) same = false;
+    else if (x.type == TPL_T_LIST || x.type == TPL_T_MAP) same = x.u.p == y.u.p && x.flags == y.flags;
+    else if (x.type == TPL_T_STR && !(x.flags & TPL_F_SYMBOL)) same = x.u.s == y.u.s && x.len == y.len && x.flags == y.flags;
+    else if (x.type == TPL_T_BIGINT) same = false;
+    else return r_any_eql_p(vm, a, out);
+    *out = tpl_v_bool(same);
     return 0;
 }
 
@@ -1236,8 +1313,8 @@ int r_any_frozen_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     bool f;
     switch (v.type) {
     case TPL_T_STR: f = (v.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_FROZEN_RB)) != 0; break;
-    case TPL_T_LIST: f = (v.flags & TPL_F_RANGE_RB) != 0; break;
-    case TPL_T_MAP: f = false; break;
+    case TPL_T_LIST: f = (v.flags & (TPL_F_RANGE_RB | TPL_F_FROZEN_CT_RB)) != 0; break;
+    case TPL_T_MAP: f = (v.flags & TPL_F_FROZEN_CT_RB) != 0; break;
     default: f = true; break;
     }
     *out = tpl_v_bool(f);
@@ -2675,10 +2752,6 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 /* push / << / append: a new array (the lowering stores it back into the variable). */
-int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    return tpl_vm_concat_list(vm, L_(a[0]), L_(a[1])->items, L_(a[1])->len, out);
-}
 
 int r_arr_take(tpl_vm *vm, tpl_value *a, tpl_value *out) { return r_arr_first(vm, a, out); }
 
@@ -2768,7 +2841,13 @@ int r_arr_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
                         -(long long)l->len, (long long)l->len);
 }
 
-int r_arr_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = 0; return 0; }
+int r_arr_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0]; /* the same array (a tuple of arguments as an Array) */
+    out->flags = a[0].flags & (TPL_F_MUT_RB | TPL_F_FROZEN_CT_RB);
+    return 0;
+}
 
 int r_arr_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -3179,25 +3258,6 @@ int r_k_format(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_str_mod(vm, a[0], args, out);
 }
 
-/* Array#concat(*arrays): self followed by each array's items (stored back by the compiler). */
-int r_arr_concat(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    tpl_list *more = L_(a[1]);
-    *out = a[0];
-    for (uint32_t i = 0; i < more->len; i++) {
-        tpl_value o = more->items[i];
-        if (!is_array(o)) return type_error(vm, TPL_VT_LIST, o);
-        if (tpl_vm_concat_list(vm, L_(*out), L_(o)->items, L_(o)->len, out) < 0) return -1;
-    }
-    return 0;
-}
-
-/* Array#unshift / prepend(*items): the items, then self (stored back by the compiler). */
-int r_arr_unshift(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    return tpl_vm_concat_list(vm, L_(a[1]), L_(a[0])->items, L_(a[0])->len, out);
-}
-
 /* Array#reverse_each: each, last item first; without a block, the items in that order. */
 int r_arr_reverse_each(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -3298,13 +3358,104 @@ int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ------------------------------------------------------------------ issue 15: ERB fidelity */
 
-/* a[i] = v (the lowering's index assignment): a copy of the array with item i set, nil-padded past
- * the end as Ruby pads it; the lowering stores it back into the variable. */
+/* Arrays and Hashes change in place (TPL_F_MUT_RB): a container this render built is changed where it
+ * is, so every variable holding it sees the change, as Ruby's references do. One that is not (the
+ * state's, the program's, a method's result) is copied first: the copy has the flag, and the lowering
+ * stores it back into the variable the receiver came from (index_store, own_receiver). */
+
+static bool is_frozen_ct(tpl_value v) { return (v.type == TPL_T_LIST || v.type == TPL_T_MAP) && (v.flags & TPL_F_FROZEN_CT_RB); }
+
+static int frozen_ct_error(tpl_vm *vm, tpl_value v)
+{
+    int len;
+    const char *insp = inspect_short(vm, v, &len);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't modify frozen %s: %.*s (FrozenError)", tpl_rb_class_name(v), len, insp);
+}
+
+/* A copy of array or hash v that this render may change in place (a Hash keys by eql?). */
+static int rb_copy_mut(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type == TPL_T_LIST) {
+        tpl_list *l = v.u.list, *r = new_list(vm, l->len < 4 ? 4 : l->len);
+        if (!r) return oom(vm);
+        mcpy_items(r->items, 0, l->items, 0, l->len);
+        r->len = l->len;
+        *out = tpl_v_list(r);
+    } else {
+        tpl_map *m = v.u.map, *r = rb_map(vm, m->len < 4 ? 4 : m->len);
+        if (!r) return oom(vm);
+        /* keys distinct by == are distinct by eql? too */
+        for (uint32_t i = 0; i < m->len; i++)
+            if (!tpl_map_append(A(vm), r, m->e[i].key, m->e[i].hash, m->e[i].val)) return oom(vm);
+        *out = tpl_v_map(r);
+    }
+    out->flags = TPL_F_MUT_RB;
+    return 0;
+}
+
+/* The array or hash v, to be changed: itself when this render may change it in place, else a copy
+ * that it may; FrozenError when v is frozen. */
+static int rb_own(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (is_frozen_ct(v)) return frozen_ct_error(vm, v);
+    if (v.flags & TPL_F_MUT_RB) { *out = v; return 0; }
+    return rb_copy_mut(vm, v, out);
+}
+
+/* Room for n items in a list this render owns (items past len are no value's). */
+static int list_reserve(tpl_vm *vm, tpl_list *l, uint64_t n)
+{
+    if (n <= l->cap) return 0;
+    if (n > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "array too long");
+    uint64_t cap = (uint64_t)l->cap * 2 > n ? (uint64_t)l->cap * 2 : n;
+    tpl_value *items = tpl_arena_alloc(A(vm), (size_t)cap * sizeof *items);
+    if (!items) return oom(vm);
+    mcpy_items(items, 0, l->items, 0, l->len);
+    l->items = items;
+    l->cap = (uint32_t)cap;
+    return 0;
+}
+
+/* (own): the lowering's step before a method that changes its receiver (store, delete, merge!, ...):
+ * an array or hash this render may change in place (rb_own), which it stores back; anything else as it is. */
+int r_any_own(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if ((a[0].type == TPL_T_LIST && is_array(a[0])) || a[0].type == TPL_T_MAP) return rb_own(vm, a[0], out);
+    *out = a[0];
+    return 0;
+}
+
+/* Object#dup / #clone(freeze: true): an array or hash is copied (dup unfrozen; clone keeps frozen);
+ * a string as String#dup; anything else is itself. */
+static int dup_clone(tpl_vm *vm, tpl_value *a, tpl_value *out, bool clone)
+{
+    if ((a[0].type == TPL_T_LIST && is_array(a[0])) || a[0].type == TPL_T_MAP) {
+        if (rb_copy_mut(vm, a[0], out) < 0) return -1;
+        if (clone && (a[0].flags & TPL_F_FROZEN_CT_RB)) out->flags |= TPL_F_FROZEN_CT_RB;
+        return 0;
+    }
+    *out = a[0];
+    return 0;
+}
+
+int r_any_dup(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dup_clone(vm, a, out, false); }
+int r_any_clone(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dup_clone(vm, a, out, true); }
+
+/* Object#freeze: an array or hash answers itself frozen (stored back by the lowering: a change then
+ * raises FrozenError); anything else is itself (strings: String#freeze). */
+int r_any_freeze(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0];
+    if ((a[0].type == TPL_T_LIST && is_array(a[0])) || a[0].type == TPL_T_MAP) out->flags |= TPL_F_FROZEN_CT_RB;
+    return 0;
+}
+
+/* a[i] = v (the lowering's index assignment): item i set in place, nil-padded past the end as Ruby pads. */
 int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_list *l = L_(a[0]);
     if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
-    int64_t len = l->len, i = a[1].u.i;
+    int64_t len = L_(a[0])->len, i = a[1].u.i;
     if (i < 0) {
         if (i + len < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld too small for array; minimum: -%lld (IndexError)", (long long)i,
@@ -3312,26 +3463,216 @@ int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
         i += len;
     }
     if (i >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)i);
-    uint32_t n = i < len ? (uint32_t)len : (uint32_t)i + 1;
-    tpl_list *r = new_list(vm, n);
-    if (!r) return oom(vm);
-    mcpy_items(r->items, 0, l->items, 0, l->len);
-    for (uint32_t k = l->len; k < n; k++) r->items[k] = tpl_v_none();
-    r->items[i] = a[2];
-    r->len = n;
-    *out = tpl_v_list(r);
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    tpl_list *l = out->u.list;
+    if (i >= len) {
+        if (list_reserve(vm, l, (uint64_t)i + 1) < 0) return -1;
+        for (uint32_t k = l->len; k < (uint32_t)i; k++) l->items[k] = tpl_v_none();
+        l->len = (uint32_t)i + 1;
+    }
+    l->items[i] = a[2];
     return 0;
 }
 
-/* h[k] = v: a copy of the hash with k set (an existing key keeps its place, a new one goes last). */
+/* h[k] = v: k set in place (an existing key keeps its place, a new one goes last). */
 int r_hash_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_map *m = M_(a[0]), *r = rb_map(vm, m->len + 1);
-    if (!r) return oom(vm);
-    for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
-    if (!tpl_map_set(A(vm), r, a[1], a[2])) return oom(vm);
-    *out = tpl_v_map(r);
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    if (!tpl_map_set(A(vm), out->u.map, a[1], a[2])) return oom(vm);
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
     return 0;
+}
+
+/* Hash#store(k, v): h[k] = v, answering v. */
+int r_hash_store(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value h;
+    if (r_hash_setitem(vm, a, &h) < 0) return -1;
+    *out = a[2];
+    return 0;
+}
+
+/* Hash#delete(k): the value removed, or nil (the block's value when given). */
+int r_hash_delete(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value h;
+    if (rb_own(vm, a[0], &h) < 0) return -1;
+    uint64_t *fuel = A(vm)->fuel;
+    tpl_value *hit = tpl_map_get_metered(h.u.map, a[1], fuel);
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
+    if (!hit) {
+        tpl_rb_block blk = tpl_vm_block(vm);
+        if (blk.pc) YIELD(blk, &a[1], 1, out);
+        else *out = tpl_v_none();
+        return 0;
+    }
+    *out = *hit;
+    tpl_map_del(h.u.map, a[1]);
+    return 0;
+}
+
+/* Array#delete(obj): every item == obj removed; the last one removed, or nil. */
+int r_arr_delete(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value self;
+    if (rb_own(vm, a[0], &self) < 0) return -1;
+    tpl_list *l = self.u.list;
+    uint32_t k = 0;
+    *out = tpl_v_none();
+    bool found = false;
+    for (uint32_t i = 0; i < l->len; i++) {
+        uint64_t *fuel = A(vm)->fuel;
+        int eq = rb_equal_rec(l->items[i], a[1], fuel);
+        if (eq < 0) return tpl_vm_nomem(vm);
+        if (eq) { *out = l->items[i]; found = true; continue; }
+        l->items[k++] = l->items[i];
+    }
+    l->len = k;
+    if (!found) {
+        tpl_rb_block blk = tpl_vm_block(vm);
+        if (blk.pc) YIELD(blk, &a[1], 1, out);
+    }
+    return 0;
+}
+
+/* Array#delete_at(i): the item removed, or nil. */
+int r_arr_delete_at(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    tpl_value self;
+    if (rb_own(vm, a[0], &self) < 0) return -1;
+    tpl_list *l = self.u.list;
+    int64_t i = a[1].u.i;
+    if (i < 0) i += l->len;
+    *out = tpl_v_none();
+    if (i < 0 || i >= l->len) return 0;
+    *out = l->items[i];
+    memmove(l->items + i, l->items + i + 1, (size_t)(l->len - i - 1) * sizeof *l->items);
+    l->len--;
+    return 0;
+}
+
+/* Array#pop / #shift (n?): the last / first item removed (nil when empty), or the last / first n as an array. */
+static int pop_shift(tpl_vm *vm, tpl_value *a, tpl_value *out, bool last)
+{
+    bool many = tpl_given(a[1]);
+    if (many && a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (many && a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "negative array size (ArgumentError)");
+    tpl_value self;
+    if (rb_own(vm, a[0], &self) < 0) return -1;
+    tpl_list *l = self.u.list;
+    uint32_t n = many ? (a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i) : (l->len ? 1 : 0);
+    uint32_t from = last ? l->len - n : 0;
+    if (many) {
+        tpl_list *r = new_list(vm, n);
+        if (!r) return oom(vm);
+        mcpy_items(r->items, 0, l->items, from, n);
+        r->len = n;
+        *out = tpl_v_list(r);
+        out->flags = TPL_F_MUT_RB;
+    } else {
+        *out = n ? l->items[from] : tpl_v_none();
+    }
+    if (!last) memmove(l->items, l->items + n, (size_t)(l->len - n) * sizeof *l->items);
+    l->len -= n;
+    return 0;
+}
+
+int r_arr_pop(tpl_vm *vm, tpl_value *a, tpl_value *out) { return pop_shift(vm, a, out, true); }
+int r_arr_shift(tpl_vm *vm, tpl_value *a, tpl_value *out) { return pop_shift(vm, a, out, false); }
+
+/* Array#clear / Hash#clear: emptied in place, answering self. */
+int r_any_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    if (out->type == TPL_T_LIST) out->u.list->len = 0;
+    else { out->u.map->len = 0; if (out->u.map->idx_cap) memset(out->u.map->idx, 0, (size_t)out->u.map->idx_cap * sizeof *out->u.map->idx); }
+    return 0;
+}
+
+/* Hash#merge! / #update(*others) { |k, old, new| }: the others' pairs set into self, answering self. */
+int r_hash_update(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *others = L_(a[1]);
+    for (uint32_t k = 0; k < others->len; k++)
+        if (others->items[k].type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, others->items[k]);
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    tpl_map *r = out->u.map;
+    tpl_rb_block blk = tpl_vm_block(vm);
+    for (uint32_t k = 0; k < others->len; k++) {
+        tpl_map *o = others->items[k].u.map;
+        for (uint32_t i = 0; i < o->len; i++) {
+            tpl_value v = o->e[i].val, *old = blk.pc ? tpl_map_get(r, o->e[i].key) : NULL;
+            if (old) {
+                tpl_value args[3] = { o->e[i].key, *old, v };
+                YIELD(blk, args, 3, &v);
+            }
+            if (!tpl_map_set(A(vm), r, o->e[i].key, v)) return oom(vm);
+        }
+    }
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
+    return 0;
+}
+
+/* Array#push / append / << (*items): appended in place, answering self. */
+int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *more = L_(a[1]);
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    tpl_list *l = out->u.list;
+    if (list_reserve(vm, l, (uint64_t)l->len + more->len) < 0) return -1;
+    mcpy_items(l->items, l->len, more->items, 0, more->len);
+    l->len += more->len;
+    return 0;
+}
+
+/* Array#concat(*arrays): their items appended in place, answering self. */
+int r_arr_concat(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *more = L_(a[1]);
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < more->len; i++) {
+        tpl_value o = more->items[i];
+        if (!is_array(o)) return type_error(vm, TPL_VT_LIST, o);
+        n += L_(o)->len;
+    }
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    tpl_list *l = out->u.list;
+    uint32_t len0 = l->len;
+    if (list_reserve(vm, l, (uint64_t)len0 + n) < 0) return -1;
+    for (uint32_t i = 0; i < more->len; i++) {
+        tpl_list *o = L_(more->items[i]);
+        /* a.concat(a): the items as they were before */
+        uint32_t on = o == l ? len0 : o->len;
+        mcpy_items(l->items, l->len, o->items, 0, on);
+        l->len += on;
+    }
+    return 0;
+}
+
+/* Array#insert(index, *items) (unshift / prepend: index 0): the items placed before index, in place,
+ * nil-padded past the end; answering self. */
+static int insert_at(tpl_vm *vm, tpl_value self, int64_t i, const tpl_list *items, tpl_value *out)
+{
+    if (rb_own(vm, self, out) < 0) return -1;
+    tpl_list *l = out->u.list;
+    uint32_t at = (uint32_t)i, len0 = l->len, k = items->len;
+    uint64_t n = (uint64_t)(at > len0 ? at : len0) + k;
+    if (list_reserve(vm, l, n) < 0) return -1;
+    if (at >= len0) {
+        for (uint32_t j = len0; j < at; j++) l->items[j] = tpl_v_none();
+    } else {
+        memmove(l->items + at + k, l->items + at, (size_t)(len0 - at) * sizeof *l->items);
+    }
+    mcpy_items(l->items, at, items->items, 0, k);
+    l->len = (uint32_t)n;
+    return 0;
+}
+
+int r_arr_unshift(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (L_(a[1])->len == 0) return rb_own(vm, a[0], out);
+    return insert_at(vm, a[0], 0, L_(a[1]), out);
 }
 
 /* String#freeze / #dup / #+@ / #-@ : the frozen flag (TPL_F_FROZEN_RB); values are immutable, so
@@ -4441,12 +4782,12 @@ static int chunk_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool join_on_tru
 int r_arr_chunk_while(tpl_vm *vm, tpl_value *a, tpl_value *out) { return chunk_impl(vm, a, out, true); }
 int r_arr_slice_when(tpl_vm *vm, tpl_value *a, tpl_value *out) { return chunk_impl(vm, a, out, false); }
 
-/* Array#insert(index, *items) (stored back by the lowering, as push). */
+/* Array#insert(index, *items): in place (insert_at); a negative index counts from after the last item. */
 int r_arr_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]), *items = L_(a[2]);
     if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
-    if (items->len == 0) { *out = a[0]; return 0; }
+    if (items->len == 0) return rb_own(vm, a[0], out);
     int64_t len = l->len, i = a[1].u.i;
     if (i < 0) {
         i += len + 1;
@@ -4455,17 +4796,7 @@ int r_arr_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
                                 (long long)len + 1);
     }
     if (i >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)i);
-    uint32_t n = (uint32_t)(i > len ? i : len) + items->len;
-    tpl_list *r = new_list(vm, n);
-    if (!r) return oom(vm);
-    uint32_t at = (uint32_t)i, head = at < l->len ? at : l->len;
-    mcpy_items(r->items, 0, l->items, 0, head);
-    for (uint32_t k = head; k < at; k++) r->items[k] = tpl_v_none();
-    mcpy_items(r->items, at, items->items, 0, items->len);
-    mcpy_items(r->items, at + items->len, l->items, head, l->len - head);
-    r->len = n;
-    *out = tpl_v_list(r);
-    return 0;
+    return insert_at(vm, a[0], i, items, out);
 }
 
 /* Array#- / difference, & / intersection, | / union: by eql? (hash), order of the receiver. */
@@ -4918,5 +5249,6 @@ int r_any_hash_lit(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!tpl_map_set(A(vm), m, kv->items[i], kv->items[i + 1])) return oom(vm);
     if (fuel_out(vm)) return tpl_vm_nomem(vm);
     *out = tpl_v_map(m);
+    out->flags = TPL_F_MUT_RB;
     return 0;
 }
