@@ -697,17 +697,30 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     for (int i = 0; i < npos && !guard; i++) guard = is_mut(args[i]);
     if (!guard) return rb_send_impl(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     tpl_value recv = self;
-    tpl_list *snap = NULL;
-    if (self.type == TPL_T_LIST && is_mut(self) && tpl_vm_block(vm).pc) {
-        if (!(snap = tpl_arena_alloc(A(vm), sizeof *snap))) return oom(vm);
-        *snap = *self.u.list;
-        snap->cap = snap->len;
-        recv.u.list = snap;
+    void *snap = NULL;
+    if (is_mut(self) && tpl_vm_block(vm).pc) {
+        if (self.type == TPL_T_LIST) {
+            tpl_list *l = tpl_arena_alloc(A(vm), sizeof *l);
+            if (!l) return oom(vm);
+            *l = *self.u.list;
+            l->cap = l->len;
+            recv.u.list = l;
+            snap = l;
+        } else { /* the entries as they are; looked up by a scan (the index may come to name later ones) */
+            tpl_map *m = tpl_arena_alloc(A(vm), sizeof *m);
+            if (!m) return oom(vm);
+            *m = *self.u.map;
+            m->cap = m->len;
+            m->idx_cap = 0;
+            m->idx = NULL;
+            recv.u.map = m;
+            snap = m;
+        }
         recv.flags &= (uint8_t)~TPL_F_MUT_RB;
     }
     if (rb_send_impl(vm, recv, name, n, args, npos, kwn, kwv, nkw, out) < 0) return -1;
     if (out->type != TPL_T_LIST && out->type != TPL_T_MAP) return 0;
-    if (snap && out->u.list == snap) { *out = self; return 0; }
+    if (snap && out->u.p == snap) { *out = self; return 0; }
     if (answers_self(name, n) && out->type == self.type && out->u.p == self.u.p) return 0;
     bool shared = is_mut(self) && shares(*out, self);
     for (int i = 0; i < npos && !shared; i++) shared = is_mut(args[i]) && shares(*out, args[i]);
