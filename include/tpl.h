@@ -502,6 +502,26 @@ TPL_API uint64_t tpl_val_key_hash(const char *s, size_t len);
  * the memory limit or 2^30 entries. */
 TPL_API tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size_t len, uint64_t hash,
                                        unsigned flags, tpl_val val);
+/* One entry of tpl_val_map_of_str: a string key (as tpl_val_map_add_str's key, len and hash)
+ * and its value. */
+typedef struct tpl_str_entry {
+    const char *key;
+    size_t len;
+    uint64_t hash;
+    tpl_val val;
+} tpl_str_entry;
+/* A map of the n entries e at once, in their order: what tpl_val_map and n
+ * tpl_val_map_add_str calls with flags build (the keys distinct, each hash
+ * tpl_val_key_hash(key, len); the same caveats), in one allocation and one call (a host
+ * converting a dict of str keys). e is read during the call only. TPL_ERR_USAGE when r or out
+ * is NULL, e NULL with n > 0 or a key NULL with len > 0; TPL_ERR_VALUE for a key that is not
+ * UTF-8 (without TPL_VAL_UTF8_VALID); TPL_ERR_LIMIT past the memory limit or 2^30 entries. */
+TPL_API tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, unsigned flags, tpl_val *out);
+/* A list (flags 0 or TPL_VAL_AS_TUPLE) of the n values items at once, in one allocation: what
+ * tpl_val_list and n tpl_val_list_push calls build. items is read during the call only.
+ * TPL_ERR_USAGE when r or out is NULL or items NULL with n > 0; TPL_ERR_LIMIT past the memory
+ * limit or 2^31 items. */
+TPL_API tpl_status tpl_val_list_of(tpl_render *r, const tpl_val *items, size_t n, unsigned flags, tpl_val *out);
 /* A host object (obj and cls borrowed; see tpl_host_class). TPL_ERR_USAGE when r or cls is
  * NULL. */
 TPL_API tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out);

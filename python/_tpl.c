@@ -95,6 +95,10 @@ typedef struct render_ctx {
     pyobj *hblocks;
     bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
     key keys[KEYS];         /* direct-mapped by the str's address */
+    tpl_str_entry *ents;    /* scratch stacks of dict_val / seq_val (owned) */
+    size_t nents, capents;
+    tpl_val *items;
+    size_t nitems, capitems;
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
 } render_ctx;
@@ -303,37 +307,90 @@ static int key_val(render_ctx *c, PyObject *k, tpl_val *out)
     return -1;
 }
 
-static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
+/* Room for one more entry on c's scratch stack of map entries (tpl_val_map_of_str) / list items
+ * (tpl_val_list_of): the converted items of the dicts and lists being converted, nested ones
+ * above their parents'. */
+static int ents_grow(render_ctx *c)
 {
-    if (enter(c, d) < 0) return -1;
-    if (check(tpl_val_map(c->r, (size_t)PyDict_GET_SIZE(d), out)) < 0) return -1;
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(d, &pos, &k, &v)) {
-        if (PyUnicode_CheckExact(k)) { /* a dict's distinct str keys: appended */
-            if (add_str_key(c, *out, k, v) < 0) return -1;
-            continue;
-        }
-        tpl_val kv, vv;
-        if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0) return -1;
-        if (check(tpl_val_map_set(c->r, *out, kv, vv)) < 0) return -1;
-    }
-    c->depth--;
+    size_t cap = c->capents ? c->capents * 2 : 64;
+    tpl_str_entry *e = PyMem_Realloc(c->ents, cap * sizeof *e);
+    if (!e) { PyErr_NoMemory(); return -1; }
+    c->ents = e;
+    c->capents = cap;
     return 0;
 }
 
+static int items_grow(render_ctx *c)
+{
+    size_t cap = c->capitems ? c->capitems * 2 : 64;
+    tpl_val *v = PyMem_Realloc(c->items, cap * sizeof *v);
+    if (!v) { PyErr_NoMemory(); return -1; }
+    c->items = v;
+    c->capitems = cap;
+    return 0;
+}
+
+/* A dict as a map: its exact str keys (distinct) with their remembered hashes, built at once
+ * (tpl_val_map_of_str); from the first key of another type on, entry by entry. */
+static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
+{
+    if (enter(c, d) < 0) return -1;
+    size_t base = c->nents;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    bool mixed = false;
+    int rc = -1;
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k)) {
+            mixed = true;
+            break;
+        }
+        key *e = key_of(c, k);
+        if (!e) goto done;
+        tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
+        if (to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
+        if (c->nents == c->capents && ents_grow(c) < 0) goto done;
+        c->ents[c->nents++] = x;
+    }
+    if (check(tpl_val_map_of_str(c->r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out)) < 0)
+        goto done;
+    if (mixed) /* k, v: the entry the walk stopped at */
+        do {
+            if (PyUnicode_CheckExact(k)) {
+                if (add_str_key(c, *out, k, v) < 0) goto done;
+                continue;
+            }
+            tpl_val kv, vv;
+            if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0 || check(tpl_val_map_set(c->r, *out, kv, vv)) < 0)
+                goto done;
+        } while (PyDict_Next(d, &pos, &k, &v));
+    c->depth--;
+    rc = 0;
+done:
+    c->nents = base;
+    return rc;
+}
+
+/* A list or tuple as a list value, built at once (tpl_val_list_of). */
 static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
 {
     if (enter(c, s) < 0) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
     PyObject **items = PySequence_Fast_ITEMS(s);
-    if (check(tpl_val_list(c->r, (size_t)n, flags, out)) < 0) return -1;
+    size_t base = c->nitems;
+    int rc = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         tpl_val v;
-        if (to_val(c, items[i], &v) < 0 || check(tpl_val_list_push(c->r, *out, v)) < 0) return -1;
+        if (to_val(c, items[i], &v) < 0) goto done;
+        if (c->nitems == c->capitems && items_grow(c) < 0) goto done;
+        c->items[c->nitems++] = v;
     }
+    if (check(tpl_val_list_of(c->r, c->items + base, c->nitems - base, flags, out)) < 0) goto done;
     c->depth--;
-    return 0;
+    rc = 0;
+done:
+    c->nitems = base;
+    return rc;
 }
 
 /* Python -> tpl_val: natively for the plain types, a host object otherwise. */
@@ -838,6 +895,8 @@ static void slot_free(render_ctx *c)
         PyMem_Free(k);
     }
     PyMem_Free(c->keep);
+    PyMem_Free(c->ents);
+    PyMem_Free(c->items);
     PyMem_Free(c);
 }
 
@@ -885,6 +944,7 @@ static void slot_put(ProgramObject *self, render_ctx *c)
     c->cur = NULL;
     c->used = 0;
     c->depth = 0;
+    c->nents = c->nitems = 0;
     if (c->lim_gen == self->gen && self->npool < POOL_MAX) self->pool[self->npool++] = c;
     else slot_free(c);
 }
@@ -1359,11 +1419,14 @@ static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool i
     if (reads_ready(self) < 0) return -1;
     Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
     if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
-        if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;
+        size_t base = c->nents;
         Py_ssize_t pos = 0;
         PyObject *k, *v;
         while (PyDict_Next(state, &pos, &k, &v)) {
-            if (!PyUnicode_CheckExact(k)) goto lookup; /* (a str subclass may compare as it likes) */
+            if (!PyUnicode_CheckExact(k)) { /* (a str subclass may compare as it likes) */
+                c->nents = base;
+                goto lookup;
+            }
             key *e = key_of(c, k);
             if (!e) return -1;
             if (e->read == -2) {
@@ -1372,9 +1435,14 @@ static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool i
                 e->read = i ? (int32_t)PyLong_AsLong(i) : -1;
             }
             if (e->read < 0) continue;
-            if (keep(c, v) < 0 || add_str_key(c, *st, k, v) < 0) return -1;
+            tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
+            if (keep(c, v) < 0 || to_val(c, v, &x.val) < 0) return -1;
+            if (c->nents == c->capents && ents_grow(c) < 0) return -1;
+            c->ents[c->nents++] = x;
         }
-        return 0;
+        tpl_status rs = tpl_val_map_of_str(r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, st);
+        c->nents = base;
+        return check(rs);
     }
 lookup:
     if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;

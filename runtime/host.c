@@ -141,6 +141,46 @@ tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size
     return tpl_map_append(a, m.u.map, k, hash, from_val(val)) ? TPL_OK : arena_fail(a);
 }
 
+tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, unsigned flags, tpl_val *out)
+{
+    if (!r || !out || (!e && n)) return TPL_ERR_USAGE;
+    if (n > UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    tpl_map *m = tpl_map_new(a, (uint32_t)n);
+    if (!m) return arena_fail(a);
+    bool plain = (flags & (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | TPL_VAL_MARKUP | TPL_VAL_SYMBOL)) ==
+                 (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID); /* (a Python dict's keys: taken as they are) */
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].key && e[i].len) return TPL_ERR_USAGE;
+        tpl_value k;
+        if (plain && e[i].len <= UINT32_MAX - 1) k = tpl_v_str(e[i].len ? e[i].key : "", e[i].len);
+        else {
+            tpl_status st = str_value(r, e[i].key, e[i].len, flags, &k);
+            if (st != TPL_OK) return st;
+        }
+        m->e[i] = (tpl_entry){ k, from_val(e[i].val), e[i].hash };
+    }
+    m->len = (uint32_t)n;
+    if (!tpl_map_reindex(a, m)) return arena_fail(a);
+    *out = to_val(tpl_v_map(m));
+    return TPL_OK;
+}
+
+tpl_status tpl_val_list_of(tpl_render *r, const tpl_val *items, size_t n, unsigned flags, tpl_val *out)
+{
+    if (!r || !out || (!items && n)) return TPL_ERR_USAGE;
+    if (n > UINT32_MAX / 2) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    tpl_list *l = tpl_list_new(a, (uint32_t)n);
+    if (!l) return arena_fail(a);
+    if (n) memcpy(l->items, items, n * sizeof *l->items);
+    l->len = (uint32_t)n;
+    tpl_value v = tpl_v_list(l);
+    if (flags & TPL_VAL_AS_TUPLE) v.flags |= TPL_F_TUPLE;
+    *out = to_val(v);
+    return TPL_OK;
+}
+
 tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out)
 {
     if (!r || !cls || !out) return TPL_ERR_USAGE;

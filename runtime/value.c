@@ -507,6 +507,8 @@ static bool idx_rebuild(tpl_arena *a, tpl_map *m)
     return true;
 }
 
+bool tpl_map_reindex(tpl_arena *a, tpl_map *m) { return m->len <= MAP_LINEAR_MAX || idx_rebuild(a, m); }
+
 tpl_map *tpl_map_new(tpl_arena *a, uint32_t cap)
 {
     tpl_map *m = tpl_arena_alloc(a, sizeof *m);

@@ -292,6 +292,14 @@ static void test_null_args(void)
     CHECK(tpl_val_map_add_str(NULL, hv, "k", 1, tpl_val_key_hash("k", 1), 0, hv) == U &&
           tpl_val_map_add_str(r, hv, "k", 1, 0, 0, hv) == U && tpl_val_key_hash(NULL, 3) == 0 &&
           tpl_val_key_hash(NULL, 0) == tpl_val_key_hash("", 0), "val_map_add_str(NULL, non-map), val_key_hash(NULL)");
+    {
+        tpl_str_entry ne = { NULL, 1, 0, hv };
+        CHECK(tpl_val_map_of_str(NULL, NULL, 0, 0, &hm) == U && tpl_val_map_of_str(r, NULL, 1, 0, &hm) == U &&
+              tpl_val_map_of_str(r, &ne, 1, 0, &hm) == U && tpl_val_map_of_str(r, NULL, 0, 0, NULL) == U,
+              "val_map_of_str(NULL)");
+        CHECK(tpl_val_list_of(NULL, NULL, 0, 0, &hl) == U && tpl_val_list_of(r, NULL, 1, 0, &hl) == U &&
+              tpl_val_list_of(r, &hv, 1, 0, NULL) == U, "val_list_of(NULL)");
+    }
     CHECK(tpl_val_host(NULL, NULL, NULL, &hv) == U && tpl_val_host(r, NULL, NULL, &hv) == U, "val_host(NULL)");
     CHECK(tpl_val_as_str(hv, NULL) == NULL && !tpl_val_as_bool(hv) && !tpl_val_is_markup(hv) && tpl_val_len(hv) == 0 &&
           tpl_val_kind_of(tpl_val_item(hv, 0)) == TPL_VAL_UNDEFINED &&

@@ -522,8 +522,53 @@ static void map_add_str(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_val_map_of_str / tpl_val_list_of: maps and lists built at once, below and above the
+ * size at which maps build an index; bad keys refused */
+static void built_at_once(void)
+{
+    tpl_render *r = tpl_render_new(NULL);
+    static const char *const names[] = { "a", "bb", "ccc", "dddd", "e", "f", "g", "h", "i", "j", "k", "l" };
+    char src[512], want[256];
+    for (size_t n = 0; n <= 12; n++) {
+        tpl_str_entry e[12];
+        tpl_val items[12], st = tpl_val_none(), xs = tpl_val_none(), tup = tpl_val_none();
+        size_t sl = 0, wl = 0;
+        for (size_t i = 0; i < n; i++) {
+            e[i] = (tpl_str_entry){ names[i], strlen(names[i]), tpl_val_key_hash(names[i], strlen(names[i])),
+                                    tpl_val_int((int64_t)i * 10) };
+            items[i] = tpl_val_int((int64_t)i);
+            sl += (size_t)snprintf(src + sl, sizeof src - sl, "{{ %s }},", names[i]);
+            wl += (size_t)snprintf(want + wl, sizeof want - wl, "%d,", i ? (int)i * 10 : -1); /* a: set again below */
+        }
+        CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_list_of(r, items, n, 0, &xs) == TPL_OK &&
+              tpl_val_list_of(r, items, n < 2 ? n : 2, TPL_VAL_AS_TUPLE, &tup) == TPL_OK, "lists of %zu", n);
+        tpl_str_entry more[13];
+        memcpy(more, e, sizeof e);
+        more[n] = (tpl_str_entry){ "xs", 2, tpl_val_key_hash("xs", 2), xs };
+        CHECK(tpl_val_map_of_str(r, more, n + 1, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st) == TPL_OK, "map of %zu", n);
+        CHECK(tpl_val_map_add_str(r, st, "t", 1, tpl_val_key_hash("t", 1), 0, tup) == TPL_OK &&
+              tpl_val_map_set(r, st, str(r, "a"), tpl_val_int(-1)) == TPL_OK, "add to it");
+        CHECK(tpl_val_len(st) == n + 2 + (n == 0) && tpl_render_set_state_val(r, st) == TPL_OK, "len %zu", n);
+        snprintf(src + sl, sizeof src - sl, "{{ xs }}{{ t }}{{ nope is defined }}");
+        char list[128] = "[", tup_s[32];
+        for (size_t i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), i ? ", %zu" : "%zu", i);
+        strcat(list, "]");
+        snprintf(tup_s, sizeof tup_s, n == 0 ? "()" : n == 1 ? "(0,)" : "(0, 1)");
+        snprintf(want + wl, sizeof want - wl, "%s%sFalse", list, tup_s);
+        expect(r, src, want);
+    }
+    tpl_val m;
+    tpl_str_entry bad = { "\xff", 1, tpl_val_key_hash("\xff", 1), tpl_val_none() };
+    CHECK(tpl_val_map_of_str(r, &bad, 1, 0, &m) == TPL_ERR_VALUE, "a key that is not UTF-8 is refused");
+    tpl_str_entry copied = { "k\xc3\xa9", 3, tpl_val_key_hash("k\xc3\xa9", 3), tpl_val_bool(true) };
+    CHECK(tpl_val_map_of_str(r, &copied, 1, TPL_VAL_MARKUP, &m) == TPL_OK && tpl_val_len(m) == 1 &&
+          tpl_val_is_markup(tpl_val_map_key(m, 0)) && tpl_val_as_bool(tpl_val_map_value(m, 0)), "copied markup key");
+    tpl_render_free(r);
+}
+
 int main(void)
 {
+    built_at_once();
     map_add_str();
     host_value_functions();
     environment_settings();
