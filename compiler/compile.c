@@ -568,6 +568,31 @@ static void note_read(tpl_comp *c, uint32_t pc)
     const char *s = f ? c->sources[f - 1].src : c->src;
     size_t n = f ? c->sources[f - 1].n : c->srclen;
     if (off > n) off = (uint32_t)n;
+    if (!f && c->ls) {
+        /* the template itself: its line found in the table of line starts (the last start at
+         * or before off; ls[0] is 0), its column the code points before off on that line */
+        const uint32_t *ls = c->ls;
+        size_t li = 0, hi = c->nls;
+        while (hi - li > 1) {
+            size_t mid = li + (hi - li) / 2;
+            if ((ls[mid] & ~LS_WIDE) <= off) li = mid;
+            else hi = mid;
+        }
+        uint32_t bol = ls[li] & ~LS_WIDE, col = off - bol + 1;
+        if (ls[li] & LS_WIDE) { /* counted from the cursor when it is on this line before off */
+            uint32_t from = bol;
+            col = 1;
+            if (cur->line == li + 1 && cur->off >= bol && cur->off <= off) {
+                from = cur->off;
+                col = cur->col;
+            }
+            for (uint32_t o = from; o < off; o++) col += ((unsigned char)s[o] & 0xC0) != 0x80;
+        }
+        *cur = (struct tpl_rcur){ off, (uint32_t)li + 1, col };
+        tpl_locw_add(&c->readw, pc, f, cur->line, cur->col);
+        if (c->readw.failed) c_nomem(c, c->cur_off);
+        return;
+    }
     if (off < cur->off) *cur = (struct tpl_rcur){ 0, 1, 1 };
     for (uint32_t o = cur->off; o < off; o++) {
         unsigned char ch = (unsigned char)s[o];

@@ -176,6 +176,14 @@ static void test_reads_located(void)
                 "call call.channel c.erb:1:5; call call.claimed c.erb:1:24; func remembers? c.erb:2:7; "
                 "state stage c.erb:2:29; state foo c.erb:2:42");
     check_reads("d.fmt", "hi {name} {a.b}", TPL_SYNTAX_FMT, NULL, "state name d.fmt:1:4; state a d.fmt:1:11");
+    /* columns count code points on a line with non-ASCII text (read from the table of line
+     * starts, in and out of source order: a macro's body compiled where it is called) */
+    check_reads("e.jinja",
+                "\xc3\xa9{{ x }}\n\xc3\xb1\xc3\xbc {{ y }}\xc3\xa9 {{ z }}\n{{ w }}{% macro m() %}\xc3\xa9{{ v }}{% endmacro %}"
+                "\n\xe2\x82\xac{{ m() }}{{ u }}",
+                TPL_SYNTAX_JINJA, NULL,
+                "state x e.jinja:1:5; state y e.jinja:2:7; state z e.jinja:2:16; state w e.jinja:3:4; "
+                "state v e.jinja:3:27; state u e.jinja:4:14");
     /* host functions */
     static const tpl_host_func hf[] = { { "lookup", TPL_HOST_GLOBAL, NULL, NULL }, { "shout", TPL_HOST_FILTER, NULL, NULL } };
     tpl_options o = { 0 };
