@@ -99,6 +99,13 @@ def test_markup_and_html_objects():
         assert tpl.Template(src).render(ctx) == jinja_ref(src, ctx)
     src = "{{ m }} {{ h }} {{ s }}"
     assert tpl.Template(src, autoescape=True).render(ctx) == jinja_ref(src, ctx, autoescape=True)
+    # the source test (C: tpl._escapes) finds "escape", "|e", "| e" anywhere, as `in` does
+    for src in ("{{ h|e }}", "{{ h | e }}", "{{ h|escape }}", "é {{ h | escape }}", "{{ h }} {# |e #}",
+                "{{ h }}", "{{ h|upper }}", "{{ h }} escap e | x", "\udc80|e"):
+        want = "escape" in src or "|e" in src or "| e" in src
+        assert tpl._escapes(src) == want, src
+        if "\udc80" not in src and "#" not in src:  # (a comment naming |e: str(h) in Jinja2, __html__ here)
+            assert tpl.Template(src).render(ctx) == jinja_ref(src, ctx), src
 
 
 def test_erb_and_fmt():
