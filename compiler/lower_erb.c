@@ -35,6 +35,7 @@ static void stmt(erb_low *L, tpl_node *n);
 static void body(erb_low *L, tpl_node *n);
 static void value_body(erb_low *L, tpl_node *n);
 static void begin_(erb_low *L, tpl_node *n, bool used);
+static void defined_(erb_low *L, tpl_node *e, int depth);
 
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
@@ -907,8 +908,182 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_RFOR:
         tpl_c_error(C, n->off, "unsupported Ruby construct: a for loop used as a value");
         return;
+    case TPL_N_RDEFINED:
+        defined_(L, n->a, 0);
+        return;
     default:
         tpl_c_error(C, n->off, "unsupported Ruby construct (%s)", tpl_node_kind_name(n->kind));
+    }
+}
+
+/* ------------------------------------------------------------------ defined? */
+
+/* Kernel and Object methods Ruby answers "method" for without a receiver (beyond tpl's own). */
+static bool ruby_kernel_method(tpl_value name)
+{
+    static const char *const names[] = { "puts", "print", "p", "pp", "require", "require_relative", "load", "raise",
+        "fail", "format", "sprintf", "printf", "putc", "loop", "lambda", "proc", "rand", "srand", "sleep", "gets",
+        "binding", "block_given?", "caller", "catch", "throw", "exit", "abort", "at_exit", "system", "open", "warn",
+        "Integer", "Float", "String", "Array", "Hash", "Rational", "Complex", "to_s", "inspect", "class", "freeze",
+        "frozen?", "dup", "clone", "hash", "object_id", "send", "public_send", "respond_to?", "is_a?", "kind_of?",
+        "instance_of?", "nil?", "tap", "then", "itself", "method", "methods", "instance_variables",
+        "instance_variable_get", "instance_variable_set", "instance_variable_defined?", "define_singleton_method",
+        "extend", "display", "eql?", "equal?", "__method__", "local_variables", "global_variables", "sprintf", NULL };
+    for (int i = 0; names[i]; i++)
+        if (name_is(name, names[i])) return true;
+    return tpl_builtin_find(TPL_BK_RKERNEL, name.u.s, name.len) >= 0 && name.len && name.u.s[0] != '(' && name.u.s[0] != '$';
+}
+
+static void push_str(erb_low *L, const char *s)
+{
+    if (!s) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str(s, strlen(s))), 1);
+}
+
+/* Pushes what Ruby's defined?(e) answers without evaluating e: "local-variable" for a local (assigned
+ * before, or a key of the state: the binding's locals), "instance-variable" for a set @ivar,
+ * "method" for a method that exists (a call with a receiver: the receiver is defined and responds
+ * to it; an operator or [] on defined operands), "constant", "assignment", "expression" for other
+ * expressions (an array literal when its items are defined), "nil"/"true"/"false", else nil. */
+static void defined_(erb_low *L, tpl_node *e, int depth);
+
+/* Pushes `what` when every node of the list `parts` (NULL ends early: none) is defined, else nil. */
+static void defined_all(erb_low *L, tpl_node **parts, int n, const char *what, int depth)
+{
+    uint32_t fails[64];
+    int nf = 0;
+    for (int i = 0; i < n && nf < 64; i++) {
+        defined_(L, parts[i], depth + 1);
+        fails[nf++] = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+    }
+    push_str(L, what);
+    uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+    uint32_t here = tpl_c_here(C);
+    for (int i = 0; i < nf; i++) tpl_c_patch(C, fails[i], here);
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    tpl_c_patch(C, end, tpl_c_here(C));
+}
+
+static void defined_(erb_low *L, tpl_node *e, int depth)
+{
+    if (!e || tpl_c_failed(C)) { push_str(L, "expression"); return; }
+    if (depth > 100) { tpl_c_error(C, e->off, "defined? nested too deeply"); return; }
+    tpl_node *parts[64];
+    int n = 0;
+    uint32_t slot;
+    tpl_c_at(C, e->off);
+    switch (e->kind) {
+    case TPL_N_RSTMTS:
+        if (e->b && !e->b->next) { defined_(L, e->b, depth + 1); return; }
+        push_str(L, e->b ? "expression" : "nil");   /* defined?(()) is "nil" */
+        return;
+    case TPL_N_CONST:
+        if (e->val.type == TPL_T_NONE) push_str(L, "nil");
+        else if (e->val.type == TPL_T_BOOL) push_str(L, e->val.u.i ? "true" : "false");
+        else push_str(L, "expression");
+        return;
+    case TPL_N_NAME:
+    case TPL_N_RIVAR: {
+        if (e->val.len > 1 && e->val.u.s[0] == '$') { push_str(L, "global-variable"); return; }
+        bool ivar = e->val.len > 1 && e->val.u.s[0] == '@';
+        const char *what = ivar ? "instance-variable" : "local-variable";
+        if (tpl_c_lookup(C, e->val, &slot)) { push_str(L, what); return; }
+        /* a key of the state when it runs; else a method's name, or nil */
+        tpl_value key = ivar ? tpl_v_str(e->val.u.s + 1, e->val.len - 1) : e->val;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
+        push_str(L, what);
+        push_str(L, !ivar && ruby_kernel_method(e->val) ? "method" : NULL);
+        tpl_c_at(C, e->off);
+        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+        tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+        tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+        return;
+    }
+    case TPL_N_RCONSTNAME: {
+        bool known = false;
+        for (int i = 0; known_classes[i]; i++) known = known || name_is(e->val, known_classes[i]);
+        push_str(L, known ? "constant" : NULL);
+        return;
+    }
+    case TPL_N_SET:   /* `a[i] = v` is a call of []= (its receiver and index defined) */
+        if (e->a && e->a->kind == TPL_N_GETITEM) {
+            parts[n++] = e->a->a;
+            parts[n++] = e->a->b;
+            defined_all(L, parts, n, "method", depth);
+            return;
+        }
+        push_str(L, "assignment");
+        return;
+    case TPL_N_LIST:
+        for (tpl_node *x = e->a; x && n < 64; x = x->next) parts[n++] = x;
+        defined_all(L, parts, n, "expression", depth);
+        return;
+    case TPL_N_BINOP:
+        parts[n++] = e->a;
+        parts[n++] = e->b;
+        defined_all(L, parts, n, "method", depth);
+        return;
+    case TPL_N_UNOP:
+        parts[n++] = e->a;
+        defined_all(L, parts, n, "method", depth);
+        return;
+    case TPL_N_COMPARE:
+        parts[n++] = e->a;
+        for (tpl_node *x = e->b; x && n < 64; x = x->next) parts[n++] = x->a;
+        defined_all(L, parts, n, "method", depth);
+        return;
+    case TPL_N_GETITEM:
+        parts[n++] = e->a;
+        parts[n++] = e->b;
+        defined_all(L, parts, n, "method", depth);
+        return;
+    case TPL_N_RMETHOD: {
+        if (e->b)
+            for (tpl_node *x = e->b; x && n < 63; x = x->next) parts[n++] = x->kind == TPL_N_KWARG || x->a ? x->a : x;
+        if (!e->a) {   /* a function: Kernel's, or none */
+            defined_all(L, parts, n, ruby_kernel_method(e->val) ? "method" : NULL, depth);
+            return;
+        }
+        if (e->a->kind == TPL_N_RCONSTNAME) {   /* a class's methods (String.new, Regexp.escape) */
+            bool known = false;
+            for (int i = 0; known_classes[i]; i++) known = known || name_is(e->a->val, known_classes[i]);
+            bool m = name_is(e->val, "new") || name_is(e->val, "name") || name_is(e->val, "to_s") ||
+                     name_is(e->val, "inspect") || name_is(e->val, "class") || name_is(e->val, "===") ||
+                     name_is(e->val, "==") || name_is(e->val, "ancestors") || name_is(e->val, "superclass") ||
+                     (name_is(e->a->val, "Regexp") && (name_is(e->val, "escape") || name_is(e->val, "quote") ||
+                                                        name_is(e->val, "union")));
+            defined_all(L, parts, n, known && m ? "method" : NULL, depth);
+            return;
+        }
+        /* the receiver and the arguments defined, then receiver.respond_to?(name) when it runs */
+        parts[n++] = e->a;
+        uint32_t fails[64];
+        int nf = 0;
+        for (int i = 0; i < n && nf < 63; i++) {
+            defined_(L, parts[i], depth + 1);
+            fails[nf++] = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+        }
+        expr(L, e->a);
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, e->val), 1);
+        tpl_c_at(C, e->off);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("respond_to?")), -1);
+        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
+        fails[nf++] = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+        push_str(L, "method");
+        uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+        uint32_t here = tpl_c_here(C);
+        for (int i = 0; i < nf; i++) tpl_c_patch(C, fails[i], here);
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_patch(C, end, tpl_c_here(C));
+        return;
+    }
+    case TPL_N_RDEFINED:
+        push_str(L, "expression");
+        return;
+    default:
+        push_str(L, "expression");
+        return;
     }
 }
 

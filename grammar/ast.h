@@ -72,6 +72,7 @@
     X(RFOR,      "Ruby for loop: a = iterable, b = body, c = loop variables (NAME list; no scope of their own)") \
     X(RWHILE,    "Ruby while/until loop: a = condition, b = body; op = 1 for until") \
     X(RBEGIN,    "Ruby begin/rescue/ensure: a = body, b = RRESCUE list, c = ensure body (also `x rescue y`)") \
+    X(RDEFINED,  "defined?(e): a = e, not evaluated (what Ruby's defined? answers: \"local-variable\", \"method\", ..., nil)") \
     X(RRESCUE,   "a rescue clause: a = exception classes (RCONSTNAME list; none: StandardError), b = body, c = the => variable (NAME); op = 1: the begin's else")
 
 typedef enum tpl_node_kind {

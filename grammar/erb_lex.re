@@ -452,7 +452,7 @@ static bool continues(int k)
     case TK_CMP: case TK_MATCH: case TK_NMATCH: case TK_ANDAND: case TK_OROR: case TK_BANG: case TK_ASSIGN:
     case TK_OP_ASGN: case TK_QMARK: case TK_COLON: case TK_COMMA: case TK_DOT: case TK_LPAREN: case TK_LPCALL:
     case TK_LBRACK: case TK_LBRACK_IDX: case TK_LBRACE: case TK_ASSOC: case TK_LSHIFT: case TK_EQQ:
-    case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_CMD:
+    case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_CMD: case TK_DEFINED: case TK_DEFINED_P:
     case TK_AMP: case TK_PIPE: case TK_CARET: case TK_RSHIFT:
         return true;
     default:
@@ -466,12 +466,12 @@ static bool continues(int k)
     X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
     X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE) \
     X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL) X("__ENCODING__", TK_ENCODING) \
-    X("begin", TK_BEGIN) X("rescue", TK_RESCUE) X("ensure", TK_ENSURE)
+    X("begin", TK_BEGIN) X("rescue", TK_RESCUE) X("ensure", TK_ENSURE) X("defined?", TK_DEFINED)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
     "def", "class", "module", "yield", "return",
-    "redo", "retry", "super", "alias", "undef", "defined?", "BEGIN", "END", "__FILE__",
+    "redo", "retry", "super", "alias", "undef", "BEGIN", "END", "__FILE__",
     "__method__", "lambda", "proc", NULL
 };
 
@@ -656,6 +656,7 @@ static bool ruby_lex(rlex *L)
                 if (kw == TK_WHILE && mod) kw = TK_WHILE_MOD;
                 if (kw == TK_UNTIL && mod) kw = TK_UNTIL_MOD;
                 if (kw == TK_RESCUE && mod) kw = TK_RESCUE_MOD;
+                if (kw == TK_DEFINED && e < n && s[e] == '(') kw = TK_DEFINED_P; /* defined?(x).y: a primary */
                 if (kw == TK_DO && L->cond_at == L->depth + 1) { kw = TK_DO_COND; L->cond_at = 0; }
                 if (kw == TK_FOR || kw == TK_WHILE || kw == TK_UNTIL) L->cond_at = L->depth + 1;
                 push_tok(L, kw, st, e - st);

@@ -125,6 +125,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
 %nonassoc IF_MOD UNLESS_MOD WHILE_MOD UNTIL_MOD.
 %left OR AND.
 %right NOT.
+%nonassoc DEFINED.
 %left RESCUE_MOD.
 %right ASSIGN OP_ASGN.
 %right QMARK COLON.
@@ -199,6 +200,7 @@ arg(A) ::= arg(L) POW(T) arg(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
 arg(A) ::= UMINUS(T) arg(E). { A = NODE(UNOP, T.off, E, NULL); A->op = TPL_AOP_NEG; }
 arg(A) ::= UPLUS(T) arg(E). { A = NODE(UNOP, T.off, E, NULL); A->op = TPL_AOP_POS; }
 arg(A) ::= BANG(T) arg(E). { A = not_(ctx, E, T.off); }
+arg(A) ::= DEFINED(T) arg(E). { A = NODE(RDEFINED, T.off, E, NULL); }
 arg(A) ::= arg(L) EQ(T) arg(R). { A = cmp(ctx, TPL_AOP_EQ, L, R, T.off); }
 arg(A) ::= arg(L) NE(T) arg(R). { A = cmp(ctx, TPL_AOP_NE, L, R, T.off); }
 arg(A) ::= arg(L) LT(T) arg(R). { A = cmp(ctx, TPL_AOP_LT, L, R, T.off); }
@@ -242,6 +244,7 @@ primary(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
 primary(A) ::= IVAR(T). { A = ivar_name(ctx, T); A->kind = TPL_N_RIVAR; }
 primary(A) ::= CONST(T). { A = N(RCONSTNAME, T.off); A->val = tpl_p_tokstr(ctx, T); }
 primary(A) ::= LPAREN(T) compstmt(B) RPAREN. { A = NODE(RSTMTS, T.off, NULL, B); }
+primary(A) ::= DEFINED_P(T) LPAREN(P) compstmt(B) RPAREN. { A = NODE(RDEFINED, T.off, NODE(RSTMTS, P.off, NULL, B), NULL); }
 primary(A) ::= LBRACK(T) RBRACK. { A = N(LIST, T.off); }
 primary(A) ::= LBRACK(T) items(L) RBRACK. { A = NODE(LIST, T.off, L, NULL); }
 primary(A) ::= LBRACK(T) items(L) COMMA RBRACK. { A = NODE(LIST, T.off, L, NULL); }

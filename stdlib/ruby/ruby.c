@@ -732,6 +732,160 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     return 0;
 }
 
+static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b);
+
+/* The operators of Integer/Float (+ - * / % ** -@ and the comparisons), of String (+ * and the
+ * comparisons) and Object (== != !) as methods: for send(:+, 1), public_send and respond_to?, where
+ * the VM's operator opcodes are not reachable. 0 answered, -1 error, 1 not one of them. */
+static int operator_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    bool num = plain_num(self) && self.type != TPL_T_BOOL;
+    bool str = self.type == TPL_T_STR && !(self.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_SYMBOL));
+    if (npos == 0) {
+        if (IS("!")) { *out = tpl_v_bool(!tpl_truthy_rb(self)); return 0; }
+        if (num && IS("-@")) {
+            if (self.type == TPL_T_FLOAT) { *out = tpl_v_float(-self.u.f); return 0; }
+            if (self.type == TPL_T_BIGINT) return tpl_big_neg(vm, self, out);
+            if (self.u.i == INT64_MIN) return tpl_big_binop(vm, TPL_OP_SUB, tpl_v_int(0), self, out);
+            *out = tpl_v_int(-self.u.i);
+            return 0;
+        }
+        return 1;
+    }
+    if (npos != 1) return 1;
+    tpl_value b = args[0];
+    if (IS("==") || IS("!=")) {
+        int eq = rb_equal_rec(self, b, tpl_vm_arena(vm)->fuel);
+        if (eq < 0) return tpl_vm_nomem(vm);
+        *out = tpl_v_bool(IS("==") ? eq == 1 : eq != 1);
+        return 0;
+    }
+    if ((num || str) && (IS("<") || IS("<=") || IS(">") || IS(">="))) {
+        if (tpl_rb_compare_check(vm, name, self, b) < 0) return -1;
+        bool ok = true;
+        int c = rb_cmp(self, b, &ok, NULL);
+        if (!ok) return cmp_fail(vm, self, b);
+        *out = tpl_v_bool(IS("<") ? c < 0 : IS("<=") ? c <= 0 : IS(">") ? c > 0 : c >= 0);
+        return 0;
+    }
+    int op = IS("+") ? '+' : IS("-") ? '-' : IS("*") ? '*' : IS("/") ? '/' : IS("%") ? '%' : IS("**") ? 'p' : 0;
+    if (!op || !(num || str || is_array(self))) return 1;
+    int h = tpl_rb_arith(vm, op, self, b, out);
+    if (h != 0) return h < 0 ? -1 : 0;
+    if (!num) {   /* what the VM's operators do: String + String, Array + Array, String/Array * n */
+        if (op == '+' && str) {
+            tpl_sb sb;
+            tpl_sb_init(&sb, A(vm));
+            tpl_sb_put(&sb, self.u.s, self.len);
+            tpl_sb_put(&sb, b.u.s, b.len);
+            if (sb.failed) return oom(vm);
+            *out = tpl_sb_value(&sb);
+            return 0;
+        }
+        if (op == '+') return tpl_vm_concat_list(vm, self.u.list, b.u.list->items, b.u.list->len, out);
+        uint64_t len = str ? self.len : self.u.list->len, k = (uint64_t)b.u.i;
+        if (k && len > ((uint64_t)1 << 28) / k) return tpl_vm_error(vm, TPL_ERR_LIMIT, "repetition too large");
+        if (str) {
+            tpl_sb sb;
+            tpl_sb_init(&sb, A(vm));
+            for (uint64_t i = 0; i < k && !sb.failed; i++) tpl_sb_put(&sb, self.u.s, self.len);
+            if (sb.failed) return oom(vm);
+            *out = tpl_sb_value(&sb);
+            return 0;
+        }
+        tpl_list *l = new_list(vm, (uint32_t)(len * k));
+        if (!l) return oom(vm);
+        for (uint64_t i = 0; i < k; i++) {
+            mcpy_items(l->items, l->len, self.u.list->items, 0, len);
+            l->len += (uint32_t)len;
+        }
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    if (!plain_num(b) || b.type == TPL_T_BOOL) {
+        char opname[3] = { name[0], n > 1 ? name[1] : 0, 0 };
+        return op_error(vm, opname, self, b);
+    }
+    if (self.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
+        double x = dbl(self), y = dbl(b);
+        *out = tpl_v_float(op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y : pow(x, y));
+        return 0;
+    }
+    return tpl_big_binop(vm, op == '+' ? TPL_OP_ADD : op == '-' ? TPL_OP_SUB : op == '*' ? TPL_OP_MUL
+                             : op == '/' ? TPL_OP_DIV_RB : op == '%' ? TPL_OP_MOD : TPL_OP_POW, self, b, out);
+#undef IS
+}
+
+/* Whether operator_method answers `name` for self (respond_to?). */
+static bool operator_known(tpl_value self, const char *name, size_t n)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    bool num = plain_num(self) && self.type != TPL_T_BOOL;
+    bool str = self.type == TPL_T_STR && !(self.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_SYMBOL));
+    if (IS("==") || IS("!=") || IS("!")) return true;
+    if ((num || str) && (IS("<") || IS("<=") || IS(">") || IS(">="))) return true;
+    if (num && (IS("+") || IS("-") || IS("*") || IS("/") || IS("%") || IS("**") || IS("-@"))) return true;
+    if (str && (IS("+") || IS("*") || IS("%"))) return true;
+    if (is_array(self) && (IS("+") || IS("-") || IS("*"))) return true;
+    return false;
+#undef IS
+}
+
+/* A class's own methods: name / to_s / inspect (its name), class (Class), new (String.new(s = ""),
+ * Array.new(n = 0, v = nil), Hash.new without a default). 0 answered, -1 error, 1 not one of them. */
+static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+#define CLS(lit) (self.len == sizeof lit - 1 && memcmp(self.u.s, lit, sizeof lit - 1) == 0)
+    if (npos == 0 && (IS("name") || IS("to_s") || IS("inspect"))) {
+        *out = tpl_v_str(self.u.s, self.len);
+        return 0;
+    }
+    if (npos == 0 && IS("class")) {
+        *out = tpl_v_str("Class", 5);
+        out->flags = TPL_F_CLASS_RB;
+        return 0;
+    }
+    if (!IS("new")) return 1;
+    if (CLS("String") && npos <= 1) {
+        if (npos && (args[0].type != TPL_T_STR || (args[0].flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))))
+            return type_error(vm, TPL_VT_STR, args[0]);
+        *out = npos ? args[0] : tpl_v_str("", 0);
+        out->flags = 0;
+        return 0;
+    }
+    if (CLS("Array") && npos <= 2) {
+        int64_t k = 0;
+        if (npos && is_array(args[0]) && npos == 1) return rb_copy_mut(vm, args[0], out);
+        if (npos) {
+            if (args[0].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, args[0]);
+            k = args[0].u.i;
+            if (k < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "negative array size (ArgumentError)");
+            if (k > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "array too long");
+        }
+        tpl_list *l = new_list(vm, (uint32_t)(k < 4 ? 4 : k));
+        if (!l) return oom(vm);
+        for (int64_t i = 0; i < k; i++) l->items[i] = npos == 2 ? args[1] : tpl_v_none();
+        l->len = (uint32_t)k;
+        *out = tpl_v_list(l);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
+    if (CLS("Hash") && npos == 0) {
+        tpl_map *m = rb_map(vm, 4);
+        if (!m) return oom(vm);
+        *out = tpl_v_map(m);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
+    if (CLS("Hash"))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Hash.new with a default value or block is not supported by tpl");
+    return 1;
+#undef CLS
+#undef IS
+}
+
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
@@ -762,6 +916,14 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if (self.type == TPL_T_BIGINT || (self.type == TPL_T_INT && npos == 1 && args[0].type == TPL_T_BIGINT)) {
         int rc = big_method(vm, self, name, n, args, npos, nkw, out);
         if (rc <= 0) return rc;
+    }
+    if (nkw == 0 && !tpl_vm_block(vm).pc) {
+        int rc = operator_method(vm, self, name, n, args, npos, out);
+        if (rc <= 0) return rc;
+        if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB)) {
+            rc = class_method(vm, self, name, n, args, npos, out);
+            if (rc <= 0) return rc;
+        }
     }
     tpl_builtin_kind k[3];
     int nk = kinds_for(self, k);
@@ -850,6 +1012,16 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { *out = str_of(vm, a[0]); return 0; }
 
+/* (defined)(key, found, otherwise): defined?(name) for a name the template never assigned: `found`
+ * when the render's state has the key (a local of the binding, or an @ivar), else `otherwise`. */
+int r_k_defined_state(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value st = tpl_vm_state(vm);
+    bool has = st.type == TPL_T_MAP && a[0].type == TPL_T_STR && tpl_map_get_str(st.u.map, a[0].u.s, a[0].len, tpl_hash_str(a[0].u.s, a[0].len));
+    *out = has ? a[1] : a[2];
+    return 0;
+}
+
 /* tr(text, lang: nil): the shared translation builtin (stdlib/prompt/markdown.c, stdlib/prompt/tr.c). */
 int r_k_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -897,6 +1069,16 @@ int r_any_is_a_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Object#instance_of?(klass): klass is the value's own class (not an ancestor: 1.instance_of?(Numeric) is false). */
+int r_any_instance_of_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_STR || !(a[1].flags & TPL_F_CLASS_RB))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "class or module required (TypeError)");
+    const char *cn = tpl_rb_class_name(a[0].type == TPL_T_UNDEF ? tpl_v_none() : a[0]);
+    *out = tpl_v_bool(strlen(cn) == a[1].len && memcmp(cn, a[1].u.s, a[1].len) == 0);
+    return 0;
+}
+
 int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int eq = tpl_eql_metered(a[0], a[1], tpl_vm_arena(vm)->fuel);
@@ -912,7 +1094,7 @@ int r_any_equal_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value x = a[0], y = a[1];
     bool same;
     if (x.type != y.type) same = false;
-    else if (x.type == TPL_T_LIST || x.type == TPL_T_MAP) same = x.u.p == y.u.p && x.flags == y.flags;
+    else if (x.type == TPL_T_LIST || x.type == TPL_T_MAP) same = x.u.p == y.u.p;
     else if (x.type == TPL_T_STR && !(x.flags & TPL_F_SYMBOL)) same = x.u.s == y.u.s && x.len == y.len && x.flags == y.flags;
     else if (x.type == TPL_T_BIGINT) same = false;
     else return r_any_eql_p(vm, a, out);
@@ -1288,7 +1470,9 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
         int nk = kinds_for(self, k);
         for (int i = 0; i < nk && !ok; i++)
             ok = tpl_vm_method_find(vm, k[i], name, n) >= 0 && (k[i] != TPL_BK_RARR || is_array(self) || enumerable(name, n));
-        ok = ok || tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0;
+        ok = ok || tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0 || operator_known(self, name, n);
+        if (!ok && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB))
+            ok = (n == 4 && memcmp(name, "name", 4) == 0) || (n == 3 && memcmp(name, "new", 3) == 0);
     }
     *out = tpl_v_bool(ok);
     return 0;
