@@ -298,7 +298,8 @@ static bool kidx_grow(tpl_comp *c)
 {
     uint32_t cap = c->kidx_cap ? c->kidx_cap * 2 : 128;
     uint32_t *old = c->kidx, ocap = c->kidx_cap;
-    c->kidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->kidx);
+    /* (a chunk of its own when large, its old copy given back once rehashed) */
+    c->kidx = tpl_arena_table(c->tmp, (size_t)cap * sizeof *c->kidx);
     if (!c->kidx) return false;
     memset(c->kidx, 0, (size_t)cap * sizeof *c->kidx);
     c->kidx_cap = cap;
@@ -307,6 +308,7 @@ static bool kidx_grow(tpl_comp *c)
             const tpl_value *k = &c->consts[old[i] - 1];
             *kidx_slot(c, k->u.s, k->len, khash(k->u.s, k->len)) = old[i];
         }
+    if (old) tpl_arena_table_free(c->tmp, old, (size_t)ocap * sizeof *c->kidx);
     return true;
 }
 
@@ -366,7 +368,8 @@ static bool nidx_grow(tpl_comp *c)
 {
     uint32_t cap = c->nidx_cap ? c->nidx_cap * 2 : 64;
     uint32_t *old = c->nidx, ocap = c->nidx_cap;
-    c->nidx = tpl_arena_alloc(c->tmp, (size_t)cap * sizeof *c->nidx);
+    /* (a chunk of its own when large, its old copy given back once rehashed) */
+    c->nidx = tpl_arena_table(c->tmp, (size_t)cap * sizeof *c->nidx);
     if (!c->nidx) return false;
     memset(c->nidx, 0, (size_t)cap * sizeof *c->nidx);
     c->nidx_cap = cap;
@@ -375,6 +378,7 @@ static bool nidx_grow(tpl_comp *c)
             const tpl_name *nm = &c->names[old[i] - 1];
             *nidx_slot(c, nm->s.u.s, nm->s.len, nm->hash) = old[i];
         }
+    if (old) tpl_arena_table_free(c->tmp, old, (size_t)ocap * sizeof *c->nidx);
     return true;
 }
 
@@ -504,6 +508,25 @@ static uint32_t *line_starts(const char *s, size_t n, size_t *count)
  * spans at one pc the later wins. Lines are found in a table of line starts; on an all-ASCII
  * line the column is the byte distance, else span_linecol counts code points (the table keeps
  * its cursor where span_linecol would have left it, so both give what it alone would). */
+/* The line (0-based index into ls[0..nls)) holding offset off, from the line li: a few steps
+ * from it (spans and reads come mostly in source order), else a binary search (a block compiled
+ * where self.NAME() calls it jumps across the template: stepping was O(lines) a jump). */
+static size_t ls_find(const uint32_t *ls, size_t nls, size_t li, uint32_t off)
+{
+    for (int k = 0; k < 16; k++) {
+        if (li + 1 < nls && (ls[li + 1] & ~LS_WIDE) <= off) li++;
+        else if (li > 0 && (ls[li] & ~LS_WIDE) > off) li--;
+        else return li;
+    }
+    size_t lo = 0, hi = nls; /* the last line starting at or before off: ls[lo] <= off < ls[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((ls[mid] & ~LS_WIDE) <= off) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
 static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off)
 {
     size_t n = c->srclen;
@@ -511,11 +534,7 @@ static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off)
     size_t nls = c->nls, li = c->li;
     uint32_t line, col;
     if (off > n) off = (uint32_t)n;
-    if (ls) {
-        while (li + 1 < nls && (ls[li + 1] & ~LS_WIDE) <= off) li++;
-        while (li > 0 && (ls[li] & ~LS_WIDE) > off) li--;
-        c->li = li;
-    }
+    if (ls) c->li = li = ls_find(ls, nls, li, off);
     if (ls && !(ls[li] & LS_WIDE)) {
         line = (uint32_t)li + 1;
         col = off - ls[li] + 1;
@@ -765,9 +784,13 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     if (slot >= 0) return (uint32_t)slot;
     if (s->nvars == s->cap) {
         uint32_t nc = s->cap ? s->cap * 2 : 8;
-        scope_var *nv = tpl_arena_alloc(c->tmp, nc * sizeof *nv);
+        /* a large array takes a chunk of its own and gives the old one back (the root scope of
+         * 60,000 sets kept every copy: issue 13 §1) */
+        size_t bytes = nc * sizeof *s->vars;
+        scope_var *nv = tpl_arena_table(c->tmp, bytes);
         if (!nv) { c_nomem(c, c->cur_off); return 0; }
         if (s->nvars) memcpy(nv, s->vars, s->nvars * sizeof *nv);
+        if (s->vars) tpl_arena_table_free(c->tmp, s->vars, s->cap * sizeof *nv);
         s->vars = nv;
         s->cap = nc;
     }

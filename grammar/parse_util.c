@@ -72,11 +72,15 @@ bool tpl_smap_put(tpl_smap *m, const char *s, size_t n, uint32_t val)
     if ((m->n + 1) * 2 > m->cap) {
         uint32_t cap = m->cap ? m->cap * 2 : 16;
         if (cap < m->cap) return false;
-        tpl_smap_ent *e = tpl_arena_alloc(m->arena, (size_t)cap * sizeof *e);
+        /* a large table takes a chunk of its own and gives the old one back (kept in the arena,
+         * the copies of a table of 60,000 names were as large as the table: issue 13 §1) */
+        size_t bytes = (size_t)cap * sizeof *m->e;
+        tpl_smap_ent *e = tpl_arena_table(m->arena, bytes);
         if (!e) return false;
-        memset(e, 0, (size_t)cap * sizeof *e);
+        memset(e, 0, bytes);
         for (uint32_t i = 0; i < m->cap; i++)
             if (m->e[i].s) *smap_find(e, cap, m->e[i].s, m->e[i].len, smap_hash(m->e[i].s, m->e[i].len)) = m->e[i];
+        if (m->e) tpl_arena_table_free(m->arena, m->e, (size_t)m->cap * sizeof *m->e);
         m->e = e;
         m->cap = cap;
     }

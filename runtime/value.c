@@ -79,6 +79,21 @@ void *tpl_arena_alloc_alone(tpl_arena *a, size_t n)
     return arena_grow_as(a, round16(n ? n : 1), true);
 }
 
+void tpl_arena_free_alone(tpl_arena *a, void *p)
+{
+    if (!p)
+        return;
+    for (tpl_chunk **link = &a->head; *link; link = &(*link)->next) {
+        tpl_chunk *c = *link;
+        if ((void *)c->data != p)
+            continue;
+        *link = c->next;
+        a->total -= c->size;
+        chunk_free(a, c);
+        return;
+    }
+}
+
 static void *arena_grow_as(tpl_arena *a, size_t need, bool alone)
 {
     if (!alone && a->head && a->head->used == 0 && !a->head->next) {

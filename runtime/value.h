@@ -63,6 +63,26 @@ static inline void *tpl_arena_alloc(tpl_arena *a, size_t n)
 /* n bytes in a chunk of their own (linked behind the head, counted against the limit), so a
  * block that will grow in place is not followed by other allocations; NULL on failure. */
 void *tpl_arena_alloc_alone(tpl_arena *a, size_t n);
+/* Gives back p, a block tpl_arena_alloc_alone returned from a (not reset or freed since): its
+ * chunk is freed at once instead of with the arena, so a table that grows by doubling in an
+ * arena does not keep its old copies (issue 13 §1). NULL or a block not found: nothing. */
+void tpl_arena_free_alone(tpl_arena *a, void *p);
+/* The size from which a table growing in an arena (tpl_smap, the compiler's scopes) takes a
+ * chunk of its own and gives the old one back (tpl_arena_free_alone): smaller tables stay in
+ * the arena's chunks, where a freed copy is a few bytes. */
+#define TPL_ARENA_ALONE_MIN 4096
+/* A growing table's array of `bytes` in a: a chunk of its own from TPL_ARENA_ALONE_MIN bytes,
+ * else the arena's (NULL when out of memory or past the budget). */
+static inline void *tpl_arena_table(tpl_arena *a, size_t bytes)
+{
+    return bytes >= TPL_ARENA_ALONE_MIN ? tpl_arena_alloc_alone(a, bytes) : tpl_arena_alloc(a, bytes);
+}
+/* Gives back an array tpl_arena_table(a, bytes) returned, once the table has moved on (a small
+ * one stays in the arena until it is reset or freed). */
+static inline void tpl_arena_table_free(tpl_arena *a, void *p, size_t bytes)
+{
+    if (bytes >= TPL_ARENA_ALONE_MIN) tpl_arena_free_alone(a, p);
+}
 /* Copies n bytes into the arena (plus a NUL terminator); NULL on failure. */
 char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n);
 void tpl_arena_reset(tpl_arena *a);
