@@ -231,6 +231,18 @@ KINDS = [
     # a large table takes a chunk of its own and gives the old one back as it doubles (the
     # compile arena kept every copy: 10.9x)
     ("jinja distinct sets", "jinja", None, 10),
+    # an included or imported template's tree is freed once its statement is compiled, and its
+    # scope reused (kept for the whole compile, 60,000 includes were 23x, 20,000 imports 25x);
+    # an import compiles the imported template where it stands: its program alone is 6x the
+    # source here (7 MB), the bound is 15x
+    ("jinja includes", "jinja", None, 10),
+    ("jinja imports", "jinja", None, 15),
+    # LEFT (issue 13 §1): a template that extends another or names `self` is compiled from its
+    # whole tree (its blocks are compiled where the base template or self.NAME() calls them):
+    # 13-16x today, pinned here so it does not grow
+    ("jinja extends, 60,000 blocks", "jinja", None, 16),
+    ("jinja extends, big blocks", "jinja", None, 16),
+    ("jinja self calls", "jinja", None, 17),
 ]
 if os.environ.get("TPL_SCALE_RSS") == "1":
     with tempfile.TemporaryDirectory() as d:
@@ -238,8 +250,26 @@ if os.environ.get("TPL_SCALE_RSS") == "1":
         with open(os.path.join(d, "one.jinja"), "w") as f:
             f.write("{{ a }}\n")
         _, _, base = peak_rss(["compile", os.path.join(d, "one.jinja"), "-o", out])
+        with open(os.path.join(d, "part.jinja"), "w") as f:
+            f.write("part {{ x }}\n")
+        with open(os.path.join(d, "macros.jinja"), "w") as f:
+            f.write("{% macro m(a) %}[{{ a }}]{% endmacro %}")
+        with open(os.path.join(d, "base.jinja"), "w") as f:
+            f.write("<html>{% block b1 %}1{% endblock %} {% block b2 %}2{% endblock %} {% block content %}{% endblock %}</html>\n")
         for name, ext, u, bound in KINDS:
-            if name == "jinja blocks":  # (names differ: a block is defined once)
+            if name == "jinja includes":
+                src = "".join(f'{{% include "part.jinja" %}} text {i}\n' for i in range(60000))
+            elif name == "jinja imports":  # (each import takes slots of its own: 65,535 in all)
+                src = "".join(f'{{% from "macros.jinja" import m as m{i} %}}{{{{ m{i}(x) }}}}\n' for i in range(20000))
+            elif name == "jinja extends, 60,000 blocks":
+                src = '{% extends "base.jinja" %}\n' + "".join(f"{{% block b{i} %}}x {{{{ y }}}}{{% endblock %}}\n" for i in range(60000))
+            elif name == "jinja extends, big blocks":
+                body = unit * (2_000_000 // len(unit) // 4)
+                src = ('{% extends "base.jinja" %}\n{% block b1 %}' + body + "{% endblock %}{% block b2 %}" + body +
+                       "{% endblock %}{% block content %}" + body + body + "{% endblock %}")
+            elif name == "jinja self calls":
+                src = "".join(f"{{% block b{i} %}}x {{{{ y }}}}{{% endblock %}}{{{{ self.b{i // 2}() }}}}\n" for i in range(50000))
+            elif name == "jinja blocks":  # (names differ: a block is defined once)
                 src = "".join(f"{{% block b{i} %}}x {{{{ y }}}}{{% endblock %}}\n" for i in range(60000))
             elif name == "jinja distinct sets":
                 src = "".join(f"{{% set v{i} = x ~ 'a' %}}{{{{ v{i} }}}}\n" for i in range(60000))
