@@ -1,12 +1,14 @@
 /* Public render API (include/tpl.h): render contexts, state from JSON, running a program. The
  * prompt features (facts, remembers, `call`, translation) are the library's per-render data
  * (stdlib/prompt/state.c) behind vm->ext. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 #include "error.h"
 #include "vm_impl.h"
 #include "host.h"
+#include "bigint.h"
 
 struct tpl_render {
     struct tpl_vm vm;
@@ -146,7 +148,15 @@ static tpl_status nomem(tpl_vm *vm) { return fail_kind(vm, TPL_EK_NOMEM, tpl_err
 /* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). Each
  * member is released from j once converted (replaced by null), so the jansson tree and its copy
  * are never both whole in memory: what the tree frees, the arena's next chunks can reuse. */
+static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool big);
+
 bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
+{
+    return from_json(a, j, out, depth, false);
+}
+
+/* big: the text went through big_rewrite, so a string "\0DIGITS" is an integer past int64. */
+static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool big)
 {
     if (depth > 512) return false;
     switch (json_typeof(j)) {
@@ -159,7 +169,7 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
         json_object_keylen_foreach(j, k, klen, v) {
             tpl_value kv, vv;
             char *ks = tpl_arena_strdup(a, k, klen);
-            if (!ks || !tpl_value_from_json(a, v, &vv, depth + 1)) return false;
+            if (!ks || !from_json(a, v, &vv, depth + 1, big)) return false;
             kv = tpl_v_str(ks, klen);
             if (!tpl_map_set(a, m, kv, vv)) return false;
             if (json_is_object(v) || json_is_array(v) || json_is_string(v))
@@ -174,7 +184,7 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
         if (!l) return false;
         for (size_t i = 0; i < n; i++) {
             json_t *v = json_array_get(j, i);
-            if (!tpl_value_from_json(a, v, &l->items[i], depth + 1)) return false;
+            if (!from_json(a, v, &l->items[i], depth + 1, big)) return false;
             if (json_is_object(v) || json_is_array(v) || json_is_string(v)) json_array_set_new(j, i, json_null());
         }
         l->len = (uint32_t)n;
@@ -183,6 +193,11 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
     }
     case JSON_STRING: {
         size_t n = json_string_length(j);
+        if (big && n > 1 && json_string_value(j)[0] == 0) { /* big_rewrite's integer or real */
+            const char *t = json_string_value(j) + 1;
+            if (strpbrk(t, ".eE")) { *out = tpl_v_float(t[0] == '-' ? -HUGE_VAL : HUGE_VAL); return true; }
+            return tpl_big_parse(a, t, n - 1, 10, out);
+        }
         char *s = tpl_arena_strdup(a, json_string_value(j), n);
         if (!s) return false;
         *out = tpl_v_str(s, n);
@@ -216,8 +231,138 @@ tpl_status tpl_render_check_utf8(tpl_render *r, const char *what, const char *s,
 
 static tpl_status state_too_big(tpl_vm *vm);
 
+/* Integers past int64 in JSON text (Python's json and Ruby's JSON read them exactly; jansson
+ * refuses them: "too big integer"). big_rewrite copies the text with each such number token
+ * replaced by the string "\u0000DIGITS", which from_json (big) turns back into the integer. A
+ * text that already holds a \u0000 escape is left alone (its strings could look like one; jansson
+ * then reports the big number as before). NULL when there is nothing to rewrite (or no memory:
+ * the plain parse reports the number). The error position of a rewritten text maps back with
+ * big_unmap: each replacement is 8 bytes longer than its token. */
+typedef struct big_text { char *s; size_t len; size_t *at; size_t n; } big_text; /* at: rewritten offsets */
+
+static bool big_token(const char *s, size_t n) /* an integer token -?[0-9]+ past int64 */
+{
+    size_t i = s[0] == '-', d = n - i;
+    if (d < 19) return false;
+    if (d > 19) return true;
+    return memcmp(s + i, i ? "9223372036854775808" : "9223372036854775807", 19) > 0;
+}
+
+static bool big_real(const char *s, size_t n) /* a real token past DBL_MAX: Python reads it as inf */
+{
+    char buf[64];
+    if (n >= sizeof buf) {
+        /* long mantissas: only the exponent matters for overflow; strtod handles any length */
+        char *t = malloc(n + 1);
+        if (!t) return false;
+        memcpy(t, s, n);
+        t[n] = 0;
+        double d = strtod(t, NULL);
+        free(t);
+        return isinf(d);
+    }
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return isinf(strtod(buf, NULL));
+}
+
+static bool big_rewrite(const char *s, size_t len, big_text *bt)
+{
+    memset(bt, 0, sizeof *bt);
+    size_t nbig = 0, extra = 0;
+    bool in_str = false, esc = false;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t o = 0;
+        in_str = esc = false;
+        for (size_t i = 0; i < len;) {
+            char c = s[i];
+            if (in_str) {
+                if (esc) {
+                    esc = false;
+                    if ((c == 'u' || c == 'U') && i + 4 < len && memcmp(s + i + 1, "0000", 4) == 0) return false;
+                } else if (c == '\\') esc = true;
+                else if (c == '"') in_str = false;
+                if (pass) bt->s[o++] = c;
+                i++;
+                continue;
+            }
+            if (c == '"') in_str = true;
+            if ((c == '-' || (c >= '0' && c <= '9')) && (i == 0 || !((s[i - 1] >= '0' && s[i - 1] <= '9') ||
+                                                                       s[i - 1] == '.' || s[i - 1] == 'e' ||
+                                                                       s[i - 1] == 'E' || s[i - 1] == '+' ||
+                                                                       s[i - 1] == '-'))) {
+                size_t e = i + (c == '-');
+                while (e < len && s[e] >= '0' && s[e] <= '9') e++;
+                bool digits = e > i + (c == '-'), frac = false;
+                if (digits && e < len && s[e] == '.') {
+                    frac = true;
+                    for (e++; e < len && s[e] >= '0' && s[e] <= '9';) e++;
+                }
+                if (digits && e < len && (s[e] == 'e' || s[e] == 'E')) {
+                    frac = true;
+                    e++;
+                    if (e < len && (s[e] == '+' || s[e] == '-')) e++;
+                    while (e < len && s[e] >= '0' && s[e] <= '9') e++;
+                }
+                if (digits && (frac ? big_real(s + i, e - i) : big_token(s + i, e - i))) {
+                    if (!pass) { nbig++; extra += 8; }
+                    else {
+                        bt->at[bt->n++] = o;
+                        memcpy(bt->s + o, "\"\\u0000", 7);
+                        memcpy(bt->s + o + 7, s + i, e - i);
+                        o += 7 + (e - i);
+                        bt->s[o++] = '"';
+                    }
+                    i = e;
+                    continue;
+                }
+                if (pass) { memcpy(bt->s + o, s + i, e - i); o += e - i; }
+                i = e; /* (a lone '-': e is past it) */
+                continue;
+            }
+            if (pass) bt->s[o++] = c;
+            i++;
+        }
+        if (!pass) {
+            if (!nbig) return false;
+            bt->len = len + extra;
+            bt->s = malloc(bt->len + 1);
+            bt->at = malloc(nbig * sizeof *bt->at);
+            if (!bt->s || !bt->at) { free(bt->s); free(bt->at); memset(bt, 0, sizeof *bt); return false; }
+        }
+    }
+    return true;
+}
+
+/* A parse error's position in the rewritten text, mapped back to the original's. */
+static void big_unmap(const big_text *bt, json_error_t *je)
+{
+    size_t pos = (size_t)je->position, shift = 0, col_shift = 0;
+    size_t line_start = pos;
+    while (line_start > 0 && bt->s[line_start - 1] != '\n') line_start--;
+    for (size_t k = 0; k < bt->n && bt->at[k] < pos; k++) {
+        shift += 8;
+        if (bt->at[k] >= line_start) col_shift += 8;
+    }
+    je->position -= (int)shift;
+    if (je->column > (int)col_shift) je->column -= (int)col_shift;
+}
+
+/* json_loadb with big integers kept (big_rewrite): *big says whether from_json must look for them. */
+static json_t *load_json_big(const char *json, size_t len, json_error_t *je, bool *big)
+{
+    big_text bt;
+    *big = big_rewrite(json, len, &bt);
+    if (!*big) return json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, je);
+    json_t *j = json_loadb(bt.s, bt.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, je);
+    if (!j && je->position >= 0 && (size_t)je->position <= bt.len) big_unmap(&bt, je);
+    free(bt.s);
+    free(bt.at);
+    return j;
+}
+
 /* The state from a parsed document (NULL: je says why); j is consumed. */
-static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
+static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool big)
 {
     clear_error(vm);
     if (!j) {
@@ -233,7 +378,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je)
     tpl_arena_reset(&vm->state_arena);
     vm->rb_self = tpl_v_none();
     tpl_value v;
-    bool ok = tpl_value_from_json(&vm->state_arena, j, &v, 0);
+    bool ok = from_json(&vm->state_arena, j, &v, 0, big);
     json_decref(j);
     if (!ok && vm->state_arena.over_limit) return state_too_big(vm);
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
@@ -285,8 +430,9 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
     if (cost_total(&c) > vm->limits.max_memory) return state_too_big(vm);
     r->busy = true; /* the state arena may call the host's allocator */
     json_error_t je;
-    json_t *j = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    tpl_status st = set_state(vm, j, &je);
+    bool big;
+    json_t *j = load_json_big(json, len, &je, &big);
+    tpl_status st = set_state(vm, j, &je, big);
     r->busy = false;
     return st;
 }
@@ -308,10 +454,33 @@ tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
         }
         if (ferror(f) || fseek(f, at, SEEK_SET) != 0) return fail(vm, TPL_ERR_STATE, "cannot read the state");
     }
+    /* read whole (measured above when seekable; never more than the memory limit), then parsed
+     * as tpl_render_set_state_json parses it */
+    size_t len = 0, cap = 1 << 16;
+    char *text = malloc(cap);
+    while (text) {
+        if (len == cap) {
+            char *nt = cap > vm->limits.max_memory ? NULL : realloc(text, cap * 2);
+            if (!nt) {
+                free(text);
+                if (cap > vm->limits.max_memory) return state_too_big(vm);
+                return nomem(vm);
+            }
+            text = nt;
+            cap *= 2;
+        }
+        size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (!text) return nomem(vm);
+    if (ferror(f)) { free(text); return fail(vm, TPL_ERR_STATE, "cannot read the state"); }
     r->busy = true;
     json_error_t je;
-    json_t *j = json_loadf(f, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    tpl_status st = set_state(vm, j, &je);
+    bool big;
+    json_t *j = load_json_big(text, len, &je, &big);
+    free(text);
+    tpl_status st = set_state(vm, j, &je, big);
     r->busy = false;
     return st;
 }

@@ -293,10 +293,14 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         const tpl_list *l = v.u.list;
         bool tuple = v.flags & TPL_F_TUPLE;
         if (v.aux == TPL_LAZY_RANGE) { /* range(0, 3), range(1, 9, 2) */
-            int64_t p[3];
-            tpl_range_params(v, p);
-            tpl_sb_printf(b, "range(%" PRId64 ", %" PRId64, p[0], p[1]);
-            if (p[2] != 1) tpl_sb_printf(b, ", %" PRId64, p[2]);
+            const tpl_value *p = tpl_range_params(v);
+            tpl_sb_puts(b, "range(");
+            for (int k = 0; k < 3; k++) {
+                if (k == 2 && p[2].type == TPL_T_INT && p[2].u.i == 1) break;
+                if (k) tpl_sb_puts(b, ", ");
+                if (p[k].type == TPL_T_BIGINT) put_big(b, p[k], true);
+                else put_int(b, p[k].u.i);
+            }
             tpl_sb_putc(b, ')');
             break;
         }

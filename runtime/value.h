@@ -239,11 +239,11 @@ static inline tpl_value tpl_v_list(tpl_list *l) { tpl_value v = {0}; v.type = TP
 static inline bool tpl_is_lazy(tpl_value v) { return v.type == TPL_T_LIST && v.aux != TPL_LAZY_NONE; }
 /* An iterator (generator, reverse iterator): one Python prints as an address and has no len(). */
 static inline bool tpl_is_iter(tpl_value v) { return v.type == TPL_T_LIST && v.aux >= TPL_LAZY_GENERATOR; }
-/* range(start, stop, step) of a TPL_LAZY_RANGE value (stored past its items). */
-static inline void tpl_range_params(tpl_value v, int64_t p[3])
+/* range(start, stop, step) of a TPL_LAZY_RANGE value (stored past its items): three integer
+ * values, each a TPL_T_INT or (past int64) a TPL_T_BIGINT. */
+static inline const tpl_value *tpl_range_params(tpl_value v)
 {
-    const tpl_value *x = v.u.list->items + v.u.list->len;
-    for (int i = 0; i < 3; i++) p[i] = x[i].u.i;
+    return v.u.list->items + v.u.list->len;
 }
 static inline tpl_value tpl_v_map(tpl_map *m) { tpl_value v = {0}; v.type = TPL_T_MAP; v.u.map = m; return v; }
 

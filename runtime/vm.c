@@ -487,12 +487,10 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             if (n == 4 && memcmp(name, "list", 4) == 0) { *out = obj.u.list->items[1]; return 0; }
         }
         if (obj.type == TPL_T_LIST && obj.aux == TPL_LAZY_RANGE && n >= 4 && n <= 5) { /* range.start/stop/step */
-            int64_t p[3];
             int k = memcmp(name, "start", n) == 0 && n == 5 ? 0 : memcmp(name, "stop", n) == 0 && n == 4 ? 1
                   : memcmp(name, "step", n) == 0 && n == 4 ? 2 : -1;
             if (k >= 0) {
-                tpl_range_params(obj, p);
-                *out = tpl_v_int(p[k]);
+                *out = tpl_range_params(obj)[k];
                 return 0;
             }
         }
@@ -524,6 +522,14 @@ static bool as_index(tpl_value k, int64_t *i)
 {
     if (k.type == TPL_T_INT || k.type == TPL_T_BOOL) { *i = k.u.i; return true; }
     return false;
+}
+
+/* A slice bound: an int, or a big int saturated to int64 (Python clamps every bound to the
+ * sequence, so only the sign of one past int64 matters). */
+static bool as_slice_index(tpl_value k, int64_t *i)
+{
+    if (k.type == TPL_T_BIGINT) { *i = k.u.s[0] == '-' ? INT64_MIN : INT64_MAX; return true; }
+    return as_index(k, i);
 }
 
 int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
@@ -1097,18 +1103,39 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 
 int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64_t count, tpl_value *out)
 {
+    return tpl_make_range_v(vm, tpl_v_int(start), tpl_v_int(stop), tpl_v_int(step), count, out);
+}
+
+int tpl_make_range_v(tpl_vm *vm, tpl_value start, tpl_value stop, tpl_value step, uint64_t count, tpl_value *out)
+{
     /* the items, then (start, stop, step) past them for printing (tpl_range_params) */
     tpl_list *l = tpl_list_new(tpl_vm_arena(vm), (uint32_t)count + 3);
     if (!l)
         return oom(vm);
-    int64_t x = start;
-    for (uint64_t i = 0; i < count; i++) {
-        l->items[i] = tpl_v_int(x);
-        x = (int64_t)((uint64_t)x + (uint64_t)step);
+    if (start.type == TPL_T_INT && step.type == TPL_T_INT &&
+        (count == 0 || ((step.u.i >= 0 ? (uint64_t)step.u.i : 0 - (uint64_t)step.u.i) <= (uint64_t)INT64_MAX / count &&
+                        !__builtin_add_overflow(start.u.i, step.u.i * (int64_t)(count - 1), &(int64_t){0})))) {
+        int64_t x = start.u.i; /* every item fits in int64 */
+        for (uint64_t i = 0; i < count; i++) {
+            l->items[i] = tpl_v_int(x);
+            x = (int64_t)((uint64_t)x + (uint64_t)step.u.i);
+        }
+    } else { /* an item past int64: Python's ints are unbounded */
+        mpz_t x, d;
+        tpl_big_get(x, start);
+        tpl_big_get(d, step);
+        int rc = 0;
+        for (uint64_t i = 0; i < count && rc == 0; i++) {
+            if (!tpl_big_value(tpl_vm_arena(vm), x, &l->items[i])) rc = oom(vm);
+            mpz_add(x, x, d);
+        }
+        mpz_clear(x);
+        mpz_clear(d);
+        if (rc < 0) return rc;
     }
-    l->items[count] = tpl_v_int(start);
-    l->items[count + 1] = tpl_v_int(stop);
-    l->items[count + 2] = tpl_v_int(step);
+    l->items[count] = start;
+    l->items[count + 1] = stop;
+    l->items[count + 2] = step;
     l->len = l->cap = (uint32_t)count;
     *out = tpl_v_list(l);
     out->aux = TPL_LAZY_RANGE;
@@ -1130,19 +1157,19 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     } else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
     int64_t step = 1, start, stop;
     if (c.type != TPL_T_NONE) {
-        if (!as_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (!as_slice_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
         if (step == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "slice step cannot be zero");
     }
     int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? len - 1 : len;
     if (a.type == TPL_T_NONE) start = step < 0 ? hi : lo;
     else {
-        if (!as_index(a, &start)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (!as_slice_index(a, &start)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
         if (start < 0) { start += len; if (start < lo) start = lo; }
         else if (start > hi) start = hi;
     }
     if (b.type == TPL_T_NONE) stop = step < 0 ? lo : hi;
     else {
-        if (!as_index(b, &stop)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (!as_slice_index(b, &stop)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
         if (stop < 0) { stop += len; if (stop < lo) stop = lo; }
         else if (stop > hi) stop = hi;
     }
@@ -1151,14 +1178,26 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     int64_t count = 0;
     if (step > 0 && stop > start) count = (int64_t)(((uint64_t)(stop - start) - 1) / (uint64_t)step + 1);
     if (step < 0 && start > stop) count = (int64_t)(((uint64_t)(start - stop) - 1) / (0 - (uint64_t)step) + 1);
-    if (obj.aux == TPL_LAZY_RANGE) { /* a slice of a range is a range */
-        int64_t p[3], r0, r1, rs;
-        tpl_range_params(obj, p);
-        if (__builtin_mul_overflow(start, p[2], &r0) || __builtin_add_overflow(r0, p[0], &r0) ||
-            __builtin_mul_overflow(stop, p[2], &r1) || __builtin_add_overflow(r1, p[0], &r1) ||
-            __builtin_mul_overflow(step, p[2], &rs))
-            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer overflow in a range slice");
-        return tpl_make_range(vm, r0, r1, rs, (uint64_t)count, out);
+    if (obj.aux == TPL_LAZY_RANGE) { /* a slice of a range is a range: start + i * step of the range */
+        const tpl_value *p = tpl_range_params(obj);
+        mpz_t z0, zs, r[3];
+        tpl_big_get(z0, p[0]);
+        tpl_big_get(zs, p[2]);
+        int64_t ix[3] = {start, stop, step};
+        tpl_value rv[3];
+        bool ok = true;
+        for (int k = 0; k < 3; k++) {
+            if (k == 2 && c.type == TPL_T_BIGINT) tpl_big_get(r[k], c); /* the step itself, not saturated */
+            else { mpz_init(r[k]); mpz_set_si(r[k], (long)ix[k]); }
+            mpz_mul(r[k], r[k], zs);
+            if (k < 2) mpz_add(r[k], r[k], z0);
+            ok = ok && tpl_big_value(&vm->arena, r[k], &rv[k]);
+            mpz_clear(r[k]);
+        }
+        mpz_clear(z0);
+        mpz_clear(zs);
+        if (!ok) return oom(vm);
+        return tpl_make_range_v(vm, rv[0], rv[1], rv[2], (uint64_t)count, out);
     }
     if (obj.type == TPL_T_LIST) {
         tpl_list *l = tpl_list_new(&vm->arena, (uint32_t)count);

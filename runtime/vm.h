@@ -157,6 +157,9 @@ bool tpl_value_from_json(tpl_arena *a, struct json_t *j, tpl_value *out, int dep
 /* Python's range(start, stop, step) of count items (the caller computed it, <= 10,000,000): a list
  * tagged TPL_LAZY_RANGE that keeps its parameters for printing (tpl_range_params). */
 int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64_t count, tpl_value *out);
+/* tpl_make_range of integer values (TPL_T_INT or TPL_T_BIGINT: Python's range takes unbounded
+ * ints), count items (<= 10,000,000) computed by the caller; the items past int64 are big ints. */
+int tpl_make_range_v(tpl_vm *vm, tpl_value start, tpl_value stop, tpl_value step, uint64_t count, tpl_value *out);
 /* The error for printing an iterator (tpl_is_iter): Python would print its memory address. */
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
 /* The error for printing a value whose Python text holds a memory address (tpl_sb.address: a

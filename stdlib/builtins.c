@@ -492,8 +492,19 @@ int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out)
         *out = v.u.i;
         return 0;
     }
+    if (v.type == TPL_T_BIGINT)
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C ssize_t");
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
                         tpl_type_name(vm, v));
+}
+
+int tpl_arg_index_sat(tpl_vm *vm, tpl_value v, int64_t *out)
+{
+    if (v.type == TPL_T_BIGINT) {
+        *out = v.u.s[0] == '-' ? INT64_MIN : INT64_MAX;
+        return 0;
+    }
+    return tpl_arg_index(vm, v, out);
 }
 
 /* Whether Python can order a and b at the top level (numbers, strings, lists with lists, tuples

@@ -107,9 +107,14 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out);
 /* Iterates v into a list like tpl_to_list, but an undefined value is empty (an error when
  * strict). */
 int tpl_iter_list(tpl_vm *vm, tpl_value v, tpl_list **out);
-/* Python operator.index(): ints and bools; errors "'T' object cannot be interpreted as an
- * integer" otherwise. */
+/* Python operator.index() into a C Py_ssize_t: ints and bools; a big int is Python's
+ * OverflowError "Python int too large to convert to C ssize_t"; anything else "'T' object cannot
+ * be interpreted as an integer". */
 int tpl_arg_index(tpl_vm *vm, tpl_value v, int64_t *out);
+/* tpl_arg_index for an argument Python code only compares or clamps (Jinja2's truncate length,
+ * batch count, a slice bound): a big int saturates to INT64_MAX / INT64_MIN, which every such
+ * caller treats as "past any length" exactly as Python treats the big int. */
+int tpl_arg_index_sat(tpl_vm *vm, tpl_value v, int64_t *out);
 /* tpl_compare (case-sensitive) that reports Python's message for operator op ("<", ">=", ...)
  * when the operands are of types that don't order. */
 int tpl_compare_op(tpl_vm *vm, tpl_value a, tpl_value b, const char *op, int *cmp);

@@ -280,7 +280,7 @@ static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t count;
     tpl_list *items;
-    if (tpl_iter_list(vm, a[0], &items) < 0 || tpl_arg_index(vm, a[1], &count) < 0)
+    if (tpl_iter_list(vm, a[0], &items) < 0 || tpl_arg_index_sat(vm, a[1], &count) < 0)
         return -1;
     bool fill = tpl_given(a[2]) && a[2].type != TPL_T_NONE;
     tpl_arena *ar = AR(vm);
@@ -301,6 +301,8 @@ static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     if (tmp->len) {
         if (fill && (int64_t)tmp->len < count) {
+            if (a[1].type == TPL_T_BIGINT) /* [fill_with] * (linecount - len(tmp)) */
+                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot fit 'int' into an index-sized integer");
             if (count > 10000000)
                 return tpl_vm_error(vm, TPL_ERR_LIMIT, "batch too large");
             while ((int64_t)tmp->len < count)
@@ -320,7 +322,7 @@ static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t slices;
     tpl_list *seq;
-    if (tpl_iter_list(vm, a[0], &seq) < 0 || tpl_arg_index(vm, a[1], &slices) < 0)
+    if (tpl_iter_list(vm, a[0], &seq) < 0 || tpl_arg_index_sat(vm, a[1], &slices) < 0)
         return -1;
     if (slices == 0)
         return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer division or modulo by zero");
@@ -1658,7 +1660,7 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         else if (m.type == TPL_T_STR && m.len == 5 && memcmp(m.u.s, "floor", 5) == 0) method = 2;
         else return tpl_vm_error(vm, TPL_ERR_VALUE, "method must be common, ceil or floor");
     }
-    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &prec) < 0)
+    if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &prec) < 0)
         return -1;
     if (v.type == TPL_T_BIGINT || (v.type == TPL_T_INT && method == 0 && prec < 0 && prec >= -18 &&
                                    (v.u.i > INT64_MAX / 2 || v.u.i < INT64_MIN / 2))) {
@@ -1906,6 +1908,8 @@ int f_indent(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value w = tpl_given(a[1]) ? a[1] : tpl_v_int(4);
     if (w.type == TPL_T_STR) {
         ind = w;
+    } else if (w.type == TPL_T_BIGINT) { /* " " * width */
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot fit 'int' into an index-sized integer");
     } else if (w.type == TPL_T_INT || w.type == TPL_T_BOOL) {
         int64_t k = w.u.i < 0 ? 0 : w.u.i;
         if (k > 100000000)
@@ -1960,7 +1964,7 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
     int64_t length = 255, leeway = 5;
-    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &length) < 0)
+    if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &length) < 0)
         return -1;
     int kill = tpl_arg_truthy(vm, a[2], false);
     if (kill < 0)
@@ -1971,7 +1975,7 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (end.type != TPL_T_STR)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, end));
     }
-    if (tpl_given(a[4]) && a[4].type != TPL_T_NONE && tpl_arg_index(vm, a[4], &leeway) < 0)
+    if (tpl_given(a[4]) && a[4].type != TPL_T_NONE && tpl_arg_index_sat(vm, a[4], &leeway) < 0)
         return -1;
     int64_t elen = (int64_t)ulen(end);
     if (length < elen)
@@ -1991,7 +1995,7 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
         else if (s.type == TPL_T_MAP && !(s.flags & TPL_F_NS)) n = s.u.map->len;
         if (n < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, s));
-        if (n <= length + leeway) {
+        if (n - leeway <= length) {
             *out = s;
             return 0;
         }
@@ -1999,7 +2003,7 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
                             tpl_type_name(vm, s), tpl_type_name(vm, s));
     }
     int64_t slen = (int64_t)ulen(s);
-    if (slen <= length + leeway) {
+    if (slen - leeway <= length) {
         *out = s;
         return 0;
     }
@@ -2875,7 +2879,7 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (s.type != TPL_T_STR)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'splitlines'", tpl_type_name(vm, s));
     int64_t width = 79;
-    if (tpl_given(a[1]) && tpl_arg_index(vm, a[1], &width) < 0)
+    if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &width) < 0)
         return -1;
     int long_words = tpl_arg_truthy(vm, a[2], true);
     if (long_words < 0)
@@ -3531,7 +3535,7 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (escape_value(vm, a[0], false, &text) < 0)
         return -1;
     int64_t limit = -1;
-    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && tpl_arg_index(vm, a[1], &limit) < 0)
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && tpl_arg_index_sat(vm, a[1], &limit) < 0)
         return -1;
     int nofollow = tpl_arg_truthy(vm, a[2], false);
     if (nofollow < 0)

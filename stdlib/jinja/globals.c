@@ -20,11 +20,18 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "range expected at least 1 argument, got 0");
     if (n > 3)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "range expected at most 3 arguments, got %d", n);
-    int64_t v[3] = {0, 0, 0};
-    for (int i = 0; i < n; i++)
-        if (tpl_arg_index(vm, args->items[i], &v[i]) < 0)
+    tpl_value v[3];
+    bool big = false;
+    for (int i = 0; i < n; i++) {
+        v[i] = args->items[i];
+        if (v[i].type == TPL_T_BIGINT)
+            big = true; /* Python's range takes unbounded ints */
+        else if (tpl_arg_index(vm, v[i], &v[i].u.i) < 0)
             return -1;
-    int64_t start = 0, stop, step = 1;
+        else
+            v[i] = tpl_v_int(v[i].u.i);
+    }
+    tpl_value start = tpl_v_int(0), stop, step = tpl_v_int(1);
     if (n == 1) {
         stop = v[0];
     } else {
@@ -33,20 +40,39 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (n == 3)
             step = v[2];
     }
-    if (step == 0)
+    if (step.type == TPL_T_INT && step.u.i == 0)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "range() arg 3 must not be zero");
-    /* Length without overflow: ceil((stop - start) / step) in unsigned arithmetic. */
     uint64_t count = 0;
-    if (step > 0 && start < stop)
-        count = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
-    else if (step < 0 && start > stop)
-        count = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
+    if (!big) {
+        /* Length without overflow: ceil((stop - start) / step) in unsigned arithmetic. */
+        int64_t i0 = start.u.i, i1 = stop.u.i, d = step.u.i;
+        if (d > 0 && i0 < i1)
+            count = ((uint64_t)i1 - (uint64_t)i0 - 1) / (uint64_t)d + 1;
+        else if (d < 0 && i0 > i1)
+            count = ((uint64_t)i0 - (uint64_t)i1 - 1) / (0 - (uint64_t)d) + 1;
+    } else {
+        /* ceil((stop - start) / step) when positive, exactly; past RANGE_MAX it is only "too large" */
+        mpz_t z0, z1, zd;
+        tpl_big_get(z0, start);
+        tpl_big_get(z1, stop);
+        tpl_big_get(zd, step);
+        mpz_sub(z1, z1, z0);
+        if (mpz_sgn(z1) != 0 && mpz_sgn(z1) == mpz_sgn(zd)) {
+            mpz_abs(z1, z1);
+            mpz_abs(zd, zd);
+            mpz_cdiv_q(z1, z1, zd);
+            count = mpz_cmp_ui(z1, RANGE_MAX) > 0 ? (uint64_t)RANGE_MAX + 1 : mpz_get_ui(z1);
+        }
+        mpz_clear(z0);
+        mpz_clear(z1);
+        mpz_clear(zd);
+    }
     if (tpl_vm_hf(vm) && count > SANDBOX_RANGE_MAX)
         return tpl_vm_error(vm, TPL_ERR_LIMIT,
                             "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     if (count > RANGE_MAX)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
-    return tpl_make_range(vm, start, stop, step, count, out);
+    return tpl_make_range_v(vm, start, stop, step, count, out);
 }
 
 int g_dict(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -221,11 +247,11 @@ int g_lipsum(tpl_vm *vm, tpl_value *a, tpl_value *out)
     };
     const size_t nwords = sizeof words / sizeof words[0];
     int64_t n = 5, mn = 20, mx = 100;
-    if (tpl_given(a[0]) && tpl_arg_index(vm, a[0], &n) < 0) return -1;
+    if (tpl_given(a[0]) && tpl_arg_index_sat(vm, a[0], &n) < 0) return -1;
     int html = tpl_arg_truthy(vm, a[1], true);
     if (html < 0) return -1;
-    if (tpl_given(a[2]) && tpl_arg_index(vm, a[2], &mn) < 0) return -1;
-    if (tpl_given(a[3]) && tpl_arg_index(vm, a[3], &mx) < 0) return -1;
+    if (tpl_given(a[2]) && tpl_arg_index_sat(vm, a[2], &mn) < 0) return -1;
+    if (tpl_given(a[3]) && tpl_arg_index_sat(vm, a[3], &mx) < 0) return -1;
     if (n > 1000 || mx > 100000 || mn < -100000)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "lipsum too large");
     /* Jinja2 draws each paragraph's word count with randrange(min, max): max is excluded */
