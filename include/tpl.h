@@ -397,6 +397,8 @@ typedef struct tpl_val { uint64_t opaque_[2]; } tpl_val;
 typedef enum tpl_val_kind {
     TPL_VAL_UNDEFINED = 0, TPL_VAL_NONE, TPL_VAL_BOOL, TPL_VAL_INT, TPL_VAL_FLOAT, TPL_VAL_STR,
     TPL_VAL_LIST, TPL_VAL_TUPLE, TPL_VAL_MAP, TPL_VAL_HOST, TPL_VAL_OTHER,
+    TPL_VAL_BIGINT, /* an integer past int64 (Python's and Ruby's ints are unbounded): its decimal
+                     * text from tpl_val_as_str; built with tpl_val_int_text */
 } tpl_val_kind;
 
 /* tpl_val_str / tpl_val_list flags. */
@@ -466,6 +468,13 @@ TPL_API tpl_val tpl_val_none(void);
 TPL_API tpl_val tpl_val_bool(bool b);
 TPL_API tpl_val tpl_val_int(int64_t i);
 TPL_API tpl_val tpl_val_float(double d);
+/* An integer of any size from its text s (len bytes, borrowed): digits in base (2..36, letters
+ * either case) after an optional '-' or '+', no prefix, no '_'; a Python int or Ruby Integer past
+ * int64 (Python: format(n, 'x'), base 16). A value that fits int64 is an ordinary int
+ * (TPL_VAL_INT), a larger one TPL_VAL_BIGINT. TPL_ERR_VALUE when s is not such a number,
+ * TPL_ERR_LIMIT past 2**20 bits (tpl's integer limit, README) or the memory limit, TPL_ERR_USAGE
+ * for NULL r or out, NULL s with len > 0, or a base outside 2..36. */
+TPL_API tpl_status tpl_val_int_text(tpl_render *r, const char *s, size_t len, int base, tpl_val *out);
 /* A string: s (len bytes of UTF-8, borrowed) is copied into r's value memory; flags: any of
  * TPL_VAL_MARKUP, TPL_VAL_BORROW (not copied: s must outlive the value, see above) and
  * TPL_VAL_UTF8_VALID (not checked). TPL_ERR_VALUE when s is not UTF-8 or longer than
@@ -533,7 +542,7 @@ TPL_API bool tpl_val_as_bool(tpl_val v);          /* bool */
 TPL_API int64_t tpl_val_as_int(tpl_val v);        /* int or bool */
 TPL_API double tpl_val_as_float(tpl_val v);       /* float, int or bool */
 /* str: the bytes (not NUL-terminated; valid as long as the value) and *len; an undefined value
- * gives the name that was missing. */
+ * gives the name that was missing; a TPL_VAL_BIGINT its decimal text ('-' and digits). */
 TPL_API const char *tpl_val_as_str(tpl_val v, size_t *len);
 TPL_API bool tpl_val_is_markup(tpl_val v);        /* a markup-safe string */
 TPL_API size_t tpl_val_len(tpl_val v);            /* items of a list/tuple, entries of a map */

@@ -393,6 +393,64 @@ done:
     return rc;
 }
 
+/* An int past int64, exactly: its hex text (str() refuses more than 4,300 digits, hex does not). */
+static int big_val(render_ctx *c, PyObject *o, tpl_val *out)
+{
+    PyObject *h = PyNumber_ToBase(o, 16); /* '0x1f' or '-0x1f' */
+    if (!h) return -1;
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(h, &n);
+    int rc = -1;
+    if (u) {
+        bool neg = u[0] == '-';
+        char *t = PyMem_Malloc((size_t)n);
+        if (!t) PyErr_NoMemory();
+        else {
+            size_t k = 0;
+            if (neg) t[k++] = '-';
+            memcpy(t + k, u + neg + 2, (size_t)n - neg - 2);
+            k += (size_t)n - neg - 2;
+            rc = check(tpl_val_int_text(c->r, t, k, 16, out));
+            PyMem_Free(t);
+        }
+    }
+    Py_DECREF(h);
+    return rc;
+}
+
+/* A TPL_VAL_BIGINT as a Python int: int(text) refuses more than 4,300 digits (Python 3.11's
+ * limit), so it is built from pieces of at most 4,000 digits. */
+static PyObject *big_from_val(tpl_val v)
+{
+    size_t n;
+    const char *s = tpl_val_as_str(v, &n);
+    if (!s || !n) return PyLong_FromLong(0);
+    bool neg = s[0] == '-';
+    s += neg;
+    n -= neg;
+    char buf[4001];
+    PyObject *acc = PyLong_FromLong(0);
+    for (size_t i = 0; acc && i < n;) {
+        size_t k = n - i < 4000 ? n - i : 4000;
+        memcpy(buf, s + i, k);
+        buf[k] = 0;
+        i += k;
+        PyObject *part = PyLong_FromString(buf, NULL, 10), *ten = PyLong_FromLong(10), *ek = PyLong_FromSize_t(k);
+        PyObject *scale = ten && ek ? PyNumber_Power(ten, ek, Py_None) : NULL;
+        PyObject *m = scale ? PyNumber_Multiply(acc, scale) : NULL;
+        PyObject *sum = m && part ? PyNumber_Add(m, part) : NULL;
+        Py_XDECREF(part); Py_XDECREF(ten); Py_XDECREF(ek); Py_XDECREF(scale); Py_XDECREF(m);
+        Py_DECREF(acc);
+        acc = sum;
+    }
+    if (acc && neg) {
+        PyObject *x = PyNumber_Negative(acc);
+        Py_DECREF(acc);
+        acc = x;
+    }
+    return acc;
+}
+
 /* Python -> tpl_val: natively for the plain types, a host object otherwise. */
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
@@ -403,7 +461,7 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
     if (t == &PyLong_Type) {
         int ovf = 0;
         long long i = PyLong_AsLongLongAndOverflow(o, &ovf);
-        if (ovf) { PyErr_SetString(PyExc_OverflowError, "tpl: integers are 64-bit (int64); this one is larger"); return -1; }
+        if (ovf) return big_val(c, o, out);
         if (i == -1 && PyErr_Occurred()) return -1;
         *out = tpl_val_int(i);
         return 0;
@@ -450,6 +508,7 @@ static PyObject *from_val(render_ctx *c, tpl_val v)
     case TPL_VAL_NONE: case TPL_VAL_OTHER: Py_RETURN_NONE;
     case TPL_VAL_BOOL: return PyBool_FromLong(tpl_val_as_bool(v));
     case TPL_VAL_INT: return PyLong_FromLongLong(tpl_val_as_int(v));
+    case TPL_VAL_BIGINT: return big_from_val(v);
     case TPL_VAL_FLOAT: return PyFloat_FromDouble(tpl_val_as_float(v));
     case TPL_VAL_STR:
         s = tpl_val_as_str(v, &n);

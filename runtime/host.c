@@ -5,6 +5,7 @@
 #include <string.h>
 #include "vm_impl.h"
 #include "host.h"
+#include "bigint.h"
 
 static_assert(sizeof(tpl_val) == sizeof(tpl_value), "tpl_val is a tpl_value");
 
@@ -26,6 +27,23 @@ tpl_val tpl_val_none(void) { return to_val(tpl_v_none()); }
 tpl_val tpl_val_bool(bool b) { return to_val(tpl_v_bool(b)); }
 tpl_val tpl_val_int(int64_t i) { return to_val(tpl_v_int(i)); }
 tpl_val tpl_val_float(double d) { return to_val(tpl_v_float(d)); }
+
+tpl_status tpl_val_int_text(tpl_render *r, const char *s, size_t len, int base, tpl_val *out)
+{
+    if (!r || !out || (!s && len) || base < 2 || base > 36) return TPL_ERR_USAGE;
+    size_t d = len && (s[0] == '-' || s[0] == '+');
+    if (len == d) return TPL_ERR_VALUE;
+    for (size_t i = d; i < len; i++) {
+        char c = s[i];
+        int k = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'z' ? c - 'a' + 10 : c >= 'A' && c <= 'Z' ? c - 'A' + 10 : 99;
+        if (k >= base) return TPL_ERR_VALUE;
+    }
+    tpl_arena *a = val_arena(r);
+    tpl_value v;
+    if (!tpl_big_parse(a, s, len, base, &v)) return TPL_ERR_LIMIT; /* too large (or no memory) */
+    *out = to_val(v);
+    return TPL_OK;
+}
 
 /* Not UTF-8 (out of line: the hot borrowed path keeps no stack slot for *bad). */
 static bool __attribute__((noinline)) utf8_bad(const char *s, size_t len)
@@ -213,6 +231,7 @@ tpl_val_kind tpl_val_kind_of(tpl_val v)
     case TPL_T_LIST: return x.flags & TPL_F_TUPLE ? TPL_VAL_TUPLE : TPL_VAL_LIST;
     case TPL_T_MAP: return TPL_VAL_MAP;
     case TPL_T_HOST: return TPL_VAL_HOST;
+    case TPL_T_BIGINT: return TPL_VAL_BIGINT;
     default: return TPL_VAL_OTHER;
     }
 }
@@ -232,7 +251,7 @@ double tpl_val_as_float(tpl_val v)
 const char *tpl_val_as_str(tpl_val v, size_t *len)
 {
     tpl_value x = from_val(v);
-    bool s = x.type == TPL_T_STR || x.type == TPL_T_UNDEF;
+    bool s = x.type == TPL_T_STR || x.type == TPL_T_UNDEF || x.type == TPL_T_BIGINT;
     if (len) *len = s ? x.len : 0;
     return s ? (x.u.s ? x.u.s : "") : NULL;
 }

@@ -285,6 +285,8 @@ static void test_null_args(void)
           tpl_val_as_float(tpl_val_float(0.5)) == 0.5 && tpl_val_kind_of(hv) == TPL_VAL_NONE, "val scalars");
     CHECK(tpl_val_str(NULL, "x", 1, 0, &hv) == U && tpl_val_str(r, NULL, 1, 0, &hv) == U &&
           tpl_val_str(r, "x", 1, 0, NULL) == U, "val_str(NULL)");
+    CHECK(tpl_val_int_text(NULL, "1", 1, 10, &hv) == U && tpl_val_int_text(r, NULL, 1, 10, &hv) == U &&
+          tpl_val_int_text(r, "1", 1, 10, NULL) == U, "val_int_text(NULL)");
     CHECK(tpl_val_list(NULL, 0, 0, &hl) == U && tpl_val_list(r, 0, 0, NULL) == U, "val_list(NULL)");
     CHECK(tpl_val_map(NULL, 0, &hm) == U && tpl_val_map(r, 0, NULL) == U, "val_map(NULL)");
     CHECK(tpl_val_list_push(NULL, hv, hv) == U && tpl_val_list_push(r, hv, hv) == U, "val_list_push(NULL, non-list)");

@@ -566,9 +566,39 @@ static void built_at_once(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_val_int_text: integers of any size from a host (Python's and Ruby's ints), and their
+ * kind and text back (issue 14) */
+static void int_text(void)
+{
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_val st, v, w, small;
+    CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map(r, 2, &st) == TPL_OK, "state map");
+    CHECK(tpl_val_int_text(r, "-100000000000000000000000000000000", 34, 16, &v) == TPL_OK, "hex big int");
+    CHECK(tpl_val_kind_of(v) == TPL_VAL_BIGINT, "kind %d", (int)tpl_val_kind_of(v));
+    size_t n = 0;
+    const char *t = tpl_val_as_str(v, &n);
+    CHECK(t && n == 40 && memcmp(t, "-340282366920938463463374607431768211456", 40) == 0, "decimal text %.*s", (int)n, t);
+    CHECK(tpl_val_int_text(r, "+9223372036854775807", 20, 10, &small) == TPL_OK && tpl_val_kind_of(small) == TPL_VAL_INT &&
+          tpl_val_as_int(small) == INT64_MAX, "a value that fits is an int");
+    CHECK(tpl_val_int_text(r, "9223372036854775808", 19, 10, &w) == TPL_OK && tpl_val_kind_of(w) == TPL_VAL_BIGINT, "2**63");
+    CHECK(tpl_val_int_text(r, "12z", 3, 10, &w) == TPL_ERR_VALUE, "not a number");
+    CHECK(tpl_val_int_text(r, "-", 1, 10, &w) == TPL_ERR_VALUE, "a sign alone");
+    CHECK(tpl_val_int_text(r, "0x1f", 4, 16, &w) == TPL_ERR_VALUE, "no prefix");
+    CHECK(tpl_val_int_text(r, "1", 1, 37, &w) == TPL_ERR_USAGE, "base 37");
+    CHECK(tpl_val_int_text(NULL, "1", 1, 10, &w) == TPL_ERR_USAGE, "NULL r");
+    tpl_val_map_set(r, st, str(r, "v"), v);
+    tpl_val_map_set(r, st, str(r, "s"), small);
+    CHECK(tpl_render_set_state_val(r, st) == TPL_OK, "state");
+    expect(r, "{{ v }} {{ v + 1 }} {{ v // 2**64 }} {{ s + 1 }} {{ [v]|tojson }}",
+           "-340282366920938463463374607431768211456 -340282366920938463463374607431768211455 "
+           "-18446744073709551616 9223372036854775808 [-340282366920938463463374607431768211456]");
+    tpl_render_free(r);
+}
+
 int main(void)
 {
     built_at_once();
+    int_text();
     map_add_str();
     host_value_functions();
     environment_settings();

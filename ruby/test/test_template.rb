@@ -54,9 +54,19 @@ class TestTemplate < Minitest::Test
     assert_equal "312 [1, 2, 3] 12", t.render(xs: list)
   end
 
-  def test_large_integer_refused
+  def test_large_integers_cross_exactly
+    t = Tpl::Template.new("{{ n }} {{ n + 1 }} {{ m }}")
+    assert_equal "1180591620717411303424 1180591620717411303425 -9223372036854775809", t.render(n: 2**70, m: -2**63 - 1)
+    seen = []
+    f = ->(x) { seen << x; "" }
+    e = Tpl::ERB.new("<%= f.call(n * n) %><%= f.call(-k) %>", trim_mode: "-")
+    assert_equal "", e.result_with_hash(n: 2**70, k: 3**20000, f: f)
+    assert_equal [2**140, -3**20000], seen
+  end
+
+  def test_integer_past_limit_refused
     t = Tpl::Template.new("{{ n }}")
-    assert_raises(RangeError) { t.render(n: 2**70) }
+    assert_raises(NoMemoryError) { t.render(n: 2**(2**21)) } # past the 2**20-bit integer limit
   end
 
   def test_invalid_utf8_refused

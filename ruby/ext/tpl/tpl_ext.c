@@ -245,7 +245,12 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
     case T_TRUE: *out = tpl_val_bool(true); return 0;
     case T_FALSE: *out = tpl_val_bool(false); return 0;
     case T_FIXNUM: *out = tpl_val_int(FIX2LONG(o)); return 0;
-    case T_BIGNUM: *out = tpl_val_int(NUM2LL(o)); return 0; /* RangeError past int64 */
+    case T_BIGNUM: { /* past int64: exactly, from its hex text */
+        VALUE h = rb_funcall(o, rb_intern("to_s"), 1, INT2FIX(16));
+        checkst(tpl_val_int_text(c->r, RSTRING_PTR(h), (size_t)RSTRING_LEN(h), 16, out));
+        RB_GC_GUARD(h);
+        return 0;
+    }
     case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(o)); return 0;
     case T_STRING: return str_val(c, o, 0, out);
     case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
@@ -278,6 +283,9 @@ static VALUE from_val(tpl_val v)
     case TPL_VAL_NONE: case TPL_VAL_UNDEFINED: case TPL_VAL_OTHER: return Qnil;
     case TPL_VAL_BOOL: return tpl_val_as_bool(v) ? Qtrue : Qfalse;
     case TPL_VAL_INT: return LL2NUM(tpl_val_as_int(v));
+    case TPL_VAL_BIGINT:
+        s = tpl_val_as_str(v, &n);
+        return rb_str_to_inum(rb_utf8_str_new(s, (long)n), 10, 0);
     case TPL_VAL_FLOAT: return DBL2NUM(tpl_val_as_float(v));
     case TPL_VAL_STR:
         s = tpl_val_as_str(v, &n);
