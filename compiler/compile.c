@@ -112,6 +112,10 @@ struct tpl_comp {
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
     bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
     bool autoescape;         /* inside {% autoescape true %} */
+    /* names an `{% import ... as NAME %}` bound (up to 16): under autoescape, NAME.macro(...) is
+     * Markup, as Jinja2's Macro.__call__ makes it with the caller's eval context */
+    tpl_value import_names[16];
+    uint32_t nimport_names;
     tpl_value finalize;      /* tpl_options.finalize: the host filter every output goes through (a string), or undefined */
     bool no_context;         /* compiling an include without context: names are globals only */
     int include_depth;
@@ -1284,6 +1288,9 @@ static void expr(tpl_comp *c, tpl_node *n)
             c->cur_off = n->off;
             emit(c, TPL_OP_CALL_METHOD, add_name(c, fn->val), -argw_count(w));
             emit_raw(c, w);
+            if (c->autoescape && fn->a->kind == TPL_N_NAME && resolve(c, fn->a->val, &slot) != R_GLOBAL)
+                for (uint32_t i = 0; i < c->nimport_names; i++)
+                    if (c->import_names[i].len == fn->a->val.len && memcmp(c->import_names[i].u.s, fn->a->val.u.s, fn->a->val.len) == 0) { emit_markup(c); break; } /* module.macro() */
             return;
         }
         expr(c, fn);
@@ -2786,6 +2793,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
         t.off = n->off;
         t.val = n->val;
         store_target(c, &t);
+        if (c->nimport_names < 16) c->import_names[c->nimport_names++] = n->val;
         return;
     }
     /* from-import: store the values (pushed first to last) into their names */
