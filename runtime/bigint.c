@@ -264,7 +264,7 @@ int tpl_big_binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         mpz_fdiv_q(r, x, y);
         break;
     case TPL_OP_MOD:
-        if (mpz_sgn(y) == 0) { rc = tpl_vm_error(vm, TPL_ERR_TYPE, "integer division or modulo by zero"); break; }
+        if (mpz_sgn(y) == 0) { rc = tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer modulo by zero"); break; }
         mpz_fdiv_r(r, x, y);
         break;
     case TPL_OP_POW: {

@@ -977,7 +977,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return arith_error(vm, op == TPL_OP_DIV_RB ? "/" : "//", a, b);
     case TPL_OP_MOD:
         if (ints) {
-            if (b.u.i == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer division or modulo by zero");
+            if (b.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer modulo by zero");
             if (b.u.i == -1) { *out = tpl_v_int(0); return 0; }
             int64_t m = a.u.i % b.u.i;
             if (m != 0 && ((m < 0) != (b.u.i < 0))) m += b.u.i;

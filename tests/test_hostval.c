@@ -571,7 +571,7 @@ static void built_at_once(void)
 static void int_text(void)
 {
     tpl_render *r = tpl_render_new(NULL);
-    tpl_val st, v, w, small;
+    tpl_val st = tpl_val_none(), v = tpl_val_none(), w, small = tpl_val_none();
     CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map(r, 2, &st) == TPL_OK, "state map");
     CHECK(tpl_val_int_text(r, "-100000000000000000000000000000000", 34, 16, &v) == TPL_OK, "hex big int");
     CHECK(tpl_val_kind_of(v) == TPL_VAL_BIGINT, "kind %d", (int)tpl_val_kind_of(v));
