@@ -150,6 +150,7 @@ struct tpl_comp {
     struct tpl_facts *facts; /* a two-pass compile's whole-template facts (tpl_comp_facts_begin), or NULL */
     bool failed;
     bool nomem;             /* the error is out of memory (c_nomem) */
+    tpl_error_kind err_kind; /* the error's kind (TPL_EK_SYNTAX, or cfail's: TPL_EK_ASSERTION, ...) */
     uint32_t err_off;
     char msg[256];
 };
@@ -176,11 +177,13 @@ static int sop(const tpl_comp *c, int op)
 
 /* ------------------------------------------------------------------ errors */
 
-static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...)
+static void vcerror(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static void vcerror(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt, va_list ap)
 {
     if (c->failed) return;
     c->failed = true;
+    c->err_kind = kind;
     c->err_off = c->span_locked ? c->span_off : off;
     /* located at the include (or extends) statement: the message names where in the loaded
      * template, as a parse error there does */
@@ -192,9 +195,28 @@ static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...)
         int k = snprintf(c->msg, sizeof c->msg, "in '%.*s' at %u:%u: ", (int)f->name.len, f->name.u.s, line, col);
         at = k > 0 && (size_t)k < sizeof c->msg ? (size_t)k : 0;
     }
+    vsnprintf(c->msg + at, sizeof c->msg - at, fmt, ap);
+}
+
+/* A compile error: Jinja2's parser's TemplateSyntaxError (TPL_EK_SYNTAX), or a tpl restriction. */
+static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cerror(tpl_comp *c, uint32_t off, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->msg + at, sizeof c->msg - at, fmt, ap);
+    vcerror(c, TPL_EK_SYNTAX, off, fmt, ap);
+    va_end(ap);
+}
+
+/* A compile error of a finer kind: TPL_EK_ASSERTION where Jinja2's code generator (or its parser
+ * with exc=TemplateAssertionError) refuses the template, TPL_EK_TEMPLATE_NOT_FOUND for a missing
+ * template. */
+static void cfail(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void cfail(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcerror(c, kind, off, fmt, ap);
     va_end(ap);
 }
 
@@ -1083,7 +1105,7 @@ static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *wha
     const char *sug = tpl_builtin_suggest(kind, n->val.u.s, n->val.len);
     if (sug) snprintf(msg, sizeof msg, "No %s named '%.*s'. Did you mean '%s'?", what, (int)n->val.len, n->val.u.s, sug);
     else snprintf(msg, sizeof msg, "No %s named '%.*s'.", what, (int)n->val.len, n->val.u.s);
-    if (!c->soft) { cerror(c, n->off, "%s", msg); return; }
+    if (!c->soft) { cfail(c, TPL_EK_ASSERTION, n->off, "%s", msg); return; }
     c->cur_off = n->off;
     emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, strlen(msg))), 1);
 }
@@ -1495,7 +1517,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     size_t len = 0;
     char *raw = o->loader(o->loader_data, name.u.s, name.len, &len);
     if (!raw) {
-        if (!missing_ok) cerror(c, off, "template '%.*s' not found", (int)name.len, name.u.s);
+        if (!missing_ok) cfail(c, TPL_EK_TEMPLATE_NOT_FOUND, off, "template '%.*s' not found", (int)name.len, name.u.s);
         return NULL;
     }
     note_dependency(c, name, off);
@@ -1540,7 +1562,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     if (!ok) {
         if (pc.nomem) { c_nomem(c, off); return NULL; }
         tpl_offset_to_linecol(src, n, pc.err_off, &line, &col);
-        cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, pc.failed ? pc.msg : "syntax error");
+        cfail(c, tpl_pctx_kind(&pc), off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, pc.failed ? pc.msg : "syntax error");
         return NULL;
     }
     return pc.root;
@@ -1817,6 +1839,7 @@ typedef struct tpl_facts {
     bool open;               /* name_refs' *open for the template */
     bool loops;              /* the template has loops (else set_then_print never asks: no refs) */
     bool blk_failed, blk_nomem; /* the first collect_blocks error */
+    tpl_error_kind blk_kind;
     uint32_t blk_off;
     char blk_msg[256];
 } tpl_facts;
@@ -2076,7 +2099,7 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
         if (p->kind == TPL_N_KWARG) defaulted = true;
         else if (defaulted) { cerror(c, p->off, "non-default argument follows default argument"); break; }
         else if (name_eq(p->val, "caller", 6)) {
-            cerror(c, p->off, "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a default.");
+            cfail(c, TPL_EK_ASSERTION, p->off, "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a default.");
             break;
         }
         param_push(c, pl, p->val);
@@ -2338,6 +2361,7 @@ static void switch_body(void *c, tpl_node *n) { body(c, n); }
 static void stmt_if(tpl_comp *c, tpl_node *n)
 {
     bool soft = c->soft;
+    c->soft = true; /* Jinja2's visit_If: the whole chain, a constant condition's too */
     size_t mark = tpl_c_chain_begin(c);
     for (tpl_node *cur = n; cur && !c->failed;) {
         c->cur_off = cur->off;
@@ -2347,7 +2371,6 @@ static void stmt_if(tpl_comp *c, tpl_node *n)
             if (t) { body(c, cur->b); break; }
             next = cur->c;
         } else {
-            c->soft = true;
             if (!tpl_c_if_switch(c, cur, switch_expr, switch_body, c, &next)) {
                 expr(c, cur->a);
                 uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
@@ -2410,7 +2433,7 @@ static void stmt_for(tpl_comp *c, tpl_node *n)
         lp = for_stores_loop(n, 0);
         n->next = next;
     }
-    if (lp) { cerror(c, lp->off, "Can't assign to special loop variable in for-loop target"); return; }
+    if (lp) { cfail(c, TPL_EK_ASSERTION, lp->off, "Can't assign to special loop variable in for-loop target"); return; }
     if (!n->op) {
         expr(c, n->b);
         for_loop(c, n, -1);
@@ -2498,7 +2521,7 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index, bool re
                 b->name = n->val;
             } else if (b->ndefs && c->bdefs[b->last].tpl == tpl_index) {
                 /* as Jinja2's parser: a template names each block once */
-                cerror(c, n->off, "block '%.*s' defined twice", (int)n->val.len, n->val.u.s);
+                cfail(c, TPL_EK_ASSERTION, n->off, "block '%.*s' defined twice", (int)n->val.len, n->val.u.s);
                 return;
             }
             if (b->ndefs < TPL_MAX_INHERIT) {
@@ -2650,7 +2673,8 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (c->failed || !root) {
         tpl_arena_free(&ta);
         if (c->failed || (n->op & 1)) return; /* (ignore missing) */
-        cerror(c, n->off, "template '%.*s' not found", (int)names->val.len, names->val.u.s);
+        cfail(c, names->next ? TPL_EK_TEMPLATES_NOT_FOUND : TPL_EK_TEMPLATE_NOT_FOUND, n->off, "template '%.*s' not found",
+              (int)names->val.len, names->val.u.s);
         return;
     }
     if (c->include_depth >= 16) {
@@ -2699,7 +2723,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     if (n->kind != TPL_N_IMPORT)
         for (tpl_node *x = n->b; x; x = x->next)
             if (x->val.len && x->val.u.s[0] == '_') { /* Jinja2's parser refuses them */
-                cerror(c, x->off, "names starting with an underline can not be imported");
+                cfail(c, TPL_EK_ASSERTION, x->off, "names starting with an underline can not be imported");
                 return;
             }
     int src = -1, save_src = c->cur_src;
@@ -3147,7 +3171,7 @@ static void check_extends(tpl_comp *c, tpl_node *n, bool toplevel, bool *known, 
     for (; n && !c->failed; n = n->next) {
         switch (n->kind) {
         case TPL_N_EXTENDS:
-            if (!toplevel) { cerror(c, n->off, "cannot use extend from a non top-level scope"); return; }
+            if (!toplevel) { cfail(c, TPL_EK_ASSERTION, n->off, "cannot use extend from a non top-level scope"); return; }
             if (depth == 0 && !*known) { *known = true; break; }
             if (!*known) {
                 cerror(c, n->off, "extends inside if, before the template's own top-level extends, is not supported (tpl resolves the parent template at compile time)");
@@ -3344,6 +3368,7 @@ void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n)
     /* collect_blocks (its error, which comes before any other, kept apart) */
     if (!x->blk_failed) {
         bool failed = c->failed, nomem = c->nomem;
+        tpl_error_kind kind = c->err_kind;
         uint32_t off = c->err_off;
         char msg[sizeof c->msg];
         if (failed) memcpy(msg, c->msg, sizeof msg);
@@ -3352,11 +3377,13 @@ void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n)
         if (c->failed) {
             x->blk_failed = true;
             x->blk_nomem = c->nomem;
+            x->blk_kind = c->err_kind;
             x->blk_off = c->err_off;
             memcpy(x->blk_msg, c->msg, sizeof x->blk_msg);
         }
         c->failed = failed;
         c->nomem = nomem;
+        c->err_kind = kind;
         c->err_off = off;
         if (failed) memcpy(c->msg, msg, sizeof msg);
     }
@@ -3386,6 +3413,7 @@ bool tpl_comp_facts_end(tpl_comp *c)
     if (x->blk_failed) {
         c->failed = true;
         c->nomem = x->blk_nomem;
+        c->err_kind = x->blk_kind;
         c->err_off = x->blk_off;
         memcpy(c->msg, x->blk_msg, sizeof c->msg);
         return false;
@@ -3538,7 +3566,7 @@ bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg, tpl_erro
     if (!c->failed) return false;
     *off = c->err_off;
     *msg = c->msg;
-    *kind = c->nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX;
+    *kind = c->nomem ? TPL_EK_NOMEM : c->err_kind;
     return true;
 }
 
@@ -3577,6 +3605,14 @@ void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     cerror(c, off, "%s", buf);
+}
+
+void tpl_c_fail(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcerror(c, kind, off, fmt, ap);
+    va_end(ap);
 }
 
 bool tpl_c_lookup(tpl_comp *c, tpl_value name, uint32_t *slot) { return resolve(c, name, slot) == R_LOCAL; }

@@ -75,6 +75,8 @@ tpl_arena *tpl_c_arena(tpl_comp *c);                    /* compile-time arena */
 const tpl_options *tpl_c_options(const tpl_comp *c);
 bool tpl_c_failed(const tpl_comp *c);
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A compile error of a finer kind than TPL_EK_SYNTAX (include/tpl_errors.def), located at off. */
+void tpl_c_fail(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The compiler's one out-of-memory report, located at off (TPL_EK_NOMEM). */
 void tpl_c_nomem(tpl_comp *c, uint32_t off);
 /* The program's arena: constants built by a lowering (keyword-name tuples) live here. */

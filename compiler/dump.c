@@ -274,7 +274,7 @@ static tpl_status dump_source(const char *name, const char *src, size_t len, con
         } else if (emsg) {
             st = tpl_error_set_at(err, TPL_EK_SYNTAX, name, text, n, eoff, emsg);
         } else {
-            st = tpl_error_set_at(err, pc.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, name, text, n, pc.err_off,
+            st = tpl_error_set_at(err, tpl_pctx_kind(&pc), name, text, n, pc.err_off,
                                   pc.failed ? pc.msg : "syntax error");
         }
     } else if (d.out.failed) {

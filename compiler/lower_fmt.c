@@ -59,8 +59,8 @@ static bool lower_name(fmt_ctx *x, const char *s, size_t n, uint32_t off)
         bool ok;
         tpl_value idx = i ? key_value(x, s, i, off, &ok) : tpl_v_int(0);
         if (i && !ok) return false;
-        tpl_c_error(c, off, "Replacement index %lld out of range for positional args tuple (the prompt is "
-                    "formatted with keyword arguments only)", (long long)idx.u.i);
+        tpl_c_fail(c, TPL_EK_FORMAT_INDEX, off, "Replacement index %lld out of range for positional args tuple (the "
+                   "prompt is formatted with keyword arguments only)", (long long)idx.u.i);
         return false;
     }
     tpl_c_at(c, off);

@@ -146,7 +146,7 @@ static tpl_status lower_ast(tpl_program *p, tpl_pctx *pc, bool parsed, bool (*lo
                             tpl_error *err)
 {
     if (!parsed)
-        return compile_error(p, err, pc->src, pc->n, pc->err_off, pc->nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
+        return compile_error(p, err, pc->src, pc->n, pc->err_off, tpl_pctx_kind(pc),
                              pc->failed ? pc->msg : "syntax error");
     tpl_comp *c = tpl_comp_new(p, pc->arena, pc->src, pc->n);
     if (!c) return compile_error(p, err, pc->src, pc->n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
@@ -220,7 +220,7 @@ static tpl_status stream_finish(tpl_program *p, stream_state *st, bool parsed, t
     tpl_pctx *pc = st->pc;
     tpl_status rc = TPL_OK;
     if (!parsed) {
-        rc = compile_error(p, err, pc->src, pc->n, pc->err_off, pc->nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX,
+        rc = compile_error(p, err, pc->src, pc->n, pc->err_off, tpl_pctx_kind(pc),
                            pc->failed ? pc->msg : "syntax error");
         tpl_comp_finish(st->c);
     } else if (st->deep) {
@@ -379,7 +379,9 @@ static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len,
         uint32_t off;
         const char *msg;
         tpl_error_kind kind;
-        if (tpl_comp_error(c, &off, &msg, &kind)) st = compile_error(p, err, p->source, len, off, kind, msg);
+        /* str.format has no compile step: a format string it refuses is the ValueError it raises */
+        if (tpl_comp_error(c, &off, &msg, &kind))
+            st = compile_error(p, err, p->source, len, off, kind == TPL_EK_SYNTAX ? TPL_EK_FORMAT : kind, msg);
     }
     tpl_arena_free(&tmp);
     p->budget = p->arena.budget = NULL; /* the program outlives the compile */

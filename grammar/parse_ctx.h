@@ -4,6 +4,7 @@
 
 #include "lex.h"
 #include "ast.h"
+#include "../include/tpl.h"
 
 typedef struct tpl_pctx {
     tpl_arena *arena;     /* AST nodes and literal strings */
@@ -12,6 +13,7 @@ typedef struct tpl_pctx {
     tpl_node *root;       /* the TEMPLATE node once parsing succeeded */
     bool failed;
     bool nomem;         /* the error is out of memory (tpl_pctx_nomem) */
+    bool assertion;     /* the error is Jinja2's TemplateAssertionError (tpl_pctx_assert) */
     uint32_t err_off;
     char msg[320];
     uint32_t cur_off;     /* offset of the token being parsed */
@@ -42,6 +44,10 @@ bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, const char *src, bool *loops);
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A parse error Jinja2's parser raises as TemplateAssertionError (its exc= argument). */
+void tpl_pctx_assert(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The kind of c's error: TPL_EK_NOMEM, TPL_EK_ASSERTION or TPL_EK_SYNTAX. */
+tpl_error_kind tpl_pctx_kind(const tpl_pctx *c);
 /* The parser's one out-of-memory report: tpl_pctx_error with the error model's message, nomem set. */
 void tpl_pctx_nomem(tpl_pctx *c, uint32_t off);
 

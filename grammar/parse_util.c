@@ -23,6 +23,23 @@ void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
     va_end(ap);
 }
 
+void tpl_pctx_assert(tpl_pctx *c, uint32_t off, const char *fmt, ...)
+{
+    if (c->failed) return;
+    c->failed = true;
+    c->assertion = true;
+    c->err_off = off;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    va_end(ap);
+}
+
+tpl_error_kind tpl_pctx_kind(const tpl_pctx *c)
+{
+    return c->nomem ? TPL_EK_NOMEM : c->assertion ? TPL_EK_ASSERTION : TPL_EK_SYNTAX;
+}
+
 void tpl_pctx_nomem(tpl_pctx *c, uint32_t off)
 {
     if (c->failed) return;
@@ -251,7 +268,7 @@ tpl_node *tpl_p_trans(tpl_pctx *c, uint32_t off, tpl_node *context, tpl_node *he
         if (!nv && comma) { tpl_pctx_error(c, h->off, "expected token 'name', got ','"); return &c->dummy; }
         for (size_t i = 0; i < nv; i++)
             if (vlen[i] == h->val.len && memcmp(vname[i], h->val.u.s, vlen[i]) == 0) {
-                tpl_pctx_error(c, h->off, "translatable variable '%.*s' defined twice.", (int)h->val.len, h->val.u.s);
+                tpl_pctx_assert(c, h->off, "translatable variable '%.*s' defined twice.", (int)h->val.len, h->val.u.s);
                 return &c->dummy;
             }
         tpl_node *var;
@@ -291,7 +308,7 @@ tpl_node *tpl_p_trans(tpl_pctx *c, uint32_t off, tpl_node *context, tpl_node *he
             size_t i = 0;
             while (i < nv && !(vlen[i] == pn.len && memcmp(vname[i], pn.u.s, pn.len) == 0)) i++;
             if (i == nv) {
-                tpl_pctx_error(c, plural_part->a->off, "unknown variable '%.*s' for pluralization", (int)pn.len, pn.u.s);
+                tpl_pctx_assert(c, plural_part->a->off, "unknown variable '%.*s' for pluralization", (int)pn.len, pn.u.s);
                 return &c->dummy;
             }
             plural_expr = vexpr[i];

@@ -730,7 +730,9 @@ typedef struct tpl_diagnostic {
 /* The errors p defers to render time, in code order: Jinja2 compiles an unknown filter or test
  * in a branch, and a few other mistakes, into code that raises only when it runs (its "soft"
  * errors), so the compiled program carries them; a render that reaches one fails with that
- * status (TPL_ERR_SYNTAX) and message. `tplc lint` reports them without rendering. Stores up to
+ * status and message: Jinja2's TemplateRuntimeError (TPL_ERR_RAISED, kind TPL_EK_RUNTIME), or
+ * for ERB the class Ruby raises, named at the message's end (TPL_EK_ATTRIBUTE for
+ * "(NoMethodError)", TPL_EK_UNDEFINED for "(NameError)"). `tplc lint` reports them without rendering. Stores up to
  * cap entries into out (NULL: only counts) and returns the total count (0 for a NULL p). */
 TPL_API size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic *out, size_t cap);
 

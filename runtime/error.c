@@ -37,6 +37,30 @@ tpl_error_kind tpl_status_kind(tpl_status status)
 
 const char *tpl_error_kind_format(tpl_error_kind kind) { return is_kind(kind) ? kinds[kind].fmt : ""; }
 
+tpl_error_kind tpl_error_kind_of_exception(tpl_syntax syntax, const char *name, size_t n)
+{
+    for (unsigned k = 1; k < TPL_EK__COUNT; k++) {
+        const char *e = syntax == TPL_SYNTAX_ERB ? kinds[k].rb : kinds[k].py;
+        if (n && strlen(e) == n && memcmp(e, name, n) == 0) return (tpl_error_kind)k;
+    }
+    return TPL_EK_NONE;
+}
+
+tpl_error_kind tpl_error_kind_of_message(tpl_syntax syntax, const char *msg, size_t n, tpl_error_kind dflt)
+{
+    if (syntax != TPL_SYNTAX_ERB || n < 4 || msg[n - 1] != ')') return dflt;
+    size_t b = n - 1;
+    while (b > 0 && msg[b - 1] != '(' && msg[b - 1] != ' ') b--;
+    if (b < 2 || msg[b - 1] != '(' || msg[b - 2] != ' ') return dflt;
+    tpl_error_kind k = tpl_error_kind_of_exception(syntax, msg + b, n - 1 - b);
+    return k != TPL_EK_NONE ? k : dflt;
+}
+
+tpl_error_kind tpl_fail_kind(tpl_syntax syntax, const char *msg, size_t n)
+{
+    return tpl_error_kind_of_message(syntax, msg, n, TPL_EK_RUNTIME);
+}
+
 static char *dupstr(const char *s)
 {
     if (!s) return NULL;

@@ -9,6 +9,20 @@
  * unsigned long long. */
 const char *tpl_error_kind_format(tpl_error_kind kind);
 
+/* The first kind whose exception for `syntax` (tpl_error_exception) is name[0..n), or
+ * TPL_EK_NONE. */
+tpl_error_kind tpl_error_kind_of_exception(tpl_syntax syntax, const char *name, size_t n);
+/* The kind an error message of `syntax` names: tpl's ERB messages end with the class Ruby
+ * raises, as Ruby prints it ("key not found: :b (KeyError)"), and that class's kind (the first
+ * tpl_errors.def row whose Ruby exception it is) is the error's; dflt for any other message. */
+tpl_error_kind tpl_error_kind_of_message(tpl_syntax syntax, const char *msg, size_t n, tpl_error_kind dflt);
+/* The kind of the error a FAIL instruction raises with message msg[0..n) in a program of
+ * `syntax`: an ERB message ends with the class Ruby raises, as Ruby prints it ("undefined
+ * method `f' for main:Object (NoMethodError)"), whose kind it is; any other (Jinja's unknown
+ * filter or test in a branch, required block, extended twice) is Jinja2's
+ * TemplateRuntimeError, TPL_EK_RUNTIME. */
+tpl_error_kind tpl_fail_kind(tpl_syntax syntax, const char *msg, size_t n);
+
 /* Fill err (when not NULL; its previous strings are released) and return the kind's status.
  * Strings are malloc'd copies, released by tpl_error_clear.
  * _at: located at byte offset off of src[0..n) (line, column, source line; src NULL gives 1:1

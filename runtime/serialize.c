@@ -1082,8 +1082,10 @@ size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic *out, si
         if (op == TPL_OP_FAIL && a < p->nconsts && p->consts[a].type == TPL_T_STR) {
             if (k < cap) {
                 tpl_diagnostic *d = &out[k];
-                *d = (tpl_diagnostic){ .severity = TPL_SEVERITY_ERROR, .status = TPL_ERR_SYNTAX, .file = p->name,
+                *d = (tpl_diagnostic){ .severity = TPL_SEVERITY_ERROR, .file = p->name,
                                        .message = p->consts[a].u.s, .message_len = p->consts[a].len };
+                d->status = tpl_error_kind_status(
+                    tpl_fail_kind((tpl_syntax)p->opts.syntax, p->consts[a].u.s, p->consts[a].len));
                 tpl_program_span(p, (uint32_t)pc, &d->line, &d->column);
             }
             k++;

@@ -17,6 +17,9 @@ static int vm_verror(tpl_vm *vm, tpl_error_kind kind, const char *fmt, va_list a
 {
     if (vm->err.status != TPL_OK) return -1; /* keep the first error */
     vsnprintf(vm->err_msg, sizeof vm->err_msg, fmt, ap);
+    /* an ERB message names Ruby's class at its end: that class's kind, unless a limit */
+    if (tpl_error_kind_status(kind) != TPL_ERR_LIMIT && kind != TPL_EK_NOMEM)
+        kind = tpl_error_kind_of_message((tpl_syntax)tpl_vm_syntax(vm), vm->err_msg, strlen(vm->err_msg), kind);
     vm->err.status = tpl_error_kind_status(kind);
     vm->err.kind = kind;
     vm->err.message = vm->err_msg;
@@ -1574,7 +1577,7 @@ int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs
     if (vm->nhost_funcs && host_bound(vm, TPL_HOST_FILTER, name))
         return tpl_vm_host_call(vm, TPL_HOST_FILTER, name, args, nargs, NULL, NULL, 0, out);
     int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_FILTER, name.u.s, name.len) : -1;
-    if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No filter named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
+    if (id < 0) return tpl_vm_fail(vm, TPL_EK_RUNTIME, "No filter named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
 }
 
@@ -1583,7 +1586,7 @@ int tpl_call_test_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, 
     if (vm->nhost_funcs && host_bound(vm, TPL_HOST_TEST, name))
         return tpl_vm_host_call(vm, TPL_HOST_TEST, name, args, nargs, NULL, NULL, 0, out);
     int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_TEST, name.u.s, name.len) : -1;
-    if (id < 0) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "No test named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
+    if (id < 0) return tpl_vm_fail(vm, TPL_EK_RUNTIME, "No test named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
 }
 
@@ -2020,7 +2023,7 @@ top:
         sp -= 2;
         if (ns.type != TPL_T_MAP || !(ns.flags & TPL_F_NS)) {
             if (ns.type == TPL_T_UNDEF) { tpl_stdlib.undefined_error(vm, ns); goto fail; }
-            tpl_vm_error(vm, TPL_ERR_TYPE, "Cannot assign attribute on non-namespace object");
+            tpl_vm_fail(vm, TPL_EK_RUNTIME, "Cannot assign attribute on non-namespace object");
             goto fail;
         }
         if (!tpl_map_set(&vm->arena, ns.u.map, names[a].s, val)) { oom(vm); goto fail; }
@@ -2427,7 +2430,8 @@ top:
         NEXT(0);
     }
     CASE(FAIL) {
-        tpl_vm_error(vm, TPL_ERR_SYNTAX, "%.*s", (int)consts[a].len, consts[a].u.s);
+        tpl_vm_fail(vm, tpl_fail_kind((tpl_syntax)tpl_vm_syntax(vm), consts[a].u.s, consts[a].len), "%.*s", (int)consts[a].len,
+                    consts[a].u.s);
         goto fail;
     }
     CASE(ESCAPE) {

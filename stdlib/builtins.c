@@ -332,6 +332,16 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
         if (a[i].type == TPL_T_UNSET)
             missing[nmissing++] = i;
     }
+    if (nmissing && tpl_builtin_table[id].kind >= TPL_BK_RKERNEL) {
+        /* Ruby: too few arguments is the same ArgumentError as too many */
+        int self = tpl_builtin_table[id].kind != TPL_BK_RKERNEL;
+        int req = sig.nrequired < npositional ? sig.nrequired : npositional;
+        if (req == npositional || sig.varargs >= 0)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected %d%s) (ArgumentError)",
+                                npos - self, req - self, sig.varargs >= 0 ? "+" : "");
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)",
+                            npos - self, req - self, npositional - self);
+    }
     if (nmissing) {
         char buf[256];
         size_t used = 0;

@@ -270,7 +270,7 @@ static void test_null_args(void)
         CHECK(tpl_compile("soft.j2", soft, sizeof soft - 1, NULL, &sp, &serr) == TPL_OK, "compile soft error");
         tpl_diagnostic d[2] = { { 0 } };
         CHECK(tpl_program_deferred_errors(sp, d, 2) == 1 && d[0].severity == TPL_SEVERITY_ERROR &&
-              d[0].status == TPL_ERR_SYNTAX && d[0].line == 2 && d[0].column == 18 &&
+              d[0].status == TPL_ERR_RAISED && d[0].line == 2 && d[0].column == 18 &&
               d[0].message_len > 0 && strstr(d[0].file, "soft.j2") && memmem(d[0].message, d[0].message_len, "nope", 4),
               "program_deferred_errors finds the unknown filter");
         tpl_program_free(sp);
@@ -553,6 +553,18 @@ static void test_error_kinds(void)
           "fuel: limit kind fuel");
     CHECK(render_kind("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", 0, &st) == TPL_EK_DEPTH && st == TPL_ERR_LIMIT,
           "recursion: depth");
+    CHECK(render_kind("{{ 1|nosuch }}", 0, &st) == TPL_EK_ASSERTION && st == TPL_ERR_SYNTAX,
+          "unknown filter: TemplateAssertionError, SYNTAX");
+    CHECK(render_kind("{% if true %}{{ 1|nosuch }}{% endif %}", 0, &st) == TPL_EK_RUNTIME && st == TPL_ERR_RAISED,
+          "unknown filter in a branch: TemplateRuntimeError when it runs");
+    CHECK(render_kind("{% set d = {} %}{% set d.x = 1 %}", 0, &st) == TPL_EK_RUNTIME, "set on a non-namespace: runtime");
+    CHECK(render_kind("{{ '{0}{1}'.format(1) }}", 0, &st) == TPL_EK_INDEX && st == TPL_ERR_VALUE, "format index: IndexError");
+    CHECK(render_kind("{{ '%(a)s' % {} }}", 0, &st) == TPL_EK_KEY, "percent key: KeyError");
+    CHECK(render_kind("{{ 5 % 0 }}", 0, &st) == TPL_EK_ZERO_DIVISION, "5 %% 0: ZeroDivisionError");
+    CHECK(strcmp(tpl_error_exception(TPL_EK_ATTRIBUTE, TPL_SYNTAX_ERB), "NoMethodError") == 0 &&
+          strcmp(tpl_error_exception(TPL_EK_ATTRIBUTE, TPL_SYNTAX_JINJA), "AttributeError") == 0 &&
+          strcmp(tpl_error_exception(TPL_EK_TEMPLATE_NOT_FOUND, TPL_SYNTAX_JINJA), "TemplateNotFound") == 0,
+          "new kinds' exceptions");
     CHECK(strcmp(tpl_error_kind_name(TPL_EK_ZERO_DIVISION), "zero_division") == 0, "kind name");
     CHECK(strcmp(tpl_error_exception(TPL_EK_ZERO_DIVISION, TPL_SYNTAX_JINJA), "ZeroDivisionError") == 0 &&
           strcmp(tpl_error_exception(TPL_EK_UNDEFINED, TPL_SYNTAX_ERB), "NameError") == 0 &&

@@ -330,7 +330,7 @@ static void erb_section(void)
 
     /* without a self: unknown names and receiver-less calls fail as before; @x reads the state */
     expect_erb(r, "<%= who %>", false, "ERR:2:1:undefined local variable or method `who' for main:Object (NameError)");
-    expect_erb(r, "<%= helper(1) %>", true, "ERR:1:1:undefined method `helper' for main:Object (NoMethodError)");
+    expect_erb(r, "<%= helper(1) %>", true, "ERR:3:1:undefined method `helper' for main:Object (NoMethodError)");
     expect_erb(r, "<%= @x %>", true, "state x");
 
     /* with a self: bare names, receiver-less calls and @ivars go to it; state names win */
@@ -341,7 +341,7 @@ static void erb_section(void)
     expect_erb(r, "<%= who %>", true, "ERR:2:1:undefined local variable or method `who' for main:Object (NameError)");
     expect_erb(r, "<%= nothing(1) %>", true, "ERR:3:1:undefined method `nothing' for #<RbObj Main>:RbObj (NoMethodError)");
     /* compiled without erb_self, a receiver-less unknown call stays a compile-time NoMethodError */
-    expect_erb(r, "<%= greet('x') %>", false, "ERR:1:1:undefined method `greet' for main:Object (NoMethodError)");
+    expect_erb(r, "<%= greet('x') %>", false, "ERR:3:1:undefined method `greet' for main:Object (NoMethodError)");
     CHECK(tpl_render_reset_state(r) == TPL_OK, "reset drops self");
     expect_erb(r, "<%= @note.inspect %>", true, "nil");
     tpl_render_free(r);

@@ -111,7 +111,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "list indices must be integers or slices, not str");
             tpl_value *v = tpl_map_get(args.u.map, key);
             if (!v)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "'%.*s'", (int)key.len, key.u.s);
+                return tpl_vm_fail(vm, TPL_EK_KEY, "'%.*s'", (int)key.len, key.u.s);
             arg = *v;
             have_key = true;
         }

@@ -32,7 +32,7 @@ static int resolve_field(tpl_vm *vm, fmt_state *st, const char *s, size_t n, tpl
                                 "cannot switch from manual field specification to automatic field numbering");
         int idx = st->auto_idx++;
         if (idx >= st->nargs)
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "Replacement index %d out of range for positional args tuple", idx);
+            return tpl_vm_fail(vm, TPL_EK_INDEX, "Replacement index %d out of range for positional args tuple", idx);
         obj = st->args[idx];
     } else {
         bool digits = true;
@@ -47,13 +47,13 @@ static int resolve_field(tpl_vm *vm, fmt_state *st, const char *s, size_t n, tpl
             for (size_t k = 0; k < i && idx < 100000000; k++)
                 idx = idx * 10 + (s[k] - '0');
             if (idx >= st->nargs)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "Replacement index %lld out of range for positional args tuple",
+                return tpl_vm_fail(vm, TPL_EK_INDEX, "Replacement index %lld out of range for positional args tuple",
                                     (long long)idx);
             obj = st->args[idx];
         } else {
             tpl_value *v = st->kwargs ? tpl_map_get(st->kwargs, tpl_v_str(s, i)) : NULL;
             if (!v)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "'%.*s'", (int)i, s);
+                return tpl_vm_fail(vm, TPL_EK_KEY, "'%.*s'", (int)i, s);
             obj = *v;
         }
     }
@@ -72,7 +72,7 @@ static int resolve_field(tpl_vm *vm, fmt_state *st, const char *s, size_t n, tpl
             /* Plain Python getattr outside the sandbox: no item fallback. */
             if (!tpl_vm_hf(vm) && (obj.type == TPL_T_UNDEF ||
                                    (prev.type == TPL_T_MAP && !(prev.flags & TPL_F_NS) && obj.type != TPL_T_FUNC)))
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute '%.*s'",
+                return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute '%.*s'",
                                     tpl_type_name(vm, prev), (int)(i - j), s + j);
         } else if (s[i] == '[') {
             size_t j = ++i;
@@ -97,12 +97,12 @@ static int resolve_field(tpl_vm *vm, fmt_state *st, const char *s, size_t n, tpl
                     tpl_sb kb;
                     tpl_sb_init(&kb, AR(vm));
                     tpl_py_repr(&kb, key);
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s", (int)kb.len, kb.p ? kb.p : "");
+                    return tpl_vm_fail(vm, TPL_EK_KEY, "%.*s", (int)kb.len, kb.p ? kb.p : "");
                 }
                 if (prev.type == TPL_T_LIST || prev.type == TPL_T_STR)
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, key.type == TPL_T_STR
-                                        ? "%s indices must be integers or slices, not str" : "%s index out of range",
-                                        prev.type == TPL_T_STR ? "string" : tpl_type_name(vm, prev));
+                    return tpl_vm_fail(vm, key.type == TPL_T_STR ? TPL_EK_TYPE : TPL_EK_INDEX, key.type == TPL_T_STR
+                                       ? "%s indices must be integers or slices, not str" : "%s index out of range",
+                                       prev.type == TPL_T_STR ? "string" : tpl_type_name(vm, prev));
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, prev));
             }
         } else {

@@ -539,7 +539,7 @@ int f_dictsort(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (v.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, v);
     if (v.type != TPL_T_MAP || (v.flags & TPL_F_NS))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'items'", tpl_type_name(vm, v));
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'items'", tpl_type_name(vm, v));
     int cs = tpl_arg_truthy(vm, a[1], false);
     if (cs < 0)
         return -1;
@@ -548,7 +548,7 @@ int f_dictsort(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_value by = a[2];
         if (by.type == TPL_T_STR && by.len == 3 && memcmp(by.u.s, "key", 3) == 0) pos = 0;
         else if (by.type == TPL_T_STR && by.len == 5 && memcmp(by.u.s, "value", 5) == 0) pos = 1;
-        else return tpl_vm_error(vm, TPL_ERR_VALUE, "You can only sort by either \"key\" or \"value\"");
+        else return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "You can only sort by either \"key\" or \"value\"");
     }
     int rev = tpl_arg_truthy(vm, a[3], false);
     if (rev < 0)
@@ -1658,7 +1658,7 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (m.type == TPL_T_STR && m.len == 6 && memcmp(m.u.s, "common", 6) == 0) method = 0;
         else if (m.type == TPL_T_STR && m.len == 4 && memcmp(m.u.s, "ceil", 4) == 0) method = 1;
         else if (m.type == TPL_T_STR && m.len == 5 && memcmp(m.u.s, "floor", 5) == 0) method = 2;
-        else return tpl_vm_error(vm, TPL_ERR_VALUE, "method must be common, ceil or floor");
+        else return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "method must be common, ceil or floor");
     }
     if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &prec) < 0)
         return -1;
@@ -2112,7 +2112,7 @@ int f_xmlattr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (d.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, d);
     if (d.type != TPL_T_MAP || (d.flags & TPL_F_NS))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'items'", tpl_type_name(vm, d));
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'items'", tpl_type_name(vm, d));
     int autospace = tpl_arg_truthy(vm, a[1], true);
     if (autospace < 0)
         return -1;
@@ -2877,7 +2877,7 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (s.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, s);
     if (s.type != TPL_T_STR)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'splitlines'", tpl_type_name(vm, s));
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'splitlines'", tpl_type_name(vm, s));
     int64_t width = 79;
     if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &width) < 0)
         return -1;

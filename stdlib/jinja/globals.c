@@ -149,14 +149,14 @@ int g_raise_exception(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value m;
     if (tpl_to_str(vm, a[0], &m) < 0)
         return -1;
-    return tpl_vm_error(vm, TPL_ERR_RAISED, "%.*s", (int)m.len, m.u.s);
+    return tpl_vm_fail(vm, TPL_EK_TEMPLATE, "%.*s", (int)m.len, m.u.s);
 }
 
 /* A mutating list/dict method called: tpl values are immutable (as transformers' sandbox). */
 int g_unsafe_method(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     (void)out;
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s", (int)a[0].len, a[0].u.s);
+    return tpl_vm_fail(vm, TPL_EK_SECURITY, "%.*s", (int)a[0].len, a[0].u.s);
 }
 
 /* datetime.now().strftime(fmt) (naive local time), or the UTC time of SOURCE_DATE_EPOCH when
@@ -343,7 +343,7 @@ int g_cycler(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_SYNTAX, "cycler() is not supported yet");
     tpl_list *items = a[0].u.list;
     if (items->len == 0)
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "at least one item has to be provided");
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "at least one item has to be provided");
     tpl_map *m = tpl_map_new(tpl_vm_arena(vm), 6);
     if (!m)
         return OOM();

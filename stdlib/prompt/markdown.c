@@ -72,7 +72,7 @@ static int get_or(tpl_vm *vm, tpl_value d, const char *k, tpl_value dflt, tpl_va
 {
     if (d.type != TPL_T_MAP) {
         if (d.type == TPL_T_UNDEF) return tpl_undefined_error(vm, d);
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'get'", tpl_type_name(vm, d));
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'get'", tpl_type_name(vm, d));
     }
     bool found;
     tpl_value v = map_get(d, k, &found);
@@ -84,7 +84,7 @@ static int need_str(tpl_vm *vm, tpl_value v, const char *what)
 {
     if (v.type == TPL_T_STR) return 0;
     if (v.type == TPL_T_UNDEF) return tpl_undefined_error(vm, v);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute '%s'", tpl_type_name(vm, v), what);
+    return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute '%s'", tpl_type_name(vm, v), what);
 }
 
 /* Binds the keyword arguments of a `**kwargs` dict to the named parameters of fname (the
@@ -484,7 +484,7 @@ static int line_numbered(tpl_vm *vm, tpl_value content, tpl_value start, tpl_val
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, window));
         }
         if (window.u.list->len < 2)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s index out of range", window.flags & TPL_F_TUPLE ? "tuple" : "list");
+            return tpl_vm_fail(vm, TPL_EK_INDEX, "%s index out of range", window.flags & TPL_F_TUPLE ? "tuple" : "list");
         if (slice_bound(vm, window.u.list->items[0], rows->len, 0, &lo) < 0 ||
             slice_bound(vm, window.u.list->items[1], rows->len, rows->len, &hi) < 0)
             return -1;
@@ -772,7 +772,7 @@ static int bullet_dict(tpl_vm *vm, tpl_value d, tpl_value bullet, tpl_value sche
 {
     if (d.type != TPL_T_MAP) {
         if (d.type == TPL_T_UNDEF) return tpl_undefined_error(vm, d);
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object has no attribute 'items'", tpl_type_name(vm, d));
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'items'", tpl_type_name(vm, d));
     }
     tpl_value bs;
     if (bullet_arg(vm, bullet, &bs) < 0) return -1;
@@ -854,7 +854,7 @@ static int md_section(tpl_vm *vm, tpl_sb *b, tpl_value title, tpl_value level, t
             }
             bool found;
             tpl_value st = map_get(s, "title", &found);
-            if (!found) return tpl_vm_error(vm, TPL_ERR_VALUE, "KeyError: 'title'");
+            if (!found) return tpl_vm_fail(vm, TPL_EK_KEY, "KeyError: 'title'");
             tpl_value sc = map_get(s, "content", NULL), ss = map_get(s, "sections", NULL), se = map_get(s, "end", NULL);
             tpl_sb_putc(&o, '\n');
             if (md_section(vm, &o, st, next, opt_none(sc), opt_none(ss), opt_none(se), depth + 1) < 0) return -1;
@@ -1123,7 +1123,7 @@ int h_fast_prompt_section(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_sb b;
         tpl_sb_init(&b, AR(vm));
         for (uint32_t i = 0; i < exl->len; i++) {
-            if (!ex[i].ok) return tpl_vm_error(vm, TPL_ERR_TYPE, "an example must be a dict (AgentHeaven: None has no to_str)");
+            if (!ex[i].ok) return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "an example must be a dict (AgentHeaven: None has no to_str)");
             char tag[32];
             int n = snprintf(tag, sizeof tag, "example_%u", i + 1);
             tpl_value text;
@@ -1168,10 +1168,10 @@ int h_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (elicit.type == TPL_T_STR) {
         size_t n = elicit.len;
         if (n != 4 || memcmp(elicit.u.s, "none", 4) != 0)
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "tr(): unsupported elicit value '%.*s' (only \"none\" is supported)",
+            return tpl_vm_fail(vm, tpl_vm_syntax(vm) == TPL_SYN_ERB ? TPL_EK_VALUE : TPL_EK_TYPE, "tr(): unsupported elicit value '%.*s' (only \"none\" is supported)",
                                 (int)(n > 200 ? 200 : n), elicit.u.s);
     } else if (elicit.type != TPL_T_UNSET) {
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "tr(): unsupported elicit value of type %s (only \"none\" is supported)",
+        return tpl_vm_fail(vm, tpl_vm_syntax(vm) == TPL_SYN_ERB ? TPL_EK_VALUE : TPL_EK_TYPE, "tr(): unsupported elicit value of type %s (only \"none\" is supported)",
                             tpl_type_name(vm, elicit));
     }
     if (text.type != TPL_T_STR) {

@@ -860,7 +860,7 @@ int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         tpl_sb b;
         tpl_sb_init(&b, tpl_vm_arena(vm));
         tpl_py_repr(&b, key);
-        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "KeyError: %.*s", (int)b.len, b.p ? b.p : "");
+        return tpl_vm_fail(vm, TPL_EK_KEY, "KeyError: %.*s", (int)b.len, b.p ? b.p : "");
     }
     case TPL_T_MAP: {
         tpl_value *v = tpl_map_get(obj.u.map, key);
@@ -868,7 +868,7 @@ int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         tpl_sb b;
         tpl_sb_init(&b, tpl_vm_arena(vm));
         tpl_py_repr(&b, key);
-        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "KeyError: %.*s", (int)b.len, b.p ? b.p : "");
+        return tpl_vm_fail(vm, TPL_EK_KEY, "KeyError: %.*s", (int)b.len, b.p ? b.p : "");
     }
     case TPL_T_LIST:
     case TPL_T_STR: {
@@ -880,13 +880,13 @@ int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         int64_t i = key.u.i;
         if (obj.type == TPL_T_LIST) {
             if (i < 0 || i >= (int64_t)obj.u.list->len)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "IndexError: %s index out of range", what);
+                return tpl_vm_fail(vm, TPL_EK_INDEX, "IndexError: %s index out of range", what);
             *out = obj.u.list->items[i];
             return 0;
         }
         size_t ncp = tpl_utf8_len(obj.u.s, obj.len);
         if (i < 0 || (uint64_t)i >= ncp)
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "IndexError: string index out of range");
+            return tpl_vm_fail(vm, TPL_EK_INDEX, "IndexError: string index out of range");
         size_t b0 = tpl_utf8_offset(obj.u.s, obj.len, (size_t)i);
         size_t b1 = b0;
         tpl_utf8_next(obj.u.s, obj.len, &b1);
@@ -913,7 +913,7 @@ int tpl_fmt_attr(tpl_vm *vm, tpl_value obj, tpl_value name, tpl_value *out)
         int rc = tpl_hobj_attr(vm, obj, name.u.s, name.len, out);
         if (rc <= 0) return rc;
     }
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "AttributeError: '%s' object has no attribute '%.*s'",
+    return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "AttributeError: '%s' object has no attribute '%.*s'",
                         tpl_type_name(vm, obj), (int)name.len, name.u.s);
 }
 
