@@ -2082,6 +2082,20 @@ static void param_push(tpl_comp *c, tpl_list *l, tpl_value name)
     if (!l || !s || !tpl_list_push(&c->p->arena, l, tpl_v_str(s, name.len))) c_nomem(c, c->cur_off);
 }
 
+/* Whether the list at n loads the name `caller` outside blocks (Jinja2's find_undeclared over a
+ * macro's body: only then must a `caller` parameter have a default). */
+static bool loads_caller(const tpl_node *n)
+{
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_BLOCK) continue;
+        if (n->kind == TPL_N_NAME && name_eq(n->val, "caller", 6)) return true;
+        if (loads_caller(n->a) || loads_caller(n->b) || loads_caller(n->c) || loads_caller(tpl_node_d(n)) ||
+            loads_caller(tpl_node_has_de(n->kind) ? n->e : NULL))
+            return true;
+    }
+    return false;
+}
+
 /* Compiles a macro (or a call block's caller) and pushes its closure. params: NAME or KWARG
  * (with a default) nodes. */
 static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_node *fbody, uint32_t off)
@@ -2098,7 +2112,7 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
         /* Jinja2's parse_signature and macro_body */
         if (p->kind == TPL_N_KWARG) defaulted = true;
         else if (defaulted) { cerror(c, p->off, "non-default argument follows default argument"); break; }
-        else if (name_eq(p->val, "caller", 6)) {
+        else if (name_eq(p->val, "caller", 6) && loads_caller(fbody)) {
             cfail(c, TPL_EK_ASSERTION, p->off, "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a default.");
             break;
         }

@@ -21,7 +21,8 @@ except ImportError:  # the build tree: _tpl beside the package (PYTHONPATH=build
 
 __version__ = _tpl.version
 __all__ = ["Template", "TemplateError", "TemplateSyntaxError", "UndefinedError", "TemplateRuntimeError",
-           "LimitError", "CorruptError", "Limits"]
+           "LimitError", "CorruptError", "Limits", "TemplateAssertionError", "TemplateNotFound", "TemplatesNotFound",
+           "FilterArgumentError", "SecurityError"]
 
 
 class TemplateError(Exception):
@@ -66,14 +67,50 @@ class CorruptError(TemplateError):
     """A .tplb failed verification (status 67)."""
 
 
+# Jinja2's own classes for the finer kinds (include/tpl_errors.def, tpl_error_exception), each a
+# subclass of the status class it had before, so `except tpl.TemplateSyntaxError` still catches
+# an assertion error or a missing template.
+class TemplateAssertionError(TemplateSyntaxError):
+    """Jinja2's code generator refuses the template (unknown filter or test, block defined twice,
+    extends not at the top level, ...): a TemplateSyntaxError, as in Jinja2."""
+
+    exception = "TemplateAssertionError"
+
+
+class TemplateNotFound(TemplateSyntaxError, LookupError):
+    """An include, import or extends names a template the loader does not have (status 1)."""
+
+    exception = "TemplateNotFound"
+
+
+class TemplatesNotFound(TemplateNotFound):
+    """None of the templates an include lists exists."""
+
+    exception = "TemplatesNotFound"
+
+
+class FilterArgumentError(TemplateRuntimeError):
+    """A filter got an argument value it refuses (dictsort's by=, round's method=)."""
+
+    exception = "FilterArgumentError"
+
+
+class SecurityError(TemplateRuntimeError):
+    """A mutating method called (tpl values are immutable, as in Jinja2's sandbox)."""
+
+    exception = "SecurityError"
+
+
 _STATUS = {1: TemplateSyntaxError, 2: UndefinedError, 4: LimitError, 67: CorruptError}
+_JINJA = {c.exception: c for c in (TemplateAssertionError, TemplateNotFound, TemplatesNotFound, FilterArgumentError,
+                                   SecurityError)}
 
 # Render errors of the kinds Jinja2 reports as Python's own exceptions (include/tpl_errors.def,
 # tpl_error_exception) are also instances of that exception: `except TypeError` catches a
 # template's type error as it does with Jinja2, `except tpl.TemplateError` still catches it.
 _BUILTIN = {}
 for _name in ("TypeError", "ZeroDivisionError", "OverflowError", "ValueError", "RecursionError", "MemoryError",
-              "OSError"):
+              "OSError", "KeyError", "IndexError", "AttributeError", "StopIteration"):
     _BUILTIN[_name] = type("Template" + _name, (TemplateRuntimeError, getattr(_builtins, _name)),
                            {"__module__": __name__, "exception": _name,
                             "__doc__": "A render error Jinja2 raises as %s." % _name})
@@ -84,7 +121,7 @@ del _name
 
 def _raise(err):
     status, message, name, line, column, source_line, formatted, exception = err
-    cls = _STATUS.get(status) or _BUILTIN.get(exception, TemplateRuntimeError)
+    cls = _JINJA.get(exception) or _STATUS.get(status) or _BUILTIN.get(exception, TemplateRuntimeError)
     e = cls(message, name, line or None, column or None, source_line, status, formatted)
     if exception and not cls.exception:
         e.exception = exception

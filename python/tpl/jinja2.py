@@ -57,7 +57,7 @@ def _extension_option(e):
 
 _BUILTIN_ERRORS = {n: getattr(__import__("builtins"), n) for n in
                    ("TypeError", "ZeroDivisionError", "OverflowError", "ValueError", "RecursionError", "MemoryError",
-                    "OSError")}
+                    "OSError", "KeyError", "IndexError", "AttributeError", "StopIteration", "RuntimeError")}
 
 class TemplateError(Exception):
     def __init__(self, message=None):
@@ -512,7 +512,11 @@ class Environment:
         except _tpl.TemplateSyntaxError as e:
             if e.message and e.message.startswith("template '") and e.message.endswith("' not found"):
                 raise TemplateNotFound(e.message[10:-11]) from None
-            err = TemplateSyntaxError(e.message, e.lineno, name, filename)
+            builtin = _BUILTIN_ERRORS.get(e.exception)
+            if builtin is not None:  # a format string str.format refuses (ValueError, IndexError)
+                raise builtin(e.message) from None
+            cls = TemplateAssertionError if e.exception == "TemplateAssertionError" else TemplateSyntaxError
+            err = cls(e.message, e.lineno, name, filename)
             err.source = source
             err.translated = True  # as Jinja2 raises it from the environment: str() is the message
             raise err from None
@@ -590,7 +594,9 @@ class Template:
             builtin = _BUILTIN_ERRORS.get(e.exception)
             if builtin is not None:
                 raise builtin(e.message) from None
-            raise TemplateRuntimeError(e.message) from None
+            own = {"TemplateError": TemplateError, "SecurityError": SecurityError,
+                   "FilterArgumentError": FilterArgumentError}.get(e.exception, TemplateRuntimeError)
+            raise own(e.message) from None
 
     def generate(self, *args, **kwargs):
         yield self.render(*args, **kwargs)

@@ -360,3 +360,25 @@ def test_big_ints_cross_exactly():
     seen = []
     tpl.Template("{{ f(k) }}{{ f(-k * 2) }}").render(k=huge, f=lambda x: seen.append(x) or "")
     assert seen == [huge, -huge * 2]
+
+
+def test_error_kind_classes():
+    # issue 16: the kind's exception (include/tpl_errors.def), a subclass of the status's class
+    with pytest.raises(tpl.TemplateAssertionError) as e:
+        tpl.Template("{{ 1|nosuch }}")
+    assert isinstance(e.value, tpl.TemplateSyntaxError)
+    with pytest.raises(tpl.TemplateRuntimeError) as e:
+        tpl.Template("{% if true %}{{ 1|nosuch }}{% endif %}").render()
+    assert e.value.exception == "TemplateRuntimeError"
+    with pytest.raises(KeyError) as e:
+        tpl.Template("{{ '%(a)s' % {} }}").render()
+    assert isinstance(e.value, tpl.TemplateRuntimeError)
+    with pytest.raises(IndexError):
+        tpl.Template("{{ '{0}{1}'.format(1) }}").render()
+    with pytest.raises(AttributeError):
+        tpl.Template("<%= nil.upcase %>", syntax="erb").render()
+    with pytest.raises(tpl.FilterArgumentError):
+        tpl.Template("{{ {'a': 1}|dictsort(by='x') }}").render()
+    with pytest.raises(tpl.TemplateNotFound) as e:
+        tpl.Template("{% include 'nope.html' %}", loader=lambda name: None)
+    assert isinstance(e.value, tpl.TemplateSyntaxError) and isinstance(e.value, LookupError)
