@@ -25,6 +25,9 @@ module Tpl
   # with the source line and a caret). The message is the formatted text.
   class Error < StandardError
     attr_reader :status, :file, :line, :column, :source_line, :formatted, :reason
+    # The exception Ruby raises for this error's kind ("NoMethodError", "KeyError", ...; "" for
+    # tpl's own: limits, API and file errors) — include/tpl_errors.def, tpl_error_exception.
+    attr_accessor :exception_name
 
     def initialize(message = nil, status: 0, file: nil, line: nil, column: nil, source_line: nil, formatted: nil)
       super(formatted && !formatted.empty? ? formatted.chomp : message)
@@ -38,10 +41,14 @@ module Tpl
     end
 
     # Builds the exception for a tpl_error record (called by the extension).
-    def self.from_tpl(status, message, file, line, column, source_line, formatted)
+    def self.from_tpl(status, message, file, line, column, source_line, formatted, exception = "")
       cls = STATUS.fetch(status, Error)
-      cls.new(message, status: status, file: file, line: line.zero? ? nil : line,
-                       column: column.zero? ? nil : column, source_line: source_line, formatted: formatted)
+      fine = EXCEPTIONS[exception]
+      cls = fine if fine && fine < cls
+      e = cls.new(message, status: status, file: file, line: line.zero? ? nil : line,
+                           column: column.zero? ? nil : column, source_line: source_line, formatted: formatted)
+      e.exception_name = exception
+      e
     end
   end
 
@@ -55,6 +62,22 @@ module Tpl
   class UsageError < Error; end      # bad API use (64)
   class IOError < Error; end         # a file (65)
   class CorruptError < Error; end    # a .tplb failed verification (67)
+
+  # Ruby's classes for the finer kinds (issue 16), each under the class of its status, so a
+  # rescue of the status class still catches it.
+  class NoMethodError < TypeError; end       # undefined method (Ruby's NoMethodError)
+  class ZeroDivisionError < TypeError; end   # 1 / 0
+  class FrozenError < TypeError; end         # a frozen String modified
+  class RangeError < TypeError; end          # a number out of range (RangeError)
+  class FloatDomainError < RangeError; end   # NaN or Infinity to an Integer
+  class ArgumentError < ValueError; end      # wrong argument count or value
+  class IndexError < ValueError; end         # an index out of range (fetch, ...)
+  class KeyError < IndexError; end           # Hash#fetch of a missing key
+  class StopIteration < IndexError; end      # an iteration past its end
+  class RegexpError < ValueError; end        # a bad regular expression
+
+  Error::EXCEPTIONS = %w[NoMethodError ZeroDivisionError FrozenError RangeError FloatDomainError ArgumentError
+                         IndexError KeyError StopIteration RegexpError].to_h { |n| [n, const_get(n)] }.freeze
 
   Error::STATUS = { 1 => SyntaxError, 2 => NameError, 3 => TypeError, 4 => LimitError, 5 => RaisedError,
                     6 => ValueError, 7 => StateError, 64 => UsageError, 65 => IOError, 66 => Error,
@@ -83,9 +106,9 @@ module Tpl
     # name -> String or nil (include/import/extends); options: trim_blocks, lstrip_blocks,
     # keep_trailing_newline, strict, tidy, lang (the program's bound language).
     def initialize(src, syntax: :jinja, profile: nil, name: nil, loader: nil, **options)
-      code = SYNTAXES[syntax.to_sym] or raise ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
+      code = SYNTAXES[syntax.to_sym] or raise ::ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
       bad = options.keys - COMPILE_OPTIONS
-      raise ArgumentError, "unknown option#{bad.size > 1 ? 's' : ''} #{bad.map(&:inspect).join(', ')}" unless bad.empty?
+      raise ::ArgumentError, "unknown option#{bad.size > 1 ? 's' : ''} #{bad.map(&:inspect).join(', ')}" unless bad.empty?
       loader = loader.method(:call) if loader && !loader.respond_to?(:call)
       _compile(src.to_str, name&.to_s || "<template>", code, profile&.to_s, options.empty? ? nil : options, loader)
       freeze
@@ -94,7 +117,7 @@ module Tpl
     # Compiles a file; the syntax comes from its extension unless given.
     def self.from_file(path, syntax: nil, name: nil, **kw)
       path = path.to_s
-      syntax ||= EXTENSIONS[File.extname(path)] or raise ArgumentError, "cannot tell the syntax of #{path}: pass syntax:"
+      syntax ||= EXTENSIONS[File.extname(path)] or raise ::ArgumentError, "cannot tell the syntax of #{path}: pass syntax:"
       new(File.read(path, encoding: "UTF-8"), syntax: syntax, name: name || path, **kw)
     end
 
@@ -127,7 +150,7 @@ module Tpl
 
     def initialize(src, trim_mode: nil, eoutvar: "_erbout", filename: nil)
       unless trim_mode == "-"
-        raise ArgumentError, "Tpl::ERB supports trim_mode \"-\" only, not #{trim_mode.inspect}"
+        raise ::ArgumentError, "Tpl::ERB supports trim_mode \"-\" only, not #{trim_mode.inspect}"
       end
       @src = src
       @filename = filename
@@ -186,7 +209,7 @@ module Tpl
 
     # Compiles src and stores it as the next version of name; returns the new row.
     def create(name, src, syntax: :fmt, profile: nil, tr_keys: [], lang: nil)
-      code = SYNTAXES[syntax.to_sym] or raise ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
+      code = SYNTAXES[syntax.to_sym] or raise ::ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
       _create(name.to_s, src.to_str, code, profile&.to_s, Array(tr_keys), lang&.to_s)
     end
 
@@ -209,7 +232,7 @@ module Tpl
     # The rows of a prompt's own and bound dictionaries (lookup order), or of dicts:.
     def tr_list(name = nil, lang: nil, dicts: nil)
       unless dicts
-        raise ArgumentError, "give a prompt name or dicts:" unless name
+        raise ::ArgumentError, "give a prompt name or dicts:" unless name
         row = get(name.to_s)
         dicts = [row[:name]] + row[:dicts]
       end
@@ -221,7 +244,7 @@ module Tpl
 
     def po_export(path, lang:, name: nil, dicts: nil)
       unless dicts
-        raise ArgumentError, "give name: or dicts:" unless name
+        raise ::ArgumentError, "give name: or dicts:" unless name
         row = get(name.to_s)
         dicts = [row[:name]] + row[:dicts]
       end
@@ -295,7 +318,7 @@ module Tpl
       # given stays.
       def set(**kw)
         bad = kw.keys - %i[channel medium claimed resumed facts]
-        raise ArgumentError, "unknown keyword#{bad.size > 1 ? 's' : ''}: #{bad.map(&:inspect).join(', ')}" unless bad.empty?
+        raise ::ArgumentError, "unknown keyword#{bad.size > 1 ? 's' : ''}: #{bad.map(&:inspect).join(', ')}" unless bad.empty?
         @call ||= { channel: nil, medium: nil, claimed: nil, resumed: false }
         @call.merge!(kw.slice(:channel, :medium, :claimed, :resumed))
         _set(@call[:channel]&.to_s, @call[:medium]&.to_s, @call[:claimed]&.to_s, @call[:resumed]) unless (kw.keys - [:facts]).empty?

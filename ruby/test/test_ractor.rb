@@ -36,8 +36,8 @@ class TestRactor < Minitest::Test
     r = Ractor.new(t) do |tm|
       tm.render(n: 0)
     rescue Tpl::Error => e
-      [e.class.name, e.line]
+      [e.class.name, e.is_a?(Tpl::TypeError), e.line]
     end
-    assert_equal ["Tpl::TypeError", 1], r.take
+    assert_equal ["Tpl::ZeroDivisionError", true, 1], r.take
   end
 end

@@ -109,6 +109,19 @@ class TestTemplate < Minitest::Test
     assert_equal 4, e.status
   end
 
+  def test_error_kind_classes
+    # issue 16: Ruby's class for the error's kind, under the class of its status
+    t = Tpl::Template.new("<%= nil.upcase %>", syntax: :erb)
+    e = assert_raises(Tpl::NoMethodError) { t.render({}) }
+    assert_kind_of Tpl::TypeError, e
+    assert_equal "NoMethodError", e.exception_name
+    e = assert_raises(Tpl::KeyError) { Tpl::Template.new("<%= {a: 1}.fetch(:b) %>", syntax: :erb).render({}) }
+    assert_kind_of Tpl::ValueError, e
+    assert_raises(Tpl::ZeroDivisionError) { Tpl::Template.new("<%= 1 / 0 %>", syntax: :erb).render({}) }
+    assert_raises(Tpl::ArgumentError) { Tpl::Template.new("<%= 'a'.center %>", syntax: :erb).render({}) }
+    assert_raises(Tpl::SyntaxError) { Tpl::Template.new("{{ 1|nosuch }}") }
+  end
+
   def test_callback_exception_reraised_with_location
     boom = Class.new { def name = raise(KeyError, "no name here") }.new
     t = Tpl::Template.new("ok\n  {{ p.name }}", name: "t.jinja")

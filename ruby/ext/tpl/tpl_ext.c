@@ -127,14 +127,15 @@ static tpl_status checkst(tpl_status st)
 static void raise_tpl(const tpl_error *e)
 {
     char *f = tpl_error_format(e);
-    VALUE args[7] = {
+    VALUE args[8] = {
         INT2NUM((int)e->status), rb_utf8_str_new_cstr(e->message ? e->message : ""),
         e->file ? rb_utf8_str_new_cstr(e->file) : Qnil, UINT2NUM(e->line), UINT2NUM(e->column),
         e->source_line ? rb_utf8_str_new_cstr(e->source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+        rb_utf8_str_new_cstr(tpl_error_exception(e->kind ? e->kind : tpl_status_kind(e->status), TPL_SYNTAX_ERB)),
     };
     free(f);
     VALUE ecls = rb_const_get(mod_tpl(), rb_intern("Error"));
-    VALUE exc = rb_funcallv(ecls, rb_intern("from_tpl"), 7, args);
+    VALUE exc = rb_funcallv(ecls, rb_intern("from_tpl"), 8, args);
     rb_exc_raise(exc);
 }
 
@@ -799,14 +800,15 @@ static VALUE tmpl_compile(VALUE self, VALUE src, VALUE name, VALUE syntax, VALUE
         tpl_error e = err;
         /* raise_tpl copies the strings before the record is cleared */
         char *f = tpl_error_format(&e);
-        VALUE args[7] = {
+        VALUE args[8] = {
             INT2NUM((int)e.status), rb_utf8_str_new_cstr(e.message ? e.message : ""),
             e.file ? rb_utf8_str_new_cstr(e.file) : Qnil, UINT2NUM(e.line), UINT2NUM(e.column),
             e.source_line ? rb_utf8_str_new_cstr(e.source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+            rb_utf8_str_new_cstr(tpl_error_exception(e.kind ? e.kind : tpl_status_kind(e.status), TPL_SYNTAX_ERB)),
         };
         free(f);
         tpl_error_clear(&err);
-        VALUE exc = rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args);
+        VALUE exc = rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 8, args);
         rb_exc_raise(exc);
     }
     set_program(self, p);
@@ -824,14 +826,15 @@ static VALUE tmpl_load(VALUE self, VALUE data, VALUE name)
     RB_GC_GUARD(data);
     if (st != TPL_OK) {
         char *f = tpl_error_format(&err);
-        VALUE args[7] = {
+        VALUE args[8] = {
             INT2NUM((int)err.status), rb_utf8_str_new_cstr(err.message ? err.message : ""),
             err.file ? rb_utf8_str_new_cstr(err.file) : Qnil, UINT2NUM(err.line), UINT2NUM(err.column),
             err.source_line ? rb_utf8_str_new_cstr(err.source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+            rb_utf8_str_new_cstr(tpl_error_exception(err.kind ? err.kind : tpl_status_kind(err.status), TPL_SYNTAX_ERB)),
         };
         free(f);
         tpl_error_clear(&err);
-        rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args));
+        rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 8, args));
     }
     set_program(self, p);
     return self;
@@ -1393,14 +1396,15 @@ static void store_template_error(tpl_store *s, tpl_store_status st, tpl_error *e
     if (st == TPL_STORE_TEMPLATE && err->message) {
         tpl_error e = *err;
         char *f = tpl_error_format(&e);
-        VALUE args[7] = {
+        VALUE args[8] = {
             INT2NUM((int)e.status), rb_utf8_str_new_cstr(e.message ? e.message : ""),
             e.file ? rb_utf8_str_new_cstr(e.file) : Qnil, UINT2NUM(e.line), UINT2NUM(e.column),
             e.source_line ? rb_utf8_str_new_cstr(e.source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+            rb_utf8_str_new_cstr(tpl_error_exception(e.kind ? e.kind : tpl_status_kind(e.status), TPL_SYNTAX_ERB)),
         };
         free(f);
         tpl_error_clear(err);
-        rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args));
+        rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 8, args));
     }
     tpl_error_clear(err);
     store_raise(s, st);
@@ -1650,14 +1654,15 @@ static tpl_page *get_page(VALUE self)
 static void raise_err_record(tpl_error *e, bool clear)
 {
     char *f = tpl_error_format(e);
-    VALUE args[7] = {
+    VALUE args[8] = {
         INT2NUM((int)e->status), rb_utf8_str_new_cstr(e->message ? e->message : ""),
         e->file ? rb_utf8_str_new_cstr(e->file) : Qnil, UINT2NUM(e->line), UINT2NUM(e->column),
         e->source_line ? rb_utf8_str_new_cstr(e->source_line) : Qnil, rb_utf8_str_new_cstr(f ? f : ""),
+        rb_utf8_str_new_cstr(tpl_error_exception(e->kind ? e->kind : tpl_status_kind(e->status), TPL_SYNTAX_ERB)),
     };
     free(f);
     if (clear) tpl_error_clear(e);
-    rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 7, args));
+    rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 8, args));
 }
 
 /* _load_dir(dir) */
