@@ -63,11 +63,33 @@ typedef enum tpl_status {
     TPL_ERR_CORRUPT = 67,   /* a .tplb failed verification */
 } tpl_status;
 
-/* What went wrong, finer than the status: one row of include/tpl_errors.def each (TPL_EK_NONE
- * for no error; TPL_EK_SYNTAX, TPL_EK_UNDEFINED, TPL_EK_TYPE, TPL_EK_ZERO_DIVISION,
- * TPL_EK_OVERFLOW, TPL_EK_FUEL, TPL_EK_DEPTH, TPL_EK_OUTPUT_LIMIT, TPL_EK_MEMORY_LIMIT,
- * TPL_EK_COMPILE_MEMORY_LIMIT, TPL_EK_NOMEM, ...). Every kind has one status; a status's default
- * kind (TPL_EK_LIMIT for a limit tpl has no finer kind for, ...) is tpl_status_kind(status). */
+/* What went wrong, finer than the status: one row of include/tpl_errors.def each, named for the
+ * class the reference engine raises (tests/error_kinds.txt pins it against the oracle):
+ *   TPL_EK_NONE                 no error
+ *   TPL_EK_SYNTAX               TemplateSyntaxError / SyntaxError: does not parse, or tpl refuses it
+ *   TPL_EK_ASSERTION            TemplateAssertionError (status SYNTAX): Jinja2's code generator
+ *                               refuses it (unknown filter or test, block defined twice, ...)
+ *   TPL_EK_TEMPLATE_NOT_FOUND,  TemplateNotFound, TemplatesNotFound (status SYNTAX): include,
+ *   TPL_EK_TEMPLATES_NOT_FOUND  import or extends of a template the loader does not have
+ *   TPL_EK_FORMAT, _INDEX       ValueError, IndexError (status SYNTAX): a format string str.format refuses
+ *   TPL_EK_UNDEFINED            UndefinedError / NameError
+ *   TPL_EK_TYPE                 TypeError; TPL_EK_ZERO_DIVISION ZeroDivisionError; TPL_EK_OVERFLOW
+ *                               OverflowError / RangeError; TPL_EK_ATTRIBUTE AttributeError /
+ *                               NoMethodError; TPL_EK_FROZEN FrozenError (status TYPE)
+ *   TPL_EK_VALUE                ValueError / ArgumentError; TPL_EK_KEY KeyError; TPL_EK_INDEX
+ *                               IndexError; TPL_EK_REGEXP RegexpError; TPL_EK_FLOAT_DOMAIN
+ *                               FloatDomainError; TPL_EK_STOP_ITERATION StopIteration;
+ *                               TPL_EK_FILTER_ARGUMENT FilterArgumentError (status VALUE)
+ *   TPL_EK_RAISED               raise_exception() or a host function failed; TPL_EK_RUNTIME
+ *                               TemplateRuntimeError (a required block, extends twice, an unknown
+ *                               filter reached at render time); TPL_EK_RUNTIME_ERROR RuntimeError;
+ *                               TPL_EK_SECURITY SecurityError; TPL_EK_TEMPLATE TemplateError
+ *                               (status RAISED)
+ *   TPL_EK_LIMIT, _FUEL, _DEPTH, _OUTPUT_LIMIT, _MEMORY_LIMIT, _COMPILE_MEMORY_LIMIT
+ *                               a limit reached (status LIMIT; the message names the limit)
+ *   TPL_EK_STATE, _USAGE, _IO, _NOMEM, _CORRUPT   the statuses of the same names
+ * Every kind has one status; a status's default kind (TPL_EK_LIMIT for a limit tpl has no finer
+ * kind for, ...) is tpl_status_kind(status). New kinds are appended (the values are ABI). */
 typedef enum tpl_error_kind {
 #define TPL_ERROR_KIND(id, status, name, py, rb, fmt) TPL_EK_##id,
 #include "tpl_errors.def"
