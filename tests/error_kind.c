@@ -37,7 +37,9 @@ static char *read_file(const char *path, size_t *len)
 static char *load(void *data, const char *name, size_t name_len, size_t *len)
 {
     const char *dir = data;
-    if (name_len == 0 || memchr(name, 0, name_len) || strstr(name, "..")) return NULL;
+    if (name_len == 0 || memchr(name, 0, name_len)) return NULL;
+    for (size_t i = 0; i + 1 < name_len; i++)
+        if (name[i] == '.' && name[i + 1] == '.') return NULL;
     size_t dl = strlen(dir);
     char *path = malloc(dl + name_len + 2);
     if (!path) return NULL;
