@@ -12,26 +12,29 @@
 #include "../runtime/vm.h"
 #include "../runtime/bigint.h"
 
-void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
+/* The parser's first error wins: later ones are dropped. */
+static void pctx_fail(tpl_pctx *c, uint32_t off, bool assertion, const char *fmt, va_list ap)
 {
     if (c->failed) return;
     c->failed = true;
+    c->assertion = assertion;
     c->err_off = off;
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+}
+
+void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    pctx_fail(c, off, false, fmt, ap);
     va_end(ap);
 }
 
 void tpl_pctx_assert(tpl_pctx *c, uint32_t off, const char *fmt, ...)
 {
-    if (c->failed) return;
-    c->failed = true;
-    c->assertion = true;
-    c->err_off = off;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    pctx_fail(c, off, true, fmt, ap);
     va_end(ap);
 }
 
