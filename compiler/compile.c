@@ -2992,7 +2992,9 @@ static void stmt(tpl_comp *c, tpl_node *n)
         call->b = tpl_node_append(call->b, kw);
         expr(c, call);
         c->cur_off = n->off;
-        if (c->autoescape) emit(c, TPL_OP_ESCAPE, 0, 0);
+        /* Jinja2 writes the result as it is: never escaped, a str or an error */
+        emit(c, TPL_OP_FILTER, (uint32_t)TPL_B_FILTER_call_result, 0);
+        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
     }

@@ -2701,6 +2701,18 @@ int m_markup_striptags(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return f_striptags(vm, &s, out);
 }
 
+/* A {% call %} block's output: the callee's result as it is when it is a str (or Markup), else
+ * the TypeError of Jinja2's "".join over the render's pieces ("sequence item N: expected str
+ * instance, dict found"; the piece index N is not tracked, the message says the rest). */
+int f_call_result(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_vtype t = tpl_value_vtype(a[0], tpl_vm_strict(vm));
+    if (t != TPL_VT_STR && t != TPL_VT_MARKUP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "expected str instance, %s found", tpl_type_name(vm, a[0]));
+    *out = a[0];
+    return 0;
+}
+
 /* Markup.__html__(): the markup itself. */
 int m_markup_html(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -2887,7 +2899,7 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value ws = tpl_v_str("\n", 1);
     if (tpl_given(a[3]) && a[3].type != TPL_T_NONE) {
         if (a[3].type != TPL_T_STR)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "sequence item 0: expected str instance, %s found",
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "expected str instance, %s found",
                                 tpl_type_name(vm, a[3]));
         ws = a[3];
     }
