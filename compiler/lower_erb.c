@@ -42,6 +42,13 @@ static void defined_(erb_low *L, tpl_node *e, int depth);
 
 static bool name_is(tpl_value v, const char *s) { return v.len == strlen(s) && memcmp(v.u.s, s, v.len) == 0; }
 
+/* An index assignment's target: `r[k]` (GETITEM) or `r[i, n]` / `r[range]` with its indexes as call
+ * arguments (an RMETHOD "[]" with a receiver: grammar/erb_parse.y target()). */
+static bool is_index(const tpl_node *n)
+{
+    return n && (n->kind == TPL_N_GETITEM || (n->kind == TPL_N_RMETHOD && n->a && name_is(n->val, "[]")));
+}
+
 static void load_local(erb_low *L, uint32_t slot, tpl_value name)
 {
     tpl_c_emit(C, TPL_OP_LOAD_SLOT, slot, 1);
@@ -104,8 +111,8 @@ static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, con
     for (; n && depth < 200; n = n->next) {
         if (n->kind == TPL_N_RBLOCK) continue;   /* a nested block has its own locals */
         if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
-        if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_GETITEM) { /* h[k] = v stores h back */
-            const tpl_node *r = n->a;
+        if (n->kind == TPL_N_SET && is_index(n->a)) { /* h[k] = v stores h back */
+            const tpl_node *r = n->a->a;
             while (r->kind == TPL_N_GETITEM) r = r->a;
             if (r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
         }
@@ -537,11 +544,17 @@ static void index_store(erb_low *L, tpl_node *g, uint32_t off)
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
     expr(L, r);
-    expr(L, g->b);
+    uint32_t nidx = 1;
+    if (g->kind == TPL_N_GETITEM) {
+        expr(L, g->b);
+    } else {   /* r[i, n] = v, r[range] = v */
+        nidx = 0;
+        for (tpl_node *x = g->b; x; x = x->next, nidx++) expr(L, x->a);
+    }
     load_local(L, tmp, S("(value)"));
     tpl_c_at(C, off);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("[]=")), -2);
-    tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("[]=")), -(int)(nidx + 1));
+    tpl_c_word(C, TPL_ARGW(nidx + 1, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
     if (!store) tpl_c_emit(C, TPL_OP_POP, 0, -1);
     else if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
@@ -885,7 +898,7 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_SET:
         expr(L, n->b);
         tpl_c_emit(C, TPL_OP_DUP, 0, 1);
-        if (n->a->kind == TPL_N_GETITEM) index_store(L, n->a, n->off);
+        if (is_index(n->a)) index_store(L, n->a, n->off);
         else store_var(L, n->a->val, n->off);
         return;
     case TPL_N_TEXT:
@@ -1009,6 +1022,12 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         if (e->a && e->a->kind == TPL_N_GETITEM) {
             parts[n++] = e->a->a;
             parts[n++] = e->a->b;
+            defined_all(L, parts, n, "method", depth);
+            return;
+        }
+        if (is_index(e->a)) {
+            parts[n++] = e->a->a;
+            for (tpl_node *x = e->a->b; x && n < 64; x = x->next) parts[n++] = x->a;
             defined_all(L, parts, n, "method", depth);
             return;
         }
@@ -1232,7 +1251,7 @@ static void stmt(erb_low *L, tpl_node *n)
         return;
     case TPL_N_SET:
         expr(L, n->b);
-        if (n->a->kind == TPL_N_GETITEM) index_store(L, n->a, n->off);
+        if (is_index(n->a)) index_store(L, n->a, n->off);
         else store_var(L, n->a->val, n->off);
         return;
     case TPL_N_RMETHOD:

@@ -62,16 +62,20 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
     n->val = v;
     return n;
 }
-/* An assignment target: a local, an @ivar or an index `r[k]` (index assignment: the lowering stores
+/* An assignment target: a local, an @ivar or an index `r[k]`, `r[i, n]` (index assignment: the lowering stores
  * the changed array or hash back into the variable at the root of r); anything else is refused. */
 static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op) {
     if (lhs->kind == TPL_N_RIVAR && lhs->val.len && lhs->val.u.s[0] == '$')
         tpl_pctx_error(ctx, lhs->off, "Can't set variable %.*s", (int)lhs->val.len, lhs->val.u.s);
     if (lhs->kind == TPL_N_NAME || lhs->kind == TPL_N_RIVAR) return lhs;
     if (lhs->kind == TPL_N_GETITEM) return lhs;
-    if (lhs->kind == TPL_N_RMETHOD && lhs->a && lhs->val.len == 2 && memcmp(lhs->val.u.s, "[]", 2) == 0)
-        tpl_pctx_error(ctx, op.off, "unsupported Ruby construct: index assignment with more than one index");
-    else if (lhs->kind == TPL_N_RMETHOD && lhs->a && !lhs->b && !lhs->c && !lhs->op)
+    /* r[i, n] = v, r[range] = v: a call of []= with every index (as GETITEM for one) */
+    if (lhs->kind == TPL_N_RMETHOD && lhs->a && !lhs->c && lhs->val.len == 2 && memcmp(lhs->val.u.s, "[]", 2) == 0) {
+        for (tpl_node *x = lhs->b; x; x = x->next)
+            if (x->kind != TPL_N_ARG) { tpl_pctx_error(ctx, x->off, "syntax error, unexpected argument in an index assignment"); break; }
+        return lhs;
+    }
+    if (lhs->kind == TPL_N_RMETHOD && lhs->a && !lhs->b && !lhs->c && !lhs->op)
         tpl_pctx_error(ctx, op.off, "unsupported Ruby construct: attribute assignment (%.*s=)", (int)lhs->val.len, lhs->val.u.s);
     else
         tpl_pctx_error(ctx, op.off, "syntax error, unexpected '='");

@@ -3648,11 +3648,90 @@ int r_any_freeze(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* a[i] = v (the lowering's index assignment): item i set in place, nil-padded past the end as Ruby pads. */
+/* a[start, len] = v / a[range] = v: items [b, b+n) replaced by v's items (an Array) or by v, nil-padded
+ * when b is past the end (Ruby's rb_ary_splice). */
+static int arr_splice(tpl_vm *vm, tpl_value self, int64_t b, int64_t n, tpl_value v, tpl_value *out)
+{
+    if (rb_own(vm, self, out) < 0) return -1;
+    tpl_list *l = out->u.list;
+    int64_t len = l->len;
+    if (b > len) n = 0;
+    else if (n > len - b) n = len - b;
+    bool arr = v.type == TPL_T_LIST && is_array(v);
+    int64_t rn = arr ? (int64_t)v.u.list->len : 1;
+    int64_t tail = b > len ? 0 : len - b - n;
+    int64_t nl = b + rn + tail;
+    if (nl >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)b);
+    /* the replacement may be this very array: copy its items first */
+    tpl_value one = v, *ri = arr ? v.u.list->items : &one;
+    if (arr && rn) {
+        tpl_value *cp = tpl_arena_alloc(A(vm), (size_t)rn * sizeof *cp);
+        if (!cp) return oom(vm);
+        mcpy_items(cp, 0, ri, 0, (size_t)rn);
+        ri = cp;
+    }
+    if (list_reserve(vm, l, (uint64_t)nl) < 0) return -1;
+    if (b > len) {
+        for (int64_t k = len; k < b; k++) l->items[k] = tpl_v_none();
+    } else if (tail) {
+        memmove(l->items + b + rn, l->items + b + n, (size_t)tail * sizeof *l->items);
+    }
+    mcpy_items(l->items, (size_t)b, ri, 0, (size_t)rn);
+    l->len = (uint32_t)nl;
+    return 0;
+}
+
+/* Ruby's rb_range_beg_len for an assignment: the start (negative from the end; before the start is a
+ * RangeError) and the count (never negative) of range r over a sequence of len items. */
+static int range_beg_len(tpl_vm *vm, tpl_value r, int64_t len, int64_t *b, int64_t *n)
+{
+    tpl_value rb = r.u.list->items[0], re = r.u.list->items[1];
+    bool excl = r.u.list->items[2].u.i != 0;
+    if ((rb.type != TPL_T_INT && rb.type != TPL_T_NONE) || (re.type != TPL_T_INT && re.type != TPL_T_NONE))
+        return type_error(vm, TPL_VT_INT, rb.type != TPL_T_INT ? rb : re);
+    int64_t s = rb.type == TPL_T_INT ? rb.u.i : 0, e = re.type == TPL_T_INT ? re.u.i : len;
+    if (s < 0) s += len;
+    if (s < 0) {
+        int ln;
+        const char *insp = inspect_short(vm, r, &ln);
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s out of range (RangeError)", ln, insp);
+    }
+    if (re.type == TPL_T_INT) {
+        if (e < 0) e += len;
+        if (!excl && e < INT64_MAX) e++;
+    }
+    *b = s;
+    *n = e > s ? e - s : 0;
+    return 0;
+}
+
+/* a[i] = v (the lowering's index assignment): item i set in place, nil-padded past the end as Ruby pads;
+ * a[start, len] = v and a[range] = v replace a span (arr_splice). */
 int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    int64_t len = L_(a[0])->len;
+    if (tpl_given(a[3])) {
+        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
+        int64_t b = a[1].u.i, n = a[2].u.i;
+        if (n < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative length (%lld) (IndexError)", (long long)n);
+        if (b < 0) {
+            if (b + len < 0)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld too small for array; minimum: -%lld (IndexError)",
+                                    (long long)b, (long long)len);
+            b += len;
+        }
+        if (b >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)b);
+        return arr_splice(vm, a[0], b, n, a[3], out);
+    }
+    if (is_range(a[1])) {
+        int64_t b, n;
+        if (range_beg_len(vm, a[1], len, &b, &n) < 0) return -1;
+        if (b >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)b);
+        return arr_splice(vm, a[0], b, n, a[2], out);
+    }
     if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
-    int64_t len = L_(a[0])->len, i = a[1].u.i;
+    int64_t i = a[1].u.i;
     if (i < 0) {
         if (i + len < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld too small for array; minimum: -%lld (IndexError)", (long long)i,
@@ -3668,6 +3747,72 @@ int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
         l->len = (uint32_t)i + 1;
     }
     l->items[i] = a[2];
+    return 0;
+}
+
+/* s[i] = t, s[start, len] = t, s[range] = t, s["sub"] = t, s[/re/] = t: the string with that span
+ * (characters) replaced by t (strings are values: the lowering stores it back into the variable). */
+int r_str_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s = a[0], k = a[1], v = tpl_given(a[3]) ? a[3] : a[2];
+    if (s.flags & TPL_F_FROZEN_RB) return frozen_error(vm, s);
+    if (v.type != TPL_T_STR) return want_str(vm, v);
+    int64_t len = (int64_t)tpl_utf8_len(s.u.s, s.len), b, n;
+    size_t o0, o1;
+    if (tpl_given(a[3])) {
+        if (k.type != TPL_T_INT) return type_error(vm, TPL_VT_INT, k);
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
+        b = k.u.i;
+        n = a[2].u.i;
+        if (n < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative length %lld (IndexError)", (long long)n);
+        if (b < 0) b += len;
+        if (b < 0 || b > len) return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld out of string (IndexError)", (long long)k.u.i);
+        if (n > len - b) n = len - b;
+    } else if (is_range(k)) {
+        if (range_beg_len(vm, k, len, &b, &n) < 0) return -1;
+        if (b > len) {
+            int ln;
+            const char *insp = inspect_short(vm, k, &ln);
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s out of range (RangeError)", ln, insp);
+        }
+        if (n > len - b) n = len - b;
+    } else if (k.type == TPL_T_INT) {
+        b = k.u.i < 0 ? k.u.i + len : k.u.i;
+        if (b < 0 || b >= len) return tpl_vm_error(vm, TPL_ERR_TYPE, "index %lld out of string (IndexError)", (long long)k.u.i);
+        n = 1;
+    } else if (k.type == TPL_T_STR && !(k.flags & TPL_F_REGEX_RB)) {
+        const char *hit = k.len ? tpl_memmem(s.u.s, s.len, k.u.s, k.len) : s.u.s;
+        if (!hit) return tpl_vm_error(vm, TPL_ERR_TYPE, "string not matched (IndexError)");
+        o0 = (size_t)(hit - s.u.s);
+        o1 = o0 + k.len;
+        goto splice;
+    } else if (k.type == TPL_T_STR) {
+        OnigRegex re = rx_compile(vm, k);
+        if (!re) return -1;
+        OnigRegion *reg = onig_region_new();
+        long ms = rx_search(vm, re, s, 0, reg);
+        long me = ms >= 0 ? reg->end[0] : 0;
+        onig_region_free(reg, 1);
+        onig_free(re);
+        if (ms == -2) return -1;
+        if (ms < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "regexp not matched (IndexError)");
+        o0 = (size_t)ms;
+        o1 = (size_t)me;
+        goto splice;
+    } else {
+        return type_error(vm, TPL_VT_INT, k);
+    }
+    o0 = tpl_utf8_offset(s.u.s, s.len, (size_t)b);
+    o1 = tpl_utf8_offset(s.u.s, s.len, (size_t)(b + n));
+splice:;
+    size_t nl = o0 + v.len + (s.len - o1);
+    char *p = tpl_arena_alloc(A(vm), nl + 1);
+    if (!p) return oom(vm);
+    mcpy(p, s.u.s, o0);
+    mcpy(p + o0, v.u.s, v.len);
+    mcpy(p + o0 + v.len, s.u.s + o1, s.len - o1);
+    p[nl] = 0;
+    *out = tpl_v_str(p, nl);
     return 0;
 }
 
