@@ -377,6 +377,16 @@ static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at
 
 enum { EQ_MAX_DEPTH = 500 };
 
+/* Python compares the items of a container (list ==, `in`, index(), dict keys: PyObject_RichCompareBool)
+ * with an identity shortcut, so a NaN equals itself there though `nan == nan` is false; Ruby's
+ * rb_equal and eql? do the same. tpl's floats carry no identity: a NaN is "the same object" as a NaN
+ * with the same bits (the same variable compared with itself, the usual case; two NaNs computed
+ * apart are distinct objects in Python, equal here). */
+static bool same_nan(double x, double y)
+{
+    return isnan(x) && isnan(y) && memcmp(&x, &y, sizeof x) == 0;
+}
+
 /* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container). */
 static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql)
 {
@@ -386,7 +396,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
         if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
             return a.u.i == b.u.i;
         if (a.type == TPL_T_FLOAT && b.type == TPL_T_FLOAT)
-            return a.u.f == b.u.f;
+            return a.u.f == b.u.f || (depth > 0 && same_nan(a.u.f, b.u.f));
         return a.type == TPL_T_FLOAT ? int_eq_float(b.u.i, a.u.f) : int_eq_float(a.u.i, b.u.f);
     }
     if ((a.type == TPL_T_BIGINT && b.type == TPL_T_FLOAT) || (a.type == TPL_T_FLOAT && b.type == TPL_T_BIGINT))
@@ -450,6 +460,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
 
 bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, false) == 1; }
 int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, false); }
+int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 1, fuel, false); }
 bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, true) == 1; }
 int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, true); }
 
@@ -461,7 +472,7 @@ enum { MAP_LINEAR_MAX = 8 };   /* maps up to this size are scanned linearly */
  * unmetered); when it runs out the key is not found and *fuel is 0. */
 static bool keys_equal(const tpl_map *m, tpl_value a, tpl_value b, uint64_t *fuel)
 {
-    return equal_rec(a, b, 0, fuel, m->eql) == 1;
+    return equal_rec(a, b, 1, fuel, m->eql) == 1; /* depth 1: the identity shortcut of a key lookup */
 }
 
 static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at, uint64_t *fuel)

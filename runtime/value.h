@@ -284,6 +284,10 @@ int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 /* tpl_equal charging one unit of *fuel per container element compared (tpl_fuel_charge): 1
  * equal, 0 not, -1 fuel exhausted. Renders compare values through tpl_vm_equal (vm.h). */
 int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
+/* tpl_equal_metered as Python's PyObject_RichCompareBool compares a container's items (`x in xs`,
+ * index(), count(), list < list, sort keys): with its identity shortcut, so a NaN equals the
+ * same NaN (value.c same_nan). */
+int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 
 /* n bytes of a and b are equal: short keys and tokens compare with a few loads, no libc call. */
 static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)

@@ -117,6 +117,14 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
     return 0;
 }
 
+int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
+{
+    int r = tpl_item_equal_metered(a, b, &vm->fuel);
+    if (r < 0) return tpl_vm_nomem(vm);
+    *eq = r == 1;
+    return 0;
+}
+
 static tpl_value undef_named(const char *s, size_t n, int kind, int container)
 {
     tpl_value v = { 0 };
@@ -705,7 +713,7 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
         for (uint32_t i = 0; i < m; i++) {
             tpl_value x = a.u.list->items[i], y = b.u.list->items[i];
             bool eq = false;
-            if (tpl_vm_equal(vm, x, y, &eq) < 0) return -1;
+            if (tpl_vm_item_equal(vm, x, y, &eq) < 0) return -1;
             if (eq) continue;
             return tpl_compare(vm, x, y, case_sensitive, cmp);
         }
@@ -1012,7 +1020,14 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (nums) {
             double x = as_double(a), y = as_double(b);
             if (x == 0.0 && y < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "0.0 cannot be raised to a negative power");
-            *out = tpl_v_float(pow(x, y));
+            /* Python and Ruby give a complex number; tpl has none: an error, not a silent nan */
+            if (x < 0 && isfinite(y) && y != floor(y))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "complex numbers are not supported (a negative number to a fractional power)");
+            double r = pow(x, y);
+            /* Python's float pow raises where C's overflows (Ruby prints Infinity) */
+            if (isinf(r) && isfinite(x) && isfinite(y) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA)
+                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "(34, 'Numerical result out of range')");
+            *out = tpl_v_float(r);
             return 0;
         }
         return arith_error(vm, "** or pow()", a, b);
@@ -1067,7 +1082,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         uint32_t i = 0;
         *res = false;
         for (; i < seq.u.list->len && !*res; i++)
-            if (tpl_vm_equal(vm, item, seq.u.list->items[i], res) < 0) return -1;
+            if (tpl_vm_item_equal(vm, item, seq.u.list->items[i], res) < 0) return -1;
         return take_iter(vm, &seq, i);
     }
     switch (seq.type) {
@@ -1084,7 +1099,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
             return tpl_stdlib.undefined_error(vm, item);
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
             bool eq = false;
-            if (tpl_vm_equal(vm, item, seq.u.list->items[i], &eq) < 0) return -1;
+            if (tpl_vm_item_equal(vm, item, seq.u.list->items[i], &eq) < 0) return -1;
             if (eq) { *res = true; return 0; }
         }
         *res = false;
@@ -2137,9 +2152,10 @@ top:
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }
     CMP_CASE(LT, c < 0)
-    CMP_CASE(LE, c <= 0)
+    /* NaN is unordered: tpl_compare says 0 (equal) for it, so <= and >= check (< and > are false already) */
+    CMP_CASE(LE, c <= 0 && !tpl_is_nan_pair(sp[-1], sp[0]))
     CMP_CASE(GT, c > 0)
-    CMP_CASE(GE, c >= 0)
+    CMP_CASE(GE, c >= 0 && !tpl_is_nan_pair(sp[-1], sp[0]))
     CASE(IN) {
         bool r = false;
         sp--;
@@ -2639,9 +2655,9 @@ top:
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }
     RB_CMP_CASE(LT_RB, "<", c < 0)
-    RB_CMP_CASE(LE_RB, "<=", c <= 0)
+    RB_CMP_CASE(LE_RB, "<=", c <= 0 && !tpl_is_nan_pair(sp[-1], sp[0]))
     RB_CMP_CASE(GT_RB, ">", c > 0)
-    RB_CMP_CASE(GE_RB, ">=", c >= 0)
+    RB_CMP_CASE(GE_RB, ">=", c >= 0 && !tpl_is_nan_pair(sp[-1], sp[0]))
     CASE(NEG_RB) {
         tpl_value v = sp[-1];
         if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);

@@ -30,6 +30,13 @@ int tpl_vm_nomem(tpl_vm *vm);
  * compared (two independent lists of shared structure can hold 2^60 elements). 0 with *eq set,
  * or -1 with the fuel error set. */
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
+/* Either operand is a float NaN: an ordered comparison (< <= > >=) of them is false. */
+static inline bool tpl_is_nan_pair(tpl_value x, tpl_value y)
+{
+    return (x.type == TPL_T_FLOAT && x.u.f != x.u.f) || (y.type == TPL_T_FLOAT && y.u.f != y.u.f);
+}
+/* tpl_vm_equal with the identity shortcut of Python's item comparisons (tpl_item_equal_metered). */
+int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
 /* The render's arena: everything a builtin returns must live here (or be borrowed from args). */
 tpl_arena *tpl_vm_arena(tpl_vm *vm);
 /* Profile/option queries builtins need. */

@@ -104,7 +104,7 @@ static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
         if ((p.type == TPL_T_UNDEF || q.type == TPL_T_UNDEF) && tpl_vm_strict(c->vm))
             return tpl_undefined_error(c->vm, p.type == TPL_T_UNDEF ? p : q); /* StrictUndefined.__eq__ */
         bool eq = false;
-        if (tpl_vm_equal(c->vm, p, q, &eq) < 0)
+        if (tpl_vm_item_equal(c->vm, p, q, &eq) < 0)
             return -1;
         if (eq)
             continue;
@@ -1505,7 +1505,7 @@ int f_groupby(tpl_vm *vm, tpl_value *a, tpl_value *out)
     while (i < n) {
         uint32_t j = i + 1;
         for (bool eq = true; j < n; j++) {
-            if (tpl_vm_equal(vm, keys[idx[j]], keys[idx[i]], &eq) < 0)
+            if (tpl_vm_item_equal(vm, keys[idx[j]], keys[idx[i]], &eq) < 0)
                 return -1;
             if (!eq)
                 break;

@@ -250,7 +250,7 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     case TPL_T_LIST:
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
             bool eq = false;
-            if (tpl_vm_equal(vm, seq.u.list->items[i], item, &eq) < 0)
+            if (tpl_vm_item_equal(vm, seq.u.list->items[i], item, &eq) < 0)
                 return -1;
             if (eq) {
                 *res = true;

@@ -846,7 +846,7 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     const tpl_list *l = a[0].u.list;
     for (uint32_t i = 0; i < l->len; i++) {
         bool eq = false;
-        if (tpl_vm_equal(vm, l->items[i], a[1], &eq) < 0)
+        if (tpl_vm_item_equal(vm, l->items[i], a[1], &eq) < 0)
             return -1;
         if (eq) {
             *out = tpl_v_int(i);
@@ -869,7 +869,7 @@ int m_list_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int64_t c = 0;
     for (uint32_t i = 0; i < l->len; i++) {
         bool eq = false;
-        if (tpl_vm_equal(vm, l->items[i], a[1], &eq) < 0)
+        if (tpl_vm_item_equal(vm, l->items[i], a[1], &eq) < 0)
             return -1;
         c += eq;
     }
