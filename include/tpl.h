@@ -503,6 +503,11 @@ TPL_API tpl_status tpl_val_int_text(tpl_render *r, const char *s, size_t len, in
  * 4 GiB - 1, TPL_ERR_LIMIT over the memory limit, TPL_ERR_USAGE for NULL r, s (with len > 0)
  * or out. */
 TPL_API tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags, tpl_val *out);
+/* A string borrowing s (len bytes, valid UTF-8, not checked; s must outlive the value): what
+ * tpl_val_str(r, s, len, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out) makes, without a render
+ * context, for a host converting many strings (Python's str values). TPL_ERR_VALUE when len is
+ * 4 GiB or more, TPL_ERR_USAGE for NULL out or NULL s with len > 0. */
+TPL_API tpl_status tpl_val_str_borrow(const char *s, size_t len, tpl_val *out);
 /* An empty list with room for cap items (it grows); flags 0 or TPL_VAL_AS_TUPLE. */
 TPL_API tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_val *out);
 /* Appends item to list (TPL_ERR_USAGE when list is not a list, TPL_ERR_LIMIT past the memory

@@ -77,6 +77,14 @@ tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags,
     return st;
 }
 
+tpl_status tpl_val_str_borrow(const char *s, size_t len, tpl_val *out)
+{
+    if (!out || (!s && len)) return TPL_ERR_USAGE;
+    if (len > UINT32_MAX - 1) return TPL_ERR_VALUE;
+    *out = to_val(tpl_v_str(len ? s : "", len));
+    return TPL_OK;
+}
+
 tpl_status tpl_val_list(tpl_render *r, size_t cap, unsigned flags, tpl_val *out)
 {
     if (!r || !out) return TPL_ERR_USAGE;

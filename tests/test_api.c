@@ -285,6 +285,7 @@ static void test_null_args(void)
           tpl_val_as_float(tpl_val_float(0.5)) == 0.5 && tpl_val_kind_of(hv) == TPL_VAL_NONE, "val scalars");
     CHECK(tpl_val_str(NULL, "x", 1, 0, &hv) == U && tpl_val_str(r, NULL, 1, 0, &hv) == U &&
           tpl_val_str(r, "x", 1, 0, NULL) == U, "val_str(NULL)");
+    CHECK(tpl_val_str_borrow(NULL, 1, &hv) == U && tpl_val_str_borrow("x", 1, NULL) == U, "val_str_borrow(NULL)");
     CHECK(tpl_val_int_text(NULL, "1", 1, 10, &hv) == U && tpl_val_int_text(r, NULL, 1, 10, &hv) == U &&
           tpl_val_int_text(r, "1", 1, 10, NULL) == U, "val_int_text(NULL)");
     CHECK(tpl_val_list(NULL, 0, 0, &hl) == U && tpl_val_list(r, 0, 0, NULL) == U, "val_list(NULL)");

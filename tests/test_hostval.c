@@ -563,6 +563,20 @@ static void built_at_once(void)
     tpl_str_entry copied = { "k\xc3\xa9", 3, tpl_val_key_hash("k\xc3\xa9", 3), tpl_val_bool(true) };
     CHECK(tpl_val_map_of_str(r, &copied, 1, TPL_VAL_MARKUP, &m) == TPL_OK && tpl_val_len(m) == 1 &&
           tpl_val_is_markup(tpl_val_map_key(m, 0)) && tpl_val_as_bool(tpl_val_map_value(m, 0)), "copied markup key");
+    /* tpl_val_str_borrow: the string itself (not a copy), no render context needed */
+    static const char word[] = "w\xc3\xa9rd";
+    tpl_val b, e2 = tpl_val_none();
+    size_t bl = 0;
+    CHECK(tpl_val_str_borrow(word, 5, &b) == TPL_OK && tpl_val_kind_of(b) == TPL_VAL_STR &&
+          tpl_val_as_str(b, &bl) == word && bl == 5 && !tpl_val_is_markup(b), "borrowed str");
+    CHECK(tpl_val_str_borrow(NULL, 0, &e2) == TPL_OK && tpl_val_as_str(e2, &bl) && bl == 0, "borrowed empty str");
+    CHECK(tpl_val_str_borrow(NULL, 1, &e2) == TPL_ERR_USAGE && tpl_val_str_borrow(word, 5, NULL) == TPL_ERR_USAGE,
+          "borrow: usage errors");
+    CHECK(tpl_val_str_borrow(word, (size_t)UINT32_MAX, &e2) == TPL_ERR_VALUE, "borrow: 4 GiB refused");
+    tpl_str_entry be = { "b", 1, tpl_val_key_hash("b", 1), b };
+    CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map_of_str(r, &be, 1, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &m) == TPL_OK &&
+          tpl_render_set_state_val(r, m) == TPL_OK, "borrowed str in the state");
+    expect(r, "{{ b }}|{{ b|upper }}|{{ b|length }}", "w\xc3\xa9rd|W\xc3\x89RD|4");
     tpl_render_free(r);
 }
 
