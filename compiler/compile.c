@@ -50,8 +50,9 @@ typedef struct loopctx {
 /* A definition of a block: its BLOCK node, the chain index of its template (0 = the main
  * template), the next (less derived) definition of the block (an index of tpl_comp.bdefs). */
 typedef struct tpl_block_def {
-    tpl_node *def;
+    tpl_node *def;                   /* NULL: not in memory (a two-pass compile: parsed again where compiled) */
     uint32_t tpl, next;
+    uint32_t off;                    /* the BLOCK node's offset (tpl_comp.reparse finds its tokens by it) */
     bool active;                     /* being compiled now: a cycle through super() */
 } tpl_block_def;
 
@@ -148,6 +149,11 @@ struct tpl_comp {
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
     uint32_t set_print_scans;/* whole-template scans set_then_print made (bounded: each is O(template)) */
     struct tpl_facts *facts; /* a two-pass compile's whole-template facts (tpl_comp_facts_begin), or NULL */
+    /* a two-pass compile: parses the block at offset off again into arena a (its BLOCK node,
+     * or NULL with the error recorded) for a block compiled where its statement is not in
+     * memory (self.NAME() elsewhere: tpl_comp_set_reparse) */
+    tpl_node *(*reparse)(void *data, uint32_t off, tpl_arena *a);
+    void *reparse_data;
     bool failed;
     bool nomem;             /* the error is out of memory (c_nomem) */
     tpl_error_kind err_kind; /* the error's kind (TPL_EK_SYNTAX, or cfail's: TPL_EK_ASSERTION, ...) */
@@ -2517,13 +2523,15 @@ static tpl_block_def *block_def(tpl_comp *c, const tpl_block *b, uint32_t pos)
 
 /* Records the BLOCK nodes of a template (most-derived templates are collected first). rebind:
  * the blocks of a statement parsed again (a two-pass compile, tpl_comp_facts_stmt: a template
- * that extends nothing, its blocks collected by the first pass) take their new nodes. */
-static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index, bool rebind)
+ * that extends nothing, its blocks collected by the first pass) take their new nodes
+ * (BLOCKS_BIND), or forget them before their tree is freed (BLOCKS_UNBIND). */
+enum { BLOCKS_COLLECT, BLOCKS_BIND, BLOCKS_UNBIND };
+static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index, int rebind)
 {
     for (; n && !c->failed; n = n->next) {
         if (n->kind == TPL_N_BLOCK && rebind) {
             tpl_block *b = find_block(c, n->val);
-            if (b && b->ndefs) c->bdefs[b->first].def = n;
+            if (b && b->ndefs) c->bdefs[b->first].def = rebind == BLOCKS_BIND ? n : NULL;
         } else if (n->kind == TPL_N_BLOCK) {
             tpl_block *b = find_block(c, n->val);
             if (!b) {
@@ -2541,7 +2549,7 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index, bool re
             if (b->ndefs < TPL_MAX_INHERIT) {
                 if (!grow((void **)&c->bdefs, &c->bdcap, c->nbdefs + 1, sizeof *c->bdefs)) { c_nomem(c, n->off); return; }
                 uint32_t d = (uint32_t)c->nbdefs++;
-                c->bdefs[d] = (tpl_block_def){ n, tpl_index, 0, false };
+                c->bdefs[d] = (tpl_block_def){ n, tpl_index, 0, n->off, false };
                 if (b->ndefs) c->bdefs[b->last].next = d;
                 else b->first = d;
                 b->last = d;
@@ -2584,6 +2592,23 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         return;
     }
     tpl_node *def = bd->def;
+    tpl_arena ra;
+    bool reparsed = false;
+    if (!def) {
+        /* a two-pass compile: the block's statement is not in memory (self.NAME() in another
+         * statement): its tree parsed again for this compile, then freed (issue 13 §1) */
+        if (!c->reparse) { cerror(c, off, "block '%.*s' is not available here", (int)name.len, name.u.s); return; }
+        tpl_arena_init(&ra, 0);
+        ra.budget = c->p->budget;
+        def = c->reparse(c->reparse_data, bd->off, &ra);
+        if (!def || def->kind != TPL_N_BLOCK) {
+            tpl_arena_free(&ra);
+            c_nomem(c, off);
+            return;
+        }
+        collect_blocks(c, def, 0, BLOCKS_BIND); /* (it and the blocks inside it) */
+        reparsed = true;
+    }
     uint32_t def_tpl = bd->tpl;
     tpl_block *save_b = c->cur_block;
     uint32_t save_pos = c->cur_block_pos;
@@ -2638,6 +2663,10 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->cur_src = save_src;
     c->span_locked = save_lock;
     c->span_off = save_off;
+    if (reparsed) {
+        collect_blocks(c, def, 0, BLOCKS_UNBIND);
+        tpl_arena_free(&ra);
+    }
 }
 
 /* super() and self.NAME() inside blocks: the block's output as a value. */
@@ -3252,7 +3281,7 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     for (uint32_t i = 0; i < nchain; i++) {
         c->cur_src = c->chain_src[i];
         if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
-        collect_blocks(c, chain[i]->b, i, false);
+        collect_blocks(c, chain[i]->b, i, BLOCKS_COLLECT);
     }
     c->span_locked = false;
     c->cur_src = -1;
@@ -3389,7 +3418,7 @@ void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n)
         char msg[sizeof c->msg];
         if (failed) memcpy(msg, c->msg, sizeof msg);
         c->failed = c->nomem = false;
-        collect_blocks(c, n, 0, false);
+        collect_blocks(c, n, 0, BLOCKS_COLLECT);
         if (c->failed) {
             x->blk_failed = true;
             x->blk_nomem = c->nomem;
@@ -3435,6 +3464,9 @@ bool tpl_comp_facts_end(tpl_comp *c)
         return false;
     }
     if (c->failed) return false;
+    /* the first pass's trees are freed: each block is bound again where its statement is parsed
+     * again, or parsed again where it is compiled (compile_block) */
+    for (size_t i = 0; i < c->nbdefs; i++) c->bdefs[i].def = NULL;
     /* the names read while not the frame's are the template's loads (js_load) */
     scope *s = c->fn->scope;
     s->loads.arena = c->tmp;
@@ -3457,8 +3489,15 @@ bool tpl_comp_facts_end(tpl_comp *c)
 
 void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n)
 {
-    if (c->nblocks) collect_blocks(c, n, 0, true);
+    if (c->nblocks) collect_blocks(c, n, 0, BLOCKS_BIND);
     body(c, n);
+    if (c->nblocks) collect_blocks(c, n, 0, BLOCKS_UNBIND); /* (its tree is freed next) */
+}
+
+void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data)
+{
+    c->reparse = fn;
+    c->reparse_data = data;
 }
 
 /* Jump threading: a jump whose target is an unconditional JUMP goes straight to that JUMP's

@@ -26,6 +26,10 @@ void tpl_comp_facts_begin(tpl_comp *c, bool loops);  /* loops: the template has 
 void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n);
 bool tpl_comp_facts_end(tpl_comp *c);
 void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n);
+/* A two-pass compile's second pass: fn(data, off, a) parses the block whose BLOCK node is at
+ * source offset off again into arena a and returns that node (NULL: out of memory), for a block
+ * compiled where its statement's tree is not in memory (self.NAME() in another statement). */
+void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data);
 /* Moves code and tables into the program and releases the compiler's heap buffers. Must be
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);

@@ -170,6 +170,14 @@ static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *
     pc->n = n;
 }
 
+static void pctx_init_arena(tpl_pctx *pc, tpl_arena *a, const char *src, size_t n)
+{
+    memset(pc, 0, sizeof *pc);
+    pc->arena = a;
+    pc->src = src;
+    pc->n = n;
+}
+
 /* A streaming compile's state: the compiler, and the first depth error (a statement nested too
  * deeply: reported only when the parse succeeds, as tpl_jinja_parse's whole-tree check would). */
 typedef struct stream_state {
@@ -266,6 +274,24 @@ static void facts_compile_top(void *data, tpl_node *node)
     tpl_arena_reset(st->pc->arena);
 }
 
+/* tpl_comp_set_reparse's parser: a block's tokens, from its `{%` to its endblock's `%}`,
+ * parsed again as a template of that one statement (a two-pass compile's second pass frees each
+ * statement's tree; self.NAME() in another statement compiles the block there). */
+typedef struct reparse_state {
+    tpl_program *p;
+    const char *src;
+    size_t n;
+    const tpl_jtok_vec *toks;
+} reparse_state;
+
+static tpl_node *reparse_block(void *data, uint32_t off, tpl_arena *a)
+{
+    reparse_state *rs = data;
+    tpl_pctx pc;
+    pctx_init_arena(&pc, a, rs->src, rs->n);
+    return tpl_jinja_parse_block(&pc, rs->toks, off);
+}
+
 /* Jinja one top-level statement at a time: the tree of one statement is in memory at a time,
  * not the template's (issue 13 §1). Without two_pass (tpl_jinja_streamable templates) each
  * statement is compiled as it is parsed. With two_pass (a large template tpl_jinja_two_pass
@@ -296,11 +322,13 @@ static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n,
         pc.top = two_pass ? facts_top : stream_top;
         pc.top_data = &st;
         bool ok = tpl_jinja_parse(&pc, toks);
+        reparse_state rs = { p, src, n, toks };
         if (two_pass && ok && !st.deep && tpl_comp_facts_end(st.c)) {
             tpl_arena_free(&tmp);
             pctx_init(&pc, &tmp, p, src, n);
             pc.top = facts_compile_top;
             pc.top_data = &st;
+            tpl_comp_set_reparse(st.c, reparse_block, &rs);
             ok = tpl_jinja_parse(&pc, toks);
         }
         tpl_jtok_free(toks);
@@ -333,7 +361,7 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     }
     if (tpl_jinja_streamable(&toks)) return compile_jinja_stmts(p, src, n, &toks, false, false, err);
     bool loops;
-    if (n >= TPL_TWO_PASS_MIN && tpl_jinja_two_pass(&toks, src, &loops))
+    if (n >= TPL_TWO_PASS_MIN && tpl_jinja_two_pass(&toks, &loops))
         return compile_jinja_stmts(p, src, n, &toks, true, loops, err);
     tpl_arena tmp;
     tpl_pctx pc;

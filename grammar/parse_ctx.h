@@ -36,11 +36,11 @@ tpl_node *tpl_p_top(tpl_pctx *ctx, tpl_node *list, tpl_node *node);
  * break, continue: nothing the compiler must see the whole template for: no extends, block,
  * set, macro, import, include, call, with, ...). */
 bool tpl_jinja_streamable(const tpl_jtok_vec *toks);
-/* True when the template of tokens toks (source src) can be compiled in two passes over its
- * top-level statements (tpl_comp_facts_begin): it extends nothing and never names `self` (a
- * block compiled where self.NAME() calls it would need its tree after its statement's pass).
- * *loops: it has a for statement. */
-bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, const char *src, bool *loops);
+/* True when the template of tokens toks can be compiled in two passes over its top-level
+ * statements (tpl_comp_facts_begin): it extends nothing (a block compiled where self.NAME()
+ * calls it, in another statement, is parsed again there: tpl_comp_set_reparse). *loops: it has
+ * a for statement. */
+bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops);
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -84,6 +84,11 @@ tpl_node *tpl_p_elif_end(tpl_node *chain, tpl_node *else_body);
 
 /* Parses a Jinja template into c->root; returns false with c->msg/err_off on failure. */
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks);
+/* Parses again, into c (its arena), the block statement whose BLOCK node is at source offset off
+ * of the template whose tokens are t (already parsed whole without error): its tokens from its
+ * `{%` to its endblock's `%}` as a template of that one statement. Returns the BLOCK node, or
+ * NULL (out of memory; no such block). */
+tpl_node *tpl_jinja_parse_block(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off);
 /* The deepest AST the compilers walk (they recurse once per level or so): about as deep as
  * Python lets Jinja2 go. A deeper tree (a chain of 50,000 filters, `1+1+...`) is a located
  * error before any walk. */

@@ -573,19 +573,59 @@ bool tpl_jinja_streamable(const tpl_jtok_vec *toks)
     return true;
 }
 
-bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, const char *src, bool *loops)
+bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops)
 {
     *loops = false;
     for (size_t i = 0; i < toks->n; i++) {
         int k = tpl_jtok_kind(toks, i);
         if (k == TK_EXTENDS) return false;
         if (k == TK_FOR) *loops = true;
-        if (k == TK_NAME) {
-            tpl_token t = tpl_jtok_get(toks, i);
-            if (t.len == 4 && memcmp(src + t.off, "self", 4) == 0) return false;
-        }
     }
     return true;
+}
+
+tpl_node *tpl_jinja_parse_block(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off)
+{
+    tpl_arena *a = c->arena;
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) { /* the first token at off or after */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->v[mid].off < off) lo = mid + 1;
+        else hi = mid;
+    }
+    while (lo < t->n && t->v[lo].off == off && tpl_jtok_kind(t, lo) != TK_BLOCK) lo++;
+    if (lo == 0 || lo >= t->n || tpl_jtok_kind(t, lo) != TK_BLOCK || tpl_jtok_kind(t, lo - 1) != TK_BLOCK_BEGIN) return NULL;
+    size_t begin = lo - 1, end = lo + 1, depth = 1;
+    for (; end < t->n && depth; end++) {
+        if (tpl_jtok_kind(t, end - 1) != TK_BLOCK_BEGIN) continue;
+        int k = tpl_jtok_kind(t, end);
+        if (k == TK_BLOCK) depth++;
+        else if (k == TK_ENDBLOCK) depth--;
+    }
+    while (end < t->n && tpl_jtok_kind(t, end) != TK_BLOCK_END) end++;
+    if (end >= t->n) return NULL;
+    end++;
+    /* the tokens begin..end as a vector of their own (long tokens' indexes shifted) */
+    tpl_jtok_vec sub = { 0 };
+    sub.n = sub.cap = end - begin;
+    sub.v = tpl_arena_alloc(a, sub.n * sizeof *sub.v);
+    if (!sub.v) return NULL;
+    memcpy(sub.v, t->v + begin, sub.n * sizeof *sub.v);
+    for (size_t i = 0; i < t->nlongs; i++)
+        if (t->longs[i].i >= begin && t->longs[i].i < end) {
+            if (!sub.nlongs) sub.longs = &t->longs[i]; /* (contiguous: ascending by index) */
+            sub.nlongs++;
+        }
+    tpl_jlong *longs = NULL;
+    if (sub.nlongs) {
+        longs = tpl_arena_alloc(a, sub.nlongs * sizeof *longs);
+        if (!longs) return NULL;
+        for (size_t i = 0; i < sub.nlongs; i++) longs[i] = (tpl_jlong){ (uint32_t)(sub.longs[i].i - begin), sub.longs[i].len };
+        sub.longs = longs;
+        sub.lcap = sub.nlongs;
+    }
+    if (!tpl_jinja_parse(c, &sub) || !c->root || !c->root->b) return NULL;
+    return c->root->b;
 }
 
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
