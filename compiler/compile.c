@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compile.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+/* A block's tree parsed again from this size is given back to the system once compiled. */
+#define TPL_TRIM_MIN ((size_t)1 << 20)
 #include "../grammar/parse_ctx.h"
 #include "../stdlib/builtins.h"
 #include "../runtime/vm.h"
@@ -1848,7 +1853,47 @@ typedef struct tpl_facts {
     tpl_error_kind blk_kind;
     uint32_t blk_off;
     char blk_msg[256];
+    /* a template that extends another: check_extends over its statements (its first error
+     * comes before any other), its first top-level extends (the parent's name, copied), the
+     * extends chain loaded at facts_end (chain[0], the template itself, NULL: its statements
+     * come one at a time), and the second pass's place in the template */
+    bool extends;
+    bool ext_known, ext_known2;      /* check_extends' *known in each pass */
+    struct saved_err *ext_err;       /* check_extends' error (NULL: none) */
+    bool ext_seen;                   /* the first top-level extends */
+    uint32_t ext_off, ext_bad_off;   /* its offset; its name's when not a string constant (+ 1) */
+    tpl_value ext_name;
+    tpl_node *chain[TPL_MAX_INHERIT];
+    uint32_t nchain;
+    bool capturing, main_done;       /* after the first top-level extends; after a second */
 } tpl_facts;
+
+/* A compile error set aside (a check whose errors come before others'). */
+typedef struct saved_err {
+    bool failed, nomem;
+    tpl_error_kind kind;
+    uint32_t off;
+    char msg[256];
+} saved_err;
+
+static void err_save(tpl_comp *c, saved_err *e)
+{
+    e->failed = c->failed;
+    e->nomem = c->nomem;
+    e->kind = c->err_kind;
+    e->off = c->err_off;
+    if (c->failed) memcpy(e->msg, c->msg, sizeof e->msg);
+    c->failed = c->nomem = false;
+}
+
+static void err_restore(tpl_comp *c, const saved_err *e)
+{
+    c->failed = e->failed;
+    c->nomem = e->nomem;
+    c->err_kind = e->kind;
+    c->err_off = e->off;
+    if (e->failed) memcpy(c->msg, e->msg, sizeof c->msg);
+}
 
 static void js_load(jsyms *j, tpl_value name)
 {
@@ -2003,6 +2048,11 @@ static void frame_enter(tpl_comp *c, const frame_names *f, uint64_t undef, bool 
             if (!(f->need >> i & 1) || !(undef >> i & 1)) continue;
             bool shared = false;
             for (uint32_t t = 0; t < nothers && !shared; t++) {
+                if (!others[t]) { /* the main template of a two-pass compile: its frame's names */
+                    const frame_names *m = &c->facts->f;
+                    shared = m->overflow || frame_index(m, name) >= 0;
+                    continue;
+                }
                 if (!o && !(o = malloc(sizeof *o))) { c_nomem(c, c->cur_off); break; }
                 o->n = 0;
                 o->overflow = false;
@@ -2665,7 +2715,15 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->span_off = save_off;
     if (reparsed) {
         collect_blocks(c, def, 0, BLOCKS_UNBIND);
+        size_t big = ra.total;
         tpl_arena_free(&ra);
+#ifdef __GLIBC__
+        /* (a large tree's chunks go back to the system: glibc keeps freed chunks past its
+         * raised mmap threshold, and the next large block would be resident next to them) */
+        if (big >= TPL_TRIM_MIN) malloc_trim(0);
+#else
+        (void)big;
+#endif
     }
 }
 
@@ -3249,16 +3307,17 @@ static void chain_root_init(tpl_comp *c, tpl_node **chain, uint32_t n, uint32_t 
     tpl_node *others[TPL_MAX_INHERIT];
     uint32_t no = 0;
     for (uint32_t t = 0; t < n; t++)
-        if (t != i) others[no++] = chain[t]->b;
+        if (t != i) others[no++] = chain[t] ? chain[t]->b : NULL; /* (NULL: tpl_facts.chain[0]) */
     frame_init_at(c, chain[i]->b, true, others, no);
 }
 
-bool tpl_comp_template(tpl_comp *c, tpl_node *root)
+static void compile_chain(tpl_comp *c, tpl_node **chain, uint32_t nchain, uint32_t ext_off, uint32_t from);
+
+/* Loads the parents of the extends chain's last template (chain[*nchain - 1], whose extends
+ * gave ext_off the first time), as far as the base. */
+static void load_chain(tpl_comp *c, tpl_node **chain, uint32_t *pn, uint32_t *ext_off)
 {
-    /* the extends chain: main template first, the base (no extends) last */
-    tpl_node *chain[TPL_MAX_INHERIT];
-    uint32_t nchain = 0, ext_off = 0;
-    chain[nchain++] = root;
+    uint32_t nchain = *pn;
     while (!c->failed) {
         tpl_node *ext = NULL, *names;
         bool known = false;
@@ -3268,15 +3327,25 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         for (tpl_node *s = chain[nchain - 1]->b; s; s = s->next)
             if (s->kind == TPL_N_EXTENDS) { ext = s; break; }
         if (!ext) break;
-        if (nchain == 1) ext_off = ext->off;
-        if (nchain >= TPL_MAX_INHERIT) { cerror(c, ext_off, "extends chain too long"); break; }
+        if (nchain == 1) *ext_off = ext->off;
+        if (nchain >= TPL_MAX_INHERIT) { cerror(c, *ext_off, "extends chain too long"); break; }
         if (!template_names(c, ext->a, &names)) break;
-        if (nchain > 1 && !c->span_locked) { c->span_locked = true; c->span_off = ext_off; }
+        if (nchain > 1 && !c->span_locked) { c->span_locked = true; c->span_off = *ext_off; }
         c->cur_src = c->chain_src[nchain - 1];
-        tpl_node *parent = load_template(c, c->tmp, names->val, ext_off, false, &c->chain_src[nchain]);
+        tpl_node *parent = load_template(c, c->tmp, names->val, *ext_off, false, &c->chain_src[nchain]);
         if (!parent) break;
         chain[nchain++] = parent;
     }
+    *pn = nchain;
+}
+
+bool tpl_comp_template(tpl_comp *c, tpl_node *root)
+{
+    /* the extends chain: main template first, the base (no extends) last */
+    tpl_node *chain[TPL_MAX_INHERIT];
+    uint32_t nchain = 0, ext_off = 0;
+    chain[nchain++] = root;
+    load_chain(c, chain, &nchain, &ext_off);
     c->span_locked = false;
     for (uint32_t i = 0; i < nchain; i++) {
         c->cur_src = c->chain_src[i];
@@ -3292,49 +3361,55 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
         c->closed = -1;
         body(c, root->b);
     } else {
-        /* the children's code outside blocks runs first; what comes before their extends prints,
-         * the output of the rest is discarded (Jinja2) */
-        for (uint32_t i = 0; i + 1 < nchain && !c->failed; i++) {
-            if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
-            c->cur_src = c->chain_src[i];
-            tpl_node *s = chain[i]->b;
-            chain_root_init(c, chain, nchain, i);
-            for (; s && !c->failed && s->kind != TPL_N_EXTENDS; s = s->next) {
-                tpl_node *next = s->next;
-                s->next = NULL;
-                stmt(c, s);
-                s->next = next;
-            }
-            emit(c, TPL_OP_CAPTURE, 0, 0);
-            tpl_node *first_ext = s;
-            for (; s && !c->failed; s = s->next) {
-                if (s->kind == TPL_N_EXTENDS && s != first_ext) {
-                    /* a second top-level extends: Jinja2 raises there and compiles nothing after */
-                    s->op |= 1;
-                    stmt(c, s);
-                    break;
-                }
-                if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
-                tpl_node *next = s->next;
-                s->next = NULL;
-                stmt(c, s);
-                s->next = next;
-            }
-            emit(c, TPL_OP_END_CAPTURE, 0, 1);
-            emit(c, TPL_OP_POP, 0, -1);
-        }
-        c->span_locked = true;
-        c->span_off = ext_off;
-        c->cur_src = c->chain_src[nchain - 1];
-        chain_root_init(c, chain, nchain, nchain - 1);
-        body(c, chain[nchain - 1]->b);
-        c->span_locked = false;
-        c->cur_src = -1;
+        compile_chain(c, chain, nchain, ext_off, 0);
     }
     c->cur_off = (uint32_t)c->srclen;
     if (c->p->opts.tidy) emit(c, sop(c, TPL_OP_TIDY_PY), 0, 0);
     emit(c, TPL_OP_HALT, 0, 0);
     return !c->failed;
+}
+
+/* The templates of an extends chain from chain[from] on: the children's code outside blocks
+ * runs first; what comes before their extends prints, the output of the rest is discarded
+ * (Jinja2); then the base template. */
+static void compile_chain(tpl_comp *c, tpl_node **chain, uint32_t nchain, uint32_t ext_off, uint32_t from)
+{
+    for (uint32_t i = from; i + 1 < nchain && !c->failed; i++) {
+        if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
+        c->cur_src = c->chain_src[i];
+        tpl_node *s = chain[i]->b;
+        chain_root_init(c, chain, nchain, i);
+        for (; s && !c->failed && s->kind != TPL_N_EXTENDS; s = s->next) {
+            tpl_node *next = s->next;
+            s->next = NULL;
+            stmt(c, s);
+            s->next = next;
+        }
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+        tpl_node *first_ext = s;
+        for (; s && !c->failed; s = s->next) {
+            if (s->kind == TPL_N_EXTENDS && s != first_ext) {
+                /* a second top-level extends: Jinja2 raises there and compiles nothing after */
+                s->op |= 1;
+                stmt(c, s);
+                break;
+            }
+            if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
+            tpl_node *next = s->next;
+            s->next = NULL;
+            stmt(c, s);
+            s->next = next;
+        }
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        emit(c, TPL_OP_POP, 0, -1);
+    }
+    c->span_locked = true;
+    c->span_off = ext_off;
+    c->cur_src = c->chain_src[nchain - 1];
+    chain_root_init(c, chain, nchain, nchain - 1);
+    body(c, chain[nchain - 1]->b);
+    c->span_locked = false;
+    c->cur_src = -1;
 }
 
 /* A streaming compile (tpl_compile_jinja, for templates tpl_jinja_streamable accepts: nothing
@@ -3353,8 +3428,11 @@ void tpl_comp_stream_stmt(tpl_comp *c, tpl_node *n)
     body(c, n);
 }
 
+static void facts_chain_end(tpl_comp *c);
+
 bool tpl_comp_stream_end(tpl_comp *c)
 {
+    if (c->facts && c->facts->extends && !c->failed) facts_chain_end(c);
     c->cur_off = (uint32_t)c->srclen;
     if (c->p->opts.tidy) emit(c, sop(c, TPL_OP_TIDY_PY), 0, 0);
     emit(c, TPL_OP_HALT, 0, 0);
@@ -3389,7 +3467,7 @@ static void facts_refs(tpl_comp *c, tpl_facts *x, const tpl_node *n, int depth)
     }
 }
 
-void tpl_comp_facts_begin(tpl_comp *c, bool loops)
+void tpl_comp_facts_begin(tpl_comp *c, bool loops, bool extends)
 {
     tpl_comp_stream_begin(c);
     tpl_facts *x = tpl_arena_alloc(c->tmp, sizeof *x);
@@ -3402,7 +3480,43 @@ void tpl_comp_facts_begin(tpl_comp *c, bool loops)
     x->j.s = c->fn->scope;
     x->j.stage = &x->stage;
     x->loops = loops;
+    x->extends = extends;
     c->facts = x;
+}
+
+/* The first pass over a statement of a template that extends another: check_extends (its
+ * error kept apart: it comes first) and the first top-level extends. */
+static void facts_extends_stmt(tpl_comp *c, tpl_facts *x, tpl_node *n)
+{
+    if (x->ext_err) return;
+    saved_err before;
+    err_save(c, &before);
+    check_extends(c, n, true, &x->ext_known, 0);
+    if (c->failed) {
+        saved_err *e = tpl_arena_alloc(c->tmp, sizeof *e);
+        if (!e) { err_restore(c, &before); c_nomem(c, n->off); return; }
+        err_save(c, e);
+        x->ext_err = e;
+    }
+    err_restore(c, &before);
+    for (const tpl_node *e = n; e && !x->ext_seen; e = e->next) {
+        if (e->kind != TPL_N_EXTENDS) continue;
+        x->ext_seen = true;
+        x->ext_off = e->off;
+        const tpl_node *name = e->a;
+        if ((name->kind == TPL_N_LIST || name->kind == TPL_N_TUPLE) && name->a) {
+            for (const tpl_node *y = name->a; y; y = y->next)
+                if (y->kind != TPL_N_CONST || y->val.type != TPL_T_STR) { x->ext_bad_off = name->off + 1; break; }
+            name = name->a;
+        } else if (name->kind != TPL_N_CONST || name->val.type != TPL_T_STR) {
+            x->ext_bad_off = name->off + 1;
+        }
+        if (!x->ext_bad_off) {
+            char *k = tpl_arena_strdup(c->tmp, name->val.u.s, name->val.len);
+            if (!k) { c_nomem(c, e->off); return; }
+            x->ext_name = tpl_v_str(k, name->val.len);
+        }
+    }
 }
 
 /* n: a top-level statement (a {% trans %} is a list of them). */
@@ -3410,6 +3524,7 @@ void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n)
 {
     tpl_facts *x = c->facts;
     if (!x) return;
+    if (x->extends) facts_extends_stmt(c, x, n);
     /* collect_blocks (its error, which comes before any other, kept apart) */
     if (!x->blk_failed) {
         bool failed = c->failed, nomem = c->nomem;
@@ -3455,6 +3570,35 @@ bool tpl_comp_facts_end(tpl_comp *c)
 {
     tpl_facts *x = c->facts;
     if (!x) return false;
+    /* the first pass's trees are freed: each block is bound again where its statement is parsed
+     * again, or parsed again where it is compiled (compile_block) */
+    for (size_t i = 0; i < c->nbdefs; i++) c->bdefs[i].def = NULL;
+    uint32_t ext_off = 0;
+    if (x->extends) {
+        /* tpl_comp_template's order: check_extends, the chain loaded, collect_blocks, the rest */
+        if (x->ext_err) { err_restore(c, x->ext_err); return false; }
+        saved_err rest;
+        err_save(c, &rest);
+        x->chain[0] = NULL;
+        x->nchain = 1;
+        if (x->ext_seen) {
+            ext_off = x->ext_off;
+            if (x->ext_bad_off) {
+                cerror(c, x->ext_bad_off - 1, "template names must be string constants (tpl resolves templates at compile time)");
+            } else {
+                c->cur_src = -1;
+                tpl_node *parent = load_template(c, c->tmp, x->ext_name, ext_off, false, &c->chain_src[1]);
+                if (parent) {
+                    x->chain[x->nchain++] = parent;
+                    load_chain(c, x->chain, &x->nchain, &ext_off);
+                }
+            }
+        }
+        c->span_locked = false;
+        c->cur_src = -1;
+        if (c->failed) return false;
+        err_restore(c, &rest);
+    }
     if (x->blk_failed) {
         c->failed = true;
         c->nomem = x->blk_nomem;
@@ -3463,10 +3607,24 @@ bool tpl_comp_facts_end(tpl_comp *c)
         memcpy(c->msg, x->blk_msg, sizeof c->msg);
         return false;
     }
+    if (x->nchain > 1) {
+        saved_err rest;
+        err_save(c, &rest);
+        for (uint32_t i = 1; i < x->nchain; i++) {
+            c->cur_src = c->chain_src[i];
+            c->span_locked = true;
+            c->span_off = ext_off;
+            collect_blocks(c, x->chain[i]->b, i, BLOCKS_COLLECT);
+        }
+        c->span_locked = false;
+        c->cur_src = -1;
+        if (c->failed) return false;
+        err_restore(c, &rest);
+        if (c->failed) return false;
+        for (uint32_t i = 1; i < x->nchain; i++) predeclare(c, x->chain[i]->b);
+        x->ext_off = ext_off;
+    }
     if (c->failed) return false;
-    /* the first pass's trees are freed: each block is bound again where its statement is parsed
-     * again, or parsed again where it is compiled (compile_block) */
-    for (size_t i = 0; i < c->nbdefs; i++) c->bdefs[i].def = NULL;
     /* the names read while not the frame's are the template's loads (js_load) */
     scope *s = c->fn->scope;
     s->loads.arena = c->tmp;
@@ -3481,17 +3639,57 @@ bool tpl_comp_facts_end(tpl_comp *c)
     if (x->j.gave_up) x->j.undef = 0;
     if (f->n) {
         if (f->overflow) f->need = f->all;
-        frame_enter(c, f, x->j.undef, true, NULL, 0);
+        tpl_node *others[TPL_MAX_INHERIT];
+        uint32_t no = 0;
+        for (uint32_t i = 1; i < x->nchain; i++) others[no++] = x->chain[i]->b;
+        frame_enter(c, f, x->j.undef, true, others, no);
     }
-    c->closed = -1;
+    c->closed = x->nchain > 1 ? 0 : -1; /* (set_then_print: a chain's templates see each other's names) */
     return !c->failed;
 }
 
 void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n)
 {
+    tpl_facts *x = c->facts;
     if (c->nblocks) collect_blocks(c, n, 0, BLOCKS_BIND);
-    body(c, n);
+    if (x && x->nchain > 1) {
+        /* tpl_comp_template's first template of the chain (compile_chain), a statement at a time */
+        check_extends(c, n, true, &x->ext_known2, 0); /* (the op bits of this tree) */
+        for (tpl_node *s = n; s && !c->failed && !x->main_done;) {
+            tpl_node *next = s->next;
+            s->next = NULL;
+            if (!x->capturing) {
+                if (s->kind == TPL_N_EXTENDS) {
+                    emit(c, TPL_OP_CAPTURE, 0, 0);
+                    x->capturing = true;
+                } else {
+                    stmt(c, s);
+                }
+            } else if (s->kind == TPL_N_EXTENDS) {
+                /* a second top-level extends: Jinja2 raises there and compiles nothing after */
+                s->op |= 1;
+                stmt(c, s);
+                x->main_done = true;
+            } else if (s->kind != TPL_N_BLOCK && s->kind != TPL_N_TEXT && s->kind != TPL_N_OUTPUT) {
+                stmt(c, s);
+            }
+            s->next = next;
+            s = next;
+        }
+    } else {
+        body(c, n);
+    }
     if (c->nblocks) collect_blocks(c, n, 0, BLOCKS_UNBIND); /* (its tree is freed next) */
+}
+
+/* The end of a two-pass compile of a template that extends another: the rest of the chain. */
+static void facts_chain_end(tpl_comp *c)
+{
+    tpl_facts *x = c->facts;
+    if (x->nchain < 2) return;
+    emit(c, TPL_OP_END_CAPTURE, 0, 1);
+    emit(c, TPL_OP_POP, 0, -1);
+    compile_chain(c, x->chain, x->nchain, x->ext_off, 1);
 }
 
 void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data)

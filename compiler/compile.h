@@ -22,7 +22,9 @@ bool tpl_comp_stream_end(tpl_comp *c);
  * facts_stmt for each top-level statement in order, facts_end (false: a compile error, the one
  * tpl_comp_template would report first), then facts_compile for each statement parsed again,
  * and tpl_comp_stream_end. The program is the one tpl_comp_template makes. */
-void tpl_comp_facts_begin(tpl_comp *c, bool loops);  /* loops: the template has a for statement */
+/* loops: the template has a for statement; extends: an extends statement (its blocks are parsed
+ * again where the chain's base template places them: tpl_comp_set_reparse) */
+void tpl_comp_facts_begin(tpl_comp *c, bool loops, bool extends);
 void tpl_comp_facts_stmt(tpl_comp *c, tpl_node *n);
 bool tpl_comp_facts_end(tpl_comp *c);
 void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n);

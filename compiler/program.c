@@ -2,6 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <xxhash.h>
 #include "../runtime/program.h"
 #include "compile.h"
@@ -178,6 +181,18 @@ static void pctx_init_arena(tpl_pctx *pc, tpl_arena *a, const char *src, size_t 
     pc->n = n;
 }
 
+/* After a statement's tree: its arena emptied for the next one. A large one is given back to
+ * the system (glibc keeps freed chunks past its raised mmap threshold: the trees of a few large
+ * statements were resident side by side, issue 13 §1). */
+static void stmt_arena_done(tpl_arena *a)
+{
+    if (a->total < ((size_t)1 << 20)) { tpl_arena_reset(a); return; }
+    tpl_arena_free(a);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 /* A streaming compile's state: the compiler, and the first depth error (a statement nested too
  * deeply: reported only when the parse succeeds, as tpl_jinja_parse's whole-tree check would). */
 typedef struct stream_state {
@@ -217,7 +232,7 @@ static void stream_top(void *data, tpl_node *node)
             else tpl_comp_stream_stmt(st->c, node);
         }
     }
-    tpl_arena_reset(st->pc->arena);
+    stmt_arena_done(st->pc->arena);
 }
 
 /* The end of a streaming compile whose parse returned `parsed`: errors in the order the
@@ -263,7 +278,7 @@ static void facts_top(void *data, tpl_node *node)
             tpl_comp_facts_stmt(st->c, node);
         }
     }
-    tpl_arena_reset(st->pc->arena);
+    stmt_arena_done(st->pc->arena);
 }
 
 /* ... and of its second pass: compiles the statement parsed again. */
@@ -271,7 +286,7 @@ static void facts_compile_top(void *data, tpl_node *node)
 {
     stream_state *st = data;
     if (!tpl_c_failed(st->c)) tpl_comp_facts_compile(st->c, node);
-    tpl_arena_reset(st->pc->arena);
+    stmt_arena_done(st->pc->arena);
 }
 
 /* tpl_comp_set_reparse's parser: a block's tokens, from its `{%` to its endblock's `%}`,
@@ -300,7 +315,7 @@ static tpl_node *reparse_block(void *data, uint32_t off, tpl_arena *a)
  * size). Errors come as the whole-tree compile gives them: a parse error, a statement nested too
  * deeply, then compile errors. */
 static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks,
-                                      bool two_pass, bool loops, tpl_error *err)
+                                      bool two_pass, bool loops, bool extends, tpl_error *err)
 {
     tpl_arena tmp, ctmp;
     tpl_pctx pc;
@@ -316,7 +331,7 @@ static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n,
         rc = compile_error(p, err, src, n, 0, TPL_EK_NOMEM, tpl_error_kind_format(TPL_EK_NOMEM));
     } else {
         if (two_pass)
-            tpl_comp_facts_begin(st.c, loops);
+            tpl_comp_facts_begin(st.c, loops, extends);
         else
             tpl_comp_stream_begin(st.c);
         pc.top = two_pass ? facts_top : stream_top;
@@ -331,8 +346,10 @@ static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n,
             tpl_comp_set_reparse(st.c, reparse_block, &rs);
             ok = tpl_jinja_parse(&pc, toks);
         }
-        tpl_jtok_free(toks);
+        /* (a base template places its child's blocks at the end, parsed again from the tokens) */
+        if (!extends) tpl_jtok_free(toks);
         rc = stream_finish(p, &st, ok, err);
+        if (extends) tpl_jtok_free(toks);
     }
     tpl_arena_free(&tmp);
     tpl_arena_free(&ctmp);
@@ -359,10 +376,10 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
         tpl_jtok *v = realloc(toks.v, toks.n * sizeof *toks.v);
         if (v) { toks.v = v; toks.cap = toks.n; }
     }
-    if (tpl_jinja_streamable(&toks)) return compile_jinja_stmts(p, src, n, &toks, false, false, err);
-    bool loops;
-    if (n >= TPL_TWO_PASS_MIN && tpl_jinja_two_pass(&toks, &loops))
-        return compile_jinja_stmts(p, src, n, &toks, true, loops, err);
+    if (tpl_jinja_streamable(&toks)) return compile_jinja_stmts(p, src, n, &toks, false, false, false, err);
+    bool loops, extends;
+    tpl_jinja_two_pass(&toks, &loops, &extends);
+    if (n >= TPL_TWO_PASS_MIN) return compile_jinja_stmts(p, src, n, &toks, true, loops, extends, err);
     tpl_arena tmp;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);

@@ -36,11 +36,11 @@ tpl_node *tpl_p_top(tpl_pctx *ctx, tpl_node *list, tpl_node *node);
  * break, continue: nothing the compiler must see the whole template for: no extends, block,
  * set, macro, import, include, call, with, ...). */
 bool tpl_jinja_streamable(const tpl_jtok_vec *toks);
-/* True when the template of tokens toks can be compiled in two passes over its top-level
- * statements (tpl_comp_facts_begin): it extends nothing (a block compiled where self.NAME()
- * calls it, in another statement, is parsed again there: tpl_comp_set_reparse). *loops: it has
- * a for statement. */
-bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops);
+/* What a two-pass compile of the template of tokens toks needs to know first
+ * (tpl_comp_facts_begin): *loops, it has a for statement; *extends, an extends statement. (A
+ * block compiled where self.NAME() or the base template calls it, outside its statement, is
+ * parsed again there: tpl_comp_set_reparse.) */
+void tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops, bool *extends);
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -573,15 +573,14 @@ bool tpl_jinja_streamable(const tpl_jtok_vec *toks)
     return true;
 }
 
-bool tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops)
+void tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops, bool *extends)
 {
-    *loops = false;
+    *loops = *extends = false;
     for (size_t i = 0; i < toks->n; i++) {
         int k = tpl_jtok_kind(toks, i);
-        if (k == TK_EXTENDS) return false;
+        if (k == TK_EXTENDS) *extends = true;
         if (k == TK_FOR) *loops = true;
     }
-    return true;
 }
 
 tpl_node *tpl_jinja_parse_block(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off)
