@@ -93,7 +93,7 @@ static bool param_named(const tpl_node *params, tpl_value name)
 }
 
 static const tpl_node *shovel_root(const tpl_node *n);
-static void index_store(erb_low *L, tpl_node *g, uint32_t off);
+static void index_store(erb_low *L, tpl_node *g, uint32_t off, bool assign);
 static bool changes_receiver(const tpl_node *n);
 static void own_receiver(erb_low *L, tpl_node *r, uint32_t off);
 
@@ -508,7 +508,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     const tpl_node *root = shovel_root(n);
     if (root) {
         if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
-        if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off);
+        if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off, false);
         else store_var(L, root->val, n->off);
         return;
     }
@@ -528,14 +528,14 @@ static void own_receiver(erb_low *L, tpl_node *r, uint32_t off)
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(own)")), 0);
     tpl_c_word(C, TPL_ARGW(0, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
-    if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
+    if (r->kind == TPL_N_GETITEM) index_store(L, r, off, false);
     else store_var(L, r->val, off);
 }
 
 /* `r[k] = v` with v on the stack: r's new array or hash (the `[]=` builtin copies it with the item
  * set) is stored back into the variable at the root of r (`h[a][b] = v` sets h[a] too), as values
  * are immutable (README: deviations). */
-static void index_store(erb_low *L, tpl_node *g, uint32_t off)
+static void index_store(erb_low *L, tpl_node *g, uint32_t off, bool assign)
 {
     tpl_node *r = g->a;
     /* on any other value (`h.fetch(:a)[:b] = v`), []= changes it in place when this render built it */
@@ -553,11 +553,13 @@ static void index_store(erb_low *L, tpl_node *g, uint32_t off)
     }
     load_local(L, tmp, S("(value)"));
     tpl_c_at(C, off);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("[]=")), -(int)(nidx + 1));
+    /* a store-back (`h[k] << x`, the h[a] of `h[a][b] = v`) sets only a key h already has: an item
+     * that came from a Hash's default (Hash.new([])) is not stored, as Ruby never assigns it */
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, assign ? S("[]=") : S("(store_back)")), -(int)(nidx + 1));
     tpl_c_word(C, TPL_ARGW(nidx + 1, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
     if (!store) tpl_c_emit(C, TPL_OP_POP, 0, -1);
-    else if (r->kind == TPL_N_GETITEM) index_store(L, r, off);
+    else if (r->kind == TPL_N_GETITEM) index_store(L, r, off, false);
     else store_var(L, r->val, off);
 }
 
@@ -898,7 +900,7 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_SET:
         expr(L, n->b);
         tpl_c_emit(C, TPL_OP_DUP, 0, 1);
-        if (is_index(n->a)) index_store(L, n->a, n->off);
+        if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
         return;
     case TPL_N_TEXT:
@@ -1251,7 +1253,7 @@ static void stmt(erb_low *L, tpl_node *n)
         return;
     case TPL_N_SET:
         expr(L, n->b);
-        if (is_index(n->a)) index_store(L, n->a, n->off);
+        if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
         return;
     case TPL_N_RMETHOD:

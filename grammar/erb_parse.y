@@ -41,12 +41,51 @@ static tpl_node *not_(tpl_pctx *ctx, tpl_node *a, uint32_t off) {
     n->op = TPL_AOP_NOT;
     return n;
 }
+/* A brace-less hash argument (`h.update("y" => 2)`, `f(x, "k" => v, a: 1)`): from its first `=>` pair,
+ * the trailing pairs and labels are one Hash, the last positional argument (as Ruby passes it to a
+ * method without keywords). Labels alone stay keyword arguments (the method decides). */
+static tpl_node *hash_args(tpl_pctx *ctx, tpl_node *args) {
+    tpl_node **pp = &args;
+    while (*pp && (*pp)->kind != TPL_N_PAIR) pp = &(*pp)->next;
+    if (!*pp) return args;
+    /* labels just before the first pair belong to the same hash */
+    tpl_node **st = &args, **first = pp;
+    for (tpl_node **q = &args; q != first; q = &(*q)->next)
+        if ((*q)->kind != TPL_N_KWARG) st = &(*q)->next;
+    tpl_node *pairs = NULL, *last = NULL;
+    for (tpl_node *x = *st, *nx; x; x = nx) {
+        nx = x->next;
+        x->next = NULL;
+        tpl_node *pr = x;
+        if (x->kind == TPL_N_KWARG) {
+            tpl_node *k = tpl_p_node(ctx, TPL_N_CONST, x->off, NULL, NULL);
+            k->val = x->val;
+            k->val.flags |= TPL_F_SYMBOL;
+            pr = tpl_p_node(ctx, TPL_N_PAIR, x->off, k, x->a);
+        } else if (x->kind != TPL_N_PAIR) {
+            tpl_pctx_error(ctx, x->off, "syntax error, unexpected argument after a hash argument");
+            return args;
+        }
+        if (last) last->next = pr; else pairs = pr;
+        last = pr;
+    }
+    tpl_node *d = tpl_p_node(ctx, TPL_N_DICT, pairs->off, pairs, NULL);
+    *st = tpl_p_node(ctx, TPL_N_ARG, d->off, d, NULL);
+    if (args) {
+        tpl_node *t = args;
+        while (t->next) t = t->next;
+        args->tail = t;
+    }
+    return args;
+}
 static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node *args, uint32_t off) {
+    args = hash_args(ctx, args);
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
     n->val = tpl_p_tokstr(ctx, name);
     return n;
 }
 static tpl_node *method_s(tpl_pctx *ctx, tpl_node *recv, const char *name, tpl_node *args, uint32_t off) {
+    args = hash_args(ctx, args);
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
     n->val = tpl_v_str(name, strlen(name));
     return n;
@@ -317,6 +356,8 @@ call_arg(A) ::= BLOCKARG(T). {
     A = NODE(RBLOCK, T.off, p, m);
 }
 call_arg(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
+/* `"k" => v` among the arguments: part of a brace-less hash (hash_args) */
+call_arg(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
 
 items(A) ::= arg(E). { A = E; }
 items(A) ::= items(L) COMMA arg(E). { A = tpl_node_append(L, E); }

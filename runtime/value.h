@@ -219,6 +219,8 @@ typedef struct tpl_map {
     tpl_entry *e;
     uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
     /* For undefined-attribute messages: the container was a "dict object" (jinja) */
+    void *rb_default;   /* a Ruby Hash's default, Hash.new(v) / Hash.new { |h, k| ... } (stdlib/ruby/ruby.c's
+                         * record; NULL: nil) */
 } tpl_map;
 
 /* A method bound to its receiver: `s.upper` before it is called. */

@@ -2563,8 +2563,10 @@ top:
         tpl_value obj = sp[-1];
         if (obj.type == TPL_T_MAP) {
             tpl_value *hit = tpl_map_find_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
-            sp[-1] = hit ? *hit : tpl_v_none();
-            NEXT(0);
+            if (hit || !obj.u.map->rb_default) {   /* (a Hash with a default answers it: rb_getitem) */
+                sp[-1] = hit ? *hit : tpl_v_none();
+                NEXT(0);
+            }
         }
         if (tpl_stdlib.rb_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
         NEXT(0);

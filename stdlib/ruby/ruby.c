@@ -108,6 +108,13 @@ static bool fuel_out(tpl_vm *vm)
     return f && *f == 0;
 }
 
+/* A Hash's default (tpl_map.rb_default): Hash.new(value), or Hash.new { |h, k| ... } (blk.pc set: a block
+ * of the template's one frame, called for a missing key). */
+typedef struct rb_hash_default {
+    tpl_value value;
+    tpl_rb_block blk;
+} rb_hash_default;
+
 static tpl_map *rb_map(tpl_vm *vm, uint32_t cap)
 {
     tpl_map *m = tpl_map_new(A(vm), cap);
@@ -498,6 +505,22 @@ static bool enumerable(const char *name, size_t n)
     return false;
 }
 
+/* Whether builtin id takes keyword `name`: its signature names that parameter, or has **opts. */
+static bool param_of(int id, tpl_value name)
+{
+    const char *p = tpl_builtin(id)->params;
+    if (p && strstr(p, "**")) return true;   /* **opts takes any keyword */
+    while (p && *p) {
+        while (*p == '*') p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != '?' && *e != '=') e++;
+        if ((size_t)(e - p) == name.len && memcmp(p, name.u.s, name.len) == 0) return true;
+        p = strchr(e, ',');
+        if (p) p++;
+    }
+    return false;
+}
+
 static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos, const tpl_value *kwn, tpl_value *kwv,
                    int nkw, tpl_value *out)
 {
@@ -505,6 +528,22 @@ static int call_id(tpl_vm *vm, int id, tpl_value self, tpl_value *args, int npos
     if (npos >= TPL_MAX_PARAMS) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments (ArgumentError)");
     pos[0] = self;
     if (npos) mcpy(pos + 1, args, (size_t)npos * sizeof *args);
+    bool pack = nkw > 0;
+    for (int k = 0; k < nkw && pack; k++) pack = !param_of(id, kwn[k]);
+    if (pack) {
+        /* h.merge(a: 1), a.push(k: v): keywords a method does not take are one Hash, its last
+         * positional argument (Ruby passes them so to a method without keyword parameters) */
+        tpl_map *m = rb_map(vm, (uint32_t)nkw);
+        if (!m) return oom(vm);
+        for (int k = 0; k < nkw; k++) {
+            tpl_value key = kwn[k];
+            key.flags |= TPL_F_SYMBOL;
+            if (!tpl_map_set(A(vm), m, key, kwv[k])) return oom(vm);
+        }
+        pos[npos + 1] = tpl_v_map(m);
+        pos[npos + 1].flags = TPL_F_MUT_RB;
+        return tpl_vm_call_builtin(vm, id, pos, npos + 2, NULL, NULL, 0, out);
+    }
     return tpl_vm_call_builtin(vm, id, pos, npos + 1, kwn, kwv, nkw, out);
 }
 
@@ -872,15 +911,24 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         out->flags = TPL_F_MUT_RB;
         return 0;
     }
-    if (CLS("Hash") && npos == 0) {
+    if (CLS("Hash")) {
+        /* Hash.new, Hash.new(default), Hash.new { |h, k| ... } */
+        tpl_rb_block blk = tpl_vm_block(vm);
+        if (npos > 1 || (npos == 1 && blk.pc))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 0) (ArgumentError)", npos);
         tpl_map *m = rb_map(vm, 4);
         if (!m) return oom(vm);
+        if (npos || blk.pc) {
+            rb_hash_default *d = tpl_arena_alloc(A(vm), sizeof *d);
+            if (!d) return oom(vm);
+            d->value = npos ? args[0] : tpl_v_none();
+            d->blk = blk;
+            m->rb_default = d;
+        }
         *out = tpl_v_map(m);
         out->flags = TPL_F_MUT_RB;
         return 0;
     }
-    if (CLS("Hash"))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "Hash.new with a default value or block is not supported by tpl");
     return 1;
 #undef CLS
 #undef IS
@@ -917,6 +965,9 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         int rc = big_method(vm, self, name, n, args, npos, nkw, out);
         if (rc <= 0) return rc;
     }
+    if (nkw == 0 && tpl_vm_block(vm).pc && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && n == 3 &&
+        memcmp(name, "new", 3) == 0 && self.len == 4 && memcmp(self.u.s, "Hash", 4) == 0)
+        return class_method(vm, self, name, n, args, npos, out);   /* Hash.new { |h, k| ... } */
     if (nkw == 0 && !tpl_vm_block(vm).pc) {
         int rc = operator_method(vm, self, name, n, args, npos, out);
         if (rc <= 0) return rc;
@@ -952,7 +1003,15 @@ int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     switch (obj.type) {
     case TPL_T_MAP: {
         tpl_value *hit = tpl_map_get(obj.u.map, key);
-        *out = hit ? *hit : tpl_v_none();
+        if (hit) { *out = *hit; return 0; }
+        const rb_hash_default *d = obj.u.map->rb_default;
+        if (d && d->blk.pc) {
+            /* Hash.new { |h, k| ... }: the block's value (it may store it: h[k] = v) */
+            tpl_rb_block blk = d->blk;
+            tpl_value args[2] = { obj, key };
+            return tpl_rb_yield(vm, &blk, args, 2, out) < 0 ? -1 : 0;
+        }
+        *out = d ? d->value : tpl_v_none();
         return 0;
     }
     case TPL_T_LIST:
@@ -3581,6 +3640,7 @@ static int rb_copy_mut(tpl_vm *vm, tpl_value v, tpl_value *out)
     } else {
         tpl_map *m = v.u.map, *r = rb_map(vm, m->len < 4 ? 4 : m->len);
         if (!r) return oom(vm);
+        r->rb_default = m->rb_default;   /* (dup keeps the default, as Ruby's) */
         /* keys distinct by == are distinct by eql? too */
         for (uint32_t i = 0; i < m->len; i++)
             if (!tpl_map_append(A(vm), r, m->e[i].key, m->e[i].hash, m->e[i].val)) return oom(vm);
@@ -5592,5 +5652,39 @@ int r_any_hash_lit(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (fuel_out(vm)) return tpl_vm_nomem(vm);
     *out = tpl_v_map(m);
     out->flags = TPL_F_MUT_RB;
+    return 0;
+}
+
+/* Hash#default: Hash.new(v)'s v; nil without one or with a default block. */
+int r_hash_default(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    const rb_hash_default *d = a[0].u.map->rb_default;
+    *out = d && !d->blk.pc ? d->value : tpl_v_none();
+    return 0;
+}
+
+/* (store_back) (compiler/lower_erb.c index_store): `h[k] << x` stores h[k] back into h only when h has
+ * key k (an item read from a Hash's default is not stored: Ruby never assigns it); an array's item
+ * as []=; a string or any other value is left as it is (`s[0] << "x"` changes a new substring). */
+int r_hash_store_back(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    uint64_t *fuel = A(vm)->fuel;
+    tpl_value *hit = tpl_map_get_metered(a[0].u.map, a[1], fuel);
+    if (fuel_out(vm)) return tpl_vm_nomem(vm);
+    if (!hit) { *out = a[0]; return 0; }
+    return r_hash_setitem(vm, a, out);
+}
+
+int r_arr_store_back(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value b[4] = { a[0], a[1], a[2], tpl_v_unset() };
+    return r_arr_setitem(vm, b, out);
+}
+
+int r_any_store_back(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0];
     return 0;
 }
