@@ -10,6 +10,10 @@
  * TPL_VAL_BORROW | TPL_VAL_UTF8_VALID), and the render holds a reference to every str it
  * borrows until it ends.
  *
+ * A render context remembers the plain dicts, lists and tuples it converted as state values and
+ * reuses their tpl values while CPython says they did not change (the converted-value cache,
+ * below): the references of those values are the cache's then, not the render's.
+ *
  * The GIL is released while the VM runs and re-acquired in each callback (the render's saved
  * thread state). A Program is immutable and renders from many threads; each render takes a
  * `slot` (a render context with its binding state) from the Program's pool (guarded by the GIL)
@@ -33,6 +37,18 @@
 
 #define CHUNK 64        /* host-object blocks per allocation */
 #define KEYS 256        /* str keys remembered per render context (a power of two) */
+#define CACHE 32        /* converted state values remembered per render context (a power of two) */
+#define SPARE 4096      /* state-memory units (maps, lists, their entries) kept before a reset */
+
+/* The converted-value cache (below) needs CPython's dict version tag (ma_version_tag: a new
+ * value from a global counter on every change of a dict), public and not deprecated up to 3.11. */
+#if PY_VERSION_HEX < 0x030C0000
+#define HAVE_CACHE 1
+#define DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
+#else
+#define HAVE_CACHE 0
+#define DICT_VERSION(d) ((uint64_t)0)
+#endif
 
 /* Render settings (Program.configure, or one render's options). Every object owned or NULL. */
 typedef struct settings {
@@ -76,6 +92,33 @@ typedef struct key {
     int32_t read;           /* its index in the Program's reads, -1 none, -2 not looked up yet */
 } key;
 
+/* One object a cached value depends on, an owned reference: a dict with its version tag, a list
+ * with LIST_DEP | its length (its items follow, tag 0, compared by identity), a tuple with
+ * TUPLE_DEP (immutable: only owned). */
+typedef struct dep {
+    PyObject *o;
+    uint64_t tag;
+} dep;
+#define LIST_DEP (UINT64_C(1) << 63)
+#define TUPLE_DEP (UINT64_C(1) << 62)
+
+/* A state value converted by an earlier render on the same context: a dict, list or tuple whose
+ * every container is an exact dict/list/tuple and whose every other item an exact str, int,
+ * float, bool or None (no host object, no str subclass). It is reused while every dict in it
+ * has the version it had and every list the same items (deps); it owns those containers (so no
+ * other object takes their addresses) and the strs whose UTF-8 its value borrows. Its value
+ * lives in the render context's state memory, which is not dropped between renders while the
+ * cache holds values (see cache_clear). */
+typedef struct centry {
+    PyObject *o;            /* the container (deps[0].o), NULL: an empty entry */
+    tpl_val val;
+    dep *deps;
+    size_t ndeps;
+    PyObject **strs;
+    size_t nstrs;
+    size_t units;           /* the state memory its value took, in units (see built) */
+} centry;
+
 /* A render context with its binding state (a pool entry): reachable from the callbacks through
  * each host object's block and the remembers data pointer, so its address is stable. */
 typedef struct render_ctx {
@@ -101,6 +144,16 @@ typedef struct render_ctx {
     size_t nitems, capitems;
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
+    centry cache[CACHE];    /* direct-mapped by the container's address */
+    uint32_t filled, hit, prev; /* bit masks of the entries: in use; used by this render, the last */
+    bool rec, rec_ok;       /* recording the deps of a value being converted for the cache; cacheable */
+    dep *rdeps;             /* the deps and strs recorded (owned references) */
+    size_t nrdeps, caprdeps;
+    PyObject **rstrs;
+    size_t nrstrs, caprstrs;
+    size_t built, live;     /* state-memory units built since the state was dropped, of them cached */
+    bool has_empty;         /* empty: an empty map in the state memory (the state between renders) */
+    tpl_val empty;
 } render_ctx;
 
 typedef struct {
@@ -120,6 +173,8 @@ typedef struct {
 
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out);
 static int check(tpl_status st);
+static void cache_clear(render_ctx *c);
+static void cache_age(render_ctx *c);
 static int py_remembers(void *data, const char *words, size_t len);
 
 /* ------------------------------------------------------------------ errors */
@@ -185,6 +240,38 @@ static inline int keep(render_ctx *c, PyObject *o)
     return 0;
 }
 
+/* Records o (a new reference) as a dep of the value being cached. */
+static int rec_dep(render_ctx *c, PyObject *o, uint64_t tag)
+{
+    if (c->nrdeps == c->caprdeps) {
+        size_t cap = c->caprdeps ? c->caprdeps * 2 : 64;
+        dep *d = PyMem_Realloc(c->rdeps, cap * sizeof *d);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        c->rdeps = d;
+        c->caprdeps = cap;
+    }
+    Py_INCREF(o);
+    c->rdeps[c->nrdeps++] = (dep){ o, tag };
+    return 0;
+}
+
+/* Holds a new reference to s (a str whose UTF-8 a value borrows): for the value being cached
+ * when recording, else until the render ends. */
+static int hold_str(render_ctx *c, PyObject *s)
+{
+    if (!c->rec) return keep(c, s);
+    if (c->nrstrs == c->caprstrs) {
+        size_t cap = c->caprstrs ? c->caprstrs * 2 : 64;
+        PyObject **d = PyMem_Realloc(c->rstrs, cap * sizeof *d);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        c->rstrs = d;
+        c->caprstrs = cap;
+    }
+    Py_INCREF(s);
+    c->rstrs[c->nrstrs++] = s;
+    return 0;
+}
+
 /* The key entry of k (an exact str): remembered, or made now in k's slot. NULL with an
  * exception when k has no UTF-8 (lone surrogates) or memory runs out. */
 static key *key_miss(render_ctx *c, key *e, PyObject *k)
@@ -228,7 +315,7 @@ static int add_str_key(render_ctx *c, tpl_val map, PyObject *k, PyObject *v)
     if (!e) return -1;
     key ke = *e;
     tpl_val x;
-    if (to_val(c, v, &x) < 0) return -1;
+    if ((c->rec && hold_str(c, k) < 0) || to_val(c, v, &x) < 0) return -1;
     return check(tpl_val_map_add_str(c->r, map, ke.u8, ke.len, ke.hash, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, x));
 }
 
@@ -252,6 +339,8 @@ static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
     pyobj *h = new_block(c);
     if (!h || keep(c, o) < 0) return -1;
+    c->rec_ok = false; /* (a host object belongs to this render) */
+    c->built++;
     h->o = o;
     h->c = c;
     if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
@@ -280,7 +369,7 @@ static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     } else if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) {
         return -1;
     }
-    if (keep(c, s) < 0) return -1;
+    if (hold_str(c, s) < 0) return -1;
     if (!flags) return check(tpl_val_str_borrow(u, (size_t)n, out)); /* (no render context: cheaper) */
     return check(tpl_val_str(c->r, u, (size_t)n, flags | TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out));
 }
@@ -336,8 +425,10 @@ static int items_grow(render_ctx *c)
 static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
 {
     if (enter(c, d) < 0) return -1;
+    if (c->rec && rec_dep(c, d, DICT_VERSION(d)) < 0) return -1;
     size_t base = c->nents;
     Py_ssize_t pos = 0, left = PyDict_GET_SIZE(d);
+    c->built += (size_t)left + 1;
     PyObject *k, *v;
     bool mixed = false;
     int rc = -1;
@@ -348,7 +439,7 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
             break;
         }
         key *e = key_of(c, k);
-        if (!e) goto done;
+        if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
         tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
         if (to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
         if (c->nents == c->capents && ents_grow(c) < 0) goto done;
@@ -381,6 +472,12 @@ static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     PyObject **items = PySequence_Fast_ITEMS(s);
     size_t base = c->nitems;
     int rc = -1;
+    c->built += (size_t)n + 1;
+    if (c->rec) { /* a list's items are compared by identity: it owns them (their addresses stay theirs) */
+        if (rec_dep(c, s, flags & TPL_VAL_AS_TUPLE ? TUPLE_DEP : LIST_DEP | (uint64_t)n) < 0) return -1;
+        for (Py_ssize_t i = 0; !(flags & TPL_VAL_AS_TUPLE) && i < n; i++)
+            if (rec_dep(c, items[i], 0) < 0) return -1;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         tpl_val v;
         if (to_val(c, items[i], &v) < 0) goto done;
@@ -413,6 +510,7 @@ static int big_val(render_ctx *c, PyObject *o, tpl_val *out)
             memcpy(t + k, u + neg + 2, (size_t)n - neg - 2);
             k += (size_t)n - neg - 2;
             rc = check(tpl_val_int_text(c->r, t, k, 16, out));
+            c->built += 1 + k / 16;
             PyMem_Free(t);
         }
     }
@@ -473,12 +571,14 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
     if (t == &PyList_Type) return seq_val(c, o, 0, out);
     if (t == &PyTuple_Type) return seq_val(c, o, TPL_VAL_AS_TUPLE, out);
     if (PyUnicode_Check(o)) { /* str subclasses: Markup and friends are markup-safe */
+        c->rec_ok = false;
         int has = PyObject_HasAttrString(o, "__html__");
         return str_val(c, o, has ? TPL_VAL_MARKUP : 0, out);
     }
     if (c->html && PyObject_HasAttrString(o, "__html__") && !PyType_Check(o)) {
         /* under autoescape an object with __html__ prints it, unescaped (markupsafe.escape);
          * otherwise Jinja2 prints str(obj): it stays a host object */
+        c->rec_ok = false;
         PyObject *h = PyObject_CallMethod(o, "__html__", NULL);
         if (!h) return -1;
         int rc = PyUnicode_Check(h) ? str_val(c, h, TPL_VAL_MARKUP, out)
@@ -945,6 +1045,7 @@ static int apply(render_ctx *c, const settings *s)
 static void slot_free(render_ctx *c)
 {
     if (!c) return;
+    cache_clear(c);
     tpl_render_free(c->r);
     bind_funcs(c, NULL);
     Py_XDECREF(c->remembers);
@@ -958,6 +1059,8 @@ static void slot_free(render_ctx *c)
     PyMem_Free(c->keep);
     PyMem_Free(c->ents);
     PyMem_Free(c->items);
+    PyMem_Free(c->rdeps);
+    PyMem_Free(c->rstrs);
     PyMem_Free(c);
 }
 
@@ -999,7 +1102,9 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
  * the references held, and pools c. */
 static void slot_put(ProgramObject *self, render_ctx *c)
 {
-    tpl_render_reset_state(c->r);
+    cache_age(c);
+    if (c->built > 4 * c->live + SPARE || !c->has_empty) cache_clear(c);
+    else tpl_render_set_state_val(c->r, c->empty);
     for (Py_ssize_t i = 0; i < c->nkeep; i++) Py_DECREF(c->keep[i]);
     c->nkeep = 0;
     c->cur = NULL;
@@ -1470,6 +1575,14 @@ static PyObject *output_str(const char *out, size_t n)
     const unsigned char *s = (const unsigned char *)out;
     size_t first = ascii_run(s, 0, n), chars = n, i = first;
     unsigned char top = 0;
+    for (; i + 64 <= n; i += 64) /* (most of a prompt with a few non-ASCII characters is ASCII) */
+        if (!ascii64(s + i))
+            for (int b = 0; b < 64; b += VEC)
+                if (high_mask(s + i + b)) {
+                    chars -= (size_t)cont_count(s + i + b);
+                    for (int k = 0; k < VEC; k++)
+                        if (s[i + b + k] > top) top = s[i + b + k];
+                }
     for (; i + VEC <= n; i += VEC)
         if (high_mask(s + i)) {
             chars -= (size_t)cont_count(s + i);
@@ -1520,15 +1633,185 @@ static PyObject *output_str(const char *out, size_t n)
     return str;
 }
 
+/* ------------------------------------------------------------------ the converted-value cache
+ *
+ * A render context remembers the dicts, lists and tuples it converted as state values (the
+ * top-level values of the render's mapping) when they hold only plain data, and gives the same
+ * tpl value again while CPython says none of their containers changed: every dict has the
+ * version tag it had (CPython 3.11 gives a dict a new one from a global counter on every change,
+ * so a dict at a reused address cannot match either) and every list the same items. A chat
+ * template rendered again with the same messages converts nothing. The cache is per render
+ * context, which one render uses at a time (the pool, under the GIL): no locking. Values built
+ * in the state memory stay there until cache_clear, which drops them all when what was built
+ * since the last clear exceeds four times what the cache still uses plus SPARE (so replaced
+ * values cost memory for a while, not forever); a state that hits the memory limit is built
+ * again after a clear. The values are as immutable as any state value: the VM never changes
+ * the state (Jinja refuses list/dict mutators, ERB copies before changing, tpl.h). */
+
+/* Room for n more references in c's keep array (no exception set). */
+static int keep_reserve(render_ctx *c, size_t n)
+{
+    if ((size_t)(c->capkeep - c->nkeep) >= n) return 0;
+    size_t cap = (size_t)c->nkeep + n + 64;
+    PyObject **k = PyMem_Realloc(c->keep, cap * sizeof *k);
+    if (!k) return -1;
+    c->keep = k;
+    c->capkeep = (Py_ssize_t)cap;
+    return 0;
+}
+
+/* Moves an entry's references to the render (its value may be in use by this render's state)
+ * and empties it. */
+static int entry_drop(render_ctx *c, centry *e)
+{
+    if (keep_reserve(c, e->ndeps + e->nstrs) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < e->ndeps; i++) c->keep[c->nkeep++] = e->deps[i].o;
+    for (size_t i = 0; i < e->nstrs; i++) c->keep[c->nkeep++] = e->strs[i];
+    PyMem_Free(e->deps);
+    PyMem_Free(e->strs);
+    c->live -= e->units;
+    c->filled &= ~(1u << (e - c->cache));
+    *e = (centry){ 0 };
+    return 0;
+}
+
+/* Empties an entry between renders. */
+static void entry_free(render_ctx *c, centry *e)
+{
+    for (size_t k = 0; k < e->ndeps; k++) Py_DECREF(e->deps[k].o);
+    for (size_t k = 0; k < e->nstrs; k++) Py_DECREF(e->strs[k]);
+    PyMem_Free(e->deps);
+    PyMem_Free(e->strs);
+    c->live -= e->units;
+    c->filled &= ~(1u << (e - c->cache));
+    *e = (centry){ 0 };
+}
+
+/* After a render: the entries neither it nor the one before used are dropped (the cache holds
+ * what recent renders read, not every context it ever saw: it keeps their objects alive). */
+static void cache_age(render_ctx *c)
+{
+    for (uint32_t stale = c->filled & ~(c->hit | c->prev); stale; stale &= stale - 1)
+        entry_free(c, &c->cache[__builtin_ctz(stale)]);
+    c->prev = c->hit;
+    c->hit = 0;
+}
+
+/* Drops every entry and the state memory (no render uses its values: between renders). */
+static void cache_clear(render_ctx *c)
+{
+    for (int i = 0; i < CACHE; i++)
+        if (c->cache[i].o) entry_free(c, &c->cache[i]);
+    c->hit = c->prev = 0;
+    tpl_render_reset_state(c->r);
+    c->built = c->live = 0;
+    c->has_empty = false;
+}
+
+#if HAVE_CACHE
+/* Whether nothing the deps name changed. */
+static bool deps_valid(const dep *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t = d[i].tag;
+        if (t == TUPLE_DEP) continue;
+        if (t & LIST_DEP) {
+            size_t m = (size_t)(t & ~LIST_DEP);
+            if ((size_t)PyList_GET_SIZE(d[i].o) != m) return false;
+            PyObject **items = ((PyListObject *)d[i].o)->ob_item;
+            for (size_t k = 0; k < m; k++)
+                if (items[k] != d[i + 1 + k].o) return false;
+            i += m;
+        } else if (DICT_VERSION(d[i].o) != t) {
+            return false;
+        }
+    }
+    return true;
+}
+#endif
+
+/* A state value o (an exact dict, list or tuple) converted, from the cache when it has it. */
+static int cached_val(render_ctx *c, PyObject *o, tpl_val *out)
+{
+#if HAVE_CACHE
+    /* two ways: the slot of o's address and its neighbour */
+    size_t h = ((uintptr_t)o * 0x9E3779B97F4A7C15u) >> 56 & (CACHE - 1);
+    centry *e = &c->cache[h], *f = &c->cache[h ^ 1];
+    if (f->o == o || (e->o != o && (!f->o || (e->o && !(c->hit & (1u << (h ^ 1))) && (c->hit & (1u << h)))))) {
+        centry *t = e; /* f holds o, or is the better place for it: empty, or not used by this render */
+        e = f;
+        f = t;
+    }
+    uint32_t bit = 1u << (e - c->cache);
+    if (e->o == o && deps_valid(e->deps, e->ndeps)) {
+        *out = e->val;
+        c->hit |= bit;
+        return 0;
+    }
+    if (e->o && entry_drop(c, e) < 0) return -1;
+    c->rec = c->rec_ok = true;
+    c->nrdeps = c->nrstrs = 0;
+    size_t built = c->built;
+    int rc = to_val(c, o, out);
+    c->rec = false;
+    if (rc == 0 && c->rec_ok && c->nrdeps > 0 && c->rdeps[0].o == o) {
+        dep *d = PyMem_Malloc(c->nrdeps * sizeof *d);
+        PyObject **st = PyMem_Malloc((c->nrstrs ? c->nrstrs : 1) * sizeof *st);
+        if (d && st) {
+            memcpy(d, c->rdeps, c->nrdeps * sizeof *d);
+            memcpy(st, c->rstrs, c->nrstrs * sizeof *st);
+            *e = (centry){ o, *out, d, c->nrdeps, st, c->nrstrs, c->built - built };
+            c->live += e->units;
+            c->filled |= bit;
+            c->hit |= bit;
+            return 0;
+        }
+        PyMem_Free(d);
+        PyMem_Free(st);
+    }
+    /* not cached: the render holds what was recorded (out of memory: the render fails, and
+     * nothing borrows them then) */
+    if (keep_reserve(c, c->nrdeps + c->nrstrs) < 0) {
+        for (size_t i = 0; i < c->nrdeps; i++) Py_DECREF(c->rdeps[i].o);
+        for (size_t i = 0; i < c->nrstrs; i++) Py_DECREF(c->rstrs[i]);
+        c->nrdeps = c->nrstrs = 0;
+        if (rc == 0) PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < c->nrdeps; i++) c->keep[c->nkeep++] = c->rdeps[i].o;
+    for (size_t i = 0; i < c->nrstrs; i++) c->keep[c->nkeep++] = c->rstrs[i];
+    c->nrdeps = c->nrstrs = 0;
+    return rc;
+#else
+    return to_val(c, o, out);
+#endif
+}
+
+/* A state value (borrowed from the mapping) converted. */
+static inline int state_item(render_ctx *c, PyObject *v, tpl_val *out)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type) return cached_val(c, v, out);
+    if (keep(c, v) < 0) return -1; /* (converting a str subclass may run Python code) */
+    return to_val(c, v, out);
+}
+
 /* The state of a render (the GIL held): the names the program reads, with their values in
  * the mapping. A dict not much bigger than the reads-set is walked (its str keys are mostly the
  * same objects render after render: their slots in c->keys say which read each is, without a
  * dict lookup); otherwise each name is looked up. */
-static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
+static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
 {
     tpl_render *r = c->r;
-    if (reads_ready(self) < 0) return -1;
     Py_ssize_t nreads = PyTuple_GET_SIZE(self->reads);
+    if (!c->has_empty) {
+        if (check(tpl_val_map(r, 0, &c->empty)) < 0) return -1;
+        c->has_empty = true;
+    }
+    c->built += (size_t)nreads + 1;
     if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
         size_t base = c->nents;
         Py_ssize_t pos = 0;
@@ -1547,7 +1830,7 @@ static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool i
             }
             if (e->read < 0) continue;
             tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-            if (keep(c, v) < 0 || to_val(c, v, &x.val) < 0) return -1;
+            if (state_item(c, v, &x.val) < 0) return -1;
             if (c->nents == c->capents && ents_grow(c) < 0) return -1;
             c->ents[c->nents++] = x;
         }
@@ -1562,7 +1845,6 @@ lookup:
         if (isdict) {
             v = PyDict_GetItemWithError(state, name);
             if (!v) { if (PyErr_Occurred()) return -1; continue; }
-            if (keep(c, v) < 0) return -1;
         } else {
             v = PyObject_GetItem(state, name);
             if (!v) {
@@ -1576,12 +1858,27 @@ lookup:
         }
         /* the name is one of self->reads, which outlive the render: borrowed without a reference */
         tpl_val x;
-        if (to_val(c, v, &x) < 0 ||
+        if (state_item(c, v, &x) < 0 ||
             check(tpl_val_map_add_str(r, *st, self->read_u8[i], self->read_len[i], self->read_hash[i],
                                       TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, x)) < 0)
             return -1;
     }
     return 0;
+}
+
+/* The state of a render; built again after a cache_clear when it hit the memory limit with
+ * values of earlier renders in the state memory. */
+static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
+{
+    if (reads_ready(self) < 0) return -1;
+    bool fresh = c->built == 0;
+    if (state_build(self, c, state, isdict, st) == 0) return 0;
+    if (fresh || !PyErr_ExceptionMatches(PyExc_MemoryError)) return -1;
+    PyErr_Clear();
+    c->depth = 0;
+    c->nents = c->nitems = 0;
+    cache_clear(c);
+    return state_build(self, c, state, isdict, st);
 }
 
 /* One render of self with settings s (the GIL held). */

@@ -382,3 +382,98 @@ def test_error_kind_classes():
     with pytest.raises(tpl.TemplateNotFound) as e:
         tpl.Template("{% include 'nope.html' %}", loader=lambda name: None)
     assert isinstance(e.value, tpl.TemplateSyntaxError) and isinstance(e.value, LookupError)
+
+
+def test_cached_state_values_follow_changes():
+    """A render context reuses the values it converted from the same dicts and lists while
+    CPython says they did not change (issue 17 §5: a chat's messages are converted once): every
+    change between renders (a nested value, an item replaced, appended, deleted, reordered, an
+    int replaced by another at the same address, a dict inside a tuple) renders the new data, as
+    Jinja2 does."""
+    src = ("{% for m in msgs %}{{ m.role }}:{{ m['content'] }}{{ m.n }};{% endfor %}|{{ d.k }}|{{ d|dictsort }}"
+           "|{{ t[0].x }}{{ t[1] }}|{{ xs|sum }}|{{ nested.a.b.c }}")
+    t = tpl.Template(src)
+    ctx = {"msgs": [{"role": "user", "content": "hi", "n": 1}, {"role": "assistant", "content": "yo", "n": 2}],
+           "d": {"k": "v", "a": 1}, "t": ({"x": "X"}, "T"), "xs": [1000, 2000], "nested": {"a": {"b": {"c": 5}}}}
+
+    def same():
+        for _ in range(2):  # converted, then from the cache
+            assert t.render(ctx) == jinja_ref(src, ctx)
+
+    same()
+    ctx["msgs"][0]["content"] = "changed"
+    same()
+    ctx["msgs"][1] = {"role": "tool", "content": "new dict", "n": 3}
+    same()
+    ctx["msgs"].append({"role": "user", "content": "more", "n": 4})
+    same()
+    del ctx["msgs"][0]
+    same()
+    ctx["msgs"].reverse()
+    same()
+    ctx["d"]["k"] = "w"
+    same()
+    del ctx["d"]["k"]
+    ctx["d"]["k"] = "w"  # the same entries in another order
+    same()
+    ctx["t"][0]["x"] = "Y"
+    same()
+    for i in range(50):  # ints replaced in place (their addresses are reused)
+        ctx["xs"][0] = int("%d" % (1000 + i))
+        same()
+    ctx["nested"]["a"]["b"]["c"] = 6
+    same()
+    ctx["nested"]["a"]["b"] = {"c": "deep"}
+    same()
+    ctx["msgs"] = [{"role": "r", "content": "c", "n": 0}]  # a new list in the state
+    same()
+
+
+def test_cached_state_values_threads_and_memory():
+    """The cache is per render context: threads rendering their own (changing) data each see
+    theirs; contexts made fresh for every render and large ones under a memory limit do not grow
+    memory or fail; a Template gives back every reference when it goes."""
+    import sys
+    src = "{% for m in msgs %}{{ m.content }}{% endfor %}{{ k }}"
+    t = tpl.Template(src)
+    errors = []
+
+    def work(k):
+        ctx = {"msgs": [{"content": "T%d-%d;" % (k, i)} for i in range(5)], "k": k}
+        for r in range(300):
+            ctx["msgs"][r % 5]["content"] = "T%d-%d;" % (k, r)
+            if t.render(ctx) != "".join(m["content"] for m in ctx["msgs"]) + str(k):
+                errors.append(k)
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+
+    fresh = lambda i: {"msgs": [{"content": "m%d" % j} for j in range(20)], "k": i}
+    for i in range(2000):
+        t.render(fresh(i))
+    gc.collect()
+    objs, rss = len(gc.get_objects()), _rss_kib()
+    for i in range(30000):
+        assert t.render(fresh(i)).endswith(str(i))
+    gc.collect()
+    assert len(gc.get_objects()) - objs < 50
+    assert _rss_kib() - rss < 2048, "RSS grew by %d KiB" % (_rss_kib() - rss)
+
+    small = tpl.Template(src, limits={"max_memory": 1 << 20})
+    for i in range(40):  # each state is about a third of the limit: earlier ones must not be in the way
+        ctx = {"msgs": [{"content": "x"} for _ in range(3000)], "k": i}
+        assert small.render(ctx) == "x" * 3000 + str(i)
+
+    msgs = [{"content": "kept"}]
+    before = sys.getrefcount(msgs), sys.getrefcount(msgs[0])
+    t2 = tpl.Template(src)
+    assert t2.render(msgs=msgs, k=1) == t2.render(msgs=msgs, k=1) == "kept1"
+    assert sys.getrefcount(msgs) > before[0]  # held by the cache
+    del t2
+    gc.collect()
+    assert (sys.getrefcount(msgs), sys.getrefcount(msgs[0])) == before
