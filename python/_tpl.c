@@ -1046,8 +1046,8 @@ static void slot_free(render_ctx *c)
 {
     if (!c) return;
     cache_clear(c);
+    bind_funcs(c, NULL); /* (before the context goes: it unbinds them from it) */
     tpl_render_free(c->r);
-    bind_funcs(c, NULL);
     Py_XDECREF(c->remembers);
     Py_XDECREF(c->markup);
     Py_XDECREF(c->undefined);
