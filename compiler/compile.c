@@ -115,6 +115,7 @@ struct tpl_comp {
     uint32_t pending_off;
     func *fn;
     func root;
+    void *ext;               /* a lowering's own data for the whole compile (ERB: the template's defs) */
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
     bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
     bool autoescape;         /* inside {% autoescape true %} */
@@ -3869,4 +3870,53 @@ void tpl_c_fail(tpl_comp *c, tpl_error_kind kind, uint32_t off, const char *fmt,
 }
 
 bool tpl_c_lookup(tpl_comp *c, tpl_value name, uint32_t *slot) { return resolve(c, name, slot) == R_LOCAL; }
+void **tpl_c_ext(tpl_comp *c) { return &c->ext; }
+
+bool tpl_c_lookup_root(tpl_comp *c, tpl_value name, uint32_t *slot)
+{
+    bool cr = false;
+    scope_var *v = find_in_func(&c->root, name, &cr);
+    if (v) *slot = v->slot;
+    return v != NULL;
+}
+
+uint32_t tpl_c_declare_root(tpl_comp *c, tpl_value name)
+{
+    scope *s = c->root.scope, *inner = s;
+    while (s && !s->func_boundary) s = s->parent;
+    if (!s) { cerror(c, c->cur_off, "no template scope"); return 0; }
+    func *save = c->fn;
+    c->fn = &c->root;
+    c->root.scope = s;
+    uint32_t sl = declare(c, name);
+    c->root.scope = inner;
+    c->fn = save;
+    return sl;
+}
+
+struct tpl_c_func {
+    func f;
+    uint32_t skip;
+};
+
+tpl_c_func *tpl_c_func_begin(tpl_comp *c)
+{
+    tpl_c_func *h = tpl_arena_alloc(c->tmp, sizeof *h);
+    if (!h) { c_nomem(c, c->cur_off); return NULL; }
+    h->skip = emit(c, TPL_OP_JUMP, 0, 0);
+    func_begin(c, &h->f);
+    return h;
+}
+
+void tpl_c_func_end(tpl_comp *c, tpl_c_func *h, tpl_value name, const tpl_value *params, uint32_t nparams, uint32_t entry,
+                    uint32_t off)
+{
+    tpl_list *pl = param_list(c, nparams ? nparams : 1);
+    for (uint32_t i = 0; i < nparams; i++) param_push(c, pl, params[i]);
+    tpl_macro_desc d = { 0 };
+    d.entry = entry;
+    d.nparams = (uint16_t)nparams;
+    d.varargs_slot = d.kwargs_slot = d.caller_slot = -1;
+    func_end(c, &h->f, &d, name, pl, h->skip, off);
+}
 tpl_arena *tpl_c_program_arena(tpl_comp *c) { return &c->p->arena; }

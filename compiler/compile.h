@@ -90,6 +90,22 @@ tpl_arena *tpl_c_program_arena(tpl_comp *c);
 /* True when name is a variable of the current function (its slot in *slot). */
 bool tpl_c_lookup(tpl_comp *c, tpl_value name, uint32_t *slot);
 
+/* A lowering's own pointer for the whole compile (ERB keeps the template's defs there; NULL at first). */
+void **tpl_c_ext(tpl_comp *c);
+/* True when name is a variable of the template level (its slot in *slot), from anywhere. */
+bool tpl_c_lookup_root(tpl_comp *c, tpl_value name, uint32_t *slot);
+/* A variable of the template level's outermost scope, declared from anywhere (a hidden slot). */
+uint32_t tpl_c_declare_root(tpl_comp *c, tpl_value name);
+/* A nested function (an ERB def): tpl_c_func_begin emits a JUMP over its code and opens its frame (the
+ * enclosing functions' variables resolve as the template level's; declare its parameters first, slot i =
+ * parameter i; its code must end in an END instruction, e.g. RET_RB, whose value is the call's);
+ * tpl_c_func_end closes it, registers it as a macro entered at `entry` with parameter names
+ * params[0..nparams) and pushes its closure (MACRO). */
+typedef struct tpl_c_func tpl_c_func;
+tpl_c_func *tpl_c_func_begin(tpl_comp *c);
+void tpl_c_func_end(tpl_comp *c, tpl_c_func *f, tpl_value name, const tpl_value *params, uint32_t nparams, uint32_t entry,
+                    uint32_t off);
+
 /* True when the compile options name a host function of that kind (a tpl_host_kind). */
 bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind);
 

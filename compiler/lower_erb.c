@@ -24,11 +24,54 @@ typedef struct erb_loop {
     int nbreaks;
 } erb_loop;
 
+/* A method the template defines (`def`), or one a def's body calls before any def of it was seen:
+ * its closure lives in a hidden template-level slot, stored when the def runs (a call before that
+ * is Ruby's NoMethodError). The signature is the def's (one per name: a second def must agree). */
+typedef struct erb_def {
+    tpl_value name;
+    uint32_t slot;
+    bool sig;               /* a def of it was seen (the fields below hold) */
+    bool early;             /* a call was compiled before its def (its arguments were not checked) */
+    int nreq, nopt, nkw;    /* required and optional positional parameters, keyword parameters */
+    tpl_value kw[16];
+    bool kwreq[16];
+} erb_def;
+
+typedef struct erb_defs {
+    erb_def *v;
+    uint32_t n, cap;
+    /* block-local names (declared before their block) not assigned yet in the source's order:
+     * defined?(w) is nil there, as Ruby's parser decides */
+    tpl_value pend[32];
+    int npend;
+} erb_defs;
+
 typedef struct erb_low {
     tpl_comp *c;
     erb_loop *loop;
     bool frozen;            /* `# frozen_string_literal: true`: string literals are frozen */
+    int in_def;             /* inside a def's body */
+    erb_defs *defs;         /* (kept across the top-level statements, with pend) */
 } erb_low;
+
+static bool pend_has(const erb_low *L, tpl_value name)
+{
+    const erb_defs *d = L->defs;
+    for (int i = 0; i < d->npend; i++)
+        if (d->pend[i].len == name.len && memcmp(d->pend[i].u.s, name.u.s, name.len) == 0) return true;
+    return false;
+}
+
+static void pend_set(erb_low *L, tpl_value name, bool on)
+{
+    erb_defs *d = L->defs;
+    for (int i = 0; i < d->npend; i++)
+        if (d->pend[i].len == name.len && memcmp(d->pend[i].u.s, name.u.s, name.len) == 0) {
+            if (!on) d->pend[i] = d->pend[--d->npend];
+            return;
+        }
+    if (on && d->npend < 32) d->pend[d->npend++] = name;
+}
 
 static void expr(erb_low *L, tpl_node *n);
 static void stmt(erb_low *L, tpl_node *n);
@@ -36,6 +79,11 @@ static void body(erb_low *L, tpl_node *n);
 static void value_body(erb_low *L, tpl_node *n);
 static void begin_(erb_low *L, tpl_node *n, bool used);
 static void defined_(erb_low *L, tpl_node *e, int depth);
+static void defs_scan(erb_low *L, tpl_node *n, int depth);
+struct erb_def;
+static struct erb_def *def_find(erb_low *L, tpl_value name, bool create);
+static void def_call(erb_low *L, struct erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used);
+static void def_(erb_low *L, tpl_node *n, bool used);
 
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
@@ -59,6 +107,13 @@ static void load_local(erb_low *L, uint32_t slot, tpl_value name)
 static void store_var(erb_low *L, tpl_value name, uint32_t off)
 {
     uint32_t slot;
+    if (L->defs->npend) pend_set(L, name, false);
+    if (L->in_def && name.len > 1 && name.u.s[0] == '@') { /* a def sets the template's @x */
+        if (!tpl_c_lookup_root(C, name, &slot)) slot = tpl_c_declare_root(C, name);
+        tpl_c_at(C, off);
+        tpl_c_emit(C, TPL_OP_STORE_ROOT, slot, -1);
+        return;
+    }
     if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
@@ -109,7 +164,7 @@ static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_
 static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, const tpl_node *n, int depth)
 {
     for (; n && depth < 200; n = n->next) {
-        if (n->kind == TPL_N_RBLOCK) continue;   /* a nested block has its own locals */
+        if (n->kind == TPL_N_RBLOCK || n->kind == TPL_N_RDEF) continue;   /* a nested block or a def has its own locals */
         if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
         if (n->kind == TPL_N_SET && is_index(n->a)) { /* h[k] = v stores h back */
             const tpl_node *r = n->a->a;
@@ -132,6 +187,7 @@ static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, con
 static void blocal_unset(erb_low *L, const erb_blocals *bl)
 {
     for (int i = 0; i < bl->n; i++) {
+        pend_set(L, bl->name[i], true);   /* (at the block's start and after it) */
         tpl_c_emit(C, TPL_OP_UNSET_SLOT_RB, bl->slot[i], 0);
         tpl_c_word(C, tpl_c_name(C, bl->name[i]));
     }
@@ -437,6 +493,13 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
+    if (!n->a) {
+        /* a method the template defines (in a def: one it may define later, unless Kernel's) */
+        erb_def *d = def_find(L, n->val, false);
+        if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
+            d = def_find(L, n->val, true);
+        if (d) { def_call(L, d, n, n->b, false, used); return; }
+    }
     if (!n->a && !n->c && tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL)) {
         /* a host global function (tpl_options.host_funcs) */
         uint32_t w = args(L, n->b);
@@ -679,6 +742,7 @@ static void if_(erb_low *L, tpl_node *n, bool value)
 static void expr(erb_low *L, tpl_node *n)
 {
     if (tpl_c_failed(C) || !n) return;
+    if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) pend_set(L, n->a->val, false);
     tpl_c_at(C, n->off);
     uint32_t slot;
     switch (n->kind) {
@@ -720,10 +784,36 @@ static void expr(erb_low *L, tpl_node *n)
         }
         bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
-        if (tpl_c_lookup(C, n->val, &slot)) load_local(L, slot, key);
-        else tpl_c_emit(C, ivar || n->op ? TPL_OP_LOAD_IVAR_RB : TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+        if (tpl_c_lookup(C, n->val, &slot)) { load_local(L, slot, key); return; }
+        if (ivar && L->in_def && tpl_c_lookup_root(C, n->val, &slot)) { /* the template's @x */
+            tpl_c_emit(C, TPL_OP_LOAD_ROOT, slot, 1);
+            tpl_c_word(C, tpl_c_name(C, key));
+            return;
+        }
+        if (!ivar) {
+            /* a method of the template called without arguments (in a def: any name that is no local) */
+            erb_def *d = n->op ? NULL : def_find(L, n->val, false);
+            if (!d && L->in_def && !n->op && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0) d = def_find(L, n->val, true);
+            if (d && !L->in_def) { /* the binding's local of that name (a state key) first, as Ruby reads it */
+                tpl_c_emit(C, TPL_OP_LOAD_IVAR_RB, tpl_c_name(C, key), 1);
+                uint32_t have = tpl_c_emit(C, TPL_OP_JT_RB_KEEP, 0, -1);
+                def_call(L, d, n, NULL, true, true);
+                tpl_c_patch(C, have, tpl_c_here(C));
+                return;
+            }
+            if (d) { def_call(L, d, n, NULL, true, true); return; }
+            if (L->in_def && n->op) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; } /* x ||= v: a new local of the method */
+        }
+        tpl_c_emit(C, ivar || n->op ? TPL_OP_LOAD_IVAR_RB : TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
         return;
     }
+    case TPL_N_RDEF:
+        def_(L, n, true);
+        return;
+    case TPL_N_RRETURN:
+        stmt(L, n);
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        return;
     case TPL_N_RCONSTNAME: {
         bool known = false;
         for (int i = 0; known_classes[i]; i++) known = known || name_is(n->val, known_classes[i]);
@@ -1002,7 +1092,20 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         if (e->val.len > 1 && e->val.u.s[0] == '$') { push_str(L, "global-variable"); return; }
         bool ivar = e->val.len > 1 && e->val.u.s[0] == '@';
         const char *what = ivar ? "instance-variable" : "local-variable";
-        if (tpl_c_lookup(C, e->val, &slot)) { push_str(L, what); return; }
+        if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val))) { push_str(L, what); return; }
+        erb_def *d = ivar ? NULL : def_find(L, e->val, false);
+        if (d && (L->in_def || !tpl_c_lookup(C, e->val, &slot))) {
+            /* a method of the template: "method" once its def ran (or the state's local), else nil */
+            tpl_c_emit(C, L->in_def ? TPL_OP_LOAD_ROOT : TPL_OP_LOAD_SLOT, d->slot, 1);
+            tpl_c_word(C, tpl_c_name(C, S("(def)")));
+            uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+            push_str(L, "method");
+            uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+            tpl_c_patch(C, no, tpl_c_here(C));
+            push_str(L, NULL);
+            tpl_c_patch(C, end, tpl_c_here(C));
+            return;
+        }
         /* a key of the state when it runs; else a method's name, or nil */
         tpl_value key = ivar ? tpl_v_str(e->val.u.s + 1, e->val.len - 1) : e->val;
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
@@ -1214,8 +1317,215 @@ static void value_body(erb_low *L, tpl_node *n)
     if (!n) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
     for (; n && !tpl_c_failed(C); n = n->next) {
         if (n->next) { stmt(L, n); continue; }
-        if (n->kind == TPL_N_RNEXT || n->kind == TPL_N_RBREAK) { stmt(L, n); tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+        if (n->kind == TPL_N_RNEXT || n->kind == TPL_N_RBREAK || n->kind == TPL_N_RRETURN) { stmt(L, n); tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
         expr(L, n);
+    }
+}
+
+
+/* ------------------------------------------------------------------ def */
+
+static erb_def *def_find(erb_low *L, tpl_value name, bool create)
+{
+    erb_defs *ds = L->defs;
+    for (uint32_t i = 0; i < ds->n; i++)
+        if (ds->v[i].name.len == name.len && memcmp(ds->v[i].name.u.s, name.u.s, name.len) == 0) return &ds->v[i];
+    if (!create) return NULL;
+    if (ds->n == ds->cap) {
+        uint32_t nc = ds->cap ? ds->cap * 2 : 8;
+        erb_def *nv = tpl_arena_alloc(tpl_c_arena(C), nc * sizeof *nv);
+        if (!nv) { tpl_c_nomem(C, 0); return NULL; }
+        if (ds->n) memcpy(nv, ds->v, ds->n * sizeof *nv);
+        ds->v = nv;
+        ds->cap = nc;
+    }
+    char *s = tpl_arena_strdup(tpl_c_arena(C), name.u.s, name.len);
+    char hidden[140];
+    int k = snprintf(hidden, sizeof hidden, "(def)%.*s", name.len > 100 ? 100 : (int)name.len, name.u.s);
+    char *h = tpl_arena_strdup(tpl_c_arena(C), hidden, (size_t)k);
+    if (!s || !h) { tpl_c_nomem(C, 0); return NULL; }
+    erb_def *d = &ds->v[ds->n++];
+    memset(d, 0, sizeof *d);
+    d->name = tpl_v_str(s, name.len);
+    d->slot = tpl_c_declare_root(C, tpl_v_str(h, (size_t)k));
+    return d;
+}
+
+/* Notes the signature of def n (before any statement is compiled: a def's body may call a method
+ * defined after it in the same statement). */
+static void def_sig(erb_low *L, tpl_node *n)
+{
+    erb_def *d = def_find(L, n->val, true);
+    if (!d) return;
+    int nreq = 0, nopt = 0, nkw = 0;
+    tpl_value kw[16];
+    bool kwreq[16];
+    for (tpl_node *p = n->a; p; p = p->next) {
+        if (p->kind == TPL_N_NAME) {
+            if (nopt || nkw) { tpl_c_error(C, p->off, "unsupported Ruby construct: a required parameter after optional ones"); return; }
+            nreq++;
+        } else if (p->op == 0) {
+            if (nkw) { tpl_c_error(C, p->off, "syntax error, unexpected parameter after keyword parameters"); return; }
+            nopt++;
+        } else {
+            if (nkw >= 16) { tpl_c_error(C, p->off, "too many keyword parameters"); return; }
+            kw[nkw] = p->val;
+            kwreq[nkw++] = p->a == NULL;
+        }
+    }
+    bool same = d->nreq == nreq && d->nopt == nopt && d->nkw == nkw;
+    for (int i = 0; same && i < nkw; i++)
+        same = d->kw[i].len == kw[i].len && memcmp(d->kw[i].u.s, kw[i].u.s, kw[i].len) == 0 && d->kwreq[i] == kwreq[i];
+    if (d->sig && !same) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: `def %.*s' again with other parameters", (int)n->val.len, n->val.u.s);
+        return;
+    }
+    if (d->early && nkw) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: `%.*s' has keyword parameters and is called before its def", (int)n->val.len, n->val.u.s);
+        return;
+    }
+    d->sig = true;
+    d->nreq = nreq;
+    d->nopt = nopt;
+    d->nkw = nkw;
+    for (int i = 0; i < nkw; i++) { d->kw[i] = kw[i]; d->kwreq[i] = kwreq[i]; }
+}
+
+static void defs_scan(erb_low *L, tpl_node *n, int depth)
+{
+    for (; n && depth <= 200 && !tpl_c_failed(C); n = n->next) {
+        if (n->kind == TPL_N_RDEF) def_sig(L, n);
+        defs_scan(L, n->a, depth + 1);
+        defs_scan(L, n->b, depth + 1);
+        defs_scan(L, n->c, depth + 1);
+    }
+}
+
+static void fail_msg(erb_low *L, uint32_t off, int delta, const char *fmt, const tpl_value *name)
+{
+    char msg[220];
+    snprintf(msg, sizeof msg, fmt, name->len > 100 ? 100 : (int)name->len, name->u.s);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), delta);
+}
+
+/* A call of a template method: its closure (NoMethodError, or NameError for a bare name, before its def
+ * ran), the arguments (checked against the def's signature when it is known), CALL. */
+static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used)
+{
+    if (n->kind == TPL_N_RMETHOD && n->c) { tpl_c_error(C, n->c->off, "unsupported Ruby construct: a block for the template method `%.*s'", (int)n->val.len, n->val.u.s); return; }
+    tpl_c_at(C, n->off);
+    tpl_value hidden = tpl_v_str("(def)", 5);
+    if (L->in_def) tpl_c_emit(C, TPL_OP_LOAD_ROOT, d->slot, 1);
+    else tpl_c_emit(C, TPL_OP_LOAD_SLOT, d->slot, 1);
+    tpl_c_word(C, tpl_c_name(C, hidden));
+    uint32_t ok = tpl_c_emit(C, TPL_OP_JT_RB_KEEP, 0, -1);
+    fail_msg(L, n->off, 1, bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
+                                : "undefined method `%.*s' for main:Object (NoMethodError)", &n->val);
+    tpl_c_patch(C, ok, tpl_c_here(C));
+    if (!d->sig) {
+        d->early = true;
+        for (tpl_node *a = argl; a; a = a->next)
+            if (a->kind == TPL_N_KWARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: keyword arguments to `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
+    } else {
+        int npos = 0, nkw = 0;
+        const char *bad = NULL;
+        tpl_value badk = { 0 };
+        for (tpl_node *a = argl; a; a = a->next) {
+            if (a->kind != TPL_N_KWARG) { npos++; continue; }
+            nkw++;
+            bool known = false;
+            for (int i = 0; i < d->nkw; i++) known = known || (d->kw[i].len == a->val.len && memcmp(d->kw[i].u.s, a->val.u.s, a->val.len) == 0);
+            if (!known && !bad) { bad = "unknown keyword: :%.*s (ArgumentError)"; badk = a->val; }
+        }
+        char msg[220];
+        msg[0] = 0;
+        if (npos < d->nreq || npos > d->nreq + d->nopt) {
+            if (d->nopt) snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", npos, d->nreq, d->nreq + d->nopt);
+            else snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected %d) (ArgumentError)", npos, d->nreq);
+            if (d->nkw && d->nreq == 0 && d->nopt == 0 && npos) snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected 0) (ArgumentError)", npos);
+        } else if (bad) {
+            snprintf(msg, sizeof msg, bad, (int)badk.len, badk.u.s);
+        } else {
+            for (int i = 0; i < d->nkw && !msg[0]; i++) {
+                if (!d->kwreq[i]) continue;
+                bool given = false;
+                for (tpl_node *a = argl; a; a = a->next)
+                    given = given || (a->kind == TPL_N_KWARG && a->val.len == d->kw[i].len && memcmp(a->val.u.s, d->kw[i].u.s, a->val.len) == 0);
+                if (!given) snprintf(msg, sizeof msg, "missing keyword: :%.*s (ArgumentError)", (int)d->kw[i].len, d->kw[i].u.s);
+            }
+        }
+        if (msg[0]) {
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), used ? 0 : -1);
+            return;
+        }
+    }
+    uint32_t w = args(L, argl);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));
+    tpl_c_word(C, w);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+/* def NAME(params) body end: compiles the body as a function of the template (its own locals; @ivars and
+ * the template's methods are shared) ending in RET_RB with the body's value, stores its closure in the
+ * method's hidden slot when the def runs; its value is the name as a symbol. */
+static void def_(erb_low *L, tpl_node *n, bool used)
+{
+    if (L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct: def inside a def"); return; }
+    erb_def *d = def_find(L, n->val, true);
+    if (!d) return;
+    tpl_value pn[64];
+    uint32_t np = 0;
+    for (tpl_node *p = n->a; p; p = p->next) {
+        if (np >= 64) { tpl_c_error(C, p->off, "too many parameters"); return; }
+        for (uint32_t i = 0; i < np; i++)
+            if (pn[i].len == p->val.len && memcmp(pn[i].u.s, p->val.u.s, p->val.len) == 0) { tpl_c_error(C, p->off, "duplicated argument name (SyntaxError)"); return; }
+        pn[np++] = p->val;
+    }
+    tpl_c_at(C, n->off);
+    tpl_c_func *f = tpl_c_func_begin(C);
+    if (!f) return;
+    erb_loop *save_loop = L->loop;
+    L->loop = NULL;
+    L->in_def++;
+    for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
+    uint32_t entry = tpl_c_here(C);
+    uint32_t i = 0;
+    for (tpl_node *p = n->a; p && !tpl_c_failed(C); p = p->next, i++) {
+        if (p->kind == TPL_N_NAME) continue;   /* required: the call passed it (checked there) */
+        tpl_c_at(C, p->off);
+        tpl_c_emit(C, TPL_OP_JSET, i, 0);
+        uint32_t pos = tpl_c_word(C, 0);
+        if (p->a) expr(L, p->a);
+        else fail_msg(L, p->off, 1, "missing keyword: :%.*s (ArgumentError)", &p->val);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, i, -1);
+        tpl_c_patch_word(C, pos, tpl_c_here(C));
+    }
+    /* a required parameter a call before the def did not pass */
+    i = 0;
+    for (tpl_node *p = n->a; p && !tpl_c_failed(C) && d->early; p = p->next, i++) {
+        if (p->kind != TPL_N_NAME) continue;
+        tpl_c_at(C, p->off);
+        tpl_c_emit(C, TPL_OP_JSET, i, 0);
+        uint32_t pos = tpl_c_word(C, 0);
+        char msg[160];
+        snprintf(msg, sizeof msg, "wrong number of arguments (expected %d) (ArgumentError)", d->nreq);
+        tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 0);
+        tpl_c_patch_word(C, pos, tpl_c_here(C));
+    }
+    value_body(L, n->b);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+    L->in_def--;
+    L->loop = save_loop;
+    tpl_c_func_end(C, f, n->val, pn, np, entry, n->off);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, d->slot, -1);
+    if (used) {
+        tpl_value v = n->val;
+        v.flags |= TPL_F_SYMBOL;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1);
     }
 }
 
@@ -1224,12 +1534,17 @@ static void value_body(erb_low *L, tpl_node *n)
 static void stmt(erb_low *L, tpl_node *n)
 {
     if (tpl_c_failed(C) || !n) return;
+    if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) pend_set(L, n->a->val, false);
     tpl_c_at(C, n->off);
     switch (n->kind) {
     case TPL_N_TEXT:
-        tpl_c_text(C, n->val.u.s, n->val.len);
-        return;
-    case TPL_N_OUTPUT: {
+    case TPL_N_OUTPUT:
+        if (L->in_def) { /* ERB's _erbout is a local of the template, not of the method */
+            fail_msg(L, n->off, 0, "undefined local variable or method `%.*s' for main:Object (NameError)", &(tpl_value){ .u.s = "_erbout", .len = 7 });
+            return;
+        }
+        if (n->kind == TPL_N_TEXT) { tpl_c_text(C, n->val.u.s, n->val.len); return; }
+        {
         tpl_node *e = n->a;
         if (e->kind == TPL_N_RSTMTS && e->b && !e->b->next) e = e->b;
         if (e->kind == TPL_N_CONST && e->val.type == TPL_T_STR) { tpl_c_text(C, e->val.u.s, e->val.len); return; }
@@ -1271,6 +1586,18 @@ static void stmt(erb_low *L, tpl_node *n)
     case TPL_N_RBEGIN:
         begin_(L, n, false);
         return;
+    case TPL_N_RDEF:
+        def_(L, n, false);
+        return;
+    case TPL_N_RRETURN:
+        if (!L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct 'return' outside a def"); return; }
+        for (erb_loop *lc = L->loop; lc; lc = lc->parent)
+            if (lc->sub) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block or begin/rescue"); return; }
+        if (n->a) expr(L, n->a);
+        else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+        return;
     case TPL_N_RNEXT:
     case TPL_N_RBREAK: {
         bool brk = n->kind == TPL_N_RBREAK;
@@ -1304,7 +1631,16 @@ static void body(erb_low *L, tpl_node *n)
 
 void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
 {
-    erb_low low = { c, NULL, frozen };
+    erb_low low = { .c = c, .loop = NULL, .frozen = frozen, .in_def = 0, .defs = NULL };
+    void **ext = tpl_c_ext(c);
+    if (!*ext) {
+        erb_defs *d = tpl_arena_alloc(tpl_c_arena(c), sizeof *d);
+        if (!d) { tpl_c_nomem(c, 0); return; }
+        memset(d, 0, sizeof *d);
+        *ext = d;
+    }
+    low.defs = *ext;
+    defs_scan(&low, n, 0);
     body(&low, n);
 }
 

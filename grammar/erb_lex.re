@@ -388,6 +388,8 @@ typedef struct rlex {
     int depth;
     bool in_params;       /* between block-parameter bars */
     bool want_params;     /* just after `{` (block) or `do` */
+    bool def_name;        /* the previous token is a def's method name */
+    int def_at;           /* in a def's parameter list: 1 + the depth of its `(` (then in_params) */
     int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
     tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
     tpl_arena *larena;    /* where `locals` lives (NULL: ctx->arena) */
@@ -397,6 +399,7 @@ static void feed_tok(struct erb_feed *f, tpl_token t);
 
 static bool push_tok(rlex *L, int kind, size_t off, size_t len)
 {
+    L->def_name = false;
     if (!L->out) {
         feed_tok(L->feed, (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind });
         L->prev = kind;
@@ -466,11 +469,12 @@ static bool continues(int k)
     X("or", TK_OR) X("not", TK_NOT) X("nil", TK_NIL) X("true", TK_TRUE) X("false", TK_FALSE) \
     X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE) \
     X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL) X("__ENCODING__", TK_ENCODING) \
-    X("begin", TK_BEGIN) X("rescue", TK_RESCUE) X("ensure", TK_ENSURE) X("defined?", TK_DEFINED)
+    X("begin", TK_BEGIN) X("rescue", TK_RESCUE) X("ensure", TK_ENSURE) X("defined?", TK_DEFINED) \
+    X("def", TK_DEF) X("return", TK_RETURN)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
-    "def", "class", "module", "yield", "return",
+    "class", "module", "yield",
     "redo", "retry", "super", "alias", "undef", "BEGIN", "END", "__FILE__",
     "__method__", "lambda", "proc", NULL
 };
@@ -648,9 +652,15 @@ static bool ruby_lex(rlex *L)
                 }
             }
             bool after_dot = L->prev == TK_DOT;
+            if (L->prev == TK_DEF) { /* def NAME: the method's name, whatever it spells */
+                push_tok(L, TK_IDENT, st, e - st);
+                L->def_name = true;
+                i = e;
+                continue;
+            }
             int kw = after_dot ? 0 : keyword(s + st, e - st);
             if (kw) {
-                bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK;
+                bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK || L->prev == TK_RETURN;
                 if (kw == TK_IF && mod) kw = TK_IF_MOD;
                 if (kw == TK_UNLESS && mod) kw = TK_UNLESS_MOD;
                 if (kw == TK_WHILE && mod) kw = TK_WHILE_MOD;
@@ -870,7 +880,10 @@ static bool ruby_lex(rlex *L)
                 L->depth--;
             }
             if (kind == TK_LBRACE_BLK) L->want_params = true;
+            bool def_open = kind == TK_LPCALL && L->def_name;
+            if (kind == TK_RPAREN && L->def_at && L->depth + 1 == L->def_at) { L->in_params = false; L->def_at = 0; }
             push_tok(L, kind, st, len);
+            if (def_open) { L->in_params = true; L->def_at = L->depth; } /* def f(a, b = 1, c: 2): parameters */
             i += len;
             continue;
         }

@@ -221,6 +221,8 @@ stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
 stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
 stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
 stmt(A) ::= BREAK(T) arg(E). { A = NODE(RBREAK, T.off, E, NULL); }
+stmt(A) ::= RETURN(T). { A = N(RRETURN, T.off); }
+stmt(A) ::= RETURN(T) arg(E). { A = NODE(RRETURN, T.off, E, NULL); }
 
 expr(A) ::= command(C). { A = C; }
 expr(A) ::= primary(L) ASSIGN(T) command(C). { A = NODE(SET, T.off, target(ctx, L, T), C); }
@@ -309,6 +311,17 @@ primary(A) ::= UNTIL(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.of
 primary(A) ::= BEGIN(T) compstmt(B) rescues(R) opt_else(E) opt_ensure(Z) END.
     { if (E) { tpl_node *e = NODE(RRESCUE, T.off, NULL, E); e->op = 1; R = tpl_node_append(R, e); }
       A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; }
+/* def NAME(params) body end: a method of the template (compiler/lower_erb.c def_) */
+primary(A) ::= DEF(T) IDENT(N) def_params(P) compstmt(B) END. { A = NODE(RDEF, T.off, P, B); A->val = tpl_p_tokstr(ctx, N); }
+def_params(A) ::= TERM. { A = NULL; }
+def_params(A) ::= LPCALL RPAREN. { A = NULL; }
+def_params(A) ::= LPCALL fparams(P) opt_comma RPAREN. { A = P; }
+fparams(A) ::= fparam(P). { A = P; }
+fparams(A) ::= fparams(L) COMMA fparam(P). { A = tpl_node_append(L, P); }
+fparam(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
+fparam(A) ::= IDENT(T) ASSIGN arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
+fparam(A) ::= LABEL(T). { A = N(KWARG, T.off); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
+fparam(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 rescues(A) ::= . { A = NULL; }
 rescues(A) ::= rescues(L) RESCUE(T) exc_list(X) exc_var(V) then compstmt(B). { tpl_node *r = NODE(RRESCUE, T.off, X, B); r->c = V; A = tpl_node_append(L, r); }
 exc_list(A) ::= . { A = NULL; }

@@ -281,7 +281,7 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             if (c) return bad(v, "pc %u: %s with open captures", pc, oi->name);
             break;
         case TPL_OP_RET_RB:
-            if (!f->block_np) return bad(v, "pc %u: RET_RB outside a Ruby block", pc);
+            if (!f->block_np && f->macro < 0) return bad(v, "pc %u: RET_RB outside a Ruby block or an ERB def", pc);
             if (c) return bad(v, "pc %u: %s with open captures", pc, oi->name);
             break;
         case TPL_OP_CALL_METHOD_RB:

@@ -1490,6 +1490,8 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     tpl_list *params = p->consts[d->params].u.list;
     tpl_list *varargs = NULL;
     if (npos > d->nparams) {
+        if (d->varargs_slot < 0 && vm->p->opts.syntax == TPL_SYNTAX_ERB) /* a def of the template */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected at most %u) (ArgumentError)", npos, d->nparams);
         if (d->varargs_slot < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes not more than %u argument(s)", MNAME(mname), d->nparams);
         varargs = tpl_list_new(&vm->arena, (uint32_t)(npos - d->nparams));
@@ -1539,7 +1541,11 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     vm->slot_top = base + d->nslots;
     vm->depth++;
     uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
+    int save_captures = vm->ncaptures - 1;
     int rc = run(vm, d->entry, base, cl->outer_base, 0, out);
+    /* an ERB def ends with RET_RB (its value; it prints nothing), a failed body anywhere (a Ruby
+     * rescue goes on): the call's capture is closed either way */
+    vm->ncaptures = save_captures;
     vm->pc = save_pc;
     vm->stack_top = save_stack;
     vm->depth--;
