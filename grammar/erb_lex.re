@@ -653,6 +653,14 @@ static bool ruby_lex(rlex *L)
             }
             bool after_dot = L->prev == TK_DOT;
             if (L->prev == TK_DEF) { /* def NAME: the method's name, whatever it spells */
+                size_t p = e;
+                while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+                if (p < n && s[p] == '.' && p == e)
+                    return lex_error(L, st, "unsupported Ruby construct: a method of an object (def %.*s.)", s + st, (int)(e - st));
+                if (p < n && p > e && (ident_start((unsigned char)s[p]) || s[p] == '*' || s[p] == '&'))
+                    return lex_error(L, p, "unsupported Ruby construct: def parameters without parentheses%.*s", "", 0);
+                if (p < n && s[p] == '=' && s[p + 1] != '=')
+                    return lex_error(L, p, "unsupported Ruby construct: an endless def (def name = value)%.*s", "", 0);
                 push_tok(L, TK_IDENT, st, e - st);
                 L->def_name = true;
                 i = e;
