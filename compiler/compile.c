@@ -972,17 +972,71 @@ static void store_target(tpl_comp *c, tpl_node *t)
     cerror(c, t->off, "can't assign to %s", tpl_node_kind_name(t->kind));
 }
 
+/* A call with *x or **y (Jinja2's Call.dyn_args / dyn_kwargs): pushes the positional arguments as
+ * one list (`extra_pos` values already on the stack first, then the arguments, then x's items:
+ * ARGS_STAR) and the keyword arguments as one dict (then y's items: ARGS_DSTAR), Python's order of
+ * evaluation for f(a, k=v, *x, **y); returns TPL_ARGW(2, 0, TPL_ARGW_DYN). The order Jinja2's
+ * parser accepts: one *x, one **y after it, no positional argument after *x, a keyword or **y,
+ * no keyword after **y. */
+static void push_const(tpl_comp *c, tpl_value v);
+
+static uint32_t call_args_dyn(tpl_comp *c, tpl_node *args, int extra_pos)
+{
+    tpl_node *star = NULL, *dstar = NULL;
+    bool kw = false;
+    uint32_t npos = (uint32_t)extra_pos, nkw = 0;
+    for (tpl_node *a = args; a; a = a->next) {
+        bool ok = true;
+        switch (a->kind) {
+        case TPL_N_STARARG: ok = !star && !dstar; star = a; break;
+        case TPL_N_STARKW: ok = !dstar; dstar = a; break;
+        case TPL_N_KWARG:
+            /* (a call block's caller= comes last: Jinja2 passes it with the keywords) */
+            ok = !dstar || (a->a && a->a->kind == TPL_N_NAME && name_eq(a->a->val, "(caller)", 8));
+            kw = true;
+            nkw++;
+            for (tpl_node *b = args; b != a; b = b->next)
+                if (b->kind == TPL_N_KWARG && b->val.len == a->val.len && memcmp(b->val.u.s, a->val.u.s, a->val.len) == 0) {
+                    cerror(c, a->off, "keyword argument repeated");
+                    return 0;
+                }
+            break;
+        default: ok = !star && !dstar && !kw; npos++; break;
+        }
+        if (!ok) { cerror(c, a->off, "invalid syntax for function call expression"); return 0; }
+    }
+    if (npos > 255 || nkw > 255) { cerror(c, c->cur_off, "too many arguments"); return 0; }
+    for (tpl_node *a = args; a; a = a->next)
+        if (a->kind == TPL_N_ARG) expr(c, a->a);
+    emit(c, TPL_OP_BUILD_TUPLE, npos, 1 - (int)npos);
+    if (star) {
+        expr(c, star->a);
+        c->cur_off = star->off;
+        emit(c, TPL_OP_ARGS_STAR, 0, -1);
+    }
+    for (tpl_node *a = args; a; a = a->next)
+        if (a->kind == TPL_N_KWARG) {
+            push_const(c, a->val);
+            expr(c, a->a);
+        }
+    emit(c, TPL_OP_BUILD_MAP, nkw, 1 - 2 * (int)nkw);
+    if (dstar) {
+        expr(c, dstar->a);
+        c->cur_off = dstar->off;
+        emit(c, TPL_OP_ARGS_DSTAR, 0, -1);
+    }
+    return TPL_ARGW(2, 0, TPL_ARGW_DYN);
+}
+
 /* Pushes call arguments; returns the call-argument word. `extra_pos` positional values are
  * already on the stack (the filter subject). */
 static uint32_t call_args(tpl_comp *c, tpl_node *args, int extra_pos)
 {
     uint32_t npos = (uint32_t)extra_pos, nkw = 0;
     tpl_value kwn[64];
+    for (tpl_node *a = args; a; a = a->next)
+        if (a->kind == TPL_N_STARARG || a->kind == TPL_N_STARKW) return call_args_dyn(c, args, extra_pos);
     for (tpl_node *a = args; a; a = a->next) {
-        if (a->kind == TPL_N_STARARG || a->kind == TPL_N_STARKW) {
-            cerror(c, a->off, "*args and **kwargs in calls are not supported yet");
-            return 0;
-        }
         if (a->kind == TPL_N_ARG) {
             if (nkw) { cerror(c, a->off, "positional argument follows keyword argument"); return 0; }
             expr(c, a->a);

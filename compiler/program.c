@@ -570,6 +570,7 @@ static void dis_operand(tpl_sb *b, const tpl_program *p, char f, uint32_t v)
         if (v) tpl_sb_printf(b, " block->%u/%u", v & 0xFFFFFFu, v >> 24);
         break;
     case 'a':
+        if (TPL_ARGW_K(v) == TPL_ARGW_DYN) { tpl_sb_puts(b, " args=*,**"); break; }
         tpl_sb_printf(b, " args=%u", TPL_ARGW_NPOS(v));
         if (TPL_ARGW_NKW(v)) tpl_sb_printf(b, " kw=%u", TPL_ARGW_NKW(v));
         break;

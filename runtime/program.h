@@ -97,6 +97,10 @@ static inline bool tpl_op_successors_walk(uint32_t op, const uint32_t *code, siz
 #define TPL_ARGW_NKW(w) (((w) >> 8) & 0xFF)
 #define TPL_ARGW_K(w) ((w) >> 16)
 #define TPL_NO_KW 0xFFFF
+/* kwnames TPL_ARGW_DYN (with npos 2, nkw 0): a call with *args / **kwargs; the two values are the
+ * positional list and the keyword dict ARGS_STAR / ARGS_DSTAR built, spread into the call's
+ * arguments when it runs */
+#define TPL_ARGW_DYN 0xFFFE
 
 /* A name with its precomputed hash (state lookups and attribute access) and the builtins it
  * names, resolved once at compile time so the VM never searches the builtin table by string:

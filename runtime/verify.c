@@ -125,6 +125,8 @@ static bool check_operands(ver *v, size_t pc)
             break;
         }
         case 'a':
+            if (TPL_ARGW_K(x) == TPL_ARGW_DYN && (TPL_ARGW_NPOS(x) != 2 || TPL_ARGW_NKW(x) != 0))
+                return bad(v, "pc %zu: %s: bad *args call word", pc, oi->name);
             if (TPL_ARGW_NKW(x) && !str_tuple(p, TPL_ARGW_K(x), TPL_ARGW_NKW(x)))
                 return bad(v, "pc %zu: %s: bad keyword-name constant", pc, oi->name);
             break;

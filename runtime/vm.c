@@ -1075,6 +1075,83 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
     return 0;
 }
 
+/* ------------------------------------------------------------------ *args / **kwargs (Jinja) */
+
+/* ARGS_STAR: the items of *v appended to the positional-argument list *args (a list the call's
+ * BUILD_TUPLE just made: changed in place). Python iterates v (an iterator is consumed). */
+static int args_star(tpl_vm *vm, tpl_value *args, tpl_value v)
+{
+    tpl_list *items;
+    if (args->type != TPL_T_LIST) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument list");
+    if (tpl_is_iter(v) && take_iter(vm, &v, UINT32_MAX) < 0) return -1;
+    if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP || v.type == TPL_T_UNDEF || v.type == TPL_T_HOST) {
+        if (tpl_to_list(vm, v, &items) < 0) return -1;
+    } else {
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Value after * must be an iterable, not %s", tpl_type_name(vm, v));
+    }
+    /* a new list (the one below may be any value a .tplb put there: never changed) */
+    const tpl_list *old = args->u.list;
+    if ((uint64_t)old->len + items->len > UINT32_MAX / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many arguments");
+    tpl_list *l = tpl_list_new(&vm->arena, old->len + items->len);
+    if (!l) return oom(vm);
+    if (old->len) memcpy(l->items, old->items, old->len * sizeof *l->items);
+    if (items->len) memcpy(l->items + old->len, items->items, items->len * sizeof *l->items);
+    l->len = old->len + items->len;
+    *args = tpl_v_list(l);
+    return 0;
+}
+
+/* ARGS_DSTAR: the items of **v added to the keyword-argument dict *kw (the call's BUILD_MAP:
+ * changed in place), with Python's TypeErrors. */
+static int args_dstar(tpl_vm *vm, tpl_value *kw, tpl_value v)
+{
+    if (kw->type != TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument dict");
+    if (v.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, v); /* (Python asks it for keys()) */
+    if (v.type != TPL_T_MAP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "jinja2.runtime.Context.call() argument after ** must be a mapping, not %s",
+                            tpl_type_name(vm, v));
+    const tpl_map *m = v.u.map, *old = kw->u.map;
+    /* a new dict (the one below may be any value a .tplb put there: never changed) */
+    tpl_map *out = tpl_map_new(&vm->arena, old->len + m->len);
+    if (!out) return oom(vm);
+    for (uint32_t i = 0; i < old->len; i++)
+        if (!tpl_map_set(&vm->arena, out, old->e[i].key, old->e[i].val)) return oom(vm);
+    *kw = tpl_v_map(out);
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_value k = m->e[i].key;
+        if (k.type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "keywords must be strings");
+        if (tpl_map_get(kw->u.map, k))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "jinja2.runtime.Context.call() got multiple values for keyword argument '%.*s'",
+                                k.len > 200 ? 200 : (int)k.len, k.u.s);
+        if (!tpl_map_set(&vm->arena, kw->u.map, k, m->e[i].val)) return oom(vm);
+    }
+    return 0;
+}
+
+/* A call whose argument word is TPL_ARGW_DYN: the positional list and keyword dict on top of
+ * the stack (sp[-2], sp[-1]) become its arguments there; *npos, *nkw and *kwn say what they are. */
+static int spread_args(tpl_vm *vm, tpl_value **spp, const tpl_value *stack_end, int *npos, int *nkw,
+                       const tpl_value **kwn)
+{
+    tpl_value *sp = *spp - 2;
+    if (sp[0].type != TPL_T_LIST || sp[1].type != TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument list");
+    const tpl_list *l = sp[0].u.list;
+    const tpl_map *m = sp[1].u.map;
+    if ((size_t)(stack_end - sp) <= (size_t)l->len + m->len) return tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow");
+    tpl_value *names = NULL;
+    if (m->len && !(names = tpl_arena_alloc(&vm->arena, m->len * sizeof *names))) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) sp[i] = l->items[i];
+    for (uint32_t i = 0; i < m->len; i++) {
+        names[i] = m->e[i].key;
+        sp[l->len + i] = m->e[i].val;
+    }
+    *npos = (int)l->len;
+    *nkw = (int)m->len;
+    *kwn = names;
+    *spp = sp + l->len + m->len;
+    return 0;
+}
+
 static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
     if (tpl_is_iter(seq)) {
@@ -1699,6 +1776,17 @@ static int new_loop(tpl_vm *vm, tpl_list *items, tpl_value *slot)
 
 /* ------------------------------------------------------------------ the dispatch loop */
 
+/* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
+ * word spreads the list and dict ARGS_STAR / ARGS_DSTAR built). */
+#define CALL_ARGS(aw) \
+    int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw); \
+    const tpl_value *kwn = NULL; \
+    if (__builtin_expect(TPL_ARGW_K(aw) == TPL_ARGW_DYN, 0)) { \
+        if (spread_args(vm, &sp, stack_end, &npos, &nkw, &kwn) < 0) goto fail; \
+    } else if (nkw) { \
+        kwn = consts[TPL_ARGW_K(aw)].u.list->items; \
+    } \
+    tpl_value *args = sp - npos - nkw
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
 
 /* The interpreter. st NULL: runs a call level from pc to its end (RETURN, RET_RB, HALT). st set
@@ -2279,8 +2367,7 @@ top:
     CASE(FILTER_PRINT)
     CASE(TEST) {
         uint32_t aw = code[pc + 1];
-        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
-        tpl_value *args = sp - npos - nkw;
+        CALL_ARGS(aw);
         if (nkw == 0 && TPL_INSN_OP(w) != TPL_OP_TEST) {
             /* common filters on the values they usually get, without the binder */
             if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
@@ -2343,7 +2430,6 @@ top:
             if (done < 0) goto fail;
             if (done) { sp = args + 1; NEXT(1); }
         }
-        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         if (call_builtin(vm, (int)a, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
         sp = args;
@@ -2353,9 +2439,7 @@ top:
     CASE(CALL) {
         CHARGE();
         uint32_t aw = code[pc + 1];
-        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
-        tpl_value *args = sp - npos - nkw;
-        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        CALL_ARGS(aw);
         tpl_value r;
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (call_any(vm, args[-1], args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
@@ -2366,9 +2450,7 @@ top:
     CASE(CALL_NAME) {
         CHARGE();
         uint32_t id = code[pc + 1], aw = code[pc + 2];
-        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
-        tpl_value *args = sp - npos - nkw;
-        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+        CALL_ARGS(aw);
         tpl_value r;
         tpl_value *shadow = vm->state.type == TPL_T_MAP
                               ? tpl_map_get_str(vm->state.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
@@ -2388,10 +2470,8 @@ top:
     CASE(CALL_METHOD) {
         CHARGE();
         uint32_t aw = code[pc + 1];
-        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
-        tpl_value *args = sp - npos - nkw;
+        CALL_ARGS(aw);
         tpl_value self = args[-1];
-        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
         int kind = method_kind(self);
         int id = !(self.flags & TPL_F_NS) ? str_method_gate(self, name_method(&names[a], kind)) : -1;
@@ -2619,6 +2699,16 @@ top:
         *sp++ = r;
         NEXT(1);
     }
+    CASE(ARGS_STAR) {
+        sp--;
+        if (args_star(vm, &sp[-1], sp[0]) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(ARGS_DSTAR) {
+        sp--;
+        if (args_dstar(vm, &sp[-1], sp[0]) < 0) goto fail;
+        NEXT(0);
+    }
     CASE(RET_RB) {
         CHARGE(); /* a block's instructions count even when it has no loop: 10^11 yields of an
                    * empty block ran with no fuel charged */
@@ -2692,9 +2782,7 @@ top:
 #define HOST_CASE(NAME, KIND) CASE(NAME) { \
         CHARGE(); \
         uint32_t aw = code[pc + 1]; \
-        int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw); \
-        tpl_value *args = sp - npos - nkw; \
-        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL; \
+        CALL_ARGS(aw); \
         tpl_value r; \
         vm->stack_top = (uint32_t)(sp - vm->stack); \
         if (tpl_vm_host_call(vm, KIND, consts[a], args, npos, kwn, args + npos, nkw, &r) < 0) goto fail; \

@@ -75,22 +75,24 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_make_range_v(vm, start, stop, step, count, out);
 }
 
+static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out);
+
+/* dict(*args, **kwargs): Python's dict() (a mapping or an iterable of pairs, then the keywords). */
 int g_dict(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    const tpl_map *kw = a[0].u.map;
-    tpl_arena *ar = tpl_vm_arena(vm);
-    tpl_map *m = tpl_map_new(ar, kw->len);
-    if (!m)
-        return OOM();
-    for (uint32_t i = 0; i < kw->len; i++)
-        if (!tpl_map_set(ar, m, kw->e[i].key, kw->e[i].val))
-            return OOM();
-    *out = tpl_v_map(m);
-    return 0;
+    return dict_of(vm, a, out);
 }
 
 /* Namespace(*args, **kwargs): the attributes are dict(*args, **kwargs). */
 int g_namespace(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (dict_of(vm, a, out) < 0)
+        return -1;
+    out->flags = TPL_F_NS;
+    return 0;
+}
+
+static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     const tpl_list *args = a[0].u.list;
     const tpl_map *kw = a[1].u.map;
@@ -139,7 +141,6 @@ int g_namespace(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!tpl_map_set(ar, m, kw->e[i].key, kw->e[i].val))
             return OOM();
     *out = tpl_v_map(m);
-    out->flags = TPL_F_NS;
     return 0;
 }
 
