@@ -580,6 +580,7 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
         break;
     case TPL_T_LOOP:
+    case TPL_T_MACRO: /* m["name"]: Jinja2's getitem falls back to the attribute */
         if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
         break;
     case TPL_T_HOST: {
