@@ -119,6 +119,14 @@ typedef struct centry {
     size_t units;           /* the state memory its value took, in units (see built) */
 } centry;
 
+/* Deps and strs being recorded (owned references), growable. */
+typedef struct refs {
+    dep *d;
+    size_t nd, capd;
+    PyObject **s;
+    size_t ns, caps;
+} refs;
+
 /* A render context with its binding state (a pool entry): reachable from the callbacks through
  * each host object's block and the remembers data pointer, so its address is stable. */
 typedef struct render_ctx {
@@ -147,10 +155,10 @@ typedef struct render_ctx {
     centry cache[CACHE];    /* direct-mapped by the container's address */
     uint32_t filled, hit, prev; /* bit masks of the entries: in use; used by this render, the last */
     bool rec, rec_ok;       /* recording the deps of a value being converted for the cache; cacheable */
-    dep *rdeps;             /* the deps and strs recorded (owned references) */
-    size_t nrdeps, caprdeps;
-    PyObject **rstrs;
-    size_t nrstrs, caprstrs;
+    refs rr;                /* the deps and strs recorded for a value being cached */
+    centry top;             /* the last state: for the same dict, unchanged, the same map */
+    refs tr;                /* the deps and strs recorded for the state being built */
+    size_t tunits;          /* and the state memory of its cached values */
     size_t built, live;     /* state-memory units built since the state was dropped, of them cached */
     bool has_empty;         /* empty: an empty map in the state memory (the state between renders) */
     tpl_val empty;
@@ -240,36 +248,43 @@ static inline int keep(render_ctx *c, PyObject *o)
     return 0;
 }
 
-/* Records o (a new reference) as a dep of the value being cached. */
-static int rec_dep(render_ctx *c, PyObject *o, uint64_t tag)
+/* Records o (a new reference) as a dep in f. */
+static int refs_dep(refs *f, PyObject *o, uint64_t tag)
 {
-    if (c->nrdeps == c->caprdeps) {
-        size_t cap = c->caprdeps ? c->caprdeps * 2 : 64;
-        dep *d = PyMem_Realloc(c->rdeps, cap * sizeof *d);
+    if (f->nd == f->capd) {
+        size_t cap = f->capd ? f->capd * 2 : 64;
+        dep *d = PyMem_Realloc(f->d, cap * sizeof *d);
         if (!d) { PyErr_NoMemory(); return -1; }
-        c->rdeps = d;
-        c->caprdeps = cap;
+        f->d = d;
+        f->capd = cap;
     }
     Py_INCREF(o);
-    c->rdeps[c->nrdeps++] = (dep){ o, tag };
+    f->d[f->nd++] = (dep){ o, tag };
     return 0;
 }
+
+/* Records a new reference to the str s in f. */
+static int refs_str(refs *f, PyObject *s)
+{
+    if (f->ns == f->caps) {
+        size_t cap = f->caps ? f->caps * 2 : 64;
+        PyObject **d = PyMem_Realloc(f->s, cap * sizeof *d);
+        if (!d) { PyErr_NoMemory(); return -1; }
+        f->s = d;
+        f->caps = cap;
+    }
+    Py_INCREF(s);
+    f->s[f->ns++] = s;
+    return 0;
+}
+
+static inline int rec_dep(render_ctx *c, PyObject *o, uint64_t tag) { return refs_dep(&c->rr, o, tag); }
 
 /* Holds a new reference to s (a str whose UTF-8 a value borrows): for the value being cached
  * when recording, else until the render ends. */
 static int hold_str(render_ctx *c, PyObject *s)
 {
-    if (!c->rec) return keep(c, s);
-    if (c->nrstrs == c->caprstrs) {
-        size_t cap = c->caprstrs ? c->caprstrs * 2 : 64;
-        PyObject **d = PyMem_Realloc(c->rstrs, cap * sizeof *d);
-        if (!d) { PyErr_NoMemory(); return -1; }
-        c->rstrs = d;
-        c->caprstrs = cap;
-    }
-    Py_INCREF(s);
-    c->rstrs[c->nrstrs++] = s;
-    return 0;
+    return c->rec ? refs_str(&c->rr, s) : keep(c, s);
 }
 
 /* The key entry of k (an exact str): remembered, or made now in k's slot. NULL with an
@@ -1059,8 +1074,10 @@ static void slot_free(render_ctx *c)
     PyMem_Free(c->keep);
     PyMem_Free(c->ents);
     PyMem_Free(c->items);
-    PyMem_Free(c->rdeps);
-    PyMem_Free(c->rstrs);
+    PyMem_Free(c->rr.d);
+    PyMem_Free(c->rr.s);
+    PyMem_Free(c->tr.d);
+    PyMem_Free(c->tr.s);
     PyMem_Free(c);
 }
 
@@ -1673,7 +1690,7 @@ static int entry_drop(render_ctx *c, centry *e)
     PyMem_Free(e->deps);
     PyMem_Free(e->strs);
     c->live -= e->units;
-    c->filled &= ~(1u << (e - c->cache));
+    if (e != &c->top) c->filled &= ~(1u << (e - c->cache));
     *e = (centry){ 0 };
     return 0;
 }
@@ -1686,7 +1703,7 @@ static void entry_free(render_ctx *c, centry *e)
     PyMem_Free(e->deps);
     PyMem_Free(e->strs);
     c->live -= e->units;
-    c->filled &= ~(1u << (e - c->cache));
+    if (e != &c->top) c->filled &= ~(1u << (e - c->cache));
     *e = (centry){ 0 };
 }
 
@@ -1705,6 +1722,7 @@ static void cache_clear(render_ctx *c)
 {
     for (int i = 0; i < CACHE; i++)
         if (c->cache[i].o) entry_free(c, &c->cache[i]);
+    if (c->top.o) entry_free(c, &c->top);
     c->hit = c->prev = 0;
     tpl_render_reset_state(c->r);
     c->built = c->live = 0;
@@ -1733,9 +1751,48 @@ static bool deps_valid(const dep *d, size_t n)
 }
 #endif
 
-/* A state value o (an exact dict, list or tuple) converted, from the cache when it has it. */
-static int cached_val(render_ctx *c, PyObject *o, tpl_val *out)
+/* Moves what f recorded to the render (the values built may be in use). Out of memory: drops
+ * them and fails (the render fails, nothing borrows them then). */
+static int refs_release(render_ctx *c, refs *f)
 {
+    int rc = 0;
+    if (keep_reserve(c, f->nd + f->ns) < 0) {
+        for (size_t i = 0; i < f->nd; i++) Py_DECREF(f->d[i].o);
+        for (size_t i = 0; i < f->ns; i++) Py_DECREF(f->s[i]);
+        PyErr_NoMemory();
+        rc = -1;
+    } else {
+        for (size_t i = 0; i < f->nd; i++) c->keep[c->nkeep++] = f->d[i].o;
+        for (size_t i = 0; i < f->ns; i++) c->keep[c->nkeep++] = f->s[i];
+    }
+    f->nd = f->ns = 0;
+    return rc;
+}
+
+/* Makes e (empty) the entry of o's value val from what f recorded (moved into it); false when
+ * out of memory (f unchanged). */
+static bool entry_set(render_ctx *c, centry *e, PyObject *o, tpl_val val, refs *f, size_t units)
+{
+    dep *d = PyMem_Malloc(f->nd * sizeof *d);
+    PyObject **st = PyMem_Malloc((f->ns ? f->ns : 1) * sizeof *st);
+    if (!d || !st) {
+        PyMem_Free(d);
+        PyMem_Free(st);
+        return false;
+    }
+    memcpy(d, f->d, f->nd * sizeof *d);
+    memcpy(st, f->s, f->ns * sizeof *st);
+    *e = (centry){ o, val, d, f->nd, st, f->ns, units };
+    f->nd = f->ns = 0;
+    c->live += units;
+    return true;
+}
+
+/* A state value o (an exact dict, list or tuple) converted, from the cache when it has it;
+ * *used: the entry that has it now, or NULL. */
+static int cached_val(render_ctx *c, PyObject *o, tpl_val *out, centry **used)
+{
+    *used = NULL;
 #if HAVE_CACHE
     /* two ways: the slot of o's address and its neighbour */
     size_t h = ((uintptr_t)o * 0x9E3779B97F4A7C15u) >> 56 & (CACHE - 1);
@@ -1749,52 +1806,49 @@ static int cached_val(render_ctx *c, PyObject *o, tpl_val *out)
     if (e->o == o && deps_valid(e->deps, e->ndeps)) {
         *out = e->val;
         c->hit |= bit;
+        *used = e;
         return 0;
     }
     if (e->o && entry_drop(c, e) < 0) return -1;
     c->rec = c->rec_ok = true;
-    c->nrdeps = c->nrstrs = 0;
     size_t built = c->built;
     int rc = to_val(c, o, out);
     c->rec = false;
-    if (rc == 0 && c->rec_ok && c->nrdeps > 0 && c->rdeps[0].o == o) {
-        dep *d = PyMem_Malloc(c->nrdeps * sizeof *d);
-        PyObject **st = PyMem_Malloc((c->nrstrs ? c->nrstrs : 1) * sizeof *st);
-        if (d && st) {
-            memcpy(d, c->rdeps, c->nrdeps * sizeof *d);
-            memcpy(st, c->rstrs, c->nrstrs * sizeof *st);
-            *e = (centry){ o, *out, d, c->nrdeps, st, c->nrstrs, c->built - built };
-            c->live += e->units;
-            c->filled |= bit;
-            c->hit |= bit;
-            return 0;
-        }
-        PyMem_Free(d);
-        PyMem_Free(st);
+    if (rc == 0 && c->rec_ok && c->rr.nd > 0 && c->rr.d[0].o == o && entry_set(c, e, o, *out, &c->rr, c->built - built)) {
+        c->filled |= bit;
+        c->hit |= bit;
+        *used = e;
+        return 0;
     }
-    /* not cached: the render holds what was recorded (out of memory: the render fails, and
-     * nothing borrows them then) */
-    if (keep_reserve(c, c->nrdeps + c->nrstrs) < 0) {
-        for (size_t i = 0; i < c->nrdeps; i++) Py_DECREF(c->rdeps[i].o);
-        for (size_t i = 0; i < c->nrstrs; i++) Py_DECREF(c->rstrs[i]);
-        c->nrdeps = c->nrstrs = 0;
-        if (rc == 0) PyErr_NoMemory();
-        return -1;
-    }
-    for (size_t i = 0; i < c->nrdeps; i++) c->keep[c->nkeep++] = c->rdeps[i].o;
-    for (size_t i = 0; i < c->nrstrs; i++) c->keep[c->nkeep++] = c->rstrs[i];
-    c->nrdeps = c->nrstrs = 0;
+    /* not cached: the render holds what was recorded */
+    if (refs_release(c, &c->rr) < 0) return -1;
     return rc;
 #else
     return to_val(c, o, out);
 #endif
 }
 
-/* A state value (borrowed from the mapping) converted. */
-static inline int state_item(render_ctx *c, PyObject *v, tpl_val *out)
+/* A state value (borrowed from the mapping) converted. When *top (the state can be cached),
+ * what its value depends on and borrows is recorded in c->tr; a value that cannot be cached
+ * clears *top. */
+static inline int state_item(render_ctx *c, PyObject *v, tpl_val *out, bool *top)
 {
     PyTypeObject *t = Py_TYPE(v);
-    if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type) return cached_val(c, v, out);
+    if (t == &PyUnicode_Type) return str_val(c, v, 0, out) < 0 || (*top && refs_str(&c->tr, v) < 0) ? -1 : 0;
+    if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type) {
+        centry *e;
+        if (cached_val(c, v, out, &e) < 0) return -1;
+        if (!e) *top = false;
+        if (!*top) return 0;
+        /* the state's entry holds what the value's does: it may outlive that entry */
+        c->tunits += e->units;
+        for (size_t i = 0; i < e->ndeps; i++)
+            if (refs_dep(&c->tr, e->deps[i].o, e->deps[i].tag) < 0) return -1;
+        for (size_t i = 0; i < e->nstrs; i++)
+            if (refs_str(&c->tr, e->strs[i]) < 0) return -1;
+        return 0;
+    }
+    if (t != &PyLong_Type && t != &PyFloat_Type && t != &PyBool_Type && v != Py_None) *top = false;
     if (keep(c, v) < 0) return -1; /* (converting a str subclass may run Python code) */
     return to_val(c, v, out);
 }
@@ -1811,14 +1865,27 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         if (check(tpl_val_map(r, 0, &c->empty)) < 0) return -1;
         c->has_empty = true;
     }
-    c->built += (size_t)nreads + 1;
     if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
+#if HAVE_CACHE
+        if (c->top.o == state && deps_valid(c->top.deps, c->top.ndeps)) {
+            *st = c->top.val;
+            return 0;
+        }
+        if (c->top.o && entry_drop(c, &c->top) < 0) return -1;
+        bool top = true;
+        c->tunits = 0;
+        if (refs_dep(&c->tr, state, DICT_VERSION(state)) < 0) return -1;
+#else
+        bool top = false;
+#endif
+        c->built += (size_t)nreads + 1;
         size_t base = c->nents;
         Py_ssize_t pos = 0;
         PyObject *k, *v;
         while (PyDict_Next(state, &pos, &k, &v)) {
             if (!PyUnicode_CheckExact(k)) { /* (a str subclass may compare as it likes) */
                 c->nents = base;
+                if (refs_release(c, &c->tr) < 0) return -1;
                 goto lookup;
             }
             key *e = key_of(c, k);
@@ -1830,14 +1897,21 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
             }
             if (e->read < 0) continue;
             tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-            if (state_item(c, v, &x.val) < 0) return -1;
-            if (c->nents == c->capents && ents_grow(c) < 0) return -1;
+            /* (a cached state borrows its keys' UTF-8: it holds them, the key table may not) */
+            if ((top && refs_str(&c->tr, k) < 0) || state_item(c, v, &x.val, &top) < 0) goto fail;
+            if (c->nents == c->capents && ents_grow(c) < 0) goto fail;
             c->ents[c->nents++] = x;
         }
         tpl_status rs = tpl_val_map_of_str(r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, st);
         c->nents = base;
-        return check(rs);
+        if (check(rs) < 0) goto fail;
+        if (!top || !entry_set(c, &c->top, state, *st, &c->tr, (size_t)nreads + 1 + c->tunits)) return refs_release(c, &c->tr);
+        return 0;
+    fail:
+        refs_release(c, &c->tr);
+        return -1;
     }
+    c->built += (size_t)nreads + 1;
 lookup:
     if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;
     for (Py_ssize_t i = 0; i < nreads; i++) {
@@ -1858,7 +1932,8 @@ lookup:
         }
         /* the name is one of self->reads, which outlive the render: borrowed without a reference */
         tpl_val x;
-        if (state_item(c, v, &x) < 0 ||
+        bool top = false;
+        if (state_item(c, v, &x, &top) < 0 ||
             check(tpl_val_map_add_str(r, *st, self->read_u8[i], self->read_len[i], self->read_hash[i],
                                       TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, x)) < 0)
             return -1;

@@ -427,6 +427,36 @@ def test_cached_state_values_follow_changes():
     same()
     ctx["msgs"] = [{"role": "r", "content": "c", "n": 0}]  # a new list in the state
     same()
+    # the state dict itself (an unchanged one gives the same state): its values replaced,
+    # removed, added, and a value that is no plain data
+    top = "{{ a }}|{{ b }}|{{ c is defined }}|{{ u.name if u is defined }}|{{ xs }}"
+    t2 = tpl.Template(top)
+    st = {"a": "x", "b": 1, "xs": [1, 2], "unread": 0}
+
+    def same2():
+        for _ in range(2):
+            assert t2.render(st) == jinja_ref(top, st)
+
+    same2()
+    st["a"] = "y"
+    same2()
+    st["b"] = int("%d" % 12345)
+    same2()
+    st["c"] = None
+    same2()
+    del st["c"]
+    same2()
+    st["unread"] = 1
+    same2()
+    st["u"] = User("Ann", [])
+    same2()
+    del st["u"]
+    st["xs"].append(3)
+    same2()
+    st["xs"] = (4, [5])
+    same2()
+    st["xs"][1].append(6)
+    same2()
 
 
 def test_cached_state_values_threads_and_memory():
