@@ -507,3 +507,18 @@ def test_cached_state_values_threads_and_memory():
     del t2
     gc.collect()
     assert (sys.getrefcount(msgs), sys.getrefcount(msgs[0])) == before
+
+
+def test_cached_state_is_not_changed_by_a_render():
+    """What a template changes in its state (ERB's <<, []=, delete, clear on the state's arrays,
+    hashes and strings copy first) is not seen by the next render from the cached state."""
+    ctx = {"xs": [3, 1, 2, 1], "d": {"b": 2, "a": 1}, "s": "abc", "h": {"k": [1]}}
+    for src in ("<% xs << 7 %><%= xs %>", "<% d['z'] = 1 %><%= d %>", "<% s << 'x' %><%= s %>",
+                "<% h['k'] << 2 %><%= h %>", "<% d.delete('a') %><%= d %>", "<% h.clear %><%= h %>"):
+        t = tpl.Template(src, syntax="erb")
+        outs = {t.render(ctx) for _ in range(3)}
+        assert outs == {tpl.Template(src, syntax="erb").render(ctx)}, src
+    src = "{{ xs|sort|join }}{{ xs|join }}{{ d|dictsort }}{% set y = xs + [9] %}{{ y }}{{ xs }}"
+    t = tpl.Template(src)
+    assert t.render(ctx) == t.render(ctx) == jinja_ref(src, ctx)
+    assert ctx == {"xs": [3, 1, 2, 1], "d": {"b": 2, "a": 1}, "s": "abc", "h": {"k": [1]}}
