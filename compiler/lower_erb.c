@@ -942,6 +942,31 @@ static void expr(erb_low *L, tpl_node *n)
     }
     case TPL_N_LIST: {
         uint32_t cnt = 0;
+        bool splat = false;
+        for (tpl_node *x = n->a; x; x = x->next) splat = splat || x->kind == TPL_N_STARARG;
+        if (splat) { /* [a, *b, c]: [a] + Array(b) + [c] */
+            bool have = false;
+            for (tpl_node *x = n->a; x && !tpl_c_failed(C); x = x->next) {
+                if (x->kind != TPL_N_STARARG) { expr(L, x); cnt++; continue; }
+                if (cnt || !have) {
+                    tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
+                    if (have) tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
+                    have = true;
+                    cnt = 0;
+                }
+                expr(L, x->a);
+                tpl_c_at(C, x->off);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("Array")), 0);
+                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_Array);
+                tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+                tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
+            }
+            if (cnt) {
+                tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
+                tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
+            }
+            return;
+        }
         for (tpl_node *x = n->a; x; x = x->next) { expr(L, x); cnt++; }
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
@@ -1015,6 +1040,27 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     case TPL_N_RDEFINED:
         defined_(L, n->a, 0);
+        return;
+    case TPL_N_RSAFE: { /* nil when the receiver is nil, else the call on it */
+        expr(L, n->a);
+        tpl_value sv = S("(safe)");
+        uint32_t tmp;
+        if (!tpl_c_lookup(C, sv, &tmp)) tmp = tpl_c_declare(C, sv);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+        load_local(L, tmp, sv);
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_emit(C, TPL_OP_EQ_RB, 0, -1);
+        uint32_t isnil = tpl_c_emit(C, TPL_OP_JT_RB, 0, -1);
+        if (n->c && !n->b->c) n->b->c = n->c;
+        call(L, n->b, true);
+        uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+        tpl_c_patch(C, isnil, tpl_c_here(C));
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_patch(C, end, tpl_c_here(C));
+        return;
+    }
+    case TPL_N_STARARG:
+        tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (*) outside an array literal");
         return;
     default:
         tpl_c_error(C, n->off, "unsupported Ruby construct (%s)", tpl_node_kind_name(n->kind));

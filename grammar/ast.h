@@ -74,6 +74,7 @@
     X(RBEGIN,    "Ruby begin/rescue/ensure: a = body, b = RRESCUE list, c = ensure body (also `x rescue y`)") \
     X(RDEF,      "Ruby def: val = method name, a = parameters (NAME: required; KWARG op 0: optional, a = default; KWARG op 1: keyword, a = default or NULL when required), b = body") \
     X(RRETURN,   "return in a def: a = value or NULL") \
+    X(RSAFE,     "r&.m(args): a = r, b = the RMETHOD on the receiver NAME \"(safe)\" (r's value); c = its block, if any") \
     X(RDEFINED,  "defined?(e): a = e, not evaluated (what Ruby's defined? answers: \"local-variable\", \"method\", ..., nil)") \
     X(RRESCUE,   "a rescue clause: a = exception classes (RCONSTNAME list; none: StandardError), b = body, c = the => variable (NAME); op = 1: the begin's else")
 

@@ -453,7 +453,7 @@ static bool continues(int k)
     case 0: case TK_TERM: case TK_PLUS: case TK_MINUS: case TK_UMINUS: case TK_STAR: case TK_SLASH:
     case TK_PERCENT: case TK_POW: case TK_EQ: case TK_NE: case TK_LT: case TK_GT: case TK_LE: case TK_GE:
     case TK_CMP: case TK_MATCH: case TK_NMATCH: case TK_ANDAND: case TK_OROR: case TK_BANG: case TK_ASSIGN:
-    case TK_OP_ASGN: case TK_QMARK: case TK_COLON: case TK_COMMA: case TK_DOT: case TK_LPAREN: case TK_LPCALL:
+    case TK_OP_ASGN: case TK_QMARK: case TK_COLON: case TK_COMMA: case TK_DOT: case TK_ANDDOT: case TK_LPAREN: case TK_LPCALL:
     case TK_LBRACK: case TK_LBRACK_IDX: case TK_LBRACE: case TK_ASSOC: case TK_LSHIFT: case TK_EQQ:
     case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_CMD: case TK_DEFINED: case TK_DEFINED_P:
     case TK_AMP: case TK_PIPE: case TK_CARET: case TK_RSHIFT:
@@ -642,7 +642,7 @@ static bool ruby_lex(rlex *L)
             if (e < n && (s[e] == '?' || s[e] == '!') && !(e + 1 < n && s[e + 1] == '=' && !(e + 2 < n && s[e + 2] == '=')))
                 e++;
             /* label `key:` (not `::`) */
-            if (e < n && s[e] == ':' && !(e + 1 < n && s[e + 1] == ':') && s[e - 1] != '?' && L->prev != TK_DOT &&
+            if (e < n && s[e] == ':' && !(e + 1 < n && s[e + 1] == ':') && s[e - 1] != '?' && L->prev != TK_DOT && L->prev != TK_ANDDOT &&
                 L->prev != TK_QMARK) {
                 int top = L->depth ? L->stack[L->depth - 1] : 0;
                 if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA) {
@@ -651,7 +651,7 @@ static bool ruby_lex(rlex *L)
                     continue;
                 }
             }
-            bool after_dot = L->prev == TK_DOT;
+            bool after_dot = L->prev == TK_DOT || L->prev == TK_ANDDOT;
             if (L->prev == TK_DEF) { /* def NAME: the method's name, whatever it spells */
                 size_t p = e;
                 while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
@@ -840,7 +840,7 @@ static bool ruby_lex(rlex *L)
             "!"   { kind = TK_BANG; goto op; }
             "..." { kind = TK_DOT3; goto op; }
             ".."  { kind = TK_DOT2; goto op; }
-            "&."  { goto unsupported; }
+            "&."  { kind = TK_ANDDOT; goto op; }
             "->"  { goto unsupported; }
             "::"  { goto unsupported; }
             "."   { kind = TK_DOT; goto op; }

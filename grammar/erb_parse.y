@@ -90,6 +90,12 @@ static tpl_node *method_s(tpl_pctx *ctx, tpl_node *recv, const char *name, tpl_n
     n->val = tpl_v_str(name, strlen(name));
     return n;
 }
+static tpl_node *safe_recv(tpl_pctx *ctx, tpl_token t) {
+    tpl_node *r = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
+    r->val = tpl_v_str("(safe)", 6);
+    return r;
+}
+static tpl_node *safe(tpl_pctx *ctx, tpl_node *recv, tpl_node *call) { return tpl_p_node(ctx, TPL_N_RSAFE, call->off, recv, call); }
 static tpl_node *arg1(tpl_pctx *ctx, tpl_node *e) { return tpl_p_node(ctx, TPL_N_ARG, e->off, e, NULL); }
 static tpl_node *ivar_name(tpl_pctx *ctx, tpl_token t) {
     tpl_node *n = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
@@ -185,7 +191,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
 %right UMINUS.
 %right POW.
 %right BANG UPLUS.
-%left DOT LBRACK_IDX.
+%left DOT ANDDOT LBRACK_IDX.
 
 /* The template's top level: a streaming compile (ctx->top) takes each statement as soon as it is
  * parsed (tpl_p_top; the tree then never holds more than one), else a list. A #{} body parsed
@@ -340,6 +346,10 @@ call(A) ::= IDENT(T) LPCALL RPAREN. { A = method(ctx, NULL, T, NULL, T.off); A->
 call(A) ::= IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = method(ctx, NULL, T, L, T.off); A->op = 1; }
 call(A) ::= CONST(T) LPCALL call_args(L) RPAREN. { A = method(ctx, NULL, T, L, T.off); A->op = 1; }
 call(A) ::= primary(R) DOT IDENT(T). { A = method(ctx, R, T, NULL, T.off); }
+/* r&.m(args): nil when r is nil (RSAFE: a = r, b = the call on the receiver "(safe)") */
+call(A) ::= primary(R) ANDDOT IDENT(T). { A = safe(ctx, R, method(ctx, safe_recv(ctx, T), T, NULL, T.off)); }
+call(A) ::= primary(R) ANDDOT IDENT(T) LPCALL RPAREN. { A = safe(ctx, R, method(ctx, safe_recv(ctx, T), T, NULL, T.off)); A->b->op = 1; }
+call(A) ::= primary(R) ANDDOT IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = safe(ctx, R, method(ctx, safe_recv(ctx, T), T, L, T.off)); A->b->op = 1; }
 call(A) ::= primary(R) DOT IDENT(T) LPCALL RPAREN. { A = method(ctx, R, T, NULL, T.off); A->op = 1; }
 call(A) ::= primary(R) DOT IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = method(ctx, R, T, L, T.off); A->op = 1; }
 
@@ -376,6 +386,9 @@ call_arg(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
 
 items(A) ::= arg(E). { A = E; }
 items(A) ::= items(L) COMMA arg(E). { A = tpl_node_append(L, E); }
+/* [a, *b]: a splat (STARARG; the lowering takes Array(b)'s items; elsewhere a located error) */
+items(A) ::= STAR(T) arg(E). [DEFINED] { A = NODE(STARARG, T.off, E, NULL); }
+items(A) ::= items(L) COMMA STAR(T) arg(E). [DEFINED] { A = tpl_node_append(L, NODE(STARARG, T.off, E, NULL)); }
 assocs(A) ::= assoc(P). { A = P; }
 assocs(A) ::= assocs(L) COMMA assoc(P). { A = tpl_node_append(L, P); }
 assoc(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
