@@ -1961,12 +1961,34 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value s = a[0];
     tpl_list *l = new_list(vm, 4);
     if (!l) return oom(vm);
+    /* limit: n > 0 gives at most n fields (the last one the rest, trailing empty ones kept), n < 0
+     * keeps the trailing empty fields, 0 is none */
+    int64_t limit = 0;
+    if (tpl_given(a[2])) {
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
+        limit = a[2].u.i;
+        if (limit == 1) {
+            if (s.len && !tpl_list_push(A(vm), l, s)) return oom(vm);
+            *out = tpl_v_list(l);
+            return 0;
+        }
+    }
     bool awk = !tpl_given(a[1]) || a[1].type == TPL_T_NONE || (a[1].type == TPL_T_STR && a[1].len == 1 && a[1].u.s[0] == ' ' && !(a[1].flags & TPL_F_REGEX_RB));
+    if (limit > 1 && tpl_given(a[1]) && (a[1].flags & TPL_F_REGEX_RB))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "split with a regex and a limit is not supported");
     if (awk) {
         size_t i = 0;
         while (i < s.len) {
+            size_t ws = i;
             while (i < s.len && rb_space(s.u.s[i])) i++;
-            if (i >= s.len) break;
+            if (i >= s.len) { /* trailing blanks: one empty field when a limit is given */
+                if (limit != 0 && i > ws && !tpl_list_push(A(vm), l, tpl_v_str("", 0))) return oom(vm);
+                break;
+            }
+            if (limit > 1 && (int64_t)l->len == limit - 1) { /* the rest, as it is */
+                if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + i, s.len - i))) return oom(vm);
+                break;
+            }
             size_t st = i;
             while (i < s.len && !rb_space(s.u.s[i])) i++;
             if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, i - st))) return oom(vm);
@@ -2010,14 +2032,14 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (sep.len == 0) {
             return tpl_to_list(vm, s, &l) < 0 ? -1 : (*out = tpl_v_list(l), 0);
         }
-        for (const char *q; (q = tpl_memmem(s.u.s + start, s.len - start, sep.u.s, sep.len)) != NULL;) {
+        for (const char *q; (limit <= 1 || (int64_t)l->len < limit - 1) && (q = tpl_memmem(s.u.s + start, s.len - start, sep.u.s, sep.len)) != NULL;) {
             size_t i = (size_t)(q - s.u.s);
             if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, i - start))) return oom(vm);
             start = i + sep.len;
         }
         tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
     }
-    while (l->len && l->items[l->len - 1].len == 0) l->len--;
+    if (limit == 0) while (l->len && l->items[l->len - 1].len == 0) l->len--;
     *out = tpl_v_list(l);
     return 0;
 }
@@ -2181,7 +2203,25 @@ int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!re) return -1;
         OnigRegion *reg = onig_region_new();
         long ms = rx_search(vm, re, s, 0, reg);
-        *out = ms >= 0 ? tpl_v_str(s.u.s + ms, (size_t)(reg->end[0] - ms)) : tpl_v_none();
+        int g = 0;
+        if (ms >= 0 && tpl_given(a[2])) { /* s[re, capture]: that group (a number or a name), nil when it took no part */
+            if (a[2].type == TPL_T_INT) {
+                int64_t gi = a[2].u.i < 0 ? a[2].u.i + reg->num_regs : a[2].u.i;
+                g = gi >= 0 && gi < reg->num_regs ? (int)gi : -1;
+            } else if (a[2].type == TPL_T_STR) {
+                g = onig_name_to_backref_number(re, (const UChar *)a[2].u.s, (const UChar *)a[2].u.s + a[2].len, reg);
+                if (g < 0) {
+                    onig_region_free(reg, 1);
+                    onig_free(re);
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined group name reference: %.*s (IndexError)", (int)a[2].len, a[2].u.s);
+                }
+            } else {
+                onig_region_free(reg, 1);
+                onig_free(re);
+                return type_error(vm, TPL_VT_INT, a[2]);
+            }
+        }
+        *out = ms >= 0 && g >= 0 && reg->beg[g] >= 0 ? tpl_v_str(s.u.s + reg->beg[g], (size_t)(reg->end[g] - reg->beg[g])) : tpl_v_none();
         onig_region_free(reg, 1);
         onig_free(re);
         return ms == -2 ? -1 : 0;
