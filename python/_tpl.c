@@ -1677,6 +1677,7 @@ static int keep_reserve(render_ctx *c, size_t n)
     return 0;
 }
 
+#if HAVE_CACHE
 /* Moves an entry's references to the render (its value may be in use by this render's state)
  * and empties it. */
 static int entry_drop(render_ctx *c, centry *e)
@@ -1694,6 +1695,7 @@ static int entry_drop(render_ctx *c, centry *e)
     *e = (centry){ 0 };
     return 0;
 }
+#endif
 
 /* Empties an entry between renders. */
 static void entry_free(render_ctx *c, centry *e)

@@ -503,7 +503,8 @@ def test_cached_state_values_threads_and_memory():
     before = sys.getrefcount(msgs), sys.getrefcount(msgs[0])
     t2 = tpl.Template(src)
     assert t2.render(msgs=msgs, k=1) == t2.render(msgs=msgs, k=1) == "kept1"
-    assert sys.getrefcount(msgs) > before[0]  # held by the cache
+    if sys.version_info < (3, 12):  # (the cache needs 3.11's dict version tags)
+        assert sys.getrefcount(msgs) > before[0]  # held by the cache
     del t2
     gc.collect()
     assert (sys.getrefcount(msgs), sys.getrefcount(msgs[0])) == before
