@@ -2816,10 +2816,63 @@ static bool block_call(tpl_comp *c, tpl_node *n)
 
 /* ---- include and import ---- */
 
+/* Whether e names its template(s) by string constants (resolved at compile time). */
+static bool const_template_names(const tpl_node *e)
+{
+    if (e->kind == TPL_N_CONST && e->val.type == TPL_T_STR) return true;
+    if ((e->kind == TPL_N_LIST || e->kind == TPL_N_TUPLE) && e->a) {
+        for (const tpl_node *x = e->a; x; x = x->next)
+            if (x->kind != TPL_N_CONST || x->val.type != TPL_T_STR) return false;
+        return true;
+    }
+    return false;
+}
+
+/* Pushes a dict of the variables visible here (the names of the current function's scopes, of
+ * the function it is defined in, and of the template level), each loaded as a read of it would
+ * be: what Jinja2 passes an included template (context.get_all() with the local frame). A name
+ * not set yet reads as the state would (the VM leaves undefined ones out). */
+static void push_context_map(tpl_comp *c)
+{
+    tpl_smap seen = { 0 };
+    seen.arena = c->tmp;
+    uint32_t cnt = 0, k;
+    scope *tops[3] = { c->fn->scope, c->fn->parent ? c->fn->parent->scope : NULL, NULL };
+    if (c->fn != &c->root && c->fn->parent != &c->root) tops[2] = c->root.scope;
+    for (int t = 0; t < 3 && !c->failed; t++)
+        for (scope *s = tops[t]; s && !c->failed; s = s->parent) {
+            for (uint32_t i = 0; i < s->nvars && !c->failed; i++) {
+                tpl_value nm = s->vars[i].name;
+                if (name_eq(nm, "varargs", 7) || name_eq(nm, "kwargs", 6) || name_eq(nm, "caller", 6) ||
+                    name_eq(nm, "loop", 4)) /* (Jinja2 passes no loop variable) */
+                    continue;
+                if (tpl_smap_get(&seen, nm.u.s, nm.len, &k)) continue;
+                if (!tpl_smap_put(&seen, nm.u.s, nm.len, 1)) { c_nomem(c, c->cur_off); return; }
+                push_const(c, nm);
+                load_name(c, nm);
+                cnt++;
+            }
+            if (s->func_boundary && t < 2) break;
+        }
+    emit(c, TPL_OP_BUILD_MAP, cnt, 1 - 2 * (int)cnt);
+}
+
+/* {% include EXPR %} with a name computed when the template runs (issue 14): the name(s) and
+ * the context go to INCLUDE_DYN, which loads, compiles (once per program) and renders it. */
+static void stmt_include_dyn(tpl_comp *c, tpl_node *n)
+{
+    expr(c, n->a);
+    if (n->op & 2) emit(c, TPL_OP_NONE, 0, 1); /* without context */
+    else push_context_map(c);
+    c->cur_off = n->off;
+    emit(c, TPL_OP_INCLUDE_DYN, (n->op & 1) ? 1 : 0, -2);
+}
+
 static void stmt_include(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names, *root = NULL;
     int src = -1;
+    if (!const_template_names(n->a)) { stmt_include_dyn(c, n); return; }
     if (!template_names(c, n->a, &names)) return;
     tpl_arena ta; /* the included template's tree, freed once it is compiled here */
     tpl_arena_init(&ta, 0);

@@ -626,3 +626,10 @@ char *tpl_disassemble(const tpl_program *p)
     return b.p;
 }
 
+
+/* The render context's loader of templates named at render time (issue 14), with this layer's
+ * compiler: the runtime may not call tpl_compile itself (docs/architecture.md, layers). */
+void tpl_render_set_loader(tpl_render *r, tpl_loader_fn loader, void *data)
+{
+    tpl_render_loader_hook(r, loader, data, tpl_compile);
+}

@@ -131,7 +131,10 @@ TPL_API tpl_error_kind tpl_status_kind(tpl_status status);
 
 /* Loads the template named by include, import or extends (`name` is not NUL-terminated).
  * Returns a malloc'd buffer the compiler frees with free(), with *len set; NULL when there is
- * no such template. Called during tpl_compile only. */
+ * no such template. Called during tpl_compile (a name that is a string constant: tpl_options'
+ * loader), and during tpl_render_run for a name computed when the template runs (the render
+ * context's loader, tpl_render_set_loader), possibly from several threads at once when a program
+ * renders on several contexts. */
 typedef char *(*tpl_loader_fn)(void *data, const char *name, size_t name_len, size_t *len);
 
 /* ---- host functions: extra filters and global functions a host adds ----
@@ -391,6 +394,21 @@ TPL_API tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f);
  * Persists across renders. A call whose function is not bound is a located TPL_ERR_UNDEFINED
  * render error ("no host filter named 'NAME' in this render context"). NULL r: nothing. */
 TPL_API void tpl_render_set_host_funcs(tpl_render *r, const tpl_host_func *funcs, size_t n);
+/* Sets the loader of the templates r's renders name by a value computed when they run (issue 14:
+ * Jinja's `{% include name %}`, `{% include [a, b] %}`, `{% include x ignore missing %}`; a name
+ * that is a string constant is resolved at compile time by tpl_options' loader, as before).
+ * `data` is borrowed and must stay valid while it is set; NULL loader removes it. Persists
+ * across renders. A template it loads is compiled with the options of the program that names it
+ * (tidy off: the including template tidies the whole output; host functions: r's,
+ * tpl_render_set_host_funcs) and kept with that program, once per loader, data and name (at
+ * most 256 a program), until tpl_program_free; so the loader must give the same text for a name
+ * while the program lives (Jinja2's cache without auto_reload). It renders with the including
+ * frame's variables over the state (`without context`: none). Errors, located at the include
+ * statement: TPL_EK_TEMPLATE_NOT_FOUND "template 'NAME' not found" (also without a loader),
+ * TPL_EK_TEMPLATES_NOT_FOUND for a list none of which exists, the loaded template's compile
+ * error as "in 'NAME' at L:C: MESSAGE" with its kind, TPL_EK_DEPTH when includes nest deeper
+ * than tpl_limits.max_depth (a template that includes itself). NULL r: nothing. */
+TPL_API void tpl_render_set_loader(tpl_render *r, tpl_loader_fn loader, void *data);
 
 /* ---- host values (issue 17): a host's own values without JSON ----
  *
@@ -770,6 +788,10 @@ TPL_API size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic 
  * the total count. Build tools turn it into a depfile (tplc compile --depfile). Programs loaded
  * from .tplb bytes or static data have no dependency list (0); so has a NULL p. */
 TPL_API size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
+/* Whether p names a template by a value computed when it runs (an include whose name is not a
+ * string constant, issue 14): its renders then need a loader (tpl_render_set_loader). .tplb
+ * files and static programs keep it (it is an instruction of the code). False for a NULL p. */
+TPL_API bool tpl_program_needs_loader(const tpl_program *p);
 
 /* The host functions p calls, each (name, kind) once in code order. Stores up to cap entries
  * into out (may be NULL when cap is 0) with name pointing into p (NUL-terminated, owned by p),

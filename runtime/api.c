@@ -36,6 +36,16 @@ static bool usable(const tpl_render *r)
     return r && !r->busy;
 }
 
+void tpl_render_loader_hook(tpl_render *r, tpl_loader_fn loader, void *data,
+                            tpl_status (*compile)(const char *name, const char *src, size_t len,
+                                                  const tpl_options *opts, tpl_program **out, tpl_error *err))
+{
+    if (!usable(r)) return;
+    r->vm.loader = loader;
+    r->vm.loader_data = loader ? data : NULL;
+    r->vm.compile = loader ? compile : NULL;
+}
+
 /* The default allocator: malloc, realloc, free. */
 static void *std_alloc(void *data, size_t size) { (void)data; return malloc(size); }
 static void *std_realloc(void *data, void *ptr, size_t old_size, size_t new_size)

@@ -1,7 +1,9 @@
 /* The program representation's own functions, which the loader (serialize.c), the verifier and
  * the VM use: the opcode table, name resolution against the library, spans, freeing. (Compiling
  * is compiler/program.c's.) */
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "program.h"
 #include "library.h"
 
@@ -267,9 +269,114 @@ void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_
     }
 }
 
+/* ---- templates loaded at render time (issue 14) ---- */
+
+struct tpl_subentry {
+    tpl_loader_fn fn;
+    void *data;
+    char *name;
+    size_t len;
+    tpl_program *p;
+};
+
+struct tpl_subcache {
+    pthread_mutex_t mu;
+    struct tpl_subentry *e;
+    size_t n, cap;
+};
+
+/* p's cache, made on first use (two threads may race: one's is kept, the other's freed). */
+static struct tpl_subcache *subcache(const tpl_program *p)
+{
+    struct tpl_subcache **slot = &((tpl_program *)p)->subs; /* (the one field a render writes) */
+    struct tpl_subcache *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (c) return c;
+    struct tpl_subcache *nc = calloc(1, sizeof *nc);
+    if (!nc) return NULL;
+    if (pthread_mutex_init(&nc->mu, NULL) != 0) { free(nc); return NULL; }
+    struct tpl_subcache *expected = NULL;
+    if (__atomic_compare_exchange_n(slot, &expected, nc, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return nc;
+    pthread_mutex_destroy(&nc->mu);
+    free(nc);
+    return expected;
+}
+
+static tpl_program *sub_find(struct tpl_subcache *c, tpl_loader_fn fn, void *data, const char *name, size_t len)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const struct tpl_subentry *e = &c->e[i];
+        if (e->fn == fn && e->data == data && e->len == len && memcmp(e->name, name, len) == 0) return e->p;
+    }
+    return NULL;
+}
+
+tpl_program *tpl_program_sub_get(const tpl_program *p, tpl_loader_fn fn, void *data, const char *name, size_t len)
+{
+    struct tpl_subcache *c = __atomic_load_n(&((tpl_program *)p)->subs, __ATOMIC_ACQUIRE);
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->mu);
+    tpl_program *r = sub_find(c, fn, data, name, len);
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+tpl_program *tpl_program_sub_put(const tpl_program *p, tpl_loader_fn fn, void *data, const char *name, size_t len,
+                                 tpl_program *sub, bool *full)
+{
+    *full = false;
+    struct tpl_subcache *c = subcache(p);
+    if (!c) { tpl_program_free(sub); return NULL; }
+    pthread_mutex_lock(&c->mu);
+    tpl_program *r = sub_find(c, fn, data, name, len);
+    if (r) {
+        tpl_program_free(sub);
+    } else if (c->n >= TPL_MAX_LOADED) {
+        *full = true;
+        tpl_program_free(sub);
+    } else {
+        if (c->n == c->cap) {
+            size_t nc = c->cap ? c->cap * 2 : 8;
+            struct tpl_subentry *ne = realloc(c->e, nc * sizeof *ne);
+            if (ne) { c->e = ne; c->cap = nc; }
+        }
+        char *nm = c->n < c->cap ? malloc(len + 1) : NULL;
+        if (!nm) {
+            tpl_program_free(sub);
+        } else {
+            memcpy(nm, name, len);
+            nm[len] = 0;
+            c->e[c->n++] = (struct tpl_subentry){ fn, data, nm, len, sub };
+            r = sub;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+bool tpl_program_needs_loader(const tpl_program *p)
+{
+    if (!p) return false;
+    for (size_t pc = 0; pc < p->ncode;) {
+        uint32_t op = TPL_INSN_OP(p->code[pc]);
+        if (op >= TPL_OP__COUNT) return false;
+        if (op == TPL_OP_INCLUDE_DYN) return true;
+        pc += 1 + tpl_opinfo_table[op].extra;
+    }
+    return false;
+}
+
 void tpl_program_free(tpl_program *p)
 {
     if (!p) return;
+    if (p->subs) {
+        for (size_t i = 0; i < p->subs->n; i++) {
+            free(p->subs->e[i].name);
+            tpl_program_free(p->subs->e[i].p);
+        }
+        free(p->subs->e);
+        pthread_mutex_destroy(&p->subs->mu);
+        free(p->subs);
+    }
     if (p->code_heap) free(p->code);
     free(p->spanb);
     free(p->readb);

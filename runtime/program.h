@@ -6,6 +6,12 @@
 #include "../include/tpl.h"
 
 struct tpl_native_frame;
+struct tpl_subcache;
+/* tpl_compile's signature: how a render compiles a template it loads by a name computed when it
+ * runs (issue 14: {% include name %}); the runtime calls it through a pointer (it may not call
+ * the compiler, a layer above it). */
+typedef tpl_status (*tpl_compile_fn)(const char *name, const char *src, size_t len, const tpl_options *opts,
+                                     tpl_program **out, tpl_error *err);
 /* Facts about an opcode (the flags column of opcodes.def, which explains each). */
 enum {
     TPL_OPF_GOTO = 1 << 0,       /* always jumps */
@@ -240,7 +246,21 @@ struct tpl_program {
     /* a native program's render (tpl_native.h tpl_native_fn; `tplc compile --emit c --native`),
      * or NULL: the VM interprets the code (runtime/vm.c run) */
     int (*native)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
+    /* Templates loaded while it renders (INCLUDE_DYN, issue 14): compiled once per loader and name
+     * and kept until the program is freed (tpl_program_sub_get/put; made on first use, read and
+     * filled under its own mutex: a program renders from several threads at once). */
+    struct tpl_subcache *subs;
 };
+
+/* Render-time loading (issue 14). The program compiled from the loader's text for name (the
+ * loader fn with its data), as kept with p, or NULL. */
+tpl_program *tpl_program_sub_get(const tpl_program *p, tpl_loader_fn fn, void *data, const char *name, size_t len);
+/* Keeps sub (compiled from fn's text for name) with p and returns the program kept: sub, or the
+ * one another thread kept meanwhile (sub is then freed). NULL when p already keeps
+ * TPL_MAX_LOADED programs or out of memory (*full tells which); sub is freed then too. */
+#define TPL_MAX_LOADED 256
+tpl_program *tpl_program_sub_put(const tpl_program *p, tpl_loader_fn fn, void *data, const char *name, size_t len,
+                                 tpl_program *sub, bool *full);
 
 /* Writes the native render of p (runtime/native_emit.c): a function `static int SYM_native`
  * (tpl_native.h tpl_native_fn) that refers to SYM_consts. Counts the instructions it wrote as C

@@ -433,7 +433,7 @@ static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_
 {
 #define IS(s) (n == sizeof s - 1 && memcmp(name, s, n) == 0)
     const tpl_macro_desc *d = cl->d;
-    const tpl_list *params = vm->p->consts[d->params].u.list;
+    const tpl_list *params = (cl->prog ? cl->prog : vm->p)->consts[d->params].u.list;
     if (IS("name")) *out = cl->name.len ? cl->name : tpl_v_none(); /* a call block's caller: None */
     else if (IS("arguments")) {
         tpl_list *l = tpl_list_new(&vm->arena, d->nparams);
@@ -1556,7 +1556,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
     const tpl_macro_desc *d = cl->d;
-    const tpl_program *p = vm->p;
+    const tpl_program *p = cl->prog ? cl->prog : vm->p;
     const tpl_name *mname = &p->names[d->name];
     if (vm->depth >= vm->limits.max_depth)
         return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
@@ -1618,16 +1618,154 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     vm->captures[vm->ncaptures++] = vm->out_len;
     vm->slot_top = base + d->nslots;
     vm->depth++;
-    uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
+    uint32_t save_pc = vm->pc, save_stack = vm->stack_top, save_root = vm->root_base;
     int save_captures = vm->ncaptures - 1;
+    const tpl_program *save_p = vm->p;
+    vm->p = p; /* (a macro of a template loaded at render time runs its own program's code) */
+    vm->root_base = cl->prog ? cl->root_base : vm->root_base;
     int rc = run(vm, d->entry, base, cl->outer_base, 0, out);
     /* an ERB def ends with RET_RB (its value; it prints nothing), a failed body anywhere (a Ruby
      * rescue goes on): the call's capture is closed either way */
     vm->ncaptures = save_captures;
+    if (rc < 0 && vm->p != save_p && !vm->err_unlocated) vm->err_unlocated = true; /* located at the call */
+    vm->p = save_p;
+    vm->root_base = save_root;
     vm->pc = save_pc;
     vm->stack_top = save_stack;
     vm->depth--;
     vm->slot_top = base;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ templates loaded at render time */
+
+/* The program of the template the render's loader has under name (a string): *out and 1, 0 when
+ * the loader has no such template, -1 with the error set (no loader, a compile error in it, the
+ * program's cache full). Compiled once per loader and name, kept with the program (issue 14). */
+static int include_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
+{
+    if (!vm->loader || !vm->compile)
+        return tpl_vm_fail(vm, TPL_EK_TEMPLATE_NOT_FOUND, "cannot load '%.*s': no template loader at render time",
+                           (int)(name.len > 200 ? 200 : name.len), name.u.s);
+    const tpl_program *p = vm->p;
+    tpl_program *sub = tpl_program_sub_get(p, vm->loader, vm->loader_data, name.u.s, name.len);
+    if (sub) { *out = sub; return 1; }
+    size_t len = 0;
+    char *src = vm->loader(vm->loader_data, name.u.s, name.len, &len);
+    if (!src) return 0;
+    char *nm = malloc(name.len + 1);
+    if (!nm) { free(src); return tpl_vm_nomem(vm); }
+    memcpy(nm, name.u.s, name.len);
+    nm[name.len] = 0;
+    tpl_options o = p->opts;
+    o.loader = vm->loader;
+    o.loader_data = vm->loader_data;
+    o.host_funcs = vm->host_funcs; /* the render's own: the ones a program keeps are names only */
+    o.nhost_funcs = vm->nhost_funcs;
+    o.tidy = false; /* the including template's end tidies the whole output */
+    tpl_error err = { 0 };
+    tpl_status st = vm->compile(nm, src, len, &o, &sub, &err);
+    free(src);
+    if (st != TPL_OK) {
+        tpl_vm_fail(vm, err.kind, "in '%s' at %u:%u: %s", nm, err.line, err.column, err.message ? err.message : "error");
+        tpl_error_clear(&err);
+        free(nm);
+        return -1;
+    }
+    free(nm);
+    bool full;
+    const tpl_program *kept = tpl_program_sub_put(p, vm->loader, vm->loader_data, name.u.s, name.len, sub, &full);
+    if (!kept)
+        return full ? tpl_vm_fail(vm, TPL_EK_LIMIT, "more than %d templates loaded at render time", TPL_MAX_LOADED)
+                    : tpl_vm_nomem(vm);
+    *out = kept;
+    return 1;
+}
+
+/* {% include EXPR %} (INCLUDE_DYN): names is a template name, or an iterable of names tried in
+ * turn (Jinja2's select_template: undefined items are skipped); ctx the including frame's
+ * variables (a map laid over the state; None: without context). flags bit 0: ignore missing.
+ * The template runs as a template of its own on this render (its slots above the caller's,
+ * its output into the render's), as Jinja2's template.root_render_func(new_context(...)). */
+static int include_dyn(tpl_vm *vm, tpl_value names, tpl_value ctx, uint32_t flags)
+{
+    const tpl_program *sub = NULL;
+    if (names.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, names);
+    if (names.type == TPL_T_STR) {
+        int r = include_load(vm, names, &sub);
+        if (r < 0) return -1;
+        if (!r) {
+            if (flags & 1) return 0;
+            return tpl_vm_fail(vm, TPL_EK_TEMPLATE_NOT_FOUND, "template '%.*s' not found",
+                               (int)(names.len > 200 ? 200 : names.len), names.u.s);
+        }
+    } else {
+        tpl_list *l;
+        if (tpl_to_list(vm, names, &l) < 0) return -1;
+        for (uint32_t i = 0; i < l->len && !sub; i++) {
+            tpl_value x = l->items[i];
+            if (x.type == TPL_T_UNDEF) continue;
+            if (x.type != TPL_T_STR)
+                return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'split'", tpl_type_name(vm, x));
+            if (include_load(vm, x, &sub) < 0) return -1;
+        }
+        if (!sub) {
+            if (flags & 1) return 0;
+            if (!l->len) return tpl_vm_fail(vm, TPL_EK_TEMPLATES_NOT_FOUND, "Tried to select from an empty list of templates.");
+            tpl_sb b;
+            tpl_sb_init(&b, &vm->arena);
+            tpl_sb_puts(&b, "none of the templates given were found: ");
+            for (uint32_t i = 0; i < l->len; i++) {
+                if (i) tpl_sb_puts(&b, ", ");
+                tpl_py_str(&b, l->items[i]);
+            }
+            if (b.failed) return tpl_vm_nomem(vm);
+            return tpl_vm_fail(vm, TPL_EK_TEMPLATES_NOT_FOUND, "%.*s", (int)(b.len > 400 ? 400 : b.len), b.p);
+        }
+    }
+    if (vm->depth >= vm->limits.max_depth)
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+    uint32_t base = vm->slot_top;
+    if ((uint64_t)base + sub->nslots > vm->slots_cap || (uint64_t)vm->stack_top + sub->max_stack > vm->stack_cap)
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+    /* the included template's names: the including frame's variables over the state */
+    tpl_value state = tpl_v_none();
+    if (ctx.type == TPL_T_MAP) {
+        const tpl_map *sm = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
+        const tpl_map *cm = ctx.u.map;
+        if (!cm->len && sm) {
+            state = vm->state;
+        } else {
+            tpl_map *m = tpl_map_new(&vm->arena, (sm ? sm->len : 0) + cm->len);
+            if (!m) return tpl_vm_nomem(vm);
+            for (uint32_t i = 0; sm && i < sm->len; i++)
+                if (!tpl_map_append(&vm->arena, m, sm->e[i].key, sm->e[i].hash, sm->e[i].val)) return tpl_vm_nomem(vm);
+            for (uint32_t i = 0; i < cm->len; i++) {
+                if (cm->e[i].val.type == TPL_T_UNDEF || cm->e[i].val.type == TPL_T_UNSET) continue; /* not set yet */
+                if (!tpl_map_set(&vm->arena, m, cm->e[i].key, cm->e[i].val)) return tpl_vm_nomem(vm);
+            }
+            state = tpl_v_map(m);
+        }
+    }
+    for (uint32_t i = 0; i < sub->nslots; i++) vm->slots[base + i] = tpl_v_unset();
+    const tpl_program *save_p = vm->p;
+    uint32_t save_root = vm->root_base, save_pc = vm->pc, save_stack = vm->stack_top, save_top = vm->slot_top;
+    tpl_value save_state = vm->state;
+    vm->p = sub;
+    vm->root_base = base;
+    vm->slot_top = base + sub->nslots;
+    vm->state = state;
+    vm->depth++;
+    tpl_value r;
+    int rc = run(vm, 0, base, 0, 0, &r);
+    vm->depth--;
+    vm->state = save_state;
+    vm->slot_top = save_top;
+    vm->stack_top = save_stack;
+    vm->pc = save_pc;
+    vm->root_base = save_root;
+    vm->p = save_p;
+    if (rc < 0) vm->err_unlocated = true; /* located at the include, as a template included by a constant name */
     return rc;
 }
 
@@ -1801,7 +1939,7 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
     const tpl_value *consts = p->consts;
     const tpl_name *names = p->names;
     tpl_value *slots = vm->slots + slot_base;
-    tpl_value *root_slots = vm->slots;
+    tpl_value *root_slots = vm->slots + vm->root_base;
     tpl_value *outer_slots = vm->slots + outer_base;
     /* each call level gets the part of the operand stack above its caller's */
     tpl_value *stack = st ? (tpl_value *)(void *)st->stack : vm->stack + vm->stack_top;
@@ -2525,6 +2663,8 @@ top:
         if (!cl) { oom(vm); goto fail; }
         cl->d = &p->macros[a];
         cl->outer_base = slot_base;
+        cl->prog = p;
+        cl->root_base = vm->root_base;
         cl->name = cl->d->name < p->nnames ? p->names[cl->d->name].s : tpl_v_str("", 0);
         tpl_value v = { 0 };
         v.type = TPL_T_MACRO;
@@ -2556,6 +2696,13 @@ top:
         if (vm->p->opts.autoescape && vm->p->opts.syntax == TPL_SYNTAX_JINJA) result->flags = TPL_F_SAFE;
         vm->out_len = mark;
         return 0;
+    }
+    CASE(INCLUDE_DYN) {
+        CHARGE();
+        sp -= 2;
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        if (include_dyn(vm, sp[0], sp[1], a) < 0) goto fail;
+        NEXT(0);
     }
     CASE(HALT) {
         CHARGE();
@@ -3004,6 +3151,7 @@ int tpl_vm_run(tpl_vm *vm)
     if (++vm->gen == 0) { memset(vm->method_memo, 0, sizeof vm->method_memo); vm->gen = 1; } /* wrapped */
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->slot_top = p->nslots;
+    vm->root_base = 0;
     vm->depth = 0;
     vm->ncaptures = 0;
     vm->out_len = 0;

@@ -144,6 +144,11 @@ tpl_value tpl_vm_state(const tpl_vm *vm);
 tpl_vm *tpl_render_vm(tpl_render *r);
 bool tpl_render_busy(const tpl_render *r);
 void tpl_render_set_busy(tpl_render *r, bool busy);
+/* tpl_render_set_loader (compiler/program.c, which gives its compiler): the loader and the
+ * compile function a render uses for template names computed when it runs (issue 14). */
+void tpl_render_loader_hook(tpl_render *r, tpl_loader_fn loader, void *data,
+                            tpl_status (*compile)(const char *name, const char *src, size_t len,
+                                                  const tpl_options *opts, tpl_program **out, tpl_error *err));
 /* Clears the render's error record (TPL_OK). */
 void tpl_render_clear_error(tpl_render *r);
 /* Sets the render's unlocated error of `kind` with message msg (copied) and returns its status;

@@ -19,6 +19,8 @@ typedef struct tpl_closure {
     const tpl_macro_desc *d;
     uint32_t outer_base;    /* slot base of the defining frame */
     tpl_value name;         /* the macro's name (its repr: <Macro 'name'>) */
+    const tpl_program *prog;/* the program it is code of (a template loaded at render time has its own) */
+    uint32_t root_base;     /* slot base of that program's template level */
 } tpl_closure;
 
 /* The state of a for loop (the `loop` variable). */
@@ -55,6 +57,13 @@ struct tpl_vm {
     tpl_value *slots;       /* slots_cap values */
     uint32_t stack_cap, slots_cap;
     uint32_t slot_top;      /* first free slot */
+    uint32_t root_base;     /* slot base of the running program's template level (0, or a template
+                             * loaded at render time: INCLUDE_DYN) */
+    /* the render's template loader (tpl_render_set_loader; issue 14) and the compiler it
+     * compiles what it loads with (NULL: none) */
+    tpl_loader_fn loader;
+    void *loader_data;
+    tpl_compile_fn compile;
     uint32_t stack_top;     /* first operand-stack value of the running call level */
     uint32_t depth;         /* macro call depth */
     uint64_t fuel;

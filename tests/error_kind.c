@@ -104,6 +104,7 @@ int main(int argc, char **argv)
         tpl_error_clear(&err);
     } else {
         tpl_render *r = tpl_render_new(NULL);
+        tpl_render_set_loader(r, load, dir); /* names computed at render time (issue 14) */
         size_t slen = 0;
         char *json = state ? read_file(state, &slen) : NULL;
         if (state && !json) { fprintf(stderr, "error_kind: cannot read %s\n", state); rc = 2; }

@@ -13,7 +13,8 @@ A row is `CLASS<TAB>PATH[<TAB>FLAGS]`: PATH relative to tests/ (@conformance/ fo
 ../shared/conformance/), FLAGS those of `tplc render` (--strict, --profile P, ...), a state file
 NAME.json beside the template is passed with --state. CLASS is the reference's exception; a row
 whose CLASS the reference engine has no counterpart for in tpl (tpl's own limits) is left out.
-The corpus: tests/errors/, tests/error_kinds/ (one template per class the audit found wrong)
+The corpus: tests/errors/, tests/error_kinds/ (one template per class the audit found wrong),
+tests/cases/jinja-dyn/ (templates named at render time, issue 14)
 and the .err cases of ../shared/conformance."""
 import json, os, re, subprocess, sys
 
@@ -44,7 +45,7 @@ def state_flags(full):
 
 def corpus():
     """(PATH, FLAGS) of every template of the corpus."""
-    for d in ("errors", "error_kinds"):
+    for d in ("errors", "error_kinds", os.path.join("cases", "jinja-dyn")):
         folder = os.path.join(HERE, d)
         if not os.path.isdir(folder):
             continue

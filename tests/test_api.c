@@ -162,6 +162,7 @@ static void test_null_args(void)
     CHECK(tpl_render_set_call_claimed(NULL, "1234") == U, "set_call_claimed(NULL)");
     CHECK(tpl_render_set_call_claimed(r, NULL) == TPL_OK, "set_call_claimed(claimed NULL) = None");
     tpl_render_set_host_funcs(NULL, NULL, 3);
+    tpl_render_set_loader(NULL, NULL, NULL);
     CHECK(tpl_render_add_catalog_json(NULL, "{}", 2) == U, "add_catalog_json(NULL)");
     CHECK(tpl_render_add_catalog_json(r, NULL, 2) == U && tpl_render_error(r)->status == U, "add_catalog_json(json NULL)");
     tpl_render_clear_catalogs(NULL);
@@ -241,6 +242,7 @@ static void test_null_args(void)
           "program_dependencies");
     CHECK(tpl_program_host_functions(NULL, NULL, 4) == 0 && tpl_program_host_functions(p, NULL, 4) == 0,
           "program_host_functions");
+    CHECK(!tpl_program_needs_loader(NULL) && !tpl_program_needs_loader(p), "program_needs_loader");
     {
         /* every error, each located, with the original source line; 0 and the program when clean */
         static const char bad[] = "{{ a + }}\n{% for x in %}{{ x }}{% endfor %}\n{{ b | upper( }}\n";

@@ -2,6 +2,9 @@
  * THREADS threads, each with its own tpl_render, render one shared program (loaded from .tplb
  * bytes, so the loaded form is what is shared) ROUNDS times and compare with a reference render.
  *
+ * A second program names its templates by values (issue 14: {% include name %}): the threads'
+ * renders load and compile them through their loaders into the program's shared cache at once.
+ *
  * Under ThreadSanitizer:
  *   meson setup build-tsan -Db_sanitize=thread -Db_lundef=false && ninja -C build-tsan &&
  *   meson test -C build-tsan threads
@@ -24,8 +27,30 @@ static const char SRC[] =
 static const char STATE[] =
     "{\"caller\": {\"name\": \"Ana\", \"phone\": \"+34 600\"}, \"slots\": [\"mon 9:00\", \"tue 10:30\", \"fri 16:00\"]}";
 
+/* the templates the dynamic program loads (a loader over this table; names computed at render time) */
+static const char *const FILES[][2] = {
+    { "a.j2", "A({{ x }}{% include 'c.j2' %})" },
+    { "b.j2", "B({{ x * 2 }}{% include inner %})" },
+    { "c.j2", "C" },
+};
+static const char DSRC[] = "{% for x in [1, 2, 3] %}{% for n in names %}{% include n %}{% endfor %}{% endfor %}"
+                           "{% include ['nope.j2', inner] %}{% include 'zz' ~ x ignore missing %}";
+static const char DSTATE[] = "{\"names\": [\"a.j2\", \"b.j2\"], \"inner\": \"c.j2\"}";
+static const char DWANT[] = "A(1C)B(2C)A(2C)B(4C)A(3C)B(6C)C";
+
+static char *table_loader(void *data, const char *name, size_t name_len, size_t *len)
+{
+    (void)data;
+    for (size_t i = 0; i < sizeof FILES / sizeof *FILES; i++)
+        if (strlen(FILES[i][0]) == name_len && memcmp(FILES[i][0], name, name_len) == 0) {
+            *len = strlen(FILES[i][1]);
+            return strdup(FILES[i][1]);
+        }
+    return NULL;
+}
+
 typedef struct job {
-    const tpl_program *p;
+    const tpl_program *p, *dyn;
     const char *want;
     int mismatches;
 } job;
@@ -41,6 +66,15 @@ static void *worker(void *arg)
         size_t n;
         if (tpl_render_run(r, j->p, &out, &n) != TPL_OK || strcmp(out, j->want) != 0) j->mismatches++;
     }
+    tpl_render *d = tpl_render_new(NULL);
+    if (!d || tpl_render_set_state_json(d, DSTATE, strlen(DSTATE)) != TPL_OK) { j->mismatches = -1; return NULL; }
+    tpl_render_set_loader(d, table_loader, NULL);
+    for (int i = 0; i < ROUNDS; i++) {
+        const char *out;
+        size_t n;
+        if (tpl_render_run(d, j->dyn, &out, &n) != TPL_OK || strcmp(out, DWANT) != 0) j->mismatches++;
+    }
+    tpl_render_free(d);
     tpl_render_free(r);
     return NULL;
 }
@@ -61,6 +95,12 @@ int main(void)
         return 1;
     }
     free(bytes);
+    tpl_program *dyn = NULL;
+    if (tpl_compile("dyn.jinja", DSRC, strlen(DSRC), NULL, &dyn, &err) != TPL_OK || !tpl_program_needs_loader(dyn) ||
+        tpl_program_needs_loader(p)) {
+        fprintf(stderr, "compile dyn: %s\n", err.message ? err.message : "needs_loader");
+        return 1;
+    }
     tpl_render *r = tpl_render_new(NULL);
     tpl_render_set_state_json(r, STATE, strlen(STATE));
     tpl_render_add_fact(r, "the patient prefers mornings", 28);
@@ -75,7 +115,7 @@ int main(void)
     job jobs[THREADS];
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
-        jobs[i] = (job){ i % 2 ? p : src, want, 0 };
+        jobs[i] = (job){ i % 2 ? p : src, dyn, want, 0 };
         if (pthread_create(&th[i], NULL, worker, &jobs[i]) != 0) { fprintf(stderr, "pthread_create failed\n"); return 1; }
     }
     for (int i = 0; i < THREADS; i++) {
@@ -84,6 +124,7 @@ int main(void)
         else { fail++; fprintf(stderr, "thread %d: %d mismatching renders\n", i, jobs[i].mismatches); }
     }
     free(want);
+    tpl_program_free(dyn);
     tpl_program_free(p);
     tpl_program_free(src);
     printf("%d passed, %d failed\n", pass, fail);

@@ -402,6 +402,15 @@ int tplc_render(const tplc_opts *o)
     if ((rc = tplc_check_outputs(o, o->tpl, prog)) != 0) { tpl_program_free(prog); return rc; }
     tpl_render *r = tpl_render_new(&o->limits);
     if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
+    /* templates named by a value computed when it runs load from beside it, as at compile time */
+    tplc_loader l;
+    if (!tplc_loader_init(&l, o->tpl)) {
+        tpl_render_free(r);
+        tpl_program_free(prog);
+        fprintf(stderr, "tplc: out of memory\n");
+        return EXIT_USAGE;
+    }
+    tpl_render_set_loader(r, tplc_loader_load, &l);
     rc = o->resumed || o->claimed || o->defaults ? tplc_page_scope(o, r) : load_state(o, r);
     if (!rc) rc = load_translation(o, r);
     for (int i = 0; !rc && i < o->facts.n; i++)
@@ -423,6 +432,7 @@ int tplc_render(const tplc_opts *o)
     }
     tpl_render_free(r);
     tpl_program_free(prog);
+    tplc_loader_free(&l);
     return rc;
 }
 
