@@ -2267,10 +2267,41 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
 
 /* The body of a for loop; the iterable is on the stack. depth_slot >= 0 in a recursive loop's
  * function (its depth argument). */
+/* Whether a loop body reads `loop` only as loop.index, index0, first, depth, depth0, previtem,
+ * cycle(...) or changed(...): nothing that looks ahead (last, nextitem, length, revindex) or takes
+ * the loop object whole (and no include, which would see it). Conservative: any `loop` counts,
+ * also an inner loop's. */
+static bool loop_reads_no_lookahead(const tpl_node *n, int depth)
+{
+    static const char *const safe[] = { "index", "index0", "first", "depth", "depth0", "previtem", "cycle", "changed" };
+    if (depth > 200) return false;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_INCLUDE) return false;
+        if (n->kind == TPL_N_NAME && name_eq(n->val, "loop", 4)) return false;
+        if (n->kind == TPL_N_GETATTR && n->a && n->a->kind == TPL_N_NAME && name_eq(n->a->val, "loop", 4)) {
+            bool ok = false;
+            for (size_t i = 0; i < sizeof safe / sizeof *safe; i++)
+                if (name_eq(n->val, safe[i], strlen(safe[i]))) ok = true;
+            if (!ok) return false;
+        } else if (!loop_reads_no_lookahead(n->a, depth + 1)) {
+            return false;
+        }
+        if (!loop_reads_no_lookahead(n->b, depth + 1) || !loop_reads_no_lookahead(n->c, depth + 1) ||
+            !loop_reads_no_lookahead(tpl_node_d(n), depth + 1) || !loop_reads_no_lookahead(tpl_node_e(n), depth + 1))
+            return false;
+    }
+    return true;
+}
+
 static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
 {
     tpl_value lname = tpl_v_str("(loop)", 6);
-    if (n->e) {
+    /* `for x in xs if test`: Jinja2 tests each item as the loop takes it, so the body's effects
+     * (a namespace flag) reach the test of later items; loop.index and the rest count kept items.
+     * When the body looks ahead (loop.last, length, ...) the items are filtered first instead. */
+    bool lazy = n->e && depth_slot < 0 && loop_reads_no_lookahead(n->c, 0) && loop_reads_no_lookahead(n->e, 0) &&
+                loop_reads_no_lookahead(n->d, 0);
+    if (n->e && !lazy) {
         /* `for x in xs if test`: filter first, so loop.index/length count kept items (Jinja2) */
         push_scope(c, false);
         uint32_t acc = new_slot(c), it = new_slot(c), item = new_slot(c);
@@ -2323,6 +2354,13 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     emit(c, TPL_OP_FOR_NEXT, loop_slot, 1);
     uint32_t exit_pos = emit_raw(c, 0);
     store_target(c, n->a);
+    if (lazy) {
+        expr(c, n->e);
+        uint32_t keep = emit(c, sop(c, TPL_OP_JT_PY), 0, -1);
+        emit(c, TPL_OP_LOOP_SKIP, loop_slot, 0);
+        emit(c, TPL_OP_JUMP, lc.top, 0);
+        patch_a(c, keep, here(c));
+    }
     frame_init(c, n->c);
     body(c, n->c);
     if (n->d) {

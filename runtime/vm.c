@@ -402,6 +402,37 @@ static void loop_pull(tpl_loop *l, uint32_t want)
     }
 }
 
+/* LOOP_SKIP: the loop drops item l->i - 1 (the one its FOR_NEXT just gave), which a loop filter
+ * rejected, so loop.index and previtem count the kept items only. A loop over a list first
+ * becomes one that pulls the rest of the list one item at a time (its items: the kept ones). */
+static int loop_skip(tpl_vm *vm, tpl_loop *l)
+{
+    if (l->i == 0) return 0;
+    if (!l->src) {
+        if (l->i > l->items->len) return 0;
+        tpl_list *all = l->items, *src = tpl_arena_alloc(&vm->arena, sizeof *src);
+        tpl_list *kept = tpl_list_new(&vm->arena, all->len);
+        if (!src || !kept) return oom(vm);
+        *src = *all;
+        src->items += l->i;
+        src->len = src->cap = all->len - l->i;
+        if (l->i > 1) memcpy(kept->items, all->items, (l->i - 1) * sizeof *kept->items);
+        kept->len = l->i - 1;
+        l->items = kept;
+        l->src = src;
+        l->i--;
+        return 0;
+    }
+    tpl_list *d = l->items;
+    uint32_t at = l->i - 1;
+    if (at < d->len) {
+        memmove(d->items + at, d->items + at + 1, (d->len - at - 1) * sizeof *d->items);
+        d->len--;
+    }
+    l->i--;
+    return 0;
+}
+
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
 {
 #define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
@@ -2471,6 +2502,11 @@ top:
             NEXT(1);
         }
         JUMP_TO(code[pc + 1]);
+    }
+    CASE(LOOP_SKIP) {
+        if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "LOOP_SKIP on a slot without a loop"); goto fail; }
+        if (loop_skip(vm, slots[a].u.loop) < 0) goto fail;
+        NEXT(0);
     }
     CASE(LOOP_DEPTH) {
         tpl_value d = *--sp;
