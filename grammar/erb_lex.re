@@ -798,6 +798,25 @@ static bool ruby_lex(rlex *L)
             i = e + 1;
             continue;
         }
+        if (c == '%' && !was_value && i + 2 < n &&
+            (((s[i + 1] == 'q' || s[i + 1] == 'Q') && strchr("([{<|!^", s[i + 2])) || (s[i + 1] && strchr("([{<|!^", s[i + 1])))) {
+            /* %q(...) (single-quoted), %Q(...) and %(...) (double-quoted): a string with other delimiters
+             * (brackets nest; a backslash escapes the next byte) */
+            size_t p = s[i + 1] == 'q' || s[i + 1] == 'Q' ? i + 2 : i + 1;
+            char open = s[p], close = open == '(' ? ')' : open == '[' ? ']' : open == '{' ? '}' : open == '<' ? '>' : open;
+            size_t e = p + 1;
+            int d = 1;
+            while (e < n && s[e] != M_PUT && s[e] != M_INS_OPEN && s[e] != M_INS_CLOSE) {
+                if (s[e] == '\\' && e + 1 < n) { e += 2; continue; }
+                if (open != close && s[e] == open) d++;
+                else if (s[e] == close && --d == 0) break;
+                e++;
+            }
+            if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, (int)(p + 1 - st));
+            push_tok(L, s[i + 1] == 'q' ? TK_SSTRING : TK_DSTRING, st, e + 1 - st);
+            i = e + 1;
+            continue;
+        }
         if (c == '%' && !was_value && i + 1 < n && s[i + 1] != ' ' && s[i + 1] != '=')
             return lex_error(L, st, "unsupported Ruby construct '%.*s' (percent literals)", s + st, 2);
         if (c == '?' && !was_value && i + 1 < n && s[i + 1] != ' ')
@@ -1288,16 +1307,25 @@ tpl_node *tpl_erb_text(tpl_pctx *c, tpl_token t)
     return n;
 }
 
+/* The opening of a string token: 1 for '...' and "...", 2 for %(...), 3 for %q(...) and %Q(...). */
+static size_t pct_prefix(const tpl_pctx *c, tpl_token t)
+{
+    if (c->src[t.off] != '%') return 1;
+    return c->src[t.off + 1] == 'q' || c->src[t.off + 1] == 'Q' ? 3 : 2;
+}
+
 tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
 {
     tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
-    const char *s = c->src + t.off + 1;
-    size_t len = t.len - 2;
+    size_t pre = pct_prefix(c, t);   /* 'x' or %q(x) */
+    const char *s = c->src + t.off + pre;
+    size_t len = t.len - pre - 1;
+    char q0 = c->src[t.off + pre - 1], q1 = c->src[t.off + t.len - 1];
     char *o = tpl_arena_alloc(c->arena, len + 1);
     if (!o) { tpl_pctx_nomem(c, t.off); return n; }
     size_t k = 0;
     for (size_t i = 0; i < len; i++) {
-        if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '\\' || s[i + 1] == '\'')) i++;
+        if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '\\' || s[i + 1] == q0 || s[i + 1] == q1)) i++;
         o[k++] = s[i];
     }
     o[k] = 0;
@@ -1380,8 +1408,9 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
 
 tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
 {
-    const char *s = c->src + t.off + 1;
-    size_t len = t.len - 2, i = 0, lit = 0;
+    uint32_t pre = (uint32_t)pct_prefix(c, t);   /* "x" or %(x) / %Q(x) */
+    const char *s = c->src + t.off + pre;
+    size_t len = t.len - pre - 1, i = 0, lit = 0;
     tpl_node *parts = NULL;
     bool interp = false;
     tpl_sb b;
@@ -1393,12 +1422,12 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
             const char *why = "invalid escape sequence in string literal";
             b.len = 0;
             if (!dq_unescape(&b, s + lit, i - lit, &bad, &why)) {
-                tpl_pctx_error(c, t.off + 1 + (uint32_t)(lit + bad), "%s", why);
+                tpl_pctx_error(c, t.off + pre + (uint32_t)(lit + bad), "%s", why);
                 return tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
             }
             if (b.failed) { tpl_pctx_nomem(c, t.off); break; }
             if (b.len) {
-                tpl_node *k = tpl_p_node(c, TPL_N_CONST, t.off + 1 + (uint32_t)lit, NULL, NULL);
+                tpl_node *k = tpl_p_node(c, TPL_N_CONST, t.off + pre + (uint32_t)lit, NULL, NULL);
                 char *cp = tpl_arena_strdup(c->arena, b.p, b.len);
                 k->val = tpl_v_str(cp ? cp : "", cp ? b.len : 0);
                 parts = tpl_node_append(parts, k);
@@ -1414,8 +1443,8 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
                 else if (s[e] == '"' || s[e] == '\'') { e = skip_string(s, len, e, s[e]); if (e == (size_t)-1 || e == TOO_DEEP) break; continue; }
                 e++;
             }
-            if (e == TOO_DEEP) { tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "string interpolation nested more than 256 deep"); break; }
-            if (e == (size_t)-1 || e >= len) { tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "unterminated #{} in string"); break; }
+            if (e == TOO_DEEP) { tpl_pctx_error(c, t.off + pre + (uint32_t)i, "string interpolation nested more than 256 deep"); break; }
+            if (e == (size_t)-1 || e >= len) { tpl_pctx_error(c, t.off + pre + (uint32_t)i, "unterminated #{} in string"); break; }
             size_t from = (size_t)(s - c->src) + i + 2, to = (size_t)(s - c->src) + e;
             tpl_node *code = NULL;
             if (!parse_range(c, from, to, &code, false)) break;
