@@ -117,6 +117,7 @@ typedef struct centry {
     PyObject **strs;
     size_t nstrs;
     size_t units;           /* the state memory its value took, in units (see built) */
+    uint32_t uses;          /* the state's entry: the entries of its values (they outlive it) */
 } centry;
 
 /* Deps and strs being recorded (owned references), growable. */
@@ -158,7 +159,8 @@ typedef struct render_ctx {
     refs rr;                /* the deps and strs recorded for a value being cached */
     centry top;             /* the last state: for the same dict, unchanged, the same map */
     refs tr;                /* the deps and strs recorded for the state being built */
-    size_t tunits;          /* and the state memory of its cached values */
+    uint32_t tuses;         /* and the entries of its values */
+    bool tbroken;           /* one of them was replaced while it was built */
     size_t built, live;     /* state-memory units built since the state was dropped, of them cached */
     bool has_empty;         /* empty: an empty map in the state memory (the state between renders) */
     tpl_val empty;
@@ -1691,8 +1693,13 @@ static int entry_drop(render_ctx *c, centry *e)
     PyMem_Free(e->deps);
     PyMem_Free(e->strs);
     c->live -= e->units;
-    if (e != &c->top) c->filled &= ~(1u << (e - c->cache));
     *e = (centry){ 0 };
+    if (e != &c->top) {
+        uint32_t bit = 1u << (e - c->cache);
+        c->filled &= ~bit;
+        if (c->tuses & bit) c->tbroken = true; /* (the state being built has a value of it) */
+        if ((c->top.uses & bit) && entry_drop(c, &c->top) < 0) return -1;
+    }
     return 0;
 }
 #endif
@@ -1705,8 +1712,12 @@ static void entry_free(render_ctx *c, centry *e)
     PyMem_Free(e->deps);
     PyMem_Free(e->strs);
     c->live -= e->units;
-    if (e != &c->top) c->filled &= ~(1u << (e - c->cache));
     *e = (centry){ 0 };
+    if (e != &c->top) {
+        uint32_t bit = 1u << (e - c->cache);
+        c->filled &= ~bit;
+        if (c->top.uses & bit) entry_free(c, &c->top); /* (it has a value of e's) */
+    }
 }
 
 /* After a render: the entries neither it nor the one before used are dropped (the cache holds
@@ -1784,7 +1795,7 @@ static bool entry_set(render_ctx *c, centry *e, PyObject *o, tpl_val val, refs *
     }
     memcpy(d, f->d, f->nd * sizeof *d);
     memcpy(st, f->s, f->ns * sizeof *st);
-    *e = (centry){ o, val, d, f->nd, st, f->ns, units };
+    *e = (centry){ o, val, d, f->nd, st, f->ns, units, 0 };
     f->nd = f->ns = 0;
     c->live += units;
     return true;
@@ -1841,13 +1852,7 @@ static inline int state_item(render_ctx *c, PyObject *v, tpl_val *out, bool *top
         centry *e;
         if (cached_val(c, v, out, &e) < 0) return -1;
         if (!e) *top = false;
-        if (!*top) return 0;
-        /* the state's entry holds what the value's does: it may outlive that entry */
-        c->tunits += e->units;
-        for (size_t i = 0; i < e->ndeps; i++)
-            if (refs_dep(&c->tr, e->deps[i].o, e->deps[i].tag) < 0) return -1;
-        for (size_t i = 0; i < e->nstrs; i++)
-            if (refs_str(&c->tr, e->strs[i]) < 0) return -1;
+        else c->tuses |= 1u << (e - c->cache); /* (the state's entry goes when e goes) */
         return 0;
     }
     if (t != &PyLong_Type && t != &PyFloat_Type && t != &PyBool_Type && v != Py_None) *top = false;
@@ -1869,13 +1874,22 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
     }
     if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
 #if HAVE_CACHE
-        if (c->top.o == state && deps_valid(c->top.deps, c->top.ndeps)) {
-            *st = c->top.val;
-            return 0;
+        if (c->top.o == state && DICT_VERSION(state) == c->top.deps[0].tag) {
+            bool valid = true;
+            for (uint32_t u = c->top.uses; u && valid; u &= u - 1) {
+                centry *e = &c->cache[__builtin_ctz(u)];
+                valid = deps_valid(e->deps, e->ndeps);
+            }
+            if (valid) {
+                *st = c->top.val;
+                c->hit |= c->top.uses;
+                return 0;
+            }
         }
         if (c->top.o && entry_drop(c, &c->top) < 0) return -1;
         bool top = true;
-        c->tunits = 0;
+        c->tuses = 0;
+        c->tbroken = false;
         if (refs_dep(&c->tr, state, DICT_VERSION(state)) < 0) return -1;
 #else
         bool top = false;
@@ -1907,7 +1921,9 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         tpl_status rs = tpl_val_map_of_str(r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, st);
         c->nents = base;
         if (check(rs) < 0) goto fail;
-        if (!top || !entry_set(c, &c->top, state, *st, &c->tr, (size_t)nreads + 1 + c->tunits)) return refs_release(c, &c->tr);
+        if (!top || c->tbroken || !entry_set(c, &c->top, state, *st, &c->tr, (size_t)nreads + 1))
+            return refs_release(c, &c->tr);
+        c->top.uses = c->tuses;
         return 0;
     fail:
         refs_release(c, &c->tr);
