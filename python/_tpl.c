@@ -161,6 +161,10 @@ typedef struct render_ctx {
     refs tr;                /* the deps and strs recorded for the state being built */
     uint32_t tuses;         /* and the entries of its values */
     bool tbroken;           /* one of them was replaced while it was built */
+    bool bypass;            /* this render converts without recording (see cached_val) */
+    unsigned streak;        /* renders in a row that found nothing in the cache */
+    unsigned nrender;
+    bool found;             /* this render found a value in the cache */
     size_t built, live;     /* state-memory units built since the state was dropped, of them cached */
     bool has_empty;         /* empty: an empty map in the state memory (the state between renders) */
     tpl_val empty;
@@ -1121,6 +1125,8 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
  * the references held, and pools c. */
 static void slot_put(ProgramObject *self, render_ctx *c)
 {
+    c->streak = c->found ? 0 : c->streak + 1;
+    c->bypass = c->found = false;
     cache_age(c);
     if (c->built > 4 * c->live + SPARE || !c->has_empty) cache_clear(c);
     else tpl_render_set_state_val(c->r, c->empty);
@@ -1819,10 +1825,15 @@ static int cached_val(render_ctx *c, PyObject *o, tpl_val *out, centry **used)
     if (e->o == o && deps_valid(e->deps, e->ndeps)) {
         *out = e->val;
         c->hit |= bit;
+        c->found = true;
         *used = e;
         return 0;
     }
     if (e->o && entry_drop(c, e) < 0) return -1;
+    if (c->bypass) { /* (converting a str subclass may run Python code: o is held) */
+        if (keep(c, o) < 0) return -1;
+        return to_val(c, o, out);
+    }
     c->rec = c->rec_ok = true;
     size_t built = c->built;
     int rc = to_val(c, o, out);
@@ -1883,11 +1894,15 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
             if (valid) {
                 *st = c->top.val;
                 c->hit |= c->top.uses;
+                c->found = true;
                 return 0;
             }
         }
         if (c->top.o && entry_drop(c, &c->top) < 0) return -1;
-        bool top = true;
+        /* contexts made anew for every render (nothing found in the cache 4 renders in a row)
+         * are converted without recording, but for one render in 8 */
+        c->bypass = c->streak >= 4 && (++c->nrender & 7);
+        bool top = !c->bypass;
         c->tuses = 0;
         c->tbroken = false;
         if (refs_dep(&c->tr, state, DICT_VERSION(state)) < 0) return -1;

@@ -523,3 +523,26 @@ def test_cached_state_is_not_changed_by_a_render():
     t = tpl.Template(src)
     assert t.render(ctx) == t.render(ctx) == jinja_ref(src, ctx)
     assert ctx == {"xs": [3, 1, 2, 1], "d": {"b": 2, "a": 1}, "s": "abc", "h": {"k": [1]}}
+
+
+def test_cache_after_fresh_contexts():
+    """After renders of contexts made anew each time (converted without recording then), a
+    context used again is cached again, and every change to it is still seen."""
+    import sys
+    src = "{% for m in msgs %}{{ m.c }}{% endfor %}{{ k }}"
+    t = tpl.Template(src)
+    for i in range(20):
+        ctx = {"msgs": [{"c": "f%d" % i}], "k": i}
+        assert t.render(ctx) == jinja_ref(src, ctx)
+    msgs = [{"c": "a"}, {"c": "b"}]
+    ctx = {"msgs": msgs, "k": "K"}
+    base = sys.getrefcount(msgs)
+    for i in range(20):
+        msgs[i % 2]["c"] = "x%d" % i
+        assert t.render(ctx) == jinja_ref(src, ctx)
+    for i in range(10):  # unchanged now
+        assert t.render(ctx) == jinja_ref(src, ctx)
+    if sys.version_info < (3, 12):
+        assert sys.getrefcount(msgs) > base  # cached again
+    msgs.append({"c": "new"})
+    assert t.render(ctx) == jinja_ref(src, ctx)
