@@ -2906,6 +2906,42 @@ static void stmt_include_dyn(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_INCLUDE_DYN, (n->op & 1) ? 1 : 0, -2);
 }
 
+/* {% import EXPR as m %} / {% from EXPR import a, b as c %} with a name computed when the
+ * template runs (issue 14): IMPORT_DYN pushes the dict of the names the template exports; import
+ * makes it the module (a namespace, as the constant-name import), from-import stores its items. */
+static void stmt_import_dyn(tpl_comp *c, tpl_node *n)
+{
+    expr(c, n->a);
+    if (n->op & 4) push_context_map(c); /* with context */
+    else emit(c, TPL_OP_NONE, 0, 1);
+    c->cur_off = n->off;
+    emit(c, TPL_OP_IMPORT_DYN, 0, -1);
+    if (n->kind == TPL_N_IMPORT) {
+        int ns = tpl_builtin_find(TPL_BK_GLOBAL, "namespace", 9);
+        emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
+        emit_raw(c, (uint32_t)ns);
+        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_node t = { 0 };
+        t.kind = TPL_N_NAME;
+        t.off = n->off;
+        t.val = n->val;
+        store_target(c, &t);
+        if (c->nimport_names < 16) c->import_names[c->nimport_names++] = n->val;
+        return;
+    }
+    for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
+        emit(c, TPL_OP_DUP, 0, 1);
+        c->cur_off = x->off;
+        emit(c, TPL_OP_GETITEM_STR, add_name(c, x->val), 0);
+        tpl_node t = { 0 };
+        t.kind = TPL_N_NAME;
+        t.off = x->off;
+        t.val = x->a ? x->a->val : x->val;
+        store_target(c, &t);
+    }
+    emit(c, TPL_OP_POP, 0, -1);
+}
+
 static void stmt_include(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names, *root = NULL;
@@ -2966,13 +3002,14 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
 static void stmt_import(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names;
-    if (!template_names(c, n->a, &names)) return;
     if (n->kind != TPL_N_IMPORT)
         for (tpl_node *x = n->b; x; x = x->next)
             if (x->val.len && x->val.u.s[0] == '_') { /* Jinja2's parser refuses them */
                 cfail(c, TPL_EK_ASSERTION, x->off, "names starting with an underline can not be imported");
                 return;
             }
+    if (!const_template_names(n->a)) { stmt_import_dyn(c, n); return; }
+    if (!template_names(c, n->a, &names)) return;
     int src = -1, save_src = c->cur_src;
     tpl_arena ta; /* the imported template's tree, freed once it is compiled here */
     tpl_arena_init(&ta, 0);
@@ -3919,6 +3956,21 @@ bool tpl_comp_finish(tpl_comp *c)
     TPL_MOVE(p->names, c->names, c->nnames, c->ncap);
     TPL_MOVE(p->macros, c->macros, c->nmacros, c->mcap);
 #undef TPL_MOVE
+    if (p->want_exports) { /* (a template loaded by a computed import: its template-level names) */
+        scope *rs = c->root.scope;
+        while (rs && !rs->func_boundary) rs = rs->parent;
+        uint32_t nv = rs ? rs->nvars : 0;
+        p->exports = tpl_arena_alloc(a, nv * sizeof *p->exports + 1);
+        p->export_slots = tpl_arena_alloc(a, nv * sizeof *p->export_slots + 1);
+        if (!p->exports || !p->export_slots) { c_nomem(c, 0); goto done; }
+        for (uint32_t i = 0; i < nv; i++) {
+            char *s = tpl_arena_strdup(a, rs->vars[i].name.u.s, rs->vars[i].name.len);
+            if (!s) { c_nomem(c, 0); goto done; }
+            p->exports[i] = tpl_v_str(s, rs->vars[i].name.len);
+            p->export_slots[i] = rs->vars[i].slot;
+        }
+        p->nexports = nv;
+    }
     p->ncode = c->n;
     p->nconsts = c->nconsts;
     p->nnames = c->nnames;

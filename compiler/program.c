@@ -76,8 +76,25 @@ tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *pr
 static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len, const tpl_options *o,
                                   tpl_budget *budget, tpl_program **out, tpl_error *err);
 
+static tpl_status compile_impl(const char *name, const char *src, size_t len, const tpl_options *opts,
+                               tpl_program **out, tpl_error *err, bool exports);
+
 tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *err)
+{
+    return compile_impl(name, src, len, opts, out, err, false);
+}
+
+/* tpl_compile for a template a render loads (issue 14): its template-level names are recorded
+ * for a computed import (tpl_program.exports). */
+static tpl_status compile_loaded(const char *name, const char *src, size_t len, const tpl_options *opts,
+                                 tpl_program **out, tpl_error *err)
+{
+    return compile_impl(name, src, len, opts, out, err, true);
+}
+
+static tpl_status compile_impl(const char *name, const char *src, size_t len, const tpl_options *opts,
+                               tpl_program **out, tpl_error *err, bool exports)
 {
     if (!out) return tpl_error_usage(err, name, "tpl_compile: out is NULL");
     *out = NULL;
@@ -102,6 +119,7 @@ tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_
     tpl_arena_init(&p->arena, 0);
     p->budget = p->arena.budget = &budget;
     p->opts = o;
+    p->want_exports = exports;
     if (!tpl_program_bind_lang(p, o.lang)) {
         tpl_error_set_at(err, TPL_EK_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
         tpl_program_free(p);
@@ -631,5 +649,5 @@ char *tpl_disassemble(const tpl_program *p)
  * compiler: the runtime may not call tpl_compile itself (docs/architecture.md, layers). */
 void tpl_render_set_loader(tpl_render *r, tpl_loader_fn loader, void *data)
 {
-    tpl_render_loader_hook(r, loader, data, tpl_compile);
+    tpl_render_loader_hook(r, loader, data, compile_loaded);
 }

@@ -250,6 +250,12 @@ struct tpl_program {
      * and kept until the program is freed (tpl_program_sub_get/put; made on first use, read and
      * filled under its own mutex: a program renders from several threads at once). */
     struct tpl_subcache *subs;
+    /* A template compiled to be imported at render time (IMPORT_DYN; want_exports set before its
+     * compile): its template-level names and their slots, in the arena (not kept by .tplb). */
+    bool want_exports;
+    tpl_value *exports;
+    uint32_t *export_slots;
+    uint32_t nexports;
 };
 
 /* Render-time loading (issue 14). The program compiled from the loader's text for name (the

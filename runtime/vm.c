@@ -1654,7 +1654,10 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     const tpl_program *save_p = vm->p;
     vm->p = p; /* (a macro of a template loaded at render time runs its own program's code) */
     vm->root_base = cl->prog ? cl->root_base : vm->root_base;
+    tpl_value save_state = vm->state;
+    if (cl->prog) vm->state = cl->state; /* (its template's context, as Jinja2's macros read theirs) */
     int rc = run(vm, d->entry, base, cl->outer_base, 0, out);
+    vm->state = save_state;
     /* an ERB def ends with RET_RB (its value; it prints nothing), a failed body anywhere (a Ruby
      * rescue goes on): the call's capture is closed either way */
     vm->ncaptures = save_captures;
@@ -1713,6 +1716,95 @@ static int include_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
     return 1;
 }
 
+/* Runs sub, a template loaded at render time, on this render with the names of ctx (a map laid
+ * over the state; None: none): its template-level slots above the caller's. exports NULL: an
+ * include (output into the render's). Else an import: the output is dropped, the slots stay
+ * (its macros are closures over them) and *exports is a dict of its template-level names. */
+static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_value *exports)
+{
+    if (vm->depth >= vm->limits.max_depth)
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+    uint32_t base = vm->slot_top;
+    if ((uint64_t)base + sub->nslots > vm->slots_cap || (uint64_t)vm->stack_top + sub->max_stack > vm->stack_cap)
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+    /* the included template's names: the including frame's variables over the state */
+    tpl_value state = tpl_v_none();
+    if (ctx.type == TPL_T_MAP) {
+        const tpl_map *sm = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
+        const tpl_map *cm = ctx.u.map;
+        if (!cm->len && sm) {
+            state = vm->state;
+        } else {
+            tpl_map *m = tpl_map_new(&vm->arena, (sm ? sm->len : 0) + cm->len);
+            if (!m) return tpl_vm_nomem(vm);
+            for (uint32_t i = 0; sm && i < sm->len; i++)
+                if (!tpl_map_append(&vm->arena, m, sm->e[i].key, sm->e[i].hash, sm->e[i].val)) return tpl_vm_nomem(vm);
+            for (uint32_t i = 0; i < cm->len; i++) {
+                if (cm->e[i].val.type == TPL_T_UNDEF || cm->e[i].val.type == TPL_T_UNSET) continue; /* not set yet */
+                if (!tpl_map_set(&vm->arena, m, cm->e[i].key, cm->e[i].val)) return tpl_vm_nomem(vm);
+            }
+            state = tpl_v_map(m);
+        }
+    }
+    for (uint32_t i = 0; i < sub->nslots; i++) vm->slots[base + i] = tpl_v_unset();
+    if (exports) { /* (an import: its output is dropped) */
+        if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (captures)");
+        vm->captures[vm->ncaptures++] = vm->out_len;
+    }
+    const tpl_program *save_p = vm->p;
+    uint32_t save_root = vm->root_base, save_pc = vm->pc, save_stack = vm->stack_top, save_top = vm->slot_top;
+    tpl_value save_state = vm->state;
+    vm->p = sub;
+    vm->root_base = base;
+    vm->slot_top = base + sub->nslots;
+    vm->state = state;
+    vm->depth++;
+    tpl_value r;
+    int rc = run(vm, 0, base, 0, 0, &r);
+    vm->depth--;
+    vm->state = save_state;
+    /* an import keeps the template's slots until its caller's frame ends: its macros read them */
+    vm->slot_top = exports ? base + sub->nslots : save_top;
+    if (exports) vm->out_len = vm->captures[--vm->ncaptures];
+    vm->stack_top = save_stack;
+    vm->pc = save_pc;
+    vm->root_base = save_root;
+    vm->p = save_p;
+    if (rc < 0) {
+        vm->err_unlocated = true; /* located at the include, as a template included by a constant name */
+        return rc;
+    }
+    if (exports) {
+        tpl_map *m = tpl_map_new(&vm->arena, sub->nexports);
+        if (!m) return tpl_vm_nomem(vm);
+        for (uint32_t i = 0; i < sub->nexports; i++) {
+            tpl_value v = vm->slots[base + sub->export_slots[i]];
+            if (v.type == TPL_T_UNSET || (sub->exports[i].len && sub->exports[i].u.s[0] == '_')) continue;
+            if (!tpl_map_set(&vm->arena, m, sub->exports[i], v)) return tpl_vm_nomem(vm);
+        }
+        *exports = tpl_v_map(m);
+    }
+    return 0;
+}
+
+/* {% import EXPR as m %} / {% from EXPR import ... %} (IMPORT_DYN): *out = the dict of the
+ * names the template exports (the compiler makes the module or picks the names). */
+static int import_dyn(tpl_vm *vm, tpl_value name, tpl_value ctx, tpl_value *out)
+{
+    if (name.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, name);
+    if (name.type != TPL_T_STR)
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'split'", tpl_type_name(vm, name));
+    const tpl_program *sub = NULL;
+    int r = include_load(vm, name, &sub);
+    if (r < 0) return -1;
+    if (!r)
+        return tpl_vm_fail(vm, TPL_EK_TEMPLATE_NOT_FOUND, "template '%.*s' not found",
+                           (int)(name.len > 200 ? 200 : name.len), name.u.s);
+    if (!sub->exports) return tpl_vm_fail(vm, TPL_EK_USAGE, "'%.*s' was not compiled for an import",
+                                          (int)(name.len > 200 ? 200 : name.len), name.u.s);
+    return run_loaded(vm, sub, ctx, out);
+}
+
 /* {% include EXPR %} (INCLUDE_DYN): names is a template name, or an iterable of names tried in
  * turn (Jinja2's select_template: undefined items are skipped); ctx the including frame's
  * variables (a map laid over the state; None: without context). flags bit 0: ignore missing.
@@ -1754,50 +1846,7 @@ static int include_dyn(tpl_vm *vm, tpl_value names, tpl_value ctx, uint32_t flag
             return tpl_vm_fail(vm, TPL_EK_TEMPLATES_NOT_FOUND, "%.*s", (int)(b.len > 400 ? 400 : b.len), b.p);
         }
     }
-    if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
-    uint32_t base = vm->slot_top;
-    if ((uint64_t)base + sub->nslots > vm->slots_cap || (uint64_t)vm->stack_top + sub->max_stack > vm->stack_cap)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
-    /* the included template's names: the including frame's variables over the state */
-    tpl_value state = tpl_v_none();
-    if (ctx.type == TPL_T_MAP) {
-        const tpl_map *sm = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
-        const tpl_map *cm = ctx.u.map;
-        if (!cm->len && sm) {
-            state = vm->state;
-        } else {
-            tpl_map *m = tpl_map_new(&vm->arena, (sm ? sm->len : 0) + cm->len);
-            if (!m) return tpl_vm_nomem(vm);
-            for (uint32_t i = 0; sm && i < sm->len; i++)
-                if (!tpl_map_append(&vm->arena, m, sm->e[i].key, sm->e[i].hash, sm->e[i].val)) return tpl_vm_nomem(vm);
-            for (uint32_t i = 0; i < cm->len; i++) {
-                if (cm->e[i].val.type == TPL_T_UNDEF || cm->e[i].val.type == TPL_T_UNSET) continue; /* not set yet */
-                if (!tpl_map_set(&vm->arena, m, cm->e[i].key, cm->e[i].val)) return tpl_vm_nomem(vm);
-            }
-            state = tpl_v_map(m);
-        }
-    }
-    for (uint32_t i = 0; i < sub->nslots; i++) vm->slots[base + i] = tpl_v_unset();
-    const tpl_program *save_p = vm->p;
-    uint32_t save_root = vm->root_base, save_pc = vm->pc, save_stack = vm->stack_top, save_top = vm->slot_top;
-    tpl_value save_state = vm->state;
-    vm->p = sub;
-    vm->root_base = base;
-    vm->slot_top = base + sub->nslots;
-    vm->state = state;
-    vm->depth++;
-    tpl_value r;
-    int rc = run(vm, 0, base, 0, 0, &r);
-    vm->depth--;
-    vm->state = save_state;
-    vm->slot_top = save_top;
-    vm->stack_top = save_stack;
-    vm->pc = save_pc;
-    vm->root_base = save_root;
-    vm->p = save_p;
-    if (rc < 0) vm->err_unlocated = true; /* located at the include, as a template included by a constant name */
-    return rc;
+    return run_loaded(vm, sub, ctx, NULL);
 }
 
 /* Calls a callable value with positional and keyword arguments. */
@@ -2701,6 +2750,7 @@ top:
         cl->outer_base = slot_base;
         cl->prog = p;
         cl->root_base = vm->root_base;
+        cl->state = vm->state;
         cl->name = cl->d->name < p->nnames ? p->names[cl->d->name].s : tpl_v_str("", 0);
         tpl_value v = { 0 };
         v.type = TPL_T_MACRO;
@@ -2738,6 +2788,15 @@ top:
         sp -= 2;
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (include_dyn(vm, sp[0], sp[1], a) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(IMPORT_DYN) {
+        CHARGE();
+        sp -= 2;
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        tpl_value m;
+        if (import_dyn(vm, sp[0], sp[1], &m) < 0) goto fail;
+        *sp++ = m;
         NEXT(0);
     }
     CASE(HALT) {

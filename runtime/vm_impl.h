@@ -21,6 +21,8 @@ typedef struct tpl_closure {
     tpl_value name;         /* the macro's name (its repr: <Macro 'name'>) */
     const tpl_program *prog;/* the program it is code of (a template loaded at render time has its own) */
     uint32_t root_base;     /* slot base of that program's template level */
+    tpl_value state;        /* the names it reads from the context: the state where it was made (a
+                             * template loaded at render time: its context, or none) */
 } tpl_closure;
 
 /* The state of a for loop (the `loop` variable). */
