@@ -815,6 +815,23 @@ int m_map_values(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return map_list(vm, a[0], 2, out);
 }
 
+/* dict.copy(): a new dict with the same entries in the same order (a shallow copy, as Python's;
+ * transformers' immutable sandbox allows it: it does not change the receiver). */
+int m_map_copy(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_map(vm, a[0], "copy") < 0) return -1;
+    const tpl_map *m = a[0].u.map;
+    tpl_map *c = tpl_map_new(AR(vm), m->len);
+    if (!c)
+        return OOM();
+    c->eql = m->eql;
+    for (uint32_t i = 0; i < m->len; i++)
+        if (!tpl_map_append(AR(vm), c, m->e[i].key, m->e[i].hash, m->e[i].val))
+            return OOM();
+    *out = tpl_v_map(c);
+    return 0;
+}
+
 static int hashable(tpl_vm *vm, tpl_value k) { return tpl_vm_check_hashable(vm, k); }
 
 int m_map_get(tpl_vm *vm, tpl_value *a, tpl_value *out)
