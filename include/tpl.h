@@ -712,7 +712,8 @@ TPL_API tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_pro
  * ERB names and @names, format-string fields, and global function calls, which the state may
  * shadow), in first-use order of the name table. It may also name a local variable the analysis
  * cannot show assigned (one set in both branches of an if, for one); it never misses a state
- * variable the program can read. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
+ * variable the program can read, except what a template loaded at render time reads (a name
+ * computed when it runs, tpl_program_needs_loader): for such a program a host gives the whole state. Stores up to cap names (pointers owned by p, not NUL-terminated) and their byte
  * lengths into names[] and lens[] (either may be NULL: not stored); returns the total count
  * (0 for a NULL p). */
 TPL_API size_t tpl_program_reads(const tpl_program *p, const char **names, size_t *lens, size_t cap);
@@ -807,6 +808,11 @@ TPL_API const tpl_options *tpl_program_options(const tpl_program *p);
  * (Earlier builds stored FNV-1a 64 here: a .tplb they wrote keeps that value, so it reads as stale.)
  * 0 for a NULL p. */
 TPL_API uint64_t tpl_program_source_hash(const tpl_program *p);
+
+/* The program's name: the file name it was compiled under (tpl_compile's name; a .tplb and a
+ * static program keep it), which its diagnostics name. NUL-terminated, owned by p; NULL for a
+ * NULL p. tplc renders a program from a VIEWS.so with the loader reading beside this file. */
+TPL_API const char *tpl_program_name(const tpl_program *p);
 
 #ifdef __cplusplus
 }

@@ -263,6 +263,12 @@ static tpl_status compile_block(pblock *b, const char *src, size_t len, const ch
         tpl_status st = tpl_compile(b->file, src, len, &o, &b->prog, err);
         if (st != TPL_OK) return st;
     }
+    /* a template named by a value computed when it runs reads what no reads-set shows, and a
+     * page renders without a render-time loader: such a block is refused when the page loads */
+    if (tpl_program_needs_loader(b->prog))
+        return fail(err, TPL_ERR_SYNTAX, b->file, NULL, 0, 0,
+                    "block '%s' names a template by a value computed when it runs (include/import of a "
+                    "name that is not a string constant); a page block's reads must be known", b->name);
     size_t n = tpl_program_reads_located(b->prog, NULL, 0);
     tpl_read *rd = malloc((n + 1) * sizeof *rd);
     if (!rd) return fail(err, TPL_ERR_NOMEM, b->file, NULL, 0, 0, "out of memory");

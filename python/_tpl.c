@@ -146,6 +146,8 @@ typedef struct render_ctx {
     tpl_host_object *hobjs;
     pyobj *hblocks;
     bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
+    PyObject *loader;       /* borrowed from the Program during a render, or NULL */
+    PyObject *loader_exc;   /* owned or NULL: what the loader raised during this render */
     key keys[KEYS];         /* direct-mapped by the str's address */
     tpl_str_entry *ents;    /* scratch stacks of dict_val / seq_val (owned) */
     size_t nents, capents;
@@ -181,6 +183,10 @@ typedef struct {
     settings defaults;      /* Program.configure */
     long gen;               /* bumped by every configure */
     bool autoescape;        /* compiled with tpl_options.autoescape */
+    PyObject *loader;       /* owned or NULL: loader(name) -> str | None for the template names the
+                             * program computes when it runs (tpl_program_needs_loader) */
+    bool all_state;         /* such a program: a template it loads may read any state variable,
+                             * so the whole state crosses, not only the reads-set (reads_ready) */
     render_ctx *pool[POOL_MAX];
     int npool;
 } ProgramObject;
@@ -869,6 +875,33 @@ static int py_remembers(void *data, const char *words, size_t len)
     return rc;
 }
 
+/* The render-time loader (tpl_render_set_loader): the Program's loader(name) -> str or None,
+ * called with the GIL re-taken; what it raises ends the render and is raised as itself. */
+static char *py_render_loader(void *data, const char *name, size_t name_len, size_t *len)
+{
+    render_ctx *c = data;
+    PyEval_RestoreThread(c->ts);
+    char *buf = NULL;
+    PyObject *res = c->loader_exc ? NULL : PyObject_CallFunction(c->loader, "s#", name, (Py_ssize_t)name_len);
+    if (!res && !c->loader_exc) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (tb && v) PyException_SetTraceback(v, tb);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+        c->loader_exc = v;
+    } else if (res && PyUnicode_Check(res)) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(res, &n);
+        if (u && (buf = malloc((size_t)n + 1))) { memcpy(buf, u, (size_t)n); buf[n] = 0; *len = (size_t)n; }
+        if (!u) PyErr_Clear();
+    }
+    Py_XDECREF(res);
+    c->ts = PyEval_SaveThread();
+    return buf;
+}
+
 /* ------------------------------------------------------------------ settings and slots */
 
 static void settings_clear(settings *s)
@@ -1072,6 +1105,7 @@ static void slot_free(render_ctx *c)
     Py_XDECREF(c->remembers);
     Py_XDECREF(c->markup);
     Py_XDECREF(c->undefined);
+    Py_XDECREF(c->loader_exc);
     for (int i = 0; i < KEYS; i++) Py_XDECREF(c->keys[i].k);
     for (chunk *k = c->chunks, *next; k; k = next) {
         next = k->next;
@@ -1152,6 +1186,7 @@ static void Program_dealloc(ProgramObject *self)
     PyMem_Free(self->read_len);
     PyMem_Free(self->read_hash);
     Py_XDECREF(self->read_index);
+    Py_XDECREF(self->loader);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1183,6 +1218,8 @@ static PyObject *Program_adopt(ProgramObject *self, PyObject *arg)
     self->defaults = o->defaults;
     self->gen = o->gen;
     self->autoescape = o->autoescape;
+    self->loader = o->loader;
+    o->loader = NULL;
     memcpy(self->pool, o->pool, sizeof self->pool);
     self->npool = o->npool;
     o->p = NULL;
@@ -1203,6 +1240,7 @@ static PyObject *wrap_program(tpl_program *p)
     o->npool = 0;
     o->gen = 0;
     o->autoescape = false;
+    o->loader = NULL;
     memset(&o->defaults, 0, sizeof o->defaults);
     o->reads = NULL;
     o->read_u8 = NULL;
@@ -1230,6 +1268,7 @@ static int reads_ready(ProgramObject *o)
 {
     if (o->reads) return 0;
     if (compiled(o) < 0) return -1;
+    o->all_state = tpl_program_needs_loader(o->p);
     /* one scan for the usual few names */
     enum { FEW = 64 };
     const char *few[FEW];
@@ -1418,6 +1457,10 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
     }
     PyObject *w = wrap_program(p);
     if (w) ((ProgramObject *)w)->autoescape = o.autoescape;
+    if (w && loader != Py_None && tpl_program_needs_loader(p)) { /* names computed at render time */
+        Py_INCREF(loader);
+        ((ProgramObject *)w)->loader = loader;
+    }
     return w;
 }
 
@@ -1883,7 +1926,8 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         if (check(tpl_val_map(r, 0, &c->empty)) < 0) return -1;
         c->has_empty = true;
     }
-    if (isdict && PyDict_GET_SIZE(state) <= 4 * nreads + 8) {
+    bool all = self->all_state;
+    if (isdict && (all || PyDict_GET_SIZE(state) <= 4 * nreads + 8)) {
 #if HAVE_CACHE
         if (c->top.o == state && DICT_VERSION(state) == c->top.deps[0].tag) {
             bool valid = true;
@@ -1915,6 +1959,7 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         PyObject *k, *v;
         while (PyDict_Next(state, &pos, &k, &v)) {
             if (!PyUnicode_CheckExact(k)) { /* (a str subclass may compare as it likes) */
+                if (all) continue; /* (render() made such a state a plain dict of strs) */
                 c->nents = base;
                 if (refs_release(c, &c->tr) < 0) return -1;
                 goto lookup;
@@ -1926,7 +1971,7 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
                 if (!i && PyErr_Occurred()) return -1;
                 e->read = i ? (int32_t)PyLong_AsLong(i) : -1;
             }
-            if (e->read < 0) continue;
+            if (e->read < 0 && !all) continue;
             tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
             /* (a cached state borrows its keys' UTF-8: it holds them, the key table may not) */
             if ((top && refs_str(&c->tr, k) < 0) || state_item(c, v, &x.val, &top) < 0) goto fail;
@@ -1974,6 +2019,38 @@ lookup:
     return 0;
 }
 
+/* Whether state is a dict whose keys are all exact strs. */
+static bool dict_of_strs(PyObject *state, bool isdict)
+{
+    if (!isdict) return false;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(state, &pos, &k, &v))
+        if (!PyUnicode_CheckExact(k)) return false;
+    return true;
+}
+
+/* A new dict of state's items with str keys (as exact strs; other keys dropped: no template
+ * name can read them), or NULL with an exception. */
+static PyObject *plain_state(PyObject *state)
+{
+    PyObject *d = PyDict_New(), *items = d ? PyMapping_Items(state) : NULL;
+    if (!items) { Py_XDECREF(d); return NULL; }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i), *k, *v;
+        if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2) continue;
+        k = PyTuple_GET_ITEM(kv, 0);
+        v = PyTuple_GET_ITEM(kv, 1);
+        if (!PyUnicode_Check(k)) continue;
+        PyObject *ks = PyUnicode_CheckExact(k) ? (Py_INCREF(k), k) : PyUnicode_FromObject(k);
+        int rc = ks ? PyDict_SetItem(d, ks, v) : -1;
+        Py_XDECREF(ks);
+        if (rc < 0) { Py_DECREF(items); Py_DECREF(d); return NULL; }
+    }
+    Py_DECREF(items);
+    return d;
+}
+
 /* The state of a render; built again after a cache_clear when it hit the memory limit with
  * values of earlier renders in the state memory. */
 static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
@@ -1996,8 +2073,16 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
     bool isdict = PyDict_Check(state);
     if (!isdict && !PyMapping_Check(state))
         return PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
+    if (reads_ready(self) < 0) return NULL;
+    PyObject *plain = NULL; /* a program that loads templates at render time takes the whole state:
+                             * another mapping, or str-subclass keys, as a plain dict of strs */
+    if (self->all_state && !dict_of_strs(state, isdict)) {
+        if (!(plain = plain_state(state))) return NULL;
+        state = plain;
+        isdict = true;
+    }
     render_ctx *c = slot_get(self, s);
-    if (!c) return NULL;
+    if (!c) { Py_XDECREF(plain); return NULL; }
     c->html = self->autoescape;
     tpl_render *r = c->r;
     PyObject *result = NULL;
@@ -2008,10 +2093,23 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
 
     const char *out = NULL;
     size_t n = 0;
+    if (c->loader != self->loader) {
+        c->loader = self->loader;
+        tpl_render_set_loader(r, self->loader ? py_render_loader : NULL, self->loader ? c : NULL);
+    }
     c->ts = PyEval_SaveThread();
     tpl_status rs = tpl_render_run(r, self->p, &out, &n);
     PyEval_RestoreThread(c->ts);
     PyObject *exc = tpl_render_error_payload(r);
+    if (c->loader_exc) { /* the loader raised (Jinja2 lets it through, even ignore missing): as itself */
+        Py_XDECREF(exc);
+        exc = c->loader_exc;
+        c->loader_exc = NULL;
+        PyObject *tb = PyException_GetTraceback(exc), *type = (PyObject *)Py_TYPE(exc);
+        Py_INCREF(type);
+        PyErr_Restore(type, exc, tb); /* steals type, exc and tb */
+        goto done;
+    }
     if (rs == TPL_OK) {
         Py_XDECREF(exc);
         result = output_str(out, n);
@@ -2034,6 +2132,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
     }
 done:
     slot_put(self, c);
+    Py_XDECREF(plain);
     return result;
 }
 

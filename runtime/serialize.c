@@ -1098,3 +1098,5 @@ size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic *out, si
 const tpl_options *tpl_program_options(const tpl_program *p) { return p ? &p->opts : NULL; }
 
 uint64_t tpl_program_source_hash(const tpl_program *p) { return p ? p->source_hash : 0; }
+
+const char *tpl_program_name(const tpl_program *p) { return p ? p->name : NULL; }

@@ -280,6 +280,7 @@ static void test_null_args(void)
     }
     CHECK(tpl_program_options(NULL) == NULL && tpl_program_options(p) != NULL, "program_options");
     CHECK(tpl_program_source_hash(NULL) == 0, "program_source_hash(NULL)");
+    CHECK(tpl_program_name(NULL) == NULL, "program_name(NULL)");
 
     /* host values (issue 17) */
     tpl_val hv = tpl_val_none(), hl, hm;

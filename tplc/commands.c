@@ -404,7 +404,10 @@ int tplc_render(const tplc_opts *o)
     if (!r) { tpl_program_free(prog); fprintf(stderr, "tplc: out of memory\n"); return EXIT_USAGE; }
     /* templates named by a value computed when it runs load from beside it, as at compile time */
     tplc_loader l;
-    if (!tplc_loader_init(&l, o->tpl)) {
+    /* (a program of a VIEWS.so: beside the template it was compiled from, as the VM's render of
+     * that template loads them) */
+    const char *beside = ends_with(o->tpl, ".so") && tpl_program_name(prog) ? tpl_program_name(prog) : o->tpl;
+    if (!tplc_loader_init(&l, beside)) {
         tpl_render_free(r);
         tpl_program_free(prog);
         fprintf(stderr, "tplc: out of memory\n");

@@ -199,7 +199,8 @@ class Template(_tpl.Program):
     facts (list of str: what memory told this call, for remembers()), remembers (a callable
     words -> bool instead of facts), channel, medium, claimed (the `call` builtin), lang,
     catalogs (dicts or JSON strings), tr_keys, limits (Limits or a dict). loader(name) -> str or
-    None resolves include/import/extends.
+    None resolves include/import/extends: while compiling for names that are string constants,
+    and during renders for names computed when the template runs (the Template keeps it).
     """
 
     # a Program subclass: render is the C method (no Python frame per render), the compiled

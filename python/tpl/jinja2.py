@@ -24,6 +24,7 @@ and a template it includes, imports or extends (tpl compiles them together).
 """
 import os
 import types
+import weakref
 
 import tpl as _tpl
 
@@ -486,8 +487,13 @@ class Environment:
         self._check(name)
         autoescape = self._autoescape(name)
 
+        # the program keeps this loader for names computed at render time: a weak reference, so a
+        # template held by its environment (env.globals) makes no cycle through the C program
+        env = weakref.ref(self)
+
         def loader(n):
-            if self.loader is None:
+            self = env()
+            if self is None or self.loader is None:
                 return None
             try:
                 src = self.loader.get_source(self, n)[0]
@@ -594,6 +600,12 @@ class Template:
             builtin = _BUILTIN_ERRORS.get(e.exception)
             if builtin is not None:
                 raise builtin(e.message) from None
+            m = e.message or ""
+            if e.exception == "TemplateNotFound":  # a name computed at render time
+                raise TemplateNotFound(m[10:-11] if m.startswith("template '") and m.endswith("' not found")
+                                       else m) from None
+            if e.exception == "TemplatesNotFound":
+                raise TemplatesNotFound(message=m) from None
             own = {"TemplateError": TemplateError, "SecurityError": SecurityError,
                    "FilterArgumentError": FilterArgumentError}.get(e.exception, TemplateRuntimeError)
             raise own(e.message) from None

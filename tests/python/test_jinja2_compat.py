@@ -51,6 +51,55 @@ def test_loaders(tmp_path):
     assert te.select_template(["x", "part.html"]).render(users=[]) == ""
 
 
+DYN_TEMPLATES = {
+    "page.html": "{% for p in parts %}[{% include p %}]{% endfor %}{% include ['nope.html', last] %}"
+                 "{% include 'gone.html' ignore missing %}{% import lib as m %}{{ m.hi(who) }}"
+                 "{% from lib import hi %}{{ hi('b') }}",
+    "a.html": "A{{ who }}", "b.html": "B{% include 'a.html' %}", "c.html": "C",
+    "lib.html": "{% macro hi(n) %}hi {{ n }}{% endmacro %}",
+}
+
+
+def test_computed_template_names():
+    """{% include name %} / import / from with names computed at render time, through the
+    environment's loader (tpl: the program keeps the loader and calls it during the render)."""
+    ctx = {"parts": ["a.html", "b.html"], "last": "c.html", "lib": "lib.html", "who": "w"}
+    je = jinja2.Environment(loader=jinja2.DictLoader(DYN_TEMPLATES))
+    te = tj.Environment(loader=tj.DictLoader(DYN_TEMPLATES))
+    want = je.get_template("page.html").render(ctx)
+    t = te.get_template("page.html")
+    assert t.render(ctx) == want == "[Aw][BAw]Chi whi b"
+    assert t.render(ctx) == want  # the loaded templates are kept with the program
+    bad = dict(ctx, parts=["missing.html"])
+    with pytest.raises(jinja2.TemplateNotFound):
+        je.get_template("page.html").render(bad)
+    with pytest.raises(tj.TemplateNotFound) as ei:
+        t.render(bad)
+    assert ei.value.name == "missing.html"
+    with pytest.raises(tj.TemplatesNotFound):
+        t.render(dict(ctx, last="also-missing.html"))
+    # what the loader raises goes through as itself
+    def boom(name):
+        if name == "boom.html":
+            raise KeyError("from the loader")
+        return DYN_TEMPLATES.get(name)
+    for m in (jinja2, tj):
+        e = m.Environment(loader=m.FunctionLoader(boom))
+        with pytest.raises(KeyError, match="from the loader"):
+            e.from_string("{% include n %}").render(n="boom.html")
+        assert e.from_string("{% include n %}").render(n="a.html", who="x") == "Ax"
+    # plain tpl.Template with a loader callable
+    t = tpl.Template("{% include n %}!", loader=DYN_TEMPLATES.get)
+    assert t.render(n="a.html", who="z") == "Az!"
+    # the included template reads state the including one never names: the whole state crosses,
+    # also from another mapping and with str-subclass keys
+    class S(str):
+        pass
+    import types
+    assert t.render(types.MappingProxyType({"n": "a.html", "who": "m"})) == "Am!"
+    assert t.render({S("n"): "a.html", S("who"): "s", 1: "x"}) == "As!"
+
+
 def test_exceptions():
     te = tj.Environment(undefined=tj.StrictUndefined)
     with pytest.raises(tj.TemplateSyntaxError) as ei:
