@@ -2906,6 +2906,18 @@ static void stmt_include_dyn(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_INCLUDE_DYN, (n->op & 1) ? 1 : 0, -2);
 }
 
+/* Stores the module on the stack into the alias of `{% import ... as m %}` (n), which autoescape
+ * treats as an imported module (import_names: its macros' results are markup). */
+static void store_import_alias(tpl_comp *c, tpl_node *n)
+{
+    tpl_node t = { 0 };
+    t.kind = TPL_N_NAME;
+    t.off = n->off;
+    t.val = n->val;
+    store_target(c, &t);
+    if (c->nimport_names < 16) c->import_names[c->nimport_names++] = n->val;
+}
+
 /* {% import EXPR as m %} / {% from EXPR import a, b as c %} with a name computed when the
  * template runs (issue 14): IMPORT_DYN pushes the dict of the names the template exports; import
  * makes it the module (a namespace, as the constant-name import), from-import stores its items. */
@@ -2921,12 +2933,7 @@ static void stmt_import_dyn(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
         emit_raw(c, (uint32_t)ns);
         emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
-        tpl_node t = { 0 };
-        t.kind = TPL_N_NAME;
-        t.off = n->off;
-        t.val = n->val;
-        store_target(c, &t);
-        if (c->nimport_names < 16) c->import_names[c->nimport_names++] = n->val;
+        store_import_alias(c, n);
         return;
     }
     for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
@@ -3096,12 +3103,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     if (c->failed) return;
     c->cur_off = n->off;
     if (n->kind == TPL_N_IMPORT) {
-        tpl_node t = { 0 };
-        t.kind = TPL_N_NAME;
-        t.off = n->off;
-        t.val = n->val;
-        store_target(c, &t);
-        if (c->nimport_names < 16) c->import_names[c->nimport_names++] = n->val;
+        store_import_alias(c, n);
         return;
     }
     /* from-import: store the values (pushed first to last) into their names */

@@ -856,6 +856,32 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
                                          py_resolve, NULL };
 
+/* loader(name) -> str or None (the GIL held): the text as a malloc'd copy (*len set), NULL when
+ * it gave no str; what it raised (normalised, with its traceback) into *exc. */
+static char *call_loader(PyObject *fn, const char *name, size_t name_len, size_t *len, PyObject **exc)
+{
+    PyObject *res = PyObject_CallFunction(fn, "s#", name, (Py_ssize_t)name_len);
+    if (!res) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (tb && v) PyException_SetTraceback(v, tb);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+        *exc = v;
+        return NULL;
+    }
+    char *buf = NULL;
+    if (PyUnicode_Check(res)) {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(res, &n);
+        if (u && (buf = malloc((size_t)n + 1))) { memcpy(buf, u, (size_t)n); buf[n] = 0; *len = (size_t)n; }
+        if (!u) PyErr_Clear();
+    }
+    Py_DECREF(res);
+    return buf;
+}
+
 /* remembers(words) from a Python callable. */
 static int py_remembers(void *data, const char *words, size_t len)
 {
@@ -881,23 +907,7 @@ static char *py_render_loader(void *data, const char *name, size_t name_len, siz
 {
     render_ctx *c = data;
     PyEval_RestoreThread(c->ts);
-    char *buf = NULL;
-    PyObject *res = c->loader_exc ? NULL : PyObject_CallFunction(c->loader, "s#", name, (Py_ssize_t)name_len);
-    if (!res && !c->loader_exc) {
-        PyObject *t, *v, *tb;
-        PyErr_Fetch(&t, &v, &tb);
-        PyErr_NormalizeException(&t, &v, &tb);
-        if (tb && v) PyException_SetTraceback(v, tb);
-        Py_XDECREF(t);
-        Py_XDECREF(tb);
-        c->loader_exc = v;
-    } else if (res && PyUnicode_Check(res)) {
-        Py_ssize_t n;
-        const char *u = PyUnicode_AsUTF8AndSize(res, &n);
-        if (u && (buf = malloc((size_t)n + 1))) { memcpy(buf, u, (size_t)n); buf[n] = 0; *len = (size_t)n; }
-        if (!u) PyErr_Clear();
-    }
-    Py_XDECREF(res);
+    char *buf = c->loader_exc ? NULL : call_loader(c->loader, name, name_len, len, &c->loader_exc);
     c->ts = PyEval_SaveThread();
     return buf;
 }
@@ -1322,27 +1332,7 @@ typedef struct load_ctx { PyObject *fn; PyObject *exc; } load_ctx;
 static char *py_loader(void *data, const char *name, size_t name_len, size_t *len)
 {
     load_ctx *l = data;
-    if (l->exc) return NULL;
-    PyObject *res = PyObject_CallFunction(l->fn, "s#", name, (Py_ssize_t)name_len);
-    if (!res) {
-        PyObject *t, *v, *tb;
-        PyErr_Fetch(&t, &v, &tb);
-        PyErr_NormalizeException(&t, &v, &tb);
-        if (tb && v) PyException_SetTraceback(v, tb);
-        Py_XDECREF(t);
-        Py_XDECREF(tb);
-        l->exc = v;
-        return NULL;
-    }
-    char *buf = NULL;
-    if (PyUnicode_Check(res)) {
-        Py_ssize_t n;
-        const char *u = PyUnicode_AsUTF8AndSize(res, &n);
-        if (u && (buf = malloc((size_t)n + 1))) { memcpy(buf, u, (size_t)n); buf[n] = 0; *len = (size_t)n; }
-        if (!u) PyErr_Clear();
-    }
-    Py_DECREF(res);
-    return buf;
+    return l->exc ? NULL : call_loader(l->fn, name, name_len, len, &l->exc);
 }
 
 /* The options dict of compile(): its boolean options into *o (None: the profile's), and its
