@@ -33,6 +33,47 @@ class TestTemplate < Minitest::Test
     assert_equal "z=1;a=2;m=3;", t.render(h: { "z" => 1, "a" => 2, "m" => 3 })
   end
 
+  # the state is converted on every render (session 15: one pass over each Hash): a Hash changed
+  # between renders renders its new values, at the top and nested, small and big
+  def test_state_mutated_between_renders
+    t = Tpl::Template.new("<%= a %>|<%= h.inspect %>|<%= l.inspect %>", syntax: :erb)
+    st = { "a" => "x", "h" => { "k" => "v" }, "l" => [1, 2] }
+    assert_equal %(x|{"k"=>"v"}|[1, 2]), t.render(st)
+    st["a"] << "y"
+    st["h"]["k2"] = :s
+    st["h"]["k"] = 2
+    st["l"] << "z"
+    assert_equal %(xy|{"k"=>2, "k2"=>:s}|[1, 2, "z"]), t.render(st)
+    st.delete("a")
+    st[:a] = 3
+    assert_equal %(3|{"k"=>2, "k2"=>:s}|[1, 2, "z"]), t.render(st)
+    big = (1..100).to_h { |i| ["x#{i}", i] } # more keys than the one-pass rule takes: looked up
+    big["a"] = 1
+    big["h"] = { k: 1 }
+    big["l"] = []
+    assert_equal "1|{:k=>1}|[]", t.render(big)
+    big["a"] = 2
+    big["h"][:k] = 5
+    assert_equal "2|{:k=>5}|[]", t.render(big)
+  end
+
+  # a name under both a Symbol and a String key: the Symbol's value, whatever the order; keys of
+  # mixed kinds and encodings in nested Hashes print as Ruby prints them
+  def test_state_keys_kinds_and_encodings
+    t = Tpl::Template.new("<%= a %>", syntax: :erb)
+    assert_equal "2", t.render({ "a" => 1, a: 2 })
+    assert_equal "2", t.render({ a: 2, "a" => 1 })
+    assert_equal "3", t.render({ "a".encode("ISO-8859-1") => 3 })
+    assert_raises(Tpl::NameError) { t.render({ "b" => 1 }) }
+    e = Tpl::Template.new("<%= h.inspect %>", syntax: :erb)
+    [{ "a" => 1, b: 2, 3 => 4, nil => 5 }, { b: 2, "a" => 1 }, { 1.5 => "x", "é" => "ü" }, {},
+     { "x" => { y: { "z" => [[], {}] } } }].each do |h|
+      assert_equal h.inspect, e.render(h: h)
+    end
+    assert_raises(EncodingError) { e.render(h: { "\xff".b => 1 }) }
+    assert_raises(EncodingError) { e.render(h: { "a" => 1, "\xfe".b => 1 }) }
+  end
+
   def test_host_objects_jinja
     t = Tpl::Template.new("{{ p.name }} {{ p.age + 1 }} {{ p.greet('Hi', punct='?') }} {{ p }} {{ p.missing is defined }}")
     assert_equal "Ann 41 Hi, Ann? Person(Ann) False", t.render(p: Person.new("Ann", 40))

@@ -32,6 +32,8 @@
 #define IVCACHE 32      /* instance variables converted once per render */
 #define IDC_SIZE 64     /* method/ivar name IDs cached per Template */
 #define IDC_NAME 40
+#define GVL_VALS 512    /* a state this big (strings and containers) renders without the GVL */
+#define GVL_OUT 16384   /* and so does a render context whose last output was this long */
 
 /* The render options set on a render context (facts, catalogs, tr keys, lang, call), each with
  * the bytes it was set from: a render with the same options as the context's last one (an agent
@@ -51,14 +53,58 @@ static void settings_free(settings *st)
     memset(st, 0, sizeof *st);
 }
 
+/* A render context's scratch stacks, kept with it in the pool (malloc'd, grown on demand): the
+ * converted entries of the Hashes being converted (tpl_val_map_of_str: one call, no per-key
+ * lookup), their keys' bytes (copied here as they are met: a key String may move or go before
+ * the map is built if Ruby code runs in between), the items of the Arrays being converted
+ * (tpl_val_list_of), and the state's values found per read name. Nested containers use the
+ * stacks above their parents'. */
+typedef struct scratch {
+    tpl_str_entry *ents;
+    size_t nents, capents;
+    char *kbuf;
+    size_t nkbuf, capkbuf;
+    tpl_val *items;
+    size_t nitems, capitems;
+    VALUE *found;           /* per read: the value found in the state Hash (Qundef: none) */
+    unsigned char *fkind;   /* per read: 0 none, 1 under a String key, 2 under a Symbol key */
+    size_t capfound;
+} scratch;
+
+static void scratch_free(scratch *sc)
+{
+    free(sc->ents);
+    free(sc->kbuf);
+    free(sc->items);
+    free(sc->found);
+    free(sc->fkind);
+    memset(sc, 0, sizeof *sc);
+}
+
+/* A render context with what it keeps between renders. */
+typedef struct pooled {
+    tpl_render *r;
+    settings set;           /* the render options set on r */
+    scratch sc;
+    size_t last_out;        /* the length of r's last output (the GVL rule, tmpl_render) */
+} pooled_ctx;
+
 typedef struct tmpl {
     tpl_program *p;
     VALUE reads;            /* frozen Array of frozen Strings: the reads-set */
     VALUE read_syms;        /* Array of Symbols, same order */
+    /* the read names' bytes (malloc'd copies: the state map borrows them), their
+     * tpl_val_key_hash, and an open-addressing table of read indexes by that hash (rmask + 1
+     * slots, -1 empty): the state Hash's keys are matched to the reads in one pass over it */
+    char **read_ptr;
+    size_t *read_len;
+    uint64_t *read_hash;
+    int32_t *rtab;
+    size_t rmask, nreads;
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
      * between them), so the pool has its own lock */
     rb_nativethread_lock_t lock;
-    struct { tpl_render *r; settings set; } pool[POOL_MAX];
+    pooled_ctx pool[POOL_MAX];
     int npool;
     /* the IDs of the method and @ivar names the program sends (ERB calls, Jinja attributes),
      * by the address of the name in the program's constants (its bytes compared too): interning a
@@ -86,6 +132,10 @@ typedef struct rctx {
     VALUE keep;             /* Array (made on first use): objects made during the render, alive until it
                              * ends; rctx lives on the C stack, which the GC scans */
     settings set;           /* the render options set on r */
+    scratch sc;
+    size_t last_out;
+    size_t nvals;           /* strings and containers converted for this render */
+    int enc_utf8, enc_ascii, enc_bin; /* encoding indexes */
     VALUE stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     int depth;
     VALUE remembers;        /* callable or Qnil */
@@ -149,12 +199,17 @@ static VALUE utf8_str(VALUE s)
 
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
-    s = utf8_str(s);
+    int ei = RB_ENCODING_GET(s);
+    if (ei != c->enc_utf8 && ei != c->enc_ascii && ei != c->enc_bin) {
+        s = rb_str_export_to_enc(s, rb_utf8_encoding());
+        ei = c->enc_utf8;
+    }
     /* Ruby knows (and caches in the string) whether its bytes are valid: tpl need not check
      * again (an ASCII-8BIT string is checked by tpl, as its code range says nothing of UTF-8) */
-    int cr = rb_enc_str_coderange(s);
-    if (cr == ENC_CODERANGE_7BIT || (cr == ENC_CODERANGE_VALID && rb_enc_get_index(s) == rb_utf8_encindex()))
-        flags |= TPL_VAL_UTF8_VALID;
+    int cr = RB_ENC_CODERANGE(s);
+    if (cr == RUBY_ENC_CODERANGE_UNKNOWN) cr = rb_enc_str_coderange(s);
+    if (cr == RUBY_ENC_CODERANGE_7BIT || (cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8)) flags |= TPL_VAL_UTF8_VALID;
+    c->nvals++;
     tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
     if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: string is not valid UTF-8: %+" PRIsVALUE, s);
     checkst(st);
@@ -178,38 +233,108 @@ static void key_val(rctx *c, VALUE k, tpl_val *out)
                   rb_obj_classname(k));
 }
 
-struct hash_iter { rctx *c; tpl_val map; };
+/* Room for `more` on a scratch stack (ruby_xrealloc: NoMemoryError when it fails). */
+#define GROW(ptr, n, cap, more)                                                                   \
+    do {                                                                                          \
+        if ((n) + (more) > (cap)) {                                                               \
+            size_t ncap_ = (cap) ? (cap) * 2 : 64;                                                \
+            while (ncap_ < (n) + (more)) ncap_ *= 2;                                              \
+            void *np_ = realloc((ptr), ncap_ * sizeof *(ptr));                                    \
+            if (!np_) rb_raise(rb_eNoMemError, "tpl: out of memory");                             \
+            (ptr) = np_;                                                                          \
+            (cap) = ncap_;                                                                        \
+        }                                                                                         \
+    } while (0)
+
+/* A Hash: while its keys are all Strings (or all Symbols) in UTF-8/US-ASCII with valid bytes —
+ * distinct, as a Ruby Hash's keys of one kind and encoding are — its entries are gathered on the
+ * scratch stack and the map is made at once (tpl_val_map_of_str); from the first other key on,
+ * entry by entry (tpl_val_map_set, which compares keys as tpl does). */
+enum { HK_STR = 0, HK_SYM = 1, HK_SET = 2, HK_NONE = 3 };
+struct hash_iter { rctx *c; tpl_val map; size_t base, kbase; int mode; };
+
+static void hash_flush(struct hash_iter *h)
+{
+    rctx *c = h->c;
+    scratch *sc = &c->sc;
+    for (size_t i = h->base; i < sc->nents; i++) sc->ents[i].key = sc->kbuf + (uintptr_t)sc->ents[i].key;
+    checkst(tpl_val_map_of_str(c->r, sc->ents ? sc->ents + h->base : NULL, sc->nents - h->base,
+                               TPL_VAL_UTF8_VALID | (h->mode == HK_SYM ? TPL_VAL_SYMBOL : 0), &h->map));
+    sc->nents = h->base;
+    sc->nkbuf = h->kbase;
+}
 
 static int hash_i(VALUE k, VALUE v, VALUE arg)
 {
     struct hash_iter *h = (struct hash_iter *)arg;
+    rctx *c = h->c;
+    if (h->mode != HK_SET) {
+        int kind = HK_SET;
+        VALUE ks = Qnil;
+        if (RB_TYPE_P(k, T_STRING)) { kind = HK_STR; ks = k; }
+        else if (SYMBOL_P(k)) { kind = HK_SYM; ks = rb_sym2str(k); }
+        if (kind != HK_SET) {
+            int ei = RB_ENCODING_GET(ks), cr = RB_ENC_CODERANGE(ks);
+            if (cr == RUBY_ENC_CODERANGE_UNKNOWN) cr = rb_enc_str_coderange(ks);
+            if (!((ei == c->enc_utf8 && (cr == RUBY_ENC_CODERANGE_7BIT || cr == RUBY_ENC_CODERANGE_VALID)) ||
+                  (ei == c->enc_ascii && cr == RUBY_ENC_CODERANGE_7BIT)))
+                kind = HK_SET;
+        }
+        if (h->mode == HK_NONE && kind != HK_SET) h->mode = kind;
+        if (kind == h->mode) {
+            scratch *sc = &c->sc;
+            size_t n = (size_t)RSTRING_LEN(ks);
+            GROW(sc->kbuf, sc->nkbuf, sc->capkbuf, n + 1);
+            size_t off = sc->nkbuf;
+            memcpy(sc->kbuf + off, RSTRING_PTR(ks), n);
+            sc->nkbuf += n;
+            tpl_str_entry e = { (const char *)(uintptr_t)off, n, tpl_val_key_hash(sc->kbuf + off, n), { { 0, 0 } } };
+            to_val(c, v, &e.val); /* (uses the stacks above ours, and pops them) */
+            GROW(sc->ents, sc->nents, sc->capents, 1);
+            sc->ents[sc->nents++] = e;
+            return ST_CONTINUE;
+        }
+        if (h->mode == HK_NONE) h->mode = HK_STR;
+        hash_flush(h);
+        h->mode = HK_SET;
+    }
     tpl_val kv, vv;
-    key_val(h->c, k, &kv);
-    to_val(h->c, v, &vv);
-    checkst(tpl_val_map_set(h->c->r, h->map, kv, vv));
+    key_val(c, k, &kv);
+    to_val(c, v, &vv);
+    checkst(tpl_val_map_set(c->r, h->map, kv, vv));
     return ST_CONTINUE;
 }
 
 static int hash_val(rctx *c, VALUE h, tpl_val *out)
 {
     enter(c, h);
-    checkst(tpl_val_map(c->r, RHASH_SIZE(h), out));
-    struct hash_iter it = { c, *out };
+    c->nvals++;
+    struct hash_iter it = { c, { { 0, 0 } }, c->sc.nents, c->sc.nkbuf, HK_NONE };
     rb_hash_foreach(h, hash_i, (VALUE)&it);
+    if (it.mode != HK_SET) {
+        if (it.mode == HK_NONE) it.mode = HK_STR;
+        hash_flush(&it);
+    }
+    *out = it.map;
     c->depth--;
     return 0;
 }
 
+/* An Array: its items gathered on the scratch stack, the list made at once (tpl_val_list_of). */
 static int ary_val(rctx *c, VALUE a, tpl_val *out)
 {
     enter(c, a);
-    long n = RARRAY_LEN(a);
-    checkst(tpl_val_list(c->r, (size_t)n, 0, out));
+    c->nvals++;
+    scratch *sc = &c->sc;
+    size_t base = sc->nitems;
     for (long i = 0; i < RARRAY_LEN(a); i++) {
         tpl_val v;
         to_val(c, RARRAY_AREF(a, i), &v);
-        checkst(tpl_val_list_push(c->r, *out, v));
+        GROW(sc->items, sc->nitems, sc->capitems, 1);
+        sc->items[sc->nitems++] = v;
     }
+    checkst(tpl_val_list_of(c->r, sc->items ? sc->items + base : NULL, sc->nitems - base, 0, out));
+    sc->nitems = base;
     c->depth--;
     return 0;
 }
@@ -660,7 +785,13 @@ static void tmpl_free(void *ptr)
     for (int i = 0; i < t->npool; i++) {
         tpl_render_free(t->pool[i].r);
         settings_free(&t->pool[i].set);
+        scratch_free(&t->pool[i].sc);
     }
+    for (size_t i = 0; t->read_ptr && i < t->nreads; i++) free(t->read_ptr[i]);
+    free(t->read_ptr);
+    free(t->read_len);
+    free(t->read_hash);
+    free(t->rtab);
     rb_nativethread_lock_destroy(&t->lock);
     ruby_xfree(t);
 }
@@ -706,7 +837,33 @@ static void set_program(VALUE self, tpl_program *p)
     if (!names || !lens) { free(names); free(lens); rb_raise(rb_eNoMemError, "tpl: out of memory"); }
     tpl_program_reads(p, names, lens, n);
     VALUE reads = rb_ary_new_capa((long)n), syms = rb_ary_new_capa((long)n);
+    size_t slots = 8;
+    while (slots < 2 * n) slots *= 2;
+    t->read_ptr = calloc(n + 1, sizeof *t->read_ptr);
+    t->read_len = calloc(n + 1, sizeof *t->read_len);
+    t->read_hash = calloc(n + 1, sizeof *t->read_hash);
+    t->rtab = malloc(slots * sizeof *t->rtab);
+    if (!t->read_ptr || !t->read_len || !t->read_hash || !t->rtab) {
+        free(names);
+        free(lens);
+        rb_raise(rb_eNoMemError, "tpl: out of memory");
+    }
+    t->rmask = slots - 1;
+    t->nreads = n;
+    for (size_t i = 0; i < slots; i++) t->rtab[i] = -1;
     for (size_t i = 0; i < n; i++) {
+        if (!(t->read_ptr[i] = malloc(lens[i] + 1))) {
+            free(names);
+            free(lens);
+            rb_raise(rb_eNoMemError, "tpl: out of memory");
+        }
+        memcpy(t->read_ptr[i], names[i], lens[i]);
+        t->read_ptr[i][lens[i]] = 0;
+        t->read_len[i] = lens[i];
+        t->read_hash[i] = tpl_val_key_hash(names[i], lens[i]);
+        size_t j = t->read_hash[i] & t->rmask;
+        while (t->rtab[j] >= 0) j = (j + 1) & t->rmask;
+        t->rtab[j] = (int32_t)i;
         VALUE s = rb_utf8_str_new(names[i], (long)lens[i]);
         rb_obj_freeze(s);
         rb_ary_push(reads, s);
@@ -1074,6 +1231,41 @@ static bool local_name(VALUE s)
     return true;
 }
 
+/* A state Hash's entry: its key matched to a read name by tpl_val_key_hash (Template.rtab) and
+ * its bytes; under both a Symbol and a String key, the Symbol's value (as Hash lookups by
+ * Symbol then String found). A key in an encoding other than UTF-8 matches only when it is
+ * ASCII (as a Hash lookup by a UTF-8 String finds it). */
+struct state_iter { rctx *c; tmpl *t; };
+
+static int state_i(VALUE k, VALUE v, VALUE arg)
+{
+    struct state_iter *si = (struct state_iter *)arg;
+    rctx *c = si->c;
+    tmpl *t = si->t;
+    unsigned char kind;
+    VALUE ks;
+    if (RB_TYPE_P(k, T_STRING)) { kind = 1; ks = k; }
+    else if (SYMBOL_P(k)) { kind = 2; ks = rb_sym2str(k); }
+    else return ST_CONTINUE;
+    int ei = RB_ENCODING_GET(ks);
+    if (ei != c->enc_utf8 && (!rb_enc_asciicompat(rb_enc_from_index(ei)) || rb_enc_str_coderange(ks) != RUBY_ENC_CODERANGE_7BIT))
+        return ST_CONTINUE;
+    const char *p = RSTRING_PTR(ks);
+    size_t n = (size_t)RSTRING_LEN(ks);
+    uint64_t hv = tpl_val_key_hash(p, n);
+    for (size_t j = hv & t->rmask; t->rtab[j] >= 0; j = (j + 1) & t->rmask) {
+        int32_t i = t->rtab[j];
+        if (t->read_hash[i] == hv && t->read_len[i] == n && memcmp(t->read_ptr[i], p, n) == 0) {
+            if (kind > c->sc.fkind[i]) {
+                c->sc.found[i] = v;
+                c->sc.fkind[i] = kind;
+            }
+            break;
+        }
+    }
+    return ST_CONTINUE;
+}
+
 /* The body of a render (may raise: render_ensure returns the context to the pool). */
 static VALUE render_body(VALUE arg)
 {
@@ -1083,37 +1275,62 @@ static VALUE render_body(VALUE arg)
     tpl_render *r = c->r;
     apply_settings(c, ra->opts);
     tpl_render_reset_state(r);
-    tpl_val st;
-    long nreads = RARRAY_LEN(t->reads);
-    checkst(tpl_val_map(r, (size_t)nreads, &st));
+    scratch *sc = &c->sc;
+    sc->nents = sc->nkbuf = sc->nitems = 0;
+    size_t nreads = t->nreads;
+    if (nreads > sc->capfound) {
+        VALUE *f = realloc(sc->found, nreads * sizeof *f);
+        if (f) sc->found = f;
+        unsigned char *fk = f ? realloc(sc->fkind, nreads) : NULL;
+        if (fk) sc->fkind = fk;
+        if (!f || !fk) rb_raise(rb_eNoMemError, "tpl: out of memory");
+        sc->capfound = nreads;
+    }
+    for (size_t i = 0; i < nreads; i++) {
+        sc->found[i] = Qundef;
+        sc->fkind[i] = 0;
+    }
     VALUE state = ra->state;
-    bool binding = !NIL_P(state) && rb_obj_is_kind_of(state, rb_cBinding);
+    bool binding = !NIL_P(state) && !RB_TYPE_P(state, T_HASH) && rb_obj_is_kind_of(state, rb_cBinding);
     if (!binding && !NIL_P(state)) Check_Type(state, T_HASH);
-    ID get = rb_intern("local_variable_get");
-    /* a Binding's local variables: asked once (Binding#local_variables), not per name */
-    VALUE locals = binding && nreads ? rb_funcall(state, rb_intern("local_variables"), 0) : Qnil;
-    if (!NIL_P(locals)) Check_Type(locals, T_ARRAY);
-    for (long i = 0; i < nreads; i++) {
-        VALUE sym = RARRAY_AREF(t->read_syms, i), v;
-        if (NIL_P(state)) break;
-        if (binding) {
+    VALUE locals = Qnil;
+    if (binding && nreads) {
+        /* a Binding's local variables: asked once (Binding#local_variables), not per name */
+        ID get = rb_intern("local_variable_get");
+        locals = rb_funcall(state, rb_intern("local_variables"), 0);
+        Check_Type(locals, T_ARRAY);
+        for (size_t i = 0; i < nreads; i++) {
+            VALUE sym = RARRAY_AREF(t->read_syms, (long)i);
             bool found = false;
             for (long k = 0; k < RARRAY_LEN(locals) && !found; k++) found = RARRAY_AREF(locals, k) == sym;
-            if (!found || !local_name(RARRAY_AREF(t->reads, i))) continue;
-            v = rb_funcall(state, get, 1, sym);
-        } else {
-            v = rb_hash_lookup2(state, sym, Qundef);
-            if (v == Qundef) v = rb_hash_lookup2(state, RARRAY_AREF(t->reads, i), Qundef);
-            if (v == Qundef) continue;
+            if (!found || !local_name(RARRAY_AREF(t->reads, (long)i))) continue;
+            sc->found[i] = rb_funcall(state, get, 1, sym);
         }
-        tpl_val k, x;
-        /* the name: a frozen String the Template keeps: borrowed, not copied */
-        VALUE name = RARRAY_AREF(t->reads, i);
-        checkst(tpl_val_str(r, RSTRING_PTR(name), (size_t)RSTRING_LEN(name), TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &k));
-        to_val(c, v, &x);
-        checkst(tpl_val_map_set(r, st, k, x));
+    } else if (!NIL_P(state) && nreads) {
+        if (RHASH_SIZE(state) <= 2 * nreads + 16) { /* one pass over the Hash, no Ruby hashing */
+            struct state_iter si = { c, t };
+            rb_hash_foreach(state, state_i, (VALUE)&si);
+        } else { /* a big Hash: look the names up (as a Symbol, then as a String) */
+            for (size_t i = 0; i < nreads; i++) {
+                VALUE v = rb_hash_lookup2(state, RARRAY_AREF(t->read_syms, (long)i), Qundef);
+                if (v == Qundef) v = rb_hash_lookup2(state, RARRAY_AREF(t->reads, (long)i), Qundef);
+                sc->found[i] = v;
+            }
+        }
     }
     RB_GC_GUARD(locals);
+    /* the state map at once: the names are the Template's copies (borrowed), their hashes made
+     * when it was compiled */
+    for (size_t i = 0; i < nreads; i++) {
+        if (sc->found[i] == Qundef) continue;
+        tpl_str_entry e = { t->read_ptr[i], t->read_len[i], t->read_hash[i], { { 0, 0 } } };
+        to_val(c, sc->found[i], &e.val);
+        GROW(sc->ents, sc->nents, sc->capents, 1);
+        sc->ents[sc->nents++] = e;
+    }
+    tpl_val st;
+    checkst(tpl_val_map_of_str(r, sc->ents, sc->nents, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st));
+    sc->nents = 0;
     tpl_render_set_state_val(r, st);
     if (!NIL_P(ra->erb_self)) {
         rbobj *h = new_obj(c, ra->erb_self);
@@ -1124,9 +1341,16 @@ static VALUE render_body(VALUE arg)
         tpl_render_set_self_val(r, sv);
     }
     run_arg a = { r, t->p, NULL, 0, TPL_OK };
-    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self)) run_nogvl(&a); /* callbacks: keep the GVL */
-    else rb_thread_call_without_gvl(run_nogvl, &a, NULL, NULL);
+    /* The GVL: kept when callbacks may run Ruby code (host objects, a remembers block or self);
+     * else released only for a render that is likely long — a state of GVL_VALS strings and
+     * containers or more, or a context whose last render wrote GVL_OUT bytes or more — as
+     * releasing and re-taking it costs about a microsecond, more than a short render. */
+    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self) || (c->nvals < GVL_VALS && c->last_out < GVL_OUT))
+        run_nogvl(&a);
+    else
+        rb_thread_call_without_gvl(run_nogvl, &a, NULL, NULL);
     if (a.st == TPL_OK) {
+        c->last_out = a.n;
         ra->result = rb_utf8_str_new(a.out, (long)a.n);
         return Qnil;
     }
@@ -1157,12 +1381,9 @@ static VALUE render_ensure(VALUE arg)
     }
     rb_nativethread_lock_lock(&t->lock);
     bool kept = t->npool < POOL_MAX;
-    if (kept) {
-        t->pool[t->npool].r = c->r;
-        t->pool[t->npool++].set = c->set;
-    }
+    if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->last_out };
     rb_nativethread_lock_unlock(&t->lock);
-    if (!kept) { tpl_render_free(c->r); settings_free(&c->set); }
+    if (!kept) { tpl_render_free(c->r); settings_free(&c->set); scratch_free(&c->sc); }
     c->r = NULL;
     return Qnil;
 }
@@ -1184,14 +1405,22 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
     c->has_host = false;
     c->nivc = 0;
     memset(&c->set, 0, sizeof c->set);
+    memset(&c->sc, 0, sizeof c->sc);
+    c->last_out = 0;
+    c->nvals = 0;
+    c->enc_utf8 = rb_utf8_encindex();
+    c->enc_ascii = rb_usascii_encindex();
+    c->enc_bin = rb_ascii8bit_encindex();
     bool pooled = NIL_P(limits);
     c->r = NULL;
     if (pooled) {
         rb_nativethread_lock_lock(&t->lock);
         if (t->npool > 0) {
-            t->npool--;
-            c->r = t->pool[t->npool].r;
-            c->set = t->pool[t->npool].set;
+            pooled_ctx *pc = &t->pool[--t->npool];
+            c->r = pc->r;
+            c->set = pc->set;
+            c->sc = pc->sc;
+            c->last_out = pc->last_out;
         }
         rb_nativethread_lock_unlock(&t->lock);
     }
@@ -1227,6 +1456,7 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
         while (c->chunks) { objchunk *k = c->chunks; c->chunks = k->next; ruby_xfree(k); }
         tpl_render_free(c->r);
         settings_free(&c->set);
+        scratch_free(&c->sc);
     }
     RB_GC_GUARD(c->keep);
     RB_GC_GUARD(state);
