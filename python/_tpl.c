@@ -89,8 +89,15 @@ typedef struct key {
     const char *u8;         /* its UTF-8 (kept by the str) */
     uint64_t hash;
     uint32_t len;
-    int32_t read;           /* its index in the Program's reads, -1 none, -2 not looked up yet */
 } key;
+
+/* A slot of a Program's table of its reads-set by name (read_find): the name's bytes as two
+ * words (key_words: for a name of up to 16 bytes they are all its bytes), its length and its
+ * index + 1 (0: an empty slot). */
+typedef struct rkey {
+    uint64_t a, b;
+    uint32_t len, idx1;
+} rkey;
 
 /* One object a cached value depends on, an owned reference: a dict with its version tag, a list
  * with LIST_DEP | its length (its items follow, tag 0, compared by identity), a tuple with
@@ -179,7 +186,9 @@ typedef struct {
     const char **read_u8;   /* their UTF-8 (owned by the interned strs of reads), lengths and */
     size_t *read_len;       /* tpl_val_key_hash */
     uint64_t *read_hash;
-    PyObject *read_index;   /* dict: name -> its index in reads */
+    rkey *read_tab;         /* the reads by name: a state key is found by its bytes, not by a
+                             * dict lookup (json.loads makes new key strs for every state) */
+    uint32_t read_mask;     /* its size - 1 */
     settings defaults;      /* Program.configure */
     long gen;               /* bumped by every configure */
     bool autoescape;        /* compiled with tpl_options.autoescape */
@@ -294,7 +303,7 @@ static inline int rec_dep(render_ctx *c, PyObject *o, uint64_t tag) { return ref
 
 /* Holds a new reference to s (a str whose UTF-8 a value borrows): for the value being cached
  * when recording, else until the render ends. */
-static int hold_str(render_ctx *c, PyObject *s)
+static inline int hold_str(render_ctx *c, PyObject *s)
 {
     return c->rec ? refs_str(&c->rr, s) : keep(c, s);
 }
@@ -324,7 +333,6 @@ static key *key_miss(render_ctx *c, key *e, PyObject *k)
     e->u8 = u;
     e->len = (uint32_t)n;
     e->hash = tpl_val_key_hash(u, (size_t)n);
-    e->read = -2;
     return e;
 }
 
@@ -468,7 +476,13 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
         key *e = key_of(c, k);
         if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
         tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-        if (to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
+        if (Py_TYPE(v) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(v)) { /* the usual value, inline */
+            if (hold_str(c, v) < 0 ||
+                check(tpl_val_str_borrow((const char *)PyUnicode_DATA(v), (size_t)PyUnicode_GET_LENGTH(v), &x.val)) < 0)
+                goto done;
+        } else if (to_val(c, v, &x.val) < 0) {
+            goto done; /* (to_val may use the stack above base: it is popped) */
+        }
         if (c->nents == c->capents && ents_grow(c) < 0) goto done;
         c->ents[c->nents++] = x;
     }
@@ -1195,7 +1209,7 @@ static void Program_dealloc(ProgramObject *self)
     PyMem_Free(self->read_u8);
     PyMem_Free(self->read_len);
     PyMem_Free(self->read_hash);
-    Py_XDECREF(self->read_index);
+    PyMem_Free(self->read_tab);
     Py_XDECREF(self->loader);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1224,7 +1238,8 @@ static PyObject *Program_adopt(ProgramObject *self, PyObject *arg)
     self->read_u8 = o->read_u8;
     self->read_len = o->read_len;
     self->read_hash = o->read_hash;
-    self->read_index = o->read_index;
+    self->read_tab = o->read_tab;
+    self->read_mask = o->read_mask;
     self->defaults = o->defaults;
     self->gen = o->gen;
     self->autoescape = o->autoescape;
@@ -1233,10 +1248,11 @@ static PyObject *Program_adopt(ProgramObject *self, PyObject *arg)
     memcpy(self->pool, o->pool, sizeof self->pool);
     self->npool = o->npool;
     o->p = NULL;
-    o->reads = o->read_index = NULL;
+    o->reads = NULL;
     o->read_u8 = NULL;
     o->read_len = NULL;
     o->read_hash = NULL;
+    o->read_tab = NULL;
     memset(&o->defaults, 0, sizeof o->defaults);
     o->npool = 0;
     Py_RETURN_NONE;
@@ -1256,20 +1272,61 @@ static PyObject *wrap_program(tpl_program *p)
     o->read_u8 = NULL;
     o->read_len = NULL;
     o->read_hash = NULL;
-    o->read_index = NULL;
+    o->read_tab = NULL;
     return (PyObject *)o; /* the reads-set: at the first render (reads_ready), not per compile */
 }
 
 static void reads_clear(ProgramObject *o)
 {
     Py_CLEAR(o->reads);
-    Py_CLEAR(o->read_index);
     PyMem_Free(o->read_u8);
     PyMem_Free(o->read_len);
     PyMem_Free(o->read_hash);
+    PyMem_Free(o->read_tab);
     o->read_u8 = NULL;
     o->read_len = NULL;
     o->read_hash = NULL;
+    o->read_tab = NULL;
+}
+
+/* The bytes of a name as two words: for n <= 16 they cover every byte (the first and last 8,
+ * 4, or the first, middle and last), so two names of one length <= 16 are equal when their
+ * words are; longer names compare their bytes too. */
+static inline void key_words(const char *s, size_t n, uint64_t *a, uint64_t *b)
+{
+    if (n >= 8) {
+        memcpy(a, s, 8);
+        memcpy(b, s + (n > 16 ? 8 : n - 8), 8);
+    } else if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + n - 4, 4);
+        *a = x;
+        *b = y;
+    } else {
+        *a = n ? (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[n / 2] << 8 |
+                 (uint64_t)(unsigned char)s[n - 1] << 16
+               : 0;
+        *b = 0;
+    }
+}
+
+static inline uint32_t rkey_slot(uint64_t a, uint64_t b, size_t n)
+{
+    return (uint32_t)(((a ^ (b * 0xC2B2AE3D27D4EB4Fu) ^ n) * 0x9E3779B97F4A7C15u) >> 40);
+}
+
+/* The index in o's reads of the name s (UTF-8, n bytes), or -1. */
+static inline int32_t read_find(const ProgramObject *o, const char *s, size_t n)
+{
+    uint64_t a, b;
+    key_words(s, n, &a, &b);
+    for (uint32_t i = rkey_slot(a, b, n);; i++) {
+        const rkey *e = &o->read_tab[i & o->read_mask];
+        if (!e->idx1) return -1;
+        if (e->len == n && e->a == a && e->b == b && (n <= 16 || !memcmp(o->read_u8[e->idx1 - 1], s, n)))
+            return (int32_t)e->idx1 - 1;
+    }
 }
 
 /* Makes o's reads-set (its names as interned strs, their UTF-8, hashes and indexes) the first
@@ -1287,9 +1344,13 @@ static int reads_ready(ProgramObject *o)
     o->read_u8 = PyMem_Calloc(n + 1, sizeof *o->read_u8);
     o->read_len = PyMem_Calloc(n + 1, sizeof *o->read_len);
     o->read_hash = PyMem_Calloc(n + 1, sizeof *o->read_hash);
+    size_t tab = 8;
+    while (tab < 2 * n) tab *= 2;
+    if (n > UINT32_MAX / 4) tab = 0; /* (refused below) */
+    o->read_tab = tab ? PyMem_Calloc(tab, sizeof *o->read_tab) : NULL;
+    o->read_mask = (uint32_t)tab - 1;
     PyObject *reads = PyTuple_New((Py_ssize_t)n);
-    o->read_index = PyDict_New();
-    if (!o->read_u8 || !o->read_len || !o->read_hash || !reads || !o->read_index) {
+    if (!o->read_u8 || !o->read_len || !o->read_hash || !reads || !o->read_tab) {
         Py_XDECREF(reads);
         reads_clear(o);
         PyErr_NoMemory();
@@ -1313,10 +1374,12 @@ static int reads_ready(ProgramObject *o)
         o->read_u8[i] = ku;
         o->read_len[i] = (size_t)kn;
         o->read_hash[i] = tpl_val_key_hash(ku, (size_t)kn);
-        PyObject *ix = PyLong_FromSize_t(i);
-        int rc = ix ? PyDict_SetItem(o->read_index, s, ix) : -1;
-        Py_XDECREF(ix);
-        if (rc < 0) goto fail;
+        if (read_find(o, ku, (size_t)kn) >= 0) continue; /* (a name twice: the first) */
+        rkey k = { 0, 0, (uint32_t)kn, (uint32_t)i + 1 };
+        key_words(ku, (size_t)kn, &k.a, &k.b);
+        uint32_t j = rkey_slot(k.a, k.b, (size_t)kn);
+        while (o->read_tab[j & o->read_mask].idx1) j++;
+        o->read_tab[j & o->read_mask] = k;
     }
     o->reads = reads;
     return 0;
@@ -1954,17 +2017,29 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
                 if (refs_release(c, &c->tr) < 0) return -1;
                 goto lookup;
             }
-            key *e = key_of(c, k);
-            if (!e) return -1;
-            if (e->read == -2) {
-                PyObject *i = PyDict_GetItemWithError(self->read_index, k);
-                if (!i && PyErr_Occurred()) return -1;
-                e->read = i ? (int32_t)PyLong_AsLong(i) : -1;
+            Py_ssize_t kn;
+            const char *ku;
+            if (PyUnicode_IS_COMPACT_ASCII(k)) {
+                ku = (const char *)PyUnicode_DATA(k);
+                kn = PyUnicode_GET_LENGTH(k);
+            } else if (!(ku = PyUnicode_AsUTF8AndSize(k, &kn))) {
+                goto fail;
             }
-            if (e->read < 0 && !all) continue;
-            tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-            /* (a cached state borrows its keys' UTF-8: it holds them, the key table may not) */
-            if ((top && refs_str(&c->tr, k) < 0) || state_item(c, v, &x.val, &top) < 0) goto fail;
+            /* a name the program reads: found by its bytes, and the map's key is the Program's
+             * str of it (it outlives the render and the cache) */
+            int32_t ri = read_find(self, ku, (size_t)kn);
+            tpl_str_entry x;
+            if (ri >= 0) {
+                x = (tpl_str_entry){ self->read_u8[ri], self->read_len[ri], self->read_hash[ri], { { 0, 0 } } };
+            } else {
+                if (!all) continue;
+                key *e = key_of(c, k);
+                if (!e) goto fail;
+                x = (tpl_str_entry){ e->u8, e->len, e->hash, { { 0, 0 } } };
+                /* (a cached state borrows its keys' UTF-8: it holds them, the key table may not) */
+                if (top && refs_str(&c->tr, k) < 0) goto fail;
+            }
+            if (state_item(c, v, &x.val, &top) < 0) goto fail;
             if (c->nents == c->capents && ents_grow(c) < 0) goto fail;
             c->ents[c->nents++] = x;
         }
@@ -1976,6 +2051,7 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         c->top.uses = c->tuses;
         return 0;
     fail:
+        c->nents = base;
         refs_release(c, &c->tr);
         return -1;
     }
