@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """tpl vs Jinja2 from Python, in one process, on the shared workloads (issue 17 §5).
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [../shared/bench/workloads] [SECONDS] [ROUNDS]
+    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [--fresh] [../shared/bench/workloads] [SECONDS] [ROUNDS]
 
 Per workload: the Jinja template with trim_blocks + lstrip_blocks (as the shared harness's
 jinja2 engine), the context as a Python dict loaded from context.json (its conversion is part of
 every tpl render), remembers(x) = x in context["memory"] for both engines; outputs must be
 equal. Each measurement is taken ROUNDS times (default 5), the two engines interleaved, and the
 fastest round is reported (the machine is shared: the minimum is the least disturbed figure).
-Prints per-render and per-compile (from_string / tpl.Template) times and the ratios."""
+Prints per-render and per-compile (from_string / tpl.Template) times and the ratios.
+
+--fresh: every render gets a context dict made anew by json.loads (the agent case: the state
+changes every call), for both engines: FRESH (50) copies are made before timing and taken in
+turn, so no render sees the dict the one before it saw (tpl's converted-value cache finds
+nothing) and json.loads is not timed."""
+import itertools
 import json
 import os
 import sys
@@ -19,6 +25,10 @@ import jinja2
 import tpl
 
 here = os.path.dirname(os.path.abspath(__file__))
+fresh = "--fresh" in sys.argv[1:]
+if fresh:
+    sys.argv.remove("--fresh")
+FRESH = 50
 wdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "bench", "workloads")
 target = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -45,11 +55,13 @@ def interleaved(fa, fb, seconds):
     return min(a), min(b)
 
 
+print("context: %s" % ("a fresh json.loads dict per render" if fresh else "the same dict every render"))
 print("| workload | Jinja2 render (µs) | tpl render (µs) | render speedup | Jinja2 from_string (µs) | tpl compile (µs) | compile speedup |")
 print("| :--- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
     src = open(os.path.join(wdir, wl, "template.jinja"), encoding="utf-8").read()
-    ctx = json.load(open(os.path.join(wdir, wl, "context.json"), encoding="utf-8"))
+    text = open(os.path.join(wdir, wl, "context.json"), encoding="utf-8").read()
+    ctx = json.loads(text)
     memory = ctx.get("memory", [])
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, autoescape=False, keep_trailing_newline=False)
     env.globals["remembers"] = lambda x: x in memory
@@ -59,7 +71,12 @@ for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
     if want != got:
         print("| %s | output differs from Jinja2 |" % wl)
         continue
-    jr, tr = interleaved(lambda: jt.render(ctx), lambda: tt.render(ctx), target * 2)
+    if fresh:
+        jnext, tnext = itertools.cycle([json.loads(text) for _ in range(FRESH)]).__next__, \
+            itertools.cycle([json.loads(text) for _ in range(FRESH)]).__next__
+        jr, tr = interleaved(lambda: jt.render(jnext()), lambda: tt.render(tnext()), target * 2)
+    else:
+        jr, tr = interleaved(lambda: jt.render(ctx), lambda: tt.render(ctx), target * 2)
     k = [0]
 
     def jc():
