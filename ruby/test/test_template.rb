@@ -221,6 +221,26 @@ class TestTemplate < Minitest::Test
     assert_equal "True phone voice Hello", t.render({}) { |w| w == "dog" }
   end
 
+  # facts set from the same Array again are not set again (compared in place): an Array changed
+  # in between, another one, none, or facts that are not Strings all render what they say
+  def test_facts_changed_between_renders
+    t = Tpl::Template.new("{{ remembers('dog') }}{{ remembers('cat') }}")
+    facts = ["has a dog"]
+    assert_equal "TrueFalse", t.render({}, facts: facts)
+    assert_equal "TrueFalse", t.render({}, facts: facts)
+    facts << "has a cat"
+    assert_equal "TrueTrue", t.render({}, facts: facts)
+    facts[0] = +"has a bird"
+    assert_equal "FalseTrue", t.render({}, facts: facts)
+    facts[1].replace("has a fish")
+    assert_equal "FalseFalse", t.render({}, facts: facts)
+    assert_equal "TrueFalse", t.render({}, facts: [:"has a dog"])
+    assert_equal "TrueFalse", t.render({}, facts: "has a dog")
+    assert_equal "FalseFalse", t.render({}, facts: [])
+    assert_equal "FalseTrue", t.render({}, facts: ["has a cat".encode("UTF-16LE")])
+    assert_equal "FalseFalse", t.render({})
+  end
+
   def test_loader
     files = { "inc.jinja" => "[{{ x }}]" }
     t = Tpl::Template.new("a{% include 'inc.jinja' %}b", loader: ->(n) { files[n] })

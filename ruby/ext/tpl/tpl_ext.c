@@ -1098,16 +1098,34 @@ static void clear_option(tpl_render *r, int k)
     }
 }
 
-static void apply_settings(rctx *c, VALUE opts)
+/* Whether facts (an Array of UTF-8 or US-ASCII Strings) are what the facts option was set from:
+ * compared with the kept signature in place, without building one. */
+static bool facts_same(rctx *c, VALUE facts, int enc_utf8, int enc_ascii)
+{
+    settings *st = &c->set;
+    if (!RB_TYPE_P(facts, T_ARRAY) || !(st->valid & (1u << S_FACTS))) return false;
+    const char *sig = st->sig[S_FACTS];
+    size_t pos = 0, end = st->siglen[S_FACTS];
+    for (long i = 0; i < RARRAY_LEN(facts); i++) {
+        VALUE f = RARRAY_AREF(facts, i);
+        if (!RB_TYPE_P(f, T_STRING)) return false;
+        int ei = RB_ENCODING_GET(f);
+        if (ei != enc_utf8 && ei != enc_ascii) return false;
+        uint64_t len;
+        if (end - pos < sizeof len) return false;
+        memcpy(&len, sig + pos, sizeof len);
+        pos += sizeof len;
+        if (len != (uint64_t)RSTRING_LEN(f) || end - pos < len || memcmp(sig + pos, RSTRING_PTR(f), (size_t)len) != 0)
+            return false;
+        pos += (size_t)len;
+    }
+    return pos == end;
+}
+
+static void apply_settings(rctx *c, const VALUE *given)
 {
     tpl_render *r = c->r;
     tpl_render_set_remembers(r, !NIL_P(c->remembers) || !NIL_P(c->remembers_self) ? rb_remembers_cb : NULL, c);
-    VALUE given[NSET];
-    given[S_FACTS] = opt(opts, "facts");
-    given[S_CATS] = opt(opts, "catalogs");
-    given[S_KEYS] = opt(opts, "tr_keys");
-    given[S_LANG] = opt(opts, "lang");
-    given[S_CALL] = opt(opts, "call");
     for (int k = 0; k < NSET; k++) {
         if (NIL_P(given[k]) && (c->set.dirty & (1u << k))) { /* set before, not wanted now */
             clear_option(r, k);
@@ -1116,7 +1134,7 @@ static void apply_settings(rctx *c, VALUE opts)
         }
     }
     VALUE facts = given[S_FACTS];
-    if (!NIL_P(facts)) {
+    if (!NIL_P(facts) && !facts_same(c, facts, c->enc_utf8, c->enc_ascii)) {
         facts = rb_Array(facts);
         long n = RARRAY_LEN(facts);
         VALUE strs = rb_ary_new_capa(n), sig = rb_str_buf_new(16 * n + 8);
@@ -1214,7 +1232,8 @@ typedef struct render_arg {
     VALUE tself;
     tmpl *t;
     rctx *c;
-    VALUE state, erb_self, opts;
+    VALUE state, erb_self;
+    const VALUE *given;     /* the render options by S_*, Qnil when not given */
     VALUE result;
 } render_arg;
 
@@ -1273,7 +1292,7 @@ static VALUE render_body(VALUE arg)
     tmpl *t = ra->t;
     rctx *c = ra->c;
     tpl_render *r = c->r;
-    apply_settings(c, ra->opts);
+    apply_settings(c, ra->given);
     tpl_render_reset_state(r);
     scratch *sc = &c->sc;
     sc->nents = sc->nkbuf = sc->nitems = 0;
@@ -1389,10 +1408,25 @@ static VALUE render_ensure(VALUE arg)
 }
 
 /* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
+static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits);
+
 static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VALUE remembers, VALUE limits)
 {
-    tmpl *t = get_tmpl(self);
     if (!NIL_P(opts)) Check_Type(opts, T_HASH);
+    VALUE given[NSET];
+    given[S_FACTS] = opt(opts, "facts");
+    given[S_CATS] = opt(opts, "catalogs");
+    given[S_KEYS] = opt(opts, "tr_keys");
+    given[S_LANG] = opt(opts, "lang");
+    given[S_CALL] = opt(opts, "call");
+    VALUE res = render_given(self, state, erb_self, given, remembers, limits);
+    RB_GC_GUARD(opts);
+    return res;
+}
+
+static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits)
+{
+    tmpl *t = get_tmpl(self);
     rctx cs; /* on the C stack: the GC sees the VALUEs it holds */
     rctx *c = &cs;
     c->depth = 0;
@@ -1445,7 +1479,7 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
         if (rb_obj_respond_to(erb_self, q, 1)) { c->remembers_self = erb_self; c->remembers_id = q; }
         else if (rb_obj_respond_to(erb_self, p, 1)) { c->remembers_self = erb_self; c->remembers_id = p; }
     }
-    render_arg ra = { self, t, c, state, erb_self, opts, Qnil };
+    render_arg ra = { self, t, c, state, erb_self, given, Qnil };
     int jump = 0;
     rb_protect(render_body, (VALUE)&ra, &jump);
     if (pooled) {
@@ -1471,23 +1505,30 @@ static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
 {
     VALUE state = Qnil, kw = Qnil, blk = Qnil;
     rb_scan_args(argc, argv, "01:&", &state, &kw, &blk);
-    VALUE limits = Qnil;
+    VALUE limits = Qnil, given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
     if (!NIL_P(kw)) {
+        /* each option looked up once (the literal rb_intern: IDs cached at the call site) */
+        VALUE got[NSET + 1];
+        got[S_FACTS] = rb_hash_lookup2(kw, ID2SYM(rb_intern("facts")), Qundef);
+        got[S_CATS] = rb_hash_lookup2(kw, ID2SYM(rb_intern("catalogs")), Qundef);
+        got[S_KEYS] = rb_hash_lookup2(kw, ID2SYM(rb_intern("tr_keys")), Qundef);
+        got[S_LANG] = rb_hash_lookup2(kw, ID2SYM(rb_intern("lang")), Qundef);
+        got[S_CALL] = rb_hash_lookup2(kw, ID2SYM(rb_intern("call")), Qundef);
+        got[NSET] = rb_hash_lookup2(kw, ID2SYM(rb_intern("limits")), Qundef);
         long known = 0;
-#define KNOWN(name) known += rb_hash_lookup2(kw, ID2SYM(rb_intern(name)), Qundef) != Qundef
-        KNOWN("facts"); KNOWN("call"); KNOWN("lang"); KNOWN("catalogs"); KNOWN("tr_keys"); KNOWN("limits");
-#undef KNOWN
+        for (int k = 0; k <= NSET; k++) known += got[k] != Qundef;
         if (known < (long)RHASH_SIZE(kw)) { /* render(name: value, ...): the state as keywords */
             if (!NIL_P(state)) rb_raise(rb_eArgError, "tpl: pass the state as a Hash or as keywords, not both");
             state = kw;
-            kw = Qnil;
         } else {
-            limits = rb_hash_delete(kw, ID2SYM(rb_intern("limits")));
-            if (!NIL_P(limits)) limits = rb_funcall(rb_const_get(mod_tpl(), rb_intern("Limits")), rb_intern("coerce"), 1, limits);
-            if (RHASH_SIZE(kw) == 0) kw = Qnil;
+            for (int k = 0; k < NSET; k++) given[k] = got[k] == Qundef ? Qnil : got[k];
+            if (got[NSET] != Qundef && !NIL_P(got[NSET]))
+                limits = rb_funcall(rb_const_get(mod_tpl(), rb_intern("Limits")), rb_intern("coerce"), 1, got[NSET]);
         }
     }
-    return tmpl_render(self, state, Qnil, kw, blk, limits);
+    VALUE res = render_given(self, state, Qnil, given, blk, limits);
+    RB_GC_GUARD(kw);
+    return res;
 }
 
 /* ------------------------------------------------------------------ Tpl::Store */
