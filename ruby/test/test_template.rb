@@ -57,6 +57,30 @@ class TestTemplate < Minitest::Test
     assert_equal "2|{:k=>5}|[]", t.render(big)
   end
 
+  # Hash keys are converted once per render context and object (a cache that holds them): keys
+  # made and dropped render after render (more than the cache holds, dynamic Symbols, GC and
+  # compaction in between) and a compare_by_identity Hash's unfrozen keys changed in place
+  # still print as Ruby prints them
+  def test_state_keys_cache
+    e = Tpl::Template.new("<%= h.inspect %>", syntax: :erb)
+    20.times do |round|
+      h = (0...40).to_h { |i| ["k#{round}_#{i}", i] }
+      h[:"sym#{round}_#{rand(1000)}"] = round if round.odd?
+      assert_equal h.inspect, e.render(h: h)
+      GC.start
+      GC.compact if round % 5 == 4 && GC.respond_to?(:compact)
+    end
+    ident = {}.compare_by_identity
+    k = +"ab"
+    ident[k] = 1
+    assert_equal ident.inspect, e.render(h: ident)
+    k << "c"
+    assert_equal %({"abc"=>1}), e.render(h: ident)
+    rows = Array.new(300) { |i| { "id" => i, "name" => "n#{i}" } }
+    list = Tpl::Template.new("<% rows.each do |r| %><%= r['id'] %><%= r['name'] %>,<% end %>", syntax: :erb)
+    assert_equal rows.map { |r| "#{r['id']}#{r['name']}," }.join, list.render(rows: rows)
+  end
+
   # a name under both a Symbol and a String key: the Symbol's value, whatever the order; keys of
   # mixed kinds and encodings in nested Hashes print as Ruby prints them
   def test_state_keys_kinds_and_encodings

@@ -55,15 +55,11 @@ static void settings_free(settings *st)
 
 /* A render context's scratch stacks, kept with it in the pool (malloc'd, grown on demand): the
  * converted entries of the Hashes being converted (tpl_val_map_of_str: one call, no per-key
- * lookup), their keys' bytes (copied here as they are met: a key String may move or go before
- * the map is built if Ruby code runs in between), the items of the Arrays being converted
- * (tpl_val_list_of), and the state's values found per read name. Nested containers use the
- * stacks above their parents'. */
+ * lookup), the items of the Arrays being converted (tpl_val_list_of), and the state's values
+ * found per read name. Nested containers use the stacks above their parents'. */
 typedef struct scratch {
     tpl_str_entry *ents;
     size_t nents, capents;
-    char *kbuf;
-    size_t nkbuf, capkbuf;
     tpl_val *items;
     size_t nitems, capitems;
     VALUE *found;           /* per read: the value found in the state Hash (Qundef: none) */
@@ -74,7 +70,6 @@ typedef struct scratch {
 static void scratch_free(scratch *sc)
 {
     free(sc->ents);
-    free(sc->kbuf);
     free(sc->items);
     free(sc->found);
     free(sc->fkind);
@@ -86,6 +81,7 @@ typedef struct pooled {
     tpl_render *r;
     settings set;           /* the render options set on r */
     scratch sc;
+    VALUE kc;               /* its key cache (Qnil until made) */
     size_t last_out;        /* the length of r's last output (the GVL rule, tmpl_render) */
 } pooled_ctx;
 
@@ -133,6 +129,7 @@ typedef struct rctx {
                              * ends; rctx lives on the C stack, which the GC scans */
     settings set;           /* the render options set on r */
     scratch sc;
+    VALUE kc;               /* the key cache (a Tpl::KeyCache object; on the C stack, so marked) */
     size_t last_out;
     size_t nvals;           /* strings and containers converted for this render */
     int enc_utf8, enc_ascii, enc_bin; /* encoding indexes */
@@ -246,22 +243,107 @@ static void key_val(rctx *c, VALUE k, tpl_val *out)
         }                                                                                         \
     } while (0)
 
+/* The key cache of a render context: the Hash keys (frozen Strings, Symbols) converted by its
+ * renders, by object, with a copy of their bytes and their tpl_val_key_hash, so that the keys
+ * met render after render (a chat's "role" and "content", a list of records' field names) are
+ * checked, copied and hashed once, not on every render. A Ruby object (Tpl::KeyCache, never seen
+ * by Ruby code) so that the GC marks — and pins — the keys it holds: a key's address is not
+ * reused by another object while it is here. A copy replaced during a render may still be
+ * borrowed by that render's values: it is freed when the next render starts. */
+#define KEYC 256
+typedef struct keyent { VALUE k; char *u8; uint32_t len; uint64_t hash; } keyent;
+typedef struct keycache {
+    keyent e[KEYC];
+    char **dead;
+    size_t ndead, capdead;
+} keycache;
+
+static void keycache_mark(void *ptr)
+{
+    keycache *kc = ptr;
+    for (int i = 0; i < KEYC; i++)
+        if (kc->e[i].k) rb_gc_mark(kc->e[i].k);
+}
+
+static void keycache_drop_dead(keycache *kc)
+{
+    for (size_t i = 0; i < kc->ndead; i++) free(kc->dead[i]);
+    kc->ndead = 0;
+}
+
+static void keycache_free(void *ptr)
+{
+    keycache *kc = ptr;
+    for (int i = 0; i < KEYC; i++) free(kc->e[i].u8);
+    keycache_drop_dead(kc);
+    free(kc->dead);
+    free(kc);
+}
+
+static size_t keycache_size(const void *ptr) { (void)ptr; return sizeof(keycache); }
+static const rb_data_type_t keycache_type = {
+    .wrap_struct_name = "Tpl::KeyCache",
+    .function = { .dmark = keycache_mark, .dfree = keycache_free, .dsize = keycache_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
+static VALUE keycache_new(void)
+{
+    keycache *kc = calloc(1, sizeof *kc);
+    if (!kc) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    return TypedData_Wrap_Struct(0, &keycache_type, kc);
+}
+
+/* Whether ks (a key's String) is UTF-8 with valid bytes, or US-ASCII. */
+static bool key_ok(rctx *c, VALUE ks)
+{
+    int ei = RB_ENCODING_GET(ks), cr = RB_ENC_CODERANGE(ks);
+    if (cr == RUBY_ENC_CODERANGE_UNKNOWN) cr = rb_enc_str_coderange(ks);
+    return (ei == c->enc_utf8 && (cr == RUBY_ENC_CODERANGE_7BIT || cr == RUBY_ENC_CODERANGE_VALID)) ||
+           (ei == c->enc_ascii && cr == RUBY_ENC_CODERANGE_7BIT);
+}
+
+/* The cache entry of key k (a frozen String or a Symbol; ks its String, key_ok): found, or
+ * made now in k's slot. NULL when memory runs out (the caller copies the key itself). */
+static const keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
+{
+    keycache *kc = DATA_PTR(c->kc);
+    size_t n = (size_t)RSTRING_LEN(ks);
+    if (n > UINT32_MAX - 1) return NULL;
+    if (e->u8 && kc->ndead == kc->capdead) {
+        size_t cap = kc->capdead ? kc->capdead * 2 : 16;
+        char **d = realloc(kc->dead, cap * sizeof *d);
+        if (!d) return NULL;
+        kc->dead = d;
+        kc->capdead = cap;
+    }
+    char *u = malloc(n + 1);
+    if (!u) return NULL;
+    memcpy(u, RSTRING_PTR(ks), n);
+    u[n] = 0;
+    if (e->u8) kc->dead[kc->ndead++] = e->u8;
+    e->k = k;
+    e->u8 = u;
+    e->len = (uint32_t)n;
+    e->hash = tpl_val_key_hash(u, n);
+    return e;
+}
+
 /* A Hash: while its keys are all Strings (or all Symbols) in UTF-8/US-ASCII with valid bytes —
  * distinct, as a Ruby Hash's keys of one kind and encoding are — its entries are gathered on the
- * scratch stack and the map is made at once (tpl_val_map_of_str); from the first other key on,
- * entry by entry (tpl_val_map_set, which compares keys as tpl does). */
+ * scratch stack and the map is made at once (tpl_val_map_of_str, the keys borrowed from the key
+ * cache or from a copy in the render's memory); from the first other key on, entry by entry
+ * (tpl_val_map_set, which compares keys as tpl does). */
 enum { HK_STR = 0, HK_SYM = 1, HK_SET = 2, HK_NONE = 3 };
-struct hash_iter { rctx *c; tpl_val map; size_t base, kbase; int mode; };
+struct hash_iter { rctx *c; tpl_val map; size_t base; int mode; };
 
 static void hash_flush(struct hash_iter *h)
 {
     rctx *c = h->c;
     scratch *sc = &c->sc;
-    for (size_t i = h->base; i < sc->nents; i++) sc->ents[i].key = sc->kbuf + (uintptr_t)sc->ents[i].key;
     checkst(tpl_val_map_of_str(c->r, sc->ents ? sc->ents + h->base : NULL, sc->nents - h->base,
-                               TPL_VAL_UTF8_VALID | (h->mode == HK_SYM ? TPL_VAL_SYMBOL : 0), &h->map));
+                               TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | (h->mode == HK_SYM ? TPL_VAL_SYMBOL : 0), &h->map));
     sc->nents = h->base;
-    sc->nkbuf = h->kbase;
 }
 
 static int hash_i(VALUE k, VALUE v, VALUE arg)
@@ -269,27 +351,32 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
     struct hash_iter *h = (struct hash_iter *)arg;
     rctx *c = h->c;
     if (h->mode != HK_SET) {
-        int kind = HK_SET;
+        int kind = RB_TYPE_P(k, T_STRING) ? HK_STR : SYMBOL_P(k) ? HK_SYM : HK_SET;
+        const keyent *ke = NULL;
         VALUE ks = Qnil;
-        if (RB_TYPE_P(k, T_STRING)) { kind = HK_STR; ks = k; }
-        else if (SYMBOL_P(k)) { kind = HK_SYM; ks = rb_sym2str(k); }
         if (kind != HK_SET) {
-            int ei = RB_ENCODING_GET(ks), cr = RB_ENC_CODERANGE(ks);
-            if (cr == RUBY_ENC_CODERANGE_UNKNOWN) cr = rb_enc_str_coderange(ks);
-            if (!((ei == c->enc_utf8 && (cr == RUBY_ENC_CODERANGE_7BIT || cr == RUBY_ENC_CODERANGE_VALID)) ||
-                  (ei == c->enc_ascii && cr == RUBY_ENC_CODERANGE_7BIT)))
-                kind = HK_SET;
+            keyent *slot = &((keycache *)DATA_PTR(c->kc))->e[((uintptr_t)k * UINT64_C(0x9E3779B97F4A7C15)) >> 56 & (KEYC - 1)];
+            if (slot->k == k) ke = slot;
+            else {
+                ks = kind == HK_SYM ? rb_sym2str(k) : k;
+                if (!key_ok(c, ks)) kind = HK_SET;
+                else if (kind == HK_SYM || OBJ_FROZEN(k)) ke = key_fill(c, slot, k, ks);
+            }
         }
         if (h->mode == HK_NONE && kind != HK_SET) h->mode = kind;
         if (kind == h->mode) {
-            scratch *sc = &c->sc;
-            size_t n = (size_t)RSTRING_LEN(ks);
-            GROW(sc->kbuf, sc->nkbuf, sc->capkbuf, n + 1);
-            size_t off = sc->nkbuf;
-            memcpy(sc->kbuf + off, RSTRING_PTR(ks), n);
-            sc->nkbuf += n;
-            tpl_str_entry e = { (const char *)(uintptr_t)off, n, tpl_val_key_hash(sc->kbuf + off, n), { { 0, 0 } } };
+            tpl_str_entry e;
+            if (ke) {
+                e = (tpl_str_entry){ ke->u8, ke->len, ke->hash, { { 0, 0 } } };
+            } else { /* a key the cache does not hold (not frozen: a compare_by_identity Hash's) */
+                tpl_val kv;
+                checkst(tpl_val_str(c->r, RSTRING_PTR(ks), (size_t)RSTRING_LEN(ks), TPL_VAL_UTF8_VALID, &kv));
+                size_t n;
+                const char *p = tpl_val_as_str(kv, &n);
+                e = (tpl_str_entry){ p, n, tpl_val_key_hash(p, n), { { 0, 0 } } };
+            }
             to_val(c, v, &e.val); /* (uses the stacks above ours, and pops them) */
+            scratch *sc = &c->sc;
             GROW(sc->ents, sc->nents, sc->capents, 1);
             sc->ents[sc->nents++] = e;
             return ST_CONTINUE;
@@ -309,7 +396,7 @@ static int hash_val(rctx *c, VALUE h, tpl_val *out)
 {
     enter(c, h);
     c->nvals++;
-    struct hash_iter it = { c, { { 0, 0 } }, c->sc.nents, c->sc.nkbuf, HK_NONE };
+    struct hash_iter it = { c, { { 0, 0 } }, c->sc.nents, HK_NONE };
     rb_hash_foreach(h, hash_i, (VALUE)&it);
     if (it.mode != HK_SET) {
         if (it.mode == HK_NONE) it.mode = HK_STR;
@@ -801,6 +888,7 @@ static void tmpl_mark(void *ptr)
     tmpl *t = ptr;
     rb_gc_mark(t->reads);
     rb_gc_mark(t->read_syms);
+    for (int i = 0; i < t->npool; i++) rb_gc_mark(t->pool[i].kc);
 }
 
 /* a frozen Template (lib/tpl.rb freezes each) is Ractor-shareable: its program is immutable and
@@ -1295,7 +1383,9 @@ static VALUE render_body(VALUE arg)
     apply_settings(c, ra->given);
     tpl_render_reset_state(r);
     scratch *sc = &c->sc;
-    sc->nents = sc->nkbuf = sc->nitems = 0;
+    sc->nents = sc->nitems = 0;
+    if (NIL_P(c->kc)) c->kc = keycache_new();
+    keycache_drop_dead(DATA_PTR(c->kc)); /* (the last render's values are gone with its state) */
     size_t nreads = t->nreads;
     if (nreads > sc->capfound) {
         VALUE *f = realloc(sc->found, nreads * sizeof *f);
@@ -1400,7 +1490,7 @@ static VALUE render_ensure(VALUE arg)
     }
     rb_nativethread_lock_lock(&t->lock);
     bool kept = t->npool < POOL_MAX;
-    if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->last_out };
+    if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->kc, c->last_out };
     rb_nativethread_lock_unlock(&t->lock);
     if (!kept) { tpl_render_free(c->r); settings_free(&c->set); scratch_free(&c->sc); }
     c->r = NULL;
@@ -1440,6 +1530,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->nivc = 0;
     memset(&c->set, 0, sizeof c->set);
     memset(&c->sc, 0, sizeof c->sc);
+    c->kc = Qnil;
     c->last_out = 0;
     c->nvals = 0;
     c->enc_utf8 = rb_utf8_encindex();
@@ -1454,6 +1545,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             c->r = pc->r;
             c->set = pc->set;
             c->sc = pc->sc;
+            c->kc = pc->kc;
             c->last_out = pc->last_out;
         }
         rb_nativethread_lock_unlock(&t->lock);
@@ -1493,6 +1585,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
         scratch_free(&c->sc);
     }
     RB_GC_GUARD(c->keep);
+    RB_GC_GUARD(c->kc);
     RB_GC_GUARD(state);
     RB_GC_GUARD(erb_self);
     if (jump) rb_jump_tag(jump);
