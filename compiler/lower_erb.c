@@ -794,11 +794,20 @@ static void expr(erb_low *L, tpl_node *n)
             /* a method of the template called without arguments (in a def: any name that is no local) */
             erb_def *d = n->op ? NULL : def_find(L, n->val, false);
             if (!d && L->in_def && !n->op && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0) d = def_find(L, n->val, true);
-            if (d && !L->in_def) { /* the binding's local of that name (a state key) first, as Ruby reads it */
+            if (d && !L->in_def) {
+                /* the binding's local of that name (a state key, even nil or false) first, as Ruby reads it */
+                tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
+                tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+                tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+                tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+                uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
                 tpl_c_emit(C, TPL_OP_LOAD_IVAR_RB, tpl_c_name(C, key), 1);
-                uint32_t have = tpl_c_emit(C, TPL_OP_JT_RB_KEEP, 0, -1);
+                uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+                tpl_c_patch(C, no, tpl_c_here(C));
                 def_call(L, d, n, NULL, true, true);
-                tpl_c_patch(C, have, tpl_c_here(C));
+                tpl_c_patch(C, end, tpl_c_here(C));
                 return;
             }
             if (d) { def_call(L, d, n, NULL, true, true); return; }
@@ -1141,7 +1150,12 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val))) { push_str(L, what); return; }
         erb_def *d = ivar ? NULL : def_find(L, e->val, false);
         if (d && (L->in_def || !tpl_c_lookup(C, e->val, &slot))) {
-            /* a method of the template: "method" once its def ran (or the state's local), else nil */
+            /* a method of the template: "local-variable" when the state has the key (outside a def: the
+             * binding's local), else "method" once its def ran, else nil */
+            if (!L->in_def) {
+                tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, e->val), 1);
+                push_str(L, what);
+            }
             tpl_c_emit(C, L->in_def ? TPL_OP_LOAD_ROOT : TPL_OP_LOAD_SLOT, d->slot, 1);
             tpl_c_word(C, tpl_c_name(C, S("(def)")));
             uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
@@ -1150,6 +1164,12 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
             tpl_c_patch(C, no, tpl_c_here(C));
             push_str(L, NULL);
             tpl_c_patch(C, end, tpl_c_here(C));
+            if (!L->in_def) {
+                tpl_c_at(C, e->off);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+                tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+            }
             return;
         }
         /* a key of the state when it runs; else a method's name, or nil */
