@@ -411,9 +411,74 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
 
 /* ------------------------------------------------------------------ calls */
 
+static bool has_splat(const tpl_node *a)
+{
+    for (; a; a = a->next)
+        if (a->kind == TPL_N_STARARG || a->kind == TPL_N_STARKW) return true;
+    return false;
+}
+
+/* Arguments with splats, f(a, *b, c, k: v, **h): the positional ones as one Array (a splat takes
+ * Array(b)'s items, as Ruby's to_a) and the keywords as one dict (**h adds h's pairs); returns the
+ * TPL_ARGW_DYN word CALL and CALL_NAME spread. */
+static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
+{
+    uint32_t cnt = 0, nkw = 0;
+    bool have = false;
+    tpl_c_at(C, a ? a->off : 0);
+    for (tpl_node *x = a; x && !tpl_c_failed(C); x = x->next) {
+        if (x->kind == TPL_N_KWARG || x->kind == TPL_N_STARKW) continue;
+        if (x->kind == TPL_N_ARG) { expr(L, x->a); cnt++; continue; }
+        if (cnt || !have) {
+            tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
+            if (have) tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
+            have = true;
+            cnt = 0;
+        }
+        expr(L, x->a);
+        tpl_c_at(C, x->off);
+        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("Array")), 0);
+        tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_Array);
+        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
+    }
+    if (cnt || !have) {
+        tpl_c_emit(C, TPL_OP_BUILD_LIST, cnt, 1 - (int)cnt);
+        if (have) tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
+    }
+    if (arity) {   /* a template method's positional parameters: Ruby's ArgumentError when the count is off */
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(arity->nreq)), 1);
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(arity->nreq + arity->nopt)), 1);
+        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(arity)")), -2);
+        tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_arity);
+        tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+    }
+    tpl_node *dstar = NULL;
+    for (tpl_node *x = a; x; x = x->next) {
+        if (x->kind == TPL_N_STARKW) {
+            if (dstar) { tpl_c_error(C, x->off, "unsupported Ruby construct: two **hash arguments in one call"); return 0; }
+            dstar = x;
+        }
+        if (x->kind != TPL_N_KWARG) continue;
+        if (dstar) { tpl_c_error(C, x->off, "unsupported Ruby construct: a keyword argument after a **hash argument"); return 0; }
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, x->val), 1);
+        expr(L, x->a);
+        nkw++;
+    }
+    if (nkw > 50) { tpl_c_error(C, 0, "too many arguments"); return 0; }
+    tpl_c_emit(C, TPL_OP_BUILD_MAP, nkw, 1 - 2 * (int)nkw);
+    if (dstar) {
+        expr(L, dstar->a);
+        tpl_c_at(C, dstar->off);
+        tpl_c_emit(C, TPL_OP_ARGS_DSTAR, 0, -1);
+    }
+    return TPL_ARGW(2, 0, TPL_ARGW_DYN);
+}
+
 /* Pushes the arguments; returns the call-argument word. */
 static uint32_t args(erb_low *L, tpl_node *a)
 {
+    if (has_splat(a)) return args_dyn(L, a, NULL);
     uint32_t npos = 0, nkw = 0;
     tpl_list *names = NULL;
     for (; a; a = a->next) {
@@ -458,11 +523,20 @@ static bool mutates_receiver(const tpl_node *n)
 /* A call that changes its receiver in place and answers something else (store, delete, pop, ...):
  * the receiver, when it is a variable or an item of one, is made one this render may change (the
  * (own) builtin copies the state's or a method's array or hash) and stored back first. */
+/* A bang method (sort!, strip!, gsub!, ...; stdlib/ruby/ruby.c bang) or delete_if/keep_if: an array or hash
+ * changes in place, a string's new value (when not nil) is stored back into the receiver's variable. */
+static bool bang_method(const tpl_node *n)
+{
+    return n->kind == TPL_N_RMETHOD && n->a && !mutates_receiver(n) &&
+           ((n->val.len > 1 && n->val.u.s[n->val.len - 1] == '!' && !name_is(n->val, "!=")) ||
+            name_is(n->val, "delete_if") || name_is(n->val, "keep_if"));
+}
+
 static bool changes_receiver(const tpl_node *n)
 {
-    return n->kind == TPL_N_RMETHOD && n->a && (name_is(n->val, "store") || name_is(n->val, "delete") ||
+    return bang_method(n) || (n->kind == TPL_N_RMETHOD && n->a && (name_is(n->val, "store") || name_is(n->val, "delete") ||
                                                 name_is(n->val, "delete_at") || name_is(n->val, "pop") ||
-                                                name_is(n->val, "shift"));
+                                                name_is(n->val, "shift")));
 }
 
 static const tpl_node *shovel_root(const tpl_node *n)
@@ -520,6 +594,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (id < 0 && tpl_c_options(C)->erb_self) {
             /* self's method when the call runs (tpl_render_set_self_val), else NoMethodError */
             if (n->c) { tpl_c_error(C, n->c->off, "a block for `%.*s' is not supported", (int)n->val.len, n->val.u.s); return; }
+            if (has_splat(n->b)) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (* or **) in a call of self's method `%.*s'", (int)n->val.len, n->val.u.s); return; }
             uint32_t w = args(L, n->b);
             tpl_c_at(C, n->off);
             tpl_c_emit(C, TPL_OP_CALL_SELF_RB, tpl_c_name(C, n->val), 1 - argw_count(w));
@@ -560,15 +635,37 @@ static void call(erb_low *L, tpl_node *n, bool used)
     erb_blocals bl = { .n = 0 };
     uint32_t bw = n->c ? block_sub(L, n->c, &bl) : 0;
     expr(L, n->a);
-    uint32_t w = args(L, n->b);
-    tpl_c_at(C, n->off);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, n->val), -argw_count(w));
-    tpl_c_word(C, w);
+    if (has_splat(n->b)) {
+        /* r.m(*a, **h): r.(apply)(name, args, keywords) spreads them (CALL_METHOD_RB's arguments are fixed) */
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, n->val), 1);
+        args_dyn(L, n->b, NULL);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(apply)")), -3);
+        tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+    } else {
+        uint32_t w = args(L, n->b);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, n->val), -argw_count(w));
+        tpl_c_word(C, w);
+    }
     tpl_c_word(C, bw);
     blocal_unset(L, &bl);
     /* push / << / append / concat / unshift / prepend return a new array or string: store it back into the
      * variable at the root of the chain (`buf << a << b`), as values are immutable */
     const tpl_node *root = shovel_root(n);
+    if (bang_method(n)) {
+        /* a string's new value, unless nil, back into the variable (or item of one) it came from */
+        const tpl_node *v = n->a;
+        while (v->kind == TPL_N_GETITEM) v = v->a;
+        if (v->kind == TPL_N_NAME || v->kind == TPL_N_RIVAR) {
+            tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+            uint32_t skip = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+            tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+            if (n->a->kind == TPL_N_GETITEM) index_store(L, n->a, n->off, false);
+            else store_var(L, n->a->val, n->off);
+            tpl_c_patch(C, skip, tpl_c_here(C));
+        }
+    }
     if (root) {
         if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
         if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off, false);
@@ -1489,6 +1586,19 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
     fail_msg(L, n->off, 1, bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
                                 : "undefined method `%.*s' for main:Object (NoMethodError)", &n->val);
     tpl_c_patch(C, ok, tpl_c_here(C));
+    if (has_splat(argl)) {
+        /* f(*args): the count is checked when the call runs */
+        if (!d->sig) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (*) in a call of `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
+        bool kw = d->nkw > 0;
+        for (tpl_node *a = argl; a; a = a->next) kw = kw || a->kind == TPL_N_KWARG || a->kind == TPL_N_STARKW;
+        if (kw) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat with keywords in a call of the template method `%.*s'", (int)n->val.len, n->val.u.s); return; }
+        uint32_t w = args_dyn(L, argl, d);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));
+        tpl_c_word(C, w);
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
     if (!d->sig) {
         d->early = true;
         for (tpl_node *a = argl; a; a = a->next)

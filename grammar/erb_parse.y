@@ -380,6 +380,9 @@ call_arg(A) ::= BLOCKARG(T). {
     m->val = tpl_v_str(ctx->src + T.off + 2, T.len - 2);
     A = NODE(RBLOCK, T.off, p, m);
 }
+/* f(*a) and f(**h): splats at a call (compiler/lower_erb.c args_dyn) */
+call_arg(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
+call_arg(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }
 call_arg(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
 /* `"k" => v` among the arguments: part of a brace-less hash (hash_args) */
 call_arg(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }

@@ -724,6 +724,13 @@ static bool shares(tpl_value r, tpl_value v)
 
 static bool is_mut(tpl_value v) { return (v.type == TPL_T_LIST || v.type == TPL_T_MAP) && (v.flags & TPL_F_MUT_RB); }
 
+/* The bang methods (bang below) and delete_if/keep_if: they guard their receiver themselves and answer it. */
+static bool bang_name(const char *name, size_t n)
+{
+    return (n > 1 && name[n - 1] == '!' && !(n == 6 && memcmp(name, "merge!", 6) == 0)) ||
+           (n == 9 && (memcmp(name, "delete_if", 9) == 0)) || (n == 7 && memcmp(name, "keep_if", 7) == 0);
+}
+
 /* Calls method `name` of self. An array or hash this render may change in place (TPL_F_MUT_RB) is
  * guarded two ways: a method with a block iterates over the items as they were when it was called
  * (the block may change the array: the method's own loop never reads past what it allocated); and a
@@ -732,12 +739,13 @@ static bool is_mut(tpl_value v) { return (v.type == TPL_T_LIST || v.type == TPL_
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
-    bool guard = is_mut(self);
+    /* (apply) spreads its arguments into a call of the method named, which guards */
+    bool guard = is_mut(self) && !(n == 7 && memcmp(name, "(apply)", 7) == 0);
     for (int i = 0; i < npos && !guard; i++) guard = is_mut(args[i]);
     if (!guard) return rb_send_impl(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     tpl_value recv = self;
     void *snap = NULL;
-    if (is_mut(self) && tpl_vm_block(vm).pc) {
+    if (is_mut(self) && tpl_vm_block(vm).pc && !bang_name(name, n)) {
         if (self.type == TPL_T_LIST) {
             tpl_list *l = tpl_arena_alloc(A(vm), sizeof *l);
             if (!l) return oom(vm);
@@ -760,7 +768,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     if (rb_send_impl(vm, recv, name, n, args, npos, kwn, kwv, nkw, out) < 0) return -1;
     if (out->type != TPL_T_LIST && out->type != TPL_T_MAP) return 0;
     if (snap && out->u.p == snap) { *out = self; return 0; }
-    if (answers_self(name, n) && out->type == self.type && out->u.p == self.u.p) return 0;
+    if ((answers_self(name, n) || bang_name(name, n)) && out->type == self.type && out->u.p == self.u.p) return 0;
     bool shared = is_mut(self) && shares(*out, self);
     for (int i = 0; i < npos && !shared; i++) shared = is_mut(args[i]) && shares(*out, args[i]);
     if (shared) {
@@ -4031,6 +4039,150 @@ int r_any_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
     else { out->u.map->len = 0; if (out->u.map->idx_cap) memset(out->u.map->idx, 0, (size_t)out->u.map->idx_cap * sizeof *out->u.map->idx); }
     return 0;
 }
+
+/* (apply)(name, args, keywords): r.m(*a, **h) (the lowering's spread call): method `name` of self with the
+ * items of the Array args and the pairs of the dict keywords; the block passes through. */
+int r_any_apply(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_STR || a[2].type != TPL_T_LIST || a[3].type != TPL_T_MAP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument list");
+    tpl_list *l = a[2].u.list;
+    tpl_map *m = a[3].u.map;
+    tpl_value *v = tpl_arena_alloc(A(vm), ((size_t)l->len + 2 * (size_t)m->len + 1) * sizeof *v);
+    if (!v) return oom(vm);
+    mcpy_items(v, 0, l->items, 0, l->len);
+    tpl_value *kwn = v + l->len + m->len;
+    for (uint32_t i = 0; i < m->len; i++) {
+        kwn[i] = m->e[i].key;
+        v[l->len + i] = m->e[i].val;
+    }
+    return tpl_rb_send(vm, a[0], a[1].u.s, a[1].len, v, (int)l->len, kwn, v + l->len, (int)m->len, out);
+}
+
+/* (arity)(args, nreq, nmax): args, the Array a splat call passes to a template method, when its size is
+ * within the method's parameters; else Ruby's ArgumentError. */
+int r_k_arity(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type != TPL_T_LIST || a[1].type != TPL_T_INT || a[2].type != TPL_T_INT)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument list");
+    int64_t n = a[0].u.list->len, lo = a[1].u.i, hi = a[2].u.i;
+    if (n < lo || n > hi) {
+        if (lo == hi) return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %lld, expected %lld) (ArgumentError)", (long long)n, (long long)lo);
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %lld, expected %lld..%lld) (ArgumentError)", (long long)n, (long long)lo, (long long)hi);
+    }
+    *out = a[0];
+    return 0;
+}
+
+/* ---- bang methods (issue 15): sort!, uniq!, map!, select!, strip!, gsub!, ... ----
+ * The method without the bang computes the new contents; an array or hash takes them in place (rb_own:
+ * every variable holding it sees the change) and a string is answered, which the lowering stores back
+ * into the receiver's variable when it is not nil (strings are values). Ruby answers nil when nothing
+ * changed for many of them: BANG_SELF never, BANG_LEN when the size is the same (select!, uniq!,
+ * compact!; a string: the same bytes), BANG_EQ when == (flatten!), BANG_MATCH when the pattern did not
+ * match (sub!, gsub!: even a replacement by the same text is a change). */
+enum { BANG_SELF, BANG_LEN, BANG_EQ, BANG_MATCH };
+typedef int (*rb_method_fn)(tpl_vm *, tpl_value *, tpl_value *);
+
+static int bang(tpl_vm *vm, tpl_value *a, tpl_value *out, rb_method_fn base, int mode)
+{
+    tpl_value self = a[0], r;
+    if (self.type == TPL_T_STR) {
+        if (self.flags & TPL_F_FROZEN_RB) return frozen_error(vm, self);
+        if (base(vm, a, &r) < 0) return -1;
+        if (r.type != TPL_T_STR) { *out = r; return 0; }   /* a block's break */
+        bool same = mode == BANG_MATCH ? tpl_vm_rb_match(vm).type == TPL_T_NONE
+                  : mode != BANG_SELF && r.len == self.len && memcmp(r.u.s, self.u.s, r.len) == 0;
+        *out = same ? tpl_v_none() : r;
+        return 0;
+    }
+    if (is_frozen_ct(self)) return frozen_ct_error(vm, self);
+    /* the method without the bang iterates over the items as they are now (the block may change self) */
+    tpl_value snap = self;
+    if (self.type == TPL_T_LIST) {
+        tpl_list *l = tpl_arena_alloc(A(vm), sizeof *l);
+        if (!l) return oom(vm);
+        *l = *self.u.list;
+        l->cap = l->len;
+        snap.u.list = l;
+    } else {
+        tpl_map *m = tpl_arena_alloc(A(vm), sizeof *m);
+        if (!m) return oom(vm);
+        *m = *self.u.map;
+        m->cap = m->len;
+        m->idx_cap = 0;
+        m->idx = NULL;
+        snap.u.map = m;
+    }
+    snap.flags &= (uint8_t)~TPL_F_MUT_RB;
+    a[0] = snap;
+    int rc = base(vm, a, &r);
+    a[0] = self;
+    if (rc < 0) return -1;
+    if (r.type != self.type) { *out = r; return 0; }   /* a block's break */
+    bool same = false;
+    if (self.type == TPL_T_LIST) {
+        if (mode == BANG_LEN) same = r.u.list->len == self.u.list->len;
+        else if (mode == BANG_EQ && tpl_vm_rb_equal(vm, self, r, &same) < 0) return -1;
+    } else {
+        same = mode != BANG_SELF && r.u.map->len == self.u.map->len;
+    }
+    if (same) { *out = tpl_v_none(); return 0; }
+    tpl_value own;
+    if (rb_own(vm, self, &own) < 0) return -1;
+    if (own.type == TPL_T_LIST) {
+        tpl_list *l = own.u.list, *n = r.u.list;
+        if (list_reserve(vm, l, n->len) < 0) return -1;
+        mcpy_items(l->items, 0, n->items, 0, n->len);
+        l->len = n->len;
+    } else {
+        tpl_map *m = own.u.map, *n = r.u.map;
+        m->len = 0;
+        if (m->idx_cap) memset(m->idx, 0, (size_t)m->idx_cap * sizeof *m->idx);
+        for (uint32_t i = 0; i < n->len; i++)
+            if (!tpl_map_append(A(vm), m, n->e[i].key, n->e[i].hash, n->e[i].val)) return oom(vm);
+    }
+    *out = own;
+    return 0;
+}
+
+#define BANG(fn, base, mode) int fn(tpl_vm *vm, tpl_value *a, tpl_value *out) { return bang(vm, a, out, base, mode); }
+BANG(r_arr_sort_bang, r_arr_sort, BANG_SELF)
+BANG(r_arr_sort_by_bang, r_arr_sort_by, BANG_SELF)
+BANG(r_arr_map_bang, r_arr_map, BANG_SELF)
+BANG(r_arr_select_bang, r_arr_select, BANG_LEN)
+BANG(r_arr_keep_if, r_arr_select, BANG_SELF)
+BANG(r_arr_reject_bang, r_arr_reject, BANG_LEN)
+BANG(r_arr_delete_if, r_arr_reject, BANG_SELF)
+BANG(r_arr_uniq_bang, r_arr_uniq, BANG_LEN)
+BANG(r_arr_compact_bang, r_arr_compact, BANG_LEN)
+BANG(r_arr_flatten_bang, r_arr_flatten, BANG_EQ)
+BANG(r_arr_reverse_bang, r_arr_reverse, BANG_SELF)
+BANG(r_arr_rotate_bang, r_arr_rotate, BANG_SELF)
+BANG(r_hash_select_bang, r_hash_select, BANG_LEN)
+BANG(r_hash_keep_if, r_hash_select, BANG_SELF)
+BANG(r_hash_reject_bang, r_hash_reject, BANG_LEN)
+BANG(r_hash_delete_if, r_hash_reject, BANG_SELF)
+BANG(r_hash_compact_bang, r_hash_compact, BANG_LEN)
+BANG(r_hash_transform_values_bang, r_hash_transform_values, BANG_SELF)
+BANG(r_hash_transform_keys_bang, r_hash_transform_keys, BANG_SELF)
+BANG(r_str_strip_bang, r_str_strip, BANG_LEN)
+BANG(r_str_lstrip_bang, r_str_lstrip, BANG_LEN)
+BANG(r_str_rstrip_bang, r_str_rstrip, BANG_LEN)
+BANG(r_str_chomp_bang, r_str_chomp, BANG_LEN)
+BANG(r_str_chop_bang, r_str_chop, BANG_LEN)
+BANG(r_str_upcase_bang, r_str_upcase, BANG_LEN)
+BANG(r_str_downcase_bang, r_str_downcase, BANG_LEN)
+BANG(r_str_capitalize_bang, r_str_capitalize, BANG_LEN)
+BANG(r_str_swapcase_bang, r_str_swapcase, BANG_LEN)
+BANG(r_str_squeeze_bang, r_str_squeeze, BANG_LEN)
+BANG(r_str_delete_bang, r_str_delete, BANG_LEN)
+BANG(r_str_tr_bang, r_str_tr, BANG_LEN)
+BANG(r_str_sub_bang, r_str_sub, BANG_MATCH)
+BANG(r_str_gsub_bang, r_str_gsub, BANG_MATCH)
+BANG(r_str_reverse_bang, r_str_reverse, BANG_SELF)
+BANG(r_str_succ_bang, r_str_succ, BANG_SELF)
+#undef BANG
 
 /* Hash#merge! / #update(*others) { |k, old, new| }: the others' pairs set into self, answering self. */
 int r_hash_update(tpl_vm *vm, tpl_value *a, tpl_value *out)
