@@ -120,7 +120,7 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
 }
 
 static const char *const known_classes[] = { "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
-    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable",
+    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", "File",
     /* exception classes (rescue, raise) */
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
@@ -566,6 +566,10 @@ static void call(erb_low *L, tpl_node *n, bool used)
                 n->b->tail = t;
             }
         }
+    }
+    if (n->a && !n->b && !n->c && name_is(n->val, "cycle")) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: cycle without a block or a count (an endless Enumerator)");
+        return;
     }
     if (!n->a) {
         /* a method the template defines (in a def: one it may define later, unless Kernel's) */

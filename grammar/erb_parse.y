@@ -304,6 +304,7 @@ primary(A) ::= LBRACE(T) assocs(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
 primary(A) ::= LBRACE(T) assocs(L) COMMA RBRACE. { A = NODE(DICT, T.off, L, NULL); }
 primary(A) ::= primary(R) LBRACK_IDX(T) call_args(L) RBRACK.
     { if (L && !L->next && L->kind == TPL_N_ARG) A = NODE(GETITEM, T.off, R, L->a); else A = method_s(ctx, R, "[]", L, T.off); }
+primary(A) ::= primary(R) LBRACK_IDX(T) RBRACK. { A = method_s(ctx, R, "[]", NULL, T.off); }
 primary(A) ::= call(C). { A = C; }
 primary(A) ::= call(C) block(B). { A = C; A->c = B; }
 primary(A) ::= IDENT(T) block(B). { A = method(ctx, NULL, T, NULL, T.off); A->op = 1; A->c = B; }

@@ -3155,6 +3155,7 @@ const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *objp
 /* ------------------------------------------------------------------ Ruby blocks */
 
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
+tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b) { tpl_rb_block o = vm->rb_block; vm->rb_block = b; return o; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
 tpl_value tpl_vm_rb_match(const tpl_vm *vm) { return vm->rb_match; }
 void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m) { vm->rb_match = m; }

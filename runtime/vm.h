@@ -120,6 +120,9 @@ typedef struct tpl_rb_block {
 /* The block given to the Ruby method being called (pc 0 when none). Builtins copy it before
  * yielding (a yield may call other methods). */
 tpl_rb_block tpl_vm_block(const tpl_vm *vm);
+/* Sets the block the next builtin sees (a call without one: pc 0); returns the one it replaces, for
+ * the caller to put back. */
+tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b);
 /* Calls block b with args bound as a Ruby proc binds them (one array argument is splatted over
  * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
  * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */

@@ -495,7 +495,7 @@ static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
 static bool enumerable(const char *name, size_t n)
 {
     static const char *const names[] = { "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
-        "all?", "none?", "count", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
+        "all?", "none?", "count", "cycle", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
         "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
         "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", "reverse_each", "take_while", "drop_while",
         "each_cons", "one?", "filter_map", "find_all", "collect_concat", "with_index", "grep", "grep_v", "chunk_while",
@@ -881,6 +881,82 @@ static bool operator_known(tpl_value self, const char *name, size_t n)
 
 /* A class's own methods: name / to_s / inspect (its name), class (Class), new (String.new(s = ""),
  * Array.new(n = 0, v = nil), Hash.new without a default). 0 answered, -1 error, 1 not one of them. */
+static int flatten_into(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard);
+
+/* File.basename(path, suffix = nil), File.dirname, File.extname, File.join(*parts): Ruby's string rules
+ * for paths ('/' only; the file system is never read). */
+static int file_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    if (IS("join")) {
+        tpl_list *l = new_list(vm, npos < 4 ? 4 : (uint32_t)npos), *parts = new_list(vm, (uint32_t)npos + 4);
+        if (!l || !parts) return oom(vm);
+        for (int i = 0; i < npos; i++) l->items[i] = args[i];
+        l->len = (uint32_t)npos;
+        if (flatten_into(vm, parts, l, -1, 0) < 0) return -1;   /* File.join("a", ["b", "c"]) */
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        for (uint32_t i = 0; i < parts->len; i++) {
+            tpl_value p = parts->items[i];
+            if (p.type != TPL_T_STR || (p.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) return type_error(vm, TPL_VT_STR, p);
+            const char *ps = p.u.s;
+            size_t pl = p.len;
+            if (i) {
+                bool lend = b.len && b.p[b.len - 1] == '/';
+                if (lend) { while (pl && *ps == '/') { ps++; pl--; } }
+                else if (!(pl && *ps == '/')) tpl_sb_put(&b, "/", 1);
+            }
+            tpl_sb_put(&b, ps, pl);
+        }
+        if (b.failed) return oom(vm);
+        *out = tpl_sb_value(&b);
+        return 0;
+    }
+    if (!(IS("basename") || IS("dirname") || IS("extname"))) return 1;
+    int max = IS("basename") ? 2 : 1;
+    if (npos < 1 || npos > max)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected %s) (ArgumentError)", npos, max == 2 ? "1..2" : "1");
+    for (int i = 0; i < npos; i++)
+        if (args[i].type != TPL_T_STR || (args[i].flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) return type_error(vm, TPL_VT_STR, args[i]);
+    const char *s = args[0].u.s;
+    size_t len = args[0].len, end = len;
+    while (end > 1 && s[end - 1] == '/') end--;           /* trailing slashes (the root stays) */
+    size_t start = end;
+    while (start > 0 && s[start - 1] != '/') start--;     /* the last component: [start, end) */
+    if (IS("dirname")) {
+        if (end == 1 && s[0] == '/') { *out = tpl_v_str("/", 1); return 0; }
+        if (start == 0) { *out = tpl_v_str(".", 1); return 0; }
+        size_t d = start;
+        while (d > 1 && s[d - 1] == '/') d--;
+        *out = tpl_v_str(s, d);
+        return 0;
+    }
+    if (len && end == 1 && s[0] == '/') { *out = tpl_v_str("/", 1); return 0; }
+    const char *bn = s + start;
+    size_t bl = end - start;
+    if (IS("extname")) {
+        size_t k = 0;
+        while (k < bl && bn[k] == '.') k++;
+        size_t dot = bl;
+        for (size_t i = k; i < bl; i++) if (bn[i] == '.') dot = i;
+        *out = dot == bl ? tpl_v_str("", 0) : tpl_v_str(bn + dot, bl - dot);
+        return 0;
+    }
+    if (npos == 2) {
+        tpl_value sfx = args[1];
+        if (sfx.len == 2 && memcmp(sfx.u.s, ".*", 2) == 0) {
+            size_t dot = 0;
+            for (size_t i = 1; i < bl; i++) if (bn[i] == '.') dot = i;
+            if (dot) bl = dot;
+        } else if (sfx.len < bl && memcmp(bn + bl - sfx.len, sfx.u.s, sfx.len) == 0) {
+            bl -= sfx.len;
+        }
+    }
+    *out = tpl_v_str(bn, bl);
+    return 0;
+#undef IS
+}
+
 static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
@@ -892,6 +968,44 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if (npos == 0 && IS("class")) {
         *out = tpl_v_str("Class", 5);
         out->flags = TPL_F_CLASS_RB;
+        return 0;
+    }
+    if (CLS("File")) return file_method(vm, name, n, args, npos, out);
+    if (IS("[]") && CLS("Array")) {   /* Array[a, b] */
+        tpl_list *l = new_list(vm, npos < 4 ? 4 : (uint32_t)npos);
+        if (!l) return oom(vm);
+        for (int i = 0; i < npos; i++) l->items[i] = args[i];
+        l->len = (uint32_t)npos;
+        *out = tpl_v_list(l);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
+    if (IS("[]") && CLS("Hash")) {
+        /* Hash[hash], Hash[[[k, v], [k]]], Hash[k, v, ...]: a new Hash, with Ruby's ArgumentErrors */
+        tpl_map *m = rb_map(vm, 4);
+        if (!m) return oom(vm);
+        if (npos == 1 && args[0].type == TPL_T_MAP) {
+            tpl_map *o = args[0].u.map;
+            for (uint32_t i = 0; i < o->len; i++)
+                if (!tpl_map_set(A(vm), m, o->e[i].key, o->e[i].val)) return oom(vm);
+        } else if (npos == 1 && is_array(args[0])) {
+            tpl_list *l = args[0].u.list;
+            for (uint32_t i = 0; i < l->len; i++) {
+                tpl_value p = l->items[i];
+                if (!is_array(p))
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong element type %s at %u (expected array) (ArgumentError)", tpl_rb_class_name(p), i);
+                if (p.u.list->len < 1 || p.u.list->len > 2)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid number of elements (%u for 1..2) (ArgumentError)", p.u.list->len);
+                if (!tpl_map_set(A(vm), m, p.u.list->items[0], p.u.list->len == 2 ? p.u.list->items[1] : tpl_v_none())) return oom(vm);
+            }
+        } else if (npos % 2) {
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "odd number of arguments for Hash (ArgumentError)");
+        } else {
+            for (int i = 0; i < npos; i += 2)
+                if (!tpl_map_set(A(vm), m, args[i], args[i + 1])) return oom(vm);
+        }
+        *out = tpl_v_map(m);
+        out->flags = TPL_F_MUT_RB;
         return 0;
     }
     if (!IS("new")) return 1;
@@ -1006,7 +1120,19 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     return no_method(vm, self, name, n);
 }
 
+static int rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
+
+/* GETITEM_RB's obj[key] is a call without a block: the block of the method whose block is running
+ * (a rescue modifier's, a begin's, an each's) is not this call's (Hash[x] would take it). */
 int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
+{
+    tpl_rb_block save = tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
+    int rc = rb_getitem(vm, obj, key, out);
+    tpl_vm_set_block(vm, save);
+    return rc;
+}
+
+static int rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
 {
     switch (obj.type) {
     case TPL_T_MAP: {
@@ -4073,6 +4199,54 @@ int r_k_arity(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = a[0];
     return 0;
 }
+
+/* Array#cycle(n = nil) { |x| }: the items n times over (without n until a break); nil. Without a block
+ * (the Enumerator) the items n times over as one array; an endless one (no n) is refused. */
+int r_arr_cycle(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    bool count = tpl_given(a[1]) && a[1].type != TPL_T_NONE;
+    if (count && a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    int64_t n = count ? (a[1].u.i < 0 ? 0 : a[1].u.i) : -1;
+    *out = tpl_v_none();
+    if (!blk.pc) {
+        if (!count) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: cycle without a block or a count (an endless Enumerator)");
+        if ((uint64_t)n * l->len > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "array too long");
+        tpl_list *r = new_list(vm, (uint32_t)(n * l->len) + 1);
+        if (!r) return oom(vm);
+        for (int64_t k = 0; k < n; k++) mcpy_items(r->items, (uint32_t)(k * l->len), l->items, 0, l->len);
+        r->len = (uint32_t)(n * l->len);
+        *out = tpl_v_list(r);
+        return 0;
+    }
+    tpl_value r;
+    for (int64_t k = 0; (n < 0 || k < n) && l->len; k++) {
+        uint32_t len = l->len;   /* (the block may change the array: Ruby reads its length each time) */
+        for (uint32_t i = 0; i < len && i < l->len; i++) YIELD(blk, &l->items[i], 1, &r);
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+/* Object#then / #yield_self { |x| }: the block's value; #tap { |x| }: self, after the block ran. Without
+ * a block then/yield_self answer an Enumerator in Ruby (refused here), tap is Ruby's LocalJumpError. */
+static int then_tap(tpl_vm *vm, tpl_value *a, tpl_value *out, bool tap)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc) {
+        if (tap) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: then without a block (an Enumerator)");
+    }
+    tpl_value r;
+    int yr = tpl_rb_yield(vm, &blk, &a[0], 1, &r);
+    if (yr < 0) return -1;
+    *out = yr > 0 || !tap ? r : a[0];
+    return 0;
+}
+
+int r_any_then(tpl_vm *vm, tpl_value *a, tpl_value *out) { return then_tap(vm, a, out, false); }
+int r_any_tap(tpl_vm *vm, tpl_value *a, tpl_value *out) { return then_tap(vm, a, out, true); }
 
 /* ---- bang methods (issue 15): sort!, uniq!, map!, select!, strip!, gsub!, ... ----
  * The method without the bang computes the new contents; an array or hash takes them in place (rb_own:
