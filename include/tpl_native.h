@@ -96,6 +96,25 @@ TPL_API int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *
  * tpl_native_step, which makes the VM's undefined value or error). */
 TPL_API const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *obj, uint32_t name);
 
+/* The instructions generated code runs with the VM's own code for them, without a step (each
+ * returns -1 with an unlocated error, which the caller passes to tpl_native_fail):
+ * - tpl_native_filter: the FILTER, FILTER_PRINT or TEST at pc (its argument word not a spread
+ *   one) on its arguments from `args` on (popped by the caller). 0 with the result in args[0];
+ *   1 when a FILTER_PRINT printed the result itself (the PRINT_PY after it is then done too).
+ * - tpl_native_getattr / tpl_native_getitem_str: obj.name / obj['name'] (name index) of *v, in
+ *   place. 0.
+ * - tpl_native_print_py / tpl_native_print_rb: PRINT_PY / PRINT_RB of *v (popped by the caller). 0.
+ * - tpl_native_adds: the ADDS, PRINT_ADDS, ADDS_RB or PRINT_ADDS_RB at pc on its operands from
+ *   `args` on (popped by the caller). 1 with the sum in args[0] (ADDS, ADDS_RB), 0 when printed.
+ * - tpl_native_for_init: FOR_INIT of *v (popped by the caller) into slot `slot` of this level. 0. */
+TPL_API int tpl_native_filter(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
+TPL_API int tpl_native_getattr(tpl_native_frame *f, uint32_t name, tpl_nvalue *v);
+TPL_API int tpl_native_getitem_str(tpl_native_frame *f, uint32_t name, tpl_nvalue *v);
+TPL_API int tpl_native_print_py(tpl_native_frame *f, const tpl_nvalue *v);
+TPL_API int tpl_native_print_rb(tpl_native_frame *f, const tpl_nvalue *v);
+TPL_API int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
+TPL_API int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v);
+
 /* Every function above given a NULL frame (or a NULL value pointer) returns -1 (NULL for
  * tpl_native_map_get) and does nothing else. */
 

@@ -3,9 +3,11 @@
  * One C function per program, one label per instruction (L<pc>), in code order, so the C reads
  * as the disassembly does. Instructions whose VM semantics are a few lines become those lines
  * (text as string literals, constants, local slots, jumps as gotos, truthiness tests, the loop
- * step, dict lookups of a constant key, printing a string); every other instruction calls
- * tpl_native_step, which runs it with the VM's own code, and goes on at the label the VM says
- * (a `dispatch` switch over every instruction start). Fuel: each instruction counts one tick
+ * step, printing a string); filters and tests (with their fast paths: `upper` / `join` straight
+ * into the output), attribute and item lookups (`loop.index` & co.), printing other values,
+ * `+` chains and FOR_INIT call the VM's code for that one instruction directly (tpl_native_filter
+ * & co.); every other instruction calls tpl_native_step, which runs it with the VM's own code,
+ * and goes on at the label the VM says (a `dispatch` switch over every instruction start). Fuel: each instruction counts one tick
  * (T), charged at the points where the VM charges (backward jumps, calls, the end), so a fuel
  * error names the same instruction. The function is entered at 0 (the template), at a macro's
  * entry or at a Ruby block's entry, through the same switch. */
@@ -49,14 +51,6 @@ static void comment_name(tpl_sb *b, const tpl_value *s)
     if (s->len > n) tpl_sb_puts(b, "...");
 }
 
-/* True when `name` is a dict method (GETATTR then goes through the VM: a bound method or, for a
- * namespace, the key). */
-static bool is_dict_method(const tpl_name *nm)
-{
-    if (nm->resolved) return nm->bk[TPL_BK_MAP - TPL_BK_STR] >= 0;
-    return tpl_stdlib.find(TPL_BK_MAP, nm->s.u.s, nm->s.len) >= 0;
-}
-
 /* The jump to label t from instruction pc: backward jumps charge the fuel (the VM's JUMP_TO). */
 static void jump(tpl_sb *b, uint32_t pc, uint32_t t, const char *indent)
 {
@@ -64,21 +58,32 @@ static void jump(tpl_sb *b, uint32_t pc, uint32_t t, const char *indent)
     tpl_sb_printf(b, "%sgoto L%u;\n", indent, t);
 }
 
-/* Whether the emitter writes op as C (else: tpl_native_step). */
-static bool specialised(const tpl_program *p, uint32_t op, uint32_t a)
+/* Whether the emitter writes the instruction at pc as C, or as C that calls the VM's code for it
+ * (tpl_native_filter & co.), never going through tpl_native_step (else: a step). EQ / NE are
+ * written as C for two strings and step otherwise. */
+static bool specialised(const tpl_program *p, size_t pc)
 {
+    uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc]));
     switch (op) {
     case TPL_OP_TEXT: case TPL_OP_CONST: case TPL_OP_INT: case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE:
     case TPL_OP_POP: case TPL_OP_DUP: case TPL_OP_LOAD_SLOT: case TPL_OP_STORE_SLOT: case TPL_OP_UNSET_SLOT:
     case TPL_OP_JUMP: case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP:
     case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
     case TPL_OP_FOR_NEXT: case TPL_OP_GETITEM_STR: case TPL_OP_HALT: case TPL_OP_LOAD_NAME:
+    case TPL_OP_GETATTR: case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB: case TPL_OP_FOR_INIT:
+    case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
         return true;
-    case TPL_OP_GETATTR:
-        return !is_dict_method(&p->names[a]);
+    case TPL_OP_FILTER: case TPL_OP_TEST: /* not with a spread argument list (*args, **kwargs) */
+        return TPL_ARGW_K(p->code[pc + 1]) != TPL_ARGW_DYN;
     default:
-        return false; /* PRINT_PY/PRINT_RB: C for strings, else a step */
+        return false;
     }
+}
+
+/* The instruction after the one at pc. */
+static uint32_t after(const tpl_program *p, uint32_t pc)
+{
+    return pc + 1 + tpl_opinfo_table[tpl_op_base(TPL_INSN_OP(p->code[pc]))].extra;
 }
 
 /* The instructions the `dispatch` switch must reach (at[pc] = 1): entries (0, macros, Ruby
@@ -90,21 +95,21 @@ static void resume_points(const tpl_program *p, uint8_t *at)
     at[0] = 1;
     for (size_t m = 0; m < p->nmacros; m++)
         if (p->macros[m].entry < p->ncode) at[p->macros[m].entry] = 1;
-    int after = 0; /* instructions still to mark after a stepped one */
+    int more = 0; /* instructions still to mark after a stepped one */
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        if (after > 0) { at[pc] = 1; after--; }
+        if (more > 0) { at[pc] = 1; more--; }
         for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
             uint32_t x = i == 0 ? a : p->code[pc + (size_t)i];
             if (oi->fmt[i] == 'j' && x < p->ncode) at[x] = 1;
         }
         if (op == TPL_OP_CALL_METHOD_RB && (p->code[pc + 2] & 0xFFFFFFu) && (p->code[pc + 2] & 0xFFFFFFu) < p->ncode)
             at[p->code[pc + 2] & 0xFFFFFFu] = 1; /* a block body */
-        if (op == TPL_OP_SWITCH_STR) after = 6 + (int)p->consts[a].u.list->len;
-        if (!specialised(p, op, a) || op == TPL_OP_PRINT_PY || op == TPL_OP_PRINT_RB || op == TPL_OP_GETATTR ||
-            op == TPL_OP_GETITEM_STR || op == TPL_OP_EQ || op == TPL_OP_NE)
-            after = after > 6 ? after : 6;
+        if (op == TPL_OP_SWITCH_STR) more = 6 + (int)p->consts[a].u.list->len;
+        if (!specialised(p, pc)) more = more > 6 ? more : 6;
+        if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT && specialised(p, pc) && after(p, (uint32_t)pc) < p->ncode)
+            at[after(p, after(p, (uint32_t)pc))] = 1; /* where a FILTER_PRINT that printed goes on */
         pc += 1 + (size_t)oi->extra;
     }
 }
@@ -129,10 +134,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    (void)K; (void)L; (void)rc;\n");
     bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
     for (size_t pc = 0; pc < p->ncode;) {
-        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
-        steps |= !specialised(p, op, TPL_INSN_A(w)) || op == TPL_OP_PRINT_PY || op == TPL_OP_PRINT_RB ||
-                 op == TPL_OP_GETATTR || op == TPL_OP_GETITEM_STR || op == TPL_OP_EQ || op == TPL_OP_NE;
-        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+        steps |= !specialised(p, pc);
+        pc = after(p, (uint32_t)pc);
     }
     tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
     uint8_t *resume = calloc(p->ncode + 8, 1);
@@ -216,9 +219,26 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         }
         case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
-            tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_STR) {\n        T++;\n        sp--;\n"
-                             "        TPL_N_TEXT(%u, sp->u.s, sp->len);\n    } else {\n"
-                             "        TPL_N_STEP(%u, %u);\n    }\n", pc, pc, next);
+            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_TEXT(%u, sp->u.s, sp->len);\n"
+                             "    else if (tpl_native_print_%s(f, sp) < 0) TPL_N_FAIL(%u);\n",
+                          pc, op == TPL_OP_PRINT_PY ? "py" : "rb", pc);
+            break;
+        case TPL_OP_FILTER: case TPL_OP_TEST: { /* the builtin called with the VM's code (its fast paths) */
+            if (!specialised(p, pc)) { special = false; break; }
+            uint32_t nargs = TPL_ARGW_NPOS(x1) + TPL_ARGW_NKW(x1);
+            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n    if ((rc = tpl_native_filter(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n",
+                          nargs, pc, pc);
+            if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT) /* printed: the PRINT_PY after it done too */
+                tpl_sb_printf(b, "    if (rc) {\n        T++;\n        goto L%u;\n    }\n", after(p, next));
+            tpl_sb_puts(b, "    sp++;\n");
+            break;
+        }
+        case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
+            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n    if ((rc = tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
+                             "    sp += rc;\n", a, pc, pc);
+            break;
+        case TPL_OP_FOR_INIT:
+            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (tpl_native_for_init(f, %u, sp) < 0) TPL_N_FAIL(%u);\n", a, pc);
             break;
         case TPL_OP_FOR_NEXT:
             tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_next(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
@@ -227,10 +247,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_puts(b, "    }\n");
             break;
         case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR:
-            if (!specialised(p, op, a)) { special = false; break; }
-            tpl_sb_printf(b, "    {\n        const tpl_nvalue *hit = sp[-1].type == TPL_NT_MAP ? tpl_native_map_get(f, &sp[-1], %u) : 0;\n"
-                             "        if (hit) {\n            T++;\n            sp[-1] = *hit;\n"
-                             "        } else {\n            TPL_N_STEP(%u, %u);\n        }\n    }\n", a, pc, next);
+            tpl_sb_printf(b, "    T++;\n    if (tpl_native_%s(f, %u, &sp[-1]) < 0) TPL_N_FAIL(%u);\n",
+                          op == TPL_OP_GETATTR ? "getattr" : "getitem_str", a, pc);
             break;
         case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
             tpl_sb_printf(b, "    T++;\n    if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);

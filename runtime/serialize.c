@@ -719,7 +719,16 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
                          &(bt_load){ bt_ids, sp->nbuiltins > UINT32_MAX ? UINT32_MAX : (uint32_t)sp->nbuiltins });
     p->consts = (tpl_value *)(const void *)sp->consts;
     p->nconsts = sp->nconsts;
-    p->names = (tpl_name *)(const void *)sp->names;
+    /* the names: a copy with this library's builtin ids resolved (the generated table leaves them
+     * 0), so GETATTR and LOAD_NAME never search the builtin table by string at render time */
+    if (sp->nnames && !sp->names) return corrupt(p, err, p->name, "invalid static program: names missing");
+    tpl_name *nms = sp->nnames <= SIZE_MAX / sizeof *nms ? tpl_arena_alloc(&p->arena, (sp->nnames + 1) * sizeof *nms) : NULL;
+    if (!nms) return load_nomem(p, err, sp->name);
+    for (size_t i = 0; i < sp->nnames; i++) {
+        memcpy(&nms[i], &sp->names[i], sizeof nms[i]);
+        if (nms[i].s.type == TPL_T_STR) tpl_name_resolve_hashed(&nms[i], nms[i].hash);
+    }
+    p->names = nms;
     p->nnames = sp->nnames;
     p->spans = (tpl_span *)(const void *)sp->spans;
     p->nspans = sp->nspans;

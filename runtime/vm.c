@@ -1993,6 +1993,189 @@ static int new_loop(tpl_vm *vm, tpl_list *items, tpl_value *slot)
     return 0;
 }
 
+/* ------------------------------------------------------------------ operations shared by the
+ * interpreter and the native helpers (tpl_native_*), so both run the same code */
+
+/* FILTER, FILTER_PRINT or TEST (op) of builtin a on args: npos positional values, then nkw
+ * keyword values named by kwn. 1 when a FILTER_PRINT wrote its result to the output itself (its
+ * PRINT done), 0 with the result in args[0], -1 on an error (unlocated). */
+static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t op, uint32_t a, tpl_value *args,
+                                                           int npos, const tpl_value *kwn, int nkw)
+{
+    if (nkw == 0 && op != TPL_OP_TEST) {
+        /* common filters on the values they usually get, without the binder */
+        if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
+            op == TPL_OP_FILTER_PRINT && vm->out_len + args[0].len < vm->out_cap) {
+            /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
+            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+            size_t n = args[0].len;
+            char *o = vm->out + vm->out_len;
+            size_t i = case_latin1(o, s0, n, a == tpl_stdlib.id_upper);
+            if (i < n) {
+                /* the rest from its first non-ASCII byte, with the Unicode tables */
+                tpl_sb b;
+                tpl_sb_init(&b, &vm->arena);
+                tpl_py_case_from(&b, (const char *)s0, n, i, a == tpl_stdlib.id_upper);
+                if (b.failed) return oom(vm);
+                vm->out_len += i;
+                if (b.len && out_put(vm, b.p, b.len) < 0) return -1;
+            } else {
+                vm->out_len += n;
+            }
+            return 1;
+        }
+        if (a == tpl_stdlib.id_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
+            args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && op == TPL_OP_FILTER_PRINT) {
+            /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
+            const tpl_list *l = args[0].u.list;
+            size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
+            uint32_t i = 0;
+            for (; i < l->len && l->items[i].type == TPL_T_STR; i++) total += l->items[i].len;
+            if (i == l->len && vm->out_len + total < vm->out_cap) {
+                char *o = vm->out + vm->out_len;
+                for (i = 0; i < l->len; i++) {
+                    if (i && dl) { memcpy(o, args[1].u.s, dl); o += dl; }
+                    if (l->items[i].len) { memcpy(o, l->items[i].u.s, l->items[i].len); o += l->items[i].len; }
+                }
+                vm->out_len += total;
+                return 1;
+            }
+        }
+        if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR) {
+            /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
+            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+            size_t lo = 0, hi = args[0].len;
+#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+            while (lo < hi && WS_(s0[lo])) lo++;
+            while (hi > lo && WS_(s0[hi - 1])) hi--;
+#undef WS_
+            if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
+                args[0].u.s += lo;
+                args[0].len = (uint32_t)(hi - lo);
+                args[0].flags &= TPL_F_SAFE;
+                return 0;
+            }
+        }
+        int done = filter_fast(vm, (int)a, args, npos);
+        if (done < 0) return -1;
+        if (done) return 0;
+    }
+    tpl_value r;
+    if (call_builtin(vm, (int)a, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
+    args[0] = r;
+    return 0;
+}
+
+/* GETATTR of name nm on *v, in place. 0 or -1 (unlocated error). */
+static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tpl_name *nm, tpl_value *v)
+{
+    tpl_value obj = *v;
+    tpl_value *hit = NULL;
+    if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+        ((hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
+        /* a key (no dict method of that name): as tpl_getattr, without searching by string
+         * (a missing key named as a mutating method: tpl_getattr's unsafe method) */
+        *v = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+        return 0;
+    }
+    if (obj.type == TPL_T_LOOP) /* loop.index & co. */
+        return loop_attr(vm, obj.u.loop, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
+    return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
+}
+
+/* GETITEM_STR of name nm on *v, in place. 0 or -1 (unlocated error). */
+static inline __attribute__((always_inline)) int getitem_str_op(tpl_vm *vm, const tpl_name *nm, tpl_value *v)
+{
+    tpl_value obj = *v;
+    if (obj.type == TPL_T_MAP) {
+        tpl_value *hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        if (hit) { *v = *hit; return 0; }
+    }
+    return tpl_getitem(vm, obj, nm->s, v) < 0 ? -1 : 0;
+}
+
+/* PRINT_PY of v. 0 or -1 (unlocated error). */
+static inline __attribute__((always_inline)) int print_py_op(tpl_vm *vm, const tpl_value *v)
+{
+    if (v->type == TPL_T_STR) return out_put(vm, v->u.s, v->len) < 0 ? -1 : 0;
+    if (v->type == TPL_T_INT && v->u.i >= 0 && vm->out_len + 20 < vm->out_cap) {
+        /* a non-negative int: digits written in place, two at a time, right to left */
+        vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)v->u.i);
+        return 0;
+    }
+    return print_py(vm, *v) < 0 ? -1 : 0;
+}
+
+/* PRINT_RB of v. 0 or -1 (unlocated error). */
+static int print_rb_op(tpl_vm *vm, tpl_value v)
+{
+    if (v.type == TPL_T_STR) return out_put(vm, v.u.s, v.len) < 0 ? -1 : 0;
+    tpl_sb b;
+    tpl_sb_init(&b, &vm->arena);
+    tpl_rb_to_s(&b, v);
+    if (b.failed) return oom(vm);
+    if (b.len && out_put(vm, b.p, b.len) < 0) return -1; /* empty: b.p may be NULL */
+    return 0;
+}
+
+/* ADDS / PRINT_ADDS / ADDS_RB / PRINT_ADDS_RB (op) of the a values at args: a + b + c ..., plain
+ * strings concatenated in one step, anything else added pairwise. 1 with the sum in args[0] (the
+ * ADDS forms), 0 when it was printed, -1 on an error (unlocated). */
+static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op, tpl_value *args, uint32_t a)
+{
+    bool plain = true;
+    size_t total = 0;
+    for (uint32_t i = 0; i < a; i++) {
+        if (args[i].type != TPL_T_STR || (args[i].flags & (TPL_F_SAFE | TPL_F_SYMBOL))) { plain = false; break; }
+        total += args[i].len;
+    }
+    bool print = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
+    bool rb = op == TPL_OP_ADDS_RB || op == TPL_OP_PRINT_ADDS_RB;
+    if (plain && print) {
+        if (vm->out_len + total < vm->out_cap) { /* room for all: one check, then copies */
+            char *o = vm->out + vm->out_len;
+            for (uint32_t i = 0; i < a; i++) {
+                if (args[i].len) memcpy(o, args[i].u.s, args[i].len);
+                o += args[i].len;
+            }
+            vm->out_len += total;
+            return 0;
+        }
+        for (uint32_t i = 0; i < a; i++)
+            if (out_put(vm, args[i].u.s, args[i].len) < 0) return -1;
+        return 0;
+    }
+    tpl_value r;
+    if (plain) {
+        if (concat_plain(vm, args, a, total, &r) < 0) return -1;
+    } else {
+        r = args[0];
+        for (uint32_t i = 1; i < a; i++) {
+            int h = rb ? tpl_stdlib.rb_arith(vm, '+', r, args[i], &r) : 0; /* as ADD_RB */
+            if (h < 0 || (h == 0 && binop(vm, TPL_OP_ADD, r, args[i], &r) < 0)) return -1;
+        }
+    }
+    if (print && rb) return print_rb_op(vm, r);
+    if (print) return print_py(vm, r) < 0 ? -1 : 0;
+    args[0] = r;
+    return 1;
+}
+
+/* FOR_INIT: a loop over *v (popped by the caller) into *slot. 0 or -1 (unlocated error). */
+static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
+{
+    tpl_list *items;
+    if (tpl_is_iter(v)) {
+        /* an iterator: the loop pulls from it as it goes (loop_pull) */
+        tpl_list *src = v.u.list;
+        if (!(items = tpl_list_new(&vm->arena, src->len)) || new_loop(vm, items, slot) < 0) return oom(vm);
+        slot->u.loop->src = src;
+        return 0;
+    }
+    if (tpl_to_list(vm, v, &items) < 0 || new_loop(vm, items, slot) < 0) return -1;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the dispatch loop */
 
 /* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
@@ -2103,25 +2286,13 @@ top:
     }
     CASE(PRINT_PY) {
         sp--;
-        if (sp->type == TPL_T_STR) { if (out_put(vm, sp->u.s, sp->len) < 0) goto fail; NEXT(0); }
-        if (sp->type == TPL_T_INT && sp->u.i >= 0 && vm->out_len + 20 < vm->out_cap) {
-            /* a non-negative int: digits written in place, two at a time, right to left */
-            vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)sp->u.i);
-            NEXT(0);
-        }
-        if (print_py(vm, *sp) < 0) goto fail;
+        if (print_py_op(vm, sp) < 0) goto fail;
         NEXT(0);
     }
     CASE(PRINT_RB) {
         tpl_value v = *--sp;
         if (v.type == TPL_T_STR) { if (out_put(vm, v.u.s, v.len) < 0) goto fail; }
-        else {
-            tpl_sb b;
-            tpl_sb_init(&b, &vm->arena);
-            tpl_rb_to_s(&b, v);
-            if (b.failed) { oom(vm); goto fail; }
-            if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
-        }
+        else if (print_rb_op(vm, v) < 0) goto fail;
         NEXT(0);
     }
     CASE(CAPTURE) {
@@ -2257,30 +2428,11 @@ top:
         NEXT(1);
     }
     CASE(GETATTR) {
-        tpl_value obj = sp[-1];
-        const tpl_name *nm = &names[a];
-        tpl_value *hit = NULL;
-        if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
-            ((hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
-            /* a key (no dict method of that name): as tpl_getattr, without searching by string
-             * (a missing key named as a mutating method: tpl_getattr's unsafe method) */
-            sp[-1] = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
-            NEXT(0);
-        }
-        if (obj.type == TPL_T_LOOP) { /* loop.index & co. */
-            if (loop_attr(vm, obj.u.loop, nm->s.u.s, nm->s.len, &sp[-1]) < 0) goto fail;
-            NEXT(0);
-        }
-        if (tpl_getattr(vm, obj, names[a].s.u.s, names[a].s.len, &sp[-1]) < 0) goto fail;
+        if (getattr_op(vm, &names[a], &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(GETITEM_STR) {
-        tpl_value obj = sp[-1];
-        if (obj.type == TPL_T_MAP) {
-            tpl_value *hit = tpl_map_find_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
-            if (hit) { sp[-1] = *hit; NEXT(0); }
-        }
-        if (tpl_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
+        if (getitem_str_op(vm, &names[a], &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(ADDS)
@@ -2289,51 +2441,9 @@ top:
     CASE(PRINT_ADDS_RB) {
         /* a + b + c ...: plain strings concatenate in one step; anything else adds pairwise */
         tpl_value *args = sp - a;
-        bool plain = true;
-        size_t total = 0;
-        for (uint32_t i = 0; i < a; i++) {
-            if (args[i].type != TPL_T_STR || (args[i].flags & (TPL_F_SAFE | TPL_F_SYMBOL))) { plain = false; break; }
-            total += args[i].len;
-        }
-        sp = args;
-        uint32_t op = TPL_INSN_OP(w);
-        bool print = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
-        bool rb = op == TPL_OP_ADDS_RB || op == TPL_OP_PRINT_ADDS_RB;
-        if (plain && print) {
-            if (vm->out_len + total < vm->out_cap) { /* room for all: one check, then copies */
-                char *o = vm->out + vm->out_len;
-                for (uint32_t i = 0; i < a; i++) {
-                    if (args[i].len) memcpy(o, args[i].u.s, args[i].len);
-                    o += args[i].len;
-                }
-                vm->out_len += total;
-                NEXT(0);
-            }
-            for (uint32_t i = 0; i < a; i++)
-                if (out_put(vm, args[i].u.s, args[i].len) < 0) goto fail;
-            NEXT(0);
-        }
-        tpl_value r;
-        if (plain) {
-            if (concat_plain(vm, args, a, total, &r) < 0) goto fail;
-        } else {
-            r = args[0];
-            for (uint32_t i = 1; i < a; i++) {
-                int h = rb ? tpl_stdlib.rb_arith(vm, '+', r, args[i], &r) : 0; /* as ADD_RB */
-                if (h < 0 || (h == 0 && binop(vm, TPL_OP_ADD, r, args[i], &r) < 0)) goto fail;
-            }
-        }
-        if (print && rb) {
-            tpl_sb b;
-            tpl_sb_init(&b, &vm->arena);
-            tpl_rb_to_s(&b, r);
-            if (b.failed) { oom(vm); goto fail; }
-            if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
-        } else if (print) {
-            if (print_py(vm, r) < 0) goto fail;
-        } else {
-            *sp++ = r;
-        }
+        int k = adds_op(vm, TPL_INSN_OP(w), args, a);
+        if (k < 0) goto fail;
+        sp = args + k;
         NEXT(0);
     }
     CASE(GETITEM) {
@@ -2523,15 +2633,8 @@ top:
     CASE(JF_RB_KEEP) { if (!tpl_truthy_rb(sp[-1])) { JUMP_TO(a); } sp--; NEXT(0); }
     CASE(JT_RB_KEEP) { if (tpl_truthy_rb(sp[-1])) { JUMP_TO(a); } sp--; NEXT(0); }
     CASE(FOR_INIT) {
-        tpl_list *items;
-        if (tpl_is_iter(sp[-1])) {
-            /* an iterator: the loop pulls from it as it goes (loop_pull) */
-            tpl_list *src = (*--sp).u.list;
-            if (!(items = tpl_list_new(&vm->arena, src->len)) || new_loop(vm, items, &slots[a]) < 0) { oom(vm); goto fail; }
-            slots[a].u.loop->src = src;
-            NEXT(0);
-        }
-        if (tpl_to_list(vm, *--sp, &items) < 0 || new_loop(vm, items, &slots[a]) < 0) goto fail;
+        sp--;
+        if (for_init_op(vm, *sp, &slots[a]) < 0) goto fail;
         NEXT(0);
     }
     CASE(FOR_NEXT)
@@ -2592,72 +2695,10 @@ top:
     CASE(TEST) {
         uint32_t aw = code[pc + 1];
         CALL_ARGS(aw);
-        if (nkw == 0 && TPL_INSN_OP(w) != TPL_OP_TEST) {
-            /* common filters on the values they usually get, without the binder */
-            if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
-                TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT && vm->out_len + args[0].len < vm->out_cap) {
-                /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
-                const unsigned char *s0 = (const unsigned char *)args[0].u.s;
-                size_t n = args[0].len;
-                char *o = vm->out + vm->out_len;
-                size_t i = case_latin1(o, s0, n, a == tpl_stdlib.id_upper);
-                if (i < n) {
-                    /* the rest from its first non-ASCII byte, with the Unicode tables */
-                    tpl_sb b;
-                    tpl_sb_init(&b, &vm->arena);
-                    tpl_py_case_from(&b, (const char *)s0, n, i, a == tpl_stdlib.id_upper);
-                    if (b.failed) { oom(vm); goto fail; }
-                    vm->out_len += i;
-                    if (b.len && out_put(vm, b.p, b.len) < 0) goto fail;
-                } else {
-                    vm->out_len += n;
-                }
-                sp = args;
-                ticks++;
-                NEXT(2);
-            }
-            if (a == tpl_stdlib.id_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
-                args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT) {
-                /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
-                const tpl_list *l = args[0].u.list;
-                size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
-                uint32_t i = 0;
-                for (; i < l->len && l->items[i].type == TPL_T_STR; i++) total += l->items[i].len;
-                if (i == l->len && vm->out_len + total < vm->out_cap) {
-                    char *o = vm->out + vm->out_len;
-                    for (i = 0; i < l->len; i++) {
-                        if (i && dl) { memcpy(o, args[1].u.s, dl); o += dl; }
-                        if (l->items[i].len) { memcpy(o, l->items[i].u.s, l->items[i].len); o += l->items[i].len; }
-                    }
-                    vm->out_len += total;
-                    sp = args;
-                    ticks++;
-                    NEXT(2);
-                }
-            }
-            if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR) {
-                /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
-                const unsigned char *s0 = (const unsigned char *)args[0].u.s;
-                size_t lo = 0, hi = args[0].len;
-#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
-                while (lo < hi && WS_(s0[lo])) lo++;
-                while (hi > lo && WS_(s0[hi - 1])) hi--;
-#undef WS_
-                if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
-                    args[0].u.s += lo;
-                    args[0].len = (uint32_t)(hi - lo);
-                    args[0].flags &= TPL_F_SAFE;
-                    NEXT(1);
-                }
-            }
-            int done = filter_fast(vm, (int)a, args, npos);
-            if (done < 0) goto fail;
-            if (done) { sp = args + 1; NEXT(1); }
-        }
-        tpl_value r;
-        if (call_builtin(vm, (int)a, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
-        sp = args;
-        *sp++ = r;
+        int k = filter_op(vm, TPL_INSN_OP(w), a, args, npos, kwn, nkw);
+        if (k < 0) goto fail;
+        if (k) { sp = args; ticks++; NEXT(2); } /* FILTER_PRINT: the PRINT after it done too */
+        sp = args + 1;
         NEXT(1);
     }
     CASE(CALL) {
@@ -3150,6 +3191,65 @@ const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *objp
     const tpl_value *obj = NV(objp);
     const tpl_name *nm = &vm->p->names[name];
     return (const tpl_nvalue *)(const void *)tpl_map_find_str(obj->u.map, nm->s.u.s, nm->s.len, nm->hash);
+}
+
+/* The operations generated code runs directly (no step through the interpreter): each is the
+ * interpreter's own code for that instruction (the *_op functions above). */
+int tpl_native_filter(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
+{
+    if (!f || !f->vm || !args) return -1;
+    tpl_vm *vm = f->vm;
+    const tpl_program *p = vm->p;
+    if (pc + 1 >= p->ncode) return -1;
+    uint32_t w = p->code[pc], op = TPL_INSN_OP(w), aw = p->code[pc + 1];
+    if ((op != TPL_OP_FILTER && op != TPL_OP_FILTER_PRINT && op != TPL_OP_TEST) || TPL_ARGW_K(aw) == TPL_ARGW_DYN)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "tpl_native_filter on an instruction it does not run");
+    int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+    const tpl_value *kwn = nkw ? p->consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+    return filter_op(vm, op, TPL_INSN_A(w), NV(args), npos, kwn, nkw);
+}
+
+int tpl_native_getattr(tpl_native_frame *f, uint32_t name, tpl_nvalue *v)
+{
+    if (!f || !f->vm || !v) return -1;
+    tpl_vm *vm = f->vm;
+    return getattr_op(vm, &vm->p->names[name], NV(v));
+}
+
+int tpl_native_getitem_str(tpl_native_frame *f, uint32_t name, tpl_nvalue *v)
+{
+    if (!f || !f->vm || !v) return -1;
+    tpl_vm *vm = f->vm;
+    return getitem_str_op(vm, &vm->p->names[name], NV(v));
+}
+
+int tpl_native_print_py(tpl_native_frame *f, const tpl_nvalue *v)
+{
+    if (!f || !f->vm || !v) return -1;
+    return print_py_op(f->vm, NV(v));
+}
+
+int tpl_native_print_rb(tpl_native_frame *f, const tpl_nvalue *v)
+{
+    if (!f || !f->vm || !v) return -1;
+    return print_rb_op(f->vm, *NV(v));
+}
+
+int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
+{
+    if (!f || !f->vm || !args) return -1;
+    tpl_vm *vm = f->vm;
+    if (pc >= vm->p->ncode) return -1;
+    uint32_t w = vm->p->code[pc], op = TPL_INSN_OP(w);
+    if (op != TPL_OP_ADDS && op != TPL_OP_PRINT_ADDS && op != TPL_OP_ADDS_RB && op != TPL_OP_PRINT_ADDS_RB)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "tpl_native_adds on an instruction it does not run");
+    return adds_op(vm, op, NV(args), TPL_INSN_A(w));
+}
+
+int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
+{
+    if (!f || !f->vm || !v) return -1;
+    return for_init_op(f->vm, *NV(v), NV(f->slots) + slot);
 }
 
 /* ------------------------------------------------------------------ Ruby blocks */
