@@ -308,6 +308,16 @@ static inline int hold_str(render_ctx *c, PyObject *s)
     return c->rec ? refs_str(&c->rr, s) : keep(c, s);
 }
 
+/* The usual state string: an exact str, compact ASCII (its characters are its UTF-8). */
+#define ASCII_STR(o) (Py_TYPE(o) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(o))
+
+/* An ASCII_STR, borrowed, inline (str_val without its dispatch). */
+static inline int ascii_val(render_ctx *c, PyObject *s, tpl_val *out)
+{
+    if (hold_str(c, s) < 0) return -1;
+    return check(tpl_val_str_borrow((const char *)PyUnicode_DATA(s), (size_t)PyUnicode_GET_LENGTH(s), out));
+}
+
 /* The key entry of k (an exact str): remembered, or made now in k's slot. NULL with an
  * exception when k has no UTF-8 (lone surrogates) or memory runs out. */
 static key *key_miss(render_ctx *c, key *e, PyObject *k)
@@ -475,14 +485,18 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
         }
         key *e = key_of(c, k);
         if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
-        tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-        if (Py_TYPE(v) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(v)) { /* the usual value, inline */
-            if (hold_str(c, v) < 0 ||
-                check(tpl_val_str_borrow((const char *)PyUnicode_DATA(v), (size_t)PyUnicode_GET_LENGTH(v), &x.val)) < 0)
-                goto done;
-        } else if (to_val(c, v, &x.val) < 0) {
-            goto done; /* (to_val may use the stack above base: it is popped) */
+        if (ASCII_STR(v)) { /* the usual value: written in place */
+            if (c->nents == c->capents && ents_grow(c) < 0) goto done;
+            tpl_str_entry *x = &c->ents[c->nents];
+            x->key = e->u8;
+            x->len = e->len;
+            x->hash = e->hash;
+            if (ascii_val(c, v, &x->val) < 0) goto done;
+            c->nents++;
+            continue;
         }
+        tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
+        if (to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
         if (c->nents == c->capents && ents_grow(c) < 0) goto done;
         c->ents[c->nents++] = x;
     }
@@ -521,7 +535,7 @@ static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         tpl_val v;
-        if (to_val(c, items[i], &v) < 0) goto done;
+        if (ASCII_STR(items[i]) ? ascii_val(c, items[i], &v) < 0 : to_val(c, items[i], &v) < 0) goto done;
         if (c->nitems == c->capitems && items_grow(c) < 0) goto done;
         c->items[c->nitems++] = v;
     }
@@ -596,7 +610,7 @@ static PyObject *big_from_val(tpl_val v)
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
     PyTypeObject *t = Py_TYPE(o);
-    if (t == &PyUnicode_Type) return str_val(c, o, 0, out);
+    if (t == &PyUnicode_Type) return PyUnicode_IS_COMPACT_ASCII(o) ? ascii_val(c, o, out) : str_val(c, o, 0, out);
     if (o == Py_None) { *out = tpl_val_none(); return 0; }
     if (t == &PyBool_Type) { *out = tpl_val_bool(o == Py_True); return 0; }
     if (t == &PyLong_Type) {

@@ -172,8 +172,14 @@ tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, u
     if (!r || !out || (!e && n)) return TPL_ERR_USAGE;
     if (n > UINT32_MAX / 4) return TPL_ERR_LIMIT;
     tpl_arena *a = val_arena(r);
-    tpl_map *m = tpl_map_new(a, (uint32_t)n);
+    /* the map and its entries in one block (entries are never freed on their own: a map that
+     * grows past its capacity takes a new array) */
+    enum { HEAD = (sizeof(tpl_map) + 15) & ~15 };
+    tpl_map *m = tpl_arena_alloc(a, HEAD + n * sizeof(tpl_entry));
     if (!m) return arena_fail(a);
+    *m = (tpl_map){ 0 };
+    m->e = n ? (tpl_entry *)(void *)((char *)m + HEAD) : NULL;
+    m->cap = (uint32_t)n;
     bool plain = (flags & (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | TPL_VAL_MARKUP | TPL_VAL_SYMBOL)) ==
                  (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID); /* (a Python dict's keys: taken as they are) */
     for (size_t i = 0; i < n; i++) {
