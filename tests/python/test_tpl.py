@@ -305,6 +305,25 @@ def test_many_keys_and_non_ascii_keys():
         t.render(d={"\ud800": 1})
 
 
+def test_fresh_state_keys_found_by_their_bytes():
+    """A state dict made anew for every render (json.loads: new key strs each time) finds the
+    names the program reads by their bytes: names of 1-3, 4-7, 8-16 and more bytes, names that
+    differ only in their last byte or only past their 16th, non-ASCII names, names absent, keys
+    the program does not read (issue 17: the Program's table of its reads-set)."""
+    import json
+    names = ["x", "xy", "xyz", "abcd", "abcdefg", "abcdefgh", "abcdefghi", "abcdefghijklmnop",
+             "a_very_long_variable_name_here", "a_very_long_variable_name_hera",
+             "a_very_long_variable_name_xere", "\u00e9t\u00e9", "\u00e9"]
+    src = "|".join("{{ %s }}" % n for n in names)
+    t = tpl.Template(src)
+    for r in range(6):
+        ctx = {n: "%s%d" % (n[-1], i + r) for i, n in enumerate(names) if (i + r) % 5}
+        ctx.update({"unread%d" % i: i for i in range(r)})
+        fresh = json.loads(json.dumps(ctx))
+        assert t.render(fresh) == jinja_ref(src, ctx)
+        assert t.render(fresh) == jinja_ref(src, ctx)  # the same dict again (the cache)
+
+
 def test_template_is_the_program():
     """Template.render is the C method of the compiled program (no Python frame per render):
     the same arguments as before (a mapping and/or keywords, none), errors raised as tpl's
