@@ -81,6 +81,30 @@ class TestTemplate < Minitest::Test
     assert_equal rows.map { |r| "#{r['id']}#{r['name']}," }.join, list.render(rows: rows)
   end
 
+  # long Strings are borrowed, not copied, by a render that runs no Ruby code: changed in place
+  # between renders, converted from another encoding, or beside a host object (whose callbacks
+  # run Ruby code: then copied), they render what they hold
+  def test_state_long_strings
+    t = Tpl::Template.new("<%= s.size %>:<%= s[-3..] %>|<%= l.map { |x| x.size }.inspect %>|<%= p.name if p %>", syntax: :erb)
+    s = "é" * 100
+    l = ["x" * 50, "ü" * 40]
+    assert_equal "100:ééé|[50, 40]|", t.render(s: s, l: l, p: nil)
+    s << "abc"
+    l[0] = "y" * 60
+    l[1].replace("z" * 30)
+    assert_equal "103:abc|[60, 30]|", t.render(s: s, l: l, p: nil)
+    assert_equal "103:abc|[60, 30]|Ann", t.render(s: s, l: l, p: Person.new("Ann", 1))
+    ren = Person.new("Bo", 2)
+    def ren.name = (GC.start; GC.compact if GC.respond_to?(:compact); "Bo")
+    assert_equal "103:abc|[60, 30]|Bo", t.render(s: s, l: l, p: ren)
+    latin = ("\xE9".force_encoding("ISO-8859-1") * 64)
+    assert_equal "64:ééé|[60, 30]|", t.render(s: latin, l: l, p: nil)
+    big = Array.new(600) { |i| "row #{i} " * 5 }
+    t2 = Tpl::Template.new("<%= rows.map { |r| r.size }.sum %>", syntax: :erb)
+    want = big.sum(&:size).to_s
+    3.times { assert_equal want, t2.render(rows: big) }
+  end
+
   # a name under both a Symbol and a String key: the Symbol's value, whatever the order; keys of
   # mixed kinds and encodings in nested Hashes print as Ruby prints them
   def test_state_keys_kinds_and_encodings

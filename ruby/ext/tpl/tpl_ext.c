@@ -57,7 +57,14 @@ static void settings_free(settings *st)
  * converted entries of the Hashes being converted (tpl_val_map_of_str: one call, no per-key
  * lookup), the items of the Arrays being converted (tpl_val_list_of), and the state's values
  * found per read name. Nested containers use the stacks above their parents'. */
+typedef struct idc_ent { const char *ptr; size_t len; char name[IDC_NAME]; ID id; } idc_ent;
+
 typedef struct scratch {
+    /* the IDs of the method and @ivar names the program sends (ERB calls, Jinja attributes),
+     * by the address of the name in the program's constants (its bytes compared too): interning
+     * a name costs ~500 instructions per call otherwise (IDC_SIZE entries, made on first use;
+     * the context's own, so no lock) */
+    idc_ent *idc;
     tpl_str_entry *ents;
     size_t nents, capents;
     tpl_val *items;
@@ -69,6 +76,7 @@ typedef struct scratch {
 
 static void scratch_free(scratch *sc)
 {
+    free(sc->idc);
     free(sc->ents);
     free(sc->items);
     free(sc->found);
@@ -83,6 +91,7 @@ typedef struct pooled {
     scratch sc;
     VALUE kc;               /* its key cache (Qnil until made) */
     size_t last_out;        /* the length of r's last output (the GVL rule, tmpl_render) */
+    size_t last_nvals;      /* the strings and containers its last render's state had */
 } pooled_ctx;
 
 typedef struct tmpl {
@@ -102,10 +111,6 @@ typedef struct tmpl {
     rb_nativethread_lock_t lock;
     pooled_ctx pool[POOL_MAX];
     int npool;
-    /* the IDs of the method and @ivar names the program sends (ERB calls, Jinja attributes),
-     * by the address of the name in the program's constants (its bytes compared too): interning a
-     * name costs ~500 instructions per call otherwise; under `lock` */
-    struct { const char *ptr; size_t len; char name[IDC_NAME]; ID id; } idc[IDC_SIZE];
 } tmpl;
 
 struct rctx;
@@ -130,8 +135,13 @@ typedef struct rctx {
     settings set;           /* the render options set on r */
     scratch sc;
     VALUE kc;               /* the key cache (a Tpl::KeyCache object; on the C stack, so marked) */
-    size_t last_out;
+    size_t last_out, last_nvals;
     size_t nvals;           /* strings and containers converted for this render */
+    /* Strings borrowed, not copied (render_body): set while converting the state of a render
+     * that will run with the GVL held and without callbacks — no Ruby code runs until it ends,
+     * so no String changes, moves or goes — and only for a String whose bytes are not inside
+     * the object (not embedded: GC compaction moves objects, not their heap buffers) */
+    bool borrow, borrowed;
     int enc_utf8, enc_ascii, enc_bin; /* encoding indexes */
     VALUE stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     int depth;
@@ -197,15 +207,25 @@ static VALUE utf8_str(VALUE s)
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
     int ei = RB_ENCODING_GET(s);
+    bool own = true; /* s is the caller's String (alive as long as the state), not a conversion */
     if (ei != c->enc_utf8 && ei != c->enc_ascii && ei != c->enc_bin) {
         s = rb_str_export_to_enc(s, rb_utf8_encoding());
         ei = c->enc_utf8;
+        own = false;
     }
     /* Ruby knows (and caches in the string) whether its bytes are valid: tpl need not check
      * again (an ASCII-8BIT string is checked by tpl, as its code range says nothing of UTF-8) */
     int cr = RB_ENC_CODERANGE(s);
     if (cr == RUBY_ENC_CODERANGE_UNKNOWN) cr = rb_enc_str_coderange(s);
-    if (cr == RUBY_ENC_CODERANGE_7BIT || (cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8)) flags |= TPL_VAL_UTF8_VALID;
+    if (cr == RUBY_ENC_CODERANGE_7BIT || (cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8)) {
+        if (c->borrow && own && flags == 0 && RB_FL_TEST_RAW(s, RSTRING_NOEMBED)) {
+            c->nvals++;
+            c->borrowed = true;
+            checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
+            return 0;
+        }
+        flags |= TPL_VAL_UTF8_VALID;
+    }
     c->nvals++;
     tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
     if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: string is not valid UTF-8: %+" PRIsVALUE, s);
@@ -560,26 +580,20 @@ static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
 
 static VALUE name_sym(const char *name, size_t len) { return ID2SYM(rb_intern3(name, (long)len, rb_utf8_encoding())); }
 
-/* The ID of a name the program sends (tmpl.idc; IDs made by rb_intern3 are never freed). */
+/* The ID of a name the program sends (scratch.idc; IDs made by rb_intern3 are never freed). */
 static ID name_id(rctx *c, const char *name, size_t len)
 {
-    tmpl *t = c->t;
-    ID id = 0;
-    size_t h = (((uintptr_t)name >> 3) ^ len) % IDC_SIZE;
-    if (len <= IDC_NAME) {
-        rb_nativethread_lock_lock(&t->lock);
-        if (t->idc[h].ptr == name && t->idc[h].len == len && memcmp(t->idc[h].name, name, len) == 0) id = t->idc[h].id;
-        rb_nativethread_lock_unlock(&t->lock);
-        if (id) return id;
+    idc_ent *e = NULL;
+    if (len <= IDC_NAME && (c->sc.idc || (c->sc.idc = calloc(IDC_SIZE, sizeof *c->sc.idc)))) {
+        e = &c->sc.idc[(((uintptr_t)name >> 3) ^ len) % IDC_SIZE];
+        if (e->ptr == name && e->len == len && memcmp(e->name, name, len) == 0) return e->id;
     }
-    id = rb_intern3(name, (long)len, rb_utf8_encoding());
-    if (len <= IDC_NAME) {
-        rb_nativethread_lock_lock(&t->lock);
-        t->idc[h].ptr = name;
-        t->idc[h].len = len;
-        memcpy(t->idc[h].name, name, len);
-        t->idc[h].id = id;
-        rb_nativethread_lock_unlock(&t->lock);
+    ID id = rb_intern3(name, (long)len, rb_utf8_encoding());
+    if (e) {
+        e->ptr = name;
+        e->len = len;
+        memcpy(e->name, name, len);
+        e->id = id;
     }
     return id;
 }
@@ -1428,6 +1442,14 @@ static VALUE render_body(VALUE arg)
         }
     }
     RB_GC_GUARD(locals);
+    /* Strings are borrowed when the render will hold the GVL and call no Ruby code: no remembers
+     * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
+     * finds a host object after all (callbacks will run Ruby code), the state is made again,
+     * copying them. */
+    c->borrow = NIL_P(c->remembers) && NIL_P(c->remembers_self) && NIL_P(ra->erb_self) && c->last_out < GVL_OUT &&
+                c->last_nvals < GVL_VALS;
+again:
+    c->borrowed = false;
     /* the state map at once: the names are the Template's copies (borrowed), their hashes made
      * when it was compiled */
     for (size_t i = 0; i < nreads; i++) {
@@ -1437,6 +1459,14 @@ static VALUE render_body(VALUE arg)
         GROW(sc->ents, sc->nents, sc->capents, 1);
         sc->ents[sc->nents++] = e;
     }
+    if (c->borrowed && c->has_host) {
+        tpl_render_reset_state(r);
+        sc->nents = sc->nitems = 0;
+        c->nvals = 0;
+        c->borrow = false;
+        goto again;
+    }
+    c->borrow = false; /* (callbacks convert what Ruby code returns: copied) */
     tpl_val st;
     checkst(tpl_val_map_of_str(r, sc->ents, sc->nents, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st));
     sc->nents = 0;
@@ -1454,7 +1484,9 @@ static VALUE render_body(VALUE arg)
      * else released only for a render that is likely long — a state of GVL_VALS strings and
      * containers or more, or a context whose last render wrote GVL_OUT bytes or more — as
      * releasing and re-taking it costs about a microsecond, more than a short render. */
-    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self) || (c->nvals < GVL_VALS && c->last_out < GVL_OUT))
+    c->last_nvals = c->nvals;
+    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self) || c->borrowed ||
+        (c->nvals < GVL_VALS && c->last_out < GVL_OUT))
         run_nogvl(&a);
     else
         rb_thread_call_without_gvl(run_nogvl, &a, NULL, NULL);
@@ -1490,7 +1522,7 @@ static VALUE render_ensure(VALUE arg)
     }
     rb_nativethread_lock_lock(&t->lock);
     bool kept = t->npool < POOL_MAX;
-    if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->kc, c->last_out };
+    if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->kc, c->last_out, c->last_nvals };
     rb_nativethread_lock_unlock(&t->lock);
     if (!kept) { tpl_render_free(c->r); settings_free(&c->set); scratch_free(&c->sc); }
     c->r = NULL;
@@ -1531,8 +1563,9 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     memset(&c->set, 0, sizeof c->set);
     memset(&c->sc, 0, sizeof c->sc);
     c->kc = Qnil;
-    c->last_out = 0;
+    c->last_out = c->last_nvals = 0;
     c->nvals = 0;
+    c->borrow = c->borrowed = false;
     c->enc_utf8 = rb_utf8_encindex();
     c->enc_ascii = rb_usascii_encindex();
     c->enc_bin = rb_ascii8bit_encindex();
@@ -1547,6 +1580,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             c->sc = pc->sc;
             c->kc = pc->kc;
             c->last_out = pc->last_out;
+            c->last_nvals = pc->last_nvals;
         }
         rb_nativethread_lock_unlock(&t->lock);
     }
