@@ -81,6 +81,19 @@ typedef struct func {
     int32_t rec_depth, rec_loop;
 } func;
 
+/* An imported template compiled once (tpl_comp.mods): its function, its template-level names
+ * (from-import's check) and where each template level that imports it keeps its frame. */
+typedef struct tpl_cmod {
+    tpl_value name;
+    uint32_t macro;          /* its descriptor; UINT32_MAX while it is being compiled */
+    uint32_t nslots;
+    tpl_value *vars;         /* its template-level names */
+    uint32_t nvars;
+    struct tpl_cmod_frame { uint32_t root_id, off; } *frames;
+    uint32_t nframes;
+    size_t fcap;
+} tpl_cmod;
+
 struct tpl_comp {
     tpl_program *p;
     tpl_arena *tmp;          /* compile-time allocations (freed after compilation) */
@@ -160,6 +173,13 @@ struct tpl_comp {
      * memory (self.NAME() elsewhere: tpl_comp_set_reparse) */
     tpl_node *(*reparse)(void *data, uint32_t off, tpl_arena *a);
     void *reparse_data;
+    /* templates imported without context by a constant name, each compiled once as a function
+     * every import of it runs (IMPORT_MOD; issue 13 §1: compiled again at each import, 20,000
+     * imports were 13.6x the template and took slots of their own each) */
+    struct tpl_cmod *mods;
+    size_t nmods, modcap;
+    uint32_t root_id;        /* which template level c->root is now: 0 the main one, else a module's */
+    uint32_t nroot_ids;
     bool failed;
     bool nomem;             /* the error is out of memory (c_nomem) */
     tpl_error_kind err_kind; /* the error's kind (TPL_EK_SYNTAX, or cfail's: TPL_EK_ASSERTION, ...) */
@@ -3004,6 +3024,192 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->autoescape = save_ae;
 }
 
+/* Pushes what from-import n binds for x, a name the template `name` does not have: Jinja2's
+ * undefined value whose message names the import's line (in the source being compiled). */
+static void import_missing(tpl_comp *c, tpl_node *n, tpl_value name, tpl_node *x)
+{
+    uint32_t line, col;
+    if (c->cur_src >= 0 && (size_t)c->cur_src < c->nsources)
+        tpl_offset_to_linecol(c->sources[c->cur_src].src, c->sources[c->cur_src].n, n->off, &line, &col);
+    else
+        tpl_offset_to_linecol(c->src, c->srclen, n->off, &line, &col);
+    char msg[400];
+    int k = snprintf(msg, sizeof msg,
+                     "the template '%.*s' (imported on line %u) does not export the requested name '%.*s'",
+                     (int)(name.len > 150 ? 150 : name.len), name.u.s, line,
+                     (int)(x->val.len > 150 ? 150 : x->val.len), x->val.u.s);
+    if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a name is not exported");
+    emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+}
+
+/* Compiles the template `name` imported by n once as a function (JUMPed over where it stands):
+ * its own template level (c->root while it is compiled, its macros closures over its slots),
+ * ending with the dict of its exported names in its slot 0. The index in c->mods, or -1 (failed,
+ * or the template is being compiled already: an import cycle, compiled where it stands). */
+static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
+{
+    for (size_t i = 0; i < c->nmods; i++)
+        if (tpl_equal(c->mods[i].name, name)) return c->mods[i].macro == UINT32_MAX ? -1 : (int)i;
+    int src = -1;
+    tpl_arena ta; /* the imported template's tree, freed once it is compiled */
+    tpl_arena_init(&ta, 0);
+    ta.budget = c->p->budget;
+    tpl_node *root = load_template(c, &ta, name, n->off, false, &src);
+    if (!root || c->include_depth >= 16) {
+        tpl_arena_free(&ta);
+        if (root) cerror(c, n->off, "include/import nesting too deep (16)");
+        return -1;
+    }
+    char *kept = tpl_arena_strdup(c->tmp, name.u.s, name.len);
+    if (!kept || !grow((void **)&c->mods, &c->modcap, c->nmods + 1, sizeof *c->mods)) {
+        tpl_arena_free(&ta);
+        c_nomem(c, n->off);
+        return -1;
+    }
+    size_t mi = c->nmods++;
+    memset(&c->mods[mi], 0, sizeof c->mods[mi]);
+    c->mods[mi].name = tpl_v_str(kept, name.len);
+    c->mods[mi].macro = UINT32_MAX;
+    uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
+    /* the importer's state, as stmt_import saves it, and its template level */
+    bool save_nc = c->no_context, save_lock = c->span_locked, save_ae = c->autoescape, save_soft = c->soft;
+    uint32_t save_off = c->span_off, save_id = c->root_id, save_nimp = c->nimport_names;
+    int save_src = c->cur_src;
+    scope *save_top = c->inc_top;
+    func *save_fn = c->fn, *save_ifn = c->inc_fn;
+    tpl_block *save_b = c->cur_block;
+    func save_root = c->root;
+    c->include_depth++;
+    c->autoescape = env_autoescape(c);
+    c->soft = false;
+    if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
+    c->no_context = true;
+    c->cur_src = src;
+    c->cur_block = NULL;
+    c->nimport_names = 0;
+    memset(&c->root, 0, sizeof c->root);
+    c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
+    c->fn = &c->root;
+    c->root_id = ++c->nroot_ids;
+    uint32_t entry = here(c);
+    scope *s = push_scope(c, true);
+    if (s) s->ctx_top = true;
+    c->inc_top = s;
+    c->inc_fn = c->fn;
+    new_slot(c); /* slot 0: the exports */
+    predeclare(c, root->b);
+    body(c, root->b);
+    uint32_t nvals = 0, nv = s ? s->nvars : 0;
+    tpl_value *vars = tpl_arena_alloc(c->tmp, nv * sizeof *vars + 1);
+    if (!vars) c_nomem(c, n->off);
+    for (uint32_t i = 0; i < nv && !c->failed; i++) {
+        tpl_value v = s->vars[i].name;
+        char *vs = tpl_arena_strdup(c->tmp, v.u.s, v.len);
+        if (!vs) { c_nomem(c, n->off); break; }
+        vars[i] = tpl_v_str(vs, v.len);
+        if (v.len && v.u.s[0] == '_') continue; /* not exported */
+        push_const(c, v);
+        emit(c, TPL_OP_LOAD_SLOT, s->vars[i].slot, 1);
+        emit_raw(c, add_name(c, v));
+        nvals++;
+    }
+    emit(c, TPL_OP_BUILD_MAP, nvals, 1 - 2 * (int)nvals);
+    emit(c, TPL_OP_STORE_SLOT, 0, -1);
+    emit(c, TPL_OP_HALT, 0, 0);
+    tpl_arena_free(&ta);
+    c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
+    pop_scope(c);
+    func mod = c->root;
+    c->root = save_root;
+    c->fn = save_fn;
+    c->root_id = save_id;
+    c->inc_fn = save_ifn;
+    c->cur_block = save_b;
+    c->cur_src = save_src;
+    c->no_context = save_nc;
+    c->span_locked = save_lock;
+    c->span_off = save_off;
+    c->include_depth--;
+    c->autoescape = save_ae;
+    c->soft = save_soft;
+    c->nimport_names = save_nimp;
+    patch_a(c, skip, here(c));
+    if (c->failed) return -1;
+    if (mod.nslots > 0xFFFF || mod.max_depth > 0xFFF0) { cerror(c, n->off, "imported template too large"); return -1; }
+    tpl_macro_desc d = { 0 };
+    d.entry = entry;
+    d.nslots = (uint16_t)mod.nslots;
+    d.max_stack = (uint16_t)(mod.max_depth + 4);
+    d.varargs_slot = d.kwargs_slot = d.caller_slot = -1;
+    tpl_list *pl = param_list(c, 0);
+    if (!pl) return -1;
+    tpl_value lv = tpl_v_list(pl);
+    lv.flags = TPL_F_TUPLE;
+    d.params = add_const(c, lv);
+    d.name = add_name(c, c->mods[mi].name);
+    if (!cgrow(c, (void **)&c->macros, &c->mcap, c->nmacros + 1, sizeof *c->macros)) { c_nomem(c, n->off); return -1; }
+    c->macros[c->nmacros] = d;
+    c->mods[mi].macro = (uint32_t)c->nmacros++;
+    c->mods[mi].nslots = mod.nslots;
+    c->mods[mi].vars = vars;
+    c->mods[mi].nvars = nv;
+    return (int)mi;
+}
+
+/* import / from-import of a template compiled once (compile_module): IMPORT_MOD runs it in its
+ * frame among the current template level's slots (one per template level that imports it: each
+ * import runs it again there, as Jinja2 evaluates the module at the import; a macro of an earlier
+ * import reads the same values). False: not compiled so (the caller compiles it in place). */
+static bool stmt_import_module(tpl_comp *c, tpl_node *n, tpl_value name)
+{
+    int mi = compile_module(c, n, name);
+    if (c->failed) return true;
+    if (mi < 0) return false;
+    tpl_cmod *m = &c->mods[mi];
+    uint32_t off = UINT32_MAX;
+    for (uint32_t i = 0; i < m->nframes; i++)
+        if (m->frames[i].root_id == c->root_id) off = m->frames[i].off;
+    if (off == UINT32_MAX) {
+        if (c->root.nslots + m->nslots > 0xFFFF) { cerror(c, n->off, "too many variables"); return true; }
+        if (!grow((void **)&m->frames, &m->fcap, m->nframes + 1, sizeof *m->frames)) {
+            c_nomem(c, n->off);
+            return true;
+        }
+        off = c->root.nslots;
+        c->root.nslots += m->nslots;
+        m->frames[m->nframes++] = (struct tpl_cmod_frame){ c->root_id, off };
+    }
+    c->cur_off = n->off;
+    emit(c, TPL_OP_IMPORT_MOD, m->macro, 1);
+    emit_raw(c, off);
+    if (n->kind == TPL_N_IMPORT) {
+        int ns = tpl_builtin_find(TPL_BK_GLOBAL, "namespace", 9);
+        emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
+        emit_raw(c, (uint32_t)ns);
+        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+        store_import_alias(c, n);
+        return true;
+    }
+    for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
+        bool found = false;
+        for (uint32_t i = 0; i < m->nvars && !found; i++) found = tpl_equal(m->vars[i], x->val);
+        c->cur_off = x->off;
+        if (found) {
+            emit(c, TPL_OP_DUP, 0, 1);
+            emit(c, TPL_OP_GETITEM_STR, add_name(c, x->val), 0);
+        } else {
+            import_missing(c, n, name, x);
+        }
+        tpl_node t = { 0 };
+        t.kind = TPL_N_NAME;
+        t.off = x->off;
+        t.val = x->a ? x->a->val : x->val;
+        store_target(c, &t);
+    }
+    emit(c, TPL_OP_POP, 0, -1);
+    return true;
+}
+
 /* import / from-import: runs the template (output discarded, without context) and collects
  * its template-level names. */
 static void stmt_import(tpl_comp *c, tpl_node *n)
@@ -3017,6 +3223,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
             }
     if (!const_template_names(n->a)) { stmt_import_dyn(c, n); return; }
     if (!template_names(c, n->a, &names)) return;
+    if (!(n->op & 4) && stmt_import_module(c, n, names->val)) return; /* without context */
     int src = -1, save_src = c->cur_src;
     tpl_arena ta; /* the imported template's tree, freed once it is compiled here */
     tpl_arena_init(&ta, 0);
@@ -3068,19 +3275,9 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
         for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
             int sl = s ? scope_find(s, x->val) : -1;
             if (sl < 0) {
-                /* Jinja2: an undefined value whose message names the import's line */
-                uint32_t line, col;
-                if (save_src >= 0 && (size_t)save_src < c->nsources)
-                    tpl_offset_to_linecol(c->sources[save_src].src, c->sources[save_src].n, n->off, &line, &col);
-                else
-                    tpl_offset_to_linecol(c->src, c->srclen, n->off, &line, &col);
-                char msg[400];
-                int k = snprintf(msg, sizeof msg,
-                                 "the template '%.*s' (imported on line %u) does not export the requested name '%.*s'",
-                                 (int)(names->val.len > 150 ? 150 : names->val.len), names->val.u.s, line,
-                                 (int)(x->val.len > 150 ? 150 : x->val.len), x->val.u.s);
-                if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a name is not exported");
-                emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+                c->cur_src = save_src;
+                import_missing(c, n, names->val, x);
+                c->cur_src = src;
                 nvals++;
                 continue;
             }
@@ -4007,6 +4204,10 @@ done:
     c->trcalls = NULL;
     free(c->chain_ends);
     c->chain_ends = NULL;
+    for (size_t i = 0; i < c->nmods; i++) free(c->mods[i].frames);
+    free(c->mods);
+    c->mods = NULL;
+    c->nmods = 0;
     c->code = NULL;
     c->consts = NULL;
     c->names = NULL;

@@ -293,6 +293,12 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
             for (uint32_t j = 1, n = p->consts[TPL_INSN_A(w)].u.list->len; j <= n + 1; j++)
                 if (!reach(v, gen, &nwork, pc + 1 + j, nd, c, f)) return false;
             break;
+        case TPL_OP_IMPORT_MOD: { /* (A checked in range with the static operands) */
+            const tpl_macro_desc *d = &p->macros[TPL_INSN_A(w)];
+            if (!d->nslots || (uint64_t)p->code[pc + 1] + d->nslots > p->nslots)
+                return bad(v, "pc %u: IMPORT_MOD: frame out of the template's slots", pc);
+            break;
+        }
         case TPL_OP_MACRO: {
             uint32_t m = TPL_INSN_A(w);
             if (f->nslots < v->outer_have[m]) v->outer_have[m] = f->nslots;

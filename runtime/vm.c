@@ -1787,6 +1787,37 @@ static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_val
     return 0;
 }
 
+/* IMPORT_MOD: runs d, a template imported without context and compiled with its importer (issue
+ * 13 §1), as a template level of its own: its frame is the template-level slots from base (its
+ * macros are closures over them: they stay), its output is dropped, and *out is the dict of its
+ * exported names it leaves in its slot 0. */
+static int import_mod(tpl_vm *vm, const tpl_macro_desc *d, uint32_t base, tpl_value *out)
+{
+    if (vm->depth >= vm->limits.max_depth)
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+    if (!d->nslots || (uint64_t)base + d->nslots > vm->slot_top ||
+        (uint64_t)vm->stack_top + d->max_stack > vm->stack_cap)
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+    if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (captures)");
+    for (uint32_t i = 0; i < d->nslots; i++) vm->slots[base + i] = tpl_v_unset();
+    vm->captures[vm->ncaptures++] = vm->out_len;
+    int save_captures = vm->ncaptures - 1;
+    uint32_t save_root = vm->root_base, save_pc = vm->pc, save_stack = vm->stack_top;
+    vm->root_base = base;
+    vm->depth++;
+    tpl_value r;
+    int rc = run(vm, d->entry, base, 0, 0, &r);
+    vm->depth--;
+    vm->ncaptures = save_captures;
+    if (rc == 0) vm->out_len = vm->captures[save_captures];
+    vm->stack_top = save_stack;
+    vm->pc = save_pc;
+    vm->root_base = save_root;
+    if (rc < 0) return rc;
+    *out = vm->slots[base];
+    return 0;
+}
+
 /* {% import EXPR as m %} / {% from EXPR import ... %} (IMPORT_DYN): *out = the dict of the
  * names the template exports (the compiler makes the module or picks the names). */
 static int import_dyn(tpl_vm *vm, tpl_value name, tpl_value ctx, tpl_value *out)
@@ -2839,6 +2870,14 @@ top:
         if (import_dyn(vm, sp[0], sp[1], &m) < 0) goto fail;
         *sp++ = m;
         NEXT(0);
+    }
+    CASE(IMPORT_MOD) {
+        CHARGE();
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        tpl_value m;
+        if (import_mod(vm, &p->macros[a], vm->root_base + code[pc + 1], &m) < 0) goto fail;
+        *sp++ = m;
+        NEXT(1);
     }
     CASE(HALT) {
         CHARGE();
