@@ -173,6 +173,7 @@ struct tpl_comp {
      * memory (self.NAME() elsewhere: tpl_comp_set_reparse) */
     tpl_node *(*reparse)(void *data, uint32_t off, tpl_arena *a);
     void *reparse_data;
+    int (*restream)(void *data, uint32_t off, size_t min, void (*each)(void *arg, tpl_node *n), void *arg);
     /* templates imported without context by a constant name, each compiled once as a function
      * every import of it runs (IMPORT_MOD; issue 13 §1: compiled again at each import, 20,000
      * imports were 13.6x the template and took slots of their own each) */
@@ -2744,6 +2745,76 @@ static void collect_blocks(tpl_comp *c, tpl_node *n, uint32_t tpl_index, int reb
  * BLOCK_SEE_ALL for a `scoped` one, BLOCK_SEE_SAME for super() inside a block. */
 enum { BLOCK_SEE_SAME, BLOCK_SEE_TOP, BLOCK_SEE_ALL };
 
+/* A block whose body's source is this large or more is compiled a statement at a time when its
+ * tree is not in memory (tpl_comp.restream). */
+#ifndef TPL_BLOCK_STREAM_MIN
+#define TPL_BLOCK_STREAM_MIN 65536
+#endif
+
+/* A block's body that comes a statement at a time (tpl_comp.restream): frame_init_at's walks
+ * over it, in two parses (the names it stores, then what reads them), and its compile. */
+typedef struct block_stream {
+    tpl_comp *c;
+    frame_names *f;
+    jsyms j;
+    uint64_t assigned;
+} block_stream;
+
+static bool block_stream_names(block_stream *bs, uint32_t off)
+{
+    if (bs->f) return true;
+    if (!(bs->f = malloc(sizeof *bs->f))) { c_nomem(bs->c, off); return false; }
+    bs->f->n = 0;
+    bs->f->overflow = false;
+    bs->f->need = 0;
+    bs->f->unseen = NULL;
+    bs->f->rest = false;
+    return true;
+}
+
+static void block_stores(void *arg, tpl_node *n)
+{
+    block_stream *bs = arg;
+    if (!bs->c->failed && block_stream_names(bs, n->off)) frame_stores(bs->f, n);
+}
+
+static void block_flow(void *arg, tpl_node *n)
+{
+    block_stream *bs = arg;
+    if (bs->c->failed) return;
+    js_stmts(&bs->j, n, 0);
+    if (bs->f->n && !bs->f->overflow) bs->assigned = frame_flow(bs->f, n, bs->assigned);
+}
+
+static void block_stmt(void *arg, tpl_node *n)
+{
+    tpl_comp *c = arg;
+    if (c->failed) return;
+    if (c->nblocks) collect_blocks(c, n, 0, BLOCKS_BIND); /* (the blocks inside it) */
+    body(c, n);
+    if (c->nblocks) collect_blocks(c, n, 0, BLOCKS_UNBIND); /* (its tree is freed next) */
+}
+
+/* The second parse of a streamed block (its scope pushed) and the frame entered, as
+ * frame_init_at does with the whole body. 1, or what restream returned. */
+static int block_stream_flow(block_stream *bs, uint32_t off)
+{
+    tpl_comp *c = bs->c;
+    if (!block_stream_names(bs, off)) return -1;
+    frame_names *f = bs->f;
+    f->all = f->n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << f->n) - 1;
+    bs->j.c = c;
+    bs->j.f = f;
+    bs->j.s = c->fn->scope;
+    int r = c->restream(c->reparse_data, off, 0, block_flow, bs);
+    if (r <= 0 || c->failed) return r;
+    if (bs->j.gave_up) bs->j.undef = 0;
+    if (f->n == 0) return 1;
+    if (f->overflow) f->need = f->all;
+    frame_enter(c, f, bs->j.undef, false, NULL, 0);
+    return 1;
+}
+
 static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off, int see)
 {
     tpl_block *b = find_block(c, name);
@@ -2756,8 +2827,16 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     }
     tpl_node *def = bd->def;
     tpl_arena ra;
-    bool reparsed = false;
-    if (!def) {
+    bool reparsed = false, streamed = false;
+    block_stream bs = { c, NULL, { 0 }, 0 };
+    if (!def && c->restream) {
+        /* a large block: its body a statement at a time (its whole tree was 11x the template);
+         * this first parse gathers the names it stores */
+        int r = c->restream(c->reparse_data, bd->off, TPL_BLOCK_STREAM_MIN, block_stores, &bs);
+        if (r < 0 || c->failed) { free(bs.f); c_nomem(c, off); return; }
+        streamed = r > 0;
+    }
+    if (!def && !streamed) {
         /* a two-pass compile: the block's statement is not in memory (self.NAME() in another
          * statement): its tree parsed again for this compile, then freed (issue 13 §1) */
         if (!c->reparse) { cerror(c, off, "block '%.*s' is not available here", (int)name.len, name.u.s); return; }
@@ -2810,9 +2889,18 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     bool save_ae = c->autoescape;
     c->autoescape = env_autoescape(c);
     scope *own = c->fn->scope;
-    frame_init(c, def->b);
     block_def(c, b, pos)->active = true;
-    body(c, def->b);
+    if (streamed) {
+        /* the frame's names (what the body reads, and where, in a second parse), then the body
+         * compiled in a third */
+        int r = block_stream_flow(&bs, bd->off);
+        free(bs.f);
+        if (r > 0 && !c->failed) r = c->restream(c->reparse_data, bd->off, 0, block_stmt, c);
+        if (r <= 0) c_nomem(c, off);
+    } else {
+        frame_init(c, def->b);
+        body(c, def->b);
+    }
     block_def(c, b, pos)->active = false;
     c->autoescape = save_ae;
     c->cur_block_base = save_base;
@@ -4072,6 +4160,12 @@ static void facts_chain_end(tpl_comp *c)
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
     emit(c, TPL_OP_POP, 0, -1);
     compile_chain(c, x->chain, x->nchain, x->ext_off, 1);
+}
+
+void tpl_comp_set_restream(tpl_comp *c, int (*fn)(void *data, uint32_t off, size_t min,
+                                                  void (*each)(void *arg, tpl_node *n), void *arg))
+{
+    c->restream = fn;
 }
 
 void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data)

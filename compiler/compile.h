@@ -32,6 +32,12 @@ void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n);
  * source offset off again into arena a and returns that node (NULL: out of memory), for a block
  * compiled where its statement's tree is not in memory (self.NAME() in another statement). */
 void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data);
+/* And fn(data, off, min, each, arg) (data: the reparse's) parses the body of that block again
+ * with each statement to each(arg, node), its tree freed after it: 1, 0 when the body's source is
+ * shorter than min (nothing parsed), -1 failed. A large block is compiled so (its frame's names
+ * gathered in two parses first), never holding its whole tree (issue 13 §1). */
+void tpl_comp_set_restream(tpl_comp *c, int (*fn)(void *data, uint32_t off, size_t min,
+                                                  void (*each)(void *arg, tpl_node *n), void *arg));
 /* Moves code and tables into the program and releases the compiler's heap buffers. Must be
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);

@@ -325,6 +325,36 @@ static tpl_node *reparse_block(void *data, uint32_t off, tpl_arena *a)
     return tpl_jinja_parse_block(&pc, rs->toks, off);
 }
 
+/* tpl_comp_set_reparse's streaming parser: the body of the block at off parsed again, each
+ * statement to each(arg, node) and its tree freed after it (a block compiled where the base
+ * template places it holds one statement's tree, not the block's: issue 13 §1). */
+typedef struct restream_state {
+    void (*each)(void *arg, tpl_node *n);
+    void *arg;
+    tpl_arena *a;
+} restream_state;
+
+static void restream_top(void *data, tpl_node *node)
+{
+    restream_state *st = data;
+    st->each(st->arg, node);
+    stmt_arena_done(st->a);
+}
+
+static int restream_block(void *data, uint32_t off, size_t min, void (*each)(void *arg, tpl_node *n), void *arg)
+{
+    reparse_state *rs = data;
+    tpl_arena a;
+    tpl_pctx pc;
+    pctx_init(&pc, &a, rs->p, rs->src, rs->n);
+    restream_state st = { each, arg, &a };
+    pc.top = restream_top;
+    pc.top_data = &st;
+    int r = tpl_jinja_parse_block_body(&pc, rs->toks, off, min);
+    tpl_arena_free(&a);
+    return r;
+}
+
 /* Jinja one top-level statement at a time: the tree of one statement is in memory at a time,
  * not the template's (issue 13 §1). Without two_pass (tpl_jinja_streamable templates) each
  * statement is compiled as it is parsed. With two_pass (a large template tpl_jinja_two_pass
@@ -362,6 +392,7 @@ static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n,
             pc.top = facts_compile_top;
             pc.top_data = &st;
             tpl_comp_set_reparse(st.c, reparse_block, &rs);
+            tpl_comp_set_restream(st.c, restream_block);
             ok = tpl_jinja_parse(&pc, toks);
         }
         /* (a base template places its child's blocks at the end, parsed again from the tokens) */

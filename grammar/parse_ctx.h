@@ -89,6 +89,11 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks);
  * `{%` to its endblock's `%}` as a template of that one statement. Returns the BLOCK node, or
  * NULL (out of memory; no such block). */
 tpl_node *tpl_jinja_parse_block(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off);
+/* The body of the block whose tag is at source offset off (from after its tag to its endblock),
+ * parsed again as a template of its own: c->top gets its statements one at a time (a large block
+ * compiled a statement at a time, issue 13 §1). 1 parsed, 0 the body's source is shorter than
+ * min (nothing parsed), -1 failed (c's error, or no such block). */
+int tpl_jinja_parse_block_body(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off, size_t min);
 /* The deepest AST the compilers walk (they recurse once per level or so): about as deep as
  * Python lets Jinja2 go. A deeper tree (a chain of 50,000 filters, `1+1+...`) is a located
  * error before any walk. */

@@ -627,6 +627,51 @@ tpl_node *tpl_jinja_parse_block(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off
     return c->root->b;
 }
 
+int tpl_jinja_parse_block_body(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off, size_t min)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) { /* the first token at off or after */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->v[mid].off < off) lo = mid + 1;
+        else hi = mid;
+    }
+    while (lo < t->n && t->v[lo].off == off && tpl_jtok_kind(t, lo) != TK_BLOCK) lo++;
+    if (lo == 0 || lo >= t->n || tpl_jtok_kind(t, lo) != TK_BLOCK || tpl_jtok_kind(t, lo - 1) != TK_BLOCK_BEGIN) return -1;
+    size_t begin = lo + 1, end = lo + 1, depth = 1;
+    while (begin < t->n && tpl_jtok_kind(t, begin) != TK_BLOCK_END) begin++;
+    begin++; /* past the tag */
+    for (; end < t->n && depth; end++) {
+        if (tpl_jtok_kind(t, end - 1) != TK_BLOCK_BEGIN) continue;
+        int k = tpl_jtok_kind(t, end);
+        if (k == TK_BLOCK) depth++;
+        else if (k == TK_ENDBLOCK) depth--;
+    }
+    if (depth || end < 2 || end - 2 < begin) return -1;
+    end -= 2; /* the endblock's `{%` */
+    if (t->v[end].off - t->v[begin - 1].off < min) return 0; /* (from the tag's `%}`: comments have no tokens) */
+    /* the tokens begin..end as a vector of their own (a view; long tokens' indexes shifted) */
+    tpl_jtok_vec sub = { 0 };
+    sub.v = t->v + begin;
+    sub.n = sub.cap = end - begin;
+    size_t first = 0;
+    for (size_t i = 0; i < t->nlongs; i++)
+        if (t->longs[i].i >= begin && t->longs[i].i < end) {
+            if (!sub.nlongs) first = i; /* (contiguous: ascending by index) */
+            sub.nlongs++;
+        }
+    tpl_jlong *longs = NULL;
+    if (sub.nlongs) {
+        if (!(longs = malloc(sub.nlongs * sizeof *longs))) { tpl_pctx_nomem(c, off); return -1; }
+        for (size_t i = 0; i < sub.nlongs; i++)
+            longs[i] = (tpl_jlong){ (uint32_t)(t->longs[first + i].i - begin), t->longs[first + i].len };
+        sub.longs = longs;
+        sub.lcap = sub.nlongs;
+    }
+    bool ok = tpl_jinja_parse(c, &sub);
+    free(longs);
+    return ok ? 1 : -1;
+}
+
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
 {
     size_t n = toks->n;
