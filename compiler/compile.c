@@ -87,8 +87,7 @@ typedef struct tpl_cmod {
     tpl_value name;
     uint32_t macro;          /* its descriptor; UINT32_MAX while it is being compiled */
     uint32_t nslots;
-    tpl_value *vars;         /* its template-level names */
-    uint32_t nvars;
+    tpl_smap vars;           /* its template-level names (from-import's check) */
     struct tpl_cmod_frame { uint32_t root_id, off; } *frames;
     uint32_t nframes;
     size_t fcap;
@@ -179,6 +178,7 @@ struct tpl_comp {
      * imports were 13.6x the template and took slots of their own each) */
     struct tpl_cmod *mods;
     size_t nmods, modcap;
+    tpl_smap mod_idx;        /* template name -> index in mods */
     uint32_t root_id;        /* which template level c->root is now: 0 the main one, else a module's */
     uint32_t nroot_ids;
     bool failed;
@@ -3136,8 +3136,8 @@ static void import_missing(tpl_comp *c, tpl_node *n, tpl_value name, tpl_node *x
  * or the template is being compiled already: an import cycle, compiled where it stands). */
 static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
 {
-    for (size_t i = 0; i < c->nmods; i++)
-        if (tpl_equal(c->mods[i].name, name)) return c->mods[i].macro == UINT32_MAX ? -1 : (int)i;
+    uint32_t k;
+    if (tpl_smap_get(&c->mod_idx, name.u.s, name.len, &k)) return c->mods[k].macro == UINT32_MAX ? -1 : (int)k;
     int src = -1;
     tpl_arena ta; /* the imported template's tree, freed once it is compiled */
     tpl_arena_init(&ta, 0);
@@ -3158,6 +3158,12 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     memset(&c->mods[mi], 0, sizeof c->mods[mi]);
     c->mods[mi].name = tpl_v_str(kept, name.len);
     c->mods[mi].macro = UINT32_MAX;
+    c->mod_idx.arena = c->tmp;
+    if (!tpl_smap_put(&c->mod_idx, kept, name.len, (uint32_t)mi)) {
+        tpl_arena_free(&ta);
+        c_nomem(c, n->off);
+        return -1;
+    }
     uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
     /* the importer's state, as stmt_import saves it, and its template level */
     bool save_nc = c->no_context, save_lock = c->span_locked, save_ae = c->autoescape, save_soft = c->soft;
@@ -3188,13 +3194,12 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     predeclare(c, root->b);
     body(c, root->b);
     uint32_t nvals = 0, nv = s ? s->nvars : 0;
-    tpl_value *vars = tpl_arena_alloc(c->tmp, nv * sizeof *vars + 1);
-    if (!vars) c_nomem(c, n->off);
+    tpl_smap vars = { 0 };
+    vars.arena = c->tmp;
     for (uint32_t i = 0; i < nv && !c->failed; i++) {
         tpl_value v = s->vars[i].name;
         char *vs = tpl_arena_strdup(c->tmp, v.u.s, v.len);
-        if (!vs) { c_nomem(c, n->off); break; }
-        vars[i] = tpl_v_str(vs, v.len);
+        if (!vs || !tpl_smap_put(&vars, vs, v.len, i)) { c_nomem(c, n->off); break; }
         if (v.len && v.u.s[0] == '_') continue; /* not exported */
         push_const(c, v);
         emit(c, TPL_OP_LOAD_SLOT, s->vars[i].slot, 1);
@@ -3240,7 +3245,6 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->mods[mi].macro = (uint32_t)c->nmacros++;
     c->mods[mi].nslots = mod.nslots;
     c->mods[mi].vars = vars;
-    c->mods[mi].nvars = nv;
     return (int)mi;
 }
 
@@ -3279,10 +3283,9 @@ static bool stmt_import_module(tpl_comp *c, tpl_node *n, tpl_value name)
         return true;
     }
     for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
-        bool found = false;
-        for (uint32_t i = 0; i < m->nvars && !found; i++) found = tpl_equal(m->vars[i], x->val);
+        uint32_t k;
         c->cur_off = x->off;
-        if (found) {
+        if (tpl_smap_get(&m->vars, x->val.u.s, x->val.len, &k)) {
             emit(c, TPL_OP_DUP, 0, 1);
             emit(c, TPL_OP_GETITEM_STR, add_name(c, x->val), 0);
         } else {
