@@ -142,6 +142,11 @@ static tpl_status compile_impl(const char *name, const char *src, size_t len, co
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     p->opts.host_funcs = NULL;   /* borrowed for compilation only */
     p->opts.nhost_funcs = 0;
+    if (p->opts.finalize && o.syntax == TPL_SYNTAX_JINJA) {
+        /* kept for the templates it loads at render time (Jinja2's finalize is the Environment's) */
+        p->finalize = tpl_arena_strdup(&p->arena, p->opts.finalize, strlen(p->opts.finalize));
+        if (!p->finalize) { tpl_program_free(p); return tpl_error_nomem(err, name ? name : "<template>"); }
+    }
     p->opts.finalize = NULL;
     *out = p;
     return TPL_OK;

@@ -256,6 +256,9 @@ struct tpl_program {
     tpl_value *exports;
     uint32_t *export_slots;
     uint32_t nexports;
+    /* tpl_options.finalize as the program was compiled with it (a copy in the arena; NULL: none,
+     * not kept by .tplb): the templates it loads at render time are compiled with it too. */
+    char *finalize;
 };
 
 /* Render-time loading (issue 14). The program compiled from the loader's text for name (the

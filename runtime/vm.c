@@ -1696,6 +1696,7 @@ static int include_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
     o.loader_data = vm->loader_data;
     o.host_funcs = vm->host_funcs; /* the render's own: the ones a program keeps are names only */
     o.nhost_funcs = vm->nhost_funcs;
+    o.finalize = p->finalize; /* the environment's finalize applies to every template it loads */
     o.tidy = false; /* the including template's end tidies the whole output */
     tpl_error err = { 0 };
     tpl_status st = vm->compile(nm, src, len, &o, &sub, &err);

@@ -360,6 +360,27 @@ def test_finalize(fin, autoescape):
         assert e.from_string("{{ 1 }}{{ nope is defined }}").render() == "1False"
 
 
+FINALIZE_DYN = {
+    "page": "{{ none }}|{% include name %}|{% import lib as m %}{{ m.f(none) }}|{% from lib import f %}{{ f(1) }}"
+            "|{% include [missing, name] %}|{{ m.g }}",
+    "part": "{{ none }}<{{ x }}>{% include 'deeper' %}", "deeper": "({{ none }})",
+    "lib": "{% macro f(v) %}[{{ v }}]{{ none }}{% endmacro %}{% set g = 'G' %}",
+}
+
+
+@pytest.mark.parametrize("autoescape", [False, True])
+def test_finalize_loaded_at_render_time(autoescape):
+    """finalize is the Environment's: it applies to the templates a render loads by a computed
+    name (include, import, from) as to the one rendered (issue 14)."""
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment(finalize=lambda v: "N" if v is None else "<%s>" % (v,), autoescape=autoescape,
+                            loader=mod.DictLoader(FINALIZE_DYN))
+        outs.append(e.get_template("page").render(x="<x>", name="part", lib="lib", missing="nope"))
+    assert outs[1] == outs[0]
+    assert ("(<None>)" if autoescape else "(N)") in outs[0]  # (under autoescape the constant is Markup first)
+
+
 UNDEFINED_SRC = ("[{{ a }}][{{ d.nope }}][{{ d['k2'] }}][{{ l[7] }}][{{ 'x' ~ a ~ 'y' }}][{{ a|default('dflt') }}]"
                  "[{% if a %}t{% else %}f{% endif %}][{{ a is defined }}][{% for i in a %}{{ i }}{% endfor %}]"
                  "[{{ a|length }}][{{ d.nope|default('dd') }}][{{ x.y }}]")
