@@ -650,6 +650,8 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v)
 typedef struct json_opts {
     bool ascii, html, sort;
     int indent;                  /* < 0: no newlines */
+    const char *ind_s;           /* a str indent (json.dumps uses it as it is), or NULL: indent spaces */
+    size_t ind_n;
     const char *isep, *ksep;
 } json_opts;
 
@@ -780,8 +782,28 @@ static int key_cmp(const void *pa, const void *pb)
 static void json_newline(tpl_sb *b, const json_opts *o, int level)
 {
     tpl_sb_putc(b, '\n');
-    for (long k = (long)o->indent * level; k > 0; k--)
-        tpl_sb_putc(b, ' ');
+    if (!o->ind_s) {
+        for (long k = (long)o->indent * level; k > 0; k--)
+            tpl_sb_putc(b, ' ');
+        return;
+    }
+    for (int k = 0; k < level && !b->failed; k++) {
+        if (!o->html) {
+            tpl_sb_put(b, o->ind_s, o->ind_n);
+            continue;
+        }
+        /* htmlsafe_json_dumps replaces < > & ' in the whole text, a str indent included */
+        for (size_t i = 0; i < o->ind_n; i++) {
+            char ch = o->ind_s[i];
+            if (ch == '<' || ch == '>' || ch == '&' || ch == '\'') {
+                char u[8];
+                snprintf(u, sizeof u, "\\u%04x", (unsigned)ch);
+                tpl_sb_puts(b, u);
+            } else {
+                tpl_sb_putc(b, ch);
+            }
+        }
+    }
 }
 
 static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w);
@@ -921,6 +943,23 @@ bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const
     json_opts o = {.ascii = ensure_ascii, .html = false, .sort = sort_keys, .indent = indent,
                    .isep = item_sep ? item_sep : indent < 0 ? ", " : ",",
                    .ksep = key_sep ? key_sep : ": "};
+    return json_dumps(b, v, &o);
+}
+
+bool tpl_json_dumps_s(tpl_sb *b, tpl_value v, bool ensure_ascii, const char *ind, size_t ind_n, const char *item_sep,
+                      const char *key_sep, bool sort_keys)
+{
+    json_opts o = {.ascii = ensure_ascii, .html = false, .sort = sort_keys, .indent = ind ? 0 : -1,
+                   .ind_s = ind, .ind_n = ind_n,
+                   .isep = item_sep ? item_sep : !ind ? ", " : ",",
+                   .ksep = key_sep ? key_sep : ": "};
+    return json_dumps(b, v, &o);
+}
+
+bool tpl_json_dumps_htmlsafe_s(tpl_sb *b, tpl_value v, const char *ind, size_t ind_n)
+{
+    json_opts o = {.ascii = true, .html = true, .sort = true, .indent = ind ? 0 : -1, .ind_s = ind, .ind_n = ind_n,
+                   .isep = !ind ? ", " : ",", .ksep = ": "};
     return json_dumps(b, v, &o);
 }
 

@@ -213,6 +213,11 @@ bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const
                     const char *key_sep, bool sort_keys);
 /* Jinja2's own tojson filter: htmlsafe_json_dumps (sorted keys, <>&' escaped as \u00XX). */
 bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent);
+/* The same with json.dumps' indent as a string (an int indent n is n spaces): ind NULL for
+ * indent=None, else each nesting level's line starts with ind (ind_n bytes) repeated. */
+bool tpl_json_dumps_s(tpl_sb *b, tpl_value v, bool ensure_ascii, const char *ind, size_t ind_n, const char *item_sep,
+                      const char *key_sep, bool sort_keys);
+bool tpl_json_dumps_htmlsafe_s(tpl_sb *b, tpl_value v, const char *ind, size_t ind_n);
 
 /* ------------------------------------------------------------------ unicode (runtime/unicode.c) */
 

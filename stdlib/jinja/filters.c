@@ -3256,25 +3256,32 @@ static bool json_bad(tpl_value v, tpl_value *bad, int depth)
     return true;
 }
 
-static int json_indent(tpl_vm *vm, tpl_value v, int *indent)
+/* json.dumps' indent: None (*ind NULL), an int n (n spaces) or a str used as it is. */
+static int json_indent(tpl_vm *vm, tpl_value v, const char **ind, size_t *ind_n)
 {
-    if (!tpl_given(v) || v.type == TPL_T_NONE) {
-        *indent = -1;
+    *ind = NULL;
+    *ind_n = 0;
+    if (!tpl_given(v) || v.type == TPL_T_NONE)
         return 0;
-    }
     if (v.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, v);
     if (v.type == TPL_T_INT || v.type == TPL_T_BOOL) {
         if (v.u.i > 1000)
             return tpl_vm_error(vm, TPL_ERR_LIMIT, "indent too large");
-        *indent = v.u.i < 0 ? 0 : (int)v.u.i;
+        size_t n = v.u.i < 0 ? 0 : (size_t)v.u.i;
+        char *s = tpl_arena_alloc(AR(vm), n + 1);
+        if (!s)
+            return OOM();
+        memset(s, ' ', n);
+        *ind = s;
+        *ind_n = n;
         return 0;
     }
     if (v.type == TPL_T_STR) {
-        for (uint32_t i = 0; i < v.len; i++)
-            if (v.u.s[i] != ' ')
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "tojson: only space indents are supported");
-        *indent = (int)v.len;
+        if (v.len > 1000) /* (as an int indent: the output is the indent times the nesting) */
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "indent too large");
+        *ind = v.len ? v.u.s : "";
+        *ind_n = v.len;
         return 0;
     }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'", tpl_type_name(vm, v));
@@ -3282,8 +3289,9 @@ static int json_indent(tpl_vm *vm, tpl_value v, int *indent)
 
 int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int indent = -1;
-    if (json_indent(vm, a[1], &indent) < 0)
+    const char *ind;
+    size_t ind_n;
+    if (json_indent(vm, a[1], &ind, &ind_n) < 0)
         return -1;
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
@@ -3308,13 +3316,13 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (!item_sep || !key_sep)
                 return OOM();
         }
-        ok = tpl_json_dumps(&b, a[0], ensure_ascii, indent, item_sep, key_sep, sort_keys);
+        ok = tpl_json_dumps_s(&b, a[0], ensure_ascii, ind, ind_n, item_sep, key_sep, sort_keys);
     } else {
         static const char *const extra[] = {"ensure_ascii", "separators", "sort_keys"};
         for (int k = 0; k < 3; k++)
             if (tpl_given(a[2 + k]))
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "do_tojson() got an unexpected keyword argument '%s'", extra[k]);
-        ok = tpl_json_dumps_htmlsafe(&b, a[0], indent);
+        ok = tpl_json_dumps_htmlsafe_s(&b, a[0], ind, ind_n);
     }
     if (!ok) {
         tpl_value bad = a[0];
