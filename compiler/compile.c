@@ -167,6 +167,18 @@ struct tpl_comp {
     int closed;              /* main_body has no include/import/extends/block: 1 yes, 0 no, -1 unknown */
     uint32_t set_print_scans;/* whole-template scans set_then_print made (bounded: each is O(template)) */
     struct tpl_facts *facts; /* a two-pass compile's whole-template facts (tpl_comp_facts_begin), or NULL */
+    /* extends that picks the parent when it runs (issue 14): inside an if, or of a name that is
+     * not a string constant. The template then compiles on its own (ext_dyn): EXTENDS_DYN
+     * stores the parent's name in the hidden slot ext_slot, output after the first such extends
+     * is guarded by it (Jinja2's `if parent_template is None:`), and at the end EXTENDS_RUN renders
+     * the template compiled again with that parent (p->ext_parent: its blocks over the parent's,
+     * its top level skipped: the parent gets its template-level names as a context). */
+    bool ext_dyn_ok;         /* check_extends may make extends dynamic (the main template only) */
+    bool ext_dyn;            /* the template has such an extends */
+    uint32_t ext_dyn_off;    /* the first one */
+    bool ext_guard;          /* compiling after it: output in the root function is guarded */
+    int ext_noguard;         /* inside a set block or a block's body: never guarded (Jinja2) */
+    uint32_t ext_slot;
     /* a two-pass compile: parses the block at offset off again into arena a (its BLOCK node,
      * or NULL with the error recorded) for a block compiled where its statement is not in
      * memory (self.NAME() elsewhere: tpl_comp_set_reparse) */
@@ -2890,6 +2902,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->autoescape = env_autoescape(c);
     scope *own = c->fn->scope;
     block_def(c, b, pos)->active = true;
+    c->ext_noguard++;
     if (streamed) {
         /* the frame's names (what the body reads, and where, in a second parse), then the body
          * compiled in a third */
@@ -2901,6 +2914,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         frame_init(c, def->b);
         body(c, def->b);
     }
+    c->ext_noguard--;
     block_def(c, b, pos)->active = false;
     c->autoescape = save_ae;
     c->cur_block_base = save_base;
@@ -2937,6 +2951,18 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         resolve(c, fn->val, &slot) == R_GLOBAL) {
         /* the parent's block gets the context this block got (Jinja2's BlockReference): not
          * the names this block set, nor the loops inside it */
+        if (c->ext_dyn && c->cur_block_pos + 1 >= c->cur_block->ndefs) {
+            /* a template that extends at render time, rendering its own block: Jinja2's super()
+             * is an undefined value then, an error when called */
+            char msg[160];
+            int k = snprintf(msg, sizeof msg, "there is no parent block called '%.*s'.",
+                             (int)(c->cur_block->name.len > 100 ? 100 : c->cur_block->name.len), c->cur_block->name.u.s);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+            emit(c, TPL_OP_CALL, 0, 0);
+            emit_raw(c, TPL_ARGW(0, 0, TPL_NO_KW));
+            return true;
+        }
         scope *save_scope = c->fn->scope;
         loopctx *save_loop = c->fn->loop;
         c->fn->scope = c->cur_block_base;
@@ -3057,6 +3083,20 @@ static void stmt_import_dyn(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_POP, 0, -1);
 }
 
+/* Whether a loaded template has an extends where Jinja2 runs one (its top level, inside ifs):
+ * included or imported by a constant name, it is then loaded when it runs as one named by a
+ * computed name (it renders on its own with its parent; tpl inlines included templates). */
+static bool has_extends(const tpl_node *n, int depth)
+{
+    if (depth > TPL_MAX_AST_DEPTH) return false;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_EXTENDS) return true;
+        if (n->kind == TPL_N_IF && (has_extends(n->b, depth + 1) || has_extends(n->c, depth + 1))) return true;
+        if (n->kind == TPL_N_AUTOESCAPE && has_extends(n->b, depth + 1)) return true;
+    }
+    return false;
+}
+
 static void stmt_include(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names, *root = NULL;
@@ -3078,6 +3118,11 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (c->include_depth >= 16) {
         tpl_arena_free(&ta);
         cerror(c, n->off, "include/import nesting too deep (16)");
+        return;
+    }
+    if (has_extends(root->b, 0)) {
+        tpl_arena_free(&ta);
+        stmt_include_dyn(c, n);
         return;
     }
     bool without = (n->op & 2) != 0;
@@ -3146,6 +3191,10 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     if (!root || c->include_depth >= 16) {
         tpl_arena_free(&ta);
         if (root) cerror(c, n->off, "include/import nesting too deep (16)");
+        return -1;
+    }
+    if (has_extends(root->b, 0)) { /* loaded when it runs (stmt_import: IMPORT_DYN) */
+        tpl_arena_free(&ta);
         return -1;
     }
     char *kept = tpl_arena_strdup(c->tmp, name.u.s, name.len);
@@ -3325,6 +3374,11 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
         if (root) cerror(c, n->off, "include/import nesting too deep (16)");
         return;
     }
+    if (has_extends(root->b, 0)) {
+        tpl_arena_free(&ta);
+        stmt_import_dyn(c, n);
+        return;
+    }
     bool save_nc = c->no_context, save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
     bool save_ae = c->autoescape;
@@ -3409,7 +3463,29 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     }
 }
 
+static void stmt_inner(tpl_comp *c, tpl_node *n);
+
+/* A statement of a template that extends at render time: after its first extends, output at
+ * its top level (not in set blocks, blocks' bodies or macros) and the blocks placed there
+ * (Jinja2's frame.toplevel ones) run only while no parent is set, as Jinja2's
+ * `if parent_template is None:` around them; include, call and filter blocks' results print
+ * (Jinja2 writes them unguarded). */
 static void stmt(tpl_comp *c, tpl_node *n)
+{
+    if (c->failed) return;
+    if (!c->ext_guard || c->ext_noguard || c->include_depth > 0 || c->fn != &c->root ||
+        !(n->kind == TPL_N_TEXT || n->kind == TPL_N_OUTPUT || (n->kind == TPL_N_BLOCK && (n->op & 16)))) {
+        stmt_inner(c, n);
+        return;
+    }
+    c->cur_off = n->off;
+    emit(c, TPL_OP_JSET, c->ext_slot, 0);
+    uint32_t pos = emit_raw(c, 0);
+    stmt_inner(c, n);
+    patch_word(c, pos, here(c));
+}
+
+static void stmt_inner(tpl_comp *c, tpl_node *n)
 {
     if (c->failed) return;
     c->cur_off = n->off;
@@ -3481,7 +3557,9 @@ static void stmt(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_CAPTURE, 0, 0);
         push_scope(c, false);
         frame_init(c, n->b);
+        c->ext_noguard++;
         body(c, n->b);
+        c->ext_noguard--;
         pop_scope(c);
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
@@ -3589,6 +3667,22 @@ static void stmt(tpl_comp *c, tpl_node *n)
     case TPL_N_IMPORT:
     case TPL_N_FROMIMPORT: stmt_import(c, n); return;
     case TPL_N_EXTENDS:
+        if ((n->op & 4) && c->ext_dyn && !c->p->ext_parent && c->fn == &c->root) {
+            /* Jinja2: a parent set already raises; else the parent is loaded now */
+            emit(c, TPL_OP_JSET, c->ext_slot, 0);
+            uint32_t pos = emit_raw(c, 0);
+            expr(c, n->a);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_EXTENDS_DYN, 0, 0);
+            emit(c, TPL_OP_STORE_SLOT, c->ext_slot, -1);
+            uint32_t done = emit(c, TPL_OP_JUMP, 0, 0);
+            patch_word(c, pos, here(c));
+            emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str("extended multiple times", 23)), 1);
+            emit(c, TPL_OP_POP, 0, -1);
+            patch_a(c, done, here(c));
+            c->ext_guard = true;
+            return;
+        }
         if (n->op & 1) {
             /* after the template's top-level extends (check_extends) */
             c->cur_off = n->off;
@@ -3596,7 +3690,7 @@ static void stmt(tpl_comp *c, tpl_node *n)
             emit(c, TPL_OP_POP, 0, -1);
             return;
         }
-        cerror(c, n->off, "extends is supported only at a template's top level (not inside if, or in an included or imported template)");
+        cerror(c, n->off, "extends is supported only at a template's top level (or inside if there)");
         return;
     case TPL_N_BLOCK:
         if ((n->op & 2) && (c->include_depth > 0 || !find_block(c, n->val) || find_block(c, n->val)->ndefs <= 1)) {
@@ -3663,7 +3757,7 @@ static uint32_t name_refs(const tpl_node *n, tpl_value name, bool *open, int dep
  * (and x not exported: loop bodies are scopes): the OUTPUT that prints v, else NULL. */
 static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
 {
-    if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA ||
+    if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA || c->ext_dyn ||
         c->include_depth || c->cur_block || (!c->main_body && !c->facts) || c->closed == 0 ||
         c->set_print_scans >= 64)
         return NULL;
@@ -3748,9 +3842,19 @@ static void check_extends(tpl_comp *c, tpl_node *n, bool toplevel, bool *known, 
         switch (n->kind) {
         case TPL_N_EXTENDS:
             if (!toplevel) { cfail(c, TPL_EK_ASSERTION, n->off, "cannot use extend from a non top-level scope"); return; }
+            if (!*known && c->ext_dyn_ok &&
+                (depth > 0 || c->ext_dyn || n->a->kind != TPL_N_CONST || n->a->val.type != TPL_T_STR)) {
+                /* the parent is picked when it runs (a constant name at the top level after one
+                 * of these too: the template then is compiled on its own) */
+                if (!c->ext_dyn) c->ext_dyn_off = n->off;
+                c->ext_dyn = true;
+                n->op |= 4;
+                if (depth == 0) *known = true;
+                break;
+            }
             if (depth == 0 && !*known) { *known = true; break; }
             if (!*known) {
-                cerror(c, n->off, "extends inside if, before the template's own top-level extends, is not supported (tpl resolves the parent template at compile time)");
+                cerror(c, n->off, "extends inside if is not supported in a template that another extends or in one of 64 KiB or more (there tpl resolves the parent template at compile time)");
                 return;
             }
             n->op |= 1;
@@ -3795,8 +3899,23 @@ static void load_chain(tpl_comp *c, tpl_node **chain, uint32_t *pn, uint32_t *ex
         tpl_node *ext = NULL, *names;
         bool known = false;
         c->cur_src = c->chain_src[nchain - 1];
+        c->ext_dyn_ok = nchain == 1 && c->syn == TPL_SYN_JINJA;
         check_extends(c, chain[nchain - 1]->b, true, &known, 0);
+        c->ext_dyn_ok = false;
         if (c->failed) break;
+        if (nchain == 1 && c->ext_dyn) {
+            /* compiled on its own, or (p->ext_parent: its EXTENDS_RUN) with the parent that
+             * EXTENDS_DYN named, its blocks over the parent's */
+            if (!c->p->ext_parent) break;
+            *ext_off = c->ext_dyn_off;
+            c->span_locked = true;
+            c->span_off = *ext_off;
+            tpl_value pn = tpl_v_str(c->p->ext_parent, c->p->ext_parent_len);
+            tpl_node *parent = load_template(c, c->tmp, pn, *ext_off, false, &c->chain_src[nchain]);
+            if (!parent) break;
+            chain[nchain++] = parent;
+            continue;
+        }
         for (tpl_node *s = chain[nchain - 1]->b; s; s = s->next)
             if (s->kind == TPL_N_EXTENDS) { ext = s; break; }
         if (!ext) break;
@@ -3810,6 +3929,37 @@ static void load_chain(tpl_comp *c, tpl_node **chain, uint32_t *pn, uint32_t *ex
         chain[nchain++] = parent;
     }
     *pn = nchain;
+}
+
+/* Jinja2's frame.toplevel blocks of a template that extends at render time (the top level and
+ * inside ifs): they render in place only while no parent is set (op bit 16). */
+static void mark_toplevel_blocks(tpl_node *n, int depth)
+{
+    if (depth > TPL_MAX_AST_DEPTH) return;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_BLOCK) n->op |= 16;
+        else if (n->kind == TPL_N_IF) {
+            mark_toplevel_blocks(n->b, depth + 1);
+            mark_toplevel_blocks(n->c, depth + 1);
+        }
+    }
+}
+
+/* The end of a template that extends at render time: when an extends ran, the template compiled
+ * with that parent renders, its context the template-level names (Jinja2's
+ * `yield from parent_template.root_render_func(context)`). */
+static void ext_run(tpl_comp *c)
+{
+    c->cur_off = c->ext_dyn_off;
+    c->ext_guard = false;
+    emit(c, TPL_OP_JSET, c->ext_slot, 0);
+    uint32_t pos = emit_raw(c, 0);
+    uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
+    patch_word(c, pos, here(c));
+    push_context_map(c);
+    c->cur_off = c->ext_dyn_off;
+    emit(c, TPL_OP_EXTENDS_RUN, c->ext_slot, -1);
+    patch_a(c, skip, here(c));
 }
 
 bool tpl_comp_template(tpl_comp *c, tpl_node *root)
@@ -3828,11 +3978,19 @@ bool tpl_comp_template(tpl_comp *c, tpl_node *root)
     c->span_locked = false;
     c->cur_src = -1;
     for (uint32_t i = 0; i < nchain; i++) predeclare(c, chain[i]->b);
-    if (nchain == 1) {
+    if (c->ext_dyn && nchain > 1) {
+        /* EXTENDS_RUN's program: the template's own top level ran already */
+        compile_chain(c, chain, nchain, ext_off, 1);
+    } else if (nchain == 1) {
         frame_init_at(c, root->b, true, NULL, 0);
         c->main_body = root->b;
         c->closed = -1;
+        if (c->ext_dyn) {
+            c->ext_slot = new_slot(c);
+            mark_toplevel_blocks(root->b, 0);
+        }
         body(c, root->b);
+        if (c->ext_dyn) ext_run(c);
     } else {
         compile_chain(c, chain, nchain, ext_off, 0);
     }

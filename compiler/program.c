@@ -76,25 +76,28 @@ tpl_status tpl_options_profile(tpl_options *o, tpl_syntax syntax, const char *pr
 static tpl_status tpl_compile_fmt(const char *name, const char *src, size_t len, const tpl_options *o,
                                   tpl_budget *budget, tpl_program **out, tpl_error *err);
 
+struct ext_parent { const char *name; size_t len; };
 static tpl_status compile_impl(const char *name, const char *src, size_t len, const tpl_options *opts,
-                               tpl_program **out, tpl_error *err, bool exports);
+                               tpl_program **out, tpl_error *err, bool exports, const struct ext_parent *ep);
 
 tpl_status tpl_compile(const char *name, const char *src, size_t len, const tpl_options *opts, tpl_program **out,
                        tpl_error *err)
 {
-    return compile_impl(name, src, len, opts, out, err, false);
+    return compile_impl(name, src, len, opts, out, err, false, NULL);
 }
 
 /* tpl_compile for a template a render loads (issue 14): its template-level names are recorded
- * for a computed import (tpl_program.exports). */
+ * for a computed import (tpl_program.exports); ext_parent (not NULL): a template's EXTENDS_RUN
+ * program, compiled with that parent. */
 static tpl_status compile_loaded(const char *name, const char *src, size_t len, const tpl_options *opts,
-                                 tpl_program **out, tpl_error *err)
+                                 const char *ext_parent, size_t ext_parent_len, tpl_program **out, tpl_error *err)
 {
-    return compile_impl(name, src, len, opts, out, err, true);
+    struct ext_parent ep = { ext_parent, ext_parent_len };
+    return compile_impl(name, src, len, opts, out, err, true, ext_parent ? &ep : NULL);
 }
 
 static tpl_status compile_impl(const char *name, const char *src, size_t len, const tpl_options *opts,
-                               tpl_program **out, tpl_error *err, bool exports)
+                               tpl_program **out, tpl_error *err, bool exports, const struct ext_parent *ep)
 {
     if (!out) return tpl_error_usage(err, name, "tpl_compile: out is NULL");
     *out = NULL;
@@ -120,6 +123,10 @@ static tpl_status compile_impl(const char *name, const char *src, size_t len, co
     p->budget = p->arena.budget = &budget;
     p->opts = o;
     p->want_exports = exports;
+    if (ep) {
+        p->ext_parent = ep->name;
+        p->ext_parent_len = ep->len;
+    }
     if (!tpl_program_bind_lang(p, o.lang)) {
         tpl_error_set_at(err, TPL_EK_USAGE, name, NULL, 0, 0, "the bound language is not UTF-8");
         tpl_program_free(p);
@@ -139,6 +146,8 @@ static tpl_status compile_impl(const char *name, const char *src, size_t len, co
     tpl_status st = o.syntax == TPL_SYNTAX_ERB ? tpl_compile_erb(p, p->source, p->source_len, err)
                                                : tpl_compile_jinja(p, p->source, p->source_len, err);
     p->budget = p->arena.budget = NULL; /* the program outlives the compile */
+    p->ext_parent = NULL;
+    p->ext_parent_len = 0;
     if (st != TPL_OK) { tpl_program_free(p); return st; }
     p->opts.host_funcs = NULL;   /* borrowed for compilation only */
     p->opts.nhost_funcs = 0;

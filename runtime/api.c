@@ -38,7 +38,8 @@ static bool usable(const tpl_render *r)
 
 void tpl_render_loader_hook(tpl_render *r, tpl_loader_fn loader, void *data,
                             tpl_status (*compile)(const char *name, const char *src, size_t len,
-                                                  const tpl_options *opts, tpl_program **out, tpl_error *err))
+                                                  const tpl_options *opts, const char *ext_parent,
+                                                  size_t ext_parent_len, tpl_program **out, tpl_error *err))
 {
     if (!usable(r)) return;
     r->vm.loader = loader;

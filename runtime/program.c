@@ -359,7 +359,7 @@ bool tpl_program_needs_loader(const tpl_program *p)
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t op = TPL_INSN_OP(p->code[pc]);
         if (op >= TPL_OP__COUNT) return false;
-        if (op == TPL_OP_INCLUDE_DYN) return true;
+        if (op == TPL_OP_INCLUDE_DYN || op == TPL_OP_IMPORT_DYN || op == TPL_OP_EXTENDS_DYN) return true;
         pc += 1 + tpl_opinfo_table[op].extra;
     }
     return false;

@@ -11,7 +11,7 @@ struct tpl_subcache;
  * runs (issue 14: {% include name %}); the runtime calls it through a pointer (it may not call
  * the compiler, a layer above it). */
 typedef tpl_status (*tpl_compile_fn)(const char *name, const char *src, size_t len, const tpl_options *opts,
-                                     tpl_program **out, tpl_error *err);
+                                     const char *ext_parent, size_t ext_parent_len, tpl_program **out, tpl_error *err);
 /* Facts about an opcode (the flags column of opcodes.def, which explains each). */
 enum {
     TPL_OPF_GOTO = 1 << 0,       /* always jumps */
@@ -259,6 +259,10 @@ struct tpl_program {
     /* tpl_options.finalize as the program was compiled with it (a copy in the arena; NULL: none,
      * not kept by .tplb): the templates it loads at render time are compiled with it too. */
     char *finalize;
+    /* tpl_compile for EXTENDS_RUN only (issue 14; borrowed, NULL otherwise): the parent's name
+     * the template's render-time extends gave; the template is compiled with that parent. */
+    const char *ext_parent;
+    size_t ext_parent_len;
 };
 
 /* Render-time loading (issue 14). The program compiled from the loader's text for name (the

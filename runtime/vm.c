@@ -1699,7 +1699,7 @@ static int include_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
     o.finalize = p->finalize; /* the environment's finalize applies to every template it loads */
     o.tidy = false; /* the including template's end tidies the whole output */
     tpl_error err = { 0 };
-    tpl_status st = vm->compile(nm, src, len, &o, &sub, &err);
+    tpl_status st = vm->compile(nm, src, len, &o, NULL, 0, &sub, &err);
     free(src);
     if (st != TPL_OK) {
         tpl_vm_fail(vm, err.kind, "in '%s' at %u:%u: %s", nm, err.line, err.column, err.message ? err.message : "error");
@@ -1816,6 +1816,58 @@ static int import_mod(tpl_vm *vm, const tpl_macro_desc *d, uint32_t base, tpl_va
     vm->root_base = save_root;
     if (rc < 0) return rc;
     *out = vm->slots[base];
+    return 0;
+}
+
+/* {% extends EXPR %} picked when it runs (EXTENDS_DYN, EXTENDS_RUN): name checked as Jinja2's
+ * get_template takes it (a list or dict is not hashable; a name is split on '/'), then *out =
+ * the running template compiled again with that parent (its blocks over the parent's: the
+ * program EXTENDS_RUN renders), compiled once and kept with the program. */
+static int extends_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
+{
+    if (name.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, name);
+    if (name.type != TPL_T_STR) {
+        const char *tn = tpl_type_name(vm, name);
+        if (!strcmp(tn, "list") || !strcmp(tn, "dict")) return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", tn);
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'split'", tn);
+    }
+    if (!vm->loader || !vm->compile)
+        return tpl_vm_fail(vm, TPL_EK_TEMPLATE_NOT_FOUND, "cannot load '%.*s': no template loader at render time",
+                           (int)(name.len > 200 ? 200 : name.len), name.u.s);
+    const tpl_program *p = vm->p;
+    if (!p->source || !p->source_len)
+        return tpl_vm_fail(vm, TPL_EK_USAGE, "extends '%.*s': the template's source is not available",
+                           (int)(name.len > 200 ? 200 : name.len), name.u.s);
+    /* the key among the templates kept with p: NUL, "extends", NUL, the name (no template name
+     * starts with NUL: a loader is never asked for this one) */
+    size_t klen = 9 + (size_t)name.len;
+    char *key = tpl_arena_alloc(&vm->arena, klen);
+    if (!key) return tpl_vm_nomem(vm);
+    memcpy(key, "\0extends\0", 9);
+    memcpy(key + 9, name.u.s, name.len);
+    tpl_program *sub = tpl_program_sub_get(p, vm->loader, vm->loader_data, key, klen);
+    if (sub) { *out = sub; return 0; }
+    tpl_options o = p->opts;
+    o.loader = vm->loader;
+    o.loader_data = vm->loader_data;
+    o.host_funcs = vm->host_funcs;
+    o.nhost_funcs = vm->nhost_funcs;
+    o.finalize = p->finalize;
+    o.tidy = false; /* (the template's own end tidies the output) */
+    tpl_error err = { 0 };
+    tpl_status st = vm->compile(p->name, p->source, p->source_len, &o, name.u.s, name.len, &sub, &err);
+    if (st != TPL_OK) {
+        /* located at the extends (the parent's errors are, as when compiled with the template) */
+        tpl_vm_fail(vm, err.kind, "%s", err.message ? err.message : "error");
+        tpl_error_clear(&err);
+        return -1;
+    }
+    bool full;
+    const tpl_program *kept = tpl_program_sub_put(p, vm->loader, vm->loader_data, key, klen, sub, &full);
+    if (!kept)
+        return full ? tpl_vm_fail(vm, TPL_EK_LIMIT, "more than %d templates loaded at render time", TPL_MAX_LOADED)
+                    : tpl_vm_nomem(vm);
+    *out = kept;
     return 0;
 }
 
@@ -2879,6 +2931,23 @@ top:
         if (import_mod(vm, &p->macros[a], vm->root_base + code[pc + 1], &m) < 0) goto fail;
         *sp++ = m;
         NEXT(1);
+    }
+    CASE(EXTENDS_DYN) {
+        CHARGE();
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        const tpl_program *sub;
+        if (extends_load(vm, sp[-1], &sub) < 0) goto fail;
+        NEXT(0);
+    }
+    CASE(EXTENDS_RUN) {
+        CHARGE();
+        sp -= 1;
+        vm->stack_top = (uint32_t)(sp - vm->stack);
+        if (slots[a].type == TPL_T_STR) {
+            const tpl_program *sub;
+            if (extends_load(vm, slots[a], &sub) < 0 || run_loaded(vm, sub, sp[0], NULL) < 0) goto fail;
+        }
+        NEXT(0);
     }
     CASE(HALT) {
         CHARGE();

@@ -151,7 +151,8 @@ void tpl_render_set_busy(tpl_render *r, bool busy);
  * compile function a render uses for template names computed when it runs (issue 14). */
 void tpl_render_loader_hook(tpl_render *r, tpl_loader_fn loader, void *data,
                             tpl_status (*compile)(const char *name, const char *src, size_t len,
-                                                  const tpl_options *opts, tpl_program **out, tpl_error *err));
+                                                  const tpl_options *opts, const char *ext_parent,
+                                                  size_t ext_parent_len, tpl_program **out, tpl_error *err));
 /* Clears the render's error record (TPL_OK). */
 void tpl_render_clear_error(tpl_render *r);
 /* Sets the render's unlocated error of `kind` with message msg (copied) and returns its status;

@@ -100,6 +100,29 @@ def test_computed_template_names():
     assert t.render({S("n"): "a.html", S("who"): "s", 1: "x"}) == "As!"
 
 
+EXT_TEMPLATES = {
+    "base.html": "<{% block t %}base{% endblock %}|{{ top }}|{% block b %}B{% endblock %}>",
+    "plain.html": "[{% block b %}plain{% endblock %}]",
+    "page.html": "pre {% set top = 'T' %}{% if layout %}{% extends layout %}{% endif %}"
+                 "{% block b %}child {{ super() if layout else 'alone' }}{% endblock %} post",
+    "wrap.html": "{% include 'page.html' %}!",
+}
+
+
+def test_extends_picked_at_render_time():
+    """{% extends %} inside an if, and of a computed name: the parent is loaded when it runs,
+    through the environment's loader, the template compiled with it once and kept (issue 14)."""
+    je = jinja2.Environment(loader=jinja2.DictLoader(EXT_TEMPLATES))
+    te = tj.Environment(loader=tj.DictLoader(EXT_TEMPLATES))
+    for layout in ("base.html", "plain.html", None, "base.html"):
+        for name in ("page.html", "wrap.html"):
+            want = je.get_template(name).render(layout=layout)
+            assert te.get_template(name).render(layout=layout) == want
+    assert te.get_template("page.html").render(layout="base.html") == "pre <base|T|child B>"
+    with pytest.raises(tj.TemplateNotFound):
+        te.get_template("page.html").render(layout="missing.html")
+
+
 def test_exceptions():
     te = tj.Environment(undefined=tj.StrictUndefined)
     with pytest.raises(tj.TemplateSyntaxError) as ei:
