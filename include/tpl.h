@@ -789,8 +789,9 @@ TPL_API size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic 
  * the total count. Build tools turn it into a depfile (tplc compile --depfile). Programs loaded
  * from .tplb bytes or static data have no dependency list (0); so has a NULL p. */
 TPL_API size_t tpl_program_dependencies(const tpl_program *p, const char **names, size_t *lens, size_t cap);
-/* Whether p names a template by a value computed when it runs (an include whose name is not a
- * string constant, issue 14): its renders then need a loader (tpl_render_set_loader). .tplb
+/* Whether p names a template by a value computed when it runs (an include, import or extends
+ * whose name is not a string constant, an extends inside an if, or an included or imported
+ * template that extends, issue 14): its renders then need a loader (tpl_render_set_loader). .tplb
  * files and static programs keep it (it is an instruction of the code). False for a NULL p. */
 TPL_API bool tpl_program_needs_loader(const tpl_program *p);
 
