@@ -3854,7 +3854,7 @@ static void check_extends(tpl_comp *c, tpl_node *n, bool toplevel, bool *known, 
             }
             if (depth == 0 && !*known) { *known = true; break; }
             if (!*known) {
-                cerror(c, n->off, "extends inside if is not supported in a template that another extends or in one of 64 KiB or more (there tpl resolves the parent template at compile time)");
+                cerror(c, n->off, "extends inside if is not supported in a template that another extends (tpl resolves the parent template at compile time there)");
                 return;
             }
             n->op |= 1;

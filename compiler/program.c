@@ -442,7 +442,8 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     if (tpl_jinja_streamable(&toks)) return compile_jinja_stmts(p, src, n, &toks, false, false, false, err);
     bool loops, extends;
     tpl_jinja_two_pass(&toks, &loops, &extends);
-    if (n >= TPL_TWO_PASS_MIN) return compile_jinja_stmts(p, src, n, &toks, true, loops, extends, err);
+    if (n >= TPL_TWO_PASS_MIN && (!extends || tpl_jinja_extends_static(&toks)))
+        return compile_jinja_stmts(p, src, n, &toks, true, loops, extends, err);
     tpl_arena tmp;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);

@@ -41,6 +41,9 @@ bool tpl_jinja_streamable(const tpl_jtok_vec *toks);
  * block compiled where self.NAME() or the base template calls it, outside its statement, is
  * parsed again there: tpl_comp_set_reparse.) */
 void tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops, bool *extends);
+/* Whether every extends is a string constant at the top level (not inside an if): the only kind
+ * the two-pass compile takes; another picks its parent at render time (the whole-tree compile). */
+bool tpl_jinja_extends_static(const tpl_jtok_vec *toks);
 
 /* Records the first error (later ones are ignored). */
 void tpl_pctx_error(tpl_pctx *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -573,6 +573,24 @@ bool tpl_jinja_streamable(const tpl_jtok_vec *toks)
     return true;
 }
 
+/* Whether every extends of the template is one the two-pass compile takes: a string constant at
+ * the top level (not inside an if). Another picks its parent at render time, which only the
+ * whole-tree compile does (tpl_comp_template). */
+bool tpl_jinja_extends_static(const tpl_jtok_vec *t)
+{
+    long ifs = 0;
+    for (size_t i = 1; i < t->n; i++) {
+        if (tpl_jtok_kind(t, i - 1) != TK_BLOCK_BEGIN) continue;
+        int k = tpl_jtok_kind(t, i);
+        if (k == TK_IF) ifs++;
+        else if (k == TK_ENDIF) ifs--;
+        else if (k == TK_EXTENDS &&
+                 (ifs != 0 || i + 2 >= t->n || tpl_jtok_kind(t, i + 1) != TK_STRING || tpl_jtok_kind(t, i + 2) != TK_BLOCK_END))
+            return false;
+    }
+    return true;
+}
+
 void tpl_jinja_two_pass(const tpl_jtok_vec *toks, bool *loops, bool *extends)
 {
     *loops = *extends = false;
