@@ -40,7 +40,10 @@ typedef struct tpl_nvalue {
 
 /* The value types generated code tests (the runtime's tpl_type). */
 enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_NT_FLOAT = 4, TPL_NT_STR = 5,
-       TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_UNSET = 11 };
+       TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
+
+/* The `loop` attributes tpl_native_loop_attr reads. */
+enum { TPL_NLOOP_INDEX, TPL_NLOOP_INDEX0, TPL_NLOOP_FIRST, TPL_NLOOP_LAST, TPL_NLOOP_LENGTH };
 
 /* One running call level of a native program (a template render, a macro call or a Ruby block):
  * built by the runtime for each entry into the native function, read and written by generated
@@ -106,7 +109,10 @@ TPL_API const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nval
  * - tpl_native_print_py / tpl_native_print_rb: PRINT_PY / PRINT_RB of *v (popped by the caller). 0.
  * - tpl_native_adds: the ADDS, PRINT_ADDS, ADDS_RB or PRINT_ADDS_RB at pc on its operands from
  *   `args` on (popped by the caller). 1 with the sum in args[0] (ADDS, ADDS_RB), 0 when printed.
- * - tpl_native_for_init: FOR_INIT of *v (popped by the caller) into slot `slot` of this level. 0. */
+ * - tpl_native_for_init: FOR_INIT of *v (popped by the caller) into slot `slot` of this level. 0.
+ * - tpl_native_call_name: the CALL_NAME at pc (its argument word not a spread one; the fuel
+ *   charged by the caller, as the VM charges at calls) on its arguments from `args` on (popped
+ *   by the caller). 0 with the result in args[0]. */
 TPL_API int tpl_native_filter(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
 TPL_API int tpl_native_getattr(tpl_native_frame *f, uint32_t name, tpl_nvalue *v);
 TPL_API int tpl_native_getitem_str(tpl_native_frame *f, uint32_t name, tpl_nvalue *v);
@@ -114,6 +120,11 @@ TPL_API int tpl_native_print_py(tpl_native_frame *f, const tpl_nvalue *v);
 TPL_API int tpl_native_print_rb(tpl_native_frame *f, const tpl_nvalue *v);
 TPL_API int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
 TPL_API int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v);
+TPL_API int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
+/* loop.index, loop.index0, loop.first, loop.last or loop.length (which: TPL_NLOOP_*) of the loop
+ * value *v (type TPL_NT_LOOP), in place, as GETATTR computes it. 0, or -1 with an unlocated error
+ * (*v no loop). */
+TPL_API int tpl_native_loop_attr(tpl_native_frame *f, uint32_t which, tpl_nvalue *v);
 
 /* Every function above given a NULL frame (or a NULL value pointer) returns -1 (NULL for
  * tpl_native_map_get) and does nothing else. */

@@ -75,6 +75,15 @@ static bool specialised(const tpl_program *p, size_t pc)
         return true;
     case TPL_OP_FILTER: case TPL_OP_TEST: /* not with a spread argument list (*args, **kwargs) */
         return TPL_ARGW_K(p->code[pc + 1]) != TPL_ARGW_DYN;
+    case TPL_OP_CALL_NAME:
+        return TPL_ARGW_K(p->code[pc + 2]) != TPL_ARGW_DYN;
+    case TPL_OP_SWITCH_STR: { /* a tuple of strings (as the compiler makes them) */
+        const tpl_value *k = &p->consts[TPL_INSN_A(p->code[pc])];
+        if (k->type != TPL_T_LIST) return false;
+        for (uint32_t i = 0; i < k->u.list->len; i++)
+            if (k->u.list->items[i].type != TPL_T_STR) return false;
+        return true;
+    }
     default:
         return false;
     }
@@ -106,7 +115,10 @@ static void resume_points(const tpl_program *p, uint8_t *at)
         }
         if (op == TPL_OP_CALL_METHOD_RB && (p->code[pc + 2] & 0xFFFFFFu) && (p->code[pc + 2] & 0xFFFFFFu) < p->ncode)
             at[p->code[pc + 2] & 0xFFFFFFu] = 1; /* a block body */
-        if (op == TPL_OP_SWITCH_STR) more = 6 + (int)p->consts[a].u.list->len;
+        if (op == TPL_OP_SWITCH_STR) {
+            more = 6 + (int)p->consts[a].u.list->len;
+            if (pc + 2 + p->consts[a].u.list->len < p->ncode) at[pc + 2 + p->consts[a].u.list->len] = 1; /* not a string */
+        }
         if (!specialised(p, pc)) more = more > 6 ? more : 6;
         if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT && specialised(p, pc) && after(p, (uint32_t)pc) < p->ncode)
             at[after(p, after(p, (uint32_t)pc))] = 1; /* where a FILTER_PRINT that printed goes on */
@@ -219,9 +231,9 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         }
         case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
-            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_TEXT(%u, sp->u.s, sp->len);\n"
-                             "    else if (tpl_native_print_%s(f, sp) < 0) TPL_N_FAIL(%u);\n",
-                          pc, op == TPL_OP_PRINT_PY ? "py" : "rb", pc);
+            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_TEXT(%u, sp->u.s, sp->len);\n", pc);
+            tpl_sb_printf(b, "    else if (tpl_native_print_%s(f, sp) < 0) TPL_N_FAIL(%u);\n",
+                          op == TPL_OP_PRINT_PY ? "py" : "rb", pc);
             break;
         case TPL_OP_FILTER: case TPL_OP_TEST: { /* the builtin called with the VM's code (its fast paths) */
             if (!specialised(p, pc)) { special = false; break; }
@@ -237,6 +249,33 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_printf(b, "    T++;\n    sp -= %u;\n    if ((rc = tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
                              "    sp += rc;\n", a, pc, pc);
             break;
+        case TPL_OP_CALL_NAME: { /* the fuel charged as the VM charges at calls */
+            if (!specialised(p, pc)) { special = false; break; }
+            uint32_t aw = p->code[pc + 2];
+            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    sp -= %u;\n"
+                             "    if (tpl_native_call_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n",
+                          pc, TPL_ARGW_NPOS(aw) + TPL_ARGW_NKW(aw), pc, pc);
+            break;
+        }
+        case TPL_OP_SWITCH_STR: { /* a string equal to item i: the target of the JUMP at pc+2+i */
+            if (!specialised(p, pc)) { special = false; break; }
+            const tpl_list *l = p->consts[a].u.list;
+            tpl_sb_puts(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) {\n");
+            for (uint32_t i = 0; i < l->len; i++) {
+                if (l->items[i].len == 0) {
+                    tpl_sb_puts(b, "        if (sp->len == 0) {\n");
+                } else {
+                    tpl_sb_printf(b, "        if (sp->len == %u && memcmp(sp->u.s, ", l->items[i].len);
+                    lit(b, l->items[i].u.s, l->items[i].len);
+                    tpl_sb_printf(b, ", %u) == 0) {\n", l->items[i].len);
+                }
+                jump(b, pc, TPL_INSN_A(p->code[pc + 2 + i]), "            ");
+                tpl_sb_puts(b, "        }\n");
+            }
+            jump(b, pc, TPL_INSN_A(p->code[pc + 1]), "        ");
+            tpl_sb_printf(b, "    }\n    goto L%u;\n", pc + 2 + l->len);
+            break;
+        }
         case TPL_OP_FOR_INIT:
             tpl_sb_printf(b, "    T++;\n    sp--;\n    if (tpl_native_for_init(f, %u, sp) < 0) TPL_N_FAIL(%u);\n", a, pc);
             break;
@@ -246,10 +285,21 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             jump(b, pc, x1, "        ");
             tpl_sb_puts(b, "    }\n");
             break;
-        case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR:
-            tpl_sb_printf(b, "    T++;\n    if (tpl_native_%s(f, %u, &sp[-1]) < 0) TPL_N_FAIL(%u);\n",
+        case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: {
+            /* loop.index & co.: read from the loop state without a name lookup */
+            static const char *const loop_names[] = { "index", "index0", "first", "last", "length" };
+            const tpl_value *nm = &p->names[a].s;
+            int which = -1;
+            for (int i = 0; op == TPL_OP_GETATTR && i < 5; i++)
+                if (nm->len == strlen(loop_names[i]) && memcmp(nm->u.s, loop_names[i], nm->len) == 0) which = i;
+            if (which >= 0)
+                tpl_sb_printf(b, "    T++;\n    if (sp[-1].type == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &sp[-1]);\n"
+                                 "    else rc = tpl_native_getattr(f, %u, &sp[-1]);\n    if (rc < 0) TPL_N_FAIL(%u);\n",
+                              which, a, pc);
+            else tpl_sb_printf(b, "    T++;\n    if (tpl_native_%s(f, %u, &sp[-1]) < 0) TPL_N_FAIL(%u);\n",
                           op == TPL_OP_GETATTR ? "getattr" : "getitem_str", a, pc);
             break;
+        }
         case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
             tpl_sb_printf(b, "    T++;\n    if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
             break;

@@ -484,7 +484,7 @@ static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_
 /* Methods that mutate a list or dict: refused as transformers' ImmutableSandboxedEnvironment
  * refuses them (tpl refuses them in every profile: state is shared between renders). A tuple,
  * a range, an iterator or a dict view has no such attribute: undefined, as in Jinja2. */
-static bool is_mutating(tpl_value obj, const char *name, size_t n)
+static inline __attribute__((always_inline)) bool is_mutating(tpl_value obj, const char *name, size_t n)
 {
     static const char *const list_m[] = { "append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort" };
     static const char *const dict_m[] = { "clear", "pop", "popitem", "setdefault", "update" };
@@ -493,8 +493,9 @@ static bool is_mutating(tpl_value obj, const char *name, size_t n)
     if (obj.type == TPL_T_LIST ? (obj.flags & TPL_F_TUPLE) || obj.aux != TPL_LAZY_NONE
                                : !(obj.type == TPL_T_MAP && !(obj.flags & TPL_F_NS)))
         return false;
-    for (size_t i = 0; i < cnt; i++)
-        if (strlen(m[i]) == n && memcmp(m[i], name, n) == 0) return true;
+    if (n == 0) return false;
+    for (size_t i = 0; i < cnt; i++) /* the first byte first: most keys compare no further */
+        if (m[i][0] == name[0] && strlen(m[i]) == n && memcmp(m[i], name, n) == 0) return true;
     return false;
 }
 
@@ -2021,7 +2022,7 @@ static int loop_method(tpl_vm *vm, tpl_loop *l, tpl_value name, tpl_value *args,
 /* `default`, `length` (and `upper` / `lower` of ASCII strings) the way their stdlib
  * functions compute them with only positional arguments, for the values they usually get; the
  * result replaces args[0]. 1: done, 0: take the generic call, -1: error. */
-static int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
+static inline __attribute__((always_inline)) int filter_fast(tpl_vm *vm, int id, tpl_value *args, int npos)
 {
     tpl_value v = args[0];
     if (id == tpl_stdlib.id_default) {
@@ -2243,6 +2244,27 @@ static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op
     if (print) return print_py(vm, r) < 0 ? -1 : 0;
     args[0] = r;
     return 1;
+}
+
+/* CALL_NAME of global function nm (builtin id) on args (npos positional values, then nkw keyword
+ * values named by kwn), vm->stack_top already above them: the state's value of that name when it
+ * has one, else the builtin. 0 with the result in args[0], or -1 (unlocated error). */
+static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const tpl_name *nm, uint32_t id,
+                                                              tpl_value *args, int npos, const tpl_value *kwn, int nkw)
+{
+    tpl_value r;
+    tpl_value *shadow = vm->state.type == TPL_T_MAP
+                          ? tpl_map_get_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash) : NULL;
+    if (shadow) {
+        if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
+    } else if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
+        tpl_stdlib.undefined_error(vm, undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_NAME, 0));
+        return -1;
+    } else if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) {
+        return -1;
+    }
+    args[0] = r;
+    return 0;
 }
 
 /* FOR_INIT: a loop over *v (popped by the caller) into *slot. 0 or -1 (unlocated error). */
@@ -2800,20 +2822,9 @@ top:
         CHARGE();
         uint32_t id = code[pc + 1], aw = code[pc + 2];
         CALL_ARGS(aw);
-        tpl_value r;
-        tpl_value *shadow = vm->state.type == TPL_T_MAP
-                              ? tpl_map_get_str(vm->state.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
         vm->stack_top = (uint32_t)(sp - vm->stack);
-        if (shadow) {
-            if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
-        } else if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
-            tpl_stdlib.undefined_error(vm, undef_named(names[a].s.u.s, names[a].s.len, TPL_UNDEF_NAME, 0));
-            goto fail;
-        } else if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) {
-            goto fail;
-        }
-        sp = args;
-        *sp++ = r;
+        if (call_name_op(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
+        sp = args + 1;
         NEXT(2);
     }
     CASE(CALL_METHOD) {
@@ -3225,7 +3236,7 @@ _Static_assert((int)TPL_NT_UNSET == (int)TPL_T_UNSET && (int)TPL_NT_STR == (int)
                (int)TPL_NT_MAP == (int)TPL_T_MAP && (int)TPL_NT_BOOL == (int)TPL_T_BOOL &&
                (int)TPL_NT_LIST == (int)TPL_T_LIST && (int)TPL_NT_UNDEF == (int)TPL_T_UNDEF &&
                (int)TPL_NT_NONE == (int)TPL_T_NONE && (int)TPL_NT_INT == (int)TPL_T_INT &&
-               (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT, "tpl_native.h type numbers");
+               (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT && (int)TPL_NT_LOOP == (int)TPL_T_LOOP, "tpl_native.h type numbers");
 
 #define NV(x) ((tpl_value *)(void *)(x))
 
@@ -3353,6 +3364,44 @@ int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
     if (op != TPL_OP_ADDS && op != TPL_OP_PRINT_ADDS && op != TPL_OP_ADDS_RB && op != TPL_OP_PRINT_ADDS_RB)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "tpl_native_adds on an instruction it does not run");
     return adds_op(vm, op, NV(args), TPL_INSN_A(w));
+}
+
+int tpl_native_loop_attr(tpl_native_frame *f, uint32_t which, tpl_nvalue *v)
+{
+    if (!f || !f->vm || !v) return -1;
+    if (v->type != TPL_NT_LOOP) return tpl_vm_error(f->vm, TPL_ERR_TYPE, "tpl_native_loop_attr on a value that is no loop");
+    tpl_loop *l = NV(v)->u.loop;
+    switch (which) { /* as loop_attr, with its pulls from an iterator */
+    case TPL_NLOOP_INDEX: *NV(v) = tpl_v_int(l->i); return 0;
+    case TPL_NLOOP_INDEX0: *NV(v) = tpl_v_int((int64_t)l->i - 1); return 0;
+    case TPL_NLOOP_FIRST: *NV(v) = tpl_v_bool(l->i == 1); return 0;
+    case TPL_NLOOP_LAST:
+        if (l->src) loop_pull(l, l->i + 1);
+        *NV(v) = tpl_v_bool(l->i == l->items->len);
+        return 0;
+    case TPL_NLOOP_LENGTH:
+        if (l->src) loop_pull(l, UINT32_MAX);
+        *NV(v) = tpl_v_int(l->items->len);
+        return 0;
+    default:
+        return tpl_vm_error(f->vm, TPL_ERR_TYPE, "tpl_native_loop_attr: no such attribute");
+    }
+}
+
+int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
+{
+    if (!f || !f->vm || !args) return -1;
+    tpl_vm *vm = f->vm;
+    const tpl_program *p = vm->p;
+    if (pc + 2 >= p->ncode) return -1;
+    uint32_t w = p->code[pc], id = p->code[pc + 1], aw = p->code[pc + 2];
+    if (TPL_INSN_OP(w) != TPL_OP_CALL_NAME || TPL_ARGW_K(aw) == TPL_ARGW_DYN)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "tpl_native_call_name on an instruction it does not run");
+    int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
+    const tpl_value *kwn = nkw ? p->consts[TPL_ARGW_K(aw)].u.list->items : NULL;
+    tpl_value *av = NV(args);
+    vm->stack_top = (uint32_t)(av + npos + nkw - vm->stack); /* a macro it calls runs above them */
+    return call_name_op(vm, &p->names[TPL_INSN_A(w)], id, av, npos, kwn, nkw);
 }
 
 int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)

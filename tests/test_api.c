@@ -237,7 +237,9 @@ static void test_null_args(void)
         CHECK(tpl_native_filter(NULL, 0, &v) == -1 && tpl_native_getattr(NULL, 0, &v) == -1 &&
               tpl_native_getitem_str(NULL, 0, &v) == -1 && tpl_native_print_py(NULL, &v) == -1 &&
               tpl_native_print_rb(NULL, &v) == -1 && tpl_native_adds(NULL, 0, &v) == -1 &&
-              tpl_native_for_init(NULL, 0, &v) == -1, "native filter/getattr/getitem_str/print/adds/for_init(NULL)");
+              tpl_native_for_init(NULL, 0, &v) == -1 && tpl_native_call_name(NULL, 0, &v) == -1 &&
+              tpl_native_loop_attr(NULL, 0, &v) == -1,
+              "native filter/getattr/getitem_str/print/adds/for_init/call_name(NULL)");
     }
     CHECK(tpl_program_reads(NULL, NULL, NULL, 4) == 0 && tpl_program_reads(p, NULL, NULL, 4) >= 1, "program_reads");
     CHECK(tpl_program_reads_located(NULL, NULL, 4) == 0 && tpl_program_reads_located(p, NULL, 4) >= 1,
