@@ -4,6 +4,7 @@
 #
 #   bench/count.sh [BUILD_DIR] [render|compile] [WORKLOAD...]   (default: build-bench, render, all)
 #
+# BENCH_DIALECT=erb (or fmt) counts template.erb (template.fmt) instead of template.jinja.
 # Each workload runs under valgrind twice (N=20 and N=220); the difference over 200 is the figure.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

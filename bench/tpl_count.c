@@ -1,6 +1,7 @@
 /* tpl-count WORKLOAD_DIR N [render|compile]: compiles WORKLOAD_DIR/template.jinja (trim_blocks,
  * lstrip_blocks, as tpl-bench does) and renders it against context.json N times (or compiles it N
- * times). Run under `valgrind --tool=callgrind` by bench/count.sh, which takes the difference of two
+ * times). BENCH_DIALECT=erb|fmt reads template.erb / template.fmt instead (compiled with that
+ * syntax's defaults, as tpl-bench does). Run under `valgrind --tool=callgrind` by bench/count.sh, which takes the difference of two
  * values of N: instructions per render (or compile), a figure that machine load does not change. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +37,22 @@ int main(int argc, char **argv)
     long n = atol(argv[2]);
     int compile = argc > 3 && strcmp(argv[3], "compile") == 0;
     size_t sl, cl;
-    char *src = slurp(argv[1], "template.jinja", &sl), *ctx = slurp(argv[1], "context.json", &cl);
+    const char *dialect = getenv("BENCH_DIALECT");
+    if (!dialect || !*dialect) dialect = "jinja";
+    tpl_syntax syn = strcmp(dialect, "erb") == 0 ? TPL_SYNTAX_ERB
+                     : strcmp(dialect, "fmt") == 0 ? TPL_SYNTAX_FMT : TPL_SYNTAX_JINJA;
+    char name[32];
+    snprintf(name, sizeof name, "template.%s", syn == TPL_SYNTAX_JINJA ? "jinja" : dialect);
+    char *src = slurp(argv[1], name, &sl), *ctx = slurp(argv[1], "context.json", &cl);
     tpl_options o = { 0 };
-    tpl_options_profile(&o, TPL_SYNTAX_JINJA, "jinja2");
-    o.trim_blocks = o.lstrip_blocks = true;
+    o.syntax = syn;
+    if (syn == TPL_SYNTAX_JINJA) {
+        tpl_options_profile(&o, TPL_SYNTAX_JINJA, "jinja2");
+        o.trim_blocks = o.lstrip_blocks = true;
+    }
     tpl_program *p = NULL;
     tpl_error e = { 0 };
-    if (tpl_compile("template.jinja", src, sl, &o, &p, &e) != TPL_OK) {
+    if (tpl_compile(name, src, sl, &o, &p, &e) != TPL_OK) {
         char *m = tpl_error_format(&e);
         fprintf(stderr, "%s\n", m ? m : "compile failed");
         return 1;
@@ -53,7 +63,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++) {
         if (compile) {
             tpl_program *q = NULL;
-            if (tpl_compile("template.jinja", src, sl, &o, &q, &e) != TPL_OK) return 1;
+            if (tpl_compile(name, src, sl, &o, &q, &e) != TPL_OK) return 1;
             tpl_program_free(q);
         } else {
             const char *out;

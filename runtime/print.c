@@ -127,7 +127,15 @@ static void put_float(tpl_sb *b, double d, bool ruby)
 /* CPython float.__repr__. */
 void tpl_py_float(tpl_sb *b, double d) { put_float(b, d, false); }
 
-static void put_int(tpl_sb *b, int64_t i) { tpl_sb_printf(b, "%" PRId64, i); }
+/* An int's decimal text (no printf: Ruby's to_s of ints in arrays, join, interpolation). */
+static void put_int(tpl_sb *b, int64_t i)
+{
+    char buf[24];
+    size_t n = 0;
+    if (i < 0) buf[n++] = '-';
+    n += put_decimal(buf + n, abs_u64(i));
+    tpl_sb_put(b, buf, n);
+}
 
 /* A big int's decimal text; Python's (py) refuses more than 4,300 digits: the builder is marked
  * (tpl_big_str_limit, as for an address) and the caller raises the ValueError. */

@@ -1457,41 +1457,6 @@ static inline size_t case_latin1(char *o, const unsigned char *s, size_t n, bool
     }
 }
 
-/* The number of decimal digits of u (1 to 20). */
-static inline __attribute__((always_inline)) size_t decimal_len(uint64_t u)
-{
-    static const uint64_t p10[20] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
-                                      1000000000u, 10000000000u, 100000000000u, 1000000000000u, 10000000000000u,
-                                      100000000000000u, 1000000000000000u, 10000000000000000u,
-                                      100000000000000000u, 1000000000000000000u, 10000000000000000000u };
-    /* log10 from the bit length (1233/4096 ~ log10(2)), then one comparison */
-    unsigned t = ((unsigned)(64 - __builtin_clzll(u | 1)) * 1233) >> 12;
-    size_t nd = t + (u >= p10[t]);
-    return nd ? nd : 1;
-}
-
-/* |i| as unsigned (INT64_MIN included). */
-static inline uint64_t abs_u64(int64_t i) { return i < 0 ? 0 - (uint64_t)i : (uint64_t)i; }
-
-/* The decimal digits of u written at o (room for 20 bytes), two at a time; returns their count. */
-static inline __attribute__((always_inline)) size_t put_decimal(char *o, uint64_t u)
-{
-    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                "8081828384858687888990919293949596979899";
-    size_t nd = decimal_len(u);
-    char *p = o + nd;
-    while (u >= 100) {
-        uint64_t r = u % 100;
-        u /= 100;
-        p -= 2;
-        memcpy(p, pairs + 2 * r, 2);
-    }
-    if (u >= 10) memcpy(p - 2, pairs + 2 * u, 2);
-    else p[-1] = (char)('0' + u);
-    return nd;
-}
-
 /* ADDS of plain strings: *out = args[0] + ... + args[a-1] (total bytes; may append in place). */
 static int concat_plain(tpl_vm *vm, const tpl_value *args, uint32_t a, size_t total, tpl_value *out)
 {
@@ -2398,7 +2363,13 @@ top:
     CASE(PRINT_RB) {
         tpl_value v = *--sp;
         if (v.type == TPL_T_STR) { if (out_put(vm, v.u.s, v.len) < 0) goto fail; }
-        else if (print_rb_op(vm, v) < 0) goto fail;
+        else if (v.type == TPL_T_INT && vm->out_len + 21 < vm->out_cap) {
+            /* Integer#to_s: the digits written in place (as PRINT_PY) */
+            char *o = vm->out + vm->out_len;
+            if (v.u.i < 0) *o++ = '-';
+            o += put_decimal(o, abs_u64(v.u.i));
+            vm->out_len = (size_t)(o - vm->out);
+        } else if (print_rb_op(vm, v) < 0) goto fail;
         NEXT(0);
     }
     CASE(CAPTURE) {
@@ -3146,7 +3117,21 @@ top:
         if (h < 0) goto fail; \
         if (h == 0 && binop(vm, TPL_OP_##BASE, sp[-1], sp[0], &sp[-1]) < 0) goto fail; \
         NEXT(0); }
-    RB_ARITH_CASE(ADD_RB, ADD, '+')
+    CASE(ADD_RB) {
+        tpl_value x = sp[-2], y = sp[-1];
+        int64_t r;
+        if (x.type == TPL_T_INT && y.type == TPL_T_INT && !__builtin_add_overflow(x.u.i, y.u.i, &r)) {
+            /* Integer + Integer (as ADD; rb_arith would answer 0 and leave it to binop) */
+            sp--;
+            sp[-1] = tpl_v_int(r);
+            NEXT(0);
+        }
+        sp--;
+        int h = tpl_stdlib.rb_arith(vm, '+', sp[-1], sp[0], &sp[-1]);
+        if (h < 0) goto fail;
+        if (h == 0 && binop(vm, TPL_OP_ADD, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
+        NEXT(0);
+    }
     RB_ARITH_CASE(SUB_RB, SUB, '-')
     RB_ARITH_CASE(MUL_RB, MUL, '*')
     RB_ARITH_CASE(MOD_RB, MOD, '%')

@@ -120,4 +120,39 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
 /* Renders vm->p from the start into vm->out. 0, or -1 with vm->err set. */
 int tpl_vm_run(tpl_vm *vm);
 
+/* The number of decimal digits of u (1 to 20). */
+static inline __attribute__((always_inline)) size_t decimal_len(uint64_t u)
+{
+    static const uint64_t p10[20] = { 1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
+                                      1000000000u, 10000000000u, 100000000000u, 1000000000000u, 10000000000000u,
+                                      100000000000000u, 1000000000000000u, 10000000000000000u,
+                                      100000000000000000u, 1000000000000000000u, 10000000000000000000u };
+    /* log10 from the bit length (1233/4096 ~ log10(2)), then one comparison */
+    unsigned t = ((unsigned)(64 - __builtin_clzll(u | 1)) * 1233) >> 12;
+    size_t nd = t + (u >= p10[t]);
+    return nd ? nd : 1;
+}
+
+/* |i| as unsigned (INT64_MIN included). */
+static inline uint64_t abs_u64(int64_t i) { return i < 0 ? 0 - (uint64_t)i : (uint64_t)i; }
+
+/* The decimal digits of u written at o (room for 20 bytes), two at a time; returns their count. */
+static inline __attribute__((always_inline)) size_t put_decimal(char *o, uint64_t u)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    size_t nd = decimal_len(u);
+    char *p = o + nd;
+    while (u >= 100) {
+        uint64_t r = u % 100;
+        u /= 100;
+        p -= 2;
+        memcpy(p, pairs + 2 * r, 2);
+    }
+    if (u >= 10) memcpy(p - 2, pairs + 2 * u, 2);
+    else p[-1] = (char)('0' + u);
+    return nd;
+}
+
 #endif
