@@ -310,10 +310,19 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
     tpl_c_push_scope(C);
-    erb_loop lc = { 0 };
-    uint32_t slot, exit_pos = loop_head(L, &lc, n->off, mode, &slot);
     int np = count_params(blk->a);
-    if (mode == TPL_RB_EACH_WITH_INDEX && np <= 1) {
+    tpl_node *x = blk->a, *ix = x ? x->next : NULL;
+    /* each_with_index |x, i| (two distinct names): the item and the loop's position straight into
+     * the two slots, no [item, index] pair */
+    bool indexed = mode == TPL_RB_EACH_WITH_INDEX && np == 2 && x->kind != TPL_N_LIST && ix->kind != TPL_N_LIST &&
+                   !(x->val.len == ix->val.len && memcmp(x->val.u.s, ix->val.u.s, x->val.len) == 0);
+    erb_loop lc = { 0 };
+    uint32_t slot, exit_pos = loop_head(L, &lc, n->off, indexed ? TPL_RB_EACH_INDEXED : mode, &slot);
+    if (indexed) {
+        store_param(L, x, 0);
+        tpl_c_emit(C, TPL_OP_LOOP_INDEX_RB, slot, 1);
+        store_param(L, ix, 0);
+    } else if (mode == TPL_RB_EACH_WITH_INDEX && np <= 1) {
         tpl_c_emit(C, TPL_OP_UNPACK_RB, 2, 1);
         bind_params(L, blk->a, 2);
     } else if (np == 0) {

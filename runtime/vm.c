@@ -2247,6 +2247,25 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
     return 0;
 }
 
+/* CALL_METHOD_RB's call-site cache (no block, no keywords, a receiver without flags): the builtin
+ * tpl_rb_send would call with the receiver itself, or -1 for the general path (vm->rb_sites). */
+static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value self, const tpl_value *name,
+                                 const tpl_value *args, int npos)
+{
+    for (int i = 0; i < npos; i++)
+        if (args[i].type == TPL_T_BIGINT ||
+            ((args[i].type == TPL_T_LIST || args[i].type == TPL_T_MAP) && (args[i].flags & TPL_F_MUT_RB)))
+            return -1;
+    struct tpl_rb_site *e = &vm->rb_sites[((uintptr_t)site >> 2) % (sizeof vm->rb_sites / sizeof vm->rb_sites[0])];
+    if (e->site != site || e->gen != vm->gen || e->type != self.type) {
+        const void *except;
+        int id = tpl_stdlib.rb_plain_method(vm, self, name->u.s, name->len, &except);
+        *e = (struct tpl_rb_site){ site, except, vm->gen, self.type, (int16_t)id };
+    }
+    if (e->id < 0 || (self.type == TPL_T_MAP && self.u.map == e->except)) return -1;
+    return e->id;
+}
+
 /* ------------------------------------------------------------------ the dispatch loop */
 
 /* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
@@ -2737,6 +2756,14 @@ top:
         if (loop_skip(vm, slots[a].u.loop) < 0) goto fail;
         NEXT(0);
     }
+    CASE(LOOP_INDEX_RB) {
+        if (slots[a].type != TPL_T_LOOP || slots[a].u.loop->i == 0) {
+            tpl_vm_error(vm, TPL_ERR_TYPE, "LOOP_INDEX_RB on a slot without a loop item");
+            goto fail;
+        }
+        *sp++ = tpl_v_int((int64_t)slots[a].u.loop->i - 1);
+        NEXT(0);
+    }
     CASE(LOOP_DEPTH) {
         tpl_value d = *--sp;
         if (slots[a].type == TPL_T_LOOP && d.type == TPL_T_INT) slots[a].u.loop->depth = (uint32_t)d.u.i;
@@ -3041,8 +3068,26 @@ top:
         uint32_t aw = code[pc + 1], bw = code[pc + 2];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
-        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_value r;
+        if (bw == 0 && nkw == 0 && args[-1].flags == 0 && npos < TPL_MAX_PARAMS) {
+            int id = rb_site_method(vm, code + pc, args[-1], &names[a].s, args, npos);
+            if (id >= 0) {
+                /* tpl_rb_send's call of that builtin (call_id), without its lookups */
+                tpl_value pos[TPL_MAX_PARAMS + 1];
+                pos[0] = args[-1];
+                for (int i = 0; i < npos; i++) pos[i + 1] = args[i];
+                tpl_rb_block save = vm->rb_block;
+                vm->rb_block = (tpl_rb_block){ 0, 0, (uint32_t)(slots - vm->slots) };
+                vm->stack_top = (uint32_t)(sp - vm->stack);
+                int rc = call_builtin(vm, id, pos, npos + 1, NULL, NULL, 0, &r);
+                vm->rb_block = save;
+                if (rc < 0) goto fail;
+                sp = args - 1;
+                *sp++ = r;
+                NEXT(2);
+            }
+        }
+        const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
         tpl_rb_block save = vm->rb_block;
         vm->rb_block = (tpl_rb_block){ bw & 0xFFFFFFu, bw >> 24, (uint32_t)(slots - vm->slots) };
         vm->stack_top = (uint32_t)(sp - vm->stack);
@@ -3487,7 +3532,11 @@ int tpl_vm_run(tpl_vm *vm)
     const tpl_program *p = vm->p;
     if (size_frames(vm, p) < 0) return -1;
     vm->stack_top = 0;
-    if (++vm->gen == 0) { memset(vm->method_memo, 0, sizeof vm->method_memo); vm->gen = 1; } /* wrapped */
+    if (++vm->gen == 0) { /* wrapped */
+        memset(vm->method_memo, 0, sizeof vm->method_memo);
+        memset(vm->rb_sites, 0, sizeof vm->rb_sites);
+        vm->gen = 1;
+    }
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->slot_top = p->nslots;
     vm->root_base = 0;

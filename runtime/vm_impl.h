@@ -82,6 +82,10 @@ struct tpl_vm {
     /* ERB method lookups of this render (tpl_vm_method_find): direct-mapped by the name's
      * address, which is stable for a render; entries of earlier renders (other gen) are stale */
     struct tpl_method_memo { const char *name; uint32_t gen; uint16_t len; uint8_t kind; int16_t id; } method_memo[64];
+    /* ERB call sites of this render (CALL_METHOD_RB without a block or keywords): direct-mapped by
+     * the instruction's address; the builtin tpl_rb_plain_method gave for a receiver of `type`
+     * (-1: the general tpl_rb_send), not for the hash `except` */
+    struct tpl_rb_site { const uint32_t *site; const void *except; uint32_t gen; uint8_t type; int16_t id; } rb_sites[64];
     uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */

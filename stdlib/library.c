@@ -27,6 +27,7 @@ const tpl_library tpl_stdlib = {
     .rb_getitem = tpl_rb_getitem,
     .rb_range = tpl_rb_range,
     .rb_each_list = tpl_rb_each_list,
+    .rb_plain_method = tpl_rb_plain_method,
     .rb_arith = tpl_rb_arith,
     .rb_compare_check = tpl_rb_compare_check,
     .ext_new = tpl_prompt_new,

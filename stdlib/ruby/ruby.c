@@ -268,7 +268,7 @@ int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out)
     }
     tpl_list *items;
     if (enum_items(vm, v, &items, mode == TPL_RB_EACH ? "each" : "each_with_index") < 0) return -1;
-    if (mode == TPL_RB_EACH) { *out = items; return 0; }
+    if (mode == TPL_RB_EACH || mode == TPL_RB_EACH_INDEXED) { *out = items; return 0; }
     tpl_list *l = new_list(vm, items->len);
     if (!l) return oom(vm);
     for (uint32_t i = 0; i < items->len; i++) {
@@ -1120,6 +1120,32 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     return no_method(vm, self, name, n);
 }
 
+/* rb_send_impl's path for a receiver without flags, no block and no keywords, when neither
+ * operator_method (operator names only) nor the `call` object takes it: its type's kind, a Hash's
+ * own methods before Array's (those run on the items: not plain), then Kernel's. */
+int tpl_rb_plain_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, const void **except)
+{
+    *except = NULL;
+    if (self.flags || n == 0 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
+        return -1;
+    tpl_builtin_kind k;
+    switch (self.type) {
+    case TPL_T_STR: k = TPL_BK_RSTR; break;
+    case TPL_T_INT: case TPL_T_FLOAT: k = TPL_BK_RNUM; break;
+    case TPL_T_LIST: k = TPL_BK_RARR; break;
+    case TPL_T_MAP: k = TPL_BK_RHASH; break;
+    default: return -1;
+    }
+    int id = tpl_vm_method_find(vm, k, name, n);
+    if (id < 0 && self.type == TPL_T_MAP && tpl_vm_method_find(vm, TPL_BK_RARR, name, n) >= 0) return -1;
+    if (id < 0) id = tpl_vm_method_find(vm, TPL_BK_RANY, name, n);
+    if (id >= 0 && self.type == TPL_T_MAP) {
+        tpl_value call = tpl_prompt_call(vm);
+        if (call.type == TPL_T_MAP) *except = call.u.map;
+    }
+    return id;
+}
+
 static int rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
 
 /* GETITEM_RB's obj[key] is a call without a block: the block of the method whose block is running
@@ -1747,6 +1773,16 @@ static int want_pattern(tpl_vm *vm, tpl_value v)
 
 int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    const unsigned char *s = (const unsigned char *)a[0].u.s;
+    size_t n = a[0].len, i = 0;
+    while (i < n && s[i] < 0x80) i++;
+    if (i == n && n) { /* ASCII: a-z mapped in one pass (the Unicode tables map nothing else there) */
+        char *o = tpl_arena_alloc(A(vm), n);
+        if (!o) return oom(vm);
+        for (i = 0; i < n; i++) o[i] = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 32 : s[i]);
+        *out = tpl_v_str(o, n);
+        return 0;
+    }
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
     tpl_py_upper(&b, a[0].u.s, a[0].len);
@@ -2766,9 +2802,27 @@ int r_arr_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value sep = tpl_given(a[1]) && a[1].type != TPL_T_NONE ? a[1] : tpl_v_str("", 0);
     if (want_str(vm, sep) < 0) return -1;
+    tpl_list *l = L_(a[0]);
+    size_t total = l->len ? (size_t)sep.len * (l->len - 1) : 0;
+    uint32_t i = 0;
+    for (; i < l->len && l->items[i].type == TPL_T_STR && i < 64; i++) total += l->items[i].len;
+    if (i == l->len && i > 0 && total <= UINT32_MAX) {
+        /* a few strings (to_s is the string itself): copied once into a string of their total
+         * length, charged the fuel join_into charges (one unit per item) */
+        if (!tpl_fuel_charge(A(vm)->fuel, l->len)) return oom(vm);
+        char *o = tpl_arena_alloc(A(vm), total ? total : 1);
+        if (!o) return oom(vm);
+        size_t k = 0;
+        for (i = 0; i < l->len; i++) {
+            if (i && sep.len) { mcpy(o + k, sep.u.s, sep.len); k += sep.len; }
+            if (l->items[i].len) { mcpy(o + k, l->items[i].u.s, l->items[i].len); k += l->items[i].len; }
+        }
+        *out = tpl_v_str(o, total);
+        return 0;
+    }
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    if (join_into(vm, &b, L_(a[0]), sep, 0) < 0) return -1;
+    if (join_into(vm, &b, l, sep, 0) < 0) return -1;
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;

@@ -6,14 +6,22 @@
 
 #include "../../runtime/vm.h"
 
-/* Modes of FOR_INIT_RB (A >> 16). */
-enum { TPL_RB_EACH = 0, TPL_RB_EACH_WITH_INDEX = 1, TPL_RB_TIMES = 2 };
+/* Modes of FOR_INIT_RB (A >> 16). TPL_RB_EACH_INDEXED: each_with_index whose block takes |x, i|:
+ * the items as each's (the index comes from LOOP_INDEX_RB), NoMethodError as each_with_index's. */
+enum { TPL_RB_EACH = 0, TPL_RB_EACH_WITH_INDEX = 1, TPL_RB_TIMES = 2, TPL_RB_EACH_INDEXED = 3 };
 
 /* Calls Ruby method `name` on self with positional args[0..npos) and keyword arguments
  * (kwn[i] = kwv[i]); the block, if any, is tpl_vm_block(vm). NoMethodError for an unknown
  * method. Returns 0 or -1 after tpl_vm_error. */
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+/* For the VM's call-site cache of CALL_METHOD_RB (no block, no keywords): the builtin id that
+ * tpl_rb_send calls with self itself as the receiver for method `name`, for every receiver of
+ * self's type with no flags and every positional arguments that are no bignum and no array or hash
+ * the render may change; -1 when such a call takes another path (operators, host objects, Hash
+ * methods run on the items, NoMethodError). *except: a hash the answer does not hold for (the
+ * `call` object, whose fields are its methods), or NULL. */
+int tpl_rb_plain_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, const void **except);
 /* Ruby obj[key]: hash lookup (nil when missing), array/string index, range or start+length. */
 int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out);
 /* Ruby ==: numbers by value, true/false only equal themselves, symbols equal strings. */
@@ -24,7 +32,8 @@ int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
 /* Builds a range value (integers, strings or an endless range). */
 int tpl_rb_range(tpl_vm *vm, tpl_value b, tpl_value e, bool exclusive, tpl_value *out);
 /* The items an each-style loop visits (mode TPL_RB_*): array items, hash [key, value] pairs,
- * range members, [item, index] pairs, 0...n for times. */
+ * range members, [item, index] pairs (EACH_WITH_INDEX; EACH_INDEXED: the items alone), 0...n
+ * for times. */
 int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
 /* Ruby's rules for a binary operator op ('+', '-', '*', '/', '%', 'p' for **) on a and b:
  * returns 1 with *out when it computed the result itself, 0 when the shared arithmetic op
