@@ -177,6 +177,7 @@ struct tpl_comp {
     bool ext_dyn;            /* the template has such an extends */
     uint32_t ext_dyn_off;    /* the first one */
     bool ext_guard;          /* compiling after it: output in the root function is guarded */
+    int ext_skip;            /* after a top-level extends known at compile time: that output is not compiled */
     int ext_noguard;         /* inside a set block or a block's body: never guarded (Jinja2) */
     uint32_t ext_slot;
     /* a two-pass compile: parses the block at offset off again into arena a (its BLOCK node,
@@ -3473,11 +3474,12 @@ static void stmt_inner(tpl_comp *c, tpl_node *n);
 static void stmt(tpl_comp *c, tpl_node *n)
 {
     if (c->failed) return;
-    if (!c->ext_guard || c->ext_noguard || c->include_depth > 0 || c->fn != &c->root ||
+    if ((!c->ext_guard && !c->ext_skip) || c->ext_noguard || c->include_depth > 0 || c->fn != &c->root ||
         !(n->kind == TPL_N_TEXT || n->kind == TPL_N_OUTPUT || (n->kind == TPL_N_BLOCK && (n->op & 16)))) {
         stmt_inner(c, n);
         return;
     }
+    if (c->ext_skip) return; /* (Jinja2's has_known_extends: not even evaluated) */
     c->cur_off = n->off;
     emit(c, TPL_OP_JSET, c->ext_slot, 0);
     uint32_t pos = emit_raw(c, 0);
@@ -3757,7 +3759,7 @@ static uint32_t name_refs(const tpl_node *n, tpl_value name, bool *open, int dep
  * (and x not exported: loop bodies are scopes): the OUTPUT that prints v, else NULL. */
 static tpl_node *set_then_print(tpl_comp *c, tpl_node *set)
 {
-    if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA || c->ext_dyn ||
+    if (set->a->kind != TPL_N_NAME || !c->fn->loop || c->autoescape || c->syn != TPL_SYN_JINJA || c->ext_dyn || c->ext_skip ||
         c->include_depth || c->cur_block || (!c->main_body && !c->facts) || c->closed == 0 ||
         c->set_print_scans >= 64)
         return NULL;
@@ -3945,6 +3947,50 @@ static void mark_toplevel_blocks(tpl_node *n, int depth)
     }
 }
 
+/* Whether a statement after a template's top-level extends writes output Jinja2 still writes
+ * then: an include, a call or filter block's result, a block that is not at the top level
+ * (inside a for or with: Jinja2 renders it in place). */
+static bool ext_prints(const tpl_node *n, bool top, int depth)
+{
+    if (depth > TPL_MAX_AST_DEPTH) return true;
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_INCLUDE: case TPL_N_CALLBLOCK: case TPL_N_FILTERBLOCK: return true;
+        case TPL_N_BLOCK: if (!top) return true; break;
+        case TPL_N_IF:
+            if (ext_prints(n->b, top, depth + 1) || ext_prints(n->c, top, depth + 1)) return true;
+            break;
+        case TPL_N_FOR:
+            if (ext_prints(n->c, false, depth + 1) || ext_prints(tpl_node_d(n), false, depth + 1)) return true;
+            break;
+        case TPL_N_WITH: case TPL_N_AUTOESCAPE:
+            if (ext_prints(n->b, false, depth + 1)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* A statement (s->next NULL) after a child template's top-level extends, inside the capture
+ * whose text is dropped: as Jinja2 compiles it once the extends is known, its output and its
+ * top-level blocks are left out (not evaluated), and what Jinja2 still writes (ext_prints) is
+ * written: such a statement goes between two captures. */
+static void ext_after_stmt(tpl_comp *c, tpl_node *s)
+{
+    mark_toplevel_blocks(s, 0);
+    c->ext_skip++;
+    if (ext_prints(s, true, 0)) {
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        emit(c, TPL_OP_POP, 0, -1);
+        stmt(c, s);
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+    } else {
+        stmt(c, s);
+    }
+    c->ext_skip--;
+}
+
 /* The end of a template that extends at render time: when an extends ran, the template compiled
  * with that parent renders, its context the template-level names (Jinja2's
  * `yield from parent_template.root_render_func(context)`). */
@@ -4028,7 +4074,7 @@ static void compile_chain(tpl_comp *c, tpl_node **chain, uint32_t nchain, uint32
             if (s->kind == TPL_N_BLOCK || s->kind == TPL_N_EXTENDS || s->kind == TPL_N_TEXT || s->kind == TPL_N_OUTPUT) continue;
             tpl_node *next = s->next;
             s->next = NULL;
-            stmt(c, s);
+            ext_after_stmt(c, s);
             s->next = next;
         }
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
@@ -4302,7 +4348,7 @@ void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n)
                 stmt(c, s);
                 x->main_done = true;
             } else if (s->kind != TPL_N_BLOCK && s->kind != TPL_N_TEXT && s->kind != TPL_N_OUTPUT) {
-                stmt(c, s);
+                ext_after_stmt(c, s);
             }
             s->next = next;
             s = next;
