@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """tpl vs Jinja2 from Python, in one process, on the shared workloads (issue 17 §5).
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [--fresh] [../shared/bench/workloads] [SECONDS] [ROUNDS]
+    PYTHONPATH=build/python:python /usr/bin/python3 bench/python_bench.py [--fresh] [--callable] [../shared/bench/workloads] [SECONDS] [ROUNDS]
 
 Per workload: the Jinja template with trim_blocks + lstrip_blocks (as the shared harness's
 jinja2 engine), the context as a Python dict loaded from context.json (its conversion is part of
-every tpl render), remembers(x) = x in context["memory"] for both engines; outputs must be
-equal. Each measurement is taken ROUNDS times (default 5), the two engines interleaved, and the
+every tpl render), remembers(x) = x in context["memory"] for both engines (Jinja2: a global
+function; tpl: `remembers=memory`, the list as data, answered in C — with --callable the same
+Python function as Jinja2's); outputs must be equal. Each measurement is taken ROUNDS times (default 5), the two engines interleaved, and the
 fastest round is reported (the machine is shared: the minimum is the least disturbed figure).
 Prints per-render and per-compile (from_string / tpl.Template) times and the ratios.
 
@@ -28,6 +29,9 @@ here = os.path.dirname(os.path.abspath(__file__))
 fresh = "--fresh" in sys.argv[1:]
 if fresh:
     sys.argv.remove("--fresh")
+as_callable = "--callable" in sys.argv[1:]
+if as_callable:
+    sys.argv.remove("--callable")
 FRESH = 50
 wdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "bench", "workloads")
 target = float(sys.argv[2]) if len(sys.argv) > 2 else 1.0
@@ -55,7 +59,8 @@ def interleaved(fa, fb, seconds):
     return min(a), min(b)
 
 
-print("context: %s" % ("a fresh json.loads dict per render" if fresh else "the same dict every render"))
+print("context: %s; tpl remembers: %s" % ("a fresh json.loads dict per render" if fresh else "the same dict every render",
+                                           "a Python callable" if as_callable else "the memory list as data"))
 print("| workload | Jinja2 render (µs) | tpl render (µs) | render speedup | Jinja2 from_string (µs) | tpl compile (µs) | compile speedup |")
 print("| :--- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
@@ -66,7 +71,8 @@ for wl in ("w1_agent", "w2_loop", "w4_chat", "w5_format"):
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, autoescape=False, keep_trailing_newline=False)
     env.globals["remembers"] = lambda x: x in memory
     jt = env.from_string(src)
-    tt = tpl.Template(src, trim_blocks=True, lstrip_blocks=True, remembers=lambda x: x in memory)
+    tt = tpl.Template(src, trim_blocks=True, lstrip_blocks=True,
+                      remembers=(lambda x: x in memory) if as_callable else memory)
     want, got = jt.render(ctx), tt.render(ctx)
     if want != got:
         print("| %s | output differs from Jinja2 |" % wl)

@@ -15,7 +15,8 @@
  * below): the references of those values are the cache's then, not the render's.
  *
  * The GIL is released while the VM runs and re-acquired in each callback (the render's saved
- * thread state). A Program is immutable and renders from many threads; each render takes a
+ * thread state), except for a render likely to be short (its render context's last output
+ * below GIL_OUT bytes), which keeps it: releasing and re-taking it costs more than such a render. A Program is immutable and renders from many threads; each render takes a
  * `slot` (a render context with its binding state) from the Program's pool (guarded by the GIL)
  * or makes one. A Program's default render settings (facts, remembers, call, lang, catalogs,
  * tr_keys, limits: Program.configure) are applied to a pooled context once, not on every
@@ -38,6 +39,7 @@
 #define CHUNK 64        /* host-object blocks per allocation */
 #define KEYS 256        /* str keys remembered per render context (a power of two) */
 #define CACHE 32        /* converted state values remembered per render context (a power of two) */
+#define GIL_OUT 16384   /* a render context whose last output was shorter keeps the GIL (render) */
 #define SPARE 4096      /* state-memory units (maps, lists, their entries) kept before a reset */
 
 /* The converted-value cache (below) needs CPython's dict version tag (ma_version_tag: a new
@@ -53,7 +55,7 @@
 /* Render settings (Program.configure, or one render's options). Every object owned or NULL. */
 typedef struct settings {
     PyObject *facts;        /* tuple of str */
-    PyObject *remembers;    /* callable */
+    PyObject *remembers;    /* callable, or a list/tuple/set/frozenset of str (remembers as data) */
     PyObject *call;         /* (channel, medium, claimed), each str or None */
     PyObject *lang;         /* str */
     PyObject *catalogs;     /* tuple of JSON str */
@@ -66,6 +68,15 @@ typedef struct settings {
 } settings;
 
 struct render_ctx;
+
+/* A str of remembers given as data: an owned reference and its UTF-8 (kept by the str). */
+typedef struct mem_item {
+    PyObject *o;
+    const char *u8;
+    size_t len;
+    uint64_t hash;
+} mem_item;
+#define MEM_LINEAR 16   /* remembers data of up to this many strs is scanned, not hashed */
 
 /* A host object's block: the Python object (borrowed: a reference is in its render's keep
  * array) and the render it belongs to. */
@@ -142,11 +153,20 @@ typedef struct render_ctx {
     long gen;               /* the Program's settings generation applied (-1: none, or dirty) */
     long lim_gen;           /* made under that generation's limits (-1: not poolable) */
     PyThreadState *ts;      /* the rendering thread's state while the GIL is released */
+    bool gil;               /* this render keeps the GIL (a short one: GIL_OUT); callbacks then
+                             * run without re-taking it */
+    size_t last_out;        /* the length of this context's last output (SIZE_MAX: none yet) */
     PyObject **keep;        /* owned references held until the render ends */
     Py_ssize_t nkeep, capkeep;
     chunk *chunks, *cur;    /* host-object blocks, reused render after render */
     int used;
-    PyObject *remembers;    /* owned: the callable remembers() asks, or NULL */
+    PyObject *remembers;    /* owned: the callable remembers() asks, or its data (mem), or NULL */
+    bool rem_data;          /* remembers is data: answered in C from mem, without the GIL */
+    bool mem_ok;            /* mem is what remembers held when it was last read (mem_sync) */
+    struct mem_item *mem;   /* its strs (owned references) with their UTF-8 */
+    Py_ssize_t nmem, capmem;
+    uint32_t *mem_tab;      /* for more than MEM_LINEAR strs: indexes + 1 by hash, or NULL */
+    uint32_t mem_mask;
     PyObject *markup, *undefined; /* owned or NULL: what markup and undefined values become */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
     tpl_host_func *hfuncs;  /* its table (names borrowed from funcs), and the objects */
@@ -246,6 +266,16 @@ static void fail_with_exception(render_ctx *c)
 /* ------------------------------------------------------------------ host objects */
 
 static const tpl_host_class py_class;
+
+/* A callback takes the GIL back (the render released it) and gives it up again. */
+static inline void gil_in(render_ctx *c)
+{
+    if (!c->gil) PyEval_RestoreThread(c->ts);
+}
+static inline void gil_out(render_ctx *c)
+{
+    if (!c->gil) c->ts = PyEval_SaveThread();
+}
 
 /* Room for one more reference in c's keep array. */
 static int keep_room(render_ctx *c)
@@ -735,14 +765,14 @@ static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, si
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc;
     PyObject *n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, "strict");
     PyObject *res = n ? PyObject_GetAttr(h->o, n) : NULL;
     Py_XDECREF(n);
     if (!res) rc = missing_or_fail(h->c, PyExc_AttributeError, NULL);
     else rc = deliver(h->c, res, out);
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -750,14 +780,14 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc;
     PyObject *k = from_val(h->c, key);
     PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
     Py_XDECREF(k);
     if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
     else rc = deliver(h->c, res, out);
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -780,9 +810,9 @@ static tpl_host_result py_iter(void *obj, tpl_render *r, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc = iter_list(h->c, h->o, out);
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -790,12 +820,12 @@ static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc = TPL_HOST_OK;
     Py_ssize_t n = PyObject_Length(h->o);
     if (n < 0) rc = missing_or_fail(h->c, PyExc_TypeError, NULL);
     else *out = n;
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -804,7 +834,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc = TPL_HOST_ERROR;
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
     bool ok = a && (!nkw || kw);
@@ -823,7 +853,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -831,12 +861,12 @@ static tpl_host_result py_truth(void *obj, tpl_render *r, bool *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc = TPL_HOST_OK;
     int t = PyObject_IsTrue(h->o);
     if (t < 0) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
     else *out = t;
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -844,7 +874,7 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc;
     PyObject *s = repr ? PyObject_Repr(h->o) : PyObject_Str(h->o);
     if (!s) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
@@ -852,7 +882,7 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
         rc = str_val(h->c, s, 0, out) < 0 ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
         Py_DECREF(s);
     }
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -861,7 +891,7 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
-    PyEval_RestoreThread(h->c->ts);
+    gil_in(h->c);
     tpl_host_result rc = TPL_HOST_MISSING;
     if (PyCallable_Check(h->o) && !PyObject_HasAttrString(h->o, "__iter__")) {
         rc = TPL_HOST_MISSING;
@@ -877,7 +907,7 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
     } else if (PyObject_HasAttrString(h->o, "__iter__")) {
         rc = iter_list(h->c, h->o, out);
     }
-    h->c->ts = PyEval_SaveThread();
+    gil_out(h->c);
     return rc;
 }
 
@@ -914,7 +944,7 @@ static char *call_loader(PyObject *fn, const char *name, size_t name_len, size_t
 static int py_remembers(void *data, const char *words, size_t len)
 {
     render_ctx *c = data;
-    PyEval_RestoreThread(c->ts);
+    gil_in(c);
     int rc = -1;
     PyObject *w = PyUnicode_DecodeUTF8(words, (Py_ssize_t)len, "strict");
     PyObject *res = w ? PyObject_CallOneArg(c->remembers, w) : NULL;
@@ -925,8 +955,119 @@ static int py_remembers(void *data, const char *words, size_t len)
         if (t >= 0) rc = t;
     }
     if (rc < 0) fail_with_exception(c);
-    c->ts = PyEval_SaveThread();
+    gil_out(c);
     return rc;
+}
+
+/* ------------------------------------------------------------------ remembers as data
+ *
+ * remembers given as a list, tuple, set or frozenset of str answers remembers(words) as
+ * `words in data` does (equality with one of its strs; words are NFC-normalised by the VM as
+ * they are for a callable) in C, without re-taking the GIL. The strs are read when a render
+ * starts (the GIL held): a tuple or frozenset once per render context, a list again when its
+ * items changed, a set on every render; the render context holds references to them. */
+
+static uint64_t mem_hash(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
+    return h;
+}
+
+static void mem_clear(render_ctx *c)
+{
+    for (Py_ssize_t i = 0; i < c->nmem; i++) Py_DECREF(c->mem[i].o);
+    c->nmem = 0;
+    c->mem_ok = false;
+    PyMem_Free(c->mem_tab);
+    c->mem_tab = NULL;
+}
+
+static int mem_add(render_ctx *c, PyObject *s)
+{
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "remembers data must hold str, not %.100s", Py_TYPE(s)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u) return -1;
+    if (c->nmem == c->capmem) {
+        Py_ssize_t cap = c->capmem ? 2 * c->capmem : 8;
+        mem_item *m = PyMem_Realloc(c->mem, (size_t)cap * sizeof *m);
+        if (!m) { PyErr_NoMemory(); return -1; }
+        c->mem = m;
+        c->capmem = cap;
+    }
+    Py_INCREF(s);
+    c->mem[c->nmem++] = (mem_item){ s, u, (size_t)n, mem_hash(u, (size_t)n) };
+    return 0;
+}
+
+/* Reads c->remembers (data) into c->mem unless it is known unchanged (the GIL held). */
+static int mem_sync(render_ctx *c)
+{
+    PyObject *o = c->remembers;
+    if (c->mem_ok) {
+        if (PyTuple_CheckExact(o) || PyFrozenSet_CheckExact(o)) return 0;
+        if (PyList_CheckExact(o) && PyList_GET_SIZE(o) == c->nmem) {
+            Py_ssize_t i = 0;
+            while (i < c->nmem && PyList_GET_ITEM(o, i) == c->mem[i].o) i++;
+            if (i == c->nmem) return 0;
+        }
+    }
+    mem_clear(c);
+    if (PyList_Check(o) || PyTuple_Check(o)) {
+        PyObject *f = PySequence_Fast(o, "remembers");
+        if (!f) return -1;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(f); i++)
+            if (mem_add(c, PySequence_Fast_GET_ITEM(f, i)) < 0) { Py_DECREF(f); goto fail; }
+        Py_DECREF(f);
+    } else {
+        PyObject *it = PyObject_GetIter(o), *x;
+        if (!it) goto fail;
+        while ((x = PyIter_Next(it))) {
+            int rc = mem_add(c, x);
+            Py_DECREF(x);
+            if (rc < 0) { Py_DECREF(it); goto fail; }
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) goto fail;
+    }
+    if (c->nmem > MEM_LINEAR) {
+        size_t tab = 16;
+        while (tab < 2 * (size_t)c->nmem) tab *= 2;
+        if (!(c->mem_tab = PyMem_Calloc(tab, sizeof *c->mem_tab))) { PyErr_NoMemory(); goto fail; }
+        c->mem_mask = (uint32_t)tab - 1;
+        for (Py_ssize_t i = 0; i < c->nmem; i++) {
+            uint32_t j = (uint32_t)c->mem[i].hash;
+            while (c->mem_tab[j & c->mem_mask]) j++;
+            c->mem_tab[j & c->mem_mask] = (uint32_t)i + 1;
+        }
+    }
+    c->mem_ok = true;
+    return 0;
+fail:
+    mem_clear(c);
+    return -1;
+}
+
+/* remembers(words) from the data read by mem_sync: no Python call, the GIL not taken. */
+static int mem_remembers(void *data, const char *words, size_t len)
+{
+    const render_ctx *c = data;
+    if (!c->mem_tab) {
+        for (Py_ssize_t i = 0; i < c->nmem; i++)
+            if (c->mem[i].len == len && !memcmp(c->mem[i].u8, words, len)) return 1;
+        return 0;
+    }
+    uint64_t h = mem_hash(words, len);
+    for (uint32_t j = (uint32_t)h;; j++) {
+        uint32_t k = c->mem_tab[j & c->mem_mask];
+        if (!k) return 0;
+        const mem_item *m = &c->mem[k - 1];
+        if (m->hash == h && m->len == len && !memcmp(m->u8, words, len)) return 1;
+    }
 }
 
 /* The render-time loader (tpl_render_set_loader): the Program's loader(name) -> str or None,
@@ -934,9 +1075,9 @@ static int py_remembers(void *data, const char *words, size_t len)
 static char *py_render_loader(void *data, const char *name, size_t name_len, size_t *len)
 {
     render_ctx *c = data;
-    PyEval_RestoreThread(c->ts);
+    gil_in(c);
     char *buf = c->loader_exc ? NULL : call_loader(c->loader, name, name_len, len, &c->loader_exc);
-    c->ts = PyEval_SaveThread();
+    gil_out(c);
     return buf;
 }
 
@@ -997,8 +1138,9 @@ static int settings_parse(settings *s, PyObject *facts, PyObject *remembers, PyO
         str_tuple(tr_keys, "tr_keys", &s->tr_keys) < 0)
         goto fail;
     if (remembers != Py_None) {
-        if (!PyCallable_Check(remembers)) {
-            PyErr_SetString(PyExc_TypeError, "remembers must be callable");
+        if (!PyCallable_Check(remembers) && !PyList_Check(remembers) && !PyTuple_Check(remembers) &&
+            !PyAnySet_Check(remembers)) {
+            PyErr_SetString(PyExc_TypeError, "remembers must be callable or a list, tuple, set or frozenset of str");
             goto fail;
         }
         Py_INCREF(remembers);
@@ -1085,7 +1227,9 @@ static int apply(render_ctx *c, const settings *s)
     c->remembers = s->remembers;
     Py_XINCREF(c->remembers);
     Py_XDECREF(old);
-    tpl_render_set_remembers(r, c->remembers ? py_remembers : NULL, c);
+    mem_clear(c);
+    c->rem_data = c->remembers && !PyCallable_Check(c->remembers);
+    tpl_render_set_remembers(r, !c->remembers ? NULL : c->rem_data ? mem_remembers : py_remembers, c);
     Py_XINCREF(s->markup);
     Py_XSETREF(c->markup, s->markup);
     Py_XINCREF(s->undefined);
@@ -1140,6 +1284,8 @@ static void slot_free(render_ctx *c)
     cache_clear(c);
     bind_funcs(c, NULL); /* (before the context goes: it unbinds them from it) */
     tpl_render_free(c->r);
+    mem_clear(c);
+    PyMem_Free(c->mem);
     Py_XDECREF(c->remembers);
     Py_XDECREF(c->markup);
     Py_XDECREF(c->undefined);
@@ -1181,6 +1327,7 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
         }
         c->gen = -1;
         c->lim_gen = ls == &self->defaults ? self->gen : -1;
+        c->last_out = SIZE_MAX; /* (its first render releases the GIL) */
     }
     if (dflt ? c->gen != self->gen : true) {
         c->gen = -1;
@@ -2168,6 +2315,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
     PyObject *result = NULL;
 
     tpl_val st;
+    if (c->rem_data && mem_sync(c) < 0) goto done;
     if (state_val(self, c, state, isdict, &st) < 0) goto done;
     tpl_render_set_state_val(r, st);
 
@@ -2177,9 +2325,19 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
         c->loader = self->loader;
         tpl_render_set_loader(r, self->loader ? py_render_loader : NULL, self->loader ? c : NULL);
     }
-    c->ts = PyEval_SaveThread();
-    tpl_status rs = tpl_render_run(r, self->p, &out, &n);
-    PyEval_RestoreThread(c->ts);
+    /* The GIL: released while the VM runs unless the render is likely short — this context's
+     * last output below GIL_OUT bytes — where giving it up and taking it back (and again in
+     * each callback) costs more than the render; a long render after short ones holds it once. */
+    tpl_status rs;
+    if ((c->gil = c->last_out < GIL_OUT)) {
+        rs = tpl_render_run(r, self->p, &out, &n);
+    } else {
+        c->ts = PyEval_SaveThread();
+        rs = tpl_render_run(r, self->p, &out, &n);
+        PyEval_RestoreThread(c->ts);
+    }
+    c->gil = false;
+    c->last_out = rs == TPL_OK ? n : SIZE_MAX;
     PyObject *exc = tpl_render_error_payload(r);
     if (c->loader_exc) { /* the loader raised (Jinja2 lets it through, even ignore missing): as itself */
         Py_XDECREF(exc);

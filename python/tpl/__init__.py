@@ -197,7 +197,8 @@ class Template(_tpl.Program):
     loop_controls and do_statement (the jinja2.ext.loopcontrols and jinja2.ext.do extensions),
     and default render options for every render:
     facts (list of str: what memory told this call, for remembers()), remembers (a callable
-    words -> bool instead of facts), channel, medium, claimed (the `call` builtin), lang,
+    words -> bool instead of facts, or a list/tuple/set/frozenset of str: remembers(x) is then
+    `x in data`, answered in C without the GIL), channel, medium, claimed (the `call` builtin), lang,
     catalogs (dicts or JSON strings), tr_keys, limits (Limits or a dict). loader(name) -> str or
     None resolves include/import/extends: while compiling for names that are string constants,
     and during renders for names computed when the template runs (the Template keeps it).
