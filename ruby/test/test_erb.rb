@@ -130,6 +130,44 @@ class TestERB < Minitest::Test
     assert_match(/disk gone \(tpl: raised while rendering x\.erb, line 2, column 5\)/, e.message)
   end
 
+  # Scalar @ivars (read without rb_protect) and the others, each type as stdlib ERB prints it;
+  # an unset @ivar is nil; a String in another encoding is converted; the value is read once
+  # per render (changing it between renders is seen).
+  class Scalars
+    def initialize
+      @s = "caf\u00e9"
+      @a = "plain"
+      @bin = "bytes".b
+      @latin = "\xE9t\xE9".dup.force_encoding("ISO-8859-1")
+      @i = 42
+      @big = 2**70
+      @f = 2.5
+      @t = true
+      @no = false
+      @nil = nil
+      @sym = :sym
+      @list = [1, "two", nil]
+      @h = { "k" => "v" }
+    end
+
+    attr_writer :i, :s
+
+    def bind = binding
+  end
+
+  def test_scalar_ivars_same_as_erb
+    src = "<%= @s %>|<%= @a %>|<%= @bin %>|<%= @latin.encode('UTF-8') %>|<%= @i + 1 %>|<%= @big %>|<%= @f * 2 %>|" \
+          "<%= @t %>|<%= @no %>|<%= @nil.inspect %>|<%= @unset.inspect %>|<%= @sym %>|<%= @list.inspect %>|" \
+          "<%= @h['k'] %>|<%= @i %><%= @s.upcase %>|<%= @no ? 1 : 2 %>|<%= @nil.nil? %>|<%= @unset.nil? %>"
+    o = Scalars.new
+    t = Tpl::ERB.new(src, trim_mode: "-")
+    3.times do |n|
+      o.i = n
+      o.s = "s#{n}\u00e9"
+      assert_equal ERB.new(src, trim_mode: "-").result(o.bind), t.result(o.bind)
+    end
+  end
+
   def test_threads
     src = TEMPLATES["each"] + TEMPLATES["methods"]
     want = Agent.new("book").both(src).first

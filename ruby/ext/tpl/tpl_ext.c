@@ -30,7 +30,7 @@
 #define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
 #define POOL_MAX 8      /* idle render contexts kept per Template */
 #define IVCACHE 32      /* instance variables converted once per render */
-#define IDC_SIZE 64     /* method/ivar name IDs cached per Template */
+#define IDC_SIZE 128    /* method/ivar name IDs cached per render context (two-way: slot pairs) */
 #define IDC_NAME 40
 #define GVL_VALS 512    /* a state this big (strings and containers) renders without the GVL */
 #define GVL_OUT 16384   /* and so does a render context whose last output was this long */
@@ -558,6 +558,8 @@ typedef struct cb {
     tpl_val *out;
     int64_t *nout;
     tpl_host_result rc;
+    VALUE iv;               /* an @ivar's value already read (rb_send_cb), or 0 (Qfalse: never read
+                             * here, as ivar_plain converts false itself) */
 } cb;
 
 static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
@@ -585,8 +587,13 @@ static ID name_id(rctx *c, const char *name, size_t len)
 {
     idc_ent *e = NULL;
     if (len <= IDC_NAME && (c->sc.idc || (c->sc.idc = calloc(IDC_SIZE, sizeof *c->sc.idc)))) {
-        e = &c->sc.idc[(((uintptr_t)name >> 3) ^ len) % IDC_SIZE];
+        /* (a multiplicative hash of the whole address: names of one length packed in the
+         * constants share their address >> 3; two slots per hash, the second taken when the
+         * first holds another name) */
+        e = &c->sc.idc[(((uintptr_t)name ^ len) * UINT64_C(0x9E3779B97F4A7C15)) >> 57 & (IDC_SIZE - 2)];
         if (e->ptr == name && e->len == len && memcmp(e->name, name, len) == 0) return e->id;
+        if (e[1].ptr == name && e[1].len == len && memcmp(e[1].name, name, len) == 0) return e[1].id;
+        if (e->ptr && !e[1].ptr) e++;
     }
     ID id = rb_intern3(name, (long)len, rb_utf8_encoding());
     if (e) {
@@ -643,6 +650,50 @@ static VALUE send_missing(VALUE arg, VALUE exc)
     return Qnil;
 }
 
+/* Remembers an @ivar's value for the rest of the render (rb_send_cb). */
+static void ivc_add(rctx *c, const char *name, size_t len, tpl_val v)
+{
+    if (c->nivc < IVCACHE && len <= sizeof c->ivc[0].name) {
+        memcpy(c->ivc[c->nivc].name, name, len);
+        c->ivc[c->nivc].len = len;
+        c->ivc[c->nivc++].v = v;
+    }
+}
+
+/* An @ivar of self whose value is a scalar (nil, true, false, a Fixnum, a Float, or a String
+ * whose bytes Ruby already knows to be ASCII or valid UTF-8), converted without rb_protect:
+ * nothing here calls Ruby code or raises (rb_intern3 of the program's UTF-8 names, rb_ivar_get,
+ * rb_ivar_defined, tpl's constructors). 0: not such an ivar (send_body, under rb_protect, then
+ * converts anything else: *got is the value read); 1: *out set; -1: not set (missing). */
+static int ivar_plain(rctx *c, VALUE o, const char *name, size_t len, tpl_val *out, VALUE *got)
+{
+    ID id = name_id(c, name, len);
+    VALUE v = *got = rb_ivar_get(o, id);
+    switch (rb_type(v)) {
+    case T_NIL:
+        if (!rb_ivar_defined(o, id)) return -1;
+        *out = tpl_val_none();
+        break;
+    case T_TRUE: *out = tpl_val_bool(true); break;
+    case T_FALSE: *out = tpl_val_bool(false); break;
+    case T_FIXNUM: *out = tpl_val_int(FIX2LONG(v)); break;
+    case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(v)); break;
+    case T_STRING: {
+        if (rb_obj_class(v) != rb_cString) return 0;
+        int ei = RB_ENCODING_GET(v), cr = RB_ENC_CODERANGE(v);
+        if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii || ei == c->enc_bin)) &&
+            !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
+            return 0;
+        if (tpl_val_str(c->r, RSTRING_PTR(v), (size_t)RSTRING_LEN(v), TPL_VAL_UTF8_VALID, out) != TPL_OK) return 0;
+        c->nvals++;
+        break;
+    }
+    default: return 0;
+    }
+    ivc_add(c, name, len, *out);
+    return 1;
+}
+
 /* ERB obj.name(args), bare names and @ivars of self */
 static VALUE send_body(VALUE arg)
 {
@@ -650,14 +701,14 @@ static VALUE send_body(VALUE arg)
     rctx *c = a->h->c;
     VALUE o = a->h->o;
     if (a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0) {
-        ID id = name_id(c, a->name, a->len);
-        if (!rb_ivar_defined(o, id)) { a->rc = TPL_HOST_MISSING; return Qnil; }
-        to_val(c, rb_ivar_get(o, id), a->out);
-        if (c->nivc < IVCACHE && a->len <= sizeof c->ivc[0].name) {
-            memcpy(c->ivc[c->nivc].name, a->name, a->len);
-            c->ivc[c->nivc].len = a->len;
-            c->ivc[c->nivc++].v = *a->out;
+        VALUE v = a->iv;
+        if (!v) {
+            ID id = name_id(c, a->name, a->len);
+            v = rb_ivar_get(o, id); /* (nil when not set: only then is it asked which) */
+            if (NIL_P(v) && !rb_ivar_defined(o, id)) { a->rc = TPL_HOST_MISSING; return Qnil; }
         }
+        to_val(c, v, a->out);
+        ivc_add(c, a->name, a->len, *a->out);
         return Qnil;
     }
     VALUE sym = ID2SYM(name_id(c, a->name, a->len));
@@ -681,8 +732,14 @@ static tpl_host_result rb_send_cb(void *obj, tpl_render *r, const char *name, si
     if (len > 1 && name[0] == '@' && h->self) /* an instance variable read before in this render */
         for (int i = 0; i < h->c->nivc; i++)
             if (h->c->ivc[i].len == len && memcmp(h->c->ivc[i].name, name, len) == 0) { *out = h->c->ivc[i].v; return TPL_HOST_OK; }
+    VALUE iv = 0;
+    if (len > 1 && name[0] == '@' && h->self && nargs == 0 && nkw == 0) {
+        int k = ivar_plain(h->c, h->o, name, len, out, &iv);
+        if (k) return k > 0 ? TPL_HOST_OK : TPL_HOST_MISSING;
+        RB_GC_GUARD(iv);
+    }
     cb a = { .h = obj, .r = r, .name = name, .len = len, .args = args, .nargs = nargs, .kwn = kwn, .kwv = kwv,
-             .nkw = nkw, .out = out };
+             .nkw = nkw, .out = out, .iv = iv };
     return protect(send_body, &a);
 }
 
