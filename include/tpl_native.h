@@ -38,6 +38,20 @@ typedef struct tpl_nvalue {
     } u;
 } tpl_nvalue;
 
+/* A dict (a TPL_NT_MAP value's u.p): the leading members of the runtime's tpl_map and its
+ * entries, which generated code scans for a string key (tpl_native_find). Read only. */
+typedef struct tpl_nentry {
+    tpl_nvalue key, val;
+    uint64_t hash;              /* the key's hash (the names table's hash for a string key) */
+} tpl_nentry;
+typedef struct tpl_nmap {
+    uint32_t len, cap;
+    uint32_t idx_cap;           /* 0: no index (scan e[0..len)); else a power of two */
+    bool eql;
+    tpl_nentry *e;
+    uint32_t *idx;              /* open addressing: entry index + 1, 0 = empty */
+} tpl_nmap;
+
 /* The value types generated code tests (the runtime's tpl_type). */
 enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_NT_FLOAT = 4, TPL_NT_STR = 5,
        TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
@@ -60,6 +74,7 @@ typedef struct tpl_native_frame {
     uint64_t ticks;             /* tpl_native_step: instructions run and not yet charged (in/out) */
     uint32_t pc, sp;            /* tpl_native_step: the next instruction and the stack depth there (out) */
     uint32_t slot_base, outer_base; /* the runtime's slot bases of this frame and its closure's */
+    const tpl_nvalue *state;    /* the render's state (LOAD_NAME looks names up in it first) */
 } tpl_native_frame;
 
 /* The function a native file defines: runs the program from instruction `entry` (0, a macro's
@@ -139,6 +154,58 @@ static inline int tpl_native_put(tpl_native_frame *f, const char *s, size_t n)
         return 0;
     }
     return tpl_native_put_slow(f, s, n);
+}
+
+/* Whether the n bytes at a and b are equal (n a constant in generated code: the branches fold;
+ * 4 to 16 bytes compare as two overlapping loads, as the runtime's tpl_mem_eq). */
+static inline __attribute__((always_inline)) int tpl_native_eq(const char *a, const char *b, uint32_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, b0, a1, b1;
+        memcpy(&a0, a, 8); memcpy(&b0, b, 8); memcpy(&a1, a + n - 8, 8); memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, b0, a1, b1;
+        memcpy(&a0, a, 4); memcpy(&b0, b, 4); memcpy(&a1, a + n - 4, 4); memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return n == 0 || memcmp(a, b, n) == 0;
+}
+
+/* Whether entry e has the string key s (n bytes, hash h). */
+#define TPL_N_KEY(e, s, n, h) \
+    ((e)->hash == (h) && (e)->key.type == TPL_NT_STR && (e)->key.len == (n) && tpl_native_eq((e)->key.u.s, (s), (n)))
+
+/* The value of the string key s (n bytes, hash h: the names table's) in the dict *m (a
+ * TPL_NT_MAP value), or NULL when it has no such key: the runtime's tpl_map_find_str, inline.
+ * *hint (hint may be NULL) is where the key was last found (the caller's, per name: 0 at first):
+ * tried first, and set to where it is found (keys are distinct: an entry with the key is the one). */
+static inline __attribute__((always_inline)) const tpl_nvalue *tpl_native_find(const tpl_nvalue *m, const char *s,
+                                                                              uint32_t n, uint64_t h, uint32_t *hint)
+{
+    const tpl_nmap *map = (const tpl_nmap *)m->u.p;
+    const tpl_nentry *e;
+    if (hint && *hint < map->len && TPL_N_KEY(&map->e[*hint], s, n, h)) return &map->e[*hint].val;
+    if (!map->idx_cap) {
+        if (!map->len) return NULL; /* e may be NULL */
+        for (e = map->e; e < map->e + map->len; e++)
+            if (TPL_N_KEY(e, s, n, h)) {
+                if (hint) *hint = (uint32_t)(e - map->e);
+                return &e->val;
+            }
+        return NULL;
+    }
+    uint32_t mask = map->idx_cap - 1;
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        uint32_t slot = map->idx[i];
+        if (!slot) return NULL;
+        e = &map->e[slot - 1];
+        if (TPL_N_KEY(e, s, n, h)) {
+            if (hint) *hint = slot - 1;
+            return &e->val;
+        }
+    }
 }
 
 /* Ruby truthiness: only nil and false (and an undefined value) are false. */

@@ -51,6 +51,31 @@ static void comment_name(tpl_sb *b, const tpl_value *s)
     if (s->len > n) tpl_sb_puts(b, "...");
 }
 
+/* `(e = tpl_native_find(V, "name", len, hash))`: the lookup of name index a in the dict V, as
+ * tpl_map_find_str does it (the key's hash from the names table). */
+static void find(tpl_sb *b, const tpl_program *p, const char *v, uint32_t a, char hint)
+{
+    const tpl_name *nm = &p->names[a];
+    tpl_sb_printf(b, "(e = tpl_native_find(%s, ", v);
+    lit(b, nm->s.u.s, nm->s.len);
+    if (hint) tpl_sb_printf(b, ", %u, 0x%016llxull, &H%c%u))", nm->s.len, (unsigned long long)nm->hash, hint, a);
+    else tpl_sb_printf(b, ", %u, 0x%016llxull, NULL))", nm->s.len, (unsigned long long)nm->hash);
+}
+
+/* Whether the GETATTR / GETITEM_STR at pc looks its name up in a dict inline (GETATTR: not for a
+ * name that is a dict method, which GETATTR finds first, nor for loop.index & co.). */
+static bool attr_inline(const tpl_program *p, uint32_t pc)
+{
+    uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc]));
+    const tpl_value *nm = &p->names[TPL_INSN_A(p->code[pc])].s;
+    if (op == TPL_OP_GETITEM_STR) return true;
+    if (op != TPL_OP_GETATTR) return false;
+    static const char *const loop_names[] = { "index", "index0", "first", "last", "length" };
+    for (int i = 0; i < 5; i++)
+        if (nm->len == strlen(loop_names[i]) && memcmp(nm->u.s, loop_names[i], nm->len) == 0) return false;
+    return tpl_stdlib.find(TPL_BK_MAP, nm->u.s, nm->len) < 0;
+}
+
 /* The jump to label t from instruction pc: backward jumps charge the fuel (the VM's JUMP_TO). */
 static void jump(tpl_sb *b, uint32_t pc, uint32_t t, const char *indent)
 {
@@ -143,7 +168,21 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    uint64_t T = 0; /* instructions run and not yet charged to the fuel */\n"
                    "    uint32_t pc = entry;\n"
                    "    int rc;\n"
-                   "    (void)K; (void)L; (void)rc;\n");
+                   "    const tpl_nvalue *e; /* a dict's value found by tpl_native_find */\n"
+                   "    (void)K; (void)L; (void)rc; (void)e;\n");
+    /* the hints of tpl_native_find: where name a was last found in the state (HS<a>) or in a
+     * dict by GETATTR / GETITEM_STR (HA<a>) */
+    uint8_t *hints = calloc(2 * (size_t)p->nnames + 2, 1); /* uses of name a: [2a] LOAD_NAME, [2a+1] attributes */
+    if (!hints) return false;
+    for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
+        uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc])), a = TPL_INSN_A(p->code[pc]);
+        uint8_t *u = op == TPL_OP_LOAD_NAME && a < p->nnames ? &hints[2 * a] : attr_inline(p, (uint32_t)pc) ? &hints[2 * a + 1] : NULL;
+        if (u && *u < 2) ++*u;
+    }
+    for (size_t a = 0; a < p->nnames; a++) { /* a name looked up at one place gets no hint */
+        if (hints[2 * a] > 1) tpl_sb_printf(b, "    uint32_t HS%zu = 0;\n", a);
+        if (hints[2 * a + 1] > 1) tpl_sb_printf(b, "    uint32_t HA%zu = 0;\n", a);
+    }
     bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
     for (size_t pc = 0; pc < p->ncode;) {
         steps |= !specialised(p, pc);
@@ -151,7 +190,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     }
     tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
     uint8_t *resume = calloc(p->ncode + 8, 1);
-    if (!resume) return false;
+    if (!resume) { free(hints); return false; }
     resume_points(p, resume);
     for (size_t pc = 0; pc < p->ncode; pc++)
         if (resume[pc]) tpl_sb_printf(b, "    case %zu: goto L%zu;\n", pc, pc);
@@ -292,16 +331,29 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             int which = -1;
             for (int i = 0; op == TPL_OP_GETATTR && i < 5; i++)
                 if (nm->len == strlen(loop_names[i]) && memcmp(nm->u.s, loop_names[i], nm->len) == 0) which = i;
+            tpl_sb_puts(b, "    T++;\n");
             if (which >= 0)
-                tpl_sb_printf(b, "    T++;\n    if (sp[-1].type == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &sp[-1]);\n"
+                tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &sp[-1]);\n"
                                  "    else rc = tpl_native_getattr(f, %u, &sp[-1]);\n    if (rc < 0) TPL_N_FAIL(%u);\n",
                               which, a, pc);
-            else tpl_sb_printf(b, "    T++;\n    if (tpl_native_%s(f, %u, &sp[-1]) < 0) TPL_N_FAIL(%u);\n",
-                          op == TPL_OP_GETATTR ? "getattr" : "getitem_str", a, pc);
+            else {
+                /* a dict's key found here (for obj.name: a name that is no dict method, which
+                 * GETATTR would find first), else the VM's code (a missing key, other types) */
+                if (attr_inline(p, pc)) {
+                    tpl_sb_puts(b, "    if (sp[-1].type == TPL_NT_MAP && ");
+                    find(b, p, "&sp[-1]", a, hints[2 * a + 1] > 1 ? 'A' : 0);
+                    tpl_sb_puts(b, ") sp[-1] = *e;\n    else ");
+                } else tpl_sb_puts(b, "    ");
+                tpl_sb_printf(b, "if (tpl_native_%s(f, %u, &sp[-1]) < 0) TPL_N_FAIL(%u);\n",
+                              op == TPL_OP_GETATTR ? "getattr" : "getitem_str", a, pc);
+            }
             break;
         }
         case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
-            tpl_sb_printf(b, "    T++;\n    if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
+            /* a key of the state found here, else the VM's code (globals, undefined) */
+            tpl_sb_puts(b, "    T++;\n    if (f->state->type == TPL_NT_MAP && ");
+            find(b, p, "f->state", a, hints[2 * a] > 1 ? 'S' : 0);
+            tpl_sb_printf(b, ") *sp = *e;\n    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
             break;
         case TPL_OP_EQ: case TPL_OP_NE: /* two strings here, anything else (and a strict undefined) in the VM */
             tpl_sb_printf(b, "    if (sp[-2].type == TPL_NT_STR && sp[-1].type == TPL_NT_STR) {\n        T++;\n"
@@ -322,6 +374,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         pcz = next;
     }
     free(resume);
+    free(hints);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
     tpl_sb_puts(b, "    f->ticks = T;\n    return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n}\n");
     return !b->failed;

@@ -322,7 +322,14 @@ const char *tpl_memrmem(const char *h, size_t hn, const char *n, size_t nn);
 /* Whether needle occurs in haystack (bytes; the empty needle always does): Python's `in` on str. */
 static inline bool tpl_bytes_contain(const char *h, size_t hn, const char *n, size_t nn)
 {
-    return nn == 0 || (nn <= hn && memmem(h, hn, n, nn) != NULL);
+    if (nn == 0) return true;
+    if (nn > hn) return false;
+    if (hn <= 64) { /* short: compared in place (memmem's setup costs more than the search) */
+        for (size_t i = 0; i + nn <= hn; i++)
+            if (h[i] == n[0] && memcmp(h + i, n, nn) == 0) return true;
+        return false;
+    }
+    return memmem(h, hn, n, nn) != NULL;
 }
 /* tpl_map_get_str with the small-map (linear, unindexed) scan inlined: the VM's key lookups. */
 static inline tpl_value *tpl_map_find_str(const tpl_map *m, const char *s, size_t n, uint64_t hash)

@@ -2219,7 +2219,7 @@ static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const 
 {
     tpl_value r;
     tpl_value *shadow = vm->state.type == TPL_T_MAP
-                          ? tpl_map_get_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash) : NULL;
+                          ? tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash) : NULL;
     if (shadow) {
         if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
     } else if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
@@ -3250,7 +3250,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
             .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
             .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
             .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
-            .slot_base = slot_base, .outer_base = outer_base,
+            .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
         };
         return vm->p->native(&f, pc, npre);
     }
@@ -3267,6 +3267,12 @@ _Static_assert((int)TPL_NT_UNSET == (int)TPL_T_UNSET && (int)TPL_NT_STR == (int)
                (int)TPL_NT_LIST == (int)TPL_T_LIST && (int)TPL_NT_UNDEF == (int)TPL_T_UNDEF &&
                (int)TPL_NT_NONE == (int)TPL_T_NONE && (int)TPL_NT_INT == (int)TPL_T_INT &&
                (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT && (int)TPL_NT_LOOP == (int)TPL_T_LOOP, "tpl_native.h type numbers");
+
+_Static_assert(sizeof(tpl_nentry) == sizeof(tpl_entry) && offsetof(tpl_nentry, val) == offsetof(tpl_entry, val) &&
+               offsetof(tpl_nentry, hash) == offsetof(tpl_entry, hash), "tpl_nentry mirrors tpl_entry");
+_Static_assert(offsetof(tpl_nmap, len) == offsetof(tpl_map, len) && offsetof(tpl_nmap, idx_cap) == offsetof(tpl_map, idx_cap) &&
+               offsetof(tpl_nmap, e) == offsetof(tpl_map, e) && offsetof(tpl_nmap, idx) == offsetof(tpl_map, idx),
+               "tpl_nmap mirrors tpl_map's leading members");
 
 #define NV(x) ((tpl_value *)(void *)(x))
 
