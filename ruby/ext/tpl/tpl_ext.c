@@ -1423,14 +1423,29 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
     unsigned char kind;
     VALUE ks;
     if (RB_TYPE_P(k, T_STRING)) { kind = 1; ks = k; }
-    else if (SYMBOL_P(k)) { kind = 2; ks = rb_sym2str(k); }
+    else if (SYMBOL_P(k)) { kind = 2; ks = k; }
     else return ST_CONTINUE;
-    int ei = RB_ENCODING_GET(ks);
-    if (ei != c->enc_utf8 && (!rb_enc_asciicompat(rb_enc_from_index(ei)) || rb_enc_str_coderange(ks) != RUBY_ENC_CODERANGE_7BIT))
-        return ST_CONTINUE;
-    const char *p = RSTRING_PTR(ks);
-    size_t n = (size_t)RSTRING_LEN(ks);
-    uint64_t hv = tpl_val_key_hash(p, n);
+    /* a key seen before (a Symbol, or a frozen String: the same objects render after render)
+     * is in the key cache with its hash */
+    keyent *slot = &((keycache *)DATA_PTR(c->kc))->e[((uintptr_t)k * UINT64_C(0x9E3779B97F4A7C15)) >> 56 & (KEYC - 1)];
+    const char *p;
+    size_t n;
+    uint64_t hv;
+    if (slot->k == k) {
+        p = slot->u8;
+        n = slot->len;
+        hv = slot->hash;
+    } else {
+        if (kind == 2) ks = rb_sym2str(k);
+        int ei = RB_ENCODING_GET(ks);
+        if (ei != c->enc_utf8 &&
+            (!rb_enc_asciicompat(rb_enc_from_index(ei)) || rb_enc_str_coderange(ks) != RUBY_ENC_CODERANGE_7BIT))
+            return ST_CONTINUE;
+        p = RSTRING_PTR(ks);
+        n = (size_t)RSTRING_LEN(ks);
+        const keyent *ke = (kind == 2 || OBJ_FROZEN(k)) && key_ok(c, ks) ? key_fill(c, slot, k, ks) : NULL;
+        hv = ke ? ke->hash : tpl_val_key_hash(p, n);
+    }
     for (size_t j = hv & t->rmask; t->rtab[j] >= 0; j = (j + 1) & t->rmask) {
         int32_t i = t->rtab[j];
         if (t->read_hash[i] == hv && t->read_len[i] == n && memcmp(t->read_ptr[i], p, n) == 0) {
