@@ -30,7 +30,8 @@
 #define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
 #define POOL_MAX 8      /* idle render contexts kept per Template */
 #define IVCACHE 32      /* instance variables converted once per render */
-#define IDC_SIZE 128    /* method/ivar name IDs cached per render context (two-way: slot pairs) */
+#define IDC_SIZE 128    /* method/ivar name IDs cached per render context (a power of two) */
+#define IDC_PROBE 8     /* slots probed per name */
 #define IDC_NAME 40
 #define GVL_VALS 512    /* a state this big (strings and containers) renders without the GVL */
 #define GVL_OUT 16384   /* and so does a render context whose last output was this long */
@@ -588,12 +589,16 @@ static ID name_id(rctx *c, const char *name, size_t len)
     idc_ent *e = NULL;
     if (len <= IDC_NAME && (c->sc.idc || (c->sc.idc = calloc(IDC_SIZE, sizeof *c->sc.idc)))) {
         /* (a multiplicative hash of the whole address: names of one length packed in the
-         * constants share their address >> 3; two slots per hash, the second taken when the
-         * first holds another name) */
-        e = &c->sc.idc[(((uintptr_t)name ^ len) * UINT64_C(0x9E3779B97F4A7C15)) >> 57 & (IDC_SIZE - 2)];
-        if (e->ptr == name && e->len == len && memcmp(e->name, name, len) == 0) return e->id;
-        if (e[1].ptr == name && e[1].len == len && memcmp(e[1].name, name, len) == 0) return e[1].id;
-        if (e->ptr && !e[1].ptr) e++;
+         * constants share their address >> 3; probed over IDC_PROBE slots, a new name taking
+         * the first free one, or the first when none is free) */
+        size_t h = (size_t)((((uintptr_t)name ^ len) * UINT64_C(0x9E3779B97F4A7C15)) >> 57);
+        idc_ent *free_e = NULL;
+        for (size_t i = 0; i < IDC_PROBE; i++) {
+            idc_ent *x = &c->sc.idc[(h + i) & (IDC_SIZE - 1)];
+            if (!x->ptr) { free_e = x; break; }
+            if (x->ptr == name && x->len == len && memcmp(x->name, name, len) == 0) return x->id;
+        }
+        e = free_e ? free_e : &c->sc.idc[h & (IDC_SIZE - 1)];
     }
     ID id = rb_intern3(name, (long)len, rb_utf8_encoding());
     if (e) {
