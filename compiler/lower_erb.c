@@ -44,6 +44,9 @@ typedef struct erb_defs {
      * defined?(w) is nil there, as Ruby's parser decides */
     tpl_value pend[32];
     int npend;
+    /* what the statements so far did with each variable (shared receivers, below) */
+    struct own_var *ov;
+    uint32_t nov, capov;
 } erb_defs;
 
 typedef struct erb_low {
@@ -52,6 +55,11 @@ typedef struct erb_low {
     bool frozen;            /* `# frozen_string_literal: true`: string literals are frozen */
     int in_def;             /* inside a def's body */
     erb_defs *defs;         /* (kept across the top-level statements, with pend) */
+    uint32_t scope;         /* the variables' scope: 0 the template's, a def's offset + 1 in its body */
+    /* the blocks whose body is being lowered, innermost last: the call and its block (shared receivers) */
+    const tpl_node *bcall[32], *bblk[32];
+    int nblk;
+    const tpl_node *pending_call; /* the call whose block block_sub lowers next */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -237,8 +245,18 @@ static int count_params(tpl_node *p)
 }
 
 /* Emits a block subroutine (jumped over); returns its CALL_METHOD_RB block word. */
+static void blk_push(erb_low *L, const tpl_node *call, const tpl_node *blk)
+{
+    if (L->nblk < 32) { L->bcall[L->nblk] = call; L->bblk[L->nblk] = blk; }
+    L->nblk++;
+}
+
+static void blk_pop(erb_low *L) { L->nblk--; }
+
 static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
 {
+    const tpl_node *bcall = L->pending_call;
+    L->pending_call = NULL;
     int np = count_params(blk->a);
     if (np > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return 0; }
     blocal_scan(L, bl, blk->a, blk->b, 0);
@@ -256,7 +274,9 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     lc.parent = L->loop;
     lc.sub = true;
     L->loop = &lc;
+    blk_push(L, bcall, blk);
     value_body(L, blk->b);
+    blk_pop(L);
     L->loop = lc.parent;
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     tpl_c_pop_scope(C);
@@ -331,7 +351,9 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
         bind_params(L, blk->a, 1);
     }
     blocal_unset(L, &bl);
+    blk_push(L, n, blk);
     body(L, blk->b);
+    blk_pop(L);
     loop_tail(L, &lc, exit_pos);
     tpl_c_pop_scope(C);
     blocal_unset(L, &bl);
@@ -410,7 +432,9 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
     uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
     store_param(L, blk->a, 0);
     blocal_unset(L, &bl);
+    blk_push(L, n, blk);
     body(L, blk->b);
+    blk_pop(L);
     loop_tail(L, &lc, exit_pos);
     if (used) load_local(L, acc, blk->a->next->val);
     tpl_c_pop_scope(C);
@@ -559,6 +583,491 @@ static const tpl_node *shovel_root(const tpl_node *n)
     return v->kind == TPL_N_NAME || v->kind == TPL_N_RIVAR ? r : NULL;
 }
 
+/* ------------------------------------------------------------------ shared receivers (issue 15)
+ *
+ * Ruby's Strings, Arrays and Hashes are objects: a change in place (`s << x`, `s.strip!`, `a << x`,
+ * `h[k] = v`) is seen through every name that holds the object. tpl's strings are values (the change
+ * is stored back into the receiver's variable, or the item of one), and an array or hash the render
+ * did not build (the state's, a method's result) is copied at its first change. So a change is
+ * right only when no other name holds the receiver: the statements are scanned in source order
+ * (each top-level statement whole before it is lowered, so a loop's later iterations count) for what
+ * they do with each variable: assigned a value no other name holds (a literal, `+`, `strip` ...),
+ * assigned one that may be held elsewhere (another variable, an item, a parameter), escaped (stored
+ * into another variable or container, passed as an argument, a block's value), or items that escape
+ * or come from elsewhere. A change through a variable that may share its receiver is a located
+ * compile error for String-only methods (strip!, gsub!, ...) and a located check when the call runs
+ * otherwise (`<<` on a String, or on the state's array, is an error naming the construct; on an
+ * array or hash this render built, Ruby's reference semantics hold and it runs). */
+enum { OV_ASSIGNED = 1, OV_NONFRESH = 2, OV_ESCAPED = 4, OV_ITEMS = 8, OV_PARAM = 16 };
+#define OV_IVARS UINT32_MAX   /* the scope of @ivars: one for the template and its defs */
+
+typedef struct own_var {
+    const char *s;
+    uint32_t len, scope;
+    uint8_t flags;
+} own_var;
+
+static bool in_set(tpl_value v, const char *const *set)
+{
+    for (; *set; set++)
+        if (name_is(v, *set)) return true;
+    return false;
+}
+
+/* methods whose result may be their receiver itself */
+static const char *const self_methods[] = { "<<", "concat", "prepend", "insert", "replace", "clear", "push", "append",
+    "unshift", "merge!", "update", "tap", "itself", "then", "yield_self", "to_s", "to_str", "to_a", "to_ary", "to_h",
+    "to_hash", "freeze", "each", "each_with_index", "each_pair", "each_key", "each_value", "reverse_each", "cycle",
+    "presence", "fill", "delete_if", "keep_if", "send", "public_send", "(safe)", NULL };
+/* methods whose result holds nothing of the receiver (a new string, a number, a truth value, new strings) */
+static const char *const fresh_methods[] = { "length", "size", "count", "empty?", "nil?", "include?", "key?", "has_key?",
+    "member?", "start_with?", "end_with?", "==", "!=", "strip", "lstrip", "rstrip", "chomp", "chop", "upcase", "downcase",
+    "capitalize", "swapcase", "gsub", "sub", "tr", "tr_s", "squeeze", "center", "ljust", "rjust", "succ", "next", "join",
+    "inspect", "to_i", "to_f", "to_json", "to_sym", "split", "chars", "lines", "bytes", "scan", "index", "rindex", "=~",
+    "match?", "any?", "all?", "none?", "one?", "is_a?", "kind_of?", "instance_of?", "respond_to?", "class", "hash",
+    "format", "ord", "chr", "abs", "round", "floor", "ceil", "even?", "odd?", "zero?", "between?", "frozen?", "equal?",
+    "eql?", "encoding", "unpack", "unpack1", "pack", "keys", "+@", "-@", "downcase", "delete_prefix",
+    "delete_suffix", "unicode_normalize", "encode", "object_id", "sprintf", "each_char", "each_line", NULL };
+/* methods whose result may be one of the receiver's items (or an argument) */
+static const char *const item_methods[] = { "first", "last", "[]", "at", "fetch", "dig", "min", "max", "min_by", "max_by",
+    "find", "detect", "sample", "shift", "pop", "delete", "delete_at", "slice", "inject", "reduce", "each_with_object",
+    "sum", "default", "store", "values_at", "fetch_values", NULL };
+/* methods that do not keep their block's value */
+static const char *const void_blocks[] = { "each", "each_with_index", "each_pair", "each_key", "each_value", "times",
+    "upto", "downto", "step", "each_char", "each_line", "reverse_each", "each_slice", "each_cons", "loop", "tap",
+    "each_with_object", "cycle", NULL };
+/* methods that store their arguments into the receiver */
+static const char *const store_methods[] = { "<<", "push", "append", "unshift", "prepend", "insert", "concat", "store",
+    "[]=", "merge!", "update", "replace", "fill", NULL };
+/* String methods that change the receiver (Array and Hash have none of these names) */
+static const char *const str_changers[] = { "strip!", "lstrip!", "rstrip!", "chomp!", "chop!", "upcase!", "downcase!",
+    "capitalize!", "swapcase!", "gsub!", "sub!", "tr!", "tr_s!", "squeeze!", "delete!", "succ!", "next!",
+    "delete_prefix!", "delete_suffix!", "unicode_normalize!", "scrub!", "encode!", NULL };
+/* methods that change a String or an Array/Hash receiver */
+static const char *const any_changers[] = { "<<", "concat", "prepend", "insert", "replace", "clear", "reverse!", "slice!",
+    "[]=", NULL };
+/* methods that change an Array or Hash receiver (String has them too but makes a new string) */
+static const char *const ct_changers[] = { "push", "append", "unshift", "pop", "shift", "store", "delete", "delete_at",
+    "delete_if", "keep_if", "merge!", "update", "fill", NULL };
+
+static own_var *ov_find(erb_low *L, uint32_t scope, tpl_value name, bool create)
+{
+    erb_defs *d = L->defs;
+    for (uint32_t i = 0; i < d->nov; i++)
+        if (d->ov[i].scope == scope && d->ov[i].len == name.len && memcmp(d->ov[i].s, name.u.s, name.len) == 0) return &d->ov[i];
+    if (!create) return NULL;
+    if (d->nov == d->capov) {
+        uint32_t cap = d->capov ? d->capov * 2 : 32;
+        own_var *v = tpl_arena_alloc(tpl_c_arena(C), cap * sizeof *v);
+        if (!v) { tpl_c_nomem(C, 0); return NULL; }
+        if (d->nov) memcpy(v, d->ov, d->nov * sizeof *v);
+        d->ov = v;
+        d->capov = cap;
+    }
+    char *s = tpl_arena_strdup(tpl_c_arena(C), name.u.s, name.len);
+    if (!s) { tpl_c_nomem(C, 0); return NULL; }
+    own_var *v = &d->ov[d->nov++];
+    *v = (own_var){ .s = s, .len = name.len, .scope = scope, .flags = 0 };
+    return v;
+}
+
+static uint32_t var_scope(const erb_low *L, const tpl_node *n)
+{
+    return n->kind == TPL_N_RIVAR ? OV_IVARS : L->scope;
+}
+
+static void ov_mark(erb_low *L, uint32_t scope, const tpl_node *n, uint8_t flags)
+{
+    own_var *v = ov_find(L, n->kind == TPL_N_RIVAR ? OV_IVARS : scope, n->val, true);
+    if (v) v->flags |= flags;
+}
+
+/* The variable at the root of r's chain of items (`h[a][b]`), or NULL. */
+static const tpl_node *item_root(const tpl_node *r)
+{
+    while (r && (r->kind == TPL_N_GETITEM || (r->kind == TPL_N_RMETHOD && r->a && name_is(r->val, "[]")))) r = r->a;
+    return r && (r->kind == TPL_N_NAME || r->kind == TPL_N_RIVAR) ? r : NULL;
+}
+
+static bool same_var(const tpl_node *a, const tpl_node *b)
+{
+    return a && b && a->kind == b->kind && (a->kind == TPL_N_NAME || a->kind == TPL_N_RIVAR) && a->val.len == b->val.len &&
+           memcmp(a->val.u.s, b->val.u.s, a->val.len) == 0;
+}
+
+/* e's value is an object no other name holds (or one that cannot change: numbers, nil, symbols). */
+static bool fresh(const tpl_node *e)
+{
+    if (!e) return true;
+    switch (e->kind) {
+    case TPL_N_CONST: case TPL_N_INTERP: case TPL_N_LIST: case TPL_N_DICT: case TPL_N_RRANGE: case TPL_N_RREGEX:
+    case TPL_N_BINOP: case TPL_N_UNOP: case TPL_N_COMPARE: case TPL_N_RDEFINED: case TPL_N_RCONSTNAME:
+        return true;
+    case TPL_N_AND: case TPL_N_OR:
+        return fresh(e->a) && fresh(e->b);
+    case TPL_N_CONDEXPR:
+        return fresh(e->b) && fresh(e->c);
+    case TPL_N_RSTMTS: {
+        const tpl_node *t = e->b;
+        while (t && t->next) t = t->next;
+        return fresh(t);
+    }
+    case TPL_N_RMETHOD:
+        if (!e->a) return name_is(e->val, "format") || name_is(e->val, "sprintf");
+        if (name_is(e->val, "dup") || name_is(e->val, "clone")) return true;
+        if (e->val.len > 1 && e->val.u.s[e->val.len - 1] == '!') return false;
+        if (in_set(e->val, self_methods)) return !name_is(e->val, "(safe)") && fresh(e->a);
+        return !in_set(e->val, item_methods);
+    default:
+        return false;
+    }
+}
+
+/* fresh, and so are the items it holds. */
+static bool deep_fresh(const tpl_node *e)
+{
+    if (!e) return true;
+    switch (e->kind) {
+    case TPL_N_CONST: case TPL_N_INTERP: case TPL_N_RRANGE: case TPL_N_RREGEX: case TPL_N_UNOP: case TPL_N_COMPARE:
+    case TPL_N_RDEFINED: case TPL_N_RCONSTNAME:
+        return true;
+    case TPL_N_LIST:
+        for (const tpl_node *i = e->a; i; i = i->next)
+            if (!deep_fresh(i)) return false;
+        return true;
+    case TPL_N_DICT:
+        for (const tpl_node *p = e->a; p; p = p->next)
+            if (p->kind != TPL_N_PAIR || !deep_fresh(p->b)) return false;
+        return true;
+    case TPL_N_BINOP:
+        /* "x" + s, "%s" % [s], "-" * n: a new string */
+        if (e->a && (e->a->kind == TPL_N_INTERP || (e->a->kind == TPL_N_CONST && e->a->val.type == TPL_T_STR))) return true;
+        if (e->b && (e->b->kind == TPL_N_INTERP || (e->b->kind == TPL_N_CONST && e->b->val.type == TPL_T_STR))) return true;
+        return deep_fresh(e->a) && deep_fresh(e->b);
+    case TPL_N_AND: case TPL_N_OR:
+        return deep_fresh(e->a) && deep_fresh(e->b);
+    case TPL_N_CONDEXPR:
+        return deep_fresh(e->b) && deep_fresh(e->c);
+    case TPL_N_RSTMTS: {
+        const tpl_node *t = e->b;
+        while (t && t->next) t = t->next;
+        return deep_fresh(t);
+    }
+    case TPL_N_RMETHOD:
+        if (!e->a) return name_is(e->val, "format") || name_is(e->val, "sprintf");
+        return in_set(e->val, fresh_methods) && !name_is(e->val, "dup");
+    default:
+        return false;
+    }
+}
+
+static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth);
+
+/* A body (statements): the last one's value is used when `mode` says so. */
+static void own_body(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth)
+{
+    for (; n; n = n->next) own_scan(L, n, scope, n->next ? 0 : mode, depth);
+}
+
+static void own_params(erb_low *L, const tpl_node *p, uint32_t scope, int depth)
+{
+    for (; p && depth < 200; p = p->next) {
+        if (p->kind == TPL_N_NAME || p->kind == TPL_N_KWARG) ov_mark(L, scope, p, OV_PARAM);
+        if (p->kind == TPL_N_KWARG && p->a) own_scan(L, p->a, scope, 2, depth + 1);
+        else if (p->kind != TPL_N_NAME) own_params(L, p->a, scope, depth + 1);
+    }
+}
+
+static void own_args(erb_low *L, const tpl_node *a, uint32_t scope, int mode, int depth)
+{
+    for (; a; a = a->next) own_scan(L, a->kind == TPL_N_ARG || a->kind == TPL_N_KWARG || a->kind == TPL_N_STARARG ||
+                                          a->kind == TPL_N_STARKW ? a->a : a, scope, mode, depth);
+}
+
+/* mode: 0 n's value is not kept; 1 its items may be (`x = a[0]`, `a.map { ... }`); 2 it may be itself
+ * (`x = a`, `f(a)`, `[a]`). */
+static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth)
+{
+    if (!n || depth > 200 || tpl_c_failed(C)) return;
+    depth++;
+    switch (n->kind) {
+    case TPL_N_NAME: case TPL_N_RIVAR:
+        if (mode) ov_mark(L, scope, n, mode == 2 ? OV_ESCAPED | OV_ITEMS : OV_ITEMS);
+        return;
+    case TPL_N_CONST: case TPL_N_TEXT: case TPL_N_RREGEX: case TPL_N_RCONSTNAME: case TPL_N_RDEFINED:
+        return;
+    case TPL_N_SET: {
+        const tpl_node *t = n->a, *v = n->b, *val = v;
+        bool self = false;
+        if (v && (v->kind == TPL_N_OR || v->kind == TPL_N_AND || v->kind == TPL_N_BINOP) &&
+            (same_var(v->a, t) || (is_index(t) && v->a && is_index(v->a)))) {
+            val = v->b;   /* x ||= v, x += v, h[k] ||= v: the old value stays only in x */
+            self = true;
+        }
+        if (t && (t->kind == TPL_N_NAME || t->kind == TPL_N_RIVAR)) {
+            bool f = self && v->kind == TPL_N_BINOP ? true : fresh(val);
+            ov_mark(L, scope, t, OV_ASSIGNED | (f ? 0 : OV_NONFRESH) | (deep_fresh(val) ? 0 : OV_ITEMS));
+        } else if (is_index(t)) {
+            const tpl_node *root = item_root(t);
+            if (root && !deep_fresh(val)) ov_mark(L, scope, root, OV_ITEMS);
+            own_scan(L, t->a, scope, 0, depth);
+            if (t->kind == TPL_N_GETITEM) own_scan(L, t->b, scope, 2, depth);
+            else own_args(L, t->b, scope, 2, depth);
+        }
+        if (self) own_scan(L, v->a->kind == TPL_N_NAME || v->a->kind == TPL_N_RIVAR ? NULL : v->a, scope, 0, depth);
+        own_scan(L, val, scope, 2, depth);
+        return;
+    }
+    case TPL_N_RMETHOD: {
+        if (n->a) {
+            int rm = in_set(n->val, self_methods) || (n->val.len > 1 && n->val.u.s[n->val.len - 1] == '!') ? mode
+                   : in_set(n->val, fresh_methods) ? 0 : (mode ? 1 : 0);
+            if (n->c && rm < 1) rm = 1;   /* a block's parameters hold its items */
+            own_scan(L, n->a, scope, rm, depth);
+            if (in_set(n->val, store_methods)) {
+                const tpl_node *root = item_root(n->a);
+                for (const tpl_node *a = n->b; a && root; a = a->next)
+                    if (!deep_fresh(a->a ? a->a : a)) { ov_mark(L, scope, root, OV_ITEMS); break; }
+            }
+        }
+        own_args(L, n->b, scope, n->a && in_set(n->val, fresh_methods) ? 0 : 2, depth);
+        if (n->c) own_scan(L, n->c, scope, in_set(n->val, void_blocks) ? 0 : 2, depth);
+        return;
+    }
+    case TPL_N_RBLOCK:   /* its parameters are its own variables (blk_param) */
+        own_body(L, n->b, scope, mode, depth);
+        return;
+    case TPL_N_LIST:
+        own_args(L, n->a, scope, 2, depth);
+        return;
+    case TPL_N_DICT:
+        for (const tpl_node *p = n->a; p; p = p->next) {
+            own_scan(L, p->a, scope, 2, depth);
+            own_scan(L, p->b, scope, 2, depth);
+        }
+        return;
+    case TPL_N_INTERP:
+        own_body(L, n->a, scope, 0, depth);
+        return;
+    case TPL_N_BINOP: case TPL_N_GETITEM:
+        own_scan(L, n->a, scope, mode ? 1 : 0, depth);
+        own_scan(L, n->b, scope, n->kind == TPL_N_GETITEM ? 0 : mode ? 1 : 0, depth);
+        return;
+    case TPL_N_AND: case TPL_N_OR:
+        own_scan(L, n->a, scope, mode, depth);
+        own_scan(L, n->b, scope, mode, depth);
+        return;
+    case TPL_N_CONDEXPR:
+        own_scan(L, n->a, scope, 0, depth);
+        own_scan(L, n->b, scope, mode, depth);
+        own_scan(L, n->c, scope, mode, depth);
+        return;
+    case TPL_N_IF:
+        own_scan(L, n->a, scope, 0, depth);
+        own_body(L, n->b, scope, mode, depth);
+        own_body(L, n->c, scope, mode, depth);
+        return;
+    case TPL_N_RCASE:
+        own_scan(L, n->a, scope, 0, depth);
+        for (const tpl_node *w = n->b; w; w = w->next) {
+            own_body(L, w->a, scope, 0, depth);
+            own_body(L, w->b, scope, mode, depth);
+        }
+        own_body(L, n->c, scope, mode, depth);
+        return;
+    case TPL_N_RSTMTS:
+        own_body(L, n->b, scope, mode, depth);
+        return;
+    case TPL_N_RWHILE:
+        own_scan(L, n->a, scope, 0, depth);
+        own_body(L, n->b, scope, 0, depth);
+        return;
+    case TPL_N_RFOR:
+        own_params(L, n->c, scope, depth);
+        own_scan(L, n->a, scope, 1, depth);
+        own_body(L, n->b, scope, 0, depth);
+        return;
+    case TPL_N_RBEGIN:
+        own_body(L, n->a, scope, mode, depth);
+        for (const tpl_node *r = n->b; r; r = r->next) {
+            if (r->c) ov_mark(L, scope, r->c, OV_ASSIGNED);
+            own_body(L, r->b, scope, mode, depth);
+        }
+        own_body(L, n->c, scope, 0, depth);
+        return;
+    case TPL_N_RDEF:
+        own_params(L, n->a, n->off + 1, depth);
+        own_body(L, n->b, n->off + 1, 2, depth);
+        return;
+    case TPL_N_RRETURN: case TPL_N_RNEXT: case TPL_N_RBREAK: case TPL_N_RRANGE:
+        own_scan(L, n->a, scope, 2, depth);
+        own_scan(L, n->b, scope, 2, depth);
+        return;
+    case TPL_N_OUTPUT: case TPL_N_COMPARE: case TPL_N_UNOP:
+        own_body(L, n->a, scope, 0, depth);
+        own_body(L, n->b, scope, 0, depth);
+        return;
+    case TPL_N_RSAFE: {
+        const tpl_node *m = n->b;
+        int rm = m && m->kind == TPL_N_RMETHOD && in_set(m->val, fresh_methods) ? 0 : mode ? 2 : 0;
+        if (n->c) rm = 2;
+        own_scan(L, n->a, scope, rm, depth);
+        if (m && m->kind == TPL_N_RMETHOD) own_args(L, m->b, scope, 2, depth);
+        if (m && m->c) own_scan(L, m->c, scope, 2, depth);
+        if (n->c) own_scan(L, n->c, scope, 2, depth);
+        return;
+    }
+    default:
+        own_body(L, n->a, scope, 2, depth);
+        own_body(L, n->b, scope, 2, depth);
+        own_body(L, n->c, scope, 2, depth);
+        return;
+    }
+}
+
+static bool params_have(const tpl_node *p, tpl_value name, int depth)
+{
+    for (; p && depth < 50; p = p->next) {
+        if ((p->kind == TPL_N_NAME || p->kind == TPL_N_KWARG) && p->val.len == name.len && memcmp(p->val.u.s, name.u.s, name.len) == 0)
+            return true;
+        if (p->kind != TPL_N_NAME && p->kind != TPL_N_KWARG && params_have(p->a, name, depth + 1)) return true;
+    }
+    return false;
+}
+
+/* name as a parameter of a block being lowered (the innermost that has it): 1 the memo of inject/reduce/
+ * each_with_object given a new object (`inject("") { |s, x| s << x }`: no other name holds it), -1 another
+ * parameter (an item of the receiver, held by it too), 0 none. */
+static int blk_param(const erb_low *L, tpl_value name)
+{
+    for (int i = (L->nblk > 32 ? 32 : L->nblk) - 1; i >= 0; i--) {
+        const tpl_node *blk = L->bblk[i], *call = L->bcall[i];
+        if (!blk || !params_have(blk->a, name, 0)) continue;
+        const tpl_node *memo = NULL;
+        if (call && call->kind == TPL_N_RMETHOD && call->b && !call->b->next && call->b->kind == TPL_N_ARG) {
+            if (name_is(call->val, "inject") || name_is(call->val, "reduce")) memo = blk->a;
+            else if (name_is(call->val, "each_with_object") && blk->a) memo = blk->a->next;
+            if (memo && (memo->kind != TPL_N_NAME || !fresh(call->b->a))) memo = NULL;
+        }
+        return memo && memo->val.len == name.len && memcmp(memo->val.u.s, name.u.s, name.len) == 0 ? 1 : -1;
+    }
+    return 0;
+}
+
+/* Whether variable r (NAME or RIVAR) holds, at a change through it, an object no other name holds;
+ * *twin: it still reads its state key (never assigned), which its twin (`@x` of `x`) reads too. */
+static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin)
+{
+    *twin = false;
+    int bp = r->kind == TPL_N_NAME ? blk_param(L, r->val) : 0;
+    if (bp) return bp > 0;
+    own_var *v = ov_find(L, var_scope(L, r), r->val, false);
+    uint8_t f = v ? v->flags : 0;
+    if (f & (OV_PARAM | OV_ESCAPED | OV_NONFRESH)) return false;
+    if (items && (f & OV_ITEMS)) return false;
+    if (f & OV_ASSIGNED) return true;
+    /* the state's value: in a def an @ivar's twin is out of reach */
+    if (L->scope) return r->kind != TPL_N_RIVAR;
+    char buf[256];
+    tpl_value tn;
+    if (r->kind == TPL_N_RIVAR) tn = tpl_v_str(r->val.u.s + 1, r->val.len - 1);
+    else {
+        if (r->val.len + 1 > sizeof buf) return false;
+        buf[0] = '@';
+        memcpy(buf + 1, r->val.u.s, r->val.len);
+        tn = tpl_v_str(buf, r->val.len + 1);
+    }
+    own_var *t = ov_find(L, r->kind == TPL_N_RIVAR ? 0 : OV_IVARS, tn, false);
+    if (t && ((t->flags & OV_ESCAPED) || (items && (t->flags & OV_ITEMS) && !(t->flags & OV_ASSIGNED)))) return false;
+    *twin = !t || !(t->flags & OV_ASSIGNED);
+    return true;
+}
+
+/* After a change through r's root variable that still reads its state key: its twin (`@x` for `x`,
+ * `x` for `@x`), when that still reads the key too, holds the changed value as well (the state's
+ * value is one object for both in Ruby). */
+static void twin_sync(erb_low *L, const tpl_node *root)
+{
+    tpl_value tn;
+    char *buf = NULL;
+    if (root->kind == TPL_N_RIVAR) tn = tpl_v_str(root->val.u.s + 1, root->val.len - 1);
+    else {
+        buf = tpl_arena_alloc(tpl_c_arena(C), root->val.len + 1);
+        if (!buf) { tpl_c_nomem(C, root->off); return; }
+        buf[0] = '@';
+        memcpy(buf + 1, root->val.u.s, root->val.len);
+        tn = tpl_v_str(buf, root->val.len + 1);
+    }
+    uint32_t slot;
+    if (!tpl_c_lookup(C, tn, &slot)) {
+        if (!tpl_c_lookup_root(C, tn, &slot)) slot = tpl_c_declare_root(C, tn);
+    }
+    tpl_c_emit(C, TPL_OP_JSET, slot, 0);
+    uint32_t pos = tpl_c_word(C, 0);
+    expr(L, (tpl_node *)root);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+    tpl_c_patch_word(C, pos, tpl_c_here(C));
+}
+
+/* The check before a change `r.m(...)` (or `r[k] = v`, m "[]="): true when nothing is to be done; else
+ * a located compile error (a String-only method), or *check is set to the (unshared) mode the call
+ * must run on its receiver first. *twin: the root variable's twin is synced after the change. */
+static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, int *check, const tpl_node **twin)
+{
+    *check = 0;
+    *twin = NULL;
+    int kind = in_set(m, str_changers) ? 1 : in_set(m, any_changers) ? 3 : in_set(m, ct_changers) ? 2
+             : (m.len > 1 && m.u.s[m.len - 1] == '!' && !name_is(m, "!=")) ? 2 : 0;
+    if (!kind || !r) return true;
+    while (mutates_receiver(r)) r = r->a;   /* buf << a << b: buf's */
+    const tpl_node *root = item_root(r);
+    bool tw = false, ok;
+    if (root && (root->kind == TPL_N_NAME || root->kind == TPL_N_RIVAR) && !name_is(root->val, "(safe)"))
+        ok = ov_owned(L, root, root != r, &tw);
+    else
+        ok = fresh(r);
+    if (ok) {
+        if (tw) *twin = root;
+        return true;
+    }
+    if (kind == 1) {
+        const char *what = r->kind == TPL_N_NAME || r->kind == TPL_N_RIVAR ? "" : "an item or result that";
+        tpl_c_error(C, off, "unsupported Ruby construct: String#%.*s on %s%.*s%s another name may hold (a block or def "
+                    "parameter, or a variable assigned from or stored into another): tpl strings are values, the other "
+                    "name would not see the change", (int)m.len, m.u.s, *what ? what : "`",
+                    *what ? 0 : (int)r->val.len, *what ? "" : r->val.u.s, *what ? "" : "', which");
+        return false;
+    }
+    *check = kind;
+    return true;
+}
+
+/* Emits the (unshared) check on the value on top of the stack (kept). */
+static void own_check(erb_low *L, int check, tpl_value m, uint32_t off)
+{
+    tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(check)), 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, m), 1);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(unshared)")), -2);
+    tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+    tpl_c_word(C, 0);
+    tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+/* `r[k] = v` (n a SET): own_site's check of r, emitted; false after a compile error. */
+static bool index_site(erb_low *L, tpl_node *n, const tpl_node **twin)
+{
+    int chk;
+    if (!own_site(L, n->a->a, S("[]="), n->off, &chk, twin)) return false;
+    if (chk) {
+        expr(L, n->a->a);
+        own_check(L, chk, S("[]="), n->off);
+        tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    }
+    return true;
+}
+
 static void call(erb_low *L, tpl_node *n, bool used)
 {
     /* a trailing &:name argument is the call's block */
@@ -644,10 +1153,21 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (mode >= 0) { loop_block(L, n, mode); return; }
     }
     if (n->c && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
+    int chk;
+    const tpl_node *twin;
+    if (!own_site(L, n->a, n->val, n->off, &chk, &twin)) return;
+    bool varroot = item_root(n->a) != NULL;
+    if (chk && varroot) {
+        expr(L, n->a);
+        own_check(L, chk, n->val, n->off);
+        tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    }
     if (changes_receiver(n)) own_receiver(L, n->a, n->off);
     erb_blocals bl = { .n = 0 };
+    L->pending_call = n;
     uint32_t bw = n->c ? block_sub(L, n->c, &bl) : 0;
     expr(L, n->a);
+    if (chk && !varroot) own_check(L, chk, n->val, n->off);
     if (has_splat(n->b)) {
         /* r.m(*a, **h): r.(apply)(name, args, keywords) spreads them (CALL_METHOD_RB's arguments are fixed) */
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, n->val), 1);
@@ -683,8 +1203,10 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
         if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off, false);
         else store_var(L, root->val, n->off);
+        if (twin) twin_sync(L, twin);
         return;
     }
+    if (twin) twin_sync(L, twin);
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
@@ -1131,12 +1653,16 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_RCASE:
         case_(L, n, true);
         return;
-    case TPL_N_SET:
+    case TPL_N_SET: {
+        const tpl_node *twin = NULL;
+        if (is_index(n->a) && !index_site(L, n, &twin)) return;
         expr(L, n->b);
         tpl_c_emit(C, TPL_OP_DUP, 0, 1);
         if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
+        if (twin) twin_sync(L, twin);
         return;
+    }
     case TPL_N_TEXT:
     case TPL_N_OUTPUT:
         /* the value of text in Ruby's ERB is the output buffer itself; tpl gives nil */
@@ -1679,6 +2205,8 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     erb_loop *save_loop = L->loop;
     L->loop = NULL;
     L->in_def++;
+    uint32_t save_scope = L->scope;
+    L->scope = n->off + 1;
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
     uint32_t entry = tpl_c_here(C);
     uint32_t i = 0;
@@ -1708,6 +2236,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     L->in_def--;
+    L->scope = save_scope;
     L->loop = save_loop;
     tpl_c_func_end(C, f, n->val, pn, np, entry, n->off);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, d->slot, -1);
@@ -1755,11 +2284,15 @@ static void stmt(erb_low *L, tpl_node *n)
     case TPL_N_RCASE:
         case_(L, n, false);
         return;
-    case TPL_N_SET:
+    case TPL_N_SET: {
+        const tpl_node *twin = NULL;
+        if (is_index(n->a) && !index_site(L, n, &twin)) return;
         expr(L, n->b);
         if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
+        if (twin) twin_sync(L, twin);
         return;
+    }
     case TPL_N_RMETHOD:
         call(L, n, false);
         return;
@@ -1830,6 +2363,7 @@ void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
     }
     low.defs = *ext;
     defs_scan(&low, n, 0);
+    own_body(&low, n, 0, 0, 0);
     body(&low, n);
 }
 

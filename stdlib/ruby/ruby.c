@@ -3910,6 +3910,28 @@ int r_any_own(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* (unshared): the lowering's check before a method that changes its receiver in place when the
+ * receiver may be held by another name too (compiler/lower_erb.c, "shared receivers"): tpl's strings
+ * are values and the state's (or a method's) arrays and hashes are copied at their first change, so
+ * the other name would not see the change Ruby makes; that is an error naming the construct, never a
+ * different text. mode bit 1: a String is refused; bit 2: an array or hash this render did not build.
+ * A frozen receiver passes (the method raises FrozenError, as in Ruby). */
+int r_any_unshared(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t mode = a[1].type == TPL_T_INT ? a[1].u.i : 3;
+    int mlen = a[2].len > 60 ? 60 : (int)a[2].len;
+    *out = tpl_v_none();
+    if ((mode & 1) && a[0].type == TPL_T_STR && !(a[0].flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_FROZEN_RB)))
+        return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: String#%.*s on a string another name may "
+                            "hold: tpl strings are values, the other name would not see the change", mlen, a[2].u.s);
+    if ((mode & 2) && ((a[0].type == TPL_T_LIST && is_array(a[0])) || a[0].type == TPL_T_MAP) &&
+        !(a[0].flags & (TPL_F_MUT_RB | TPL_F_FROZEN_CT_RB)))
+        return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: %s#%.*s on the state's (or a method's) %s "
+                            "that another name may hold: tpl copies it at its first change, the other name would not see it",
+                            a[0].type == TPL_T_MAP ? "Hash" : "Array", mlen, a[2].u.s, a[0].type == TPL_T_MAP ? "hash" : "array");
+    return 0;
+}
+
 /* Object#dup / #clone(freeze: true): an array or hash is copied (dup unfrozen; clone keeps frozen);
  * a string as String#dup; anything else is itself. */
 static int dup_clone(tpl_vm *vm, tpl_value *a, tpl_value *out, bool clone)
