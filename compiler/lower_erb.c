@@ -1085,6 +1085,13 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
+    if ((n->a && (name_is(n->val, "sample") || name_is(n->val, "shuffle") || name_is(n->val, "shuffle!"))) ||
+        (!n->a && (name_is(n->val, "rand") || name_is(n->val, "srand")) && !def_find(L, n->val, false) &&
+         !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: %s%.*s (random: a tpl render is a function of its state; "
+                    "pass the choice in the state)", n->a ? "Array#" : "Kernel#", (int)n->val.len, n->val.u.s);
+        return;
+    }
     if (n->a && !n->b && !n->c && name_is(n->val, "cycle")) {
         tpl_c_error(C, n->off, "unsupported Ruby construct: cycle without a block or a count (an endless Enumerator)");
         return;
@@ -1458,6 +1465,12 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_RCONSTNAME: {
         bool known = false;
         for (int i = 0; known_classes[i]; i++) known = known || name_is(n->val, known_classes[i]);
+        if (name_is(n->val, "Time") || name_is(n->val, "Random") || name_is(n->val, "Process")) {
+            /* Ruby's core has them; a render is a function of its state (no clock, no randomness) */
+            tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (the clock and randomness: a tpl render is a "
+                        "function of its state; pass the time or the choice in the state)", (int)n->val.len, n->val.u.s);
+            return;
+        }
         if (!known) {   /* NameError when it runs, as in Ruby */
             char msg[200];
             snprintf(msg, sizeof msg, "uninitialized constant %.*s (NameError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
