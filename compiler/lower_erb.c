@@ -47,6 +47,8 @@ typedef struct erb_defs {
     /* what the statements so far did with each variable (shared receivers, below) */
     struct own_var *ov;
     uint32_t nov, capov;
+    uint32_t *ovidx;        /* open addressing over ov by (name, scope): entry index + 1, 0 empty */
+    uint32_t ovidx_cap;     /* 0 or a power of two, at least twice nov */
 } erb_defs;
 
 typedef struct erb_low {
@@ -605,6 +607,7 @@ typedef struct own_var {
     const char *s;
     uint32_t len, scope;
     uint8_t flags;
+    uint64_t hash;
 } own_var;
 
 static bool in_set(tpl_value v, const char *const *set)
@@ -653,21 +656,46 @@ static const char *const ct_changers[] = { "push", "append", "unshift", "pop", "
 static own_var *ov_find(erb_low *L, uint32_t scope, tpl_value name, bool create)
 {
     erb_defs *d = L->defs;
-    for (uint32_t i = 0; i < d->nov; i++)
-        if (d->ov[i].scope == scope && d->ov[i].len == name.len && memcmp(d->ov[i].s, name.u.s, name.len) == 0) return &d->ov[i];
+    tpl_arena *a = tpl_c_arena(C);
+    uint64_t h = tpl_hash_str(name.u.s, name.len) ^ ((uint64_t)scope * 0x9E3779B97F4A7C15u);
+    uint32_t mask = d->ovidx_cap - 1, at = 0;
+    if (d->ovidx_cap) {
+        for (at = (uint32_t)h & mask; d->ovidx[at]; at = (at + 1) & mask) {
+            own_var *v = &d->ov[d->ovidx[at] - 1];
+            if (v->hash == h && v->scope == scope && v->len == name.len && memcmp(v->s, name.u.s, name.len) == 0) return v;
+        }
+    }
     if (!create) return NULL;
     if (d->nov == d->capov) {
         uint32_t cap = d->capov ? d->capov * 2 : 32;
-        own_var *v = tpl_arena_alloc(tpl_c_arena(C), cap * sizeof *v);
+        own_var *v = tpl_arena_table(a, cap * sizeof *v);
         if (!v) { tpl_c_nomem(C, 0); return NULL; }
         if (d->nov) memcpy(v, d->ov, d->nov * sizeof *v);
+        if (d->capov) tpl_arena_table_free(a, d->ov, d->capov * sizeof *v);
         d->ov = v;
         d->capov = cap;
     }
-    char *s = tpl_arena_strdup(tpl_c_arena(C), name.u.s, name.len);
+    if ((uint64_t)(d->nov + 1) * 2 > d->ovidx_cap) {   /* a new index, twice as large */
+        uint32_t cap = d->ovidx_cap ? d->ovidx_cap * 2 : 64;
+        uint32_t *idx = tpl_arena_table(a, cap * sizeof *idx);
+        if (!idx) { tpl_c_nomem(C, 0); return NULL; }
+        memset(idx, 0, cap * sizeof *idx);
+        for (uint32_t i = 0; i < d->nov; i++) {
+            uint32_t k = (uint32_t)d->ov[i].hash & (cap - 1);
+            while (idx[k]) k = (k + 1) & (cap - 1);
+            idx[k] = i + 1;
+        }
+        if (d->ovidx_cap) tpl_arena_table_free(a, d->ovidx, d->ovidx_cap * sizeof *idx);
+        d->ovidx = idx;
+        d->ovidx_cap = cap;
+        mask = cap - 1;
+        for (at = (uint32_t)h & mask; d->ovidx[at]; at = (at + 1) & mask) {}
+    }
+    char *s = tpl_arena_strdup(a, name.u.s, name.len);
     if (!s) { tpl_c_nomem(C, 0); return NULL; }
-    own_var *v = &d->ov[d->nov++];
-    *v = (own_var){ .s = s, .len = name.len, .scope = scope, .flags = 0 };
+    own_var *v = &d->ov[d->nov];
+    *v = (own_var){ .s = s, .len = name.len, .scope = scope, .flags = 0, .hash = h };
+    d->ovidx[at] = ++d->nov;
     return v;
 }
 
