@@ -9,7 +9,8 @@
  * lands on a real instruction. The VM itself never looks at the next instruction to decide. */
 #include "compile.h"
 
-/* The superinstructions, in table order (the order rows of one base are tried in). */
+/* The superinstructions, in table order (among rows of one base and length, the first that matches
+ * is chosen). */
 static const uint8_t fused_ops[] = {
 #define TPL_OP(name, extra, fmt, pops, pushes, flags, doc)
 #define TPL_FUSED(name, base, doc, ...) TPL_OP_##name,
@@ -17,6 +18,25 @@ static const uint8_t fused_ops[] = {
 #undef TPL_OP
 #undef TPL_FUSED
 };
+/* Their successor positions (an OR alternative is no position of its own). */
+#define SUM_(a, b, c, d, e, f, g, h, ...) ((a) + (b) + (c) + (d) + (e) + (f) + (g) + (h))
+#define SUM(...) SUM_(__VA_ARGS__, 0, 0, 0, 0, 0, 0, 0, 0)
+static const uint8_t fused_len[] = {
+#define TPL_OP(name, extra, fmt, pops, pushes, flags, doc)
+#define TPL_FUSED(name, base, doc, ...) SUM(__VA_ARGS__),
+#define OP(x) 1
+#define OR(x) 0
+#define SAME(x) 1
+#include "../runtime/opcodes.def"
+#undef OP
+#undef OR
+#undef SAME
+#undef TPL_OP
+#undef TPL_FUSED
+};
+#undef SUM
+#undef SUM_
+_Static_assert(sizeof fused_len == sizeof fused_ops, "a length for every superinstruction");
 typedef uint32_t rowset; /* a set of fused_ops indexes */
 _Static_assert(sizeof fused_ops <= 8 * sizeof(rowset), "a rowset holds every superinstruction");
 
@@ -29,7 +49,7 @@ static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, 
  * tpl_op_successors_match), each successor that can be fused being fused first: a row that
  * requires a superinstruction after it (LOAD_SLOT_ITEM_CMP: EQ_JF) then matches in this one
  * walk, with no second pass. The choice made for a successor is the one its own turn would make
- * (the first row of its base whose successors follow), so fusing it early changes nothing. */
+ * (the longest row of its base whose successors follow), so fusing it early changes nothing. */
 typedef struct { uint32_t *code; size_t n; const rowset *rows; int depth; } fuse_ctx;
 
 static uint32_t fuse_successor(void *ctx, size_t at, uint32_t op)
@@ -44,25 +64,31 @@ static bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowse
     return tpl_op_successors_walk(f, code, n, pc, fuse_successor, &ctx);
 }
 
-/* Fuses the instruction at pc when one of its base's rows matches (the first, in table order),
- * and returns its opcode then. */
+/* Fuses the instruction at pc when one of its base's rows matches (the longest pattern, the
+ * first in table order among rows of one length), and returns its opcode then. */
 static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth)
 {
     uint32_t op = TPL_INSN_OP(code[pc]);
     size_t at = pc + 1 + tpl_opinfo_table[op].extra;
     if (at >= n || TPL_INSN_OP(code[at]) >= TPL_OP__COUNT) return op;
     uint32_t nb = tpl_op_base(TPL_INSN_OP(code[at])); /* the next instruction's base */
+    uint32_t best = op;
+    int best_len = 0;
     for (rowset m = rows[op]; m; m &= m - 1) {
-        uint32_t f = fused_ops[__builtin_ctz(m)];
+        int i = __builtin_ctz(m);
+        uint32_t f = fused_ops[i];
         const uint16_t *s = tpl_opinfo_table[f].succ;
+        if (fused_len[i] <= best_len)
+            continue; /* a longer row matched */
         if ((s[1] == TPL_SUCC_END || !(s[1] & TPL_SUCC_OR)) && tpl_op_base(s[0] & 0xFF) == (s[0] & 0xFFu) && nb != (s[0] & 0xFFu))
             continue; /* its one first successor, a base opcode, is not next */
         if (matches(f, code, n, pc, rows, depth)) {
-            code[pc] = TPL_INSN(f, TPL_INSN_A(code[pc]));
-            return f;
+            best = f;
+            best_len = fused_len[i];
         }
     }
-    return op;
+    if (best != op) code[pc] = TPL_INSN(best, TPL_INSN_A(code[pc]));
+    return best;
 }
 
 void tpl_peephole(uint32_t *code, size_t n)

@@ -177,12 +177,31 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
     return 0;
 }
 
+/* Copies n bytes from s to d (n may be 0 with s NULL): up to 16 bytes with two overlapping loads
+ * and stores of the exact range, inline (most printed values and short texts), more by memcpy. */
+static inline __attribute__((always_inline)) void out_copy(char *d, const char *s, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t x, y;
+        memcpy(&x, s, 8); memcpy(&y, s + n - 8, 8);
+        memcpy(d, &x, 8); memcpy(d + n - 8, &y, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t x, y;
+        memcpy(&x, s, 4); memcpy(&y, s + n - 4, 4);
+        memcpy(d, &x, 4); memcpy(d + n - 4, &y, 4);
+    } else if (n < 4) {
+        for (size_t i = 0; i < n; i++) d[i] = s[i];
+    } else {
+        memcpy(d, s, n);
+    }
+}
+
 /* Appends n bytes to the output. The buffer is reused across renders, so after the first render
  * of a program the fast path (it fits) is the only one taken. */
 static inline int out_put(tpl_vm *vm, const char *s, size_t n)
 {
     if (__builtin_expect(vm->out_len + n < vm->out_cap, 1)) {
-        if (n) memcpy(vm->out + vm->out_len, s, n); /* s may be NULL when n is 0 */
+        out_copy(vm->out + vm->out_len, s, n);
         vm->out_len += n;
         return 0;
     }
@@ -376,6 +395,41 @@ static bool markup_only(int id)
 static int str_method_gate(tpl_value self, int id)
 {
     return id >= 0 && self.type == TPL_T_STR && !(self.flags & TPL_F_SAFE) && markup_only(id) ? -1 : id;
+}
+
+/* tpl_mem_eq, always inlined (a name lookup's check of its guessed entry). */
+static inline __attribute__((always_inline)) bool key_bytes_eq(const char *a, const char *b, size_t n)
+{
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, b0, a1, b1;
+        memcpy(&a0, a, 8); memcpy(&b0, b, 8); memcpy(&a1, a + n - 8, 8); memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, b0, a1, b1;
+        memcpy(&a0, a, 4); memcpy(&b0, b, 4); memcpy(&a1, a + n - 4, 4); memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return tpl_mem_eq(a, b, n);
+}
+
+/* The entry of map m whose key is the string of name nm, or NULL: tpl_map_probe_str, first trying
+ * the entry this name was last found at (vm->key_hint). A template reads the same few names from
+ * maps of one shape (the state, each item of a list of records), so the guess is usually right and
+ * a lookup costs one comparison instead of a scan. Keys are unique, so the entry found is the one
+ * the scan would find. */
+static inline __attribute__((always_inline)) tpl_value *map_find_name(tpl_vm *vm, const tpl_map *m, const tpl_name *nm)
+{
+    uint32_t *h = &vm->key_hint[((uintptr_t)nm >> 3) % (sizeof vm->key_hint / sizeof vm->key_hint[0])];
+    uint32_t i = *h;
+    if (__builtin_expect(i < m->len, 1)) {
+        tpl_entry *e = &m->e[i];
+        if (e->hash == nm->hash && e->key.type == TPL_T_STR && e->key.len == nm->s.len && key_bytes_eq(e->key.u.s, nm->s.u.s, nm->s.len))
+            return &e->val;
+    }
+    tpl_value *hit = tpl_map_probe_str(m, nm->s.u.s, nm->s.len, nm->hash);
+    if (hit) *h = (uint32_t)((const tpl_entry *)(const void *)((const char *)hit - offsetof(tpl_entry, val)) - m->e);
+    return hit;
 }
 
 /* The builtin method `nm` names for a receiver of method kind `kind` (-1: none), from the ids
@@ -1363,7 +1417,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
 static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 {
     if (vm->state.type == TPL_T_MAP) {
-        tpl_value *hit = tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        tpl_value *hit = map_find_name(vm, vm->state.u.map, nm);
         if (hit) { *out = *hit; return 0; }
     }
     if (tpl_stdlib.ext_global(vm, nm->s.u.s, nm->s.len, out)) return 0; /* the library's own (`call`) */
@@ -2122,7 +2176,7 @@ static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tp
     tpl_value obj = *v;
     tpl_value *hit = NULL;
     if (obj.type == TPL_T_MAP && ((obj.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
-        ((hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
+        ((hit = map_find_name(vm, obj.u.map, nm)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
         /* a key (no dict method of that name): as tpl_getattr, without searching by string
          * (a missing key named as a mutating method: tpl_getattr's unsafe method) */
         *v = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
@@ -2138,7 +2192,7 @@ static inline __attribute__((always_inline)) int getitem_str_op(tpl_vm *vm, cons
 {
     tpl_value obj = *v;
     if (obj.type == TPL_T_MAP) {
-        tpl_value *hit = tpl_map_find_str(obj.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        tpl_value *hit = map_find_name(vm, obj.u.map, nm);
         if (hit) { *v = *hit; return 0; }
     }
     return tpl_getitem(vm, obj, nm->s, v) < 0 ? -1 : 0;
@@ -2185,7 +2239,7 @@ static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op
         if (vm->out_len + total < vm->out_cap) { /* room for all: one check, then copies */
             char *o = vm->out + vm->out_len;
             for (uint32_t i = 0; i < a; i++) {
-                if (args[i].len) memcpy(o, args[i].u.s, args[i].len);
+                out_copy(o, args[i].u.s, args[i].len);
                 o += args[i].len;
             }
             vm->out_len += total;
@@ -2219,7 +2273,7 @@ static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const 
 {
     tpl_value r;
     tpl_value *shadow = vm->state.type == TPL_T_MAP
-                          ? tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash) : NULL;
+                          ? map_find_name(vm, vm->state.u.map, nm) : NULL;
     if (shadow) {
         if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
     } else if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
@@ -2274,7 +2328,9 @@ static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value sel
     int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw); \
     const tpl_value *kwn = NULL; \
     if (__builtin_expect(TPL_ARGW_K(aw) == TPL_ARGW_DYN, 0)) { \
-        if (spread_args(vm, &sp, stack_end, &npos, &nkw, &kwn) < 0) goto fail; \
+        tpl_value *sp_ = sp; /* (sp's own address is never taken: it stays in a register) */ \
+        if (spread_args(vm, &sp_, stack_end, &npos, &nkw, &kwn) < 0) goto fail; \
+        sp = sp_; \
     } else if (nkw) { \
         kwn = consts[TPL_ARGW_K(aw)].u.list->items; \
     } \
@@ -2305,6 +2361,8 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
      * Between two such points a frame runs at most the program's length, so the limit holds as
      * before (an overrun is reported at the next charge point, with the same message). */
     uint64_t ticks = st ? st->ticks : 0;
+/* the opcode of the running instruction (read again: `w` is not kept past the dispatch) */
+#define CUR_OP TPL_INSN_OP(code[pc])
 #define CHARGE() do { \
         if (__builtin_expect(ticks > vm->fuel, 0)) { vm->fuel = 0; goto out_of_fuel; } \
         vm->fuel -= ticks; ticks = 0; } while (0)
@@ -2315,7 +2373,7 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
  * jump-if-false, JF, or keep-and-jump-if-true, JTK, after it), the jump after it taken here in
  * the same dispatch. */
 #define BRANCH_ON_RESULT(r, JF1, JF2, JTK1, JTK2) do { \
-        uint32_t op_ = TPL_INSN_OP(w); \
+        uint32_t op_ = CUR_OP; \
         if (op_ == (JF1) || op_ == (JF2)) { \
             ticks++; pc++; sp--; \
             if (!(r)) { JUMP_TO(TPL_INSN_A(code[pc])); } \
@@ -2415,19 +2473,62 @@ top:
     CASE(UNDEF_MSG) { *sp++ = undef_named(consts[a].u.s, consts[a].len, TPL_UNDEF_PLAIN, 0); NEXT(0); }
     CASE(POP) { sp--; NEXT(0); }
     CASE(DUP) { sp[0] = sp[-1]; sp++; NEXT(0); }
+    CASE(LOAD_NAME_ATTR_PRINT)
+    CASE(LOAD_NAME_ATTR)
+    CASE(LOAD_NAME_PRINT)
     CASE(LOAD_NAME) {
+        if (vm->state.type == TPL_T_MAP) { /* load_global's first step, inlined */
+            const tpl_value *hit = map_find_name(vm, vm->state.u.map, &names[a]);
+            if (hit) {
+                uint32_t op = CUR_OP;
+                if (op == TPL_OP_LOAD_NAME_PRINT && hit->type == TPL_T_STR) {
+                    /* {{ name }} of a string: PRINT_PY's fast path here */
+                    ticks++;
+                    pc++;
+                    if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
+                    NEXT(0);
+                }
+                if ((op == TPL_OP_LOAD_NAME_ATTR || op == TPL_OP_LOAD_NAME_ATTR_PRINT) && hit->type == TPL_T_MAP) {
+                    /* name.key of a dict holding the key that is no dict method: GETATTR's fast path
+                     * (getattr_op) here, and PRINT_PY's when it is a string to print */
+                    const tpl_name *nm = &names[TPL_INSN_A(code[pc + 1])];
+                    const tpl_value *v = NULL;
+                    if (((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) && (v = map_find_name(vm, hit->u.map, nm))) {
+                        ticks++;
+                        if (op == TPL_OP_LOAD_NAME_ATTR_PRINT && v->type == TPL_T_STR) {
+                            ticks++;
+                            pc += 2;
+                            if (out_put(vm, v->u.s, v->len) < 0) goto fail;
+                            NEXT(0);
+                        }
+                        *sp++ = *v;
+                        NEXT(1);
+                    }
+                }
+                *sp++ = *hit;
+                NEXT(0);
+            }
+        }
         if (load_global(vm, &names[a], sp) < 0) goto fail;
         sp++;
         NEXT(0);
     }
+    CASE(LOAD_SLOT_ATTR_PRINT)
     CASE(LOAD_SLOT_ATTR) {
-        /* LOAD_SLOT; GETATTR (r.name) of a dict's key that is no dict method: as GETATTR does it */
+        /* LOAD_SLOT; GETATTR (r.name) of a dict's key that is no dict method: as GETATTR does it
+         * (and PRINT_PY's fast path after it, for LOAD_SLOT_ATTR_PRINT of a string) */
         tpl_value v = slots[a];
         if (v.type == TPL_T_MAP) {
             const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
             tpl_value *hit = NULL;
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
-                ((hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
+                ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
+                if (hit && hit->type == TPL_T_STR && CUR_OP == TPL_OP_LOAD_SLOT_ATTR_PRINT) {
+                    ticks += 2;
+                    pc += 3;
+                    if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
+                    NEXT(0);
+                }
                 *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
                 ticks++;
                 NEXT(2);
@@ -2442,10 +2543,10 @@ top:
         tpl_value v = slots[a];
         if (v.type != TPL_T_MAP) goto load_slot;
         const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
-        tpl_value *hit = tpl_map_find_str(v.u.map, nm->s.u.s, nm->s.len, nm->hash);
+        tpl_value *hit = map_find_name(vm, v.u.map, nm);
         if (!hit) goto load_slot;
         ticks++;
-        if (TPL_INSN_OP(w) == TPL_OP_LOAD_SLOT_ITEM_CMP && hit->type == TPL_T_STR) {
+        if (CUR_OP == TPL_OP_LOAD_SLOT_ITEM_CMP && hit->type == TPL_T_STR) {
             /* ... CONST s; EQ|NE fused with JF_PY|JT_PY_KEEP on two strings: the whole test here */
             uint32_t kw = code[pc + 3], cw = code[pc + 4], cop = TPL_INSN_OP(cw);
             const tpl_value *k = &consts[TPL_INSN_A(kw)];
@@ -2462,7 +2563,7 @@ top:
                 }
                 NEXT(0);
             }
-        } else if (TPL_INSN_OP(w) == TPL_OP_LOAD_SLOT_ITEM_SWITCH && hit->type == TPL_T_STR) {
+        } else if (CUR_OP == TPL_OP_LOAD_SLOT_ITEM_SWITCH && hit->type == TPL_T_STR) {
             /* message['role'] picking its branch of an if/elif chain */
             ticks++;
             pc += 3;
@@ -2537,7 +2638,7 @@ top:
     CASE(PRINT_ADDS_RB) {
         /* a + b + c ...: plain strings concatenate in one step; anything else adds pairwise */
         tpl_value *args = sp - a;
-        int k = adds_op(vm, TPL_INSN_OP(w), args, a);
+        int k = adds_op(vm, CUR_OP, args, a);
         if (k < 0) goto fail;
         sp = args + k;
         NEXT(0);
@@ -2663,7 +2764,7 @@ top:
             }
             if (tpl_vm_equal(vm, x, y, &r) < 0) goto fail;
         }
-        if (TPL_INSN_OP(w) == TPL_OP_NE || TPL_INSN_OP(w) == TPL_OP_NE_JF || TPL_INSN_OP(w) == TPL_OP_NE_JTK) r = !r;
+        if (CUR_OP == TPL_OP_NE || CUR_OP == TPL_OP_NE_JF || CUR_OP == TPL_OP_NE_JTK) r = !r;
         BRANCH_ON_RESULT(r, TPL_OP_EQ_JF, TPL_OP_NE_JF, TPL_OP_EQ_JTK, TPL_OP_NE_JTK);
     }
 #define CMP_CASE(NAME, TEST) CASE(NAME) { \
@@ -2740,7 +2841,7 @@ top:
         tpl_loop *l = slots[a].u.loop;
         if (__builtin_expect(l->src != NULL, 0)) loop_pull(l, l->i + 1);
         if (l->i < l->items->len) {
-            if (TPL_INSN_OP(w) == TPL_OP_FOR_NEXT_STORE) {
+            if (CUR_OP == TPL_OP_FOR_NEXT_STORE) {
                 /* `for x in ...`: the item goes to the loop variable's slot in this dispatch */
                 slots[TPL_INSN_A(code[pc + 2])] = l->items->items[l->i++];
                 ticks++;
@@ -2799,7 +2900,7 @@ top:
     CASE(TEST) {
         uint32_t aw = code[pc + 1];
         CALL_ARGS(aw);
-        int k = filter_op(vm, TPL_INSN_OP(w), a, args, npos, kwn, nkw);
+        int k = filter_op(vm, CUR_OP, a, args, npos, kwn, nkw);
         if (k < 0) goto fail;
         if (k) { sp = args; ticks++; NEXT(2); } /* FILTER_PRINT: the PRINT after it done too */
         sp = args + 1;
@@ -2861,7 +2962,7 @@ top:
         l->len = a;
         *sp = tpl_v_list(l);
         /* a new list: an ERB array literal may be changed in place (TPL_F_MUT_RB; Jinja never looks) */
-        sp->flags = TPL_INSN_OP(w) == TPL_OP_BUILD_TUPLE ? TPL_F_TUPLE : TPL_F_MUT_RB;
+        sp->flags = CUR_OP == TPL_OP_BUILD_TUPLE ? TPL_F_TUPLE : TPL_F_MUT_RB;
         sp++;
         NEXT(0);
     }
@@ -2977,7 +3078,7 @@ top:
     CASE(FMT_FIELD) {
         tpl_value obj = sp[-1];
         tpl_value *hit = obj.type == TPL_T_MAP
-            ? tpl_map_get_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash) : NULL;
+            ? map_find_name(vm, obj.u.map, &names[a]) : NULL;
         if (hit) sp[-1] = *hit;
         else if (tpl_stdlib.fmt_item(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
         NEXT(0);
@@ -3050,7 +3151,7 @@ top:
     CASE(GETITEM_STR_RB) {
         tpl_value obj = sp[-1];
         if (obj.type == TPL_T_MAP) {
-            tpl_value *hit = tpl_map_find_str(obj.u.map, names[a].s.u.s, names[a].s.len, names[a].hash);
+            tpl_value *hit = map_find_name(vm, obj.u.map, &names[a]);
             if (hit || !obj.u.map->rb_default) {   /* (a Hash with a default answers it: rb_getitem) */
                 sp[-1] = hit ? *hit : tpl_v_none();
                 NEXT(0);
@@ -3209,7 +3310,7 @@ top:
         bool r = false;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
         else if (tpl_stdlib.rb_equal(vm, x, y, &r) < 0) goto fail;
-        if (TPL_INSN_OP(w) == TPL_OP_NE_RB || TPL_INSN_OP(w) == TPL_OP_NE_RB_JF || TPL_INSN_OP(w) == TPL_OP_NE_RB_JTK) r = !r;
+        if (CUR_OP == TPL_OP_NE_RB || CUR_OP == TPL_OP_NE_RB_JF || CUR_OP == TPL_OP_NE_RB_JTK) r = !r;
         sp--;
         BRANCH_ON_RESULT(r, TPL_OP_EQ_RB_JF, TPL_OP_NE_RB_JF, TPL_OP_EQ_RB_JTK, TPL_OP_NE_RB_JTK);
     }
@@ -3346,7 +3447,7 @@ const tpl_nvalue *tpl_native_map_get(tpl_native_frame *f, const tpl_nvalue *objp
     tpl_vm *vm = f->vm;
     const tpl_value *obj = NV(objp);
     const tpl_name *nm = &vm->p->names[name];
-    return (const tpl_nvalue *)(const void *)tpl_map_find_str(obj->u.map, nm->s.u.s, nm->s.len, nm->hash);
+    return (const tpl_nvalue *)(const void *)map_find_name(vm, obj->u.map, nm);
 }
 
 /* The operations generated code runs directly (no step through the interpreter): each is the

@@ -87,6 +87,11 @@ struct tpl_vm {
      * (-1: the general tpl_rb_send), not for the hash `except` */
     struct tpl_rb_site { const uint32_t *site; const void *except; uint32_t gen; uint8_t type; int16_t id; } rb_sites[64];
     uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
+    /* Name lookups (LOAD_NAME's state, GETATTR's dict, CALL_NAME's shadow check): the entry
+     * index where the name at this address was last found, direct-mapped by the tpl_name's address
+     * (vm.c, map_find_name). A guess only: the entry is compared before it is used, so any map,
+     * program or render may share a line */
+    uint32_t key_hint[128];
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */
     bool rb_broke;          /* ERB: the last block ended with `break` */

@@ -373,13 +373,18 @@ static void test_superinstructions(void)
         "s{% else %}?{% endif %}{% endfor %}",
         "{% for m in ms %}{{ m.role }}{{ 'I' if m.items else '-' }}{{ m.missing }}{% set y = m['content'] %}{{ y }}{{ y | upper }}"
         "{{ [y, m.role] | join('+') }}{{ m.role | lower }}{% endfor %}{% for x in [1, 2] %}{{ x == 2 }}{% endfor %}",
+        /* issue 21: state names and their keys printed (strings in one dispatch, the rest not) */
+        "{{ t }}{{ n }}{{ ms|length }}{{ d.a }}{{ d.b }}{{ d.zz }}{{ t.zz }}{% if d.a %}{{ d.a | upper }}{% endif %}"
+        "{% if d.zz %}Z{% endif %}{{ nope }}{% for m in ms %}{{ m.role }}{{ m.zz }};{% endfor %}",
     };
     static const char state[] = "{\"ms\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"bot\", "
                                 "\"content\": \"Yo\"}, {\"role\": \"s\", \"content\": \"\\u00e9t\\u00e9\"}, "
-                                "{\"content\": \"none\"}]}";
+                                "{\"content\": \"none\"}], \"t\": \"T\", \"n\": 5, \"d\": {\"a\": \"A\", \"b\": 2}}";
     const uint32_t want[] = { TPL_OP_EQ_JF, TPL_OP_NE_JF, TPL_OP_EQ_JTK, TPL_OP_LOAD_SLOT_ITEM_CMP,
                               TPL_OP_LOAD_SLOT_ITEM_SWITCH, TPL_OP_LOAD_SLOT_ATTR, TPL_OP_LOAD_SLOT_ITEM,
-                              TPL_OP_STORE_LOAD_SLOT, TPL_OP_FOR_NEXT_STORE, TPL_OP_FILTER_PRINT };
+                              TPL_OP_STORE_LOAD_SLOT, TPL_OP_FOR_NEXT_STORE, TPL_OP_FILTER_PRINT,
+                              TPL_OP_LOAD_NAME_ATTR_PRINT, TPL_OP_LOAD_NAME_ATTR, TPL_OP_LOAD_NAME_PRINT,
+                              TPL_OP_LOAD_SLOT_ATTR_PRINT };
     bool seen[TPL_OP__COUNT] = { false };
     for (size_t t = 0; t < sizeof src / sizeof *src; t++) {
         tpl_program *p = compile(src[t], NULL);
