@@ -129,7 +129,7 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
     tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
 }
 
-static const char *const known_classes[] = { "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
+static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
     "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", "File",
     /* exception classes (rescue, raise) */
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",

@@ -689,6 +689,13 @@ static bool ruby_lex(rlex *L)
             bool is_const = !after_dot && c >= 'A' && c <= 'Z';
             if (!is_const && !after_dot && e < n && s[e] == ':' && e + 1 < n && s[e + 1] == ':')
                 return lex_error(L, st, "unsupported Ruby construct '%.*s::'", s + st, (int)(e - st));
+            if (is_const && e - st == 3 && memcmp(s + st, "ERB", 3) == 0 && n - e >= 6 && memcmp(s + e, "::Util", 6) == 0 &&
+                !(n - e > 6 && (ident_start((unsigned char)s[e + 6]) || (s[e + 6] >= '0' && s[e + 6] <= '9') || s[e + 6] == ':'))) {
+                /* ERB::Util (html_escape, h, url_encode, u): one constant */
+                push_tok(L, TK_CONST, st, e + 6 - st);
+                i = e + 6;
+                continue;
+            }
             if (is_const && e + 1 < n && s[e] == ':' && s[e + 1] == ':')
                 return lex_error(L, st, "unsupported Ruby construct '%.*s::' (constant paths)", s + st, (int)(e - st));
             int kind = is_const ? TK_CONST : TK_IDENT;

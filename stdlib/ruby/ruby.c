@@ -957,6 +957,45 @@ static int file_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
 #undef IS
 }
 
+/* ERB::Util.html_escape / .h (CGI.escapeHTML: & < > " ' as &amp; &lt; &gt; &quot; &#39;) and .url_encode / .u
+ * (every byte but A-Z a-z 0-9 _ . - ~ as %XX), of the argument's to_s; 1: no such method. */
+static int want_str(tpl_vm *vm, tpl_value v);
+
+static int erb_util_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+    bool html = (n == 11 && memcmp(name, "html_escape", 11) == 0) || (n == 1 && name[0] == 'h');
+    bool url = (n == 10 && memcmp(name, "url_encode", 10) == 0) || (n == 1 && name[0] == 'u');
+    if (!html && !url) return 1;
+    if (npos != 1)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 1) (ArgumentError)", npos);
+    tpl_value s;
+    if (r_any_to_s(vm, args, &s) < 0) return -1;
+    if (s.type != TPL_T_STR) return want_str(vm, s);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (uint32_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.u.s[i];
+        if (html) {
+            switch (c) {
+            case '&': tpl_sb_puts(&b, "&amp;"); break;
+            case '<': tpl_sb_puts(&b, "&lt;"); break;
+            case '>': tpl_sb_puts(&b, "&gt;"); break;
+            case '"': tpl_sb_puts(&b, "&quot;"); break;
+            case '\'': tpl_sb_puts(&b, "&#39;"); break;
+            default: tpl_sb_put(&b, (const char *)&c, 1);
+            }
+        } else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                   c == '-' || c == '~') {
+            tpl_sb_put(&b, (const char *)&c, 1);
+        } else {
+            tpl_sb_printf(&b, "%%%02X", c);
+        }
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
 static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
@@ -971,6 +1010,7 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return 0;
     }
     if (CLS("File")) return file_method(vm, name, n, args, npos, out);
+    if (CLS("ERB::Util")) return erb_util_method(vm, name, n, args, npos, out);
     if (IS("[]") && CLS("Array")) {   /* Array[a, b] */
         tpl_list *l = new_list(vm, npos < 4 ? 4 : (uint32_t)npos);
         if (!l) return oom(vm);
@@ -2465,6 +2505,20 @@ int r_str_shovel(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_concat(vm, tpl_v_str(a[0].u.s, a[0].len), tpl_sb_value(&b), out);
     }
     return r_str_plus(vm, a, out);
+}
+
+/* String#concat(*others): each appended as << appends it (strings, or Integer code points). */
+int r_str_concat(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].flags & TPL_F_FROZEN_RB) return frozen_error(vm, a[0]);
+    tpl_list *more = a[1].u.list;
+    tpl_value cur = a[0];
+    for (uint32_t i = 0; i < more->len; i++) {
+        tpl_value b[2] = { cur, more->items[i] };
+        if (r_str_shovel(vm, b, &cur) < 0) return -1;
+    }
+    *out = cur;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ numbers */
