@@ -6184,3 +6184,162 @@ int r_any_store_back(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = a[0];
     return 0;
 }
+
+/* ------------------------------------------------------------------ pack / unpack (issue 15) */
+
+/* One directive of a pack template: its letter, its count (-1: `*`), a base64 line length of 0 (`m0`). */
+typedef struct { char d; int64_t count; } pack_dir;
+
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Parses fmt into dirs (at most 32); an unsupported directive is an error naming it. */
+static int pack_dirs(tpl_vm *vm, tpl_value fmt, pack_dir *dirs, int *nd)
+{
+    if (fmt.type != TPL_T_STR) return want_str(vm, fmt);
+    *nd = 0;
+    for (uint32_t i = 0; i < fmt.len;) {
+        char c = fmt.u.s[i++];
+        if (c == ' ' || c == '\t' || c == '\n') continue;
+        if (!strchr("mCcU", c))
+            return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: pack/unpack directive '%c' (tpl has "
+                                "m, m0, C, c and U)", (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
+        int64_t count = c == 'm' ? 60 : 1;
+        if (i < fmt.len && fmt.u.s[i] == '*') { count = -1; i++; }
+        else if (i < fmt.len && fmt.u.s[i] >= '0' && fmt.u.s[i] <= '9') {
+            count = 0;
+            while (i < fmt.len && fmt.u.s[i] >= '0' && fmt.u.s[i] <= '9' && count < 100000000) count = count * 10 + (fmt.u.s[i++] - '0');
+            if (c == 'm' && count != 0) count = count < 3 ? 60 : count / 3 * 4;   /* Ruby: bytes per line, rounded to 3 */
+        } else if (c == 'm') count = 60;
+        if (*nd >= 32) return tpl_vm_error(vm, TPL_ERR_LIMIT, "pack template too long");
+        dirs[(*nd)++] = (pack_dir){ c, count };
+    }
+    return 0;
+}
+
+int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    pack_dir dirs[32];
+    int nd;
+    if (pack_dirs(vm, a[1], dirs, &nd) < 0) return -1;
+    tpl_list *l = a[0].u.list;
+    uint32_t k = 0;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (int d = 0; d < nd; d++) {
+        char c = dirs[d].d;
+        if (c == 'm') {
+            if (k >= l->len) return tpl_vm_error(vm, TPL_ERR_VALUE, "too few arguments (ArgumentError)");
+            tpl_value s = l->items[k++];
+            if (s.type != TPL_T_STR) return want_str(vm, s);
+            int64_t line = dirs[d].count;   /* output chars per line; 0: one line, no newline */
+            int64_t col = 0;
+            for (uint32_t i = 0; i < s.len; i += 3) {
+                uint32_t n = s.len - i < 3 ? s.len - i : 3;
+                uint32_t v = (uint32_t)(unsigned char)s.u.s[i] << 16 | (n > 1 ? (uint32_t)(unsigned char)s.u.s[i + 1] << 8 : 0) |
+                             (n > 2 ? (unsigned char)s.u.s[i + 2] : 0);
+                char q[4] = { b64_chars[v >> 18 & 63], b64_chars[v >> 12 & 63], n > 1 ? b64_chars[v >> 6 & 63] : '=',
+                              n > 2 ? b64_chars[v & 63] : '=' };
+                tpl_sb_put(&b, q, 4);
+                col += 4;
+                if (line && col >= line) { tpl_sb_putc(&b, '\n'); col = 0; }
+            }
+            if (line && col) tpl_sb_putc(&b, '\n');
+            continue;
+        }
+        int64_t n = dirs[d].count < 0 ? (int64_t)(l->len - k) : dirs[d].count;
+        for (int64_t j = 0; j < n; j++) {
+            if (k >= l->len) return tpl_vm_error(vm, TPL_ERR_VALUE, "too few arguments (ArgumentError)");
+            tpl_value v = l->items[k++];
+            if (v.type != TPL_T_INT) return type_error(vm, TPL_VT_INT, v);
+            if (c == 'U') {
+                if (v.u.i < 0 || v.u.i > 0x10FFFF || (v.u.i >= 0xD800 && v.u.i <= 0xDFFF))
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "pack(U): value out of range (RangeError)");
+                tpl_sb_put_cp(&b, (uint32_t)v.u.i);
+            } else {
+                unsigned char byte = (unsigned char)(v.u.i & 0xFF);
+                if (byte >= 0x80)   /* an ASCII-8BIT string in Ruby: tpl's strings are UTF-8 text */
+                    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: pack('%c') of a byte past 127 "
+                                        "(a binary string)", c);
+                tpl_sb_putc(&b, (char)byte);
+            }
+        }
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static int b64_val(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* The unpacked values of s by fmt, in a new array (first: stop after the first value, unpack1). */
+static int unpack_impl(tpl_vm *vm, tpl_value s, tpl_value fmt, bool first, tpl_value *out)
+{
+    pack_dir dirs[32];
+    int nd;
+    if (pack_dirs(vm, fmt, dirs, &nd) < 0) return -1;
+    tpl_list *l = new_list(vm, 8);
+    if (!l) return oom(vm);
+    size_t i = 0;
+    for (int d = 0; d < nd && !(first && l->len); d++) {
+        char c = dirs[d].d;
+        if (c == 'm') {
+            tpl_sb b;
+            tpl_sb_init(&b, A(vm));
+            uint32_t acc = 0;
+            int bits = 0;
+            for (; i < s.len; i++) {
+                unsigned char ch = (unsigned char)s.u.s[i];
+                if (ch == '=') { while (i < s.len && s.u.s[i] == '=') i++; break; }
+                int v = b64_val(ch);
+                if (v < 0) {
+                    if (dirs[d].count == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid base64 (ArgumentError)");
+                    continue;
+                }
+                acc = acc << 6 | (uint32_t)v;
+                bits += 6;
+                if (bits >= 8) { bits -= 8; tpl_sb_putc(&b, (char)(acc >> bits & 0xFF)); }
+            }
+            if (b.failed) return oom(vm);
+            tpl_value r = tpl_sb_value(&b);
+            size_t bad;
+            if (!tpl_utf8_valid(r.u.s, r.len, &bad))
+                return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: unpack('m') of bytes that are not "
+                                    "UTF-8 text (a binary string)");
+            if (!tpl_list_push(A(vm), l, r)) return oom(vm);
+            continue;
+        }
+        int64_t n = dirs[d].count;
+        for (int64_t j = 0; (n < 0 || j < n) && !(first && l->len); j++) {
+            if (i >= s.len) {
+                if (n < 0) break;
+                if (!tpl_list_push(A(vm), l, tpl_v_none())) return oom(vm);
+                continue;
+            }
+            int64_t v;
+            if (c == 'U') {
+                size_t at = i;
+                v = tpl_utf8_next(s.u.s, s.len, &at);
+                i = at;
+            } else {
+                v = (unsigned char)s.u.s[i++];
+                if (c == 'c' && v >= 128) v -= 256;
+            }
+            if (!tpl_list_push(A(vm), l, tpl_v_int(v))) return oom(vm);
+        }
+    }
+    if (first) { *out = l->len ? l->items[0] : tpl_v_none(); return 0; }
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_MUT_RB;
+    return 0;
+}
+
+int r_str_unpack(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], false, out); }
+int r_str_unpack1(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], true, out); }
