@@ -2404,8 +2404,16 @@ void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
     }
     low.defs = *ext;
     defs_scan(&low, n, 0);
-    own_body(&low, n, 0, 0, 0);
-    body(&low, n);
+    for (tpl_node *t = n; t; t = t->next) {
+        /* a template-level `x = <new object>` runs once, in order: what x held before no longer counts */
+        if (t->kind == TPL_N_SET && t->a && t->a->kind == TPL_N_NAME && fresh(t->b)) {
+            own_var *v = ov_find(&low, 0, t->a->val, false);
+            if (v) v->flags = OV_ASSIGNED;
+        }
+        own_scan(&low, t, 0, 0, 0);
+        if (tpl_c_failed(c)) break;
+        stmt(&low, t);   /* (each statement lowered after its scan, before the next one's) */
+    }
 }
 
 bool tpl_erb_lower_end(tpl_comp *c)
