@@ -56,6 +56,9 @@ typedef struct tpl_nmap {
 enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_NT_FLOAT = 4, TPL_NT_STR = 5,
        TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
 
+/* The string flags generated code tests (the runtime's TPL_F_*). */
+enum { TPL_NF_SAFE = 1, TPL_NF_SYMBOL = 8 };
+
 /* The `loop` attributes tpl_native_loop_attr reads. */
 enum { TPL_NLOOP_INDEX, TPL_NLOOP_INDEX0, TPL_NLOOP_FIRST, TPL_NLOOP_LAST, TPL_NLOOP_LENGTH };
 
@@ -207,6 +210,49 @@ static inline __attribute__((always_inline)) const tpl_nvalue *tpl_native_find(c
         }
     }
 }
+
+/* The decimal digits of u written at o (room for 20 bytes), two at a time from the right, as
+ * the VM prints a non-negative int. Returns their number. */
+static inline size_t tpl_native_decimal(char *o, uint64_t u)
+{
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+    size_t nd = 1;
+    for (uint64_t t = u; t >= 10; t /= 10) nd++;
+    char *p = o + nd;
+    while (u >= 100) {
+        uint64_t r = u % 100;
+        u /= 100;
+        p -= 2;
+        memcpy(p, pairs + 2 * r, 2);
+    }
+    if (u >= 10) memcpy(p - 2, pairs + 2 * u, 2);
+    else p[-1] = (char)('0' + u);
+    return nd;
+}
+
+/* The `trim` filter's fast path on the string *v, in place (ASCII whitespace off both ends, as
+ * the VM's): 1, or 0 when it does not apply (a non-ASCII end: the caller runs the filter). */
+static inline int tpl_native_trim(tpl_nvalue *v)
+{
+    const unsigned char *s0 = (const unsigned char *)v->u.s;
+    size_t lo = 0, hi = v->len;
+#define TPL_N_WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+    while (lo < hi && TPL_N_WS_(s0[lo])) lo++;
+    while (hi > lo && TPL_N_WS_(s0[hi - 1])) hi--;
+#undef TPL_N_WS_
+    if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
+        if (lo) v->u.s += lo;
+        v->len = (uint32_t)(hi - lo);
+        v->flags &= TPL_NF_SAFE;
+        return 1;
+    }
+    return 0;
+}
+
+/* A string that prints as its bytes in a `+` chain (no Markup, no Ruby symbol). */
+#define TPL_N_PLAIN(v) ((v).type == TPL_NT_STR && !((v).flags & (TPL_NF_SAFE | TPL_NF_SYMBOL)))
 
 /* Ruby truthiness: only nil and false (and an undefined value) are false. */
 static inline int tpl_native_truthy_rb(const tpl_nvalue *v)

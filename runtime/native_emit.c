@@ -271,22 +271,44 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         }
         case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
             tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_TEXT(%u, sp->u.s, sp->len);\n", pc);
+            if (op == TPL_OP_PRINT_PY) /* a non-negative int: its digits in place, as the VM's PRINT_PY */
+                tpl_sb_puts(b, "    else if (sp->type == TPL_NT_INT && sp->u.i >= 0 && *f->out_len + 20 < *f->out_cap)\n"
+                               "        *f->out_len += tpl_native_decimal(*f->out + *f->out_len, (uint64_t)sp->u.i);\n");
             tpl_sb_printf(b, "    else if (tpl_native_print_%s(f, sp) < 0) TPL_N_FAIL(%u);\n",
                           op == TPL_OP_PRINT_PY ? "py" : "rb", pc);
             break;
         case TPL_OP_FILTER: case TPL_OP_TEST: { /* the builtin called with the VM's code (its fast paths) */
             if (!specialised(p, pc)) { special = false; break; }
             uint32_t nargs = TPL_ARGW_NPOS(x1) + TPL_ARGW_NKW(x1);
-            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n    if ((rc = tpl_native_filter(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n",
-                          nargs, pc, pc);
+            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", nargs);
+            bool plainf = op == TPL_OP_FILTER && TPL_ARGW_NKW(x1) == 0;
+            if (plainf && a == (uint32_t)tpl_stdlib.id_trim && TPL_ARGW_NPOS(x1) == 1) /* the VM's fast path, inline */
+                tpl_sb_puts(b, "    if (sp[0].type == TPL_NT_STR && tpl_native_trim(&sp[0])) rc = 0;\n    else ");
+            else if (plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2) {
+                /* default(x) (boolean false): an undefined value replaced, anything else kept */
+                tpl_sb_puts(b, "    rc = 0;\n    if (sp[0].type == TPL_NT_UNDEF || sp[0].type == TPL_NT_UNSET) {\n");
+                if (TPL_ARGW_NPOS(x1) == 2) tpl_sb_puts(b, "        sp[0] = sp[1];\n");
+                else tpl_sb_puts(b, "        sp[0] = tpl_native_v(TPL_NT_STR, 0);\n        sp[0].u.s = \"\";\n");
+                tpl_sb_puts(b, "    }\n");
+            } else tpl_sb_puts(b, "    ");
+            if (!(plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2))
+                tpl_sb_printf(b, "if ((rc = tpl_native_filter(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
             if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT) /* printed: the PRINT_PY after it done too */
                 tpl_sb_printf(b, "    if (rc) {\n        T++;\n        goto L%u;\n    }\n", after(p, next));
             tpl_sb_puts(b, "    sp++;\n");
             break;
         }
         case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
-            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n    if ((rc = tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
-                             "    sp += rc;\n", a, pc, pc);
+            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", a);
+            if ((op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB) && a <= 16) {
+                /* plain strings printed one after the other (the VM's adds_op) */
+                tpl_sb_puts(b, "    if (");
+                for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", i ? " && " : "", i);
+                tpl_sb_puts(b, ") {\n");
+                for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "        TPL_N_TEXT(%u, sp[%u].u.s, sp[%u].len);\n", pc, i, i);
+                tpl_sb_puts(b, "        rc = 0;\n    } else ");
+            } else tpl_sb_puts(b, "    ");
+            tpl_sb_printf(b, "if ((rc = tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    sp += rc;\n", pc, pc);
             break;
         case TPL_OP_CALL_NAME: { /* the fuel charged as the VM charges at calls */
             if (!specialised(p, pc)) { special = false; break; }

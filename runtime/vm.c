@@ -3369,6 +3369,7 @@ _Static_assert((int)TPL_NT_UNSET == (int)TPL_T_UNSET && (int)TPL_NT_STR == (int)
                (int)TPL_NT_NONE == (int)TPL_T_NONE && (int)TPL_NT_INT == (int)TPL_T_INT &&
                (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT && (int)TPL_NT_LOOP == (int)TPL_T_LOOP, "tpl_native.h type numbers");
 
+_Static_assert((int)TPL_NF_SAFE == (int)TPL_F_SAFE && (int)TPL_NF_SYMBOL == (int)TPL_F_SYMBOL, "tpl_native.h flags");
 _Static_assert(sizeof(tpl_nentry) == sizeof(tpl_entry) && offsetof(tpl_nentry, val) == offsetof(tpl_entry, val) &&
                offsetof(tpl_nentry, hash) == offsetof(tpl_entry, hash), "tpl_nentry mirrors tpl_entry");
 _Static_assert(offsetof(tpl_nmap, len) == offsetof(tpl_map, len) && offsetof(tpl_nmap, idx_cap) == offsetof(tpl_map, idx_cap) &&
