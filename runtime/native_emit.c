@@ -3,7 +3,9 @@
  * One C function per program, one label per instruction (L<pc>), in code order, so the C reads
  * as the disassembly does. Instructions whose VM semantics are a few lines become those lines
  * (text as string literals, constants, local slots, jumps as gotos, truthiness tests, the loop
- * step, printing a string); filters and tests (with their fast paths: `upper` / `join` straight
+ * step, printing a string or an int, dict lookups by name with the key's hash and length as
+ * constants (tpl_native_find), `trim`, `default`, printing a `+` chain of plain strings); other
+ * filters and tests (with their fast paths: `upper` / `join` straight
  * into the output), attribute and item lookups (`loop.index` & co.), printing other values,
  * `+` chains and FOR_INIT call the VM's code for that one instruction directly (tpl_native_filter
  * & co.); every other instruction calls tpl_native_step, which runs it with the VM's own code,
