@@ -1443,6 +1443,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         if (c->autoescape && b == TPL_B_FILTER_replace) b = TPL_B_FILTER_replace_ae;
         if (c->autoescape && b == TPL_B_FILTER_xmlattr) b = TPL_B_FILTER_xmlattr_ae;
         if (c->autoescape && b == TPL_B_FILTER_urlize) b = TPL_B_FILTER_urlize_ae;
+        if (c->p->opts.hf && b == TPL_B_FILTER_tojson) b = TPL_B_FILTER_tojson_hf; /* (transformers' order) */
         if (n->a) expr(c, n->a);
         uint32_t w = call_args(c, n->b, 1);
         c->cur_off = n->off;

@@ -3287,6 +3287,16 @@ static int json_indent(tpl_vm *vm, tpl_value v, const char **ind, size_t *ind_n)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'", tpl_type_name(vm, v));
 }
 
+/* The hf profile's tojson (transformers' chat-template filter): `tojson(x, ensure_ascii=False,
+ * indent=None, separators=None, sort_keys=False)`, json.dumps with those; the compiler calls it
+ * for `tojson` in that profile (its positional order differs from Jinja2's do_tojson(value,
+ * indent)). It takes f_tojson's argument order. */
+int f_tojson_hf(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value b[5] = {a[0], a[2], a[1], a[3], a[4]};
+    return f_tojson(vm, b, out);
+}
+
 int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     const char *ind;
