@@ -59,6 +59,7 @@ static void locate(tpl_vm *vm, uint32_t pc)
 {
     vm->err_unlocated = false;
     vm->pc = pc;
+    if (vm->p) vm->err.file = vm->p->name; /* (the program the location is in) */
     if (vm->p) {
         tpl_program_span(vm->p, vm->pc, &vm->err.line, &vm->err.column);
         if (vm->err.line && vm->p->source && vm->p->source_len) { /* a stripped program has no lines */
@@ -1681,7 +1682,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     /* an ERB def ends with RET_RB (its value; it prints nothing), a failed body anywhere (a Ruby
      * rescue goes on): the call's capture is closed either way */
     vm->ncaptures = save_captures;
-    if (rc < 0 && vm->p != save_p && !vm->err_unlocated) vm->err_unlocated = true; /* located at the call */
+    /* (an error inside is located in the macro's own template, its name, line and column) */
     vm->p = save_p;
     vm->root_base = save_root;
     vm->pc = save_pc;
@@ -1791,10 +1792,7 @@ static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_val
     vm->pc = save_pc;
     vm->root_base = save_root;
     vm->p = save_p;
-    if (rc < 0) {
-        vm->err_unlocated = true; /* located at the include, as a template included by a constant name */
-        return rc;
-    }
+    if (rc < 0) return rc; /* located in the loaded template (its name, line and column), as Jinja2's traceback */
     if (exports) {
         tpl_map *m = tpl_map_new(&vm->arena, sub->nexports);
         if (!m) return tpl_vm_nomem(vm);
