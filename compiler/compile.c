@@ -178,6 +178,7 @@ struct tpl_comp {
     uint32_t ext_dyn_off;    /* the first one */
     bool ext_guard;          /* compiling after it: output in the root function is guarded */
     int ext_skip;            /* after a top-level extends known at compile time: that output is not compiled */
+    int cond_depth;          /* compiling code that may not run (an if's branch, a loop's body, a macro) */
     int ext_noguard;         /* inside a set block or a block's body: never guarded (Jinja2) */
     uint32_t ext_slot;
     /* a two-pass compile: parses the block at offset off again into arena a (its BLOCK node,
@@ -3113,6 +3114,12 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (c->failed || !root) {
         tpl_arena_free(&ta);
         if (c->failed || (n->op & 1)) return; /* (ignore missing) */
+        if (c->cond_depth > 0) {
+            /* in code that may not run: loaded when it runs (Jinja2 raises TemplateNotFound only
+             * then; an optional partial a deployment lacks behind an if renders) */
+            stmt_include_dyn(c, n);
+            return;
+        }
         cfail(c, names->next ? TPL_EK_TEMPLATES_NOT_FOUND : TPL_EK_TEMPLATE_NOT_FOUND, n->off, "template '%.*s' not found",
               (int)names->val.len, names->val.u.s);
         return;
@@ -3537,12 +3544,16 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
     case TPL_N_IF:
+        c->cond_depth++;
         stmt_if(c, n);
+        c->cond_depth--;
         return;
     case TPL_N_FOR: {
         bool soft = c->soft;
         c->soft = false;
+        c->cond_depth++;
         stmt_for(c, n);
+        c->cond_depth--;
         c->soft = soft;
         return;
     }
@@ -3612,7 +3623,9 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
     }
     case TPL_N_MACRO: {
         uint32_t slot = declare(c, n->val);
+        c->cond_depth++;
         compile_function(c, n->val, n->a, n->b, n->off);
+        c->cond_depth--;
         c->cur_off = n->off;
         emit(c, TPL_OP_STORE_SLOT, slot, -1);
         return;
@@ -3621,7 +3634,9 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         tpl_node *call = n->a;
         if (call->kind != TPL_N_CALL) { cerror(c, call->off, "expected a call in the call block"); return; }
         tpl_value hidden = tpl_v_str("(caller)", 8);
+        c->cond_depth++;
         compile_function(c, tpl_v_str("", 0), n->b, n->c, n->off); /* (Jinja2: the caller's name is None) */
+        c->cond_depth--;
         uint32_t slot = declare(c, hidden);
         emit(c, TPL_OP_STORE_SLOT, slot, -1);
         tpl_node *kw = tpl_node_new(c->tmp, TPL_N_KWARG, n->off);
