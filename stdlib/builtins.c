@@ -244,7 +244,13 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     tpl_builtin_sig sig;
     if (!tpl_builtin_signature(id, &sig))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown builtin");
-    const char *fname = tpl_builtin_table[id].name;
+    /* Python's name for it: a variant's table name without its " (...)" tag ("tojson (hf)") */
+    const char *fname = tpl_builtin_table[id].name, *tag = strstr(fname, " (");
+    char fbuf[64];
+    if (tag) {
+        snprintf(fbuf, sizeof fbuf, "%.*s", (int)(tag - fname), fname);
+        fname = fbuf;
+    }
     tpl_arena *ar = tpl_vm_arena(vm);
     for (int i = 0; i < TPL_MAX_PARAMS; i++)
         a[i] = tpl_v_unset();
