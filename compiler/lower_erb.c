@@ -60,6 +60,7 @@ typedef struct erb_low {
     uint32_t scope;         /* the variables' scope: 0 the template's, a def's offset + 1 in its body */
     /* the blocks whose body is being lowered, innermost last: the call and its block (shared receivers) */
     const tpl_node *bcall[32], *bblk[32];
+    uint32_t bslot[32];     /* an each loop over a variable's array whose items it may write back: its slot + 1 */
     int nblk;
     const tpl_node *pending_call; /* the call whose block block_sub lowers next */
 } erb_low;
@@ -94,6 +95,8 @@ struct erb_def;
 static struct erb_def *def_find(erb_low *L, tpl_value name, bool create);
 static void def_call(erb_low *L, struct erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used);
 static void def_(erb_low *L, tpl_node *n, bool used);
+static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin);
+static const tpl_node *item_root(const tpl_node *r);
 
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
@@ -185,6 +188,11 @@ static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, con
             const tpl_node *r = shovel_root(n);
             if (r && r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
             if (changes_receiver(n) && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
+            if (changes_receiver(n) && n->a->kind == TPL_N_GETITEM) { /* h[k].strip! stores h back */
+                const tpl_node *r = n->a;
+                while (r->kind == TPL_N_GETITEM) r = r->a;
+                if (r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
+            }
         }
         blocal_scan(L, bl, params, n->a, depth + 1);
         blocal_scan(L, bl, params, n->b, depth + 1);
@@ -247,9 +255,9 @@ static int count_params(tpl_node *p)
 }
 
 /* Emits a block subroutine (jumped over); returns its CALL_METHOD_RB block word. */
-static void blk_push(erb_low *L, const tpl_node *call, const tpl_node *blk)
+static void blk_push(erb_low *L, const tpl_node *call, const tpl_node *blk, uint32_t wbslot)
 {
-    if (L->nblk < 32) { L->bcall[L->nblk] = call; L->bblk[L->nblk] = blk; }
+    if (L->nblk < 32) { L->bcall[L->nblk] = call; L->bblk[L->nblk] = blk; L->bslot[L->nblk] = wbslot; }
     L->nblk++;
 }
 
@@ -276,7 +284,7 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     lc.parent = L->loop;
     lc.sub = true;
     L->loop = &lc;
-    blk_push(L, bcall, blk);
+    blk_push(L, bcall, blk, 0);
     value_body(L, blk->b);
     blk_pop(L);
     L->loop = lc.parent;
@@ -324,6 +332,8 @@ static void loop_tail(erb_low *L, erb_loop *lc, uint32_t exit_pos)
     L->loop = lc->parent;
 }
 
+static bool changes_param(const tpl_node *n, tpl_value name, int depth);
+
 /* `recv.each do |x| ... end` as a statement: FOR_INIT_RB / FOR_NEXT. */
 static void loop_block(erb_low *L, tpl_node *n, int mode)
 {
@@ -331,6 +341,9 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     expr(L, n->a);
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
+    const tpl_node *root = item_root(n->a);
+    bool wbc = blk->a && !blk->a->next && blk->a->kind == TPL_N_NAME && root && changes_param(blk->b, blk->a->val, 0);
+    if (wbc && root->kind == TPL_N_NAME) blocal_add(L, &bl, blk->a, root->val);   /* (item_write_back stores it) */
     tpl_c_push_scope(C);
     int np = count_params(blk->a);
     tpl_node *x = blk->a, *ix = x ? x->next : NULL;
@@ -353,7 +366,13 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
         bind_params(L, blk->a, 1);
     }
     blocal_unset(L, &bl);
-    blk_push(L, n, blk);
+    /* `names.each { |n| n.strip! }`: the item changed through n is written back into names (own_site) */
+    uint32_t wb = 0;
+    bool tw;
+    if (wbc && mode == TPL_RB_EACH && !indexed && np == 1 && x->kind == TPL_N_NAME && !name_is(root->val, "(safe)") &&
+        ov_owned(L, root, true, &tw))
+        wb = slot + 1;
+    blk_push(L, n, blk, wb);
     body(L, blk->b);
     blk_pop(L);
     loop_tail(L, &lc, exit_pos);
@@ -434,7 +453,7 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
     uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
     store_param(L, blk->a, 0);
     blocal_unset(L, &bl);
-    blk_push(L, n, blk);
+    blk_push(L, n, blk, 0);
     body(L, blk->b);
     blk_pop(L);
     loop_tail(L, &lc, exit_pos);
@@ -653,6 +672,21 @@ static const char *const any_changers[] = { "<<", "concat", "prepend", "insert",
 static const char *const ct_changers[] = { "push", "append", "unshift", "pop", "shift", "store", "delete", "delete_at",
     "delete_if", "keep_if", "merge!", "update", "fill", NULL };
 
+/* Whether body n calls a String-only changing method (strip!, ...) on the variable `name`. */
+static bool changes_param(const tpl_node *n, tpl_value name, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_RMETHOD && n->a && n->a->kind == TPL_N_NAME && n->a->val.len == name.len &&
+            memcmp(n->a->val.u.s, name.u.s, name.len) == 0 && in_set(n->val, str_changers))
+            return true;
+        if (n->kind == TPL_N_RDEF) continue;
+        if (changes_param(n->a, name, depth + 1) || changes_param(n->b, name, depth + 1) ||
+            changes_param(n->c, name, depth + 1))
+            return true;
+    }
+    return false;
+}
+
 static own_var *ov_find(erb_low *L, uint32_t scope, tpl_value name, bool create)
 {
     erb_defs *d = L->defs;
@@ -806,6 +840,18 @@ static void own_params(erb_low *L, const tpl_node *p, uint32_t scope, int depth)
     }
 }
 
+/* Whether a block parameter (its name's facts in the enclosing scope) escaped or had its items escape. */
+static bool own_params_escape(erb_low *L, const tpl_node *p, uint32_t scope, int depth)
+{
+    for (; p && depth < 50; p = p->next) {
+        if (p->kind == TPL_N_NAME || p->kind == TPL_N_KWARG) {
+            own_var *v = ov_find(L, scope, p->val, false);
+            if (v && (v->flags & (OV_ESCAPED | OV_ITEMS))) return true;
+        } else if (own_params_escape(L, p->a, scope, depth + 1)) return true;
+    }
+    return false;
+}
+
 static void own_args(erb_low *L, const tpl_node *a, uint32_t scope, int mode, int depth)
 {
     for (; a; a = a->next) own_scan(L, a->kind == TPL_N_ARG || a->kind == TPL_N_KWARG || a->kind == TPL_N_STARARG ||
@@ -847,10 +893,12 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         return;
     }
     case TPL_N_RMETHOD: {
+        if (n->c) own_scan(L, n->c, scope, in_set(n->val, void_blocks) ? 0 : 2, depth);
         if (n->a) {
             int rm = in_set(n->val, self_methods) || (n->val.len > 1 && n->val.u.s[n->val.len - 1] == '!') ? mode
                    : in_set(n->val, fresh_methods) ? 0 : (mode ? 1 : 0);
-            if (n->c && rm < 1) rm = 1;   /* a block's parameters hold its items */
+            /* a block's parameters hold its items: they escape when a parameter does */
+            if (n->c && n->c->kind == TPL_N_RBLOCK && rm < 1 && own_params_escape(L, n->c->a, scope, 0)) rm = 1;
             own_scan(L, n->a, scope, rm, depth);
             if (in_set(n->val, store_methods)) {
                 const tpl_node *root = item_root(n->a);
@@ -859,7 +907,6 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
             }
         }
         own_args(L, n->b, scope, n->a && in_set(n->val, fresh_methods) ? 0 : 2, depth);
-        if (n->c) own_scan(L, n->c, scope, in_set(n->val, void_blocks) ? 0 : 2, depth);
         return;
     }
     case TPL_N_RBLOCK:   /* its parameters are its own variables (blk_param) */
@@ -964,7 +1011,8 @@ static bool params_have(const tpl_node *p, tpl_value name, int depth)
 }
 
 /* name as a parameter of a block being lowered (the innermost that has it): 1 the memo of inject/reduce/
- * each_with_object given a new object (`inject("") { |s, x| s << x }`: no other name holds it), -1 another
+ * each_with_object given a new object (`inject("") { |s, x| s << x }`: no other name holds it), 2 + i the
+ * item of block i's each loop, which a String-only change writes back (blk_push's wbslot), -1 another
  * parameter (an item of the receiver, held by it too), 0 none. */
 static int blk_param(const erb_low *L, tpl_value name)
 {
@@ -977,7 +1025,8 @@ static int blk_param(const erb_low *L, tpl_value name)
             else if (name_is(call->val, "each_with_object") && blk->a) memo = blk->a->next;
             if (memo && (memo->kind != TPL_N_NAME || !fresh(call->b->a))) memo = NULL;
         }
-        return memo && memo->val.len == name.len && memcmp(memo->val.u.s, name.u.s, name.len) == 0 ? 1 : -1;
+        if (memo) return memo->val.len == name.len && memcmp(memo->val.u.s, name.u.s, name.len) == 0 ? 1 : -1;
+        return i < 32 && L->bslot[i] ? 2 + i : -1;
     }
     return 0;
 }
@@ -988,7 +1037,7 @@ static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin)
 {
     *twin = false;
     int bp = r->kind == TPL_N_NAME ? blk_param(L, r->val) : 0;
-    if (bp) return bp > 0;
+    if (bp) return bp == 1;
     own_var *v = ov_find(L, var_scope(L, r), r->val, false);
     uint8_t f = v ? v->flags : 0;
     if (f & (OV_PARAM | OV_ESCAPED | OV_NONFRESH)) return false;
@@ -1040,10 +1089,13 @@ static void twin_sync(erb_low *L, const tpl_node *root)
 /* The check before a change `r.m(...)` (or `r[k] = v`, m "[]="): true when nothing is to be done; else
  * a located compile error (a String-only method), or *check is set to the (unshared) mode the call
  * must run on its receiver first. *twin: the root variable's twin is synced after the change. */
-static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, int *check, const tpl_node **twin)
+static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, int *check, const tpl_node **twin,
+                     int *wbframe, const tpl_node **chknode)
 {
     *check = 0;
     *twin = NULL;
+    if (wbframe) *wbframe = -1;
+    if (chknode) *chknode = r;
     int kind = in_set(m, str_changers) ? 1 : in_set(m, any_changers) ? 3 : in_set(m, ct_changers) ? 2
              : (m.len > 1 && m.u.s[m.len - 1] == '!' && !name_is(m, "!=")) ? 2 : 0;
     if (!kind || !r) return true;
@@ -1057,6 +1109,13 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
     if (ok) {
         if (tw) *twin = root;
         return true;
+    }
+    if (kind == 1 && wbframe && r->kind == TPL_N_NAME) {
+        /* the item of an each loop over a variable's array (no other name holds it: the loop's param did
+         * not escape): written back after the change */
+        int bp = blk_param(L, r->val);
+        own_var *pv = ov_find(L, L->scope, r->val, false);
+        if (bp >= 2 && !(pv && (pv->flags & (OV_ESCAPED | OV_ASSIGNED)))) { *wbframe = bp - 2; return true; }
     }
     if (kind == 1) {
         const char *what = r->kind == TPL_N_NAME || r->kind == TPL_N_RIVAR ? "" : "an item or result that";
@@ -1083,11 +1142,34 @@ static void own_check(erb_low *L, int check, tpl_value m, uint32_t off)
     tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* After a String-only change of the item n of block frame i's each loop: recv[index] = n, the
+ * receiver's item changed as Ruby's shared String is (`names.each { |n| n.strip! }`). */
+static void item_write_back(erb_low *L, int i, const tpl_node *n, uint32_t off)
+{
+    tpl_arena *a = tpl_c_arena(C);
+    tpl_node *g = tpl_node_new(a, TPL_N_GETITEM, off), *ix = tpl_node_new(a, TPL_N_NAME, off);
+    if (!g || !ix) { tpl_c_nomem(C, off); return; }
+    tpl_value iv = S("(item index)");
+    uint32_t tmp;
+    if (!tpl_c_lookup(C, iv, &tmp)) tmp = tpl_c_declare(C, iv);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_LOOP_INDEX_RB, L->bslot[i] - 1, 1);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+    ix->val = iv;
+    g->a = (tpl_node *)L->bcall[i]->a;
+    g->b = ix;
+    expr(L, (tpl_node *)n);
+    index_store(L, g, off, true);
+    const tpl_node *root = item_root(g->a);
+    bool tw;
+    if (root && ov_owned(L, root, true, &tw) && tw) twin_sync(L, root);
+}
+
 /* `r[k] = v` (n a SET): own_site's check of r, emitted; false after a compile error. */
 static bool index_site(erb_low *L, tpl_node *n, const tpl_node **twin)
 {
     int chk;
-    if (!own_site(L, n->a->a, S("[]="), n->off, &chk, twin)) return false;
+    if (!own_site(L, n->a->a, S("[]="), n->off, &chk, twin, NULL, NULL)) return false;
     if (chk) {
         expr(L, n->a->a);
         own_check(L, chk, S("[]="), n->off);
@@ -1188,12 +1270,12 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (mode >= 0) { loop_block(L, n, mode); return; }
     }
     if (n->c && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
-    int chk;
-    const tpl_node *twin;
-    if (!own_site(L, n->a, n->val, n->off, &chk, &twin)) return;
+    int chk, wbf;
+    const tpl_node *twin, *chkn;
+    if (!own_site(L, n->a, n->val, n->off, &chk, &twin, &wbf, &chkn)) return;
     bool varroot = item_root(n->a) != NULL;
     if (chk && varroot) {
-        expr(L, n->a);
+        expr(L, (tpl_node *)chkn);
         own_check(L, chk, n->val, n->off);
         tpl_c_emit(C, TPL_OP_POP, 0, -1);
     }
@@ -1233,6 +1315,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
             else store_var(L, n->a->val, n->off);
             tpl_c_patch(C, skip, tpl_c_here(C));
         }
+        if (wbf >= 0) item_write_back(L, wbf, n->a, n->off);
     }
     if (root) {
         if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
