@@ -2338,11 +2338,12 @@ static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value sel
 /* The interpreter. st NULL: runs a call level from pc to its end (RETURN, RET_RB, HALT). st set
  * (tpl_native_step): runs the one instruction at pc (with the instructions its fused paths take)
  * on the native frame's stack, then stops with st->pc, st->sp and st->ticks set and returns 1. */
-static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result,
+static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result,
                   tpl_native_frame *st)
 {
     const tpl_program *p = vm->p;
     const uint32_t *code = p->code;
+    const uint32_t *ip = code + pc0; /* the running instruction (pc: ip - code) */
     const tpl_value *consts = p->consts;
     const tpl_name *names = p->names;
     tpl_value *slots = vm->slots + slot_base;
@@ -2360,12 +2361,13 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
      * before (an overrun is reported at the next charge point, with the same message). */
     uint64_t ticks = st ? st->ticks : 0;
 /* the opcode of the running instruction (read again: `w` is not kept past the dispatch) */
-#define CUR_OP TPL_INSN_OP(code[pc])
+#define CUR_OP TPL_INSN_OP(*ip)
+#define PC ((uint32_t)(ip - code))
 #define CHARGE() do { \
         if (__builtin_expect(ticks > vm->fuel, 0)) { vm->fuel = 0; goto out_of_fuel; } \
         vm->fuel -= ticks; ticks = 0; } while (0)
 /* A taken jump; a backward one charges the fuel. */
-#define JUMP_TO(t) do { uint32_t t_ = (t); if (t_ <= pc) CHARGE(); pc = t_; DISPATCH_OR_TOP; } while (0)
+#define JUMP_TO(t) do { const uint32_t *t_ = code + (t); if (t_ <= ip) CHARGE(); ip = t_; DISPATCH_OR_TOP; } while (0)
 /* A comparison's bool result r (its operands already popped to one slot): pushed, or, for the
  * superinstructions the peephole pass chose (compiler/peephole.c: fused with the syntax's
  * jump-if-false, JF, or keep-and-jump-if-true, JTK, after it), the jump after it taken here in
@@ -2373,13 +2375,13 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
 #define BRANCH_ON_RESULT(r, JF1, JF2, JTK1, JTK2) do { \
         uint32_t op_ = CUR_OP; \
         if (op_ == (JF1) || op_ == (JF2)) { \
-            ticks++; pc++; sp--; \
-            if (!(r)) { JUMP_TO(TPL_INSN_A(code[pc])); } \
+            ticks++; ip++; sp--; \
+            if (!(r)) { JUMP_TO(TPL_INSN_A(*ip)); } \
             NEXT(0); \
         } \
         if (op_ == (JTK1) || op_ == (JTK2)) { \
-            ticks++; pc++; \
-            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(code[pc])); } \
+            ticks++; ip++; \
+            if (r) { sp[-1] = tpl_v_bool(true); JUMP_TO(TPL_INSN_A(*ip)); } \
             sp--; \
             NEXT(0); \
         } \
@@ -2405,24 +2407,24 @@ static int interp(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_ba
     };
     const void *const *tbl = labels;
 #define DISPATCH() do { \
-        ticks++; w = code[pc]; a = TPL_INSN_A(w); goto *tbl[TPL_INSN_OP(w)]; } while (0)
+        ticks++; w = *ip; a = TPL_INSN_A(w); goto *tbl[TPL_INSN_OP(w)]; } while (0)
 #define CASE(name) op_##name:
-#define NEXT(extra) do { pc += 1 + (extra); DISPATCH(); } while (0)
+#define NEXT(extra) do { ip += 1 + (extra); DISPATCH(); } while (0)
 #define DISPATCH_OR_TOP DISPATCH()
     if (st) {
         tbl = stop_labels;
-        ticks++; w = code[pc]; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)];
+        ticks++; w = *ip; a = TPL_INSN_A(w); goto *labels[TPL_INSN_OP(w)];
     }
     DISPATCH();
 #else
 #define CASE(name) case TPL_OP_##name:
-#define NEXT(extra) do { pc += 1 + (extra); goto top; } while (0)
+#define NEXT(extra) do { ip += 1 + (extra); goto top; } while (0)
 #define DISPATCH_OR_TOP goto top
     bool started = false;
 top:
     if (st && started) { ticks++; goto stepped; }
     started = true;
-    ticks++; w = code[pc]; a = TPL_INSN_A(w);
+    ticks++; w = *ip; a = TPL_INSN_A(w);
     switch (TPL_INSN_OP(w)) {
 #endif
 
@@ -2482,20 +2484,20 @@ top:
                 if (op == TPL_OP_LOAD_NAME_PRINT && hit->type == TPL_T_STR) {
                     /* {{ name }} of a string: PRINT_PY's fast path here */
                     ticks++;
-                    pc++;
+                    ip++;
                     if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
                     NEXT(0);
                 }
                 if ((op == TPL_OP_LOAD_NAME_ATTR || op == TPL_OP_LOAD_NAME_ATTR_PRINT) && hit->type == TPL_T_MAP) {
                     /* name.key of a dict holding the key that is no dict method: GETATTR's fast path
                      * (getattr_op) here, and PRINT_PY's when it is a string to print */
-                    const tpl_name *nm = &names[TPL_INSN_A(code[pc + 1])];
+                    const tpl_name *nm = &names[TPL_INSN_A(ip[1])];
                     const tpl_value *v = NULL;
                     if (((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) && (v = map_find_name(vm, hit->u.map, nm))) {
                         ticks++;
                         if (op == TPL_OP_LOAD_NAME_ATTR_PRINT && v->type == TPL_T_STR) {
                             ticks++;
-                            pc += 2;
+                            ip += 2;
                             if (out_put(vm, v->u.s, v->len) < 0) goto fail;
                             NEXT(0);
                         }
@@ -2517,13 +2519,13 @@ top:
          * (and PRINT_PY's fast path after it, for LOAD_SLOT_ATTR_PRINT of a string) */
         tpl_value v = slots[a];
         if (v.type == TPL_T_MAP) {
-            const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
+            const tpl_name *nm = &names[TPL_INSN_A(ip[2])];
             tpl_value *hit = NULL;
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
                 if (hit && hit->type == TPL_T_STR && CUR_OP == TPL_OP_LOAD_SLOT_ATTR_PRINT) {
                     ticks += 2;
-                    pc += 3;
+                    ip += 3;
                     if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
                     NEXT(0);
                 }
@@ -2540,32 +2542,32 @@ top:
         /* LOAD_SLOT; GETITEM_STR (message['role']) as one step when the key is there */
         tpl_value v = slots[a];
         if (v.type != TPL_T_MAP) goto load_slot;
-        const tpl_name *nm = &names[TPL_INSN_A(code[pc + 2])];
+        const tpl_name *nm = &names[TPL_INSN_A(ip[2])];
         tpl_value *hit = map_find_name(vm, v.u.map, nm);
         if (!hit) goto load_slot;
         ticks++;
         if (CUR_OP == TPL_OP_LOAD_SLOT_ITEM_CMP && hit->type == TPL_T_STR) {
             /* ... CONST s; EQ|NE fused with JF_PY|JT_PY_KEEP on two strings: the whole test here */
-            uint32_t kw = code[pc + 3], cw = code[pc + 4], cop = TPL_INSN_OP(cw);
+            uint32_t kw = ip[3], cw = ip[4], cop = TPL_INSN_OP(cw);
             const tpl_value *k = &consts[TPL_INSN_A(kw)];
             if (k->type == TPL_T_STR) {
                 bool r = hit->len == k->len && tpl_mem_eq(hit->u.s, k->u.s, k->len);
                 if (cop == TPL_OP_NE_JF || cop == TPL_OP_NE_JTK) r = !r;
                 ticks += 3;
-                pc += 5;
+                ip += 5;
                 if (cop == TPL_OP_EQ_JF || cop == TPL_OP_NE_JF) {
-                    if (!r) { JUMP_TO(TPL_INSN_A(code[pc])); }
+                    if (!r) { JUMP_TO(TPL_INSN_A(*ip)); }
                 } else if (r) {
                     *sp++ = tpl_v_bool(true);
-                    JUMP_TO(TPL_INSN_A(code[pc]));
+                    JUMP_TO(TPL_INSN_A(*ip));
                 }
                 NEXT(0);
             }
         } else if (CUR_OP == TPL_OP_LOAD_SLOT_ITEM_SWITCH && hit->type == TPL_T_STR) {
             /* message['role'] picking its branch of an if/elif chain */
             ticks++;
-            pc += 3;
-            JUMP_TO(switch_target(code, pc, consts[TPL_INSN_A(code[pc])].u.list, *hit));
+            ip += 3;
+            JUMP_TO(switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *hit));
         }
         *sp++ = *hit;
         NEXT(2);
@@ -2574,14 +2576,14 @@ top:
     load_slot:;
         tpl_value v = slots[a];
         if (v.type == TPL_T_UNSET) {
-            if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail;
+            if (load_global(vm, &names[ip[1]], &v) < 0) goto fail;
         }
         *sp++ = v;
         NEXT(1);
     }
     CASE(LOAD_OUTER) {
         tpl_value v = outer_slots[a];
-        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[ip[1]], &v) < 0) goto fail; }
         *sp++ = v;
         NEXT(1);
     }
@@ -2596,7 +2598,7 @@ top:
     }
     CASE(LOAD_ROOT) {
         tpl_value v = root_slots[a];
-        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[code[pc + 1]], &v) < 0) goto fail; }
+        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[ip[1]], &v) < 0) goto fail; }
         *sp++ = v;
         NEXT(1);
     }
@@ -2617,7 +2619,7 @@ top:
     CASE(STORE_ROOT) { root_slots[a] = *--sp; NEXT(0); }
     CASE(UNSET_SLOT) { slots[a] = tpl_v_unset(); NEXT(0); }
     CASE(UNSET_SLOT_RB) {
-        const tpl_name *nm = &names[code[pc + 1]];
+        const tpl_name *nm = &names[ip[1]];
         if (vm->state.type != TPL_T_MAP || !tpl_map_probe_str(vm->state.u.map, nm->s.u.s, nm->s.len, nm->hash))
             slots[a] = tpl_v_unset();
         NEXT(1);
@@ -2793,7 +2795,7 @@ top:
         tpl_value v = *--sp;
         uint32_t n = consts[a].u.list->len;
         if (v.type != TPL_T_STR) NEXT(n + 1);
-        JUMP_TO(switch_target(code, pc, consts[a].u.list, v));
+        JUMP_TO(switch_target(code, PC, consts[a].u.list, v));
     }
     CASE(JF_PY) {
         sp--;
@@ -2841,14 +2843,14 @@ top:
         if (l->i < l->items->len) {
             if (CUR_OP == TPL_OP_FOR_NEXT_STORE) {
                 /* `for x in ...`: the item goes to the loop variable's slot in this dispatch */
-                slots[TPL_INSN_A(code[pc + 2])] = l->items->items[l->i++];
+                slots[TPL_INSN_A(ip[2])] = l->items->items[l->i++];
                 ticks++;
                 NEXT(2);
             }
             *sp++ = l->items->items[l->i++];
             NEXT(1);
         }
-        JUMP_TO(code[pc + 1]);
+        JUMP_TO(ip[1]);
     }
     CASE(LOOP_SKIP) {
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "LOOP_SKIP on a slot without a loop"); goto fail; }
@@ -2869,7 +2871,7 @@ top:
         NEXT(0);
     }
     CASE(JSET) {
-        if (slots[a].type != TPL_T_UNSET) JUMP_TO(code[pc + 1]);
+        if (slots[a].type != TPL_T_UNSET) JUMP_TO(ip[1]);
         NEXT(1);
     }
     CASE(UNPACK) {
@@ -2896,7 +2898,7 @@ top:
     CASE(FILTER)
     CASE(FILTER_PRINT)
     CASE(TEST) {
-        uint32_t aw = code[pc + 1];
+        uint32_t aw = ip[1];
         CALL_ARGS(aw);
         int k = filter_op(vm, CUR_OP, a, args, npos, kwn, nkw);
         if (k < 0) goto fail;
@@ -2906,7 +2908,7 @@ top:
     }
     CASE(CALL) {
         CHARGE();
-        uint32_t aw = code[pc + 1];
+        uint32_t aw = ip[1];
         CALL_ARGS(aw);
         tpl_value r;
         vm->stack_top = (uint32_t)(sp - vm->stack);
@@ -2917,7 +2919,7 @@ top:
     }
     CASE(CALL_NAME) {
         CHARGE();
-        uint32_t id = code[pc + 1], aw = code[pc + 2];
+        uint32_t id = ip[1], aw = ip[2];
         CALL_ARGS(aw);
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (call_name_op(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
@@ -2926,7 +2928,7 @@ top:
     }
     CASE(CALL_METHOD) {
         CHARGE();
-        uint32_t aw = code[pc + 1];
+        uint32_t aw = ip[1];
         CALL_ARGS(aw);
         tpl_value self = args[-1];
         tpl_value r;
@@ -3036,7 +3038,7 @@ top:
         CHARGE();
         vm->stack_top = (uint32_t)(sp - vm->stack);
         tpl_value m;
-        if (import_mod(vm, &p->macros[a], vm->root_base + code[pc + 1], &m) < 0) goto fail;
+        if (import_mod(vm, &p->macros[a], vm->root_base + ip[1], &m) < 0) goto fail;
         *sp++ = m;
         NEXT(1);
     }
@@ -3065,11 +3067,11 @@ top:
     /* format strings (compiler/lower_fmt.c) */
     CASE(FMT_BEGIN) {
         tpl_value fields, tr;
-        if (tpl_stdlib.fmt_begin(vm, consts[code[pc + 1]], &fields, &tr) < 0) goto fail;
+        if (tpl_stdlib.fmt_begin(vm, consts[ip[1]], &fields, &tr) < 0) goto fail;
         slots[a] = fields;
         if (tr.type == TPL_T_STR) {
             if (out_put(vm, tr.u.s, tr.len) < 0) goto fail;
-            JUMP_TO(code[pc + 2]);
+            JUMP_TO(ip[2]);
         }
         NEXT(2);
     }
@@ -3164,12 +3166,12 @@ top:
         NEXT(0);
     }
     CASE(CALL_METHOD_RB) {
-        uint32_t aw = code[pc + 1], bw = code[pc + 2];
+        uint32_t aw = ip[1], bw = ip[2];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
         tpl_value r;
         if (bw == 0 && nkw == 0 && args[-1].flags == 0 && npos < TPL_MAX_PARAMS) {
-            int id = rb_site_method(vm, code + pc, args[-1], &names[a].s, args, npos);
+            int id = rb_site_method(vm, ip, args[-1], &names[a].s, args, npos);
             if (id >= 0) {
                 /* tpl_rb_send's call of that builtin (call_id), without its lookups */
                 tpl_value pos[TPL_MAX_PARAMS + 1];
@@ -3198,7 +3200,7 @@ top:
         NEXT(2);
     }
     CASE(CALL_SELF_RB) {
-        uint32_t aw = code[pc + 1];
+        uint32_t aw = ip[1];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
         if (vm->rb_self.type != TPL_T_HOST) {
@@ -3314,7 +3316,7 @@ top:
     }
 #define HOST_CASE(NAME, KIND) CASE(NAME) { \
         CHARGE(); \
-        uint32_t aw = code[pc + 1]; \
+        uint32_t aw = ip[1]; \
         CALL_ARGS(aw); \
         tpl_value r; \
         vm->stack_top = (uint32_t)(sp - vm->stack); \
@@ -3332,10 +3334,10 @@ out_of_fuel:
     tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
 fail:
     (void)rc;
-    if (vm->err_unlocated) locate(vm, pc);
+    if (vm->err_unlocated) locate(vm, PC);
     return -1;
 stepped: /* (native step) the next instruction was counted by its dispatch, not run */
-    st->pc = pc;
+    st->pc = PC;
     st->sp = (uint32_t)(sp - stack);
     st->ticks = ticks - 1;
     return 1;
