@@ -398,22 +398,6 @@ static int str_method_gate(tpl_value self, int id)
     return id >= 0 && self.type == TPL_T_STR && !(self.flags & TPL_F_SAFE) && markup_only(id) ? -1 : id;
 }
 
-/* tpl_mem_eq, always inlined (a name lookup's check of its guessed entry). */
-static inline __attribute__((always_inline)) bool key_bytes_eq(const char *a, const char *b, size_t n)
-{
-    if (n >= 8 && n <= 16) {
-        uint64_t a0, b0, a1, b1;
-        memcpy(&a0, a, 8); memcpy(&b0, b, 8); memcpy(&a1, a + n - 8, 8); memcpy(&b1, b + n - 8, 8);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    if (n >= 4 && n < 8) {
-        uint32_t a0, b0, a1, b1;
-        memcpy(&a0, a, 4); memcpy(&b0, b, 4); memcpy(&a1, a + n - 4, 4); memcpy(&b1, b + n - 4, 4);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    return tpl_mem_eq(a, b, n);
-}
-
 /* The entry of map m whose key is the string of name nm, or NULL: tpl_map_probe_str, first trying
  * the entry this name was last found at (vm->key_hint). A template reads the same few names from
  * maps of one shape (the state, each item of a list of records), so the guess is usually right and
@@ -425,7 +409,7 @@ static inline __attribute__((always_inline)) tpl_value *map_find_name(tpl_vm *vm
     uint32_t i = *h;
     if (__builtin_expect(i < m->len, 1)) {
         tpl_entry *e = &m->e[i];
-        if (e->hash == nm->hash && e->key.type == TPL_T_STR && e->key.len == nm->s.len && key_bytes_eq(e->key.u.s, nm->s.u.s, nm->s.len))
+        if (e->hash == nm->hash && e->key.type == TPL_T_STR && e->key.len == nm->s.len && tpl_native_eq(e->key.u.s, nm->s.u.s, nm->s.len))
             return &e->val;
     }
     tpl_value *hit = tpl_map_probe_str(m, nm->s.u.s, nm->s.len, nm->hash);
