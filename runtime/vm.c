@@ -2648,14 +2648,18 @@ top:
         if (!tpl_map_set(&vm->arena, ns.u.map, names[a].s, val)) { oom(vm); goto fail; }
         NEXT(0);
     }
+/* Integer + Integer without overflow, in place of the two operands (ADD, ADD_RB: the same sum in
+ * Python and Ruby; rb_arith would answer 0 and leave it to binop). */
+#define ADD_INT_FAST() do { \
+        int64_t r_; \
+        if (sp[-2].type == TPL_T_INT && sp[-1].type == TPL_T_INT && !__builtin_add_overflow(sp[-2].u.i, sp[-1].u.i, &r_)) { \
+            sp--; \
+            sp[-1] = tpl_v_int(r_); \
+            NEXT(0); \
+        } } while (0)
     CASE(ADD) {
         tpl_value x = sp[-2], y = sp[-1];
-        int64_t r;
-        if (x.type == TPL_T_INT && y.type == TPL_T_INT && !__builtin_add_overflow(x.u.i, y.u.i, &r)) {
-            sp--;
-            sp[-1] = tpl_v_int(r);
-            NEXT(0);
-        }
+        ADD_INT_FAST();
         sp--;
         if (binop(vm, TPL_OP_ADD, x, y, &sp[-1]) < 0) goto fail;
         NEXT(0);
@@ -3248,14 +3252,7 @@ top:
         if (h == 0 && binop(vm, TPL_OP_##BASE, sp[-1], sp[0], &sp[-1]) < 0) goto fail; \
         NEXT(0); }
     CASE(ADD_RB) {
-        tpl_value x = sp[-2], y = sp[-1];
-        int64_t r;
-        if (x.type == TPL_T_INT && y.type == TPL_T_INT && !__builtin_add_overflow(x.u.i, y.u.i, &r)) {
-            /* Integer + Integer (as ADD; rb_arith would answer 0 and leave it to binop) */
-            sp--;
-            sp[-1] = tpl_v_int(r);
-            NEXT(0);
-        }
+        ADD_INT_FAST();
         sp--;
         int h = tpl_stdlib.rb_arith(vm, '+', sp[-1], sp[0], &sp[-1]);
         if (h < 0) goto fail;
