@@ -325,6 +325,16 @@ static void test_state_memory(void)
     free(big);
 }
 
+/* Big integers (session 17): Integer#digits of a 300,001-digit number was one division by the
+ * base per digit, quadratic (20 s); it is a conversion to text now. Outputs are Ruby 3.1's. */
+static void test_bigint(void)
+{
+    tpl_limits lim = { .fuel = 20000000, .max_memory = 64 << 20 };
+    expect("erb digits of 10**300000", E,
+           rep("", "<%= (10**300000).digits.size %> <%= (10**300000+7).digits(36)[0] %> <%= (3**300000).digits.sum %>", 1, ""),
+           lim, NULL, 0, "300001 35 644202");
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -334,6 +344,7 @@ int main(void)
     test_frames();
     test_memory_limit();
     test_state_memory();
+    test_bigint();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

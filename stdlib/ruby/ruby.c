@@ -624,10 +624,16 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         tpl_big_get(z, self);
         if (IS("digits")) { /* least significant first */
             if (neg) { mpz_clear(z); return tpl_vm_fail(vm, TPL_EK_VALUE, "out of domain (Math::DomainError)"); }
-            tpl_list *l = tpl_list_new(tpl_vm_arena(vm), (uint32_t)mpz_sizeinbase(z, (int)base) + 1);
+            /* from the text mpz_get_str writes (subquadratic), reversed: dividing by the base one
+             * digit at a time is quadratic ((10**300000).digits took 20 s) */
+            size_t cap = mpz_sizeinbase(z, (int)base) + 2;
+            char *p = tpl_arena_alloc(tpl_vm_arena(vm), cap);
+            tpl_list *l = p ? tpl_list_new(tpl_vm_arena(vm), (uint32_t)cap) : NULL;
             if (!l) { mpz_clear(z); return oom(vm); }
-            while (mpz_sgn(z)) l->items[l->len++] = tpl_v_int((int64_t)mpz_fdiv_q_ui(z, z, (unsigned long)base));
+            mpz_get_str(p, (int)base, z);
             mpz_clear(z);
+            for (size_t k = strlen(p); k-- > 0;)
+                l->items[l->len++] = tpl_v_int(p[k] <= '9' ? p[k] - '0' : p[k] - 'a' + 10);
             *out = tpl_v_list(l);
             return 0;
         }
