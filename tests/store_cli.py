@@ -807,8 +807,34 @@ def t_extract(tp, store, tmp):
         check(r.rc == rc and what in r.err, "%s: %r" % (" ".join(args), r))
 
 
+def t_out_over_store(tp, store, tmp):
+    """-o naming the SQLite store (or its journal/WAL) is refused before anything is written:
+    tr-export -o .tpl/store.db replaced the database with a PO file (session 17 QA)."""
+    if not isinstance(store, SqliteStore):
+        return
+    r = tp("create", "demo.o", "--template", "Hi {name}")
+    check(r.rc == 0, "create: %r" % r)
+    before = open(store.path, "rb").read()
+    for args in (["tr-export", "demo.o", "--lang", "fr", "-o", store.path],
+                 ["tr-extract", "demo.o", "-o", store.path],
+                 ["tr-extract", "--all", "-o", os.path.join(os.path.dirname(store.path), ".", os.path.basename(store.path))]):
+        r = tp(*args)
+        check(r.rc == 2 and "is the store" in r.err and "does not write over its store" in r.err, "%s: %r" % (args, r))
+        check(open(store.path, "rb").read() == before, "%s left the store intact" % args)
+    journal = store.path + "-journal"
+    open(journal, "w").close()
+    r = tp("tr-export", "demo.o", "--lang", "fr", "-o", journal)
+    check(r.rc == 2 and "is the store" in r.err, "-o the store's journal: %r" % r)
+    os.unlink(journal)
+    r = tp("show", "demo.o", "--json")
+    check(r.rc == 0 and json.loads(r.out)["source"] == "Hi {name}", "the store still reads: %r" % r)
+    po = os.path.join(tmp, "fr.po")
+    r = tp("tr-export", "demo.o", "--lang", "fr", "-o", po)
+    check(r.rc == 0 and os.path.exists(po), "-o another file still works: %r" % r)
+
+
 TESTS = [t_round_trips, t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
-         t_compose, t_extract]
+         t_compose, t_extract, t_out_over_store]
 
 
 def main():

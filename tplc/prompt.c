@@ -574,6 +574,22 @@ static int v_tr_extract(tpl_store *s, const popts *o)
 
 /* ---- the command ---- */
 
+/* Whether out names the SQLite store at where or its journal, WAL or shared-memory file. */
+static bool out_is_store(const char *out, const char *where)
+{
+    static const char *const sfx[] = { "", "-journal", "-wal", "-shm" };
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+        char *f = malloc(strlen(where) + strlen(sfx[i]) + 1);
+        if (!f) return true; /* refused rather than risked */
+        strcpy(f, where);
+        strcat(f, sfx[i]);
+        bool same = tplc_same_file(out, f);
+        free(f);
+        if (same) return true;
+    }
+    return false;
+}
+
 int tplc_prompt(int argc, char **argv)
 {
     if (argc < 2) {
@@ -663,8 +679,13 @@ int tplc_prompt(int argc, char **argv)
         if (!where || !*where) where = ".tpl/store.db";
         bool url = strncmp(where, "postgres", 8) == 0 && strstr(where, "://");
         tpl_store *s = NULL;
-        tpl_store_status st = tpl_store_open(where, &s);
-        if (st) {
+        tpl_store_status st = TPL_STORE_OK;
+        if (!url && o.v[P_OUT] && out_is_store(o.v[P_OUT], where)) {
+            /* tr-export -o .tpl/store.db replaced the database with a PO file */
+            fprintf(stderr, "tplc: error: -o %s is the store (%s) or one of its files; tplc does not write over its store\n",
+                    o.v[P_OUT], where);
+            rc = EXIT_USAGE;
+        } else if ((st = tpl_store_open(where, &s))) {
             fprintf(stderr, "%s: error: %s\n", url ? "store" : where, tpl_store_errmsg(s));
             rc = st == TPL_STORE_NOMEM || st == TPL_STORE_IO || st == TPL_STORE_INVALID ? EXIT_USAGE : EXIT_TEMPLATE;
         } else {
