@@ -335,6 +335,24 @@ static void test_bigint(void)
            lim, NULL, 0, "300001 35 644202");
 }
 
+/* gsub past the memory limit stops searching at once (it searched the 1,000,000 matches on: 12 s),
+ * and a replacement is copied in runs between backslashes (a byte at a time: 3e9 instructions for
+ * 100 MB). The escapes' output is Ruby 3.1's. */
+static void test_gsub(void)
+{
+    tpl_limits lim = { .fuel = 20000000, .max_memory = 64 << 20 };
+    expect("erb gsub past the memory limit", E, rep("", "<%= ('a' * 1000000).gsub('a', 'x' * 1000).size %>", 1, ""),
+           lim, NULL, TPL_ERR_LIMIT, "memory limit reached");
+    expect("erb gsub regex past the limit", E, rep("", "<%= ('a' * 1000000).gsub(/a/) { 'x' * 1000 }.size %>", 1, ""),
+           lim, NULL, TPL_ERR_LIMIT, "memory limit reached");
+    expect("erb gsub 1000-byte repl", E, rep("", "<%= ('a' * 10000).gsub(/a/, 'x' * 1000).size %>", 1, ""),
+           lim, NULL, 0, "10000000");
+    expect("erb gsub escapes", E,
+           rep("", "<%= 'hello world'.gsub(/o(.)/, '<\\1\\0\\`\\'\\+\\\\\\q\\k>') %>|"
+                   "<%= 'ab'.gsub('a', 'x\\\\') %>|<%= 'ab'.gsub('a', 'x\\0\\&y') %>", 1, ""),
+           lim, NULL, 0, "hell< o hell' \\q\\k>w<rorhello w'r\\q\\k>ld|x\\b|xaayb");
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -345,6 +363,7 @@ int main(void)
     test_memory_limit();
     test_state_memory();
     test_bigint();
+    test_gsub();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1981,8 +1981,12 @@ static void put_group(tpl_sb *b, tpl_value s, const OnigRegion *reg, int g)
 static int put_repl(tpl_vm *vm, tpl_sb *b, tpl_value repl, tpl_value s, OnigRegex re, const OnigRegion *reg)
 {
     for (size_t i = 0; i < repl.len; i++) {
-        char c = repl.u.s[i];
-        if (c != '\\' || i + 1 >= repl.len) { tpl_sb_putc(b, c); continue; }
+        /* the text up to the next backslash in one copy (a byte at a time, a 1,000-byte
+         * replacement made gsub over 100,000 matches 3e9 instructions) */
+        const char *bs = memchr(repl.u.s + i, '\\', repl.len - i);
+        size_t run = bs ? (size_t)(bs - (repl.u.s + i)) : repl.len - i;
+        if (run) { tpl_sb_put(b, repl.u.s + i, run); i += run - 1; continue; }
+        if (i + 1 >= repl.len) { tpl_sb_putc(b, '\\'); continue; }
         char d = repl.u.s[++i];
         if (d == '&' || d == '0') put_group(b, s, reg, 0);
         else if (d >= '1' && d <= '9') { /* Ruby drops them when the pattern has named groups or is a string */
@@ -2071,7 +2075,7 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
             tpl_sb_put(&b, rs.u.s, rs.len);
         }
         copied = (size_t)me;
-        if (!global) break;
+        if (!global || b.failed) break;   /* past the memory limit: no more searching */
         if (me == ms) {
             if ((size_t)me >= s.len) { pos = s.len + 1; break; }
             size_t k = (size_t)me;
