@@ -61,6 +61,8 @@ typedef struct tpl_page_block_def {
  * errors) and every block template, paths relative to the folder; includes and imports resolve
  * beside each template and never leave the folder (no absolute paths, no `..` segment). File
  * names in diagnostics are relative to the folder ("page.json", "views/front-desk.jinja").
+ * Every file read must be a regular file (a FIFO or a device, also through a symlink, is
+ * unreadable: refused unread, as is a file past 256 MiB).
  * On TPL_OK *out is a new page the caller frees with tpl_page_free. Errors: TPL_ERR_IO when
  * page.json cannot be read; TPL_ERR_SYNTAX for a bad page.json (invalid JSON, unknown key,
  * wrong type, duplicate block name, static after dynamic, missing or unreadable template,

@@ -9,7 +9,7 @@ usage: page_cli.py TPLC SOURCE_ROOT [--update]
   (first line "exit N", then stdout, then "--- stderr" and stderr). --update rewrites them.
 Block texts themselves are checked against the reference engines elsewhere (test_page and
 tests/page_oracle.py); these pin tplc's formats. Prints "N passed, N failed"."""
-import os, subprocess, sys
+import json, os, subprocess, sys, tempfile, time
 
 CASES = [
     ("front-desk-text", ["page", "examples/front-desk", "--golden", "examples/front-desk/call.json", "--case", "3"]),
@@ -46,6 +46,50 @@ def run(tplc, root, args):
                                           p.stderr.decode("utf-8", "replace"))
 
 
+def hostile(tplc):
+    """Hostile page folders, made here (a FIFO cannot live in git): a block template that is a
+    FIFO (the load hung) or a link to /dev/zero (read 256 MB first) is refused unread; 100,000
+    blocks load in linear time (the duplicate-name check was pairwise: > 10 s), and a duplicate
+    among them is still found. Returns (passed, failed)."""
+    npass = nfail = 0
+    page = {"blocks": [{"name": "v", "region": "dynamic", "template": "v.jinja"}]}
+    with tempfile.TemporaryDirectory(prefix="tpl-page-") as tmp:
+        runs = []
+        for kind in ("fifo", "zero"):
+            d = os.path.join(tmp, kind)
+            os.mkdir(d)
+            with open(os.path.join(d, "page.json"), "w") as f:
+                json.dump(page, f)
+            if kind == "fifo":
+                os.mkfifo(os.path.join(d, "v.jinja"))
+            else:
+                os.symlink("/dev/zero", os.path.join(d, "v.jinja"))
+            runs.append((kind, d, "template 'v.jinja' of block 'v' not found (or unreadable)"))
+        for kind, dup in (("many", False), ("many-dup", True)):
+            d = os.path.join(tmp, kind)
+            os.mkdir(d)
+            names = ["b%d" % (i % 99999 if dup else i) for i in range(100000)]
+            with open(os.path.join(d, "page.json"), "w") as f:
+                json.dump({"blocks": [{"name": n, "region": "dynamic", "text": "x"} for n in names]}, f)
+            runs.append((kind, d, "duplicate block name 'b0'" if dup else None))
+        for kind, d, want in runs:
+            t0 = time.time()
+            try:
+                p = subprocess.run([tplc, "lint", "--page", d], capture_output=True, timeout=20)
+                rc, out = p.returncode, p.stdout.decode("utf-8", "replace")
+            except subprocess.TimeoutExpired:
+                rc, out = None, "(timed out)"
+            took = time.time() - t0
+            ok = (rc == 0 and not out) if want is None else (rc == 1 and want in out)
+            ok = ok and took < 10  # generous: the machine is shared; it took minutes before
+            if ok:
+                npass += 1
+            else:
+                nfail += 1
+                print("FAIL hostile page %s: exit %s in %.1f s:\n%s--- want\n%s" % (kind, rc, took, out[:500], want))
+    return npass, nfail
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -78,6 +122,8 @@ def main(argv):
         else:
             nfail += 1
             print("FAIL tplc %s:\n%s--- want\n%s" % (" ".join(args), got, want))
+    hp, hf = hostile(tplc)
+    npass, nfail = npass + hp, nfail + hf
     print("%d passed, %d failed" % (npass, nfail))
     return 1 if nfail else 0
 
