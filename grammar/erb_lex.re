@@ -11,6 +11,7 @@
 #include "erb.h"
 #include "erb_parse.h"
 #include "../runtime/vm.h"
+#include "../runtime/bigint.h"
 
 /* ------------------------------------------------------------------ the generated script */
 
@@ -1520,8 +1521,20 @@ tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float)
     tpl_node *n = is_float ? tpl_p_float(c, u) : tpl_p_integer(c, u);
     n->off = t.off;
     if (neg) {
-        if (is_float) n->val.u.f = -n->val.u.f;
-        else n->val.u.i = -n->val.u.i;
+        if (is_float) {
+            n->val.u.f = -n->val.u.f;
+        } else if (n->val.type == TPL_T_INT) {
+            n->val.u.i = -n->val.u.i;
+        } else if (n->val.type == TPL_T_BIGINT) {
+            /* past int64 (-9223372036854775808 is int64's smallest): negated as a big int, not
+             * through u.i, which overlays the big int's text pointer (it crashed the compile) */
+            mpz_t z;
+            tpl_big_get(z, n->val);
+            mpz_neg(z, z);
+            if (!tpl_big_value(c->arena, z, &n->val)) tpl_pctx_nomem(c, t.off);
+            mpz_clear(z);
+            n->op = 0;
+        }
     }
     return n;
 }

@@ -3327,6 +3327,8 @@ stepped: /* (native step) the next instruction was counted by its dispatch, not 
 /* A call level of vm->p: the native render when the program has one, else the interpreter. */
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
 {
+    if (vm->depth > TPL_VM_NEST_MAX) /* every nested run counts in depth: the C stack's bound */
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (%d nested calls)", TPL_VM_NEST_MAX);
     if (vm->p->native) {
         tpl_native_frame f = {
             .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),

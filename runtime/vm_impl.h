@@ -13,6 +13,11 @@
 #define TPL_VM_STACK 16384
 #define TPL_VM_SLOTS 16384
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
+/* Nested runs of the VM (macro calls, blocks yielded to, templates included or imported at
+ * render time) recurse on the C stack, a few KiB a level: whatever limits.max_depth allows, a
+ * render nests at most this deep ("maximum call depth reached (nested calls)"); a raised
+ * max_depth overflowed the stack (SIGSEGV) from about 4,000 levels. */
+#define TPL_VM_NEST_MAX 1000
 
 /* A macro value: the macro and the frame it was defined in (its closure). */
 typedef struct tpl_closure {

@@ -353,6 +353,30 @@ static void test_gsub(void)
            lim, NULL, 0, "hell< o hell' \\q\\k>w<rorhello w'r\\q\\k>ld|x\\b|xaayb");
 }
 
+/* C-stack recursion (session 17): a raised max_depth let nested runs of the VM (a Hash default
+ * block indexing its own hash; templates including themselves at render time) overflow the C
+ * stack, and ERB's ==, <=>, include?, sort over arrays 200,000 deep recursed without bound: each
+ * was a SIGSEGV. Now a DEPTH limit error at 1,000 nested runs, and such arrays compare unequal
+ * (== false, as tpl_equal past 500 levels) or not at all (sort: ArgumentError, as for nil). */
+static void test_c_stack(void)
+{
+    tpl_limits deep = { .fuel = 20000000, .max_depth = 100000000 };
+    expect("erb hash default recursion", E,
+           rep("", "<% h = Hash.new { |hash, k| k == 0 ? 0 : hash[k - 1] + 1 } %><%= h[100000] %>", 1, ""), deep, NULL,
+           TPL_ERR_LIMIT, "maximum call depth reached (1000 nested calls)");
+    expect("erb hash default within 1000", E,
+           rep("", "<% h = Hash.new { |hash, k| k == 0 ? 0 : hash[k - 1] + 1 } %><%= h[900] %>", 1, ""), deep, NULL, 0, "900");
+    tpl_limits lim = { .fuel = 20000000 };
+    const char *pre = "<% a = []; b = []; 200000.times { a = [a]; b = [b] } %>";
+    static const struct { const char *name, *tail, *want; int status; } c[] = {
+        { "erb == 200000 deep", "<%= a == b %>|<%= [a].include?(b) %>|<%= a.eql?(b) %>|<%= [a].count(b) %>", "false|false|false|0", 0 },
+        { "erb <=> 200000 deep", "<%= (a <=> b).inspect %>", "nil", 0 },
+        { "erb sort 200000 deep", "<%= [a, b].sort.size %>", "comparison of Array with Array failed", TPL_ERR_VALUE },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        expect(c[i].name, E, rep(pre, c[i].tail, 1, ""), lim, NULL, c[i].status, c[i].want);
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -364,6 +388,7 @@ int main(void)
     test_state_memory();
     test_bigint();
     test_gsub();
+    test_c_stack();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -124,14 +124,22 @@ static tpl_map *rb_map(tpl_vm *vm, uint32_t cap)
 
 /* ------------------------------------------------------------------ equality and ordering */
 
+/* Containers nested deeper than this compare unequal (rb_equal_rec) or not at all (rb_cmp):
+ * the walks recurse on the C stack, and 200,000 levels overflowed it (SIGSEGV); Ruby raises
+ * SystemStackError somewhat deeper. The Jinja side's tpl_equal stops at 500. */
+enum { RB_CMP_MAX_DEPTH = 1000 };
+
+static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth);
 /* 1 equal, 0 not, -1 fuel exhausted (one unit per container element compared). */
-static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel)
+static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel) { return rb_equal_d(a, b, fuel, 0); }
+static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
 {
     if (a.type == TPL_T_UNDEF) a = tpl_v_none();
     if (b.type == TPL_T_UNDEF) b = tpl_v_none();
     if (is_num(a) && is_num(b)) return dbl(a) == dbl(b) && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT || a.u.i == b.u.i);
     if ((a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT) && plain_num(a) && plain_num(b)) return tpl_big_cmp(a, b) == 0;
     if (a.type != b.type) return false;
+    if (depth > RB_CMP_MAX_DEPTH) return false;
     switch (a.type) {
     case TPL_T_NONE: return true;
     case TPL_T_BOOL: return a.u.i == b.u.i;
@@ -141,7 +149,7 @@ static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel)
         if (a.u.list == b.u.list) return true; /* Ruby's rb_equal: identical objects are == */
         if (!tpl_fuel_charge(fuel, a.u.list->len)) return -1;
         for (uint32_t i = 0; i < a.u.list->len; i++) {
-            int r = rb_equal_rec(a.u.list->items[i], b.u.list->items[i], fuel);
+            int r = rb_equal_d(a.u.list->items[i], b.u.list->items[i], fuel, depth + 1);
             if (r != 1) return r;
         }
         return true;
@@ -152,7 +160,7 @@ static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel)
         for (uint32_t i = 0; i < a.u.map->len; i++) {
             tpl_value *o = tpl_map_get(b.u.map, a.u.map->e[i].key);
             if (!o) return false;
-            int r = rb_equal_rec(a.u.map->e[i].val, *o, fuel);
+            int r = rb_equal_d(a.u.map->e[i].val, *o, fuel, depth + 1);
             if (r != 1) return r;
         }
         return true;
@@ -172,7 +180,9 @@ int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 
 /* Ruby <=>: *ok false when the values do not compare (nil), or when the walk over two arrays
  * exhausted the render's fuel (then *fuel is 0: cmp_error reports it). */
-static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel)
+static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth);
+static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel) { return rb_cmp_d(a, b, ok, fuel, 0); }
+static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth)
 {
     *ok = true;
     if ((a.type == TPL_T_BIGINT && (is_num(b) || b.type == TPL_T_BIGINT)) || (b.type == TPL_T_BIGINT && is_num(a))) {
@@ -193,9 +203,9 @@ static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel)
     }
     if (is_array(a) && is_array(b)) {
         uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
-        if (!tpl_fuel_charge(fuel, m)) { *ok = false; return 0; }
+        if (depth > RB_CMP_MAX_DEPTH || !tpl_fuel_charge(fuel, m)) { *ok = false; return 0; }
         for (uint32_t i = 0; i < m; i++) {
-            int c = rb_cmp(a.u.list->items[i], b.u.list->items[i], ok, fuel);
+            int c = rb_cmp_d(a.u.list->items[i], b.u.list->items[i], ok, fuel, depth + 1);
             if (!*ok || c) return c;
         }
         return a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
@@ -2677,6 +2687,13 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!l) return oom(vm);
     if (x.type == TPL_T_INT && y.type == TPL_T_INT) {
         if (y.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+        if (y.u.i == -1 && x.u.i == INT64_MIN) { /* the C division traps (SIGFPE): 2**63, 0 */
+            if (tpl_big_binop(vm, TPL_OP_FLOORDIV, x, y, &l->items[0]) < 0) return -1;
+            l->items[1] = tpl_v_int(0);
+            l->len = 2;
+            *out = tpl_v_list(l);
+            return 0;
+        }
         int64_t q = x.u.i / y.u.i, r = x.u.i % y.u.i;
         if (r && ((r < 0) != (y.u.i < 0))) { q--; r += y.u.i; }
         l->items[0] = tpl_v_int(q);
@@ -2692,8 +2709,8 @@ int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (dy * r < 0) { r += dy; q -= 1.0; }
         }
         if (!isfinite(q)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(q) ? "NaN" : q > 0 ? "Infinity" : "-Infinity");
-        if (fabs(q) >= 9.2e18) return tpl_big_from_double(vm, q, out);
-        l->items[0] = tpl_v_int((int64_t)q);
+        if (fabs(q) < 9.2e18) l->items[0] = tpl_v_int((int64_t)q);
+        else if (tpl_big_from_double(vm, q, &l->items[0]) < 0) return -1; /* (it returned q alone, not [q, r]) */
         l->items[1] = tpl_v_float(r);
     }
     l->len = 2;
@@ -3246,6 +3263,10 @@ static int send_op(tpl_vm *vm, tpl_value op, tpl_value acc, tpl_value x, tpl_val
         int h = tpl_rb_arith(vm, op.u.s[0], acc, x, out);
         if (h != 0) return h < 0 ? -1 : 0;
         if (ints && x.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+        if (ints && x.u.i == -1 && acc.u.i == INT64_MIN) { /* the C division traps (SIGFPE) */
+            if (op.u.s[0] == '%') { *out = tpl_v_int(0); return 0; }
+            return tpl_big_binop(vm, TPL_OP_FLOORDIV, acc, x, out);
+        }
         if (ints && op.u.s[0] == '/') {
             int64_t qq = acc.u.i / x.u.i;
             if ((acc.u.i % x.u.i != 0) && ((acc.u.i < 0) != (x.u.i < 0))) qq--;
@@ -5187,7 +5208,7 @@ int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#pow() 1st argument cannot be negative when 2nd argument specified (RangeError)");
     int64_t m = a[2].u.i;
     if (m == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
-    __int128 r = 1, base = a[0].u.i % m, mm = m;
+    __int128 r = 1, base = m == -1 ? 0 : a[0].u.i % m, mm = m; /* INT64_MIN % -1 traps (SIGFPE) */
     for (int64_t e = a[1].u.i; e > 0; e >>= 1) {
         if (e & 1) r = (r * base) % mm;
         base = (base * base) % mm;
