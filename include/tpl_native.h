@@ -139,6 +139,10 @@ TPL_API int tpl_native_print_rb(tpl_native_frame *f, const tpl_nvalue *v);
 TPL_API int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
 TPL_API int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v);
 TPL_API int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
+/* tpl_native_call_name when the caller found that the render's state has no value of the name
+ * (generated code looks once per call level: the state does not change during a render): the
+ * builtin, without looking the name up. */
+TPL_API int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
 /* loop.index, loop.index0, loop.first, loop.last or loop.length (which: TPL_NLOOP_*) of the loop
  * value *v (type TPL_NT_LOOP), in place, as GETATTR computes it. 0, or -1 with an unlocated error
  * (*v no loop). */
@@ -270,20 +274,37 @@ static inline tpl_nvalue tpl_native_v(uint8_t type, int64_t i)
 }
 
 /* Generated code's vocabulary: each function keeps `f` (the frame), `sp` (next free stack
- * value), `T` (instructions not yet charged), `pc` (for the dispatch switch) and `rc`. */
-#define TPL_N_FAIL(PC) return tpl_native_fail(f, (PC))
+ * value), `T` (instructions not yet charged), `pc` (for the dispatch switch), `rc`, and the
+ * output in locals: `ob` (the buffer), `ol` (its length: the frame's *f->out_len is stale while
+ * the code runs) and `oc` (its capacity). The length is written back before every call that can
+ * print or fail and before every return, and the three are read again after such a call. */
+#define TPL_N_OUT_SAVE() (*f->out_len = ol)
+#define TPL_N_OUT_LOAD() (ob = *f->out, ol = *f->out_len, oc = *f->out_cap)
+/* the call X (an int), with the output written back before it and read again after it */
+#define TPL_N_C(X) (TPL_N_OUT_SAVE(), rc = (X), TPL_N_OUT_LOAD(), rc)
+#define TPL_N_FAIL(PC) return (TPL_N_OUT_SAVE(), tpl_native_fail(f, (PC)))
 /* charges the instructions run so far to the fuel (the VM's backward jumps, calls, ends) */
 #define TPL_N_CHARGE(PC) do { \
-        if (__builtin_expect(T > *f->fuel, 0)) return tpl_native_out_of_fuel(f, (PC)); \
+        if (__builtin_expect(T > *f->fuel, 0)) return (TPL_N_OUT_SAVE(), tpl_native_out_of_fuel(f, (PC))); \
         *f->fuel -= T; T = 0; } while (0)
 /* the instruction at PC through the VM; falls through when it went on at NEXT */
 #define TPL_N_STEP(PC, NEXT) do { \
         f->ticks = T; \
+        TPL_N_OUT_SAVE(); \
         rc = tpl_native_step(f, (PC), (uint32_t)(sp - f->stack)); \
         if (rc <= 0) return rc; \
+        TPL_N_OUT_LOAD(); \
         T = f->ticks; sp = f->stack + f->sp; \
         if (f->pc != (NEXT)) { pc = f->pc; goto dispatch; } } while (0)
-#define TPL_N_TEXT(PC, S, N) do { if (tpl_native_put(f, (S), (N)) < 0) TPL_N_FAIL(PC); } while (0)
+/* appends the N bytes at S (N a constant > 0: the copy inlines) */
+#define TPL_N_TEXT(PC, S, N) do { \
+        if (__builtin_expect(ol + (N) < oc, 1)) { memcpy(ob + ol, (S), (N)); ol += (N); } \
+        else if (TPL_N_C(tpl_native_put_slow(f, (S), (N))) < 0) TPL_N_FAIL(PC); } while (0)
+/* appends the N bytes at S (any N; S may be NULL when N is 0) */
+#define TPL_N_PUT(PC, S, N) do { \
+        size_t n_ = (N); \
+        if (__builtin_expect(ol + n_ < oc, 1)) { if (n_) memcpy(ob + ol, (S), n_); ol += n_; } \
+        else if (TPL_N_C(tpl_native_put_slow(f, (S), n_)) < 0) TPL_N_FAIL(PC); } while (0)
 
 #ifdef __cplusplus
 }

@@ -171,19 +171,26 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    uint32_t pc = entry;\n"
                    "    int rc;\n"
                    "    const tpl_nvalue *e; /* a dict's value found by tpl_native_find */\n"
-                   "    (void)K; (void)L; (void)rc; (void)e;\n");
-    /* the hints of tpl_native_find: where name a was last found in the state (HS<a>) or in a
-     * dict by GETATTR / GETITEM_STR (HA<a>) */
-    uint8_t *hints = calloc(2 * (size_t)p->nnames + 2, 1); /* uses of name a: [2a] LOAD_NAME, [2a+1] attributes */
+                   "    char *ob = *f->out; /* the output: buffer, length, capacity (TPL_N_OUT_SAVE / LOAD) */\n"
+                   "    size_t ol = *f->out_len, oc = *f->out_cap;\n"
+                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc;\n");
+    /* The state does not change during a render (a host cannot set it while a render runs):
+     * a name LOAD_NAME finds in it at several places keeps where it is (S<a>: found once per
+     * call level), and a name CALL_NAME calls keeps whether the state shadows its builtin
+     * (C<a>: -1 not known yet, 0 no, 1 yes). The hints of tpl_native_find in other dicts: where
+     * name a was last found by GETATTR / GETITEM_STR (HA<a>). */
+    uint8_t *hints = calloc(3 * (size_t)p->nnames + 3, 1); /* uses of name a: [3a] LOAD_NAME, [3a+1] attributes, [3a+2] CALL_NAME */
     if (!hints) return false;
     for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
         uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc])), a = TPL_INSN_A(p->code[pc]);
-        uint8_t *u = op == TPL_OP_LOAD_NAME && a < p->nnames ? &hints[2 * a] : attr_inline(p, (uint32_t)pc) ? &hints[2 * a + 1] : NULL;
+        uint8_t *u = a >= p->nnames ? NULL : op == TPL_OP_LOAD_NAME ? &hints[3 * a] : op == TPL_OP_CALL_NAME ? &hints[3 * a + 2]
+                   : attr_inline(p, (uint32_t)pc) ? &hints[3 * a + 1] : NULL;
         if (u && *u < 2) ++*u;
     }
     for (size_t a = 0; a < p->nnames; a++) { /* a name looked up at one place gets no hint */
-        if (hints[2 * a] > 1) tpl_sb_printf(b, "    uint32_t HS%zu = 0;\n", a);
-        if (hints[2 * a + 1] > 1) tpl_sb_printf(b, "    uint32_t HA%zu = 0;\n", a);
+        if (hints[3 * a] > 1) tpl_sb_printf(b, "    const tpl_nvalue *S%zu = NULL;\n", a);
+        if (hints[3 * a + 1] > 1) tpl_sb_printf(b, "    uint32_t HA%zu = 0;\n", a);
+        if (hints[3 * a + 2]) tpl_sb_printf(b, "    int C%zu = -1;\n", a);
     }
     bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
     for (size_t pc = 0; pc < p->ncode;) {
@@ -198,7 +205,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         if (resume[pc]) tpl_sb_printf(b, "    case %zu: goto L%zu;\n", pc, pc);
     /* an instruction start the switch does not list (a VM fused path ending somewhere new):
      * the VM runs the rest of this level */
-    tpl_sb_puts(b, "    default:\n        f->ticks = T;\n        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
+    tpl_sb_puts(b, "    default:\n        f->ticks = T;\n        TPL_N_OUT_SAVE();\n"
+                   "        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
@@ -272,11 +280,11 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         }
         case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
-            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_TEXT(%u, sp->u.s, sp->len);\n", pc);
+            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_PUT(%u, sp->u.s, sp->len);\n", pc);
             if (op == TPL_OP_PRINT_PY) /* a non-negative int: its digits in place, as the VM's PRINT_PY */
-                tpl_sb_puts(b, "    else if (sp->type == TPL_NT_INT && sp->u.i >= 0 && *f->out_len + 20 < *f->out_cap)\n"
-                               "        *f->out_len += tpl_native_decimal(*f->out + *f->out_len, (uint64_t)sp->u.i);\n");
-            tpl_sb_printf(b, "    else if (tpl_native_print_%s(f, sp) < 0) TPL_N_FAIL(%u);\n",
+                tpl_sb_puts(b, "    else if (sp->type == TPL_NT_INT && sp->u.i >= 0 && ol + 20 < oc)\n"
+                               "        ol += tpl_native_decimal(ob + ol, (uint64_t)sp->u.i);\n");
+            tpl_sb_printf(b, "    else if (TPL_N_C(tpl_native_print_%s(f, sp)) < 0) TPL_N_FAIL(%u);\n",
                           op == TPL_OP_PRINT_PY ? "py" : "rb", pc);
             break;
         case TPL_OP_FILTER: case TPL_OP_TEST: { /* the builtin called with the VM's code (its fast paths) */
@@ -294,7 +302,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                 tpl_sb_puts(b, "    }\n");
             } else tpl_sb_puts(b, "    ");
             if (!(plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2))
-                tpl_sb_printf(b, "if ((rc = tpl_native_filter(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
+                tpl_sb_printf(b, "if (TPL_N_C(tpl_native_filter(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
             if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT) /* printed: the PRINT_PY after it done too */
                 tpl_sb_printf(b, "    if (rc) {\n        T++;\n        goto L%u;\n    }\n", after(p, next));
             tpl_sb_puts(b, "    sp++;\n");
@@ -307,17 +315,22 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                 tpl_sb_puts(b, "    if (");
                 for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", i ? " && " : "", i);
                 tpl_sb_puts(b, ") {\n");
-                for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "        TPL_N_TEXT(%u, sp[%u].u.s, sp[%u].len);\n", pc, i, i);
+                for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "        TPL_N_PUT(%u, sp[%u].u.s, sp[%u].len);\n", pc, i, i);
                 tpl_sb_puts(b, "        rc = 0;\n    } else ");
             } else tpl_sb_puts(b, "    ");
-            tpl_sb_printf(b, "if ((rc = tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    sp += rc;\n", pc, pc);
+            tpl_sb_printf(b, "if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    sp += rc;\n", pc, pc);
             break;
         case TPL_OP_CALL_NAME: { /* the fuel charged as the VM charges at calls */
             if (!specialised(p, pc)) { special = false; break; }
             uint32_t aw = p->code[pc + 2];
-            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    sp -= %u;\n"
-                             "    if (tpl_native_call_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n",
-                          pc, TPL_ARGW_NPOS(aw) + TPL_ARGW_NKW(aw), pc, pc);
+            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    sp -= %u;\n", pc, TPL_ARGW_NPOS(aw) + TPL_ARGW_NKW(aw));
+            if (a < p->nnames) { /* the builtin straight away when the state does not shadow it */
+                tpl_sb_printf(b, "    if (C%u < 0) C%u = f->state->type == TPL_NT_MAP && ", a, a);
+                find(b, p, "f->state", a, 0);
+                tpl_sb_printf(b, " != NULL;\n    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, sp) : tpl_native_call_builtin(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n",
+                              a, pc, pc, pc);
+            } else tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_call_name(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
+            tpl_sb_puts(b, "    sp++;\n");
             break;
         }
         case TPL_OP_SWITCH_STR: { /* a string equal to item i: the target of the JUMP at pc+2+i */
@@ -340,7 +353,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         }
         case TPL_OP_FOR_INIT:
-            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (tpl_native_for_init(f, %u, sp) < 0) TPL_N_FAIL(%u);\n", a, pc);
+            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (TPL_N_C(tpl_native_for_init(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", a, pc);
             break;
         case TPL_OP_FOR_NEXT:
             tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_next(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
@@ -358,26 +371,33 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_puts(b, "    T++;\n");
             if (which >= 0)
                 tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &sp[-1]);\n"
-                                 "    else rc = tpl_native_getattr(f, %u, &sp[-1]);\n    if (rc < 0) TPL_N_FAIL(%u);\n",
+                                 "    else rc = TPL_N_C(tpl_native_getattr(f, %u, &sp[-1]));\n    if (rc < 0) TPL_N_FAIL(%u);\n",
                               which, a, pc);
             else {
                 /* a dict's key found here (for obj.name: a name that is no dict method, which
                  * GETATTR would find first), else the VM's code (a missing key, other types) */
                 if (attr_inline(p, pc)) {
                     tpl_sb_puts(b, "    if (sp[-1].type == TPL_NT_MAP && ");
-                    find(b, p, "&sp[-1]", a, hints[2 * a + 1] > 1 ? 'A' : 0);
+                    find(b, p, "&sp[-1]", a, hints[3 * a + 1] > 1 ? 'A' : 0);
                     tpl_sb_puts(b, ") sp[-1] = *e;\n    else ");
                 } else tpl_sb_puts(b, "    ");
-                tpl_sb_printf(b, "if (tpl_native_%s(f, %u, &sp[-1]) < 0) TPL_N_FAIL(%u);\n",
+                tpl_sb_printf(b, "if (TPL_N_C(tpl_native_%s(f, %u, &sp[-1])) < 0) TPL_N_FAIL(%u);\n",
                               op == TPL_OP_GETATTR ? "getattr" : "getitem_str", a, pc);
             }
             break;
         }
         case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
             /* a key of the state found here, else the VM's code (globals, undefined) */
-            tpl_sb_puts(b, "    T++;\n    if (f->state->type == TPL_NT_MAP && ");
-            find(b, p, "f->state", a, hints[2 * a] > 1 ? 'S' : 0);
-            tpl_sb_printf(b, ") *sp = *e;\n    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
+            if (hints[3 * a] > 1) {
+                tpl_sb_printf(b, "    T++;\n    if (S%u || (f->state->type == TPL_NT_MAP && (S%u = ", a, a);
+                find(b, p, "f->state", a, 0);
+                tpl_sb_printf(b, "))) *sp = *S%u;\n", a);
+            } else {
+                tpl_sb_puts(b, "    T++;\n    if (f->state->type == TPL_NT_MAP && ");
+                find(b, p, "f->state", a, 0);
+                tpl_sb_puts(b, ") *sp = *e;\n");
+            }
+            tpl_sb_printf(b, "    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
             break;
         case TPL_OP_EQ: case TPL_OP_NE: /* two strings here, anything else (and a strict undefined) in the VM */
             tpl_sb_printf(b, "    if (sp[-2].type == TPL_NT_STR && sp[-1].type == TPL_NT_STR) {\n        T++;\n"
@@ -386,7 +406,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                              "        TPL_N_STEP(%u, %u);\n    }\n", op == TPL_OP_NE ? "!" : "", pc, next);
             break;
         case TPL_OP_HALT:
-            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    *f->result = tpl_native_v(TPL_NT_NONE, 0);\n    return 0;\n", pc);
+            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    *f->result = tpl_native_v(TPL_NT_NONE, 0);\n    TPL_N_OUT_SAVE();\n    return 0;\n", pc);
             break;
         default: special = false; break;
         }
@@ -400,6 +420,6 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     free(resume);
     free(hints);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
-    tpl_sb_puts(b, "    f->ticks = T;\n    return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n}\n");
+    tpl_sb_puts(b, "    f->ticks = T;\n    TPL_N_OUT_SAVE();\n    return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n}\n");
     return !b->failed;
 }

@@ -2250,20 +2250,28 @@ static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op
 /* CALL_NAME of global function nm (builtin id) on args (npos positional values, then nkw keyword
  * values named by kwn), vm->stack_top already above them: the state's value of that name when it
  * has one, else the builtin. 0 with the result in args[0], or -1 (unlocated error). */
+/* CALL_NAME's builtin, when the state has no value of that name (as call_name_op). */
+static inline __attribute__((always_inline)) int call_name_builtin(tpl_vm *vm, const tpl_name *nm, uint32_t id,
+                                                                   tpl_value *args, int npos, const tpl_value *kwn, int nkw)
+{
+    tpl_value r;
+    if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
+        tpl_stdlib.undefined_error(vm, undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_NAME, 0));
+        return -1;
+    }
+    if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
+    args[0] = r;
+    return 0;
+}
+
 static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const tpl_name *nm, uint32_t id,
                                                               tpl_value *args, int npos, const tpl_value *kwn, int nkw)
 {
     tpl_value r;
     tpl_value *shadow = vm->state.type == TPL_T_MAP
                           ? map_find_name(vm, vm->state.u.map, nm) : NULL;
-    if (shadow) {
-        if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
-    } else if (!vm->p->opts.hf && (id == tpl_stdlib.id_raise_exception || id == tpl_stdlib.id_strftime_now)) {
-        tpl_stdlib.undefined_error(vm, undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_NAME, 0));
-        return -1;
-    } else if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) {
-        return -1;
-    }
+    if (!shadow) return call_name_builtin(vm, nm, id, args, npos, kwn, nkw);
+    if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
     args[0] = r;
     return 0;
 }
@@ -3509,7 +3517,8 @@ int tpl_native_loop_attr(tpl_native_frame *f, uint32_t which, tpl_nvalue *v)
     }
 }
 
-int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
+/* tpl_native_call_name, or tpl_native_call_builtin (builtin: the state has no value of the name) */
+static int native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args, bool builtin)
 {
     if (!f || !f->vm || !args) return -1;
     tpl_vm *vm = f->vm;
@@ -3522,8 +3531,12 @@ int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
     const tpl_value *kwn = nkw ? p->consts[TPL_ARGW_K(aw)].u.list->items : NULL;
     tpl_value *av = NV(args);
     vm->stack_top = (uint32_t)(av + npos + nkw - vm->stack); /* a macro it calls runs above them */
+    if (builtin) return call_name_builtin(vm, &p->names[TPL_INSN_A(w)], id, av, npos, kwn, nkw);
     return call_name_op(vm, &p->names[TPL_INSN_A(w)], id, av, npos, kwn, nkw);
 }
+
+int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args) { return native_call_name(f, pc, args, false); }
+int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args) { return native_call_name(f, pc, args, true); }
 
 int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
 {
