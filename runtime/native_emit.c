@@ -116,39 +116,90 @@ static bool specialised(const tpl_program *p, size_t pc)
     }
 }
 
+/* What the emitter knows of the operand stack's top values in straight-line code: ks[0..kd)
+ * from the bottom up, each a constant index whose value is a plain string (-1: anything);
+ * the values below them are unknown. Forgotten where paths join and after instructions whose
+ * stack effect it does not model. */
+#define KS_MAX 64
+typedef struct { int32_t ks[KS_MAX]; uint32_t kd; } kstack;
+static void ks_pop(kstack *k, uint32_t n) { k->kd = k->kd > n ? k->kd - n : 0; }
+static void ks_push(kstack *k, int32_t c)
+{
+    if (k->kd == KS_MAX) { memmove(k->ks, k->ks + 1, (KS_MAX - 1) * sizeof k->ks[0]); k->kd--; }
+    k->ks[k->kd++] = c;
+}
+/* the constant index of the value i places below the top (0: the top), or -1 */
+static int32_t ks_at(const kstack *k, uint32_t i) { return i < k->kd ? k->ks[k->kd - 1 - i] : -1; }
+
+/* The stack effect of the instruction at pc (one the emitter writes as C, not a step) on k, when
+ * it goes on at the next instruction (a JUMP never does). */
+static void ks_apply(kstack *k, const tpl_program *p, uint32_t pc)
+{
+    uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
+    switch (op) {
+    case TPL_OP_TEXT: case TPL_OP_UNSET_SLOT: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP:
+    case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
+        break; /* (a _KEEP jump that goes on keeps its value: popped after it) */
+    case TPL_OP_CONST: {
+        const tpl_value *c = &p->consts[a];
+        ks_push(k, c->type == TPL_T_STR && !(c->flags & (TPL_F_SAFE | TPL_F_SYMBOL)) ? (int32_t)a : -1);
+        break;
+    }
+    case TPL_OP_INT: case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE: case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_NAME:
+        ks_push(k, -1);
+        break;
+    case TPL_OP_DUP: ks_push(k, ks_at(k, 0)); break;
+    case TPL_OP_POP: case TPL_OP_STORE_SLOT: case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB: case TPL_OP_JF_PY: case TPL_OP_JT_PY:
+    case TPL_OP_JF_RB: case TPL_OP_JT_RB:
+        ks_pop(k, 1);
+        break;
+    case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: ks_pop(k, 1); ks_push(k, -1); break;
+    case TPL_OP_EQ: case TPL_OP_NE: ks_pop(k, 2); ks_push(k, -1); break;
+    case TPL_OP_FILTER: case TPL_OP_TEST:
+        ks_pop(k, TPL_ARGW_NPOS(p->code[pc + 1]) + TPL_ARGW_NKW(p->code[pc + 1]));
+        ks_push(k, -1);
+        break;
+    case TPL_OP_ADDS: case TPL_OP_ADDS_RB: ks_pop(k, a); ks_push(k, -1); break;
+    case TPL_OP_PRINT_ADDS: case TPL_OP_PRINT_ADDS_RB: ks_pop(k, a); break;
+    default: k->kd = 0; break;
+    }
+}
+
 /* The instruction after the one at pc. */
 static uint32_t after(const tpl_program *p, uint32_t pc)
 {
     return pc + 1 + tpl_opinfo_table[tpl_op_base(TPL_INSN_OP(p->code[pc]))].extra;
 }
 
-/* The instructions the `dispatch` switch must reach (at[pc] = 1): entries (0, macros, Ruby
- * blocks), every jump target, and the instructions a step may go on at besides the next one: a
- * VM fused path takes at most a few instructions after it (a compare and its jump, a filter and
- * its print), so the starts up to 6 instructions past a stepped one. */
+/* The instructions the `dispatch` switch must reach (at[pc] != 0): entries (0, macros, Ruby
+ * blocks) and every jump target (at[pc] & 2: where paths join), and the instructions a step may
+ * go on at besides the next one (at[pc] & 1): a VM fused path takes at most a few instructions
+ * after it (a compare and its jump, a filter and its print), so the starts up to 6 instructions
+ * past a stepped one. The VM reaches those in code order from the step, so the values the
+ * instructions between them pushed are the ones the code shows. */
 static void resume_points(const tpl_program *p, uint8_t *at)
 {
-    at[0] = 1;
+    at[0] = 2;
     for (size_t m = 0; m < p->nmacros; m++)
-        if (p->macros[m].entry < p->ncode) at[p->macros[m].entry] = 1;
+        if (p->macros[m].entry < p->ncode) at[p->macros[m].entry] = 2;
     int more = 0; /* instructions still to mark after a stepped one */
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        if (more > 0) { at[pc] = 1; more--; }
+        if (more > 0) { at[pc] |= 1; more--; }
         for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
             uint32_t x = i == 0 ? a : p->code[pc + (size_t)i];
-            if (oi->fmt[i] == 'j' && x < p->ncode) at[x] = 1;
+            if (oi->fmt[i] == 'j' && x < p->ncode) at[x] = 2;
         }
         if (op == TPL_OP_CALL_METHOD_RB && (p->code[pc + 2] & 0xFFFFFFu) && (p->code[pc + 2] & 0xFFFFFFu) < p->ncode)
-            at[p->code[pc + 2] & 0xFFFFFFu] = 1; /* a block body */
+            at[p->code[pc + 2] & 0xFFFFFFu] = 2; /* a block body */
         if (op == TPL_OP_SWITCH_STR) {
             more = 6 + (int)p->consts[a].u.list->len;
-            if (pc + 2 + p->consts[a].u.list->len < p->ncode) at[pc + 2 + p->consts[a].u.list->len] = 1; /* not a string */
+            if (pc + 2 + p->consts[a].u.list->len < p->ncode) at[pc + 2 + p->consts[a].u.list->len] = 2; /* not a string */
         }
         if (!specialised(p, pc)) more = more > 6 ? more : 6;
         if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT && specialised(p, pc) && after(p, (uint32_t)pc) < p->ncode)
-            at[after(p, after(p, (uint32_t)pc))] = 1; /* where a FILTER_PRINT that printed goes on */
+            at[after(p, after(p, (uint32_t)pc))] = 2; /* where a FILTER_PRINT that printed goes on */
         pc += 1 + (size_t)oi->extra;
     }
 }
@@ -207,6 +258,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
      * the VM runs the rest of this level */
     tpl_sb_puts(b, "    default:\n        f->ticks = T;\n        TPL_N_OUT_SAVE();\n"
                    "        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
+    kstack ks = { .kd = 0 };
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
@@ -227,6 +279,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             comment_name(b, &nm);
         } else if (oi->fmt[0] != '-' && oi->fmt[0]) tpl_sb_printf(b, " %u", a);
         tpl_sb_puts(b, " */\n");
+        if (resume[pc] & 2) ks.kd = 0; /* paths join here */
         bool special = true;
         switch (op) {
         case TPL_OP_TEXT:
@@ -311,12 +364,33 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
             tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", a);
             if ((op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB) && a <= 16) {
-                /* plain strings printed one after the other (the VM's adds_op) */
+                /* plain strings printed one after the other (the VM's adds_op) with one capacity
+                 * check; the operands the code pushed as constants are literals here */
+                uint32_t nk = 0, klen = 0, ndyn = 0;
+                for (uint32_t i = 0; i < a; i++) {
+                    int32_t c = ks_at(&ks, a - 1 - i);
+                    if (c >= 0) { nk++; klen += p->consts[c].len; }
+                }
                 tpl_sb_puts(b, "    if (");
-                for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", i ? " && " : "", i);
-                tpl_sb_puts(b, ") {\n");
-                for (uint32_t i = 0; i < a; i++) tpl_sb_printf(b, "        TPL_N_PUT(%u, sp[%u].u.s, sp[%u].len);\n", pc, i, i);
-                tpl_sb_puts(b, "        rc = 0;\n    } else ");
+                for (uint32_t i = 0; i < a; i++)
+                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", ndyn++ ? " && " : "", i);
+                if (!ndyn) tpl_sb_puts(b, "1");
+                tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
+                for (uint32_t i = 0; i < a; i++)
+                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, " + sp[%u].len", i);
+                tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
+                for (uint32_t i = 0; i < a; i++) {
+                    int32_t c = ks_at(&ks, a - 1 - i);
+                    if (c >= 0 && p->consts[c].len) {
+                        tpl_sb_puts(b, "            memcpy(ob + ol, ");
+                        lit(b, p->consts[c].u.s, p->consts[c].len);
+                        tpl_sb_printf(b, ", %u);\n            ol += %u;\n", p->consts[c].len, p->consts[c].len);
+                    } else if (c < 0)
+                        tpl_sb_printf(b, "            if (sp[%u].len) memcpy(ob + ol, sp[%u].u.s, sp[%u].len);\n"
+                                         "            ol += sp[%u].len;\n", i, i, i, i);
+                }
+                tpl_sb_printf(b, "            rc = 0;\n        } else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
+                                 "    } else ", pc, pc);
             } else tpl_sb_puts(b, "    ");
             tpl_sb_printf(b, "if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    sp += rc;\n", pc, pc);
             break;
@@ -410,10 +484,13 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         default: special = false; break;
         }
-        if (special) (*nspecial)++;
-        else {
+        if (special) {
+            (*nspecial)++;
+            ks_apply(&ks, p, pc);
+        } else {
             (*nstep)++;
             tpl_sb_printf(b, "    TPL_N_STEP(%u, %u);\n", pc, next);
+            ks.kd = 0;
         }
         pcz = next;
     }
