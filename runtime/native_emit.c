@@ -224,7 +224,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    const tpl_nvalue *e; /* a dict's value found by tpl_native_find */\n"
                    "    char *ob = *f->out; /* the output: buffer, length, capacity (TPL_N_OUT_SAVE / LOAD) */\n"
                    "    size_t ol = *f->out_len, oc = *f->out_cap;\n"
-                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc;\n");
+                   "    size_t nw; /* the bytes a fast path wrote */\n"
+                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw;\n");
     /* The state does not change during a render (a host cannot set it while a render runs):
      * a name LOAD_NAME finds in it at several places keeps where it is (S<a>: found once per
      * call level), and a name CALL_NAME calls keeps whether the state shadows its builtin
@@ -234,9 +235,20 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     if (!hints) return false;
     for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
         uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc])), a = TPL_INSN_A(p->code[pc]);
-        uint8_t *u = a >= p->nnames ? NULL : op == TPL_OP_LOAD_NAME ? &hints[3 * a] : op == TPL_OP_CALL_NAME ? &hints[3 * a + 2]
+        uint8_t *u = a >= p->nnames ? NULL : op == TPL_OP_LOAD_NAME ? &hints[3 * a]
+                   : op == TPL_OP_CALL_NAME ? (specialised(p, pc) ? &hints[3 * a + 2] : NULL)
                    : attr_inline(p, (uint32_t)pc) ? &hints[3 * a + 1] : NULL;
         if (u && *u < 2) ++*u;
+    }
+    /* an attribute looked up inside a loop (between a backward jump and its target) gets a hint
+     * even at one place */
+    for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
+        uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc])), t = TPL_INSN_A(p->code[pc]);
+        if (op == TPL_OP_JUMP && t <= pc)
+            for (size_t q = t; q < pc; q = after(p, (uint32_t)q)) {
+                uint32_t a = TPL_INSN_A(p->code[q]);
+                if (a < p->nnames && attr_inline(p, (uint32_t)q)) hints[3 * a + 1] = 2;
+            }
     }
     for (size_t a = 0; a < p->nnames; a++) { /* a name looked up at one place gets no hint */
         if (hints[3 * a] > 1) tpl_sb_printf(b, "    const tpl_nvalue *S%zu = NULL;\n", a);
@@ -345,8 +357,19 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             uint32_t nargs = TPL_ARGW_NPOS(x1) + TPL_ARGW_NKW(x1);
             tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", nargs);
             bool plainf = op == TPL_OP_FILTER && TPL_ARGW_NKW(x1) == 0;
+            bool fprint = TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT;
             if (plainf && a == (uint32_t)tpl_stdlib.id_trim && TPL_ARGW_NPOS(x1) == 1) /* the VM's fast path, inline */
                 tpl_sb_puts(b, "    if (sp[0].type == TPL_NT_STR && tpl_native_trim(&sp[0])) rc = 0;\n    else ");
+            else if (plainf && fprint && a == (uint32_t)tpl_stdlib.id_upper && TPL_ARGW_NPOS(x1) == 1) /* ASCII: into the output */
+                tpl_sb_puts(b, "    if (sp[0].type == TPL_NT_STR && ol + sp[0].len < oc && tpl_native_upper_ascii(ob + ol, sp[0].u.s, sp[0].len)) {\n"
+                               "        ol += sp[0].len;\n        rc = 1;\n    } else ");
+            else if (plainf && fprint && a == (uint32_t)tpl_stdlib.id_join && TPL_ARGW_NPOS(x1) <= 2) { /* strings: into the output */
+                bool sep = TPL_ARGW_NPOS(x1) == 2;
+                tpl_sb_printf(b, "    if (sp[0].type == TPL_NT_LIST && sp[0].aux < TPL_NLAZY_ITER%s &&\n"
+                                 "        (nw = tpl_native_join_put(ob + ol, oc - ol, &sp[0], %s)) != (size_t)-1) {\n"
+                                 "        ol += nw;\n        rc = 1;\n    } else ",
+                              sep ? " && sp[1].type == TPL_NT_STR" : "", sep ? "sp[1].u.s, sp[1].len" : "\"\", 0");
+            }
             else if (plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2) {
                 /* default(x) (boolean false): an undefined value replaced, anything else kept */
                 tpl_sb_puts(b, "    rc = 0;\n    if (sp[0].type == TPL_NT_UNDEF || sp[0].type == TPL_NT_UNSET) {\n");
