@@ -52,6 +52,14 @@ typedef struct tpl_nmap {
     uint32_t *idx;              /* open addressing: entry index + 1, 0 = empty */
 } tpl_nmap;
 
+/* A list (a TPL_NT_LIST value's u.p): the runtime's tpl_list. Read only. A list value whose aux
+ * is TPL_NLAZY_ITER or more is an iterator (the runtime's TPL_LAZY_GENERATOR and later). */
+typedef struct tpl_nlist {
+    uint32_t len, cap;
+    tpl_nvalue *items;
+} tpl_nlist;
+enum { TPL_NLAZY_ITER = 5 };
+
 /* The value types generated code tests (the runtime's tpl_type). */
 enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_NT_FLOAT = 4, TPL_NT_STR = 5,
        TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
@@ -223,7 +231,8 @@ static inline size_t tpl_native_decimal(char *o, uint64_t u)
                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                                 "8081828384858687888990919293949596979899";
     size_t nd = 1;
-    for (uint64_t t = u; t >= 10; t /= 10) nd++;
+    if (u >= 10000) for (uint64_t t = u; t >= 10; t /= 10) nd++;
+    else nd = u < 10 ? 1 : u < 100 ? 2 : u < 1000 ? 3 : 4;
     char *p = o + nd;
     while (u >= 100) {
         uint64_t r = u % 100;
@@ -253,6 +262,50 @@ static inline int tpl_native_trim(tpl_nvalue *v)
         return 1;
     }
     return 0;
+}
+
+/* `{{ s | upper }}` of an ASCII string: the n bytes at s upper-cased at o (room for n bytes),
+ * 8 at a time as the VM's case_latin1. 1, or 0 when s has a non-ASCII byte (o then holds
+ * garbage; the caller runs the filter). */
+static inline int tpl_native_upper_ascii(char *o, const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        if (x & high) return 0;
+        /* high bit of each byte: at least 'a', and above 'z' (no carry: bytes are < 0x80) */
+        uint64_t in = (x + (0x80u - 'a') * ones) & ~(x + (0x80u - 'a' - 26) * ones) & high;
+        x -= in >> 2;
+        memcpy(o + i, &x, 8);
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) return 0;
+        o[i] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+    }
+    return 1;
+}
+
+/* `{{ xs | join(sep) }}` of a list of strings (*l a TPL_NT_LIST value, no iterator; sep dl bytes)
+ * written at o when it fits in room bytes, as the VM's: the bytes written, or (size_t)-1 when it
+ * does not apply (an item no string, no room: the caller runs the filter). */
+static inline size_t tpl_native_join_put(char *o, size_t room, const tpl_nvalue *l, const char *sep, size_t dl)
+{
+    const tpl_nlist *list = (const tpl_nlist *)l->u.p;
+    size_t total = list->len ? dl * (list->len - 1) : 0;
+    for (uint32_t i = 0; i < list->len; i++) {
+        if (list->items[i].type != TPL_NT_STR) return (size_t)-1;
+        total += list->items[i].len;
+    }
+    if (total >= room) return (size_t)-1;
+    char *p = o;
+    for (uint32_t i = 0; i < list->len; i++) {
+        if (i && dl) { memcpy(p, sep, dl); p += dl; }
+        if (list->items[i].len) { memcpy(p, list->items[i].u.s, list->items[i].len); p += list->items[i].len; }
+    }
+    return total;
 }
 
 /* A string that prints as its bytes in a `+` chain (no Markup, no Ruby symbol). */

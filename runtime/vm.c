@@ -3367,6 +3367,10 @@ _Static_assert(offsetof(tpl_nmap, len) == offsetof(tpl_map, len) && offsetof(tpl
                offsetof(tpl_nmap, e) == offsetof(tpl_map, e) && offsetof(tpl_nmap, idx) == offsetof(tpl_map, idx),
                "tpl_nmap mirrors tpl_map's leading members");
 
+_Static_assert(sizeof(tpl_nlist) == sizeof(tpl_list) && offsetof(tpl_nlist, items) == offsetof(tpl_list, items) &&
+               offsetof(tpl_nlist, len) == offsetof(tpl_list, len), "tpl_nlist mirrors tpl_list");
+_Static_assert((int)TPL_NLAZY_ITER == (int)TPL_LAZY_GENERATOR, "TPL_NLAZY_ITER is the first iterator");
+
 #define NV(x) ((tpl_value *)(void *)(x))
 
 int tpl_native_step(tpl_native_frame *f, uint32_t pc, uint32_t sp)
