@@ -12,7 +12,10 @@
  * and goes on at the label the VM says (a `dispatch` switch over every instruction start). Fuel: each instruction counts one tick
  * (T), charged at the points where the VM charges (backward jumps, calls, the end), so a fuel
  * error names the same instruction. The function is entered at 0 (the template), at a macro's
- * entry or at a Ruby block's entry, through the same switch. */
+ * entry or at a Ruby block's entry, through the same switch. The output's buffer, length and
+ * capacity live in C locals (written back around calls, TPL_N_C); names found in the state are
+ * kept per call level (the state does not change during a render); constants the code pushed
+ * are known in straight-line code (kstack), so a `+` chain prints them as literals. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
