@@ -565,7 +565,11 @@ static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         tpl_val v;
-        if (ASCII_STR(items[i]) ? ascii_val(c, items[i], &v) < 0 : to_val(c, items[i], &v) < 0) goto done;
+        PyObject *it = items[i];
+        if ((ASCII_STR(it) ? ascii_val(c, it, &v)
+             : Py_TYPE(it) == &PyDict_Type ? dict_val(c, it, &v) /* (a list of records: no dispatch) */
+             : to_val(c, it, &v)) < 0)
+            goto done;
         if (c->nitems == c->capitems && items_grow(c) < 0) goto done;
         c->items[c->nitems++] = v;
     }

@@ -177,23 +177,34 @@ tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, u
     enum { HEAD = (sizeof(tpl_map) + 15) & ~15 };
     tpl_map *m = tpl_arena_alloc(a, HEAD + n * sizeof(tpl_entry));
     if (!m) return arena_fail(a);
-    *m = (tpl_map){ 0 };
-    m->e = n ? (tpl_entry *)(void *)((char *)m + HEAD) : NULL;
-    m->cap = (uint32_t)n;
-    bool plain = (flags & (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | TPL_VAL_MARKUP | TPL_VAL_SYMBOL)) ==
-                 (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID); /* (a Python dict's keys: taken as they are) */
-    for (size_t i = 0; i < n; i++) {
-        if (!e[i].key && e[i].len) return TPL_ERR_USAGE;
-        tpl_value k;
-        if (plain && e[i].len <= UINT32_MAX - 1) k = tpl_v_str(e[i].len ? e[i].key : "", e[i].len);
-        else {
+    tpl_entry *d = (tpl_entry *)(void *)((char *)m + HEAD);
+    *m = (tpl_map){ .len = (uint32_t)n, .cap = (uint32_t)n, .e = n ? d : NULL };
+    if ((flags & (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | TPL_VAL_MARKUP | TPL_VAL_SYMBOL)) ==
+        (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID)) {
+        /* a Python dict's keys, taken as they are: each entry written in one go (the hot path of
+         * a host converting a list of small dicts, issue 17) */
+        for (size_t i = 0; i < n; i++, e++, d++) {
+            const char *k = e->key;
+            size_t len = e->len;
+            if (!k) {
+                if (len) return TPL_ERR_USAGE;
+                k = "";
+            }
+            if (len > UINT32_MAX - 1) return TPL_ERR_VALUE;
+            d->key = tpl_v_str(k, len);
+            d->val = from_val(e->val);
+            d->hash = e->hash;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (!e[i].key && e[i].len) return TPL_ERR_USAGE;
+            tpl_value k;
             tpl_status st = str_value(r, e[i].key, e[i].len, flags, &k);
             if (st != TPL_OK) return st;
+            d[i] = (tpl_entry){ k, from_val(e[i].val), e[i].hash };
         }
-        m->e[i] = (tpl_entry){ k, from_val(e[i].val), e[i].hash };
     }
-    m->len = (uint32_t)n;
-    if (!tpl_map_reindex(a, m)) return arena_fail(a);
+    if (n > TPL_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
     *out = to_val(tpl_v_map(m));
     return TPL_OK;
 }

@@ -466,7 +466,7 @@ int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec
 
 /* ------------------------------------------------------------------ maps */
 
-enum { MAP_LINEAR_MAX = 8 };   /* maps up to this size are scanned linearly */
+enum { MAP_LINEAR_MAX = TPL_MAP_LINEAR_MAX };
 
 /* Finds key (with hash h); sets *at to its entry index. Key comparisons charge fuel (NULL:
  * unmetered); when it runs out the key is not found and *fuel is 0. */

@@ -260,8 +260,9 @@ bool tpl_map_set(tpl_arena *a, tpl_map *m, tpl_value key, tpl_value val);
 /* Appends key (its tpl_hash_value h) -> val without looking key up: the caller knows it is not
  * in m (a host dict's distinct keys). False on arena exhaustion. */
 bool tpl_map_append(tpl_arena *a, tpl_map *m, tpl_value key, uint64_t h, tpl_value val);
+enum { TPL_MAP_LINEAR_MAX = 8 }; /* maps up to this size have no index: they are scanned linearly */
 /* After m->e[0..len) were written directly (distinct keys, their hashes): builds the index a
- * map of that size has. False on arena exhaustion. */
+ * map of that size has (none up to TPL_MAP_LINEAR_MAX entries). False on arena exhaustion. */
 bool tpl_map_reindex(tpl_arena *a, tpl_map *m);
 /* Looks a key up; NULL when absent. Keys compare with Python equality (1 == 1.0 == True). */
 tpl_value *tpl_map_get(const tpl_map *m, tpl_value key);
