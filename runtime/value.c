@@ -590,6 +590,16 @@ bool tpl_map_append(tpl_arena *a, tpl_map *m, tpl_value key, uint64_t h, tpl_val
 
 tpl_value *tpl_map_get(const tpl_map *m, tpl_value key)
 {
+    if (key.type == TPL_T_STR && !m->idx_cap) {
+        /* a string key in a map without an index (a record: Ruby's h.fetch("k"), h["k"]): the
+         * entries compared by length and bytes, without hashing the key first (equal keys have
+         * equal hashes, so the hash only filters; a string equals only a string, a Symbol's
+         * bytes included, as keys_equal says) */
+        for (tpl_entry *e = m->e, *end = m->e + m->len; e < end; e++)
+            if (e->key.type == TPL_T_STR && e->key.len == key.len && tpl_mem_eq(e->key.u.s, key.u.s, key.len))
+                return &e->val;
+        return NULL;
+    }
     uint32_t at;
     return map_lookup(m, key, tpl_hash_value(key), &at, NULL) ? &m->e[at].val : NULL;
 }
