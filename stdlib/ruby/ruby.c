@@ -1827,26 +1827,6 @@ static int want_pattern(tpl_vm *vm, tpl_value v)
     return 0;
 }
 
-int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
-{
-    const unsigned char *s = (const unsigned char *)a[0].u.s;
-    size_t n = a[0].len, i = 0;
-    while (i < n && s[i] < 0x80) i++;
-    if (i == n && n) { /* ASCII: a-z mapped in one pass (the Unicode tables map nothing else there) */
-        char *o = tpl_arena_alloc(A(vm), n);
-        if (!o) return oom(vm);
-        for (i = 0; i < n; i++) o[i] = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 32 : s[i]);
-        *out = tpl_v_str(o, n);
-        return 0;
-    }
-    tpl_sb b;
-    tpl_sb_init(&b, A(vm));
-    tpl_py_upper(&b, a[0].u.s, a[0].len);
-    if (b.failed) return oom(vm);
-    *out = tpl_sb_value(&b);
-    return 0;
-}
-
 /* Ruby's downcase: full case mapping one character at a time (no final-sigma rule). */
 static void rb_lower(tpl_sb *b, const char *s, size_t n)
 {
@@ -1863,15 +1843,31 @@ static void rb_lower(tpl_sb *b, const char *s, size_t n)
     }
 }
 
-int r_str_downcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* Ruby's upcase (downcase): the ASCII and Latin-1 letters eight bytes a step into a string of
+ * the same length (tpl_case_latin1, as the Jinja filters upper/lower), the rest from the first
+ * code point that needs the Unicode tables appended with full case mapping (downcase one
+ * character at a time: rb_lower). */
+static int rb_case(tpl_vm *vm, const tpl_value *a, tpl_value *out, bool upper)
 {
+    const char *s = a[0].u.s;
+    size_t n = a[0].len;
+    if (!n) { *out = tpl_v_str("", 0); return 0; }
+    char *o = tpl_arena_alloc(A(vm), n);
+    if (!o) return oom(vm);
+    size_t i = tpl_case_latin1(o, (const unsigned char *)s, n, upper);
+    if (i == n) { *out = tpl_v_str(o, n); return 0; }
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    rb_lower(&b, a[0].u.s, a[0].len);
+    tpl_sb_put(&b, o, i);
+    if (upper) tpl_py_case_from(&b, s, n, i, true);
+    else rb_lower(&b, s + i, n - i);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }
+
+int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case(vm, a, out, true); }
+int r_str_downcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case(vm, a, out, false); }
 
 int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
