@@ -107,6 +107,9 @@ typedef struct tmpl {
     uint64_t *read_hash;
     int32_t *rtab;
     size_t rmask, nreads;
+    bool remembers;         /* the program may call remembers/remembers? (a read of either name, or
+                             * templates loaded at render time): only then does Tpl::ERB#result
+                             * ask the binding's self whether it answers them */
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
      * between them), so the pool has its own lock */
     rb_nativethread_lock_t lock;
@@ -995,6 +998,15 @@ static void set_program(VALUE self, tpl_program *p)
     TypedData_Get_Struct(self, tmpl, &tmpl_type, t);
     if (t->p) { tpl_program_free(p); rb_raise(rb_eRuntimeError, "tpl: Template already initialized"); }
     t->p = p;
+    t->remembers = tpl_program_needs_loader(p);
+    size_t nl = tpl_program_reads_located(p, NULL, 0);
+    tpl_read *rl = nl ? calloc(nl, sizeof *rl) : NULL;
+    if (nl && !rl) rb_raise(rb_eNoMemError, "tpl: out of memory");
+    nl = tpl_program_reads_located(p, rl, nl);
+    for (size_t i = 0; i < nl; i++)
+        if ((rl[i].len == 9 || (rl[i].len == 10 && rl[i].name[9] == '?')) && !memcmp(rl[i].name, "remembers", 9))
+            t->remembers = true;
+    free(rl);
     size_t n = tpl_program_reads(p, NULL, NULL, 0);
     const char **names = calloc(n + 1, sizeof *names);
     size_t *lens = calloc(n + 1, sizeof *lens);
@@ -1677,7 +1689,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     const tpl_options *po = tpl_program_options(t->p);
     c->erb = po && po->syntax == TPL_SYNTAX_ERB;
     c->t = t;
-    if (NIL_P(remembers) && !NIL_P(erb_self)) {
+    if (NIL_P(remembers) && !NIL_P(erb_self) && t->remembers) {
         ID q = rb_intern("remembers?"), p = rb_intern("remembers");
         if (rb_obj_respond_to(erb_self, q, 1)) { c->remembers_self = erb_self; c->remembers_id = q; }
         else if (rb_obj_respond_to(erb_self, p, 1)) { c->remembers_self = erb_self; c->remembers_id = p; }
