@@ -1200,6 +1200,8 @@ bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind)
 
 /* An unknown filter or test: a compile error, except inside an if or inline-if, where Jinja2
  * compiles it and fails only when that code runs. */
+static bool env_autoescape(const tpl_comp *c);
+
 static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *what)
 {
     char msg[200];
@@ -1440,11 +1442,31 @@ static void expr(tpl_comp *c, tpl_node *n)
             return;
         }
         if (b == TPL_B_FILTER_tr) note_tr(c, n->off, n->a);
-        if (c->autoescape && b == TPL_B_FILTER_join) b = TPL_B_FILTER_join_ae;
-        if (c->autoescape && b == TPL_B_FILTER_replace) b = TPL_B_FILTER_replace_ae;
-        if (c->autoescape && b == TPL_B_FILTER_xmlattr) b = TPL_B_FILTER_xmlattr_ae;
-        if (c->autoescape && b == TPL_B_FILTER_urlize) b = TPL_B_FILTER_urlize_ae;
-        if (c->p->opts.hf && b == TPL_B_FILTER_tojson) b = TPL_B_FILTER_tojson_hf; /* (transformers' order) */
+        b = tpl_builtin_filter_variant(b, c->autoescape, c->p->opts.hf); /* join under autoescape, hf's tojson ... */
+        if (b == TPL_B_FILTER_map && c->autoescape != env_autoescape(c)) {
+            /* map('join') runs the filter the environment's autoescape picks (the VM knows no
+             * {% autoescape %} block): refused where the block's choice would differ */
+            const tpl_node *fname = pos_arg(n->b, 0);
+            bool differs = true;
+            if (fname && fname->kind == TPL_N_CONST && fname->val.type == TPL_T_STR) {
+                int fb = tpl_builtin_find(TPL_BK_FILTER, fname->val.u.s, fname->val.len);
+                differs = fb >= 0 && tpl_builtin_filter_variant(fb, true, false) != tpl_builtin_filter_variant(fb, false, false);
+            } else if (!fname) { /* map(attribute=...), unless a * or ** argument may name a filter */
+                differs = false;
+                for (const tpl_node *a = n->b; a; a = a->next)
+                    if (a->kind == TPL_N_STARARG || a->kind == TPL_N_STARKW) differs = true;
+            }
+            if (differs) {
+                cerror(c, n->off, "map() of a filter whose result depends on autoescape (join, replace, xmlattr, urlize, "
+                       "or a filter named at run time) inside an {%% autoescape %%} block that changes the "
+                       "environment's setting is not supported");
+                return;
+            }
+        }
+        if (b < 0) {
+            unknown_callable(c, n, TPL_BK_FILTER, "filter");
+            return;
+        }
         if (n->a) expr(c, n->a);
         uint32_t w = call_args(c, n->b, 1);
         c->cur_off = n->off;

@@ -57,6 +57,7 @@ typedef struct tpl_library {
     uint32_t nbuiltins;
     bool (*signature)(int id, tpl_builtin_sig *sig);
     int (*find)(tpl_builtin_kind kind, const char *name, size_t n);
+    int (*filter_variant)(int id, bool autoescape, bool hf);
     /* the global id and the per-kind ids a name resolves to (tpl_name_resolve) */
     void (*ids_for)(const char *name, size_t n, int16_t *global, int16_t bk[3]);
     int (*bind)(tpl_vm *vm, int id, const tpl_value *pos, int npos, const tpl_value *kwnames,

@@ -98,6 +98,7 @@ bool tpl_vm_chainable_undefined(const tpl_vm *vm)
     return vm->p && vm->p->opts.chainable_undefined && !vm->p->opts.strict;
 }
 bool tpl_vm_hf(const tpl_vm *vm) { return vm->p && vm->p->opts.hf; }
+bool tpl_vm_autoescape(const tpl_vm *vm) { return vm->p && vm->p->opts.autoescape && vm->p->opts.syntax == TPL_SYNTAX_JINJA; }
 int tpl_vm_syntax(const tpl_vm *vm) { return vm->p ? (int)vm->p->opts.syntax : 0; }
 const char *tpl_vm_bound_lang(const tpl_vm *vm) { return vm->p ? vm->p->opts.lang : NULL; }
 
@@ -1948,6 +1949,7 @@ int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs
     if (vm->nhost_funcs && host_bound(vm, TPL_HOST_FILTER, name))
         return tpl_vm_host_call(vm, TPL_HOST_FILTER, name, args, nargs, NULL, NULL, 0, out);
     int id = name.type == TPL_T_STR ? tpl_stdlib.find(TPL_BK_FILTER, name.u.s, name.len) : -1;
+    if (id >= 0) id = tpl_stdlib.filter_variant(id, tpl_vm_autoescape(vm), tpl_vm_hf(vm)); /* as `x|name` compiles */
     if (id < 0) return tpl_vm_fail(vm, TPL_EK_RUNTIME, "No filter named '%.*s'.", name.type == TPL_T_STR ? (int)name.len : 1, name.type == TPL_T_STR ? name.u.s : "?");
     return call_builtin(vm, id, args, nargs, NULL, NULL, 0, out);
 }

@@ -47,6 +47,8 @@ bool tpl_vm_debug_undefined(const tpl_vm *vm);
 bool tpl_vm_chainable_undefined(const tpl_vm *vm);
 /* True for the hf profile (Hugging Face chat templates: transformers tojson, sandbox limits). */
 bool tpl_vm_hf(const tpl_vm *vm);
+/* True for a Jinja program compiled with Environment(autoescape=True) (--autoescape). */
+bool tpl_vm_autoescape(const tpl_vm *vm);
 int tpl_vm_syntax(const tpl_vm *vm);
 /* The program's bound language (tpl_options.lang, `tplc compile --lang`), or NULL. */
 const char *tpl_vm_bound_lang(const tpl_vm *vm);

@@ -759,6 +759,20 @@ int tpl_attr_get(tpl_vm *vm, tpl_value item, tpl_value attr, tpl_value dflt, tpl
     return 0;
 }
 
+int tpl_builtin_filter_variant(int id, bool autoescape, bool hf)
+{
+    switch (id) {
+    case TPL_B_FILTER_join: return autoescape ? TPL_B_FILTER_join_ae : id;
+    case TPL_B_FILTER_replace: return autoescape ? TPL_B_FILTER_replace_ae : id;
+    case TPL_B_FILTER_xmlattr: return autoescape ? TPL_B_FILTER_xmlattr_ae : id;
+    case TPL_B_FILTER_urlize: return autoescape ? TPL_B_FILTER_urlize_ae : id;
+    case TPL_B_FILTER_tojson: return hf ? TPL_B_FILTER_tojson_hf : id;
+    case TPL_B_FILTER_join_ae: case TPL_B_FILTER_replace_ae: case TPL_B_FILTER_xmlattr_ae:
+    case TPL_B_FILTER_urlize_ae: case TPL_B_FILTER_tojson_hf: case TPL_B_FILTER_call_result: return -1;
+    default: return id;
+    }
+}
+
 /* ---- calling filters and tests by name */
 
 static int call_builtin_kw(tpl_vm *vm, tpl_builtin_kind kind, tpl_value name, tpl_value *args,
@@ -768,6 +782,8 @@ static int call_builtin_kw(tpl_vm *vm, tpl_builtin_kind kind, tpl_value name, tp
         return tpl_vm_error(vm, TPL_ERR_TYPE, "%s name must be a string",
                             kind == TPL_BK_FILTER ? "filter" : "test");
     int id = tpl_builtin_find(kind, name.u.s, name.len);
+    if (id >= 0 && kind == TPL_BK_FILTER)
+        id = tpl_builtin_filter_variant(id, tpl_vm_autoescape(vm), tpl_vm_hf(vm));
     if (id < 0)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "No %s named '%.*s'.",
                             kind == TPL_BK_FILTER ? "filter" : "test", (int)name.len, name.u.s);

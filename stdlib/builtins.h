@@ -22,6 +22,12 @@ bool tpl_builtin_signature(int id, tpl_builtin_sig *sig);
 /* Finds a builtin by kind and name; -1 when there is none. For TPL_BK_TEST the operator
  * aliases Jinja2 registers ("==", "!=", "<", "<=", ">", ">=") are found too. */
 int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n);
+/* The filter that filter `id` (as tpl_builtin_find names it) is in an environment with Jinja2's
+ * autoescape on (join, replace, xmlattr, urlize: their Markup-aware variants) and in the hf
+ * profile (tojson: transformers' argument order): the one rule for a filter applied in the
+ * template (`x|join`) and one applied by name when the render runs (`map('join')`). A variant's
+ * own id (a table name with a " (...)" tag or a space, which no template can spell) is -1. */
+int tpl_builtin_filter_variant(int id, bool autoescape, bool hf);
 /* The builtin ids a name can mean, in one pass over the table (first entry of each kind wins, as in
  * tpl_builtin_find): global[0] = GLOBAL, bk[0..2] = STR, MAP, LIST methods; -1 = none. */
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3]);

@@ -11,6 +11,7 @@ const tpl_library tpl_stdlib = {
     .nbuiltins = TPL_B__COUNT,
     .signature = tpl_builtin_signature,
     .find = tpl_builtin_find,
+    .filter_variant = tpl_builtin_filter_variant,
     .ids_for = tpl_builtin_ids_for,
     .bind = tpl_builtin_bind,
     .undefined_error = tpl_undefined_error,

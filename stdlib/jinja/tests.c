@@ -289,7 +289,9 @@ static int name_test(tpl_vm *vm, tpl_value v, tpl_builtin_kind kind, tpl_value *
 {
     if (tpl_vm_check_hashable(vm, v) < 0)
         return -1;
-    RET(v.type == TPL_T_STR && tpl_builtin_find(kind, v.u.s, v.len) >= 0);
+    int id = v.type == TPL_T_STR ? tpl_builtin_find(kind, v.u.s, v.len) : -1;
+    if (id >= 0 && kind == TPL_BK_FILTER) id = tpl_builtin_filter_variant(id, false, false); /* not "join (autoescape)" */
+    RET(id >= 0);
 }
 
 /* `value in env.filters` / `value in env.tests` (the builtin tables). */
