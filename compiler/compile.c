@@ -2351,13 +2351,28 @@ static bool loop_reads_no_lookahead(const tpl_node *n, int depth)
     return true;
 }
 
+/* Whether a tree names `loop` anywhere. */
+static bool names_loop(const tpl_node *n, int depth)
+{
+    if (depth > 200) return true;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_NAME && name_eq(n->val, "loop", 4)) return true;
+        if (names_loop(n->a, depth + 1) || names_loop(n->b, depth + 1) || names_loop(n->c, depth + 1) ||
+            names_loop(tpl_node_d(n), depth + 1) || names_loop(tpl_node_e(n), depth + 1))
+            return true;
+    }
+    return false;
+}
+
 static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
 {
     tpl_value lname = tpl_v_str("(loop)", 6);
     /* `for x in xs if test`: Jinja2 tests each item as the loop takes it, so the body's effects
      * (a namespace flag) reach the test of later items; loop.index and the rest count kept items.
      * When the body looks ahead (loop.last, length, ...) the items are filtered first instead. */
-    bool lazy = n->e && depth_slot < 0 && loop_reads_no_lookahead(n->c, 0) && loop_reads_no_lookahead(n->e, 0) &&
+    /* (`loop` in the test is the one around the for, or undefined, as in Jinja2: the test is
+     * compiled before this loop's `loop` exists) */
+    bool lazy = n->e && depth_slot < 0 && loop_reads_no_lookahead(n->c, 0) && !names_loop(n->e, 0) &&
                 loop_reads_no_lookahead(n->d, 0);
     if (n->e && !lazy) {
         /* `for x in xs if test`: filter first, so loop.index/length count kept items (Jinja2) */

@@ -204,9 +204,11 @@ stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) BLOCK_END body(B) ENDBLOCK(K) block_e
       if (E.len && (E.len != N.len || memcmp(ctx->src + E.off, ctx->src + N.off, N.len) != 0))
           tpl_pctx_error(ctx, E.off, "expected token 'end of statement block', got '%.*s'", (int)(E.len > 40 ? 40 : E.len), ctx->src + E.off); }
 %type block_opts {int}
+/* Jinja2 3.1's parse_block: skip_if("scoped") then skip_if("required"), each once, in that order */
 block_opts(A) ::= . { A = 0; }
-block_opts(A) ::= block_opts(B) SCOPED. { A = B | 1; }
-block_opts(A) ::= block_opts(B) REQUIRED. { A = B | 2; }
+block_opts(A) ::= SCOPED. { A = 1; }
+block_opts(A) ::= REQUIRED. { A = 2; }
+block_opts(A) ::= SCOPED REQUIRED. { A = 3; }
 %type block_end_name {tpl_token}
 block_end_name(A) ::= . { memset(&A, 0, sizeof A); }
 block_end_name(A) ::= NAME(T). { A = T; }
