@@ -125,6 +125,7 @@ struct tpl_comp {
     const char *pending_ref; /* or that text borrowed, while it is one piece (emit_text_ref) */
     size_t pending_ref_len;
     uint32_t pending_off;
+    bool pending_locked;     /* the pending text began with the span locked (at pending_off) */
     func *fn;
     func root;
     void *ext;               /* a lowering's own data for the whole compile (ERB: the template's defs) */
@@ -715,13 +716,28 @@ static void flush_text(tpl_comp *c)
     if (c->pending_ref) s = tpl_v_str(c->pending_ref, c->pending_ref_len);
     else if (c->pending.len) s = tpl_sb_value(&c->pending);
     else return;
-    uint32_t save = c->cur_off;
+    uint32_t save = c->cur_off, save_span = c->span_off;
+    bool save_lock = c->span_locked;
+    /* located where the text began: a template of the extends chain or an included one keeps
+     * the location it had then (its offsets are not the main template's), whatever the
+     * compile has locked or unlocked since */
     c->cur_off = c->pending_off;
+    c->span_locked = c->pending_locked;
+    c->span_off = c->pending_off;
     uint32_t k = add_const(c, s);
     c->pending.len = 0;
     c->pending_ref = NULL;
     emit(c, TPL_OP_TEXT, k, 0);
     c->cur_off = save;
+    c->span_locked = save_lock;
+    c->span_off = save_span;
+}
+
+/* Where pending text begins: the offset its TEXT's location comes from. */
+static void pending_begin(tpl_comp *c)
+{
+    c->pending_locked = c->span_locked;
+    c->pending_off = c->span_locked ? c->span_off : c->cur_off;
 }
 
 static void emit_text(tpl_comp *c, const char *s, size_t n)
@@ -732,7 +748,7 @@ static void emit_text(tpl_comp *c, const char *s, size_t n)
         tpl_sb_put(&c->pending, c->pending_ref, c->pending_ref_len);
         c->pending_ref = NULL;
     } else if (c->pending.len == 0) {
-        c->pending_off = c->cur_off;
+        pending_begin(c);
     }
     tpl_sb_put(&c->pending, s, n);
     if (c->pending.failed) c_nomem(c, c->cur_off);
@@ -744,7 +760,7 @@ static void emit_text_ref(tpl_comp *c, const char *s, size_t n)
 {
     if (n == 0) return;
     if (c->pending_ref || c->pending.len) { emit_text(c, s, n); return; }
-    c->pending_off = c->cur_off;
+    pending_begin(c);
     c->pending_ref = s;
     c->pending_ref_len = n;
 }
@@ -984,6 +1000,32 @@ static void emit_markup(tpl_comp *c)
     emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
 }
 
+/* Whether an assignment target's names repeat (anywhere in it) or it has a namespace attribute. */
+static void target_names(const tpl_node *t, tpl_value *names, uint32_t *n, bool *ns)
+{
+    if (t->kind == TPL_N_NAME) {
+        if (*n < 256) names[(*n)++] = t->val;
+        else *ns = true; /* (too many to compare: the ordered path) */
+    } else if (t->kind == TPL_N_NSREF) {
+        *ns = true;
+    } else if (t->kind == TPL_N_TUPLE) {
+        for (const tpl_node *x = t->a; x; x = x->next) target_names(x, names, n, ns);
+    }
+}
+
+static bool target_needs_order(const tpl_node *t)
+{
+    tpl_value names[256];
+    uint32_t n = 0;
+    bool ns = false;
+    target_names(t, names, &n, &ns);
+    if (ns) return true;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = i + 1; j < n; j++)
+            if (names[i].len == names[j].len && memcmp(names[i].u.s, names[j].u.s, names[i].len) == 0) return true;
+    return false;
+}
+
 static void store_target(tpl_comp *c, tpl_node *t)
 {
     if (t->kind == TPL_N_NAME) {
@@ -1001,7 +1043,33 @@ static void store_target(tpl_comp *c, tpl_node *t)
         if (cnt > 256) { cerror(c, t->off, "too many names to unpack"); return; }
         uint32_t i = 0;
         for (tpl_node *x = t->a; x; x = x->next) items[i++] = x;
-        while (i > 0) store_target(c, items[--i]);
+        if (!target_needs_order(t)) {
+            while (i > 0) store_target(c, items[--i]);
+            return;
+        }
+        /* a name twice (`a, a = 1, 2`) or a namespace attribute: Python assigns left to right
+         * (the last value wins, the first failing namespace raises first), through temporaries */
+        uint32_t tmp[256];
+        while (i > 0) {
+            tmp[--i] = new_slot(c);
+            emit(c, TPL_OP_STORE_SLOT, tmp[i], -1);
+        }
+        for (i = 0; i < cnt; i++) {
+            emit(c, TPL_OP_LOAD_SLOT, tmp[i], 1);
+            emit_raw(c, add_name(c, tpl_v_str("(unpack)", 8)));
+            store_target(c, items[i]);
+        }
+        return;
+    }
+    if (t->kind == TPL_N_NSREF) { /* (only a set statement's target has one: the grammar) */
+        /* `set ns.a, b = ...`: Jinja2's NSRef assignment, the value from the stack */
+        uint32_t tmp = new_slot(c);
+        emit(c, TPL_OP_STORE_SLOT, tmp, -1);
+        expr(c, t->a);
+        emit(c, TPL_OP_LOAD_SLOT, tmp, 1);
+        emit_raw(c, add_name(c, tpl_v_str("(unpack)", 8)));
+        c->cur_off = t->off;
+        emit(c, TPL_OP_NS_SET, add_name(c, t->val), -2);
         return;
     }
     cerror(c, t->off, "can't assign to %s", tpl_node_kind_name(t->kind));
@@ -1827,6 +1895,16 @@ static uint64_t frame_target_bits(const frame_names *f, const tpl_node *t)
 }
 
 /* Every name of the frame that the trees n (siblings included) mention while not assigned. */
+static void frame_reads(frame_names *f, const tpl_node *n, uint64_t assigned, int depth);
+
+/* The namespaces a set's target reads (`set ns.a, b = ...`). */
+static void frame_target_reads(frame_names *f, const tpl_node *t, uint64_t assigned)
+{
+    if (t->kind == TPL_N_NSREF) frame_reads(f, t->a, assigned, 1);
+    else if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next) frame_target_reads(f, x, assigned);
+}
+
 static void frame_reads(frame_names *f, const tpl_node *n, uint64_t assigned, int depth)
 {
     if (!f->unseen && (assigned | f->need) == f->all) return; /* nothing left to find */
@@ -1881,6 +1959,7 @@ static uint64_t frame_flow(frame_names *f, const tpl_node *n, uint64_t assigned)
         case TPL_N_TEXT: break;
         case TPL_N_SET:
             frame_reads(f, n->b, assigned, 1);
+            frame_target_reads(f, n->a, assigned);
             assigned |= frame_target_bits(f, n->a);
             break;
         case TPL_N_IF: {
@@ -2053,9 +2132,12 @@ static void js_expr(jsyms *j, const tpl_node *n, int depth)
     }
 }
 
+static void js_expr(jsyms *j, const tpl_node *n, int depth);
+
 static void js_target(jsyms *j, const tpl_node *t)
 {
-    if (t->kind == TPL_N_NAME) js_store(j, t->val);
+    if (t->kind == TPL_N_NSREF) js_expr(j, t->a, 1);
+    else if (t->kind == TPL_N_NAME) js_store(j, t->val);
     else if (t->kind == TPL_N_TUPLE)
         for (const tpl_node *x = t->a; x; x = x->next) js_target(j, x);
 }
@@ -2946,11 +3028,13 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     if (streamed) {
         /* the frame's names (what the body reads, and where, in a second parse), then the body
          * compiled in a third */
+        c->cur_off = bd->off;
         int r = block_stream_flow(&bs, bd->off);
         free(bs.f);
         if (r > 0 && !c->failed) r = c->restream(c->reparse_data, bd->off, 0, block_stmt, c);
         if (r <= 0) c_nomem(c, off);
     } else {
+        c->cur_off = bd->off; /* (the frame's UNDEF_MSGs: located at the block, in both compiles) */
         frame_init(c, def->b);
         body(c, def->b);
     }
@@ -2968,6 +3052,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->cur_src = save_src;
     c->span_locked = save_lock;
     c->span_off = save_off;
+    c->cur_off = off; /* (what follows is located where the block was placed or called, not
+                       * at whatever its body or a pass over it saw last) */
     if (reparsed) {
         collect_blocks(c, def, 0, BLOCKS_UNBIND);
         size_t big = ra.total;
@@ -4108,6 +4194,7 @@ static void compile_chain(tpl_comp *c, tpl_node **chain, uint32_t nchain, uint32
         if (i > 0) { c->span_locked = true; c->span_off = ext_off; }
         c->cur_src = c->chain_src[i];
         tpl_node *s = chain[i]->b;
+        if (i == 0) c->cur_off = 0; /* (the frame's UNDEF_MSGs: the template's start, as tpl_comp_facts_end) */
         chain_root_init(c, chain, nchain, i);
         for (; s && !c->failed && s->kind != TPL_N_EXTENDS; s = s->next) {
             tpl_node *next = s->next;
@@ -4115,6 +4202,7 @@ static void compile_chain(tpl_comp *c, tpl_node **chain, uint32_t nchain, uint32
             stmt(c, s);
             s->next = next;
         }
+        if (s) c->cur_off = s->off; /* (located at the extends, as tpl_comp_facts_compile) */
         emit(c, TPL_OP_CAPTURE, 0, 0);
         tpl_node *first_ext = s;
         for (; s && !c->failed; s = s->next) {
@@ -4372,6 +4460,7 @@ bool tpl_comp_facts_end(tpl_comp *c)
         tpl_node *others[TPL_MAX_INHERIT];
         uint32_t no = 0;
         for (uint32_t i = 1; i < x->nchain; i++) others[no++] = x->chain[i]->b;
+        if (x->nchain > 1) c->cur_off = 0; /* (located at the template's start, as compile_chain) */
         frame_enter(c, f, x->j.undef, true, others, no);
     }
     c->closed = x->nchain > 1 ? 0 : -1; /* (set_then_print: a chain's templates see each other's names) */
@@ -4390,6 +4479,7 @@ void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n)
             s->next = NULL;
             if (!x->capturing) {
                 if (s->kind == TPL_N_EXTENDS) {
+                    c->cur_off = s->off; /* (located at the extends, as compile_chain) */
                     emit(c, TPL_OP_CAPTURE, 0, 0);
                     x->capturing = true;
                 } else {

@@ -56,6 +56,7 @@
     X(AUTOESCAPE,"a = expression, b = body") \
     X(GENERATION,"b = body") \
     X(NSSET,     "a = namespace expression (NAME), val = attribute, b = value") \
+    X(NSREF,     "a = namespace NAME, val = attribute: `ns.a` as an item of a set's target tuple") \
     X(TEMPLATE,  "b = body") \
     /* Ruby (ERB) constructs; everything else in ERB uses the shared kinds above */ \
     X(RMETHOD,   "Ruby call: a = receiver (NULL: a function), val = name, b = args (ARG/KWARG), c = RBLOCK") \

@@ -126,12 +126,24 @@ tgt_list(A) ::= tgt_atom(X) COMMA tgt_atom(Y). { A = tpl_node_append(X, Y); }
 tgt_list(A) ::= tgt_list(L) COMMA tgt_atom(Y). { A = tpl_node_append(L, Y); }
 
 /* ---- set ---- */
-stmt(A) ::= SET(T) target(X) ASSIGN tuple_expr(E) BLOCK_END. { A = NODE(SET, T.off, X, E); }
-stmt(A) ::= SET(T) NAME(NS) DOT NAME(AT) ASSIGN tuple_expr(E) BLOCK_END.
-    { A = with_val(NODE(NSSET, T.off, tpl_p_name(ctx, NS), E), tpl_p_tokstr(ctx, AT)); }
-stmt(A) ::= SET(T) target(X) BLOCK_END body(B) ENDSET BLOCK_END. { A = NODE(SETBLOCK, T.off, X, B); }
-stmt(A) ::= SET(T) target(X) PIPE filter_chain(F) BLOCK_END body(B) ENDSET BLOCK_END.
+/* Jinja2 3.1.6's parse_assign_target(with_namespace=True): a namespace attribute `ns.a` as the
+ * target or as an item of the target's tuple (not inside parentheses); `a, = v` is "unexpected '='"
+ * (the tuple ends only at %}), so a trailing comma is a block set's only */
+stmt(A) ::= SET(T) set_target(X) ASSIGN tuple_expr(E) BLOCK_END.
+    { A = X && X->kind == TPL_N_NSREF ? with_val(NODE(NSSET, T.off, X->a, E), X->val) : NODE(SET, T.off, X, E); }
+stmt(A) ::= SET(T) set_target(X) BLOCK_END body(B) ENDSET BLOCK_END. { A = NODE(SETBLOCK, T.off, X, B); }
+stmt(A) ::= SET(T) set_target(X) PIPE filter_chain(F) BLOCK_END body(B) ENDSET BLOCK_END.
     { A = with_c(NODE(SETBLOCK, T.off, X, B), F); }
+stmt(A) ::= SET(T) set_list(L) COMMA BLOCK_END body(B) ENDSET BLOCK_END.
+    { A = NODE(SETBLOCK, T.off, NODE(TUPLE, L->off, L, NULL), B); }
+stmt(A) ::= SET(T) set_item(X) COMMA BLOCK_END body(B) ENDSET BLOCK_END.
+    { A = NODE(SETBLOCK, T.off, NODE(TUPLE, X->off, X, NULL), B); }
+set_target ::= set_item.
+set_target(A) ::= set_list(L). { A = NODE(TUPLE, L->off, L, NULL); }
+set_item ::= tgt_atom.
+set_item(A) ::= NAME(NS) DOT NAME(AT). { A = with_val(NODE(NSREF, NS.off, tpl_p_name(ctx, NS), NULL), tpl_p_tokstr(ctx, AT)); }
+set_list(A) ::= set_item(X) COMMA set_item(Y). { A = tpl_node_append(X, Y); }
+set_list(A) ::= set_list(L) COMMA set_item(Y). { A = tpl_node_append(L, Y); }
 
 /* ---- macro, call, filter, with ---- */
 stmt(A) ::= MACRO(T) NAME(M) LPAREN params(P) RPAREN BLOCK_END body(B) ENDMACRO BLOCK_END.
