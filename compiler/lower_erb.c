@@ -49,6 +49,8 @@ typedef struct erb_defs {
     uint32_t nov, capov;
     uint32_t *ovidx;        /* open addressing over ov by (name, scope): entry index + 1, 0 empty */
     uint32_t ovidx_cap;     /* 0 or a power of two, at least twice nov */
+    uint32_t (*links)[2];   /* pairs of ov entries that may hold one object (`x = @y || {}`) */
+    uint32_t nlinks, caplinks;
 } erb_defs;
 
 typedef struct erb_low {
@@ -63,6 +65,8 @@ typedef struct erb_low {
     uint32_t bslot[32];     /* an each loop over a variable's array whose items it may write back: its slot + 1 */
     int nblk;
     const tpl_node *pending_call; /* the call whose block block_sub lowers next */
+    tpl_value pre[16];      /* @ivars to declare after a statement's scan (predeclare) */
+    int npre;
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -95,7 +99,8 @@ struct erb_def;
 static struct erb_def *def_find(erb_low *L, tpl_value name, bool create);
 static void def_call(erb_low *L, struct erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used);
 static void def_(erb_low *L, tpl_node *n, bool used);
-static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin);
+struct own_group;
+static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin, struct own_group *g);
 static const tpl_node *item_root(const tpl_node *r);
 
 #define C (L->c)
@@ -370,7 +375,7 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     uint32_t wb = 0;
     bool tw;
     if (wbc && mode == TPL_RB_EACH && !indexed && np == 1 && x->kind == TPL_N_NAME && !name_is(root->val, "(safe)") &&
-        ov_owned(L, root, true, &tw))
+        ov_owned(L, root, true, &tw, NULL))
         wb = slot + 1;
     blk_push(L, n, blk, wb);
     body(L, blk->b);
@@ -619,7 +624,8 @@ static const tpl_node *shovel_root(const tpl_node *n)
  * compile error for String-only methods (strip!, gsub!, ...) and a located check when the call runs
  * otherwise (`<<` on a String, or on the state's array, is an error naming the construct; on an
  * array or hash this render built, Ruby's reference semantics hold and it runs). */
-enum { OV_ASSIGNED = 1, OV_NONFRESH = 2, OV_ESCAPED = 4, OV_ITEMS = 8, OV_PARAM = 16 };
+enum { OV_ASSIGNED = 1, OV_NONFRESH = 2, OV_ESCAPED = 4, OV_ITEMS = 8, OV_PARAM = 16, OV_DERIVED = 32, OV_STRLIT = 64,
+       OV_BPARAM = 128 /* a block's parameter of that name (only aliases look at it) */ };
 #define OV_IVARS UINT32_MAX   /* the scope of @ivars: one for the template and its defs */
 
 typedef struct own_var {
@@ -757,6 +763,144 @@ static bool same_var(const tpl_node *a, const tpl_node *b)
            memcmp(a->val.u.s, b->val.u.s, a->val.len) == 0;
 }
 
+/* Aliases. `x = @y || {}`, `line = @name.to_s`, `a = b`: x may hold y's very object (the Puppet/Chef habit of
+ * aliasing `@foo` into a local). Such an assignment links the two variables (instead of marking y escaped and
+ * x as holding an object from elsewhere). A change through a member of a group of linked variables is made,
+ * then its new value is stored into each other member that held the same object just before the change
+ * (Object#equal?: tpl's strings, arrays and hashes have an identity, their storage), and into that member's
+ * twin while the twin still reads their state key: every name Ruby's shared object shows through sees the
+ * change. A group where a member may hold a look-alike (a result sharing tpl's storage without being the
+ * same Ruby object: dup, strip, string literals) or an object held elsewhere (escaped, a parameter) keeps
+ * the checks below. */
+/* An @ivar that reads its state key until assigned (of v, an @ivar or a local whose twin it is): its slot
+ * declared after the scan of the statement that may change or alias it (predeclare_end), so that every
+ * read in the statement (a loop's earlier reads run again after a change) reads the slot the change's
+ * write-back fills, not the state. (A local is left alone: an undeclared one is a NameError when the
+ * state has no such key.) */
+static void predeclare(erb_low *L, const tpl_node *v, uint32_t scope)
+{
+    if (scope || !v || (v->kind != TPL_N_NAME && v->kind != TPL_N_RIVAR) || name_is(v->val, "(safe)") ||
+        v->val.len > 250 || L->npre >= 16)
+        return;
+    char *cp = tpl_arena_alloc(tpl_c_arena(C), v->val.len + 1);
+    if (!cp) { tpl_c_nomem(C, v->off); return; }
+    uint32_t len = v->val.len;
+    if (v->kind == TPL_N_RIVAR) memcpy(cp, v->val.u.s, len);
+    else {
+        cp[0] = '@';
+        memcpy(cp + 1, v->val.u.s, len++);
+    }
+    L->pre[L->npre++] = tpl_v_str(cp, len);
+}
+
+static void predeclare_end(erb_low *L)
+{
+    for (int i = 0; i < L->npre; i++) {
+        uint32_t slot;
+        own_var *v = ov_find(L, OV_IVARS, L->pre[i], false);
+        if (v && (v->flags & OV_ASSIGNED)) continue;
+        if (tpl_c_lookup(C, L->pre[i], &slot) || tpl_c_lookup_root(C, L->pre[i], &slot)) continue;
+        tpl_c_declare_root(C, L->pre[i]);
+    }
+    L->npre = 0;
+}
+
+static const char *const link_methods[] = { "to_s", "to_str", "to_a", "to_ary", "to_h", "to_hash", "itself", NULL };
+
+/* The variables e's value may be (through ||, &&, ?: and methods answering their receiver), into out; false
+ * when it may be something else than them, a new array or hash, or an immutable value. *lit: a string
+ * literal may be the value. */
+static bool link_leaves(const tpl_node *e, const tpl_node **out, int *n, bool *lit, int depth)
+{
+    if (!e) return true;
+    if (depth > 20) return false;
+    switch (e->kind) {
+    case TPL_N_NAME: case TPL_N_RIVAR:
+        if (name_is(e->val, "(safe)") || *n >= 8) return false;
+        out[(*n)++] = e;
+        return true;
+    case TPL_N_CONST:
+        if (e->val.type == TPL_T_STR) *lit = true;
+        return true;
+    case TPL_N_LIST: case TPL_N_DICT:
+        return true;
+    case TPL_N_AND: case TPL_N_OR:
+        return link_leaves(e->a, out, n, lit, depth + 1) && link_leaves(e->b, out, n, lit, depth + 1);
+    case TPL_N_CONDEXPR:
+        return link_leaves(e->b, out, n, lit, depth + 1) && link_leaves(e->c, out, n, lit, depth + 1);
+    case TPL_N_RMETHOD:
+        return e->a && !e->b && !e->c && in_set(e->val, link_methods) && link_leaves(e->a, out, n, lit, depth + 1);
+    default:
+        return false;
+    }
+}
+
+static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth);
+
+/* own_scan of a value link_leaves accepted: its variables' items may be held by the target too. */
+static void link_scan(erb_low *L, const tpl_node *e, uint32_t scope, int depth)
+{
+    if (!e || depth > 20) return;
+    switch (e->kind) {
+    case TPL_N_NAME: case TPL_N_RIVAR:
+        ov_mark(L, scope, e, OV_ITEMS);
+        return;
+    case TPL_N_AND: case TPL_N_OR:
+        link_scan(L, e->a, scope, depth + 1);
+        link_scan(L, e->b, scope, depth + 1);
+        return;
+    case TPL_N_CONDEXPR:
+        own_scan(L, e->a, scope, 0, depth + 1);
+        link_scan(L, e->b, scope, depth + 1);
+        link_scan(L, e->c, scope, depth + 1);
+        return;
+    case TPL_N_RMETHOD:
+        link_scan(L, e->a, scope, depth + 1);
+        return;
+    default:
+        own_scan(L, e, scope, 2, depth + 1);
+        return;
+    }
+}
+
+static void link_add(erb_low *L, const own_var *x, const own_var *y)
+{
+    erb_defs *d = L->defs;
+    uint32_t i = (uint32_t)(x - d->ov), j = (uint32_t)(y - d->ov);
+    if (i == j) return;
+    for (uint32_t k = 0; k < d->nlinks; k++)
+        if ((d->links[k][0] == i && d->links[k][1] == j) || (d->links[k][0] == j && d->links[k][1] == i)) return;
+    if (d->nlinks == d->caplinks) {
+        uint32_t cap = d->caplinks ? d->caplinks * 2 : 16;
+        uint32_t (*v)[2] = tpl_arena_table(tpl_c_arena(C), cap * sizeof *v);
+        if (!v) { tpl_c_nomem(C, 0); return; }
+        if (d->nlinks) memcpy(v, d->links, d->nlinks * sizeof *v);
+        if (d->caplinks) tpl_arena_table_free(tpl_c_arena(C), d->links, d->caplinks * sizeof *v);
+        d->links = v;
+        d->caplinks = cap;
+    }
+    d->links[d->nlinks][0] = i;
+    d->links[d->nlinks][1] = j;
+    d->nlinks++;
+}
+
+/* x no longer holds what it held (a template-level assignment): its links go, its neighbours stay linked
+ * to each other (they may still share the object). */
+static void link_drop(erb_low *L, const own_var *x)
+{
+    erb_defs *d = L->defs;
+    uint32_t i = (uint32_t)(x - d->ov), prev = UINT32_MAX;
+    for (uint32_t k = 0; k < d->nlinks;) {
+        if (d->links[k][0] != i && d->links[k][1] != i) { k++; continue; }
+        uint32_t o = d->links[k][0] == i ? d->links[k][1] : d->links[k][0];
+        d->links[k][0] = d->links[d->nlinks - 1][0];
+        d->links[k][1] = d->links[d->nlinks - 1][1];
+        d->nlinks--;
+        if (prev != UINT32_MAX) link_add(L, &d->ov[prev], &d->ov[o]);
+        prev = o;
+    }
+}
+
 /* e's value is an object no other name holds (or one that cannot change: numbers, nil, symbols). */
 static bool fresh(const tpl_node *e)
 {
@@ -823,20 +967,18 @@ static bool deep_fresh(const tpl_node *e)
     }
 }
 
-static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth);
-
 /* A body (statements): the last one's value is used when `mode` says so. */
 static void own_body(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth)
 {
     for (; n; n = n->next) own_scan(L, n, scope, n->next ? 0 : mode, depth);
 }
 
-static void own_params(erb_low *L, const tpl_node *p, uint32_t scope, int depth)
+static void own_params(erb_low *L, const tpl_node *p, uint32_t scope, int depth, uint8_t flag)
 {
     for (; p && depth < 200; p = p->next) {
-        if (p->kind == TPL_N_NAME || p->kind == TPL_N_KWARG) ov_mark(L, scope, p, OV_PARAM);
+        if (p->kind == TPL_N_NAME || p->kind == TPL_N_KWARG) ov_mark(L, scope, p, flag);
         if (p->kind == TPL_N_KWARG && p->a) own_scan(L, p->a, scope, 2, depth + 1);
-        else if (p->kind != TPL_N_NAME) own_params(L, p->a, scope, depth + 1);
+        else if (p->kind != TPL_N_NAME) own_params(L, p->a, scope, depth + 1, flag);
     }
 }
 
@@ -878,11 +1020,44 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
             val = v->b;   /* x ||= v, x += v, h[k] ||= v: the old value stays only in x */
             self = true;
         }
+        const tpl_node *lv[8];
+        int nlv = 0;
+        bool lit = false;
+        bool link = t && (t->kind == TPL_N_NAME || t->kind == TPL_N_RIVAR) && !self && !name_is(t->val, "(safe)") &&
+                    link_leaves(val, lv, &nlv, &lit, 0);
+        for (int i = 0; i < nlv && link; i++) {
+            /* a bare name that may be a method call (the template's, self's, a host function) is no alias */
+            if (lv[i]->kind != TPL_N_NAME) continue;
+            own_var *lvv = ov_find(L, scope, lv[i]->val, false);
+            if (lvv && (lvv->flags & OV_ASSIGNED)) continue;
+            if (def_find(L, lv[i]->val, false) || tpl_c_options(C)->erb_self ||
+                tpl_c_host_func(C, lv[i]->val, TPL_HOST_GLOBAL))
+                link = false;
+        }
+        if (link) {
+            /* x = y, x = @y || {}: linked (aliases, above) */
+            ov_mark(L, scope, t, OV_ASSIGNED | (lit ? OV_STRLIT : 0) | (deep_fresh(val) ? 0 : OV_ITEMS));
+            own_var *tv = ov_find(L, var_scope(L, t) == OV_IVARS ? OV_IVARS : scope, t->val, false);
+            for (int i = 0; i < nlv && tv; i++) {
+                own_var *lvv = ov_find(L, lv[i]->kind == TPL_N_RIVAR ? OV_IVARS : scope, lv[i]->val, true);
+                if (!lvv) return;
+                tv = ov_find(L, var_scope(L, t) == OV_IVARS ? OV_IVARS : scope, t->val, false);   /* (moved) */
+                if (tv) link_add(L, tv, lvv);
+            }
+            link_scan(L, val, scope, depth);
+            for (int i = 0; i < nlv; i++) predeclare(L, lv[i], scope);
+            return;
+        }
         if (t && (t->kind == TPL_N_NAME || t->kind == TPL_N_RIVAR)) {
             bool f = self && v->kind == TPL_N_BINOP ? true : fresh(val);
-            ov_mark(L, scope, t, OV_ASSIGNED | (f ? 0 : OV_NONFRESH) | (deep_fresh(val) ? 0 : OV_ITEMS));
+            /* a fresh value that may share tpl's storage with another (a literal, dup, strip ...) */
+            bool derived = f && val && val->kind != TPL_N_LIST && val->kind != TPL_N_DICT && val->kind != TPL_N_RRANGE &&
+                           !(val->kind == TPL_N_CONST && val->val.type != TPL_T_STR);
+            ov_mark(L, scope, t, OV_ASSIGNED | (f ? 0 : OV_NONFRESH) | (deep_fresh(val) ? 0 : OV_ITEMS) |
+                                 (derived ? OV_DERIVED : 0));
         } else if (is_index(t)) {
             const tpl_node *root = item_root(t);
+            predeclare(L, root, scope);
             if (root && !deep_fresh(val)) ov_mark(L, scope, root, OV_ITEMS);
             own_scan(L, t->a, scope, 0, depth);
             if (t->kind == TPL_N_GETITEM) own_scan(L, t->b, scope, 2, depth);
@@ -893,6 +1068,12 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         return;
     }
     case TPL_N_RMETHOD: {
+        if (n->a && (in_set(n->val, str_changers) || in_set(n->val, any_changers) || in_set(n->val, ct_changers) ||
+                     (n->val.len > 1 && n->val.u.s[n->val.len - 1] == '!'))) {
+            const tpl_node *r = n->a;
+            while (mutates_receiver(r)) r = r->a;
+            predeclare(L, item_root(r), scope);
+        }
         if (n->c) own_scan(L, n->c, scope, in_set(n->val, void_blocks) ? 0 : 2, depth);
         if (n->a) {
             int rm = in_set(n->val, self_methods) || (n->val.len > 1 && n->val.u.s[n->val.len - 1] == '!') ? mode
@@ -910,6 +1091,7 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         return;
     }
     case TPL_N_RBLOCK:   /* its parameters are its own variables (blk_param) */
+        own_params(L, n->a, scope, depth, OV_BPARAM);
         own_body(L, n->b, scope, mode, depth);
         return;
     case TPL_N_LIST:
@@ -958,7 +1140,7 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         own_body(L, n->b, scope, 0, depth);
         return;
     case TPL_N_RFOR:
-        own_params(L, n->c, scope, depth);
+        own_params(L, n->c, scope, depth, OV_PARAM);
         own_scan(L, n->a, scope, 1, depth);
         own_body(L, n->b, scope, 0, depth);
         return;
@@ -971,7 +1153,7 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         own_body(L, n->c, scope, 0, depth);
         return;
     case TPL_N_RDEF:
-        own_params(L, n->a, n->off + 1, depth);
+        own_params(L, n->a, n->off + 1, depth, OV_PARAM);
         own_body(L, n->b, n->off + 1, 2, depth);
         return;
     case TPL_N_RRETURN: case TPL_N_RNEXT: case TPL_N_RBREAK: case TPL_N_RRANGE:
@@ -1031,17 +1213,98 @@ static int blk_param(const erb_low *L, tpl_value name)
     return 0;
 }
 
-/* Whether variable r (NAME or RIVAR) holds, at a change through it, an object no other name holds;
- * *twin: it still reads its state key (never assigned), which its twin (`@x` of `x`) reads too. */
-static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin)
+/* The variables linked to v (aliases, above), transitively, and the twins of those that read their state
+ * key, into g (v not among them); false when one of them may hold the object otherwise than through the
+ * links (escaped, a parameter, ...) or may hold a look-alike (then the change keeps the checks). */
+typedef struct own_group {
+    int n;
+    uint32_t m[8];             /* the members' own_var entries */
+    uint32_t slot[8];          /* own_site: whether m[i] held the object before the change */
+    const tpl_node *root;      /* own_site: the variable changed */
+} own_group;
+
+static bool ov_group(erb_low *L, uint32_t vi, bool items, bool links_ok, own_group *g)
+{
+    erb_defs *d = L->defs;
+    uint32_t q[9];
+    int nq = 1, lits = (d->ov[vi].flags & (OV_STRLIT | OV_DERIVED)) ? 1 : 0;
+    q[0] = vi;
+    g->n = 0;
+    for (int h = 0; h < nq; h++) {
+        uint32_t ti = UINT32_MAX;
+        if (!(d->ov[q[h]].flags & OV_ASSIGNED) && (d->ov[q[h]].scope == 0 || d->ov[q[h]].scope == OV_IVARS) &&
+            !L->scope && d->ov[q[h]].len < 250) {
+            /* its twin, while that reads the state key too */
+            char buf[256];
+            const own_var *x = &d->ov[q[h]];
+            tpl_value tn;
+            if (x->scope == OV_IVARS) tn = tpl_v_str(x->s + 1, x->len - 1);
+            else {
+                buf[0] = '@';
+                memcpy(buf + 1, x->s, x->len);
+                tn = tpl_v_str(buf, x->len + 1);
+            }
+            bool bare = x->scope == OV_IVARS;
+            if (!(bare && def_find(L, tn, false))) {
+                own_var *t = ov_find(L, bare ? 0 : OV_IVARS, tn, true);
+                if (!t) return false;
+                if (!(t->flags & OV_ASSIGNED)) ti = (uint32_t)(t - d->ov);
+            }
+        }
+        for (uint32_t k = 0; k <= d->nlinks; k++) {
+            uint32_t o;
+            bool twin = k == d->nlinks;
+            if (twin) {
+                if (ti == UINT32_MAX) break;
+                o = ti;
+            } else if (d->links[k][0] == q[h]) o = d->links[k][1];
+            else if (d->links[k][1] == q[h]) o = d->links[k][0];
+            else continue;
+            bool seen = false;
+            for (int i = 0; i < nq; i++) seen |= q[i] == o;
+            if (seen) continue;
+            const own_var *m = &d->ov[o];
+            if (m->scope != OV_IVARS && m->scope != L->scope) {
+                if (L->scope) return false;   /* a template local, out of a def's reach */
+                continue;                     /* a def's local: gone when the def returned */
+            }
+            if (twin) {
+                if ((m->flags & OV_ESCAPED) || (items && (m->flags & OV_ITEMS))) return false;
+            } else {
+                if (!links_ok) return false;
+                if (m->flags & (OV_PARAM | OV_BPARAM | OV_ESCAPED | OV_NONFRESH | OV_DERIVED)) return false;
+                if (L->scope && !(m->flags & OV_ASSIGNED)) return false;   /* its twin is out of a def's reach */
+                if ((m->flags & OV_STRLIT) && ++lits > 1) return false;
+            }
+            if (nq == 9) return false;
+            q[nq++] = o;
+            g->m[g->n++] = o;
+        }
+    }
+    if (g->n > 1 && (d->ov[vi].flags & OV_DERIVED)) return false;
+    return true;
+}
+
+/* Whether variable r (NAME or RIVAR) holds, at a change through it, an object no other name holds
+ * (or, with links, one only its linked variables hold: *g, written back after the change); *twin: it
+ * still reads its state key (never assigned), which its twin (`@x` of `x`) reads too. */
+static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin, own_group *g)
 {
     *twin = false;
+    if (g) g->n = 0;
     int bp = r->kind == TPL_N_NAME ? blk_param(L, r->val) : 0;
     if (bp) return bp == 1;
     own_var *v = ov_find(L, var_scope(L, r), r->val, false);
     uint8_t f = v ? v->flags : 0;
     if (f & (OV_PARAM | OV_ESCAPED | OV_NONFRESH)) return false;
     if (items && (f & OV_ITEMS)) return false;
+    if (g && !v) v = ov_find(L, var_scope(L, r), r->val, true);
+    if (v) {
+        own_group tmp;
+        uint32_t vi = (uint32_t)(v - L->defs->ov);
+        if (!ov_group(L, vi, items, g != NULL, g ? g : &tmp)) return false;
+        v = &L->defs->ov[vi];   /* (ov may have moved) */
+    }
     if (f & OV_ASSIGNED) return true;
     /* the state's value: in a def an @ivar's twin is out of reach */
     if (L->scope) return r->kind != TPL_N_RIVAR;
@@ -1089,11 +1352,72 @@ static void twin_sync(erb_low *L, const tpl_node *root)
 /* The check before a change `r.m(...)` (or `r[k] = v`, m "[]="): true when nothing is to be done; else
  * a located compile error (a String-only method), or *check is set to the (unshared) mode the call
  * must run on its receiver first. *twin: the root variable's twin is synced after the change. */
+/* A synthesized variable node for own_var v. */
+static tpl_node *ov_node(erb_low *L, const own_var *v, uint32_t off)
+{
+    tpl_node *n = tpl_node_new(tpl_c_arena(C), v->scope == OV_IVARS ? TPL_N_RIVAR : TPL_N_NAME, off);
+    if (!n) { tpl_c_nomem(C, off); return NULL; }
+    n->val = tpl_v_str(v->s, v->len);
+    return n;
+}
+
+/* Before a change through g->root: whether each linked variable holds the same object, into a slot. */
+static void group_before(erb_low *L, own_group *g, uint32_t off)
+{
+    for (int i = 0; i < g->n; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "(same %d)", i);
+        tpl_value sv = tpl_v_str(tpl_arena_strdup(tpl_c_arena(C), nm, strlen(nm)), (uint32_t)strlen(nm));
+        if (!sv.u.s) { tpl_c_nomem(C, off); return; }
+        const own_var *m = &L->defs->ov[g->m[i]];
+        tpl_node *mn = ov_node(L, m, off);
+        if (!mn) return;
+        uint32_t ms;
+        if (!L->in_def && !(m->flags & OV_ASSIGNED) && !tpl_c_lookup(C, mn->val, &ms) && !tpl_c_lookup_root(C, mn->val, &ms))
+            tpl_c_declare_root(C, mn->val);   /* (read from the state until the write-back fills it, also in a loop's next turn) */
+        if (!tpl_c_lookup(C, sv, &g->slot[i])) g->slot[i] = tpl_c_declare(C, sv);
+        expr(L, (tpl_node *)g->root);
+        expr(L, mn);
+        tpl_c_at(C, off);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("equal?")), -1);
+        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, g->slot[i], -1);
+    }
+}
+
+/* After the change: the root's value into each linked variable that held the same object (and into its
+ * twin while that reads their state key). */
+static void group_after(erb_low *L, const own_group *g, uint32_t off)
+{
+    for (int i = 0; i < g->n; i++) {
+        const own_var *m = &L->defs->ov[g->m[i]];
+        tpl_node *mn = ov_node(L, m, off);
+        if (!mn) return;
+        tpl_value name = tpl_v_str(m->s, m->len);
+        uint32_t slot = 0;
+        if (!L->in_def && !tpl_c_lookup(C, name, &slot) && !tpl_c_lookup_root(C, name, &slot)) {
+            if (m->flags & OV_ASSIGNED) continue;   /* a block's local, out of scope here */
+            slot = tpl_c_declare_root(C, name);
+        }
+        load_local(L, g->slot[i], S("(same)"));
+        uint32_t skip = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+        expr(L, (tpl_node *)g->root);
+        if (L->in_def) store_var(L, name, off);
+        else {
+            tpl_c_at(C, off);
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+        }
+        tpl_c_patch(C, skip, tpl_c_here(C));
+    }
+}
+
 static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, int *check, const tpl_node **twin,
-                     int *wbframe, const tpl_node **chknode)
+                     int *wbframe, const tpl_node **chknode, own_group *grp)
 {
     *check = 0;
     *twin = NULL;
+    grp->n = 0;
     if (wbframe) *wbframe = -1;
     if (chknode) *chknode = r;
     int kind = in_set(m, str_changers) ? 1 : in_set(m, any_changers) ? 3 : in_set(m, ct_changers) ? 2
@@ -1103,13 +1427,18 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
     const tpl_node *root = item_root(r);
     bool tw = false, ok;
     if (root && (root->kind == TPL_N_NAME || root->kind == TPL_N_RIVAR) && !name_is(root->val, "(safe)"))
-        ok = ov_owned(L, root, root != r, &tw);
+        ok = ov_owned(L, root, root != r, &tw, grp);
     else
         ok = fresh(r);
     if (ok) {
         if (tw) *twin = root;
+        if (grp->n) {
+            grp->root = root;
+            group_before(L, grp, off);
+        }
         return true;
     }
+    grp->n = 0;
     if (kind == 1 && wbframe && r->kind == TPL_N_NAME) {
         /* the item of an each loop over a variable's array (no other name holds it: the loop's param did
          * not escape): written back after the change */
@@ -1162,14 +1491,14 @@ static void item_write_back(erb_low *L, int i, const tpl_node *n, uint32_t off)
     index_store(L, g, off, true);
     const tpl_node *root = item_root(g->a);
     bool tw;
-    if (root && ov_owned(L, root, true, &tw) && tw) twin_sync(L, root);
+    if (root && ov_owned(L, root, true, &tw, NULL) && tw) twin_sync(L, root);
 }
 
 /* `r[k] = v` (n a SET): own_site's check of r, emitted; false after a compile error. */
-static bool index_site(erb_low *L, tpl_node *n, const tpl_node **twin)
+static bool index_site(erb_low *L, tpl_node *n, const tpl_node **twin, own_group *g)
 {
     int chk;
-    if (!own_site(L, n->a->a, S("[]="), n->off, &chk, twin, NULL, NULL)) return false;
+    if (!own_site(L, n->a->a, S("[]="), n->off, &chk, twin, NULL, NULL, g)) return false;
     if (chk) {
         expr(L, n->a->a);
         own_check(L, chk, S("[]="), n->off);
@@ -1272,7 +1601,8 @@ static void call(erb_low *L, tpl_node *n, bool used)
     if (n->c && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
     int chk, wbf;
     const tpl_node *twin, *chkn;
-    if (!own_site(L, n->a, n->val, n->off, &chk, &twin, &wbf, &chkn)) return;
+    own_group g;
+    if (!own_site(L, n->a, n->val, n->off, &chk, &twin, &wbf, &chkn, &g)) return;
     bool varroot = item_root(n->a) != NULL;
     if (chk && varroot) {
         expr(L, (tpl_node *)chkn);
@@ -1322,9 +1652,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off, false);
         else store_var(L, root->val, n->off);
         if (twin) twin_sync(L, twin);
+        group_after(L, &g, n->off);
         return;
     }
     if (twin) twin_sync(L, twin);
+    group_after(L, &g, n->off);
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
@@ -1779,12 +2111,14 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     case TPL_N_SET: {
         const tpl_node *twin = NULL;
-        if (is_index(n->a) && !index_site(L, n, &twin)) return;
+        own_group g = { .n = 0 };
+        if (is_index(n->a) && !index_site(L, n, &twin, &g)) return;
         expr(L, n->b);
         tpl_c_emit(C, TPL_OP_DUP, 0, 1);
         if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
         if (twin) twin_sync(L, twin);
+        group_after(L, &g, n->off);
         return;
     }
     case TPL_N_TEXT:
@@ -2410,11 +2744,13 @@ static void stmt(erb_low *L, tpl_node *n)
         return;
     case TPL_N_SET: {
         const tpl_node *twin = NULL;
-        if (is_index(n->a) && !index_site(L, n, &twin)) return;
+        own_group g = { .n = 0 };
+        if (is_index(n->a) && !index_site(L, n, &twin, &g)) return;
         expr(L, n->b);
         if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
         if (twin) twin_sync(L, twin);
+        group_after(L, &g, n->off);
         return;
     }
     case TPL_N_RMETHOD:
@@ -2489,11 +2825,20 @@ void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
     defs_scan(&low, n, 0);
     for (tpl_node *t = n; t; t = t->next) {
         /* a template-level `x = <new object>` runs once, in order: what x held before no longer counts */
-        if (t->kind == TPL_N_SET && t->a && t->a->kind == TPL_N_NAME && fresh(t->b)) {
-            own_var *v = ov_find(&low, 0, t->a->val, false);
-            if (v) v->flags = OV_ASSIGNED;
+        if (t->kind == TPL_N_SET && t->a && t->a->kind == TPL_N_NAME) {
+            const tpl_node *lv[8];
+            int nlv = 0;
+            bool lit = false, self = false;
+            bool link = link_leaves(t->b, lv, &nlv, &lit, 0);
+            for (int i = 0; i < nlv; i++) self |= same_var(lv[i], t->a);
+            own_var *v = (link && !self) || fresh(t->b) ? ov_find(&low, 0, t->a->val, false) : NULL;
+            if (v) {
+                v->flags = OV_ASSIGNED | (v->flags & OV_BPARAM);
+                link_drop(&low, v);
+            }
         }
         own_scan(&low, t, 0, 0, 0);
+        predeclare_end(&low);
         if (tpl_c_failed(c)) break;
         stmt(&low, t);   /* (each statement lowered after its scan, before the next one's) */
     }
