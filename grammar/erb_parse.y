@@ -247,7 +247,18 @@ arg(A) ::= arg(L) MINUS(T) arg(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
 arg(A) ::= arg(L) STAR(T) arg(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
 arg(A) ::= arg(L) SLASH(T) arg(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
 arg(A) ::= arg(L) PERCENT(T) arg(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
-arg(A) ::= arg(L) POW(T) arg(R). { A = binop(ctx, TPL_AOP_POW, L, R, T.off); }
+arg(A) ::= arg(L) POW(T) arg(R). {
+    /* -2 ** 2 is -(2 ** 2) in Ruby: a numeric literal's minus binds looser than ** (not in (-2) ** 2) */
+    uint32_t b = T.off;
+    while (b > 0 && (ctx->src[b - 1] == ' ' || ctx->src[b - 1] == '\t')) b--;
+    if (L->kind == TPL_N_CONST && ctx->src[L->off] == '-' && b > 0 && ctx->src[b - 1] != ')' &&
+        (L->val.type == TPL_T_INT || L->val.type == TPL_T_FLOAT || L->val.type == TPL_T_BIGINT)) {
+        tpl_node *pos = NODE(UNOP, L->off, L, NULL);
+        pos->op = TPL_AOP_NEG;
+        A = NODE(UNOP, L->off, binop(ctx, TPL_AOP_POW, pos, R, T.off), NULL);
+        A->op = TPL_AOP_NEG;
+    } else A = binop(ctx, TPL_AOP_POW, L, R, T.off);
+}
 arg(A) ::= UMINUS(T) arg(E). { A = NODE(UNOP, T.off, E, NULL); A->op = TPL_AOP_NEG; }
 arg(A) ::= UPLUS(T) arg(E). { A = NODE(UNOP, T.off, E, NULL); A->op = TPL_AOP_POS; }
 arg(A) ::= BANG(T) arg(E). { A = not_(ctx, E, T.off); }

@@ -239,6 +239,45 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             int64_t nd = 0;
             int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : (conv == 'b' || conv == 'B') ? 2 : 10;
             const char *digs = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+            if (rb && v < 0 && base != 10 && !plus && !space) {
+                /* Ruby: a negative number in base 2, 8 or 16 without a sign flag is its two's complement
+                 * after "..", its endless leading sign digits shown once (-5: "..fb", "%08x": "..fffffb",
+                 * "%#x": "0x..fb"; an octal's "0" prefix is dropped): sprintf.c's `dots`. */
+                char sd = base == 16 ? (conv == 'X' ? 'F' : 'f') : base == 8 ? '7' : '1';
+                bool big = bigv.type == TPL_T_BIGINT;
+                mpz_t z;
+                size_t cap = 72, k;
+                if (big) {
+                    tpl_big_get(z, bigv);
+                    cap = mpz_sizeinbase(z, base) + 4;
+                }
+                char *t = tpl_arena_alloc(AR(vm), cap);
+                if (!t) { if (big) mpz_clear(z); return OOM(); }
+                k = cap;
+                if (big) {
+                    while (mpz_cmp_si(z, -1) != 0 && k > 1) t[--k] = digs[mpz_fdiv_q_ui(z, z, (unsigned long)base)];
+                    mpz_clear(z);
+                } else {
+                    for (int64_t w = v; w != -1 && k > 1;) {
+                        int64_t d = ((w % base) + base) % base;
+                        t[--k] = digs[d];
+                        w = (w - d) / base;
+                    }
+                }
+                t[--k] = sd;
+                const char *pre = !alt || base == 8 ? "" : conv == 'x' ? "0x" : conv == 'X' ? "0X" : conv == 'b' ? "0b" : "0B";
+                int64_t len = (int64_t)(cap - k), w = (width < 0 ? 0 : width) - 2 - (int64_t)strlen(pre), p = prec;
+                if (p >= 0) p -= 2;
+                if (zero && !left && prec < 0) { p = w; w = 0; }
+                else { if (p < len) p = len; w -= p; }
+                if (!left && w > 0) tpl_sb_put_fill(&b, ' ', w);
+                tpl_sb_puts(&b, pre);
+                tpl_sb_puts(&b, "..");
+                if (p > len) tpl_sb_put_fill(&b, sd, p - len);
+                tpl_sb_put(&b, t + k, (size_t)len);
+                if (left && w > 0) tpl_sb_put_fill(&b, ' ', w);
+                break;
+            }
             if (bigv.type == TPL_T_BIGINT) {
                 if (!rb && base == 10 && tpl_big_ndigits(bigv) > TPL_PY_INT_MAX_STR_DIGITS)
                     return tpl_big_str_error(vm);

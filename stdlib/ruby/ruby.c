@@ -587,12 +587,20 @@ static int regexp_escape(tpl_vm *vm, tpl_value v, tpl_value *out)
 
 /* Integer methods of a big int (bigint.h; Ruby's Bignum): 0 answered, -1 error, 1 not one of
  * them (the Object methods follow: to_s, inspect, class, ==, ...). */
+static int big_round(tpl_vm *vm, mpz_t z, int64_t nd, int mode, int half, tpl_value *out);
+
 static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, int nkw,
                       tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
     if (nkw) return 1;
     bool neg = self.type == TPL_T_BIGINT ? self.u.s[0] == '-' : self.u.i < 0;
+    if ((IS("floor") || IS("ceil") || IS("round") || IS("truncate")) && npos == 1 && args[0].type == TPL_T_INT &&
+        self.type == TPL_T_BIGINT) {   /* to 10**-ndigits (round: half up) */
+        mpz_t z;
+        tpl_big_get(z, self);
+        return big_round(vm, z, args[0].u.i, IS("floor") ? 1 : IS("ceil") ? 2 : IS("truncate") ? 3 : 0, 0, out);
+    }
     if (npos == 0 && self.type == TPL_T_BIGINT) {
         if (IS("to_i") || IS("to_int") || IS("floor") || IS("ceil") || IS("round") || IS("truncate") || IS("ord") ||
             IS("numerator") || IS("+@")) { *out = self; return 0; }
@@ -2569,16 +2577,60 @@ static int64_t ipow10(int64_t n) { int64_t p = 1; while (n-- > 0 && p < INT64_MA
 enum { HALF_UP, HALF_EVEN, HALF_DOWN };
 
 /* Integer rounding to 10**-nd (nd < 0) with mode 0 round (ties by `half`), 1 floor, 2 ceil. */
-static int64_t int_round(int64_t x, int64_t nd, int mode, int half)
+/* (128-bit: 9223372036854775807.ceil(-18) and 5.ceil(-19) are 10**19, past int64; 10**-nd past an
+ * int64's digits, nd <= -20, gives 0 as Ruby's int_round_zero_p decides for a fixnum.) */
+static __int128 int_round(int64_t x, int64_t nd, int mode, int half)
 {
     if (nd >= 0) return x;
-    if (-nd > 18) return 0;
-    int64_t p = ipow10(-nd), q = x / p, r = x % p;
+    if (-nd >= 20) return 0;
+    __int128 p = -nd == 19 ? (__int128)ipow10(18) * 10 : ipow10(-nd), q = x / p, r = x % p;
     if (r < 0) { q--; r += p; }
     if (mode == 1) return q * p;
     if (mode == 2) return r ? (q + 1) * p : q * p;
     if (r * 2 > p || (r * 2 == p && (half == HALF_EVEN ? (q & 1) : half == HALF_UP ? x >= 0 : x < 0))) q++;
     return q * p;
+}
+
+/* Big int z rounded to 10**-nd (nd < 0) as int_round (mode 3: truncate); 0 when 10**-nd is past its
+ * digits (Ruby's int_round_zero_p). Clears z. */
+static int big_round(tpl_vm *vm, mpz_t z, int64_t nd, int mode, int half, tpl_value *out)
+{
+    if (nd >= 0) return tpl_big_result(vm, z, out);
+    if (-0.415241 * (double)nd - 0.125 > (double)((mpz_sizeinbase(z, 2) + 7) / 8)) {
+        mpz_clear(z);
+        *out = tpl_v_int(0);
+        return 0;
+    }
+    bool neg = mpz_sgn(z) < 0;
+    if (mode == 3) mode = neg ? 2 : 1;
+    mpz_t p, q, rm;
+    mpz_inits(p, q, rm, NULL);
+    mpz_ui_pow_ui(p, 10, (unsigned long)-nd);
+    mpz_fdiv_qr(q, rm, z, p);
+    int c = mpz_sgn(rm) ? 1 : 0;
+    if (c && mode == 0) {
+        mpz_mul_2exp(rm, rm, 1);
+        c = mpz_cmp(rm, p);
+    }
+    if (mode == 2 ? c > 0 : mode == 0 && (c > 0 || (c == 0 && mpz_sgn(rm) &&
+                                          (half == HALF_EVEN ? mpz_odd_p(q) : half == HALF_UP ? !neg : neg))))
+        mpz_add_ui(q, q, 1);
+    mpz_mul(z, q, p);
+    mpz_clears(p, q, rm, NULL);
+    return tpl_big_result(vm, z, out);
+}
+
+/* int_round's result as a value: an Integer, or a big one past int64. */
+static int int_round_value(tpl_vm *vm, __int128 v, tpl_value *out)
+{
+    if (v >= INT64_MIN && v <= INT64_MAX) { *out = tpl_v_int((int64_t)v); return 0; }
+    unsigned __int128 m = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    mpz_t z;
+    mpz_init_set_ui(z, (unsigned long)(uint64_t)(m >> 64));
+    mpz_mul_2exp(z, z, 64);
+    mpz_add_ui(z, z, (unsigned long)(uint64_t)m);
+    if (v < 0) mpz_neg(z, z);
+    return tpl_big_result(vm, z, out);
 }
 
 static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
@@ -2600,7 +2652,7 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid rounding mode: %.*s (ArgumentError)", (int)hs.len, hs.u.s);
         }
     }
-    if (v.type == TPL_T_INT) { *out = tpl_v_int(int_round(v.u.i, nd, mode, half)); return 0; }
+    if (v.type == TPL_T_INT) return int_round_value(vm, int_round(v.u.i, nd, mode, half), out);
     double x = v.u.f;
     if (nd <= 0) {
         /* round to 10**-nd with nd < 0 rounds the integer part (Float#round calls
@@ -2608,9 +2660,13 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
         if (!isfinite(x)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(x) ? "NaN" : x > 0 ? "Infinity" : "-Infinity");
         double r = mode == 1 ? floor(x) : mode == 2 ? ceil(x) : nd < 0 ? trunc(x)
                  : half == HALF_EVEN ? round_half_even(x, 1.0) : half == HALF_DOWN ? round_half_down(x, 1.0) : round(x);
+        if (fabs(r) >= 9.2e18 && nd < 0) {   /* a big integer part rounded to 10**-nd */
+            mpz_t z;
+            mpz_init_set_d(z, r);
+            return big_round(vm, z, nd, mode, half, out);
+        }
         if (fabs(r) >= 9.2e18) return tpl_big_from_double(vm, r, out);
-        *out = tpl_v_int(int_round((int64_t)r, nd, mode, half));
-        return 0;
+        return int_round_value(vm, int_round((int64_t)r, nd, mode, half), out);
     }
     int binexp;
     frexp(x, &binexp);
@@ -3646,6 +3702,12 @@ int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     if (b.type == TPL_T_INT && is_num(e)) {
         double hi = e.type == TPL_T_INT ? (double)e.u.i : floor(e.u.f);
+        if (e.type == TPL_T_INT || fabs(hi) < 9.2e18) {
+            /* exact (128-bit: the size of a range over most of int64 is past int64) */
+            int64_t h = e.type == TPL_T_INT ? e.u.i : (int64_t)hi;
+            __int128 n = (__int128)h - b.u.i + ((excl && (e.type == TPL_T_INT || hi == e.u.f)) ? 0 : 1);
+            return int_round_value(vm, n > 0 ? n : 0, out);
+        }
         if (excl && hi == dbl(e)) hi -= 1;
         double n = hi - (double)b.u.i + 1;
         *out = tpl_v_int(n > 0 ? (int64_t)n : 0);
