@@ -673,17 +673,17 @@ static const char *const str_changers[] = { "strip!", "lstrip!", "rstrip!", "cho
     "delete_prefix!", "delete_suffix!", "unicode_normalize!", "scrub!", "encode!", NULL };
 /* methods that change a String or an Array/Hash receiver */
 static const char *const any_changers[] = { "<<", "concat", "prepend", "insert", "replace", "clear", "reverse!", "slice!",
-    "[]=", NULL };
+    "[]=", "freeze", NULL };
 /* methods that change an Array or Hash receiver (String has them too but makes a new string) */
 static const char *const ct_changers[] = { "push", "append", "unshift", "pop", "shift", "store", "delete", "delete_at",
     "delete_if", "keep_if", "merge!", "update", "fill", NULL };
 
-/* Whether body n calls a String-only changing method (strip!, ...) on the variable `name`. */
+/* Whether body n calls a String-only changing method (strip!, ...) or freeze on the variable `name`. */
 static bool changes_param(const tpl_node *n, tpl_value name, int depth)
 {
     for (; n && depth < 200; n = n->next) {
         if (n->kind == TPL_N_RMETHOD && n->a && n->a->kind == TPL_N_NAME && n->a->val.len == name.len &&
-            memcmp(n->a->val.u.s, name.u.s, name.len) == 0 && in_set(n->val, str_changers))
+            memcmp(n->a->val.u.s, name.u.s, name.len) == 0 && (in_set(n->val, str_changers) || name_is(n->val, "freeze")))
             return true;
         if (n->kind == TPL_N_RDEF) continue;
         if (changes_param(n->a, name, depth + 1) || changes_param(n->b, name, depth + 1) ||
@@ -1439,7 +1439,7 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
         return true;
     }
     grp->n = 0;
-    if (kind == 1 && wbframe && r->kind == TPL_N_NAME) {
+    if ((kind == 1 || name_is(m, "freeze")) && wbframe && r->kind == TPL_N_NAME) {
         /* the item of an each loop over a variable's array (no other name holds it: the loop's param did
          * not escape): written back after the change */
         int bp = blk_param(L, r->val);
@@ -1651,6 +1651,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
         if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off, false);
         else store_var(L, root->val, n->off);
+        if (wbf >= 0) item_write_back(L, wbf, n->a, n->off);   /* names.each { |n| n.freeze } */
         if (twin) twin_sync(L, twin);
         group_after(L, &g, n->off);
         return;
