@@ -36,6 +36,28 @@ static tpl_node *cmp(tpl_pctx *ctx, int op, tpl_node *a, tpl_node *b, uint32_t o
     o->op = (uint16_t)op;
     return tpl_p_node(ctx, TPL_N_COMPARE, off, a, o);
 }
+/* "a" 'b' "c#{x}": adjacent string literals are one literal (Ruby's string concatenation at parse time). */
+static tpl_node *str_adjacent(tpl_pctx *ctx, tpl_node *l, tpl_node *r) {
+    if (l->kind == TPL_N_CONST && r->kind == TPL_N_CONST && l->val.type == TPL_T_STR && r->val.type == TPL_T_STR &&
+        !(l->val.flags & TPL_F_SYMBOL) && !(r->val.flags & TPL_F_SYMBOL)) {
+        char *p = tpl_arena_alloc(ctx->arena, (size_t)l->val.len + r->val.len + 1);
+        if (!p) return l;
+        memcpy(p, l->val.u.s, l->val.len);
+        memcpy(p + l->val.len, r->val.u.s, r->val.len);
+        p[l->val.len + r->val.len] = 0;
+        uint16_t fl = l->val.flags;
+        l->val = tpl_v_str(p, (size_t)l->val.len + r->val.len);
+        l->val.flags = fl;
+        return l;
+    }
+    tpl_node *lp = l->kind == TPL_N_INTERP ? l->a : l, *rp = r->kind == TPL_N_INTERP ? r->a : r;
+    if (lp != l->a) { lp->next = NULL; lp->tail = NULL; }
+    if (rp != r->a) { rp->next = NULL; rp->tail = NULL; }
+    tpl_node *parts = tpl_node_append(lp, rp);
+    if (l->kind == TPL_N_INTERP) { l->a = parts; return l; }
+    return tpl_p_node(ctx, TPL_N_INTERP, l->off, parts, NULL);
+}
+
 static tpl_node *not_(tpl_pctx *ctx, tpl_node *a, uint32_t off) {
     tpl_node *n = tpl_p_node(ctx, TPL_N_UNOP, off, a, NULL);
     n->op = TPL_AOP_NOT;
@@ -290,8 +312,11 @@ arg(A) ::= primary(P). { A = P; }
 
 primary(A) ::= INTEGER(T). { A = tpl_erb_number(ctx, T, false); }
 primary(A) ::= FLOAT(T). { A = tpl_erb_number(ctx, T, true); }
-primary(A) ::= SSTRING(T). { A = tpl_erb_sstring(ctx, T); }
-primary(A) ::= DSTRING(T). { A = tpl_erb_dstring(ctx, T); }
+primary(A) ::= strlit(S). { A = S; }
+strlit(A) ::= SSTRING(T). { A = tpl_erb_sstring(ctx, T); }
+strlit(A) ::= DSTRING(T). { A = tpl_erb_dstring(ctx, T); }
+strlit(A) ::= strlit(L) SSTRING(T). { A = str_adjacent(ctx, L, tpl_erb_sstring(ctx, T)); }
+strlit(A) ::= strlit(L) DSTRING(T). { A = str_adjacent(ctx, L, tpl_erb_dstring(ctx, T)); }
 primary(A) ::= SYMBOL(T). { A = tpl_erb_symbol(ctx, T); }
 primary(A) ::= REGEX(T). { A = tpl_erb_regex(ctx, T); }
 primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
