@@ -1365,7 +1365,7 @@ static tpl_node *ov_node(erb_low *L, const own_var *v, uint32_t off)
 static void group_before(erb_low *L, own_group *g, uint32_t off)
 {
     for (int i = 0; i < g->n; i++) {
-        char nm[16];
+        char nm[24];
         snprintf(nm, sizeof nm, "(same %d)", i);
         tpl_value sv = tpl_v_str(tpl_arena_strdup(tpl_c_arena(C), nm, strlen(nm)), (uint32_t)strlen(nm));
         if (!sv.u.s) { tpl_c_nomem(C, off); return; }
