@@ -60,6 +60,14 @@ typedef struct tpl_nlist {
 } tpl_nlist;
 enum { TPL_NLAZY_ITER = 5 };
 
+/* A for loop's state (a TPL_NT_LOOP value's u.p): the leading members of the runtime's tpl_loop.
+ * Generated code steps a loop over a list (src NULL) itself (tpl_native_for_step). */
+typedef struct tpl_nloop {
+    tpl_nlist *items;           /* the items */
+    tpl_nlist *src;             /* an iterator the loop pulls from, or NULL */
+    uint32_t i;                 /* items yielded so far */
+} tpl_nloop;
+
 /* The value types generated code tests (the runtime's tpl_type). */
 enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_NT_FLOAT = 4, TPL_NT_STR = 5,
        TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
@@ -251,7 +259,7 @@ static inline int tpl_native_trim(tpl_nvalue *v)
 {
     const unsigned char *s0 = (const unsigned char *)v->u.s;
     size_t lo = 0, hi = v->len;
-#define TPL_N_WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+#define TPL_N_WS_(b) ((b) <= 0x20 && ((0x1F0003E00ull >> (b)) & 1)) /* ' ', 9..13, 0x1c..0x1f */
     while (lo < hi && TPL_N_WS_(s0[lo])) lo++;
     while (hi > lo && TPL_N_WS_(s0[hi - 1])) hi--;
 #undef TPL_N_WS_
@@ -306,6 +314,19 @@ static inline size_t tpl_native_join_put(char *o, size_t room, const tpl_nvalue 
         if (list->items[i].len) { memcpy(p, list->items[i].u.s, list->items[i].len); p += list->items[i].len; }
     }
     return total;
+}
+
+/* FOR_NEXT of the loop value *lv when it loops over a list: 1 with the next item in *out, 0 when
+ * the loop is done, -1 when it does not apply (no loop value, an iterator's loop: the caller
+ * calls tpl_native_for_next). */
+static inline int tpl_native_for_step(tpl_nvalue *lv, tpl_nvalue *out)
+{
+    if (lv->type != TPL_NT_LOOP) return -1;
+    tpl_nloop *l = (tpl_nloop *)lv->u.p;
+    if (l->src) return -1;
+    if (l->i >= l->items->len) return 0;
+    *out = l->items->items[l->i++];
+    return 1;
 }
 
 /* A string that prints as its bytes in a `+` chain (no Markup, no Ruby symbol). */

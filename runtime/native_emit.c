@@ -456,8 +456,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_printf(b, "    T++;\n    sp--;\n    if (TPL_N_C(tpl_native_for_init(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", a, pc);
             break;
         case TPL_OP_FOR_NEXT:
-            tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_next(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
-                             "    if (rc) sp++;\n    else {\n", a, pc);
+            tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_step(&L[%u], sp)) < 0 && (rc = tpl_native_for_next(f, %u, sp)) < 0)\n"
+                             "        TPL_N_FAIL(%u);\n    if (rc) sp++;\n    else {\n", a, a, pc);
             jump(b, pc, x1, "        ");
             tpl_sb_puts(b, "    }\n");
             break;
