@@ -1723,16 +1723,21 @@ static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
     rb_scan_args(argc, argv, "01:&", &state, &kw, &blk);
     VALUE limits = Qnil, given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
     if (!NIL_P(kw)) {
-        /* each option looked up once (the literal rb_intern: IDs cached at the call site) */
+        /* each option looked up once (the literal rb_intern: IDs cached at the call site), the
+         * usual ones first, none once every keyword is accounted for (render(ctx, facts: m)
+         * looks up one) */
         VALUE got[NSET + 1];
-        got[S_FACTS] = rb_hash_lookup2(kw, ID2SYM(rb_intern("facts")), Qundef);
-        got[S_CATS] = rb_hash_lookup2(kw, ID2SYM(rb_intern("catalogs")), Qundef);
-        got[S_KEYS] = rb_hash_lookup2(kw, ID2SYM(rb_intern("tr_keys")), Qundef);
-        got[S_LANG] = rb_hash_lookup2(kw, ID2SYM(rb_intern("lang")), Qundef);
-        got[S_CALL] = rb_hash_lookup2(kw, ID2SYM(rb_intern("call")), Qundef);
-        got[NSET] = rb_hash_lookup2(kw, ID2SYM(rb_intern("limits")), Qundef);
-        long known = 0;
-        for (int k = 0; k <= NSET; k++) known += got[k] != Qundef;
+        for (int k = 0; k <= NSET; k++) got[k] = Qundef;
+        long known = 0, size = (long)RHASH_SIZE(kw);
+#define LOOK(k, name) \
+        if (known < size && (got[k] = rb_hash_lookup2(kw, ID2SYM(rb_intern(name)), Qundef)) != Qundef) known++
+        LOOK(S_FACTS, "facts");
+        LOOK(S_CALL, "call");
+        LOOK(S_LANG, "lang");
+        LOOK(S_CATS, "catalogs");
+        LOOK(S_KEYS, "tr_keys");
+        LOOK(NSET, "limits");
+#undef LOOK
         if (known < (long)RHASH_SIZE(kw)) { /* render(name: value, ...): the state as keywords */
             if (!NIL_P(state)) rb_raise(rb_eArgError, "tpl: pass the state as a Hash or as keywords, not both");
             state = kw;
