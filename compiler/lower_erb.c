@@ -1232,7 +1232,9 @@ static bool ov_group(erb_low *L, uint32_t vi, bool items, bool links_ok, own_gro
     g->n = 0;
     for (int h = 0; h < nq; h++) {
         uint32_t ti = UINT32_MAX;
-        if (!(d->ov[q[h]].flags & OV_ASSIGNED) && (d->ov[q[h]].scope == 0 || d->ov[q[h]].scope == OV_IVARS) &&
+        /* (an @ivar assigned since keeps its twin: `x = @name; @name = "o"; x << "!"` changes `name`'s object) */
+        if ((!(d->ov[q[h]].flags & OV_ASSIGNED) || d->ov[q[h]].scope == OV_IVARS) &&
+            (d->ov[q[h]].scope == 0 || d->ov[q[h]].scope == OV_IVARS) &&
             !L->scope && d->ov[q[h]].len < 250) {
             /* its twin, while that reads the state key too */
             char buf[256];
@@ -1248,7 +1250,8 @@ static bool ov_group(erb_low *L, uint32_t vi, bool items, bool links_ok, own_gro
             if (!(bare && def_find(L, tn, false))) {
                 own_var *t = ov_find(L, bare ? 0 : OV_IVARS, tn, true);
                 if (!t) return false;
-                if (!(t->flags & OV_ASSIGNED)) ti = (uint32_t)(t - d->ov);
+                if (!(t->flags & OV_ASSIGNED) && (!(d->ov[q[h]].flags & OV_ASSIGNED) || !(t->flags & (OV_ESCAPED | OV_ITEMS))))
+                    ti = (uint32_t)(t - d->ov);
             }
         }
         for (uint32_t k = 0; k <= d->nlinks; k++) {
