@@ -327,7 +327,7 @@ static inline bool tpl_bytes_contain(const char *h, size_t hn, const char *n, si
     if (nn > hn) return false;
     if (hn <= 64) { /* short: compared in place (memmem's setup costs more than the search) */
         for (size_t i = 0; i + nn <= hn; i++)
-            if (h[i] == n[0] && memcmp(h + i, n, nn) == 0) return true;
+            if (h[i] == n[0] && tpl_mem_eq(h + i, n, nn)) return true;
         return false;
     }
     return memmem(h, hn, n, nn) != NULL;

@@ -2101,7 +2101,8 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
             /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
             const unsigned char *s0 = (const unsigned char *)args[0].u.s;
             size_t lo = 0, hi = args[0].len;
-#define WS_(b) ((b) == ' ' || ((b) >= 9 && (b) <= 13) || ((b) >= 0x1c && (b) <= 0x1f))
+/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
+#define WS_(b) ((b) <= ' ' && (UINT64_C(0x1F0003E00) >> (b) & 1))
             while (lo < hi && WS_(s0[lo])) lo++;
             while (hi > lo && WS_(s0[hi - 1])) hi--;
 #undef WS_
@@ -2179,13 +2180,30 @@ static int print_rb_op(tpl_vm *vm, tpl_value v)
  * ADDS forms), 0 when it was printed, -1 on an error (unlocated). */
 static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op, tpl_value *args, uint32_t a)
 {
+    bool print = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
+    if (print && vm->out) {
+        /* plain strings with room for all: checked and copied in one pass (the output length is
+         * set only when every operand was copied; else the general path below from the start) */
+        char *o = vm->out + vm->out_len, *end = vm->out + vm->out_cap;
+        uint32_t i = 0;
+        for (; i < a; i++) {
+            if (args[i].type != TPL_T_STR || (args[i].flags & (TPL_F_SAFE | TPL_F_SYMBOL)) ||
+                args[i].len >= (size_t)(end - o))
+                break;
+            out_copy(o, args[i].u.s, args[i].len);
+            o += args[i].len;
+        }
+        if (i == a) {
+            vm->out_len = (size_t)(o - vm->out);
+            return 0;
+        }
+    }
     bool plain = true;
     size_t total = 0;
     for (uint32_t i = 0; i < a; i++) {
         if (args[i].type != TPL_T_STR || (args[i].flags & (TPL_F_SAFE | TPL_F_SYMBOL))) { plain = false; break; }
         total += args[i].len;
     }
-    bool print = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
     bool rb = op == TPL_OP_ADDS_RB || op == TPL_OP_PRINT_ADDS_RB;
     if (plain && print) {
         if (vm->out_len + total < vm->out_cap) { /* room for all: one check, then copies */
@@ -2229,7 +2247,16 @@ static inline __attribute__((always_inline)) int call_name_builtin(tpl_vm *vm, c
         tpl_stdlib.undefined_error(vm, undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_NAME, 0));
         return -1;
     }
-    if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
+    if (nkw == 0 && !vm->has_host && id < tpl_stdlib.nbuiltins && npos == vm->bind_hi[id] &&
+        npos >= vm->bind_lo[id] && (npos == 0 || !tpl_is_iter(args[0])) && npos <= 1 &&
+        tpl_lib_builtin((int)id)->kind != TPL_BK_STR) {
+        /* a call call_builtin binds by copying (its signature's range known, no keywords, no
+         * iterator, no host object), of at most one argument: the builtin called on the stack's
+         * arguments directly (they are the call's own, consumed by it) */
+        if (tpl_lib_builtin((int)id)->fn(vm, args, &r) < 0) return -1;
+    } else if (call_builtin(vm, (int)id, args, npos, kwn, args + npos, nkw, &r) < 0) {
+        return -1;
+    }
     args[0] = r;
     return 0;
 }

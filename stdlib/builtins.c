@@ -555,14 +555,25 @@ int tpl_arg_truthy(tpl_vm *vm, tpl_value v, bool dflt)
 
 bool tpl_is_ascii(const char *s, size_t n)
 {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        if (w & 0x8080808080808080ull)
-            return false;
+    /* 8 bytes at a time, the last 8 (or 4) overlapping the ones before: no byte loop from 4 bytes */
+    const uint64_t hi = 0x8080808080808080ull;
+    uint64_t w;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, s + i, 8);
+            if (w & hi)
+                return false;
+        }
+        memcpy(&w, s + n - 8, 8);
+        return !(w & hi);
     }
-    for (; i < n; i++)
+    if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + n - 4, 4);
+        return !((x | y) & 0x80808080u);
+    }
+    for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] & 0x80)
             return false;
     return true;

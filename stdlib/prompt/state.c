@@ -81,8 +81,8 @@ tpl_tr_state *tpl_prompt_tr(const tpl_vm *vm) { return state_of(vm)->tr; }
 int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_prompt_state *s = state_of(vm);
-    tpl_value w;
-    if (tpl_to_str(vm, a[0], &w) < 0)
+    tpl_value w = a[0];
+    if (w.type != TPL_T_STR && tpl_to_str(vm, a[0], &w) < 0)
         return -1;
     if (s->remembers_fn) {
         /* the host's memory store (tpl_render_set_remembers) answers instead of the facts */
