@@ -206,7 +206,7 @@ static inline __attribute__((always_inline)) void out_copy(char *d, const char *
 
 /* Appends n bytes to the output. The buffer is reused across renders, so after the first render
  * of a program the fast path (it fits) is the only one taken. */
-static inline int out_put(tpl_vm *vm, const char *s, size_t n)
+static inline __attribute__((always_inline)) int out_put(tpl_vm *vm, const char *s, size_t n)
 {
     if (__builtin_expect(vm->out_len + n < vm->out_cap, 1)) {
         out_copy(vm->out + vm->out_len, s, n);
