@@ -2066,6 +2066,22 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
 {
     if (nkw == 0 && op != TPL_OP_TEST) {
         /* common filters on the values they usually get, without the binder */
+        if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR) {
+            /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
+            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
+            size_t lo = 0, hi = args[0].len;
+/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
+#define WS_(b) ((b) <= ' ' && (UINT64_C(0x1F0003E00) >> (b) & 1))
+            while (lo < hi && WS_(s0[lo])) lo++;
+            while (hi > lo && WS_(s0[hi - 1])) hi--;
+#undef WS_
+            if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
+                args[0].u.s += lo;
+                args[0].len = (uint32_t)(hi - lo);
+                args[0].flags &= TPL_F_SAFE;
+                return 0;
+            }
+        }
         if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
             op == TPL_OP_FILTER_PRINT && vm->out_len + args[0].len < vm->out_cap) {
             /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
@@ -2101,22 +2117,6 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
                 }
                 vm->out_len += total;
                 return 1;
-            }
-        }
-        if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR) {
-            /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
-            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
-            size_t lo = 0, hi = args[0].len;
-/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
-#define WS_(b) ((b) <= ' ' && (UINT64_C(0x1F0003E00) >> (b) & 1))
-            while (lo < hi && WS_(s0[lo])) lo++;
-            while (hi > lo && WS_(s0[hi - 1])) hi--;
-#undef WS_
-            if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
-                args[0].u.s += lo;
-                args[0].len = (uint32_t)(hi - lo);
-                args[0].flags &= TPL_F_SAFE;
-                return 0;
             }
         }
         int done = filter_fast(vm, (int)a, args, npos);
