@@ -184,11 +184,7 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
  * texts: every load before the first store), more by memcpy. */
 static inline __attribute__((always_inline)) void out_copy(char *d, const char *s, size_t n)
 {
-    if (n > 16 && n <= 32) {
-        uint64_t x0, x1, y0, y1;
-        memcpy(&x0, s, 8); memcpy(&x1, s + 8, 8); memcpy(&y0, s + n - 16, 8); memcpy(&y1, s + n - 8, 8);
-        memcpy(d, &x0, 8); memcpy(d + 8, &x1, 8); memcpy(d + n - 16, &y0, 8); memcpy(d + n - 8, &y1, 8);
-    } else if (n >= 8 && n <= 16) {
+    if (n >= 8 && n <= 16) {
         uint64_t x, y;
         memcpy(&x, s, 8); memcpy(&y, s + n - 8, 8);
         memcpy(d, &x, 8); memcpy(d + n - 8, &y, 8);
@@ -199,6 +195,10 @@ static inline __attribute__((always_inline)) void out_copy(char *d, const char *
     } else if (n && n < 4) { /* the first, middle and last byte cover 1 to 3 */
         char x = s[0], y = s[n >> 1], z = s[n - 1];
         d[0] = x; d[n >> 1] = y; d[n - 1] = z;
+    } else if (n > 16 && n <= 32) {
+        uint64_t x0, x1, y0, y1;
+        memcpy(&x0, s, 8); memcpy(&x1, s + 8, 8); memcpy(&y0, s + n - 16, 8); memcpy(&y1, s + n - 8, 8);
+        memcpy(d, &x0, 8); memcpy(d + 8, &x1, 8); memcpy(d + n - 16, &y0, 8); memcpy(d + n - 8, &y1, 8);
     } else if (n) {
         memcpy(d, s, n);
     }
