@@ -208,9 +208,11 @@ static inline __attribute__((always_inline)) void out_copy(char *d, const char *
  * of a program the fast path (it fits) is the only one taken. */
 static inline __attribute__((always_inline)) int out_put(tpl_vm *vm, const char *s, size_t n)
 {
-    if (__builtin_expect(vm->out_len + n < vm->out_cap, 1)) {
-        out_copy(vm->out + vm->out_len, s, n);
-        vm->out_len += n;
+    /* the length read once: the copy's byte stores could alias vm->out_len for the compiler */
+    size_t len = vm->out_len;
+    if (__builtin_expect(len + n < vm->out_cap, 1)) {
+        out_copy(vm->out + len, s, n);
+        vm->out_len = len + n;
         return 0;
     }
     return out_put_slow(vm, s, n);
