@@ -152,6 +152,8 @@ typedef struct render_ctx {
     tpl_render *r;
     long gen;               /* the Program's settings generation applied (-1: none, or dirty) */
     long lim_gen;           /* made under that generation's limits (-1: not poolable) */
+    uint64_t max_items;     /* the most items an iterable is drained to (its limits' max_memory
+                             * over one value's size) */
     PyThreadState *ts;      /* the rendering thread's state while the GIL is released */
     bool gil;               /* this render keeps the GIL (a short one: GIL_OUT); callbacks then
                              * run without re-taking it */
@@ -795,13 +797,36 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
     return rc;
 }
 
+/* The most items an iterable is drained to under these limits (NULL or 0: the default 256 MiB):
+ * each item takes a value's 16 bytes in the render's arena at least. */
+static uint64_t max_items(const tpl_limits *lim)
+{
+    uint64_t mem = lim && lim->max_memory ? lim->max_memory : (uint64_t)256 << 20;
+    return mem / 16;
+}
+
 /* The items of an iterable as a list value (MISSING when o is not iterable). */
 static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
 {
     PyObject *it = PyObject_GetIter(o);
     if (!it) return missing_or_fail(c, PyExc_TypeError, NULL);
-    PyObject *l = PySequence_List(it);
+    /* Drained item by item, not with PySequence_List: an endless iterator (iter(int, 1), a
+     * generator that never returns) stops at the most items the render's arena could hold
+     * (max_memory / sizeof(tpl_value)) with a MemoryError, instead of filling the process. */
+    PyObject *l = PyList_New(0), *item;
+    while (l && (item = PyIter_Next(it))) {
+        int bad = PyList_Append(l, item);
+        Py_DECREF(item);
+        if (bad < 0) Py_CLEAR(l);
+        else if ((uint64_t)PyList_GET_SIZE(l) > c->max_items) {
+            PyErr_Format(PyExc_MemoryError,
+                         "tpl: an iterable of more than %llu items (the render's memory limit)",
+                         (unsigned long long)c->max_items);
+            Py_CLEAR(l);
+        }
+    }
     Py_DECREF(it);
+    if (l && PyErr_Occurred()) Py_CLEAR(l);
     if (!l) { fail_with_exception(c); return TPL_HOST_ERROR; }
     int kept = keep(c, l);
     Py_DECREF(l);
@@ -1329,6 +1354,7 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
             PyErr_NoMemory();
             return NULL;
         }
+        c->max_items = max_items(ls->has_lim ? &ls->lim : NULL);
         c->gen = -1;
         c->lim_gen = ls == &self->defaults ? self->gen : -1;
         c->last_out = SIZE_MAX; /* (its first render releases the GIL) */
@@ -2466,6 +2492,7 @@ static PyObject *Program_configure(ProgramObject *self, PyObject *args, PyObject
         settings_clear(&s);
         return PyErr_NoMemory();
     }
+    c->max_items = max_items(s.has_lim ? &s.lim : NULL);
     int rc = apply(c, &s);
     slot_free(c);
     if (rc < 0) {

@@ -143,6 +143,27 @@ class TestTemplate < Minitest::Test
     assert_equal "312 [1, 2, 3] 12", t.render(xs: list)
   end
 
+  def test_endless_enumerable_stops_at_the_memory_limit
+    # An endless each is drained only up to what the render's arena could hold (max_memory / 16
+    # items): a Tpl::LimitError, not a hang that fills the process.
+    endless = Class.new do
+      include Enumerable
+      def each = loop { yield 1 }
+    end.new
+    ["{{ x|first }}", "{% for y in x %}{{ y }}{% endfor %}", "<% x.each do |y| %><%= y %><% end %>"].each do |src|
+      t = Tpl::Template.new(src, syntax: src.start_with?("<%") ? :erb : :jinja)
+      e = assert_raises(Tpl::LimitError) { t.render({ x: endless }, limits: { max_memory: 1 << 20 }) }
+      assert_match(/more than 65536 items/, e.message)
+    end
+    pairs = Class.new do
+      include Enumerable
+      def each = (yield 1, 2; yield 3)
+    end.new
+    assert_equal "[1, 2];3;", Tpl::Template.new("{% for y in x %}{{ y }};{% endfor %}").render(x: pairs)
+    # an ERB method call on the object is Ruby's own (Enumerable#first stops after one item)
+    assert_equal "1", Tpl::Template.new("<%= x.first %>", syntax: :erb).render(x: endless)
+  end
+
   def test_large_integers_cross_exactly
     t = Tpl::Template.new("{{ n }} {{ n + 1 }} {{ m }}")
     assert_equal "1180591620717411303424 1180591620717411303425 -9223372036854775809", t.render(n: 2**70, m: -2**63 - 1)

@@ -641,3 +641,19 @@ def test_cache_after_fresh_contexts():
         assert sys.getrefcount(msgs) > base  # cached again
     msgs.append({"c": "new"})
     assert t.render(ctx) == jinja_ref(src, ctx)
+
+
+def test_endless_iterable_stops_at_the_memory_limit():
+    # An endless host iterable is drained only up to what the render's arena could hold
+    # (max_memory / 16 items): a MemoryError, not a hang that fills the process.
+    class Endless:
+        def __iter__(self):
+            return iter(int, 1)
+
+    for src in ("{% for y in x %}{{ y }}{% endfor %}", "{{ x|list|length }}", "{{ x|first }}"):
+        t = tpl.Template(src, limits={"max_memory": 1 << 20})
+        with pytest.raises(MemoryError, match="65536 items"):
+            t.render(x=Endless())
+    # a finite one of the same kind still renders
+    assert tpl.Template("{{ x|list|length }}", limits={"max_memory": 1 << 20}).render(
+        x=(i for i in range(50000))) == "50000"

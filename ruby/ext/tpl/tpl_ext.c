@@ -141,6 +141,8 @@ typedef struct rctx {
     VALUE kc;               /* the key cache (a Tpl::KeyCache object; on the C stack, so marked) */
     size_t last_out, last_nvals;
     size_t nvals;           /* strings and containers converted for this render */
+    uint64_t max_items;     /* the most items an Enumerable is drained to (0: the default
+                             * limits': 256 MiB over a value's 16 bytes) */
     /* Strings borrowed, not copied (render_body): set while converting the state of a render
      * that will run with the GVL held and without callbacks — no Ruby code runs until it ends,
      * so no String changes, moves or goes — and only for a String whose bytes are not inside
@@ -813,6 +815,29 @@ static tpl_host_result rb_getitem_cb(void *obj, tpl_render *r, tpl_val key, tpl_
     return protect(getitem_body, &a);
 }
 
+struct drain { VALUE items; uint64_t max; };
+
+/* each's block for iter_body: one item (several yielded values as one Array, as to_a). */
+static VALUE drain_i(RB_BLOCK_CALL_FUNC_ARGLIST(x, data))
+{
+    struct drain *d = (struct drain *)data;
+    uint64_t max = d->max ? d->max : (UINT64_C(256) << 20) / 16;
+    if ((uint64_t)RARRAY_LEN(d->items) >= max)
+        rb_raise(rb_const_get(mod_tpl(), rb_intern("LimitError")),
+                 "tpl: an Enumerable of more than %llu items (the render's memory limit)", (unsigned long long)max);
+    rb_ary_push(d->items, argc > 1 ? rb_ary_new_from_values(argc, argv) : x);
+    return Qnil;
+}
+
+/* An Enumerable's items as a new Array (kept for the render), through each as to_a does. */
+static VALUE drain(rctx *c, VALUE o)
+{
+    struct drain d = { rb_ary_new(), c->max_items };
+    keep(c, d.items);
+    rb_block_call(o, rb_intern("each"), 0, NULL, drain_i, (VALUE)&d);
+    return d.items;
+}
+
 /* The items: a mapping's keys (Jinja iterates a dict's keys), an Enumerable's to_a. */
 static VALUE iter_body(VALUE arg)
 {
@@ -820,7 +845,12 @@ static VALUE iter_body(VALUE arg)
     rctx *c = a->h->c;
     VALUE o = a->h->o, l;
     if (rb_respond_to(o, rb_intern("to_hash"))) l = rb_funcall(rb_funcall(o, rb_intern("to_hash"), 0), rb_intern("keys"), 0);
-    else if (rb_respond_to(o, rb_intern("each")) && rb_respond_to(o, rb_intern("to_a"))) l = rb_funcall(o, rb_intern("to_a"), 0);
+    else if (rb_obj_is_kind_of(o, rb_mEnumerable)) {
+        /* each, item by item (what Enumerable#to_a does), so that an endless each stops at
+         * the most items the render's arena could hold (max_memory / sizeof(tpl_value)) with
+         * a Tpl::LimitError instead of filling the process */
+        l = drain(c, o);
+    } else if (rb_respond_to(o, rb_intern("each")) && rb_respond_to(o, rb_intern("to_a"))) l = rb_funcall(o, rb_intern("to_a"), 0);
     else { a->rc = TPL_HOST_MISSING; return Qnil; }
     if (!RB_TYPE_P(l, T_ARRAY)) rb_raise(rb_eTypeError, "tpl: to_a did not return an Array");
     keep(c, l);
@@ -889,7 +919,7 @@ static VALUE resolve_body(VALUE arg)
     VALUE o = a->h->o, d;
     if (rb_respond_to(o, rb_intern("to_hash"))) d = rb_funcall(o, rb_intern("to_hash"), 0);
     else if (rb_respond_to(o, rb_intern("to_ary"))) d = rb_funcall(o, rb_intern("to_ary"), 0);
-    else if (rb_obj_is_kind_of(o, rb_mEnumerable)) d = rb_funcall(o, rb_intern("to_a"), 0);
+    else if (rb_obj_is_kind_of(o, rb_mEnumerable)) d = drain(c, o); /* bounded (iter_body) */
     else { a->rc = TPL_HOST_MISSING; return Qnil; }
     if (!RB_TYPE_P(d, T_HASH) && !RB_TYPE_P(d, T_ARRAY)) { a->rc = TPL_HOST_MISSING; return Qnil; }
     keep(c, d);
@@ -1660,6 +1690,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->enc_bin = rb_ascii8bit_encindex();
     bool pooled = NIL_P(limits);
     c->r = NULL;
+    c->max_items = 0;
     if (pooled) {
         rb_nativethread_lock_lock(&t->lock);
         if (t->npool > 0) {
@@ -1682,6 +1713,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             lim.max_depth = NUM2UINT(RARRAY_AREF(limits, 1));
             lim.max_output = NUM2ULL(RARRAY_AREF(limits, 2));
             lim.max_memory = NUM2ULL(RARRAY_AREF(limits, 3));
+            c->max_items = lim.max_memory / 16;
         }
         c->r = tpl_render_new(&lim);
         if (!c->r) rb_raise(rb_eNoMemError, "tpl: out of memory");
