@@ -99,7 +99,9 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     vm->slots = al.alloc(al.data, TPL_VM_SLOTS * sizeof *vm->slots);
     vm->stack_cap = TPL_VM_STACK;
     vm->slots_cap = TPL_VM_SLOTS;
-    vm->out_cap = 4096;
+    /* never more room than the output limit allows (plus the NUL): every append that would pass
+     * the limit then takes out_put_slow's checked path, however small the limit */
+    vm->out_cap = l.max_output < 4095 ? (size_t)l.max_output + 1 : 4096;
     vm->out = al.alloc(al.data, vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();

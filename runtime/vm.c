@@ -169,6 +169,9 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
             return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, vm->limits.max_output);
         size_t nc = vm->out_cap ? vm->out_cap * 2 : 4096;
         while (nc < vm->out_len + n + 1) nc *= 2;
+        /* the capacity stays within the limit (+ the NUL), so the inline appends, which check
+         * only the capacity, cannot pass it either */
+        if (vm->limits.max_output < SIZE_MAX - 1 && nc > vm->limits.max_output + 1) nc = (size_t)vm->limits.max_output + 1;
         char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, nc);
         if (!no) return tpl_vm_nomem(vm);
         vm->out = no;
