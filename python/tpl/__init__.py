@@ -133,7 +133,12 @@ class Limits(tuple):
     max_output (bytes, 64 MiB), max_memory (bytes, 256 MiB)."""
 
     def __new__(cls, fuel=0, max_depth=0, max_output=0, max_memory=0):
-        return super().__new__(cls, (int(fuel), int(max_depth), int(max_output), int(max_memory)))
+        vals = (int(fuel), int(max_depth), int(max_output), int(max_memory))
+        for name, v, top in zip(("fuel", "max_depth", "max_output", "max_memory"), vals,
+                                (2**64 - 1, 2**32 - 1, 2**64 - 1, 2**64 - 1)):
+            if not 0 <= v <= top:
+                raise ValueError(f"Limits: {name} must be between 0 (the default) and {top}, not {v}")
+        return super().__new__(cls, vals)
 
 
 _SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}

@@ -89,10 +89,24 @@ module Tpl
   # Render limits (0 = the default): fuel (instructions, 20,000,000), max_depth (200),
   # max_output (bytes, 64 MiB), max_memory (bytes, 256 MiB).
   Limits = Struct.new(:fuel, :max_depth, :max_output, :max_memory, keyword_init: true) do
-    def to_a = [fuel || 0, max_depth || 0, max_output || 0, max_memory || 0]
+    def to_a = Limits.check([fuel || 0, max_depth || 0, max_output || 0, max_memory || 0])
 
-    # [fuel, max_depth, max_output, max_memory] from a Limits or a Hash (used by the extension)
-    def self.coerce(l) = (l.is_a?(Hash) ? new(**l) : l).to_a
+    # vals ([fuel, max_depth, max_output, max_memory]) when each is an Integer in its range, else
+    # an ::ArgumentError naming it
+    def self.check(vals)
+      vals.zip(members, [2**64 - 1, 2**32 - 1, 2**64 - 1, 2**64 - 1]) do |v, name, top|
+        next if v.is_a?(Integer) && v.between?(0, top)
+
+        raise ::ArgumentError, "Tpl::Limits: #{name} must be an Integer between 0 (the default) and #{top}, not #{v.inspect}"
+      end
+      vals
+    end
+
+    # [fuel, max_depth, max_output, max_memory] from a Limits, a Hash or such an Array (used by the extension)
+    def self.coerce(l)
+      a = l.is_a?(Hash) ? new(**l).to_a : l.to_a
+      a.length == 4 ? check(a) : a
+    end
   end
 
   # A compiled template: immutable and frozen, renders from many threads at once and is

@@ -164,6 +164,16 @@ class TestTemplate < Minitest::Test
     assert_equal "1", Tpl::Template.new("<%= x.first %>", syntax: :erb).render(x: endless)
   end
 
+  def test_limits_out_of_range_refused
+    # a negative or too large limit is an ArgumentError naming it (it wrapped to a huge unsigned one)
+    t = Tpl::Template.new("{{ 1 }}")
+    [{ fuel: -1 }, [-1, 0, 0, 0], { max_depth: 2**32 }, { max_memory: 2**64 }, { max_output: "9" }].each do |l|
+      e = assert_raises(::ArgumentError) { t.render({}, limits: l) }
+      assert_match(/Tpl::Limits: (fuel|max_depth|max_memory|max_output) must be/, e.message)
+    end
+    assert_equal "1", t.render({}, limits: { fuel: 1000, max_depth: 2**32 - 1 })
+  end
+
   def test_large_integers_cross_exactly
     t = Tpl::Template.new("{{ n }} {{ n + 1 }} {{ m }}")
     assert_equal "1180591620717411303424 1180591620717411303425 -9223372036854775809", t.render(n: 2**70, m: -2**63 - 1)

@@ -657,3 +657,11 @@ def test_endless_iterable_stops_at_the_memory_limit():
     # a finite one of the same kind still renders
     assert tpl.Template("{{ x|list|length }}", limits={"max_memory": 1 << 20}).render(
         x=(i for i in range(50000))) == "50000"
+
+
+def test_limits_out_of_range_refused():
+    # a negative or too large limit is a ValueError naming it (it wrapped to a huge unsigned one)
+    for kw in ({"fuel": -1}, {"max_depth": 2**32}, {"max_memory": 2**64}, {"max_output": -5}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            tpl.Template("{{ 1 }}").render_with({}, limits=kw)
+    assert tpl.Template("{{ 1 }}").render_with({}, limits=tpl.Limits(fuel=1000, max_depth=2**32 - 1)) == "1"
