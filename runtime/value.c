@@ -595,9 +595,11 @@ tpl_value *tpl_map_get(const tpl_map *m, tpl_value key)
          * entries compared by length and bytes, without hashing the key first (equal keys have
          * equal hashes, so the hash only filters; a string equals only a string, a Symbol's
          * bytes included, as keys_equal says) */
-        for (tpl_entry *e = m->e, *end = m->e + m->len; e < end; e++)
+        for (uint32_t i = 0; i < m->len; i++) { /* by index: an empty map's e may be NULL */
+            tpl_entry *e = &m->e[i];
             if (e->key.type == TPL_T_STR && e->key.len == key.len && tpl_mem_eq(e->key.u.s, key.u.s, key.len))
                 return &e->val;
+        }
         return NULL;
     }
     uint32_t at;
