@@ -277,6 +277,9 @@ typedef struct tpl_options {
 } tpl_options;
 
 #define TPL_DEFAULT_COMPILE_MEMORY (1ull << 30)
+/* tpl_limits.max_memory when 0: the render arena's default bytes (a host sizing its own buffers
+ * by the limit, e.g. how many items of a host iterable to read, uses the same figure) */
+#define TPL_DEFAULT_MAX_MEMORY (256ull << 20)
 
 /* Fills *o with the named profile for the syntax (keeping o's loader and loader_data); returns
  * TPL_ERR_USAGE for an unknown name, a profile that does not apply to the syntax ("jinja2" and

@@ -801,7 +801,7 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
  * each item takes a value's 16 bytes in the render's arena at least. */
 static uint64_t max_items(const tpl_limits *lim)
 {
-    uint64_t mem = lim && lim->max_memory ? lim->max_memory : (uint64_t)256 << 20;
+    uint64_t mem = lim && lim->max_memory ? lim->max_memory : TPL_DEFAULT_MAX_MEMORY;
     return mem / 16;
 }
 

@@ -84,7 +84,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     if (!l.fuel) l.fuel = 20000000ull;
     if (!l.max_depth) l.max_depth = 200;
     if (!l.max_output) l.max_output = 64ull << 20;
-    if (!l.max_memory) l.max_memory = 256ull << 20;
+    if (!l.max_memory) l.max_memory = TPL_DEFAULT_MAX_MEMORY;
     vm->limits = l;
     vm->fuel = l.fuel;
     tpl_arena_init(&vm->arena, l.max_memory);

@@ -821,7 +821,7 @@ struct drain { VALUE items; uint64_t max; };
 static VALUE drain_i(RB_BLOCK_CALL_FUNC_ARGLIST(x, data))
 {
     struct drain *d = (struct drain *)data;
-    uint64_t max = d->max ? d->max : (UINT64_C(256) << 20) / 16;
+    uint64_t max = d->max ? d->max : TPL_DEFAULT_MAX_MEMORY / 16;
     if ((uint64_t)RARRAY_LEN(d->items) >= max)
         rb_raise(rb_const_get(mod_tpl(), rb_intern("LimitError")),
                  "tpl: an Enumerable of more than %llu items (the render's memory limit)", (unsigned long long)max);
