@@ -147,6 +147,18 @@ echo secret > victim.txt
 check "a symlink planted at the old temporary name is not followed" '[ "$(cat victim.txt)" = secret ] && [ "$(cat out.txt)" = "Hi 1" ]'
 check "no temporary file is left" '[ -z "$(ls -a | grep "^\.out\.txt\.")" ]'
 rm -f out.txt.tmp.*
+# a signal while the temporary file exists (^C, kill, a hangup): it is renamed or unlinked first
+printf '{%% for i in range(600000) %%}line {{ i }} xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n{%% endfor %%}' > big.jinja
+for sig in TERM INT HUP; do
+  mkdir "sig$sig"
+  # a job started from a script ignores SIGINT: the subshell restores the default action
+  ( trap - INT; exec timeout 60 "$tplc" render big.jinja --fuel 100000000 -o "sig$sig/out.txt" ) 2>/dev/null & p=$!
+  for i in $(seq 600); do [ -n "$(ls -A "sig$sig")" ] && break; sleep 0.02; done
+  kill -"$sig" $p 2>/dev/null
+  wait $p 2>/dev/null
+  check "SIG$sig during -o leaves no temporary file" '[ -z "$(ls -A "sig$sig" | grep -v "^out\.txt$")" ]'
+done
+rm -rf big.jinja sigTERM sigINT sigHUP
 echo old > log.txt
 timeout 10 "$tplc" render a.jinja --state s.json -o /dev/stdout >> log.txt; rc=$?
 check "-o /dev/stdout >> log.txt appends" '[ $rc -eq 0 ] && [ "$(cat log.txt)" = "$(printf "old\nHi 1")" ]'

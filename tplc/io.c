@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,8 +327,27 @@ static int write_output(const char *path, tplc_payload *pl)
     if (!tmp) { free(target); errno = ENOMEM; return -1; }
     memcpy(tmp, target, dl);
     snprintf(tmp + dl, bl + 16, ".%s.XXXXXX", base);
+    /* The signals that end a run from outside (a terminal's ^C, kill, a hangup, a file size
+     * limit) wait while the temporary file exists: it is renamed or unlinked first, and a pending
+     * signal is delivered when they are unblocked below, so no `.FILE.XXXXXX` is left behind.
+     * Blocking (no handler) needs no state outside this call. The render has already run. */
+    sigset_t block, saved;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    sigaddset(&block, SIGXFSZ);
+    sigprocmask(SIG_BLOCK, &block, &saved);
     int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a planted link is never followed */
-    if (fd < 0) { free(tmp); free(target); return -1; }
+    if (fd < 0) {
+        int e = errno;
+        sigprocmask(SIG_SETMASK, &saved, NULL);
+        free(tmp);
+        free(target);
+        errno = e;
+        return -1;
+    }
     mode_t mode;
     if (exists) mode = st.st_mode & 07777;
     else {
@@ -342,7 +362,17 @@ static int write_output(const char *path, tplc_payload *pl)
     if (close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
     if (rc == 0 && rename(tmp, target) != 0) { rc = -1; e = errno; }
     if (rc != 0) unlink(tmp);
-    else {
+    if (rc != 0 && e == EFBIG) {
+        /* past the file size limit: the write failed with EFBIG, reported as a write error like a
+         * full disk, and the SIGXFSZ it raised is taken rather than delivered */
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        struct timespec now = { 0, 0 };
+        (void)sigtimedwait(&xfsz, NULL, &now);
+    }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    if (rc == 0) {
         /* the rename itself: best effort */
         char *dir = dl ? strndup(target, dl) : strdup(".");
         int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
