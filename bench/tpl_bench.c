@@ -86,11 +86,11 @@ void *realloc(void *p, size_t n)
  * tpl_compile of the source (a native view's compile happens at build time). Workloads without a
  * native view, and other dialects, print no line. */
 #ifdef TPL_BENCH_NATIVE
-extern const struct tpl_static_program tpl_native_w1_agent, tpl_native_w2_loop, tpl_native_w3_static,
-    tpl_native_w4_chat, tpl_native_w5_format;
+extern const struct tpl_static_program tpl_view_w1_agent, tpl_view_w2_loop, tpl_view_w3_static,
+    tpl_view_w4_chat, tpl_view_w5_format;
 static const struct { const char *w; const tpl_static_program *p; } tb_native[] = {
-    { "w1_agent", &tpl_native_w1_agent }, { "w2_loop", &tpl_native_w2_loop }, { "w3_static", &tpl_native_w3_static },
-    { "w4_chat", &tpl_native_w4_chat }, { "w5_format", &tpl_native_w5_format },
+    { "w1_agent", &tpl_view_w1_agent }, { "w2_loop", &tpl_view_w2_loop }, { "w3_static", &tpl_view_w3_static },
+    { "w4_chat", &tpl_view_w4_chat }, { "w5_format", &tpl_view_w5_format },
 };
 
 static const tpl_static_program *tb_native_view(const char *w, const char *dialect)

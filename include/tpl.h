@@ -693,7 +693,11 @@ TPL_API tpl_status tpl_program_load(const char *name, const void *data, size_t l
  * bytecode, constants, names, spans and macros as const arrays, and the builtins the code calls
  * by name (the code's builtin operands index that table, as in a .tplb, so the file does not
  * depend on the order of the library's builtin list). A host links the file and calls
- * tpl_program_load_static(&SYMBOL, ...). `symbol` must be a C identifier (else TPL_ERR_USAGE).
+ * tpl_program_load_static(&SYMBOL, ...). `symbol` must be a C identifier the file can define
+ * (else TPL_ERR_USAGE): not a C11, C23 or GNU keyword, not `main`, no leading `_`, not a macro or
+ * type of the C headers the file includes (`NULL`, `stdout`, `bool`, `size_t`, `INT8_MAX`, ...),
+ * not in tpl's namespace `tpl_`/`TPL_` (`tpl_view_...` is allowed). A libc or libtpl function of
+ * the same name is not detected here (`tplc compile` refuses those too).
  * flags as for tpl_program_save. On TPL_OK *out is a malloc'd NUL-terminated string of *len bytes
  * the caller frees with free(). NULL p, symbol, out or len: TPL_ERR_USAGE. */
 TPL_API tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned flags, char **out, size_t *len);

@@ -822,7 +822,24 @@ static void c_value(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id
     }
 }
 
-/* A C identifier that is not a C11 keyword (the generated file must compile). */
+/* Whether s starts with prefix and ends with one of the suffixes. */
+static bool pre_suf(const char *s, const char *prefix, const char *const *suf, size_t nsuf)
+{
+    size_t pl = strlen(prefix), n = strlen(s);
+    if (strncmp(s, prefix, pl) != 0) return false;
+    for (size_t i = 0; i < nsuf; i++) {
+        size_t sl = strlen(suf[i]);
+        if (n >= pl + sl && strcmp(s + n - sl, suf[i]) == 0) return true;
+    }
+    return false;
+}
+
+/* A symbol the generated file can define, so that it compiles and links (gcc and clang, -std=c11 or
+ * the default gnu mode): a C identifier that is not a keyword (C11, C23 and GNU's asm/typeof), not
+ * `main`, not reserved to the implementation (a leading `_`), not a macro or
+ * type of the headers the file includes (stdio.h, stddef.h, stdint.h, stdbool.h, string.h) and not
+ * in tpl's namespace (`tpl_`, `TPL_`; `tpl_view_`, the default symbols' prefix, is the host's).
+ * The library's own functions and libc's are refused by `tplc compile`, which can look them up. */
 static bool c_ident(const char *s)
 {
     static const char *const keywords[] = {
@@ -831,13 +848,32 @@ static bool c_ident(const char *s)
         "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
         "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary",
         "_Noreturn", "_Static_assert", "_Thread_local",
+        /* C23 and GNU C */
+        "alignas", "alignof", "bool", "constexpr", "false", "nullptr", "static_assert", "thread_local", "true",
+        "typeof", "typeof_unqual", "asm",
+        /* not keywords, but taken: the program's entry, the included headers' macros and types, and
+         * the system names gcc and clang predefine in gnu mode */
+        "main", "FILE", "va_list", "NULL", "EOF", "BUFSIZ", "FILENAME_MAX", "FOPEN_MAX", "L_ctermid",
+        "L_tmpnam", "P_tmpdir", "SEEK_CUR", "SEEK_END", "SEEK_SET", "SEEK_DATA", "SEEK_HOLE", "TMP_MAX",
+        "offsetof", "stderr", "stdin", "stdout", "errno", "linux", "unix", "i386", "SIZE_MAX",
+        "RENAME_NOREPLACE", "RENAME_EXCHANGE", "RENAME_WHITEOUT", "size_t", "ssize_t", "off_t", "off64_t",
+        "fpos_t", "fpos64_t", "ptrdiff_t", "wchar_t", "wint_t", "max_align_t", "locale_t", "mbstate_t",
     };
-    if (!s || !*s || (*s >= '0' && *s <= '9')) return false;
-    for (const char *c = s; *c; c++)
+    static const char *const limit_suffixes[] = { "_MAX", "_MIN", "_C", "_WIDTH" };
+    if (!s || !*s || (*s >= '0' && *s <= '9') || *s == '_') return false;
+    size_t n = 0;
+    for (const char *c = s; *c; c++, n++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
             return false;
     for (size_t i = 0; i < sizeof keywords / sizeof *keywords; i++)
         if (strcmp(s, keywords[i]) == 0) return false;
+    static const char *const t_suffix[] = { "_t" };
+    if (pre_suf(s, "int", t_suffix, 1) || pre_suf(s, "uint", t_suffix, 1)) return false; /* int8_t, uintptr_t, ... */
+    if ((strncmp(s, "tpl_", 4) == 0 && strncmp(s, "tpl_view_", 9) != 0) || strncmp(s, "TPL_", 4) == 0) return false;
+    /* stdint.h's and stddef.h's limit macros: INT8_MAX, UINT64_C, PTRDIFF_MIN, WCHAR_MAX, ... */
+    static const char *const limit_prefixes[] = { "INT", "UINT", "PTRDIFF_", "SIG_ATOMIC_", "SIZE_", "WCHAR_", "WINT_" };
+    for (size_t i = 0; i < sizeof limit_prefixes / sizeof *limit_prefixes; i++)
+        if (pre_suf(s, limit_prefixes[i], limit_suffixes, sizeof limit_suffixes / sizeof *limit_suffixes)) return false;
     return true;
 }
 

@@ -80,6 +80,24 @@ printf '{{ tr("Hello") }}' > "$tmp/io/t.jinja"
 check "tr-extract refuses a .tplb (it keeps no record of tr() calls)" '[ $? -eq 2 ] && [ ! -e "$tmp/io/cat.json" ] && grep -q "not a .tplb" "$tmp/io/err"'
 "$tplc" compile "$tmp/io/a.jinja" --emit c --name int -o "$tmp/io/int.c" 2>/dev/null
 check "--name refuses a C keyword" '[ $? -eq 2 ] && [ ! -e "$tmp/io/int.c" ]'
+# --name: a symbol the generated C cannot define is refused (exit 2, nothing written); every accepted
+# one compiles (gcc -std=c11 and the default gnu mode): main, libc's and libtpl's functions and
+# variables, the included headers' macros and types, reserved names, tpl's namespace, GNU/C23 keywords
+inc="$(cd "$(dirname "$0")/.." && pwd)/include"
+cc_=${CC:-cc}
+if command -v "$cc_" >/dev/null; then
+  for nm in main printf getline fileno strdup memcpy environ stdout errno NULL EOF bool true size_t uint32_t FILE \
+            INT8_MAX UINT64_C SIZE_MAX linux unix asm typeof _x __x tpl_render tpl_native_step tpl_static_name \
+            tpl_program TPL_OK; do
+    rm -f "$tmp/io/n.c"
+    "$tplc" compile "$tmp/io/a.jinja" --emit c --native --name "$nm" -o "$tmp/io/n.c" 2>"$tmp/io/err"
+    check "--name $nm is refused" '[ $? -eq 2 ] && [ ! -e "$tmp/io/n.c" ] && grep -q "not a symbol the generated C can define" "$tmp/io/err"'
+  done
+  for nm in view data name code str tpl_view_x front_desk2; do
+    "$tplc" compile "$tmp/io/a.jinja" --emit c --native --name "$nm" -o "$tmp/io/n.c"
+    check "--name $nm compiles (c11 and gnu)" '"$cc_" -std=c11 -Wall -Wextra -Werror -I"$inc" -c "$tmp/io/n.c" -o "$tmp/io/n.o" && "$cc_" -Werror -I"$inc" -c "$tmp/io/n.c" -o "$tmp/io/n.o"'
+  done
+fi
 "$tplc" render "$tmp/io/a.jinja" --state "$tmp/io/s.json" --golden "$tmp/io/s.json" 2>/dev/null
 check "--state with --golden is a usage error" '[ $? -eq 2 ]'
 "$tplc" render "$tmp/io/a.jinja" --case 1 2>/dev/null

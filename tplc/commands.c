@@ -786,6 +786,23 @@ static void default_symbol(const char *tpl, char *out, size_t cap)
     out[k] = 0;
 }
 
+/* Whether the generated file's symbol, or one of the file-scope arrays named after it, is already
+ * a function or variable of this process (libc, libtpl, the libraries they load): the file would
+ * not compile (a declaration of a header it includes) or would interpose the library's symbol
+ * when linked. The generated file's other checks are tpl_program_emit_c's. */
+static bool taken_symbol(const char *sym)
+{
+    static const char *const suffixes[] = { "", "_builtins", "_code", "_consts", "_names", "_spans",
+                                            "_macros", "_source", "_native" };
+    char buf[256];
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        if ((size_t)snprintf(buf, sizeof buf, "%s%s", sym, suffixes[i]) >= sizeof buf) return false;
+        dlerror();
+        if (dlsym(RTLD_DEFAULT, buf) || !dlerror()) return true;
+    }
+    return false;
+}
+
 /* tplc compile: a .tplb, or C source with --emit c (written atomically: a failed compile leaves
  * any previous output untouched); the depfile only once the output is written. */
 int tplc_compile(const tplc_opts *o)
@@ -813,9 +830,15 @@ int tplc_compile(const tplc_opts *o)
         else if (w != 0) { errno = e; rc = write_error(o->out); }
         else rc = 0;
     } else {
-        tpl_status st = tpl_program_emit_c(prog, o->name ? o->name : symbol, fl, (char **)&data, &n);
+        const char *sym = o->name ? o->name : symbol;
+        tpl_status st = taken_symbol(sym) ? TPL_ERR_USAGE : tpl_program_emit_c(prog, sym, fl, (char **)&data, &n);
         tpl_program_free(prog);
-        if (st == TPL_ERR_USAGE) { fprintf(stderr, "tplc compile: --name must be a C identifier (not a keyword)\n"); rc = EXIT_USAGE; }
+        if (st == TPL_ERR_USAGE) {
+            fprintf(stderr, "tplc compile: --name %s: not a symbol the generated C can define (it must be a C identifier, not a keyword, "
+                    "not main, not reserved (_X), not a macro or type of the C headers or tpl_ / TPL_ (tpl_view_ is free), "
+                    "not a function or variable of libc, libtpl or the libraries they load)\n", sym);
+            rc = EXIT_USAGE;
+        }
         else if (st != TPL_OK) { fprintf(stderr, "tplc: out of memory\n"); rc = EXIT_USAGE; }
         else rc = write_out(o->out, data, n);
     }
