@@ -65,15 +65,17 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
         set_msg(msg, cap, sqlite3_errmsg(q->h));
         return rc == SQLITE_NOMEM ? DB_NOMEM : DB_FAIL;
     }
+    /* SQLITE_STATIC: the parameters are the caller's and outlive the statement's use (it is reset
+     * and its bindings cleared before returning), so a large row is not copied once more */
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
         int k = (int)i + 1;
         if (params[i].kind == DB_NULL) rc = sqlite3_bind_null(st, k);
-        else if (params[i].kind == DB_BLOB) rc = sqlite3_bind_blob64(st, k, params[i].p, params[i].len, SQLITE_TRANSIENT);
-        else rc = sqlite3_bind_text64(st, k, params[i].p, params[i].len, SQLITE_TRANSIENT, SQLITE_UTF8);
+        else if (params[i].kind == DB_BLOB) rc = sqlite3_bind_blob64(st, k, params[i].p, params[i].len, SQLITE_STATIC);
+        else rc = sqlite3_bind_text64(st, k, params[i].p, params[i].len, SQLITE_STATIC, SQLITE_UTF8);
     }
     if (rc != SQLITE_OK) {
         set_msg(msg, cap, sqlite3_errmsg(q->h));
-        if (cached(q, st)) sqlite3_reset(st);
+        if (cached(q, st)) { sqlite3_reset(st); sqlite3_clear_bindings(st); }
         else sqlite3_finalize(st);
         return DB_FAIL;
     }

@@ -306,7 +306,7 @@ static char *json_of_strs(const char *const *v, size_t n)
 }
 
 /* Row i of r as a prompt; its columns start at column `at`, in C_* order (C_DICTS included). */
-static tpl_store_status fill_row(tpl_store *s, const db_res *r, size_t i, size_t at, tpl_store_prompt *p)
+static tpl_store_status fill_row(tpl_store *s, db_res *r, size_t i, size_t at, tpl_store_prompt *p)
 {
     memset(p, 0, sizeof *p);
     if (r->ncols < at + C_TPLB) return fail(s, TPL_STORE_IO, "store: a prompt row has %zu columns", r->ncols);
@@ -316,8 +316,10 @@ static tpl_store_status fill_row(tpl_store *s, const db_res *r, size_t i, size_t
     p->version = strtoll(CELL(C_VERSION), NULL, 10);
     syntax_parse(CELL(C_SYNTAX), &p->syntax);
     p->name = dup_cell(r, i, at + C_NAME);
-    p->source = dup_cell(r, i, at + C_SOURCE);
+    /* the source, which may be large, is moved out of the result (the caller frees the rest) */
     p->source_len = db_cell_len(r, i, at + C_SOURCE);
+    p->source = r->cell[i * r->ncols + at + C_SOURCE];
+    r->cell[i * r->ncols + at + C_SOURCE] = NULL;
     p->profile = dup_cell(r, i, at + C_PROFILE);
     p->lang = dup_cell(r, i, at + C_LANG);
     p->created_at = dup_cell(r, i, at + C_CREATED);
