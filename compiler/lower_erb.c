@@ -655,7 +655,7 @@ static const char *const fresh_methods[] = { "length", "size", "count", "empty?"
     "match?", "any?", "all?", "none?", "one?", "is_a?", "kind_of?", "instance_of?", "respond_to?", "class", "hash",
     "format", "ord", "chr", "abs", "round", "floor", "ceil", "even?", "odd?", "zero?", "between?", "frozen?", "equal?",
     "eql?", "encoding", "unpack", "unpack1", "pack", "keys", "+@", "-@", "downcase", "delete_prefix",
-    "delete_suffix", "unicode_normalize", "encode", "object_id", "sprintf", "each_char", "each_line", NULL };
+    "delete_suffix", "unicode_normalize", "encode", "object_id", "sprintf", "each_char", "each_line", "dump", NULL };
 /* methods whose result may be one of the receiver's items (or an argument) */
 static const char *const item_methods[] = { "first", "last", "[]", "at", "fetch", "dig", "min", "max", "min_by", "max_by",
     "find", "detect", "sample", "shift", "pop", "delete", "delete_at", "slice", "inject", "reduce", "each_with_object",
@@ -829,6 +829,10 @@ static bool link_leaves(const tpl_node *e, const tpl_node **out, int *n, bool *l
     case TPL_N_CONDEXPR:
         return link_leaves(e->b, out, n, lit, depth + 1) && link_leaves(e->c, out, n, lit, depth + 1);
     case TPL_N_RMETHOD:
+        /* Array(x) is x itself when x is an Array (Kernel#Array: puppetlabs-apache's
+         * `@dest_a = Array(@dest); @dest_a[i] ||= ...`), else a new array */
+        if (!e->a && name_is(e->val, "Array") && e->b && e->b->kind == TPL_N_ARG && !e->b->next && !e->c)
+            return link_leaves(e->b->a, out, n, lit, depth + 1);
         return e->a && !e->b && !e->c && in_set(e->val, link_methods) && link_leaves(e->a, out, n, lit, depth + 1);
     default:
         return false;
@@ -855,7 +859,7 @@ static void link_scan(erb_low *L, const tpl_node *e, uint32_t scope, int depth)
         link_scan(L, e->c, scope, depth + 1);
         return;
     case TPL_N_RMETHOD:
-        link_scan(L, e->a, scope, depth + 1);
+        link_scan(L, e->a ? e->a : e->b->a, scope, depth + 1);
         return;
     default:
         own_scan(L, e, scope, 2, depth + 1);

@@ -258,6 +258,8 @@ expr(A) ::= arg(E). { A = E; }
 expr(A) ::= expr(L) AND(T) expr(R). { A = NODE(AND, T.off, L, R); }
 expr(A) ::= expr(L) OR(T) expr(R). { A = NODE(OR, T.off, L, R); }
 expr(A) ::= NOT(T) expr(E). { A = not_(ctx, E, T.off); }
+/* `! x.include? y`: Ruby's expr '!' command_call */
+expr(A) ::= BANG(T) command(C). { A = not_(ctx, C, T.off); }
 
 command(A) ::= CMD(T) call_args(L). { A = method(ctx, NULL, T, L, T.off); }
 command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.off); }
