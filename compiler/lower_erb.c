@@ -138,7 +138,7 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
 }
 
 static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
-    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", "File",
+    "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", "File", "JSON",
     /* exception classes (rescue, raise) */
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
@@ -1536,6 +1536,27 @@ static void call(erb_low *L, tpl_node *n, bool used)
          !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))) {
         tpl_c_error(C, n->off, "unsupported Ruby construct: %s%.*s (random: a tpl render is a function of its state; "
                     "pass the choice in the state)", n->a ? "Array#" : "Kernel#", (int)n->val.len, n->val.u.s);
+        return;
+    }
+    if (n->a && n->a->kind == TPL_N_RCONSTNAME && name_is(n->a->val, "JSON") &&
+        (name_is(n->val, "generate") || name_is(n->val, "pretty_generate") || name_is(n->val, "dump")) &&
+        n->b && n->b->next) {
+        tpl_c_error(C, n->b->next->off,
+                    "unsupported Ruby construct: JSON.%.*s with generator options (tpl writes json's defaults)",
+                    (int)n->val.len, n->val.u.s);
+        return;
+    }
+    /* require/require_relative: a library beyond Ruby's core (tpl has its core and JSON, already loaded) */
+    if (!n->a && (name_is(n->val, "require") || name_is(n->val, "require_relative") || name_is(n->val, "load")) &&
+        !def_find(L, n->val, false) && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL)) {
+        const tpl_node *lib = n->b && n->b->kind == TPL_N_ARG && !n->b->next ? n->b->a : NULL;
+        if (name_is(n->val, "require") && !n->c && lib && lib->kind == TPL_N_CONST && lib->val.type == TPL_T_STR &&
+            (name_is(lib->val, "json") || name_is(lib->val, "erb"))) {
+            if (used) tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(false)), 1);   /* already loaded */
+            return;
+        }
+        tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (libraries beyond Ruby's core: tpl has the core and JSON)",
+                    (int)n->val.len, n->val.u.s);
         return;
     }
     if (n->a && !n->b && !n->c && name_is(n->val, "cycle")) {

@@ -979,3 +979,101 @@ bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent)
                    .isep = indent < 0 ? ", " : ",", .ksep = ": "};
     return json_dumps(b, v, &o);
 }
+
+/* ------------------------------------------------------------------ Ruby JSON */
+
+/* Ruby's JSON generator (json 2.6, Ruby 3.1's: JSON.generate, JSON.dump, Object#to_json, and with pretty
+ * JSON.pretty_generate): strings escaped as json.dumps with ensure_ascii off ('"', '\\', C0 controls;
+ * not '/', U+2028 or 0x7F), nil null, numbers as Ruby prints them (1.0e+20), a Hash's keys by to_s,
+ * other objects (a Range, a Regexp, a class) as their to_s string. Pretty: two-space indent, "key": value,
+ * and json 2.6's empty forms ("[\n\n<indent>]", "{\n<indent>}"). Returns 0, or 1 with *bad set for a NaN or
+ * infinite Float, 2 for nesting past 100 levels (JSON::NestingError), 3 when a host object's printing
+ * failed. */
+static int rb_json(tpl_sb *b, tpl_value v, bool pretty, int depth, double *bad)
+{
+    static const json_opts o = {.ascii = false, .indent = -1};
+    if (b->failed) return 0;
+    switch (v.type) {
+    case TPL_T_UNDEF: case TPL_T_UNSET: case TPL_T_NONE:
+        tpl_sb_puts(b, "null");
+        return 0;
+    case TPL_T_BOOL:
+        tpl_sb_puts(b, v.u.i ? "true" : "false");
+        return 0;
+    case TPL_T_INT:
+        put_int(b, v.u.i);
+        return 0;
+    case TPL_T_BIGINT:
+        put_big(b, v, false);
+        return 0;
+    case TPL_T_FLOAT:
+        if (isnan(v.u.f) || isinf(v.u.f)) { *bad = v.u.f; return 1; }
+        put_float(b, v.u.f, true);
+        return 0;
+    case TPL_T_STR:
+        if (!(v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) { json_str(b, v.u.s, v.len, &o); return 0; }
+        break;
+    case TPL_T_LIST:
+        if (v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)) break;
+        if (depth >= 100) return 2;
+        tpl_sb_putc(b, '[');
+        if (pretty) tpl_sb_putc(b, '\n');
+        for (uint32_t k = 0; k < v.u.list->len && !b->failed; k++) {
+            if (k) tpl_sb_puts(b, pretty ? ",\n" : ",");
+            for (int i = 0; pretty && i <= depth; i++) tpl_sb_puts(b, "  ");
+            int r = rb_json(b, v.u.list->items[k], pretty, depth + 1, bad);
+            if (r) return r;
+        }
+        if (pretty) {
+            tpl_sb_putc(b, '\n');
+            for (int i = 0; i < depth; i++) tpl_sb_puts(b, "  ");
+        }
+        tpl_sb_putc(b, ']');
+        return 0;
+    case TPL_T_MAP: {
+        const tpl_map *m = v.u.map;
+        if (depth >= 100) return 2;
+        tpl_sb_putc(b, '{');
+        for (uint32_t k = 0; k < m->len && !b->failed; k++) {
+            if (k) tpl_sb_putc(b, ',');
+            if (pretty) {
+                tpl_sb_putc(b, '\n');
+                for (int i = 0; i <= depth; i++) tpl_sb_puts(b, "  ");
+            }
+            tpl_value key = m->e[k].key;
+            if (key.type == TPL_T_STR) {
+                json_str(b, key.u.s, key.len, &o);
+            } else {
+                tpl_sb t;
+                tpl_sb_init(&t, b->arena);
+                tpl_rb_to_s(&t, key);
+                if (t.failed) { b->failed = true; return 0; }
+                json_str(b, t.p ? t.p : "", t.len, &o);
+            }
+            tpl_sb_puts(b, pretty ? ": " : ":");
+            int r = rb_json(b, m->e[k].val, pretty, depth + 1, bad);
+            if (r) return r;
+        }
+        if (pretty) {
+            tpl_sb_putc(b, '\n');
+            for (int i = 0; i < depth; i++) tpl_sb_puts(b, "  ");
+        }
+        tpl_sb_putc(b, '}');
+        return 0;
+    }
+    default:
+        break;
+    }
+    /* anything else: its to_s, as a JSON string */
+    tpl_sb t;
+    tpl_sb_init(&t, b->arena);
+    tpl_rb_to_s(&t, v);
+    if (t.failed) { b->failed = true; return 3; }
+    json_str(b, t.p ? t.p : "", t.len, &o);
+    return 0;
+}
+
+int tpl_rb_json(tpl_sb *b, tpl_value v, bool pretty, double *bad)
+{
+    return rb_json(b, v, pretty, 0, bad);
+}

@@ -210,6 +210,10 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v);
  * render's error is set and b fails. */
 void tpl_hobj_print(tpl_sb *b, tpl_value v, bool repr);
 void tpl_rb_inspect(tpl_sb *b, tpl_value v);
+/* Ruby's JSON.generate (pretty: JSON.pretty_generate) of v, json 2.6 as in Ruby 3.1 (runtime/print.c).
+ * Returns 0; 1 for a NaN or infinite Float (*bad: it; JSON::GeneratorError), 2 for nesting past 100 levels
+ * (JSON::NestingError), 3 when a host object's printing failed (the render's error is set). */
+int tpl_rb_json(tpl_sb *b, tpl_value v, bool pretty, double *bad);
 /* json.dumps(v, ensure_ascii, indent (<0 = None), separators (NULL = default), sort_keys).
  * Returns false (and sets nothing) when a value can't be serialised (undefined, callable). */
 bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const char *item_sep,

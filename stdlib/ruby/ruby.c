@@ -1020,6 +1020,37 @@ static int erb_util_method(tpl_vm *vm, const char *name, size_t n, tpl_value *ar
     return 0;
 }
 
+/* JSON text of v as Ruby's json 2.6 writes it (runtime/print.c tpl_rb_json), or its error. */
+static int rb_json_value(tpl_vm *vm, tpl_value v, bool pretty, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    double bad = 0;
+    int r = tpl_rb_json(&b, v, pretty, &bad);
+    if (r == 1)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%d: %s not allowed in JSON (JSON::GeneratorError)", isnan(bad) ? 1003 : 1000,
+                            isnan(bad) ? "NaN" : bad > 0 ? "Infinity" : "-Infinity");
+    if (r == 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "nesting of 100 is too deep (JSON::NestingError)");
+    if (r == 3) return -1;
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* JSON.generate(obj) / JSON.dump(obj) / JSON.pretty_generate(obj): JSON's module functions (loaded in Puppet,
+ * Chef and the oracle's view); generator options are refused. */
+static int json_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+    bool pretty = n == 15 && memcmp(name, "pretty_generate", 15) == 0;
+    if (!pretty && !(n == 8 && memcmp(name, "generate", 8) == 0) && !(n == 4 && memcmp(name, "dump", 4) == 0)) return 1;
+    if (npos != 1)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "JSON.%.*s with %s is not supported (only the object)", (int)n, name,
+                            npos ? "generator options" : "no argument");
+    return rb_json_value(vm, args[0], pretty, out);
+}
+
+int r_any_to_json(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_json_value(vm, a[0], false, out); }
+
 static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
@@ -1029,13 +1060,14 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return 0;
     }
     if (npos == 0 && IS("class")) {   /* a module's class is Module */
-        bool mod = CLS("ERB::Util") || CLS("Comparable") || CLS("Enumerable") || CLS("Kernel") || CLS("Math");
+        bool mod = CLS("ERB::Util") || CLS("Comparable") || CLS("Enumerable") || CLS("Kernel") || CLS("Math") || CLS("JSON");
         *out = mod ? tpl_v_str("Module", 6) : tpl_v_str("Class", 5);
         out->flags = TPL_F_CLASS_RB;
         return 0;
     }
     if (CLS("File")) return file_method(vm, name, n, args, npos, out);
     if (CLS("ERB::Util")) return erb_util_method(vm, name, n, args, npos, out);
+    if (CLS("JSON")) return json_method(vm, name, n, args, npos, out);
     if (IS("[]") && CLS("Array")) {   /* Array[a, b] */
         tpl_list *l = new_list(vm, npos < 4 ? 4 : (uint32_t)npos);
         if (!l) return oom(vm);
