@@ -2717,6 +2717,15 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
 int r_num_round(tpl_vm *vm, tpl_value *a, tpl_value *out) { return num_round(vm, a, out, 0); }
 int r_num_floor(tpl_vm *vm, tpl_value *a, tpl_value *out) { return num_round(vm, a, out, 1); }
 int r_num_ceil(tpl_vm *vm, tpl_value *a, tpl_value *out) { return num_round(vm, a, out, 2); }
+/* Integer#truncate(ndigits) / Float#truncate(ndigits): toward zero, floor for a positive number and ceil
+ * for a negative one (Ruby's int_truncate / flo_truncate); without ndigits, to_i */
+int r_num_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!tpl_given(a[1])) return r_num_to_i(vm, a, out);
+    tpl_value b[3] = { a[0], a[1], tpl_v_none() };
+    bool neg = a[0].type == TPL_T_INT ? a[0].u.i < 0 : a[0].type == TPL_T_FLOAT ? a[0].u.f < 0 : false;
+    return num_round(vm, b, out, neg ? 2 : 1);
+}
 
 int r_num_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -5352,7 +5361,15 @@ static int gcd_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out, bool lcm)
         if (x == 0 || y == 0) r = 0;
         else if (__builtin_mul_overflow(x / g, y, &r)) r = UINT64_MAX;
     }
-    if (r > INT64_MAX) return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+    if (r > INT64_MAX) {   /* past int64 (INT64_MIN's gcd with itself or 0, an lcm): Ruby's Bignum */
+        mpz_t x2, y2;
+        mpz_init_set_si(x2, a[0].u.i);
+        mpz_init_set_si(y2, a[1].u.i);
+        if (lcm) mpz_lcm(y2, x2, y2);
+        else mpz_gcd(y2, x2, y2);
+        mpz_clear(x2);
+        return tpl_big_result(vm, y2, out);
+    }
     *out = tpl_v_int((int64_t)r);
     return 0;
 }
