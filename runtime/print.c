@@ -152,18 +152,24 @@ static void put_big(tpl_sb *b, tpl_value v, bool py)
 
 /* The containers being printed, outermost first: detects cycles (printed as [...] / {...},
  * like Python and Ruby; an error for JSON) and bounds the recursion. */
-enum { MAX_NEST = 1000 }; /* as Python's recursion limit; the state nests at most 512 deep */
+enum { MAX_NEST = TPL_NEST_MAX }; /* below Python's recursion limit (value.h); the state nests at most 512 deep */
+
+const char tpl_nest_limit[] = "nest";
 
 typedef struct walker {
     int depth;
     const void *open[MAX_NEST];
 } walker;
 
-/* False when p is already open (a cycle) or nesting is too deep. */
-static bool w_enter(walker *w, const void *p)
+/* False when p is already open (a cycle) or nesting is too deep: then b is marked failed with the
+ * tpl_nest_limit address (Python's RecursionError; the caller's tpl_vm_sb_error says so). */
+static bool w_enter(tpl_sb *b, walker *w, const void *p)
 {
-    if (w->depth >= MAX_NEST)
+    if (w->depth >= MAX_NEST) {
+        b->address = tpl_nest_limit;
+        b->failed = true;
         return false;
+    }
     for (int k = 0; k < w->depth; k++)
         if (w->open[k] == p)
             return false;
@@ -249,7 +255,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w);
 /* dict.__repr__: {'a': 1, 'b': [2]}. */
 static void py_repr_dict(tpl_sb *b, const tpl_map *m, walker *w)
 {
-    if (!w_enter(w, m)) {
+    if (!w_enter(b, w, m)) {
         tpl_sb_puts(b, "{...}");
         return;
     }
@@ -325,7 +331,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
             tpl_sb_putc(b, ')');
             break;
         }
-        if (!w_enter(w, l)) {
+        if (!w_enter(b, w, l)) {
             tpl_sb_puts(b, tuple ? "(...)" : "[...]");
             break;
         }
@@ -571,7 +577,7 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             if (l->items[1].type != TPL_T_NONE) rb_inspect(b, l->items[1], w);
             break;
         }
-        if (!w_enter(w, l)) {
+        if (!w_enter(b, w, l)) {
             tpl_sb_puts(b, "[...]");
             break;
         }
@@ -587,7 +593,7 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
     }
     case TPL_T_MAP: {   /* Ruby 3.1 Hash#inspect: {"a"=>1, :b=>nil} */
         const tpl_map *m = v.u.map;
-        if (!w_enter(w, m)) {
+        if (!w_enter(b, w, m)) {
             tpl_sb_puts(b, "{...}");
             break;
         }
@@ -898,7 +904,7 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
             tpl_sb_puts(b, "[]");
             return true;
         }
-        if (!w_enter(w, l))
+        if (!w_enter(b, w, l))
             return false;
         bool ok = true;
         tpl_sb_putc(b, '[');
@@ -919,7 +925,7 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
         return ok;
     }
     case TPL_T_MAP: {
-        if ((v.flags & TPL_F_NS) || !w_enter(w, v.u.map))
+        if ((v.flags & TPL_F_NS) || !w_enter(b, w, v.u.map))
             return false;
         bool ok = json_dict(b, v.u.map, o, w);
         w_leave(w);

@@ -375,7 +375,6 @@ static bool int_eq_float(int64_t i, double f)
 
 static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at, uint64_t *fuel);
 
-enum { EQ_MAX_DEPTH = 500 };
 
 /* Python compares the items of a container (list ==, `in`, index(), dict keys: PyObject_RichCompareBool)
  * with an identity shortcut, so a NaN equals itself there though `nan == nan` is false; Ruby's
@@ -387,7 +386,9 @@ static bool same_nan(double x, double y)
     return isnan(x) && isnan(y) && memcmp(&x, &y, sizeof x) == 0;
 }
 
-/* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container). */
+/* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container), -2
+ * nested deeper than TPL_NEST_MAX (Python: RecursionError "maximum recursion depth exceeded in
+ * comparison"). */
 static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql)
 {
     if (eql && a.type != b.type && !(a.type == TPL_T_UNDEF && b.type == TPL_T_NONE) && !(a.type == TPL_T_NONE && b.type == TPL_T_UNDEF))
@@ -403,8 +404,8 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
         return tpl_big_cmp(a, b) == 0;
     if (a.type != b.type)
         return false;
-    if (depth > EQ_MAX_DEPTH)
-        return false;
+    if (depth >= TPL_NEST_MAX && (a.type == TPL_T_LIST || a.type == TPL_T_MAP))
+        return -2;
     switch (a.type) {
     case TPL_T_UNDEF:   /* Jinja2: Undefined.__eq__ is `type(self) is type(other)` */
     case TPL_T_NONE:

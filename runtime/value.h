@@ -282,10 +282,12 @@ bool tpl_equal(tpl_value a, tpl_value b);
 /* Ruby's eql? (the Hash key and Array#uniq/&/|/- test): tpl_equal without crossing types, so 1,
  * 1.0 and true differ; arrays and hashes element-wise by eql?. */
 bool tpl_eql(tpl_value a, tpl_value b);
-/* tpl_eql charging *fuel as tpl_equal_metered does: 1 eql, 0 not, -1 fuel exhausted. */
+/* tpl_eql charging *fuel as tpl_equal_metered does: 1 eql, 0 not, -1 fuel exhausted, -2 too deep. */
 int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 /* tpl_equal charging one unit of *fuel per container element compared (tpl_fuel_charge): 1
- * equal, 0 not, -1 fuel exhausted. Renders compare values through tpl_vm_equal (vm.h). */
+ * equal, 0 not, -1 fuel exhausted, -2 containers nested more than TPL_NEST_MAX deep (Python's
+ * RecursionError; tpl_equal and tpl_eql answer false there). Renders compare values through
+ * tpl_vm_equal (vm.h). */
 int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 /* tpl_equal_metered as Python's PyObject_RichCompareBool compares a container's items (`x in xs`,
  * index(), count(), list < list, sort keys): with its identity shortcut, so a NaN equals the
@@ -369,6 +371,15 @@ typedef struct tpl_sb {
     const char *address; /* Python printing: what was written that Python prints with its memory
                           * address ("function", "generator"; runtime/print.c), else NULL */
 } tpl_sb;
+
+/* tpl_sb.address marker (with failed set) of a walk over a value nested deeper than
+ * TPL_NEST_MAX containers (runtime/print.c): Python raises RecursionError there. */
+extern const char tpl_nest_limit[];
+/* The deepest nesting of containers tpl prints, serialises or compares (tpl_equal_metered): 900,
+ * below Python's recursion limit of 1000 less the frames of a render at a template's top level
+ * (Jinja2 3.1 on CPython 3.11 prints and compares 993 levels, tojson 987): deeper is
+ * RecursionError, never a different value. */
+enum { TPL_NEST_MAX = 900 };
 
 void tpl_sb_init(tpl_sb *b, tpl_arena *arena);
 bool tpl_sb_reserve(tpl_sb *b, size_t extra);

@@ -114,6 +114,7 @@ static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     int r = tpl_equal_metered(a, b, &vm->fuel);
+    if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
     if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
     return 0;
@@ -122,6 +123,7 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     int r = tpl_item_equal_metered(a, b, &vm->fuel);
+    if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
     if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
     return 0;
@@ -233,8 +235,22 @@ static char *format_int(char *end, int64_t i)
 
 /* Python's str() of an iterator or generator is its memory address ("<generator object
  * sync_do_map at 0x7f...>"): no two runs agree, so tpl refuses to print one. */
+int tpl_vm_nest_error(tpl_vm *vm, const char *while_)
+{
+    return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum recursion depth exceeded %s (containers nested more than %d deep)",
+                       while_, (int)TPL_NEST_MAX);
+}
+
+int tpl_vm_sb_error(tpl_vm *vm, const tpl_sb *b, const char *while_)
+{
+    if (b->address == tpl_nest_limit) return tpl_vm_nest_error(vm, while_);
+    if (b->failed) return tpl_vm_nomem(vm);
+    return tpl_print_address_error(vm, b->address);
+}
+
 int tpl_print_address_error(tpl_vm *vm, const char *what)
 {
+    if (what == tpl_nest_limit) return tpl_vm_nest_error(vm, "while getting the repr of an object");
     if (what == tpl_big_str_limit) return tpl_big_str_error(vm);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a value holding a %s: Python prints its memory address (<... at 0x...>)", what);
 }
@@ -279,8 +295,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
         tpl_py_str(&b, v);
-        if (b.failed) return oom(vm);
-        if (b.address) return tpl_print_address_error(vm, b.address);
+        if (b.failed || b.address) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
         return b.len ? out_put(vm, b.p, b.len) : 0; /* empty: b.p may be NULL */
     }
     }
@@ -296,8 +311,7 @@ static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
     tpl_sb_init(&b, &vm->arena);
     if (v.type == TPL_T_UNDEF && debug_undefined(vm, v)) tpl_stdlib.undefined_debug_str(&b, v);
     else tpl_py_str(&b, v);
-    if (b.failed) return oom(vm);
-    if (b.address) return tpl_print_address_error(vm, b.address);
+    if (b.failed || b.address) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }

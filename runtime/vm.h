@@ -183,6 +183,12 @@ int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
 /* The error for printing a value whose Python text holds a memory address (tpl_sb.address: a
  * function, a method, a cycler or joiner object, an iterator inside a container). */
 int tpl_print_address_error(tpl_vm *vm, const char *what);
+/* Python's RecursionError for a value nested more than TPL_NEST_MAX deep: "maximum recursion depth
+ * exceeded " + while_ ("in comparison", "while getting the repr of an object", ...). */
+int tpl_vm_nest_error(tpl_vm *vm, const char *while_);
+/* The error of a failed or marked printing builder (b->failed or b->address): too deep
+ * (tpl_nest_limit: tpl_vm_nest_error with while_), out of memory or fuel, or an address. */
+int tpl_vm_sb_error(tpl_vm *vm, const tpl_sb *b, const char *while_);
 
 /* ------------------------------------------------------------------ printing (runtime/print.c) */
 

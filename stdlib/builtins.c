@@ -477,10 +477,8 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
         tpl_undefined_debug_str(&b, v); /* DebugUndefined.__str__ */
     else
         tpl_py_str(&b, v);
-    if (b.failed)
-        return tpl_vm_nomem(vm);
-    if (b.address)
-        return tpl_print_address_error(vm, b.address);
+    if (b.failed || b.address)
+        return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }

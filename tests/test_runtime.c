@@ -512,15 +512,28 @@ static void test_py_print(tctx *t)
     tpl_value d = M(t, 1, S("a"), I(1));
     tpl_map_set(&t->a, d.u.map, S("self"), d);
     PY_STR(d, "{'a': 1, 'self': {...}}");
-    /* Deep nesting stays bounded. */
+    /* Deep nesting stays bounded: TPL_NEST_MAX lists print, one more is Python's RecursionError
+     * (the builder fails, marked tpl_nest_limit), never a "[...]" Python would not print. */
     tpl_value deep = L(t, 0);
-    for (int k = 0; k < 1000; k++)
+    for (int k = 1; k < TPL_NEST_MAX; k++)
         deep = L(t, 1, deep);
     tpl_sb b;
     tpl_sb_init(&b, NULL);
     tpl_py_str(&b, deep);
-    OK(!b.failed && b.len > 0);
+    OK(!b.failed && b.len == 2 * (size_t)TPL_NEST_MAX && !b.address);
     tpl_sb_free(&b);
+    deep = L(t, 1, deep);
+    tpl_sb_init(&b, NULL);
+    tpl_py_str(&b, deep);
+    OK(b.failed && b.address == tpl_nest_limit);
+    tpl_sb_free(&b);
+    tpl_value deep2 = L(t, 0), deep3 = L(t, 0);
+    for (int k = 1; k <= TPL_NEST_MAX; k++) {
+        deep2 = L(t, 1, deep2);
+        if (k < TPL_NEST_MAX) deep3 = L(t, 1, deep3);
+    }
+    OK(tpl_equal(deep, deep) && tpl_equal_metered(deep, deep2, NULL) == -2 && !tpl_equal(deep, deep2));
+    OK(tpl_equal_metered(deep3, L(t, 0), NULL) == 0 && tpl_equal_metered(deep3, deep3, NULL) == 1);
 
     /* Float repr: shortest round-trip digits (values checked against CPython). */
     static const struct {

@@ -55,7 +55,7 @@ static tpl_value mk_tuple(tpl_vm *vm, tpl_value x, tpl_value y)
 static int sb_done(tpl_vm *vm, tpl_sb *b, tpl_value *out)
 {
     if (b->failed)
-        return OOM();
+        return tpl_vm_sb_error(vm, b, "while getting the repr of an object");
     *out = tpl_sb_value(b);
     return 0;
 }
@@ -3334,6 +3334,8 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "do_tojson() got an unexpected keyword argument '%s'", extra[k]);
         ok = tpl_json_dumps_htmlsafe_s(&b, a[0], ind, ind_n);
     }
+    if (!ok && b.address == tpl_nest_limit)
+        return tpl_vm_nest_error(vm, "while encoding a JSON object");
     if (!ok) {
         tpl_value bad = a[0];
         json_bad(a[0], &bad, 0);

@@ -1398,6 +1398,7 @@ int r_any_instance_of_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int eq = tpl_eql_metered(a[0], a[1], tpl_vm_arena(vm)->fuel);
+    if (eq == -2) return tpl_vm_nest_error(vm, "in comparison");
     if (eq < 0) return tpl_vm_nomem(vm);
     *out = tpl_v_bool(eq == 1);
     return 0;
