@@ -733,6 +733,8 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
     switch (v.type) {
     case TPL_T_LIST: *out = v.u.list; return 0;
     case TPL_T_MAP: {
+        /* Jinja2's Namespace (namespace(), an imported template's module) has no __iter__ */
+        if (v.flags & TPL_F_NS) return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, v));
         tpl_map *m = v.u.map;
         tpl_list *l = tpl_list_new(&vm->arena, m->len);
         if (!l) return oom(vm);
@@ -1280,6 +1282,8 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = false;
         return 0;
     case TPL_T_MAP:
+        if (seq.flags & TPL_F_NS) /* a Namespace has no __contains__ nor __iter__ */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable", tpl_type_name(vm, seq));
         if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && item.aux != TPL_UNDEF_COND)
             return tpl_stdlib.undefined_error(vm, item);
         if ((item.type == TPL_T_LIST || item.type == TPL_T_MAP) && tpl_vm_check_hashable(vm, item) < 0) return -1;

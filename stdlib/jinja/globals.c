@@ -104,6 +104,8 @@ static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return OOM();
     if (args->len == 1) {
         tpl_value src = args->items[0];
+        if (src.type == TPL_T_MAP && (src.flags & TPL_F_NS)) /* Jinja2's Namespace is no mapping nor iterable */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, src));
         if (src.type == TPL_T_MAP) {
             for (uint32_t i = 0; i < src.u.map->len; i++)
                 if (!tpl_map_set(ar, m, src.u.map->e[i].key, src.u.map->e[i].val))
