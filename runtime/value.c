@@ -366,6 +366,16 @@ const char *tpl_memrmem(const char *h, size_t hn, const char *n, size_t nn)
 
 /* ------------------------------------------------------------------ equality */
 
+int tpl_cmp_int_float(int64_t i, double f)
+{
+    if (f >= 9223372036854775808.0) return -1; /* +inf too */
+    if (f < -9223372036854775808.0) return 1;  /* -inf too */
+    double t = trunc(f);                          /* exact, and in int64's range */
+    int64_t fi = (int64_t)t;
+    if (i != fi) return i < fi ? -1 : 1;
+    return f > t ? -1 : f < t ? 1 : 0;            /* the fraction decides */
+}
+
 /* Exact Python comparison of an int with a float (no rounding through double). */
 static bool int_eq_float(int64_t i, double f)
 {

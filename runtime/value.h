@@ -278,6 +278,10 @@ uint64_t tpl_hash_str(const char *s, size_t n);
 uint64_t tpl_hash_value(tpl_value v);
 
 /* Python `==`: numbers by value (True == 1), strings by bytes, containers element-wise. */
+/* Order of an integer and a finite or infinite float, exactly as Python's float_richcompare and
+ * Ruby's Integer#<=> compare them (no rounding of i to double: 2**53 + 1 > 2.0**53): -1 when
+ * i < f, 0 equal, 1 greater. f must not be NaN (callers treat NaN as unordered first). */
+int tpl_cmp_int_float(int64_t i, double f);
 bool tpl_equal(tpl_value a, tpl_value b);
 /* Ruby's eql? (the Hash key and Array#uniq/&/|/- test): tpl_equal without crossing types, so 1,
  * 1.0 and true differ; arrays and hashes element-wise by eql?. */

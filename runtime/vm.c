@@ -795,6 +795,8 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
     }
     if (is_numeric(a) && is_numeric(b)) {
         if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT) *cmp = a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
+        else if (a.type != TPL_T_FLOAT && !isnan(b.u.f)) *cmp = tpl_cmp_int_float(a.u.i, b.u.f);
+        else if (b.type != TPL_T_FLOAT && !isnan(a.u.f)) *cmp = -tpl_cmp_int_float(b.u.i, a.u.f);
         else {
             double x = as_double(a), y = as_double(b);
             *cmp = x < y ? -1 : x > y ? 1 : 0;

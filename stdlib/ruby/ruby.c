@@ -194,6 +194,8 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
         if (a.type == TPL_T_INT && b.type == TPL_T_INT) return a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
         double x = dbl(a), y = dbl(b);
         if (isnan(x) || isnan(y)) { *ok = false; return 0; }
+        if (a.type != TPL_T_FLOAT && b.type == TPL_T_FLOAT) return tpl_cmp_int_float(a.u.i, y); /* exact, as Integer#<=> */
+        if (a.type == TPL_T_FLOAT && b.type != TPL_T_FLOAT) return -tpl_cmp_int_float(b.u.i, x);
         return x < y ? -1 : x > y;
     }
     if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
