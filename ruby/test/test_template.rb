@@ -105,6 +105,31 @@ class TestTemplate < Minitest::Test
     3.times { assert_equal want, t2.render(rows: big) }
   end
 
+  # short (embedded) Strings are borrowed too, unless a GC runs while the state is converted (it
+  # may compact the heap and move them): under GC.stress with compaction, converting a String
+  # from another encoding allocates, so every render makes its state again, copying them; and a
+  # Bignum converted between them (rb_big2str) alike
+  def test_state_short_strings_gc_during_conversion
+    t = Tpl::Template.new("<%= a %>|<%= b %>|<%= c %>|<%= l.join(',') %>|<%= n %>", syntax: :erb)
+    latin = "caf\xE9".dup.force_encoding("ISO-8859-1")
+    want = "ab|café|xyz|p,q,r|#{2**70}"
+    compact = GC.respond_to?(:auto_compact=) && (GC.auto_compact rescue nil)
+    begin
+      GC.auto_compact = true if GC.respond_to?(:auto_compact=)
+      GC.stress = true
+      3.times do |i|
+        got = t.render(a: +"ab", b: latin, c: +"xyz", l: [+"p", +"q", +"r"], n: 2**70)
+        GC.stress = false
+        assert_equal want, got, "round #{i}"
+        GC.stress = true
+      end
+    ensure
+      GC.stress = false
+      GC.auto_compact = compact if GC.respond_to?(:auto_compact=) && !compact.nil?
+    end
+    assert_equal want, t.render(a: "ab", b: latin, c: "xyz", l: %w[p q r], n: 2**70)
+  end
+
   # a name under both a Symbol and a String key: the Symbol's value, whatever the order; keys of
   # mixed kinds and encodings in nested Hashes print as Ruby prints them
   def test_state_keys_kinds_and_encodings

@@ -27,8 +27,10 @@ File.write(File.join(parent, "meson.build"), <<~MESON)
   tpl_dep = dependency('tpl')
   tpl_store_dep = dependency('tpl-store')
   rb_dep = dependency('#{ruby_pc}', 'ruby')
+  cc = meson.get_compiler('c')
+  rb_args = cc.has_function('rb_hash_stlike_foreach', dependencies : rb_dep) ? ['-DTPL_HAVE_RB_HASH_STLIKE_FOREACH=1'] : []
   shared_module('tpl_ext', '#{File.join(root, 'ruby', 'ext', 'tpl', 'tpl_ext.c')}',
-    name_prefix : '', name_suffix : 'so', dependencies : [tpl_store_dep, tpl_dep, rb_dep],
+    name_prefix : '', name_suffix : 'so', dependencies : [tpl_store_dep, tpl_dep, rb_dep], c_args : rb_args,
     gnu_symbol_visibility : 'hidden')
 MESON
 build = File.join(parent, "build")

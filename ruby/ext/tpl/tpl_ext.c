@@ -146,8 +146,10 @@ typedef struct rctx {
     /* Strings borrowed, not copied (render_body): set while converting the state of a render
      * that will run with the GVL held and without callbacks — no Ruby code runs until it ends,
      * so no String changes, moves or goes — and only for a String whose bytes are not inside
-     * the object (not embedded: GC compaction moves objects, not their heap buffers) */
-    bool borrow, borrowed;
+     * the object (not embedded: GC compaction moves objects, not their heap buffers) — or
+     * embedded too while borrow_emb (render_body: the state is made again, copying them, when
+     * a GC ran while it was converted, as only a GC moves them) */
+    bool borrow, borrowed, borrow_emb, borrowed_emb;
     int enc_utf8, enc_ascii, enc_bin; /* encoding indexes */
     VALUE stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     int depth;
@@ -224,9 +226,10 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
     int cr = RB_ENC_CODERANGE(s);
     if (cr == RUBY_ENC_CODERANGE_UNKNOWN) cr = rb_enc_str_coderange(s);
     if (cr == RUBY_ENC_CODERANGE_7BIT || (cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8)) {
-        if (c->borrow && own && flags == 0 && RB_FL_TEST_RAW(s, RSTRING_NOEMBED)) {
+        if (c->borrow && own && flags == 0 && (c->borrow_emb || RB_FL_TEST_RAW(s, RSTRING_NOEMBED))) {
             c->nvals++;
             c->borrowed = true;
+            c->borrowed_emb |= !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
             checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
             return 0;
         }
@@ -355,6 +358,23 @@ static const keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
     return e;
 }
 
+/* Walks a Hash's entries, calling fn(key, value, arg) for each. Where libruby exports it (a
+ * build-time check: TPL_HAVE_RB_HASH_STLIKE_FOREACH), rb_hash_stlike_foreach walks the table
+ * directly: rb_hash_foreach also raises the Hash's iteration level and undoes it through
+ * rb_ensure, ~270 instructions per Hash (a chat's 20 message Hashes, w2's 1,000 records). Safe
+ * for the conversion's callbacks: they run no Ruby code (no method is called: a Bignum goes
+ * through rb_big2str, another encoding through rb_str_export_to_enc), so nothing can change the
+ * Hash while it is walked, and an exception they raise leaves no iteration level behind. */
+#ifdef TPL_HAVE_RB_HASH_STLIKE_FOREACH
+int rb_hash_stlike_foreach(VALUE hash, st_foreach_callback_func *func, st_data_t arg); /* (hash.c) */
+#define HASH_EACH(h, fn, arg) rb_hash_stlike_foreach((h), fn##_st, (st_data_t)(arg))
+#define HASH_EACH_FN(fn) \
+    static int fn##_st(st_data_t k, st_data_t v, st_data_t a) { return fn((VALUE)k, (VALUE)v, (VALUE)a); }
+#else
+#define HASH_EACH(h, fn, arg) rb_hash_foreach((h), fn, (VALUE)(arg))
+#define HASH_EACH_FN(fn)
+#endif
+
 /* A Hash: while its keys are all Strings (or all Symbols) in UTF-8/US-ASCII with valid bytes —
  * distinct, as a Ruby Hash's keys of one kind and encoding are — its entries are gathered on the
  * scratch stack and the map is made at once (tpl_val_map_of_str, the keys borrowed from the key
@@ -418,12 +438,14 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
     return ST_CONTINUE;
 }
 
+HASH_EACH_FN(hash_i)
+
 static int hash_val(rctx *c, VALUE h, tpl_val *out)
 {
     enter(c, h);
     c->nvals++;
     struct hash_iter it = { c, { { 0, 0 } }, c->sc.nents, HK_NONE };
-    rb_hash_foreach(h, hash_i, (VALUE)&it);
+    HASH_EACH(h, hash_i, &it);
     if (it.mode != HK_SET) {
         if (it.mode == HK_NONE) it.mode = HK_STR;
         hash_flush(&it);
@@ -485,7 +507,7 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
     case T_FALSE: *out = tpl_val_bool(false); return 0;
     case T_FIXNUM: *out = tpl_val_int(FIX2LONG(o)); return 0;
     case T_BIGNUM: { /* past int64: exactly, from its hex text */
-        VALUE h = rb_funcall(o, rb_intern("to_s"), 1, INT2FIX(16));
+        VALUE h = rb_big2str(o, 16); /* (not Integer#to_s: no Ruby code runs while a Hash is walked) */
         checkst(tpl_val_int_text(c->r, RSTRING_PTR(h), (size_t)RSTRING_LEN(h), 16, out));
         RB_GC_GUARD(h);
         return 0;
@@ -493,8 +515,9 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
     case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(o)); return 0;
     case T_STRING: return str_val(c, o, 0, out);
     case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
-    case T_HASH: if (rb_obj_class(o) == rb_cHash) return hash_val(c, o, out); break;
-    case T_ARRAY: if (rb_obj_class(o) == rb_cArray) return ary_val(c, o, out); break;
+    /* (the class pointer itself: rb_obj_class skips singleton classes, a call per container) */
+    case T_HASH: if (RBASIC_CLASS(o) == rb_cHash || rb_obj_class(o) == rb_cHash) return hash_val(c, o, out); break;
+    case T_ARRAY: if (RBASIC_CLASS(o) == rb_cArray || rb_obj_class(o) == rb_cArray) return ary_val(c, o, out); break;
     default: break;
     }
     if (rb_obj_is_kind_of(o, rb_cRange)) {
@@ -1506,6 +1529,8 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
     return ST_CONTINUE;
 }
 
+HASH_EACH_FN(state_i)
+
 /* The body of a render (may raise: render_ensure returns the context to the pool). */
 static VALUE render_body(VALUE arg)
 {
@@ -1551,7 +1576,7 @@ static VALUE render_body(VALUE arg)
     } else if (!NIL_P(state) && nreads) {
         if (RHASH_SIZE(state) <= 2 * nreads + 16) { /* one pass over the Hash, no Ruby hashing */
             struct state_iter si = { c, t };
-            rb_hash_foreach(state, state_i, (VALUE)&si);
+            HASH_EACH(state, state_i, &si);
         } else { /* a big Hash: look the names up (as a Symbol, then as a String) */
             for (size_t i = 0; i < nreads; i++) {
                 VALUE v = rb_hash_lookup2(state, RARRAY_AREF(t->read_syms, (long)i), Qundef);
@@ -1567,8 +1592,13 @@ static VALUE render_body(VALUE arg)
      * copying them. */
     c->borrow = NIL_P(c->remembers) && NIL_P(c->remembers_self) && NIL_P(ra->erb_self) && c->last_out < GVL_OUT &&
                 c->last_nvals < GVL_VALS;
+    /* embedded Strings (short ones: a chat's roles) too, unless a GC runs while the state is
+     * converted (host objects and other encodings allocate Ruby objects): it may have compacted
+     * the heap, moving them, so the state is then made again, copying them */
+    c->borrow_emb = c->borrow;
 again:
-    c->borrowed = false;
+    c->borrowed = c->borrowed_emb = false;
+    size_t gcs = rb_gc_count();
     /* the state map at once: the names are the Template's copies (borrowed), their hashes made
      * when it was compiled */
     for (size_t i = 0; i < nreads; i++) {
@@ -1578,14 +1608,15 @@ again:
         GROW(sc->ents, sc->nents, sc->capents, 1);
         sc->ents[sc->nents++] = e;
     }
-    if (c->borrowed && c->has_host) {
+    if ((c->borrowed && c->has_host) || (c->borrowed_emb && rb_gc_count() != gcs)) {
         tpl_render_reset_state(r);
         sc->nents = sc->nitems = 0;
         c->nvals = 0;
-        c->borrow = false;
+        c->borrow = c->borrow && !c->has_host;
+        c->borrow_emb = false;
         goto again;
     }
-    c->borrow = false; /* (callbacks convert what Ruby code returns: copied) */
+    c->borrow = c->borrow_emb = false; /* (callbacks convert what Ruby code returns: copied) */
     tpl_val st;
     checkst(tpl_val_map_of_str(r, sc->ents, sc->nents, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st));
     sc->nents = 0;
@@ -1684,7 +1715,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->kc = Qnil;
     c->last_out = c->last_nvals = 0;
     c->nvals = 0;
-    c->borrow = c->borrowed = false;
+    c->borrow = c->borrowed = c->borrow_emb = c->borrowed_emb = false;
     c->enc_utf8 = rb_utf8_encindex();
     c->enc_ascii = rb_usascii_encindex();
     c->enc_bin = rb_ascii8bit_encindex();
