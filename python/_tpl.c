@@ -335,7 +335,7 @@ static inline int rec_dep(render_ctx *c, PyObject *o, uint64_t tag) { return ref
 
 /* Holds a new reference to s (a str whose UTF-8 a value borrows): for the value being cached
  * when recording, else until the render ends. */
-static inline int hold_str(render_ctx *c, PyObject *s)
+static inline __attribute__((always_inline)) int hold_str(render_ctx *c, PyObject *s)
 {
     return c->rec ? refs_str(&c->rr, s) : keep(c, s);
 }
@@ -344,7 +344,7 @@ static inline int hold_str(render_ctx *c, PyObject *s)
 #define ASCII_STR(o) (Py_TYPE(o) == &PyUnicode_Type && PyUnicode_IS_COMPACT_ASCII(o))
 
 /* An ASCII_STR, borrowed, inline (str_val without its dispatch). */
-static inline int ascii_val(render_ctx *c, PyObject *s, tpl_val *out)
+static inline __attribute__((always_inline)) int ascii_val(render_ctx *c, PyObject *s, tpl_val *out)
 {
     if (hold_str(c, s) < 0) return -1;
     return check(tpl_val_str_borrow((const char *)PyUnicode_DATA(s), (size_t)PyUnicode_GET_LENGTH(s), out));
@@ -498,10 +498,14 @@ static int items_grow(render_ctx *c)
 }
 
 /* A dict as a map: its exact str keys (distinct) with their remembered hashes, built at once
- * (tpl_val_map_of_str); from the first key of another type on, entry by entry. */
+ * (tpl_val_map_of_str); from the first key of another type on, entry by entry. The cycle check
+ * (enter) comes before the first value converted by recursion: a dict of strs (a chat message,
+ * a record) holds nothing that can lead back to it, and a cycle through d is still found when
+ * d is met again below itself. */
 static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
 {
-    if (enter(c, d) < 0) return -1;
+    bool entered = false;
+#define ENTER_D() (!entered && (entered = true, enter(c, d) < 0))
     if (c->rec && rec_dep(c, d, DICT_VERSION(d)) < 0) return -1;
     size_t base = c->nents;
     Py_ssize_t pos = 0, left = PyDict_GET_SIZE(d);
@@ -528,12 +532,13 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
             continue;
         }
         tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-        if (to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
+        if (ENTER_D() || to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
         if (c->nents == c->capents && ents_grow(c) < 0) goto done;
         c->ents[c->nents++] = x;
     }
     if (check(tpl_val_map_of_str(c->r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out)) < 0)
         goto done;
+    if (mixed && ENTER_D()) goto done;
     if (mixed) /* k, v: the entry the walk stopped at */
         do {
             if (PyUnicode_CheckExact(k)) {
@@ -544,11 +549,12 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
             if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0 || check(tpl_val_map_set(c->r, *out, kv, vv)) < 0)
                 goto done;
         } while (PyDict_Next(d, &pos, &k, &v));
-    c->depth--;
+    if (entered) c->depth--;
     rc = 0;
 done:
     c->nents = base;
     return rc;
+#undef ENTER_D
 }
 
 /* A list or tuple as a list value, built at once (tpl_val_list_of). */

@@ -163,6 +163,25 @@ def test_bad_state():
     lst.append(lst)
     with pytest.raises(ValueError, match="cyclic"):
         tpl.Template("{{ l }}").render(l=lst)
+    # a dict checks for cycles before its first value converted by recursion (a dict of strs
+    # holds nothing that can lead back to it): cycles through a list, under a key of another
+    # type, and nesting past the limit are still found; a leaf dict met twice is no cycle
+    d2 = {"a": "x"}
+    d2["l"] = ["y", d2]
+    with pytest.raises(ValueError, match="cyclic"):
+        tpl.Template("{{ d }}").render(d=d2)
+    d3 = {"a": "x"}
+    d3[1] = d3
+    with pytest.raises(ValueError, match="cyclic"):
+        tpl.Template("{{ d }}").render(d=d3)
+    deep = {"k": "v"}
+    for _ in range(600):
+        deep = {"k": deep}
+    with pytest.raises(ValueError, match="deeper"):
+        tpl.Template("{{ d }}").render(d=deep)
+    m = {"role": "user", "content": "hi"}
+    assert tpl.Template("{% for x in l %}{{ x.role }}{{ x['content'] }};{% endfor %}").render(
+        l=[m, m, {"role": "r"}]) == "userhi;userhi;r;"
     with pytest.raises(TypeError, match="keys must be"):
         tpl.Template("{{ d }}").render(d={(1, 2): 3})
     with pytest.raises(MemoryError):  # past tpl's 2**20-bit integer limit (README)
