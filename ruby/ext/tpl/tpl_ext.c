@@ -70,8 +70,8 @@ typedef struct scratch {
     size_t nents, capents;
     tpl_val *items;
     size_t nitems, capitems;
-    VALUE *found;           /* per read: the value found in the state Hash (Qundef: none) */
-    unsigned char *fkind;   /* per read: 0 none, 1 under a String key, 2 under a Symbol key */
+    unsigned char *fkind;   /* per read: 0 none, 1 under a String key, 2 under a Symbol key (the
+                             * values found are render_body's pinned array) */
     size_t capfound;
 } scratch;
 
@@ -80,7 +80,6 @@ static void scratch_free(scratch *sc)
     free(sc->idc);
     free(sc->ents);
     free(sc->items);
-    free(sc->found);
     free(sc->fkind);
     memset(sc, 0, sizeof *sc);
 }
@@ -1483,7 +1482,7 @@ static bool local_name(VALUE s)
  * its bytes; under both a Symbol and a String key, the Symbol's value (as Hash lookups by
  * Symbol then String found). A key in an encoding other than UTF-8 matches only when it is
  * ASCII (as a Hash lookup by a UTF-8 String finds it). */
-struct state_iter { rctx *c; tmpl *t; };
+struct state_iter { rctx *c; tmpl *t; VALUE *found; };
 
 static int state_i(VALUE k, VALUE v, VALUE arg)
 {
@@ -1520,7 +1519,7 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
         int32_t i = t->rtab[j];
         if (t->read_hash[i] == hv && t->read_len[i] == n && memcmp(t->read_ptr[i], p, n) == 0) {
             if (kind > c->sc.fkind[i]) {
-                c->sc.found[i] = v;
+                si->found[i] = v;
                 c->sc.fkind[i] = kind;
             }
             break;
@@ -1546,15 +1545,19 @@ static VALUE render_body(VALUE arg)
     keycache_drop_dead(DATA_PTR(c->kc)); /* (the last render's values are gone with its state) */
     size_t nreads = t->nreads;
     if (nreads > sc->capfound) {
-        VALUE *f = realloc(sc->found, nreads * sizeof *f);
-        if (f) sc->found = f;
-        unsigned char *fk = f ? realloc(sc->fkind, nreads) : NULL;
-        if (fk) sc->fkind = fk;
-        if (!f || !fk) rb_raise(rb_eNoMemError, "tpl: out of memory");
+        unsigned char *fk = realloc(sc->fkind, nreads);
+        if (!fk) rb_raise(rb_eNoMemError, "tpl: out of memory");
+        sc->fkind = fk;
         sc->capfound = nreads;
     }
+    /* the values found for the reads, where the GC sees them — on the machine stack, or a
+     * buffer it scans the same way — which pins them: converting the state allocates (Strings
+     * in other encodings, host objects; a Binding's locals are read by Ruby calls), and a GC
+     * then, under GC.auto_compact, could move what only a Hash or the Binding still holds */
+    VALUE pinv = 0;
+    VALUE *found = nreads ? ALLOCV_N(VALUE, pinv, nreads) : NULL;
     for (size_t i = 0; i < nreads; i++) {
-        sc->found[i] = Qundef;
+        found[i] = Qundef;
         sc->fkind[i] = 0;
     }
     VALUE state = ra->state;
@@ -1568,20 +1571,20 @@ static VALUE render_body(VALUE arg)
         Check_Type(locals, T_ARRAY);
         for (size_t i = 0; i < nreads; i++) {
             VALUE sym = RARRAY_AREF(t->read_syms, (long)i);
-            bool found = false;
-            for (long k = 0; k < RARRAY_LEN(locals) && !found; k++) found = RARRAY_AREF(locals, k) == sym;
-            if (!found || !local_name(RARRAY_AREF(t->reads, (long)i))) continue;
-            sc->found[i] = rb_funcall(state, get, 1, sym);
+            bool local = false;
+            for (long k = 0; k < RARRAY_LEN(locals) && !local; k++) local = RARRAY_AREF(locals, k) == sym;
+            if (!local || !local_name(RARRAY_AREF(t->reads, (long)i))) continue;
+            found[i] = rb_funcall(state, get, 1, sym);
         }
     } else if (!NIL_P(state) && nreads) {
         if (RHASH_SIZE(state) <= 2 * nreads + 16) { /* one pass over the Hash, no Ruby hashing */
-            struct state_iter si = { c, t };
+            struct state_iter si = { c, t, found };
             HASH_EACH(state, state_i, &si);
         } else { /* a big Hash: look the names up (as a Symbol, then as a String) */
             for (size_t i = 0; i < nreads; i++) {
                 VALUE v = rb_hash_lookup2(state, RARRAY_AREF(t->read_syms, (long)i), Qundef);
                 if (v == Qundef) v = rb_hash_lookup2(state, RARRAY_AREF(t->reads, (long)i), Qundef);
-                sc->found[i] = v;
+                found[i] = v;
             }
         }
     }
@@ -1602,9 +1605,9 @@ again:
     /* the state map at once: the names are the Template's copies (borrowed), their hashes made
      * when it was compiled */
     for (size_t i = 0; i < nreads; i++) {
-        if (sc->found[i] == Qundef) continue;
+        if (found[i] == Qundef) continue;
         tpl_str_entry e = { t->read_ptr[i], t->read_len[i], t->read_hash[i], { { 0, 0 } } };
-        to_val(c, sc->found[i], &e.val);
+        to_val(c, found[i], &e.val);
         GROW(sc->ents, sc->nents, sc->capents, 1);
         sc->ents[sc->nents++] = e;
     }
@@ -1617,6 +1620,8 @@ again:
         goto again;
     }
     c->borrow = c->borrow_emb = false; /* (callbacks convert what Ruby code returns: copied) */
+    RB_GC_GUARD(pinv);
+    ALLOCV_END(pinv);
     tpl_val st;
     checkst(tpl_val_map_of_str(r, sc->ents, sc->nents, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st));
     sc->nents = 0;
