@@ -2344,6 +2344,9 @@ static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value sel
 
 /* ------------------------------------------------------------------ the dispatch loop */
 
+/* vm->name_hit's mark of a name the render's state does not hold (never read as a value) */
+static const tpl_value name_absent = { 0 };
+
 /* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
  * word spreads the list and dict ARGS_STAR / ARGS_DSTAR built). */
 #define CALL_ARGS(aw) \
@@ -2384,6 +2387,9 @@ static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint32_t outer_b
      * Between two such points a frame runs at most the program's length, so the limit holds as
      * before (an overrun is reported at the next charge point, with the same message). */
     uint64_t ticks = st ? st->ticks : 0;
+    /* the lookups of this program's names in this state kept for the render (vm->name_hit) */
+    const tpl_value **hits = !st && p == vm->name_hit_prog && vm->state.type == TPL_T_MAP &&
+                             vm->state.u.map == vm->name_hit_state ? vm->name_hit : NULL;
 /* the opcode of the running instruction (read again: `w` is not kept past the dispatch) */
 #define CUR_OP TPL_INSN_OP(*ip)
 #define PC ((uint32_t)(ip - code))
@@ -2502,7 +2508,13 @@ top:
     CASE(LOAD_NAME_PRINT)
     CASE(LOAD_NAME) {
         if (vm->state.type == TPL_T_MAP) { /* load_global's first step, inlined */
-            const tpl_value *hit = map_find_name(vm, vm->state.u.map, &names[a]);
+            const tpl_value *hit;
+            if (hits && a < TPL_VM_NAME_HITS && hits[a]) {
+                hit = hits[a] == &name_absent ? NULL : hits[a];
+            } else {
+                hit = map_find_name(vm, vm->state.u.map, &names[a]);
+                if (hits && a < TPL_VM_NAME_HITS) hits[a] = hit ? hit : &name_absent;
+            }
             if (hit) {
                 uint32_t op = CUR_OP;
                 if (op == TPL_OP_LOAD_NAME_PRINT && hit->type == TPL_T_STR) {
@@ -2950,7 +2962,23 @@ top:
         uint32_t id = ip[1], aw = ip[2];
         CALL_ARGS(aw);
         vm->stack_top = (uint32_t)(sp - vm->stack);
-        if (call_name_op(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
+        if (hits && a < TPL_VM_NAME_HITS) {
+            /* call_name_op with the state's answer kept for the render */
+            const tpl_value *shadow = hits[a];
+            if (!shadow) {
+                shadow = map_find_name(vm, vm->state.u.map, &names[a]);
+                hits[a] = shadow = shadow ? shadow : &name_absent;
+            }
+            if (shadow == &name_absent) {
+                if (call_name_builtin(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
+            } else {
+                tpl_value r;
+                if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
+                args[0] = r;
+            }
+        } else if (call_name_op(vm, &names[a], id, args, npos, kwn, nkw) < 0) {
+            goto fail;
+        }
         sp = args + 1;
         NEXT(2);
     }
@@ -3681,6 +3709,10 @@ int tpl_vm_run(tpl_vm *vm)
         vm->gen = 1;
     }
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
+    /* the state lookups of the last render are gone (interp: hits) */
+    memset(vm->name_hit, 0, (p->nnames < TPL_VM_NAME_HITS ? p->nnames : TPL_VM_NAME_HITS) * sizeof vm->name_hit[0]);
+    vm->name_hit_prog = p;
+    vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
     vm->slot_top = p->nslots;
     vm->root_base = 0;
     vm->depth = 0;

@@ -13,6 +13,7 @@
 #define TPL_VM_STACK 16384
 #define TPL_VM_SLOTS 16384
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
+#define TPL_VM_NAME_HITS 64  /* names (of the rendered program) whose state lookups a render keeps */
 /* Nested runs of the VM (macro calls, blocks yielded to, templates included or imported at
  * render time) recurse on the C stack, a few KiB a level: whatever limits.max_depth allows, a
  * render nests at most this deep ("maximum call depth reached (nested calls)"); a raised
@@ -97,6 +98,15 @@ struct tpl_vm {
      * (vm.c, map_find_name). A guess only: the entry is compared before it is used, so any map,
      * program or render may share a line */
     uint32_t key_hint[128];
+    /* LOAD_NAME's and CALL_NAME's lookups of name i (< TPL_VM_NAME_HITS) of the rendered program
+     * (name_hit_prog) in the render's state (name_hit_state): the value's entry, vm.c's name_absent
+     * when the state has no such key, NULL when not looked up yet; cleared when a render starts.
+     * The state does not change while a render runs (a host cannot set it then; templates
+     * cannot assign into it), so an entry stays right for the render (as the native code's S<a>
+     * and C<a>); vm.c's interp uses them in the frames that run that program over that state. */
+    const tpl_value *name_hit[TPL_VM_NAME_HITS];
+    const tpl_program *name_hit_prog;
+    const tpl_map *name_hit_state;
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */
     bool rb_broke;          /* ERB: the last block ended with `break` */
