@@ -2509,11 +2509,11 @@ top:
     CASE(LOAD_NAME) {
         if (vm->state.type == TPL_T_MAP) { /* load_global's first step, inlined */
             const tpl_value *hit;
-            if (hits && a < TPL_VM_NAME_HITS && hits[a]) {
+            if (hits && hits[a]) { /* (a < p->nnames <= TPL_VM_NAME_HITS: the verifier's) */
                 hit = hits[a] == &name_absent ? NULL : hits[a];
             } else {
                 hit = map_find_name(vm, vm->state.u.map, &names[a]);
-                if (hits && a < TPL_VM_NAME_HITS) hits[a] = hit ? hit : &name_absent;
+                if (hits) hits[a] = hit ? hit : &name_absent;
             }
             if (hit) {
                 uint32_t op = CUR_OP;
@@ -2962,7 +2962,7 @@ top:
         uint32_t id = ip[1], aw = ip[2];
         CALL_ARGS(aw);
         vm->stack_top = (uint32_t)(sp - vm->stack);
-        if (hits && a < TPL_VM_NAME_HITS) {
+        if (hits) {
             /* call_name_op with the state's answer kept for the render */
             const tpl_value *shadow = hits[a];
             if (!shadow) {
@@ -3710,8 +3710,8 @@ int tpl_vm_run(tpl_vm *vm)
     }
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     /* the state lookups of the last render are gone (interp: hits) */
-    memset(vm->name_hit, 0, (p->nnames < TPL_VM_NAME_HITS ? p->nnames : TPL_VM_NAME_HITS) * sizeof vm->name_hit[0]);
-    vm->name_hit_prog = p;
+    vm->name_hit_prog = p->nnames <= TPL_VM_NAME_HITS ? p : NULL; /* (a bigger program keeps none) */
+    if (vm->name_hit_prog) memset(vm->name_hit, 0, p->nnames * sizeof vm->name_hit[0]);
     vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
     vm->slot_top = p->nslots;
     vm->root_base = 0;

@@ -13,7 +13,7 @@
 #define TPL_VM_STACK 16384
 #define TPL_VM_SLOTS 16384
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
-#define TPL_VM_NAME_HITS 64  /* names (of the rendered program) whose state lookups a render keeps */
+#define TPL_VM_NAME_HITS 128 /* the names of a rendered program whose state lookups a render keeps */
 /* Nested runs of the VM (macro calls, blocks yielded to, templates included or imported at
  * render time) recurse on the C stack, a few KiB a level: whatever limits.max_depth allows, a
  * render nests at most this deep ("maximum call depth reached (nested calls)"); a raised
@@ -98,8 +98,8 @@ struct tpl_vm {
      * (vm.c, map_find_name). A guess only: the entry is compared before it is used, so any map,
      * program or render may share a line */
     uint32_t key_hint[128];
-    /* LOAD_NAME's and CALL_NAME's lookups of name i (< TPL_VM_NAME_HITS) of the rendered program
-     * (name_hit_prog) in the render's state (name_hit_state): the value's entry, vm.c's name_absent
+    /* LOAD_NAME's and CALL_NAME's lookups of name i of the rendered program (name_hit_prog, when
+     * it has at most TPL_VM_NAME_HITS names) in the render's state (name_hit_state): the value's entry, vm.c's name_absent
      * when the state has no such key, NULL when not looked up yet; cleared when a render starts.
      * The state does not change while a render runs (a host cannot set it then; templates
      * cannot assign into it), so an entry stays right for the render (as the native code's S<a>
