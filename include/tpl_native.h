@@ -94,7 +94,13 @@ typedef struct tpl_native_frame {
     uint32_t pc, sp;            /* tpl_native_step: the next instruction and the stack depth there (out) */
     uint32_t slot_base, outer_base; /* the runtime's slot bases of this frame and its closure's */
     const tpl_nvalue *state;    /* the render's state (LOAD_NAME looks names up in it first) */
+    uint32_t *hints;            /* TPL_NHINTS hints of tpl_native_find, the render context's: kept
+                                 * across renders and call levels (a guess, compared before use) */
 } tpl_native_frame;
+
+/* The number of hints a frame's `hints` holds: generated code uses hint (2 * name + kind) modulo
+ * this (kind 0: the state, 1: another dict). */
+enum { TPL_NHINTS = 256 };
 
 /* The function a native file defines: runs the program from instruction `entry` (0, a macro's
  * entry or a Ruby block's) with npre values already on the frame's stack. 0, or -1 with the
@@ -159,6 +165,10 @@ TPL_API int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *a
  * (generated code looks once per call level: the state does not change during a render): the
  * builtin, without looking the name up. */
 TPL_API int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args);
+/* tpl_native_call_builtin of `remembers(s)` when s is a string constant of n ASCII bytes (no NFC
+ * form to make): the builtin's answer (a bool) in *out, without binding arguments. 0, or -1 with
+ * an unlocated error (the fuel its fact scan charges ran out). */
+TPL_API int tpl_native_remembers(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out);
 /* loop.index, loop.index0, loop.first, loop.last or loop.length (which: TPL_NLOOP_*) of the loop
  * value *v (type TPL_NT_LOOP), in place, as GETATTR computes it. 0, or -1 with an unlocated error
  * (*v no loop). */
@@ -177,6 +187,31 @@ static inline int tpl_native_put(tpl_native_frame *f, const char *s, size_t n)
         return 0;
     }
     return tpl_native_put_slow(f, s, n);
+}
+
+/* Copies the n bytes at s to o (s may be NULL when n is 0; no overlap): up to 32 bytes inline
+ * as overlapping loads and stores, as the VM's out_copy (a template's values are mostly short),
+ * longer ones with memcpy. */
+static inline __attribute__((always_inline)) void tpl_native_copy(char *o, const char *s, size_t n)
+{
+    if (n <= 16) {
+        if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
+            memcpy(o, &a, 8); memcpy(o + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
+            memcpy(o, &a, 4); memcpy(o + n - 4, &b, 4);
+        } else if (n) {
+            char a = s[0], b = s[n / 2], c = s[n - 1];
+            o[0] = a; o[n / 2] = b; o[n - 1] = c;
+        }
+    } else if (n <= 32) {
+        uint64_t a, b, c, d;
+        memcpy(&a, s, 8); memcpy(&b, s + 8, 8); memcpy(&c, s + n - 16, 8); memcpy(&d, s + n - 8, 8);
+        memcpy(o, &a, 8); memcpy(o + 8, &b, 8); memcpy(o + n - 16, &c, 8); memcpy(o + n - 8, &d, 8);
+    } else memcpy(o, s, n);
 }
 
 /* Whether the n bytes at a and b are equal (n a constant in generated code: the branches fold;
@@ -204,19 +239,26 @@ static inline __attribute__((always_inline)) int tpl_native_eq(const char *a, co
 
 /* The value of the string key s (n bytes, hash h: the names table's) in the dict *m (a
  * TPL_NT_MAP value), or NULL when it has no such key: the runtime's tpl_map_find_str, inline.
- * *hint (hint may be NULL) is where the key was last found (the caller's, per name: 0 at first):
- * tried first, and set to where it is found (keys are distinct: an entry with the key is the one). */
+ * *hint (hint may be NULL) is where the key was last found (any value: a guess): tried first, and
+ * set to where it is found (keys are distinct: an entry with the key is the one); *keep (keep may
+ * be NULL) is set too when the hint missed (a copy of the hint that outlives the caller). */
 static inline __attribute__((always_inline)) const tpl_nvalue *tpl_native_find(const tpl_nvalue *m, const char *s,
-                                                                              uint32_t n, uint64_t h, uint32_t *hint)
+                                                                              uint32_t n, uint64_t h, uint32_t *hint,
+                                                                              uint32_t *keep)
 {
     const tpl_nmap *map = (const tpl_nmap *)m->u.p;
     const tpl_nentry *e;
-    if (hint && *hint < map->len && TPL_N_KEY(&map->e[*hint], s, n, h)) return &map->e[*hint].val;
+    if (hint && *hint < map->len) { /* (a short key: its bytes compared without the hash first) */
+        e = &map->e[*hint];
+        if ((n <= 16 || e->hash == h) && e->key.type == TPL_NT_STR && e->key.len == n && tpl_native_eq(e->key.u.s, s, n))
+            return &e->val;
+    }
     if (!map->idx_cap) {
         if (!map->len) return NULL; /* e may be NULL */
         for (e = map->e; e < map->e + map->len; e++)
             if (TPL_N_KEY(e, s, n, h)) {
                 if (hint) *hint = (uint32_t)(e - map->e);
+                if (keep) *keep = (uint32_t)(e - map->e);
                 return &e->val;
             }
         return NULL;
@@ -228,6 +270,7 @@ static inline __attribute__((always_inline)) const tpl_nvalue *tpl_native_find(c
         e = &map->e[slot - 1];
         if (TPL_N_KEY(e, s, n, h)) {
             if (hint) *hint = slot - 1;
+            if (keep) *keep = slot - 1;
             return &e->val;
         }
     }
@@ -379,7 +422,7 @@ static inline tpl_nvalue tpl_native_v(uint8_t type, int64_t i)
 /* appends the N bytes at S (any N; S may be NULL when N is 0) */
 #define TPL_N_PUT(PC, S, N) do { \
         size_t n_ = (N); \
-        if (__builtin_expect(ol + n_ < oc, 1)) { if (n_) memcpy(ob + ol, (S), n_); ol += n_; } \
+        if (__builtin_expect(ol + n_ < oc, 1)) { tpl_native_copy(ob + ol, (S), n_); ol += n_; } \
         else if (TPL_N_C(tpl_native_put_slow(f, (S), n_)) < 0) TPL_N_FAIL(PC); } while (0)
 
 #ifdef __cplusplus

@@ -10,11 +10,14 @@
  * `+` chains and FOR_INIT call the VM's code for that one instruction directly (tpl_native_filter
  * & co.); every other instruction calls tpl_native_step, which runs it with the VM's own code,
  * and goes on at the label the VM says (a `dispatch` switch over every instruction start). Fuel: each instruction counts one tick
- * (T), charged at the points where the VM charges (backward jumps, calls, the end), so a fuel
- * error names the same instruction. The function is entered at 0 (the template), at a macro's
+ * (T; added once per straight run of instructions), charged at the points where the VM charges
+ * (backward jumps, calls, the end), so a fuel error names the same instruction. The function is entered at 0 (the template), at a macro's
  * entry or at a Ruby block's entry, through the same switch. The output's buffer, length and
  * capacity live in C locals (written back around calls, TPL_N_C); names found in the state are
- * kept per call level (the state does not change during a render); constants the code pushed
+ * kept per call level (the state does not change during a render); dict lookups start at the
+ * render context's hint for the name (where it was found last, this render or an earlier one);
+ * a lookup repeated with nothing between that could change a dict reads the last one's result
+ * back (MM / MV); `remembers("ASCII")` goes straight to the facts; constants the code pushed
  * are known in straight-line code (kstack), so a `+` chain prints them as literals. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,15 +59,21 @@ static void comment_name(tpl_sb *b, const tpl_value *s)
     if (s->len > n) tpl_sb_puts(b, "...");
 }
 
-/* `(e = tpl_native_find(V, "name", len, hash))`: the lookup of name index a in the dict V, as
- * tpl_map_find_str does it (the key's hash from the names table). */
-static void find(tpl_sb *b, const tpl_program *p, const char *v, uint32_t a, char hint)
+/* `(e = tpl_native_find(V, "name", len, hash, hint, keep))`: the lookup of name index a in the
+ * dict V, as tpl_map_find_str does it (the key's hash from the names table), with the render
+ * context's hint H[2a + kind] (kind 0: the state, 1: another dict; -1: no hint, for a name that
+ * is usually missing); local: through the call level's copy of it, HA<a> (a lookup in a loop or
+ * at several places: a local the C compiler keeps in a register), written back when it moves. */
+static void find(tpl_sb *b, const tpl_program *p, const char *v, uint32_t a, int kind, bool local)
 {
     const tpl_name *nm = &p->names[a];
+    uint32_t h = (2 * a + (uint32_t)kind) % 256u;
     tpl_sb_printf(b, "(e = tpl_native_find(%s, ", v);
     lit(b, nm->s.u.s, nm->s.len);
-    if (hint) tpl_sb_printf(b, ", %u, 0x%016llxull, &H%c%u))", nm->s.len, (unsigned long long)nm->hash, hint, a);
-    else tpl_sb_printf(b, ", %u, 0x%016llxull, NULL))", nm->s.len, (unsigned long long)nm->hash);
+    tpl_sb_printf(b, ", %u, 0x%016llxull, ", nm->s.len, (unsigned long long)nm->hash);
+    if (kind < 0) tpl_sb_puts(b, "NULL, NULL))");
+    else if (local) tpl_sb_printf(b, "&HA%u, &H[%u]))", a, h);
+    else tpl_sb_printf(b, "&H[%u], NULL))", h);
 }
 
 /* Whether the GETATTR / GETITEM_STR at pc looks its name up in a dict inline (GETATTR: not for a
@@ -79,6 +88,14 @@ static bool attr_inline(const tpl_program *p, uint32_t pc)
     for (int i = 0; i < 5; i++)
         if (nm->len == strlen(loop_names[i]) && memcmp(nm->u.s, loop_names[i], nm->len) == 0) return false;
     return tpl_stdlib.find(TPL_BK_MAP, nm->u.s, nm->len) < 0;
+}
+
+/* Whether the string value v is ASCII. */
+static bool ascii(const tpl_value *v)
+{
+    for (uint32_t i = 0; i < v->len; i++)
+        if ((unsigned char)v->u.s[i] >= 0x80) return false;
+    return true;
 }
 
 /* The jump to label t from instruction pc: backward jumps charge the fuel (the VM's JUMP_TO). */
@@ -114,6 +131,24 @@ static bool specialised(const tpl_program *p, size_t pc)
             if (k->u.list->items[i].type != TPL_T_STR) return false;
         return true;
     }
+    default:
+        return false;
+    }
+}
+
+/* Whether the instruction at pc, as the emitter writes it, never changes a dict on any of its
+ * paths (it calls nothing that can run a template's code, a Ruby method or a host's: the values
+ * it reads and prints stay as they are), so a dict's entry found before it is still the one after. */
+static bool keeps_dicts(const tpl_program *p, uint32_t pc)
+{
+    switch (tpl_op_base(TPL_INSN_OP(p->code[pc]))) {
+    case TPL_OP_TEXT: case TPL_OP_CONST: case TPL_OP_INT: case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE:
+    case TPL_OP_POP: case TPL_OP_DUP: case TPL_OP_LOAD_SLOT: case TPL_OP_STORE_SLOT: case TPL_OP_UNSET_SLOT:
+    case TPL_OP_JUMP: case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: case TPL_OP_LOAD_NAME:
+    case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
+        return true;
+    case TPL_OP_SWITCH_STR:
+        return specialised(p, pc);
     default:
         return false;
     }
@@ -228,12 +263,12 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    char *ob = *f->out; /* the output: buffer, length, capacity (TPL_N_OUT_SAVE / LOAD) */\n"
                    "    size_t ol = *f->out_len, oc = *f->out_cap;\n"
                    "    size_t nw; /* the bytes a fast path wrote */\n"
-                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw;\n");
+                   "    uint32_t *const H = f->hints; /* where lookups last found their keys (tpl_native_find) */\n"
+                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw; (void)H;\n");
     /* The state does not change during a render (a host cannot set it while a render runs):
      * a name LOAD_NAME finds in it at several places keeps where it is (S<a>: found once per
      * call level), and a name CALL_NAME calls keeps whether the state shadows its builtin
-     * (C<a>: -1 not known yet, 0 no, 1 yes). The hints of tpl_native_find in other dicts: where
-     * name a was last found by GETATTR / GETITEM_STR (HA<a>). */
+     * (C<a>: -1 not known yet, 0 no, 1 yes). */
     uint8_t *hints = calloc(3 * (size_t)p->nnames + 3, 1); /* uses of name a: [3a] LOAD_NAME, [3a+1] attributes, [3a+2] CALL_NAME */
     if (!hints) return false;
     for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
@@ -243,8 +278,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    : attr_inline(p, (uint32_t)pc) ? &hints[3 * a + 1] : NULL;
         if (u && *u < 2) ++*u;
     }
-    /* an attribute looked up inside a loop (between a backward jump and its target) gets a hint
-     * even at one place */
+    /* an attribute looked up inside a loop (between a backward jump and its target) keeps its
+     * hint in a local (HA<a>, from the render context's at the start) */
     for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
         uint32_t op = tpl_op_base(TPL_INSN_OP(p->code[pc])), t = TPL_INSN_A(p->code[pc]);
         if (op == TPL_OP_JUMP && t <= pc)
@@ -253,9 +288,29 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                 if (a < p->nnames && attr_inline(p, (uint32_t)q)) hints[3 * a + 1] = 2;
             }
     }
-    for (size_t a = 0; a < p->nnames; a++) { /* a name looked up at one place gets no hint */
+    /* A name whose dict lookup follows another of the same name with only instructions that
+     * keep dicts as they are between them (in code order: `message['role']` tested, then
+     * printed) keeps what it found last in locals (MM<a> the dict, MV<a> its value): the next
+     * lookup of the name in the same dict reads it back. Every instruction that may change a
+     * dict forgets them (MM<a> = NULL before it), so they are right on every path that reaches a lookup,
+     * a join or a step's dispatch included. */
+    uint8_t *memo = calloc((size_t)p->nnames + 1, 1);
+    uint32_t *seen = calloc((size_t)p->nnames + 1, sizeof *seen);
+    if (!memo || !seen) { free(memo); free(seen); free(hints); return false; }
+    for (size_t pc = 0, epoch = 1; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
+        uint32_t a = TPL_INSN_A(p->code[pc]);
+        if (!keeps_dicts(p, (uint32_t)pc)) epoch++;
+        else if (a < p->nnames && attr_inline(p, (uint32_t)pc)) {
+            if (seen[a] == epoch) memo[a] = 1;
+            seen[a] = (uint32_t)epoch;
+        }
+    }
+    free(seen);
+    for (size_t a = 0; a < p->nnames; a++) {
+        if (memo[a]) tpl_sb_printf(b, "    const void *MM%zu = NULL; /* the dict name %zu was found in last, and its value */\n"
+                                      "    const tpl_nvalue *MV%zu = NULL;\n", a, a, a);
         if (hints[3 * a] > 1) tpl_sb_printf(b, "    const tpl_nvalue *S%zu = NULL;\n", a);
-        if (hints[3 * a + 1] > 1) tpl_sb_printf(b, "    uint32_t HA%zu = 0;\n", a);
+        if (hints[3 * a + 1] > 1) tpl_sb_printf(b, "    uint32_t HA%zu = H[%zu];\n", a, (2 * a + 1) % 256);
         if (hints[3 * a + 2]) tpl_sb_printf(b, "    int C%zu = -1;\n", a);
     }
     bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
@@ -265,8 +320,29 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     }
     tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
     uint8_t *resume = calloc(p->ncode + 8, 1);
-    if (!resume) { free(hints); return false; }
+    if (!resume) { free(memo); free(hints); return false; }
     resume_points(p, resume);
+    /* Fuel per straight run: the instructions of a run the emitter writes as C (each counted one
+     * tick, the VM's count) are added to T once, at the run's first instruction (T += k). A run
+     * starts at a label and ends after an instruction that can leave it (a jump, a branch, a
+     * loop step, a printed FILTER_PRINT) or charges T (a call, HALT), and before one that steps
+     * (tpl_native_step takes T as it is there), so T is the VM's count wherever it is read:
+     * charges, steps, and the ends of runs. run[pc]: 0 outside a run, 1 in one, k + 1 at the
+     * start of a run of k. */
+    uint32_t *run = calloc(p->ncode + 1, sizeof *run);
+    if (!run) { free(memo); free(hints); free(resume); return false; }
+    for (size_t pc = 0, cur = SIZE_MAX; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
+        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
+        if (!specialised(p, pc)) { cur = SIZE_MAX; continue; }
+        if (cur == SIZE_MAX || resume[pc]) { cur = pc; run[pc] = 1; }
+        else run[pc] = 1;
+        run[cur]++;
+        bool ends = op == TPL_OP_JUMP || op == TPL_OP_JF_PY || op == TPL_OP_JT_PY || op == TPL_OP_JF_PY_KEEP ||
+                    op == TPL_OP_JT_PY_KEEP || op == TPL_OP_JF_RB || op == TPL_OP_JT_RB || op == TPL_OP_JF_RB_KEEP ||
+                    op == TPL_OP_JT_RB_KEEP || op == TPL_OP_SWITCH_STR || op == TPL_OP_FOR_NEXT ||
+                    op == TPL_OP_CALL_NAME || op == TPL_OP_HALT || TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT;
+        if (ends) cur = SIZE_MAX;
+    }
     for (size_t pc = 0; pc < p->ncode; pc++)
         if (resume[pc]) tpl_sb_printf(b, "    case %zu: goto L%zu;\n", pc, pc);
     /* an instruction start the switch does not list (a VM fused path ending somewhere new):
@@ -296,6 +372,10 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         tpl_sb_puts(b, " */\n");
         if (resume[pc] & 2) ks.kd = 0; /* paths join here */
         bool special = true;
+        if (!keeps_dicts(p, pc)) /* (before the tick: a run's tick stays first) */
+            for (size_t m = 0; m < p->nnames; m++)
+                if (memo[m]) tpl_sb_printf(b, "    MM%zu = NULL;\n", m);
+        size_t mark = b->len; /* where this instruction's code starts (its tick: "    T++;\n") */
         switch (op) {
         case TPL_OP_TEXT:
             tpl_sb_printf(b, "    T++;\n    TPL_N_TEXT(%u, ", pc);
@@ -412,8 +492,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                         lit(b, p->consts[c].u.s, p->consts[c].len);
                         tpl_sb_printf(b, ", %u);\n            ol += %u;\n", p->consts[c].len, p->consts[c].len);
                     } else if (c < 0)
-                        tpl_sb_printf(b, "            if (sp[%u].len) memcpy(ob + ol, sp[%u].u.s, sp[%u].len);\n"
-                                         "            ol += sp[%u].len;\n", i, i, i, i);
+                        tpl_sb_printf(b, "            tpl_native_copy(ob + ol, sp[%u].u.s, sp[%u].len);\n"
+                                         "            ol += sp[%u].len;\n", i, i, i);
                 }
                 tpl_sb_printf(b, "            rc = 0;\n        } else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
                                  "    } else ", pc, pc);
@@ -424,11 +504,18 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             if (!specialised(p, pc)) { special = false; break; }
             uint32_t aw = p->code[pc + 2];
             tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    sp -= %u;\n", pc, TPL_ARGW_NPOS(aw) + TPL_ARGW_NKW(aw));
+            int32_t karg = TPL_ARGW_NPOS(aw) == 1 && TPL_ARGW_NKW(aw) == 0 ? ks_at(&ks, 0) : -1;
+            if (karg >= 0 && (x1 != tpl_stdlib.id_remembers || !ascii(&p->consts[karg]))) karg = -1;
             if (a < p->nnames) { /* the builtin straight away when the state does not shadow it */
                 tpl_sb_printf(b, "    if (C%u < 0) C%u = f->state->type == TPL_NT_MAP && ", a, a);
-                find(b, p, "f->state", a, 0);
-                tpl_sb_printf(b, " != NULL;\n    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, sp) : tpl_native_call_builtin(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n",
-                              a, pc, pc, pc);
+                find(b, p, "f->state", a, -1, false);
+                tpl_sb_printf(b, " != NULL;\n    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, sp) : ", a, pc);
+                if (karg >= 0) { /* remembers("an ASCII constant"): no binding, no NFC */
+                    tpl_sb_puts(b, "tpl_native_remembers(f, ");
+                    lit(b, p->consts[karg].u.s, p->consts[karg].len);
+                    tpl_sb_printf(b, ", %u, sp)", p->consts[karg].len);
+                } else tpl_sb_printf(b, "tpl_native_call_builtin(f, %u, sp)", pc);
+                tpl_sb_printf(b, ") < 0) TPL_N_FAIL(%u);\n", pc);
             } else tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_call_name(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
             tpl_sb_puts(b, "    sp++;\n");
             break;
@@ -436,18 +523,27 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         case TPL_OP_SWITCH_STR: { /* a string equal to item i: the target of the JUMP at pc+2+i */
             if (!specialised(p, pc)) { special = false; break; }
             const tpl_list *l = p->consts[a].u.list;
-            tpl_sb_puts(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) {\n");
+            tpl_sb_puts(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) {\n        switch (sp->len) {\n");
+            /* by length, then the bytes (the first equal item wins, as the VM's scan in order) */
             for (uint32_t i = 0; i < l->len; i++) {
-                if (l->items[i].len == 0) {
-                    tpl_sb_puts(b, "        if (sp->len == 0) {\n");
-                } else {
-                    tpl_sb_printf(b, "        if (sp->len == %u && memcmp(sp->u.s, ", l->items[i].len);
-                    lit(b, l->items[i].u.s, l->items[i].len);
-                    tpl_sb_printf(b, ", %u) == 0) {\n", l->items[i].len);
+                bool first = true;
+                for (uint32_t j = 0; j < i; j++) first &= l->items[j].len != l->items[i].len;
+                if (!first) continue;
+                tpl_sb_printf(b, "        case %u:\n", l->items[i].len);
+                for (uint32_t j = i; j < l->len; j++) {
+                    if (l->items[j].len != l->items[i].len) continue;
+                    if (l->items[j].len == 0) tpl_sb_puts(b, "            {\n");
+                    else {
+                        tpl_sb_puts(b, "            if (tpl_native_eq(sp->u.s, ");
+                        lit(b, l->items[j].u.s, l->items[j].len);
+                        tpl_sb_printf(b, ", %u)) {\n", l->items[j].len);
+                    }
+                    jump(b, pc, TPL_INSN_A(p->code[pc + 2 + j]), "                ");
+                    tpl_sb_puts(b, "            }\n");
                 }
-                jump(b, pc, TPL_INSN_A(p->code[pc + 2 + i]), "            ");
-                tpl_sb_puts(b, "        }\n");
+                tpl_sb_puts(b, "            break;\n");
             }
+            tpl_sb_puts(b, "        }\n");
             jump(b, pc, TPL_INSN_A(p->code[pc + 1]), "        ");
             tpl_sb_printf(b, "    }\n    goto L%u;\n", pc + 2 + l->len);
             break;
@@ -476,9 +572,14 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             else {
                 /* a dict's key found here (for obj.name: a name that is no dict method, which
                  * GETATTR would find first), else the VM's code (a missing key, other types) */
-                if (attr_inline(p, pc)) {
+                if (attr_inline(p, pc) && memo[a]) {
+                    tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_MAP && sp[-1].u.p == MM%u) sp[-1] = *MV%u;\n"
+                                     "    else if (sp[-1].type == TPL_NT_MAP && ", a, a);
+                    find(b, p, "&sp[-1]", a, 1, hints[3 * a + 1] > 1);
+                    tpl_sb_printf(b, ") {\n        MM%u = sp[-1].u.p;\n        MV%u = e;\n        sp[-1] = *e;\n    } else ", a, a);
+                } else if (attr_inline(p, pc)) {
                     tpl_sb_puts(b, "    if (sp[-1].type == TPL_NT_MAP && ");
-                    find(b, p, "&sp[-1]", a, hints[3 * a + 1] > 1 ? 'A' : 0);
+                    find(b, p, "&sp[-1]", a, 1, hints[3 * a + 1] > 1);
                     tpl_sb_puts(b, ") sp[-1] = *e;\n    else ");
                 } else tpl_sb_puts(b, "    ");
                 tpl_sb_printf(b, "if (TPL_N_C(tpl_native_%s(f, %u, &sp[-1])) < 0) TPL_N_FAIL(%u);\n",
@@ -490,11 +591,11 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             /* a key of the state found here, else the VM's code (globals, undefined) */
             if (hints[3 * a] > 1) {
                 tpl_sb_printf(b, "    T++;\n    if (S%u || (f->state->type == TPL_NT_MAP && (S%u = ", a, a);
-                find(b, p, "f->state", a, 0);
+                find(b, p, "f->state", a, 0, false);
                 tpl_sb_printf(b, "))) *sp = *S%u;\n", a);
             } else {
                 tpl_sb_puts(b, "    T++;\n    if (f->state->type == TPL_NT_MAP && ");
-                find(b, p, "f->state", a, 0);
+                find(b, p, "f->state", a, 0, false);
                 tpl_sb_puts(b, ") *sp = *e;\n");
             }
             tpl_sb_printf(b, "    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
@@ -510,6 +611,20 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         default: special = false; break;
         }
+        static const char tick[] = "    T++;\n";
+        if (special && run[pc] && !b->failed && b->len - mark >= sizeof tick - 1 &&
+            memcmp(b->p + mark, tick, sizeof tick - 1) == 0 && run[pc] != 2) { /* a run's tick: at its start */
+            char ticks[32];
+            int nt = run[pc] > 2 ? snprintf(ticks, sizeof ticks, "    T += %u;\n", run[pc] - 1) : 0;
+            size_t rest = b->len - mark - (sizeof tick - 1);
+            char *body = malloc(rest + 1);
+            if (!body) { free(memo); free(run); free(resume); free(hints); return false; }
+            memcpy(body, b->p + mark + sizeof tick - 1, rest);
+            b->len = mark;
+            tpl_sb_put(b, ticks, (size_t)nt);
+            tpl_sb_put(b, body, rest);
+            free(body);
+        }
         if (special) {
             (*nspecial)++;
             ks_apply(&ks, p, pc);
@@ -520,6 +635,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         }
         pcz = next;
     }
+    free(memo);
+    free(run);
     free(resume);
     free(hints);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */

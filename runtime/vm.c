@@ -3404,6 +3404,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
             .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
             .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
             .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
+            .hints = vm->native_hint,
         };
         return vm->p->native(&f, pc, npre);
     }
@@ -3434,6 +3435,8 @@ _Static_assert((int)TPL_NLAZY_ITER == (int)TPL_LAZY_GENERATOR, "TPL_NLAZY_ITER i
 _Static_assert(offsetof(tpl_nloop, items) == offsetof(tpl_loop, items) && offsetof(tpl_nloop, src) == offsetof(tpl_loop, src) &&
                offsetof(tpl_nloop, i) == offsetof(tpl_loop, i) && (int)TPL_NT_LOOP == (int)TPL_T_LOOP,
                "tpl_nloop mirrors tpl_loop's leading members");
+
+_Static_assert(sizeof ((tpl_vm *)0)->native_hint / sizeof(uint32_t) == TPL_NHINTS, "tpl_native.h hints");
 
 #define NV(x) ((tpl_value *)(void *)(x))
 
@@ -3605,6 +3608,12 @@ static int native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args, 
 
 int tpl_native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args) { return native_call_name(f, pc, args, false); }
 int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args) { return native_call_name(f, pc, args, true); }
+
+int tpl_native_remembers(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out)
+{
+    if (!f || !f->vm || !s || !out) return -1;
+    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out));
+}
 
 int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
 {

@@ -107,6 +107,9 @@ struct tpl_vm {
     const tpl_value *name_hit[TPL_VM_NAME_HITS];
     const tpl_program *name_hit_prog;
     const tpl_map *name_hit_state;
+    /* The native code's lookups (tpl_native_frame's hints, TPL_NHINTS): where the key of the
+     * site's name was last found, by the name's index; a guess only, as key_hint */
+    uint32_t native_hint[256];
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */
     bool rb_broke;          /* ERB: the last block ended with `break` */

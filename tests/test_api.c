@@ -238,7 +238,7 @@ static void test_null_args(void)
               tpl_native_getitem_str(NULL, 0, &v) == -1 && tpl_native_print_py(NULL, &v) == -1 &&
               tpl_native_print_rb(NULL, &v) == -1 && tpl_native_adds(NULL, 0, &v) == -1 &&
               tpl_native_for_init(NULL, 0, &v) == -1 && tpl_native_call_name(NULL, 0, &v) == -1 &&
-              tpl_native_call_builtin(NULL, 0, &v) == -1 &&
+              tpl_native_call_builtin(NULL, 0, &v) == -1 && tpl_native_remembers(NULL, "x", 1, &v) == -1 &&
               tpl_native_loop_attr(NULL, 0, &v) == -1,
               "native filter/getattr/getitem_str/print/adds/for_init/call_name(NULL)");
     }

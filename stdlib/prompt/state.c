@@ -78,15 +78,13 @@ tpl_tr_state *tpl_prompt_tr(const tpl_vm *vm) { return state_of(vm)->tr; }
 
 /* ------------------------------------------------------------------ remembers() */
 
-int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* remembers() of the string w, NFC-normalised if it is not ASCII (ascii: known to be ASCII) */
+static int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out)
 {
     tpl_prompt_state *s = state_of(vm);
-    tpl_value w = a[0];
-    if (w.type != TPL_T_STR && tpl_to_str(vm, a[0], &w) < 0)
-        return -1;
     if (s->remembers_fn) {
         /* the host's memory store (tpl_render_set_remembers) answers instead of the facts */
-        if (!tpl_is_ascii(w.u.s, w.len))
+        if (!ascii && !tpl_is_ascii(w.u.s, w.len))
             w = tpl_nfc(tpl_vm_arena(vm), w);
         int rc = s->remembers_fn(s->remembers_data, w.u.s, w.len);
         if (rc < 0 || rc > 1) return tpl_vm_error(vm, TPL_ERR_RAISED, "host function 'remembers' failed");
@@ -98,7 +96,7 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_bool(false);
         return 0;
     }
-    if (!tpl_is_ascii(w.u.s, w.len))
+    if (!ascii && !tpl_is_ascii(w.u.s, w.len))
         w = tpl_nfc(tpl_vm_arena(vm), w);
     /* Each fact scanned charges the render's fuel: four units plus one per 16 bytes (the search
      * is linear, tpl_bytes_contain), so 20,000 calls over 100,000 facts end with a located fuel
@@ -114,6 +112,19 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_nomem(vm);
     *out = tpl_v_bool(found);
     return 0;
+}
+
+int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value w = a[0];
+    if (w.type != TPL_T_STR && tpl_to_str(vm, a[0], &w) < 0)
+        return -1;
+    return remembers_str(vm, w, false, out);
+}
+
+int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out)
+{
+    return remembers_str(vm, tpl_v_str(s, n), true, out);
 }
 
 /* ------------------------------------------------------------------ the public API */
