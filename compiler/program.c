@@ -254,7 +254,7 @@ static void stream_top(void *data, tpl_node *node)
     stream_state *st = data;
     if (!st->deep) {
         st->root.b = node;
-        if (!tpl_p_check_depth(&st->dp, &st->root)) {
+        if (!tpl_p_depth_ok(&st->dp, st->pc->arena, &st->root)) {
             st->deep = true;
             st->deep_off = st->dp.err_off;
             st->deep_nomem = st->dp.nomem;
@@ -301,7 +301,7 @@ static void facts_top(void *data, tpl_node *node)
     stream_state *st = data;
     if (!st->deep) {
         st->root.b = node;
-        if (!tpl_p_check_depth(&st->dp, &st->root)) {
+        if (!tpl_p_depth_ok(&st->dp, st->pc->arena, &st->root)) {
             st->deep = true;
             st->deep_off = st->dp.err_off;
             st->deep_nomem = st->dp.nomem;

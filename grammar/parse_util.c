@@ -749,7 +749,15 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
         }
     }
     JinjaParseFree(parser, free);
-    return !c->failed && c->root && tpl_p_check_depth(c, c->root);
+    return !c->failed && c->root && tpl_p_depth_ok(c, c->arena, c->root);
+}
+
+bool tpl_p_depth_ok(tpl_pctx *c, const tpl_arena *a, const tpl_node *root)
+{
+    size_t used = 0;
+    for (const tpl_chunk *k = a ? a->head : NULL; k; k = k->next) used += k->used;
+    if (a && used / sizeof(tpl_node) + 1 <= TPL_MAX_AST_DEPTH) return true;
+    return tpl_p_check_depth(c, root);
 }
 
 bool tpl_p_check_depth(tpl_pctx *c, const tpl_node *root)

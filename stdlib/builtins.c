@@ -118,8 +118,11 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
 }
 
 /* The builtins a plain name can resolve to (GLOBAL, STR, MAP, LIST kinds), in table order, with
- * their name lengths and names side by side: name resolution scans these few dozen, not the whole
- * table, and compares a name only with those of its length and first letter. */
+ * their name lengths and names side by side, and a byte key of each name's length and first
+ * letter: name resolution scans these few dozen keys eight at a time (match_bytes) and compares a name only
+ * with the entries of its key (issue 21: keyed by the length alone, a compile's name lookups
+ * checked ~10 candidates each). */
+#define TPL_NAMED_KEY(len, first) ((uint8_t)((unsigned)(len) << 5 ^ (unsigned char)(first)))
 #define TPL_NAMED_GLOBAL(x) x,
 #define TPL_NAMED_STR(x) x,
 #define TPL_NAMED_MAP(x) x,
@@ -140,7 +143,12 @@ static const uint16_t named_ids[] = {
 #undef TPL_BUILTIN
 };
 #define NNAMED (sizeof named_ids / sizeof named_ids[0])
-static const uint8_t named_lens[(NNAMED + 15) / 16 * 16] = {   /* padded with 0: no name matches */
+static const uint8_t named_keys[ROUND8(NNAMED)] = {   /* padded with 0 (checked by index) */
+#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(TPL_NAMED_KEY(sizeof name - 1, name[0]))
+#include "builtins.def"
+#undef TPL_BUILTIN
+};
+static const uint8_t named_lens[NNAMED] = {
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(sizeof name - 1)
 #include "builtins.def"
 #undef TPL_BUILTIN
@@ -170,24 +178,16 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     *global = bk[0] = bk[1] = bk[2] = -1;
     if (n == 0 || n > 255)
         return;
-    typedef uint8_t v16 __attribute__((vector_size(16)));
-    for (size_t base = 0; base < NNAMED; base += 16) {
-        /* sixteen lengths compared at once: a 0xFF byte of eq marks an entry of length n */
-        v16 lens, eq;
-        uint8_t e[16];
-        memcpy(&lens, named_lens + base, 16);
-        eq = (v16)(lens == (uint8_t)n);
-        memcpy(e, &eq, 16);
-        for (size_t half = 0; half < 16; half += 8) {
-            for (uint64_t m = load_le64(e + half) & 0x8080808080808080u; m; m &= m - 1) {
-                size_t k = base + half + (size_t)(__builtin_ctzll(m) >> 3);
-                if (k >= NNAMED || named_names[k][0] != name[0] || memcmp(named_names[k], name, n) != 0)
-                    continue;
-                int kind = tpl_builtin_table[named_ids[k]].kind;
-                int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
-                if (*slot < 0)
-                    *slot = (int16_t)named_ids[k];
-            }
+    uint8_t key = TPL_NAMED_KEY(n, name[0]);
+    for (size_t base = 0; base < NNAMED; base += 8) {
+        for (uint64_t m = match_bytes(load_le64(named_keys + base), key); m; m &= m - 1) {
+            size_t k = base + (size_t)(__builtin_ctzll(m) >> 3);
+            if (k >= NNAMED || named_lens[k] != n || named_names[k][0] != name[0] || memcmp(named_names[k], name, n) != 0)
+                continue;
+            int kind = tpl_builtin_table[named_ids[k]].kind;
+            int16_t *slot = kind == TPL_BK_GLOBAL ? global : &bk[kind - TPL_BK_STR];
+            if (*slot < 0)
+                *slot = (int16_t)named_ids[k];
         }
     }
 }
