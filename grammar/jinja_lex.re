@@ -151,7 +151,8 @@ static bool lex_nomem(lexer *lx)
     return false;
 }
 
-static bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t flag)
+/* emit's slow path: the vector grows, or the token is long (its length kept in v->longs). */
+static __attribute__((noinline)) bool emit_slow(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t flag)
 {
     tpl_jtok_vec *v = lx->out;
     if (v->n == v->cap) {
@@ -175,6 +176,16 @@ static bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t 
     }
     unsigned code = flag == '-' ? 1u : flag == '+' ? 2u : 0u;
     v->v[v->n++] = (tpl_jtok){ (uint32_t)(s - lx->src), len, (uint16_t)((unsigned)kind | code << 14) };
+    return true;
+}
+
+/* Appends a token (inline: the lexer's every token; issue 21, compile time). */
+static inline bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t flag)
+{
+    tpl_jtok_vec *v = lx->out;
+    if (__builtin_expect(v->n == v->cap || n >= TPL_JTOK_LONG, 0)) return emit_slow(lx, kind, s, n, flag);
+    unsigned code = flag == '-' ? 1u : flag == '+' ? 2u : 0u;
+    v->v[v->n++] = (tpl_jtok){ (uint32_t)(s - lx->src), (uint16_t)n, (uint16_t)((unsigned)kind | code << 14) };
     return true;
 }
 
