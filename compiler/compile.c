@@ -111,6 +111,7 @@ struct tpl_comp {
     tpl_locw spanw;          /* the span table, built as instructions are emitted (add_span) */
     uint32_t *ls;            /* line_starts of src (NULL: span_linecol alone) */
     size_t nls, li;          /* its length and add_span's cursor in it */
+    size_t rli;              /* and note_read's */
     tpl_locw readw;          /* the read locations, built as reads are noted (note_read) */
     struct tpl_rcur { uint32_t off, line, col; } *rcur; /* note_read's cursor per file */
     size_t nrcur;
@@ -665,12 +666,7 @@ static void note_read(tpl_comp *c, uint32_t pc)
         /* the template itself: its line found in the table of line starts (the last start at
          * or before off; ls[0] is 0), its column the code points before off on that line */
         const uint32_t *ls = c->ls;
-        size_t li = 0, hi = c->nls;
-        while (hi - li > 1) {
-            size_t mid = li + (hi - li) / 2;
-            if ((ls[mid] & ~LS_WIDE) <= off) li = mid;
-            else hi = mid;
-        }
+        size_t li = c->rli = ls_find(ls, c->nls, c->rli, off);
         uint32_t bol = ls[li] & ~LS_WIDE, col = off - bol + 1;
         if (ls[li] & LS_WIDE) { /* counted from the cursor when it is on this line before off */
             uint32_t from = bol;

@@ -91,7 +91,7 @@ static int64_t unzigzag(uint64_t z) { return z & 1 ? -(int64_t)(z >> 1) - 1 : (i
 /* Writes the pending entry: varint (pc increase << 2 | file changed << 1 | line changed), then
  * the file index when it changed (read locations only), the line's change (zigzag) when it
  * changed, and the column (itself after a line change, else its change, zigzag). */
-static void locw_flush(tpl_locw *w)
+void tpl_locw_flush(tpl_locw *w)
 {
     if (!w->has_pend || w->failed) return;
     const tpl_readloc *e = &w->pend, *pr = &w->prev;
@@ -118,25 +118,6 @@ static void locw_flush(tpl_locw *w)
     w->count++;
 }
 
-void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_t line, uint32_t col)
-{
-    if (w->failed) return;
-    if (w->has_pend) {
-        if (!w->reads && w->pend.line == line && w->pend.col == col) return;
-        if (w->pend.pc == pc) {
-            w->pend.file = file;
-            w->pend.line = line;
-            w->pend.col = col;
-            return;
-        }
-        locw_flush(w);
-    } else if (!w->reads && w->count && w->prev.line == line && w->prev.col == col) {
-        return;
-    }
-    w->pend = (tpl_readloc){ pc, file, line, col };
-    w->has_pend = true;
-}
-
 void tpl_locw_free(tpl_locw *w)
 {
     if (w->budget && w->b) w->budget->used -= w->cap; /* (bytes handed to the program stay charged) */
@@ -149,7 +130,7 @@ void tpl_locw_free(tpl_locw *w)
 
 bool tpl_locw_finish(tpl_locw *w, tpl_program *p)
 {
-    locw_flush(w);
+    tpl_locw_flush(w);
     if (w->n >= UINT32_MAX) w->failed = true;
     /* the bytes go to the program as they are (shrunk, not copied); the marks into its arena */
     uint8_t *b = w->failed ? NULL : realloc(w->b, w->n + 1);

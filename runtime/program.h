@@ -192,7 +192,27 @@ typedef struct tpl_locw {
     size_t nmarks, mcap, count;
     tpl_readloc prev, pend;  /* the last entry written; the one not yet written */
 } tpl_locw;
-void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_t line, uint32_t col);
+/* Writes the pending entry (tpl_locw_add's slow path). */
+void tpl_locw_flush(tpl_locw *w);
+/* Inline: the compiler adds an entry for most instructions it emits (issue 21, compile time). */
+static inline void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_t line, uint32_t col)
+{
+    if (w->failed) return;
+    if (w->has_pend) {
+        if (!w->reads && w->pend.line == line && w->pend.col == col) return;
+        if (w->pend.pc == pc) {
+            w->pend.file = file;
+            w->pend.line = line;
+            w->pend.col = col;
+            return;
+        }
+        tpl_locw_flush(w);
+    } else if (!w->reads && w->count && w->prev.line == line && w->prev.col == col) {
+        return;
+    }
+    w->pend = (tpl_readloc){ pc, file, line, col };
+    w->has_pend = true;
+}
 bool tpl_locw_finish(tpl_locw *w, tpl_program *p);
 void tpl_locw_free(tpl_locw *w);
 
