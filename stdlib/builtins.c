@@ -148,6 +148,42 @@ static const uint8_t named_keys[ROUND8(NNAMED)] = {   /* padded with 0 (checked 
 #include "builtins.def"
 #undef TPL_BUILTIN
 };
+/* The keys present, as a 256-bit set: most names a template uses are no builtin's, and one bit
+ * test tells. */
+#define TPL_NAMED_BIT(key, word) ((key) >> 6 == (word) ? (uint64_t)1 << ((key) & 63) : 0)
+#define TPL_ISNAMED_GLOBAL 1
+#define TPL_ISNAMED_STR 1
+#define TPL_ISNAMED_MAP 1
+#define TPL_ISNAMED_LIST 1
+#define TPL_ISNAMED_FILTER 0
+#define TPL_ISNAMED_TEST 0
+#define TPL_ISNAMED_RKERNEL 0
+#define TPL_ISNAMED_RANY 0
+#define TPL_ISNAMED_RSTR 0
+#define TPL_ISNAMED_RNUM 0
+#define TPL_ISNAMED_RARR 0
+#define TPL_ISNAMED_RHASH 0
+#define TPL_ISNAMED_RRANGE 0
+#define TPL_ISNAMED_RMATCH 0
+static const uint64_t named_set[4] = {
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 0) : 0) |
+#include "builtins.def"
+#undef TPL_BUILTIN
+    0,
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 1) : 0) |
+#include "builtins.def"
+#undef TPL_BUILTIN
+    0,
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 2) : 0) |
+#include "builtins.def"
+#undef TPL_BUILTIN
+    0,
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 3) : 0) |
+#include "builtins.def"
+#undef TPL_BUILTIN
+    0,
+};
+#undef TPL_NAMED_BIT
 static const uint8_t named_lens[NNAMED] = {
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(sizeof name - 1)
 #include "builtins.def"
@@ -172,6 +208,20 @@ static const char *const named_names[] = {
 #undef TPL_NAMED_RHASH
 #undef TPL_NAMED_RRANGE
 #undef TPL_NAMED_RMATCH
+#undef TPL_ISNAMED_GLOBAL
+#undef TPL_ISNAMED_STR
+#undef TPL_ISNAMED_MAP
+#undef TPL_ISNAMED_LIST
+#undef TPL_ISNAMED_FILTER
+#undef TPL_ISNAMED_TEST
+#undef TPL_ISNAMED_RKERNEL
+#undef TPL_ISNAMED_RANY
+#undef TPL_ISNAMED_RSTR
+#undef TPL_ISNAMED_RNUM
+#undef TPL_ISNAMED_RARR
+#undef TPL_ISNAMED_RHASH
+#undef TPL_ISNAMED_RRANGE
+#undef TPL_ISNAMED_RMATCH
 
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3])
 {
@@ -179,6 +229,8 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     if (n == 0 || n > 255)
         return;
     uint8_t key = TPL_NAMED_KEY(n, name[0]);
+    if (!(named_set[key >> 6] >> (key & 63) & 1))
+        return;
     for (size_t base = 0; base < NNAMED; base += 8) {
         for (uint64_t m = match_bytes(load_le64(named_keys + base), key); m; m &= m - 1) {
             size_t k = base + (size_t)(__builtin_ctzll(m) >> 3);
