@@ -88,12 +88,34 @@ static inline uint8_t *put_varint(uint8_t *b, uint64_t v)
 static uint64_t zigzag(int64_t d) { return d < 0 ? ((uint64_t)(-(d + 1)) << 1) | 1 : (uint64_t)d << 1; }
 static int64_t unzigzag(uint64_t z) { return z & 1 ? -(int64_t)(z >> 1) - 1 : (int64_t)(z >> 1); }
 
-/* Writes the pending entry: varint (pc increase << 2 | file changed << 1 | line changed), then
- * the file index when it changed (read locations only), the line's change (zigzag) when it
- * changed, and the column (itself after a line change, else its change, zigzag). */
-void tpl_locw_flush(tpl_locw *w)
+/* Records the entry just written as a mark (every TPL_SPAN_MARK-th span run); false when out
+ * of memory. */
+static bool locw_mark(tpl_locw *w)
 {
-    if (!w->has_pend || w->failed) return;
+    const tpl_readloc *e = &w->prev;
+    if (w->nmarks == w->mcap) {
+        size_t nc = w->mcap ? w->mcap * 2 : 16;
+        tpl_span_mark *nm = realloc(w->marks, nc * sizeof *nm);
+        if (!nm) { w->failed = true; return false; }
+        w->marks = nm;
+        w->mcap = nc;
+    }
+    w->marks[w->nmarks++] = (tpl_span_mark){ e->pc, e->line, e->col, (uint32_t)w->n };
+    return true;
+}
+
+/* The entry written: it becomes the previous one (and a mark when its turn comes). */
+static inline void locw_written(tpl_locw *w)
+{
+    w->prev = w->pend;
+    w->has_pend = false;
+    if (!w->reads && w->count % TPL_SPAN_MARK == 0 && !w->failed && !locw_mark(w)) return;
+    w->count++;
+}
+
+/* tpl_locw_flush's general case (any size of varint, a file change). */
+static __attribute__((noinline)) void locw_flush_slow(tpl_locw *w)
+{
     const tpl_readloc *e = &w->pend, *pr = &w->prev;
     bool fch = w->reads && e->file != pr->file, lch = e->line != pr->line;
     if (!locw_reserve(w, 40)) return; /* four varints of at most 10 bytes */
@@ -103,19 +125,42 @@ void tpl_locw_flush(tpl_locw *w)
     if (lch) b = put_varint(b, zigzag((int64_t)e->line - (int64_t)pr->line));
     b = put_varint(b, lch ? e->col : zigzag((int64_t)e->col - (int64_t)pr->col));
     w->n = (size_t)(b - w->b);
-    w->prev = *e;
-    w->has_pend = false;
-    if (!w->reads && w->count % TPL_SPAN_MARK == 0 && !w->failed) {
-        if (w->nmarks == w->mcap) {
-            size_t nc = w->mcap ? w->mcap * 2 : 16;
-            tpl_span_mark *nm = realloc(w->marks, nc * sizeof *nm);
-            if (!nm) { w->failed = true; return; }
-            w->marks = nm;
-            w->mcap = nc;
+    locw_written(w);
+}
+
+/* Writes the pending entry: varint (pc increase << 2 | file changed << 1 | line changed), then
+ * the file index when it changed (read locations only), the line's change (zigzag) when it
+ * changed, and the column (itself after a line change, else its change, zigzag). Most entries
+ * are two or three one-byte varints, written here directly (issue 21, compile time). */
+void tpl_locw_flush(tpl_locw *w)
+{
+    if (!w->has_pend || w->failed) return;
+    const tpl_readloc *e = &w->pend, *pr = &w->prev;
+    uint32_t dpc = e->pc - pr->pc;
+    if (dpc < 32 && e->file == pr->file && w->n + 3 <= w->cap) {
+        uint8_t *b = w->b + w->n;
+        if (e->line == pr->line) {
+            uint64_t z = zigzag((int64_t)e->col - (int64_t)pr->col);
+            if (z < 0x80) {
+                b[0] = (uint8_t)(dpc << 2);
+                b[1] = (uint8_t)z;
+                w->n += 2;
+                locw_written(w);
+                return;
+            }
+        } else {
+            uint64_t z = zigzag((int64_t)e->line - (int64_t)pr->line);
+            if (z < 0x80 && e->col < 0x80) {
+                b[0] = (uint8_t)(dpc << 2 | 1);
+                b[1] = (uint8_t)z;
+                b[2] = (uint8_t)e->col;
+                w->n += 3;
+                locw_written(w);
+                return;
+            }
         }
-        w->marks[w->nmarks++] = (tpl_span_mark){ e->pc, e->line, e->col, (uint32_t)w->n };
     }
-    w->count++;
+    locw_flush_slow(w);
 }
 
 void tpl_locw_free(tpl_locw *w)
