@@ -487,7 +487,7 @@ static void stack_effect(tpl_comp *c, int delta)
     if (f->depth > f->max_depth) f->max_depth = f->depth;
 }
 
-static uint32_t emit_raw(tpl_comp *c, uint32_t word)
+static __attribute__((noinline)) uint32_t emit_raw_slow(tpl_comp *c, uint32_t word)
 {
     if (c->failed) return 0;
     if (!cgrow(c, (void **)&c->code, &c->cap, c->n + 1, sizeof *c->code)) {
@@ -495,6 +495,14 @@ static uint32_t emit_raw(tpl_comp *c, uint32_t word)
         return 0;
     }
     if (c->n >= 0xFFFFFF) { cerror(c, c->cur_off, "template too large"); return 0; }
+    c->code[c->n] = word;
+    return (uint32_t)c->n++;
+}
+
+/* Appends a code word (inline: every instruction; the growth and the checks out of line). */
+static inline uint32_t emit_raw(tpl_comp *c, uint32_t word)
+{
+    if (__builtin_expect(c->failed || c->n >= c->cap || c->n >= 0xFFFFFF, 0)) return emit_raw_slow(c, word);
     c->code[c->n] = word;
     return (uint32_t)c->n++;
 }
