@@ -118,11 +118,11 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
 }
 
 /* The builtins a plain name can resolve to (GLOBAL, STR, MAP, LIST kinds), in table order, with
- * their name lengths and names side by side, and a byte key of each name's length and first
- * letter: name resolution scans these few dozen keys eight at a time (match_bytes) and compares a name only
+ * their name lengths and names side by side, and a byte key of each name's length, first and
+ * last letters: name resolution scans these few dozen keys eight at a time (match_bytes) and compares a name only
  * with the entries of its key (issue 21: keyed by the length alone, a compile's name lookups
  * checked ~10 candidates each). */
-#define TPL_NAMED_KEY(len, first) ((uint8_t)((unsigned)(len) << 5 ^ (unsigned char)(first)))
+#define TPL_NAMED_KEY(len, first, last) ((uint8_t)((unsigned)(len) * 61u + (unsigned char)(first) * 7u + (unsigned char)(last)))
 #define TPL_NAMED_GLOBAL(x) x,
 #define TPL_NAMED_STR(x) x,
 #define TPL_NAMED_MAP(x) x,
@@ -144,7 +144,7 @@ static const uint16_t named_ids[] = {
 };
 #define NNAMED (sizeof named_ids / sizeof named_ids[0])
 static const uint8_t named_keys[ROUND8(NNAMED)] = {   /* padded with 0 (checked by index) */
-#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(TPL_NAMED_KEY(sizeof name - 1, name[0]))
+#define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(TPL_NAMED_KEY(sizeof name - 1, name[0], name[sizeof name - 2]))
 #include "builtins.def"
 #undef TPL_BUILTIN
 };
@@ -166,19 +166,19 @@ static const uint8_t named_keys[ROUND8(NNAMED)] = {   /* padded with 0 (checked 
 #define TPL_ISNAMED_RRANGE 0
 #define TPL_ISNAMED_RMATCH 0
 static const uint64_t named_set[4] = {
-#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 0) : 0) |
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0], name[sizeof name - 2]), 0) : 0) |
 #include "builtins.def"
 #undef TPL_BUILTIN
     0,
-#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 1) : 0) |
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0], name[sizeof name - 2]), 1) : 0) |
 #include "builtins.def"
 #undef TPL_BUILTIN
     0,
-#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 2) : 0) |
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0], name[sizeof name - 2]), 2) : 0) |
 #include "builtins.def"
 #undef TPL_BUILTIN
     0,
-#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0]), 3) : 0) |
+#define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0], name[sizeof name - 2]), 3) : 0) |
 #include "builtins.def"
 #undef TPL_BUILTIN
     0,
@@ -228,7 +228,7 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     *global = bk[0] = bk[1] = bk[2] = -1;
     if (n == 0 || n > 255)
         return;
-    uint8_t key = TPL_NAMED_KEY(n, name[0]);
+    uint8_t key = TPL_NAMED_KEY(n, name[0], name[n - 1]);
     if (!(named_set[key >> 6] >> (key & 63) & 1))
         return;
     for (size_t base = 0; base < NNAMED; base += 8) {
