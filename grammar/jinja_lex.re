@@ -28,10 +28,51 @@
     X("generation", TK_GENERATION) X("endgeneration", TK_ENDGENERATION) X("endraw", TK_ENDRAW) \
     X("print", TK_PRINT) X("trans", TK_TRANS) X("endtrans", TK_ENDTRANS) X("pluralize", TK_PLURALIZE)
 
+/* A switch on the length, each case comparing only the keywords of that length (the others'
+ * tests are constant false): a name costs a jump and a compare or two, not a test per keyword
+ * (issue 21, compile time). */
 int tpl_jinja_keyword(const char *s, size_t n)
 {
-#define KW(str, tok) if (n == sizeof(str) - 1 && memcmp(s, str, n) == 0) return tok;
-    TPL_JINJA_KEYWORDS(KW)
+#define KW(str, tok) if (sizeof(str) - 1 == KW_N && memcmp(s, str, KW_N) == 0) return tok;
+    switch (n) {
+#define KW_N 2
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 3
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 4
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 5
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 6
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 7
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 8
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 9
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 10
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 11
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 12
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+#define KW_N 13
+    case KW_N: TPL_JINJA_KEYWORDS(KW) break;
+#undef KW_N
+    default: break;
+    }
 #undef KW
     return TK_NAME;
 }
