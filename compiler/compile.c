@@ -567,11 +567,11 @@ static bool all_ascii(const char *s, size_t n)
 #define LS_WIDE 0x80000000u  /* line_starts: the line is not all ASCII */
 
 /* The start of every line of s[0..n), each flagged LS_WIDE when its line holds a non-ASCII byte
- * (malloc'd; NULL when out of memory or too large to flag). */
-static uint32_t *line_starts(const char *s, size_t n, size_t *count)
+ * (malloc'd; NULL when out of memory or too large to flag); ascii: s is known to be all ASCII. */
+static uint32_t *line_starts(const char *s, size_t n, size_t *count, bool ascii)
 {
     if (n >= LS_WIDE) return NULL;
-    bool ascii = all_ascii(s, n);
+    ascii = ascii || all_ascii(s, n);
     size_t nls = 0, cap = 0;
     uint32_t *ls = NULL;
     for (size_t b = 0;;) {
@@ -3968,7 +3968,7 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
      * so a typical template grows neither array; a failure here just leaves them to grow() */
     size_t ncode = n / 8 < 0x100000 ? 64 + n / 8 : 0x100000;
     cgrow(c, (void **)&c->code, &c->cap, ncode, sizeof *c->code);
-    c->ls = line_starts(src, n, &c->nls);
+    c->ls = line_starts(src, n, &c->nls, p->source_ascii && src == p->source && n == p->source_len);
     c->readw.reads = true;
     c->spanw.budget = c->readw.budget = p->budget;
     push_scope(c, true);

@@ -105,7 +105,8 @@ static tpl_status compile_impl(const char *name, const char *src, size_t len, co
     tpl_options o = { 0 };
     if (opts) o = *opts;
     size_t bad;
-    if (!tpl_utf8_valid(src, len, &bad)) { /* as Python reading the template: UnicodeDecodeError */
+    bool ascii;
+    if (!tpl_utf8_check(src, len, &bad, &ascii)) { /* as Python reading the template: UnicodeDecodeError */
         char msg[64];
         snprintf(msg, sizeof msg, "invalid UTF-8 (byte 0x%02X)", (unsigned char)src[bad]);
         tpl_error_set_at(err, TPL_EK_SYNTAX, name, src, len, (uint32_t)bad, msg);
@@ -142,6 +143,7 @@ static tpl_status compile_impl(const char *name, const char *src, size_t len, co
     }
     if (!p->name || !p->source) { tpl_program_free(p); return tpl_error_nomem(err, name ? name : "<template>"); }
     p->source_hash = tpl_source_hash(src, len);
+    p->source_ascii = ascii; /* (normalising keeps it so) */
 
     tpl_status st = o.syntax == TPL_SYNTAX_ERB ? tpl_compile_erb(p, p->source, p->source_len, err)
                                                : tpl_compile_jinja(p, p->source, p->source_len, err);

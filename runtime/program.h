@@ -232,6 +232,7 @@ struct tpl_program {
     char *name;            /* file name for diagnostics */
     char *source;          /* normalised source (for source lines in diagnostics) */
     size_t source_len;
+    bool source_ascii;     /* tpl_compile: the source is all ASCII (spares the compiler a scan) */
     uint32_t *code;        /* in the arena, or malloc'd (code_heap: tpl_compile hands its buffer over) */
     size_t ncode;
     bool code_heap;

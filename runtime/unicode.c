@@ -554,7 +554,14 @@ tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars)
 
 bool tpl_utf8_valid(const char *s, size_t n, size_t *bad)
 {
+    bool ascii;
+    return tpl_utf8_check(s, n, bad, &ascii);
+}
+
+bool tpl_utf8_check(const char *s, size_t n, size_t *bad, bool *ascii)
+{
     size_t i = 0;
+    *ascii = true;
     while (i < n) {
         /* ASCII 32 bytes at a time, then eight */
         while (i + 32 <= n) {
@@ -571,6 +578,7 @@ bool tpl_utf8_valid(const char *s, size_t n, size_t *bad)
         }
         if (i >= n) break;
         if ((unsigned char)s[i] < 0x80) { i++; continue; }
+        *ascii = false;
         utf8proc_int32_t cp;
         utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
         if (k <= 0) { *bad = i; return false; }

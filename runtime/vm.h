@@ -239,6 +239,8 @@ uint32_t tpl_utf8_next(const char *s, size_t n, size_t *i);
 /* Whether s is valid UTF-8 (as Python's decoder: no overlongs, surrogates or code points past
  * U+10FFFF); when not, *bad is the offset of the first byte that does not decode. */
 bool tpl_utf8_valid(const char *s, size_t n, size_t *bad);
+/* tpl_utf8_valid that also tells whether s is all ASCII (*ascii; set when s is valid). */
+bool tpl_utf8_check(const char *s, size_t n, size_t *bad, bool *ascii);
 /* Number of code points in s. */
 size_t tpl_utf8_len(const char *s, size_t n);
 /* Byte offset of code point index cp (clamped to n). */
