@@ -718,6 +718,21 @@ static bool ruby_lex(rlex *L)
                 if (p < n && s[p] == '=' && s[p + 1] != '=' && s[p + 1] != '~' && s[p + 1] != '>') add_local(L, s + st, e - st);
                 if (p + 1 < n && strchr("+-*/|&", s[p]) && s[p + 1] == '=') add_local(L, s + st, e - st);
                 if (p + 2 < n && (s[p] == '|' || s[p] == '&') && s[p + 1] == s[p] && s[p + 2] == '=') add_local(L, s + st, e - st);
+                /* `a, b = v`: a multiple assignment declares each name before the `=` */
+                if (p < n && s[p] == ',') {
+                    size_t q = p;
+                    bool names = true;
+                    while (names && q < n && s[q] == ',') {
+                        q++;
+                        while (q < n && (s[q] == ' ' || s[q] == '\t')) q++;
+                        if (q < n && s[q] == '@') q++;
+                        if (!(q < n && ident_start((unsigned char)s[q]))) { names = false; break; }
+                        while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
+                        while (q < n && (s[q] == ' ' || s[q] == '\t')) q++;
+                    }
+                    if (names && q + 1 < n && s[q] == '=' && s[q + 1] != '=' && s[q + 1] != '~' && s[q + 1] != '>')
+                        add_local(L, s + st, e - st);
+                }
             }
             push_tok(L, kind, st, e - st);
             i = e;

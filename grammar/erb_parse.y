@@ -148,6 +148,44 @@ static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op) {
         tpl_pctx_error(ctx, op.off, "syntax error, unexpected '='");
     return lhs;
 }
+/* Multiple assignment `a, b = v` (v's items when v is an Array, else v as the first) and `a, b = x, y`: a hidden
+ * local takes the right side, each target its item (nil past the end); the statement's value is the right
+ * side's array, as Ruby's. */
+static tpl_node *masgn_tmp(tpl_pctx *ctx, const char *nm, size_t len, uint32_t off) {
+    tpl_node *t = tpl_p_node(ctx, TPL_N_NAME, off, NULL, NULL);
+    t->val = tpl_v_str(nm, len);
+    return t;
+}
+static tpl_node *masgn(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *one, tpl_node *many) {
+    char buf[40];
+    int len = snprintf(buf, sizeof buf, "(masgn %u)", (unsigned)op.off);
+    char *nm = tpl_arena_strdup(ctx->keep ? ctx->keep : ctx->arena, buf, (size_t)len);
+    if (!nm) { tpl_pctx_error(ctx, op.off, "out of memory"); return lhs; }
+#define TMP() masgn_tmp(ctx, nm, (size_t)len, op.off)
+    tpl_node *seq;
+    if (many) {
+        seq = NODE(SET, op.off, TMP(), NODE(LIST, op.off, many, NULL));
+    } else {
+        /* tmp = v; tmp = tmp.is_a?(Array) ? tmp : [tmp] */
+        seq = NODE(SET, op.off, TMP(), one);
+        tpl_node *cls = N(RCONSTNAME, op.off);
+        cls->val = tpl_v_str("Array", 5);
+        tpl_node *c = NODE(CONDEXPR, op.off, method_s(ctx, TMP(), "is_a?", arg1(ctx, cls), op.off), TMP());
+        c->c = NODE(LIST, op.off, TMP(), NULL);
+        seq = tpl_node_append(seq, NODE(SET, op.off, TMP(), c));
+    }
+    int64_t i = 0;
+    for (tpl_node *t = lhs, *nx; t; t = nx, i++) {
+        nx = t->next;
+        t->next = NULL;
+        t->tail = NULL;
+        tpl_node *item = NODE(GETITEM, op.off, TMP(), konst(ctx, tpl_v_int(i), op.off));
+        seq = tpl_node_append(seq, NODE(SET, op.off, target(ctx, t, op), item));
+    }
+    seq = tpl_node_append(seq, TMP());
+#undef TMP
+    return NODE(RSTMTS, op.off, NULL, seq);
+}
 /* x op= y: x = x op y (||= and &&= keep their short-circuit). */
 static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *rhs) {
     lhs = target(ctx, lhs, op);
@@ -245,6 +283,13 @@ stmt(A) ::= stmt(S) RESCUE_MOD(T) expr(R). {
     else { S->next = NULL; A = NODE(RBEGIN, T.off, S, r); }
 }
 stmt(A) ::= expr(E). { A = E; }
+/* multiple assignment (masgn above) */
+stmt(A) ::= mlhs(L) ASSIGN(T) arg(R). { A = masgn(ctx, L, T, R, NULL); }
+stmt(A) ::= mlhs(L) ASSIGN(T) mrhs(R). { A = masgn(ctx, L, T, NULL, R); }
+mlhs(A) ::= primary(X) COMMA primary(Y). { A = tpl_node_append(X, Y); }
+mlhs(A) ::= mlhs(L) COMMA primary(Y). { A = tpl_node_append(L, Y); }
+mrhs(A) ::= arg(X) COMMA arg(Y). { A = tpl_node_append(X, Y); }
+mrhs(A) ::= mrhs(L) COMMA arg(Y). { A = tpl_node_append(L, Y); }
 stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
 stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
 stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
