@@ -143,24 +143,45 @@ static int format_str(tpl_vm *vm, tpl_sb *b, tpl_value s, const fspec *f)
 }
 
 /* Inserts grouping separators into the digit run digits[0..n) every `every` digits, zero-padding
- * on the left until the grouped run is at least min_len characters long. */
+ * on the left until the grouped run is at least min_len characters long. The length is computed,
+ * reserved once and written in place (a width of 10^8 is 10^8 bytes, not 10^8 calls). */
 static void put_grouped(tpl_sb *b, const char *digits, size_t n, char sep, int every, int64_t min_len)
 {
     int64_t d = (int64_t)n;
     if (sep) {
+        /* the fewest digits d >= n with d + (d - 1) / every >= min_len: g below has
+         * g + (g - 1) / every <= min_len, and that length grows by at least 1 per digit */
+        int64_t g = min_len > 0 ? min_len * every / (every + 1) : 0;
+        if (g > d)
+            d = g;
         while (d + (d - 1) / every < min_len)
             d++;
     } else if (d < min_len) {
         d = min_len;
     }
+    if (d <= 0)
+        return;
     int64_t zeros = d - (int64_t)n;
-    for (int64_t k = 0; k < d; k++) {
-        int64_t from_right = d - k; /* digits remaining including this one */
-        char c = k < zeros ? '0' : digits[k - zeros];
-        tpl_sb_putc(b, c);
-        if (sep && from_right > 1 && (from_right - 1) % every == 0)
-            tpl_sb_putc(b, sep);
+    int64_t total = d + (sep ? (d - 1) / every : 0);
+    if (!tpl_sb_reserve(b, (size_t)total))
+        return;
+    char *o = b->p + b->len;
+    if (!sep) {
+        memset(o, '0', (size_t)zeros);
+        memcpy(o + zeros, digits, n);
+    } else {
+        int r = (int)((d - 1) % every); /* digits after this one before the next separator */
+        for (int64_t k = 0; k < d; k++) {
+            *o++ = k < zeros ? '0' : digits[k - zeros];
+            if (r == 0) {
+                if (k < d - 1)
+                    *o++ = sep;
+                r = every - 1;
+            } else
+                r--;
+        }
     }
+    b->len += (size_t)total;
 }
 
 /* Assembles sign + prefix + number body (integer digits, then the rest) with padding. */
