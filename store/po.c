@@ -20,7 +20,26 @@ typedef struct po_err {
     jmp_buf jb;
     char msg[512];
     bool have;
+    const char *path; /* the file read: where a problem libgettextpo reports without one is */
 } po_err;
+
+/* The line (from 1) of the first line of path that starts with `prefix`, else 1: where a header
+ * problem libgettextpo reports without a position is (its Plural-Forms, its msgid ""). */
+static size_t line_of(const char *path, const char *prefix)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 1;
+    size_t line = 1, k = 0, plen = strlen(prefix);
+    bool bol = true, found = false;
+    int c;
+    while (!found && (c = getc(fp)) != EOF) {
+        if (c == '\n') { line++; bol = true; k = 0; continue; }
+        if (bol && k < plen && c == prefix[k]) { if (++k == plen) found = true; }
+        else bol = false;
+    }
+    fclose(fp);
+    return found ? line : 1;
+}
 
 static _Thread_local po_err *cur;
 
@@ -34,6 +53,10 @@ static void note(int severity, const char *filename, size_t lineno, size_t colum
             snprintf(where, sizeof where, "%s:%zu:1: ", filename, lineno);
         else if (filename)
             snprintf(where, sizeof where, "%s: ", filename);
+        else if (cur->path)
+            /* a header check (nplurals, the plural expression): located at the header's field */
+            snprintf(where, sizeof where, "%s:%zu:1: ", cur->path,
+                     line_of(cur->path, text && strstr(text, "plural") ? "\"Plural-Forms:" : "msgid \"\""));
         snprintf(cur->msg, sizeof cur->msg, "%serror: %s", where, text ? text : "invalid PO file");
         size_t n = strlen(cur->msg);
         while (n && cur->msg[n - 1] == '\n') cur->msg[--n] = 0;
@@ -123,6 +146,7 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
     if (!s || !path) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_po_import: path is NULL") : TPL_STORE_INVALID;
     po_err e;
     memset(&e, 0, sizeof e);
+    e.path = path;
     po_err *volatile saved = cur;
     po_file_t volatile f = NULL;
     cur = &e;

@@ -534,6 +534,15 @@ def t_po(tp, store, tmp):
     open(bad, "w").write('msgid ""\nmsgstr "Language: fr\\n"\n\nmsgid "a"\nmsgstr "b\n\nmsgid "c"\nmsgstr "d"\n')
     r = tp("tr-import", bad, "--dict", "x")
     check(r.rc == 1 and re.match(re.escape(bad) + r":[56]:\d+: error: ", r.err), "malformed PO located: %r" % r)
+    # a bad header (found by libgettextpo's checks, which give no position): located at its field
+    for name, pf, want in (("nplurals.po", "nplurals=1000000000; plural=n;", "nplurals"),
+                           ("divzero.po", "nplurals=2; plural=(n%0);", "division by zero"),
+                           ("deep.po", "nplurals=2; plural=" + "(" * 100000 + "n" + ")" * 100000 + ";", "plural expression")):
+        hp = os.path.join(tmp, name)
+        open(hp, "w").write('msgid ""\nmsgstr ""\n"Language: fr\\n"\n"Plural-Forms: %s\\n"\n\n'
+                            'msgctxt "p"\nmsgid "a"\nmsgid_plural "as"\nmsgstr[0] "x"\nmsgstr[1] "y"\n' % pf)
+        r = tp("tr-import", hp)
+        check(r.rc == 1 and r.err.startswith(hp + ":4:1: error: ") and want in r.err, "PO header %s located: %r" % (name, r))
     nolang = os.path.join(tmp, "nolang.po")
     open(nolang, "w").write('msgid "a"\nmsgstr "b"\n')
     r = tp("tr-import", nolang, "--dict", "x")
