@@ -328,8 +328,9 @@ static tpl_store_status fill_row(tpl_store *s, db_res *r, size_t i, size_t at, t
     bool ok = p->name && p->source && p->created_at && (!CELL(C_PROFILE) || p->profile) && (!CELL(C_LANG) || p->lang);
     if (ok && (!str_array(CELL(C_TRKEYS), &p->tr_keys, &p->ntr_keys) ||
                !str_array(CELL(C_DICTS) ? CELL(C_DICTS) : "[]", &p->dicts, &p->ndicts))) {
+        long long id = p->id; /* prompt_clear zeroes it */
         prompt_clear(p);
-        return fail(s, TPL_STORE_IO, "store: row %lld has invalid tr_keys or bindings", (long long)p->id);
+        return fail(s, TPL_STORE_IO, "store: row %lld has invalid tr_keys or bindings", id);
     }
 #undef CELL
     if (!ok) { prompt_clear(p); return fail(s, TPL_STORE_NOMEM, "out of memory"); }

@@ -364,6 +364,12 @@ def t_cache(tp, store, tmp):
     check(r.rc == 0 and r.out == "cached 2", "corrupt cached .tplb: recompiled: %r" % r)
     rows = store.sql("SELECT length(tplb) FROM tpl_prompts")
     check(int(rows[0][0]) > 4, "good bytes cached back: %r" % rows)
+    # a hostile row: its tr_keys are not a JSON array of strings; the error names the row's id
+    rid = store.sql("SELECT id FROM tpl_prompts WHERE name = 'c.x'")[0][0]
+    store.sql("UPDATE tpl_prompts SET tr_keys = '{bad' WHERE name = 'c.x'")
+    r = tp("render", "c.x", "--args", '{"v": 3}')
+    check(r.rc == 2 and ("row %s has invalid tr_keys" % rid) in r.err, "invalid tr_keys names the row: %r" % r)
+    store.sql("UPDATE tpl_prompts SET tr_keys = '[]' WHERE name = 'c.x'")
 
 
 def t_schema(tp, store, tmp):
