@@ -229,6 +229,11 @@ typedef struct tpl_bound {
     uint16_t method;    /* builtin id */
 } tpl_bound;
 
+/* A Python special ("dunder") name: `__x__`, at least one character between the underscores. */
+static inline bool tpl_is_dunder(const char *s, size_t n)
+{
+    return n >= 5 && s[0] == '_' && s[1] == '_' && s[n - 1] == '_' && s[n - 2] == '_';
+}
 static inline tpl_value tpl_v_undef(void) { tpl_value v = {0}; v.type = TPL_T_UNDEF; v.aux = TPL_UNDEF_PLAIN; return v; }
 static inline tpl_value tpl_v_unset(void) { tpl_value v = {0}; v.type = TPL_T_UNSET; return v; }
 static inline tpl_value tpl_v_none(void) { tpl_value v = {0}; v.type = TPL_T_NONE; return v; }

@@ -569,8 +569,26 @@ static inline __attribute__((always_inline)) bool is_mutating(tpl_value obj, con
     return false;
 }
 
+/* `x.__class__`, `x.__doc__`, `m.__name__`...: every Python object has special attributes whose
+ * values are interpreter objects (<class 'int'>, docstrings, slot wrappers) that tpl does not
+ * model. Jinja2's plain Environment returns them; its sandbox (the hf profile: transformers'
+ * ImmutableSandboxedEnvironment) makes every name starting with '_' undefined, which is what the
+ * lookups below give. Elsewhere the access is a located error, never a silently different value
+ * (a host object answers for itself). */
+static int dunder_error(tpl_vm *vm, const char *name, size_t n)
+{
+    return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: Python's special attribute '%.*s' (an interpreter object tpl does not model)",
+                       (int)(n > 60 ? 60 : n), name);
+}
+
 int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
+    if (__builtin_expect(n >= 5 && name[0] == '_', 0) && tpl_is_dunder(name, n) && obj.type != TPL_T_HOST && !vm->p->opts.hf &&
+        tpl_vm_syntax(vm) != TPL_SYNTAX_ERB &&
+        !(obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS) && !(n == 9 && memcmp(name, "__class__", 9) == 0)) &&
+        !(obj.type == TPL_T_STR && tpl_stdlib.find(TPL_BK_STR, name, n) >= 0))
+        return dunder_error(vm, name, n); /* (a Namespace hides every other name: undefined, below; Markup's
+                                            __html__ is modelled: a method of Markup, undefined on str) */
     if (is_mutating(obj, name, n)) {
         /* Jinja2 has the method (`[1].append is defined`), tpl refuses the call; transformers'
          * sandbox (hf) gives an undefined value that raises the same message when used */
@@ -2168,7 +2186,10 @@ static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tp
         ((hit = map_find_name(vm, obj.u.map, nm)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
         /* a key (no dict method of that name): as tpl_getattr, without searching by string
          * (a missing key named as a mutating method: tpl_getattr's unsafe method) */
-        *v = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+        if (hit) { *v = *hit; return 0; }
+        if (__builtin_expect(nm->s.u.s[0] == '_', 0)) /* d.__len__: tpl_getattr's dunder_error */
+            return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
+        *v = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
         return 0;
     }
     if (obj.type == TPL_T_LOOP) /* loop.index & co. */

@@ -232,6 +232,10 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_undefined_error(vm, name);
     if (name.type != TPL_T_STR)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "attribute name must be string, not '%s'", tpl_type_name(vm, name));
+    if (tpl_is_dunder(name.u.s, name.len) && !tpl_vm_hf(vm) && obj.type != TPL_T_HOST && /* as vm.c's tpl_getattr */
+        !(obj.type == TPL_T_STR && tpl_builtin_find(TPL_BK_STR, name.u.s, name.len) >= 0) && !(obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS)))
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: Python's special attribute '%.*s' (an interpreter object tpl does not model)",
+                           (int)(name.len > 60 ? 60 : name.len), name.u.s);
     tpl_builtin_kind kind;
     switch (obj.type) {
     case TPL_T_MAP:
