@@ -184,33 +184,11 @@ static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
     return 0;
 }
 
-/* Copies n bytes from s to d (n may be 0 with s NULL): up to 16 bytes with two overlapping loads
- * and stores of the exact range, up to 32 with four, inline (most printed values and short
- * texts: every load before the first store), more by memcpy. */
+/* Copies n bytes from s to d (n may be 0 with s NULL): tpl_native_copy, the one inline copy the VM
+ * and the native views share (up to 32 bytes as overlapping loads and stores, more by memcpy). */
 static inline __attribute__((always_inline)) void out_copy(char *d, const char *s, size_t n)
 {
-    /* a tree on the size (two compares to 8-16 and 17-32 bytes, one to memcpy for more) rather
-     * than a chain (five compares before memcpy) */
-    if (n <= 16) {
-        if (n >= 8) {
-            uint64_t x, y;
-            memcpy(&x, s, 8); memcpy(&y, s + n - 8, 8);
-            memcpy(d, &x, 8); memcpy(d + n - 8, &y, 8);
-        } else if (n >= 4) {
-            uint32_t x, y;
-            memcpy(&x, s, 4); memcpy(&y, s + n - 4, 4);
-            memcpy(d, &x, 4); memcpy(d + n - 4, &y, 4);
-        } else if (n) { /* the first, middle and last byte cover 1 to 3 */
-            char x = s[0], y = s[n >> 1], z = s[n - 1];
-            d[0] = x; d[n >> 1] = y; d[n - 1] = z;
-        }
-    } else if (n <= 32) {
-        uint64_t x0, x1, y0, y1;
-        memcpy(&x0, s, 8); memcpy(&x1, s + 8, 8); memcpy(&y0, s + n - 16, 8); memcpy(&y1, s + n - 8, 8);
-        memcpy(d, &x0, 8); memcpy(d + 8, &x1, 8); memcpy(d + n - 16, &y0, 8); memcpy(d + n - 8, &y1, 8);
-    } else {
-        memcpy(d, s, n);
-    }
+    tpl_native_copy(d, s, n);
 }
 
 /* Appends n bytes to the output. The buffer is reused across renders, so after the first render
