@@ -2334,7 +2334,8 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
 {
     if (compiled(self) < 0) return NULL;
     bool isdict = PyDict_Check(state);
-    if (!isdict && !PyMapping_Check(state))
+    /* a mapping as dict() takes one: with keys() (a str, bytes, list or tuple has __getitem__ too) */
+    if (!isdict && (!PyMapping_Check(state) || !PyObject_HasAttrString(state, "keys")))
         return PyErr_Format(PyExc_TypeError, "render state must be a mapping, not %s", Py_TYPE(state)->tp_name);
     if (reads_ready(self) < 0) return NULL;
     PyObject *plain = NULL; /* a program that loads templates at render time takes the whole state:

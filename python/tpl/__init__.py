@@ -12,6 +12,7 @@ Hugging Face chat templates as transformers does.
 """
 import builtins as _builtins
 import json as _json
+import operator as _operator
 import os as _os
 
 try:
@@ -133,7 +134,8 @@ class Limits(tuple):
     max_output (bytes, 64 MiB), max_memory (bytes, 256 MiB)."""
 
     def __new__(cls, fuel=0, max_depth=0, max_output=0, max_memory=0):
-        vals = (int(fuel), int(max_depth), int(max_output), int(max_memory))
+        # integers only, as range() takes them: a float, str or None is a TypeError, not truncated
+        vals = tuple(_operator.index(v) for v in (fuel, max_depth, max_output, max_memory))
         for name, v, top in zip(("fuel", "max_depth", "max_output", "max_memory"), vals,
                                 (2**64 - 1, 2**32 - 1, 2**64 - 1, 2**64 - 1)):
             if not 0 <= v <= top:
@@ -170,7 +172,7 @@ def _render_args(opts):
         cats = opts["catalogs"]
         if isinstance(cats, (dict, str)):
             cats = [cats]
-        out["catalogs"] = [c if isinstance(c, str) else _json.dumps(c, ensure_ascii=False) for c in cats]
+        out["catalogs"] = [_catalog_json(c) for c in cats]
     if opts.get("tr_keys") is not None:
         keys = opts["tr_keys"]
         out["tr_keys"] = [keys] if isinstance(keys, str) else list(keys)
@@ -181,8 +183,41 @@ def _render_args(opts):
         lim = opts["limits"]
         if isinstance(lim, dict):
             lim = Limits(**lim)
+        elif not isinstance(lim, (tuple, list)):
+            raise TypeError("limits must be a Limits, a dict or a tuple, not %s" % type(lim).__name__)
         out["limits"] = Limits(*lim)
     return out
+
+
+def _catalog_json(c):
+    """A catalog as JSON text: a str as it is, a dict (JSON object) dumped."""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, dict):
+        return _json.dumps(c, ensure_ascii=False)
+    raise TypeError("a catalog must be a dict or a JSON str, not %s" % type(c).__name__)
+
+
+def _has_buffer(obj):
+    try:
+        memoryview(obj).release()
+        return True
+    except TypeError:
+        return False
+
+
+def _source_text(source):
+    """Template source as str: a str, or UTF-8 bytes (a bytes-like object)."""
+    if isinstance(source, str):
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source).decode("utf-8")
+    raise TypeError("template source must be str or bytes, not %s" % type(source).__name__)
+
+
+def _check_name(name):
+    if name is not None and not isinstance(name, str):
+        raise TypeError("name must be a str or None, not %s" % type(name).__name__)
 
 
 class Template(_tpl.Program):
@@ -215,6 +250,8 @@ class Template(_tpl.Program):
     _raise_error = staticmethod(_raise)  # how the C render raises a template error
 
     def __init__(self, source, syntax="jinja", profile=None, name=None, loader=None, **options):
+        if not isinstance(syntax, str):
+            raise TypeError("syntax must be a str ('jinja', 'erb' or 'fmt'), not %s" % type(syntax).__name__)
         if syntax not in _SYNTAX:
             raise ValueError("syntax must be 'jinja', 'erb' or 'fmt', not %r" % (syntax,))
         compile_opts = {}
@@ -243,12 +280,16 @@ class Template(_tpl.Program):
         if funcs:
             compile_opts["host_funcs"] = [(n, kind) for n, kind, _ in funcs]
             defaults["funcs"] = tuple(funcs)
-        if isinstance(source, bytes):
-            source = source.decode("utf-8")
+        source = _source_text(source)
+        _check_name(name)
+        if profile is not None and not isinstance(profile, str):
+            raise TypeError("profile must be a str or None, not %s" % type(profile).__name__)
         # Jinja2 prints an object with __html__ as str(obj) unless it escapes it (autoescape, |e):
         # such objects cross as markup only in templates that can escape
         escapes = [compile_opts.get("autoescape") or _escapes(source)]
         if loader is not None:
+            if not callable(loader):
+                raise TypeError("loader must be callable (name -> str or None), not %s" % type(loader).__name__)
             outer = loader
 
             def loader(n):
@@ -306,7 +347,11 @@ class Template(_tpl.Program):
     @classmethod
     def load(cls, data, name=None, **render_options):
         """A template from .tplb bytes (Template.save); verified before use (CorruptError)."""
-        p = _tpl.load(bytes(data), name)
+        # a bytes-like object: bytes(42) would be 42 zero bytes, bytes("x") a different error
+        if isinstance(data, str) or not _has_buffer(data):
+            raise TypeError("Template.load() needs bytes (a .tplb), not %s" % type(data).__name__)
+        _check_name(name)
+        p = _tpl.load(data, name)
         if isinstance(p, tuple):
             _raise(p)
         for k in render_options:

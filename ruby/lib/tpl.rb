@@ -84,6 +84,15 @@ module Tpl
                     67 => CorruptError }.freeze
 
   SYNTAXES = { jinja: 0, erb: 1, fmt: 2 }.freeze
+
+  # The code of a syntax: given as a Symbol or String (:jinja, :erb, :fmt); another name is an
+  # ::ArgumentError, another type a ::TypeError.
+  def self.syntax_code(syntax)
+    unless syntax.is_a?(Symbol) || syntax.is_a?(String)
+      raise ::TypeError, "syntax must be a Symbol (:jinja, :erb or :fmt), not #{syntax.class}"
+    end
+    SYNTAXES[syntax.to_sym] or raise ::ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
+  end
   EXTENSIONS = { ".jinja" => :jinja, ".j2" => :jinja, ".erb" => :erb, ".fmt" => :fmt, ".txt" => :fmt }.freeze
 
   # Render limits (0 = the default): fuel (instructions, 20,000,000), max_depth (200),
@@ -104,7 +113,11 @@ module Tpl
 
     # [fuel, max_depth, max_output, max_memory] from a Limits, a Hash or such an Array (used by the extension)
     def self.coerce(l)
-      a = l.is_a?(Hash) ? new(**l).to_a : l.to_a
+      a = case l
+          when Hash then new(**l).to_a
+          when Limits, Array then l.to_a
+          else raise ::TypeError, "limits must be a Tpl::Limits, a Hash or an Array, not #{l.class}"
+          end
       a.length == 4 ? check(a) : a
     end
   end
@@ -120,24 +133,27 @@ module Tpl
     # name -> String or nil (include/import/extends); options: trim_blocks, lstrip_blocks,
     # keep_trailing_newline, strict, tidy, lang (the program's bound language).
     def initialize(src, syntax: :jinja, profile: nil, name: nil, loader: nil, **options)
-      code = SYNTAXES[syntax.to_sym] or raise ::ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
+      code = Tpl.syntax_code(syntax)
       bad = options.keys - COMPILE_OPTIONS
       raise ::ArgumentError, "unknown option#{bad.size > 1 ? 's' : ''} #{bad.map(&:inspect).join(', ')}" unless bad.empty?
-      loader = loader.method(:call) if loader && !loader.respond_to?(:call)
-      _compile(src.to_str, name&.to_s || "<template>", code, profile&.to_s, options.empty? ? nil : options, loader)
+      if loader && !loader.respond_to?(:call)
+        raise ::TypeError, "loader must respond to call (name -> String or nil), not #{loader.class}"
+      end
+      # src: a String (or to_str), checked by the extension: a TypeError otherwise, as String#+ raises
+      _compile(src, name&.to_s || "<template>", code, profile&.to_s, options.empty? ? nil : options, loader)
       freeze
     end
 
     # Compiles a file; the syntax comes from its extension unless given.
     def self.from_file(path, syntax: nil, name: nil, **kw)
-      path = path.to_s
+      path = File.path(path) # a String or Pathname, as File.read takes: a TypeError otherwise
       syntax ||= EXTENSIONS[File.extname(path)] or raise ::ArgumentError, "cannot tell the syntax of #{path}: pass syntax:"
       new(File.read(path, encoding: "UTF-8"), syntax: syntax, name: name || path, **kw)
     end
 
     # A program from .tplb bytes (Template#save), verified before use.
     def self.load(bytes, name: nil)
-      allocate.tap { |t| t.send(:_load, bytes.to_str, name&.to_s) }.freeze
+      allocate.tap { |t| t.send(:_load, bytes, name&.to_s) }.freeze # bytes: a TypeError unless a String
     end
 
     # render(state = nil, facts:, call:, lang:, catalogs:, tr_keys:, limits:, &remembers) is in
@@ -174,6 +190,8 @@ module Tpl
     end
 
     def result(b = TOPLEVEL_BINDING)
+      raise ::TypeError, "wrong argument type #{b.class} (expected binding)" unless b.is_a?(Binding)
+
       @template.__send__(:_render, b, b.receiver, nil, nil, nil)
     end
 
@@ -217,14 +235,15 @@ module Tpl
 
     def initialize(where = nil)
       where ||= ENV["TPL_STORE"]
+      where = File.path(where) unless where.nil? # a path or URL String (or Pathname): a TypeError otherwise
       where = ".tpl/store.db" if where.nil? || where.empty?
-      _open(where.to_s)
+      _open(where)
     end
 
     # Compiles src and stores it as the next version of name; returns the new row.
     def create(name, src, syntax: :fmt, profile: nil, tr_keys: [], lang: nil)
-      code = SYNTAXES[syntax.to_sym] or raise ::ArgumentError, "unknown syntax #{syntax.inspect} (:jinja, :erb or :fmt)"
-      _create(name.to_s, src.to_str, code, profile&.to_s, Array(tr_keys), lang&.to_s)
+      code = Tpl.syntax_code(syntax)
+      _create(name.to_s, src, code, profile&.to_s, Array(tr_keys), lang&.to_s)
     end
 
     # The latest active version of every name starting with prefix, by name.
@@ -254,7 +273,7 @@ module Tpl
     end
 
     # gettext PO files (libgettextpo): import returns the rows set; export the rows written.
-    def po_import(path, dict: nil) = _po_import(path.to_s, dict&.to_s)
+    def po_import(path, dict: nil) = _po_import(File.path(path), dict&.to_s)
 
     def po_export(path, lang:, name: nil, dicts: nil)
       unless dicts
@@ -262,7 +281,7 @@ module Tpl
         row = get(name.to_s)
         dicts = [row[:name]] + row[:dicts]
       end
-      _po_export(Array(dicts).map(&:to_s), lang.to_s, path.to_s)
+      _po_export(Array(dicts).map(&:to_s), lang.to_s, File.path(path))
     end
 
     # The prompt ref names, ready to render (program from the cached .tplb, catalogs in lookup
@@ -314,7 +333,7 @@ module Tpl
   #   call = page.call(channel: "phone")
   #   call.render({ stage: "greeting" }).blocks   # => [{name:, region:, text:, changed:, rendered:}, ...]
   class Page
-    def self.load(dir) = allocate.tap { |p| p.send(:_load_dir, dir.to_s) }.freeze
+    def self.load(dir) = allocate.tap { |p| p.send(:_load_dir, File.path(dir)) }.freeze
 
     # A new call (one conversation) of this page.
     def call(channel: nil, medium: nil, claimed: nil, resumed: nil, facts: nil, limits: nil)

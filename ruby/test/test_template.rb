@@ -295,6 +295,41 @@ class TestTemplate < Minitest::Test
     assert_raises(Tpl::CorruptError) { Tpl::Template.load(bytes[0, bytes.size - 3] + "xyz") }
   end
 
+  # A wrong argument type is a ::TypeError ("no implicit conversion of nil into String", as
+  # File.read and String#+ raise), never a NoMethodError, a NameError or a Tpl::CorruptError.
+  def test_wrong_argument_types_are_type_errors
+    bytes = Tpl::Template.new("{{ x }}").save
+    [nil, 42, -1, :sym, [1], 1.5].each do |bad|
+      assert_raises(::TypeError, bad.inspect) { Tpl::Template.load(bad) }
+    end
+    assert_equal "1", Tpl::Template.load(bytes).render(x: 1)
+    [nil, 42, :sym, ["x"]].each do |bad|
+      assert_raises(::TypeError, bad.inspect) { Tpl::Template.new(bad) }
+      assert_raises(::TypeError, bad.inspect) { Tpl::ERB.new(bad, trim_mode: "-") }
+    end
+    assert_raises(::TypeError) { Tpl::Template.new("x", syntax: nil) }
+    assert_raises(::TypeError) { Tpl::Template.new("x", syntax: 1) }
+    assert_raises(::ArgumentError) { Tpl::Template.new("x", syntax: :mustache) }
+    assert_equal "1", Tpl::Template.new("<%= 1 %>", syntax: "erb").render({})
+    assert_raises(::TypeError) { Tpl::Template.new("x", loader: 3) }
+    [nil, 42].each do |bad|
+      assert_raises(::TypeError, bad.inspect) { Tpl::Template.from_file(bad) }
+      assert_raises(::TypeError, bad.inspect) { Tpl::Page.load(bad) }
+      assert_raises(::TypeError, bad.inspect) { Tpl::ERB.new("x", trim_mode: "-").result(bad) }
+    end
+    assert_raises(::TypeError) { Tpl::Store.new(42) }
+    t = Tpl::Template.new("{{ x }}")
+    [42, "s", [1]].each { |bad| assert_raises(::TypeError, bad.inspect) { t.render(bad) } }
+    assert_raises(::TypeError) { t.render({}, limits: -1) }
+    assert_raises(::ArgumentError) { t.render({}, limits: { fuel: -1 }) }
+    assert_raises(::ArgumentError) { t.render({}, limits: { fuel: 1.5 }) }
+    assert_raises(::TypeError) { t.render({}, catalogs: 3) }
+    assert_raises(::TypeError) { t.render({}, catalogs: [[1]]) }
+    assert_raises(::TypeError) { t.render({}, lang: 3) }
+    # one catalog given as a Hash (not an Array of them): its pairs are not catalogs
+    assert_equal "HI", Tpl::Template.new('{{ tr("hi") }}').render({}, lang: "zz", catalogs: { "zz" => { "hi" => "HI" } })
+  end
+
   def test_from_file
     Dir.mktmpdir do |d|
       File.write(File.join(d, "v.erb"), "<%= x %>!")

@@ -208,6 +208,43 @@ def test_save_load_dump():
         tpl.Template.load(data[:-3] + b"xyz")
 
 
+def test_wrong_argument_types_are_type_errors():
+    # as CPython's own functions do: a wrong type is a TypeError naming it, never a CorruptError,
+    # a ValueError or a silent conversion (bytes(42) would be 42 zero bytes)
+    data = tpl.Template("{{ x }}").save()
+    for bad in (42, -1, None, "TPLB", [1, 2], 1.5):
+        with pytest.raises(TypeError):
+            tpl.Template.load(bad)
+    for ok in (data, bytearray(data), memoryview(data)):
+        assert tpl.Template.load(ok).render(x=1) == "1"
+    with pytest.raises(TypeError):
+        tpl.Template.load(data, name=42)
+    for bad in (None, 42, ["{{ x }}"]):
+        with pytest.raises(TypeError, match="source must be str or bytes"):
+            tpl.Template(bad)
+    assert tpl.Template(b"{{ 1 }}").render() == tpl.Template(bytearray(b"{{ 1 }}")).render() == "1"
+    for kw in (dict(name=42), dict(syntax=None), dict(syntax=1), dict(profile=3), dict(loader=3)):
+        with pytest.raises(TypeError):
+            tpl.Template("x", **kw)
+    with pytest.raises(ValueError):
+        tpl.Template("x", syntax="mustache")
+    t = tpl.Template("{{ x }}")
+    for bad in (42, "x", b"x", [("x", 1)], ("x",), None):
+        with pytest.raises(TypeError, match="render state must be a mapping"):
+            t.render(bad)
+    # negative or non-integer limits
+    for bad in (dict(fuel=-1), dict(max_depth=2**32)):
+        with pytest.raises(ValueError):
+            tpl.Limits(**bad)
+    for bad in (dict(fuel=1.5), dict(fuel="5"), dict(max_output=None)):
+        with pytest.raises(TypeError):
+            tpl.Limits(**bad)
+    for bad in (dict(limits=-1), dict(limits="x"), dict(catalogs=[3]), dict(catalogs=3), dict(lang=3),
+                dict(facts=3), dict(facts=[3]), dict(tr_keys=[3]), dict(remembers=3), dict(channel=3)):
+        with pytest.raises(TypeError):
+            t.render_with({}, **bad)
+
+
 def test_render_options():
     t = tpl.Template("{{ remembers('cat') }} {{ call.channel }} {{ call.medium }}")
     assert t.render_with({}, facts=["I have a cat"], channel="whatsapp") == "True whatsapp text"

@@ -1412,12 +1412,18 @@ static void apply_settings(rctx *c, const VALUE *given)
     }
     VALUE cats = given[S_CATS];
     if (!NIL_P(cats)) {
-        cats = rb_Array(cats);
+        /* one catalog (a Hash or a JSON String) or an Array of them: rb_Array would make a Hash's pairs */
+        cats = RB_TYPE_P(cats, T_HASH) || RB_TYPE_P(cats, T_STRING) ? rb_ary_new_from_values(1, &cats) : rb_Array(cats);
         long n = RARRAY_LEN(cats);
         VALUE strs = rb_ary_new_capa(n), sig = rb_str_buf_new(64);
         for (long i = 0; i < n; i++) {
             VALUE j = RARRAY_AREF(cats, i);
-            if (!RB_TYPE_P(j, T_STRING)) j = rb_funcall(rb_const_get(rb_cObject, rb_intern("JSON")), rb_intern("generate"), 1, j);
+            if (RB_TYPE_P(j, T_HASH)) { /* a catalog as a Hash: its JSON text (json loaded on first use) */
+                rb_require("json");
+                j = rb_funcall(rb_const_get(rb_cObject, rb_intern("JSON")), rb_intern("generate"), 1, j);
+            } else if (!RB_TYPE_P(j, T_STRING)) {
+                rb_raise(rb_eTypeError, "a catalog must be a JSON String or a Hash, not %" PRIsVALUE, rb_obj_class(j));
+            }
             j = utf8_str(j);
             rb_ary_push(strs, j);
             sig_add_str(sig, j);
