@@ -736,6 +736,9 @@ typedef enum tpl_read_kind {
                          * the state may shadow), or a builtin global loaded where the state is
                          * not visible (a macro imported without context calling remembers) */
     TPL_READ_HOST = 3,  /* a host function (filter or global; tpl_options.host_funcs) */
+    TPL_READ_SELF = 4,  /* ERB: a receiver-less call of self's method (one no builtin answers, in
+                         * a program compiled with tpl_options.erb_self; tpl_render_set_self_val):
+                         * name is the method's; not in the reads-set, as it never reads the state */
 } tpl_read_kind;
 
 /* One read of a compiled program (tpl_program_reads_located). Pointers are owned by the program
@@ -753,6 +756,9 @@ typedef struct tpl_read {
                              * it assigned (it reads the state then); false for a direct state read */
     bool builtin;           /* the name is also a builtin global function of the library (range,
                              * remembers, tr...): the state may shadow it */
+    bool ivar;              /* TPL_READ_STATE: an ERB instance variable @name (name without the @):
+                             * self's when a self is set (tpl_render_set_self_val), else the state
+                             * variable name; false for a bare name */
 } tpl_read;
 
 /* Every read of the render's scope in p, in code order, each with its kind and its own source

@@ -1085,9 +1085,14 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
             if (a < p->nconsts && p->consts[a].type == TPL_T_STR) name = &p->consts[a];
             rd.kind = TPL_READ_HOST;
             break;
+        case TPL_OP_CALL_SELF_RB: /* (not in the reads-set: located by the span table) */
+            if (a < p->nnames) name = &p->names[a].s;
+            rd.kind = TPL_READ_SELF;
+            break;
         default: break;
         }
         if (name) {
+            rd.ivar = op == TPL_OP_LOAD_IVAR_RB;
             rd.fallback = op == TPL_OP_LOAD_SLOT || op == TPL_OP_LOAD_ROOT || op == TPL_OP_LOAD_OUTER;
             rd.builtin = tpl_stdlib.find(TPL_BK_GLOBAL, name->u.s, name->len) >= 0;
             if (op != TPL_OP_LOAD_IVAR_RB && op != TPL_OP_FMT_FIELD && rd.kind == TPL_READ_STATE && name_is(name, "call"))

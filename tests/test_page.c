@@ -97,13 +97,13 @@ static char *mem_load(void *data, const char *name, size_t n, size_t *len)
 /* The reads of p as "KIND NAME[.ATTR] FILE:LINE:COL; ..." */
 static void reads_str(const tpl_program *p, buf *b)
 {
-    static const char *const kinds[] = { "state", "call", "func", "host" };
+    static const char *const kinds[] = { "state", "call", "func", "host", "self" };
     tpl_read rd[64];
     size_t n = tpl_program_reads_located(p, rd, 64);
     b->n = 0;
     bput(b, "", 0);
     for (size_t i = 0; i < n && i < 64; i++)
-        bprintf(b, "%s%s %.*s%s%.*s %s:%u:%u", i ? "; " : "", kinds[rd[i].kind], (int)rd[i].len, rd[i].name,
+        bprintf(b, "%s%s %s%.*s%s%.*s %s:%u:%u", i ? "; " : "", kinds[rd[i].kind], rd[i].ivar ? "@" : "", (int)rd[i].len, rd[i].name,
                 rd[i].attr ? "." : "", (int)rd[i].attr_len, rd[i].attr ? rd[i].attr : "", rd[i].file, rd[i].line,
                 rd[i].column);
 }
@@ -112,7 +112,9 @@ static tpl_program *compile(const char *name, const char *src, tpl_syntax syn, t
 {
     tpl_program *p = NULL;
     tpl_error err = { 0 };
+    bool erb_self = o->erb_self; /* (the profile sets every option) */
     tpl_options_profile(o, syn, "pinecall");
+    o->erb_self = erb_self;
     if (tpl_compile(name, src, strlen(src), o, &p, &err) != TPL_OK) {
         fprintf(stderr, "compile %s: %s\n", name, err.message);
         tpl_error_clear(&err);
@@ -121,9 +123,11 @@ static tpl_program *compile(const char *name, const char *src, tpl_syntax syn, t
     return p;
 }
 
-static void check_reads(const char *name, const char *src, tpl_syntax syn, mem_loader *ml, const char *want)
+static void check_reads_o(const char *name, const char *src, tpl_syntax syn, mem_loader *ml, bool erb_self,
+                          const char *want)
 {
     tpl_options o = { 0 };
+    o.erb_self = erb_self;
     o.loader = ml ? mem_load : NULL;
     o.loader_data = ml;
     tpl_program *p = compile(name, src, syn, &o);
@@ -156,6 +160,11 @@ static void check_reads(const char *name, const char *src, tpl_syntax syn, mem_l
     tpl_program_free(p);
 }
 
+static void check_reads(const char *name, const char *src, tpl_syntax syn, mem_loader *ml, const char *want)
+{
+    check_reads_o(name, src, syn, ml, false, want);
+}
+
 static void test_reads_located(void)
 {
     mem_loader ml = { { "inc.jinja", "m.jinja" },
@@ -174,7 +183,11 @@ static void test_reads_located(void)
     check_reads("c.erb", "<%= call.channel %><%= call[:claimed] %>\n<% if remembers?('x') %><%= @stage %><%= foo %><% end %>",
                 TPL_SYNTAX_ERB, NULL,
                 "call call.channel c.erb:1:5; call call.claimed c.erb:1:24; func remembers? c.erb:2:7; "
-                "state stage c.erb:2:29; state foo c.erb:2:42");
+                "state @stage c.erb:2:29; state foo c.erb:2:42");
+    /* ERB with a self (Tpl::ERB): a call of self's method is a self read, not in the reads-set
+     * (located by the span table); an @ivar read is marked as one */
+    check_reads_o("s.erb", "<%= @a %>\n<%= helper(@b, 1) %><%= c %>", TPL_SYNTAX_ERB, NULL, true,
+                  "state @a s.erb:1:5; state @b s.erb:2:12; self helper s.erb:2:5; state c s.erb:2:25");
     check_reads("d.fmt", "hi {name} {a.b}", TPL_SYNTAX_FMT, NULL, "state name d.fmt:1:4; state a d.fmt:1:11");
     /* columns count code points on a line with non-ASCII text (read from the table of line
      * starts, in and out of source order: a macro's body compiled where it is called) */

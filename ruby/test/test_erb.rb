@@ -72,6 +72,11 @@ class TestERB < Minitest::Test
     "nil-ivar" => "[<%= @nope %>] <%= @nope.nil? %> <%= (@patient || {})[:name] %>",
     "comment" => "a <%# ignored %>b <%% literal %>\n",
     "assign" => "<% total = 0 -%>\n<% @slots.each do |s| total += s.time.size end -%>\n<%= total %>",
+    # programs that read only @ivars of self (their values read before the run, no self set),
+    # beside the binding's own locals of the same names and self's remembers?
+    "ivars-only" => "<% n = @count + 1 -%><%= n %> <%= @count %> [<%= @nope %>] <%= @stage %> <%= @slots.size %>",
+    "ivars-remembers" => "<%= @memory.size %> <%= remembers?('mornings') %> <%= @memory.first.upcase %>",
+    "ivar-and-local" => "<%= @count %> <%= n %> <%= @items.inspect %> <%= items.size %>",
   }.freeze
 
   STAGES = %w[identify book reschedule].freeze

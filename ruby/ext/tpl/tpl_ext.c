@@ -109,6 +109,13 @@ typedef struct tmpl {
     bool remembers;         /* the program may call remembers/remembers? (a read of either name, or
                              * templates loaded at render time): only then does Tpl::ERB#result
                              * ask the binding's self whether it answers them */
+    /* the program sends nothing to an ERB self but @ivar reads (tpl_read.ivar; no TPL_READ_SELF
+     * call, no bare-name read, which falls back to self's methods, no name read both as @name
+     * and otherwise): Tpl::ERB#result then reads self's @ivars before the run (ivar_id[i]: the
+     * ID of "@name" of read i, 0 for a read that is not an @ivar) into the state, as a Hash's
+     * values, and sets no self: no callback per @ivar, and Strings borrowed as from a Hash */
+    bool ivars_only;
+    ID *ivar_id;
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
      * between them), so the pool has its own lock */
     rb_nativethread_lock_t lock;
@@ -1010,6 +1017,7 @@ static void tmpl_free(void *ptr)
     free(t->read_len);
     free(t->read_hash);
     free(t->rtab);
+    free(t->ivar_id);
     rb_nativethread_lock_destroy(&t->lock);
     ruby_xfree(t);
 }
@@ -1055,15 +1063,43 @@ static void set_program(VALUE self, tpl_program *p)
     tpl_read *rl = nl ? calloc(nl, sizeof *rl) : NULL;
     if (nl && !rl) rb_raise(rb_eNoMemError, "tpl: out of memory");
     nl = tpl_program_reads_located(p, rl, nl);
-    for (size_t i = 0; i < nl; i++)
+    bool ivars_only = !tpl_program_needs_loader(p);
+    for (size_t i = 0; i < nl; i++) {
         if ((rl[i].len == 9 || (rl[i].len == 10 && rl[i].name[9] == '?')) && !memcmp(rl[i].name, "remembers", 9))
             t->remembers = true;
-    free(rl);
+        if (rl[i].kind == TPL_READ_SELF || (rl[i].kind == TPL_READ_STATE && !rl[i].ivar)) ivars_only = false;
+    }
     size_t n = tpl_program_reads(p, NULL, NULL, 0);
     const char **names = calloc(n + 1, sizeof *names);
     size_t *lens = calloc(n + 1, sizeof *lens);
-    if (!names || !lens) { free(names); free(lens); rb_raise(rb_eNoMemError, "tpl: out of memory"); }
+    if (!names || !lens) { free(rl); free(names); free(lens); rb_raise(rb_eNoMemError, "tpl: out of memory"); }
     tpl_program_reads(p, names, lens, n);
+    /* the @ivar reads' IDs (ivars_only); a name also read another way (remembers, call: a
+     * function the state shadows) would be shadowed by the @ivar's value: such a program keeps self */
+    if (ivars_only && n) {
+        size_t most = 0;
+        for (size_t i = 0; i < n; i++) most = lens[i] > most ? lens[i] : most;
+        t->ivar_id = calloc(n, sizeof *t->ivar_id);
+        char *iv = t->ivar_id ? malloc(most + 1) : NULL;
+        if (!iv) { free(rl); free(names); free(lens); rb_raise(rb_eNoMemError, "tpl: out of memory"); }
+        for (size_t i = 0; i < n && ivars_only; i++) {
+            bool as_ivar = false, other = false;
+            for (size_t k = 0; k < nl; k++)
+                if (rl[k].len == lens[i] && !memcmp(rl[k].name, names[i], lens[i])) {
+                    if (rl[k].kind == TPL_READ_STATE && rl[k].ivar) as_ivar = true;
+                    else other = true;
+                }
+            if (as_ivar == other) ivars_only = false; /* both; or neither: reads_located failed */
+            else if (as_ivar) {
+                iv[0] = '@';
+                memcpy(iv + 1, names[i], lens[i]);
+                t->ivar_id[i] = rb_intern3(iv, (long)lens[i] + 1, rb_utf8_encoding());
+            }
+        }
+        free(iv);
+    }
+    t->ivars_only = ivars_only;
+    free(rl);
     VALUE reads = rb_ary_new_capa((long)n), syms = rb_ary_new_capa((long)n);
     size_t slots = 8;
     while (slots < 2 * n) slots *= 2;
@@ -1570,7 +1606,13 @@ static VALUE render_body(VALUE arg)
     bool binding = !NIL_P(state) && !RB_TYPE_P(state, T_HASH) && rb_obj_is_kind_of(state, rb_cBinding);
     if (!binding && !NIL_P(state)) Check_Type(state, T_HASH);
     VALUE locals = Qnil;
-    if (binding && nreads) {
+    /* an ERB self the program only reads @ivars of (tmpl.ivars_only): they are the state, read
+     * now (rb_ivar_get calls no Ruby code; an unset one is nil, as in Ruby), and no self is set */
+    bool ivar_state = !NIL_P(ra->erb_self) && t->ivars_only;
+    if (ivar_state) {
+        for (size_t i = 0; i < nreads; i++)
+            if (t->ivar_id[i]) found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
+    } else if (binding && nreads) {
         /* a Binding's local variables: asked once (Binding#local_variables), not per name */
         ID get = rb_intern("local_variable_get");
         locals = rb_funcall(state, rb_intern("local_variables"), 0);
@@ -1599,8 +1641,8 @@ static VALUE render_body(VALUE arg)
      * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
      * finds a host object after all (callbacks will run Ruby code), the state is made again,
      * copying them. */
-    c->borrow = NIL_P(c->remembers) && NIL_P(c->remembers_self) && NIL_P(ra->erb_self) && c->last_out < GVL_OUT &&
-                c->last_nvals < GVL_VALS;
+    c->borrow = NIL_P(c->remembers) && NIL_P(c->remembers_self) && (NIL_P(ra->erb_self) || ivar_state) &&
+                c->last_out < GVL_OUT && c->last_nvals < GVL_VALS;
     /* embedded Strings (short ones: a chat's roles) too, unless a GC runs while the state is
      * converted (host objects and other encodings allocate Ruby objects): it may have compacted
      * the heap, moving them, so the state is then made again, copying them */
@@ -1632,7 +1674,7 @@ again:
     checkst(tpl_val_map_of_str(r, sc->ents, sc->nents, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st));
     sc->nents = 0;
     tpl_render_set_state_val(r, st);
-    if (!NIL_P(ra->erb_self)) {
+    if (!NIL_P(ra->erb_self) && !ivar_state) {
         rbobj *h = new_obj(c, ra->erb_self);
         h->self = true;
         tpl_val sv;
