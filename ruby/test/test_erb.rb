@@ -173,6 +173,42 @@ class TestERB < Minitest::Test
     end
   end
 
+  # a program that reads only @ivars converts them before the run like a Hash's values (short
+  # Strings borrowed): under GC.stress with compaction, a String from another encoding and a
+  # Bignum allocate while they are converted, so the state is made again, copying them
+  class IvarView
+    def initialize
+      @a = +"ab"
+      @b = "caf\xE9".dup.force_encoding("ISO-8859-1")
+      @l = [+"p", +"q", +"r"]
+      @n = 2**70
+    end
+
+    def bind = binding
+  end
+
+  def test_ivars_only_gc_during_conversion
+    src = "<%= @a %>|<%= @b.encode('UTF-8') %>|<%= @l.join(',') %>|<%= @n %>|<%= @unset.inspect %>"
+    b = IvarView.new.bind
+    want = ERB.new(src, trim_mode: "-").result(b)
+    t = Tpl::ERB.new(src, trim_mode: "-")
+    compact = GC.respond_to?(:auto_compact=) && (GC.auto_compact rescue nil)
+    begin
+      GC.auto_compact = true if GC.respond_to?(:auto_compact=)
+      GC.stress = true
+      3.times do |i|
+        got = t.result(b)
+        GC.stress = false
+        assert_equal want, got, "round #{i}"
+        GC.stress = true
+      end
+    ensure
+      GC.stress = false
+      GC.auto_compact = compact if GC.respond_to?(:auto_compact=) && !compact.nil?
+    end
+    assert_equal want, t.result(b)
+  end
+
   def test_threads
     src = TEMPLATES["each"] + TEMPLATES["methods"]
     want = Agent.new("book").both(src).first
