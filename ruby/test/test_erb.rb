@@ -209,6 +209,37 @@ class TestERB < Minitest::Test
     assert_equal want, t.result(b)
   end
 
+  # what keeps the self object although the program reads @ivars: a bare name (a local of the
+  # binding, or self's method) or `call` (a local may be named so, as Ruby resolves it); and
+  # with a Hash for the locals, an @ivar is still self's, whatever the Hash holds under its name
+  class CallView
+    def initialize
+      @a = "A"
+      @stage = "st"
+    end
+
+    def remembers?(x) = x == "y"
+
+    def bind
+      call = { channel: "sms" }
+      n = 1
+      [call, n]
+      binding
+    end
+  end
+
+  def test_ivars_beside_locals_call_and_functions
+    o = CallView.new
+    b = o.bind
+    ["<%= call[:channel] %> <%= @a %>", "<%= @a %> <%= @stage %>", "<%= remembers?('y') %> <%= @a %>",
+     "<%= n %> <%= @a %>", "<%= format('%s-%s', @a, @stage) %>"].each do |src|
+      assert_equal ERB.new(src, trim_mode: "-").result(b), Tpl::ERB.new(src, trim_mode: "-").result(b), src
+    end
+    t = Tpl::Template.new("<%= @stage %>|<%= format('%s', @a) %>", syntax: :erb)
+    assert_equal "st|A", t.render_with_self({ stage: "hash", a: "ha" }, o)
+    assert_equal "hash|ha", t.render({ stage: "hash", a: "ha" })
+  end
+
   def test_threads
     src = TEMPLATES["each"] + TEMPLATES["methods"]
     want = Agent.new("book").both(src).first

@@ -109,11 +109,12 @@ typedef struct tmpl {
     bool remembers;         /* the program may call remembers/remembers? (a read of either name, or
                              * templates loaded at render time): only then does Tpl::ERB#result
                              * ask the binding's self whether it answers them */
-    /* the program sends nothing to an ERB self but @ivar reads (tpl_read.ivar; no TPL_READ_SELF
-     * call, no bare-name read, which falls back to self's methods, no name read both as @name
-     * and otherwise): Tpl::ERB#result then reads self's @ivars before the run (ivar_id[i]: the
-     * ID of "@name" of read i, 0 for a read that is not an @ivar) into the state, as a Hash's
-     * values, and sets no self: no callback per @ivar, and Strings borrowed as from a Hash */
+    /* the program sends nothing to an ERB self but @ivar reads (tpl_read.ivar; its other reads
+     * are function calls: no TPL_READ_SELF call, no bare-name read, which falls back to self's
+     * methods, no `call`, no name read both as @name and otherwise): Tpl::ERB#result then
+     * reads self's @ivars before the run (ivar_id[i]: the ID of "@name" of read i, 0 for a
+     * read that is not an @ivar) into the state, as a Hash's values, and sets no self: no
+     * callback per @ivar, and Strings borrowed as from a Hash */
     bool ivars_only;
     ID *ivar_id;
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
@@ -1067,7 +1068,9 @@ static void set_program(VALUE self, tpl_program *p)
     for (size_t i = 0; i < nl; i++) {
         if ((rl[i].len == 9 || (rl[i].len == 10 && rl[i].name[9] == '?')) && !memcmp(rl[i].name, "remembers", 9))
             t->remembers = true;
-        if (rl[i].kind == TPL_READ_SELF || (rl[i].kind == TPL_READ_STATE && !rl[i].ivar)) ivars_only = false;
+        /* @ivars and function calls only: a bare name (a local, or self's method), `call` (a
+         * local may be named so) or a call of self's method keeps self */
+        if (!(rl[i].kind == TPL_READ_STATE && rl[i].ivar) && rl[i].kind != TPL_READ_FUNC) ivars_only = false;
     }
     size_t n = tpl_program_reads(p, NULL, NULL, 0);
     const char **names = calloc(n + 1, sizeof *names);
@@ -1607,12 +1610,10 @@ static VALUE render_body(VALUE arg)
     if (!binding && !NIL_P(state)) Check_Type(state, T_HASH);
     VALUE locals = Qnil;
     /* an ERB self the program only reads @ivars of (tmpl.ivars_only): they are the state, read
-     * now (rb_ivar_get calls no Ruby code; an unset one is nil, as in Ruby), and no self is set */
+     * below, and no self is set; a Binding's locals are not asked (no name the program reads
+     * is a local: its other reads are functions, which a Ruby local never shadows) */
     bool ivar_state = !NIL_P(ra->erb_self) && t->ivars_only;
-    if (ivar_state) {
-        for (size_t i = 0; i < nreads; i++)
-            if (t->ivar_id[i]) found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
-    } else if (binding && nreads) {
+    if (binding && nreads && !ivar_state) {
         /* a Binding's local variables: asked once (Binding#local_variables), not per name */
         ID get = rb_intern("local_variable_get");
         locals = rb_funcall(state, rb_intern("local_variables"), 0);
@@ -1624,7 +1625,7 @@ static VALUE render_body(VALUE arg)
             if (!local || !local_name(RARRAY_AREF(t->reads, (long)i))) continue;
             found[i] = rb_funcall(state, get, 1, sym);
         }
-    } else if (!NIL_P(state) && nreads) {
+    } else if (!binding && !NIL_P(state) && nreads) {
         if (RHASH_SIZE(state) <= 2 * nreads + 16) { /* one pass over the Hash, no Ruby hashing */
             struct state_iter si = { c, t, found };
             HASH_EACH(state, state_i, &si);
@@ -1637,6 +1638,10 @@ static VALUE render_body(VALUE arg)
         }
     }
     RB_GC_GUARD(locals);
+    /* (rb_ivar_get calls no Ruby code; an unset @ivar is nil, as in Ruby, whatever a Hash state
+     * holds under that name) */
+    for (size_t i = 0; ivar_state && i < nreads; i++)
+        if (t->ivar_id[i]) found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
     /* Strings are borrowed when the render will hold the GVL and call no Ruby code: no remembers
      * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
      * finds a host object after all (callbacks will run Ruby code), the state is made again,
