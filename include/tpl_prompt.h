@@ -58,6 +58,39 @@ TPL_API tpl_status tpl_render_set_call_claimed(tpl_render *r, const char *claime
  * non-object top level, TPL_ERR_NOMEM on allocation failure, TPL_ERR_USAGE when r or json is
  * NULL; the catalogs already added are kept either way. */
 TPL_API tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t len);
+/* A catalog built row by row, for hosts that keep translations in their own store (the prompt
+ * store does): no JSON text is written or parsed, and a finished catalog is immutable, so one
+ * is shared by any number of render contexts and threads. Build it with tpl_catalog_new and
+ * tpl_catalog_add / tpl_catalog_add_forms (the rows of a JSON catalog; a pattern row is one
+ * whose source holds {placeholder}s; the gettext header row, source "", holds Plural-Forms),
+ * then tpl_catalog_finish (which splits the pattern rows once), then tpl_render_add_catalog.
+ * Its main language is "en" (a JSON catalog without "main_lang"). */
+typedef struct tpl_catalog tpl_catalog;
+/* An empty catalog (NULL on allocation failure); freed with tpl_catalog_free. */
+TPL_API tpl_catalog *tpl_catalog_new(void);
+/* Adds the row source -> target of language lang (lang NUL-terminated; all UTF-8, borrowed,
+ * copied); a second row of the same language and source replaces the first. TPL_ERR_VALUE when
+ * a text is not UTF-8, TPL_ERR_USAGE when a pointer is NULL or c is finished, TPL_ERR_NOMEM. */
+TPL_API tpl_status tpl_catalog_add(tpl_catalog *c, const char *lang, const char *source, size_t source_len,
+                                   const char *target, size_t target_len);
+/* Adds a plural row: its target is the list of forms[0..nforms) (ngettext picks one by the
+ * language's Plural-Forms; tr() and gettext take the first). Errors as tpl_catalog_add. */
+TPL_API tpl_status tpl_catalog_add_forms(tpl_catalog *c, const char *lang, const char *source, size_t source_len,
+                                         const char *const *forms, const size_t *form_lens, size_t nforms);
+/* Prepares the pattern rows and makes c immutable (later adds are TPL_ERR_USAGE; finishing again
+ * does nothing). TPL_ERR_USAGE when c is NULL, TPL_ERR_NOMEM. */
+TPL_API tpl_status tpl_catalog_finish(tpl_catalog *c);
+/* The catalog as JSON text {"LANG": {"source": "target" or [forms]}, ...} (*json malloc'd,
+ * NUL-terminated, freed by the caller; *len its length). TPL_ERR_USAGE when a pointer is NULL,
+ * TPL_ERR_NOMEM. */
+TPL_API tpl_status tpl_catalog_json(const tpl_catalog *c, char **json, size_t *len);
+/* Frees c (NULL: nothing). No render context may still hold it (tpl_render_clear_catalogs or
+ * tpl_render_free first). */
+TPL_API void tpl_catalog_free(tpl_catalog *c);
+/* Appends finished catalog c to r's catalogs (borrowed, not copied: c must outlive its use by r,
+ * until tpl_render_clear_catalogs or tpl_render_free). TPL_ERR_USAGE when r or c is NULL or c is
+ * not finished, TPL_ERR_NOMEM. */
+TPL_API tpl_status tpl_render_add_catalog(tpl_render *r, const tpl_catalog *c);
 /* Drops every catalog of this render context (NULL r: nothing). */
 TPL_API void tpl_render_clear_catalogs(tpl_render *r);
 /* Sets the render language (NUL-terminated, borrowed; copied). NULL or "" means none: tr()

@@ -102,10 +102,12 @@ typedef struct tpl_store_tr {
 typedef struct tpl_store_loaded {
     tpl_store_prompt prompt;
     tpl_program *program;   /* owned; rendered as any program (immutable, shareable) */
-    char **catalogs;        /* catalog JSON texts ({"LANG": {"source": "target"}}), lookup order:
-                             * the own dictionary, then the bound ones; empty dictionaries too */
-    size_t *catalog_lens;
+    tpl_catalog **tr_catalogs; /* the catalogs, finished (tpl_prompt.h), lookup order: the own
+                             * dictionary, then the bound ones; empty dictionaries too */
     size_t ncatalogs;
+    char **catalogs;        /* the same as JSON texts ({"LANG": {"source": "target"}}): NULL
+                             * until tpl_store_loaded_json writes them */
+    size_t *catalog_lens;
 } tpl_store_loaded;
 
 /* Opens (creating when missing) the store at `where`: a "postgresql://" or "postgres://" URL, else
@@ -192,6 +194,10 @@ TPL_API tpl_store_status tpl_store_unbind(tpl_store *s, const char *name, const 
  * *out is freed with tpl_store_loaded_free. */
 TPL_API tpl_store_status tpl_store_load(tpl_store *s, const char *ref, tpl_store_loaded **out, tpl_error *err);
 TPL_API void tpl_store_loaded_free(tpl_store_loaded *l);
+/* Writes l->catalogs / l->catalog_lens (JSON texts of l->tr_catalogs, owned by l), once; a load
+ * does not (200,000 rows are 0.8 G instructions of JSON). TPL_STORE_NOMEM, or TPL_STORE_INVALID
+ * when l is NULL. */
+TPL_API tpl_store_status tpl_store_loaded_json(tpl_store_loaded *l);
 /* Prepares render context r for l: replaces its catalogs with l's, its tr keys with the prompt's,
  * and sets the language: lang (the caller's explicit one) → the prompt's bound language →
  * fallback_lang (say $TPL_LANG) → none (tr() returns the source text). NULL or "" skips a step.

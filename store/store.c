@@ -990,25 +990,29 @@ static int by_dict_lang_source(const void *a, const void *b)
     return c ? c : strcmp(x->source, y->source);
 }
 
-/* The catalogs of a load (one JSON text per dictionary, in lookup order: dicts[0..nd)) from the
- * load query's rows of kind 't' (dict, lang, source, target, plural, forms) and 'f' (dict, lang,
- * plural_forms): {"LANG": {"source": "target", ...}, ...}, rows by language then source. A plural
- * row's target is the list of its forms (ngettext picks one); a language of a dictionary with
- * plural rows whose Plural-Forms a PO import recorded gets the gettext header row ""
- * ("Plural-Forms: ...\n") its plural forms are chosen by (stdlib/tr.c). */
+/* The catalogs of a load (one finished tpl_catalog per dictionary, in lookup order:
+ * dicts[0..nd)) from the load query's rows of kind 't' (dict, lang, source, target, plural,
+ * forms) and 'f' (dict, lang, plural_forms), added row by row (no JSON text on the way: 200,000
+ * rows were 3.4 G instructions of building, writing and parsing JSON). A plural row's target is
+ * the list of its forms (ngettext picks one); a language of a dictionary with plural rows whose
+ * Plural-Forms a PO import recorded gets the gettext header row "" ("Plural-Forms: ...\n") its
+ * plural forms are chosen by (stdlib/tr.c), unless the dictionary has a "" row of its own. */
 static tpl_store_status build_catalogs(tpl_store *s, const db_res *r, const char *const *dicts, size_t nd,
                                        tpl_store_loaded *l)
 {
-    size_t nt = 0;
+    json_t **langs = calloc(nd, sizeof *langs); /* per catalog: lang -> whether it has a "" row */
+    bool *plural = calloc(nd, 1);
+    l->tr_catalogs = calloc(nd, sizeof *l->tr_catalogs);
+    bool ok = langs && plural && l->tr_catalogs, bad = false;
+    for (size_t c = 0; ok && c < nd; c++) {
+        ok = (langs[c] = json_object()) && (l->tr_catalogs[c] = tpl_catalog_new());
+        if (l->tr_catalogs[c]) l->ncatalogs = c + 1;
+    }
+    /* rows by dictionary, language and source: a deterministic order (tpl_store_loaded_json) */
+    size_t nt = 0, k = 0;
     for (size_t i = 0; i < r->nrows; i++) nt += db_cell(r, i, 0) && db_cell(r, i, 0)[0] == 't';
     trow *rows = calloc(nt + 1, sizeof *rows);
-    json_t **cats = calloc(nd, sizeof *cats);
-    bool *plural = calloc(nd, 1);
-    l->catalogs = calloc(nd, sizeof *l->catalogs);
-    l->catalog_lens = calloc(nd, sizeof *l->catalog_lens);
-    bool ok = rows && cats && plural && l->catalogs && l->catalog_lens, bad = false;
-    for (size_t i = 0; ok && i < nd; i++) ok = (cats[i] = json_object()) != NULL;
-    size_t k = 0;
+    ok = ok && rows;
     for (size_t i = 0; ok && i < r->nrows; i++) {
         const char *kind = db_cell(r, i, 0);
         if (!kind || kind[0] != 't') continue;
@@ -1016,10 +1020,12 @@ static tpl_store_status build_catalogs(tpl_store *s, const db_res *r, const char
         rows[k++] = (trow){ db_cell(r, i, 1), db_cell(r, i, 2), db_cell(r, i, 3), i };
     }
     if (ok && !bad) qsort(rows, k, sizeof *rows, by_dict_lang_source);
+    tpl_status ts = TPL_OK;
     for (size_t j = 0; ok && !bad && j < k; j++) {
         size_t i = rows[j].row;
+        const char *dict = db_cell(r, i, 1), *lang = db_cell(r, i, 2), *src = db_cell(r, i, 3), *tgt = db_cell(r, i, 4);
         const char *forms = db_cell(r, i, 6);
-        bool pl = db_cell(r, i, 5) != NULL, untranslated = !*db_cell(r, i, 4);
+        bool pl = db_cell(r, i, 5) != NULL, untranslated = !*tgt;
         json_t *fv = NULL;
         if (pl && forms) {
             fv = json_loads(forms, 0, NULL);
@@ -1027,46 +1033,84 @@ static tpl_store_status build_catalogs(tpl_store *s, const db_res *r, const char
             if (!json_array_size(fv)) { json_decref(fv); fv = NULL; }
             for (size_t f = 0; fv && f < json_array_size(fv); f++) {
                 const char *fs = json_string_value(json_array_get(fv, f));
-                if (fs && *fs) untranslated = false;
+                if (!fs) bad = true;
+                else if (*fs) untranslated = false;
             }
         }
         /* an untranslated row (target "", every plural form "": tr-extract's rows, msgfmt leaves
          * them out of a .mo too) is not in the catalog: the source text stays */
-        if (untranslated) { json_decref(fv); continue; }
-        for (size_t c = 0; ok && c < nd; c++) {
-            if (strcmp(dicts[c], rows[j].dict) != 0) continue;
+        for (size_t c = 0; ok && !bad && !untranslated && c < nd; c++) {
+            if (strcmp(dicts[c], dict) != 0) continue;
             plural[c] = plural[c] || pl;
-            json_t *lo = json_object_get(cats[c], rows[j].lang);
-            if (!lo) ok = (lo = json_object()) && json_object_set_new(cats[c], rows[j].lang, lo) == 0;
-            json_t *t = fv ? json_copy(fv) : json_stringn(db_cell(r, i, 4), db_cell_len(r, i, 4));
-            ok = ok && t && json_object_set_new(lo, rows[j].source, t) == 0;
+            json_t *seen = json_object_get(langs[c], lang);
+            if (!seen || (!*src && !json_is_true(seen)))
+                ok = json_object_set_new(langs[c], lang, json_boolean(!*src)) == 0;
+            if (fv) {
+                size_t nf = json_array_size(fv);
+                const char **fs = malloc(nf * sizeof *fs);
+                size_t *fl = malloc(nf * sizeof *fl);
+                if (!fs || !fl) ok = false;
+                for (size_t f = 0; ok && f < nf; f++) {
+                    fs[f] = json_string_value(json_array_get(fv, f));
+                    fl[f] = json_string_length(json_array_get(fv, f));
+                }
+                if (ok) ts = tpl_catalog_add_forms(l->tr_catalogs[c], lang, src, strlen(src), fs, fl, nf);
+                free(fs);
+                free(fl);
+            } else {
+                ts = tpl_catalog_add(l->tr_catalogs[c], lang, src, strlen(src), tgt, db_cell_len(r, i, 4));
+            }
+            if (ts == TPL_ERR_NOMEM) ok = false;
+            else if (ts != TPL_OK) bad = true;
         }
         json_decref(fv);
     }
     for (size_t i = 0; ok && !bad && i < r->nrows; i++) {
         const char *kind = db_cell(r, i, 0), *dict = db_cell(r, i, 1), *lang = db_cell(r, i, 2), *pf = db_cell(r, i, 3);
         if (!kind || kind[0] != 'f' || !dict || !lang || !pf) continue;
-        for (size_t c = 0; ok && c < nd; c++) {
-            json_t *lo = plural[c] && strcmp(dicts[c], dict) == 0 ? json_object_get(cats[c], lang) : NULL;
-            if (!lo || json_object_get(lo, "")) continue;
+        for (size_t c = 0; ok && !bad && c < nd; c++) {
+            json_t *seen = plural[c] && strcmp(dicts[c], dict) == 0 ? json_object_get(langs[c], lang) : NULL;
+            if (!seen || json_is_true(seen)) continue;
             size_t fl = strlen(pf);
             char *hdr = malloc(fl + 16);
             if (!hdr) { ok = false; break; }
-            snprintf(hdr, fl + 16, "Plural-Forms: %s\n", pf);
-            ok = json_object_set_new(lo, "", json_string(hdr)) == 0;
+            int hl = snprintf(hdr, fl + 16, "Plural-Forms: %s\n", pf);
+            ts = tpl_catalog_add(l->tr_catalogs[c], lang, "", 0, hdr, (size_t)hl);
             free(hdr);
+            if (ts == TPL_ERR_NOMEM) ok = false;
+            else if (ts != TPL_OK) bad = true;
+            else ok = json_object_set_new(langs[c], lang, json_true()) == 0;
         }
     }
     for (size_t c = 0; ok && !bad && c < nd; c++) {
-        ok = (l->catalogs[c] = json_dumps(cats[c], JSON_COMPACT)) != NULL;
-        if (ok) l->catalog_lens[c] = strlen(l->catalogs[c]), l->ncatalogs++;
+        ts = tpl_catalog_finish(l->tr_catalogs[c]);
+        ok = ts == TPL_OK;
     }
-    for (size_t c = 0; cats && c < nd; c++) json_decref(cats[c]);
-    free(cats);
-    free(plural);
+    for (size_t c = 0; langs && c < nd; c++) json_decref(langs[c]);
+    free(langs);
     free(rows);
+    free(plural);
     if (bad) return fail(s, TPL_STORE_IO, "store: a translation row of '%s' is malformed", l->prompt.name);
     return ok ? TPL_STORE_OK : fail(s, TPL_STORE_NOMEM, "out of memory");
+}
+
+tpl_store_status tpl_store_loaded_json(tpl_store_loaded *l)
+{
+    if (!l) return TPL_STORE_INVALID;
+    if (l->catalogs) return TPL_STORE_OK;
+    char **cats = calloc(l->ncatalogs + 1, sizeof *cats);
+    size_t *lens = calloc(l->ncatalogs + 1, sizeof *lens);
+    bool ok = cats && lens;
+    for (size_t c = 0; ok && c < l->ncatalogs; c++) ok = tpl_catalog_json(l->tr_catalogs[c], &cats[c], &lens[c]) == TPL_OK;
+    if (!ok) {
+        for (size_t c = 0; cats && c < l->ncatalogs; c++) free(cats[c]);
+        free(cats);
+        free(lens);
+        return TPL_STORE_NOMEM;
+    }
+    l->catalogs = cats;
+    l->catalog_lens = lens;
+    return TPL_STORE_OK;
 }
 
 tpl_store_status tpl_store_load(tpl_store *s, const char *ref_text, tpl_store_loaded **out, tpl_error *err)
@@ -1150,9 +1194,11 @@ void tpl_store_loaded_free(tpl_store_loaded *l)
     if (!l) return;
     prompt_clear(&l->prompt);
     tpl_program_free(l->program);
-    for (size_t i = 0; i < l->ncatalogs; i++) free(l->catalogs[i]);
+    for (size_t i = 0; l->catalogs && i < l->ncatalogs; i++) free(l->catalogs[i]);
     free(l->catalogs);
     free(l->catalog_lens);
+    for (size_t i = 0; l->tr_catalogs && i < l->ncatalogs; i++) tpl_catalog_free(l->tr_catalogs[i]);
+    free(l->tr_catalogs);
     free(l);
 }
 
@@ -1163,7 +1209,7 @@ tpl_status tpl_store_apply(const tpl_store_loaded *l, tpl_render *r, const char 
     tpl_render_clear_tr_keys(r);
     tpl_status st;
     for (size_t i = 0; i < l->ncatalogs; i++)
-        if ((st = tpl_render_add_catalog_json(r, l->catalogs[i], l->catalog_lens[i])) != TPL_OK) return st;
+        if ((st = tpl_render_add_catalog(r, l->tr_catalogs[i])) != TPL_OK) return st;
     for (size_t i = 0; i < l->prompt.ntr_keys; i++)
         if ((st = tpl_render_add_tr_key(r, l->prompt.tr_keys[i], strlen(l->prompt.tr_keys[i]))) != TPL_OK) return st;
     const char *use = lang && *lang ? lang : l->prompt.lang && *l->prompt.lang ? l->prompt.lang

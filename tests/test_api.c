@@ -165,6 +165,28 @@ static void test_null_args(void)
     tpl_render_set_loader(NULL, NULL, NULL);
     CHECK(tpl_render_add_catalog_json(NULL, "{}", 2) == U, "add_catalog_json(NULL)");
     CHECK(tpl_render_add_catalog_json(r, NULL, 2) == U && tpl_render_error(r)->status == U, "add_catalog_json(json NULL)");
+    {
+        tpl_catalog *cat = tpl_catalog_new();
+        const char *f0 = "x";
+        size_t fl0 = 1;
+        CHECK(cat != NULL, "tpl_catalog_new");
+        CHECK(tpl_catalog_add(NULL, "fr", "a", 1, "b", 1) == U, "catalog_add(NULL)");
+        CHECK(tpl_catalog_add(cat, NULL, "a", 1, "b", 1) == U, "catalog_add(lang NULL)");
+        CHECK(tpl_catalog_add(cat, "fr", NULL, 1, "b", 1) == U, "catalog_add(source NULL)");
+        CHECK(tpl_catalog_add(cat, "fr", "a", 1, NULL, 1) == U, "catalog_add(target NULL)");
+        CHECK(tpl_catalog_add_forms(NULL, "fr", "a", 1, &f0, &fl0, 1) == U, "catalog_add_forms(NULL)");
+        CHECK(tpl_catalog_add_forms(cat, "fr", "a", 1, NULL, &fl0, 1) == U, "catalog_add_forms(forms NULL)");
+        CHECK(tpl_catalog_finish(NULL) == U, "catalog_finish(NULL)");
+        CHECK(tpl_render_add_catalog(NULL, cat) == U, "add_catalog(NULL)");
+        CHECK(tpl_render_add_catalog(r, NULL) == U && tpl_render_error(r)->status == U, "add_catalog(c NULL)");
+        CHECK(tpl_render_add_catalog(r, cat) == U, "add_catalog(unfinished)");
+        char *js = NULL;
+        size_t jl = 0;
+        CHECK(tpl_catalog_json(NULL, &js, &jl) == U && tpl_catalog_json(cat, NULL, &jl) == U &&
+              tpl_catalog_json(cat, &js, NULL) == U, "catalog_json(NULL)");
+        tpl_catalog_free(NULL);
+        tpl_catalog_free(cat);
+    }
     tpl_render_clear_catalogs(NULL);
     CHECK(tpl_render_set_lang(NULL, "zz") == U, "set_lang(NULL)");
     CHECK(tpl_render_set_lang(r, NULL) == TPL_OK, "set_lang(lang NULL) = none");
@@ -586,12 +608,74 @@ static void test_error_kinds(void)
         CHECK(k == 0 || tpl_error_kind_status((tpl_error_kind)k) != TPL_OK, "every kind but NONE has a status (%d)", k);
 }
 
+/* A catalog built row by row (tpl_catalog) translates as the same catalog given as JSON: exact,
+ * pattern and plural rows, Plural-Forms, the fallback chain; one finished catalog is shared by
+ * two render contexts; bad rows are refused and the catalog stays usable. */
+static void test_catalog_rows(void)
+{
+    char a[512], b[512];
+    const char *json = "{\"fr\": {\"\": \"Plural-Forms: nplurals=2; plural=(n > 1);\\n\", \"Hi\": \"Salut\", "
+                       "\"Hello, {name}!\": \"Bonjour, {name} !\", \"%(num)s apple\": [\"%(num)s pomme\", \"%(num)s pommes\"]}}";
+    tpl_program *p = compile("{{ tr('Hi') }}|{{ tr('Hello, Ann!') }}|{{ ngettext('%(num)s apple', '%(num)s apples', 0) }}|"
+                             "{{ ngettext('%(num)s apple', '%(num)s apples', 2) }}|{{ tr('Bye') }}|{{ _('Hi') }}|{{ tr('Hi', lang='de') }}");
+    tpl_catalog *c = tpl_catalog_new();
+    const char *forms[] = { "%(num)s pomme", "%(num)s pommes" };
+    const size_t lens[] = { 13, 14 };
+    CHECK(c && tpl_catalog_add(c, "fr", "Hi", 2, "Sal", 3) == TPL_OK, "add");
+    CHECK(tpl_catalog_add(c, "fr", "Hi", 2, "Salut", 5) == TPL_OK, "add again (replaces)");
+    CHECK(tpl_catalog_add(c, "fr", "Hello, {name}!", 14, "Bonjour, {name} !", 17) == TPL_OK, "add pattern");
+    CHECK(tpl_catalog_add_forms(c, "fr", "%(num)s apple", 13, forms, lens, 2) == TPL_OK, "add forms");
+    CHECK(tpl_catalog_add(c, "fr", "", 0, "Plural-Forms: nplurals=2; plural=(n > 1);\n", 42) == TPL_OK, "header");
+    CHECK(tpl_catalog_add(c, "fr", "X", 1, "\xff", 1) == TPL_ERR_VALUE, "target not UTF-8");
+    CHECK(tpl_catalog_add(c, "f\xc3", "X", 1, "x", 1) == TPL_ERR_VALUE, "lang not UTF-8");
+    CHECK(tpl_catalog_add(c, "fr", "\xed\xa0\x80", 3, "x", 1) == TPL_ERR_VALUE, "source: an encoded surrogate");
+    CHECK(tpl_catalog_finish(c) == TPL_OK && tpl_catalog_finish(c) == TPL_OK, "finish (twice)");
+    CHECK(tpl_catalog_add(c, "fr", "Bye", 3, "Salut", 5) == TPL_ERR_USAGE, "add after finish");
+    tpl_render *r1 = tpl_render_new(NULL), *r2 = tpl_render_new(NULL), *rj = tpl_render_new(NULL);
+    CHECK(tpl_render_add_catalog_json(rj, json, strlen(json)) == TPL_OK, "json catalog");
+    CHECK(tpl_render_add_catalog(r1, c) == TPL_OK && tpl_render_add_catalog(r2, c) == TPL_OK, "shared");
+    tpl_render *rs[] = { r1, r2, rj };
+    for (int i = 0; i < 3; i++)
+        CHECK(tpl_render_set_lang(rs[i], "fr") == TPL_OK && tpl_render_set_state_json(rs[i], "{}", 2) == TPL_OK, "lang");
+    const char *want = "Salut|Bonjour, Ann !|0 pomme|2 pommes|Bye|Salut|Hi";
+    CHECK(p && strcmp(render(rj, p, b, sizeof b), want) == 0, "json: %s", b);
+    CHECK(p && strcmp(render(r1, p, a, sizeof a), want) == 0, "rows: %s", a);
+    CHECK(p && strcmp(render(r2, p, a, sizeof a), want) == 0, "rows, second context: %s", a);
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(tpl_catalog_json(c, &text, &len) == TPL_OK && text && len == strlen(text) &&
+          strcmp(text, "{\"fr\":{\"Hi\":\"Salut\",\"Hello, {name}!\":\"Bonjour, {name} !\",\"%(num)s apple\":"
+                       "[\"%(num)s pomme\",\"%(num)s pommes\"],\"\":\"Plural-Forms: nplurals=2; plural=(n > 1);\\n\"}}") == 0,
+          "catalog_json: %s", text ? text : "(null)");
+    /* the JSON text is the same catalog */
+    tpl_render *rt = tpl_render_new(NULL);
+    CHECK(text && tpl_render_add_catalog_json(rt, text, len) == TPL_OK && tpl_render_set_lang(rt, "fr") == TPL_OK &&
+          tpl_render_set_state_json(rt, "{}", 2) == TPL_OK && strcmp(render(rt, p, a, sizeof a), want) == 0,
+          "catalog_json round trip: %s", a);
+    free(text);
+    /* a fallback chain: a second catalog answers what the first lacks */
+    tpl_catalog *c2 = tpl_catalog_new();
+    CHECK(c2 && tpl_catalog_add(c2, "fr", "Bye", 3, "Au revoir", 9) == TPL_OK && tpl_catalog_finish(c2) == TPL_OK, "c2");
+    CHECK(tpl_render_add_catalog(r1, c2) == TPL_OK &&
+          strcmp(render(r1, p, a, sizeof a), "Salut|Bonjour, Ann !|0 pomme|2 pommes|Au revoir|Salut|Hi") == 0, "chain: %s", a);
+    tpl_render_clear_catalogs(r1);
+    CHECK(strcmp(render(r1, p, a, sizeof a), "Hi|Hello, Ann!|0 apples|2 apples|Bye|Hi|Hi") == 0, "cleared: %s", a);
+    tpl_render_free(r1);
+    tpl_render_free(r2);
+    tpl_render_free(rj);
+    tpl_render_free(rt);
+    tpl_catalog_free(c);
+    tpl_catalog_free(c2);
+    tpl_program_free(p);
+}
+
 int main(void)
 {
     test_null_args();
     test_error_kinds();
     test_reentrancy();
     test_utf8();
+    test_catalog_rows();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }

@@ -143,6 +143,7 @@ int main(void)
     FAILS(tpl_store_load(s, "greet", NULL, &err));
     tpl_store_loaded_free(NULL);
     CHECK(tpl_store_apply(NULL, NULL, NULL, NULL) != TPL_OK, "apply(NULL, NULL)");
+    CHECK(tpl_store_loaded_json(NULL) == TPL_STORE_INVALID, "loaded_json(NULL)");
     /* PO files */
     FAILS(tpl_store_po_export(NULL, dicts, 1, "de", "/dev/null", &n));
     FAILS(tpl_store_po_export(s, NULL, 1, "de", "/dev/null", &n));
@@ -162,10 +163,31 @@ int main(void)
     tpl_store_prompt_free(p);
     CHECK(tpl_store_list(s, NULL, &v, &n) == TPL_STORE_OK && n == 1, "one prompt listed");
     tpl_store_prompts_free(v, n);
+    const char *forms[] = { "une pomme", "des pommes" };
+    CHECK(tpl_store_tr_set(s, "greet", "fr", "Hi", "Salut", NULL, NULL, 0) == TPL_STORE_OK &&
+          tpl_store_tr_set(s, "greet", "fr", "apple", "", "apples", forms, 2) == TPL_STORE_OK &&
+          tpl_store_tr_set(s, "greet", "de", "Hi", "", NULL, NULL, 0) == TPL_STORE_OK, "tr rows");
     CHECK(tpl_store_load(s, "greet", &l, &err) == TPL_STORE_OK, "load greet");
+    /* the catalogs are tpl_catalogs; their JSON only on request (an untranslated row left out) */
+    CHECK(l && l->ncatalogs == 1 && l->tr_catalogs && l->tr_catalogs[0] && !l->catalogs, "loaded catalogs");
+    CHECK(l && tpl_store_loaded_json(l) == TPL_STORE_OK && tpl_store_loaded_json(l) == TPL_STORE_OK && l->catalogs &&
+          strcmp(l->catalogs[0], "{\"fr\":{\"Hi\":\"Salut\",\"apple\":[\"une pomme\",\"des pommes\"]}}") == 0 &&
+          l->catalog_lens[0] == strlen(l->catalogs[0]), "loaded_json");
     tpl_render *r = l ? tpl_render_new(NULL) : NULL;
     CHECK(r && tpl_store_apply(l, NULL, NULL, NULL) != TPL_OK, "apply(l, NULL render)");
     CHECK(r && tpl_store_apply(l, r, NULL, NULL) == TPL_OK, "apply(l, r)");
+    {
+        tpl_error ce = { 0 };
+        tpl_program *tp = NULL;
+        const char *out;
+        size_t on;
+        const char *src = "{{ tr('Hi') }} {{ ngettext('apple', 'apples', 3) }}";
+        CHECK(tpl_compile("t.jinja", src, strlen(src), NULL, &tp, &ce) == TPL_OK &&
+              tpl_store_apply(l, r, "fr", NULL) == TPL_OK && tpl_render_set_state_json(r, "{}", 2) == TPL_OK &&
+              tpl_render_run(r, tp, &out, &on) == TPL_OK && strcmp(out, "Salut des pommes") == 0, "apply fr");
+        tpl_program_free(tp);
+        tpl_error_clear(&ce);
+    }
     tpl_render_free(r);
     tpl_store_loaded_free(l);
     tpl_error_clear(&err);

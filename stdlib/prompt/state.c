@@ -237,6 +237,18 @@ tpl_status tpl_render_add_catalog_json(tpl_render *r, const char *json, size_t l
     return st;
 }
 
+tpl_status tpl_render_add_catalog(tpl_render *r, const tpl_catalog *c)
+{
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!c) return tpl_render_null_arg(r, "tpl_render_add_catalog", "c");
+    tpl_render_clear_error(r);
+    if (!tpl_tr_catalog_finished(c))
+        return tpl_render_fail(r, TPL_EK_USAGE, "tpl_render_add_catalog: the catalog is not finished (tpl_catalog_finish)", 0, 0);
+    tpl_tr_state *t = tr_state(r);
+    if (!t || !tpl_tr_add_catalog(t, c)) return nomem(r);
+    return TPL_OK;
+}
+
 void tpl_render_clear_catalogs(tpl_render *r)
 {
     if (usable(r) && rstate(r)->tr) tpl_tr_clear_catalogs(rstate(r)->tr);

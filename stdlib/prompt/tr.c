@@ -52,9 +52,18 @@ typedef struct tr_catalog {
     uint32_t nlangs;
 } tr_catalog;
 
+/* A catalog built row by row by a host (tpl_catalog_new): its own arena, prepared once by
+ * tpl_catalog_finish, then read-only and shared by any number of render contexts. */
+struct tpl_catalog {
+    tpl_arena arena;
+    tpl_map *root;          /* lang -> (source -> target string or list of forms) */
+    tr_catalog cat;         /* set by tpl_catalog_finish */
+    bool finished;
+};
+
 struct tpl_tr_state {
-    tpl_arena arena;        /* catalogs (cleared with them) */
-    tr_catalog *cats;
+    tpl_arena arena;        /* the catalogs parsed from JSON (cleared with them) */
+    const tr_catalog **cats;/* lookup order: in arena, or a finished tpl_catalog's (borrowed) */
     size_t ncats, capcats;
     char *lang;             /* malloc'd; NULL = none */
     size_t lang_len;
@@ -121,23 +130,41 @@ static int u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Number of distinct 3-code-point substrings of s (sort + unique; -1: out of memory). */
+/* Number of distinct 3-code-point substrings of s (sort + unique; -1: out of memory). A literal
+ * of up to 64 code points (nearly every pattern row's) is counted on the stack with an insertion
+ * sort: a catalog of 200,000 pattern rows was 625 M instructions of malloc and qsort here. */
 static long long distinct_trigrams(const char *s, size_t n, size_t ncp)
 {
     if (ncp < 3) return 0;
-    uint32_t *cp = malloc(ncp * sizeof *cp);
-    uint64_t *g = malloc((ncp - 2) * sizeof *g);
-    if (!cp || !g) { free(cp); free(g); return -1; }
+    enum { SMALL = 64 };
+    uint32_t cp_small[SMALL];
+    uint64_t g_small[SMALL];
+    uint32_t *cp = ncp <= SMALL ? cp_small : malloc(ncp * sizeof *cp);
+    uint64_t *g = ncp <= SMALL ? g_small : malloc((ncp - 2) * sizeof *g);
+    if (!cp || !g) {
+        if (cp != cp_small) free(cp);
+        if (g != g_small) free(g);
+        return -1;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n && k < ncp;) cp[k++] = tpl_utf8_next(s, n, &i);
-    for (size_t i = 0; i + 2 < k; i++)
-        g[i] = (uint64_t)cp[i] << 42 | (uint64_t)cp[i + 1] << 21 | cp[i + 2];
     size_t ng = k >= 3 ? k - 2 : 0;
-    qsort(g, ng, sizeof *g, u64_cmp);
+    for (size_t i = 0; i < ng; i++)
+        g[i] = (uint64_t)cp[i] << 42 | (uint64_t)cp[i + 1] << 21 | cp[i + 2];
+    if (ng <= SMALL) {
+        for (size_t i = 1; i < ng; i++) {
+            uint64_t x = g[i];
+            size_t j = i;
+            for (; j > 0 && g[j - 1] > x; j--) g[j] = g[j - 1];
+            g[j] = x;
+        }
+    } else {
+        qsort(g, ng, sizeof *g, u64_cmp);
+    }
     long long d = 0;
     for (size_t i = 0; i < ng; i++) d += i == 0 || g[i] != g[i - 1];
-    free(cp);
-    free(g);
+    if (cp != cp_small) free(cp);
+    if (g != g_small) free(g);
     return d;
 }
 
@@ -242,6 +269,20 @@ static bool prepare_catalog(tpl_arena *a, tpl_value root, tr_catalog *c)
     return true;
 }
 
+/* Appends c to t's lookup order (false: out of memory). */
+static bool push_catalog(tpl_tr_state *t, const tr_catalog *c)
+{
+    if (t->ncats == t->capcats) {
+        size_t nc = t->capcats ? t->capcats * 2 : 4;
+        const tr_catalog **ncats = realloc(t->cats, nc * sizeof *ncats);
+        if (!ncats) return false;
+        t->cats = ncats;
+        t->capcats = nc;
+    }
+    t->cats[t->ncats++] = c;
+    return true;
+}
+
 tpl_status tpl_tr_add_catalog_json(tpl_tr_state *t, const char *json, size_t len, char *msg, size_t msgsize,
                                    uint32_t *line, uint32_t *col)
 {
@@ -262,19 +303,147 @@ tpl_status tpl_tr_add_catalog_json(tpl_tr_state *t, const char *json, size_t len
     tpl_value root;
     bool ok = tpl_value_from_json(&t->arena, j, &root, 0);
     json_decref(j);
-    if (ok && t->ncats == t->capcats) {
-        size_t nc = t->capcats ? t->capcats * 2 : 4;
-        tr_catalog *ncats = realloc(t->cats, nc * sizeof *ncats);
-        if (!ncats) ok = false;
-        else { t->cats = ncats; t->capcats = nc; }
-    }
-    if (ok) ok = prepare_catalog(&t->arena, root, &t->cats[t->ncats]);
-    if (!ok) {
+    tr_catalog *c = ok ? tpl_arena_alloc(&t->arena, sizeof *c) : NULL;
+    if (!c || !prepare_catalog(&t->arena, root, c) || !push_catalog(t, c)) {
         snprintf(msg, msgsize, "catalog too deep or out of memory");
         return TPL_ERR_NOMEM;
     }
-    t->ncats++;
     return TPL_OK;
+}
+
+bool tpl_tr_add_catalog(tpl_tr_state *t, const tpl_catalog *c)
+{
+    return push_catalog(t, &c->cat);
+}
+
+/* ---- tpl_catalog: rows from a host, no JSON on the way ---- */
+
+tpl_catalog *tpl_catalog_new(void)
+{
+    tpl_catalog *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    tpl_arena_init(&c->arena, 0);
+    if (!(c->root = tpl_map_new(&c->arena, 4))) { tpl_catalog_free(c); return NULL; }
+    return c;
+}
+
+void tpl_catalog_free(tpl_catalog *c)
+{
+    if (!c) return;
+    tpl_arena_free(&c->arena);
+    free(c);
+}
+
+/* A copy of s[0..n) in c's arena as a string value (false: not UTF-8, too long or no memory:
+ * *st says which). */
+static bool catalog_str(tpl_catalog *c, const char *s, size_t n, tpl_value *out, tpl_status *st)
+{
+    size_t bad;
+    if (n > UINT32_MAX || !tpl_utf8_valid(s, n, &bad)) { *st = TPL_ERR_VALUE; return false; }
+    char *d = tpl_arena_strdup(&c->arena, s, n);
+    if (!d) { *st = TPL_ERR_NOMEM; return false; }
+    *out = tpl_v_str(d, n);
+    return true;
+}
+
+/* The row map of language lang, made on first use. */
+static tpl_status catalog_row(tpl_catalog *c, const char *lang, const char *source, size_t source_len,
+                              tpl_map **rows, tpl_value *key)
+{
+    tpl_status st = TPL_OK;
+    if (!c || !lang || !source) return TPL_ERR_USAGE;
+    if (c->finished) return TPL_ERR_USAGE;
+    size_t ln = strlen(lang);
+    size_t bad;
+    if (!tpl_utf8_valid(lang, ln, &bad)) return TPL_ERR_VALUE;
+    tpl_value *lv = tpl_map_get_str(c->root, lang, ln, tpl_hash_str(lang, ln));
+    if (lv && lv->type == TPL_T_MAP) *rows = lv->u.map;
+    else {
+        tpl_value name;
+        if (!catalog_str(c, lang, ln, &name, &st)) return st;
+        if (!(*rows = tpl_map_new(&c->arena, 8)) || !tpl_map_set(&c->arena, c->root, name, tpl_v_map(*rows)))
+            return TPL_ERR_NOMEM;
+    }
+    return catalog_str(c, source, source_len, key, &st) ? TPL_OK : st;
+}
+
+tpl_status tpl_catalog_add(tpl_catalog *c, const char *lang, const char *source, size_t source_len,
+                           const char *target, size_t target_len)
+{
+    if (!target) return TPL_ERR_USAGE;
+    tpl_map *rows;
+    tpl_value key, val;
+    tpl_status st = catalog_row(c, lang, source, source_len, &rows, &key);
+    if (st != TPL_OK) return st;
+    if (!catalog_str(c, target, target_len, &val, &st)) return st;
+    return tpl_map_set(&c->arena, rows, key, val) ? TPL_OK : TPL_ERR_NOMEM;
+}
+
+tpl_status tpl_catalog_add_forms(tpl_catalog *c, const char *lang, const char *source, size_t source_len,
+                                 const char *const *forms, const size_t *form_lens, size_t nforms)
+{
+    if ((!forms || !form_lens) && nforms) return TPL_ERR_USAGE;
+    if (nforms > UINT32_MAX) return TPL_ERR_VALUE;
+    tpl_map *rows;
+    tpl_value key;
+    tpl_status st = catalog_row(c, lang, source, source_len, &rows, &key);
+    if (st != TPL_OK) return st;
+    tpl_list *l = tpl_list_new(&c->arena, (uint32_t)nforms);
+    if (!l) return TPL_ERR_NOMEM;
+    for (size_t i = 0; i < nforms; i++) {
+        if (!forms[i]) return TPL_ERR_USAGE;
+        if (!catalog_str(c, forms[i], form_lens[i], &l->items[i], &st)) return st;
+    }
+    l->len = (uint32_t)nforms;
+    return tpl_map_set(&c->arena, rows, key, tpl_v_list(l)) ? TPL_OK : TPL_ERR_NOMEM;
+}
+
+tpl_status tpl_catalog_finish(tpl_catalog *c)
+{
+    if (!c) return TPL_ERR_USAGE;
+    if (c->finished) return TPL_OK;
+    if (!prepare_catalog(&c->arena, tpl_v_map(c->root), &c->cat)) return TPL_ERR_NOMEM;
+    c->finished = true;
+    return TPL_OK;
+}
+
+tpl_status tpl_catalog_json(const tpl_catalog *c, char **json, size_t *len)
+{
+    if (!c || !json || !len) return TPL_ERR_USAGE;
+    *json = NULL;
+    *len = 0;
+    json_t *root = json_object();
+    bool ok = root != NULL;
+    for (uint32_t i = 0; ok && i < c->root->len; i++) {
+        tpl_value lang = c->root->e[i].key, rows = c->root->e[i].val;
+        json_t *lo = json_object();
+        ok = lo && json_object_setn_new(root, lang.u.s, lang.len, lo) == 0;
+        for (uint32_t r = 0; ok && rows.type == TPL_T_MAP && r < rows.u.map->len; r++) {
+            tpl_value k = rows.u.map->e[r].key, v = rows.u.map->e[r].val;
+            json_t *t;
+            if (v.type == TPL_T_LIST) {
+                t = json_array();
+                for (uint32_t f = 0; t && f < v.u.list->len; f++)
+                    if (json_array_append_new(t, json_stringn(v.u.list->items[f].u.s, v.u.list->items[f].len))) {
+                        json_decref(t);
+                        t = NULL;
+                    }
+            } else {
+                t = json_stringn(v.u.s, v.len);
+            }
+            ok = t && json_object_setn_new(lo, k.u.s, k.len, t) == 0;
+        }
+    }
+    *json = ok ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    if (!*json) return TPL_ERR_NOMEM;
+    *len = strlen(*json);
+    return TPL_OK;
+}
+
+bool tpl_tr_catalog_finished(const tpl_catalog *c)
+{
+    return c->finished;
 }
 
 void tpl_tr_clear_catalogs(tpl_tr_state *t)
@@ -498,7 +667,7 @@ int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
     if (lookup_language(vm, lang, &ls, &ln) < 0) return -1;
     if (!ls || !t) return 0;
     for (size_t c = 0; c < t->ncats; c++) {
-        const tr_catalog *cat = &t->cats[c];
+        const tr_catalog *cat = t->cats[c];
         if (str_eq(cat->main_lang, ls, ln)) return 0;
         for (uint32_t i = 0; i < cat->nlangs; i++) {
             if (!str_eq(cat->langs[i].name, ls, ln)) continue;
@@ -672,7 +841,7 @@ static int gettext_lookup(tpl_vm *vm, tpl_value key, bool plural, int64_t n, tpl
     if (lookup_language(vm, tpl_v_unset(), &ls, &ln) < 0) return -1;
     if (!ls || !t) return 0;
     for (size_t c = 0; c < t->ncats; c++) {
-        const tr_catalog *cat = &t->cats[c];
+        const tr_catalog *cat = t->cats[c];
         if (str_eq(cat->main_lang, ls, ln)) return 0;
         for (uint32_t i = 0; i < cat->nlangs; i++) {
             if (!str_eq(cat->langs[i].name, ls, ln)) continue;

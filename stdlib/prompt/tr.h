@@ -24,6 +24,11 @@ void tpl_tr_free(tpl_tr_state *t);
  * TPL_ERR_NOMEM. */
 tpl_status tpl_tr_add_catalog_json(tpl_tr_state *t, const char *json, size_t len, char *msg, size_t msgsize,
                                    uint32_t *line, uint32_t *col);
+/* Appends a finished tpl_catalog (borrowed: it must outlive its use by t) to the lookup order;
+ * false on allocation failure. */
+bool tpl_tr_add_catalog(tpl_tr_state *t, const tpl_catalog *c);
+/* Whether tpl_catalog_finish has run on c. */
+bool tpl_tr_catalog_finished(const tpl_catalog *c);
 /* Drops every catalog. */
 void tpl_tr_clear_catalogs(tpl_tr_state *t);
 /* Sets the render language (NULL or "" = none). Copied. false on allocation failure. */

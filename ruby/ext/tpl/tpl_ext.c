@@ -2217,6 +2217,7 @@ static VALUE rstore_load(VALUE self, VALUE ref, VALUE tclass)
     tpl_error err = { 0 };
     tpl_store_status st = tpl_store_load(s, StringValueCStr(ref), &l, &err);
     if (st != TPL_STORE_OK) store_template_error(s, st, &err);
+    if (tpl_store_loaded_json(l) != TPL_STORE_OK) { tpl_store_loaded_free(l); rb_memerror(); }
     VALUE cats = rb_ary_new_capa((long)l->ncatalogs);
     for (size_t i = 0; i < l->ncatalogs; i++) rb_ary_push(cats, rb_obj_freeze(rb_utf8_str_new(l->catalogs[i], (long)l->catalog_lens[i])));
     VALUE row = row_hash(&l->prompt);
