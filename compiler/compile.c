@@ -1437,9 +1437,10 @@ static void expr(tpl_comp *c, tpl_node *n)
         uint32_t slot;
         if (block_call(c, n)) return;
         if (fn->kind == TPL_N_NAME && name_eq(fn->val, "loop", 4) && c->fn->rec_self >= 0 &&
-            resolve(c, fn->val, &slot) == R_LOCAL && (int32_t)slot == c->fn->rec_loop) {
-            /* loop(children) in a recursive loop: call the loop function one level deeper */
-            if (!n->b || n->b->next || n->b->kind != TPL_N_ARG) { cerror(c, n->off, "loop() takes exactly one argument"); return; }
+            resolve(c, fn->val, &slot) == R_LOCAL && (int32_t)slot == c->fn->rec_loop && n->b && !n->b->next &&
+            n->b->kind == TPL_N_ARG) {
+            /* loop(children) in a recursive loop: call the loop function one level deeper (any other
+             * call of the loop value, `loop(iterable=x)` or a stored `l(x)`, is call_any's) */
             uint32_t k = add_name(c, tpl_v_str("loop", 4));
             emit(c, TPL_OP_LOAD_SLOT, (uint32_t)c->fn->rec_self, 1);
             emit_raw(c, k);
@@ -2501,9 +2502,12 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     }
     c->cur_off = n->off;
     emit(c, TPL_OP_FOR_INIT, loop_slot, -1);
-    if (depth_slot >= 0) {
+    if (depth_slot >= 0) { /* (depth, the loop's function): calling the loop value runs it (call_any) */
         emit(c, TPL_OP_LOAD_SLOT, (uint32_t)depth_slot, 1);
         emit_raw(c, add_name(c, lname));
+        emit(c, TPL_OP_LOAD_SLOT, (uint32_t)c->fn->rec_self, 1);
+        emit_raw(c, add_name(c, lname));
+        emit(c, TPL_OP_BUILD_TUPLE, 2, -1);
         emit(c, TPL_OP_LOOP_DEPTH, loop_slot, -1);
     }
     loopctx lc = { 0 };

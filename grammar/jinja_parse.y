@@ -311,6 +311,7 @@ test_name(A) ::= FALSE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= IN(T). { A = tpl_p_name(ctx, T); }
 test_arg ::= test_primary.
 test_arg(A) ::= test_arg(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
+test_arg(A) ::= test_arg(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
 test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE ? K : NODE(GETITEM, T.off, S, K); if (A && K->kind == TPL_N_SLICE) A->a = S; }
 test_primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 test_primary ::= strings.

@@ -73,7 +73,7 @@ enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_N
        TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
 
 /* The string flags generated code tests (the runtime's TPL_F_*). */
-enum { TPL_NF_SAFE = 1, TPL_NF_SYMBOL = 8 };
+enum { TPL_NF_SAFE = 1, TPL_NF_SYMBOL = 8, TPL_NF_RANGE_BIG = 8 /* on a list */ };
 
 /* The `loop` attributes tpl_native_loop_attr reads. */
 enum { TPL_NLOOP_INDEX, TPL_NLOOP_INDEX0, TPL_NLOOP_FIRST, TPL_NLOOP_LAST, TPL_NLOOP_LENGTH };
@@ -347,6 +347,7 @@ static inline int tpl_native_upper_ascii(char *o, const char *s, size_t n)
 static inline size_t tpl_native_join_put(char *o, size_t room, const tpl_nvalue *l, const char *sep, size_t dl)
 {
     const tpl_nlist *list = (const tpl_nlist *)l->u.p;
+    if (l->flags & TPL_NF_RANGE_BIG) return (size_t)-1; /* a range held without its items */
     size_t total = list->len ? dl * (list->len - 1) : 0;
     for (uint32_t i = 0; i < list->len; i++) {
         if (list->items[i].type != TPL_NT_STR) return (size_t)-1;

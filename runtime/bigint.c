@@ -25,6 +25,50 @@ void tpl_big_get(mpz_t z, tpl_value v)
     mpz_init_set_si(z, (long)v.u.i);
 }
 
+void tpl_range_len(mpz_t z, const tpl_value *p)
+{
+    /* ceil((stop - start) / step) when that is positive, else 0 */
+    mpz_t d;
+    tpl_big_get(z, p[1]);
+    tpl_big_get(d, p[0]);
+    mpz_sub(z, z, d);
+    mpz_clear(d);
+    tpl_big_get(d, p[2]);
+    if (mpz_sgn(z) != 0 && mpz_sgn(z) == mpz_sgn(d)) {
+        mpz_abs(z, z);
+        mpz_abs(d, d);
+        mpz_cdiv_q(z, z, d);
+    } else {
+        mpz_set_ui(z, 0);
+    }
+    mpz_clear(d);
+}
+
+bool tpl_range_find(tpl_value r, tpl_value x, mpz_t at)
+{
+    mpz_t z, d;
+    if (tpl_is_intlike(x)) tpl_big_get(z, x);
+    else if (x.type == TPL_T_FLOAT && isfinite(x.u.f) && x.u.f == floor(x.u.f)) mpz_init_set_d(z, x.u.f);
+    else return false; /* Python compares each item: no float with a fraction, no other type equals an int */
+    const tpl_value *p = tpl_range_params(r);
+    tpl_big_get(d, p[0]);
+    mpz_sub(z, z, d); /* x - start */
+    mpz_clear(d);
+    tpl_big_get(d, p[2]);
+    bool ok = mpz_divisible_p(z, d);
+    if (ok) {
+        mpz_divexact(z, z, d); /* its index, when it is below the length */
+        mpz_t n;
+        tpl_range_len(n, p);
+        ok = mpz_sgn(z) >= 0 && mpz_cmp(z, n) < 0;
+        mpz_clear(n);
+        if (ok) mpz_set(at, z);
+    }
+    mpz_clear(z);
+    mpz_clear(d);
+    return ok;
+}
+
 bool tpl_big_value(tpl_arena *a, const mpz_t z, tpl_value *out)
 {
     if (mpz_fits_slong_p(z)) {

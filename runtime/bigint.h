@@ -50,6 +50,13 @@ int tpl_big_cmp(tpl_value a, tpl_value b);
 /* The hash tpl_hash_value gives a big int: a float's when it equals one, else its text's. */
 uint64_t tpl_big_hash(tpl_value v, uint64_t (*float_hash)(double));
 
+/* Initialises z to the length of Python's range(p[0], p[1], p[2]) (tpl_range_params: integers, the
+ * step not 0); the caller mpz_clear()s it. */
+void tpl_range_len(mpz_t z, const tpl_value *p);
+/* Whether x equals an item of range r (Python's `x in r`: an int, bool or integral float; no other
+ * value equals an int); when it does, its index is stored in at (initialised by the caller). */
+bool tpl_range_find(tpl_value r, tpl_value x, mpz_t at);
+
 /* In a render: z as a value (tpl_big_value in the render's arena), charging fuel by its size;
  * the memory-limit error when it is too large. Clears z. 0 or -1 (error set). */
 int tpl_big_result(tpl_vm *vm, mpz_t z, tpl_value *out);

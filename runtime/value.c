@@ -296,6 +296,8 @@ static uint64_t hash_rec(tpl_value v, bool nested)
     case TPL_T_UNDEF:
         return 0x756e6466u;
     case TPL_T_LIST: {
+        if (v.flags & TPL_F_RANGE_BIG) /* equal ones have the same first item (past TPL_RANGE_ITEMS_MAX items) */
+            return mix64(0x72616e67u ^ hash_rec(tpl_range_params(v)[0], true));
         uint64_t h = mix64((v.flags & TPL_F_TUPLE ? 0x7475706cu : 0x6c697374u) + v.u.list->len);
         for (uint32_t k = 0; !nested && k < v.u.list->len; k++)
             h = mix64(h ^ hash_rec(v.u.list->items[k], true));
@@ -399,6 +401,24 @@ static bool same_nan(double x, double y)
 /* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container), -2
  * nested deeper than TPL_NEST_MAX (Python: RecursionError "maximum recursion depth exceeded in
  * comparison"). */
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql);
+
+/* Python's range == range (at least one held without its items): the same items, so the same
+ * length and, when that is not 0, the same start and, when it is past 1, the same step. */
+static bool range_equal(tpl_value a, tpl_value b)
+{
+    const tpl_value *p = tpl_range_params(a), *q = tpl_range_params(b);
+    mpz_t n, m;
+    tpl_range_len(n, p);
+    tpl_range_len(m, q);
+    bool eq = mpz_cmp(n, m) == 0;
+    if (eq && mpz_sgn(n) > 0) eq = equal_rec(p[0], q[0], 1, NULL, false) == 1;
+    if (eq && mpz_cmp_ui(n, 1) > 0) eq = equal_rec(p[2], q[2], 1, NULL, false) == 1;
+    mpz_clear(n);
+    mpz_clear(m);
+    return eq;
+}
+
 static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql)
 {
     if (eql && a.type != b.type && !(a.type == TPL_T_UNDEF && b.type == TPL_T_NONE) && !(a.type == TPL_T_NONE && b.type == TPL_T_UNDEF))
@@ -434,6 +454,8 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
             return true;
         if (a.aux >= TPL_LAZY_DICT_VALUES)
             return false;
+        if ((a.flags | b.flags) & TPL_F_RANGE_BIG) /* a range held without its items */
+            return range_equal(a, b);
         if (x->len != y->len)
             return false;
         if (!tpl_fuel_charge(fuel, x->len))

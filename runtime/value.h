@@ -138,6 +138,14 @@ enum {
 #define TPL_F_GROUP 16
 /* List flag: a Ruby range, stored as the 3 items [begin, end (nil: endless), exclusive]. */
 #define TPL_F_RANGE_RB 32
+/* List flag: a Jinja range() of more than TPL_RANGE_ITEMS_MAX items, held without them (Python's
+ * range never materialises): its list has len 0 and only (start, stop, step) (tpl_range_params).
+ * Truth, length, `in`, indexing, slicing, first, last, index/count, printing and comparison work
+ * from those (runtime/vm.c tpl_range_*); whatever needs every item (tpl_to_list, a for loop, a filter
+ * that takes all of them) is the limit error "range too large". The bit is TPL_F_SYMBOL's, which
+ * only strings use. */
+#define TPL_F_RANGE_BIG 8
+enum { TPL_RANGE_ITEMS_MAX = 10000000 }; /* a range of more items is a TPL_F_RANGE_BIG one */
 /* List flag: a Ruby MatchData (String#match, =~, $~), stored as the items [subject string, regexp,
  * group names (a list: a name or nil per group 1..n), then begin and end byte offsets of each group
  * 0..n (-1 for a group that did not take part)]. The bit is TPL_F_REGEX_RB's, which only strings use. */
@@ -252,6 +260,8 @@ static inline const tpl_value *tpl_range_params(tpl_value v)
 {
     return v.u.list->items + v.u.list->len;
 }
+/* A range() held without its items (TPL_F_RANGE_BIG). */
+static inline bool tpl_is_big_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_BIG); }
 static inline tpl_value tpl_v_map(tpl_map *m) { tpl_value v = {0}; v.type = TPL_T_MAP; v.u.map = m; return v; }
 
 /* Lists and maps allocated in an arena. Functions returning bool fail only on arena exhaustion. */

@@ -153,7 +153,8 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
     case TPL_T_BIGINT: return 1; /* never 0 (normalised) */
     case TPL_T_FLOAT: return v.u.f != 0.0;
     case TPL_T_STR: return v.len != 0;
-    case TPL_T_LIST: return v.u.list->len != 0 || tpl_is_iter(v); /* a Python iterator is always true */
+    case TPL_T_LIST: /* a Python iterator is always true, and so is a range held without its items */
+        return v.u.list->len != 0 || tpl_is_iter(v) || (v.flags & TPL_F_RANGE_BIG);
     case TPL_T_MAP: return v.u.map->len != 0;
     case TPL_T_HOST: return tpl_hobj_truth(vm, v);
     default: return 1;
@@ -653,6 +654,12 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     }
     case TPL_T_LIST:
         if (obj.aux > TPL_LAZY_RANGE) break; /* dict views, iterators: TypeError, so undefined (Jinja2's getitem) */
+        if ((obj.flags & TPL_F_RANGE_BIG) && (tpl_is_intlike(key))) {
+            bool found;
+            if (tpl_range_item(vm, obj, key, &found, out) < 0) return -1;
+            if (found) return 0;
+            break;
+        }
         if (as_index(key, &i)) {
             int64_t len = obj.u.list->len;
             if (i < 0) i += len;
@@ -732,7 +739,30 @@ int tpl_getpath(tpl_vm *vm, tpl_value obj, tpl_value path, tpl_value *out)
 int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
 {
     switch (v.type) {
-    case TPL_T_LIST: *out = v.u.list; return 0;
+    case TPL_T_LIST:
+        if (v.flags & TPL_F_RANGE_BIG) return tpl_range_too_large(vm);
+        *out = v.u.list;
+        return 0;
+    case TPL_T_LOOP: { /* LoopContext.__next__: the loop's next items as (item, loop), which advances it */
+        tpl_loop *l = v.u.loop;
+        if (l->src) loop_pull(l, UINT32_MAX);
+        uint32_t n = l->items->len > l->i ? l->items->len - l->i : 0;
+        tpl_list *r = tpl_list_new(&vm->arena, n);
+        if (!r) return oom(vm);
+        for (uint32_t k = 0; k < n; k++) {
+            tpl_list *t = tpl_list_new(&vm->arena, 2);
+            if (!t) return oom(vm);
+            t->items[0] = l->items->items[l->i + k];
+            t->items[1] = v;
+            t->len = 2;
+            r->items[k] = tpl_v_list(t);
+            r->items[k].flags = TPL_F_TUPLE;
+        }
+        r->len = n;
+        l->i += n;
+        *out = r;
+        return 0;
+    }
     case TPL_T_MAP: {
         /* Jinja2's Namespace (namespace(), an imported template's module) has no __iter__ */
         if (v.flags & TPL_F_NS) return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, v));
@@ -811,7 +841,10 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
         *cmp = c ? (c < 0 ? -1 : 1) : (a.len < b.len ? -1 : a.len > b.len);
         return 0;
     }
-    if (a.type == TPL_T_LIST && b.type == TPL_T_LIST) {
+    /* ranges and iterators have no order in Python, nor has a list and a tuple (a TypeError, below) */
+    if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && !(a.aux == TPL_LAZY_RANGE || b.aux == TPL_LAZY_RANGE ||
+                                                          tpl_is_iter(a) || tpl_is_iter(b)) &&
+        (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE)) {
         uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
         for (uint32_t i = 0; i < m; i++) {
             tpl_value x = a.u.list->items[i], y = b.u.list->items[i];
@@ -1170,7 +1203,17 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
     bool filter = bi->kind == TPL_BK_FILTER;
     if (filter && (IS_NAME("default") || IS_NAME("d") || IS_NAME("attr"))) return 0;
     uint32_t n = filter && IS_NAME("first") ? 1 : UINT32_MAX;
+    /* a range held without its items: the builtins that read it as Python's range does (len,
+     * first, last, str, repr, json's TypeError, range.index/count); any other wants its items */
+    bool big_ok = (filter && (IS_NAME("first") || IS_NAME("last") || IS_NAME("length") || IS_NAME("count") ||
+                              IS_NAME("string") || IS_NAME("pprint") || IS_NAME("tojson"))) ||
+                  (bi->kind == TPL_BK_LIST && (IS_NAME("index") || IS_NAME("count")));
+    bool big_args = filter && IS_NAME("format"); /* "%s"|format(r): printed */
 #undef IS_NAME
+    for (int i = 0; i < npos; i++)
+        if (tpl_is_big_range(pos[i]) && !((big_ok && i == 0) || (big_args && i > 0))) return tpl_range_too_large(vm);
+    for (int i = 0; i < nkw; i++)
+        if (tpl_is_big_range(kwv[i])) return tpl_range_too_large(vm);
     for (int i = 0; i < npos; i++)
         if (tpl_is_iter(pos[i]) && take_iter(vm, &pos[i], n) < 0) return -1;
     for (int i = 0; i < nkw; i++)
@@ -1275,8 +1318,16 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         return 0;
     case TPL_T_LIST:
         /* StrictUndefined.__eq__ (reached by the list's comparisons) and __hash__ raise */
-        if (item.type == TPL_T_UNDEF && seq.u.list->len && tpl_vm_strict(vm) && item.aux != TPL_UNDEF_COND)
+        if (item.type == TPL_T_UNDEF && (seq.u.list->len || (seq.flags & TPL_F_RANGE_BIG)) && tpl_vm_strict(vm) &&
+            item.aux != TPL_UNDEF_COND)
             return tpl_stdlib.undefined_error(vm, item);
+        if (seq.flags & TPL_F_RANGE_BIG) {
+            mpz_t at;
+            mpz_init(at);
+            *res = tpl_range_find(seq, item, at);
+            mpz_clear(at);
+            return 0;
+        }
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
             bool eq = false;
             if (tpl_vm_item_equal(vm, item, seq.u.list->items[i], &eq) < 0) return -1;
@@ -1301,6 +1352,34 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     }
 }
 
+int tpl_range_too_large(tpl_vm *vm)
+{
+    return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+}
+
+int tpl_range_item(tpl_vm *vm, tpl_value r, tpl_value index, bool *found, tpl_value *out)
+{
+    const tpl_value *p = tpl_range_params(r);
+    mpz_t n, i, z;
+    tpl_range_len(n, p);
+    tpl_big_get(i, index);
+    if (mpz_sgn(i) < 0) mpz_add(i, i, n);
+    *found = mpz_sgn(i) >= 0 && mpz_cmp(i, n) < 0;
+    int rc = 0;
+    if (*found) { /* start + i * step */
+        tpl_big_get(z, p[2]);
+        mpz_mul(i, i, z);
+        mpz_clear(z);
+        tpl_big_get(z, p[0]);
+        mpz_add(i, i, z);
+        mpz_clear(z);
+        if (!tpl_big_value(&vm->arena, i, out)) rc = oom(vm);
+    }
+    mpz_clear(n);
+    mpz_clear(i);
+    return rc;
+}
+
 int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64_t count, tpl_value *out)
 {
     return tpl_make_range_v(vm, tpl_v_int(start), tpl_v_int(stop), tpl_v_int(step), count, out);
@@ -1308,6 +1387,18 @@ int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64
 
 int tpl_make_range_v(tpl_vm *vm, tpl_value start, tpl_value stop, tpl_value step, uint64_t count, tpl_value *out)
 {
+    if (count > TPL_RANGE_ITEMS_MAX) { /* no items: (start, stop, step) only */
+        tpl_list *l = tpl_list_new(tpl_vm_arena(vm), 3);
+        if (!l) return oom(vm);
+        l->items[0] = start;
+        l->items[1] = stop;
+        l->items[2] = step;
+        l->len = l->cap = 0;
+        *out = tpl_v_list(l);
+        out->aux = TPL_LAZY_RANGE;
+        out->flags = TPL_F_RANGE_BIG;
+        return 0;
+    }
     /* the items, then (start, stop, step) past them for printing (tpl_range_params) */
     tpl_list *l = tpl_list_new(tpl_vm_arena(vm), (uint32_t)count + 3);
     if (!l)
@@ -1349,8 +1440,18 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     int64_t len;
     if (obj.type == TPL_T_LIST && obj.aux > TPL_LAZY_RANGE) /* dict views, iterators */
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
-    if (obj.type == TPL_T_LIST) { src = obj.u.list; len = src->len; }
-    else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
+    if (obj.type == TPL_T_LIST) {
+        src = obj.u.list;
+        len = src->len;
+        if (obj.flags & TPL_F_RANGE_BIG) { /* the slice is a range of the range's own parameters */
+            mpz_t n;
+            tpl_range_len(n, tpl_range_params(obj));
+            bool fits = mpz_fits_slong_p(n) && sizeof(long) == sizeof(int64_t);
+            len = fits ? (int64_t)mpz_get_si(n) : 0;
+            mpz_clear(n);
+            if (!fits) return tpl_range_too_large(vm);
+        }
+    } else if (obj.type == TPL_T_STR) len = (int64_t)tpl_utf8_len(obj.u.s, obj.len);
     else if (obj.type == TPL_T_UNDEF) {
         if (chainable_undefined(vm)) { *out = obj; return 0; }
         return tpl_stdlib.undefined_error(vm, obj);
@@ -1554,11 +1655,15 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
+    /* iterators (consumed) and ranges held without their items (most builtins want the items) */
     for (int i = 0; i < npos; i++)
-        if (__builtin_expect(tpl_is_iter(pos[i]), 0)) {
+        if (__builtin_expect(pos[i].type == TPL_T_LIST && (tpl_is_iter(pos[i]) || (pos[i].flags & TPL_F_RANGE_BIG)), 0)) {
             if (take_iter_args(vm, id, pos, npos, kwv, nkw) < 0) return -1;
             break;
         }
+    for (int i = 0; i < nkw; i++)
+        if (__builtin_expect(tpl_is_big_range(kwv[i]), 0) && (!tpl_lib_builtin(id) || tpl_lib_builtin(id)->kind != TPL_BK_TEST))
+            return tpl_range_too_large(vm);
     if (__builtin_expect(vm->has_host, 0)) {
         /* escape/e/forceescape/string take str(obj) of a host object (markupsafe's escape and
          * soft_str), not its items: its str() as a string value */
@@ -1953,6 +2058,22 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
     }
     if (fn.type == TPL_T_HOST) return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
     if (fn.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, fn);
+    if (fn.type == TPL_T_LOOP) { /* LoopContext.__call__(iterable): the recursive loop one level deeper */
+        const tpl_loop *l = fn.u.loop;
+        if (l->rec.type != TPL_T_MACRO)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "The loop must have the 'recursive' marker to be called recursively.");
+        tpl_value it;
+        if (npos == 1 && nkw == 0) it = pos[0];
+        else if (npos == 0 && nkw == 1 && kwn[0].len == 8 && memcmp(kwn[0].u.s, "iterable", 8) == 0) it = kwv[0];
+        else if (npos + nkw == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "LoopContext.__call__() missing 1 required positional argument: 'iterable'");
+        else if (nkw == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "LoopContext.__call__() takes 2 positional arguments but %d were given", npos + 1);
+        else
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "LoopContext.__call__() got an unexpected keyword argument");
+        tpl_value args[3] = { it, tpl_v_int((int64_t)l->depth + 1), l->rec };
+        return call_macro(vm, (const tpl_closure *)l->rec.u.p, args, 3, NULL, NULL, 0, tpl_v_unset(), out);
+    }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", tpl_type_name(vm, fn));
 }
 
@@ -2036,7 +2157,7 @@ static inline __attribute__((always_inline)) int filter_fast(tpl_vm *vm, int id,
     }
     if (id == tpl_stdlib.id_length) {
         if (npos != 1) return 0;
-        if (v.type == TPL_T_LIST && !tpl_is_iter(v)) { args[0] = tpl_v_int(v.u.list->len); return 1; }
+        if (v.type == TPL_T_LIST && !tpl_is_iter(v) && !(v.flags & TPL_F_RANGE_BIG)) { args[0] = tpl_v_int(v.u.list->len); return 1; }
         if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) { args[0] = tpl_v_int(v.u.map->len); return 1; }
         if (v.type == TPL_T_HOST) { /* the len callback; without one the filter gets the resolved data */
             int64_t n;
@@ -2129,7 +2250,7 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
             return 1;
         }
         if (a == tpl_stdlib.id_join && (npos == 1 || (npos == 2 && args[1].type == TPL_T_STR)) &&
-            args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && op == TPL_OP_FILTER_PRINT) {
+            args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && !(args[0].flags & TPL_F_RANGE_BIG) && op == TPL_OP_FILTER_PRINT) {
             /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
             const tpl_list *l = args[0].u.list;
             size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
@@ -2312,6 +2433,8 @@ static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const 
 static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
 {
     tpl_list *items;
+    if (v.type == TPL_T_LOOP) /* Jinja2 advances the loop one item per iteration, as the body runs */
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a for loop over a loop object (`for x, l in loop`)");
     if (tpl_is_iter(v)) {
         /* an iterator: the loop pulls from it as it goes (loop_pull) */
         tpl_list *src = v.u.list;
@@ -2907,6 +3030,10 @@ top:
     }
     CASE(LOOP_DEPTH) {
         tpl_value d = *--sp;
+        if (slots[a].type == TPL_T_LOOP && d.type == TPL_T_LIST && d.u.list->len == 2) { /* (depth, function) */
+            slots[a].u.loop->rec = d.u.list->items[1];
+            d = d.u.list->items[0];
+        }
         if (slots[a].type == TPL_T_LOOP && d.type == TPL_T_INT) slots[a].u.loop->depth = (uint32_t)d.u.i;
         NEXT(0);
     }
@@ -3421,7 +3548,8 @@ _Static_assert((int)TPL_NT_UNSET == (int)TPL_T_UNSET && (int)TPL_NT_STR == (int)
                (int)TPL_NT_NONE == (int)TPL_T_NONE && (int)TPL_NT_INT == (int)TPL_T_INT &&
                (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT && (int)TPL_NT_LOOP == (int)TPL_T_LOOP, "tpl_native.h type numbers");
 
-_Static_assert((int)TPL_NF_SAFE == (int)TPL_F_SAFE && (int)TPL_NF_SYMBOL == (int)TPL_F_SYMBOL, "tpl_native.h flags");
+_Static_assert((int)TPL_NF_SAFE == (int)TPL_F_SAFE && (int)TPL_NF_SYMBOL == (int)TPL_F_SYMBOL &&
+               (int)TPL_NF_RANGE_BIG == (int)TPL_F_RANGE_BIG, "tpl_native.h flags");
 _Static_assert(sizeof(tpl_nentry) == sizeof(tpl_entry) && offsetof(tpl_nentry, val) == offsetof(tpl_entry, val) &&
                offsetof(tpl_nentry, hash) == offsetof(tpl_entry, hash), "tpl_nentry mirrors tpl_entry");
 _Static_assert(offsetof(tpl_nmap, len) == offsetof(tpl_map, len) && offsetof(tpl_nmap, idx_cap) == offsetof(tpl_map, idx_cap) &&

@@ -178,6 +178,12 @@ int tpl_make_range(tpl_vm *vm, int64_t start, int64_t stop, int64_t step, uint64
 /* tpl_make_range of integer values (TPL_T_INT or TPL_T_BIGINT: Python's range takes unbounded
  * ints), count items (<= 10,000,000) computed by the caller; the items past int64 are big ints. */
 int tpl_make_range_v(tpl_vm *vm, tpl_value start, tpl_value stop, tpl_value step, uint64_t count, tpl_value *out);
+/* A range held without its items (TPL_F_RANGE_BIG) asked for all of them: the limit error "range
+ * too large". Returns -1. */
+int tpl_range_too_large(tpl_vm *vm);
+/* Item `index` (an integer, Python's: negative counts from the end) of range r (any range value):
+ * *found false (and *out untouched) when it is out of range. 0, or -1 on arena exhaustion. */
+int tpl_range_item(tpl_vm *vm, tpl_value r, tpl_value index, bool *found, tpl_value *out);
 /* The error for printing an iterator (tpl_is_iter): Python would print its memory address. */
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
 /* The error for printing a value whose Python text holds a memory address (tpl_sb.address: a

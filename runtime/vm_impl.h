@@ -40,6 +40,8 @@ typedef struct tpl_loop {
     uint32_t cycle_pos;
     tpl_value last_changed; /* loop.changed() memory */
     bool has_changed;
+    tpl_value rec;          /* a recursive loop's function (LOOP_DEPTH), which calling the loop value
+                             * runs one level deeper (`{% set l = loop %}` ... `l(children)`); else 0 */
 } tpl_loop;
 
 enum { BIND_UNKNOWN = 0xFF }; /* bind_lo of a builtin not called yet */

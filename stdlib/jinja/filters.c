@@ -471,6 +471,17 @@ int f_length(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_LIST:
         if (tpl_is_iter(v))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_lazy_name(v.aux));
+        if (v.flags & TPL_F_RANGE_BIG) { /* len() of a range held without its items */
+            mpz_t n;
+            tpl_range_len(n, tpl_range_params(v));
+            bool fits = mpz_fits_slong_p(n) && sizeof(long) == sizeof(int64_t);
+            if (fits)
+                *out = tpl_v_int((int64_t)mpz_get_si(n));
+            mpz_clear(n);
+            if (!fits)
+                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C ssize_t");
+            return 0;
+        }
         *out = tpl_v_int(v.u.list->len);
         return 0;
     case TPL_T_MAP:
@@ -1022,6 +1033,10 @@ int f_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return 0;
     }
     case TPL_T_LIST:
+        if (v.flags & TPL_F_RANGE_BIG) {
+            bool found;
+            return tpl_range_item(vm, v, tpl_v_int(0), &found, out);
+        }
         if (v.u.list->len == 0)
             break;
         *out = v.u.list->items[0];
@@ -1071,6 +1086,10 @@ int f_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return 0;
     }
     case TPL_T_LIST:
+        if (v.flags & TPL_F_RANGE_BIG) {
+            bool found;
+            return tpl_range_item(vm, v, tpl_v_int(-1), &found, out);
+        }
         if (v.u.list->len == 0)
             break;
         *out = v.u.list->items[v.u.list->len - 1];

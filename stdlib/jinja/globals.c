@@ -10,7 +10,7 @@
 
 #define OOM() tpl_vm_nomem(vm)
 
-enum { RANGE_MAX = 10000000, SANDBOX_RANGE_MAX = 100000 };
+enum { SANDBOX_RANGE_MAX = 100000 };
 
 int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -51,7 +51,7 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
         else if (d < 0 && i0 > i1)
             count = ((uint64_t)i0 - (uint64_t)i1 - 1) / (0 - (uint64_t)d) + 1;
     } else {
-        /* ceil((stop - start) / step) when positive, exactly; past RANGE_MAX it is only "too large" */
+        /* ceil((stop - start) / step) when positive, exactly; past TPL_RANGE_ITEMS_MAX it is only "more" */
         mpz_t z0, z1, zd;
         tpl_big_get(z0, start);
         tpl_big_get(z1, stop);
@@ -61,7 +61,7 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
             mpz_abs(z1, z1);
             mpz_abs(zd, zd);
             mpz_cdiv_q(z1, z1, zd);
-            count = mpz_cmp_ui(z1, RANGE_MAX) > 0 ? (uint64_t)RANGE_MAX + 1 : mpz_get_ui(z1);
+            count = mpz_cmp_ui(z1, TPL_RANGE_ITEMS_MAX) > 0 ? (uint64_t)TPL_RANGE_ITEMS_MAX + 1 : mpz_get_ui(z1);
         }
         mpz_clear(z0);
         mpz_clear(z1);
@@ -70,8 +70,6 @@ int g_range(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_vm_hf(vm) && count > SANDBOX_RANGE_MAX)
         return tpl_vm_error(vm, TPL_ERR_LIMIT,
                             "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-    if (count > RANGE_MAX)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
     return tpl_make_range_v(vm, start, stop, step, count, out);
 }
 
@@ -114,7 +112,7 @@ static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out)
             tpl_list *items;
             if (src.type == TPL_T_UNDEF)
                 return tpl_undefined_error(vm, src);
-            if (src.type != TPL_T_LIST && src.type != TPL_T_STR)
+            if (src.type != TPL_T_LIST && src.type != TPL_T_STR && src.type != TPL_T_LOOP)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, src));
             if (tpl_to_list(vm, src, &items) < 0)
                 return -1;

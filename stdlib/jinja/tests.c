@@ -248,6 +248,13 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = tpl_bytes_contain(seq.u.s, seq.len, item.u.s, item.len);
         return 0;
     case TPL_T_LIST:
+        if (seq.flags & TPL_F_RANGE_BIG) { /* a range held without its items: arithmetic */
+            mpz_t at;
+            mpz_init(at);
+            *res = tpl_range_find(seq, item, at);
+            mpz_clear(at);
+            return 0;
+        }
         for (uint32_t i = 0; i < seq.u.list->len; i++) {
             bool eq = false;
             if (tpl_vm_item_equal(vm, seq.u.list->items[i], item, &eq) < 0)

@@ -860,6 +860,16 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_list(vm, a[0], "index") < 0)
         return -1;
+    if (a[0].flags & TPL_F_RANGE_BIG) { /* range.index of a range held without its items */
+        mpz_t at;
+        mpz_init(at);
+        bool found = tpl_range_find(a[0], a[1], at);
+        int rc = found ? tpl_big_result(vm, at, out) : 0;
+        if (!found)
+            mpz_clear(at);
+        if (found)
+            return rc;
+    }
     const tpl_list *l = a[0].u.list;
     for (uint32_t i = 0; i < l->len; i++) {
         bool eq = false;
@@ -875,13 +885,21 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     tpl_py_repr(&b, a[1]);
-    return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s is not in list", (int)b.len, b.p ? b.p : "");
+    return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s is not in %s", (int)b.len, b.p ? b.p : "",
+                        a[0].aux == TPL_LAZY_RANGE ? "range" : "list");
 }
 
 int m_list_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_list(vm, a[0], "count") < 0)
         return -1;
+    if (a[0].flags & TPL_F_RANGE_BIG) { /* range.count: an item is in a range once */
+        mpz_t at;
+        mpz_init(at);
+        *out = tpl_v_int(tpl_range_find(a[0], a[1], at));
+        mpz_clear(at);
+        return 0;
+    }
     const tpl_list *l = a[0].u.list;
     int64_t c = 0;
     for (uint32_t i = 0; i < l->len; i++) {
