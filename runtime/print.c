@@ -142,7 +142,7 @@ static void put_int(tpl_sb *b, int64_t i)
 static void put_big(tpl_sb *b, tpl_value v, bool py)
 {
     if (py && tpl_big_ndigits(v) > TPL_PY_INT_MAX_STR_DIGITS) {
-        if (!b->address) b->address = tpl_big_str_limit;
+        tpl_sb_mark(b, tpl_big_str_limit);
         return;
     }
     tpl_sb_put(b, v.u.s, v.len);
@@ -320,7 +320,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         }
         if (v.aux >= TPL_LAZY_GENERATOR) { /* Python prints an address; the VM refuses to print one */
             tpl_sb_printf(b, "<%s object>", tpl_lazy_name(v.aux));
-            if (!b->address) b->address = tpl_lazy_name(v.aux);
+            tpl_sb_mark(b, tpl_lazy_name(v.aux));
             break;
         }
         if (v.aux) { /* dict_items([...]) */
@@ -376,7 +376,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         tpl_vtype cls = tpl_value_class(v);
         const char *repr = cls != TPL_VT__COUNT ? tpl_types[cls].pyclass : "<built-in function>";
         /* any other function, method or cycler/joiner object: Python prints its address */
-        if (repr[1] != 'c' && !b->address) b->address = v.type == TPL_T_FUNC && v.u.p ? "method" : "function";
+        if (repr[1] != 'c') tpl_sb_mark(b, v.type == TPL_T_FUNC && v.u.p ? "method" : "function");
         tpl_sb_puts(b, repr);
         break;
     }
@@ -396,6 +396,11 @@ void tpl_py_ascii(tpl_sb *b, tpl_value v)
     tpl_sb r;
     tpl_sb_init(&r, b->arena);
     tpl_py_repr(&r, v);
+    if (r.failed) { /* carried to b: never printed partly */
+        if (r.address) tpl_sb_mark(b, r.address);
+        else b->failed = true;
+        return;
+    }
     size_t i = 0;
     while (i < r.len) {
         unsigned char c = (unsigned char)r.p[i];

@@ -394,6 +394,14 @@ typedef struct tpl_sb {
 /* tpl_sb.address marker (with failed set) of a walk over a value nested deeper than
  * TPL_NEST_MAX containers (runtime/print.c): Python raises RecursionError there. */
 extern const char tpl_nest_limit[];
+/* Marks b with what Python would print with its memory address (or cannot print: an int past
+ * 4,300 digits, tpl_big_str_limit): the builder fails, so nothing more is written and no caller
+ * can print the partial text; tpl_vm_sb_error reports the first mark. */
+static inline void tpl_sb_mark(tpl_sb *b, const char *what)
+{
+    if (!b->address) b->address = what;
+    b->failed = true;
+}
 /* The deepest nesting of containers tpl prints, serialises or compares (tpl_equal_metered): 900,
  * below Python's recursion limit of 1000 less the frames of a render at a template's top level
  * (Jinja2 3.1 on CPython 3.11 prints and compares 993 levels, tojson 987): deeper is

@@ -227,8 +227,8 @@ int tpl_vm_nest_error(tpl_vm *vm, const char *while_)
 int tpl_vm_sb_error(tpl_vm *vm, const tpl_sb *b, const char *while_)
 {
     if (b->address == tpl_nest_limit) return tpl_vm_nest_error(vm, while_);
-    if (b->failed) return tpl_vm_nomem(vm);
-    return tpl_print_address_error(vm, b->address);
+    if (b->address) return tpl_print_address_error(vm, b->address); /* marked: failed too */
+    return tpl_vm_nomem(vm);
 }
 
 int tpl_print_address_error(tpl_vm *vm, const char *what)
@@ -264,7 +264,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
             tpl_sb b;
             tpl_sb_init(&b, &vm->arena);
             tpl_stdlib.undefined_debug_str(&b, v);
-            if (b.failed) return oom(vm);
+            if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
             return out_put(vm, b.p, b.len);
         }
         return 0;
@@ -1525,7 +1525,7 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
         const tpl_value *ch = &chars->items[start + i * step];
         tpl_sb_put(&sb, ch->u.s, ch->len);
     }
-    if (sb.failed) return oom(vm);
+    if (sb.failed) return tpl_vm_sb_error(vm, &sb, "while getting the repr of an object");
     *out = tpl_sb_value(&sb);
     out->flags = obj.flags & TPL_F_SAFE;
     return 0;
@@ -1673,7 +1673,7 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
             tpl_sb b;
             tpl_sb_init(&b, &vm->arena);
             tpl_hobj_print(&b, pos[0], false);
-            if (b.failed) return oom(vm); /* (a failing str callback set the error first) */
+            if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object"); /* (a failing str callback set the error first) */
             pos[0] = tpl_v_str(b.p ? b.p : "", b.len);
         }
         if (tpl_hobj_resolve_args(vm, pos, npos) < 0 || tpl_hobj_resolve_args(vm, kwv, nkw) < 0) return -1;
@@ -2034,7 +2034,7 @@ static int include_dyn(tpl_vm *vm, tpl_value names, tpl_value ctx, uint32_t flag
                 if (i) tpl_sb_puts(&b, ", ");
                 tpl_py_str(&b, l->items[i]);
             }
-            if (b.failed) return tpl_vm_nomem(vm);
+            if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
             return tpl_vm_fail(vm, TPL_EK_TEMPLATES_NOT_FOUND, "%.*s", (int)(b.len > 400 ? 400 : b.len), b.p);
         }
     }
@@ -2241,7 +2241,7 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
                 tpl_sb b;
                 tpl_sb_init(&b, &vm->arena);
                 tpl_py_case_from(&b, (const char *)s0, n, i, a == tpl_stdlib.id_upper);
-                if (b.failed) return oom(vm);
+                if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
                 vm->out_len += i;
                 if (b.len && out_put(vm, b.p, b.len) < 0) return -1;
             } else {
@@ -2326,7 +2326,7 @@ static int print_rb_op(tpl_vm *vm, tpl_value v)
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
     tpl_rb_to_s(&b, v);
-    if (b.failed) return oom(vm);
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     if (b.len && out_put(vm, b.p, b.len) < 0) return -1; /* empty: b.p may be NULL */
     return 0;
 }
@@ -2902,7 +2902,7 @@ top:
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
         for (uint32_t i = 0; i < a; i++) tpl_rb_to_s(&b, args[i]);
-        if (b.failed) { oom(vm); goto fail; }
+        if (b.failed) { tpl_vm_sb_error(vm, &b, "while getting the repr of an object"); goto fail; }
         sp = args;
         *sp++ = tpl_sb_value(&b);
         NEXT(0);
@@ -3277,7 +3277,7 @@ top:
             tpl_sb b;
             tpl_sb_init(&b, &vm->arena);
             if (tpl_stdlib.format_value(vm, &b, v, consts[a].u.s, consts[a].len) < 0) goto fail;
-            if (b.failed) { oom(vm); goto fail; }
+            if (b.failed) { tpl_vm_sb_error(vm, &b, "while getting the repr of an object"); goto fail; }
             if (b.len && out_put(vm, b.p, b.len) < 0) goto fail; /* empty: b.p may be NULL */
         }
         NEXT(0);
@@ -3287,7 +3287,7 @@ top:
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
         if (tpl_stdlib.format_value(vm, &b, sp[-1], spec.u.s, spec.len) < 0) goto fail;
-        if (b.failed) { oom(vm); goto fail; }
+        if (b.failed) { tpl_vm_sb_error(vm, &b, "while getting the repr of an object"); goto fail; }
         sp[-1] = tpl_sb_value(&b);
         NEXT(0);
     }

@@ -184,6 +184,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             if (conv == 's') (rb ? tpl_rb_to_s : tpl_py_str)(&tb, arg);
             else if (conv == 'r') (rb ? tpl_rb_inspect : tpl_py_repr)(&tb, arg);
             else tpl_py_ascii(&tb, arg);
+            if (tb.failed) /* an int past 4,300 digits, a function in a list, no memory */
+                return tpl_vm_sb_error(vm, &tb, "while getting the repr of an object");
             tpl_value t = tpl_sb_value(&tb);
             if (safe && !(arg.type == TPL_T_STR && (arg.flags & TPL_F_SAFE) && conv == 's')) {
                 tpl_sb eb;
@@ -371,7 +373,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
     if (argi < nitems && !mapping && !rb)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
     if (b.failed)
-        return OOM();
+        return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     if (safe)
         out->flags = TPL_F_SAFE;

@@ -194,6 +194,8 @@ static int vformat(tpl_vm *vm, fmt_state *st, tpl_sb *b, const char *s, size_t n
             else if (conv == 'a') tpl_py_ascii(&cb, v);
             else
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "Unknown conversion specifier %c", conv);
+            if (cb.failed) /* an int past 4,300 digits, a function in a list, no memory */
+                return tpl_vm_sb_error(vm, &cb, "while getting the repr of an object");
             v = tpl_sb_value(&cb);
         }
         if (memchr(spec, '{', nspec)) {
@@ -219,7 +221,7 @@ int tpl_str_format(tpl_vm *vm, tpl_value fmt, const tpl_value *args, int nargs,
     if (vformat(vm, &st, &b, fmt.u.s, fmt.len, 0) < 0)
         return -1;
     if (b.failed)
-        return OOM();
+        return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }

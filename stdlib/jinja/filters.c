@@ -3065,10 +3065,16 @@ static void pp_repr(tpl_vm *vm, tpl_sb *b, tpl_value v, int depth)
     tpl_py_repr(b, v);
 }
 
-static size_t pp_len(tpl_vm *vm, tpl_value v, tpl_sb *tmp)
+/* The repr of v in *tmp and its length in code points; a failure or mark of *tmp (an int past
+ * 4,300 digits, a function: tpl_sb_mark) is carried to b, so it is never printed partly. */
+static size_t pp_len(tpl_vm *vm, tpl_value v, tpl_sb *tmp, tpl_sb *b)
 {
     tpl_sb_init(tmp, AR(vm));
     pp_repr(vm, tmp, v, 0);
+    if (tmp->failed) {
+        if (tmp->address) tpl_sb_mark(b, tmp->address);
+        else b->failed = true;
+    }
     return tpl_utf8_len(tmp->p ? tmp->p : "", tmp->len);
 }
 
@@ -3179,7 +3185,7 @@ static void pp_str(tpl_vm *vm, tpl_sb *b, tpl_value s, int64_t indent, int64_t a
 static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_t allowance, int level)
 {
     tpl_sb rep;
-    size_t len = pp_len(vm, v, &rep);
+    size_t len = pp_len(vm, v, &rep, b);
     if (rep.failed) { /* memory or fuel: stop walking */
         b->failed = true;
         return;
@@ -3199,7 +3205,7 @@ static void pp_format(tpl_vm *vm, tpl_sb *b, tpl_value v, int64_t indent, int64_
                 for (uint32_t i = 0; i < m->len && !b->failed; i++) {
                     bool last = i + 1 == m->len;
                     tpl_sb kr;
-                    size_t kl = pp_len(vm, m->e[idx[i]].key, &kr);
+                    size_t kl = pp_len(vm, m->e[idx[i]].key, &kr, b);
                     tpl_sb_put(b, kr.p ? kr.p : "", kr.len);
                     tpl_sb_puts(b, ": ");
                     pp_format(vm, b, m->e[idx[i]].val, ind + (int64_t)kl + 2, last ? allowance + 1 : 1, level + 1);

@@ -581,7 +581,7 @@ static int fill(tpl_vm *vm, const tr_pat *p, tpl_value target, const char *text,
         pos = i;
     }
     tpl_sb_put(&b, s + pos, n - pos);
-    if (b.failed) return tpl_vm_nomem(vm);
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }
@@ -871,7 +871,7 @@ static int ctx_key(tpl_vm *vm, tpl_value ctx, tpl_value msg, tpl_value *out)
     tpl_sb_put(&b, ctx.u.s, ctx.len);
     tpl_sb_putc(&b, '\x04');
     tpl_sb_put(&b, msg.u.s, msg.len);
-    if (b.failed) return tpl_vm_nomem(vm);
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }
@@ -1001,7 +1001,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
                 tpl_sb b;
                 tpl_sb_init(&b, a);
                 tpl_py_str(&b, *v);
-                if (b.failed) return tpl_vm_nomem(vm);
+                if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
                 s = tpl_sb_value(&b);
             }
             if (tpl_tr_text(vm, s, tpl_v_unset(), &tr) < 0) return -1;
@@ -1099,6 +1099,7 @@ int tpl_fmt_conv(tpl_vm *vm, tpl_value v, int conv, tpl_value *out)
         tpl_sb r;
         tpl_sb_init(&r, tpl_vm_arena(vm));
         tpl_py_repr(&r, v);
+        if (r.failed) return tpl_vm_sb_error(vm, &r, "while getting the repr of an object");
         for (size_t i = 0; i < r.len;) {
             unsigned char c = (unsigned char)r.p[i];
             if (c < 0x80) { tpl_sb_putc(&b, (char)c); i++; continue; }
@@ -1108,7 +1109,7 @@ int tpl_fmt_conv(tpl_vm *vm, tpl_value v, int conv, tpl_value *out)
             else tpl_sb_printf(&b, "\\U%08x", cp);
         }
     }
-    if (b.failed) return tpl_vm_nomem(vm);
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }
