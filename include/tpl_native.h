@@ -131,6 +131,9 @@ TPL_API int tpl_native_out_of_fuel(tpl_native_frame *f, uint32_t pc);
 TPL_API int tpl_native_load_name(tpl_native_frame *f, uint32_t name, tpl_nvalue *out);
 /* Python truthiness of *v: 1, 0, or -1 with an unlocated error (a strict undefined). */
 TPL_API int tpl_native_truthy_py(tpl_native_frame *f, const tpl_nvalue *v);
+/* EQ of *x and *y (the VM's `==`; NE negates it): 1, 0, or -1 with an unlocated error (a strict
+ * undefined operand, a host object's comparison failing). */
+TPL_API int tpl_native_equal(tpl_native_frame *f, const tpl_nvalue *x, const tpl_nvalue *y);
 /* FOR_NEXT of the loop in slot `slot` of this level: 1 with the next item in *out, 0 when the
  * loop is done, -1 with an unlocated error (the slot holds no loop). */
 TPL_API int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *out);
@@ -365,7 +368,7 @@ static inline size_t tpl_native_join_put(char *o, size_t room, const tpl_nvalue 
 /* FOR_NEXT of the loop value *lv when it loops over a list: 1 with the next item in *out, 0 when
  * the loop is done, -1 when it does not apply (no loop value, an iterator's loop: the caller
  * calls tpl_native_for_next). */
-static inline int tpl_native_for_step(tpl_nvalue *lv, tpl_nvalue *out)
+static inline __attribute__((always_inline)) int tpl_native_for_step(tpl_nvalue *lv, tpl_nvalue *out)
 {
     if (lv->type != TPL_NT_LOOP) return -1;
     tpl_nloop *l = (tpl_nloop *)lv->u.p;
@@ -375,11 +378,38 @@ static inline int tpl_native_for_step(tpl_nvalue *lv, tpl_nvalue *out)
     return 1;
 }
 
+/* tpl_native_for_step without the copy: 1 with *out pointing at the next item (in the list: valid
+ * until something changes the list), 0 when the loop is done, -1 when it does not apply. */
+static inline __attribute__((always_inline)) int tpl_native_for_ref(tpl_nvalue *lv, const tpl_nvalue **out)
+{
+    if (lv->type != TPL_NT_LOOP) return -1;
+    tpl_nloop *l = (tpl_nloop *)lv->u.p;
+    if (l->src) return -1;
+    if (l->i >= l->items->len) return 0;
+    *out = &l->items->items[l->i++];
+    return 1;
+}
+
 /* A string that prints as its bytes in a `+` chain (no Markup, no Ruby symbol). */
 #define TPL_N_PLAIN(v) ((v).type == TPL_NT_STR && !((v).flags & (TPL_NF_SAFE | TPL_NF_SYMBOL)))
 
+/* Python truthiness of *v for the types whose answer is in the value (none, bool, int, string,
+ * list, dict), as the VM's tpl_truthy_py: 1 or 0; -1 when the VM must answer (tpl_native_truthy_py:
+ * an undefined value, which may be strict, a float, a big int, a host object...). */
+static inline __attribute__((always_inline)) int tpl_native_truthy(const tpl_nvalue *v)
+{
+    switch (v->type) {
+    case TPL_NT_NONE: return 0;
+    case TPL_NT_BOOL: case TPL_NT_INT: return v->u.i != 0;
+    case TPL_NT_STR: return v->len != 0;
+    case TPL_NT_LIST: return ((const tpl_nlist *)v->u.p)->len != 0 || v->aux >= TPL_NLAZY_ITER; /* an iterator: true */
+    case TPL_NT_MAP: return ((const tpl_nmap *)v->u.p)->len != 0;
+    default: return -1;
+    }
+}
+
 /* Ruby truthiness: only nil and false (and an undefined value) are false. */
-static inline int tpl_native_truthy_rb(const tpl_nvalue *v)
+static inline __attribute__((always_inline)) int tpl_native_truthy_rb(const tpl_nvalue *v)
 {
     return !(v->type == TPL_NT_NONE || (v->type == TPL_NT_BOOL && !v->u.i) || v->type == TPL_NT_UNDEF);
 }

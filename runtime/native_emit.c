@@ -18,7 +18,10 @@
  * render context's hint for the name (where it was found last, this render or an earlier one);
  * a lookup repeated with nothing between that could change a dict reads the last one's result
  * back (MM / MV); `remembers("ASCII")` goes straight to the facts; constants the code pushed
- * are known in straight-line code (kstack), so a `+` chain prints them as literals. */
+ * are known in straight-line code (kstack), so a `+` chain prints them as literals. Between
+ * labels the top of the operand stack is not in memory: locals point at the values where they
+ * are (vstack: a dict's entry is printed or tested in place), written to the stack only where
+ * the VM's code or another path could see it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +122,7 @@ static bool specialised(const tpl_program *p, size_t pc)
     case TPL_OP_FOR_NEXT: case TPL_OP_GETITEM_STR: case TPL_OP_HALT: case TPL_OP_LOAD_NAME:
     case TPL_OP_GETATTR: case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB: case TPL_OP_FOR_INIT:
     case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
+    case TPL_OP_EQ: case TPL_OP_NE:
         return true;
     case TPL_OP_FILTER: case TPL_OP_TEST: /* not with a spread argument list (*args, **kwargs) */
         return TPL_ARGW_K(p->code[pc + 1]) != TPL_ARGW_DYN;
@@ -231,8 +235,8 @@ static void resume_points(const tpl_program *p, uint8_t *at)
         }
         if (op == TPL_OP_CALL_METHOD_RB && (p->code[pc + 2] & 0xFFFFFFu) && (p->code[pc + 2] & 0xFFFFFFu) < p->ncode)
             at[p->code[pc + 2] & 0xFFFFFFu] = 2; /* a block body */
-        if (op == TPL_OP_SWITCH_STR) {
-            more = 6 + (int)p->consts[a].u.list->len;
+        if (op == TPL_OP_SWITCH_STR) { /* (written as C: it goes to the targets, not its JUMPs) */
+            if (!specialised(p, pc)) more = 6 + (int)p->consts[a].u.list->len;
             if (pc + 2 + p->consts[a].u.list->len < p->ncode) at[pc + 2 + p->consts[a].u.list->len] = 2; /* not a string */
         }
         if (!specialised(p, pc)) more = more > 6 ? more : 6;
@@ -240,6 +244,147 @@ static void resume_points(const tpl_program *p, uint8_t *at)
             at[after(p, after(p, (uint32_t)pc))] = 2; /* where a FILTER_PRINT that printed goes on */
         pc += 1 + (size_t)oi->extra;
     }
+}
+
+/* The operand stack in straight-line code. The emitter knows the stack's shape between labels:
+ * the top vk values are not on the stack but referred to by the C locals P0..P<vk-1> (P0 the
+ * deepest): each points at where the value is (a constant, a local slot, a dict's or the state's
+ * entry, a list's item, or its home sp[i], where the VM would hold it), so a value found in a
+ * dict is printed or tested where it is, without a copy. The values below them are in memory
+ * under sp. The locals are flushed (each value copied home, sp moved past them: vk = 0) at every
+ * label (every path into one has the same shape: all in memory), before a jump, a branch's jump
+ * and a step, and before an instruction not written with them. The slow paths of the others (a
+ * call into the VM's code: a filter, a lookup's miss, printing another type) copy them home
+ * first (spill: sp unmoved; each P<i> then points home) and pass the homes, so every call sees
+ * the stack as the VM does and nothing a call changes is read through a stale pointer; an
+ * instruction that changes a value in place (trim, default) works on its home copy; STORE_SLOT
+ * copies home first the values that point at that slot. VMAX bounds the locals (a push past it
+ * flushes first). */
+#define VMAX 8
+typedef struct {
+    uint32_t vk, max;
+    bool home[VMAX];    /* P<i> is known to point at sp[i] on every path here */
+    int32_t slot[VMAX]; /* P<i> may point at L[slot] (-1: at no slot) */
+} vstack;
+
+/* The value i places below the top (0: the top): `acc` the prefix of its members ("P1->",
+ * "sp[-1]."), `ptr` its address, `home` where it is in memory (a local's home). */
+static void v_ref(const vstack *v, uint32_t i, char *acc, char *ptr, char *home)
+{
+    if (i < v->vk) {
+        uint32_t j = v->vk - 1 - i;
+        if (acc) snprintf(acc, 24, "P%u->", j);
+        if (ptr) snprintf(ptr, 24, "P%u", j);
+        if (home) snprintf(home, 24, "sp[%u]", j);
+    } else {
+        if (acc) snprintf(acc, 24, "sp[-%u].", i - v->vk + 1);
+        if (ptr) snprintf(ptr, 24, "&sp[-%u]", i - v->vk + 1);
+        if (home) snprintf(home, 24, "sp[-%u]", i - v->vk + 1);
+    }
+}
+/* Copies the k deepest values home (sp unmoved); `repoint`: and points their locals there. */
+static void v_spill(tpl_sb *b, const vstack *v, uint32_t k, bool repoint, const char *ind)
+{
+    for (uint32_t i = 0; i < k; i++)
+        if (!v->home[i]) tpl_sb_printf(b, repoint ? "%ssp[%u] = *P%u;\n%sP%u = &sp[%u];\n" : "%ssp[%u] = *P%u;\n",
+                                       ind, i, i, ind, i, i);
+}
+/* The code that flushes the k deepest values: home, and sp past them. */
+static void v_flush_code(tpl_sb *b, const vstack *v, uint32_t k, const char *ind)
+{
+    v_spill(b, v, k, false, ind);
+    if (k) tpl_sb_printf(b, "%ssp += %u;\n", ind, k);
+}
+static void v_flush(tpl_sb *b, vstack *v, const char *ind)
+{
+    v_flush_code(b, v, v->vk, ind);
+    v->vk = 0;
+}
+/* Copies home (for good) the n deepest values that may point at slot s (before s changes). */
+static void v_unslot(tpl_sb *b, vstack *v, uint32_t s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (v->slot[i] == (int32_t)s) {
+            if (!v->home[i]) tpl_sb_printf(b, "    sp[%u] = *P%u;\n    P%u = &sp[%u];\n", i, i, i, i);
+            v->home[i] = true;
+            v->slot[i] = -1;
+        }
+}
+/* All the values home for good (after a call the hot path makes with them spilled). */
+static void v_all_home(vstack *v)
+{
+    for (uint32_t i = 0; i < v->vk; i++) { v->home[i] = true; v->slot[i] = -1; }
+}
+/* Pops n values (locals first, then memory). */
+static void v_pop(tpl_sb *b, vstack *v, uint32_t n)
+{
+    uint32_t m = n < v->vk ? n : v->vk;
+    v->vk -= m;
+    if (n > m) tpl_sb_printf(b, "    sp -= %u;\n", n - m);
+}
+/* A value pushed to local P<vk> (the caller wrote it): at its home or not, at a slot or not. */
+static void v_pushed(vstack *v, bool home, int32_t slot)
+{
+    v->home[v->vk] = home;
+    v->slot[v->vk] = slot;
+    v->vk++;
+    if (v->vk > v->max) v->max = v->vk;
+}
+/* `CALL` (an int expression; < 0: an error) on a slow path, after "else " or "if (...) ": the
+ * values spilled first (and their locals pointed home), `after` (code, or NULL) after; one line
+ * when there is nothing else to write. */
+static void v_call(tpl_sb *b, const vstack *v, const char *call, uint32_t pc, const char *after)
+{
+    bool spill = false;
+    for (uint32_t i = 0; i < v->vk; i++) spill |= !v->home[i];
+    if (!spill && !after) {
+        tpl_sb_printf(b, "if (%s < 0) TPL_N_FAIL(%u);\n", call, pc);
+        return;
+    }
+    tpl_sb_puts(b, "{\n");
+    v_spill(b, v, v->vk, true, "        ");
+    tpl_sb_printf(b, "        if (%s < 0) TPL_N_FAIL(%u);\n", call, pc);
+    if (after) tpl_sb_printf(b, "        %s\n", after);
+    tpl_sb_puts(b, "    }\n");
+}
+
+/* Whether the instruction at pc is written with the operand stack's locals (the others find
+ * every value in memory: vk = 0), given vk values in locals before it. */
+static bool v_ok(const tpl_program *p, uint32_t pc, uint32_t vk)
+{
+    uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
+    if (!specialised(p, pc)) return false;
+    uint32_t nargs = 0, push = 0;
+    switch (op) {
+    case TPL_OP_TEXT: case TPL_OP_POP: case TPL_OP_STORE_SLOT: case TPL_OP_UNSET_SLOT: case TPL_OP_JUMP:
+    case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP:
+    case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
+    case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB: case TPL_OP_SWITCH_STR: case TPL_OP_FOR_INIT:
+    case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR:
+        return true;
+    case TPL_OP_CONST: case TPL_OP_INT: case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE: case TPL_OP_DUP:
+    case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_NAME:
+        push = 1;
+        break;
+    case TPL_OP_FOR_NEXT: /* a loop's head: entered from its back jump, so nothing is in locals */
+        return vk == 0;
+    case TPL_OP_EQ: case TPL_OP_NE: nargs = 2; push = 1; break;
+    case TPL_OP_FILTER: case TPL_OP_TEST:
+        nargs = TPL_ARGW_NPOS(p->code[pc + 1]) + TPL_ARGW_NKW(p->code[pc + 1]);
+        push = 1;
+        break;
+    case TPL_OP_ADDS: case TPL_OP_ADDS_RB: nargs = a; push = 1; break;
+    case TPL_OP_PRINT_ADDS: case TPL_OP_PRINT_ADDS_RB: nargs = a; break;
+    case TPL_OP_CALL_NAME:
+        nargs = TPL_ARGW_NPOS(p->code[pc + 2]) + TPL_ARGW_NKW(p->code[pc + 2]);
+        push = 1;
+        break;
+    default:
+        return false;
+    }
+    /* an instruction's arguments all in locals or all in memory; room for what it pushes */
+    if (nargs && vk && vk < nargs) return false;
+    return vk - (vk >= nargs ? nargs : 0) + push <= VMAX;
 }
 
 bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep)
@@ -318,6 +463,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         steps |= !specialised(p, pc);
         pc = after(p, (uint32_t)pc);
     }
+    size_t decl_at = b->len; /* where the locals R0.. are declared (their number known at the end) */
     tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
     uint8_t *resume = calloc(p->ncode + 8, 1);
     if (!resume) { free(memo); free(hints); return false; }
@@ -350,6 +496,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     tpl_sb_puts(b, "    default:\n        f->ticks = T;\n        TPL_N_OUT_SAVE();\n"
                    "        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
     kstack ks = { .kd = 0 };
+    vstack vs = { .vk = 0 };
+    char c0[24], p0[24], h0[24], call[160], then[64]; /* a value's members, address and home; code */
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
@@ -358,6 +506,9 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         uint32_t x1 = oi->extra >= 1 ? p->code[pc + 1] : 0;
         uint32_t line = 0, col = 0;
         tpl_program_span(p, pc, &line, &col);
+        /* every path into a label finds the stack in memory; so do steps and the instructions
+         * written without the locals */
+        if (resume[pc] || !v_ok(p, pc, vs.vk)) v_flush(b, &vs, "    ");
         /* a label where something jumps or the dispatch may go (the others would be unused) */
         if (resume[pc]) tpl_sb_printf(b, "L%u: /* %u:%u %s", pc, line, col, oi->name);
         else tpl_sb_printf(b, "    /* %u: %u:%u %s", pc, line, col, oi->name);
@@ -376,114 +527,188 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             for (size_t m = 0; m < p->nnames; m++)
                 if (memo[m]) tpl_sb_printf(b, "    MM%zu = NULL;\n", m);
         size_t mark = b->len; /* where this instruction's code starts (its tick: "    T++;\n") */
+        /* An instruction with n arguments (FILTER, ADDS, EQ, CALL_NAME...) finds them all in
+         * locals (P<base>.., homes sp[base]..; its result goes to P<base>) or all in memory
+         * (sp moved down past them first: sp[0].., its result pushed in memory). */
+        uint32_t nargs = 0;
+        switch (op) {
+        case TPL_OP_EQ: case TPL_OP_NE: nargs = 2; break;
+        case TPL_OP_FILTER: case TPL_OP_TEST: nargs = TPL_ARGW_NPOS(x1) + TPL_ARGW_NKW(x1); break;
+        case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB: nargs = a; break;
+        case TPL_OP_CALL_NAME: nargs = TPL_ARGW_NPOS(p->code[pc + 2]) + TPL_ARGW_NKW(p->code[pc + 2]); break;
+        default: break;
+        }
+        bool inmem = vs.vk == 0; /* the arguments are in memory */
+        uint32_t base = inmem ? 0 : vs.vk - nargs;
+        char arga[16][24], argp[16][24]; /* the first 16 arguments' members and addresses */
+        for (uint32_t i = 0; i < nargs && i < 16; i++) {
+            if (inmem) { snprintf(arga[i], 24, "sp[%u].", i); snprintf(argp[i], 24, "&sp[%u]", i); }
+            else { snprintf(arga[i], 24, "P%u->", base + i); snprintf(argp[i], 24, "P%u", base + i); }
+        }
+        uint32_t j = vs.vk; /* the local a push goes to */
         switch (op) {
         case TPL_OP_TEXT:
             tpl_sb_printf(b, "    T++;\n    TPL_N_TEXT(%u, ", pc);
             lit(b, p->consts[a].u.s, p->consts[a].len);
             tpl_sb_printf(b, ", %u);\n", p->consts[a].len);
             break;
-        case TPL_OP_CONST: tpl_sb_printf(b, "    T++;\n    *sp++ = K[%u];\n", a); break;
+        case TPL_OP_CONST:
+            tpl_sb_printf(b, "    T++;\n    P%u = &K[%u];\n", j, a);
+            v_pushed(&vs, false, -1);
+            break;
         case TPL_OP_INT:
-            tpl_sb_printf(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_INT, %d);\n", (int32_t)(a << 8) >> 8);
+            tpl_sb_printf(b, "    T++;\n    sp[%u] = tpl_native_v(TPL_NT_INT, %d);\n    P%u = &sp[%u];\n", j,
+                          (int32_t)(a << 8) >> 8, j, j);
+            v_pushed(&vs, true, -1);
             break;
-        case TPL_OP_NONE: tpl_sb_puts(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_NONE, 0);\n"); break;
-        case TPL_OP_TRUE: tpl_sb_puts(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_BOOL, 1);\n"); break;
-        case TPL_OP_FALSE: tpl_sb_puts(b, "    T++;\n    *sp++ = tpl_native_v(TPL_NT_BOOL, 0);\n"); break;
-        case TPL_OP_POP: tpl_sb_puts(b, "    T++;\n    sp--;\n"); break;
-        case TPL_OP_DUP: tpl_sb_puts(b, "    T++;\n    sp[0] = sp[-1];\n    sp++;\n"); break;
+        case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE:
+            tpl_sb_printf(b, "    T++;\n    sp[%u] = tpl_native_v(%s);\n    P%u = &sp[%u];\n", j,
+                          op == TPL_OP_NONE ? "TPL_NT_NONE, 0" : op == TPL_OP_TRUE ? "TPL_NT_BOOL, 1" : "TPL_NT_BOOL, 0", j, j);
+            v_pushed(&vs, true, -1);
+            break;
+        case TPL_OP_POP:
+            tpl_sb_puts(b, "    T++;\n");
+            v_pop(b, &vs, 1);
+            break;
+        case TPL_OP_DUP: { /* (the copy points where the value is) */
+            int32_t s = vs.vk ? vs.slot[vs.vk - 1] : -1;
+            v_ref(&vs, 0, NULL, p0, NULL);
+            tpl_sb_printf(b, "    T++;\n    P%u = %s;\n", j, p0);
+            v_pushed(&vs, false, s);
+            break;
+        }
         case TPL_OP_LOAD_SLOT:
-            tpl_sb_printf(b, "    T++;\n    if (L[%u].type != TPL_NT_UNSET) *sp = L[%u];\n"
-                             "    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n",
-                          a, a, x1, pc);
+            tpl_sb_printf(b, "    T++;\n    if (L[%u].type != TPL_NT_UNSET) P%u = &L[%u];\n    else ", a, j, a);
+            snprintf(call, sizeof call, "tpl_native_load_name(f, %u, &sp[%u])", x1, j);
+            snprintf(then, sizeof then, "P%u = &sp[%u];", j, j);
+            v_call(b, &vs, call, pc, then);
+            v_pushed(&vs, false, (int32_t)a);
             break;
-        case TPL_OP_STORE_SLOT: tpl_sb_printf(b, "    T++;\n    L[%u] = *--sp;\n", a); break;
-        case TPL_OP_UNSET_SLOT: tpl_sb_printf(b, "    T++;\n    L[%u] = tpl_native_v(TPL_NT_UNSET, 0);\n", a); break;
+        case TPL_OP_STORE_SLOT:
+            tpl_sb_puts(b, "    T++;\n");
+            v_unslot(b, &vs, a, vs.vk ? vs.vk - 1 : 0);
+            v_ref(&vs, 0, NULL, p0, NULL);
+            tpl_sb_printf(b, "    L[%u] = *%s;\n", a, p0);
+            v_pop(b, &vs, 1);
+            break;
+        case TPL_OP_UNSET_SLOT:
+            tpl_sb_puts(b, "    T++;\n");
+            v_unslot(b, &vs, a, vs.vk);
+            tpl_sb_printf(b, "    L[%u] = tpl_native_v(TPL_NT_UNSET, 0);\n", a);
+            break;
         case TPL_OP_JUMP:
             tpl_sb_puts(b, "    T++;\n");
+            v_flush(b, &vs, "    ");
             jump(b, pc, a, "    ");
             break;
-        case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP: {
-            bool keep = op == TPL_OP_JF_PY_KEEP || op == TPL_OP_JT_PY_KEEP;
-            bool onfalse = op == TPL_OP_JF_PY || op == TPL_OP_JF_PY_KEEP;
-            const char *v = keep ? "&sp[-1]" : "sp", *vx = keep ? "(&sp[-1])" : "sp";
+        case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP:
+        case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP: {
+            /* the test on the top value; then the rest flushed (and, for _KEEP, the value too: the
+             * target finds it on the stack) and the jump */
+            bool keep = op == TPL_OP_JF_PY_KEEP || op == TPL_OP_JT_PY_KEEP || op == TPL_OP_JF_RB_KEEP ||
+                        op == TPL_OP_JT_RB_KEEP;
+            bool onfalse = op == TPL_OP_JF_PY || op == TPL_OP_JF_PY_KEEP || op == TPL_OP_JF_RB || op == TPL_OP_JF_RB_KEEP;
+            bool py = op == TPL_OP_JF_PY || op == TPL_OP_JT_PY || op == TPL_OP_JF_PY_KEEP || op == TPL_OP_JT_PY_KEEP;
+            v_ref(&vs, 0, NULL, p0, h0);
             tpl_sb_puts(b, "    T++;\n");
-            if (!keep) tpl_sb_puts(b, "    sp--;\n");
-            tpl_sb_printf(b, "    if (%s->type == TPL_NT_BOOL) rc = %s->u.i != 0;\n", vx, vx);
-            tpl_sb_printf(b, "    else if ((rc = tpl_native_truthy_py(f, %s)) < 0) TPL_N_FAIL(%u);\n", v, pc);
+            if (py) {
+                tpl_sb_printf(b, "    if ((rc = tpl_native_truthy(%s)) < 0) ", p0);
+                snprintf(call, sizeof call, "(rc = tpl_native_truthy_py(f, &%s))", h0);
+                v_call(b, &vs, call, pc, NULL);
+            } else tpl_sb_printf(b, "    rc = tpl_native_truthy_rb(%s);\n", p0);
+            if (keep) v_flush(b, &vs, "    ");
+            else if (vs.vk) { /* the tested value is a local: the ones below it go home */
+                v_flush_code(b, &vs, vs.vk - 1, "    ");
+                vs.vk = 0;
+            } else tpl_sb_puts(b, "    sp--;\n");
             tpl_sb_printf(b, "    if (%src) {\n", onfalse ? "!" : "");
             jump(b, pc, a, "        ");
             tpl_sb_puts(b, "    }\n");
             if (keep) tpl_sb_puts(b, "    sp--;\n");
             break;
         }
-        case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP: {
-            bool keep = op == TPL_OP_JF_RB_KEEP || op == TPL_OP_JT_RB_KEEP;
-            bool onfalse = op == TPL_OP_JF_RB || op == TPL_OP_JF_RB_KEEP;
-            tpl_sb_puts(b, "    T++;\n");
-            if (!keep) tpl_sb_puts(b, "    sp--;\n");
-            tpl_sb_printf(b, "    if (%stpl_native_truthy_rb(%s)) {\n", onfalse ? "!" : "", keep ? "&sp[-1]" : "sp");
-            jump(b, pc, a, "        ");
-            tpl_sb_puts(b, "    }\n");
-            if (keep) tpl_sb_puts(b, "    sp--;\n");
-            break;
-        }
         case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB:
-            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) TPL_N_PUT(%u, sp->u.s, sp->len);\n", pc);
+            v_ref(&vs, 0, c0, NULL, h0);
+            tpl_sb_printf(b, "    T++;\n    if (%stype == TPL_NT_STR) TPL_N_PUT(%u, %su.s, %slen);\n", c0, pc, c0, c0);
             if (op == TPL_OP_PRINT_PY) /* a non-negative int: its digits in place, as the VM's PRINT_PY */
-                tpl_sb_puts(b, "    else if (sp->type == TPL_NT_INT && sp->u.i >= 0 && ol + 20 < oc)\n"
-                               "        ol += tpl_native_decimal(ob + ol, (uint64_t)sp->u.i);\n");
-            tpl_sb_printf(b, "    else if (TPL_N_C(tpl_native_print_%s(f, sp)) < 0) TPL_N_FAIL(%u);\n",
-                          op == TPL_OP_PRINT_PY ? "py" : "rb", pc);
+                tpl_sb_printf(b, "    else if (%stype == TPL_NT_INT && %su.i >= 0 && ol + 20 < oc)\n"
+                                 "        ol += tpl_native_decimal(ob + ol, (uint64_t)%su.i);\n", c0, c0, c0);
+            tpl_sb_puts(b, "    else ");
+            snprintf(call, sizeof call, "TPL_N_C(tpl_native_print_%s(f, &%s))", op == TPL_OP_PRINT_PY ? "py" : "rb", h0);
+            v_call(b, &vs, call, pc, NULL);
+            v_pop(b, &vs, 1);
             break;
         case TPL_OP_FILTER: case TPL_OP_TEST: { /* the builtin called with the VM's code (its fast paths) */
             if (!specialised(p, pc)) { special = false; break; }
-            uint32_t nargs = TPL_ARGW_NPOS(x1) + TPL_ARGW_NKW(x1);
-            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", nargs);
+            tpl_sb_puts(b, "    T++;\n");
+            if (inmem) tpl_sb_printf(b, "    sp -= %u;\n", nargs);
             bool plainf = op == TPL_OP_FILTER && TPL_ARGW_NKW(x1) == 0;
             bool fprint = TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT;
-            if (plainf && a == (uint32_t)tpl_stdlib.id_trim && TPL_ARGW_NPOS(x1) == 1) /* the VM's fast path, inline */
-                tpl_sb_puts(b, "    if (sp[0].type == TPL_NT_STR && tpl_native_trim(&sp[0])) rc = 0;\n    else ");
+            bool trim = plainf && a == (uint32_t)tpl_stdlib.id_trim && TPL_ARGW_NPOS(x1) == 1;
+            bool dflt = plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2;
+            if ((trim || dflt) && !inmem && !vs.home[base]) { /* changed in place: on its home copy */
+                tpl_sb_printf(b, "    sp[%u] = *P%u;\n    P%u = &sp[%u];\n", base, base, base, base);
+                vs.home[base] = true;
+            }
+            if (trim || dflt) snprintf(arga[0], 24, "sp[%u].", base);
+            const char *s0 = arga[0], *s1 = nargs > 1 ? arga[1] : "";
+            if (trim) /* the VM's fast path, inline */
+                tpl_sb_printf(b, "    if (sp[%u].type == TPL_NT_STR && tpl_native_trim(&sp[%u])) rc = 0;\n    else ", base, base);
             else if (plainf && fprint && a == (uint32_t)tpl_stdlib.id_upper && TPL_ARGW_NPOS(x1) == 1) /* ASCII: into the output */
-                tpl_sb_puts(b, "    if (sp[0].type == TPL_NT_STR && ol + sp[0].len < oc && tpl_native_upper_ascii(ob + ol, sp[0].u.s, sp[0].len)) {\n"
-                               "        ol += sp[0].len;\n        rc = 1;\n    } else ");
+                tpl_sb_printf(b, "    if (%stype == TPL_NT_STR && ol + %slen < oc && tpl_native_upper_ascii(ob + ol, %su.s, %slen)) {\n"
+                                 "        ol += %slen;\n        rc = 1;\n    } else ", s0, s0, s0, s0, s0);
             else if (plainf && fprint && a == (uint32_t)tpl_stdlib.id_join && TPL_ARGW_NPOS(x1) <= 2) { /* strings: into the output */
                 bool sep = TPL_ARGW_NPOS(x1) == 2;
-                tpl_sb_printf(b, "    if (sp[0].type == TPL_NT_LIST && sp[0].aux < TPL_NLAZY_ITER%s &&\n"
-                                 "        (nw = tpl_native_join_put(ob + ol, oc - ol, &sp[0], %s)) != (size_t)-1) {\n"
-                                 "        ol += nw;\n        rc = 1;\n    } else ",
-                              sep ? " && sp[1].type == TPL_NT_STR" : "", sep ? "sp[1].u.s, sp[1].len" : "\"\", 0");
-            }
-            else if (plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2) {
+                tpl_sb_printf(b, "    if (%stype == TPL_NT_LIST && %saux < TPL_NLAZY_ITER", s0, s0);
+                if (sep) tpl_sb_printf(b, " && %stype == TPL_NT_STR", s1);
+                tpl_sb_printf(b, " &&\n        (nw = tpl_native_join_put(ob + ol, oc - ol, %s, ", argp[0]);
+                if (sep) tpl_sb_printf(b, "%su.s, %slen", s1, s1);
+                else tpl_sb_puts(b, "\"\", 0");
+                tpl_sb_puts(b, ")) != (size_t)-1) {\n        ol += nw;\n        rc = 1;\n    } else ");
+            } else if (dflt) {
                 /* default(x) (boolean false): an undefined value replaced, anything else kept */
-                tpl_sb_puts(b, "    rc = 0;\n    if (sp[0].type == TPL_NT_UNDEF || sp[0].type == TPL_NT_UNSET) {\n");
-                if (TPL_ARGW_NPOS(x1) == 2) tpl_sb_puts(b, "        sp[0] = sp[1];\n");
-                else tpl_sb_puts(b, "        sp[0] = tpl_native_v(TPL_NT_STR, 0);\n        sp[0].u.s = \"\";\n");
+                tpl_sb_printf(b, "    rc = 0;\n    if (%stype == TPL_NT_UNDEF || %stype == TPL_NT_UNSET) {\n", s0, s0);
+                if (TPL_ARGW_NPOS(x1) == 2) tpl_sb_printf(b, "        sp[%u] = *%s;\n", base, argp[1]);
+                else tpl_sb_printf(b, "        sp[%u] = tpl_native_v(TPL_NT_STR, 0);\n        sp[%u].u.s = \"\";\n", base, base);
                 tpl_sb_puts(b, "    }\n");
             } else tpl_sb_puts(b, "    ");
-            if (!(plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2))
-                tpl_sb_printf(b, "if (TPL_N_C(tpl_native_filter(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
-            if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT) /* printed: the PRINT_PY after it done too */
-                tpl_sb_printf(b, "    if (rc) {\n        T++;\n        goto L%u;\n    }\n", after(p, next));
-            tpl_sb_puts(b, "    sp++;\n");
+            if (!dflt) {
+                snprintf(call, sizeof call, "TPL_N_C(tpl_native_filter(f, %u, &sp[%u]))", pc, base);
+                v_call(b, &vs, call, pc, NULL);
+            }
+            if (fprint) { /* printed: the PRINT_PY after it done too (the values below go home) */
+                tpl_sb_puts(b, "    if (rc) {\n        T++;\n");
+                v_flush_code(b, &vs, base, "        ");
+                tpl_sb_printf(b, "        goto L%u;\n    }\n", after(p, next));
+            }
+            if (inmem) tpl_sb_puts(b, "    sp++;\n");
+            else { /* the result at its home (the slow path pointed P<base> there) */
+                vs.vk = base + 1;
+                vs.home[base] = true;
+                vs.slot[base] = -1;
+            }
             break;
         }
-        case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
-            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", a);
-            if ((op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB) && a <= 16) {
+        case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB: {
+            bool prints = op == TPL_OP_PRINT_ADDS || op == TPL_OP_PRINT_ADDS_RB;
+            tpl_sb_puts(b, "    T++;\n");
+            if (inmem) tpl_sb_printf(b, "    sp -= %u;\n", a);
+            snprintf(call, sizeof call, "TPL_N_C(tpl_native_adds(f, %u, &sp[%u]))", pc, base);
+            if (prints && a <= 16) {
                 /* plain strings printed one after the other (the VM's adds_op) with one capacity
                  * check; the operands the code pushed as constants are literals here */
-                uint32_t nk = 0, klen = 0, ndyn = 0;
+                uint32_t klen = 0, ndyn = 0;
                 for (uint32_t i = 0; i < a; i++) {
                     int32_t c = ks_at(&ks, a - 1 - i);
-                    if (c >= 0) { nk++; klen += p->consts[c].len; }
+                    if (c >= 0) klen += p->consts[c].len;
                 }
                 tpl_sb_puts(b, "    if (");
                 for (uint32_t i = 0; i < a; i++)
-                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", ndyn++ ? " && " : "", i);
+                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, "%sTPL_N_PLAIN(*%s)", ndyn++ ? " && " : "", argp[i]);
                 if (!ndyn) tpl_sb_puts(b, "1");
                 tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
                 for (uint32_t i = 0; i < a; i++)
-                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, " + sp[%u].len", i);
+                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, " + %slen", arga[i]);
                 tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
                 for (uint32_t i = 0; i < a; i++) {
                     int32_t c = ks_at(&ks, a - 1 - i);
@@ -492,53 +717,81 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                         lit(b, p->consts[c].u.s, p->consts[c].len);
                         tpl_sb_printf(b, ", %u);\n            ol += %u;\n", p->consts[c].len, p->consts[c].len);
                     } else if (c < 0)
-                        tpl_sb_printf(b, "            tpl_native_copy(ob + ol, sp[%u].u.s, sp[%u].len);\n"
-                                         "            ol += sp[%u].len;\n", i, i, i);
+                        tpl_sb_printf(b, "            tpl_native_copy(ob + ol, %su.s, %slen);\n"
+                                         "            ol += %slen;\n", arga[i], arga[i], arga[i]);
                 }
-                tpl_sb_printf(b, "            rc = 0;\n        } else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n"
-                                 "    } else ", pc, pc);
+                tpl_sb_puts(b, "        } else ");
+                v_call(b, &vs, call, pc, NULL);
+                tpl_sb_puts(b, "    } else ");
             } else tpl_sb_puts(b, "    ");
-            tpl_sb_printf(b, "if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    sp += rc;\n", pc, pc);
+            /* (1 with the sum in the first operand's place for ADDS, 0 when printed) */
+            v_call(b, &vs, call, pc, NULL);
+            if (inmem) { if (!prints) tpl_sb_puts(b, "    sp++;\n"); }
+            else if (prints) vs.vk = base;
+            else { /* the sum at its home (the slow path pointed P<base> there) */
+                vs.vk = base + 1;
+                vs.home[base] = true;
+                vs.slot[base] = -1;
+            }
             break;
+        }
         case TPL_OP_CALL_NAME: { /* the fuel charged as the VM charges at calls */
             if (!specialised(p, pc)) { special = false; break; }
-            uint32_t aw = p->code[pc + 2];
-            tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    sp -= %u;\n", pc, TPL_ARGW_NPOS(aw) + TPL_ARGW_NKW(aw));
-            int32_t karg = TPL_ARGW_NPOS(aw) == 1 && TPL_ARGW_NKW(aw) == 0 ? ks_at(&ks, 0) : -1;
+            tpl_sb_puts(b, "    T++;\n");
+            v_spill(b, &vs, vs.vk, true, "    ");
+            v_all_home(&vs);
+            tpl_sb_printf(b, "    TPL_N_CHARGE(%u);\n", pc);
+            if (inmem) tpl_sb_printf(b, "    sp -= %u;\n", nargs);
+            snprintf(h0, sizeof h0, "sp[%u]", base);
+            int32_t karg = TPL_ARGW_NPOS(p->code[pc + 2]) == 1 && nargs == 1 ? ks_at(&ks, 0) : -1;
             if (karg >= 0 && (x1 != tpl_stdlib.id_remembers || !ascii(&p->consts[karg]))) karg = -1;
             if (a < p->nnames) { /* the builtin straight away when the state does not shadow it */
                 tpl_sb_printf(b, "    if (C%u < 0) C%u = f->state->type == TPL_NT_MAP && ", a, a);
                 find(b, p, "f->state", a, -1, false);
-                tpl_sb_printf(b, " != NULL;\n    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, sp) : ", a, pc);
+                tpl_sb_printf(b, " != NULL;\n    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, &%s) : ", a, pc, h0);
                 if (karg >= 0) { /* remembers("an ASCII constant"): no binding, no NFC */
                     tpl_sb_puts(b, "tpl_native_remembers(f, ");
                     lit(b, p->consts[karg].u.s, p->consts[karg].len);
-                    tpl_sb_printf(b, ", %u, sp)", p->consts[karg].len);
-                } else tpl_sb_printf(b, "tpl_native_call_builtin(f, %u, sp)", pc);
+                    tpl_sb_printf(b, ", %u, &%s)", p->consts[karg].len, h0);
+                } else tpl_sb_printf(b, "tpl_native_call_builtin(f, %u, &%s)", pc, h0);
                 tpl_sb_printf(b, ") < 0) TPL_N_FAIL(%u);\n", pc);
-            } else tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_call_name(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
-            tpl_sb_puts(b, "    sp++;\n");
+            } else tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_call_name(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n", pc, h0, pc);
+            if (inmem) tpl_sb_puts(b, "    sp++;\n");
+            else {
+                if (!nargs) tpl_sb_printf(b, "    P%u = &sp[%u];\n", base, base);
+                vs.vk = base;
+                v_pushed(&vs, true, -1);
+            }
             break;
         }
         case TPL_OP_SWITCH_STR: { /* a string equal to item i: the target of the JUMP at pc+2+i */
             if (!specialised(p, pc)) { special = false; break; }
             const tpl_list *l = p->consts[a].u.list;
-            tpl_sb_puts(b, "    T++;\n    sp--;\n    if (sp->type == TPL_NT_STR) {\n        switch (sp->len) {\n");
+            tpl_sb_puts(b, "    T++;\n");
+            if (vs.vk) { /* the value a local, the ones below it home */
+                snprintf(c0, sizeof c0, "P%u->", vs.vk - 1);
+                v_flush_code(b, &vs, vs.vk - 1, "    ");
+                vs.vk = 0;
+            } else {
+                tpl_sb_puts(b, "    sp--;\n");
+                snprintf(c0, sizeof c0, "sp[0].");
+            }
+            tpl_sb_printf(b, "    if (%stype == TPL_NT_STR) {\n        switch (%slen) {\n", c0, c0);
             /* by length, then the bytes (the first equal item wins, as the VM's scan in order) */
             for (uint32_t i = 0; i < l->len; i++) {
                 bool first = true;
-                for (uint32_t j = 0; j < i; j++) first &= l->items[j].len != l->items[i].len;
+                for (uint32_t k = 0; k < i; k++) first &= l->items[k].len != l->items[i].len;
                 if (!first) continue;
                 tpl_sb_printf(b, "        case %u:\n", l->items[i].len);
-                for (uint32_t j = i; j < l->len; j++) {
-                    if (l->items[j].len != l->items[i].len) continue;
-                    if (l->items[j].len == 0) tpl_sb_puts(b, "            {\n");
+                for (uint32_t k = i; k < l->len; k++) {
+                    if (l->items[k].len != l->items[i].len) continue;
+                    if (l->items[k].len == 0) tpl_sb_puts(b, "            {\n");
                     else {
-                        tpl_sb_puts(b, "            if (tpl_native_eq(sp->u.s, ");
-                        lit(b, l->items[j].u.s, l->items[j].len);
-                        tpl_sb_printf(b, ", %u)) {\n", l->items[j].len);
+                        tpl_sb_printf(b, "            if (tpl_native_eq(%su.s, ", c0);
+                        lit(b, l->items[k].u.s, l->items[k].len);
+                        tpl_sb_printf(b, ", %u)) {\n", l->items[k].len);
                     }
-                    jump(b, pc, TPL_INSN_A(p->code[pc + 2 + j]), "                ");
+                    jump(b, pc, TPL_INSN_A(p->code[pc + 2 + k]), "                ");
                     tpl_sb_puts(b, "            }\n");
                 }
                 tpl_sb_puts(b, "            break;\n");
@@ -549,13 +802,20 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         }
         case TPL_OP_FOR_INIT:
-            tpl_sb_printf(b, "    T++;\n    sp--;\n    if (TPL_N_C(tpl_native_for_init(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", a, pc);
+            v_ref(&vs, 0, NULL, NULL, h0);
+            tpl_sb_puts(b, "    T++;\n");
+            v_spill(b, &vs, vs.vk, true, "    ");
+            v_all_home(&vs);
+            tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_for_init(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n", a, h0, pc);
+            v_pop(b, &vs, 1);
             break;
-        case TPL_OP_FOR_NEXT:
-            tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_step(&L[%u], sp)) < 0 && (rc = tpl_native_for_next(f, %u, sp)) < 0)\n"
-                             "        TPL_N_FAIL(%u);\n    if (rc) sp++;\n    else {\n", a, a, pc);
+        case TPL_OP_FOR_NEXT: /* (nothing in locals: v_ok) the item pointed at where it is */
+            tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_ref(&L[%u], &P0)) < 0) {\n"
+                             "        if ((rc = tpl_native_for_next(f, %u, &sp[0])) < 0) TPL_N_FAIL(%u);\n"
+                             "        P0 = &sp[0];\n    }\n    if (!rc) {\n", a, a, pc);
             jump(b, pc, x1, "        ");
             tpl_sb_puts(b, "    }\n");
+            v_pushed(&vs, false, -1);
             break;
         case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: {
             /* loop.index & co.: read from the loop state without a name lookup */
@@ -565,46 +825,72 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             for (int i = 0; op == TPL_OP_GETATTR && i < 5; i++)
                 if (nm->len == strlen(loop_names[i]) && memcmp(nm->u.s, loop_names[i], nm->len) == 0) which = i;
             tpl_sb_puts(b, "    T++;\n");
-            if (which >= 0)
-                tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &sp[-1]);\n"
-                                 "    else rc = TPL_N_C(tpl_native_getattr(f, %u, &sp[-1]));\n    if (rc < 0) TPL_N_FAIL(%u);\n",
-                              which, a, pc);
-            else {
+            if (!vs.vk) { /* the value taken from memory into P0 (the result points where it is found) */
+                tpl_sb_puts(b, "    sp--;\n    P0 = &sp[0];\n");
+                v_pushed(&vs, true, -1);
+            }
+            uint32_t t = vs.vk - 1;
+            snprintf(c0, sizeof c0, "P%u->", t);
+            snprintf(p0, sizeof p0, "P%u", t);
+            snprintf(h0, sizeof h0, "sp[%u]", t);
+            snprintf(call, sizeof call, "TPL_N_C(tpl_native_%s(f, %u, &%s))", op == TPL_OP_GETATTR ? "getattr" : "getitem_str",
+                     a, h0);
+            if (which >= 0) { /* (a call either way, changing the value in place: at its home) */
+                v_spill(b, &vs, vs.vk, true, "    ");
+                v_all_home(&vs);
+                tpl_sb_printf(b, "    if (%stype == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &%s);\n"
+                                 "    else rc = %s;\n    if (rc < 0) TPL_N_FAIL(%u);\n", c0, which, h0, call, pc);
+            } else {
                 /* a dict's key found here (for obj.name: a name that is no dict method, which
                  * GETATTR would find first), else the VM's code (a missing key, other types) */
                 if (attr_inline(p, pc) && memo[a]) {
-                    tpl_sb_printf(b, "    if (sp[-1].type == TPL_NT_MAP && sp[-1].u.p == MM%u) sp[-1] = *MV%u;\n"
-                                     "    else if (sp[-1].type == TPL_NT_MAP && ", a, a);
-                    find(b, p, "&sp[-1]", a, 1, hints[3 * a + 1] > 1);
-                    tpl_sb_printf(b, ") {\n        MM%u = sp[-1].u.p;\n        MV%u = e;\n        sp[-1] = *e;\n    } else ", a, a);
+                    tpl_sb_printf(b, "    if (%stype == TPL_NT_MAP && %su.p == MM%u) %s = MV%u;\n"
+                                     "    else if (%stype == TPL_NT_MAP && ", c0, c0, a, p0, a, c0);
+                    find(b, p, p0, a, 1, hints[3 * a + 1] > 1);
+                    tpl_sb_printf(b, ") {\n        MM%u = %su.p;\n        MV%u = e;\n        %s = e;\n    } else ", a, c0, a, p0);
                 } else if (attr_inline(p, pc)) {
-                    tpl_sb_puts(b, "    if (sp[-1].type == TPL_NT_MAP && ");
-                    find(b, p, "&sp[-1]", a, 1, hints[3 * a + 1] > 1);
-                    tpl_sb_puts(b, ") sp[-1] = *e;\n    else ");
+                    tpl_sb_printf(b, "    if (%stype == TPL_NT_MAP && ", c0);
+                    find(b, p, p0, a, 1, hints[3 * a + 1] > 1);
+                    tpl_sb_printf(b, ") %s = e;\n    else ", p0);
                 } else tpl_sb_puts(b, "    ");
-                tpl_sb_printf(b, "if (TPL_N_C(tpl_native_%s(f, %u, &sp[-1])) < 0) TPL_N_FAIL(%u);\n",
-                              op == TPL_OP_GETATTR ? "getattr" : "getitem_str", a, pc);
+                v_call(b, &vs, call, pc, NULL);
+                vs.home[t] = false; /* (found: where it is) */
             }
+            vs.slot[t] = -1;
             break;
         }
         case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
-            /* a key of the state found here, else the VM's code (globals, undefined) */
+            /* a key of the state found here (pointed at), else the VM's code (globals, undefined) */
             if (hints[3 * a] > 1) {
                 tpl_sb_printf(b, "    T++;\n    if (S%u || (f->state->type == TPL_NT_MAP && (S%u = ", a, a);
                 find(b, p, "f->state", a, 0, false);
-                tpl_sb_printf(b, "))) *sp = *S%u;\n", a);
+                tpl_sb_printf(b, "))) P%u = S%u;\n", j, a);
             } else {
                 tpl_sb_puts(b, "    T++;\n    if (f->state->type == TPL_NT_MAP && ");
                 find(b, p, "f->state", a, 0, false);
-                tpl_sb_puts(b, ") *sp = *e;\n");
+                tpl_sb_printf(b, ") P%u = e;\n", j);
             }
-            tpl_sb_printf(b, "    else if (tpl_native_load_name(f, %u, sp) < 0) TPL_N_FAIL(%u);\n    sp++;\n", a, pc);
+            tpl_sb_puts(b, "    else ");
+            snprintf(call, sizeof call, "tpl_native_load_name(f, %u, &sp[%u])", a, j);
+            snprintf(then, sizeof then, "P%u = &sp[%u];", j, j);
+            v_call(b, &vs, call, pc, then);
+            v_pushed(&vs, false, -1);
             break;
         case TPL_OP_EQ: case TPL_OP_NE: /* two strings here, anything else (and a strict undefined) in the VM */
-            tpl_sb_printf(b, "    if (sp[-2].type == TPL_NT_STR && sp[-1].type == TPL_NT_STR) {\n        T++;\n"
-                             "        rc = sp[-2].len == sp[-1].len && (sp[-1].len == 0 || memcmp(sp[-2].u.s, sp[-1].u.s, sp[-1].len) == 0);\n"
-                             "        sp--;\n        sp[-1] = tpl_native_v(TPL_NT_BOOL, %src);\n    } else {\n"
-                             "        TPL_N_STEP(%u, %u);\n    }\n", op == TPL_OP_NE ? "!" : "", pc, next);
+            tpl_sb_puts(b, "    T++;\n");
+            if (inmem) tpl_sb_puts(b, "    sp -= 2;\n");
+            tpl_sb_printf(b, "    if (%stype == TPL_NT_STR && %stype == TPL_NT_STR)\n"
+                             "        rc = %slen == %slen && (%slen == 0 || memcmp(%su.s, %su.s, %slen) == 0);\n    else ",
+                          arga[0], arga[1], arga[0], arga[1], arga[1], arga[0], arga[1], arga[1]);
+            snprintf(call, sizeof call, "TPL_N_C(tpl_native_equal(f, &sp[%u], &sp[%u]))", base, base + 1);
+            v_call(b, &vs, call, pc, NULL);
+            tpl_sb_printf(b, "    sp[%u] = tpl_native_v(TPL_NT_BOOL, %src);\n", base, op == TPL_OP_NE ? "!" : "");
+            if (inmem) tpl_sb_puts(b, "    sp++;\n");
+            else {
+                tpl_sb_printf(b, "    P%u = &sp[%u];\n", base, base);
+                vs.vk = base;
+                v_pushed(&vs, true, -1);
+            }
             break;
         case TPL_OP_HALT:
             tpl_sb_printf(b, "    T++;\n    TPL_N_CHARGE(%u);\n    *f->result = tpl_native_v(TPL_NT_NONE, 0);\n    TPL_N_OUT_SAVE();\n    return 0;\n", pc);
@@ -640,6 +926,22 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     free(resume);
     free(hints);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
+    v_flush(b, &vs, "    ");
+    if (vs.max && !b->failed) { /* the locals, declared before the dispatch */
+        tpl_sb d;
+        tpl_sb_init(&d, NULL);
+        tpl_sb_puts(&d, "    const tpl_nvalue");
+        for (uint32_t i = 0; i < vs.max; i++) tpl_sb_printf(&d, "%s *P%u", i ? "," : "", i);
+        tpl_sb_puts(&d, "; /* the operand stack's top values in straight-line code: where they are */\n");
+        if (d.failed) { tpl_sb_free(&d); return false; }
+        size_t old = b->len;
+        tpl_sb_put(b, d.p, d.len); /* room, then moved into place */
+        if (!b->failed) {
+            memmove(b->p + decl_at + d.len, b->p + decl_at, old - decl_at);
+            memcpy(b->p + decl_at, d.p, d.len);
+        }
+        tpl_sb_free(&d);
+    }
     tpl_sb_puts(b, "    f->ticks = T;\n    TPL_N_OUT_SAVE();\n    return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n}\n");
     return !b->failed;
 }

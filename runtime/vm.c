@@ -2485,6 +2485,17 @@ static const tpl_value name_absent = { 0 };
     tpl_value *args = sp - npos - nkw
 #define STACK_CHECK(n) do { if (sp + (n) >= stack_end) { rc = tpl_vm_error(vm, TPL_ERR_LIMIT, "operand stack overflow"); goto fail; } } while (0)
 
+/* EQ / NE of two values that are not both strings (`==`; the caller negates for NE): a
+ * StrictUndefined operand raises (its __eq__ / __ne__), anything else compares as Python does. */
+static int eq_op(tpl_vm *vm, tpl_value x, tpl_value y, bool *r)
+{
+    if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0) && tpl_vm_strict(vm)) {
+        tpl_value u = x.type == TPL_T_UNDEF ? x : y;
+        if (u.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, u);
+    }
+    return tpl_vm_equal(vm, x, y, r);
+}
+
 /* The interpreter. st NULL: runs a call level from pc to its end (RETURN, RET_RB, HALT). st set
  * (tpl_native_step): runs the one instruction at pc (with the instructions its fused paths take)
  * on the native frame's stack, then stops with st->pc, st->sp and st->ticks set and returns 1. */
@@ -2920,13 +2931,7 @@ top:
         sp--;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) {
             r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
-        } else {
-            if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0) && tpl_vm_strict(vm)) {
-                tpl_value u = x.type == TPL_T_UNDEF ? x : y;
-                if (u.aux != TPL_UNDEF_COND) { tpl_stdlib.undefined_error(vm, u); goto fail; }
-            }
-            if (tpl_vm_equal(vm, x, y, &r) < 0) goto fail;
-        }
+        } else if (eq_op(vm, x, y, &r) < 0) goto fail;
         if (CUR_OP == TPL_OP_NE || CUR_OP == TPL_OP_NE_JF || CUR_OP == TPL_OP_NE_JTK) r = !r;
         BRANCH_ON_RESULT(r, TPL_OP_EQ_JF, TPL_OP_NE_JF, TPL_OP_EQ_JTK, TPL_OP_NE_JTK);
     }
@@ -3618,6 +3623,15 @@ int tpl_native_load_name(tpl_native_frame *f, uint32_t name, tpl_nvalue *out)
 }
 
 int tpl_native_truthy_py(tpl_native_frame *f, const tpl_nvalue *v) { return f && f->vm && v ? tpl_truthy_py(f->vm, *NV(v)) : -1; }
+
+int tpl_native_equal(tpl_native_frame *f, const tpl_nvalue *x, const tpl_nvalue *y)
+{
+    if (!f || !f->vm || !x || !y) return -1;
+    bool r = false;
+    if (NV(x)->type == TPL_T_STR && NV(y)->type == TPL_T_STR)
+        return NV(x)->len == NV(y)->len && tpl_mem_eq(NV(x)->u.s, NV(y)->u.s, NV(x)->len);
+    return eq_op(f->vm, *NV(x), *NV(y), &r) < 0 ? -1 : r;
+}
 
 int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *out)
 {
