@@ -398,14 +398,12 @@ static inline __attribute__((always_inline)) int tpl_native_for_ref(tpl_nvalue *
  * an undefined value, which may be strict, a float, a big int, a host object...). */
 static inline __attribute__((always_inline)) int tpl_native_truthy(const tpl_nvalue *v)
 {
-    switch (v->type) {
-    case TPL_NT_NONE: return 0;
-    case TPL_NT_BOOL: case TPL_NT_INT: return v->u.i != 0;
-    case TPL_NT_STR: return v->len != 0;
-    case TPL_NT_LIST: return ((const tpl_nlist *)v->u.p)->len != 0 || v->aux >= TPL_NLAZY_ITER; /* an iterator: true */
-    case TPL_NT_MAP: return ((const tpl_nmap *)v->u.p)->len != 0;
-    default: return -1;
-    }
+    /* (tests, not a switch: a jump table costs more than the bool test most conditions need) */
+    if (v->type == TPL_NT_BOOL || v->type == TPL_NT_INT) return v->u.i != 0;
+    if (v->type == TPL_NT_STR) return v->len != 0;
+    if (v->type == TPL_NT_MAP) return ((const tpl_nmap *)v->u.p)->len != 0;
+    if (v->type == TPL_NT_LIST) return ((const tpl_nlist *)v->u.p)->len != 0 || v->aux >= TPL_NLAZY_ITER; /* an iterator: true */
+    return v->type == TPL_NT_NONE ? 0 : -1;
 }
 
 /* Ruby truthiness: only nil and false (and an undefined value) are false. */

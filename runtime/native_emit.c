@@ -265,6 +265,7 @@ typedef struct {
     uint32_t vk, max;
     bool home[VMAX];    /* P<i> is known to point at sp[i] on every path here */
     int32_t slot[VMAX]; /* P<i> may point at L[slot] (-1: at no slot) */
+    uint64_t set;       /* slots 0..63 known to hold a value (stored since the last label) */
 } vstack;
 
 /* The value i places below the top (0: the top): `acc` the prefix of its members ("P1->",
@@ -333,7 +334,7 @@ static void v_pushed(vstack *v, bool home, int32_t slot)
 /* `CALL` (an int expression; < 0: an error) on a slow path, after "else " or "if (...) ": the
  * values spilled first (and their locals pointed home), `after` (code, or NULL) after; one line
  * when there is nothing else to write. */
-static void v_call(tpl_sb *b, const vstack *v, const char *call, uint32_t pc, const char *after)
+static void v_call_in(tpl_sb *b, const vstack *v, const char *call, uint32_t pc, const char *after, const char *ind)
 {
     bool spill = false;
     for (uint32_t i = 0; i < v->vk; i++) spill |= !v->home[i];
@@ -341,11 +342,18 @@ static void v_call(tpl_sb *b, const vstack *v, const char *call, uint32_t pc, co
         tpl_sb_printf(b, "if (%s < 0) TPL_N_FAIL(%u);\n", call, pc);
         return;
     }
+    char in[24];
+    snprintf(in, sizeof in, "%s    ", ind);
     tpl_sb_puts(b, "{\n");
-    v_spill(b, v, v->vk, true, "        ");
-    tpl_sb_printf(b, "        if (%s < 0) TPL_N_FAIL(%u);\n", call, pc);
-    if (after) tpl_sb_printf(b, "        %s\n", after);
-    tpl_sb_puts(b, "    }\n");
+    v_spill(b, v, v->vk, true, in);
+    tpl_sb_printf(b, "%sif (%s < 0) TPL_N_FAIL(%u);\n", in, call, pc);
+    if (after) tpl_sb_printf(b, "%s%s\n", in, after);
+    tpl_sb_printf(b, "%s}\n", ind);
+}
+/* v_call_in at the function's first level */
+static void v_call(tpl_sb *b, const vstack *v, const char *call, uint32_t pc, const char *after)
+{
+    v_call_in(b, v, call, pc, after, "    ");
 }
 
 /* Whether the instruction at pc is written with the operand stack's locals (the others find
@@ -509,6 +517,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         /* every path into a label finds the stack in memory; so do steps and the instructions
          * written without the locals */
         if (resume[pc] || !v_ok(p, pc, vs.vk)) v_flush(b, &vs, "    ");
+        if (resume[pc] || !keeps_dicts(p, pc)) vs.set = 0; /* (what calls or steps may unset a slot) */
         /* a label where something jumps or the dispatch may go (the others would be unused) */
         if (resume[pc]) tpl_sb_printf(b, "L%u: /* %u:%u %s", pc, line, col, oi->name);
         else tpl_sb_printf(b, "    /* %u: %u:%u %s", pc, line, col, oi->name);
@@ -578,6 +587,11 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             break;
         }
         case TPL_OP_LOAD_SLOT:
+            if (a < 64 && (vs.set >> a & 1)) { /* stored above: set */
+                tpl_sb_printf(b, "    T++;\n    P%u = &L[%u];\n", j, a);
+                v_pushed(&vs, false, (int32_t)a);
+                break;
+            }
             tpl_sb_printf(b, "    T++;\n    if (L[%u].type != TPL_NT_UNSET) P%u = &L[%u];\n    else ", a, j, a);
             snprintf(call, sizeof call, "tpl_native_load_name(f, %u, &sp[%u])", x1, j);
             snprintf(then, sizeof then, "P%u = &sp[%u];", j, j);
@@ -590,11 +604,13 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             v_ref(&vs, 0, NULL, p0, NULL);
             tpl_sb_printf(b, "    L[%u] = *%s;\n", a, p0);
             v_pop(b, &vs, 1);
+            if (a < 64) vs.set |= (uint64_t)1 << a; /* (a value on the stack is never unset) */
             break;
         case TPL_OP_UNSET_SLOT:
             tpl_sb_puts(b, "    T++;\n");
             v_unslot(b, &vs, a, vs.vk);
             tpl_sb_printf(b, "    L[%u] = tpl_native_v(TPL_NT_UNSET, 0);\n", a);
+            if (a < 64) vs.set &= ~((uint64_t)1 << a);
             break;
         case TPL_OP_JUMP:
             tpl_sb_puts(b, "    T++;\n");
@@ -721,7 +737,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                                          "            ol += %slen;\n", arga[i], arga[i], arga[i]);
                 }
                 tpl_sb_puts(b, "        } else ");
-                v_call(b, &vs, call, pc, NULL);
+                v_call_in(b, &vs, call, pc, NULL, "        ");
                 tpl_sb_puts(b, "    } else ");
             } else tpl_sb_puts(b, "    ");
             /* (1 with the sum in the first operand's place for ADDS, 0 when printed) */
