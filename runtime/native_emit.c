@@ -948,7 +948,9 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         tpl_sb_init(&d, NULL);
         tpl_sb_puts(&d, "    const tpl_nvalue");
         for (uint32_t i = 0; i < vs.max; i++) tpl_sb_printf(&d, "%s *P%u", i ? "," : "", i);
-        tpl_sb_puts(&d, "; /* the operand stack's top values in straight-line code: where they are */\n");
+        tpl_sb_puts(&d, "; /* the operand stack's top values in straight-line code: where they are */\n   ");
+        for (uint32_t i = 0; i < vs.max; i++) tpl_sb_printf(&d, " (void)P%u;", i); /* (some may be set only) */
+        tpl_sb_putc(&d, '\n');
         if (d.failed) { tpl_sb_free(&d); return false; }
         size_t old = b->len;
         tpl_sb_put(b, d.p, d.len); /* room, then moved into place */
