@@ -2391,6 +2391,29 @@ static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op
     return 1;
 }
 
+/* Whether the n bytes at s, 1 to 16 of them, are all ASCII (two overlapping loads); false for
+ * other lengths (the caller's general path decides). */
+static inline __attribute__((always_inline)) bool short_ascii(const char *s, size_t n)
+{
+    uint64_t x;
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        x = a | b;
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        x = a | b;
+    } else if (n >= 1 && n < 4) {
+        x = (unsigned char)s[0] | (unsigned char)s[n >> 1] | (unsigned char)s[n - 1];
+    } else {
+        return false;
+    }
+    return (x & UINT64_C(0x8080808080808080)) == 0;
+}
+
 /* CALL_NAME of global function nm (builtin id) on args (npos positional values, then nkw keyword
  * values named by kwn), vm->stack_top already above them: the state's value of that name when it
  * has one, else the builtin. 0 with the result in args[0], or -1 (unlocated error). */
@@ -2638,10 +2661,38 @@ top:
     CASE(UNDEF_MSG) { *sp++ = undef_named(consts[a].u.s, consts[a].len, TPL_UNDEF_PLAIN, 0); NEXT(0); }
     CASE(POP) { sp--; NEXT(0); }
     CASE(DUP) { sp[0] = sp[-1]; sp++; NEXT(0); }
-    CASE(LOAD_NAME_ATTR_PRINT)
+    CASE(LOAD_NAME_ATTR_PRINT) {
+        /* {{ name.key }} of a string in a state dict whose entry the render has found before (hits:
+         * the state is a map), the key no dict method: one load, one key lookup, the print; else
+         * as LOAD_NAME (which finds and keeps the entry) */
+        const tpl_value *hit;
+        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_MAP) { /* (name_absent's type is UNDEF) */
+            const tpl_name *nm = &names[TPL_INSN_A(ip[1])];
+            const tpl_value *v;
+            if (((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                (v = map_find_name(vm, hit->u.map, nm)) != NULL && v->type == TPL_T_STR) {
+                ticks += 2;
+                ip += 3;
+                if (out_put(vm, v->u.s, v->len) < 0) goto fail;
+                DISPATCH();
+            }
+        }
+        goto load_name;
+    }
+    CASE(LOAD_NAME_PRINT) {
+        /* {{ name }} of a state string the render has found before: as LOAD_NAME_ATTR_PRINT */
+        const tpl_value *hit;
+        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_STR) { /* (name_absent's type is UNDEF) */
+            ticks++;
+            ip += 2;
+            if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
+            DISPATCH();
+        }
+        goto load_name;
+    }
     CASE(LOAD_NAME_ATTR)
-    CASE(LOAD_NAME_PRINT)
     CASE(LOAD_NAME) {
+    load_name:
         if (vm->state.type == TPL_T_MAP) { /* load_global's first step, inlined */
             const tpl_value *hit;
             if (hits && hits[a]) { /* (a < p->nnames <= TPL_VM_NAME_HITS: the verifier's) */
@@ -2684,21 +2735,26 @@ top:
         sp++;
         NEXT(0);
     }
-    CASE(LOAD_SLOT_ATTR_PRINT)
-    CASE(LOAD_SLOT_ATTR) {
-        /* LOAD_SLOT; GETATTR (r.name) of a dict's key that is no dict method: as GETATTR does it
-         * (and PRINT_PY's fast path after it, for LOAD_SLOT_ATTR_PRINT of a string) */
-        tpl_value v = slots[a];
-        if (v.type == TPL_T_MAP) {
+    CASE(LOAD_SLOT_ATTR_PRINT) {
+        /* {{ r.name }}: LOAD_SLOT; GETATTR of a dict's key that is no dict method and PRINT_PY's
+         * fast path for a string or a non-negative int; other values pushed (as LOAD_SLOT_ATTR) */
+        const tpl_value *v = &slots[a];
+        if (v->type == TPL_T_MAP) {
             const tpl_name *nm = &names[TPL_INSN_A(ip[2])];
-            tpl_value *hit = NULL;
-            if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
-                ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
-                if (hit && hit->type == TPL_T_STR && CUR_OP == TPL_OP_LOAD_SLOT_ATTR_PRINT) {
+            const tpl_value *hit = NULL;
+            if (((v->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                ((hit = map_find_name(vm, v->u.map, nm)) || !is_mutating(*v, nm->s.u.s, nm->s.len))) {
+                if (hit && hit->type == TPL_T_STR) {
                     ticks += 2;
-                    ip += 3;
+                    ip += 4; /* (LOAD_SLOT_ATTR_PRINT's two words, GETATTR, PRINT_PY) */
                     if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
-                    NEXT(0);
+                    DISPATCH();
+                }
+                if (hit && hit->type == TPL_T_INT && hit->u.i >= 0 && vm->out_len + 20 < vm->out_cap) {
+                    ticks += 2; /* (r.id: print_py_op's digits in place) */
+                    ip += 4;
+                    vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)hit->u.i);
+                    DISPATCH();
                 }
                 *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
                 ticks++;
@@ -2707,7 +2763,31 @@ top:
         }
         goto load_slot;
     }
-    CASE(LOAD_SLOT_ITEM)
+    CASE(LOAD_SLOT_ATTR) {
+        /* LOAD_SLOT; GETATTR (r.name) of a dict's key that is no dict method: as GETATTR does it */
+        tpl_value v = slots[a];
+        if (v.type == TPL_T_MAP) {
+            const tpl_name *nm = &names[TPL_INSN_A(ip[2])];
+            tpl_value *hit = NULL;
+            if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
+                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+                ticks++;
+                NEXT(2);
+            }
+        }
+        goto load_slot;
+    }
+    CASE(LOAD_SLOT_ITEM) {
+        /* LOAD_SLOT; GETITEM_STR (message['content']) as one step when the key is there */
+        const tpl_value *v = &slots[a], *hit;
+        if (v->type == TPL_T_MAP && (hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[2])])) != NULL) {
+            ticks++;
+            *sp++ = *hit;
+            NEXT(2);
+        }
+        goto load_slot;
+    }
     CASE(LOAD_SLOT_ITEM_CMP)
     CASE(LOAD_SLOT_ITEM_SWITCH) {
         /* LOAD_SLOT; GETITEM_STR (message['role']) as one step when the key is there */
@@ -3103,7 +3183,12 @@ top:
                 hits[a] = shadow = shadow ? shadow : &name_absent;
             }
             if (shadow == &name_absent) {
-                if (call_name_builtin(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
+                if (id == tpl_stdlib.id_remembers && npos == 1 && nkw == 0 && args[0].type == TPL_T_STR &&
+                    short_ascii(args[0].u.s, args[0].len)) {
+                    /* remembers("usual doctor"): the builtin's answer for an ASCII string (no NFC
+                     * form to make), without binding its arguments (as the native code's) */
+                    if (tpl_stdlib.remembers_ascii(vm, args[0].u.s, args[0].len, &args[0]) < 0) goto fail;
+                } else if (call_name_builtin(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
             } else {
                 tpl_value r;
                 if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
