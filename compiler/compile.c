@@ -1356,6 +1356,52 @@ static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
     return k + 1;
 }
 
+/* Prints the `+` chain n of nadd >= 2 operands (add_chain), an error in it located at off: its
+ * string literals, when it has any (and at most TPL_ADDS_K_MAX operands), are items of
+ * PRINT_ADDS_K's constant tuple instead of pushed values ('<|start_header_id|>' + m['role'] +
+ * '<|end_header_id|>': one instruction where the CONSTs were three more); else PRINT_ADDS. */
+static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
+{
+    tpl_node *ops[TPL_ADDS_K_MAX];
+    uint32_t nk = 0;
+    uint64_t klen = 0;
+    if (nadd <= TPL_ADDS_K_MAX) { /* the operands, as add_chain walks them */
+        tpl_node *x = n;
+        for (uint32_t i = nadd; i > 1; x = x->a) ops[--i] = x->b;
+        ops[0] = x;
+        for (uint32_t i = 0; i < nadd; i++)
+            if (ops[i]->kind == TPL_N_CONST && ops[i]->val.type == TPL_T_STR && !ops[i]->val.flags) {
+                nk++;
+                klen += ops[i]->val.len;
+            }
+    }
+    if (!nk || klen > 0xFFFFFF) { /* (the literals' length is an operand word) */
+        add_chain(c, n, true);
+        c->cur_off = off;
+        emit(c, TPL_OP_PRINT_ADDS, nadd, -(int)nadd);
+        return;
+    }
+    tpl_list *l = tpl_list_new(&c->p->arena, nadd);
+    if (!l) { c_nomem(c, c->cur_off); return; }
+    for (uint32_t i = 0; i < nadd; i++) {
+        tpl_value item = tpl_v_none(); /* None: the next value on the stack */
+        if (ops[i]->kind == TPL_N_CONST && ops[i]->val.type == TPL_T_STR && !ops[i]->val.flags) {
+            item = ops[i]->val;
+            if (!(item.u.s = tpl_arena_strdup(&c->p->arena, item.u.s, item.len))) { c_nomem(c, c->cur_off); return; }
+        } else {
+            expr(c, ops[i]);
+        }
+        if (!tpl_list_push(&c->p->arena, l, item)) { c_nomem(c, c->cur_off); return; }
+    }
+    tpl_value lv = tpl_v_list(l);
+    lv.flags = TPL_F_TUPLE;
+    uint32_t k = add_const(c, lv);
+    c->cur_off = off;
+    emit(c, TPL_OP_PRINT_ADDS_K, nadd - nk, -(int)(nadd - nk));
+    emit_raw(c, k);
+    emit_raw(c, (uint32_t)klen);
+}
+
 /* Jinja2 folds a `~` whose operands are all constant expressions (literals, operators on them,
  * and filters that take no context: `"<"|safe`, `x|xmlattr` of a literal) into one plain str
  * (nodes.Concat.as_const), so even under autoescape no operand counts as Markup there. */
@@ -3663,9 +3709,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         if (!c->autoescape && c->syn == TPL_SYN_JINJA) {
             uint32_t nadd = add_chain(c, n->a, false);
             if (nadd >= 2) {
-                add_chain(c, n->a, true);
-                c->cur_off = n->a->off;
-                emit(c, TPL_OP_PRINT_ADDS, nadd, -(int)nadd);
+                print_adds(c, n->a, nadd, n->a->off);
                 return;
             }
         }
@@ -3937,9 +3981,7 @@ static void body(tpl_comp *c, tpl_node *n)
         c->cur_off = n->off;
         uint32_t nadd = add_chain(c, v, false);
         if (nadd >= 2) {
-            add_chain(c, v, true);
-            c->cur_off = v->off; /* (the sum of two values or more is never undefined) */
-            emit(c, TPL_OP_PRINT_ADDS, nadd, -(int)nadd);
+            print_adds(c, v, nadd, v->off); /* (the sum of two values or more is never undefined) */
         } else {
             expr(c, v);
             c->cur_off = out->a->off; /* a print error (strict undefined) points at the output */

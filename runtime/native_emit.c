@@ -121,7 +121,7 @@ static bool specialised(const tpl_program *p, size_t pc)
     case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
     case TPL_OP_FOR_NEXT: case TPL_OP_GETITEM_STR: case TPL_OP_HALT: case TPL_OP_LOAD_NAME:
     case TPL_OP_GETATTR: case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB: case TPL_OP_FOR_INIT:
-    case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB:
+    case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB: case TPL_OP_PRINT_ADDS_K:
     case TPL_OP_EQ: case TPL_OP_NE:
         return true;
     case TPL_OP_FILTER: case TPL_OP_TEST: /* not with a spread argument list (*args, **kwargs) */
@@ -202,9 +202,38 @@ static void ks_apply(kstack *k, const tpl_program *p, uint32_t pc)
         ks_push(k, -1);
         break;
     case TPL_OP_ADDS: case TPL_OP_ADDS_RB: ks_pop(k, a); ks_push(k, -1); break;
-    case TPL_OP_PRINT_ADDS: case TPL_OP_PRINT_ADDS_RB: ks_pop(k, a); break;
+    case TPL_OP_PRINT_ADDS: case TPL_OP_PRINT_ADDS_RB: case TPL_OP_PRINT_ADDS_K: ks_pop(k, a); break;
     default: k->kd = 0; break;
     }
+}
+
+/* A printed `+` chain of n operands (PRINT_ADDS, PRINT_ADDS_K): operand i is the plain-string
+ * constant kv[i], or (kv[i] NULL) the value sp[at[i]]. Plain strings are printed one after the
+ * other (the VM's adds_op) with one capacity check, rc = 0; the code written ends with the `}` of
+ * an if whose else the caller writes (the VM's tpl_native_adds for everything else). */
+static void print_adds(tpl_sb *b, uint32_t pc, uint32_t n, const tpl_value *const *kv, const uint32_t *at)
+{
+    uint32_t klen = 0, ndyn = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (kv[i]) klen += kv[i]->len;
+    tpl_sb_puts(b, "    if (");
+    for (uint32_t i = 0; i < n; i++)
+        if (!kv[i]) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", ndyn++ ? " && " : "", at[i]);
+    if (!ndyn) tpl_sb_puts(b, "1");
+    tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
+    for (uint32_t i = 0; i < n; i++)
+        if (!kv[i]) tpl_sb_printf(b, " + sp[%u].len", at[i]);
+    tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
+    for (uint32_t i = 0; i < n; i++) {
+        if (kv[i] && kv[i]->len) {
+            tpl_sb_puts(b, "            memcpy(ob + ol, ");
+            lit(b, kv[i]->u.s, kv[i]->len);
+            tpl_sb_printf(b, ", %u);\n            ol += %u;\n", kv[i]->len, kv[i]->len);
+        } else if (!kv[i])
+            tpl_sb_printf(b, "            tpl_native_copy(ob + ol, sp[%u].u.s, sp[%u].len);\n"
+                             "            ol += sp[%u].len;\n", at[i], at[i], at[i]);
+    }
+    tpl_sb_printf(b, "            rc = 0;\n        } else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    }", pc, pc);
 }
 
 /* The instruction after the one at pc. */
@@ -749,6 +778,19 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                 vs.home[base] = true;
                 vs.slot[base] = -1;
             }
+            break;
+        }
+        case TPL_OP_PRINT_ADDS_K: { /* its literals from its tuple (the verifier's: plain strings) */
+            const tpl_list *l = p->consts[p->code[pc + 1]].u.list;
+            const tpl_value *kv[TPL_ADDS_K_MAX];
+            uint32_t at[TPL_ADDS_K_MAX], j = 0;
+            for (uint32_t i = 0; i < l->len; i++) {
+                kv[i] = l->items[i].type == TPL_T_STR ? &l->items[i] : NULL;
+                at[i] = kv[i] ? 0 : j++;
+            }
+            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", a);
+            print_adds(b, pc, l->len, kv, at);
+            tpl_sb_printf(b, " else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
             break;
         }
         case TPL_OP_CALL_NAME: { /* the fuel charged as the VM charges at calls */

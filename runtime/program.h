@@ -107,6 +107,9 @@ static inline bool tpl_op_successors_walk(uint32_t op, const uint32_t *code, siz
  * positional list and the keyword dict ARGS_STAR / ARGS_DSTAR built, spread into the call's
  * arguments when it runs */
 #define TPL_ARGW_DYN 0xFFFE
+/* The most operands a PRINT_ADDS_K chain has (its constant tuple's length; the VM gathers them
+ * on the C stack when they are not all plain strings). */
+#define TPL_ADDS_K_MAX 32
 
 /* A name with its precomputed hash (state lookups and attribute access) and the builtins it
  * names, resolved once at compile time so the VM never searches the builtin table by string:

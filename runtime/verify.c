@@ -135,6 +135,24 @@ static bool check_operands(ver *v, size_t pc)
             break;
         default: break; /* s: per function; i, c, -: any value */
         }
+        if (op == TPL_OP_PRINT_ADDS_K && i == 1) {
+            /* 2 to TPL_ADDS_K_MAX operands: plain-string literals, and a None for each of the A
+             * values it pops (the VM copies the literals unchecked) */
+            const tpl_list *l = x < p->nconsts && p->consts[x].type == TPL_T_LIST ? p->consts[x].u.list : NULL;
+            uint32_t nv = 0;
+            uint64_t klen = 0;
+            bool ok = l && l->len >= 2 && l->len <= TPL_ADDS_K_MAX;
+            for (uint32_t j = 0; ok && j < l->len; j++) {
+                const tpl_value *it = &l->items[j];
+                nv += it->type == TPL_T_NONE;
+                klen += it->type == TPL_T_STR ? it->len : 0;
+                ok = it->type == TPL_T_NONE || (it->type == TPL_T_STR && !(it->flags & (TPL_F_SAFE | TPL_F_SYMBOL)));
+            }
+            if (!ok || nv != TPL_INSN_A(p->code[pc]))
+                return bad(v, "pc %zu: PRINT_ADDS_K: constant %u is not its operands' tuple", pc, x);
+            /* the VM checks the output's room with this length */
+            if (klen != p->code[pc + 2]) return bad(v, "pc %zu: PRINT_ADDS_K: the literals' length is not %llu", pc, (unsigned long long)klen);
+        }
         if (op == TPL_OP_SWITCH_STR && i == 0) {
             /* a tuple of n strings, then n + 1 JUMPs the VM reads its targets from */
             uint32_t n = x < p->nconsts && p->consts[x].type == TPL_T_LIST ? p->consts[x].u.list->len : 0;

@@ -2391,6 +2391,37 @@ static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op
     return 1;
 }
 
+/* PRINT_ADDS_K: PRINT_ADDS of the items of the constant tuple ks, a None item standing for the
+ * next of the a values at args; the string items are plain and klen bytes long in all (the
+ * verifier's). 0 when printed, -1 on an error (unlocated). */
+static inline __attribute__((always_inline)) int adds_k_op(tpl_vm *vm, const tpl_list *ks, const tpl_value *args,
+                                                           uint32_t a, size_t klen)
+{
+    /* plain strings with room for all: one check of the values and the room, then the copies */
+    size_t total = klen;
+    uint32_t j = 0;
+    for (; j < a; j++) {
+        if (args[j].type != TPL_T_STR || (args[j].flags & (TPL_F_SAFE | TPL_F_SYMBOL))) break;
+        total += args[j].len;
+    }
+    if (j == a && vm->out_len + total < vm->out_cap) {
+        char *o = vm->out + vm->out_len;
+        const tpl_value *x = args;
+        for (const tpl_value *k = ks->items, *kend = k + ks->len; k < kend; k++) {
+            const tpl_value *v = k->type == TPL_T_STR ? k : x++;
+            out_copy(o, v->u.s, v->len);
+            o += v->len;
+        }
+        vm->out_len += total;
+        return 0;
+    }
+    /* else PRINT_ADDS of all the operands, in order */
+    tpl_value all[TPL_ADDS_K_MAX];
+    const tpl_value *x = args;
+    for (uint32_t i = 0; i < ks->len; i++) all[i] = ks->items[i].type == TPL_T_STR ? ks->items[i] : *x++;
+    return adds_op(vm, TPL_OP_PRINT_ADDS, all, ks->len) < 0 ? -1 : 0;
+}
+
 /* Whether the n bytes at s, 1 to 16 of them, are all ASCII (two overlapping loads); false for
  * other lengths (the caller's general path decides). */
 static inline __attribute__((always_inline)) bool short_ascii(const char *s, size_t n)
@@ -2893,6 +2924,11 @@ top:
         if (k < 0) goto fail;
         sp = args + k;
         NEXT(0);
+    }
+    CASE(PRINT_ADDS_K) {
+        sp -= a;
+        if (adds_k_op(vm, consts[ip[1]].u.list, sp, a, ip[2]) < 0) goto fail;
+        NEXT(2);
     }
     CASE(GETITEM) {
         sp--;
@@ -3788,6 +3824,13 @@ int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
     tpl_vm *vm = f->vm;
     if (pc >= vm->p->ncode) return -1;
     uint32_t w = vm->p->code[pc], op = TPL_INSN_OP(w);
+    if (op == TPL_OP_PRINT_ADDS_K) { /* (the verifier checked the instruction at pc, as the others) */
+        const tpl_program *p = vm->p;
+        uint32_t k = pc + 2 < p->ncode ? p->code[pc + 1] : UINT32_MAX;
+        if (k >= p->nconsts || p->consts[k].type != TPL_T_LIST || p->consts[k].u.list->len > TPL_ADDS_K_MAX)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "tpl_native_adds on an instruction it does not run");
+        return adds_k_op(vm, p->consts[k].u.list, NV(args), TPL_INSN_A(w), p->code[pc + 2]);
+    }
     if (op != TPL_OP_ADDS && op != TPL_OP_PRINT_ADDS && op != TPL_OP_ADDS_RB && op != TPL_OP_PRINT_ADDS_RB)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "tpl_native_adds on an instruction it does not run");
     return adds_op(vm, op, NV(args), TPL_INSN_A(w));

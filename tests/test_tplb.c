@@ -360,6 +360,54 @@ static void test_switch_table(void)
     tpl_program_free(p);
 }
 
+/* PRINT_ADDS_K's tuple (string literals the VM copies unchecked, a None per value it pops) is
+ * checked on load. */
+static void test_adds_k_tuple(void)
+{
+    tpl_program *p = compile("{{ '<' + name + '>' }}{{ 'x' }}", NULL);
+    size_t at = 0;
+    while (p && at < p->ncode && TPL_INSN_OP(p->code[at]) != TPL_OP_PRINT_ADDS_K)
+        at += 1 + (size_t)tpl_opinfo_table[TPL_INSN_OP(p->code[at])].extra;
+    CHECK(p && at < p->ncode);
+    if (!p || at >= p->ncode) { tpl_program_free(p); return; }
+    uint32_t *code = malloc(p->ncode * sizeof *code);
+    tpl_static_program sp = static_of(p);
+    sp.code = code;
+    /* as compiled: loads and renders; a count that is not the tuple's Nones, a constant that is no
+     * tuple, a wrong length of the literals: rejected */
+    for (int k = 0; k < 5; k++) {
+        memcpy(code, p->code, p->ncode * sizeof *code);
+        if (k == 4) code[at + 2]++; /* the literals' length, one more than they are */
+        if (k == 1) code[at] = TPL_INSN(TPL_OP_PRINT_ADDS_K, 0);
+        if (k == 2) code[at] = TPL_INSN(TPL_OP_PRINT_ADDS_K, 2);
+        if (k == 3) {
+            uint32_t kk = 0;
+            while (kk < p->nconsts && p->consts[kk].type != TPL_T_STR) kk++;
+            code[at + 1] = kk;
+        }
+        tpl_program *q = NULL;
+        tpl_error err = { 0 };
+        tpl_status st = tpl_program_load_static(&sp, &q, &err);
+        CHECK(k == 0 ? st == TPL_OK : st == TPL_ERR_CORRUPT);
+        if (k && !(err.message && strstr(err.message, "PRINT_ADDS_K"))) {
+            fprintf(stderr, "case %d: %s\n", k, err.message ? err.message : "(none)");
+            nfail++;
+        }
+        tpl_error_clear(&err);
+        if (k == 0 && q) {
+            tpl_render *r = new_render(NULL);
+            tpl_status s1;
+            char *out = render(r, q, &s1);
+            CHECK(out && strcmp(out, "<W>x") == 0);
+            free(out);
+            tpl_render_free(r);
+        }
+        tpl_program_free(q);
+    }
+    free(code);
+    tpl_program_free(p);
+}
+
 /* Superinstructions (issue 16): the peephole pass fuses where opcodes.def says, a fused program
  * renders what the same code with every superinstruction turned back into its base renders (the
  * VM's fast paths change nothing), and a superinstruction whose successors are not there is
@@ -805,6 +853,7 @@ int main(void)
     test_static();
     test_static_builtins();
     test_switch_table();
+    test_adds_k_tuple();
     test_superinstructions();
     test_limits();
     test_fuzz();
