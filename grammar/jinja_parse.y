@@ -252,27 +252,35 @@ arg(A) ::= MUL(T) expr(E). { A = NODE(STARARG, T.off, E, NULL); }
 arg(A) ::= POW(T) expr(E). { A = NODE(STARKW, T.off, E, NULL); }
 
 /* ---- expressions ---- */
-tuple_expr(A) ::= exprs(L). { A = L->next ? NODE(TUPLE, L->off, L, NULL) : L; }
-tuple_expr(A) ::= exprs(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+/* A lone expression is the tuple_expr itself (one reduction; the common `{{ x }}`), two or more
+ * are a TUPLE; `exprs` (one or more) is the list literal's. */
+tuple_expr ::= expr.
+tuple_expr(A) ::= expr(E) COMMA. { A = NODE(TUPLE, E->off, E, NULL); }
+tuple_expr(A) ::= exprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
+tuple_expr(A) ::= exprs2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+exprs2(A) ::= expr(X) COMMA expr(Y). { A = tpl_node_append(X, Y); }
+exprs2(A) ::= exprs2(L) COMMA expr(Y). { A = tpl_node_append(L, Y); }
 exprs ::= expr.
 exprs(A) ::= exprs(L) COMMA expr(E). { A = tpl_node_append(L, E); }
 
 /* Jinja2's operator levels as two flat nonterminals resolved by the precedence declarations at
- * the top: bexpr (or < and < not) over compare over arith (+ - < ~ < * / // % < ** < filters and
- * tests, all left-associative as in Jinja2) over unary_nf (prefix - +, which take no filter: `-x|f`
- * is `(-x)|f`). An operand is reduced through three rules instead of one per level; the trees
- * are the ones a chain of levels builds. */
+ * the top: bexpr (or < and < not, and a comparison chain over two or more arith) over arith (+ - <
+ * ~ < * / // % < ** < filters and tests, all left-associative as in Jinja2, and prefix - + over
+ * unary_nf, which take no filter: `-x|f` is `(-x)|f`) over postfix (the primaries and their
+ * trailers). Each unit rule is one parser reduction for every operand (~50 instructions), so an
+ * operand climbs only postfix -> arith -> bexpr -> expr (-> tuple_expr): a comparison is made
+ * directly from its first arith, the first prefix - + directly into arith, and the primaries are
+ * postfix's own alternatives. The trees are the ones a chain of levels builds. */
 expr ::= bexpr.
 expr(A) ::= bexpr(T) IF bexpr(C) ELSE expr(F). { A = with_c(NODE(CONDEXPR, T->off, C, T), F); }
 expr(A) ::= bexpr(T) IF bexpr(C). { A = NODE(CONDEXPR, T->off, C, T); }
 
-bexpr ::= compare.
+bexpr ::= arith.
+bexpr(A) ::= arith(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
 bexpr(A) ::= bexpr(L) OR bexpr(R). { A = NODE(OR, L->off, L, R); }
 bexpr(A) ::= bexpr(L) AND bexpr(R). { A = NODE(AND, L->off, L, R); }
 bexpr(A) ::= NOT(T) bexpr(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_NOT); }
 
-compare ::= arith.
-compare(A) ::= arith(E) cmp_list(L). { A = NODE(COMPARE, E->off, E, L); }
 cmp_list(A) ::= cmp_op(O) arith(E). { A = O; if (A) A->a = E; }
 cmp_list(A) ::= cmp_list(L) cmp_op(O) arith(E). { if (O) O->a = E; A = tpl_node_append(L, O); }
 cmp_op(A) ::= EQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_EQ); }
@@ -284,7 +292,9 @@ cmp_op(A) ::= GTEQ(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_GE); }
 cmp_op(A) ::= IN(T). { A = with_op(N(CMPOP, T.off), TPL_AOP_IN); }
 cmp_op(A) ::= NOT(T) IN. { A = with_op(N(CMPOP, T.off), TPL_AOP_NOTIN); }
 
-arith ::= unary_nf.
+arith ::= postfix. [OR]
+arith(A) ::= SUB(T) unary_nf(E). { A = tpl_p_negate(ctx, T.off, E); }
+arith(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_POS); }
 arith(A) ::= arith(L) ADD(T) arith(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
 arith(A) ::= arith(L) SUB(T) arith(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
 arith(A) ::= arith(L) TILDE(T) arith(R).
@@ -332,7 +342,6 @@ unary_nf ::= postfix. [OR]
 unary_nf(A) ::= SUB(T) unary_nf(E). { A = tpl_p_negate(ctx, T.off, E); }
 unary_nf(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TPL_AOP_POS); }
 
-postfix ::= primary.
 postfix(A) ::= postfix(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 postfix(A) ::= postfix(S) DOT(T) INTEGER(I). { A = NODE(GETITEM, T.off, S, tpl_p_integer(ctx, I)); }
 postfix(A) ::= postfix(S) LBRACKET(T) subscript(K) RBRACKET.
@@ -349,17 +358,17 @@ subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E) COLON opt_expr(S). { A = with_
 opt_expr(A) ::= . { A = NULL; }
 opt_expr ::= expr.
 
-primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-primary ::= strings.
-primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
-primary(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
-primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
-primary(A) ::= FALSE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(false)); }
-primary(A) ::= NONE(T). { A = with_val(N(CONST, T.off), tpl_v_none()); }
-primary(A) ::= LPAREN(T) RPAREN. { A = NODE(TUPLE, T.off, NULL, NULL); }
-primary(A) ::= LPAREN tuple_expr(E) RPAREN. { A = E; if (A->kind == TPL_N_TEST) A->op |= 2; /* parenthesised */ }
-primary(A) ::= LBRACKET(T) items(L) RBRACKET. { A = NODE(LIST, T.off, L, NULL); }
-primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
+postfix(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+postfix ::= strings.
+postfix(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
+postfix(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
+postfix(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
+postfix(A) ::= FALSE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(false)); }
+postfix(A) ::= NONE(T). { A = with_val(N(CONST, T.off), tpl_v_none()); }
+postfix(A) ::= LPAREN(T) RPAREN. { A = NODE(TUPLE, T.off, NULL, NULL); }
+postfix(A) ::= LPAREN tuple_expr(E) RPAREN. { A = E; if (A->kind == TPL_N_TEST) A->op |= 2; /* parenthesised */ }
+postfix(A) ::= LBRACKET(T) items(L) RBRACKET. { A = NODE(LIST, T.off, L, NULL); }
+postfix(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
 
 strings(A) ::= STRING(T). { A = tpl_p_string(ctx, T); }
 strings(A) ::= strings(S) STRING(T). { A = tpl_p_string_cat(ctx, S, T); }
