@@ -76,24 +76,30 @@ template ::= tbody(B). { tpl_node *t = N(TEMPLATE, 0); if (t) t->b = B; ctx->roo
  * streaming compile set it (tpl_p_top; the tree then never holds more than one), else a list. */
 tbody(A) ::= . { A = NULL; }
 tbody(A) ::= tbody(B) TEXT(T). { A = tpl_p_top(ctx, B, with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T))); }
-tbody(A) ::= tbody(B) VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = tpl_p_top(ctx, B, NODE(OUTPUT, T.off, E, NULL)); }
+tbody(A) ::= tbody(B) VAR_BEGIN(T) expr(E) VAR_END. { A = tpl_p_top(ctx, B, NODE(OUTPUT, T.off, E, NULL)); }
+tbody(A) ::= tbody(B) VAR_BEGIN(T) tuple_n(E) VAR_END. { A = tpl_p_top(ctx, B, NODE(OUTPUT, T.off, E, NULL)); }
 tbody(A) ::= tbody(B) stmt(S). { A = tpl_p_top(ctx, B, S); }
 
 body(A) ::= . { A = NULL; }
-/* text, output and statements each append to the body in one reduction */
+/* text, output and statements each append to the body in one reduction (an output's lone
+ * expression, the common case, is taken as expr: no tuple_expr reduction) */
 body(A) ::= body(B) TEXT(T). { A = tpl_node_append(B, with_val(N(TEXT, T.off), tpl_p_tokstr(ctx, T))); }
-body(A) ::= body(B) VAR_BEGIN(T) tuple_expr(E) VAR_END. { A = tpl_node_append(B, NODE(OUTPUT, T.off, E, NULL)); }
+body(A) ::= body(B) VAR_BEGIN(T) expr(E) VAR_END. { A = tpl_node_append(B, NODE(OUTPUT, T.off, E, NULL)); }
+body(A) ::= body(B) VAR_BEGIN(T) tuple_n(E) VAR_END. { A = tpl_node_append(B, NODE(OUTPUT, T.off, E, NULL)); }
 body(A) ::= body(B) stmt(S). { A = tpl_node_append(B, S); }
 
 /* ---- if ---- */
 /* An elif chain is a list, not nesting: `elifs` grows to the left (one parser stack entry for
  * any number of branches), each elif an IF in the c of the one before; while it grows, the
- * first elif's `tail` is the last one (tpl_p_elif). */
-stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) elifs(E) if_else(L) ENDIF BLOCK_END.
-    { A = with_c(NODE(IF, T.off, C, B), tpl_p_elif_end(E, L)); }
-elifs(A) ::= . { A = NULL; }
+ * first elif's `tail` is the last one (tpl_p_elif). An if without elif or else, and the parts
+ * of one with them, have no empty rule (each empty rule is a parser reduction). */
+stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) ENDIF BLOCK_END. { A = NODE(IF, T.off, C, B); }
+stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) if_tail(L) ENDIF BLOCK_END. { A = with_c(NODE(IF, T.off, C, B), L); }
+if_tail(A) ::= elifs(E). { A = tpl_p_elif_end(E, NULL); }
+if_tail ::= if_else.
+if_tail(A) ::= elifs(E) if_else(L). { A = tpl_p_elif_end(E, L); }
+elifs(A) ::= ELIF(T) expr(C) BLOCK_END body(B). { A = tpl_p_elif(NULL, NODE(IF, T.off, C, B)); }
 elifs(A) ::= elifs(L) ELIF(T) expr(C) BLOCK_END body(B). { A = tpl_p_elif(L, NODE(IF, T.off, C, B)); }
-if_else(A) ::= . { A = NULL; }
 if_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A->val = tpl_v_str("", 0); }
 
 /* ---- for ---- */
@@ -252,12 +258,13 @@ arg(A) ::= MUL(T) expr(E). { A = NODE(STARARG, T.off, E, NULL); }
 arg(A) ::= POW(T) expr(E). { A = NODE(STARKW, T.off, E, NULL); }
 
 /* ---- expressions ---- */
-/* A lone expression is the tuple_expr itself (one reduction; the common `{{ x }}`), two or more
- * are a TUPLE; `exprs` (one or more) is the list literal's. */
+/* A lone expression is the tuple_expr itself, two or more (or one with a trailing comma) are a
+ * TUPLE (tuple_n); `exprs` (one or more) is the list literal's. */
 tuple_expr ::= expr.
-tuple_expr(A) ::= expr(E) COMMA. { A = NODE(TUPLE, E->off, E, NULL); }
-tuple_expr(A) ::= exprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
-tuple_expr(A) ::= exprs2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+tuple_expr ::= tuple_n.
+tuple_n(A) ::= expr(E) COMMA. { A = NODE(TUPLE, E->off, E, NULL); }
+tuple_n(A) ::= exprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
+tuple_n(A) ::= exprs2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
 exprs2(A) ::= expr(X) COMMA expr(Y). { A = tpl_node_append(X, Y); }
 exprs2(A) ::= exprs2(L) COMMA expr(Y). { A = tpl_node_append(L, Y); }
 exprs ::= expr.
