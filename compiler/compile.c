@@ -4574,29 +4574,6 @@ void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off,
     c->reparse_data = data;
 }
 
-/* Jump threading: a jump whose target is an unconditional JUMP goes straight to that JUMP's
- * target (an if/elif branch ending inside a loop body jumps to the loop head in one step). JUMP
- * leaves the stack alone, so every edge keeps its depth. */
-static void thread_jumps(tpl_comp *c)
-{
-    for (size_t pc = 0; pc < c->n;) {
-        uint32_t op = TPL_INSN_OP(c->code[pc]);
-        if (op >= TPL_OP__COUNT) return;
-        const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        /* most instructions are one word without a jump operand */
-        if (oi->extra == 0 && oi->fmt[0] != 'j') { pc++; continue; }
-        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
-            if (oi->fmt[i] != 'j') continue;
-            uint32_t t = i == 0 ? TPL_INSN_A(c->code[pc]) : c->code[pc + (size_t)i];
-            for (int hops = 0; hops < 8 && t < c->n && TPL_INSN_OP(c->code[t]) == TPL_OP_JUMP; hops++)
-                t = TPL_INSN_A(c->code[t]);
-            if (i == 0) c->code[pc] = TPL_INSN(op, t);
-            else c->code[pc + (size_t)i] = t;
-        }
-        pc += 1 + (size_t)oi->extra;
-    }
-}
-
 /* The read locations (tpl_program_reads_located): each recorded read's file (0: the template
  * itself, k: the k-th template loaded) and line and column in that file. A cursor per file
  * resumes from the last offset asked for (reads come mostly in source order). */
@@ -4619,8 +4596,7 @@ static bool finish_reads(tpl_comp *c)
 bool tpl_comp_finish(tpl_comp *c)
 {
     if (!c->failed) {
-        thread_jumps(c);
-        tpl_peephole(c->code, c->n);
+        tpl_peephole(c->code, c->n); /* (jump threading too) */
     }
     tpl_program *p = c->p;
     if (c->failed) goto done;

@@ -41,8 +41,9 @@ void tpl_comp_set_restream(tpl_comp *c, int (*fn)(void *data, uint32_t off, size
 /* Moves code and tables into the program and releases the compiler's heap buffers. Must be
  * called once, also after a failure. */
 bool tpl_comp_finish(tpl_comp *c);
-/* The peephole pass (compiler/peephole.c): rewrites the opcode of each instruction of code[0..n)
- * that a superinstruction of opcodes.def (TPL_FUSED) covers; nothing else changes. */
+/* The peephole pass (compiler/peephole.c), one walk over code[0..n): rewrites the opcode of each
+ * instruction that a superinstruction of opcodes.def (TPL_FUSED) covers, and each jump operand
+ * whose target is an unconditional JUMP to that JUMP's target; nothing else changes. */
 void tpl_peephole(uint32_t *code, size_t n);
 /* The first compile error, if any. */
 bool tpl_comp_error(const tpl_comp *c, uint32_t *off, const char **msg, tpl_error_kind *kind);

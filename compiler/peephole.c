@@ -1,10 +1,12 @@
-/* The peephole pass (issue 16): superinstructions chosen at compile time.
+/* The peephole pass (issue 16): superinstructions chosen at compile time, and jump threading,
+ * in one walk over the code.
  *
  * A superinstruction (a TPL_FUSED row of runtime/opcodes.def) is its base instruction known to
  * be followed by certain instructions: `message['role'] == 'user'` in an if is LOAD_SLOT,
  * GETITEM_STR, CONST, EQ, JF_PY, and LOAD_SLOT_ITEM_CMP runs all five in one dispatch when the
  * values allow it. This pass rewrites the base's opcode where the table's successors follow;
- * nothing else changes (the successors' words, the code's length, jump targets and spans stay),
+ * fusing changes nothing else (the successors' words, the code's length, jump targets and spans
+ * stay; jump threading, below, rewrites only jump operands),
  * so the VM's slow paths run the original instructions and a jump into a fused sequence still
  * lands on a real instruction. The VM itself never looks at the next instruction to decide. */
 #include "compile.h"
@@ -91,15 +93,37 @@ static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, 
     return best;
 }
 
+/* Jump threading, for the instruction at pc (opcode op): a jump whose target is an unconditional
+ * JUMP goes straight to that JUMP's target (an if/elif branch ending inside a loop body jumps to
+ * the loop head in one step). JUMP leaves the stack alone, so every edge keeps its depth. */
+static void thread(uint32_t *code, size_t n, size_t pc, uint32_t op, const tpl_opinfo *oi)
+{
+    for (int i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+        if (oi->fmt[i] != 'j') continue;
+        uint32_t t = i == 0 ? TPL_INSN_A(code[pc]) : code[pc + (size_t)i];
+        for (int hops = 0; hops < 8 && t < n && TPL_INSN_OP(code[t]) == TPL_OP_JUMP; hops++)
+            t = TPL_INSN_A(code[t]);
+        if (i == 0) code[pc] = TPL_INSN(op, t);
+        else code[pc + (size_t)i] = t;
+    }
+}
+
 void tpl_peephole(uint32_t *code, size_t n)
 {
     rowset rows[TPL_OP__COUNT] = { 0 }; /* each base opcode's rows (a superinstruction has none) */
     for (size_t i = 0; i < sizeof fused_ops; i++) rows[tpl_op_base(fused_ops[i])] |= (rowset)1 << i;
-    /* one walk in code order (a successor is fused when its predecessor asks, before its turn) */
+    /* One walk in code order does both rewrites: they are independent (fusing reads opcodes and
+     * a SAME successor's slot operand and never changes a JUMP, a superinstruction has its base's
+     * operands, threading reads only whether a target is a JUMP and rewrites jump operands), so
+     * the result is the one of threading every jump first. A successor is fused when its
+     * predecessor asks, before its turn. */
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(code[pc]);
         if (op >= TPL_OP__COUNT) return;
         if (rows[op]) op = choose(code, n, pc, rows, 0);
-        pc += 1 + (size_t)tpl_opinfo_table[op].extra;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        /* most instructions are one word without a jump operand */
+        if (oi->extra != 0 || oi->fmt[0] == 'j') thread(code, n, pc, op, oi);
+        pc += 1 + (size_t)oi->extra;
     }
 }
