@@ -254,8 +254,8 @@ static void test_null_args(void)
         CHECK(tpl_native_put_slow(NULL, "x", 1) == -1 && tpl_native_fail(NULL, 0) == -1 &&
               tpl_native_out_of_fuel(NULL, 0) == -1, "native put_slow/fail/out_of_fuel(NULL)");
         CHECK(tpl_native_load_name(NULL, 0, &v) == -1 && tpl_native_truthy_py(NULL, &v) == -1 &&
-              tpl_native_for_next(NULL, 0, &v) == -1 && tpl_native_map_get(NULL, &v, 0) == NULL,
-              "native load_name/truthy_py/for_next/map_get(NULL)");
+              tpl_native_for_next(NULL, 0, &v) == -1 && tpl_native_map_get(NULL, &v, 0) == NULL &&
+              tpl_native_equal(NULL, &v, &v) == -1, "native load_name/truthy_py/for_next/map_get/equal(NULL)");
         CHECK(tpl_native_filter(NULL, 0, &v) == -1 && tpl_native_getattr(NULL, 0, &v) == -1 &&
               tpl_native_getitem_str(NULL, 0, &v) == -1 && tpl_native_print_py(NULL, &v) == -1 &&
               tpl_native_print_rb(NULL, &v) == -1 && tpl_native_adds(NULL, 0, &v) == -1 &&
