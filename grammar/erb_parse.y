@@ -150,18 +150,22 @@ static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op) {
 }
 /* Multiple assignment `a, b = v` (v's items when v is an Array, else v as the first) and `a, b = x, y`: a hidden
  * local takes the right side, each target its item (nil past the end); the statement's value is the right
- * side's array, as Ruby's. */
+ * side's array, as Ruby's. A target is a variable, an index, a splat `*rest` (at most one: the items between
+ * the ones before and after it, a new Array, empty when there are too few) or a nested `(a, b)` (its item
+ * destructured the same way); `a, = v` takes v's first item. */
 static tpl_node *masgn_tmp(tpl_pctx *ctx, const char *nm, size_t len, uint32_t off) {
     tpl_node *t = tpl_p_node(ctx, TPL_N_NAME, off, NULL, NULL);
     t->val = tpl_v_str(nm, len);
     return t;
 }
-static tpl_node *masgn(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *one, tpl_node *many) {
+static tpl_node *masgn_bind(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *one, tpl_node *many, uint32_t at, int depth) {
     char buf[40];
-    int len = snprintf(buf, sizeof buf, "(masgn %u)", (unsigned)op.off);
+    int len = snprintf(buf, sizeof buf, "(masgn %u)", (unsigned)at);
     char *nm = tpl_arena_strdup(ctx->keep ? ctx->keep : ctx->arena, buf, (size_t)len);
     if (!nm) { tpl_pctx_error(ctx, op.off, "out of memory"); return lhs; }
+    if (depth > 32) { tpl_pctx_error(ctx, at, "multiple assignment nested too deep"); return lhs; }
 #define TMP() masgn_tmp(ctx, nm, (size_t)len, op.off)
+#define INT(i) konst(ctx, tpl_v_int(i), op.off)
     tpl_node *seq;
     if (many) {
         seq = NODE(SET, op.off, TMP(), NODE(LIST, op.off, many, NULL));
@@ -174,17 +178,51 @@ static tpl_node *masgn(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *one
         c->c = NODE(LIST, op.off, TMP(), NULL);
         seq = tpl_node_append(seq, NODE(SET, op.off, TMP(), c));
     }
+    int64_t pre = 0, post = 0;
+    const tpl_node *star = NULL;
+    for (tpl_node *t = lhs; t; t = t->next) {
+        if (t->kind != TPL_N_STARARG) { if (star) post++; else pre++; continue; }
+        if (star) { tpl_pctx_error(ctx, t->off, "syntax error, unexpected '*' (a second splat in a multiple assignment)"); return lhs; }
+        star = t;
+    }
     int64_t i = 0;
+    bool after = false;
     for (tpl_node *t = lhs, *nx; t; t = nx, i++) {
         nx = t->next;
         t->next = NULL;
         t->tail = NULL;
-        tpl_node *item = NODE(GETITEM, op.off, TMP(), konst(ctx, tpl_v_int(i), op.off));
+        tpl_node *item;
+        if (t->kind == TPL_N_STARARG) {
+            /* *rest = tmp[pre, tmp.size - pre - post] || [] */
+            after = true;
+            tpl_node *n = method_s(ctx, TMP(), "size", NULL, op.off);
+            tpl_node *cnt = binop(ctx, TPL_AOP_SUB, n, INT(pre + post), op.off);
+            tpl_node *sl = method_s(ctx, TMP(), "[]", tpl_node_append(arg1(ctx, INT(pre)), arg1(ctx, cnt)), op.off);
+            item = tpl_p_node(ctx, TPL_N_OR, op.off, sl, N(LIST, op.off));
+            if (!t->a) { seq = tpl_node_append(seq, item); continue; }   /* `a, * = v` */
+            t = t->a;
+        } else if (after) {
+            /* the j-th after the splat: tmp[j - post] when tmp has pre + post items, else tmp[pre + j] (nil) */
+            int64_t j = i - pre - 1;
+            tpl_node *full = cmp(ctx, TPL_AOP_GE, method_s(ctx, TMP(), "size", NULL, op.off), INT(pre + post), op.off);
+            item = NODE(CONDEXPR, op.off, full, NODE(GETITEM, op.off, TMP(), INT(j - post)));
+            item->c = NODE(GETITEM, op.off, TMP(), INT(pre + j));
+        } else {
+            item = NODE(GETITEM, op.off, TMP(), INT(i));
+        }
+        if (t->kind == TPL_N_LIST) {   /* (a, b): its item destructured */
+            seq = tpl_node_append(seq, masgn_bind(ctx, t->a, op, item, NULL, t->off, depth + 1));
+            continue;
+        }
         seq = tpl_node_append(seq, NODE(SET, op.off, target(ctx, t, op), item));
     }
     seq = tpl_node_append(seq, TMP());
+#undef INT
 #undef TMP
     return NODE(RSTMTS, op.off, NULL, seq);
+}
+static tpl_node *masgn(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *one, tpl_node *many) {
+    return masgn_bind(ctx, lhs, op, one, many, op.off, 0);
 }
 /* x op= y: x = x op y (||= and &&= keep their short-circuit). */
 static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *rhs) {
@@ -286,10 +324,25 @@ stmt(A) ::= expr(E). { A = E; }
 /* multiple assignment (masgn above) */
 stmt(A) ::= mlhs(L) ASSIGN(T) arg(R). { A = masgn(ctx, L, T, R, NULL); }
 stmt(A) ::= mlhs(L) ASSIGN(T) mrhs(R). { A = masgn(ctx, L, T, NULL, R); }
-mlhs(A) ::= primary(X) COMMA primary(Y). { A = tpl_node_append(X, Y); }
-mlhs(A) ::= mlhs(L) COMMA primary(Y). { A = tpl_node_append(L, Y); }
-mrhs(A) ::= arg(X) COMMA arg(Y). { A = tpl_node_append(X, Y); }
-mrhs(A) ::= mrhs(L) COMMA arg(Y). { A = tpl_node_append(L, Y); }
+stmt(A) ::= mlhs(L) ASSIGN(T) STAR(S) arg(R). { A = masgn(ctx, L, T, NULL, NODE(STARARG, S.off, R, NULL)); }
+/* `(a, b) = v`: a nested target alone */
+stmt(A) ::= LPAREN(P) mlhs(L) RPAREN ASSIGN(T) arg(R). { (void)P; A = masgn(ctx, L, T, R, NULL); }
+stmt(A) ::= LPAREN(P) mlhs(L) RPAREN ASSIGN(T) mrhs(R). { (void)P; A = masgn(ctx, L, T, NULL, R); }
+/* `*a = v` (a lone splat target: Array(v)'s items) */
+stmt(A) ::= STAR(S) primary(L) ASSIGN(T) arg(R). { A = masgn(ctx, NODE(STARARG, S.off, L, NULL), T, R, NULL); }
+stmt(A) ::= STAR(S) primary(L) ASSIGN(T) mrhs(R). { A = masgn(ctx, NODE(STARARG, S.off, L, NULL), T, NULL, R); }
+mlhs(A) ::= mlhs_item(X) COMMA. { A = X; }
+mlhs(A) ::= mlhs(L) COMMA. { A = L; }
+mlhs(A) ::= mlhs_item(X) COMMA mlhs_item(Y). { A = tpl_node_append(X, Y); }
+mlhs(A) ::= mlhs(L) COMMA mlhs_item(Y). { A = tpl_node_append(L, Y); }
+mlhs_item(A) ::= primary(X). { A = X; }
+mlhs_item(A) ::= STAR(T) primary(X). { A = NODE(STARARG, T.off, X, NULL); }
+mlhs_item(A) ::= STAR(T). { A = N(STARARG, T.off); }
+mlhs_item(A) ::= LPAREN(T) mlhs(L) RPAREN. { A = NODE(LIST, T.off, L, NULL); }
+mrhs(A) ::= mrhs_item(X) COMMA mrhs_item(Y). { A = tpl_node_append(X, Y); }
+mrhs(A) ::= mrhs(L) COMMA mrhs_item(Y). { A = tpl_node_append(L, Y); }
+mrhs_item(A) ::= arg(E). { A = E; }
+mrhs_item(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
 stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
 stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
 stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
@@ -448,6 +501,7 @@ block_params(A) ::= BAR params(P) BAR. { A = P; }
 params(A) ::= param(P). { A = P; }
 params(A) ::= params(L) COMMA param(P). { A = tpl_node_append(L, P); }
 param(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
+param(A) ::= STAR(T) IDENT. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a *rest block or for parameter"); A = N(NAME, T.off); }
 /* |(k, v), acc|: a destructured parameter (a LIST of names) */
 param(A) ::= LPAREN(T) params(L) RPAREN. { A = NODE(LIST, T.off, L, NULL); }
 
