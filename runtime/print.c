@@ -448,9 +448,12 @@ static bool rb_printable(uint32_t c)
     }
 }
 
-/* Ruby rb_str_inspect for a UTF-8 string: "..." with \" \\ \n \t \r \f \v \b \a \e, \# before
- * {, $ or @, other non-printables as \uXXXX / \u{XXXXX}, invalid bytes as \xNN. */
-static void rb_inspect_str(tpl_sb *b, const char *s, size_t n)
+/* Ruby's rb_str_inspect (dump false) or rb_str_dump (dump true) of a UTF-8 string: "..." with \" \\ \n
+ * \t \r \f \v \b \a \e, \# before {, $ or @, invalid bytes as \xNN. inspect writes the other ASCII
+ * controls as \uXXXX and keeps printable characters past ASCII; dump (only ASCII left as it is) writes the
+ * controls and 0x7F as \xNN and every character past ASCII as \uXXXX / \u{XXXXX}, as inspect writes the
+ * non-printable ones. */
+void tpl_rb_str_escape(tpl_sb *b, const char *s, size_t n, bool dump)
 {
     tpl_sb_putc(b, '"');
     size_t i = 0;
@@ -473,7 +476,7 @@ static void rb_inspect_str(tpl_sb *b, const char *s, size_t n)
                     tpl_sb_putc(b, '\\');
                 tpl_sb_putc(b, '#');
             } else {
-                tpl_sb_printf(b, "\\u%04X", c);
+                tpl_sb_printf(b, dump ? "\\x%02X" : "\\u%04X", c);
             }
             continue;
         }
@@ -481,7 +484,7 @@ static void rb_inspect_str(tpl_sb *b, const char *s, size_t n)
         uint32_t cp = tpl_utf8_next(s, n, &i);
         if (bad_byte(cp, at, i))
             tpl_sb_printf(b, "\\x%02X", c);
-        else if (rb_printable(cp))
+        else if (!dump && rb_printable(cp))
             tpl_sb_put(b, s + at, i - at);
         else if (cp < 0x10000)
             tpl_sb_printf(b, "\\u%04X", (unsigned)cp);
@@ -511,7 +514,7 @@ static void rb_inspect_sym(tpl_sb *b, const char *s, size_t n)
     if (plain)
         tpl_sb_put(b, s, n);
     else
-        rb_inspect_str(b, s, n);
+        tpl_rb_str_escape(b, s, n, false);
 }
 
 static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
@@ -552,7 +555,7 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             tpl_sb_putc(b, '/');
             tpl_sb_put(b, v.u.s + on, on_end - on);
         } else
-            rb_inspect_str(b, v.u.s, v.len);
+            tpl_rb_str_escape(b, v.u.s, v.len, false);
         break;
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
@@ -571,7 +574,7 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
                     tpl_sb_putc(b, ':');
                 }
                 if (lo < 0) tpl_sb_puts(b, "nil");
-                else rb_inspect_str(b, s.u.s + lo, (size_t)(hi - lo));
+                else tpl_rb_str_escape(b, s.u.s + lo, (size_t)(hi - lo), false);
             }
             tpl_sb_putc(b, '>');
             break;

@@ -222,6 +222,9 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v);
  * render's error is set and b fails. */
 void tpl_hobj_print(tpl_sb *b, tpl_value v, bool repr);
 void tpl_rb_inspect(tpl_sb *b, tpl_value v);
+/* Ruby's String#inspect (dump false) or String#dump (dump true) of UTF-8 text s[0, n], quotes included
+ * (runtime/print.c). */
+void tpl_rb_str_escape(tpl_sb *b, const char *s, size_t n, bool dump);
 /* Ruby's JSON.generate (pretty: JSON.pretty_generate) of v, json 2.6 as in Ruby 3.1 (runtime/print.c).
  * Returns 0; 1 for a NaN or infinite Float (*bad: it; JSON::GeneratorError), 2 for nesting past 100 levels
  * (JSON::NestingError), 3 when a host object's printing failed (the render's error is set). */

@@ -6486,47 +6486,13 @@ static int unpack_impl(tpl_vm *vm, tpl_value s, tpl_value fmt, bool first, tpl_v
 int r_str_unpack(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], false, out); }
 int r_str_unpack1(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], true, out); }
 
-/* String#dump (Ruby's rb_str_dump for a UTF-8 string): "..." with \" \\ \n \r \t \f \v \b \a \e, \# before
- * {, $ or @, the rest of ASCII below 0x20 and 0x7F as \xNN, other characters as \uXXXX / \u{XXXXX} (only
- * ASCII is left as it is, unlike inspect), invalid bytes as \xNN. */
+/* String#dump (Ruby's rb_str_dump for a UTF-8 string): inspect's escapes with only ASCII left as it is
+ * (tpl_rb_str_escape). */
 int r_str_dump(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    const char *s = a[0].u.s;
-    size_t n = a[0].len, i = 0;
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    tpl_sb_putc(&b, '"');
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80) {
-            static const char esc_from[] = "\"\\\n\r\t\f\v\b\a\033";
-            static const char esc_to[] = "\"\\nrtfvbae";
-            const char *e = c ? strchr(esc_from, c) : NULL;
-            i++;
-            if (e) {
-                tpl_sb_putc(&b, '\\');
-                tpl_sb_putc(&b, esc_to[e - esc_from]);
-            } else if (c == '#') {
-                if (i < n && (s[i] == '{' || s[i] == '$' || s[i] == '@')) tpl_sb_putc(&b, '\\');
-                tpl_sb_putc(&b, '#');
-            } else if (c < 0x20 || c == 0x7F) {
-                tpl_sb_printf(&b, "\\x%02X", c);
-            } else {
-                tpl_sb_putc(&b, (char)c);
-            }
-            continue;
-        }
-        size_t at = i;
-        uint32_t cp = tpl_utf8_next(s, n, &i);
-        if (cp == 0xFFFD && i - at == 1) {   /* a byte that is not UTF-8 */
-            tpl_sb_printf(&b, "\\x%02X", c);
-        } else if (cp < 0x10000) {
-            tpl_sb_printf(&b, "\\u%04X", (unsigned)cp);
-        } else {
-            tpl_sb_printf(&b, "\\u{%X}", (unsigned)cp);
-        }
-    }
-    tpl_sb_putc(&b, '"');
+    tpl_rb_str_escape(&b, a[0].u.s, a[0].len, true);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
