@@ -132,7 +132,9 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
         tpl_c_emit(C, TPL_OP_STORE_ROOT, slot, -1);
         return;
     }
-    if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
+    /* an @ivar is the template's wherever it is set (a block's scope ends, the ivar stays) */
+    if (!tpl_c_lookup(C, name, &slot))
+        slot = name.len > 1 && name.u.s[0] == '@' ? tpl_c_declare_root(C, name) : tpl_c_declare(C, name);
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
 }
@@ -2840,6 +2842,8 @@ static void body(erb_low *L, tpl_node *n)
     for (; n && !tpl_c_failed(C); n = n->next) stmt(L, n);
 }
 
+static void ivar_loop_sets(erb_low *L, const tpl_node *n, bool in_loop, int depth);
+
 void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
 {
     erb_low low = { .c = c, .loop = NULL, .frozen = frozen, .in_def = 0, .defs = NULL };
@@ -2868,8 +2872,31 @@ void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
         }
         own_scan(&low, t, 0, 0, 0);
         predeclare_end(&low);
+        ivar_loop_sets(&low, t, false, 0);
         if (tpl_c_failed(c)) break;
         stmt(&low, t);   /* (each statement lowered after its scan, before the next one's) */
+    }
+}
+
+/* The @ivars a loop or a block in n sets (`[1, 2].each { |x| @sum = (@sum || 0) + x }`): their root slots
+ * declared before n is lowered, so that every read in the loop, also one before the assignment in the
+ * body (it runs again after it), reads the slot (the state key until it is set), not the state alone. */
+static void ivar_loop_sets(erb_low *L, const tpl_node *n, bool in_loop, int depth)
+{
+    for (; n && depth < 200 && !tpl_c_failed(C); n = n->next) {
+        if (n->kind == TPL_N_RDEF) continue;   /* (a def's @ivars are the template's slots already) */
+        bool loop = in_loop || n->kind == TPL_N_RWHILE || n->kind == TPL_N_RFOR || n->kind == TPL_N_RBLOCK;
+        if (loop && n->kind == TPL_N_SET && n->a && (n->a->kind == TPL_N_RIVAR || n->a->kind == TPL_N_NAME) &&
+            n->a->val.len > 1 && n->a->val.u.s[0] == '@') {
+            uint32_t slot;
+            if (!tpl_c_lookup(C, n->a->val, &slot) && !tpl_c_lookup_root(C, n->a->val, &slot))
+                tpl_c_declare_root(C, n->a->val);
+        }
+        ivar_loop_sets(L, n->a, loop, depth + 1);
+        ivar_loop_sets(L, n->b, loop, depth + 1);
+        ivar_loop_sets(L, n->c, loop, depth + 1);
+        ivar_loop_sets(L, tpl_node_d(n), loop, depth + 1);
+        ivar_loop_sets(L, tpl_node_e(n), loop, depth + 1);
     }
 }
 
