@@ -392,6 +392,8 @@ typedef struct rlex {
     bool def_name;        /* the previous token is a def's method name */
     int def_at;           /* in a def's parameter list: 1 + the depth of its `(` (then in_params) */
     int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
+    int cmd_at;           /* in a command's arguments (`x.each_slice 2 do`): 1 + its bracket depth (its `do`
+                           * is DO_BLOCK, the command's block, as Ruby's keyword_do_block) */
     tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
     tpl_arena *larena;    /* where `locals` lives (NULL: ctx->arena) */
 } rlex;
@@ -401,6 +403,8 @@ static void feed_tok(struct erb_feed *f, tpl_token t);
 static bool push_tok(rlex *L, int kind, size_t off, size_t len)
 {
     L->def_name = false;
+    if (kind == TK_TERM || kind == TK_INS_CLOSE || kind == TK_PUT) L->cmd_at = 0;
+    else if (kind == TK_CMD && (!L->cmd_at || L->cmd_at > L->depth + 1)) L->cmd_at = L->depth + 1;
     if (!L->out) {
         feed_tok(L->feed, (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind });
         L->prev = kind;
@@ -677,9 +681,10 @@ static bool ruby_lex(rlex *L)
                 if (kw == TK_RESCUE && mod) kw = TK_RESCUE_MOD;
                 if (kw == TK_DEFINED && e < n && s[e] == '(') kw = TK_DEFINED_P; /* defined?(x).y: a primary */
                 if (kw == TK_DO && L->cond_at == L->depth + 1) { kw = TK_DO_COND; L->cond_at = 0; }
+                else if (kw == TK_DO && L->cmd_at == L->depth + 1) { kw = TK_DO_BLOCK; L->cmd_at = 0; }
                 if (kw == TK_FOR || kw == TK_WHILE || kw == TK_UNTIL) L->cond_at = L->depth + 1;
                 push_tok(L, kw, st, e - st);
-                if (kw == TK_DO) L->want_params = true;
+                if (kw == TK_DO || kw == TK_DO_BLOCK) L->want_params = true;
                 i = e;
                 continue;
             }
@@ -819,6 +824,24 @@ static bool ruby_lex(rlex *L)
             if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, 2);
             push_tok(L, TK_WORDS, st, e + 1 - st);
             i = e + 1;
+            continue;
+        }
+        if (c == '%' && !was_value && i + 2 < n && s[i + 1] == 'r' && strchr("([{<|!^/", s[i + 2])) {
+            /* %r{...}flags: a regex literal with other delimiters (brackets nest; a backslash escapes the next byte) */
+            char open = s[i + 2], close = open == '(' ? ')' : open == '[' ? ']' : open == '{' ? '}' : open == '<' ? '>' : open;
+            size_t e = i + 3;
+            int d = 1;
+            while (e < n && s[e] != M_PUT && s[e] != M_INS_OPEN && s[e] != M_INS_CLOSE) {
+                if (s[e] == '\\' && e + 1 < n) { e += 2; continue; }
+                if (open != close && s[e] == open) d++;
+                else if (s[e] == close && --d == 0) break;
+                e++;
+            }
+            if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, 2);
+            e++;
+            while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
+            push_tok(L, TK_REGEX, st, e - st);
+            i = e;
             continue;
         }
         if (c == '%' && !was_value && i + 2 < n &&
@@ -1002,7 +1025,7 @@ static void feed_tok(erb_feed *f, tpl_token t)
     tpl_pctx *c = f->c;
     t.off += f->from;
     int k = t.kind;
-    if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_FOR || k == TK_WHILE || k == TK_UNTIL || k == TK_DO ||
+    if (k == TK_IF || k == TK_UNLESS || k == TK_CASE || k == TK_FOR || k == TK_WHILE || k == TK_UNTIL || k == TK_DO || k == TK_DO_BLOCK ||
         k == TK_BEGIN) {
         if (f->nopen < 64) f->open_at[f->nopen++] = t.off;
         else f->deep++;
@@ -1510,19 +1533,16 @@ tpl_node *tpl_erb_symbol(tpl_pctx *c, tpl_token t)
 tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t)
 {
     tpl_node *n = tpl_p_node(c, TPL_N_RREGEX, t.off, NULL, NULL);
-    size_t e = t.len;
+    size_t e = t.len, open = c->src[t.off] == '%' ? 3 : 1;   /* /re/flags or %r{re}flags */
     uint16_t op = 0;
-    while (e > 0 && c->src[t.off + e - 1] != '/') {
-        char f = c->src[t.off + e - 1];
+    for (char f; e > open && ((f = c->src[t.off + e - 1]) == 'i' || f == 'x' || f == 'm'); e--)
         op |= f == 'i' ? TPL_RX_I : f == 'x' ? TPL_RX_X : TPL_RX_M;
-        e--;
-    }
-    n->val = tpl_v_str(c->src + t.off + 1, e - 2);
+    n->val = tpl_v_str(c->src + t.off + open, e - open - 1);
     n->op = op;
     for (size_t i = 0; i + 1 < n->val.len; i++)
         if (n->val.u.s[i] == '\\') i++;
         else if (n->val.u.s[i] == '#' && n->val.u.s[i + 1] == '{') {
-            tpl_pctx_error(c, t.off + 1 + (uint32_t)i, "unsupported Ruby construct: interpolation (#{}) in a regex literal");
+            tpl_pctx_error(c, t.off + (uint32_t)(open + i), "unsupported Ruby construct: interpolation (#{}) in a regex literal");
             break;
         }
     return n;

@@ -361,6 +361,10 @@ expr(A) ::= BANG(T) command(C). { A = not_(ctx, C, T.off); }
 
 command(A) ::= CMD(T) call_args(L). { A = method(ctx, NULL, T, L, T.off); }
 command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.off); }
+/* `x.each_slice 2 do |p| ... end`, `inject 0 do ... end`: a command's do-block (DO_BLOCK: the lexer's
+ * keyword_do_block; `{ }` there binds to the last argument, as in Ruby) */
+command(A) ::= CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, NULL, T, L, T.off); A->c = NODE(RBLOCK, D.off, P, B); }
+command(A) ::= primary(R) DOT CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, R, T, L, T.off); A->c = NODE(RBLOCK, D.off, P, B); }
 
 arg(A) ::= primary(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, target(ctx, L, T), R); }
 arg(A) ::= primary(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }

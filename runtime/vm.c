@@ -3930,6 +3930,10 @@ bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap)
 {
     if (vm->err.status == TPL_OK || vm->err.status == TPL_ERR_LIMIT || vm->err.status == TPL_ERR_NOMEM) return false;
     if (vm->err.status == TPL_ERR_RAISED && vm->host_payload) return false;   /* a host's own exception: it re-raises it */
+    /* tpl's own refusal of what Ruby would run ("unsupported Ruby construct: ...", "... is not supported"):
+     * never rescued, or `x rescue y` would print y where Ruby prints x */
+    if (strncmp(vm->err_msg, "unsupported Ruby construct", 26) == 0 || strstr(vm->err_msg, " not supported"))
+        return false;
     snprintf(msg, cap, "%s", vm->err_msg);
     memset(&vm->err, 0, sizeof vm->err);
     vm->err_unlocated = false;

@@ -689,6 +689,23 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
             *out = tpl_v_list(l);
             return 0;
         }
+        if (IS("gcdlcm")) {   /* [gcd, lcm] of a Bignum */
+            tpl_list *l = tpl_list_new(tpl_vm_arena(vm), 2);
+            if (!l) return oom(vm);
+            mpz_t x, g, m;
+            tpl_big_get(x, self);
+            tpl_big_get(g, y);
+            mpz_init(m);
+            mpz_lcm(m, x, g);
+            mpz_gcd(g, x, g);
+            mpz_clear(x);
+            if (tpl_big_result(vm, g, &l->items[0]) < 0) { mpz_clear(m); return -1; }
+            if (tpl_big_result(vm, m, &l->items[1]) < 0) return -1;
+            l->len = 2;
+            *out = tpl_v_list(l);
+            out->flags = TPL_F_MUT_RB;
+            return 0;
+        }
         if (IS("gcd") || IS("lcm") || IS("&") || IS("|") || IS("^") || IS("<<") || IS(">>") || IS("remainder")) {
             mpz_t x, z;
             tpl_big_get(x, self);
@@ -5358,16 +5375,17 @@ static uint64_t uabs(int64_t v) { return v < 0 ? 0 - (uint64_t)v : (uint64_t)v; 
 static int gcd_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out, bool lcm)
 {
     if (want_int(vm, a[0], lcm ? "lcm" : "gcd") < 0) return -1;
-    if (a[1].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "not an integer (TypeError)");
-    uint64_t x = uabs(a[0].u.i), y = uabs(a[1].u.i), g = ugcd(x, y), r = g;
+    if (a[1].type != TPL_T_INT && a[1].type != TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_TYPE, "not an integer (TypeError)");
+    uint64_t x = uabs(a[0].u.i), y = a[1].type == TPL_T_INT ? uabs(a[1].u.i) : 0, g = ugcd(x, y), r = g;
     if (lcm) {
         if (x == 0 || y == 0) r = 0;
         else if (__builtin_mul_overflow(x / g, y, &r)) r = UINT64_MAX;
     }
-    if (r > INT64_MAX) {   /* past int64 (INT64_MIN's gcd with itself or 0, an lcm): Ruby's Bignum */
+    if (r > INT64_MAX || a[1].type == TPL_T_BIGINT) {   /* past int64 (INT64_MIN's gcd with itself or 0, an lcm, a
+                                                          * Bignum argument): Ruby's Bignum */
         mpz_t x2, y2;
         mpz_init_set_si(x2, a[0].u.i);
-        mpz_init_set_si(y2, a[1].u.i);
+        tpl_big_get(y2, a[1]);
         if (lcm) mpz_lcm(y2, x2, y2);
         else mpz_gcd(y2, x2, y2);
         mpz_clear(x2);
@@ -5379,6 +5397,18 @@ static int gcd_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out, bool lcm)
 
 int r_num_gcd(tpl_vm *vm, tpl_value *a, tpl_value *out) { return gcd_lcm(vm, a, out, false); }
 int r_num_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out) { return gcd_lcm(vm, a, out, true); }
+
+/* Integer#gcdlcm: [gcd, lcm] */
+int r_num_gcdlcm(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = tpl_list_new(A(vm), 2);
+    if (!l) return oom(vm);
+    if (gcd_lcm(vm, a, &l->items[0], false) < 0 || gcd_lcm(vm, a, &l->items[1], true) < 0) return -1;
+    l->len = 2;
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_MUT_RB;
+    return 0;
+}
 
 /* Integer#chr: one ASCII character (codes 128..255 are binary strings in Ruby: not supported). */
 int r_num_chr(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -6342,9 +6372,10 @@ static int pack_dirs(tpl_vm *vm, tpl_value fmt, pack_dir *dirs, int *nd)
     for (uint32_t i = 0; i < fmt.len;) {
         char c = fmt.u.s[i++];
         if (c == ' ' || c == '\t' || c == '\n') continue;
-        if (!strchr("mCcU", c))
+        if (!c || !strchr("mCcUaAHhNnVvw", c))
             return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: pack/unpack directive '%c' (tpl has "
-                                "m, m0, C, c and U)", (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
+                                "m, m0, C, c, U, a, A, H, h, N, n, V, v and w)",
+                                (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
         int64_t count = c == 'm' ? 60 : 1;
         if (i < fmt.len && fmt.u.s[i] == '*') { count = -1; i++; }
         else if (i < fmt.len && fmt.u.s[i] >= '0' && fmt.u.s[i] <= '9') {
@@ -6358,6 +6389,26 @@ static int pack_dirs(tpl_vm *vm, tpl_value fmt, pack_dir *dirs, int *nd)
     return 0;
 }
 
+/* Bytes [from, to) of a packed or unpacked string are text tpl can hold as Ruby has it: a byte past 127 makes
+ * Ruby's an ASCII-8BIT (binary) string, and a control byte without a named escape (NUL, 0x01, 0x7F, ...) is
+ * one whose inspect differs (binary "\x00", tpl's UTF-8 "\u0000"): either is the error naming the directive. */
+static int pack_text_check(tpl_vm *vm, const char *s, size_t from, size_t to, char c, bool unpack)
+{
+    for (size_t i = from; i < to; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x80 || ch == 0x7F || (ch < 0x20 && !strchr("\n\r\t\f\v\b\a\033", ch) ) || ch == 0)
+            return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: %s('%c') of a %s (a binary string)",
+                                unpack ? "unpack" : "pack", c, ch >= 0x80 ? "byte past 127" : "NUL or control byte");
+    }
+    return 0;
+}
+
+/* A hex digit's value as Ruby's pack('H'/'h') reads it (a letter: its low 3 bits + 9; else its low 4 bits). */
+static unsigned hex_nibble(unsigned char ch)
+{
+    return ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) ? ((ch & 7u) + 9u) & 15u : ch & 15u;
+}
+
 int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     pack_dir dirs[32];
@@ -6369,6 +6420,7 @@ int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb_init(&b, A(vm));
     for (int d = 0; d < nd; d++) {
         char c = dirs[d].d;
+        size_t from = b.len;
         if (c == 'm') {
             if (k >= l->len) return tpl_vm_error(vm, TPL_ERR_VALUE, "too few arguments (ArgumentError)");
             tpl_value s = l->items[k++];
@@ -6388,6 +6440,27 @@ int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (line && col) tpl_sb_putc(&b, '\n');
             continue;
         }
+        if (c == 'a' || c == 'A' || c == 'H' || c == 'h') {   /* one String item */
+            if (k >= l->len) return tpl_vm_error(vm, TPL_ERR_VALUE, "too few arguments (ArgumentError)");
+            tpl_value s = l->items[k++];
+            if (s.type != TPL_T_STR) return want_str(vm, s);
+            int64_t n = dirs[d].count < 0 ? (int64_t)s.len : dirs[d].count;
+            if (n > (int64_t)1 << 30) return tpl_vm_error(vm, TPL_ERR_LIMIT, "pack count too large");
+            if (c == 'a' || c == 'A') {   /* n bytes, padded with NULs ('a') or spaces ('A') */
+                size_t take = (size_t)n < s.len ? (size_t)n : s.len;
+                tpl_sb_put(&b, s.u.s, take);
+                for (size_t j = take; j < (size_t)n; j++) tpl_sb_putc(&b, c == 'a' ? '\0' : ' ');
+            } else {   /* n hex digits, high ('H') or low ('h') nibble first; missing ones are 0 */
+                for (int64_t j = 0; j < n; j += 2) {
+                    unsigned hi = j < (int64_t)s.len ? hex_nibble((unsigned char)s.u.s[j]) : 0;
+                    unsigned lo = j + 1 < n && j + 1 < (int64_t)s.len ? hex_nibble((unsigned char)s.u.s[j + 1]) : 0;
+                    tpl_sb_putc(&b, (char)(c == 'H' ? hi << 4 | lo : lo << 4 | hi));
+                }
+            }
+            if (b.failed) return oom(vm);
+            if (pack_text_check(vm, b.p, from, b.len, c, false) < 0) return -1;
+            continue;
+        }
         int64_t n = dirs[d].count < 0 ? (int64_t)(l->len - k) : dirs[d].count;
         for (int64_t j = 0; j < n; j++) {
             if (k >= l->len) return tpl_vm_error(vm, TPL_ERR_VALUE, "too few arguments (ArgumentError)");
@@ -6397,14 +6470,23 @@ int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 if (v.u.i < 0 || v.u.i > 0x10FFFF || (v.u.i >= 0xD800 && v.u.i <= 0xDFFF))
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "pack(U): value out of range (RangeError)");
                 tpl_sb_put_cp(&b, (uint32_t)v.u.i);
-            } else {
-                unsigned char byte = (unsigned char)(v.u.i & 0xFF);
-                if (byte >= 0x80)   /* an ASCII-8BIT string in Ruby: tpl's strings are UTF-8 text */
-                    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: pack('%c') of a byte past 127 "
-                                        "(a binary string)", c);
-                tpl_sb_putc(&b, (char)byte);
+                continue;
             }
+            uint64_t u = (uint64_t)v.u.i;   /* (two's complement: Ruby packs a negative's low bytes) */
+            if (c == 'N') { char q[4] = { (char)(u >> 24), (char)(u >> 16), (char)(u >> 8), (char)u }; tpl_sb_put(&b, q, 4); }
+            else if (c == 'n') { char q[2] = { (char)(u >> 8), (char)u }; tpl_sb_put(&b, q, 2); }
+            else if (c == 'V') { char q[4] = { (char)u, (char)(u >> 8), (char)(u >> 16), (char)(u >> 24) }; tpl_sb_put(&b, q, 4); }
+            else if (c == 'v') { char q[2] = { (char)u, (char)(u >> 8) }; tpl_sb_put(&b, q, 2); }
+            else if (c == 'w') {   /* BER: 7 bits a byte, most significant first, the high bit on all but the last */
+                if (v.u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "can't compress negative numbers (ArgumentError)");
+                char q[10];
+                int m = 0;
+                do { q[9 - m] = (char)((u & 0x7F) | (m ? 0x80 : 0)); u >>= 7; m++; } while (u);
+                tpl_sb_put(&b, q + 10 - m, (size_t)m);
+            } else tpl_sb_putc(&b, (char)(u & 0xFF));
         }
+        if (b.failed) return oom(vm);
+        if (c != 'U' && pack_text_check(vm, b.p, from, b.len, c, false) < 0) return -1;
     }
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
@@ -6458,8 +6540,68 @@ static int unpack_impl(tpl_vm *vm, tpl_value s, tpl_value fmt, bool first, tpl_v
             if (!tpl_list_push(A(vm), l, r)) return oom(vm);
             continue;
         }
+        if (c == 'a' || c == 'A' || c == 'H' || c == 'h') {   /* one String: n bytes ('a', 'A') or n hex digits */
+            size_t rest = s.len - i, n;
+            if (c == 'a' || c == 'A') n = dirs[d].count < 0 || (uint64_t)dirs[d].count > rest ? rest : (size_t)dirs[d].count;
+            else n = dirs[d].count < 0 || (uint64_t)dirs[d].count > rest * 2 ? rest * 2 : (size_t)dirs[d].count;
+            tpl_value r;
+            if (c == 'a' || c == 'A') {
+                size_t m = n;
+                if (c == 'A') while (m && (s.u.s[i + m - 1] == ' ' || s.u.s[i + m - 1] == '\0')) m--;
+                if (pack_text_check(vm, s.u.s, i, i + m, c, true) < 0) return -1;
+                char *p = tpl_arena_strdup(A(vm), s.u.s + i, m);
+                if (!p) return oom(vm);
+                r = tpl_v_str(p, m);
+                i += n;
+            } else {
+                char *p = tpl_arena_alloc(A(vm), n + 1);
+                if (!p) return oom(vm);
+                static const char hex[] = "0123456789abcdef";
+                for (size_t j = 0; j < n; j++) {
+                    unsigned char byte = (unsigned char)s.u.s[i + j / 2];
+                    unsigned nib = (j % 2 == 0) == (c == 'H') ? byte >> 4 : byte & 15u;
+                    p[j] = hex[nib];
+                }
+                p[n] = 0;
+                r = tpl_v_str(p, n);
+                i += (n + 1) / 2;
+            }
+            if (!tpl_list_push(A(vm), l, r)) return oom(vm);
+            continue;
+        }
         int64_t n = dirs[d].count;
+        size_t width = c == 'N' || c == 'V' ? 4 : c == 'n' || c == 'v' ? 2 : 1;
         for (int64_t j = 0; (n < 0 || j < n) && !(first && l->len); j++) {
+            if (c == 'w') {   /* BER: bytes with the high bit set, then one without */
+                size_t at = i;
+                while (at < s.len && ((unsigned char)s.u.s[at] & 0x80)) at++;
+                if (at >= s.len) { i = s.len; break; }   /* (an unterminated number is dropped, as Ruby) */
+                mpz_t z;
+                mpz_init(z);
+                for (; i <= at; i++) {
+                    mpz_mul_2exp(z, z, 7);
+                    mpz_add_ui(z, z, (unsigned char)s.u.s[i] & 0x7Fu);
+                }
+                tpl_value v;
+                if (tpl_big_result(vm, z, &v) < 0) return -1;
+                if (!tpl_list_push(A(vm), l, v)) return oom(vm);
+                continue;
+            }
+            if (width > 1) {
+                if (s.len - i < width) {   /* too few bytes: nil (past `*`: the end) */
+                    i = s.len;
+                    if (n < 0) break;
+                    if (!tpl_list_push(A(vm), l, tpl_v_none())) return oom(vm);
+                    continue;
+                }
+                const unsigned char *q = (const unsigned char *)s.u.s + i;
+                int64_t v = c == 'N' ? (int64_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3])
+                          : c == 'V' ? (int64_t)((uint32_t)q[3] << 24 | (uint32_t)q[2] << 16 | (uint32_t)q[1] << 8 | q[0])
+                          : c == 'n' ? (int64_t)(q[0] << 8 | q[1]) : (int64_t)(q[1] << 8 | q[0]);
+                i += width;
+                if (!tpl_list_push(A(vm), l, tpl_v_int(v))) return oom(vm);
+                continue;
+            }
             if (i >= s.len) {
                 if (n < 0) break;
                 if (!tpl_list_push(A(vm), l, tpl_v_none())) return oom(vm);
