@@ -6486,7 +6486,8 @@ int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
             } else tpl_sb_putc(&b, (char)(u & 0xFF));
         }
         if (b.failed) return oom(vm);
-        if (c != 'U' && pack_text_check(vm, b.p, from, b.len, c, false) < 0) return -1;
+        /* (C and c: control bytes pass, as before: tpl's text prints them as Ruby's binary string does) */
+        if (c != 'U' && c != 'C' && c != 'c' && pack_text_check(vm, b.p, from, b.len, c, false) < 0) return -1;
     }
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
