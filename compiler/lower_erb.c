@@ -50,6 +50,7 @@ typedef struct erb_defs {
     uint32_t *ovidx;        /* open addressing over ov by (name, scope): entry index + 1, 0 empty */
     uint32_t ovidx_cap;     /* 0 or a power of two, at least twice nov */
     uint32_t (*links)[2];   /* pairs of ov entries that may hold one object (`x = @y || {}`) */
+    bool yaml;              /* `require 'yaml'` ran before (in the source's order): Object#to_yaml exists */
     uint32_t nlinks, caplinks;
 } erb_defs;
 
@@ -569,7 +570,7 @@ static uint32_t args(erb_low *L, tpl_node *a)
 static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW(w)); }
 
 /* A method call; `used` false when its value is dropped (a statement). */
-/* The variable a mutating call (push, <<, append, concat, unshift, prepend, insert) changes: its receiver's,
+/* The variable a mutating call (push, <<, append, concat, unshift, prepend, insert, clear, replace) changes: its receiver's,
  * through a chain of such calls; NULL when the receiver is no variable. */
 static bool mutates_receiver(const tpl_node *n)
 {
@@ -577,7 +578,7 @@ static bool mutates_receiver(const tpl_node *n)
                                                 name_is(n->val, "append") || name_is(n->val, "concat") ||
                                                 name_is(n->val, "unshift") || name_is(n->val, "prepend") ||
                                                 name_is(n->val, "insert") || name_is(n->val, "merge!") ||
-                                                name_is(n->val, "update") || name_is(n->val, "clear") ||
+                                                name_is(n->val, "update") || name_is(n->val, "clear") || name_is(n->val, "replace") ||
                                                 name_is(n->val, "freeze"));
 }
 
@@ -1533,6 +1534,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
+    /* x.to_yaml: Psych's once `require 'yaml'` ran (the builtin's name); before it Ruby's NoMethodError */
+    if (n->a && name_is(n->val, "to_yaml") && L->defs->yaml) {
+        if (n->b) { tpl_c_error(C, n->b->off, "unsupported Ruby construct: to_yaml with options (tpl writes Psych's defaults)"); return; }
+        n->val = tpl_v_str("(to_yaml)", 9);
+    }
     if ((n->a && (name_is(n->val, "sample") || name_is(n->val, "shuffle") || name_is(n->val, "shuffle!"))) ||
         (!n->a && (name_is(n->val, "rand") || name_is(n->val, "srand")) && !def_find(L, n->val, false) &&
          !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))) {
@@ -1553,11 +1559,18 @@ static void call(erb_low *L, tpl_node *n, bool used)
         !def_find(L, n->val, false) && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL)) {
         const tpl_node *lib = n->b && n->b->kind == TPL_N_ARG && !n->b->next ? n->b->a : NULL;
         if (name_is(n->val, "require") && !n->c && lib && lib->kind == TPL_N_CONST && lib->val.type == TPL_T_STR &&
+            (name_is(lib->val, "yaml") || name_is(lib->val, "psych"))) {
+            /* Psych: loaded by the first require (true), then already there (false); to_yaml exists after it */
+            if (used) tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(!L->defs->yaml)), 1);
+            L->defs->yaml = true;
+            return;
+        }
+        if (name_is(n->val, "require") && !n->c && lib && lib->kind == TPL_N_CONST && lib->val.type == TPL_T_STR &&
             (name_is(lib->val, "json") || name_is(lib->val, "erb"))) {
             if (used) tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(false)), 1);   /* already loaded */
             return;
         }
-        tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (libraries beyond Ruby's core: tpl has the core and JSON)",
+        tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (libraries beyond Ruby's core: tpl has the core, JSON and YAML)",
                     (int)n->val.len, n->val.u.s);
         return;
     }

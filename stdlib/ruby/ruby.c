@@ -1070,6 +1070,420 @@ static int json_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
 
 int r_any_to_json(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_json_value(vm, a[0], false, out); }
 
+/* ------------------------------------------------------------------ to_yaml (issue 15) */
+
+/* Object#to_yaml after `require 'yaml'`: Psych 4's YAMLTree over libyaml's emitter, as Ruby 3.1 writes it, for
+ * Hash, Array, String, Symbol, Integer, Float, true, false and nil. What tpl cannot write exactly is an error
+ * naming it: a line libyaml would fold (a scalar with a space past column 80), a string Psych tags or writes in
+ * a form kept out (`<<`, a multi-line one ending in spaces or blank lines, a digit-led one that may be a
+ * timestamp), a Hash or Array met twice (Psych's &1 anchors), a nil or collection key, other objects. */
+typedef struct {
+    tpl_vm *vm;
+    tpl_sb *b;
+    const void *seen[256];   /* the collections on the current path and written so far (anchors) */
+    int nseen, depth;
+} yaml_w;
+
+enum { Y_PLAIN, Y_SINGLE, Y_DOUBLE, Y_LITERAL };
+/* A Hash the template did not build (it keys by ==, not eql?): the reference's state Hashes are a Hash subclass,
+ * which Psych writes with a !ruby/hash: tag */
+#define Y_STATE_HASH "a Hash from the render state (a Hash subclass in the reference, which Psych tags)"
+
+static int yaml_refuse(yaml_w *w, const char *what)
+{
+    return tpl_vm_error(w->vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: to_yaml of %s (tpl writes Psych's plain, "
+                        "quoted and literal forms only where they are exact)", what);
+}
+
+/* libyaml's IS_PRINTABLE (its unicode mode, as Psych sets it): no character past U+FFFF (an emoji is escaped) */
+static bool yaml_printable(uint32_t c)
+{
+    return c == 0x0A || (c >= 0x20 && c <= 0x7E) || c == 0x85 || (c >= 0xA0 && c <= 0xD7FF) ||
+           (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF);
+}
+
+static bool y_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* How many of s[i..n) are ASCII digits (at most max) */
+static size_t y_digits(const char *s, size_t n, size_t i, size_t max)
+{
+    size_t k = 0;
+    while (i + k < n && k < max && y_digit(s[i + k])) k++;
+    return k;
+}
+
+/* Psych's ScalarScanner#tokenize of a string that begins with an ASCII digit: true when it reads as a String
+ * (not an Integer, Float, Date or sexagesimal number); -1 when tpl cannot be sure (a timestamp). */
+static int yaml_digit_string(const char *s, size_t n)
+{
+    /* TIME: -?\d{4}-\d{1,2}-\d{1,2}(T|\s+)\d{1,2}:\d\d:\d\d...: refused rather than parsed */
+    if (n >= 10 && y_digits(s, n, 0, 4) == 4 && s[4] == '-' && memchr(s, ':', n)) return -1;
+    /* Date: \d{4}-(1[012]|0\d|\d)-([12]\d|3[01]|0\d|\d), a valid Gregorian date (else strptime fails: a String) */
+    if (n >= 8 && n <= 10 && y_digits(s, n, 0, 4) == 4 && s[4] == '-') {
+        size_t m = y_digits(s, n, 5, 2);
+        if (m && 5 + m < n && s[5 + m] == '-') {
+            size_t d = y_digits(s, n, 6 + m, 2);
+            if (d && 6 + m + d == n) {
+                int yy = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+                int mo = m == 1 ? s[5] - '0' : (s[5] - '0') * 10 + (s[6] - '0');
+                int dd = d == 1 ? s[6 + m] - '0' : (s[6 + m] - '0') * 10 + (s[7 + m] - '0');
+                bool mo_ok = m == 1 || s[5] == '0' || (s[5] == '1' && s[6] <= '2');
+                bool dd_ok = d == 1 || s[6 + m] == '0' || s[6 + m] == '1' || s[6 + m] == '2' || (s[6 + m] == '3' && s[7 + m] <= '1');
+                if (mo_ok && dd_ok) {
+                    static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+                    bool leap = (yy % 4 == 0 && yy % 100 != 0) || yy % 400 == 0;
+                    bool valid = mo >= 1 && mo <= 12 && dd >= 1 && dd <= mdays[mo - 1] + (mo == 2 && leap);
+                    return valid ? 0 : 1;
+                }
+            }
+        }
+    }
+    /* sexagesimal: [0-9][0-9_]*(:[0-5]?[0-9]){1,2} and the same with \.[0-9_]* */
+    {
+        size_t i = 1;
+        while (i < n && (y_digit(s[i]) || s[i] == '_')) i++;
+        int groups = 0;
+        while (i < n && s[i] == ':' && groups < 3) {
+            size_t k = y_digits(s, n, i + 1, 2);
+            if (k == 0 || (k == 2 && s[i + 1] > '5')) break;
+            i += 1 + k;
+            groups++;
+        }
+        if (groups >= 1 && groups <= 2) {
+            if (i == n) return 0;
+            if (s[i] == '.') {
+                size_t j = i + 1;
+                while (j < n && (y_digit(s[j]) || s[j] == '_')) j++;
+                if (j == n) return 0;
+            }
+        }
+    }
+    /* FLOAT: [0-9][0-9_,]*\.[0-9]*([eE][-+][0-9]+)? */
+    {
+        size_t i = 1;
+        while (i < n && (y_digit(s[i]) || s[i] == '_' || s[i] == ',')) i++;
+        if (i < n && s[i] == '.') {
+            i++;
+            while (i < n && y_digit(s[i])) i++;
+            if (i == n) return 0;
+            if (i + 2 < n && (s[i] == 'e' || s[i] == 'E') && (s[i + 1] == '-' || s[i + 1] == '+') && y_digits(s, n, i + 2, n) == n - i - 2)
+                return 0;
+        }
+    }
+    /* INTEGER: 0b[0-1_,]+ | 0[0-7_,]+ | 0 | [1-9]([0-9]|,[0-9]|_[0-9])* | 0x[0-9a-fA-F_,]+ (an Integer() of only
+     * separators raises in Psych: refused) */
+    if (s[0] == '0' && n > 2 && (s[1] == 'b' || s[1] == 'x')) {
+        bool any = false, ok = true;
+        for (size_t i = 2; i < n && ok; i++) {
+            char c = s[i];
+            bool dig = s[1] == 'b' ? (c == '0' || c == '1') : (y_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'));
+            any |= dig;
+            ok = dig || c == '_' || c == ',';
+        }
+        if (ok) return any ? 0 : -1;
+    } else if (s[0] == '0') {
+        bool ok = n == 1, any = false;
+        for (size_t i = 1; i < n; i++) {
+            ok = s[i] == '_' || s[i] == ',' || (s[i] >= '0' && s[i] <= '7');
+            any |= s[i] != '_' && s[i] != ',';
+            if (!ok) break;
+        }
+        if (ok) return 0;
+        (void)any;
+        /* /\A0[0-7]*[89]/: quoted too */
+        size_t i = 1;
+        while (i < n && s[i] >= '0' && s[i] <= '7') i++;
+        if (i < n && (s[i] == '8' || s[i] == '9')) return 0;
+    } else {
+        size_t i = 1;
+        while (i < n) {
+            if (y_digit(s[i])) i++;
+            else if ((s[i] == ',' || s[i] == '_') && i + 1 < n && y_digit(s[i + 1])) i += 2;
+            else break;
+        }
+        if (i == n) return 0;
+    }
+    return 1;
+}
+
+/* Psych's visit_String then libyaml's analysis: the style s is written in, or -1 (refused, *why set). */
+static int yaml_str_style(const char *s, size_t n, bool key, const char **why)
+{
+    *why = "a string Psych writes in a form tpl does not";
+    /* Psych: /\n(?!\Z)/ is a literal block */
+    bool literal = false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\n' && !(i + 1 == n || (i + 2 == n && s[i + 1] == '\n'))) literal = true;
+    if (!literal && memchr(s, '\n', n)) return -1;   /* a trailing line break: quoted over two lines */
+    if (n == 2 && s[0] == '<' && s[1] == '<') return -1;
+    /* libyaml's analysis */
+    bool special = false, block_ind = false, lead_space = false, trail_space = false, space_break = false,
+         break_space = false, prev_space = false, prev_break = false;
+    if (n >= 3 && (memcmp(s, "---", 3) == 0 || memcmp(s, "...", 3) == 0)) block_ind = true;
+    size_t i = 0;
+    uint32_t first = 0;
+    while (i < n) {
+        size_t at = i;
+        uint32_t c = tpl_utf8_next(s, n, &i);
+        if (at == 0) first = c;
+        bool next_blank = i >= n || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r';
+        if (at == 0) {
+            if (c < 0x80 && strchr("#,[]{}&*!|>'\"%@`", (int)c) && c) block_ind = true;
+            if ((c == '?' || c == ':') && next_blank) block_ind = true;
+            if (c == '-' && next_blank) block_ind = true;
+        } else {
+            if (c == ':' && next_blank) block_ind = true;   /* (",?[]{}" matter in flow context only) */
+            if (c == '#' && (prev_space || prev_break)) block_ind = true;
+        }
+        if (!yaml_printable(c) || (c == 0xFFFD && i - at == 1)) special = true;
+        if (c == '\r' || c == 0x85 || c == 0x2028 || c == 0x2029) {
+            *why = "a string with a line break other than \\n";
+            return -1;
+        }
+        if (c == '\n') {
+            if (at == 0) return -1;   /* a leading break */
+            if (prev_space) space_break = true;
+            prev_break = true;
+            prev_space = false;
+        } else if (c == ' ') {
+            if (at == 0) lead_space = true;
+            if (i >= n) trail_space = true;
+            if (prev_break) break_space = true;
+            prev_space = true;
+            prev_break = false;
+        } else {
+            prev_space = prev_break = false;
+        }
+    }
+    if (literal) {
+        /* only `|-` (no final break) and `|` (one final break) with a first line that is not indented */
+        if (key || special || space_break || trail_space || lead_space || (n >= 2 && s[n - 1] == '\n' && s[n - 2] == '\n'))
+            return -1;
+        return Y_LITERAL;
+    }
+    /* Psych's choice */
+    int style = Y_PLAIN;
+    if (n == 1 && (s[0] == 'y' || s[0] == 'n')) style = Y_DOUBLE;
+    else {
+        bool word = first < 0x80 ? (first == '_' || y_digit((char)first) || ((first | 0x20) >= 'a' && (first | 0x20) <= 'z'))
+                                 : false;
+        if (n && first >= 0x80) {
+            *why = "a string beginning with a character past ASCII";
+            return -1;   /* [[:word:]] and [[:alpha:]] of Unicode: not modelled */
+        }
+        if (n && !word && !memchr(s, '"', n)) style = Y_DOUBLE;
+        else if (n == 0) style = Y_SINGLE;
+        else if (!word) {
+            return -1;   /* a non-word start with a '"': libyaml's own choice */
+        } else if (y_digit(s[0])) {
+            int t = yaml_digit_string(s, n);
+            if (t < 0) { *why = "a string that may read as a timestamp"; return -1; }
+            if (t == 0) style = Y_SINGLE;
+        } else if (n <= 5 && strchr("ytonfYTONF", s[0])) {
+            /* ~, null, yes/true/on, no/false/off (any case) are not Strings to Psych */
+            static const char *const words[] = { "null", "yes", "true", "on", "no", "false", "off", NULL };
+            for (int k = 0; words[k]; k++)
+                if (strlen(words[k]) == n && strncasecmp(words[k], s, n) == 0) style = Y_SINGLE;
+        }
+    }
+    /* libyaml */
+    if (style == Y_PLAIN && (lead_space || trail_space || block_ind || special || (key && n == 0))) style = Y_SINGLE;
+    if (style == Y_SINGLE && (special || space_break || break_space)) style = Y_DOUBLE;
+    return style;
+}
+
+/* Columns of the current line of b (characters since the last line break) */
+static size_t yaml_col(const tpl_sb *b)
+{
+    size_t c = 0;
+    for (size_t i = b->len; i > 0 && b->p[i - 1] != '\n'; i--)
+        if (((unsigned char)b->p[i - 1] & 0xC0) != 0x80) c++;
+    return c;
+}
+
+/* Writes string s (a key, or a value whose block content is at `indent`) */
+static int yaml_str(yaml_w *w, const char *s, size_t n, bool key, int indent)
+{
+    const char *why;
+    int style = yaml_str_style(s, n, key, &why);
+    if (style < 0) return yaml_refuse(w, why);
+    tpl_sb *b = w->b;
+    size_t start = b->len, col = yaml_col(b);
+    if (style == Y_LITERAL) {
+        tpl_sb_puts(b, s[n - 1] == '\n' ? "|" : "|-");
+        for (size_t i = 0; i < n;) {
+            size_t e = i;
+            while (e < n && s[e] != '\n') e++;
+            tpl_sb_putc(b, '\n');
+            if (e > i) {
+                for (int k = 0; k < indent + 2; k++) tpl_sb_putc(b, ' ');
+                tpl_sb_put(b, s + i, e - i);
+                if (yaml_col(b) > 80 && memchr(s + i, ' ', e - i)) return yaml_refuse(w, "a line past 80 columns with spaces (libyaml folds it)");
+            }
+            i = e + 1;
+        }
+        return 0;
+    }
+    if (style == Y_PLAIN) tpl_sb_put(b, s, n);
+    else if (style == Y_SINGLE) {
+        tpl_sb_putc(b, '\'');
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == '\'') tpl_sb_putc(b, '\'');
+            tpl_sb_putc(b, s[i]);
+        }
+        tpl_sb_putc(b, '\'');
+    } else {
+        tpl_sb_putc(b, '"');
+        for (size_t i = 0; i < n;) {
+            size_t at = i;
+            uint32_t c = tpl_utf8_next(s, n, &i);
+            if (c == 0xFFFD && i - at == 1) return yaml_refuse(w, "a string that is not UTF-8");
+            static const char from[] = "\0\a\b\t\n\v\f\r\033\"\\";
+            static const char to[] = "0abtnvfre\"\\";
+            const char *e = c < 0x80 ? memchr(from, (int)c, sizeof from - 1) : NULL;
+            if (e) { tpl_sb_putc(b, '\\'); tpl_sb_putc(b, to[e - from]); }
+            else if (c == 0x85) tpl_sb_puts(b, "\\N");
+            else if (c == 0xA0) tpl_sb_puts(b, "\\_");
+            else if (c == 0x2028) tpl_sb_puts(b, "\\L");
+            else if (c == 0x2029) tpl_sb_puts(b, "\\P");
+            else if (!yaml_printable(c) || c == 0xFEFF) {
+                if (c <= 0xFF) tpl_sb_printf(b, "\\x%02X", (unsigned)c);
+                else if (c <= 0xFFFF) tpl_sb_printf(b, "\\u%04X", (unsigned)c);
+                else tpl_sb_printf(b, "\\U%08X", (unsigned)c);
+            } else tpl_sb_put(b, s + at, i - at);
+        }
+        tpl_sb_putc(b, '"');
+    }
+    if (key && b->len - start > 128) return yaml_refuse(w, "a key longer than 128 characters (a complex key)");
+    if (!key && col + tpl_utf8_len(b->p + start, b->len - start) > 80 && memchr(b->p + start, ' ', b->len - start))
+        return yaml_refuse(w, "a line past 80 columns with spaces (libyaml folds it)");
+    return 0;
+}
+
+/* A scalar (not a Hash or an Array): its text after the indicator; nil writes nothing. */
+static int yaml_scalar(yaml_w *w, tpl_value v, bool key, int indent)
+{
+    tpl_sb *b = w->b;
+    switch (v.type) {
+    case TPL_T_UNDEF: case TPL_T_UNSET: case TPL_T_NONE:
+        if (key) return yaml_refuse(w, "a nil key");
+        return 0;
+    case TPL_T_BOOL:
+        tpl_sb_puts(b, v.u.i ? "true" : "false");
+        return 0;
+    case TPL_T_INT: case TPL_T_BIGINT:
+        tpl_rb_to_s(b, v);
+        return 0;
+    case TPL_T_FLOAT:
+        if (isnan(v.u.f)) tpl_sb_puts(b, ".nan");
+        else if (isinf(v.u.f)) tpl_sb_puts(b, v.u.f > 0 ? ".inf" : "-.inf");
+        else tpl_rb_to_s(b, v);
+        return 0;
+    case TPL_T_STR:
+        if (v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)) break;
+        if (v.flags & TPL_F_SYMBOL) {
+            /* ":name": an identifier's symbol is plain */
+            bool plain = v.len > 0 && !y_digit(v.u.s[0]);
+            for (uint32_t i = 0; i < v.len && plain; i++) {
+                unsigned char c = (unsigned char)v.u.s[i];
+                plain = c == '_' || y_digit((char)c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+                        (i + 1 == v.len && i > 0 && (c == '?' || c == '!'));
+            }
+            if (!plain) return yaml_refuse(w, "a Symbol that is not an identifier");
+            tpl_sb_putc(b, ':');
+            tpl_sb_put(b, v.u.s, v.len);
+            return 0;
+        }
+        return yaml_str(w, v.u.s, v.len, key, indent);
+    default:
+        break;
+    }
+    return yaml_refuse(w, "an object other than Hash, Array, String, Symbol, Integer, Float, true, false and nil");
+}
+
+static bool yaml_empty_or_scalar(tpl_value v)
+{
+    if (v.type == TPL_T_MAP) return v.u.map->len == 0;
+    if (v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) return v.u.list->len == 0;
+    return true;
+}
+
+static int yaml_node(yaml_w *w, tpl_value v, int indent, bool inline_first);
+
+/* v after an indicator ("---", "key:", "-"): a scalar or an empty collection on the same line, a mapping's or
+ * a sequence's items below it (a sequence in a mapping at the mapping's indent, libyaml's indentless form). */
+static int yaml_value(yaml_w *w, tpl_value v, int indent, bool in_map, bool in_seq)
+{
+    tpl_sb *b = w->b;
+    if (yaml_empty_or_scalar(v)) {
+        if (v.type == TPL_T_MAP) {
+            if (!v.u.map->eql) return yaml_refuse(w, Y_STATE_HASH);
+            tpl_sb_puts(b, " {}\n");
+            return 0;
+        }
+        if (v.type == TPL_T_LIST) { tpl_sb_puts(b, " []\n"); return 0; }
+        if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF || v.type == TPL_T_UNSET) { tpl_sb_putc(b, '\n'); return 0; }
+        tpl_sb_putc(b, ' ');
+        if (yaml_scalar(w, v, false, indent) < 0) return -1;
+        tpl_sb_putc(b, '\n');
+        return 0;
+    }
+    if (in_seq) {   /* "- a: 1" / "- - 1": the first item on the indicator's line */
+        tpl_sb_putc(b, ' ');
+        return yaml_node(w, v, indent + 2, true);
+    }
+    tpl_sb_putc(b, '\n');
+    return yaml_node(w, v, in_map && v.type == TPL_T_LIST ? indent : indent + 2, false);
+}
+
+/* A non-empty Hash or Array in block style at `indent` (inline_first: its first line continues the current one) */
+static int yaml_node(yaml_w *w, tpl_value v, int indent, bool inline_first)
+{
+    tpl_sb *b = w->b;
+    const void *id = v.type == TPL_T_MAP ? (const void *)v.u.map : (const void *)v.u.list;
+    for (int i = 0; i < w->nseen; i++)
+        if (w->seen[i] == id) return yaml_refuse(w, "a Hash or Array met twice (Psych writes an alias)");
+    if (w->nseen >= 256 || w->depth >= 100) return yaml_refuse(w, "a structure of more than 256 collections or 100 levels");
+    if (v.type == TPL_T_MAP && !v.u.map->eql) return yaml_refuse(w, Y_STATE_HASH);
+    if (!tpl_sb_charge(b, 1)) return 0;
+    w->seen[w->nseen++] = id;
+    w->depth++;
+    uint32_t len = v.type == TPL_T_MAP ? v.u.map->len : v.u.list->len;
+    for (uint32_t k = 0; k < len && !b->failed; k++) {
+        if (k || !inline_first)
+            for (int i = 0; i < indent; i++) tpl_sb_putc(b, ' ');
+        if (v.type == TPL_T_MAP) {
+            tpl_value key = v.u.map->e[k].key;
+            if (!yaml_empty_or_scalar(key) || key.type == TPL_T_MAP || key.type == TPL_T_LIST)
+                return yaml_refuse(w, "a Hash or Array key");
+            if (yaml_scalar(w, key, true, indent) < 0) return -1;
+            tpl_sb_putc(b, ':');
+            if (yaml_value(w, v.u.map->e[k].val, indent, true, false) < 0) return -1;
+        } else {
+            tpl_sb_putc(b, '-');
+            if (yaml_value(w, v.u.list->items[k], indent, false, true) < 0) return -1;
+        }
+    }
+    w->depth--;
+    return 0;
+}
+
+/* x.to_yaml (YAML.dump(x)): "---" and the document */
+static int rb_yaml_value(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    yaml_w w = { .vm = vm, .b = &b };
+    tpl_sb_puts(&b, "---");
+    if (yaml_empty_or_scalar(v) ? yaml_value(&w, v, 0, false, false) < 0 : (tpl_sb_putc(&b, '\n'), yaml_node(&w, v, 0, false) < 0))
+        return -1;
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+int r_any_to_yaml(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_yaml_value(vm, a[0], out); }
+
 static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
@@ -4447,6 +4861,58 @@ int r_any_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Array#replace / Hash#replace: the receiver (changed in place, every name holding it sees it) takes other's
+ * items or pairs; String#replace / String#clear: the new text, stored back into the receiver's variable (the
+ * lowering's changing methods, as <<). */
+int r_arr_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_LIST || (a[1].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Array (TypeError)", tpl_rb_class_name(a[1]));
+    tpl_list *src = a[1].u.list;
+    uint32_t n = src->len;
+    tpl_value *items = tpl_arena_alloc(A(vm), ((size_t)n + 1) * sizeof *items);   /* (a.replace(a): read first) */
+    if (!items) return oom(vm);
+    mcpy_items(items, 0, src->items, 0, n);
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    out->u.list->len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!tpl_list_push(A(vm), out->u.list, items[i])) return oom(vm);
+    return 0;
+}
+
+int r_hash_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[1].type != TPL_T_MAP)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Hash (TypeError)", tpl_rb_class_name(a[1]));
+    const tpl_map *src = a[1].u.map;
+    uint32_t n = src->len;
+    tpl_entry *e = tpl_arena_alloc(A(vm), ((size_t)n + 1) * sizeof *e);
+    if (!e) return oom(vm);
+    if (n) memcpy(e, src->e, (size_t)n * sizeof *e);
+    if (rb_own(vm, a[0], out) < 0) return -1;
+    tpl_map *m = out->u.map;
+    m->len = 0;
+    if (m->idx_cap) memset(m->idx, 0, (size_t)m->idx_cap * sizeof *m->idx);
+    for (uint32_t i = 0; i < n; i++)
+        if (!tpl_map_append(A(vm), m, e[i].key, e[i].hash, e[i].val)) return oom(vm);
+    return 0;
+}
+
+int r_str_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].flags & TPL_F_FROZEN_RB) return frozen_error(vm, a[0]);
+    if (want_str(vm, a[1]) < 0) return -1;
+    *out = tpl_v_str(a[1].u.s, a[1].len);
+    return 0;
+}
+
+int r_str_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].flags & TPL_F_FROZEN_RB) return frozen_error(vm, a[0]);
+    *out = tpl_v_str("", 0);
+    return 0;
+}
+
 /* (apply)(name, args, keywords): r.m(*a, **h) (the lowering's spread call): method `name` of self with the
  * items of the Array args and the pairs of the dict keywords; the block passes through. */
 int r_any_apply(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -6486,8 +6952,12 @@ int r_arr_pack(tpl_vm *vm, tpl_value *a, tpl_value *out)
             } else tpl_sb_putc(&b, (char)(u & 0xFF));
         }
         if (b.failed) return oom(vm);
-        /* (C and c: control bytes pass, as before: tpl's text prints them as Ruby's binary string does) */
-        if (c != 'U' && c != 'C' && c != 'c' && pack_text_check(vm, b.p, from, b.len, c, false) < 0) return -1;
+        if (c == 'C' || c == 'c') {   /* (control bytes pass, as before: tpl's text prints them as Ruby's does) */
+            for (size_t i = from; i < b.len; i++)
+                if ((unsigned char)b.p[i] >= 0x80)
+                    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: pack('%c') of a byte past 127 "
+                                        "(a binary string)", c);
+        } else if (c != 'U' && pack_text_check(vm, b.p, from, b.len, c, false) < 0) return -1;
     }
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
