@@ -632,6 +632,8 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
     if (!f)
         return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "no host %s named '%.*s' in this render context", what,
                             (int)name.len, name.u.s);
+    if (tpl_has_big_range(pos, npos) || tpl_has_big_range(kwv, nkw)) /* a host sees items: it has none */
+        return tpl_range_too_large(vm);
     if (f->fn == tpl_host_value_fn) { /* a host object called with values (runtime/host.c) */
         const tpl_host_object *ho = f->data;
         if (!ho || !ho->cls)

@@ -262,6 +262,12 @@ static inline const tpl_value *tpl_range_params(tpl_value v)
 }
 /* A range() held without its items (TPL_F_RANGE_BIG). */
 static inline bool tpl_is_big_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_BIG); }
+static inline bool tpl_has_big_range(const tpl_value *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (tpl_is_big_range(v[i])) return true;
+    return false;
+}
 static inline tpl_value tpl_v_map(tpl_map *m) { tpl_value v = {0}; v.type = TPL_T_MAP; v.u.map = m; return v; }
 
 /* Lists and maps allocated in an arena. Functions returning bool fail only on arena exhaustion. */

@@ -1206,7 +1206,11 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
     /* a range held without its items: the builtins that read it as Python's range does (len,
      * first, last, str, repr, json's TypeError, range.index/count); any other wants its items */
     bool big_ok = (filter && (IS_NAME("first") || IS_NAME("last") || IS_NAME("length") || IS_NAME("count") ||
-                              IS_NAME("string") || IS_NAME("pprint") || IS_NAME("tojson"))) ||
+                              IS_NAME("string") || IS_NAME("pprint") || IS_NAME("tojson") ||
+                              /* the filters of text, which take str(value) */
+                              IS_NAME("e") || IS_NAME("escape") || IS_NAME("forceescape") || IS_NAME("safe") ||
+                              IS_NAME("wordcount") || IS_NAME("upper") || IS_NAME("lower") || IS_NAME("capitalize") ||
+                              IS_NAME("title") || IS_NAME("trim") || IS_NAME("center") || IS_NAME("striptags"))) ||
                   (bi->kind == TPL_BK_LIST && (IS_NAME("index") || IS_NAME("count")));
     bool big_args = filter && IS_NAME("format"); /* "%s"|format(r): printed */
 #undef IS_NAME
@@ -2056,7 +2060,10 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
         if (npos) memcpy(args + 1, pos, (size_t)npos * sizeof *pos);
         return call_builtin(vm, fn.u.bound->method, args, npos + 1, kwn, kwv, nkw, out);
     }
-    if (fn.type == TPL_T_HOST) return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
+    if (fn.type == TPL_T_HOST) {
+        if (tpl_has_big_range(pos, npos) || tpl_has_big_range(kwv, nkw)) return tpl_range_too_large(vm);
+        return tpl_hobj_call(vm, fn, pos, npos, kwn, kwv, nkw, out);
+    }
     if (fn.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, fn);
     if (fn.type == TPL_T_LOOP) { /* LoopContext.__call__(iterable): the recursive loop one level deeper */
         const tpl_loop *l = fn.u.loop;

@@ -102,7 +102,7 @@ static void pad_out(tpl_sb *b, const fspec *f, char dflt_align, const char *text
 {
     int64_t pad = f->width > ncp ? f->width - ncp : 0;
     char al = f->align ? f->align : dflt_align;
-    if (al == 'Z')
+    if (al == 'Z' || (al == '=' && dflt_align == '>')) /* a number's '=' without a sign: padding first */
         al = dflt_align;
     int64_t left = 0, right = 0;
     if (al == '>')
@@ -337,9 +337,16 @@ static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const c
                 tpl_sb tb;
                 tpl_sb_init(&tb, AR(vm));
                 tpl_py_float(&tb, ax);
-                ntxt = tb.len < sizeof body - 1 ? tb.len : sizeof body - 1;
+                ntxt = tb.len < sizeof body - 2 ? tb.len : sizeof body - 2;
                 memcpy(body, tb.p, ntxt);
                 body[ntxt] = 0;
+                if (f->alt && !memchr(body, '.', ntxt)) { /* Py_DTSF_ALT: always a point (1e+16 -> 1.e+16) */
+                    char *e = memchr(body, 'e', ntxt);
+                    size_t at = e ? (size_t)(e - body) : ntxt;
+                    memmove(body + at + 1, body + at, ntxt - at + 1);
+                    body[at] = '.';
+                    ntxt++;
+                }
                 goto assembled;
             }
             /* CPython's format_float_internal: no type with a precision is 'g' with
@@ -437,6 +444,18 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
     fspec f;
     if (parse_spec(vm, spec, n, &f, tpl_type_name(vm, v)) < 0)
         return -1;
+    if (f.grouping && (v.type == TPL_T_STR || v.type == TPL_T_BOOL || v.type == TPL_T_INT || v.type == TPL_T_BIGINT ||
+                       v.type == TPL_T_FLOAT)) {
+        /* CPython's parse_internal_render_format_spec refuses a separator the presentation type
+         * (by default 's' for str, 'd' for int, none for float) takes none of, before any other
+         * check of the spec or the type */
+        char t = f.type ? f.type : v.type == TPL_T_STR ? 's' : v.type == TPL_T_FLOAT ? 0 : 'd';
+        bool ok = t == 0 || strchr("defgEGF%", t) || (f.grouping == '_' && strchr("boxX", t));
+        if (!ok)
+            return (unsigned char)t > 32 && (unsigned char)t < 128
+                ? tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify '%c' with '%c'.", f.grouping, t)
+                : tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify '%c' with '\\x%x'.", f.grouping, (unsigned char)t);
+    }
     switch (v.type) {
     case TPL_T_STR:
         return format_str(vm, b, v, &f);
