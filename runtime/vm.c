@@ -2503,7 +2503,7 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
         slot->u.loop->src = src;
         return 0;
     }
-    if (v.type == TPL_T_LIST) items = v.u.list; /* (tpl_to_list's answer, without the call) */
+    if (v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_BIG)) items = v.u.list; /* (tpl_to_list's answer, without the call) */
     else if (tpl_to_list(vm, v, &items) < 0) return -1;
     return new_loop(vm, items, slot) < 0 ? -1 : 0;
 }
