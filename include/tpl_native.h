@@ -402,7 +402,7 @@ static inline __attribute__((always_inline)) int tpl_native_truthy(const tpl_nva
     if (v->type == TPL_NT_BOOL || v->type == TPL_NT_INT) return v->u.i != 0;
     if (v->type == TPL_NT_STR) return v->len != 0;
     if (v->type == TPL_NT_MAP) return ((const tpl_nmap *)v->u.p)->len != 0;
-    if (v->type == TPL_NT_LIST) return ((const tpl_nlist *)v->u.p)->len != 0 || v->aux >= TPL_NLAZY_ITER; /* an iterator: true */
+    if (v->type == TPL_NT_LIST) return ((const tpl_nlist *)v->u.p)->len != 0 || v->aux >= TPL_NLAZY_ITER || (v->flags & TPL_NF_RANGE_BIG); /* an iterator, a big range: true */
     return v->type == TPL_NT_NONE ? 0 : -1;
 }
 
