@@ -315,6 +315,30 @@ static void test_static_builtins(void)
     tpl_program_free(p);
 }
 
+/* Loads a patched copy of a program: case 0 (unpatched) loads and renders `want`; any other case
+ * is refused as corrupt with a message naming `op`. */
+static void load_patched(const tpl_static_program *sp, int k, const char *op, const char *want)
+{
+    tpl_program *q = NULL;
+    tpl_error err = { 0 };
+    tpl_status st = tpl_program_load_static(sp, &q, &err);
+    CHECK(k == 0 ? st == TPL_OK : st == TPL_ERR_CORRUPT);
+    if (k && !(err.message && strstr(err.message, op))) {
+        fprintf(stderr, "case %d: %s\n", k, err.message ? err.message : "(none)");
+        nfail++;
+    }
+    tpl_error_clear(&err);
+    if (k == 0 && q) {
+        tpl_render *r = new_render(NULL);
+        tpl_status s1;
+        char *out = render(r, q, &s1);
+        CHECK(out && strcmp(out, want) == 0);
+        free(out);
+        tpl_render_free(r);
+    }
+    tpl_program_free(q);
+}
+
 /* SWITCH_STR's jump table (read by the VM without dispatching its JUMPs) is checked on load. */
 static void test_switch_table(void)
 {
@@ -337,24 +361,7 @@ static void test_switch_table(void)
             for (kk = 0; kk < p->nconsts && p->consts[kk].type != TPL_T_STR; kk++) {}
             code[sw] = TPL_INSN(TPL_OP_SWITCH_STR, kk);
         }
-        tpl_program *q = NULL;
-        tpl_error err = { 0 };
-        tpl_status st = tpl_program_load_static(&sp, &q, &err);
-        CHECK(k == 0 ? st == TPL_OK : st == TPL_ERR_CORRUPT);
-        if (k && !(err.message && strstr(err.message, "SWITCH_STR"))) {
-            fprintf(stderr, "case %d: %s\n", k, err.message ? err.message : "(none)");
-            nfail++;
-        }
-        tpl_error_clear(&err);
-        if (k == 0 && q) {
-            tpl_render *r = new_render(NULL);
-            tpl_status s1;
-            char *out = render(r, q, &s1);
-            CHECK(out && strcmp(out, "ABCBC-") == 0);
-            free(out);
-            tpl_render_free(r);
-        }
-        tpl_program_free(q);
+        load_patched(&sp, k, "SWITCH_STR", "ABCBC-");
     }
     free(code);
     tpl_program_free(p);
@@ -385,24 +392,7 @@ static void test_adds_k_tuple(void)
             while (kk < p->nconsts && p->consts[kk].type != TPL_T_STR) kk++;
             code[at + 1] = kk;
         }
-        tpl_program *q = NULL;
-        tpl_error err = { 0 };
-        tpl_status st = tpl_program_load_static(&sp, &q, &err);
-        CHECK(k == 0 ? st == TPL_OK : st == TPL_ERR_CORRUPT);
-        if (k && !(err.message && strstr(err.message, "PRINT_ADDS_K"))) {
-            fprintf(stderr, "case %d: %s\n", k, err.message ? err.message : "(none)");
-            nfail++;
-        }
-        tpl_error_clear(&err);
-        if (k == 0 && q) {
-            tpl_render *r = new_render(NULL);
-            tpl_status s1;
-            char *out = render(r, q, &s1);
-            CHECK(out && strcmp(out, "<W>x") == 0);
-            free(out);
-            tpl_render_free(r);
-        }
-        tpl_program_free(q);
+        load_patched(&sp, k, "PRINT_ADDS_K", "<W>x");
     }
     free(code);
     tpl_program_free(p);
