@@ -2212,6 +2212,28 @@ static int new_loop(tpl_vm *vm, tpl_list *items, tpl_value *slot)
 /* ------------------------------------------------------------------ operations shared by the
  * interpreter and the native helpers (tpl_native_*), so both run the same code */
 
+/* `trim` of the string *v (no arguments) when its ends are ASCII: the white space Python's
+ * str.strip() removes taken off both ends in place (tpl_py_strip's fast path). False, *v
+ * untouched, when a byte at an end is not ASCII (it may start Unicode white space). */
+static inline __attribute__((always_inline)) bool trim_ascii(tpl_value *v)
+{
+    const unsigned char *s0 = (const unsigned char *)v->u.s;
+    size_t lo = 0, hi = v->len;
+/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
+#define WS_(b) ((b) <= ' ' && (UINT64_C(0x1F0003E00) >> (b) & 1))
+    while (hi > 0 && WS_(s0[hi - 1])) hi--;
+    if (hi) {
+        /* s0[hi - 1] is no white space: the scan from the start stops there at the latest */
+        while (WS_(s0[lo])) lo++;
+        if ((s0[lo] | s0[hi - 1]) >= 0x80) return false;
+    }
+#undef WS_
+    v->u.s += lo;
+    v->len = (uint32_t)(hi - lo);
+    v->flags &= TPL_F_SAFE;
+    return true;
+}
+
 /* FILTER, FILTER_PRINT or TEST (op) of builtin a on args: npos positional values, then nkw
  * keyword values named by kwn. 1 when a FILTER_PRINT wrote its result to the output itself (its
  * PRINT done), 0 with the result in args[0], -1 on an error (unlocated). */
@@ -2220,22 +2242,8 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
 {
     if (nkw == 0 && op != TPL_OP_TEST) {
         /* common filters on the values they usually get, without the binder */
-        if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR) {
-            /* ASCII whitespace off both ends (tpl_py_strip's fast path), in place */
-            const unsigned char *s0 = (const unsigned char *)args[0].u.s;
-            size_t lo = 0, hi = args[0].len;
-/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
-#define WS_(b) ((b) <= ' ' && (UINT64_C(0x1F0003E00) >> (b) & 1))
-            while (lo < hi && WS_(s0[lo])) lo++;
-            while (hi > lo && WS_(s0[hi - 1])) hi--;
-#undef WS_
-            if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
-                args[0].u.s += lo;
-                args[0].len = (uint32_t)(hi - lo);
-                args[0].flags &= TPL_F_SAFE;
-                return 0;
-            }
-        }
+        if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR && trim_ascii(&args[0]))
+            return 0;
         if ((a == tpl_stdlib.id_upper || a == tpl_stdlib.id_lower) && npos == 1 && args[0].type == TPL_T_STR &&
             op == TPL_OP_FILTER_PRINT && vm->out_len + args[0].len < vm->out_cap) {
             /* `{{ s | upper }}`: ASCII case-mapped straight into the output (no copy, no PRINT) */
@@ -2826,8 +2834,20 @@ top:
         }
         goto load_slot;
     }
-    CASE(LOAD_SLOT_ITEM_CMP)
     CASE(LOAD_SLOT_ITEM_SWITCH) {
+        /* message['role'] of a string picking its branch of an if/elif chain (LOAD_SLOT_ITEM;
+         * SWITCH_STR): one dispatch */
+        const tpl_value *v = &slots[a], *hit;
+        if (v->type == TPL_T_MAP && (hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[2])])) != NULL &&
+            hit->type == TPL_T_STR) {
+            ticks += 2;
+            ip += 3;
+            JUMP_TO(switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *hit));
+        }
+        goto load_slot_item_cmp;
+    }
+    CASE(LOAD_SLOT_ITEM_CMP) {
+    load_slot_item_cmp:;
         /* LOAD_SLOT; GETITEM_STR (message['role']) as one step when the key is there */
         tpl_value v = slots[a];
         if (v.type != TPL_T_MAP) goto load_slot;
@@ -3126,15 +3146,30 @@ top:
         if (for_init_op(vm, *sp, &slots[a]) < 0) goto fail;
         NEXT(0);
     }
-    CASE(FOR_NEXT)
     CASE(FOR_NEXT_STORE) {
+        /* `for x in ...`: FOR_NEXT; STORE_SLOT x, the item going to the loop variable's slot in
+         * this dispatch (checked as FOR_NEXT) */
+        if (slots[a].type == TPL_T_LOOP) {
+            tpl_loop *l = slots[a].u.loop;
+            if (__builtin_expect(l->src == NULL, 1)) {
+                if (l->i < l->items->len) {
+                    slots[TPL_INSN_A(ip[2])] = l->items->items[l->i++];
+                    ticks++;
+                    NEXT(2);
+                }
+                JUMP_TO(ip[1]);
+            }
+        }
+        goto for_next;
+    }
+    CASE(FOR_NEXT) {
+    for_next:;
         /* the verifier bounds the slot; its type is only known here (hostile .tplb files) */
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
         if (__builtin_expect(l->src != NULL, 0)) loop_pull(l, l->i + 1);
         if (l->i < l->items->len) {
             if (CUR_OP == TPL_OP_FOR_NEXT_STORE) {
-                /* `for x in ...`: the item goes to the loop variable's slot in this dispatch */
                 slots[TPL_INSN_A(ip[2])] = l->items->items[l->i++];
                 ticks++;
                 NEXT(2);
@@ -3191,9 +3226,17 @@ top:
         sp += a;
         NEXT(0);
     }
-    CASE(FILTER)
+    CASE(FILTER) {
+        /* `s | trim` of a string with ASCII ends: before the argument word is decoded (filter_op's
+         * first fast path) */
+        if (ip[1] == TPL_ARGW(1, 0, TPL_NO_KW) && a == tpl_stdlib.id_trim && sp[-1].type == TPL_T_STR &&
+            trim_ascii(&sp[-1]))
+            NEXT(1);
+        goto filter;
+    }
     CASE(FILTER_PRINT)
     CASE(TEST) {
+    filter:;
         uint32_t aw = ip[1];
         CALL_ARGS(aw);
         int k = filter_op(vm, CUR_OP, a, args, npos, kwn, nkw);
