@@ -3259,6 +3259,14 @@ top:
     CASE(CALL_NAME) {
         CHARGE();
         uint32_t id = ip[1], aw = ip[2];
+        if (aw == TPL_ARGW(1, 0, TPL_NO_KW) && hits && hits[a] == &name_absent && id == tpl_stdlib.id_remembers &&
+            sp[-1].type == TPL_T_STR && short_ascii(sp[-1].u.s, sp[-1].len)) {
+            /* remembers("usual doctor") again, the state known not to shadow it: the fast path
+             * below without decoding the argument word */
+            vm->stack_top = (uint32_t)(sp - vm->stack);
+            if (tpl_stdlib.remembers_ascii(vm, sp[-1].u.s, sp[-1].len, &sp[-1]) < 0) goto fail;
+            NEXT(2);
+        }
         CALL_ARGS(aw);
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (hits) {
