@@ -14,6 +14,7 @@
 #include <string.h>
 #include "tpl.h"
 #include "tpl_native.h"
+#include "tpl_prompt.h"
 
 static int npass, nfail;
 
@@ -669,6 +670,62 @@ static void test_catalog_rows(void)
     tpl_program_free(p);
 }
 
+/* remembers() answers kept while the facts do not change (stdlib/prompt/state.c): every change
+ * of the facts is seen by the next render, and an answer from the memo charges the fuel its fact
+ * scan charged. */
+static int no_memory(void *data, const char *words, size_t len) { (void)data; (void)words; (void)len; return 0; }
+
+static void test_remembered(void)
+{
+    char buf[256];
+    tpl_program *p = compile("{{ remembers('xy') }} {{ remembers('xy') }} {{ remembers('y') }}");
+    tpl_render *r = tpl_render_new(NULL);
+    CHECK(p && r, "remembered: setup");
+    if (!p || !r) { tpl_program_free(p); tpl_render_free(r); return; }
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "False False False") == 0, "no facts: %s", buf);
+    tpl_render_add_fact(r, "ab", 2);
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "False False False") == 0, "fact ab: %s", buf);
+    tpl_render_add_fact(r, "axyz", 4);
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "True True True") == 0, "fact axyz added: %s", buf);
+    tpl_render_clear_facts(r);
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "False False False") == 0, "facts cleared: %s", buf);
+    tpl_render_add_fact(r, "y", 1);
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "False False True") == 0, "fact y: %s", buf);
+    tpl_render_set_remembers(r, no_memory, NULL);
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "False False False") == 0, "host memory: %s", buf);
+    tpl_render_set_remembers(r, NULL, NULL);
+    CHECK(strcmp(render(r, p, buf, sizeof buf), "False False True") == 0, "facts again: %s", buf);
+    tpl_render_free(r);
+    tpl_program_free(p);
+
+    /* the fuel: a render whose answers all come from the memo (warm) fails exactly where one that
+     * scans the facts first (a new context) fails */
+    char fact[400];
+    memset(fact, 'a', sizeof fact);
+    memcpy(fact + sizeof fact - 7, "hearing", 7);
+    p = compile("{% for i in range(3) %}{{ remembers('hearing') }}{% endfor %}");
+    uint64_t least = 0; /* the least fuel a new context renders with */
+    for (uint64_t fuel = 1; p && fuel < 10000 && !least; fuel++) {
+        tpl_limits lim = { .fuel = fuel };
+        r = tpl_render_new(&lim);
+        tpl_render_add_fact(r, fact, sizeof fact);
+        if (strcmp(render(r, p, buf, sizeof buf), "TrueTrueTrue") == 0) least = fuel;
+        tpl_render_free(r);
+    }
+    CHECK(least > 3 * (4 + sizeof fact / 16), "remembered: fuel threshold %llu", (unsigned long long)least);
+    for (uint64_t fuel = least - 1; p && least && fuel <= least; fuel++) {
+        tpl_limits lim = { .fuel = fuel };
+        r = tpl_render_new(&lim);
+        tpl_render_add_fact(r, fact, sizeof fact);
+        bool cold = strcmp(render(r, p, buf, sizeof buf), "TrueTrueTrue") == 0;
+        bool warm = strcmp(render(r, p, buf, sizeof buf), "TrueTrueTrue") == 0;
+        CHECK(cold == (fuel == least) && warm == cold, "remembered: fuel %llu: cold %d, warm %d (%s)",
+              (unsigned long long)fuel, cold, warm, buf);
+        tpl_render_free(r);
+    }
+    tpl_program_free(p);
+}
+
 int main(void)
 {
     test_null_args();
@@ -676,6 +733,7 @@ int main(void)
     test_reentrancy();
     test_utf8();
     test_catalog_rows();
+    test_remembered();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }

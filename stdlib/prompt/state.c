@@ -7,6 +7,10 @@
 #include "../../runtime/error.h"
 #include "tr.h"
 
+/* remembers() memo: its entries (16: remembered_at takes a hash's top 4 bits), the longest
+ * phrase it keeps */
+enum { REMEMBERED_N = 16, REMEMBERED_MAX = 32 };
+
 struct tpl_prompt_state {
     tpl_arena fact_arena;   /* facts; reset by tpl_render_clear_facts */
     tpl_arena call_arena;   /* the `call` object; rebuilt by tpl_render_set_call */
@@ -18,9 +22,41 @@ struct tpl_prompt_state {
     char claimed[64];       /* call.claimed; has_claimed false: None */
     bool has_claimed;
     tpl_tr_state *tr;       /* catalogs, language, tr_keys (tr.c); NULL until first set */
+    /* remembers() answers kept while the facts do not change (a template asks the same phrases
+     * in every render): emptied by every change of the facts (add_fact, clear_facts) */
+    struct remembered {
+        uint32_t n;         /* the phrase's length (NFC form); UINT32_MAX: an empty memo entry */
+        bool found;
+        uint64_t cost;      /* the fuel its fact scan charges */
+        char s[REMEMBERED_MAX]; /* the phrase's bytes (a copy: the caller's may not outlive it) */
+    } remembered[REMEMBERED_N];
 };
 
 static tpl_prompt_state *state_of(const tpl_vm *vm) { return tpl_vm_ext(vm); }
+
+static void forget_remembered(tpl_prompt_state *s)
+{
+    for (size_t i = 0; i < REMEMBERED_N; i++) s->remembered[i].n = UINT32_MAX;
+}
+
+/* The memo entry the phrase w (n bytes) goes to, or NULL when it is too long to keep. An entry
+ * holds a phrase only while the facts it was answered from are the render context's (and they
+ * are not empty: remembers() answers no facts before it looks). */
+static struct remembered *remembered_at(tpl_prompt_state *s, const char *w, size_t n)
+{
+    if (n - 1 >= REMEMBERED_MAX) return NULL; /* (n 0 too: nothing to key on) */
+    uint32_t key = (uint32_t)n << 16 | (uint32_t)(unsigned char)w[0] << 8 | (unsigned char)w[n - 1];
+    return &s->remembered[(key * 0x9E3779B1u) >> 28]; /* (Fibonacci hashing: 16 entries) */
+}
+
+/* The answer a memo entry holds, with the fuel its fact scan charged. */
+static int remembered_answer(tpl_vm *vm, const struct remembered *m, tpl_value *out)
+{
+    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, m->cost))
+        return tpl_vm_nomem(vm);
+    *out = tpl_v_bool(m->found);
+    return 0;
+}
 
 /* The `call` map for the state's channel, medium and claimed code (in call_arena, rebuilt). */
 static bool build_call(tpl_prompt_state *s)
@@ -49,6 +85,7 @@ void *tpl_prompt_new(tpl_vm *vm)
     tpl_arena_init(&s->call_arena, 0);
     tpl_arena_set_allocator(&s->fact_arena, al);
     tpl_arena_set_allocator(&s->call_arena, al);
+    forget_remembered(s);
     strcpy(s->channel, "phone");
     strcpy(s->medium, "voice");
     if (!build_call(s)) { tpl_prompt_free(vm, s); return NULL; }
@@ -78,8 +115,9 @@ tpl_tr_state *tpl_prompt_tr(const tpl_vm *vm) { return state_of(vm)->tr; }
 
 /* ------------------------------------------------------------------ remembers() */
 
-/* remembers() of the string w, NFC-normalised if it is not ASCII (ascii: known to be ASCII) */
-static int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out)
+/* remembers() of the string w, NFC-normalised if it is not ASCII (ascii: known to be ASCII); not
+ * inlined (its frame would cost tpl_prompt_remembers_ascii's memo hits) */
+static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out)
 {
     tpl_prompt_state *s = state_of(vm);
     if (s->remembers_fn) {
@@ -98,6 +136,9 @@ static int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out)
     }
     if (!ascii && !tpl_is_ascii(w.u.s, w.len))
         w = tpl_nfc(tpl_vm_arena(vm), w);
+    /* the same phrase asked before with these facts: the same answer and the same fuel */
+    struct remembered *m = remembered_at(s, w.u.s, w.len);
+    if (m && m->n == w.len && tpl_mem_eq(m->s, w.u.s, w.len)) return remembered_answer(vm, m, out);
     /* Each fact scanned charges the render's fuel: four units plus one per 16 bytes (the search
      * is linear, tpl_bytes_contain), so 20,000 calls over 100,000 facts end with a located fuel
      * error instead of running for a minute. */
@@ -107,6 +148,12 @@ static int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out)
     for (size_t i = 0; i < nfacts && !found; i++) {
         cost += 4 + facts[i].len / 16;
         found = facts[i].type == TPL_T_STR && tpl_bytes_contain(facts[i].u.s, facts[i].len, w.u.s, w.len);
+    }
+    if (m) {
+        m->n = w.len;
+        memcpy(m->s, w.u.s, w.len);
+        m->found = found;
+        m->cost = cost;
     }
     if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, cost))
         return tpl_vm_nomem(vm);
@@ -124,6 +171,10 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out)
 {
+    /* the memo first, without remembers_str's frame (a template's constant phrases) */
+    tpl_prompt_state *ps = state_of(vm);
+    const struct remembered *m = ps->remembers_fn ? NULL : remembered_at(ps, s, n);
+    if (m && m->n == n && tpl_mem_eq(m->s, s, n)) return remembered_answer(vm, m, out);
     return remembers_str(vm, tpl_v_str(s, n), true, out);
 }
 
@@ -146,6 +197,7 @@ static tpl_status add_fact(tpl_render *r, const char *fact, size_t len)
     char *c = tpl_arena_strdup(&s->fact_arena, fact, len);
     if (!c) return nomem(r);
     tpl_value v = tpl_nfc(&s->fact_arena, tpl_v_str(c, len));
+    forget_remembered(s); /* (before the push: a failed push may have changed nothing, or not) */
     if (!tpl_list_push(&s->fact_arena, s->facts, v)) return nomem(r);
     return TPL_OK;
 }
@@ -165,6 +217,7 @@ void tpl_render_clear_facts(tpl_render *r)
     if (!usable(r)) return;
     tpl_prompt_state *s = rstate(r);
     s->facts = NULL;
+    forget_remembered(s);
     tpl_arena_reset(&s->fact_arena);
 }
 
