@@ -3772,6 +3772,11 @@ int tpl_native_run_vm(tpl_native_frame *f, uint32_t entry, uint32_t npre)
         f->ticks = 0;
     }
     vm->stack_top = (uint32_t)(NV(f->stack) - vm->stack); /* a call made by this level moved it */
+    if (vm->name_hit_lazy == vm->p) { /* the rendered program's first interpreted function */
+        memset(vm->name_hit, 0, vm->p->nnames * sizeof vm->name_hit[0]);
+        vm->name_hit_prog = vm->p;
+        vm->name_hit_lazy = NULL;
+    }
     tpl_value r;
     return interp(vm, entry, f->slot_base, f->outer_base, npre, f->result ? NV(f->result) : &r, NULL);
 }
@@ -4052,8 +4057,15 @@ int tpl_vm_run(tpl_vm *vm)
     }
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     /* the state lookups of the last render are gone (interp: hits) */
-    vm->name_hit_prog = p->nnames <= TPL_VM_NAME_HITS ? p : NULL; /* (a bigger program keeps none) */
-    if (vm->name_hit_prog) memset(vm->name_hit, 0, p->nnames * sizeof vm->name_hit[0]);
+    vm->name_hit_prog = NULL;
+    vm->name_hit_lazy = NULL;
+    if (p->nnames <= TPL_VM_NAME_HITS) { /* (a bigger program keeps none) */
+        if (p->native) vm->name_hit_lazy = p; /* (cleared if the interpreter runs it: tpl_native_run_vm) */
+        else {
+            memset(vm->name_hit, 0, p->nnames * sizeof vm->name_hit[0]);
+            vm->name_hit_prog = p;
+        }
+    }
     vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
     vm->slot_top = p->nslots;
     vm->root_base = 0;

@@ -109,6 +109,10 @@ struct tpl_vm {
     const tpl_value *name_hit[TPL_VM_NAME_HITS];
     const tpl_program *name_hit_prog;
     const tpl_map *name_hit_state;
+    /* A native program rendered: its name_hit are cleared when the interpreter first runs a
+     * function of it without a step (tpl_native_run_vm; the native code and its steps use none),
+     * not when the render starts; NULL once cleared, or when the program is not native */
+    const tpl_program *name_hit_lazy;
     /* The native code's lookups (tpl_native_frame's hints, TPL_NHINTS): where the key of the
      * site's name was last found, by the name's index; a guess only, as key_hint */
     uint32_t native_hint[256];
