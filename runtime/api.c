@@ -251,7 +251,13 @@ static tpl_status state_too_big(tpl_vm *vm);
  * then reports the big number as before). NULL when there is nothing to rewrite (or no memory:
  * the plain parse reports the number). The error position of a rewritten text maps back with
  * big_unmap: each replacement is 8 bytes longer than its token. */
-typedef struct big_text { char *s; size_t len; size_t *at; size_t n; } big_text; /* at: rewritten offsets */
+typedef struct big_text {
+    char *s;
+    size_t len;
+    size_t *at, n;              /* the rewritten offsets of the n replacements */
+    size_t long_digits, long_at; /* the first integer past TPL_PY_INT_MAX_STR_DIGITS digits (its
+                                  * digits, 0: none) and its offset in the original text */
+} big_text;
 
 static bool big_token(const char *s, size_t n) /* an integer token -?[0-9]+ past int64 */
 {
@@ -318,6 +324,11 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
                     while (e < len && s[e] >= '0' && s[e] <= '9') e++;
                 }
                 if (digits && (frac ? big_real(s + i, e - i) : big_token(s + i, e - i))) {
+                    size_t nd = e - i - (c == '-');
+                    if (!pass && !frac && !bt->long_digits && nd > TPL_PY_INT_MAX_STR_DIGITS) {
+                        bt->long_digits = nd;
+                        bt->long_at = i;
+                    }
                     if (!pass) { nbig++; extra += 8; }
                     else {
                         bt->at[bt->n++] = o;
@@ -361,11 +372,24 @@ static void big_unmap(const big_text *bt, json_error_t *je)
     if (je->column > (int)col_shift) je->column -= (int)col_shift;
 }
 
-/* json_loadb with big integers kept (big_rewrite): *big says whether from_json must look for them. */
-static json_t *load_json_big(const char *json, size_t len, json_error_t *je, bool *big)
+/* json_loadb with big integers kept (big_rewrite): *big says whether from_json must look for them;
+ * *lng is the first integer past 4,300 digits (located as jansson locates: lines from 1, columns
+ * in code points from 1), or digits 0. */
+static json_t *load_json_big(const char *json, size_t len, json_error_t *je, bool *big, tpl_long_int *lng)
 {
     big_text bt;
     *big = big_rewrite(json, len, &bt);
+    memset(lng, 0, sizeof *lng);
+    if (bt.long_digits) {
+        uint32_t line = 1, col = 1;
+        for (size_t i = 0; i < bt.long_at; i++) {
+            if (json[i] == '\n') line++, col = 1;
+            else if (((unsigned char)json[i] & 0xC0) != 0x80) col++;
+        }
+        lng->digits = bt.long_digits;
+        lng->line = line;
+        lng->column = col;
+    }
     if (!*big) return json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, je);
     json_t *j = json_loadb(bt.s, bt.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, je);
     if (!j && je->position >= 0 && (size_t)je->position <= bt.len) big_unmap(&bt, je);
@@ -375,9 +399,10 @@ static json_t *load_json_big(const char *json, size_t len, json_error_t *je, boo
 }
 
 /* The state from a parsed document (NULL: je says why); j is consumed. */
-static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool big)
+static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool big, const tpl_long_int *lng)
 {
     clear_error(vm);
+    memset(&vm->state_long_int, 0, sizeof vm->state_long_int);
     if (!j) {
         fail(vm, TPL_ERR_STATE, je->text);
         vm->err.line = je->line > 0 ? (uint32_t)je->line : 1;
@@ -396,6 +421,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
     if (!ok && vm->state_arena.over_limit) return state_too_big(vm);
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
     vm->state = v;
+    vm->state_long_int = *lng;
     return TPL_OK;
 }
 
@@ -444,8 +470,9 @@ tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len
     r->busy = true; /* the state arena may call the host's allocator */
     json_error_t je;
     bool big;
-    json_t *j = load_json_big(json, len, &je, &big);
-    tpl_status st = set_state(vm, j, &je, big);
+    tpl_long_int lng;
+    json_t *j = load_json_big(json, len, &je, &big, &lng);
+    tpl_status st = set_state(vm, j, &je, big, &lng);
     r->busy = false;
     return st;
 }
@@ -491,9 +518,10 @@ tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
     r->busy = true;
     json_error_t je;
     bool big;
-    json_t *j = load_json_big(text, len, &je, &big);
+    tpl_long_int lng;
+    json_t *j = load_json_big(text, len, &je, &big, &lng);
     free(text);
-    tpl_status st = set_state(vm, j, &je, big);
+    tpl_status st = set_state(vm, j, &je, big, &lng);
     r->busy = false;
     return st;
 }
@@ -506,6 +534,17 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
     vm->host_payload = NULL;
     vm->host_msg[0] = 0;
     vm->p = p;
+    if (vm->state_long_int.digits && p->opts.syntax != TPL_SYNTAX_ERB) {
+        /* Python's json.load raised while reading the state: nothing renders */
+        char m[200];
+        snprintf(m, sizeof m, "Exceeds the limit (%d digits) for integer string conversion: value has %zu digits; "
+                 "use sys.set_int_max_str_digits() to increase the limit", TPL_PY_INT_MAX_STR_DIGITS,
+                 vm->state_long_int.digits);
+        fail(vm, TPL_ERR_STATE, m);
+        vm->err.line = vm->state_long_int.line;
+        vm->err.column = vm->state_long_int.column;
+        return TPL_ERR_STATE;
+    }
     int rc = tpl_vm_run(vm);
     if (rc < 0) {
         if (vm->err.status == TPL_OK) fail(vm, TPL_ERR_TYPE, "render failed");

@@ -46,6 +46,9 @@ typedef struct tpl_loop {
 
 enum { BIND_UNKNOWN = 0xFF }; /* bind_lo of a builtin not called yet */
 
+/* Where a JSON integer too long for Python's str()/int() conversion starts (digits 0: none). */
+typedef struct tpl_long_int { size_t digits; uint32_t line, column; } tpl_long_int;
+
 struct tpl_vm {
     const tpl_program *p;
     tpl_allocator alloc;    /* where the context's own blocks come from (tpl_render_new_with) */
@@ -54,6 +57,10 @@ struct tpl_vm {
     tpl_arena state_arena;  /* state values; reset when the state is replaced */
     tpl_value state;        /* a map (or none before any state is set) */
     tpl_value rb_self;      /* ERB: the self host object (tpl_render_set_self_val), or none */
+    /* The state JSON's first integer of more than 4,300 digits (digits 0: none), where it starts:
+     * Python's json refuses it (ValueError) while loading the state, so the Jinja and
+     * format-string references fail before rendering; Ruby's JSON reads it (ERB renders). */
+    tpl_long_int state_long_int;
     const tpl_host_func *host_funcs; /* tpl_render_set_host_funcs (borrowed) */
     size_t nhost_funcs;
     void *ext;              /* the library's per-render data (tpl_vm_ext; tpl_stdlib.ext_new/ext_free) */

@@ -335,6 +335,45 @@ static void test_bigint(void)
            lim, NULL, 0, "300001 35 644202");
 }
 
+/* A state JSON integer of more than 4,300 digits (session 20): Python's json.load raises ValueError
+ * while reading the state, so Jinja2 and str.format render nothing; Ruby's JSON reads it exactly
+ * (ERB's outputs are Ruby 3.1's). Before, tpl rendered the Jinja and format-string templates. */
+static void test_state_long_int(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    char *s4301 = rep("{\"a\": [1,\n  2], \"x\": -", "7", 4301, "}");
+    char *s4300 = rep("{\"x\": ", "9", 4300, "}");
+    const char *msg = "Exceeds the limit (4300 digits) for integer string conversion: value has 4301 digits";
+    expect("jinja state int 4301 digits", J, rep("", "x{{ 1 }}", 1, ""), lim, s4301, TPL_ERR_STATE, msg);
+    expect("fmt state int 4301 digits", TPL_SYNTAX_FMT, rep("", "x{a}", 1, ""), lim, s4301, TPL_ERR_STATE, msg);
+    expect("erb state int 4301 digits", E, rep("", "<%= x.to_s.size %> <%= x % 1000 %> <%= (x + 1).to_s[-3..] %>", 1, ""),
+           lim, s4301, 0, "4302 223 776");
+    expect("jinja state int 4300 digits", J, rep("", "{{ x|string|length }} {{ x % 1000 }}", 1, ""), lim, s4300, 0,
+           "4300 999");
+    /* where: line 2, column 9 (code points, as jansson counts a syntax error's) */
+    tpl_render *r = tpl_render_new(&lim);
+    tpl_program *p = NULL;
+    tpl_options o = { 0 };
+    const char *st = "{\"a\": 1,\n \"\u00e9\u00e9\": [";
+    char *doc = rep(st, "1", 5000, "]}");
+    bool ok = r && tpl_compile("t.jinja", "x", 1, &o, &p, NULL) == TPL_OK &&
+              tpl_render_set_state_json(r, doc, strlen(doc)) == TPL_OK;
+    const char *out;
+    size_t n;
+    ok = ok && tpl_render_run(r, p, &out, &n) == TPL_ERR_STATE && tpl_render_error(r)->line == 2 &&
+         tpl_render_error(r)->column == 9 && strstr(tpl_render_error(r)->message, "value has 5000 digits");
+    /* a state without one renders again */
+    ok = ok && tpl_render_set_state_json(r, "{}", 2) == TPL_OK && tpl_render_run(r, p, &out, &n) == TPL_OK;
+    printf("%-28s %6.3f s  %s\n", "state long int located", 0.0, ok ? "ok" : "FAIL");
+    if (ok) passed++;
+    else failed++;
+    tpl_program_free(p);
+    tpl_render_free(r);
+    free(doc);
+    free(s4301);
+    free(s4300);
+}
+
 /* gsub past the memory limit stops searching at once (it searched the 1,000,000 matches on: 12 s),
  * and a replacement is copied in runs between backslashes (a byte at a time: 3e9 instructions for
  * 100 MB). The escapes' output is Ruby 3.1's. */
@@ -389,6 +428,7 @@ int main(void)
     test_memory_limit();
     test_state_memory();
     test_bigint();
+    test_state_long_int();
     test_gsub();
     test_c_stack();
     printf("%d passed, %d failed\n", passed, failed);

@@ -376,6 +376,27 @@ static int load_state(const tplc_opts *o, tpl_render *r)
     return 0;
 }
 
+/* An error tpl_render_run reports in the state (TPL_ERR_STATE: Python's json refuses an integer of
+ * more than 4,300 digits, so a Jinja or format-string render fails where it begins): located in the
+ * --state file, with its line (read again); standard input and a golden's state (parsed again from
+ * its JSON text) are named without a line. */
+static void print_state_error(const tplc_opts *o, const tpl_error *e)
+{
+    const char *path = o->state ? o->state : o->golden;
+    tpl_error loc = *e;
+    if (!path || o->golden || strcmp(path, "-") == 0) {
+        loc.file = !path || strcmp(path, "-") == 0 ? "<stdin>" : path;
+        if (o->golden) loc.line = loc.column = 0;
+        loc.source_line = NULL;
+        tplc_print_error(&loc);
+        return;
+    }
+    size_t len;
+    char *text = tplc_read_input(path, "state", &len);
+    print_json_error(path, text, text ? len : 0, e);
+    free(text);
+}
+
 /* Writes an output, reporting a failure with its errno text (exit 2). */
 static int write_error(const char *path)
 {
@@ -426,7 +447,10 @@ int tplc_render(const tplc_opts *o)
         const char *out;
         size_t n;
         tpl_status st = tpl_render_run(r, prog, &out, &n);
-        if (st != TPL_OK) {
+        if (st == TPL_ERR_STATE) { /* the state is refused for this syntax (a too-long int) */
+            print_state_error(o, tpl_render_error(r));
+            rc = EXIT_TEMPLATE;
+        } else if (st != TPL_OK) {
             tplc_print_error(tpl_render_error(r));
             rc = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
         } else {

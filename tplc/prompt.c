@@ -371,7 +371,10 @@ static int v_render(tpl_store *s, const popts *o)
         const char *out;
         size_t n;
         tpl_status ts = tpl_render_run(r, l->program, &out, &n);
-        if (ts != TPL_OK) {
+        if (ts == TPL_ERR_STATE && js) { /* the state is refused for this syntax (a too-long int) */
+            json_error(what, js, jl, tpl_render_error(r));
+            rc = EXIT_TEMPLATE;
+        } else if (ts != TPL_OK) {
             tplc_print_error(tpl_render_error(r));
             rc = ts >= TPL_ERR_USAGE && ts != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
         } else {
