@@ -43,6 +43,11 @@ extern "C" {
 /* The schema version this library writes; older stores are migrated when opened. */
 #define TPL_STORE_SCHEMA_VERSION 1
 
+/* The longest text the store takes, in bytes: a prompt's source, a translation's source, target,
+ * plural or form (longer: TPL_STORE_INVALID). 8 MiB is far past any prompt; a 100 MB prompt took
+ * 20 s to store and as long to load (its .tplb is several times the source). */
+#define TPL_STORE_MAX_TEXT ((size_t)8 << 20)
+
 typedef enum tpl_store_status {
     TPL_STORE_OK = 0,
     TPL_STORE_NOT_FOUND = 1,  /* no such prompt, version, row id or translation row */

@@ -96,11 +96,19 @@ static bool utf8_ok(const char *p, size_t n)
     return true;
 }
 
+static tpl_store_status too_long(tpl_store *s, const char *what, size_t n)
+{
+    return fail(s, TPL_STORE_INVALID, "%s is %zu bytes; the store takes at most %zu bytes (8 MiB)", what, n,
+                TPL_STORE_MAX_TEXT);
+}
+
 static tpl_store_status check_text(tpl_store *s, const char *what, const char *v, bool empty_ok)
 {
     if (!v) return fail(s, TPL_STORE_INVALID, "%s is missing", what);
     if (!*v && !empty_ok) return fail(s, TPL_STORE_INVALID, "%s is empty", what);
-    if (!utf8_ok(v, strlen(v))) return fail(s, TPL_STORE_INVALID, "%s is not UTF-8", what);
+    size_t n = strlen(v);
+    if (n > TPL_STORE_MAX_TEXT) return too_long(s, what, n);
+    if (!utf8_ok(v, n)) return fail(s, TPL_STORE_INVALID, "%s is not UTF-8", what);
     return TPL_STORE_OK;
 }
 
@@ -594,6 +602,11 @@ tpl_store_status tpl_store_create(tpl_store *s, const tpl_store_new *nw, tpl_sto
     tpl_store_status st = check_name(s, "prompt name", nw->name);
     if (st) return st;
     if (!nw->source) return fail(s, TPL_STORE_INVALID, "prompt '%s' has no source", nw->name);
+    if (nw->source_len > TPL_STORE_MAX_TEXT) {
+        char what[260];
+        snprintf(what, sizeof what, "the source of '%s'", nw->name);
+        return too_long(s, what, nw->source_len);
+    }
     if (!utf8_ok(nw->source, nw->source_len))
         return fail(s, TPL_STORE_INVALID, "the source of '%s' is not UTF-8 text (or has a NUL byte)", nw->name);
     if (nw->lang && (st = check_text(s, "language", nw->lang, false))) return st;

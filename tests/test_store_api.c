@@ -190,6 +190,27 @@ int main(void)
     }
     tpl_render_free(r);
     tpl_store_loaded_free(l);
+    {
+        /* texts past TPL_STORE_MAX_TEXT are refused before any work (a 100 MB prompt took 20 s to
+         * store and as long to render) */
+        size_t big = TPL_STORE_MAX_TEXT + 1;
+        char *text = malloc(big + 1);
+        if (text) {
+            memset(text, 'a', big);
+            text[big] = 0;
+            tpl_store_new huge = { .name = "huge", .source = text, .source_len = big, .syntax = TPL_SYNTAX_FMT };
+            tpl_store_prompt *hp = NULL;
+            CHECK(tpl_store_create(s, &huge, &hp, NULL) == TPL_STORE_INVALID && !hp &&
+                  strstr(tpl_store_errmsg(s), "the source of 'huge' is 8388609 bytes; the store takes at most 8388608"),
+                  "create of a source past TPL_STORE_MAX_TEXT");
+            CHECK(tpl_store_get(s, "huge", &hp) == TPL_STORE_NOT_FOUND, "nothing stored");
+            CHECK(tpl_store_tr_set(s, "greet", "de", "Hi", text, NULL, NULL, 0) == TPL_STORE_INVALID &&
+                  strstr(tpl_store_errmsg(s), "target text is 8388609 bytes"), "tr_set of a target past the limit");
+            CHECK(tpl_store_tr_set(s, "greet", "de", text, "x", NULL, NULL, 0) == TPL_STORE_INVALID,
+                  "tr_set of a source past the limit");
+            free(text);
+        }
+    }
     tpl_error_clear(&err);
     tpl_store_close(s);
     unlink(path);
