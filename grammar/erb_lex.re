@@ -1422,7 +1422,7 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
         case '\n': break;
         case 'u': {
             uint32_t cp = 0;
-            size_t k = i + 1;
+            size_t k = i + 1, esc = i - 1;
             if (k < len && s[k] == '{') {
                 k++;
                 while (k < len && s[k] != '}') {
@@ -1442,7 +1442,11 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
                 }
                 i = k - 1;
             }
-            if (cp > 0x10FFFF) { *bad = i; return false; }
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { /* Ruby's own words */
+                *bad = esc;
+                *why = "invalid Unicode codepoint";
+                return false;
+            }
             tpl_sb_put_cp(b, cp);
             break;
         }

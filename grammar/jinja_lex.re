@@ -150,7 +150,8 @@ long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad)
                 if (h < 0) { *bad = i - 1; return -1; }
                 cp = cp * 16 + (uint32_t)h;
             }
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *bad = i - 1; return -1; }
+            if (cp > 0x10FFFF) { *bad = i - 1; return -1; }
+            if (cp >= 0xD800 && cp <= 0xDFFF) { *bad = i - 1; return -3; }
             i += (size_t)digits;
             j += put_utf8(out + j, cp);
             break;

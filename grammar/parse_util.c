@@ -385,6 +385,14 @@ static tpl_value unquote(tpl_pctx *c, tpl_token t)
         tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "\\N{...} escapes are not supported (write the character itself)");
         return tpl_v_str("", 0);
     }
+    if (len == -3) { /* a surrogate: Python makes the string and fails when the output is written */
+        unsigned cp = 0;
+        for (size_t k = bad + 2, e = k + (body[bad + 1] == 'u' ? 4 : 8); k < e; k++)
+            cp = cp * 16 + (unsigned)(body[k] <= '9' ? body[k] - '0' : (body[k] | 0x20) - 'a' + 10);
+        tpl_pctx_error(c, t.off + 1 + (uint32_t)bad,
+                       "'utf-8' codec can't encode character '\\u%04x': surrogates not allowed", cp);
+        return tpl_v_str("", 0);
+    }
     if (len < 0) {
         tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "invalid escape sequence in string literal");
         return tpl_v_str("", 0);

@@ -54,6 +54,18 @@ int tpl_vm_limit(tpl_vm *vm, tpl_error_kind kind, unsigned long long limit)
     return tpl_vm_fail(vm, kind, tpl_error_kind_format(kind), limit);
 }
 
+int tpl_vm_put_cp(tpl_vm *vm, tpl_sb *b, uint32_t cp)
+{
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+        if (tpl_vm_syntax(vm) == TPL_SYNTAX_ERB)
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "invalid codepoint 0x%X in UTF-8 (RangeError)", (unsigned)cp);
+        return tpl_vm_error(vm, TPL_ERR_VALUE,
+                            "'utf-8' codec can't encode character '\\u%04x': surrogates not allowed", (unsigned)cp);
+    }
+    tpl_sb_put_cp(b, cp);
+    return 0;
+}
+
 /* Sets the location of the pending error to instruction pc of the running program. */
 static void locate(tpl_vm *vm, uint32_t pc)
 {

@@ -21,6 +21,12 @@ int tpl_vm_fail(tpl_vm *vm, tpl_error_kind kind, const char *fmt, ...) __attribu
 /* A limit of `kind` (TPL_EK_FUEL, TPL_EK_OUTPUT_LIMIT, TPL_EK_MEMORY_LIMIT) reached, with the
  * kind's one message naming the limit's value. Returns -1. */
 int tpl_vm_limit(tpl_vm *vm, tpl_error_kind kind, unsigned long long limit);
+/* Writes code point cp (0..0x10FFFF) to b, or reports that it is a surrogate (U+D800..U+DFFF)
+ * and returns -1: tpl strings are UTF-8, which cannot hold one. Python makes such a string and
+ * fails when the output is written ("'utf-8' codec can't encode character '\ud800' ...:
+ * surrogates not allowed", a ValueError); tpl fails where it would be made. ERB: Ruby's
+ * "invalid codepoint 0xD800 in UTF-8 (RangeError)". */
+int tpl_vm_put_cp(tpl_vm *vm, tpl_sb *b, uint32_t cp);
 /* Reports why an allocation or a walk over a value failed and returns -1: the fuel (a walk
  * exhausted it: "fuel exhausted ..."), the memory limit ("memory limit reached (N bytes)"),
  * both TPL_ERR_LIMIT, else TPL_ERR_NOMEM "out of memory" (the heap itself). Every "out of memory"

@@ -356,7 +356,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             } else {
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "%%c requires int or char");
             }
-            tpl_sb_put_cp(&tb, cp);
+            if (tpl_vm_put_cp(vm, &tb, cp) < 0)
+                return -1;
             pct_pad(&b, tb.p, tb.len, 1, width, left, false, 0);
             break;
         }

@@ -258,7 +258,8 @@ static int format_int(tpl_vm *vm, tpl_sb *b, tpl_value iv, const fspec *f, const
             return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c arg not in range(0x110000)");
         tpl_sb tmp;
         tpl_sb_init(&tmp, AR(vm));
-        tpl_sb_put_cp(&tmp, (uint32_t)v);
+        if (tpl_vm_put_cp(vm, &tmp, (uint32_t)v) < 0)
+            return -1;
         fspec g = *f;
         pad_out(b, &g, '>', tmp.p, tmp.len, 1);
         return 0;

@@ -700,7 +700,11 @@ int m_str_translate(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!hit) { tpl_sb_put(&b, a[0].u.s + at, i - at); continue; }
         if (r.type == TPL_T_NONE) continue;
         if (r.type == TPL_T_STR) { tpl_sb_put(&b, r.u.s, r.len); continue; }
-        if (r.type == TPL_T_INT && r.u.i >= 0 && r.u.i <= 0x10FFFF) { tpl_sb_put_cp(&b, (uint32_t)r.u.i); continue; }
+        if (r.type == TPL_T_INT && r.u.i >= 0 && r.u.i <= 0x10FFFF) {
+            if (tpl_vm_put_cp(vm, &b, (uint32_t)r.u.i) < 0)
+                return -1;
+            continue;
+        }
         if (r.type == TPL_T_INT)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "character mapping must be in range(0x110000)");
         return tpl_vm_error(vm, TPL_ERR_TYPE, "character mapping must return integer, None or str");

@@ -5440,7 +5440,7 @@ int r_str_succ(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_sb b;
         tpl_sb_init(&b, A(vm));
         tpl_sb_put(&b, s.u.s, lastpos);
-        tpl_sb_put_cp(&b, c + 1);
+        tpl_sb_put_cp(&b, c + 1 == 0xD800 ? 0xE000 : c + 1); /* (the surrogates are no characters) */
         if (b.failed) return oom(vm);
         *out = tpl_sb_value(&b);
         return 0;
