@@ -29,12 +29,32 @@ static void pct_pad(tpl_sb *b, const char *s, size_t n, int64_t ncp, int64_t wid
     }
 }
 
-/* A `*` width or precision: the next argument, an int. */
-static int star_arg(tpl_vm *vm, const tpl_value *items, int64_t nitems, int64_t *argi, int64_t *out)
+/* The arguments conversions take, as CPython's formatter keeps them: a tuple's items (len >= 0,
+ * idx the next one), or one object (len -1, idx -2 until it is taken). `%(key)` makes the
+ * mapping's value the one object, so a `*` or a keyless conversion after it takes that value
+ * once more at most ("%(a)*d" takes a as the width, then has no argument). */
+typedef struct {
+    const tpl_value *items;
+    tpl_value one;
+    int64_t len, idx;
+} pct_args;
+
+static int next_arg(tpl_vm *vm, pct_args *a, bool rb, tpl_value *out)
 {
-    if (*argi >= nitems)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
-    tpl_value w = items[(*argi)++];
+    if (a->idx >= a->len)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, rb ? "too few arguments (ArgumentError)"
+                                                 : "not enough arguments for format string");
+    a->idx++;
+    *out = a->len < 0 ? a->one : a->items[a->idx - 1];
+    return 0;
+}
+
+/* A `*` width or precision: the next argument, an int. */
+static int star_arg(tpl_vm *vm, pct_args *a, bool rb, int64_t *out)
+{
+    tpl_value w = tpl_v_none();
+    if (next_arg(vm, a, rb, &w) < 0)
+        return -1;
     if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
     *out = w.u.i;
@@ -49,12 +69,12 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
     /* ERB's String#% is Ruby's format: %s is to_s (nil prints nothing), %p inspect, %b binary,
      * %{name} and %<name> read a hash, extra arguments are ignored */
     bool rb = tpl_vm_syntax(vm) == TPL_SYNTAX_ERB;
-    const tpl_value *items = &args;
-    int64_t nitems = 1, argi = 0;
     bool tuple = args.type == TPL_T_LIST && (args.flags & TPL_F_TUPLE);
+    pct_args av = { NULL, args, -1, -2 };
     if (tuple) {
-        items = args.u.list->items;
-        nitems = args.u.list->len;
+        av.items = args.u.list->items;
+        av.len = args.u.list->len;
+        av.idx = 0;
     }
     /* Python treats any non-tuple, non-str object with __getitem__ as a mapping for %(key)s. */
     bool mapping = !tuple && (args.type == TPL_T_MAP || args.type == TPL_T_LIST);
@@ -112,8 +132,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             tpl_value *v = tpl_map_get(args.u.map, key);
             if (!v)
                 return tpl_vm_fail(vm, TPL_EK_KEY, "'%.*s'", (int)key.len, key.u.s);
-            arg = *v;
-            have_key = true;
+            av = (pct_args){ NULL, *v, -1, -2 }; /* the value is now the one argument */
         }
         bool left = false, plus = false, space = false, alt = false, zero = false;
         for (; i < n; i++) {
@@ -128,7 +147,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         int64_t width = -1, prec = -1;
         if (i < n && s[i] == '*') {
             i++;
-            if (star_arg(vm, items, nitems, &argi, &width) < 0)
+            if (star_arg(vm, &av, rb, &width) < 0)
                 return -1;
             if (width < 0) { left = true; width = width < -100000000 ? 100000000 : -width; }
             if (width > 100000000)
@@ -145,7 +164,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             prec = 0;
             if (i < n && s[i] == '*') {
                 i++;
-                if (star_arg(vm, items, nitems, &argi, &prec) < 0)
+                if (star_arg(vm, &av, rb, &prec) < 0)
                     return -1;
                 if (prec < 0) prec = 0;
                 if (prec > 100000000)
@@ -158,21 +177,22 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 }
             }
         }
-        while (i < n && (s[i] == 'h' || s[i] == 'l' || s[i] == 'L'))
-            i++;
+        if (i < n && (s[i] == 'h' || s[i] == 'l' || s[i] == 'L')) {
+            if (rb) /* Ruby has no length modifiers */
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed format string - %%%c (ArgumentError)", s[i]);
+            i++; /* Python skips one */
+        }
         if (i >= n)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format");
         char conv = s[i++];
-        if (conv == '%') {
+        if (conv == '%' && i - 1 == at + 1) { /* "%%"; a '%' after flags, a width or a key is a conversion */
             tpl_sb_putc(&b, '%');
             continue;
         }
-        if (!have_key) {
-            if (argi >= nitems)
-                return tpl_vm_error(vm, TPL_ERR_TYPE, rb ? "too few arguments (ArgumentError)"
-                                                         : "not enough arguments for format string");
-            arg = items[argi++];
-        }
+        if (conv == '%' && rb)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid format character - %% (ArgumentError)");
+        if (!have_key && next_arg(vm, &av, rb, &arg) < 0)
+            return -1;
         if (rb && conv == 'p') conv = 'r';
         else if (rb && conv == 'r') conv = '?'; /* not a Ruby conversion */
         if (arg.type == TPL_T_UNDEF && (tpl_vm_strict(vm) || (conv != 's' && conv != 'r' && conv != 'a')))
@@ -371,7 +391,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character at index %zu", i - 1);
         }
     }
-    if (argi < nitems && !mapping && !rb)
+    if (av.idx < av.len && !mapping && !rb)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
     if (b.failed)
         return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
