@@ -419,6 +419,46 @@ static bool range_equal(tpl_value a, tpl_value b)
     return eq;
 }
 
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql);
+
+static bool is_set_view(tpl_value v)
+{
+    return v.type == TPL_T_LIST && (v.aux == TPL_LAZY_DICT_KEYS || v.aux == TPL_LAZY_DICT_ITEMS);
+}
+
+/* Every item of view a is an item of view b (CPython's all_contained_in: `x in b` for each x of
+ * a, with the identity shortcut of a lookup). The items are usually in the same order (two dicts
+ * built alike), so each is tried at its own position first; else b is scanned, one unit of fuel
+ * per item compared. 1 yes, 0 no, -1 fuel exhausted, -2 too deep. */
+static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
+{
+    const tpl_list *x = a.u.list, *y = b.u.list;
+    if (!tpl_fuel_charge(fuel, x->len))
+        return -1;
+    for (uint32_t i = 0; i < x->len; i++) {
+        int r = i < y->len ? equal_rec(x->items[i], y->items[i], depth + 1, fuel, false) : 0;
+        if (r < 0)
+            return r;
+        if (r)
+            continue;
+        if (!tpl_fuel_charge(fuel, y->len))
+            return -1;
+        for (uint32_t j = 0; j < y->len && !r; j++)
+            if (j != i && (r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false)) < 0)
+                return r;
+        if (!r)
+            return 0;
+    }
+    return 1;
+}
+
+int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel)
+{
+    if (!is_set_view(a) || !is_set_view(b))
+        return 0;
+    return view_contained(a, b, 0, fuel);
+}
+
 static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql)
 {
     if (eql && a.type != b.type && !(a.type == TPL_T_UNDEF && b.type == TPL_T_NONE) && !(a.type == TPL_T_NONE && b.type == TPL_T_UNDEF))
@@ -446,7 +486,13 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_LIST: {
         /* A list never equals a tuple in Python, nor a range, dict view or iterator; ranges compare
-         * as sequences, dict_values and iterators by identity. */
+         * as sequences, dict_keys and dict_items as sets (either with the other), dict_values and
+         * iterators by identity. */
+        if (is_set_view(a) && is_set_view(b)) {
+            if (a.u.list->len != b.u.list->len)
+                return false;
+            return a.u.list == b.u.list && a.aux == b.aux ? true : view_contained(a, b, depth, fuel);
+        }
         if ((a.flags & TPL_F_TUPLE) != (b.flags & TPL_F_TUPLE) || a.aux != b.aux)
             return false;
         const tpl_list *x = a.u.list, *y = b.u.list;

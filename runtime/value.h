@@ -318,6 +318,10 @@ int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
  * index(), count(), list < list, sort keys): with its identity shortcut, so a NaN equals the
  * same NaN (value.c same_nan). */
 int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
+/* a and b are dict_keys or dict_items views (either kind) and every item of a is in b: Python's
+ * subset test behind `<=` of two views (and `==` of two of equal size). 1 yes, 0 no (or not two
+ * such views), -1 fuel exhausted, -2 too deep. */
+int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 
 /* n bytes of a and b are equal: short keys and tokens compare with a few loads, no libc call. */
 static inline bool tpl_mem_eq(const char *a, const char *b, size_t n)

@@ -572,6 +572,31 @@ static int dunder_error(tpl_vm *vm, const char *name, size_t n)
                        (int)(n > 60 ? 60 : n), name);
 }
 
+/* An attribute of a Python number: the data attributes real, imag, numerator, denominator (an
+ * int's numerator is itself; a bool's real is an int, as Python's), else undefined. int's and
+ * float's methods (bit_length, hex, ...) tpl does not have: a located error, not an undefined
+ * that would print nothing where Python prints the method. */
+static int number_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
+{
+    bool fl = obj.type == TPL_T_FLOAT;
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, n) == 0)
+    if (IS("real") || (!fl && IS("numerator"))) {
+        *out = obj.type == TPL_T_BOOL ? tpl_v_int(obj.u.i) : obj;
+        out->flags = 0;
+        return 0;
+    }
+    if (IS("imag")) { *out = fl ? tpl_v_float(0.0) : tpl_v_int(0); return 0; }
+    if (!fl && IS("denominator")) { *out = tpl_v_int(1); return 0; }
+    if (IS("conjugate") || IS("as_integer_ratio") ||
+        (fl ? IS("hex") || IS("fromhex") || IS("is_integer")
+            : IS("bit_length") || IS("bit_count") || IS("to_bytes") || IS("from_bytes")))
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (tpl has no methods of numbers)",
+                           fl ? "float" : "int", (int)n, name);
+#undef IS
+    *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+    return 0;
+}
+
 int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
     if (__builtin_expect(n >= 5 && name[0] == '_', 0) && tpl_is_dunder(name, n) && obj.type != TPL_T_HOST && !vm->p->opts.hf &&
@@ -618,6 +643,10 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         }
         int id = str_method_gate(obj, tpl_stdlib.find(method_kind(obj), name, n));
         if (id >= 0) return bound_method(vm, obj, id, out);
+        if (obj.type == TPL_T_LIST && obj.aux >= TPL_LAZY_DICT_ITEMS && obj.aux <= TPL_LAZY_DICT_VALUES &&
+            ((n == 7 && memcmp(name, "mapping", 7) == 0) || (n == 10 && memcmp(name, "isdisjoint", 10) == 0)))
+            return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (a view tpl holds as its items)",
+                               tpl_type_name(vm, obj), (int)n, name);
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
         return 0;
     }
@@ -634,6 +663,13 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
         return 0;
     }
+    case TPL_T_INT:
+    case TPL_T_BOOL:
+    case TPL_T_BIGINT:
+    case TPL_T_FLOAT:
+        if (tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
+            return number_attr(vm, obj, name, n, out);
+        /* fallthrough */
     default:
         *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
         return 0;
@@ -873,6 +909,34 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", tpl_type_name(vm, a), tpl_type_name(vm, b));
 }
 
+static bool is_dict_view(tpl_value v)
+{
+    return v.type == TPL_T_LIST && v.aux >= TPL_LAZY_DICT_ITEMS && v.aux <= TPL_LAZY_DICT_VALUES;
+}
+
+/* `<`, `<=`, `>`, `>=` (op) with a dict view on either side, as CPython's dictviews_richcompare:
+ * two dict_keys / dict_items views (either kind) order as sets, by size and subset; a view with
+ * anything else, and dict_values, have no order (TypeError; an Undefined's own error first). */
+static int view_order(tpl_vm *vm, int op, tpl_value a, tpl_value b, bool *r)
+{
+    bool set_a = a.aux == TPL_LAZY_DICT_KEYS || a.aux == TPL_LAZY_DICT_ITEMS;
+    bool set_b = b.aux == TPL_LAZY_DICT_KEYS || b.aux == TPL_LAZY_DICT_ITEMS;
+    const char *sym = op == TPL_OP_LT ? "<" : op == TPL_OP_LE ? "<=" : op == TPL_OP_GT ? ">" : ">=";
+    if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
+    if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
+    if (!is_dict_view(a) || !is_dict_view(b) || !set_a || !set_b)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' not supported between instances of '%s' and '%s'", sym,
+                            tpl_type_name(vm, a), tpl_type_name(vm, b));
+    uint32_t la = a.u.list->len, lb = b.u.list->len;
+    bool size_ok = op == TPL_OP_LT ? la < lb : op == TPL_OP_LE ? la <= lb : op == TPL_OP_GT ? la > lb : la >= lb;
+    int c = !size_ok ? 0 : op == TPL_OP_LT || op == TPL_OP_LE ? tpl_view_contained_metered(a, b, &vm->fuel)
+                                                              : tpl_view_contained_metered(b, a, &vm->fuel);
+    if (c == -2) return tpl_vm_nest_error(vm, "in comparison");
+    if (c < 0) return tpl_vm_nomem(vm);
+    *r = c == 1;
+    return 0;
+}
+
 /* ---- appending to strings (CONCAT, + on strings)
  * vm->cat holds the four most recently used concatenation results. A concatenation whose first
  * part is one of them (same bytes, same length) and whose block is still the newest of its chunk
@@ -955,6 +1019,10 @@ static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
     if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
+    if (op[0] == '-' && !op[1] && a.type == TPL_T_LIST && (a.aux == TPL_LAZY_DICT_KEYS || a.aux == TPL_LAZY_DICT_ITEMS) &&
+        tpl_vm_syntax(vm) != TPL_SYNTAX_ERB) /* Python: a set, which prints its items in hash order */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: %s - %s makes a set (tpl has no set type)",
+                            tpl_type_name(vm, a), tpl_type_name(vm, b));
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, tpl_type_name(vm, a), tpl_type_name(vm, b));
 }
 
@@ -3093,6 +3161,11 @@ top:
     }
 #define CMP_CASE(NAME, TEST) CASE(NAME) { \
         int c = 0; sp--; \
+        if (__builtin_expect(is_dict_view(sp[-1]) || is_dict_view(sp[0]), 0)) { \
+            bool r = false; \
+            if (view_order(vm, CUR_OP, sp[-1], sp[0], &r) < 0) goto fail; \
+            sp[-1] = tpl_v_bool(r); NEXT(0); \
+        } \
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }
     CMP_CASE(LT, c < 0)

@@ -677,6 +677,20 @@ bool tpl_uc_isdecimal(uint32_t cp)
     return utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_ND;
 }
 
+int tpl_uc_decimal_value(uint32_t cp)
+{
+    if (cp < 128)
+        return cp >= '0' && cp <= '9' ? (int)(cp - '0') : -1;
+    if (!tpl_uc_isdecimal(cp))
+        return -1;
+    /* Unicode assigns decimal digits in whole runs of ten from zero (some runs adjoin: the
+     * mathematical digits U+1D7CE..U+1D7FF are five), so the value is the distance from the
+     * start of the run of decimals, modulo 10 */
+    uint32_t start = cp;
+    while (start > 0 && cp - start < 64 && tpl_uc_isdecimal(start - 1)) start--;
+    return (int)((cp - start) % 10);
+}
+
 /* Code points with Numeric_Type=Digit that are not decimal (superscripts, circled digits...). */
 static bool is_digit_extra(uint32_t cp)
 {

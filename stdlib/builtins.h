@@ -135,6 +135,9 @@ bool tpl_is_ascii(const char *s, size_t n);
  * re's \w), from utf8proc's tables. */
 bool tpl_uc_isalpha(uint32_t cp);
 bool tpl_uc_isdecimal(uint32_t cp);
+/* The value 0..9 of a decimal digit (any script's, category Nd, as Python's int() and float()
+ * read them), -1 for any other code point. */
+int tpl_uc_decimal_value(uint32_t cp);
 bool tpl_uc_isdigit(uint32_t cp);
 bool tpl_uc_isnumeric(uint32_t cp);
 bool tpl_uc_isword(uint32_t cp);

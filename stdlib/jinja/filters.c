@@ -663,6 +663,26 @@ static void ws_trim(const char *s, size_t n, size_t *b, size_t *e)
     *e = j;
 }
 
+/* The text Python's int() and float() read (_PyUnicode_TransformDecimalAndSpaceToASCII): Unicode
+ * whitespace becomes a space, a decimal digit of any script its ASCII digit ("١٢" is 12), any
+ * other non-ASCII character '?' (which no literal holds). ASCII text is v itself. -1: no memory. */
+static int number_text(tpl_vm *vm, tpl_value *v)
+{
+    if (tpl_is_ascii(v->u.s, v->len))
+        return 0;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    for (size_t i = 0; i < v->len;) {
+        uint32_t c = tpl_utf8_next(v->u.s, v->len, &i);
+        int d = tpl_uc_decimal_value(c);
+        tpl_sb_putc(&b, c < 128 ? (char)c : d >= 0 ? (char)('0' + d) : tpl_py_isspace(c) ? ' ' : '?');
+    }
+    if (b.failed)
+        return OOM();
+    *v = tpl_sb_value(&b);
+    return 0;
+}
+
 /* Python float(str). Returns false when the text is not a float literal. */
 static bool parse_py_float(const char *s, size_t n, double *out)
 {
@@ -874,6 +894,8 @@ int f_int(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_STR: {
         int64_t base = 10;
         bool base_ok = true;
+        if (number_text(vm, &v) < 0)
+            return -1;
         if (tpl_given(a[2])) {
             if (a[2].type == TPL_T_INT || a[2].type == TPL_T_BOOL)
                 base = a[2].u.i;
@@ -938,6 +960,8 @@ int f_float(tpl_vm *vm, tpl_value *a, tpl_value *out)
         out->flags = 0;
         return 0;
     case TPL_T_STR:
+        if (number_text(vm, &v) < 0)
+            return -1;
         *out = parse_py_float(v.u.s, v.len, &d) ? tpl_v_float(d) : dflt;
         return 0;
     default:
@@ -956,16 +980,18 @@ static int to_float_strict(tpl_vm *vm, tpl_value v, double *d)
         if (tpl_big_to_double(v, d)) return 0;
         return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
     case TPL_T_FLOAT: *d = v.u.f; return 0;
-    case TPL_T_STR:
-        if (parse_py_float(v.u.s, v.len, d))
+    case TPL_T_STR: {
+        tpl_value t = v;
+        if (number_text(vm, &t) < 0)
+            return -1;
+        if (parse_py_float(t.u.s, t.len, d))
             return 0;
-        {
-            tpl_sb b;
-            tpl_sb_init(&b, AR(vm));
-            tpl_py_repr(&b, v);
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "could not convert string to float: %.*s", (int)b.len,
-                                b.p ? b.p : "");
-        }
+        tpl_sb b;
+        tpl_sb_init(&b, AR(vm));
+        tpl_py_repr(&b, v);
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "could not convert string to float: %.*s", (int)b.len,
+                            b.p ? b.p : "");
+    }
     default:
         return tpl_vm_error(vm, TPL_ERR_TYPE, "float() argument must be a string or a real number, not '%s'",
                             tpl_type_name(vm, v));
