@@ -1015,6 +1015,19 @@ int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)
     return 0;
 }
 
+/* Python's float x // y (y not 0), as CPython's _float_div_mod: the quotient of x less its
+ * remainder, rounded to the nearest integer, so inf // 1 is nan and -0.0 // 5 is -0.0. */
+static double py_float_floordiv(double x, double y)
+{
+    double mod = fmod(x, y), div = (x - mod) / y;
+    if (mod != 0 && ((y < 0) != (mod < 0)))
+        div -= 1.0;
+    if (div == 0)
+        return copysign(0.0, x / y);
+    double fd = floor(div);
+    return div - fd > 0.5 ? fd + 1.0 : fd;
+}
+
 static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
@@ -1198,7 +1211,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         if (nums) {
             double y = as_double(b);
             if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float floor division by zero");
-            *out = tpl_v_float(op == TPL_OP_DIV_RB ? as_double(a) / y : floor(as_double(a) / y));
+            *out = tpl_v_float(op == TPL_OP_DIV_RB ? as_double(a) / y : py_float_floordiv(as_double(a), y));
             return 0;
         }
         return arith_error(vm, op == TPL_OP_DIV_RB ? "/" : "//", a, b);
@@ -1216,6 +1229,8 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
             double m = fmod(x, y);
             if (m != 0 && ((m < 0) != (y < 0))) m += y;
+            else if (m == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
+                m = copysign(0.0, y); /* Python: a zero remainder has the divisor's sign (-5 % 5.0 is 0.0) */
             *out = tpl_v_float(m);
             return 0;
         }

@@ -1209,6 +1209,8 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         out->aux = TPL_LAZY_RANGE_ITER;
     else if (v.type == TPL_T_LIST && !v.aux)
         out->aux = (v.flags & TPL_F_TUPLE) ? TPL_LAZY_REVERSED : TPL_LAZY_LIST_REVITER;
+    else if (v.type == TPL_T_UNDEF) /* reversed(Undefined): it has __len__ and __getitem__ */
+        out->aux = TPL_LAZY_REVERSED;
     else if (v.type == TPL_T_LIST && v.aux < TPL_LAZY_GENERATOR)
         out->aux = (uint16_t)(TPL_LAZY_DICT_REVITEMS + (v.aux - TPL_LAZY_DICT_ITEMS));
     return 0;
