@@ -860,9 +860,33 @@ static int need_list(tpl_vm *vm, tpl_value self, const char *name)
                         name, tpl_type_name(vm, self));
 }
 
+/* A start or stop of list.index / tuple.index: Python's slice index (an int; None too is a
+ * TypeError there), clamped to [0, len] after a negative one counts from the end. */
+static int seq_bound(tpl_vm *vm, tpl_value v, int64_t len, int64_t dflt, int64_t *out)
+{
+    int64_t i;
+    if (!tpl_given(v))
+        i = dflt;
+    else if (v.type == TPL_T_INT || v.type == TPL_T_BOOL)
+        i = v.u.i;
+    else if (v.type == TPL_T_BIGINT)
+        i = v.u.s[0] == '-' ? INT64_MIN / 2 : INT64_MAX / 2;
+    else
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or have an __index__ method");
+    if (i < 0 && (i += len) < 0)
+        i = 0;
+    *out = i > len ? len : i;
+    return 0;
+}
+
 int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_list(vm, a[0], "index") < 0)
+        return -1;
+    int64_t from = 0, to = a[0].u.list->len;
+    if (a[0].aux == TPL_LAZY_RANGE && (tpl_given(a[2]) || tpl_given(a[3])))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "index() takes exactly one argument (%d given)", tpl_given(a[3]) ? 3 : 2);
+    if (seq_bound(vm, a[2], to, 0, &from) < 0 || seq_bound(vm, a[3], to, to, &to) < 0)
         return -1;
     if (a[0].flags & TPL_F_RANGE_BIG) { /* range.index of a range held without its items */
         mpz_t at;
@@ -875,7 +899,7 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return rc;
     }
     const tpl_list *l = a[0].u.list;
-    for (uint32_t i = 0; i < l->len; i++) {
+    for (int64_t i = from; i < to; i++) {
         bool eq = false;
         if (tpl_vm_item_equal(vm, l->items[i], a[1], &eq) < 0)
             return -1;
