@@ -176,9 +176,13 @@ static void own_receiver(erb_low *L, tpl_node *r, uint32_t off);
 static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_value name)
 {
     uint32_t slot;
-    if (name.len == 0 || name.u.s[0] == '@' || param_named(params, name) || tpl_c_lookup(C, name, &slot)) return;
-    if (bl->n >= 32) return;
-    bl->slot[bl->n] = tpl_c_declare(C, name);
+    if (name.len == 0 || name.u.s[0] == '@' || param_named(params, name) || bl->n >= 32) return;
+    bool known = tpl_c_lookup(C, name, &slot);
+    /* a name an earlier block declared is still no local of the enclosing scope (pending): block-local again */
+    if (known && !(L->defs->npend && pend_has(L, name))) return;
+    for (int i = 0; i < bl->n; i++)
+        if (bl->name[i].len == name.len && memcmp(bl->name[i].u.s, name.u.s, name.len) == 0) return;
+    bl->slot[bl->n] = known ? slot : tpl_c_declare(C, name);
     bl->name[bl->n++] = name;
 }
 
@@ -1910,7 +1914,30 @@ static void expr(erb_low *L, tpl_node *n)
         }
         bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
-        if (tpl_c_lookup(C, n->val, &slot)) { load_local(L, slot, key); return; }
+        if (tpl_c_lookup(C, n->val, &slot)) {
+            if (!ivar && !n->op && L->defs->npend && pend_has(L, n->val)) {
+                /* a block-local name read where Ruby's parser has no such local (after its block, or in it
+                 * before its assignment): the binding's local when the state has the key (the outer
+                 * variable the block assigned), else a method call: NameError */
+                tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
+                tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+                tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+                tpl_c_at(C, n->off);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+                tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+                uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+                load_local(L, slot, key);
+                uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+                tpl_c_patch(C, no, tpl_c_here(C));
+                tpl_c_at(C, n->off);
+                tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+                tpl_c_patch(C, end, tpl_c_here(C));
+                return;
+            }
+            load_local(L, slot, key);
+            return;
+        }
         if (ivar && L->in_def && tpl_c_lookup_root(C, n->val, &slot)) { /* the template's @x */
             tpl_c_emit(C, TPL_OP_LOAD_ROOT, slot, 1);
             tpl_c_word(C, tpl_c_name(C, key));
