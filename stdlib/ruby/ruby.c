@@ -1957,6 +1957,33 @@ static int rx_match(tpl_vm *vm, tpl_value s, tpl_value p, int64_t pos, bool set_
 
 static bool is_regex(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_REGEX_RB); }
 
+/* Regexp#source: the pattern as written. A regex is held as Regexp#to_s, "(?mi-x:SRC)", where to_s
+ * escaped each bare `/` (`%r{a/b}` is "(?-mix:a\\/b)"); Ruby's source has it bare, as its lexer
+ * unescapes `\/` in `/a\/b/` too. */
+int r_str_source(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (!is_regex(v)) return no_method(vm, v, "source", 6);
+    size_t i = 0;
+    if (v.len >= 5 && memcmp(v.u.s, "(?", 2) == 0) {
+        while (i < v.len && v.u.s[i] != ':') i++;
+        i++;
+    }
+    size_t end = i ? v.len - 1 : v.len;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (; i < end; i++) {
+        if (v.u.s[i] == '\\' && i + 1 < end) {
+            if (v.u.s[i + 1] != '/') tpl_sb_putc(&b, '\\');
+            i++;
+        }
+        tpl_sb_putc(&b, v.u.s[i]);
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
 /* =~ : String#=~ and Regexp#=~ (the match's character index or nil; sets $~); Object#=~ is nil. */
 int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -2504,8 +2531,8 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
     bool has_repl = tpl_given(a[2]);
     if (!has_repl && !blk.pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 1, expected 2) (ArgumentError)");
     tpl_value repl = has_repl ? a[2] : tpl_v_none();
-    if (has_repl && repl.type == TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "sub/gsub with a hash is not supported");
-    if (has_repl && want_str(vm, repl) < 0) return -1;
+    bool hash = has_repl && repl.type == TPL_T_MAP;   /* each match replaced by hash[match].to_s */
+    if (has_repl && !hash && want_str(vm, repl) < 0) return -1;
     bool rx = pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB);
     if (!rx && want_pattern(vm, pat) < 0) return -1;
     OnigRegex re = NULL;
@@ -2545,7 +2572,12 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
             if (md_new(vm, s, pat, re, last, &md) < 0) { rc = -1; break; }
             tpl_vm_set_rb_match(vm, md);
         }
-        if (has_repl) {
+        if (hash) {
+            tpl_value r;
+            if (tpl_rb_getitem(vm, repl, tpl_v_str(s.u.s + ms, (size_t)(me - ms)), &r) < 0) { rc = -1; break; }
+            tpl_value rs = str_of(vm, r);
+            tpl_sb_put(&b, rs.u.s, rs.len);
+        } else if (has_repl) {
             if (put_repl(vm, &b, repl, s, re, rx ? reg : &fake) < 0) { rc = -1; break; }
         } else {
             tpl_value m = tpl_v_str(s.u.s + ms, (size_t)(me - ms)), r;
