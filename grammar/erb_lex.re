@@ -1422,17 +1422,30 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
         case '\n': break;
         case 'u': {
             uint32_t cp = 0;
-            size_t k = i + 1, esc = i - 1;
+            size_t k = i + 1;
             if (k < len && s[k] == '{') {
+                /* \u{X} and \u{X Y ...} (code points apart by spaces); a surrogate, a code point past
+                 * U+10FFFF or more than 6 digits is Ruby's "invalid Unicode" SyntaxError */
                 k++;
-                while (k < len && s[k] != '}') {
-                    char h = s[k];
+                int nd = 0;
+                for (;; k++) {
+                    char h = k < len ? s[k] : 0;
+                    if (h == ' ' || h == '\t' || h == '}') {
+                        if (nd) {
+                            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { *bad = i; *why = "invalid Unicode codepoint"; return false; }
+                            tpl_sb_put_cp(b, cp);
+                        }
+                        cp = 0;
+                        nd = 0;
+                        if (h == '}') break;
+                        continue;
+                    }
                     int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-                    if (v < 0) { *bad = i; return false; }
+                    if (v < 0 || ++nd > 6) { *bad = i; *why = "invalid Unicode escape"; return false; }
                     cp = cp * 16 + (uint32_t)v;
-                    k++;
                 }
-                i = k;
+                i = k;   /* (\u{} is empty) */
+                break;
             } else {
                 for (int d = 0; d < 4; d++, k++) {
                     char h = k < len ? s[k] : 0;
@@ -1442,11 +1455,7 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
                 }
                 i = k - 1;
             }
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { /* Ruby's own words */
-                *bad = esc;
-                *why = "invalid Unicode codepoint";
-                return false;
-            }
+            if (cp >= 0xD800 && cp <= 0xDFFF) { *bad = i; *why = "invalid Unicode codepoint"; return false; }
             tpl_sb_put_cp(b, cp);
             break;
         }

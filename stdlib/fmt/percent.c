@@ -370,6 +370,11 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (arg.u.i < 0 || arg.u.i > 0x10FFFF)
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c arg not in range(0x110000)");
                 cp = (uint32_t)arg.u.i;
+                /* Ruby writes a surrogate's bytes (not UTF-8: its ERB output cannot be decoded); tpl's
+                 * strings are UTF-8 text (Python's lone surrogate is the shared tpl_sb_put_cp's) */
+                if (rb && cp >= 0xD800 && cp <= 0xDFFF)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid character: %lld is a surrogate, not a UTF-8 "
+                                        "character (RangeError)", (long long)arg.u.i);
             } else if (arg.type == TPL_T_STR && tpl_utf8_len(arg.u.s, arg.len) == 1) {
                 size_t k = 0;
                 cp = tpl_utf8_next(arg.u.s, arg.len, &k);
