@@ -2339,6 +2339,12 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         }
         /* a key of the state when it runs; else a method's name, or nil */
         tpl_value key = ivar ? tpl_v_str(e->val.u.s + 1, e->val.len - 1) : e->val;
+        if (ivar) {
+            /* the @ivar is among the program's reads (a host that fills the state from its object's @ivars,
+             * Tpl::ERB#result, then supplies it) */
+            tpl_c_emit(C, TPL_OP_LOAD_IVAR_RB, tpl_c_name(C, key), 1);
+            tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        }
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
         push_str(L, what);
         push_str(L, !ivar && ruby_kernel_method(e->val) ? "method" : NULL);

@@ -187,6 +187,14 @@ class TestERB < Minitest::Test
     def bind = binding
   end
 
+  # defined?(@x) reads @x: a program that reads no @ivar otherwise still sees self's (nil for an unset one)
+  def test_defined_ivar_same_as_erb
+    src = "<%= defined?(@s).inspect %>|<%= defined?(@unset).inspect %>|<%= defined?(@nil).inspect %>"
+    o = Scalars.new
+    assert_equal ERB.new(src, trim_mode: "-").result(o.bind), Tpl::ERB.new(src, trim_mode: "-").result(o.bind)
+    assert_equal '"instance-variable"|nil|"instance-variable"', Tpl::ERB.new(src, trim_mode: "-").result(o.bind)
+  end
+
   def test_ivars_only_gc_during_conversion
     src = "<%= @a %>|<%= @b.encode('UTF-8') %>|<%= @l.join(',') %>|<%= @n %>|<%= @unset.inspect %>"
     b = IvarView.new.bind

@@ -1638,10 +1638,13 @@ static VALUE render_body(VALUE arg)
         }
     }
     RB_GC_GUARD(locals);
-    /* (rb_ivar_get calls no Ruby code; an unset @ivar is nil, as in Ruby, whatever a Hash state
-     * holds under that name) */
+    /* (rb_ivar_get calls no Ruby code; an unset @ivar is left out: nil when read, as in Ruby, and
+     * defined?(@x) nil, whatever a Hash state holds under that name) */
     for (size_t i = 0; ivar_state && i < nreads; i++)
-        if (t->ivar_id[i]) found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
+        if (t->ivar_id[i]) {
+            found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
+            if (NIL_P(found[i]) && !rb_ivar_defined(ra->erb_self, t->ivar_id[i])) found[i] = Qundef;
+        }
     /* Strings are borrowed when the render will hold the GVL and call no Ruby code: no remembers
      * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
      * finds a host object after all (callbacks will run Ruby code), the state is made again,
