@@ -171,6 +171,46 @@ long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad)
     return (long)j;
 }
 
+/* Jinja2's lexer has no keywords: `if`, `else`, `in`, `is`, `and`, `or` are names that its parser
+ * reads as operators only where an operator may stand, so `{% set in = 1 %}`, `{{ not in }}`,
+ * `{% for if in xs %}`, `x is in [..]` (the test `in`) and `m(if=1)` name variables. Such a word is
+ * an operator after something that ends an operand (a name, a literal, a closing bracket, a
+ * statement word used as a name), and `in` after a `not` that follows one (`x not in y`); the
+ * first word of a `{% %}` tag stays a statement keyword; anywhere else it is a name. */
+static bool is_keyword_kind(int k)
+{
+#define KK(str, tok) if (k == tok) return true;
+    TPL_JINJA_KEYWORDS(KK)
+#undef KK
+    return false;
+}
+
+static bool ends_operand(const tpl_jtok_vec *v, size_t i)
+{
+    int k = tpl_jtok_kind(v, i);
+    switch (k) {
+    case TK_NAME: case TK_STRING: case TK_INTEGER: case TK_FLOAT: case TK_TRUE: case TK_FALSE:
+    case TK_NONE: case TK_RPAREN: case TK_RBRACKET: case TK_RBRACE:
+        return true;
+    case TK_AND: case TK_OR: case TK_NOT: case TK_IN: case TK_IS: case TK_IF: case TK_ELSE:
+    case TK_AS: case TK_IMPORT:
+        return false;
+    default: /* a statement word (for, set, block...) is a name unless it opens the tag */
+        return is_keyword_kind(k) && i > 0 && tpl_jtok_kind(v, i - 1) != TK_BLOCK_BEGIN;
+    }
+}
+
+static int operator_word(const tpl_jtok_vec *v, int kind)
+{
+    size_t n = v->n;
+    if (n == 0) return TK_NAME;
+    int prev = tpl_jtok_kind(v, n - 1);
+    if (prev == TK_BLOCK_BEGIN) return kind;
+    if (ends_operand(v, n - 1)) return kind;
+    if (kind == TK_IN && prev == TK_NOT && n >= 2 && ends_operand(v, n - 2)) return kind;
+    return TK_NAME;
+}
+
 /* ---- the scanner ---- */
 
 typedef struct lexer {
@@ -448,6 +488,9 @@ static bool scan_tag(lexer *lx, int tag)
             size_t n = (size_t)(lx->cur - lx->tok);
             if (!ascii && !tpl_py_isidentifier((const char *)lx->tok, n)) return fail(lx, lx->tok, "Invalid character in identifier");
             int kind = dot ? TK_NAME : tpl_jinja_keyword((const char *)lx->tok, n);
+            if (kind == TK_IF || kind == TK_ELSE || kind == TK_IN || kind == TK_IS || kind == TK_AND ||
+                kind == TK_OR)
+                kind = operator_word(lx->out, kind);
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
         }
