@@ -22,6 +22,7 @@ Template.module/make_module, Environment.compile/parse/lex/overlay, bytecode cac
 sandboxing, async rendering; an autoescape function that decides differently for a template
 and a template it includes, imports or extends (tpl compiles them together).
 """
+import collections
 import os
 import types
 import weakref
@@ -261,7 +262,7 @@ class EvalContext:
 
 def _bind_pass_arg(env, name, kind, f, template_name):
     """f as tpl calls it: Jinja2's pass_* decorators (its own or these) honoured."""
-    how = getattr(getattr(f, "jinja_pass_arg", None), "name", None)
+    how = _pass_arg_of(f)
     if how is None:
         return f
     if how == "environment":
@@ -273,10 +274,35 @@ def _bind_pass_arg(env, name, kind, f, template_name):
                               % (kind, name))
 
 
+def _pass_arg_of(obj):
+    """The jinja_pass_arg name of a callable (a callable class's __call__ too, as Jinja2's
+    Context.call looks), or None."""
+    how = getattr(getattr(obj, "jinja_pass_arg", None), "name", None)
+    if how is None and not isinstance(obj, (types.FunctionType, types.MethodType, type)):
+        how = getattr(getattr(getattr(obj, "__call__", None), "jinja_pass_arg", None), "name", None)
+    return how
+
+
+def _context_callable(env, name, f, template_name):
+    """A callable of the render context (env/template globals, render arguments) as tpl calls it:
+    pass_environment and pass_eval_context honoured; pass_context raises NotImplementedError
+    naming it when the template calls it (Jinja2 would pass its template context)."""
+    how = _pass_arg_of(f)
+    if how == "environment":
+        return lambda *a, **kw: f(env, *a, **kw)
+    if how == "eval_context":
+        ctx = EvalContext(env, template_name)
+        return lambda *a, **kw: f(ctx, *a, **kw)
+
+    def refuse(*a, **kw):
+        raise NotImplementedError("tpl.jinja2: %r uses pass_context (tpl has no Jinja2 template context to pass)"
+                                  % (name,))
+    return refuse
+
+
 def select_autoescape(enabled_extensions=("html", "htm", "xml"), disabled_extensions=(), default_for_string=True,
                       default=False):
-    """As Jinja2's: a function template name -> bool. tpl.jinja2 accepts it only when it says
-    False for every template it compiles (autoescaping is not provided)."""
+    """As Jinja2's: a function template name -> bool (None: a template from a string)."""
     enabled = tuple("." + x.lstrip(".").lower() for x in enabled_extensions)
     disabled = tuple("." + x.lstrip(".").lower() for x in disabled_extensions)
 
@@ -448,13 +474,93 @@ _SUPPORTED_DEFAULTS = {
     "block_start_string": "{%", "block_end_string": "%}", "variable_start_string": "{{",
     "variable_end_string": "}}", "comment_start_string": "{#", "comment_end_string": "#}",
     "line_statement_prefix": None, "line_comment_prefix": None, "newline_sequence": "\n",
-    "optimized": True, "cache_size": 400, "auto_reload": True, "bytecode_cache": None, "enable_async": False,
+    "optimized": True, "bytecode_cache": None, "enable_async": False,
 }
+
+# Jinja2's DEFAULT_POLICIES. The json ones are honoured (tojson is then Jinja2's, in Python); a
+# template whose source names urlize or truncate while their policy differs from the default is
+# a NotImplementedError (tpl's filters have Jinja2's defaults built in).
+_DEFAULT_POLICIES = {
+    "compiler.ascii_str": True, "urlize.rel": "noopener", "urlize.target": None, "urlize.extra_schemes": None,
+    "truncate.leeway": 5, "json.dumps_function": None, "json.dumps_kwargs": {"sort_keys": True},
+    "ext.i18n.trimmed": False,
+}
+_FILTER_POLICIES = (("urlize", ("urlize.rel", "urlize.target", "urlize.extra_schemes")),
+                    ("truncate", ("truncate.leeway",)))
+
+
+def _htmlsafe_json_dumps(obj, dumps=None, **kwargs):
+    """Jinja2's utils.htmlsafe_json_dumps."""
+    import json
+    return Markup((dumps or json.dumps)(obj, **kwargs).replace("<", "\\u003c").replace(">", "\\u003e")
+                  .replace("&", "\\u0026").replace("'", "\\u0027"))
+
+
+class _Policies(dict):
+    """Environment.policies: a dict that counts its changes, so a template sees a change made
+    after it was compiled (Jinja2 reads the policies when the template runs)."""
+
+    version = 0
+
+    def _changed(f):
+        def changed(self, *a, **kw):
+            self.version += 1
+            return f(self, *a, **kw)
+        return changed
+    __setitem__ = _changed(dict.__setitem__)
+    __delitem__ = _changed(dict.__delitem__)
+    update = _changed(dict.update)
+    pop = _changed(dict.pop)
+    popitem = _changed(dict.popitem)
+    setdefault = _changed(dict.setdefault)
+    clear = _changed(dict.clear)
+    __ior__ = _changed(dict.__ior__)
+    del _changed
+
+
+def _policies_state(p):
+    """What a compiled template depends on in policies p."""
+    return (id(p), getattr(p, "version", None), p.get("json.dumps_kwargs") == _DEFAULT_POLICIES["json.dumps_kwargs"])
+
+
+def _random_filter(seq):
+    """Jinja2's random filter: Python's random.choice (so random.seed() gives Jinja2's picks)."""
+    import random
+    try:
+        return random.choice(seq)
+    except IndexError:
+        return Undefined("No random item, sequence was empty.")
+
+
+class _Cache(dict):
+    """Jinja2's template cache: the last cache_size templates loaded (None: no cache; a negative
+    size: unbounded)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def get(self, key):
+        t = dict.pop(self, key, None)
+        if t is not None:
+            self[key] = t  # most recently used last
+        return t
+
+    def put(self, key, t):
+        dict.pop(self, key, None)
+        self[key] = t
+        while 0 <= self.size < len(self):
+            del self[next(iter(self))]
+
+
+def _make_cache(size):
+    return None if size == 0 else _Cache(size)
 
 
 class Environment:
     def __init__(self, loader=None, trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=False,
-                 autoescape=False, undefined=Undefined, extensions=(), finalize=None, **options):
+                 autoescape=False, undefined=Undefined, extensions=(), finalize=None, cache_size=400,
+                 auto_reload=True, **options):
         for k, v in options.items():
             if k not in _SUPPORTED_DEFAULTS:
                 raise TypeError("Environment() got an unexpected keyword argument %r" % (k,))
@@ -474,18 +580,39 @@ class Environment:
         self.globals = {}
         self.filters = {}
         self.tests = {}
-        self.policies = {}
-        self.cache = {}
+        self.policies = _Policies(_DEFAULT_POLICIES, **{"json.dumps_kwargs": {"sort_keys": True}})
+        self.cache = _make_cache(cache_size)
+        self.auto_reload = auto_reload
+        self._calls = {}
 
     def _autoescape(self, name):
         return bool(self.autoescape(name) if callable(self.autoescape) else self.autoescape)
 
-    def _check(self, name):
-        pass
+    def _policy_filters(self, sources):
+        """The filters env.policies replaces (tojson), checking the policies tpl cannot honour
+        against the sources a template is compiled from."""
+        pol = self.policies
+        for filt, keys in _FILTER_POLICIES:
+            for k in keys:
+                if pol.get(k, _DEFAULT_POLICIES[k]) != _DEFAULT_POLICIES[k] and any(filt in src for src in sources):
+                    raise NotImplementedError("tpl.jinja2: Environment.policies[%r] = %r (tpl's %s has Jinja2's "
+                                              "default)" % (k, pol[k], filt))
+        if pol.get("json.dumps_function") is None and pol.get("json.dumps_kwargs") == {"sort_keys": True}:
+            return {}
+        env = weakref.ref(self)
+
+        def tojson(value, indent=None):  # Jinja2's do_tojson, reading the policies when it runs
+            pol = env().policies
+            kw = dict(pol.get("json.dumps_kwargs") or {})
+            if indent is not None:
+                kw["indent"] = indent
+            return _htmlsafe_json_dumps(value, pol.get("json.dumps_function"), **kw)
+        return {"tojson": tojson}
 
     def _compile(self, source, name, filename, globals):
-        self._check(name)
         autoescape = self._autoescape(name)
+        sources = [source]
+        uptodate = []
 
         # the program keeps this loader for names computed at render time: a weak reference, so a
         # template held by its environment (env.globals) makes no cycle through the C program
@@ -496,20 +623,24 @@ class Environment:
             if self is None or self.loader is None:
                 return None
             try:
-                src = self.loader.get_source(self, n)[0]
+                src, _, up = self.loader.get_source(self, n)
             except TemplateNotFound:
                 return None
+            sources.append(src)
+            uptodate.append(up)
             if callable(self.autoescape) and self._autoescape(n) != autoescape:
                 raise NotImplementedError("tpl.jinja2: autoescape is %s for %r but %s for %r, which it loads (tpl "
                                           "compiles them together)" % (autoescape, name, not autoescape, n))
             return src
+        filters = {"random": _random_filter}
+        filters.update({k: _bind_pass_arg(self, k, "filter", f, name) for k, f in self.filters.items()})
         try:
             t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
                               lstrip_blocks=self.lstrip_blocks, keep_trailing_newline=self.keep_trailing_newline,
                               strict=self.undefined is StrictUndefined, autoescape=autoescape,
                               chainable_undefined=self.undefined is ChainableUndefined,
                               debug_undefined=self.undefined is DebugUndefined,
-                              filters={k: _bind_pass_arg(self, k, "filter", f, name) for k, f in self.filters.items()},
+                              filters=filters,
                               tests={k: _bind_pass_arg(self, k, "test", f, name) for k, f in self.tests.items()},
                               markup=Markup, undefined=self.undefined,
                               finalize=None if self.finalize is None else
@@ -526,7 +657,24 @@ class Environment:
             err.source = source
             err.translated = True  # as Jinja2 raises it from the environment: str() is the message
             raise err from None
-        return Template._from_tpl(self, t, name, filename, globals)
+        policy_filters = self._policy_filters(sources)
+        if policy_filters:  # (known only once every source is loaded: compiled again with them)
+            filters.update(policy_filters)
+            t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
+                              lstrip_blocks=self.lstrip_blocks, keep_trailing_newline=self.keep_trailing_newline,
+                              strict=self.undefined is StrictUndefined, autoescape=autoescape,
+                              chainable_undefined=self.undefined is ChainableUndefined,
+                              debug_undefined=self.undefined is DebugUndefined, filters=filters,
+                              tests={k: _bind_pass_arg(self, k, "test", f, name) for k, f in self.tests.items()},
+                              markup=Markup, undefined=self.undefined,
+                              finalize=None if self.finalize is None else
+                              _bind_pass_arg(self, "finalize", "finalize", self.finalize, name),
+                              **self._ext_options)
+        tmpl = Template._from_tpl(self, t, name, filename, globals)
+        tmpl._source = source
+        tmpl._uptodate = uptodate
+        tmpl._policies = _policies_state(self.policies)
+        return tmpl
 
     def from_string(self, source, globals=None, template_class=None):
         return self._compile(source, None, None, globals)
@@ -534,10 +682,74 @@ class Environment:
     def get_template(self, name, parent=None, globals=None):
         if isinstance(name, Template):
             return name
+        if parent is not None:
+            name = self.join_path(name, parent)
         if self.loader is None:
             raise TypeError("no loader for this environment specified")
-        source, filename, _ = self.loader.get_source(self, name)
-        return self._compile(source, name, filename, globals)
+        key = (self.loader, name)
+        t = self.cache.get(key) if self.cache is not None else None  # as Jinja2's _load_template
+        if t is not None:
+            if self.auto_reload and not t._sources_up_to_date():
+                # its source or one it loads (compiled with it) changed: compiled again, the same
+                # Template (Jinja2 loads the other templates anew when it runs)
+                source, filename, up = self.loader.get_source(self, name)
+                fresh = self._compile(source, name, filename, None)
+                t._t, t._source, t._policies, t.filename = fresh._t, source, fresh._policies, filename
+                t._uptodate, t._own_uptodate = fresh._uptodate, up
+            if globals:
+                t.globals.update(globals)
+            return t
+        source, filename, up = self.loader.get_source(self, name)
+        t = self._compile(source, name, filename, globals)
+        t._own_uptodate = up
+        if self.cache is not None:
+            self.cache.put(key, t)
+        return t
+
+    def join_path(self, template, parent):
+        """As Jinja2's: the name as it is (override it to resolve names relative to parent)."""
+        return template
+
+    def _call(self, kind, name, value, args, kwargs):
+        """call_filter/call_test: a one-expression template whose value a Python callable
+        receives (cached per name and argument shape)."""
+        args, kwargs = tuple(args or ()), dict(kwargs or {})
+        known = self.filters if kind == "|" else self.tests
+        key = (kind, name, len(args), tuple(kwargs))
+        t = self._calls.get(key)
+        if t is None:
+            if not name.isidentifier():
+                raise TemplateRuntimeError("No %s named %r." % ("filter" if kind == "|" else "test", name))
+            call = "%s(%s)" % (name, ", ".join(["a%d" % i for i in range(len(args))] +
+                                                ["%s=k_%s" % (k, k) for k in kwargs]))
+            expr = "v|%s" % call if kind == "|" else "v is %s" % call
+            try:
+                t = self.from_string("{%% set _ = ret(%s) %%}" % expr)
+            except TemplateSyntaxError as e:
+                if "No %s named" % ("filter" if kind == "|" else "test") in str(e.message):
+                    raise TemplateRuntimeError("No %s named %r." % ("filter" if kind == "|" else "test", name)) \
+                        from None
+                raise
+            if name not in known:
+                self._calls[key] = t
+        out = []
+        ctx = {"ret": out.append, "v": value}
+        ctx.update(("a%d" % i, a) for i, a in enumerate(args))
+        ctx.update(("k_" + k, v) for k, v in kwargs.items())
+        t.render(ctx)
+        return out[0]
+
+    def call_filter(self, name, value, args=None, kwargs=None, context=None, eval_ctx=None):
+        """As Jinja2's: the filter `name` applied to value (tpl's or env.filters')."""
+        if context is not None or eval_ctx is not None:
+            raise NotImplementedError("tpl.jinja2.Environment.call_filter(context=/eval_ctx=)")
+        return self._call("|", name, value, args, kwargs)
+
+    def call_test(self, name, value, args=None, kwargs=None, context=None, eval_ctx=None):
+        """As Jinja2's: the test `name` of value (tpl's or env.tests'), a bool."""
+        if context is not None or eval_ctx is not None:
+            raise NotImplementedError("tpl.jinja2.Environment.call_test(context=/eval_ctx=)")
+        return self._call("is", name, value, args, kwargs)
 
     def select_template(self, names, parent=None, globals=None):
         names = list(names)
@@ -565,7 +777,7 @@ class Environment:
 
     def __getattr__(self, name):
         if name in ("compile", "parse", "lex", "preprocess", "overlay", "compile_templates", "compile_expression",
-                    "extend", "add_extension", "iter_extensions", "make_globals", "join_path", "handle_exception"):
+                    "extend", "add_extension", "iter_extensions", "make_globals", "handle_exception"):
             raise NotImplementedError("tpl.jinja2.Environment.%s" % name)
         raise AttributeError(name)
 
@@ -585,11 +797,30 @@ class Template:
         self._t = t
         self.name = name
         self.filename = filename
-        self.globals = dict(globals or {})
+        self.globals = collections.ChainMap(dict(globals or {}), env.globals)  # as Jinja2's
+        self._uptodate = []  # (the templates it loads)
+        self._own_uptodate = None
         return self
 
+    @property
+    def is_up_to_date(self):
+        """As Jinja2's: False once this template's source changed."""
+        return self._own_uptodate is None or self._own_uptodate()
+
+    def _sources_up_to_date(self):
+        """This template's source and those it loads (compiled with it) unchanged."""
+        return all(up is None or up() for up in [self._own_uptodate] + self._uptodate)
+
     def render(self, *args, **kwargs):
-        ctx = {**self.environment.globals, **self.globals, **dict(*args, **kwargs)}
+        env = self.environment
+        g = self.globals
+        ctx = {**g.maps[1], **g.maps[0], **dict(*args, **kwargs)} if len(g.maps) == 2 else {**g, **dict(*args, **kwargs)}
+        for k, v in ctx.items():
+            if callable(v) and _pass_arg_of(v) is not None:
+                ctx[k] = _context_callable(env, k, v, self.name)
+        if self._policies != _policies_state(env.policies):  # (Jinja2 reads them when the template runs)
+            fresh = env._compile(self._source, self.name, self.filename, None)
+            self._t, self._policies = fresh._t, fresh._policies
         try:
             return self._t.render(ctx)
         except _tpl.UndefinedError as e:
@@ -617,8 +848,8 @@ class Template:
         return TemplateStream(self.generate(*args, **kwargs))
 
     def __getattr__(self, name):
-        if name in ("module", "make_module", "new_context", "render_async", "generate_async",
-                    "is_up_to_date", "debug_info", "blocks", "root_render_func"):
+        if name in ("module", "make_module", "make_module_async", "new_context", "render_async", "generate_async",
+                    "debug_info", "blocks", "root_render_func", "from_code", "from_module_dict"):
             raise NotImplementedError("tpl.jinja2.Template.%s" % name)
         raise AttributeError(name)
 

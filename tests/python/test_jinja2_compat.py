@@ -494,3 +494,129 @@ def test_error_classes(src):
         return None
     want = raised(jinja2.Environment(loader=jinja2.DictLoader({})))
     assert want is not None and raised(tj.Environment(loader=tj.DictLoader({}))) == want
+
+
+# ---- session 20 (py13): what Jinja2's own test suite found (README "Jinja2's own tests")
+
+def test_pass_decorators_on_context_callables():
+    # pass_environment / pass_eval_context on globals, render arguments and callable classes'
+    # __call__ (Jinja2's Context.call); pass_context: NotImplementedError naming it, when called
+    outs = []
+    for m in (jinja2, tj):
+        @m.pass_environment
+        def env_name(env, x):
+            return "%s:%s" % (type(env).__name__, x)
+
+        @m.pass_eval_context
+        def ae(ctx, x):
+            return "%s/%s" % (ctx.autoescape, x)
+
+        class C:
+            @m.pass_environment
+            def __call__(self, env, x):
+                return "C%s" % (x,)
+        e = m.Environment(autoescape=True)
+        e.globals["g"] = env_name
+        t = e.from_string("{{ g(1) }} {{ a(2) }} {{ c(3) }}")
+        t.globals["c"] = C()
+        outs.append(t.render(a=ae))
+    assert outs[1] == outs[0]
+
+    @tj.pass_context
+    def ctxf(ctx):
+        return 1
+    t = tj.Environment().from_string("{% if x %}{{ f() }}{% endif %}")
+    assert t.render(f=ctxf) == ""  # not called: no error
+    with pytest.raises(NotImplementedError, match="'f' uses pass_context"):
+        t.render(f=ctxf, x=1)
+
+
+def test_policies():
+    def dumps(v, **kw):
+        return "D%r" % sorted(kw.items())
+    srcs = ["{{ x|tojson }}", "{{ x|tojson(2) }}"]
+    for src in srcs:
+        outs = []
+        for m in (jinja2, tj):
+            e = m.Environment()
+            t = e.from_string(src)
+            r = [t.render(x={"b": "<&'>", "a": 1})]
+            e.policies["json.dumps_kwargs"] = {"sort_keys": False}  # after the compile, as Jinja2 reads it
+            r.append(t.render(x={"b": 1, "a": 2}))
+            e.policies["json.dumps_function"] = dumps
+            r.append(t.render(x=1))
+            r.append(e.from_string(src).render(x=1))
+            outs.append(r)
+        assert outs[1] == outs[0]
+    e = tj.Environment()
+    e.policies["urlize.rel"] = None
+    assert e.from_string("{{ x }}").render(x=1) == "1"
+    with pytest.raises(NotImplementedError, match="urlize.rel"):
+        e.from_string("{{ x|urlize }}")
+    e.policies["truncate.leeway"] = 0
+    with pytest.raises(NotImplementedError, match="truncate.leeway"):
+        e.from_string("{{ x|truncate(9) }}")
+
+
+def test_random_filter_is_pythons():
+    import random
+    src = "{{ 'abcdefghij'|random }}{{ range(100)|random }}{{ []|random }}"
+    outs = []
+    for m in (jinja2, tj):
+        random.seed("tpl")
+        t = m.Environment().from_string(src)
+        outs.append([t.render() for _ in range(5)])
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("kind,name,value,args,kwargs", [
+    ("filter", "sum", [1, 2, 3], None, None), ("filter", "join", ["a", "b"], ["-"], None),
+    ("filter", "round", 2.567, None, {"precision": 1}), ("filter", "list", "ab", None, None),
+    ("filter", "myf", 3, [4], None), ("test", "number", 1, None, None), ("test", "number", "x", None, None),
+    ("test", "divisibleby", 9, [3], None), ("test", "filter", "title", None, None),
+    ("test", "filter", "bad-name", None, None), ("test", "test", "number", None, None), ("test", "myt", 2, None, None),
+])
+def test_call_filter_and_test(kind, name, value, args, kwargs):
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.filters["myf"] = lambda a, b: a * b
+        e.tests["myt"] = lambda a: a == 2
+        outs.append(getattr(e, "call_" + kind)(name, value, args, kwargs))
+    assert outs[1] == outs[0] and type(outs[1]) is type(outs[0])
+
+
+@pytest.mark.parametrize("kind", ["filter", "test"])
+def test_call_unknown(kind):
+    msgs = []
+    for m in (jinja2, tj):
+        with pytest.raises(m.TemplateRuntimeError) as ei:
+            getattr(m.Environment(), "call_" + kind)("nosuch", 1)
+        msgs.append(str(ei.value))
+    assert msgs[1] == msgs[0]
+
+
+@pytest.mark.parametrize("op", ["extends", "include"])
+def test_template_cache_and_globals(op, tmp_path):
+    # Jinja2's cache: get_template(globals=) updates a cached template's globals; a template
+    # loaded indirectly has the environment's; auto_reload notices a changed file
+    outs = []
+    for m in (jinja2, tj):
+        d = tmp_path / m.__name__
+        d.mkdir()
+        (d / "base").write_text("{{ x }} {{ y }}")
+        (d / "main").write_text("{%% %s 'base' %%}" % op)
+        e = m.Environment(loader=m.FileSystemLoader(str(d)))
+        e.globals.update(x="x", y="y")
+        r = [e.get_template("main", globals={"x": "bar"}).render(), e.get_template("base").render(),
+             e.get_template("base", globals={"x": 42}).render(), e.get_template("main").render(),
+             e.get_template("base").render(), e.get_template("main") is e.get_template("main"),
+             e.get_template("main").globals["y"]]
+        import os
+        (d / "base").write_text("new {{ x }}")
+        os.utime(d / "base", (1, 1))
+        r += [e.get_template("main").is_up_to_date, e.get_template("main").render()]
+        e2 = m.Environment(loader=m.FileSystemLoader(str(d)), cache_size=0)
+        r.append(e2.get_template("base") is e2.get_template("base"))
+        outs.append(r)
+    assert outs[1] == outs[0]
