@@ -24,6 +24,7 @@ and a template it includes, imports or extends (tpl compiles them together).
 """
 import collections
 import os
+import sys
 import types
 import weakref
 
@@ -34,7 +35,8 @@ try:
 except ImportError:  # pragma: no cover
     Markup = escape = None
 
-__all__ = ["Environment", "Template", "BaseLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
+__all__ = ["clear_caches", "is_undefined", "make_logging_undefined", "ModuleLoader", "BytecodeCache",
+           "FileSystemBytecodeCache", "MemcachedBytecodeCache", "DebugUndefined", "Environment", "Template", "BaseLoader", "DictLoader", "FileSystemLoader", "FunctionLoader",
            "ChoiceLoader", "PackageLoader", "Undefined", "StrictUndefined", "ChainableUndefined",
            "TemplateError", "TemplateSyntaxError", "UndefinedError", "TemplateNotFound", "TemplatesNotFound",
            "TemplateRuntimeError", "SecurityError", "TemplateAssertionError", "Markup", "escape",
@@ -42,12 +44,13 @@ __all__ = ["Environment", "Template", "BaseLoader", "DictLoader", "FileSystemLoa
 
 # The extensions tpl provides, by Jinja2's names (jinja2.ext.loopcontrols is the class
 # jinja2.ext.LoopControlExtension; either spelling, or the class itself, is accepted).
-ext = types.SimpleNamespace(loopcontrols="jinja2.ext.loopcontrols", do="jinja2.ext.do")
 _EXTENSIONS = {"jinja2.ext.loopcontrols": "loop_controls", "jinja2.ext.LoopControlExtension": "loop_controls",
                "jinja2.ext.do": "do_statement", "jinja2.ext.ExprStmtExtension": "do_statement"}
 
 
 def _extension_option(e):
+    if e in (LoopControlExtension, ExprStmtExtension):
+        e = "jinja2.ext." + e.__name__
     name = e if isinstance(e, str) else "%s.%s" % (getattr(e, "__module__", "?"), getattr(e, "__name__", e))
     if name not in _EXTENSIONS:
         raise NotImplementedError("tpl.jinja2.Environment(extensions=[%r]): only jinja2.ext.loopcontrols and "
@@ -320,6 +323,18 @@ def select_autoescape(enabled_extensions=("html", "htm", "xml"), disabled_extens
 
 # ---------------------------------------------------------------- loaders
 
+def split_template_path(template):
+    """As Jinja2's: a template name's pieces; a piece with a path separator or '..' is
+    TemplateNotFound (no escaping the search path)."""
+    pieces = []
+    for piece in template.split("/"):
+        if os.path.sep in piece or (os.path.altsep and os.path.altsep in piece) or piece == os.path.pardir:
+            raise TemplateNotFound(template)
+        if piece and piece != ".":
+            pieces.append(piece)
+    return pieces
+
+
 class BaseLoader:
     has_source_access = True
 
@@ -369,9 +384,7 @@ class FileSystemLoader(BaseLoader):
         self.followlinks = followlinks
 
     def get_source(self, environment, template):
-        pieces = [p for p in template.split("/") if p and p != "."]
-        if any(p == ".." for p in pieces) or os.path.sep in template.replace("/", "") and os.path.sep != "/":
-            raise TemplateNotFound(template)
+        pieces = split_template_path(template)
         for base in self.searchpath:
             filename = os.path.join(base, *pieces)
             if os.path.isfile(filename):
@@ -686,12 +699,17 @@ class Environment:
             name = self.join_path(name, parent)
         if self.loader is None:
             raise TypeError("no loader for this environment specified")
-        key = (self.loader, name)
+        try:
+            key = (weakref.ref(self.loader), name)  # (Jinja2's key)
+        except TypeError:
+            key = (self.loader, name)
         t = self.cache.get(key) if self.cache is not None else None  # as Jinja2's _load_template
+        if t is not None and self.auto_reload and not t.is_up_to_date:
+            t = None  # its source changed: a new Template
         if t is not None:
             if self.auto_reload and not t._sources_up_to_date():
-                # its source or one it loads (compiled with it) changed: compiled again, the same
-                # Template (Jinja2 loads the other templates anew when it runs)
+                # a template it loads (compiled with it) changed: compiled again, the same Template
+                # (Jinja2 keeps it and loads the other template anew when it runs)
                 source, filename, up = self.loader.get_source(self, name)
                 fresh = self._compile(source, name, filename, None)
                 t._t, t._source, t._policies, t.filename = fresh._t, source, fresh._policies, filename
@@ -894,3 +912,176 @@ class TemplateStream:
 
     def __next__(self):
         return self._next()
+
+
+# ---------------------------------------------------------------- the rest of Jinja2's public names
+
+def is_undefined(obj):
+    """As Jinja2's: obj is an Undefined (what Python callables receive for an undefined value)."""
+    return isinstance(obj, Undefined)
+
+
+def clear_caches():
+    """As Jinja2's; tpl.jinja2 keeps no module-level caches (each Environment has its own)."""
+
+
+def consume(iterable):
+    """As Jinja2's utils.consume."""
+    for _ in iterable:
+        pass
+
+
+def object_type_repr(obj):
+    """As Jinja2's utils.object_type_repr (what its undefined messages name)."""
+    if obj is None:
+        return "None"
+    if obj is Ellipsis:
+        return "Ellipsis"
+    cls = type(obj)
+    if cls.__module__ == "builtins":
+        return "%s object" % cls.__name__
+    return "%s.%s object" % (cls.__module__, cls.__name__)
+
+
+class _Missing:
+    def __repr__(self):
+        return "missing"
+
+
+missing = _Missing()
+
+
+def _refused(qualname, doc):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError("tpl.jinja2: %s (%s)" % (qualname, doc))
+    return refuse
+
+
+def _refused_class(qualname, doc, bases=()):
+    """A class of Jinja2's API tpl.jinja2 does not provide: defining a subclass works (so a module
+    declaring one imports), making an instance raises NotImplementedError naming it."""
+    return type(qualname.rsplit(".", 1)[-1], bases, {"__init__": _refused(qualname, doc), "__doc__":
+                                                     "Not provided by tpl.jinja2: %s (NotImplementedError)." % doc})
+
+
+def make_logging_undefined(logger=None, base=Undefined):
+    raise NotImplementedError("tpl.jinja2.make_logging_undefined (undefined classes other than Undefined, "
+                              "StrictUndefined, ChainableUndefined and DebugUndefined)")
+
+
+ModuleLoader = _refused_class("ModuleLoader", "tpl compiles templates itself; Template.save() gives .tplb bytes",
+                              (BaseLoader,))
+BytecodeCache = _refused_class("BytecodeCache", "bytecode caches: Template.save()/tpl.Template.load() keep a "
+                               "compiled program")
+FileSystemBytecodeCache = _refused_class("FileSystemBytecodeCache", "bytecode caches", (BytecodeCache,))
+MemcachedBytecodeCache = _refused_class("MemcachedBytecodeCache", "bytecode caches", (BytecodeCache,))
+
+
+class Extension:
+    """Jinja2's extension base class: a subclass can be defined, but tpl.jinja2 runs only the
+    extensions it provides (Environment(extensions=[Sub]) raises NotImplementedError naming it)."""
+
+    def __init__(self, environment):
+        raise NotImplementedError("tpl.jinja2: extension %s.%s" % (type(self).__module__, type(self).__name__))
+
+
+class LoopControlExtension(Extension):
+    """jinja2.ext.loopcontrols: {% break %} and {% continue %} (pass it in Environment(extensions=))."""
+
+
+class ExprStmtExtension(Extension):
+    """jinja2.ext.do: {% do expr %} (pass it in Environment(extensions=))."""
+
+
+def _submodule(name, doc, provided, refused):
+    """tpl.jinja2.NAME, as Jinja2's module jinja2.NAME: the names listed in provided, and for
+    the names of Jinja2's module tpl.jinja2 does not provide, NotImplementedError naming them."""
+    m = types.ModuleType(__name__ + "." + name, doc)
+    g = globals()
+    for n in provided.split():
+        setattr(m, n, g[n])
+
+    def __getattr__(attr):
+        if attr in refused:
+            raise NotImplementedError("tpl.jinja2: jinja2.%s.%s is not provided (%s)" % (name, attr, refused[attr]))
+        raise AttributeError("module %r has no attribute %r" % (m.__name__, attr))
+    m.__getattr__ = __getattr__
+    sys.modules[m.__name__] = m
+    return m
+
+
+def _names(text, why):
+    return dict.fromkeys(text.split(), why)
+
+
+_INTERNAL = "Jinja2's internals: tpl has its own compiler and VM"
+exceptions = _submodule(
+    "exceptions", "Jinja2's exception classes.",
+    "TemplateError TemplateNotFound TemplatesNotFound TemplateSyntaxError TemplateAssertionError "
+    "TemplateRuntimeError UndefinedError SecurityError FilterArgumentError", {})
+loaders = _submodule(
+    "loaders", "Jinja2's template loaders.",
+    "TemplateNotFound split_template_path BaseLoader FileSystemLoader PackageLoader DictLoader FunctionLoader "
+    "PrefixLoader ChoiceLoader ModuleLoader", _names("open_if_exists internalcode", _INTERNAL))
+environment = _submodule(
+    "environment", "Jinja2's Environment and Template.",
+    "Environment Template TemplateStream TemplateNotFound TemplateRuntimeError TemplatesNotFound "
+    "TemplateSyntaxError UndefinedError Undefined EvalContext consume missing",
+    {**_names("CodeGenerator generate get_lexer Lexer TokenStream Parser Context new_context concat import_string "
+              "internalcode LRUCache get_spontaneous_environment create_cache copy_cache load_extensions "
+              "TemplateExpression", _INTERNAL),
+     **_names("TemplateModule", "Template.module/make_module"),
+     **_names("DEFAULT_FILTERS DEFAULT_TESTS DEFAULT_NAMESPACE DEFAULT_POLICIES BLOCK_START_STRING BLOCK_END_STRING "
+              "VARIABLE_START_STRING VARIABLE_END_STRING COMMENT_START_STRING COMMENT_END_STRING "
+              "LINE_STATEMENT_PREFIX LINE_COMMENT_PREFIX TRIM_BLOCKS LSTRIP_BLOCKS NEWLINE_SEQUENCE "
+              "KEEP_TRAILING_NEWLINE", "Jinja2's defaults module")})
+runtime = _submodule(
+    "runtime", "Jinja2's undefined classes.",
+    "Undefined StrictUndefined ChainableUndefined DebugUndefined make_logging_undefined EvalContext missing "
+    "object_type_repr pass_eval_context TemplateNotFound TemplateRuntimeError UndefinedError",
+    _names("auto_aiter auto_await concat internalcode Namespace exported async_exported identity markup_join "
+           "str_join new_context TemplateReference Context BlockReference LoopContext AsyncLoopContext Macro",
+           "the template context, loops and macros are tpl's VM's"))
+utils = _submodule(
+    "utils", "Jinja2's helpers that concern rendering.",
+    "missing pass_context pass_eval_context pass_environment is_undefined consume clear_caches object_type_repr "
+    "select_autoescape",
+    {**_names("internal_code internalcode concat import_string open_if_exists pformat url_quote LRUCache",
+              _INTERNAL),
+     **_names("urlize generate_lorem_ipsum Cycler Joiner Namespace",
+              "the urlize filter and the lipsum, cycler, joiner and namespace globals are tpl's, in templates"),
+     **_names("htmlsafe_json_dumps", "the tojson filter is tpl's, in templates")})
+ext = _submodule(
+    "ext", "Jinja2's extensions: loopcontrols and do are provided (pass them in Environment(extensions=)).",
+    "Extension LoopControlExtension ExprStmtExtension",
+    _names("InternationalizationExtension i18n DebugExtension debug extract_from_ast babel_extract "
+           "GETTEXT_FUNCTIONS", "extensions other than loopcontrols and do; i18n is tpl's own tr()"))
+ext.loopcontrols = LoopControlExtension
+ext.do = ExprStmtExtension
+_SANDBOX = ("sandboxed rendering: as in Jinja2's plain Environment, a template reaches the attributes of the Python "
+            "objects given to it")
+sandbox = _submodule(
+    "sandbox", "Jinja2's sandbox: not provided.", "",
+    _names("SandboxedEnvironment ImmutableSandboxedEnvironment SandboxedFormatter SandboxedEscapeFormatter "
+           "safe_range unsafe is_internal_attribute modifies_known_mutable MAX_RANGE UNSAFE_FUNCTION_ATTRIBUTES "
+           "UNSAFE_METHOD_ATTRIBUTES UNSAFE_GENERATOR_ATTRIBUTES UNSAFE_COROUTINE_ATTRIBUTES "
+           "UNSAFE_ASYNC_GENERATOR_ATTRIBUTES", _SANDBOX))
+nativetypes = _submodule(
+    "nativetypes", "Jinja2's native types: not provided.", "",
+    _names("NativeEnvironment NativeTemplate NativeCodeGenerator native_concat has_safe_repr",
+           "native Python values as the result: tpl renders text"))
+bccache = _submodule(
+    "bccache", "Jinja2's bytecode caches: not provided.", "BytecodeCache FileSystemBytecodeCache MemcachedBytecodeCache",
+    _names("Bucket bc_version bc_magic", "bytecode caches"))
+meta = _submodule(
+    "meta", "Jinja2's template introspection: not provided (tpl.Template(...).reads is tpl's).", "",
+    _names("find_undeclared_variables find_referenced_templates TrackingCodeGenerator",
+           "it reads Jinja2's AST (Environment.parse); tpl.Template(source).reads lists what a template reads"))
+_INTERNAL_MODULES = ("nodes lexer parser compiler idtracking optimizer visitor debug async_utils defaults constants "
+                     "filters tests").split()
+
+
+def __getattr__(name):
+    if name in _INTERNAL_MODULES:
+        raise NotImplementedError("tpl.jinja2: jinja2.%s is not provided (%s)" % (name, _INTERNAL))
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -620,3 +620,68 @@ def test_template_cache_and_globals(op, tmp_path):
         r.append(e2.get_template("base") is e2.get_template("base"))
         outs.append(r)
     assert outs[1] == outs[0]
+
+
+def test_submodules_and_public_names():
+    # Jinja2's public modules: what tpl.jinja2 provides is the same object under both names;
+    # the rest raises NotImplementedError naming it (a plain AttributeError for unknown names)
+    import importlib
+    import jinja2.ext  # noqa: F401  (jinja2.ext.loopcontrols below)
+    from jinja2 import loaders as jl, runtime as jr, utils as ju
+    assert importlib.import_module("tpl.jinja2.exceptions").TemplateNotFound is tj.TemplateNotFound
+    from tpl.jinja2.loaders import split_template_path
+    for name in ["a/b/../c", "a//b/./c", "../x", "a/b\\c" if "\\" == __import__("os").sep else "a/b/c", ""]:
+        outs = []
+        for f in (jl.split_template_path, split_template_path):
+            try:
+                outs.append(f(name))
+            except Exception as e:
+                outs.append(type(e).__name__)
+        assert outs[1] == outs[0]
+    for v in [None, Ellipsis, 1, [], tj, U("a"), jinja2.Undefined()]:
+        assert tj.utils.object_type_repr(v) == ju.object_type_repr(v)
+    for mk in [lambda m: m.Undefined(), lambda m: m.StrictUndefined(), lambda m: 0, lambda m: None]:
+        assert tj.is_undefined(mk(tj)) == jinja2.is_undefined(mk(jinja2))
+    assert tj.is_undefined(tj.ChainableUndefined())
+    assert tj.runtime.StrictUndefined is tj.StrictUndefined and jr.StrictUndefined is jinja2.StrictUndefined
+    tj.clear_caches()
+    for get in [lambda: tj.nodes, lambda: tj.utils.LRUCache, lambda: tj.runtime.Context,
+                lambda: importlib.import_module("tpl.jinja2.sandbox").SandboxedEnvironment,
+                lambda: tj.nativetypes.NativeEnvironment, lambda: tj.ModuleLoader("x"),
+                lambda: tj.FileSystemBytecodeCache(), lambda: tj.make_logging_undefined(),
+                lambda: tj.meta.find_undeclared_variables]:
+        with pytest.raises(NotImplementedError):
+            get()
+    assert not hasattr(tj, "nosuch") and not hasattr(tj.utils, "nosuch")
+
+    class MyExt(tj.ext.Extension):
+        tags = {"x"}
+    with pytest.raises(NotImplementedError, match="MyExt"):
+        tj.Environment(extensions=[MyExt])
+    with pytest.raises(NotImplementedError):
+        tj.Environment(extensions=[tj.ext.i18n])
+    src = "{% for i in [1, 2, 3] %}{% do [i] + [1] %}{% if i == 2 %}{% break %}{% endif %}{{ i }}{% endfor %}"
+    outs = [m.Environment(extensions=[m.ext.loopcontrols, m.ext.do]).from_string(src).render(x=[]) for m in (jinja2, tj)]
+    assert outs[1] == outs[0]
+
+
+def test_cache_new_template_when_its_source_changes():
+    outs = []
+    for m in (jinja2, tj):
+        changed = []
+
+        class L(m.BaseLoader):
+            def get_source(self, environment, template):
+                return "foo", None, lambda: not changed
+        e = m.Environment(loader=L(), cache_size=-1)
+        t = e.get_template("t")
+        r = [t is e.get_template("t")]
+        changed.append(1)
+        r.append(t is e.get_template("t"))
+        e = m.Environment(loader=m.DictLoader({"one": "1", "two": "2", "three": "3"}), cache_size=2)
+        t1 = e.get_template("one")
+        e.get_template("two")
+        e.get_template("three")
+        r += [t1 is e.get_template("one"), len(e.cache)]
+        outs.append(r)
+    assert outs[1] == outs[0]
