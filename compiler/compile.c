@@ -3291,9 +3291,10 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (c->failed || !root) {
         tpl_arena_free(&ta);
         if (c->failed || (n->op & 1)) return; /* (ignore missing) */
-        if (c->cond_depth > 0) {
-            /* in code that may not run: loaded when it runs (Jinja2 raises TemplateNotFound only
-             * then; an optional partial a deployment lacks behind an if renders) */
+        if (c->cond_depth > 0 || c->p->opts.defer_missing) {
+            /* in code that may not run (or tpl_options.defer_missing): loaded when it runs (Jinja2
+             * raises TemplateNotFound only then; an optional partial a deployment lacks behind an
+             * if renders) */
             stmt_include_dyn(c, n);
             return;
         }
@@ -3373,8 +3374,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     tpl_arena ta; /* the imported template's tree, freed once it is compiled */
     tpl_arena_init(&ta, 0);
     ta.budget = c->p->budget;
-    tpl_node *root = load_template(c, &ta, name, n->off, false, &src);
-    if (!root || c->include_depth >= 16) {
+    tpl_node *root = load_template(c, &ta, name, n->off, c->p->opts.defer_missing, &src);
+    if (!root || c->include_depth >= 16) { /* (not found under defer_missing: stmt_import defers it) */
         tpl_arena_free(&ta);
         if (root) cerror(c, n->off, "include/import nesting too deep (16)");
         return -1;
@@ -3554,7 +3555,12 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     tpl_arena ta; /* the imported template's tree, freed once it is compiled here */
     tpl_arena_init(&ta, 0);
     ta.budget = c->p->budget;
-    tpl_node *root = load_template(c, &ta, names->val, n->off, false, &src);
+    tpl_node *root = load_template(c, &ta, names->val, n->off, c->p->opts.defer_missing, &src);
+    if (!root && !c->failed && c->p->opts.defer_missing) { /* not found: loaded when it runs */
+        tpl_arena_free(&ta);
+        stmt_import_dyn(c, n);
+        return;
+    }
     if (!root || c->include_depth >= 16) {
         tpl_arena_free(&ta);
         if (root) cerror(c, n->off, "include/import nesting too deep (16)");

@@ -200,14 +200,17 @@ stmt(A) ::= INCLUDE(T) expr(E) include_opts(O) BLOCK_END. { A = with_op(NODE(INC
 %type ctx_opt {int}
 include_opts ::= ctx_opt.
 include_opts(A) ::= IGNORE MISSING ctx_opt(C). { A = 1 | C; }
+%type ctx_given {int}
 ctx_opt(A) ::= . { A = 0; }
-ctx_opt(A) ::= WITH CONTEXT. { A = 4; } /* (import and from-import; include's default) */
-ctx_opt(A) ::= WITHOUT CONTEXT. { A = 2; }
+ctx_opt(A) ::= ctx_given(C). { A = C; }
+ctx_given(A) ::= WITH CONTEXT. { A = 4; } /* (import and from-import; include's default) */
+ctx_given(A) ::= WITHOUT CONTEXT. { A = 2; }
 stmt(A) ::= IMPORT(T) expr(E) AS NAME(N) ctx_opt(C) BLOCK_END.
     { A = with_op(with_val(NODE(IMPORT, T.off, E, NULL), tpl_p_tokstr(ctx, N)), C); }
 stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) ctx_opt(C) BLOCK_END.
     { A = with_op(NODE(FROMIMPORT, T.off, E, L), C); }
-stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) COMMA ctx_opt(C) BLOCK_END.
+/* a comma after the names only before with/without context (Jinja2's parse_from) */
+stmt(A) ::= FROM(T) expr(E) IMPORT import_names(L) COMMA ctx_given(C) BLOCK_END.
     { A = with_op(NODE(FROMIMPORT, T.off, E, L), C); }
 import_names ::= import_name.
 import_names(A) ::= import_names(L) COMMA import_name(I). { A = tpl_node_append(L, I); }

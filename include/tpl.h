@@ -251,6 +251,11 @@ typedef struct tpl_options {
                                    {% continue %} (always on in the hf profile) */
     bool do_statement;          /* the jinja2.ext.do extension: {% do expr %} evaluates expr
                                    and drops the value */
+    bool defer_missing;         /* a template an include or import names that the loader does
+                                   not find is loaded when the statement runs (the render's
+                                   loader; TemplateNotFound then, as Jinja2 raises it), not a
+                                   compile error; without it only such statements in code that
+                                   may not run (an if's branch, a loop, a macro) are deferred */
     /* Environment(finalize=f): the name of a host filter (an entry of host_funcs, kind
      * TPL_HOST_FILTER; NUL-terminated, borrowed, read during tpl_compile only) applied to the
      * value of every output expression {{ ... }} before it is printed (escaped first under

@@ -184,6 +184,7 @@ typedef struct render_ctx {
     size_t nitems, capitems;
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
+    const char *what;       /* what is being converted, for its errors (NULL: the render state) */
     centry cache[CACHE];    /* direct-mapped by the container's address */
     uint32_t filled, hit, prev; /* bit masks of the entries: in use; used by this render, the last */
     bool rec, rec_ok;       /* recording the deps of a value being converted for the cache; cacheable */
@@ -455,11 +456,13 @@ static int enter(render_ctx *c, PyObject *o)
 {
     for (int i = 0; i < c->depth; i++)
         if (c->stack[i] == o) {
-            PyErr_Format(PyExc_ValueError, "tpl: cyclic %s in the render state", Py_TYPE(o)->tp_name);
+            PyErr_Format(PyExc_ValueError, "tpl: cyclic %s in %s", Py_TYPE(o)->tp_name,
+                         c->what ? c->what : "the render state");
             return -1;
         }
     if (c->depth == MAX_DEPTH) {
-        PyErr_Format(PyExc_ValueError, "tpl: render state nested deeper than %d levels", MAX_DEPTH);
+        PyErr_Format(PyExc_ValueError, "tpl: %s nested deeper than %d levels", c->what ? c->what : "render state",
+                     MAX_DEPTH);
         return -1;
     }
     c->stack[c->depth++] = o;
@@ -752,11 +755,15 @@ static PyObject *from_val(render_ctx *c, tpl_val v)
     Py_RETURN_NONE;
 }
 
-/* The result of a callback that produced r (new reference) or failed (NULL). */
-static tpl_host_result deliver(render_ctx *c, PyObject *res, tpl_val *out)
+/* The result of a callback that produced r (new reference) or failed (NULL); what names it in
+ * conversion errors ("a Python callable's result"). */
+static tpl_host_result deliver(render_ctx *c, PyObject *res, tpl_val *out, const char *what)
 {
     if (!res) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    const char *save = c->what;
+    c->what = what;
     int rc = to_val(c, res, out);
+    c->what = save;
     Py_DECREF(res);
     if (rc < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
     return TPL_HOST_OK;
@@ -783,7 +790,7 @@ static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, si
     PyObject *res = n ? PyObject_GetAttr(h->o, n) : NULL;
     Py_XDECREF(n);
     if (!res) rc = missing_or_fail(h->c, PyExc_AttributeError, NULL);
-    else rc = deliver(h->c, res, out);
+    else rc = deliver(h->c, res, out, "an attribute's value");
     gil_out(h->c);
     return rc;
 }
@@ -798,7 +805,7 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
     PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
     Py_XDECREF(k);
     if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
-    else rc = deliver(h->c, res, out);
+    else rc = deliver(h->c, res, out, "an item's value");
     gil_out(h->c);
     return rc;
 }
@@ -837,7 +844,11 @@ static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
     int kept = keep(c, l);
     Py_DECREF(l);
     if (kept < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
-    if (seq_val(c, l, 0, out) < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    const char *save = c->what;
+    c->what = "an iterated object's items";
+    int rc = seq_val(c, l, 0, out);
+    c->what = save;
+    if (rc < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
     return TPL_HOST_OK;
 }
 
@@ -884,7 +895,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         Py_XDECREF(k);
         Py_XDECREF(x);
     }
-    if (ok) rc = deliver(h->c, PyObject_Call(h->o, a, kw), out);
+    if (ok) rc = deliver(h->c, PyObject_Call(h->o, a, kw), out, "a Python callable's result");
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);
@@ -1610,6 +1621,7 @@ static int compile_options(PyObject *d, tpl_options *o, PyObject **hf, PyObject 
         { "autoescape", offsetof(tpl_options, autoescape) },
         { "loop_controls", offsetof(tpl_options, loop_controls) },
         { "do_statement", offsetof(tpl_options, do_statement) },
+        { "defer_missing", offsetof(tpl_options, defer_missing) },
         { "chainable_undefined", offsetof(tpl_options, chainable_undefined) },
         { "debug_undefined", offsetof(tpl_options, debug_undefined) },
     };
@@ -2566,7 +2578,8 @@ static bool names_escape(const char *s, size_t n)
 static PyObject *mod_escapes(PyObject *mod, PyObject *s)
 {
     (void)mod;
-    if (!PyUnicode_Check(s)) return PyErr_Format(PyExc_TypeError, "escapes() needs a str");
+    if (!PyUnicode_Check(s))
+        return PyErr_Format(PyExc_TypeError, "escapes() argument 'source' must be str, not %s", Py_TYPE(s)->tp_name);
     Py_ssize_t n;
     const char *u;
     if (PyUnicode_IS_COMPACT_ASCII(s)) {

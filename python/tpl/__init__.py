@@ -146,7 +146,8 @@ class Limits(tuple):
 _SYNTAX = {"jinja": 0, "erb": 1, "fmt": 2}
 _EXT = {".jinja": "jinja", ".j2": "jinja", ".erb": "erb", ".fmt": "fmt", ".txt": "fmt"}
 _COMPILE_OPTIONS = frozenset(("trim_blocks", "lstrip_blocks", "keep_trailing_newline", "strict", "tidy", "hf",
-                              "autoescape", "loop_controls", "do_statement", "chainable_undefined", "debug_undefined"))
+                              "autoescape", "loop_controls", "do_statement", "chainable_undefined", "debug_undefined",
+                              "defer_missing"))
 _RENDER_OPTIONS = frozenset(("facts", "remembers", "channel", "medium", "claimed", "lang", "catalogs", "tr_keys",
                              "limits", "markup", "undefined"))
 _FUNC_KINDS = {"filters": 0, "tests": 2}  # tpl_host_kind

@@ -85,7 +85,7 @@ class TemplatesNotFound(TemplateNotFound):
     def __init__(self, names=(), message=None):
         names = list(names)
         super().__init__(names[-1] if names else None, message or "none of the templates given were found: "
-                         + ", ".join(map(str, names)))
+                         + ", ".join(n._undefined_message if isinstance(n, Undefined) else str(n) for n in names))
         self.templates = names
 
 
@@ -131,6 +131,26 @@ class FilterArgumentError(TemplateRuntimeError):
 
 # ---------------------------------------------------------------- undefined classes
 
+class _Missing:
+    def __repr__(self):
+        return "missing"
+
+
+missing = _Missing()  # (Jinja2's utils.missing: Undefined(obj=) when there is no object)
+
+
+def object_type_repr(obj):
+    """As Jinja2's utils.object_type_repr (what its undefined messages name)."""
+    if obj is None:
+        return "None"
+    if obj is Ellipsis:
+        return "Ellipsis"
+    cls = type(obj)
+    if cls.__module__ == "builtins":
+        return "%s object" % cls.__name__
+    return "%s.%s object" % (cls.__module__, cls.__name__)
+
+
 class Undefined:
     """Jinja2's default: lenient undefined values (tpl's jinja2 profile). In templates tpl
     implements them itself; instances of this class are what Python callables (custom
@@ -138,7 +158,7 @@ class Undefined:
 
     __slots__ = ("_undefined_hint", "_undefined_obj", "_undefined_name", "_undefined_exception")
 
-    def __init__(self, hint=None, obj=None, name=None, exc=None):
+    def __init__(self, hint=None, obj=missing, name=None, exc=None):
         self._undefined_hint = hint
         self._undefined_obj = obj
         self._undefined_name = name
@@ -148,9 +168,11 @@ class Undefined:
     def _undefined_message(self):
         if self._undefined_hint:
             return self._undefined_hint
-        if self._undefined_obj is None:
+        if self._undefined_obj is missing:
             return "%r is undefined" % (self._undefined_name,)
-        return "%r has no attribute %r" % (type(self._undefined_obj).__name__, self._undefined_name)
+        if not isinstance(self._undefined_name, str):
+            return "%s has no element %r" % (object_type_repr(self._undefined_obj), self._undefined_name)
+        return "%r has no attribute %r" % (object_type_repr(self._undefined_obj), self._undefined_name)
 
     def _fail_with_undefined_error(self, *args, **kwargs):
         raise self._undefined_exception(self._undefined_message)
@@ -223,11 +245,10 @@ class DebugUndefined(Undefined):
     def __str__(self):
         if self._undefined_hint:
             message = "undefined value printed: %s" % self._undefined_hint
-        elif self._undefined_obj is None:
+        elif self._undefined_obj is missing:
             message = self._undefined_name
         else:
-            message = "no such element: %s[%r]" % (type(self._undefined_obj).__name__ + " object",
-                                                   self._undefined_name)
+            message = "no such element: %s[%r]" % (object_type_repr(self._undefined_obj), self._undefined_name)
         return "{{ %s }}" % (message,)
 
 
@@ -580,6 +601,9 @@ class Environment:
             if v != _SUPPORTED_DEFAULTS[k]:
                 raise NotImplementedError("tpl.jinja2.Environment(%s=%r)" % (k, v))
         self._ext_options = {_extension_option(e): True for e in extensions}
+        for k, v in _SUPPORTED_DEFAULTS.items():  # (Jinja2's attributes of the same names)
+            setattr(self, k, v)
+        self.is_async = False
         if undefined not in (Undefined, StrictUndefined, ChainableUndefined, DebugUndefined):
             raise NotImplementedError("tpl.jinja2.Environment(undefined=%s)" % getattr(undefined, "__name__", undefined))
         self.loader = loader
@@ -658,7 +682,7 @@ class Environment:
                               markup=Markup, undefined=self.undefined,
                               finalize=None if self.finalize is None else
                               _bind_pass_arg(self, "finalize", "finalize", self.finalize, name),
-                              **self._ext_options)
+                              defer_missing=True, **self._ext_options)
         except _tpl.TemplateSyntaxError as e:
             if e.message and e.message.startswith("template '") and e.message.endswith("' not found"):
                 raise TemplateNotFound(e.message[10:-11]) from None
@@ -682,7 +706,7 @@ class Environment:
                               markup=Markup, undefined=self.undefined,
                               finalize=None if self.finalize is None else
                               _bind_pass_arg(self, "finalize", "finalize", self.finalize, name),
-                              **self._ext_options)
+                              defer_missing=True, **self._ext_options)
         tmpl = Template._from_tpl(self, t, name, filename, globals)
         tmpl._source = source
         tmpl._uptodate = uptodate
@@ -695,6 +719,8 @@ class Environment:
     def get_template(self, name, parent=None, globals=None):
         if isinstance(name, Template):
             return name
+        if isinstance(name, Undefined):
+            name._fail_with_undefined_error()
         if parent is not None:
             name = self.join_path(name, parent)
         if self.loader is None:
@@ -733,8 +759,9 @@ class Environment:
         receives (cached per name and argument shape)."""
         args, kwargs = tuple(args or ()), dict(kwargs or {})
         known = self.filters if kind == "|" else self.tests
-        key = (kind, name, len(args), tuple(kwargs))
-        t = self._calls.get(key)
+        own = known.get(name)  # (a filter or test of env.filters/tests: its own template)
+        key = (kind, name, len(args), tuple(kwargs), id(own))
+        t, _ = self._calls.get(key, (None, None))
         if t is None:
             if not name.isidentifier():
                 raise TemplateRuntimeError("No %s named %r." % ("filter" if kind == "|" else "test", name))
@@ -748,8 +775,7 @@ class Environment:
                     raise TemplateRuntimeError("No %s named %r." % ("filter" if kind == "|" else "test", name)) \
                         from None
                 raise
-            if name not in known:
-                self._calls[key] = t
+            self._calls[key] = (t, own)  # (own kept alive: its id stays its own)
         out = []
         ctx = {"ret": out.append, "v": value}
         ctx.update(("a%d" % i, a) for i, a in enumerate(args))
@@ -770,10 +796,14 @@ class Environment:
         return self._call("is", name, value, args, kwargs)
 
     def select_template(self, names, parent=None, globals=None):
+        if isinstance(names, Undefined):
+            names._fail_with_undefined_error()
         names = list(names)
         if not names:
             raise TemplatesNotFound(message="Tried to select from an empty list of templates.")
         for n in names:
+            if isinstance(n, Undefined):  # (Jinja2: its message in the list)
+                continue
             try:
                 return self.get_template(n, parent, globals)
             except TemplateNotFound:
@@ -781,7 +811,7 @@ class Environment:
         raise TemplatesNotFound(names)
 
     def get_or_select_template(self, template_name_or_list, parent=None, globals=None):
-        if isinstance(template_name_or_list, (str, Template)):
+        if isinstance(template_name_or_list, (str, Undefined, Template)):
             return self.get_template(template_name_or_list, parent, globals)
         return self.select_template(template_name_or_list, parent, globals)
 
@@ -853,8 +883,9 @@ class Template:
             if e.exception == "TemplateNotFound":  # a name computed at render time
                 raise TemplateNotFound(m[10:-11] if m.startswith("template '") and m.endswith("' not found")
                                        else m) from None
-            if e.exception == "TemplatesNotFound":
-                raise TemplatesNotFound(message=m) from None
+            if e.exception == "TemplatesNotFound":  # (tpl's message lists the names as Jinja2's)
+                head = "none of the templates given were found: "
+                raise TemplatesNotFound(m[len(head):].split(", ") if m.startswith(head) else (), message=m) from None
             own = {"TemplateError": TemplateError, "SecurityError": SecurityError,
                    "FilterArgumentError": FilterArgumentError}.get(e.exception, TemplateRuntimeError)
             raise own(e.message) from None
@@ -929,26 +960,6 @@ def consume(iterable):
     """As Jinja2's utils.consume."""
     for _ in iterable:
         pass
-
-
-def object_type_repr(obj):
-    """As Jinja2's utils.object_type_repr (what its undefined messages name)."""
-    if obj is None:
-        return "None"
-    if obj is Ellipsis:
-        return "Ellipsis"
-    cls = type(obj)
-    if cls.__module__ == "builtins":
-        return "%s object" % cls.__name__
-    return "%s.%s object" % (cls.__module__, cls.__name__)
-
-
-class _Missing:
-    def __repr__(self):
-        return "missing"
-
-
-missing = _Missing()
 
 
 def _refused(qualname, doc):

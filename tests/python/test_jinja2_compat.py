@@ -685,3 +685,61 @@ def test_cache_new_template_when_its_source_changes():
         r += [t1 is e.get_template("one"), len(e.cache)]
         outs.append(r)
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", [
+    "{% include 'missing' %}", "{% include ['missing', 'missing2'] %}", "{% import 'missing' as m %}",
+    "{% from 'missing' import a %}{{ a() }}", "{% import 'missing' as m with context %}",
+    "{% if x %}{% include 'missing' %}{% endif %}", "{% include ['missing', 'part'] %}",
+    "{% include 'missing' ignore missing %}|{% include ['missing', 'm2'] ignore missing without context %}",
+    "{% from 'missing' import a, %}", "{% from 'missing' import %}", "{% include 'missing' %}{% endfor %}",
+])
+def test_missing_templates_fail_when_they_run(src):
+    # Jinja2 compiles a template naming a missing one and raises TemplateNotFound (TemplatesNotFound
+    # for a list) when the statement runs; a syntax error is found first
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment(loader=m.DictLoader({"part": "P{{ x }}"}))
+        r = []
+        for step in (lambda: e.from_string(src), lambda: e.from_string(src).render(x=0),
+                     lambda: e.from_string(src).render(x=1)):
+            try:
+                r.append(step())
+                if isinstance(r[-1], m.Template):
+                    r[-1] = "compiled"
+            except m.TemplatesNotFound as x:
+                r.append(("TemplatesNotFound", x.templates, x.name))
+            except m.TemplateNotFound as x:
+                r.append(("TemplateNotFound", x.name))
+            except m.TemplateSyntaxError as x:
+                r.append(("TemplateSyntaxError", x.lineno))
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+def test_undefined_messages_and_names():
+    # Undefined's messages name the object as Jinja2's object_type_repr; get/select_template of
+    # an Undefined raise its UndefinedError; the Environment's syntax attributes
+    for obj, name in [(42, "upper"), (None, "split"), ([], 0), (U("a"), "b")]:
+        msgs = []
+        for m in (jinja2, tj):
+            with pytest.raises(m.UndefinedError) as ei:
+                m.Undefined(obj=obj, name=name)()
+            msgs.append(str(ei.value))
+        assert msgs[1] == msgs[0]
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment(loader=m.DictLoader({}))
+        u = m.Undefined(name="no_name_1")
+        r = []
+        for f in (e.get_template, e.get_or_select_template, e.select_template):
+            with pytest.raises(m.UndefinedError) as ei:
+                f(u)
+            r.append(str(ei.value))
+        with pytest.raises(m.TemplatesNotFound) as ei:
+            e.select_template([u, "no_name_2"])
+        r += [str(ei.value), ei.value.name]
+        r += [getattr(e, k) for k in ("block_start_string", "variable_end_string", "comment_start_string",
+                                       "line_statement_prefix", "newline_sequence", "is_async", "auto_reload")]
+        outs.append(r)
+    assert outs[1] == outs[0]

@@ -174,6 +174,24 @@ def test_bad_state():
     d3[1] = d3
     with pytest.raises(ValueError, match="cyclic"):
         tpl.Template("{{ d }}").render(d=d3)
+    # a cycle in what Python hands back at render time is named as such, not as the state
+    for src, state, what in [("{{ x|f }}", {"x": 1}, "a Python callable's result"),
+                             ("{{ f() }}", {}, "a Python callable's result"),
+                             ("{{ o.a }}", {}, "an attribute's value"), ("{{ o['a'] }}", {}, "an item's value"),
+                             ("{{ o|list }}", {}, "an iterated object's items")]:
+        class O:
+            a = lst
+
+            def __getitem__(self, k):
+                return lst
+
+            def __iter__(self):
+                return iter([lst])
+        t = tpl.Template(src, filters={"f": lambda x: lst})
+        with pytest.raises(ValueError, match="^tpl: cyclic list in %s$" % what):
+            t.render(state, f=lambda: lst, o=O())
+    with pytest.raises(TypeError, match="^escapes\\(\\) argument 'source' must be str, not NoneType$"):
+        tpl._tpl.escapes(None)
     deep = {"k": "v"}
     for _ in range(600):
         deep = {"k": deep}
@@ -533,6 +551,19 @@ def test_error_kind_classes():
     with pytest.raises(tpl.TemplateNotFound) as e:
         tpl.Template("{% include 'nope.html' %}", loader=lambda name: None)
     assert isinstance(e.value, tpl.TemplateSyntaxError) and isinstance(e.value, LookupError)
+    # defer_missing (tpl.jinja2's, as Jinja2): a template an include or import names that the
+    # loader does not find is TemplateNotFound when the statement runs
+    for src in ["{% include 'nope.html' %}", "{% import 'nope.html' as m %}", "{% from 'nope.html' import x %}",
+                "{% import 'nope.html' as m with context %}", "{% include ['a', 'nope.html'] %}"]:
+        t = tpl.Template("[{% if x %}" + src + "{% endif %}]" + src, loader=lambda name: None, defer_missing=True)
+        with pytest.raises(tpl.TemplateNotFound, match="not found|none of the templates") as e:  # (at render)
+            t.render(x=False)
+        assert "nope.html" in str(e.value)
+    t = tpl.Template("{% include 'nope.html' ignore missing %}{% include 'a' %}",
+                     loader=lambda name: "A" if name == "a" else None, defer_missing=True)
+    assert t.render() == "A"
+    with pytest.raises(tpl.TemplateSyntaxError):  # the syntax error first, as Jinja2's parser finds it
+        tpl.Template("{% from 'nope.html' import a, %}", loader=lambda name: None, defer_missing=True)
 
 
 def test_cached_state_values_follow_changes():
