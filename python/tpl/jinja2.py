@@ -8,22 +8,26 @@ such as select_autoescape(), undefined=Undefined|StrictUndefined|ChainableUndefi
 finalize, the extensions jinja2.ext.loopcontrols and jinja2.ext.do by name or class,
 filters/tests/globals with Python callables (custom filters and tests also by name inside
 map/select/reject/selectattr/rejectattr), pass_environment and pass_eval_context, Markup and
-Undefined handed to callables as Jinja2 hands them), from_string, get_template,
-select_template, Template.render/generate/stream,
+Undefined handed to callables as Jinja2 hands them, policies (json.* honoured), the template
+cache), from_string, get_template, select_template, get_or_select_template, list_templates,
+call_filter, call_test, Template.render/generate/stream/globals/is_up_to_date,
 DictLoader, FileSystemLoader, FunctionLoader, ChoiceLoader, PrefixLoader, PackageLoader,
-BaseLoader, Markup/escape (from markupsafe when installed), and the exception classes with
-Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source).
+BaseLoader, Markup/escape (from markupsafe when installed), the exception classes with
+Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source), and Jinja2's
+modules exceptions, loaders, environment, runtime, utils and ext as tpl.jinja2.NAME.
 
 Jinja2 API this module does not provide raises NotImplementedError naming it (never a silent
-difference): pass_context (no Jinja2 context to pass), undefined classes other than the four
-above, other extensions (i18n is
-tpl's own tr()), custom delimiters and line statements, ModuleLoader,
+difference; README "Python" lists the differences left): pass_context (no Jinja2 context to
+pass), undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
+custom delimiters and line statements, the urlize/truncate policies, ModuleLoader,
 Template.module/make_module, Environment.compile/parse/lex/overlay, bytecode caches,
-sandboxing, async rendering; an autoescape function that decides differently for a template
-and a template it includes, imports or extends (tpl compiles them together).
+sandboxing, native types, meta, async rendering, Jinja2's internals (nodes, lexer, compiler...);
+an autoescape function that decides differently for a template and a template it includes,
+imports or extends (tpl compiles them together).
 """
 import collections
 import os
+import re
 import sys
 import types
 import weakref
@@ -883,6 +887,15 @@ class Template:
             if e.exception == "TemplateNotFound":  # a name computed at render time
                 raise TemplateNotFound(m[10:-11] if m.startswith("template '") and m.endswith("' not found")
                                        else m) from None
+            if e.exception in ("TemplateSyntaxError", "TemplateAssertionError"):
+                # a template loaded when it runs (a computed name) does not compile: Jinja2's
+                # TemplateSyntaxError located in that template ("in 'NAME' at LINE:COL: message")
+                mt = re.match(r"in '(.*)' at (\d+):\d+: (.*)\Z", m, re.S)
+                name, lineno, m = (mt.group(1), int(mt.group(2)), mt.group(3)) if mt else (self.name, e.lineno, m)
+                cls = TemplateAssertionError if e.exception == "TemplateAssertionError" else TemplateSyntaxError
+                err = cls(m, lineno, name)
+                err.translated = True
+                raise err from None
             if e.exception == "TemplatesNotFound":  # (tpl's message lists the names as Jinja2's)
                 head = "none of the templates given were found: "
                 raise TemplatesNotFound(m[len(head):].split(", ") if m.startswith(head) else (), message=m) from None

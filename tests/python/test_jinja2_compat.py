@@ -743,3 +743,21 @@ def test_undefined_messages_and_names():
                                        "line_statement_prefix", "newline_sequence", "is_async", "auto_reload")]
         outs.append(r)
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("op", ["include", "extends", "import"])
+def test_template_loaded_at_render_that_does_not_compile(op):
+    # a computed name: the template compiles when it runs; its error is Jinja2's class, located in it
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment(loader=m.DictLoader({"bad": "x\n{% if %}", "req": "{% block b required %}d{% endblock %}"}))
+        r = []
+        for name in ("bad", "req"):
+            src = "{%% %s x %%}" % op if op != "import" else "{% import x as m %}"
+            try:
+                e.from_string(src).render(x=name)
+                r.append(None)
+            except m.TemplateSyntaxError as x:
+                r.append((type(x).__name__, x.lineno, x.name))
+        outs.append(r)
+    assert outs[1] == outs[0]
