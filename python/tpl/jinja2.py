@@ -302,11 +302,15 @@ def _bind_pass_arg(env, name, kind, f, template_name):
                               % (kind, name))
 
 
+_PLAIN_CALLABLES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,
+                    types.MethodWrapperType, type)
+
+
 def _pass_arg_of(obj):
     """The jinja_pass_arg name of a callable (a callable class's __call__ too, as Jinja2's
     Context.call looks), or None."""
     how = getattr(getattr(obj, "jinja_pass_arg", None), "name", None)
-    if how is None and not isinstance(obj, (types.FunctionType, types.MethodType, type)):
+    if how is None and not isinstance(obj, _PLAIN_CALLABLES):
         how = getattr(getattr(getattr(obj, "__call__", None), "jinja_pass_arg", None), "name", None)
     return how
 
@@ -557,8 +561,10 @@ class _Policies(dict):
 
 
 def _policies_state(p):
-    """What a compiled template depends on in policies p."""
-    return (id(p), getattr(p, "version", None), p.get("json.dumps_kwargs") == _DEFAULT_POLICIES["json.dumps_kwargs"])
+    """What a compiled template depends on in policies p: the dict and its changes (a plain dict
+    put in its place: its items)."""
+    v = getattr(p, "version", None)
+    return (p, v) if v is not None else (p, tuple(p.items()))
 
 
 def _random_filter(seq):
@@ -673,7 +679,9 @@ class Environment:
                 raise NotImplementedError("tpl.jinja2: autoescape is %s for %r but %s for %r, which it loads (tpl "
                                           "compiles them together)" % (autoescape, name, not autoescape, n))
             return src
-        filters = {"random": _random_filter}
+        # Jinja2's random filter (Python's random) only where a source names it: a host filter costs
+        # every render a little
+        filters = {"random": _random_filter} if "random" in source else {}
         filters.update({k: _bind_pass_arg(self, k, "filter", f, name) for k, f in self.filters.items()})
         try:
             t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
@@ -699,6 +707,8 @@ class Environment:
             err.translated = True  # as Jinja2 raises it from the environment: str() is the message
             raise err from None
         policy_filters = self._policy_filters(sources)
+        if "random" not in filters and any("random" in src for src in sources):
+            policy_filters.setdefault("random", _random_filter)
         if policy_filters:  # (known only once every source is loaded: compiled again with them)
             filters.update(policy_filters)
             t = _tpl.Template(source, name=filename or name, loader=loader, trim_blocks=self.trim_blocks,
@@ -870,7 +880,9 @@ class Template:
         for k, v in ctx.items():
             if callable(v) and _pass_arg_of(v) is not None:
                 ctx[k] = _context_callable(env, k, v, self.name)
-        if self._policies != _policies_state(env.policies):  # (Jinja2 reads them when the template runs)
+        pol = env.policies  # (Jinja2 reads them when the template runs)
+        st = self._policies
+        if pol is not st[0] or (st[1] != pol.version if type(pol) is _Policies else st != _policies_state(pol)):
             fresh = env._compile(self._source, self.name, self.filename, None)
             self._t, self._policies = fresh._t, fresh._policies
         try:
