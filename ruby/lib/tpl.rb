@@ -169,34 +169,120 @@ module Tpl
     end
   end
 
-  # Ruby's ERB API over tpl: ERB.new(src, trim_mode: "-") → Tpl::ERB.new(src, trim_mode: "-").
-  # result(binding) reads the binding's local variables, and its receiver's instance variables
-  # and methods (private ones too, as a receiver-less call in Ruby); result_with_hash(h) renders
-  # with h's keys as local variables and the top-level object as self. Only trim_mode "-" is
-  # supported (tpl's ERB dialect, DESIGN.md §2); any other is an ArgumentError naming it.
+  # Ruby's ERB API over tpl (erb 2.2.3, Ruby 3.1): ERB.new(src, trim_mode: "-") →
+  # Tpl::ERB.new(src, trim_mode: "-"). result(binding) reads the binding's local variables, and
+  # its receiver's instance variables and methods (private ones too, as a receiver-less call in
+  # Ruby); result_with_hash(h) renders with h's keys as local variables and the top-level object
+  # as self. Trim modes are read as ERB reads them: "-" is tpl's ERB dialect (DESIGN.md §2); nil
+  # (or 0) is the same scan when the template has no "<%-" and no "-%>", else an ArgumentError;
+  # "%", ">" and "<>" are an ArgumentError naming the mode. A render error is raised as the class
+  # Ruby's ERB raises (::NameError, ::NoMethodError, ...; see Tpl::ERB::Error). What Tpl::ERB does
+  # not provide is a NotImplementedError naming it (#src: tpl compiles to bytecode, not Ruby).
   class ERB
-    attr_reader :template
-    attr_accessor :filename, :lineno
+    attr_reader :template, :filename, :lineno, :encoding
 
-    def initialize(src, trim_mode: nil, eoutvar: "_erbout", filename: nil)
-      unless trim_mode == "-"
-        raise ::ArgumentError, "Tpl::ERB supports trim_mode \"-\" only, not #{trim_mode.inspect}"
+    # How ERB 2.2.3 reads a trim mode (ERB::Compiler#prepare_trim_mode): [percent, mode], with
+    # its warning for a mode it does not know.
+    def self.trim_mode_of(mode)
+      unless mode.nil? || [0, 1, 2].include?(mode) || (mode.is_a?(String) && mode.match?(/\A(%|-|>|<>){1,2}\z/))
+        warn "Invalid ERB trim mode: #{mode.inspect} (trim_mode: nil, 0, 1, 2, or String composed of '%' and/or '-', '>', '<>')", uplevel: 3
+      end
+      case mode
+      when 1 then [false, ">"]
+      when 2 then [false, "<>"]
+      when String
+        [mode.include?("%"), mode.include?("-") ? "-" : mode.include?("<>") ? "<>" : mode.include?(">") ? ">" : nil]
+      else [false, nil] # 0, nil, and what ERB does not know
+      end
+    end
+
+    # The encoding ERB gives the template: its magic comment's, else the String's (as
+    # ERB::Compiler#detect_magic_comment reads it: leading <%# %> tags, greedy within a line).
+    def self.magic_encoding(src)
+      enc = src.encoding
+      src.b.scan(/\G<%#(.*)%>/n) do
+        comment = $1
+        comment = $1 if comment[/-\*-\s*(.*?)\s*-*-$/n]
+        enc = Encoding.find($1.sub(/-(?:mac|dos|unix)/i, "")) if comment =~ /coding\s*[=:]\s*([[:alnum:]\-_]+)/n
+      end
+      enc
+    end
+
+    NOT_GIVEN = Object.new
+    private_constant :NOT_GIVEN
+
+    # ERB.new(str, trim_mode: nil, eoutvar: "_erbout"), and its deprecated positional form
+    # (str, safe_level, trim_mode, eoutvar) with ERB's warnings; filename: is tpl's (messages).
+    def initialize(src, safe_level = NOT_GIVEN, legacy_trim_mode = NOT_GIVEN, legacy_eoutvar = NOT_GIVEN,
+                   trim_mode: nil, eoutvar: "_erbout", filename: nil)
+      unless safe_level.equal?(NOT_GIVEN)
+        warn "Passing safe_level with the 2nd argument of ERB.new is deprecated. Do not use it, and specify other arguments as keyword arguments.", uplevel: 1
+      end
+      unless legacy_trim_mode.equal?(NOT_GIVEN)
+        warn "Passing trim_mode with the 3rd argument of ERB.new is deprecated. Use keyword argument like ERB.new(str, trim_mode: ...) instead.", uplevel: 1
+        trim_mode = legacy_trim_mode
+      end
+      unless legacy_eoutvar.equal?(NOT_GIVEN)
+        warn "Passing eoutvar with the 4th argument of ERB.new is deprecated. Use keyword argument like ERB.new(str, eoutvar: ...) instead.", uplevel: 1
+        eoutvar = legacy_eoutvar
+      end
+      if self.class.instance_method(:make_compiler).owner != ERB
+        raise NotImplementedError, "#{self.class}#make_compiler: tpl has no ERB::Compiler to extend (its scanner is C)"
+      end
+      src = String.try_convert(src) or raise ::TypeError, "no implicit conversion of #{src.class} into String"
+      @encoding = check_encoding(src)
+      @other_encoding = @encoding != Encoding::UTF_8 # the result may be in it (#finish)
+      percent, mode = ERB.trim_mode_of(trim_mode)
+      if percent || (mode && mode != "-")
+        raise ::ArgumentError, "Tpl::ERB supports trim_mode \"-\" (and nil without <%- and -%>) only, not #{trim_mode.inspect}"
+      end
+      # nil scans as "-" but for "<%-" and "-%>": with neither in the text, the two scans are one
+      if mode.nil? && (src.include?("<%-") || src.include?("-%>"))
+        raise ::ArgumentError, "Tpl::ERB: trim_mode #{trim_mode.inspect} with \"<%-\" or \"-%>\" in the template is not " \
+                               "supported (tpl compiles trim_mode \"-\", where they trim)"
       end
       @src = src
+      @eoutvar = eoutvar
       @filename = filename
       @lineno = 0
-      @eoutvar = eoutvar
-      @template = Template.new(src, syntax: :erb, name: filename || "(erb)", erb_self: true)
+      @template = compile
+    end
+
+    def filename=(name)
+      @filename = name
+      @template = compile
+    end
+
+    # Added to the line of a render error's location (ERB adds it to the backtrace's).
+    def lineno=(n)
+      @lineno = Integer(n)
+    end
+
+    def location=((filename, lineno))
+      self.filename = filename
+      self.lineno = lineno if lineno
     end
 
     def result(b = TOPLEVEL_BINDING)
+      t = @template or raise ::ArgumentError, "not initialized"
       raise ::TypeError, "wrong argument type #{b.class} (expected binding)" unless b.is_a?(Binding)
 
-      @template.__send__(:_render, b, b.receiver, nil, nil, nil)
+      out = t.__send__(:_render, b, b.receiver, nil, nil, nil)
+      @other_encoding ? finish(out) : out
+    rescue Tpl::Error => e
+      raise e.is_a?(Error) ? e : Error.convert(e, @lineno)
     end
 
+    # hash's keys are the template's local variables: Symbols or Strings that name one (else
+    # the TypeError or NameError of Binding#local_variable_set, as ERB raises it).
     def result_with_hash(hash)
-      @template.__send__(:_render, hash, TOPLEVEL_BINDING.receiver, nil, nil, nil)
+      t = @template or raise ::ArgumentError, "not initialized"
+
+      hash.each_key { |k| TOPLEVEL_BINDING.local_variable_defined?(k) }
+      out = t.__send__(:_render, hash, TOPLEVEL_BINDING.receiver, nil, nil, nil)
+      @other_encoding ? finish(out) : out
+    rescue Tpl::Error => e
+      raise e.is_a?(Error) ? e : Error.convert(e, @lineno)
     end
 
     # ERB#run: prints the result.
@@ -204,7 +290,134 @@ module Tpl
       print result(b)
     end
 
+    # Defines the method methodname (a name, with a parameter list if any: "render(a, b = 1)")
+    # in mod, rendering the template with the method's arguments as local variables and its
+    # receiver as self, as ERB#def_method does. The file name is for messages.
+    def def_method(mod, methodname, fname = "(ERB)")
+      erb = fname == (@filename || "(erb)") ? self : dup.tap { |e| e.filename = fname }
+      name = methodname.to_s[/\A[^\s(]+/] or raise ::ArgumentError, "no method name in #{methodname.inspect}"
+      # a method with methodname's parameters that returns its binding (Ruby checks the
+      # arguments), in a module of its own: bound to mod's instances when called
+      binder = Module.new.module_eval("def #{methodname}\nbinding\nend\ninstance_method(:#{name})", fname, -1)
+      mod.__send__(:define_method, name) { |*args, **kw, &blk| erb.result(binder.bind_call(self, *args, **kw, &blk)) }
+    end
+
+    def def_module(methodname = "erb")
+      mod = Module.new
+      def_method(mod, methodname, @filename || "(ERB)")
+      mod
+    end
+
+    def def_class(superklass = Object, methodname = "result")
+      cls = Class.new(superklass)
+      def_method(cls, methodname, @filename || "(ERB)")
+      cls
+    end
+
+    # ERB's hook for a subclass's own compiler (ERB::Compiler); a subclass of Tpl::ERB that
+    # overrides it is refused by new.
+    def make_compiler(_trim_mode) = nil
+
+    # ERB#src is the Ruby script ERB compiles the template to; tpl compiles it to bytecode.
+    def src
+      raise NotImplementedError, "Tpl::ERB#src: tpl compiles the template to bytecode, not to Ruby source " \
+                                 "(Tpl::ERB#template.dump shows the program)"
+    end
+
     def self.version = VERSION
+
+    # ERB::Util: html_escape/h and url_encode/u, as in erb 2.2.3.
+    module Util
+      def html_escape(s)
+        require "cgi/util" unless defined?(::CGI.escapeHTML) # as erb requires it; loaded when first used
+        ::CGI.escapeHTML(s.to_s)
+      end
+      alias h html_escape
+      module_function :h
+      module_function :html_escape
+
+      def url_encode(s)
+        s.to_s.b.gsub(/[^a-zA-Z0-9_\-.~]/n) { |m| format("%%%02X", m.unpack1("C")) }
+      end
+      alias u url_encode
+      module_function :u
+      module_function :url_encode
+    end
+
+    # ERB::DefMethod#def_erb_method(methodname, erb_or_fname): a file name is read with
+    # Tpl::ERB.new(File.read(fname)) (trim_mode nil, as ERB reads it).
+    module DefMethod
+      def def_erb_method(methodname, erb_or_fname)
+        if erb_or_fname.is_a?(String)
+          ERB.new(File.read(erb_or_fname)).def_method(self, methodname, erb_or_fname)
+        else
+          erb_or_fname.def_method(self, methodname, erb_or_fname.filename || "(ERB)")
+        end
+      end
+      module_function :def_erb_method
+    end
+
+    # A render error, raised as the class Ruby's ERB raises for it (an instance of ::NameError
+    # itself for an undefined name, ::NoMethodError, ::ZeroDivisionError, ::KeyError, ...:
+    # include/tpl_errors.def's Ruby column) extended with this module: tpl's message and
+    # fields. `rescue Tpl::NameError` (the class of the tpl error, #tpl_error) still catches
+    # it: Tpl::Error.=== looks through this module. tpl's own kinds (limits) stay Tpl::Error.
+    module Error
+      attr_reader :tpl_error
+
+      %i[status file column source_line formatted reason exception_name].each do |m|
+        define_method(m) { @tpl_error.public_send(m) }
+      end
+
+      def line = @tpl_error.line && @tpl_error.line + @lineno
+
+      def self.convert(e, lineno)
+        cls = CLASSES[e.exception_name] or return e
+        msg = e.message
+        msg = msg.sub(/\A(#{Regexp.escape(e.file.to_s)}):#{e.line}:/) { "#{$1}:#{e.line + lineno}:" } if lineno != 0 && e.line
+        err = cls.new(msg).extend(Error)
+        err.instance_variable_set(:@tpl_error, e)
+        err.instance_variable_set(:@lineno, lineno)
+        err.set_backtrace(e.backtrace)
+        err
+      end
+    end
+
+    Error::CLASSES = %w[NameError NoMethodError TypeError ZeroDivisionError RangeError FloatDomainError FrozenError
+                        RuntimeError ArgumentError KeyError IndexError StopIteration RegexpError IOError
+                        SecurityError].to_h do |n|
+      [n, Object.const_get(n)]
+    end.freeze
+
+    private
+
+    def compile = Template.new(@src, syntax: :erb, name: @filename || "(erb)", erb_self: true)
+
+    # ERB's encoding for src, which tpl renders as UTF-8: UTF-8, or another ASCII-compatible
+    # encoding when src is ASCII-only and does not ask (`__ENCODING__`, `.encoding`): the text
+    # is then the same, and #result is in it when ASCII-only, as ERB's is.
+    def check_encoding(src)
+      enc = ERB.magic_encoding(src)
+      raise ::ArgumentError, "#{enc} is not ASCII compatible" if enc.dummy? || !enc.ascii_compatible?
+      return enc if enc == Encoding::UTF_8
+
+      unless src.b.ascii_only?
+        raise ::ArgumentError, "Tpl::ERB renders UTF-8 templates; this one is #{enc} " \
+                               "(convert it: Tpl::ERB.new(src.encode(\"UTF-8\"), ...))"
+      end
+      if src.b.gsub(/<%#.*?%>/m, "").match?(/encoding/i) # outside comment tags (magic comments)
+        raise ::ArgumentError, "Tpl::ERB: a #{enc} template that reads an encoding is not supported " \
+                               "(tpl's strings are UTF-8; convert it: src.encode(\"UTF-8\"))"
+      end
+      enc
+    end
+
+    def finish(out) = out.ascii_only? ? out.force_encoding(@encoding) : out
+  end
+
+  class Error
+    # rescue Tpl::NameError also catches Tpl::ERB's ::NameError for the same error (Tpl::ERB::Error)
+    def self.===(other) = super || (other.is_a?(ERB::Error) && other.tpl_error.is_a?(self))
   end
 
   # A prompt store (include/tpl_store.h; README "Prompts as objects"): SQLite at a path, or

@@ -4,11 +4,14 @@
 require "minitest/autorun"
 require "erb"
 require "tpl"
+require_relative "helper"
 
 # A top-level helper: a private method of Object, so ERB templates of any binding call it.
 def shout(s) = "#{s.upcase}!"
 
 class TestERB < Minitest::Test
+  include TplTestHelper
+
   Slot = Struct.new(:day, :time) do
     def label = "#{day} at #{time}"
   end
@@ -102,9 +105,156 @@ class TestERB < Minitest::Test
   end
 
   def test_other_trim_modes_refused
-    [nil, ">", "<>", "%", "%-"].each do |mode|
-      e = assert_raises(ArgumentError) { Tpl::ERB.new("x", trim_mode: mode) }
+    [">", "<>", "%", "%-", 1, 2, "%<"].each do |mode|
+      e = assert_raises(ArgumentError) { capture_io { Tpl::ERB.new("x", trim_mode: mode) } }
       assert_includes e.message, mode.inspect
+    end
+  end
+
+  # trim_mode nil (ERB.new(src), the default) and 0 scan as "-" but for "<%-" and "-%>": a
+  # template with neither renders as ERB renders it, one with either is an ArgumentError. A
+  # mode ERB does not know warns as ERB warns and is read as ERB reads it.
+  def test_trim_mode_nil_and_invalid
+    b = Agent.new("book").instance_eval { items = %w[x y]; [items]; binding }
+    ["<% items.each do |i| %>\n  <%= i %>\n<% end %>\n", "a <%# c %> <%% b %%> %> %%>\n<%= items.size %>\n",
+     "<%= items.map { |i| \"<%%\#{i}%%>\" }.join %>", "x\r\n<% if true %>\r\ny\r\n<% end %>\r\n"].each do |src|
+      [nil, 0].each do |mode|
+        assert_equal ERB.new(src, trim_mode: mode).result(b), Tpl::ERB.new(src, trim_mode: mode).result(b), src
+      end
+      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src
+    end
+    ["<%- x = 1 %><%= x %>", "<% x = 1 -%>\n<%= x %>", "a -%> b"].each do |src|
+      e = assert_raises(ArgumentError) { Tpl::ERB.new(src) }
+      assert_match(/trim_mode nil with "<%-" or "-%>"/, e.message)
+    end
+    src = "<% [1, 2].each do |i| -%>\n<%= i %>\n<% end -%>\n"
+    ["abc-def", "--"].each do |mode|
+      want, ruby_warn = capture_io { $stdout.print ERB.new(src, trim_mode: mode).result }
+      got, tpl_warn = capture_io { $stdout.print Tpl::ERB.new(src, trim_mode: mode).result }
+      assert_equal want, got
+      assert_equal ruby_warn.sub(/\A.*?warning: /, ""), tpl_warn.sub(/\A.*?warning: /, "")
+    end
+    _, w = capture_io { Tpl::ERB.new("x", trim_mode: "abc-def") }
+    assert_match(/\A#{Regexp.escape(__FILE__)}:#{__LINE__ - 1}: warning: Invalid ERB trim mode: "abc-def"/, w)
+  end
+
+  # ERB.new's deprecated positional arguments (safe_level, trim_mode, eoutvar): ERB's warnings,
+  # the trim mode read from the third
+  def test_deprecated_positional_arguments
+    src = "<% 2.times do |i| %>\n<%= i %>\n<% end %>\n"
+    [[src, nil], [src, nil, "-"], [src, nil, nil, "_buf"]].each do |args|
+      want, ruby_warn = capture_io { $stdout.print ERB.new(*args).result }
+      got, tpl_warn = capture_io { $stdout.print Tpl::ERB.new(*args).result }
+      assert_equal want, got
+      assert_equal ruby_warn.gsub(/^.*?warning: /, ""), tpl_warn.gsub(/^.*?warning: /, "")
+      assert_match(/\A#{Regexp.escape(__FILE__)}:#{__LINE__ - 3}: warning: Passing safe_level/, tpl_warn)
+    end
+  end
+
+  # A render error is Ruby's own class, as ERB raises it (e.class is ::NameError, ...), and is
+  # still rescued as the tpl class it was, with tpl's fields; lineno= moves its line.
+  def test_render_errors_are_rubys_classes
+    b = Agent.new("book").instance_eval { items = [1]; [items]; binding }
+    { "<%= nobody %>" => ::NameError, "<%= items.nope %>" => ::NoMethodError, "<%= 1 / 0 %>" => ::ZeroDivisionError,
+      "<%= {}.fetch(:k) %>" => ::KeyError, "<%= items.fetch(9) %>" => ::IndexError, "<% raise 'boom' %>" => ::RuntimeError,
+      "<%= Integer('x') %>" => ::ArgumentError, "<%= 1 + nil %>" => ::TypeError,
+      "<% s = 'a'.freeze; s << 'b' %>" => ::FrozenError }.each do |src, cls|
+      ruby = assert_raises(Exception) { ERB.new(src, trim_mode: "-").result(b) }
+      assert_equal cls, ruby.class, "stdlib: #{src}"
+      e = assert_raises(Exception) { Tpl::ERB.new(src, trim_mode: "-").result(b) }
+      assert_equal cls, e.class, src
+      assert_kind_of Tpl::ERB::Error, e
+      assert_equal 1, e.line
+      assert_kind_of Tpl::Error, e.tpl_error
+      assert_raises(e.tpl_error.class) { Tpl::ERB.new(src, trim_mode: "-").result(b) }
+      assert_raises(Tpl::Error) { Tpl::ERB.new(src, trim_mode: "-").result_with_hash(items: [1]) }
+    end
+    erb = Tpl::ERB.new("a\n<%= nobody %>", trim_mode: "-")
+    erb.lineno = 100
+    e = assert_raises(::NameError) { erb.result_with_hash({}) }
+    assert_equal 102, e.line
+    assert_match(/\A\(erb\):102:5: error: undefined local variable/, e.message)
+    erb.location = ["v.erb", 10]
+    e = assert_raises(::NameError) { erb.result_with_hash({}) }
+    assert_equal ["v.erb", 12], [e.file, e.line]
+    erb.filename = "w.erb"
+    assert_match(/\Aw\.erb:12:5: /, assert_raises(::NameError) { erb.result_with_hash({}) }.message)
+  end
+
+  # result_with_hash's keys are local variable names, as Binding#local_variable_set takes them
+  def test_result_with_hash_keys
+    [{ 1 => "1" }, { "a b" => 1 }, { :@x => 1 }, { nil => 1 }].each do |h|
+      ruby = assert_raises(StandardError) { ERB.new("<%= 1 %>").result_with_hash(h) }
+      e = assert_raises(StandardError) { Tpl::ERB.new("<%= 1 %>").result_with_hash(h) }
+      assert_equal [ruby.class, ruby.message.lines.first], [e.class, e.message.lines.first], h.inspect
+    end
+    assert_equal "1 2", Tpl::ERB.new("<%= a %> <%= b %>").result_with_hash(:a => 1, "b" => 2)
+  end
+
+  class Base; end
+
+  # def_method, def_module, def_class and ERB::DefMethod: methods that render with their
+  # arguments as locals and their receiver as self, as ERB's do
+  def test_def_method_module_class
+    src = "<%= greet(name) %> <%= n * 2 %> <%= @stage %>"
+    [ERB, Tpl::ERB].map do |e|
+      erb = e.new(src, trim_mode: "-")
+      k = Class.new(Agent)
+      erb.def_method(k, "view(name, n = 1)")
+      mod = erb.def_module("show(name, n)")
+      cls = erb.def_class(Base, "render(name, n: 3)")
+      assert_equal Base, cls.superclass
+      assert_raises(::ArgumentError) { k.new("x").view }
+      m = Class.new(Agent) { include mod }
+      dm = Class.new(Agent) { extend e::DefMethod; def_erb_method("page(name)", e.new("[<%= name %>|<%= @count %>]")) }
+      [k.new("book").view("Ann"), k.new("book").view("Bo", 5), m.new("ask").show("Cy", 2), dm.new("x").page("Di"),
+       (cls.new.render("Ed") rescue $!.class)]
+    end.then { |want, got| assert_equal want, got }
+  end
+
+  def test_util
+    strs = [" !\"\#$%&'()*+,-./0123456789:;<=>?@AZ[\\]^_`az{|}~", "", "<\<", "café ☃", nil, 123, :sym]
+    strs.each do |s|
+      %i[html_escape h url_encode u].each { |m| assert_equal ERB::Util.public_send(m, s), Tpl::ERB::Util.public_send(m, s) }
+    end
+    euc = "\xA5\xB5\xA5\xF3".dup.force_encoding("EUC-JP")
+    assert_equal ERB::Util.url_encode(euc), Tpl::ERB::Util.url_encode(euc)
+    o = Class.new { include Tpl::ERB::Util; def go = [h("<a>"), u("a b")] }.new
+    assert_equal ["&lt;a&gt;", "a%20b"], o.go
+  end
+
+  # The template's encoding, as ERB gives it (a magic comment's, else the String's): a result in
+  # it when ASCII-only; what tpl cannot render as ERB does is an ArgumentError, never other text
+  def test_encodings
+    ascii = "hi <%= x %>".encode("US-ASCII")
+    [["ok"], ["caf\u00e9"]].each do |(x)|
+      want = ERB.new(ascii).result_with_hash(x: x)
+      got = Tpl::ERB.new(ascii).result_with_hash(x: x)
+      assert_equal [want, want.encoding], [got, got.encoding]
+    end
+    assert_equal Encoding::US_ASCII, Tpl::ERB.new(ascii).encoding
+    assert_equal ERB.new("x").encoding, Tpl::ERB.new("x").encoding
+    magic = "<%# -*- coding: EUC-JP -*- %>abc"
+    assert_equal [ERB.new(magic).result, ERB.new(magic).result.encoding], [Tpl::ERB.new(magic).result, Tpl::ERB.new(magic).result.encoding]
+    ["<%= __ENCODING__ %>".encode("US-ASCII"), "<%= ''.encoding %>".encode("EUC-JP"), "<%#coding:EUC-JP%><%= __ENCODING__ %>",
+     "caf\u00e9".encode("ISO-8859-1"), "\xff".b].each do |src|
+      refute_equal "UTF-8", ERB.new(src).result rescue nil
+      assert_raises(ArgumentError) { Tpl::ERB.new(src) }
+    end
+    e = assert_raises(ArgumentError) { Tpl::ERB.new("x".dup.force_encoding("ISO-2022-JP")) }
+    assert_equal "ISO-2022-JP is not ASCII compatible", e.message
+  end
+
+  # what Tpl::ERB does not provide is a NotImplementedError naming it; an ERB allocated and not
+  # initialized is ERB's ArgumentError; neither marshals
+  def test_not_provided
+    assert_raises(NotImplementedError) { Tpl::ERB.new("x").src }
+    sub = Class.new(Tpl::ERB) { def make_compiler(mode) = mode }
+    assert_match(/make_compiler/, assert_raises(NotImplementedError) { sub.new("x") }.message)
+    assert_equal "ok", Class.new(Tpl::ERB).new("ok").result
+    [ERB, Tpl::ERB].each do |e|
+      assert_raises(::TypeError) { Marshal.dump(e.new("x")) }
+      assert_equal "not initialized", assert_raises(::ArgumentError) { e.allocate.result }.message
     end
   end
 
@@ -200,20 +350,7 @@ class TestERB < Minitest::Test
     b = IvarView.new.bind
     want = ERB.new(src, trim_mode: "-").result(b)
     t = Tpl::ERB.new(src, trim_mode: "-")
-    compact = GC.respond_to?(:auto_compact=) && (GC.auto_compact rescue nil)
-    begin
-      GC.auto_compact = true if GC.respond_to?(:auto_compact=)
-      GC.stress = true
-      3.times do |i|
-        got = t.result(b)
-        GC.stress = false
-        assert_equal want, got, "round #{i}"
-        GC.stress = true
-      end
-    ensure
-      GC.stress = false
-      GC.auto_compact = compact if GC.respond_to?(:auto_compact=) && !compact.nil?
-    end
+    under_gc_stress(3) { t.result(b) }.each_with_index { |got, i| assert_equal want, got, "round #{i}" }
     assert_equal want, t.result(b)
   end
 

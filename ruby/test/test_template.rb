@@ -3,8 +3,11 @@ require "minitest/autorun"
 require "tpl"
 require "json"
 require "tmpdir"
+require_relative "helper"
 
 class TestTemplate < Minitest::Test
+  include TplTestHelper
+
   Person = Struct.new(:name, :age) do
     def greet(greeting = "Hello", punct: "!") = "#{greeting}, #{name}#{punct}"
     def to_s = "Person(#{name})"
@@ -113,20 +116,8 @@ class TestTemplate < Minitest::Test
     t = Tpl::Template.new("<%= a %>|<%= b %>|<%= c %>|<%= l.join(',') %>|<%= n %>", syntax: :erb)
     latin = "caf\xE9".dup.force_encoding("ISO-8859-1")
     want = "ab|café|xyz|p,q,r|#{2**70}"
-    compact = GC.respond_to?(:auto_compact=) && (GC.auto_compact rescue nil)
-    begin
-      GC.auto_compact = true if GC.respond_to?(:auto_compact=)
-      GC.stress = true
-      3.times do |i|
-        got = t.render(a: +"ab", b: latin, c: +"xyz", l: [+"p", +"q", +"r"], n: 2**70)
-        GC.stress = false
-        assert_equal want, got, "round #{i}"
-        GC.stress = true
-      end
-    ensure
-      GC.stress = false
-      GC.auto_compact = compact if GC.respond_to?(:auto_compact=) && !compact.nil?
-    end
+    got = under_gc_stress(3) { t.render(a: +"ab", b: latin, c: +"xyz", l: [+"p", +"q", +"r"], n: 2**70) }
+    got.each_with_index { |g, i| assert_equal want, g, "round #{i}" }
     assert_equal want, t.render(a: "ab", b: latin, c: "xyz", l: %w[p q r], n: 2**70)
   end
 
