@@ -231,7 +231,7 @@ module Tpl
       end
       src = String.try_convert(src) or raise ::TypeError, "no implicit conversion of #{src.class} into String"
       @encoding = check_encoding(src)
-      @other_encoding = @encoding != Encoding::UTF_8 # the result may be in it (#finish)
+      extend InEncoding unless @encoding == Encoding::UTF_8
       percent, mode = ERB.trim_mode_of(trim_mode)
       if percent || (mode && mode != "-")
         raise ::ArgumentError, "Tpl::ERB supports trim_mode \"-\" (and nil without <%- and -%>) only, not #{trim_mode.inspect}"
@@ -264,11 +264,10 @@ module Tpl
     end
 
     def result(b = TOPLEVEL_BINDING)
-      t = @template or raise ::ArgumentError, "not initialized"
+      raise ::ArgumentError, "not initialized" unless @template
       raise ::TypeError, "wrong argument type #{b.class} (expected binding)" unless b.is_a?(Binding)
 
-      out = t.__send__(:_render, b, b.receiver, nil, nil, nil)
-      @other_encoding ? finish(out) : out
+      @template.__send__(:_render, b, b.receiver, nil, nil, nil)
     rescue Tpl::Error => e
       raise e.is_a?(Error) ? e : Error.convert(e, @lineno)
     end
@@ -276,11 +275,10 @@ module Tpl
     # hash's keys are the template's local variables: Symbols or Strings that name one (else
     # the TypeError or NameError of Binding#local_variable_set, as ERB raises it).
     def result_with_hash(hash)
-      t = @template or raise ::ArgumentError, "not initialized"
+      raise ::ArgumentError, "not initialized" unless @template
 
       hash.each_key { |k| TOPLEVEL_BINDING.local_variable_defined?(k) }
-      out = t.__send__(:_render, hash, TOPLEVEL_BINDING.receiver, nil, nil, nil)
-      @other_encoding ? finish(out) : out
+      @template.__send__(:_render, hash, TOPLEVEL_BINDING.receiver, nil, nil, nil)
     rescue Tpl::Error => e
       raise e.is_a?(Error) ? e : Error.convert(e, @lineno)
     end
@@ -294,7 +292,7 @@ module Tpl
     # in mod, rendering the template with the method's arguments as local variables and its
     # receiver as self, as ERB#def_method does. The file name is for messages.
     def def_method(mod, methodname, fname = "(ERB)")
-      erb = fname == (@filename || "(erb)") ? self : dup.tap { |e| e.filename = fname }
+      erb = fname == (@filename || "(erb)") ? self : clone.tap { |e| e.filename = fname }
       name = methodname.to_s[/\A[^\s(]+/] or raise ::ArgumentError, "no method name in #{methodname.inspect}"
       # a method with methodname's parameters that returns its binding (Ruby checks the
       # arguments), in a module of its own: bound to mod's instances when called
@@ -412,7 +410,17 @@ module Tpl
       enc
     end
 
-    def finish(out) = out.ascii_only? ? out.force_encoding(@encoding) : out
+    # What extends a Tpl::ERB whose template is in another encoding than UTF-8 (ASCII-only, see
+    # check_encoding), so that a UTF-8 one pays nothing: a result in it when ASCII-only, as
+    # ERB's (an ASCII-only buffer that took no other text) is.
+    module InEncoding
+      def result(...) = in_encoding(super)
+      def result_with_hash(...) = in_encoding(super)
+
+      private
+
+      def in_encoding(out) = out.ascii_only? ? out.force_encoding(@encoding) : out
+    end
   end
 
   class Error
