@@ -175,8 +175,8 @@ module Tpl
   # Ruby); result_with_hash(h) renders with h's keys as local variables and the top-level object
   # as self. Trim modes are read as ERB reads them: "-" is tpl's ERB dialect (DESIGN.md §2); nil
   # (or 0) is the same scan when the template has no "<%-" and no "-%>", else an ArgumentError;
-  # "%", ">" and "<>" are an ArgumentError naming the mode. A render error is raised as the class
-  # Ruby's ERB raises (::NameError, ::NoMethodError, ...; see Tpl::ERB::Error). What Tpl::ERB does
+  # "%", ">" and "<>" are an ArgumentError naming the mode. An error is raised as the class Ruby's
+  # ERB raises (::SyntaxError, ::NameError, ...; see Tpl::ERB::Error). What Tpl::ERB does
   # not provide is a NotImplementedError naming it (#src: tpl compiles to bytecode, not Ruby).
   class ERB
     attr_reader :template, :filename, :lineno, :encoding
@@ -355,8 +355,8 @@ module Tpl
       module_function :def_erb_method
     end
 
-    # A render error, raised as the class Ruby's ERB raises for it (an instance of ::NameError
-    # itself for an undefined name, ::NoMethodError, ::ZeroDivisionError, ::KeyError, ...:
+    # A compile or render error, raised as the class Ruby's ERB raises for it (an instance of
+    # ::SyntaxError itself, ::NameError for an undefined name, ::NoMethodError, ::KeyError, ...:
     # include/tpl_errors.def's Ruby column) extended with this module: tpl's message and
     # fields. `rescue Tpl::NameError` (the class of the tpl error, #tpl_error) still catches
     # it: Tpl::Error.=== looks through this module. tpl's own kinds (limits) stay Tpl::Error.
@@ -381,7 +381,7 @@ module Tpl
       end
     end
 
-    Error::CLASSES = %w[NameError NoMethodError TypeError ZeroDivisionError RangeError FloatDomainError FrozenError
+    Error::CLASSES = %w[SyntaxError NameError NoMethodError TypeError ZeroDivisionError RangeError FloatDomainError FrozenError
                         RuntimeError ArgumentError KeyError IndexError StopIteration RegexpError IOError
                         SecurityError].to_h do |n|
       [n, Object.const_get(n)]
@@ -389,7 +389,12 @@ module Tpl
 
     private
 
-    def compile = Template.new(@src, syntax: :erb, name: @filename || "(erb)", erb_self: true)
+    # The program; a compile error is Ruby's ::SyntaxError (ERB's, from #result), tpl's limits stay
+    def compile
+      Template.new(@src, syntax: :erb, name: @filename || "(erb)", erb_self: true)
+    rescue Tpl::Error => e
+      raise Error.convert(e, @lineno)
+    end
 
     # ERB's encoding for src, which tpl renders as UTF-8: UTF-8, or another ASCII-compatible
     # encoding when src is ASCII-only and does not ask (`__ENCODING__`, `.encoding`): the text

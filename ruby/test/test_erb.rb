@@ -181,6 +181,20 @@ class TestERB < Minitest::Test
     assert_match(/\Aw\.erb:12:5: /, assert_raises(::NameError) { erb.result_with_hash({}) }.message)
   end
 
+  # a template that does not parse is Ruby's ::SyntaxError (from new; ERB's from result), a
+  # construct outside tpl's subset too; still rescued as Tpl::SyntaxError, with its location
+  def test_compile_error_is_rubys_syntax_error
+    ["<% if x %>", "a\n<%= [1, 2 %>", "<%= ::File %>"].each do |src|
+      ruby = assert_raises(ScriptError) { ERB.new(src, trim_mode: "-").result_with_hash(x: 1) } unless src.include?("::")
+      e = assert_raises(ScriptError) { Tpl::ERB.new(src, trim_mode: "-", filename: "v.erb") }
+      assert_equal ruby.class, e.class, src if ruby
+      assert_equal ::SyntaxError, e.class, src
+      assert_kind_of Tpl::ERB::Error, e
+      assert_equal "v.erb", e.file
+      assert_raises(Tpl::SyntaxError) { Tpl::ERB.new(src, trim_mode: "-") }
+    end
+  end
+
   # result_with_hash's keys are local variable names, as Binding#local_variable_set takes them
   def test_result_with_hash_keys
     [{ 1 => "1" }, { "a b" => 1 }, { :@x => 1 }, { nil => 1 }].each do |h|
