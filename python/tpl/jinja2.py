@@ -232,9 +232,7 @@ class ChainableUndefined(Undefined):
     def __html__(self):
         return str(self)
 
-    def __getattr__(self, name):
-        if name[:2] == "__":
-            raise AttributeError(name)
+    def __getattr__(self, _name):  # (as Jinja2's: every missing attribute, dunder names too)
         return self
 
     def __getitem__(self, _name):
@@ -254,6 +252,11 @@ class DebugUndefined(Undefined):
         else:
             message = "no such element: %s[%r]" % (object_type_repr(self._undefined_obj), self._undefined_name)
         return "{{ %s }}" % (message,)
+
+
+# as Jinja2's runtime: the classes keep their slots (no __dict__) but not the __slots__ attribute
+# (its test suite checks that getattr(Undefined, "__slots__") raises AttributeError)
+del Undefined.__slots__, ChainableUndefined.__slots__, DebugUndefined.__slots__, StrictUndefined.__slots__
 
 
 # ---------------------------------------------------------------- pass_* decorators
@@ -610,6 +613,10 @@ class Environment:
                 raise TypeError("Environment() got an unexpected keyword argument %r" % (k,))
             if v != _SUPPORTED_DEFAULTS[k]:
                 raise NotImplementedError("tpl.jinja2.Environment(%s=%r)" % (k, v))
+        for m in ("getattr", "getitem"):  # (Jinja2's hooks for attribute lookups in templates)
+            if getattr(type(self), m) is not getattr(Environment, m):
+                raise NotImplementedError("tpl.jinja2: an Environment subclass overriding %s (templates look up "
+                                          "attributes and items in tpl)" % m)
         self._ext_options = {_extension_option(e): True for e in extensions}
         for k, v in _SUPPORTED_DEFAULTS.items():  # (Jinja2's attributes of the same names)
             setattr(self, k, v)
@@ -796,6 +803,31 @@ class Environment:
         ctx.update(("k_" + k, v) for k, v in kwargs.items())
         t.render(ctx)
         return out[0]
+
+    def getitem(self, obj, argument):
+        """As Jinja2's: obj[argument], else the attribute of that name, else an undefined value.
+        (Templates look up items and attributes in tpl, not through this method: a subclass
+        that overrides it is refused when the Environment is made.)"""
+        try:
+            return obj[argument]
+        except (AttributeError, TypeError, LookupError):
+            if isinstance(argument, str):
+                try:
+                    return getattr(obj, argument)
+                except AttributeError:
+                    pass
+            return self.undefined(obj=obj, name=argument)
+
+    def getattr(self, obj, attribute):
+        """As Jinja2's: the attribute, else obj[attribute], else an undefined value (see getitem)."""
+        try:
+            return getattr(obj, attribute)
+        except AttributeError:
+            pass
+        try:
+            return obj[attribute]
+        except (TypeError, LookupError, AttributeError):
+            return self.undefined(obj=obj, name=attribute)
 
     def call_filter(self, name, value, args=None, kwargs=None, context=None, eval_ctx=None):
         """As Jinja2's: the filter `name` applied to value (tpl's or env.filters')."""

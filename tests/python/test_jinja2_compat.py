@@ -761,3 +761,62 @@ def test_template_loaded_at_render_that_does_not_compile(op):
                 r.append((type(x).__name__, x.lineno, x.name))
         outs.append(r)
     assert outs[1] == outs[0]
+
+
+def test_undefined_classes_have_no_slots_attribute():
+    # Jinja2 deletes __slots__ from its undefined classes once made (their instances still have
+    # no __dict__): code that inspects the class sees the same
+    outs = []
+    for m in (jinja2, tj):
+        r = []
+        for name in ("Undefined", "StrictUndefined", "ChainableUndefined", "DebugUndefined"):
+            cls = getattr(m, name)
+            r.append((hasattr(cls, "__slots__"), hasattr(cls(name="x"), "__dict__")))
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+class GetAttrItem:
+    attr = "A"
+
+    def __getitem__(self, k):
+        if k == "item":
+            return "I"
+        raise KeyError(k)
+
+
+@pytest.mark.parametrize("undefined", ["Undefined", "StrictUndefined", "ChainableUndefined", "DebugUndefined"])
+def test_environment_getattr_getitem(undefined):
+    # Environment.getattr/getitem as Jinja2's: attribute or item, else the environment's undefined
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment(undefined=getattr(m, undefined))
+        r = []
+        for obj, key in ((GetAttrItem(), "attr"), (GetAttrItem(), "item"), ({"k": 1}, "k"), ({"k": 1}, "keys"),
+                         ([1, 2], 1), (None, "split"), (42, "x"), ("ab", 0)):
+            for f in (e.getattr, e.getitem):
+                if f == e.getattr and not isinstance(key, str):
+                    continue
+                try:
+                    v = f(obj, key)
+                except m.UndefinedError as x:
+                    r.append(("UndefinedError", str(x)))
+                    continue
+                if isinstance(v, m.Undefined):
+                    try:
+                        v()
+                    except m.UndefinedError as x:
+                        r.append((type(v).__name__, str(x)))
+                else:
+                    r.append(v if not callable(v) else "callable")
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+def test_environment_subclass_overriding_lookups_is_refused():
+    # templates look up attributes in tpl: an override of getattr/getitem would be ignored silently
+    for m in ("getattr", "getitem"):
+        cls = type("Env", (tj.Environment,), {m: lambda self, obj, a: 1})
+        with pytest.raises(NotImplementedError, match=m):
+            cls()
+    assert type("Env", (tj.Environment,), {"other": 1})().getattr({"k": 1}, "k") == 1
