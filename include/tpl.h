@@ -509,6 +509,11 @@ typedef struct tpl_host_class {
      * iter). NULL (e.g. a Python class): ERB method calls on the object are NoMethodErrors. */
     tpl_host_result (*send)(void *obj, tpl_render *r, const char *name, size_t len, const tpl_val *args,
                             size_t nargs, const tpl_val *kwnames, const tpl_val *kwvals, size_t nkw, tpl_val *out);
+    /* the object as a number, for Jinja's |int (as_float false: *out an int, Python's int(obj),
+     * else int(float(obj))) and |float (as_float true: *out a float or an int, float(obj)).
+     * TPL_HOST_MISSING: not a number (the filter gives its default); a value of another kind
+     * counts as missing. */
+    tpl_host_result (*number)(void *obj, tpl_render *r, bool as_float, tpl_val *out);
 } tpl_host_class;
 
 /* Scalars (no render context, cannot fail). */
@@ -516,6 +521,18 @@ TPL_API tpl_val tpl_val_none(void);
 TPL_API tpl_val tpl_val_bool(bool b);
 TPL_API tpl_val tpl_val_int(int64_t i);
 TPL_API tpl_val tpl_val_float(double d);
+/* An undefined value, as a missing variable is (Jinja2's Undefined: `is defined` is false, it
+ * prints as the render's undefined values print, an attribute of it is an UndefinedError unless
+ * chainable): what a host hands over for its own undefined objects (tpl.jinja2: an Undefined
+ * instance a Python callable returns) or where Jinja2 makes a value undefined. */
+TPL_API tpl_val tpl_val_undefined(void);
+/* An undefined value carrying text (len bytes of UTF-8, copied into r's value memory): with hint
+ * false, a missing variable of that name ("'text' is undefined"; DebugUndefined prints
+ * "{{ text }}"); with hint true, Jinja2's Undefined(hint=text): the UndefinedError's message is
+ * text, DebugUndefined prints "{{ undefined value printed: text }}". TPL_ERR_VALUE when text is
+ * not UTF-8 or longer than 4 GiB - 1, TPL_ERR_LIMIT over the memory limit, TPL_ERR_USAGE for
+ * NULL r or out, or NULL text with len > 0. */
+TPL_API tpl_status tpl_val_undefined_text(tpl_render *r, const char *text, size_t len, bool hint, tpl_val *out);
 /* An integer of any size from its text s (len bytes, borrowed): digits in base (2..36, letters
  * either case) after an optional '-' or '+', no prefix, no '_'; a Python int or Ruby Integer past
  * int64 (Python: format(n, 'x'), base 16). A value that fits int64 is an ordinary int

@@ -651,6 +651,45 @@ static PyObject *big_from_val(tpl_val v)
     return acc;
 }
 
+/* o is an instance of exactly the render's undefined class (tpl.jinja2: the Environment's
+ * Undefined, StrictUndefined...), which behaves as the template's own undefined values. An
+ * instance of another undefined class stays a Python object, so that its own methods decide
+ * (a StrictUndefined a filter returns under the default Undefined still raises when printed). */
+static bool is_undefined(const render_ctx *c, PyObject *o)
+{
+    return (PyObject *)Py_TYPE(o) == c->undefined;
+}
+
+/* An undefined value with text (a name, or a hint: Jinja2's message), or a plain one (text NULL). */
+static int undefined_text_val(render_ctx *c, const char *text, Py_ssize_t n, bool hint, tpl_val *out)
+{
+    if (!text) {
+        *out = tpl_val_undefined();
+        return 0;
+    }
+    return check(tpl_val_undefined_text(c->r, text, (size_t)n, hint, out));
+}
+
+/* tpl.jinja2's Undefined instance o as the template's undefined value: its name or hint from
+ * o._tpl_undefined() (None, or (text, is_hint)). */
+static int undefined_val(render_ctx *c, PyObject *o, tpl_val *out)
+{
+    c->rec_ok = false;
+    PyObject *d = PyObject_CallMethod(o, "_tpl_undefined", NULL);
+    if (!d) return -1;
+    int rc = -1;
+    if (d == Py_None) rc = undefined_text_val(c, NULL, 0, false, out);
+    else if (!PyTuple_Check(d) || PyTuple_GET_SIZE(d) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(d, 0)))
+        PyErr_SetString(PyExc_TypeError, "_tpl_undefined() must return None or (str, bool)");
+    else {
+        Py_ssize_t n;
+        const char *u = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(d, 0), &n);
+        if (u) rc = undefined_text_val(c, u, n, PyObject_IsTrue(PyTuple_GET_ITEM(d, 1)) == 1, out);
+    }
+    Py_DECREF(d);
+    return rc;
+}
+
 /* Python -> tpl_val: natively for the plain types, a host object otherwise. */
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
@@ -686,6 +725,7 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
         Py_DECREF(h);
         return rc;
     }
+    if (c->undefined && is_undefined(c, o)) return undefined_val(c, o, out);
     return host_val(c, o, out);
 }
 
@@ -895,7 +935,15 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         Py_XDECREF(k);
         Py_XDECREF(x);
     }
-    if (ok) rc = deliver(h->c, PyObject_Call(h->o, a, kw), out, "a Python callable's result");
+    PyObject *res = ok ? PyObject_Call(h->o, a, kw) : NULL;
+    if (ok && !res && h->c->undefined && PyErr_ExceptionMatches(PyExc_StopIteration)) {
+        /* tpl.jinja2: Jinja2's Context.call makes the value of a call that raised StopIteration
+         * undefined ("value was undefined because a callable raised a StopIteration exception") */
+        static const char hint[] = "value was undefined because a callable raised a StopIteration exception";
+        PyErr_Clear();
+        rc = undefined_text_val(h->c, hint, (Py_ssize_t)sizeof hint - 1, true, out) < 0
+             ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
+    } else if (ok) rc = deliver(h->c, res, out, "a Python callable's result");
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);
@@ -932,6 +980,32 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
     return rc;
 }
 
+/* Jinja2's do_int/do_float of an object: int(obj), else int(float(obj)); float(obj). The
+ * exceptions they catch (TypeError, ValueError) make the filter's default; others (an
+ * OverflowError: int(Decimal('inf'))) propagate. */
+static tpl_host_result py_number(void *obj, tpl_render *r, bool as_float, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    gil_in(h->c);
+    PyObject *n = as_float ? PyNumber_Float(h->o) : PyNumber_Long(h->o);
+    if (!n && !as_float && (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
+        PyErr_Clear();
+        PyObject *f = PyNumber_Float(h->o);
+        n = f ? PyNumber_Long(f) : NULL;
+        Py_XDECREF(f);
+    }
+    tpl_host_result rc;
+    if (!n) {
+        bool caught = PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError);
+        rc = caught ? (PyErr_Clear(), TPL_HOST_MISSING) : (fail_with_exception(h->c), TPL_HOST_ERROR);
+    } else {
+        rc = deliver(h->c, n, out, "a number");
+    }
+    gil_out(h->c);
+    return rc;
+}
+
 /* Plain data for builtin filters: a mapping (has keys()) as a dict, an iterable as a list. */
 static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 {
@@ -958,7 +1032,7 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 }
 
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
-                                         py_resolve, NULL };
+                                         py_resolve, NULL, py_number };
 
 /* loader(name) -> str or None (the GIL held): the text as a malloc'd copy (*len set), NULL when
  * it gave no str; what it raised (normalised, with its traceback) into *exc. */

@@ -27,6 +27,7 @@ tpl_val tpl_val_none(void) { return to_val(tpl_v_none()); }
 tpl_val tpl_val_bool(bool b) { return to_val(tpl_v_bool(b)); }
 tpl_val tpl_val_int(int64_t i) { return to_val(tpl_v_int(i)); }
 tpl_val tpl_val_float(double d) { return to_val(tpl_v_float(d)); }
+tpl_val tpl_val_undefined(void) { return to_val(tpl_v_undef()); }
 
 tpl_status tpl_val_int_text(tpl_render *r, const char *s, size_t len, int base, tpl_val *out)
 {
@@ -75,6 +76,20 @@ tpl_status tpl_val_str(tpl_render *r, const char *s, size_t len, unsigned flags,
     tpl_status st = str_value(r, s, len, flags, &v);
     if (st == TPL_OK) *out = to_val(v);
     return st;
+}
+
+tpl_status tpl_val_undefined_text(tpl_render *r, const char *text, size_t len, bool hint, tpl_val *out)
+{
+    if (!r || !out || (!text && len)) return TPL_ERR_USAGE;
+    tpl_value v;
+    tpl_status st = str_value(r, text, len, 0, &v);
+    if (st != TPL_OK) return st;
+    tpl_value u = tpl_v_undef();
+    u.aux = hint ? TPL_UNDEF_PLAIN : TPL_UNDEF_NAME;
+    u.u.s = v.u.s;
+    u.len = v.len;
+    *out = to_val(u);
+    return TPL_OK;
 }
 
 tpl_status tpl_val_str_borrow(const char *s, size_t len, tpl_val *out)
@@ -497,6 +512,17 @@ int tpl_hobj_resolve(tpl_vm *vm, tpl_value obj, tpl_value *out)
     int rc = result(vm, h, h->cls->resolve(h->obj, h->r, &o), "resolve", NULL, 0);
     if (!rc) *out = from_val(o);
     return rc;
+}
+
+int tpl_hobj_number(tpl_vm *vm, tpl_value v, bool as_float, tpl_value *out)
+{
+    tpl_hobj *h = v.u.p;
+    if (!h->cls->number) return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->number(h->obj, h->r, as_float, &o), as_float ? "float" : "int", NULL, 0);
+    if (rc) return rc;
+    *out = from_val(o);
+    return out->type == TPL_T_INT || out->type == TPL_T_BIGINT || out->type == TPL_T_FLOAT ? 0 : 1;
 }
 
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out)

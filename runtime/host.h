@@ -36,6 +36,9 @@ int tpl_hobj_send(tpl_vm *vm, tpl_value obj, const char *name, size_t n, const t
                   const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out);
 /* The object's plain data (resolve callback): 0 with *out, 1 when it has none, -1 with an error. */
 int tpl_hobj_resolve(tpl_vm *vm, tpl_value obj, tpl_value *out);
+/* Jinja's |int (as_float false) and |float of the object (number callback): 0 with *out an int,
+ * big int or float, 1 when the class has none or the object is not a number, -1 with an error. */
+int tpl_hobj_number(tpl_vm *vm, tpl_value v, bool as_float, tpl_value *out);
 /* len(): 0 with *out, 1 when the class has no len, -1 with an error. */
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out);
 /* Truthiness: 1, 0, or -1 with an error. */

@@ -477,8 +477,13 @@ void tpl_undefined_debug_str(tpl_sb *b, tpl_value v)
         else tpl_sb_put(b, name.u.s, name.len); /* the VM stores the key's repr as the name */
         tpl_sb_putc(b, ']');
         break;
-    default: /* an undefined without a name (Jinja2: missing object, no name) */
-        tpl_sb_puts(b, "None");
+    default: /* Jinja2: "undefined value printed: HINT", else (no hint, no name) None */
+        if (name.len) {
+            tpl_sb_puts(b, "undefined value printed: ");
+            tpl_sb_put(b, name.u.s, name.len);
+        } else {
+            tpl_sb_puts(b, "None");
+        }
         break;
     }
     tpl_sb_puts(b, " }}");

@@ -78,7 +78,8 @@ int g_joiner_call(tpl_vm *vm, tpl_value *a, tpl_value *out);
  * (TPL_UNDEF_PLAIN, e.g. "No first item, sequence was empty."). Code TPL_ERR_UNDEFINED. */
 int tpl_undefined_error(tpl_vm *vm, tpl_value v);
 /* Jinja2's DebugUndefined.__str__ of v (an undefined value), appended to b:
- * "{{ name }}" or "{{ no such element: dict object['key'] }}". */
+ * "{{ name }}", "{{ no such element: dict object['key'] }}" or, for a hint (TPL_UNDEF_PLAIN with
+ * text), "{{ undefined value printed: HINT }}". */
 void tpl_undefined_debug_str(tpl_sb *b, tpl_value v);
 
 /* Python's `item in seq` (substring, list item, dict key) with Jinja2's undefined rules. */

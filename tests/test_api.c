@@ -315,7 +315,10 @@ static void test_null_args(void)
     /* host values (issue 17) */
     tpl_val hv = tpl_val_none(), hl, hm;
     CHECK(tpl_val_kind_of(tpl_val_bool(true)) == TPL_VAL_BOOL && tpl_val_as_int(tpl_val_int(7)) == 7 &&
-          tpl_val_as_float(tpl_val_float(0.5)) == 0.5 && tpl_val_kind_of(hv) == TPL_VAL_NONE, "val scalars");
+          tpl_val_as_float(tpl_val_float(0.5)) == 0.5 && tpl_val_kind_of(hv) == TPL_VAL_NONE &&
+          tpl_val_kind_of(tpl_val_undefined()) == TPL_VAL_UNDEFINED, "val scalars");
+    CHECK(tpl_val_undefined_text(NULL, "x", 1, true, &hv) == U && tpl_val_undefined_text(r, NULL, 1, true, &hv) == U &&
+          tpl_val_undefined_text(r, "x", 1, false, NULL) == U, "val_undefined_text(NULL)");
     CHECK(tpl_val_str(NULL, "x", 1, 0, &hv) == U && tpl_val_str(r, NULL, 1, 0, &hv) == U &&
           tpl_val_str(r, "x", 1, 0, NULL) == U, "val_str(NULL)");
     CHECK(tpl_val_str_borrow(NULL, 1, &hv) == U && tpl_val_str_borrow("x", 1, NULL) == U, "val_str_borrow(NULL)");

@@ -88,7 +88,7 @@ static tpl_host_result m_call(void *obj, tpl_render *r, const tpl_val *args, siz
     return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL, NULL };
+static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL, NULL, NULL };
 
 static tpl_host_result p_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
@@ -162,9 +162,18 @@ static tpl_host_result p_len(void *obj, tpl_render *r, int64_t *out)
     return TPL_HOST_OK;
 }
 
+/* |int and |float of a person: the age (|float: a float; as_float false, an int) */
+static tpl_host_result p_number(void *obj, tpl_render *r, bool as_float, tpl_val *out)
+{
+    person *p = obj;
+    (void)r;
+    *out = as_float ? tpl_val_float((double)p->age + 0.5) : tpl_val_int(p->age);
+    return TPL_HOST_OK;
+}
+
 static const tpl_host_class person_class = { "Person", p_getattr, p_getitem, p_iter, NULL, NULL, p_truth, p_str,
-                                             p_resolve, NULL };
-static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL, NULL };
+                                             p_resolve, NULL, NULL };
+static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL, NULL, p_number };
 
 /* Builds {"who": <person>, "n": 3, "xs": [1, "two", 3.5, None, True], "m": {"k": "v", 1: "one"},
  * "t": (1, 2), "safe": Markup("<b>")} on r. */
@@ -257,7 +266,7 @@ static tpl_host_result o_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
     return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class rb_class = { "RbObj", NULL, o_item, NULL, NULL, NULL, NULL, o_str, o_resolve, o_send };
+static const tpl_host_class rb_class = { "RbObj", NULL, o_item, NULL, NULL, NULL, NULL, o_str, o_resolve, o_send, NULL };
 
 static tpl_program *compile_erb(const char *src, bool self)
 {
@@ -379,7 +388,7 @@ static tpl_host_result fn_call(void *obj, tpl_render *r, const tpl_val *args, si
     return tpl_val_str(r, up, k, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL, NULL };
+static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL, NULL, NULL };
 
 /* The filter "shout" and the test "odd" as host objects, and options naming them. */
 typedef struct host_fns {
@@ -482,6 +491,24 @@ static void environment_settings(void)
     expect_opts(r, &o, "[{{ a }}][{{ {'k': 1}.nope }}][{{ {'k': 1}['no'] }}][{{ [1][3] }}][{{ 'x' ~ a }}]",
                 "[{{ a }}][{{ no such element: dict object['nope'] }}][{{ no such element: dict object['no'] }}]"
                 "[{{ no such element: list object[3] }}][x{{ a }}]");
+    /* a hint prints as Jinja2's DebugUndefined prints it (was "{{ None }}"), and so do the host's
+     * undefined values with a name or a hint (tpl_val_undefined_text) */
+    tpl_val st, uh, un;
+    CHECK(tpl_val_map(r, 2, &st) == TPL_OK && tpl_val_undefined_text(r, "hi there", 8, true, &uh) == TPL_OK &&
+          tpl_val_undefined_text(r, "nm", 2, false, &un) == TPL_OK, "undefined_text");
+    CHECK(tpl_val_undefined_text(r, "\xff", 1, true, &uh) == TPL_ERR_VALUE && tpl_val_undefined_text(NULL, "", 0, true, &uh) ==
+          TPL_ERR_USAGE && tpl_val_undefined_text(r, NULL, 1, true, &uh) == TPL_ERR_USAGE, "undefined_text refusals");
+    tpl_val_undefined_text(r, "hi there", 8, true, &uh);
+    tpl_val_map_set(r, st, str(r, "h"), uh);
+    tpl_val_map_set(r, st, str(r, "n"), un);
+    tpl_render_set_state_val(r, st);
+    expect_opts(r, &o, "[{{ []|first }}][{% for x in [1] %}{{ loop.previtem }}{% endfor %}][{{ h }}][{{ n }}]",
+                "[{{ undefined value printed: No first item, sequence was empty. }}]"
+                "[{{ undefined value printed: there is no previous item }}][{{ undefined value printed: hi there }}][{{ nm }}]");
+    o.debug_undefined = false;
+    expect_opts(r, &o, "[{{ h }}][{{ n }}]{{ h is defined }}{{ n is defined }}", "[][]FalseFalse");
+    expect_opts(r, &o, "{{ h.x }}", "ERRhi there");
+    expect_opts(r, &o, "{{ n.x }}", "ERR'nm' is undefined");
     tpl_render_free(r);
 }
 
@@ -654,6 +681,15 @@ int main(void)
     tpl_val_map_set(r, st2, str(r, "who"), tpl_val_host(r, &person_class, &ann, &sz) == TPL_OK ? sz : tpl_val_none());
     tpl_render_set_state_val(r, st2);
     expect(r, "{{ sz|length }} {{ who|length }}", "99 2");
+    /* |int and |float ask the number callback; a class without one gives the default */
+    expect(r, "{{ sz|int }} {{ sz|float }} {{ sz|int + 1 }} {{ who|int(7) }} {{ who|float }}", "37 37.5 38 7 0.0");
+    /* tpl_val_undefined: the host's undefined value is the template's (is defined, printing,
+     * default, an attribute of it an UndefinedError) */
+    CHECK(tpl_val_kind_of(tpl_val_undefined()) == TPL_VAL_UNDEFINED, "tpl_val_undefined kind");
+    tpl_val_map_set(r, st2, str(r, "u"), tpl_val_undefined());
+    tpl_render_set_state_val(r, st2);
+    expect(r, "[{{ u }}]{{ u is defined }} {{ u|default('d') }} {{ [u is undefined, u]|length }}", "[]False d 2");
+    expect(r, "{{ u.x }}", "ERR:2:1:undefined value");
     /* not callable: a TypeError naming the class */
     expect(r, "{{ who() }}", "ERR:3:1:'Person' object is not callable");
 

@@ -181,6 +181,17 @@ class Undefined:
     def _fail_with_undefined_error(self, *args, **kwargs):
         raise self._undefined_exception(self._undefined_message)
 
+    def _tpl_undefined(self):
+        """What tpl's undefined value of this instance carries (the extension asks it when the
+        instance enters a render): (hint, True), (name, False) for a missing variable, or None."""
+        if self._undefined_hint:
+            return (str(self._undefined_hint), True)
+        if self._undefined_obj is missing and isinstance(self._undefined_name, str):
+            return (self._undefined_name, False)
+        if self._undefined_obj is missing and isinstance(self, DebugUndefined):
+            return None  # (prints as Jinja2's "{{ None }}"; its message is tpl's "undefined value")
+        return (self._undefined_message, True)
+
     def __getattr__(self, name):
         if name[:2] == "__":
             raise AttributeError(name)
@@ -311,7 +322,9 @@ _PLAIN_CALLABLES = (types.FunctionType, types.MethodType, types.BuiltinFunctionT
 
 def _pass_arg_of(obj):
     """The jinja_pass_arg name of a callable (a callable class's __call__ too, as Jinja2's
-    Context.call looks), or None."""
+    Context.call looks), or None. (An Undefined is callable, and its attributes raise.)"""
+    if isinstance(obj, Undefined):
+        return None
     how = getattr(getattr(obj, "jinja_pass_arg", None), "name", None)
     if how is None and not isinstance(obj, _PLAIN_CALLABLES):
         how = getattr(getattr(getattr(obj, "__call__", None), "jinja_pass_arg", None), "name", None)

@@ -5,6 +5,7 @@
  * arena or are borrowed from the arguments. Undefined values follow Jinja2: lenient Undefined
  * iterates empty and prints "", StrictUndefined fails as soon as its content is used. */
 #include "../builtins.h"
+#include "../../runtime/host.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -876,6 +877,15 @@ int f_int(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value dflt = tpl_given(a[1]) ? a[1] : tpl_v_int(0);
     if (v.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, v);
+    if (v.type == TPL_T_HOST) { /* Jinja2: int(value), else int(float(value)); the host's number */
+        int rc = tpl_hobj_number(vm, v, false, &v);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            *out = dflt;
+            return 0;
+        }
+    }
     switch (v.type) {
     case TPL_T_INT:
     case TPL_T_BOOL:
@@ -943,6 +953,15 @@ int f_float(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     tpl_value dflt = tpl_given(a[1]) ? a[1] : tpl_v_float(0.0);
     double d;
+    if (v.type == TPL_T_HOST) { /* Jinja2: float(value); the host's number */
+        int rc = tpl_hobj_number(vm, v, true, &v);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            *out = dflt;
+            return 0;
+        }
+    }
     switch (v.type) {
     case TPL_T_UNDEF:
         return tpl_undefined_error(vm, v);

@@ -820,3 +820,94 @@ def test_environment_subclass_overriding_lookups_is_refused():
         with pytest.raises(NotImplementedError, match=m):
             cls()
     assert type("Env", (tj.Environment,), {"other": 1})().getattr({"k": 1}, "k") == 1
+
+
+def _raise_stop():
+    raise StopIteration()
+
+
+class Stopper:
+    def next_one(self):
+        return next(iter(()))
+
+
+@pytest.mark.parametrize("undefined", ["Undefined", "StrictUndefined", "ChainableUndefined", "DebugUndefined"])
+def test_callable_raising_stopiteration_and_undefined_results(undefined):
+    # Jinja2's Context.call: a call that raises StopIteration is an undefined value; an instance of
+    # the environment's undefined class a filter, a call or the render arguments give is undefined
+    # in the template (is defined, default, printing as that class prints)
+    srcs = ["A{{ f() }}B", "{{ f() is defined }}", "{{ f()|default('d') }}", "{{ o.next_one() is defined }}",
+            "{{ f().attr }}", "{% for x in [f()] %}[{{ x is undefined }}]{% endfor %}",
+            "{{ 1|u is defined }}|{{ 1|u|default(5) }}", "[{{ 1|u }}]", "{{ (1|u).attr }}",
+            "{{ x is defined }}|{{ x|default('dx') }}", "[{{ x }}]", "{{ x.a }}", "{{ g() is defined }}", "[{{ g() }}]", "{{ [1]|map('u')|first is defined }}"]
+    outs = []
+    for m in (jinja2, tj):
+        cls = getattr(m, undefined)
+        e = m.Environment(undefined=cls)
+        e.filters["u"] = lambda v, cls=cls: cls(name="zz")
+        r = []
+        for src in srcs:
+            try:
+                r.append(e.from_string(src).render(f=_raise_stop, o=Stopper(), x=cls(name="x"), g=lambda: cls()))
+            except m.UndefinedError as x:
+                r.append("UndefinedError: %s" % x)
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+def test_undefined_of_another_class_keeps_its_own_behaviour():
+    # a StrictUndefined under the default Undefined: printing it raises, as in Jinja2
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.filters["su"] = lambda v: m.StrictUndefined(name="zz")
+        r = []
+        for src in ("[{{ 1|su }}]", "{{ (1|su).x }}"):
+            try:
+                r.append(e.from_string(src).render())
+            except m.UndefinedError:
+                r.append("UndefinedError")
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+class IntIsh:
+    def __int__(self):
+        return 42
+
+
+class FloatIsh:
+    def __float__(self):
+        return 2.5
+
+
+class IndexIsh:
+    def __index__(self):
+        return 7
+
+
+class IntFails:
+    def __int__(self):
+        raise KeyError("k")
+
+
+def test_int_float_filters_of_objects():
+    # Jinja2's do_int/do_float: int(value), else int(float(value)); float(value); TypeError and
+    # ValueError give the default, other exceptions propagate
+    import decimal
+    import fractions
+    values = [IntIsh(), FloatIsh(), IndexIsh(), decimal.Decimal("3.7"), fractions.Fraction(7, 2), complex(1, 2),
+              U("x"), decimal.Decimal("nan"), IntFails(), decimal.Decimal("inf")]
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        r = []
+        for v in values:
+            for src in ("{{ v|int }} {{ v|float }} {{ v|int(-1) }} {{ v|float(-1) }} {{ v|int + 1 }}",
+                        "{{ [v]|map('int')|list }} {{ [v]|map('float')|sum }}"):
+                try:
+                    r.append(e.from_string(src).render(v=v))
+                except Exception as x:
+                    r.append(type(x).__name__)
+        outs.append(r)
+    assert outs[1] == outs[0]
