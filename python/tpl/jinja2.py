@@ -932,33 +932,43 @@ class Template:
             self._t, self._policies = fresh._t, fresh._policies
         try:
             return self._t.render(ctx)
-        except _tpl.UndefinedError as e:
-            raise UndefinedError(e.message) from None
         except _tpl.TemplateError as e:
-            # as Jinja2: Python's own exception (TypeError, ZeroDivisionError, ...) where Jinja2
-            # raises one, else TemplateRuntimeError
-            builtin = _BUILTIN_ERRORS.get(e.exception)
-            if builtin is not None:
-                raise builtin(e.message) from None
-            m = e.message or ""
-            if e.exception == "TemplateNotFound":  # a name computed at render time
-                raise TemplateNotFound(m[10:-11] if m.startswith("template '") and m.endswith("' not found")
-                                       else m) from None
-            if e.exception in ("TemplateSyntaxError", "TemplateAssertionError"):
-                # a template loaded when it runs (a computed name) does not compile: Jinja2's
-                # TemplateSyntaxError located in that template ("in 'NAME' at LINE:COL: message")
-                mt = re.match(r"in '(.*)' at (\d+):\d+: (.*)\Z", m, re.S)
-                name, lineno, m = (mt.group(1), int(mt.group(2)), mt.group(3)) if mt else (self.name, e.lineno, m)
-                cls = TemplateAssertionError if e.exception == "TemplateAssertionError" else TemplateSyntaxError
-                err = cls(m, lineno, name)
-                err.translated = True
-                raise err from None
-            if e.exception == "TemplatesNotFound":  # (tpl's message lists the names as Jinja2's)
-                head = "none of the templates given were found: "
-                raise TemplatesNotFound(m[len(head):].split(", ") if m.startswith(head) else (), message=m) from None
-            own = {"TemplateError": TemplateError, "SecurityError": SecurityError,
-                   "FilterArgumentError": FilterArgumentError}.get(e.exception, TemplateRuntimeError)
-            raise own(e.message) from None
+            err = self._error(e)
+            if not isinstance(err, TemplateSyntaxError) and e.lineno and hasattr(err, "add_note"):
+                # located as the Python exceptions a callback raises are (Jinja2 shows the
+                # template line in the traceback it rewrites)
+                err.add_note("tpl: raised while rendering %s, line %d, column %d"
+                             % (e.filename or e.name or "<template>", e.lineno, e.column))
+            raise err from None
+
+    def _error(self, e):
+        """The Jinja2 exception for tpl's error e."""
+        if isinstance(e, _tpl.UndefinedError):
+            return UndefinedError(e.message)
+        # as Jinja2: Python's own exception (TypeError, ZeroDivisionError, ...) where Jinja2
+        # raises one, else TemplateRuntimeError
+        builtin = _BUILTIN_ERRORS.get(e.exception)
+        if builtin is not None:
+            return builtin(e.message)
+        m = e.message or ""
+        if e.exception == "TemplateNotFound":  # a name computed at render time
+            return TemplateNotFound(m[10:-11] if m.startswith("template '") and m.endswith("' not found")
+                                   else m)
+        if e.exception in ("TemplateSyntaxError", "TemplateAssertionError"):
+            # a template loaded when it runs (a computed name) does not compile: Jinja2's
+            # TemplateSyntaxError located in that template ("in 'NAME' at LINE:COL: message")
+            mt = re.match(r"in '(.*)' at (\d+):\d+: (.*)\Z", m, re.S)
+            name, lineno, m = (mt.group(1), int(mt.group(2)), mt.group(3)) if mt else (self.name, e.lineno, m)
+            cls = TemplateAssertionError if e.exception == "TemplateAssertionError" else TemplateSyntaxError
+            err = cls(m, lineno, name)
+            err.translated = True
+            return err
+        if e.exception == "TemplatesNotFound":  # (tpl's message lists the names as Jinja2's)
+            head = "none of the templates given were found: "
+            return TemplatesNotFound(m[len(head):].split(", ") if m.startswith(head) else (), message=m)
+        own = {"TemplateError": TemplateError, "SecurityError": SecurityError,
+               "FilterArgumentError": FilterArgumentError}.get(e.exception, TemplateRuntimeError)
+        return own(e.message)
 
     def generate(self, *args, **kwargs):
         yield self.render(*args, **kwargs)

@@ -911,3 +911,22 @@ def test_int_float_filters_of_objects():
                     r.append(type(x).__name__)
         outs.append(r)
     assert outs[1] == outs[0]
+
+
+def test_render_errors_are_located():
+    # a template error raised while rendering carries the template line as a note (Jinja2 rewrites
+    # the traceback to show it); a list's pop is refused at the call as Jinja2's sandbox does
+    e = tj.Environment(loader=tj.DictLoader({"p.html": "a\n  {% set l = [1, 2] %}{{ l.pop() }}",
+                                             "u.html": "a\nb\n{{ x.y }}"}))
+    for name, cls, where in (("p.html", tj.SecurityError, "p.html, line 2"), ("u.html", tj.UndefinedError, "u.html, line 3")):
+        with pytest.raises(cls) as ei:
+            e.get_template(name).render()
+        assert isinstance(ei.value, tj.TemplateRuntimeError)
+        assert any(where in n for n in ei.value.__notes__), ei.value.__notes__
+    with pytest.raises(tj.UndefinedError) as ei:
+        e.from_string("{{ 1 }}\n{{ 1 // 0 if x.y }}").render()
+    assert ei.value.__notes__ == ["tpl: raised while rendering <template>, line 2, column 15"]
+    # a syntax error found when the template runs keeps its own location (lineno), no note
+    with pytest.raises(tj.TemplateSyntaxError) as ei:
+        tj.Environment(loader=tj.DictLoader({"bad": "x\n{% if %}"})).from_string("{% include n %}").render(n="bad")
+    assert ei.value.lineno == 2 and not getattr(ei.value, "__notes__", None)
