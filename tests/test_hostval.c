@@ -493,7 +493,7 @@ static void environment_settings(void)
                 "[{{ no such element: list object[3] }}][x{{ a }}]");
     /* a hint prints as Jinja2's DebugUndefined prints it (was "{{ None }}"), and so do the host's
      * undefined values with a name or a hint (tpl_val_undefined_text) */
-    tpl_val st, uh, un;
+    tpl_val st = tpl_val_none(), uh = tpl_val_none(), un = tpl_val_none();
     CHECK(tpl_val_map(r, 2, &st) == TPL_OK && tpl_val_undefined_text(r, "hi there", 8, true, &uh) == TPL_OK &&
           tpl_val_undefined_text(r, "nm", 2, false, &un) == TPL_OK, "undefined_text");
     CHECK(tpl_val_undefined_text(r, "\xff", 1, true, &uh) == TPL_ERR_VALUE && tpl_val_undefined_text(NULL, "", 0, true, &uh) ==
