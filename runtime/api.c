@@ -267,6 +267,27 @@ static bool big_token(const char *s, size_t n) /* an integer token -?[0-9]+ past
     return memcmp(s + i, i ? "9223372036854775808" : "9223372036854775807", 19) > 0;
 }
 
+/* s[0..n) is a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool number_token(const char *s, size_t n)
+{
+    size_t i = s[0] == '-', d = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == d || (s[d] == '0' && i - d > 1)) return false;
+    if (i < n && s[i] == '.') {
+        size_t f = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+        if (i == f) return false;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        size_t x = i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+        if (i == x) return false;
+    }
+    return i == n;
+}
+
 static bool big_real(const char *s, size_t n) /* a real token past DBL_MAX: Python reads it as inf */
 {
     char buf[64];
@@ -323,7 +344,10 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
                     if (e < len && (s[e] == '+' || s[e] == '-')) e++;
                     while (e < len && s[e] >= '0' && s[e] <= '9') e++;
                 }
-                if (digits && (frac ? big_real(s + i, e - i) : big_token(s + i, e - i))) {
+                /* JSON's grammar: no leading zero, digits after '.' and after the exponent (a
+                 * token that breaks it is left for jansson to report: 01, 1., 1e) */
+                if (digits && number_token(s + i, e - i) &&
+                    (frac ? big_real(s + i, e - i) : big_token(s + i, e - i))) {
                     size_t nd = e - i - (c == '-');
                     if (!pass && !frac && !bt->long_digits && nd > TPL_PY_INT_MAX_STR_DIGITS) {
                         bt->long_digits = nd;
