@@ -229,7 +229,7 @@ module Tpl
       if self.class.instance_method(:make_compiler).owner != ERB
         raise NotImplementedError, "#{self.class}#make_compiler: tpl has no ERB::Compiler to extend (its scanner is C)"
       end
-      src = String.try_convert(src) or raise ::TypeError, "no implicit conversion of #{src.class} into String"
+      src = String.try_convert(given = src) or raise ::TypeError, "no implicit conversion of #{given.class} into String"
       @encoding = check_encoding(src)
       extend InEncoding unless @encoding == Encoding::UTF_8
       percent, mode = ERB.trim_mode_of(trim_mode)
@@ -322,7 +322,10 @@ module Tpl
                                  "(Tpl::ERB#template.dump shows the program)"
     end
 
-    def self.version = VERSION
+    # The version of the erb whose API this is (ERB.version: code that picks ERB.new's keyword or
+    # positional form by it takes the keyword one, as with Ruby 3.1's erb); tpl's is Tpl::VERSION.
+    ERB_VERSION = "2.2.3"
+    def self.version = ERB_VERSION
 
     # ERB::Util: html_escape/h and url_encode/u, as in erb 2.2.3.
     module Util

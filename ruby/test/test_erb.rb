@@ -272,6 +272,17 @@ class TestERB < Minitest::Test
     end
   end
 
+  # ERB.new of what is not a String names its class (the message said NilClass for any); the
+  # version is the erb whose API Tpl::ERB has (code picking ERB.new's form by it)
+  def test_new_argument_and_version
+    [[42, "Integer"], [nil, "NilClass"], [:abc, "Symbol"], [Object.new, "Object"]].each do |(src, cls)|
+      e = assert_raises(::TypeError) { Tpl::ERB.new(src) }
+      assert_equal "no implicit conversion of #{cls} into String", e.message
+    end
+    assert_equal "2.2.3", Tpl::ERB.version
+    assert_equal ERB.version, Tpl::ERB.version if ERB.version == "2.2.3"
+  end
+
   def test_unknown_name_is_name_error_with_location
     e = assert_raises(Tpl::NameError) { Tpl::ERB.new("ok\n<%= nobody %>", trim_mode: "-").result_with_hash({}) }
     assert_equal 2, e.line
