@@ -485,6 +485,9 @@ module Tpl
     # With plural: and forms: a plural row of dictionary dict: (name's own without it).
     def tr_set(name, source, lang, target, dict: nil, plural: nil, forms: nil)
       if plural
+        # the prompt must exist here too (a removed version counts, as for a plain row): one more
+        # round trip, a NotFound naming it before anything is written
+        _versions(name.to_s, true)
         _tr_set((dict || name).to_s, lang.to_s, source.to_s, target.to_s, plural.to_s, Array(forms).map(&:to_s))
       else
         _prompt_tr_set(name.to_s, dict&.to_s, lang.to_s, source.to_s, target.to_s)

@@ -109,6 +109,20 @@ class TestStore < Minitest::Test
       assert_equal 1, s2.po_import(po)
       assert_equal "1 fichier", s2.render("g.n", { n: 1 }, lang: "fr")
     end
+    # a plural row, as a plain one, needs the prompt (a removed one counts); nothing is written
+    # for a name with none
+    %w[nope.x g.none].each do |name|
+      e = assert_raises(Tpl::Store::NotFound) do
+        @store.tr_set(name, "p", "fr", "x", plural: "q", forms: %w[x y], dict: name == "g.none" ? "g.n" : nil)
+      end
+      assert_equal "no prompt named '#{name}'", e.message
+    end
+    assert_equal [], @store.tr_list(dicts: ["nope.x"])
+    assert_equal ["%(num)d file"], @store.tr_list("g.n").map { |r| r[:source] }
+    @store.create("g.gone", "x")
+    @store.remove("g.gone")
+    @store.tr_set("g.gone", "p", "fr", "x", plural: "q", forms: %w[x y])
+    assert_equal ["p"], @store.tr_list(dicts: ["g.gone"]).map { |r| r[:source] }
     bad = File.join(@dir, "bad.po")
     File.write(bad, "msgid \"a\"\nmsgstr \"b\n")
     assert_raises(Tpl::SyntaxError) { @store.po_import(bad, dict: "x") }
