@@ -3302,12 +3302,16 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
               (int)names->val.len, names->val.u.s);
         return;
     }
-    if (c->include_depth >= 16) {
+    if (c->include_depth >= 16 && c->cond_depth == 0) {
+        /* (Jinja2: a RecursionError when it renders) */
         tpl_arena_free(&ta);
         cerror(c, n->off, "include/import nesting too deep (16)");
         return;
     }
-    if (has_extends(root->b, 0)) {
+    if (c->include_depth >= 16 || has_extends(root->b, 0)) {
+        /* past 16 nested includes in code that may not run (a partial that includes itself for
+         * a tree's children, under an if or a loop), or one that extends: loaded when it runs,
+         * as Jinja2 does, so the recursion ends where the data ends */
         tpl_arena_free(&ta);
         stmt_include_dyn(c, n);
         return;
