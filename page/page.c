@@ -780,7 +780,16 @@ tpl_status tpl_page_call_set_facts(tpl_page_call *c, const char *const *facts, c
         c->flens[i] = lens[i];
         c->nfacts++;
         tpl_status st = tpl_render_add_fact(c->r, facts[i], lens[i]);
-        if (st != TPL_OK) { c->last = tpl_render_error(c->r); return st; }
+        if (st != TPL_OK) {
+            /* refused (not UTF-8): the call has no facts, so that the next set, even of the same
+             * list, is a change and is checked again (it was taken as the same and kept the
+             * facts before the refused one) */
+            c->last = tpl_render_error(c->r);
+            for (size_t k = 0; k < c->nfacts; k++) free(c->facts[k]);
+            c->nfacts = 0;
+            tpl_render_clear_facts(c->r);
+            return st;
+        }
     }
     return TPL_OK;
 }
@@ -856,14 +865,15 @@ static bool merged_text(tpl_page_call *c)
     return put(c, "}", 1);
 }
 
-/* The merged state through jansson (slow path: a state the scanner does not take). 0, or -1
- * out of memory; the state is known valid (tpl accepted it). */
-static int merged_slow(tpl_page_call *c, const char *json, size_t len)
+/* The merged state through jansson (slow path: a state the scanner does not take). 0, -1 out
+ * of memory, or -2 when jansson refuses what tpl accepted (an integer past 64 bits; *je says
+ * where). */
+static int merged_slow(tpl_page_call *c, const char *json, size_t len, json_error_t *je)
 {
-    json_error_t je;
-    json_t *st = json_loadb(json, len, 0, &je);
+    json_t *st = json_loadb(json, len, 0, je);
+    if (!st) return -2;
     json_t *m = json_deep_copy(c->pg->defaults);
-    if (!st || !json_is_object(st) || !m) { json_decref(st); json_decref(m); return -1; }
+    if (!json_is_object(st) || !m) { json_decref(st); json_decref(m); return -1; }
     json_object_del(st, "call");
     json_object_del(st, "resumed");
     json_object_del(m, "call");
@@ -991,7 +1001,17 @@ tpl_status tpl_page_call_render(tpl_page_call *c, const char *state_json, size_t
             } else {
                 /* tpl's own parser judges the state first (its error names the caller's JSON) */
                 if ((st = tpl_render_set_state_json(c->r, state_json, len)) != TPL_OK) { c->last = tpl_render_error(c->r); goto failed; }
-                if (merged_slow(c, state_json, len) < 0) { st = own_fail(c, TPL_ERR_NOMEM, "out of memory"); goto failed; }
+                json_error_t je;
+                int ms = merged_slow(c, state_json, len, &je);
+                if (ms == -2) {
+                    /* (was reported as "out of memory") */
+                    char m[256];
+                    snprintf(m, sizeof m, "a page's state cannot hold this value (line %d, column %d: %s)", je.line,
+                             je.column, je.text);
+                    st = own_fail(c, TPL_ERR_STATE, m);
+                    goto failed;
+                }
+                if (ms < 0) { st = own_fail(c, TPL_ERR_NOMEM, "out of memory"); goto failed; }
             }
             if ((st = tpl_render_set_state_json(c->r, c->buf, c->blen)) != TPL_OK) { c->last = tpl_render_error(c->r); goto failed; }
             any = true;

@@ -219,6 +219,19 @@ check "tr-extract lists ERB tr() texts (positional, no parentheses, text:), not 
 run lint t.erb
 check "lint reports an ERB tr() whose text is not a literal" '[ $rc -eq 1 ] && grep -q "^t.erb:1:24: warning: tr() argument is not a literal string" out'
 
+# host text that is not UTF-8 (--remember, --lang, --tr-key) is refused with the reason, exit 2
+# (render exited 2 printing nothing; page said "out of memory")
+printf '{{ remembers("x") }}' > r.jinja
+run render r.jinja --remember "$(printf 'a\377b')"
+check "render --remember that is not UTF-8 says so (exit 2)" '[ $rc -eq 2 ] && [ ! -s out ] && grep -q "the fact is not valid UTF-8 (byte 0xFF at offset 1)" err'
+run render r.jinja --lang "$(printf '\377')"
+check "render --lang that is not UTF-8 says so (exit 2)" '[ $rc -eq 2 ] && grep -q "the language is not valid UTF-8" err'
+run render r.jinja --tr-key "$(printf 'k\377')"
+check "render --tr-key that is not UTF-8 says so (exit 2)" '[ $rc -eq 2 ] && grep -q "not valid UTF-8 (byte 0xFF at offset 1)" err'
+mkdir -p rpage && printf '{"blocks": [{"name": "v", "region": "dynamic", "template": "v.jinja"}]}' > rpage/page.json && cp r.jinja rpage/v.jinja
+run page rpage --remember "$(printf 'a\377b')"
+check "page --remember that is not UTF-8 says so" '[ $rc -eq 2 ] && grep -q "the fact is not valid UTF-8" err && ! grep -q "out of memory" err'
+
 if [ -n "$man" ]; then
   # the man page documents every flag any subcommand's --help prints
   for c in render lint dump compile tr-extract page; do

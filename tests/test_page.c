@@ -558,6 +558,50 @@ static void test_null_args(void)
 }
 /* NULL-ARGUMENT TEST END */
 
+/* A fact the render context refuses (not UTF-8) leaves the call with no facts: setting the same
+ * list again is refused again (it was taken as unchanged, TPL_OK, and the call kept the facts
+ * before the refused one), and an empty list then answers remembers() from no facts. */
+static void test_refused_fact(void)
+{
+    tpl_page_block_def defs[] = {
+        { "v", TPL_PAGE_DYNAMIC, "v.jinja", "{{ remembers('good') }}", 0, NULL },
+    };
+    defs[0].len = strlen(defs[0].src);
+    tpl_page *pg = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_page_new(defs, 1, NULL, "{}", 2, NULL, NULL, &pg, &err) == TPL_OK, "refused fact: page");
+    tpl_error_clear(&err);
+    if (!pg) return;
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_page_call *c = tpl_page_call_new(pg, r);
+    const char *facts[] = { "good fact", "bad \xff fact" };
+    size_t lens[] = { strlen(facts[0]), strlen(facts[1]) };
+    for (int round = 0; round < 2; round++) {
+        tpl_status st = tpl_page_call_set_facts(c, facts, lens, 2);
+        const tpl_error *e = tpl_page_call_error(c);
+        CHECK(st == TPL_ERR_VALUE && e && e->message && strstr(e->message, "not valid UTF-8"),
+              "refused fact, set %d: status %d", round + 1, (int)st);
+    }
+    CHECK(tpl_page_call_set_facts(c, NULL, NULL, 0) == TPL_OK, "refused fact: no facts");
+    tpl_page_block_result b = { 0 };
+    CHECK(tpl_page_call_render(c, "{}", 2) == TPL_OK && tpl_page_call_block(c, 0, &b) == TPL_OK &&
+          b.len == 5 && !memcmp(b.text, "False", 5), "refused fact: remembers() sees no fact: %.*s", (int)b.len,
+          b.text ? b.text : "");
+    /* an integer past 64 bits, which the render context takes and the page's merge (jansson)
+     * does not: a state error naming where (it said "out of memory") */
+    const char *big[] = { "{\"n\": 99999999999999999999}", "{\"s\": \"\\u0041\", \"n\": [99999999999999999999]}" };
+    for (size_t k = 0; k < 2; k++) {
+        tpl_status st = tpl_page_call_render(c, big[k], strlen(big[k]));
+        const tpl_error *e = tpl_page_call_error(c);
+        CHECK(st == TPL_ERR_STATE && e && e->message && strstr(e->message, "too big integer") &&
+              !strstr(e->message, "out of memory"),
+              "big integer state %zu: status %d: %s", k, (int)st, e && e->message ? e->message : "");
+    }
+    tpl_page_call_free(c);
+    tpl_render_free(r);
+    tpl_page_free(pg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "--steps")) {
@@ -589,6 +633,7 @@ int main(int argc, char **argv)
     test_claimed();
     test_scanner();
     test_in_memory();
+    test_refused_fact();
     test_bad_pages(argv[1]);
     test_steps(argv[1], "three", "steps.json", "phone", "expected.txt");
     test_steps(argv[1], "three", "steps.json", "whatsapp", "expected-whatsapp.txt");

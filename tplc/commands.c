@@ -311,6 +311,7 @@ static int load_golden(const tplc_opts *o, tpl_render *r, const char *path, cons
             fprintf(stderr, "%s: error: memory fact %zu is not a string\n", path, i);
             rc = EXIT_TEMPLATE;
         } else if (tpl_render_add_fact(r, json_string_value(f), json_string_length(f)) != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
             rc = EXIT_USAGE;
         }
     }
@@ -333,9 +334,16 @@ static int load_translation(const tplc_opts *o, tpl_render *r)
         }
         free(text);
     }
-    if (o->lang && tpl_render_set_lang(r, o->lang) != TPL_OK) return EXIT_USAGE;
+    /* (invalid UTF-8 is refused: the render's error says so) */
+    if (o->lang && tpl_render_set_lang(r, o->lang) != TPL_OK) {
+        tplc_print_error(tpl_render_error(r));
+        return EXIT_USAGE;
+    }
     for (int i = 0; i < o->trkeys.n; i++)
-        if (tpl_render_add_tr_key(r, o->trkeys.v[i], strlen(o->trkeys.v[i])) != TPL_OK) return EXIT_USAGE;
+        if (tpl_render_add_tr_key(r, o->trkeys.v[i], strlen(o->trkeys.v[i])) != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
+            return EXIT_USAGE;
+        }
     return 0;
 }
 
@@ -438,7 +446,10 @@ int tplc_render(const tplc_opts *o)
     rc = o->resumed || o->claimed || o->defaults ? tplc_page_scope(o, r) : load_state(o, r);
     if (!rc) rc = load_translation(o, r);
     for (int i = 0; !rc && i < o->facts.n; i++)
-        if (tpl_render_add_fact(r, o->facts.v[i], strlen(o->facts.v[i])) != TPL_OK) rc = EXIT_USAGE;
+        if (tpl_render_add_fact(r, o->facts.v[i], strlen(o->facts.v[i])) != TPL_OK) {
+            tplc_print_error(tpl_render_error(r));
+            rc = EXIT_USAGE;
+        }
     if (!rc && (o->channel || o->medium) && tpl_render_set_call(r, o->channel, o->medium) != TPL_OK) {
         tplc_print_error(tpl_render_error(r));
         rc = EXIT_USAGE;

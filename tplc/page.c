@@ -186,8 +186,15 @@ static int page_once(const tplc_opts *o, const tpl_page *pg, tpl_page_call *c)
     if (rc) return rc;
     char *text = state_text(state);
     json_decref(state);
-    if (!text || set_facts(c, memory, o) != TPL_OK) { json_decref(memory); free(text); fprintf(stderr, "tplc: out of memory\n"); return TPLC_EXIT_USAGE; }
+    if (!text) { json_decref(memory); fprintf(stderr, "tplc: out of memory\n"); return TPLC_EXIT_USAGE; }
+    tpl_status fs = set_facts(c, memory, o); /* (a fact that is not UTF-8: the call's error) */
     json_decref(memory);
+    if (fs != TPL_OK) {
+        free(text);
+        if (fs == TPL_ERR_NOMEM) { fprintf(stderr, "tplc: out of memory\n"); return TPLC_EXIT_USAGE; }
+        render_fail(c, fs, NULL);
+        return TPLC_EXIT_USAGE; /* (a --remember refused: as tplc render refuses it) */
+    }
     tpl_status st = tpl_page_call_render(c, text, strlen(text));
     free(text);
     if (st != TPL_OK) return render_fail(c, st, o->state ? o->state : o->golden);
