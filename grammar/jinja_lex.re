@@ -200,12 +200,26 @@ static bool ends_operand(const tpl_jtok_vec *v, size_t i)
     }
 }
 
+/* Token i is a test's name: a name (or none/true/false) after `is` or `is not`. */
+static bool is_test_name(const tpl_jtok_vec *v, size_t i)
+{
+    int k = tpl_jtok_kind(v, i);
+    if ((k != TK_NAME && k != TK_NONE && k != TK_TRUE && k != TK_FALSE) || i == 0) return false;
+    int p = tpl_jtok_kind(v, i - 1);
+    return p == TK_IS || (p == TK_NOT && i >= 2 && tpl_jtok_kind(v, i - 2) == TK_IS);
+}
+
 static int operator_word(const tpl_jtok_vec *v, int kind)
 {
     size_t n = v->n;
     if (n == 0) return TK_NAME;
     int prev = tpl_jtok_kind(v, n - 1);
     if (prev == TK_BLOCK_BEGIN) return kind;
+    /* right after a test's name, Jinja2's parse_test takes a name-like word other than else, or
+     * and (and is, which it refuses: "You cannot chain multiple tests with is") as the test's
+     * argument: `x is sameas in` tests against the variable in, and `x is defined if c else d`
+     * is a syntax error there, not a conditional */
+    if ((kind == TK_IF || kind == TK_IN) && is_test_name(v, n - 1)) return TK_NAME;
     if (ends_operand(v, n - 1)) return kind;
     if (kind == TK_IN && prev == TK_NOT && n >= 2 && ends_operand(v, n - 2)) return kind;
     return TK_NAME;
