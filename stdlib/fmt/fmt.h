@@ -10,4 +10,7 @@
  * error (Python goes on; a prompt never needs it). */
 #define TPL_MAX_FLOAT_PREC 1000
 
+/* C's %#g of ad >= 0 with precision p (conv 'g' or 'G'), as Python and Ruby print it (percent.c). */
+bool tpl_fmt_alt_g(tpl_sb *b, double ad, int64_t p, char conv);
+
 #endif

@@ -29,6 +29,169 @@ static void pct_pad(tpl_sb *b, const char *s, size_t n, int64_t ncp, int64_t wid
     }
 }
 
+/* Ruby's Kernel#format prints floats through its BSD__dtoa (missing/dtoa.c), modes 2 (%e, %g: that
+ * many significant digits) and 3 (%f: that many after the point). For at most 14 digits it first
+ * computes them in double arithmetic, and when the remainder past the last digit is within its error
+ * bound of one half it rounds that digit half to even without the exact value: an odd digit goes up,
+ * an even one is kept ("%.2f" % 2.675 is "2.68" and "%.2f" % 56.905 is "56.90", where 2.675 is
+ * 2.67499999999999982236431605997495353221893310546875 and 56.905 a little more than 56.905).
+ * Everywhere else Ruby's digits are the correctly rounded ones glibc prints. This is that first pass:
+ * for d > 0 finite, true when the half case applies, with the digits in dig (no point, *nd of them)
+ * and *decpt, the position of the point after the first digit as dtoa's. A kept even digit then
+ * comes from dtoa's exact pass, which leaves the trailing zeros of the digits in place when the exact
+ * value is past the half or an integer below 1e15 (*zeros: %g prints them, "%.4g" % 0.022505 is
+ * "0.02250" and "%g" % 1000005.0 "1.00000e+06"). */
+static bool rb_dtoa_half(double d, int mode, int ndigits, char *dig, int *nd, int *decpt, bool *zeros)
+{
+    const double d0 = d;
+    static const double tens[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+    static const double bigtens[] = { 1e16, 1e32, 1e64, 1e128, 1e256 };
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    uint32_t w0 = (uint32_t)(bits >> 32), w1 = (uint32_t)bits;
+    int ex = (int)(w0 >> 20 & 0x7ff), i;
+    double d2;
+    if (ex) { /* normalized: d2 is the significand in [1, 2) */
+        uint64_t b2 = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+        memcpy(&d2, &b2, sizeof d2);
+        i = ex - 1023;
+    } else { /* subnormal: d2b's bit count and exponent, as dtoa's */
+        uint64_t m = bits & 0x000fffffffffffffull;
+        int tz = __builtin_ctzll(m);
+        int bbits = 64 - __builtin_clzll(m) - tz, be = -1074 + tz;
+        i = bbits + be + (1023 + 52 - 1);
+        uint32_t x = i > 32 ? w0 << (64 - i) | w1 >> (i - 32) : w1 << (32 - i);
+        d2 = (double)x;
+        uint64_t b2;
+        memcpy(&b2, &d2, sizeof b2);
+        b2 -= (uint64_t)31 << 52;
+        memcpy(&d2, &b2, sizeof d2);
+        i -= (1023 + 52 - 1) + 1;
+    }
+    double ds = (d2 - 1.5) * 0.289529654602168 + 0.1760912590558 + i * 0.301029995663981;
+    int k = (int)ds;
+    if (ds < 0. && ds != k) k--;
+    bool k_check = true;
+    if (k >= 0 && k <= 22) {
+        if (d < tens[k]) k--;
+        k_check = false;
+    }
+    int ilim, ilim1;
+    if (mode == 2) {
+        ilim = ilim1 = ndigits <= 0 ? 1 : ndigits;
+    } else {
+        ilim = ndigits + k + 1;
+        ilim1 = ilim - 1;
+    }
+    if (ilim < 1 || ilim > 14) return false;    /* no quick pass (or its one-digit case, which is exact) */
+    int ieps = 2, j, bi = 0;
+    if (k > 0) {
+        ds = tens[k & 0xf];
+        j = k >> 4;
+        if (j & 0x10) {
+            j &= 0xf;
+            d /= bigtens[4];
+            ieps++;
+        }
+        for (; j; j >>= 1, bi++)
+            if (j & 1) { ieps++; ds *= bigtens[bi]; }
+        d /= ds;
+    } else if (k < 0) {
+        d *= tens[-k & 0xf];
+        for (j = -k >> 4; j; j >>= 1, bi++)
+            if (j & 1) { ieps++; d *= bigtens[bi]; }
+    }
+    if (k_check && d < 1.) {
+        if (ilim1 <= 0) return false;
+        ilim = ilim1;
+        k--;
+        d *= 10.;
+        ieps++;
+    }
+    double eps = ldexp(ieps * d + 7., -52) * tens[ilim - 1];
+    int n = 0;
+    for (int q = 1;; q++, d *= 10.) {
+        int32_t L = (int32_t)d;
+        d -= L;
+        dig[n++] = (char)('0' + L);
+        if (d == 0. || q == ilim) break;
+    }
+    if (d > 0.5 + eps || d < 0.5 - eps) return false;
+    *zeros = false;
+    if ((dig[n - 1] - '0') & 1) {   /* dtoa's bump_up */
+        while (n > 0 && dig[n - 1] == '9') n--;
+        if (n == 0) { dig[n++] = '1'; k++; }
+        else dig[n - 1]++;
+    } else if (d0 < 1e15 && d0 == floor(d0)) {
+        *zeros = true;              /* the small-integer pass keeps every digit */
+    } else {
+        char ex[32];                /* past the half exactly when correct rounding goes up */
+        snprintf(ex, sizeof ex, "%.*e", n - 1, d0);
+        *zeros = ex[0] != dig[0] || (n > 1 && memcmp(ex + 2, dig + 1, (size_t)n - 1) != 0);
+    }
+    *nd = n;
+    *decpt = k + 1;
+    return true;
+}
+
+/* Lays out the digits dg[0..nd) of 0.dg x 10^decpt (digits past nd are zeros) as C's %e, %f or %g
+ * (conv, either case) with precision p: alt is the '#' flag (the point always, and %g's trailing
+ * zeros), keep keeps %g's trailing zeros without forcing a point (Ruby's untrimmed digits). */
+static void put_digits(tpl_sb *b, const char *dg, int64_t nd, int64_t decpt, int64_t p, char conv, bool alt,
+                       bool keep)
+{
+    char lc = (char)(conv | 0x20);
+    bool g = lc == 'g';
+    if (g) {
+        int64_t P = p ? p : 1, x = decpt - 1;
+        if (x >= -4 && x < P) { lc = 'f'; p = P - 1 - x; }
+        else { lc = 'e'; p = P - 1; }
+    }
+    size_t point = 0;
+    if (lc == 'f') {
+        if (decpt <= 0) tpl_sb_putc(b, '0');
+        for (int64_t i = 0; i < decpt; i++) tpl_sb_putc(b, i < nd ? dg[i] : '0');
+        point = b->len;
+        if (p > 0 || alt) tpl_sb_putc(b, '.');
+        for (int64_t i = decpt; i < decpt + p; i++) tpl_sb_putc(b, i >= 0 && i < nd ? dg[i] : '0');
+    } else {
+        tpl_sb_putc(b, dg[0]);
+        point = b->len;
+        if (p > 0 || alt) tpl_sb_putc(b, '.');
+        for (int64_t i = 1; i <= p; i++) tpl_sb_putc(b, i < nd ? dg[i] : '0');
+    }
+    if (g && !alt && b->len > point && !b->failed) {
+        if (!keep)
+            while (b->p[b->len - 1] == '0') b->len--;
+        if (b->p[b->len - 1] == '.') b->len--;
+    }
+    if (lc == 'e') {
+        int64_t x = dg[0] == '0' ? 0 : decpt - 1;
+        tpl_sb_printf(b, "%c%c%02lld", conv == 'E' || conv == 'G' ? 'E' : 'e', x < 0 ? '-' : '+',
+                      (long long)(x < 0 ? -x : x));
+    }
+}
+
+/* C's %#g (precision p, conv 'g' or 'G') of ad >= 0 into b. glibc's loses a zero when rounding
+ * carries into a new digit ("%#.2g" of 99.96 is "1.e+02", Python's and Ruby's "1.0e+02"), so its
+ * correctly rounded %e digits are laid out here. False when out of memory. */
+bool tpl_fmt_alt_g(tpl_sb *b, double ad, int64_t p, char conv)
+{
+    int P = p ? (int)p : 1;
+    int need = snprintf(NULL, 0, "%.*e", P - 1, ad);
+    char *e = need < 0 ? NULL : malloc((size_t)need + 1);
+    if (!e) return false;
+    snprintf(e, (size_t)need + 1, "%.*e", P - 1, ad);
+    char *x = strchr(e, 'e');
+    int64_t n = 0;
+    for (char *c = e; c < x; c++)
+        if (*c != '.') e[n++] = *c;
+    put_digits(b, e, n, strtol(x + 1, NULL, 10) + 1, p, conv, true, false);
+    free(e);
+    return !b->failed;
+}
+
 /* The arguments conversions take, as CPython's formatter keeps them: a tuple's items (len >= 0,
  * idx the next one), or one object (len -1, idx -2 until it is taken). `%(key)` makes the
  * mapping's value the one object, so a `*` or a keyless conversion after it takes that value
@@ -354,12 +517,22 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                     return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
                                         TPL_MAX_FLOAT_PREC);
                 int p = prec < 0 ? 6 : (int)prec;
-                snprintf(cf, sizeof cf, "%%%s.*%c", alt ? "#" : "", conv);
-                int need = snprintf(NULL, 0, cf, p, ad);
-                if (need < 0 || !tpl_sb_reserve(&tb, (size_t)need + 1))
-                    return OOM();
-                snprintf(tb.p + tb.len, (size_t)need + 1, cf, p, ad);
-                tb.len += (size_t)need;
+                char dg[24];
+                int nd, decpt;
+                bool fix = conv == 'f' || conv == 'F', sci = conv == 'e' || conv == 'E', zeros = false;
+                if (rb && ad != 0 &&
+                    rb_dtoa_half(ad, fix ? 3 : 2, fix ? p : sci ? p + 1 : p, dg, &nd, &decpt, &zeros)) {
+                    put_digits(&tb, dg, nd, decpt, p, conv, alt, zeros);
+                } else if (alt && !fix && !sci) {
+                    if (!tpl_fmt_alt_g(&tb, ad, p, conv)) return OOM();
+                } else {
+                    snprintf(cf, sizeof cf, "%%%s.*%c", alt ? "#" : "", conv);
+                    int need = snprintf(NULL, 0, cf, p, ad);
+                    if (need < 0 || !tpl_sb_reserve(&tb, (size_t)need + 1))
+                        return OOM();
+                    snprintf(tb.p + tb.len, (size_t)need + 1, cf, p, ad);
+                    tb.len += (size_t)need;
+                }
             }
             pct_pad(&b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
             break;

@@ -380,6 +380,19 @@ static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const c
         } else if (t == '%') {
             conv = 'f';
         }
+        if (f->alt && (conv == 'g' || conv == 'G')) {
+            tpl_sb gb;
+            tpl_sb_init(&gb, AR(vm));
+            if (!tpl_fmt_alt_g(&gb, ax, prec, conv)) return OOM();
+            if (gb.len < sizeof body) {
+                memcpy(body, gb.p, gb.len);
+                body[gb.len] = 0;
+            } else {
+                txt = big = gb.p;
+            }
+            ntxt = gb.len;
+            goto formatted;
+        }
         snprintf(cfmt, sizeof cfmt, "%%%s.*%c", f->alt ? "#" : "", conv);
         int need = snprintf(body, sizeof body, cfmt, prec, ax);
         if (need < 0)
@@ -392,6 +405,7 @@ static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const c
             txt = big;
         }
         ntxt = (size_t)need;
+    formatted:
         if (t == 0 && !memchr(txt, '.', ntxt) && !memchr(txt, 'e', ntxt) && ntxt + 2 < sizeof body && !big) {
             memcpy(body + ntxt, ".0", 3);
             ntxt += 2;
