@@ -7,6 +7,8 @@
  * times/each_with_index as statements) become the VM's FOR_INIT/FOR_NEXT loops, like a Jinja
  * for; value blocks (map/select/sort_by/sum ...) become block subroutines run by the method
  * (CALL_METHOD_RB yields to them), in the same frame so they see the enclosing locals. */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "compile.h"
@@ -1983,6 +1985,19 @@ static void expr(erb_low *L, tpl_node *n)
             /* Ruby's core has them; a render is a function of its state (no clock, no randomness) */
             tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (the clock and randomness: a tpl render is a "
                         "function of its state; pass the time or the choice in the state)", (int)n->val.len, n->val.u.s);
+            return;
+        }
+        static const struct { const char *name; double v; } num_consts[] = {
+            { "Float::INFINITY", HUGE_VAL }, { "Float::NAN", NAN }, { "Float::EPSILON", DBL_EPSILON },
+            { "Float::MAX", DBL_MAX }, { "Float::MIN", DBL_MIN }, { "Math::PI", 3.141592653589793 },
+            { "Math::E", 2.718281828459045 } };
+        for (size_t i = 0; i < sizeof num_consts / sizeof num_consts[0]; i++)
+            if (name_is(n->val, num_consts[i].name)) {
+                tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_float(num_consts[i].v)), 1);
+                return;
+            }
+        if (name_is(n->val, "Float::DIG")) {
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(DBL_DIG)), 1);
             return;
         }
         if (!known) {   /* NameError when it runs, as in Ruby */

@@ -702,8 +702,22 @@ static bool ruby_lex(rlex *L)
                 i = e + 6;
                 continue;
             }
-            if (is_const && e + 1 < n && s[e] == ':' && s[e + 1] == ':')
+            if (is_const && e + 1 < n && s[e] == ':' && s[e + 1] == ':') {
+                /* the numeric constants of Float and Math (Float::INFINITY, Math::PI): one constant */
+                static const char *const num_consts[] = { "Float::INFINITY", "Float::NAN", "Float::EPSILON",
+                    "Float::MAX", "Float::MIN", "Float::DIG", "Math::PI", "Math::E", NULL };
+                size_t q = e + 2;
+                while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
+                bool num = false;
+                for (int k = 0; num_consts[k] && !num; k++)
+                    num = strlen(num_consts[k]) == q - st && memcmp(s + st, num_consts[k], q - st) == 0;
+                if (num && !(q + 1 < n && s[q] == ':' && s[q + 1] == ':')) {
+                    push_tok(L, TK_CONST, st, q - st);
+                    i = q;
+                    continue;
+                }
                 return lex_error(L, st, "unsupported Ruby construct '%.*s::' (constant paths)", s + st, (int)(e - st));
+            }
             int kind = is_const ? TK_CONST : TK_IDENT;
             if (L->in_params) { add_local(L, s + st, e - st); push_tok(L, TK_IDENT, st, e - st); i = e; continue; }
             /* a command call: name, blanks, then something that starts an argument */

@@ -2014,6 +2014,16 @@ int r_any_match_op(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* String#match(pattern, pos = 0) and Regexp#match(str, pos = 0): the MatchData or nil (sets $~);
  * a String pattern is a regexp source, as Ruby compiles it. With a block, the block's value on a
  * match (nil otherwise). */
+/* A String given where Ruby's match/match? want a pattern is the source of a Regexp (get_pat): a bad one
+ * is Ruby's "MESSAGE: /SOURCE/ (RegexpError)". */
+static int str_pattern_check(tpl_vm *vm, tpl_value p)
+{
+    char msg[256];
+    if (tpl_rb_regex_check(p.u.s, p.len, msg, sizeof msg)) return 0;
+    const char *m = strncmp(msg, "invalid regular expression: ", 28) == 0 ? msg + 28 : msg;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%s: /%.*s/ (RegexpError)", m, (int)(p.len > 200 ? 200 : p.len), p.u.s);
+}
+
 int r_str_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0], p = a[1];
@@ -2024,12 +2034,8 @@ int r_str_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(s));
     } else if (want_pattern(vm, p) < 0) {
         return -1;
-    } else if (!is_regex(p)) {
-        char msg[256];
-        if (!tpl_rb_regex_check(p.u.s, p.len, msg, sizeof msg)) {   /* Ruby: "MESSAGE: /SOURCE/ (RegexpError)" */
-            const char *m = strncmp(msg, "invalid regular expression: ", 28) == 0 ? msg + 28 : msg;
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "%s: /%.*s/ (RegexpError)", m, (int)(p.len > 200 ? 200 : p.len), p.u.s);
-        }
+    } else if (!is_regex(p) && str_pattern_check(vm, p) < 0) {
+        return -1;
     }
     int64_t pos = 0;
     if (tpl_given(a[2])) {
@@ -2379,7 +2385,7 @@ int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_utf8_next(s.u.s, s.len, &i);
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    tpl_py_upper(&b, s.u.s, i);
+    tpl_py_capitalize(&b, s.u.s, i);   /* the first character's titlecase ("ß" -> "Ss", "ǆ" -> "ǅ") */
     rb_lower(&b, s.u.s + i, s.len - i);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
@@ -2667,17 +2673,29 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* String#match?(pattern, pos = 0) and Regexp#match?(string, pos = 0): as match, without setting $~; a
+ * String pattern is a Regexp's source ("a.c" matches "abc"). */
 int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value p = a[1];
-    if (want_pattern(vm, p) < 0) return -1;
-    if (!(p.flags & TPL_F_REGEX_RB)) {
-        *out = tpl_v_bool(has_sub(a[0], p));
-        return 0;
+    tpl_value s = a[0], p = a[1];
+    if (is_regex(s)) {
+        tpl_value t = s; s = p; p = t;
+        if (s.type == TPL_T_NONE) { *out = tpl_v_bool(false); return 0; }
+        if (s.type != TPL_T_STR || (s.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(s));
+    } else if (want_pattern(vm, p) < 0) {
+        return -1;
+    } else if (!is_regex(p) && str_pattern_check(vm, p) < 0) {
+        return -1;
+    }
+    int64_t pos = 0;
+    if (tpl_given(a[2])) {
+        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
+        pos = a[2].u.i;
     }
     tpl_value md;
     int64_t at;
-    if (rx_match(vm, a[0], p, 0, false, &md, &at) < 0) return -1;
+    if (rx_match(vm, s, p, pos, false, &md, &at) < 0) return -1;
     *out = tpl_v_bool(md.type != TPL_T_NONE);
     return 0;
 }
@@ -2707,8 +2725,6 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
     }
     bool awk = !tpl_given(a[1]) || a[1].type == TPL_T_NONE || (a[1].type == TPL_T_STR && a[1].len == 1 && a[1].u.s[0] == ' ' && !(a[1].flags & TPL_F_REGEX_RB));
-    if (limit > 1 && tpl_given(a[1]) && (a[1].flags & TPL_F_REGEX_RB))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "split with a regex and a limit is not supported");
     if (awk) {
         size_t i = 0;
         while (i < s.len) {
@@ -2731,8 +2747,9 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!re) return -1;
         OnigRegion *reg = onig_region_new();
         size_t pos = 0, start = 0;
+        int64_t fields = 0;   /* a limit n > 1 stops after n - 1 fields (their groups follow them) */
         bool rx_failed = false;
-        while (pos < s.len) {
+        while (pos < s.len && (limit <= 1 || fields < limit - 1)) {
             long ms = rx_search(vm, re, s, pos, reg);
             if (ms < 0) { rx_failed = ms == -2; break; }
             long me = reg->end[0];
@@ -2745,6 +2762,7 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
                     if ((size_t)ms == start) tpl_utf8_next(s.u.s, s.len, &k);
                     tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, k - start));
                     push_groups(vm, l, s, reg);
+                    fields++;
                     start = k;
                     pos = k;
                 }
@@ -2752,9 +2770,10 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
             }
             tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, (size_t)ms - start));
             push_groups(vm, l, s, reg);
+            fields++;
             start = pos = (size_t)me;
         }
-        tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
+        if (s.len) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
         onig_region_free(reg, 1);
         onig_free(re);
         if (rx_failed) return -1;
@@ -2762,15 +2781,25 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (want_pattern(vm, a[1]) < 0) return -1;
         tpl_value sep = a[1];
         size_t start = 0;
-        if (sep.len == 0) {
-            return tpl_to_list(vm, s, &l) < 0 ? -1 : (*out = tpl_v_list(l), 0);
+        if (sep.len == 0) {   /* characters: with a limit n > 1, n - 1 of them and the rest */
+            size_t i = 0;
+            while (i < s.len && (limit <= 1 || (int64_t)l->len < limit - 1)) {
+                size_t c = i;
+                tpl_utf8_next(s.u.s, s.len, &i);
+                if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + c, i - c))) return oom(vm);
+            }
+            if (s.len && limit != 0 &&   /* the rest, even empty ("abc".split("", 4) ends with "") */
+                !tpl_list_push(A(vm), l, tpl_v_str(s.u.s + i, s.len - i)))
+                return oom(vm);
+            *out = tpl_v_list(l);
+            return 0;
         }
         for (const char *q; (limit <= 1 || (int64_t)l->len < limit - 1) && (q = tpl_memmem(s.u.s + start, s.len - start, sep.u.s, sep.len)) != NULL;) {
             size_t i = (size_t)(q - s.u.s);
             if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, i - start))) return oom(vm);
             start = i + sep.len;
         }
-        tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
+        if (s.len) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));   /* "".split(x, n) is [] */
     }
     if (limit == 0) while (l->len && l->items[l->len - 1].len == 0) l->len--;
     *out = tpl_v_list(l);
@@ -3606,10 +3635,18 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
         if (is_num(acc) && is_num(v)) {
             if (!flt) { flt = true; f = dbl(acc); c = 0.0; }
-            double x = dbl(v), t = f + x;
-            if (fabs(f) >= fabs(x)) c += (f - t) + x;
-            else c += (x - t) + f;
-            f = t;
+            double x = dbl(v);
+            if (isnan(f)) {   /* NaN and the infinities outside the compensation, as Ruby's rb_ary_sum */
+            } else if (isnan(x)) {
+                f = x;
+            } else if (isinf(x)) {
+                f = isinf(f) && signbit(x) != signbit(f) ? NAN : x;
+            } else if (!isinf(f)) {
+                double t = f + x;
+                if (fabs(f) >= fabs(x)) c += (f - t) + x;
+                else c += (x - t) + f;
+                f = t;
+            }
             acc = tpl_v_float(f);
             continue;
         }
@@ -4172,8 +4209,46 @@ int r_range_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return r_arr_last(vm, args, out);
 }
 
+static int yield_each(tpl_vm *vm, tpl_list *l, tpl_value self, tpl_value *out);
+
+/* Ruby's ruby_float_step_size: how many steps of unit a float range from beg to end takes, with the
+ * rounding error of (end - beg) / unit forgiven ((0.1..0.5).step(0.1) has 5 items). */
+static double float_step_size(double beg, double end, double unit, bool excl)
+{
+    if (isinf(unit)) return unit > 0 ? beg <= end : beg >= end;
+    double n = (end - beg) / unit, err = (fabs(beg) + fabs(end) + fabs(end - beg)) / fabs(unit) * DBL_EPSILON;
+    if (err > 0.5) err = 0.5;
+    if (excl) {
+        if (n <= 0) return 0;
+        n = n < 1 ? 0 : floor(n - err);
+        double d = (n + 1) * unit + beg;
+        if (beg < end ? d < end : beg > end && d > end) n++;
+    } else {
+        if (n < 0) return 0;
+        n = floor(n + err);
+    }
+    return n + 1;
+}
+
 int r_range_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    tpl_value rb = a[0].u.list->items[0], re = a[0].u.list->items[1];
+    bool fl = a[1].type == TPL_T_FLOAT || rb.type == TPL_T_FLOAT || re.type == TPL_T_FLOAT;
+    if (fl && is_num(a[1]) && is_num(rb) && is_num(re)) {   /* a float step: Ruby's ruby_float_step */
+        double beg = dbl(rb), end = dbl(re), unit = dbl(a[1]);
+        if (unit == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be 0 (ArgumentError)");
+        if (unit < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be negative (ArgumentError)");
+        double n = float_step_size(beg, end, unit, a[0].u.list->items[2].u.i != 0);
+        if (!(n <= 10000000)) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: too many iterations");
+        tpl_list *fr = new_list(vm, (uint32_t)n + 1);
+        if (!fr) return oom(vm);
+        for (int64_t i = 0; i < (int64_t)n; i++) {
+            double d = (double)i * unit + beg;
+            if (unit >= 0 ? end < d : d < end) d = end;
+            fr->items[fr->len++] = tpl_v_float(d);
+        }
+        return yield_each(vm, fr, a[0], out);
+    }
     if (a[1].type != TPL_T_INT || a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be negative or zero (ArgumentError)");
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
@@ -4457,13 +4532,15 @@ static int tr_parse(tpl_vm *vm, tpl_value s, bool allow_neg, tr_set *set)
 /* String#tr(from, to): each character in from becomes the one at the same place in to (to's
  * last character past its end; a later mention in from wins); with '^from', every character
  * not in from becomes to's last; an empty to deletes. As Ruby's tr. */
-int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* String#tr, and #tr_s (squeeze: a run of characters translated to the same one gives one of it). */
+static int str_tr(tpl_vm *vm, tpl_value *a, bool squeeze, tpl_value *out)
 {
     tpl_value s = a[0];
     if (want_str(vm, a[1]) < 0 || want_str(vm, a[2]) < 0) return -1;
     tr_set from, to;
     if (tr_parse(vm, a[1], true, &from) < 0 || tr_parse(vm, a[2], false, &to) < 0) return -1;
     uint32_t last = to.n ? to.r[to.n - 1].hi : 0;
+    int64_t prev = -1;   /* the character the last one was translated to (tr_s), -1 after any other */
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
     for (size_t i = 0; i < s.len;) {
@@ -4475,7 +4552,7 @@ int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (c >= from.r[k].lo && c <= from.r[k].hi) { hit = true; idx = base + (c - from.r[k].lo); }
             base += from.r[k].hi - from.r[k].lo + 1;
         }
-        if (from.neg ? hit : !hit) { tpl_sb_put(&b, s.u.s + at, i - at); continue; }
+        if (from.neg ? hit : !hit) { tpl_sb_put(&b, s.u.s + at, i - at); prev = -1; continue; }
         if (!to.n) continue;   /* deleted */
         uint32_t r = last;
         if (!from.neg && idx < to.total) {
@@ -4485,11 +4562,17 @@ int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 idx -= len;
             }
         }
+        if (squeeze && prev == (int64_t)r) continue;
+        prev = r;
         tpl_sb_put_cp(&b, r);
     }
     *out = tpl_sb_value(&b);
     return 0;
 }
+
+int r_str_tr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_tr(vm, a, false, out); }
+
+int r_str_tr_s(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_tr(vm, a, true, out); }
 
 /* ------------------------------------------------------------------ issue 15: ERB fidelity */
 
@@ -6093,14 +6176,14 @@ int r_arr_values_at(tpl_vm *vm, tpl_value *a, tpl_value *out)
     for (uint32_t i = 0; i < idx->len; i++) {
         tpl_value k = idx->items[i], v;
         if (is_range(k)) {
-            int64_t b, n;
-            if (!range_span(k, l->len, &b, &n)) continue;
-            /* past the end a range pads with nil up to its end */
-            int64_t e = k.u.list->items[1].type == TPL_T_INT ? k.u.list->items[1].u.i : (int64_t)l->len - 1;
-            if (e < 0) e += l->len;
-            if (!k.u.list->items[2].u.i) e++;
-            for (int64_t j = b; j < b + n; j++) if (!tpl_list_push(A(vm), r, l->items[j])) return oom(vm);
-            for (int64_t j = b + n; j < e && j < 10000000; j++) if (!tpl_list_push(A(vm), r, tpl_v_none())) return oom(vm);
+            /* rb_range_beg_len as values_at calls it: a start before the array is a RangeError, one
+             * past its end is not, and the range's items past the end are nil (values_at(6..7) of
+             * five items is [nil, nil]) */
+            int64_t b, n, len = l->len;
+            if (range_beg_len(vm, k, len, &b, &n) < 0) return -1;
+            if (n > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+            for (int64_t j = b; j < b + n; j++)
+                if (!tpl_list_push(A(vm), r, j < len ? l->items[j] : tpl_v_none())) return oom(vm);
             continue;
         }
         tpl_value args[2] = { a[0], k };
@@ -6561,7 +6644,7 @@ int r_hash_invert(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_map *m = M_(a[0]), *r = rb_map(vm, m->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < m->len; i++) {
-        tpl_map_del(r, m->e[i].val);   /* a later equal value takes the key's place at the end, as Ruby */
+        /* a later equal value replaces the key where the first one put it, as Ruby's Hash#[]= */
         if (!tpl_map_set(A(vm), r, m->e[i].val, m->e[i].key)) return oom(vm);
     }
     *out = tpl_v_map(r);
