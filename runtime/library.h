@@ -42,6 +42,7 @@ typedef struct tpl_builtin_sig {
     uint8_t nparams;              /* entries in `a` */
     uint8_t nrequired;            /* leading required parameters */
     uint8_t npositional;          /* parameters that can be bound by position (before *args) */
+    uint8_t nposonly;             /* leading parameters that only bind by position (before `/`) */
     int8_t varargs;               /* index of the *args parameter or -1 */
     int8_t varkw;                 /* index of the **kwargs parameter or -1 */
     uint8_t optional[TPL_MAX_PARAMS]; /* 1 when the parameter is `name?` */

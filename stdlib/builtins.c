@@ -35,6 +35,11 @@ bool tpl_builtin_signature(int id, tpl_builtin_sig *sig)
     int required = -1;
     while (*p && sig->nparams < TPL_MAX_PARAMS) {
         int k = sig->nparams;
+        if (p[0] == '/' && (p[1] == ',' || p[1] == 0)) { /* Python's positional-only marker */
+            sig->nposonly = (uint8_t)k;
+            p += p[1] ? 2 : 1;
+            continue;
+        }
         int stars = 0;
         while (*p == '*') { stars++; p++; }
         const char *start = p;
@@ -353,12 +358,23 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
             return tpl_vm_nomem(vm);
         a[sig.varkw] = tpl_v_map(kw);
     }
+    /* Python's methods of str, dict and list take their arguments by position only (`/` in
+     * the signature): "abc".center(width=5) is a TypeError, not a centred string. */
+    const char *owner = tpl_builtin_table[id].kind == TPL_BK_STR ? "str."
+                      : tpl_builtin_table[id].kind == TPL_BK_MAP ? "dict."
+                      : tpl_builtin_table[id].kind == TPL_BK_LIST ? "list." : "";
+    if (nkw > 0 && sig.nposonly == sig.nparams)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s%s() takes no keyword arguments", owner, fname);
     for (int k = 0; k < nkw; k++) {
         tpl_value nm = kwnames[k];
         if (nm.type != TPL_T_STR)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() keywords must be strings", fname);
+        for (int i = 0; i < sig.nposonly; i++)
+            if (sig.pnamelen[i] == nm.len && memcmp(sig.pnames[i], nm.u.s, nm.len) == 0 && sig.varkw < 0)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%s%s() got some positional-only arguments passed as keyword arguments: '%.*s'",
+                                    owner, fname, (int)nm.len, nm.u.s);
         int found = -1;
-        for (int i = 0; i < sig.nparams; i++) {
+        for (int i = sig.nposonly; i < sig.nparams; i++) {
             if (i == sig.varargs || i == sig.varkw)
                 continue;
             if (sig.pnamelen[i] == nm.len && memcmp(sig.pnames[i], nm.u.s, nm.len) == 0) {
