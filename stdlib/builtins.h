@@ -92,9 +92,10 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out);
 /* A str method (builtin id of kind STR) called on a Markup string, a[0], with its bound arguments a:
  * MarkupSafe 3's Markup methods (runtime/library.h markup_method). */
 int tpl_markup_method(tpl_vm *vm, int id, tpl_value *a, tpl_value *out);
-/* Python's str.format(*args, **kwargs) (kwargs may be NULL). */
+/* Python's str.format(*args, **kwargs) (kwargs may be NULL); with escape, Markup.format's
+ * (markupsafe's EscapeFormatter: each field formatted, then escaped unless it is Markup). */
 int tpl_str_format(tpl_vm *vm, tpl_value fmt, const tpl_value *args, int nargs,
-                   const tpl_map *kwargs, tpl_value *out);
+                   const tpl_map *kwargs, bool escape, tpl_value *out);
 /* Python's format(v, spec): the format-spec mini-language for str, int, float and bool; other
  * types accept only an empty spec (str(v)). Appends to b. */
 int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_t n);

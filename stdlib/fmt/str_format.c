@@ -18,6 +18,7 @@ typedef struct {
     const tpl_map *kwargs;
     int auto_idx;   /* -1 = manual numbering used, >= 0 next automatic index */
     bool manual;
+    bool escape;    /* markupsafe's EscapeFormatter (Markup.format): each field's text escaped */
 } fmt_state;
 
 static int resolve_field(tpl_vm *vm, fmt_state *st, const char *s, size_t n, tpl_value *out)
@@ -206,6 +207,25 @@ static int vformat(tpl_vm *vm, fmt_state *st, tpl_sb *b, const char *s, size_t n
             spec = sb2.p ? sb2.p : "";
             nspec = sb2.len;
         }
+        if (st->escape) {
+            /* EscapeFormatter.format_field: a Markup value is its own text (Markup.__html_format__
+             * takes no spec); any other value is formatted, then the text escaped. A conversion
+             * (!r, !s, !a) has made a plain str of the value already. */
+            if (!conv && v.type == TPL_T_STR && (v.flags & TPL_F_SAFE)) {
+                if (nspec)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "Unsupported format specification for Markup.");
+                tpl_sb_put(b, v.u.s, v.len);
+                continue;
+            }
+            tpl_sb fb;
+            tpl_sb_init(&fb, AR(vm));
+            if (tpl_format_value(vm, &fb, v, spec, nspec) < 0)
+                return -1;
+            if (fb.failed)
+                return tpl_vm_sb_error(vm, &fb, "while formatting a field");
+            tpl_html_escape(b, fb.p ? fb.p : "", fb.len);
+            continue;
+        }
         if (tpl_format_value(vm, b, v, spec, nspec) < 0)
             return -1;
     }
@@ -213,9 +233,9 @@ static int vformat(tpl_vm *vm, fmt_state *st, tpl_sb *b, const char *s, size_t n
 }
 
 int tpl_str_format(tpl_vm *vm, tpl_value fmt, const tpl_value *args, int nargs,
-                   const tpl_map *kwargs, tpl_value *out)
+                   const tpl_map *kwargs, bool escape, tpl_value *out)
 {
-    fmt_state st = { args, nargs, kwargs, 0, false };
+    fmt_state st = { args, nargs, kwargs, 0, false, escape };
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     if (vformat(vm, &st, &b, fmt.u.s, fmt.len, 0) < 0)

@@ -1834,8 +1834,8 @@ static int markup_arg(tpl_vm *vm, tpl_value *v)
 /* A str method called on Markup (Jinja2's markupsafe.Markup, MarkupSafe 3.0): the methods Markup
  * overrides return Markup (split, rsplit, splitlines, partition, rpartition: a list/tuple of
  * Markup); replace escapes its new string, center/ljust/rjust their fill character, join every
- * item, format every field value; the rest (find, startswith, isdigit, ...) are str's own. a
- * holds the bound arguments. */
+ * item, format and format_map every field's text (m_str_format); the rest (find, startswith,
+ * isdigit, ...) are str's own. a holds the bound arguments. */
 int tpl_markup_method(tpl_vm *vm, int id, tpl_value *a, tpl_value *out)
 {
     const tpl_builtin_info *bi = tpl_builtin(id);
@@ -1861,27 +1861,8 @@ int tpl_markup_method(tpl_vm *vm, int id, tpl_value *a, tpl_value *out)
         a[1] = tpl_v_list(l);
         break;
     }
-    case TPL_B_STR_format: { /* EscapeFormatter: each field value escaped (containers: their repr) */
-        const tpl_list *args = a[1].u.list;
-        const tpl_map *kw = a[2].u.map;
-        tpl_list *l = tpl_list_new(AR(vm), args->len);
-        tpl_map *m = tpl_map_new(AR(vm), kw->len);
-        if (!l || !m) return OOM();
-        for (uint32_t i = 0; i < args->len + kw->len; i++) {
-            tpl_value v = i < args->len ? args->items[i] : kw->e[i - args->len].val;
-            if (v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
-                if (tpl_to_str(vm, v, &v) < 0) return -1;
-            }
-            if (markup_arg(vm, &v) < 0) return -1;
-            if (i < args->len) l->items[i] = v;
-            else if (!tpl_map_set(AR(vm), m, kw->e[i - args->len].key, v)) return OOM();
-        }
-        l->len = args->len;
-        a[1] = tpl_v_list(l);
-        a[1].flags = TPL_F_TUPLE;
-        a[2] = tpl_v_map(m);
+    case TPL_B_STR_format: case TPL_B_STR_format_map: /* EscapeFormatter (m_str_format) */
         break;
-    }
     default:
         return bi->fn(vm, a, out);
     }

@@ -1014,7 +1014,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
         tpl_value tr;
         if (tpl_tr_text(vm, source, tpl_v_unset(), &tr) < 0) return -1;
         if (tr.type == TPL_T_STR && (tr.len != source.len || memcmp(tr.u.s, source.u.s, tr.len) != 0))
-            return tpl_str_format(vm, tr, NULL, 0, state, translated);
+            return tpl_str_format(vm, tr, NULL, 0, state, false, translated);
     }
     return 0;
 }

@@ -498,7 +498,8 @@ int m_str_format(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_str(vm, a[0], "format") < 0)
         return -1;
-    return tpl_str_format(vm, a[0], a[1].u.list->items, (int)a[1].u.list->len, a[2].u.map, out);
+    return tpl_str_format(vm, a[0], a[1].u.list->items, (int)a[1].u.list->len, a[2].u.map,
+                          (a[0].flags & TPL_F_SAFE) != 0, out);
 }
 
 int m_str_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -669,7 +670,7 @@ int m_str_format_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_undefined_error(vm, a[1]);
     if (a[1].type != TPL_T_MAP)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, a[1]));
-    return tpl_str_format(vm, a[0], NULL, 0, a[1].u.map, out);
+    return tpl_str_format(vm, a[0], NULL, 0, a[1].u.map, (a[0].flags & TPL_F_SAFE) != 0, out);
 }
 
 /* str.translate(table): each code point looked up in the mapping (int keys): a str replaces it,
