@@ -1730,6 +1730,13 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         else if (m.type == TPL_T_STR && m.len == 5 && memcmp(m.u.s, "floor", 5) == 0) method = 2;
         else return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "method must be common, ceil or floor");
     }
+    if (method == 0 && a[1].type == TPL_T_NONE && (tpl_is_num(v) || v.type == TPL_T_BIGINT)) {
+        /* round(value, None) is Python's round(value): an int (ties to even) */
+        if (v.type != TPL_T_FLOAT) { *out = v.type == TPL_T_BOOL ? tpl_v_int(v.u.i) : v; return 0; }
+        if (isnan(v.u.f)) return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
+        bool ok;
+        return float_to_int(vm, py_round_float(v.u.f, 0), out, &ok);
+    }
     if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &prec) < 0)
         return -1;
     if (v.type == TPL_T_BIGINT || (v.type == TPL_T_INT && method == 0 && prec < 0 && prec >= -18 &&
