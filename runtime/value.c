@@ -426,30 +426,78 @@ static bool is_set_view(tpl_value v)
     return v.type == TPL_T_LIST && (v.aux == TPL_LAZY_DICT_KEYS || v.aux == TPL_LAZY_DICT_ITEMS);
 }
 
+/* An index of a view's items by tpl_hash_value (consistent with equal_rec's ==), so that a
+ * lookup compares only items of the same hash: slot k holds an item's position + 1, or 0. */
+typedef struct view_index {
+    uint32_t *slot;
+    uint64_t *hash; /* of each item of the view */
+    uint32_t mask;
+} view_index;
+
+static bool view_index_build(view_index *ix, const tpl_list *y)
+{
+    uint32_t cap = 16;
+    while (cap < 2u * y->len && cap < (1u << 31)) cap <<= 1;
+    ix->slot = calloc(cap, sizeof *ix->slot);
+    ix->hash = malloc((size_t)y->len * sizeof *ix->hash);
+    if (!ix->slot || !ix->hash) {
+        free(ix->slot);
+        free(ix->hash);
+        return false;
+    }
+    ix->mask = cap - 1;
+    for (uint32_t j = 0; j < y->len; j++) {
+        uint64_t h = ix->hash[j] = tpl_hash_value(y->items[j]);
+        uint32_t k = (uint32_t)h & ix->mask;
+        while (ix->slot[k]) k = (k + 1) & ix->mask;
+        ix->slot[k] = j + 1;
+    }
+    return true;
+}
+
 /* Every item of view a is an item of view b (CPython's all_contained_in: `x in b` for each x of
  * a, with the identity shortcut of a lookup). The items are usually in the same order (two dicts
- * built alike), so each is tried at its own position first; else b is scanned, one unit of fuel
+ * built alike), so each is tried at its own position first; else it is looked up in a hash index
+ * of b (built at the first miss; a scan of b when there is no memory for it), one unit of fuel
  * per item compared. 1 yes, 0 no, -1 fuel exhausted, -2 too deep. */
 static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
 {
     const tpl_list *x = a.u.list, *y = b.u.list;
     if (!tpl_fuel_charge(fuel, x->len))
         return -1;
-    for (uint32_t i = 0; i < x->len; i++) {
+    view_index ix = { NULL, NULL, 0 };
+    bool indexed = false, tried = false;
+    int res = 1;
+    for (uint32_t i = 0; i < x->len && res == 1; i++) {
         int r = i < y->len ? equal_rec(x->items[i], y->items[i], depth + 1, fuel, false) : 0;
-        if (r < 0)
-            return r;
+        if (r < 0) { res = r; break; }
         if (r)
             continue;
-        if (!tpl_fuel_charge(fuel, y->len))
-            return -1;
-        for (uint32_t j = 0; j < y->len && !r; j++)
-            if (j != i && (r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false)) < 0)
-                return r;
-        if (!r)
-            return 0;
+        if (!tried) {
+            tried = true;
+            indexed = y->len > 8 && view_index_build(&ix, y);
+        }
+        if (indexed) {
+            uint64_t h = tpl_hash_value(x->items[i]);
+            for (uint32_t k = (uint32_t)h & ix.mask; ix.slot[k] && !r; k = (k + 1) & ix.mask) {
+                uint32_t j = ix.slot[k] - 1;
+                if (j == i || ix.hash[j] != h)
+                    continue;
+                if (!tpl_fuel_charge(fuel, 1)) { r = -1; break; }
+                r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false);
+            }
+        } else {
+            if (!tpl_fuel_charge(fuel, y->len)) { res = -1; break; }
+            for (uint32_t j = 0; j < y->len && !r; j++)
+                if (j != i)
+                    r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false);
+        }
+        if (r <= 0)
+            res = r;
     }
-    return 1;
+    free(ix.slot);
+    free(ix.hash);
+    return res;
 }
 
 int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel)
