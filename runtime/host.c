@@ -160,7 +160,7 @@ tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val)
     tpl_value m = from_val(map), k = from_val(key);
     if (!r || m.type != TPL_T_MAP) return TPL_ERR_USAGE;
     switch (k.type) {
-    case TPL_T_STR: case TPL_T_INT: case TPL_T_FLOAT: case TPL_T_BOOL: case TPL_T_NONE: break;
+    case TPL_T_STR: case TPL_T_INT: case TPL_T_BIGINT: case TPL_T_FLOAT: case TPL_T_BOOL: case TPL_T_NONE: break;
     default: return TPL_ERR_TYPE;
     }
     if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;

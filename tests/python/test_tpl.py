@@ -530,6 +530,10 @@ def test_big_ints_cross_exactly():
     tpl.Template("{{ f(k) }}{{ f(-k * 2) }}").render(k=huge, f=lambda x: seen.append(x) or "")
     assert seen == [huge, -huge * 2]
 
+    # a dict key past int64 is a key like any int (was a TypeError naming str, int, ... as allowed)
+    src = "{% for k, v in d.items() %}{{ k }}={{ v }} {% endfor %}{{ d[2 ** 63] }} {{ d[-2 ** 70] }} {{ 2 ** 63 in d }}"
+    d = {2 ** 63: "a", -2 ** 70: "b", 1: "c"}
+    assert tpl.Template(src).render(d=d) == jinja2.Template(src).render(d=d)
 
 def test_error_kind_classes():
     # issue 16: the kind's exception (include/tpl_errors.def), a subclass of the status's class
