@@ -413,9 +413,14 @@ static bool markup_only(int id)
     return bi->kind == TPL_BK_STR && bi->params[0] == 'm';
 }
 
-/* The method of a str: none for Markup's own methods unless the str is markup. */
-static int str_method_gate(tpl_value self, int id)
+/* The method id found for self, or -1: none for Markup's own methods unless the str is markup;
+ * of the list kind, copy() is list.copy, which a tuple and a range do not have (Python). */
+static int method_gate(tpl_value self, int id)
 {
+    if (id >= 0 && self.type == TPL_T_LIST && ((self.flags & TPL_F_TUPLE) || self.aux != TPL_LAZY_NONE)) {
+        const tpl_builtin_info *bi = tpl_lib_builtin(id);
+        return bi->kind == TPL_BK_LIST && strcmp(bi->name, "copy") == 0 ? -1 : id;
+    }
     return id >= 0 && self.type == TPL_T_STR && !(self.flags & TPL_F_SAFE) && markup_only(id) ? -1 : id;
 }
 
@@ -641,7 +646,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
                 return 0;
             }
         }
-        int id = str_method_gate(obj, tpl_stdlib.find(method_kind(obj), name, n));
+        int id = method_gate(obj, tpl_stdlib.find(method_kind(obj), name, n));
         if (id >= 0) return bound_method(vm, obj, id, out);
         if (obj.type == TPL_T_LIST && obj.aux >= TPL_LAZY_DICT_ITEMS && obj.aux <= TPL_LAZY_DICT_VALUES &&
             ((n == 7 && memcmp(name, "mapping", 7) == 0) || (n == 10 && memcmp(name, "isdisjoint", 10) == 0)))
@@ -3401,7 +3406,7 @@ top:
         tpl_value self = args[-1];
         tpl_value r;
         int kind = method_kind(self);
-        int id = !(self.flags & TPL_F_NS) ? str_method_gate(self, name_method(&names[a], kind)) : -1;
+        int id = !(self.flags & TPL_F_NS) ? method_gate(self, name_method(&names[a], kind)) : -1;
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (id >= 0) {
             /* self is already just below the arguments */

@@ -918,6 +918,22 @@ int m_list_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
                         a[0].aux == TPL_LAZY_RANGE ? "range" : "list");
 }
 
+/* list.copy(): a new list holding the same items (shallow, as Python's). */
+int m_list_copy(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_list(vm, a[0], "copy") < 0)
+        return -1;
+    const tpl_list *l = a[0].u.list;
+    tpl_list *c = tpl_list_new(AR(vm), l->len);
+    if (!c)
+        return OOM();
+    if (l->len)
+        memcpy(c->items, l->items, l->len * sizeof *c->items);
+    c->len = l->len;
+    *out = tpl_v_list(c);
+    return 0;
+}
+
 int m_list_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_list(vm, a[0], "count") < 0)
