@@ -2024,24 +2024,38 @@ static int str_pattern_check(tpl_vm *vm, tpl_value p)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "%s: /%.*s/ (RegexpError)", m, (int)(p.len > 200 ? 200 : p.len), p.u.s);
 }
 
-int r_str_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* The subject, pattern and start of String#match(?) and Regexp#match(?) (a Regexp receiver
+ * swaps the first two; a String pattern is checked as a Regexp's source). 1: the subject is nil
+ * (the caller answers), 0: go on, -1: error. */
+static int match_args(tpl_vm *vm, const tpl_value *a, tpl_value *s, tpl_value *p, int64_t *pos)
 {
-    tpl_value s = a[0], p = a[1];
-    if (is_regex(s)) {
-        tpl_value t = s; s = p; p = t;
-        if (s.type == TPL_T_NONE) { tpl_vm_set_rb_match(vm, s); *out = s; return 0; }
-        if (s.type != TPL_T_STR || (s.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(s));
-    } else if (want_pattern(vm, p) < 0) {
+    *s = a[0];
+    *p = a[1];
+    *pos = 0;
+    if (is_regex(*s)) {
+        tpl_value t = *s; *s = *p; *p = t;
+        if (s->type == TPL_T_NONE) return 1;
+        if (s->type != TPL_T_STR || (s->flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(*s));
+    } else if (want_pattern(vm, *p) < 0) {
         return -1;
-    } else if (!is_regex(p) && str_pattern_check(vm, p) < 0) {
+    } else if (!is_regex(*p) && str_pattern_check(vm, *p) < 0) {
         return -1;
     }
-    int64_t pos = 0;
     if (tpl_given(a[2])) {
         if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
-        pos = a[2].u.i;
+        *pos = a[2].u.i;
     }
+    return 0;
+}
+
+int r_str_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value s, p;
+    int64_t pos;
+    int rc = match_args(vm, a, &s, &p, &pos);
+    if (rc < 0) return -1;
+    if (rc) { tpl_vm_set_rb_match(vm, s); *out = s; return 0; }
     tpl_rb_block blk = tpl_vm_block(vm);
     int64_t at;
     if (rx_match(vm, s, p, pos, true, out, &at) < 0) return -1;
@@ -2677,22 +2691,11 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * String pattern is a Regexp's source ("a.c" matches "abc"). */
 int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_value s = a[0], p = a[1];
-    if (is_regex(s)) {
-        tpl_value t = s; s = p; p = t;
-        if (s.type == TPL_T_NONE) { *out = tpl_v_bool(false); return 0; }
-        if (s.type != TPL_T_STR || (s.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(s));
-    } else if (want_pattern(vm, p) < 0) {
-        return -1;
-    } else if (!is_regex(p) && str_pattern_check(vm, p) < 0) {
-        return -1;
-    }
-    int64_t pos = 0;
-    if (tpl_given(a[2])) {
-        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
-        pos = a[2].u.i;
-    }
+    tpl_value s, p;
+    int64_t pos;
+    int rc = match_args(vm, a, &s, &p, &pos);
+    if (rc < 0) return -1;
+    if (rc) { *out = tpl_v_bool(false); return 0; }
     tpl_value md;
     int64_t at;
     if (rx_match(vm, s, p, pos, false, &md, &at) < 0) return -1;
