@@ -628,6 +628,14 @@ TPL_API tpl_status tpl_render_reset_state(tpl_render *r);
 /* Sets the template variables to map (a tpl_val_map built on r since the last reset; keys must
  * be strings to be visible as names). TPL_ERR_USAGE when map is not a map or r is NULL/busy. */
 TPL_API tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map);
+/* Sets r's globals to map (a tpl_val_map built on r since the last reset), or removes them
+ * (tpl_val_none()): names below the state, as Jinja2's Environment.globals. A name the state
+ * does not hold is looked up in the globals before the builtins, by the template and by every
+ * template it includes or imports, with or without context (which see no state). Dropped with
+ * the state and its values (tpl_render_reset_state, tpl_render_set_state_json/file); kept
+ * across renders otherwise. TPL_ERR_USAGE when map is neither a map nor none, or r is
+ * NULL/busy. */
+TPL_API tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map);
 /* Sets the ERB `self` of r's renders (a host object built on r since the last reset, or none
  * to remove it; dropped with the state like the values built for it): a bare name that is
  * neither a local nor a state variable is self's method of that name (the class's send), an

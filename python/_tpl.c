@@ -1470,6 +1470,7 @@ static void slot_put(ProgramObject *self, render_ctx *c)
     cache_age(c);
     if (c->built > 4 * c->live + SPARE || !c->has_empty) cache_clear(c);
     else tpl_render_set_state_val(c->r, c->empty);
+    tpl_render_set_globals_val(c->r, tpl_val_none());
     for (Py_ssize_t i = 0; i < c->nkeep; i++) Py_DECREF(c->keep[i]);
     c->nkeep = 0;
     c->cur = NULL;
@@ -2415,8 +2416,38 @@ static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool i
     return state_build(self, c, state, isdict, st);
 }
 
-/* One render of self with settings s (the GIL held). */
-static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
+/* The render's globals (tpl_render_set_globals_val) from dict g: every exact-str key (a template
+ * it imports without context reads names outside the reads-set, which lists the state's), each
+ * value held until the render ends (a callback may change g while it runs). */
+static int globals_build(ProgramObject *self, render_ctx *c, PyObject *g, tpl_val *out)
+{
+    tpl_render *r = c->r;
+    if (check(tpl_val_map(r, (size_t)PyDict_GET_SIZE(g), out)) < 0) return -1;
+    c->built += (size_t)PyDict_GET_SIZE(g) + 1;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(g, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k)) continue;
+        Py_ssize_t kn;
+        const char *ku = PyUnicode_AsUTF8AndSize(k, &kn);
+        if (!ku) return -1;
+        int32_t ri = read_find(self, ku, (size_t)kn);
+        tpl_val x;
+        bool top = false;
+        if (keep(c, v) < 0 || state_item(c, v, &x, &top) < 0) return -1;
+        /* a name of the reads-set borrowed (it outlives the render), another copied */
+        tpl_status rs = ri >= 0
+            ? tpl_val_map_add_str(r, *out, self->read_u8[ri], self->read_len[ri], self->read_hash[ri],
+                                  TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, x)
+            : tpl_val_map_add_str(r, *out, ku, (size_t)kn, tpl_val_key_hash(ku, (size_t)kn), TPL_VAL_UTF8_VALID, x);
+        if (check(rs) < 0) return -1;
+    }
+    return 0;
+}
+
+/* One render of self with settings s (the GIL held); globals: a dict of names below the state
+ * (tpl_render_set_globals_val: seen by the templates it imports or includes without context), or NULL. */
+static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals)
 {
     if (compiled(self) < 0) return NULL;
     bool isdict = PyDict_Check(state);
@@ -2441,6 +2472,11 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s)
     if (c->rem_data && mem_sync(c) < 0) goto done;
     if (state_val(self, c, state, isdict, &st) < 0) goto done;
     tpl_render_set_state_val(r, st);
+    if (globals && PyDict_GET_SIZE(globals)) {
+        tpl_val gv;
+        if (globals_build(self, c, globals, &gv) < 0) goto done;
+        tpl_render_set_globals_val(r, gv);
+    }
 
     const char *out = NULL;
     size_t n = 0;
@@ -2504,7 +2540,7 @@ done:
  * max_depth, max_output, max_memory), 0 for a default. */
 static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults);
+    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL);
     static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits",
                               "markup", "undefined", "funcs", NULL };
     PyObject *t = PyTuple_New(nargs), *kw = kwnames ? PyDict_New() : NULL;
@@ -2523,7 +2559,7 @@ static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_s
     settings s;
     if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits, markup, undefined, funcs) < 0)
         goto fail;
-    PyObject *res = render(self, state, &s);
+    PyObject *res = render(self, state, &s, NULL);
     settings_clear(&s);
     Py_DECREF(t);
     Py_XDECREF(kw);
@@ -2532,6 +2568,17 @@ fail:
     Py_XDECREF(t);
     Py_XDECREF(kw);
     return NULL;
+}
+
+/* _render_globals(state, globals) -> str | error tuple: render(state) with the Program's settings
+ * and the names of the dict globals below the state's, seen by every template it imports or
+ * includes, without context too (tpl_render_set_globals_val; Jinja2's Environment.globals). */
+static PyObject *Program_render_globals(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_render_globals() takes 2 arguments (%zd given)", nargs);
+    if (!PyDict_Check(args[1]))
+        return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
+    return render(self, args[0], &self->defaults, args[1]);
 }
 
 /* render(mapping=None, /, **kwargs) -> str: tpl.Template.render (the variables of a mapping
@@ -2543,11 +2590,11 @@ static PyObject *Program_render_public(ProgramObject *self, PyObject *const *arg
 {
     PyObject *state, *res;
     if (nargs == 1 && !kwnames) {
-        res = render(self, args[0], &self->defaults);
+        res = render(self, args[0], &self->defaults, NULL);
     } else {
         state = nargs == 0 && !kwnames ? PyDict_New() : PyObject_Vectorcall((PyObject *)&PyDict_Type, args, (size_t)nargs, kwnames);
         if (!state) return NULL;
-        res = render(self, state, &self->defaults);
+        res = render(self, state, &self->defaults, NULL);
         Py_DECREF(state);
     }
     if (res && PyTuple_CheckExact(res)) {
@@ -2607,6 +2654,9 @@ static PyMethodDef Program_methods[] = {
     { "_render", (PyCFunction)(void (*)(void))Program_render, METH_FASTCALL | METH_KEYWORDS,
       "_render(state, facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None) "
       "-> str | error tuple" },
+    { "_render_globals", (PyCFunction)(void (*)(void))Program_render_globals, METH_FASTCALL,
+      "_render_globals(state, globals) -> str | error tuple: _render(state), the dict globals below it "
+      "(seen by the templates it imports or includes without context too)" },
     { "_adopt", (PyCFunction)(void (*)(void))Program_adopt, METH_O, "_adopt(program): take over program's code" },
     { "configure", (PyCFunction)(void (*)(void))Program_configure, METH_VARARGS | METH_KEYWORDS,
       "configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },

@@ -105,6 +105,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     vm->out = al.alloc(al.data, vm->out_cap);
     if (!vm->stack || !vm->slots || !vm->out) { tpl_render_free(r); return NULL; }
     vm->state = tpl_v_none();
+    vm->globals = tpl_v_none();
     vm->rb_self = tpl_v_none();
     tpl_vm_init_builtins(vm);
     if (!(vm->ext = tpl_stdlib.ext_new(vm))) { tpl_render_free(r); return NULL; }
@@ -439,6 +440,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
     }
     tpl_arena_reset(&vm->state_arena);
     vm->rb_self = tpl_v_none();
+    vm->globals = tpl_v_none(); /* (built in the memory just reset) */
     tpl_value v;
     bool ok = from_json(&vm->state_arena, j, &v, 0, big);
     json_decref(j);

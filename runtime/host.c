@@ -337,6 +337,7 @@ tpl_status tpl_render_reset_state(tpl_render *r)
     tpl_vm *vm = tpl_render_vm(r);
     tpl_arena_reset(&vm->state_arena);
     vm->state = tpl_v_none();
+    vm->globals = tpl_v_none();
     vm->rb_self = tpl_v_none();
     return TPL_OK;
 }
@@ -347,6 +348,15 @@ tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
     tpl_value m = from_val(map);
     if (m.type != TPL_T_MAP) return TPL_ERR_USAGE;
     tpl_render_vm(r)->state = m;
+    return TPL_OK;
+}
+
+tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map)
+{
+    if (!r || tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_value m = from_val(map);
+    if (m.type != TPL_T_MAP && m.type != TPL_T_NONE) return TPL_ERR_USAGE;
+    tpl_render_vm(r)->globals = m;
     return TPL_OK;
 }
 

@@ -1637,12 +1637,23 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
 
 /* ------------------------------------------------------------------ globals */
 
+/* The render's globals' value of name nm (tpl_render_set_globals_val), or NULL. */
+static inline tpl_value *globals_find(tpl_vm *vm, const tpl_name *nm)
+{
+    return vm->globals.type == TPL_T_MAP ? tpl_map_probe_str(vm->globals.u.map, nm->s.u.s, nm->s.len, nm->hash) : NULL;
+}
+
+/* The state's value of name nm, else the globals', or NULL. */
+static inline tpl_value *state_find(tpl_vm *vm, const tpl_name *nm)
+{
+    tpl_value *hit = vm->state.type == TPL_T_MAP ? map_find_name(vm, vm->state.u.map, nm) : NULL;
+    return hit ? hit : globals_find(vm, nm);
+}
+
 static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
 {
-    if (vm->state.type == TPL_T_MAP) {
-        tpl_value *hit = map_find_name(vm, vm->state.u.map, nm);
-        if (hit) { *out = *hit; return 0; }
-    }
+    tpl_value *hit = state_find(vm, nm);
+    if (hit) { *out = *hit; return 0; }
     if (tpl_stdlib.ext_global(vm, nm->s.u.s, nm->s.len, out)) return 0; /* the library's own (`call`) */
     int id = nm->resolved ? nm->global : tpl_stdlib.find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
     if (id >= 0 && (vm->p->opts.hf || (id != tpl_stdlib.id_raise_exception && id != tpl_stdlib.id_strftime_now))) {
@@ -2590,8 +2601,7 @@ static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const 
                                                               tpl_value *args, int npos, const tpl_value *kwn, int nkw)
 {
     tpl_value r;
-    tpl_value *shadow = vm->state.type == TPL_T_MAP
-                          ? map_find_name(vm, vm->state.u.map, nm) : NULL;
+    tpl_value *shadow = state_find(vm, nm);
     if (!shadow) return call_name_builtin(vm, nm, id, args, npos, kwn, nkw);
     if (call_any(vm, *shadow, args, npos, kwn, args + npos, nkw, &r) < 0) return -1;
     args[0] = r;
@@ -2844,7 +2854,7 @@ top:
             if (hits && hits[a]) { /* (a < p->nnames <= TPL_VM_NAME_HITS: the verifier's) */
                 hit = hits[a] == &name_absent ? NULL : hits[a];
             } else {
-                hit = map_find_name(vm, vm->state.u.map, &names[a]);
+                hit = state_find(vm, &names[a]);
                 if (hits) hits[a] = hit ? hit : &name_absent;
             }
             if (hit) {
@@ -3378,7 +3388,7 @@ top:
             /* call_name_op with the state's answer kept for the render */
             const tpl_value *shadow = hits[a];
             if (!shadow) {
-                shadow = map_find_name(vm, vm->state.u.map, &names[a]);
+                shadow = state_find(vm, &names[a]);
                 hits[a] = shadow = shadow ? shadow : &name_absent;
             }
             if (shadow == &name_absent) {
@@ -4040,7 +4050,8 @@ static int native_call_name(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args, 
     const tpl_value *kwn = nkw ? p->consts[TPL_ARGW_K(aw)].u.list->items : NULL;
     tpl_value *av = NV(args);
     vm->stack_top = (uint32_t)(av + npos + nkw - vm->stack); /* a macro it calls runs above them */
-    if (builtin) return call_name_builtin(vm, &p->names[TPL_INSN_A(w)], id, av, npos, kwn, nkw);
+    if (builtin && !globals_find(vm, &p->names[TPL_INSN_A(w)])) /* (the native code probed the state) */
+        return call_name_builtin(vm, &p->names[TPL_INSN_A(w)], id, av, npos, kwn, nkw);
     return call_name_op(vm, &p->names[TPL_INSN_A(w)], id, av, npos, kwn, nkw);
 }
 

@@ -56,6 +56,8 @@ struct tpl_vm {
     tpl_arena arena;        /* per render, reset at the start of each render */
     tpl_arena state_arena;  /* state values; reset when the state is replaced */
     tpl_value state;        /* a map (or none before any state is set) */
+    tpl_value globals;      /* a map (or none): the names below the state, seen by every template of
+                             * the render, a template loaded without context too (tpl_render_set_globals_val) */
     tpl_value rb_self;      /* ERB: the self host object (tpl_render_set_self_val), or none */
     /* The state JSON's first integer of more than 4,300 digits (digits 0: none), where it starts:
      * Python's json refuses it (ValueError) while loading the state, so the Jinja and

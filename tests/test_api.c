@@ -360,6 +360,8 @@ static void test_null_args(void)
     CHECK(tpl_val_range(NULL, tpl_val_int(1), tpl_val_int(2), false, &hv) == U &&
           tpl_val_range(r, tpl_val_int(1), tpl_val_int(2), false, NULL) == U &&
           tpl_val_range(r, tpl_val_int(1), tpl_val_bool(true), false, &hv) == TPL_ERR_TYPE, "val_range(NULL, bad end)");
+    CHECK(tpl_render_set_globals_val(NULL, tpl_val_none()) == U && tpl_render_set_globals_val(r, tpl_val_int(1)) == U &&
+          tpl_render_set_globals_val(r, tpl_val_none()) == TPL_OK, "set_globals_val(NULL, non-map)");
     CHECK(tpl_render_set_self_val(NULL, tpl_val_none()) == U && tpl_render_set_self_val(r, tpl_val_int(1)) == U &&
           tpl_render_set_self_val(r, tpl_val_none()) == TPL_OK, "set_self_val(NULL, non-host)");
     tpl_host_error(NULL, "ignored", NULL);

@@ -636,8 +636,49 @@ static void int_text(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_render_set_globals_val: names below the state that every template sees, one imported
+ * or included without context too (as Jinja2's Environment.globals; expected outputs from Jinja2
+ * 3.1 with env.globals = {'g': 'G'}) */
+static char *globals_loader(void *data, const char *name, size_t len, size_t *n)
+{
+    (void)data;
+    const char *src = len == 1 && name[0] == 'm' ? "{% macro f() %}[{{ g }}|{{ x }}]{% endmacro %}{% set top = g %}"
+                    : len == 1 && name[0] == 'i' ? "<{{ g }}|{{ x }}>" : NULL;
+    if (!src) return NULL;
+    *n = strlen(src);
+    char *s = malloc(*n + 1);
+    if (s) memcpy(s, src, *n + 1);
+    return s;
+}
+
+static void globals_layer(void)
+{
+    tpl_options o;
+    tpl_options_profile(&o, TPL_SYNTAX_JINJA, "jinja2");
+    o.loader = globals_loader;
+    const char *src = "{% import 'm' as m %}{{ m.f() }}{{ m.top }}{% include 'i' without context %}{% include 'i' %}"
+                      "{% from 'm' import f %}{{ f() }}{{ g }}{{ x }}";
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_val st, gl;
+    CHECK(tpl_val_map(r, 1, &st) == TPL_OK && tpl_val_map(r, 1, &gl) == TPL_OK, "maps");
+    tpl_val_map_set(r, st, str(r, "x"), str(r, "X"));
+    tpl_val_map_set(r, gl, str(r, "g"), str(r, "G"));
+    CHECK(tpl_render_set_state_val(r, st) == TPL_OK && tpl_render_set_globals_val(r, gl) == TPL_OK, "set globals");
+    expect_opts(r, &o, src, "[G|]G<G|><G|X>[G|]GX");
+    expect_opts(r, &o, src, "[G|]G<G|><G|X>[G|]GX"); /* (kept across renders) */
+    tpl_val_map_set(r, st, str(r, "g"), str(r, "S")); /* the state's g over the globals' */
+    expect_opts(r, &o, src, "[G|]G<G|><S|X>[G|]SX");
+    CHECK(tpl_render_set_globals_val(r, tpl_val_none()) == TPL_OK, "globals removed");
+    expect_opts(r, &o, "[{{ g }}]{% include 'i' without context %}", "[S]<|>");
+    tpl_render_set_globals_val(r, gl);
+    CHECK(tpl_render_reset_state(r) == TPL_OK, "reset");
+    expect_opts(r, &o, "[{{ g }}]{% include 'i' without context %}", "[]<|>"); /* dropped with the state */
+    tpl_render_free(r);
+}
+
 int main(void)
 {
+    globals_layer();
     built_at_once();
     int_text();
     map_add_str();

@@ -931,7 +931,16 @@ class Template:
             fresh = env._compile(self._source, self.name, self.filename, None)
             self._t, self._policies = fresh._t, fresh._policies
         try:
-            return self._t.render(ctx)
+            if not env.globals:
+                return self._t.render(ctx)
+            # env.globals below the state too: what the templates it imports or includes without
+            # context see (Jinja2 gives them the environment's globals)
+            eg = {k: _context_callable(env, k, v, self.name) if callable(v) and _pass_arg_of(v) is not None else v
+                  for k, v in env.globals.items()}
+            out = self._t._render_globals(ctx, eg)
+            if isinstance(out, tuple):
+                _tpl._raise(out)
+            return out
         except _tpl.TemplateError as e:
             err = self._error(e)
             if not isinstance(err, TemplateSyntaxError) and e.lineno and hasattr(err, "add_note"):

@@ -930,3 +930,31 @@ def test_render_errors_are_located():
     with pytest.raises(tj.TemplateSyntaxError) as ei:
         tj.Environment(loader=tj.DictLoader({"bad": "x\n{% if %}"})).from_string("{% include n %}").render(n="bad")
     assert ei.value.lineno == 2 and not getattr(ei.value, "__notes__", None)
+
+
+GLOBAL_TEMPLATES = {
+    "m": "{% macro f() %}[{{ g }}|{{ x }}|{{ range(2)|list }}|{{ cfg.k }}|{{ envname() }}]{% endmacro %}"
+         "{% set top = g ~ cfg.k %}",
+    "i": "<{{ g }}|{{ x }}|{{ cfg['k'] }}>",
+    "d": "{% include (g ~ '.txt') without context %}", "G.txt": "dyn {{ g }}", "TG.txt": "t {{ g }}",
+    "S.txt": "s {{ g }}{% include 'G.txt' %}",
+}
+
+
+@pytest.mark.parametrize("src", [
+    "{% import 'm' as m %}{{ m.f() }}{{ m.top }}",
+    "{% include 'i' without context %}{% include 'i' %}",
+    "{% from 'm' import f %}{{ f() }}{% import 'm' as m with context %}{{ m.f() }}",
+    "{% include 'd' %}{% include ['nope', 'i'] without context %}",
+    "{{ g }}{% import 'm' as m %}{{ m.f() }}{% include 'i' without context %}",
+])
+def test_env_globals_in_imported_templates(src):
+    """env.globals are seen by templates imported or included without context (issue 17)."""
+    outs = []
+    for m in (jinja2, tj):
+        env = m.Environment(loader=m.DictLoader(GLOBAL_TEMPLATES))
+        env.globals.update(g="G", range=lambda n: ["r"] * n, cfg={"k": "K"},
+                           envname=m.pass_environment(lambda e: type(e).__module__.split(".")[0]))
+        t = env.from_string(src, globals={"g": "TG"})
+        outs.append([t.render(x="X"), t.render(x="X", g="S"), env.from_string(src).render()])
+    assert [o.replace("jinja2", "tpl") for o in outs[0]] == outs[1]
