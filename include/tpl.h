@@ -706,6 +706,19 @@ typedef int (*tpl_write_fn)(void *data, const void *bytes, size_t len);
  * it received is an incomplete file); TPL_ERR_NOMEM on allocation failure; TPL_ERR_USAGE when p
  * or write is NULL (write is never called then). p is borrowed. */
 TPL_API tpl_status tpl_program_write(const tpl_program *p, unsigned flags, tpl_write_fn write, void *data);
+/* Streams the output of r's renders (Jinja2's Template.generate): from now on tpl_render_run hands
+ * the template's output to write in pieces as the render produces it (a piece whenever its output
+ * buffer, 4 KiB and more, fills outside a macro call, call or set block or import, which collect
+ * their own output; the rest when the render ends), and on TPL_OK *out is "" (*out_len 0). The
+ * pieces are borrowed for the call only, cut anywhere (a UTF-8 sequence may span two); joined they
+ * are the output tpl_render_run returns without it. A program compiled with tpl_options.tidy
+ * gives its output in one piece at the end (tidy needs all of it). write returns 0, or nonzero to
+ * stop the render: it fails with TPL_ERR_IO (kind TPL_EK_IO, "the output was refused by the
+ * write callback"). A render that fails after some pieces were written does not take them back.
+ * tpl_limits.max_output counts every byte written. write is called from the render (a callback:
+ * r is busy); data is borrowed and must stay valid while it is set. NULL write: the output is
+ * returned whole again (as without it). Persists across renders. NULL r: nothing. */
+TPL_API void tpl_render_set_output(tpl_render *r, tpl_write_fn write, void *data);
 
 /* True when data starts with the .tplb magic (it may still be corrupt); false for NULL data. */
 TPL_API bool tpl_is_tplb(const void *data, size_t len);

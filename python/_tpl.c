@@ -177,6 +177,9 @@ typedef struct render_ctx {
     bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
     PyObject *loader;       /* borrowed from the Program during a render, or NULL */
     PyObject *loader_exc;   /* owned or NULL: what the loader raised during this render */
+    PyObject *write;        /* borrowed during a streaming render (_render_stream), or NULL */
+    unsigned char wtail[4]; /* the bytes of a UTF-8 sequence the last piece cut (wtail_n of them) */
+    int wtail_n;
     key keys[KEYS];         /* direct-mapped by the str's address */
     tpl_str_entry *ents;    /* scratch stacks of dict_val / seq_val (owned) */
     size_t nents, capents;
@@ -1199,6 +1202,46 @@ static char *py_render_loader(void *data, const char *name, size_t name_len, siz
     char *buf = c->loader_exc ? NULL : call_loader(c->loader, name, name_len, len, &c->loader_exc);
     gil_out(c);
     return buf;
+}
+
+/* tpl_render_set_output's callback of a streaming render: the piece as a str (a UTF-8 sequence
+ * the cut split is kept for the next piece) to c->write; stops the render when it returns False
+ * or raises (the exception then is the render's: its payload). */
+static int py_out_write(void *data, const void *bytes, size_t len)
+{
+    render_ctx *c = data;
+    gil_in(c);
+    const char *b = bytes;
+    char *joined = NULL;
+    if (c->wtail_n) { /* the sequence the last piece cut, then this piece */
+        if (!(joined = PyMem_Malloc(len + 4))) {
+            PyErr_NoMemory();
+            fail_with_exception(c);
+            gil_out(c);
+            return 1;
+        }
+        memcpy(joined, c->wtail, (size_t)c->wtail_n);
+        memcpy(joined + c->wtail_n, bytes, len);
+        b = joined;
+        len += (size_t)c->wtail_n;
+        c->wtail_n = 0;
+    }
+    Py_ssize_t used = 0;
+    PyObject *str = PyUnicode_DecodeUTF8Stateful(b, (Py_ssize_t)len, "strict", &used);
+    int rc = 1;
+    if (str) {
+        c->wtail_n = (int)((Py_ssize_t)len - used); /* (at most 3: the render's output is UTF-8) */
+        if (c->wtail_n > 0 && c->wtail_n <= 3) memcpy(c->wtail, b + used, (size_t)c->wtail_n);
+        else c->wtail_n = 0;
+        PyObject *r = PyUnicode_GET_LENGTH(str) ? PyObject_CallOneArg(c->write, str) : (Py_INCREF(Py_True), Py_True);
+        Py_DECREF(str);
+        if (r) rc = r == Py_False ? 1 : 0;
+        Py_XDECREF(r);
+    }
+    if (PyErr_Occurred()) fail_with_exception(c);
+    PyMem_Free(joined);
+    gil_out(c);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ settings and slots */
@@ -2447,7 +2490,7 @@ static int globals_build(ProgramObject *self, render_ctx *c, PyObject *g, tpl_va
 
 /* One render of self with settings s (the GIL held); globals: a dict of names below the state
  * (tpl_render_set_globals_val: seen by the templates it imports or includes without context), or NULL. */
-static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals)
+static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals, PyObject *write)
 {
     if (compiled(self) < 0) return NULL;
     bool isdict = PyDict_Check(state);
@@ -2488,6 +2531,11 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
      * last output below GIL_OUT bytes — where giving it up and taking it back (and again in
      * each callback) costs more than the render; a long render after short ones holds it once. */
     tpl_status rs;
+    if (write) {
+        c->write = write;
+        c->wtail_n = 0;
+        tpl_render_set_output(r, py_out_write, c);
+    }
     if ((c->gil = c->last_out < GIL_OUT)) {
         rs = tpl_render_run(r, self->p, &out, &n);
     } else {
@@ -2496,6 +2544,10 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyEval_RestoreThread(c->ts);
     }
     c->gil = false;
+    if (write) {
+        tpl_render_set_output(r, NULL, NULL);
+        c->write = NULL;
+    }
     c->last_out = rs == TPL_OK ? n : SIZE_MAX;
     PyObject *exc = tpl_render_error_payload(r);
     if (c->loader_exc) { /* the loader raised (Jinja2 lets it through, even ignore missing): as itself */
@@ -2540,7 +2592,7 @@ done:
  * max_depth, max_output, max_memory), 0 for a default. */
 static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL);
+    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL, NULL);
     static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits",
                               "markup", "undefined", "funcs", NULL };
     PyObject *t = PyTuple_New(nargs), *kw = kwnames ? PyDict_New() : NULL;
@@ -2559,7 +2611,7 @@ static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_s
     settings s;
     if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits, markup, undefined, funcs) < 0)
         goto fail;
-    PyObject *res = render(self, state, &s, NULL);
+    PyObject *res = render(self, state, &s, NULL, NULL);
     settings_clear(&s);
     Py_DECREF(t);
     Py_XDECREF(kw);
@@ -2578,7 +2630,20 @@ static PyObject *Program_render_globals(ProgramObject *self, PyObject *const *ar
     if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_render_globals() takes 2 arguments (%zd given)", nargs);
     if (!PyDict_Check(args[1]))
         return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
-    return render(self, args[0], &self->defaults, args[1]);
+    return render(self, args[0], &self->defaults, args[1], NULL);
+}
+
+/* _render_stream(state, globals, write) -> str | error tuple: _render_globals(state, globals)
+ * (globals None: none) with the output given to write(str) in pieces as the render produces it
+ * (tpl_render_set_output); "" when it ends. write returning False stops the render (an error
+ * tuple of status TPL_ERR_IO); what it raises is raised. */
+static PyObject *Program_render_stream(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "_render_stream() takes 3 arguments (%zd given)", nargs);
+    if (args[1] != Py_None && !PyDict_Check(args[1]))
+        return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
+    if (!PyCallable_Check(args[2])) return PyErr_Format(PyExc_TypeError, "write must be callable");
+    return render(self, args[0], &self->defaults, args[1] == Py_None ? NULL : args[1], args[2]);
 }
 
 /* render(mapping=None, /, **kwargs) -> str: tpl.Template.render (the variables of a mapping
@@ -2590,11 +2655,11 @@ static PyObject *Program_render_public(ProgramObject *self, PyObject *const *arg
 {
     PyObject *state, *res;
     if (nargs == 1 && !kwnames) {
-        res = render(self, args[0], &self->defaults, NULL);
+        res = render(self, args[0], &self->defaults, NULL, NULL);
     } else {
         state = nargs == 0 && !kwnames ? PyDict_New() : PyObject_Vectorcall((PyObject *)&PyDict_Type, args, (size_t)nargs, kwnames);
         if (!state) return NULL;
-        res = render(self, state, &self->defaults, NULL);
+        res = render(self, state, &self->defaults, NULL, NULL);
         Py_DECREF(state);
     }
     if (res && PyTuple_CheckExact(res)) {
@@ -2657,6 +2722,9 @@ static PyMethodDef Program_methods[] = {
     { "_render_globals", (PyCFunction)(void (*)(void))Program_render_globals, METH_FASTCALL,
       "_render_globals(state, globals) -> str | error tuple: _render(state), the dict globals below it "
       "(seen by the templates it imports or includes without context too)" },
+    { "_render_stream", (PyCFunction)(void (*)(void))Program_render_stream, METH_FASTCALL,
+      "_render_stream(state, globals, write) -> str | error tuple: the output to write(str) in pieces "
+      "as the render produces it; write returning False stops it" },
     { "_adopt", (PyCFunction)(void (*)(void))Program_adopt, METH_O, "_adopt(program): take over program's code" },
     { "configure", (PyCFunction)(void (*)(void))Program_configure, METH_VARARGS | METH_KEYWORDS,
       "configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },

@@ -571,7 +571,18 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
         vm->err.column = vm->state_long_int.column;
         return TPL_ERR_STATE;
     }
+    vm->out_stream = vm->out_write && !p->opts.tidy;
+    vm->out_flushed = 0;
+    if (vm->out_stream && vm->out_cap > TPL_VM_OUT_PIECE) {
+        /* pieces of about the buffer's size: a buffer a whole render grew is made small again */
+        char *no = tpl_vm_mem_realloc(vm, vm->out, vm->out_cap, TPL_VM_OUT_PIECE);
+        if (no) {
+            vm->out = no;
+            vm->out_cap = TPL_VM_OUT_PIECE;
+        }
+    }
     int rc = tpl_vm_run(vm);
+    if (rc == 0 && vm->out_write) rc = tpl_vm_out_flush(vm); /* (the rest; a tidy program's whole output) */
     if (rc < 0) {
         if (vm->err.status == TPL_OK) fail(vm, TPL_ERR_TYPE, "render failed");
         return vm->err.status;

@@ -351,6 +351,14 @@ tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
     return TPL_OK;
 }
 
+void tpl_render_set_output(tpl_render *r, tpl_write_fn write, void *data)
+{
+    if (!r || tpl_render_busy(r)) return;
+    tpl_vm *vm = tpl_render_vm(r);
+    vm->out_write = write;
+    vm->out_data = write ? data : NULL;
+}
+
 tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map)
 {
     if (!r || tpl_render_busy(r)) return TPL_ERR_USAGE;

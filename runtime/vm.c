@@ -175,12 +175,29 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
 
 /* ------------------------------------------------------------------ output */
 
-/* Grows the output buffer for n more bytes (and the final NUL), then appends them. */
+/* A streaming render (tpl_render_set_output): the output so far handed to the write callback
+ * and the buffer emptied. 0, or -1 (the output limit passed, or the callback refused it). */
+int tpl_vm_out_flush(tpl_vm *vm)
+{
+    if (vm->out_flushed + vm->out_len > vm->limits.max_output)
+        return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, vm->limits.max_output);
+    if (vm->out_len && vm->out_write(vm->out_data, vm->out, vm->out_len) != 0)
+        return tpl_vm_fail(vm, TPL_EK_IO, "the output was refused by the write callback");
+    vm->out_flushed += vm->out_len;
+    vm->out_len = 0;
+    return 0;
+}
+
+/* Grows the output buffer for n more bytes (and the final NUL), then appends them; a streaming
+ * render outside any capture hands the full buffer to its write callback instead of growing it. */
 static int out_put_slow(tpl_vm *vm, const char *s, size_t n)
 {
     if (n == 0) return 0;
+    if (vm->out_stream && vm->ncaptures == 0 && vm->out_len && vm->out_len + n + 1 > vm->out_cap &&
+        tpl_vm_out_flush(vm) < 0)
+        return -1;
     if (vm->out_len + n + 1 > vm->out_cap) {
-        if (vm->out_len + n > vm->limits.max_output)
+        if (vm->out_flushed + vm->out_len + n > vm->limits.max_output)
             return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, vm->limits.max_output);
         size_t nc = vm->out_cap ? vm->out_cap * 2 : 4096;
         while (nc < vm->out_len + n + 1) nc *= 2;

@@ -145,6 +145,8 @@ bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap);
 tpl_value tpl_vm_rb_match(const tpl_vm *vm);
 void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m);
 /* The render's state (a map, or TPL_T_NONE before any state is set). */
+/* A streaming render's output so far to its write callback (tpl_render_set_output); 0 or -1. */
+int tpl_vm_out_flush(tpl_vm *vm);
 tpl_value tpl_vm_state(const tpl_vm *vm);
 
 /* ------------------------------------------------------------------ the render API (runtime/api.c) */

@@ -13,6 +13,7 @@
 #define TPL_VM_STACK 16384
 #define TPL_VM_SLOTS 16384
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
+#define TPL_VM_OUT_PIECE 4096 /* a streaming render's output buffer at its start (tpl_render_set_output) */
 #define TPL_VM_NAME_HITS 128 /* the names of a rendered program whose state lookups a render keeps */
 /* Nested runs of the VM (macro calls, blocks yielded to, templates included or imported at
  * render time) recurse on the C stack, a few KiB a level: whatever limits.max_depth allows, a
@@ -69,6 +70,10 @@ struct tpl_vm {
 
     char *out;              /* output buffer (heap, reused) */
     size_t out_len, out_cap;
+    tpl_write_fn out_write; /* tpl_render_set_output: where the output goes in pieces (NULL: none) */
+    void *out_data;
+    bool out_stream;        /* this render streams (out_write set, the program does not tidy) */
+    uint64_t out_flushed;   /* the bytes this render handed to out_write so far */
     size_t captures[TPL_VM_CAPTURES];
     int ncaptures;
 

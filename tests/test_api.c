@@ -174,6 +174,7 @@ static void test_null_args(void)
     CHECK(tpl_render_set_call_claimed(r, NULL) == TPL_OK, "set_call_claimed(claimed NULL) = None");
     tpl_render_set_host_funcs(NULL, NULL, 3);
     tpl_render_set_loader(NULL, NULL, NULL);
+    tpl_render_set_output(NULL, NULL, NULL);
     CHECK(tpl_render_add_catalog_json(NULL, "{}", 2) == U, "add_catalog_json(NULL)");
     CHECK(tpl_render_add_catalog_json(r, NULL, 2) == U && tpl_render_error(r)->status == U, "add_catalog_json(json NULL)");
     {

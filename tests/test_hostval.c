@@ -676,9 +676,73 @@ static void globals_layer(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_render_set_output: the output in pieces as the render produces it (their text joined
+ * is the output without it), a refusal stops the render, the output limit counts every piece */
+typedef struct sink {
+    char buf[1 << 16];
+    size_t len;
+    int pieces, stop_after;
+} sink;
+
+static int sink_write(void *data, const void *bytes, size_t len)
+{
+    sink *k = data;
+    if (k->stop_after && k->pieces >= k->stop_after) return 1;
+    if (k->len + len <= sizeof k->buf) memcpy(k->buf + k->len, bytes, len);
+    k->len += len;
+    k->pieces++;
+    return 0;
+}
+
+static void output_pieces(void)
+{
+    const char *src = "{% for i in range(n) %}{{ i }} {{ 'x' * 50 }}\n{% endfor %}{% macro m() %}{{ 'y' * 9000 }}"
+                      "{% endmacro %}{% set b %}{{ 'z' * 5000 }}{% endset %}[{{ m()|length }}|{{ b|length }}]";
+    tpl_program *p = compile(src);
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_val st;
+    tpl_val_map(r, 1, &st);
+    tpl_val_map_set(r, st, str(r, "n"), tpl_val_int(1000));
+    tpl_render_set_state_val(r, st);
+    const char *out;
+    size_t n;
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK, "whole");
+    char *whole = malloc(n + 1);
+    memcpy(whole, out, n + 1);
+    size_t wn = n;
+    static sink k;
+    tpl_render_set_output(r, sink_write, &k);
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK && n == 0 && out && !out[0], "streamed: *out empty");
+    CHECK(k.len == wn && memcmp(k.buf, whole, wn) == 0 && k.pieces > 3, "pieces joined (%zu of %zu bytes, %d pieces)",
+          k.len, wn, k.pieces);
+    k.len = 0;
+    k.pieces = 0;
+    k.stop_after = 2;
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_ERR_IO && tpl_render_error(r)->kind == TPL_EK_IO && k.pieces == 2,
+          "a refusal stops the render");
+    tpl_render_set_output(r, NULL, NULL);
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_OK && n == wn, "whole again");
+    tpl_render_free(r);
+    tpl_limits lim = { 0 };
+    lim.max_output = 20000;
+    r = tpl_render_new(&lim);
+    tpl_val_map(r, 1, &st);
+    tpl_val_map_set(r, st, str(r, "n"), tpl_val_int(1000));
+    tpl_render_set_state_val(r, st);
+    k.len = 0;
+    k.pieces = 0;
+    k.stop_after = 0;
+    tpl_render_set_output(r, sink_write, &k);
+    CHECK(tpl_render_run(r, p, &out, &n) == TPL_ERR_LIMIT && k.len <= 20000, "limit over pieces (%zu written)", k.len);
+    tpl_render_free(r);
+    tpl_program_free(p);
+    free(whole);
+}
+
 int main(void)
 {
     globals_layer();
+    output_pieces();
     built_at_once();
     int_text();
     map_add_str();

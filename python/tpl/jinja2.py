@@ -918,7 +918,9 @@ class Template:
         """This template's source and those it loads (compiled with it) unchanged."""
         return all(up is None or up() for up in [self._own_uptodate] + self._uptodate)
 
-    def render(self, *args, **kwargs):
+    def _context(self, args, kwargs):
+        """The render's state (template and env globals, then the arguments) and the env globals
+        below it (None when there are none)."""
         env = self.environment
         g = self.globals
         ctx = {**g.maps[1], **g.maps[0], **dict(*args, **kwargs)} if len(g.maps) == 2 else {**g, **dict(*args, **kwargs)}
@@ -930,25 +932,34 @@ class Template:
         if pol is not st[0] or (st[1] != pol.version if type(pol) is _Policies else st != _policies_state(pol)):
             fresh = env._compile(self._source, self.name, self.filename, None)
             self._t, self._policies = fresh._t, fresh._policies
+        if not env.globals:
+            return ctx, None
+        # env.globals below the state too: what the templates it imports or includes without
+        # context see (Jinja2 gives them the environment's globals)
+        return ctx, {k: _context_callable(env, k, v, self.name) if callable(v) and _pass_arg_of(v) is not None else v
+                     for k, v in env.globals.items()}
+
+    def render(self, *args, **kwargs):
+        ctx, eg = self._context(args, kwargs)
         try:
-            if not env.globals:
+            if eg is None:
                 return self._t.render(ctx)
-            # env.globals below the state too: what the templates it imports or includes without
-            # context see (Jinja2 gives them the environment's globals)
-            eg = {k: _context_callable(env, k, v, self.name) if callable(v) and _pass_arg_of(v) is not None else v
-                  for k, v in env.globals.items()}
             out = self._t._render_globals(ctx, eg)
             if isinstance(out, tuple):
                 _tpl._raise(out)
             return out
         except _tpl.TemplateError as e:
-            err = self._error(e)
-            if not isinstance(err, TemplateSyntaxError) and e.lineno and hasattr(err, "add_note"):
-                # located as the Python exceptions a callback raises are (Jinja2 shows the
-                # template line in the traceback it rewrites)
-                err.add_note("tpl: raised while rendering %s, line %d, column %d"
-                             % (e.filename or e.name or "<template>", e.lineno, e.column))
-            raise err from None
+            raise self._raised(e) from None
+
+    def _raised(self, e):
+        """The Jinja2 exception to raise for tpl's error e."""
+        err = self._error(e)
+        if not isinstance(err, TemplateSyntaxError) and e.lineno and hasattr(err, "add_note"):
+            # located as the Python exceptions a callback raises are (Jinja2 shows the
+            # template line in the traceback it rewrites)
+            err.add_note("tpl: raised while rendering %s, line %d, column %d"
+                         % (e.filename or e.name or "<template>", e.lineno, e.column))
+        return err
 
     def _error(self, e):
         """The Jinja2 exception for tpl's error e."""
@@ -980,7 +991,12 @@ class Template:
         return own(e.message)
 
     def generate(self, *args, **kwargs):
-        yield self.render(*args, **kwargs)
+        """As Jinja2's: the output in pieces as the render produces them (tpl hands its output
+        buffer over each time it fills, about 4 KiB; joined, the pieces are render()'s text). The
+        render runs in a thread of its own, paused while a piece waits to be taken; closing the
+        generator early stops it."""
+        ctx, eg = self._context(args, kwargs)
+        return _generate(self, self._t, ctx, eg)
 
     def stream(self, *args, **kwargs):
         return TemplateStream(self.generate(*args, **kwargs))
@@ -995,9 +1011,54 @@ class Template:
         return "<Template %r>" % (self.name or "memory")
 
 
+def _generate(template, t, ctx, eg):
+    import queue
+    import threading
+    pieces = queue.SimpleQueue()  # str pieces, then ("end", result) or ("raise", exception)
+    go_on = threading.Semaphore(0)
+    stop = []
+
+    def write(piece):  # (in the render's thread)
+        pieces.put(piece)
+        go_on.acquire()
+        return not stop
+
+    def work():
+        try:
+            pieces.put(("end", t._render_stream(ctx, eg, write)))
+        except BaseException as e:  # (a callback's exception: raised where the pieces are taken)
+            pieces.put(("raise", e))
+
+    th = threading.Thread(target=work, name="tpl.jinja2 generate", daemon=True)
+    th.start()
+    try:
+        while True:
+            item = pieces.get()
+            if type(item) is str:
+                try:
+                    yield item
+                finally:
+                    go_on.release()
+                continue
+            th.join()
+            if item[0] == "raise":
+                raise item[1]
+            if isinstance(item[1], tuple):
+                try:
+                    _tpl._raise(item[1])
+                except _tpl.TemplateError as e:
+                    raise template._raised(e) from None
+            return
+    finally:
+        if th.is_alive():  # closed early: the render stops at its next piece
+            stop.append(True)
+            go_on.release()
+            th.join()
+
+
 class TemplateStream:
-    """As Jinja2's: iterates over the output (tpl renders it whole, so one piece, or pieces
-    of `size` characters with enable_buffering), dump() writes it to a file or path."""
+    """As Jinja2's: iterates over the output (generate()'s pieces, or pieces of `size`
+    characters with enable_buffering), dump() writes it to a file or path."""
 
     def __init__(self, gen):
         self._gen = gen

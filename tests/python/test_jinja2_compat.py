@@ -958,3 +958,53 @@ def test_env_globals_in_imported_templates(src):
         t = env.from_string(src, globals={"g": "TG"})
         outs.append([t.render(x="X"), t.render(x="X", g="S"), env.from_string(src).render()])
     assert [o.replace("jinja2", "tpl") for o in outs[0]] == outs[1]
+
+
+STREAM_TEMPLATES = {
+    "inc": "{% for r in rows %}<{{ r }}|{{ 'é' * 3 }}{{ '€' * (loop.index % 5) }}>\n{% endfor %}",
+    "m": "{% macro big(n) %}{{ '🙂' * n }}{% endmacro %}",
+}
+
+
+@pytest.mark.parametrize("src", [
+    "{% for i in range(n) %}{{ i }} {{ 'x' * 40 }}é\n{% endfor %}",
+    "{% include 'inc' %}{% from 'm' import big %}[{{ big(3000)|length }}]{{ big(2000) }}"
+    "{% set s %}{{ 'z' * 9000 }}{% endset %}{{ s|length }}",
+    "{% extends 'base' %}{% block b %}{% for i in range(n) %}{{ super() }}{{ i }}{% endfor %}{% endblock %}",
+    "{{ 'small' }}",
+])
+def test_generate_streams(src):
+    """generate() gives the output in pieces as tpl renders it (issue 17); joined as Jinja2's."""
+    ctx = {"n": 3000, "rows": list(range(2000))}
+    loader = dict(STREAM_TEMPLATES, base="[{% block b %}B{% endblock %}]")
+    je, te = (m.Environment(loader=m.DictLoader(loader)) for m in (jinja2, tj))
+    jt, tt = je.from_string(src), te.from_string(src)
+    want = "".join(jt.generate(ctx))
+    pieces = list(tt.generate(ctx))
+    assert "".join(pieces) == want == tt.render(ctx)
+    if len(want.encode()) > 16384:
+        assert len(pieces) > 2
+    assert "".join(tt.stream(ctx)) == want
+
+
+def test_generate_close_stops_the_render():
+    calls = []
+
+    def tick(i):
+        calls.append(i)
+        return i
+
+    t = tj.Environment().from_string("{% for i in range(100000) %}{{ tick(i) }} {{ 'x' * 100 }}\n{% endfor %}")
+    g = t.generate(tick=tick)
+    first = next(g)
+    assert first.startswith("0 x")
+    g.close()
+    assert len(calls) < 1000  # (the render stopped at its next piece)
+    # errors raise where the pieces are taken, after the pieces before them
+    t = tj.Environment().from_string("{% for i in range(3000) %}{{ 'y' * 10 }}{% endfor %}{{ 1 // z }}")
+    g = t.generate(z=0)
+    assert next(g).startswith("yyy")
+    with pytest.raises(ZeroDivisionError):
+        list(g)
+    with pytest.raises(ZeroDivisionError):
+        list(jinja2.Environment().from_string("{{ 1 // z }}").generate(z=0))
