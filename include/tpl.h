@@ -514,7 +514,16 @@ typedef struct tpl_host_class {
      * TPL_HOST_MISSING: not a number (the filter gives its default); a value of another kind
      * counts as missing. */
     tpl_host_result (*number)(void *obj, tpl_render *r, bool as_float, tpl_val *out);
+    /* the object's own type (a Python package's objects share one class): its name for error
+     * messages (borrowed, NUL-terminated, valid while obj is; NULL: the class's name), and in
+     * *numeric (0 when not set) TPL_HOST_NUMBER for a number (Python's numbers.Number: Decimal,
+     * Fraction, complex...), with TPL_HOST_INTEGER for an int and TPL_HOST_FLOAT for a float:
+     * Jinja's tests number, integer and float. tpl does no arithmetic on such objects: an
+     * operator, comparison or numeric filter on one is a TypeError naming this type. */
+    const char *(*type_of)(void *obj, unsigned *numeric);
 } tpl_host_class;
+/* tpl_host_class.type_of's numeric kinds */
+enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4 };
 
 /* Scalars (no render context, cannot fail). */
 TPL_API tpl_val tpl_val_none(void);

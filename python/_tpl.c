@@ -83,6 +83,7 @@ typedef struct mem_item {
 typedef struct pyobj {
     PyObject *o;
     struct render_ctx *c;
+    unsigned numeric;   /* TPL_HOST_NUMBER... (py_type_of): found while the GIL is held */
 } pyobj;
 
 typedef struct chunk {
@@ -416,6 +417,24 @@ static pyobj *new_block(render_ctx *c)
     return &c->cur->o[c->used++];
 }
 
+/* o's numeric kinds for Jinja's tests number, integer and float (tpl_host_class.type_of): an int
+ * or float subclass, complex, and what else is a numbers.Number (Decimal, Fraction: asked only
+ * of a type with __float__ or __index__, so that other objects cost no isinstance call). */
+static unsigned numeric_of(PyObject *o)
+{
+    if (PyLong_Check(o)) return TPL_HOST_NUMBER | TPL_HOST_INTEGER;
+    if (PyFloat_Check(o)) return TPL_HOST_NUMBER | TPL_HOST_FLOAT;
+    if (PyComplex_Check(o)) return TPL_HOST_NUMBER;
+    PyNumberMethods *nb = Py_TYPE(o)->tp_as_number;
+    if (!nb || (!nb->nb_float && !nb->nb_index) || PyType_Check(o)) return 0;
+    PyObject *numbers = PyImport_ImportModule("numbers"), *number = numbers ? PyObject_GetAttrString(numbers, "Number") : NULL;
+    int is = number ? PyObject_IsInstance(o, number) : -1;
+    Py_XDECREF(numbers);
+    Py_XDECREF(number);
+    if (is < 0) PyErr_Clear();
+    return is > 0 ? TPL_HOST_NUMBER : 0;
+}
+
 static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
     pyobj *h = new_block(c);
@@ -424,6 +443,7 @@ static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
     c->built++;
     h->o = o;
     h->c = c;
+    h->numeric = numeric_of(o);
     if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
     return 0;
 }
@@ -694,6 +714,39 @@ static int undefined_val(render_ctx *c, PyObject *o, tpl_val *out)
 }
 
 /* Python -> tpl_val: natively for the plain types, a host object otherwise. */
+/* Whether o, of a subclass of int or float, behaves as its int or float does in a template: its
+ * classes up to int/float define nothing but their own bookkeeping (no method, no operator, no
+ * __str__: else it stays a Python object) and the instance has no attributes of its own. */
+static bool plain_number(PyObject *o)
+{
+    static const char *const own[] = { "__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__slots__",
+                                       "__annotations__", "__firstlineno__", "__static_attributes__", NULL };
+    PyObject *mro = Py_TYPE(o)->tp_mro;
+    if (!mro || !PyTuple_Check(mro)) return false;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (t == &PyLong_Type || t == &PyFloat_Type) break;
+        if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || !t->tp_dict) return false;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(t->tp_dict, &pos, &k, &v)) {
+            const char *n = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+            if (!n) { PyErr_Clear(); return false; }
+            int j = 0;
+            while (own[j] && strcmp(own[j], n) != 0) j++;
+            if (!own[j]) return false;
+        }
+    }
+    if (Py_TYPE(o)->tp_dictoffset) {
+        PyObject *d = PyObject_GenericGetDict(o, NULL);
+        bool empty = d && PyDict_Check(d) && PyDict_GET_SIZE(d) == 0;
+        if (!d) PyErr_Clear();
+        Py_XDECREF(d);
+        return empty;
+    }
+    return true;
+}
+
 static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
     PyTypeObject *t = Py_TYPE(o);
@@ -729,6 +782,13 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
         return rc;
     }
     if (c->undefined && is_undefined(c, o)) return undefined_val(c, o, out);
+    if ((PyLong_Check(o) || PyFloat_Check(o)) && plain_number(o)) { /* as its int or float */
+        if (PyFloat_Check(o)) { *out = tpl_val_float(PyFloat_AS_DOUBLE(o)); return 0; }
+        PyObject *i = PyNumber_Index(o);
+        int rc = i ? to_val(c, i, out) : -1;
+        Py_XDECREF(i);
+        return rc;
+    }
     return host_val(c, o, out);
 }
 
@@ -1034,8 +1094,16 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
     return rc;
 }
 
+/* the object's Python type: its name (as Python's TypeErrors name it) and numeric kinds */
+static const char *py_type_of(void *obj, unsigned *numeric)
+{
+    pyobj *h = obj;
+    *numeric = h->numeric;
+    return Py_TYPE(h->o)->tp_name;
+}
+
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
-                                         py_resolve, NULL, py_number };
+                                         py_resolve, NULL, py_number, py_type_of };
 
 /* loader(name) -> str or None (the GIL held): the text as a malloc'd copy (*len set), NULL when
  * it gave no str; what it raised (normalised, with its traceback) into *exc. */
@@ -1363,6 +1431,7 @@ static int bind_funcs(render_ctx *c, PyObject *funcs)
         if (!name || (kind == -1 && PyErr_Occurred())) return -1;
         c->hblocks[i].o = PyTuple_GET_ITEM(e, 2);
         c->hblocks[i].c = c;
+        c->hblocks[i].numeric = 0;
         c->hobjs[i].cls = &py_class;
         c->hobjs[i].obj = &c->hblocks[i];
         c->hfuncs[i].name = name;

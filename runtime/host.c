@@ -585,3 +585,12 @@ int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n)
     }
     return 0;
 }
+
+unsigned tpl_hobj_numeric(tpl_value v)
+{
+    if (v.type != TPL_T_HOST) return 0;
+    const tpl_hobj *h = v.u.p;
+    unsigned numeric = 0;
+    if (h->cls->type_of) h->cls->type_of(h->obj, &numeric);
+    return numeric;
+}

@@ -47,4 +47,7 @@ int tpl_hobj_truth(tpl_vm *vm, tpl_value v);
  * gives one: 0, or -1 with an error. */
 int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n);
 
+/* A host object's numeric kinds (tpl_host_class.type_of: TPL_HOST_NUMBER...), 0 for another value. */
+unsigned tpl_hobj_numeric(tpl_value v);
+
 #endif

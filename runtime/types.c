@@ -91,6 +91,9 @@ const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
 {
     if (v.type == TPL_T_HOST) {
         const tpl_hobj *h = v.u.p;
+        unsigned numeric = 0;
+        const char *own = h->cls->type_of ? h->cls->type_of(h->obj, &numeric) : NULL;
+        if (own) return own;
         if (h->cls->name) return h->cls->name;
     }
     return tpl_types[tpl_value_vtype(v, vm && tpl_vm_strict(vm))].py;

@@ -654,6 +654,16 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             /* groupby's (grouper, list) tuples also have these attributes (Jinja2) */
             if (n == 7 && memcmp(name, "grouper", 7) == 0) { *out = obj.u.list->items[0]; return 0; }
             if (n == 4 && memcmp(name, "list", 4) == 0) { *out = obj.u.list->items[1]; return 0; }
+            if (n == 7 && memcmp(name, "_fields", 7) == 0) { /* (a namedtuple's) */
+                tpl_list *f = tpl_list_new(&vm->arena, 2);
+                if (!f) return oom(vm);
+                f->items[0] = tpl_v_str("grouper", 7);
+                f->items[1] = tpl_v_str("list", 4);
+                f->len = 2;
+                *out = tpl_v_list(f);
+                out->flags = TPL_F_TUPLE;
+                return 0;
+            }
         }
         if (obj.type == TPL_T_LIST && obj.aux == TPL_LAZY_RANGE && n >= 4 && n <= 5) { /* range.start/stop/step */
             int k = memcmp(name, "start", n) == 0 && n == 5 ? 0 : memcmp(name, "stop", n) == 0 && n == 4 ? 1
@@ -928,6 +938,10 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
     }
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
     if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
+    if ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s' (tpl does not "
+                            "compare the host's own number types: convert to int or float first)", tpl_type_name(vm, a),
+                            tpl_type_name(vm, b));
     return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s'", tpl_type_name(vm, a), tpl_type_name(vm, b));
 }
 
@@ -1057,6 +1071,10 @@ static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
     if (op[0] == '-' && !op[1] && a.type == TPL_T_LIST && (a.aux == TPL_LAZY_DICT_KEYS || a.aux == TPL_LAZY_DICT_ITEMS) &&
         tpl_vm_syntax(vm) != TPL_SYNTAX_ERB) /* Python: a set, which prints its items in hash order */
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: %s - %s makes a set (tpl has no set type)",
+                            tpl_type_name(vm, a), tpl_type_name(vm, b));
+    if ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) /* (a Decimal, a Fraction...) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s' (tpl does no "
+                            "arithmetic on the host's own number types: convert to int or float first)", op,
                             tpl_type_name(vm, a), tpl_type_name(vm, b));
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, tpl_type_name(vm, a), tpl_type_name(vm, b));
 }

@@ -1,5 +1,6 @@
 /* Jinja2's builtin tests (jinja2/tests.py). Every test returns a bool value. */
 #include "../builtins.h"
+#include "../../runtime/host.h"
 
 #include <math.h>
 #include <string.h>
@@ -20,9 +21,19 @@ int t_none(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_NO
 int t_boolean(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL); }
 int t_false(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL && !a[0].u.i); }
 int t_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_BOOL && a[0].u.i); }
-int t_integer(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_INT || a[0].type == TPL_T_BIGINT); }
-int t_float(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_FLOAT); }
-int t_number(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(tpl_is_num(a[0]) || a[0].type == TPL_T_BIGINT); }
+/* (a host object: as its type_of says, Python's int subclass, float subclass, numbers.Number) */
+int t_integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(a[0].type == TPL_T_INT || a[0].type == TPL_T_BIGINT || (tpl_hobj_numeric(a[0]) & TPL_HOST_INTEGER));
+}
+int t_float(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(a[0].type == TPL_T_FLOAT || (tpl_hobj_numeric(a[0]) & TPL_HOST_FLOAT));
+}
+int t_number(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(tpl_is_num(a[0]) || a[0].type == TPL_T_BIGINT || (tpl_hobj_numeric(a[0]) & TPL_HOST_NUMBER));
+}
 int t_string(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(a[0].type == TPL_T_STR); }
 int t_escaped(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {

@@ -1,5 +1,7 @@
 """tpl.jinja2 against real Jinja2 in the same process: same API calls, same bytes."""
 import datetime
+from decimal import Decimal
+from fractions import Fraction
 
 import jinja2
 import pytest
@@ -1008,3 +1010,43 @@ def test_generate_close_stops_the_render():
         list(g)
     with pytest.raises(ZeroDivisionError):
         list(jinja2.Environment().from_string("{{ 1 // z }}").generate(z=0))
+
+
+class PlainInt(int):
+    pass
+
+
+class PlainFloat(float):
+    __slots__ = ()
+
+
+class Cents(int):
+    def __str__(self):
+        return "%d.%02d" % divmod(int(self), 100)
+
+
+@pytest.mark.parametrize("value", [Decimal("1.50"), Fraction(1, 3), 1 + 2j, True, PlainInt(5), PlainFloat(2.5),
+                                   Cents(250), 2 ** 70])
+def test_python_numbers(value):
+    """is number/integer/float as Jinja2's for Python's other numbers (issue 17); a plain int or
+    float subclass is its int or float (arithmetic, filters as Jinja2); the others print as
+    Jinja2 prints them, and arithmetic on them is an error naming their type (never a silent
+    difference)."""
+    tests = "{{ v is number }} {{ v is integer }} {{ v is float }} {{ v }} {{ [v] }} {{ v|string }} {{ v is defined }}"
+    je, te = jinja2.Environment(), tj.Environment()
+    assert te.from_string(tests).render(v=value) == je.from_string(tests).render(v=value)
+    for expr in ("v + 1", "1 + v", "v * 2", "v - v", "v / 2", "v // 2", "v % 2", "v ** 2", "-v", "v|abs", "v > 0",
+                 "[v, 0]|max", "[v]|sum", "v|round", "v is odd", "v|int", "v|float"):
+        src = "{{ %s }}" % expr
+        try:
+            want = je.from_string(src).render(v=value)
+        except TypeError:
+            with pytest.raises(TypeError):
+                te.from_string(src).render(v=value)
+            continue
+        try:
+            got = te.from_string(src).render(v=value)
+        except TypeError as e:  # (a Python number tpl does no arithmetic on: its type named)
+            assert not isinstance(value, (bool, PlainInt, PlainFloat)) and type(value).__name__ in str(e), (expr, e)
+            continue
+        assert got == want, expr
