@@ -521,6 +521,10 @@ typedef struct tpl_host_class {
      * Jinja's tests number, integer and float. tpl does no arithmetic on such objects: an
      * operator, comparison or numeric filter on one is a TypeError naming this type. */
     const char *(*type_of)(void *obj, unsigned *numeric);
+    /* the object's own HTML (markupsafe's __html__): *out a string, which escaping the object
+     * gives as markup (Jinja's |e and autoescape, |safe, |forceescape escapes it again);
+     * TPL_HOST_MISSING: none (its str is escaped). Printing, `~` and |string use str. */
+    tpl_host_result (*html)(void *obj, tpl_render *r, tpl_val *out);
 } tpl_host_class;
 /* tpl_host_class.type_of's numeric kinds */
 enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4 };

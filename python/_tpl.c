@@ -770,17 +770,8 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
         int has = PyObject_HasAttrString(o, "__html__");
         return str_val(c, o, has ? TPL_VAL_MARKUP : 0, out);
     }
-    if (c->html && PyObject_HasAttrString(o, "__html__") && !PyType_Check(o)) {
-        /* under autoescape an object with __html__ prints it, unescaped (markupsafe.escape);
-         * otherwise Jinja2 prints str(obj): it stays a host object */
-        c->rec_ok = false;
-        PyObject *h = PyObject_CallMethod(o, "__html__", NULL);
-        if (!h) return -1;
-        int rc = PyUnicode_Check(h) ? str_val(c, h, TPL_VAL_MARKUP, out)
-                                    : (PyErr_SetString(PyExc_TypeError, "__html__ must return a str"), -1);
-        Py_DECREF(h);
-        return rc;
-    }
+    /* (another object with __html__ stays a Python object: printed, concatenated and |string as
+     * str(obj), escaped (|e, autoescape, |safe) as obj.__html__(): py_html) */
     if (c->undefined && is_undefined(c, o)) return undefined_val(c, o, out);
     if ((PyLong_Check(o) || PyFloat_Check(o)) && plain_number(o)) { /* as its int or float */
         if (PyFloat_Check(o)) { *out = tpl_val_float(PyFloat_AS_DOUBLE(o)); return 0; }
@@ -1102,8 +1093,35 @@ static const char *py_type_of(void *obj, unsigned *numeric)
     return Py_TYPE(h->o)->tp_name;
 }
 
+/* markupsafe's __html__ of the object, when it has one (escaping it gives that, as markupsafe.escape) */
+static tpl_host_result py_html(void *obj, tpl_render *r, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    gil_in(h->c);
+    tpl_host_result rc = TPL_HOST_MISSING;
+    PyObject *m = PyType_Check(h->o) ? NULL : PyObject_GetAttrString(h->o, "__html__");
+    if (!m) PyErr_Clear();
+    else {
+        PyObject *s = PyObject_CallNoArgs(m);
+        Py_DECREF(m);
+        if (!s || !PyUnicode_Check(s)) {
+            if (s) PyErr_SetString(PyExc_TypeError, "__html__ must return a str");
+            fail_with_exception(h->c);
+            rc = TPL_HOST_ERROR;
+        } else {
+            /* (held until the render ends: the VM borrows its UTF-8) */
+            rc = keep(h->c, s) < 0 || str_val(h->c, s, TPL_VAL_MARKUP, out) < 0 ? (fail_with_exception(h->c), TPL_HOST_ERROR)
+                                                                                : TPL_HOST_OK;
+        }
+        Py_XDECREF(s);
+    }
+    gil_out(h->c);
+    return rc;
+}
+
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
-                                         py_resolve, NULL, py_number, py_type_of };
+                                         py_resolve, NULL, py_number, py_type_of, py_html };
 
 /* loader(name) -> str or None (the GIL held): the text as a malloc'd copy (*len set), NULL when
  * it gave no str; what it raised (normalised, with its traceback) into *exc. */

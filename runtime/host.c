@@ -532,6 +532,20 @@ int tpl_hobj_resolve(tpl_vm *vm, tpl_value obj, tpl_value *out)
     return rc;
 }
 
+int tpl_hobj_html(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type != TPL_T_HOST) return 1;
+    tpl_hobj *h = v.u.p;
+    if (!h->cls->html) return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->html(h->obj, h->r, &o), "__html__", NULL, 0);
+    if (rc) return rc;
+    *out = from_val(o);
+    if (out->type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s.__html__ did not give a str", tpl_type_name(vm, v));
+    out->flags = TPL_F_SAFE;
+    return 0;
+}
+
 int tpl_hobj_number(tpl_vm *vm, tpl_value v, bool as_float, tpl_value *out)
 {
     tpl_hobj *h = v.u.p;

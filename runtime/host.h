@@ -50,4 +50,8 @@ int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n);
 /* A host object's numeric kinds (tpl_host_class.type_of: TPL_HOST_NUMBER...), 0 for another value. */
 unsigned tpl_hobj_numeric(tpl_value v);
 
+/* The object's own HTML (html callback, markupsafe's __html__) as a markup string: 0 with *out, 1 when
+ * it has none (or v is no host object), -1 with an error. */
+int tpl_hobj_html(tpl_vm *vm, tpl_value v, tpl_value *out);
+
 #endif

@@ -123,8 +123,21 @@ int tpl_vm_nomem(tpl_vm *vm)
 }
 static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 
+/* A number of tpl's own (int, float, bool, big int) or of the host's (tpl_host_class.type_of). */
+static bool any_number(tpl_value v)
+{
+    return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BOOL || v.type == TPL_T_BIGINT ||
+           (tpl_hobj_numeric(v) & TPL_HOST_NUMBER);
+}
+
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
+    if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
+        ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && any_number(a) && any_number(b) &&
+        !(a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p)) /* (a Decimal == 1: no silent False) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: '==' between '%s' and '%s' (tpl does not compare the "
+                            "host's own number types: convert to int or float first)", tpl_type_name(vm, a),
+                            tpl_type_name(vm, b));
     int r = tpl_equal_metered(a, b, &vm->fuel);
     if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
     if (r < 0) return tpl_vm_nomem(vm);
@@ -1816,8 +1829,14 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
             return tpl_range_too_large(vm);
     if (__builtin_expect(vm->has_host, 0)) {
         /* escape/e/forceescape/string take str(obj) of a host object (markupsafe's escape and
-         * soft_str), not its items: its str() as a string value */
-        if (npos > 0 && pos[0].type == TPL_T_HOST &&
+         * soft_str), not its items: its str() as a string value; the escapes its own HTML first
+         * (__html__: the html callback), as markupsafe's escape */
+        int h = 1;
+        if (npos > 0 && pos[0].type == TPL_T_HOST && id != tpl_stdlib.id_string &&
+            (id == tpl_stdlib.id_escape || id == tpl_stdlib.id_e || id == tpl_stdlib.id_forceescape) &&
+            (h = tpl_hobj_html(vm, pos[0], &pos[0])) < 0)
+            return -1;
+        if (h && npos > 0 && pos[0].type == TPL_T_HOST &&
             (id == tpl_stdlib.id_escape || id == tpl_stdlib.id_e || id == tpl_stdlib.id_forceescape ||
              id == tpl_stdlib.id_string)) {
             tpl_sb b;

@@ -601,7 +601,14 @@ static int escape_value(tpl_vm *vm, tpl_value v, bool force, tpl_value *out)
         return 0;
     }
     tpl_value s;
-    if (tpl_to_str(vm, v, &s) < 0)
+    int h = v.type == TPL_T_HOST ? tpl_hobj_html(vm, v, &s) : 1; /* (markupsafe.escape: __html__ first) */
+    if (h < 0)
+        return -1;
+    if (h == 0 && !force) {
+        *out = s;
+        return 0;
+    }
+    if (h != 0 && tpl_to_str(vm, v, &s) < 0)
         return -1;
     size_t k = 0;
     while (k < s.len && s.u.s[k] != '&' && s.u.s[k] != '<' && s.u.s[k] != '>' && s.u.s[k] != '"' &&
@@ -626,7 +633,8 @@ int f_forceescape(tpl_vm *vm, tpl_value *a, tpl_value *out) { return escape_valu
 int f_safe(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s;
-    if (tpl_to_str(vm, a[0], &s) < 0)
+    int h = a[0].type == TPL_T_HOST ? tpl_hobj_html(vm, a[0], &s) : 1; /* (Markup(obj): __html__ first) */
+    if (h < 0 || (h != 0 && tpl_to_str(vm, a[0], &s) < 0))
         return -1;
     *out = s;
     out->flags = TPL_F_SAFE;
@@ -1282,6 +1290,14 @@ int f_join_ae(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_value it = l->items[i];
         if (attr && tpl_attr_get(vm, it, a[2], tpl_v_unset(), &it) < 0)
             return -1;
+        if (it.type == TPL_T_HOST) { /* an object with __html__ is markup here (its own HTML) */
+            tpl_value h;
+            int rc = tpl_hobj_html(vm, it, &h);
+            if (rc < 0)
+                return -1;
+            if (rc == 0)
+                it = h;
+        }
         markup |= is_markup(it);
         items->items[i] = it;
     }

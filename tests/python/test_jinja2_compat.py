@@ -1050,3 +1050,36 @@ def test_python_numbers(value):
             assert not isinstance(value, (bool, PlainInt, PlainFloat)) and type(value).__name__ in str(e), (expr, e)
             continue
         assert got == want, expr
+
+
+class HtmlAndStr:
+    def __html__(self):
+        return "<b>h</b>"
+
+    def __str__(self):
+        return "<s>"
+
+
+@pytest.mark.parametrize("autoescape", [True, False])
+@pytest.mark.parametrize("src", [
+    "{{ h }}|{{ h|e }}|{{ h ~ 'x' }}|{{ h|string }}|{{ h|safe }}|{{ h|forceescape }}|{{ h|upper }}",
+    "{{ [h, '<']|join }}|{{ (h|e) ~ '<' }}|{{ h|e|length }}|{% for x in [h] %}{{ x }}{% endfor %}",
+    "{% set x = h %}{{ x }}|{{ {'a': h}['a'] }}|{{ '%s'|format(h) }}|{{ h|replace('s', 'i') }}",
+])
+def test_html_objects(src, autoescape):
+    """An object with __html__ (not a str) prints, concatenates and |string as str(obj) and
+    escapes (|e, autoescape, |safe, join) as its __html__, as Jinja2 with markupsafe (was: made
+    Markup of __html__ when the template could escape, printing __html__ where Jinja2 prints str)."""
+    je, te = jinja2.Environment(autoescape=autoescape), tj.Environment(autoescape=autoescape)
+    assert te.from_string(src).render(h=HtmlAndStr()) == je.from_string(src).render(h=HtmlAndStr())
+
+
+def test_host_number_equality_is_no_silent_false():
+    import enum
+    e = enum.IntEnum("C", "A B").A
+    t = tj.Environment().from_string("{{ v == 1 }}")
+    for v in (e, Decimal(1), Fraction(1)):
+        assert jinja2.Environment().from_string("{{ v == 1 }}").render(v=v) == "True"
+        with pytest.raises(TypeError, match=type(v).__name__):
+            t.render(v=v)
+    assert tj.Environment().from_string("{{ d == d }}{{ d == 'x' }}").render(d=Decimal(1)) == "TrueFalse"
