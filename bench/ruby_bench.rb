@@ -57,7 +57,9 @@ end
 
 yjit = defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled? ? " +YJIT" : ""
 clock = CLOCK == Process::CLOCK_MONOTONIC ? "wall" : "CPU"
-puts "ruby #{RUBY_VERSION}#{yjit}, erubi #{Erubi::VERSION}, tpl #{Tpl::VERSION}; #{clock} ns per render (median of 3), ratio = erubi / tpl"
+# glibc's heap trimming changes the figures (bench/RESULTS.md, session 22): the run says when it is set
+trim = ENV["MALLOC_TRIM_THRESHOLD_"] ? ", MALLOC_TRIM_THRESHOLD_=#{ENV["MALLOC_TRIM_THRESHOLD_"]}" : ""
+puts "ruby #{RUBY_VERSION}#{yjit}, erubi #{Erubi::VERSION}, tpl #{Tpl::VERSION}#{trim}; #{clock} ns per render (median of 3), ratio = erubi / tpl"
 puts format("%-10s %10s %10s %10s %10s %8s %8s", "workload", "erubi", "erb", "tpl-erb", "tpl-hash", "x(erb)", "x(hash)")
 only.each do |wl|
   src = File.read(File.join(wdir, wl, "template.erb"), encoding: "UTF-8")
