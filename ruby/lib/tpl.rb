@@ -208,6 +208,101 @@ module Tpl
       enc
     end
 
+    # A template in trim mode (percent, mode) other than "-" written as the trim_mode "-" template
+    # that scans to the same texts, tags and dropped newlines: stdlib ERB's scanner
+    # (ERB::Compiler::Scanner, as ERB::Compiler#compile drives it) reads it. Lines are kept (a
+    # dropped newline is a comment tag across it); columns in messages may move by an escape.
+    def self.as_dash(src, percent, mode)
+      require "erb"
+      scanner = ::ERB::Compiler::Scanner.make_scanner(src.dup, mode, percent)
+      out = String.new(encoding: src.encoding)
+      text = String.new(encoding: src.encoding)
+      content = nil
+      flush = lambda do # text as "-" reads it: "<%" escaped, "-%>" split by an empty comment
+        out << text.gsub("<%", "<%%").gsub("-%>", "-<%#%>%>")
+        text.clear
+      end
+      guard = lambda do |stag, body| # a tag's content as "-" reads it back
+        body = body.gsub("%>", "%%>")
+        body = " #{body}" if stag == "<%" && (body.empty? || body.match?(/\A[-%=#]/))
+        body.end_with?("-", "%") ? "#{body} " : body
+      end
+      tag = ->(stag, body) { out << stag << guard.call(stag, body) << "%>" }
+      scanner.scan do |token|
+        next if token.nil? || token == ""
+        if scanner.stag.nil?
+          case token
+          when ::ERB::Compiler::PercentLine
+            flush.call
+            code = token.to_s
+            code.start_with?("#") ? tag.call("<%#", code[1..]) : tag.call("<%", code)
+            out << "<%#\n%>"
+          when :cr then flush.call; out << "<%#\n%>"
+          when "<%", "<%=", "<%#" then flush.call; scanner.stag = token; content = String.new(encoding: src.encoding)
+          when "<%%" then text << "<%"
+          else text << token
+          end
+        else
+          case token
+          when "%>" then tag.call(scanner.stag, content); scanner.stag = nil; content = nil
+          when "%%>" then content << "%>"
+          else content << token
+          end
+        end
+      end
+      flush.call
+      # a tag left open (ERB puts its content as text): tpl's located error, as with "-"
+      out << scanner.stag << guard.call(scanner.stag, content) if scanner.stag
+      # the written template must scan to the same texts and code (else the mode is refused):
+      # escapes next to ERB's own (e.g. "<%%" and "%%>" within a tag) can read otherwise
+      # (a tag left open, its content aside: tpl's located error either way)
+      same = [erb_items(out, false, "-"), erb_items(src, percent, mode)].map { |i| i.map { _1[0] == :open ? :open : _1 } }.uniq.size == 1
+      return out if same
+
+      raise ::ArgumentError, "Tpl::ERB: this template in trim_mode #{ERB.trim_mode_name(percent, mode)} has a tag or escape " \
+                             "tpl cannot express in its trim_mode \"-\""
+    end
+
+    def self.trim_mode_name(percent, mode) = "#{percent ? "%" : ""}#{mode}".then { |m| m.empty? ? "nil" : m.inspect }
+
+    # What ERB's compiler makes of src in a trim mode: its texts (joined) and tags (kind and
+    # content without surrounding blanks; comments and Ruby comment lines left out), in order.
+    def self.erb_items(src, percent, mode)
+      items = []
+      scanner = mode == "-" && !percent ? ::ERB::Compiler::TrimScanner.new(src.dup, "-", false) :
+                  ::ERB::Compiler::Scanner.make_scanner(src.dup, mode, percent)
+      text = +""
+      content = nil
+      code = lambda do |stag, body|
+        body = body.strip
+        next if stag == "<%#" || (body.start_with?("#") && !body.include?("\n"))
+        items << [:text, text.dup] unless text.empty?
+        text.clear
+        items << [stag, body]
+      end
+      scanner.scan do |token|
+        next if token.nil? || token == ""
+        if scanner.stag.nil?
+          case token
+          when ::ERB::Compiler::PercentLine then code.call("<%", token.to_s)
+          when :cr then nil
+          when "<%", "<%=", "<%#" then scanner.stag = token; content = +""
+          when "<%%" then text << "<%"
+          else text << token
+          end
+        else
+          case token
+          when "%>" then code.call(scanner.stag, content); scanner.stag = nil
+          when "%%>" then content << "%>"
+          else content << token
+          end
+        end
+      end
+      items << [:text, text] unless text.empty?
+      items << [:open, scanner.stag, content] if scanner.stag
+      items
+    end
+
     NOT_GIVEN = Object.new
     private_constant :NOT_GIVEN
 
@@ -233,14 +328,12 @@ module Tpl
       @encoding = check_encoding(src)
       extend InEncoding unless @encoding == Encoding::UTF_8
       percent, mode = ERB.trim_mode_of(trim_mode)
-      if percent || (mode && mode != "-")
-        raise ::ArgumentError, "Tpl::ERB supports trim_mode \"-\" (and nil without <%- and -%>) only, not #{trim_mode.inspect}"
-      end
-      # nil scans as "-" but for "<%-" and "-%>": with neither in the text, the two scans are one
-      if mode.nil? && (src.include?("<%-") || src.include?("-%>"))
-        raise ::ArgumentError, "Tpl::ERB: trim_mode #{trim_mode.inspect} with \"<%-\" or \"-%>\" in the template is not " \
-                               "supported (tpl compiles trim_mode \"-\", where they trim)"
-      end
+      # tpl compiles trim_mode "-"; nil scans as "-" but for "<%-" and "-%>" (with neither in
+      # the text, the two scans are one); the other modes are read by ERB's own scanner
+      @scan_src = if mode == "-" && !percent then src
+                  elsif mode.nil? && !percent && !src.include?("<%-") && !src.include?("-%>") then src
+                  else ERB.as_dash(src, percent, mode)
+                  end
       @src = src
       @eoutvar = eoutvar
       @filename = filename
@@ -394,7 +487,7 @@ module Tpl
 
     # The program; a compile error is Ruby's ::SyntaxError (ERB's, from #result), tpl's limits stay
     def compile
-      Template.new(@src, syntax: :erb, name: @filename || "(erb)", erb_self: true)
+      Template.new(@scan_src, syntax: :erb, name: @filename || "(erb)", erb_self: true)
     rescue Tpl::Error => e
       raise Error.convert(e, @lineno)
     end
