@@ -211,7 +211,7 @@ module Tpl
     # A template in trim mode (percent, mode) other than "-" written as the trim_mode "-" template
     # that scans to the same texts, tags and dropped newlines: stdlib ERB's scanner
     # (ERB::Compiler::Scanner, as ERB::Compiler#compile drives it) reads it. Lines are kept (a
-    # dropped newline is a comment tag across it); columns in messages may move by an escape.
+    # dropped newline is "<%#-%>\n"); columns in messages may move by an escape.
     def self.as_dash(src, percent, mode)
       require "erb"
       scanner = ::ERB::Compiler::Scanner.make_scanner(src.dup, mode, percent)
@@ -236,8 +236,8 @@ module Tpl
             flush.call
             code = token.to_s
             code.start_with?("#") ? tag.call("<%#", code[1..]) : tag.call("<%", code)
-            out << "<%#\n%>"
-          when :cr then flush.call; out << "<%#\n%>"
+            out << "<%#-%>\n"
+          when :cr then flush.call; out << "<%#-%>\n"
           when "<%", "<%=", "<%#" then flush.call; scanner.stag = token; content = String.new(encoding: src.encoding)
           when "<%%" then text << "<%"
           else text << token
