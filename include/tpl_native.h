@@ -96,11 +96,20 @@ typedef struct tpl_native_frame {
     const tpl_nvalue *state;    /* the render's state (LOAD_NAME looks names up in it first) */
     uint32_t *hints;            /* TPL_NHINTS hints of tpl_native_find, the render context's: kept
                                  * across renders and call levels (a guess, compared before use) */
+    /* TPL_NMEMO values found in the render's state, kept across renders while the state does not
+     * change (the render context's; NULL when this level's state is not the one the host set):
+     * [a] the state's key name a (LOAD_NAME), [nnames + k] what the k-th chain of attributes
+     * from it (state.x.y: a GETATTR whose object came from LOAD_NAME or such a GETATTR) found.
+     * An entry is NULL until found; every state setter and host value mutator (tpl.h) bumps the
+     * context's state stamp, which empties them before the next render (runtime/vm.c). */
+    const tpl_nvalue **memo;
 } tpl_native_frame;
 
 /* The number of hints a frame's `hints` holds: generated code uses hint (2 * name + kind) modulo
  * this (kind 0: the state, 1: another dict). */
 enum { TPL_NHINTS = 256 };
+/* The number of entries a frame's `memo` holds (generated code uses those below it only). */
+enum { TPL_NMEMO = 256 };
 
 /* The function a native file defines: runs the program from instruction `entry` (0, a macro's
  * entry or a Ruby block's) with npre values already on the frame's stack. 0, or -1 with the

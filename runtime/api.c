@@ -428,6 +428,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
 {
     clear_error(vm);
     memset(&vm->state_long_int, 0, sizeof vm->state_long_int);
+    vm->state_stamp++; /* (the native code's state memo: vm_impl.h) */
     if (!j) {
         fail(vm, TPL_ERR_STATE, je->text);
         vm->err.line = je->line > 0 ? (uint32_t)je->line : 1;
@@ -482,6 +483,7 @@ static tpl_status state_too_big(tpl_vm *vm)
     char m[96];
     snprintf(m, sizeof m, "state exceeds the memory limit (%llu bytes)", (unsigned long long)vm->limits.max_memory);
     vm->state = tpl_v_none();
+    vm->state_stamp++;
     return fail_kind(vm, TPL_EK_MEMORY_LIMIT, m);
 }
 

@@ -21,6 +21,10 @@ static tpl_arena *val_arena(tpl_render *r)
 
 static tpl_status arena_fail(const tpl_arena *a) { return a->over_limit ? TPL_ERR_LIMIT : TPL_ERR_NOMEM; }
 
+/* A value the state may hold changes (a list or dict the host fills, or the state itself): the
+ * native code's state memo is emptied before the next render (vm_impl.h state_stamp). */
+static void state_changed(tpl_render *r) { tpl_render_vm(r)->state_stamp++; }
+
 /* ------------------------------------------------------------------ constructors */
 
 tpl_val tpl_val_none(void) { return to_val(tpl_v_none()); }
@@ -118,6 +122,7 @@ tpl_status tpl_val_list_push(tpl_render *r, tpl_val list, tpl_val item)
     tpl_value l = from_val(list);
     if (!r || l.type != TPL_T_LIST) return TPL_ERR_USAGE;
     if (l.u.list->len == UINT32_MAX - 1) return TPL_ERR_LIMIT;
+    state_changed(r);
     tpl_arena *a = val_arena(r);
     return tpl_list_push(a, l.u.list, from_val(item)) ? TPL_OK : arena_fail(a);
 }
@@ -164,6 +169,7 @@ tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val)
     default: return TPL_ERR_TYPE;
     }
     if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    state_changed(r);
     tpl_arena *a = val_arena(r);
     return tpl_map_set(a, m.u.map, k, from_val(val)) ? TPL_OK : arena_fail(a);
 }
@@ -178,6 +184,7 @@ tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size
     if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;
     tpl_status st = str_value(r, key, len, flags, &k);
     if (st != TPL_OK) return st;
+    state_changed(r);
     tpl_arena *a = val_arena(r);
     return tpl_map_append(a, m.u.map, k, hash, from_val(val)) ? TPL_OK : arena_fail(a);
 }
@@ -339,6 +346,7 @@ tpl_status tpl_render_reset_state(tpl_render *r)
     vm->state = tpl_v_none();
     vm->globals = tpl_v_none();
     vm->rb_self = tpl_v_none();
+    vm->state_stamp++;
     return TPL_OK;
 }
 
@@ -348,6 +356,7 @@ tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
     tpl_value m = from_val(map);
     if (m.type != TPL_T_MAP) return TPL_ERR_USAGE;
     tpl_render_vm(r)->state = m;
+    state_changed(r);
     return TPL_OK;
 }
 
@@ -374,6 +383,7 @@ tpl_status tpl_render_set_self_val(tpl_render *r, tpl_val self)
     tpl_value v = from_val(self);
     if (v.type != TPL_T_HOST && v.type != TPL_T_NONE) return TPL_ERR_USAGE;
     tpl_render_vm(r)->rb_self = v;
+    state_changed(r);
     return TPL_OK;
 }
 

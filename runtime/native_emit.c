@@ -27,6 +27,7 @@
 #include <string.h>
 #include "program.h"
 #include "library.h"
+#include "../include/tpl_native.h" /* TPL_NMEMO */
 
 /* Code larger than this (words) is left to the VM: one C function with a label per
  * instruction would take the C compiler minutes. */
@@ -446,7 +447,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    size_t ol = *f->out_len, oc = *f->out_cap;\n"
                    "    size_t nw; /* the bytes a fast path wrote */\n"
                    "    uint32_t *const H = f->hints; /* where lookups last found their keys (tpl_native_find) */\n"
-                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw; (void)H;\n");
+                   "    const tpl_nvalue **const M = f->memo; /* the state's values found by earlier renders, or NULL */\n"
+                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw; (void)H; (void)M;\n");
     /* The state does not change during a render (a host cannot set it while a render runs):
      * a name LOAD_NAME finds in it at several places keeps where it is (S<a>: found once per
      * call level), and a name CALL_NAME calls keeps whether the state shadows its builtin
@@ -534,6 +536,12 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "        return tpl_native_run_vm(f, pc, (uint32_t)(sp - f->stack));\n    }\n");
     kstack ks = { .kd = 0 };
     vstack vs = { .vk = 0 };
+    /* The state memo (tpl_native_frame's memo): LOAD_NAME of name a < TPL_NMEMO keeps what it
+     * found in the state at M[a]; a chain of attributes from it (each GETATTR / GETITEM_STR right
+     * after the LOAD_NAME or the chain's last lookup, not a jump target) at M[nnames + k]. Its
+     * object came from the state when it is not at its home sp[t] (a slow path leaves it there). */
+    int chain = -1; /* the local holding a value of a chain from the state (the last instruction's push) */
+    uint32_t nchain = 0;
     char c0[24], p0[24], h0[24], call[160], then[64]; /* a value's members, address and home; code */
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
@@ -584,6 +592,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             else { snprintf(arga[i], 24, "P%u->", base + i); snprintf(argp[i], 24, "P%u", base + i); }
         }
         uint32_t j = vs.vk; /* the local a push goes to */
+        int chained = !resume[pc] && vs.vk && chain == (int)vs.vk - 1 ? chain : -1;
+        chain = -1;
         switch (op) {
         case TPL_OP_TEXT:
             tpl_sb_printf(b, "    T++;\n    TPL_N_TEXT(%u, ", pc);
@@ -906,6 +916,14 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                                      "    else if (%stype == TPL_NT_MAP && ", c0, c0, a, p0, a, c0);
                     find(b, p, p0, a, 1, hints[3 * a + 1] > 1);
                     tpl_sb_printf(b, ") {\n        MM%u = %su.p;\n        MV%u = e;\n        %s = e;\n    } else ", a, c0, a, p0);
+                } else if (attr_inline(p, pc) && chained == (int)t && p->nnames + nchain < TPL_NMEMO) {
+                    uint32_t k = (uint32_t)p->nnames + nchain++;
+                    tpl_sb_printf(b, "    if (M && %s != &%s && (e = M[%u])) %s = e;\n"
+                                     "    else if (%stype == TPL_NT_MAP && ", p0, h0, k, p0, c0);
+                    find(b, p, p0, a, 1, hints[3 * a + 1] > 1);
+                    tpl_sb_printf(b, ") {\n        if (M && %s != &%s) M[%u] = e;\n        %s = e;\n    } else ",
+                                  p0, h0, k, p0);
+                    chain = (int)t;
                 } else if (attr_inline(p, pc)) {
                     tpl_sb_printf(b, "    if (%stype == TPL_NT_MAP && ", c0);
                     find(b, p, p0, a, 1, hints[3 * a + 1] > 1);
@@ -919,7 +937,18 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         }
         case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
             /* a key of the state found here (pointed at), else the VM's code (globals, undefined) */
-            if (hints[3 * a] > 1) {
+            if (hints[3 * a] > 1 && a < TPL_NMEMO) {
+                tpl_sb_printf(b, "    T++;\n    if (S%u || (M && (S%u = M[%u])) || (f->state->type == TPL_NT_MAP && (S%u = ",
+                              a, a, a, a);
+                find(b, p, "f->state", a, 0, false);
+                tpl_sb_printf(b, ") && (!M || (M[%u] = e)))) P%u = S%u;\n", a, j, a);
+                chain = (int)j;
+            } else if (a < TPL_NMEMO) {
+                tpl_sb_printf(b, "    T++;\n    if ((M && (e = M[%u])) || (f->state->type == TPL_NT_MAP && ", a);
+                find(b, p, "f->state", a, 0, false);
+                tpl_sb_printf(b, " && (!M || (M[%u] = e)))) P%u = e;\n", a, j);
+                chain = (int)j;
+            } else if (hints[3 * a] > 1) {
                 tpl_sb_printf(b, "    T++;\n    if (S%u || (f->state->type == TPL_NT_MAP && (S%u = ", a, a);
                 find(b, p, "f->state", a, 0, false);
                 tpl_sb_printf(b, "))) P%u = S%u;\n", j, a);

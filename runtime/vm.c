@@ -3885,6 +3885,10 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
             .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
             .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
             .hints = vm->native_hint,
+            /* (the memo is the root state's: a macro of another template or an include with
+             * its own context reads another state) */
+            .memo = vm->p->native == vm->memo_fn && vm->state.type == TPL_T_MAP && vm->state.u.map == vm->memo_state
+                        ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
         };
         return vm->p->native(&f, pc, npre);
     }
@@ -3918,6 +3922,7 @@ _Static_assert(offsetof(tpl_nloop, items) == offsetof(tpl_loop, items) && offset
                "tpl_nloop mirrors tpl_loop's leading members");
 
 _Static_assert(sizeof ((tpl_vm *)0)->native_hint / sizeof(uint32_t) == TPL_NHINTS, "tpl_native.h hints");
+_Static_assert(sizeof ((tpl_vm *)0)->native_memo / sizeof(tpl_value *) == TPL_NMEMO, "tpl_native.h memo");
 
 #define NV(x) ((tpl_value *)(void *)(x))
 
@@ -4237,6 +4242,13 @@ int tpl_vm_run(tpl_vm *vm)
         }
     }
     vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
+    if (p->native && (p->native != vm->memo_fn || vm->memo_stamp != vm->state_stamp ||
+                      vm->memo_state != vm->name_hit_state)) { /* the native state memo is another's */
+        memset(vm->native_memo, 0, sizeof vm->native_memo);
+        vm->memo_fn = p->native;
+        vm->memo_stamp = vm->state_stamp;
+        vm->memo_state = vm->name_hit_state;
+    }
     vm->slot_top = p->nslots;
     vm->root_base = 0;
     vm->depth = 0;

@@ -130,6 +130,15 @@ struct tpl_vm {
     /* The native code's lookups (tpl_native_frame's hints, TPL_NHINTS): where the key of the
      * site's name was last found, by the name's index; a guess only, as key_hint */
     uint32_t native_hint[256];
+    /* The native code's state memo (tpl_native_frame's memo, TPL_NMEMO): the values of the root
+     * state's names and attribute chains of the native program memo_fn, found over the root state
+     * memo_state as it was at state_stamp memo_stamp; emptied at a render's start when any of the
+     * three differs (tpl_vm_run). state_stamp: bumped by every state setter and host value
+     * mutator (runtime/api.c, host.c), so a state changed between renders is seen */
+    const tpl_value *native_memo[256];
+    int (*memo_fn)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
+    const tpl_map *memo_state;
+    uint64_t memo_stamp, state_stamp;
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */
     bool rb_broke;          /* ERB: the last block ended with `break` */

@@ -742,6 +742,124 @@ static void test_remembered(void)
     tpl_program_free(p);
 }
 
+/* The native code keeps what it found in the state across renders while the state does not
+ * change (tpl_native.h memo): every way the API changes the state between two renders of a
+ * native view must show in the next render, as the VM renders the view's source with the same
+ * changes (tests/native_state.jinja: top-level names, chains of attributes, a macro's reads). */
+extern const tpl_static_program tpl_view_native_state;
+
+/* Change number `step` of the state of r (the same on every context); h: the host values of
+ * step 6 (the state, its d, d's y, its l), changed in place by the later steps. */
+static void state_step(tpl_render *r, int step, tpl_val *h)
+{
+    static const char *const js[] = {
+        "{\"a\":\"1\",\"b\":2,\"d\":{\"x\":\"x1\",\"y\":{\"z\":\"z1\"},\"w\":\"w1\"},\"e\":{\"f\":{\"g\":\"g1\"}},\"l\":[1,2]}",
+        /* the same shape and lengths: the new state takes the old one's addresses */
+        "{\"a\":\"2\",\"b\":3,\"d\":{\"x\":\"x2\",\"y\":{\"z\":\"z2\"},\"w\":\"w2\"},\"e\":{\"f\":{\"g\":\"g2\"}},\"l\":[3,4]}",
+        /* keys in another order, some missing */
+        "{\"e\":{\"f\":{\"g\":\"g3\"}},\"d\":{\"y\":{\"z\":\"z3\"},\"x\":\"x3\"},\"a\":\"3\",\"l\":[]}",
+    };
+    tpl_val v;
+#define SET_STR(m, key, val) (tpl_val_str(r, (val), strlen(val), 0, &v), \
+                              tpl_val_map_add_str(r, (m), (key), strlen(key), tpl_val_key_hash((key), strlen(key)), 0, v))
+    switch (step) {
+    case 0: case 1: case 2:
+        tpl_render_set_state_json(r, js[step], strlen(js[step]));
+        break;
+    case 3: { /* from a file */
+        FILE *f = tmpfile();
+        if (f) {
+            fputs("{\"a\":\"4\",\"b\":5,\"d\":{\"x\":\"x4\",\"y\":{\"z\":\"z4\"}},\"e\":{\"f\":{\"g\":\"g4\"}},\"l\":[5]}", f);
+            rewind(f);
+            tpl_render_set_state_file(r, f);
+            fclose(f);
+        }
+        break;
+    }
+    case 4: /* not JSON: the state stays */
+        tpl_render_set_state_json(r, "{", 1);
+        break;
+    case 5:
+        tpl_render_reset_state(r);
+        break;
+    case 6: /* host values */
+        tpl_val_map(r, 4, &h[0]);
+        tpl_val_map(r, 4, &h[1]);
+        tpl_val_map(r, 2, &h[2]);
+        tpl_val_list(r, 2, 0, &h[3]);
+        SET_STR(h[2], "z", "z6");
+        tpl_val_map_add_str(r, h[1], "y", 1, tpl_val_key_hash("y", 1), 0, h[2]);
+        SET_STR(h[1], "x", "x6");
+        SET_STR(h[1], "v", "v6");
+        tpl_val_map_add_str(r, h[0], "d", 1, tpl_val_key_hash("d", 1), 0, h[1]);
+        tpl_val_map_add_str(r, h[0], "l", 1, tpl_val_key_hash("l", 1), 0, h[3]);
+        SET_STR(h[0], "a", "a6");
+        tpl_render_set_state_val(r, h[0]);
+        break;
+    case 7: /* a value of the state's dict replaced in place */
+    {
+        tpl_val k;
+        tpl_val_str_borrow("x", 1, &k);
+        tpl_val_str(r, "x7", 2, 0, &v);
+        tpl_val_map_set(r, h[1], k, v);
+    }
+        break;
+    case 8: /* keys added to the state and to its dict (more than it has room for: its entries move) */
+        SET_STR(h[1], "w", "w8");
+        for (int i = 0; i < 8; i++) {
+            char key[8];
+            snprintf(key, sizeof key, "k%d", i);
+            SET_STR(h[1], key, "k");
+        }
+        tpl_val_str_borrow("b", 1, &v);
+        tpl_val_map_set(r, h[0], v, tpl_val_int(8));
+        break;
+    case 9: /* an item pushed, nested dicts' values replaced (in the moved entries) */
+        tpl_val_list_push(r, h[3], tpl_val_int(9));
+        tpl_val_str_borrow("x", 1, &v);
+        tpl_val_map_set(r, h[1], v, tpl_val_int(9));
+        tpl_val_str_borrow("v", 1, &v);
+        tpl_val_map_set(r, h[1], v, tpl_val_int(9));
+        tpl_val_str_borrow("z", 1, &v);
+        tpl_val_map_set(r, h[2], v, tpl_val_bool(true));
+        break;
+    case 10: /* the state set again to the same map */
+        tpl_render_set_state_val(r, h[0]);
+        break;
+    default: break;
+    }
+#undef SET_STR
+}
+
+static void test_native_state(void)
+{
+    const tpl_static_program *sp = &tpl_view_native_state;
+    tpl_program *pn = NULL, *pv = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_program_load_static(sp, &pn, &err) == TPL_OK, "native state: load");
+    tpl_error_clear(&err);
+    CHECK(tpl_compile("native_state.jinja", sp->source, sp->source_len, NULL, &pv, &err) == TPL_OK, "native state: compile");
+    tpl_error_clear(&err);
+    tpl_render *rn = tpl_render_new(NULL), *rv = tpl_render_new(NULL);
+    if (pn && pv && rn && rv) {
+        char bn[512], bv[512];
+        tpl_val hn[4], hv[4];
+        for (int step = 0; step <= 10; step++) {
+            state_step(rn, step, hn);
+            state_step(rv, step, hv);
+            for (int rep = 0; rep < 2; rep++) { /* the second render reads what the first kept */
+                render(rn, pn, bn, sizeof bn);
+                render(rv, pv, bv, sizeof bv);
+                CHECK(strcmp(bn, bv) == 0, "native state: step %d render %d: native %s, VM %s", step, rep, bn, bv);
+            }
+        }
+    } else CHECK(0, "native state: setup");
+    tpl_render_free(rn);
+    tpl_render_free(rv);
+    tpl_program_free(pn);
+    tpl_program_free(pv);
+}
+
 int main(void)
 {
     test_null_args();
@@ -750,6 +868,7 @@ int main(void)
     test_utf8();
     test_catalog_rows();
     test_remembered();
+    test_native_state();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
