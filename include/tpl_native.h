@@ -103,13 +103,17 @@ typedef struct tpl_native_frame {
      * An entry is NULL until found; every state setter and host value mutator (tpl.h) bumps the
      * context's state stamp, which empties them before the next render (runtime/vm.c). */
     const tpl_nvalue **memo;
+    /* TPL_NKEPT answers of remembers("an ASCII constant") at the k-th such call, kept with the
+     * memo (NULL when it is; the facts and the host's memory store are part of the stamp): 0
+     * not known, else 1 | found << 1 | the fuel its fact scan charges << 2 (tpl_native_remembers_kept) */
+    uint64_t *kept;
 } tpl_native_frame;
 
 /* The number of hints a frame's `hints` holds: generated code uses hint (2 * name + kind) modulo
  * this (kind 0: the state, 1: another dict). */
 enum { TPL_NHINTS = 256 };
 /* The number of entries a frame's `memo` holds (generated code uses those below it only). */
-enum { TPL_NMEMO = 256 };
+enum { TPL_NMEMO = 256, TPL_NKEPT = 32 };
 
 /* The function a native file defines: runs the program from instruction `entry` (0, a macro's
  * entry or a Ruby block's) with npre values already on the frame's stack. 0, or -1 with the
@@ -181,6 +185,10 @@ TPL_API int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue
  * form to make): the builtin's answer (a bool) in *out, without binding arguments. 0, or -1 with
  * an unlocated error (the fuel its fact scan charges ran out). */
 TPL_API int tpl_native_remembers(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out);
+/* tpl_native_remembers, and when the answer holds until the facts or the memory store change
+ * (no host memory store answered it), sets *kept (kept may be NULL) as tpl_native_frame's kept
+ * says: generated code answers the call from it in later renders, charging the same fuel. */
+TPL_API int tpl_native_remembers_kept(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out, uint64_t *kept);
 /* loop.index, loop.index0, loop.first, loop.last or loop.length (which: TPL_NLOOP_*) of the loop
  * value *v (type TPL_NT_LOOP), in place, as GETATTR computes it. 0, or -1 with an unlocated error
  * (*v no loop). */

@@ -448,7 +448,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                    "    size_t nw; /* the bytes a fast path wrote */\n"
                    "    uint32_t *const H = f->hints; /* where lookups last found their keys (tpl_native_find) */\n"
                    "    const tpl_nvalue **const M = f->memo; /* the state's values found by earlier renders, or NULL */\n"
-                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw; (void)H; (void)M;\n");
+                   "    uint64_t *const A = f->kept; /* remembers() answers of earlier renders, or NULL */\n"
+                   "    (void)K; (void)L; (void)rc; (void)e; (void)ob; (void)oc; (void)nw; (void)H; (void)M; (void)A;\n");
     /* The state does not change during a render (a host cannot set it while a render runs):
      * a name LOAD_NAME finds in it at several places keeps where it is (S<a>: found once per
      * call level), and a name CALL_NAME calls keeps whether the state shadows its builtin
@@ -542,6 +543,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
      * object came from the state when it is not at its home sp[t] (a slow path leaves it there). */
     int chain = -1; /* the local holding a value of a chain from the state (the last instruction's push) */
     uint32_t nchain = 0;
+    uint32_t nkept = 0; /* remembers("an ASCII constant") calls given a kept answer (A[k]) */
     char c0[24], p0[24], h0[24], call[160], then[64]; /* a value's members, address and home; code */
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
@@ -816,12 +818,25 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             if (a < p->nnames) { /* the builtin straight away when the state does not shadow it */
                 tpl_sb_printf(b, "    if (C%u < 0) C%u = f->state->type == TPL_NT_MAP && ", a, a);
                 find(b, p, "f->state", a, -1, false);
-                tpl_sb_printf(b, " != NULL;\n    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, &%s) : ", a, pc, h0);
-                if (karg >= 0) { /* remembers("an ASCII constant"): no binding, no NFC */
+                tpl_sb_puts(b, " != NULL;\n");
+                if (karg >= 0 && nkept < TPL_NKEPT) { /* an answer kept by an earlier render, its fuel charged here */
+                    uint32_t k = nkept++;
+                    tpl_sb_printf(b, "    if (!C%u && A && (A[%u] & 1) && (A[%u] >> 2) < *f->fuel) {\n"
+                                     "        *f->fuel -= A[%u] >> 2;\n"
+                                     "        %s = tpl_native_v(TPL_NT_BOOL, (int64_t)(A[%u] >> 1 & 1));\n    } else ",
+                                  a, k, k, k, h0, k);
+                    tpl_sb_printf(b, "if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, &%s) : tpl_native_remembers_kept(f, ", a, pc, h0);
+                    lit(b, p->consts[karg].u.s, p->consts[karg].len);
+                    tpl_sb_printf(b, ", %u, &%s, A ? &A[%u] : NULL)", p->consts[karg].len, h0, k);
+                } else if (karg >= 0) { /* remembers("an ASCII constant"): no binding, no NFC */
+                    tpl_sb_printf(b, "    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, &%s) : ", a, pc, h0);
                     tpl_sb_puts(b, "tpl_native_remembers(f, ");
                     lit(b, p->consts[karg].u.s, p->consts[karg].len);
                     tpl_sb_printf(b, ", %u, &%s)", p->consts[karg].len, h0);
-                } else tpl_sb_printf(b, "tpl_native_call_builtin(f, %u, &%s)", pc, h0);
+                } else {
+                    tpl_sb_printf(b, "    if (TPL_N_C(C%u ? tpl_native_call_name(f, %u, &%s) : ", a, pc, h0);
+                    tpl_sb_printf(b, "tpl_native_call_builtin(f, %u, &%s)", pc, h0);
+                }
                 tpl_sb_printf(b, ") < 0) TPL_N_FAIL(%u);\n", pc);
             } else tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_call_name(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n", pc, h0, pc);
             if (inmem) tpl_sb_puts(b, "    sp++;\n");

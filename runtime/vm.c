@@ -3433,7 +3433,7 @@ top:
             /* remembers("usual doctor") again, the state known not to shadow it: the fast path
              * below without decoding the argument word */
             vm->stack_top = (uint32_t)(sp - vm->stack);
-            if (tpl_stdlib.remembers_ascii(vm, sp[-1].u.s, sp[-1].len, &sp[-1]) < 0) goto fail;
+            if (tpl_stdlib.remembers_ascii(vm, sp[-1].u.s, sp[-1].len, &sp[-1], NULL) < 0) goto fail;
             NEXT(2);
         }
         CALL_ARGS(aw);
@@ -3450,7 +3450,7 @@ top:
                     short_ascii(args[0].u.s, args[0].len)) {
                     /* remembers("usual doctor"): the builtin's answer for an ASCII string (no NFC
                      * form to make), without binding its arguments (as the native code's) */
-                    if (tpl_stdlib.remembers_ascii(vm, args[0].u.s, args[0].len, &args[0]) < 0) goto fail;
+                    if (tpl_stdlib.remembers_ascii(vm, args[0].u.s, args[0].len, &args[0], NULL) < 0) goto fail;
                 } else if (call_name_builtin(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
             } else {
                 tpl_value r;
@@ -3890,6 +3890,7 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
             .memo = vm->p->native == vm->memo_fn && vm->state.type == TPL_T_MAP && vm->state.u.map == vm->memo_state
                         ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
         };
+        f.kept = f.memo ? vm->native_kept : NULL;
         return vm->p->native(&f, pc, npre);
     }
     return interp(vm, pc, slot_base, outer_base, npre, result, NULL);
@@ -3923,6 +3924,7 @@ _Static_assert(offsetof(tpl_nloop, items) == offsetof(tpl_loop, items) && offset
 
 _Static_assert(sizeof ((tpl_vm *)0)->native_hint / sizeof(uint32_t) == TPL_NHINTS, "tpl_native.h hints");
 _Static_assert(sizeof ((tpl_vm *)0)->native_memo / sizeof(tpl_value *) == TPL_NMEMO, "tpl_native.h memo");
+_Static_assert(sizeof ((tpl_vm *)0)->native_kept / sizeof(uint64_t) == TPL_NKEPT, "tpl_native.h kept");
 
 #define NV(x) ((tpl_value *)(void *)(x))
 
@@ -4120,7 +4122,13 @@ int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args) 
 int tpl_native_remembers(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out)
 {
     if (!f || !f->vm || !s || !out) return -1;
-    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out));
+    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out), NULL);
+}
+
+int tpl_native_remembers_kept(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out, uint64_t *kept)
+{
+    if (!f || !f->vm || !s || !out) return -1;
+    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out), kept);
 }
 
 int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
@@ -4134,6 +4142,7 @@ int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
 tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b) { tpl_rb_block o = vm->rb_block; vm->rb_block = b; return o; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
+void tpl_vm_state_changed(tpl_vm *vm) { vm->state_stamp++; }
 tpl_value tpl_vm_rb_match(const tpl_vm *vm) { return vm->rb_match; }
 void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m) { vm->rb_match = m; }
 
@@ -4245,6 +4254,7 @@ int tpl_vm_run(tpl_vm *vm)
     if (p->native && (p->native != vm->memo_fn || vm->memo_stamp != vm->state_stamp ||
                       vm->memo_state != vm->name_hit_state)) { /* the native state memo is another's */
         memset(vm->native_memo, 0, sizeof vm->native_memo);
+        memset(vm->native_kept, 0, sizeof vm->native_kept);
         vm->memo_fn = p->native;
         vm->memo_stamp = vm->state_stamp;
         vm->memo_state = vm->name_hit_state;

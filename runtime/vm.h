@@ -62,6 +62,9 @@ const char *tpl_vm_bound_lang(const tpl_vm *vm);
  * by ext_free with it). The VM never looks inside: stdlib/prompt/ keeps the facts, the remembers
  * callback, `call` and the translation state there. */
 void *tpl_vm_ext(const tpl_vm *vm);
+/* Something a render reads outside the program changed (the facts, the host's memory store):
+ * what native code kept from earlier renders is dropped before the next (vm_impl.h state_stamp). */
+void tpl_vm_state_changed(tpl_vm *vm);
 /* The render context's allocator (tpl_render_new_with; lives as long as the context): blocks of
  * the library's per-render data come from it. */
 const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm);

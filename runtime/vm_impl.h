@@ -136,6 +136,7 @@ struct tpl_vm {
      * three differs (tpl_vm_run). state_stamp: bumped by every state setter and host value
      * mutator (runtime/api.c, host.c), so a state changed between renders is seen */
     const tpl_value *native_memo[256];
+    uint64_t native_kept[32];
     int (*memo_fn)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
     const tpl_map *memo_state;
     uint64_t memo_stamp, state_stamp;

@@ -273,6 +273,7 @@ static void test_null_args(void)
               tpl_native_print_rb(NULL, &v) == -1 && tpl_native_adds(NULL, 0, &v) == -1 &&
               tpl_native_for_init(NULL, 0, &v) == -1 && tpl_native_call_name(NULL, 0, &v) == -1 &&
               tpl_native_call_builtin(NULL, 0, &v) == -1 && tpl_native_remembers(NULL, "x", 1, &v) == -1 &&
+              tpl_native_remembers_kept(NULL, "x", 1, &v, NULL) == -1 &&
               tpl_native_loop_attr(NULL, 0, &v) == -1,
               "native filter/getattr/getitem_str/print/adds/for_init/call_name(NULL)");
     }
@@ -765,6 +766,8 @@ static void state_step(tpl_render *r, int step, tpl_val *h)
     switch (step) {
     case 0: case 1: case 2:
         tpl_render_set_state_json(r, js[step], strlen(js[step]));
+        if (step == 1) tpl_render_add_fact(r, "axyz", 4); /* (remembers: the facts are part of the stamp) */
+        if (step == 2) tpl_render_clear_facts(r);
         break;
     case 3: { /* from a file */
         FILE *f = tmpfile();
@@ -778,6 +781,7 @@ static void state_step(tpl_render *r, int step, tpl_val *h)
     }
     case 4: /* not JSON: the state stays */
         tpl_render_set_state_json(r, "{", 1);
+        tpl_render_add_fact(r, "y", 1);
         break;
     case 5:
         tpl_render_reset_state(r);
@@ -823,9 +827,19 @@ static void state_step(tpl_render *r, int step, tpl_val *h)
         tpl_val_str_borrow("z", 1, &v);
         tpl_val_map_set(r, h[2], v, tpl_val_bool(true));
         break;
-    case 10: /* the state set again to the same map */
+    case 10: /* the state set again to the same map; a host memory store */
         tpl_render_set_state_val(r, h[0]);
+        tpl_render_set_remembers(r, remembers_no, NULL);
         break;
+    case 11: /* the facts again */
+        tpl_render_set_remembers(r, NULL, NULL);
+        break;
+    /* the facts and the memory store changed alone */
+    case 12: tpl_render_add_fact(r, "xyz", 3); break;
+    case 13: tpl_render_clear_facts(r); break;
+    case 14: tpl_render_add_fact(r, "y", 1); break;
+    case 15: tpl_render_set_remembers(r, remembers_no, NULL); break;
+    case 16: tpl_render_set_remembers(r, NULL, NULL); break;
     default: break;
     }
 #undef SET_STR
@@ -844,7 +858,7 @@ static void test_native_state(void)
     if (pn && pv && rn && rv) {
         char bn[512], bv[512];
         tpl_val hn[4], hv[4];
-        for (int step = 0; step <= 10; step++) {
+        for (int step = 0; step <= 16; step++) {
             state_step(rn, step, hn);
             state_step(rv, step, hv);
             for (int rep = 0; rep < 2; rep++) { /* the second render reads what the first kept */
@@ -856,6 +870,33 @@ static void test_native_state(void)
     } else CHECK(0, "native state: setup");
     tpl_render_free(rn);
     tpl_render_free(rv);
+    /* the fuel: a native render whose remembers() answers were kept by an earlier render runs out
+     * of fuel exactly where one that scans the facts (a new context) does */
+    char fact[400], buf[512];
+    memset(fact, 'a', sizeof fact);
+    memcpy(fact + sizeof fact - 2, "xy", 2);
+    const char *js = "{\"a\":\"1\",\"d\":{\"x\":\"x\",\"y\":{\"z\":\"z\"}},\"l\":[]}";
+    uint64_t least = 0;
+    for (uint64_t fuel = 1; pn && fuel < 10000 && !least; fuel++) {
+        tpl_limits lim = { .fuel = fuel };
+        tpl_render *r = tpl_render_new(&lim);
+        tpl_render_set_state_json(r, js, strlen(js));
+        tpl_render_add_fact(r, fact, sizeof fact);
+        if (strncmp(render(r, pn, buf, sizeof buf), "ERR", 3) != 0) least = fuel;
+        tpl_render_free(r);
+    }
+    CHECK(least > 2 * (4 + sizeof fact / 16), "native state: fuel threshold %llu", (unsigned long long)least);
+    for (uint64_t fuel = least - 1; pn && least && fuel <= least; fuel++) {
+        tpl_limits lim = { .fuel = fuel };
+        tpl_render *r = tpl_render_new(&lim);
+        tpl_render_set_state_json(r, js, strlen(js));
+        tpl_render_add_fact(r, fact, sizeof fact);
+        bool cold = strncmp(render(r, pn, buf, sizeof buf), "ERR", 3) != 0;
+        bool warm = strncmp(render(r, pn, buf, sizeof buf), "ERR", 3) != 0;
+        CHECK(cold == (fuel == least) && warm == cold, "native state: fuel %llu: cold %d, warm %d (%s)",
+              (unsigned long long)fuel, cold, warm, buf);
+        tpl_render_free(r);
+    }
     tpl_program_free(pn);
     tpl_program_free(pv);
 }

@@ -34,6 +34,10 @@ struct tpl_prompt_state {
 
 static tpl_prompt_state *state_of(const tpl_vm *vm) { return tpl_vm_ext(vm); }
 
+/* An answer native code may keep until the facts or the memory store change (tpl_native.h,
+ * tpl_native_remembers_kept): 1, whether found, the fuel its scan charges. */
+#define KEPT(found, cost) ((uint64_t)(cost) << 2 | (uint64_t)(found) << 1 | 1u)
+
 static void forget_remembered(tpl_prompt_state *s)
 {
     for (size_t i = 0; i < REMEMBERED_N; i++) s->remembered[i].n = UINT32_MAX;
@@ -117,7 +121,8 @@ tpl_tr_state *tpl_prompt_tr(const tpl_vm *vm) { return state_of(vm)->tr; }
 
 /* remembers() of the string w, NFC-normalised if it is not ASCII (ascii: known to be ASCII); not
  * inlined (its frame would cost tpl_prompt_remembers_ascii's memo hits) */
-static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out)
+static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool ascii, tpl_value *out,
+                                                   uint64_t *kept)
 {
     tpl_prompt_state *s = state_of(vm);
     if (s->remembers_fn) {
@@ -131,6 +136,7 @@ static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool
     }
     size_t nfacts = s->facts ? s->facts->len : 0;
     if (nfacts == 0) {
+        if (kept) *kept = KEPT(false, 0);
         *out = tpl_v_bool(false);
         return 0;
     }
@@ -138,7 +144,10 @@ static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool
         w = tpl_nfc(tpl_vm_arena(vm), w);
     /* the same phrase asked before with these facts: the same answer and the same fuel */
     struct remembered *m = remembered_at(s, w.u.s, w.len);
-    if (m && m->n == w.len && tpl_mem_eq(m->s, w.u.s, w.len)) return remembered_answer(vm, m, out);
+    if (m && m->n == w.len && tpl_mem_eq(m->s, w.u.s, w.len)) {
+        if (kept) *kept = KEPT(m->found, m->cost);
+        return remembered_answer(vm, m, out);
+    }
     /* Each fact scanned charges the render's fuel: four units plus one per 16 bytes (the search
      * is linear, tpl_bytes_contain), so 20,000 calls over 100,000 facts end with a located fuel
      * error instead of running for a minute. */
@@ -155,6 +164,7 @@ static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool
         m->found = found;
         m->cost = cost;
     }
+    if (kept) *kept = KEPT(found, cost);
     if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, cost))
         return tpl_vm_nomem(vm);
     *out = tpl_v_bool(found);
@@ -166,16 +176,19 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value w = a[0];
     if (w.type != TPL_T_STR && tpl_to_str(vm, a[0], &w) < 0)
         return -1;
-    return remembers_str(vm, w, false, out);
+    return remembers_str(vm, w, false, out, NULL);
 }
 
-int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out)
+int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept)
 {
     /* the memo first, without remembers_str's frame (a template's constant phrases) */
     tpl_prompt_state *ps = state_of(vm);
     const struct remembered *m = ps->remembers_fn ? NULL : remembered_at(ps, s, n);
-    if (m && m->n == n && tpl_mem_eq(m->s, s, n)) return remembered_answer(vm, m, out);
-    return remembers_str(vm, tpl_v_str(s, n), true, out);
+    if (m && m->n == n && tpl_mem_eq(m->s, s, n)) {
+        if (kept) *kept = KEPT(m->found, m->cost);
+        return remembered_answer(vm, m, out);
+    }
+    return remembers_str(vm, tpl_v_str(s, n), true, out, kept);
 }
 
 /* ------------------------------------------------------------------ the public API */
@@ -198,6 +211,7 @@ static tpl_status add_fact(tpl_render *r, const char *fact, size_t len)
     if (!c) return nomem(r);
     tpl_value v = tpl_nfc(&s->fact_arena, tpl_v_str(c, len));
     forget_remembered(s); /* (before the push: a failed push may have changed nothing, or not) */
+    tpl_vm_state_changed(tpl_render_vm(r)); /* (native code's kept answers) */
     if (!tpl_list_push(&s->fact_arena, s->facts, v)) return nomem(r);
     return TPL_OK;
 }
@@ -218,6 +232,7 @@ void tpl_render_clear_facts(tpl_render *r)
     tpl_prompt_state *s = rstate(r);
     s->facts = NULL;
     forget_remembered(s);
+    tpl_vm_state_changed(tpl_render_vm(r)); /* (native code's kept answers) */
     tpl_arena_reset(&s->fact_arena);
 }
 
@@ -227,6 +242,7 @@ void tpl_render_set_remembers(tpl_render *r, tpl_remembers_fn fn, void *data)
     tpl_prompt_state *s = rstate(r);
     s->remembers_fn = fn;
     s->remembers_data = fn ? data : NULL;
+    tpl_vm_state_changed(tpl_render_vm(r)); /* (native code's kept answers) */
 }
 
 static tpl_status set_call(tpl_render *r, const char *channel, const char *medium)
