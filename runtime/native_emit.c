@@ -544,6 +544,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     int chain = -1; /* the local holding a value of a chain from the state (the last instruction's push) */
     uint32_t nchain = 0;
     uint32_t nkept = 0; /* remembers("an ASCII constant") calls given a kept answer (A[k]) */
+    uint32_t chain_end = UINT32_MAX; /* the last lookup of the chain being written: label LC<pc> after it */
     char c0[24], p0[24], h0[24], call[160], then[64]; /* a value's members, address and home; code */
     for (size_t pcz = 0; pcz < p->ncode;) {
         uint32_t pc = (uint32_t)pcz;
@@ -950,16 +951,32 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             vs.slot[t] = -1;
             break;
         }
-        case TPL_OP_LOAD_NAME: /* the state, `call`, a builtin global, else undefined: never fails */
+        case TPL_OP_LOAD_NAME: { /* the state, `call`, a builtin global, else undefined: never fails */
+            const char *tick1 = "    T++;\n"; /* (first, once: a run's tick) */
+            if (a < TPL_NMEMO) { /* a chain of lookups from it whose end an earlier render kept: its value at once */
+                uint32_t last = UINT32_MAX, k = nchain;
+                for (uint32_t q = next; q < p->ncode && !resume[q] && p->nnames + k < TPL_NMEMO; q = after(p, q), k++) {
+                    uint32_t qo = tpl_op_base(TPL_INSN_OP(p->code[q]));
+                    if ((qo != TPL_OP_GETATTR && qo != TPL_OP_GETITEM_STR) || !attr_inline(p, q) ||
+                        memo[TPL_INSN_A(p->code[q])] || !v_ok(p, q, j + 1))
+                        break;
+                    last = q;
+                }
+                if (last != UINT32_MAX) { /* (the lookups below give it the same M index) */
+                    tpl_sb_printf(b, "    T++;\n    if (M && (P%u = M[%u])) goto LC%u;\n", j, (uint32_t)p->nnames + k - 1, last);
+                    chain_end = last;
+                    tick1 = "";
+                }
+            }
             /* a key of the state found here (pointed at), else the VM's code (globals, undefined) */
             if (hints[3 * a] > 1 && a < TPL_NMEMO) {
-                tpl_sb_printf(b, "    T++;\n    if (S%u || (M && (S%u = M[%u])) || (f->state->type == TPL_NT_MAP && (S%u = ",
-                              a, a, a, a);
+                tpl_sb_printf(b, "%s    if (S%u || (M && (S%u = M[%u])) || (f->state->type == TPL_NT_MAP && (S%u = ",
+                              tick1, a, a, a, a);
                 find(b, p, "f->state", a, 0, false);
                 tpl_sb_printf(b, ") && (!M || (M[%u] = e)))) P%u = S%u;\n", a, j, a);
                 chain = (int)j;
             } else if (a < TPL_NMEMO) {
-                tpl_sb_printf(b, "    T++;\n    if ((M && (e = M[%u])) || (f->state->type == TPL_NT_MAP && ", a);
+                tpl_sb_printf(b, "%s    if ((M && (e = M[%u])) || (f->state->type == TPL_NT_MAP && ", tick1, a);
                 find(b, p, "f->state", a, 0, false);
                 tpl_sb_printf(b, " && (!M || (M[%u] = e)))) P%u = e;\n", a, j);
                 chain = (int)j;
@@ -978,6 +995,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             v_call(b, &vs, call, pc, then);
             v_pushed(&vs, false, -1);
             break;
+        }
         case TPL_OP_EQ: case TPL_OP_NE: /* two strings here, anything else (and a strict undefined) in the VM */
             tpl_sb_puts(b, "    T++;\n");
             if (inmem) tpl_sb_puts(b, "    sp -= 2;\n");
@@ -1021,6 +1039,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_printf(b, "    TPL_N_STEP(%u, %u);\n", pc, next);
             ks.kd = 0;
         }
+        if (pc == chain_end) tpl_sb_printf(b, "LC%u: ;\n", pc); /* (where a kept chain's value goes on) */
         pcz = next;
     }
     free(memo);
