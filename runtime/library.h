@@ -93,7 +93,9 @@ typedef struct tpl_library {
     int (*ext_global)(tpl_vm *vm, const char *name, size_t n, tpl_value *out);
     /* remembers(s) of the n bytes at s, a string known to be ASCII (no NFC form to make): what
      * the builtin id_remembers returns for it, into *out. 0, or -1 with an unlocated error */
-    int (*remembers_ascii)(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept);
+    int (*remembers_ascii)(tpl_vm *vm, const char *s, size_t n, tpl_value *out);
+    /* remembers_ascii, setting *kept as tpl_native.h's tpl_native_remembers_kept says */
+    int (*remembers_kept)(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept);
     /* builtin ids the VM refers to */
     uint16_t id_escape, id_default, id_length, id_upper, id_lower, id_join, id_trim;
     uint16_t id_raise_exception, id_strftime_now, id_remembers;

@@ -3433,7 +3433,7 @@ top:
             /* remembers("usual doctor") again, the state known not to shadow it: the fast path
              * below without decoding the argument word */
             vm->stack_top = (uint32_t)(sp - vm->stack);
-            if (tpl_stdlib.remembers_ascii(vm, sp[-1].u.s, sp[-1].len, &sp[-1], NULL) < 0) goto fail;
+            if (tpl_stdlib.remembers_ascii(vm, sp[-1].u.s, sp[-1].len, &sp[-1]) < 0) goto fail;
             NEXT(2);
         }
         CALL_ARGS(aw);
@@ -3450,7 +3450,7 @@ top:
                     short_ascii(args[0].u.s, args[0].len)) {
                     /* remembers("usual doctor"): the builtin's answer for an ASCII string (no NFC
                      * form to make), without binding its arguments (as the native code's) */
-                    if (tpl_stdlib.remembers_ascii(vm, args[0].u.s, args[0].len, &args[0], NULL) < 0) goto fail;
+                    if (tpl_stdlib.remembers_ascii(vm, args[0].u.s, args[0].len, &args[0]) < 0) goto fail;
                 } else if (call_name_builtin(vm, &names[a], id, args, npos, kwn, nkw) < 0) goto fail;
             } else {
                 tpl_value r;
@@ -4122,13 +4122,13 @@ int tpl_native_call_builtin(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args) 
 int tpl_native_remembers(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out)
 {
     if (!f || !f->vm || !s || !out) return -1;
-    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out), NULL);
+    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out));
 }
 
 int tpl_native_remembers_kept(tpl_native_frame *f, const char *s, uint32_t n, tpl_nvalue *out, uint64_t *kept)
 {
     if (!f || !f->vm || !s || !out) return -1;
-    return tpl_stdlib.remembers_ascii(f->vm, s, n, NV(out), kept);
+    return tpl_stdlib.remembers_kept(f->vm, s, n, NV(out), kept);
 }
 
 int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)

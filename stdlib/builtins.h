@@ -172,7 +172,9 @@ void *tpl_prompt_new(tpl_vm *vm);
 void tpl_prompt_free(tpl_vm *vm, void *ext);
 int tpl_prompt_global(tpl_vm *vm, const char *name, size_t n, tpl_value *out);
 /* remembers() of an ASCII string (the library's remembers_ascii: native code's constant argument) */
-int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept);
+int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out);
+/* The same, with the answer native code may keep (the library's remembers_kept) */
+int tpl_prompt_remembers_kept(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept);
 /* The `call` object of this render (a map: channel, medium, claimed, history); ERB answers its
  * keys as methods (call.channel). */
 tpl_value tpl_prompt_call(const tpl_vm *vm);

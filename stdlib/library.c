@@ -35,6 +35,7 @@ const tpl_library tpl_stdlib = {
     .ext_free = tpl_prompt_free,
     .ext_global = tpl_prompt_global,
     .remembers_ascii = tpl_prompt_remembers_ascii,
+    .remembers_kept = tpl_prompt_remembers_kept,
     .id_escape = TPL_B_FILTER_escape,
     .id_default = TPL_B_FILTER_default,
     .id_length = TPL_B_FILTER_length,

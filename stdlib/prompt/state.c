@@ -179,7 +179,8 @@ int g_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return remembers_str(vm, w, false, out, NULL);
 }
 
-int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept)
+static inline __attribute__((always_inline)) int remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out,
+                                                                 uint64_t *kept)
 {
     /* the memo first, without remembers_str's frame (a template's constant phrases) */
     tpl_prompt_state *ps = state_of(vm);
@@ -189,6 +190,16 @@ int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *o
         return remembered_answer(vm, m, out);
     }
     return remembers_str(vm, tpl_v_str(s, n), true, out, kept);
+}
+
+int tpl_prompt_remembers_ascii(tpl_vm *vm, const char *s, size_t n, tpl_value *out)
+{
+    return remembers_ascii(vm, s, n, out, NULL);
+}
+
+int tpl_prompt_remembers_kept(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept)
+{
+    return remembers_ascii(vm, s, n, out, kept);
 }
 
 /* ------------------------------------------------------------------ the public API */
