@@ -374,6 +374,7 @@ tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map)
     tpl_value m = from_val(map);
     if (m.type != TPL_T_MAP && m.type != TPL_T_NONE) return TPL_ERR_USAGE;
     tpl_render_vm(r)->globals = m;
+    state_changed(r); /* (a native program keeps the names it found, globals' too) */
     return TPL_OK;
 }
 

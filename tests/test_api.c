@@ -840,6 +840,22 @@ static void state_step(tpl_render *r, int step, tpl_val *h)
     case 14: tpl_render_add_fact(r, "y", 1); break;
     case 15: tpl_render_set_remembers(r, remembers_no, NULL); break;
     case 16: tpl_render_set_remembers(r, NULL, NULL); break;
+    /* globals below the state (the state has no 'e'): set, replaced by another map of the same
+     * shape, then removed */
+    case 17: /* (both maps made now: step 18 only sets the other one) */
+        for (int k = 0; k < 2; k++) {
+            tpl_val e, f;
+            tpl_val_map(r, 1, &h[4 + k]);
+            tpl_val_map(r, 1, &e);
+            tpl_val_map(r, 1, &f);
+            SET_STR(f, "g", k == 0 ? "g17" : "g18");
+            tpl_val_map_add_str(r, e, "f", 1, tpl_val_key_hash("f", 1), 0, f);
+            tpl_val_map_add_str(r, h[4 + k], "e", 1, tpl_val_key_hash("e", 1), 0, e);
+        }
+        tpl_render_set_globals_val(r, h[4]);
+        break;
+    case 18: tpl_render_set_globals_val(r, h[5]); break;
+    case 19: tpl_render_set_globals_val(r, tpl_val_none()); break;
     default: break;
     }
 #undef SET_STR
@@ -857,8 +873,8 @@ static void test_native_state(void)
     tpl_render *rn = tpl_render_new(NULL), *rv = tpl_render_new(NULL);
     if (pn && pv && rn && rv) {
         char bn[512], bv[512];
-        tpl_val hn[4], hv[4];
-        for (int step = 0; step <= 16; step++) {
+        tpl_val hn[6], hv[6];
+        for (int step = 0; step <= 19; step++) {
             state_step(rn, step, hn);
             state_step(rv, step, hv);
             for (int rep = 0; rep < 2; rep++) { /* the second render reads what the first kept */
