@@ -2180,7 +2180,8 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     }
     case TPL_N_RRANGE:
-        expr(L, n->a);
+        if (n->a) expr(L, n->a);
+        else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         if (n->b) expr(L, n->b);
         else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         tpl_c_at(C, n->off);

@@ -411,6 +411,9 @@ arg(A) ::= arg(L) DOT2(T) arg(R). { A = NODE(RRANGE, T.off, L, R); }
 arg(A) ::= arg(L) DOT3(T) arg(R). { A = NODE(RRANGE, T.off, L, R); A->op = 1; }
 arg(A) ::= arg(L) DOT2(T). { A = NODE(RRANGE, T.off, L, NULL); }
 arg(A) ::= arg(L) DOT3(T). { A = NODE(RRANGE, T.off, L, NULL); A->op = 1; }
+/* beginless ranges (..5, ...5): a NULL begin, lowered as nil */
+arg(A) ::= DOT2(T) arg(R). { A = NODE(RRANGE, T.off, NULL, R); }
+arg(A) ::= DOT3(T) arg(R). { A = NODE(RRANGE, T.off, NULL, R); A->op = 1; }
 arg(A) ::= arg(C) QMARK(T) arg(Y) COLON arg(Z). { A = NODE(CONDEXPR, T.off, C, Y); A->c = Z; }
 arg(A) ::= primary(P). { A = P; }
 

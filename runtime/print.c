@@ -580,9 +580,11 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             break;
         }
         if ((v.flags & TPL_F_RANGE_RB) && l->len == 3) {   /* Range#inspect: 1..3, "a"..."c" */
-            rb_inspect(b, l->items[0], w);
+            /* as range_inspect: a nil begin shows only when the end is nil too (nil..nil) */
+            bool nb = l->items[0].type == TPL_T_NONE, ne = l->items[1].type == TPL_T_NONE;
+            if (!nb || ne) rb_inspect(b, l->items[0], w);
             tpl_sb_puts(b, l->items[2].u.i ? "..." : "..");
-            if (l->items[1].type != TPL_T_NONE) rb_inspect(b, l->items[1], w);
+            if (nb || !ne) rb_inspect(b, l->items[1], w);
             break;
         }
         if (!w_enter(b, w, l)) {

@@ -301,7 +301,8 @@ int tpl_rb_range(tpl_vm *vm, tpl_value b, tpl_value e, bool exclusive, tpl_value
 {
     bool ok = (b.type == TPL_T_INT && (e.type == TPL_T_INT || e.type == TPL_T_NONE)) ||
               (b.type == TPL_T_STR && (e.type == TPL_T_STR || e.type == TPL_T_NONE)) ||
-              (is_num(b) && (is_num(e) || e.type == TPL_T_NONE));
+              (is_num(b) && (is_num(e) || e.type == TPL_T_NONE)) ||
+              (b.type == TPL_T_NONE && (is_num(e) || e.type == TPL_T_STR || e.type == TPL_T_NONE));   /* beginless */
     if (!ok) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad value for range (ArgumentError)");
     tpl_list *l = new_list(vm, 3);
     if (!l) return oom(vm);
@@ -347,6 +348,7 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
 {
     tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
     bool excl = r.u.list->items[2].u.i != 0;
+    if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from NilClass (TypeError)");
     if (e.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert endless range to an array (RangeError)");
     tpl_list *l = new_list(vm, 8);
     if (!l) return oom(vm);
@@ -401,8 +403,11 @@ static bool range_cover(tpl_value r, tpl_value v)
 {
     tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
     bool excl = r.u.list->items[2].u.i != 0, ok;
-    int c = rb_cmp(b, v, &ok, NULL); /* range ends are numbers or strings */
-    if (!ok || c > 0) return false;
+    int c;
+    if (b.type != TPL_T_NONE) {   /* a beginless range has no lower bound */
+        c = rb_cmp(b, v, &ok, NULL); /* range ends are numbers or strings */
+        if (!ok || c > 0) return false;
+    }
     if (e.type == TPL_T_NONE) return true;
     c = rb_cmp(v, e, &ok, NULL);
     return ok && (excl ? c < 0 : c <= 0);
@@ -4182,8 +4187,12 @@ int r_hash_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0
 
 int r_range_cover_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(range_cover(a[0], a[1])); return 0; }
 
+int r_range_begin(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0].u.list->items[0]; return 0; }
+
 int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[0].u.list->items[0].type == TPL_T_NONE)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the first element of beginless range (RangeError)");
     if (!tpl_given(a[1])) { *out = a[0].u.list->items[0]; return 0; }
     tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
     tpl_list *l;
@@ -4281,6 +4290,7 @@ int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
     bool excl = a[0].u.list->items[2].u.i != 0;
+    if (b.type == TPL_T_NONE && is_num(e)) { *out = tpl_v_float(INFINITY); return 0; }   /* (..5).size */
     if (!is_num(b)) { *out = tpl_v_none(); return 0; }   /* only numeric ranges have a size */
     if (b.type == TPL_T_INT && (e.type == TPL_T_NONE || (e.type == TPL_T_FLOAT && isinf(e.u.f) && e.u.f > 0))) {
         *out = tpl_v_float(INFINITY);
@@ -5648,6 +5658,15 @@ int r_any_clamp(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (lo.u.list->items[2].u.i) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot clamp with an exclusive range (ArgumentError)");
         hi = lo.u.list->items[1];
         lo = lo.u.list->items[0];
+        if (hi.type == TPL_T_NONE || lo.type == TPL_T_NONE) {   /* clamp(..5), clamp(4..): one bound */
+            bool ok = true;
+            tpl_value bound = lo.type == TPL_T_NONE ? hi : lo;
+            if (bound.type == TPL_T_NONE) { *out = a[0]; return 0; }
+            int c = rb_cmp(a[0], bound, &ok, tpl_vm_arena(vm)->fuel);
+            if (!ok) return cmp_error(vm, a[0], bound);
+            *out = (lo.type == TPL_T_NONE ? c > 0 : c < 0) ? bound : a[0];
+            return 0;
+        }
     }
     bool ok;
     int c = rb_cmp(lo, hi, &ok, tpl_vm_arena(vm)->fuel);
