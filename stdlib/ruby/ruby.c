@@ -5619,6 +5619,21 @@ int r_str_codepoints(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_str_bytesize(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int(a[0].len); return 0; }
 
+/* String#sum(bits = 16): the sum of the bytes modulo 2**bits (no modulo when bits <= 0) */
+int r_str_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t bits = 16;
+    if (tpl_given(a[1])) {
+        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        bits = a[1].u.i;
+    }
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < a[0].len; i++) sum += (unsigned char)a[0].u.s[i];
+    if (bits > 0 && bits < 63) sum &= ((uint64_t)1 << bits) - 1;
+    *out = tpl_v_int((int64_t)sum);
+    return 0;
+}
+
 int r_str_getbyte(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
