@@ -6622,9 +6622,10 @@ static int transform(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keys)
     tpl_rb_block blk = tpl_vm_block(vm);
     tpl_value mapping = keys && tpl_given(a[1]) ? a[1] : tpl_v_unset();
     if (tpl_given(mapping) && mapping.type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, mapping);
-    if (!blk.pc && !tpl_given(mapping)) {   /* the enumerator, as the pairs */
-        tpl_list *items = NULL;
-        if (enum_items(vm, a[0], &items, keys ? "transform_keys" : "transform_values") < 0) return -1;
+    if (!blk.pc && !tpl_given(mapping)) {   /* the enumerator, as what it yields: the keys or the values */
+        tpl_list *items = new_list(vm, m->len);
+        if (!items) return oom(vm);
+        for (uint32_t i = 0; i < m->len; i++) items->items[items->len++] = keys ? m->e[i].key : m->e[i].val;
         *out = tpl_v_list(items);
         return 0;
     }
