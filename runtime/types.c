@@ -6,7 +6,7 @@
 #include <string.h>
 
 const tpl_type_info tpl_types[TPL_VT__COUNT] = {
-#define TPL_TYPE(id, py, rb, flags, pymod) [TPL_VT_##id] = { py, rb, flags, "<class '" pymod py "'>" },
+#define TPL_TYPE(id, py, rb, flags, pymod) [TPL_VT_##id] = { py, rb, flags, "<class '" pymod py "'>", pymod py " object" },
 #include "types.def"
 #undef TPL_TYPE
 };
@@ -55,6 +55,28 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
     case TPL_T_HOST: return TPL_VT_HOST;
     }
     return TPL_VT_HOST;
+}
+
+/* Whether v is the bound builtin method NAME (a cycler's or joiner's: stdlib/jinja/globals.c). */
+static bool is_bound(tpl_value v, const char *name)
+{
+    const tpl_builtin_info *bi = v.type == TPL_T_FUNC && v.u.p ? tpl_lib_builtin(v.u.bound->method) : NULL;
+    return bi && strcmp(bi->name, name) == 0;
+}
+
+_Static_assert(TPL_VT__COUNT < 255, "an undefined's flags hold a tpl_vtype + 1");
+
+uint8_t tpl_undef_container(tpl_value obj)
+{
+    if (obj.type == TPL_T_HOST) return 0; /* (its class is the host's: not a row) */
+    if (obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS)) { /* a cycler is a namespace whose .next is its own */
+        const tpl_value *nx = tpl_map_get_str(obj.u.map, "next", 4, tpl_hash_str("next", 4));
+        if (nx && is_bound(*nx, "cycler.next") && nx->u.bound->self.type == TPL_T_MAP &&
+            nx->u.bound->self.u.map == obj.u.map)
+            return TPL_VT_CYCLER + 1;
+    }
+    if (is_bound(obj, "joiner.__call__")) return TPL_VT_JOINER + 1;
+    return (uint8_t)(tpl_value_vtype(obj, false) + 1);
 }
 
 /* Python's hash(): lists, dicts and the dict_keys/dict_items views have no hash; a tuple has one

@@ -21,6 +21,7 @@ typedef struct tpl_type_info {
     const char *rb;     /* x.class in Ruby */
     uint8_t flags;      /* TPL_TYF_* */
     const char *pyclass; /* str(type(x)) in Python: "<class 'int'>", "<class 'markupsafe.Markup'>" */
+    const char *objrepr; /* Jinja2's object_type_repr(x): "int object", "markupsafe.Markup object" */
 } tpl_type_info;
 
 /* The table, indexed by tpl_vtype (runtime/types.c). */

@@ -548,7 +548,7 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
     else if (IS("depth0")) *out = tpl_v_int((int64_t)l->depth - 1);
     else if (IS("previtem")) *out = i >= 2 ? l->items->items[i - 2] : undef_named("there is no previous item", 25, TPL_UNDEF_PLAIN, 0);
     else if (IS("nextitem")) *out = i < len ? l->items->items[i] : undef_named("there is no next item", 21, TPL_UNDEF_PLAIN, 0);
-    else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MAP);
+    else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_VT_LOOP + 1);
 #undef IS
     (void)vm;
     return 0;
@@ -572,7 +572,7 @@ static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_
     } else if (IS("catch_kwargs")) *out = tpl_v_bool(d->kwargs_slot >= 0);
     else if (IS("catch_varargs")) *out = tpl_v_bool(d->varargs_slot >= 0);
     else if (IS("caller")) *out = tpl_v_bool(d->caller_slot >= 0);
-    else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MACRO);
+    else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_VT_MACRO + 1);
 #undef IS
     return 0;
 }
@@ -628,7 +628,7 @@ static int number_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tp
         return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (tpl has no methods of numbers)",
                            fl ? "float" : "int", (int)n, name);
 #undef IS
-    *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+    *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
     return 0;
 }
 
@@ -658,7 +658,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             if (id >= 0) return bound_method(vm, obj, id, out);
         }
         tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
-        *out = hit ? *hit : undef_named(name, n, TPL_UNDEF_ATTR, TPL_T_MAP);
+        *out = hit ? *hit : undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
     case TPL_T_STR:
@@ -692,7 +692,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             ((n == 7 && memcmp(name, "mapping", 7) == 0) || (n == 10 && memcmp(name, "isdisjoint", 10) == 0)))
             return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (a view tpl holds as its items)",
                                tpl_type_name(vm, obj), (int)n, name);
-        *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
     case TPL_T_LOOP:
@@ -705,7 +705,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     case TPL_T_HOST: {
         int rc = tpl_hobj_getattr(vm, obj, name, n, out);
         if (rc <= 0) return rc;
-        *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
     case TPL_T_INT:
@@ -716,7 +716,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             return number_attr(vm, obj, name, n, out);
         /* fallthrough */
     default:
-        *out = undef_named(name, n, TPL_UNDEF_ATTR, obj.type);
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
 }
@@ -797,7 +797,7 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     tpl_sb_init(&b, &vm->arena);
     if (key.type == TPL_T_STR) tpl_sb_put(&b, key.u.s, key.len);
     else tpl_py_repr(&b, key);
-    *out = undef_named(b.p ? b.p : "", b.len, key.type == TPL_T_STR ? TPL_UNDEF_ATTR : TPL_UNDEF_ITEM, obj.type);
+    *out = undef_named(b.p ? b.p : "", b.len, key.type == TPL_T_STR ? TPL_UNDEF_ATTR : TPL_UNDEF_ITEM, tpl_undef_container(obj));
     return 0;
 }
 
@@ -2468,7 +2468,7 @@ static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tp
         if (hit) { *v = *hit; return 0; }
         if (__builtin_expect(nm->s.u.s[0] == '_', 0)) /* d.__len__: tpl_getattr's dunder_error */
             return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
-        *v = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+        *v = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
     if (obj.type == TPL_T_LOOP) /* loop.index & co. */
@@ -2966,7 +2966,7 @@ top:
                     vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)hit->u.i);
                     DISPATCH();
                 }
-                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
                 ticks++;
                 NEXT(2);
             }
@@ -2981,7 +2981,7 @@ top:
             tpl_value *hit = NULL;
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
-                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, TPL_T_MAP);
+                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(v));
                 ticks++;
                 NEXT(2);
             }

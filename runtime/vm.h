@@ -72,6 +72,11 @@ const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm);
 /* The types.def row of a value (strict: a Jinja2 StrictUndefined render, tpl_vm_strict; a global
  * that is a class in Jinja2, tpl_value_class: TYPE). */
 tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
+/* The container an undefined attribute or item was missing from (Jinja2 names its type in the
+ * undefined's messages: object_type_repr), as an undefined value keeps it in its flags: the
+ * obj's tpl_vtype + 1 (a cycler's or joiner's state: CYCLER, JOINER); 0 (unknown, a host
+ * object) is named a dict. stdlib/builtins.c names it. */
+uint8_t tpl_undef_container(tpl_value obj);
 /* The class a builtin global is in Jinja2 (range, dict, cycler, joiner, namespace: the row its
  * instances have, or the class-only CYCLER/JOINER row); TPL_VT__COUNT for any other value. */
 tpl_vtype tpl_value_class(tpl_value v);

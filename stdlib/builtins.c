@@ -437,20 +437,12 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
 /* ------------------------------------------------------------------ undefined */
 
 /* Jinja2's object_type_repr for the container an attribute or item was missing from (the VM
- * keeps its tpl_type in the undefined value's flags; 0 = unknown, reported as a dict). */
+ * keeps it in the undefined value's flags: tpl_undef_container, a tpl_vtype + 1; 0 = unknown,
+ * reported as a dict). */
 static const char *container_repr(int t)
 {
-    switch (t) {
-    case TPL_T_NONE: return "None";
-    case TPL_T_BOOL: return "bool object";
-    case TPL_T_INT: return "int object";
-    case TPL_T_FLOAT: return "float object";
-    case TPL_T_STR: return "str object";
-    case TPL_T_LIST: return "list object";
-    case TPL_T_LOOP: return "jinja2.runtime.LoopContext object";
-    case TPL_T_MACRO: return "jinja2.runtime.Macro object";
-    default: return "dict object";
-    }
+    if (t == 0 || t > TPL_VT__COUNT) return "dict object";
+    return t - 1 == TPL_VT_NONE ? "None" : tpl_types[t - 1].objrepr;
 }
 
 int tpl_undefined_error(tpl_vm *vm, tpl_value v)

@@ -259,7 +259,7 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_MACRO:
         return tpl_getattr(vm, obj, name.u.s, name.len, out);
     default:
-        *out = undef_attr(name, obj.type);
+        *out = undef_attr(name, tpl_undef_container(obj));
         return 0;
     }
     /* Only real attributes (methods): Jinja2's attr() never falls back to item lookup. A list's
@@ -275,7 +275,7 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
     }
     if (tpl_builtin_find(kind, name.u.s, name.len) < 0) {
-        *out = undef_attr(name, obj.type);
+        *out = undef_attr(name, tpl_undef_container(obj));
         return 0;
     }
     return tpl_getattr(vm, obj, name.u.s, name.len, out);
