@@ -1439,6 +1439,15 @@ static bool concat_folds(const tpl_node *n)
     return true;
 }
 
+/* `'a' is sameas 'b'`: a test of two string literals (one positional argument, no filter). */
+static bool sameas_literals(const tpl_node *n)
+{
+    const tpl_node *arg = n->b;
+    return n->a && n->a->kind == TPL_N_CONST && n->a->val.type == TPL_T_STR && !(n->a->val.flags & TPL_F_SAFE) &&
+           arg && arg->kind == TPL_N_ARG && !arg->next && arg->a && arg->a->kind == TPL_N_CONST &&
+           arg->a->val.type == TPL_T_STR && !(arg->a->val.flags & TPL_F_SAFE);
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -1606,6 +1615,17 @@ static void expr(tpl_comp *c, tpl_node *n)
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
             unknown_callable(c, n, TPL_BK_TEST, "test");
+            return;
+        }
+        if (b == TPL_B_TEST_sameas && sameas_literals(n)) {
+            /* 'ab' is sameas 'ab': Jinja2 folds the test on the two str objects its lexer made
+             * (nodes.Test.as_const), distinct unless CPython shares them: '' and a single Latin-1
+             * character (the runtime test sees one shared constant: True) */
+            const tpl_value x = n->a->val, y = n->b->a->val;
+            bool latin1_char = (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) ||
+                               (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
+            bool same = x.len == y.len && memcmp(x.u.s, y.u.s, x.len) == 0 && (x.len == 0 || latin1_char);
+            push_const(c, tpl_v_bool(same != (n->op & 1)));
             return;
         }
         expr(c, n->a);
