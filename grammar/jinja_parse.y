@@ -363,6 +363,8 @@ callee(A) ::= callee(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, N
 callee(A) ::= callee(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
 
 subscript ::= expr.
+/* a[1, 2]: Jinja2's parse_subscript makes the keys one tuple (a trailing comma is an error there too) */
+subscript(A) ::= exprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
 subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E). { A = NODE(SLICE, T.off, NULL, B); if (A) A->c = E; }
 subscript(A) ::= opt_expr(B) COLON(T) opt_expr(E) COLON opt_expr(S). { A = with_d(with_c(NODE(SLICE, T.off, NULL, B), E), S); }
 opt_expr(A) ::= . { A = NULL; }
