@@ -3135,8 +3135,8 @@ top:
         tpl_value val = sp[-1], ns = sp[-2];
         sp -= 2;
         if (ns.type != TPL_T_MAP || !(ns.flags & TPL_F_NS)) {
-            if (ns.type == TPL_T_UNDEF) { tpl_stdlib.undefined_error(vm, ns); goto fail; }
-            tpl_vm_fail(vm, TPL_EK_RUNTIME, "Cannot assign attribute on non-namespace object");
+            /* (Jinja2 3.1.6 checks isinstance(ref, Namespace) first: an undefined ref is this error too) */
+            tpl_vm_fail(vm, TPL_EK_RUNTIME, "cannot assign attribute on non-namespace object");
             goto fail;
         }
         if (!tpl_map_set(&vm->arena, ns.u.map, names[a].s, val)) { oom(vm); goto fail; }
