@@ -1701,7 +1701,11 @@ static void expr(tpl_comp *c, tpl_node *n)
         uint32_t jend = emit(c, TPL_OP_JUMP, 0, -1);
         patch_a(c, jf, here(c));
         if (n->c) expr(c, n->c);
-        else emit(c, TPL_OP_UNDEF, 0, 1);
+        else {
+            uint32_t line, col;
+            span_linecol(c, n->off, &line, &col);
+            emit(c, TPL_OP_UNDEF, line < 0xFFFFFF ? line : 0, 1);
+        }
         patch_a(c, jend, here(c));
         c->soft = soft;
         return;

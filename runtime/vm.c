@@ -879,8 +879,8 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
         *out = l;
         return 0;
     }
-    case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, v);
+    case TPL_T_UNDEF: /* (an inline if's is the plain Undefined: empty, also in a strict render) */
+        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
         *out = tpl_list_new(&vm->arena, 0);
         return *out ? 0 : oom(vm);
     case TPL_T_HOST:
@@ -2867,7 +2867,7 @@ top:
     CASE(NONE) { *sp++ = tpl_v_none(); NEXT(0); }
     CASE(TRUE) { *sp++ = tpl_v_bool(true); NEXT(0); }
     CASE(FALSE) { *sp++ = tpl_v_bool(false); NEXT(0); }
-    CASE(UNDEF) { *sp++ = undef_named("", 0, TPL_UNDEF_COND, 0); NEXT(0); }
+    CASE(UNDEF) { *sp++ = undef_named(NULL, a, TPL_UNDEF_COND, 0); NEXT(0); } /* (len: the line, tpl_undefined_error) */
     CASE(UNDEF_MSG) { *sp++ = undef_named(consts[a].u.s, consts[a].len, TPL_UNDEF_PLAIN, 0); NEXT(0); }
     CASE(POP) { sp--; NEXT(0); }
     CASE(DUP) { sp[0] = sp[-1]; sp++; NEXT(0); }

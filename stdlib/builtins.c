@@ -462,6 +462,11 @@ int tpl_undefined_error(tpl_vm *vm, tpl_value v)
         /* the VM stores the key's repr as the name */
         return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%s has no element %.*s", container_repr(v.flags),
                             (int)name.len, name.u.s);
+    case TPL_UNDEF_COND: /* the VM keeps the inline if's line in len (0: unknown) */
+        if (!v.u.s && v.len)
+            return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "the inline if-expression on line %u evaluated to false and "
+                                "no else section was defined.", (unsigned)v.len);
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "undefined value");
     default:
         if (name.len)
             return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%.*s", (int)name.len, name.u.s);
