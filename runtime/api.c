@@ -687,7 +687,7 @@ void tpl_host_fail(tpl_host_call *call, const char *msg)
 static int host_arg_json(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *fname)
 {
     if (v.type == TPL_T_UNDEF) {
-        if (tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, v);
+        if (tpl_vm_strict_undef(vm, v)) return tpl_stdlib.undefined_error(vm, v);
         tpl_sb_puts(b, "null");
         return 0;
     }

@@ -105,7 +105,7 @@ int tpl_vm_check_hashable(tpl_vm *vm, tpl_value k)
 {
     const char *t = tpl_unhashable(k);
     if (t) return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", t);
-    if (k.type == TPL_T_UNDEF && tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, k);
+    if (tpl_vm_strict_undef(vm, k)) return tpl_stdlib.undefined_error(vm, k);
     return 0;
 }
 
@@ -118,7 +118,7 @@ const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
         if (own) return own;
         if (h->cls->name) return h->cls->name;
     }
-    return tpl_types[tpl_value_vtype(v, vm && tpl_vm_strict(vm))].py;
+    return tpl_types[tpl_value_vtype(v, vm && tpl_vm_strict_undef(vm, v))].py;
 }
 
 const char *tpl_rb_class_name(tpl_value v)

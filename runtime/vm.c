@@ -104,6 +104,10 @@ static void locate(tpl_vm *vm, uint32_t pc)
 
 tpl_arena *tpl_vm_arena(tpl_vm *vm) { return &vm->arena; }
 bool tpl_vm_strict(const tpl_vm *vm) { return vm->p && vm->p->opts.strict; }
+bool tpl_vm_strict_undef(const tpl_vm *vm, tpl_value v)
+{
+    return v.type == TPL_T_UNDEF && v.aux != TPL_UNDEF_COND && tpl_vm_strict(vm);
+}
 bool tpl_vm_debug_undefined(const tpl_vm *vm) { return vm->p && vm->p->opts.debug_undefined && !vm->p->opts.strict; }
 bool tpl_vm_chainable_undefined(const tpl_vm *vm)
 {
@@ -171,7 +175,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
 {
     switch (v.type) {
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
+        if (tpl_vm_strict_undef(vm, v)) return tpl_stdlib.undefined_error(vm, v);
         return 0;
     case TPL_T_NONE: return 0;
     case TPL_T_BOOL: case TPL_T_INT: return v.u.i != 0;
@@ -301,7 +305,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
     switch (v.type) {
     case TPL_T_STR: return out_put(vm, v.u.s, v.len);
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
+        if (tpl_vm_strict_undef(vm, v)) return tpl_stdlib.undefined_error(vm, v);
         if (debug_undefined(vm, v)) {
             tpl_sb b;
             tpl_sb_init(&b, &vm->arena);
@@ -330,7 +334,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
 static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
     if (v.type == TPL_T_STR) { *out = v; return 0; }
-    if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
+    if (tpl_vm_strict_undef(vm, v)) return tpl_stdlib.undefined_error(vm, v);
     if (tpl_is_iter(v)) return tpl_print_iter_error(vm, v);
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
@@ -880,7 +884,7 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
         return 0;
     }
     case TPL_T_UNDEF: /* (an inline if's is the plain Undefined: empty, also in a strict render) */
-        if (tpl_vm_strict(vm) && v.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, v);
+        if (tpl_vm_strict_undef(vm, v)) return tpl_stdlib.undefined_error(vm, v);
         *out = tpl_list_new(&vm->arena, 0);
         return *out ? 0 : oom(vm);
     case TPL_T_HOST:
@@ -1470,8 +1474,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         return 0;
     case TPL_T_LIST:
         /* StrictUndefined.__eq__ (reached by the list's comparisons) and __hash__ raise */
-        if (item.type == TPL_T_UNDEF && (seq.u.list->len || (seq.flags & TPL_F_RANGE_BIG)) && tpl_vm_strict(vm) &&
-            item.aux != TPL_UNDEF_COND)
+        if (tpl_vm_strict_undef(vm, item) && (seq.u.list->len || (seq.flags & TPL_F_RANGE_BIG)))
             return tpl_stdlib.undefined_error(vm, item);
         if (seq.flags & TPL_F_RANGE_BIG) {
             mpz_t at;
@@ -1490,13 +1493,13 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     case TPL_T_MAP:
         if (seq.flags & TPL_F_NS) /* a Namespace has no __contains__ nor __iter__ */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable", tpl_type_name(vm, seq));
-        if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && item.aux != TPL_UNDEF_COND)
+        if (tpl_vm_strict_undef(vm, item))
             return tpl_stdlib.undefined_error(vm, item);
         if ((item.type == TPL_T_LIST || item.type == TPL_T_MAP) && tpl_vm_check_hashable(vm, item) < 0) return -1;
         *res = tpl_map_get(seq.u.map, item) != NULL;
         return 0;
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm)) return tpl_stdlib.undefined_error(vm, seq);
+        if (tpl_vm_strict_undef(vm, seq)) return tpl_stdlib.undefined_error(vm, seq);
         *res = false;
         return 0;
     default:
@@ -2723,9 +2726,9 @@ static const tpl_value name_absent = { 0 };
  * StrictUndefined operand raises (its __eq__ / __ne__), anything else compares as Python does. */
 static int eq_op(tpl_vm *vm, tpl_value x, tpl_value y, bool *r)
 {
-    if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0) && tpl_vm_strict(vm)) {
-        tpl_value u = x.type == TPL_T_UNDEF ? x : y;
-        if (u.aux != TPL_UNDEF_COND) return tpl_stdlib.undefined_error(vm, u);
+    if (__builtin_expect(x.type == TPL_T_UNDEF || y.type == TPL_T_UNDEF, 0)) {
+        if (tpl_vm_strict_undef(vm, x)) return tpl_stdlib.undefined_error(vm, x);
+        if (tpl_vm_strict_undef(vm, y)) return tpl_stdlib.undefined_error(vm, y);
     }
     return tpl_vm_equal(vm, x, y, r);
 }
@@ -3208,7 +3211,7 @@ top:
         for (uint32_t i = 0; i < a; i++) safe |= sp[i].type == TPL_T_STR && (sp[i].flags & TPL_F_SAFE);
         for (uint32_t i = 0; safe && i < a; i++) {
             if (sp[i].type == TPL_T_STR && (sp[i].flags & TPL_F_SAFE)) continue;
-            if (sp[i].type == TPL_T_UNDEF && tpl_vm_strict(vm)) { tpl_stdlib.undefined_error(vm, sp[i]); goto fail; }
+            if (tpl_vm_strict_undef(vm, sp[i])) { tpl_stdlib.undefined_error(vm, sp[i]); goto fail; }
             if (call_builtin(vm, tpl_stdlib.id_escape, &sp[i], 1, NULL, NULL, 0, &sp[i]) < 0) goto fail;
         }
         if (concat_py(vm, sp, a) < 0) goto fail;

@@ -72,6 +72,9 @@ const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm);
 /* The types.def row of a value (strict: a Jinja2 StrictUndefined render, tpl_vm_strict; a global
  * that is a class in Jinja2, tpl_value_class: TYPE). */
 tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
+/* Whether using undefined value v raises, as Jinja2's StrictUndefined: v is undefined in a strict
+ * render and not an inline if's without else (cond_expr_undefined: the plain Undefined, always). */
+bool tpl_vm_strict_undef(const tpl_vm *vm, tpl_value v);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the
  * undefined's messages: object_type_repr), as an undefined value keeps it in its flags: the
  * obj's tpl_vtype + 1 (a cycler's or joiner's state: CYCLER, JOINER); 0 (unknown, a host

@@ -532,7 +532,7 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
         return 0;
     }
     if (v.type == TPL_T_UNDEF) {
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, v))
             return tpl_undefined_error(vm, v);
         if (v.aux == TPL_UNDEF_COND || !tpl_vm_debug_undefined(vm)) {
             *out = tpl_v_str("", 0);
@@ -556,7 +556,7 @@ int tpl_to_str(tpl_vm *vm, tpl_value v, tpl_value *out)
 int tpl_iter_list(tpl_vm *vm, tpl_value v, tpl_list **out)
 {
     if (v.type == TPL_T_UNDEF) {
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, v))
             return tpl_undefined_error(vm, v);
         *out = tpl_list_new(tpl_vm_arena(vm), 0);
         if (!*out)

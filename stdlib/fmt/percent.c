@@ -358,7 +358,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             return -1;
         if (rb && conv == 'p') conv = 'r';
         else if (rb && conv == 'r') conv = '?'; /* not a Ruby conversion */
-        if (arg.type == TPL_T_UNDEF && (tpl_vm_strict(vm) || (conv != 's' && conv != 'r' && conv != 'a')))
+        if (arg.type == TPL_T_UNDEF && (tpl_vm_strict_undef(vm, arg) || (conv != 's' && conv != 'r' && conv != 'a')))
             return tpl_undefined_error(vm, arg);
         tpl_sb tb;
         tpl_sb_init(&tb, AR(vm));

@@ -451,7 +451,7 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
         if (n != 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported format string passed to %s.__format__",
                                 tpl_type_name(vm, v));
-        if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, v))
             return tpl_undefined_error(vm, v);
         tpl_py_str(b, v);
         return 0;

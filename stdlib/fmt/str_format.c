@@ -188,7 +188,7 @@ static int vformat(tpl_vm *vm, fmt_state *st, tpl_sb *b, const char *s, size_t n
         if (conv) {
             tpl_sb cb;
             tpl_sb_init(&cb, AR(vm));
-            if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm))
+            if (tpl_vm_strict_undef(vm, v))
                 return tpl_undefined_error(vm, v);
             if (conv == 'r') tpl_py_repr(&cb, v);
             else if (conv == 's') tpl_py_str(&cb, v);

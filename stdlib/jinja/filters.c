@@ -102,8 +102,8 @@ static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
         return tpl_compare(c->vm, a, b, true, res);
     for (int i = 0; i < c->nparts; i++) {
         tpl_value p = a.u.list->items[i], q = b.u.list->items[i];
-        if ((p.type == TPL_T_UNDEF || q.type == TPL_T_UNDEF) && tpl_vm_strict(c->vm))
-            return tpl_undefined_error(c->vm, p.type == TPL_T_UNDEF ? p : q); /* StrictUndefined.__eq__ */
+        if (tpl_vm_strict_undef(c->vm, p) || tpl_vm_strict_undef(c->vm, q))
+            return tpl_undefined_error(c->vm, tpl_vm_strict_undef(c->vm, p) ? p : q); /* StrictUndefined.__eq__ */
         bool eq = false;
         if (tpl_vm_item_equal(c->vm, p, q, &eq) < 0)
             return -1;
@@ -492,7 +492,7 @@ int f_length(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
         break;
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, v))
             return tpl_undefined_error(vm, v);
         *out = tpl_v_int(0);
         return 0;
@@ -1073,7 +1073,7 @@ int f_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     switch (v.type) {
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, v))
             return tpl_undefined_error(vm, v);
         *out = undef_hint("No first item, sequence was empty.");
         return 0;
@@ -1122,7 +1122,7 @@ int f_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not reversible", tpl_lazy_name(v.aux));
     switch (v.type) {
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, v))
             return tpl_undefined_error(vm, v);
         break;
     case TPL_T_STR: {
@@ -1265,7 +1265,7 @@ int f_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (it.type == TPL_T_STR) {
             tpl_sb_put(&b, it.u.s, it.len);
         } else if (it.type == TPL_T_UNDEF) {
-            if (tpl_vm_strict(vm))
+            if (tpl_vm_strict_undef(vm, it))
                 return tpl_undefined_error(vm, it);
         } else {
             tpl_py_str(&b, it);
@@ -2057,7 +2057,7 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (leeway < 0)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "expected leeway >= 0, got %lld", (long long)leeway);
     if (s.type == TPL_T_UNDEF) {
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, s))
             return tpl_undefined_error(vm, s);
         *out = s;
         return 0;
@@ -2780,7 +2780,7 @@ int m_markup_striptags(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * instance, dict found"; the piece index N is not tracked, the message says the rest). */
 int f_call_result(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    tpl_vtype t = tpl_value_vtype(a[0], tpl_vm_strict(vm));
+    tpl_vtype t = tpl_value_vtype(a[0], tpl_vm_strict_undef(vm, a[0]));
     if (t != TPL_VT_STR && t != TPL_VT_MARKUP)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "expected str instance, %s found", tpl_type_name(vm, a[0]));
     *out = a[0];
@@ -3419,7 +3419,7 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!ok) {
         tpl_value bad = a[0];
         json_bad(a[0], &bad, 0);
-        if (bad.type == TPL_T_UNDEF && tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, bad))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type StrictUndefined is not JSON serializable");
         if (bad.type == TPL_T_UNDEF)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type Undefined is not JSON serializable");

@@ -43,7 +43,7 @@ int t_escaped(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* The abstract types of a value's types.def row (TPL_TYF_*). */
 static bool is_kind(const tpl_vm *vm, tpl_value v, unsigned flag)
 {
-    return (tpl_types[tpl_value_vtype(v, tpl_vm_strict(vm))].flags & flag) != 0;
+    return (tpl_types[tpl_value_vtype(v, tpl_vm_strict_undef(vm, v))].flags & flag) != 0;
 }
 
 /* isinstance(value, abc.Mapping): dicts, not namespace() objects. */
@@ -57,7 +57,7 @@ int t_sequence(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(is_kind(vm, a[0],
 /* iter(value) works. StrictUndefined's __iter__ raises UndefinedError (not TypeError). */
 int t_iterable(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[0].type == TPL_T_UNDEF && tpl_vm_strict(vm))
+    if (tpl_vm_strict_undef(vm, a[0]))
         return tpl_undefined_error(vm, a[0]);
     RET(is_kind(vm, a[0], TPL_TYF_ITERABLE));
 }
@@ -184,16 +184,15 @@ int t_divisibleby(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ---- comparisons (operator.eq & co.) */
 
+/* The StrictUndefined operand's error (x's if both are; an inline if's undefined is lenient). */
 static int undef_operand(tpl_vm *vm, tpl_value x, tpl_value y)
 {
-    if (x.type == TPL_T_UNDEF)
-        return tpl_undefined_error(vm, x);
-    return tpl_undefined_error(vm, y);
+    return tpl_undefined_error(vm, tpl_vm_strict_undef(vm, x) ? x : y);
 }
 
 int t_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
+    if (tpl_vm_strict_undef(vm, a[0]) || tpl_vm_strict_undef(vm, a[1]))
         return undef_operand(vm, a[0], a[1]);
     bool eq = false;
     if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
@@ -203,7 +202,7 @@ int t_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int t_ne(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if ((a[0].type == TPL_T_UNDEF || a[1].type == TPL_T_UNDEF) && tpl_vm_strict(vm))
+    if (tpl_vm_strict_undef(vm, a[0]) || tpl_vm_strict_undef(vm, a[1]))
         return undef_operand(vm, a[0], a[1]);
     bool eq = false;
     if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
@@ -247,7 +246,7 @@ int t_ge(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
-    if (item.type == TPL_T_UNDEF && tpl_vm_strict(vm) && seq.type != TPL_T_UNDEF)
+    if (tpl_vm_strict_undef(vm, item) && seq.type != TPL_T_UNDEF)
         return tpl_undefined_error(vm, item);
     switch (seq.type) {
     case TPL_T_STR:
@@ -283,7 +282,7 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
         *res = tpl_map_get(seq.u.map, item) != NULL;
         return 0;
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm))
+        if (tpl_vm_strict_undef(vm, seq))
             return tpl_undefined_error(vm, seq);
         *res = false;
         return 0;

@@ -198,7 +198,7 @@ static int json_text(tpl_vm *vm, tpl_value data, tpl_value indent, tpl_value kw,
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     if (!tpl_json_dumps(&b, data, ascii, ind, isep, ksep, sort_keys)) {
-        if (data.type == TPL_T_UNDEF && tpl_vm_strict(vm)) return tpl_undefined_error(vm, data);
+        if (tpl_vm_strict_undef(vm, data)) return tpl_undefined_error(vm, data);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type %s is not JSON serializable", tpl_type_name(vm, data));
     }
     if (b.failed) return OOM();
@@ -306,7 +306,7 @@ static int py_len(tpl_vm *vm, tpl_value v, int64_t *n)
     case TPL_T_LIST: *n = v.u.list->len; return 0;
     case TPL_T_MAP: *n = v.u.map->len; return 0;
     case TPL_T_UNDEF:
-        if (tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
+        if (tpl_vm_strict_undef(vm, v)) return tpl_undefined_error(vm, v);
         *n = 0;
         return 0;
     default:
@@ -448,7 +448,7 @@ static int slice_bound(tpl_vm *vm, tpl_value v, int64_t n, int64_t open, int64_t
 {
     if (v.type == TPL_T_NONE) { *out = open; return 0; }
     if (v.type != TPL_T_INT && v.type != TPL_T_BOOL) {
-        if (v.type == TPL_T_UNDEF && tpl_vm_strict(vm)) return tpl_undefined_error(vm, v);
+        if (tpl_vm_strict_undef(vm, v)) return tpl_undefined_error(vm, v);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
     }
     int64_t i = v.u.i;
