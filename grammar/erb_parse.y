@@ -100,6 +100,32 @@ static tpl_node *hash_args(tpl_pctx *ctx, tpl_node *args) {
     }
     return args;
 }
+/* numbered_max: the highest numbered block parameter (_1.._9, Ruby 2.7+) the block body n uses,
+ * outside nested blocks and defs (they have their own). */
+static int numbered_max(const tpl_node *n) {
+    int m = 0;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_RBLOCK || n->kind == TPL_N_RDEF) continue;
+        if (n->kind == TPL_N_NAME && n->val.type == TPL_T_STR && n->val.len == 2 && n->val.u.s[0] == '_' &&
+            n->val.u.s[1] >= '1' && n->val.u.s[1] <= '9' && n->val.u.s[1] - '0' > m)
+            m = n->val.u.s[1] - '0';
+        const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
+        for (int i = 0; i < 5; i++) { int k = numbered_max(kids[i]); if (k > m) m = k; }
+    }
+    return m;
+}
+/* A block: without |params|, the numbered parameters its body uses are its parameters
+ * (_1 alone is |_1| as Ruby's, the whole yielded value; _2 makes it |_1, _2|). */
+static tpl_node *block_node(tpl_pctx *ctx, uint32_t off, tpl_node *params, tpl_node *body) {
+    static const char *const names[] = { "_1", "_2", "_3", "_4", "_5", "_6", "_7", "_8", "_9" };
+    int m = params ? 0 : numbered_max(body);
+    for (int i = 0; i < m; i++) {
+        tpl_node *p = tpl_p_node(ctx, TPL_N_NAME, off, NULL, NULL);
+        p->val = tpl_v_str(names[i], 2);
+        params = params ? tpl_node_append(params, p) : p;
+    }
+    return tpl_p_node(ctx, TPL_N_RBLOCK, off, params, body);
+}
 static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node *args, uint32_t off) {
     args = hash_args(ctx, args);
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
@@ -363,8 +389,8 @@ command(A) ::= CMD(T) call_args(L). { A = method(ctx, NULL, T, L, T.off); }
 command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.off); }
 /* `x.each_slice 2 do |p| ... end`, `inject 0 do ... end`: a command's do-block (DO_BLOCK: the lexer's
  * keyword_do_block; `{ }` there binds to the last argument, as in Ruby) */
-command(A) ::= CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, NULL, T, L, T.off); A->c = NODE(RBLOCK, D.off, P, B); }
-command(A) ::= primary(R) DOT CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, R, T, L, T.off); A->c = NODE(RBLOCK, D.off, P, B); }
+command(A) ::= CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, NULL, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
+command(A) ::= primary(R) DOT CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, R, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
 
 arg(A) ::= primary(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, target(ctx, L, T), R); }
 arg(A) ::= primary(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
@@ -500,8 +526,8 @@ call(A) ::= primary(R) DOT IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = 
 opt_comma ::= .
 opt_comma ::= COMMA.
 
-block(A) ::= LBRACE_BLK(T) block_params(P) compstmt(B) RBRACE. { A = NODE(RBLOCK, T.off, P, B); }
-block(A) ::= DO(T) block_params(P) compstmt(B) END. { A = NODE(RBLOCK, T.off, P, B); }
+block(A) ::= LBRACE_BLK(T) block_params(P) compstmt(B) RBRACE. { A = block_node(ctx, T.off, P, B); }
+block(A) ::= DO(T) block_params(P) compstmt(B) END. { A = block_node(ctx, T.off, P, B); }
 block_params(A) ::= . { A = NULL; }
 block_params(A) ::= BAR BAR. { A = NULL; }
 block_params(A) ::= BAR params(P) BAR. { A = P; }
