@@ -5894,6 +5894,18 @@ int r_num_downto(tpl_vm *vm, tpl_value *a, tpl_value *out) { return int_walk(vm,
 int r_num_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value lim = tpl_given(a[1]) ? a[1] : tpl_v_none(), st = tpl_given(a[2]) ? a[2] : tpl_v_int(1);
+    /* step(by: s, to: e) and step(e, by: s): the keywords are the trailing Hash */
+    tpl_value kw = tpl_given(a[2]) ? a[2] : tpl_given(a[1]) ? a[1] : tpl_v_none();
+    if (kw.type == TPL_T_MAP) {
+        if (tpl_given(a[2])) st = tpl_v_int(1); else lim = tpl_v_none();
+        for (uint32_t i = 0; i < kw.u.map->len; i++) {
+            tpl_value k = kw.u.map->e[i].key;
+            if (k.type == TPL_T_STR && k.len == 2 && !memcmp(k.u.s, "by", 2)) st = kw.u.map->e[i].val;
+            else if (k.type == TPL_T_STR && k.len == 2 && !memcmp(k.u.s, "to", 2)) lim = kw.u.map->e[i].val;
+            else if (k.type == TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword: :%.*s (ArgumentError)", (int)k.len, k.u.s);
+            else return cmp_fail(vm, a[0], kw);
+        }
+    }
     if (!is_num(st)) return tpl_vm_error(vm, TPL_ERR_TYPE, "step must be numeric (ArgumentError)");
     if (dbl(st) == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be 0 (ArgumentError)");
     if (lim.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: an endless step is not supported");
