@@ -1540,6 +1540,16 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
+    /* a.cycle.first(k) / a.cycle.take(k): the first k items of the endless Enumerator (the builtin's
+     * name); a.cycle.first is a.first */
+    if (n->a && !n->c && n->a->kind == TPL_N_RMETHOD && n->a->a && !n->a->b && !n->a->c && name_is(n->a->val, "cycle") &&
+        (name_is(n->val, "first") || name_is(n->val, "take"))) {
+        if (!n->b && name_is(n->val, "first")) n->a = n->a->a;
+        else if (n->b && n->b->kind == TPL_N_ARG && !n->b->next) {
+            n->a = n->a->a;
+            n->val = name_is(n->val, "first") ? tpl_v_str("(cycle_first)", 13) : tpl_v_str("(cycle_take)", 12);
+        }
+    }
     /* x.to_yaml: Psych's once `require 'yaml'` ran (the builtin's name); before it Ruby's NoMethodError */
     if (n->a && name_is(n->val, "to_yaml") && L->defs->yaml) {
         if (n->b) { tpl_c_error(C, n->b->off, "unsupported Ruby construct: to_yaml with options (tpl writes Psych's defaults)"); return; }

@@ -5104,6 +5104,25 @@ int r_arr_cycle(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* a.cycle.first(k) / a.cycle.take(k): the first k items of the endless Enumerator (Ruby's errors for k). */
+static int cycle_take(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (a[1].u.i < 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "attempt to take negative size (ArgumentError)");
+    uint64_t k = l->len ? (uint64_t)a[1].u.i : 0;
+    if (k > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "array too long");
+    tpl_list *r = new_list(vm, (uint32_t)k + 1);
+    if (!r) return oom(vm);
+    for (uint64_t i = 0; i < k; i++) r->items[i] = l->items[i % l->len];
+    r->len = (uint32_t)k;
+    *out = tpl_v_list(r);
+    return 0;
+}
+int r_arr_cycle_first(tpl_vm *vm, tpl_value *a, tpl_value *out) { return cycle_take(vm, a, out); }
+int r_arr_cycle_take(tpl_vm *vm, tpl_value *a, tpl_value *out) { return cycle_take(vm, a, out); }
+
 /* Object#then / #yield_self { |x| }: the block's value; #tap { |x| }: self, after the block ran. Without
  * a block then/yield_self answer an Enumerator in Ruby (refused here), tap is Ruby's LocalJumpError. */
 static int then_tap(tpl_vm *vm, tpl_value *a, tpl_value *out, bool tap)
