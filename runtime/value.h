@@ -154,6 +154,10 @@ enum { TPL_RANGE_ITEMS_MAX = 10000000 }; /* a range of more items is a TPL_F_RAN
 #define TPL_F_REGEX_RB 64
 /* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */
 #define TPL_F_CLASS_RB 128
+/* String flag: the exception a `rescue => e` bound, held as its message: the bytes after the message
+ * are " (Class)" (stdlib/ruby/ruby.c r_any_begin; none: StandardError); class, is_a? and inspect read
+ * it. The bit is TPL_F_NS's, which only maps use. */
+#define TPL_F_EXC_RB 4
 /* String flag: a frozen string (a literal under the `frozen_string_literal: true` magic comment, or
  * .freeze): <<, concat and prepend raise FrozenError. The bit is TPL_F_TUPLE's, which only lists use. */
 #define TPL_F_FROZEN_RB 2

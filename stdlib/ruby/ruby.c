@@ -1793,18 +1793,40 @@ int r_any_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+static tpl_value exc_class(tpl_value v);
+static bool is_exc(tpl_value v);
 int r_any_inspect(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    tpl_rb_inspect(&b, a[0]);
+    if (is_exc(a[0])) {   /* Exception#inspect: #<Class: message>, the class alone for an empty message */
+        tpl_value c = exc_class(a[0]);
+        if (a[0].len) tpl_sb_printf(&b, "#<%.*s: %.*s>", (int)c.len, c.u.s, (int)a[0].len, a[0].u.s);
+        else tpl_sb_put(&b, c.u.s, c.len);
+    } else tpl_rb_inspect(&b, a[0]);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }
 
+/* The class of an exception `rescue => e` bound (TPL_F_EXC_RB): the " (Class)" after its message. */
+static tpl_value exc_class(tpl_value v)
+{
+    const char *s = v.u.s + v.len;
+    if (s[0] == ' ' && s[1] == '(') {
+        size_t k = 2;
+        while (s[k] == ':' || (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') || (s[k] >= '0' && s[k] <= '9')) k++;
+        if (k > 2 && s[k] == ')' && s[k + 1] == 0) return tpl_v_str(s + 2, k - 2);
+    }
+    return tpl_v_str("StandardError", 13);
+}
+static bool is_exc(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_EXC_RB); }
+static bool exc_is(tpl_value cls, tpl_value want);
+
 static bool is_a(tpl_value v, tpl_value cls)
 {
+    if (is_exc(v)) return exc_is(exc_class(v), cls) || (cls.len == 6 && !memcmp(cls.u.s, "Object", 6)) ||
+                          (cls.len == 6 && !memcmp(cls.u.s, "Kernel", 6)) || (cls.len == 11 && !memcmp(cls.u.s, "BasicObject", 11));
     const char *c = tpl_rb_class_name(v);
     size_t n = cls.len;
 #define IS(lit) (n == sizeof(lit) - 1 && memcmp(cls.u.s, lit, n) == 0)
@@ -1828,6 +1850,11 @@ int r_any_instance_of_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[1].type != TPL_T_STR || !(a[1].flags & TPL_F_CLASS_RB))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "class or module required (TypeError)");
+    if (is_exc(a[0])) {
+        tpl_value c = exc_class(a[0]);
+        *out = tpl_v_bool(c.len == a[1].len && memcmp(c.u.s, a[1].u.s, c.len) == 0);
+        return 0;
+    }
     const char *cn = tpl_rb_class_name(a[0].type == TPL_T_UNDEF ? tpl_v_none() : a[0]);
     *out = tpl_v_bool(strlen(cn) == a[1].len && memcmp(cn, a[1].u.s, a[1].len) == 0);
     return 0;
@@ -2236,8 +2263,8 @@ int r_md_named_captures(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_any_class(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     (void)vm;
-    const char *c = tpl_rb_class_name(a[0]);
-    *out = tpl_v_str(c, strlen(c));
+    if (is_exc(a[0])) *out = exc_class(a[0]);
+    else { const char *c = tpl_rb_class_name(a[0]); *out = tpl_v_str(c, strlen(c)); }
     out->flags = TPL_F_CLASS_RB;
     return 0;
 }
@@ -6842,6 +6869,7 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
     l->items[0] = tpl_v_bool(false);
     l->items[1] = tpl_v_none();
     l->items[2] = tpl_v_str(m, mlen);
+    l->items[2].flags = TPL_F_EXC_RB;
     l->items[3] = cls;
     l->items[4] = tpl_v_str(m, n);
     l->len = 5;
