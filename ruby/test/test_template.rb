@@ -398,4 +398,23 @@ class TestTemplate < Minitest::Test
     want = t.render(rows: rows)
     4.times.map { Thread.new { 50.times.all? { t.render(rows: rows) == want } } }.each { |th| assert th.value }
   end
+
+  # Big results between two GCs: the render asks for a minor GC (the freed result buffers are
+  # reused instead of faulting fresh heap in: tpl_ext.c gc_nudge), never while GC.disable'd
+  def test_big_results_nudge_the_gc_unless_disabled
+    t = Tpl::Template.new("<%= s * 1000 %>", syntax: :erb)
+    s = "0123456789" * 10
+    c = GC.count
+    200.times { assert_equal 100_000, t.render(s: s).bytesize }
+    assert_operator GC.count - c, :>=, 2
+    begin
+      GC.disable
+      c = GC.count
+      200.times { t.render(s: s) }
+      assert_equal c, GC.count
+      assert GC.disable, "GC stays disabled"
+    ensure
+      GC.enable
+    end
+  end
 end

@@ -35,6 +35,8 @@
 #define IDC_NAME 40
 #define GVL_VALS 512    /* a state this big (strings and containers) renders without the GVL */
 #define GVL_OUT 16384   /* and so does a render context whose last output was this long */
+#define GC_NUDGE (256 * 1024) /* results returned between two GCs before a minor GC is asked for */
+#define GC_NUDGE_SLOT 8 /* ... and at least this many bytes per live object slot (gc_nudge) */
 
 /* The render options set on a render context (facts, catalogs, tr keys, lang, call), each with
  * the bytes it was set from: a render with the same options as the context's last one (an agent
@@ -122,6 +124,9 @@ typedef struct tmpl {
     rb_nativethread_lock_t lock;
     pooled_ctx pool[POOL_MAX];
     int npool;
+    /* the bytes of the results returned since Ruby's GC last ran (gc_seen: rb_gc_count() then):
+     * gc_nudge; under the lock */
+    size_t gc_seen, gc_bytes;
 } tmpl;
 
 struct rctx;
@@ -1740,6 +1745,38 @@ static VALUE render_ensure(VALUE arg)
     return Qnil;
 }
 
+/* A render allocates one Ruby object, its result String, whose buffer is fresh heap: Ruby's GC
+ * runs when 16-32 MB of such buffers have been malloc'd (malloc_limit), frees them all at once,
+ * and glibc gives the freed top of the heap back to the kernel (M_TRIM_THRESHOLD), so the next
+ * renders' results fault in fresh pages again — one minor page fault per 4 KiB of output, more
+ * than the render itself on w2 (bench/RESULTS.md, sessions 22-23). A program that allocates
+ * objects as it renders (Erubi's code; most of an application) has its GC run often enough that
+ * freed buffers are reused before they are trimmed. So when the results a Template has returned
+ * since the last GC pass GC_NUDGE bytes — and GC_NUDGE_SLOT per live object slot, so that a big
+ * heap, whose every GC sweeps more, is asked less often — the render asks for a minor GC
+ * (GC.start(full_mark: false, immediate_sweep: false): young objects marked, the heap swept as
+ * Ruby allocates); a GC that ran for any other reason restarts the count, and none is asked
+ * for while the application has GC.disable'd. */
+static void gc_nudge(tmpl *t, size_t n)
+{
+    size_t gcs = rb_gc_count(), bytes;
+    rb_nativethread_lock_lock(&t->lock);
+    if (t->gc_seen != gcs) { t->gc_seen = gcs; t->gc_bytes = 0; }
+    bytes = t->gc_bytes += n;
+    rb_nativethread_lock_unlock(&t->lock);
+    if (bytes < GC_NUDGE || bytes / GC_NUDGE_SLOT < rb_gc_stat(ID2SYM(rb_intern("heap_live_slots")))) return;
+    if (rb_gc_disable() == Qtrue) return; /* (GC.disable'd by the application: left so; GC.start would run anyway) */
+    rb_gc_enable();
+    VALUE kw = rb_hash_new();
+    rb_hash_aset(kw, ID2SYM(rb_intern("full_mark")), Qfalse);
+    rb_hash_aset(kw, ID2SYM(rb_intern("immediate_sweep")), Qfalse);
+    rb_funcallv_kw(rb_mGC, rb_intern("start"), 1, &kw, RB_PASS_KEYWORDS);
+    rb_nativethread_lock_lock(&t->lock); /* (counted again from here: GC.disable makes it a no-op) */
+    t->gc_seen = rb_gc_count();
+    t->gc_bytes = 0;
+    rb_nativethread_lock_unlock(&t->lock);
+}
+
 /* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
 static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits);
 
@@ -1836,6 +1873,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     RB_GC_GUARD(state);
     RB_GC_GUARD(erb_self);
     if (jump) rb_jump_tag(jump);
+    if (RB_TYPE_P(ra.result, T_STRING)) gc_nudge(t, (size_t)RSTRING_LEN(ra.result));
     return ra.result;
 }
 
