@@ -292,6 +292,48 @@ class TestERB < Minitest::Test
     assert_equal "ISO-2022-JP is not ASCII compatible", e.message
   end
 
+  # Values in other encodings than UTF-8, compared with ERB in the same process: ERB appends
+  # their bytes as they are (a result in their encoding, or Encoding::CompatibilityError when
+  # the rest is not ASCII); Tpl::ERB gives ERB's result or raises an EncodingError saying why —
+  # never other bytes, never invalid UTF-8
+  class EncView
+    def initialize(v) = @v = v
+    def bind = binding
+  end
+
+  def test_non_utf8_values_same_as_erb_or_refused
+    latin = "caf\xE9".dup.force_encoding("ISO-8859-1")
+    values = [latin, "\x80 euro".dup.force_encoding("Windows-1252"), "ab\xff".b, "caf\u00e9".b, "ab\xff".dup,
+              "plain".encode("ISO-8859-1"), "plain".b, "caf\u00e9".encode("UTF-16LE"), :"caf\u00e9", "caf\u00e9"]
+    srcs = ["a <%= @v %>", "\u00e9 <%= @v %>", "<%= @v.to_s.bytesize %>", "<%= [@v].size %>", "<%= { @v => 1 }.size %>"]
+    refused = 0
+    values.each do |v|
+      srcs.each do |src|
+        want = begin
+          ERB.new(src).result(EncView.new(v).bind)
+        rescue EncodingError => e
+          e
+        end
+        got = begin
+          Tpl::ERB.new(src).result(EncView.new(v).bind)
+        rescue EncodingError => e
+          assert_match(/Tpl::ERB: String in \S+ with non-ASCII|not valid UTF-8/, e.message, "#{v.inspect} in #{src.inspect}")
+          refused += 1
+          next
+        end
+        assert got.valid_encoding?, "#{v.inspect} in #{src.inspect}"
+        refute_kind_of Exception, want, "#{v.inspect} in #{src.inspect}: ERB raised, Tpl::ERB gave #{got.inspect}"
+        assert_equal [want, want.encoding], [got, got.encoding], "#{v.inspect} in #{src.inspect}"
+      end
+    end
+    assert_operator refused, :>, 0
+    # a Hash for the locals, and a Hash key, the same way
+    assert_raises(Encoding::CompatibilityError) { Tpl::ERB.new("<%= v %>").result_with_hash(v: latin) }
+    assert_raises(Encoding::CompatibilityError) { Tpl::ERB.new("<%= h.keys.first %>").result_with_hash(h: { latin => 1 }) }
+    # Tpl::Template converts them (its documented conversion)
+    assert_equal "café", Tpl::Template.new("<%= v %>", syntax: :erb).render(v: latin)
+  end
+
   # what Tpl::ERB does not provide is a NotImplementedError naming it; an ERB allocated and not
   # initialized is ERB's ArgumentError; neither marshals
   def test_not_provided
@@ -344,14 +386,14 @@ class TestERB < Minitest::Test
   end
 
   # Scalar @ivars (read without rb_protect) and the others, each type as stdlib ERB prints it;
-  # an unset @ivar is nil; a String in another encoding is converted; the value is read once
+  # an unset @ivar is nil; an ASCII String in another encoding is converted; the value is read once
   # per render (changing it between renders is seen).
   class Scalars
     def initialize
       @s = "caf\u00e9"
       @a = "plain"
       @bin = "bytes".b
-      @latin = "\xE9t\xE9".dup.force_encoding("ISO-8859-1")
+      @latin = "ete".dup.force_encoding("ISO-8859-1") # ASCII: the same bytes in UTF-8 (non-ASCII: test_non_utf8_values)
       @i = 42
       @big = 2**70
       @f = 2.5
@@ -369,7 +411,7 @@ class TestERB < Minitest::Test
   end
 
   def test_scalar_ivars_same_as_erb
-    src = "<%= @s %>|<%= @a %>|<%= @bin %>|<%= @latin.encode('UTF-8') %>|<%= @i + 1 %>|<%= @big %>|<%= @f * 2 %>|" \
+    src = "<%= @s %>|<%= @a %>|<%= @bin %>|<%= @latin %>|<%= @latin.encode('UTF-8') %>|<%= @i + 1 %>|<%= @big %>|<%= @f * 2 %>|" \
           "<%= @t %>|<%= @no %>|<%= @nil.inspect %>|<%= @unset.inspect %>|<%= @sym %>|<%= @list.inspect %>|" \
           "<%= @h['k'] %>|<%= @i %><%= @s.upcase %>|<%= @no ? 1 : 2 %>|<%= @nil.nil? %>|<%= @unset.nil? %>"
     o = Scalars.new
@@ -387,7 +429,7 @@ class TestERB < Minitest::Test
   class IvarView
     def initialize
       @a = +"ab"
-      @b = "caf\xE9".dup.force_encoding("ISO-8859-1")
+      @b = "cafe".dup.force_encoding("ISO-8859-1") # (converted: allocates)
       @l = [+"p", +"q", +"r"]
       @n = 2**70
     end

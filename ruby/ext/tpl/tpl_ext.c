@@ -173,6 +173,7 @@ typedef struct rctx {
     objchunk *chunks;
     bool has_host;
     bool erb;               /* the program is ERB: Ruby semantics for [] */
+    bool erb_api;           /* rendered for Tpl::ERB (an ERB self given): erb_enc_check */
     struct tmpl *t;         /* the Template rendered (its ID cache) */
     struct { char name[40]; size_t len; tpl_val v; } ivc[IVCACHE]; /* @ivars read this render */
     int nivc;
@@ -225,8 +226,24 @@ static VALUE utf8_str(VALUE s)
     return rb_str_export_to_enc(s, rb_utf8_encoding());
 }
 
+/* Tpl::ERB (an ERB self given): a value String in another encoding than UTF-8 is refused unless
+ * it is ASCII. ERB appends it to its buffer as it is: the result is in the String's encoding
+ * (ISO-8859-1, ASCII-8BIT...) when the rest is ASCII, or Encoding::CompatibilityError; tpl's
+ * text is UTF-8, so converting it would print other bytes than ERB does, silently (Hash keys
+ * too: a template may print them). Tpl::Template#render converts, as documented. */
+static void erb_enc_check(rctx *c, VALUE s)
+{
+    int ei = RB_ENCODING_GET(s);
+    if (!c->erb_api || ei == c->enc_utf8 || ei == c->enc_ascii || rb_enc_str_coderange(s) == RUBY_ENC_CODERANGE_7BIT) return;
+    rb_raise(rb_eEncCompatError,
+             "Tpl::ERB: String in %s with non-ASCII %s (%+" PRIsVALUE "): ERB prints its bytes as they are (a result in "
+             "%s, or Encoding::CompatibilityError), tpl's text is UTF-8; pass it as UTF-8 (str.encode(\"UTF-8\"))",
+             rb_enc_name(rb_enc_from_index(ei)), ei == c->enc_bin ? "bytes" : "characters", s, rb_enc_name(rb_enc_from_index(ei)));
+}
+
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
+    erb_enc_check(c, s);
     int ei = RB_ENCODING_GET(s);
     bool own = true; /* s is the caller's String (alive as long as the state), not a conversion */
     if (ei != c->enc_utf8 && ei != c->enc_ascii && ei != c->enc_bin) {
@@ -1852,6 +1869,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     }
     const tpl_options *po = tpl_program_options(t->p);
     c->erb = po && po->syntax == TPL_SYNTAX_ERB;
+    c->erb_api = !NIL_P(erb_self);
     c->t = t;
     if (NIL_P(remembers) && !NIL_P(erb_self) && t->remembers) {
         ID q = rb_intern("remembers?"), p = rb_intern("remembers");
