@@ -334,6 +334,7 @@ module Tpl
                   elsif mode.nil? && !percent && !src.include?("<%-") && !src.include?("-%>") then src
                   else ERB.as_dash(src, percent, mode)
                   end
+      refuse_eoutvar(@scan_src, eoutvar)
       @src = src
       @eoutvar = eoutvar
       @filename = filename
@@ -361,8 +362,8 @@ module Tpl
       raise ::TypeError, "wrong argument type #{b.class} (expected binding)" unless b.is_a?(Binding)
 
       @template.__send__(:_render, b, b.receiver, nil, nil, nil)
-    rescue Tpl::Error => e
-      raise e.is_a?(Error) ? e : Error.convert(e, @lineno)
+    rescue Exception => e # rubocop:disable Lint/RescueException (re-raised, located)
+      raise located(e, b)
     end
 
     # hash's keys are the template's local variables: Symbols or Strings that name one (else
@@ -372,8 +373,8 @@ module Tpl
 
       hash.each_key { |k| TOPLEVEL_BINDING.local_variable_defined?(k) }
       @template.__send__(:_render, hash, TOPLEVEL_BINDING.receiver, nil, nil, nil)
-    rescue Tpl::Error => e
-      raise e.is_a?(Error) ? e : Error.convert(e, @lineno)
+    rescue Exception => e # rubocop:disable Lint/RescueException (re-raised, located)
+      raise located(e, TOPLEVEL_BINDING)
     end
 
     # ERB#run: prints the result.
@@ -484,6 +485,52 @@ module Tpl
     end.freeze
 
     private
+
+    # An error while rendering, located as ERB's is: the template's frame in the backtrace,
+    # "FILE:LINE:in `METHOD'" (the file #filename=, the line with #lineno= added, the method the
+    # binding's; ERB's frame is eval'd code, so it is the innermost one for an error of the
+    # template's own, and under the frames of a method the template called that raised); a tpl
+    # error is raised as the class ERB raises (Error.convert); a Ruby exception raised by a
+    # method the template called keeps its class, its message's "(tpl: raised while rendering
+    # ...)" line counted from #lineno too. Other exceptions (this method's own checks) pass.
+    WHERE = /\(tpl: raised while rendering (.*), line (\d+), column (\d+)\)\z/m.freeze
+    private_constant :WHERE
+
+    def located(e, b)
+      if e.is_a?(Tpl::Error) && !e.is_a?(Error)
+        err = Error.convert(e, @lineno)
+        return err unless e.line
+
+        err.set_backtrace(["#{e.file}:#{e.line + @lineno}:in `#{frame_label(b)}'"] + (err.backtrace || []))
+        err
+      elsif !e.is_a?(Error) && (bt = e.backtrace) && (m = WHERE.match(e.message.to_s)) &&
+            (i = bt.index { |l| l.end_with?(":in `_render'") })
+        line = m[2].to_i + @lineno
+        e = e.exception(e.message.sub(WHERE) { "(tpl: raised while rendering #{m[1]}, line #{line}, column #{m[3]})" }) if @lineno != 0
+        e.set_backtrace(bt[0...i] + ["#{m[1]}:#{line}:in `#{frame_label(b)}'"] + bt[i..])
+        e
+      else
+        e
+      end
+    end
+
+    def frame_label(b) = (b.eval("__method__") || "<main>").to_s
+
+    # ERB's output buffer is a Ruby String in a variable (eoutvar: "_erbout", or the name given)
+    # that code in the template may read or append to; tpl writes the output itself. A tag's
+    # code that names it (not in a comment tag) is refused when the template is made, not
+    # rendered as something else (a NameError, or nil's NoMethodError for an @ivar).
+    def refuse_eoutvar(src, name)
+      return unless src.valid_encoding? && name.is_a?(String) && !name.empty?
+
+      var = /(?<![\w@$])#{Regexp.escape(name)}(?![\w?!])/
+      src.scan(/<%(?!%)(.*?)%>/m) do |(code)|
+        next if code.start_with?("#") || !code.match?(var)
+
+        raise NotImplementedError, "Tpl::ERB: the template uses ERB's output buffer #{name} (eoutvar) as a variable; " \
+                                   "tpl writes the output itself, there is no Ruby String to read or append to"
+      end
+    end
 
     # The program; a compile error is Ruby's ::SyntaxError (ERB's, from #result), tpl's limits stay
     def compile

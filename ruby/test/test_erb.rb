@@ -334,6 +334,53 @@ class TestERB < Minitest::Test
     assert_equal "café", Tpl::Template.new("<%= v %>", syntax: :erb).render(v: latin)
   end
 
+  # #filename= and #lineno= locate a render error as ERB's: its template frame in the backtrace
+  # ("FILE:LINE:in `METHOD'", compared with ERB's in the same process), innermost for the
+  # template's own error, under the frames of a method it called that raised
+  class Raiser
+    def boom = raise(ArgumentError, "bad")
+    def bind = binding
+  end
+
+  def test_filename_lineno_in_backtrace_as_erb
+    frame = ->(ex) { ex.backtrace.select { |l| l.start_with?("v.erb:") }.last } # (ERB's has Integer#/ at the same line too)
+    [["a\n<%= nope %>", NameError, 0], ["a\n\n<%= 1 / 0 %>", ZeroDivisionError, 0], ["x\n<%= boom %>", ArgumentError, 1]].each do |src, cls, depth|
+      got = [ERB, Tpl::ERB].map do |k|
+        e = k.new(src)
+        e.filename = "v.erb"
+        e.lineno = 5
+        ex = assert_raises(cls) { e.result(Raiser.new.bind) }
+        [frame.call(ex), ex.backtrace.index(frame.call(ex))]
+      end
+      assert_equal got[0][0], got[1][0], src
+      assert_equal depth, got[1][1], src
+    end
+    e = Tpl::ERB.new("x\n<%= boom %>")
+    e.lineno = 5
+    assert_match(/raised while rendering \(erb\), line 7, column 5\)\z/, assert_raises(ArgumentError) { e.result(Raiser.new.bind) }.message)
+    want = assert_raises(ZeroDivisionError) { ERB.new("<%= 1/0 %>").result_with_hash(a: 1) }.backtrace.grep(/\A\(erb\)/).last
+    assert_equal want, assert_raises(ZeroDivisionError) { Tpl::ERB.new("<%= 1/0 %>").result_with_hash(a: 1) }.backtrace.first
+  end
+
+  # ERB's output buffer (eoutvar: "_erbout" or the name given) as a variable in the template's
+  # code: a NotImplementedError naming it when the template is made (ERB renders it); in text or
+  # a comment tag it is only text
+  def test_eoutvar_in_code_not_implemented
+    [["a<% _erbout << 'x' %>b", {}], ["a<%= _erbout.size %>", {}], ["a<% @out << 'x' %>b", { eoutvar: "@out" }],
+     ["a<% buf << 'x' %>b", { eoutvar: "buf" }]].each do |src, kw|
+      assert_equal "axb", ERB.new(src, **kw).result(binding).sub("a1", "axb") # ERB renders it
+      e = assert_raises(NotImplementedError) { Tpl::ERB.new(src, **kw) }
+      assert_includes e.message, kw[:eoutvar] || "_erbout"
+    end
+    ["_erbout <%= 1 %>", "<%# _erbout %>x", "<%= my_erbout2 %>", "<%= @_erbout %>"].each do |src|
+      o = Object.new
+      def o.my_erbout2 = 2
+      b = o.instance_eval { binding }
+      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src
+    end
+    assert_equal "x", Tpl::ERB.new("<%= buf %>", eoutvar: "_out").result_with_hash(buf: "x")
+  end
+
   # what Tpl::ERB does not provide is a NotImplementedError naming it; an ERB allocated and not
   # initialized is ERB's ArgumentError; neither marshals
   def test_not_provided
