@@ -362,6 +362,20 @@ class TestERB < Minitest::Test
     assert_equal want, assert_raises(ZeroDivisionError) { Tpl::ERB.new("<%= 1/0 %>").result_with_hash(a: 1) }.backtrace.first
   end
 
+  # an ivars-only program reads self's @ivars in one walk when self has few (rb_ivar_foreach),
+  # by name when it has many: set, set to nil, unset, and a Class as self, the same as ERB
+  def test_ivars_walked_or_looked_up_same_as_erb
+    src = "<%= @a %>|<%= @n.inspect %>|<%= @unset.inspect %>|<%= @b.to_s * 2 %>"
+    few = Object.new.tap { |o| o.instance_variable_set(:@a, "A"); o.instance_variable_set(:@n, nil); o.instance_variable_set(:@b, 1) }
+    many = Object.new.tap { |o| 40.times { |i| o.instance_variable_set(:"@x#{i}", i) }; o.instance_variable_set(:@a, "A2") }
+    klass = Class.new.tap { |k| k.instance_variable_set(:@a, "K") }
+    t = Tpl::ERB.new(src)
+    [few, many, klass, Object.new].each do |o|
+      b = o.instance_eval { binding }
+      2.times { assert_equal ERB.new(src).result(b), t.result(b) }
+    end
+  end
+
   # ERB's output buffer (eoutvar: "_erbout" or the name given) as a variable in the template's
   # code: a NotImplementedError naming it when the template is made (ERB renders it); in text or
   # a comment tag it is only text

@@ -120,6 +120,7 @@ typedef struct tmpl {
      * callback per @ivar, and Strings borrowed as from a Hash */
     bool ivars_only;
     ID *ivar_id;
+    size_t nivar;           /* the reads with an ivar_id */
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
      * between them), so the pool has its own lock */
     rb_nativethread_lock_t lock;
@@ -1120,6 +1121,7 @@ static void set_program(VALUE self, tpl_program *p)
                 iv[0] = '@';
                 memcpy(iv + 1, names[i], lens[i]);
                 t->ivar_id[i] = rb_intern3(iv, (long)lens[i] + 1, rb_utf8_encoding());
+                t->nivar++;
             }
         }
         free(iv);
@@ -1598,6 +1600,21 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
 
 HASH_EACH_FN(state_i)
 
+/* self's @ivars read by an ivars-only program (render_body): found[i] for ids[i] (0 for a read
+ * that is not an @ivar: no ID is 0) */
+struct ivar_iter { const ID *ids; size_t n; VALUE *found; size_t left; };
+
+static int ivar_i(ID id, VALUE v, st_data_t arg)
+{
+    struct ivar_iter *it = (struct ivar_iter *)arg;
+    for (size_t i = 0; i < it->n; i++)
+        if (it->ids[i] == id) {
+            it->found[i] = v;
+            return --it->left ? ST_CONTINUE : ST_STOP;
+        }
+    return ST_CONTINUE;
+}
+
 /* The body of a render (may raise: render_ensure returns the context to the pool). */
 static VALUE render_body(VALUE arg)
 {
@@ -1663,11 +1680,19 @@ static VALUE render_body(VALUE arg)
     RB_GC_GUARD(locals);
     /* (rb_ivar_get calls no Ruby code; an unset @ivar is left out: nil when read, as in Ruby, and
      * defined?(@x) nil, whatever a Hash state holds under that name) */
-    for (size_t i = 0; ivar_state && i < nreads; i++)
-        if (t->ivar_id[i]) {
-            found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
-            if (NIL_P(found[i]) && !rb_ivar_defined(ra->erb_self, t->ivar_id[i])) found[i] = Qundef;
-        }
+    if (ivar_state && t->nivar && rb_ivar_count(ra->erb_self) <= 2 * t->nivar + 8) {
+        /* one walk over self's @ivars (a few, as a view's are): ~60 instructions per @ivar,
+         * where rb_ivar_get hashes each name in the class's index table (~170, and
+         * rb_ivar_defined again for nil); an @ivar not set is not walked (Qundef) */
+        struct ivar_iter it = { t->ivar_id, nreads, found, t->nivar };
+        rb_ivar_foreach(ra->erb_self, ivar_i, (st_data_t)&it);
+    } else {
+        for (size_t i = 0; ivar_state && i < nreads; i++)
+            if (t->ivar_id[i]) {
+                found[i] = rb_ivar_get(ra->erb_self, t->ivar_id[i]);
+                if (NIL_P(found[i]) && !rb_ivar_defined(ra->erb_self, t->ivar_id[i])) found[i] = Qundef;
+            }
+    }
     /* Strings are borrowed when the render will hold the GVL and call no Ruby code: no remembers
      * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
      * finds a host object after all (callbacks will run Ruby code), the state is made again,
