@@ -40,4 +40,11 @@ class TestRactor < Minitest::Test
     end
     assert_equal ["Tpl::ZeroDivisionError", true, 1], r.take
   end
+
+  # big results ask for minor GCs (tpl_ext.c gc_nudge) from inside Ractors too
+  def test_ractors_big_results
+    t = Tpl::Template.new("<%= s * 1000 %>", syntax: :erb)
+    rs = 2.times.map { Ractor.new(t) { |tm| 100.times.sum { tm.render(s: "0123456789" * 10).bytesize } } }
+    assert_equal [10_000_000, 10_000_000], rs.map(&:take)
+  end
 end
