@@ -514,7 +514,8 @@ module Tpl
       end
     end
 
-    def frame_label(b) = (b.eval("__method__") || "<main>").to_s
+    # (a BasicObject's binding has no Kernel#__method__)
+    def frame_label(b) = ((b.eval("::Kernel.__method__") rescue nil) || "<main>").to_s
 
     # ERB's output buffer is a Ruby String in a variable (eoutvar: "_erbout", or the name given)
     # that code in the template may read or append to; tpl writes the output itself. A tag's

@@ -360,6 +360,8 @@ class TestERB < Minitest::Test
     assert_match(/raised while rendering \(erb\), line 7, column 5\)\z/, assert_raises(ArgumentError) { e.result(Raiser.new.bind) }.message)
     want = assert_raises(ZeroDivisionError) { ERB.new("<%= 1/0 %>").result_with_hash(a: 1) }.backtrace.grep(/\A\(erb\)/).last
     assert_equal want, assert_raises(ZeroDivisionError) { Tpl::ERB.new("<%= 1/0 %>").result_with_hash(a: 1) }.backtrace.first
+    bo = BasicObject.new.instance_eval { ::Kernel.binding } # (no Kernel#__method__ in it: the error is still the template's)
+    assert_raises(ZeroDivisionError) { Tpl::ERB.new("<%= 1/0 %>").result(bo) }
   end
 
   # an ivars-only program reads self's @ivars in one walk when self has few (rb_ivar_foreach),
