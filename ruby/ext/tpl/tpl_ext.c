@@ -1800,8 +1800,9 @@ static VALUE render_ensure(VALUE arg)
  * (GC.start(full_mark: false, immediate_sweep: false): young objects marked, the heap swept as
  * Ruby allocates); a GC that ran for any other reason restarts the count, and none is asked
  * for while the application has GC.disable'd. Results shorter than a page (GC_NUDGE_LEN) are
- * not counted: measured, they fault no more than Erubi's (w1, w5: <= 0.02 per render), and a
- * minor GC every 256 KiB of them cost more than it saved (~1,000 instructions per w5 render).
+ * not counted: measured, they fault little (w1, w5: 0.03-0.16 per render, the same with a GC
+ * asked for), and a minor GC every 256 KiB of them cost more than it saved (~1,000
+ * instructions per w5 render).
  * The size trades the GC's work (a minor GC here ~460,000 instructions, mostly sweeping) for
  * faults (~25 us each on this paravirtualised machine, ~1 us on bare metal): at 256 KiB w4
  * (4.4 KB results) paid ~7,900 instructions per render and w2 (50 KB) faulted 0.07 times per
