@@ -175,7 +175,6 @@ typedef struct render_ctx {
     tpl_host_func *hfuncs;  /* its table (names borrowed from funcs), and the objects */
     tpl_host_object *hobjs;
     pyobj *hblocks;
-    bool html;              /* objects with __html__ cross as markup (the program autoescapes) */
     PyObject *loader;       /* borrowed from the Program during a render, or NULL */
     PyObject *loader_exc;   /* owned or NULL: what the loader raised during this render */
     PyObject *write;        /* borrowed during a streaming render (_render_stream), or NULL */
@@ -218,7 +217,6 @@ typedef struct {
     uint32_t read_mask;     /* its size - 1 */
     settings defaults;      /* Program.configure */
     long gen;               /* bumped by every configure */
-    bool autoescape;        /* compiled with tpl_options.autoescape */
     PyObject *loader;       /* owned or NULL: loader(name) -> str | None for the template names the
                              * program computes when it runs (tpl_program_needs_loader) */
     bool all_state;         /* such a program: a template it loads may read any state variable,
@@ -1655,7 +1653,6 @@ static PyObject *Program_adopt(ProgramObject *self, PyObject *arg)
     self->read_mask = o->read_mask;
     self->defaults = o->defaults;
     self->gen = o->gen;
-    self->autoescape = o->autoescape;
     self->loader = o->loader;
     o->loader = NULL;
     memcpy(self->pool, o->pool, sizeof self->pool);
@@ -1678,7 +1675,6 @@ static PyObject *wrap_program(tpl_program *p)
     o->p = p;
     o->npool = 0;
     o->gen = 0;
-    o->autoescape = false;
     o->loader = NULL;
     memset(&o->defaults, 0, sizeof o->defaults);
     o->reads = NULL;
@@ -1923,7 +1919,6 @@ static PyObject *mod_compile(PyObject *mod, PyObject *args)
         return t;
     }
     PyObject *w = wrap_program(p);
-    if (w) ((ProgramObject *)w)->autoescape = o.autoescape;
     if (w && loader != Py_None && tpl_program_needs_loader(p)) { /* names computed at render time */
         Py_INCREF(loader);
         ((ProgramObject *)w)->loader = loader;
@@ -1968,16 +1963,6 @@ static PyObject *Program_save(ProgramObject *self, PyObject *args)
     PyObject *r = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
     free(buf);
     return r;
-}
-
-/* html_objects(flag): whether objects with __html__ cross as markup (by default only when
- * compiled with autoescape); Jinja2 prints str(obj) unless it escapes the object. */
-static PyObject *Program_html_objects(ProgramObject *self, PyObject *flag)
-{
-    int t = PyObject_IsTrue(flag);
-    if (t < 0) return NULL;
-    self->autoescape = t;
-    Py_RETURN_NONE;
 }
 
 static PyObject *Program_dump(ProgramObject *self, PyObject *unused)
@@ -2594,7 +2579,6 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
     }
     render_ctx *c = slot_get(self, s);
     if (!c) { Py_XDECREF(plain); return NULL; }
-    c->html = self->autoescape;
     tpl_render *r = c->r;
     PyObject *result = NULL;
 
@@ -2817,8 +2801,6 @@ static PyMethodDef Program_methods[] = {
       "configure(facts=None, remembers=None, call=None, lang=None, catalogs=None, tr_keys=None, limits=None)" },
     { "save", (PyCFunction)(void (*)(void))Program_save, METH_VARARGS, "save(strip_source=False) -> bytes (.tplb)" },
     { "dump", (PyCFunction)(void (*)(void))Program_dump, METH_NOARGS, "dump() -> str (disassembly)" },
-    { "html_objects", (PyCFunction)(void (*)(void))Program_html_objects, METH_O,
-      "html_objects(flag): objects with __html__ cross as markup (default: compiled with autoescape)" },
     { NULL, NULL, 0, NULL },
 };
 
@@ -2840,48 +2822,8 @@ static PyTypeObject ProgramType = {
     .tp_getset = Program_getset,
 };
 
-/* Whether s[0..n) holds "escape", "|e" or "| e": memchr finds the rarer bytes ('|', and the
- * 'p' of "escape"), each hit checked in place (glibc's memmem takes ~5 instructions a byte). */
-static bool names_escape(const char *s, size_t n)
-{
-    for (const char *p = s, *end = s + n; (p = memchr(p, '|', (size_t)(end - p))); p++)
-        if ((end - p >= 2 && p[1] == 'e') || (end - p >= 3 && p[1] == ' ' && p[2] == 'e')) return true;
-    for (const char *p = s + 4, *end = s + n; p < end && (p = memchr(p, 'p', (size_t)(end - p))); p++)
-        if (end - p >= 2 && !memcmp(p - 4, "escape", 6)) return true;
-    return false;
-}
-
-/* escapes(source) -> bool: whether the source names the escape filter ("escape", "|e", "| e"):
- * tpl/__init__.py's test for letting objects with __html__ cross as markup. The needles are
- * ASCII, so searching the UTF-8 bytes finds what searching the str would. */
-static PyObject *mod_escapes(PyObject *mod, PyObject *s)
-{
-    (void)mod;
-    if (!PyUnicode_Check(s))
-        return PyErr_Format(PyExc_TypeError, "escapes() argument 'source' must be str, not %s", Py_TYPE(s)->tp_name);
-    Py_ssize_t n;
-    const char *u;
-    if (PyUnicode_IS_COMPACT_ASCII(s)) {
-        u = (const char *)PyUnicode_DATA(s);
-        n = PyUnicode_GET_LENGTH(s);
-    } else if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) { /* lone surrogates: searched as a str */
-        PyErr_Clear();
-        static const char *const needles[] = { "escape", "|e", "| e" };
-        for (size_t i = 0; i < 3; i++) {
-            PyObject *nd = PyUnicode_FromString(needles[i]);
-            int has = nd ? PyUnicode_Contains(s, nd) : -1;
-            Py_XDECREF(nd);
-            if (has < 0) return NULL;
-            if (has) Py_RETURN_TRUE;
-        }
-        Py_RETURN_FALSE;
-    }
-    return PyBool_FromLong(names_escape(u, (size_t)n));
-}
-
 static PyMethodDef mod_methods[] = {
     { "compile", mod_compile, METH_VARARGS, "compile(source, name, syntax, profile, options, loader)" },
-    { "escapes", mod_escapes, METH_O, "escapes(source) -> bool: the source names the escape filter" },
     { "load", mod_load, METH_VARARGS, "load(data, name) -> Program | error tuple" },
     { NULL, NULL, 0, NULL },
 };

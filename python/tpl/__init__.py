@@ -154,9 +154,6 @@ _FUNC_KINDS = {"filters": 0, "tests": 2}  # tpl_host_kind
 _FINALIZE = "tpl:finalize"  # the host filter name of finalize= (no template can name it)
 
 
-_escapes = _tpl.escapes  # "escape" in source or "|e" in source or "| e" in source, in one C call
-
-
 def _render_args(opts):
     """The keyword arguments of _tpl.Program.render from the public render options."""
     out = {}
@@ -285,24 +282,11 @@ class Template(_tpl.Program):
         _check_name(name)
         if profile is not None and not isinstance(profile, str):
             raise TypeError("profile must be a str or None, not %s" % type(profile).__name__)
-        # Jinja2 prints an object with __html__ as str(obj) unless it escapes it (autoescape, |e):
-        # such objects cross as markup only in templates that can escape
-        escapes = [compile_opts.get("autoescape") or _escapes(source)]
-        if loader is not None:
-            if not callable(loader):
-                raise TypeError("loader must be callable (name -> str or None), not %s" % type(loader).__name__)
-            outer = loader
-
-            def loader(n):
-                src = outer(n)
-                if isinstance(src, str) and _escapes(src):
-                    escapes[0] = True
-                return src
+        if loader is not None and not callable(loader):
+            raise TypeError("loader must be callable (name -> str or None), not %s" % type(loader).__name__)
         p = _tpl.compile(source, name or "<template>", _SYNTAX[syntax], profile, compile_opts, loader)
         if p.__class__ is tuple:
             _raise(p)
-        if escapes[0]:
-            p.html_objects(True)
         self._adopt(p)
         self.name = name
         self.syntax = syntax
