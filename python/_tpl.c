@@ -521,6 +521,50 @@ static int items_grow(render_ctx *c)
     return 0;
 }
 
+static int ents_reserve(render_ctx *c, size_t n)
+{
+    while (c->capents - c->nents < n)
+        if (ents_grow(c) < 0) return -1;
+    return 0;
+}
+
+/* CPython 3.11's dict keys object (Include/internal/pycore_dict.h of 3.11, which a bugfix release
+ * does not change), mirrored to read a combined table of str keys (DICT_KEYS_UNICODE: every key
+ * an exact str) without a PyDict_Next call per entry: a chat's 20 {role, content} dicts cost
+ * ~80 instructions each less. Other versions, split tables (instance dicts) and keys of other
+ * types go through PyDict_Next. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
+typedef struct dkeys311 {
+    Py_ssize_t dk_refcnt;
+    uint8_t dk_log2_size, dk_log2_index_bytes, dk_kind;
+    uint32_t dk_version;
+    Py_ssize_t dk_usable, dk_nentries;
+    char dk_indices[];
+} dkeys311;
+#define DICT_KEYS_UNICODE311 1
+#endif
+
+/* d's entries as (key, value) pairs in insertion order (*n of them; a NULL value is a deleted
+ * entry), or NULL: walk it with PyDict_Next. The header's bounds are checked, so that a table
+ * of another shape is walked the usual way, never misread. */
+static inline PyObject *const *dict_entries(PyObject *d, Py_ssize_t *n)
+{
+#ifdef DICT_KEYS_UNICODE311
+    const PyDictObject *mp = (const PyDictObject *)d;
+    const dkeys311 *k = (const dkeys311 *)(const void *)mp->ma_keys;
+    unsigned ls = k->dk_log2_size, lb = k->dk_log2_index_bytes;
+    if (mp->ma_values || k->dk_kind != DICT_KEYS_UNICODE311 || ls < 3 || ls > 40 || lb < ls || lb > ls + 3 ||
+        k->dk_nentries < mp->ma_used || k->dk_nentries > ((Py_ssize_t)1 << ls))
+        return NULL;
+    *n = k->dk_nentries;
+    return (PyObject *const *)(const void *)(k->dk_indices + ((size_t)1 << lb));
+#else
+    (void)d;
+    (void)n;
+    return NULL;
+#endif
+}
+
 /* A dict as a map: its exact str keys (distinct) with their remembered hashes, built at once
  * (tpl_val_map_of_str); from the first key of another type on, entry by entry. The cycle check
  * (enter) comes before the first value converted by recursion: a dict of strs (a chat message,
@@ -537,6 +581,30 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
     PyObject *k, *v;
     bool mixed = false;
     int rc = -1;
+    if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
+    Py_ssize_t ne;
+    PyObject *const *it = dict_entries(d, &ne);
+    if (it) { /* CPython 3.11, a table of str keys: its entries read in place while their values are
+               * ASCII strs (nothing runs Python code then); from another value on, PyDict_Next */
+        for (Py_ssize_t i = 0; i < ne; i++, it += 2) {
+            if (!(v = it[1])) continue; /* (a deleted entry) */
+            if (!ASCII_STR(v)) {
+                pos = i; /* (PyDict_Next's position of entry i) */
+                goto walk;
+            }
+            key *e = key_of(c, it[0]);
+            if (!e || (c->rec && hold_str(c, it[0]) < 0)) goto done;
+            tpl_str_entry *x = &c->ents[c->nents];
+            x->key = e->u8;
+            x->len = e->len;
+            x->hash = e->hash;
+            if (ascii_val(c, v, &x->val) < 0) goto done;
+            c->nents++;
+            left--;
+        }
+        goto built;
+    }
+walk:
     while (left > 0 && PyDict_Next(d, &pos, &k, &v)) { /* (left: no call to find the end) */
         left--;
         if (!PyUnicode_CheckExact(k)) {
@@ -560,6 +628,7 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
         if (c->nents == c->capents && ents_grow(c) < 0) goto done;
         c->ents[c->nents++] = x;
     }
+built:
     if (check(tpl_val_map_of_str(c->r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out)) < 0)
         goto done;
     if (mixed && ENTER_D()) goto done;
@@ -2084,6 +2153,50 @@ static inline size_t ascii_run(const unsigned char *s, size_t i, size_t n)
     return i;
 }
 
+/* Copies s[0..n) (n >= 64) to d while it is ASCII, 64 bytes a step (the last step the final 64
+ * bytes, which may overlap the one before): returns n when every byte was ASCII and copied, else
+ * the length of a prefix that is ASCII (copied). One pass instead of a scan and a memcpy: an ASCII
+ * output (a chat prompt) is checked while it is copied into its str. With AVX2 where the CPU has
+ * it (asked at run time: the build targets plain x86-64), else SSE2. */
+#if defined(__SSE2__)
+static size_t ascii_copy_sse2(unsigned char *d, const unsigned char *s, size_t n)
+{
+    for (size_t i = 0;; i += 64) {
+        if (i + 64 > n) i = n - 64;
+        __m128i a = vload(s + i), b = vload(s + i + 16), e = vload(s + i + 32), f = vload(s + i + 48);
+        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(e, f)))) return i;
+        _mm_storeu_si128((__m128i *)(void *)(d + i), a);
+        _mm_storeu_si128((__m128i *)(void *)(d + i + 16), b);
+        _mm_storeu_si128((__m128i *)(void *)(d + i + 32), e);
+        _mm_storeu_si128((__m128i *)(void *)(d + i + 48), f);
+        if (i + 64 == n) return n;
+    }
+}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_COPY 1
+__attribute__((target("avx2"))) static size_t ascii_copy_avx2(unsigned char *d, const unsigned char *s, size_t n)
+{
+    for (size_t i = 0;; i += 64) {
+        if (i + 64 > n) i = n - 64;
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 32));
+        if (_mm256_movemask_epi8(_mm256_or_si256(a, b))) return i;
+        _mm256_storeu_si256((__m256i *)(void *)(d + i), a);
+        _mm256_storeu_si256((__m256i *)(void *)(d + i + 32), b);
+        if (i + 64 == n) return n;
+    }
+}
+#endif
+static inline size_t ascii_copy(unsigned char *d, const unsigned char *s, size_t n)
+{
+#ifdef HAVE_AVX2_COPY
+    if (__builtin_cpu_supports("avx2")) return ascii_copy_avx2(d, s, n);
+#endif
+    return ascii_copy_sse2(d, s, n);
+}
+#endif
+
 /* The rendered text (UTF-8) as a str, built directly in its kind (UCS1/2/4) instead of through
  * PyUnicode_DecodeUTF8 (which decodes a UCS2 text, a prompt with one dash, a byte at a time):
  * one pass counts the characters (the bytes that are not continuation bytes) and finds the
@@ -2093,7 +2206,16 @@ static inline size_t ascii_run(const unsigned char *s, size_t i, size_t n)
 static PyObject *output_str(const char *out, size_t n)
 {
     const unsigned char *s = (const unsigned char *)out;
-    size_t first = ascii_run(s, 0, n), chars = n, i = first;
+    size_t start = 0;
+#if defined(__SSE2__)
+    if (n >= 64) { /* ASCII, the usual output: checked while copied (a str of another kind is made below) */
+        PyObject *a = PyUnicode_New((Py_ssize_t)n, 0x7F);
+        if (!a) return NULL;
+        if ((start = ascii_copy(PyUnicode_1BYTE_DATA(a), s, n)) == n) return a;
+        Py_DECREF(a);
+    }
+#endif
+    size_t first = ascii_run(s, start, n), chars = n, i = first;
     unsigned char top = 0;
     for (; i + 64 <= n; i += 64) /* (most of a prompt with a few non-ASCII characters is ASCII) */
         if (!ascii64(s + i))

@@ -754,3 +754,29 @@ def test_limits_out_of_range_refused():
         with pytest.raises(ValueError, match=next(iter(kw))):
             tpl.Template("{{ 1 }}").render_with({}, limits=kw)
     assert tpl.Template("{{ 1 }}").render_with({}, limits=tpl.Limits(fuel=1000, max_depth=2**32 - 1)) == "1"
+
+
+def test_dict_walk_and_ascii_output_edges():
+    """The in-place walk of a dict of str keys (CPython 3.11) and the copy-while-checking of an ASCII
+    output: deleted entries, a value that is not an ASCII str at any position (the walk goes on with
+    PyDict_Next), instance dicts (split tables), and outputs of 64+ bytes with one non-ASCII
+    character at the start, in a middle block, in the last (overlapping) 64 bytes, as Jinja2."""
+    class O:
+        def __init__(self):
+            self.a, self.b, self.c = "x", "é", 3
+    d = {"k%d" % i: "v%d" % i for i in range(40)}
+    for i in range(0, 40, 3):
+        del d["k%d" % i]
+    d["late"] = "z"
+    vals = ["ascii", "é", 7, 2.5, None, ["l"], {"n": "m"}, "\U0001F600"]
+    mixed = [{"a": v, "b": "t", "c": w} for v in vals for w in vals]
+    src = ("{% for m in ms %}{{ m.a }}|{{ m.b }}|{{ m.c }};{% endfor %}{{ d|length }}{% for k, v in d.items() %}"
+           "{{ k }}={{ v }},{% endfor %}{{ o.__dict__ }}")
+    ctx = {"ms": mixed, "d": d, "o": O()}
+    assert tpl.Template(src).render(ctx) == jinja_ref(src, ctx)
+    for n in (63, 64, 65, 127, 128, 129, 200, 1000):
+        for pos in sorted({0, 1, n // 2, n - 64 if n >= 64 else 0, n - 40 if n >= 40 else 0, n - 1}):
+            for ch in ("é", "€", "\U0001F600", "a"):
+                s = "x" * pos + ch + "y" * (n - pos - 1)
+                src = "{{ s }}"
+                assert tpl.Template(src).render(s=s) == s, (n, pos, ch)
