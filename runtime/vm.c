@@ -1365,9 +1365,12 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
                               IS_NAME("title") || IS_NAME("trim") || IS_NAME("center") || IS_NAME("striptags"))) ||
                   (bi->kind == TPL_BK_LIST && (IS_NAME("index") || IS_NAME("count")));
     bool big_args = filter && IS_NAME("format"); /* "%s"|format(r): printed */
+    /* the filters Jinja2 runs list(), sorted() or len() in: OverflowError past 2**63 items */
+    bool big_len = filter && (IS_NAME("list") || IS_NAME("sort") || IS_NAME("slice") || IS_NAME("random"));
 #undef IS_NAME
     for (int i = 0; i < npos; i++)
-        if (tpl_is_big_range(pos[i]) && !((big_ok && i == 0) || (big_args && i > 0))) return tpl_range_too_large(vm);
+        if (tpl_is_big_range(pos[i]) && !((big_ok && i == 0) || (big_args && i > 0)))
+            return big_len && i == 0 ? tpl_range_items_needed(vm, pos[i]) : tpl_range_too_large(vm);
     for (int i = 0; i < nkw; i++)
         if (tpl_is_big_range(kwv[i])) return tpl_range_too_large(vm);
     for (int i = 0; i < npos; i++)
@@ -1510,6 +1513,16 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 int tpl_range_too_large(tpl_vm *vm)
 {
     return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+}
+
+int tpl_range_items_needed(tpl_vm *vm, tpl_value r)
+{
+    mpz_t n;
+    tpl_range_len(n, tpl_range_params(r));
+    bool fits = mpz_cmp_ui(n, 0) >= 0 && mpz_sizeinbase(n, 2) <= 63;
+    mpz_clear(n);
+    if (!fits) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C ssize_t");
+    return tpl_range_too_large(vm);
 }
 
 int tpl_range_item(tpl_vm *vm, tpl_value r, tpl_value index, bool *found, tpl_value *out)

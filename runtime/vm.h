@@ -200,6 +200,10 @@ int tpl_make_range_v(tpl_vm *vm, tpl_value start, tpl_value stop, tpl_value step
 /* A range held without its items (TPL_F_RANGE_BIG) asked for all of them: the limit error "range
  * too large". Returns -1. */
 int tpl_range_too_large(tpl_vm *vm);
+/* A big range (TPL_F_RANGE_BIG) given to a filter Jinja2 runs list(), sorted() or len() in (|list,
+ * |sort, |slice, |random): as Python, OverflowError "Python int too large to convert to C ssize_t" when
+ * its length is 2**63 or more; otherwise tpl's limit error "range too large". Returns -1. */
+int tpl_range_items_needed(tpl_vm *vm, tpl_value r);
 /* Item `index` (an integer, Python's: negative counts from the end) of range r (any range value):
  * *found false (and *out untouched) when it is out of range. 0, or -1 on arena exhaustion. */
 int tpl_range_item(tpl_vm *vm, tpl_value r, tpl_value index, bool *found, tpl_value *out);

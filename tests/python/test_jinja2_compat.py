@@ -1083,3 +1083,19 @@ def test_host_number_equality_is_no_silent_false():
         with pytest.raises(TypeError, match=type(v).__name__):
             t.render(v=v)
     assert tj.Environment().from_string("{{ d == d }}{{ d == 'x' }}").render(d=Decimal(1)) == "TrueFalse"
+
+
+@pytest.mark.parametrize("src", ["{{ range(2**70)|list }}", "{{ range(2**63)|list }}", "{{ range(2**70)|sort }}",
+                                 "{{ range(0, 2**65, 2)|list|length }}", "{{ range(2**70)|slice(2)|list }}",
+                                 "{{ range(2**70)|length }}"])
+def test_huge_range_overflow_error(src):
+    """A range of 2**63 items or more whose items or length a filter needs (list(), sorted(), len()):
+    Python's OverflowError "Python int too large to convert to C ssize_t", as Jinja2 (was tpl's
+    limit error, a TemplateRuntimeError "range too large", for |list, |sort and |slice)."""
+    errs = []
+    for env in both():
+        with pytest.raises(Exception) as ei:
+            env.from_string(src).render()
+        errs.append((type(ei.value), str(ei.value)))
+    assert errs[1] == errs[0] == (OverflowError, "Python int too large to convert to C ssize_t")
+
