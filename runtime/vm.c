@@ -451,6 +451,11 @@ static bool markup_only(int id)
  * of the list kind, copy() is list.copy, which a tuple and a range do not have (Python). */
 static int method_gate(tpl_value self, int id)
 {
+    if (id >= 0 && self.type == TPL_T_LIST) {
+        const tpl_builtin_info *bi = tpl_lib_builtin(id); /* _asdict(): a groupby result's only */
+        if (bi->namelen == 7 && bi->kind == TPL_BK_LIST && memcmp(bi->name, "_asdict", 7) == 0)
+            return (self.flags & TPL_F_GROUP) && self.u.list->len == 2 ? id : -1;
+    }
     if (id >= 0 && self.type == TPL_T_LIST && ((self.flags & TPL_F_TUPLE) || self.aux != TPL_LAZY_NONE)) {
         const tpl_builtin_info *bi = tpl_lib_builtin(id);
         return bi->kind == TPL_BK_LIST && strcmp(bi->name, "copy") == 0 ? -1 : id;

@@ -934,6 +934,21 @@ int m_list_copy(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* g._asdict() of a groupby result (a (grouper, list) namedtuple, TPL_F_GROUP; method_gate offers it
+ * on nothing else): the dict {'grouper': ..., 'list': ...}, as Python's namedtuple. */
+int m_list_asdict(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    const tpl_list *l = a[0].u.list;
+    tpl_map *m = a[0].type == TPL_T_LIST && l->len == 2 ? tpl_map_new(AR(vm), 2) : NULL;
+    if (!m)
+        return a[0].type == TPL_T_LIST && l->len == 2 ? OOM() : tpl_vm_error(vm, TPL_ERR_TYPE, "_asdict() needs a groupby result");
+    if (!tpl_map_append(AR(vm), m, tpl_v_str("grouper", 7), tpl_hash_str("grouper", 7), l->items[0]) ||
+        !tpl_map_append(AR(vm), m, tpl_v_str("list", 4), tpl_hash_str("list", 4), l->items[1]))
+        return OOM();
+    *out = tpl_v_map(m);
+    return 0;
+}
+
 int m_list_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_list(vm, a[0], "count") < 0)
