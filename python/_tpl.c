@@ -159,6 +159,7 @@ typedef struct render_ctx {
     bool gil;               /* this render keeps the GIL (a short one: GIL_OUT); callbacks then
                              * run without re-taking it */
     size_t last_out;        /* the length of this context's last output (SIZE_MAX: none yet) */
+    bool out_ascii;         /* and whether it was ASCII (output_str then tries the one-pass copy) */
     PyObject **keep;        /* owned references held until the render ends */
     Py_ssize_t nkeep, capkeep;
     chunk *chunks, *cur;    /* host-object blocks, reused render after render */
@@ -1646,6 +1647,7 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
         c->gen = -1;
         c->lim_gen = ls == &self->defaults ? self->gen : -1;
         c->last_out = SIZE_MAX; /* (its first render releases the GIL) */
+        c->out_ascii = true;
     }
     if (dflt ? c->gen != self->gen : true) {
         c->gen = -1;
@@ -2203,12 +2205,12 @@ static inline size_t ascii_copy(unsigned char *d, const unsigned char *s, size_t
  * widest lead byte, the second copies (widens) the ASCII runs and decodes the rest, checking
  * each sequence. Bytes that are not UTF-8 (a render does not produce them) go through
  * PyUnicode_DecodeUTF8, which raises. */
-static PyObject *output_str(const char *out, size_t n)
+static PyObject *output_str(const char *out, size_t n, bool *ascii)
 {
     const unsigned char *s = (const unsigned char *)out;
     size_t start = 0;
 #if defined(__SSE2__)
-    if (n >= 64) { /* ASCII, the usual output: checked while copied (a str of another kind is made below) */
+    if (n >= 64 && *ascii) { /* ASCII as the last output was (a chat prompt): checked while copied */
         PyObject *a = PyUnicode_New((Py_ssize_t)n, 0x7F);
         if (!a) return NULL;
         if ((start = ascii_copy(PyUnicode_1BYTE_DATA(a), s, n)) == n) return a;
@@ -2237,6 +2239,7 @@ static PyObject *output_str(const char *out, size_t n)
     }
     /* well-formed, a lead byte below 0xC4 is U+0080..U+00FF, below 0xF0 at most U+FFFF (and any
      * lead from 0xC4 encodes at least U+0100, from 0xF0 at least U+10000) */
+    *ascii = top < 0x80;
     PyObject *str = PyUnicode_New((Py_ssize_t)chars, top < 0x80 ? 0x7F : top < 0xC4 ? 0xFF : top < 0xF0 ? 0xFFFF : 0x10FFFF);
     if (!str || top < 0x80) {
         if (str) memcpy(PyUnicode_1BYTE_DATA(str), s, n);
@@ -2754,7 +2757,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
     }
     if (rs == TPL_OK) {
         Py_XDECREF(exc);
-        result = output_str(out, n);
+        result = output_str(out, n, &c->out_ascii);
     } else if (exc) {
         /* the callback's exception, as itself, annotated with the template location */
         const tpl_error *e = tpl_render_error(r);
