@@ -529,43 +529,6 @@ static int ents_reserve(render_ctx *c, size_t n)
     return 0;
 }
 
-/* CPython 3.11's dict keys object (Include/internal/pycore_dict.h of 3.11, which a bugfix release
- * does not change), mirrored to read a combined table of str keys (DICT_KEYS_UNICODE: every key
- * an exact str) without a PyDict_Next call per entry: a chat's 20 {role, content} dicts cost
- * ~80 instructions each less. Other versions, split tables (instance dicts) and keys of other
- * types go through PyDict_Next. */
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
-typedef struct dkeys311 {
-    Py_ssize_t dk_refcnt;
-    uint8_t dk_log2_size, dk_log2_index_bytes, dk_kind;
-    uint32_t dk_version;
-    Py_ssize_t dk_usable, dk_nentries;
-    char dk_indices[];
-} dkeys311;
-#define DICT_KEYS_UNICODE311 1
-#endif
-
-/* d's entries as (key, value) pairs in insertion order (*n of them; a NULL value is a deleted
- * entry), or NULL: walk it with PyDict_Next. The header's bounds are checked, so that a table
- * of another shape is walked the usual way, never misread. */
-static inline PyObject *const *dict_entries(PyObject *d, Py_ssize_t *n)
-{
-#ifdef DICT_KEYS_UNICODE311
-    const PyDictObject *mp = (const PyDictObject *)d;
-    const dkeys311 *k = (const dkeys311 *)(const void *)mp->ma_keys;
-    unsigned ls = k->dk_log2_size, lb = k->dk_log2_index_bytes;
-    if (mp->ma_values || k->dk_kind != DICT_KEYS_UNICODE311 || ls < 3 || ls > 40 || lb < ls || lb > ls + 3 ||
-        k->dk_nentries < mp->ma_used || k->dk_nentries > ((Py_ssize_t)1 << ls))
-        return NULL;
-    *n = k->dk_nentries;
-    return (PyObject *const *)(const void *)(k->dk_indices + ((size_t)1 << lb));
-#else
-    (void)d;
-    (void)n;
-    return NULL;
-#endif
-}
-
 /* A dict as a map: its exact str keys (distinct) with their remembered hashes, built at once
  * (tpl_val_map_of_str); from the first key of another type on, entry by entry. The cycle check
  * (enter) comes before the first value converted by recursion: a dict of strs (a chat message,
@@ -583,29 +546,6 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
     bool mixed = false;
     int rc = -1;
     if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
-    Py_ssize_t ne;
-    PyObject *const *it = dict_entries(d, &ne);
-    if (it) { /* CPython 3.11, a table of str keys: its entries read in place while their values are
-               * ASCII strs (nothing runs Python code then); from another value on, PyDict_Next */
-        for (Py_ssize_t i = 0; i < ne; i++, it += 2) {
-            if (!(v = it[1])) continue; /* (a deleted entry) */
-            if (!ASCII_STR(v)) {
-                pos = i; /* (PyDict_Next's position of entry i) */
-                goto walk;
-            }
-            key *e = key_of(c, it[0]);
-            if (!e || (c->rec && hold_str(c, it[0]) < 0)) goto done;
-            tpl_str_entry *x = &c->ents[c->nents];
-            x->key = e->u8;
-            x->len = e->len;
-            x->hash = e->hash;
-            if (ascii_val(c, v, &x->val) < 0) goto done;
-            c->nents++;
-            left--;
-        }
-        goto built;
-    }
-walk:
     while (left > 0 && PyDict_Next(d, &pos, &k, &v)) { /* (left: no call to find the end) */
         left--;
         if (!PyUnicode_CheckExact(k)) {
@@ -629,7 +569,6 @@ walk:
         if (c->nents == c->capents && ents_grow(c) < 0) goto done;
         c->ents[c->nents++] = x;
     }
-built:
     if (check(tpl_val_map_of_str(c->r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out)) < 0)
         goto done;
     if (mixed && ENTER_D()) goto done;
