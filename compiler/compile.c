@@ -39,6 +39,8 @@ typedef struct scope {
     scope_var *vars;
     uint32_t nvars, cap;
     tpl_smap idx;            /* name -> index in vars, once the scope has SCOPE_INDEXED names */
+    bool soft_saved;         /* the compiler's `soft` when the scope was pushed (a frame entered
+                              * in it clears `soft`, as Jinja2's Frame.inner(); popping restores it) */
 } scope;
 
 #define SCOPE_INDEXED 8
@@ -822,6 +824,7 @@ static scope *push_scope(tpl_comp *c, bool boundary)
     }
     s->parent = c->fn->scope;
     s->func_boundary = boundary;
+    s->soft_saved = c->soft;
     c->fn->scope = s;
     return s;
 }
@@ -831,6 +834,7 @@ static void pop_scope(tpl_comp *c)
     scope *s = c->fn->scope;
     if (!s) return;
     c->fn->scope = s->parent;
+    c->soft = s->soft_saved;
     /* nothing refers to a popped scope (saved scopes are its ancestors); after a failure a
      * pop may not match its push, so nothing is reused then */
     if (!c->failed && s != c->inc_top && s != c->root.scope) {
@@ -2281,6 +2285,10 @@ static void frame_enter(tpl_comp *c, const frame_names *f, uint64_t undef, bool 
  * the blocks read through the context). */
 static void frame_init_at(tpl_comp *c, tpl_node *fbody, bool root, tpl_node *const *others, uint32_t nothers)
 {
+    /* Frame.inner() is never a soft frame: an unknown filter or test in a loop, with, macro,
+     * call, filter or set block, or autoescape body is Jinja2's compile-time error even inside an
+     * `if` (pop_scope restores the enclosing frame's softness) */
+    c->soft = false;
     if (c->syn != TPL_SYN_JINJA || c->failed) return;
     /* the frame's names live while it is entered only (1 KiB a frame in the compile's arena
      * was ~20x a template of small macros, loops or with blocks: issue 13 §1) */
@@ -2544,7 +2552,10 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
         emit(c, TPL_OP_DUP, 0, 1);
         emit(c, TPL_OP_STORE_SLOT, item, -1);
         store_target(c, n->a);
+        bool soft = c->soft;
+        c->soft = false; /* the loop's test frame is an inner one (never soft) */
         expr(c, n->e);
+        c->soft = soft;
         uint32_t skip = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
         emit(c, TPL_OP_LOAD_SLOT, acc, 1);
         emit_raw(c, add_name(c, lname));
@@ -2588,7 +2599,10 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     uint32_t exit_pos = emit_raw(c, 0);
     store_target(c, n->a);
     if (lazy) {
+        bool soft = c->soft;
+        c->soft = false;
         expr(c, n->e);
+        c->soft = soft;
         uint32_t keep = emit(c, sop(c, TPL_OP_JT_PY), 0, -1);
         emit(c, TPL_OP_LOOP_SKIP, loop_slot, 0);
         emit(c, TPL_OP_JUMP, lc.top, 0);
@@ -2750,6 +2764,70 @@ bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, 
 static void switch_expr(void *c, tpl_node *n) { expr(c, n); }
 static void switch_body(void *c, tpl_node *n) { body(c, n); }
 
+/* A branch a constant condition never runs is still compiled by Jinja2: an unknown filter or
+ * test in it is a compile-time error where the frame is not soft (a loop, with, macro, call,
+ * filter or set block, autoescape or block body), as when it runs. Walks the skipped tree with
+ * Jinja2's frame softness and fails on the first such name. */
+static void dead_check(tpl_comp *c, const tpl_node *n, bool soft, int depth)
+{
+    if (depth > 400) return;
+    for (; n && !c->failed; n = n->next) {
+        bool inner = soft;
+        switch (n->kind) {
+        case TPL_N_FILTER: case TPL_N_TEST:
+            if (!soft && n->val.type == TPL_T_STR &&
+                !host_func(c, n->val, n->kind == TPL_N_FILTER ? TPL_HOST_FILTER : TPL_HOST_TEST)) {
+                int kind = n->kind == TPL_N_FILTER ? TPL_BK_FILTER : TPL_BK_TEST;
+                int b = tpl_builtin_find(kind, n->val.u.s, n->val.len);
+                if (b >= 0 && kind == TPL_BK_FILTER) b = tpl_builtin_filter_variant(b, c->autoescape, c->p->opts.hf);
+                if (b < 0) {
+                    bool save = c->soft;
+                    c->soft = false;
+                    unknown_callable(c, (tpl_node *)n, kind, n->kind == TPL_N_FILTER ? "filter" : "test");
+                    c->soft = save;
+                    return;
+                }
+            }
+            dead_check(c, n->a, soft, depth + 1);
+            dead_check(c, n->b, soft, depth + 1);
+            continue;
+        case TPL_N_IF: case TPL_N_CONDEXPR:
+            dead_check(c, n->a, true, depth + 1);
+            dead_check(c, n->b, true, depth + 1);
+            dead_check(c, n->c, true, depth + 1);
+            continue;
+        case TPL_N_FOR:
+            dead_check(c, n->a, false, depth + 1);
+            dead_check(c, n->b, soft, depth + 1);
+            dead_check(c, n->c, false, depth + 1);
+            dead_check(c, n->d, false, depth + 1);
+            dead_check(c, n->e, false, depth + 1);
+            continue;
+        case TPL_N_CALLBLOCK:
+            dead_check(c, n->a, soft, depth + 1);
+            dead_check(c, n->b, false, depth + 1);
+            dead_check(c, n->c, false, depth + 1);
+            continue;
+        case TPL_N_WITH: /* the values in the enclosing frame, the body in its own */
+            for (const tpl_node *set = n->a; set && !c->failed; set = set->next)
+                dead_check(c, set->kind == TPL_N_SET ? set->b : set, soft, depth + 1);
+            dead_check(c, n->b, false, depth + 1);
+            continue;
+        case TPL_N_MACRO: case TPL_N_FILTERBLOCK: case TPL_N_SETBLOCK: case TPL_N_AUTOESCAPE: case TPL_N_BLOCK:
+            inner = false;
+            break;
+        default: break;
+        }
+        dead_check(c, n->a, inner, depth + 1);
+        dead_check(c, n->b, inner, depth + 1);
+        dead_check(c, n->c, inner, depth + 1);
+        if (tpl_node_has_de(n->kind)) {
+            dead_check(c, n->d, inner, depth + 1);
+            dead_check(c, n->e, inner, depth + 1);
+        }
+    }
+}
+
 /* An if/elif/else chain, compiled in a loop (a chain of 10,000 elifs is not nesting): each
  * branch's end jumps to the chain's end; a constant condition keeps only its branch; runs of
  * string comparisons on one lookup become SWITCH_STR tables (tpl_c_if_switch). Conditions and
@@ -2764,7 +2842,8 @@ static void stmt_if(tpl_comp *c, tpl_node *n)
         tpl_node *next = NULL;
         bool t;
         if (cur->a->kind == TPL_N_CONST && const_truthy(cur->a->val, &t)) {
-            if (t) { body(c, cur->b); break; }
+            if (t) { body(c, cur->b); dead_check(c, cur->c, true, 0); break; }
+            dead_check(c, cur->b, true, 0);
             next = cur->c;
         } else {
             if (!tpl_c_if_switch(c, cur, switch_expr, switch_body, c, &next)) {
@@ -3787,7 +3866,12 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
-        apply_filters(c, n->c);
+        {
+            bool soft = c->soft;
+            c->soft = false; /* the filters run in the block's frame (never soft) */
+            apply_filters(c, n->c);
+            c->soft = soft;
+        }
         if (c->autoescape && n->c) emit_markup(c);
         store_target(c, n->a);
         return;
@@ -3800,7 +3884,12 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
-        apply_filters(c, n->a);
+        {
+            bool soft = c->soft;
+            c->soft = false;
+            apply_filters(c, n->a);
+            c->soft = soft;
+        }
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
     case TPL_N_WITH: {
