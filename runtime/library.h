@@ -103,6 +103,9 @@ typedef struct tpl_library {
      * message, it raises that when called */
     uint16_t id_unsafe_method;
     uint16_t id_e, id_forceescape, id_string; /* with id_escape: the filters that take str(value) */
+    /* range, and what the global `range` is under the hf profile (the sandbox's safe_range: a
+     * function, not the class: 'function object' in messages) */
+    uint16_t id_range, id_range_hf;
 } tpl_library;
 
 /* The standard library: defined by stdlib/library.c. */

@@ -401,7 +401,7 @@ static bool same_nan(double x, double y)
 /* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container), -2
  * nested deeper than TPL_NEST_MAX (Python: RecursionError "maximum recursion depth exceeded in
  * comparison"). */
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql);
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql);
 
 /* Python's range == range (at least one held without its items): the same items, so the same
  * length and, when that is not 0, the same start and, when it is past 1, the same step. */
@@ -419,7 +419,7 @@ static bool range_equal(tpl_value a, tpl_value b)
     return eq;
 }
 
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql);
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql);
 
 static bool is_set_view(tpl_value v)
 {
@@ -507,9 +507,16 @@ int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel)
     return view_contained(a, b, 0, fuel);
 }
 
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool eql)
+/* eql: bit 1 Ruby's eql? (types must match), bit 2 (EQ_STRICT) a strict render's ==: an item
+ * of a container compared with a strict undefined is -3 (StrictUndefined.__eq__ raises). */
+enum { EQ_EQL = 1, EQ_STRICT = 2 };
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql)
 {
-    if (eql && a.type != b.type && !(a.type == TPL_T_UNDEF && b.type == TPL_T_NONE) && !(a.type == TPL_T_NONE && b.type == TPL_T_UNDEF))
+    if ((eql & EQ_STRICT) && depth > 0 &&
+        ((a.type == TPL_T_UNDEF && a.aux != TPL_UNDEF_COND) || (b.type == TPL_T_UNDEF && b.aux != TPL_UNDEF_COND)))
+        return -3;
+    eql &= EQ_EQL | EQ_STRICT;
+    if ((eql & EQ_EQL) && a.type != b.type && !(a.type == TPL_T_UNDEF && b.type == TPL_T_NONE) && !(a.type == TPL_T_NONE && b.type == TPL_T_UNDEF))
         return false;
     if (tpl_is_num(a) && tpl_is_num(b)) {
         if (a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT)
@@ -588,8 +595,12 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, bool e
 bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, false) == 1; }
 int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, false); }
 int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 1, fuel, false); }
-bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, true) == 1; }
-int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, true); }
+int tpl_equal_strict_metered(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
+{
+    return equal_rec(a, b, depth, fuel, EQ_STRICT);
+}
+bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, EQ_EQL) == 1; }
+int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, EQ_EQL); }
 
 /* ------------------------------------------------------------------ maps */
 

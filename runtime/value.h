@@ -322,6 +322,9 @@ int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
  * index(), count(), list < list, sort keys): with its identity shortcut, so a NaN equals the
  * same NaN (value.c same_nan). */
 int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
+/* tpl_equal_metered (depth 0) or tpl_item_equal_metered (depth 1) in a strict render: -3 when an
+ * item of a container meets a strict undefined (not an inline if's), which Jinja2 raises on. */
+int tpl_equal_strict_metered(tpl_value a, tpl_value b, int depth, uint64_t *fuel);
 /* a and b are dict_keys or dict_items views (either kind) and every item of a is in b: Python's
  * subset test behind `<=` of two views (and `==` of two of equal size). 1 yes, 0 no (or not two
  * such views), -1 fuel exhausted, -2 too deep. */

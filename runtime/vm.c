@@ -134,6 +134,34 @@ static bool any_number(tpl_value v)
            (tpl_hobj_numeric(v) & TPL_HOST_NUMBER);
 }
 
+/* The first strict undefined (not an inline if's) in v, depth first, or NULL. */
+static const tpl_value *first_strict_undef(const tpl_value *v, int depth)
+{
+    if (v->type == TPL_T_UNDEF) return v->aux != TPL_UNDEF_COND ? v : NULL;
+    if (depth > TPL_NEST_MAX) return NULL;
+    if (v->type == TPL_T_LIST && !(v->flags & TPL_F_RANGE_BIG))
+        for (uint32_t i = 0; i < v->u.list->len; i++) {
+            const tpl_value *u = first_strict_undef(&v->u.list->items[i], depth + 1);
+            if (u) return u;
+        }
+    if (v->type == TPL_T_MAP)
+        for (uint32_t i = 0; i < v->u.map->len; i++) {
+            const tpl_value *u = first_strict_undef(&v->u.map->e[i].val, depth + 1);
+            if (u) return u;
+        }
+    return NULL;
+}
+
+/* == of two containers met a strict undefined among their items: Jinja2's StrictUndefined.__eq__
+ * raises (the left operand's first, as Python tries x.__eq__ before the reflected one). */
+static int strict_item_error(tpl_vm *vm, tpl_value a, tpl_value b)
+{
+    const tpl_value *u = first_strict_undef(&a, 0);
+    if (!u) u = first_strict_undef(&b, 0);
+    if (!u) return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined value");
+    return tpl_stdlib.undefined_error(vm, *u);
+}
+
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
@@ -142,7 +170,8 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: '==' between '%s' and '%s' (tpl does not compare the "
                             "host's own number types: convert to int or float first)", tpl_type_name(vm, a),
                             tpl_type_name(vm, b));
-    int r = tpl_equal_metered(a, b, &vm->fuel);
+    int r = tpl_vm_strict(vm) ? tpl_equal_strict_metered(a, b, 0, &vm->fuel) : tpl_equal_metered(a, b, &vm->fuel);
+    if (r == -3) return strict_item_error(vm, a, b);
     if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
     if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
@@ -151,7 +180,8 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
-    int r = tpl_item_equal_metered(a, b, &vm->fuel);
+    int r = tpl_vm_strict(vm) ? tpl_equal_strict_metered(a, b, 1, &vm->fuel) : tpl_item_equal_metered(a, b, &vm->fuel);
+    if (r == -3) return strict_item_error(vm, a, b);
     if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
     if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
@@ -1725,6 +1755,7 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
     if (hit) { *out = *hit; return 0; }
     if (tpl_stdlib.ext_global(vm, nm->s.u.s, nm->s.len, out)) return 0; /* the library's own (`call`) */
     int id = nm->resolved ? nm->global : tpl_stdlib.find(TPL_BK_GLOBAL, nm->s.u.s, nm->s.len);
+    if (id == tpl_stdlib.id_range && vm->p->opts.hf) id = tpl_stdlib.id_range_hf; /* the sandbox's safe_range */
     if (id >= 0 && (vm->p->opts.hf || (id != tpl_stdlib.id_raise_exception && id != tpl_stdlib.id_strftime_now))) {
         tpl_value f = { 0 };
         f.type = TPL_T_FUNC;

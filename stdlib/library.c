@@ -50,4 +50,6 @@ const tpl_library tpl_stdlib = {
     .id_e = TPL_B_FILTER_e,
     .id_forceescape = TPL_B_FILTER_forceescape,
     .id_string = TPL_B_FILTER_string,
+    .id_range = TPL_B_GLOBAL_range,
+    .id_range_hf = TPL_B_GLOBAL_range_hf,
 };
