@@ -135,6 +135,11 @@ struct tpl_comp {
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
     bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
     bool autoescape;         /* inside {% autoescape true %} */
+    /* inside {% autoescape EXPR %} with a value known at run time only (Jinja2's volatile eval
+     * context): the body is compiled twice, autoescape on and off, and the value's truthiness
+     * picks one; ae_compile is the autoescape Jinja2's code generator still holds there (the
+     * enclosing one), which decides how constant outputs print; `~` is str_join */
+    bool ae_volatile, ae_compile;
     /* names an `{% import ... as NAME %}` bound (up to 16): under autoescape, NAME.macro(...) is
      * Markup, as Jinja2's Macro.__call__ makes it with the caller's eval context */
     tpl_value import_names[16];
@@ -1436,6 +1441,19 @@ static bool folds_const(const tpl_node *n)
     }
 }
 
+/* Whether an expression applies a filter anywhere (Jinja2's Filter.as_const refuses to fold in a
+ * volatile eval context). */
+static bool has_filter(const tpl_node *n)
+{
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_FILTER) return true;
+        if (has_filter(n->a) || has_filter(n->b) || has_filter(n->c) || has_filter(tpl_node_d(n)) ||
+            has_filter(tpl_node_e(n)))
+            return true;
+    }
+    return false;
+}
+
 static bool concat_folds(const tpl_node *n)
 {
     for (const tpl_node *x = n->a; x; x = x->next)
@@ -1718,7 +1736,8 @@ static void expr(tpl_comp *c, tpl_node *n)
         uint32_t cnt = 0;
         for (tpl_node *x = n->a; x; x = x->next) { expr(c, x); cnt++; }
         c->cur_off = n->off;
-        emit(c, c->autoescape && !concat_folds(n) ? TPL_OP_CONCAT_AE : sop(c, TPL_OP_CONCAT), cnt, 1 - (int)cnt);
+        emit(c, c->autoescape && !c->ae_volatile && !concat_folds(n) ? TPL_OP_CONCAT_AE : sop(c, TPL_OP_CONCAT), cnt,
+             1 - (int)cnt);
         return;
     }
     case TPL_N_LIST:
@@ -2764,6 +2783,20 @@ bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body_fn, 
 static void switch_expr(void *c, tpl_node *n) { expr(c, n); }
 static void switch_body(void *c, tpl_node *n) { body(c, n); }
 
+/* Whether statements define a macro (at any depth). */
+static bool block_or_macro_in(const tpl_node *n, int depth)
+{
+    if (depth > 400) return true;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_MACRO) return true;
+        if (n->kind == TPL_N_CONST || n->kind == TPL_N_TEXT) continue;
+        if (block_or_macro_in(n->a, depth + 1) || block_or_macro_in(n->b, depth + 1) || block_or_macro_in(n->c, depth + 1) ||
+            block_or_macro_in(tpl_node_d(n), depth + 1) || block_or_macro_in(tpl_node_e(n), depth + 1))
+            return true;
+    }
+    return false;
+}
+
 /* A branch a constant condition never runs is still compiled by Jinja2: an unknown filter or
  * test in it is a compile-time error where the frame is not soft (a loop, with, macro, call,
  * filter or set block, autoescape or block body), as when it runs. Walks the skipped tree with
@@ -3179,6 +3212,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
      * whatever {% autoescape %} is around where it is placed */
     bool save_ae = c->autoescape;
     c->autoescape = env_autoescape(c);
+    bool save_vol = c->ae_volatile;
+    c->ae_volatile = false;
     scope *own = c->fn->scope;
     block_def(c, b, pos)->active = true;
     c->ext_noguard++;
@@ -3198,6 +3233,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->ext_noguard--;
     block_def(c, b, pos)->active = false;
     c->autoescape = save_ae;
+    c->ae_volatile = save_vol;
     c->cur_block_base = save_base;
     c->cur_block_loop = save_bloop;
     if (own && c->fn->scope == own) pop_scope(c); /* (its scope reused: a scope per block was ~7x a template of blocks) */
@@ -3425,7 +3461,9 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     int save_src = c->cur_src;
     bool save_ae = c->autoescape;
     c->include_depth++;
-    c->autoescape = env_autoescape(c); /* a loaded template: the environment's, not the {% autoescape %} around it */
+    c->autoescape = env_autoescape(c);
+    bool save_vol = c->ae_volatile;
+    c->ae_volatile = false; /* a loaded template: the environment's, not the {% autoescape %} around it */
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     if (without) c->no_context = true;
     c->cur_src = src;
@@ -3449,6 +3487,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->span_off = save_off;
     c->include_depth--;
     c->autoescape = save_ae;
+    c->ae_volatile = save_vol;
 }
 
 /* Pushes what from-import n binds for x, a name the template `name` does not have: Jinja2's
@@ -3518,6 +3557,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     func save_root = c->root;
     c->include_depth++;
     c->autoescape = env_autoescape(c);
+    bool save_vol = c->ae_volatile;
+    c->ae_volatile = false;
     c->soft = false;
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     c->no_context = true;
@@ -3567,6 +3608,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->span_off = save_off;
     c->include_depth--;
     c->autoescape = save_ae;
+    c->ae_volatile = save_vol;
     c->soft = save_soft;
     c->nimport_names = save_nimp;
     patch_a(c, skip, here(c));
@@ -3682,7 +3724,9 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     uint32_t save_off = c->span_off;
     bool save_ae = c->autoescape;
     c->include_depth++;
-    c->autoescape = env_autoescape(c); /* a loaded template: the environment's, not the {% autoescape %} around it */
+    c->autoescape = env_autoescape(c);
+    bool save_vol = c->ae_volatile;
+    c->ae_volatile = false; /* a loaded template: the environment's, not the {% autoescape %} around it */
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     /* with context: the template sees the importer's names, as an include does (Jinja2) */
     bool with_ctx = (n->op & 4) != 0;
@@ -3741,6 +3785,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->span_off = save_off;
     c->include_depth--;
     c->autoescape = save_ae;
+    c->ae_volatile = save_vol;
     if (c->failed) return;
     c->cur_off = n->off;
     if (n->kind == TPL_N_IMPORT) {
@@ -3793,7 +3838,11 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
     case TPL_N_TEXT:
         emit_text_ref(c, n->val.u.s, n->val.len);
         return;
-    case TPL_N_OUTPUT:
+    case TPL_N_OUTPUT: {
+        /* in a volatile autoescape block a constant output (as_const, where no filter folds) is
+         * escaped as the code generator's autoescape says, any other as the run-time value */
+        bool ae = c->autoescape;
+        if (c->ae_volatile) ae = folds_const(n->a) && !has_filter(n->a) ? c->ae_compile : c->autoescape;
         if (c->finalize.type == TPL_T_STR) { /* Environment(finalize=f): f(value), then as always */
             if (!host_func(c, c->finalize, TPL_HOST_FILTER)) {
                 cerror(c, n->off, "finalize: no host filter named '%.*s'", (int)c->finalize.len, c->finalize.u.s);
@@ -3801,25 +3850,25 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
             }
             /* a constant expression is escaped before finalize and printed as finalize returns
              * it (Jinja2's _output_child_to_const); any other is finalized, then escaped */
-            bool konst = c->autoescape && folds_const(n->a);
+            bool konst = ae && folds_const(n->a);
             expr(c, n->a);
             if (konst) emit(c, TPL_OP_ESCAPE, 0, 0);
             uint32_t w = call_args(c, NULL, 1);
             c->cur_off = n->a->off;
             emit(c, TPL_OP_HOST_FILTER, add_const(c, c->finalize), 1 - argw_count(w));
             emit_raw(c, w);
-            if (c->autoescape && !konst) emit(c, TPL_OP_ESCAPE, 0, 0);
+            if (ae && !konst) emit(c, TPL_OP_ESCAPE, 0, 0);
             emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
             return;
         }
-        if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF && !c->autoescape) {
+        if (n->a->kind == TPL_N_CONST && n->a->val.type != TPL_T_UNDEF && !ae) {
             tpl_sb b;
             tpl_sb_init(&b, c->tmp);
             tpl_py_str(&b, n->a->val);
             emit_text_ref(c, b.p, b.len);
             return;
         }
-        if (!c->autoescape && c->syn == TPL_SYN_JINJA) {
+        if (!ae && c->syn == TPL_SYN_JINJA) {
             uint32_t nadd = add_chain(c, n->a, false);
             if (nadd >= 2) {
                 print_adds(c, n->a, nadd, n->a->off);
@@ -3828,9 +3877,10 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         }
         expr(c, n->a);
         c->cur_off = n->a->off; /* a print error (strict undefined) points at the expression */
-        if (c->autoescape) emit(c, TPL_OP_ESCAPE, 0, 0);
+        if (ae) emit(c, TPL_OP_ESCAPE, 0, 0);
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
+    }
     case TPL_N_IF:
         c->cond_depth++;
         stmt_if(c, n);
@@ -3958,17 +4008,62 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_AUTOESCAPE: {
         bool t;
+        bool save = c->autoescape, save_vol = c->ae_volatile, save_ct = c->ae_compile;
         if (n->a->kind != TPL_N_CONST || !const_truthy(n->a->val, &t)) {
-            cerror(c, n->a->off, "autoescape needs a constant true or false");
-            return;
+            /* a value known at run time: Jinja2 sets context.eval_ctx.autoescape to it and
+             * compiles the body volatile; here the body twice, its truthiness picks one */
+            if (!c->ae_volatile) c->ae_compile = c->autoescape;
+            c->ae_volatile = true;
+            if (block_or_macro_in(n->b, 0)) {
+                cerror(c, n->a->off, "a macro inside {%% autoescape %%} with a value known only at run time "
+                       "is not supported (Jinja2 decides its escaping where it is called)");
+                return;
+            }
+            bool soft = c->soft;
+            c->soft = false; /* the value is in the Scope's inner frame */
+            expr(c, n->a);
+            c->soft = soft;
+            c->cur_off = n->off;
+            bool tested = false; /* Jinja2 tests the value where the body first prints: not in a body of sets */
+            for (const tpl_node *x = n->b; x && !tested; x = x->next)
+                tested = x->kind != TPL_N_SET && x->kind != TPL_N_NSSET;
+            if (!tested) {
+                emit(c, TPL_OP_POP, 0, -1);
+                c->autoescape = false;
+                push_scope(c, false);
+                frame_init(c, n->b);
+                body(c, n->b);
+                pop_scope(c);
+                c->autoescape = save;
+                c->ae_volatile = save_vol;
+                c->ae_compile = save_ct;
+                return;
+            }
+            uint32_t jf = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
+            for (int pass = 0; pass < 2 && !c->failed; pass++) {
+                c->autoescape = pass == 0;
+                push_scope(c, false);
+                frame_init(c, n->b);
+                body(c, n->b);
+                pop_scope(c);
+                if (pass == 0) {
+                    uint32_t done = emit(c, TPL_OP_JUMP, 0, 0);
+                    patch_a(c, jf, here(c));
+                    jf = done;
+                }
+            }
+            patch_a(c, jf, here(c));
+        } else {
+            c->autoescape = t;
+            if (c->ae_volatile) c->ae_compile = t; /* as_const works: set on the volatile context */
+            push_scope(c, false); /* a Scope node in Jinja2: its assignments stay inside */
+            frame_init(c, n->b);
+            body(c, n->b);
+            pop_scope(c);
         }
-        bool save = c->autoescape;
-        c->autoescape = t;
-        push_scope(c, false); /* a Scope node in Jinja2: its assignments stay inside */
-        frame_init(c, n->b);
-        body(c, n->b);
-        pop_scope(c);
         c->autoescape = save;
+        c->ae_volatile = save_vol;
+        c->ae_compile = save_ct;
         return;
     }
     case TPL_N_DO:
