@@ -946,3 +946,11 @@ void tpl_sb_free(tpl_sb *b)
     b->p = NULL;
     b->len = b->cap = 0;
 }
+
+bool tpl_arena_owns(const tpl_arena *a, const void *p)
+{
+    for (const tpl_chunk *c = a->head; c; c = c->next)
+        if ((const unsigned char *)p >= c->data && (const unsigned char *)p < c->data + c->size)
+            return true;
+    return false;
+}

@@ -43,6 +43,8 @@ typedef struct tpl_arena {
 } tpl_arena;
 
 void tpl_arena_init(tpl_arena *a, size_t limit);
+/* Whether p points into one of a's chunks. */
+bool tpl_arena_owns(const tpl_arena *a, const void *p);
 /* Makes an empty arena take its chunks from alloc (borrowed: must outlive the arena). */
 void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc);
 /* tpl_arena_alloc's slow path: a new chunk (or a size too large to round). */

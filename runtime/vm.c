@@ -108,6 +108,7 @@ bool tpl_vm_strict_undef(const tpl_vm *vm, tpl_value v)
 {
     return v.type == TPL_T_UNDEF && v.aux != TPL_UNDEF_COND && tpl_vm_strict(vm);
 }
+bool tpl_vm_state_owns(const tpl_vm *vm, const void *p) { return tpl_arena_owns(&vm->state_arena, p); }
 bool tpl_vm_debug_undefined(const tpl_vm *vm) { return vm->p && vm->p->opts.debug_undefined && !vm->p->opts.strict; }
 bool tpl_vm_chainable_undefined(const tpl_vm *vm)
 {

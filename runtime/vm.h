@@ -75,6 +75,8 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
 /* Whether using undefined value v raises, as Jinja2's StrictUndefined: v is undefined in a strict
  * render and not an inline if's without else (cond_expr_undefined: the plain Undefined, always). */
 bool tpl_vm_strict_undef(const tpl_vm *vm, tpl_value v);
+/* Whether p points into the render's state values (the state arena). */
+bool tpl_vm_state_owns(const tpl_vm *vm, const void *p);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the
  * undefined's messages: object_type_repr), as an undefined value keeps it in its flags: the
  * obj's tpl_vtype + 1 (a cycler's or joiner's state: CYCLER, JOINER); 0 (unknown, a host

@@ -66,8 +66,18 @@ int t_iterable(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * __call__ too. */
 int t_callable(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(is_kind(vm, a[0], TPL_TYF_CALLABLE)); }
 
+/* A str of one character below U+0100: CPython's shared one-character strings. */
+static bool latin1_char(tpl_value x)
+{
+    return (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) || (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
+}
+
 /* `value is other`. None/True/False are singletons; CPython caches the ints -5..256 (other ints
- * and floats are distinct objects); strings and containers compare by storage identity. */
+ * and floats are distinct objects); strings and containers compare by storage identity, and
+ * equal one-character Latin-1 strings of the state (json made them, or indexing, slicing,
+ * strip, split of one: CPython's shared single-character objects) are the same object, while
+ * template literals and strings made by ~, lower, upper, format, replace are new objects. tpl
+ * tells them apart by where the bytes are: the state's values (and views into them) or not. */
 int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value x = a[0], y = a[1];
@@ -79,7 +89,10 @@ int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_INT: RET(x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256);
     case TPL_T_FLOAT: RET(false);
     case TPL_T_STR: /* a Markup object is never the str it was made from */
-        RET(x.len == y.len && (x.u.s == y.u.s || x.len == 0) && (x.flags & TPL_F_SAFE) == (y.flags & TPL_F_SAFE));
+        if ((x.flags & TPL_F_SAFE) != (y.flags & TPL_F_SAFE) || x.len != y.len) RET(false);
+        if (x.u.s == y.u.s || x.len == 0) RET(true);
+        RET(!(x.flags & TPL_F_SAFE) && latin1_char(x) && memcmp(x.u.s, y.u.s, x.len) == 0 &&
+            tpl_vm_state_owns(vm, x.u.s) && tpl_vm_state_owns(vm, y.u.s));
     case TPL_T_UNDEF: RET(false);
     default: RET(x.u.p == y.u.p && x.aux == y.aux);
     }
