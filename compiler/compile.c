@@ -4861,6 +4861,7 @@ bool tpl_comp_finish(tpl_comp *c)
     p->ncode = c->n;
     p->nconsts = c->nconsts;
     p->nnames = c->nnames;
+    tpl_program_sign_names(p);
     p->nmacros = c->nmacros;
     if (c->ntrcalls) {
         p->trcalls = tpl_arena_alloc(a, c->ntrcalls * sizeof *p->trcalls);

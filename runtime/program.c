@@ -56,6 +56,17 @@ void tpl_name_resolve(tpl_name *nm)
     tpl_name_resolve_hashed(nm, tpl_hash_str(nm->s.u.s, nm->s.len));
 }
 
+void tpl_program_sign_names(tpl_program *p)
+{
+    uint64_t s = 0xCBF29CE484222325u ^ p->nnames;
+    for (size_t i = 0; i < p->nnames; i++) {
+        const tpl_name *nm = &p->names[i];
+        uint64_t h = nm->resolved ? nm->hash : tpl_hash_str(nm->s.u.s, nm->s.len);
+        s = (s ^ h ^ (uint64_t)nm->s.len << 32) * 0x100000001B3u;
+    }
+    p->names_sig = s | 1;
+}
+
 /* ---- compact span runs and read locations (program.h) ---- */
 
 static inline bool locw_reserve(tpl_locw *w, size_t k)

@@ -128,6 +128,10 @@ typedef struct tpl_name {
 void tpl_name_resolve(tpl_name *nm);
 /* The same with the hash already known (tpl_hash_str of the string). */
 void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash);
+/* Sets p->names_sig from its names (each set and resolved): programs whose names are the same
+ * strings in the same order get the same signature. */
+struct tpl_program;
+void tpl_program_sign_names(struct tpl_program *p);
 
 /* One run of the span table: instructions from pc on come from line:col. */
 typedef struct tpl_span {
@@ -243,6 +247,9 @@ struct tpl_program {
     size_t nconsts;
     tpl_name *names;
     size_t nnames;
+    uint64_t names_sig;    /* the names' strings summed (tpl_program_sign_names; never 0), or 0: not
+                            * signed (a render context keeps no lookups of its names from one
+                            * render to the next: vm_impl.h name_hit_sig) */
     tpl_span *spans;       /* static programs only: the span runs as an array */
     size_t nspans;         /* span runs */
     uint8_t *spanb;        /* compiled and loaded programs: the span runs, compact */

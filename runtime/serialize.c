@@ -590,6 +590,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         p->names[i].s = tpl_v_str(s, n);
         tpl_name_resolve(&p->names[i]);
     }
+    tpl_program_sign_names(p);
     size_t nspans = get_count(&r, 12);
     if (r.bad) return corrupt(p, err, name, "truncated spans");
     tpl_locw sw = { 0 };
@@ -730,6 +731,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     }
     p->names = nms;
     p->nnames = sp->nnames;
+    tpl_program_sign_names(p);
     p->spans = (tpl_span *)(const void *)sp->spans;
     p->nspans = sp->nspans;
     p->macros = (tpl_macro_desc *)(const void *)sp->macros;

@@ -283,6 +283,22 @@ static inline __attribute__((always_inline)) int out_put(tpl_vm *vm, const char 
     return out_put_slow(vm, s, n);
 }
 
+/* Appends n1 bytes at s1 and n2 at s2 when both fit the output as it is (true), else nothing
+ * (false: the caller appends them with out_put). */
+static inline __attribute__((always_inline)) bool out_put2(tpl_vm *vm, const char *s1, size_t n1, const char *s2,
+                                                           size_t n2)
+{
+    size_t len = vm->out_len;
+    if (__builtin_expect(len + n1 + n2 < vm->out_cap, 1)) {
+        char *o = vm->out + len;
+        out_copy(o, s1, n1);
+        out_copy(o + n1, s2, n2);
+        vm->out_len = len + n1 + n2;
+        return true;
+    }
+    return false;
+}
+
 /* Writes the decimal digits of i right-aligned ending at end; returns the first byte. */
 static char *format_int(char *end, int64_t i)
 {
@@ -2757,6 +2773,33 @@ static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value sel
 /* vm->name_hit's mark of a name the render's state does not hold (never read as a value) */
 static const tpl_value name_absent = { 0 };
 
+/* The kept attributes of state dicts (vm->attr_hit) are gone with the name lookups. */
+static void name_hits_gone(tpl_vm *vm)
+{
+    if (++vm->name_hit_gen == 0) {
+        memset(vm->attr_hit, 0, sizeof vm->attr_hit);
+        vm->name_hit_gen = 1;
+    }
+}
+
+/* name_a.name_b of the state dict hit (hits[na], a map), when it holds key b and b is no dict
+ * method (GETATTR's fast path: getattr_op), else NULL; kept in vm->attr_hit while hits[na] is. */
+static inline __attribute__((always_inline)) const tpl_value *state_attr(tpl_vm *vm, const tpl_value *hit, uint32_t na,
+                                                                         uint32_t nb, const tpl_name *names)
+{
+    uint64_t tag = (uint64_t)vm->name_hit_gen << 32 | na << 16 | nb;
+    struct tpl_attr_hit *e = &vm->attr_hit[(na * 37u + nb) % (sizeof vm->attr_hit / sizeof vm->attr_hit[0])];
+    if (e->tag == tag) return e->v;
+    const tpl_name *nm = &names[nb];
+    const tpl_value *v;
+    if (((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) && (v = map_find_name(vm, hit->u.map, nm))) {
+        e->tag = tag;
+        e->v = v;
+        return v;
+    }
+    return NULL;
+}
+
 /* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
  * word spreads the list and dict ARGS_STAR / ARGS_DSTAR built). */
 #define CALL_ARGS(aw) \
@@ -2783,15 +2826,35 @@ static int eq_op(tpl_vm *vm, tpl_value x, tpl_value y, bool *r)
     return tpl_vm_equal(vm, x, y, r);
 }
 
+/* GCC's global common subexpression elimination moves loads of the dispatch loop's values
+ * across its computed gotos and spills them (GCC's manual advises -fno-gcse for such loops):
+ * about 1% fewer instructions per render on w1 and w2. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define INTERP_OPT __attribute__((optimize("no-gcse")))
+#else
+#define INTERP_OPT
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define IP_REGISTER register
+#define IP_ASM __asm__("r15")
+#define TBL_REGISTER register
+#define TBL_ASM __asm__("r14")
+#else
+#define IP_REGISTER
+#define IP_ASM
+#define TBL_REGISTER
+#define TBL_ASM
+#endif
+
 /* The interpreter. st NULL: runs a call level from pc to its end (RETURN, RET_RB, HALT). st set
  * (tpl_native_step): runs the one instruction at pc (with the instructions its fused paths take)
  * on the native frame's stack, then stops with st->pc, st->sp and st->ticks set and returns 1. */
-static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result,
+INTERP_OPT static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result,
                   tpl_native_frame *st)
 {
     const tpl_program *p = vm->p;
     const uint32_t *code = p->code;
-    const uint32_t *ip = code + pc0; /* the running instruction (pc: ip - code) */
+    IP_REGISTER const uint32_t *ip IP_ASM = code + pc0; /* the running instruction (pc: ip - code) */
     const tpl_value *consts = p->consts;
     const tpl_name *names = p->names;
     tpl_value *slots = vm->slots + slot_base;
@@ -2856,7 +2919,7 @@ static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint32_t outer_b
 #undef TPL_OP
 #undef TPL_FUSED
     };
-    const void *const *tbl = labels;
+    TBL_REGISTER const void *const *tbl TBL_ASM = labels;
 #define DISPATCH() do { \
         ticks++; w = *ip; a = TPL_INSN_A(w); goto *tbl[TPL_INSN_OP(w)]; } while (0)
 #define CASE(name) op_##name:
@@ -2882,6 +2945,13 @@ top:
     CASE(TEXT) {
         if (out_put(vm, consts[a].u.s, consts[a].len) < 0) goto fail;
         NEXT(0);
+    }
+    CASE(TEXT_JUMP) {
+        /* TEXT; JUMP */
+        if (out_put(vm, consts[a].u.s, consts[a].len) < 0) goto fail;
+        ticks++;
+        ip++;
+        JUMP_TO(TPL_INSN_A(*ip));
     }
     CASE(PRINT_PY) {
         sp--;
@@ -2924,25 +2994,80 @@ top:
     CASE(UNDEF_MSG) { *sp++ = undef_named(consts[a].u.s, consts[a].len, TPL_UNDEF_PLAIN, 0); NEXT(0); }
     CASE(POP) { sp--; NEXT(0); }
     CASE(DUP) { sp[0] = sp[-1]; sp++; NEXT(0); }
+    CASE(TEXT_NAME_ATTR_PRINT) {
+        /* TEXT; LOAD_NAME_ATTR_PRINT (' in {{ clinic.city }}'): the text and the key's string in
+         * one append when the fast path of LOAD_NAME_ATTR_PRINT (below) applies, else the text
+         * and then that instruction */
+        const tpl_value *t = &consts[a], *hit, *v;
+        uint32_t na = TPL_INSN_A(ip[1]);
+        if (hits && (hit = hits[na]) != NULL && hit->type == TPL_T_MAP &&
+            (v = state_attr(vm, hit, na, TPL_INSN_A(ip[2]), names)) != NULL && v->type == TPL_T_STR &&
+            out_put2(vm, t->u.s, t->len, v->u.s, v->len)) {
+            ticks += 3;
+            ip += 4;
+            DISPATCH();
+        }
+        if (out_put(vm, t->u.s, t->len) < 0) goto fail;
+        ticks++; ip++; w = *ip; a = TPL_INSN_A(w);
+        goto load_name_attr_print;
+    }
+    CASE(TEXT_NAME_PRINT) {
+        /* TEXT; LOAD_NAME_PRINT: as TEXT_NAME_ATTR_PRINT */
+        const tpl_value *t = &consts[a], *hit;
+        if (hits && (hit = hits[TPL_INSN_A(ip[1])]) != NULL && hit->type == TPL_T_STR &&
+            out_put2(vm, t->u.s, t->len, hit->u.s, hit->len)) {
+            ticks += 2;
+            ip += 3;
+            DISPATCH();
+        }
+        if (out_put(vm, t->u.s, t->len) < 0) goto fail;
+        ticks++; ip++; w = *ip; a = TPL_INSN_A(w);
+        goto load_name_print;
+    }
+    CASE(TEXT_SLOT_ATTR_PRINT) {
+        /* TEXT; LOAD_SLOT_ATTR_PRINT ('- {{ slot.day }}'): as TEXT_NAME_ATTR_PRINT */
+        const tpl_value *t = &consts[a], *v = &slots[TPL_INSN_A(ip[1])], *hit;
+        if (v->type == TPL_T_MAP) {
+            const tpl_name *nm = &names[TPL_INSN_A(ip[3])];
+            if (((v->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                (hit = map_find_name(vm, v->u.map, nm)) != NULL) {
+                if (hit->type == TPL_T_STR && out_put2(vm, t->u.s, t->len, hit->u.s, hit->len)) {
+                    ticks += 3;
+                    ip += 5; /* (TEXT, LOAD_SLOT_ATTR_PRINT's two words, GETATTR, PRINT_PY) */
+                    DISPATCH();
+                }
+                if (hit->type == TPL_T_INT && hit->u.i >= 0 && vm->out_len + t->len + 20 < vm->out_cap) {
+                    /* ' #{{ r.id }}': the digits in place (LOAD_SLOT_ATTR_PRINT's) */
+                    char *o = vm->out + vm->out_len;
+                    out_copy(o, t->u.s, t->len);
+                    vm->out_len += t->len + put_decimal(o + t->len, (uint64_t)hit->u.i);
+                    ticks += 3;
+                    ip += 5;
+                    DISPATCH();
+                }
+            }
+        }
+        if (out_put(vm, t->u.s, t->len) < 0) goto fail;
+        ticks++; ip++; w = *ip; a = TPL_INSN_A(w);
+        goto load_slot_attr_print;
+    }
     CASE(LOAD_NAME_ATTR_PRINT) {
+    load_name_attr_print:;
         /* {{ name.key }} of a string in a state dict whose entry the render has found before (hits:
          * the state is a map), the key no dict method: one load, one key lookup, the print; else
          * as LOAD_NAME (which finds and keeps the entry) */
-        const tpl_value *hit;
-        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_MAP) { /* (name_absent's type is UNDEF) */
-            const tpl_name *nm = &names[TPL_INSN_A(ip[1])];
-            const tpl_value *v;
-            if (((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
-                (v = map_find_name(vm, hit->u.map, nm)) != NULL && v->type == TPL_T_STR) {
-                ticks += 2;
-                ip += 3;
-                if (out_put(vm, v->u.s, v->len) < 0) goto fail;
-                DISPATCH();
-            }
+        const tpl_value *hit, *v;
+        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_MAP && /* (name_absent's type is UNDEF) */
+            (v = state_attr(vm, hit, a, TPL_INSN_A(ip[1]), names)) != NULL && v->type == TPL_T_STR) {
+            ticks += 2;
+            ip += 3;
+            if (out_put(vm, v->u.s, v->len) < 0) goto fail;
+            DISPATCH();
         }
         goto load_name;
     }
     CASE(LOAD_NAME_PRINT) {
+    load_name_print:;
         /* {{ name }} of a state string the render has found before: as LOAD_NAME_ATTR_PRINT */
         const tpl_value *hit;
         if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_STR) { /* (name_absent's type is UNDEF) */
@@ -2953,8 +3078,50 @@ top:
         }
         goto load_name;
     }
-    CASE(LOAD_NAME_ATTR)
     CASE(LOAD_NAME) {
+        /* a name the render has found in the state before */
+        const tpl_value *hit;
+        if (hits && (hit = hits[a]) != NULL && hit != &name_absent) {
+            *sp++ = *hit;
+            NEXT(0);
+        }
+        goto load_name;
+    }
+    CASE(LOAD_NAME_JF) {
+        /* {% if name %} of a state value the render has found before, of a type whose truth
+         * cannot fail (tpl_truthy_py's): JF_PY's jump here */
+        const tpl_value *hit;
+        if (hits && (hit = hits[a]) != NULL) {
+            int t;
+            switch (hit->type) {
+            case TPL_T_NONE: t = 0; break;
+            case TPL_T_BOOL: case TPL_T_INT: t = hit->u.i != 0; break;
+            case TPL_T_STR: t = hit->len != 0; break;
+            case TPL_T_MAP: t = hit->u.map->len != 0; break;
+            case TPL_T_LIST: t = hit->u.list->len != 0 || tpl_is_iter(*hit) || (hit->flags & TPL_F_RANGE_BIG); break;
+            default: t = -1; break; /* (name_absent's UNDEF: LOAD_NAME, then JF_PY) */
+            }
+            if (t >= 0) {
+                ticks++;
+                ip++; /* (the JF_PY) */
+                if (!t) { JUMP_TO(TPL_INSN_A(*ip)); }
+                NEXT(0);
+            }
+        }
+        goto load_name;
+    }
+    CASE(LOAD_NAME_ATTR) {
+        /* name.key of a state dict whose entry the render has found before */
+        const tpl_value *hit, *v;
+        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_MAP && /* (name_absent's type is UNDEF) */
+            (v = state_attr(vm, hit, a, TPL_INSN_A(ip[1]), names)) != NULL) {
+            ticks++;
+            *sp++ = *v;
+            NEXT(1);
+        }
+        goto load_name;
+    }
+    {
     load_name:
         if (vm->state.type == TPL_T_MAP) { /* load_global's first step, inlined */
             const tpl_value *hit;
@@ -2976,9 +3143,10 @@ top:
                 if ((op == TPL_OP_LOAD_NAME_ATTR || op == TPL_OP_LOAD_NAME_ATTR_PRINT) && hit->type == TPL_T_MAP) {
                     /* name.key of a dict holding the key that is no dict method: GETATTR's fast path
                      * (getattr_op) here, and PRINT_PY's when it is a string to print */
+                    const tpl_value *v = hits ? state_attr(vm, hit, a, TPL_INSN_A(ip[1]), names) : NULL;
                     const tpl_name *nm = &names[TPL_INSN_A(ip[1])];
-                    const tpl_value *v = NULL;
-                    if (((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) && (v = map_find_name(vm, hit->u.map, nm))) {
+                    if (v || (!hits && ((hit->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                              (v = map_find_name(vm, hit->u.map, nm)))) {
                         ticks++;
                         if (op == TPL_OP_LOAD_NAME_ATTR_PRINT && v->type == TPL_T_STR) {
                             ticks++;
@@ -2999,6 +3167,7 @@ top:
         NEXT(0);
     }
     CASE(LOAD_SLOT_ATTR_PRINT) {
+    load_slot_attr_print:;
         /* {{ r.name }}: LOAD_SLOT; GETATTR of a dict's key that is no dict method and PRINT_PY's
          * fast path for a string or a non-negative int; other values pushed (as LOAD_SLOT_ATTR) */
         const tpl_value *v = &slots[a];
@@ -3482,12 +3651,31 @@ top:
         CHARGE();
         uint32_t id = ip[1], aw = ip[2];
         if (aw == TPL_ARGW(1, 0, TPL_NO_KW) && hits && hits[a] == &name_absent && id == tpl_stdlib.id_remembers &&
-            sp[-1].type == TPL_T_STR && short_ascii(sp[-1].u.s, sp[-1].len)) {
-            /* remembers("usual doctor") again, the state known not to shadow it: the fast path
-             * below without decoding the argument word */
-            vm->stack_top = (uint32_t)(sp - vm->stack);
-            if (tpl_stdlib.remembers_ascii(vm, sp[-1].u.s, sp[-1].len, &sp[-1]) < 0) goto fail;
-            NEXT(2);
+            sp[-1].type == TPL_T_STR && sp[-1].len - 1u < sizeof vm->rkept[0].s) {
+            /* remembers("usual doctor") again, the state known not to shadow it: the answer kept
+             * by an earlier call (vm->rkept) with the fuel its fact scan charged (the call when
+             * the fuel would run out, so the error falls where it did), else the fast path below
+             * without decoding the argument word */
+            const char *s = sp[-1].u.s;
+            uint32_t n = sp[-1].len;
+            uint32_t key = n << 16 | (uint32_t)(unsigned char)s[0] << 8 | (unsigned char)s[n - 1];
+            struct tpl_rkept *k = &vm->rkept[(key * 0x9E3779B1u) >> 29]; /* (8 entries) */
+            if (k->n == n && tpl_native_eq(k->s, s, n) && (k->kept >> 2) < vm->fuel) {
+                vm->fuel -= k->kept >> 2;
+                sp[-1] = tpl_v_bool(k->kept >> 1 & 1);
+                NEXT(2);
+            }
+            if (short_ascii(s, n)) {
+                uint64_t kept = 0;
+                vm->stack_top = (uint32_t)(sp - vm->stack);
+                if (tpl_stdlib.remembers_kept(vm, s, n, &sp[-1], &kept) < 0) goto fail;
+                if (kept) {
+                    k->kept = kept;
+                    k->n = n;
+                    memcpy(k->s, s, n);
+                }
+                NEXT(2);
+            }
         }
         CALL_ARGS(aw);
         vm->stack_top = (uint32_t)(sp - vm->stack);
@@ -4002,7 +4190,9 @@ int tpl_native_run_vm(tpl_native_frame *f, uint32_t entry, uint32_t npre)
     }
     vm->stack_top = (uint32_t)(NV(f->stack) - vm->stack); /* a call made by this level moved it */
     if (vm->name_hit_lazy == vm->p) { /* the rendered program's first interpreted function */
-        memset(vm->name_hit, 0, vm->p->nnames * sizeof vm->name_hit[0]);
+        memset(vm->name_hit, 0, vm->p->nnames * sizeof vm->name_hit[0]); /* (not kept: name_hit_kept is false) */
+        memset(vm->rkept, 0, sizeof vm->rkept);
+        name_hits_gone(vm);
         vm->name_hit_prog = vm->p;
         vm->name_hit_lazy = NULL;
     }
@@ -4293,17 +4483,31 @@ int tpl_vm_run(tpl_vm *vm)
         vm->gen = 1;
     }
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
-    /* the state lookups of the last render are gone (interp: hits) */
+    /* the state lookups of the last render (interp: hits) are kept when the state, the globals
+     * and the program's names are those they were found for, else gone */
+    const tpl_map *state_map = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
     vm->name_hit_prog = NULL;
     vm->name_hit_lazy = NULL;
     if (p->nnames <= TPL_VM_NAME_HITS) { /* (a bigger program keeps none) */
-        if (p->native) vm->name_hit_lazy = p; /* (cleared if the interpreter runs it: tpl_native_run_vm) */
-        else {
-            memset(vm->name_hit, 0, p->nnames * sizeof vm->name_hit[0]);
+        if (p->native) {
+            vm->name_hit_lazy = p; /* (cleared if the interpreter runs it: tpl_native_run_vm) */
+            vm->name_hit_kept = false;
+        } else {
+            if (!vm->name_hit_kept || vm->name_hit_stamp != vm->state_stamp || vm->name_hit_state != state_map ||
+                vm->name_hit_sig != p->names_sig) {
+                memset(vm->name_hit, 0, p->nnames * sizeof vm->name_hit[0]);
+                memset(vm->rkept, 0, sizeof vm->rkept);
+                name_hits_gone(vm);
+                vm->name_hit_stamp = vm->state_stamp;
+                vm->name_hit_sig = p->names_sig;
+                vm->name_hit_kept = p->names_sig != 0; /* (a program not signed: nothing kept) */
+            }
             vm->name_hit_prog = p;
         }
+    } else {
+        vm->name_hit_kept = false;
     }
-    vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
+    vm->name_hit_state = state_map;
     if (p->native && (p->native != vm->memo_fn || vm->memo_stamp != vm->state_stamp ||
                       vm->memo_state != vm->name_hit_state)) { /* the native state memo is another's */
         memset(vm->native_memo, 0, sizeof vm->native_memo);

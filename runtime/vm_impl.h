@@ -116,13 +116,31 @@ struct tpl_vm {
     uint32_t key_hint[128];
     /* LOAD_NAME's and CALL_NAME's lookups of name i of the rendered program (name_hit_prog, when
      * it has at most TPL_VM_NAME_HITS names) in the render's state (name_hit_state): the value's entry, vm.c's name_absent
-     * when the state has no such key, NULL when not looked up yet; cleared when a render starts.
+     * when the state has no such key, NULL when not looked up yet; cleared when a render starts
+     * unless kept (below).
      * The state does not change while a render runs (a host cannot set it then; templates
      * cannot assign into it), so an entry stays right for the render (as the native code's S<a>
      * and C<a>); vm.c's interp uses them in the frames that run that program over that state. */
     const tpl_value *name_hit[TPL_VM_NAME_HITS];
     const tpl_program *name_hit_prog;
     const tpl_map *name_hit_state;
+    /* The lookups are kept from one render to the next (issue 21) while they stay right: the
+     * same root state map and globals, unchanged since (state_stamp is name_hit_stamp), and a
+     * program whose names are those they were found for (their hashes and lengths summed into
+     * name_hit_sig: tpl_program.names_sig); name_hit_kept false: cleared at the next render */
+    uint64_t name_hit_stamp, name_hit_sig;
+    bool name_hit_kept;
+    /* remembers() answers of ASCII phrases of 1 to 16 bytes kept with the lookups above (emptied
+     * with them: the facts and the memory store bump state_stamp), direct-mapped by the phrase's
+     * length, first and last byte and compared by its bytes: kept as tpl_native_remembers_kept
+     * gives it (1 | found << 1 | the fuel its fact scan charges << 2; 0: an empty entry) */
+    struct tpl_rkept { uint64_t kept; uint32_t n; char s[16]; } rkept[8];
+    /* name.key of a state dict (LOAD_NAME_ATTR and its kin) kept with the lookups above: the
+     * value's entry for names a and b of the program, tagged name_hit_gen << 32 | a << 16 | b
+     * (a, b < TPL_VM_NAME_HITS), direct-mapped by a and b; name_hit_gen is bumped when the
+     * lookups are emptied (never 0, so a zeroed entry matches no tag) */
+    struct tpl_attr_hit { uint64_t tag; const tpl_value *v; } attr_hit[64];
+    uint32_t name_hit_gen;
     /* A native program rendered: its name_hit are cleared when the interpreter first runs a
      * function of it without a step (tpl_native_run_vm; the native code and its steps use none),
      * not when the render starts; NULL once cleared, or when the program is not native */

@@ -917,6 +917,87 @@ static void test_native_state(void)
     tpl_program_free(pv);
 }
 
+/* The interpreter keeps a render's state lookups, the attributes of state dicts and remembers()
+ * answers for the next render on the same context (issue 21: vm_impl.h name_hit_kept): another
+ * program on that context (other names, or the same names in another order), a program freed and
+ * another compiled in its place, a state or facts changed between renders all read afresh. Each
+ * render is compared with one on a new context. */
+static void test_vm_kept(void)
+{
+    static const char *const srcs[] = {
+        "{{ a }}|{{ d.x }}|{{ d.y }}|{{ b }}|{{ remembers('usual') }}",
+        "{{ b }}|{{ d.y }}|{{ d.x }}|{{ a }}|{{ remembers('x') }}",
+        "{{ b }}{{ a }}|{{ d.x }}",
+        "x {{ d.y }} y {{ d.x }} z {{ a }}",
+    };
+    static const char *const states[] = {
+        "{\"a\":\"A\",\"b\":\"B\",\"d\":{\"x\":\"X\",\"y\":\"Y\"}}",
+        "{\"a\":\"1\",\"b\":\"2\",\"d\":{\"x\":\"3\",\"y\":\"4\"}}",
+    };
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_program *kept[4] = { NULL };
+    tpl_error err = { 0 };
+    char b1[256], b2[256];
+    for (int step = 0; r && step < 48; step++) {
+        int si = step % 4, st = (step / 8) % 2;
+        tpl_program *p = NULL;
+        CHECK(tpl_compile("kept.jinja", srcs[si], strlen(srcs[si]), NULL, &p, &err) == TPL_OK, "vm kept: compile");
+        tpl_error_clear(&err);
+        if (!p) break;
+        if (step % 8 == 0) tpl_render_set_state_json(r, states[st], strlen(states[st]));
+        if (step % 12 == 5) tpl_render_add_fact(r, "usual doctor", 12);
+        if (step % 12 == 11) tpl_render_clear_facts(r);
+        tpl_render *fresh = tpl_render_new(NULL);
+        tpl_render_set_state_json(fresh, states[st], strlen(states[st]));
+        if (step % 12 >= 5 && step % 12 < 11) tpl_render_add_fact(fresh, "usual doctor", 12);
+        render(fresh, p, b2, sizeof b2);
+        for (int rep = 0; rep < 2; rep++) {
+            render(r, p, b1, sizeof b1);
+            CHECK(strcmp(b1, b2) == 0, "vm kept: step %d render %d: %s, expected %s", step, rep, b1, b2);
+        }
+        tpl_render_free(fresh);
+        /* every other program is freed before the next compile (which may take its place) */
+        if (step % 2) tpl_program_free(p);
+        else {
+            tpl_program_free(kept[si]);
+            kept[si] = p;
+        }
+    }
+    for (int i = 0; i < 4; i++) tpl_program_free(kept[i]);
+    tpl_render_free(r);
+    /* the fuel: a render whose remembers() answer the interpreter kept from the one before runs
+     * out of fuel exactly where one on a new context does */
+    char fact[400], buf[256];
+    memset(fact, 'a', sizeof fact);
+    memcpy(fact + sizeof fact - 2, "xy", 2);
+    const char *src = "{{ a }}{% if remembers('xy') %}Y{% endif %}{{ remembers('q') }}", *js = "{\"a\":\"1\"}";
+    tpl_program *p = NULL;
+    CHECK(tpl_compile("fuel.jinja", src, strlen(src), NULL, &p, &err) == TPL_OK, "vm kept: compile fuel");
+    tpl_error_clear(&err);
+    uint64_t least = 0;
+    for (uint64_t fuel = 1; p && fuel < 10000 && !least; fuel++) {
+        tpl_limits lim = { .fuel = fuel };
+        tpl_render *rf = tpl_render_new(&lim);
+        tpl_render_set_state_json(rf, js, strlen(js));
+        tpl_render_add_fact(rf, fact, sizeof fact);
+        if (strncmp(render(rf, p, buf, sizeof buf), "ERR", 3) != 0) least = fuel;
+        tpl_render_free(rf);
+    }
+    CHECK(least > 2 * (4 + sizeof fact / 16), "vm kept: fuel threshold %llu", (unsigned long long)least);
+    for (uint64_t fuel = least - 1; p && least && fuel <= least; fuel++) {
+        tpl_limits lim = { .fuel = fuel };
+        tpl_render *rf = tpl_render_new(&lim);
+        tpl_render_set_state_json(rf, js, strlen(js));
+        tpl_render_add_fact(rf, fact, sizeof fact);
+        bool cold = strncmp(render(rf, p, buf, sizeof buf), "ERR", 3) != 0;
+        bool warm = strncmp(render(rf, p, buf, sizeof buf), "ERR", 3) != 0;
+        CHECK(cold == (fuel == least) && warm == cold, "vm kept: fuel %llu: cold %d, warm %d (%s)",
+              (unsigned long long)fuel, cold, warm, buf);
+        tpl_render_free(rf);
+    }
+    tpl_program_free(p);
+}
+
 int main(void)
 {
     test_null_args();
@@ -926,6 +1007,7 @@ int main(void)
     test_catalog_rows();
     test_remembered();
     test_native_state();
+    test_vm_kept();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }
