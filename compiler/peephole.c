@@ -45,30 +45,32 @@ _Static_assert(sizeof fused_ops <= 8 * sizeof(rowset), "a rowset holds every sup
 /* A successor chain longer than this is matched as it stands (its successors not fused first). */
 enum { MAX_CHAIN = 8 };
 
-static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth);
+static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth);
 
 /* Whether the successors of superinstruction f follow the instruction at pc (as
  * tpl_op_successors_match), each successor that can be fused being fused first: a row that
  * requires a superinstruction after it (LOAD_SLOT_ITEM_CMP: EQ_JF) then matches in this one
  * walk, with no second pass. The choice made for a successor is the one its own turn would make
  * (the longest row of its base whose successors follow), so fusing it early changes nothing. */
-typedef struct { uint32_t *code; size_t n; const rowset *rows; int depth; } fuse_ctx;
+typedef struct { uint32_t *code; size_t n; const rowset *rows, *first; int depth; } fuse_ctx;
 
 static uint32_t fuse_successor(void *ctx, size_t at, uint32_t op)
 {
     fuse_ctx *f = ctx;
-    return f->rows[op] && f->depth < MAX_CHAIN ? choose(f->code, f->n, at, f->rows, f->depth + 1) : op;
+    return f->rows[op] && f->depth < MAX_CHAIN ? choose(f->code, f->n, at, f->rows, f->first, f->depth + 1) : op;
 }
 
-static bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth)
+static bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth)
 {
-    fuse_ctx ctx = { code, n, rows, depth };
+    fuse_ctx ctx = { code, n, rows, first, depth };
     return tpl_op_successors_walk(f, code, n, pc, fuse_successor, &ctx);
 }
 
 /* Fuses the instruction at pc when one of its base's rows matches (the longest pattern, the
- * first in table order among rows of one length), and returns its opcode then. */
-static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, int depth)
+ * first in table order among rows of one length), and returns its opcode then. first[b]: the rows
+ * whose first successor can be an instruction of base b (a successor matches only an instruction
+ * of its own base, or a superinstruction over it), and the rows with alternatives there. */
+static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth)
 {
     uint32_t op = TPL_INSN_OP(code[pc]);
     size_t at = pc + 1 + tpl_opinfo_table[op].extra;
@@ -76,15 +78,12 @@ static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, 
     uint32_t nb = tpl_op_base(TPL_INSN_OP(code[at])); /* the next instruction's base */
     uint32_t best = op;
     int best_len = 0;
-    for (rowset m = rows[op]; m; m &= m - 1) {
+    for (rowset m = rows[op] & first[nb]; m; m &= m - 1) {
         int i = __builtin_ctz(m);
         uint32_t f = fused_ops[i];
-        const uint16_t *s = tpl_opinfo_table[f].succ;
         if (fused_len[i] <= best_len)
             continue; /* a longer row matched */
-        if ((s[1] == TPL_SUCC_END || !(s[1] & TPL_SUCC_OR)) && tpl_op_base(s[0] & 0xFF) == (s[0] & 0xFFu) && nb != (s[0] & 0xFFu))
-            continue; /* its one first successor, a base opcode, is not next */
-        if (matches(f, code, n, pc, rows, depth)) {
+        if (matches(f, code, n, pc, rows, first, depth)) {
             best = f;
             best_len = fused_len[i];
         }
@@ -111,7 +110,16 @@ static void thread(uint32_t *code, size_t n, size_t pc, uint32_t op, const tpl_o
 void tpl_peephole(uint32_t *code, size_t n)
 {
     rowset rows[TPL_OP__COUNT] = { 0 }; /* each base opcode's rows (a superinstruction has none) */
-    for (size_t i = 0; i < sizeof fused_ops; i++) rows[tpl_op_base(fused_ops[i])] |= (rowset)1 << i;
+    rowset first[TPL_OP__COUNT] = { 0 }; /* choose's first */
+    for (size_t i = 0; i < sizeof fused_ops; i++) {
+        rows[tpl_op_base(fused_ops[i])] |= (rowset)1 << i;
+        const uint16_t *s = tpl_opinfo_table[fused_ops[i]].succ;
+        if (s[1] != TPL_SUCC_END && (s[1] & TPL_SUCC_OR)) {
+            for (size_t b = 0; b < TPL_OP__COUNT; b++) first[b] |= (rowset)1 << i;
+        } else {
+            first[tpl_op_base(s[0] & 0xFF)] |= (rowset)1 << i;
+        }
+    }
     /* One walk in code order does both rewrites: they are independent (fusing reads opcodes and
      * a SAME successor's slot operand and never changes a JUMP, a superinstruction has its base's
      * operands, threading reads only whether a target is a JUMP and rewrites jump operands), so
@@ -120,7 +128,7 @@ void tpl_peephole(uint32_t *code, size_t n)
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(code[pc]);
         if (op >= TPL_OP__COUNT) return;
-        if (rows[op]) op = choose(code, n, pc, rows, 0);
+        if (rows[op]) op = choose(code, n, pc, rows, first, 0);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
         /* most instructions are one word without a jump operand */
         if (oi->extra != 0 || oi->fmt[0] == 'j') thread(code, n, pc, op, oi);
