@@ -70,6 +70,7 @@ typedef struct erb_low {
     const tpl_node *pending_call; /* the call whose block block_sub lowers next */
     tpl_value pre[16];      /* @ivars to declare after a statement's scan (predeclare) */
     int npre;
+    uint32_t exc_slot;      /* in a rescue clause's body: the slot of its caught [ok, value, e, class, message] + 1 */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -96,6 +97,9 @@ static void stmt(erb_low *L, tpl_node *n);
 static void body(erb_low *L, tpl_node *n);
 static void value_body(erb_low *L, tpl_node *n);
 static void begin_(erb_low *L, tpl_node *n, bool used);
+static void exc_push(erb_low *L, uint32_t off);
+static void reraise(erb_low *L, uint32_t off);
+static bool ruby_kernel_method(tpl_value name);
 static void defined_(erb_low *L, tpl_node *e, int depth);
 static void defs_scan(erb_low *L, tpl_node *n, int depth);
 struct erb_def;
@@ -1616,6 +1620,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (used) tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         return;
     }
+    if (!n->a && !n->b && !n->c && (name_is(n->val, "raise") || name_is(n->val, "fail"))) {
+        reraise(L, n->off);   /* raise(): the rescue clause's exception again */
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
     if (!n->a) {
         int id = tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len);
         if (id < 0 && tpl_c_options(C)->erb_self) {
@@ -1631,8 +1640,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
         }
         if (id < 0) {
             /* NoMethodError when the call runs, as in Ruby (a branch that never runs renders; lint reports it) */
+            /* a Kernel method Ruby has and tpl does not (Rational, Complex, ...): tpl's refusal, no rescue takes it */
             char msg[200];
-            snprintf(msg, sizeof msg, "undefined method `%.*s' for main:Object (NoMethodError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+            snprintf(msg, sizeof msg, ruby_kernel_method(n->val) ? "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl"
+                                                                : "undefined method `%.*s' for main:Object (NoMethodError)",
+                     n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
             tpl_c_at(C, n->off);
             tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), used ? 1 : 0);
             return;
@@ -1910,6 +1922,14 @@ static void expr(erb_low *L, tpl_node *n)
         /* `@x` (val "@x") is a variable of its own, distinct from the local `x`; both read the state key
          * "x" until assigned. A missing key: NameError for a local (a method call in Ruby), nil for an
          * ivar and for a local being declared by its own `x ||= v` (n->op set by op_assign) */
+        if (n->val.len == 2 && n->val.u.s[0] == '$' && n->val.u.s[1] == '!') {   /* $!: the exception a rescue clause runs for */
+            exc_push(L, n->off);
+            return;
+        }
+        if (n->kind == TPL_N_NAME && (name_is(n->val, "raise") || name_is(n->val, "fail")) && !tpl_c_lookup(C, n->val, &slot)) {
+            reraise(L, n->off);   /* a bare raise: the clause's exception again, else RuntimeError */
+            return;
+        }
         if (n->val.len > 1 && n->val.u.s[0] == '$') {   /* $~, $& and $1..$9: the render's last match */
             bool md = n->val.u.s[1] == '~';
             if (!md) {
@@ -2487,6 +2507,31 @@ static void rescue_call(erb_low *L, const char *name, uint32_t nargs, uint32_t b
     tpl_c_word(C, bw);
 }
 
+/* Pushes $!: in a rescue clause's body its exception, else nil. */
+static void exc_push(erb_low *L, uint32_t off)
+{
+    if (!L->exc_slot) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, L->exc_slot - 1, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+    const_push(L, tpl_v_int(2));
+    tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+}
+
+/* raise without arguments: in a rescue clause's body its exception again, else Ruby's RuntimeError
+ * "unhandled exception" (pushes the call's value, which never comes). */
+static void reraise(erb_low *L, uint32_t off)
+{
+    tpl_c_at(C, off);
+    if (!L->exc_slot) {
+        tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str("unhandled exception (RuntimeError)", 34)), 1);
+        return;
+    }
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, L->exc_slot - 1, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+    rescue_call(L, "(raise)", 0, 0);
+}
+
 /* begin BODY [rescue [Classes] [=> e] ...]* [else ...] [ensure ...] end, also `stmt rescue value`:
  * the body runs as a block of the same frame (its locals are the enclosing ones) under
  * nil.(begin), which answers [ok, value, message, class]; a failed body's error, when Ruby could
@@ -2560,7 +2605,10 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
             tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
             store_var(L, r->c->val, r->c->off);
         }
+        uint32_t save_exc = L->exc_slot;
+        L->exc_slot = tmp + 1;   /* $! and a bare raise in the clause */
         if (used) value_body(L, r->b); else body(L, r->b);
+        L->exc_slot = save_exc;
         ends[nends++] = tpl_c_emit(C, TPL_OP_JUMP, 0, used ? -1 : 0);
         tpl_c_patch(C, next, tpl_c_here(C));
     }
@@ -2766,6 +2814,8 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     erb_loop *save_loop = L->loop;
     L->loop = NULL;
     L->in_def++;
+    uint32_t save_exc = L->exc_slot;
+    L->exc_slot = 0;
     uint32_t save_scope = L->scope;
     L->scope = n->off + 1;
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
@@ -2797,6 +2847,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     L->in_def--;
+    L->exc_slot = save_exc;
     L->scope = save_scope;
     L->loop = save_loop;
     tpl_c_func_end(C, f, n->val, pn, np, entry, n->off);

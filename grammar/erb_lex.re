@@ -630,11 +630,11 @@ static bool ruby_lex(rlex *L)
             i = e;
             continue;
         }
-        /* the last match's globals: $~ (MatchData), $& (its text), $1..$9 (its groups), as one
-         * IVAR token each (a variable the lowering reads from the render's last match) */
-        if (c == '$' && i + 1 < n && (s[i + 1] == '~' || s[i + 1] == '&' || (s[i + 1] >= '1' && s[i + 1] <= '9'))) {
+        /* the last match's globals: $~ (MatchData), $& (its text), $1..$9 (its groups), and $! (the
+         * exception a rescue clause runs for), as one IVAR token each (variables the lowering reads) */
+        if (c == '$' && i + 1 < n && (s[i + 1] == '~' || s[i + 1] == '&' || s[i + 1] == '!' || (s[i + 1] >= '1' && s[i + 1] <= '9'))) {
             size_t e = i + 2;
-            if (s[i + 1] != '~' && s[i + 1] != '&')
+            if (s[i + 1] >= '1' && s[i + 1] <= '9')
                 while (e < n && s[e] >= '0' && s[e] <= '9' && e - i < 6) e++;
             push_tok(L, TK_IVAR, st, e - st);
             i = e;

@@ -517,6 +517,18 @@ static void rb_inspect_sym(tpl_sb *b, const char *s, size_t n)
         tpl_rb_str_escape(b, s, n, false);
 }
 
+/* The class of an exception `rescue => e` bound (TPL_F_EXC_RB): the " (Class)" after its message. */
+tpl_value tpl_rb_exc_class(tpl_value v)
+{
+    const char *s = v.u.s + v.len;
+    if (s[0] == ' ' && s[1] == '(') {
+        size_t k = 2;
+        while (s[k] == ':' || (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') || (s[k] >= '0' && s[k] <= '9')) k++;
+        if (k > 2 && s[k] == ')' && s[k + 1] == 0) return tpl_v_str(s + 2, k - 2);
+    }
+    return tpl_v_str("StandardError", 13);
+}
+
 static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
 {
     if (!w_charge(b, w))
@@ -544,6 +556,17 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             rb_inspect_sym(b, v.u.s, v.len);
         else if (v.flags & TPL_F_CLASS_RB)   /* a class: its name */
             tpl_sb_put(b, v.u.s, v.len);
+        else if (v.flags & TPL_F_EXC_RB) {   /* Exception#inspect: #<Class: message>, the class alone for an empty message */
+            tpl_value c = tpl_rb_exc_class(v);
+            if (v.len) {
+                tpl_sb_puts(b, "#<");
+                tpl_sb_put(b, c.u.s, c.len);
+                tpl_sb_puts(b, ": ");
+                tpl_sb_put(b, v.u.s, v.len);
+                tpl_sb_putc(b, '>');
+            } else
+                tpl_sb_put(b, c.u.s, c.len);
+        }
         else if ((v.flags & TPL_F_REGEX_RB) && v.len >= 5 && memcmp(v.u.s, "(?", 2) == 0) {
             /* stored as Regexp#to_s, "(?mi-x:src)"; inspect is /src/mi */
             size_t i = 2, on = 2;

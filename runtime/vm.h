@@ -247,6 +247,8 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v);
  * render's error is set and b fails. */
 void tpl_hobj_print(tpl_sb *b, tpl_value v, bool repr);
 void tpl_rb_inspect(tpl_sb *b, tpl_value v);
+/* The class name of an exception `rescue => e` bound (a string flagged TPL_F_EXC_RB). */
+tpl_value tpl_rb_exc_class(tpl_value v);
 /* Ruby's String#inspect (dump false) or String#dump (dump true) of UTF-8 text s[0, n], quotes included
  * (runtime/print.c). */
 void tpl_rb_str_escape(tpl_sb *b, const char *s, size_t n, bool dump);

@@ -57,8 +57,31 @@ static const char *inspect_short(tpl_vm *vm, tpl_value v, int *len)
     return b.p ? b.p : "";
 }
 
+#include "core_methods.h"
+
+/* Whether Ruby's core class cls has the public method name[0, n] (tools/gen_rb_core_methods.rb). */
+static bool rb_core_has(const char *cls, const char *name, size_t n)
+{
+    char key[96];
+    int k = snprintf(key, sizeof key, "%s#%.*s", cls, (int)(n > 60 ? 60 : n), name);
+    if (k < 0 || (size_t)k >= sizeof key) return false;
+    size_t lo = 0, hi = sizeof rb_core_methods / sizeof rb_core_methods[0];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(rb_core_methods[mid], key);
+        if (c == 0) return true;
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return false;
+}
+
+/* NoMethodError, as Ruby's; a method Ruby's class has that tpl does not implement is tpl's refusal
+ * instead (no rescue takes it: `x.to_r rescue y` would print y where Ruby prints x). */
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 {
+    const char *cls = tpl_rb_class_name(self.type == TPL_T_UNDEF ? tpl_v_none() : self);
+    if (self.type != TPL_T_HOST && rb_core_has(cls, name, n))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", cls, (int)n, name);
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for nil:NilClass (NoMethodError)", (int)n, name);
     int len;
@@ -143,7 +166,13 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
     switch (a.type) {
     case TPL_T_NONE: return true;
     case TPL_T_BOOL: return a.u.i == b.u.i;
-    case TPL_T_STR: return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
+    case TPL_T_STR:
+        if ((a.flags | b.flags) & TPL_F_EXC_RB) {   /* a rescued exception equals only the same class and message */
+            if (!(a.flags & b.flags & TPL_F_EXC_RB)) return false;
+            tpl_value ca = tpl_rb_exc_class(a), cb = tpl_rb_exc_class(b);
+            if (ca.len != cb.len || memcmp(ca.u.s, cb.u.s, ca.len) != 0) return false;
+        }
+        return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
     case TPL_T_LIST:
         if ((a.flags & TPL_F_RANGE_RB) != (b.flags & TPL_F_RANGE_RB) || a.u.list->len != b.u.list->len) return false;
         if (a.u.list == b.u.list) return true; /* Ruby's rb_equal: identical objects are == */
@@ -1489,6 +1518,34 @@ static int rb_yaml_value(tpl_vm *vm, tpl_value v, tpl_value *out)
 
 int r_any_to_yaml(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_yaml_value(vm, a[0], out); }
 
+static const char *exc_parent(const char *c, size_t n);
+/* Whether the class constant c is an exception class (tpl's tree, or a name ending in Error). */
+static bool is_exc_class(tpl_value c)
+{
+    if (c.len == 9 && memcmp(c.u.s, "Exception", 9) == 0) return true;
+    if (c.len >= 5 && memcmp(c.u.s + c.len - 5, "Error", 5) == 0) return true;
+    return strcmp(exc_parent(c.u.s, c.len), "StandardError") != 0 || (c.len == 13 && memcmp(c.u.s, "StopIteration", 13) == 0);
+}
+
+/* An exception object of class cls with message msg (its to_s), as `rescue => e` binds one: the
+ * message flagged TPL_F_EXC_RB, " (Class)" after it. */
+static int make_exc(tpl_vm *vm, tpl_value cls, tpl_value msg, tpl_value *out)
+{
+    msg = str_of(vm, msg);
+    if (msg.type != TPL_T_STR) return -1;
+    char *p = tpl_arena_alloc(A(vm), msg.len + cls.len + 4);
+    if (!p) return oom(vm);
+    memcpy(p, msg.u.s, msg.len);
+    p[msg.len] = ' ';
+    p[msg.len + 1] = '(';
+    memcpy(p + msg.len + 2, cls.u.s, cls.len);
+    p[msg.len + 2 + cls.len] = ')';
+    p[msg.len + 3 + cls.len] = 0;
+    *out = tpl_v_str(p, msg.len);
+    out->flags = TPL_F_EXC_RB;
+    return 0;
+}
+
 static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
@@ -1503,6 +1560,8 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         out->flags = TPL_F_CLASS_RB;
         return 0;
     }
+    if ((IS("new") || IS("exception")) && npos <= 1 && is_exc_class(self))   /* ArgumentError.new("m") */
+        return make_exc(vm, self, npos ? args[0] : self, out);
     if (CLS("File")) return file_method(vm, name, n, args, npos, out);
     if (CLS("ERB::Util")) return erb_util_method(vm, name, n, args, npos, out);
     if (CLS("JSON")) return json_method(vm, name, n, args, npos, out);
@@ -1591,6 +1650,16 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
 #undef IS
 }
 
+/* The methods of an exception (`rescue => e`, Cls.new) tpl answers: the rest of String's are not its. */
+static bool exc_method_ok(const char *name, size_t n)
+{
+    static const char *const names[] = { "message", "to_s", "inspect", "class", "is_a?", "kind_of?", "instance_of?", "==",
+        "!=", "!", "eql?", "equal?", "nil?", "frozen?", "itself", "then", "yield_self", "tap", "object_id", "hash", NULL };
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    return false;
+}
+
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
@@ -1600,6 +1669,15 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if (self.type == TPL_T_MAP && call.type == TPL_T_MAP && self.u.map == call.u.map && npos == 0 && nkw == 0) {
         tpl_value *hit = tpl_map_get_str(self.u.map, name, n, tpl_hash_str(name, n));
         if (hit) { *out = *hit; return 0; }
+    }
+    if (self.type == TPL_T_STR && (self.flags & TPL_F_EXC_RB) && !exc_method_ok(name, n)) {
+        /* an exception is held as its message: String's methods are not its own */
+        if (rb_core_has("Exception", name, n))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Exception#%.*s is not implemented by tpl", (int)n, name);
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        tpl_rb_inspect(&b, self);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s (NoMethodError)", (int)n, name, (int)b.len, b.p ? b.p : "");
     }
     if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 6 && memcmp(self.u.s, "Regexp", 6) == 0 &&
         ((n == 6 && memcmp(name, "escape", 6) == 0) || (n == 5 && memcmp(name, "quote", 5) == 0)) && npos == 1 && nkw == 0)
@@ -1793,33 +1871,18 @@ int r_any_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-static tpl_value exc_class(tpl_value v);
 static bool is_exc(tpl_value v);
 int r_any_inspect(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    if (is_exc(a[0])) {   /* Exception#inspect: #<Class: message>, the class alone for an empty message */
-        tpl_value c = exc_class(a[0]);
-        if (a[0].len) tpl_sb_printf(&b, "#<%.*s: %.*s>", (int)c.len, c.u.s, (int)a[0].len, a[0].u.s);
-        else tpl_sb_put(&b, c.u.s, c.len);
-    } else tpl_rb_inspect(&b, a[0]);
+    tpl_rb_inspect(&b, a[0]);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }
 
-/* The class of an exception `rescue => e` bound (TPL_F_EXC_RB): the " (Class)" after its message. */
-static tpl_value exc_class(tpl_value v)
-{
-    const char *s = v.u.s + v.len;
-    if (s[0] == ' ' && s[1] == '(') {
-        size_t k = 2;
-        while (s[k] == ':' || (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') || (s[k] >= '0' && s[k] <= '9')) k++;
-        if (k > 2 && s[k] == ')' && s[k + 1] == 0) return tpl_v_str(s + 2, k - 2);
-    }
-    return tpl_v_str("StandardError", 13);
-}
+#define exc_class tpl_rb_exc_class
 static bool is_exc(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_EXC_RB); }
 static bool exc_is(tpl_value cls, tpl_value want);
 
@@ -6864,11 +6927,13 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
             mlen = k - 2;
         }
     }
+    size_t off = 0;   /* a bare raise outside a rescue: "unhandled exception" uncaught, an empty message caught */
+    if (strcmp(msg, "unhandled exception (RuntimeError)") == 0) { off = 19; mlen = 0; }
     char *m = tpl_arena_strdup(A(vm), msg, n);
     if (!m) return oom(vm);
     l->items[0] = tpl_v_bool(false);
     l->items[1] = tpl_v_none();
-    l->items[2] = tpl_v_str(m, mlen);
+    l->items[2] = tpl_v_str(m + off, mlen);
     l->items[2].flags = TPL_F_EXC_RB;
     l->items[3] = cls;
     l->items[4] = tpl_v_str(m, n);
@@ -6915,6 +6980,10 @@ int r_k_raise(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (e.type == TPL_T_STR && (e.flags & TPL_F_CLASS_RB)) {
         tpl_value msg = tpl_given(m) ? str_of(vm, m) : e;
         return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s (%.*s)", (int)msg.len, msg.u.s, (int)e.len, e.u.s);
+    }
+    if (is_exc(e)) {   /* raise e (a rescued or new exception), raise e, "other message" */
+        tpl_value c = exc_class(e), msg = tpl_given(m) ? str_of(vm, m) : e;
+        return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s (%.*s)", (int)msg.len, msg.u.s, (int)c.len, c.u.s);
     }
     if (e.type != TPL_T_STR || tpl_given(m)) return tpl_vm_error(vm, TPL_ERR_TYPE, "exception class/object expected (TypeError)");
     return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s (RuntimeError)", (int)e.len, e.u.s);
