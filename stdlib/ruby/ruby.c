@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <oniguruma.h>
 #include "../builtins.h"
@@ -540,7 +541,7 @@ static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
 /* Array methods that hashes and ranges have too (Enumerable), used on their items. */
 static bool enumerable(const char *name, size_t n)
 {
-    static const char *const names[] = { "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
+    static const char *const names[] = { "(cycle_first)", "(cycle_take)", "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
         "all?", "none?", "count", "cycle", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
         "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
         "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", "reverse_each", "take_while", "drop_while",
@@ -773,6 +774,7 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
 #undef IS
 }
 
+static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out);
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
 static int rb_copy_mut(tpl_vm *vm, tpl_value v, tpl_value *out);
@@ -1711,6 +1713,23 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             if (rc <= 0) return rc;
         }
     }
+    if (is_range(self) && nkw == 0) {
+        int rc = range_method(vm, self, name, n, args, npos, out);
+        if (rc <= 0) return rc;
+    }
+    if ((is_array(self) || is_range(self) || self.type == TPL_T_MAP) && nkw == 0 && n == 10 && memcmp(name, "each_entry", 10) == 0)
+        return rb_send_impl(vm, self, "each", 4, args, npos, NULL, NULL, 0, out);   /* one item per yield */
+    if (is_array(self) && nkw == 0 && npos == 0 && n == 10 && memcmp(name, "each_index", 10) == 0) {
+        /* the indexes (of the items at the call; with a block, answers the array) */
+        tpl_list *l = new_list(vm, self.u.list->len ? self.u.list->len : 1);
+        if (!l) return oom(vm);
+        for (uint32_t i = 0; i < self.u.list->len; i++) l->items[l->len++] = tpl_v_int(i);
+        if (!tpl_vm_block(vm).pc) { *out = tpl_v_list(l); return 0; }
+        tpl_value r;
+        if (rb_send_impl(vm, tpl_v_list(l), "each", 4, args, 0, NULL, NULL, 0, &r) < 0) return -1;
+        *out = r.type == TPL_T_LIST && r.u.list == l ? self : r;   /* a break's value */
+        return 0;
+    }
     tpl_builtin_kind k[3];
     int nk = kinds_for(self, k);
     for (int i = 0; i < nk; i++) {
@@ -1731,6 +1750,100 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     int id = tpl_vm_method_find(vm, TPL_BK_RANY, name, n);
     if (id >= 0) return call_id(vm, id, self, args, npos, kwn, kwv, nkw, out);
     return no_method(vm, self, name, n);
+}
+
+static bool num_end(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT || v.type == TPL_T_BIGINT; }
+
+/* A Range's own answers where iterating its items is not Ruby's way (range.c): max, min and count
+ * without a block or arguments, from its ends; on an endless range (end nil, or an Integer begin
+ * and an infinite Float end) first/take(n) and find/detect/find_index/take_while with a block,
+ * iterating lazily; any other Enumerable method there is tpl's refusal (Ruby iterates it lazily or
+ * forever). 1: not taken. */
+static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    tpl_value b = self.u.list->items[0], e = self.u.list->items[1];
+    bool excl = self.u.list->items[2].u.i != 0, blk = tpl_vm_block(vm).pc != 0, ok;
+    if (npos == 1 && is_range(args[0]) && (IS("===") || IS("include?") || IS("member?"))) {   /* only cover? takes a range */
+        *out = tpl_v_bool(false);
+        return 0;
+    }
+    if (!blk && npos == 0 && IS("count") && (b.type == TPL_T_NONE || e.type == TPL_T_NONE)) { *out = tpl_v_float(INFINITY); return 0; }
+    if (!blk && npos == 0 && IS("max") && (b.type != TPL_T_INT || e.type != TPL_T_INT)) {
+        if (e.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the maximum of endless range (RangeError)");
+        if (!(excl && !num_end(e))) {
+            int c = b.type == TPL_T_NONE ? -1 : rb_cmp(b, e, &ok, NULL);
+            if (b.type != TPL_T_NONE && !ok) return cmp_fail(vm, b, e);
+            if (c > 0) { *out = tpl_v_none(); return 0; }
+            if (!excl) { *out = e; return 0; }
+            if (e.type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot exclude non Integer end value (TypeError)");
+            if (c == 0) { *out = tpl_v_none(); return 0; }
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot exclude end value with non Integer begin value (TypeError)");
+        }
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the maximum of beginless range with custom comparison method (RangeError)");
+        return 1;
+    }
+    if (!blk && npos == 0 && IS("min") && (b.type != TPL_T_INT || e.type != TPL_T_INT)) {
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the minimum of beginless range (RangeError)");
+        if (!(excl && !num_end(e))) {
+            int c = e.type == TPL_T_NONE ? -1 : rb_cmp(b, e, &ok, NULL);
+            if (e.type != TPL_T_NONE && !ok) return cmp_fail(vm, b, e);
+            *out = c > 0 || (c == 0 && excl) ? tpl_v_none() : b;
+            return 0;
+        }
+        return 1;
+    }
+    bool endless = e.type == TPL_T_NONE || (b.type == TPL_T_INT && e.type == TPL_T_FLOAT && isinf(e.u.f) && e.u.f > 0);
+    if (!endless || b.type == TPL_T_NONE) return 1;
+    if (b.type != TPL_T_INT && !(b.type == TPL_T_STR && !(b.flags & TPL_F_CLASS_RB))) return 1;
+    if (!blk && npos == 1 && (IS("first") || IS("take"))) {
+        if (args[0].type != TPL_T_INT) return 1;
+        int64_t k = args[0].u.i;
+        if (k < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, IS("take") ? "attempt to take negative size (ArgumentError)" : "negative array size (or size too big) (ArgumentError)");
+        if (k > 10000000 || (b.type == TPL_T_INT && b.u.i > INT64_MAX - k)) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+        tpl_list *l = new_list(vm, k ? (uint32_t)k : 1);
+        if (!l) return oom(vm);
+        tpl_value v = b;
+        for (int64_t i = 0; i < k; i++) {
+            l->items[l->len++] = v;
+            v = v.type == TPL_T_INT ? tpl_v_int(v.u.i + 1) : str_succ(vm, v);
+            if (v.type != TPL_T_INT && !v.u.s) return oom(vm);
+        }
+        *out = tpl_v_list(l);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
+    if (blk && npos == 0 && (IS("find") || IS("detect") || IS("find_index") || IS("take_while"))) {
+        tpl_rb_block bk = tpl_vm_block(vm);
+        tpl_list *tw = NULL;
+        if (IS("take_while") && !(tw = new_list(vm, 8))) return oom(vm);
+        tpl_value v = b;
+        for (int64_t i = 0;; i++) {
+            if (i >= 10000000 || (v.type == TPL_T_INT && v.u.i == INT64_MAX)) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+            tpl_value r;
+            int yr = tpl_rb_yield(vm, &bk, &v, 1, &r);
+            if (yr < 0) return -1;
+            if (yr > 0) { *out = r; return 0; }
+            if (tw) {
+                if (!tpl_truthy_rb(r)) { *out = tpl_v_list(tw); out->flags = TPL_F_MUT_RB; return 0; }
+                if (!tpl_list_push(A(vm), tw, v)) return oom(vm);
+            } else if (tpl_truthy_rb(r)) {
+                *out = IS("find_index") ? tpl_v_int(i) : v;
+                return 0;
+            }
+            v = v.type == TPL_T_INT ? tpl_v_int(v.u.i + 1) : str_succ(vm, v);
+            if (v.type != TPL_T_INT && !v.u.s) return oom(vm);
+        }
+    }
+    static const char *const keep[] = { "to_a", "entries", "to_ary", "first", "last", "min", "max", "minmax", "size", "count",
+        "begin", "end", "exclude_end?", "include?", "member?", "cover?", "===", "==", "eql?", "inspect", "to_s", "hash",
+        "class", "is_a?", "kind_of?", "instance_of?", "nil?", "frozen?", "then", "itself", "respond_to?", NULL };
+    for (int i = 0; keep[i]; i++)
+        if (strlen(keep[i]) == n && memcmp(keep[i], name, n) == 0) return 1;
+    if (name[0] == '(' || enumerable(name, n) || rb_core_has("Range", name, n))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Range#%.*s on an endless range (Ruby iterates it lazily)", (int)n, name);
+    return 1;
+#undef IS
 }
 
 /* rb_send_impl's path for a receiver without flags, no block and no keywords, when neither
@@ -4275,7 +4388,42 @@ int r_hash_to_h(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0
 
 /* ------------------------------------------------------------------ Range */
 
-int r_range_cover_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(range_cover(a[0], a[1])); return 0; }
+/* range.c's r_less: a <=> b, INT_MAX when they do not compare (nil <=> nil is 0). */
+static int r_less(tpl_value a, tpl_value b)
+{
+    if (a.type == TPL_T_NONE && b.type == TPL_T_NONE) return 0;
+    if (a.type == TPL_T_NONE || b.type == TPL_T_NONE) return INT_MAX;
+    bool ok;
+    int c = rb_cmp(a, b, &ok, NULL);
+    return ok ? c : INT_MAX;
+}
+
+/* Range#cover?(range), as range.c's r_cover_range_p: val's bounds inside r's (val's max when only
+ * r's end is inclusive: nil where Range#max raises TypeError or answers nil). */
+static bool range_cover_range(tpl_value r, tpl_value val)
+{
+    tpl_value end = r.u.list->items[1], vb = val.u.list->items[0], ve = val.u.list->items[1];
+    bool rx = r.u.list->items[2].u.i != 0, vx = val.u.list->items[2].u.i != 0;
+    if (end.type != TPL_T_NONE && ve.type == TPL_T_NONE) return false;
+    if (r.u.list->items[0].type != TPL_T_NONE && vb.type == TPL_T_NONE) return false;
+    if (vb.type != TPL_T_NONE && ve.type != TPL_T_NONE && r_less(vb, ve) > (vx ? -1 : 0)) return false;
+    if (vb.type != TPL_T_NONE && !range_cover(r, vb)) return false;
+    int c = r_less(end, ve);
+    if (rx == vx) return c >= 0;
+    if (rx) return c > 0;
+    if (c >= 0) return true;
+    /* val is exclusive, r inclusive: val.max (an Integer end less one; else TypeError: false) */
+    if (ve.type != TPL_T_INT || vb.type != TPL_T_INT) return false;
+    if (vb.u.i > ve.u.i - 1) return false;
+    return r_less(end, tpl_v_int(ve.u.i - 1)) >= 0;
+}
+
+int r_range_cover_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = tpl_v_bool(is_range(a[1]) ? range_cover_range(a[0], a[1]) : range_cover(a[0], a[1]));
+    return 0;
+}
 
 int r_range_begin(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0].u.list->items[0]; return 0; }
 
