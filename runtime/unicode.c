@@ -607,6 +607,29 @@ tpl_value tpl_nfc(tpl_arena *a, tpl_value s)
     return s;
 }
 
+/* Unicode normalization form `form` (0 NFC, 1 NFD, 2 NFKC, 3 NFKD) of the string s into the arena (as
+ * String#unicode_normalize). ASCII is its own form. Returns s's value with the new bytes, or a value
+ * of type TPL_T_NONE when out of memory. */
+tpl_value tpl_unicode_normalize(tpl_arena *a, tpl_value s, int form)
+{
+    if (ascii_run(s.u.s, s.len, 0) == s.len)
+        return s;
+    static const int opts[4] = { UTF8PROC_STABLE | UTF8PROC_COMPOSE, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE,
+                                 UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT,
+                                 UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT };
+    utf8proc_uint8_t *out = NULL;
+    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s.u.s, (utf8proc_ssize_t)s.len, &out,
+                                      (utf8proc_option_t)opts[form & 3]);
+    tpl_value r = tpl_v_none();
+    if (n >= 0) {
+        char *p = tpl_arena_strdup(a, (const char *)out, (size_t)n);
+        if (p) r = tpl_v_str(p, (size_t)n);
+    } else
+        r = s;
+    free(out);
+    return r;
+}
+
 /* Python str.casefold: full case folding (CaseFolding.txt statuses C and F, as utf8proc's
  * UTF8PROC_CASEFOLD); code points CPython 3.11's Unicode 14 does not have are kept. */
 void tpl_py_casefold(tpl_sb *b, const char *s, size_t n)

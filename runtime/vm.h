@@ -340,6 +340,8 @@ void tpl_py_capitalize(tpl_sb *b, const char *s, size_t n);
 void tpl_py_casefold(tpl_sb *b, const char *s, size_t n);
 /* NFC normalisation into the arena (for remembers). */
 tpl_value tpl_nfc(tpl_arena *a, tpl_value s);
+/* String#unicode_normalize: form 0 NFC, 1 NFD, 2 NFKC, 3 NFKD (runtime/unicode.c); TPL_T_NONE when out of memory. */
+tpl_value tpl_unicode_normalize(tpl_arena *a, tpl_value s, int form);
 /* 14 or 15 when cp was first assigned in Unicode 14.0 / 15.0, else 0. utf8proc knows these code
  * points, but the reference engines do not (CPython 3.11 has Unicode 14, Ruby 3.1 Unicode 13). */
 unsigned tpl_unicode_age_after13(uint32_t cp);

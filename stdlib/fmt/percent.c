@@ -321,6 +321,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (width > 100000000)
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
             }
+            if (rb && width >= 0 && i < n && s[i] == '$')
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported Ruby construct: format's %%N$ (an argument by its number)");
         }
         if (i < n && s[i] == '.') {
             i++;
@@ -356,6 +358,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid format character - %% (ArgumentError)");
         if (!have_key && next_arg(vm, &av, rb, &arg) < 0)
             return -1;
+        if (rb && (conv == 'a' || conv == 'A')) /* Ruby's hexadecimal float, not Python's ascii() */
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported Ruby construct: format's %%%c (a hexadecimal float)", conv);
         if (rb && conv == 'p') conv = 'r';
         else if (rb && conv == 'r') conv = '?'; /* not a Ruby conversion */
         if (arg.type == TPL_T_UNDEF && (tpl_vm_strict_undef(vm, arg) || (conv != 's' && conv != 'r' && conv != 'a')))

@@ -4715,6 +4715,23 @@ int r_k_format(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (want_str(vm, a[0]) < 0) return -1;
     tpl_value args = a[1];
+    if (a[2].type == TPL_T_MAP && a[2].u.map->len) {   /* format("%{x}", x: 1): the keywords are a last Hash argument */
+        const tpl_map *kw = a[2].u.map;
+        tpl_map *h = rb_map(vm, kw->len);
+        if (!h) return oom(vm);
+        for (uint32_t i = 0; i < kw->len; i++) {
+            tpl_value k = kw->e[i].key;
+            k.flags |= TPL_F_SYMBOL;
+            if (!tpl_map_set(A(vm), h, k, kw->e[i].val)) return oom(vm);
+        }
+        const tpl_list *l = L_(a[1]);
+        if (l->len == 0) return tpl_str_mod(vm, a[0], tpl_v_map(h), out);
+        tpl_list *w = new_list(vm, l->len + 1);
+        if (!w) return oom(vm);
+        for (uint32_t i = 0; i < l->len; i++) w->items[w->len++] = l->items[i];
+        w->items[w->len++] = tpl_v_map(h);
+        args = tpl_v_list(w);
+    }
     args.flags = TPL_F_TUPLE;   /* the argument list itself, never one array argument */
     return tpl_str_mod(vm, a[0], args, out);
 }
@@ -6098,6 +6115,46 @@ int r_str_ascii_only_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * its name; tpl has no Encoding objects, so it is that name). */
 int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_str("UTF-8", 5); return 0; }
 /* force_encoding / encode / scrub / unicode_normalize? no: the same UTF-8 string. */
+/* Whether v names UTF-8 (any case), the one encoding tpl's strings have. */
+static bool utf8_name(tpl_value v)
+{
+    static const char u[] = "utf-8";
+    if (v.type != TPL_T_STR || v.len != 5) return false;
+    for (int i = 0; i < 5; i++)
+        if ((v.u.s[i] | (v.u.s[i] >= 'A' && v.u.s[i] <= 'Z' ? 0x20 : 0)) != u[i]) return false;
+    return true;
+}
+
+/* String#force_encoding / #encode: tpl's strings are UTF-8, so to UTF-8 (from UTF-8, with the
+ * invalid/undef/replace/fallback options valid UTF-8 never uses) they are the same text; any other
+ * encoding is tpl's refusal (its bytes, length and inspect would differ from Ruby's). */
+static int str_encoding_to(tpl_vm *vm, const char *m, tpl_value enc, tpl_value *out, tpl_value self)
+{
+    if (tpl_given(enc) && !utf8_name(enc)) {
+        tpl_value e = enc.type == TPL_T_STR ? enc : tpl_v_str("?", 1);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: String#%s(\"%.*s\"): tpl's strings are UTF-8", m,
+                            (int)(e.len > 40 ? 40 : e.len), e.u.s);
+    }
+    *out = self;
+    out->flags &= (uint8_t)~TPL_F_FROZEN_RB;
+    return 0;
+}
+int r_str_force_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_encoding_to(vm, "force_encoding", a[1], out, a[0]); }
+int r_str_encode(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[3].type == TPL_T_MAP) {
+        const tpl_map *o = a[3].u.map;
+        for (uint32_t i = 0; i < o->len; i++) {
+            tpl_value k = o->e[i].key;
+            bool ok = k.type == TPL_T_STR && ((k.len == 7 && !memcmp(k.u.s, "invalid", 7)) || (k.len == 5 && !memcmp(k.u.s, "undef", 5)) ||
+                                              (k.len == 7 && !memcmp(k.u.s, "replace", 7)) || (k.len == 8 && !memcmp(k.u.s, "fallback", 8)));
+            if (!ok) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: String#encode with the option %.*s:",
+                                         k.type == TPL_T_STR ? (int)(k.len > 40 ? 40 : k.len) : 1, k.type == TPL_T_STR ? k.u.s : "?");
+        }
+    }
+    if (tpl_given(a[2]) && !utf8_name(a[2])) return str_encoding_to(vm, "encode", a[2], out, a[0]);
+    return str_encoding_to(vm, "encode", a[1], out, a[0]);
+}
 int r_str_same(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags &= (uint8_t)~TPL_F_FROZEN_RB; return 0; }
 int r_any_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_bool(true); return 0; }
 
@@ -7537,5 +7594,35 @@ int r_str_dump(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_rb_str_escape(&b, a[0].u.s, a[0].len, true);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* String#unicode_normalize(form = :nfc) / #unicode_normalized?(form = :nfc): utf8proc's forms. */
+static int norm_form(tpl_vm *vm, tpl_value f)
+{
+    static const char *const names[4] = { "nfc", "nfd", "nfkc", "nfkd" };
+    if (!tpl_given(f)) return 0;
+    if (f.type == TPL_T_STR)
+        for (int i = 0; i < 4; i++)
+            if (strlen(names[i]) == f.len && memcmp(names[i], f.u.s, f.len) == 0) return i;
+    tpl_value s = str_of(vm, f);
+    return tpl_vm_error(vm, TPL_ERR_VALUE, "Invalid normalization form %.*s. (ArgumentError)", (int)(s.len > 40 ? 40 : s.len), s.u.s) - 4;
+}
+int r_str_unicode_normalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int form = norm_form(vm, a[1]);
+    if (form < 0) return -1;
+    tpl_value r = tpl_unicode_normalize(A(vm), a[0], form);
+    if (r.type != TPL_T_STR) return oom(vm);
+    *out = tpl_v_str(r.u.s, r.len);
+    return 0;
+}
+int r_str_unicode_normalized_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int form = norm_form(vm, a[1]);
+    if (form < 0) return -1;
+    tpl_value r = tpl_unicode_normalize(A(vm), a[0], form);
+    if (r.type != TPL_T_STR) return oom(vm);
+    *out = tpl_v_bool(r.len == a[0].len && memcmp(r.u.s, a[0].u.s, r.len) == 0);
     return 0;
 }
