@@ -190,6 +190,12 @@ check "tr-extract -o naming an included template is refused" '[ $rc -eq 2 ] && c
 echo '{"main_lang": "en"}' > cat.json
 run render a.jinja --catalog cat.json -o cat.json
 check "render -o naming a catalog is refused" '[ $rc -eq 2 ] && grep -q main_lang cat.json'
+echo '{"n": 2}' > defs.json
+run render a.jinja --defaults defs.json -o defs.json
+check "render -o naming the --defaults file is refused" '[ $rc -eq 2 ] && grep -q "is an input (defs.json)" err && grep -q '"'"'"n": 2'"'"' defs.json'
+ln -sf defs.json defs-link.json
+run render a.jinja --defaults defs-link.json -o ./defs.json
+check "render -o naming the --defaults file through a link is refused" '[ $rc -eq 2 ] && grep -q '"'"'"n": 2'"'"' defs.json'
 run compile dep/page.jinja -o dep/page.tplb --depfile dep/page.tplb
 check "-o and --depfile naming one file is refused" '[ $rc -eq 2 ] && [ ! -e dep/page.tplb ]'
 run compile dep/page.jinja -o nodir/page.tplb --depfile dep/page.d

@@ -405,8 +405,8 @@ int tplc_check_outputs(const tplc_opts *o, const char *tpl, const tpl_program *p
     bool hit = false;
     for (int k = 0; k < 2 && !hit; k++) {
         if (!outs[k]) continue;
-        const char *ins[3] = { o->state, o->golden, o->schema };
-        for (int i = 0; i < 3 && !hit; i++) hit = refuse(flags[k], outs[k], ins[i]);
+        const char *ins[5] = { o->state, o->golden, o->schema, o->defaults, o->steps };
+        for (int i = 0; i < 5 && !hit; i++) hit = refuse(flags[k], outs[k], ins[i]);
         for (int i = 0; i < o->args.n && !hit; i++) hit = refuse(flags[k], outs[k], o->args.v[i]);
         for (int i = 0; i < o->catalogs.n && !hit; i++) hit = refuse(flags[k], outs[k], o->catalogs.v[i]);
         for (size_t i = 0; i < nd && !hit; i++) {

@@ -143,7 +143,7 @@ int tplc_write_program(const char *path, const tpl_program *prog, unsigned flags
 bool tplc_same_file(const char *a, const char *b);
 
 /* "tplc never writes to its inputs": checks -o and --depfile against every input of o (the
- * templates, state, golden, schema, catalogs) and, when prog is given, every template its
+ * templates, state, golden, schema, defaults, steps, catalogs) and, when prog is given, every template its
  * compilation loaded (resolved beside `tpl`). Prints the refusal and returns TPLC_EXIT_USAGE,
  * else 0. */
 int tplc_check_outputs(const tplc_opts *o, const char *tpl, const tpl_program *prog);
