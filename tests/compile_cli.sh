@@ -97,6 +97,17 @@ if command -v "$cc_" >/dev/null; then
     "$tplc" compile "$tmp/io/a.jinja" --emit c --native --name "$nm" -o "$tmp/io/n.c"
     check "--name $nm compiles (c11 and gnu)" '"$cc_" -std=c11 -Wall -Wextra -Werror -I"$inc" -c "$tmp/io/n.c" -o "$tmp/io/n.o" && "$cc_" -Werror -I"$inc" -c "$tmp/io/n.c" -o "$tmp/io/n.o"'
   done
+  # the template's path goes into the header comment: a path with */, a newline or a backslash-newline
+  # (a line splice: *\<newline>/ is */ too) must not end the comment
+  wd=$(printf '%s/io/we*/x\n"*\\\n.' "$tmp")
+  mkdir -p "$wd"
+  wp="$wd/t.jinja"
+  cp "$tmp/io/a.jinja" "$wp"
+  for native in "" --native; do
+    rm -f "$tmp/io/n.c"
+    "$tplc" compile "$wp" --emit c $native --name weird -o "$tmp/io/n.c"
+    check "--emit c $native of a template whose path holds */ and a newline compiles" '"$cc_" -std=c11 -Wall -Wextra -Werror -I"$inc" -c "$tmp/io/n.c" -o "$tmp/io/n.o"'
+  done
 fi
 "$tplc" render "$tmp/io/a.jinja" --state "$tmp/io/s.json" --golden "$tmp/io/s.json" 2>/dev/null
 check "--state with --golden is a usage error" '[ $? -eq 2 ]'
