@@ -64,7 +64,7 @@ typedef struct tpl_page_block_def {
  * Every file read must be a regular file (a FIFO or a device, also through a symlink, is
  * unreadable: refused unread, as is a file past 256 MiB).
  * On TPL_OK *out is a new page the caller frees with tpl_page_free. Errors: TPL_ERR_IO when
- * page.json cannot be read; TPL_ERR_SYNTAX for a bad page.json (invalid JSON, unknown key,
+ * page.json cannot be read (or dir is "", which would name /page.json: nothing is read); TPL_ERR_SYNTAX for a bad page.json (invalid JSON, unknown key,
  * wrong type, duplicate block name, static after dynamic, missing or unreadable template,
  * unknown extension: located in page.json), a template that does not compile, or a static
  * block that reads more than call.channel and call.medium (located at the read); TPL_ERR_NOMEM.

@@ -465,6 +465,8 @@ tpl_status tpl_page_load_dir(const char *dir, tpl_page **out, tpl_error *err)
     if (!out) return fail(err, TPL_ERR_USAGE, NULL, NULL, 0, 0, "tpl_page_load_dir: out is NULL");
     *out = NULL;
     if (!dir) return fail(err, TPL_ERR_USAGE, NULL, NULL, 0, 0, "tpl_page_load_dir: dir is NULL");
+    /* "" would make every path absolute ("/page.json", "/v.jinja"): no folder, nothing read */
+    if (!*dir) return fail(err, TPL_ERR_IO, "page.json", NULL, 0, 0, "cannot read page.json: the folder name is empty");
     size_t n = 0;
     char *path = malloc(strlen(dir) + 12);
     if (!path) return fail(err, TPL_ERR_NOMEM, NULL, NULL, 0, 0, "out of memory");

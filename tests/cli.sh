@@ -235,6 +235,10 @@ check "render --lang that is not UTF-8 says so (exit 2)" '[ $rc -eq 2 ] && grep 
 run render r.jinja --tr-key "$(printf 'k\377')"
 check "render --tr-key that is not UTF-8 says so (exit 2)" '[ $rc -eq 2 ] && grep -q "not valid UTF-8 (byte 0xFF at offset 1)" err'
 mkdir -p rpage && printf '{"blocks": [{"name": "v", "region": "dynamic", "template": "v.jinja"}]}' > rpage/page.json && cp r.jinja rpage/v.jinja
+run page ""
+check "page with an empty folder name reads nothing (was /page.json)" '[ $rc -eq 2 ] && grep -q "folder name is empty" err'
+run lint --page ""
+check "lint --page with an empty folder name reads nothing" '[ $rc -eq 2 ] && grep -q "folder name is empty" err'
 run page rpage --remember "$(printf 'a\377b')"
 check "page --remember that is not UTF-8 says so" '[ $rc -eq 2 ] && grep -q "the fact is not valid UTF-8" err && ! grep -q "out of memory" err'
 

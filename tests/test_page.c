@@ -509,6 +509,9 @@ static void test_null_args(void)
           "load_dir(NULL out)");
     tpl_error_clear(&err);
     CHECK(tpl_page_load_dir(".", NULL, NULL) == TPL_ERR_USAGE, "load_dir(NULL out, NULL err)");
+    CHECK(tpl_page_load_dir("", &pg, &err) == TPL_ERR_IO && pg == NULL && err.message &&
+              strstr(err.message, "folder name is empty"), "load_dir(\"\") reads nothing (not /page.json)");
+    tpl_error_clear(&err);
     CHECK(tpl_page_new(NULL, 1, NULL, NULL, 0, NULL, NULL, &pg, &err) == TPL_ERR_USAGE && pg == NULL,
           "page_new(NULL blocks)");
     tpl_error_clear(&err);

@@ -129,12 +129,19 @@ static tpl_status set_facts(tpl_page_call *c, const json_t *memory, const tplc_o
 
 /* ------------------------------------------------------------------ tplc page */
 
+/* DIR/page.json could not be read (an empty DIR: nothing was, it would name /page.json). */
+static void page_io_error(const char *dir)
+{
+    if (*dir) fprintf(stderr, "%s: error: cannot read %s/page.json\n", dir, dir);
+    else fprintf(stderr, "'': error: cannot read page.json: the folder name is empty\n");
+}
+
 static int load_page(const char *dir, tpl_page **pg)
 {
     tpl_error err = { 0 };
     tpl_status st = tpl_page_load_dir(dir, pg, &err);
     if (st == TPL_OK) return 0;
-    if (st == TPL_ERR_IO) fprintf(stderr, "%s: error: cannot read %s/page.json\n", dir, dir);
+    if (st == TPL_ERR_IO) page_io_error(dir);
     else tplc_print_error(&err);
     tpl_error_clear(&err);
     return st == TPL_ERR_IO || st == TPL_ERR_NOMEM || st == TPL_ERR_USAGE ? TPLC_EXIT_USAGE : TPLC_EXIT_TEMPLATE;
@@ -383,7 +390,7 @@ int tplc_lint_page(const tplc_opts *o)
     bool json = o->format && !strcmp(o->format, "json");
     int rc = st == TPL_OK ? 0 : st == TPL_ERR_IO || st == TPL_ERR_NOMEM || st == TPL_ERR_USAGE ? TPLC_EXIT_USAGE : 1;
     if (rc == TPLC_EXIT_USAGE) {
-        fprintf(stderr, "%s: error: cannot read %s/page.json\n", o->page, o->page);
+        page_io_error(o->page);
     } else if (json) {
         json_t *diags = json_array();
         if (st != TPL_OK)
