@@ -629,7 +629,13 @@ tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, t
             lx.line_starting = raw_end[-1] == '\n';
             for (; q < lx.lim; q++)
                 if (*q == '{' && match_endraw(q, lx.lim, &bsign, &esign, &end)) break;
-            if (q >= lx.lim) { fail(&lx, p, "Missing end of raw directive"); return lx.res; }
+            if (q >= lx.lim) {
+                /* Jinja2 fails only on a byte left after the tag (its Failure rule matches `.`):
+                 * `{% raw %}` ending the template (its trailing newline dropped) renders nothing */
+                if (raw_end < lx.lim) { fail(&lx, p, "Missing end of raw directive"); return lx.res; }
+                text = lx.lim;
+                break;
+            }
             if (!emit_text(&lx, body, (size_t)(q - body), bsign, true)) return lx.res;
             lx.cur = end;
             if (esign == '-') lx.cur += ws_len(lx.cur, lx.lim);

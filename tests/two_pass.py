@@ -19,6 +19,8 @@ TPLC = sys.argv[1]
 ROOTS = sys.argv[2:]
 PAD = "{#" + "pad " * 17000 + "#}"  # 68 KB: past the two-pass size (64 KiB)
 passed = failed = 0
+RAW_BEGIN = re.compile(r"\{%[-+]?\s*raw\s*-?%\}")
+RAW_END = re.compile(r"\{%[-+]?\s*endraw\b")
 STATEMENT = re.compile(r"\{%[-+]?\s*(?!(?:if|elif|else|endif|for|endfor|break|continue)\b)[a-z]")
 
 
@@ -43,6 +45,9 @@ with tempfile.TemporaryDirectory() as d:
             continue  # (the whole-tree compile either way)
         if not STATEMENT.search(src):
             continue  # (only if/for statements: compiled one statement at a time either way)
+        opens = [m.end() for m in RAW_BEGIN.finditer(src)]
+        if opens and not RAW_END.search(src, opens[-1]):
+            continue  # (a {% raw %} ending the template would take the padding as its text)
         end = len(src.rstrip("\r\n"))
         padded = src[:end] + PAD + src[end:]
         # in a folder of links to the original's neighbours (included and imported templates)
