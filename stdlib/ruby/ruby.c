@@ -80,15 +80,21 @@ static bool rb_core_has(const char *cls, const char *name, size_t n)
  * instead (no rescue takes it: `x.to_r rescue y` would print y where Ruby prints x). */
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 {
-    const char *cls = tpl_rb_class_name(self.type == TPL_T_UNDEF ? tpl_v_none() : self);
-    if (self.type != TPL_T_HOST && rb_core_has(cls, name, n))
+    const char *cls = tpl_rb_class_name(self.type == TPL_T_UNDEF ? tpl_v_none() : self), *core = cls;
+    char ebuf[64];
+    if (self.type == TPL_T_STR && (self.flags & TPL_F_EXC_RB)) { /* a rescued exception: its class, Exception's methods */
+        tpl_value c = tpl_rb_exc_class(self);
+        snprintf(ebuf, sizeof ebuf, "%.*s", (int)c.len, c.u.s);
+        cls = ebuf;
+        core = "Exception";
+    }
+    if (self.type != TPL_T_HOST && rb_core_has(core, name, n))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", cls, (int)n, name);
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for nil:NilClass (NoMethodError)", (int)n, name);
     int len;
     const char *insp = inspect_short(vm, self, &len);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, len, insp,
-                        tpl_rb_class_name(self));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, len, insp, cls);
 }
 
 /* rb_convert_type's TypeError: v cannot be converted into the class of types.def row `want`. */
@@ -698,6 +704,10 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         mpz_clear(z);
         *out = tpl_v_str(p, strlen(p));
         return 0;
+    }
+    if (IS("pow") && (npos == 1 || npos == 2) && self.type == TPL_T_BIGINT) { /* Integer#pow(b[, m]) */
+        tpl_value pa[3] = { self, args[0], npos == 2 ? args[1] : tpl_v_unset() };
+        return r_num_pow(vm, pa, out) < 0 ? -1 : 0;
     }
     if (npos == 1 && plain_num(args[0]) && (IS("+") || IS("-") || IS("*") || IS("/") || IS("%") || IS("**"))) {
         int op = name[0] == '*' && n == 2 ? 'p' : name[0];
@@ -4583,7 +4593,8 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
 {
     char name[3] = { (char)op, 0, 0 };
     if (op == 'p') { name[0] = '*'; name[1] = '*'; }
-    bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    /* (a Symbol, Regexp, class or rescued exception has no arithmetic: NoMethodError) */
+    bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     if (plain_num(a) && plain_num(b)) {
         bool big = a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT;
         if (big && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) && op != '/' && op != '%') {
@@ -4621,7 +4632,7 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     if (sym_a) return no_method(vm, a, name, strlen(name));
     switch (op) {
     case '+':
-        if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return 0;
+        if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) return 0;
         if (is_array(a) && is_array(b)) return 0;
         break;
     case '-':
@@ -4658,8 +4669,8 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
 
 int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
-    bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
-    bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
+    bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     if (plain_num(a) && plain_num(b)) return 0;
     if (sa && sb) return 0;
     if (plain_num(a) || sa) return cmp_fail(vm, a, b);
@@ -6248,13 +6259,49 @@ int r_num_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return yield_each(vm, l, a[0], out);
 }
 
+static bool rb_integer(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_BIGINT; }
+
+/* Integer#pow(b, m) where an operand is past 64 bits (Ruby's int_pow_tmp3: b >= 0, m != 0,
+ * the result has m's sign as Integer#% does), by GMP's mpz_powm; fuel: the exponent's bits
+ * times a multiplication of m's size. */
+static int pow_mod_big(tpl_vm *vm, const tpl_value *a, tpl_value *out)
+{
+    mpz_t x, e, m;
+    mpz_inits(x, e, m, NULL);
+    tpl_big_get(x, a[0]);
+    tpl_big_get(e, a[1]);
+    tpl_big_get(m, a[2]);
+    int rc = 0;
+    if (mpz_sgn(e) < 0)
+        rc = tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#pow() 1st argument cannot be negative when 2nd argument specified (RangeError)");
+    else if (mpz_sgn(m) == 0)
+        rc = tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+    else {
+        size_t bits = mpz_sizeinbase(e, 2), limbs = mpz_size(m);
+        uint64_t cost = tpl_big_cost(limbs) * (uint64_t)limbs;
+        if (bits && cost > UINT64_MAX / bits) cost = UINT64_MAX;
+        else cost *= bits ? bits : 1;
+        if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, cost)) rc = tpl_vm_nomem(vm);
+    }
+    if (rc < 0) {
+        mpz_clears(x, e, m, NULL);
+        return -1;
+    }
+    mpz_powm(x, x, e, m); /* in [0, |m|) */
+    if (mpz_sgn(m) < 0 && mpz_sgn(x) != 0) mpz_add(x, x, m);
+    mpz_clears(e, m, NULL);
+    return tpl_big_result(vm, x, out); /* (clears x) */
+}
+
 /* Integer#pow(b) and pow(b, modulus). */
 int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (want_int(vm, a[0], "pow") < 0) return -1;
+    bool big = a[0].type == TPL_T_BIGINT || a[1].type == TPL_T_BIGINT || (tpl_given(a[2]) && a[2].type == TPL_T_BIGINT);
+    if (a[0].type != TPL_T_BIGINT && want_int(vm, a[0], "pow") < 0) return -1;
     if (!tpl_given(a[2])) {
         int h = tpl_rb_arith(vm, 'p', a[0], a[1], out);
         if (h != 0) return h < 0 ? -1 : 0;
+        if (big && (a[1].type == TPL_T_INT || a[1].type == TPL_T_BIGINT)) return tpl_big_binop(vm, TPL_OP_POW, a[0], a[1], out);
         if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
             int64_t r = 1, b = a[0].u.i;
             for (int64_t e = a[1].u.i; e > 0; e >>= 1) {
@@ -6267,8 +6314,9 @@ int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_float(pow(dbl(a[0]), dbl(a[1])));
         return 0;
     }
-    if (a[0].type != TPL_T_INT || a[1].type != TPL_T_INT || a[2].type != TPL_T_INT)
+    if (!rb_integer(a[0]) || !rb_integer(a[1]) || !rb_integer(a[2]))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#pow() 2nd argument not allowed unless all arguments are integers (TypeError)");
+    if (big) return pow_mod_big(vm, a, out);
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#pow() 1st argument cannot be negative when 2nd argument specified (RangeError)");
     int64_t m = a[2].u.i;
     if (m == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
