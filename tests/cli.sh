@@ -196,6 +196,10 @@ check "render -o naming the --defaults file is refused" '[ $rc -eq 2 ] && grep -
 ln -sf defs.json defs-link.json
 run render a.jinja --defaults defs-link.json -o ./defs.json
 check "render -o naming the --defaults file through a link is refused" '[ $rc -eq 2 ] && grep -q '"'"'"n": 2'"'"' defs.json'
+run render a.jinja -o ''
+check "render -o with an empty name is a usage error naming -o" '[ $rc -eq 2 ] && grep -q "^tplc: error: -o needs a file name" err'
+run compile a.jinja -o a.tplb --depfile ''
+check "compile --depfile with an empty name is a usage error" '[ $rc -eq 2 ] && grep -q "^tplc: error: --depfile needs a file name" err && [ ! -e a.tplb ]'
 run compile dep/page.jinja -o dep/page.tplb --depfile dep/page.tplb
 check "-o and --depfile naming one file is refused" '[ $rc -eq 2 ] && [ ! -e dep/page.tplb ]'
 run compile dep/page.jinja -o nodir/page.tplb --depfile dep/page.d

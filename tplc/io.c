@@ -405,6 +405,11 @@ int tplc_check_outputs(const tplc_opts *o, const char *tpl, const tpl_program *p
     bool hit = false;
     for (int k = 0; k < 2 && !hit; k++) {
         if (!outs[k]) continue;
+        if (!outs[k][0]) { /* (not a file: "" would be reported as ": cannot write") */
+            fprintf(stderr, "tplc: error: %s needs a file name (it is empty)\n", flags[k]);
+            hit = true;
+            break;
+        }
         const char *ins[5] = { o->state, o->golden, o->schema, o->defaults, o->steps };
         for (int i = 0; i < 5 && !hit; i++) hit = refuse(flags[k], outs[k], ins[i]);
         for (int i = 0; i < o->args.n && !hit; i++) hit = refuse(flags[k], outs[k], o->args.v[i]);
