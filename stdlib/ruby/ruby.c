@@ -7667,10 +7667,8 @@ int r_str_unicode_normalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 int r_str_unicode_normalized_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int form = norm_form(vm, a[1]);
-    if (form < 0) return -1;
-    tpl_value r = tpl_unicode_normalize(A(vm), a[0], form);
-    if (r.type != TPL_T_STR) return oom(vm);
+    tpl_value r;
+    if (r_str_unicode_normalize(vm, a, &r) < 0) return -1;
     *out = tpl_v_bool(r.len == a[0].len && memcmp(r.u.s, a[0].u.s, r.len) == 0);
     return 0;
 }
