@@ -33,6 +33,8 @@ CASES = [
     ("steps-and-state", ["page", "tests/page/three", "--steps", "tests/page/three/steps.json", "--state",
                          "tests/page/cli/state.json"]),
     ("no-page", ["page", "tests/page/cli"]),
+    ("page-not-folder", ["page", "tests/page/cli/defaults.json"]),
+    ("page-no-folder", ["page", "tests/page/cli/missing"]),
     ("golden-misspelled-key", ["page", "tests/page/three", "--golden", "tests/page/cli/misspelled-golden.json"]),
     ("steps-misspelled-key", ["page", "tests/page/three", "--steps", "tests/page/cli/misspelled-steps.json"]),
     ("lint-page-ok", ["lint", "--page", "examples/front-desk"]),

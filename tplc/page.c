@@ -1,8 +1,10 @@
 /* tplc page, tplc lint --page, and the page scope of tplc render (--defaults, --resumed,
  * --claimed): DESIGN.md §8, issue 18. Uses only the public headers (tpl.h, tpl_page.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include "tplc.h"
 #include "tpl_page.h"
@@ -129,11 +131,28 @@ static tpl_status set_facts(tpl_page_call *c, const json_t *memory, const tplc_o
 
 /* ------------------------------------------------------------------ tplc page */
 
-/* DIR/page.json could not be read (an empty DIR: nothing was, it would name /page.json). */
+/* DIR/page.json could not be read (an empty DIR: nothing was, it would name /page.json); says
+ * why, as far as stat(2) tells: no folder, not a folder, no page.json, not a regular file. */
 static void page_io_error(const char *dir)
 {
-    if (*dir) fprintf(stderr, "%s: error: cannot read %s/page.json\n", dir, dir);
-    else fprintf(stderr, "'': error: cannot read page.json: the folder name is empty\n");
+    if (!*dir) {
+        fprintf(stderr, "'': error: cannot read page.json: the folder name is empty\n");
+        return;
+    }
+    struct stat st;
+    const char *why = "cannot open it";
+    size_t n = strlen(dir) + sizeof "/page.json";
+    char *path = malloc(n);
+    if (stat(dir, &st) != 0) why = errno == ENOENT ? "no such folder" : strerror(errno);
+    else if (!S_ISDIR(st.st_mode)) why = "not a folder";
+    else if (path) {
+        snprintf(path, n, "%s/page.json", dir);
+        if (stat(path, &st) != 0) why = errno == ENOENT ? "the folder has no page.json" : strerror(errno);
+        else if (!S_ISREG(st.st_mode)) why = "page.json is not a regular file";
+        else if (st.st_size > (16 << 20)) why = "page.json is larger than 16 MiB";
+    }
+    free(path);
+    fprintf(stderr, "%s: error: cannot read %s/page.json: %s\n", dir, dir, why);
 }
 
 static int load_page(const char *dir, tpl_page **pg)
