@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../runtime/vm.h"
+#include "../runtime/error.h"
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -153,10 +154,9 @@ static void original_line(tpl_error *err, const char *src, size_t n)
     const char *nl = memchr(src + off, '\n', n - off);
     size_t len = nl ? (size_t)(nl - src) - off : n - off;
     if (len && src[off + len - 1] == '\r') len--;
-    char *line = malloc(len + 1);
+    char *line = malloc(tpl_error_line_copy(NULL, src + off, len) + 1);
     if (!line) return;
-    memcpy(line, src + off, len);
-    line[len] = 0;
+    tpl_error_line_copy(line, src + off, len);
     free((char *)err->source_line);
     err->source_line = line;
 }

@@ -89,11 +89,29 @@ static char *source_line(const char *src, size_t n, uint32_t off)
     size_t b = off, e = off;
     while (b > 0 && src[b - 1] != '\n') b--;
     while (e < n && src[e] != '\n') e++;
-    char *s = malloc(e - b + 1);
+    char *s = malloc(tpl_error_line_copy(NULL, src + b, e - b) + 1);
     if (!s) return NULL;
-    memcpy(s, src + b, e - b);
-    s[e - b] = 0;
+    tpl_error_line_copy(s, src + b, e - b);
     return s;
+}
+
+size_t tpl_error_line_copy(char *dst, const char *src, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        const char *z = memchr(src + i, 0, n - i);
+        size_t k = z ? (size_t)(z - (src + i)) : n - i;
+        if (dst) memcpy(dst + o, src + i, k);
+        o += k;
+        i += k;
+        if (i < n) { /* a NUL byte */
+            if (dst) memcpy(dst + o, "\xE2\x90\x80", 3);
+            o += 3;
+            i++;
+        }
+    }
+    if (dst) dst[o] = 0;
+    return o;
 }
 
 void tpl_error_clear(tpl_error *err)

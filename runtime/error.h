@@ -37,4 +37,10 @@ tpl_status tpl_error_usage(tpl_error *err, const char *name, const char *msg);
  * ends here for the heap): TPL_EK_NOMEM, "out of memory". Returns TPL_ERR_NOMEM. */
 tpl_status tpl_error_nomem(tpl_error *err, const char *name);
 
+/* A source line for tpl_error.source_line (a C string): src[0..n) copied to dst with each NUL byte
+ * written as U+2400 SYMBOL FOR NULL (one code point for one, so the caret's column still counts
+ * right; a NUL would end the string). dst NULL: only the length is computed. Returns the length of
+ * the copy (n + 2 per NUL byte); dst needs that plus 1 (the copy is NUL-terminated). */
+size_t tpl_error_line_copy(char *dst, const char *src, size_t n);
+
 #endif

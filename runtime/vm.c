@@ -83,7 +83,7 @@ static void locate(tpl_vm *vm, uint32_t pc)
             while (e < n && s[e] != '\n') e++;
             /* a line longer than the fixed buffer goes to the heap, whole, so the caret stays
              * under its column; without memory it is cut (the caret then ends the cut line) */
-            size_t len = e - i;
+            size_t raw = e - i, len = tpl_error_line_copy(NULL, s + i, raw); /* (a NUL byte shows as U+2400) */
             char *dst = vm->err_line;
             if (len >= sizeof vm->err_line) {
                 if (len + 1 > vm->err_line_big_cap) {
@@ -93,10 +93,9 @@ static void locate(tpl_vm *vm, uint32_t pc)
                     if (nb) { vm->err_line_big = nb; vm->err_line_big_cap = len + 1; }
                 }
                 if (len + 1 <= vm->err_line_big_cap) dst = vm->err_line_big;
-                else len = sizeof vm->err_line - 1;
+                else raw = (sizeof vm->err_line - 1) / 3; /* at most 3 bytes a byte */
             }
-            memcpy(dst, s + i, len);
-            dst[len] = 0;
+            tpl_error_line_copy(dst, s + i, raw);
             vm->err.source_line = dst;
         }
     }
