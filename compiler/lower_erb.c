@@ -71,6 +71,8 @@ typedef struct erb_low {
     tpl_value pre[16];      /* @ivars to declare after a statement's scan (predeclare) */
     int npre;
     uint32_t exc_slot;      /* in a rescue clause's body: the slot of its caught [ok, value, e, class, message] + 1 */
+    uint32_t retry_to;      /* in a rescue clause's body: where its begin starts again (retry) + 1 */
+    erb_loop *retry_loop;   /* the loop context of that clause (retry inside a block or loop of it is refused) */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -2246,7 +2248,9 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     case TPL_N_RNEXT:
     case TPL_N_RBREAK:
-        tpl_c_error(C, n->off, "'%s' is not supported inside an expression", n->kind == TPL_N_RNEXT ? "next" : "break");
+    case TPL_N_RRETRY:
+        tpl_c_error(C, n->off, "'%s' is not supported inside an expression",
+                    n->kind == TPL_N_RNEXT ? "next" : n->kind == TPL_N_RBREAK ? "break" : "retry");
         return;
     case TPL_N_RWHILE:   /* nil */
         stmt(L, n);
@@ -2557,6 +2561,7 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
     tpl_c_pop_scope(C);
     tpl_c_patch(C, skip, tpl_c_here(C));
     uint32_t tmp = tpl_c_slot(C);
+    uint32_t restart = tpl_c_here(C);   /* retry in a clause comes back here */
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_NONE, 0, 1);
     rescue_call(L, "(begin)", 0, entry);
@@ -2605,10 +2610,15 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
             tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
             store_var(L, r->c->val, r->c->off);
         }
-        uint32_t save_exc = L->exc_slot;
+        uint32_t save_exc = L->exc_slot, save_retry = L->retry_to;
+        erb_loop *save_rloop = L->retry_loop;
         L->exc_slot = tmp + 1;   /* $! and a bare raise in the clause */
+        L->retry_to = restart + 1;
+        L->retry_loop = L->loop;
         if (used) value_body(L, r->b); else body(L, r->b);
         L->exc_slot = save_exc;
+        L->retry_to = save_retry;
+        L->retry_loop = save_rloop;
         ends[nends++] = tpl_c_emit(C, TPL_OP_JUMP, 0, used ? -1 : 0);
         tpl_c_patch(C, next, tpl_c_here(C));
     }
@@ -2628,7 +2638,7 @@ static void value_body(erb_low *L, tpl_node *n)
     if (!n) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
     for (; n && !tpl_c_failed(C); n = n->next) {
         if (n->next) { stmt(L, n); continue; }
-        if (n->kind == TPL_N_RNEXT || n->kind == TPL_N_RBREAK || n->kind == TPL_N_RRETURN) { stmt(L, n); tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+        if (n->kind == TPL_N_RNEXT || n->kind == TPL_N_RBREAK || n->kind == TPL_N_RRETURN || n->kind == TPL_N_RRETRY) { stmt(L, n); tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
         expr(L, n);
     }
 }
@@ -2814,8 +2824,9 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     erb_loop *save_loop = L->loop;
     L->loop = NULL;
     L->in_def++;
-    uint32_t save_exc = L->exc_slot;
+    uint32_t save_exc = L->exc_slot, save_retry = L->retry_to;
     L->exc_slot = 0;
+    L->retry_to = 0;   /* a def's body is a function of its own: no retry of an enclosing clause */
     uint32_t save_scope = L->scope;
     L->scope = n->off + 1;
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
@@ -2848,6 +2859,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     L->in_def--;
     L->exc_slot = save_exc;
+    L->retry_to = save_retry;
     L->scope = save_scope;
     L->loop = save_loop;
     tpl_c_func_end(C, f, n->val, pn, np, entry, n->off);
@@ -2933,6 +2945,16 @@ static void stmt(erb_low *L, tpl_node *n)
         else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+        return;
+    case TPL_N_RRETRY:
+        /* retry: the begin's body again (Ruby: in a rescue clause, else a SyntaxError) */
+        if (!L->retry_to) { tpl_c_error(C, n->off, "Invalid retry without rescue (SyntaxError)"); return; }
+        if (L->loop != L->retry_loop) {
+            tpl_c_error(C, n->off, "unsupported Ruby construct: 'retry' inside a block or loop of a rescue clause");
+            return;
+        }
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_JUMP, L->retry_to - 1, 0);
         return;
     case TPL_N_RNEXT:
     case TPL_N_RBREAK: {

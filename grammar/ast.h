@@ -77,7 +77,8 @@
     X(RRETURN,   "return in a def: a = value or NULL") \
     X(RSAFE,     "r&.m(args): a = r, b = the RMETHOD on the receiver NAME \"(safe)\" (r's value); c = its block, if any") \
     X(RDEFINED,  "defined?(e): a = e, not evaluated (what Ruby's defined? answers: \"local-variable\", \"method\", ..., nil)") \
-    X(RRESCUE,   "a rescue clause: a = exception classes (RCONSTNAME list; none: StandardError), b = body, c = the => variable (NAME); op = 1: the begin's else")
+    X(RRESCUE,   "a rescue clause: a = exception classes (RCONSTNAME list; none: StandardError), b = body, c = the => variable (NAME); op = 1: the begin's else") \
+    X(RRETRY,    "retry in a rescue clause: the begin's body runs again")
 
 typedef enum tpl_node_kind {
 #define TPL_NK(k, doc) TPL_N_##k,

@@ -475,12 +475,12 @@ static bool continues(int k)
     X("next", TK_NEXT) X("break", TK_BREAK) X("self", TK_SELF) X("__LINE__", TK_LINE) \
     X("for", TK_FOR) X("in", TK_IN) X("while", TK_WHILE) X("until", TK_UNTIL) X("__ENCODING__", TK_ENCODING) \
     X("begin", TK_BEGIN) X("rescue", TK_RESCUE) X("ensure", TK_ENSURE) X("defined?", TK_DEFINED) \
-    X("def", TK_DEF) X("return", TK_RETURN)
+    X("def", TK_DEF) X("return", TK_RETURN) X("retry", TK_RETRY)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
     "class", "module", "yield",
-    "redo", "retry", "super", "alias", "undef", "BEGIN", "END", "__FILE__",
+    "redo", "super", "alias", "undef", "BEGIN", "END", "__FILE__",
     "__method__", "lambda", "proc", NULL
 };
 
@@ -673,7 +673,7 @@ static bool ruby_lex(rlex *L)
             }
             int kw = after_dot ? 0 : keyword(s + st, e - st);
             if (kw) {
-                bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK || L->prev == TK_RETURN;
+                bool mod = was_value || L->prev == TK_NEXT || L->prev == TK_BREAK || L->prev == TK_RETURN || L->prev == TK_RETRY;
                 if (kw == TK_IF && mod) kw = TK_IF_MOD;
                 if (kw == TK_UNLESS && mod) kw = TK_UNLESS_MOD;
                 if (kw == TK_WHILE && mod) kw = TK_WHILE_MOD;
@@ -780,6 +780,14 @@ static bool ruby_lex(rlex *L)
                         while (e < n && s[e] >= '0' && s[e] <= '9') e++;
                     }
                 }
+            }
+            if (e < n && (s[e] == 'r' || s[e] == 'i')) {
+                /* 3r, 1.5r, 2i, 3ri: Rational and Complex literals (tpl has neither type) */
+                size_t q = e + (s[e] == 'r' && e + 1 < n && s[e + 1] == 'i' ? 2 : 1);
+                if (q >= n || !ident_char((unsigned char)s[q]))
+                    return lex_error(L, st, s[q - 1] == 'r' ? "unsupported Ruby construct: a Rational literal (%.*s)"
+                                                            : "unsupported Ruby construct: a Complex literal (%.*s)",
+                                     s + st, (int)(q - st));
             }
             push_tok(L, flt ? TK_FLOAT : TK_INTEGER, st, e - st);
             i = e;

@@ -374,6 +374,7 @@ stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
 stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
 stmt(A) ::= BREAK(T) arg(E). { A = NODE(RBREAK, T.off, E, NULL); }
 stmt(A) ::= RETURN(T). { A = N(RRETURN, T.off); }
+stmt(A) ::= RETRY(T). { A = N(RRETRY, T.off); }
 stmt(A) ::= RETURN(T) arg(E). { A = NODE(RRETURN, T.off, E, NULL); }
 
 expr(A) ::= command(C). { A = C; }

@@ -192,6 +192,42 @@ bool tpl_fmt_alt_g(tpl_sb *b, double ad, int64_t p, char conv)
     return !b->failed;
 }
 
+/* Ruby's %a of ad >= 0 (finite), after its "0x": BSD__hdtoa's digits as Ruby's BSD_vfprintf lays them
+ * out. The first digit is always 1 (subnormals normalized: 5e-324 is 0x1p-1074, glibc's
+ * 0x0.0000000000001p-1022), a precision rounds the significand half to even (1.5 at %.0a is 0x1p+1,
+ * glibc's 0x2p+0), and without one the 13 hex digits lose their trailing zeros. */
+static void rb_hexfloat(tpl_sb *b, double ad, int64_t prec, bool alt, bool upper)
+{
+    const char *xd = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+    uint64_t frac = 0;   /* the 52 bits after the point */
+    int ex = 0, nd = 0;  /* the binary exponent, the fraction digits printed */
+    if (ad != 0) {
+        int e;
+        double m = frexp(ad, &e);                 /* ad = m * 2^e, m in [0.5, 1) */
+        uint64_t full = (uint64_t)ldexp(m, 53);   /* 1.f as a 53-bit integer */
+        ex = e - 1;
+        if (prec >= 0 && prec < 13) {
+            int drop = 4 * (13 - (int)prec);
+            uint64_t q = full >> drop, r = full & ((UINT64_C(1) << drop) - 1), half = UINT64_C(1) << (drop - 1);
+            if (r > half || (r == half && (q & 1))) q++;
+            if (q >> (53 - drop)) { q >>= 1; ex++; }   /* rounded up to 2.0: 1.0 at the next exponent */
+            full = q << drop;
+        }
+        frac = full & ((UINT64_C(1) << 52) - 1);
+    }
+    tpl_sb_putc(b, ad != 0 ? '1' : '0');
+    if (prec < 0) {
+        nd = 13;
+        while (nd > 0 && ((frac >> (4 * (13 - nd))) & 0xf) == 0) nd--;
+    } else {
+        nd = prec < 13 ? (int)prec : 13;
+    }
+    if (nd > 0 || prec > 0 || alt) tpl_sb_putc(b, '.');
+    for (int k = 0; k < nd; k++) tpl_sb_putc(b, xd[(frac >> (4 * (12 - k))) & 0xf]);
+    if (prec > 13) tpl_sb_put_fill(b, '0', prec - 13);
+    tpl_sb_printf(b, "%c%c%d", upper ? 'P' : 'p', ex < 0 ? '-' : '+', ex < 0 ? -ex : ex);
+}
+
 /* The arguments conversions take, as CPython's formatter keeps them: a tuple's items (len >= 0,
  * idx the next one), or one object (len -1, idx -2 until it is taken). `%(key)` makes the
  * mapping's value the one object, so a `*` or a keyless conversion after it takes that value
@@ -202,21 +238,20 @@ typedef struct {
     int64_t len, idx;
 } pct_args;
 
-static int next_arg(tpl_vm *vm, pct_args *a, bool rb, tpl_value *out)
+static int next_arg(tpl_vm *vm, pct_args *a, tpl_value *out)
 {
     if (a->idx >= a->len)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, rb ? "too few arguments (ArgumentError)"
-                                                 : "not enough arguments for format string");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "not enough arguments for format string");
     a->idx++;
     *out = a->len < 0 ? a->one : a->items[a->idx - 1];
     return 0;
 }
 
 /* A `*` width or precision: the next argument, an int. */
-static int star_arg(tpl_vm *vm, pct_args *a, bool rb, int64_t *out)
+static int star_arg(tpl_vm *vm, pct_args *a, int64_t *out)
 {
     tpl_value w = tpl_v_none();
-    if (next_arg(vm, a, rb, &w) < 0)
+    if (next_arg(vm, a, &w) < 0)
         return -1;
     if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
@@ -224,14 +259,505 @@ static int star_arg(tpl_vm *vm, pct_args *a, bool rb, int64_t *out)
     return 0;
 }
 
+/* Ruby's NUM2INT of what is no number: its TypeError. */
+static int rb_int_conv_error(tpl_vm *vm, tpl_value v)
+{
+    if (v.type == TPL_T_NONE)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion from nil to integer (TypeError)");
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Integer (TypeError)",
+                        v.type == TPL_T_BOOL ? (v.u.i ? "true" : "false") : tpl_rb_class_name(v));
+}
+
+/* A conversion's flags, width and precision (-1: none) and its character. */
+typedef struct {
+    bool left, plus, space, alt, zero;
+    int64_t width, prec;
+    char conv;
+} pct_spec;
+
+/* Formats arg by one conversion into b: Python's %, or Ruby's format (rb; conv 'r' is then %p).
+ * idx is the conversion character's index in the format (Python's messages). */
+static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg, bool rb, bool safe, size_t idx)
+{
+    bool left = sp->left, plus = sp->plus, space = sp->space, alt = sp->alt, zero = sp->zero;
+    int64_t width = sp->width, prec = sp->prec;
+    char conv = sp->conv;
+    tpl_sb tb;
+    tpl_sb_init(&tb, AR(vm));
+    switch (conv) {
+    case 's': case 'r': case 'a': {
+        if (rb && conv == 'a') goto rb_float; /* Ruby's %a is a hexadecimal float, not Python's ascii() */
+        if (conv == 's') (rb ? tpl_rb_to_s : tpl_py_str)(&tb, arg);
+        else if (conv == 'r') (rb ? tpl_rb_inspect : tpl_py_repr)(&tb, arg);
+        else tpl_py_ascii(&tb, arg);
+        if (tb.failed) /* an int past 4,300 digits, a function in a list, no memory */
+            return tpl_vm_sb_error(vm, &tb, "while getting the repr of an object");
+        tpl_value t = tpl_sb_value(&tb);
+        if (safe && !(arg.type == TPL_T_STR && (arg.flags & TPL_F_SAFE) && conv == 's')) {
+            tpl_sb eb;
+            tpl_sb_init(&eb, AR(vm));
+            tpl_html_escape(&eb, t.u.s, t.len);
+            t = tpl_sb_value(&eb);
+        }
+        size_t nb = t.len;
+        int64_t ncp = (int64_t)tpl_utf8_len(t.u.s, t.len);
+        if (prec >= 0 && ncp > prec) {
+            nb = tpl_utf8_offset(t.u.s, t.len, (size_t)prec);
+            ncp = prec;
+        }
+        pct_pad(b, t.u.s, nb, ncp, width, left, false, 0);
+        break;
+    }
+    case 'b': case 'B':
+        if (!rb) goto unsupported;
+        /* fallthrough */
+    case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
+        int64_t v;
+        if (rb && arg.type != TPL_T_INT) { /* Ruby converts with Integer(): "12", 3.9 -> 3 */
+            tpl_value cv[2] = { arg, tpl_v_unset() };
+            if (r_k_Integer(vm, cv, &arg) < 0) return -1;
+        }
+        tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
+        if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
+            v = arg.u.i;
+        } else if (arg.type == TPL_T_BIGINT) {
+            bigv = arg;
+            v = arg.u.s[0] == '-' ? -1 : 1;
+        } else if (arg.type == TPL_T_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u')) {
+            double d = arg.u.f;
+            if (isnan(d))
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
+            if (isinf(d))
+                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
+            if (!(d > -9.2e18 && d < 9.2e18)) {
+                if (tpl_big_from_double(vm, d, &bigv) < 0) return -1;
+                v = d < 0 ? -1 : 1;
+            } else {
+                v = (int64_t)d;
+            }
+        } else if (conv == 'd' || conv == 'i' || conv == 'u') {
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: a real number is required, not %s", conv,
+                                tpl_type_name(vm, arg));
+        } else {
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: an integer is required, not %s", conv,
+                                tpl_type_name(vm, arg));
+        }
+        uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+        char dgbuf[72], *dg = dgbuf;
+        int64_t nd = 0;
+        int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : (conv == 'b' || conv == 'B') ? 2 : 10;
+        const char *digs = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+        if (rb && v < 0 && base != 10 && !plus && !space) {
+            /* Ruby: a negative number in base 2, 8 or 16 without a sign flag is its two's complement
+             * after "..", its endless leading sign digits shown once (-5: "..fb", "%08x": "..fffffb",
+             * "%#x": "0x..fb"; an octal's "0" prefix is dropped): sprintf.c's `dots`. */
+            char sd = base == 16 ? (conv == 'X' ? 'F' : 'f') : base == 8 ? '7' : '1';
+            bool big = bigv.type == TPL_T_BIGINT;
+            mpz_t z;
+            size_t cap = 72, k;
+            if (big) {
+                tpl_big_get(z, bigv);
+                cap = mpz_sizeinbase(z, base) + 4;
+            }
+            char *t = tpl_arena_alloc(AR(vm), cap);
+            if (!t) { if (big) mpz_clear(z); return OOM(); }
+            k = cap;
+            if (big) {
+                while (mpz_cmp_si(z, -1) != 0 && k > 1) t[--k] = digs[mpz_fdiv_q_ui(z, z, (unsigned long)base)];
+                mpz_clear(z);
+            } else {
+                for (int64_t w = v; w != -1 && k > 1;) {
+                    int64_t d = ((w % base) + base) % base;
+                    t[--k] = digs[d];
+                    w = (w - d) / base;
+                }
+            }
+            t[--k] = sd;
+            const char *pre = !alt || base == 8 ? "" : conv == 'x' ? "0x" : conv == 'X' ? "0X" : conv == 'b' ? "0b" : "0B";
+            int64_t len = (int64_t)(cap - k), w = (width < 0 ? 0 : width) - 2 - (int64_t)strlen(pre), p = prec;
+            if (p >= 0) p -= 2;
+            if (zero && !left && prec < 0) { p = w; w = 0; }
+            else { if (p < len) p = len; w -= p; }
+            if (!left && w > 0) tpl_sb_put_fill(b, ' ', w);
+            tpl_sb_puts(b, pre);
+            tpl_sb_puts(b, "..");
+            if (p > len) tpl_sb_put_fill(b, sd, p - len);
+            tpl_sb_put(b, t + k, (size_t)len);
+            if (left && w > 0) tpl_sb_put_fill(b, ' ', w);
+            break;
+        }
+        if (bigv.type == TPL_T_BIGINT) {
+            if (!rb && base == 10 && tpl_big_ndigits(bigv) > TPL_PY_INT_MAX_STR_DIGITS)
+                return tpl_big_str_error(vm);
+            mpz_t z;
+            tpl_big_get(z, bigv);
+            mpz_abs(z, z);
+            dg = tpl_arena_alloc(AR(vm), mpz_sizeinbase(z, base) + 2);
+            if (!dg) { mpz_clear(z); return OOM(); }
+            mpz_get_str(dg, conv == 'X' ? -16 : base, z);
+            mpz_clear(z);
+            nd = (int64_t)strlen(dg);
+        } else {
+            char tmp[72];
+            do { tmp[nd++] = digs[mag % (uint64_t)base]; mag /= (uint64_t)base; } while (mag);
+            for (int64_t k = 0; k < nd; k++) dg[k] = tmp[nd - 1 - k];
+        }
+        if (rb) {
+            /* sprintf.c: '#' adds no prefix to 0 (an octal 0 is its "0" prefix alone), nor an octal one
+             * to digits a precision pads; a precision turns the 0 flag off and "%.0d" of 0 is empty */
+            const char *sc = v < 0 ? "-" : plus ? "+" : space ? " " : "";
+            const char *pre = !alt ? "" : base == 8 ? "0" : base == 10 ? "" : conv == 'x' ? "0x" : conv == 'X' ? "0X"
+                              : conv == 'b' ? "0b" : "0B";
+            bool zero0 = nd == 1 && dg[0] == '0';
+            int64_t len = nd, p = prec;
+            if (base == 8 && *pre) {
+                if (zero0) { len = 0; if (p >= 0) p--; }
+                else if (p > len) pre = "";
+            } else if (zero0) {
+                pre = "";
+            }
+            int64_t w = (width < 0 ? 0 : width) - (int64_t)strlen(pre) - (int64_t)strlen(sc);
+            if (zero && !left && prec < 0) { p = w; w = 0; }
+            else {
+                if (p < len) {
+                    if (!*pre && p == 0 && zero0) len = 0;
+                    p = len;
+                }
+                w -= p;
+            }
+            if (!left && w > 0) tpl_sb_put_fill(b, ' ', w);
+            tpl_sb_puts(b, sc);
+            tpl_sb_puts(b, pre);
+            if (p > len) tpl_sb_put_fill(b, '0', p - len);
+            tpl_sb_put(b, dg, (size_t)len);
+            if (left && w > 0) tpl_sb_put_fill(b, ' ', w);
+            break;
+        }
+        tpl_sb_put(&tb, v < 0 ? "-" : plus ? "+" : space ? " " : "", (v < 0 || plus || space) ? 1 : 0);
+        if (alt && conv == 'o') tpl_sb_puts(&tb, rb ? "0" : "0o");
+        if (alt && conv == 'b') tpl_sb_puts(&tb, "0b");
+        if (alt && conv == 'B') tpl_sb_puts(&tb, "0B");
+        if (alt && conv == 'x') tpl_sb_puts(&tb, "0x");
+        if (alt && conv == 'X') tpl_sb_puts(&tb, "0X");
+        size_t signlen = tb.len;
+        if (prec > nd) tpl_sb_put_fill(&tb, '0', prec - nd);
+        tpl_sb_put(&tb, dg, (size_t)nd);
+        pct_pad(b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
+        break;
+    }
+    case 'A':
+        if (!rb) goto unsupported;
+        /* fallthrough */
+    case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+        double d;
+    rb_float:
+        if (rb && conv == 'f' && (arg.type == TPL_T_INT || arg.type == TPL_T_BIGINT)) {
+            /* Ruby's %f of an Integer is exact (10**25 is not a double): its digits, then the precision's
+             * zeros after the point ('#' adds no point) */
+            int64_t p = prec < 0 ? 6 : prec;
+            if (p > TPL_MAX_FLOAT_PREC)
+                return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
+                                    TPL_MAX_FLOAT_PREC);
+            bool neg = arg.type == TPL_T_INT ? arg.u.i < 0 : arg.u.s[0] == '-';
+            tpl_sb_put(&tb, neg ? "-" : plus ? "+" : space ? " " : "", (neg || plus || space) ? 1 : 0);
+            size_t signlen = tb.len;
+            if (arg.type == TPL_T_INT) {
+                uint64_t mag = neg ? 0 - (uint64_t)arg.u.i : (uint64_t)arg.u.i;
+                tpl_sb_printf(&tb, "%llu", (unsigned long long)mag);
+            } else {
+                mpz_t z;
+                tpl_big_get(z, arg);
+                mpz_abs(z, z);
+                size_t cap = mpz_sizeinbase(z, 10) + 2;
+                if (!tpl_sb_reserve(&tb, cap)) { mpz_clear(z); return OOM(); }
+                mpz_get_str(tb.p + tb.len, 10, z);
+                tb.len += strlen(tb.p + tb.len);
+                mpz_clear(z);
+            }
+            if (p > 0) {
+                tpl_sb_putc(&tb, '.');
+                tpl_sb_put_fill(&tb, '0', p);
+            }
+            if (tb.failed) return OOM();
+            pct_pad(b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
+            break;
+        }
+        if (rb && arg.type != TPL_T_FLOAT && arg.type != TPL_T_INT) { /* Ruby's Float(): "1.5" */
+            tpl_value cv[1] = { arg };
+            if (r_k_Float(vm, cv, &arg) < 0) return -1;
+        }
+        if (arg.type == TPL_T_FLOAT) d = arg.u.f;
+        else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;
+        else if (arg.type == TPL_T_BIGINT) {
+            if (!tpl_big_to_double(arg, &d))
+                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
+        } else
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "must be real number, not %s", tpl_type_name(vm, arg));
+        bool neg = signbit(d) && !isnan(d);
+        tpl_sb_put(&tb, neg ? "-" : plus ? "+" : space ? " " : "", (neg || plus || space) ? 1 : 0);
+        size_t signlen = tb.len;
+        double ad = fabs(d);
+        if (rb && (isnan(ad) || isinf(ad))) {
+            /* sprintf.c: "Inf" / "NaN" in every case, NaN unsigned unless '+' or ' ', padded with spaces */
+            tpl_sb_puts(&tb, isnan(ad) ? "NaN" : "Inf");
+            pct_pad(b, tb.p, tb.len, (int64_t)tb.len, width, left, false, 0);
+            break;
+        }
+        if (rb && (conv == 'a' || conv == 'A')) {
+            if (prec > TPL_MAX_FLOAT_PREC)
+                return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
+                                    TPL_MAX_FLOAT_PREC);
+            tpl_sb_puts(&tb, conv == 'a' ? "0x" : "0X");
+            rb_hexfloat(&tb, ad, prec, alt, conv == 'A');
+            pct_pad(b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen + 2);
+            break;
+        }
+        if (isnan(ad) || isinf(ad)) {
+            bool up = conv == 'E' || conv == 'F' || conv == 'G';
+            tpl_sb_puts(&tb, isnan(ad) ? (up ? "NAN" : "nan") : (up ? "INF" : "inf"));
+        } else {
+            char cf[16];
+            if (prec > TPL_MAX_FLOAT_PREC)
+                return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
+                                    TPL_MAX_FLOAT_PREC);
+            int p = prec < 0 ? 6 : (int)prec;
+            char dg[24];
+            int nd, decpt;
+            bool fix = conv == 'f' || conv == 'F', sci = conv == 'e' || conv == 'E', zeros = false;
+            if (rb && ad != 0 &&
+                rb_dtoa_half(ad, fix ? 3 : 2, fix ? p : sci ? p + 1 : p, dg, &nd, &decpt, &zeros)) {
+                put_digits(&tb, dg, nd, decpt, p, conv, alt, zeros);
+            } else if (alt && !fix && !sci) {
+                if (!tpl_fmt_alt_g(&tb, ad, p, conv)) return OOM();
+            } else {
+                snprintf(cf, sizeof cf, "%%%s.*%c", alt ? "#" : "", conv);
+                int need = snprintf(NULL, 0, cf, p, ad);
+                if (need < 0 || !tpl_sb_reserve(&tb, (size_t)need + 1))
+                    return OOM();
+                snprintf(tb.p + tb.len, (size_t)need + 1, cf, p, ad);
+                tb.len += (size_t)need;
+            }
+        }
+        pct_pad(b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
+        break;
+    }
+    case 'c': {
+        uint32_t cp;
+        if (rb && arg.type == TPL_T_STR) { /* Ruby 3.1: a String of one character */
+            if (tpl_utf8_len(arg.u.s, arg.len) != 1)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c requires a character (ArgumentError)");
+            pct_pad(b, arg.u.s, arg.len, 1, width, left, false, 0);
+            break;
+        }
+        if (rb && arg.type == TPL_T_FLOAT) { /* NUM2INT: truncated */
+            if (isnan(arg.u.f) || isinf(arg.u.f))
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "%s (FloatDomainError)", isnan(arg.u.f) ? "NaN"
+                                    : arg.u.f < 0 ? "-Infinity" : "Infinity");
+            if (!(arg.u.f > -2147483649.0 && arg.u.f < 2147483648.0))
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "float %.17g out of range of integer (RangeError)", arg.u.f);
+            arg = tpl_v_int((int64_t)arg.u.f);
+        }
+        if (rb && arg.type != TPL_T_INT)
+            return rb_int_conv_error(vm, arg);
+        if (rb && (arg.u.i > 2147483647 || arg.u.i < -2147483648LL))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)",
+                                (long long)arg.u.i, arg.u.i < 0 ? "small" : "big");
+        if (rb && (arg.u.i == -1 || arg.u.i == -2 || (arg.u.i >= 0xD800 && arg.u.i <= 0xDFFF)))
+            /* Ruby writes bytes that are no UTF-8 ("\xFF" for -1, a surrogate's three): tpl's strings
+             * are UTF-8 text */
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported Ruby construct: format's %%c of %lld (not a UTF-8 "
+                                "character)", (long long)arg.u.i);
+        if (rb && (arg.u.i < 0 || arg.u.i > 0x10FFFF))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid character (ArgumentError)");
+        if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
+            if (arg.u.i < 0 || arg.u.i > 0x10FFFF)
+                return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c arg not in range(0x110000)");
+            cp = (uint32_t)arg.u.i;   /* (Python's lone surrogate is the shared tpl_sb_put_cp's) */
+        } else if (arg.type == TPL_T_STR && tpl_utf8_len(arg.u.s, arg.len) == 1) {
+            size_t k = 0;
+            cp = tpl_utf8_next(arg.u.s, arg.len, &k);
+        } else {
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%%c requires int or char");
+        }
+        if (tpl_vm_put_cp(vm, &tb, cp) < 0)
+            return -1;
+        pct_pad(b, tb.p, tb.len, 1, width, left, false, 0);
+        break;
+    }
+    default:
+    unsupported:
+        if (rb)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed format string - %%%c (ArgumentError)", conv);
+        if ((unsigned char)conv < 0x80)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character '%c' (0x%x) at index %zu",
+                                conv, (unsigned)conv, idx);
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character at index %zu", idx);
+    }
+    return 0;
+}
+
+/* Ruby's format / String#% (sprintf.c's rb_str_format): a conversion's flags, width (digits or
+ * `*`), precision and one `<name>` / `{name}` reference come in any order (`%-10<a>s`, `%<n>05.1f`,
+ * `%-8{a}|`), checked as Ruby checks them; `%{name}` is the value's to_s with the flags, width and
+ * precision before it. Arguments are numbered (unnumbered and named ones do not mix); extra ones
+ * are ignored. args is the argument list (a tuple) or the one argument. */
+static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
+{
+#define RB_ARG_ERR(...) return tpl_vm_error(vm, TPL_ERR_VALUE, __VA_ARGS__)
+    bool tuple = args.type == TPL_T_LIST && (args.flags & TPL_F_TUPLE);
+    const tpl_value *argv = tuple ? args.u.list->items : &args;
+    int64_t argc = tuple ? (int64_t)args.u.list->len : 1, nextarg = 0, posarg = 0;
+    const char *s = fmt.u.s;
+    size_t n = fmt.len, i = 0;
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    while (i < n) {
+        const char *pct = memchr(s + i, '%', n - i);
+        if (!pct) {
+            tpl_sb_put(&b, s + i, n - i);
+            break;
+        }
+        size_t at = (size_t)(pct - s);
+        tpl_sb_put(&b, s + i, at - i);
+        if (at + 1 == n)
+            RB_ARG_ERR("incomplete format specifier; use %%%% (double %%) instead (ArgumentError)");
+        i = at + 1;
+        pct_spec sp = { false, false, false, false, false, -1, -1, 0 };
+        bool fwidth = false, fprec = false, flags = false, named = false;
+        tpl_value arg = tpl_v_unset();
+        const char *name = NULL;
+        int namelen = 0;
+        while (!sp.conv) {
+            char c = i < n ? s[i] : '\0';
+            switch (c) {
+            case ' ': case '#': case '+': case '-': case '0':
+                if (fwidth) RB_ARG_ERR("flag after width (ArgumentError)");
+                if (fprec) RB_ARG_ERR("flag after precision (ArgumentError)");
+                if (c == ' ') sp.space = true;
+                else if (c == '#') sp.alt = true;
+                else if (c == '+') sp.plus = true;
+                else if (c == '-') sp.left = true;
+                else sp.zero = true;
+                flags = true;
+                i++;
+                break;
+            case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9': {
+                int64_t v = 0;
+                while (i < n && s[i] >= '0' && s[i] <= '9') {
+                    v = v * 10 + (s[i++] - '0');
+                    if (v > 100000000) RB_ARG_ERR("width too big (ArgumentError)");
+                }
+                if (i >= n) RB_ARG_ERR("malformed format string - %%*[0-9] (ArgumentError)");
+                if (s[i] == '$')
+                    RB_ARG_ERR("unsupported Ruby construct: format's %%N$ (an argument by its number)");
+                if (fwidth) RB_ARG_ERR("width given twice (ArgumentError)");
+                if (fprec) RB_ARG_ERR("width after precision (ArgumentError)");
+                sp.width = v;
+                fwidth = true;
+                break;
+            }
+            case '<': case '{': {
+                char close = c == '<' ? '>' : '}';
+                size_t ks = i;
+                while (i < n && s[i] != close) i++;
+                if (i >= n) RB_ARG_ERR("malformed name - unmatched parenthesis (ArgumentError)");
+                if (named)
+                    RB_ARG_ERR("named%.*s after <%.*s> (ArgumentError)", (int)(i + 1 - ks), s + ks, namelen, name);
+                if (posarg > 0)
+                    RB_ARG_ERR("named%.*s after unnumbered(%lld) (ArgumentError)", (int)(i + 1 - ks), s + ks,
+                               (long long)posarg);
+                posarg = -2;
+                if (argc != 1 || argv[0].type != TPL_T_MAP) RB_ARG_ERR("one hash required (ArgumentError)");
+                name = s + ks + 1;
+                namelen = (int)(i - ks - 1);
+                tpl_value *v = tpl_map_get(argv[0].u.map, tpl_v_str(name, (size_t)namelen));
+                if (!v)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "key%.*s not found (KeyError)", (int)(i + 1 - ks), s + ks);
+                arg = *v;
+                named = true;
+                i++;
+                if (close == '}') sp.conv = 's';   /* %{name}: the value's to_s */
+                break;
+            }
+            case '*': case '.': {
+                bool star_prec = c == '.';
+                if (star_prec) {
+                    if (fprec) RB_ARG_ERR("precision given twice (ArgumentError)");
+                    fprec = true;
+                    sp.prec = 0;
+                    i++;
+                    if (i >= n || s[i] != '*') {
+                        while (i < n && s[i] >= '0' && s[i] <= '9') {
+                            sp.prec = sp.prec * 10 + (s[i++] - '0');
+                            if (sp.prec > 100000000) RB_ARG_ERR("precision too big (ArgumentError)");
+                        }
+                        if (i >= n) RB_ARG_ERR("malformed format string - %%.[0-9] (ArgumentError)");
+                        break;
+                    }
+                } else {
+                    if (fwidth) RB_ARG_ERR("width given twice (ArgumentError)");
+                    if (fprec) RB_ARG_ERR("width after precision (ArgumentError)");
+                    fwidth = true;
+                }
+                i++;   /* the '*': the next argument, an Integer (a Float truncated, as NUM2INT) */
+                if (posarg == -2) RB_ARG_ERR("unnumbered(%lld) mixed with named (ArgumentError)", (long long)nextarg + 1);
+                if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
+                posarg = ++nextarg;
+                tpl_value w = argv[nextarg - 1];
+                int64_t v;
+                if (w.type == TPL_T_INT) v = w.u.i;
+                else if (w.type == TPL_T_FLOAT && w.u.f > -2147483649.0 && w.u.f < 2147483648.0) v = (int64_t)w.u.f;
+                else return rb_int_conv_error(vm, w);
+                if (v > 2147483647 || v < -2147483647)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too big to convert to `int' (RangeError)",
+                                        (long long)v);
+                if (v > 100000000 || v < -100000000)
+                    RB_ARG_ERR("%s too big (ArgumentError)", star_prec ? "precision" : "width");
+                if (star_prec) sp.prec = v < 0 ? -1 : v;   /* a negative precision is none */
+                else if (v < 0) { sp.left = true; sp.width = -v; }
+                else sp.width = v;
+                break;
+            }
+            case '\n': case '\0': case '%':
+                if (flags || fwidth || fprec || named) RB_ARG_ERR("invalid format character - %% (ArgumentError)");
+                tpl_sb_putc(&b, '%');
+                if (c == '%') i++;
+                sp.conv = '%';
+                break;
+            case 'c': case 's': case 'p': case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': case 'b':
+            case 'B': case 'f': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+                sp.conv = c == 'p' ? 'r' : c;
+                i++;
+                break;
+            default:
+                if (c >= 0x20 && c < 0x7f) RB_ARG_ERR("malformed format string - %%%c (ArgumentError)", c);
+                RB_ARG_ERR("malformed format string (ArgumentError)");
+            }
+        }
+        if (sp.conv == '%') continue;
+        if (!named) {
+            if (posarg == -2) RB_ARG_ERR("unnumbered(%lld) mixed with named (ArgumentError)", (long long)nextarg + 1);
+            if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
+            posarg = ++nextarg;
+            arg = argv[nextarg - 1];
+        }
+        if (pct_convert(vm, &b, &sp, arg, true, false, i - 1) < 0)
+            return -1;
+    }
+    if (b.failed)
+        return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
+    *out = tpl_sb_value(&b);
+    return 0;
+#undef RB_ARG_ERR
+}
+
 int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
 {
     if (fmt.type != TPL_T_STR)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "format string must be str");
+    if (tpl_vm_syntax(vm) == TPL_SYNTAX_ERB)
+        return rb_str_mod(vm, fmt, args, out);
     bool safe = (fmt.flags & TPL_F_SAFE) != 0;
-    /* ERB's String#% is Ruby's format: %s is to_s (nil prints nothing), %p inspect, %b binary,
-     * %{name} and %<name> read a hash, extra arguments are ignored */
-    bool rb = tpl_vm_syntax(vm) == TPL_SYNTAX_ERB;
     bool tuple = args.type == TPL_T_LIST && (args.flags & TPL_F_TUPLE);
     pct_args av = { NULL, args, -1, -2 };
     if (tuple) {
@@ -257,27 +783,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         if (i >= n)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format");
         tpl_value arg = tpl_v_unset();
-        bool have_key = false;
-        if (rb && (s[i] == '{' || s[i] == '<')) {
-            char close = s[i] == '{' ? '}' : '>';
-            size_t ks = ++i;
-            while (i < n && s[i] != close) i++;
-            if (i >= n)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed name - unmatched parenthesis (ArgumentError)");
-            tpl_value key = tpl_v_str(s + ks, i - ks);
-            i++;
-            if (args.type != TPL_T_MAP)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "one hash required (ArgumentError)");
-            tpl_value *v = tpl_map_get(args.u.map, key);
-            if (!v)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "key<%.*s> not found (KeyError)", (int)key.len, key.u.s);
-            if (close == '}') { /* %{name}: the value's to_s, as it is */
-                tpl_rb_to_s(&b, *v);
-                continue;
-            }
-            arg = *v;
-            have_key = true;
-        } else if (s[i] == '(') {
+        if (s[i] == '(') {
             if (!mapping)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "format requires a mapping");
             int depth = 1;
@@ -310,7 +816,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         int64_t width = -1, prec = -1;
         if (i < n && s[i] == '*') {
             i++;
-            if (star_arg(vm, &av, rb, &width) < 0)
+            if (star_arg(vm, &av, &width) < 0)
                 return -1;
             if (width < 0) { left = true; width = width < -100000000 ? 100000000 : -width; }
             if (width > 100000000)
@@ -321,15 +827,13 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (width > 100000000)
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
             }
-            if (rb && width >= 0 && i < n && s[i] == '$')
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported Ruby construct: format's %%N$ (an argument by its number)");
         }
         if (i < n && s[i] == '.') {
             i++;
             prec = 0;
             if (i < n && s[i] == '*') {
                 i++;
-                if (star_arg(vm, &av, rb, &prec) < 0)
+                if (star_arg(vm, &av, &prec) < 0)
                     return -1;
                 if (prec < 0) prec = 0;
                 if (prec > 100000000)
@@ -343,8 +847,6 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             }
         }
         if (i < n && (s[i] == 'h' || s[i] == 'l' || s[i] == 'L')) {
-            if (rb) /* Ruby has no length modifiers */
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed format string - %%%c (ArgumentError)", s[i]);
             i++; /* Python skips one */
         }
         if (i >= n)
@@ -354,226 +856,15 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             tpl_sb_putc(&b, '%');
             continue;
         }
-        if (conv == '%' && rb)
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid format character - %% (ArgumentError)");
-        if (!have_key && next_arg(vm, &av, rb, &arg) < 0)
+        if (next_arg(vm, &av, &arg) < 0)
             return -1;
-        if (rb && (conv == 'a' || conv == 'A')) /* Ruby's hexadecimal float, not Python's ascii() */
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported Ruby construct: format's %%%c (a hexadecimal float)", conv);
-        if (rb && conv == 'p') conv = 'r';
-        else if (rb && conv == 'r') conv = '?'; /* not a Ruby conversion */
         if (arg.type == TPL_T_UNDEF && (tpl_vm_strict_undef(vm, arg) || (conv != 's' && conv != 'r' && conv != 'a')))
             return tpl_undefined_error(vm, arg);
-        tpl_sb tb;
-        tpl_sb_init(&tb, AR(vm));
-        switch (conv) {
-        case 's': case 'r': case 'a': {
-            if (conv == 's') (rb ? tpl_rb_to_s : tpl_py_str)(&tb, arg);
-            else if (conv == 'r') (rb ? tpl_rb_inspect : tpl_py_repr)(&tb, arg);
-            else tpl_py_ascii(&tb, arg);
-            if (tb.failed) /* an int past 4,300 digits, a function in a list, no memory */
-                return tpl_vm_sb_error(vm, &tb, "while getting the repr of an object");
-            tpl_value t = tpl_sb_value(&tb);
-            if (safe && !(arg.type == TPL_T_STR && (arg.flags & TPL_F_SAFE) && conv == 's')) {
-                tpl_sb eb;
-                tpl_sb_init(&eb, AR(vm));
-                tpl_html_escape(&eb, t.u.s, t.len);
-                t = tpl_sb_value(&eb);
-            }
-            size_t nb = t.len;
-            int64_t ncp = (int64_t)tpl_utf8_len(t.u.s, t.len);
-            if (prec >= 0 && ncp > prec) {
-                nb = tpl_utf8_offset(t.u.s, t.len, (size_t)prec);
-                ncp = prec;
-            }
-            pct_pad(&b, t.u.s, nb, ncp, width, left, false, 0);
-            break;
-        }
-        case 'b': case 'B':
-            if (!rb) goto unsupported;
-            /* fallthrough */
-        case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
-            int64_t v;
-            if (rb && arg.type != TPL_T_INT) { /* Ruby converts with Integer(): "12", 3.9 -> 3 */
-                tpl_value cv[2] = { arg, tpl_v_unset() };
-                if (r_k_Integer(vm, cv, &arg) < 0) return -1;
-            }
-            tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
-            if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
-                v = arg.u.i;
-            } else if (arg.type == TPL_T_BIGINT) {
-                bigv = arg;
-                v = arg.u.s[0] == '-' ? -1 : 1;
-            } else if (arg.type == TPL_T_FLOAT && (conv == 'd' || conv == 'i' || conv == 'u')) {
-                double d = arg.u.f;
-                if (isnan(d))
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
-                if (isinf(d))
-                    return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
-                if (!(d > -9.2e18 && d < 9.2e18)) {
-                    if (tpl_big_from_double(vm, d, &bigv) < 0) return -1;
-                    v = d < 0 ? -1 : 1;
-                } else {
-                    v = (int64_t)d;
-                }
-            } else if (conv == 'd' || conv == 'i' || conv == 'u') {
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: a real number is required, not %s", conv,
-                                    tpl_type_name(vm, arg));
-            } else {
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: an integer is required, not %s", conv,
-                                    tpl_type_name(vm, arg));
-            }
-            uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-            char dgbuf[72], *dg = dgbuf;
-            int64_t nd = 0;
-            int base = (conv == 'o') ? 8 : (conv == 'x' || conv == 'X') ? 16 : (conv == 'b' || conv == 'B') ? 2 : 10;
-            const char *digs = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-            if (rb && v < 0 && base != 10 && !plus && !space) {
-                /* Ruby: a negative number in base 2, 8 or 16 without a sign flag is its two's complement
-                 * after "..", its endless leading sign digits shown once (-5: "..fb", "%08x": "..fffffb",
-                 * "%#x": "0x..fb"; an octal's "0" prefix is dropped): sprintf.c's `dots`. */
-                char sd = base == 16 ? (conv == 'X' ? 'F' : 'f') : base == 8 ? '7' : '1';
-                bool big = bigv.type == TPL_T_BIGINT;
-                mpz_t z;
-                size_t cap = 72, k;
-                if (big) {
-                    tpl_big_get(z, bigv);
-                    cap = mpz_sizeinbase(z, base) + 4;
-                }
-                char *t = tpl_arena_alloc(AR(vm), cap);
-                if (!t) { if (big) mpz_clear(z); return OOM(); }
-                k = cap;
-                if (big) {
-                    while (mpz_cmp_si(z, -1) != 0 && k > 1) t[--k] = digs[mpz_fdiv_q_ui(z, z, (unsigned long)base)];
-                    mpz_clear(z);
-                } else {
-                    for (int64_t w = v; w != -1 && k > 1;) {
-                        int64_t d = ((w % base) + base) % base;
-                        t[--k] = digs[d];
-                        w = (w - d) / base;
-                    }
-                }
-                t[--k] = sd;
-                const char *pre = !alt || base == 8 ? "" : conv == 'x' ? "0x" : conv == 'X' ? "0X" : conv == 'b' ? "0b" : "0B";
-                int64_t len = (int64_t)(cap - k), w = (width < 0 ? 0 : width) - 2 - (int64_t)strlen(pre), p = prec;
-                if (p >= 0) p -= 2;
-                if (zero && !left && prec < 0) { p = w; w = 0; }
-                else { if (p < len) p = len; w -= p; }
-                if (!left && w > 0) tpl_sb_put_fill(&b, ' ', w);
-                tpl_sb_puts(&b, pre);
-                tpl_sb_puts(&b, "..");
-                if (p > len) tpl_sb_put_fill(&b, sd, p - len);
-                tpl_sb_put(&b, t + k, (size_t)len);
-                if (left && w > 0) tpl_sb_put_fill(&b, ' ', w);
-                break;
-            }
-            if (bigv.type == TPL_T_BIGINT) {
-                if (!rb && base == 10 && tpl_big_ndigits(bigv) > TPL_PY_INT_MAX_STR_DIGITS)
-                    return tpl_big_str_error(vm);
-                mpz_t z;
-                tpl_big_get(z, bigv);
-                mpz_abs(z, z);
-                dg = tpl_arena_alloc(AR(vm), mpz_sizeinbase(z, base) + 2);
-                if (!dg) { mpz_clear(z); return OOM(); }
-                mpz_get_str(dg, conv == 'X' ? -16 : base, z);
-                mpz_clear(z);
-                nd = (int64_t)strlen(dg);
-            } else {
-                char tmp[72];
-                do { tmp[nd++] = digs[mag % (uint64_t)base]; mag /= (uint64_t)base; } while (mag);
-                for (int64_t k = 0; k < nd; k++) dg[k] = tmp[nd - 1 - k];
-            }
-            tpl_sb_put(&tb, v < 0 ? "-" : plus ? "+" : space ? " " : "", (v < 0 || plus || space) ? 1 : 0);
-            if (alt && conv == 'o') tpl_sb_puts(&tb, rb ? "0" : "0o");
-            if (alt && conv == 'b') tpl_sb_puts(&tb, "0b");
-            if (alt && conv == 'B') tpl_sb_puts(&tb, "0B");
-            if (alt && conv == 'x') tpl_sb_puts(&tb, "0x");
-            if (alt && conv == 'X') tpl_sb_puts(&tb, "0X");
-            size_t signlen = tb.len;
-            if (prec > nd) tpl_sb_put_fill(&tb, '0', prec - nd);
-            tpl_sb_put(&tb, dg, (size_t)nd);
-            pct_pad(&b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
-            break;
-        }
-        case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
-            double d;
-            if (rb && arg.type != TPL_T_FLOAT && arg.type != TPL_T_INT) { /* Ruby's Float(): "1.5" */
-                tpl_value cv[1] = { arg };
-                if (r_k_Float(vm, cv, &arg) < 0) return -1;
-            }
-            if (arg.type == TPL_T_FLOAT) d = arg.u.f;
-            else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;
-            else if (arg.type == TPL_T_BIGINT) {
-                if (!tpl_big_to_double(arg, &d))
-                    return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
-            } else
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "must be real number, not %s", tpl_type_name(vm, arg));
-            bool neg = signbit(d) && !isnan(d);
-            tpl_sb_put(&tb, neg ? "-" : plus ? "+" : space ? " " : "", (neg || plus || space) ? 1 : 0);
-            size_t signlen = tb.len;
-            double ad = fabs(d);
-            if (isnan(ad) || isinf(ad)) {
-                bool up = conv == 'E' || conv == 'F' || conv == 'G';
-                tpl_sb_puts(&tb, isnan(ad) ? (up ? "NAN" : "nan") : (up ? "INF" : "inf"));
-            } else {
-                char cf[16];
-                if (prec > TPL_MAX_FLOAT_PREC)
-                    return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
-                                        TPL_MAX_FLOAT_PREC);
-                int p = prec < 0 ? 6 : (int)prec;
-                char dg[24];
-                int nd, decpt;
-                bool fix = conv == 'f' || conv == 'F', sci = conv == 'e' || conv == 'E', zeros = false;
-                if (rb && ad != 0 &&
-                    rb_dtoa_half(ad, fix ? 3 : 2, fix ? p : sci ? p + 1 : p, dg, &nd, &decpt, &zeros)) {
-                    put_digits(&tb, dg, nd, decpt, p, conv, alt, zeros);
-                } else if (alt && !fix && !sci) {
-                    if (!tpl_fmt_alt_g(&tb, ad, p, conv)) return OOM();
-                } else {
-                    snprintf(cf, sizeof cf, "%%%s.*%c", alt ? "#" : "", conv);
-                    int need = snprintf(NULL, 0, cf, p, ad);
-                    if (need < 0 || !tpl_sb_reserve(&tb, (size_t)need + 1))
-                        return OOM();
-                    snprintf(tb.p + tb.len, (size_t)need + 1, cf, p, ad);
-                    tb.len += (size_t)need;
-                }
-            }
-            pct_pad(&b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
-            break;
-        }
-        case 'c': {
-            uint32_t cp;
-            if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
-                if (arg.u.i < 0 || arg.u.i > 0x10FFFF)
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, "%%c arg not in range(0x110000)");
-                cp = (uint32_t)arg.u.i;
-                /* Ruby writes a surrogate's bytes (not UTF-8: its ERB output cannot be decoded); tpl's
-                 * strings are UTF-8 text (Python's lone surrogate is the shared tpl_sb_put_cp's) */
-                if (rb && cp >= 0xD800 && cp <= 0xDFFF)
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid character: %lld is a surrogate, not a UTF-8 "
-                                        "character (RangeError)", (long long)arg.u.i);
-            } else if (arg.type == TPL_T_STR && tpl_utf8_len(arg.u.s, arg.len) == 1) {
-                size_t k = 0;
-                cp = tpl_utf8_next(arg.u.s, arg.len, &k);
-            } else {
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "%%c requires int or char");
-            }
-            if (tpl_vm_put_cp(vm, &tb, cp) < 0)
-                return -1;
-            pct_pad(&b, tb.p, tb.len, 1, width, left, false, 0);
-            break;
-        }
-        default:
-        unsupported:
-            if (rb)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "malformed format string - %%%c (ArgumentError)", conv);
-            if ((unsigned char)conv < 0x80)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character '%c' (0x%x) at index %zu",
-                                    conv, (unsigned)conv, i - 1);
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported format character at index %zu", i - 1);
-        }
+        pct_spec sp = { left, plus, space, alt, zero, width, prec, conv };
+        if (pct_convert(vm, &b, &sp, arg, false, safe, i - 1) < 0)
+            return -1;
     }
-    if (av.idx < av.len && !mapping && !rb)
+    if (av.idx < av.len && !mapping)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
     if (b.failed)
         return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
