@@ -1667,6 +1667,32 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
         return;
     }
+    if (n->c && n->a && n->a->kind == TPL_N_RMETHOD && !n->a->c && n->a->a &&
+        (name_is(n->val, "with_index") || name_is(n->val, "each_with_index"))) {
+        /* recv.m.with_index { } on Ruby's Enumerator of m: tpl's blockless m answers the array of what it
+         * would yield (README Deviations), and with_index the block's values. That is m's result for
+         * map/collect (map.each_with_index is map.with_index), and each's when the value is unused;
+         * any other m (select, filter_map, ...) is refused, never a different result. */
+        tpl_value m = n->a->val;
+        if (name_is(m, "map") || name_is(m, "collect")) {
+            if (name_is(n->val, "each_with_index")) {
+                if (n->b) { tpl_c_error(C, n->off, "wrong number of arguments (given 1, expected 0) (ArgumentError)"); return; }
+                n->val = tpl_v_str("with_index", 10);
+            }
+        } else if (name_is(m, "each") || name_is(m, "each_with_index") || name_is(m, "each_entry") ||
+                   name_is(m, "each_slice") || name_is(m, "each_cons") || name_is(m, "times") ||
+                   name_is(m, "reverse_each") || name_is(m, "each_pair")) {
+            if (used) {
+                tpl_c_error(C, n->off, "unsupported Ruby construct: the value of %.*s.%.*s (an Enumerator's; use it as a statement)",
+                            (int)m.len, m.u.s, (int)n->val.len, n->val.u.s);
+                return;
+            }
+        } else {
+            tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s.%.*s (an Enumerator of %.*s)",
+                        (int)m.len, m.u.s, (int)n->val.len, n->val.u.s, (int)m.len, m.u.s);
+            return;
+        }
+    }
     if (!used && n->c && !n->b && n->c->kind == TPL_N_RBLOCK) {
         int mode = loop_mode(n->val);
         if (mode >= 0) { loop_block(L, n, mode); return; }
