@@ -481,7 +481,7 @@ static bool continues(int k)
 static const char *const unsupported_kw[] = {
     "class", "module", "yield",
     "redo", "super", "alias", "undef", "BEGIN", "END", "__FILE__",
-    "__method__", "lambda", "proc", NULL
+    "__method__", "lambda", "proc", "block_given?", NULL
 };
 
 static int keyword(const char *s, size_t n)
