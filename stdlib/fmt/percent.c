@@ -268,6 +268,32 @@ static int rb_int_conv_error(tpl_vm *vm, tpl_value v)
                         v.type == TPL_T_BOOL ? (v.u.i ? "true" : "false") : tpl_rb_class_name(v));
 }
 
+/* Ruby's NUM2INT: an Integer in int's range, a Float truncated (through long), else its errors. */
+static int rb_num2int(tpl_vm *vm, tpl_value v, int64_t *out)
+{
+    int64_t i;
+    if (v.type == TPL_T_INT) {
+        i = v.u.i;
+    } else if (v.type == TPL_T_BIGINT) {
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "bignum too big to convert into `long' (RangeError)");
+    } else if (v.type == TPL_T_FLOAT) {
+        double d = v.u.f;
+        if (isnan(d) || isinf(d))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "float %s out of range of integer (RangeError)",
+                                isnan(d) ? "NaN" : d < 0 ? "-Inf" : "Inf");
+        if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "float %-.10g out of range of integer (RangeError)", d);
+        i = (int64_t)d;
+    } else {
+        return rb_int_conv_error(vm, v);
+    }
+    if (i > 2147483647 || i < -2147483648LL)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)i,
+                            i < 0 ? "small" : "big");
+    *out = i;
+    return 0;
+}
+
 /* A conversion's flags, width and precision (-1: none) and its character. */
 typedef struct {
     bool left, plus, space, alt, zero;
@@ -549,19 +575,11 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
             pct_pad(b, arg.u.s, arg.len, 1, width, left, false, 0);
             break;
         }
-        if (rb && arg.type == TPL_T_FLOAT) { /* NUM2INT: truncated */
-            if (isnan(arg.u.f) || isinf(arg.u.f))
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "%s (FloatDomainError)", isnan(arg.u.f) ? "NaN"
-                                    : arg.u.f < 0 ? "-Infinity" : "Infinity");
-            if (!(arg.u.f > -2147483649.0 && arg.u.f < 2147483648.0))
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "float %.17g out of range of integer (RangeError)", arg.u.f);
-            arg = tpl_v_int((int64_t)arg.u.f);
+        if (rb) { /* NUM2INT */
+            int64_t c;
+            if (rb_num2int(vm, arg, &c) < 0) return -1;
+            arg = tpl_v_int(c);
         }
-        if (rb && arg.type != TPL_T_INT)
-            return rb_int_conv_error(vm, arg);
-        if (rb && (arg.u.i > 2147483647 || arg.u.i < -2147483648LL))
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)",
-                                (long long)arg.u.i, arg.u.i < 0 ? "small" : "big");
         if (rb && (arg.u.i == -1 || arg.u.i == -2 || (arg.u.i >= 0xD800 && arg.u.i <= 0xDFFF)))
             /* Ruby writes bytes that are no UTF-8 ("\xFF" for -1, a surrogate's three): tpl's strings
              * are UTF-8 text */
@@ -703,14 +721,8 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (posarg == -2) RB_ARG_ERR("unnumbered(%lld) mixed with named (ArgumentError)", (long long)nextarg + 1);
                 if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
                 posarg = ++nextarg;
-                tpl_value w = argv[nextarg - 1];
                 int64_t v;
-                if (w.type == TPL_T_INT) v = w.u.i;
-                else if (w.type == TPL_T_FLOAT && w.u.f > -2147483649.0 && w.u.f < 2147483648.0) v = (int64_t)w.u.f;
-                else return rb_int_conv_error(vm, w);
-                if (v > 2147483647 || v < -2147483647)
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too big to convert to `int' (RangeError)",
-                                        (long long)v);
+                if (rb_num2int(vm, argv[nextarg - 1], &v) < 0) return -1;
                 if (v > 100000000 || v < -100000000)
                     RB_ARG_ERR("%s too big (ArgumentError)", star_prec ? "precision" : "width");
                 if (star_prec) sp.prec = v < 0 ? -1 : v;   /* a negative precision is none */

@@ -2,6 +2,7 @@
  * Range, nil and Kernel; regular expressions through Oniguruma with its Ruby syntax.
  * Symbols are strings (DESIGN §2), so a method never sees a Symbol receiver of its own. */
 #include <float.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1953,7 +1954,7 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { *out = v; return 0; }
     if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
-    if (v.type == TPL_T_STR) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
+    if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
 }
 
@@ -1961,7 +1962,7 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (is_num(v) || v.type == TPL_T_BIGINT) { *out = tpl_v_float(dbl(v)); return 0; }
-    if (v.type == TPL_T_STR) return str_to_f(vm, v, true, out);
+    if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_f(vm, v, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
 
@@ -3072,6 +3073,51 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
     while (i < n && rb_space(p[i])) i++;
     if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
     size_t d0 = k;
+    if ((strict || k > 0) && i + 1 < n && p[i] == '0' && (p[i + 1] == 'x' || p[i + 1] == 'X')) {
+        /* Float("0x1f") / Float("0x1.8p1"): a hexadecimal float (digits with '_' between them; a
+         * fraction only with a p exponent), as Ruby's strtod; String#to_f reads one only after a sign
+         * ("-0x1F".to_f is -31.0, "0x1f".to_f 0.0: rb_cstr_to_dbl's check comes before the sign) */
+        bool ok = false, frac = false, badexp = false;
+        buf[k++] = '0';
+        buf[k++] = 'x';
+        i += 2;
+        for (int part = 0; part < 2; part++) {
+            size_t h0 = k;
+            while (i < n && k < 100 && (isxdigit((unsigned char)p[i]) ||
+                                         (p[i] == '_' && k > h0 && i + 1 < n && isxdigit((unsigned char)p[i + 1])))) {
+                if (p[i] != '_') buf[k++] = p[i];
+                i++;
+            }
+            if (k == h0) break;
+            if (part == 0) ok = true;
+            if (part == 1) frac = true;
+            if (part == 0 && i + 1 < n && p[i] == '.' && isxdigit((unsigned char)p[i + 1])) buf[k++] = p[i++];
+            else { if (part == 0 && i < n && p[i] == '.') frac = true; break; }   /* "0x1." is no number */
+        }
+        if (ok && i < n && (p[i] == 'p' || p[i] == 'P')) {
+            size_t si = i, sk = k;
+            buf[k++] = p[i++];
+            if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
+            if (i < n && p[i] >= '0' && p[i] <= '9') {
+                while (i < n && k < 126 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++];
+                frac = false;
+            } else {
+                i = si;
+                k = sk;
+                badexp = true;
+            }
+        }
+        buf[k] = 0;
+        if (!strict) {
+            *out = tpl_v_float(!ok || frac || badexp ? 0.0 : strtod(buf, NULL));
+            return 0;
+        }
+        while (i < n && rb_space(p[i])) i++;
+        if (!ok || frac || i < n)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid value for Float(): \"%.*s\" (ArgumentError)", (int)s.len, s.u.s);
+        *out = tpl_v_float(strtod(buf, NULL));
+        return 0;
+    }
     while (i < n && k < 100 && ((p[i] >= '0' && p[i] <= '9') || (p[i] == '_' && k > d0))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
     if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9') {
         buf[k++] = p[i++];
