@@ -680,6 +680,7 @@ class Environment:
         autoescape = self._autoescape(name)
         sources = [source]
         uptodate = []
+        loaded = []  # the names of the templates it loads (compiled with it, or when it runs)
 
         # the program keeps this loader for names computed at render time: a weak reference, so a
         # template held by its environment (env.globals) makes no cycle through the C program
@@ -695,6 +696,7 @@ class Environment:
                 return None
             sources.append(src)
             uptodate.append(up)
+            loaded.append(n)
             if callable(self.autoescape) and self._autoescape(n) != autoescape:
                 raise NotImplementedError("tpl.jinja2: autoescape is %s for %r but %s for %r, which it loads (tpl "
                                           "compiles them together)" % (autoescape, name, not autoescape, n))
@@ -744,6 +746,7 @@ class Environment:
         tmpl = Template._from_tpl(self, t, name, filename, globals)
         tmpl._source = source
         tmpl._uptodate = uptodate
+        tmpl._loaded = loaded
         tmpl._policies = _policies_state(self.policies)
         return tmpl
 
@@ -773,7 +776,7 @@ class Environment:
                 source, filename, up = self.loader.get_source(self, name)
                 fresh = self._compile(source, name, filename, None)
                 t._t, t._source, t._policies, t.filename = fresh._t, source, fresh._policies, filename
-                t._uptodate, t._own_uptodate = fresh._uptodate, up
+                t._uptodate, t._own_uptodate, t._loaded = fresh._uptodate, up, fresh._loaded
             if globals:
                 t.globals.update(globals)
             return t
@@ -906,8 +909,39 @@ class Template:
         self.filename = filename
         self.globals = collections.ChainMap(dict(globals or {}), env.globals)  # as Jinja2's
         self._uptodate = []  # (the templates it loads)
+        self._loaded = []  # (their names)
         self._own_uptodate = None
         return self
+
+    def _loaded_globals(self):
+        """The per-template globals (get_template(name, globals=...): Template.globals' own layer)
+        of the templates this one loads, as Jinja2 finds them in the environment's cache when it
+        loads them while rendering: {} when they have none. tpl gives every template a template
+        imports or includes without context one set of globals (below the state): templates with
+        different own globals are refused (NotImplementedError), never a silent difference."""
+        env = self.environment
+        if not self._loaded or env.cache is None or env.loader is None:
+            return {}
+        try:
+            lk = weakref.ref(env.loader)
+        except TypeError:
+            lk = env.loader
+        owns = []
+        for n in dict.fromkeys(self._loaded):
+            t = dict.get(env.cache, (lk, n))  # (no LRU update: Jinja2 would not see this look)
+            if t is None or (env.auto_reload and not t.is_up_to_date):
+                owns.append((n, {}))  # (Jinja2 loads it afresh: the environment's globals only)
+            else:
+                owns.append((n, t.globals.maps[0]))
+        own = {}
+        for n, g in owns:
+            own.update(g)
+        if own and any(g.keys() != own.keys() or any(g[k] is not v for k, v in own.items()) for _, g in owns):
+            raise NotImplementedError(
+                "tpl.jinja2: the templates %s, which %r loads, have different per-template globals "
+                "(get_template(name, globals=...)); tpl gives the templates a template imports or includes "
+                "one set of globals" % (", ".join(repr(n) for n, _ in owns), self.name or "<template>"))
+        return own
 
     @property
     def is_up_to_date(self):
@@ -932,12 +966,20 @@ class Template:
         if pol is not st[0] or (st[1] != pol.version if type(pol) is _Policies else st != _policies_state(pol)):
             fresh = env._compile(self._source, self.name, self.filename, None)
             self._t, self._policies = fresh._t, fresh._policies
-        if not env.globals:
+        own = self._loaded_globals()
+        if not env.globals and not own:
             return ctx, None
         # env.globals below the state too: what the templates it imports or includes without
-        # context see (Jinja2 gives them the environment's globals)
+        # context see (Jinja2 gives them the environment's globals), with the loaded templates'
+        # own globals over them (Jinja2: Template.globals, a ChainMap over env.globals). Those
+        # are not this template's: a name of them that the state does not hold is undefined
+        # here and in what runs in this template's context (extends, includes with context).
+        for k in own:
+            if k not in ctx:
+                ctx[k] = env.undefined(name=k)
+        g = {**env.globals, **own} if own else env.globals
         return ctx, {k: _context_callable(env, k, v, self.name) if callable(v) and _pass_arg_of(v) is not None else v
-                     for k, v in env.globals.items()}
+                     for k, v in g.items()}
 
     def render(self, *args, **kwargs):
         ctx, eg = self._context(args, kwargs)

@@ -1135,3 +1135,61 @@ def test_decimal_fraction_no_silent_difference(src, a, b):
         assert type(a).__name__ in str(e), str(e)
     else:
         assert got == want
+
+
+OWN_TEMPLATES = {
+    "m": "{% macro f() %}[{{ x }}|{{ g }}|{{ y }}]{% endmacro %}{% set top = x ~ g %}",
+    "i": "<{{ x }}|{{ g }}|{{ y }}>",
+    "n": "{% macro f() %}({{ x }}){% endmacro %}",
+}
+
+
+@pytest.mark.parametrize("src", [
+    "{% import 'm' as m %}{{ m.f() }}{{ m.top }}",
+    "{% from 'm' import f %}{{ f() }}",
+    "{% include 'i' without context %}",
+    "{% include 'i' %}",
+    "{% extends 'i' %}",
+    "{{ x }}|{{ x is defined }}|{{ g }}{% import 'm' as m %}{{ m.f() }}",
+    "{% import 'm' as m with context %}{{ m.f() }}{{ x|default('d') }}",
+])
+@pytest.mark.parametrize("env_x", [False, True])
+def test_per_template_globals_in_loaded_templates(src, env_x):
+    """A template obtained with get_template(name, globals=...) keeps its own globals (Jinja2's
+    Template.globals over env.globals) when another template imports or includes it without
+    context; with context (and extends) it runs in the includer's context (issue 17)."""
+    outs = []
+    for m in (jinja2, tj):
+        env = m.Environment(loader=m.DictLoader(OWN_TEMPLATES))
+        env.globals["g"] = "G"
+        if env_x:
+            env.globals["x"] = "EX"
+        own = {"x": "OX", "y": "OY"}
+        env.get_template("m", globals=own)
+        env.get_template("i", globals=own)
+        r = []
+        for args in ({}, {"x": "R"}, {"y": "RY", "g": "RG"}):
+            try:
+                r.append(env.from_string(src).render(**args))
+            except Exception as e:
+                r.append(type(e).__name__)
+        r.append(env.from_string(src, globals={"y": "TY"}).render())
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+def test_per_template_globals_refused_when_they_differ():
+    """Two loaded templates with different own globals: tpl has one set of globals for what a
+    template imports, so it refuses (NotImplementedError naming the templates), never renders
+    differently from Jinja2."""
+    env = tj.Environment(loader=tj.DictLoader(OWN_TEMPLATES))
+    env.get_template("m", globals={"x": "1"})
+    env.get_template("n", globals={"x": "2"})
+    t = env.from_string("{% import 'm' as m %}{% import 'n' as n %}{{ m.f() }}{{ n.f() }}")
+    with pytest.raises(NotImplementedError, match="'m', 'n'"):
+        t.render()
+    env.get_template("n", globals={"x": env.get_template("m").globals["x"]})  # the same object: fine
+    je = jinja2.Environment(loader=jinja2.DictLoader(OWN_TEMPLATES))
+    je.get_template("m", globals={"x": "1"})
+    je.get_template("n", globals={"x": "1"})
+    assert t.render() == je.from_string("{% import 'm' as m %}{% import 'n' as n %}{{ m.f() }}{{ n.f() }}").render()
