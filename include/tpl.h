@@ -609,6 +609,21 @@ typedef struct tpl_str_entry {
  * is NULL, e NULL with n > 0 or a key NULL with len > 0; TPL_ERR_VALUE for a key that is not
  * UTF-8 (without TPL_VAL_UTF8_VALID); TPL_ERR_LIMIT past the memory limit or 2^30 entries. */
 TPL_API tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, unsigned flags, tpl_val *out);
+/* One entry of tpl_val_map_of_strs: a string key (key, len, hash as tpl_str_entry's) and a
+ * string value (slen bytes at s). */
+typedef struct tpl_str_str {
+    const char *key;
+    const char *s;
+    uint32_t len, slen;
+    uint64_t hash;
+} tpl_str_str;
+/* A map of the n entries e at once, each value a string: what tpl_val_map_of_str builds with
+ * flags TPL_VAL_BORROW | TPL_VAL_UTF8_VALID and the values tpl_val_str_borrow(s, slen) — keys
+ * and values borrowed (they must outlive the state's use of them) and valid UTF-8, unchecked.
+ * The cheapest way for a host to hand over a dict of strings (a chat message). TPL_ERR_USAGE
+ * when r or out is NULL, e NULL with n > 0, a key or value NULL with a length > 0, or a length
+ * of UINT32_MAX; TPL_ERR_LIMIT past the memory limit or 2^30 entries. */
+TPL_API tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tpl_val *out);
 /* A list (flags 0 or TPL_VAL_AS_TUPLE) of the n values items at once, in one allocation: what
  * tpl_val_list and n tpl_val_list_push calls build. items is read during the call only.
  * TPL_ERR_USAGE when r or out is NULL or items NULL with n > 0; TPL_ERR_LIMIT past the memory

@@ -231,6 +231,28 @@ tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, u
     return TPL_OK;
 }
 
+tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tpl_val *out)
+{
+    if (!r || !out || (!e && n)) return TPL_ERR_USAGE;
+    if (n > UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    tpl_arena *a = val_arena(r);
+    enum { HEAD = (sizeof(tpl_map) + 15) & ~15 };
+    tpl_map *m = tpl_arena_alloc(a, HEAD + n * sizeof(tpl_entry));
+    if (!m) return arena_fail(a);
+    tpl_entry *d = (tpl_entry *)(void *)((char *)m + HEAD);
+    *m = (tpl_map){ .len = (uint32_t)n, .cap = (uint32_t)n, .e = n ? d : NULL };
+    for (const tpl_str_str *end = e + n; e < end; e++, d++) {
+        if ((!e->key && e->len) || (!e->s && e->slen) || e->len == UINT32_MAX || e->slen == UINT32_MAX)
+            return TPL_ERR_USAGE;
+        d->key = tpl_v_str(e->len ? e->key : "", e->len);
+        d->val = tpl_v_str(e->slen ? e->s : "", e->slen);
+        d->hash = e->hash;
+    }
+    if (n > TPL_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
+    *out = to_val(tpl_v_map(m));
+    return TPL_OK;
+}
+
 tpl_status tpl_val_list_of(tpl_render *r, const tpl_val *items, size_t n, unsigned flags, tpl_val *out)
 {
     if (!r || !out || (!items && n)) return TPL_ERR_USAGE;

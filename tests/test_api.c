@@ -348,6 +348,10 @@ static void test_null_args(void)
         CHECK(tpl_val_map_of_str(NULL, NULL, 0, 0, &hm) == U && tpl_val_map_of_str(r, NULL, 1, 0, &hm) == U &&
               tpl_val_map_of_str(r, &ne, 1, 0, &hm) == U && tpl_val_map_of_str(r, NULL, 0, 0, NULL) == U,
               "val_map_of_str(NULL)");
+        tpl_str_str ns = { NULL, "v", 1, 1, 0 };
+        CHECK(tpl_val_map_of_strs(NULL, NULL, 0, &hm) == U && tpl_val_map_of_strs(r, NULL, 1, &hm) == U &&
+              tpl_val_map_of_strs(r, &ns, 1, &hm) == U && tpl_val_map_of_strs(r, NULL, 0, NULL) == U,
+              "val_map_of_strs(NULL)");
         CHECK(tpl_val_list_of(NULL, NULL, 0, 0, &hl) == U && tpl_val_list_of(r, NULL, 1, 0, &hl) == U &&
               tpl_val_list_of(r, &hv, 1, 0, NULL) == U, "val_list_of(NULL)");
     }

@@ -604,6 +604,40 @@ static void built_at_once(void)
     CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map_of_str(r, &be, 1, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &m) == TPL_OK &&
           tpl_render_set_state_val(r, m) == TPL_OK, "borrowed str in the state");
     expect(r, "{{ b }}|{{ b|upper }}|{{ b|length }}", "w\xc3\xa9rd|W\xc3\x89RD|4");
+    /* tpl_val_map_of_strs: string keys with borrowed string values, below and above the size at
+     * which maps build an index, as a list of messages */
+    static const char *const vals[] = { "system", "  hi  ", "", "w\xc3\xa9rd", "e", "f", "g", "h", "i", "j", "k", "l" };
+    for (size_t n = 0; n <= 12; n++) {
+        tpl_str_str ss[12];
+        char src2[2048], want2[512];
+        size_t sl = 0, wl = 0;
+        for (size_t i = 0; i < n; i++) {
+            ss[i] = (tpl_str_str){ names[i], vals[i], (uint32_t)strlen(names[i]), (uint32_t)strlen(vals[i]),
+                                   tpl_val_key_hash(names[i], strlen(names[i])) };
+            sl += (size_t)snprintf(src2 + sl, sizeof src2 - sl, "[{{ m[0]['%s']|trim }}{{ m[1].%s is string }}]", names[i],
+                                   names[i]);
+            wl += (size_t)snprintf(want2 + wl, sizeof want2 - wl, "[%s%s]", i == 1 ? "hi" : vals[i], "True");
+        }
+        tpl_val two[2], xs;
+        CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map_of_strs(r, ss, n, &two[0]) == TPL_OK &&
+              tpl_val_map_of_strs(r, ss, n, &two[1]) == TPL_OK && tpl_val_len(two[0]) == n &&
+              tpl_val_list_of(r, two, 2, 0, &xs) == TPL_OK, "map of %zu strs", n);
+        size_t vl = 0;
+        CHECK(n == 0 || (tpl_val_as_str(tpl_val_map_value(two[0], 0), &vl) == vals[0] && vl == 6), "borrowed value");
+        tpl_str_entry top = { "m", 1, tpl_val_key_hash("m", 1), xs };
+        CHECK(tpl_val_map_of_str(r, &top, 1, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &m) == TPL_OK &&
+              tpl_render_set_state_val(r, m) == TPL_OK, "the list as the state");
+        snprintf(src2 + sl, sizeof src2 - sl, "{{ m[0]|length }}{{ m[0].nope is defined }}{{ m[0] == m[1] }}");
+        snprintf(want2 + wl, sizeof want2 - wl, "%zuFalseTrue", n);
+        expect(r, src2, want2);
+    }
+    tpl_str_str bads[] = { { NULL, "v", 1, 1, 0 }, { "k", NULL, 1, 1, 0 }, { "k", "v", UINT32_MAX, 1, 0 },
+                           { "k", "v", 1, UINT32_MAX, 0 } };
+    for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++)
+        CHECK(tpl_val_map_of_strs(r, &bads[i], 1, &m) == TPL_ERR_USAGE, "map_of_strs: bad entry %zu", i);
+    CHECK(tpl_val_map_of_strs(NULL, bads, 0, &m) == TPL_ERR_USAGE && tpl_val_map_of_strs(r, NULL, 1, &m) == TPL_ERR_USAGE &&
+          tpl_val_map_of_strs(r, bads, 0, NULL) == TPL_ERR_USAGE && tpl_val_map_of_strs(r, NULL, 0, &m) == TPL_OK &&
+          tpl_val_len(m) == 0, "map_of_strs: usage errors, an empty map");
     tpl_render_free(r);
 }
 
