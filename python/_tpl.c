@@ -41,6 +41,7 @@
 #define CACHE 32        /* converted state values remembered per render context (a power of two) */
 #define GIL_OUT 16384   /* a render context whose last output was shorter keeps the GIL (render) */
 #define SPARE 4096      /* state-memory units (maps, lists, their entries) kept before a reset */
+#define SMALL_DICT 8    /* a dict of str values of up to this many entries is built in one call */
 
 /* The converted-value cache (below) needs CPython's dict version tag (ma_version_tag: a new
  * value from a global counter on every change of a dict), public and not deprecated up to 3.11. */
@@ -158,6 +159,11 @@ typedef struct render_ctx {
     PyThreadState *ts;      /* the rendering thread's state while the GIL is released */
     bool gil;               /* this render keeps the GIL (a short one: GIL_OUT); callbacks then
                              * run without re-taking it */
+    bool nokeep;            /* this render's state is converted without holding the strs it
+                             * borrows: no Python code can run until the render ends (see
+                             * render), so the caller's mapping keeps them alive */
+    bool nokeep_off;        /* set by a conversion that met what could run Python code: the state
+                             * is converted again, holding its strs */
     size_t last_out;        /* the length of this context's last output (SIZE_MAX: none yet) */
     bool out_ascii;         /* and whether it was ASCII (output_str then tries the one-pass copy) */
     PyObject **keep;        /* owned references held until the render ends */
@@ -341,7 +347,18 @@ static inline int rec_dep(render_ctx *c, PyObject *o, uint64_t tag) { return ref
  * when recording, else until the render ends. */
 static inline __attribute__((always_inline)) int hold_str(render_ctx *c, PyObject *s)
 {
-    return c->rec ? refs_str(&c->rr, s) : keep(c, s);
+    return c->rec ? refs_str(&c->rr, s) : c->nokeep ? 0 : keep(c, s);
+}
+
+/* A conversion without holding strs (c->nokeep) met an object whose conversion may run Python
+ * code (a subclass, a host object, an Undefined: its methods are called, or later its
+ * callbacks), which could free a str converted before: it fails without an exception set, and
+ * state_val converts the state again, holding every str. */
+static int nokeep_stop(render_ctx *c)
+{
+    c->nokeep = false;
+    c->nokeep_off = true;
+    return -1;
 }
 
 /* The usual state string: an exact str, compact ASCII (its characters are its UTF-8). */
@@ -545,6 +562,19 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
     PyObject *k, *v;
     bool mixed = false;
     int rc = -1;
+    if (left <= SMALL_DICT) { /* str keys with ASCII str values (a chat message): one call */
+        tpl_str_str ss[SMALL_DICT];
+        Py_ssize_t i = 0;
+        for (; i < left && PyDict_Next(d, &pos, &k, &v); i++) {
+            if (!PyUnicode_CheckExact(k) || !ASCII_STR(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX) break;
+            key *e = key_of(c, k);
+            if (!e || (c->rec && hold_str(c, k) < 0) || hold_str(c, v) < 0) return -1;
+            ss[i] = (tpl_str_str){ e->u8, (const char *)PyUnicode_DATA(v), e->len, (uint32_t)PyUnicode_GET_LENGTH(v),
+                                   e->hash };
+        }
+        if (i == left) return check(tpl_val_map_of_strs(c->r, ss, (size_t)i, out));
+        pos = 0; /* (another key or value: the walk again, entry by entry; what was held stays held) */
+    }
     if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
     while (left > 0 && PyDict_Next(d, &pos, &k, &v)) { /* (left: no call to find the end) */
         left--;
@@ -772,6 +802,7 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
     if (t == &PyDict_Type) return dict_val(c, o, out);
     if (t == &PyList_Type) return seq_val(c, o, 0, out);
     if (t == &PyTuple_Type) return seq_val(c, o, TPL_VAL_AS_TUPLE, out);
+    if (c->nokeep) return nokeep_stop(c);
     if (PyUnicode_Check(o)) { /* str subclasses: Markup and friends are markup-safe */
         c->rec_ok = false;
         int has = PyObject_HasAttrString(o, "__html__");
@@ -2390,7 +2421,7 @@ static int cached_val(render_ctx *c, PyObject *o, tpl_val *out, centry **used)
     }
     if (e->o && entry_drop(c, e) < 0) return -1;
     if (c->bypass) { /* (converting a str subclass may run Python code: o is held) */
-        if (keep(c, o) < 0) return -1;
+        if (!c->nokeep && keep(c, o) < 0) return -1;
         return to_val(c, o, out);
     }
     c->rec = c->rec_ok = true;
@@ -2425,8 +2456,11 @@ static inline int state_item(render_ctx *c, PyObject *v, tpl_val *out, bool *top
         else c->tuses |= 1u << (e - c->cache); /* (the state's entry goes when e goes) */
         return 0;
     }
-    if (t != &PyLong_Type && t != &PyFloat_Type && t != &PyBool_Type && v != Py_None) *top = false;
-    if (keep(c, v) < 0) return -1; /* (converting a str subclass may run Python code) */
+    if (t != &PyLong_Type && t != &PyFloat_Type && t != &PyBool_Type && v != Py_None) {
+        *top = false;
+        if (c->nokeep) return nokeep_stop(c);
+    }
+    if (!c->nokeep && keep(c, v) < 0) return -1; /* (converting a str subclass may run Python code) */
     return to_val(c, v, out);
 }
 
@@ -2520,6 +2554,7 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
     }
     c->built += (size_t)nreads + 1;
 lookup:
+    if (c->nokeep) return nokeep_stop(c); /* (a key's __eq__ may run in the lookups) */
     if (check(tpl_val_map(r, (size_t)nreads, st)) < 0) return -1;
     for (Py_ssize_t i = 0; i < nreads; i++) {
         PyObject *name = PyTuple_GET_ITEM(self->reads, i), *v;
@@ -2585,14 +2620,20 @@ static PyObject *plain_state(PyObject *state)
 static int state_val(ProgramObject *self, render_ctx *c, PyObject *state, bool isdict, tpl_val *st)
 {
     if (reads_ready(self) < 0) return -1;
-    bool fresh = c->built == 0;
-    if (state_build(self, c, state, isdict, st) == 0) return 0;
-    if (fresh || !PyErr_ExceptionMatches(PyExc_MemoryError)) return -1;
-    PyErr_Clear();
-    c->depth = 0;
-    c->nents = c->nitems = 0;
-    cache_clear(c);
-    return state_build(self, c, state, isdict, st);
+    bool fresh = c->built == 0, cleared = false;
+    for (;;) {
+        if (state_build(self, c, state, isdict, st) == 0) return 0;
+        c->depth = 0;
+        c->nents = c->nitems = 0;
+        if (c->nokeep_off) { /* (no exception set: see nokeep_stop; once, c->nokeep is off now) */
+            c->nokeep_off = false;
+            continue;
+        }
+        if (fresh || cleared || !PyErr_ExceptionMatches(PyExc_MemoryError)) return -1;
+        PyErr_Clear();
+        cache_clear(c);
+        cleared = true;
+    }
 }
 
 /* The render's globals (tpl_render_set_globals_val) from dict g: every exact-str key (a template
@@ -2648,7 +2689,14 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
 
     tpl_val st;
     if (c->rem_data && mem_sync(c) < 0) goto done;
-    if (state_val(self, c, state, isdict, &st) < 0) goto done;
+    /* The strs the state borrows need no reference of the render's when no Python code can run
+     * before it ends: the GIL kept (a short render), no callable it can call (remembers, host
+     * functions, a loader, a writer), no globals, and a state of plain data only (nokeep_stop). */
+    c->nokeep = c->last_out < GIL_OUT && isdict && !write && !self->loader && !c->funcs &&
+                (!c->remembers || c->rem_data) && (!globals || !PyDict_GET_SIZE(globals));
+    int sv = state_val(self, c, state, isdict, &st);
+    c->nokeep = false;
+    if (sv < 0) goto done;
     tpl_render_set_state_val(r, st);
     if (globals && PyDict_GET_SIZE(globals)) {
         tpl_val gv;

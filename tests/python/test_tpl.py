@@ -780,3 +780,53 @@ def test_dict_walk_and_ascii_output_edges():
                 s = "x" * pos + ch + "y" * (n - pos - 1)
                 src = "{{ s }}"
                 assert tpl.Template(src).render(s=s) == s, (n, pos, ch)
+
+
+MESSAGE_DICTS = [
+    {"role": "user", "content": " hi "}, {}, {"role": "tool", "content": "é!"}, {"role": "user", "content": 7},
+    {1: "one", "role": "x"}, {"role": "assistant", "content": "a" * 3, **{"k%d" % i: "v" for i in range(8)}},
+    {"content": ["nested", {"d": "e"}], "role": "system"}, {"role": "", "content": ""},
+]
+
+
+def test_small_dicts_of_strs():
+    """Message dicts cross in one call when they hold str keys and ASCII str values; any other
+    key or value (or more entries) takes the entry-by-entry walk: the same values (issue 17)."""
+    src = ("{% for m in ms %}{{ m|length }}:{{ m['role'] }}|{{ m.content }}|{{ m|list }}|{{ m.k7 }}"
+           "{{ m[1] }};{% endfor %}")
+    t = tpl.Template(src)
+    for _ in range(3):
+        ms = [dict(m) for m in MESSAGE_DICTS]
+        assert t.render({"ms": ms}) == jinja_ref(src, {"ms": ms})
+
+
+NOKEEP_SCRIPT = r"""
+import sys, tpl
+class Clear:
+    def __init__(self, d): self.d = d
+    def __str__(self):
+        for k in self.d: self.d[k] = None  # the dict's strs are freed (their one reference)
+        return "cleared"
+def fresh(i): return "".join(["msg-", str(i), "-", "x" * 40])
+t = tpl.Template("{{ o }}{% for m in ms %}[{{ m.role }}|{{ m.content }}]{% endfor %}{{ m2.k }}")
+for i in range(50):
+    ms = [{"role": fresh(i), "content": fresh(i + 1)}]
+    m2 = {"k": fresh(i + 2)}
+    st = {"ms": ms, "m2": m2, "o": Clear(ms[0])} if i % 2 else {"ms": ms, "m2": m2, "o": ""}
+    out = t.render(st)
+    want = ("cleared" if i % 2 else "") + "[%s|%s]%s" % (fresh(i), fresh(i + 1), fresh(i + 2))
+    if out != want:
+        sys.exit("render %d: %r != %r" % (i, out, want))
+"""
+
+
+def test_borrowed_strs_outlive_python_code():
+    """A short render with no Python callable converts its state without holding the strs it
+    borrows (the caller's dict keeps them); a state holding an object whose methods may run
+    Python code is converted again, holding them: a method that frees them mid-render does not
+    make the render read freed memory (PYTHONMALLOC=debug fills it with 0xDD)."""
+    import os
+    import subprocess
+    env = dict(os.environ, PYTHONMALLOC="debug")
+    r = subprocess.run([sys.executable, "-c", NOKEEP_SCRIPT], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
