@@ -125,7 +125,7 @@ module Tpl
   # A compiled template: immutable and frozen, renders from many threads at once and is
   # Ractor-shareable (Ractor.make_shareable / pass it to Ractor.new).
   class Template
-    COMPILE_OPTIONS = %i[trim_blocks lstrip_blocks keep_trailing_newline strict tidy lang erb_self].freeze
+    COMPILE_OPTIONS = %i[trim_blocks lstrip_blocks keep_trailing_newline strict tidy lang erb_self erb_encoding].freeze
     RENDER_OPTIONS = %i[facts call lang catalogs tr_keys].freeze
 
     # src: the template text; syntax: :jinja (default), :erb or :fmt; profile: "jinja2",
@@ -326,7 +326,6 @@ module Tpl
       end
       src = String.try_convert(given = src) or raise ::TypeError, "no implicit conversion of #{given.class} into String"
       @encoding = check_encoding(src)
-      extend InEncoding unless @encoding == Encoding::UTF_8
       percent, mode = ERB.trim_mode_of(trim_mode)
       # tpl compiles trim_mode "-"; nil scans as "-" but for "<%-" and "-%>" (with neither in
       # the text, the two scans are one); the other modes are read by ERB's own scanner
@@ -334,6 +333,9 @@ module Tpl
                   elsif mode.nil? && !percent && !src.include?("<%-") && !src.include?("-%>") then src
                   else ERB.as_dash(src, percent, mode)
                   end
+      # a template in another encoding: its non-ASCII text tagged (tpl_ext.c erb_tag), the result
+      # untagged into the encoding ERB's buffer would end in
+      @scan_src = Tpl._erb_tag(@scan_src, @encoding) unless @encoding == Encoding::UTF_8 || @scan_src.b.ascii_only?
       refuse_eoutvar(@scan_src, eoutvar)
       @src = src
       @eoutvar = eoutvar
@@ -466,11 +468,27 @@ module Tpl
 
       def line = @tpl_error.line && @tpl_error.line + @lineno
 
-      def self.convert(e, lineno)
+      # self: the binding's receiver of a render error (nil: not known, as for a compile error)
+      def self.convert(e, lineno, self_given = false, self_obj = nil)
         cls = CLASSES[e.exception_name] or return e
         msg = e.message
         msg = msg.sub(/\A(#{Regexp.escape(e.file.to_s)}):#{e.line}:/) { "#{$1}:#{e.line + lineno}:" } if lineno != 0 && e.line
-        err = cls.new(msg).extend(Error)
+        err = if cls <= ::NameError && (m = NAMING.match(e.reason.to_s))
+                # Ruby's wording for the receiver: tpl names self "main:Object" (a bare name) and
+                # a host object "INSPECT:Object" (its inspect cut at 60 bytes); Ruby names
+                # the binding's receiver by its inspect, without ":Class" when it starts with "#"
+                name, said = m[1], m[2]
+                self_insp = (self_obj.inspect rescue nil) if self_given
+                is_self = self_given && (said == "main:Object" || (self_insp.is_a?(String) && said == "#{self_insp.byteslice(0, 60)}:Object"))
+                text = if is_self then ERB.receiver_text(self_obj)
+                       elsif said.start_with?("#") && said.end_with?(":Object") then said.delete_suffix(":Object")
+                       end
+                msg = msg.sub(" for #{said} (") { " for #{text} (" } if text && text != said
+                is_self ? cls.new(msg, name.to_sym, receiver: self_obj) : cls.new(msg, name.to_sym)
+              else
+                cls.new(msg)
+              end
+        err.extend(Error)
         err.instance_variable_set(:@tpl_error, e)
         err.instance_variable_set(:@lineno, lineno)
         err.set_backtrace(e.backtrace)
@@ -478,6 +496,7 @@ module Tpl
       end
     end
 
+    Error::NAMING = /\Aundefined (?:local variable or )?method `([^']+)' for (.*) \((?:NameError|NoMethodError)\)\z/m.freeze
     Error::CLASSES = %w[SyntaxError NameError NoMethodError TypeError ZeroDivisionError RangeError FloatDomainError FrozenError
                         RuntimeError ArgumentError KeyError IndexError StopIteration RegexpError IOError
                         SecurityError].to_h do |n|
@@ -498,7 +517,7 @@ module Tpl
 
     def located(e, b)
       if e.is_a?(Tpl::Error) && !e.is_a?(Error)
-        err = Error.convert(e, @lineno)
+        err = Error.convert(e, @lineno, true, b.receiver)
         return err unless e.line
 
         err.set_backtrace(["#{e.file}:#{e.line + @lineno}:in `#{frame_label(b)}'"] + (err.backtrace || []))
@@ -512,6 +531,19 @@ module Tpl
       else
         e
       end
+    end
+
+    # Ruby 3.1's text for a NameError's receiver (error.c, name_err_mesg_to_str): its inspect
+    # ("#<View:0x... @a=1>", "#<struct S a=1>"), followed by ":Class" unless it starts with "#"
+    # ("main:Object", "nil:NilClass", "5:Integer"); Kernel#to_s when inspect fails
+    def self.receiver_text(o)
+      d = begin
+        o.inspect
+      rescue ::Exception # rubocop:disable Lint/RescueException (Ruby's rb_protect)
+        nil
+      end
+      d = (::Kernel.instance_method(:to_s).bind_call(o) rescue "#<BasicObject>") unless d.is_a?(String)
+      d.start_with?("#") ? d : "#{d}:#{::Kernel.instance_method(:class).bind_call(o)}"
     end
 
     # (a BasicObject's binding has no Kernel#__method__)
@@ -535,40 +567,27 @@ module Tpl
 
     # The program; a compile error is Ruby's ::SyntaxError (ERB's, from #result), tpl's limits stay
     def compile
-      Template.new(@scan_src, syntax: :erb, name: @filename || "(erb)", erb_self: true)
+      Template.new(@scan_src, syntax: :erb, name: @filename || "(erb)", erb_self: true,
+                              erb_encoding: @encoding == Encoding::UTF_8 ? nil : @encoding)
     rescue Tpl::Error => e
       raise Error.convert(e, @lineno)
     end
 
-    # ERB's encoding for src, which tpl renders as UTF-8: UTF-8, or another ASCII-compatible
-    # encoding when src is ASCII-only and does not ask (`__ENCODING__`, `.encoding`): the text
-    # is then the same, and #result is in it when ASCII-only, as ERB's is.
+    # ERB's encoding for src: its magic comment's, else the String's; an ASCII-compatible one. A
+    # template in another encoding than UTF-8 renders as ERB's does (its text and the values'
+    # bytes as they are, the result in the encoding of the non-ASCII text, or
+    # Encoding::CompatibilityError where String#<< raises it: tpl_ext.c erb_tag), but may not ask
+    # for an encoding (`__ENCODING__`, `.encoding`: tpl's strings are UTF-8).
     def check_encoding(src)
       enc = ERB.magic_encoding(src)
       raise ::ArgumentError, "#{enc} is not ASCII compatible" if enc.dummy? || !enc.ascii_compatible?
       return enc if enc == Encoding::UTF_8
 
-      unless src.b.ascii_only?
-        raise ::ArgumentError, "Tpl::ERB renders UTF-8 templates; this one is #{enc} " \
-                               "(convert it: Tpl::ERB.new(src.encode(\"UTF-8\"), ...))"
-      end
       if src.b.gsub(/<%#.*?%>/m, "").match?(/encoding/i) # outside comment tags (magic comments)
         raise ::ArgumentError, "Tpl::ERB: a #{enc} template that reads an encoding is not supported " \
                                "(tpl's strings are UTF-8; convert it: src.encode(\"UTF-8\"))"
       end
       enc
-    end
-
-    # What extends a Tpl::ERB whose template is in another encoding than UTF-8 (ASCII-only, see
-    # check_encoding), so that a UTF-8 one pays nothing: a result in it when ASCII-only, as
-    # ERB's (an ASCII-only buffer that took no other text) is.
-    module InEncoding
-      def result(...) = in_encoding(super)
-      def result_with_hash(...) = in_encoding(super)
-
-      private
-
-      def in_encoding(out) = out.ascii_only? ? out.force_encoding(@encoding) : out
     end
   end
 

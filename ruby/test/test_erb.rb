@@ -284,12 +284,60 @@ class TestERB < Minitest::Test
     magic = "<%# -*- coding: EUC-JP -*- %>abc"
     assert_equal [ERB.new(magic).result, ERB.new(magic).result.encoding], [Tpl::ERB.new(magic).result, Tpl::ERB.new(magic).result.encoding]
     ["<%= __ENCODING__ %>".encode("US-ASCII"), "<%= ''.encoding %>".encode("EUC-JP"), "<%#coding:EUC-JP%><%= __ENCODING__ %>",
-     "caf\u00e9".encode("ISO-8859-1"), "\xff".b].each do |src|
+     "caf\u00e9 <%= __ENCODING__ %>".encode("ISO-8859-1")].each do |src|
       refute_equal "UTF-8", ERB.new(src).result rescue nil
       assert_raises(ArgumentError) { Tpl::ERB.new(src) }
     end
     e = assert_raises(ArgumentError) { Tpl::ERB.new("x".dup.force_encoding("ISO-2022-JP")) }
     assert_equal "ISO-2022-JP is not ASCII compatible", e.message
+  end
+
+  # ERB's result or exception for src rendered with x, as [text, encoding] or [class, message]
+  def erb_outcome(k, src, x, mode = nil)
+    got = k.new(src, trim_mode: mode).result_with_hash(x: x)
+    [got, got.encoding]
+  rescue EncodingError => e
+    [e.class, e.message]
+  end
+
+  # Templates in other encodings than UTF-8 with non-ASCII text (ISO-8859-1, Windows-1252,
+  # ASCII-8BIT, EUC-JP, Shift_JIS; a magic comment's), compared with ERB in the same process:
+  # the result in the template's encoding, or in a value's when ERB's buffer takes it (ASCII so
+  # far), Encoding::CompatibilityError with Ruby's message where String#<< raises it
+  def test_non_utf8_templates_same_as_erb
+    srcs = ["caf\u00e9 <%= x %>".encode("ISO-8859-1"), "<%= x %> caf\u00e9".encode("ISO-8859-1"),
+            "\u20ac <%= x %>!".encode("Windows-1252"), "\xff <%= x %> \xfe".b, "<%= x %>\n\xe9".b,
+            "<% if x == 'no' %>\u00e9<% end %>ok <%= x %>".encode("ISO-8859-1"),
+            "<%= '\u00e9t\u00e9' %> <%= x %> <%= x.to_s.size %>".encode("ISO-8859-1"),
+            "\u3042\u8868 <%= x %>".encode("EUC-JP"), "\u8868\u80fd <%= x %> \u8868".encode("Shift_JIS"),
+            "<%#coding:ISO-8859-1%>caf\xE9 <%= x %>".b, "plain <%= x %>".encode("ISO-8859-1")]
+    values = ["plain", "Jos\u00e9", "Jos\u00e9".encode("ISO-8859-1"), "\u00e9".b, 42, nil, :sym, "\u20ac".encode("Windows-1252"),
+              "\u3042".encode("EUC-JP")]
+    outcomes = Hash.new(0)
+    srcs.each do |src|
+      values.each do |x|
+        want = erb_outcome(ERB, src, x)
+        got = erb_outcome(Tpl::ERB, src, x)
+        assert_equal want, got, "#{x.inspect} in #{src.inspect}"
+        outcomes[want[0].is_a?(Class) ? want[0] : want[1]] += 1
+      end
+    end
+    # each kind of outcome is there: results in the template's and in a value's encoding, errors
+    assert_operator outcomes.size, :>=, 5, outcomes.inspect
+    assert_operator outcomes[Encoding::CompatibilityError], :>, 0
+    # other trim modes (ERB's scanner) and a binding's @ivars, the same way
+    src = "%# note\ncaf\u00e9 <%= x %>\n".encode("ISO-8859-1")
+    values.each { |x| assert_equal erb_outcome(ERB, src, x, "%"), erb_outcome(Tpl::ERB, src, x, "%"), x.inspect }
+    src = "\u00e9 <%= @v %> <%= @v.to_s.bytesize %>".encode("ISO-8859-1")
+    values.each do |v|
+      want, got = [ERB, Tpl::ERB].map do |k|
+        r = k.new(src).result(EncView.new(v).bind)
+        [r, r.encoding]
+      rescue EncodingError => e
+        [e.class, e.message]
+      end
+      assert_equal want, got, v.inspect
+    end
   end
 
   # Values in other encodings than UTF-8, compared with ERB in the same process: ERB appends
@@ -305,31 +353,45 @@ class TestERB < Minitest::Test
     latin = "caf\xE9".dup.force_encoding("ISO-8859-1")
     values = [latin, "\x80 euro".dup.force_encoding("Windows-1252"), "ab\xff".b, "caf\u00e9".b, "ab\xff".dup,
               "plain".encode("ISO-8859-1"), "plain".b, "caf\u00e9".encode("UTF-16LE"), :"caf\u00e9", "caf\u00e9"]
-    srcs = ["a <%= @v %>", "\u00e9 <%= @v %>", "<%= @v.to_s.bytesize %>", "<%= [@v].size %>", "<%= { @v => 1 }.size %>"]
+    srcs = ["a <%= @v %>", "\u00e9 <%= @v %>", "<%= @v.to_s.bytesize %>", "<%= [@v].size %>", "<%= { @v => 1 }.size %>",
+            "<%= @v %> \u00e9", "<%= @v %><%= @v %>", "<%= @v.upcase %> <%= @v.size %>", "<%= @v.to_s == 'caf\u00e9' %>",
+            "<%= { @v => 1 }.keys.first %>", "<%= [@v, @v].join(', ') %>"]
     refused = 0
     values.each do |v|
       srcs.each do |src|
         want = begin
           ERB.new(src).result(EncView.new(v).bind)
-        rescue EncodingError => e
+        rescue EncodingError, ArgumentError => e # (ArgumentError: upcase of invalid UTF-8)
           e
         end
         got = begin
           Tpl::ERB.new(src).result(EncView.new(v).bind)
         rescue EncodingError => e
-          assert_match(/Tpl::ERB: String in \S+ with non-ASCII|not valid UTF-8/, e.message, "#{v.inspect} in #{src.inspect}")
-          refused += 1
+          if e.message.match?(/Tpl::ERB: String in \S+ with non-ASCII|not valid UTF-8/)
+            refused += 1
+            next
+          end
+          e
+        end
+        if want.is_a?(Exception)
+          assert_equal [want.class, want.message], [got.class, got.message], "#{v.inspect} in #{src.inspect}"
           next
         end
         assert got.valid_encoding?, "#{v.inspect} in #{src.inspect}"
-        refute_kind_of Exception, want, "#{v.inspect} in #{src.inspect}: ERB raised, Tpl::ERB gave #{got.inspect}"
+        refute_kind_of Exception, got, "#{v.inspect} in #{src.inspect}: Tpl::ERB raised, ERB gave #{want.inspect}"
         assert_equal [want, want.encoding], [got, got.encoding], "#{v.inspect} in #{src.inspect}"
       end
     end
     assert_operator refused, :>, 0
     # a Hash for the locals, and a Hash key, the same way
-    assert_raises(Encoding::CompatibilityError) { Tpl::ERB.new("<%= v %>").result_with_hash(v: latin) }
-    assert_raises(Encoding::CompatibilityError) { Tpl::ERB.new("<%= h.keys.first %>").result_with_hash(h: { latin => 1 }) }
+    ["<%= v %>", "\u00e9<%= v %>", "<%= h.keys.first %>", "\u00e9<%= h.keys.first %>"].each do |src|
+      want, got = [ERB, Tpl::ERB].map do |k|
+        k.new(src).result_with_hash(v: latin, h: { latin => 1 }).then { [_1, _1.encoding] }
+      rescue EncodingError => e
+        [e.class, e.message]
+      end
+      assert_equal want, got, src
+    end
     # Tpl::Template converts them (its documented conversion)
     assert_equal "café", Tpl::Template.new("<%= v %>", syntax: :erb).render(v: latin)
   end
@@ -426,6 +488,40 @@ class TestERB < Minitest::Test
     assert_equal 2, e.line
     assert_equal 5, e.column
     assert_match(/undefined local variable or method `nobody'/, e.message)
+  end
+
+  class Named
+    def initialize = @a = "x" * 10
+    def bind = binding
+  end
+
+  class Custom
+    def inspect = "custom"
+    def bind = binding
+  end
+
+  Pt = Struct.new(:a) do
+    def bind = binding
+  end
+
+  # NameError/NoMethodError worded as Ruby 3.1's (compared with ERB in the same process): the
+  # binding's receiver as Ruby names it (#<Named:0x... @a="...">, #<struct ...>, custom:Custom,
+  # main:Object, 5:Integer), nil:NilClass, "abc":String...; the error's name, and its receiver for self
+  def test_name_errors_worded_as_ruby
+    bindings = [Named.new.bind, Custom.new.bind, Pt.new(1).bind, TOPLEVEL_BINDING, 5.instance_eval { binding }, nil.instance_eval { binding }]
+    srcs = ["<%= nope %>", "a\n<%= nope(1) %>", "<%= nil.foo %>", "<%= 'abc'.foo %>", "<%= [1].foo %>", "<%= @a.foo %>"]
+    bindings.each do |b|
+      srcs.each do |src|
+        ruby = assert_raises(::NameError) { ERB.new(src).result(b) }
+        e = assert_raises(::NameError) { Tpl::ERB.new(src).result(b) }
+        where = "#{src.inspect} in #{b.receiver.inspect}"
+        assert_equal ruby.class, e.class, where
+        assert_equal ruby.name, e.name, where
+        # Ruby's message (did_you_mean's lines aside) within tpl's located one
+        assert_includes e.message, "#{ruby.message.lines.first.chomp} (#{ruby.class})", where
+        assert_same ruby.receiver, e.receiver, where if e.message.include?("undefined local variable")
+      end
+    end
   end
 
   def test_unknown_method_error

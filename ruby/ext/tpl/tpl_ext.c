@@ -119,6 +119,10 @@ typedef struct tmpl {
      * read that is not an @ivar) into the state, as a Hash's values, and sets no self: no
      * callback per @ivar, and Strings borrowed as from a Hash */
     bool ivars_only;
+    /* a Tpl::ERB template in another encoding than UTF-8 (compile option erb_encoding): its
+     * encoding index + 1 (0: UTF-8). Its non-ASCII text was compiled tagged (erb_tag) and
+     * every result is untagged into it (erb_result) */
+    int erb_enc;
     ID *ivar_id;
     size_t nivar;           /* the reads with an ivar_id */
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
@@ -174,7 +178,8 @@ typedef struct rctx {
     objchunk *chunks;
     bool has_host;
     bool erb;               /* the program is ERB: Ruby semantics for [] */
-    bool erb_api;           /* rendered for Tpl::ERB (an ERB self given): erb_enc_check */
+    bool erb_api;           /* rendered for Tpl::ERB (an ERB self given): erb_foreign */
+    bool tagged;            /* a String was tagged this render (erb_tag): the result is untagged */
     struct tmpl *t;         /* the Template rendered (its ID cache) */
     struct { char name[40]; size_t len; tpl_val v; } ivc[IVCACHE]; /* @ivars read this render */
     int nivc;
@@ -227,24 +232,133 @@ static VALUE utf8_str(VALUE s)
     return rb_str_export_to_enc(s, rb_utf8_encoding());
 }
 
-/* Tpl::ERB (an ERB self given): a value String in another encoding than UTF-8 is refused unless
- * it is ASCII. ERB appends it to its buffer as it is: the result is in the String's encoding
- * (ISO-8859-1, ASCII-8BIT...) when the rest is ASCII, or Encoding::CompatibilityError; tpl's
- * text is UTF-8, so converting it would print other bytes than ERB does, silently (Hash keys
- * too: a template may print them). Tpl::Template#render converts, as documented. */
-static void erb_enc_check(rctx *c, VALUE s)
+/* Tpl::ERB's text in other encodings than UTF-8 (ERB appends each String to its buffer as it
+ * is: a result in the encoding of the non-ASCII text appended, or Encoding::CompatibilityError
+ * when two encodings meet with non-ASCII text in both, as String#<< raises). tpl's text is
+ * UTF-8, so such text is *tagged*: every byte of a non-ASCII character of encoding index E
+ * becomes the code point TAG_BASE + (E << 8) + byte (Supplementary Private Use Area-A, 4 UTF-8
+ * bytes), which prints, compares and hashes as the same bytes in the same encoding would; the
+ * result is untagged (erb_result), replaying String#<<'s encoding rule over its runs of
+ * non-ASCII text. Tagged: a non-UTF-8 template's non-ASCII text (lib/tpl.rb, Tpl._erb_tag) and
+ * what is printed of a value String in such an encoding (its to_s), a Hash key or a Symbol. A
+ * value String itself stays a host object, so its methods (bytesize, upcase, ==) are Ruby's. */
+#define TAG_BASE 0xF0000u
+#define TAG_MAXENC 254
+
+/* A String in another ASCII-compatible encoding than UTF-8/US-ASCII with non-ASCII bytes, met
+ * by a Tpl::ERB render (true: tagged or kept as a host object); a non-ASCII String in an
+ * encoding that is not ASCII-compatible (UTF-16...) is refused, as ERB's buffer refuses it
+ * once it holds text. Tpl::Template#render converts instead, as documented. */
+static bool erb_foreign(rctx *c, VALUE s)
 {
     int ei = RB_ENCODING_GET(s);
-    if (!c->erb_api || ei == c->enc_utf8 || ei == c->enc_ascii || rb_enc_str_coderange(s) == RUBY_ENC_CODERANGE_7BIT) return;
+    if (!c->erb_api || ei == c->enc_utf8 || ei == c->enc_ascii || rb_enc_str_coderange(s) == RUBY_ENC_CODERANGE_7BIT)
+        return false;
+    rb_encoding *enc = rb_enc_from_index(ei);
+    if (rb_enc_asciicompat(enc) && ei <= TAG_MAXENC) return true;
     rb_raise(rb_eEncCompatError,
-             "Tpl::ERB: String in %s with non-ASCII %s (%+" PRIsVALUE "): ERB prints its bytes as they are (a result in "
-             "%s, or Encoding::CompatibilityError), tpl's text is UTF-8; pass it as UTF-8 (str.encode(\"UTF-8\"))",
-             rb_enc_name(rb_enc_from_index(ei)), ei == c->enc_bin ? "bytes" : "characters", s, rb_enc_name(rb_enc_from_index(ei)));
+             "Tpl::ERB: String in %s with non-ASCII characters (%+" PRIsVALUE "): not ASCII-compatible, ERB's buffer "
+             "refuses it once it holds text (Encoding::CompatibilityError); pass it as UTF-8 (str.encode(\"UTF-8\"))",
+             rb_enc_name(enc), s);
+    return false;
 }
+
+/* s's bytes, read as characters of encoding index ei, with every byte of a non-ASCII
+ * character tagged (a new UTF-8 String). */
+static VALUE erb_tag(VALUE s, int ei)
+{
+    rb_encoding *enc = rb_enc_from_index(ei);
+    const char *p = RSTRING_PTR(s), *e = p + RSTRING_LEN(s);
+    VALUE out = rb_str_buf_new(RSTRING_LEN(s) * 2);
+    while (p < e) {
+        const char *q = p;
+        while (q < e && (unsigned char)*q < 0x80) q++;
+        if (q > p) { rb_str_buf_cat(out, p, q - p); p = q; continue; }
+        int m = rb_enc_precise_mbclen(p, e, enc);
+        long len = MBCLEN_CHARFOUND_P(m) ? MBCLEN_CHARFOUND_LEN(m) : 1;
+        for (long i = 0; i < len; i++) {
+            unsigned b = (unsigned char)p[i], cp = TAG_BASE | ((unsigned)ei << 8) | b;
+            char u[4] = { (char)0xF3, (char)(0x80 | ((cp >> 12) & 0x3F)), (char)(0x80 | ((cp >> 6) & 0x3F)),
+                          (char)(0x80 | (cp & 0x3F)) };
+            rb_str_buf_cat(out, u, 4);
+        }
+        p += len;
+    }
+    rb_enc_associate_index(out, rb_utf8_encindex());
+    return out;
+}
+
+/* Tpl._erb_tag(str, encoding): str's text tagged as characters of encoding (lib/tpl.rb: a
+ * non-UTF-8 Tpl::ERB template) */
+static VALUE mod_erb_tag(VALUE mod, VALUE s, VALUE enc)
+{
+    StringValue(s);
+    int ei = rb_to_encoding_index(enc);
+    if (ei < 0 || ei > TAG_MAXENC || !rb_enc_asciicompat(rb_enc_from_index(ei)))
+        rb_raise(rb_eArgError, "Tpl::ERB: cannot render a template in %" PRIsVALUE, rb_inspect(enc));
+    return erb_tag(s, ei);
+}
+
+/* The result of a Tpl::ERB render from tpl's UTF-8 output: tags back to their bytes, and the
+ * encoding ERB's buffer ends in — it starts in the template's (tenc) and, as String#<< does,
+ * takes the encoding of the first non-ASCII text appended while it holds ASCII only; non-ASCII
+ * text of another encoding after that is Encoding::CompatibilityError, with Ruby's message. */
+static VALUE erb_result(rctx *c, const char *p, size_t n, int tenc)
+{
+    VALUE out = rb_str_buf_new((long)n);
+    char *o = RSTRING_PTR(out);
+    size_t j = 0;
+    int b = tenc;
+    bool ascii = true;
+    for (size_t i = 0; i < n;) {
+        unsigned char u = (unsigned char)p[i];
+        if (u < 0x80) { o[j++] = (char)u; i++; continue; }
+        int x;
+        if (u == 0xF3 && i + 3 < n && ((unsigned char)p[i + 1] & 0xF0) == 0xB0) {
+            unsigned cp = (3u << 18) | (((unsigned char)p[i + 1] & 0x3Fu) << 12) | (((unsigned char)p[i + 2] & 0x3Fu) << 6) |
+                          ((unsigned char)p[i + 3] & 0x3Fu);
+            x = (int)((cp >> 8) & 0xFF);
+            o[j++] = (char)(cp & 0xFF);
+            i += 4;
+        } else {
+            size_t l = u >= 0xF0 ? 4 : u >= 0xE0 ? 3 : 2;
+            if (l > n - i) l = n - i;
+            memcpy(o + j, p + i, l);
+            j += l;
+            i += l;
+            x = c->enc_utf8;
+        }
+        if (x != b) {
+            if (!ascii)
+                rb_raise(rb_eEncCompatError, "incompatible character encodings: %s and %s", rb_enc_name(rb_enc_from_index(b)),
+                         rb_enc_name(rb_enc_from_index(x)));
+            b = x;
+        }
+        ascii = false;
+    }
+    rb_str_set_len(out, (long)j);
+    rb_enc_associate_index(out, b);
+    return out;
+}
+
+/* str_val's flag (above tpl's own): tag a foreign String (erb_foreign) instead of keeping it
+ * as a host object — a Hash key, a Symbol, what a host object prints */
+#define SV_TAG 0x10000u
+
+static int host_val(rctx *c, VALUE o, tpl_val *out);
 
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
-    erb_enc_check(c, s);
+    if (erb_foreign(c, s)) {
+        if (!(flags & (SV_TAG | TPL_VAL_SYMBOL))) return host_val(c, s, out);
+        VALUE u = erb_tag(s, RB_ENCODING_GET(s));
+        c->tagged = true;
+        c->nvals++;
+        checkst(tpl_val_str(c->r, RSTRING_PTR(u), (size_t)RSTRING_LEN(u), (flags & ~SV_TAG) | TPL_VAL_UTF8_VALID, out));
+        RB_GC_GUARD(u);
+        return 0;
+    }
+    flags &= ~SV_TAG;
     int ei = RB_ENCODING_GET(s);
     bool own = true; /* s is the caller's String (alive as long as the state), not a conversion */
     if (ei != c->enc_utf8 && ei != c->enc_ascii && ei != c->enc_bin) {
@@ -283,7 +397,7 @@ static void enter(rctx *c, VALUE o)
 
 static void key_val(rctx *c, VALUE k, tpl_val *out)
 {
-    if (RB_TYPE_P(k, T_STRING)) str_val(c, k, 0, out);
+    if (RB_TYPE_P(k, T_STRING)) str_val(c, k, SV_TAG, out);
     else if (SYMBOL_P(k)) str_val(c, rb_sym2str(k), TPL_VAL_SYMBOL, out);
     else if (NIL_P(k) || k == Qtrue || k == Qfalse || RB_INTEGER_TYPE_P(k) || RB_FLOAT_TYPE_P(k)) to_val(c, k, out);
     else rb_raise(rb_eTypeError, "tpl: hash keys must be String, Symbol, Integer, Float, true, false or nil, not %s",
@@ -955,7 +1069,7 @@ static VALUE str_body(VALUE arg)
 {
     cb *a = (cb *)arg;
     VALUE s = a->repr ? rb_inspect(a->h->o) : rb_obj_as_string(a->h->o);
-    str_val(a->h->c, s, 0, a->out);
+    str_val(a->h->c, s, SV_TAG, a->out); /* (printed: a foreign String tagged, not a host again) */
     return Qnil;
 }
 
@@ -1261,6 +1375,13 @@ static VALUE tmpl_compile(VALUE self, VALUE src, VALUE name, VALUE syntax, VALUE
         rb_exc_raise(exc);
     }
     set_program(self, p);
+    /* Tpl::ERB: the encoding of a template that is not UTF-8 (its text tagged: erb_tag) */
+    VALUE ee = NIL_P(opts) ? Qnil : rb_hash_lookup(opts, ID2SYM(rb_intern("erb_encoding")));
+    if (!NIL_P(ee)) {
+        int ei = rb_to_encoding_index(ee);
+        if (ei < 0 || ei > TAG_MAXENC) rb_raise(rb_eArgError, "tpl: erb_encoding: %" PRIsVALUE, rb_inspect(ee));
+        if (ei != rb_utf8_encindex()) get_tmpl(self)->erb_enc = ei + 1;
+    }
     return self;
 }
 
@@ -1751,7 +1872,8 @@ again:
         rb_thread_call_without_gvl(run_nogvl, &a, NULL, NULL);
     if (a.st == TPL_OK) {
         c->last_out = a.n;
-        ra->result = rb_utf8_str_new(a.out, (long)a.n);
+        ra->result = t->erb_enc || c->tagged ? erb_result(c, a.out, a.n, t->erb_enc ? t->erb_enc - 1 : c->enc_utf8)
+                                             : rb_utf8_str_new(a.out, (long)a.n);
         return Qnil;
     }
     const tpl_error *e = tpl_render_error(r);
@@ -1857,6 +1979,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->exc = Qnil;
     c->chunks = NULL;
     c->has_host = false;
+    c->tagged = false;
     c->nivc = 0;
     memset(&c->set, 0, sizeof c->set);
     memset(&c->sc, 0, sizeof c->sc);
@@ -2564,6 +2687,7 @@ RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
     VALUE mTpl = rb_define_module("Tpl");
     VALUE cTemplate = rb_define_class_under(mTpl, "Template", rb_cObject);
     rb_define_alloc_func(cTemplate, tmpl_alloc);
+    rb_define_module_function(mTpl, "_erb_tag", mod_erb_tag, 2);
     rb_define_private_method(cTemplate, "_compile", tmpl_compile, 6);
     rb_define_private_method(cTemplate, "_load", tmpl_load, 2);
     rb_define_private_method(cTemplate, "_render", tmpl_render, 5);
