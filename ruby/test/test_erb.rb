@@ -312,7 +312,7 @@ class TestERB < Minitest::Test
             "\u3042\u8868 <%= x %>".encode("EUC-JP"), "\u8868\u80fd <%= x %> \u8868".encode("Shift_JIS"),
             "<%#coding:ISO-8859-1%>caf\xE9 <%= x %>".b, "plain <%= x %>".encode("ISO-8859-1")]
     values = ["plain", "Jos\u00e9", "Jos\u00e9".encode("ISO-8859-1"), "\u00e9".b, 42, nil, :sym, "\u20ac".encode("Windows-1252"),
-              "\u3042".encode("EUC-JP")]
+              "\u3042".encode("EUC-JP"), "\u{FFF00}\u{F4001}\u{F0141}\u{F0041}"] # (the last: private-use characters no tag can be)
     outcomes = Hash.new(0)
     srcs.each do |src|
       values.each do |x|

@@ -123,6 +123,7 @@ typedef struct tmpl {
      * encoding index + 1 (0: UTF-8). Its non-ASCII text was compiled tagged (erb_tag) and
      * every result is untagged into it (erb_result) */
     int erb_enc;
+    bool erb_tagged;        /* ... and its text holds tags */
     ID *ivar_id;
     size_t nivar;           /* the reads with an ivar_id */
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
@@ -180,6 +181,8 @@ typedef struct rctx {
     bool erb;               /* the program is ERB: Ruby semantics for [] */
     bool erb_api;           /* rendered for Tpl::ERB (an ERB self given): erb_foreign */
     bool tagged;            /* a String was tagged this render (erb_tag): the result is untagged */
+    uint64_t tagset[4];     /* the encoding indexes tagged this render (a code point of another
+                             * index in the output is a UTF-8 value's own character) */
     struct tmpl *t;         /* the Template rendered (its ID cache) */
     struct { char name[40]; size_t len; tpl_val v; } ivc[IVCACHE]; /* @ivars read this render */
     int nivc;
@@ -313,14 +316,20 @@ static VALUE erb_result(rctx *c, const char *p, size_t n, int tenc)
     for (size_t i = 0; i < n;) {
         unsigned char u = (unsigned char)p[i];
         if (u < 0x80) { o[j++] = (char)u; i++; continue; }
-        int x;
+        int x = -1;
         if (u == 0xF3 && i + 3 < n && ((unsigned char)p[i + 1] & 0xF0) == 0xB0) {
             unsigned cp = (3u << 18) | (((unsigned char)p[i + 1] & 0x3Fu) << 12) | (((unsigned char)p[i + 2] & 0x3Fu) << 6) |
                           ((unsigned char)p[i + 3] & 0x3Fu);
             x = (int)((cp >> 8) & 0xFF);
-            o[j++] = (char)(cp & 0xFF);
-            i += 4;
-        } else {
+            /* (a code point of an encoding not tagged in this render — the template's, or a
+             * value's — is a UTF-8 value's own character) */
+            if (!(c->tagset[x >> 6] >> (x & 63) & 1)) x = -1;
+            else {
+                o[j++] = (char)(cp & 0xFF);
+                i += 4;
+            }
+        }
+        if (x < 0) {
             size_t l = u >= 0xF0 ? 4 : u >= 0xE0 ? 3 : 2;
             if (l > n - i) l = n - i;
             memcpy(o + j, p + i, l);
@@ -351,8 +360,10 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
     if (erb_foreign(c, s)) {
         if (!(flags & (SV_TAG | TPL_VAL_SYMBOL))) return host_val(c, s, out);
-        VALUE u = erb_tag(s, RB_ENCODING_GET(s));
+        int ei = RB_ENCODING_GET(s);
+        VALUE u = erb_tag(s, ei);
         c->tagged = true;
+        c->tagset[ei >> 6] |= UINT64_C(1) << (ei & 63);
         c->nvals++;
         checkst(tpl_val_str(c->r, RSTRING_PTR(u), (size_t)RSTRING_LEN(u), (flags & ~SV_TAG) | TPL_VAL_UTF8_VALID, out));
         RB_GC_GUARD(u);
@@ -1380,7 +1391,10 @@ static VALUE tmpl_compile(VALUE self, VALUE src, VALUE name, VALUE syntax, VALUE
     if (!NIL_P(ee)) {
         int ei = rb_to_encoding_index(ee);
         if (ei < 0 || ei > TAG_MAXENC) rb_raise(rb_eArgError, "tpl: erb_encoding: %" PRIsVALUE, rb_inspect(ee));
-        if (ei != rb_utf8_encindex()) get_tmpl(self)->erb_enc = ei + 1;
+        if (ei != rb_utf8_encindex()) {
+            get_tmpl(self)->erb_enc = ei + 1;
+            get_tmpl(self)->erb_tagged = memchr(RSTRING_PTR(src), 0xF3, (size_t)RSTRING_LEN(src)) != NULL;
+        }
     }
     return self;
 }
@@ -1872,6 +1886,7 @@ again:
         rb_thread_call_without_gvl(run_nogvl, &a, NULL, NULL);
     if (a.st == TPL_OK) {
         c->last_out = a.n;
+        if (t->erb_tagged) c->tagset[(t->erb_enc - 1) >> 6] |= UINT64_C(1) << ((t->erb_enc - 1) & 63);
         ra->result = t->erb_enc || c->tagged ? erb_result(c, a.out, a.n, t->erb_enc ? t->erb_enc - 1 : c->enc_utf8)
                                              : rb_utf8_str_new(a.out, (long)a.n);
         return Qnil;
@@ -1980,6 +1995,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->chunks = NULL;
     c->has_host = false;
     c->tagged = false;
+    memset(c->tagset, 0, sizeof c->tagset);
     c->nivc = 0;
     memset(&c->set, 0, sizeof c->set);
     memset(&c->sc, 0, sizeof c->sc);
