@@ -1461,13 +1461,62 @@ static bool concat_folds(const tpl_node *n)
     return true;
 }
 
-/* `'a' is sameas 'b'`: a test of two string literals (one positional argument, no filter). */
-static bool sameas_literals(const tpl_node *n)
+/* `x is sameas y` with one positional argument: 2 when both are literals, 1 when both are other
+ * constant expressions (Jinja2's optimizer folds the test on objects it makes), else 0. */
+static int sameas_consts(const tpl_node *n)
 {
     const tpl_node *arg = n->b;
-    return n->a && n->a->kind == TPL_N_CONST && n->a->val.type == TPL_T_STR && !(n->a->val.flags & TPL_F_SAFE) &&
-           arg && arg->kind == TPL_N_ARG && !arg->next && arg->a && arg->a->kind == TPL_N_CONST &&
-           arg->a->val.type == TPL_T_STR && !(arg->a->val.flags & TPL_F_SAFE);
+    if (!n->a || !arg || arg->kind != TPL_N_ARG || arg->next || !arg->a) return 0;
+    if (n->a->kind == TPL_N_CONST && arg->a->kind == TPL_N_CONST && !(n->a->val.flags & TPL_F_SAFE) &&
+        !(arg->a->val.flags & TPL_F_SAFE) && n->a->val.type != TPL_T_LIST && n->a->val.type != TPL_T_MAP)
+        return 2;
+    return folds_const(n->a) && folds_const(arg->a) ? 1 : 0;
+}
+
+/* The int a constant expression of int literals and + - * ** folds to: 1 with *v (big: past int64), 0 when
+ * it is no such expression (or Python would raise). */
+static int folded_int(const tpl_node *n, int64_t *v, bool *big, int depth)
+{
+    if (depth > 50 || !n) return 0;
+    if (n->kind == TPL_N_CONST) {
+        if (n->val.type == TPL_T_INT) { *v = n->val.u.i; *big = false; return 1; }
+        if (n->val.type == TPL_T_BIGINT) { *big = true; return 1; }
+        return 0;
+    }
+    if (n->kind != TPL_N_BINOP || (n->op != TPL_AOP_ADD && n->op != TPL_AOP_SUB && n->op != TPL_AOP_MUL && n->op != TPL_AOP_POW))
+        return 0;
+    int64_t x, y;
+    bool bx, by;
+    if (!folded_int(n->a, &x, &bx, depth + 1) || !folded_int(n->b, &y, &by, depth + 1)) return 0;
+    if (n->op == TPL_AOP_POW && (by ? true : y < 0)) return 0; /* (a float, or too large to guess) */
+    if (bx || by) return 0; /* (a big operand: the result may be small) */
+    tpl_value out;
+    if (fold_binop(n->op, tpl_v_int(x), tpl_v_int(y), &out) && out.type == TPL_T_INT) { *v = out.u.i; *big = false; return 1; }
+    if (n->op == TPL_AOP_POW || n->op == TPL_AOP_MUL || n->op == TPL_AOP_ADD || n->op == TPL_AOP_SUB) { *big = true; return 1; }
+    return 0;
+}
+
+/* `x is sameas y` of two constant expressions Jinja2 folds (not both literals): 1 the same object,
+ * 0 not, -1 unknown to tpl. */
+static int sameas_folded(const tpl_node *x, const tpl_node *y)
+{
+    int64_t a, b;
+    bool ba = false, bb = false;
+    int fa = folded_int(x, &a, &ba, 0), fb = folded_int(y, &b, &bb, 0);
+    if (fa && fb) {
+        if ((ba && x->kind != TPL_N_CONST) || (bb && y->kind != TPL_N_CONST)) return 0; /* a new big int */
+        if (ba || bb) return ba && bb ? -1 : 0;
+        return a == b && a >= -5 && a <= 256;
+    }
+    /* a str literal against a Markup made by |safe / |e: never one object */
+    static const char *const markup_f[] = { "safe", "e", "escape", "forceescape" };
+    for (int side = 0; side < 2; side++) {
+        const tpl_node *s = side ? y : x, *m = side ? x : y;
+        if (s->kind != TPL_N_CONST || s->val.type != TPL_T_STR || (s->val.flags & TPL_F_SAFE) || m->kind != TPL_N_FILTER) continue;
+        for (size_t i = 0; i < sizeof markup_f / sizeof *markup_f; i++)
+            if (m->val.len == strlen(markup_f[i]) && memcmp(m->val.u.s, markup_f[i], m->val.len) == 0) return 0;
+    }
+    return -1;
 }
 
 static void expr(tpl_comp *c, tpl_node *n)
@@ -1639,15 +1688,36 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, TPL_BK_TEST, "test");
             return;
         }
-        if (b == TPL_B_TEST_sameas && sameas_literals(n)) {
-            /* 'ab' is sameas 'ab': Jinja2 folds the test on the two str objects its lexer made
-             * (nodes.Test.as_const), distinct unless CPython shares them: '' and a single Latin-1
-             * character (the runtime test sees one shared constant: True) */
+        int sc = b == TPL_B_TEST_sameas ? sameas_consts(n) : 0;
+        if (sc == 2) {
+            /* 'ab' is sameas 'ab', 1000 is sameas 1000: Jinja2 folds the test on the two objects its
+             * lexer made (nodes.Test.as_const), distinct unless CPython shares them: None, True,
+             * False, the ints -5..256, '' and a single Latin-1 character (the runtime test would
+             * see one shared constant) */
             const tpl_value x = n->a->val, y = n->b->a->val;
-            bool latin1_char = (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) ||
-                               (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
-            bool same = x.len == y.len && memcmp(x.u.s, y.u.s, x.len) == 0 && (x.len == 0 || latin1_char);
+            bool same = false;
+            if (x.type != y.type) same = false;
+            else if (x.type == TPL_T_STR) {
+                bool latin1_char = (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) ||
+                                   (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
+                same = x.len == y.len && memcmp(x.u.s, y.u.s, x.len) == 0 && (x.len == 0 || latin1_char);
+            } else if (x.type == TPL_T_NONE) same = true;
+            else if (x.type == TPL_T_BOOL) same = x.u.i == y.u.i;
+            else if (x.type == TPL_T_INT) same = x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256;
             push_const(c, tpl_v_bool(same != (n->op & 1)));
+            return;
+        }
+        if (sc == 1) {
+            /* (500 + 500) is sameas 1000, "ab"|string is sameas "ab": folded on the objects the
+             * optimizer made. Known: ints (an int the optimizer makes is a new object unless in
+             * -5..256; one past int64 always is) and a str against Markup; else tpl does not follow */
+            int r = sameas_folded(n->a, n->b->a);
+            if (r < 0) {
+                cerror(c, n->off, "unsupported: `is sameas` of two constant expressions (Jinja2 decides it at compile time on "
+                                  "Python objects whose identity tpl does not follow)");
+                return;
+            }
+            push_const(c, tpl_v_bool((r == 1) != (n->op & 1)));
             return;
         }
         expr(c, n->a);

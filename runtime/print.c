@@ -371,6 +371,49 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         else tpl_sb_puts(b, "<LoopContext>");
         break;
     }
+    case TPL_T_FUNC:
+        if (v.u.p && v.aux >= TPL_FN_ALIAS) { /* dict[...], dict.get, range.start (vm.c class_attr) */
+            const tpl_bound *bd = v.u.bound;
+            const char *owner = tpl_lib_builtin(bd->method)->name; /* dict, range */
+            if (v.aux == TPL_FN_ALIAS) { /* GenericAlias.__repr__ (3.11 ga_repr): a tuple's items, each repr() */
+                tpl_sb_puts(b, owner);
+                tpl_sb_putc(b, '[');
+                const tpl_value *args = &bd->self;
+                uint32_t n = 1;
+                if (bd->self.type == TPL_T_LIST && (bd->self.flags & TPL_F_TUPLE) && !bd->self.aux && bd->self.u.list->len) {
+                    args = bd->self.u.list->items;
+                    n = bd->self.u.list->len;
+                }
+                for (uint32_t k = 0; k < n && !b->failed; k++) {
+                    if (k) tpl_sb_puts(b, ", ");
+                    tpl_value x = args[k];
+                    tpl_vtype cls = tpl_value_class(x);
+                    const tpl_builtin_info *bi = x.type == TPL_T_FUNC && !x.u.p ? tpl_lib_builtin(x.aux) : NULL;
+                    if (cls != TPL_VT__COUNT) { /* a class: its module and qualified name (builtins: the name) */
+                        const char *c = tpl_types[cls].pyclass; /* <class 'jinja2.utils.Cycler'> */
+                        tpl_sb_put(b, c + 8, strlen(c) - 10);
+                    } else if (bi && (x.aux == tpl_stdlib.id_range_hf || strcmp(bi->name, "lipsum") == 0)) { /* a function: the same */
+                        tpl_sb_puts(b, x.aux == tpl_stdlib.id_range_hf ? "jinja2.sandbox.safe_range" : "jinja2.utils.generate_lorem_ipsum");
+                    } else if (x.type == TPL_T_LIST && !x.aux && !(x.flags & TPL_F_TUPLE)) {
+                        /* a list: its items as above (3.12's ga_repr_items_list); plain values only */
+                        for (uint32_t j = 0; j < x.u.list->len; j++) {
+                            tpl_value y = x.u.list->items[j];
+                            if (y.type == TPL_T_FUNC || y.type == TPL_T_LIST || y.type == TPL_T_MAP || y.type == TPL_T_MACRO)
+                                tpl_sb_mark(b, "container in a GenericAlias");
+                        }
+                        py_repr(b, x, w);
+                    } else {
+                        py_repr(b, x, w);
+                    }
+                }
+                tpl_sb_putc(b, ']');
+            } else {
+                tpl_sb_printf(b, "<%s '%.*s' of '%s' objects>", v.aux == TPL_FN_DESCR ? "method" : "member",
+                              (int)bd->self.len, bd->self.u.s, owner);
+            }
+            break;
+        }
+        /* fallthrough */
     default: {
         /* the globals Jinja2 has as classes print as the class */
         tpl_vtype cls = tpl_value_class(v);

@@ -48,7 +48,9 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
         if (v.flags & TPL_F_GROUP) return TPL_VT_GROUP_TUPLE;
         return v.flags & TPL_F_TUPLE ? TPL_VT_TUPLE : TPL_VT_LIST;
     case TPL_T_MAP: return v.flags & TPL_F_NS ? TPL_VT_NAMESPACE : TPL_VT_DICT;
-    case TPL_T_FUNC: return v.u.p ? TPL_VT_BUILTIN : tpl_value_class(v) != TPL_VT__COUNT ? TPL_VT_TYPE : TPL_VT_FUNCTION;
+    case TPL_T_FUNC:
+        if (v.u.p && v.aux >= TPL_FN_ALIAS) return v.aux == TPL_FN_ALIAS ? TPL_VT_GENERIC_ALIAS : v.aux == TPL_FN_DESCR ? TPL_VT_METHOD_DESCR : TPL_VT_MEMBER_DESCR;
+        return v.u.p ? TPL_VT_BUILTIN : tpl_value_class(v) != TPL_VT__COUNT ? TPL_VT_TYPE : TPL_VT_FUNCTION;
     case TPL_T_MACRO: return TPL_VT_MACRO;
     case TPL_T_LOOP: return TPL_VT_LOOP;
     case TPL_T_UNSET: return TPL_VT_UNSET;
@@ -60,7 +62,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
 /* Whether v is the bound builtin method NAME (a cycler's or joiner's: stdlib/jinja/globals.c). */
 static bool is_bound(tpl_value v, const char *name)
 {
-    const tpl_builtin_info *bi = v.type == TPL_T_FUNC && v.u.p ? tpl_lib_builtin(v.u.bound->method) : NULL;
+    const tpl_builtin_info *bi = v.type == TPL_T_FUNC && v.u.p && v.aux < TPL_FN_ALIAS ? tpl_lib_builtin(v.u.bound->method) : NULL;
     return bi && strcmp(bi->name, name) == 0;
 }
 

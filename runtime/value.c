@@ -587,6 +587,14 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         }
         return true;
     }
+    case TPL_T_FUNC:
+        if (a.u.p && b.u.p && a.aux >= TPL_FN_ALIAS && a.aux == b.aux) { /* dict[...] (GenericAlias.__eq__: the arguments), dict.get */
+            const tpl_bound *x = a.u.bound, *y = b.u.bound;
+            if (x->method != y->method) return false;
+            return a.aux == TPL_FN_ALIAS ? equal_rec(x->self, y->self, depth + 1, fuel, eql)
+                                         : x->self.len == y->self.len && tpl_mem_eq(x->self.u.s, y->self.u.s, x->self.len);
+        }
+        return a.u.p == b.u.p && a.aux == b.aux;
     default:   /* functions, macros, loops: identity */
         return a.u.p == b.u.p && a.aux == b.aux;
     }

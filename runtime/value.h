@@ -243,6 +243,14 @@ typedef struct tpl_bound {
     uint16_t method;    /* builtin id */
 } tpl_bound;
 
+/* aux of a TPL_T_FUNC holding a tpl_bound (0: a bound method, self.method): what Jinja2 finds on a
+ * global that is a class. TPL_FN_ALIAS: dict[self] (types.GenericAlias; method is the dict global's
+ * id); TPL_FN_DESCR: the unbound method self (a string) of the class `method` (dict.get:
+ * <method 'get' of 'dict' objects>); TPL_FN_MEMBER: the data member self of the class `method`
+ * (range.start). */
+enum { TPL_FN_ALIAS = 0xFFFD, TPL_FN_DESCR = 0xFFFE, TPL_FN_MEMBER = 0xFFFF }; /* (a bound method's aux may
+                                                                            * hold its builtin id: below these) */
+
 /* A Python special ("dunder") name: `__x__`, at least one character between the underscores. */
 static inline bool tpl_is_dunder(const char *s, size_t n)
 {

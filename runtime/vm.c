@@ -603,9 +603,11 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
     else if (IS("depth0")) *out = tpl_v_int((int64_t)l->depth - 1);
     else if (IS("previtem")) *out = i >= 2 ? l->items->items[i - 2] : undef_named("there is no previous item", 25, TPL_UNDEF_PLAIN, 0);
     else if (IS("nextitem")) *out = i < len ? l->items->items[i] : undef_named("there is no next item", 21, TPL_UNDEF_PLAIN, 0);
+    else if (IS("cycle") || IS("changed")) /* (a bound method Python prints with the loop's repr) */
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: loop.%.*s as a value (tpl has it only called: loop.%.*s(...))",
+                           (int)n, name, (int)n, name);
     else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_VT_LOOP + 1);
 #undef IS
-    (void)vm;
     return 0;
 }
 
@@ -627,6 +629,17 @@ static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_
     } else if (IS("catch_kwargs")) *out = tpl_v_bool(d->kwargs_slot >= 0);
     else if (IS("catch_varargs")) *out = tpl_v_bool(d->varargs_slot >= 0);
     else if (IS("caller")) *out = tpl_v_bool(d->caller_slot >= 0);
+    else if (IS("explicit_caller")) { /* "caller" in arguments */
+        bool ex = false;
+        for (uint32_t i = 0; i < d->nparams; i++)
+            if (params->items[i].len == 6 && memcmp(params->items[i].u.s, "caller", 6) == 0) ex = true;
+        *out = tpl_v_bool(ex);
+    } else if (n && name[0] == '_' && vm->p->opts.hf) /* the sandbox hides private names (unsafe_undefined) */
+        *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_VT_MACRO + 1);
+    else if (IS("_argument_count")) *out = tpl_v_int(d->nparams);
+    else if (IS("_default_autoescape")) *out = tpl_v_bool(tpl_vm_autoescape(vm));
+    else if (IS("_func") || IS("_environment") || IS("_invoke"))
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: Macro.%.*s (an interpreter object tpl does not model)", (int)n, name);
     else *out = undef_named(name, n, TPL_UNDEF_ATTR, TPL_VT_MACRO + 1);
 #undef IS
     return 0;
@@ -684,6 +697,86 @@ static int number_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tp
                            fl ? "float" : "int", (int)n, name);
 #undef IS
     *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
+    return 0;
+}
+
+static int fn_special(tpl_vm *vm, int kind, tpl_value self, int cls_id, tpl_value *out)
+{
+    tpl_bound *b = tpl_arena_alloc(&vm->arena, sizeof *b);
+    if (!b) return oom(vm);
+    b->self = self;
+    b->method = (uint16_t)cls_id;
+    tpl_value v = { 0 };
+    v.type = TPL_T_FUNC;
+    v.aux = (uint16_t)kind;
+    v.u.bound = b;
+    *out = v;
+    return 0;
+}
+
+/* getattr(cls, name) of a global that is a class in Jinja2 (vt: tpl_value_class; cls_id its
+ * builtin id): 0 with *out, 1 when the class has no such attribute, -1 with an error. Methods
+ * are unbound (<method 'get' of 'dict' objects>), range's start/stop/step data members; what
+ * Python prints with an address (dict.fromkeys, type.mro, Cycler.next/reset/current) is a
+ * located error (the sandbox of the hf profile hides mro: undefined). */
+static int class_attr(tpl_vm *vm, tpl_vtype vt, int cls_id, const char *name, size_t n, tpl_value *out)
+{
+    static const char *const dict_m[] = { "clear", "copy", "get", "items", "keys", "pop", "popitem", "setdefault",
+                                          "update", "values" };
+    static const char *const range_m[] = { "count", "index" }, *const range_d[] = { "start", "stop", "step" };
+    static const char *const cycler_f[] = { "next", "reset", "current" };
+#define FIND(tab, kind)                                                                                           \
+    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)                                                          \
+        if (strlen(tab[i]) == n && memcmp(tab[i], name, n) == 0)                                                   \
+            return fn_special(vm, kind, tpl_v_str(tab[i], n), cls_id, out);
+    if (vt == TPL_VT_DICT) { FIND(dict_m, TPL_FN_DESCR) }
+    if (vt == TPL_VT_RANGE) { FIND(range_m, TPL_FN_DESCR) FIND(range_d, TPL_FN_MEMBER) }
+#undef FIND
+    bool addr = n == 3 && memcmp(name, "mro", 3) == 0;
+    if (addr && vm->p->opts.hf) { /* SandboxedEnvironment.is_internal_attribute */
+        char msg[64];
+        int k = snprintf(msg, sizeof msg, "access to attribute 'mro' of 'type' object is unsafe.");
+        char *m = tpl_arena_strdup(&vm->arena, msg, (size_t)k);
+        if (!m) return oom(vm);
+        *out = undef_named(m, (size_t)k, TPL_UNDEF_PLAIN, 0);
+        return 0;
+    }
+    if (vt == TPL_VT_DICT && n == 8 && memcmp(name, "fromkeys", 8) == 0) addr = true;
+    for (size_t i = 0; vt == TPL_VT_CYCLER && i < sizeof cycler_f / sizeof *cycler_f; i++)
+        if (strlen(cycler_f[i]) == n && memcmp(cycler_f[i], name, n) == 0) addr = true;
+    if (addr)
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (a function of the class, which Python prints with its address)",
+                           vt == TPL_VT_CYCLER ? "Cycler" : vt == TPL_VT_JOINER ? "Joiner" : vt == TPL_VT_NAMESPACE ? "Namespace"
+                           : tpl_types[vt].py, (int)(n > 60 ? 60 : n), name);
+    return 1;
+}
+
+/* obj.name / obj[name] of a TPL_T_FUNC: a class global's attribute (class_attr), else Jinja2's
+ * fallback cls[name], which only dict has (dict[name], a types.GenericAlias); a GenericAlias
+ * forwards getattr to dict (what dict lacks: undefined). Anything else: undefined. */
+static int func_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
+{
+    tpl_vtype vt = obj.u.p ? (obj.aux == TPL_FN_ALIAS ? TPL_VT_DICT : TPL_VT__COUNT) : tpl_value_class(obj);
+    if (vt != TPL_VT__COUNT && !(n >= 5 && tpl_is_dunder(name, n))) {
+        int cls_id = obj.u.p ? obj.u.bound->method : obj.aux;
+        int rc = class_attr(vm, vt, cls_id, name, n, out);
+        if (rc <= 0) return rc;
+        if (vt == TPL_VT_DICT && !obj.u.p) {
+            char *k = tpl_arena_strdup(&vm->arena, name, n);
+            if (!k) return oom(vm);
+            return fn_special(vm, TPL_FN_ALIAS, tpl_v_str(k, n), cls_id, out);
+        }
+    } else if (vt == TPL_VT_DICT && !obj.u.p) { /* (hf: a dunder dict has is unsafe, one it lacks dict['__x__']) */
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: dict.%.*s (tpl does not model the class's special attributes)",
+                           (int)(n > 60 ? 60 : n), name);
+    }
+    uint8_t cont = tpl_undef_container(obj);
+    if (cont == TPL_VT_JOINER + 1 && obj.u.bound->self.type == TPL_T_MAP && /* a joiner's .sep and .used */
+        ((n == 3 && memcmp(name, "sep", 3) == 0) || (n == 4 && memcmp(name, "used", 4) == 0))) {
+        const tpl_value *hit = tpl_map_get_str(obj.u.bound->self.u.map, name, n, tpl_hash_str(name, n));
+        if (hit) { *out = *hit; return 0; }
+    }
+    *out = undef_named(name, n, TPL_UNDEF_ATTR, cont);
     return 0;
 }
 
@@ -771,6 +864,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             return number_attr(vm, obj, name, n, out);
         /* fallthrough */
     default:
+        if (obj.type == TPL_T_FUNC && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) return func_attr(vm, obj, name, n, out);
         *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
@@ -834,6 +928,11 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
         break;
     case TPL_T_LOOP:
     case TPL_T_MACRO: /* m["name"]: Jinja2's getitem falls back to the attribute */
+        if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
+        break;
+    case TPL_T_FUNC: /* dict[key] is a types.GenericAlias; other callables: TypeError, then the attribute */
+        if (tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA && !obj.u.p && tpl_value_class(obj) == TPL_VT_DICT)
+            return fn_special(vm, TPL_FN_ALIAS, key, obj.aux, out);
         if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
         break;
     case TPL_T_HOST: {
@@ -1931,6 +2030,14 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
 /* A macro's name in messages as Jinja2 writes it: 'name', or None for a call block's caller. */
 #define MNAME(nm) (nm)->s.len ? "'" : "", (nm)->s.len ? (int)(nm)->s.len : 4, (nm)->s.len ? (nm)->s.u.s : "None", (nm)->s.len ? "'" : ""
 
+/* Whether keyword name takes a parameter of the macro (one not given by position) or its caller. */
+static bool kw_param(const tpl_macro_desc *d, const tpl_list *params, int npos, tpl_value name)
+{
+    for (uint32_t i = 0; i < d->nparams; i++)
+        if (tpl_equal(params->items[i], name)) return (int)i >= npos;
+    return name.len == 6 && memcmp(name.u.s, "caller", 6) == 0 && d->caller_slot >= 0;
+}
+
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
@@ -1946,18 +2053,15 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     for (uint32_t i = 0; i < d->nslots; i++) slots[i] = tpl_v_unset();
     tpl_list *params = p->consts[d->params].u.list;
     tpl_list *varargs = NULL;
+    bool too_many = false; /* (Jinja2's Macro.__call__ checks the keywords first) */
     if (npos > d->nparams) {
         if (d->varargs_slot < 0 && vm->p->opts.syntax == TPL_SYNTAX_ERB) /* a def of the template */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected at most %u) (ArgumentError)", npos, d->nparams);
-        if (d->varargs_slot < 0)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes not more than %u argument(s)", MNAME(mname), d->nparams);
-        varargs = tpl_list_new(&vm->arena, (uint32_t)(npos - d->nparams));
-        if (!varargs) return oom(vm);
+        if (d->varargs_slot < 0) too_many = true;
+        else if (!(varargs = tpl_list_new(&vm->arena, (uint32_t)(npos - d->nparams)))) return oom(vm);
     }
-    for (int i = 0; i < npos; i++) {
-        if (i < d->nparams) slots[i] = pos[i];
-        else varargs->items[varargs->len++] = pos[i];
-    }
+    for (int i = 0; i < npos && i < (int)d->nparams; i++) slots[i] = pos[i];
+    for (int i = (int)d->nparams; varargs && i < npos; i++) varargs->items[varargs->len++] = pos[i];
     if (d->varargs_slot >= 0) {
         if (!varargs) varargs = tpl_list_new(&vm->arena, 0);
         if (!varargs) return oom(vm);
@@ -1981,9 +2085,16 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
             slots[d->caller_slot] = kwv[k];
             continue;
         }
-        if (d->kwargs_slot < 0)
+        if (d->kwargs_slot < 0) {
+            /* Jinja2 raises for the first keyword left over, unless `caller` is among them: a call
+             * block (or caller=) given to a macro that does not read caller */
+            for (int j = k; j < nkw; j++)
+                if (kwn[j].len == 6 && memcmp(kwn[j].u.s, "caller", 6) == 0 && !kw_param(d, params, npos, kwn[j]))
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s was invoked with two values for the special caller "
+                                        "argument. This is most likely a bug.", MNAME(mname));
             return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes no keyword argument '%.*s'", MNAME(mname),
                                 (int)kwn[k].len, kwn[k].u.s);
+        }
         if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 4))) return oom(vm);
         if (!tpl_map_set(&vm->arena, kwargs, kwn[k], kwv[k])) return oom(vm);
     }
@@ -1991,6 +2102,8 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
         if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 0))) return oom(vm);
         slots[d->kwargs_slot] = tpl_v_map(kwargs);
     }
+    if (too_many)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes not more than %u argument(s)", MNAME(mname), d->nparams);
     if (d->caller_slot >= 0 && caller.type != TPL_T_UNSET && slots[d->caller_slot].type == TPL_T_UNSET)
         slots[d->caller_slot] = caller;
     if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (captures)");
@@ -2278,6 +2391,31 @@ static int include_dyn(tpl_vm *vm, tpl_value names, tpl_value ctx, uint32_t flag
     return run_loaded(vm, sub, ctx, NULL);
 }
 
+static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                    tpl_value *out);
+
+/* Calls dict[...] (a GenericAlias calls dict), dict.get / range.count (an unbound method: the first
+ * argument is self) or range.start (not callable). */
+static int call_special(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                        tpl_value *out)
+{
+    const tpl_bound *bd = fn.u.bound;
+    if (fn.aux == TPL_FN_ALIAS) return call_builtin(vm, bd->method, pos, npos, kwn, kwv, nkw, out);
+    if (fn.aux != TPL_FN_DESCR) return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", tpl_type_name(vm, fn));
+    const char *owner = tpl_lib_builtin(bd->method)->name;
+    if (npos == 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unbound method %s.%.*s() needs an argument", owner, (int)bd->self.len, bd->self.u.s);
+    tpl_value self = pos[0];
+    bool ok = strcmp(owner, "dict") == 0 ? self.type == TPL_T_MAP && !(self.flags & TPL_F_NS)
+                                         : self.type == TPL_T_LIST && self.aux == TPL_LAZY_RANGE;
+    if (!ok)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "descriptor '%.*s' for '%s' objects doesn't apply to a '%s' object",
+                            (int)bd->self.len, bd->self.u.s, owner, tpl_type_name(vm, self));
+    tpl_value m;
+    if (tpl_getattr(vm, self, bd->self.u.s, bd->self.len, &m) < 0) return -1;
+    return call_any(vm, m, pos + 1, npos - 1, kwn, kwv, nkw, out);
+}
+
 /* Calls a callable value with positional and keyword arguments. */
 static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                     tpl_value *out)
@@ -2286,6 +2424,7 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
         return call_macro(vm, (const tpl_closure *)fn.u.p, pos, npos, kwn, kwv, nkw, tpl_v_unset(), out);
     if (fn.type == TPL_T_FUNC) {
         if (!fn.u.bound) return call_builtin(vm, fn.aux, pos, npos, kwn, kwv, nkw, out);
+        if (fn.aux >= TPL_FN_ALIAS) return call_special(vm, fn, pos, npos, kwn, kwv, nkw, out);
         /* bound method: self first */
         tpl_value args[64];
         if (npos >= 63) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments");

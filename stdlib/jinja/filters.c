@@ -94,6 +94,22 @@ typedef struct sort_ctx {
     bool reverse;
 } sort_ctx;
 
+/* sorted()'s reverse= (list.sort's `bool(accept={int})`: _PyLong_AsInt): an int that fits a C int,
+ * else Python's TypeError / OverflowError (dictsort and sort pass theirs through). */
+static int reverse_arg(tpl_vm *vm, tpl_value v, int *rev)
+{
+    if (v.type == TPL_T_UNSET) { *rev = 0; return 0; }
+    if ((v.type == TPL_T_INT || v.type == TPL_T_BOOL) && v.u.i >= INT32_MIN && v.u.i <= INT32_MAX) {
+        *rev = v.u.i != 0;
+        return 0;
+    }
+    if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT)
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C int");
+    if (v.type == TPL_T_HOST)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: a host object as sort's reverse= (tpl takes an int)");
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", tpl_type_name(vm, v));
+}
+
 /* Compares keys[x] and keys[y] as Python's `<` does (lists element-wise, == first). */
 static int key_cmp(const sort_ctx *c, uint32_t x, uint32_t y, int *res)
 {
@@ -552,22 +568,26 @@ static int dict_items(tpl_vm *vm, tpl_value v, tpl_list **out)
 int f_dictsort(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
-    if (v.type == TPL_T_UNDEF)
-        return tpl_undefined_error(vm, v);
-    if (v.type != TPL_T_MAP || (v.flags & TPL_F_NS))
-        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'items'", tpl_type_name(vm, v));
-    int cs = tpl_arg_truthy(vm, a[1], false);
-    if (cs < 0)
-        return -1;
+    /* Jinja2's order: `by` is checked, value.items() taken, sorted() reads reverse=, then the
+     * sort folds case (`not case_sensitive`) */
     int pos = 0;
     if (tpl_given(a[2])) {
         tpl_value by = a[2];
+        if (tpl_vm_strict_undef(vm, by)) /* (StrictUndefined.__eq__) */
+            return tpl_undefined_error(vm, by);
         if (by.type == TPL_T_STR && by.len == 3 && memcmp(by.u.s, "key", 3) == 0) pos = 0;
         else if (by.type == TPL_T_STR && by.len == 5 && memcmp(by.u.s, "value", 5) == 0) pos = 1;
         else return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "You can only sort by either \"key\" or \"value\"");
     }
-    int rev = tpl_arg_truthy(vm, a[3], false);
-    if (rev < 0)
+    if (v.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, v);
+    if (v.type != TPL_T_MAP || (v.flags & TPL_F_NS))
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'items'", tpl_type_name(vm, v));
+    int rev;
+    if (reverse_arg(vm, a[3], &rev) < 0)
+        return -1;
+    int cs = v.u.map->len ? tpl_arg_truthy(vm, a[1], false) : 0; /* (read per item: none, never) */
+    if (cs < 0)
         return -1;
     const tpl_map *m = v.u.map;
     uint32_t n = m->len;
@@ -1447,8 +1467,8 @@ int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *items;
     if (tpl_iter_list(vm, a[0], &items) < 0)
         return -1;
-    int rev = tpl_arg_truthy(vm, a[1], false);
-    if (rev < 0)
+    int rev;
+    if (reverse_arg(vm, a[1], &rev) < 0)
         return -1;
     int cs = tpl_arg_truthy(vm, a[2], false);
     if (cs < 0)

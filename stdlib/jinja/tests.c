@@ -86,8 +86,19 @@ int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
     switch (x.type) {
     case TPL_T_NONE: case TPL_T_UNSET: RET(true);
     case TPL_T_BOOL: RET(x.u.i == y.u.i);
-    case TPL_T_INT: RET(x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256);
-    case TPL_T_FLOAT: RET(false);
+    case TPL_T_INT:
+    case TPL_T_BIGINT:
+    case TPL_T_FLOAT:
+        /* equal ints outside -5..256 and equal floats are one object or two depending on where
+         * CPython made them (one variable read twice, literals the compiler merged: the same;
+         * two state keys, two results: not), which tpl does not follow */
+        if (x.type == TPL_T_INT && (x.u.i != y.u.i || (x.u.i >= -5 && x.u.i <= 256))) RET(x.u.i == y.u.i);
+        if (x.type == TPL_T_BIGINT ? x.len != y.len || memcmp(x.u.s, y.u.s, x.len) != 0
+                                   : x.type == TPL_T_FLOAT && !(x.u.f == y.u.f))
+            RET(false);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: `is sameas` of two equal %s (CPython's answer depends on "
+                            "where each object was made, which tpl does not follow)",
+                            x.type == TPL_T_FLOAT ? "floats" : "ints outside -5..256");
     case TPL_T_STR: /* a Markup object is never the str it was made from */
         if ((x.flags & TPL_F_SAFE) != (y.flags & TPL_F_SAFE) || x.len != y.len) RET(false);
         if (x.u.s == y.u.s || x.len == 0) RET(true);
