@@ -4,6 +4,7 @@
  *   /(.*?)(^[ \t]*<%\-|<%\-|-%>\r?\n|-%>|<%%|<%=|<%#|<%|%%>|%>|\z)/m
  * and ERB::Compiler#compile_stag / #compile_etag / #compile_content with its Buffer (items of a
  * generated line joined by "; ", a text's newlines repeated after its put command). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1487,6 +1488,37 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
     return true;
 }
 
+/* Ruby's "#@ivar", "#@@cvar" and "#$gvar" interpolation (no braces): the length of the variable
+ * name at s[p] ('@' or '$'), 0 when what follows is no variable (the '#' is then a literal one). */
+static size_t dvar_len(const char *s, size_t len, size_t p)
+{
+    size_t k = p + 1;
+    if (k >= len) return 0;
+    unsigned char ch = (unsigned char)s[k];
+    if (s[p] == '$') {
+        if (ch == '-') {
+            if (++k >= len) return 0;
+            ch = (unsigned char)s[k];
+            return ch >= 0x80 || ch == '_' || isalnum(ch) ? k + 1 - p : 0;
+        }
+        if (isdigit(ch)) {
+            while (k < len && isdigit((unsigned char)s[k])) k++;
+            return k - p;
+        }
+        if (ch && strchr("~*$?!@/\\;,.=:<>\"&`'+", ch)) return k + 1 - p;
+    } else if (s[p] == '@') {
+        if (ch == '@') {
+            if (++k >= len) return 0;
+            ch = (unsigned char)s[k];
+        }
+    } else {
+        return 0;
+    }
+    if (!(ch >= 0x80 || ch == '_' || isalpha(ch))) return 0;
+    while (k < len && ((unsigned char)s[k] >= 0x80 || s[k] == '_' || isalnum((unsigned char)s[k]))) k++;
+    return k - p;
+}
+
 tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
 {
     uint32_t pre = (uint32_t)pct_prefix(c, t);   /* "x" or %(x) / %Q(x) */
@@ -1497,7 +1529,12 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
     tpl_sb b;
     tpl_sb_init(&b, c->arena);
     while (i <= len) {
-        bool at_interp = i + 1 < len && s[i] == '#' && s[i + 1] == '{' && (i == 0 || s[i - 1] != '\\');
+        if (i < len && s[i] == '\\') {   /* an escape: the next byte is never an interpolation's '#' */
+            i = i + 2 < len ? i + 2 : len;
+            continue;
+        }
+        size_t dv = i + 1 < len && s[i] == '#' && s[i + 1] != '{' ? dvar_len(s, len, i + 1) : 0;
+        bool at_interp = i + 1 < len && s[i] == '#' && (s[i + 1] == '{' || dv);
         if (i == len || at_interp) {
             size_t bad = 0;
             const char *why = "invalid escape sequence in string literal";
@@ -1514,8 +1551,20 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
                 parts = tpl_node_append(parts, k);
             }
             if (i == len) break;
-            /* #{ code } */
             interp = true;
+            if (dv) {
+                /* #@ivar, #@@cvar, #$gvar: the variable alone */
+                size_t from = (size_t)(s - c->src) + i + 1;
+                tpl_node *code = NULL;
+                if (!parse_range(c, from, from + dv, &code, false)) break;
+                tpl_node *st = tpl_p_node(c, TPL_N_RSTMTS, (uint32_t)from, NULL, NULL);
+                st->b = code && code->kind == TPL_N_RSTMTS ? code->b : code;
+                parts = tpl_node_append(parts, st);
+                i = i + 1 + dv;
+                lit = i;
+                continue;
+            }
+            /* #{ code } */
             size_t e = i + 2;
             int d = 1;
             while (e < len) {
@@ -1576,8 +1625,9 @@ tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t)
     n->op = op;
     for (size_t i = 0; i + 1 < n->val.len; i++)
         if (n->val.u.s[i] == '\\') i++;
-        else if (n->val.u.s[i] == '#' && n->val.u.s[i + 1] == '{') {
-            tpl_pctx_error(c, t.off + (uint32_t)(open + i), "unsupported Ruby construct: interpolation (#{}) in a regex literal");
+        else if (n->val.u.s[i] == '#' && (n->val.u.s[i + 1] == '{' || dvar_len(n->val.u.s, n->val.len, i + 1))) {
+            tpl_pctx_error(c, t.off + (uint32_t)(open + i), "unsupported Ruby construct: interpolation (%s) in a regex literal",
+                           n->val.u.s[i + 1] == '{' ? "#{}" : n->val.u.s[i + 1] == '@' ? "#@var" : "#$var");
             break;
         }
     return n;
