@@ -484,7 +484,10 @@ module Tpl
                        elsif said.start_with?("#") && said.end_with?(":Object") then said.delete_suffix(":Object")
                        end
                 msg = msg.sub(" for #{said} (") { " for #{text} (" } if text && text != said
-                is_self ? cls.new(msg, name.to_sym, receiver: self_obj) : cls.new(msg, name.to_sym)
+                if !is_self then cls.new(msg, name.to_sym)
+                elsif cls <= ::NoMethodError then cls.new(msg, name.to_sym, [], true, receiver: self_obj) # (a private call: self's)
+                else cls.new(msg, name.to_sym, receiver: self_obj)
+                end
               else
                 cls.new(msg)
               end

@@ -522,6 +522,13 @@ class TestERB < Minitest::Test
         assert_same ruby.receiver, e.receiver, where if e.message.include?("undefined local variable")
       end
     end
+    # did_you_mean's suggestions for self's names, as Ruby's (name and receiver set)
+    ["<%= bnd %>", "<%= bnd(1) %>"].each do |src|
+      ruby = assert_raises(::NameError) { ERB.new(src).result(Named.new.bind) }
+      e = assert_raises(::NameError) { Tpl::ERB.new(src).result(Named.new.bind) }
+      refute_empty ruby.message.lines.drop(1), src
+      assert_equal ruby.message.lines.drop(1), e.message.lines.drop_while { !_1.start_with?("Did you mean?") }, src
+    end
   end
 
   def test_unknown_method_error
