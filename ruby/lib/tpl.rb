@@ -468,7 +468,8 @@ module Tpl
 
       def line = @tpl_error.line && @tpl_error.line + @lineno
 
-      # self: the binding's receiver of a render error (nil: not known, as for a compile error)
+      # self_obj: the receiver of the binding a render error happened in (self_given false: a
+      # compile error, no receiver)
       def self.convert(e, lineno, self_given = false, self_obj = nil)
         cls = CLASSES[e.exception_name] or return e
         msg = e.message
