@@ -1529,6 +1529,25 @@ static bool index_site(erb_low *L, tpl_node *n, const tpl_node **twin, own_group
     return true;
 }
 
+
+/* Whether Ruby's m, called without a block, returns an Enumerator (Enumerable, Array, Hash,
+ * Integer and String methods that yield): m.with_index { } then runs on that Enumerator. Any
+ * other method returns its value (first(3), sort, keys: an Array), whose own each_with_index runs. */
+static bool blockless_enumerator(tpl_value m)
+{
+    static const char *const names[] = {
+        "select", "filter", "filter_map", "reject", "find", "detect", "find_index", "find_all", "partition",
+        "group_by", "chunk_while", "slice_when", "sort_by", "min_by", "max_by", "minmax_by", "flat_map",
+        "collect_concat", "take_while", "drop_while", "chunk", "each_char", "each_byte", "each_line",
+        "each_key", "each_value", "each_with_object", "upto", "downto", "step", "cycle", "map!", "collect!",
+        "select!", "filter!", "reject!", "keep_if", "delete_if", "each_index", "transform_values",
+        "transform_keys", "each_codepoint", "each_grapheme_cluster",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (name_is(m, names[i])) return true;
+    return false;
+}
+
 static void call(erb_low *L, tpl_node *n, bool used)
 {
     /* a trailing &:name argument is the call's block */
@@ -1687,11 +1706,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
                             (int)m.len, m.u.s, (int)n->val.len, n->val.u.s);
                 return;
             }
-        } else {
+        } else if (blockless_enumerator(m)) {
             tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s.%.*s (an Enumerator of %.*s)",
                         (int)m.len, m.u.s, (int)n->val.len, n->val.u.s, (int)m.len, m.u.s);
             return;
-        }
+        } /* (any other m returns a value, an Array as first(3) or sort does: its own method runs) */
     }
     if (!used && n->c && !n->b && n->c->kind == TPL_N_RBLOCK) {
         int mode = loop_mode(n->val);
