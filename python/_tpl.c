@@ -2445,7 +2445,7 @@ static int cached_val(render_ctx *c, PyObject *o, tpl_val *out, centry **used)
 /* A state value (borrowed from the mapping) converted. When *top (the state can be cached),
  * what its value depends on and borrows is recorded in c->tr; a value that cannot be cached
  * clears *top. */
-static inline int state_item(render_ctx *c, PyObject *v, tpl_val *out, bool *top)
+static inline __attribute__((always_inline)) int state_item(render_ctx *c, PyObject *v, tpl_val *out, bool *top)
 {
     PyTypeObject *t = Py_TYPE(v);
     if (t == &PyUnicode_Type) return str_val(c, v, 0, out) < 0 || (*top && refs_str(&c->tr, v) < 0) ? -1 : 0;
