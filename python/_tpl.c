@@ -8,7 +8,8 @@
  *
  * Strings are not copied: the VM reads each str's own UTF-8 buffer (PyUnicode_AsUTF8AndSize,
  * TPL_VAL_BORROW | TPL_VAL_UTF8_VALID), and the render holds a reference to every str it
- * borrows until it ends.
+ * borrows until it ends — except a render that keeps the GIL and can run no Python code, whose
+ * caller's mapping keeps them (render: nokeep).
  *
  * A render context remembers the plain dicts, lists and tuples it converted as state values and
  * reuses their tpl values while CPython says they did not change (the converted-value cache,
