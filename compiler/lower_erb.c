@@ -2507,7 +2507,7 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
                      name_is(e->val, "inspect") || name_is(e->val, "class") || name_is(e->val, "===") ||
                      name_is(e->val, "==") || name_is(e->val, "ancestors") || name_is(e->val, "superclass") ||
                      (name_is(e->a->val, "Regexp") && (name_is(e->val, "escape") || name_is(e->val, "quote") ||
-                                                        name_is(e->val, "union")));
+                                                        name_is(e->val, "union") || name_is(e->val, "last_match")));
             defined_all(L, parts, n, known && m ? "method" : NULL, depth);
             return;
         }

@@ -4205,7 +4205,7 @@ top:
         if (v.type == TPL_T_INT && v.u.i != INT64_MIN) sp[-1] = tpl_v_int(-v.u.i);
         else if (v.type == TPL_T_FLOAT) sp[-1] = tpl_v_float(-v.u.f);
         else if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { if (tpl_big_neg(vm, v, &sp[-1]) < 0) goto fail; }
-        else { tpl_stdlib.rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]); goto fail; }
+        else if (tpl_stdlib.rb_send(vm, v, "-@", 2, NULL, 0, NULL, NULL, 0, &sp[-1]) < 0) goto fail;   /* String#-@ */
         NEXT(0);
     }
     CASE(EQ_RB)

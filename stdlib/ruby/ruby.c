@@ -1576,6 +1576,15 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if ((IS("new") || IS("exception")) && npos <= 1 && is_exc_class(self))   /* ArgumentError.new("m") */
         return make_exc(vm, self, npos ? args[0] : self, out);
     if (CLS("File")) return file_method(vm, name, n, args, npos, out);
+    if (CLS("Regexp") && IS("last_match") && npos <= 1) {   /* $~, or $~[n] (nil without a match) */
+        tpl_value m = tpl_vm_rb_match(vm);
+        if (npos == 0 || m.type != TPL_T_LIST || !(m.flags & TPL_F_MATCH_RB)) {
+            *out = npos == 0 ? m : tpl_v_none();
+            return 0;
+        }
+        tpl_value a[3] = { m, args[0], tpl_v_unset() };
+        return r_md_getitem(vm, a, out);
+    }
     if (CLS("ERB::Util")) return erb_util_method(vm, name, n, args, npos, out);
     if (CLS("JSON")) return json_method(vm, name, n, args, npos, out);
     if (IS("[]") && CLS("Array")) {   /* Array[a, b] */
@@ -2657,11 +2666,27 @@ int r_str_strip(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = rb_
 int r_str_lstrip(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = rb_strip(a[0], 1); return 0; }
 int r_str_rstrip(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = rb_strip(a[0], 2); return 0; }
 
+/* chomp, chomp(sep): sep nil keeps the string, "" drops every trailing "\n" / "\r\n" (paragraph
+ * mode), "\n" is the default (one "\n", "\r\n" or "\r"), another sep is dropped when it ends the string */
 int r_str_chomp(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    (void)vm;
     tpl_value s = a[0];
     size_t n = s.len;
+    if (tpl_given(a[1]) && !(a[1].type == TPL_T_STR && a[1].len == 1 && a[1].u.s[0] == '\n')) {
+        tpl_value sep = a[1];
+        if (sep.type == TPL_T_NONE) { *out = s; return 0; }
+        if (want_str(vm, sep) < 0) return -1;
+        if (sep.len == 0) {
+            while (n && s.u.s[n - 1] == '\n') {
+                n--;
+                if (n && s.u.s[n - 1] == '\r') n--;
+            }
+        } else if (sep.len <= n && memcmp(s.u.s + n - sep.len, sep.u.s, sep.len) == 0) {
+            n -= sep.len;
+        }
+        *out = tpl_v_str(s.u.s, n);
+        return 0;
+    }
     if (n && s.u.s[n - 1] == '\n') n--;
     if (n && s.u.s[n - 1] == '\r' && n < s.len) n--;
     else if (n == s.len && n && s.u.s[n - 1] == '\r') n--;
