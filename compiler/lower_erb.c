@@ -1845,7 +1845,20 @@ static void case_(erb_low *L, tpl_node *n, bool value)
         int nh = 0;
         for (tpl_node *v = w->a; v; v = v->next) {
             tpl_c_at(C, v->off);
-            if (!n->a) {
+            if (v->kind == TPL_N_STARARG) {   /* when *list: Array(list), then some item === the subject */
+                expr(L, v->a);
+                tpl_c_at(C, v->off);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("Array")), 0);
+                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_Array);
+                tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+                if (n->a) load_local(L, subj, sname);
+                else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+                tpl_c_emit(C, n->a ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
+                tpl_c_at(C, v->off);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(when_splat)")), -2);
+                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_when_splat);
+                tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+            } else if (!n->a) {
                 expr(L, v);
             } else if (v->kind == TPL_N_CONST) {
                 load_local(L, subj, sname);

@@ -2526,6 +2526,21 @@ int r_k_nth_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+int r_k_when_splat(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value items = a[0], subj = a[1];
+    bool has = tpl_truthy_rb(a[2]);
+    *out = tpl_v_bool(false);
+    if (items.type != TPL_T_LIST) return 0;
+    for (uint32_t i = 0; i < items.u.list->len; i++) {
+        tpl_value it = items.u.list->items[i], r;
+        if (!has) r = it;
+        else if (tpl_rb_send(vm, it, "===", 3, &subj, 1, NULL, NULL, 0, &r) < 0) return -1;
+        if (tpl_truthy_rb(r)) { *out = tpl_v_bool(true); return 0; }
+    }
+    return 0;
+}
+
 int r_any_self(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; return 0; }
 /* nil, booleans, numbers, symbols, regexes and ranges are frozen in Ruby 3.1; strings when flagged */
 int r_any_frozen_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
