@@ -2938,6 +2938,34 @@ static inline __attribute__((always_inline)) const tpl_value *state_attr(tpl_vm 
     return NULL;
 }
 
+/* The truth of a value of a type whose truth cannot fail (tpl_truthy_py's answer for none, bool,
+ * int, str, dict, list), else -1 (the caller runs the general path). */
+static inline __attribute__((always_inline)) int plain_truth(const tpl_value *v)
+{
+    switch (v->type) {
+    case TPL_T_NONE: return 0;
+    case TPL_T_BOOL: case TPL_T_INT: return v->u.i != 0;
+    case TPL_T_STR: return v->len != 0;
+    case TPL_T_MAP: return v->u.map->len != 0;
+    case TPL_T_LIST: return v->u.list->len != 0 || tpl_is_iter(*v) || (v->flags & TPL_F_RANGE_BIG);
+    default: return -1;
+    }
+}
+
+/* name_a.name_b of a state dict for the fused fast paths (hits set): the entry kept for (a, b)
+ * in this generation of the lookups first — it was kept while hits[na] was a dict, and neither
+ * changes within a generation, so the kept entry needs no look at hits[na] — else state_attr of
+ * hits[na] when the render has found a dict there; NULL otherwise. */
+static inline __attribute__((always_inline)) const tpl_value *kept_attr(tpl_vm *vm, const tpl_value *const *hits,
+                                                                        uint32_t na, uint32_t nb, const tpl_name *names)
+{
+    const struct tpl_attr_hit *e = &vm->attr_hit[(na * 37u + nb) % (sizeof vm->attr_hit / sizeof vm->attr_hit[0])];
+    if (e->tag == ((uint64_t)vm->name_hit_gen << 32 | na << 16 | nb)) return e->v;
+    const tpl_value *hit = hits[na];
+    if (hit == NULL || hit->type != TPL_T_MAP) return NULL; /* (name_absent's type is UNDEF) */
+    return state_attr(vm, hit, na, nb, names);
+}
+
 /* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
  * word spreads the list and dict ARGS_STAR / ARGS_DSTAR built). */
 #define CALL_ARGS(aw) \
@@ -2966,22 +2994,17 @@ static int eq_op(tpl_vm *vm, tpl_value x, tpl_value y, bool *r)
 
 /* GCC's global common subexpression elimination moves loads of the dispatch loop's values
  * across its computed gotos and spills them (GCC's manual advises -fno-gcse for such loops):
- * about 1% fewer instructions per render on w1 and w2. */
+ * about 1% fewer instructions per render on w1 and w2. GCC's register allocator, left to split
+ * this function into regions (its default), keeps `ip`, the label table and even `vm` in stack
+ * slots, a load or two in every dispatch; allocating the function as one region
+ * (-fira-region=one) keeps them in registers: w1 3,606 -> 3,402 instructions per render, w2 -3.9%,
+ * w4 -3.8%, w5 -4.6% (bench/RESULTS.md, session 24). It replaces the asm("r15") / asm("r14")
+ * register variables for `ip` and the label table, which gained 1.7% on w1 and 0.1-1.2% on the
+ * other workloads over the default allocation and tied the code to two named registers. */
 #if defined(__GNUC__) && !defined(__clang__)
-#define INTERP_OPT __attribute__((optimize("no-gcse")))
+#define INTERP_OPT __attribute__((optimize("no-gcse", "ira-region=one")))
 #else
 #define INTERP_OPT
-#endif
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define IP_REGISTER register
-#define IP_ASM __asm__("r15")
-#define TBL_REGISTER register
-#define TBL_ASM __asm__("r14")
-#else
-#define IP_REGISTER
-#define IP_ASM
-#define TBL_REGISTER
-#define TBL_ASM
 #endif
 
 /* The interpreter. st NULL: runs a call level from pc to its end (RETURN, RET_RB, HALT). st set
@@ -2992,7 +3015,7 @@ INTERP_OPT static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint3
 {
     const tpl_program *p = vm->p;
     const uint32_t *code = p->code;
-    IP_REGISTER const uint32_t *ip IP_ASM = code + pc0; /* the running instruction (pc: ip - code) */
+    const uint32_t *ip = code + pc0; /* the running instruction (pc: ip - code) */
     const tpl_value *consts = p->consts;
     const tpl_name *names = p->names;
     tpl_value *slots = vm->slots + slot_base;
@@ -3057,7 +3080,7 @@ INTERP_OPT static int interp(tpl_vm *vm, uint32_t pc0, uint32_t slot_base, uint3
 #undef TPL_OP
 #undef TPL_FUSED
     };
-    TBL_REGISTER const void *const *tbl TBL_ASM = labels;
+    const void *const *tbl = labels;
 #define DISPATCH() do { \
         ticks++; w = *ip; a = TPL_INSN_A(w); goto *tbl[TPL_INSN_OP(w)]; } while (0)
 #define CASE(name) op_##name:
@@ -3124,6 +3147,30 @@ top:
     CASE(TIDY_PY) { if (tidy(vm, false) < 0) goto fail; NEXT(0); }
     CASE(TIDY_RB) { if (tidy(vm, true) < 0) goto fail; NEXT(0); }
     CASE(CONST) { *sp++ = consts[a]; NEXT(0); }
+    CASE(CONST_CALL_NAME_JF) {
+        /* CONST 'usual doctor'; CALL_NAME remembers; JF_PY: the answer CALL_NAME's first path
+         * keeps (vm->rkept), with the fuel charged as CALL_NAME charges it (its CHARGE, then the
+         * kept scan's share), taken in this dispatch; anything else is CONST, and the call and the
+         * jump run as they are (the fuel running out included: their own paths report it) */
+        const tpl_value *c = &consts[a];
+        if (hits && hits[TPL_INSN_A(ip[1])] == &name_absent && ip[2] == tpl_stdlib.id_remembers &&
+            ip[3] == TPL_ARGW(1, 0, TPL_NO_KW) && c->type == TPL_T_STR && c->len - 1u < sizeof vm->rkept[0].s) {
+            const char *s = c->u.s;
+            uint32_t n = c->len;
+            uint32_t key = n << 16 | (uint32_t)(unsigned char)s[0] << 8 | (unsigned char)s[n - 1];
+            const struct tpl_rkept *k = &vm->rkept[(key * 0x9E3779B1u) >> 29]; /* (as CALL_NAME's) */
+            uint64_t t = ticks + 1; /* (with the CALL_NAME's dispatch) */
+            if (k->n == n && tpl_native_eq(k->s, s, n) && t <= vm->fuel && (k->kept >> 2) < vm->fuel - t) {
+                vm->fuel -= t + (k->kept >> 2);
+                ticks = 1; /* (the JF_PY's dispatch) */
+                ip += 4;   /* (the JF_PY: CONST, CALL_NAME's three words) */
+                if (!(k->kept >> 1 & 1)) { JUMP_TO(TPL_INSN_A(*ip)); }
+                NEXT(0);
+            }
+        }
+        *sp++ = *c;
+        NEXT(0);
+    }
     CASE(INT) { *sp++ = tpl_v_int((int32_t)(a << 8) >> 8); NEXT(0); }
     CASE(NONE) { *sp++ = tpl_v_none(); NEXT(0); }
     CASE(TRUE) { *sp++ = tpl_v_bool(true); NEXT(0); }
@@ -3136,11 +3183,9 @@ top:
         /* TEXT; LOAD_NAME_ATTR_PRINT (' in {{ clinic.city }}'): the text and the key's string in
          * one append when the fast path of LOAD_NAME_ATTR_PRINT (below) applies, else the text
          * and then that instruction */
-        const tpl_value *t = &consts[a], *hit, *v;
-        uint32_t na = TPL_INSN_A(ip[1]);
-        if (hits && (hit = hits[na]) != NULL && hit->type == TPL_T_MAP &&
-            (v = state_attr(vm, hit, na, TPL_INSN_A(ip[2]), names)) != NULL && v->type == TPL_T_STR &&
-            out_put2(vm, t->u.s, t->len, v->u.s, v->len)) {
+        const tpl_value *t = &consts[a], *v;
+        if (hits && (v = kept_attr(vm, hits, TPL_INSN_A(ip[1]), TPL_INSN_A(ip[2]), names)) != NULL &&
+            v->type == TPL_T_STR && out_put2(vm, t->u.s, t->len, v->u.s, v->len)) {
             ticks += 3;
             ip += 4;
             DISPATCH();
@@ -3194,9 +3239,8 @@ top:
         /* {{ name.key }} of a string in a state dict whose entry the render has found before (hits:
          * the state is a map), the key no dict method: one load, one key lookup, the print; else
          * as LOAD_NAME (which finds and keeps the entry) */
-        const tpl_value *hit, *v;
-        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_MAP && /* (name_absent's type is UNDEF) */
-            (v = state_attr(vm, hit, a, TPL_INSN_A(ip[1]), names)) != NULL && v->type == TPL_T_STR) {
+        const tpl_value *v;
+        if (hits && (v = kept_attr(vm, hits, a, TPL_INSN_A(ip[1]), names)) != NULL && v->type == TPL_T_STR) {
             ticks += 2;
             ip += 3;
             if (out_put(vm, v->u.s, v->len) < 0) goto fail;
@@ -3230,15 +3274,7 @@ top:
          * cannot fail (tpl_truthy_py's): JF_PY's jump here */
         const tpl_value *hit;
         if (hits && (hit = hits[a]) != NULL) {
-            int t;
-            switch (hit->type) {
-            case TPL_T_NONE: t = 0; break;
-            case TPL_T_BOOL: case TPL_T_INT: t = hit->u.i != 0; break;
-            case TPL_T_STR: t = hit->len != 0; break;
-            case TPL_T_MAP: t = hit->u.map->len != 0; break;
-            case TPL_T_LIST: t = hit->u.list->len != 0 || tpl_is_iter(*hit) || (hit->flags & TPL_F_RANGE_BIG); break;
-            default: t = -1; break; /* (name_absent's UNDEF: LOAD_NAME, then JF_PY) */
-            }
+            int t = plain_truth(hit); /* (name_absent's UNDEF: -1, LOAD_NAME, then JF_PY) */
             if (t >= 0) {
                 ticks++;
                 ip++; /* (the JF_PY) */
@@ -3248,11 +3284,35 @@ top:
         }
         goto load_name;
     }
+    CASE(LOAD_NAME_ATTR_JF) {
+        /* {% if name.key %} of a state dict's key (LOAD_NAME_ATTR's fast path) whose truth cannot
+         * fail: GETATTR's value tested and JF_PY's jump taken here; else as LOAD_NAME, the GETATTR and
+         * the JF_PY then running as they are */
+        const tpl_value *v;
+        int t;
+        if (hits && (v = kept_attr(vm, hits, a, TPL_INSN_A(ip[1]), names)) != NULL && (t = plain_truth(v)) >= 0) {
+            ticks += 2;
+            ip += 2; /* (the JF_PY) */
+            if (!t) { JUMP_TO(TPL_INSN_A(*ip)); }
+            NEXT(0);
+        }
+        goto load_name;
+    }
+    CASE(LOAD_NAME_SWITCH) {
+        /* LOAD_NAME; SWITCH_STR of a state string the render has found before: its branch picked
+         * here; else as LOAD_NAME, the SWITCH_STR then running as it is */
+        const tpl_value *hit;
+        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_STR) { /* (name_absent's type is UNDEF) */
+            ticks++;
+            ip++; /* (the SWITCH_STR) */
+            JUMP_TO(switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *hit));
+        }
+        goto load_name;
+    }
     CASE(LOAD_NAME_ATTR) {
         /* name.key of a state dict whose entry the render has found before */
-        const tpl_value *hit, *v;
-        if (hits && (hit = hits[a]) != NULL && hit->type == TPL_T_MAP && /* (name_absent's type is UNDEF) */
-            (v = state_attr(vm, hit, a, TPL_INSN_A(ip[1]), names)) != NULL) {
+        const tpl_value *v;
+        if (hits && (v = kept_attr(vm, hits, a, TPL_INSN_A(ip[1]), names)) != NULL) {
             ticks++;
             *sp++ = *v;
             NEXT(1);
