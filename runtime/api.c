@@ -209,6 +209,9 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
         size_t n = json_string_length(j);
         if (big && n > 1 && json_string_value(j)[0] == 0) { /* big_rewrite's integer or real */
             const char *t = json_string_value(j) + 1;
+            if (n - 1 == 3 && memcmp(t, "NaN", 3) == 0) { *out = tpl_v_float(NAN); return true; }
+            if (n - 1 == 8 && memcmp(t, "Infinity", 8) == 0) { *out = tpl_v_float(HUGE_VAL); return true; }
+            if (n - 1 == 9 && memcmp(t, "-Infinity", 9) == 0) { *out = tpl_v_float(-HUGE_VAL); return true; }
             if (strpbrk(t, ".eE")) { *out = tpl_v_float(t[0] == '-' ? -HUGE_VAL : HUGE_VAL); return true; }
             return tpl_big_parse(a, t, n - 1, 10, out);
         }
@@ -251,13 +254,17 @@ static tpl_status state_too_big(tpl_vm *vm);
  * text that already holds a \u0000 escape is left alone (its strings could look like one; jansson
  * then reports the big number as before). NULL when there is nothing to rewrite (or no memory:
  * the plain parse reports the number). The error position of a rewritten text maps back with
- * big_unmap: each replacement is 8 bytes longer than its token. */
+ * big_unmap: each replacement is 8 bytes longer than its token. The same is done to the NaN,
+ * Infinity and -Infinity tokens Python's json reads ("\u0000NaN" ...: from_json makes the float;
+ * an ERB render refuses them, as Ruby's JSON does). */
 typedef struct big_text {
     char *s;
     size_t len;
     size_t *at, n;              /* the rewritten offsets of the n replacements */
     size_t long_digits, long_at; /* the first integer past TPL_PY_INT_MAX_STR_DIGITS digits (its
                                   * digits, 0: none) and its offset in the original text */
+    bool nonfinite;             /* a NaN, Infinity or -Infinity token (rewritten as "\u0000NaN" ...) */
+    size_t nf_at;               /* the first one's offset in the original text */
 } big_text;
 
 static bool big_token(const char *s, size_t n) /* an integer token -?[0-9]+ past int64 */
@@ -328,6 +335,26 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
                 continue;
             }
             if (c == '"') in_str = true;
+            /* Python's json reads NaN, Infinity and -Infinity (jansson refuses them): kept as
+             * "\u0000NaN" ..., which from_json turns into the float */
+            size_t nf = c == 'N' && len - i >= 3 && memcmp(s + i, "NaN", 3) == 0 ? 3
+                        : c == 'I' && len - i >= 8 && memcmp(s + i, "Infinity", 8) == 0 ? 8
+                        : c == '-' && len - i >= 9 && memcmp(s + i, "-Infinity", 9) == 0 ? 9 : 0;
+            if (nf) {
+                if (!pass) {
+                    if (!bt->nonfinite) { bt->nonfinite = true; bt->nf_at = i; }
+                    nbig++;
+                    extra += 8;
+                } else {
+                    bt->at[bt->n++] = o;
+                    memcpy(bt->s + o, "\"\\u0000", 7);
+                    memcpy(bt->s + o + 7, s + i, nf);
+                    o += 7 + nf;
+                    bt->s[o++] = '"';
+                }
+                i += nf;
+                continue;
+            }
             if ((c == '-' || (c >= '0' && c <= '9')) && (i == 0 || !((s[i - 1] >= '0' && s[i - 1] <= '9') ||
                                                                        s[i - 1] == '.' || s[i - 1] == 'e' ||
                                                                        s[i - 1] == 'E' || s[i - 1] == '+' ||
@@ -414,6 +441,16 @@ static json_t *load_json_big(const char *json, size_t len, json_error_t *je, boo
         lng->digits = bt.long_digits;
         lng->line = line;
         lng->column = col;
+    }
+    if (bt.nonfinite) {
+        uint32_t line = 1, col = 1;
+        for (size_t i = 0; i < bt.nf_at; i++) {
+            if (json[i] == '\n') line++, col = 1;
+            else if (((unsigned char)json[i] & 0xC0) != 0x80) col++;
+        }
+        lng->nonfinite = true;
+        lng->nf_line = line;
+        lng->nf_column = col;
     }
     if (!*big) return json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, je);
     json_t *j = json_loadb(bt.s, bt.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, je);
@@ -571,6 +608,13 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
         fail(vm, TPL_ERR_STATE, m);
         vm->err.line = vm->state_long_int.line;
         vm->err.column = vm->state_long_int.column;
+        return TPL_ERR_STATE;
+    }
+    if (vm->state_long_int.nonfinite && p->opts.syntax == TPL_SYNTAX_ERB) {
+        /* Ruby's JSON.parse refuses NaN, Infinity and -Infinity (Python's json reads them) */
+        fail(vm, TPL_ERR_STATE, "unexpected token in the state: Ruby's JSON reads no NaN, Infinity or -Infinity");
+        vm->err.line = vm->state_long_int.nf_line;
+        vm->err.column = vm->state_long_int.nf_column;
         return TPL_ERR_STATE;
     }
     vm->out_stream = vm->out_write && !p->opts.tidy;

@@ -48,7 +48,15 @@ typedef struct tpl_loop {
 enum { BIND_UNKNOWN = 0xFF }; /* bind_lo of a builtin not called yet */
 
 /* Where a JSON integer too long for Python's str()/int() conversion starts (digits 0: none). */
-typedef struct tpl_long_int { size_t digits; uint32_t line, column; } tpl_long_int;
+/* What reading the state noticed that only some syntaxes accept: an integer past Python's 4,300
+ * digits (digits, where), and NaN/Infinity/-Infinity, which Python's json reads and Ruby's JSON
+ * refuses (nonfinite, where). */
+typedef struct tpl_long_int {
+    size_t digits;
+    uint32_t line, column;
+    bool nonfinite;
+    uint32_t nf_line, nf_column;
+} tpl_long_int;
 
 struct tpl_vm {
     const tpl_program *p;
