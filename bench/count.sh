@@ -4,7 +4,8 @@
 #
 #   bench/count.sh [BUILD_DIR] [render|compile] [WORKLOAD...]   (default: build-bench, render, all)
 #
-# BENCH_DIALECT=erb (or fmt) counts template.erb (template.fmt) instead of template.jinja.
+# BENCH_DIALECT=erb (or fmt) counts template.erb (template.fmt) instead of template.jinja;
+# BENCH_NATIVE=1 counts the native views (tpl-count-native) instead of the VM.
 # Each workload runs under valgrind twice (N=20 and N=220); the difference over 200 is the figure.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,8 @@ mode=${2:-render}
 shift $(( $# > 2 ? 2 : $# ))
 shared=${BENCH_SHARED:-$here/../shared/bench}
 exe="$build/bench/tpl-count"
-[ -x "$exe" ] || ninja -C "$build" bench/tpl-count >/dev/null
+[ "${BENCH_NATIVE:-0}" = 1 ] && exe="$build/bench/tpl-count-native" # the native views (issue 21)
+ninja -C "$build" "bench/$(basename "$exe")" >/dev/null
 ws=("$@")
 [ ${#ws[@]} -gt 0 ] || ws=(w1_agent w2_loop w3_static w4_chat w5_format)
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$exe" "$shared/workloads/$1" "$2" "$mode" 2>&1 |

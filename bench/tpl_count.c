@@ -2,11 +2,23 @@
  * lstrip_blocks, as tpl-bench does) and renders it against context.json N times (or compiles it N
  * times). BENCH_DIALECT=erb|fmt reads template.erb / template.fmt instead (compiled with that
  * syntax's defaults, as tpl-bench does). Run under `valgrind --tool=callgrind` by bench/count.sh, which takes the difference of two
- * values of N: instructions per render (or compile), a figure that machine load does not change. */
+ * values of N: instructions per render (or compile), a figure that machine load does not change.
+ * tpl-count-native (-DTPL_COUNT_NATIVE; BENCH_NATIVE=1 bench/count.sh) renders the workload's
+ * native view instead (its template.jinja compiled with --native at build time, as
+ * tpl-bench-native's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tpl.h"
+#ifdef TPL_COUNT_NATIVE
+#include "tpl_static.h"
+extern const struct tpl_static_program tpl_view_w1_agent, tpl_view_w2_loop, tpl_view_w3_static,
+    tpl_view_w4_chat, tpl_view_w5_format;
+static const struct { const char *w; const tpl_static_program *p; } tc_native[] = {
+    { "w1_agent", &tpl_view_w1_agent }, { "w2_loop", &tpl_view_w2_loop }, { "w3_static", &tpl_view_w3_static },
+    { "w4_chat", &tpl_view_w4_chat }, { "w5_format", &tpl_view_w5_format },
+};
+#endif
 
 static char *slurp(const char *dir, const char *name, size_t *n)
 {
@@ -57,6 +69,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", m ? m : "compile failed");
         return 1;
     }
+#ifdef TPL_COUNT_NATIVE
+    {
+        const char *base = strrchr(argv[1], '/');
+        base = base && base[1] ? base + 1 : argv[1];
+        const tpl_static_program *view = NULL;
+        for (size_t i = 0; i < sizeof tc_native / sizeof *tc_native; i++)
+            if (strncmp(tc_native[i].w, base, strlen(tc_native[i].w)) == 0) view = tc_native[i].p;
+        if (!view || syn != TPL_SYNTAX_JINJA) { fprintf(stderr, "no native view of %s\n", argv[1]); return 1; }
+        tpl_program_free(p);
+        p = NULL;
+        if (tpl_program_load_static(view, &p, &e) != TPL_OK) {
+            char *m = tpl_error_format(&e);
+            fprintf(stderr, "%s\n", m ? m : "load failed");
+            return 1;
+        }
+    }
+#endif
     tpl_render *r = tpl_render_new(NULL);
     if (!r || tpl_render_set_state_json(r, ctx, cl) != TPL_OK) { fputs("state failed\n", stderr); return 1; }
     size_t total = 0;
