@@ -318,47 +318,61 @@ static inline size_t tpl_native_decimal(char *o, uint64_t u)
     return nd;
 }
 
-/* The `trim` filter's fast path on the string *v, in place (ASCII whitespace off both ends, as
- * the VM's): 1, or 0 when it does not apply (a non-ASCII end: the caller runs the filter). */
-static inline int tpl_native_trim(tpl_nvalue *v)
+/* The `trim` filter's fast path on the string *v (no arguments), in place: when its ends are
+ * ASCII, the white space Python's str.strip() removes taken off both ends. 1, or 0 (*v untouched)
+ * when a byte at an end is not ASCII (it may start Unicode white space: the caller runs the
+ * filter). The VM's own code for it (runtime/vm.c trim_ascii). */
+static inline __attribute__((always_inline)) int tpl_native_trim(tpl_nvalue *v)
 {
     const unsigned char *s0 = (const unsigned char *)v->u.s;
     size_t lo = 0, hi = v->len;
-#define TPL_N_WS_(b) ((b) <= 0x20 && ((0x1F0003E00ull >> (b)) & 1)) /* ' ', 9..13, 0x1c..0x1f */
-    while (lo < hi && TPL_N_WS_(s0[lo])) lo++;
-    while (hi > lo && TPL_N_WS_(s0[hi - 1])) hi--;
-#undef TPL_N_WS_
-    if (lo == hi || (s0[lo] < 0x80 && s0[hi - 1] < 0x80)) {
-        if (lo) v->u.s += lo;
-        v->len = (uint32_t)(hi - lo);
-        v->flags &= TPL_NF_SAFE;
-        return 1;
+/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
+#define TPL_N_WS_(b) ((b) <= 0x20 && ((0x1F0003E00ull >> (b)) & 1))
+    while (hi > 0 && TPL_N_WS_(s0[hi - 1])) hi--;
+    if (hi) {
+        /* s0[hi - 1] is no white space: the scan from the start stops there at the latest */
+        while (TPL_N_WS_(s0[lo])) lo++;
+        if ((s0[lo] | s0[hi - 1]) >= 0x80) return 0;
     }
-    return 0;
+#undef TPL_N_WS_
+    v->u.s += lo;
+    v->len = (uint32_t)(hi - lo);
+    v->flags &= TPL_NF_SAFE;
+    return 1;
 }
 
-/* `{{ s | upper }}` of an ASCII string: the n bytes at s upper-cased at o (room for n bytes),
- * 8 at a time as the VM's case_latin1. 1, or 0 when s has a non-ASCII byte (o then holds
- * garbage; the caller runs the filter). */
-static inline int tpl_native_upper_ascii(char *o, const char *s, size_t n)
+/* Python's upper() (or lower()) of the ASCII and Latin-1 letters of s[0..n) written at o (room
+ * for n bytes), up to the first code point that needs the Unicode tables (or n): returns where it
+ * stopped (o[0..that) written; n when all of s was). ASCII goes eight bytes a step. The VM's own
+ * code for it (runtime/vm.h tpl_case_latin1: the filters upper / lower into the output, Ruby's
+ * upcase / downcase), so `{{ s | upper }}` of a Latin-1 string goes straight into the output. */
+static inline size_t tpl_native_case_latin1(char *o, const unsigned char *s, size_t n, bool upper)
 {
     const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+    const unsigned char lo = upper ? 'a' : 'A';
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        if (x & high) return 0;
-        /* high bit of each byte: at least 'a', and above 'z' (no carry: bytes are < 0x80) */
-        uint64_t in = (x + (0x80u - 'a') * ones) & ~(x + (0x80u - 'a' - 26) * ones) & high;
-        x -= in >> 2;
-        memcpy(o + i, &x, 8);
+    for (;;) {
+        for (; i + 8 <= n; i += 8) {
+            uint64_t x;
+            memcpy(&x, s + i, 8);
+            if (x & high) break;
+            /* high bit of each byte: at least lo, and above lo + 25 (no carry: bytes are < 0x80) */
+            uint64_t in = (x + (0x80u - lo) * ones) & ~(x + (0x80u - lo - 26) * ones) & high;
+            x = upper ? x - (in >> 2) : x + (in >> 2);
+            memcpy(o + i, &x, 8);
+        }
+        for (; i < n && s[i] < 0x80; i++)
+            o[i] = (char)(s[i] >= lo && s[i] <= lo + 25 ? (upper ? s[i] - 32 : s[i] + 32) : s[i]);
+        if (i + 1 >= n || s[i] != 0xC3) return i;
+        /* U+00C0..U+00FF (C3 80..C3 BF): the letters map by 0x20 within the lead byte; the signs
+         * (C3 97, C3 B7) stay; U+00DF (sharp s) and U+00FF (y diaeresis) leave Latin-1 upper */
+        unsigned char t = s[i + 1];
+        if (t < 0x80 || t > 0xBF || (upper && (t == 0x9F || t == 0xBF))) return i;
+        bool map = upper ? t >= 0xA0 && t <= 0xBE && t != 0xB7 : t >= 0x80 && t <= 0x9E && t != 0x97;
+        o[i] = (char)0xC3;
+        o[i + 1] = (char)(map ? (upper ? t - 0x20 : t + 0x20) : t);
+        i += 2;
     }
-    for (; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x80) return 0;
-        o[i] = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
-    }
-    return 1;
 }
 
 /* `{{ xs | join(sep) }}` of a list of strings (*l a TPL_NT_LIST value, no iterator; sep dl bytes)

@@ -208,39 +208,35 @@ static void ks_apply(kstack *k, const tpl_program *p, uint32_t pc)
     }
 }
 
-/* A printed `+` chain of n operands (PRINT_ADDS, PRINT_ADDS_K): operand i is the plain-string
- * constant kv[i], or (kv[i] NULL) the value sp[at[i]]. Plain strings are printed one after the
- * other (the VM's adds_op) with one capacity check, rc = 0; the code written ends with the `}` of
- * an if whose else the caller writes (the VM's tpl_native_adds for everything else). */
-static void print_adds(tpl_sb *b, uint32_t pc, uint32_t n, const tpl_value *const *kv, const uint32_t *at)
-{
-    uint32_t klen = 0, ndyn = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (kv[i]) klen += kv[i]->len;
-    tpl_sb_puts(b, "    if (");
-    for (uint32_t i = 0; i < n; i++)
-        if (!kv[i]) tpl_sb_printf(b, "%sTPL_N_PLAIN(sp[%u])", ndyn++ ? " && " : "", at[i]);
-    if (!ndyn) tpl_sb_puts(b, "1");
-    tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
-    for (uint32_t i = 0; i < n; i++)
-        if (!kv[i]) tpl_sb_printf(b, " + sp[%u].len", at[i]);
-    tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
-    for (uint32_t i = 0; i < n; i++) {
-        if (kv[i] && kv[i]->len) {
-            tpl_sb_puts(b, "            memcpy(ob + ol, ");
-            lit(b, kv[i]->u.s, kv[i]->len);
-            tpl_sb_printf(b, ", %u);\n            ol += %u;\n", kv[i]->len, kv[i]->len);
-        } else if (!kv[i])
-            tpl_sb_printf(b, "            tpl_native_copy(ob + ol, sp[%u].u.s, sp[%u].len);\n"
-                             "            ol += sp[%u].len;\n", at[i], at[i], at[i]);
-    }
-    tpl_sb_printf(b, "            rc = 0;\n        } else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n    }", pc, pc);
-}
-
 /* The instruction after the one at pc. */
 static uint32_t after(const tpl_program *p, uint32_t pc)
 {
     return pc + 1 + tpl_opinfo_table[tpl_op_base(TPL_INSN_OP(p->code[pc]))].extra;
+}
+
+/* Whether the GETATTR at pc finds a missing key's undefined value only for the `default` filter
+ * right after it (its optional argument a CONST between them, no label between) to replace: then
+ * which undefined it is (its name, its container, for an error message) cannot show, and generated
+ * code makes a plain one for a dict without the key. The VM's GETATTR of a missing key of a dict
+ * (attr_inline: a name that is no dict method) is an undefined value unless the name is a mutating
+ * method's (the sandbox's error) or starts with '_' (tpl_getattr's dunder rules). */
+static bool miss_defaulted(const tpl_program *p, uint32_t pc, const uint8_t *resume)
+{
+    if (tpl_op_base(TPL_INSN_OP(p->code[pc])) != TPL_OP_GETATTR || !attr_inline(p, pc)) return false;
+    const tpl_value *nm = &p->names[TPL_INSN_A(p->code[pc])].s;
+    static const char *const mut[] = { "clear", "pop", "popitem", "setdefault", "update" };
+    if (!nm->len || nm->u.s[0] == '_') return false;
+    for (int i = 0; i < 5; i++)
+        if (nm->len == strlen(mut[i]) && memcmp(nm->u.s, mut[i], nm->len) == 0) return false;
+    uint32_t q = after(p, pc), npos = 1;
+    if (q < p->ncode && !resume[q] && tpl_op_base(TPL_INSN_OP(p->code[q])) == TPL_OP_CONST) {
+        q = after(p, q);
+        npos = 2;
+    }
+    if (q + 1 >= p->ncode || resume[q] || tpl_op_base(TPL_INSN_OP(p->code[q])) != TPL_OP_FILTER) return false;
+    uint32_t w = p->code[q], aw = p->code[q + 1];
+    return TPL_INSN_A(w) == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_K(aw) != TPL_ARGW_DYN && TPL_ARGW_NKW(aw) == 0 &&
+           TPL_ARGW_NPOS(aw) == npos;
 }
 
 /* The instructions the `dispatch` switch must reach (at[pc] != 0): entries (0, macros, Ruby
@@ -413,6 +409,10 @@ static bool v_ok(const tpl_program *p, uint32_t pc, uint32_t vk)
         break;
     case TPL_OP_ADDS: case TPL_OP_ADDS_RB: nargs = a; push = 1; break;
     case TPL_OP_PRINT_ADDS: case TPL_OP_PRINT_ADDS_RB: nargs = a; break;
+    case TPL_OP_PRINT_ADDS_K: /* (its operands all in memory when there are more than 16) */
+        if (a > 16) return vk == 0;
+        nargs = a;
+        break;
     case TPL_OP_CALL_NAME:
         nargs = TPL_ARGW_NPOS(p->code[pc + 2]) + TPL_ARGW_NKW(p->code[pc + 2]);
         push = 1;
@@ -423,6 +423,42 @@ static bool v_ok(const tpl_program *p, uint32_t pc, uint32_t vk)
     /* an instruction's arguments all in locals or all in memory; room for what it pushes */
     if (nargs && vk && vk < nargs) return false;
     return vk - (vk >= nargs ? nargs : 0) + push <= VMAX;
+}
+
+/* A printed `+` chain of n operands (PRINT_ADDS, PRINT_ADDS_RB, PRINT_ADDS_K): operand i is the
+ * plain-string constant kv[i], or (kv[i] NULL) the next of the instruction's stack operands, whose
+ * members and address are acc[j] and ptr[j] (a local's or memory's). Plain strings are printed
+ * one after the other (the VM's adds_op) with one capacity check; anything else (or no room) is
+ * the VM's code, `call`, with the values home. */
+static void print_adds(tpl_sb *b, const vstack *vs, uint32_t pc, uint32_t n, const tpl_value *const *kv,
+                       char (*acc)[24], char (*ptr)[24], const char *call)
+{
+    uint32_t klen = 0, ndyn = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (kv[i]) klen += kv[i]->len;
+    tpl_sb_puts(b, "    if (");
+    for (uint32_t i = 0, j = 0; i < n; i++)
+        if (!kv[i]) tpl_sb_printf(b, "%sTPL_N_PLAIN(*%s)", ndyn++ ? " && " : "", ptr[j++]);
+    if (!ndyn) tpl_sb_puts(b, "1");
+    tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
+    for (uint32_t i = 0, j = 0; i < n; i++)
+        if (!kv[i]) tpl_sb_printf(b, " + %slen", acc[j++]);
+    tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
+    for (uint32_t i = 0, j = 0; i < n; i++) {
+        if (kv[i] && kv[i]->len) {
+            tpl_sb_puts(b, "            memcpy(ob + ol, ");
+            lit(b, kv[i]->u.s, kv[i]->len);
+            tpl_sb_printf(b, ", %u);\n            ol += %u;\n", kv[i]->len, kv[i]->len);
+        } else if (!kv[i]) {
+            tpl_sb_printf(b, "            tpl_native_copy(ob + ol, %su.s, %slen);\n"
+                             "            ol += %slen;\n", acc[j], acc[j], acc[j]);
+            j++;
+        }
+    }
+    tpl_sb_puts(b, "            rc = 0;\n        } else ");
+    v_call_in(b, vs, call, pc, NULL, "        ");
+    tpl_sb_puts(b, "    } else ");
+    v_call(b, vs, call, pc, NULL);
 }
 
 bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep)
@@ -583,7 +619,9 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         switch (op) {
         case TPL_OP_EQ: case TPL_OP_NE: nargs = 2; break;
         case TPL_OP_FILTER: case TPL_OP_TEST: nargs = TPL_ARGW_NPOS(x1) + TPL_ARGW_NKW(x1); break;
-        case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB: nargs = a; break;
+        case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_ADDS_RB: case TPL_OP_PRINT_ADDS_RB: case TPL_OP_PRINT_ADDS_K:
+            nargs = a;
+            break;
         case TPL_OP_CALL_NAME: nargs = TPL_ARGW_NPOS(p->code[pc + 2]) + TPL_ARGW_NKW(p->code[pc + 2]); break;
         default: break;
         }
@@ -712,9 +750,12 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             const char *s0 = arga[0], *s1 = nargs > 1 ? arga[1] : "";
             if (trim) /* the VM's fast path, inline */
                 tpl_sb_printf(b, "    if (sp[%u].type == TPL_NT_STR && tpl_native_trim(&sp[%u])) rc = 0;\n    else ", base, base);
-            else if (plainf && fprint && a == (uint32_t)tpl_stdlib.id_upper && TPL_ARGW_NPOS(x1) == 1) /* ASCII: into the output */
-                tpl_sb_printf(b, "    if (%stype == TPL_NT_STR && ol + %slen < oc && tpl_native_upper_ascii(ob + ol, %su.s, %slen)) {\n"
-                                 "        ol += %slen;\n        rc = 1;\n    } else ", s0, s0, s0, s0, s0);
+            else if (plainf && fprint && (a == (uint32_t)tpl_stdlib.id_upper || a == (uint32_t)tpl_stdlib.id_lower) &&
+                     TPL_ARGW_NPOS(x1) == 1) /* ASCII and Latin-1: into the output, as the VM's fast path */
+                tpl_sb_printf(b, "    if (%stype == TPL_NT_STR && ol + %slen < oc &&\n"
+                                 "        tpl_native_case_latin1(ob + ol, (const unsigned char *)%su.s, %slen, %d) == %slen) {\n"
+                                 "        ol += %slen;\n        rc = 1;\n    } else ", s0, s0, s0, s0,
+                              a == (uint32_t)tpl_stdlib.id_upper, s0, s0);
             else if (plainf && fprint && a == (uint32_t)tpl_stdlib.id_join && TPL_ARGW_NPOS(x1) <= 2) { /* strings: into the output */
                 bool sep = TPL_ARGW_NPOS(x1) == 2;
                 tpl_sb_printf(b, "    if (%stype == TPL_NT_LIST && %saux < TPL_NLAZY_ITER", s0, s0);
@@ -752,38 +793,21 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_puts(b, "    T++;\n");
             if (inmem) tpl_sb_printf(b, "    sp -= %u;\n", a);
             snprintf(call, sizeof call, "TPL_N_C(tpl_native_adds(f, %u, &sp[%u]))", pc, base);
-            if (prints && a <= 16) {
-                /* plain strings printed one after the other (the VM's adds_op) with one capacity
-                 * check; the operands the code pushed as constants are literals here */
-                uint32_t klen = 0, ndyn = 0;
+            if (prints && a <= 16) { /* the operands the code pushed as constants are literals here */
+                const tpl_value *kv[16];
+                char dacc[16][24], dptr[16][24];
+                uint32_t nd = 0;
                 for (uint32_t i = 0; i < a; i++) {
                     int32_t c = ks_at(&ks, a - 1 - i);
-                    if (c >= 0) klen += p->consts[c].len;
+                    kv[i] = c >= 0 ? &p->consts[c] : NULL;
+                    if (c < 0) { memcpy(dacc[nd], arga[i], 24); memcpy(dptr[nd], argp[i], 24); nd++; }
                 }
-                tpl_sb_puts(b, "    if (");
-                for (uint32_t i = 0; i < a; i++)
-                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, "%sTPL_N_PLAIN(*%s)", ndyn++ ? " && " : "", argp[i]);
-                if (!ndyn) tpl_sb_puts(b, "1");
-                tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
-                for (uint32_t i = 0; i < a; i++)
-                    if (ks_at(&ks, a - 1 - i) < 0) tpl_sb_printf(b, " + %slen", arga[i]);
-                tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
-                for (uint32_t i = 0; i < a; i++) {
-                    int32_t c = ks_at(&ks, a - 1 - i);
-                    if (c >= 0 && p->consts[c].len) {
-                        tpl_sb_puts(b, "            memcpy(ob + ol, ");
-                        lit(b, p->consts[c].u.s, p->consts[c].len);
-                        tpl_sb_printf(b, ", %u);\n            ol += %u;\n", p->consts[c].len, p->consts[c].len);
-                    } else if (c < 0)
-                        tpl_sb_printf(b, "            tpl_native_copy(ob + ol, %su.s, %slen);\n"
-                                         "            ol += %slen;\n", arga[i], arga[i], arga[i]);
-                }
-                tpl_sb_puts(b, "        } else ");
-                v_call_in(b, &vs, call, pc, NULL, "        ");
-                tpl_sb_puts(b, "    } else ");
-            } else tpl_sb_puts(b, "    ");
+                print_adds(b, &vs, pc, a, kv, dacc, dptr, call);
+            } else {
+                tpl_sb_puts(b, "    ");
+                v_call(b, &vs, call, pc, NULL);
+            }
             /* (1 with the sum in the first operand's place for ADDS, 0 when printed) */
-            v_call(b, &vs, call, pc, NULL);
             if (inmem) { if (!prints) tpl_sb_puts(b, "    sp++;\n"); }
             else if (prints) vs.vk = base;
             else { /* the sum at its home (the slow path pointed P<base> there) */
@@ -796,14 +820,25 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         case TPL_OP_PRINT_ADDS_K: { /* its literals from its tuple (the verifier's: plain strings) */
             const tpl_list *l = p->consts[p->code[pc + 1]].u.list;
             const tpl_value *kv[TPL_ADDS_K_MAX];
-            uint32_t at[TPL_ADDS_K_MAX], j = 0;
-            for (uint32_t i = 0; i < l->len; i++) {
+            char dacc[TPL_ADDS_K_MAX][24], dptr[TPL_ADDS_K_MAX][24];
+            uint32_t j = 0;
+            for (uint32_t i = 0; i < l->len && i < TPL_ADDS_K_MAX; i++) {
                 kv[i] = l->items[i].type == TPL_T_STR ? &l->items[i] : NULL;
-                at[i] = kv[i] ? 0 : j++;
+                if (kv[i]) continue;
+                if (inmem || j >= 16) { /* (v_ok: more than 16 operands are in memory) */
+                    snprintf(dacc[j], 24, "sp[%u].", j);
+                    snprintf(dptr[j], 24, "&sp[%u]", j);
+                } else {
+                    memcpy(dacc[j], arga[j], 24);
+                    memcpy(dptr[j], argp[j], 24);
+                }
+                j++;
             }
-            tpl_sb_printf(b, "    T++;\n    sp -= %u;\n", a);
-            print_adds(b, pc, l->len, kv, at);
-            tpl_sb_printf(b, " else if (TPL_N_C(tpl_native_adds(f, %u, sp)) < 0) TPL_N_FAIL(%u);\n", pc, pc);
+            tpl_sb_puts(b, "    T++;\n");
+            if (inmem) tpl_sb_printf(b, "    sp -= %u;\n", a);
+            snprintf(call, sizeof call, "TPL_N_C(tpl_native_adds(f, %u, &sp[%u]))", pc, base);
+            print_adds(b, &vs, pc, l->len, kv, dacc, dptr, call);
+            if (!inmem) vs.vk = base;
             break;
         }
         case TPL_OP_CALL_NAME: { /* the fuel charged as the VM charges at calls */
@@ -919,11 +954,28 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             snprintf(h0, sizeof h0, "sp[%u]", t);
             snprintf(call, sizeof call, "TPL_N_C(tpl_native_%s(f, %u, &%s))", op == TPL_OP_GETATTR ? "getattr" : "getitem_str",
                      a, h0);
-            if (which >= 0) { /* (a call either way, changing the value in place: at its home) */
-                v_spill(b, &vs, vs.vk, true, "    ");
-                v_all_home(&vs);
-                tpl_sb_printf(b, "    if (%stype == TPL_NT_LOOP) rc = tpl_native_loop_attr(f, %d, &%s);\n"
-                                 "    else rc = %s;\n    if (rc < 0) TPL_N_FAIL(%u);\n", c0, which, h0, call, pc);
+            if (which >= 0) {
+                /* a loop's index, index0 and first (and, over a list, last and length) read from
+                 * its state at its home, as tpl_native_loop_attr computes them; anything else (an
+                 * iterator's last / length pull from it) through the VM's code */
+                static const char *const val[] = {
+                    "TPL_NT_INT, (int64_t)((const tpl_nloop *)%su.p)->i",
+                    "TPL_NT_INT, (int64_t)((const tpl_nloop *)%su.p)->i - 1",
+                    "TPL_NT_BOOL, ((const tpl_nloop *)%su.p)->i == 1",
+                    "TPL_NT_BOOL, ((const tpl_nloop *)%su.p)->i == ((const tpl_nloop *)%su.p)->items->len",
+                    "TPL_NT_INT, (int64_t)((const tpl_nloop *)%su.p)->items->len",
+                };
+                char expr[200];
+                snprintf(expr, sizeof expr, val[which], c0, c0);
+                tpl_sb_printf(b, "    if (%stype == TPL_NT_LOOP%s%s%s) %s = tpl_native_v(%s);\n    else ", c0,
+                              which >= 3 ? " && !((const tpl_nloop *)" : "", which >= 3 ? c0 : "",
+                              which >= 3 ? "u.p)->src" : "", h0, expr);
+                char lcall[400];
+                snprintf(lcall, sizeof lcall, "(%stype == TPL_NT_LOOP ? tpl_native_loop_attr(f, %d, &%s) : %s)", c0, which,
+                         h0, call);
+                v_call(b, &vs, lcall, pc, NULL);
+                tpl_sb_printf(b, "    %s = &%s;\n", p0, h0);
+                vs.home[t] = true; /* (the value at its home on both paths) */
             } else {
                 /* a dict's key found here (for obj.name: a name that is no dict method, which
                  * GETATTR would find first), else the VM's code (a missing key, other types) */
@@ -945,6 +997,9 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                     find(b, p, p0, a, 1, hints[3 * a + 1] > 1);
                     tpl_sb_printf(b, ") %s = e;\n    else ", p0);
                 } else tpl_sb_puts(b, "    ");
+                if (miss_defaulted(p, pc, resume)) /* a missing key's undefined, replaced by `default` next */
+                    tpl_sb_printf(b, "if (%stype == TPL_NT_MAP) {\n        %s = tpl_native_v(TPL_NT_UNDEF, 0);\n"
+                                     "        %s = &%s;\n    } else ", c0, h0, p0, h0);
                 v_call(b, &vs, call, pc, NULL);
                 vs.home[t] = false; /* (found: where it is) */
             }

@@ -2586,24 +2586,11 @@ static int new_loop(tpl_vm *vm, tpl_list *items, tpl_value *slot)
 
 /* `trim` of the string *v (no arguments) when its ends are ASCII: the white space Python's
  * str.strip() removes taken off both ends in place (tpl_py_strip's fast path). False, *v
- * untouched, when a byte at an end is not ASCII (it may start Unicode white space). */
+ * untouched, when a byte at an end is not ASCII (it may start Unicode white space). The native
+ * views' code (include/tpl_native.h), so both make the same value. */
 static inline __attribute__((always_inline)) bool trim_ascii(tpl_value *v)
 {
-    const unsigned char *s0 = (const unsigned char *)v->u.s;
-    size_t lo = 0, hi = v->len;
-/* ' ', \t..\r and \x1c..\x1f: one compare for the usual non-space byte, then a bit of a mask */
-#define WS_(b) ((b) <= ' ' && (UINT64_C(0x1F0003E00) >> (b) & 1))
-    while (hi > 0 && WS_(s0[hi - 1])) hi--;
-    if (hi) {
-        /* s0[hi - 1] is no white space: the scan from the start stops there at the latest */
-        while (WS_(s0[lo])) lo++;
-        if ((s0[lo] | s0[hi - 1]) >= 0x80) return false;
-    }
-#undef WS_
-    v->u.s += lo;
-    v->len = (uint32_t)(hi - lo);
-    v->flags &= TPL_F_SAFE;
-    return true;
+    return tpl_native_trim((tpl_nvalue *)(void *)v) != 0;
 }
 
 /* FILTER, FILTER_PRINT or TEST (op) of builtin a on args: npos positional values, then nkw

@@ -5,6 +5,7 @@
 
 #include "value.h"
 #include "../include/tpl.h"
+#include "../include/tpl_native.h" /* tpl_native_case_latin1 */
 
 typedef struct tpl_vm tpl_vm;
 
@@ -296,34 +297,11 @@ bool tpl_py_isidentifier(const char *s, size_t n);
 tpl_value tpl_py_strip(tpl_value s, int which, const char *chars, size_t nchars);
 /* Python's upper() (or lower()) of the ASCII and Latin-1 letters of s[0..n) written at o, up to
  * the first code point that needs the Unicode tables (or n): returns where it stopped. ASCII goes
- * eight bytes a step. (The filters upper/lower into the output, vm.c; Ruby's upcase/downcase.) */
+ * eight bytes a step. (The filters upper/lower into the output, vm.c; Ruby's upcase/downcase.)
+ * The native views' code (include/tpl_native.h), so both write the same bytes. */
 static inline size_t tpl_case_latin1(char *o, const unsigned char *s, size_t n, bool upper)
 {
-    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
-    const unsigned char lo = upper ? 'a' : 'A';
-    size_t i = 0;
-    for (;;) {
-        for (; i + 8 <= n; i += 8) {
-            uint64_t x;
-            memcpy(&x, s + i, 8);
-            if (x & high) break;
-            /* high bit of each byte: at least lo, and above lo + 25 (no carry: bytes are < 0x80) */
-            uint64_t in = (x + (0x80u - lo) * ones) & ~(x + (0x80u - lo - 26) * ones) & high;
-            x = upper ? x - (in >> 2) : x + (in >> 2);
-            memcpy(o + i, &x, 8);
-        }
-        for (; i < n && s[i] < 0x80; i++)
-            o[i] = (char)(s[i] >= lo && s[i] <= lo + 25 ? (upper ? s[i] - 32 : s[i] + 32) : s[i]);
-        if (i + 1 >= n || s[i] != 0xC3) return i;
-        /* U+00C0..U+00FF (C3 80..C3 BF): the letters map by 0x20 within the lead byte; the signs
-         * (C3 97, C3 B7) stay; U+00DF (sharp s) and U+00FF (y diaeresis) leave Latin-1 upper */
-        unsigned char t = s[i + 1];
-        if (t < 0x80 || t > 0xBF || (upper && (t == 0x9F || t == 0xBF))) return i;
-        bool map = upper ? t >= 0xA0 && t <= 0xBE && t != 0xB7 : t >= 0x80 && t <= 0x9E && t != 0x97;
-        o[i] = (char)0xC3;
-        o[i + 1] = (char)(map ? (upper ? t - 0x20 : t + 0x20) : t);
-        i += 2;
-    }
+    return tpl_native_case_latin1(o, s, n, upper);
 }
 
 /* Python str.upper/lower/title/capitalize with full case mapping (into the builder). */
