@@ -510,6 +510,23 @@ int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel)
 /* eql: bit 1 Ruby's eql? (types must match), bit 2 (EQ_STRICT) a strict render's ==: an item
  * of a container compared with a strict undefined is -3 (StrictUndefined.__eq__ raises). */
 enum { EQ_EQL = 1, EQ_STRICT = 2 };
+/* `x is y` for the receiver of a bound method, as far as tpl's values tell (a bound method equals
+ * another of the same function whose __self__ is the same object: CPython 3.8+): None, booleans
+ * and the cached ints -5..256 by value, strings by storage (one variable or literal read twice:
+ * the same; two strings made apart: not), containers and the rest by identity. */
+static bool same_object(tpl_value x, tpl_value y)
+{
+    if (x.type != y.type) return false;
+    switch (x.type) {
+    case TPL_T_NONE: case TPL_T_UNSET: return true;
+    case TPL_T_BOOL: return x.u.i == y.u.i;
+    case TPL_T_INT: return x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256;
+    case TPL_T_STR:
+        return (x.flags & TPL_F_SAFE) == (y.flags & TPL_F_SAFE) && x.len == y.len && (x.u.s == y.u.s || x.len == 0);
+    default: return x.u.p == y.u.p && x.aux == y.aux;
+    }
+}
+
 static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql)
 {
     if ((eql & EQ_STRICT) && depth > 0 &&
@@ -593,6 +610,10 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
             if (x->method != y->method) return false;
             return a.aux == TPL_FN_ALIAS ? equal_rec(x->self, y->self, depth + 1, fuel, eql)
                                          : x->self.len == y->self.len && tpl_mem_eq(x->self.u.s, y->self.u.s, x->self.len);
+        }
+        if (a.u.p && b.u.p && a.aux == 0 && b.aux == 0) { /* bound methods: Python's meth_richcompare */
+            const tpl_bound *x = a.u.bound, *y = b.u.bound;
+            return x == y || (x->method == y->method && same_object(x->self, y->self));
         }
         return a.u.p == b.u.p && a.aux == b.aux;
     default:   /* functions, macros, loops: identity */
