@@ -618,7 +618,7 @@ static void built_at_once(void)
                                    names[i]);
             wl += (size_t)snprintf(want2 + wl, sizeof want2 - wl, "[%s%s]", i == 1 ? "hi" : vals[i], "True");
         }
-        tpl_val two[2], xs;
+        tpl_val two[2] = { 0 }, xs = { 0 };
         CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map_of_strs(r, ss, n, &two[0]) == TPL_OK &&
               tpl_val_map_of_strs(r, ss, n, &two[1]) == TPL_OK && tpl_val_len(two[0]) == n &&
               tpl_val_list_of(r, two, 2, 0, &xs) == TPL_OK, "map of %zu strs", n);
