@@ -189,18 +189,27 @@ tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size
     return tpl_map_append(a, m.u.map, k, hash, from_val(val)) ? TPL_OK : arena_fail(a);
 }
 
+/* A map of n entries (all n in use, to be written by the caller at *d) and its entry array in one
+ * block of a (entries are never freed on their own: a map that grows past its capacity takes a
+ * new array). NULL when a refuses the block. */
+static tpl_map *map_block(tpl_arena *a, size_t n, tpl_entry **d)
+{
+    enum { HEAD = (sizeof(tpl_map) + 15) & ~15 };
+    tpl_map *m = tpl_arena_alloc(a, HEAD + n * sizeof(tpl_entry));
+    if (!m) return NULL;
+    *d = (tpl_entry *)(void *)((char *)m + HEAD);
+    *m = (tpl_map){ .len = (uint32_t)n, .cap = (uint32_t)n, .e = n ? *d : NULL };
+    return m;
+}
+
 tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, unsigned flags, tpl_val *out)
 {
     if (!r || !out || (!e && n)) return TPL_ERR_USAGE;
     if (n > UINT32_MAX / 4) return TPL_ERR_LIMIT;
     tpl_arena *a = val_arena(r);
-    /* the map and its entries in one block (entries are never freed on their own: a map that
-     * grows past its capacity takes a new array) */
-    enum { HEAD = (sizeof(tpl_map) + 15) & ~15 };
-    tpl_map *m = tpl_arena_alloc(a, HEAD + n * sizeof(tpl_entry));
+    tpl_entry *d;
+    tpl_map *m = map_block(a, n, &d);
     if (!m) return arena_fail(a);
-    tpl_entry *d = (tpl_entry *)(void *)((char *)m + HEAD);
-    *m = (tpl_map){ .len = (uint32_t)n, .cap = (uint32_t)n, .e = n ? d : NULL };
     if ((flags & (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | TPL_VAL_MARKUP | TPL_VAL_SYMBOL)) ==
         (TPL_VAL_BORROW | TPL_VAL_UTF8_VALID)) {
         /* a Python dict's keys, taken as they are: each entry written in one go (the hot path of
@@ -236,11 +245,9 @@ tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tp
     if (!r || !out || (!e && n)) return TPL_ERR_USAGE;
     if (n > UINT32_MAX / 4) return TPL_ERR_LIMIT;
     tpl_arena *a = val_arena(r);
-    enum { HEAD = (sizeof(tpl_map) + 15) & ~15 };
-    tpl_map *m = tpl_arena_alloc(a, HEAD + n * sizeof(tpl_entry));
+    tpl_entry *d;
+    tpl_map *m = map_block(a, n, &d);
     if (!m) return arena_fail(a);
-    tpl_entry *d = (tpl_entry *)(void *)((char *)m + HEAD);
-    *m = (tpl_map){ .len = (uint32_t)n, .cap = (uint32_t)n, .e = n ? d : NULL };
     for (const tpl_str_str *end = e + n; e < end; e++, d++) {
         if ((!e->key && e->len) || (!e->s && e->slen) || e->len == UINT32_MAX || e->slen == UINT32_MAX)
             return TPL_ERR_USAGE;
