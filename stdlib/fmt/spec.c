@@ -200,7 +200,7 @@ static void emit_number(tpl_sb *b, const fspec *f, const char *sign, const char 
             min_len = f->width - (int64_t)(ls + lp) - (int64_t)nrest;
         tpl_sb_puts(b, sign);
         tpl_sb_puts(b, prefix);
-        if (f->fill == '0') {
+        if (f->fill == '0' && nint) {
             put_grouped(b, intdigits, nint, f->grouping, every, min_len);
         } else {
             int64_t pad = min_len > grouped ? min_len - grouped : 0;
