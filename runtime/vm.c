@@ -702,15 +702,9 @@ static int number_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tp
 
 static int fn_special(tpl_vm *vm, int kind, tpl_value self, int cls_id, tpl_value *out)
 {
-    tpl_bound *b = tpl_arena_alloc(&vm->arena, sizeof *b);
-    if (!b) return oom(vm);
-    b->self = self;
-    b->method = (uint16_t)cls_id;
-    tpl_value v = { 0 };
-    v.type = TPL_T_FUNC;
-    v.aux = (uint16_t)kind;
-    v.u.bound = b;
-    *out = v;
+    int r = bound_method(vm, self, cls_id, out);
+    if (r) return r;
+    out->aux = (uint16_t)kind; /* (TPL_FN_ALIAS / DESCR / MEMBER: value.h) */
     return 0;
 }
 
