@@ -248,7 +248,7 @@ tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tp
     tpl_entry *d;
     tpl_map *m = map_block(a, n, &d);
     if (!m) return arena_fail(a);
-    for (const tpl_str_str *end = e + n; e < end; e++, d++) {
+    for (size_t i = 0; i < n; i++, e++, d++) { /* index loop: e may be NULL when n == 0 */
         if ((!e->key && e->len) || (!e->s && e->slen) || e->len == UINT32_MAX || e->slen == UINT32_MAX)
             return TPL_ERR_USAGE;
         d->key = tpl_v_str(e->len ? e->key : "", e->len);
