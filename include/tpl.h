@@ -624,6 +624,15 @@ typedef struct tpl_str_str {
  * when r or out is NULL, e NULL with n > 0, a key or value NULL with a length > 0, or a length
  * of UINT32_MAX; TPL_ERR_LIMIT past the memory limit or 2^30 entries. */
 TPL_API tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tpl_val *out);
+/* A list (flags 0 or TPL_VAL_AS_TUPLE) of n maps at once, map i of counts[i] entries of e (the
+ * entries of map 0 first, then those of map 1...), each as tpl_val_map_of_strs builds it (the same
+ * borrowing and caveats): the list and its maps in one allocation and one call (a host converting
+ * a list of small dicts of strings: a chat's messages). e and counts are read during the call
+ * only. TPL_ERR_USAGE when r or out is NULL, counts NULL with n > 0, e NULL with entries, or an
+ * entry as tpl_val_map_of_strs refuses it; TPL_ERR_LIMIT past the memory limit, 2^31 maps or
+ * 2^30 entries in a map. */
+TPL_API tpl_status tpl_val_list_of_str_maps(tpl_render *r, const tpl_str_str *e, const uint32_t *counts, size_t n,
+                                            unsigned flags, tpl_val *out);
 /* A list (flags 0 or TPL_VAL_AS_TUPLE) of the n values items at once, in one allocation: what
  * tpl_val_list and n tpl_val_list_push calls build. items is read during the call only.
  * TPL_ERR_USAGE when r or out is NULL or items NULL with n > 0; TPL_ERR_LIMIT past the memory

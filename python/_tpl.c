@@ -193,6 +193,10 @@ typedef struct render_ctx {
     size_t nents, capents;
     tpl_val *items;
     size_t nitems, capitems;
+    tpl_str_str *ss;        /* scratch of str_dicts_val (owned): the entries of a list's dicts */
+    size_t capss;
+    uint32_t *cnt;          /* and their counts */
+    size_t capcnt;
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     const char *what;       /* what is being converted, for its errors (NULL: the render state) */
@@ -477,6 +481,30 @@ static int check(tpl_status st)
 
 /* A str, borrowed: the VM reads its UTF-8 buffer, which CPython keeps with the str (valid
  * UTF-8: a str with lone surrogates has none and is a UnicodeEncodeError here). */
+#define LATIN1_COPY 256 /* a Latin-1 str of up to this many characters is encoded here (latin1_val) */
+
+/* A short compact str of Latin-1 characters (1-byte kind, not ASCII: a name with an accent), as
+ * a string value copied into the render's memory, encoded here: CPython's UTF-8 for it
+ * (PyUnicode_AsUTF8AndSize) is made by its encoder into a new buffer on every fresh str, which
+ * costs several times this loop and a copy. */
+static int latin1_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
+{
+    unsigned char buf[2 * LATIN1_COPY];
+    const Py_UCS1 *p = PyUnicode_1BYTE_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    size_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS1 ch = p[i];
+        if (ch < 0x80) buf[k++] = ch;
+        else {
+            buf[k++] = (unsigned char)(0xC0 | ch >> 6);
+            buf[k++] = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+    }
+    c->built += 1 + k / 16;
+    return check(tpl_val_str(c->r, (const char *)buf, k, flags | TPL_VAL_UTF8_VALID, out));
+}
+
 static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
 {
     Py_ssize_t n;
@@ -484,6 +512,9 @@ static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     if (PyUnicode_IS_COMPACT_ASCII(s)) { /* its characters are its UTF-8 */
         u = (const char *)PyUnicode_DATA(s);
         n = PyUnicode_GET_LENGTH(s);
+    } else if (PyUnicode_IS_COMPACT(s) && PyUnicode_KIND(s) == PyUnicode_1BYTE_KIND &&
+               PyUnicode_GET_LENGTH(s) <= LATIN1_COPY) {
+        return latin1_val(c, s, flags, out);
     } else if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) {
         return -1;
     }
@@ -621,6 +652,77 @@ done:
 #undef ENTER_D
 }
 
+/* Room for n more entries in c->ss / n counts in c->cnt (a list's dicts: str_dicts_val). */
+static int ss_reserve(render_ctx *c, size_t n)
+{
+    size_t cap = c->capss ? c->capss * 2 : 256;
+    while (cap < n) cap *= 2;
+    tpl_str_str *e = PyMem_Realloc(c->ss, cap * sizeof *e);
+    if (!e) { PyErr_NoMemory(); return -1; }
+    c->ss = e;
+    c->capss = cap;
+    return 0;
+}
+
+static int cnt_reserve(render_ctx *c, size_t n)
+{
+    size_t cap = c->capcnt ? c->capcnt * 2 : 64;
+    while (cap < n) cap *= 2;
+    uint32_t *e = PyMem_Realloc(c->cnt, cap * sizeof *e);
+    if (!e) { PyErr_NoMemory(); return -1; }
+    c->cnt = e;
+    c->capcnt = cap;
+    return 0;
+}
+
+/* The n items of a list or tuple when each is a dict of up to SMALL_DICT entries with exact str
+ * keys and ASCII str values (a chat's messages): the list and its maps in one call
+ * (tpl_val_list_of_str_maps), with no call per dict. 1: done; 0: an item is something else
+ * (nothing built; what was held and recorded stays so: seq_val converts the items one by one);
+ * -1: an error. Nothing here converts by recursion, so the scratch (c->ss, c->cnt) is used by
+ * one call at a time. */
+static int str_dicts_val(render_ctx *c, PyObject *const *items, Py_ssize_t n, unsigned flags, tpl_val *out)
+{
+    if (c->capcnt < (size_t)n && cnt_reserve(c, (size_t)n) < 0) return -1;
+    size_t ns = 0, built = 0;
+    bool rec = c->rec, hold = rec || !c->nokeep;
+    /* the key at each position of the dict before, with its entry: json.loads gives the dicts of
+     * one list the same key strs, so a key is looked up in c->keys once per list */
+    PyObject *pk[SMALL_DICT] = { NULL };
+    key pke[SMALL_DICT];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = items[i], *k, *v;
+        if (Py_TYPE(d) != &PyDict_Type) return 0;
+        Py_ssize_t left = PyDict_GET_SIZE(d), pos = 0;
+        if (left > SMALL_DICT) return 0;
+        if (c->capss - ns < SMALL_DICT && ss_reserve(c, ns + SMALL_DICT) < 0) return -1;
+        if (rec && rec_dep(c, d, DICT_VERSION(d)) < 0) return -1;
+        tpl_str_str *e = c->ss + ns;
+        for (Py_ssize_t j = 0; j < left; j++, e++) {
+            if (!PyDict_Next(d, &pos, &k, &v) || Py_TYPE(v) != &PyUnicode_Type ||
+                !PyUnicode_IS_COMPACT_ASCII(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX)
+                return 0;
+            if (k != pk[j]) {
+                if (!PyUnicode_CheckExact(k)) return 0;
+                key *ke = key_of(c, k);
+                if (!ke) return -1;
+                pk[j] = k;
+                pke[j] = *ke; /* (its str lives until the render ends: c->keys or the keep array holds it) */
+            }
+            if (hold && ((rec && hold_str(c, k) < 0) || hold_str(c, v) < 0)) return -1;
+            /* (a compact ASCII str's characters follow its PyASCIIObject) */
+            *e = (tpl_str_str){ pke[j].u8, (const char *)((PyASCIIObject *)v + 1), pke[j].len,
+                                (uint32_t)PyUnicode_GET_LENGTH(v), pke[j].hash };
+        }
+        ns += (size_t)left;
+        built += (size_t)left + 1;
+        c->cnt[i] = (uint32_t)left;
+    }
+    if (check(tpl_val_list_of_str_maps(c->r, c->ss, c->cnt, (size_t)n, flags, out)) < 0) return -1;
+    c->built += built;
+    return 1;
+}
+
 /* A list or tuple as a list value, built at once (tpl_val_list_of). */
 static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
 {
@@ -634,6 +736,14 @@ static int seq_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
         if (rec_dep(c, s, flags & TPL_VAL_AS_TUPLE ? TUPLE_DEP : LIST_DEP | (uint64_t)n) < 0) return -1;
         for (Py_ssize_t i = 0; !(flags & TPL_VAL_AS_TUPLE) && i < n; i++)
             if (rec_dep(c, items[i], 0) < 0) return -1;
+    }
+    if (n > 0 && Py_TYPE(items[0]) == &PyDict_Type) { /* (a list of messages: at once) */
+        int k = str_dicts_val(c, items, n, flags, out);
+        if (k < 0) return -1;
+        if (k > 0) {
+            c->depth--;
+            return 0;
+        }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         tpl_val v;
@@ -1587,6 +1697,8 @@ static void slot_free(render_ctx *c)
     PyMem_Free(c->keep);
     PyMem_Free(c->ents);
     PyMem_Free(c->items);
+    PyMem_Free(c->ss);
+    PyMem_Free(c->cnt);
     PyMem_Free(c->rr.d);
     PyMem_Free(c->rr.s);
     PyMem_Free(c->tr.d);
@@ -2148,17 +2260,32 @@ static size_t ascii_copy_sse2(unsigned char *d, const unsigned char *s, size_t n
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define HAVE_AVX2_COPY 1
+/* (128 bytes a step when n >= 128: a 5 KB chat prompt in 35 steps) */
 __attribute__((target("avx2"))) static size_t ascii_copy_avx2(unsigned char *d, const unsigned char *s, size_t n)
 {
+#define LD(o) _mm256_loadu_si256((const __m256i *)(const void *)(s + i + (o)))
+#define ST(o, x) _mm256_storeu_si256((__m256i *)(void *)(d + i + (o)), x)
+    if (n >= 128)
+        for (size_t i = 0;; i += 128) {
+            if (i + 128 > n) i = n - 128;
+            __m256i a = LD(0), b = LD(32), e = LD(64), f = LD(96);
+            if (_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(a, b), _mm256_or_si256(e, f)))) return i;
+            ST(0, a);
+            ST(32, b);
+            ST(64, e);
+            ST(96, f);
+            if (i + 128 == n) return n;
+        }
     for (size_t i = 0;; i += 64) {
         if (i + 64 > n) i = n - 64;
-        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(s + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + i + 32));
+        __m256i a = LD(0), b = LD(32);
         if (_mm256_movemask_epi8(_mm256_or_si256(a, b))) return i;
-        _mm256_storeu_si256((__m256i *)(void *)(d + i), a);
-        _mm256_storeu_si256((__m256i *)(void *)(d + i + 32), b);
+        ST(0, a);
+        ST(32, b);
         if (i + 64 == n) return n;
     }
+#undef LD
+#undef ST
 }
 #endif
 static inline size_t ascii_copy(unsigned char *d, const unsigned char *s, size_t n)
@@ -2449,7 +2576,9 @@ static int cached_val(render_ctx *c, PyObject *o, tpl_val *out, centry **used)
 static inline __attribute__((always_inline)) int state_item(render_ctx *c, PyObject *v, tpl_val *out, bool *top)
 {
     PyTypeObject *t = Py_TYPE(v);
-    if (t == &PyUnicode_Type) return str_val(c, v, 0, out) < 0 || (*top && refs_str(&c->tr, v) < 0) ? -1 : 0;
+    if (t == &PyUnicode_Type)
+        return (PyUnicode_IS_COMPACT_ASCII(v) ? ascii_val(c, v, out) : str_val(c, v, 0, out)) < 0 ||
+               (*top && refs_str(&c->tr, v) < 0) ? -1 : 0;
     if (t == &PyDict_Type || t == &PyList_Type || t == &PyTuple_Type) {
         centry *e;
         if (cached_val(c, v, out, &e) < 0) return -1;
@@ -2495,12 +2624,12 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         }
         if (c->top.o && entry_drop(c, &c->top) < 0) return -1;
         /* contexts made anew for every render (nothing found in the cache 4 renders in a row)
-         * are converted without recording, but for one render in 8 */
-        c->bypass = c->streak >= 4 && (++c->nrender & 7);
+         * are converted without recording, but for one render in 8 (in 64 after 64 such renders) */
+        c->bypass = c->streak >= 4 && (++c->nrender & (c->streak >= 64 ? 63 : 7));
         bool top = !c->bypass;
         c->tuses = 0;
         c->tbroken = false;
-        if (refs_dep(&c->tr, state, DICT_VERSION(state)) < 0) return -1;
+        if (top && refs_dep(&c->tr, state, DICT_VERSION(state)) < 0) return -1;
 #else
         bool top = false;
 #endif

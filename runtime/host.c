@@ -260,6 +260,49 @@ tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tp
     return TPL_OK;
 }
 
+tpl_status tpl_val_list_of_str_maps(tpl_render *r, const tpl_str_str *e, const uint32_t *counts, size_t n,
+                                    unsigned flags, tpl_val *out)
+{
+    enum { HEAD = (sizeof(tpl_map) + 15) & ~15, LHEAD = (sizeof(tpl_list) + 15) & ~15 };
+    if (!r || !out || (!counts && n)) return TPL_ERR_USAGE;
+    if (n > UINT32_MAX / 2) return TPL_ERR_LIMIT;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (counts[i] > UINT32_MAX / 4) return TPL_ERR_LIMIT;
+        total += counts[i];
+    }
+    if (!e && total) return TPL_ERR_USAGE;
+    if (total > (SIZE_MAX / 2 - LHEAD) / (sizeof(tpl_entry) + HEAD)) return TPL_ERR_LIMIT;
+    /* one block: the list, its n items, then each map's head and entries */
+    tpl_arena *a = val_arena(r);
+    char *p = tpl_arena_alloc(a, LHEAD + n * (sizeof(tpl_value) + HEAD) + total * sizeof(tpl_entry));
+    if (!p) return arena_fail(a);
+    tpl_list *l = (tpl_list *)(void *)p;
+    tpl_value *items = (tpl_value *)(void *)(p + LHEAD);
+    *l = (tpl_list){ .len = (uint32_t)n, .cap = (uint32_t)n, .items = n ? items : NULL };
+    p += LHEAD + n * sizeof(tpl_value);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = counts[i];
+        tpl_map *m = (tpl_map *)(void *)p;
+        tpl_entry *d = (tpl_entry *)(void *)(p + HEAD);
+        p += HEAD + k * sizeof(tpl_entry);
+        *m = (tpl_map){ .len = (uint32_t)k, .cap = (uint32_t)k, .e = k ? d : NULL };
+        for (size_t j = 0; j < k; j++, e++, d++) {
+            if ((!e->key && e->len) || (!e->s && e->slen) || e->len == UINT32_MAX || e->slen == UINT32_MAX)
+                return TPL_ERR_USAGE;
+            d->key = tpl_v_str(e->len ? e->key : "", e->len);
+            d->val = tpl_v_str(e->slen ? e->s : "", e->slen);
+            d->hash = e->hash;
+        }
+        if (k > TPL_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
+        items[i] = tpl_v_map(m);
+    }
+    tpl_value v = tpl_v_list(l);
+    if (flags & TPL_VAL_AS_TUPLE) v.flags |= TPL_F_TUPLE;
+    *out = to_val(v);
+    return TPL_OK;
+}
+
 tpl_status tpl_val_list_of(tpl_render *r, const tpl_val *items, size_t n, unsigned flags, tpl_val *out)
 {
     if (!r || !out || (!items && n)) return TPL_ERR_USAGE;

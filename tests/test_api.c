@@ -352,6 +352,12 @@ static void test_null_args(void)
         CHECK(tpl_val_map_of_strs(NULL, NULL, 0, &hm) == U && tpl_val_map_of_strs(r, NULL, 1, &hm) == U &&
               tpl_val_map_of_strs(r, &ns, 1, &hm) == U && tpl_val_map_of_strs(r, NULL, 0, NULL) == U,
               "val_map_of_strs(NULL)");
+        uint32_t one = 1;
+        CHECK(tpl_val_list_of_str_maps(NULL, NULL, NULL, 0, 0, &hl) == U &&
+              tpl_val_list_of_str_maps(r, NULL, NULL, 1, 0, &hl) == U &&
+              tpl_val_list_of_str_maps(r, NULL, &one, 1, 0, &hl) == U &&
+              tpl_val_list_of_str_maps(r, &ns, &one, 1, 0, &hl) == U &&
+              tpl_val_list_of_str_maps(r, NULL, NULL, 0, 0, NULL) == U, "val_list_of_str_maps(NULL)");
         CHECK(tpl_val_list_of(NULL, NULL, 0, 0, &hl) == U && tpl_val_list_of(r, NULL, 1, 0, &hl) == U &&
               tpl_val_list_of(r, &hv, 1, 0, NULL) == U, "val_list_of(NULL)");
     }

@@ -630,6 +630,29 @@ static void built_at_once(void)
         snprintf(src2 + sl, sizeof src2 - sl, "{{ m[0]|length }}{{ m[0].nope is defined }}{{ m[0] == m[1] }}");
         snprintf(want2 + wl, sizeof want2 - wl, "%zuFalseTrue", n);
         expect(r, src2, want2);
+        /* the same list at once (tpl_val_list_of_str_maps): n entries, then n again; as a tuple
+         * of the first map and an empty one too */
+        tpl_str_str ss2[24];
+        for (size_t i = 0; i < n; i++) ss2[i] = ss2[n + i] = ss[i];
+        uint32_t counts[2] = { (uint32_t)n, (uint32_t)n }, counts2[2] = { (uint32_t)n, 0 };
+        tpl_val tu = { 0 };
+        CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_list_of_str_maps(r, ss2, counts, 2, 0, &xs) == TPL_OK &&
+              tpl_val_kind_of(xs) == TPL_VAL_LIST && tpl_val_len(xs) == 2 &&
+              tpl_val_len(tpl_val_item(xs, 1)) == n &&
+              tpl_val_list_of_str_maps(r, ss2, counts2, 2, TPL_VAL_AS_TUPLE, &tu) == TPL_OK &&
+              tpl_val_kind_of(tu) == TPL_VAL_TUPLE && tpl_val_len(tpl_val_item(tu, 1)) == 0, "list of %zu-str maps", n);
+        vl = 0;
+        CHECK(n == 0 || (tpl_val_as_str(tpl_val_map_value(tpl_val_item(xs, 1), 0), &vl) == vals[0] && vl == 6),
+              "list of maps: borrowed value");
+        tpl_str_entry top2[2] = { { "m", 1, tpl_val_key_hash("m", 1), xs }, { "t", 1, tpl_val_key_hash("t", 1), tu } };
+        CHECK(tpl_val_map_of_str(r, top2, 2, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &m) == TPL_OK &&
+              tpl_render_set_state_val(r, m) == TPL_OK, "the list of maps as the state");
+        expect(r, src2, want2);
+        char src3[128], want3[64];
+        snprintf(src3, sizeof src3, "{{ t|length }}{{ t[0] == m[0] }}{{ t[1]|length }}{{ t is sequence }}{{ m[1].%s }}",
+                 n ? names[0] : "x");
+        snprintf(want3, sizeof want3, "2True0True%s", n ? vals[0] : "");
+        expect(r, src3, want3);
     }
     tpl_str_str bads[] = { { NULL, "v", 1, 1, 0 }, { "k", NULL, 1, 1, 0 }, { "k", "v", UINT32_MAX, 1, 0 },
                            { "k", "v", 1, UINT32_MAX, 0 } };
@@ -638,6 +661,18 @@ static void built_at_once(void)
     CHECK(tpl_val_map_of_strs(NULL, bads, 0, &m) == TPL_ERR_USAGE && tpl_val_map_of_strs(r, NULL, 1, &m) == TPL_ERR_USAGE &&
           tpl_val_map_of_strs(r, bads, 0, NULL) == TPL_ERR_USAGE && tpl_val_map_of_strs(r, NULL, 0, &m) == TPL_OK &&
           tpl_val_len(m) == 0, "map_of_strs: usage errors, an empty map");
+    {
+        uint32_t big[1] = { UINT32_MAX / 4 + 1 }, one[1] = { 1 };
+        tpl_val l = { 0 };
+        CHECK(tpl_val_list_of_str_maps(NULL, bads, one, 1, 0, &l) == TPL_ERR_USAGE &&
+                  tpl_val_list_of_str_maps(r, bads, NULL, 1, 0, &l) == TPL_ERR_USAGE &&
+                  tpl_val_list_of_str_maps(r, NULL, one, 1, 0, &l) == TPL_ERR_USAGE &&
+                  tpl_val_list_of_str_maps(r, bads, one, 1, 0, NULL) == TPL_ERR_USAGE &&
+                  tpl_val_list_of_str_maps(r, &bads[1], one, 1, 0, &l) == TPL_ERR_USAGE &&
+                  tpl_val_list_of_str_maps(r, bads, big, 1, 0, &l) == TPL_ERR_LIMIT &&
+                  tpl_val_list_of_str_maps(r, NULL, NULL, 0, 0, &l) == TPL_OK && tpl_val_len(l) == 0,
+              "list_of_str_maps: usage errors, limits, an empty list");
+    }
     tpl_render_free(r);
 }
 

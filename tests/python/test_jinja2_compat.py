@@ -1193,3 +1193,28 @@ def test_per_template_globals_refused_when_they_differ():
     je.get_template("m", globals={"x": "1"})
     je.get_template("n", globals={"x": "1"})
     assert t.render() == je.from_string("{% import 'm' as m %}{% import 'n' as n %}{{ m.f() }}{{ n.f() }}").render()
+
+
+@pytest.mark.parametrize("msgs", [
+    [{"role": "a", "content": " x "}, {"content": "y", "role": "b"}, {"role": "c", "content": ""}],
+    [{"role": "a", "content": "x"}, {"role": "b", "content": "\u00e9\u20ac"}],
+    [{"role": "a"}, {"role": "b", "content": 1}, {"role": "c", "content": None}],
+    [{"role": "a"}, __import__("collections").OrderedDict(role="s"), {"k": "v"}],
+    [{"role": "a"}, {str(i): "v%d" % i for i in range(9)}],
+    [{}, {"role": "x"}, {}],
+    ({"role": "t"}, {"role": "u", "content": "w"}),
+    [{1: "a", "role": "r"}, {"role": "x"}],
+    [{"role": "a", "content": [1, 2]}, {"role": "b", "content": {"k": "v"}}],
+])
+def test_lists_of_small_dicts(msgs):
+    """A list or tuple of small dicts of str values (a chat's messages) crosses in one call
+    (tpl_val_list_of_str_maps); any other item, key or value on the way makes it convert item by
+    item: the same output as Jinja2 either way, with the same dicts again and with new ones."""
+    src = ("{% for m in msgs %}{{ m.role }}|{{ m['content'] }}|{{ m|length }}|{{ m.items()|list }}|"
+           "{{ m.get('content', '-') }};{% endfor %}{{ msgs|length }} {{ msgs[0] == msgs[0] }} {{ msgs[-1] }}")
+    je, te = both()
+    jt, tt = je.from_string(src), te.from_string(src)
+    want = jt.render(msgs=msgs)
+    for _ in range(12):  # the same list (the converted-value cache) and copies of it
+        assert tt.render(msgs=msgs) == want
+        assert tt.render(msgs=[dict(m) if isinstance(m, dict) else m for m in msgs]) == want
