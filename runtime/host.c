@@ -189,6 +189,14 @@ tpl_status tpl_val_map_add_str(tpl_render *r, tpl_val map, const char *key, size
     return tpl_map_append(a, m.u.map, k, hash, from_val(val)) ? TPL_OK : arena_fail(a);
 }
 
+/* A map a host builds at once (tpl_val_map_of_str, _of_strs, list_of_str_maps) gets an index
+ * only past this many entries, not past TPL_MAP_LINEAR_MAX: such a map is mostly a render's state
+ * or a record, whose names the VM finds by its hints (the entry each name was found at before)
+ * without an index, and every lookup of a map without one scans its entries (value.c, vm.c,
+ * tpl_native.h: idx_cap 0), which for 16 is no slower than a probe. Building the index of a
+ * ten-name state cost ~300 instructions a render. */
+enum { HOST_MAP_LINEAR_MAX = 16 };
+
 /* A map of n entries (all n in use, to be written by the caller at *d) and its entry array in one
  * block of a (entries are never freed on their own: a map that grows past its capacity takes a
  * new array). NULL when a refuses the block. */
@@ -235,7 +243,7 @@ tpl_status tpl_val_map_of_str(tpl_render *r, const tpl_str_entry *e, size_t n, u
             d[i] = (tpl_entry){ k, from_val(e[i].val), e[i].hash };
         }
     }
-    if (n > TPL_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
+    if (n > HOST_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
     *out = to_val(tpl_v_map(m));
     return TPL_OK;
 }
@@ -255,7 +263,7 @@ tpl_status tpl_val_map_of_strs(tpl_render *r, const tpl_str_str *e, size_t n, tp
         d->val = tpl_v_str(e->slen ? e->s : "", e->slen);
         d->hash = e->hash;
     }
-    if (n > TPL_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
+    if (n > HOST_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
     *out = to_val(tpl_v_map(m));
     return TPL_OK;
 }
@@ -294,7 +302,7 @@ tpl_status tpl_val_list_of_str_maps(tpl_render *r, const tpl_str_str *e, const u
             d->val = tpl_v_str(e->slen ? e->s : "", e->slen);
             d->hash = e->hash;
         }
-        if (k > TPL_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
+        if (k > HOST_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
         items[i] = tpl_v_map(m);
     }
     tpl_value v = tpl_v_list(l);

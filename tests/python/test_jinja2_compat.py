@@ -1200,7 +1200,7 @@ def test_per_template_globals_refused_when_they_differ():
     [{"role": "a", "content": "x"}, {"role": "b", "content": "\u00e9\u20ac"}],
     [{"role": "a"}, {"role": "b", "content": 1}, {"role": "c", "content": None}],
     [{"role": "a"}, __import__("collections").OrderedDict(role="s"), {"k": "v"}],
-    [{"role": "a"}, {str(i): "v%d" % i for i in range(9)}],
+    [{"role": "a"}, {str(i): "v%d" % i for i in range(9)}, {"role": "c", **{str(i): i for i in range(20)}}],
     [{}, {"role": "x"}, {}],
     ({"role": "t"}, {"role": "u", "content": "w"}),
     [{1: "a", "role": "r"}, {"role": "x"}],
