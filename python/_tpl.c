@@ -214,6 +214,7 @@ typedef struct render_ctx {
     unsigned nrender;
     bool found;             /* this render found a value in the cache */
     size_t built, live;     /* state-memory units built since the state was dropped, of them cached */
+    bool has_globals;       /* this render set globals (slot_put resets them) */
     bool has_empty;         /* empty: an empty map in the state memory (the state between renders) */
     tpl_val empty;
 } render_ctx;
@@ -1758,7 +1759,10 @@ static void slot_put(ProgramObject *self, render_ctx *c)
     cache_age(c);
     if (c->built > 4 * c->live + SPARE || !c->has_empty) cache_clear(c);
     else tpl_render_set_state_val(c->r, c->empty);
-    tpl_render_set_globals_val(c->r, tpl_val_none());
+    if (c->has_globals) { /* (this render set them) */
+        tpl_render_set_globals_val(c->r, tpl_val_none());
+        c->has_globals = false;
+    }
     for (Py_ssize_t i = 0; i < c->nkeep; i++) Py_DECREF(c->keep[i]);
     c->nkeep = 0;
     c->cur = NULL;
@@ -1900,7 +1904,12 @@ static inline int32_t read_find(const ProgramObject *o, const char *s, size_t n)
 
 /* Makes o's reads-set (its names as interned strs, their UTF-8, hashes and indexes) the first
  * time a render or .reads needs it: a walk over the code that tpl.Template() does not pay. */
-static int reads_ready(ProgramObject *o)
+static int reads_build(ProgramObject *o);
+
+/* The Program's reads-set tables, made on first use. */
+static inline int reads_ready(ProgramObject *o) { return o->reads ? 0 : reads_build(o); }
+
+static int reads_build(ProgramObject *o)
 {
     if (o->reads) return 0;
     if (compiled(o) < 0) return -1;
@@ -2515,6 +2524,7 @@ static bool deps_valid(const dep *d, size_t n)
  * them and fails (the render fails, nothing borrows them then). */
 static int refs_release(render_ctx *c, refs *f)
 {
+    if (!f->nd && !f->ns) return 0;
     int rc = 0;
     if (keep_reserve(c, f->nd + f->ns) < 0) {
         for (size_t i = 0; i < f->nd; i++) Py_DECREF(f->d[i].o);
@@ -2855,6 +2865,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         tpl_val gv;
         if (globals_build(self, c, globals, &gv) < 0) goto done;
         tpl_render_set_globals_val(r, gv);
+        c->has_globals = true;
     }
 
     const char *out = NULL;

@@ -380,6 +380,38 @@ def test_no_leaks():
     assert _rss_kib() - rss < 2048, "RSS grew by %d KiB" % (_rss_kib() - rss)
 
 
+def test_messages_no_leaks():
+    """A list of small dicts of strs (one tpl_val_list_of_str_maps call) and a Latin-1 str (copied)
+    hold no reference after the render, whether the render holds its strs (a remembers callable),
+    borrows them (plain data) or caches them (the same list again): counts and RSS flat."""
+    src = "{% for m in msgs %}{{ m.role }}:{{ m['content']|trim }};{% endfor %}{{ who }}{{ remembers('x') }}"
+    t, tc = tpl.Template(src), tpl.Template(src, remembers=lambda w: w == "x")
+    role, content = "user", "hello " * 3
+    who = "Jos\u00e9 \u00c1lvarez"
+    same = [{"role": role, "content": content} for _ in range(3)]
+
+    def once():
+        fresh = [{"role": role, "content": content}, {"role": "assistant", "content": content}]
+        assert t.render(msgs=fresh, who=who).endswith(who + "False")
+        assert tc.render(msgs=same, who=who).endswith(who + "True")
+        t.render(msgs=same, who=who)
+        tc.render(msgs=fresh, who=who)
+
+    for _ in range(2000):
+        once()
+    gc.collect()
+    objs, rss = len(gc.get_objects()), _rss_kib()
+    refs = (sys.getrefcount(role), sys.getrefcount(content), sys.getrefcount(who))
+    for _ in range(25000):
+        once()
+    gc.collect()
+    # (the converted-value caches of the two templates hold a few references, more or fewer at
+    # either moment; a leak would be one or more per render: 25,000 and up)
+    assert all(abs(sys.getrefcount(o) - n) < 50 for o, n in zip((role, content, who), refs))
+    assert len(gc.get_objects()) - objs < 50
+    assert _rss_kib() - rss < 2048, "RSS grew by %d KiB" % (_rss_kib() - rss)
+
+
 def test_remembers_data_no_leaks():
     """remembers data read again on every render (a set; a list that changes) holds no str after
     the context lets it go: object counts and RSS flat over 100,000 renders."""
