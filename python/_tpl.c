@@ -198,6 +198,8 @@ typedef struct render_ctx {
     size_t capss;
     uint32_t *cnt;          /* and their counts */
     size_t capcnt;
+    key lastk[SMALL_DICT];  /* str_dicts_val: the key entries it last looked up, by slot (k owned):
+                             * json.loads makes new key strs for every context, equal to these */
     int depth;
     PyObject *stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     const char *what;       /* what is being converted, for its errors (NULL: the render state) */
@@ -713,10 +715,25 @@ static int str_dicts_val(render_ctx *c, PyObject *const *items, Py_ssize_t n, un
             size_t slot = (size_t)(pos - 1) & (SMALL_DICT - 1);
             if (k != pk[slot]) {
                 if (!PyUnicode_CheckExact(k)) return 0;
-                key *ke = key_of(c, k);
-                if (!ke) return -1;
+                key *lk = &c->lastk[slot];
+                if (!rec && lk->k && PyUnicode_IS_COMPACT_ASCII(k) && (size_t)PyUnicode_GET_LENGTH(k) == lk->len &&
+                    !memcmp(lk->u8, (PyASCIIObject *)k + 1, lk->len)) {
+                    /* the same key as the last list's (another str): its entry, without a key table
+                     * miss (its str is lastk's, then the render's: not for a cached value, which
+                     * holds the strs it borrows) */
+                    pke[slot] = *lk;
+                } else {
+                    key *ke = key_of(c, k);
+                    if (!ke) return -1;
+                    pke[slot] = *ke; /* (its str lives until the render ends: c->keys or the keep array holds it) */
+                    if (!rec && ke->k != lk->k) { /* remembered (the one it replaces: the render's now) */
+                        if (lk->k && keep_room(c) < 0) return -1;
+                        if (lk->k) c->keep[c->nkeep++] = lk->k;
+                        Py_INCREF(ke->k);
+                        *lk = *ke;
+                    }
+                }
                 pk[slot] = k;
-                pke[slot] = *ke; /* (its str lives until the render ends: c->keys or the keep array holds it) */
             }
             if (hold && ((rec && hold_str(c, k) < 0) || hold_str(c, v) < 0)) return -1;
             /* (a compact ASCII str's characters follow its PyASCIIObject) */
@@ -1697,6 +1714,7 @@ static void slot_free(render_ctx *c)
     Py_XDECREF(c->undefined);
     Py_XDECREF(c->loader_exc);
     for (int i = 0; i < KEYS; i++) Py_XDECREF(c->keys[i].k);
+    for (int i = 0; i < SMALL_DICT; i++) Py_XDECREF(c->lastk[i].k);
     for (chunk *k = c->chunks, *next; k; k = next) {
         next = k->next;
         PyMem_Free(k);
