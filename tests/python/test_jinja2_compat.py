@@ -1218,3 +1218,15 @@ def test_lists_of_small_dicts(msgs):
     for _ in range(12):  # the same list (the converted-value cache) and copies of it
         assert tt.render(msgs=msgs) == want
         assert tt.render(msgs=[dict(m) if isinstance(m, dict) else m for m in msgs]) == want
+
+
+@pytest.mark.parametrize("s", ["\u00e9", "x" * 255 + "\u00e9", "\u00e9" * 256, "\u00e9" * 257, "\u00ff\u0080 a\u00a0",
+                               "Jos\u00e9 \u00c1lvarez"])
+def test_latin1_strs(s):
+    """A short str of Latin-1 characters (not ASCII) is encoded to UTF-8 by the binding and copied
+    (up to 256 characters; longer ones borrow CPython's UTF-8): as a value, in a list, as a dict key
+    and value, and through a filter, the same output as Jinja2."""
+    src = "{{ s }}|{{ s|length }}|{{ s|upper }}|{{ [s] }}|{{ d }}|{{ d[s] }}|{{ s ~ s[:1] }}|{{ s == t }}"
+    ctx = {"s": s, "d": {s: s, "k": [s]}, "t": "".join(list(s))}
+    je, te = both()
+    assert te.from_string(src).render(ctx) == je.from_string(src).render(ctx)
