@@ -506,7 +506,11 @@ typedef struct tpl_host_class {
      * object's plain data (resolve, else iter) for the Enumerable methods tpl knows (map,
      * select, each...) and otherwise fails with Ruby's NoMethodError. A call with a block
      * (obj.each do |x| ... end) never reaches send: it iterates the object's items (resolve/
-     * iter). NULL (e.g. a Python class): ERB method calls on the object are NoMethodErrors. */
+     * iter). NULL (e.g. a Python class): ERB method calls on the object are NoMethodErrors.
+     * Ruby's operators on the object are sent as methods of its own (`obj + x` is name "+",
+     * `obj == x` "==", `obj < x` "<"...); `x == obj` with x a String or a number is obj's "=="
+     * (as Ruby's String#== and Integer#== ask an object not theirs), and `"str" + obj` is name
+     * "(r+)" with args[0] the string: the host computes str + obj (TPL_HOST_MISSING: a TypeError). */
     tpl_host_result (*send)(void *obj, tpl_render *r, const char *name, size_t len, const tpl_val *args,
                             size_t nargs, const tpl_val *kwnames, const tpl_val *kwvals, size_t nkw, tpl_val *out);
     /* the object as a number, for Jinja's |int (as_float false: *out an int, Python's int(obj),

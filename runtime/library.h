@@ -84,7 +84,7 @@ typedef struct tpl_library {
     int (*rb_each_list)(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
     int (*rb_plain_method)(tpl_vm *vm, tpl_value self, const char *name, size_t n, const void **except);
     int (*rb_arith)(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
-    int (*rb_compare_check)(tpl_vm *vm, const char *op, tpl_value a, tpl_value b);
+    int (*rb_compare_check)(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);
     /* the library's per-render data (tpl_vm_ext; stdlib/prompt/state.c: facts, remembers, `call`,
      * translation): made when a render context is created (NULL: out of memory), freed with it;
      * ext_global answers the global names it owns (`call`): 1 with *out set, 0 for other names */

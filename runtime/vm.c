@@ -4234,7 +4234,9 @@ top:
     RB_ARITH_CASE(POW_RB, POW, 'p')
 #define RB_CMP_CASE(NAME, OPS, TEST) CASE(NAME) { \
         int c = 0; sp--; \
-        if (tpl_stdlib.rb_compare_check(vm, OPS, sp[-1], sp[0]) < 0) goto fail; \
+        int k_ = tpl_stdlib.rb_compare_check(vm, OPS, sp[-1], sp[0], &sp[-1]); \
+        if (k_ < 0) goto fail; \
+        if (k_ > 0) NEXT(0); /* (a host object's own operator answered) */ \
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }
     RB_CMP_CASE(LT_RB, "<", c < 0)

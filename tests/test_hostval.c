@@ -232,6 +232,16 @@ static tpl_host_result o_send(void *obj, tpl_render *r, const char *name, size_t
             if (k && kl == 5 && memcmp(k, "punct", 5) == 0) punct = tpl_val_as_str(kwv[i], &pl);
         }
         n = snprintf(s, sizeof s, "%.*s, %s%.*s", g ? (int)gl : 0, g ? g : "", o->name, punct ? (int)pl : 0, punct ? punct : "");
+    } else if (nargs == 1 && ((len == 1 && (name[0] == '+' || name[0] == '<')) || (len == 2 && memcmp(name, "==", 2) == 0) ||
+                              (len == 4 && memcmp(name, "(r+)", 4) == 0))) {
+        /* Ruby's operators as the object's methods (o + x, o == x, o < x; "x" + o is "(r+)") */
+        size_t al = 0;
+        const char *a = tpl_val_as_str(args[0], &al);
+        char b[64];
+        snprintf(b, sizeof b, "%.*s", a ? (int)al : 0, a ? a : "");
+        if (name[0] == '=') { *out = tpl_val_bool(a && strcmp(o->name, b) == 0); return TPL_HOST_OK; }
+        if (name[0] == '<') { *out = tpl_val_bool(strcmp(o->name, b) < 0); return TPL_HOST_OK; }
+        n = name[0] == '+' ? snprintf(s, sizeof s, "%s+%s", o->name, b) : snprintf(s, sizeof s, "%s&%s", b, o->name);
     } else if (len == 4 && memcmp(name, "fail", 4) == 0) {
         tpl_host_error(r, "RuntimeError: failed on purpose", &payload_token);
         return TPL_HOST_ERROR;
@@ -330,6 +340,14 @@ static void erb_section(void)
     expect_erb(r, "<%= h.inspect %> <%= h[:sym] %> <%= h['sym'] %> <%= rng.inspect %> <%= rng.to_a.inspect %> <%= rng.sum %>",
                false, "{:sym=>1} 1 1 1...4 [1, 2, 3] 6");
     CHECK(tpl_val_range(r, tpl_val_int(1), tpl_val_bool(true), false, &rng) == TPL_ERR_TYPE, "bad range refused");
+    /* Ruby's operators on a host object are its own methods (send): o + x, o == x (also x == o
+     * with x a String or a number), o < x, "x" + o (its "(r+)"); a class without send: as before */
+    expect_erb(r, "<%= o + 'x' %> <%= 'x' + o %> <%= o == 'Ann' %> <%= 'Ann' == o %> <%= o != 'Ann' %> <%= o == 'Bo' %> "
+                  "<%= 1 == o %> <%= nil == o %> <%= o < 'B' %> <%= o < 'A' %> <%= 'a' + o + '!' %>", false,
+               "Ann+x x&Ann true true false false false false true false a&Ann!");
+    expect_erb(r, "<%= o * 2 %>", false, "ERR:3:1:undefined method `*' for #<RbObj Ann>:RbObj (NoMethodError)");
+    expect_erb(r, "<%= pyobj + 1 %>", false, "ERR:3:1:undefined method `+' for <Person Pat>:Person (NoMethodError)");
+    expect_erb(r, "<%= 'x' + pyobj %>", false, "ERR:3:1:no implicit conversion of Person into String (TypeError)");
     /* no such method: NoMethodError; a class without send (say Python's): the same */
     expect_erb(r, "<%= o.nope %>", false, "ERR:3:1:undefined method `nope' for #<RbObj Ann>:RbObj (NoMethodError)");
     expect_erb(r, "<%= pyobj.name %>", false, "ERR:3:1:undefined method `name' for <Person Pat>:Person (NoMethodError)");

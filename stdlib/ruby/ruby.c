@@ -207,8 +207,25 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
 
 bool tpl_rb_equal(tpl_value a, tpl_value b) { return rb_equal_rec(a, b, NULL) == 1; }
 
+/* A host object's operator method (ERB: a Ruby object's ==, +, <...): 0 answered (*out), -1
+ * error, 1 the host has no such method. */
+static int host_op(tpl_vm *vm, tpl_value self, const char *op, tpl_value b, tpl_value *out)
+{
+    tpl_value args[1] = { b };
+    return tpl_hobj_send(vm, self, op, strlen(op), args, 1, NULL, NULL, 0, out);
+}
+
 int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
+    /* a host object's own == (a Ruby String in another encoding...); a String or a number on
+     * the left asks the right one, as String#== and Integer#== do for an object that is not
+     * theirs (rb_str_equal's to_str case, num_equal) */
+    if (a.type == TPL_T_HOST || (b.type == TPL_T_HOST && ((a.type == TPL_T_STR && !(a.flags & TPL_F_SYMBOL)) || (plain_num(a) && a.type != TPL_T_BOOL)))) {
+        tpl_value r;
+        int rc = a.type == TPL_T_HOST ? host_op(vm, a, "==", b, &r) : host_op(vm, b, "==", a, &r);
+        if (rc < 0) return -1;
+        if (rc == 0) { *eq = tpl_truthy_rb(r); return 0; }
+    }
     int r = rb_equal_rec(a, b, tpl_vm_arena(vm)->fuel);
     if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
@@ -899,7 +916,7 @@ static int operator_method(tpl_vm *vm, tpl_value self, const char *name, size_t 
         return 0;
     }
     if ((num || str) && (IS("<") || IS("<=") || IS(">") || IS(">="))) {
-        if (tpl_rb_compare_check(vm, name, self, b) < 0) return -1;
+        if (tpl_rb_compare_check(vm, name, self, b, out) < 0) return -1;
         bool ok = true;
         int c = rb_cmp(self, b, &ok, NULL);
         if (!ok) return cmp_fail(vm, self, b);
@@ -4716,9 +4733,19 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         return 0;
     }
     if (sym_a) return no_method(vm, a, name, strlen(name));
+    if (a.type == TPL_T_HOST) { /* a Ruby object's own operator (a String in another encoding: +, *, %) */
+        int rc = host_op(vm, a, name, b, out);
+        if (rc <= 0) return rc < 0 ? -1 : 1;
+    }
     switch (op) {
     case '+':
         if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) return 0;
+        if (a.type == TPL_T_STR && b.type == TPL_T_HOST && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) {
+            /* "x" + obj: String#+ of the host's String (another encoding: the host's "(r+)",
+             * a + obj computed by the host; a host without it: the TypeError below) */
+            int rc = host_op(vm, b, "(r+)", a, out);
+            if (rc <= 0) return rc < 0 ? -1 : 1;
+        }
         if (is_array(a) && is_array(b)) return 0;
         break;
     case '-':
@@ -4753,8 +4780,12 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     return op_error(vm, name, a, b);
 }
 
-int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
 {
+    if (a.type == TPL_T_HOST) { /* a Ruby object's own <, <=, >, >= (Comparable) */
+        int rc = host_op(vm, a, op, b, out);
+        if (rc <= 0) return rc < 0 ? -1 : 1;
+    }
     bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     if (plain_num(a) && plain_num(b)) return 0;

@@ -40,7 +40,7 @@ int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
  * gives Ruby's result, -1 after a Ruby-style error (TypeError, NoMethodError). */
 int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
 /* Ruby's rules for < <= > >= (op names the operator): 0 when the shared comparison applies. */
-int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b);
+int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);
 /* Checks a regex pattern at compile time; false with a message in msg on a syntax error. */
 bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap);
 
