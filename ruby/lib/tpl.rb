@@ -212,6 +212,21 @@ module Tpl
     # that scans to the same texts, tags and dropped newlines: stdlib ERB's scanner
     # (ERB::Compiler::Scanner, as ERB::Compiler#compile drives it) reads it. Lines are kept (a
     # dropped newline is "<%#-%>\n"); columns in messages may move by an escape.
+    # __ENCODING__ in the code of a template in encoding enc (not UTF-8): enc's name as a String
+    # literal, as tpl compiles it in a UTF-8 template ("UTF-8": tpl has no Encoding objects;
+    # printed, both are the name ERB prints) — outside String literals and comments, padded to
+    # keep the columns after it (a name longer than 10 bytes moves them)
+    def self.name_encoding(src, enc)
+      return src unless src.b.include?("__ENCODING__")
+
+      lit = enc.name.inspect.ljust(12)
+      code = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|#[^\n]*|\b__ENCODING__\b/n
+      src.b.gsub(/<%(?![%#])(.*?)%>/mn) do
+        tag = $&
+        tag.gsub(code) { |m| m == "__ENCODING__" ? lit : m }
+      end.force_encoding(src.encoding)
+    end
+
     def self.as_dash(src, percent, mode)
       require "erb"
       scanner = ::ERB::Compiler::Scanner.make_scanner(src.dup, mode, percent)
@@ -335,6 +350,7 @@ module Tpl
                   end
       # a template in another encoding: its non-ASCII text tagged (tpl_ext.c erb_tag), the result
       # untagged into the encoding ERB's buffer would end in
+      @scan_src = ERB.name_encoding(@scan_src, @encoding) unless @encoding == Encoding::UTF_8
       @scan_src = Tpl._erb_tag(@scan_src, @encoding) unless @encoding == Encoding::UTF_8 || @scan_src.b.ascii_only?
       refuse_eoutvar(@scan_src, eoutvar)
       @src = src
@@ -580,14 +596,17 @@ module Tpl
     # ERB's encoding for src: its magic comment's, else the String's; an ASCII-compatible one. A
     # template in another encoding than UTF-8 renders as ERB's does (its text and the values'
     # bytes as they are, the result in the encoding of the non-ASCII text, or
-    # Encoding::CompatibilityError where String#<< raises it: tpl_ext.c erb_tag), but may not ask
-    # for an encoding (`__ENCODING__`, `.encoding`: tpl's strings are UTF-8).
+    # Encoding::CompatibilityError where String#<< raises it: tpl_ext.c erb_tag); its
+    # `__ENCODING__` is its encoding's name (ERB.name_encoding), but its code may not call a
+    # String's encoding methods (`.encoding`, `encode`, `force_encoding`, `valid_encoding?`: a
+    # literal's would be UTF-8's in tpl, the template's in Ruby).
     def check_encoding(src)
       enc = ERB.magic_encoding(src)
       raise ::ArgumentError, "#{enc} is not ASCII compatible" if enc.dummy? || !enc.ascii_compatible?
       return enc if enc == Encoding::UTF_8
 
-      if src.b.gsub(/<%#.*?%>/m, "").match?(/encoding/i) # outside comment tags (magic comments)
+      code = src.b.scan(/<%(?![%#])(.*?)%>/mn).join("\n").gsub("__ENCODING__", "")
+      if code.match?(/encod/i) # in code tags (not comments: magic comments, not text)
         raise ::ArgumentError, "Tpl::ERB: a #{enc} template that reads an encoding is not supported " \
                                "(tpl's strings are UTF-8; convert it: src.encode(\"UTF-8\"))"
       end

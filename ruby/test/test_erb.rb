@@ -283,8 +283,9 @@ class TestERB < Minitest::Test
     assert_equal ERB.new("x").encoding, Tpl::ERB.new("x").encoding
     magic = "<%# -*- coding: EUC-JP -*- %>abc"
     assert_equal [ERB.new(magic).result, ERB.new(magic).result.encoding], [Tpl::ERB.new(magic).result, Tpl::ERB.new(magic).result.encoding]
-    ["<%= __ENCODING__ %>".encode("US-ASCII"), "<%= ''.encoding %>".encode("EUC-JP"), "<%#coding:EUC-JP%><%= __ENCODING__ %>",
-     "caf\u00e9 <%= __ENCODING__ %>".encode("ISO-8859-1")].each do |src|
+    # (__ENCODING__ is: test_encoding_keyword_same_as_erb)
+    ["<%= ''.encoding %>".encode("EUC-JP"), "caf\u00e9 <%= 'x'.force_encoding('UTF-8') %>".encode("ISO-8859-1"),
+     "<%# coding: EUC-JP %><%= ''.encode('UTF-8').size %>"].each do |src|
       refute_equal "UTF-8", ERB.new(src).result rescue nil
       assert_raises(ArgumentError) { Tpl::ERB.new(src) }
     end
@@ -366,7 +367,7 @@ class TestERB < Minitest::Test
         end
         got = begin
           Tpl::ERB.new(src).result(EncView.new(v).bind)
-        rescue EncodingError => e
+        rescue EncodingError, ArgumentError => e # (ArgumentError: Ruby's upcase, of a String kept as Ruby's)
           if e.message.match?(/Tpl::ERB: String in \S+ with non-ASCII|not valid UTF-8/)
             refused += 1
             next
@@ -374,7 +375,8 @@ class TestERB < Minitest::Test
           e
         end
         if want.is_a?(Exception)
-          assert_equal [want.class, want.message], [got.class, got.message], "#{v.inspect} in #{src.inspect}"
+          assert_equal [want.class, want.message], [got.class, got.message.sub(/ \(tpl: raised while rendering.*\z/m, "")],
+                       "#{v.inspect} in #{src.inspect}"
           next
         end
         assert got.valid_encoding?, "#{v.inspect} in #{src.inspect}"
@@ -394,6 +396,61 @@ class TestERB < Minitest::Test
     end
     # Tpl::Template converts them (its documented conversion)
     assert_equal "café", Tpl::Template.new("<%= v %>", syntax: :erb).render(v: latin)
+  end
+
+  # Operators and String methods on values in other encodings (ISO-8859-1, Windows-1252,
+  # ASCII-8BIT, Shift_JIS), in a UTF-8 and an ISO-8859-1 template, compared with ERB in the same
+  # process: the value stays a Ruby String, so they are Ruby's own (`"x" + v` too: String#+);
+  # a literal passed to its methods is in the template's encoding, as in ERB
+  class EncPair
+    def initialize(v, w) = (@v, @w = v, w)
+    def bind = binding
+  end
+
+  def erb_pair_outcome(k, src, v, w)
+    got = k.new(src).result(EncPair.new(v, w).bind)
+    [got, got.encoding]
+  rescue StandardError => e
+    [e.class, e.message.sub(/ \(tpl: raised while rendering.*\z/m, "")]
+  end
+
+  def test_non_utf8_string_operators_same_as_erb
+    vals = ["caf\u00e9".encode("ISO-8859-1"), "\u20ac 5".encode("Windows-1252"), "ab\xff\xfe".b, "\u8868\u80fd".encode("Shift_JIS")]
+    ops = ['<%= @v + "!" %>', '<%= "x: " + @v %>', "<%= @v * 2 %>", "<%= @v == @w %>", "<%= @v == @v.dup %>",
+           '<%= @v == "caf\u00e9" %> <%= "plain" == @v %> <%= 1 == @v %>', "<%= @v != @w %>", "<%= @v <=> @w %>",
+           "<%= @v < @w %>", "<%= @v >= @v %>", "<%= @v.length %> <%= @v.size %> <%= @v.bytesize %>", "<%= @v.upcase %>",
+           "<%= @v[0] %>|<%= @v[1, 2] %>|<%= @v[-1] %>", '<%= @v.include?("a") %> <%= @v.include?(@v[-1]) %>',
+           '<%= "<#{@v}>" %>', "<%= @v.encoding %>", '<%= @v.dup.force_encoding("UTF-8").valid_encoding? %>',
+           '<%= @v.encode("UTF-8") %>', "<%= @v.valid_encoding? %>", "<%= (@v + @v).bytesize %> <%= (@v * 3).length %>",
+           '<%= [@v + "!", @v].join("/") %>', '<%= "\u00e9" + @v %>', '<%= @v.include?("\u00e9") %>']
+    latin = ['\u00e9 <%= @v + "!" %>', '<%= "\u00e9: " + @v %>', '<%= @v.include?("\u00e9") %> <%= @v.index("\u00e9") %>',
+             "\u00e9 <%= @v * 2 %> <%= @v == @w %> <%= @v.length %> <%= @v.upcase %>", '<%= @v == "caf\u00e9" %>',
+             "<%= __ENCODING__ %> \u00e9"].map { _1.encode("ISO-8859-1") }
+    kinds = Hash.new(0)
+    vals.each_with_index do |v, i|
+      [v + "z", vals[(i + 1) % vals.size]].each do |w|
+        (ops + latin).each do |src|
+          want = erb_pair_outcome(ERB, src, v, w)
+          assert_equal want, erb_pair_outcome(Tpl::ERB, src, v, w), "#{v.inspect}, #{w.inspect} in #{src.inspect}"
+          kinds[want[0].is_a?(Class) ? want[0] : want[1]] += 1
+        end
+      end
+    end
+    # results in each value's encoding, in UTF-8 and the template's, and Ruby's errors
+    assert_operator kinds.size, :>=, 6, kinds.inspect
+    assert_operator kinds[Encoding::CompatibilityError], :>, 0, kinds.inspect
+  end
+
+  # __ENCODING__ in a template in another encoding (a magic comment's, or ERB.new of a String in
+  # it): the encoding ERB's prints, in a result in that encoding
+  def test_encoding_keyword_same_as_erb
+    ["<%= __ENCODING__ %>".encode("US-ASCII"), "<%#coding:EUC-JP%><%= __ENCODING__ %>",
+     "<%# -*- coding: Shift_JIS -*- %><%= __ENCODING__ %> <%= '__ENCODING__' %>",
+     "caf\u00e9 <%= __ENCODING__ %> <%= __ENCODING__.to_s.size %>".encode("ISO-8859-1"),
+     "<%= x = __ENCODING__ # __ENCODING__\n x %>".encode("Windows-1252"), "<%= __ENCODING__ %>".b].each do |src|
+      want, got = [ERB, Tpl::ERB].map { |k| k.new(src).result.then { [_1, _1.encoding] } }
+      assert_equal want, got, src.inspect
+    end
   end
 
   # #filename= and #lineno= locate a render error as ERB's: its template frame in the backtrace

@@ -369,6 +369,7 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
         RB_GC_GUARD(u);
         return 0;
     }
+    bool printed = (flags & (SV_TAG | TPL_VAL_SYMBOL)) != 0;
     flags &= ~SV_TAG;
     int ei = RB_ENCODING_GET(s);
     bool own = true; /* s is the caller's String (alive as long as the state), not a conversion */
@@ -391,6 +392,9 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
         }
         flags |= TPL_VAL_UTF8_VALID;
     }
+    /* Tpl::ERB: a UTF-8 String with invalid bytes stays a Ruby String, whose methods
+     * (valid_encoding?, scrub, bytesize) are Ruby's; printing it is refused below */
+    if (c->erb_api && !printed && own && ei == c->enc_utf8 && cr == RUBY_ENC_CODERANGE_BROKEN) return host_val(c, s, out);
     c->nvals++;
     tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
     if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: string is not valid UTF-8: %+" PRIsVALUE, s);
@@ -796,10 +800,25 @@ static ID name_id(rctx *c, const char *name, size_t len)
 
 static bool responds(VALUE o, VALUE sym, bool priv) { return rb_obj_respond_to(o, SYM2ID(sym), priv ? 1 : 0) != 0; }
 
+/* An argument the template passes to a Ruby method: from_val, with a string's tagged text
+ * (erb_tag: a non-UTF-8 template's literal, a foreign String printed into it) as its bytes in
+ * its encoding, as ERB's Ruby would pass them (erb_result: its encoding rules); an untagged
+ * string is UTF-8, or the template's encoding when that is not UTF-8 and it is ASCII. */
+static VALUE arg_val(rctx *c, tpl_val v)
+{
+    size_t n;
+    const char *s;
+    int te = c->t ? c->t->erb_enc : 0;
+    if (tpl_val_kind_of(v) == TPL_VAL_STR && (c->tagged || te) && (s = tpl_val_as_str(v, &n)) && (te || memchr(s, 0xF3, n)))
+        return erb_result(c, s, n, te ? te - 1 : c->enc_utf8);
+    return from_val(v);
+}
+
 static VALUE call_args(cb *a, VALUE *kw)
 {
+    rctx *c = a->h->c;
     VALUE argv = rb_ary_new_capa((long)a->nargs);
-    for (size_t i = 0; i < a->nargs; i++) rb_ary_push(argv, from_val(a->args[i]));
+    for (size_t i = 0; i < a->nargs; i++) rb_ary_push(argv, arg_val(c, a->args[i]));
     *kw = Qnil;
     if (a->nkw) {
         *kw = rb_hash_new();
@@ -898,6 +917,12 @@ static VALUE send_body(VALUE arg)
         }
         to_val(c, v, a->out);
         ivc_add(c, a->name, a->len, *a->out);
+        return Qnil;
+    }
+    if (a->len == 4 && memcmp(a->name, "(r+)", 4) == 0 && a->nargs == 1 && a->nkw == 0) {
+        /* "str" + o (tpl.h's send): Ruby's String#+ (o a String in another encoding, an object
+         * with to_str; else Ruby's TypeError) */
+        to_val(c, rb_str_plus(arg_val(c, a->args[0]), rb_str_to_str(o)), a->out);
         return Qnil;
     }
     VALUE sym = ID2SYM(name_id(c, a->name, a->len));
