@@ -402,6 +402,24 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
     return 0;
 }
 
+/* str_val's common case inline (a state's Strings, a Hash's values): a UTF-8 or US-ASCII String
+ * Ruby knows valid, borrowed (c->borrow); false: str_val decides. */
+static inline bool str_borrow_fast(rctx *c, VALUE s, tpl_val *out)
+{
+    if (!c->borrow) return false;
+    int ei = RB_ENCODING_GET_INLINED(s), cr = RB_ENC_CODERANGE(s);
+    if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
+        !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
+        return false;
+    bool emb = !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
+    if (emb && !c->borrow_emb) return false;
+    c->nvals++;
+    c->borrowed = true;
+    c->borrowed_emb |= emb;
+    checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
+    return true;
+}
+
 static void enter(rctx *c, VALUE o)
 {
     for (int i = 0; i < c->depth; i++)
@@ -581,7 +599,9 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
                 const char *p = tpl_val_as_str(kv, &n);
                 e = (tpl_str_entry){ p, n, tpl_val_key_hash(p, n), { { 0, 0 } } };
             }
-            to_val(c, v, &e.val); /* (uses the stacks above ours, and pops them) */
+            /* (a String value borrowed inline; anything else converted by to_val, which uses the
+             * stacks above ours, and pops them) */
+            if (!(RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &e.val))) to_val(c, v, &e.val);
             scratch *sc = &c->sc;
             GROW(sc->ents, sc->nents, sc->capents, 1);
             sc->ents[sc->nents++] = e;
@@ -673,7 +693,7 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
         return 0;
     }
     case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(o)); return 0;
-    case T_STRING: return str_val(c, o, 0, out);
+    case T_STRING: return str_borrow_fast(c, o, out) ? 0 : str_val(c, o, 0, out);
     case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
     /* (the class pointer itself: rb_obj_class skips singleton classes, a call per container) */
     case T_HASH: if (RBASIC_CLASS(o) == rb_cHash || rb_obj_class(o) == rb_cHash) return hash_val(c, o, out); break;
@@ -1857,8 +1877,12 @@ static VALUE render_body(VALUE arg)
      * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
      * finds a host object after all (callbacks will run Ruby code), the state is made again,
      * copying them. */
+    /* A Ruby thread alone in its Ractor keeps the GVL for a long render too: no other thread
+     * could run Ruby code meanwhile (another Ractor runs anyway, under its own lock, and
+     * touches none of this state), so releasing it would only cost its Strings' copies. */
+    bool alone = rb_thread_alone() != 0;
     c->borrow = NIL_P(c->remembers) && NIL_P(c->remembers_self) && (NIL_P(ra->erb_self) || ivar_state) &&
-                c->last_out < GVL_OUT && c->last_nvals < GVL_VALS;
+                (alone || (c->last_out < GVL_OUT && c->last_nvals < GVL_VALS));
     /* embedded Strings (short ones: a chat's roles) too, unless a GC runs while the state is
      * converted (host objects and other encodings allocate Ruby objects): it may have compacted
      * the heap, moving them, so the state is then made again, copying them */
@@ -1904,7 +1928,7 @@ again:
      * containers or more, or a context whose last render wrote GVL_OUT bytes or more — as
      * releasing and re-taking it costs about a microsecond, more than a short render. */
     c->last_nvals = c->nvals;
-    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self) || c->borrowed ||
+    if (c->has_host || !NIL_P(c->remembers) || !NIL_P(c->remembers_self) || c->borrowed || alone ||
         (c->nvals < GVL_VALS && c->last_out < GVL_OUT))
         run_nogvl(&a);
     else
