@@ -356,8 +356,27 @@ static VALUE erb_result(rctx *c, const char *p, size_t n, int tenc)
 
 static int host_val(rctx *c, VALUE o, tpl_val *out);
 
+/* str_val's common case inline (a state's Strings, a Hash's values): a UTF-8 or US-ASCII String
+ * Ruby knows valid, borrowed (c->borrow); false: str_val decides. */
+static inline bool str_borrow_fast(rctx *c, VALUE s, tpl_val *out)
+{
+    if (!c->borrow) return false;
+    int ei = RB_ENCODING_GET_INLINED(s), cr = RB_ENC_CODERANGE(s);
+    if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
+        !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
+        return false;
+    bool emb = !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
+    if (emb && !c->borrow_emb) return false;
+    c->nvals++;
+    c->borrowed = true;
+    c->borrowed_emb |= emb;
+    checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
+    return true;
+}
+
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
+    if (c->borrow && flags == 0 && str_borrow_fast(c, s, out)) return 0;
     if (erb_foreign(c, s)) {
         if (!(flags & (SV_TAG | TPL_VAL_SYMBOL))) return host_val(c, s, out);
         int ei = RB_ENCODING_GET(s);
@@ -392,32 +411,14 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
         }
         flags |= TPL_VAL_UTF8_VALID;
     }
-    /* Tpl::ERB: a UTF-8 String with invalid bytes stays a Ruby String, whose methods
-     * (valid_encoding?, scrub, bytesize) are Ruby's; printing it is refused below */
-    if (c->erb_api && !printed && own && ei == c->enc_utf8 && cr == RUBY_ENC_CODERANGE_BROKEN) return host_val(c, s, out);
-    c->nvals++;
     tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
+    /* Tpl::ERB: a UTF-8 String with invalid bytes stays a Ruby String, whose methods
+     * (valid_encoding?, scrub, bytesize) are Ruby's; printing it is refused */
+    if (st == TPL_ERR_VALUE && c->erb_api && !printed && own && ei == c->enc_utf8) return host_val(c, s, out);
+    c->nvals++;
     if (st == TPL_ERR_VALUE) rb_raise(rb_eEncodingError, "tpl: string is not valid UTF-8: %+" PRIsVALUE, s);
     checkst(st);
     return 0;
-}
-
-/* str_val's common case inline (a state's Strings, a Hash's values): a UTF-8 or US-ASCII String
- * Ruby knows valid, borrowed (c->borrow); false: str_val decides. */
-static inline bool str_borrow_fast(rctx *c, VALUE s, tpl_val *out)
-{
-    if (!c->borrow) return false;
-    int ei = RB_ENCODING_GET_INLINED(s), cr = RB_ENC_CODERANGE(s);
-    if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
-        !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
-        return false;
-    bool emb = !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
-    if (emb && !c->borrow_emb) return false;
-    c->nvals++;
-    c->borrowed = true;
-    c->borrowed_emb |= emb;
-    checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
-    return true;
 }
 
 static void enter(rctx *c, VALUE o)
@@ -601,7 +602,7 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
             }
             /* (a String value borrowed inline; anything else converted by to_val, which uses the
              * stacks above ours, and pops them) */
-            if (!(RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &e.val))) to_val(c, v, &e.val);
+            if (!(c->borrow && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &e.val))) to_val(c, v, &e.val);
             scratch *sc = &c->sc;
             GROW(sc->ents, sc->nents, sc->capents, 1);
             sc->ents[sc->nents++] = e;
@@ -693,7 +694,7 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
         return 0;
     }
     case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(o)); return 0;
-    case T_STRING: return str_borrow_fast(c, o, out) ? 0 : str_val(c, o, 0, out);
+    case T_STRING: return str_val(c, o, 0, out);
     case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
     /* (the class pointer itself: rb_obj_class skips singleton classes, a call per container) */
     case T_HASH: if (RBASIC_CLASS(o) == rb_cHash || rb_obj_class(o) == rb_cHash) return hash_val(c, o, out); break;
