@@ -2749,6 +2749,10 @@ RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
 {
 #ifdef HAVE_RB_EXT_RACTOR_SAFE
     rb_ext_ractor_safe(true); /* no global state: every Template/Page carries its own */
+    /* Ruby 3.1 fills GC.stat's table of key Symbols on its first call, unlocked: two Ractors
+     * asking first at once (gc_nudge) could see a half-filled one ("unknown key:
+     * heap_live_slots", ArgumentError). Asked once here, in the main Ractor. */
+    (void)rb_gc_stat(ID2SYM(rb_intern("heap_live_slots")));
 #endif
     VALUE mTpl = rb_define_module("Tpl");
     VALUE cTemplate = rb_define_class_under(mTpl, "Template", rb_cObject);
