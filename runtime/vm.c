@@ -2953,9 +2953,12 @@ static inline __attribute__((always_inline)) const tpl_value *kept_attr(tpl_vm *
     int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw); \
     const tpl_value *kwn = NULL; \
     if (__builtin_expect(TPL_ARGW_K(aw) == TPL_ARGW_DYN, 0)) { \
-        tpl_value *sp_ = sp; /* (sp's own address is never taken: it stays in a register) */ \
-        if (spread_args(vm, &sp_, stack_end, &npos, &nkw, &kwn) < 0) goto fail; \
-        sp = sp_; \
+        /* (the addresses of copies taken, never of sp, npos, nkw, kwn: they stay in registers) */ \
+        tpl_value *sp_ = sp; \
+        int np_ = npos, nk_ = nkw; \
+        const tpl_value *kwn_ = NULL; \
+        if (spread_args(vm, &sp_, stack_end, &np_, &nk_, &kwn_) < 0) goto fail; \
+        sp = sp_; npos = np_; nkw = nk_; kwn = kwn_; \
     } else if (nkw) { \
         kwn = consts[TPL_ARGW_K(aw)].u.list->items; \
     } \
@@ -3371,6 +3374,58 @@ top:
                 ticks++;
                 NEXT(2);
             }
+        } else if (v->type == TPL_T_LOOP && vm->out_len + 20 < vm->out_cap) {
+            /* {{ loop.index }}: loop_attr's int (GETATTR's loop path; index pulls nothing) printed
+             * as PRINT_PY prints a non-negative int */
+            const tpl_name *nm = &names[TPL_INSN_A(ip[2])];
+            if (nm->s.len == 5 && memcmp(nm->s.u.s, "index", 5) == 0) {
+                ticks += 2;
+                ip += 4;
+                vm->out_len += put_decimal(vm->out + vm->out_len, v->u.loop->i);
+                DISPATCH();
+            }
+        }
+        goto load_slot;
+    }
+    CASE(LOAD_SLOT_ATTR_CONST_FILTER)
+    CASE(LOAD_SLOT_ATTR_FILTER) {
+        /* LOAD_SLOT_ATTR's fast path, then the CONST after it (LOAD_SLOT_ATTR_CONST_FILTER) and the
+         * FILTER (or FILTER_PRINT) after them without their dispatches; else as LOAD_SLOT */
+        const tpl_value *v = &slots[a];
+        if (v->type == TPL_T_MAP) {
+            const tpl_name *nm = &names[TPL_INSN_A(ip[2])];
+            const tpl_value *hit = NULL;
+            if (((v->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
+                ((hit = map_find_name(vm, v->u.map, nm)) || !is_mutating(*v, nm->s.u.s, nm->s.len))) {
+                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
+                bool k = CUR_OP == TPL_OP_LOAD_SLOT_ATTR_CONST_FILTER;
+                ticks += 2;
+                ip += 3; /* (LOAD_SLOT's two words, GETATTR) */
+                if (k) {
+                    *sp++ = consts[TPL_INSN_A(*ip)];
+                    ticks++;
+                    ip++;
+                }
+                w = *ip;
+                a = TPL_INSN_A(w);
+                if (TPL_INSN_OP(w) == TPL_OP_FILTER) goto filter_plain;
+                goto filter;
+            }
+        }
+        goto load_slot;
+    }
+    CASE(LOAD_SLOT_ITEM_FILTER) {
+        /* LOAD_SLOT_ITEM's fast path, then the FILTER (or FILTER_PRINT) after it without its
+         * dispatch; else as LOAD_SLOT */
+        const tpl_value *v = &slots[a], *hit;
+        if (v->type == TPL_T_MAP && (hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[2])])) != NULL) {
+            *sp++ = *hit;
+            ticks += 2;
+            ip += 3;
+            w = *ip;
+            a = TPL_INSN_A(w);
+            if (TPL_INSN_OP(w) == TPL_OP_FILTER) goto filter_plain;
+            goto filter;
         }
         goto load_slot;
     }
@@ -3521,6 +3576,14 @@ top:
         sp -= a;
         if (adds_k_op(vm, consts[ip[1]].u.list, sp, a, ip[2]) < 0) goto fail;
         NEXT(2);
+    }
+    CASE(PRINT_ADDS_K_JUMP) {
+        /* PRINT_ADDS_K; JUMP (the end of an if branch in a loop's body) */
+        sp -= a;
+        if (adds_k_op(vm, consts[ip[1]].u.list, sp, a, ip[2]) < 0) goto fail;
+        ticks++;
+        ip += 3;
+        JUMP_TO(TPL_INSN_A(*ip));
     }
     CASE(GETITEM) {
         sp--;
@@ -3797,6 +3860,7 @@ top:
         NEXT(0);
     }
     CASE(FILTER) {
+    filter_plain:;
         /* `s | trim` of a string with ASCII ends: before the argument word is decoded (filter_op's
          * first fast path) */
         if (ip[1] == TPL_ARGW(1, 0, TPL_NO_KW) && a == tpl_stdlib.id_trim && sp[-1].type == TPL_T_STR &&
@@ -3812,6 +3876,15 @@ top:
         int k = filter_op(vm, CUR_OP, a, args, npos, kwn, nkw);
         if (k < 0) goto fail;
         if (k) { sp = args; ticks++; NEXT(2); } /* FILTER_PRINT: the PRINT after it done too */
+        if (CUR_OP == TPL_OP_FILTER_PRINT && args[0].type == TPL_T_STR) {
+            /* a string result (`default`'s, a filter called through the binder): PRINT_PY's fast
+             * path here, at the PRINT_PY */
+            sp = args;
+            ticks++;
+            ip += 2;
+            if (out_put(vm, args[0].u.s, args[0].len) < 0) goto fail;
+            NEXT(0);
+        }
         sp = args + 1;
         NEXT(1);
     }

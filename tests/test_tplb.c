@@ -414,6 +414,11 @@ static void test_superinstructions(void)
         /* issue 21: state names and their keys printed (strings in one dispatch, the rest not) */
         "{{ t }}{{ n }}{{ ms|length }}{{ d.a }}{{ d.b }}{{ d.zz }}{{ t.zz }}{% if d.a %}{{ d.a | upper }}{% endif %}"
         "{% if d.zz %}Z{% endif %}{{ nope }}{% for m in ms %}{{ m.role }}{{ m.zz }};{% endfor %}",
+        /* issue 21 (vm12): loop.index printed, a dict's value handed to its filter, a printed `+`
+         * chain with the JUMP after it */
+        "{% for m in ms %}{{ loop.index }}{{ m.role | upper }}{{ m.content | default('d') }}{{ m.zz | default('z') }}"
+        "{{ m.role | join('-') }}{% set u = m.role | lower %}{{ u }}{% if m['role'] == 'user' %}"
+        "{{ 'U' + (m['content'] | trim) + '.' }}{% else %}-{% endif %}{% endfor %}",
     };
     static const char state[] = "{\"ms\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"bot\", "
                                 "\"content\": \"Yo\"}, {\"role\": \"s\", \"content\": \"\\u00e9t\\u00e9\"}, "
@@ -422,7 +427,9 @@ static void test_superinstructions(void)
                               TPL_OP_LOAD_SLOT_ITEM_SWITCH, TPL_OP_LOAD_SLOT_ATTR, TPL_OP_LOAD_SLOT_ITEM,
                               TPL_OP_STORE_LOAD_SLOT, TPL_OP_FOR_NEXT_STORE, TPL_OP_FILTER_PRINT,
                               TPL_OP_LOAD_NAME_ATTR_PRINT, TPL_OP_LOAD_NAME_ATTR, TPL_OP_LOAD_NAME_PRINT,
-                              TPL_OP_LOAD_SLOT_ATTR_PRINT };
+                              TPL_OP_LOAD_SLOT_ATTR_PRINT, TPL_OP_LOAD_SLOT_ATTR_FILTER,
+                              TPL_OP_LOAD_SLOT_ATTR_CONST_FILTER, TPL_OP_LOAD_SLOT_ITEM_FILTER,
+                              TPL_OP_PRINT_ADDS_K_JUMP };
     bool seen[TPL_OP__COUNT] = { false };
     for (size_t t = 0; t < sizeof src / sizeof *src; t++) {
         tpl_program *p = compile(src[t], NULL);
