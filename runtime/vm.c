@@ -4560,7 +4560,8 @@ int tpl_native_adds(tpl_native_frame *f, uint32_t pc, tpl_nvalue *args)
     tpl_vm *vm = f->vm;
     if (pc >= vm->p->ncode) return -1;
     uint32_t w = vm->p->code[pc], op = TPL_INSN_OP(w);
-    if (op == TPL_OP_PRINT_ADDS_K) { /* (the verifier checked the instruction at pc, as the others) */
+    if (tpl_op_base(op) == TPL_OP_PRINT_ADDS_K) { /* (PRINT_ADDS_K_JUMP too; the verifier checked the
+                                                   * instruction at pc, as the others) */
         const tpl_program *p = vm->p;
         uint32_t k = pc + 2 < p->ncode ? p->code[pc + 1] : UINT32_MAX;
         if (k >= p->nconsts || p->consts[k].type != TPL_T_LIST || p->consts[k].u.list->len > TPL_ADDS_K_MAX)
