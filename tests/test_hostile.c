@@ -418,6 +418,24 @@ static void test_c_stack(void)
         expect(c[i].name, E, rep(pre, c[i].tail, 1, ""), lim, NULL, c[i].status, c[i].want);
 }
 
+/* Lists past the memory limit (session 25): ERB's scan and split with a regex pushed their items
+ * without checking, so at the memory limit the items were dropped and the render went on: a
+ * 6,000,000-match scan said 4194304 (the last capacity that fit). Now the limit error, as for the
+ * String pattern; under the limit the count is exact. */
+static void test_list_limit(void)
+{
+    tpl_limits lim = { .fuel = 20000000, .max_memory = 16 << 20 };
+    static const struct { const char *name, *src; } c[] = {
+        { "erb scan regex past the limit", "<%= ('a' * 2000000).scan(/a/).size %>" },
+        { "erb scan groups past the limit", "<%= ('ab' * 1000000).scan(/(a)(b)/).size %>" },
+        { "erb split regex past the limit", "<%= ('a,' * 2000000).split(/,/).size %>" },
+        { "erb split groups past the limit", "<%= ('a,' * 1000000).split(/(,)/).size %>" },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        expect(c[i].name, E, rep("", c[i].src, 1, ""), lim, NULL, TPL_ERR_LIMIT, "memory limit reached (16777216 bytes)");
+    expect("erb scan regex within the limit", E, rep("", "<%= ('a' * 200000).scan(/a/).size %>", 1, ""), lim, NULL, 0, "200000");
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -431,6 +449,7 @@ int main(void)
     test_state_long_int();
     test_gsub();
     test_c_stack();
+    test_list_limit();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -3186,6 +3186,7 @@ static void pp_str(tpl_vm *vm, tpl_sb *b, tpl_value s, int64_t indent, int64_t a
     }
     int64_t max_width1 = PP_WIDTH - indent, max_width = PP_WIDTH - indent;
     tpl_sb rep;
+    bool lost = false;
     for (uint32_t i = 0; i < lines->len; i++) {
         tpl_value line = lines->items[i];
         line.flags = 0;
@@ -3194,7 +3195,7 @@ static void pp_str(tpl_vm *vm, tpl_sb *b, tpl_value s, int64_t indent, int64_t a
         if (i + 1 == lines->len)
             max_width1 -= allowance;
         if ((int64_t)tpl_utf8_len(rep.p ? rep.p : "", rep.len) <= max_width1) {
-            tpl_list_push(ar, chunks, tpl_sb_value(&rep));
+            if (rep.failed || !tpl_list_push(ar, chunks, tpl_sb_value(&rep))) lost = true;
             continue;
         }
         /* re.findall(r'\S*\s*', line) minus the final empty match */
@@ -3217,7 +3218,7 @@ static void pp_str(tpl_vm *vm, tpl_sb *b, tpl_value s, int64_t indent, int64_t a
                     tpl_sb r2;
                     tpl_sb_init(&r2, ar);
                     tpl_py_repr(&r2, tpl_v_str(line.u.s + cur_s, cur_e - cur_s));
-                    tpl_list_push(ar, chunks, tpl_sb_value(&r2));
+                    if (r2.failed || !tpl_list_push(ar, chunks, tpl_sb_value(&r2))) lost = true;
                 }
                 cur_s = p;
                 cur_e = q;
@@ -3233,8 +3234,12 @@ static void pp_str(tpl_vm *vm, tpl_sb *b, tpl_value s, int64_t indent, int64_t a
             tpl_sb r2;
             tpl_sb_init(&r2, ar);
             tpl_py_repr(&r2, tpl_v_str(line.u.s + cur_s, cur_e - cur_s));
-            tpl_list_push(ar, chunks, tpl_sb_value(&r2));
+            if (r2.failed || !tpl_list_push(ar, chunks, tpl_sb_value(&r2))) lost = true;
         }
+    }
+    if (lost) {   /* a piece that could not be kept (the memory limit): a failed result, never a shorter one */
+        b->failed = true;
+        return;
     }
     if (chunks->len == 1) {
         tpl_sb_put(b, rep.p ? rep.p : "", rep.len);

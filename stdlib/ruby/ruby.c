@@ -2933,7 +2933,7 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!re) return -1;
     OnigRegion *reg = onig_region_new();
     size_t pos = 0;
-    bool rx_failed = false;
+    bool rx_failed = false, nomem = false;
     while (pos <= s.len) {
         long ms = rx_search(vm, re, s, pos, reg);
         if (ms < 0) { rx_failed = ms == -2; break; }
@@ -2943,10 +2943,12 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
             for (int k = 1; g && k < reg->num_regs; k++)
                 g->items[g->len++] = reg->beg[k] >= 0 ? tpl_v_str(s.u.s + reg->beg[k], (size_t)(reg->end[k] - reg->beg[k])) : tpl_v_none();
             item = g ? tpl_v_list(g) : tpl_v_none();
+            if (!g) { nomem = true; break; }
         } else {
             item = tpl_v_str(s.u.s + ms, (size_t)(reg->end[0] - ms));
         }
-        tpl_list_push(A(vm), l, item);
+        /* a failed push (the memory limit) ends the render: never a shorter list */
+        if (!tpl_list_push(A(vm), l, item)) { nomem = true; break; }
         if (reg->end[0] == ms) {
             size_t k = (size_t)ms;
             if (k >= s.len) break;
@@ -2959,6 +2961,7 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
     onig_region_free(reg, 1);
     onig_free(re);
     if (rx_failed) return -1;
+    if (nomem) return oom(vm);
     *out = tpl_v_list(l);
     return 0;
 }
@@ -2980,10 +2983,12 @@ int r_str_match_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 /* The groups of a split match that took part in it, pushed after the piece they end (Ruby). */
-static void push_groups(tpl_vm *vm, tpl_list *l, tpl_value s, OnigRegion *reg)
+static bool push_groups(tpl_vm *vm, tpl_list *l, tpl_value s, OnigRegion *reg)
 {
     for (int k = 1; k < reg->num_regs; k++)
-        if (reg->beg[k] >= 0) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + reg->beg[k], (size_t)(reg->end[k] - reg->beg[k])));
+        if (reg->beg[k] >= 0 && !tpl_list_push(A(vm), l, tpl_v_str(s.u.s + reg->beg[k], (size_t)(reg->end[k] - reg->beg[k]))))
+            return false;
+    return true;
 }
 
 int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -3027,7 +3032,7 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
         OnigRegion *reg = onig_region_new();
         size_t pos = 0, start = 0;
         int64_t fields = 0;   /* a limit n > 1 stops after n - 1 fields (their groups follow them) */
-        bool rx_failed = false;
+        bool rx_failed = false, nomem = false;
         while (pos < s.len && (limit <= 1 || fields < limit - 1)) {
             long ms = rx_search(vm, re, s, pos, reg);
             if (ms < 0) { rx_failed = ms == -2; break; }
@@ -3039,23 +3044,28 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 if ((size_t)ms != start || ms != 0) {
                     size_t k = (size_t)ms;
                     if ((size_t)ms == start) tpl_utf8_next(s.u.s, s.len, &k);
-                    tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, k - start));
-                    push_groups(vm, l, s, reg);
+                    if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, k - start)) || !push_groups(vm, l, s, reg)) {
+                        nomem = true;
+                        break;
+                    }
                     fields++;
                     start = k;
                     pos = k;
                 }
                 continue;
             }
-            tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, (size_t)ms - start));
-            push_groups(vm, l, s, reg);
+            if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, (size_t)ms - start)) || !push_groups(vm, l, s, reg)) {
+                nomem = true;
+                break;
+            }
             fields++;
             start = pos = (size_t)me;
         }
-        if (s.len) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));
+        if (!nomem && s.len && !tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start))) nomem = true;
         onig_region_free(reg, 1);
         onig_free(re);
         if (rx_failed) return -1;
+        if (nomem) return oom(vm);
     } else {
         if (want_pattern(vm, a[1]) < 0) return -1;
         tpl_value sep = a[1];
@@ -3078,7 +3088,8 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, i - start))) return oom(vm);
             start = i + sep.len;
         }
-        if (s.len) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start));   /* "".split(x, n) is [] */
+        if (s.len && !tpl_list_push(A(vm), l, tpl_v_str(s.u.s + start, s.len - start)))   /* "".split(x, n) is [] */
+            return oom(vm);
     }
     if (limit == 0) while (l->len && l->items[l->len - 1].len == 0) l->len--;
     *out = tpl_v_list(l);
@@ -3346,8 +3357,11 @@ int r_str_lines(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!l) return oom(vm);
     size_t st = 0;
     for (size_t i = 0; i < s.len; i++)
-        if (s.u.s[i] == '\n') { tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, i + 1 - st)); st = i + 1; }
-    if (st < s.len) tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, s.len - st));
+        if (s.u.s[i] == '\n') {
+            if (!tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, i + 1 - st))) return oom(vm);
+            st = i + 1;
+        }
+    if (st < s.len && !tpl_list_push(A(vm), l, tpl_v_str(s.u.s + st, s.len - st))) return oom(vm);
     *out = tpl_v_list(l);
     return 0;
 }
