@@ -42,6 +42,8 @@ typedef struct erb_def {
 typedef struct erb_defs {
     erb_def *v;
     uint32_t n, cap;
+    uint32_t *vidx;         /* open addressing over v by name: entry index + 1, 0 empty */
+    uint32_t vidx_cap;      /* 0 or a power of two, at least twice n */
     /* block-local names (declared before their block) not assigned yet in the source's order:
      * defined?(w) is nil there, as Ruby's parser decides */
     tpl_value pend[32];
@@ -2707,26 +2709,51 @@ static void value_body(erb_low *L, tpl_node *n)
 static erb_def *def_find(erb_low *L, tpl_value name, bool create)
 {
     erb_defs *ds = L->defs;
-    for (uint32_t i = 0; i < ds->n; i++)
-        if (ds->v[i].name.len == name.len && memcmp(ds->v[i].name.u.s, name.u.s, name.len) == 0) return &ds->v[i];
+    tpl_arena *a = tpl_c_arena(C);
+    /* a hash index, not a scan: a template of tens of thousands of defs compiled in quadratic time */
+    uint64_t h = tpl_hash_str(name.u.s, name.len);
+    uint32_t mask = ds->vidx_cap - 1, at = 0;
+    if (ds->vidx_cap) {
+        for (at = (uint32_t)h & mask; ds->vidx[at]; at = (at + 1) & mask) {
+            erb_def *d = &ds->v[ds->vidx[at] - 1];
+            if (d->name.len == name.len && memcmp(d->name.u.s, name.u.s, name.len) == 0) return d;
+        }
+    }
     if (!create) return NULL;
     if (ds->n == ds->cap) {
         uint32_t nc = ds->cap ? ds->cap * 2 : 8;
-        erb_def *nv = tpl_arena_alloc(tpl_c_arena(C), nc * sizeof *nv);
+        erb_def *nv = tpl_arena_alloc(a, nc * sizeof *nv);
         if (!nv) { tpl_c_nomem(C, 0); return NULL; }
         if (ds->n) memcpy(nv, ds->v, ds->n * sizeof *nv);
         ds->v = nv;
         ds->cap = nc;
     }
-    char *s = tpl_arena_strdup(tpl_c_arena(C), name.u.s, name.len);
+    if ((uint64_t)(ds->n + 1) * 2 > ds->vidx_cap) {   /* a new index, twice as large */
+        uint32_t cap = ds->vidx_cap ? ds->vidx_cap * 2 : 32;
+        uint32_t *idx = tpl_arena_table(a, cap * sizeof *idx);
+        if (!idx) { tpl_c_nomem(C, 0); return NULL; }
+        memset(idx, 0, cap * sizeof *idx);
+        for (uint32_t i = 0; i < ds->n; i++) {
+            uint32_t k = (uint32_t)tpl_hash_str(ds->v[i].name.u.s, ds->v[i].name.len) & (cap - 1);
+            while (idx[k]) k = (k + 1) & (cap - 1);
+            idx[k] = i + 1;
+        }
+        if (ds->vidx_cap) tpl_arena_table_free(a, ds->vidx, ds->vidx_cap * sizeof *idx);
+        ds->vidx = idx;
+        ds->vidx_cap = cap;
+        mask = cap - 1;
+        for (at = (uint32_t)h & mask; ds->vidx[at]; at = (at + 1) & mask) {}
+    }
+    char *s = tpl_arena_strdup(a, name.u.s, name.len);
     char hidden[140];
     int k = snprintf(hidden, sizeof hidden, "(def)%.*s", name.len > 100 ? 100 : (int)name.len, name.u.s);
-    char *h = tpl_arena_strdup(tpl_c_arena(C), hidden, (size_t)k);
-    if (!s || !h) { tpl_c_nomem(C, 0); return NULL; }
-    erb_def *d = &ds->v[ds->n++];
+    char *hs = tpl_arena_strdup(a, hidden, (size_t)k);
+    if (!s || !hs) { tpl_c_nomem(C, 0); return NULL; }
+    erb_def *d = &ds->v[ds->n];
     memset(d, 0, sizeof *d);
     d->name = tpl_v_str(s, name.len);
-    d->slot = tpl_c_declare_root(C, tpl_v_str(h, (size_t)k));
+    d->slot = tpl_c_declare_root(C, tpl_v_str(hs, (size_t)k));
+    ds->vidx[at] = ++ds->n;
     return d;
 }
 

@@ -436,6 +436,18 @@ static void test_list_limit(void)
     expect("erb scan regex within the limit", E, rep("", "<%= ('a' * 200000).scan(/a/).size %>", 1, ""), lim, NULL, 0, "200000");
 }
 
+/* Many methods (session 25): each ERB `def` and each call of a name looked the template's methods
+ * up in a list, so 40,000 defs took 5 s of CPU to compile (20,000: 1.5 s); a hash index now. */
+static void test_many_defs(void)
+{
+    char *src = malloc(40000 * 40 + 64);
+    if (!src) abort();
+    size_t n = 0;
+    for (int i = 0; i < 40000; i++) n += (size_t)sprintf(src + n, "<%% def f%d(); %d; end %%>", i, i);
+    sprintf(src + n, "<%%= f39999 + f0 %%>");
+    expect("erb 40000 defs", E, src, (tpl_limits){ .fuel = 20000000 }, NULL, 0, "39999");
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -450,6 +462,7 @@ int main(void)
     test_gsub();
     test_c_stack();
     test_list_limit();
+    test_many_defs();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
