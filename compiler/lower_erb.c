@@ -2745,14 +2745,17 @@ static erb_def *def_find(erb_low *L, tpl_value name, bool create)
         for (at = (uint32_t)h & mask; ds->vidx[at]; at = (at + 1) & mask) {}
     }
     char *s = tpl_arena_strdup(a, name.u.s, name.len);
-    char hidden[140];
-    int k = snprintf(hidden, sizeof hidden, "(def)%.*s", name.len > 100 ? 100 : (int)name.len, name.u.s);
-    char *hs = tpl_arena_strdup(a, hidden, (size_t)k);
+    /* the hidden slot's name is the whole method name: two long names with a common prefix are
+     * two methods (the name cut at 100 bytes made them share one slot: the later def won) */
+    char *hs = tpl_arena_alloc(a, name.len + 6);
     if (!s || !hs) { tpl_c_nomem(C, 0); return NULL; }
+    memcpy(hs, "(def)", 5);
+    memcpy(hs + 5, name.u.s, name.len);
+    hs[name.len + 5] = 0;
     erb_def *d = &ds->v[ds->n];
     memset(d, 0, sizeof *d);
     d->name = tpl_v_str(s, name.len);
-    d->slot = tpl_c_declare_root(C, tpl_v_str(hs, (size_t)k));
+    d->slot = tpl_c_declare_root(C, tpl_v_str(hs, name.len + 5));
     ds->vidx[at] = ++ds->n;
     return d;
 }
