@@ -193,48 +193,53 @@ static void diag_put_unit(tpl_sb *b, const char *s, size_t i, size_t len, uint32
 static void diag_source_line(tpl_sb *b, const char *s, size_t n, uint32_t column)
 {
     if (n && s[n - 1] == '\r') n--;
-    /* units: byte offset and width of each code point */
-    size_t nu = 0;
-    for (size_t i = 0; i < n; nu++) tpl_utf8_next(s, n, &i);
-    size_t *off = malloc((nu + 1) * sizeof *off);
-    unsigned char *w = malloc(nu + 1);
-    if (!off || !w) { free(off); free(w); b->failed = true; return; }
-    size_t total = 0, u = 0;
-    for (size_t i = 0; i < n; u++) {
-        off[u] = i;
+    /* the line's units (code points) and total width, counted without keeping them: a window
+     * never reaches more than DIAG_WIDTH units from the caret (every unit is at least one column
+     * wide), so only those are kept (a 200 MB state on one line took 9 bytes a unit: 2 GB) */
+    size_t nu = 0, total = 0;
+    for (size_t i = 0; i < n; nu++) {
+        size_t at = i;
         uint32_t cp = tpl_utf8_next(s, n, &i);
-        w[u] = (unsigned char)diag_unit_width(cp, i - off[u]);
-        total += w[u];
+        total += diag_unit_width(cp, i - at);
     }
-    off[nu] = n;
     size_t c = column > 0 ? column - 1 : 0; /* the caret's unit (nu: just past the end) */
     if (c > nu) c = nu;
-    size_t lo = 0, hi = nu;
+    size_t a = c > DIAG_WIDTH ? c - DIAG_WIDTH : 0, z = nu - c > DIAG_WIDTH ? c + DIAG_WIDTH : nu;
+    if (total <= DIAG_CUT) a = 0, z = nu; /* the whole line (at most DIAG_CUT units) */
+    size_t off[2 * DIAG_WIDTH + 2];      /* units a..z: off[k - a], w[k - a] */
+    unsigned char w[2 * DIAG_WIDTH + 2];
+    size_t i = 0;
+    for (size_t u = 0; u < a; u++) tpl_utf8_next(s, n, &i);
+    for (size_t u = a; u < z; u++) {
+        off[u - a] = i;
+        uint32_t cp = tpl_utf8_next(s, n, &i);
+        w[u - a] = (unsigned char)diag_unit_width(cp, i - off[u - a]);
+    }
+    off[z - a] = i;
+    size_t lo = a, hi = z;
     if (total > DIAG_CUT) { /* a window: up to DIAG_LEFT columns before the caret, the rest after */
         size_t used = 0;
         lo = c;
-        while (lo > 0 && used + w[lo - 1] <= DIAG_LEFT) used += w[--lo];
+        while (lo > a && used + w[lo - 1 - a] <= DIAG_LEFT) used += w[--lo - a];
         hi = c;
-        while (hi < nu && used + w[hi] <= DIAG_WIDTH) used += w[hi++];
-        while (lo > 0 && used + w[lo - 1] <= DIAG_WIDTH) used += w[--lo]; /* the line ends early: more before */
+        while (hi < z && used + w[hi - a] <= DIAG_WIDTH) used += w[hi++ - a];
+        while (lo > a && used + w[lo - 1 - a] <= DIAG_WIDTH) used += w[--lo - a]; /* the line ends early: more before */
     }
     tpl_sb_puts(b, "  ");
     if (lo > 0) tpl_sb_puts(b, "...");
     for (size_t k = lo; k < hi; k++) {
-        size_t i = off[k];
-        uint32_t cp = tpl_utf8_next(s, n, &i);
-        diag_put_unit(b, s, off[k], off[k + 1] - off[k], cp, w[k]);
+        size_t at = off[k - a];
+        uint32_t cp = tpl_utf8_next(s, n, &at);
+        diag_put_unit(b, s, off[k - a], off[k + 1 - a] - off[k - a], cp, w[k - a]);
     }
     if (hi < nu) tpl_sb_puts(b, "...");
     tpl_sb_puts(b, "\n  ");
     if (lo > 0) tpl_sb_puts(b, "   ");
     for (size_t k = lo; k < c; k++) {
-        if (w[k] == 1 && s[off[k]] == '\t') tpl_sb_putc(b, '\t');
-        else for (unsigned x = 0; x < w[k]; x++) tpl_sb_putc(b, ' ');
+        if (w[k - a] == 1 && s[off[k - a]] == '\t') tpl_sb_putc(b, '\t');
+        else for (unsigned x = 0; x < w[k - a]; x++) tpl_sb_putc(b, ' ');
     }
     tpl_sb_puts(b, "^\n");
-    free(off);
-    free(w);
 }
 
 char *tpl_error_format(const tpl_error *err)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include "tpl.h"
 
 #define MAX_CPU 2.0
@@ -448,6 +449,41 @@ static void test_many_defs(void)
     expect("erb 40000 defs", E, src, (tpl_limits){ .fuel = 20000000 }, NULL, 0, "39999");
 }
 
+/* A diagnostic's source line (session 25): tpl_error_format kept 9 bytes for every code point of
+ * the line to place the caret, so the error at the end of a 50 MB one-line template took 450 MB
+ * and seconds (tplc: 594 MB, past 10 s). Only the window around the caret is kept now: the peak
+ * RSS grows by less than the line while formatting. */
+static void test_error_window(void)
+{
+    size_t n = 30u << 20;
+    char *src = malloc(n + 32);
+    if (!src) abort();
+    memcpy(src, "{{ \"", 4);
+    memset(src + 4, 'a', n);
+    strcpy(src + 4 + n, "\" + }}");
+    tpl_options o;
+    memset(&o, 0, sizeof o);
+    tpl_program *p = NULL;
+    tpl_error e;
+    memset(&e, 0, sizeof e);
+    bool ok = tpl_compile("long.jinja", src, strlen(src), &o, &p, &e) == TPL_ERR_SYNTAX;
+    free(src);
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    clock_t t0 = clock();
+    char *text = ok ? tpl_error_format(&e) : NULL;
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    getrusage(RUSAGE_SELF, &ru1);
+    long grew = ru1.ru_maxrss - ru0.ru_maxrss; /* KiB */
+    ok = text && strstr(text, "long.jinja:1:31457289: error: unexpected '}}'\n  ...aaaa") &&
+         strstr(text, "aaaa\" + }}\n") && strlen(text) < 400 && grew < (long)(n >> 10) && cpu < MAX_CPU;
+    printf("%-28s %6.3f s  %s (peak RSS +%ld KiB)\n", "error window on a 30 MB line", cpu, ok ? "ok" : "FAIL", grew);
+    if (ok) passed++;
+    else failed++, printf("  got: %.300s\n", text ? text : "(nothing)");
+    free(text);
+    tpl_error_clear(&e);
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -463,6 +499,7 @@ int main(void)
     test_c_stack();
     test_list_limit();
     test_many_defs();
+    test_error_window();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -31,7 +31,17 @@ static void print_json_error(const char *path, const char *text, size_t tlen, co
         uint32_t l = 1;
         while (i < tlen && l < loc.line) { if (text[i] == '\n') l++; i++; }
         size_t j = i;
-        while (j < tlen && text[j] != '\n' && text[j] != '\r') j++;
+        /* the line up to 4 KiB past the caret's column: the diagnostic shows at most 100
+         * columns around it, and "..." still says the line goes on (a 200 MB state on one line
+         * was copied whole) */
+        uint32_t col = 1;
+        while (j < tlen && text[j] != '\n' && text[j] != '\r' && col < loc.column) {
+            j++;
+            while (j < tlen && ((unsigned char)text[j] & 0xC0) == 0x80) j++;
+            col++;
+        }
+        size_t stop = tlen - j > 4096 ? j + 4096 : tlen;
+        while (j < stop && text[j] != '\n' && text[j] != '\r') j++;
         line = malloc(j - i + 1);
         if (line) { memcpy(line, text + i, j - i); line[j - i] = 0; }
     }
