@@ -841,6 +841,10 @@ def t_out_over_store(tp, store, tmp):
     r = tp("tr-export", "demo.o", "--lang", "fr", "-o", journal)
     check(r.rc == 2 and "is the store" in r.err, "-o the store's journal: %r" % r)
     os.unlink(journal)
+    # also while they do not exist (session 25: the file was written, then deleted by SQLite)
+    for f in (journal, store.path + "-wal", store.path + "-shm"):
+        r = tp("tr-export", "demo.o", "--lang", "fr", "-o", f)
+        check(r.rc == 2 and "is the store" in r.err and not os.path.exists(f), "-o the store's absent %s: %r" % (f, r))
     r = tp("show", "demo.o", "--json")
     check(r.rc == 0 and json.loads(r.out)["source"] == "Hi {name}", "the store still reads: %r" % r)
     po = os.path.join(tmp, "fr.po")

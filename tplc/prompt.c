@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include "tplc.h"
 #include "tpl_store.h"
@@ -577,7 +578,24 @@ static int v_tr_extract(tpl_store *s, const popts *o)
 
 /* ---- the command ---- */
 
-/* Whether out names the SQLite store at where or its journal, WAL or shared-memory file. */
+/* Whether paths a and b name the same directory entry: the same folder (by device and inode)
+ * and the same last component, whether or not the file exists (a store's -journal and -wal
+ * files come and go: a PO file written there was deleted, or read as a journal, by SQLite). */
+static bool same_entry(const char *a, const char *b)
+{
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    const char *ba = sa ? sa + 1 : a, *bb = sb ? sb + 1 : b;
+    if (!*ba || strcmp(ba, bb) != 0 || strcmp(ba, ".") == 0 || strcmp(ba, "..") == 0) return false;
+    char *da = sa ? strndup(a, (size_t)(sa - a) + 1) : strdup("."), *db = sb ? strndup(b, (size_t)(sb - b) + 1) : strdup(".");
+    struct stat xa, xb;
+    bool same = !da || !db || (stat(da, &xa) == 0 && stat(db, &xb) == 0 && xa.st_dev == xb.st_dev && xa.st_ino == xb.st_ino);
+    free(da);
+    free(db);
+    return same; /* (out of memory: refused rather than risked) */
+}
+
+/* Whether out names the SQLite store at where or its journal, WAL or shared-memory file (also
+ * one that does not exist now). */
 static bool out_is_store(const char *out, const char *where)
 {
     static const char *const sfx[] = { "", "-journal", "-wal", "-shm" };
@@ -586,7 +604,7 @@ static bool out_is_store(const char *out, const char *where)
         if (!f) return true; /* refused rather than risked */
         strcpy(f, where);
         strcat(f, sfx[i]);
-        bool same = tplc_same_file(out, f);
+        bool same = tplc_same_file(out, f) || same_entry(out, f);
         free(f);
         if (same) return true;
     }
