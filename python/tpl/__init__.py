@@ -14,6 +14,7 @@ import builtins as _builtins
 import json as _json
 import operator as _operator
 import os as _os
+from collections.abc import Mapping as _Mapping
 
 try:
     from . import _tpl
@@ -259,6 +260,8 @@ class Template(_tpl.Program):
             if k in _COMPILE_OPTIONS:  # (the usual ones first)
                 compile_opts[k] = v
             elif k in _FUNC_KINDS:
+                if v is not None and not isinstance(v, _Mapping):
+                    raise TypeError("%s must be a dict of callables, not %s" % (k, type(v).__name__))
                 for fname, fn in (v or {}).items():
                     if not callable(fn):
                         raise TypeError("%s[%r] is not callable" % (k, fname))

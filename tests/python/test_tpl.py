@@ -242,6 +242,9 @@ def test_wrong_argument_types_are_type_errors():
     for kw in (dict(name=42), dict(syntax=None), dict(syntax=1), dict(profile=3), dict(loader=3)):
         with pytest.raises(TypeError):
             tpl.Template("x", **kw)
+    for kw in (dict(filters=[1]), dict(tests="abc"), dict(filters=[("f", len)])):  # (was AttributeError: 'list' ... 'items')
+        with pytest.raises(TypeError, match="must be a dict of callables"):
+            tpl.Template("x", **kw)
     with pytest.raises(ValueError):
         tpl.Template("x", syntax="mustache")
     t = tpl.Template("{{ x }}")
