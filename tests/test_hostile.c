@@ -437,6 +437,17 @@ static void test_list_limit(void)
     expect("erb scan regex within the limit", E, rep("", "<%= ('a' * 200000).scan(/a/).size %>", 1, ""), lim, NULL, 0, "200000");
 }
 
+/* A String's integer past tpl's 2**20 bits (session 25): to_i, Integer(), hex and oct read big
+ * integers now (they were "integer overflow (tpl integers are 64-bit)" past int64); one too large
+ * is the memory-limit error, decided from the digit count before GMP parses 10 MB of digits. */
+static void test_str_to_big_int(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    expect("erb to_i of 10M digits", E, rep("", "<%= ('9' * 10000000).to_i %>", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "integer too large (more than 1048576 bits)");
+    expect("erb to_i of 300,000 digits", E, rep("", "<%= ('9' * 300000).to_i.to_s.size %>", 1, ""), lim, NULL, 0, "300000");
+}
+
 /* Many methods (session 25): each ERB `def` and each call of a name looked the template's methods
  * up in a list, so 40,000 defs took 5 s of CPU to compile (20,000: 1.5 s); a hash index now. */
 static void test_many_defs(void)
@@ -499,6 +510,7 @@ int main(void)
     test_c_stack();
     test_list_limit();
     test_many_defs();
+    test_str_to_big_int();
     test_error_window();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

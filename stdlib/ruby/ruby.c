@@ -3096,6 +3096,27 @@ int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* A String's integer past int64 (Ruby's Bignum): the digits p[from..to) in base ('_' skipped) as a
+ * big int; past tpl's TPL_BIG_MAX_BITS the memory-limit error, decided from the digit count
+ * before any work. */
+static int str_big_int(tpl_vm *vm, const char *p, size_t from, size_t to, int base, bool neg, tpl_value *out)
+{
+    size_t nd = 0;
+    for (size_t i = from; i < to; i++) nd += p[i] != '_';
+    double bits = (double)(nd - 1) * log2((double)base);
+    if (bits > TPL_BIG_MAX_BITS) return tpl_vm_fail(vm, TPL_EK_MEMORY_LIMIT, "integer too large (more than %d bits)", TPL_BIG_MAX_BITS);
+    char *buf = tpl_arena_alloc(A(vm), nd + 2);
+    if (!buf) return oom(vm);
+    size_t k = 0;
+    if (neg) buf[k++] = '-';
+    for (size_t i = from; i < to; i++)
+        if (p[i] != '_') buf[k++] = p[i];
+    buf[k] = 0;
+    mpz_t z;
+    if (mpz_init_set_str(z, buf, base) != 0) { mpz_clear(z); return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid digits"); }
+    return tpl_big_result(vm, z, out);
+}
+
 /* String to Integer in `base` (2..36, or 0: from the prefix 0x 0b 0o 0d, a leading 0 meaning
  * octal, else decimal); a prefix matching the base is skipped. strict: Integer(), which
  * rejects anything but the number and surrounding whitespace. */
@@ -3115,20 +3136,23 @@ static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *o
     }
     if (base == 0) base = 10;
     int64_t v = 0;
-    size_t digits = 0;
+    size_t digits = 0, first = i;
+    bool big = false;
     for (; i < n; i++) {
         char c = p[i];
         if (c == '_' && digits) continue;
         int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
         if (d >= base) break;
-        if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        if (!big && (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))) big = true;
         digits++;
     }
+    size_t last = i;
+    while (last > first && p[last - 1] == '_') last--;
     if (strict) {
         while (i < n && rb_space(p[i])) i++;
         if (!digits || i < n) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid value for Integer(): \"%.*s\" (ArgumentError)", (int)s.len, s.u.s);
     }
+    if (big) return str_big_int(vm, p, first, last, base, neg, out);
     *out = tpl_v_int(neg ? -v : v);
     return 0;
 }
@@ -6148,16 +6172,17 @@ static int str_radix(tpl_vm *vm, tpl_value s, int base, tpl_value *out)
         else if (base == 8 && x == 'd') { base = 10; i += 2; }
     }
     int64_t v = 0;
-    bool any = false;
+    bool any = false, big = false;
+    size_t first = i;
     for (; i < s.len; i++) {
         char c = s.u.s[i];
         if (c == '_' && any && i + 1 < s.len && s.u.s[i + 1] != '_') continue;
         int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
         if (d >= base) break;
-        if (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow (tpl integers are 64-bit)");
+        if (!big && (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))) big = true;
         any = true;
     }
+    if (big) return str_big_int(vm, s.u.s, first, i, base, neg, out);
     *out = tpl_v_int(neg ? -v : v);
     return 0;
 }
