@@ -330,6 +330,13 @@ int tpl_print_address_error(tpl_vm *vm, const char *what)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a value holding a %s: Python prints its memory address (<... at 0x...>)", what);
 }
 
+/* LoopContext's repr shows its length, which drains the iterator the loop pulls from. */
+static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want);
+static int loop_drain(tpl_vm *vm, tpl_value v)
+{
+    return v.u.loop->src ? loop_pull(vm, v.u.loop, UINT32_MAX) : 0;
+}
+
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v)
 {
     return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a %s: Python prints its memory address (<%s object at 0x...>); "
@@ -367,6 +374,7 @@ static int print_py(tpl_vm *vm, tpl_value v)
     }
     default: {
         if (tpl_is_iter(v)) return tpl_print_iter_error(vm, v);
+        if (v.type == TPL_T_LOOP && loop_drain(vm, v) < 0) return -1;
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
         tpl_py_str(&b, v);
@@ -382,6 +390,7 @@ static int to_str_py(tpl_vm *vm, tpl_value v, tpl_value *out)
     if (v.type == TPL_T_STR) { *out = v; return 0; }
     if (tpl_vm_strict_undef(vm, v)) return tpl_stdlib.undefined_error(vm, v);
     if (tpl_is_iter(v)) return tpl_print_iter_error(vm, v);
+    if (v.type == TPL_T_LOOP && loop_drain(vm, v) < 0) return -1;
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
     if (v.type == TPL_T_UNDEF && debug_undefined(vm, v)) tpl_stdlib.undefined_debug_str(&b, v);
@@ -541,16 +550,42 @@ static int name_method(const tpl_name *nm, int kind)
  * so the loop body sees the iterator's rest (`{% for x in g %}{{ g|list }}` takes what the loop
  * has not): moves items from l->src to l->items until l->items holds `want` or src is empty.
  * length and revindex drain the iterator, last and nextitem peek one item ahead, as Jinja2's. */
-static void loop_pull(tpl_loop *l, uint32_t want)
+static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want);
+
+static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want)
 {
     tpl_list *s = l->src, *d = l->items;
-    if (!s) return;
+    if (!s) return 0;
+    if (s->cap == TPL_PEND_MARK) { /* a lazy iterator: produce what is wanted, room for it */
+        tpl_pending *p = (tpl_pending *)(void *)s;
+        uint32_t more = want == UINT32_MAX ? UINT32_MAX : want > d->len ? want - d->len : 0;
+        if (!more) return 0;
+        if (s->len < more && pend_fill(vm, p, more) < 0) return -1;
+        uint32_t n = s->len < more ? s->len : more;
+        if (d->cap - d->len < n) {
+            uint64_t cap = (uint64_t)d->len + n;
+            if (cap < (uint64_t)d->cap * 2) cap = (uint64_t)d->cap * 2;
+            if (cap >= UINT32_MAX / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many items");
+            tpl_value *it = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *it);
+            if (!it) return oom(vm);
+            if (d->len) memcpy(it, d->items, d->len * sizeof *it);
+            d->items = it;
+            d->cap = (uint32_t)cap;
+        }
+        memcpy(d->items + d->len, s->items, n * sizeof *s->items);
+        d->len += n;
+        s->items += n;
+        s->len -= n;
+        p->bcap -= n;
+        return 0;
+    }
     while (d->len < want && s->len && d->len < d->cap) {
         d->items[d->len++] = s->items[0];
         s->items++;
         s->len--;
         s->cap = s->len;
     }
+    return 0;
 }
 
 /* LOOP_SKIP: the loop drops item l->i - 1 (the one its FOR_NEXT just gave), which a loop filter
@@ -588,8 +623,8 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
 {
 #define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
     if (l->src) {
-        if (IS("length") || IS("revindex") || IS("revindex0")) loop_pull(l, UINT32_MAX);
-        else if (IS("last") || IS("nextitem")) loop_pull(l, l->i + 1);
+        if (IS("length") || IS("revindex") || IS("revindex0")) { if (loop_pull(vm, l, UINT32_MAX) < 0) return -1; }
+        else if ((IS("last") || IS("nextitem")) && loop_pull(vm, l, l->i + 1) < 0) return -1;
     }
     uint32_t len = l->items->len, i = l->i;
     if (IS("index")) *out = tpl_v_int(i);
@@ -980,13 +1015,23 @@ int tpl_getpath(tpl_vm *vm, tpl_value obj, tpl_value path, tpl_value *out)
 int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
 {
     switch (v.type) {
-    case TPL_T_LIST:
+    case TPL_T_LIST: {
         if (v.flags & TPL_F_RANGE_BIG) return tpl_range_too_large(vm);
+        tpl_pending *p = tpl_pend_of(v);
+        if (p) { /* (not taken: the consumers take first, tpl_take_iter) */
+            tpl_list *c = tpl_arena_alloc(&vm->arena, sizeof *c);
+            if (!c || pend_fill(vm, p, UINT32_MAX) < 0) return c ? -1 : oom(vm);
+            *c = p->l;
+            c->cap = c->len;
+            *out = c;
+            return 0;
+        }
         *out = v.u.list;
         return 0;
+    }
     case TPL_T_LOOP: { /* LoopContext.__next__: the loop's next items as (item, loop), which advances it */
         tpl_loop *l = v.u.loop;
-        if (l->src) loop_pull(l, UINT32_MAX);
+        if (l->src && loop_pull(vm, l, UINT32_MAX) < 0) return -1;
         uint32_t n = l->items->len > l->i ? l->items->len - l->i : 0;
         tpl_list *r = tpl_list_new(&vm->arena, n);
         if (!r) return oom(vm);
@@ -1470,9 +1515,12 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
 /* Jinja2's iterators (the generators map, select and friends return, reversed(), iter(range))
  * run once. A consumer takes n items (UINT32_MAX: all) as a list header of its own over the
  * same items, and the shared list loses them: the next use of the same value sees what is left
- * (an exhausted iterator is empty). *v becomes the taken part. */
-static int take_iter(tpl_vm *vm, tpl_value *v, uint32_t n)
+ * (an exhausted iterator is empty). *v becomes the taken part. A lazy one (tpl_pending) first
+ * produces what is taken (pend_fill). */
+int tpl_take_iter(tpl_vm *vm, tpl_value *v, uint32_t n)
 {
+    tpl_pending *pd = tpl_pend_of(*v);
+    if (pd && pend_fill(vm, pd, n) < 0) return -1;
     tpl_list *l = v->u.list;
     tpl_list *c = tpl_arena_alloc(&vm->arena, sizeof *c);
     if (!c) return oom(vm);
@@ -1482,9 +1530,140 @@ static int take_iter(tpl_vm *vm, tpl_value *v, uint32_t n)
     if (n) {
         l->items += n;
         l->len -= n;
-        l->cap = l->len;
+        if (pd) pd->bcap -= n;
+        else l->cap = l->len;
     }
     v->u.list = c;
+    return 0;
+}
+#define take_iter tpl_take_iter
+
+static tpl_pending *pend_new(tpl_vm *vm, tpl_value src, uint16_t aux, tpl_value *out)
+{
+    tpl_pending *p = tpl_arena_alloc(&vm->arena, sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    p->l.cap = TPL_PEND_MARK;
+    p->src = src;
+    tpl_value v = tpl_v_list(&p->l);
+    v.aux = aux;
+    *out = v;
+    return p;
+}
+
+int tpl_pend_stage(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a, int na, uint32_t per, uint16_t aux,
+                   tpl_value *out)
+{
+    tpl_pending *p = pend_new(vm, src, aux, out);
+    if (!p) return oom(vm);
+    p->fn = fn;
+    p->per = per;
+    for (int i = 0; i < 4; i++) p->a[i] = i < na ? a[i] : tpl_v_unset();
+    return 0;
+}
+
+int tpl_pend_range(tpl_vm *vm, tpl_value r, bool rev, tpl_value *out)
+{
+    tpl_pending *p = pend_new(vm, r, TPL_LAZY_RANGE_ITER, out);
+    if (!p) return oom(vm);
+    p->rev = rev;
+    return 0;
+}
+
+/* Appends the n items at x to p's produced items. */
+static int pend_push(tpl_vm *vm, tpl_pending *p, const tpl_value *x, uint32_t n)
+{
+    if (!n) return 0;
+    if ((uint64_t)p->l.len + n >= TPL_PEND_MARK / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many items");
+    if (p->bcap - p->l.len < n) {
+        uint32_t cap = p->l.len + n < 8 ? 8 : p->l.len + n;
+        if (cap < p->l.len * 2) cap = p->l.len * 2;
+        tpl_value *it = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *it);
+        if (!it) return oom(vm);
+        if (p->l.len) memcpy(it, p->l.items, p->l.len * sizeof *it);
+        p->l.items = it;
+        p->bcap = cap;
+    }
+    memcpy(p->l.items + p->l.len, x, n * sizeof *x);
+    p->l.len += n;
+    return 0;
+}
+
+/* Up to k (UINT32_MAX: all) next items of p's source, as a plain list *out. */
+static int pend_src(tpl_vm *vm, tpl_pending *p, uint32_t k, tpl_list **out)
+{
+    tpl_value s = p->src;
+    if (tpl_is_iter(s)) {
+        if (take_iter(vm, &s, k) < 0) return -1;
+        *out = s.u.list;
+        return 0;
+    }
+    if (tpl_is_big_range(s)) {
+        mpz_t n;
+        tpl_range_len(n, tpl_range_params(s));
+        if (mpz_cmp_ui(n, p->pos) <= 0) mpz_set_ui(n, 0);
+        else mpz_sub_ui(n, n, p->pos);
+        bool all_fit = mpz_cmp_ui(n, TPL_RANGE_ITEMS_MAX) <= 0;
+        uint64_t left = all_fit ? mpz_get_ui(n) : UINT64_MAX;
+        mpz_clear(n);
+        if (k == UINT32_MAX && !all_fit) return tpl_range_too_large(vm);
+        if (k > left) k = (uint32_t)left;
+        tpl_list *l = tpl_list_new(&vm->arena, k);
+        if (!l) return oom(vm);
+        for (uint32_t i = 0; i < k; i++) {
+            bool found = false;
+            int64_t at = (int64_t)(p->pos + i);
+            if (tpl_range_item(vm, s, tpl_v_int(p->rev ? -at - 1 : at), &found, &l->items[i]) < 0) return -1;
+            if (!found) break;
+            l->len++;
+        }
+        p->pos += l->len;
+        *out = l;
+        return 0;
+    }
+    tpl_list *all;
+    if (tpl_to_list(vm, s, &all) < 0) return -1;
+    tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+    if (!l) return oom(vm);
+    uint64_t left = p->pos < all->len ? all->len - p->pos : 0;
+    if (k > left) k = (uint32_t)left;
+    l->len = l->cap = k;
+    if (p->rev) {
+        if (!(l->items = tpl_arena_alloc(&vm->arena, (k ? k : 1) * sizeof *l->items))) return oom(vm);
+        for (uint32_t i = 0; i < k; i++) l->items[i] = all->items[all->len - 1 - (p->pos + i)];
+    } else {
+        l->items = all->items + p->pos;
+    }
+    p->pos += k;
+    *out = l;
+    return 0;
+}
+
+/* Produces items of p until it holds want (UINT32_MAX: all) or its source is exhausted. A stage
+ * that is asked for all runs once over the rest of its source (the eager filter); else it runs on
+ * as few source items as yield what is wanted, as Python's generator would. */
+static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want)
+{
+    while (p->l.len < want && !p->done) {
+        uint32_t need = want == UINT32_MAX ? UINT32_MAX : want - p->l.len, k;
+        if (!p->fn || need == UINT32_MAX) k = need;
+        else if (!p->per) k = 1;
+        else k = need > (UINT32_MAX - 1) / p->per ? UINT32_MAX : need * p->per;
+        tpl_list *chunk = NULL;
+        if (pend_src(vm, p, k, &chunk) < 0) return -1;
+        if (chunk->len < k || k == UINT32_MAX) p->done = true;
+        if (!chunk->len) break;
+        if (!p->fn) {
+            if (pend_push(vm, p, chunk->items, chunk->len) < 0) return -1;
+            continue;
+        }
+        tpl_value a[4], r;
+        memcpy(a, p->a, sizeof a);
+        a[0] = tpl_v_list(chunk);
+        if (p->fn(vm, a, &r) < 0) return -1;
+        if (r.type != TPL_T_LIST) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad generator stage");
+        if (pend_push(vm, p, r.u.list->items, r.u.list->len) < 0) return -1;
+    }
     return 0;
 }
 
@@ -1499,9 +1678,15 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
     bool filter = bi->kind == TPL_BK_FILTER;
     if (filter && (IS_NAME("default") || IS_NAME("d") || IS_NAME("attr"))) return 0;
     uint32_t n = filter && IS_NAME("first") ? 1 : UINT32_MAX;
+    /* the generators Jinja2's filters return take from their source only as they are consumed
+     * (tpl_pend_stage): the source is not taken now; len() and random.choice() of an iterator
+     * fail without taking from it */
+    bool lazy0 = filter && (IS_NAME("map") || IS_NAME("select") || IS_NAME("reject") || IS_NAME("selectattr") ||
+                            IS_NAME("rejectattr") || IS_NAME("batch"));
+    bool keep0 = lazy0 || (filter && (IS_NAME("length") || IS_NAME("count") || IS_NAME("last") || IS_NAME("random")));
     /* a range held without its items: the builtins that read it as Python's range does (len,
      * first, last, str, repr, json's TypeError, range.index/count); any other wants its items */
-    bool big_ok = (filter && (IS_NAME("first") || IS_NAME("last") || IS_NAME("length") || IS_NAME("count") ||
+    bool big_ok = (filter && (lazy0 || IS_NAME("reverse") || IS_NAME("random") || IS_NAME("first") || IS_NAME("last") || IS_NAME("length") || IS_NAME("count") ||
                               IS_NAME("string") || IS_NAME("pprint") || IS_NAME("tojson") ||
                               /* the filters of text, which take str(value) */
                               IS_NAME("e") || IS_NAME("escape") || IS_NAME("forceescape") || IS_NAME("safe") ||
@@ -1510,14 +1695,14 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
                   (bi->kind == TPL_BK_LIST && (IS_NAME("index") || IS_NAME("count")));
     bool big_args = filter && IS_NAME("format"); /* "%s"|format(r): printed */
     /* the filters Jinja2 runs list(), sorted() or len() in: OverflowError past 2**63 items */
-    bool big_len = filter && (IS_NAME("list") || IS_NAME("sort") || IS_NAME("slice") || IS_NAME("random"));
+    bool big_len = filter && (IS_NAME("list") || IS_NAME("sort") || IS_NAME("slice"));
 #undef IS_NAME
     for (int i = 0; i < npos; i++)
         if (tpl_is_big_range(pos[i]) && !((big_ok && i == 0) || (big_args && i > 0)))
             return big_len && i == 0 ? tpl_range_items_needed(vm, pos[i]) : tpl_range_too_large(vm);
     for (int i = 0; i < nkw; i++)
         if (tpl_is_big_range(kwv[i])) return tpl_range_too_large(vm);
-    for (int i = 0; i < npos; i++)
+    for (int i = keep0 ? 1 : 0; i < npos; i++)
         if (tpl_is_iter(pos[i]) && take_iter(vm, &pos[i], n) < 0) return -1;
     for (int i = 0; i < nkw; i++)
         if (tpl_is_iter(kwv[i]) && take_iter(vm, &kwv[i], UINT32_MAX) < 0) return -1;
@@ -1603,6 +1788,16 @@ static int spread_args(tpl_vm *vm, tpl_value **spp, const tpl_value *stack_end, 
 
 static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
+    if (tpl_pend_of(seq)) { /* a lazy one: item by item */
+        *res = false;
+        while (!*res) {
+            tpl_value one = seq;
+            if (take_iter(vm, &one, 1) < 0) return -1;
+            if (!one.u.list->len) break;
+            if (tpl_vm_item_equal(vm, item, one.u.list->items[0], res) < 0) return -1;
+        }
+        return 0;
+    }
     if (tpl_is_iter(seq)) {
         /* `x in it` consumes the iterator up to the first equal item */
         uint32_t i = 0;
@@ -3800,7 +3995,7 @@ top:
         /* the verifier bounds the slot; its type is only known here (hostile .tplb files) */
         if (slots[a].type != TPL_T_LOOP) { tpl_vm_error(vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop"); goto fail; }
         tpl_loop *l = slots[a].u.loop;
-        if (__builtin_expect(l->src != NULL, 0)) loop_pull(l, l->i + 1);
+        if (__builtin_expect(l->src != NULL, 0) && loop_pull(vm, l, l->i + 1) < 0) goto fail;
         if (l->i < l->items->len) {
             if (CUR_OP == TPL_OP_FOR_NEXT_STORE) {
                 slots[TPL_INSN_A(ip[2])] = l->items->items[l->i++];
@@ -3841,7 +4036,7 @@ top:
     CASE(UNPACK) {
         tpl_value v = *--sp;
         tpl_list *items;
-        if (tpl_is_iter(v) && take_iter(vm, &v, UINT32_MAX) < 0) goto fail;
+        if (tpl_is_iter(v) && take_iter(vm, &v, a + 1) < 0) goto fail; /* (Python takes one past the names) */
         if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
             if (tpl_to_list(vm, v, &items) < 0) goto fail;
         } else {
@@ -4497,7 +4692,7 @@ int tpl_native_for_next(tpl_native_frame *f, uint32_t slot, tpl_nvalue *out)
     tpl_value *s = NV(f->slots) + slot;
     if (s->type != TPL_T_LOOP) return tpl_vm_error(f->vm, TPL_ERR_TYPE, "FOR_NEXT on a slot without a loop");
     tpl_loop *l = s->u.loop;
-    loop_pull(l, l->i + 1);
+    if (loop_pull(f->vm, l, l->i + 1) < 0) return -1;
     if (l->i >= l->items->len) return 0;
     *NV(out) = l->items->items[l->i++];
     return 1;
@@ -4583,11 +4778,11 @@ int tpl_native_loop_attr(tpl_native_frame *f, uint32_t which, tpl_nvalue *v)
     case TPL_NLOOP_INDEX0: *NV(v) = tpl_v_int((int64_t)l->i - 1); return 0;
     case TPL_NLOOP_FIRST: *NV(v) = tpl_v_bool(l->i == 1); return 0;
     case TPL_NLOOP_LAST:
-        if (l->src) loop_pull(l, l->i + 1);
+        if (l->src && loop_pull(f->vm, l, l->i + 1) < 0) return -1;
         *NV(v) = tpl_v_bool(l->i == l->items->len);
         return 0;
     case TPL_NLOOP_LENGTH:
-        if (l->src) loop_pull(l, UINT32_MAX);
+        if (l->src && loop_pull(f->vm, l, UINT32_MAX) < 0) return -1;
         *NV(v) = tpl_v_int(l->items->len);
         return 0;
     default:

@@ -210,6 +210,39 @@ int tpl_range_items_needed(tpl_vm *vm, tpl_value r);
 /* Item `index` (an integer, Python's: negative counts from the end) of range r (any range value):
  * *found false (and *out untouched) when it is out of range. 0, or -1 on arena exhaustion. */
 int tpl_range_item(tpl_vm *vm, tpl_value r, tpl_value index, bool *found, tpl_value *out);
+/* Jinja2's lazy iterators (issue 14): the generators map, select, reject, selectattr, rejectattr
+ * and batch return, and reversed(range) of a range held without its items, produce their items
+ * only as a consumer takes them (first, `in`, a for loop item by item, unpacking, a filter that
+ * takes all), as Python's generators do: `range(10**12)|map('string')|first` takes one item, and
+ * a generator made from a generator takes from it only what it yields. Such a value is an
+ * iterator (tpl_is_iter) whose list is a tpl_pending (cap TPL_PEND_MARK): its items are those
+ * produced and not yet taken. */
+typedef int (*tpl_pend_fn)(tpl_vm *vm, tpl_value *a, tpl_value *out);
+enum { TPL_PEND_MARK = UINT32_MAX };
+typedef struct tpl_pending {
+    tpl_list l;         /* produced, not yet taken; l.cap is TPL_PEND_MARK */
+    uint32_t bcap;      /* room at l.items */
+    bool done, rev;
+    uint32_t per;       /* a stage: source items per item it yields (map 1, batch n); 0: one source
+                         * item per call, any number of items (select) */
+    tpl_value src;      /* an iterator (taken from), or a sequence read from pos on */
+    uint64_t pos;
+    tpl_pend_fn fn;     /* the stage, run on a plain list of source items (NULL: the items of src) */
+    tpl_value a[4];     /* its arguments (a[0] is the chunk) */
+} tpl_pending;
+static inline tpl_pending *tpl_pend_of(tpl_value v)
+{
+    return tpl_is_iter(v) && v.u.list->cap == TPL_PEND_MARK ? (tpl_pending *)(void *)v.u.list : NULL;
+}
+/* A lazy stage over src: fn(a) with a[0] the next source items, per as tpl_pending.per; *out an
+ * iterator of type aux (TPL_LAZY_GENERATOR). na <= 4. */
+int tpl_pend_stage(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a, int na, uint32_t per, uint16_t aux,
+                   tpl_value *out);
+/* An iterator over the items of range r (any range), reversed when rev (a range_iterator). */
+int tpl_pend_range(tpl_vm *vm, tpl_value r, bool rev, tpl_value *out);
+/* Takes up to n items (UINT32_MAX: all) of iterator *v: *v becomes a list of them (a plain
+ * iterator list, not pending), the iterator keeps the rest. */
+int tpl_take_iter(tpl_vm *vm, tpl_value *v, uint32_t n);
 /* The error for printing an iterator (tpl_is_iter): Python would print its memory address. */
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
 /* The error for printing a value whose Python text holds a memory address (tpl_sb.address: a

@@ -85,6 +85,16 @@ static int generator(int r, tpl_value *out)
     return r;
 }
 
+/* A generator filter (stage: its eager list form) of a list, a range or an iterator: lazy, as
+ * Jinja2's (tpl_pend_stage; per: source items per item yielded, 0: any number); of anything else
+ * (a string, a dict, undefined): run now. */
+static int lazy_generator(tpl_vm *vm, tpl_pend_fn stage, uint32_t per, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_LIST)
+        return tpl_pend_stage(vm, a[0], stage, a, 3, per, TPL_LAZY_GENERATOR, out);
+    return generator(stage(vm, a, out), out);
+}
+
 /* ------------------------------------------------------------------ sorting */
 
 typedef struct sort_ctx {
@@ -337,7 +347,12 @@ static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_batch_list(vm, a, out), out); }
+int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    /* a batch takes linecount source items (all of them when that is not a small positive int) */
+    uint32_t per = a[1].type == TPL_T_INT && a[1].u.i > 0 && a[1].u.i < 1000000 ? (uint32_t)a[1].u.i : UINT32_MAX;
+    return lazy_generator(vm, f_batch_list, per, a, out);
+}
 
 static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -1238,6 +1253,8 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return 0;
     }
     tpl_list *l;
+    if (tpl_is_big_range(v)) /* reversed(range): a range_iterator, lazy */
+        return tpl_pend_range(vm, v, true, out);
     if (v.type != TPL_T_LIST && v.type != TPL_T_MAP && v.type != TPL_T_UNDEF && v.type != TPL_T_LOOP)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "argument must be iterable");
     if (tpl_iter_list(vm, v, &l) < 0)
@@ -1394,7 +1411,7 @@ static int f_map_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_map_list(vm, a, out), out); }
+int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, f_map_list, 1, a, out); }
 
 static int select_common(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want, bool lookup_attr)
 {
@@ -1455,10 +1472,14 @@ static int select_common(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want, bo
     return 0;
 }
 
-int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, true, false), out); }
-int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, false, false), out); }
-int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, true, true), out); }
-int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(select_common(vm, a, out, false, true), out); }
+static int select_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, false); }
+static int reject_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, false); }
+static int selectattr_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, true); }
+static int rejectattr_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, true); }
+int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, select_list, 0, a, out); }
+int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, reject_list, 0, a, out); }
+int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, selectattr_list, 0, a, out); }
+int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, rejectattr_list, 0, a, out); }
 
 /* ------------------------------------------------------------------ sort, unique, min, max, groupby */
 
@@ -3474,16 +3495,30 @@ int f_random(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, v));
     if (tpl_is_lazy(v) && v.aux != TPL_LAZY_RANGE && v.u.list->len) /* a dict view: seq[i] fails */
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, v));
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
+    x ^= x >> 29;
+    if (tpl_is_big_range(v)) { /* random.choice(range): range[randbelow(len)] */
+        mpz_t n, r;
+        tpl_range_len(n, tpl_range_params(v));
+        mpz_init_set_ui(r, x);
+        mpz_mul_2exp(r, r, 64);
+        mpz_add_ui(r, r, x * 0xbf58476d1ce4e5b9ull ^ (x >> 31));
+        mpz_mod(r, r, n);
+        mpz_clear(n);
+        tpl_value i;
+        bool found = false;
+        int rc = tpl_big_value(AR(vm), r, &i) ? tpl_range_item(vm, v, i, &found, out) : OOM();
+        mpz_clear(r);
+        return rc;
+    }
     if (tpl_iter_list(vm, v, &l) < 0)
         return -1;
     if (l->len == 0) {
         *out = undef_hint("No random item, sequence was empty.");
         return 0;
     }
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    uint64_t x = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec;
-    x ^= x >> 29;
     *out = l->items[x % l->len];
     return 0;
 }
