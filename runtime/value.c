@@ -3,6 +3,7 @@
 #include "value.h"
 #include "../include/tpl.h"
 #include "bigint.h"
+#include "library.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -611,8 +612,16 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
             return a.aux == TPL_FN_ALIAS ? equal_rec(x->self, y->self, depth + 1, fuel, eql)
                                          : x->self.len == y->self.len && tpl_mem_eq(x->self.u.s, y->self.u.s, x->self.len);
         }
-        if (a.u.p && b.u.p && a.aux == 0 && b.aux == 0) { /* bound methods: Python's meth_richcompare */
+        if (a.u.p && b.u.p && a.aux < TPL_FN_ALIAS && b.aux < TPL_FN_ALIAS) { /* bound methods: Python's meth_richcompare */
             const tpl_bound *x = a.u.bound, *y = b.u.bound;
+            if (x != y && x->method == y->method && x->method == tpl_stdlib.id_unsafe_method && x->self.type == TPL_T_STR &&
+                y->self.type == TPL_T_STR) { /* a refused list/dict method: its receiver is kept past the message (vm.c) */
+                tpl_value rx, ry;
+                if (x->self.len != y->self.len || !tpl_mem_eq(x->self.u.s, y->self.u.s, x->self.len)) return false;
+                memcpy(&rx, x->self.u.s + x->self.len + 1, sizeof rx);
+                memcpy(&ry, y->self.u.s + y->self.len + 1, sizeof ry);
+                return same_object(rx, ry);
+            }
             return x == y || (x->method == y->method && same_object(x->self, y->self));
         }
         return a.u.p == b.u.p && a.aux == b.aux;

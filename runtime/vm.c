@@ -483,6 +483,21 @@ static int bound_method(tpl_vm *vm, tpl_value self, int id, tpl_value *out)
     return 0;
 }
 
+/* An attribute read from an object's own dict: a method bound to that object (a cycler()'s next,
+ * reset) is a new bound-method object at every access, as Python's (`c.next is sameas c.next` is
+ * false; == compares the receiver and the function). */
+static inline int fresh_own_method(tpl_vm *vm, tpl_value obj, tpl_value *v)
+{
+    if (__builtin_expect(v->type == TPL_T_FUNC, 0) && v->u.p && v->aux < TPL_FN_ALIAS && v->u.bound->self.type == TPL_T_MAP &&
+        v->u.bound->self.u.map == obj.u.map) {
+        tpl_bound *b = tpl_arena_alloc(&vm->arena, sizeof *b);
+        if (!b) return oom(vm);
+        *b = *v->u.bound;
+        v->u.bound = b;
+    }
+    return 0;
+}
+
 static int method_kind(tpl_value v)
 {
     switch (v.type) {
@@ -823,8 +838,12 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         char msg[160];
         int k = snprintf(msg, sizeof msg, "access to attribute '%.*s' of '%s' object is unsafe.", (int)(n > 40 ? 40 : n),
                          name, obj.type == TPL_T_LIST ? "list" : "dict");
-        char *m = tpl_arena_strdup(&vm->arena, msg, (size_t)k);
+        /* the receiver is kept past the message's NUL: l.append == l.append compares it (the
+         * method's __self__), as Python's bound methods do (value.c) */
+        char *m = tpl_arena_alloc(&vm->arena, (size_t)k + 1 + sizeof obj);
         if (!m) return oom(vm);
+        memcpy(m, msg, (size_t)k + 1);
+        memcpy(m + k + 1, &obj, sizeof obj);
         if (vm->p->opts.hf) { *out = undef_named(m, (size_t)k, TPL_UNDEF_PLAIN, 0); return 0; }
         return bound_method(vm, tpl_v_str(m, (size_t)k), tpl_stdlib.id_unsafe_method, out);
     }
@@ -836,7 +855,7 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         }
         tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
         *out = hit ? *hit : undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
-        return 0;
+        return fresh_own_method(vm, obj, out);
     }
     case TPL_T_STR:
     case TPL_T_LIST: {
@@ -2848,7 +2867,7 @@ static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tp
         ((hit = map_find_name(vm, obj.u.map, nm)) || !is_mutating(obj, nm->s.u.s, nm->s.len))) {
         /* a key (no dict method of that name): as tpl_getattr, without searching by string
          * (a missing key named as a mutating method: tpl_getattr's unsafe method) */
-        if (hit) { *v = *hit; return 0; }
+        if (hit) { *v = *hit; return fresh_own_method(vm, obj, v); }
         if (__builtin_expect(nm->s.u.s[0] == '_', 0)) /* d.__len__: tpl_getattr's dunder_error */
             return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
         *v = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(obj));
@@ -3566,6 +3585,7 @@ top:
                     DISPATCH();
                 }
                 *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
+                if (fresh_own_method(vm, *v, &sp[-1]) < 0) goto fail;
                 ticks++;
                 NEXT(2);
             }
@@ -3633,6 +3653,7 @@ top:
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
                 *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(v));
+                if (fresh_own_method(vm, v, &sp[-1]) < 0) goto fail;
                 ticks++;
                 NEXT(2);
             }
