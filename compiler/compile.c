@@ -5005,6 +5005,7 @@ int tpl_c_syntax(const tpl_comp *c) { return c->syn; }
 void tpl_c_at(tpl_comp *c, uint32_t off) { c->cur_off = off; }
 tpl_arena *tpl_c_arena(tpl_comp *c) { return c->tmp; }
 const tpl_options *tpl_c_options(const tpl_comp *c) { return &c->p->opts; }
+const char *tpl_c_template_name(const tpl_comp *c) { return c->p->name ? c->p->name : ""; }
 bool tpl_c_failed(const tpl_comp *c) { return c->failed; }
 void tpl_c_note_tr(tpl_comp *c, uint32_t off, const tpl_node *text) { note_tr(c, off, text); }
 void tpl_c_nomem(tpl_comp *c, uint32_t off) { c_nomem(c, off); }

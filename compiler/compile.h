@@ -86,6 +86,7 @@ int tpl_c_syntax(const tpl_comp *c);                    /* tpl_syntax_id */
 void tpl_c_at(tpl_comp *c, uint32_t off);               /* source offset for the next instructions */
 tpl_arena *tpl_c_arena(tpl_comp *c);                    /* compile-time arena */
 const tpl_options *tpl_c_options(const tpl_comp *c);
+const char *tpl_c_template_name(const tpl_comp *c);  /* the name tpl_compile was given ("" when none) */
 bool tpl_c_failed(const tpl_comp *c);
 void tpl_c_error(tpl_comp *c, uint32_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A compile error of a finer kind than TPL_EK_SYNTAX (include/tpl_errors.def), located at off. */

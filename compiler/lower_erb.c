@@ -63,6 +63,7 @@ typedef struct erb_low {
     erb_loop *loop;
     bool frozen;            /* `# frozen_string_literal: true`: string literals are frozen */
     int in_def;             /* inside a def's body */
+    tpl_value def_name;     /* that def's name (__method__) */
     erb_defs *defs;         /* (kept across the top-level statements, with pend) */
     uint32_t scope;         /* the variables' scope: 0 the template's, a def's offset + 1 in its body */
     /* the blocks whose body is being lowered, innermost last: the call and its block (shared receivers) */
@@ -1984,6 +1985,24 @@ static void expr(erb_low *L, tpl_node *n)
         /* `@x` (val "@x") is a variable of its own, distinct from the local `x`; both read the state key
          * "x" until assigned. A missing key: NameError for a local (a method call in Ruby), nil for an
          * ivar and for a local being declared by its own `x ||= v` (n->op set by op_assign) */
+        if (n->kind == TPL_N_NAME && name_is(n->val, "__FILE__")) {
+            /* the script's file name: ERB#filename, which the reference harness (and Rails, Puppet)
+             * set to the template's file name; tpl's is the name it compiled, less its folders */
+            const char *nm = tpl_c_template_name(C), *slash = strrchr(nm, '/');
+            const char *base = slash ? slash + 1 : nm;
+            tpl_value v = tpl_v_str(base, strlen(base));
+            if (L->frozen) v.flags |= TPL_F_FROZEN_RB;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1);
+            return;
+        }
+        if (n->kind == TPL_N_NAME && name_is(n->val, "__method__")) {
+            /* the def's name as a Symbol; at the top it would be the method that called ERB#result */
+            if (!L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct '__method__' outside a def"); return; }
+            tpl_value v = L->def_name;
+            v.flags |= TPL_F_SYMBOL;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, v), 1);
+            return;
+        }
         if (n->val.len == 2 && n->val.u.s[0] == '$' && n->val.u.s[1] == '!') {   /* $!: the exception a rescue clause runs for */
             exc_push(L, n->off);
             return;
@@ -2912,6 +2931,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     erb_loop *save_loop = L->loop;
     L->loop = NULL;
     L->in_def++;
+    L->def_name = n->val;
     uint32_t save_exc = L->exc_slot, save_retry = L->retry_to;
     L->exc_slot = 0;
     L->retry_to = 0;   /* a def's body is a function of its own: no retry of an enclosing clause */

@@ -481,8 +481,7 @@ static bool continues(int k)
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
     "class", "module", "yield",
-    "redo", "super", "alias", "undef", "BEGIN", "END", "__FILE__",
-    "__method__", "lambda", "proc", "block_given?", NULL
+    "redo", "super", "alias", "undef", "BEGIN", "END", "lambda", "proc", "block_given?", NULL
 };
 
 static int keyword(const char *s, size_t n)

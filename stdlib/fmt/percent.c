@@ -688,10 +688,16 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (argc != 1 || argv[0].type != TPL_T_MAP) RB_ARG_ERR("one hash required (ArgumentError)");
                 name = s + ks + 1;
                 namelen = (int)(i - ks - 1);
-                tpl_value *v = tpl_map_get(argv[0].u.map, tpl_v_str(name, (size_t)namelen));
-                if (!v)
+                tpl_value key = tpl_v_str(name, (size_t)namelen);
+                tpl_value *v = tpl_map_get(argv[0].u.map, key);
+                if (v) arg = *v;
+                else if (argv[0].u.map->rb_default) {
+                    /* a Hash with a default (Hash.new("x"), Hash.new { |h, k| ... }): sprintf.c's
+                     * rb_hash_default_value; a nil default is the KeyError still */
+                    if (tpl_stdlib.rb_getitem(vm, argv[0], key, &arg) < 0) return -1;
+                }
+                if (!v && (arg.type == TPL_T_UNSET || arg.type == TPL_T_NONE))
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "key%.*s not found (KeyError)", (int)(i + 1 - ks), s + ks);
-                arg = *v;
                 named = true;
                 i++;
                 if (close == '}') sp.conv = 's';   /* %{name}: the value's to_s */

@@ -4529,6 +4529,7 @@ int r_hash_merge(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (a[1].type != TPL_T_MAP) return type_error(vm, TPL_VT_DICT, a[1]);
     tpl_map *o = a[1].u.map, *r = rb_map(vm, m->len + o->len);
     if (!r) return oom(vm);
+    r->rb_default = m->rb_default;
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), r, o->e[i].key, o->e[i].val)) return oom(vm);
     *out = tpl_v_map(r);
@@ -7128,6 +7129,7 @@ int r_hash_merge_all(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_rb_block blk = tpl_vm_block(vm);
     tpl_map *r = rb_map(vm, m->len + 4);
     if (!r) return oom(vm);
+    r->rb_default = m->rb_default;   /* merge is dup + update: the copy keeps the receiver's default */
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     for (uint32_t k = 0; k < others->len; k++) {
         tpl_value ov = others->items[k];
