@@ -156,7 +156,8 @@ static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "Stri
     /* exception classes (rescue, raise) */
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
-    "LocalJumpError", "RegexpError", "EncodingError", "IOError", NULL };
+    "LocalJumpError", "RegexpError", "EncodingError", "IOError", "JSON::JSONError", "JSON::GeneratorError",
+    "JSON::NestingError", "JSON::ParserError", NULL };
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -1591,8 +1592,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         return;
     }
     if (n->a && n->a->kind == TPL_N_RCONSTNAME && name_is(n->a->val, "JSON") &&
-        (name_is(n->val, "generate") || name_is(n->val, "pretty_generate") || name_is(n->val, "dump")) &&
-        n->b && n->b->next) {
+        name_is(n->val, "dump") && n->b && n->b->next) {
         tpl_c_error(C, n->b->next->off,
                     "unsupported Ruby construct: JSON.%.*s with generator options (tpl writes json's defaults)",
                     (int)n->val.len, n->val.u.s);

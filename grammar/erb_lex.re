@@ -705,7 +705,9 @@ static bool ruby_lex(rlex *L)
             if (is_const && e + 1 < n && s[e] == ':' && s[e + 1] == ':') {
                 /* the numeric constants of Float and Math (Float::INFINITY, Math::PI): one constant */
                 static const char *const num_consts[] = { "Float::INFINITY", "Float::NAN", "Float::EPSILON",
-                    "Float::MAX", "Float::MIN", "Float::DIG", "Math::PI", "Math::E", NULL };
+                    "Float::MAX", "Float::MIN", "Float::DIG", "Math::PI", "Math::E",
+                    /* and JSON's exception classes (rescue JSON::GeneratorError) */
+                    "JSON::JSONError", "JSON::GeneratorError", "JSON::NestingError", "JSON::ParserError", NULL };
                 size_t q = e + 2;
                 while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
                 bool num = false;

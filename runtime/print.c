@@ -1071,7 +1071,16 @@ bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent)
  * and json 2.6's empty forms ("[\n\n<indent>]", "{\n<indent>}"). Returns 0, or 1 with *bad set for a NaN or
  * infinite Float, 2 for nesting past 100 levels (JSON::NestingError), 3 when a host object's printing
  * failed. */
-static int rb_json(tpl_sb *b, tpl_value v, bool pretty, int depth, double *bad)
+static void rb_json_put(tpl_sb *b, tpl_value s) { if (s.len) tpl_sb_put(b, s.u.s, s.len); }
+
+static void rb_json_indent(tpl_sb *b, const tpl_rb_json_opts *jo, int depth)
+{
+    for (int i = 0; jo->indent.len && i < depth && !b->failed; i++) tpl_sb_put(b, jo->indent.u.s, jo->indent.len);
+}
+
+/* json 2.6's generator.c over a State (jo): generate_json_array/_object with the State's indent, space,
+ * space_before, object_nl, array_nl, allow_nan and max_nesting; depth counts the open containers. */
+static int rb_json(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, int depth, double *bad)
 {
     static const json_opts o = {.ascii = false, .indent = -1};
     if (b->failed) return 0;
@@ -1089,7 +1098,11 @@ static int rb_json(tpl_sb *b, tpl_value v, bool pretty, int depth, double *bad)
         put_big(b, v, false);
         return 0;
     case TPL_T_FLOAT:
-        if (isnan(v.u.f) || isinf(v.u.f)) { *bad = v.u.f; return 1; }
+        if (isnan(v.u.f) || isinf(v.u.f)) {
+            if (!jo->allow_nan) { *bad = v.u.f; return 1; }
+            tpl_sb_puts(b, isnan(v.u.f) ? "NaN" : v.u.f > 0 ? "Infinity" : "-Infinity");
+            return 0;
+        }
         put_float(b, v.u.f, true);
         return 0;
     case TPL_T_STR:
@@ -1097,31 +1110,31 @@ static int rb_json(tpl_sb *b, tpl_value v, bool pretty, int depth, double *bad)
         break;
     case TPL_T_LIST:
         if (v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)) break;
-        if (depth >= 100) return 2;
+        if (jo->max_nesting && depth >= jo->max_nesting) return 2;
+        if (depth >= TPL_RB_JSON_DEPTH) return 4;
         tpl_sb_putc(b, '[');
-        if (pretty) tpl_sb_putc(b, '\n');
+        rb_json_put(b, jo->array_nl);
         for (uint32_t k = 0; k < v.u.list->len && !b->failed; k++) {
-            if (k) tpl_sb_puts(b, pretty ? ",\n" : ",");
-            for (int i = 0; pretty && i <= depth; i++) tpl_sb_puts(b, "  ");
-            int r = rb_json(b, v.u.list->items[k], pretty, depth + 1, bad);
+            if (k) { tpl_sb_putc(b, ','); rb_json_put(b, jo->array_nl); }
+            rb_json_indent(b, jo, depth + 1);
+            int r = rb_json(b, v.u.list->items[k], jo, depth + 1, bad);
             if (r) return r;
         }
-        if (pretty) {
-            tpl_sb_putc(b, '\n');
-            for (int i = 0; i < depth; i++) tpl_sb_puts(b, "  ");
+        if (jo->array_nl.len) {
+            rb_json_put(b, jo->array_nl);
+            rb_json_indent(b, jo, depth);
         }
         tpl_sb_putc(b, ']');
         return 0;
     case TPL_T_MAP: {
         const tpl_map *m = v.u.map;
-        if (depth >= 100) return 2;
+        if (jo->max_nesting && depth >= jo->max_nesting) return 2;
+        if (depth >= TPL_RB_JSON_DEPTH) return 4;
         tpl_sb_putc(b, '{');
         for (uint32_t k = 0; k < m->len && !b->failed; k++) {
             if (k) tpl_sb_putc(b, ',');
-            if (pretty) {
-                tpl_sb_putc(b, '\n');
-                for (int i = 0; i <= depth; i++) tpl_sb_puts(b, "  ");
-            }
+            rb_json_put(b, jo->object_nl);
+            rb_json_indent(b, jo, depth + 1);
             tpl_value key = m->e[k].key;
             if (key.type == TPL_T_STR) {
                 json_str(b, key.u.s, key.len, &o);
@@ -1132,13 +1145,15 @@ static int rb_json(tpl_sb *b, tpl_value v, bool pretty, int depth, double *bad)
                 if (t.failed) { b->failed = true; return 0; }
                 json_str(b, t.p ? t.p : "", t.len, &o);
             }
-            tpl_sb_puts(b, pretty ? ": " : ":");
-            int r = rb_json(b, m->e[k].val, pretty, depth + 1, bad);
+            rb_json_put(b, jo->space_before);
+            tpl_sb_putc(b, ':');
+            rb_json_put(b, jo->space);
+            int r = rb_json(b, m->e[k].val, jo, depth + 1, bad);
             if (r) return r;
         }
-        if (pretty) {
-            tpl_sb_putc(b, '\n');
-            for (int i = 0; i < depth; i++) tpl_sb_puts(b, "  ");
+        if (jo->object_nl.len) {
+            rb_json_put(b, jo->object_nl);
+            rb_json_indent(b, jo, depth);
         }
         tpl_sb_putc(b, '}');
         return 0;
@@ -1155,7 +1170,26 @@ static int rb_json(tpl_sb *b, tpl_value v, bool pretty, int depth, double *bad)
     return 0;
 }
 
+void tpl_rb_json_defaults(tpl_rb_json_opts *jo, bool pretty)
+{
+    memset(jo, 0, sizeof *jo);
+    jo->max_nesting = 100;
+    if (pretty) {
+        jo->indent = tpl_v_str("  ", 2);
+        jo->space = tpl_v_str(" ", 1);
+        jo->object_nl = tpl_v_str("\n", 1);
+        jo->array_nl = tpl_v_str("\n", 1);
+    }
+}
+
+int tpl_rb_json_with(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, double *bad)
+{
+    return rb_json(b, v, jo, 0, bad);
+}
+
 int tpl_rb_json(tpl_sb *b, tpl_value v, bool pretty, double *bad)
 {
-    return rb_json(b, v, pretty, 0, bad);
+    tpl_rb_json_opts jo;
+    tpl_rb_json_defaults(&jo, pretty);
+    return rb_json(b, v, &jo, 0, bad);
 }

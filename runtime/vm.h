@@ -290,6 +290,19 @@ void tpl_rb_str_escape(tpl_sb *b, const char *s, size_t n, bool dump);
  * Returns 0; 1 for a NaN or infinite Float (*bad: it; JSON::GeneratorError), 2 for nesting past 100 levels
  * (JSON::NestingError), 3 when a host object's printing failed (the render's error is set). */
 int tpl_rb_json(tpl_sb *b, tpl_value v, bool pretty, double *bad);
+/* A json 2.6 generator State: the strings written around items (empty: none), allow_nan, max_nesting
+ * (0: none). tpl_rb_json_defaults fills JSON.generate's (pretty: JSON.pretty_generate's). */
+typedef struct tpl_rb_json_opts {
+    tpl_value indent, space, space_before, object_nl, array_nl;
+    bool allow_nan;
+    int64_t max_nesting;
+} tpl_rb_json_opts;
+/* Containers nested deeper than this are refused whatever max_nesting allows (tpl_rb_json_with's 4: the
+ * writer recurses on the C stack). */
+#define TPL_RB_JSON_DEPTH 1000
+void tpl_rb_json_defaults(tpl_rb_json_opts *jo, bool pretty);
+/* tpl_rb_json with a State; also 4 for nesting past TPL_RB_JSON_DEPTH. */
+int tpl_rb_json_with(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, double *bad);
 /* json.dumps(v, ensure_ascii, indent (<0 = None), separators (NULL = default), sort_keys).
  * Returns false (and sets nothing) when a value can't be serialised (undefined, callable). */
 bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const char *item_sep,

@@ -1103,36 +1103,108 @@ static int erb_util_method(tpl_vm *vm, const char *name, size_t n, tpl_value *ar
     return 0;
 }
 
-/* JSON text of v as Ruby's json 2.6 writes it (runtime/print.c tpl_rb_json), or its error. */
-static int rb_json_value(tpl_vm *vm, tpl_value v, bool pretty, tpl_value *out)
+/* JSON text of v as Ruby's json 2.6 writes it with State jo (runtime/print.c tpl_rb_json_with), or its error. */
+static int rb_json_value(tpl_vm *vm, tpl_value v, const tpl_rb_json_opts *jo, tpl_value *out)
 {
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
     double bad = 0;
-    int r = tpl_rb_json(&b, v, pretty, &bad);
+    int r = tpl_rb_json_with(&b, v, jo, &bad);
     if (r == 1)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "%d: %s not allowed in JSON (JSON::GeneratorError)", isnan(bad) ? 1003 : 1000,
                             isnan(bad) ? "NaN" : bad > 0 ? "Infinity" : "-Infinity");
-    if (r == 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "nesting of 100 is too deep (JSON::NestingError)");
+    if (r == 2)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "nesting of %lld is too deep (JSON::NestingError)", (long long)jo->max_nesting);
     if (r == 3) return -1;
+    if (r == 4)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "JSON nesting past %d levels (tpl's limit)", TPL_RB_JSON_DEPTH);
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
 }
 
-/* JSON.generate(obj) / JSON.dump(obj) / JSON.pretty_generate(obj): JSON's module functions (loaded in Puppet,
- * Chef and the oracle's view); generator options are refused. */
-static int json_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+/* One generator option (json 2.6's State#configure) into jo: the strings, allow_nan, max_nesting; options
+ * that change the text otherwise (ascii_only, escape_slash, depth) are refused when set; others are ignored,
+ * as configure ignores them. */
+static int json_option(tpl_vm *vm, tpl_value k, tpl_value v, tpl_rb_json_opts *jo)
 {
-    bool pretty = n == 15 && memcmp(name, "pretty_generate", 15) == 0;
-    if (!pretty && !(n == 8 && memcmp(name, "generate", 8) == 0) && !(n == 4 && memcmp(name, "dump", 4) == 0)) return 1;
-    if (npos != 1)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "JSON.%.*s with %s is not supported (only the object)", (int)n, name,
-                            npos ? "generator options" : "no argument");
-    return rb_json_value(vm, args[0], pretty, out);
+#define KEY(lit) (k.len == sizeof lit - 1 && memcmp(k.u.s, lit, sizeof lit - 1) == 0)
+    tpl_value *str = KEY("indent") ? &jo->indent : KEY("space") ? &jo->space : KEY("space_before") ? &jo->space_before
+                   : KEY("object_nl") ? &jo->object_nl : KEY("array_nl") ? &jo->array_nl : NULL;
+    if (str) {
+        if (v.type != TPL_T_STR || (v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected String) (TypeError)", tpl_rb_class_name(v));
+        *str = v;
+        return 0;
+    }
+    bool truthy = v.type != TPL_T_NONE && !(v.type == TPL_T_BOOL && !v.u.i);
+    if (KEY("allow_nan")) { jo->allow_nan = truthy; return 0; }
+    if (KEY("max_nesting")) {
+        if (!truthy) { jo->max_nesting = 0; return 0; }
+        if (v.type != TPL_T_INT)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Integer) (TypeError)", tpl_rb_class_name(v));
+        jo->max_nesting = v.u.i;
+        return 0;
+    }
+    if ((KEY("ascii_only") || KEY("escape_slash") || KEY("script_safe")) && truthy)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: JSON generator option %.*s", (int)k.len, k.u.s);
+    if (KEY("depth") && !(v.type == TPL_T_INT && v.u.i == 0))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: JSON generator option depth");
+    return 0;
+#undef KEY
 }
 
-int r_any_to_json(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_json_value(vm, a[0], false, out); }
+/* A State from opts (nil, or a Hash whose Symbol keys are options: configure reads Symbols only) and keyword
+ * arguments, over JSON.generate's defaults (pretty: pretty_generate's). */
+static int json_state(tpl_vm *vm, tpl_value opts, const tpl_value *kwn, const tpl_value *kwv, int nkw, bool pretty,
+                      tpl_rb_json_opts *jo)
+{
+    tpl_rb_json_defaults(jo, pretty);
+    if (opts.type == TPL_T_MAP) {
+        const tpl_map *m = opts.u.map;
+        for (uint32_t i = 0; i < m->len; i++)
+            if (m->e[i].key.type == TPL_T_STR && (m->e[i].key.flags & TPL_F_SYMBOL) &&
+                json_option(vm, m->e[i].key, m->e[i].val, jo) < 0)
+                return -1;
+    } else if (opts.type != TPL_T_NONE && opts.type != TPL_T_UNSET) {
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Hash (TypeError)", tpl_rb_class_name(opts));
+    }
+    for (int i = 0; i < nkw; i++)
+        if (json_option(vm, kwn[i], kwv[i], jo) < 0) return -1;
+    return 0;
+}
+
+/* JSON.generate(obj, opts = nil) / JSON.dump(obj) / JSON.pretty_generate(obj, opts = nil): JSON's module functions
+ * (loaded in Puppet, Chef and the oracle's view); opts as a Hash or keywords. */
+static int json_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, const tpl_value *kwn,
+                       const tpl_value *kwv, int nkw, tpl_value *out)
+{
+    bool pretty = n == 15 && memcmp(name, "pretty_generate", 15) == 0;
+    bool dump = n == 4 && memcmp(name, "dump", 4) == 0;
+    if (!pretty && !(n == 8 && memcmp(name, "generate", 8) == 0) && !dump) return 1;
+    if (npos < 1 || npos > 2 || (dump && (npos != 1 || nkw)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "JSON.%.*s with %s is not supported (only the object%s)", (int)n, name,
+                            npos ? "these arguments" : "no argument", dump ? "" : " and generator options");
+    if (npos == 2 && nkw)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 3, expected 1..2) (ArgumentError)");
+    tpl_rb_json_opts jo;
+    if (json_state(vm, npos == 2 ? args[1] : tpl_v_none(), kwn, kwv, nkw, pretty, &jo) < 0) return -1;
+    return rb_json_value(vm, args[0], &jo, out);
+}
+
+/* Object#to_json(state = nil): a State from a Hash or keywords, as JSON.generate's */
+int r_any_to_json(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_rb_json_opts jo;
+    const tpl_map *kw = a[2].type == TPL_T_MAP ? a[2].u.map : NULL;
+    tpl_value kwn[16], kwv[16];
+    int nkw = 0;
+    for (uint32_t i = 0; kw && i < kw->len && nkw < 16; i++, nkw++) { kwn[nkw] = kw->e[i].key; kwv[nkw] = kw->e[i].val; }
+    if (kw && kw->len && a[1].type != TPL_T_UNSET)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 2, expected 0..1) (ArgumentError)");
+    if (json_state(vm, a[1], kwn, kwv, nkw, false, &jo) < 0) return -1;
+    return rb_json_value(vm, a[0], &jo, out);
+}
 
 /* ------------------------------------------------------------------ to_yaml (issue 15) */
 
@@ -1603,7 +1675,7 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return r_md_getitem(vm, a, out);
     }
     if (CLS("ERB::Util")) return erb_util_method(vm, name, n, args, npos, out);
-    if (CLS("JSON")) return json_method(vm, name, n, args, npos, out);
+    if (CLS("JSON")) return json_method(vm, name, n, args, npos, NULL, NULL, 0, out);
     if (IS("[]") && CLS("Array")) {   /* Array[a, b] */
         tpl_list *l = new_list(vm, npos < 4 ? 4 : (uint32_t)npos);
         if (!l) return oom(vm);
@@ -1737,6 +1809,11 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     }
     if (self.type == TPL_T_BIGINT || (self.type == TPL_T_INT && npos == 1 && args[0].type == TPL_T_BIGINT)) {
         int rc = big_method(vm, self, name, n, args, npos, nkw, out);
+        if (rc <= 0) return rc;
+    }
+    if (nkw && !tpl_vm_block(vm).pc && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 4 &&
+        memcmp(self.u.s, "JSON", 4) == 0) {   /* JSON.generate(x, indent: "  ", ...) */
+        int rc = json_method(vm, name, n, args, npos, kwn, kwv, nkw, out);
         if (rc <= 0) return rc;
     }
     if (nkw == 0 && tpl_vm_block(vm).pc && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && n == 3 &&
@@ -7295,6 +7372,8 @@ static const char *const exc_tree[][2] = {
     { "Math::DomainError", "ArgumentError" }, { "ArgumentError", "StandardError" }, { "TypeError", "StandardError" },
     { "ZeroDivisionError", "StandardError" }, { "LocalJumpError", "StandardError" }, { "RegexpError", "StandardError" },
     { "EncodingError", "StandardError" }, { "IOError", "StandardError" }, { "StandardError", "Exception" },
+    { "JSON::NestingError", "JSON::ParserError" }, { "JSON::ParserError", "JSON::JSONError" },
+    { "JSON::GeneratorError", "JSON::JSONError" }, { "JSON::JSONError", "StandardError" },
     { NULL, NULL } };
 
 static const char *exc_parent(const char *c, size_t n)
