@@ -55,6 +55,7 @@ typedef struct erb_defs {
     uint32_t ovidx_cap;     /* 0 or a power of two, at least twice nov */
     uint32_t (*links)[2];   /* pairs of ov entries that may hold one object (`x = @y || {}`) */
     bool yaml;              /* `require 'yaml'` ran before (in the source's order): Object#to_yaml exists */
+    bool shellwords;        /* `require 'shellwords'` ran before: Shellwords, String#shellescape/shellsplit, Array#shelljoin */
     uint32_t nlinks, caplinks;
 } erb_defs;
 
@@ -1580,6 +1581,12 @@ static void call(erb_low *L, tpl_node *n, bool used)
         }
     }
     /* x.to_yaml: Psych's once `require 'yaml'` ran (the builtin's name); before it Ruby's NoMethodError */
+    if (n->a && L->defs->shellwords && !(n->a->kind == TPL_N_RCONSTNAME && name_is(n->a->val, "Shellwords"))) {
+        /* String#shellescape/shellsplit and Array#shelljoin, which shellwords.rb adds */
+        if (name_is(n->val, "shellescape")) n->val = tpl_v_str("(shellescape)", 13);
+        else if (name_is(n->val, "shellsplit")) n->val = tpl_v_str("(shellsplit)", 12);
+        else if (name_is(n->val, "shelljoin")) n->val = tpl_v_str("(shelljoin)", 11);
+    }
     if (n->a && name_is(n->val, "to_yaml") && L->defs->yaml) {
         if (n->b) { tpl_c_error(C, n->b->off, "unsupported Ruby construct: to_yaml with options (tpl writes Psych's defaults)"); return; }
         n->val = tpl_v_str("(to_yaml)", 9);
@@ -1610,11 +1617,17 @@ static void call(erb_low *L, tpl_node *n, bool used)
             return;
         }
         if (name_is(n->val, "require") && !n->c && lib && lib->kind == TPL_N_CONST && lib->val.type == TPL_T_STR &&
+            name_is(lib->val, "shellwords")) {
+            if (used) tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(!L->defs->shellwords)), 1);
+            L->defs->shellwords = true;
+            return;
+        }
+        if (name_is(n->val, "require") && !n->c && lib && lib->kind == TPL_N_CONST && lib->val.type == TPL_T_STR &&
             (name_is(lib->val, "json") || name_is(lib->val, "erb"))) {
             if (used) tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(false)), 1);   /* already loaded */
             return;
         }
-        tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (libraries beyond Ruby's core: tpl has the core, JSON and YAML)",
+        tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (libraries beyond Ruby's core: tpl has the core, JSON, YAML and Shellwords)",
                     (int)n->val.len, n->val.u.s);
         return;
     }
@@ -2092,6 +2105,7 @@ static void expr(erb_low *L, tpl_node *n)
     case TPL_N_RCONSTNAME: {
         bool known = false;
         for (int i = 0; known_classes[i]; i++) known = known || name_is(n->val, known_classes[i]);
+        known = known || (name_is(n->val, "Shellwords") && L->defs->shellwords);   /* after require 'shellwords' */
         if (name_is(n->val, "Time") || name_is(n->val, "Random") || name_is(n->val, "Process")) {
             /* Ruby's core has them; a render is a function of its state (no clock, no randomness) */
             tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s (the clock and randomness: a tpl render is a "

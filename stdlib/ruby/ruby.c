@@ -83,6 +83,7 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
 {
     const char *cls = tpl_rb_class_name(self.type == TPL_T_UNDEF ? tpl_v_none() : self), *core = cls;
     char ebuf[64];
+    if (n > 2 && name[0] == '(' && name[n - 1] == ')') { name++; n -= 2; }   /* "(shellescape)": the compiler's name */
     if (self.type == TPL_T_STR && (self.flags & TPL_F_EXC_RB)) { /* a rescued exception: its class, Exception's methods */
         tpl_value c = tpl_rb_exc_class(self);
         snprintf(ebuf, sizeof ebuf, "%.*s", (int)c.len, c.u.s);
@@ -1620,6 +1621,143 @@ static int rb_yaml_value(tpl_vm *vm, tpl_value v, tpl_value *out)
 
 int r_any_to_yaml(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_yaml_value(vm, a[0], out); }
 
+/* ------------------------------------------------------------------ Shellwords (issue 15) */
+
+/* Shellwords.escape (shellwords.rb, Ruby 3.1): the argument's to_s; '' for an empty one; a backslash before each
+ * character that is not [A-Za-z0-9_\-.,:+/@\n] (a multibyte character whole), a newline as '\n' in quotes. */
+static int shell_escape(tpl_vm *vm, tpl_value v, tpl_sb *b)
+{
+    tpl_value s;
+    if (r_any_to_s(vm, &v, &s) < 0) return -1;
+    if (s.type != TPL_T_STR) return want_str(vm, s);
+    if (!s.len) { tpl_sb_puts(b, "''"); return 0; }
+    for (uint32_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.u.s[i];
+        if (c == '\n') tpl_sb_puts(b, "'\n'");
+        else if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                 c == '.' || c == ',' || c == ':' || c == '+' || c == '/' || c == '@' || (c >= 0x80 && c < 0xC0)) {
+            tpl_sb_putc(b, (char)c);
+        } else {
+            tpl_sb_putc(b, '\\');
+            tpl_sb_putc(b, (char)c);
+        }
+    }
+    return 0;
+}
+
+static int shell_escape_value(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    if (shell_escape(vm, v, &b) < 0) return -1;
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+/* Shellwords.join: each item escaped, joined by a space (an Array; another object's map, as Ruby's) */
+static int shell_join(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (!is_array(v)) return no_method(vm, v, "map", 3);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    for (uint32_t i = 0; i < v.u.list->len; i++) {
+        if (i) tpl_sb_putc(&b, ' ');
+        if (shell_escape(vm, v.u.list->items[i], &b) < 0) return -1;
+    }
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
+static bool sh_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+/* Shellwords.split (shellwords.rb's scan): words of bare text, '...' (kept as is), "..." (a backslash before
+ * $ ` " \ or a newline dropped) and \x (x kept; a backslash before a newline or at the end stays); a word ends at
+ * whitespace or the end; an unmatched quote is ArgumentError. */
+static int shell_split(tpl_vm *vm, tpl_value line, tpl_value *out)
+{
+    if (line.type != TPL_T_STR || (line.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) return no_method(vm, line, "scan", 4);
+    const char *s = line.u.s;
+    size_t n = line.len, i = 0;
+    tpl_list *words = new_list(vm, 4);
+    if (!words) return oom(vm);
+    tpl_sb f;
+    tpl_sb_init(&f, A(vm));
+    bool open = false;   /* a field is being built */
+    for (;;) {
+        while (i < n && sh_space((unsigned char)s[i])) i++;
+        if (i >= n) break;
+        char c = s[i];
+        if (c == '\'') {
+            size_t j = i + 1;
+            while (j < n && s[j] != '\'') j++;
+            if (j >= n) goto unmatched;
+            tpl_sb_put(&f, s + i + 1, j - i - 1);
+            i = j + 1;
+        } else if (c == '"') {
+            size_t j = i + 1;
+            while (j < n && s[j] != '"') j += s[j] == '\\' && j + 1 < n ? 2 : 1;
+            if (j >= n) goto unmatched;
+            for (size_t k = i + 1; k < j; k++) {
+                if (s[k] == '\\' && k + 1 < j && strchr("$`\"\\\n", s[k + 1])) k++;
+                tpl_sb_putc(&f, s[k]);
+            }
+            i = j + 1;
+        } else if (c == '\\') {
+            if (i + 1 >= n) { tpl_sb_putc(&f, '\\'); i++; }
+            else if (s[i + 1] == '\n') { tpl_sb_put(&f, s + i, 2); i += 2; }
+            else {
+                size_t k = i + 2;   /* the next character, whole */
+                while (k < n && ((unsigned char)s[k] & 0xC0) == 0x80) k++;
+                tpl_sb_put(&f, s + i + 1, k - i - 1);
+                i = k;
+            }
+        } else {
+            size_t j = i;
+            while (j < n && !sh_space((unsigned char)s[j]) && s[j] != '\\' && s[j] != '\'' && s[j] != '"') j++;
+            tpl_sb_put(&f, s + i, j - i);
+            i = j;
+        }
+        open = true;
+        if (i >= n || sh_space((unsigned char)s[i])) {   /* the separator: the word is done */
+            if (i < n) i++;
+            if (f.failed) return oom(vm);
+            tpl_value w = f.len ? tpl_sb_value(&f) : tpl_v_str("", 0);
+            if (!tpl_list_push(A(vm), words, w)) return oom(vm);
+            tpl_sb_init(&f, A(vm));
+            open = false;
+        }
+    }
+    (void)open;
+    *out = tpl_v_list(words);
+    return 0;
+unmatched: {
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        tpl_rb_inspect(&b, line);
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "Unmatched quote: %.*s (ArgumentError)", (int)b.len, b.p ? b.p : "");
+    }
+}
+
+int r_str_shellescape(tpl_vm *vm, tpl_value *a, tpl_value *out) { return shell_escape_value(vm, a[0], out); }
+int r_str_shellsplit(tpl_vm *vm, tpl_value *a, tpl_value *out) { return shell_split(vm, a[0], out); }
+int r_arr_shelljoin(tpl_vm *vm, tpl_value *a, tpl_value *out) { return shell_join(vm, a[0], out); }
+
+/* Shellwords.escape/shellescape, join/shelljoin, split/shellsplit/shellwords (the module's functions); 1: none */
+static int shellwords_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    int which = IS("escape") || IS("shellescape") ? 0 : IS("join") || IS("shelljoin") ? 1
+              : IS("split") || IS("shellsplit") || IS("shellwords") ? 2 : -1;
+#undef IS
+    if (which < 0) return 1;
+    if (npos != 1)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 1) (ArgumentError)", npos);
+    return which == 0 ? shell_escape_value(vm, args[0], out) : which == 1 ? shell_join(vm, args[0], out)
+                      : shell_split(vm, args[0], out);
+}
+
 static const char *exc_parent(const char *c, size_t n);
 /* Whether the class constant c is an exception class (tpl's tree, or a name ending in Error). */
 static bool is_exc_class(tpl_value c)
@@ -1657,7 +1795,8 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return 0;
     }
     if (npos == 0 && IS("class")) {   /* a module's class is Module */
-        bool mod = CLS("ERB::Util") || CLS("Comparable") || CLS("Enumerable") || CLS("Kernel") || CLS("Math") || CLS("JSON");
+        bool mod = CLS("ERB::Util") || CLS("Comparable") || CLS("Enumerable") || CLS("Kernel") || CLS("Math") || CLS("JSON") ||
+                   CLS("Shellwords");
         *out = mod ? tpl_v_str("Module", 6) : tpl_v_str("Class", 5);
         out->flags = TPL_F_CLASS_RB;
         return 0;
@@ -1676,6 +1815,7 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     }
     if (CLS("ERB::Util")) return erb_util_method(vm, name, n, args, npos, out);
     if (CLS("JSON")) return json_method(vm, name, n, args, npos, NULL, NULL, 0, out);
+    if (CLS("Shellwords")) return shellwords_method(vm, name, n, args, npos, out);
     if (IS("[]") && CLS("Array")) {   /* Array[a, b] */
         tpl_list *l = new_list(vm, npos < 4 ? 4 : (uint32_t)npos);
         if (!l) return oom(vm);
