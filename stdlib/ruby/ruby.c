@@ -1158,7 +1158,7 @@ static int json_option(tpl_vm *vm, tpl_value k, tpl_value v, tpl_rb_json_opts *j
 /* A State from opts (nil, or a Hash whose Symbol keys are options: configure reads Symbols only) and keyword
  * arguments, over JSON.generate's defaults (pretty: pretty_generate's). */
 static int json_state(tpl_vm *vm, tpl_value opts, const tpl_value *kwn, const tpl_value *kwv, int nkw, bool pretty,
-                      tpl_rb_json_opts *jo)
+                      bool to_json, tpl_rb_json_opts *jo)
 {
     tpl_rb_json_defaults(jo, pretty);
     if (opts.type == TPL_T_MAP) {
@@ -1167,9 +1167,12 @@ static int json_state(tpl_vm *vm, tpl_value opts, const tpl_value *kwn, const tp
             if (m->e[i].key.type == TPL_T_STR && (m->e[i].key.flags & TPL_F_SYMBOL) &&
                 json_option(vm, m->e[i].key, m->e[i].val, jo) < 0)
                 return -1;
-    } else if (opts.type != TPL_T_NONE && opts.type != TPL_T_UNSET) {
+    } else if (opts.type != TPL_T_NONE && opts.type != TPL_T_UNSET && !to_json) {
+        /* JSON.generate's State.new(opts): to_hash, then to_h (an Array of pairs: not taken here), else TypeError */
+        if (is_array(opts))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: JSON generator options as an Array of pairs");
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Hash (TypeError)", tpl_rb_class_name(opts));
-    }
+    }   /* (to_json's State.from_state takes a Hash; anything else is the default State) */
     for (int i = 0; i < nkw; i++)
         if (json_option(vm, kwn[i], kwv[i], jo) < 0) return -1;
     return 0;
@@ -1189,7 +1192,7 @@ static int json_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
     if (npos == 2 && nkw)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 3, expected 1..2) (ArgumentError)");
     tpl_rb_json_opts jo;
-    if (json_state(vm, npos == 2 ? args[1] : tpl_v_none(), kwn, kwv, nkw, pretty, &jo) < 0) return -1;
+    if (json_state(vm, npos == 2 ? args[1] : tpl_v_none(), kwn, kwv, nkw, pretty, false, &jo) < 0) return -1;
     return rb_json_value(vm, args[0], &jo, out);
 }
 
@@ -1203,7 +1206,7 @@ int r_any_to_json(tpl_vm *vm, tpl_value *a, tpl_value *out)
     for (uint32_t i = 0; kw && i < kw->len && nkw < 16; i++, nkw++) { kwn[nkw] = kw->e[i].key; kwv[nkw] = kw->e[i].val; }
     if (kw && kw->len && a[1].type != TPL_T_UNSET)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 2, expected 0..1) (ArgumentError)");
-    if (json_state(vm, a[1], kwn, kwv, nkw, false, &jo) < 0) return -1;
+    if (json_state(vm, a[1], kwn, kwv, nkw, false, true, &jo) < 0) return -1;
     return rb_json_value(vm, a[0], &jo, out);
 }
 
