@@ -1120,7 +1120,7 @@ static int rb_json(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, int depth
             int r = rb_json(b, v.u.list->items[k], jo, depth + 1, bad);
             if (r) return r;
         }
-        if (jo->array_nl.len) {
+        if (jo->array_nl.type == TPL_T_STR) {   /* given, even empty: the closing indent too */
             rb_json_put(b, jo->array_nl);
             rb_json_indent(b, jo, depth);
         }
@@ -1151,7 +1151,7 @@ static int rb_json(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, int depth
             int r = rb_json(b, m->e[k].val, jo, depth + 1, bad);
             if (r) return r;
         }
-        if (jo->object_nl.len) {
+        if (jo->object_nl.type == TPL_T_STR) {
             rb_json_put(b, jo->object_nl);
             rb_json_indent(b, jo, depth);
         }
@@ -1173,6 +1173,7 @@ static int rb_json(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, int depth
 void tpl_rb_json_defaults(tpl_rb_json_opts *jo, bool pretty)
 {
     memset(jo, 0, sizeof *jo);
+    jo->indent = jo->space = jo->space_before = jo->object_nl = jo->array_nl = tpl_v_none();
     jo->max_nesting = 100;
     if (pretty) {
         jo->indent = tpl_v_str("  ", 2);

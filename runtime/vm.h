@@ -290,7 +290,8 @@ void tpl_rb_str_escape(tpl_sb *b, const char *s, size_t n, bool dump);
  * Returns 0; 1 for a NaN or infinite Float (*bad: it; JSON::GeneratorError), 2 for nesting past 100 levels
  * (JSON::NestingError), 3 when a host object's printing failed (the render's error is set). */
 int tpl_rb_json(tpl_sb *b, tpl_value v, bool pretty, double *bad);
-/* A json 2.6 generator State: the strings written around items (empty: none), allow_nan, max_nesting
+/* A json 2.6 generator State: the strings written around items (nil: not given; an object_nl or array_nl
+ * given, even empty, puts the indent before the closing bracket), allow_nan, max_nesting
  * (0: none). tpl_rb_json_defaults fills JSON.generate's (pretty: JSON.pretty_generate's). */
 typedef struct tpl_rb_json_opts {
     tpl_value indent, space, space_before, object_nl, array_nl;

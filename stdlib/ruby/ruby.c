@@ -1132,13 +1132,14 @@ static int json_option(tpl_vm *vm, tpl_value k, tpl_value v, tpl_rb_json_opts *j
 #define KEY(lit) (k.len == sizeof lit - 1 && memcmp(k.u.s, lit, sizeof lit - 1) == 0)
     tpl_value *str = KEY("indent") ? &jo->indent : KEY("space") ? &jo->space : KEY("space_before") ? &jo->space_before
                    : KEY("object_nl") ? &jo->object_nl : KEY("array_nl") ? &jo->array_nl : NULL;
+    bool truthy = v.type != TPL_T_NONE && !(v.type == TPL_T_BOOL && !v.u.i);
     if (str) {
+        if (!truthy) return 0;   /* configure skips a nil or false option */
         if (v.type != TPL_T_STR || (v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected String) (TypeError)", tpl_rb_class_name(v));
         *str = v;
         return 0;
     }
-    bool truthy = v.type != TPL_T_NONE && !(v.type == TPL_T_BOOL && !v.u.i);
     if (KEY("allow_nan")) { jo->allow_nan = truthy; return 0; }
     if (KEY("max_nesting")) {
         if (!truthy) { jo->max_nesting = 0; return 0; }
