@@ -24,16 +24,6 @@ const char *tpl_operator_name(int op)
     return op >= 0 && op < (int)(sizeof op_names / sizeof op_names[0]) ? op_names[op] : "?";
 }
 
-tpl_node *tpl_node_new(tpl_arena *a, int kind, uint32_t off)
-{
-    tpl_node *n = tpl_arena_alloc(a, sizeof *n);
-    if (!n) return NULL;
-    memset(n, 0, sizeof *n);
-    n->kind = (uint16_t)kind;
-    n->off = off;
-    return n;
-}
-
 tpl_node *tpl_node_append(tpl_node *head, tpl_node *item)
 {
     if (!head) return item;

@@ -124,8 +124,17 @@ static inline tpl_node *tpl_node_e(const tpl_node *n) { return tpl_node_has_de(n
 const char *tpl_node_kind_name(int kind);
 const char *tpl_operator_name(int op);
 
-/* Allocates a zeroed node in the arena (NULL on exhaustion). */
-tpl_node *tpl_node_new(tpl_arena *a, int kind, uint32_t off);
+/* Allocates a zeroed node in the arena (NULL on exhaustion). Inline: the parser makes one per
+ * node (issue 21, compile time). */
+static inline tpl_node *tpl_node_new(tpl_arena *a, int kind, uint32_t off)
+{
+    tpl_node *n = tpl_arena_alloc(a, sizeof *n);
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->kind = (uint16_t)kind;
+    n->off = off;
+    return n;
+}
 /* Appends `item` to the list starting at `head`; returns the new head. */
 tpl_node *tpl_node_append(tpl_node *head, tpl_node *item);
 

@@ -402,6 +402,7 @@ static bool emit_text(lexer *lx, const unsigned char *s, size_t n, int sign, boo
     ws      = [ \t\n\r\v\f\x1c-\x1f]+;
     digits  = [0-9]+ ("_" [0-9]+)*;
     name    = [a-zA-Z_\x80-\xff] [a-zA-Z0-9_\x80-\xff]*;
+    aname   = [a-zA-Z_] [a-zA-Z0-9_]*;
     integer = "0" [bB] ("_"? [01])+ | "0" [oO] ("_"? [0-7])+ | "0" [xX] ("_"? [0-9a-fA-F])+ | [1-9] ("_"? [0-9])* | "0" ("_"? "0")*;
     exp     = [eE] [+-]? digits;
     float   = digits (("." digits)? exp | "." digits);
@@ -478,6 +479,17 @@ static bool scan_tag(lexer *lx, int tag)
             continue;
         }
         integer { if (!emit(lx, TK_INTEGER, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false; continue; }
+        aname {
+            /* an all-ASCII name (not followed by a byte >= 0x80: `name` below matches longer
+             * then, and the longest match wins): no per-byte recheck (issue 21, compile time) */
+            size_t n = (size_t)(lx->cur - lx->tok);
+            int kind = dot ? TK_NAME : tpl_jinja_keyword((const char *)lx->tok, n);
+            if (kind == TK_IF || kind == TK_ELSE || kind == TK_IN || kind == TK_IS || kind == TK_AND ||
+                kind == TK_OR)
+                kind = operator_word(lx->out, kind);
+            if (!emit(lx, kind, lx->tok, n, 0)) return false;
+            continue;
+        }
         name {
             /* bytes >= 0x80 are read per code point as Jinja2's patterns see them: Unicode
              * whitespace separates tokens (\\s), a name runs over \\w and XID_Continue
