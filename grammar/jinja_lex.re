@@ -291,7 +291,7 @@ void tpl_jtok_free(tpl_jtok_vec *v)
     free(v->longs);
     v->v = NULL;
     v->longs = NULL;
-    v->n = v->cap = v->nlongs = v->lcap = 0;
+    v->n = v->cap = v->nlongs = v->lcap = v->nonstream = 0;
 }
 
 static bool fail(lexer *lx, const unsigned char *at, const char *msg)
@@ -676,7 +676,17 @@ tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, t
             int tag = c == '{' ? TAG_VAR : TAG_BLOCK;
             if (!emit(&lx, tag == TAG_VAR ? TK_VAR_BEGIN : TK_BLOCK_BEGIN, p, (size_t)(lx.cur - p), (uint8_t)sign))
                 return lx.res;
+            size_t first = out->n;
             if (!scan_tag(&lx, tag)) return lx.res;
+            if (tag == TAG_BLOCK && first < out->n) {
+                switch (tpl_jtok_kind(out, first)) {
+                case TK_IF: case TK_ELIF: case TK_ELSE: case TK_ENDIF: case TK_FOR: case TK_ENDFOR:
+                case TK_BREAK: case TK_CONTINUE:
+                    break;
+                default:
+                    out->nonstream++;
+                }
+            }
         }
         text = lx.cur;
     }

@@ -34,6 +34,9 @@ typedef struct tpl_jtok_vec {
     size_t n, cap;
     tpl_jlong *longs;
     size_t nlongs, lcap;
+    /* block tags whose first token is not if, elif, else, endif, for, endfor, break or continue
+     * (counted by tpl_jinja_lex for tpl_jinja_streamable: no second walk over the tokens) */
+    size_t nonstream;
 } tpl_jtok_vec;
 #define TPL_JTOK_LONG 0xFFFF
 

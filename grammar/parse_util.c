@@ -568,17 +568,7 @@ tpl_node *tpl_p_top(tpl_pctx *ctx, tpl_node *list, tpl_node *node)
 
 bool tpl_jinja_streamable(const tpl_jtok_vec *toks)
 {
-    for (size_t i = 0; i + 1 < toks->n; i++) {
-        if (tpl_jtok_kind(toks, i) != TK_BLOCK_BEGIN) continue;
-        switch (tpl_jtok_kind(toks, i + 1)) {
-        case TK_IF: case TK_ELIF: case TK_ELSE: case TK_ENDIF: case TK_FOR: case TK_ENDFOR:
-        case TK_BREAK: case TK_CONTINUE:
-            break;
-        default:
-            return false;
-        }
-    }
-    return true;
+    return toks->nonstream == 0; /* (the lexer looked at each block tag's first token) */
 }
 
 /* Whether every extends of the template is one the two-pass compile takes: a string constant at
