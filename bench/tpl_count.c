@@ -3,12 +3,15 @@
  * times). BENCH_DIALECT=erb|fmt reads template.erb / template.fmt instead (compiled with that
  * syntax's defaults, as tpl-bench does). Run under `valgrind --tool=callgrind` by bench/count.sh, which takes the difference of two
  * values of N: instructions per render (or compile), a figure that machine load does not change.
+ * The render's facts are context.memory, as tpl-bench sets them (w1's remembers(x) is true iff x
+ * is in it), so a count renders the output the benchmark renders.
  * tpl-count-native (-DTPL_COUNT_NATIVE; BENCH_NATIVE=1 bench/count.sh) renders the workload's
  * native view instead (its template.jinja compiled with --native at build time, as
  * tpl-bench-native's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include "tpl.h"
 #ifdef TPL_COUNT_NATIVE
 #include "tpl_static.h"
@@ -87,7 +90,17 @@ int main(int argc, char **argv)
     }
 #endif
     tpl_render *r = tpl_render_new(NULL);
-    if (!r || tpl_render_set_state_json(r, ctx, cl) != TPL_OK) { fputs("state failed\n", stderr); return 1; }
+    if (!r) { fputs("out of memory\n", stderr); return 1; }
+    json_t *j = json_loadb(ctx, cl, 0, NULL); /* the facts: context.memory (tpl_bench.c's tb_setup) */
+    json_t *fact;
+    size_t k;
+    json_array_foreach(j ? json_object_get(j, "memory") : NULL, k, fact)
+        if (json_is_string(fact) && tpl_render_add_fact(r, json_string_value(fact), json_string_length(fact)) != TPL_OK) {
+            fputs("fact failed\n", stderr);
+            return 1;
+        }
+    json_decref(j);
+    if (tpl_render_set_state_json(r, ctx, cl) != TPL_OK) { fputs("state failed\n", stderr); return 1; }
     size_t total = 0;
     for (long i = 0; i < n; i++) {
         if (compile) {
