@@ -105,7 +105,9 @@ typedef struct tpl_native_frame {
     const tpl_nvalue **memo;
     /* TPL_NKEPT answers of remembers("an ASCII constant") at the k-th such call, kept with the
      * memo (NULL when it is; the facts and the host's memory store are part of the stamp): 0
-     * not known, else 1 | found << 1 | the fuel its fact scan charges << 2 (tpl_native_remembers_kept) */
+     * not known, else 1 | found << 1 | the fuel its fact scan charges << 2 (tpl_native_remembers_kept);
+     * from the end down, the k-th name a CALL_NAME calls: whether the state has a key of that name
+     * (1 | has << 1), so a call of a builtin skips that scan of the state too */
     uint64_t *kept;
 } tpl_native_frame;
 

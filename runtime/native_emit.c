@@ -527,12 +527,19 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         }
     }
     free(seen);
+    /* whether the state shadows a builtin CALL_NAME calls (C<a>) is kept with the state memo too
+     * (tpl_native_frame's kept, from its end: A[k] = 1 | shadowed << 1), for up to TPL_NKEPT / 4 names */
+    uint32_t *ck = calloc((size_t)p->nnames + 1, sizeof *ck), nck = 0;
+    if (!ck) { free(memo); free(hints); return false; }
     for (size_t a = 0; a < p->nnames; a++) {
         if (memo[a]) tpl_sb_printf(b, "    const void *MM%zu = NULL; /* the dict name %zu was found in last, and its value */\n"
                                       "    const tpl_nvalue *MV%zu = NULL;\n", a, a, a);
         if (hints[3 * a] > 1) tpl_sb_printf(b, "    const tpl_nvalue *S%zu = NULL;\n", a);
         if (hints[3 * a + 1] > 1) tpl_sb_printf(b, "    uint32_t HA%zu = H[%zu];\n", a, (2 * a + 1) % 256);
-        if (hints[3 * a + 2]) tpl_sb_printf(b, "    int C%zu = -1;\n", a);
+        if (hints[3 * a + 2] && nck < TPL_NKEPT / 4) { /* (what an earlier render over this state found) */
+            ck[a] = TPL_NKEPT - 1 - nck++;
+            tpl_sb_printf(b, "    int C%zu = A && (A[%u] & 1) ? (int)(A[%u] >> 1) : -1;\n", a, ck[a], ck[a]);
+        } else if (hints[3 * a + 2]) tpl_sb_printf(b, "    int C%zu = -1;\n", a);
     }
     bool steps = false; /* does any instruction go through tpl_native_step (which may dispatch)? */
     for (size_t pc = 0; pc < p->ncode;) {
@@ -542,7 +549,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     size_t decl_at = b->len; /* where the locals R0.. are declared (their number known at the end) */
     tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
     uint8_t *resume = calloc(p->ncode + 8, 1);
-    if (!resume) { free(memo); free(hints); return false; }
+    if (!resume) { free(memo); free(hints); free(ck); return false; }
     resume_points(p, resume);
     /* Fuel per straight run: the instructions of a run the emitter writes as C (each counted one
      * tick, the VM's count) are added to T once, at the run's first instruction (T += k). A run
@@ -552,7 +559,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
      * charges, steps, and the ends of runs. run[pc]: 0 outside a run, 1 in one, k + 1 at the
      * start of a run of k. */
     uint32_t *run = calloc(p->ncode + 1, sizeof *run);
-    if (!run) { free(memo); free(hints); free(resume); return false; }
+    if (!run) { free(memo); free(hints); free(resume); free(ck); return false; }
     for (size_t pc = 0, cur = SIZE_MAX; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
         if (!specialised(p, pc)) { cur = SIZE_MAX; continue; }
@@ -852,10 +859,12 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             int32_t karg = TPL_ARGW_NPOS(p->code[pc + 2]) == 1 && nargs == 1 ? ks_at(&ks, 0) : -1;
             if (karg >= 0 && (x1 != tpl_stdlib.id_remembers || !ascii(&p->consts[karg]))) karg = -1;
             if (a < p->nnames) { /* the builtin straight away when the state does not shadow it */
-                tpl_sb_printf(b, "    if (C%u < 0) C%u = f->state->type == TPL_NT_MAP && ", a, a);
+                tpl_sb_printf(b, "    if (C%u < 0) {\n        C%u = f->state->type == TPL_NT_MAP && ", a, a);
                 find(b, p, "f->state", a, -1, false);
                 tpl_sb_puts(b, " != NULL;\n");
-                if (karg >= 0 && nkept < TPL_NKEPT) { /* an answer kept by an earlier render, its fuel charged here */
+                if (ck[a]) tpl_sb_printf(b, "        if (A) A[%u] = 1 | (uint64_t)C%u << 1;\n", ck[a], a);
+                tpl_sb_puts(b, "    }\n");
+                if (karg >= 0 && nkept < TPL_NKEPT - nck) { /* an answer kept by an earlier render, its fuel charged here */
                     uint32_t k = nkept++;
                     tpl_sb_printf(b, "    if (!C%u && A && (A[%u] & 1) && (A[%u] >> 2) < *f->fuel) {\n"
                                      "        *f->fuel -= A[%u] >> 2;\n"
@@ -1079,7 +1088,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             int nt = run[pc] > 2 ? snprintf(ticks, sizeof ticks, "    T += %u;\n", run[pc] - 1) : 0;
             size_t rest = b->len - mark - (sizeof tick - 1);
             char *body = malloc(rest + 1);
-            if (!body) { free(memo); free(run); free(resume); free(hints); return false; }
+            if (!body) { free(memo); free(run); free(resume); free(hints); free(ck); return false; }
             memcpy(body, b->p + mark + sizeof tick - 1, rest);
             b->len = mark;
             tpl_sb_put(b, ticks, (size_t)nt);
@@ -1101,6 +1110,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     free(run);
     free(resume);
     free(hints);
+    free(ck);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
     v_flush(b, &vs, "    ");
     if (vs.max && !b->failed) { /* the locals, declared before the dispatch */
