@@ -4584,31 +4584,26 @@ stepped: /* (native step) the next instruction was counted by its dispatch, not 
     return 1;
 }
 
-/* Runs a call level of vm->p's native render (vm->p->native set) from pc. */
-static inline __attribute__((always_inline)) int run_native(tpl_vm *vm, uint32_t pc, uint32_t slot_base,
-                                                            uint32_t outer_base, uint32_t npre, tpl_value *result)
-{
-    tpl_native_frame f = {
-        .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
-        .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
-        .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
-        .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
-        .hints = vm->native_hint,
-        /* (the memo is the root state's: a macro of another template or an include with
-         * its own context reads another state) */
-        .memo = vm->p->native == vm->memo_fn && vm->state.type == TPL_T_MAP && vm->state.u.map == vm->memo_state
-                    ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
-    };
-    f.kept = f.memo ? vm->native_kept : NULL;
-    return vm->p->native(&f, pc, npre);
-}
-
 /* A call level of vm->p: the native render when the program has one, else the interpreter. */
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
 {
     if (vm->depth > TPL_VM_NEST_MAX) /* every nested run counts in depth: the C stack's bound */
         return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (%d nested calls)", TPL_VM_NEST_MAX);
-    if (vm->p->native) return run_native(vm, pc, slot_base, outer_base, npre, result);
+    if (vm->p->native) {
+        tpl_native_frame f = {
+            .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
+            .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
+            .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
+            .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
+            .hints = vm->native_hint,
+            /* (the memo is the root state's: a macro of another template or an include with
+             * its own context reads another state) */
+            .memo = vm->p->native == vm->memo_fn && vm->state.type == TPL_T_MAP && vm->state.u.map == vm->memo_state
+                        ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
+        };
+        f.kept = f.memo ? vm->native_kept : NULL;
+        return vm->p->native(&f, pc, npre);
+    }
     return interp(vm, pc, slot_base, outer_base, npre, result, NULL);
 }
 
@@ -5005,6 +5000,5 @@ int tpl_vm_run(tpl_vm *vm)
         vm->lcat[i].items = NULL;
     }
     tpl_value r;
-    /* (a native program's template level straight away: depth 0 is within the nesting bound) */
-    return p->native ? run_native(vm, 0, 0, 0, 0, &r) : run(vm, 0, 0, 0, 0, &r);
+    return run(vm, 0, 0, 0, 0, &r);
 }
