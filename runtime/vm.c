@@ -577,6 +577,7 @@ static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want)
         if (!more) return 0;
         if (s->len < more && pend_fill(vm, p, more) < 0) return -1;
         uint32_t n = s->len < more ? s->len : more;
+        if (!n) return 0; /* (items may be NULL when empty) */
         if (d->cap - d->len < n) {
             uint64_t cap = (uint64_t)d->len + n;
             if (cap < (uint64_t)d->cap * 2) cap = (uint64_t)d->cap * 2;
@@ -1651,7 +1652,7 @@ static int pend_src(tpl_vm *vm, tpl_pending *p, uint32_t k, tpl_list **out)
         if (!(l->items = tpl_arena_alloc(&vm->arena, (k ? k : 1) * sizeof *l->items))) return oom(vm);
         for (uint32_t i = 0; i < k; i++) l->items[i] = all->items[all->len - 1 - (p->pos + i)];
     } else {
-        l->items = all->items + p->pos;
+        l->items = k ? all->items + p->pos : all->items; /* (items may be NULL when empty) */
     }
     p->pos += k;
     *out = l;
