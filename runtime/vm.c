@@ -3622,10 +3622,7 @@ top:
                     ticks++;
                     ip++;
                 }
-                w = *ip;
-                a = TPL_INSN_A(w);
-                if (TPL_INSN_OP(w) == TPL_OP_FILTER) goto filter_plain;
-                goto filter;
+                goto fused_filter;
             }
         }
         goto load_slot;
@@ -3638,6 +3635,7 @@ top:
             *sp++ = *hit;
             ticks += 2;
             ip += 3;
+        fused_filter: /* (and LOAD_SLOT_ATTR_FILTER's) the FILTER or FILTER_PRINT at ip */
             w = *ip;
             a = TPL_INSN_A(w);
             if (TPL_INSN_OP(w) == TPL_OP_FILTER) goto filter_plain;
