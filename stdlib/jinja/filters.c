@@ -727,16 +727,9 @@ static int number_text(tpl_vm *vm, tpl_value *v)
     return 0;
 }
 
-/* Python float(str). Returns false when the text is not a float literal. */
-static bool parse_py_float(const char *s, size_t n, double *out)
+/* parse_py_float's work on the trimmed text s[0..n), n > 0, with buf of n + 1 bytes for strtod */
+static bool py_float_literal(const char *s, size_t n, char *buf, double *out)
 {
-    size_t b, e;
-    ws_trim(s, n, &b, &e);
-    s += b;
-    n = e - b;
-    if (n == 0 || n > 4000)
-        return false;
-    char buf[4096];
     size_t k = 0, i = 0;
     if (s[i] == '+' || s[i] == '-')
         buf[k++] = s[i++];
@@ -795,6 +788,26 @@ static bool parse_py_float(const char *s, size_t n, double *out)
     errno = 0;
     *out = strtod(buf, NULL);
     return true;
+}
+
+/* Python float(str), of any length as Python's ("9" * 100000 is inf). Returns false when the text
+ * is not a float literal (or, past 4 KiB, when its copy cannot be allocated). */
+static bool parse_py_float(const char *s, size_t n, double *out)
+{
+    size_t b, e;
+    ws_trim(s, n, &b, &e);
+    s += b;
+    n = e - b;
+    if (n == 0)
+        return false;
+    char small[4096];
+    char *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf)
+        return false;
+    bool ok = py_float_literal(s, n, buf, out);
+    if (buf != small)
+        free(buf);
+    return ok;
 }
 
 /* Python int(str, base). 0 ok, 1 not a valid literal (ValueError), 2 too large for int64. */
