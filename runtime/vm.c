@@ -54,6 +54,8 @@ int tpl_vm_limit(tpl_vm *vm, tpl_error_kind kind, unsigned long long limit)
     return tpl_vm_fail(vm, kind, tpl_error_kind_format(kind), limit);
 }
 
+uint64_t tpl_vm_max_output(const tpl_vm *vm) { return vm->limits.max_output; }
+
 int tpl_vm_put_cp(tpl_vm *vm, tpl_sb *b, uint32_t cp)
 {
     if (cp >= 0xD800 && cp <= 0xDFFF) {

@@ -22,6 +22,9 @@ int tpl_vm_fail(tpl_vm *vm, tpl_error_kind kind, const char *fmt, ...) __attribu
 /* A limit of `kind` (TPL_EK_FUEL, TPL_EK_OUTPUT_LIMIT, TPL_EK_MEMORY_LIMIT) reached, with the
  * kind's one message naming the limit's value. Returns -1. */
 int tpl_vm_limit(tpl_vm *vm, tpl_error_kind kind, unsigned long long limit);
+/* The render's output limit in bytes (tpl_limits.max_output): a builtin asked to make more than
+ * this (a format width) ends with tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, ...) before making it. */
+uint64_t tpl_vm_max_output(const tpl_vm *vm);
 /* Writes code point cp (0..0x10FFFF) to b, or reports that it is a surrogate (U+D800..U+DFFF)
  * and returns -1: tpl strings are UTF-8, which cannot hold one. Python makes such a string and
  * fails when the output is written ("'utf-8' codec can't encode character '\ud800' ...:

@@ -495,6 +495,27 @@ static void test_error_window(void)
     tpl_error_clear(&e);
 }
 
+/* A format width past the output limit (session 26): Python pads to it (200 MB), tpl refused it
+ * with Python's "Too many decimal digits" (Python's error only past 2^63 - 1): now the located
+ * output-limit error, after the checks of the spec Python makes first. str.center and the
+ * center filter likewise (they said "width too large"). */
+static void test_huge_width(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    expect("fmt width 2e8", TPL_SYNTAX_FMT, rep("", "{x:>200000000}", 1, ""), lim, "{\"x\": 1}", TPL_ERR_LIMIT,
+           "output limit reached (67108864 bytes)");
+    expect("fmt width 2e8 bad type", TPL_SYNTAX_FMT, rep("", "{x:>200000000d}", 1, ""), lim, "{\"x\": \"1\"}",
+           TPL_ERR_VALUE, "Unknown format code 'd' for object of type 'str'");
+    expect("fmt width 2^63", TPL_SYNTAX_FMT, rep("", "{x:>9223372036854775808}", 1, ""), lim, "{\"x\": 1}",
+           TPL_ERR_VALUE, "Too many decimal digits in format string");
+    lim.max_output = 4 << 20;
+    expect("fmt width 5e6 limit 4M", TPL_SYNTAX_FMT, rep("", "{x:>5000000}", 1, ""), lim, "{\"x\": 1}", TPL_ERR_LIMIT,
+           "output limit reached (4194304 bytes)");
+    lim.max_output = 0;
+    expect("jinja center 2e8", J, rep("", "{{ 'x'.center(200000000) }}{{ 'x'|center(200000000) }}", 1, ""), lim, NULL,
+           TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -512,6 +533,7 @@ int main(void)
     test_many_defs();
     test_str_to_big_int();
     test_error_window();
+    test_huge_width();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -25,14 +25,17 @@ typedef struct {
     bool fill_given;
 } fspec;
 
-/* A width or precision: the digits at *i (at least one), *i moved past them. */
+/* A width or precision: the digits at *i (at least one), *i moved past them. Python's
+ * "Too many decimal digits" past PY_SSIZE_T_MAX (INT64_MAX); below it Python pads (or fails with
+ * MemoryError): tpl's output limit ends a width past it before anything is padded. */
 static int spec_number(tpl_vm *vm, const char *s, size_t n, size_t *i, int64_t *out)
 {
     int64_t v = 0;
     while (*i < n && s[*i] >= '0' && s[*i] <= '9') {
-        v = v * 10 + (s[(*i)++] - '0');
-        if (v > 100000000)
+        int d = s[(*i)++] - '0';
+        if (v > (INT64_MAX - d) / 10)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "Too many decimal digits in format string");
+        v = v * 10 + d;
     }
     *out = v;
     return 0;
@@ -443,6 +446,8 @@ assembled:
     return 0;
 }
 
+static int format_parsed(tpl_vm *vm, tpl_sb *b, tpl_value v, const fspec *pf);
+
 int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_t n)
 {
     if (n == 0 || v.type == TPL_T_UNDEF || v.type == TPL_T_NONE || v.type == TPL_T_LIST ||
@@ -471,6 +476,22 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
                 ? tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify '%c' with '%c'.", f.grouping, t)
                 : tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify '%c' with '\\x%x'.", f.grouping, (unsigned char)t);
     }
+    if (f.width > 0 && (uint64_t)f.width > tpl_vm_max_output(vm)) {
+        /* Python pads to this width (or fails with MemoryError): past the output limit, tpl
+         * formats without it, so a spec Python refuses keeps Python's error, then stops */
+        size_t len0 = b->len;
+        f.width = 0;
+        if (format_parsed(vm, b, v, &f) < 0)
+            return -1;
+        b->len = len0;
+        return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, tpl_vm_max_output(vm));
+    }
+    return format_parsed(vm, b, v, &f);
+}
+
+static int format_parsed(tpl_vm *vm, tpl_sb *b, tpl_value v, const fspec *pf)
+{
+    fspec f = *pf;
     switch (v.type) {
     case TPL_T_STR:
         return format_str(vm, b, v, &f);

@@ -480,8 +480,8 @@ int f_center(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = s;
         return 0;
     }
-    if (width > 100000000)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    if ((uint64_t)width > tpl_vm_max_output(vm)) /* Python pads: past the output limit anyway */
+        return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, tpl_vm_max_output(vm));
     int64_t marg = width - len;
     int64_t left = marg / 2 + (marg & width & 1);
     tpl_sb b;

@@ -1071,8 +1071,8 @@ static int justify(tpl_vm *vm, tpl_value *a, tpl_value *out, int which, const ch
         *out = s;
         return 0;
     }
-    if (width > 100000000)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    if ((uint64_t)width > tpl_vm_max_output(vm)) /* Python pads: past the output limit anyway */
+        return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, tpl_vm_max_output(vm));
     int64_t marg = width - len, left;
     if (which == 0) left = 0;
     else if (which == 1) left = marg;
@@ -1105,8 +1105,8 @@ int m_str_zfill(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = s;
         return 0;
     }
-    if (width > 100000000)
-        return tpl_vm_error(vm, TPL_ERR_LIMIT, "width too large");
+    if ((uint64_t)width > tpl_vm_max_output(vm)) /* Python pads: past the output limit anyway */
+        return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, tpl_vm_max_output(vm));
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     size_t sign = s.len && (s.u.s[0] == '+' || s.u.s[0] == '-');
