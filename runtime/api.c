@@ -213,6 +213,12 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
             if (n - 1 == 8 && memcmp(t, "Infinity", 8) == 0) { *out = tpl_v_float(HUGE_VAL); return true; }
             if (n - 1 == 9 && memcmp(t, "-Infinity", 9) == 0) { *out = tpl_v_float(-HUGE_VAL); return true; }
             if (strpbrk(t, ".eE")) { *out = tpl_v_float(t[0] == '-' ? -HUGE_VAL : HUGE_VAL); return true; }
+            if (n - 1 - (t[0] == '-') > TPL_STATE_INT_MAX_DIGITS) {
+                /* past tpl's integers (big_rewrite noted the first such, where; the render
+                 * reports it): never parsed */
+                *out = tpl_v_none();
+                return true;
+            }
             return tpl_big_parse(a, t, n - 1, 10, out);
         }
         char *s = tpl_arena_strdup(a, json_string_value(j), n);
@@ -265,6 +271,7 @@ typedef struct big_text {
                                   * digits, 0: none) and its offset in the original text */
     bool nonfinite;             /* a NaN, Infinity or -Infinity token (rewritten as "\u0000NaN" ...) */
     size_t nf_at;               /* the first one's offset in the original text */
+    size_t huge_digits, huge_at; /* the first integer past TPL_STATE_INT_MAX_DIGITS digits */
 } big_text;
 
 static bool big_token(const char *s, size_t n) /* an integer token -?[0-9]+ past int64 */
@@ -381,6 +388,10 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
                         bt->long_digits = nd;
                         bt->long_at = i;
                     }
+                    if (!pass && !frac && !bt->huge_digits && nd > TPL_STATE_INT_MAX_DIGITS) {
+                        bt->huge_digits = nd;
+                        bt->huge_at = i;
+                    }
                     if (!pass) { nbig++; extra += 8; }
                     else {
                         bt->at[bt->n++] = o;
@@ -441,6 +452,16 @@ static json_t *load_json_big(const char *json, size_t len, json_error_t *je, boo
         lng->digits = bt.long_digits;
         lng->line = line;
         lng->column = col;
+    }
+    if (bt.huge_digits) {
+        uint32_t line = 1, col = 1;
+        for (size_t i = 0; i < bt.huge_at; i++) {
+            if (json[i] == '\n') line++, col = 1;
+            else if (((unsigned char)json[i] & 0xC0) != 0x80) col++;
+        }
+        lng->huge_digits = bt.huge_digits;
+        lng->huge_line = line;
+        lng->huge_column = col;
     }
     if (bt.nonfinite) {
         uint32_t line = 1, col = 1;
@@ -608,6 +629,17 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
         fail(vm, TPL_ERR_STATE, m);
         vm->err.line = vm->state_long_int.line;
         vm->err.column = vm->state_long_int.column;
+        return TPL_ERR_STATE;
+    }
+    if (vm->state_long_int.huge_digits && p->opts.syntax == TPL_SYNTAX_ERB) {
+        /* Ruby's JSON reads it; tpl's integers stop at TPL_BIG_MAX_BITS */
+        char m[200];
+        snprintf(m, sizeof m, "integer in the state too large for tpl: value has %zu digits (at most %d; "
+                 "tpl's integers have at most %d bits)", vm->state_long_int.huge_digits, TPL_STATE_INT_MAX_DIGITS,
+                 TPL_BIG_MAX_BITS);
+        fail(vm, TPL_ERR_STATE, m);
+        vm->err.line = vm->state_long_int.huge_line;
+        vm->err.column = vm->state_long_int.huge_column;
         return TPL_ERR_STATE;
     }
     if (vm->state_long_int.nonfinite && p->opts.syntax == TPL_SYNTAX_ERB) {

@@ -20,6 +20,10 @@ enum { TPL_BIG_MAX_BITS = 1 << 20 };
 /* Python 3.11's sys.get_int_max_str_digits() default: str() of an int with more digits, and
  * int() of a text with more, raise ValueError (Ruby has no such limit). */
 enum { TPL_PY_INT_MAX_STR_DIGITS = 4300 };
+/* The most digits of a state JSON integer tpl reads: every integer of 315,652 digits is below
+ * 10^315652 < 2^TPL_BIG_MAX_BITS. One longer is never parsed: Jinja and format strings fail with
+ * Python's TPL_PY_INT_MAX_STR_DIGITS error, ERB with a limit error naming its digits. */
+enum { TPL_STATE_INT_MAX_DIGITS = 315652 };
 
 /* tpl_sb.address marker set by Python printing (tpl_py_str/tpl_py_repr) for an int past
  * TPL_PY_INT_MAX_STR_DIGITS; tpl_print_address_error turns it into Python's ValueError. */

@@ -56,6 +56,8 @@ typedef struct tpl_long_int {
     uint32_t line, column;
     bool nonfinite;
     uint32_t nf_line, nf_column;
+    size_t huge_digits;         /* the first integer past TPL_STATE_INT_MAX_DIGITS (bigint.h) */
+    uint32_t huge_line, huge_column;
 } tpl_long_int;
 
 struct tpl_vm {

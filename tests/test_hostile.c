@@ -516,6 +516,23 @@ static void test_huge_width(void)
            TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
 }
 
+/* A state integer past tpl's 2**20 bits (session 26): "state too deep or out of memory" before.
+ * Python's json.loads refuses it (past 4,300 digits, the message test_state_long_int checks);
+ * Ruby reads it: tpl names its digits, located, and never parses it. */
+static void test_state_huge_int(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    char *s = rep("{\"a\": 1,\n \"x\": [-", "9", 10000000, "]}");
+    expect("erb state int 1e7 digits", E, rep("", "<%= x %>", 1, ""), lim, s, TPL_ERR_STATE,
+           "integer in the state too large for tpl: value has 10000000 digits");
+    expect("jinja state int 1e7 digits", J, rep("", "{{ x }}", 1, ""), lim, s, TPL_ERR_STATE,
+           "Exceeds the limit (4300 digits) for integer string conversion: value has 10000000 digits");
+    free(s);
+    s = rep("{\"x\": ", "9", 315652, "}");
+    expect("erb state int 315652 digits", E, rep("", "<%= x.to_s.size %>", 1, ""), lim, s, 0, "315652");
+    free(s);
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -534,6 +551,7 @@ int main(void)
     test_str_to_big_int();
     test_error_window();
     test_huge_width();
+    test_state_huge_int();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
