@@ -314,6 +314,8 @@ static char *format_int(char *end, int64_t i)
  * sync_do_map at 0x7f...>"): no two runs agree, so tpl refuses to print one. */
 int tpl_vm_nest_error(tpl_vm *vm, const char *while_)
 {
+    if (vm->p && vm->p->opts.syntax == TPL_SYNTAX_ERB) /* Ruby recurses until its stack ends */
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "stack level too deep (SystemStackError)");
     return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum recursion depth exceeded %s (containers nested more than %d deep)",
                        while_, (int)TPL_NEST_MAX);
 }

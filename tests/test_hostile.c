@@ -410,8 +410,8 @@ static void test_c_stack(void)
     const char *pre = "<% a = []; b = []; 200000.times { a = [a]; b = [b] } %>";
     static const struct { const char *name, *tail, *want; int status; } c[] = {
         { "erb == 200000 deep", "<%= a == b %>|<%= [a].include?(b) %>|<%= [a].count(b) %>", "false|false|0", 0 },
-        /* Ruby: SystemStackError (stack level too deep); tpl's eql? past TPL_NEST_MAX levels: the same kind */
-        { "erb eql? 200000 deep", "<%= a.eql?(b) %>", "maximum recursion depth exceeded in comparison", TPL_ERR_LIMIT },
+        /* Ruby: SystemStackError (stack level too deep); tpl's eql? past TPL_NEST_MAX levels: the same kind and message */
+        { "erb eql? 200000 deep", "<%= a.eql?(b) %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
         { "erb <=> 200000 deep", "<%= (a <=> b).inspect %>", "nil", 0 },
         { "erb sort 200000 deep", "<%= [a, b].sort.size %>", "comparison of Array with Array failed", TPL_ERR_VALUE },
     };
@@ -533,6 +533,22 @@ static void test_state_huge_int(void)
     free(s);
 }
 
+/* ERB printing an array nested 100,000 deep (session 26): inspect said "out of memory", to_s and
+ * String() returned a truncated text silently, "#{a}" gave Python's RecursionError. Ruby raises
+ * SystemStackError "stack level too deep". */
+static void test_erb_deep_print(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    const char *deep = "<% a = []; 100000.times { a = [a] } %>";
+    const char *tails[] = { "<%= a.inspect.size %>", "<%= a.to_s.size %>", "<%= String(a).size %>", "<%= \"#{a}\" %>",
+                            "<%= a %>", "<%= [a].to_s.size %>" };
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "erb deep print %zu", i);
+        expect(name, E, rep(deep, tails[i], 1, ""), lim, NULL, TPL_ERR_LIMIT, "stack level too deep (SystemStackError)");
+    }
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -552,6 +568,7 @@ int main(void)
     test_error_window();
     test_huge_width();
     test_state_huge_int();
+    test_erb_deep_print();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

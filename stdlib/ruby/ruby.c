@@ -131,6 +131,19 @@ static tpl_value str_of(tpl_vm *vm, tpl_value v)
     return tpl_sb_value(&b);
 }
 
+/* str_of, or -1 with Ruby's error when the text cannot be made (SystemStackError past
+ * TPL_NEST_MAX levels, the memory limit): never a truncated text. */
+static int str_of_checked(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type == TPL_T_STR) { *out = v; return 0; }
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_to_s(&b, v);
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
+    *out = tpl_sb_value(&b);
+    return 0;
+}
+
 static tpl_list *new_list(tpl_vm *vm, uint32_t cap) { return tpl_list_new(A(vm), cap); }
 /* A Ruby Hash (keys by eql?: 1, 1.0 and true are three keys); also the seen-sets of uniq, &, |, -. */
 /* Whether comparing keys in tpl_map_set ran out of fuel (the render then ends: tpl_vm_nomem). */
@@ -2213,7 +2226,7 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
 
-int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { *out = str_of(vm, a[0]); return 0; }
+int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_of_checked(vm, a[0], out); }
 
 /* (defined)(key, found, otherwise): defined?(name) for a name the template never assigned: `found`
  * when the render's state has the key (a local of the binding, or an @ivar), else `otherwise`. */
@@ -2238,8 +2251,7 @@ int r_any_nil_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl
 int r_any_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[0].type == TPL_T_STR) { *out = a[0]; out->flags = a[0].flags & TPL_F_SYMBOL ? 0 : a[0].flags & TPL_F_FROZEN_RB; return 0; }
-    *out = str_of(vm, a[0]);
-    return 0;
+    return str_of_checked(vm, a[0], out);
 }
 
 static bool is_exc(tpl_value v);
@@ -2248,7 +2260,7 @@ int r_any_inspect(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
     tpl_rb_inspect(&b, a[0]);
-    if (b.failed) return oom(vm);
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
     *out = tpl_sb_value(&b);
     return 0;
 }
