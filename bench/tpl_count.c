@@ -46,6 +46,18 @@ static char *slurp(const char *dir, const char *name, size_t *n)
     return b;
 }
 
+/* A failed render or state: the error as tplc prints it (FILE:LINE:COL: error: ... with the
+ * line and caret; the file named by what failed), exit status 1. */
+static int render_failed(tpl_render *r, const char *file)
+{
+    tpl_error e = *tpl_render_error(r);
+    if (!e.file) e.file = file;
+    char *m = tpl_error_format(&e);
+    fprintf(stderr, "%s\n", m ? m : "render failed");
+    free(m);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) { fputs("usage: tpl-count WORKLOAD_DIR N [render|compile]\n", stderr); return 2; }
@@ -100,17 +112,21 @@ int main(int argc, char **argv)
             return 1;
         }
     json_decref(j);
-    if (tpl_render_set_state_json(r, ctx, cl) != TPL_OK) { fputs("state failed\n", stderr); return 1; }
+    if (tpl_render_set_state_json(r, ctx, cl) != TPL_OK) return render_failed(r, "context.json");
     size_t total = 0;
     for (long i = 0; i < n; i++) {
         if (compile) {
             tpl_program *q = NULL;
-            if (tpl_compile(name, src, sl, &o, &q, &e) != TPL_OK) return 1;
+            if (tpl_compile(name, src, sl, &o, &q, &e) != TPL_OK) {
+                char *m = tpl_error_format(&e);
+                fprintf(stderr, "%s\n", m ? m : "compile failed");
+                return 1;
+            }
             tpl_program_free(q);
         } else {
             const char *out;
             size_t len;
-            if (tpl_render_run(r, p, &out, &len) != TPL_OK) { fputs("render failed\n", stderr); return 1; }
+            if (tpl_render_run(r, p, &out, &len) != TPL_OK) return render_failed(r, name);
             total += len;
         }
     }
