@@ -529,6 +529,11 @@ typedef struct tpl_host_class {
      * gives as markup (Jinja's |e and autoescape, |safe, |forceescape escapes it again);
      * TPL_HOST_MISSING: none (its str is escaped). Printing, `~` and |string use str. */
     tpl_host_result (*html)(void *obj, tpl_render *r, tpl_val *out);
+    /* obj == other (Jinja `==`, `!=`; also `other == obj` with other not a host object, as Python
+     * asks the object when the other side's __eq__ declines): *out the truth of the host's
+     * equality (Python: obj == other, which may raise: TPL_HOST_ERROR ends the render with it).
+     * NULL or TPL_HOST_MISSING: tpl's own equality (an object equals only itself). */
+    tpl_host_result (*eq)(void *obj, tpl_render *r, tpl_val other, bool *out);
 } tpl_host_class;
 /* tpl_host_class.type_of's numeric kinds */
 enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4 };

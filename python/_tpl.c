@@ -1208,6 +1208,23 @@ static tpl_host_result py_truth(void *obj, tpl_render *r, bool *out)
     return rc;
 }
 
+/* obj == other: Python's == (obj.__eq__, then the other side's reflected one), its truth; an
+ * exception either raises is the render's (Jinja2 raises it; tpl said False). */
+static tpl_host_result py_eq(void *obj, tpl_render *r, tpl_val other, bool *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    gil_in(h->c);
+    tpl_host_result rc = TPL_HOST_OK;
+    PyObject *o = from_val(h->c, other);
+    int t = o ? PyObject_RichCompareBool(h->o, o, Py_EQ) : -1;
+    Py_XDECREF(o);
+    if (t < 0) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
+    else *out = t;
+    gil_out(h->c);
+    return rc;
+}
+
 static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
 {
     pyobj *h = obj;
@@ -1311,7 +1328,7 @@ static tpl_host_result py_html(void *obj, tpl_render *r, tpl_val *out)
 }
 
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
-                                         py_resolve, NULL, py_number, py_type_of, py_html };
+                                         py_resolve, NULL, py_number, py_type_of, py_html, py_eq };
 
 /* loader(name) -> str or None (the GIL held): the text as a malloc'd copy (*len set), NULL when
  * it gave no str; what it raised (normalised, with its traceback) into *exc. */

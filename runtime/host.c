@@ -655,6 +655,16 @@ int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out)
     return result(vm, h, h->cls->len(h->obj, h->r, out), "len", NULL, 0);
 }
 
+int tpl_hobj_eq(tpl_vm *vm, tpl_value obj, tpl_value other, bool *out)
+{
+    tpl_hobj *h = obj.u.p;
+    bool b = false;
+    if (!h->cls->eq) return 1;
+    int rc = result(vm, h, h->cls->eq(h->obj, h->r, to_val(other), &b), "eq", NULL, 0);
+    if (rc == 0) *out = b;
+    return rc;
+}
+
 int tpl_hobj_truth(tpl_vm *vm, tpl_value v)
 {
     tpl_hobj *h = v.u.p;

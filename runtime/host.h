@@ -41,6 +41,9 @@ int tpl_hobj_resolve(tpl_vm *vm, tpl_value obj, tpl_value *out);
 int tpl_hobj_number(tpl_vm *vm, tpl_value v, bool as_float, tpl_value *out);
 /* len(): 0 with *out, 1 when the class has no len, -1 with an error. */
 int tpl_hobj_len(tpl_vm *vm, tpl_value v, int64_t *out);
+/* obj == other by the class's eq callback: 0 with *out, 1 when it has none (or declines), -1
+ * with an error. */
+int tpl_hobj_eq(tpl_vm *vm, tpl_value obj, tpl_value other, bool *out);
 /* Truthiness: 1, 0, or -1 with an error. */
 int tpl_hobj_truth(tpl_vm *vm, tpl_value v);
 /* Replaces each host object among args by its resolve() value (plain data) where the class

@@ -166,6 +166,11 @@ static int strict_item_error(tpl_vm *vm, tpl_value a, tpl_value b)
 
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
+    if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
+        /* the host's own equality first (Python's __eq__, which may raise) */
+        int rc = tpl_hobj_eq(vm, a.type == TPL_T_HOST ? a : b, a.type == TPL_T_HOST ? b : a, eq);
+        if (rc <= 0) return rc;
+    }
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
         ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && any_number(a) && any_number(b) &&
         !(a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p)) /* (a Decimal == 1: no silent False) */

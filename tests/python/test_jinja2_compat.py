@@ -1080,8 +1080,8 @@ def test_host_number_equality_is_no_silent_false():
     t = tj.Environment().from_string("{{ v == 1 }}")
     for v in (e, Decimal(1), Fraction(1)):
         assert jinja2.Environment().from_string("{{ v == 1 }}").render(v=v) == "True"
-        with pytest.raises(TypeError, match=type(v).__name__):
-            t.render(v=v)
+        # the object's own __eq__ answers (session 26; before, a TypeError naming the type)
+        assert t.render(v=v) == "True"
     assert tj.Environment().from_string("{{ d == d }}{{ d == 'x' }}").render(d=Decimal(1)) == "TrueFalse"
 
 

@@ -868,6 +868,23 @@ def test_borrowed_strs_outlive_python_code():
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def test_host_eq_raising_propagates():
+    # o == x where o.__eq__ raises: Jinja2 raises the exception (tpl said False, session 26);
+    # an __eq__ that answers is asked too (1 == o asks o when int declines)
+    class Boom:
+        def __eq__(self, other):
+            raise ValueError("boom")
+
+    class One:
+        def __eq__(self, other):
+            return other == 1
+
+    for src in ("{{ o == 1 }}", "{{ 1 == o }}", "{{ o != 1 }}", "{% if o == 'a' %}x{% endif %}"):
+        with pytest.raises(ValueError, match="boom"):
+            tpl.Template(src).render(o=Boom())
+        assert tpl.Template(src).render(o=One()) == jinja_ref(src, {"o": One()})
+
+
 def test_endless_iterable_memory_bounded():
     # an endless iterable under a 64 MiB memory limit stops before the process grows past it
     # (counting 16 bytes an item it grew by 4M Python objects and list slots: 650 MB, 19 s at
