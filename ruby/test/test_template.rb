@@ -160,8 +160,8 @@ class TestTemplate < Minitest::Test
   end
 
   def test_endless_enumerable_stops_at_the_memory_limit
-    # An endless each is drained only up to what the render's arena could hold (max_memory / 16
-    # items): a Tpl::LimitError, not a hang that fills the process.
+    # An endless each is drained only while its items' cost (slot, value, object) stays within
+    # max_memory: a Tpl::LimitError, not a hang that fills the process.
     endless = Class.new do
       include Enumerable
       def each = loop { yield 1 }
@@ -169,7 +169,7 @@ class TestTemplate < Minitest::Test
     ["{{ x|first }}", "{% for y in x %}{{ y }}{% endfor %}", "<% x.each do |y| %><%= y %><% end %>"].each do |src|
       t = Tpl::Template.new(src, syntax: src.start_with?("<%") ? :erb : :jinja)
       e = assert_raises(Tpl::LimitError) { t.render({ x: endless }, limits: { max_memory: 1 << 20 }) }
-      assert_match(/more than 65536 items/, e.message)
+      assert_match(/memory limit \(1048576 bytes\) at item/, e.message)
     end
     pairs = Class.new do
       include Enumerable
@@ -178,6 +178,26 @@ class TestTemplate < Minitest::Test
     assert_equal "[1, 2];3;", Tpl::Template.new("{% for y in x %}{{ y }};{% endfor %}").render(x: pairs)
     # an ERB method call on the object is Ruby's own (Enumerable#first stops after one item)
     assert_equal "1", Tpl::Template.new("<%= x.first %>", syntax: :erb).render(x: endless)
+  end
+
+  def test_endless_enumerable_memory_bounded
+    # an endless each of Strings under a 64 MiB limit stops before the process grows by it (counting
+    # 16 bytes an item it grew by 4M Strings: about 270 MB; 1 GB at the default limit, session 26)
+    code = <<~RUBY
+      require "tpl"
+      e = Class.new { include Enumerable; def each = (i = 0; loop { yield "s\#{i += 1}" }) }.new
+      GC.start
+      base = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i
+      begin
+        Tpl::Template.new("{% for y in x %}{% endfor %}").render({ x: e }, limits: { max_memory: 64 << 20 })
+      rescue Tpl::LimitError => err
+        puts err.message
+      end
+      puts((File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i - base) >> 10)
+    RUBY
+    out = IO.popen([RbConfig.ruby, "-e", code], &:read).lines
+    assert_match(/memory limit \(67108864 bytes\) at item/, out[0])
+    assert_operator out[1].to_i, :<, 64, out.join
   end
 
   def test_limits_out_of_range_refused

@@ -160,8 +160,8 @@ typedef struct rctx {
     VALUE kc;               /* the key cache (a Tpl::KeyCache object; on the C stack, so marked) */
     size_t last_out, last_nvals;
     size_t nvals;           /* strings and containers converted for this render */
-    uint64_t max_items;     /* the most items an Enumerable is drained to (0: the default
-                             * limits': 256 MiB over a value's 16 bytes) */
+    uint64_t max_items;     /* the most bytes an Enumerable is drained to (drain_cost; 0: the
+                             * default limits' 256 MiB) */
     /* Strings borrowed, not copied (render_body): set while converting the state of a render
      * that will run with the GVL held and without callbacks — no Ruby code runs until it ends,
      * so no String changes, moves or goes — and only for a String whose bytes are not inside
@@ -1040,24 +1040,42 @@ static tpl_host_result rb_getitem_cb(void *obj, tpl_render *r, tpl_val key, tpl_
     return protect(getitem_body, &a);
 }
 
-struct drain { VALUE items; uint64_t max; };
+struct drain { VALUE items; uint64_t max, cost; };
 
-/* each's block for iter_body: one item (several yielded values as one Array, as to_a). */
+/* What one drained item costs at least: its Array slot (8 bytes), its value in the render's arena
+ * (16), the object's slot in Ruby's heap (40) unless it is an immediate, a String's bytes (the
+ * render copies them), an Array's slots. An object yielded again is counted again. */
+static uint64_t drain_cost(VALUE x)
+{
+    uint64_t n = 8 + 16;
+    if (RB_SPECIAL_CONST_P(x)) return n;
+    n += 40;
+    if (RB_TYPE_P(x, T_STRING)) n += (uint64_t)RSTRING_LEN(x);
+    else if (RB_TYPE_P(x, T_ARRAY)) n += 8 * (uint64_t)RARRAY_LEN(x);
+    return n;
+}
+
+/* each's block for iter_body: one item (several yielded values as one Array, as to_a), while the
+ * items' cost stays within the memory limit (counting items, 16 bytes each, an endless each of
+ * Strings grew the process by 1 GB in 10 s of CPU). */
 static VALUE drain_i(RB_BLOCK_CALL_FUNC_ARGLIST(x, data))
 {
     struct drain *d = (struct drain *)data;
-    uint64_t max = d->max ? d->max : TPL_DEFAULT_MAX_MEMORY / 16;
-    if ((uint64_t)RARRAY_LEN(d->items) >= max)
+    uint64_t max = d->max ? d->max : TPL_DEFAULT_MAX_MEMORY;
+    VALUE item = argc > 1 ? rb_ary_new_from_values(argc, argv) : x;
+    d->cost += drain_cost(item);
+    if (d->cost > max)
         rb_raise(rb_const_get(mod_tpl(), rb_intern("LimitError")),
-                 "tpl: an Enumerable of more than %llu items (the render's memory limit)", (unsigned long long)max);
-    rb_ary_push(d->items, argc > 1 ? rb_ary_new_from_values(argc, argv) : x);
+                 "tpl: an Enumerable past the render's memory limit (%llu bytes) at item %ld", (unsigned long long)max,
+                 (long)RARRAY_LEN(d->items) + 1);
+    rb_ary_push(d->items, item);
     return Qnil;
 }
 
 /* An Enumerable's items as a new Array (kept for the render), through each as to_a does. */
 static VALUE drain(rctx *c, VALUE o)
 {
-    struct drain d = { rb_ary_new(), c->max_items };
+    struct drain d = { rb_ary_new(), c->max_items, 0 };
     keep(c, d.items);
     rb_block_call(o, rb_intern("each"), 0, NULL, drain_i, (VALUE)&d);
     return d.items;
@@ -1072,8 +1090,7 @@ static VALUE iter_body(VALUE arg)
     if (rb_respond_to(o, rb_intern("to_hash"))) l = rb_funcall(rb_funcall(o, rb_intern("to_hash"), 0), rb_intern("keys"), 0);
     else if (rb_obj_is_kind_of(o, rb_mEnumerable)) {
         /* each, item by item (what Enumerable#to_a does), so that an endless each stops at
-         * the most items the render's arena could hold (max_memory / sizeof(tpl_value)) with
-         * a Tpl::LimitError instead of filling the process */
+         * the memory limit (drain_cost) with a Tpl::LimitError instead of filling the process */
         l = drain(c, o);
     } else if (rb_respond_to(o, rb_intern("each")) && rb_respond_to(o, rb_intern("to_a"))) l = rb_funcall(o, rb_intern("to_a"), 0);
     else { a->rc = TPL_HOST_MISSING; return Qnil; }
@@ -2081,7 +2098,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             lim.max_depth = NUM2UINT(RARRAY_AREF(limits, 1));
             lim.max_output = NUM2ULL(RARRAY_AREF(limits, 2));
             lim.max_memory = NUM2ULL(RARRAY_AREF(limits, 3));
-            c->max_items = lim.max_memory / 16;
+            c->max_items = lim.max_memory;
         }
         c->r = tpl_render_new(&lim);
         if (!c->r) rb_raise(rb_eNoMemError, "tpl: out of memory");
