@@ -512,6 +512,16 @@ static void test_huge_width(void)
     expect("fmt width 5e6 limit 4M", TPL_SYNTAX_FMT, rep("", "{x:>5000000}", 1, ""), lim, "{\"x\": 1}", TPL_ERR_LIMIT,
            "output limit reached (4194304 bytes)");
     lim.max_output = 0;
+    expect("jinja %-format width 2e8", J, rep("", "{{ '%200000000d' % 1 }}", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "output limit reached (67108864 bytes)");
+    expect("jinja %-format *width 2^40", J, rep("", "{{ '%*d' % (2**40, 1) }}", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "output limit reached (67108864 bytes)");
+    expect("jinja %-format prec 2e8", J, rep("", "{{ '%.200000000d' % 1 }}", 1, ""), lim, NULL, TPL_ERR_LIMIT,
+           "output limit reached (67108864 bytes)");
+    expect("jinja %-format width 2e8 bad", J, rep("", "{{ '%200000000d' % 'x' }}", 1, ""), lim, NULL, TPL_ERR_TYPE,
+           "%d format: a real number is required, not str");
+    expect("jinja %-format str prec 2e8", J, rep("", "{{ '%.200000000s|%.3s' % ('x', 'abcd') }}", 1, ""), lim, NULL, 0,
+           "x|abc");
     expect("jinja center 2e8", J, rep("", "{{ 'x'.center(200000000) }}{{ 'x'|center(200000000) }}", 1, ""), lim, NULL,
            TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
 }

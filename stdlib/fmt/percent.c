@@ -769,6 +769,29 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
 #undef RB_ARG_ERR
 }
 
+/* Python's pct_convert with a width or a number's precision past the output limit (Python pads to
+ * it, or fails with MemoryError): converted without it, so Python's errors come first, then the
+ * located output-limit error (tpl said "width too big" past 10^8, which Python says past 2^63 - 1).
+ * A string's precision past it only truncates: none. */
+static int pct_convert_limited(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg, bool safe, size_t idx)
+{
+    uint64_t lim = tpl_vm_max_output(vm);
+    bool str = sp->conv == 's' || sp->conv == 'r' || sp->conv == 'a';
+    bool wide = sp->width > 0 && (uint64_t)sp->width > lim, deep = sp->prec > 0 && (uint64_t)sp->prec > lim;
+    if (!wide && !deep)
+        return pct_convert(vm, b, sp, arg, false, safe, idx);
+    pct_spec s2 = *sp;
+    if (wide) s2.width = -1;
+    if (deep) s2.prec = str ? -1 : 0;
+    size_t len0 = b->len;
+    if (pct_convert(vm, b, &s2, arg, false, safe, idx) < 0)
+        return -1;
+    if (!wide && str)
+        return 0;
+    b->len = len0;
+    return tpl_vm_limit(vm, TPL_EK_OUTPUT_LIMIT, lim);
+}
+
 int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
 {
     if (fmt.type != TPL_T_STR)
@@ -836,14 +859,13 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             i++;
             if (star_arg(vm, &av, &width) < 0)
                 return -1;
-            if (width < 0) { left = true; width = width < -100000000 ? 100000000 : -width; }
-            if (width > 100000000)
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
+            if (width < 0) { left = true; width = width == INT64_MIN ? INT64_MAX : -width; }
         } else {
             while (i < n && s[i] >= '0' && s[i] <= '9') {
-                width = (width < 0 ? 0 : width) * 10 + (s[i++] - '0');
-                if (width > 100000000)
+                int d = s[i++] - '0';
+                if (width > (INT64_MAX - d) / 10) /* Python's limit: PY_SSIZE_T_MAX */
                     return tpl_vm_error(vm, TPL_ERR_VALUE, "width too big");
+                width = (width < 0 ? 0 : width) * 10 + d;
             }
         }
         if (i < n && s[i] == '.') {
@@ -854,13 +876,12 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (star_arg(vm, &av, &prec) < 0)
                     return -1;
                 if (prec < 0) prec = 0;
-                if (prec > 100000000)
-                    return tpl_vm_error(vm, TPL_ERR_VALUE, "precision too big");
             } else {
                 while (i < n && s[i] >= '0' && s[i] <= '9') {
-                    prec = prec * 10 + (s[i++] - '0');
-                    if (prec > 100000000)
+                    int d = s[i++] - '0';
+                    if (prec > (INT64_MAX - d) / 10)
                         return tpl_vm_error(vm, TPL_ERR_VALUE, "precision too big");
+                    prec = prec * 10 + d;
                 }
             }
         }
@@ -879,7 +900,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         if (arg.type == TPL_T_UNDEF && (tpl_vm_strict_undef(vm, arg) || (conv != 's' && conv != 'r' && conv != 'a')))
             return tpl_undefined_error(vm, arg);
         pct_spec sp = { left, plus, space, alt, zero, width, prec, conv };
-        if (pct_convert(vm, &b, &sp, arg, false, safe, i - 1) < 0)
+        if (pct_convert_limited(vm, &b, &sp, arg, safe, i - 1) < 0)
             return -1;
     }
     if (av.idx < av.len && !mapping)
