@@ -741,6 +741,7 @@ static char *globals_loader(void *data, const char *name, size_t len, size_t *n)
 static void globals_layer(void)
 {
     tpl_options o;
+    memset(&o, 0, sizeof o); /* (tpl_options_profile keeps the loader and the compile memory limit) */
     tpl_options_profile(&o, TPL_SYNTAX_JINJA, "jinja2");
     o.loader = globals_loader;
     const char *src = "{% import 'm' as m %}{{ m.f() }}{{ m.top }}{% include 'i' without context %}{% include 'i' %}"
