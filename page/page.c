@@ -2,6 +2,7 @@
  * rendering a call block by block, re-rendering only the blocks whose read values changed.
  * A layer above the engine: only the public headers and jansson. */
 #include <fcntl.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -174,6 +175,26 @@ static char *read_rel(const char *dir, const char *sub, size_t sublen, const cha
     char *s = read_path(path, MAX_TEMPLATE, len);
     free(path);
     return s;
+}
+
+/* Why read_rel(dir, "", 0, name) failed, as far as stat(2) tells: NULL when the file is missing
+ * (or the reason is unknown), else "is not a regular file" (a FIFO, a device, a folder), "is too
+ * large (over 256 MiB)" or "cannot be read: REASON". */
+static const char *unreadable_why(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), n = strlen(name);
+    char *path = malloc(dl + n + 2);
+    if (!path) return NULL;
+    memcpy(path, dir, dl);
+    path[dl] = '/';
+    memcpy(path + dl + 1, name, n + 1);
+    struct stat st;
+    int rc = stat(path, &st), e = errno;
+    free(path);
+    if (rc != 0) return e == ENOENT || e == ENOTDIR ? NULL : e == ELOOP ? "cannot be read: too many levels of symbolic links" : NULL;
+    if (!S_ISREG(st.st_mode)) return "is not a regular file";
+    if ((uint64_t)st.st_size > MAX_TEMPLATE) return "is too large (over 256 MiB)";
+    return "cannot be read";
 }
 
 static char *dir_load(void *data, const char *name, size_t n, size_t *len)
@@ -579,7 +600,11 @@ tpl_status tpl_page_load_dir(const char *dir, tpl_page **out, tpl_error *err)
         }
         texts[i] = read_rel(dir, "", 0, tn, strlen(tn), &lens[i]);
         if (!texts[i]) {
-            st = pj_fail(err, src, n, pj_val_off(bn, "template"), "template '%s' of block '%s' not found (or unreadable)", tn, name);
+            const char *why = unreadable_why(dir, tn);
+            if (why)
+                st = pj_fail(err, src, n, pj_val_off(bn, "template"), "template '%s' of block '%s' %s", tn, name, why);
+            else
+                st = pj_fail(err, src, n, pj_val_off(bn, "template"), "template '%s' of block '%s' not found (or unreadable)", tn, name);
             goto done;
         }
         defs[i].template_name = tn;

@@ -66,7 +66,7 @@ def hostile(tplc):
                 os.mkfifo(os.path.join(d, "v.jinja"))
             else:
                 os.symlink("/dev/zero", os.path.join(d, "v.jinja"))
-            runs.append((kind, d, "template 'v.jinja' of block 'v' not found (or unreadable)"))
+            runs.append((kind, d, "template 'v.jinja' of block 'v' is not a regular file"))
         for kind, dup in (("many", False), ("many-dup", True)):
             d = os.path.join(tmp, kind)
             os.mkdir(d)
