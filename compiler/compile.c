@@ -4138,7 +4138,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
     }
     case TPL_N_DO:
         if (!c->p->opts.do_statement) {
-            cerror(c, n->off, "Encountered unknown tag 'do'. (the do extension is not enabled)");
+            cerror(c, n->off, "Encountered unknown tag 'do'."); /* (Jinja2's text: --extension jinja2.ext.do) */
             return;
         }
         expr(c, n->a);

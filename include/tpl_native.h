@@ -66,6 +66,7 @@ typedef struct tpl_nloop {
     tpl_nlist *items;           /* the items */
     tpl_nlist *src;             /* an iterator the loop pulls from, or NULL */
     uint32_t i;                 /* items yielded so far */
+    uint32_t len1;              /* loop.length + 1 once read, 0 before (the runtime sets it too) */
 } tpl_nloop;
 
 /* The value types generated code tests (the runtime's tpl_type). */

@@ -506,6 +506,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
     if (!ok && vm->state_arena.over_limit) return state_too_big(vm);
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
     vm->state = v;
+    vm->state_host = false; /* (a JSON state: its lists change for one render, vm.c own_header) */
     vm->state_long_int = *lng;
     return TPL_OK;
 }

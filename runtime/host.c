@@ -436,6 +436,7 @@ tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
     tpl_value m = from_val(map);
     if (m.type != TPL_T_MAP) return TPL_ERR_USAGE;
     tpl_render_vm(r)->state = m;
+    tpl_render_vm(r)->state_host = true; /* (a Python dict's lists: issue 14, vm.c own_header) */
     state_changed(r);
     return TPL_OK;
 }
@@ -454,6 +455,7 @@ tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map)
     tpl_value m = from_val(map);
     if (m.type != TPL_T_MAP && m.type != TPL_T_NONE) return TPL_ERR_USAGE;
     tpl_render_vm(r)->globals = m;
+    if (m.type == TPL_T_MAP) tpl_render_vm(r)->state_host = true;
     state_changed(r); /* (a native program keeps the names it found, globals' too) */
     return TPL_OK;
 }

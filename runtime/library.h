@@ -102,6 +102,9 @@ typedef struct tpl_library {
     /* a list's or dict's mutating method (tpl_getattr): bound to its "access ... is unsafe."
      * message, it raises that when called */
     uint16_t id_unsafe_method;
+    /* Python's mutating list and dict methods (append ... dict.clear, contiguous ids): the hf
+     * profile's sandbox refuses them (tpl_getattr: id_unsafe_method) */
+    uint16_t id_mut_lo, id_mut_hi;
     uint16_t id_e, id_forceescape, id_string; /* with id_escape: the filters that take str(value) */
     /* range, and what the global `range` is under the hf profile (the sandbox's safe_range: a
      * function, not the class: 'function object' in messages) */

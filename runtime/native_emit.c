@@ -972,13 +972,19 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                     "TPL_NT_INT, (int64_t)((const tpl_nloop *)%su.p)->i - 1",
                     "TPL_NT_BOOL, ((const tpl_nloop *)%su.p)->i == 1",
                     "TPL_NT_BOOL, ((const tpl_nloop *)%su.p)->i == ((const tpl_nloop *)%su.p)->items->len",
-                    "TPL_NT_INT, (int64_t)((const tpl_nloop *)%su.p)->items->len",
+                    /* (len() once, as loop_attr) */
+                    "TPL_NT_INT, (int64_t)(((tpl_nloop *)%su.p)->len1 ? ((tpl_nloop *)%su.p)->len1 : "
+                    "(((tpl_nloop *)%su.p)->len1 = ((tpl_nloop *)%su.p)->items->len + 1)) - 1",
                 };
-                char expr[200];
-                snprintf(expr, sizeof expr, val[which], c0, c0);
-                tpl_sb_printf(b, "    if (%stype == TPL_NT_LOOP%s%s%s) %s = tpl_native_v(%s);\n    else ", c0,
+                char expr[400];
+                snprintf(expr, sizeof expr, val[which], c0, c0, c0, c0);
+                /* (loop.last at the end: tpl_native_loop_attr, which ends the list's iterator) */
+                char endq[120] = "";
+                if (which == 3)
+                    snprintf(endq, sizeof endq, " && ((const tpl_nloop *)%su.p)->i != ((const tpl_nloop *)%su.p)->items->len", c0, c0);
+                tpl_sb_printf(b, "    if (%stype == TPL_NT_LOOP%s%s%s%s) %s = tpl_native_v(%s);\n    else ", c0,
                               which >= 3 ? " && !((const tpl_nloop *)" : "", which >= 3 ? c0 : "",
-                              which >= 3 ? "u.p)->src" : "", h0, expr);
+                              which >= 3 ? "u.p)->src" : "", endq, h0, expr);
                 char lcall[400];
                 snprintf(lcall, sizeof lcall, "(%stype == TPL_NT_LOOP ? tpl_native_loop_attr(f, %d, &%s) : %s)", c0, which,
                          h0, call);

@@ -110,6 +110,168 @@ bool tpl_vm_strict_undef(const tpl_vm *vm, tpl_value v)
     return v.type == TPL_T_UNDEF && v.aux != TPL_UNDEF_COND && tpl_vm_strict(vm);
 }
 bool tpl_vm_state_owns(const tpl_vm *vm, const void *p) { return tpl_arena_owns(&vm->state_arena, p); }
+
+/* ------------------------------------------------------------------ containers changed in place (issue 14) */
+
+/* The entry of vm->own for array arr (NULL when it is not one of this render's), or with add, the
+ * slot to record it in (NULL when out of memory). */
+static struct tpl_own *own_slot(tpl_vm *vm, const void *arr, bool add)
+{
+    if (vm->own_cap) {
+        uint32_t mask = vm->own_cap - 1;
+        for (uint32_t i = (uint32_t)(((uintptr_t)arr >> 4) * 0x9E3779B1u) & mask;; i = (i + 1) & mask) {
+            if (vm->own[i].arr == arr) return &vm->own[i];
+            if (!vm->own[i].arr) {
+                if (!add) return NULL;
+                if ((vm->own_n + 1) * 4 <= vm->own_cap * 3) {
+                    vm->own_n++;
+                    vm->own[i].arr = arr;
+                    vm->own[i].hwm = 0;
+                    return &vm->own[i];
+                }
+                break;
+            }
+        }
+    }
+    if (!add) return NULL;
+    uint32_t cap = vm->own_cap ? vm->own_cap * 2 : 16;
+    struct tpl_own *t = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *t), *old = vm->own;
+    if (!t) return NULL;
+    memset(t, 0, (size_t)cap * sizeof *t);
+    uint32_t oldcap = vm->own_cap;
+    vm->own = t;
+    vm->own_cap = cap;
+    vm->own_n = 0;
+    for (uint32_t i = 0; i < oldcap; i++)
+        if (old[i].arr) {
+            struct tpl_own *e = own_slot(vm, old[i].arr, true);
+            e->hwm = old[i].hwm;
+        }
+    return own_slot(vm, arr, true);
+}
+
+enum { TPL_OWN_HEADER = UINT32_MAX }; /* vm->own's mark of a state container's header (vm->undo) */
+
+static void name_hits_gone(tpl_vm *vm);
+
+/* What the interpreter and the native code found in the state's dicts (vm->attr_hit, the native
+ * memo) is gone: a dict of the state changed (its entries may have moved), now or when the render
+ * ended and put it back; the next render finds them again (state_stamp). */
+static void state_finds_gone(tpl_vm *vm)
+{
+    name_hits_gone(vm);
+    memset(vm->native_memo, 0, sizeof vm->native_memo);
+    memset(vm->native_kept, 0, sizeof vm->native_kept);
+    vm->state_stamp++;
+}
+
+/* The state's containers this render changed are put back as they were. */
+static void state_restore(tpl_vm *vm)
+{
+    for (uint32_t i = vm->undo_n; i-- > 0;) {
+        struct tpl_undo *u = &vm->undo[i];
+        if (u->map) *(tpl_map *)u->hdr = u->was.m;
+        else *(tpl_list *)u->hdr = u->was.l;
+    }
+    vm->undo_n = 0;
+    state_finds_gone(vm);
+}
+
+/* The container header p (a list, or a dict with map) may be changed by this render: one it made,
+ * or the state's (a JSON state: changed for this render only, put back when it ends). Else (a
+ * host's values, a constant of the program) a located error. */
+static int own_header(tpl_vm *vm, void *p, bool map, const char *what)
+{
+    const char *kind = map ? "dict" : "list";
+    if (tpl_arena_owns(&vm->arena, p)) return 0;
+    struct tpl_own *e = own_slot(vm, p, false);
+    if (e && e->hwm == TPL_OWN_HEADER) return 0;
+    if (!vm->state_host && tpl_arena_owns(&vm->state_arena, p)) {
+        if (vm->undo_n == vm->undo_cap) {
+            uint32_t cap = vm->undo_cap ? vm->undo_cap * 2 : 8;
+            struct tpl_undo *u = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *u);
+            if (!u) return tpl_vm_nomem(vm);
+            if (vm->undo_n) memcpy(u, vm->undo, (size_t)vm->undo_n * sizeof *u);
+            vm->undo = u;
+            vm->undo_cap = cap;
+        }
+        if (!(e = own_slot(vm, p, true))) return tpl_vm_nomem(vm);
+        e->hwm = TPL_OWN_HEADER;
+        struct tpl_undo *u = &vm->undo[vm->undo_n++];
+        u->hdr = p;
+        u->map = map;
+        if (map) u->was.m = *(tpl_map *)p;
+        else u->was.l = *(tpl_list *)p;
+        return 0;
+    }
+    if (vm->state_host && tpl_arena_owns(&vm->state_arena, p))
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: %s on a %s the host passed in: tpl renders a copy of the "
+                           "host's values, so the caller's %s would not change as Jinja2 changes it; copy it first (`|%s`)",
+                           what, kind, kind, kind);
+    return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: %s on a %s the render did not make (a constant of the program, "
+                       "which tpl shares between renders): copy it first (`|%s`)", what, kind, kind);
+}
+
+/* l's items in a new array of this render's with room for cap items. */
+static int list_move(tpl_vm *vm, tpl_list *l, uint64_t cap)
+{
+    if (cap > TPL_RANGE_ITEMS_MAX) return tpl_vm_fail(vm, TPL_EK_LIMIT, "list too long (more than 10,000,000 items)");
+    if (cap < 4) cap = 4;
+    tpl_value *items = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *items);
+    struct tpl_own *e = items ? own_slot(vm, items, true) : NULL;
+    if (!e) return tpl_vm_nomem(vm);
+    if (l->len) memcpy(items, l->items, (size_t)l->len * sizeof *items);
+    l->items = items;
+    l->cap = (uint32_t)cap;
+    e->hwm = l->len;
+    return 0;
+}
+
+int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
+{
+    tpl_list *l = v.u.list;
+    struct tpl_own *e = l->items ? own_slot(vm, l->items, false) : NULL;
+    if (!e && own_header(vm, l, false, what) < 0) return -1;
+    uint64_t need = (uint64_t)l->len + extra;
+    if (!e || l->len < e->hwm || need > l->cap) {
+        uint64_t cap = (uint64_t)l->len * 2 > need ? (uint64_t)l->len * 2 : need;
+        if (list_move(vm, l, cap) < 0) return -1;
+        e = own_slot(vm, l->items, false);
+    }
+    e->hwm = (uint32_t)need;
+    return 0;
+}
+
+int tpl_vm_list_fresh(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
+{
+    tpl_list *l = v.u.list;
+    if (!(l->items && own_slot(vm, l->items, false)) && own_header(vm, l, false, what) < 0) return -1;
+    return list_move(vm, l, (uint64_t)l->len + extra);
+}
+
+int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
+{
+    tpl_map *m = v.u.map;
+    if (m->e && own_slot(vm, m->e, false)) return 0;
+    if (own_header(vm, m, true, what) < 0) return -1;
+    tpl_map *c = tpl_map_new(&vm->arena, m->len < 4 ? 4 : m->len);
+    if (!c) return tpl_vm_nomem(vm);
+    for (uint32_t i = 0; i < m->len; i++)
+        if (!tpl_map_append(&vm->arena, c, m->e[i].key, m->e[i].hash, m->e[i].val)) return tpl_vm_nomem(vm);
+    m->e = c->e;
+    m->cap = c->cap;
+    m->idx = c->idx;
+    m->idx_cap = c->idx_cap;
+    if (m->e && !own_slot(vm, m->e, true)) return tpl_vm_nomem(vm);
+    return 0;
+}
+
+void tpl_vm_map_owned(tpl_vm *vm, tpl_value v)
+{
+    if (v.u.map->e) (void)own_slot(vm, v.u.map->e, true); /* (out of memory: the next change copies) */
+    const struct tpl_own *h = own_slot(vm, v.u.map, false);
+    if (h && h->hwm == TPL_OWN_HEADER) state_finds_gone(vm); /* (a dict of the state: its entries moved) */
+}
 bool tpl_vm_debug_undefined(const tpl_vm *vm) { return vm->p && vm->p->opts.debug_undefined && !vm->p->opts.strict; }
 bool tpl_vm_chainable_undefined(const tpl_vm *vm)
 {
@@ -536,8 +698,9 @@ static int method_gate(tpl_value self, int id)
             return (self.flags & TPL_F_GROUP) && self.u.list->len == 2 ? id : -1;
     }
     if (id >= 0 && self.type == TPL_T_LIST && ((self.flags & TPL_F_TUPLE) || self.aux != TPL_LAZY_NONE)) {
-        const tpl_builtin_info *bi = tpl_lib_builtin(id);
-        return bi->kind == TPL_BK_LIST && strcmp(bi->name, "copy") == 0 ? -1 : id;
+        const tpl_builtin_info *bi = tpl_lib_builtin(id); /* a tuple has index and count, no copy or
+                                                            * mutating method */
+        return bi->kind == TPL_BK_LIST && strcmp(bi->name, "index") != 0 && strcmp(bi->name, "count") != 0 ? -1 : id;
     }
     return id >= 0 && self.type == TPL_T_STR && !(self.flags & TPL_F_SAFE) && markup_only(id) ? -1 : id;
 }
@@ -644,21 +807,39 @@ static int loop_skip(tpl_vm *vm, tpl_loop *l)
     return 0;
 }
 
+/* loop.last or loop.nextitem of a loop over a list found no next item: Jinja2's LoopContext peeked
+ * past the end of the list's iterator, which then stays exhausted, so items the body appends after
+ * are not iterated (issue 14); the loop goes on over the list as it is now. */
+static int loop_peek_end(tpl_vm *vm, tpl_loop *l)
+{
+    if (l->src || l->i < l->items->len) return 0;
+    tpl_list *s = tpl_arena_alloc(&vm->arena, sizeof *s);
+    if (!s) return oom(vm);
+    *s = *l->items;
+    s->cap = s->len;
+    l->items = s;
+    return 0;
+}
+
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
 {
 #define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
     if (l->src) {
         if (IS("length") || IS("revindex") || IS("revindex0")) { if (loop_pull(vm, l, UINT32_MAX) < 0) return -1; }
         else if ((IS("last") || IS("nextitem")) && loop_pull(vm, l, l->i + 1) < 0) return -1;
+    } else if ((IS("last") || IS("nextitem")) && loop_peek_end(vm, l) < 0) {
+        return -1;
     }
     uint32_t len = l->items->len, i = l->i;
     if (IS("index")) *out = tpl_v_int(i);
     else if (IS("index0")) *out = tpl_v_int((int64_t)i - 1);
-    else if (IS("revindex")) *out = tpl_v_int((int64_t)len - i + 1);
-    else if (IS("revindex0")) *out = tpl_v_int((int64_t)len - i);
+    else if (IS("revindex") || IS("revindex0") || IS("length")) { /* (len() once, as Jinja2's LoopContext) */
+        if (!l->len1) l->len1 = len + 1;
+        *out = tpl_v_int((int64_t)l->len1 - 1 - i + (IS("revindex") ? 1 : 0));
+        if (IS("length")) *out = tpl_v_int((int64_t)l->len1 - 1);
+    }
     else if (IS("first")) *out = tpl_v_bool(i == 1);
     else if (IS("last")) *out = tpl_v_bool(i == len);
-    else if (IS("length")) *out = tpl_v_int(len);
     else if (IS("depth")) *out = tpl_v_int(l->depth);
     else if (IS("depth0")) *out = tpl_v_int((int64_t)l->depth - 1);
     else if (IS("previtem")) *out = i >= 2 ? l->items->items[i - 2] : undef_named("there is no previous item", 25, TPL_UNDEF_PLAIN, 0);
@@ -706,7 +887,7 @@ static int macro_attr(tpl_vm *vm, const tpl_closure *cl, const char *name, size_
 }
 
 /* Methods that mutate a list or dict: refused as transformers' ImmutableSandboxedEnvironment
- * refuses them (tpl refuses them in every profile: state is shared between renders). A tuple,
+ * refuses them in the hf profile (elsewhere they are Python's: stdlib/py/methods.c). A tuple,
  * a range, an iterator or a dict view has no such attribute: undefined, as in Jinja2. */
 static inline __attribute__((always_inline)) bool is_mutating(tpl_value obj, const char *name, size_t n)
 {
@@ -842,9 +1023,9 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         !(obj.type == TPL_T_STR && tpl_stdlib.find(TPL_BK_STR, name, n) >= 0))
         return dunder_error(vm, name, n); /* (a Namespace hides every other name: undefined, below; Markup's
                                             __html__ is modelled: a method of Markup, undefined on str) */
-    if (is_mutating(obj, name, n)) {
-        /* Jinja2 has the method (`[1].append is defined`), tpl refuses the call; transformers'
-         * sandbox (hf) gives an undefined value that raises the same message when used */
+    if ((vm->p->opts.hf || tpl_vm_syntax(vm) == TPL_SYNTAX_ERB) && is_mutating(obj, name, n)) {
+        /* transformers' sandbox (hf) gives an undefined value that raises this message when used;
+         * elsewhere Jinja2's methods change the list or dict (stdlib/py/methods.c, issue 14) */
         char msg[160];
         int k = snprintf(msg, sizeof msg, "access to attribute '%.*s' of '%s' object is unsafe.", (int)(n > 40 ? 40 : n),
                          name, obj.type == TPL_T_LIST ? "list" : "dict");
@@ -4188,6 +4369,9 @@ top:
         tpl_value r;
         int kind = method_kind(self);
         int id = !(self.flags & TPL_F_NS) ? method_gate(self, name_method(&names[a], kind)) : -1;
+        if (__builtin_expect((unsigned)(id - tpl_stdlib.id_mut_lo) <= (unsigned)(tpl_stdlib.id_mut_hi - tpl_stdlib.id_mut_lo), 0) &&
+            (vm->p->opts.hf || tpl_vm_syntax(vm) == TPL_SYNTAX_ERB))
+            id = -1; /* (the sandbox's refusal: tpl_getattr) */
         vm->stack_top = (uint32_t)(sp - vm->stack);
         if (id >= 0) {
             /* self is already just below the arguments */
@@ -4808,11 +4992,13 @@ int tpl_native_loop_attr(tpl_native_frame *f, uint32_t which, tpl_nvalue *v)
     case TPL_NLOOP_FIRST: *NV(v) = tpl_v_bool(l->i == 1); return 0;
     case TPL_NLOOP_LAST:
         if (l->src && loop_pull(f->vm, l, l->i + 1) < 0) return -1;
+        if (loop_peek_end(f->vm, l) < 0) return -1;
         *NV(v) = tpl_v_bool(l->i == l->items->len);
         return 0;
     case TPL_NLOOP_LENGTH:
         if (l->src && loop_pull(f->vm, l, UINT32_MAX) < 0) return -1;
-        *NV(v) = tpl_v_int(l->items->len);
+        if (!l->len1) l->len1 = l->items->len + 1; /* (once: loop_attr) */
+        *NV(v) = tpl_v_int((int64_t)l->len1 - 1);
         return 0;
     default:
         return tpl_vm_error(f->vm, TPL_ERR_TYPE, "tpl_native_loop_attr: no such attribute");
@@ -4962,6 +5148,10 @@ int tpl_vm_run(tpl_vm *vm)
         vm->gen = 1;
     }
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
+    vm->own = NULL; /* (in the render arena, which was reset) */
+    vm->own_cap = vm->own_n = 0;
+    vm->undo = NULL;
+    vm->undo_n = vm->undo_cap = 0;
     /* the state lookups of the last render (interp: hits) are kept when the state, the globals
      * and the program's names are those they were found for, else gone */
     const tpl_map *state_map = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
@@ -5008,5 +5198,7 @@ int tpl_vm_run(tpl_vm *vm)
         vm->lcat[i].items = NULL;
     }
     tpl_value r;
-    return run(vm, 0, 0, 0, 0, &r);
+    int rc = run(vm, 0, 0, 0, 0, &r);
+    if (vm->undo_n) state_restore(vm);
+    return rc;
 }

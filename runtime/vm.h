@@ -79,6 +79,21 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict);
 /* Whether using undefined value v raises, as Jinja2's StrictUndefined: v is undefined in a strict
  * render and not an inline if's without else (cond_expr_undefined: the plain Undefined, always). */
 bool tpl_vm_strict_undef(const tpl_vm *vm, tpl_value v);
+/* Python's mutating list and dict methods (issue 14; stdlib/py/methods.c) change a container in
+ * place, so every name holding it sees the change, as Python's references do. Each call below makes
+ * the container of v changeable by this render, or fails (-1, a located error naming `what`, e.g.
+ * "list.append") when the render did not make it: the state's, a global's or a constant of the
+ * program, which tpl shares between renders and hosts.
+ * tpl_vm_list_room: room for `extra` items past the list's length in an array no other list reads
+ *   at those indexes (the caller writes them and raises len).
+ * tpl_vm_list_fresh: the list's items copied into a new array of its own with room for `extra`
+ *   more, to rearrange in place (sort, reverse, insert, remove, pop(i)).
+ * tpl_vm_map_own: the dict's entries in arrays of its own, which tpl_map_set and tpl_map_del may
+ *   then change; tpl_vm_map_owned after them (the arrays may have grown). */
+int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what);
+int tpl_vm_list_fresh(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what);
+int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what);
+void tpl_vm_map_owned(tpl_vm *vm, tpl_value v);
 /* Whether p points into the render's state values (the state arena). */
 bool tpl_vm_state_owns(const tpl_vm *vm, const void *p);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the

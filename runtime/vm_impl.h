@@ -37,6 +37,8 @@ typedef struct tpl_loop {
     tpl_list *items;        /* the items (of a loop over an iterator: those pulled from src so far) */
     tpl_list *src;          /* a Jinja2 iterator the loop pulls from one item at a time, or NULL */
     uint32_t i;             /* items yielded so far (loop.index) */
+    uint32_t len1;          /* loop.length + 1 once read (Jinja2 takes len() once: a list the body
+                             * changes keeps the length first read), 0 before */
     uint32_t depth;         /* loop.depth (1 for a plain loop) */
     uint32_t cycle_pos;
     tpl_value last_changed; /* loop.changed() memory */
@@ -184,6 +186,20 @@ struct tpl_vm {
     void *host_payload;
     bool has_host;          /* a host object was built on this context: builtins resolve them */
     char host_msg[256];
+    /* Python's mutating methods (list.append, dict.update, ...; issue 14): the item and entry arrays
+     * this render made for lists and dicts it changes in place, open-addressed by address (own_cap a
+     * power of two, 0: none yet; render arena, emptied when a render starts). hwm: the most items a
+     * list has held in the array; a write below it could be seen by another list sharing the array
+     * (`|list`, slices), so there the array is copied first (vm.c tpl_vm_list_room) */
+    struct tpl_own { const void *arr; uint32_t hwm; } *own;
+    uint32_t own_cap, own_n;
+    /* The state's (or the globals') lists and dicts this render changed, as they were: put back
+     * when the render ends, so the next render sees the state it was given (render arena; the
+     * headers are also in vm->own, marked by hwm TPL_OWN_HEADER) */
+    struct tpl_undo { void *hdr; bool map; union { tpl_list l; tpl_map m; } was; } *undo;
+    uint32_t undo_n, undo_cap;
+    bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,
+                             * _globals_val): a Python list passed in, which tpl does not change */
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];

@@ -80,7 +80,7 @@ static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, si
                      tpl_error *errout, char **msgout)
 {
     if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy || o->autoescape ||
-        o->max_compile_memory) {
+        o->extensions.n || o->max_compile_memory) {
         fprintf(stderr, "%s: error: compile-time flags do not apply to a .tplb (they were fixed by tplc compile)\n", path);
         return EXIT_USAGE;
     }
@@ -105,7 +105,7 @@ static int load_tplb(const tplc_opts *o, const char *path, const char *bytes, si
 static int load_shared(const tplc_opts *o, const char *path, tpl_program **prog)
 {
     if (o->syntax || o->profile || o->trim_blocks || o->lstrip_blocks || o->keep_nl || o->strict || o->tidy || o->autoescape ||
-        o->max_compile_memory) {
+        o->extensions.n || o->max_compile_memory) {
         fprintf(stderr, "%s: error: compile-time flags do not apply to a compiled program (they were fixed by tplc compile)\n", path);
         return EXIT_USAGE;
     }
@@ -162,6 +162,10 @@ int tplc_compile_path_all(const tplc_opts *o, const char *path, tpl_program **pr
     opt.strict |= o->strict;
     opt.tidy |= o->tidy;
     opt.autoescape |= o->autoescape;
+    for (int i = 0; i < o->extensions.n; i++) { /* (main.c's choices: Jinja2's names, as tpl.jinja2 takes them) */
+        if (strcmp(o->extensions.v[i], "jinja2.ext.do") == 0) opt.do_statement = true;
+        else opt.loop_controls = true;
+    }
     /* tplc compile --lang L binds L into the program (DESIGN.md §3; kept by the .tplb) */
     if (o->cmd && strcmp(o->cmd->name, "compile") == 0) opt.lang = o->lang;
     opt.max_compile_memory = o->max_compile_memory;

@@ -47,6 +47,8 @@ static const flag flags[] = {
     { "--strict", F_BOOL, OFF(strict), NULL, NULL, "undefined values are errors when printed, iterated or tested" },
     { "--tidy", F_BOOL, OFF(tidy), NULL, NULL, "strip line ends, squeeze blank lines, strip both ends" },
     { "--autoescape", F_BOOL, OFF(autoescape), NULL, NULL, "Jinja: escape every {{ }} value as Environment(autoescape=True)" },
+    { "--extension", F_LIST, OFF(extensions), "NAME", "jinja2.ext.do|jinja2.ext.loopcontrols",
+      "Jinja: a Jinja2 extension, as Environment(extensions=[NAME]) (repeatable)" },
     { "--max-compile-memory", F_BYTES, OFF(max_compile_memory), "BYTES", NULL,
       "memory the compile may take (default 1G; K, M, G suffixes)" },
     { "--lang", F_STR, OFF(lang), "L", NULL, "the language tr() translates to" },
@@ -81,7 +83,7 @@ static const flag flags[] = {
 /* Flag groups usable in a command's flag list. */
 static const struct { const char *name, *flags; } groups[] = {
     { "@compile", "--syntax --profile --trim-blocks --lstrip-blocks --keep-trailing-newline --strict --tidy "
-                  "--autoescape --max-compile-memory" },
+                  "--autoescape --extension --max-compile-memory" },
     { "@limits", "--fuel --max-depth --max-output --max-memory" },
 };
 
@@ -235,7 +237,7 @@ static void main_help(void)
     fputs("\nThe syntax follows the extension (.erb ERB, .fmt/.txt format strings, else Jinja) unless\n"
           "--syntax says otherwise; TEMPLATE - reads standard input. compile flags: --syntax, --profile,\n"
           "--trim-blocks, --lstrip-blocks, --keep-trailing-newline, --strict, --tidy, --autoescape,\n"
-          "--max-compile-memory "
+          "--extension, --max-compile-memory "
           "(default 1G). Render limits\n"
           "(defaults): --fuel 20000000 instructions, --max-depth 200, --max-output 64M, --max-memory 256M.\n"
           "Exit status: 0 success, 1 template error, 2 usage or I/O error. More: man tplc and the README.\n",
@@ -325,7 +327,7 @@ static int parse_args(int argc, char **argv, const tplc_command *c, tplc_opts *o
 {
     o->cmd = c;
     o->case_n = -1;
-    tplc_list *lists[] = { &o->args, &o->facts, &o->catalogs, &o->trkeys };
+    tplc_list *lists[] = { &o->args, &o->facts, &o->catalogs, &o->trkeys, &o->extensions };
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
         if (!(lists[i]->v = calloc((size_t)argc + 1, sizeof *lists[i]->v))) { fprintf(stderr, "tplc: out of memory\n"); return -1; }
     bool dashdash = false;
@@ -403,6 +405,7 @@ static void free_opts(tplc_opts *o)
     free(o->facts.v);
     free(o->catalogs.v);
     free(o->trkeys.v);
+    free(o->extensions.v);
 }
 
 /* Standard output must really have been written: a full disk is an I/O error (exit 2). */

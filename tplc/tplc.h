@@ -43,6 +43,7 @@ typedef struct tplc_opts {
     const char *state, *golden, *schema;
     long case_n;                /* --case N (-1 when not given) */
     tplc_list facts, catalogs, trkeys;
+    tplc_list extensions;       /* --extension NAME: Jinja2 extensions (jinja2.ext.do, jinja2.ext.loopcontrols) */
     /* compile flags */
     const char *syntax, *profile;
     bool trim_blocks, lstrip_blocks, keep_nl, strict, tidy, autoescape;

@@ -1203,3 +1203,318 @@ int m_str_istitle(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_bool(cased);
     return 0;
 }
+
+/* ------------------------------------------------------------------ mutating methods (issue 14) */
+
+/* Python's mutating list and dict methods, outside the hf profile (whose sandbox refuses them:
+ * runtime/vm.c tpl_getattr). The list or dict changes in place, so every name holding it sees the
+ * change (runtime/vm.c tpl_vm_list_room & co.: a container the render did not make is a located
+ * error); each answers None as Python's, except pop, popitem and setdefault. */
+
+/* self is a list (not a tuple, range, view or iterator: method_gate offers these on nothing else) */
+static int need_plain_list(tpl_vm *vm, tpl_value self, const char *name)
+{
+    if (need_list(vm, self, name) < 0)
+        return -1;
+    if ((self.flags & TPL_F_TUPLE) || self.aux != TPL_LAZY_NONE)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "descriptor '%s' for 'list' objects doesn't apply to a '%s' object",
+                            name, tpl_type_name(vm, self));
+    return 0;
+}
+
+/* An index argument (insert, pop): an int or bool as Python's __index__; 1 when it is past int64
+ * (*big_neg says its sign), 0 with *i, -1 with Python's TypeError. */
+static int index_arg(tpl_vm *vm, tpl_value v, int64_t *i, bool *big_neg)
+{
+    if (v.type == TPL_T_INT || v.type == TPL_T_BOOL) {
+        *i = v.u.i;
+        return 0;
+    }
+    if (v.type == TPL_T_BIGINT) {
+        *big_neg = v.u.s[0] == '-';
+        return 1;
+    }
+    if (v.type == TPL_T_UNDEF && tpl_vm_strict_undef(vm, v))
+        return tpl_undefined_error(vm, v);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", tpl_type_name(vm, v));
+}
+
+int m_list_append(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "append") < 0 || tpl_vm_list_room(vm, a[0], 1, "list.append") < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    l->items[l->len++] = a[1];
+    *out = tpl_v_none();
+    return 0;
+}
+
+int m_list_extend(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "extend") < 0)
+        return -1;
+    tpl_list *src;
+    if (a[1].type == TPL_T_UNDEF ? tpl_iter_list(vm, a[1], &src) < 0 : tpl_to_list(vm, a[1], &src) < 0)
+        return -1;
+    /* (the source's items as they are now: `xs.extend(xs)` doubles xs once, as Python's) */
+    const tpl_value *items = src->items;
+    uint32_t n = src->len;
+    if (n && tpl_vm_list_room(vm, a[0], n, "list.extend") < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    if (n) {
+        memmove(l->items + l->len, items, (size_t)n * sizeof *items);
+        l->len += n;
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+int m_list_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "insert") < 0)
+        return -1;
+    int64_t i = 0;
+    bool neg = false;
+    int r = index_arg(vm, a[1], &i, &neg);
+    if (r < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    int64_t len = l->len;
+    if (r == 1)
+        i = neg ? 0 : len;
+    else if (i < 0 && (i += len) < 0)
+        i = 0;
+    if (i > len)
+        i = len;
+    if (tpl_vm_list_fresh(vm, a[0], 1, "list.insert") < 0)
+        return -1;
+    memmove(l->items + i + 1, l->items + i, (size_t)(len - i) * sizeof *l->items);
+    l->items[i] = a[2];
+    l->len++;
+    *out = tpl_v_none();
+    return 0;
+}
+
+int m_list_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "pop") < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    int64_t i = -1, len = l->len;
+    bool neg = false;
+    if (tpl_given(a[1])) {
+        int r = index_arg(vm, a[1], &i, &neg);
+        if (r < 0)
+            return -1;
+        if (r == 1)
+            return tpl_vm_fail(vm, TPL_EK_INDEX, "cannot fit 'int' into an index-sized integer");
+    }
+    if (len == 0)
+        return tpl_vm_fail(vm, TPL_EK_INDEX, "pop from empty list");
+    if (i < 0)
+        i += len;
+    if (i < 0 || i >= len)
+        return tpl_vm_fail(vm, TPL_EK_INDEX, "pop index out of range");
+    *out = l->items[i];
+    if (i == len - 1) { /* (no write: the array may stay shared) */
+        if (tpl_vm_list_room(vm, a[0], 0, "list.pop") < 0)
+            return -1;
+        l->len--;
+        return 0;
+    }
+    if (tpl_vm_list_fresh(vm, a[0], 0, "list.pop") < 0)
+        return -1;
+    memmove(l->items + i, l->items + i + 1, (size_t)(len - i - 1) * sizeof *l->items);
+    l->len--;
+    return 0;
+}
+
+int m_list_remove(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "remove") < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    for (uint32_t i = 0; i < l->len; i++) {
+        bool eq = false;
+        if (tpl_vm_item_equal(vm, l->items[i], a[1], &eq) < 0)
+            return -1;
+        if (!eq)
+            continue;
+        /* (a comparison cannot change the list: it runs no template code) */
+        if (tpl_vm_list_fresh(vm, a[0], 0, "list.remove") < 0)
+            return -1;
+        memmove(l->items + i, l->items + i + 1, (size_t)(l->len - i - 1) * sizeof *l->items);
+        l->len--;
+        *out = tpl_v_none();
+        return 0;
+    }
+    return tpl_vm_error(vm, TPL_ERR_VALUE, "list.remove(x): x not in list");
+}
+
+int m_list_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "clear") < 0 || tpl_vm_list_room(vm, a[0], 0, "list.clear") < 0)
+        return -1;
+    a[0].u.list->len = 0;
+    *out = tpl_v_none();
+    return 0;
+}
+
+int m_list_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "reverse") < 0 || tpl_vm_list_fresh(vm, a[0], 0, "list.reverse") < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    for (uint32_t i = 0, j = l->len; i + 1 < j; i++, j--) {
+        tpl_value t = l->items[i];
+        l->items[i] = l->items[j - 1];
+        l->items[j - 1] = t;
+    }
+    *out = tpl_v_none();
+    return 0;
+}
+
+/* list.sort(*, key=None, reverse=False): Python's stable sort by `<` (the sort filter's, case
+ * sensitive); a key function is a located error (tpl has no Python callables to pass). */
+int m_list_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_plain_list(vm, a[0], "sort") < 0)
+        return -1;
+    if (a[1].u.list->len)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "sort() takes no positional arguments");
+    if (tpl_given(a[2]) && a[2].type != TPL_T_NONE)
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: list.sort(key=...) (sort with the sort filter's attribute=)");
+    tpl_value fa[TPL_MAX_PARAMS];
+    for (int i = 0; i < TPL_MAX_PARAMS; i++)
+        fa[i] = tpl_v_unset();
+    fa[0] = a[0];
+    fa[1] = a[3];
+    fa[2] = tpl_v_bool(true);
+    tpl_value sorted;
+    if (f_sort(vm, fa, &sorted) < 0)
+        return -1;
+    tpl_list *l = a[0].u.list;
+    if (sorted.type != TPL_T_LIST || sorted.u.list->len != l->len)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "list modified during sort");
+    if (tpl_vm_list_fresh(vm, a[0], 0, "list.sort") < 0)
+        return -1;
+    if (l->len)
+        memcpy(l->items, sorted.u.list->items, (size_t)l->len * sizeof *l->items);
+    *out = tpl_v_none();
+    return 0;
+}
+
+/* self is a dict (not a namespace: no methods there) */
+static int need_dict(tpl_vm *vm, tpl_value self, const char *name)
+{
+    return need_map(vm, self, name);
+}
+
+/* The fuel a key comparison of tpl_map_set may have used up. */
+static int map_set_checked(tpl_vm *vm, tpl_map *m, tpl_value k, tpl_value v)
+{
+    if (tpl_vm_check_hashable(vm, k) < 0)
+        return -1;
+    if (!tpl_map_set(AR(vm), m, k, v) || (AR(vm)->fuel && *AR(vm)->fuel == 0))
+        return OOM();
+    return 0;
+}
+
+int m_map_update(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_dict(vm, a[0], "update") < 0)
+        return -1;
+    if (a[1].u.list->len > 1)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "update expected at most 1 argument, got %u", a[1].u.list->len);
+    tpl_value add; /* dict(*args, **kwargs): the same rules for the mapping or pairs */
+    if (g_dict(vm, a + 1, &add) < 0 || tpl_vm_map_own(vm, a[0], "dict.update") < 0)
+        return -1;
+    tpl_map *m = a[0].u.map;
+    const tpl_map *s = add.u.map;
+    for (uint32_t i = 0; i < s->len; i++)
+        if (map_set_checked(vm, m, s->e[i].key, s->e[i].val) < 0)
+            return -1;
+    tpl_vm_map_owned(vm, a[0]);
+    *out = tpl_v_none();
+    return 0;
+}
+
+static int key_error(tpl_vm *vm, tpl_value k)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    tpl_py_repr(&b, k);
+    return tpl_vm_fail(vm, TPL_EK_KEY, "%.*s", (int)(b.len > 200 ? 200 : b.len), b.p ? b.p : "");
+}
+
+int m_map_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_dict(vm, a[0], "pop") < 0 || hashable(vm, a[1]) < 0)
+        return -1;
+    tpl_value *v = tpl_map_get(a[0].u.map, a[1]);
+    if (!v) {
+        if (tpl_given(a[2])) {
+            *out = a[2];
+            return 0;
+        }
+        return key_error(vm, a[1]);
+    }
+    *out = *v;
+    if (tpl_vm_map_own(vm, a[0], "dict.pop") < 0)
+        return -1;
+    tpl_map_del(a[0].u.map, a[1]);
+    tpl_vm_map_owned(vm, a[0]);
+    return 0;
+}
+
+int m_map_popitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_dict(vm, a[0], "popitem") < 0)
+        return -1;
+    tpl_map *m = a[0].u.map;
+    if (m->len == 0)
+        return tpl_vm_fail(vm, TPL_EK_KEY, "'popitem(): dictionary is empty'");
+    tpl_list *t = tpl_list_new(AR(vm), 2);
+    if (!t)
+        return OOM();
+    t->items[0] = m->e[m->len - 1].key;
+    t->items[1] = m->e[m->len - 1].val;
+    t->len = 2;
+    if (tpl_vm_map_own(vm, a[0], "dict.popitem") < 0)
+        return -1;
+    tpl_map_del(m, t->items[0]);
+    tpl_vm_map_owned(vm, a[0]);
+    *out = tpl_v_list(t);
+    out->flags = TPL_F_TUPLE;
+    return 0;
+}
+
+int m_map_setdefault(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_dict(vm, a[0], "setdefault") < 0 || hashable(vm, a[1]) < 0)
+        return -1;
+    tpl_value *v = tpl_map_get(a[0].u.map, a[1]);
+    if (v) {
+        *out = *v;
+        return 0;
+    }
+    *out = tpl_given(a[2]) ? a[2] : tpl_v_none();
+    if (tpl_vm_map_own(vm, a[0], "dict.setdefault") < 0 || map_set_checked(vm, a[0].u.map, a[1], *out) < 0)
+        return -1;
+    tpl_vm_map_owned(vm, a[0]);
+    return 0;
+}
+
+int m_map_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (need_dict(vm, a[0], "clear") < 0 || tpl_vm_map_own(vm, a[0], "dict.clear") < 0)
+        return -1;
+    tpl_map *m = a[0].u.map;
+    m->len = 0;
+    if (m->idx_cap)
+        memset(m->idx, 0, (size_t)m->idx_cap * sizeof *m->idx);
+    tpl_vm_map_owned(vm, a[0]);
+    *out = tpl_v_none();
+    return 0;
+}
