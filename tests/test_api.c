@@ -1017,6 +1017,49 @@ static void test_vm_kept(void)
     tpl_program_free(p);
 }
 
+
+/* Python's mutating methods (issue 14): a render changes the JSON state's lists and dicts in place
+ * (its later reads and every alias see it), and the next render on the context sees the state as
+ * it was given, also after a render that failed midway; a host's values (tpl_render_set_state_val:
+ * a Python list passed in, which Jinja2 would change) are a located error naming them. */
+static void test_mutate_state(void)
+{
+    const char *src = "{{ xs.append(3) }}{{ xs }}{{ d.update(b=2) }}{{ d.b }}{{ d }}{% for x in xs %}{{ x }}{% endfor %}{{ d.a }}";
+    const char *bad = "{{ xs.append(9) }}{{ d.pop('a') }}{{ d.update(z=1) }}{{ [].pop() }}";
+    const char *js = "{\"xs\":[1,2],\"d\":{\"a\":1}}";
+    const char *want = "None[1, 2, 3]None2{'a': 1, 'b': 2}1231"; /* (Jinja2 3.1's, from the oracle) */
+    tpl_program *p = NULL, *pb = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_compile("mut.jinja", src, strlen(src), NULL, &p, &err) == TPL_OK, "mutate: compile");
+    tpl_error_clear(&err);
+    CHECK(tpl_compile("bad.jinja", bad, strlen(bad), NULL, &pb, &err) == TPL_OK, "mutate: compile bad");
+    tpl_error_clear(&err);
+    tpl_render *r = tpl_render_new(NULL);
+    char buf[256];
+    if (!p || !pb || !r) goto done;
+    CHECK(tpl_render_set_state_json(r, js, strlen(js)) == TPL_OK, "mutate: state");
+    for (int rep = 0; rep < 3; rep++) {
+        CHECK(strcmp(render(r, p, buf, sizeof buf), want) == 0, "mutate: render %d: %s", rep, buf);
+        CHECK(strncmp(render(r, pb, buf, sizeof buf), "ERR", 3) == 0 && strstr(buf, "pop from empty list"),
+              "mutate: failing render %d: %s", rep, buf);
+    }
+    /* the host's values */
+    tpl_val items[2] = { tpl_val_int(1), tpl_val_int(2) }, xs, d, st;
+    CHECK(tpl_val_list_of(r, items, 2, 0, &xs) == TPL_OK && tpl_val_map(r, 2, &d) == TPL_OK &&
+          tpl_val_map_add_str(r, d, "a", 1, tpl_val_key_hash("a", 1), 0, tpl_val_int(1)) == TPL_OK, "mutate: host values");
+    tpl_str_entry e[2] = { { "xs", 2, tpl_val_key_hash("xs", 2), xs }, { "d", 1, tpl_val_key_hash("d", 1), d } };
+    CHECK(tpl_val_map_of_str(r, e, 2, 0, &st) == TPL_OK && tpl_render_set_state_val(r, st) == TPL_OK, "mutate: host state");
+    CHECK(strncmp(render(r, p, buf, sizeof buf), "ERR", 3) == 0 && strstr(buf, "list.append on a list the host passed in"),
+          "mutate: host list: %s", buf);
+    /* a JSON state again: changed for one render */
+    CHECK(tpl_render_set_state_json(r, js, strlen(js)) == TPL_OK, "mutate: state again");
+    CHECK(strcmp(render(r, p, buf, sizeof buf), want) == 0, "mutate: render after host: %s", buf);
+done:
+    tpl_render_free(r);
+    tpl_program_free(p);
+    tpl_program_free(pb);
+}
+
 int main(void)
 {
     test_null_args();
@@ -1027,6 +1070,7 @@ int main(void)
     test_remembered();
     test_native_state();
     test_vm_kept();
+    test_mutate_state();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;
 }

@@ -1230,3 +1230,26 @@ def test_latin1_strs(s):
     ctx = {"s": s, "d": {s: s, "k": [s]}, "t": "".join(list(s))}
     je, te = both()
     assert te.from_string(src).render(ctx) == je.from_string(src).render(ctx)
+
+
+def test_mutating_methods_and_do():
+    """Python's list and dict methods change the value in place (issue 14), with and without the do
+    extension, as Jinja2 renders them; a list the caller passed in is a located error (tpl renders a
+    copy of it, Jinja2 would change the caller's list), never a silent difference."""
+    src = ("{% set acc = [] %}{% set idx = {} %}{% for u in users %}{% do acc.append(u.name) %}"
+           "{% do idx.setdefault(u.group, []).append(loop.index) %}{% endfor %}{% do acc.sort(reverse=true) %}"
+           "{{ acc }} {{ idx }} {{ idx.pop('b') }} {{ idx }} {% set alias = acc %}{% do alias.clear() %}{{ acc }}")
+    users = [{"name": "ann", "group": "a"}, {"name": "bob", "group": "b"}, {"name": "cy", "group": "a"}]
+    want = jinja2.Environment(extensions=["jinja2.ext.do"]).from_string(src).render(users=users)
+    assert tj.Environment(extensions=["jinja2.ext.do"]).from_string(src).render(users=users) == want
+    plain = src.replace("{% do ", "{% set _ = ")
+    assert tj.Environment().from_string(plain).render(users=users) == jinja2.Environment().from_string(plain).render(users=users)
+    with pytest.raises(tj.TemplateSyntaxError, match=r"Encountered unknown tag 'do'\."):
+        tj.Environment().from_string(src)
+    xs = [1]
+    with pytest.raises(tj.TemplateRuntimeError, match="list the host passed in"):
+        tj.Environment().from_string("{% set _ = xs.append(2) %}{{ xs }}").render(xs=xs)
+    assert xs == [1]
+    # the hf profile keeps transformers' sandbox: the methods are unsafe there
+    with pytest.raises(Exception, match="access to attribute 'append' of 'list' object is unsafe"):
+        tpl.chat.apply_chat_template("{% set l = [] %}{{ l.append(1) }}", messages=[])
