@@ -4822,7 +4822,8 @@ _Static_assert(sizeof(tpl_nlist) == sizeof(tpl_list) && offsetof(tpl_nlist, item
                offsetof(tpl_nlist, len) == offsetof(tpl_list, len), "tpl_nlist mirrors tpl_list");
 _Static_assert((int)TPL_NLAZY_ITER == (int)TPL_LAZY_GENERATOR, "TPL_NLAZY_ITER is the first iterator");
 _Static_assert(offsetof(tpl_nloop, items) == offsetof(tpl_loop, items) && offsetof(tpl_nloop, src) == offsetof(tpl_loop, src) &&
-               offsetof(tpl_nloop, i) == offsetof(tpl_loop, i) && (int)TPL_NT_LOOP == (int)TPL_T_LOOP,
+               offsetof(tpl_nloop, i) == offsetof(tpl_loop, i) && offsetof(tpl_nloop, len1) == offsetof(tpl_loop, len1) &&
+               (int)TPL_NT_LOOP == (int)TPL_T_LOOP,
                "tpl_nloop mirrors tpl_loop's leading members");
 
 _Static_assert(sizeof ((tpl_vm *)0)->native_hint / sizeof(uint32_t) == TPL_NHINTS, "tpl_native.h hints");
