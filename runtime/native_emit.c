@@ -973,8 +973,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                     "TPL_NT_BOOL, ((const tpl_nloop *)%su.p)->i == 1",
                     "TPL_NT_BOOL, ((const tpl_nloop *)%su.p)->i == ((const tpl_nloop *)%su.p)->items->len",
                     /* (len() once, as loop_attr) */
-                    "TPL_NT_INT, (int64_t)(((tpl_nloop *)%su.p)->len1 ? ((tpl_nloop *)%su.p)->len1 : "
-                    "(((tpl_nloop *)%su.p)->len1 = ((tpl_nloop *)%su.p)->items->len + 1)) - 1",
+                    ("TPL_NT_INT, (int64_t)(((tpl_nloop *)%su.p)->len1 ? ((tpl_nloop *)%su.p)->len1 : "
+                     "(((tpl_nloop *)%su.p)->len1 = ((tpl_nloop *)%su.p)->items->len + 1)) - 1"),
                 };
                 char expr[400];
                 snprintf(expr, sizeof expr, val[which], c0, c0, c0, c0);

@@ -1044,7 +1044,7 @@ static void test_mutate_state(void)
               "mutate: failing render %d: %s", rep, buf);
     }
     /* the host's values */
-    tpl_val items[2] = { tpl_val_int(1), tpl_val_int(2) }, xs, d, st;
+    tpl_val items[2] = { tpl_val_int(1), tpl_val_int(2) }, xs = tpl_val_none(), d = tpl_val_none(), st = tpl_val_none();
     CHECK(tpl_val_list_of(r, items, 2, 0, &xs) == TPL_OK && tpl_val_map(r, 2, &d) == TPL_OK &&
           tpl_val_map_add_str(r, d, "a", 1, tpl_val_key_hash("a", 1), 0, tpl_val_int(1)) == TPL_OK, "mutate: host values");
     tpl_str_entry e[2] = { { "xs", 2, tpl_val_key_hash("xs", 2), xs }, { "d", 1, tpl_val_key_hash("d", 1), d } };
