@@ -158,7 +158,7 @@ static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "Stri
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
     "LocalJumpError", "RegexpError", "EncodingError", "IOError", "JSON::JSONError", "JSON::GeneratorError",
-    "JSON::NestingError", "JSON::ParserError", NULL };
+    "JSON::NestingError", "JSON::ParserError", "Gem::Version", NULL };
 
 /* ------------------------------------------------------------------ blocks */
 

@@ -707,7 +707,9 @@ static bool ruby_lex(rlex *L)
                 static const char *const num_consts[] = { "Float::INFINITY", "Float::NAN", "Float::EPSILON",
                     "Float::MAX", "Float::MIN", "Float::DIG", "Math::PI", "Math::E",
                     /* and JSON's exception classes (rescue JSON::GeneratorError) */
-                    "JSON::JSONError", "JSON::GeneratorError", "JSON::NestingError", "JSON::ParserError", NULL };
+                    "JSON::JSONError", "JSON::GeneratorError", "JSON::NestingError", "JSON::ParserError",
+                    /* and RubyGems' version class, which Puppet and Chef templates compare versions with */
+                    "Gem::Version", NULL };
                 size_t q = e + 2;
                 while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
                 bool num = false;

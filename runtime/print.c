@@ -597,7 +597,11 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
     case TPL_T_STR:
         if (v.flags & TPL_F_SYMBOL)
             rb_inspect_sym(b, v.u.s, v.len);
-        else if (v.flags & TPL_F_CLASS_RB)   /* a class: its name */
+        else if (tpl_is_gemv_rb(v)) {   /* Gem::Version#inspect: #<Gem::Version "1.2"> */
+            tpl_sb_puts(b, "#<Gem::Version ");
+            tpl_rb_str_escape(b, v.u.s, v.len, false);
+            tpl_sb_putc(b, '>');
+        } else if (v.flags & TPL_F_CLASS_RB)   /* a class: its name */
             tpl_sb_put(b, v.u.s, v.len);
         else if (v.flags & TPL_F_EXC_RB) {   /* Exception#inspect: #<Class: message>, the class alone for an empty message */
             tpl_value c = tpl_rb_exc_class(v);

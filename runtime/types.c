@@ -39,6 +39,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
     case TPL_T_STR:
         if (v.flags & TPL_F_SYMBOL) return TPL_VT_SYMBOL;
         if (v.flags & TPL_F_REGEX_RB) return TPL_VT_REGEXP;
+        if (tpl_is_gemv_rb(v)) return TPL_VT_GEM_VERSION;
         if (v.flags & TPL_F_CLASS_RB) return TPL_VT_CLASS;
         return v.flags & TPL_F_SAFE ? TPL_VT_MARKUP : TPL_VT_STR;
     case TPL_T_LIST:

@@ -156,6 +156,11 @@ enum { TPL_RANGE_ITEMS_MAX = 10000000 }; /* a range of more items is a TPL_F_RAN
 #define TPL_F_REGEX_RB 64
 /* String flag: a class constant (Array, Hash, String, ...), for is_a? and friends. */
 #define TPL_F_CLASS_RB 128
+/* String flag, always with TPL_F_CLASS_RB (so String's checks, which exclude classes, exclude it): a
+ * Gem::Version, held as its normalised version text (@version: stripped, "-" as ".pre."): to_s and
+ * printing are the text; <=>, ==, sort, inspect and its methods are RubyGems' (stdlib/ruby/ruby.c
+ * gem_*). The bit is TPL_F_GROUP's, which only lists use. */
+#define TPL_F_GEMV_RB 16
 /* String flag: the exception a `rescue => e` bound, held as its message: the bytes after the message
  * are " (Class)" (stdlib/ruby/ruby.c r_any_begin; none: StandardError); class, is_a? and inspect read
  * it. The bit is TPL_F_NS's, which only maps use. */
@@ -274,6 +279,8 @@ static inline const tpl_value *tpl_range_params(tpl_value v)
 {
     return v.u.list->items + v.u.list->len;
 }
+/* A Gem::Version (TPL_F_GEMV_RB). */
+static inline bool tpl_is_gemv_rb(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_GEMV_RB) && (v.flags & TPL_F_CLASS_RB); }
 /* A range() held without its items (TPL_F_RANGE_BIG). */
 static inline bool tpl_is_big_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_BIG); }
 static inline bool tpl_has_big_range(const tpl_value *v, int n)

@@ -96,6 +96,8 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for nil:NilClass (NoMethodError)", (int)n, name);
     int len;
     const char *insp = inspect_short(vm, self, &len);
+    if (len && insp[0] == '#')   /* Ruby names the class only after an inspect that does not start with '#' */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s (NoMethodError)", (int)n, name, len, insp);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, len, insp, cls);
 }
 
@@ -167,6 +169,266 @@ static tpl_map *rb_map(tpl_vm *vm, uint32_t cap)
     return m;
 }
 
+/* ------------------------------------------------------------------ Gem::Version */
+
+/* RubyGems 3.3's Gem::Version (rubygems/version.rb, Ruby 3.1's), held as its @version text
+ * (TPL_F_GEMV_RB). Its segments are the runs of digits and of letters (`scan(/[0-9]+|[a-z]+/i)`);
+ * a number's digits are kept without leading zeros, so numbers of any size compare exactly. */
+enum { GEM_SEGS_MAX = 64 };
+typedef struct { const char *p; size_t n; bool str; } gem_seg;
+
+static bool gem_alpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+static bool gem_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* The segments of version text s (at most GEM_SEGS_MAX: -1 past it). */
+static int gem_segments(const char *s, size_t n, gem_seg *out)
+{
+    int k = 0;
+    for (size_t i = 0; i < n;) {
+        bool d = gem_digit((unsigned char)s[i]);
+        if (!d && !gem_alpha((unsigned char)s[i])) { i++; continue; }
+        size_t j = i;
+        while (j < n && (d ? gem_digit((unsigned char)s[j]) : gem_alpha((unsigned char)s[j]))) j++;
+        if (k == GEM_SEGS_MAX) return -1;
+        gem_seg g = { s + i, j - i, !d };
+        if (d) while (g.n > 1 && g.p[0] == '0') { g.p++; g.n--; }
+        out[k++] = g;
+        i = j;
+    }
+    return k;
+}
+
+static bool gem_zero(gem_seg g) { return !g.str && g.n == 1 && g.p[0] == '0'; }
+
+/* canonical_segments: the numeric segments before the first letters and the rest, each without
+ * its trailing zeros. */
+static int gem_canonical(const char *s, size_t n, gem_seg *out)
+{
+    int k = gem_segments(s, n, out), ss = 0, m = 0;
+    if (k < 0) return -1;
+    while (ss < k && !out[ss].str) ss++;
+    int e = ss;
+    while (e > 0 && gem_zero(out[e - 1])) e--;
+    for (int i = 0; i < e; i++) out[m++] = out[i];
+    int e2 = k;
+    while (e2 > ss && gem_zero(out[e2 - 1])) e2--;
+    for (int i = ss; i < e2; i++) out[m++] = out[i];
+    return m;
+}
+
+static int gem_seg_cmp(gem_seg a, gem_seg b)
+{
+    if (a.str != b.str) return a.str ? -1 : 1;   /* letters (a prerelease) sort before numbers */
+    if (!a.str && a.n != b.n) return a.n < b.n ? -1 : 1;
+    size_t m = a.n < b.n ? a.n : b.n;
+    int c = m ? memcmp(a.p, b.p, m) : 0;
+    return c ? (c < 0 ? -1 : 1) : (a.n < b.n ? -1 : a.n > b.n);
+}
+
+/* Gem::Version#<=> of two versions' texts. */
+static int gem_cmp(tpl_value a, tpl_value b)
+{
+    if (a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0) return 0;
+    gem_seg x[GEM_SEGS_MAX], y[GEM_SEGS_MAX];
+    int nx = gem_canonical(a.u.s, a.len, x), ny = gem_canonical(b.u.s, b.len, y);
+    int lim = nx > ny ? nx : ny;
+    static const gem_seg zero = { "0", 1, false };
+    for (int i = 0; i < lim; i++) {
+        int c = gem_seg_cmp(i < nx ? x[i] : zero, i < ny ? y[i] : zero);
+        if (c) return c;
+    }
+    return 0;
+}
+
+static bool gem_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static bool gem_alnum(unsigned char c) { return gem_digit(c) || gem_alpha(c); }
+
+/* Gem::Version.correct?: ANCHORED_VERSION_PATTERN,
+ * /\A\s*([0-9]+(?>\.[0-9a-zA-Z]+)*(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?)?\s*\z/. */
+static bool gem_correct(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && gem_space((unsigned char)s[i])) i++;
+    if (i < n && gem_digit((unsigned char)s[i])) {
+        while (i < n && gem_digit((unsigned char)s[i])) i++;
+        while (i + 1 < n && s[i] == '.' && gem_alnum((unsigned char)s[i + 1])) {
+            i++;
+            while (i < n && gem_alnum((unsigned char)s[i])) i++;
+        }
+        if (i + 1 < n && s[i] == '-' && (gem_alnum((unsigned char)s[i + 1]) || s[i + 1] == '-')) {
+            i++;
+            while (i < n && (gem_alnum((unsigned char)s[i]) || s[i] == '-')) i++;
+            while (i + 1 < n && s[i] == '.' && (gem_alnum((unsigned char)s[i + 1]) || s[i + 1] == '-')) {
+                i++;
+                while (i < n && (gem_alnum((unsigned char)s[i]) || s[i] == '-')) i++;
+            }
+        }
+    }
+    while (i < n && gem_space((unsigned char)s[i])) i++;
+    return i == n;
+}
+
+/* Gem::Version.new(v): v's to_s checked by correct? (ArgumentError), stripped, "-" as ".pre.", a
+ * blank one "0". */
+static int gem_new(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (tpl_is_gemv_rb(v)) { *out = v; return 0; }
+    if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF)   /* (RubyGems warns and makes "") */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Gem::Version.new(nil) (RubyGems deprecates nil versions)");
+    tpl_value s = v.type == TPL_T_STR && !(v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB)) ? v : str_of(vm, v);
+    if (!s.u.s && s.len) return oom(vm);
+    if (!gem_correct(s.u.s, s.len)) {
+        int len = s.len > 200 ? 200 : (int)s.len;
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Malformed version number string %.*s (ArgumentError)", len, s.u.s);
+    }
+    size_t a = 0, e = s.len;
+    while (a < e && gem_space((unsigned char)s.u.s[a])) a++;
+    while (e > a && gem_space((unsigned char)s.u.s[e - 1])) e--;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    if (a == e) tpl_sb_putc(&b, '0');
+    for (size_t i = a; i < e; i++) {
+        if (s.u.s[i] == '-') tpl_sb_puts(&b, ".pre.");
+        else tpl_sb_putc(&b, s.u.s[i]);
+    }
+    if (!b.p) return oom(vm);
+    gem_seg segs[GEM_SEGS_MAX];
+    if (gem_segments(b.p, b.len, segs) < 0)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Gem::Version of more than %d segments", GEM_SEGS_MAX);
+    *out = tpl_v_str(b.p, b.len);
+    out->flags = TPL_F_CLASS_RB | TPL_F_GEMV_RB;
+    return 0;
+}
+
+/* A version's segment as a Ruby value: an Integer (a BIGINT past int64) or a String. */
+static int gem_seg_value(tpl_vm *vm, gem_seg g, tpl_value *out)
+{
+    if (g.str) { *out = tpl_v_str(g.p, g.n); return 0; }
+    if (g.n <= 18) {
+        int64_t x = 0;
+        for (size_t i = 0; i < g.n; i++) x = x * 10 + (g.p[i] - '0');
+        *out = tpl_v_int(x);
+        return 0;
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Gem::Version segment past 18 digits");
+}
+
+/* release and bump: the segments before the first letters (`segments.pop while segments.any? { |s|
+ * String === s }`), for bump without the last one when there are several and the new last plus 1,
+ * joined by "." as a new version; release of a version without letters is itself. */
+static int gem_derive(tpl_vm *vm, tpl_value v, bool bump, tpl_value *out)
+{
+    gem_seg s[GEM_SEGS_MAX];
+    int k = gem_segments(v.u.s, v.len, s), ss = 0;
+    while (ss < k && !s[ss].str) ss++;
+    if (!bump && ss == k) { *out = v; return 0; }
+    k = ss;
+    if (bump && k > 1) k--;
+    if (bump && k == 0)   /* segments[-1] of an empty list is nil: nil.succ */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `succ' for nil:NilClass (NoMethodError)");
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_sb_puts(&b, "");
+    for (int i = 0; i < k; i++) {
+        if (i) tpl_sb_putc(&b, '.');
+        if (bump && i == k - 1) {   /* Integer#succ on the digits */
+            char d[48];
+            size_t n = s[i].n;
+            if (n + 1 >= sizeof d)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Gem::Version segment past 46 digits");
+            memcpy(d + 1, s[i].p, n);
+            d[0] = '0';
+            size_t j = n;
+            while (d[j] == '9') d[j--] = '0';
+            d[j]++;
+            tpl_sb_put(&b, d[0] == '0' ? d + 1 : d, d[0] == '0' ? n : n + 1);
+        } else
+            tpl_sb_put(&b, s[i].p, s[i].n);
+    }
+    if (!b.p) return oom(vm);
+    return gem_new(vm, tpl_v_str(b.p, b.len), out);
+}
+
+/* The methods of a Gem::Version (self) and of the class (Gem::Version.new, .create, .correct?).
+ * 1: not one of them. */
+static int gem_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    if (!tpl_is_gemv_rb(self)) {   /* the class */
+        if ((IS("new") || IS("create")) && npos == 1) {
+            if (IS("create") && (args[0].type == TPL_T_NONE || args[0].type == TPL_T_UNDEF)) { *out = tpl_v_none(); return 0; }
+            return gem_new(vm, args[0], out);
+        }
+        if (IS("correct?") && npos == 1) {
+            if (args[0].type == TPL_T_NONE || args[0].type == TPL_T_UNDEF)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Gem::Version.correct?(nil) (RubyGems deprecates nil versions)");
+            tpl_value s = str_of(vm, args[0]);
+            *out = tpl_v_bool(gem_correct(s.u.s, s.len));
+            return 0;
+        }
+        return 1;
+    }
+    if (npos == 0 && (IS("to_s") || IS("version"))) { *out = tpl_v_str(self.u.s, self.len); return 0; }
+    if (npos == 0 && IS("prerelease?")) {
+        bool p = false;
+        for (uint32_t i = 0; i < self.len && !p; i++) p = gem_alpha((unsigned char)self.u.s[i]);
+        *out = tpl_v_bool(p);
+        return 0;
+    }
+    if (npos == 0 && (IS("segments") || IS("canonical_segments"))) {
+        gem_seg s[GEM_SEGS_MAX];
+        int k = IS("segments") ? gem_segments(self.u.s, self.len, s) : gem_canonical(self.u.s, self.len, s);
+        tpl_list *l = new_list(vm, k > 0 ? (uint32_t)k : 1);
+        if (!l) return oom(vm);
+        for (int i = 0; i < k; i++)
+            if (gem_seg_value(vm, s[i], &l->items[l->len++]) < 0) return -1;
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    if (npos == 0 && IS("release")) return gem_derive(vm, self, false, out);
+    if (npos == 0 && IS("bump")) return gem_derive(vm, self, true, out);
+    if (npos == 1 && IS("<=>")) {
+        tpl_value o = args[0];
+        if (o.type == TPL_T_STR && !(o.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL)) && gem_correct(o.u.s, o.len)) {
+            if (gem_new(vm, o, &o) < 0) return -1;
+        }
+        *out = tpl_is_gemv_rb(o) ? tpl_v_int(gem_cmp(self, o)) : tpl_v_none();
+        return 0;
+    }
+    if (npos == 1 && IS("eql?")) {
+        tpl_value o = args[0];
+        *out = tpl_v_bool(tpl_is_gemv_rb(o) && o.len == self.len && memcmp(o.u.s, self.u.s, self.len) == 0);
+        return 0;
+    }
+    return 1;
+#undef IS
+}
+
+/* A Gem::Version compared with o by Comparable (<=> with a version, or a String correct? reads as
+ * one): *ok false when <=> is nil. */
+static int gem_cmp_any(tpl_value a, tpl_value o, bool *ok)
+{
+    *ok = false;
+    if (tpl_is_gemv_rb(o)) { *ok = true; return gem_cmp(a, o); }
+    if (o.type == TPL_T_STR && !(o.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL)) && gem_correct(o.u.s, o.len)) {
+        /* the String as Gem::Version.new reads it (stripped, "-" as ".pre.", blank "0") */
+        char buf[512];
+        size_t a0 = 0, e = o.len, k = 0;
+        while (a0 < e && gem_space((unsigned char)o.u.s[a0])) a0++;
+        while (e > a0 && gem_space((unsigned char)o.u.s[e - 1])) e--;
+        if (a0 == e) buf[k++] = '0';
+        for (size_t i = a0; i < e; i++) {
+            if (k + 6 > sizeof buf) return 0;
+            if (o.u.s[i] == '-') { memcpy(buf + k, ".pre.", 5); k += 5; } else buf[k++] = o.u.s[i];
+        }
+        gem_seg t[GEM_SEGS_MAX];
+        if (gem_segments(buf, k, t) < 0) return 0;
+        *ok = true;
+        return gem_cmp(a, tpl_v_str(buf, k));
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ equality and ordering */
 
 /* Containers nested deeper than this compare unequal (rb_equal_rec) or not at all (rb_cmp):
@@ -189,6 +451,12 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
     case TPL_T_NONE: return true;
     case TPL_T_BOOL: return a.u.i == b.u.i;
     case TPL_T_STR:
+        if (tpl_is_gemv_rb(a)) {   /* Comparable#==: <=> is 0 (a String correct? reads as a version) */
+            bool ok;
+            int c = gem_cmp_any(a, b, &ok);
+            return ok && c == 0;
+        }
+        if (tpl_is_gemv_rb(b)) return false;
         if ((a.flags | b.flags) & TPL_F_EXC_RB) {   /* a rescued exception equals only the same class and message */
             if (!(a.flags & b.flags & TPL_F_EXC_RB)) return false;
             tpl_value ca = tpl_rb_exc_class(a), cb = tpl_rb_exc_class(b);
@@ -265,6 +533,11 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
         if (a.type != TPL_T_FLOAT && b.type == TPL_T_FLOAT) return tpl_cmp_int_float(a.u.i, y); /* exact, as Integer#<=> */
         if (a.type == TPL_T_FLOAT && b.type != TPL_T_FLOAT) return -tpl_cmp_int_float(b.u.i, x);
         return x < y ? -1 : x > y;
+    }
+    if (tpl_is_gemv_rb(a)) return gem_cmp_any(a, b, ok);
+    if (tpl_is_gemv_rb(b)) {   /* String#<=> asks the other side (rb_invcmp); nothing else compares with one */
+        if (a.type != TPL_T_STR || (a.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) { *ok = false; return 0; }
+        return -gem_cmp_any(b, a, ok);
     }
     if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
         size_t m = a.len < b.len ? a.len : b.len;
@@ -565,7 +838,9 @@ static long rx_search(tpl_vm *vm, OnigRegex re, tpl_value s, size_t from, OnigRe
 static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
 {
     switch (v.type) {
-    case TPL_T_STR: k[0] = TPL_BK_RSTR; return 1;
+    case TPL_T_STR:
+        if (tpl_is_gemv_rb(v)) return 0;   /* (its methods: gem_method, then Object's) */
+        k[0] = TPL_BK_RSTR; return 1;
     case TPL_T_INT: case TPL_T_FLOAT: k[0] = TPL_BK_RNUM; return 1;
     case TPL_T_LIST:
         if (v.flags & TPL_F_MATCH_RB) { k[0] = TPL_BK_RMATCH; return 1; }
@@ -1947,6 +2222,11 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         tpl_rb_inspect(&b, self);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s (NoMethodError)", (int)n, name, (int)b.len, b.p ? b.p : "");
     }
+    if (tpl_is_gemv_rb(self) || (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 12 &&
+                                 memcmp(self.u.s, "Gem::Version", 12) == 0 && nkw == 0 && !tpl_vm_block(vm).pc)) {
+        int rc = nkw || tpl_vm_block(vm).pc ? 1 : gem_method(vm, self, name, n, args, npos, out);
+        if (rc <= 0) return rc;
+    }
     if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 6 && memcmp(self.u.s, "Regexp", 6) == 0 &&
         ((n == 6 && memcmp(name, "escape", 6) == 0) || (n == 5 && memcmp(name, "quote", 5) == 0)) && npos == 1 && nkw == 0)
         return regexp_escape(vm, args[0], out);
@@ -1979,7 +2259,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if (nkw == 0 && !tpl_vm_block(vm).pc) {
         int rc = operator_method(vm, self, name, n, args, npos, out);
         if (rc <= 0) return rc;
-        if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB)) {
+        if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && !tpl_is_gemv_rb(self)) {
             rc = class_method(vm, self, name, n, args, npos, out);
             if (rc <= 0) return rc;
         }
@@ -2346,6 +2626,12 @@ int r_any_eqq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value p = a[0], v = a[1];
     if (is_range(p)) { *out = tpl_v_bool(range_cover(p, v)); return 0; }
+    if (tpl_is_gemv_rb(p)) {   /* Object#===: == (Comparable's) */
+        bool ok;
+        int c = gem_cmp_any(p, v, &ok);
+        *out = tpl_v_bool(ok && c == 0);
+        return 0;
+    }
     if (p.type == TPL_T_STR && (p.flags & TPL_F_CLASS_RB)) { *out = tpl_v_bool(is_a(v, p)); return 0; }
     if (p.type == TPL_T_STR && (p.flags & TPL_F_REGEX_RB)) {   /* Regexp#===: sets $~ */
         if (v.type != TPL_T_STR || (v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) {
@@ -2746,7 +3032,12 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
         for (int i = 0; i < nk && !ok; i++)
             ok = tpl_vm_method_find(vm, k[i], name, n) >= 0 && (k[i] != TPL_BK_RARR || is_array(self) || enumerable(name, n));
         ok = ok || tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0 || operator_known(self, name, n);
-        if (!ok && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB))
+        if (tpl_is_gemv_rb(self)) {   /* its own methods (gem_method), Comparable's and Object's */
+            static const char *const gm[] = { "to_s", "version", "prerelease?", "segments", "canonical_segments", "release",
+                "bump", "<=>", "eql?", "<", "<=", ">", ">=", "==", "between?", "clamp", NULL };
+            ok = tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0;
+            for (int i = 0; gm[i] && !ok; i++) ok = strlen(gm[i]) == n && memcmp(gm[i], name, n) == 0;
+        } else if (!ok && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB))
             ok = (n == 4 && memcmp(name, "name", 4) == 0) || (n == 3 && memcmp(name, "new", 3) == 0);
     }
     *out = tpl_v_bool(ok);
@@ -5057,6 +5348,20 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, t
     if (a.type == TPL_T_HOST) { /* a Ruby object's own <, <=, >, >= (Comparable) */
         int rc = host_op(vm, a, op, b, out);
         if (rc <= 0) return rc < 0 ? -1 : 1;
+    }
+    if (tpl_is_gemv_rb(a)) {   /* Comparable's operators on Gem::Version#<=> */
+        bool ok;
+        int c = gem_cmp_any(a, b, &ok);
+        if (!ok) return cmp_fail(vm, a, b);
+        *out = tpl_v_bool(op[1] == '=' ? (op[0] == '<' ? c <= 0 : c >= 0) : (op[0] == '<' ? c < 0 : c > 0));
+        return 1;
+    }
+    if (tpl_is_gemv_rb(b) && a.type == TPL_T_STR && !(a.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) {
+        bool ok;   /* String's Comparable: String#<=> asks the version (rb_invcmp) */
+        int c = -gem_cmp_any(b, a, &ok);
+        if (!ok) return cmp_fail(vm, a, b);
+        *out = tpl_v_bool(op[1] == '=' ? (op[0] == '<' ? c <= 0 : c >= 0) : (op[0] == '<' ? c < 0 : c > 0));
+        return 1;
     }
     bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
