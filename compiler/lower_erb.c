@@ -77,6 +77,8 @@ typedef struct erb_low {
     uint32_t exc_slot;      /* in a rescue clause's body: the slot of its caught [ok, value, e, class, message] + 1 */
     uint32_t retry_to;      /* in a rescue clause's body: where its begin starts again (retry) + 1 */
     erb_loop *retry_loop;   /* the loop context of that clause (retry inside a block or loop of it is refused) */
+    tpl_node *loop_stop;    /* the `loop` call lowered inside its own StopIteration rescue (loop_)
+                             * now: not wrapped again */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -1649,6 +1651,28 @@ static void call(erb_low *L, tpl_node *n, bool used)
         tpl_c_emit(C, TPL_OP_HOST_CALL, tpl_c_const(C, n->val), 1 - argw_count(w));
         tpl_c_word(C, w);
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
+    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "loop") && !used && L->loop_stop != n) {
+        /* Kernel#loop rescues StopIteration (an Enumerator's next past its end) and ends: as a
+         * statement, `begin; loop do ... end; rescue StopIteration; end` (as a value its result
+         * would be the exception's: tpl lets the error through) */
+        tpl_node *stmts = tpl_node_new(tpl_c_arena(C), TPL_N_RSTMTS, n->off);
+        tpl_node *cls = tpl_node_new(tpl_c_arena(C), TPL_N_RCONSTNAME, n->off);
+        tpl_node *res = tpl_node_new(tpl_c_arena(C), TPL_N_RRESCUE, n->off);
+        tpl_node *beg = tpl_node_new(tpl_c_arena(C), TPL_N_RBEGIN, n->off);
+        if (!stmts || !cls || !res || !beg) { tpl_c_nomem(C, n->off); return; }
+        stmts->b = n;
+        cls->val = tpl_v_str("StopIteration", 13);
+        res->a = cls;
+        beg->a = stmts;
+        beg->b = res;
+        tpl_node *save = L->loop_stop, *save_next = n->next;
+        L->loop_stop = n;
+        n->next = NULL;
+        begin_(L, beg, false);
+        n->next = save_next;
+        L->loop_stop = save;
         return;
     }
     if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "loop")) {

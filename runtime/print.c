@@ -629,6 +629,23 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
         break;
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
+        if (v.flags & TPL_F_ENUM_RB) {   /* Enumerator#inspect: #<Enumerator: [1, 2]:each_slice(2)> */
+            const tpl_value *x = l->items + l->len;
+            tpl_sb_puts(b, "#<Enumerator: ");
+            rb_inspect(b, x[0], w);
+            tpl_sb_putc(b, ':');
+            tpl_sb_put(b, x[1].u.s, x[1].len);
+            if (x[2].u.list->len) {
+                tpl_sb_putc(b, '(');
+                for (uint32_t i = 0; i < x[2].u.list->len; i++) {
+                    if (i) tpl_sb_puts(b, ", ");
+                    rb_inspect(b, x[2].u.list->items[i], w);
+                }
+                tpl_sb_putc(b, ')');
+            }
+            tpl_sb_putc(b, '>');
+            break;
+        }
         if ((v.flags & TPL_F_MATCH_RB) && l->len >= 5) {   /* MatchData#inspect: #<MatchData "ab" 1:"b" x:nil> */
             const tpl_value s = l->items[0];
             const tpl_list *names = l->items[2].type == TPL_T_LIST ? l->items[2].u.list : NULL;
@@ -1113,7 +1130,7 @@ static int rb_json(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, int depth
         if (!(v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) { json_str(b, v.u.s, v.len, &o); return 0; }
         break;
     case TPL_T_LIST:
-        if (v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)) break;
+        if (v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB)) break;
         if (jo->max_nesting && depth >= jo->max_nesting) return 2;
         if (depth >= TPL_RB_JSON_DEPTH) return 4;
         tpl_sb_putc(b, '[');

@@ -176,6 +176,12 @@ enum { TPL_RANGE_ITEMS_MAX = 10000000 }; /* a range of more items is a TPL_F_RAN
  * never carry it out of a render (constants, the state, .tplb). The bit is TPL_F_CLASS_RB's, which
  * only strings use. */
 #define TPL_F_MUT_RB 128
+/* List flag: a Ruby Enumerator (a blockless each, each_slice(n), times, map, ...: stdlib/ruby/ruby.c
+ * enum_wrap): its items are the values it yields, so Enumerable's methods read them as an Array's;
+ * past them (cap == len + TPL_ENUM_EXTRA) its receiver, method name (a string), arguments (a list)
+ * and the position of next/peek (an int). The bit is TPL_F_NS's, which only maps use. */
+#define TPL_F_ENUM_RB 4
+enum { TPL_ENUM_EXTRA = 4 };
 /* List and map flag: a frozen Ruby Array or Hash (.freeze): a change raises FrozenError. The bit is
  * TPL_F_SAFE's, which only strings use. */
 #define TPL_F_FROZEN_CT_RB 1
@@ -279,6 +285,8 @@ static inline const tpl_value *tpl_range_params(tpl_value v)
 {
     return v.u.list->items + v.u.list->len;
 }
+/* A Ruby Enumerator (TPL_F_ENUM_RB). */
+static inline bool tpl_is_enum_rb(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_ENUM_RB); }
 /* A Gem::Version (TPL_F_GEMV_RB). */
 static inline bool tpl_is_gemv_rb(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_GEMV_RB) && (v.flags & TPL_F_CLASS_RB); }
 /* A range() held without its items (TPL_F_RANGE_BIG). */

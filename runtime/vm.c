@@ -3093,9 +3093,16 @@ static inline __attribute__((always_inline)) int print_py_op(tpl_vm *vm, const t
 }
 
 /* PRINT_RB of v. 0 or -1 (unlocated error). */
+/* An Enumerator's to_s is Kernel#to_s, its address: tpl's refusal. */
+static int enum_to_s_error(tpl_vm *vm)
+{
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: an Enumerator's to_s (Ruby prints its address; inspect it or take its items)");
+}
+
 static int print_rb_op(tpl_vm *vm, tpl_value v)
 {
     if (v.type == TPL_T_STR) return out_put(vm, v.u.s, v.len) < 0 ? -1 : 0;
+    if (tpl_is_enum_rb(v)) return enum_to_s_error(vm);
     tpl_sb b;
     tpl_sb_init(&b, &vm->arena);
     tpl_rb_to_s(&b, v);
@@ -4089,7 +4096,10 @@ top:
         tpl_value *args = sp - a;
         tpl_sb b;
         tpl_sb_init(&b, &vm->arena);
-        for (uint32_t i = 0; i < a; i++) tpl_rb_to_s(&b, args[i]);
+        for (uint32_t i = 0; i < a; i++) {
+            if (tpl_is_enum_rb(args[i])) { enum_to_s_error(vm); goto fail; }
+            tpl_rb_to_s(&b, args[i]);
+        }
         if (b.failed) { tpl_vm_sb_error(vm, &b, "while getting the repr of an object"); goto fail; }
         sp = args;
         *sp++ = tpl_sb_value(&b);
@@ -4678,7 +4688,7 @@ top:
     CASE(UNPACK_RB) {
         tpl_value v = *--sp;
         STACK_CHECK(a);
-        bool arr = v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB));
+        bool arr = v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB));
         for (uint32_t i = 0; i < a; i++)
             sp[i] = arr ? (i < v.u.list->len ? v.u.list->items[i] : tpl_v_none()) : (i == 0 ? v : tpl_v_none());
         sp += a;
@@ -5064,7 +5074,7 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     if (vm->stack_top + np + vm->p->max_stack > vm->stack_cap)
         return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
     tpl_value *st = vm->stack + vm->stack_top;
-    if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) {
+    if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB))) {
         tpl_list *l = args[0].u.list;
         for (uint32_t i = 0; i < np; i++) st[i] = i < l->len ? l->items[i] : tpl_v_none();
     } else {

@@ -27,7 +27,7 @@ static void mcpy_items(tpl_value *d, size_t di, const tpl_value *s, size_t si, s
 static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }
 
 static bool is_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_RB); }
-static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)); }
+static bool is_array(tpl_value v) { return v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB)); }
 static bool is_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_FLOAT; }
 static bool plain_num(tpl_value v);
 static double dbl(tpl_value v)
@@ -587,7 +587,7 @@ static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth)
         if (rc < 0) return -1;
         if (rc == 0 && d.type != TPL_T_HOST) return enum_items(vm, d, out, meth);
     }
-    if (is_array(v)) { *out = v.u.list; return 0; }
+    if (is_array(v) || tpl_is_enum_rb(v)) { *out = v.u.list; return 0; }   /* (an Enumerator: the items it yields) */
     if (is_range(v)) return range_list(vm, v, out);
     if (v.type == TPL_T_MAP) {
         tpl_map *m = v.u.map;
@@ -844,6 +844,7 @@ static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
     case TPL_T_INT: case TPL_T_FLOAT: k[0] = TPL_BK_RNUM; return 1;
     case TPL_T_LIST:
         if (v.flags & TPL_F_MATCH_RB) { k[0] = TPL_BK_RMATCH; return 1; }
+        if (v.flags & TPL_F_ENUM_RB) { k[0] = TPL_BK_RARR; return 1; }   /* (Enumerable's methods only) */
         if (v.flags & TPL_F_RANGE_RB) { k[0] = TPL_BK_RRANGE; k[1] = TPL_BK_RARR; return 2; }
         k[0] = TPL_BK_RARR; return 1;
     case TPL_T_MAP: k[0] = TPL_BK_RHASH; k[1] = TPL_BK_RARR; return 2;
@@ -1132,8 +1133,102 @@ static bool bang_name(const char *name, size_t n)
  * (the block may change the array: the method's own loop never reads past what it allocated); and a
  * result that shares storage with the receiver or an argument, where Ruby answers a new object (dup,
  * a sort or uniq that changed nothing), is copied, so changing one never changes the other. */
+/* ------------------------------------------------------------------ Enumerator */
+
+/* The methods that answer an Enumerator without a block (Ruby's RETURN_SIZED_ENUMERATOR) and whose
+ * blockless result in tpl is the list of the values the Enumerator yields. */
+static bool enum_maker(tpl_value self, const char *name, size_t n)
+{
+    static const char *const arr[] = { "each", "each_with_index", "each_slice", "each_cons", "map", "collect", "each_entry",
+        "reverse_each", "filter_map", "with_index", "each_pair", NULL };
+    static const char *const num[] = { "times", "upto", "downto", NULL };
+    static const char *const str[] = { "each_char", NULL };
+    const char *const *names = self.type == TPL_T_INT ? num : self.type == TPL_T_STR ? str
+                             : self.type == TPL_T_LIST || self.type == TPL_T_MAP ? arr : NULL;
+    if (self.type == TPL_T_STR && (self.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) return false;
+    for (int i = 0; names && names[i]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    return false;
+}
+
+/* The Enumerator self.name(args) over the items it yields (TPL_F_ENUM_RB). */
+static int enum_wrap(tpl_vm *vm, tpl_value self, const char *name, size_t n, const tpl_value *args, int npos, const tpl_list *items,
+                     tpl_value *out)
+{
+    tpl_list *l = new_list(vm, items->len + TPL_ENUM_EXTRA);
+    tpl_list *al = new_list(vm, npos ? (uint32_t)npos : 1);
+    char *nm = tpl_arena_strdup(A(vm), name, n);
+    if (!l || !al || !nm) return oom(vm);
+    mcpy_items(l->items, 0, items->items, 0, items->len);
+    l->len = items->len;
+    l->cap = l->len;   /* (a push copies it first: the extra values stay) */
+    for (int i = 0; i < npos; i++) al->items[al->len++] = args[i];
+    tpl_value *x = l->items + l->len;
+    x[0] = self;
+    x[1] = tpl_v_str(nm, n);
+    x[2] = tpl_v_list(al);
+    x[3] = tpl_v_int(0);
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_ENUM_RB;
+    return 0;
+}
+
+/* An Enumerator's own methods (external iteration: next, peek, rewind; size; each with a block answers
+ * what the method it stands for answers). 1: not one of them. */
+static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    tpl_list *l = self.u.list;
+    tpl_value *x = l->items + l->len;
+    if (npos) return 1;
+    if (IS("next") || IS("peek")) {
+        if (x[3].u.i >= (int64_t)l->len) return tpl_vm_error(vm, TPL_ERR_TYPE, "iteration reached an end (StopIteration)");
+        *out = l->items[x[3].u.i];
+        if (IS("next")) x[3].u.i++;
+        return 0;
+    }
+    if (IS("rewind")) { x[3].u.i = 0; *out = self; return 0; }
+    if (IS("size")) {
+        bool known = !(x[1].len == 10 && memcmp(x[1].u.s, "filter_map", 10) == 0);
+        *out = known ? tpl_v_int(l->len) : tpl_v_none();
+        return 0;
+    }
+    if (IS("to_s")) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: an Enumerator's to_s (Ruby prints its address; inspect it or take its items)");
+    return 1;
+#undef IS
+}
+
+static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                           const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    bool blk = tpl_vm_block(vm).pc != 0;
+    if (tpl_is_enum_rb(self) && nkw == 0 && !blk) {
+        int rc = enum_method(vm, self, name, n, npos, out);
+        if (rc <= 0) return rc;
+    }
+    if (blk || nkw || !enum_maker(self, name, n)) {
+        int rc = rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
+        /* each with a block on an Enumerator of an each: what that each answers (its receiver) */
+        if (rc == 0 && blk && tpl_is_enum_rb(self) && out->type == TPL_T_LIST && out->u.list == self.u.list) {
+            tpl_value *x = self.u.list->items + self.u.list->len;
+            bool mapping = (x[1].len == 3 && memcmp(x[1].u.s, "map", 3) == 0) || (x[1].len == 7 && memcmp(x[1].u.s, "collect", 7) == 0) ||
+                           (x[1].len == 10 && (memcmp(x[1].u.s, "filter_map", 10) == 0 || memcmp(x[1].u.s, "with_index", 10) == 0));
+            if (mapping) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: each with a block on an Enumerator of %.*s", (int)x[1].len, x[1].u.s);
+            *out = x[0];
+        }
+        return rc;
+    }
+    tpl_value r;
+    if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, &r) < 0) return -1;
+    if (r.type != TPL_T_LIST || (r.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) { *out = r; return 0; }
+    return enum_wrap(vm, self, name, n, args, npos, r.u.list, out);
+}
+
+static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                           const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
     /* (apply) spreads its arguments into a call of the method named, which guards */
     bool guard = is_mut(self) && !(n == 7 && memcmp(name, "(apply)", 7) == 0);
@@ -1833,7 +1928,7 @@ static int yaml_scalar(yaml_w *w, tpl_value v, bool key, int indent)
 static bool yaml_empty_or_scalar(tpl_value v)
 {
     if (v.type == TPL_T_MAP) return v.u.map->len == 0;
-    if (v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) return v.u.list->len == 0;
+    if (v.type == TPL_T_LIST && !(v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB))) return v.u.list->len == 0;
     return true;
 }
 
@@ -2400,11 +2495,14 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
 /* rb_send_impl's path for a receiver without flags, no block and no keywords, when neither
  * operator_method (operator names only) nor the `call` object takes it: its type's kind, a Hash's
  * own methods before Array's (those run on the items: not plain), then Kernel's. */
+static bool enum_maker(tpl_value self, const char *name, size_t n);
+
 int tpl_rb_plain_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, const void **except)
 {
     *except = NULL;
     if (self.flags || n == 0 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
         return -1;
+    if (enum_maker(self, name, n)) return -1;   /* (blockless: an Enumerator, tpl_rb_send) */
     tpl_builtin_kind k;
     switch (self.type) {
     case TPL_T_STR: k = TPL_BK_RSTR; break;
@@ -5954,7 +6052,7 @@ int r_any_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * lowering's changing methods, as <<). */
 int r_arr_replace(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[1].type != TPL_T_LIST || (a[1].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)))
+    if (a[1].type != TPL_T_LIST || (a[1].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB)))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Array (TypeError)", tpl_rb_class_name(a[1]));
     tpl_list *src = a[1].u.list;
     uint32_t n = src->len;
