@@ -1130,7 +1130,8 @@ static int rb_json(tpl_sb *b, tpl_value v, const tpl_rb_json_opts *jo, int depth
         if (!(v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) { json_str(b, v.u.s, v.len, &o); return 0; }
         break;
     case TPL_T_LIST:
-        if (v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB)) break;
+        if (v.flags & TPL_F_ENUM_RB) return 5;   /* (its to_s, Kernel#to_s, is its address) */
+        if (v.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB)) break;
         if (jo->max_nesting && depth >= jo->max_nesting) return 2;
         if (depth >= TPL_RB_JSON_DEPTH) return 4;
         tpl_sb_putc(b, '[');

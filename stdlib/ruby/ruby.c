@@ -464,6 +464,7 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
         }
         return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
     case TPL_T_LIST:
+        if ((a.flags | b.flags) & TPL_F_ENUM_RB) return a.u.list == b.u.list;   /* an Enumerator: Object#== */
         if ((a.flags & TPL_F_RANGE_RB) != (b.flags & TPL_F_RANGE_RB) || a.u.list->len != b.u.list->len) return false;
         if (a.u.list == b.u.list) return true; /* Ruby's rb_equal: identical objects are == */
         if (!tpl_fuel_charge(fuel, a.u.list->len)) return -1;
@@ -579,6 +580,8 @@ static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b)
 static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out);
 
 /* Items of an Enumerable receiver: array items, hash [k, v] pairs, range members. */
+static int enum_live(tpl_vm *vm, tpl_value e, tpl_list **out);
+
 static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth)
 {
     if (v.type == TPL_T_HOST) { /* a host object: its plain data (an Enumerable's to_a, a hash) */
@@ -587,7 +590,8 @@ static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth)
         if (rc < 0) return -1;
         if (rc == 0 && d.type != TPL_T_HOST) return enum_items(vm, d, out, meth);
     }
-    if (is_array(v) || tpl_is_enum_rb(v)) { *out = v.u.list; return 0; }   /* (an Enumerator: the items it yields) */
+    if (tpl_is_enum_rb(v)) return enum_live(vm, v, out);   /* an Enumerator: the items it yields */
+    if (is_array(v)) { *out = v.u.list; return 0; }
     if (is_range(v)) return range_list(vm, v, out);
     if (v.type == TPL_T_MAP) {
         tpl_map *m = v.u.map;
@@ -1173,14 +1177,45 @@ static int enum_wrap(tpl_vm *vm, tpl_value self, const char *name, size_t n, con
     return 0;
 }
 
+static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                           const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+
+/* Whether an Enumerator's receiver may have changed since it was made: an Array or Hash this render
+ * changes in place (TPL_F_MUT_RB), or an Enumerator over one. */
+static bool enum_src_mut(tpl_value v, int depth)
+{
+    if (depth > 8) return true;
+    if (tpl_is_enum_rb(v)) return enum_src_mut(v.u.list->items[v.u.list->len], depth + 1);
+    return (v.type == TPL_T_LIST || v.type == TPL_T_MAP) && (v.flags & TPL_F_MUT_RB);
+}
+
+/* The items an Enumerator yields now: Ruby's runs its method again on the receiver as it is, so one
+ * over a changed Array or Hash sees the change (its method called again, without a block). */
+static int enum_live(tpl_vm *vm, tpl_value e, tpl_list **out)
+{
+    tpl_list *l = e.u.list;
+    const tpl_value *x = l->items + l->len;
+    if (!enum_src_mut(x[0], 0)) { *out = l; return 0; }
+    tpl_rb_block save = tpl_vm_set_block(vm, (tpl_rb_block){ 0 });
+    tpl_value r;
+    int rc = rb_send_guarded(vm, x[0], x[1].u.s, x[1].len, x[2].u.list->items, (int)x[2].u.list->len, NULL, NULL, 0, &r);
+    tpl_vm_set_block(vm, save);
+    if (rc < 0) return -1;
+    if (r.type != TPL_T_LIST) { *out = l; return 0; }
+    *out = r.u.list;
+    return 0;
+}
+
 /* An Enumerator's own methods (external iteration: next, peek, rewind; size; each with a block answers
  * what the method it stands for answers). 1: not one of them. */
 static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
-    tpl_list *l = self.u.list;
-    tpl_value *x = l->items + l->len;
+    tpl_value *x = self.u.list->items + self.u.list->len;
+    if (IS("join")) return no_method(vm, self, name, n);   /* (Array's, not Enumerable's) */
     if (npos) return 1;
+    tpl_list *l;
+    if ((IS("next") || IS("peek") || IS("size")) && enum_live(vm, self, &l) < 0) return -1;
     if (IS("next") || IS("peek")) {
         if (x[3].u.i >= (int64_t)l->len) return tpl_vm_error(vm, TPL_ERR_TYPE, "iteration reached an end (StopIteration)");
         *out = l->items[x[3].u.i];
@@ -1197,9 +1232,6 @@ static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, i
     return 1;
 #undef IS
 }
-
-static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
-                           const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
 
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
@@ -1500,6 +1532,8 @@ static int rb_json_value(tpl_vm *vm, tpl_value v, const tpl_rb_json_opts *jo, tp
     if (r == 2)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "nesting of %lld is too deep (JSON::NestingError)", (long long)jo->max_nesting);
     if (r == 3) return -1;
+    if (r == 5)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: an Enumerator's to_json (Ruby writes its address)");
     if (r == 4)
         return tpl_vm_error(vm, TPL_ERR_LIMIT, "JSON nesting past %d levels (tpl's limit)", TPL_RB_JSON_DEPTH);
     if (b.failed) return oom(vm);
@@ -3130,6 +3164,10 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
         for (int i = 0; i < nk && !ok; i++)
             ok = tpl_vm_method_find(vm, k[i], name, n) >= 0 && (k[i] != TPL_BK_RARR || is_array(self) || enumerable(name, n));
         ok = ok || tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0 || operator_known(self, name, n);
+        if (tpl_is_enum_rb(self) && !ok)   /* its own methods (enum_method) */
+            ok = (n == 4 && (memcmp(name, "next", 4) == 0 || memcmp(name, "peek", 4) == 0 || memcmp(name, "size", 4) == 0)) ||
+                 (n == 6 && memcmp(name, "rewind", 6) == 0);
+        if (tpl_is_enum_rb(self) && n == 4 && memcmp(name, "join", 4) == 0) ok = false;
         if (tpl_is_gemv_rb(self)) {   /* its own methods (gem_method), Comparable's and Object's */
             static const char *const gm[] = { "to_s", "version", "prerelease?", "segments", "canonical_segments", "release",
                 "bump", "<=>", "eql?", "<", "<=", ">", ">=", "==", "between?", "clamp", NULL };
