@@ -134,6 +134,8 @@ struct tpl_comp {
     void *ext;               /* a lowering's own data for the whole compile (ERB: the template's defs) */
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
     bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
+    bool own_str_attr;       /* a comparison Jinja2 folds: each str literal whose method it takes is
+                              * its own object (folded_methods) */
     bool autoescape;         /* inside {% autoescape true %} */
     /* inside {% autoescape EXPR %} with a value known at run time only (Jinja2's volatile eval
      * context): the body is compiled twice, autoescape on and off, and the value's truthiness
@@ -430,6 +432,23 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
         if (!*slot) c->kidx_used++;
         *slot = k + 1;
     }
+    return k;
+}
+
+/* A string constant of its own (not shared with an equal literal): `'ab'.upper == 'ab'.upper`. */
+static uint32_t add_const_own(tpl_comp *c, tpl_value v)
+{
+    if (c->failed) return 0;
+    char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
+    if (!s) { c_nomem(c, c->cur_off); return 0; }
+    v.u.s = s;
+    if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
+        c_nomem(c, c->cur_off);
+        return 0;
+    }
+    if (c->nconsts >= 0xFFFFFF) { cerror(c, c->cur_off, "too many constants"); return 0; }
+    uint32_t k = (uint32_t)c->nconsts++;
+    c->consts[k] = v;
     return k;
 }
 
@@ -1095,6 +1114,8 @@ static void store_target(tpl_comp *c, tpl_node *t)
  * parser accepts: one *x, one **y after it, no positional argument after *x, a keyword or **y,
  * no keyword after **y. */
 static void push_const(tpl_comp *c, tpl_value v);
+static void compare_ops(tpl_comp *c, tpl_node *n);
+static bool folds_const(const tpl_node *n);
 
 static uint32_t call_args_dyn(tpl_comp *c, tpl_node *args, int extra_pos)
 {
@@ -1228,7 +1249,44 @@ static bool fold_binop(int op, tpl_value a, tpl_value b, tpl_value *out) /* op: 
     return false;
 }
 
+/* A str literal CPython does not share between two lexer tokens: not '' nor one Latin-1 character. */
+static bool own_str_literal(const tpl_node *n)
+{
+    if (!n || n->kind != TPL_N_CONST || n->val.type != TPL_T_STR || (n->val.flags & TPL_F_SAFE)) return false;
+    tpl_value x = n->val;
+    bool latin1_char = (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) || (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
+    return x.len > 0 && !latin1_char;
+}
+
+/* An operand Jinja2's optimizer folds in a comparison, counting the methods of str literals it
+ * binds (*meth): constants, attributes of them, lists and tuples of them. */
+static bool folds_with_methods(const tpl_node *n, int *meth)
+{
+    if (!n) return false;
+    if (n->kind == TPL_N_GETATTR && own_str_literal(n->a)) { ++*meth; return true; }
+    if (n->kind == TPL_N_LIST || n->kind == TPL_N_TUPLE) {
+        for (const tpl_node *x = n->a; x; x = x->next)
+            if (!folds_with_methods(x, meth)) return false;
+        return true;
+    }
+    return folds_const(n);
+}
+
 static void compare(tpl_comp *c, tpl_node *n)
+{
+    /* 'ab'.upper == 'ab'.upper: Jinja2 folds the comparison on the objects its lexer made, two
+     * strs, so two methods bound to different objects (False); tpl merges equal literals into one
+     * constant, so such a comparison takes each literal as its own */
+    int meth = 0;
+    bool folded = folds_with_methods(n->a, &meth);
+    for (const tpl_node *o = n->b; o && folded; o = o->next) folded = folds_with_methods(o->a, &meth);
+    bool own = c->own_str_attr;
+    c->own_str_attr = folded && meth > 0;
+    compare_ops(c, n);
+    c->own_str_attr = own;
+}
+
+static void compare_ops(tpl_comp *c, tpl_node *n)
 {
     expr(c, n->a);
     size_t mark = tpl_c_chain_begin(c); /* the exits of a chain (a < b < c ...: any length, as Jinja2) */
@@ -1531,7 +1589,8 @@ static void expr(tpl_comp *c, tpl_node *n)
         load_name(c, n->val);
         return;
     case TPL_N_GETATTR:
-        expr(c, n->a);
+        if (c->own_str_attr && own_str_literal(n->a)) emit(c, TPL_OP_CONST, add_const_own(c, n->a->val), 1);
+        else expr(c, n->a);
         c->cur_off = n->off;
         emit(c, TPL_OP_GETATTR, add_name(c, n->val), 0);
         return;
@@ -1686,6 +1745,18 @@ static void expr(tpl_comp *c, tpl_node *n)
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
             unknown_callable(c, n, TPL_BK_TEST, "test");
+            return;
+        }
+        if (b == TPL_B_TEST_sameas && n->a && n->a->kind == TPL_N_NAME && n->b && n->b->kind == TPL_N_ARG &&
+            !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
+            memcmp(n->b->a->val.u.s, n->a->val.u.s, n->a->val.len) == 0) {
+            /* `x is sameas x`: one variable holds one object, whatever it is (a float, a NaN, an int
+             * past 256: Python's True); a missing name is a new Undefined at each lookup (False) */
+            expr(c, n->a);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_TEST, (uint32_t)TPL_B_TEST_defined, 0);
+            emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+            if (n->op & 1) emit(c, sop(c, TPL_OP_NOT_PY), 0, 0);
             return;
         }
         int sc = b == TPL_B_TEST_sameas ? sameas_consts(n) : 0;

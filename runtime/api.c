@@ -182,7 +182,7 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
         json_t *v;
         json_object_keylen_foreach(j, k, klen, v) {
             tpl_value kv, vv;
-            char *ks = tpl_arena_strdup(a, k, klen);
+            char *ks = tpl_arena_strdup(a, k, klen); /* (never with a NUL: jansson refuses one in a key) */
             if (!ks || !from_json(a, v, &vv, depth + 1, big)) return false;
             kv = tpl_v_str(ks, klen);
             if (!tpl_map_set(a, m, kv, vv)) return false;
@@ -207,8 +207,10 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
     }
     case JSON_STRING: {
         size_t n = json_string_length(j);
-        if (big && n > 1 && json_string_value(j)[0] == 0) { /* big_rewrite's integer or real */
-            const char *t = json_string_value(j) + 1;
+        const char *sv = json_string_value(j);
+        if (big && n > 1 && sv[0] == 0 && sv[1] == 0) sv++, n--; /* a string that starts with NUL (big_rewrite) */
+        else if (big && n > 1 && sv[0] == 0) { /* big_rewrite's integer or real */
+            const char *t = sv + 1;
             if (n - 1 == 3 && memcmp(t, "NaN", 3) == 0) { *out = tpl_v_float(NAN); return true; }
             if (n - 1 == 8 && memcmp(t, "Infinity", 8) == 0) { *out = tpl_v_float(HUGE_VAL); return true; }
             if (n - 1 == 9 && memcmp(t, "-Infinity", 9) == 0) { *out = tpl_v_float(-HUGE_VAL); return true; }
@@ -221,7 +223,7 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
             }
             return tpl_big_parse(a, t, n - 1, 10, out);
         }
-        char *s = tpl_arena_strdup(a, json_string_value(j), n);
+        char *s = tpl_arena_strdup(a, sv, n);
         if (!s) return false;
         *out = tpl_v_str(s, n);
         return true;
@@ -257,16 +259,18 @@ static tpl_status state_too_big(tpl_vm *vm);
 /* Integers past int64 in JSON text (Python's json and Ruby's JSON read them exactly; jansson
  * refuses them: "too big integer"). big_rewrite copies the text with each such number token
  * replaced by the string "\u0000DIGITS", which from_json (big) turns back into the integer. A
- * text that already holds a \u0000 escape is left alone (its strings could look like one; jansson
- * then reports the big number as before). NULL when there is nothing to rewrite (or no memory:
- * the plain parse reports the number). The error position of a rewritten text maps back with
- * big_unmap: each replacement is 8 bytes longer than its token. The same is done to the NaN,
+ * string of the text whose value starts with NUL gets one more NUL in front ("\u0000\u0000...",
+ * never a replacement's form), which from_json drops (a key with a NUL is jansson's error either
+ * way). NULL when there is nothing to rewrite (or no memory: the plain parse reports the number).
+ * The error position of a rewritten text maps back with big_unmap: each replacement is 8 bytes
+ * longer than its token (a doubled NUL 6). The same is done to the NaN,
  * Infinity and -Infinity tokens Python's json reads ("\u0000NaN" ...: from_json makes the float;
  * an ERB render refuses them, as Ruby's JSON does). */
 typedef struct big_text {
     char *s;
     size_t len;
     size_t *at, n;              /* the rewritten offsets of the n replacements */
+    unsigned char *sh;          /* how many bytes longer each made the text (8, or 6: a doubled \u0000) */
     size_t long_digits, long_at; /* the first integer past TPL_PY_INT_MAX_STR_DIGITS digits (its
                                   * digits, 0: none) and its offset in the original text */
     bool nonfinite;             /* a NaN, Infinity or -Infinity token (rewritten as "\u0000NaN" ...) */
@@ -324,7 +328,7 @@ static bool big_real(const char *s, size_t n) /* a real token past DBL_MAX: Pyth
 static bool big_rewrite(const char *s, size_t len, big_text *bt)
 {
     memset(bt, 0, sizeof *bt);
-    size_t nbig = 0, extra = 0;
+    size_t nbig = 0, ndbl = 0, extra = 0;
     bool in_str = false, esc = false;
     for (int pass = 0; pass < 2; pass++) {
         size_t o = 0;
@@ -332,16 +336,29 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
         for (size_t i = 0; i < len;) {
             char c = s[i];
             if (in_str) {
-                if (esc) {
-                    esc = false;
-                    if ((c == 'u' || c == 'U') && i + 4 < len && memcmp(s + i + 1, "0000", 4) == 0) return false;
-                } else if (c == '\\') esc = true;
+                if (esc) esc = false;
+                else if (c == '\\') esc = true;
                 else if (c == '"') in_str = false;
                 if (pass) bt->s[o++] = c;
                 i++;
                 continue;
             }
-            if (c == '"') in_str = true;
+            if (c == '"') {
+                in_str = true;
+                /* a string whose value starts with NUL (it starts with the escape \u0000) gets one
+                 * more: from_json drops it again, so it never reads as a replacement */
+                if (len - i > 7 && memcmp(s + i + 1, "\\u0000", 6) == 0) {
+                    if (!pass) { ndbl++; extra += 6; }
+                    else {
+                        bt->at[bt->n] = o;
+                        bt->sh[bt->n++] = 6;
+                        memcpy(bt->s + o, "\"\\u0000", 7);
+                        o += 7;
+                    }
+                    i++;
+                    continue;
+                }
+            }
             /* Python's json reads NaN, Infinity and -Infinity (jansson refuses them): kept as
              * "\u0000NaN" ..., which from_json turns into the float */
             size_t nf = c == 'N' && len - i >= 3 && memcmp(s + i, "NaN", 3) == 0 ? 3
@@ -353,7 +370,8 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
                     nbig++;
                     extra += 8;
                 } else {
-                    bt->at[bt->n++] = o;
+                    bt->at[bt->n] = o;
+                    bt->sh[bt->n++] = 8;
                     memcpy(bt->s + o, "\"\\u0000", 7);
                     memcpy(bt->s + o + 7, s + i, nf);
                     o += 7 + nf;
@@ -394,7 +412,8 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
                     }
                     if (!pass) { nbig++; extra += 8; }
                     else {
-                        bt->at[bt->n++] = o;
+                        bt->at[bt->n] = o;
+                        bt->sh[bt->n++] = 8;
                         memcpy(bt->s + o, "\"\\u0000", 7);
                         memcpy(bt->s + o + 7, s + i, e - i);
                         o += 7 + (e - i);
@@ -414,8 +433,13 @@ static bool big_rewrite(const char *s, size_t len, big_text *bt)
             if (!nbig) return false;
             bt->len = len + extra;
             bt->s = malloc(bt->len + 1);
-            bt->at = malloc(nbig * sizeof *bt->at);
-            if (!bt->s || !bt->at) { free(bt->s); free(bt->at); memset(bt, 0, sizeof *bt); return false; }
+            bt->at = malloc((nbig + ndbl) * sizeof *bt->at);
+            bt->sh = malloc((nbig + ndbl) * sizeof *bt->sh);
+            if (!bt->s || !bt->at || !bt->sh) {
+                free(bt->s); free(bt->at); free(bt->sh);
+                memset(bt, 0, sizeof *bt);
+                return false;
+            }
         }
     }
     return true;
@@ -428,8 +452,8 @@ static void big_unmap(const big_text *bt, json_error_t *je)
     size_t line_start = pos;
     while (line_start > 0 && bt->s[line_start - 1] != '\n') line_start--;
     for (size_t k = 0; k < bt->n && bt->at[k] < pos; k++) {
-        shift += 8;
-        if (bt->at[k] >= line_start) col_shift += 8;
+        shift += bt->sh[k];
+        if (bt->at[k] >= line_start) col_shift += bt->sh[k];
     }
     je->position -= (int)shift;
     if (je->column > (int)col_shift) je->column -= (int)col_shift;
@@ -478,6 +502,7 @@ static json_t *load_json_big(const char *json, size_t len, json_error_t *je, boo
     if (!j && je->position >= 0 && (size_t)je->position <= bt.len) big_unmap(&bt, je);
     free(bt.s);
     free(bt.at);
+    free(bt.sh);
     return j;
 }
 

@@ -88,8 +88,10 @@ static bool attr_inline(const tpl_program *p, uint32_t pc)
     const tpl_value *nm = &p->names[TPL_INSN_A(p->code[pc])].s;
     if (op == TPL_OP_GETITEM_STR) return true;
     if (op != TPL_OP_GETATTR) return false;
-    static const char *const loop_names[] = { "index", "index0", "first", "last", "length" };
-    for (int i = 0; i < 5; i++)
+    /* (next and reset: a cycler()'s methods, a new bound method at each access in the VM's code:
+     * `c.next is sameas c.next` is false, as in Python) */
+    static const char *const loop_names[] = { "index", "index0", "first", "last", "length", "next", "reset" };
+    for (int i = 0; i < 7; i++)
         if (nm->len == strlen(loop_names[i]) && memcmp(nm->u.s, loop_names[i], nm->len) == 0) return false;
     return tpl_stdlib.find(TPL_BK_MAP, nm->u.s, nm->len) < 0;
 }

@@ -807,6 +807,22 @@ static unsigned c_list_def(tpl_sb *b, const char *sym, const tpl_value *v, unsig
     return me;
 }
 
+/* A string constant's text and index, ordered by text, then index. */
+typedef struct const_text {
+    const char *s;
+    size_t len, i;
+} const_text;
+
+static int const_text_cmp(const void *x, const void *y)
+{
+    const const_text *a = x, *c = y;
+    size_t n = a->len < c->len ? a->len : c->len;
+    int r = n ? memcmp(a->s, c->s, n) : 0;
+    if (r) return r;
+    if (a->len != c->len) return a->len < c->len ? -1 : 1;
+    return a->i < c->i ? -1 : a->i > c->i;
+}
+
 /* A scalar constant initializer. */
 static void c_value(tpl_sb *b, const char *sym, const tpl_value *v, unsigned *id)
 {
@@ -951,11 +967,33 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     if (!lid) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
     for (size_t i = 0; i < p->nconsts; i++)
         if (p->consts[i].type == TPL_T_LIST) lid[i] = c_list_def(&b, sym, &p->consts[i], &id);
+    /* a string constant with the text of an earlier one is another object in the program (the
+     * compiler keeps a literal apart where Python's identity shows: 'ab'.upper == 'ab'.upper):
+     * an array of its own, which the C compiler does not merge as it may merge string literals */
+    bool *own = calloc(p->nconsts ? p->nconsts : 1, sizeof *own);
+    const_text *ord = calloc(p->nconsts ? p->nconsts : 1, sizeof *ord);
+    if (!own || !ord) { free(own); free(ord); free(lid); tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    size_t nstr = 0;
+    for (size_t i = 0; i < p->nconsts; i++)
+        if (p->consts[i].type == TPL_T_STR) ord[nstr++] = (const_text){ p->consts[i].u.s, p->consts[i].len, i };
+    if (nstr > 1) qsort(ord, nstr, sizeof *ord, const_text_cmp);
+    for (size_t k = 1; k < nstr; k++) /* (the first of equal texts keeps the literal) */
+        if (ord[k - 1].len == ord[k].len && (!ord[k].len || memcmp(ord[k - 1].s, ord[k].s, ord[k].len) == 0)) own[ord[k].i] = true;
+    free(ord);
+    for (size_t i = 0; i < p->nconsts; i++)
+        if (own[i]) {
+            tpl_sb_printf(&b, "static const char %s_s%zu[%u] = ", sym, i, p->consts[i].len + 1);
+            c_string(&b, p->consts[i].u.s, p->consts[i].len);
+            tpl_sb_puts(&b, ";\n");
+        }
     tpl_sb_printf(&b, "static const tpl_static_value %s_consts[%zu] = {\n", sym, p->nconsts ? p->nconsts : 1);
     for (size_t i = 0; i < p->nconsts; i++) {
         tpl_sb_puts(&b, "    ");
         if (p->consts[i].type == TPL_T_LIST)
             tpl_sb_printf(&b, "{ %u, %u, 0, 0, { .list = &%s_l%u } }", p->consts[i].type, p->consts[i].flags, sym, lid[i]);
+        else if (own[i])
+            tpl_sb_printf(&b, "{ %u, %u, 0, %u, { .s = %s_s%zu } }", p->consts[i].type, p->consts[i].flags, p->consts[i].len,
+                          sym, i);
         else
             c_value(&b, sym, &p->consts[i], &id);
         tpl_sb_puts(&b, ",\n");
@@ -963,6 +1001,7 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     if (!p->nconsts) tpl_sb_puts(&b, "    { 0 }\n");
     tpl_sb_puts(&b, "};\n");
     free(lid);
+    free(own);
     tpl_sb_printf(&b, "static const tpl_static_name %s_names[%zu] = {\n", sym, p->nnames ? p->nnames : 1);
     for (size_t i = 0; i < p->nnames; i++) {
         tpl_sb_puts(&b, "    { ");

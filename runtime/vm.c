@@ -1772,6 +1772,13 @@ int tpl_pend_stage(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a
     return 0;
 }
 
+int tpl_pend_whole(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a, int na, tpl_value *out)
+{
+    if (tpl_pend_stage(vm, src, fn, a, na, UINT32_MAX, TPL_LAZY_GENERATOR, out) < 0) return -1;
+    tpl_pend_of(*out)->whole = true;
+    return 0;
+}
+
 int tpl_pend_range(tpl_vm *vm, tpl_value r, bool rev, tpl_value *out)
 {
     tpl_pending *p = pend_new(vm, r, TPL_LAZY_RANGE_ITER, out);
@@ -1862,7 +1869,7 @@ static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want)
         tpl_list *chunk = NULL;
         if (pend_src(vm, p, k, &chunk) < 0) return -1;
         if (chunk->len < k || k == UINT32_MAX) p->done = true;
-        if (!chunk->len) break;
+        if (!chunk->len && !(p->whole && p->fn)) break;
         if (!p->fn) {
             if (pend_push(vm, p, chunk->items, chunk->len) < 0) return -1;
             continue;
@@ -1892,8 +1899,9 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
      * (tpl_pend_stage): the source is not taken now; len() and random.choice() of an iterator
      * fail without taking from it */
     bool lazy0 = filter && (IS_NAME("map") || IS_NAME("select") || IS_NAME("reject") || IS_NAME("selectattr") ||
-                            IS_NAME("rejectattr") || IS_NAME("batch"));
-    bool keep0 = lazy0 || (filter && (IS_NAME("length") || IS_NAME("count") || IS_NAME("last") || IS_NAME("random")));
+                            IS_NAME("rejectattr") || IS_NAME("batch") || IS_NAME("unique") || IS_NAME("items"));
+    bool keep0 = lazy0 || (filter && (IS_NAME("length") || IS_NAME("count") || IS_NAME("last") || IS_NAME("random") ||
+                                      IS_NAME("slice")));
     /* a range held without its items: the builtins that read it as Python's range does (len,
      * first, last, str, repr, json's TypeError, range.index/count); any other wants its items */
     bool big_ok = (filter && (lazy0 || IS_NAME("reverse") || IS_NAME("random") || IS_NAME("first") || IS_NAME("last") || IS_NAME("length") || IS_NAME("count") ||

@@ -241,8 +241,10 @@ typedef struct tpl_pending {
     tpl_list l;         /* produced, not yet taken; l.cap is TPL_PEND_MARK */
     uint32_t bcap;      /* room at l.items */
     bool done, rev;
+    bool whole;         /* the stage runs once, on the whole source, at the first use, even on
+                         * no items (slice, items: Python's generator body runs on the first next) */
     uint32_t per;       /* a stage: source items per item it yields (map 1, batch n); 0: one source
-                         * item per call, any number of items (select) */
+                         * item per call, any number of items (select); UINT32_MAX: all */
     tpl_value src;      /* an iterator (taken from), or a sequence read from pos on */
     uint64_t pos;
     tpl_pend_fn fn;     /* the stage, run on a plain list of source items (NULL: the items of src) */
@@ -256,6 +258,8 @@ static inline tpl_pending *tpl_pend_of(tpl_value v)
  * iterator of type aux (TPL_LAZY_GENERATOR). na <= 4. */
 int tpl_pend_stage(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a, int na, uint32_t per, uint16_t aux,
                    tpl_value *out);
+/* A lazy stage that runs once on all of src at the first use (tpl_pending.whole). */
+int tpl_pend_whole(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a, int na, tpl_value *out);
 /* An iterator over the items of range r (any range), reversed when rev (a range_iterator). */
 int tpl_pend_range(tpl_vm *vm, tpl_value r, bool rev, tpl_value *out);
 /* Takes up to n items (UINT32_MAX: all) of iterator *v: *v becomes a list of them (a plain

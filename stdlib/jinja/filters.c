@@ -398,7 +398,14 @@ static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_slice_list(vm, a, out), out); }
+/* Jinja2's slice is a generator whose body takes list(value) first: of a list, a range or an
+ * iterator, the whole source at the first use (an iterator the template reads meanwhile gives it
+ * what is left), and its errors then. */
+int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_LIST) return tpl_pend_whole(vm, a[0], f_slice_list, a, 3, out);
+    return generator(f_slice_list(vm, a, out), out);
+}
 
 typedef void (*case_fn)(tpl_sb *, const char *, size_t);
 
@@ -1244,7 +1251,21 @@ static int f_items_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_items_list(vm, a, out), out); }
+/* items' stage: its source is the one-item list [value] */
+static int f_items_stage(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value b[1] = { a[0].u.list->len ? a[0].u.list->items[0] : tpl_v_undef() };
+    return f_items_list(vm, b, out);
+}
+
+/* Jinja2's items is a generator: the mapping's items (or its TypeError) when first used. */
+int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *one = tpl_list_new(AR(vm), 1);
+    if (!one || !tpl_list_push(AR(vm), one, a[0]))
+        return OOM();
+    return tpl_pend_whole(vm, tpl_v_list(one), f_items_stage, a, 1, out);
+}
 
 int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -1553,7 +1574,8 @@ static int f_unique_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return -1;
     tpl_value attr = tpl_given(a[2]) ? a[2] : tpl_v_none();
     tpl_arena *ar = AR(vm);
-    tpl_map *seen = tpl_map_new(ar, items->len);
+    /* (a lazy unique's stages share the keys seen: a[3]) */
+    tpl_map *seen = a[3].type == TPL_T_MAP ? a[3].u.map : tpl_map_new(ar, items->len);
     tpl_list *res = tpl_list_new(ar, items->len);
     if (!seen || !res)
         return OOM();
@@ -1574,7 +1596,20 @@ static int f_unique_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out) { return generator(f_unique_list(vm, a, out), out); }
+/* Lazy, as Jinja2's generator, of a list, a range or an iterator: a source item is taken (its key
+ * made, its hashability checked) only when the consumer wants the next unique item. */
+int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value b[4] = { a[0], a[1], a[2], tpl_v_unset() };
+    if (a[0].type == TPL_T_LIST) {
+        tpl_map *seen = tpl_map_new(AR(vm), 8);
+        if (!seen)
+            return OOM();
+        b[3] = tpl_v_map(seen);
+        return tpl_pend_stage(vm, a[0], f_unique_list, b, 4, 0, TPL_LAZY_GENERATOR, out);
+    }
+    return generator(f_unique_list(vm, b, out), out);
+}
 
 static int min_max(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want_max)
 {

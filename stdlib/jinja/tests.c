@@ -93,8 +93,10 @@ int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
          * CPython made them (one variable read twice, literals the compiler merged: the same;
          * two state keys, two results: not), which tpl does not follow */
         if (x.type == TPL_T_INT && (x.u.i != y.u.i || (x.u.i >= -5 && x.u.i <= 256))) RET(x.u.i == y.u.i);
+        /* (two NaNs are one object or two, as equal floats are; 0.0 and -0.0 never one) */
         if (x.type == TPL_T_BIGINT ? x.len != y.len || memcmp(x.u.s, y.u.s, x.len) != 0
-                                   : x.type == TPL_T_FLOAT && !(x.u.f == y.u.f))
+                                   : x.type == TPL_T_FLOAT && (isnan(x.u.f) != isnan(y.u.f) ||
+                                                               (!isnan(x.u.f) && (!(x.u.f == y.u.f) || signbit(x.u.f) != signbit(y.u.f)))))
             RET(false);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: `is sameas` of two equal %s (CPython's answer depends on "
                             "where each object was made, which tpl does not follow)",
