@@ -21,6 +21,7 @@ typedef struct erb_loop {
     struct erb_loop *parent;
     bool sub;               /* a block subroutine (next/break return from it) */
     bool try_;              /* a begin body (run as a block by the rescue machinery) */
+    bool lambda_;           /* a block subroutine that is a lambda's body (return returns from it) */
     uint32_t top;           /* loop: the FOR_NEXT to continue at */
     uint32_t breaks[64];    /* loop: jumps to patch with the exit */
     int nbreaks;
@@ -39,7 +40,22 @@ typedef struct erb_def {
     bool kwreq[16];
 } erb_def;
 
+/* A local variable assigned a Proc literal (`f = lambda { |x| ... }`, `->(x) { }`, `proc { }`, `Proc.new { }`):
+ * the block is a subroutine of the frame (it sees and assigns the enclosing locals), the variable holds its
+ * entry (runtime: the hidden method (call), stdlib/ruby/ruby.c proc_call). Only calls of it (`f.call`, `f.()`,
+ * `f[]`, `f.yield`, `f === x`), `f.arity`, `f.lambda?` and `&f` read it; any other use, or another assignment
+ * of the variable, is a compile error naming it. */
+typedef struct erb_proc {
+    tpl_value name;
+    uint32_t scope, slot;
+    uint32_t word;          /* the block word (entry | nparams << 24); 0 while its body is lowered */
+    int nreq, nopt;
+    bool lambda;
+} erb_proc;
+
 typedef struct erb_defs {
+    erb_proc procs[64];
+    int nprocs;
     erb_def *v;
     uint32_t n, cap;
     uint32_t *vidx;         /* open addressing over v by name: entry index + 1, 0 empty */
@@ -79,6 +95,8 @@ typedef struct erb_low {
     erb_loop *retry_loop;   /* the loop context of that clause (retry inside a block or loop of it is refused) */
     tpl_node *loop_stop;    /* the `loop` call lowered inside its own StopIteration rescue (loop_)
                              * now: not wrapped again */
+    bool sub_lambda;        /* the block block_sub lowers next is a lambda's */
+    bool proc_storing;      /* storing a Proc variable (store_var allows it) */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -137,9 +155,16 @@ static void load_local(erb_low *L, uint32_t slot, tpl_value name)
 }
 
 /* Stores the top of the stack into variable `name` (declared in the innermost scope when new). */
+static erb_proc *proc_named(erb_low *L, tpl_value name);
+
 static void store_var(erb_low *L, tpl_value name, uint32_t off)
 {
     uint32_t slot;
+    if (!L->proc_storing && proc_named(L, name)) {
+        tpl_c_error(C, off, "unsupported Ruby construct: `%.*s' assigned again after a Proc (a variable holding a Proc is assigned once)",
+                    (int)name.len, name.u.s);
+        return;
+    }
     if (L->defs->npend) pend_set(L, name, false);
     if (L->in_def && name.len > 1 && name.u.s[0] == '@') { /* a def sets the template's @x */
         if (!tpl_c_lookup_root(C, name, &slot)) slot = tpl_c_declare_root(C, name);
@@ -306,10 +331,24 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     int k = 0;
     for (tpl_node *p = blk->a; p; p = p->next) ps[k++] = p;
     for (int i = np - 1; i >= 0; i--) store_param(L, ps[i], 0);
+    /* ->(x, y = 1): a parameter the call did not give (unset) takes its default */
+    for (int i = 0; i < np && !tpl_c_failed(C); i++) {
+        if (ps[i]->kind != TPL_N_KWARG) continue;
+        uint32_t ps_slot = 0;
+        tpl_c_lookup(C, ps[i]->val, &ps_slot);
+        tpl_c_at(C, ps[i]->off);
+        tpl_c_emit(C, TPL_OP_JSET, ps_slot, 0);
+        uint32_t pos = tpl_c_word(C, 0);
+        expr(L, ps[i]->a);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, ps_slot, -1);
+        tpl_c_patch_word(C, pos, tpl_c_here(C));
+    }
     blocal_unset(L, bl);
     erb_loop lc = { 0 };
     lc.parent = L->loop;
     lc.sub = true;
+    lc.lambda_ = L->sub_lambda;
+    L->sub_lambda = false;
     L->loop = &lc;
     blk_push(L, bcall, blk, 0);
     value_body(L, blk->b);
@@ -588,7 +627,6 @@ static uint32_t args(erb_low *L, tpl_node *a)
 
 static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW(w)); }
 
-/* A method call; `used` false when its value is dropped (a statement). */
 /* The variable a mutating call (push, <<, append, concat, unshift, prepend, insert, clear, replace) changes: its receiver's,
  * through a chain of such calls; NULL when the receiver is no variable. */
 static bool mutates_receiver(const tpl_node *n)
@@ -1555,6 +1593,215 @@ static bool blockless_enumerator(tpl_value m)
     return false;
 }
 
+/* ------------------------------------------------------------------ Procs */
+
+static erb_proc *proc_named(erb_low *L, tpl_value name)
+{
+    erb_defs *d = L->defs;
+    uint32_t slot;
+    if (!d->nprocs || !tpl_c_lookup(C, name, &slot)) return NULL;
+    for (int i = 0; i < d->nprocs; i++) {
+        erb_proc *p = &d->procs[i];
+        if (p->scope == L->scope && p->slot == slot && p->name.len == name.len && memcmp(p->name.u.s, name.u.s, name.len) == 0) return p;
+    }
+    return NULL;
+}
+
+/* The variable of a Proc (not a block or def parameter of the same name: another slot). */
+static erb_proc *proc_var(erb_low *L, const tpl_node *n)
+{
+    return n && n->kind == TPL_N_NAME ? proc_named(L, n->val) : NULL;
+}
+
+/* lambda { }, proc { }, Proc.new { }, ->(x) { }: a Proc literal. */
+static bool is_proc_lit(const tpl_node *n)
+{
+    if (!n || n->kind != TPL_N_RMETHOD || !n->c || n->c->kind != TPL_N_RBLOCK || n->c->op == 7 || n->c->op == 8 || n->b) return false;
+    if (!n->a) return name_is(n->val, "lambda") || name_is(n->val, "proc");
+    return n->a->kind == TPL_N_RCONSTNAME && name_is(n->a->val, "Proc") && name_is(n->val, "new");
+}
+
+/* The required and optional parameters of a Proc literal's block (false: refused, with the error). */
+static bool proc_sig(erb_low *L, const tpl_node *blk, int *nreq, int *nopt)
+{
+    *nreq = *nopt = 0;
+    for (const tpl_node *p = blk->a; p; p = p->next) {
+        if (p->kind == TPL_N_KWARG && p->op) {
+            tpl_c_error(C, p->off, "unsupported Ruby construct: keyword parameters of a lambda");
+            return false;
+        }
+        if (p->kind == TPL_N_KWARG) { (*nopt)++; continue; }
+        if (*nopt) { tpl_c_error(C, p->off, "unsupported Ruby construct: a required parameter after optional ones"); return false; }
+        (*nreq)++;
+    }
+    if (*nreq + *nopt > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return false; }
+    return true;
+}
+
+/* Lowers a Proc literal's block as a block subroutine (jumped over); its block word, 0 on an error. */
+static uint32_t proc_block(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt)
+{
+    *lam = name_is(lit->val, "lambda");
+    if (!proc_sig(L, lit->c, nreq, nopt)) return 0;
+    erb_blocals bl = { .n = 0 };
+    L->pending_call = NULL;
+    L->sub_lambda = *lam;
+    uint32_t w = block_sub(L, lit->c, &bl);
+    blocal_unset(L, &bl);
+    return w;
+}
+
+/* f = <Proc literal>: the block subroutine, then its entry into f. */
+static void proc_assign(erb_low *L, tpl_node *n)
+{
+    tpl_value name = n->a->val;
+    erb_defs *d = L->defs;
+    if (proc_named(L, name)) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: a second Proc assigned to `%.*s' (a variable holding a Proc is assigned once)", (int)name.len, name.u.s);
+        return;
+    }
+    if (d->nprocs >= 64) { tpl_c_error(C, n->off, "unsupported Ruby construct: more than 64 Proc variables"); return; }
+    uint32_t slot;
+    if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
+    erb_proc *p = &d->procs[d->nprocs++];
+    memset(p, 0, sizeof *p);
+    p->name = name;
+    p->scope = L->scope;
+    p->slot = slot;
+    bool lam;
+    uint32_t w = proc_block(L, n->b, &lam, &p->nreq, &p->nopt);
+    if (!w) return;
+    p->word = w;
+    p->lambda = lam;
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(w & 0xFFFFFFu)), 1);
+    L->proc_storing = true;
+    store_var(L, name, n->off);
+    L->proc_storing = false;
+}
+
+enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26 };
+
+/* recv.call(args) (and .(), [], yield, ===), recv.arity, recv.lambda? of a Proc variable or literal:
+ * recv.(call)(meta, args...) with the Proc's block (stdlib/ruby/ruby.c proc_call). */
+static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32_t off, bool used)
+{
+    uint32_t w;
+    bool lam;
+    int nreq, nopt;
+    erb_proc *pv = proc_var(L, recv);
+    for (const tpl_node *a = argl; a; a = a->next)
+        if (a->kind != TPL_N_ARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument in a call of a Proc"); return; }
+    int k = count_params(argl);
+    if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
+    if (pv) {
+        if (!pv->word) { tpl_c_error(C, recv->off, "unsupported Ruby construct: a Proc calling itself (`%.*s' inside its own block)", (int)pv->name.len, pv->name.u.s); return; }
+        w = pv->word;
+        lam = pv->lambda;
+        nreq = pv->nreq;
+        nopt = pv->nopt;
+        load_local(L, pv->slot, pv->name);
+    } else {
+        w = proc_block(L, recv, &lam, &nreq, &nopt);
+        if (!w) return;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(w & 0xFFFFFFu)), 1);
+    }
+    uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what;
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(meta)), 1);
+    for (tpl_node *a = argl; a; a = a->next) expr(L, a->a);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(call)")), -(k + 1));
+    tpl_c_word(C, TPL_ARGW((uint32_t)k + 1, 0, TPL_NO_KW));
+    tpl_c_word(C, w);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+/* A method called on a Proc variable or literal: true when handled (or refused with an error). */
+static bool proc_method(erb_low *L, tpl_node *n, bool used)
+{
+    if (!n->a || !(proc_var(L, n->a) || is_proc_lit(n->a))) return false;
+    if (n->c) { tpl_c_error(C, n->c->off, "unsupported Ruby construct: a block for Proc#%.*s", (int)n->val.len, n->val.u.s); return true; }
+    if (name_is(n->val, "call") || name_is(n->val, "yield") || name_is(n->val, "[]") || name_is(n->val, "===")) {
+        proc_op(L, n->a, n->b, PROC_CALL, n->off, used);
+        return true;
+    }
+    if ((name_is(n->val, "arity") || name_is(n->val, "lambda?")) && !n->b) {
+        proc_op(L, n->a, NULL, name_is(n->val, "arity") ? PROC_ARITY : PROC_LAMBDA_P, n->off, used);
+        return true;
+    }
+    if (name_is(n->val, "inspect") || name_is(n->val, "to_s"))
+        tpl_c_error(C, n->off, "unsupported Ruby construct: Proc#%.*s (Ruby prints the Proc's address)", (int)n->val.len, n->val.u.s);
+    else
+        tpl_c_error(C, n->off, "unsupported Ruby construct: Proc#%.*s (tpl calls a Proc: call, (), [], yield, ===, arity, lambda?, &)",
+                    (int)n->val.len, n->val.u.s);
+    return true;
+}
+
+/* A call's `&expr` block argument (RBLOCK op 7): a Proc variable's block (op 8, its word in val), a Proc
+ * literal's block, or method(:name)'s (a block calling the template method); anything else refused. */
+static bool block_arg(erb_low *L, tpl_node *n)
+{
+    tpl_node *blk = n->c, *e = blk->b;
+    erb_proc *pv = proc_var(L, e);
+    if (e && e->kind == TPL_N_RMETHOD && name_is(e->val, "to_proc") && !e->b && !e->c && (proc_var(L, e->a) || is_proc_lit(e->a))) {
+        e = e->a;   /* &f.to_proc: f */
+        pv = proc_var(L, e);
+    }
+    if (pv) {
+        if (!pv->word) { tpl_c_error(C, e->off, "unsupported Ruby construct: a Proc calling itself (`%.*s' inside its own block)", (int)pv->name.len, pv->name.u.s); return false; }
+        if (pv->nopt) { tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s of a Proc with optional parameters", (int)pv->name.len, pv->name.u.s); return false; }
+        blk->op = 8;
+        blk->a = NULL;
+        blk->b = NULL;
+        blk->val = tpl_v_int(pv->word);
+        return true;
+    }
+    if (is_proc_lit(e)) {
+        int nreq, nopt;
+        if (!proc_sig(L, e->c, &nreq, &nopt)) return false;
+        if (nopt) { tpl_c_error(C, e->off, "unsupported Ruby construct: &lambda with optional parameters"); return false; }
+        n->c = e->c;
+        return true;
+    }
+    if (e && e->kind == TPL_N_RMETHOD && !e->a && !e->c && name_is(e->val, "method") && e->b && !e->b->next && e->b->kind == TPL_N_ARG &&
+        e->b->a->kind == TPL_N_CONST && e->b->a->val.type == TPL_T_STR) {
+        /* &method(:name): { |x| name(x) } for a template method of one required parameter */
+        tpl_value mn = e->b->a->val;
+        erb_def *d = def_find(L, mn, false);
+        if (!d || !d->sig || d->nreq != 1 || d->nkw) {
+            tpl_c_error(C, e->off, "unsupported Ruby construct: &method(:%.*s) (a template method defined before, of one parameter)", (int)mn.len, mn.u.s);
+            return false;
+        }
+        tpl_arena *a = tpl_c_arena(C);
+        tpl_node *prm = tpl_arena_alloc(a, sizeof *prm), *arg = tpl_arena_alloc(a, sizeof *arg), *ref = tpl_arena_alloc(a, sizeof *ref),
+                 *cl = tpl_arena_alloc(a, sizeof *cl);
+        if (!prm || !arg || !ref || !cl) { tpl_c_nomem(C, e->off); return false; }
+        memset(prm, 0, sizeof *prm);
+        prm->kind = TPL_N_NAME;
+        prm->off = e->off;
+        prm->val = tpl_v_str("(m0)", 4);
+        *ref = *prm;
+        memset(arg, 0, sizeof *arg);
+        arg->kind = TPL_N_ARG;
+        arg->off = e->off;
+        arg->a = ref;
+        memset(cl, 0, sizeof *cl);
+        cl->kind = TPL_N_RMETHOD;
+        cl->off = e->off;
+        cl->op = 1;
+        cl->b = arg;
+        cl->val = mn;
+        cl->val.flags = 0;
+        blk->op = 0;
+        blk->a = prm;
+        blk->b = cl;
+        return true;
+    }
+    tpl_c_error(C, blk->off, "unsupported Ruby construct: a &block argument other than a Proc variable, a lambda or proc literal, method(:name) or &:name");
+    return false;
+}
+
+/* A method call; `used` false when its value is dropped (a statement). */
 static void call(erb_low *L, tpl_node *n, bool used)
 {
     /* a trailing &:name argument is the call's block */
@@ -1571,6 +1818,13 @@ static void call(erb_low *L, tpl_node *n, bool used)
                 n->b->tail = t;
             }
         }
+    }
+    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op == 7 && !block_arg(L, n)) return;
+    if (proc_method(L, n, used)) return;
+    if (is_proc_lit(n)) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: a Proc (%.*s) used as a value (tpl assigns it to a variable, calls it or passes it as &block)",
+                    (int)n->val.len, n->val.u.s);
+        return;
     }
     /* a.cycle.first(k) / a.cycle.take(k): the first k items of the endless Enumerator (the builtin's
      * name); a.cycle.first is a.first */
@@ -1653,7 +1907,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
         return;
     }
-    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "loop") && !used && L->loop_stop != n) {
+    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop") && !used && L->loop_stop != n) {
         /* Kernel#loop rescues StopIteration (an Enumerator's next past its end) and ends: as a
          * statement, `begin; loop do ... end; rescue StopIteration; end` (as a value its result
          * would be the exception's: tpl lets the error through) */
@@ -1675,7 +1929,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         L->loop_stop = save;
         return;
     }
-    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "loop")) {
+    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop")) {
         /* Kernel#loop: until a break (its value is nil here, as a loop ended by StopIteration) */
         while_loop(L, NULL, false, n->c, n->c->b, n->off);
         if (used) tpl_c_emit(C, TPL_OP_NONE, 0, 1);
@@ -1752,11 +2006,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
             return;
         } /* (any other m returns a value, an Array as first(3) or sort does: its own method runs) */
     }
-    if (!used && n->c && !n->b && n->c->kind == TPL_N_RBLOCK) {
+    if (!used && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8) {
         int mode = loop_mode(n->val);
         if (mode >= 0) { loop_block(L, n, mode); return; }
     }
-    if (n->c && n->c->kind == TPL_N_RBLOCK && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
+    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
     int chk, wbf;
     const tpl_node *twin, *chkn;
     own_group g;
@@ -1770,7 +2024,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     if (changes_receiver(n)) own_receiver(L, n->a, n->off);
     erb_blocals bl = { .n = 0 };
     L->pending_call = n;
-    uint32_t bw = n->c ? block_sub(L, n->c, &bl) : 0;
+    uint32_t bw = n->c ? (n->c->op == 8 ? (uint32_t)n->c->val.u.i : block_sub(L, n->c, &bl)) : 0;
     expr(L, n->a);
     if (chk && !varroot) own_check(L, chk, n->val, n->off);
     if (has_splat(n->b)) {
@@ -2064,6 +2318,11 @@ static void expr(erb_low *L, tpl_node *n)
         }
         bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
+        if (!ivar && proc_var(L, n)) {
+            tpl_c_error(C, n->off, "unsupported Ruby construct: the Proc `%.*s' used as a value (tpl calls it: %.*s.call, .(), [], "
+                        "yield, arity, lambda?, &%.*s)", (int)n->val.len, n->val.u.s, (int)n->val.len, n->val.u.s, (int)n->val.len, n->val.u.s);
+            return;
+        }
         if (tpl_c_lookup(C, n->val, &slot)) {
             if (!ivar && !n->op && L->defs->npend && pend_has(L, n->val)) {
                 /* a block-local name read where Ruby's parser has no such local (after its block, or in it
@@ -2181,6 +2440,16 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     }
     case TPL_N_GETITEM:
+        if (proc_var(L, n->a) || is_proc_lit(n->a)) {   /* f[x]: f.call(x) */
+            tpl_node *arg = tpl_arena_alloc(tpl_c_arena(C), sizeof *arg);
+            if (!arg) { tpl_c_nomem(C, n->off); return; }
+            memset(arg, 0, sizeof *arg);
+            arg->kind = TPL_N_ARG;
+            arg->off = n->b->off;
+            arg->a = n->b;
+            proc_op(L, n->a, arg, PROC_CALL, n->off, true);
+            return;
+        }
         expr(L, n->a);
         if (n->b->kind == TPL_N_CONST && n->b->val.type == TPL_T_STR) {
             /* h[:k] / h["k"]: the key's hash is computed once, at compile time */
@@ -2346,6 +2615,10 @@ static void expr(erb_low *L, tpl_node *n)
         case_(L, n, true);
         return;
     case TPL_N_SET: {
+        if (n->a && n->a->kind == TPL_N_NAME && is_proc_lit(n->b)) {
+            tpl_c_error(C, n->off, "unsupported Ruby construct: the value of an assignment of a Proc");
+            return;
+        }
         const tpl_node *twin = NULL;
         own_group g = { .n = 0 };
         if (is_index(n->a) && !index_site(L, n, &twin, &g)) return;
@@ -3055,6 +3328,7 @@ static void stmt(erb_low *L, tpl_node *n)
         case_(L, n, false);
         return;
     case TPL_N_SET: {
+        if (n->a && n->a->kind == TPL_N_NAME && is_proc_lit(n->b)) { proc_assign(L, n); return; }
         const tpl_node *twin = NULL;
         own_group g = { .n = 0 };
         if (is_index(n->a) && !index_site(L, n, &twin, &g)) return;
@@ -3084,6 +3358,13 @@ static void stmt(erb_low *L, tpl_node *n)
         def_(L, n, false);
         return;
     case TPL_N_RRETURN:
+        if (L->loop && L->loop->sub && L->loop->lambda_) {   /* return in a lambda: from the lambda */
+            if (n->a) expr(L, n->a);
+            else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+            return;
+        }
         if (!L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct 'return' outside a def"); return; }
         for (erb_loop *lc = L->loop; lc; lc = lc->parent)
             if (lc->sub) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block or begin/rescue"); return; }

@@ -481,7 +481,7 @@ static bool continues(int k)
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
     "class", "module", "yield",
-    "redo", "super", "alias", "undef", "BEGIN", "END", "lambda", "proc", "block_given?", NULL
+    "redo", "super", "alias", "undef", "BEGIN", "END", "block_given?", NULL
 };
 
 static int keyword(const char *s, size_t n)
@@ -628,6 +628,13 @@ static bool ruby_lex(rlex *L)
             if (e < n && (s[e] == '?' || s[e] == '!')) e++;
             push_tok(L, TK_BLOCKARG, st, e - st);
             i = e;
+            continue;
+        }
+        /* &blk, &method(:name), &->(x) { }: a block argument (a Proc passed as the call's block) */
+        if (c == '&' && i + 1 < n && (ident_start((unsigned char)s[i + 1]) || s[i + 1] == '-') &&
+            (L->prev == TK_LPCALL || L->prev == TK_COMMA || L->prev == TK_CMD)) {
+            push_tok(L, TK_BLOCKAMP, st, 1);
+            i++;
             continue;
         }
         /* the last match's globals: $~ (MatchData), $& (its text), $1..$9 (its groups), and $! (the
@@ -932,7 +939,7 @@ static bool ruby_lex(rlex *L)
             "..." { kind = TK_DOT3; goto op; }
             ".."  { kind = TK_DOT2; goto op; }
             "&."  { kind = TK_ANDDOT; goto op; }
-            "->"  { goto unsupported; }
+            "->"  { kind = TK_LAMBDA; goto op; }
             "::"  { goto unsupported; }
             "."   { kind = TK_DOT; goto op; }
             ","   { kind = TK_COMMA; goto op; }
@@ -942,7 +949,7 @@ static bool ruby_lex(rlex *L)
             ")"   { kind = TK_RPAREN; goto op; }
             "["   { kind = (was_value && !spaced) || (L->prev == TK_IDENT && is_local(L, s + L->prev_off, L->prev_end - L->prev_off)) ? TK_LBRACK_IDX : TK_LBRACK; goto op; }
             "]"   { kind = TK_RBRACK; goto op; }
-            "{"   { kind = L->prev == TK_IDENT || L->prev == TK_RPAREN || L->prev == TK_CONST ? TK_LBRACE_BLK : TK_LBRACE; goto op; }
+            "{"   { kind = L->prev == TK_IDENT || L->prev == TK_RPAREN || L->prev == TK_CONST || L->prev == TK_LAMBDA ? TK_LBRACE_BLK : TK_LBRACE; goto op; }
             "}"   { kind = TK_RBRACE; goto op; }
             *     { goto unsupported; }
         */

@@ -293,7 +293,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
     tpl_pctx_error(ctx, 0, "template nesting too deep");
 }
 
-%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS.
+%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS LAMBDA BLOCKAMP.
 
 %nonassoc IF_MOD UNLESS_MOD WHILE_MOD UNTIL_MOD.
 %left OR AND.
@@ -478,6 +478,14 @@ primary(A) ::= primary(R) LBRACK_IDX(T) RBRACK. { A = method_s(ctx, R, "[]", NUL
 primary(A) ::= call(C). { A = C; }
 primary(A) ::= call(C) block(B). { A = C; A->c = B; }
 primary(A) ::= IDENT(T) block(B). { A = method(ctx, NULL, T, NULL, T.off); A->op = 1; A->c = B; }
+/* ->(x, y = 1) { } and -> do ... end: the call `lambda` with that block (its parameters may have defaults) */
+primary(A) ::= LAMBDA(T) lambda_params(P) LBRACE_BLK compstmt(B) RBRACE.
+    { A = method_s(ctx, NULL, "lambda", NULL, T.off); A->op = 1; A->c = tpl_p_node(ctx, TPL_N_RBLOCK, T.off, P, B); }
+primary(A) ::= LAMBDA(T) lambda_params(P) DO compstmt(B) END.
+    { A = method_s(ctx, NULL, "lambda", NULL, T.off); A->op = 1; A->c = tpl_p_node(ctx, TPL_N_RBLOCK, T.off, P, B); }
+lambda_params(A) ::= . { A = NULL; }
+lambda_params(A) ::= LPAREN RPAREN. { A = NULL; }
+lambda_params(A) ::= LPAREN fparams(P) opt_comma RPAREN. { A = P; }
 primary(A) ::= IF(T) expr(C) then compstmt(B) elsifs(E) opt_else(L) END.
     { A = NODE(IF, T.off, C, B); A->c = tpl_p_elif_end(E, L); }
 primary(A) ::= UNLESS(T) expr(C) then compstmt(B) opt_else(E) END. { A = NODE(IF, T.off, not_(ctx, C, T.off), B); A->c = E; }
@@ -521,6 +529,9 @@ call(A) ::= primary(R) DOT IDENT(T). { A = method(ctx, R, T, NULL, T.off); }
 call(A) ::= primary(R) ANDDOT IDENT(T). { A = safe(ctx, R, method(ctx, safe_recv(ctx, T), T, NULL, T.off)); }
 call(A) ::= primary(R) ANDDOT IDENT(T) LPCALL RPAREN. { A = safe(ctx, R, method(ctx, safe_recv(ctx, T), T, NULL, T.off)); A->b->op = 1; }
 call(A) ::= primary(R) ANDDOT IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = safe(ctx, R, method(ctx, safe_recv(ctx, T), T, L, T.off)); A->b->op = 1; }
+/* p.(args): p.call(args) */
+call(A) ::= primary(R) DOT(T) LPAREN RPAREN. { A = method_s(ctx, R, "call", NULL, T.off); A->op = 1; }
+call(A) ::= primary(R) DOT(T) LPAREN call_args(L) opt_comma RPAREN. { A = method_s(ctx, R, "call", L, T.off); A->op = 1; }
 call(A) ::= primary(R) DOT IDENT(T) LPCALL RPAREN. { A = method(ctx, R, T, NULL, T.off); A->op = 1; }
 call(A) ::= primary(R) DOT IDENT(T) LPCALL call_args(L) opt_comma RPAREN. { A = method(ctx, R, T, L, T.off); A->op = 1; }
 
@@ -552,6 +563,8 @@ call_arg(A) ::= BLOCKARG(T). {
     m->val = tpl_v_str(ctx->src + T.off + 2, T.len - 2);
     A = NODE(RBLOCK, T.off, p, m);
 }
+/* &blk, &method(:name), &->(x) { }: the call's block (RBLOCK op 7 holding the expression; compiler/lower_erb.c) */
+call_arg(A) ::= BLOCKAMP(T) arg(E). { A = NODE(RBLOCK, T.off, NULL, E); A->op = 7; }
 /* f(*a) and f(**h): splats at a call (compiler/lower_erb.c args_dyn) */
 call_arg(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
 call_arg(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }

@@ -2332,9 +2332,50 @@ static bool exc_method_ok(const char *name, size_t n)
     return false;
 }
 
+/* A Proc of the template (compiler/lower_erb.c proc_op): `p.call(args)`, `p.(args)`, `p[args]`, `p.yield`,
+ * `p.arity`, `p.lambda?` are `p.(call)(meta, args...)` with the Proc's block as the call's block. The
+ * variable holds the block's entry (an Integer: never seen by the template, whose other uses of it are
+ * compile errors); anything else there (nil when the assignment did not run) is Ruby's NoMethodError.
+ * meta: the arguments given (bits 0-7), the required parameters (8-15), the optional ones (16-23), a
+ * lambda (bit 24), answer arity (25) or lambda? (26) instead of calling. A lambda checks the count as
+ * Ruby's (ArgumentError); a proc takes the items of one Array argument when it has two or more
+ * parameters, nil for missing required parameters; a missing optional parameter is unset (its default). */
+static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (npos < 1 || args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
+    uint32_t meta = (uint32_t)args[0].u.i;
+    bool lam = meta >> 24 & 1;
+    const char *nm = meta >> 25 & 1 ? "arity" : meta >> 26 & 1 ? "lambda?" : "call";
+    if (self.type != TPL_T_INT || !blk.pc || self.u.i != (int64_t)blk.pc) {
+        tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
+        return no_method(vm, self, nm, strlen(nm));
+    }
+    int k = npos - 1, nreq = (int)(meta >> 8 & 0xFF), nopt = (int)(meta >> 16 & 0xFF), np = (int)blk.nparams;
+    if (meta >> 25 & 1) { *out = tpl_v_int(nopt ? -(nreq + 1) : nreq); return 0; }
+    if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
+    if (lam && (k < nreq || k > nreq + nopt)) {
+        if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", k, nreq, nreq + nopt);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", k, nreq);
+    }
+    tpl_value vals[256];
+    const tpl_value *src = args + 1;
+    int cnt = k;
+    if (!lam && k == 1 && np >= 2 && is_array(args[1])) {
+        src = args[1].u.list->items;
+        cnt = (int)args[1].u.list->len;
+    }
+    for (int i = 0; i < np && i < 256; i++) vals[i] = i < cnt ? src[i] : i < nreq ? tpl_v_none() : tpl_v_unset();
+    int rc = tpl_rb_yield(vm, &blk, vals, np, out);
+    if (rc < 0) return -1;
+    if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
+    return 0;
+}
+
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
+    if (n == 6 && memcmp(name, "(call)", 6) == 0 && nkw == 0) return proc_call(vm, self, args, npos, out);
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
     /* call.channel: the `call` object answers its fields as methods */
     tpl_value call = tpl_prompt_call(vm);
