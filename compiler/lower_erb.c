@@ -35,6 +35,9 @@ typedef struct erb_def {
     uint32_t slot;
     bool sig;               /* a def of it was seen (the fields below hold) */
     bool early;             /* a call was compiled before its def (its arguments were not checked) */
+    bool blk_early;         /* a call before its def gave it a block */
+    bool blk;               /* it takes a block (yield, block_given? or a &name parameter): the hidden keyword (blk) */
+    tpl_value blkname;      /* its &name parameter (len 0: none) */
     int nreq, nopt, nkw;    /* required and optional positional parameters, keyword parameters */
     tpl_value kw[16];
     bool kwreq[16];
@@ -97,6 +100,9 @@ typedef struct erb_low {
                              * now: not wrapped again */
     bool sub_lambda;        /* the block block_sub lowers next is a lambda's */
     bool proc_storing;      /* storing a Proc variable (store_var allows it) */
+    uint32_t def_blk;       /* in a def that takes a block: the slot of its hidden (blk) + 1 */
+    tpl_value def_blkname;  /* that def's &name parameter (len 0: none) */
+    uint32_t def_blkslot;   /* its slot */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -160,6 +166,11 @@ static erb_proc *proc_named(erb_low *L, tpl_value name);
 static void store_var(erb_low *L, tpl_value name, uint32_t off)
 {
     uint32_t slot;
+    if (L->def_blkname.len && name.len == L->def_blkname.len && memcmp(name.u.s, L->def_blkname.u.s, name.len) == 0 &&
+        tpl_c_lookup(C, name, &slot) && slot == L->def_blkslot) {
+        tpl_c_error(C, off, "unsupported Ruby construct: the block parameter `%.*s' assigned", (int)name.len, name.u.s);
+        return;
+    }
     if (!L->proc_storing && proc_named(L, name)) {
         tpl_c_error(C, off, "unsupported Ruby construct: `%.*s' assigned again after a Proc (a variable holding a Proc is assigned once)",
                     (int)name.len, name.u.s);
@@ -1737,6 +1748,66 @@ static bool proc_method(erb_low *L, tpl_node *n, bool used)
     return true;
 }
 
+/* The &name parameter of the def being lowered (not a block parameter of the same name: another slot). */
+static bool blk_var(erb_low *L, const tpl_node *n)
+{
+    uint32_t slot;
+    return n && n->kind == TPL_N_NAME && L->def_blkname.len &&
+           n->val.len == L->def_blkname.len && memcmp(n->val.u.s, L->def_blkname.u.s, n->val.len) == 0 &&
+           tpl_c_lookup(C, n->val, &slot) && slot == L->def_blkslot;
+}
+
+/* yield(args) / block_given? in a def (its hidden (blk), or the &name variable `from`): (blk).(yield)(args),
+ * !!(blk). At the template's top level, block_given? is false and yield refused (ERB's script has no block). */
+static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_node *argl, tpl_node *blk, uint32_t off, bool used)
+{
+    if (blk) { tpl_c_error(C, blk->off, "unsupported Ruby construct: a block for yield"); return; }
+    if (!L->def_blk) {
+        if (given && !argl) { if (used) tpl_c_emit(C, TPL_OP_FALSE, 0, 1); return; }
+        tpl_c_error(C, off, "unsupported Ruby construct: yield outside a def (no block given: LocalJumpError)");
+        return;
+    }
+    for (const tpl_node *a = argl; a; a = a->next)
+        if (a->kind != TPL_N_ARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument of yield"); return; }
+    int k = count_params(argl);
+    if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
+    tpl_c_at(C, off);
+    if (from) load_local(L, L->def_blkslot, L->def_blkname);
+    else load_local(L, L->def_blk - 1, S("(blk)"));
+    if (given) {
+        if (argl) { tpl_c_error(C, off, "wrong number of arguments (given %d, expected 0) (ArgumentError)", k); return; }
+        tpl_c_emit(C, TPL_OP_NOT_RB, 0, 0);
+        tpl_c_emit(C, TPL_OP_NOT_RB, 0, 0);
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
+    for (tpl_node *a = argl; a; a = a->next) expr(L, a->a);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(yield)")), -k);
+    tpl_c_word(C, TPL_ARGW((uint32_t)k, 0, TPL_NO_KW));
+    tpl_c_word(C, 0);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+/* A method called on the def's &name variable: true when handled (or refused). */
+static bool blk_method(erb_low *L, tpl_node *n, bool used)
+{
+    if (!n->a || !blk_var(L, n->a)) return false;
+    if (name_is(n->val, "call") || name_is(n->val, "yield") || name_is(n->val, "[]") || name_is(n->val, "===")) {
+        yield_(L, false, n->a, n->b, n->c, n->off, used);
+        return true;
+    }
+    if (name_is(n->val, "nil?") && !n->b && !n->c) {
+        load_local(L, L->def_blkslot, L->def_blkname);
+        tpl_c_emit(C, TPL_OP_NOT_RB, 0, 0);
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return true;
+    }
+    tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s.%.*s of a method's block (tpl calls it: call, (), [], yield, nil?, &%.*s)",
+                (int)n->a->val.len, n->a->val.u.s, (int)n->val.len, n->val.u.s, (int)n->a->val.len, n->a->val.u.s);
+    return true;
+}
+
 /* A call's `&expr` block argument (RBLOCK op 7): a Proc variable's block (op 8, its word in val), a Proc
  * literal's block, or method(:name)'s (a block calling the template method); anything else refused. */
 static bool block_arg(erb_low *L, tpl_node *n)
@@ -1754,6 +1825,32 @@ static bool block_arg(erb_low *L, tpl_node *n)
         blk->a = NULL;
         blk->b = NULL;
         blk->val = tpl_v_int(pv->word);
+        return true;
+    }
+    if (blk_var(L, e)) {
+        /* &blk of a def's block: { |x| yield x } */
+        tpl_arena *a = tpl_c_arena(C);
+        tpl_node *prm = tpl_arena_alloc(a, sizeof *prm), *arg = tpl_arena_alloc(a, sizeof *arg), *ref = tpl_arena_alloc(a, sizeof *ref),
+                 *cl = tpl_arena_alloc(a, sizeof *cl);
+        if (!prm || !arg || !ref || !cl) { tpl_c_nomem(C, e->off); return false; }
+        memset(prm, 0, sizeof *prm);
+        prm->kind = TPL_N_NAME;
+        prm->off = e->off;
+        prm->val = tpl_v_str("(y0)", 4);
+        *ref = *prm;
+        memset(arg, 0, sizeof *arg);
+        arg->kind = TPL_N_ARG;
+        arg->off = e->off;
+        arg->a = ref;
+        memset(cl, 0, sizeof *cl);
+        cl->kind = TPL_N_RMETHOD;
+        cl->off = e->off;
+        cl->op = 1;
+        cl->b = arg;
+        cl->val = S("yield");
+        blk->op = 0;
+        blk->a = prm;
+        blk->b = cl;
         return true;
     }
     if (is_proc_lit(e)) {
@@ -1821,6 +1918,15 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op == 7 && !block_arg(L, n)) return;
     if (proc_method(L, n, used)) return;
+    if (blk_method(L, n, used)) return;
+    if (!n->a && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) && !def_find(L, n->val, false)) {
+        yield_(L, name_is(n->val, "block_given?"), NULL, n->b, n->c, n->off, used);
+        return;
+    }
+    if (!n->a && name_is(n->val, "define_method")) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: define_method (write a def)");
+        return;
+    }
     if (is_proc_lit(n)) {
         tpl_c_error(C, n->off, "unsupported Ruby construct: a Proc (%.*s) used as a value (tpl assigns it to a variable, calls it or passes it as &block)",
                     (int)n->val.len, n->val.u.s);
@@ -2318,6 +2424,16 @@ static void expr(erb_low *L, tpl_node *n)
         }
         bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
+        if (!ivar && !tpl_c_lookup(C, n->val, &slot) && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) &&
+            !def_find(L, n->val, false)) {
+            yield_(L, name_is(n->val, "block_given?"), NULL, NULL, NULL, n->off, true);
+            return;
+        }
+        if (!ivar && blk_var(L, n)) {
+            tpl_c_error(C, n->off, "unsupported Ruby construct: the block `%.*s' used as a value (tpl calls it: %.*s.call, yield, "
+                        "block_given?, &%.*s)", (int)n->val.len, n->val.u.s, (int)n->val.len, n->val.u.s, (int)n->val.len, n->val.u.s);
+            return;
+        }
         if (!ivar && proc_var(L, n)) {
             tpl_c_error(C, n->off, "unsupported Ruby construct: the Proc `%.*s' used as a value (tpl calls it: %.*s.call, .(), [], "
                         "yield, arity, lambda?, &%.*s)", (int)n->val.len, n->val.u.s, (int)n->val.len, n->val.u.s, (int)n->val.len, n->val.u.s);
@@ -2440,14 +2556,15 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     }
     case TPL_N_GETITEM:
-        if (proc_var(L, n->a) || is_proc_lit(n->a)) {   /* f[x]: f.call(x) */
+        if (proc_var(L, n->a) || is_proc_lit(n->a) || blk_var(L, n->a)) {   /* f[x]: f.call(x) */
             tpl_node *arg = tpl_arena_alloc(tpl_c_arena(C), sizeof *arg);
             if (!arg) { tpl_c_nomem(C, n->off); return; }
             memset(arg, 0, sizeof *arg);
             arg->kind = TPL_N_ARG;
             arg->off = n->b->off;
             arg->a = n->b;
-            proc_op(L, n->a, arg, PROC_CALL, n->off, true);
+            if (blk_var(L, n->a)) yield_(L, false, n->a, arg, NULL, n->off, true);
+            else proc_op(L, n->a, arg, PROC_CALL, n->off, true);
             return;
         }
         expr(L, n->a);
@@ -3090,6 +3207,20 @@ static erb_def *def_find(erb_low *L, tpl_value name, bool create)
     return d;
 }
 
+/* Whether a def's body yields (yield, block_given?), outside nested defs. */
+static bool uses_yield(const tpl_node *n, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_RDEF) continue;
+        if ((n->kind == TPL_N_NAME || (n->kind == TPL_N_RMETHOD && !n->a)) && (name_is(n->val, "yield") || name_is(n->val, "block_given?")))
+            return true;
+        if (uses_yield(n->a, depth + 1) || uses_yield(n->b, depth + 1) || uses_yield(n->c, depth + 1) ||
+            uses_yield(tpl_node_d(n), depth + 1) || uses_yield(tpl_node_e(n), depth + 1))
+            return true;
+    }
+    return false;
+}
+
 /* Notes the signature of def n (before any statement is compiled: a def's body may call a method
  * defined after it in the same statement). */
 static void def_sig(erb_low *L, tpl_node *n)
@@ -3099,7 +3230,13 @@ static void def_sig(erb_low *L, tpl_node *n)
     int nreq = 0, nopt = 0, nkw = 0;
     tpl_value kw[16];
     bool kwreq[16];
+    tpl_value blkname = { 0 };
     for (tpl_node *p = n->a; p; p = p->next) {
+        if (p->kind == TPL_N_NAME && p->op == 9) {
+            if (p->next) { tpl_c_error(C, p->off, "syntax error, unexpected parameter after the &block parameter"); return; }
+            blkname = p->val;
+            continue;
+        }
         if (p->kind == TPL_N_NAME) {
             if (nopt || nkw) { tpl_c_error(C, p->off, "unsupported Ruby construct: a required parameter after optional ones"); return; }
             nreq++;
@@ -3124,6 +3261,8 @@ static void def_sig(erb_low *L, tpl_node *n)
         return;
     }
     d->sig = true;
+    d->blk = d->blk_early || blkname.len || uses_yield(n->b, 0);
+    d->blkname = blkname;
     d->nreq = nreq;
     d->nopt = nopt;
     d->nkw = nkw;
@@ -3152,7 +3291,41 @@ static void fail_msg(erb_low *L, uint32_t off, int delta, const char *fmt, const
  * ran), the arguments (checked against the def's signature when it is known), CALL. */
 static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used)
 {
-    if (n->kind == TPL_N_RMETHOD && n->c) { tpl_c_error(C, n->c->off, "unsupported Ruby construct: a block for the template method `%.*s'", (int)n->val.len, n->val.u.s); return; }
+    if (n->kind == TPL_N_RMETHOD && n->c) {
+        /* m(args) { block }: the block (a subroutine of this frame) as the method's hidden keyword (blk) */
+        if (!d->sig) d->blk_early = d->blk = true;   /* (its def takes the hidden keyword then, whether it yields or not) */
+        if (has_splat(argl)) { tpl_c_error(C, n->c->off, "unsupported Ruby construct: a splat and a block in a call of the template method `%.*s'", (int)n->val.len, n->val.u.s); return; }
+        if (d->blk) {
+            tpl_arena *a = tpl_c_arena(C);
+            tpl_node *kw = tpl_arena_alloc(a, sizeof *kw), *m = tpl_arena_alloc(a, sizeof *m), *nil = tpl_arena_alloc(a, sizeof *nil);
+            if (!kw || !m || !nil) { tpl_c_nomem(C, n->off); return; }
+            memset(nil, 0, sizeof *nil);
+            nil->kind = TPL_N_CONST;
+            nil->off = n->c->off;
+            nil->val = tpl_v_none();
+            memset(m, 0, sizeof *m);
+            m->kind = TPL_N_RMETHOD;
+            m->off = n->c->off;
+            m->a = nil;
+            m->c = n->c;
+            m->op = 1;
+            m->val = S("(block)");
+            memset(kw, 0, sizeof *kw);
+            kw->kind = TPL_N_KWARG;
+            kw->off = n->c->off;
+            kw->a = m;
+            kw->val = S("(blk)");
+            tpl_node *last = argl;
+            while (last && last->next) last = last->next;
+            n->c = NULL;
+            tpl_node *kwarg = kw;
+            if (last) last->next = kwarg; else argl = kwarg;
+            def_call(L, d, n, argl, bare, used);
+            if (last) last->next = NULL;
+            return;
+        }
+        n->c = NULL;   /* a method that never yields: Ruby never runs its block */
+    }
     tpl_c_at(C, n->off);
     tpl_value hidden = tpl_v_str("(def)", 5);
     if (L->in_def) tpl_c_emit(C, TPL_OP_LOAD_ROOT, d->slot, 1);
@@ -3178,13 +3351,14 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
     if (!d->sig) {
         d->early = true;
         for (tpl_node *a = argl; a; a = a->next)
-            if (a->kind == TPL_N_KWARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: keyword arguments to `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
+            if (a->kind == TPL_N_KWARG && !name_is(a->val, "(blk)")) { tpl_c_error(C, a->off, "unsupported Ruby construct: keyword arguments to `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
     } else {
         int npos = 0, nkw = 0;
         const char *bad = NULL;
         tpl_value badk = { 0 };
         for (tpl_node *a = argl; a; a = a->next) {
             if (a->kind != TPL_N_KWARG) { npos++; continue; }
+            if (name_is(a->val, "(blk)")) continue;
             nkw++;
             bool known = false;
             for (int i = 0; i < d->nkw; i++) known = known || (d->kw[i].len == a->val.len && memcmp(d->kw[i].u.s, a->val.u.s, a->val.len) == 0);
@@ -3228,10 +3402,11 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     if (L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct: def inside a def"); return; }
     erb_def *d = def_find(L, n->val, true);
     if (!d) return;
-    tpl_value pn[64];
+    tpl_value pn[66];
     uint32_t np = 0;
     for (tpl_node *p = n->a; p; p = p->next) {
         if (np >= 64) { tpl_c_error(C, p->off, "too many parameters"); return; }
+        if (p->kind == TPL_N_NAME && p->op == 9) continue;   /* &blk: below */
         for (uint32_t i = 0; i < np; i++)
             if (pn[i].len == p->val.len && memcmp(pn[i].u.s, p->val.u.s, p->val.len) == 0) { tpl_c_error(C, p->off, "duplicated argument name (SyntaxError)"); return; }
         pn[np++] = p->val;
@@ -3248,10 +3423,32 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     L->retry_to = 0;   /* a def's body is a function of its own: no retry of an enclosing clause */
     uint32_t save_scope = L->scope;
     L->scope = n->off + 1;
+    uint32_t blk_at = np;
+    if (d->blk) pn[np++] = S("(blk)");   /* the block: a hidden keyword parameter (def_call) */
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
     uint32_t entry = tpl_c_here(C);
+    uint32_t save_blk = L->def_blk, save_blkslot = L->def_blkslot;
+    tpl_value save_blkname = L->def_blkname;
+    L->def_blk = 0;
+    L->def_blkname = (tpl_value){ 0 };
+    if (d->blk) {
+        tpl_c_emit(C, TPL_OP_JSET, blk_at, 0);
+        uint32_t pos = tpl_c_word(C, 0);
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, blk_at, -1);
+        tpl_c_patch_word(C, pos, tpl_c_here(C));
+        L->def_blk = blk_at + 1;
+        if (d->blkname.len) {
+            L->def_blkslot = tpl_c_declare(C, d->blkname);
+            L->def_blkname = d->blkname;
+            tpl_c_emit(C, TPL_OP_LOAD_SLOT, blk_at, 1);
+            tpl_c_word(C, tpl_c_name(C, S("(blk)")));
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_blkslot, -1);
+        }
+    }
     uint32_t i = 0;
     for (tpl_node *p = n->a; p && !tpl_c_failed(C); p = p->next, i++) {
+        if (p->kind == TPL_N_NAME && p->op == 9) { i--; continue; }
         if (p->kind == TPL_N_NAME) continue;   /* required: the call passed it (checked there) */
         tpl_c_at(C, p->off);
         tpl_c_emit(C, TPL_OP_JSET, i, 0);
@@ -3264,6 +3461,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     /* a required parameter a call before the def did not pass */
     i = 0;
     for (tpl_node *p = n->a; p && !tpl_c_failed(C) && d->early; p = p->next, i++) {
+        if (p->kind == TPL_N_NAME && p->op == 9) { i--; continue; }
         if (p->kind != TPL_N_NAME) continue;
         tpl_c_at(C, p->off);
         tpl_c_emit(C, TPL_OP_JSET, i, 0);
@@ -3276,6 +3474,9 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     value_body(L, n->b);
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+    L->def_blk = save_blk;
+    L->def_blkname = save_blkname;
+    L->def_blkslot = save_blkslot;
     L->in_def--;
     L->exc_slot = save_exc;
     L->retry_to = save_retry;

@@ -480,8 +480,8 @@ static bool continues(int k)
 
 /* Ruby keywords tpl does not support: a located compile error naming the construct. */
 static const char *const unsupported_kw[] = {
-    "class", "module", "yield",
-    "redo", "super", "alias", "undef", "BEGIN", "END", "block_given?", NULL
+    "class", "module",
+    "redo", "super", "alias", "undef", "BEGIN", "END", NULL
 };
 
 static int keyword(const char *s, size_t n)
