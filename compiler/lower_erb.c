@@ -3566,6 +3566,8 @@ static void stmt(erb_low *L, tpl_node *n)
             tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
             return;
         }
+        for (erb_loop *lc = L->loop; lc; lc = lc->parent)
+            if (lc->lambda_) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block or begin/rescue of a lambda"); return; }
         if (!L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct 'return' outside a def"); return; }
         for (erb_loop *lc = L->loop; lc; lc = lc->parent)
             if (lc->sub) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block or begin/rescue"); return; }
