@@ -1808,6 +1808,23 @@ static bool blk_method(erb_low *L, tpl_node *n, bool used)
     return true;
 }
 
+/* &lambda: Ruby checks a lambda's arity against what the method yields (one value or several), which a
+ * block of tpl does not; a lambda of one parameter is passed to the methods that yield one value to it
+ * whatever the receiver (an Array's, a Range's or a Hash's [key, value] pair), anything else refused. */
+static bool lambda_blockarg_ok(erb_low *L, const tpl_node *n, const tpl_node *e, int nreq, int nopt)
+{
+    static const char *const one[] = { "map", "collect", "flat_map", "collect_concat", "each", "sort_by", "group_by",
+                                       "min_by", "max_by", "sum", "find", "detect", "count", "partition", "each_slice",
+                                       "each_cons", "times", "upto", "downto", "filter_map", "each_entry", "tap", "then",
+                                       "yield_self", "uniq", "chunk_while", "slice_when", NULL };
+    if (nreq == 1 && nopt == 0)
+        for (int i = 0; one[i]; i++)
+            if (name_is(n->val, one[i])) return true;
+    tpl_c_error(C, e->off, "unsupported Ruby construct: a lambda of %d parameter%s as the block of %.*s (Ruby checks its arity against each yield)",
+                nreq + nopt, nreq + nopt == 1 ? "" : "s", (int)n->val.len, n->val.u.s);
+    return false;
+}
+
 /* A call's `&expr` block argument (RBLOCK op 7): a Proc variable's block (op 8, its word in val), a Proc
  * literal's block, or method(:name)'s (a block calling the template method); anything else refused. */
 static bool block_arg(erb_low *L, tpl_node *n)
@@ -1820,11 +1837,15 @@ static bool block_arg(erb_low *L, tpl_node *n)
     }
     if (pv) {
         if (!pv->word) { tpl_c_error(C, e->off, "unsupported Ruby construct: a Proc calling itself (`%.*s' inside its own block)", (int)pv->name.len, pv->name.u.s); return false; }
-        if (pv->nopt) { tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s of a Proc with optional parameters", (int)pv->name.len, pv->name.u.s); return false; }
+        if (pv->nopt && !pv->lambda) { tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s of a Proc with optional parameters", (int)pv->name.len, pv->name.u.s); return false; }
+        bool to_def = !n->a && def_find(L, n->val, false);
+        if (pv->lambda && !to_def && !lambda_blockarg_ok(L, n, e, pv->nreq, pv->nopt)) return false;
         blk->op = 8;
         blk->a = NULL;
         blk->b = NULL;
         blk->val = tpl_v_int(pv->word);
+        /* a lambda given to a template method: its arity (def_call, stdlib/ruby/ruby.c block_yield checks it) */
+        if (pv->lambda) blk->val.len = 1u | (uint32_t)pv->nreq << 8 | (uint32_t)pv->nopt << 16;
         return true;
     }
     if (blk_var(L, e)) {
@@ -1856,8 +1877,14 @@ static bool block_arg(erb_low *L, tpl_node *n)
     if (is_proc_lit(e)) {
         int nreq, nopt;
         if (!proc_sig(L, e->c, &nreq, &nopt)) return false;
-        if (nopt) { tpl_c_error(C, e->off, "unsupported Ruby construct: &lambda with optional parameters"); return false; }
+        bool to_def = !n->a && def_find(L, n->val, false);
+        if (name_is(e->val, "lambda") && !to_def && !lambda_blockarg_ok(L, n, e, nreq, nopt)) return false;
+        if (nopt && !(to_def && name_is(e->val, "lambda"))) { tpl_c_error(C, e->off, "unsupported Ruby construct: &proc with optional parameters"); return false; }
         n->c = e->c;
+        if (to_def && name_is(e->val, "lambda")) {
+            n->c->val = tpl_v_int(0);
+            n->c->val.len = 1u | (uint32_t)nreq << 8 | (uint32_t)nopt << 16;
+        }
         return true;
     }
     if (e && e->kind == TPL_N_RMETHOD && !e->a && !e->c && name_is(e->val, "method") && e->b && !e->b->next && e->b->kind == TPL_N_ARG &&
@@ -3310,6 +3337,19 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
             m->c = n->c;
             m->op = 1;
             m->val = S("(block)");
+            if (n->c->val.type == TPL_T_INT && n->c->val.len) {   /* a lambda: its arity, for (yield) */
+                tpl_node *mc = tpl_arena_alloc(a, sizeof *mc), *ma = tpl_arena_alloc(a, sizeof *ma);
+                if (!mc || !ma) { tpl_c_nomem(C, n->off); return; }
+                memset(mc, 0, sizeof *mc);
+                mc->kind = TPL_N_CONST;
+                mc->off = n->c->off;
+                mc->val = tpl_v_int(n->c->val.len);
+                memset(ma, 0, sizeof *ma);
+                ma->kind = TPL_N_ARG;
+                ma->off = n->c->off;
+                ma->a = mc;
+                m->b = ma;
+            }
             memset(kw, 0, sizeof *kw);
             kw->kind = TPL_N_KWARG;
             kw->off = n->c->off;

@@ -2377,11 +2377,12 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
  * argument; `blk.(yield)(args)` in the method yields to it (nil: Ruby's LocalJumpError). The frame of the
  * block is the caller's, below the method's while it runs; the method's other uses of it are compile errors. */
 enum { RB_BLOCK_AUX = 0xB10C };
-static int block_value(tpl_vm *vm, tpl_value *out)
+static int block_value(tpl_vm *vm, tpl_value *args, int npos, tpl_value *out)
 {
     tpl_rb_block b = tpl_vm_block(vm);
     *out = b.pc ? tpl_v_int((int64_t)((uint64_t)b.pc | (uint64_t)b.nparams << 24 | (uint64_t)b.slot_base << 32)) : tpl_v_none();
     if (b.pc) out->aux = RB_BLOCK_AUX;   /* (no Integer the template makes has it: (yield) trusts only this) */
+    if (b.pc && npos == 1 && args[0].type == TPL_T_INT) out->len = (uint32_t)args[0].u.i;   /* a lambda's arity */
     return 0;
 }
 
@@ -2390,7 +2391,20 @@ static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tp
     if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     uint64_t u = (uint64_t)self.u.i;
     tpl_rb_block b = { (uint32_t)(u & 0xFFFFFFu), (uint32_t)(u >> 24 & 0xFF), (uint32_t)(u >> 32) };
-    int rc = tpl_rb_yield(vm, &b, args, npos, out);
+    int rc;
+    if (self.len & 1) {   /* a lambda: Ruby's arity check, no Array splat, a missing optional parameter its default */
+        int nreq = (int)(self.len >> 8 & 0xFF), nopt = (int)(self.len >> 16 & 0xFF), np = (int)b.nparams;
+        if (npos < nreq || npos > nreq + nopt) {
+            if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", npos, nreq, nreq + nopt);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", npos, nreq);
+        }
+        tpl_value vals[256];
+        for (int i = 0; i < np && i < 256; i++) vals[i] = i < npos ? args[i] : tpl_v_unset();
+        rc = tpl_rb_yield(vm, &b, vals, np, out);
+        if (rc > 0) rc = 0;   /* break in a lambda: its value */
+    } else {
+        rc = tpl_rb_yield(vm, &b, args, npos, out);
+    }
     if (rc < 0) return -1;
     if (rc > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: break out of a block a template method yields to");
     return 0;
@@ -2401,7 +2415,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
 {
     if (n >= 6 && name[0] == '(' && nkw == 0) {
         if (n == 6 && memcmp(name, "(call)", 6) == 0) return proc_call(vm, self, args, npos, out);
-        if (n == 7 && memcmp(name, "(block)", 7) == 0) return block_value(vm, out);
+        if (n == 7 && memcmp(name, "(block)", 7) == 0) return block_value(vm, args, npos, out);
         if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, out);
     }
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
