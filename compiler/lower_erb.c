@@ -162,6 +162,7 @@ static void load_local(erb_low *L, uint32_t slot, tpl_value name)
 
 /* Stores the top of the stack into variable `name` (declared in the innermost scope when new). */
 static erb_proc *proc_named(erb_low *L, tpl_value name);
+static void proc_forget(erb_low *L, tpl_value name);
 
 static void store_var(erb_low *L, tpl_value name, uint32_t off)
 {
@@ -1618,6 +1619,15 @@ static erb_proc *proc_named(erb_low *L, tpl_value name)
     return NULL;
 }
 
+static void proc_forget(erb_low *L, tpl_value name)
+{
+    erb_defs *d = L->defs;
+    for (int i = 0; i < d->nprocs; i++) {
+        erb_proc *p = &d->procs[i];
+        if (p->scope == L->scope && p->name.len == name.len && memcmp(p->name.u.s, name.u.s, name.len) == 0) d->procs[i--] = d->procs[--d->nprocs];
+    }
+}
+
 /* The variable of a Proc (not a block or def parameter of the same name: another slot). */
 static erb_proc *proc_var(erb_low *L, const tpl_node *n)
 {
@@ -2383,7 +2393,10 @@ static void if_(erb_low *L, tpl_node *n, bool value)
 static void expr(erb_low *L, tpl_node *n)
 {
     if (tpl_c_failed(C) || !n) return;
-    if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) pend_set(L, n->a->val, false);
+    if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) {
+        if (pend_has(L, n->a->val)) proc_forget(L, n->a->val);   /* a block-local again: a new variable (no Proc yet) */
+        pend_set(L, n->a->val, false);
+    }
     tpl_c_at(C, n->off);
     uint32_t slot;
     switch (n->kind) {
@@ -3536,7 +3549,10 @@ static void def_(erb_low *L, tpl_node *n, bool used)
 static void stmt(erb_low *L, tpl_node *n)
 {
     if (tpl_c_failed(C) || !n) return;
-    if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) pend_set(L, n->a->val, false);
+    if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) {
+        if (pend_has(L, n->a->val)) proc_forget(L, n->a->val);   /* a block-local again: a new variable (no Proc yet) */
+        pend_set(L, n->a->val, false);
+    }
     tpl_c_at(C, n->off);
     switch (n->kind) {
     case TPL_N_TEXT:
