@@ -1960,6 +1960,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
         yield_(L, name_is(n->val, "block_given?"), NULL, n->b, n->c, n->off, used);
         return;
     }
+    if (!n->a && name_is(n->val, "method") && !def_find(L, n->val, false) && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL) &&
+        !tpl_c_options(C)->erb_self) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: method(...) as a value (tpl passes &method(:name) of a template method)");
+        return;
+    }
     if (!n->a && name_is(n->val, "define_method")) {
         tpl_c_error(C, n->off, "unsupported Ruby construct: define_method (write a def)");
         return;
