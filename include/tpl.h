@@ -522,8 +522,9 @@ typedef struct tpl_host_class {
      * messages (borrowed, NUL-terminated, valid while obj is; NULL: the class's name), and in
      * *numeric (0 when not set) TPL_HOST_NUMBER for a number (Python's numbers.Number: Decimal,
      * Fraction, complex...), with TPL_HOST_INTEGER for an int and TPL_HOST_FLOAT for a float:
-     * Jinja's tests number, integer and float. tpl does no arithmetic on such objects: an
-     * operator, comparison or numeric filter on one is a TypeError naming this type. */
+     * Jinja's tests number, integer and float. tpl does no arithmetic on such objects itself:
+     * an operator, comparison or numeric filter on one asks arith below, and without it is a
+     * TypeError naming this type. */
     const char *(*type_of)(void *obj, unsigned *numeric);
     /* the object's own HTML (markupsafe's __html__): *out a string, which escaping the object
      * gives as markup (Jinja's |e and autoescape, |safe, |forceescape escapes it again);
@@ -534,6 +535,17 @@ typedef struct tpl_host_class {
      * equality (Python: obj == other, which may raise: TPL_HOST_ERROR ends the render with it).
      * NULL or TPL_HOST_MISSING: tpl's own equality (an object equals only itself). */
     tpl_host_result (*eq)(void *obj, tpl_render *r, tpl_val other, bool *out);
+    /* Arithmetic and comparison on the host's own numbers (type_of: TPL_HOST_NUMBER; Python's
+     * Decimal, Fraction, an int/float subclass with methods). Called when an operand a or b is
+     * such an object of this class (obj is a's when it is, else b's) and the other is not
+     * undefined — the operators tpl cannot compute itself: op is a binary operator "+", "-", "*", "/", "//", "%", "**" or a comparison "==",
+     * "<" (*out: its result, the VM takes its truthiness), or unary (b is none): "neg" (-a),
+     * "pos" (+a), "abs"; or Jinja's |round: "round" (round(a, b), b an int or none), "ceil"
+     * and "floor" (math.ceil/floor(a * 10**b) / 10**b, b an int). *out: the result (a number
+     * of tpl's or a host object). TPL_HOST_MISSING: not supported (the VM's TypeError naming
+     * the type, as without the callback). Appended last: NULL (a class written before it) is
+     * that TypeError. */
+    tpl_host_result (*arith)(void *obj, tpl_render *r, const char *op, tpl_val a, tpl_val b, tpl_val *out);
 } tpl_host_class;
 /* tpl_host_class.type_of's numeric kinds */
 enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4 };

@@ -1292,6 +1292,60 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
     return rc;
 }
 
+/* Python's operators on its own numbers (Decimal, Fraction, an int/float subclass with methods:
+ * tpl_host_class.arith), as Jinja2 computes them: the operator, round(a, b), and do_round's
+ * math.ceil/floor(a * 10**b) / 10**b. What Python raises (a TypeError for Decimal + float, a
+ * ZeroDivisionError) propagates as itself. */
+static PyObject *py_arith_op(const char *op, PyObject *a, PyObject *b)
+{
+    switch (op[0]) {
+    case '+': return PyNumber_Add(a, b);
+    case '-': return PyNumber_Subtract(a, b);
+    case '*': return op[1] ? PyNumber_Power(a, b, Py_None) : PyNumber_Multiply(a, b);
+    case '/': return op[1] ? PyNumber_FloorDivide(a, b) : PyNumber_TrueDivide(a, b);
+    case '%': return PyNumber_Remainder(a, b);
+    case '=': return PyObject_RichCompare(a, b, Py_EQ);
+    case '<': return PyObject_RichCompare(a, b, Py_LT);
+    case 'n': return PyNumber_Negative(a);
+    case 'p': return PyNumber_Positive(a);
+    case 'a': return PyNumber_Absolute(a);
+    case 'r': { /* round(a, b) */
+        PyObject *round = PyDict_GetItemString(PyEval_GetBuiltins(), "round"); /* (borrowed) */
+        if (!round) { PyErr_SetString(PyExc_RuntimeError, "tpl: no builtin round"); return NULL; }
+        return PyObject_CallFunctionObjArgs(round, a, b, NULL);
+    }
+    case 'c': case 'f': { /* math.ceil / math.floor (a * 10**b) / 10**b */
+        PyObject *ten = PyLong_FromLong(10), *scale = ten ? PyNumber_Power(ten, b, Py_None) : NULL;
+        PyObject *m = scale ? PyNumber_Multiply(a, scale) : NULL, *math = m ? PyImport_ImportModule("math") : NULL;
+        PyObject *r = math ? PyObject_CallMethod(math, op[0] == 'c' ? "ceil" : "floor", "O", m) : NULL;
+        PyObject *res = r ? PyNumber_TrueDivide(r, scale) : NULL;
+        Py_XDECREF(ten);
+        Py_XDECREF(scale);
+        Py_XDECREF(m);
+        Py_XDECREF(math);
+        Py_XDECREF(r);
+        return res;
+    }
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+static tpl_host_result py_arith(void *obj, tpl_render *r, const char *op, tpl_val a, tpl_val b, tpl_val *out)
+{
+    pyobj *h = obj;
+    (void)r;
+    gil_in(h->c);
+    tpl_host_result rc = TPL_HOST_MISSING;
+    PyObject *x = from_val(h->c, a), *y = x ? from_val(h->c, b) : NULL;
+    PyObject *res = y ? py_arith_op(op, x, y) : NULL;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    if (res == Py_NotImplemented) Py_DECREF(res);
+    else rc = deliver(h->c, res, out, "a number");
+    gil_out(h->c);
+    return rc;
+}
+
 /* the object's Python type: its name (as Python's TypeErrors name it) and numeric kinds */
 static const char *py_type_of(void *obj, unsigned *numeric)
 {
@@ -1328,7 +1382,7 @@ static tpl_host_result py_html(void *obj, tpl_render *r, tpl_val *out)
 }
 
 static const tpl_host_class py_class = { "object", py_getattr, py_getitem, py_iter, py_len, py_call, py_truth, py_str,
-                                         py_resolve, NULL, py_number, py_type_of, py_html, py_eq };
+                                         py_resolve, NULL, py_number, py_type_of, py_html, py_eq, py_arith };
 
 /* loader(name) -> str or None (the GIL held): the text as a malloc'd copy (*len set), NULL when
  * it gave no str; what it raised (normalised, with its traceback) into *exc. */

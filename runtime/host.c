@@ -711,3 +711,39 @@ unsigned tpl_hobj_numeric(tpl_value v)
     if (h->cls->type_of) h->cls->type_of(h->obj, &numeric);
     return numeric;
 }
+
+/* The host number of a or b whose class has arith (a's first), or NULL. */
+static const tpl_hobj *arith_host(tpl_value a, tpl_value b)
+{
+    if (a.type == TPL_T_HOST && ((const tpl_hobj *)a.u.p)->cls->arith && (tpl_hobj_numeric(a) & TPL_HOST_NUMBER))
+        return a.u.p;
+    if (b.type == TPL_T_HOST && ((const tpl_hobj *)b.u.p)->cls->arith && (tpl_hobj_numeric(b) & TPL_HOST_NUMBER))
+        return b.u.p;
+    return NULL;
+}
+
+int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    if (a.type != TPL_T_HOST && b.type != TPL_T_HOST) return 1;
+    const tpl_hobj *h = arith_host(a, b);
+    /* (the other operand may be any value but an undefined one: Python's operator decides, e.g.
+     * Decimal < str is its TypeError) */
+    if (!h || a.type == TPL_T_UNDEF || b.type == TPL_T_UNDEF || a.type == TPL_T_UNSET || b.type == TPL_T_UNSET)
+        return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->arith(h->obj, h->r, op, to_val(a), to_val(b), &o), op, NULL, 0);
+    if (!rc) *out = from_val(o);
+    return rc;
+}
+
+int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool *res)
+{
+    tpl_value v;
+    int rc = tpl_hobj_arith(vm, op, a, b, &v);
+    if (rc) return rc;
+    if (v.type == TPL_T_BOOL) { *res = v.u.i != 0; return 0; }
+    int t = tpl_truthy_py(vm, v);
+    if (t < 0) return -1;
+    *res = t;
+    return 0;
+}

@@ -50,6 +50,13 @@ int tpl_hobj_truth(tpl_vm *vm, tpl_value v);
  * gives one: 0, or -1 with an error. */
 int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n);
 
+/* a op b (or the unary op of a, b none) by the class's arith callback when a or b is a host number
+ * whose class has one and the other a number (tpl_host_class.arith): 0 with *out, 1 when it does
+ * not apply or the host declines, -1 with an error. tpl_hobj_compare: a comparison ("==", "<"),
+ * *res its result's truthiness. */
+int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);
+int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool *res);
+
 /* A host object's numeric kinds (tpl_host_class.type_of: TPL_HOST_NUMBER...), 0 for another value. */
 unsigned tpl_hobj_numeric(tpl_value v);
 

@@ -335,10 +335,13 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
     }
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
         ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && any_number(a) && any_number(b) &&
-        !(a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p)) /* (a Decimal == 1: no silent False) */
+        !(a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p)) { /* (a Decimal == 1: no silent False) */
+        int h = tpl_hobj_compare(vm, "==", a, b, eq);
+        if (h <= 0) return h;
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: '==' between '%s' and '%s' (tpl does not compare the "
                             "host's own number types: convert to int or float first)", tpl_type_name(vm, a),
                             tpl_type_name(vm, b));
+    }
     int r = tpl_vm_strict(vm) ? tpl_equal_strict_metered(a, b, 0, &vm->fuel) : tpl_equal_metered(a, b, &vm->fuel);
     if (r == -3) return strict_item_error(vm, a, b);
     if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
@@ -349,6 +352,12 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
+    if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
+        ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && any_number(a) && any_number(b) &&
+        !(a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p)) { /* (Decimal(1) in [1]: the host's ==) */
+        int h = tpl_hobj_compare(vm, "==", a, b, eq);
+        if (h <= 0) return h;
+    }
     int r = tpl_vm_strict(vm) ? tpl_equal_strict_metered(a, b, 1, &vm->fuel) : tpl_item_equal_metered(a, b, &vm->fuel);
     if (r == -3) return strict_item_error(vm, a, b);
     if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
@@ -1354,6 +1363,14 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
     }
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
     if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
+    if ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) {
+        /* the host's own numbers (a Decimal): a < b, else b < a, else equal */
+        bool lt = false, gt = false;
+        int h = tpl_hobj_compare(vm, "<", a, b, &lt);
+        if (h == 0 && !lt) h = tpl_hobj_compare(vm, "<", b, a, &gt);
+        if (h < 0) return -1;
+        if (h == 0) { *cmp = lt ? -1 : gt; return 0; }
+    }
     if ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s' (tpl does not "
                             "compare the host's own number types: convert to int or float first)", tpl_type_name(vm, a),
@@ -1480,10 +1497,15 @@ static double py_float_floordiv(double x, double y)
     return div - fd > 0.5 ? fd + 1.0 : fd;
 }
 
-static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
+/* An operator tpl does not compute: the host's arith for its own numbers (a Decimal), else the error. */
+static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
 {
     if (a.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, a);
     if (b.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, b);
+    if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
+        int h = tpl_hobj_arith(vm, op[0] == '*' && op[1] == '*' ? "**" : op, a, b, out);
+        if (h <= 0) return h;
+    }
     if (op[0] == '-' && !op[1] && a.type == TPL_T_LIST && (a.aux == TPL_LAZY_DICT_KEYS || a.aux == TPL_LAZY_DICT_ITEMS) &&
         tpl_vm_syntax(vm) != TPL_SYNTAX_ERB) /* Python: a set, which prints its items in hash order */
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: %s - %s makes a set (tpl has no set type)",
@@ -1623,10 +1645,10 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         if (a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE) && !a.aux && !b.aux)
             return concat_lists(vm, a, b, out);
-        if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "+", a, b);
+        if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "+", a, b, out);
         if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && b.type != TPL_T_UNDEF) /* as Python's str and list */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s", tpl_type_name(vm, a), tpl_type_name(vm, b), tpl_type_name(vm, a));
-        return arith_error(vm, "+", a, b);
+        return arith_error(vm, "+", a, b, out);
     case TPL_OP_SUB:
         if (ints) {
             if (__builtin_sub_overflow(a.u.i, b.u.i, &r)) return tpl_big_binop(vm, op, a, b, out);
@@ -1634,7 +1656,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             return 0;
         }
         if (nums) { *out = tpl_v_float(as_double(a) - as_double(b)); return 0; }
-        return arith_error(vm, "-", a, b);
+        return arith_error(vm, "-", a, b, out);
     case TPL_OP_MUL:
         if (ints) {
             if (__builtin_mul_overflow(a.u.i, b.u.i, &r)) return tpl_big_binop(vm, op, a, b, out);
@@ -1642,15 +1664,15 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             return 0;
         }
         if (nums) { *out = tpl_v_float(as_double(a) * as_double(b)); return 0; }
-        if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "*", a, b);
+        if (tpl_is_lazy(a) || tpl_is_lazy(b)) return arith_error(vm, "*", a, b, out);
         if ((a.type == TPL_T_STR || a.type == TPL_T_LIST) && (b.type == TPL_T_INT || b.type == TPL_T_BOOL)) return repeat(vm, a, b.u.i, out);
         if ((b.type == TPL_T_STR || b.type == TPL_T_LIST) && (a.type == TPL_T_INT || a.type == TPL_T_BOOL)) return repeat(vm, b, a.u.i, out);
         if (((a.type == TPL_T_STR || a.type == TPL_T_LIST) && b.type == TPL_T_BIGINT) ||
             ((b.type == TPL_T_STR || b.type == TPL_T_LIST) && a.type == TPL_T_BIGINT))
             return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot fit 'int' into an index-sized integer");
-        return arith_error(vm, "*", a, b);
+        return arith_error(vm, "*", a, b, out);
     case TPL_OP_DIV_PY:
-        if (!nums) return arith_error(vm, "/", a, b);
+        if (!nums) return arith_error(vm, "/", a, b, out);
         if (as_double(b) == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, ints ? "division by zero" : "float division by zero");
         *out = tpl_v_float(as_double(a) / as_double(b));
         return 0;
@@ -1670,7 +1692,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_float(op == TPL_OP_DIV_RB ? as_double(a) / y : py_float_floordiv(as_double(a), y));
             return 0;
         }
-        return arith_error(vm, op == TPL_OP_DIV_RB ? "/" : "//", a, b);
+        return arith_error(vm, op == TPL_OP_DIV_RB ? "/" : "//", a, b, out);
     case TPL_OP_MOD:
         if (ints) {
             if (b.u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer modulo by zero");
@@ -1692,7 +1714,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         if (a.type == TPL_T_STR) /* printf-style formatting: a tuple's items, a dict's %(key)s, else one value */
             return tpl_stdlib.str_mod(vm, a, b, out);
-        return arith_error(vm, "%", a, b);
+        return arith_error(vm, "%", a, b, out);
     case TPL_OP_POW:
         if (ints && b.u.i >= 0) {
             int64_t base = a.u.i, e = b.u.i, acc = 1;
@@ -1717,7 +1739,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_float(r);
             return 0;
         }
-        return arith_error(vm, "** or pow()", a, b);
+        return arith_error(vm, "** or pow()", a, b, out);
     }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");
 }
@@ -4063,6 +4085,11 @@ top:
         else {
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { if (tpl_big_neg(vm, v, &sp[-1]) == 0) NEXT(0); }
+            else if (v.type == TPL_T_HOST) { /* the host's own number (a Decimal) */
+                int h = tpl_hobj_arith(vm, "neg", v, tpl_v_none(), &sp[-1]);
+                if (h == 0) NEXT(0);
+                if (h > 0) tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", tpl_type_name(vm, v));
+            }
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary -: '%s'", tpl_type_name(vm, v));
             goto fail;
         }
@@ -4072,6 +4099,9 @@ top:
         tpl_value v = sp[-1];
         if (v.type == TPL_T_BOOL) sp[-1] = tpl_v_int(v.u.i);
         else if (v.type != TPL_T_INT && v.type != TPL_T_FLOAT && v.type != TPL_T_BIGINT) {
+            int h = 1;
+            if (v.type == TPL_T_HOST && (h = tpl_hobj_arith(vm, "pos", v, tpl_v_none(), &sp[-1])) == 0) NEXT(0);
+            if (h < 0) goto fail;
             if (v.type == TPL_T_UNDEF) tpl_stdlib.undefined_error(vm, v);
             else tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for unary +: '%s'", tpl_type_name(vm, v));
             goto fail;

@@ -458,6 +458,109 @@ static void host_value_functions(void)
     tpl_render_free(r);
 }
 
+/* ---- the host's own numbers (tpl_host_class.arith): "cents", a fixed-point number of cents that
+ * prints as 1.50; its arith adds, negates, compares with ints and other cents. cents_plain has no
+ * arith: an operator on it stays the TypeError naming its type. */
+typedef struct cents { int64_t v; int ariths; } cents;
+static cents cents_pool[8];
+
+static int64_t cents_of(tpl_val v, bool *ok)
+{
+    *ok = true;
+    if (tpl_val_kind_of(v) == TPL_VAL_INT) return tpl_val_as_int(v) * 100;
+    if (tpl_val_kind_of(v) == TPL_VAL_HOST) return ((cents *)tpl_val_host_object(v))->v;
+    *ok = false;
+    return 0;
+}
+
+static const char *c_type_of(void *obj, unsigned *numeric)
+{
+    (void)obj;
+    *numeric = TPL_HOST_NUMBER;
+    return "Cents";
+}
+
+static tpl_host_result c_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
+{
+    cents *c = obj;
+    char s[48];
+    int64_t a = c->v < 0 ? -c->v : c->v;
+    int n = snprintf(s, sizeof s, repr ? "Cents('%s%lld.%02lld')" : "%s%lld.%02lld", c->v < 0 ? "-" : "",
+                     (long long)(a / 100), (long long)(a % 100));
+    return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class cents_class;
+
+static tpl_host_result c_arith(void *obj, tpl_render *r, const char *op, tpl_val a, tpl_val b, tpl_val *out)
+{
+    ((cents *)obj)->ariths++;
+    bool oka, okb;
+    int64_t x = cents_of(a, &oka), y = cents_of(b, &okb);
+    bool unary = tpl_val_kind_of(b) == TPL_VAL_NONE;
+    if (!oka || (!okb && !unary)) return TPL_HOST_MISSING;
+    int64_t res;
+    if (strcmp(op, "==") == 0) { *out = tpl_val_bool(x == y); return TPL_HOST_OK; }
+    if (strcmp(op, "<") == 0) { *out = tpl_val_bool(x < y); return TPL_HOST_OK; }
+    if (strcmp(op, "+") == 0) res = x + y;
+    else if (strcmp(op, "-") == 0) res = x - y;
+    else if (strcmp(op, "neg") == 0 && unary) res = -x;
+    else if (strcmp(op, "abs") == 0 && unary) res = x < 0 ? -x : x;
+    else if (strcmp(op, "/") == 0) {
+        if (y == 0) { tpl_host_error(r, "ZeroDivisionError: cents by zero", NULL); return TPL_HOST_ERROR; }
+        *out = tpl_val_float((double)x / (double)y);
+        return TPL_HOST_OK;
+    } else return TPL_HOST_MISSING;
+    for (int i = 0; i < 8; i++)
+        if (cents_pool[i].v == INT64_MIN) {
+            cents_pool[i] = (cents){ res, 0 };
+            return tpl_val_host(r, &cents_class, &cents_pool[i], out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+        }
+    tpl_host_error(r, "out of cents", NULL);
+    return TPL_HOST_ERROR;
+}
+
+static const tpl_host_class cents_class = { "Cents", NULL, NULL, NULL, NULL, NULL, NULL, c_str, NULL, NULL, NULL,
+                                            c_type_of, NULL, c_arith };
+static const tpl_host_class cents_plain = { "Cents", NULL, NULL, NULL, NULL, NULL, NULL, c_str, NULL, NULL, NULL,
+                                            c_type_of, NULL, NULL };
+
+static void host_numbers(void)
+{
+    tpl_render *r = tpl_render_new(NULL);
+    cents a = { 150, 0 }, b = { -275, 0 }, p = { 150, 0 };
+    const struct { const char *src, *want; } cases[] = {
+        { "{{ a }} {{ a + 1 }} {{ 1 + a }} {{ a + b }} {{ a - b }} {{ -b }} {{ b|abs }}", "1.50 2.50 2.50 -1.25 4.25 2.75 2.75" },
+        { "{{ a == 1 }} {{ a < b }} {{ b < a }} {{ a > 1 }} {{ a >= a }} {{ a != b }} {{ a in [1, b] }}",
+          "False False True True True True False" },
+        { "{{ [a, b, 2]|sort }} {{ [a, b]|max }} {{ [a, b]|min }} {{ [a, b]|sum }} {{ a / 3 }}",
+          "[Cents('-2.75'), Cents('1.50'), 2] 1.50 -2.75 -1.25 0.5" },
+        { "{{ a * 2 }}", "ERR:3:1:unsupported operand type(s) for *: 'Cents' and 'int' (tpl does no arithmetic on "
+                         "the host's own number types: convert to int or float first)" },
+        { "{{ a / 0 }}", "ERR:5:1:Cents./ failed: ZeroDivisionError: cents by zero" },
+        { "{{ a + x }}", "ERR:2:1:'x' is undefined" },
+        { "{{ p + 1 }}", "ERR:3:1:unsupported operand type(s) for +: 'Cents' and 'int' (tpl does no arithmetic on "
+                         "the host's own number types: convert to int or float first)" },
+        { "{{ p == 1 }}", "ERR:3:1:unsupported: '==' between 'Cents' and 'int' (tpl does not compare the host's own "
+                          "number types: convert to int or float first)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int k = 0; k < 8; k++) cents_pool[k].v = INT64_MIN;
+        tpl_val st, h;
+        CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map(r, 3, &st) == TPL_OK, "state");
+        tpl_val_host(r, &cents_class, &a, &h);
+        tpl_val_map_set(r, st, str(r, "a"), h);
+        tpl_val_host(r, &cents_class, &b, &h);
+        tpl_val_map_set(r, st, str(r, "b"), h);
+        tpl_val_host(r, &cents_plain, &p, &h);
+        tpl_val_map_set(r, st, str(r, "p"), h);
+        tpl_render_set_state_val(r, st);
+        expect(r, cases[i].src, cases[i].want);
+    }
+    CHECK(a.ariths > 0 && p.ariths == 0, "arith called on a (%d), never on the class without it", a.ariths);
+    tpl_render_free(r);
+}
+
 /* Compiles src with options o, renders it on r and compares (or expects a compile error). */
 static void expect_opts(tpl_render *r, const tpl_options *o, const char *src, const char *want)
 {
@@ -835,6 +938,7 @@ int main(void)
     int_text();
     map_add_str();
     host_value_functions();
+    host_numbers();
     environment_settings();
     tpl_render *r = tpl_render_new(NULL);
     person ann = { "Ann", 37, 0, 0, 0, 0, 0, 0, 0, false };

@@ -1,6 +1,7 @@
 /* printf-style `%` formatting: Python's str % args (Jinja2's `format` filter and `%`), and ERB's
  * String#% / format(), which is Ruby's Kernel#format (selected by the render's syntax). */
 #include "fmt.h"
+#include "../../runtime/host.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -344,6 +345,11 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
             if (r_k_Integer(vm, cv, &arg) < 0) return -1;
         }
         tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
+        if (arg.type == TPL_T_HOST && (conv == 'd' || conv == 'i' || conv == 'u') &&
+            (tpl_hobj_numeric(arg) & TPL_HOST_NUMBER)) { /* Python: int(x) of a Decimal, a Fraction */
+            int h = tpl_hobj_number(vm, arg, false, &arg);
+            if (h < 0) return -1;
+        }
         if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
             v = arg.u.i;
         } else if (arg.type == TPL_T_BIGINT) {
@@ -511,6 +517,10 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
         if (rb && arg.type != TPL_T_FLOAT && arg.type != TPL_T_INT) { /* Ruby's Float(): "1.5" */
             tpl_value cv[1] = { arg };
             if (r_k_Float(vm, cv, &arg) < 0) return -1;
+        }
+        if (arg.type == TPL_T_HOST && (tpl_hobj_numeric(arg) & TPL_HOST_NUMBER)) { /* Python: float(x) of a Decimal */
+            int h = tpl_hobj_number(vm, arg, true, &arg);
+            if (h < 0) return -1;
         }
         if (arg.type == TPL_T_FLOAT) d = arg.u.f;
         else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;

@@ -241,8 +241,12 @@ int f_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_FLOAT:
         *out = tpl_v_float(fabs(x.u.f));
         return 0;
-    default:
+    default: {
+        int h = tpl_hobj_arith(vm, "abs", x, tpl_v_none(), out); /* the host's own numbers (a Decimal) */
+        if (h <= 0)
+            return h;
         return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operand type for abs(): '%s'", tpl_type_name(vm, x));
+    }
     }
 }
 
@@ -1075,6 +1079,14 @@ static int to_float_strict(tpl_vm *vm, tpl_value v, double *d)
                             b.p ? b.p : "");
     }
     default:
+        if (v.type == TPL_T_HOST) { /* float(obj): a Decimal's __float__ */
+            tpl_value f;
+            int h = tpl_hobj_number(vm, v, true, &f);
+            if (h < 0)
+                return -1;
+            if (h == 0 && f.type != TPL_T_HOST)
+                return to_float_strict(vm, f, d);
+        }
         return tpl_vm_error(vm, TPL_ERR_TYPE, "float() argument must be a string or a real number, not '%s'",
                             tpl_type_name(vm, v));
     }
@@ -1740,6 +1752,9 @@ static int add_values(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
     if (x.type == TPL_T_LIST && y.type == TPL_T_LIST)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"%s\") to %s",
                             tpl_type_name(vm, x), tpl_type_name(vm, y), tpl_type_name(vm, x));
+    int h = tpl_hobj_arith(vm, "+", x, y, r); /* the host's own numbers (a Decimal) */
+    if (h <= 0)
+        return h;
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for +: '%s' and '%s'",
                         tpl_type_name(vm, x), tpl_type_name(vm, y));
 }
@@ -1834,6 +1849,16 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         else if (m.type == TPL_T_STR && m.len == 4 && memcmp(m.u.s, "ceil", 4) == 0) method = 1;
         else if (m.type == TPL_T_STR && m.len == 5 && memcmp(m.u.s, "floor", 5) == 0) method = 2;
         else return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "method must be common, ceil or floor");
+    }
+    if (v.type == TPL_T_HOST && (tpl_hobj_numeric(v) & TPL_HOST_NUMBER)) {
+        /* the host's own numbers (a Decimal): round(value, precision), or math.ceil/floor(value *
+         * 10**precision) / 10**precision, by the host (Jinja2's do_round) */
+        tpl_value p = tpl_given(a[1]) ? a[1] : tpl_v_int(0);
+        if (method && p.type != TPL_T_INT && p.type != TPL_T_BOOL && tpl_arg_index_sat(vm, p, &prec) < 0)
+            return -1;
+        int h = tpl_hobj_arith(vm, method == 0 ? "round" : method == 1 ? "ceil" : "floor", v, p, out);
+        if (h <= 0)
+            return h;
     }
     if (method == 0 && a[1].type == TPL_T_NONE && (tpl_is_num(v) || v.type == TPL_T_BIGINT)) {
         /* round(value, None) is Python's round(value): an int (ties to even) */

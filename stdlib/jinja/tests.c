@@ -148,9 +148,13 @@ static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
     if ((x.type == TPL_T_BIGINT || y.type == TPL_T_BIGINT) && (tpl_is_num(x) || x.type == TPL_T_BIGINT) &&
         (tpl_is_num(y) || y.type == TPL_T_BIGINT))
         return tpl_big_binop(vm, TPL_OP_MOD, x, y, r);
-    if (!tpl_is_num(x) || !tpl_is_num(y))
+    if (!tpl_is_num(x) || !tpl_is_num(y)) {
+        int h = tpl_hobj_arith(vm, "%", x, y, r); /* the host's own numbers (a Decimal) */
+        if (h <= 0)
+            return h;
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %%: '%s' and '%s'",
                             tpl_type_name(vm, x), tpl_type_name(vm, y));
+    }
     if (x.type != TPL_T_FLOAT && y.type != TPL_T_FLOAT) {
         if (y.u.i == 0)
             return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "integer modulo by zero");
@@ -184,12 +188,24 @@ static bool num_is(tpl_value r, int64_t want)
     return r.type == TPL_T_FLOAT ? r.u.f == (double)want : r.u.i == want;
 }
 
+/* value % num == k (r: value % num): a host number's remainder (a Decimal) compared by the host */
+static int mod_is(tpl_vm *vm, tpl_value r, int64_t k, tpl_value *out)
+{
+    if (r.type == TPL_T_HOST) {
+        bool eq = false;
+        if (tpl_vm_equal(vm, r, tpl_v_int(k), &eq) < 0)
+            return -1;
+        RET(eq);
+    }
+    RET(num_is(r, k));
+}
+
 int t_odd(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value r = { 0 };
     if (py_mod(vm, a[0], tpl_v_int(2), &r) < 0)
         return -1;
-    RET(num_is(r, 1));
+    return mod_is(vm, r, 1, out);
 }
 
 int t_even(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -197,7 +213,7 @@ int t_even(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value r = { 0 };
     if (py_mod(vm, a[0], tpl_v_int(2), &r) < 0)
         return -1;
-    RET(num_is(r, 0));
+    return mod_is(vm, r, 0, out);
 }
 
 int t_divisibleby(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -205,7 +221,7 @@ int t_divisibleby(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value r = { 0 };
     if (py_mod(vm, a[0], a[1], &r) < 0)
         return -1;
-    RET(num_is(r, 0));
+    return mod_is(vm, r, 0, out);
 }
 
 /* ---- comparisons (operator.eq & co.) */
