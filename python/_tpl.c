@@ -168,6 +168,7 @@ typedef struct render_ctx {
                              * is converted again, holding its strs */
     size_t last_out;        /* the length of this context's last output (SIZE_MAX: none yet) */
     bool out_ascii;         /* and whether it was ASCII (output_str then tries the one-pass copy) */
+    bool fastdict;          /* dict_entries reads this interpreter's dicts (checked when c was made) */
     PyObject **keep;        /* owned references held until the render ends */
     Py_ssize_t nkeep, capkeep;
     chunk *chunks, *cur;    /* host-object blocks, reused render after render */
@@ -679,6 +680,58 @@ static int cnt_reserve(render_ctx *c, size_t n)
     return 0;
 }
 
+/* A message dict's entries read in place, without a PyDict_Next call per entry (about 39
+ * instructions each: 40 per w4 render): CPython 3.11's combined table of str keys holds them in
+ * order after its index table (Include/internal/pycore_dict.h: PyDictKeysObject with
+ * DICT_KEYS_UNICODE, DK_UNICODE_ENTRIES). Only for exactly 3.11 (another version keeps
+ * PyDict_Next), a dict without split values and without deleted entries (dk_nentries ==
+ * ma_used: the entries are its items in order, as PyDict_Next gives them), and only after
+ * dict_entries_work found it right on a dict of its own (render_ctx.fastdict). NULL: use PyDict_Next. */
+typedef struct dict_entry { PyObject *k, *v; } dict_entry;
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
+typedef struct dict_keys311 { /* struct _dictkeysobject of CPython 3.11 */
+    Py_ssize_t dk_refcnt;
+    uint8_t dk_log2_size, dk_log2_index_bytes, dk_kind;
+    uint32_t dk_version;
+    Py_ssize_t dk_usable, dk_nentries;
+    char dk_indices[];
+} dict_keys311;
+static inline const dict_entry *dict_entries(PyObject *d, Py_ssize_t n)
+{
+    const PyDictObject *o = (const PyDictObject *)d;
+    const dict_keys311 *k = (const dict_keys311 *)(const void *)o->ma_keys;
+    if (o->ma_values || !k || k->dk_kind != 1 /* DICT_KEYS_UNICODE */ || k->dk_nentries != n) return NULL;
+    return (const dict_entry *)(const void *)(k->dk_indices + ((size_t)1 << k->dk_log2_index_bytes));
+}
+#else
+static inline const dict_entry *dict_entries(PyObject *d, Py_ssize_t n)
+{
+    (void)d;
+    (void)n;
+    return NULL;
+}
+#endif
+
+/* Whether dict_entries reads what PyDict_Next gives, on dicts made here (str keys, as json.loads
+ * makes them; one with a deleted entry refused). */
+static bool dict_entries_work(void)
+{
+    bool ok = false;
+    PyObject *d = Py_BuildValue("{s:s,s:s,s:i}", "role", "user", "content", "hi", "n", 1);
+    if (d && PyDict_GET_SIZE(d) == 3) {
+        const dict_entry *e = dict_entries(d, 3);
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        ok = e != NULL;
+        for (int i = 0; ok && i < 3; i++)
+            ok = PyDict_Next(d, &pos, &k, &v) && e[i].k == k && e[i].v == v && pos == i + 1;
+        ok = ok && PyDict_DelItemString(d, "content") == 0 && dict_entries(d, PyDict_GET_SIZE(d)) == NULL;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    return ok;
+}
+
 /* The n items of a list or tuple when each is a dict of up to SMALL_DICT entries with exact str
  * keys and ASCII str values (a chat's messages): the list and its maps in one call
  * (tpl_val_list_of_str_maps), with no call per dict. 1: done; 0: an item is something else
@@ -708,9 +761,15 @@ static int str_dicts_val(render_ctx *c, PyObject *const *items, Py_ssize_t n, un
         PyObject *k, *v;
         tpl_str_str *e = c->ss + ns;
         ns += (size_t)left;
+        const dict_entry *de = c->fastdict ? dict_entries(d, left) : NULL;
         for (tpl_str_str *end = e + left; e < end; e++) {
-            if (!PyDict_Next(d, &pos, &k, &v) || Py_TYPE(v) != &PyUnicode_Type || !PyUnicode_IS_COMPACT_ASCII(v) ||
-                PyUnicode_GET_LENGTH(v) >= UINT32_MAX)
+            if (de) { /* (no NULL key or value: dk_nentries == ma_used, no entry deleted) */
+                k = de->k;
+                v = de++->v;
+                pos++;
+            } else if (!PyDict_Next(d, &pos, &k, &v))
+                return 0;
+            if (Py_TYPE(v) != &PyUnicode_Type || !PyUnicode_IS_COMPACT_ASCII(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX)
                 return 0;
             size_t slot = (size_t)(pos - 1) & (SMALL_DICT - 1);
             if (k != pk[slot]) {
@@ -1844,6 +1903,7 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
         c->lim_gen = ls == &self->defaults ? self->gen : -1;
         c->last_out = SIZE_MAX; /* (its first render releases the GIL) */
         c->out_ascii = true;
+        c->fastdict = dict_entries_work();
     }
     if (dflt ? c->gen != self->gen : true) {
         c->gen = -1;
@@ -2776,7 +2836,13 @@ static int state_build(ProgramObject *self, render_ctx *c, PyObject *state, bool
         size_t base = c->nents;
         Py_ssize_t pos = 0;
         PyObject *k, *v;
-        while (PyDict_Next(state, &pos, &k, &v)) {
+        /* its entries read in place (dict_entries) while the dict is unchanged (converting a value
+         * can run Python code: a change of the dict makes the rest PyDict_Next's, from the same place) */
+        uint64_t ver = DICT_VERSION(state);
+        const dict_entry *de = c->fastdict ? dict_entries(state, PyDict_GET_SIZE(state)) : NULL;
+        const dict_entry *dend = de ? de + PyDict_GET_SIZE(state) : NULL;
+        while (de && HAVE_CACHE && DICT_VERSION(state) == ver ? de < dend && (k = de->k, v = de->v, de++, pos++, 1)
+                                                         : PyDict_Next(state, &pos, &k, &v)) {
             if (!PyUnicode_CheckExact(k)) { /* (a str subclass may compare as it likes) */
                 if (all) continue; /* (render() made such a state a plain dict of strs) */
                 c->nents = base;

@@ -903,3 +903,29 @@ def test_endless_iterable_memory_bounded():
     msg, grew = r.stdout.splitlines()
     assert "memory limit (67108864 bytes) at item" in msg
     assert int(grew) < 64, r.stdout
+def test_messages_read_in_place_and_fallbacks():
+    """Message dicts and the state dict are read in place on CPython 3.11 (no PyDict_Next per
+    entry); a dict with a deleted entry, a split-table dict (an object's __dict__) or another
+    key order takes PyDict_Next: the same output as Jinja2 for each."""
+    import jinja2
+    src = ("{% for m in msgs %}{{ m.role }}:{{ m['content']|trim }}|{{ m|list|join(',') }};{% endfor %}"
+           "{{ a }}{{ b }}")
+
+    class O:
+        def __init__(self, role, content):
+            self.role, self.content = role, content
+
+    deleted = {"role": "user", "x": "gone", "content": " hi "}
+    del deleted["x"]
+    readded = {"content": "c", "role": "tool"}
+    readded["tmp"] = "t"
+    del readded["tmp"]
+    split = O("assistant", " ok ").__dict__
+    msgs = [{"role": "system", "content": " s "}, deleted, readded, split, {"role": "user", "content": "u", "n": "1"}]
+    state = {"a": "A", "gone": 1, "b": "B", "msgs": msgs}
+    del state["gone"]
+    want = jinja2.Environment().from_string(src).render(state)
+    t = tpl.Template(src)
+    for _ in range(3):
+        assert t.render(state) == want
+        assert t.render({"msgs": [dict(m) for m in msgs], "a": "A", "b": "B"}) == want
