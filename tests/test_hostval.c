@@ -546,7 +546,7 @@ static void host_numbers(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int k = 0; k < 8; k++) cents_pool[k].v = INT64_MIN;
-        tpl_val st, h;
+        tpl_val st = { { 0, 0 } }, h = { { 0, 0 } };
         CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_map(r, 3, &st) == TPL_OK, "state");
         tpl_val_host(r, &cents_class, &a, &h);
         tpl_val_map_set(r, st, str(r, "a"), h);
