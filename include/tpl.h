@@ -538,13 +538,13 @@ typedef struct tpl_host_class {
     /* Arithmetic and comparison on the host's own numbers (type_of: TPL_HOST_NUMBER; Python's
      * Decimal, Fraction, an int/float subclass with methods). Called when an operand a or b is
      * such an object of this class (obj is a's when it is, else b's) and the other is not
-     * undefined — the operators tpl cannot compute itself: op is a binary operator "+", "-", "*", "/", "//", "%", "**" or a comparison "==",
-     * "<" (*out: its result, the VM takes its truthiness), or unary (b is none): "neg" (-a),
-     * "pos" (+a), "abs"; or Jinja's |round: "round" (round(a, b), b an int or none), "ceil"
-     * and "floor" (math.ceil/floor(a * 10**b) / 10**b, b an int). *out: the result (a number
-     * of tpl's or a host object). TPL_HOST_MISSING: not supported (the VM's TypeError naming
-     * the type, as without the callback). Appended last: NULL (a class written before it) is
-     * that TypeError. */
+     * undefined, for what tpl cannot compute itself. op: a binary operator "+", "-", "*", "/",
+     * "//", "%", "**"; a comparison "==" or "<" (the VM takes *out's truthiness; a > b is asked
+     * as b < a); unary, b none: "neg" (-a), "pos" (+a), "abs"; Jinja's |round: "round"
+     * (round(a, b), b an int or none), "ceil" and "floor" (math.ceil/floor(a * 10**b) / 10**b,
+     * b an int). *out: the result (a number of tpl's or a host object). TPL_HOST_MISSING: not
+     * supported (the VM's TypeError naming the type, as without the callback). Appended last:
+     * NULL (a class written before it) is that TypeError. */
     tpl_host_result (*arith)(void *obj, tpl_render *r, const char *op, tpl_val a, tpl_val b, tpl_val *out);
 } tpl_host_class;
 /* tpl_host_class.type_of's numeric kinds */

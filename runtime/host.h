@@ -51,7 +51,7 @@ int tpl_hobj_truth(tpl_vm *vm, tpl_value v);
 int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n);
 
 /* a op b (or the unary op of a, b none) by the class's arith callback when a or b is a host number
- * whose class has one and the other a number (tpl_host_class.arith): 0 with *out, 1 when it does
+ * whose class has one and neither is undefined (tpl_host_class.arith): 0 with *out, 1 when it does
  * not apply or the host declines, -1 with an error. tpl_hobj_compare: a comparison ("==", "<"),
  * *res its result's truthiness. */
 int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);

@@ -347,8 +347,10 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
         tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
         if (arg.type == TPL_T_HOST && (conv == 'd' || conv == 'i' || conv == 'u') &&
             (tpl_hobj_numeric(arg) & TPL_HOST_NUMBER)) { /* Python: int(x) of a Decimal, a Fraction */
-            int h = tpl_hobj_number(vm, arg, false, &arg);
+            tpl_value n;
+            int h = tpl_hobj_number(vm, arg, false, &n);
             if (h < 0) return -1;
+            if (h == 0) arg = n;
         }
         if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) {
             v = arg.u.i;
@@ -519,8 +521,10 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
             if (r_k_Float(vm, cv, &arg) < 0) return -1;
         }
         if (arg.type == TPL_T_HOST && (tpl_hobj_numeric(arg) & TPL_HOST_NUMBER)) { /* Python: float(x) of a Decimal */
-            int h = tpl_hobj_number(vm, arg, true, &arg);
+            tpl_value n;
+            int h = tpl_hobj_number(vm, arg, true, &n);
             if (h < 0) return -1;
+            if (h == 0) arg = n;
         }
         if (arg.type == TPL_T_FLOAT) d = arg.u.f;
         else if (arg.type == TPL_T_INT || arg.type == TPL_T_BOOL) d = (double)arg.u.i;
