@@ -88,7 +88,7 @@ static tpl_host_result m_call(void *obj, tpl_render *r, const tpl_val *args, siz
     return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+static const tpl_host_class method_class = { "method", NULL, NULL, NULL, NULL, m_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
 
 static tpl_host_result p_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
@@ -172,8 +172,8 @@ static tpl_host_result p_number(void *obj, tpl_render *r, bool as_float, tpl_val
 }
 
 static const tpl_host_class person_class = { "Person", p_getattr, p_getitem, p_iter, NULL, NULL, p_truth, p_str,
-                                             p_resolve, NULL, NULL, NULL, NULL, NULL };
-static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL, NULL, p_number, NULL, NULL, NULL };
+                                             p_resolve, NULL, NULL, NULL, NULL, NULL, NULL };
+static const tpl_host_class sized_class = { "Sized", NULL, NULL, NULL, p_len, NULL, NULL, NULL, NULL, NULL, p_number, NULL, NULL, NULL, NULL };
 
 /* Builds {"who": <person>, "n": 3, "xs": [1, "two", 3.5, None, True], "m": {"k": "v", 1: "one"},
  * "t": (1, 2), "safe": Markup("<b>")} on r. */
@@ -276,7 +276,7 @@ static tpl_host_result o_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
     return tpl_val_str(r, s, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class rb_class = { "RbObj", NULL, o_item, NULL, NULL, NULL, NULL, o_str, o_resolve, o_send, NULL, NULL, NULL, NULL };
+static const tpl_host_class rb_class = { "RbObj", NULL, o_item, NULL, NULL, NULL, NULL, o_str, o_resolve, o_send, NULL, NULL, NULL, NULL, NULL };
 
 static tpl_program *compile_erb(const char *src, bool self)
 {
@@ -406,7 +406,7 @@ static tpl_host_result fn_call(void *obj, tpl_render *r, const tpl_val *args, si
     return tpl_val_str(r, up, k, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
 }
 
-static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+static const tpl_host_class fn_class = { "fn", NULL, NULL, NULL, NULL, fn_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
 
 /* The filter "shout" and the test "odd" as host objects, and options naming them. */
 typedef struct host_fns {
@@ -521,9 +521,9 @@ static tpl_host_result c_arith(void *obj, tpl_render *r, const char *op, tpl_val
 }
 
 static const tpl_host_class cents_class = { "Cents", NULL, NULL, NULL, NULL, NULL, NULL, c_str, NULL, NULL, NULL,
-                                            c_type_of, NULL, c_arith };
+                                            c_type_of, NULL, NULL, c_arith };
 static const tpl_host_class cents_plain = { "Cents", NULL, NULL, NULL, NULL, NULL, NULL, c_str, NULL, NULL, NULL,
-                                            c_type_of, NULL, NULL };
+                                            c_type_of, NULL, NULL, NULL };
 
 static void host_numbers(void)
 {

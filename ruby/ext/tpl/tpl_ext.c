@@ -1177,7 +1177,7 @@ static tpl_host_result rb_resolve_cb(void *obj, tpl_render *r, tpl_val *out)
 }
 
 static const tpl_host_class rb_class = { "Object", rb_getattr_cb, rb_getitem_cb, rb_iter_cb, rb_len_cb, rb_call_cb,
-                                         NULL, rb_str_cb, rb_resolve_cb, rb_send_cb, NULL, NULL, NULL, NULL };
+                                         NULL, rb_str_cb, rb_resolve_cb, rb_send_cb, NULL, NULL, NULL, NULL, NULL };
 
 /* remembers(words): the block given to render, or the ERB self's remembers?/remembers. */
 typedef struct rem_arg { rctx *c; const char *w; size_t n; } rem_arg;
