@@ -368,6 +368,18 @@ static inline size_t tpl_native_case_latin1(char *o, const unsigned char *s, siz
             x = upper ? x - (in >> 2) : x + (in >> 2);
             memcpy(o + i, &x, 8);
         }
+        if (i < n && i + 8 > n && n >= 8) {
+            /* the last 1-7 bytes as the word of the last 8 (those before i mapped again from s:
+             * the same bytes), when that word is ASCII */
+            uint64_t x;
+            memcpy(&x, s + n - 8, 8);
+            if (!(x & high)) {
+                uint64_t in = (x + (0x80u - lo) * ones) & ~(x + (0x80u - lo - 26) * ones) & high;
+                x = upper ? x - (in >> 2) : x + (in >> 2);
+                memcpy(o + n - 8, &x, 8);
+                return n;
+            }
+        }
         for (; i < n && s[i] < 0x80; i++)
             o[i] = (char)(s[i] >= lo && s[i] <= lo + 25 ? (upper ? s[i] - 32 : s[i] + 32) : s[i]);
         if (i + 1 >= n || s[i] != 0xC3) return i;
