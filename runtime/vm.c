@@ -3056,14 +3056,16 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
             args[0].type == TPL_T_LIST && !tpl_is_iter(args[0]) && !(args[0].flags & TPL_F_RANGE_BIG) && op == TPL_OP_FILTER_PRINT) {
             /* `{{ xs | join(", ") }}` of strings: straight into the output (no string built) */
             const tpl_list *l = args[0].u.list;
+            const char *sep = npos == 2 ? args[1].u.s : NULL;
             size_t dl = npos == 2 ? args[1].len : 0, total = l->len ? dl * (l->len - 1) : 0;
             uint32_t i = 0;
             for (; i < l->len && l->items[i].type == TPL_T_STR; i++) total += l->items[i].len;
             if (i == l->len && vm->out_len + total < vm->out_cap) {
                 char *o = vm->out + vm->out_len;
-                for (i = 0; i < l->len; i++) {
-                    if (i && dl) { memcpy(o, args[1].u.s, dl); o += dl; }
-                    if (l->items[i].len) { memcpy(o, l->items[i].u.s, l->items[i].len); o += l->items[i].len; }
+                for (i = 0; i < l->len; i++) { /* (out_copy: short strings without a memcpy call) */
+                    if (i) { out_copy(o, sep, dl); o += dl; }
+                    out_copy(o, l->items[i].u.s, l->items[i].len);
+                    o += l->items[i].len;
                 }
                 vm->out_len += total;
                 return 1;
@@ -3840,8 +3842,22 @@ top:
             const tpl_value *hit = NULL;
             if (((v->flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = map_find_name(vm, v->u.map, nm)) || !is_mutating(*v, nm->s.u.s, nm->s.len))) {
-                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
                 bool k = CUR_OP == TPL_OP_LOAD_SLOT_ATTR_CONST_FILTER;
+                if (k && ip[5] == TPL_ARGW(2, 0, TPL_NO_KW) && TPL_INSN_OP(ip[4]) == TPL_OP_FILTER_PRINT &&
+                    TPL_INSN_A(ip[4]) == tpl_stdlib.id_default) {
+                    /* `{{ r.note | default("n/a") }}`: the key's string, or the constant's when the key
+                     * is missing (filter_fast's default: no undefined value made), printed as the
+                     * FILTER_PRINT prints a string result */
+                    const tpl_value *d = hit ? hit : &consts[TPL_INSN_A(ip[3])];
+                    if (d->type == TPL_T_STR) {
+                        ticks += 4;
+                        ip += 6; /* (LOAD_SLOT's two words, GETATTR, CONST, FILTER_PRINT's two words: at the
+                                  * PRINT_PY, where an output limit is reported) */
+                        if (out_put(vm, d->u.s, d->len) < 0) goto fail;
+                        NEXT(0);
+                    }
+                }
+                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
                 ticks += 2;
                 ip += 3; /* (LOAD_SLOT's two words, GETATTR) */
                 if (k) {
