@@ -274,6 +274,89 @@ static void resume_points(const tpl_program *p, uint8_t *at)
     }
 }
 
+/* Whether the instruction at pc (written as C) keeps the slots of its call level that hold a
+ * value set: it runs no code of this level (a Ruby block runs in its defining level's slots, and a
+ * loop over an iterator may pull from one: FOR_INIT, FOR_NEXT; a step may run anything), so a
+ * slot stored before it is still set after it. (UNSET_SLOT unsets its own slot: slots_set.) */
+static bool keeps_slots(const tpl_program *p, uint32_t pc)
+{
+    if (!specialised(p, pc)) return false;
+    switch (tpl_op_base(TPL_INSN_OP(p->code[pc]))) {
+    case TPL_OP_TEXT: case TPL_OP_CONST: case TPL_OP_INT: case TPL_OP_NONE: case TPL_OP_TRUE: case TPL_OP_FALSE:
+    case TPL_OP_POP: case TPL_OP_DUP: case TPL_OP_LOAD_SLOT: case TPL_OP_STORE_SLOT: case TPL_OP_UNSET_SLOT:
+    case TPL_OP_JUMP: case TPL_OP_JF_PY: case TPL_OP_JT_PY: case TPL_OP_JF_PY_KEEP: case TPL_OP_JT_PY_KEEP:
+    case TPL_OP_JF_RB: case TPL_OP_JT_RB: case TPL_OP_JF_RB_KEEP: case TPL_OP_JT_RB_KEEP:
+    case TPL_OP_PRINT_PY: case TPL_OP_PRINT_RB: case TPL_OP_GETATTR: case TPL_OP_GETITEM_STR: case TPL_OP_LOAD_NAME:
+    case TPL_OP_EQ: case TPL_OP_NE: case TPL_OP_SWITCH_STR: case TPL_OP_HALT:
+        return true;
+    case TPL_OP_FILTER: case TPL_OP_TEST: case TPL_OP_ADDS: case TPL_OP_PRINT_ADDS: case TPL_OP_PRINT_ADDS_K:
+        /* (Jinja's: a filter or a `+` runs no template code of this level; Ruby's ADDS_RB may call a method) */
+        return p->opts.syntax == TPL_SYNTAX_JINJA;
+    default:
+        return false;
+    }
+}
+
+/* slots_set's step: `out` flows into instruction t (an entry keeps its empty set). */
+static void flow_to(uint64_t *set, uint8_t *reached, const uint8_t *entry, size_t ncode, uint32_t t, uint64_t out,
+                    bool *changed)
+{
+    if (t >= ncode || entry[t]) return;
+    uint64_t v = reached[t] ? set[t] & out : out;
+    if (!reached[t] || v != set[t]) {
+        set[t] = v;
+        reached[t] = 1;
+        *changed = true;
+    }
+}
+
+/* set[pc]: the slots 0..63 of its call level that hold a value on every path to the instruction
+ * at pc (a forward must-analysis over the jumps: a slot stored before a join on every path into
+ * it is set after it), so LOAD_SLOT of such a slot needs no unset check. Entries (the template,
+ * macros) start with none set; with steps, so does every label (the dispatch may go there). */
+static uint64_t *slots_set(const tpl_program *p, const uint8_t *resume, bool steps)
+{
+    uint64_t *set = calloc(p->ncode + 1, sizeof *set);
+    uint8_t *reached = calloc(p->ncode + 1, 1);
+    if (!set || !reached) { free(set); free(reached); return NULL; }
+    reached[0] = 1;
+    for (size_t m = 0; m < p->nmacros; m++)
+        if (p->macros[m].entry < p->ncode) reached[p->macros[m].entry] = 1;
+    for (size_t pc = 0; steps && pc < p->ncode; pc++)
+        if (resume[pc]) reached[pc] = 1;
+    uint8_t *entry = malloc(p->ncode + 1);
+    if (!entry) { free(set); free(reached); return NULL; }
+    memcpy(entry, reached, p->ncode + 1); /* (their set stays empty) */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t pc = 0; pc < p->ncode; pc = after(p, pc)) {
+            if (!reached[pc]) continue;
+            uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w), next = after(p, pc);
+            uint64_t out = keeps_slots(p, pc) ? set[pc] : 0;
+            if (op == TPL_OP_STORE_SLOT && a < 64) out |= (uint64_t)1 << a;
+            if (op == TPL_OP_UNSET_SLOT && a < 64) out &= ~((uint64_t)1 << a);
+            if (!specialised(p, pc)) flow_to(set, reached, entry, p->ncode, next, out, &changed); /* (a step's other ends: labels, entries with steps) */
+            else if (op == TPL_OP_JUMP) flow_to(set, reached, entry, p->ncode, a, out, &changed);
+            else if (op == TPL_OP_SWITCH_STR) { /* (its JUMPs' targets: the C goes there) */
+                uint32_t n = p->consts[a].u.list->len;
+                for (uint32_t i = 0; i <= n; i++) flow_to(set, reached, entry, p->ncode, TPL_INSN_A(p->code[pc + 1 + i]), out, &changed);
+                flow_to(set, reached, entry, p->ncode, pc + 2 + n, out, &changed);
+            } else if (op != TPL_OP_HALT) {
+                flow_to(set, reached, entry, p->ncode, next, out, &changed);
+                if (op == TPL_OP_JF_PY || op == TPL_OP_JT_PY || op == TPL_OP_JF_PY_KEEP || op == TPL_OP_JT_PY_KEEP ||
+                    op == TPL_OP_JF_RB || op == TPL_OP_JT_RB || op == TPL_OP_JF_RB_KEEP || op == TPL_OP_JT_RB_KEEP)
+                    flow_to(set, reached, entry, p->ncode, a, out, &changed);
+                else if (op == TPL_OP_FOR_NEXT) flow_to(set, reached, entry, p->ncode, p->code[pc + 1], out, &changed);
+                else if (TPL_INSN_OP(w) == TPL_OP_FILTER_PRINT && next < p->ncode)
+                    flow_to(set, reached, entry, p->ncode, after(p, next), out, &changed);
+            }
+        }
+    }
+    free(reached);
+    free(entry);
+    return set;
+}
+
 /* The operand stack in straight-line code. The emitter knows the stack's shape between labels:
  * the top vk values are not on the stack but referred to by the C locals P0..P<vk-1> (P0 the
  * deepest): each points at where the value is (a constant, a local slot, a dict's or the state's
@@ -553,6 +636,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     uint8_t *resume = calloc(p->ncode + 8, 1);
     if (!resume) { free(memo); free(hints); free(ck); return false; }
     resume_points(p, resume);
+    uint64_t *setin = slots_set(p, resume, steps); /* slots surely set at each instruction (NULL: none known) */
     /* Fuel per straight run: the instructions of a run the emitter writes as C (each counted one
      * tick, the VM's count) are added to T once, at the run's first instruction (T += k). A run
      * starts at a label and ends after an instruction that can leave it (a jump, a branch, a
@@ -561,7 +645,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
      * charges, steps, and the ends of runs. run[pc]: 0 outside a run, 1 in one, k + 1 at the
      * start of a run of k. */
     uint32_t *run = calloc(p->ncode + 1, sizeof *run);
-    if (!run) { free(memo); free(hints); free(resume); free(ck); return false; }
+    if (!run) { free(memo); free(hints); free(resume); free(setin); free(ck); return false; }
     for (size_t pc = 0, cur = SIZE_MAX; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
         if (!specialised(p, pc)) { cur = SIZE_MAX; continue; }
@@ -602,7 +686,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         /* every path into a label finds the stack in memory; so do steps and the instructions
          * written without the locals */
         if (resume[pc] || !v_ok(p, pc, vs.vk)) v_flush(b, &vs, "    ");
-        if (resume[pc] || !keeps_dicts(p, pc)) vs.set = 0; /* (what calls or steps may unset a slot) */
+        vs.set = setin ? setin[pc] : 0; /* (slots_set: stored on every path here, nothing since unset them) */
         /* a label where something jumps or the dispatch may go (the others would be unused) */
         if (resume[pc]) tpl_sb_printf(b, "L%u: /* %u:%u %s", pc, line, col, oi->name);
         else tpl_sb_printf(b, "    /* %u: %u:%u %s", pc, line, col, oi->name);
@@ -1096,7 +1180,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             int nt = run[pc] > 2 ? snprintf(ticks, sizeof ticks, "    T += %u;\n", run[pc] - 1) : 0;
             size_t rest = b->len - mark - (sizeof tick - 1);
             char *body = malloc(rest + 1);
-            if (!body) { free(memo); free(run); free(resume); free(hints); free(ck); return false; }
+            if (!body) { free(memo); free(run); free(resume); free(setin); free(hints); free(ck); return false; }
             memcpy(body, b->p + mark + sizeof tick - 1, rest);
             b->len = mark;
             tpl_sb_put(b, ticks, (size_t)nt);
@@ -1117,6 +1201,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     free(memo);
     free(run);
     free(resume);
+    free(setin);
     free(hints);
     free(ck);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
