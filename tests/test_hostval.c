@@ -345,11 +345,11 @@ static void erb_section(void)
     expect_erb(r, "<%= o + 'x' %> <%= 'x' + o %> <%= o == 'Ann' %> <%= 'Ann' == o %> <%= o != 'Ann' %> <%= o == 'Bo' %> "
                   "<%= 1 == o %> <%= nil == o %> <%= o < 'B' %> <%= o < 'A' %> <%= 'a' + o + '!' %>", false,
                "Ann+x x&Ann true true false false false false true false a&Ann!");
-    expect_erb(r, "<%= o * 2 %>", false, "ERR:3:1:undefined method `*' for #<RbObj Ann>:RbObj (NoMethodError)");
+    expect_erb(r, "<%= o * 2 %>", false, "ERR:3:1:undefined method `*' for #<RbObj Ann> (NoMethodError)");
     expect_erb(r, "<%= pyobj + 1 %>", false, "ERR:3:1:undefined method `+' for <Person Pat>:Person (NoMethodError)");
     expect_erb(r, "<%= 'x' + pyobj %>", false, "ERR:3:1:no implicit conversion of Person into String (TypeError)");
     /* no such method: NoMethodError; a class without send (say Python's): the same */
-    expect_erb(r, "<%= o.nope %>", false, "ERR:3:1:undefined method `nope' for #<RbObj Ann>:RbObj (NoMethodError)");
+    expect_erb(r, "<%= o.nope %>", false, "ERR:3:1:undefined method `nope' for #<RbObj Ann> (NoMethodError)");
     expect_erb(r, "<%= pyobj.name %>", false, "ERR:3:1:undefined method `name' for <Person Pat>:Person (NoMethodError)");
     /* a failing send: located TPL_ERR_RAISED with the payload */
     expect_erb(r, "a\n<%= o.fail %>", false, "ERR:5:2:RbObj.send 'fail' failed: RuntimeError: failed on purpose");
@@ -366,7 +366,7 @@ static void erb_section(void)
     expect_erb(r, "<%= name %> <%= greet('Hey', punct: '.') %> <%= @note %> <%= x %> [<%= @none %>]", true,
                "Main Hey, Main. ivar of Main state x []");
     expect_erb(r, "<%= who %>", true, "ERR:2:1:undefined local variable or method `who' for main:Object (NameError)");
-    expect_erb(r, "<%= nothing(1) %>", true, "ERR:3:1:undefined method `nothing' for #<RbObj Main>:RbObj (NoMethodError)");
+    expect_erb(r, "<%= nothing(1) %>", true, "ERR:3:1:undefined method `nothing' for #<RbObj Main> (NoMethodError)");
     /* compiled without erb_self, a receiver-less unknown call stays a compile-time NoMethodError */
     expect_erb(r, "<%= greet('x') %>", false, "ERR:3:1:undefined method `greet' for main:Object (NoMethodError)");
     CHECK(tpl_render_reset_state(r) == TPL_OK, "reset drops self");
