@@ -492,11 +492,13 @@ module Tpl
         msg = msg.sub(/\A(#{Regexp.escape(e.file.to_s)}):#{e.line}:/) { "#{$1}:#{e.line + lineno}:" } if lineno != 0 && e.line
         err = if cls <= ::NameError && (m = NAMING.match(e.reason.to_s))
                 # Ruby's wording for the receiver: tpl names self "main:Object" (a bare name) and
-                # a host object "INSPECT:Object" (its inspect cut at 60 bytes); Ruby names
+                # a host object "INSPECT:Object" or "#INSPECT" (its inspect cut at 60 bytes); Ruby names
                 # the binding's receiver by its inspect, without ":Class" when it starts with "#"
                 name, said = m[1], m[2]
                 self_insp = (self_obj.inspect rescue nil) if self_given
-                is_self = self_given && (said == "main:Object" || (self_insp.is_a?(String) && said == "#{self_insp.byteslice(0, 60)}:Object"))
+                # (since session 26 tpl leaves ":Object" off an inspect starting with "#", as Ruby)
+                cut = self_insp.byteslice(0, 60) if self_insp.is_a?(String)
+                is_self = self_given && (said == "main:Object" || (cut && (said == "#{cut}:Object" || (cut.start_with?("#") && said == cut))))
                 text = if is_self then ERB.receiver_text(self_obj)
                        elsif said.start_with?("#") && said.end_with?(":Object") then said.delete_suffix(":Object")
                        end
