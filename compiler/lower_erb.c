@@ -1835,6 +1835,35 @@ static bool lambda_blockarg_ok(erb_low *L, const tpl_node *n, const tpl_node *e,
     return false;
 }
 
+/* Makes blk the block { |p| callee(p) } (p a hidden parameter name: "(y0)", "(m0)"): how
+ * &blk of a def's block (callee yield) and &method(:name) are passed on. */
+static bool forward_block(erb_low *L, tpl_node *blk, uint32_t off, tpl_value pname, tpl_value callee)
+{
+    tpl_arena *a = tpl_c_arena(C);
+    tpl_node *prm = tpl_arena_alloc(a, sizeof *prm), *arg = tpl_arena_alloc(a, sizeof *arg), *ref = tpl_arena_alloc(a, sizeof *ref),
+             *cl = tpl_arena_alloc(a, sizeof *cl);
+    if (!prm || !arg || !ref || !cl) { tpl_c_nomem(C, off); return false; }
+    memset(prm, 0, sizeof *prm);
+    prm->kind = TPL_N_NAME;
+    prm->off = off;
+    prm->val = pname;
+    *ref = *prm;
+    memset(arg, 0, sizeof *arg);
+    arg->kind = TPL_N_ARG;
+    arg->off = off;
+    arg->a = ref;
+    memset(cl, 0, sizeof *cl);
+    cl->kind = TPL_N_RMETHOD;
+    cl->off = off;
+    cl->op = 1;
+    cl->b = arg;
+    cl->val = callee;
+    blk->op = 0;
+    blk->a = prm;
+    blk->b = cl;
+    return true;
+}
+
 /* A call's `&expr` block argument (RBLOCK op 7): a Proc variable's block (op 8, its word in val), a Proc
  * literal's block, or method(:name)'s (a block calling the template method); anything else refused. */
 static bool block_arg(erb_low *L, tpl_node *n)
@@ -1860,29 +1889,7 @@ static bool block_arg(erb_low *L, tpl_node *n)
     }
     if (blk_var(L, e)) {
         /* &blk of a def's block: { |x| yield x } */
-        tpl_arena *a = tpl_c_arena(C);
-        tpl_node *prm = tpl_arena_alloc(a, sizeof *prm), *arg = tpl_arena_alloc(a, sizeof *arg), *ref = tpl_arena_alloc(a, sizeof *ref),
-                 *cl = tpl_arena_alloc(a, sizeof *cl);
-        if (!prm || !arg || !ref || !cl) { tpl_c_nomem(C, e->off); return false; }
-        memset(prm, 0, sizeof *prm);
-        prm->kind = TPL_N_NAME;
-        prm->off = e->off;
-        prm->val = tpl_v_str("(y0)", 4);
-        *ref = *prm;
-        memset(arg, 0, sizeof *arg);
-        arg->kind = TPL_N_ARG;
-        arg->off = e->off;
-        arg->a = ref;
-        memset(cl, 0, sizeof *cl);
-        cl->kind = TPL_N_RMETHOD;
-        cl->off = e->off;
-        cl->op = 1;
-        cl->b = arg;
-        cl->val = S("yield");
-        blk->op = 0;
-        blk->a = prm;
-        blk->b = cl;
-        return true;
+        return forward_block(L, blk, e->off, tpl_v_str("(y0)", 4), S("yield"));
     }
     if (is_proc_lit(e)) {
         int nreq, nopt;
@@ -1906,30 +1913,9 @@ static bool block_arg(erb_low *L, tpl_node *n)
             tpl_c_error(C, e->off, "unsupported Ruby construct: &method(:%.*s) (a template method defined before, of one parameter)", (int)mn.len, mn.u.s);
             return false;
         }
-        tpl_arena *a = tpl_c_arena(C);
-        tpl_node *prm = tpl_arena_alloc(a, sizeof *prm), *arg = tpl_arena_alloc(a, sizeof *arg), *ref = tpl_arena_alloc(a, sizeof *ref),
-                 *cl = tpl_arena_alloc(a, sizeof *cl);
-        if (!prm || !arg || !ref || !cl) { tpl_c_nomem(C, e->off); return false; }
-        memset(prm, 0, sizeof *prm);
-        prm->kind = TPL_N_NAME;
-        prm->off = e->off;
-        prm->val = tpl_v_str("(m0)", 4);
-        *ref = *prm;
-        memset(arg, 0, sizeof *arg);
-        arg->kind = TPL_N_ARG;
-        arg->off = e->off;
-        arg->a = ref;
-        memset(cl, 0, sizeof *cl);
-        cl->kind = TPL_N_RMETHOD;
-        cl->off = e->off;
-        cl->op = 1;
-        cl->b = arg;
-        cl->val = mn;
-        cl->val.flags = 0;
-        blk->op = 0;
-        blk->a = prm;
-        blk->b = cl;
-        return true;
+        tpl_value callee = mn;
+        callee.flags = 0;
+        return forward_block(L, blk, e->off, tpl_v_str("(m0)", 4), callee);
     }
     tpl_c_error(C, blk->off, "unsupported Ruby construct: a &block argument other than a Proc variable, a lambda or proc literal, method(:name) or &:name");
     return false;
