@@ -396,6 +396,19 @@ static bool kidx_grow(tpl_comp *c)
     return true;
 }
 
+/* Appends v to the constant pool: its index (0 with c->failed set when the pool cannot grow). */
+static uint32_t const_push(tpl_comp *c, tpl_value v)
+{
+    if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
+        c_nomem(c, c->cur_off);
+        return 0;
+    }
+    if (c->nconsts >= 0xFFFFFF) { cerror(c, c->cur_off, "too many constants"); return 0; }
+    uint32_t k = (uint32_t)c->nconsts++;
+    c->consts[k] = v;
+    return k;
+}
+
 static uint32_t add_const(tpl_comp *c, tpl_value v)
 {
     if (c->failed) return 0;
@@ -421,13 +434,8 @@ static uint32_t add_const(tpl_comp *c, tpl_value v)
         if (!s) { c_nomem(c, c->cur_off); return 0; }
         v.u.s = s;
     }
-    if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
-        c_nomem(c, c->cur_off);
-        return 0;
-    }
-    if (c->nconsts >= 0xFFFFFF) { cerror(c, c->cur_off, "too many constants"); return 0; }
-    uint32_t k = (uint32_t)c->nconsts++;
-    c->consts[k] = v;
+    uint32_t k = const_push(c, v);
+    if (c->failed) return 0;
     if (slot) {
         if (!*slot) c->kidx_used++;
         *slot = k + 1;
@@ -442,14 +450,7 @@ static uint32_t add_const_own(tpl_comp *c, tpl_value v)
     char *s = tpl_arena_strdup(&c->p->arena, v.u.s, v.len);
     if (!s) { c_nomem(c, c->cur_off); return 0; }
     v.u.s = s;
-    if (!cgrow(c, (void **)&c->consts, &c->kcap, c->nconsts + 1, sizeof *c->consts)) {
-        c_nomem(c, c->cur_off);
-        return 0;
-    }
-    if (c->nconsts >= 0xFFFFFF) { cerror(c, c->cur_off, "too many constants"); return 0; }
-    uint32_t k = (uint32_t)c->nconsts++;
-    c->consts[k] = v;
-    return k;
+    return const_push(c, v);
 }
 
 /* The name index slot of string s with hash h (its tpl_hash_str): the one holding an equal
