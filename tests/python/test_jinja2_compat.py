@@ -1093,6 +1093,17 @@ def test_huge_range_overflow_error(src):
     assert errs[1] == errs[0] == (OverflowError, "Python int too large to convert to C ssize_t")
 
 
+def assert_both_render_alike(src, ctx):
+    """tpl.jinja2 and Jinja2 render src alike: the same text, or the same exception class and message."""
+    outs = []
+    for env in both():
+        try:
+            outs.append(env.from_string(src).render(ctx))
+        except Exception as e:  # the same exception class and message
+            outs.append((type(e).__name__, str(e)))
+    assert outs[1] == outs[0]
+
+
 @pytest.mark.parametrize("src", [
     "{% for g in xs|groupby('k') %}{{ g._asdict() }} {{ g._asdict()['list']|length }} {{ g._asdict().grouper }};{% endfor %}",
     "{{ (xs|groupby('k')|first)._asdict()|dictsort }} {{ (xs|groupby('k')|first)._fields }}",
@@ -1101,13 +1112,7 @@ def test_groupby_asdict(src):
     """groupby's (grouper, list) namedtuples have _asdict() as Jinja2's (Python's namedtuple) do; other
     lists and tuples do not (was: an UndefinedError on the groupby result too)."""
     ctx = {"xs": [{"k": 1}, {"k": 2}, {"k": 1}]}
-    outs = []
-    for env in both():
-        try:
-            outs.append(env.from_string(src).render(ctx))
-        except Exception as e:  # the same exception class and message
-            outs.append((type(e).__name__, str(e)))
-    assert outs[1] == outs[0]
+    assert_both_render_alike(src, ctx)
 
 
 @pytest.mark.parametrize("src", [
@@ -1137,13 +1142,7 @@ def test_decimal_fraction_operators(src):
     """The operators, comparisons and numeric filters of Python's Decimal and Fraction as Jinja2
     computes them (issue 17; was a TypeError naming the type)."""
     ctx = {"d": Decimal("3.14159"), "f": Fraction(1, 3), "ds": [Decimal("2.5"), Decimal("-1.25"), Decimal("10")]}
-    outs = []
-    for env in both():
-        try:
-            outs.append(env.from_string(src).render(ctx))
-        except Exception as e:  # the same exception class and message
-            outs.append((type(e).__name__, str(e)))
-    assert outs[1] == outs[0]
+    assert_both_render_alike(src, ctx)
 
 
 @pytest.mark.parametrize("src,exc", [("{{ d + 1.5 }}", TypeError), ("{{ d / 0 }}", ZeroDivisionError),
