@@ -74,6 +74,7 @@ typedef struct tpl_block {
 typedef struct func {
     struct func *parent;     /* the function this one is defined in (closures read its slots) */
     bool is_macro;
+    bool is_test;            /* a loop's filter function (loop_test_function): no varargs of its own */
     bool uses_varargs, uses_kwargs, uses_caller;
     uint32_t nslots;
     int depth, max_depth;    /* operand stack */
@@ -409,9 +410,19 @@ static uint32_t const_push(tpl_comp *c, tpl_value v)
     return k;
 }
 
+/* Marks the numbers of a Jinja constant (and of a constant tuple's items) as the compiled
+ * template's literals (TPL_F_LIT). */
+static void mark_lit(tpl_value *v, int depth)
+{
+    if (v->type == TPL_T_INT || v->type == TPL_T_FLOAT || v->type == TPL_T_BIGINT) v->flags |= TPL_F_LIT;
+    else if (v->type == TPL_T_LIST && v->aux == TPL_LAZY_NONE && depth < 50)
+        for (uint32_t i = 0; i < v->u.list->len; i++) mark_lit(&v->u.list->items[i], depth + 1);
+}
+
 static uint32_t add_const(tpl_comp *c, tpl_value v)
 {
     if (c->failed) return 0;
+    if (c->syn == TPL_SYN_JINJA) mark_lit(&v, 0);
     uint32_t *slot = NULL;
     if (v.type == TPL_T_STR) {
         if (c->kidx_used * 2 >= c->kidx_cap && !kidx_grow(c)) { c_nomem(c, c->cur_off); return 0; }
@@ -996,7 +1007,7 @@ static void load_name(tpl_comp *c, tpl_value name)
     uint32_t k = add_name(c, name);
     /* Jinja2 (find_undeclared over the whole body): a nested macro or call block reading them
      * makes every enclosing macro catch them too */
-    if (r == R_LOCAL)
+    if (r == R_LOCAL || (r == R_OUTER && c->fn->is_test))
         for (func *f = c->fn; f && f->is_macro; f = f->parent) {
             if (name_eq(name, "varargs", 7)) f->uses_varargs = true;
             else if (name_eq(name, "kwargs", 6)) f->uses_kwargs = true;
@@ -1225,8 +1236,11 @@ static void push_const(tpl_comp *c, tpl_value v)
     switch (v.type) {
     case TPL_T_NONE: emit(c, TPL_OP_NONE, 0, 1); return;
     case TPL_T_BOOL: emit(c, v.u.i ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1); return;
-    case TPL_T_INT:
-        if (v.u.i >= -(1 << 22) && v.u.i < (1 << 22)) { emit(c, TPL_OP_INT, (uint32_t)(v.u.i & 0xFFFFFF), 1); return; }
+    case TPL_T_INT: /* (a Jinja int CPython does not cache is a constant: TPL_F_LIT) */
+        if (v.u.i >= -(1 << 22) && v.u.i < (1 << 22) && (c->syn != TPL_SYN_JINJA || (v.u.i >= -5 && v.u.i <= 256))) {
+            emit(c, TPL_OP_INT, (uint32_t)(v.u.i & 0xFFFFFF), 1);
+            return;
+        }
         break;
     default: break;
     }
@@ -1542,6 +1556,12 @@ static int folded_int(const tpl_node *n, int64_t *v, bool *big, int depth)
         if (n->val.type == TPL_T_BIGINT) { *big = true; return 1; }
         return 0;
     }
+    if (n->kind == TPL_N_UNOP && n->op == TPL_AOP_NEG) { /* (-300: a new int the optimizer made) */
+        if (!folded_int(n->a, v, big, depth + 1)) return 0;
+        if (!*big && *v == INT64_MIN) *big = true;
+        else if (!*big) *v = -*v;
+        return 1;
+    }
     if (n->kind != TPL_N_BINOP || (n->op != TPL_AOP_ADD && n->op != TPL_AOP_SUB && n->op != TPL_AOP_MUL && n->op != TPL_AOP_POW))
         return 0;
     int64_t x, y;
@@ -1752,11 +1772,29 @@ static void expr(tpl_comp *c, tpl_node *n)
             !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
             memcmp(n->b->a->val.u.s, n->a->val.u.s, n->a->val.len) == 0) {
             /* `x is sameas x`: one variable holds one object, whatever it is (a float, a NaN, an int
-             * past 256: Python's True); a missing name is a new Undefined at each lookup (False) */
+             * past 256: Python's True); a missing name is a new Undefined at each lookup (False).
+             * A variable of the frame that holds an undefined value (`set u = missing`, a macro's
+             * argument left out) holds one object too: True unless its slot is unset (read from the
+             * context) */
+            uint32_t vslot;
+            scope_var *var = NULL;
+            uint32_t jset = 0;
+            bool local = resolve_var(c, n->a->val, &vslot, &var, NULL) == R_LOCAL && var && !var->missing;
+            if (local) {
+                jset = emit(c, TPL_OP_JSET, vslot, 0);
+                emit_raw(c, 0);
+            }
             expr(c, n->a);
             c->cur_off = n->off;
             emit(c, TPL_OP_TEST, (uint32_t)TPL_B_TEST_defined, 0);
             emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+            if (local) {
+                uint32_t end = emit(c, TPL_OP_JUMP, 0, 0);
+                patch_word(c, jset + 1, here(c));
+                emit(c, TPL_OP_TRUE, 0, 1);
+                c->fn->depth--; /* (one value on either path) */
+                patch_a(c, end, here(c));
+            }
             if (n->op & 1) emit(c, sop(c, TPL_OP_NOT_PY), 0, 0);
             return;
         }
@@ -2690,6 +2728,37 @@ static bool names_loop(const tpl_node *n, int depth)
     return false;
 }
 
+/* The test of `for x in xs if test` as a function of one item (Jinja2's loop filter function:
+ * the loop's targets are its own variables, every other name the enclosing frame's); pushes its
+ * closure. Its result is its output: "1" for a kept item, "" for a dropped one (LOOP_FILTER). */
+static void loop_test_function(tpl_comp *c, tpl_node *n)
+{
+    bool soft = c->soft;
+    c->soft = false; /* the loop's test frame is an inner one (never soft) */
+    uint32_t skip = emit(c, TPL_OP_JUMP, 0, 0);
+    func f;
+    func_begin(c, &f);
+    f.is_test = true;
+    tpl_value pname = tpl_v_str("(item)", 6);
+    tpl_list *pl = param_list(c, 1);
+    param_push(c, pl, pname);
+    uint32_t ps = declare(c, pname);
+    tpl_macro_desc d = { 0 };
+    d.entry = here(c);
+    d.nparams = 1;
+    d.varargs_slot = d.kwargs_slot = d.caller_slot = -1;
+    c->cur_off = n->off;
+    emit(c, TPL_OP_LOAD_SLOT, ps, 1);
+    emit_raw(c, add_name(c, pname));
+    store_target(c, n->a);
+    expr(c, n->e);
+    uint32_t drop = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
+    emit_text(c, "1", 1);
+    patch_a(c, drop, here(c));
+    func_end(c, &f, &d, tpl_v_str("(loop filter)", 13), pl, skip, n->off);
+    c->soft = soft;
+}
+
 static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
 {
     tpl_value lname = tpl_v_str("(loop)", 6);
@@ -2701,36 +2770,12 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     bool lazy = n->e && depth_slot < 0 && loop_reads_no_lookahead(n->c, 0) && !names_loop(n->e, 0) &&
                 loop_reads_no_lookahead(n->d, 0);
     if (n->e && !lazy) {
-        /* `for x in xs if test`: filter first, so loop.index/length count kept items (Jinja2) */
-        push_scope(c, false);
-        uint32_t acc = new_slot(c), it = new_slot(c), item = new_slot(c);
-        emit(c, TPL_OP_FOR_INIT, it, -1);
-        emit(c, TPL_OP_BUILD_LIST, 0, 1);
-        emit(c, TPL_OP_STORE_SLOT, acc, -1);
-        uint32_t top = here(c);
-        emit(c, TPL_OP_FOR_NEXT, it, 1);
-        uint32_t exit_pos = emit_raw(c, 0);
-        emit(c, TPL_OP_DUP, 0, 1);
-        emit(c, TPL_OP_STORE_SLOT, item, -1);
-        store_target(c, n->a);
-        bool soft = c->soft;
-        c->soft = false; /* the loop's test frame is an inner one (never soft) */
-        expr(c, n->e);
-        c->soft = soft;
-        uint32_t skip = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
-        emit(c, TPL_OP_LOAD_SLOT, acc, 1);
-        emit_raw(c, add_name(c, lname));
-        emit(c, TPL_OP_LOAD_SLOT, item, 1);
-        emit_raw(c, add_name(c, lname));
-        emit(c, TPL_OP_BUILD_LIST, 1, 0);
-        emit(c, TPL_OP_ADD, 0, -1);
-        emit(c, TPL_OP_STORE_SLOT, acc, -1);
-        patch_a(c, skip, here(c));
-        emit(c, TPL_OP_JUMP, top, 0);
-        patch_word(c, exit_pos, here(c));
-        emit(c, TPL_OP_LOAD_SLOT, acc, 1);
-        emit_raw(c, add_name(c, lname));
-        pop_scope(c);
+        /* `for x in xs if test` whose body looks ahead: Jinja2's LoopContext over the generator
+         * of the kept items, which runs the test as items are taken (loop.last and nextitem take
+         * one more, length and revindex all of them), so the test sees what the body did before */
+        loop_test_function(c, n);
+        c->cur_off = n->off;
+        emit(c, TPL_OP_LOOP_FILTER, 0, -1);
     }
     push_scope(c, false);
     uint32_t loop_slot = declare(c, tpl_v_str("loop", 4));

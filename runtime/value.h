@@ -140,6 +140,12 @@ enum {
 #define TPL_F_GROUP 16
 /* List flag: a Ruby range, stored as the 3 items [begin, end (nil: endless), exclusive]. */
 #define TPL_F_RANGE_RB 32
+/* Number flag (int, big int, float; Jinja): a constant of the compiled template's code. CPython
+ * merges the equal constants of one compiled module into one object, so two of them are
+ * `sameas` (`{% set a = 300 %}{% set b = 300 %}`), while a number computed at render time or read
+ * from the state is a new object (stdlib/jinja/tests.c t_sameas). The bit is TPL_F_RANGE_RB's,
+ * which only lists use. */
+#define TPL_F_LIT 32
 /* List flag: a Jinja range() of more than TPL_RANGE_ITEMS_MAX items, held without them (Python's
  * range never materialises): its list has len 0 and only (start, stop, step) (tpl_range_params).
  * Truth, length, `in`, indexing, slicing, first, last, index/count, printing and comparison work

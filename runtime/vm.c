@@ -752,6 +752,11 @@ static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want)
 {
     tpl_list *s = l->src, *d = l->items;
     if (!s) return 0;
+    if (l->dict && want > d->len) { /* Python's dict iterator, at each next() */
+        if (l->dict->len != l->dict_len)
+            return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary changed size during iteration");
+        if (!s->len) l->dict = NULL; /* exhausted: it no longer looks at the dict */
+    }
     if (s->cap == TPL_PEND_MARK) { /* a lazy iterator: produce what is wanted, room for it */
         tpl_pending *p = (tpl_pending *)(void *)s;
         uint32_t more = want == UINT32_MAX ? UINT32_MAX : want > d->len ? want - d->len : 0;
@@ -1885,12 +1890,13 @@ static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want)
 {
     while (p->l.len < want && !p->done) {
         uint32_t need = want == UINT32_MAX ? UINT32_MAX : want - p->l.len, k;
-        if (!p->fn || need == UINT32_MAX) k = need;
+        if (p->each) k = 1;
+        else if (!p->fn || need == UINT32_MAX) k = need;
         else if (!p->per) k = 1;
         else k = need > (UINT32_MAX - 1) / p->per ? UINT32_MAX : need * p->per;
         tpl_list *chunk = NULL;
         if (pend_src(vm, p, k, &chunk) < 0) return -1;
-        if (chunk->len < k || k == UINT32_MAX) p->done = true;
+        if (chunk->len < k || (k == UINT32_MAX && !p->each)) p->done = true;
         if (!chunk->len && !(p->whole && p->fn)) break;
         if (!p->fn) {
             if (pend_push(vm, p, chunk->items, chunk->len) < 0) return -1;
@@ -1903,6 +1909,42 @@ static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want)
         if (r.type != TPL_T_LIST) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad generator stage");
         if (pend_push(vm, p, r.u.list->items, r.u.list->len) < 0) return -1;
     }
+    return 0;
+}
+
+static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
+                    tpl_value *out);
+
+/* LOOP_FILTER's stage: the items of a[0] whose test (a[1], the loop's filter function) prints
+ * something, each tested as the loop takes it. */
+static int loop_filter_stage(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *in = a[0].u.list, *kept = tpl_list_new(&vm->arena, in->len ? in->len : 1);
+    if (!kept) return oom(vm);
+    for (uint32_t i = 0; i < in->len; i++) {
+        tpl_value r;
+        if (call_any(vm, a[1], &in->items[i], 1, NULL, NULL, 0, &r) < 0) return -1;
+        if (r.type == TPL_T_STR && r.len) kept->items[kept->len++] = in->items[i];
+    }
+    *out = tpl_v_list(kept);
+    return 0;
+}
+
+/* LOOP_FILTER: the iterator of the items of src that test fn keeps. A list is read by position
+ * as the loop goes (items the body or the test appends are seen, as Python's list iterator
+ * does); an iterator is taken from; anything else is read into a list first. */
+static int loop_filter_op(tpl_vm *vm, tpl_value src, tpl_value fn, tpl_value *out)
+{
+    if (!tpl_is_iter(src) && !tpl_is_big_range(src) && !(src.type == TPL_T_LIST && src.aux == TPL_LAZY_NONE)) {
+        tpl_list *l;
+        if (src.type == TPL_T_LOOP)
+            return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a for loop over a loop object (`for x, l in loop`)");
+        if (tpl_to_list(vm, src, &l) < 0) return -1;
+        src = tpl_v_list(l);
+    }
+    tpl_value a[2] = { tpl_v_unset(), fn };
+    if (tpl_pend_stage(vm, src, loop_filter_stage, a, 2, 0, TPL_LAZY_GENERATOR, out) < 0) return -1;
+    tpl_pend_of(*out)->each = true;
     return 0;
 }
 
@@ -3309,6 +3351,16 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
     }
     if (v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_BIG)) items = v.u.list; /* (tpl_to_list's answer, without the call) */
     else if (tpl_to_list(vm, v, &items) < 0) return -1;
+    if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) {
+        /* Python's dict iterator: the keys pulled one at a time (loop_pull), each step checking
+         * that the dict kept its size ("dictionary changed size during iteration") */
+        tpl_list *taken = tpl_list_new(&vm->arena, items->len);
+        if (!taken || new_loop(vm, taken, slot) < 0) return oom(vm);
+        slot->u.loop->src = items;
+        slot->u.loop->dict = v.u.map;
+        slot->u.loop->dict_len = v.u.map->len;
+        return 0;
+    }
     return new_loop(vm, items, slot) < 0 ? -1 : 0;
 }
 
@@ -4028,6 +4080,11 @@ top:
         int k = adds_op(vm, CUR_OP, args, a);
         if (k < 0) goto fail;
         sp = args + k;
+        NEXT(0);
+    }
+    CASE(LOOP_FILTER) {
+        sp--;
+        if (loop_filter_op(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(PRINT_ADDS_K) {

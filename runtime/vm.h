@@ -241,6 +241,8 @@ typedef struct tpl_pending {
     tpl_list l;         /* produced, not yet taken; l.cap is TPL_PEND_MARK */
     uint32_t bcap;      /* room at l.items */
     bool done, rev;
+    bool each;          /* the stage takes one source item at a time, draining too (it runs
+                         * template code that may append to a list it iterates: LOOP_FILTER) */
     bool whole;         /* the stage runs once, on the whole source, at the first use, even on
                          * no items (slice, items: Python's generator body runs on the first next) */
     uint32_t per;       /* a stage: source items per item it yields (map 1, batch n); 0: one source

@@ -45,6 +45,10 @@ typedef struct tpl_loop {
     bool has_changed;
     tpl_value rec;          /* a recursive loop's function (LOOP_DEPTH), which calling the loop value
                              * runs one level deeper (`{% set l = loop %}` ... `l(children)`); else 0 */
+    tpl_map *dict;          /* Jinja: the dict a loop over its keys iterates (src: the keys), whose
+                             * size Python's dict iterator checks at each step; NULL: none, or
+                             * exhausted */
+    uint32_t dict_len;      /* its size when the loop started */
 } tpl_loop;
 
 enum { BIND_UNKNOWN = 0xFF }; /* bind_lo of a builtin not called yet */

@@ -73,7 +73,7 @@ static bool latin1_char(tpl_value x)
 }
 
 /* `value is other`. None/True/False are singletons; CPython caches the ints -5..256 (other ints
- * and floats are distinct objects); strings and containers compare by storage identity, and
+ * and floats are distinct objects, but equal constants of the template are one: TPL_F_LIT); strings and containers compare by storage identity, and
  * equal one-character Latin-1 strings of the state (json made them, or indexing, slicing,
  * strip, split of one: CPython's shared single-character objects) are the same object, while
  * template literals and strings made by ~, lower, upper, format, replace are new objects. tpl
@@ -98,6 +98,11 @@ int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
                                    : x.type == TPL_T_FLOAT && (isnan(x.u.f) != isnan(y.u.f) ||
                                                                (!isnan(x.u.f) && (!(x.u.f == y.u.f) || signbit(x.u.f) != signbit(y.u.f)))))
             RET(false);
+        /* two constants of the template's code: one object (CPython merges a module's equal
+         * constants). A number made at render time may be one Jinja2's optimizer would have
+         * made a constant (`'300'|int`, `1 / 3`), so a constant and another number stay unknown */
+        if ((x.flags & TPL_F_LIT) && (y.flags & TPL_F_LIT))
+            RET(true);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported: `is sameas` of two equal %s (CPython's answer depends on "
                             "where each object was made, which tpl does not follow)",
                             x.type == TPL_T_FLOAT ? "floats" : "ints outside -5..256");
