@@ -295,6 +295,55 @@ const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t 
 
 static const char *ordinal_args(int n) { return n == 1 ? "argument" : "arguments"; }
 
+/* How CPython 3.11 checks the argument count of a method of str, dict or list, which decides the
+ * wording of its TypeError: 'N' METH_NOARGS ("str.upper() takes no arguments (1 given)"), 'O'
+ * METH_O ("list.append() takes exactly one argument (2 given)"), 'C' Argument Clinic's
+ * positional check ("get expected at least 1 argument, got 0"), 'P' getargs ("split() takes at
+ * most 2 arguments (3 given)"); 0: Python's generic wording (a method without a row). */
+static char py_arity_style(tpl_builtin_kind kind, const char *name)
+{
+    static const struct { tpl_builtin_kind kind; char style; const char *names; } rows[] = {
+        { TPL_BK_STR, 'N', " upper lower title capitalize swapcase casefold isdigit isalpha isalnum isspace isupper islower"
+                           " isnumeric isdecimal istitle isprintable isascii isidentifier " },
+        { TPL_BK_STR, 'O', " join format_map partition rpartition removeprefix removesuffix translate zfill " },
+        { TPL_BK_STR, 'C', " strip lstrip rstrip replace center ljust rjust maketrans " },
+        { TPL_BK_STR, 'P', " split rsplit splitlines startswith endswith find rfind index rindex count expandtabs " },
+        { TPL_BK_MAP, 'N', " items keys values copy popitem clear " },
+        { TPL_BK_MAP, 'C', " get pop setdefault " },
+        { TPL_BK_LIST, 'N', " copy clear reverse " },
+        { TPL_BK_LIST, 'O', " append extend remove count " },
+        { TPL_BK_LIST, 'C', " index insert pop " },
+    };
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (rows[i].kind != kind) continue;
+        for (const char *p = strstr(rows[i].names, name); p; p = strstr(p + 1, name))
+            if (p[-1] == ' ' && p[n] == ' ') return rows[i].style;
+    }
+    return 0;
+}
+
+/* The TypeError of a str/dict/list method given `given` arguments (self not counted) where it
+ * takes min..max, in CPython's wording for the method (py_arity_style); 0 when it has none. */
+static int py_arity_error(tpl_vm *vm, int id, int given, int min, int max)
+{
+    const tpl_builtin_info *b = &tpl_builtin_table[id];
+    const char *owner = b->kind == TPL_BK_STR ? "str" : b->kind == TPL_BK_MAP ? "dict" : "list";
+    const char *bound = given < min ? "at least " : "at most ";
+    int count = given < min ? min : max;
+    switch (b->kind == TPL_BK_STR || b->kind == TPL_BK_MAP || b->kind == TPL_BK_LIST ? py_arity_style(b->kind, b->name) : 0) {
+    case 'N': return tpl_vm_error(vm, TPL_ERR_TYPE, "%s.%s() takes no arguments (%d given)", owner, b->name, given);
+    case 'O': return tpl_vm_error(vm, TPL_ERR_TYPE, "%s.%s() takes exactly one argument (%d given)", owner, b->name, given);
+    case 'C':
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s expected %s%d argument%s, got %d", b->name, min == max ? "" : bound, count,
+                            count == 1 ? "" : "s", given);
+    case 'P':
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() takes %s %d argument%s (%d given)", b->name,
+                            min == max ? "exactly" : given < min ? "at least" : "at most", count, count == 1 ? "" : "s", given);
+    default: return 0;
+    }
+}
+
 int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const tpl_value *kwnames,
                      const tpl_value *kwvals, int nkw, tpl_value *a)
 {
@@ -331,6 +380,8 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
             }
             /* Python counts the parameters that take positions. */
             int req = sig.nrequired < npositional ? sig.nrequired : npositional;
+            if (py_arity_error(vm, id, npos - 1, req - 1, npositional - 1) < 0)
+                return -1;
             if (req == npositional)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() takes %d positional %s but %d %s given",
                                     fname, npositional, ordinal_args(npositional), npos,
@@ -415,6 +466,11 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
                                 npos - self, req - self, sig.varargs >= 0 ? "+" : "");
         return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)",
                             npos - self, req - self, npositional - self);
+    }
+    if (nmissing && missing[0] < npositional) {
+        int req = sig.nrequired < npositional ? sig.nrequired : npositional;
+        if (py_arity_error(vm, id, npos - 1, req - 1, npositional - 1) < 0)
+            return -1;
     }
     if (nmissing) {
         char buf[256];

@@ -67,6 +67,9 @@ int t_test(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int g_cycler_next(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int g_cycler_reset(tpl_vm *vm, tpl_value *a, tpl_value *out);
 int g_joiner_call(tpl_vm *vm, tpl_value *a, tpl_value *out);
+/* Python's list.sort(key=fn, reverse=rev) of items: *out a new list of them in order, fn called
+ * once per item in order (a macro, a bound method, any callable), keys compared by `<`. */
+int tpl_sort_keyed(tpl_vm *vm, const tpl_list *items, tpl_value fn, bool rev, tpl_value *out);
 
 /* ------------------------------------------------------------------ shared with the VM */
 

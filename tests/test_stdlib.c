@@ -3876,9 +3876,9 @@ static const tcase cases[] = {
     {"{{ 'x'|upper(1) }}", 75, 0, 0,
      NULL, "upper() takes 1 positional argument but 2 were given", NULL},
     {"{{ 'x'.strip(1, 2) }}", 75, 0, 0,
-     NULL, "strip() takes from 1 to 2 positional arguments but 3 were given", NULL},
+     NULL, "strip expected at most 1 argument, got 2", NULL}, /* (CPython 3.11's Argument Clinic wording) */
     {"{{ {}.get() }}", 75, 0, 0,
-     NULL, "get() missing 1 required positional argument: 'key'", NULL},
+     NULL, "get expected at least 1 argument, got 0", NULL},
     {"{{ remembers() }}", 75, 0, 0,
      NULL, "remembers() missing 1 required positional argument: 'words'", NULL},
     {"{{ [1]|select('nope')|list }}", 75, 0, 0,

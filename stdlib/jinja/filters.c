@@ -954,7 +954,9 @@ int f_int(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
     }
     switch (v.type) {
-    case TPL_T_INT:
+    case TPL_T_INT: /* int(x) of an int is x itself (a constant stays one: `is sameas`) */
+        *out = v;
+        return 0;
     case TPL_T_BOOL:
         *out = tpl_v_int(v.u.i);
         return 0;
@@ -1565,6 +1567,31 @@ int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
         keys[i] = tpl_v_list(k);
     }
     sort_ctx c = { vm, keys, np, rev };
+    if (merge_sort(&c, idx, n) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        res->items[i] = items->items[idx[i]];
+    res->len = n;
+    *out = tpl_v_list(res);
+    return 0;
+}
+
+int tpl_sort_keyed(tpl_vm *vm, const tpl_list *items, tpl_value fn, bool rev, tpl_value *out)
+{
+    uint32_t n = items->len;
+    tpl_arena *ar = AR(vm);
+    tpl_value *keys = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *keys);
+    uint32_t *idx = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *idx);
+    tpl_list *res = tpl_list_new(ar, n);
+    if (!keys || !idx || !res)
+        return OOM();
+    for (uint32_t i = 0; i < n; i++) {
+        idx[i] = i;
+        tpl_value arg = items->items[i];
+        if (tpl_call_value(vm, fn, &arg, 1, &keys[i]) < 0)
+            return -1;
+    }
+    sort_ctx c = { vm, keys, 0, rev };
     if (merge_sort(&c, idx, n) < 0)
         return -1;
     for (uint32_t i = 0; i < n; i++)

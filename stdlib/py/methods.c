@@ -294,6 +294,9 @@ int m_str_splitlines(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_str(vm, a[0], "splitlines") < 0)
         return -1;
+    if (tpl_given(a[1]) && a[1].type != TPL_T_INT && a[1].type != TPL_T_BOOL && a[1].type != TPL_T_BIGINT &&
+        a[1].type != TPL_T_HOST) /* keepends: bool(accept={int}) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", tpl_type_name(vm, a[1]));
     int keep = tpl_arg_truthy(vm, a[1], false);
     if (keep < 0)
         return -1;
@@ -1376,15 +1379,45 @@ int m_list_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 /* list.sort(*, key=None, reverse=False): Python's stable sort by `<` (the sort filter's, case
- * sensitive); a key function is a located error (tpl has no Python callables to pass). */
+ * sensitive); key: any callable (a macro, a bound method...), called once per item. */
 int m_list_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_plain_list(vm, a[0], "sort") < 0)
         return -1;
+    uint32_t given = a[1].u.list->len + tpl_given(a[2]) + tpl_given(a[3]);
+    if (given > 2) /* (Python counts positional and keyword arguments first) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "sort() takes at most 2 arguments (%u given)", given);
     if (a[1].u.list->len)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "sort() takes no positional arguments");
-    if (tpl_given(a[2]) && a[2].type != TPL_T_NONE)
-        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: list.sort(key=...) (sort with the sort filter's attribute=)");
+    if (tpl_given(a[2]) && a[2].type != TPL_T_NONE) {
+        int rev = 0;
+        if (tpl_given(a[3])) {
+            if ((a[3].type == TPL_T_INT || a[3].type == TPL_T_BOOL) && a[3].u.i >= INT32_MIN && a[3].u.i <= INT32_MAX)
+                rev = a[3].u.i != 0;
+            else if (a[3].type == TPL_T_INT || a[3].type == TPL_T_BIGINT)
+                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C int");
+            else
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", tpl_type_name(vm, a[3]));
+        }
+        if (tpl_vm_list_fresh(vm, a[0], 0, "list.sort") < 0)
+            return -1;
+        /* CPython empties the list while it sorts: the key function sees it empty, and a change
+         * it makes is "list modified during sort" */
+        tpl_list *l = a[0].u.list, saved = *l;
+        l->len = l->cap = 0;
+        tpl_value sorted;
+        int rc = tpl_sort_keyed(vm, &saved, a[2], rev != 0, &sorted);
+        bool changed = l->len != 0 || l->items != saved.items;
+        *l = saved;
+        if (rc < 0)
+            return -1;
+        if (changed)
+            return tpl_vm_fail(vm, TPL_EK_VALUE, "list modified during sort");
+        if (l->len)
+            memcpy(l->items, sorted.u.list->items, (size_t)l->len * sizeof *l->items);
+        *out = tpl_v_none();
+        return 0;
+    }
     tpl_value fa[TPL_MAX_PARAMS];
     for (int i = 0; i < TPL_MAX_PARAMS; i++)
         fa[i] = tpl_v_unset();

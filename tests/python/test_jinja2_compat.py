@@ -1275,3 +1275,31 @@ def test_mutating_methods_and_do():
     # the hf profile keeps transformers' sandbox: the methods are unsafe there
     with pytest.raises(Exception, match="access to attribute 'append' of 'list' object is unsafe"):
         tpl.chat.apply_chat_template("{% set l = [] %}{{ l.append(1) }}", messages=[])
+
+
+@pytest.mark.parametrize("src", [
+    "{{ 'a b'.split(1, 2, 3, 4) }}", "{{ d.get() }}", "{{ xs.pop(1, 2) }}", "{{ 'a'.upper(1) }}",
+    "{{ xs.append(1, 2) }}", "{{ 'a'.strip('a', 'b') }}", "{{ xs.insert(1) }}", "{{ 'a'.find() }}",
+    "{{ 'a'.replace('a') }}", "{{ d.items(1) }}", "{{ 'a'.join() }}", "{{ d.pop() }}", "{{ xs.index() }}",
+    "{{ 'a'.startswith('a', 1, 2, 3) }}", "{{ xs.sort(1, 2, 3) }}", "{{ 'a'.splitlines('x') }}",
+    "{{ 'a'.center() }}", "{{ d.setdefault(1, 2, 3) }}", "{{ 'a'.expandtabs(1, 2) }}", "{{ xs.count() }}"])
+def test_method_arity_messages(src):
+    """Python's str, dict and list methods called with a wrong number of arguments raise CPython
+    3.11's TypeError in the wording of the method's own argument check (METH_NOARGS, METH_O,
+    Argument Clinic, getargs), as from Jinja2 (issue 14; was tpl's "takes from N to M positional
+    arguments" for each)."""
+    assert_both_render_alike(src, {"d": {"a": 1}})
+
+
+@pytest.mark.parametrize("src", [
+    "{% set d = {'a': 1, 'b': 2} %}{% for k in d %}{{ k }}{% set _ = d.update({k ~ 'x': 1}) %}{% endfor %}",
+    "{% set d = {'a': 1, 'b': 2} %}{% for k in d %}{{ k }}{% set _ = d.pop(k) %}{% endfor %}",
+    "{% set xs = [[2, 'x'], [1, 'y']] %}{{ xs.sort(key=xs.index) }}",
+    "{% set xs = [2, 1] %}{% macro grow(x) %}{{ xs.append(x) }}{% endmacro %}{{ xs.sort(key=grow) }}",
+    "{% set xs = [2, 1] %}{{ xs.sort(key='n') }}",
+    "{% for x in [1, 0] if 1 / x %}{{ x }}{{ loop.last }}{% endfor %}"])
+def test_iteration_errors_as_python(src):
+    """A dict changed while a loop iterates it, a key function that reads or changes the list
+    list.sort empties while it sorts, a key that is no callable, a loop filter failing while
+    loop.last looks ahead: Python's exception and message, as from Jinja2 (issue 14)."""
+    assert_both_render_alike(src, {})
