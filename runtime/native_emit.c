@@ -1023,9 +1023,11 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_for_init(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n", a, h0, pc);
             v_pop(b, &vs, 1);
             break;
-        case TPL_OP_FOR_NEXT: /* (nothing in locals: v_ok) the item pointed at where it is */
+        case TPL_OP_FOR_NEXT: /* (nothing in locals: v_ok) the item pointed at where it is; a pull
+                               * from an iterator may run template code (a loop filter): the output
+                               * locals are written back around it */
             tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_ref(&L[%u], &P0)) < 0) {\n"
-                             "        if ((rc = tpl_native_for_next(f, %u, &sp[0])) < 0) TPL_N_FAIL(%u);\n"
+                             "        if (TPL_N_C(tpl_native_for_next(f, %u, &sp[0])) < 0) TPL_N_FAIL(%u);\n"
                              "        P0 = &sp[0];\n    }\n    if (!rc) {\n", a, a, pc);
             jump(b, pc, x1, "        ");
             tpl_sb_puts(b, "    }\n");
@@ -1064,7 +1066,8 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                 };
                 char expr[400];
                 snprintf(expr, sizeof expr, val[which], c0, c0, c0, c0);
-                /* (loop.last at the end: tpl_native_loop_attr, which ends the list's iterator) */
+                /* (loop.last at the end: tpl_native_loop_attr, which ends the list's iterator; a
+                 * pull from an iterator may run template code: the output locals written back) */
                 char endq[120] = "";
                 if (which == 3)
                     snprintf(endq, sizeof endq, " && ((const tpl_nloop *)%su.p)->i != ((const tpl_nloop *)%su.p)->items->len", c0, c0);
@@ -1072,7 +1075,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
                               which >= 3 ? " && !((const tpl_nloop *)" : "", which >= 3 ? c0 : "",
                               which >= 3 ? "u.p)->src" : "", endq, h0, expr);
                 char lcall[400];
-                snprintf(lcall, sizeof lcall, "(%stype == TPL_NT_LOOP ? tpl_native_loop_attr(f, %d, &%s) : %s)", c0, which,
+                snprintf(lcall, sizeof lcall, "(%stype == TPL_NT_LOOP ? TPL_N_C(tpl_native_loop_attr(f, %d, &%s)) : %s)", c0, which,
                          h0, call);
                 v_call(b, &vs, lcall, pc, NULL);
                 tpl_sb_printf(b, "    %s = &%s;\n", p0, h0);
