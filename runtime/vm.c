@@ -3374,10 +3374,14 @@ static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value sel
             ((args[i].type == TPL_T_LIST || args[i].type == TPL_T_MAP) && (args[i].flags & TPL_F_MUT_RB)))
             return -1;
     struct tpl_rb_site *e = &vm->rb_sites[((uintptr_t)site >> 2) % (sizeof vm->rb_sites / sizeof vm->rb_sites[0])];
-    if (e->site != site || e->gen != vm->gen || e->type != self.type) {
+    if (e->site != site || e->type != self.type ||
+        (e->gen != vm->gen && (self.type == TPL_T_MAP || e->len != name->len || name->len > sizeof e->name ||
+                               memcmp(e->name, name->u.s, name->len) != 0))) {
         const void *except;
         int id = tpl_stdlib.rb_plain_method(vm, self, name->u.s, name->len, &except);
-        *e = (struct tpl_rb_site){ site, except, vm->gen, self.type, (int16_t)id };
+        *e = (struct tpl_rb_site){ site, except, vm->gen, self.type, (uint8_t)(name->len > sizeof e->name ? 0xFF : name->len),
+                                   (int16_t)id, { 0 } };
+        if (name->len <= sizeof e->name) memcpy(e->name, name->u.s, name->len);
     }
     if (e->id < 0 || (self.type == TPL_T_MAP && self.u.map == e->except)) return -1;
     return e->id;
@@ -4701,6 +4705,20 @@ top:
             if (rc > 0) *sp = tpl_v_none();
             sp++;
             NEXT(0);
+        }
+        if (vm->state.type == TPL_T_MAP) { /* the state's @name (Tpl::ERB's ivars): load_name's kept lookup */
+            const tpl_value *hit;
+            if (hits && hits[a]) {
+                hit = hits[a] == &name_absent ? NULL : hits[a];
+            } else {
+                hit = state_find(vm, &names[a]);
+                if (hits) hits[a] = hit ? hit : &name_absent;
+            }
+            if (hit) {
+                *sp = hit->type == TPL_T_UNDEF ? tpl_v_none() : *hit;
+                sp++;
+                NEXT(0);
+            }
         }
         if (load_global(vm, &names[a], sp) < 0) goto fail;
         if (sp->type == TPL_T_UNDEF) *sp = tpl_v_none();

@@ -120,10 +120,15 @@ struct tpl_vm {
     /* ERB method lookups of this render (tpl_vm_method_find): direct-mapped by the name's
      * address, which is stable for a render; entries of earlier renders (other gen) are stale */
     struct tpl_method_memo { const char *name; uint32_t gen; uint16_t len; uint8_t kind; int16_t id; } method_memo[64];
-    /* ERB call sites of this render (CALL_METHOD_RB without a block or keywords): direct-mapped by
-     * the instruction's address; the builtin tpl_rb_plain_method gave for a receiver of `type`
-     * (-1: the general tpl_rb_send), not for the hash `except` */
-    struct tpl_rb_site { const uint32_t *site; const void *except; uint32_t gen; uint8_t type; int16_t id; } rb_sites[64];
+    /* ERB call sites (CALL_METHOD_RB without a block or keywords): direct-mapped by the
+     * instruction's address; the builtin tpl_rb_plain_method gave for a receiver of `type` and the
+     * method name (-1: the general tpl_rb_send), not for the hash `except`. An entry of this render
+     * (gen) is right for its site; one of an earlier render is kept for the site while its name (up
+     * to sizeof name bytes, copied: the answer depends on nothing else) and type are the same and
+     * the receiver is not a hash (`except`, the render's call object, is this render's) */
+    struct tpl_rb_site {
+        const uint32_t *site; const void *except; uint32_t gen; uint8_t type; uint8_t len; int16_t id; char name[16];
+    } rb_sites[64];
     uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
     /* Name lookups (LOAD_NAME's state, GETATTR's dict, CALL_NAME's shadow check): the entry
      * index where the name at this address was last found, direct-mapped by the tpl_name's address
