@@ -459,11 +459,18 @@ static void key_val(rctx *c, VALUE k, tpl_val *out)
  * reused by another object while it is here. A copy replaced during a render may still be
  * borrowed by that render's values: it is freed when the next render starts. */
 #define KEYC 256
+/* It also keeps the arguments of remembers("...") calls into Ruby (REMC frozen Strings,
+ * direct-mapped by length and end bytes, compared by their bytes, their code range known): each
+ * call passes a fresh unfrozen copy (rb_str_dup, as a literal in ERB's code makes one), without
+ * rb_utf8_str_new's encoding set-up and the code range scan of the callee's comparisons. */
+#define REMC 8
+#define REM_MAX 64      /* (longer arguments are made each call) */
 typedef struct keyent { VALUE k; char *u8; uint32_t len; uint64_t hash; } keyent;
 typedef struct keycache {
     keyent e[KEYC];
     char **dead;
     size_t ndead, capdead;
+    VALUE rem[REMC];
 } keycache;
 
 static void keycache_mark(void *ptr)
@@ -471,6 +478,8 @@ static void keycache_mark(void *ptr)
     keycache *kc = ptr;
     for (int i = 0; i < KEYC; i++)
         if (kc->e[i].k) rb_gc_mark(kc->e[i].k);
+    for (int i = 0; i < REMC; i++)
+        if (kc->rem[i]) rb_gc_mark(kc->rem[i]);
 }
 
 static void keycache_drop_dead(keycache *kc)
@@ -1182,10 +1191,25 @@ static const tpl_host_class rb_class = { "Object", rb_getattr_cb, rb_getitem_cb,
 /* remembers(words): the block given to render, or the ERB self's remembers?/remembers. */
 typedef struct rem_arg { rctx *c; const char *w; size_t n; } rem_arg;
 
+/* A fresh String of remembers' argument (UTF-8): a copy of the key cache's frozen one. */
+static VALUE remembers_arg(rctx *c, const char *w, size_t n)
+{
+    if (n == 0 || n > REM_MAX || NIL_P(c->kc)) return rb_utf8_str_new(w, (long)n);
+    keycache *kc = DATA_PTR(c->kc);
+    VALUE *slot = &kc->rem[(n + (unsigned char)w[0] * 3u + (unsigned char)w[n - 1] * 5u) % REMC];
+    VALUE m = *slot;
+    if (!m || (size_t)RSTRING_LEN(m) != n || memcmp(RSTRING_PTR(m), w, n) != 0) {
+        m = rb_utf8_str_new(w, (long)n);
+        rb_enc_str_coderange(m);
+        *slot = rb_obj_freeze(m);
+    }
+    return rb_str_dup(m);
+}
+
 static VALUE remembers_body(VALUE arg)
 {
     rem_arg *a = (rem_arg *)arg;
-    VALUE w = rb_utf8_str_new(a->w, (long)a->n);
+    VALUE w = remembers_arg(a->c, a->w, a->n);
     VALUE res = !NIL_P(a->c->remembers) ? rb_funcall(a->c->remembers, rb_intern("call"), 1, w)
                                         : rb_funcallv(a->c->remembers_self, a->c->remembers_id, 1, &w);
     return RTEST(res) ? Qtrue : Qfalse;
