@@ -708,6 +708,37 @@ class TestERB < Minitest::Test
     assert_equal "hash|ha", t.render({ stage: "hash", a: "ha" })
   end
 
+  # remembers("...")'s argument is a fresh, unfrozen String each call, as the literal in ERB's
+  # code: a method that keeps or changes it sees what ERB's sees (tpl_ext.c remembers_arg keeps
+  # a frozen copy per phrase and passes a dup of it)
+  class KeepingView
+    attr_reader :seen
+
+    def initialize = @seen = []
+
+    def remembers(x)
+      @seen << x
+      x << "!"
+      x.frozen?
+    end
+
+    def bind = binding
+  end
+
+  def test_remembers_argument_is_fresh_and_mutable
+    src = "<%= remembers('usual doctor') %> <%= remembers('usual doctor') %> <%= remembers('a' * 70) %>"
+    [ERB, Tpl::ERB].map do |k|
+      v = KeepingView.new
+      e = k.new(src, trim_mode: "-")
+      out = 2.times.map { e.result(v.bind) }
+      [out, v.seen, v.seen.map(&:object_id).uniq.size, v.seen.map(&:encoding).uniq]
+    end.then do |erb, tpl|
+      assert_equal erb[0..1], tpl[0..1]
+      assert_equal 6, tpl[2]
+      assert_equal [Encoding::UTF_8], tpl[3]
+    end
+  end
+
   def test_threads
     src = TEMPLATES["each"] + TEMPLATES["methods"]
     want = Agent.new("book").both(src).first
