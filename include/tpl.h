@@ -542,7 +542,12 @@ typedef struct tpl_host_class {
      * "//", "%", "**"; a comparison "==" or "<" (the VM takes *out's truthiness; a > b is asked
      * as b < a); unary, b none: "neg" (-a), "pos" (+a), "abs"; Jinja's |round: "round"
      * (round(a, b), b an int or none), "ceil" and "floor" (math.ceil/floor(a * 10**b) / 10**b,
-     * b an int). *out: the result (a number of tpl's or a host object). TPL_HOST_MISSING: not
+     * b an int); "key" (b none): a as a dict key, the int or float equal to a that hashes as a
+     * does (Python: Decimal(1) is the key 1; MISSING when a equals no int or float, e.g.
+     * Decimal('0.1'): then only host keys are compared with it), what a dict lookup of a
+     * (`a in {1: x}`, `{1: x}[a]`) and |unique use; "key" is asked of every host object of the
+     * class, not only numbers (TPL_HOST_ERROR: a is not hashable, Python's TypeError).
+     * *out: the result (a number of tpl's or a host object). TPL_HOST_MISSING: not
      * supported (the VM's TypeError naming the type, as without the callback). Appended last:
      * NULL (a class written before it) is that TypeError. */
     tpl_host_result (*arith)(void *obj, tpl_render *r, const char *op, tpl_val a, tpl_val b, tpl_val *out);

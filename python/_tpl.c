@@ -1355,9 +1355,36 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
  * tpl_host_class.arith), as Jinja2 computes them: the operator, round(a, b), and do_round's
  * math.ceil/floor(a * 10**b) / 10**b. What Python raises (a TypeError for Decimal + float, a
  * ZeroDivisionError) propagates as itself. */
+/* op "key": the int or float Python hashes number a as (hash(Decimal(1)) == hash(1), and equal
+ * numbers hash alike): an int or float equal to a (int(a), else float(a), when a equals it;
+ * complex(1, 0) is 1.0), else NotImplemented (a equals no int or float: Decimal('0.1'), 1/3; an
+ * object that is not a number: found as itself). An object Python cannot hash raises as hash(a)
+ * does (a class with __eq__ and no __hash__, Decimal('sNaN'): a TypeError, as Jinja2's dict
+ * lookup or |unique). */
+static PyObject *py_number_key(PyObject *a)
+{
+    if (PyObject_Hash(a) == -1 && PyErr_Occurred()) return NULL;
+    if (!PyNumber_Check(a) && !PyComplex_Check(a)) Py_RETURN_NOTIMPLEMENTED;
+    if (PyLong_Check(a)) return PyNumber_Long(a);
+    if (PyFloat_Check(a)) return PyFloat_FromDouble(PyFloat_AS_DOUBLE(a));
+    if (PyComplex_Check(a)) {
+        if (PyComplex_ImagAsDouble(a) != 0.0) Py_RETURN_NOTIMPLEMENTED;
+        return PyFloat_FromDouble(PyComplex_RealAsDouble(a));
+    }
+    for (int i = 0; i < 2; i++) {
+        PyObject *n = i == 0 ? PyNumber_Long(a) : PyNumber_Float(a); /* (int(Decimal('inf')) raises: no int) */
+        int eq = n ? PyObject_RichCompareBool(a, n, Py_EQ) : -1;
+        if (eq == 1) return n;
+        Py_XDECREF(n);
+        if (eq < 0) PyErr_Clear();
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
 static PyObject *py_arith_op(const char *op, PyObject *a, PyObject *b)
 {
     switch (op[0]) {
+    case 'k': return py_number_key(a);
     case '+': return PyNumber_Add(a, b);
     case '-': return PyNumber_Subtract(a, b);
     case '*': return op[1] ? PyNumber_Power(a, b, Py_None) : PyNumber_Multiply(a, b);

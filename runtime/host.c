@@ -736,6 +736,17 @@ int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_val
     return rc;
 }
 
+int tpl_hobj_key(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
+    if (v.type != TPL_T_HOST) return 1;
+    const tpl_hobj *h = v.u.p;
+    if (!h->cls->arith) return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->arith(h->obj, h->r, "key", to_val(v), to_val(tpl_v_none()), &o), "key", NULL, 0);
+    if (!rc) *out = from_val(o);
+    return rc;
+}
+
 int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool *res)
 {
     tpl_value v;

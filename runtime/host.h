@@ -56,6 +56,10 @@ int tpl_hobj_resolve_args(tpl_vm *vm, tpl_value *args, int n);
  * *res its result's truthiness. */
 int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);
 int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool *res);
+/* The host object v as a dict key (tpl_host_class.arith's "key", asked of any object of a class
+ * with arith): 0 with *out, 1 when the class has no arith or declines, -1 with the host's error
+ * (Python: an unhashable object's TypeError). */
+int tpl_hobj_key(tpl_vm *vm, tpl_value v, tpl_value *out);
 
 /* A host object's numeric kinds (tpl_host_class.type_of: TPL_HOST_NUMBER...), 0 for another value. */
 unsigned tpl_hobj_numeric(tpl_value v);

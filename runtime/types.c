@@ -110,6 +110,8 @@ int tpl_vm_check_hashable(tpl_vm *vm, tpl_value k)
     const char *t = tpl_unhashable(k);
     if (t) return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", t);
     if (tpl_vm_strict_undef(vm, k)) return tpl_stdlib.undefined_error(vm, k);
+    tpl_value key;
+    if (k.type == TPL_T_HOST && tpl_hobj_key(vm, k, &key) < 0) return -1; /* (the host's: Python's hash(k)) */
     return 0;
 }
 

@@ -402,7 +402,7 @@ static bool same_nan(double x, double y)
 /* 1 equal, 0 not, -1 fuel exhausted (tpl_fuel_charge: one unit per element of a container), -2
  * nested deeper than TPL_NEST_MAX (Python: RecursionError "maximum recursion depth exceeded in
  * comparison"). */
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql);
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql, const tpl_eq_host *host);
 
 /* Python's range == range (at least one held without its items): the same items, so the same
  * length and, when that is not 0, the same start and, when it is past 1, the same step. */
@@ -413,14 +413,14 @@ static bool range_equal(tpl_value a, tpl_value b)
     tpl_range_len(n, p);
     tpl_range_len(m, q);
     bool eq = mpz_cmp(n, m) == 0;
-    if (eq && mpz_sgn(n) > 0) eq = equal_rec(p[0], q[0], 1, NULL, false) == 1;
-    if (eq && mpz_cmp_ui(n, 1) > 0) eq = equal_rec(p[2], q[2], 1, NULL, false) == 1;
+    if (eq && mpz_sgn(n) > 0) eq = equal_rec(p[0], q[0], 1, NULL, false, NULL) == 1;
+    if (eq && mpz_cmp_ui(n, 1) > 0) eq = equal_rec(p[2], q[2], 1, NULL, false, NULL) == 1;
     mpz_clear(n);
     mpz_clear(m);
     return eq;
 }
 
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql);
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql, const tpl_eq_host *host);
 
 static bool is_set_view(tpl_value v)
 {
@@ -461,7 +461,7 @@ static bool view_index_build(view_index *ix, const tpl_list *y)
  * built alike), so each is tried at its own position first; else it is looked up in a hash index
  * of b (built at the first miss; a scan of b when there is no memory for it), one unit of fuel
  * per item compared. 1 yes, 0 no, -1 fuel exhausted, -2 too deep. */
-static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
+static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel, const tpl_eq_host *host)
 {
     const tpl_list *x = a.u.list, *y = b.u.list;
     if (!tpl_fuel_charge(fuel, x->len))
@@ -470,7 +470,7 @@ static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
     bool indexed = false, tried = false;
     int res = 1;
     for (uint32_t i = 0; i < x->len && res == 1; i++) {
-        int r = i < y->len ? equal_rec(x->items[i], y->items[i], depth + 1, fuel, false) : 0;
+        int r = i < y->len ? equal_rec(x->items[i], y->items[i], depth + 1, fuel, false, host) : 0;
         if (r < 0) { res = r; break; }
         if (r)
             continue;
@@ -485,13 +485,13 @@ static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
                 if (j == i || ix.hash[j] != h)
                     continue;
                 if (!tpl_fuel_charge(fuel, 1)) { r = -1; break; }
-                r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false);
+                r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false, host);
             }
         } else {
             if (!tpl_fuel_charge(fuel, y->len)) { res = -1; break; }
             for (uint32_t j = 0; j < y->len && !r; j++)
                 if (j != i)
-                    r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false);
+                    r = equal_rec(x->items[i], y->items[j], depth + 1, fuel, false, host);
         }
         if (r <= 0)
             res = r;
@@ -505,7 +505,7 @@ int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel)
 {
     if (!is_set_view(a) || !is_set_view(b))
         return 0;
-    return view_contained(a, b, 0, fuel);
+    return view_contained(a, b, 0, fuel, NULL);
 }
 
 /* eql: bit 1 Ruby's eql? (types must match), bit 2 (EQ_STRICT) a strict render's ==: an item
@@ -528,7 +528,7 @@ static bool same_object(tpl_value x, tpl_value y)
     }
 }
 
-static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql)
+static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql, const tpl_eq_host *host)
 {
     if ((eql & EQ_STRICT) && depth > 0 &&
         ((a.type == TPL_T_UNDEF && a.aux != TPL_UNDEF_COND) || (b.type == TPL_T_UNDEF && b.aux != TPL_UNDEF_COND)))
@@ -545,8 +545,11 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
     }
     if ((a.type == TPL_T_BIGINT && b.type == TPL_T_FLOAT) || (a.type == TPL_T_FLOAT && b.type == TPL_T_BIGINT))
         return tpl_big_cmp(a, b) == 0;
-    if (a.type != b.type)
+    if (a.type != b.type) {
+        if (host && (a.type == TPL_T_HOST || b.type == TPL_T_HOST))
+            return host->eq(host->ctx, a, b); /* (a Decimal item == 1: Python's __eq__) */
         return false;
+    }
     if (depth >= TPL_NEST_MAX && (a.type == TPL_T_LIST || a.type == TPL_T_MAP))
         return -2;
     switch (a.type) {
@@ -564,7 +567,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         if (is_set_view(a) && is_set_view(b)) {
             if (a.u.list->len != b.u.list->len)
                 return false;
-            return a.u.list == b.u.list && a.aux == b.aux ? true : view_contained(a, b, depth, fuel);
+            return a.u.list == b.u.list && a.aux == b.aux ? true : view_contained(a, b, depth, fuel, host);
         }
         if ((a.flags & TPL_F_TUPLE) != (b.flags & TPL_F_TUPLE) || a.aux != b.aux)
             return false;
@@ -580,7 +583,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         if (!tpl_fuel_charge(fuel, x->len))
             return -1;
         for (uint32_t i = 0; i < x->len; i++) {
-            int r = equal_rec(x->items[i], y->items[i], depth + 1, fuel, eql);
+            int r = equal_rec(x->items[i], y->items[i], depth + 1, fuel, eql, host);
             if (r != 1)
                 return r;
         }
@@ -597,9 +600,14 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
             return -1;
         for (uint32_t i = 0; i < x->len; i++) {
             uint32_t at;
-            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at, fuel))
-                return false;
-            int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel, eql);
+            if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at, fuel)) {
+                if (!host || (x->e[i].key.type != TPL_T_HOST && !y->host_keys))
+                    return false;
+                int f = host->find(host->ctx, y, x->e[i].key, &at); /* ({Decimal(1): v} == {1: v}) */
+                if (f != 1)
+                    return f;
+            }
+            int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel, eql, host);
             if (r != 1)
                 return r;
         }
@@ -609,7 +617,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         if (a.u.p && b.u.p && a.aux >= TPL_FN_ALIAS && a.aux == b.aux) { /* dict[...] (GenericAlias.__eq__: the arguments), dict.get */
             const tpl_bound *x = a.u.bound, *y = b.u.bound;
             if (x->method != y->method) return false;
-            return a.aux == TPL_FN_ALIAS ? equal_rec(x->self, y->self, depth + 1, fuel, eql)
+            return a.aux == TPL_FN_ALIAS ? equal_rec(x->self, y->self, depth + 1, fuel, eql, host)
                                          : x->self.len == y->self.len && tpl_mem_eq(x->self.u.s, y->self.u.s, x->self.len);
         }
         if (a.u.p && b.u.p && a.aux < TPL_FN_ALIAS && b.aux < TPL_FN_ALIAS) { /* bound methods: Python's meth_richcompare */
@@ -625,20 +633,28 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
             return x == y || (x->method == y->method && same_object(x->self, y->self));
         }
         return a.u.p == b.u.p && a.aux == b.aux;
+    case TPL_T_HOST:
+        if (host && a.u.p != b.u.p)
+            return host->eq(host->ctx, a, b);
+        return a.u.p == b.u.p;
     default:   /* functions, macros, loops: identity */
         return a.u.p == b.u.p && a.aux == b.aux;
     }
 }
 
-bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, false) == 1; }
-int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, false); }
-int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 1, fuel, false); }
+bool tpl_equal(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, false, NULL) == 1; }
+int tpl_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, false, NULL); }
+int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 1, fuel, false, NULL); }
 int tpl_equal_strict_metered(tpl_value a, tpl_value b, int depth, uint64_t *fuel)
 {
-    return equal_rec(a, b, depth, fuel, EQ_STRICT);
+    return equal_rec(a, b, depth, fuel, EQ_STRICT, NULL);
 }
-bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, EQ_EQL) == 1; }
-int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, EQ_EQL); }
+int tpl_equal_host_metered(tpl_value a, tpl_value b, int depth, bool strict, uint64_t *fuel, const tpl_eq_host *host)
+{
+    return equal_rec(a, b, depth, fuel, strict ? EQ_STRICT : 0, host);
+}
+bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, EQ_EQL, NULL) == 1; }
+int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, EQ_EQL, NULL); }
 
 /* ------------------------------------------------------------------ maps */
 
@@ -648,7 +664,7 @@ enum { MAP_LINEAR_MAX = TPL_MAP_LINEAR_MAX };
  * unmetered); when it runs out the key is not found and *fuel is 0. */
 static bool keys_equal(const tpl_map *m, tpl_value a, tpl_value b, uint64_t *fuel)
 {
-    return equal_rec(a, b, 1, fuel, m->eql) == 1; /* depth 1: the identity shortcut of a key lookup */
+    return equal_rec(a, b, 1, fuel, m->eql, NULL) == 1; /* depth 1: the identity shortcut of a key lookup */
 }
 
 static bool map_lookup(const tpl_map *m, tpl_value key, uint64_t h, uint32_t *at, uint64_t *fuel)
@@ -751,6 +767,8 @@ bool tpl_map_append(tpl_arena *a, tpl_map *m, tpl_value key, uint64_t h, tpl_val
     }
     m->e[m->len] = (tpl_entry){key, val, h};
     m->len++;
+    if (key.type == TPL_T_HOST)
+        m->host_keys = true;
     if (m->idx_cap && m->len * 2u <= m->idx_cap) {
         idx_insert(m, m->len - 1);
         return true;

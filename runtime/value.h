@@ -247,6 +247,8 @@ typedef struct tpl_map {
     uint32_t idx_cap;   /* 0 = no index (linear scan); else power of two */
     bool eql;           /* a Ruby Hash: keys compare by Ruby's eql? (tpl_eql: 1, 1.0 and true are three
                          * keys), not Python's == (tpl_equal); the hash is the same either way */
+    bool host_keys;     /* some key is a host object (TPL_T_HOST, hashed by identity): a lookup that
+                         * misses asks the host about those keys (tpl_vm_map_get) */
     tpl_entry *e;
     uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
     /* For undefined-attribute messages: the container was a "dict object" (jinja) */
@@ -356,6 +358,23 @@ int tpl_item_equal_metered(tpl_value a, tpl_value b, uint64_t *fuel);
 /* tpl_equal_metered (depth 0) or tpl_item_equal_metered (depth 1) in a strict render: -3 when an
  * item of a container meets a strict undefined (not an inline if's), which Jinja2 raises on. */
 int tpl_equal_strict_metered(tpl_value a, tpl_value b, int depth, uint64_t *fuel);
+/* How the equality below asks about host objects (TPL_T_HOST), which value.c cannot compare:
+ * the VM passes its host-aware answers in (value.c does not call up into the VM, DESIGN.md §1).
+ * eq: a == b where a or b is a host object (1 equal, 0 not, TPL_EQ_HOST_ERROR with the VM's
+ * error set); find: the entry of map m whose key equals key, after m's hash lookup missed and
+ * key is a host object or m has host keys (1 with *at set, 0 none, TPL_EQ_HOST_ERROR). */
+enum { TPL_EQ_HOST_ERROR = -4 };
+typedef struct tpl_eq_host {
+    int (*eq)(void *ctx, tpl_value a, tpl_value b);
+    int (*find)(void *ctx, const tpl_map *m, tpl_value key, uint32_t *at);
+    void *ctx;
+} tpl_eq_host;
+/* tpl_equal_metered (depth 0: `==`) or tpl_item_equal_metered (depth 1: a container's items),
+ * strict as tpl_equal_strict_metered when strict, asking host about host objects wherever they
+ * are met (items of lists, values and keys of dicts): Python's list == list calls an item's
+ * __eq__. TPL_EQ_HOST_ERROR when host did. host NULL: tpl's own equality (an object equals
+ * only itself). */
+int tpl_equal_host_metered(tpl_value a, tpl_value b, int depth, bool strict, uint64_t *fuel, const tpl_eq_host *host);
 /* a and b are dict_keys or dict_items views (either kind) and every item of a is in b: Python's
  * subset test behind `<=` of two views (and `==` of two of equal size). 1 yes, 0 no (or not two
  * such views), -1 fuel exhausted, -2 too deep. */

@@ -326,6 +326,80 @@ static int strict_item_error(tpl_vm *vm, tpl_value a, tpl_value b)
     return tpl_stdlib.undefined_error(vm, *u);
 }
 
+/* Python's == of a and b where a or b is a host object (tpl_eq_host.eq, what the equality of
+ * containers asks about their items): the same object is equal (Python's identity shortcut of
+ * item comparisons); a host number with a number is the host's arithmetic "==" (Decimal(1) == 1);
+ * else the host object's own == (tpl_host_class.eq: __eq__); a host without those equals only
+ * itself. 1 equal, 0 not, TPL_EQ_HOST_ERROR with the host's error set. */
+static int host_eq(void *ctx, tpl_value a, tpl_value b)
+{
+    tpl_vm *vm = ctx;
+    bool eq = false;
+    if (a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p) return 1;
+    if (((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && any_number(a) && any_number(b)) {
+        int h = tpl_hobj_compare(vm, "==", a, b, &eq);
+        if (h < 0) return TPL_EQ_HOST_ERROR;
+        if (h == 0) return eq;
+    }
+    int rc = tpl_hobj_eq(vm, a.type == TPL_T_HOST ? a : b, a.type == TPL_T_HOST ? b : a, &eq);
+    if (rc < 0) return TPL_EQ_HOST_ERROR;
+    return rc == 0 && eq;
+}
+
+int tpl_vm_key_of(tpl_vm *vm, tpl_value v, tpl_value *key)
+{
+    *key = v;
+    if (v.type != TPL_T_HOST || !(tpl_hobj_numeric(v) & TPL_HOST_NUMBER)) return 0;
+    tpl_value k;
+    int rc = tpl_hobj_key(vm, v, &k);
+    if (rc < 0) return -1;
+    if (rc == 0 && (k.type == TPL_T_INT || k.type == TPL_T_FLOAT || k.type == TPL_T_BIGINT || k.type == TPL_T_BOOL))
+        *key = k;
+    return 0;
+}
+
+/* tpl_eq_host.find, and tpl_vm_map_get after m's own lookup missed: Python finds a dict key by
+ * its hash, then ==. Numbers that are equal hash alike in Python whatever their types
+ * (hash(Decimal(1)) == hash(1)), so a host number is looked up again as the int or float it
+ * equals (tpl_vm_key_of), and a number is compared with m's keys that are host numbers; a host
+ * object that is not a number with m's host keys (its hash is its own: a key of tpl's is not
+ * asked). 1 with *at set, 0 not found, TPL_EQ_HOST_ERROR. */
+static int host_find(void *ctx, const tpl_map *m, tpl_value key, uint32_t *at)
+{
+    tpl_vm *vm = ctx;
+    bool num = any_number(key);
+    if (key.type == TPL_T_HOST && num) {
+        tpl_value k;
+        if (tpl_vm_key_of(vm, key, &k) < 0) return TPL_EQ_HOST_ERROR;
+        const tpl_value *v = k.type != TPL_T_HOST ? tpl_map_get(m, k) : NULL;
+        if (v) {
+            *at = (uint32_t)((const tpl_entry *)(const void *)((const char *)v - offsetof(tpl_entry, val)) - m->e);
+            return 1;
+        }
+    }
+    if (!m->host_keys) return 0;
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_value k = m->e[i].key;
+        if (k.type != TPL_T_HOST || (key.type != TPL_T_HOST && !(num && (tpl_hobj_numeric(k) & TPL_HOST_NUMBER))))
+            continue;
+        int r = host_eq(vm, k, key);
+        if (r == 1) *at = i;
+        if (r) return r;
+    }
+    return 0;
+}
+
+const tpl_eq_host *tpl_vm_eq_host(tpl_vm *vm) { return &vm->eq_host; }
+
+int tpl_vm_map_get_host(tpl_vm *vm, const tpl_map *m, tpl_value key, tpl_value **out)
+{
+    uint32_t at;
+    int r = host_find(vm, m, key, &at);
+    if (r < 0) return -1;
+    *out = r ? &m->e[at].val : NULL;
+    return 0;
+}
+
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
@@ -342,26 +416,27 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
                             "host's own number types: convert to int or float first)", tpl_type_name(vm, a),
                             tpl_type_name(vm, b));
     }
-    int r = tpl_vm_strict(vm) ? tpl_equal_strict_metered(a, b, 0, &vm->fuel) : tpl_equal_metered(a, b, &vm->fuel);
-    if (r == -3) return strict_item_error(vm, a, b);
-    if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
-    if (r < 0) return tpl_vm_nomem(vm);
+    int r = tpl_equal_host_metered(a, b, 0, tpl_vm_strict(vm), &vm->fuel, tpl_vm_eq_host(vm));
+    if (__builtin_expect(r < 0, 0)) {
+        if (r == TPL_EQ_HOST_ERROR) return -1;
+        if (r == -3) return strict_item_error(vm, a, b);
+        if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
+        return tpl_vm_nomem(vm);
+    }
     *eq = r == 1;
     return 0;
 }
 
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
-    if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
-        ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && any_number(a) && any_number(b) &&
-        !(a.type == TPL_T_HOST && b.type == TPL_T_HOST && a.u.p == b.u.p)) { /* (Decimal(1) in [1]: the host's ==) */
-        int h = tpl_hobj_compare(vm, "==", a, b, eq);
-        if (h <= 0) return h;
+    /* (a host object, Decimal(1) in [1], o in [1]: host_eq, reached through the equality) */
+    int r = tpl_equal_host_metered(a, b, 1, tpl_vm_strict(vm), &vm->fuel, tpl_vm_eq_host(vm));
+    if (__builtin_expect(r < 0, 0)) {
+        if (r == TPL_EQ_HOST_ERROR) return -1;
+        if (r == -3) return strict_item_error(vm, a, b);
+        if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
+        return tpl_vm_nomem(vm);
     }
-    int r = tpl_vm_strict(vm) ? tpl_equal_strict_metered(a, b, 1, &vm->fuel) : tpl_item_equal_metered(a, b, &vm->fuel);
-    if (r == -3) return strict_item_error(vm, a, b);
-    if (r == -2) return tpl_vm_nest_error(vm, "in comparison");
-    if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
     return 0;
 }
@@ -1142,7 +1217,8 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     int64_t i;
     switch (obj.type) {
     case TPL_T_MAP: {
-        tpl_value *hit = tpl_map_get(obj.u.map, key);
+        tpl_value *hit;
+        if (tpl_vm_map_get(vm, obj.u.map, key, &hit) < 0) return -1;
         if (hit) { *out = *hit; return 0; }
         if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);
         break;
@@ -2119,8 +2195,11 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "argument of type '%s' is not iterable", tpl_type_name(vm, seq));
         if (tpl_vm_strict_undef(vm, item))
             return tpl_stdlib.undefined_error(vm, item);
-        if ((item.type == TPL_T_LIST || item.type == TPL_T_MAP) && tpl_vm_check_hashable(vm, item) < 0) return -1;
-        *res = tpl_map_get(seq.u.map, item) != NULL;
+        if ((item.type == TPL_T_LIST || item.type == TPL_T_MAP || item.type == TPL_T_HOST) && tpl_vm_check_hashable(vm, item) < 0)
+            return -1;
+        tpl_value *hit;
+        if (tpl_vm_map_get(vm, seq.u.map, item, &hit) < 0) return -1;
+        *res = hit != NULL;
         return 0;
     case TPL_T_UNDEF:
         if (tpl_vm_strict_undef(vm, seq)) return tpl_stdlib.undefined_error(vm, seq);
@@ -2382,6 +2461,7 @@ int tpl_vm_method_find(tpl_vm *vm, tpl_builtin_kind kind, const char *name, size
 
 void tpl_vm_init_builtins(tpl_vm *vm)
 {
+    vm->eq_host = (tpl_eq_host){ host_eq, host_find, vm };
     memset(vm->bind_lo, BIND_UNKNOWN, sizeof vm->bind_lo);
 }
 

@@ -47,6 +47,26 @@ static inline bool tpl_is_nan_pair(tpl_value x, tpl_value y)
 }
 /* tpl_vm_equal with the identity shortcut of Python's item comparisons (tpl_item_equal_metered). */
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
+/* Both ask the host about host objects wherever they are in the values compared (a Decimal or
+ * an object with __eq__ in a list or dict): the render's tpl_eq_host (value.h), also for a
+ * builtin comparing with tpl_equal_host_metered itself. */
+const tpl_eq_host *tpl_vm_eq_host(tpl_vm *vm);
+/* m's value for key as Python's dict finds it (*out NULL: none): by tpl's hash, then, when that
+ * misses and key is a host object or m has one as a key, asking the host (hash(Decimal(1)) ==
+ * hash(1): `Decimal(1) in {1: x}`). 0, or -1 with the host's error. */
+int tpl_vm_map_get_host(tpl_vm *vm, const tpl_map *m, tpl_value key, tpl_value **out);
+static inline int tpl_vm_map_get(tpl_vm *vm, const tpl_map *m, tpl_value key, tpl_value **out)
+{
+    *out = tpl_map_get(m, key);
+    if (__builtin_expect(!*out && (key.type == TPL_T_HOST || m->host_keys), 0))
+        return tpl_vm_map_get_host(vm, m, key, out);
+    return 0;
+}
+/* The value Python hashes v as, for a set or dict of keys tpl makes (|unique) and a dict lookup:
+ * a host number equal to an int or float is that number (the host's arith "key": Decimal(1) is
+ * 1), anything else itself. 0, or -1 with the host's error. (tpl_vm_check_hashable asks the
+ * host whether any host object is hashable: Python's TypeError "unhashable type".) */
+int tpl_vm_key_of(tpl_vm *vm, tpl_value v, tpl_value *key);
 /* The render's arena: everything a builtin returns must live here (or be borrowed from args). */
 tpl_arena *tpl_vm_arena(tpl_vm *vm);
 /* Profile/option queries builtins need. */

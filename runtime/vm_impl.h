@@ -107,6 +107,7 @@ struct tpl_vm {
     uint32_t stack_top;     /* first operand-stack value of the running call level */
     uint32_t depth;         /* macro call depth */
     uint64_t fuel;
+    tpl_eq_host eq_host;    /* tpl_vm_eq_host: the equality's questions about host objects */
     uint32_t pc;            /* instruction of the last located error */
     bool err_unlocated;     /* err is set but not located yet (run() locates it as it unwinds) */
 

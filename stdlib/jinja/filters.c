@@ -1623,9 +1623,12 @@ static int f_unique_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (tpl_attr_get(vm, items->items[i], attr, tpl_v_unset(), &k) < 0)
             return -1;
         k = fold(vm, k, cs);
-        if (unhashable_check(vm, k) < 0)
+        if (unhashable_check(vm, k) < 0 || tpl_vm_key_of(vm, k, &k) < 0) /* (Decimal(1) is the key 1) */
             return -1;
-        if (tpl_map_get(seen, k))
+        tpl_value *hit;
+        if (tpl_vm_map_get(vm, seen, k, &hit) < 0)
+            return -1;
+        if (hit)
             continue;
         if (!tpl_map_set(ar, seen, k, tpl_v_none()))
             return OOM();

@@ -326,7 +326,10 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     case TPL_T_MAP:
         if (tpl_vm_check_hashable(vm, item) < 0)
             return -1;
-        *res = tpl_map_get(seq.u.map, item) != NULL;
+        tpl_value *hit;
+        if (tpl_vm_map_get(vm, seq.u.map, item, &hit) < 0)
+            return -1;
+        *res = hit != NULL;
         return 0;
     case TPL_T_UNDEF:
         if (tpl_vm_strict_undef(vm, seq))

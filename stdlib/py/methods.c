@@ -846,7 +846,9 @@ int m_map_get(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_map(vm, a[0], "get") < 0 || hashable(vm, a[1]) < 0)
         return -1;
-    tpl_value *v = tpl_map_get(a[0].u.map, a[1]);
+    tpl_value *v;
+    if (tpl_vm_map_get(vm, a[0].u.map, a[1], &v) < 0)
+        return -1;
     if (v)
         *out = *v;
     else
@@ -1485,7 +1487,9 @@ int m_map_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_dict(vm, a[0], "pop") < 0 || hashable(vm, a[1]) < 0)
         return -1;
-    tpl_value *v = tpl_map_get(a[0].u.map, a[1]);
+    tpl_value *v;
+    if (tpl_vm_map_get(vm, a[0].u.map, a[1], &v) < 0)
+        return -1;
     if (!v) {
         if (tpl_given(a[2])) {
             *out = a[2];
@@ -1494,9 +1498,10 @@ int m_map_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return key_error(vm, a[1]);
     }
     *out = *v;
+    tpl_value key = ((const tpl_entry *)(const void *)((const char *)v - offsetof(tpl_entry, val)))->key; /* (the dict's own key) */
     if (tpl_vm_map_own(vm, a[0], "dict.pop") < 0)
         return -1;
-    tpl_map_del(a[0].u.map, a[1]);
+    tpl_map_del(a[0].u.map, key);
     tpl_vm_map_owned(vm, a[0]);
     return 0;
 }
@@ -1527,7 +1532,9 @@ int m_map_setdefault(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (need_dict(vm, a[0], "setdefault") < 0 || hashable(vm, a[1]) < 0)
         return -1;
-    tpl_value *v = tpl_map_get(a[0].u.map, a[1]);
+    tpl_value *v;
+    if (tpl_vm_map_get(vm, a[0].u.map, a[1], &v) < 0)
+        return -1;
     if (v) {
         *out = *v;
         return 0;

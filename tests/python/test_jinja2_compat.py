@@ -1303,3 +1303,60 @@ def test_iteration_errors_as_python(src):
     list.sort empties while it sorts, a key that is no callable, a loop filter failing while
     loop.last looks ahead: Python's exception and message, as from Jinja2 (issue 14)."""
     assert_both_render_alike(src, {})
+
+
+class EqOne:
+    """An object equal to 1 by its own __eq__ (and to another EqOne), hashed as 1."""
+    def __eq__(self, other):
+        return isinstance(other, EqOne) or other == 1
+
+    def __hash__(self):
+        return 1
+
+
+class EqNoHash:
+    """__eq__ without __hash__: unhashable, as a dict key or |unique item a TypeError in Python."""
+    def __eq__(self, other):
+        return other == 1
+
+
+class EqRaises:
+    def __eq__(self, other):
+        raise ValueError("no comparing me")
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("src", [
+    # == between containers: Python's list/tuple/dict == asks each item's __eq__ (identity first)
+    "{{ [d] == [1] }}", "{{ [1] == [d] }}", "{{ [d, 'x'] != [1, 'x'] }}", "{{ (d,) == (1,) }}", "{{ [[d]] == [[1.0]] }}",
+    "{{ {'k': d} == {'k': 1} }}", "{{ [h] == [1.5] }}", "{{ [t] == [0.1] }}", "{{ [fr] == [0.5] }}", "{{ [c] == [1] }}",
+    "{{ [d] == [d] }}", "{{ [o] == [1] }}", "{{ [1, 2] == [o, 2] }}", "{{ [o] == [o2] }}", "{{ [o] == [2] }}",
+    "{{ [e] == [e] }}", "{{ [e] == [1] }}", "{{ [1] == [e] }}", "{{ {d: 'a'} == {1: 'a'} }}", "{{ {1: 'a'} == {d: 'a'} }}",
+    # `in` on lists, tuples and as a test
+    "{{ d in [1] }}", "{{ o in [1] }}", "{{ 1 in [o] }}", "{{ (o, 1) in [(1, 1)] }}", "{{ [d] in [[1]] }}",
+    "{{ o in (2, 1) }}", "{{ o is in [3, 1] }}", "{{ e in [e] }}", "{{ e in [1] }}", "{{ [1, o].index(o) }}",
+    "{{ [o, 1, d].count(1) }}",
+    # dict keys: equal numbers hash alike (hash(Decimal(1)) == hash(1))
+    "{{ d in {1: 'x'} }}", "{{ {1: 'x'}[d] }}", "{{ {1: 'x'}.get(d) }}", "{{ h in {1.5: 'y'} }}", "{{ {1.5: 'y'}[h] }}",
+    "{{ c in {1: 'x'} }}", "{{ t in {0.1: 1} }}", "{{ d is in {1: 2} }}", "{{ {d: 'a'}[1] }}", "{{ {d: 'a'} }}",
+    "{{ 1.0 in {d: 'a'} }}", "{{ h in {d: 1, h: 2} }}", "{{ {1: 'x'}[t] is defined }}", "{{ big in {10**30: 1} }}",
+    "{{ u in {1: 2} }}", "{{ {1: 2}[u] }}", "{{ {1: 2}.get(u) }}", "{{ u in [1] }}", "{{ [u, 1]|unique|list }}",
+    "{% set m = {1: 'x', 2: 'y'} %}{{ m.pop(d) }}{{ m }}", "{% set m = {1: 'x'} %}{{ m.setdefault(d, 'z') }}{{ m }}",
+    # |unique, |groupby, |sort, max and min
+    "{{ [1, d, 2]|unique|list }}", "{{ [d, 1, 2, 1.0]|unique|list }}", "{{ [h, 1.5, t, 0.1]|unique|list }}",
+    "{{ [fr, 0.5, c, 1]|unique|list }}", "{{ xs|unique(attribute='k')|list }}",
+    "{% for g in xs|groupby('k') %}{{ g.grouper }}:{{ g.list|length }};{% endfor %}",
+    "{{ [2, d, 0.5]|sort }}", "{{ [[2], [d], [1]]|sort }}", "{{ [(1, 'b'), (d, 'a')]|sort }}",
+    "{{ [1, d]|max }}", "{{ [d, 1]|min }}", "{{ [[1], [d, 0]]|max }}", "{{ xs|sort(attribute='k')|map(attribute='n')|list }}",
+])
+def test_host_numbers_and_objects_inside_containers(src):
+    """A Decimal, Fraction, complex or an object with __eq__ inside a list, tuple or dict compares
+    as Python compares it (tpl asks the host's eq/arith, wherever the item is): `[Decimal(1)] == [1]`
+    is True as in Jinja2, a dict finds Decimal(1) under the key 1, |unique drops it after 1; an
+    __eq__ that raises propagates (was: unequal to anything but the same object, silently)."""
+    d = Decimal(1)
+    ctx = {"d": d, "h": Decimal("1.5"), "t": Decimal("0.1"), "fr": Fraction(1, 2), "c": complex(1, 0),
+           "o": EqOne(), "o2": EqOne(), "e": EqRaises(), "u": EqNoHash(), "big": Decimal(10 ** 30),
+           "xs": [{"k": d, "n": "a"}, {"k": 1, "n": "b"}, {"k": 2, "n": "c"}, {"k": 1.0, "n": "d"}]}
+    assert_both_render_alike(src, ctx)
