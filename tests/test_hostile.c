@@ -522,6 +522,25 @@ static void test_huge_width(void)
            "%d format: a real number is required, not str");
     expect("jinja %-format str prec 2e8", J, rep("", "{{ '%.200000000s|%.3s' % ('x', 'abcd') }}", 1, ""), lim, NULL, 0,
            "x|abc");
+    /* Ruby's format widths and precisions go up to INT_MAX (session 27; tpl said "width too big"
+     * past 10^8): past the output limit the located limit error, below it Ruby's output */
+    expect("erb format width 2^31-1", E, rep("", "<%= format('%2147483647d', 1).size %>", 1, ""), lim, NULL,
+           TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
+    expect("erb % width 1e8 str", E, rep("", "<%= ('%-100000000s|' % 'ab').size %>", 1, ""), lim, NULL,
+           TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
+    expect("erb format *width 2^31-1 %c", E, rep("", "<%= format('%*c', 2147483647, 10).size %>", 1, ""), lim, NULL,
+           TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
+    expect("erb format prec 2^31-1 d", E, rep("", "<%= format('%.2147483647d', 1).size %>", 1, ""), lim, NULL,
+           TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
+    expect("erb format width 2^31", E, rep("", "<%= format('%2147483648d', 1) %>", 1, ""), lim, NULL, TPL_ERR_VALUE,
+           "width too big (ArgumentError)");
+    expect("erb format *width -2^31", E, rep("", "<%= format('%*d', -2147483648, 1) %>", 1, ""), lim, NULL,
+           TPL_ERR_VALUE, "width too big (ArgumentError)");
+    expect("erb format width 2e8 bad", E, rep("", "<%= format('%200000000d', 'x') %>", 1, ""), lim, NULL,
+           TPL_ERR_VALUE, "invalid value for Integer(): \"x\" (ArgumentError)");
+    expect("erb format prec 2^31-1 s", E, rep("", "<%= format('%.2147483647s|%.*s', 'ab', 2147483647, 'cd') %>", 1, ""),
+           lim, NULL, 0, "ab|cd");
+    expect("erb format width 6e7", E, rep("", "<%= format('%60000000d', 1).size %>", 1, ""), lim, NULL, 0, "60000000");
     expect("jinja center 2e8", J, rep("", "{{ 'x'.center(200000000) }}{{ 'x'|center(200000000) }}", 1, ""), lim, NULL,
            TPL_ERR_LIMIT, "output limit reached (67108864 bytes)");
 }

@@ -3,6 +3,7 @@
 #include "fmt.h"
 #include "../../runtime/host.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -628,6 +629,9 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
     return 0;
 }
 
+static int pct_convert_limited(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg, bool rb, bool safe,
+                               size_t idx);
+
 /* Ruby's format / String#% (sprintf.c's rb_str_format): a conversion's flags, width (digits or
  * `*`), precision and one `<name>` / `{name}` reference come in any order (`%-10<a>s`, `%<n>05.1f`,
  * `%-8{a}|`), checked as Ruby checks them; `%{name}` is the value's to_s with the flags, width and
@@ -677,7 +681,7 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 int64_t v = 0;
                 while (i < n && s[i] >= '0' && s[i] <= '9') {
                     v = v * 10 + (s[i++] - '0');
-                    if (v > 100000000) RB_ARG_ERR("width too big (ArgumentError)");
+                    if (v > INT_MAX) RB_ARG_ERR("width too big (ArgumentError)");   /* sprintf.c's GETNUM */
                 }
                 if (i >= n) RB_ARG_ERR("malformed format string - %%*[0-9] (ArgumentError)");
                 if (s[i] == '$')
@@ -727,7 +731,7 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                     if (i >= n || s[i] != '*') {
                         while (i < n && s[i] >= '0' && s[i] <= '9') {
                             sp.prec = sp.prec * 10 + (s[i++] - '0');
-                            if (sp.prec > 100000000) RB_ARG_ERR("precision too big (ArgumentError)");
+                            if (sp.prec > INT_MAX) RB_ARG_ERR("precision too big (ArgumentError)");
                         }
                         if (i >= n) RB_ARG_ERR("malformed format string - %%.[0-9] (ArgumentError)");
                         break;
@@ -742,9 +746,8 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
                 posarg = ++nextarg;
                 int64_t v;
-                if (rb_num2int(vm, argv[nextarg - 1], &v) < 0) return -1;
-                if (v > 100000000 || v < -100000000)
-                    RB_ARG_ERR("%s too big (ArgumentError)", star_prec ? "precision" : "width");
+                if (rb_num2int(vm, argv[nextarg - 1], &v) < 0) return -1;   /* NUM2INT: within int */
+                if (!star_prec && v == INT_MIN) RB_ARG_ERR("width too big (ArgumentError)");   /* -INT_MIN */
                 if (star_prec) sp.prec = v < 0 ? -1 : v;   /* a negative precision is none */
                 else if (v < 0) { sp.left = true; sp.width = -v; }
                 else sp.width = v;
@@ -773,7 +776,7 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             posarg = ++nextarg;
             arg = argv[nextarg - 1];
         }
-        if (pct_convert(vm, &b, &sp, arg, true, false, i - 1) < 0)
+        if (pct_convert_limited(vm, &b, &sp, arg, true, false, i - 1) < 0)
             return -1;
     }
     if (b.failed)
@@ -783,22 +786,26 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
 #undef RB_ARG_ERR
 }
 
-/* Python's pct_convert with a width or a number's precision past the output limit (Python pads to
- * it, or fails with MemoryError): converted without it, so Python's errors come first, then the
- * located output-limit error (tpl said "width too big" past 10^8, which Python says past 2^63 - 1).
- * A string's precision past it only truncates: none. */
-static int pct_convert_limited(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg, bool safe, size_t idx)
+/* pct_convert with a width or an integer's precision past the output limit (Python and Ruby pad to
+ * it, or fail with MemoryError; Ruby's widths go up to INT_MAX): converted without it, so the
+ * engine's errors come first, then the located output-limit error (tpl said "width too big" past
+ * 10^8, which Python says past 2^63 - 1 and Ruby past INT_MAX). A string's precision past it only
+ * truncates: none. Ruby's float precision is tpl's own limit (pct_convert's "precision too large"). */
+static int pct_convert_limited(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg, bool rb, bool safe,
+                               size_t idx)
 {
     uint64_t lim = tpl_vm_max_output(vm);
-    bool str = sp->conv == 's' || sp->conv == 'r' || sp->conv == 'a';
-    bool wide = sp->width > 0 && (uint64_t)sp->width > lim, deep = sp->prec > 0 && (uint64_t)sp->prec > lim;
+    bool str = rb ? sp->conv == 's' || sp->conv == 'r' || sp->conv == 'c' : sp->conv == 's' || sp->conv == 'r' || sp->conv == 'a';
+    bool rb_float = rb && strchr("feEgGaA", sp->conv) != NULL;
+    bool wide = sp->width > 0 && (uint64_t)sp->width > lim;
+    bool deep = sp->prec > 0 && (uint64_t)sp->prec > lim && !rb_float;
     if (!wide && !deep)
-        return pct_convert(vm, b, sp, arg, false, safe, idx);
+        return pct_convert(vm, b, sp, arg, rb, safe, idx);
     pct_spec s2 = *sp;
     if (wide) s2.width = -1;
     if (deep) s2.prec = str ? -1 : 0;
     size_t len0 = b->len;
-    if (pct_convert(vm, b, &s2, arg, false, safe, idx) < 0)
+    if (pct_convert(vm, b, &s2, arg, rb, safe, idx) < 0)
         return -1;
     if (!wide && str)
         return 0;
@@ -914,7 +921,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         if (arg.type == TPL_T_UNDEF && (tpl_vm_strict_undef(vm, arg) || (conv != 's' && conv != 'r' && conv != 'a')))
             return tpl_undefined_error(vm, arg);
         pct_spec sp = { left, plus, space, alt, zero, width, prec, conv };
-        if (pct_convert_limited(vm, &b, &sp, arg, safe, i - 1) < 0)
+        if (pct_convert_limited(vm, &b, &sp, arg, false, safe, i - 1) < 0)
             return -1;
     }
     if (av.idx < av.len && !mapping)
