@@ -3409,6 +3409,32 @@ int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Ruby's swapcase of the 31 titlecase letters (Unicode Lt; enc/unicode.c's CaseMappingSpecials
+ * "swapCASE"): the first letter of its decomposition lowercased, the second uppercased ("ǅ" ->
+ * "dŽ", "ᾼ" -> "αΙ"), from Ruby 3.1 itself. */
+static const uint32_t rb_title_swap[][3] = {
+    {0x01C5, 0x0064, 0x017D}, {0x01C8, 0x006C, 0x004A}, {0x01CB, 0x006E, 0x004A}, {0x01F2, 0x0064, 0x005A},
+    {0x1F88, 0x1F00, 0x0399}, {0x1F89, 0x1F01, 0x0399}, {0x1F8A, 0x1F02, 0x0399}, {0x1F8B, 0x1F03, 0x0399},
+    {0x1F8C, 0x1F04, 0x0399}, {0x1F8D, 0x1F05, 0x0399}, {0x1F8E, 0x1F06, 0x0399}, {0x1F8F, 0x1F07, 0x0399},
+    {0x1F98, 0x1F20, 0x0399}, {0x1F99, 0x1F21, 0x0399}, {0x1F9A, 0x1F22, 0x0399}, {0x1F9B, 0x1F23, 0x0399},
+    {0x1F9C, 0x1F24, 0x0399}, {0x1F9D, 0x1F25, 0x0399}, {0x1F9E, 0x1F26, 0x0399}, {0x1F9F, 0x1F27, 0x0399},
+    {0x1FA8, 0x1F60, 0x0399}, {0x1FA9, 0x1F61, 0x0399}, {0x1FAA, 0x1F62, 0x0399}, {0x1FAB, 0x1F63, 0x0399},
+    {0x1FAC, 0x1F64, 0x0399}, {0x1FAD, 0x1F65, 0x0399}, {0x1FAE, 0x1F66, 0x0399}, {0x1FAF, 0x1F67, 0x0399},
+    {0x1FBC, 0x03B1, 0x0399}, {0x1FCC, 0x03B7, 0x0399}, {0x1FFC, 0x03C9, 0x0399},
+};
+
+static bool rb_swap_title(tpl_sb *b, uint32_t cp)
+{
+    if (cp < 0x01C5 || cp > 0x1FFC) return false;
+    for (size_t k = 0; k < sizeof rb_title_swap / sizeof *rb_title_swap; k++)
+        if (rb_title_swap[k][0] == cp) {
+            tpl_sb_put_cp(b, rb_title_swap[k][1]);
+            tpl_sb_put_cp(b, rb_title_swap[k][2]);
+            return true;
+        }
+    return false;
+}
+
 int r_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
@@ -3418,6 +3444,7 @@ int r_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
     while (i < s.len) {
         size_t st = i;
         uint32_t cp = tpl_utf8_next(s.u.s, s.len, &i);
+        if (rb_swap_title(&b, cp)) continue;
         if (tpl_uc_isupper(cp)) rb_lower(&b, s.u.s + st, i - st);
         else if (tpl_uc_islower(cp)) tpl_py_upper(&b, s.u.s + st, i - st);
         else tpl_sb_put(&b, s.u.s + st, i - st);
