@@ -1,15 +1,21 @@
 #!/bin/bash
 # tpl-count prints a failed render's or state's error (it printed "render failed" / "state failed",
-# no message, session 26): FILE:LINE:COL: error: ..., exit 1. Usage: count_errors.sh TPL_COUNT
+# no message, session 26): FILE:LINE:COL: error: ..., exit 1; under valgrind when it is installed,
+# without a leak (session 27: the input buffers leaked on every error exit). Usage: count_errors.sh TPL_COUNT
 set -u
 count=$1
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail=0
+vg=()
+command -v valgrind >/dev/null && vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
+                                      --error-exitcode=3 --log-file="$d/vg")
 check() { # name, want (a line of stderr)
-    "$count" "$d" 2 >"$d/out" 2>"$d/err"
+    "${vg[@]}" "$count" "$d" 2 >"$d/out" 2>"$d/err"
     rc=$?
-    if [ "$rc" = 1 ] && grep -qxF -- "$2" "$d/err"; then echo "ok $1"
+    leak=0
+    if [ -s "$d/vg" ]; then cat "$d/vg" >>"$d/err"; leak=1; rm -f "$d/vg"; fi
+    if [ "$rc" = 1 ] && [ "$leak" = 0 ] && grep -qxF -- "$2" "$d/err"; then echo "ok $1"
     else echo "FAIL $1 (exit $rc)"; cat "$d/err"; fail=1; fi
 }
 printf 'a\n{{ 1 // 0 }}\n' >"$d/template.jinja"
@@ -17,4 +23,7 @@ echo '{"x": 1}' >"$d/context.json"
 check render 'template.jinja:2:6: error: integer division or modulo by zero'
 echo '{"x": ' >"$d/context.json"
 check state 'context.json:2:1: error: unexpected token near end of file'
+printf '{{ x }\n' >"$d/template.jinja"
+echo '{"x": 1}' >"$d/context.json"
+check compile "template.jinja:1:1: error: unexpected end of template, expected 'end of print statement'"
 exit $fail
