@@ -112,6 +112,24 @@ class TestERB < Minitest::Test
     assert_equal ERB.new(src, trim_mode: "-").result_with_hash(h), Tpl::ERB.new(src, trim_mode: "-").result_with_hash(h)
   end
 
+  # A respond_to? (or respond_to_missing?) that raises: Ruby's ERB calls o.name without asking it,
+  # so the method runs and a missing one is Ruby's NoMethodError (Tpl::ERB raised the respond_to?'s
+  # exception, session 27)
+  class RaisingRespond
+    def respond_to?(*) = raise(ArgumentError, "no respond_to? here")
+    def respond_to_missing?(*) = raise(ArgumentError, "no respond_to_missing? here")
+    def name = "x"
+  end
+
+  def test_respond_to_that_raises_is_not_asked
+    o = RaisingRespond.new
+    b = binding
+    src = "<%= o.name %>|<%= o.zzz rescue 'r' %>"
+    assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b)
+    e = assert_raises(NoMethodError) { Tpl::ERB.new("<%= o.zzz %>").result(b) }
+    assert_match(/undefined method `zzz' for #<TestERB::RaisingRespond/, e.message)
+  end
+
   def test_result_default_toplevel
     src = "<%= shout('top') %>"
     assert_equal ERB.new(src, trim_mode: "-").result, Tpl::ERB.new(src, trim_mode: "-").result

@@ -830,6 +830,27 @@ static ID name_id(rctx *c, const char *name, size_t len)
 
 static bool responds(VALUE o, VALUE sym, bool priv) { return rb_obj_respond_to(o, SYM2ID(sym), priv ? 1 : 0) != 0; }
 
+/* responds(), for an ERB call o.name: Ruby's ERB calls the method without asking respond_to?, so a
+ * respond_to? (or respond_to_missing?) that raises is not heard: false, and the caller calls the
+ * method as Ruby does (its NoMethodError for this name: no such method). */
+struct responds_arg { VALUE o, sym; bool priv; };
+static VALUE responds_body(VALUE arg)
+{
+    struct responds_arg *x = (struct responds_arg *)arg;
+    return responds(x->o, x->sym, x->priv) ? Qtrue : Qfalse;
+}
+static bool responds_safe(VALUE o, VALUE sym, bool priv)
+{
+    struct responds_arg x = { o, sym, priv };
+    int state = 0;
+    VALUE r = rb_protect(responds_body, (VALUE)&x, &state);
+    if (!state) return RTEST(r);
+    VALUE e = rb_errinfo();
+    if (!rb_obj_is_kind_of(e, rb_eStandardError)) rb_jump_tag(state);   /* Interrupt, throw: theirs */
+    rb_set_errinfo(Qnil);
+    return false;
+}
+
 /* An argument the template passes to a Ruby method: from_val, with a string's tagged text
  * (erb_tag: a non-UTF-8 template's literal, a foreign String printed into it) as its bytes in
  * its encoding, as ERB's Ruby would pass them (erb_result: its encoding rules); an untagged
@@ -957,7 +978,7 @@ static VALUE send_body(VALUE arg)
     }
     VALUE sym = ID2SYM(name_id(c, a->name, a->len));
     VALUE res;
-    if (responds(o, sym, a->h->self)) res = invoke(o, SYM2ID(sym), a, a->h->self);
+    if (responds_safe(o, sym, a->h->self)) res = invoke(o, SYM2ID(sym), a, a->h->self);
     else {
         /* method_missing without respond_to_missing? (Pinecall's context objects answer unknown
          * names that way): call it; its own NoMethodError for this name means no such method */
