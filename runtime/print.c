@@ -764,7 +764,18 @@ typedef struct json_opts {
     const char *ind_s;           /* a str indent (json.dumps uses it as it is), or NULL: indent spaces */
     size_t ind_n;
     const char *isep, *ksep;
+    tpl_json_fail *fail;         /* the first failure's reason, or NULL */
 } json_opts;
+
+/* Records the first reason a json.dumps walk fails; returns false. */
+static bool json_fail(const json_opts *o, int why, tpl_value bad)
+{
+    if (o->fail && o->fail->why == TPL_JSON_OK) {
+        o->fail->why = why;
+        o->fail->bad = bad;
+    }
+    return false;
+}
 
 /* Python json string encoding. ensure_ascii: py_encode_basestring_ascii (everything outside
  * 0x20..0x7E as \uXXXX, lowercase hex, surrogate pairs past the BMP); otherwise only '"', '\\'
@@ -956,7 +967,7 @@ static bool json_dict(tpl_sb *b, const tpl_map *m, const json_opts *o, walker *w
             if (o->indent >= 0)
                 json_newline(b, o, w->depth);
         }
-        ok = json_key(b, e->key, o);
+        ok = json_key(b, e->key, o) || json_fail(o, TPL_JSON_TYPE, e->key);
         tpl_sb_puts(b, o->ksep);
         ok = ok && json_val(b, e->val, o, w);
     }
@@ -996,13 +1007,13 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
     case TPL_T_LIST: {
         const tpl_list *l = v.u.list;
         if (v.aux) /* range, dict views, generators: TypeError in json.dumps */
-            return false;
+            return json_fail(o, TPL_JSON_TYPE, v);
         if (l->len == 0) {
             tpl_sb_puts(b, "[]");
             return true;
         }
-        if (!w_enter(b, w, l))
-            return false;
+        if (!w_enter(b, w, l)) /* a cycle: json.dumps' check_circular ValueError (or the nest limit) */
+            return b->failed || json_fail(o, TPL_JSON_CIRCULAR, v);
         bool ok = true;
         tpl_sb_putc(b, '[');
         if (o->indent >= 0)
@@ -1022,14 +1033,16 @@ static bool json_val(tpl_sb *b, tpl_value v, const json_opts *o, walker *w)
         return ok;
     }
     case TPL_T_MAP: {
-        if ((v.flags & TPL_F_NS) || !w_enter(b, w, v.u.map))
-            return false;
+        if (v.flags & TPL_F_NS)
+            return json_fail(o, TPL_JSON_TYPE, v);
+        if (!w_enter(b, w, v.u.map))
+            return b->failed || json_fail(o, TPL_JSON_CIRCULAR, v);
         bool ok = json_dict(b, v.u.map, o, w);
         w_leave(w);
-        return ok;
+        return ok || json_fail(o, TPL_JSON_TYPE, v); /* (the keys of mixed types sort_keys refuses) */
     }
     default:
-        return false;
+        return json_fail(o, TPL_JSON_TYPE, v);
     }
 }
 
@@ -1058,19 +1071,19 @@ bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const
 }
 
 bool tpl_json_dumps_s(tpl_sb *b, tpl_value v, bool ensure_ascii, const char *ind, size_t ind_n, const char *item_sep,
-                      const char *key_sep, bool sort_keys)
+                      const char *key_sep, bool sort_keys, tpl_json_fail *fail)
 {
     json_opts o = {.ascii = ensure_ascii, .html = false, .sort = sort_keys, .indent = ind ? 0 : -1,
                    .ind_s = ind, .ind_n = ind_n,
                    .isep = item_sep ? item_sep : !ind ? ", " : ",",
-                   .ksep = key_sep ? key_sep : ": "};
+                   .ksep = key_sep ? key_sep : ": ", .fail = fail};
     return json_dumps(b, v, &o);
 }
 
-bool tpl_json_dumps_htmlsafe_s(tpl_sb *b, tpl_value v, const char *ind, size_t ind_n)
+bool tpl_json_dumps_htmlsafe_s(tpl_sb *b, tpl_value v, const char *ind, size_t ind_n, tpl_json_fail *fail)
 {
     json_opts o = {.ascii = true, .html = true, .sort = true, .indent = ind ? 0 : -1, .ind_s = ind, .ind_n = ind_n,
-                   .isep = !ind ? ", " : ",", .ksep = ": "};
+                   .isep = !ind ? ", " : ",", .ksep = ": ", .fail = fail};
     return json_dumps(b, v, &o);
 }
 

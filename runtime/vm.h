@@ -356,9 +356,14 @@ bool tpl_json_dumps(tpl_sb *b, tpl_value v, bool ensure_ascii, int indent, const
 bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent);
 /* The same with json.dumps' indent as a string (an int indent n is n spaces): ind NULL for
  * indent=None, else each nesting level's line starts with ind (ind_n bytes) repeated. */
+/* Why they returned false (fail may be NULL): the first value json.dumps raises on, in its order. */
+typedef struct tpl_json_fail {
+    enum { TPL_JSON_OK, TPL_JSON_TYPE, TPL_JSON_CIRCULAR } why;
+    tpl_value bad; /* TPL_JSON_TYPE: the value (or key) not serialisable, a dict whose keys don't sort */
+} tpl_json_fail;
 bool tpl_json_dumps_s(tpl_sb *b, tpl_value v, bool ensure_ascii, const char *ind, size_t ind_n, const char *item_sep,
-                      const char *key_sep, bool sort_keys);
-bool tpl_json_dumps_htmlsafe_s(tpl_sb *b, tpl_value v, const char *ind, size_t ind_n);
+                      const char *key_sep, bool sort_keys, tpl_json_fail *fail);
+bool tpl_json_dumps_htmlsafe_s(tpl_sb *b, tpl_value v, const char *ind, size_t ind_n, tpl_json_fail *fail);
 
 /* ------------------------------------------------------------------ unicode (runtime/unicode.c) */
 

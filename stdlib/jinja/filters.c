@@ -3451,40 +3451,6 @@ int f_pprint(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ------------------------------------------------------------------ tojson */
 
-/* The first value json.dumps can't serialise, for the error message. */
-static bool json_bad(tpl_value v, tpl_value *bad, int depth)
-{
-    switch (v.type) {
-    case TPL_T_NONE: case TPL_T_BOOL: case TPL_T_INT: case TPL_T_FLOAT: case TPL_T_STR:
-        return false;
-    case TPL_T_LIST:
-        if (v.aux)
-            break; /* range, dict views, generators */
-        for (uint32_t i = 0; depth < 500 && i < v.u.list->len; i++)
-            if (json_bad(v.u.list->items[i], bad, depth + 1))
-                return true;
-        return false;
-    case TPL_T_MAP:
-        if (v.flags & TPL_F_NS)
-            break;
-        for (uint32_t i = 0; depth < 500 && i < v.u.map->len; i++) {
-            tpl_value k = v.u.map->e[i].key;
-            if (k.type != TPL_T_STR && k.type != TPL_T_INT && k.type != TPL_T_FLOAT && k.type != TPL_T_BOOL &&
-                k.type != TPL_T_NONE) {
-                *bad = k;
-                return true;
-            }
-            if (json_bad(v.u.map->e[i].val, bad, depth + 1))
-                return true;
-        }
-        return false;
-    default:
-        break;
-    }
-    *bad = v;
-    return true;
-}
-
 /* json.dumps' indent: None (*ind NULL), an int n (n spaces) or a str used as it is. */
 static int json_indent(tpl_vm *vm, tpl_value v, const char **ind, size_t *ind_n)
 {
@@ -3535,6 +3501,7 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     bool ok;
+    tpl_json_fail fail = { TPL_JSON_OK, tpl_v_unset() };
     if (tpl_vm_hf(vm)) {
         int ensure_ascii = tpl_arg_truthy(vm, a[2], false);
         if (ensure_ascii < 0)
@@ -3555,19 +3522,21 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (!item_sep || !key_sep)
                 return OOM();
         }
-        ok = tpl_json_dumps_s(&b, a[0], ensure_ascii, ind, ind_n, item_sep, key_sep, sort_keys);
+        ok = tpl_json_dumps_s(&b, a[0], ensure_ascii, ind, ind_n, item_sep, key_sep, sort_keys, &fail);
     } else {
         static const char *const extra[] = {"ensure_ascii", "separators", "sort_keys"};
         for (int k = 0; k < 3; k++)
             if (tpl_given(a[2 + k]))
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "do_tojson() got an unexpected keyword argument '%s'", extra[k]);
-        ok = tpl_json_dumps_htmlsafe_s(&b, a[0], ind, ind_n);
+        ok = tpl_json_dumps_htmlsafe_s(&b, a[0], ind, ind_n, &fail);
     }
     if (!ok && b.address == tpl_nest_limit)
         return tpl_vm_nest_error(vm, "while encoding a JSON object");
+    if (!ok && fail.why == TPL_JSON_CIRCULAR) /* json.dumps' check_circular (was a TypeError, and a walk
+                                                  * of every path through a self-containing value) */
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "Circular reference detected");
     if (!ok) {
-        tpl_value bad = a[0];
-        json_bad(a[0], &bad, 0);
+        tpl_value bad = fail.why == TPL_JSON_TYPE ? fail.bad : a[0];
         if (tpl_vm_strict_undef(vm, bad))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "Object of type StrictUndefined is not JSON serializable");
         if (bad.type == TPL_T_UNDEF)
