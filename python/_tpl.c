@@ -1300,6 +1300,35 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
     return rc;
 }
 
+/* A finite decimal.Decimal whose integer part has more digits than tpl's integers hold (2^20
+ * bits: 315,652 digits): int(obj) would build it digit by digit (Decimal('1e999999999'): hours of
+ * CPU, in Jinja2 too) only for tpl to refuse it, so it is refused before (as a Python int that
+ * size is: tpl's memory limit). -1 with an exception set when asking it raised. */
+static int huge_decimal(PyObject *o)
+{
+    if (PyLong_Check(o) || PyFloat_Check(o)) return 0;
+    PyObject *name = PyUnicode_FromString("decimal");
+    PyObject *mod = name ? PyImport_GetModule(name) : NULL; /* not imported: o is no Decimal */
+    Py_XDECREF(name);
+    if (!mod) return PyErr_Occurred() ? -1 : 0;
+    PyObject *cls = PyObject_GetAttrString(mod, "Decimal");
+    Py_DECREF(mod);
+    if (!cls) return -1;
+    int is = PyObject_IsInstance(o, cls);
+    Py_DECREF(cls);
+    if (is <= 0) return is;
+    PyObject *fin = PyObject_CallMethod(o, "is_finite", NULL);
+    int f = fin ? PyObject_IsTrue(fin) : -1;
+    Py_XDECREF(fin);
+    if (f <= 0) return f;
+    PyObject *adj = PyObject_CallMethod(o, "adjusted", NULL); /* the exponent of its first digit */
+    if (!adj) return -1;
+    long long a = PyLong_AsLongLong(adj);
+    Py_DECREF(adj);
+    if (a == -1 && PyErr_Occurred()) return -1;
+    return a >= 315652;
+}
+
 /* Jinja2's do_int/do_float of an object: int(obj), else int(float(obj)); float(obj). The
  * exceptions they catch (TypeError, ValueError) make the filter's default; others (an
  * OverflowError: int(Decimal('inf'))) propagate. */
@@ -1308,6 +1337,13 @@ static tpl_host_result py_number(void *obj, tpl_render *r, bool as_float, tpl_va
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    int huge = as_float ? 0 : huge_decimal(h->o);
+    if (huge) {
+        if (huge > 0) check(TPL_ERR_LIMIT);
+        fail_with_exception(h->c);
+        gil_out(h->c);
+        return TPL_HOST_ERROR;
+    }
     PyObject *n = as_float ? PyNumber_Float(h->o) : PyNumber_Long(h->o);
     if (!n && !as_float && (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
         PyErr_Clear();

@@ -1047,6 +1047,27 @@ def test_python_numbers(value):
         assert te.from_string(src).render(v=value) == want, expr
 
 
+@pytest.mark.parametrize("src", ["{{ v|int }}", "{{ '%d' % v }}", "{{ v|int(5) }}"])
+def test_huge_decimal_to_int_is_refused_at_once(src):
+    """int() of a Decimal with more integer digits than tpl's integers hold (2**20 bits) is tpl's
+    limit at once: Decimal('1e999999999')|int built its billion digits for hours (Jinja2 does
+    too) before tpl refused them; a Python int that size is already refused so (MemoryError)."""
+    import time
+    t0 = time.process_time()
+    for v in (Decimal("1e999999999"), Decimal("-9.5e400000"), 10 ** 400000):
+        with pytest.raises(MemoryError):
+            tj.Environment().from_string(src).render(v=v)
+    assert time.process_time() - t0 < 2
+    for v in (Decimal("1e3000"), Decimal("inf"), Decimal("nan")) if "%" not in src else (Decimal("1e3000"),):
+        try:
+            want = jinja2.Environment().from_string(src).render(v=v)
+        except Exception as e:
+            with pytest.raises(type(e)):
+                tj.Environment().from_string(src).render(v=v)
+            continue
+        assert tj.Environment().from_string(src).render(v=v) == want
+
+
 class HtmlAndStr:
     def __html__(self):
         return "<b>h</b>"
