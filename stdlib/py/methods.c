@@ -1284,11 +1284,11 @@ int m_list_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int r = index_arg(vm, a[1], &i, &neg);
     if (r < 0)
         return -1;
+    if (r == 1) /* (list.insert's index is a Py_ssize_t: 10**30 is no clamp, as a slice's is) */
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C ssize_t");
     tpl_list *l = a[0].u.list;
     int64_t len = l->len;
-    if (r == 1)
-        i = neg ? 0 : len;
-    else if (i < 0 && (i += len) < 0)
+    if (i < 0 && (i += len) < 0)
         i = 0;
     if (i > len)
         i = len;
@@ -1312,8 +1312,8 @@ int m_list_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
         int r = index_arg(vm, a[1], &i, &neg);
         if (r < 0)
             return -1;
-        if (r == 1)
-            return tpl_vm_fail(vm, TPL_EK_INDEX, "cannot fit 'int' into an index-sized integer");
+        if (r == 1) /* (a Py_ssize_t argument, as insert's) */
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C ssize_t");
     }
     if (len == 0)
         return tpl_vm_fail(vm, TPL_EK_INDEX, "pop from empty list");
