@@ -1068,6 +1068,28 @@ def test_huge_decimal_to_int_is_refused_at_once(src):
         assert tj.Environment().from_string(src).render(v=v) == want
 
 
+class EqRaises:
+    def __eq__(self, other):
+        raise ValueError("eq boom")
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("src", ["{{ a in [1, 2] }}", "{{ 1 in [a] }}", "{{ a in [a] }}{{ a in (b, a) }}",
+                                 "{{ b in [1, b] }}{{ b in [a] }}"])
+def test_in_asks_the_objects_eq(src):
+    """`x in list` with a Python object is Python's: the same object is in it, else the object's
+    __eq__ decides, and one that raises ends the render as in Jinja2 (was a silent False)."""
+    st = dict(a=EqRaises(), b=U("x"))
+    try:
+        want = jinja2.Environment().from_string(src).render(**st)
+    except ValueError:
+        with pytest.raises(ValueError, match="eq boom"):
+            tj.Environment().from_string(src).render(**st)
+        return
+    assert tj.Environment().from_string(src).render(**st) == want
+
+
 class HtmlAndStr:
     def __html__(self):
         return "<b>h</b>"
