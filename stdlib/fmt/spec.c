@@ -461,6 +461,8 @@ int tpl_format_value(tpl_vm *vm, tpl_sb *b, tpl_value v, const char *spec, size_
         tpl_py_str(b, v);
         return 0;
     }
+    if (v.type == TPL_T_STR && (v.flags & TPL_F_CLASS_RB)) /* a format field's `x.__class__` */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported format string passed to type.__format__");
     fspec f;
     if (parse_spec(vm, spec, n, &f, tpl_type_name(vm, v)) < 0)
         return -1;

@@ -1019,9 +1019,21 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
     return 0;
 }
 
+/* A value's class in a format field (`{0.__class__.__name__}`, a common Python idiom): a string
+ * flagged TPL_F_CLASS_RB holding its str(), "<class 'str'>"; fmt_class_name gives the name back. */
+static bool fmt_is_class(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_CLASS_RB); }
+
+static tpl_value fmt_class_name(tpl_value cls)
+{
+    return tpl_v_str(cls.u.s + 8, cls.len - 10); /* <class 'NAME'> */
+}
+
 /* Python's repr-based type names for str.format errors. */
 int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
 {
+    if (fmt_is_class(obj)) /* Python's list[0] is a typing alias, str[0] an error: tpl has neither */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "TypeError: type '%.*s' is not subscriptable",
+                            (int)fmt_class_name(obj).len, fmt_class_name(obj).u.s);
     switch (obj.type) {
     case TPL_T_HOST: { /* obj[key], as str.format does */
         int rc = tpl_hobj_item(vm, obj, key, out);
@@ -1069,6 +1081,27 @@ int tpl_fmt_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
 
 int tpl_fmt_attr(tpl_vm *vm, tpl_value obj, tpl_value name, tpl_value *out)
 {
+    if (fmt_is_class(obj)) { /* the data attributes of a builtin type */
+        tpl_value cname = fmt_class_name(obj);
+        if (str_eq(name, "__name__", 8) || str_eq(name, "__qualname__", 12)) { *out = cname; return 0; }
+        if (str_eq(name, "__module__", 10)) { *out = tpl_v_str("builtins", 8); return 0; }
+        if (!str_eq(name, "__class__", 9))
+            return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "AttributeError: type object '%.*s' has no attribute '%.*s'",
+                               (int)cname.len, cname.u.s, (int)name.len, name.u.s);
+        *out = tpl_v_str("<class 'type'>", 14); /* a type's class is type */
+        out->flags |= TPL_F_CLASS_RB;
+        return 0;
+    }
+    if (str_eq(name, "__class__", 9) && obj.type != TPL_T_HOST) {
+        const char *tn = tpl_type_name(vm, obj);
+        tpl_sb b;
+        tpl_sb_init(&b, tpl_vm_arena(vm));
+        tpl_sb_printf(&b, "<class '%s'>", tn);
+        if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting an attribute");
+        *out = tpl_sb_value(&b);
+        out->flags |= TPL_F_CLASS_RB;
+        return 0;
+    }
     /* JSON values have no data attributes but the numeric ones; methods would print their
      * address, which is not reproducible, so they are refused like a missing attribute. */
     if (obj.type == TPL_T_INT || obj.type == TPL_T_BOOL) {
@@ -1090,6 +1123,10 @@ int tpl_fmt_conv(tpl_vm *vm, tpl_value v, int conv, tpl_value *out)
 {
     tpl_sb b;
     tpl_sb_init(&b, tpl_vm_arena(vm));
+    if (fmt_is_class(v)) { /* a class's str() and repr() are both "<class 'str'>", ASCII */
+        *out = tpl_v_str(v.u.s, v.len);
+        return 0;
+    }
     if (conv == 's') {
         if (v.type == TPL_T_STR) { *out = v; return 0; }
         tpl_py_str(&b, v);
