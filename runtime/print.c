@@ -631,19 +631,37 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
         const tpl_list *l = v.u.list;
         if (v.flags & TPL_F_ENUM_RB) {   /* Enumerator#inspect: #<Enumerator: [1, 2]:each_slice(2)> */
             const tpl_value *x = l->items + l->len;
-            tpl_sb_puts(b, "#<Enumerator: ");
-            rb_inspect(b, x[0], w);
-            tpl_sb_putc(b, ':');
+            const tpl_list *al = x[2].u.list;
+            bool aseq = tpl_is_aseq_rb(v), kw = x[2].flags & TPL_F_TUPLE;   /* (kw: the last argument is the keywords) */
+            if (aseq) {   /* ArithmeticSequence#inspect: (1.step(5, 2)), ((1..3).step(2)) */
+                bool range = x[0].type == TPL_T_LIST;
+                tpl_sb_puts(b, range ? "((" : "(");
+                rb_inspect(b, x[0], w);
+                tpl_sb_puts(b, range ? ")." : ".");
+            } else {
+                tpl_sb_puts(b, "#<Enumerator: ");
+                rb_inspect(b, x[0], w);
+                tpl_sb_putc(b, ':');
+            }
             tpl_sb_put(b, x[1].u.s, x[1].len);
-            if (x[2].u.list->len) {
+            if (al->len) {
                 tpl_sb_putc(b, '(');
-                for (uint32_t i = 0; i < x[2].u.list->len; i++) {
+                for (uint32_t i = 0; i < al->len; i++) {
                     if (i) tpl_sb_puts(b, ", ");
-                    rb_inspect(b, x[2].u.list->items[i], w);
+                    if (kw && i + 1 == al->len && al->items[i].type == TPL_T_MAP) {   /* by: 2, to: 5 */
+                        const tpl_map *m = al->items[i].u.map;
+                        for (uint32_t k = 0; k < m->len; k++) {
+                            if (k) tpl_sb_puts(b, ", ");
+                            tpl_sb_put(b, m->e[k].key.u.s, m->e[k].key.len);
+                            tpl_sb_puts(b, ": ");
+                            rb_inspect(b, m->e[k].val, w);
+                        }
+                    } else
+                        rb_inspect(b, al->items[i], w);
                 }
                 tpl_sb_putc(b, ')');
             }
-            tpl_sb_putc(b, '>');
+            tpl_sb_putc(b, aseq ? ')' : '>');
             break;
         }
         if ((v.flags & TPL_F_MATCH_RB) && l->len >= 5) {   /* MatchData#inspect: #<MatchData "ab" 1:"b" x:nil> */

@@ -44,7 +44,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
         return v.flags & TPL_F_SAFE ? TPL_VT_MARKUP : TPL_VT_STR;
     case TPL_T_LIST:
         if (v.aux && TPL_VT_RANGE - 1 + v.aux <= TPL_VT_DICT_REVVALUES) return (tpl_vtype)(TPL_VT_RANGE - 1 + v.aux);
-        if (v.flags & TPL_F_ENUM_RB) return TPL_VT_ENUMERATOR;
+        if (v.flags & TPL_F_ENUM_RB) return tpl_is_aseq_rb(v) ? TPL_VT_ARITH_SEQ : TPL_VT_ENUMERATOR;
         if (v.flags & TPL_F_RANGE_RB) return TPL_VT_RUBY_RANGE;
         if (v.flags & TPL_F_MATCH_RB) return TPL_VT_MATCHDATA;
         if (v.flags & TPL_F_GROUP) return TPL_VT_GROUP_TUPLE;

@@ -558,6 +558,10 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
     case TPL_T_UNSET:
         return true;
     case TPL_T_STR:
+        /* Ruby's eql? (a Hash's keys, uniq): a class or module is not the String of its name, a Regexp not its text */
+        if ((eql & EQ_EQL) && ((a.flags ^ b.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
+            return false;
+        return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_BIGINT: /* canonical text */
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_LIST: {
@@ -788,10 +792,11 @@ tpl_value *tpl_map_get(const tpl_map *m, tpl_value key)
         /* a string key in a map without an index (a record: Ruby's h.fetch("k"), h["k"]): the
          * entries compared by length and bytes, without hashing the key first (equal keys have
          * equal hashes, so the hash only filters; a string equals only a string, a Symbol's
-         * bytes included, as keys_equal says) */
+         * bytes included, and in a Ruby Hash a class only a class, as keys_equal says) */
         for (uint32_t i = 0; i < m->len; i++) { /* by index: an empty map's e may be NULL */
             tpl_entry *e = &m->e[i];
-            if (e->key.type == TPL_T_STR && e->key.len == key.len && tpl_mem_eq(e->key.u.s, key.u.s, key.len))
+            if (e->key.type == TPL_T_STR && e->key.len == key.len && tpl_mem_eq(e->key.u.s, key.u.s, key.len) &&
+                !(m->eql && ((e->key.flags ^ key.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))))
                 return &e->val;
         }
         return NULL;

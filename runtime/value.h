@@ -295,6 +295,17 @@ static inline const tpl_value *tpl_range_params(tpl_value v)
 }
 /* A Ruby Enumerator (TPL_F_ENUM_RB). */
 static inline bool tpl_is_enum_rb(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_ENUM_RB); }
+/* An Enumerator::ArithmeticSequence: a blockless step of a number, or of a Range that begins with one
+ * (1.step(5, 2), (1..9).step(3)): inspect prints the call, == compares begin, end, step, exclude_end?. */
+static inline bool tpl_is_aseq_rb(tpl_value v)
+{
+    if (!tpl_is_enum_rb(v)) return false;
+    const tpl_value *x = v.u.list->items + v.u.list->len;
+    if (!(x[1].len == 4 && memcmp(x[1].u.s, "step", 4) == 0)) return false;
+    tpl_value r = x[0];
+    if (r.type == TPL_T_LIST && (r.flags & TPL_F_RANGE_RB) && r.u.list->len == 3) r = r.u.list->items[0];
+    return r.type == TPL_T_INT || r.type == TPL_T_FLOAT || r.type == TPL_T_BIGINT;
+}
 /* A Gem::Version (TPL_F_GEMV_RB). */
 static inline bool tpl_is_gemv_rb(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_GEMV_RB) && (v.flags & TPL_F_CLASS_RB); }
 /* A range() held without its items (TPL_F_RANGE_BIG). */

@@ -4960,7 +4960,7 @@ top:
         /* as EQ/NE: strings inline, a following JF_RB / JT_RB_KEEP taken on the result here */
         tpl_value x = sp[-2], y = sp[-1];
         bool r = false;
-        if (x.type == TPL_T_STR && y.type == TPL_T_STR && !((x.flags | y.flags) & (TPL_F_EXC_RB | TPL_F_GEMV_RB))) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
+        if (x.type == TPL_T_STR && y.type == TPL_T_STR && !((x.flags | y.flags) & (TPL_F_EXC_RB | TPL_F_CLASS_RB | TPL_F_REGEX_RB))) r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
         else if (tpl_stdlib.rb_equal(vm, x, y, &r) < 0) goto fail;
         if (CUR_OP == TPL_OP_NE_RB || CUR_OP == TPL_OP_NE_RB_JF || CUR_OP == TPL_OP_NE_RB_JTK) r = !r;
         sp--;

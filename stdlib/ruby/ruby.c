@@ -90,6 +90,7 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
         cls = ebuf;
         core = "Exception";
     }
+    if (tpl_is_aseq_rb(self)) core = "Enumerator";   /* (ArithmeticSequence's own: enum_method) */
     if (self.type != TPL_T_HOST && rb_core_has(core, name, n))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", cls, (int)n, name);
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
@@ -437,6 +438,7 @@ static int gem_cmp_any(tpl_value a, tpl_value o, bool *ok)
 enum { RB_CMP_MAX_DEPTH = 1000 };
 
 static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth);
+static void aseq_parts(tpl_value e, tpl_value p[4]);
 /* 1 equal, 0 not, -1 fuel exhausted (one unit per container element compared). */
 static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel) { return rb_equal_d(a, b, fuel, 0); }
 static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
@@ -457,6 +459,8 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
             return ok && c == 0;
         }
         if (tpl_is_gemv_rb(b)) return false;
+        /* a class or module equals only itself, a Regexp only a Regexp (never a String of its name) */
+        if ((a.flags ^ b.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)) return false;
         if ((a.flags | b.flags) & TPL_F_EXC_RB) {   /* a rescued exception equals only the same class and message */
             if (!(a.flags & b.flags & TPL_F_EXC_RB)) return false;
             tpl_value ca = tpl_rb_exc_class(a), cb = tpl_rb_exc_class(b);
@@ -464,6 +468,16 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
         }
         return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
     case TPL_T_LIST:
+        if (tpl_is_aseq_rb(a) && tpl_is_aseq_rb(b) && a.u.list != b.u.list) {   /* ArithmeticSequence#==: its four parts */
+            tpl_value pa[4], pb[4];
+            aseq_parts(a, pa);
+            aseq_parts(b, pb);
+            for (int i = 0; i < 4; i++) {
+                int r = rb_equal_d(pa[i], pb[i], fuel, depth + 1);
+                if (r != 1) return r;
+            }
+            return true;
+        }
         if ((a.flags | b.flags) & TPL_F_ENUM_RB) return a.u.list == b.u.list;   /* an Enumerator: Object#== */
         if ((a.flags & TPL_F_RANGE_RB) != (b.flags & TPL_F_RANGE_RB) || a.u.list->len != b.u.list->len) return false;
         if (a.u.list == b.u.list) return true; /* Ruby's rb_equal: identical objects are == */
@@ -1144,12 +1158,17 @@ static bool bang_name(const char *name, size_t n)
 static bool enum_maker(tpl_value self, const char *name, size_t n)
 {
     static const char *const arr[] = { "each", "each_with_index", "each_slice", "each_cons", "map", "collect", "each_entry",
-        "reverse_each", "filter_map", "with_index", "each_pair", NULL };
+        "reverse_each", "filter_map", "with_index", "each_pair", "each_index", "each_key", "each_value", "transform_values",
+        "transform_keys", NULL };
     static const char *const num[] = { "times", "upto", "downto", NULL };
-    static const char *const str[] = { "each_char", NULL };
+    static const char *const str[] = { "each_char", "each_line", "each_byte", "each_codepoint", NULL };
     const char *const *names = self.type == TPL_T_INT ? num : self.type == TPL_T_STR ? str
                              : self.type == TPL_T_LIST || self.type == TPL_T_MAP ? arr : NULL;
     if (self.type == TPL_T_STR && (self.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) return false;
+    /* Numeric#step and Range#step: an Enumerator::ArithmeticSequence (a non-numeric Range's: an Enumerator) */
+    if (n == 4 && memcmp(name, "step", 4) == 0)
+        return self.type == TPL_T_INT || self.type == TPL_T_FLOAT || self.type == TPL_T_BIGINT ||
+               (self.type == TPL_T_LIST && (self.flags & TPL_F_RANGE_RB));
     for (int i = 0; names && names[i]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
     return false;
@@ -1157,20 +1176,28 @@ static bool enum_maker(tpl_value self, const char *name, size_t n)
 
 /* The Enumerator self.name(args) over the items it yields (TPL_F_ENUM_RB). */
 static int enum_wrap(tpl_vm *vm, tpl_value self, const char *name, size_t n, const tpl_value *args, int npos, const tpl_list *items,
-                     tpl_value *out)
+                     const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out)
 {
     tpl_list *l = new_list(vm, items->len + TPL_ENUM_EXTRA);
-    tpl_list *al = new_list(vm, npos ? (uint32_t)npos : 1);
+    tpl_list *al = new_list(vm, (uint32_t)npos + 1);
     char *nm = tpl_arena_strdup(A(vm), name, n);
     if (!l || !al || !nm) return oom(vm);
+    tpl_map *kw = NULL;
+    if (nkw) {   /* (keywords: a trailing Hash, the argument list flagged TPL_F_TUPLE; inspect prints `by: 2`) */
+        if (!(kw = rb_map(vm, (uint32_t)nkw))) return oom(vm);
+        for (int i = 0; i < nkw; i++)
+            if (!tpl_map_set(A(vm), kw, kwn[i], kwv[i])) return oom(vm);
+    }
     mcpy_items(l->items, 0, items->items, 0, items->len);
     l->len = items->len;
     l->cap = l->len;   /* (a push copies it first: the extra values stay) */
     for (int i = 0; i < npos; i++) al->items[al->len++] = args[i];
+    if (kw) al->items[al->len++] = tpl_v_map(kw);
     tpl_value *x = l->items + l->len;
     x[0] = self;
     x[1] = tpl_v_str(nm, n);
     x[2] = tpl_v_list(al);
+    if (kw) x[2].flags = TPL_F_TUPLE;
     x[3] = tpl_v_int(0);
     *out = tpl_v_list(l);
     out->flags = TPL_F_ENUM_RB;
@@ -1206,6 +1233,35 @@ static int enum_live(tpl_vm *vm, tpl_value e, tpl_list **out)
     return 0;
 }
 
+/* An ArithmeticSequence's begin, end, step and exclude_end? (p[0..3]): n.step(limit, step) (or by:/to:
+ * keywords, a trailing Hash), range.step(n). */
+static void aseq_parts(tpl_value e, tpl_value p[4])
+{
+    const tpl_value *x = e.u.list->items + e.u.list->len;
+    const tpl_list *al = x[2].u.list;
+    uint32_t npos = al->len - ((x[2].flags & TPL_F_TUPLE) ? 1 : 0);
+    p[3] = tpl_v_bool(false);
+    p[2] = tpl_v_int(1);
+    if (x[0].type == TPL_T_LIST) {   /* a Range */
+        p[0] = x[0].u.list->items[0];
+        p[1] = x[0].u.list->items[1];
+        p[3] = tpl_v_bool(x[0].u.list->items[2].u.i != 0);
+        if (npos) p[2] = al->items[0];
+        return;
+    }
+    p[0] = x[0];
+    p[1] = npos ? al->items[0] : tpl_v_none();
+    if (npos > 1) p[2] = al->items[1];
+    if (npos < al->len) {
+        const tpl_map *kw = al->items[npos].u.map;
+        for (uint32_t i = 0; i < kw->len; i++) {
+            tpl_value k = kw->e[i].key;
+            if (k.type == TPL_T_STR && k.len == 2 && memcmp(k.u.s, "by", 2) == 0) p[2] = kw->e[i].val;
+            if (k.type == TPL_T_STR && k.len == 2 && memcmp(k.u.s, "to", 2) == 0) p[1] = kw->e[i].val;
+        }
+    }
+}
+
 /* An Enumerator's own methods (external iteration: next, peek, rewind; size; each with a block answers
  * what the method it stands for answers). 1: not one of them. */
 static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, int npos, tpl_value *out)
@@ -1223,8 +1279,17 @@ static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, i
         return 0;
     }
     if (IS("rewind")) { x[3].u.i = 0; *out = self; return 0; }
+    if (IS("each")) { *out = self; return 0; }   /* (Enumerator#each without a block: itself) */
+    if (tpl_is_aseq_rb(self) && (IS("begin") || IS("end") || IS("step") || IS("exclude_end?"))) {
+        tpl_value p[4];
+        aseq_parts(self, p);
+        *out = p[IS("begin") ? 0 : IS("end") ? 1 : IS("step") ? 2 : 3];
+        return 0;
+    }
     if (IS("size")) {
-        bool known = !(x[1].len == 10 && memcmp(x[1].u.s, "filter_map", 10) == 0);
+        /* (the methods Ruby makes an Enumerator of without a size function: size is nil) */
+        bool known = !((x[1].len == 10 && memcmp(x[1].u.s, "filter_map", 10) == 0) ||
+                       (x[1].len == 9 && memcmp(x[1].u.s, "each_line", 9) == 0));
         *out = known ? tpl_v_int(l->len) : tpl_v_none();
         return 0;
     }
@@ -1241,7 +1306,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
         int rc = enum_method(vm, self, name, n, npos, out);
         if (rc <= 0) return rc;
     }
-    if (blk || nkw || !enum_maker(self, name, n)) {
+    if (blk || (nkw && !(n == 4 && memcmp(name, "step", 4) == 0)) || !enum_maker(self, name, n)) {   /* (step(by: 2)) */
         int rc = rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
         /* each with a block on an Enumerator of an each: what that each answers (its receiver) */
         if (rc == 0 && blk && tpl_is_enum_rb(self) && out->type == TPL_T_LIST && out->u.list == self.u.list) {
@@ -1249,14 +1314,14 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
             bool mapping = (x[1].len == 3 && memcmp(x[1].u.s, "map", 3) == 0) || (x[1].len == 7 && memcmp(x[1].u.s, "collect", 7) == 0) ||
                            (x[1].len == 10 && (memcmp(x[1].u.s, "filter_map", 10) == 0 || memcmp(x[1].u.s, "with_index", 10) == 0));
             if (mapping) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: each with a block on an Enumerator of %.*s", (int)x[1].len, x[1].u.s);
-            *out = x[0];
+            *out = tpl_is_aseq_rb(self) ? self : x[0];   /* (ArithmeticSequence#each answers itself) */
         }
         return rc;
     }
     tpl_value r;
     if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, &r) < 0) return -1;
     if (r.type != TPL_T_LIST || (r.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) { *out = r; return 0; }
-    return enum_wrap(vm, self, name, n, args, npos, r.u.list, out);
+    return enum_wrap(vm, self, name, n, args, npos, r.u.list, kwn, kwv, nkw, out);
 }
 
 static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
@@ -2499,7 +2564,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         int id = tpl_vm_method_find(vm, k[i], name, n);
         if (id < 0) continue;
         if (k[i] == TPL_BK_RARR && !is_array(self)) {
-            if (!enumerable(name, n)) break;
+            if (!enumerable(name, n) && !(tpl_is_aseq_rb(self) && n == 4 && memcmp(name, "last", 4) == 0)) break;
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
             bool blk = tpl_vm_block(vm).pc != 0;
@@ -7466,7 +7531,8 @@ static int while_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool take)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
-    if (!blk.pc) { *out = tpl_v_list(l); return 0; }   /* the enumerator, as its items */
+    if (!blk.pc)   /* (its Enumerator's items are not the Array's: each yield's value decides) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s without a block (an Enumerator)", take ? "take_while" : "drop_while");
     uint32_t k = 0;
     for (; k < l->len; k++) {
         bool t = false, broke = false;
