@@ -1158,19 +1158,23 @@ static bool bang_name(const char *name, size_t n)
 static bool enum_maker(tpl_value self, const char *name, size_t n)
 {
     static const char *const arr[] = { "each", "each_with_index", "each_slice", "each_cons", "map", "collect", "each_entry",
-        "reverse_each", "filter_map", "with_index", "each_pair", "each_index", "each_key", "each_value", "transform_values",
-        "transform_keys", NULL };
+        "reverse_each", "filter_map", "with_index", "each_pair", NULL };
+    /* (checked only for names of their shape: every blockless call of an Array or Hash asks) */
+    static const char *const arr2[] = { "each_index", "each_key", "each_value", "transform_values", "transform_keys", NULL };
     static const char *const num[] = { "times", "upto", "downto", NULL };
     static const char *const str[] = { "each_char", "each_line", "each_byte", "each_codepoint", NULL };
     const char *const *names = self.type == TPL_T_INT ? num : self.type == TPL_T_STR ? str
                              : self.type == TPL_T_LIST || self.type == TPL_T_MAP ? arr : NULL;
     if (self.type == TPL_T_STR && (self.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) return false;
     /* Numeric#step and Range#step: an Enumerator::ArithmeticSequence (a non-numeric Range's: an Enumerator) */
-    if (n == 4 && memcmp(name, "step", 4) == 0)
+    if (n == 4 && name[0] == 's' && memcmp(name, "step", 4) == 0)
         return self.type == TPL_T_INT || self.type == TPL_T_FLOAT || self.type == TPL_T_BIGINT ||
                (self.type == TPL_T_LIST && (self.flags & TPL_F_RANGE_RB));
     for (int i = 0; names && names[i]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    if (names == arr && n >= 8 && (name[0] == 'e' || name[0] == 't'))
+        for (int i = 0; arr2[i]; i++)
+            if (strlen(arr2[i]) == n && memcmp(arr2[i], name, n) == 0) return true;
     return false;
 }
 
