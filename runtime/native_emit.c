@@ -546,6 +546,31 @@ static void print_adds(tpl_sb *b, const vstack *vs, uint32_t pc, uint32_t n, con
     v_call(b, vs, call, pc, NULL);
 }
 
+/* The slots whose loop may live in C locals (lloop[s] != 0; NULL when out of memory): no
+ * instruction but FOR_INIT / FOR_NEXT names slot s, the function has no steps (steps: the VM
+ * would see the slot) and the program no macros (a macro's or a caller's code reads its
+ * defining frame's slots); not for ERB (a Ruby block runs in its definer's slots). */
+static uint8_t *local_loops(const tpl_program *p, bool steps)
+{
+    uint8_t *l = calloc((size_t)p->nslots + 1, 1);
+    if (!l || steps || p->nmacros || p->opts.syntax == TPL_SYNTAX_ERB) return l;
+    for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) /* the loops' slots */
+        if (tpl_op_base(TPL_INSN_OP(p->code[pc])) == TPL_OP_FOR_INIT && TPL_INSN_A(p->code[pc]) < p->nslots)
+            l[TPL_INSN_A(p->code[pc])] = 1;
+    for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) { /* less those another instruction names */
+        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
+        const tpl_opinfo *oi = &tpl_opinfo_table[TPL_INSN_OP(w)];
+        if (op == TPL_OP_FOR_INIT || op == TPL_OP_FOR_NEXT) continue;
+        for (size_t i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            if (oi->fmt[i] != 's') continue;
+            uint32_t s = i ? p->code[pc + i] : TPL_INSN_A(w);
+            if (oi->flags & TPL_OPF_SLOT16) s &= 0xFFFF;
+            if (s < p->nslots) l[s] = 0;
+        }
+    }
+    return l;
+}
+
 bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep)
 {
     *nspecial = *nstep = 0;
@@ -631,10 +656,19 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         steps |= !specialised(p, pc);
         pc = after(p, (uint32_t)pc);
     }
+    /* A loop whose slot no instruction but its FOR_INIT and FOR_NEXT names, in a function with
+     * no steps and no macros (nothing else can see the slot: the VM never runs a part of it),
+     * keeps its state in C locals when it loops over a list: FL<s> the list (NULL: the loop is
+     * the runtime's, in the slot), FI<s> the items given so far; no tpl_loop is made. */
+    uint8_t *lloop = local_loops(p, steps);
+    if (!lloop) { free(memo); free(hints); free(ck); return false; }
+    for (uint32_t s = 0; s < p->nslots; s++)
+        if (lloop[s]) tpl_sb_printf(b, "    const tpl_nlist *FL%u = NULL; /* loop %u: its list and position, in locals */\n"
+                                       "    uint32_t FI%u = 0;\n    (void)FL%u; (void)FI%u;\n", s, s, s, s, s);
     size_t decl_at = b->len; /* where the locals R0.. are declared (their number known at the end) */
     tpl_sb_printf(b, "%s    switch (pc) {\n", steps ? "dispatch:\n" : "");
     uint8_t *resume = calloc(p->ncode + 8, 1);
-    if (!resume) { free(memo); free(hints); free(ck); return false; }
+    if (!resume) { free(memo); free(hints); free(ck); free(lloop); return false; }
     resume_points(p, resume);
     uint64_t *setin = slots_set(p, resume, steps); /* slots surely set at each instruction (NULL: none known) */
     /* Fuel per straight run: the instructions of a run the emitter writes as C (each counted one
@@ -645,7 +679,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
      * charges, steps, and the ends of runs. run[pc]: 0 outside a run, 1 in one, k + 1 at the
      * start of a run of k. */
     uint32_t *run = calloc(p->ncode + 1, sizeof *run);
-    if (!run) { free(memo); free(hints); free(resume); free(setin); free(ck); return false; }
+    if (!run) { free(memo); free(hints); free(resume); free(setin); free(ck); free(lloop); return false; }
     for (size_t pc = 0, cur = SIZE_MAX; pc < p->ncode; pc = after(p, (uint32_t)pc)) {
         uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w));
         if (!specialised(p, pc)) { cur = SIZE_MAX; continue; }
@@ -1020,15 +1054,27 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_puts(b, "    T++;\n");
             v_spill(b, &vs, vs.vk, true, "    ");
             v_all_home(&vs);
-            tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_for_init(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n", a, h0, pc);
+            if (a < p->nslots && lloop[a]) /* a list (no iterator, no big range): as for_init_op's */
+                tpl_sb_printf(b, "    if (%s.type == TPL_NT_LIST && !(%s.flags & TPL_NF_RANGE_BIG) && %s.aux < TPL_NLAZY_ITER) {\n"
+                                 "        FL%u = (const tpl_nlist *)%s.u.p;\n        FI%u = 0;\n"
+                                 "    } else {\n        FL%u = NULL;\n"
+                                 "        if (TPL_N_C(tpl_native_for_init(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n    }\n",
+                              h0, h0, h0, a, h0, a, a, a, h0, pc);
+            else tpl_sb_printf(b, "    if (TPL_N_C(tpl_native_for_init(f, %u, &%s)) < 0) TPL_N_FAIL(%u);\n", a, h0, pc);
             v_pop(b, &vs, 1);
             break;
         case TPL_OP_FOR_NEXT: /* (nothing in locals: v_ok) the item pointed at where it is; a pull
                                * from an iterator may run template code (a loop filter): the output
                                * locals are written back around it */
-            tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_ref(&L[%u], &P0)) < 0) {\n"
-                             "        if (TPL_N_C(tpl_native_for_next(f, %u, &sp[0])) < 0) TPL_N_FAIL(%u);\n"
-                             "        P0 = &sp[0];\n    }\n    if (!rc) {\n", a, a, pc);
+            if (a < p->nslots && lloop[a])
+                tpl_sb_printf(b, "    T++;\n    if (FL%u) rc = FI%u < FL%u->len ? (P0 = &FL%u->items[FI%u++], 1) : 0;\n"
+                                 "    else if ((rc = tpl_native_for_ref(&L[%u], &P0)) < 0) {\n"
+                                 "        if (TPL_N_C(tpl_native_for_next(f, %u, &sp[0])) < 0) TPL_N_FAIL(%u);\n"
+                                 "        P0 = &sp[0];\n    }\n    if (!rc) {\n", a, a, a, a, a, a, a, pc);
+            else
+                tpl_sb_printf(b, "    T++;\n    if ((rc = tpl_native_for_ref(&L[%u], &P0)) < 0) {\n"
+                                 "        if (TPL_N_C(tpl_native_for_next(f, %u, &sp[0])) < 0) TPL_N_FAIL(%u);\n"
+                                 "        P0 = &sp[0];\n    }\n    if (!rc) {\n", a, a, pc);
             jump(b, pc, x1, "        ");
             tpl_sb_puts(b, "    }\n");
             v_pushed(&vs, false, -1);
@@ -1183,7 +1229,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             int nt = run[pc] > 2 ? snprintf(ticks, sizeof ticks, "    T += %u;\n", run[pc] - 1) : 0;
             size_t rest = b->len - mark - (sizeof tick - 1);
             char *body = malloc(rest + 1);
-            if (!body) { free(memo); free(run); free(resume); free(setin); free(hints); free(ck); return false; }
+            if (!body) { free(memo); free(run); free(resume); free(setin); free(hints); free(ck); free(lloop); return false; }
             memcpy(body, b->p + mark + sizeof tick - 1, rest);
             b->len = mark;
             tpl_sb_put(b, ticks, (size_t)nt);
@@ -1206,7 +1252,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     free(resume);
     free(setin);
     free(hints);
-    free(ck);
+    free(ck); free(lloop);
     /* the code never falls off its end (the verifier checks it); the VM's answer if it did */
     v_flush(b, &vs, "    ");
     if (vs.max && !b->failed) { /* the locals, declared before the dispatch */
