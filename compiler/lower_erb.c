@@ -138,6 +138,7 @@ struct erb_def;
 static struct erb_def *def_find(erb_low *L, tpl_value name, bool create);
 static void def_call(erb_low *L, struct erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used);
 static void def_(erb_low *L, tpl_node *n, bool used);
+static void fail_msg(erb_low *L, uint32_t off, int delta, const char *fmt, const tpl_value *name);
 struct own_group;
 static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin, struct own_group *g);
 static const tpl_node *item_root(const tpl_node *r);
@@ -1769,7 +1770,7 @@ static bool blk_var(erb_low *L, const tpl_node *n)
 
 /* yield(args) / block_given? in a def (its hidden (blk), or the &name variable `from`): (blk).(yield)(args),
  * !!(blk). At the template's top level, block_given? is false and yield refused (ERB's script has no block). */
-static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_node *argl, tpl_node *blk, uint32_t off, bool used)
+static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, tpl_node *argl, tpl_node *blk, uint32_t off, bool used)
 {
     if (blk) { tpl_c_error(C, blk->off, "unsupported Ruby construct: a block for yield"); return; }
     if (!L->def_blk) {
@@ -1791,10 +1792,15 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_node *argl,
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
         return;
     }
+    if (via.len) {   /* blk.call(args) of a nil blk: Ruby's NoMethodError for that method (stdlib/ruby/ruby.c "(bcall)") */
+        via.flags = 0;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, via), 1);
+    }
     for (tpl_node *a = argl; a; a = a->next) expr(L, a->a);
     tpl_c_at(C, off);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(yield)")), -k);
-    tpl_c_word(C, TPL_ARGW((uint32_t)k, 0, TPL_NO_KW));
+    int kk = k + (via.len ? 1 : 0);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, via.len ? S("(bcall)") : S("(yield)")), -kk);
+    tpl_c_word(C, TPL_ARGW((uint32_t)kk, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
@@ -1804,7 +1810,7 @@ static bool blk_method(erb_low *L, tpl_node *n, bool used)
 {
     if (!n->a || !blk_var(L, n->a)) return false;
     if (name_is(n->val, "call") || name_is(n->val, "yield") || name_is(n->val, "[]") || name_is(n->val, "===")) {
-        yield_(L, false, n->a, n->b, n->c, n->off, used);
+        yield_(L, false, n->a, name_is(n->val, "===") ? (tpl_value){ 0 } : n->val, n->b, n->c, n->off, used);
         return true;
     }
     if (name_is(n->val, "nil?") && !n->b && !n->c) {
@@ -1821,15 +1827,20 @@ static bool blk_method(erb_low *L, tpl_node *n, bool used)
 /* &lambda: Ruby checks a lambda's arity against what the method yields (one value or several), which a
  * block of tpl does not; a lambda of one parameter is passed to the methods that yield one value to it
  * whatever the receiver (an Array's, a Range's or a Hash's [key, value] pair), anything else refused. */
-static bool lambda_blockarg_ok(erb_low *L, const tpl_node *n, const tpl_node *e, int nreq, int nopt)
+static bool yields_one(tpl_value m)
 {
     static const char *const one[] = { "map", "collect", "flat_map", "collect_concat", "each", "sort_by", "group_by",
                                        "min_by", "max_by", "sum", "find", "detect", "count", "partition", "each_slice",
                                        "each_cons", "times", "upto", "downto", "filter_map", "each_entry", "tap", "then",
                                        "yield_self", "uniq", "chunk_while", "slice_when", NULL };
-    if (nreq == 1 && nopt == 0)
-        for (int i = 0; one[i]; i++)
-            if (name_is(n->val, one[i])) return true;
+    for (int i = 0; one[i]; i++)
+        if (name_is(m, one[i])) return true;
+    return false;
+}
+
+static bool lambda_blockarg_ok(erb_low *L, const tpl_node *n, const tpl_node *e, int nreq, int nopt)
+{
+    if (nreq == 1 && nopt == 0 && yields_one(n->val)) return true;
     tpl_c_error(C, e->off, "unsupported Ruby construct: a lambda of %d parameter%s as the block of %.*s (Ruby checks its arity against each yield)",
                 nreq + nopt, nreq + nopt == 1 ? "" : "s", (int)n->val.len, n->val.u.s);
     return false;
@@ -1888,8 +1899,31 @@ static bool block_arg(erb_low *L, tpl_node *n)
         return true;
     }
     if (blk_var(L, e)) {
-        /* &blk of a def's block: { |x| yield x } */
-        return forward_block(L, blk, e->off, tpl_v_str("(y0)", 4), S("yield"));
+        /* &blk of a def's block to a template method: the block itself, its hidden keyword (blk) */
+        erb_def *d = n->a ? NULL : def_find(L, n->val, false);
+        if (!d) { tpl_c_error(C, e->off, "internal error: &%.*s", (int)e->val.len, e->val.u.s); return false; }
+        n->c = NULL;
+        if (!d->sig) d->blk_early = d->blk = true;
+        if (!d->blk) return true;   /* a method that never yields: Ruby never runs the block */
+        tpl_arena *a = tpl_c_arena(C);
+        tpl_node *kw = tpl_arena_alloc(a, sizeof *kw), *v = tpl_arena_alloc(a, sizeof *v);
+        if (!kw || !v) { tpl_c_nomem(C, e->off); return false; }
+        memset(v, 0, sizeof *v);
+        v->kind = TPL_N_NAME;
+        v->off = e->off;
+        v->val = S("(blk)");
+        memset(kw, 0, sizeof *kw);
+        kw->kind = TPL_N_KWARG;
+        kw->off = e->off;
+        kw->a = v;
+        kw->val = S("(blk)");
+        if (!n->b) n->b = kw;
+        else {
+            tpl_node *last = n->b;
+            while (last->next) last = last->next;
+            last->next = kw;
+        }
+        return true;
     }
     if (is_proc_lit(e)) {
         int nreq, nopt;
@@ -1921,6 +1955,67 @@ static bool block_arg(erb_low *L, tpl_node *n)
     return false;
 }
 
+/* method(:name).arity of a template method: Ruby's arity of its parameters (-(required + 1) with optional
+ * ones; keywords count as one more parameter, required when one of them is), once its def ran (before:
+ * Ruby's NameError). */
+static void method_arity(erb_low *L, tpl_node *n, bool used)
+{
+    tpl_value mn = n->a->b->a->val;
+    erb_def *d = def_find(L, mn, false);
+    if (!d || !d->sig) {
+        tpl_c_error(C, n->a->off, "unsupported Ruby construct: method(:%.*s) (a template method defined before)", (int)mn.len, mn.u.s);
+        return;
+    }
+    bool kwreq = false;
+    for (int i = 0; i < d->nkw; i++) kwreq = kwreq || d->kwreq[i];
+    int req = d->nreq + (kwreq ? 1 : 0);
+    bool opt = d->nopt > 0 || (d->nkw > 0 && !kwreq);
+    tpl_c_at(C, n->a->off);
+    if (L->in_def) tpl_c_emit(C, TPL_OP_LOAD_ROOT, d->slot, 1);
+    else tpl_c_emit(C, TPL_OP_LOAD_SLOT, d->slot, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(def)")));
+    uint32_t ok = tpl_c_emit(C, TPL_OP_JT_RB_KEEP, 0, -1);
+    fail_msg(L, n->a->off, 1, "undefined method `%.*s' for class `Object' (NameError)", &mn);
+    tpl_c_patch(C, ok, tpl_c_here(C));
+    tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    if (used) tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(opt ? -(req + 1) : req)), 1);
+}
+
+/* recv.m(args, &blk) where blk is the def's &block: the block as it was given (every value m yields reaches
+ * it, nil passes none), blk.(fwd)(recv, "m", flags, args...) (stdlib/ruby/ruby.c block_forward; flags bit 0:
+ * m yields one value, so a lambda of one parameter may take it). */
+static void fwd_call(erb_low *L, tpl_node *n, bool used)
+{
+    tpl_node *e = n->c->b;
+    if (!n->a) {
+        tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s given to %.*s (tpl passes a method's block on to a template method or "
+                    "a method with a receiver)", (int)e->val.len, e->val.u.s, (int)n->val.len, n->val.u.s);
+        return;
+    }
+    if (changes_receiver(n)) {
+        tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s given to %.*s, which changes its receiver", (int)e->val.len, e->val.u.s,
+                    (int)n->val.len, n->val.u.s);
+        return;
+    }
+    for (const tpl_node *a = n->b; a; a = a->next)
+        if (a->kind != TPL_N_ARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat or keyword argument with &%.*s", (int)e->val.len, e->val.u.s); return; }
+    int k = count_params(n->b);
+    if (k > 200) { tpl_c_error(C, n->off, "too many arguments"); return; }
+    tpl_c_at(C, n->off);
+    load_local(L, L->def_blk - 1, S("(blk)"));
+    expr(L, n->a);
+    tpl_value m = n->val;
+    m.flags = 0;
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, m), 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(yields_one(n->val) ? 1 : 0)), 1);
+    for (tpl_node *a = n->b; a; a = a->next) expr(L, a->a);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(fwd)")), -(k + 3));
+    tpl_c_word(C, TPL_ARGW((uint32_t)k + 3, 0, TPL_NO_KW));
+    tpl_c_word(C, 0);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
 /* A method call; `used` false when its value is dropped (a statement). */
 static void call(erb_low *L, tpl_node *n, bool used)
 {
@@ -1939,11 +2034,21 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
+    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op == 7 && blk_var(L, n->c->b) && !(!n->a && def_find(L, n->val, false))) {
+        fwd_call(L, n, used);
+        return;
+    }
     if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op == 7 && !block_arg(L, n)) return;
     if (proc_method(L, n, used)) return;
     if (blk_method(L, n, used)) return;
     if (!n->a && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) && !def_find(L, n->val, false)) {
-        yield_(L, name_is(n->val, "block_given?"), NULL, n->b, n->c, n->off, used);
+        yield_(L, name_is(n->val, "block_given?"), NULL, (tpl_value){ 0 }, n->b, n->c, n->off, used);
+        return;
+    }
+    if (n->a && n->a->kind == TPL_N_RMETHOD && !n->a->a && !n->a->c && name_is(n->a->val, "method") && !n->b && !n->c &&
+        name_is(n->val, "arity") && n->a->b && !n->a->b->next && n->a->b->kind == TPL_N_ARG && n->a->b->a->kind == TPL_N_CONST &&
+        n->a->b->a->val.type == TPL_T_STR && !def_find(L, n->a->val, false) && !tpl_c_options(C)->erb_self) {
+        method_arity(L, n, used);
         return;
     }
     if (!n->a && name_is(n->val, "method") && !def_find(L, n->val, false) && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL) &&
@@ -2457,7 +2562,7 @@ static void expr(erb_low *L, tpl_node *n)
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
         if (!ivar && !tpl_c_lookup(C, n->val, &slot) && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) &&
             !def_find(L, n->val, false)) {
-            yield_(L, name_is(n->val, "block_given?"), NULL, NULL, NULL, n->off, true);
+            yield_(L, name_is(n->val, "block_given?"), NULL, (tpl_value){ 0 }, NULL, NULL, n->off, true);
             return;
         }
         if (!ivar && blk_var(L, n)) {
@@ -2594,7 +2699,7 @@ static void expr(erb_low *L, tpl_node *n)
             arg->kind = TPL_N_ARG;
             arg->off = n->b->off;
             arg->a = n->b;
-            if (blk_var(L, n->a)) yield_(L, false, n->a, arg, NULL, n->off, true);
+            if (blk_var(L, n->a)) yield_(L, false, n->a, S("[]"), arg, NULL, n->off, true);
             else proc_op(L, n->a, arg, PROC_CALL, n->off, true);
             return;
         }

@@ -126,6 +126,18 @@ static tpl_node *block_node(tpl_pctx *ctx, uint32_t off, tpl_node *params, tpl_n
     }
     return tpl_p_node(ctx, TPL_N_RBLOCK, off, params, body);
 }
+
+/* &:name (a BLOCKARG token): the block { |it| it.name } */
+static tpl_node *sym_block(tpl_pctx *ctx, tpl_token t)
+{
+    tpl_node *p = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
+    p->val = tpl_v_str("(it)", 4);
+    tpl_node *r = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
+    r->val = p->val;
+    tpl_node *m = tpl_p_node(ctx, TPL_N_RMETHOD, t.off, r, NULL);
+    m->val = tpl_v_str(ctx->src + t.off + 2, t.len - 2);
+    return tpl_p_node(ctx, TPL_N_RBLOCK, t.off, p, m);
+}
 static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node *args, uint32_t off) {
     args = hash_args(ctx, args);
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
@@ -557,13 +569,13 @@ call_args(A) ::= call_args(L) COMMA call_arg(X). { A = tpl_node_append(L, X); }
 call_arg(A) ::= arg(E). { A = arg1(ctx, E); }
 call_arg(A) ::= BLOCKARG(T). {
     /* &:name is the block { |it| it.name } */
-    tpl_node *p = tpl_p_node(ctx, TPL_N_NAME, T.off, NULL, NULL);
-    p->val = tpl_v_str("(it)", 4);
-    tpl_node *r = tpl_p_node(ctx, TPL_N_NAME, T.off, NULL, NULL);
-    r->val = p->val;
-    tpl_node *m = tpl_p_node(ctx, TPL_N_RMETHOD, T.off, r, NULL);
-    m->val = tpl_v_str(ctx->src + T.off + 2, T.len - 2);
-    A = NODE(RBLOCK, T.off, p, m);
+    A = sym_block(ctx, T);
+}
+/* &:name.to_proc: the same block (Symbol#to_proc) */
+call_arg(A) ::= BLOCKARG(T) DOT IDENT(M). {
+    if (M.len != 7 || memcmp(ctx->src + M.off, "to_proc", 7) != 0)
+        tpl_pctx_error(ctx, M.off, "unsupported Ruby construct: &:name.%.*s (a Symbol's to_proc is the block)", (int)M.len, ctx->src + M.off);
+    A = sym_block(ctx, T);
 }
 /* &blk, &method(:name), &->(x) { }: the call's block (RBLOCK op 7 holding the expression; compiler/lower_erb.c) */
 call_arg(A) ::= BLOCKAMP(T) arg(E). { A = NODE(RBLOCK, T.off, NULL, E); A->op = 7; }

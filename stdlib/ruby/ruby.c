@@ -2479,10 +2479,43 @@ static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tp
     return 0;
 }
 
+/* blk.call(args) (also blk.(), blk[], blk.yield) of a def's &blk: nil (no block given) is Ruby's NoMethodError
+ * for that method, args[0] its name; else a yield. */
+static int block_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+{
+    if (npos < 1 || args[0].type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (bcall)");
+    if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return no_method(vm, self, args[0].u.s, args[0].len);
+    return block_yield(vm, self, args + 1, npos - 1, out);
+}
+
+/* recv.m(args, &blk) with a def's &blk (compiler/lower_erb.c fwd_call): blk.(fwd)(recv, "m", flags, args...)
+ * calls m with that block as it was given, so m's every yielded value reaches it (nil: no block). A lambda
+ * checks its arity at each yield, which a builtin's yield does not: one of one parameter goes to a method
+ * that yields one value (flags bit 0), any other is refused. */
+static int block_forward(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+{
+    if (npos < 3 || args[1].type != TPL_T_STR || args[2].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (fwd)");
+    tpl_rb_block b = { 0, 0, 0 };
+    if (self.type == TPL_T_INT && self.aux == RB_BLOCK_AUX) {
+        uint64_t u = (uint64_t)self.u.i;
+        b = (tpl_rb_block){ (uint32_t)(u & 0xFFFFFFu), (uint32_t)(u >> 24 & 0xFF), (uint32_t)(u >> 32) };
+        if ((self.len & 1) && !((args[2].u.i & 1) && (self.len >> 8 & 0xFF) == 1 && (self.len >> 16 & 0xFF) == 0))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a lambda of %u parameter%s passed on as the block of %.*s "
+                                "(Ruby checks its arity against each yield)", (unsigned)((self.len >> 8 & 0xFF) + (self.len >> 16 & 0xFF)),
+                                (self.len >> 8 & 0xFF) + (self.len >> 16 & 0xFF) == 1 ? "" : "s", (int)args[1].len, args[1].u.s);
+    }
+    tpl_rb_block save = tpl_vm_set_block(vm, b);
+    int rc = tpl_rb_send(vm, args[0], args[1].u.s, args[1].len, args + 3, npos - 3, NULL, NULL, 0, out);
+    tpl_vm_set_block(vm, save);
+    return rc;
+}
+
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
-    if (n >= 6 && name[0] == '(' && nkw == 0) {
+    if (n >= 5 && name[0] == '(' && nkw == 0) {
+        if (n == 5 && memcmp(name, "(fwd)", 5) == 0) return block_forward(vm, self, args, npos, out);
+        if (n == 7 && memcmp(name, "(bcall)", 7) == 0) return block_call(vm, self, args, npos, out);
         if (n == 6 && memcmp(name, "(call)", 6) == 0) return proc_call(vm, self, args, npos, out);
         if (n == 7 && memcmp(name, "(block)", 7) == 0) return block_value(vm, args, npos, out);
         if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, out);
