@@ -54,6 +54,11 @@ typedef struct erb_proc {
     uint32_t word;          /* the block word (entry | nparams << 24); 0 while its body is lowered */
     int nreq, nopt;
     bool lambda;
+    /* a Proc calling itself (fact.(n - 1) in its own block): the calls lowered before its block's word was
+     * known, patched after it (the CONST of the slots its calls keep, the block word) */
+    bool rec;
+    int nsites;
+    uint32_t site_const[16], site_word[16];
 } erb_proc;
 
 typedef struct erb_defs {
@@ -1661,16 +1666,33 @@ static bool proc_sig(erb_low *L, const tpl_node *blk, int *nreq, int *nopt)
 }
 
 /* Lowers a Proc literal's block as a block subroutine (jumped over); its block word, 0 on an error. */
-static uint32_t proc_block(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt)
+static uint32_t proc_block_bl(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt, erb_blocals *bl)
 {
     *lam = name_is(lit->val, "lambda");
     if (!proc_sig(L, lit->c, nreq, nopt)) return 0;
-    erb_blocals bl = { .n = 0 };
     L->pending_call = NULL;
     L->sub_lambda = *lam;
-    uint32_t w = block_sub(L, lit->c, &bl);
-    blocal_unset(L, &bl);
+    uint32_t w = block_sub(L, lit->c, bl);
+    blocal_unset(L, bl);
     return w;
+}
+
+static uint32_t proc_block(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt)
+{
+    erb_blocals bl = { .n = 0 };
+    return proc_block_bl(L, lit, lam, nreq, nopt, &bl);
+}
+
+/* Whether the tree n uses the name (a Proc's block that calls the Proc). */
+static bool mentions(const tpl_node *n, tpl_value name, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_NAME && n->val.len == name.len && memcmp(n->val.u.s, name.u.s, name.len) == 0) return true;
+        if (mentions(n->a, name, depth + 1) || mentions(n->b, name, depth + 1) || mentions(n->c, name, depth + 1) ||
+            mentions(tpl_node_d(n), name, depth + 1) || mentions(tpl_node_e(n), name, depth + 1))
+            return true;
+    }
+    return false;
 }
 
 /* f = <Proc literal>: the block subroutine, then its entry into f. */
@@ -1691,10 +1713,31 @@ static void proc_assign(erb_low *L, tpl_node *n)
     p->scope = L->scope;
     p->slot = slot;
     bool lam;
-    uint32_t w = proc_block(L, n->b, &lam, &p->nreq, &p->nopt);
+    /* a Proc calling itself: each call has its own parameters and block-local variables, as each Ruby call of
+     * the block has, so a call from inside it keeps them: the slots its block declares (between two markers)
+     * and its block-local variables (stdlib/ruby/ruby.c proc_call, runtime/vm.c tpl_rb_yield_keep) */
+    p->rec = mentions(n->b->c->b, name, 0) || mentions(n->b->c->a, name, 0);
+    p->lambda = name_is(n->b->val, "lambda");
+    uint32_t s0 = p->rec ? tpl_c_slot(C) : 0;
+    erb_blocals bl = { .n = 0 };
+    uint32_t w = proc_block_bl(L, n->b, &lam, &p->nreq, &p->nopt, &bl);
     if (!w) return;
     p->word = w;
     p->lambda = lam;
+    if (p->rec && p->nsites) {
+        uint32_t s1 = tpl_c_slot(C);
+        size_t cap = (size_t)(s1 - s0) * 6 + (size_t)bl.n * 6 + 1, len = 0;
+        char *keep = tpl_arena_alloc(tpl_c_arena(C), cap);
+        if (!keep) { tpl_c_nomem(C, n->off); return; }
+        for (uint32_t sl = s0 + 1; sl < s1; sl++) len += (size_t)snprintf(keep + len, cap - len, "%s%u", len ? "," : "", sl);
+        for (int i = 0; i < bl.n; i++)
+            if (bl.slot[i] < s0) len += (size_t)snprintf(keep + len, cap - len, "%s%u", len ? "," : "", bl.slot[i]);
+        uint32_t kc = tpl_c_const(C, tpl_v_str(keep, len));
+        for (int i = 0; i < p->nsites; i++) {
+            tpl_c_patch(C, p->site_const[i], kc);
+            tpl_c_patch_word(C, p->site_word[i], w);
+        }
+    }
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(w & 0xFFFFFFu)), 1);
     L->proc_storing = true;
@@ -1702,7 +1745,7 @@ static void proc_assign(erb_low *L, tpl_node *n)
     L->proc_storing = false;
 }
 
-enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26 };
+enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26, PROC_KEEP = 1 << 27 };
 
 /* recv.call(args) (and .(), [], yield, ===), recv.arity, recv.lambda? of a Proc variable or literal:
  * recv.(call)(meta, args...) with the Proc's block (stdlib/ruby/ruby.c proc_call). */
@@ -1716,8 +1759,13 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
         if (a->kind != TPL_N_ARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument in a call of a Proc"); return; }
     int k = count_params(argl);
     if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
+    bool inside = pv && !pv->word;   /* a call of the Proc from its own block: word and kept slots patched (proc_assign) */
+    if (inside && (!pv->rec || pv->nsites >= 16)) {
+        tpl_c_error(C, recv->off, "unsupported Ruby construct: a Proc calling itself in more than 16 places (`%.*s' inside its own block)",
+                    (int)pv->name.len, pv->name.u.s);
+        return;
+    }
     if (pv) {
-        if (!pv->word) { tpl_c_error(C, recv->off, "unsupported Ruby construct: a Proc calling itself (`%.*s' inside its own block)", (int)pv->name.len, pv->name.u.s); return; }
         w = pv->word;
         lam = pv->lambda;
         nreq = pv->nreq;
@@ -1728,13 +1776,16 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
         if (!w) return;
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(w & 0xFFFFFFu)), 1);
     }
-    uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what;
+    uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what | (inside ? PROC_KEEP : 0);
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(meta)), 1);
+    int site = inside ? pv->nsites++ : -1;
+    if (inside) pv->site_const[site] = tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str("", 0)), 1);
     for (tpl_node *a = argl; a; a = a->next) expr(L, a->a);
     tpl_c_at(C, off);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(call)")), -(k + 1));
-    tpl_c_word(C, TPL_ARGW((uint32_t)k + 1, 0, TPL_NO_KW));
-    tpl_c_word(C, w);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(call)")), -(k + 1 + (inside ? 1 : 0)));
+    tpl_c_word(C, TPL_ARGW((uint32_t)k + 1 + (inside ? 1u : 0u), 0, TPL_NO_KW));
+    uint32_t wpos = tpl_c_word(C, w);
+    if (inside) pv->site_word[site] = wpos;
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 

@@ -561,6 +561,18 @@ static char *format_int(char *end, int64_t i)
     return p;
 }
 
+/* The call depth limit (--max-depth) or the operand stack's end: in ERB Ruby's SystemStackError, as Ruby's own
+ * stack ends there, with tpl's limit named. */
+static int depth_error(tpl_vm *vm, bool stack)
+{
+    if (vm->p && vm->p->opts.syntax == TPL_SYNTAX_ERB) {
+        if (stack) return tpl_vm_fail(vm, TPL_EK_DEPTH, "stack level too deep (SystemStackError) (tpl's operand stack is full)");
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "stack level too deep (SystemStackError) (tpl's maximum call depth, %u)", vm->limits.max_depth);
+    }
+    if (stack) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+    return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+}
+
 /* Python's str() of an iterator or generator is its memory address ("<generator object
  * sync_do_map at 0x7f...>"): no two runs agree, so tpl refuses to print one. */
 int tpl_vm_nest_error(tpl_vm *vm, const char *while_)
@@ -2596,10 +2608,10 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     const tpl_program *p = cl->prog ? cl->prog : vm->p;
     const tpl_name *mname = &p->names[d->name];
     if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+        return depth_error(vm, false);
     uint32_t base = vm->slot_top;
     if (base + d->nslots > vm->slots_cap || vm->stack_top + d->max_stack > vm->stack_cap)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+        return depth_error(vm, true);
     tpl_value *slots = vm->slots + base;
     for (uint32_t i = 0; i < d->nslots; i++) slots[i] = tpl_v_unset();
     tpl_list *params = p->consts[d->params].u.list;
@@ -2736,10 +2748,10 @@ static int include_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
 static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_value *exports)
 {
     if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+        return depth_error(vm, false);
     uint32_t base = vm->slot_top;
     if ((uint64_t)base + sub->nslots > vm->slots_cap || (uint64_t)vm->stack_top + sub->max_stack > vm->stack_cap)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+        return depth_error(vm, true);
     /* the included template's names: the including frame's variables over the state */
     tpl_value state = tpl_v_none();
     if (ctx.type == TPL_T_MAP) {
@@ -2804,10 +2816,10 @@ static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_val
 static int import_mod(tpl_vm *vm, const tpl_macro_desc *d, uint32_t base, tpl_value *out)
 {
     if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+        return depth_error(vm, false);
     if (!d->nslots || (uint64_t)base + d->nslots > vm->slot_top ||
         (uint64_t)vm->stack_top + d->max_stack > vm->stack_cap)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+        return depth_error(vm, true);
     if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (captures)");
     for (uint32_t i = 0; i < d->nslots; i++) vm->slots[base + i] = tpl_v_unset();
     vm->captures[vm->ncaptures++] = vm->out_len;
@@ -5278,10 +5290,10 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
 {
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     if (vm->depth >= vm->limits.max_depth)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth (%u) reached", vm->limits.max_depth);
+        return depth_error(vm, false);
     uint32_t np = b->nparams;
     if (vm->stack_top + np + vm->p->max_stack > vm->stack_cap)
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (out of stack)");
+        return depth_error(vm, true);
     tpl_value *st = vm->stack + vm->stack_top;
     if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB))) {
         tpl_list *l = args[0].u.list;
@@ -5299,6 +5311,24 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     if (rc < 0) return -1;
     if (vm->rb_broke) { vm->rb_broke = false; return 1; }
     return 0;
+}
+
+int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out,
+                      const uint32_t *keep, uint32_t nkeep)
+{
+    if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
+    for (uint32_t i = 0; i < nkeep; i++)
+        if ((uint64_t)b->slot_base + keep[i] >= vm->slots_cap) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: a kept slot");
+    if ((uint64_t)vm->stack_top + nkeep + b->nparams + vm->p->max_stack > vm->stack_cap) return depth_error(vm, true);
+    /* the kept values sit on the operand stack above the caller's, below the call's */
+    tpl_value *saved = vm->stack + vm->stack_top;
+    for (uint32_t i = 0; i < nkeep; i++) saved[i] = vm->slots[b->slot_base + keep[i]];
+    vm->stack_top += nkeep;
+    int rc = tpl_rb_yield(vm, b, args, nargs, out);
+    vm->stack_top -= nkeep;
+    if (rc >= 0)
+        for (uint32_t i = 0; i < nkeep; i++) vm->slots[b->slot_base + keep[i]] = saved[i];
+    return rc;
 }
 
 bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap)

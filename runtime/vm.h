@@ -187,6 +187,10 @@ tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b);
  * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
  * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out);
+/* tpl_rb_yield of a block from inside itself (a Proc calling itself): the slots keep[0..nkeep) of its frame
+ * (its parameters and locals) are put back after the call, as each Ruby call of a block has its own. */
+int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out,
+                      const uint32_t *keep, uint32_t nkeep);
 /* ERB rescue: after a failed yield, takes the pending error when Ruby's rescue could catch it (not
  * a tpl limit: fuel, depth, output, memory, out of memory): copies its message into msg (cap bytes)
  * and clears it, so the render goes on. false (the error stays) otherwise. */

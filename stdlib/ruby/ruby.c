@@ -2420,7 +2420,10 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
         tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
         return no_method(vm, self, nm, strlen(nm));
     }
-    int k = npos - 1, nreq = (int)(meta >> 8 & 0xFF), nopt = (int)(meta >> 16 & 0xFF), np = (int)blk.nparams;
+    /* a call from the Proc's own block (bit 27): args[1] lists the slots each call keeps ("3,4,7") */
+    int first = meta >> 27 & 1 ? 2 : 1;
+    if (npos < first || (first == 2 && args[1].type != TPL_T_STR)) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
+    int k = npos - first, nreq = (int)(meta >> 8 & 0xFF), nopt = (int)(meta >> 16 & 0xFF), np = (int)blk.nparams;
     if (meta >> 25 & 1) { *out = tpl_v_int(nopt ? -(nreq + 1) : nreq); return 0; }
     if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
     if (lam && (k < nreq || k > nreq + nopt)) {
@@ -2428,14 +2431,28 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", k, nreq);
     }
     tpl_value vals[256];
-    const tpl_value *src = args + 1;
+    const tpl_value *src = args + first;
     int cnt = k;
-    if (!lam && k == 1 && np >= 2 && is_array(args[1])) {
-        src = args[1].u.list->items;
-        cnt = (int)args[1].u.list->len;
+    if (!lam && k == 1 && np >= 2 && is_array(args[first])) {
+        src = args[first].u.list->items;
+        cnt = (int)args[first].u.list->len;
     }
     for (int i = 0; i < np && i < 256; i++) vals[i] = i < cnt ? src[i] : i < nreq ? tpl_v_none() : tpl_v_unset();
-    int rc = tpl_rb_yield(vm, &blk, vals, np, out);
+    int rc;
+    if (first == 2) {
+        uint32_t keep[256], nkeep = 0;
+        const char *p = args[1].u.s, *e = p + args[1].len;
+        while (p < e) {
+            uint32_t v = 0;
+            while (p < e && *p >= '0' && *p <= '9') v = v * 10 + (uint32_t)(*p++ - '0');
+            if (p < e) p++;
+            if (nkeep == 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc calling itself with more than 256 locals");
+            keep[nkeep++] = v;
+        }
+        rc = tpl_rb_yield_keep(vm, &blk, vals, np, out, keep, nkeep);
+    } else {
+        rc = tpl_rb_yield(vm, &blk, vals, np, out);
+    }
     if (rc < 0) return -1;
     if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
     return 0;
