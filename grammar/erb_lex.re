@@ -611,6 +611,11 @@ static bool ruby_lex(rlex *L)
         }
         bool was_value = value_end(L->prev);
         bool spaced = st > 0 && L->prev_end < st;
+        /* ::Const (a top-level constant, as Chef's ::File): the constant itself, the template having no other namespace */
+        if (c == ':' && !was_value && i + 2 < n && s[i + 1] == ':' && s[i + 2] >= 'A' && s[i + 2] <= 'Z') {
+            i += 2;
+            continue;
+        }
         if (c == '@') {
             size_t e = i + 1;
             if (e < n && s[e] == '@') return lex_error(L, st, "class variables (%.*s) are not supported", "@@", 2);
