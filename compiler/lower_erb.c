@@ -1926,6 +1926,16 @@ static bool forward_block(erb_low *L, tpl_node *blk, uint32_t off, tpl_value pna
     return true;
 }
 
+/* The template method a receiver-less call n names (in a def: one it may define later, unless Kernel's), or NULL. */
+static erb_def *def_target(erb_low *L, const tpl_node *n)
+{
+    if (n->a) return NULL;
+    erb_def *d = def_find(L, n->val, false);
+    if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
+        d = def_find(L, n->val, true);
+    return d;
+}
+
 /* A call's `&expr` block argument (RBLOCK op 7): a Proc variable's block (op 8, its word in val), a Proc
  * literal's block, or method(:name)'s (a block calling the template method); anything else refused. */
 static bool block_arg(erb_low *L, tpl_node *n)
@@ -1951,7 +1961,7 @@ static bool block_arg(erb_low *L, tpl_node *n)
     }
     if (blk_var(L, e)) {
         /* &blk of a def's block to a template method: the block itself, its hidden keyword (blk) */
-        erb_def *d = n->a ? NULL : def_find(L, n->val, false);
+        erb_def *d = def_target(L, n);
         if (!d) { tpl_c_error(C, e->off, "internal error: &%.*s", (int)e->val.len, e->val.u.s); return false; }
         n->c = NULL;
         if (!d->sig) d->blk_early = d->blk = true;
@@ -2085,7 +2095,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
             }
         }
     }
-    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op == 7 && blk_var(L, n->c->b) && !(!n->a && def_find(L, n->val, false))) {
+    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op == 7 && blk_var(L, n->c->b) && !def_target(L, n)) {
         fwd_call(L, n, used);
         return;
     }
@@ -2183,9 +2193,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     if (!n->a) {
         /* a method the template defines (in a def: one it may define later, unless Kernel's) */
-        erb_def *d = def_find(L, n->val, false);
-        if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
-            d = def_find(L, n->val, true);
+        erb_def *d = def_target(L, n);
         if (d) { def_call(L, d, n, n->b, false, used); return; }
     }
     if (!n->a && !n->c && tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL)) {
