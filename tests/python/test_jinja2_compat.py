@@ -1363,7 +1363,7 @@ class EqNoHash:
         return other == 1
 
 
-class EqRaises:
+class EqRaisesInContainers:
     def __eq__(self, other):
         raise ValueError("no comparing me")
 
@@ -1400,6 +1400,6 @@ def test_host_numbers_and_objects_inside_containers(src):
     __eq__ that raises propagates (was: unequal to anything but the same object, silently)."""
     d = Decimal(1)
     ctx = {"d": d, "h": Decimal("1.5"), "t": Decimal("0.1"), "fr": Fraction(1, 2), "c": complex(1, 0),
-           "o": EqOne(), "o2": EqOne(), "e": EqRaises(), "u": EqNoHash(), "big": Decimal(10 ** 30),
+           "o": EqOne(), "o2": EqOne(), "e": EqRaisesInContainers(), "u": EqNoHash(), "big": Decimal(10 ** 30),
            "xs": [{"k": d, "n": "a"}, {"k": 1, "n": "b"}, {"k": 2, "n": "c"}, {"k": 1.0, "n": "d"}]}
     assert_both_render_alike(src, ctx)
