@@ -1,6 +1,7 @@
 /* The VM: dispatch loop and the value semantics the opcodes need (Python rules for Jinja,
  * Ruby rules where an opcode says so). */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5007,11 +5008,36 @@ stepped: /* (native step) the next instruction was counted by its dispatch, not 
     return 1;
 }
 
+/* Whether the running thread's C stack is too near its end for another nested run. TPL_VM_NEST_MAX
+ * bounds the nesting by count, but a level's frames are larger in some builds (sanitizers) and a
+ * host's thread stack may be small (a Ruby thread's): past TPL_VM_CSTACK_CHECK levels each run
+ * compares its frame with a guard TPL_VM_CSTACK_MARGIN (a quarter of a small stack) above the
+ * stack's low end, looked up once per render (pthread_getattr_np, glibc). Never a SIGSEGV: the same depth error, earlier. */
+static bool cstack_exhausted(tpl_vm *vm)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (!vm->cstack_guard) {
+        pthread_attr_t a;
+        void *lo = NULL;
+        size_t size = 0;
+        vm->cstack_guard = 1; /* unknown: the count alone */
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            if (pthread_attr_getstack(&a, &lo, &size) == 0 && lo && size >= 64 * 1024)
+                vm->cstack_guard = (uintptr_t)lo + (size >= 4 * TPL_VM_CSTACK_MARGIN ? TPL_VM_CSTACK_MARGIN : size / 4);
+            pthread_attr_destroy(&a);
+        }
+    }
+    return here < vm->cstack_guard;
+}
+
 /* A call level of vm->p: the native render when the program has one, else the interpreter. */
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
 {
     if (vm->depth > TPL_VM_NEST_MAX) /* every nested run counts in depth: the C stack's bound */
         return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (%d nested calls)", TPL_VM_NEST_MAX);
+    if (__builtin_expect(vm->depth > TPL_VM_CSTACK_CHECK, 0) && cstack_exhausted(vm))
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (%u nested calls: the thread's C stack "
+                           "is near its end)", vm->depth);
     if (vm->p->native) {
         tpl_native_frame f = {
             .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
@@ -5438,6 +5464,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->slot_top = p->nslots;
     vm->root_base = 0;
     vm->depth = 0;
+    vm->cstack_guard = 0; /* (this render's thread: looked up when runs nest deep) */
     vm->ncaptures = 0;
     vm->out_len = 0;
     vm->fuel = vm->limits.fuel;

@@ -20,6 +20,8 @@
  * render nests at most this deep ("maximum call depth reached (nested calls)"); a raised
  * max_depth overflowed the stack (SIGSEGV) from about 4,000 levels. */
 #define TPL_VM_NEST_MAX 1000
+#define TPL_VM_CSTACK_CHECK 64               /* nested runs past which run() checks the C stack */
+#define TPL_VM_CSTACK_MARGIN (256u * 1024u)  /* C stack kept free below the deepest run */
 
 /* A macro value: the macro and the frame it was defined in (its closure). */
 typedef struct tpl_closure {
@@ -106,6 +108,7 @@ struct tpl_vm {
     tpl_compile_fn compile;
     uint32_t stack_top;     /* first operand-stack value of the running call level */
     uint32_t depth;         /* macro call depth */
+    uintptr_t cstack_guard; /* lowest frame address a nested run may have (0: not looked up this render; 1: unknown) */
     uint64_t fuel;
     tpl_eq_host eq_host;    /* tpl_vm_eq_host: the equality's questions about host objects */
     uint32_t pc;            /* instruction of the last located error */
