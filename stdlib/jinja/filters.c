@@ -1531,6 +1531,32 @@ int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generat
 
 /* ------------------------------------------------------------------ sort, unique, min, max, groupby */
 
+/* The sort filter's and list.sort(key=)'s scratch: a key per item, the index order merge_sort
+ * permutes, the result list (arena memory). */
+static int sort_scratch(tpl_vm *vm, uint32_t n, tpl_value **keys, uint32_t **idx, tpl_list **res)
+{
+    tpl_arena *ar = AR(vm);
+    *keys = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof **keys);
+    *idx = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof **idx);
+    *res = tpl_list_new(ar, n);
+    return *keys && *idx && *res ? 0 : OOM();
+}
+
+/* Sorts idx by keys (stable; np key parts, 0 = one plain key each) and gives items in that order. */
+static int sort_finish(tpl_vm *vm, const tpl_list *items, tpl_value *keys, uint32_t *idx, tpl_list *res,
+                       int np, bool rev, tpl_value *out)
+{
+    uint32_t n = items->len;
+    sort_ctx c = { vm, keys, np, rev };
+    if (merge_sort(&c, idx, n) < 0)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        res->items[i] = items->items[idx[i]];
+    res->len = n;
+    *out = tpl_v_list(res);
+    return 0;
+}
+
 int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *items;
@@ -1546,15 +1572,14 @@ int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value parts[TPL_MAX_PARAMS * 4];
     int np = attr_parts(attr, parts, (int)(sizeof parts / sizeof parts[0]));
     uint32_t n = items->len;
-    tpl_arena *ar = AR(vm);
-    tpl_value *keys = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *keys);
-    uint32_t *idx = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *idx);
-    tpl_list *res = tpl_list_new(ar, n);
-    if (!keys || !idx || !res)
-        return OOM();
+    tpl_value *keys;
+    uint32_t *idx;
+    tpl_list *res;
+    if (sort_scratch(vm, n, &keys, &idx, &res) < 0)
+        return -1;
     for (uint32_t i = 0; i < n; i++) {
         idx[i] = i;
-        tpl_list *k = tpl_list_new(ar, (uint32_t)np);
+        tpl_list *k = tpl_list_new(AR(vm), (uint32_t)np);
         if (!k)
             return OOM();
         for (int p = 0; p < np; p++) {
@@ -1566,39 +1591,24 @@ int f_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
         k->len = (uint32_t)np;
         keys[i] = tpl_v_list(k);
     }
-    sort_ctx c = { vm, keys, np, rev };
-    if (merge_sort(&c, idx, n) < 0)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        res->items[i] = items->items[idx[i]];
-    res->len = n;
-    *out = tpl_v_list(res);
-    return 0;
+    return sort_finish(vm, items, keys, idx, res, np, rev, out);
 }
 
 int tpl_sort_keyed(tpl_vm *vm, const tpl_list *items, tpl_value fn, bool rev, tpl_value *out)
 {
     uint32_t n = items->len;
-    tpl_arena *ar = AR(vm);
-    tpl_value *keys = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *keys);
-    uint32_t *idx = tpl_arena_alloc(ar, (size_t)(n ? n : 1) * sizeof *idx);
-    tpl_list *res = tpl_list_new(ar, n);
-    if (!keys || !idx || !res)
-        return OOM();
+    tpl_value *keys;
+    uint32_t *idx;
+    tpl_list *res;
+    if (sort_scratch(vm, n, &keys, &idx, &res) < 0)
+        return -1;
     for (uint32_t i = 0; i < n; i++) {
         idx[i] = i;
         tpl_value arg = items->items[i];
         if (tpl_call_value(vm, fn, &arg, 1, &keys[i]) < 0)
             return -1;
     }
-    sort_ctx c = { vm, keys, 0, rev };
-    if (merge_sort(&c, idx, n) < 0)
-        return -1;
-    for (uint32_t i = 0; i < n; i++)
-        res->items[i] = items->items[idx[i]];
-    res->len = n;
-    *out = tpl_v_list(res);
-    return 0;
+    return sort_finish(vm, items, keys, idx, res, 0, rev, out);
 }
 
 static int unhashable_check(tpl_vm *vm, tpl_value k) { return tpl_vm_check_hashable(vm, k); }
