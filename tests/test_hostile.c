@@ -399,7 +399,7 @@ static void test_gsub(void)
  * stack, and ERB's ==, <=>, include?, sort over arrays 200,000 deep recursed without bound: each
  * was a SIGSEGV. Now a DEPTH limit error at 1,000 nested runs, and such arrays compare unequal
  * (== false, as tpl_equal past 500 levels) or not at all (sort: ArgumentError, as for nil). */
-/* Nested runs on a small thread stack (a host's thread: Ruby's are 1 MiB, here 512 KiB): the
+/* Nested runs on a small thread stack (a host's thread: Ruby's are 1 MiB, as here): the
  * count of nested runs alone (1,000) would overflow it; the VM checks the C stack past 64 levels
  * and ends the render with its depth error instead of a SIGSEGV (which would kill this test). */
 static void *small_stack_render(void *arg)
@@ -432,11 +432,11 @@ static void test_small_thread_stack(void)
     pthread_t t;
     int ok = 0;
     pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 512 * 1024);
+    pthread_attr_setstacksize(&a, 1024 * 1024);
     if (pthread_create(&t, &a, small_stack_render, &ok) == 0) pthread_join(t, NULL);
     pthread_attr_destroy(&a);
     if (ok) passed++;
-    else failed++, printf("FAIL erb hash default recursion on a 512 KiB thread stack\n");
+    else failed++, printf("FAIL erb hash default recursion on a 1 MiB thread stack\n");
 }
 
 static void test_c_stack(void)
