@@ -20,7 +20,7 @@ Jinja2 API this module does not provide raises NotImplementedError naming it (ne
 difference; README "Python" lists the differences left): pass_context (no Jinja2 context to
 pass), undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
 custom delimiters and line statements, the urlize/truncate policies, ModuleLoader,
-Template.module/make_module, Environment.compile/parse/lex/overlay, bytecode caches,
+Template.module/make_module, Environment.compile/parse/lex, bytecode caches,
 sandboxing, native types, meta, async rendering, Jinja2's internals (nodes, lexer, compiler...);
 an autoescape function that decides differently for a template and a template it includes,
 imports or extends (tpl compiles them together).
@@ -885,8 +885,50 @@ class Environment:
             names = [n for n in names if filter_func(n)]
         return names
 
+    overlayed = False
+    linked_to = None
+
+    def overlay(self, block_start_string=missing, block_end_string=missing, variable_start_string=missing,
+                variable_end_string=missing, comment_start_string=missing, comment_end_string=missing,
+                line_statement_prefix=missing, line_comment_prefix=missing, trim_blocks=missing,
+                lstrip_blocks=missing, newline_sequence=missing, keep_trailing_newline=missing, extensions=missing,
+                optimized=missing, undefined=missing, finalize=missing, autoescape=missing, loader=missing,
+                cache_size=missing, auto_reload=missing, bytecode_cache=missing, enable_async=False):
+        """Jinja2's Environment.overlay: a new environment sharing this one's data (filters, tests,
+        globals, policies: the same dicts) but for the options given, with a new cache (empty,
+        of this one's size or cache_size) and its extensions plus those given. Options tpl does not
+        provide are refused as in Environment()."""
+        args = dict(locals())
+        del args["self"], args["cache_size"], args["extensions"], args["enable_async"]
+        for k in _SUPPORTED_DEFAULTS:
+            if args.get(k, missing) is not missing and args[k] != _SUPPORTED_DEFAULTS[k]:
+                raise NotImplementedError("tpl.jinja2.Environment.overlay(%s=%r)" % (k, args[k]))
+        if enable_async:
+            raise NotImplementedError("tpl.jinja2.Environment.overlay(enable_async=True)")
+        if undefined is not missing and undefined not in (Undefined, StrictUndefined, ChainableUndefined,
+                                                          DebugUndefined):
+            raise NotImplementedError("tpl.jinja2.Environment.overlay(undefined=%s)"
+                                      % getattr(undefined, "__name__", undefined))
+        rv = object.__new__(self.__class__)
+        rv.__dict__.update(self.__dict__)
+        rv.overlayed = True
+        rv.linked_to = self
+        for key, value in args.items():
+            if value is not missing:
+                setattr(rv, key, value)
+        # (Jinja2's copy_cache: a new, empty cache of the same size)
+        rv.cache = _make_cache(cache_size) if cache_size is not missing else \
+            None if self.cache is None else _Cache(self.cache.size)
+        rv.extensions = dict(self.extensions)
+        rv._ext_options = dict(self._ext_options)
+        if extensions is not missing:
+            rv._ext_options.update({_extension_option(e): True for e in extensions})
+            rv.extensions.update({e if isinstance(e, str) else e.__name__: e for e in extensions})
+        rv._calls = {}
+        return rv
+
     def __getattr__(self, name):
-        if name in ("compile", "parse", "lex", "preprocess", "overlay", "compile_templates", "compile_expression",
+        if name in ("compile", "parse", "lex", "preprocess", "compile_templates", "compile_expression",
                     "extend", "add_extension", "iter_extensions", "make_globals", "handle_exception"):
             raise NotImplementedError("tpl.jinja2.Environment.%s" % name)
         raise AttributeError(name)

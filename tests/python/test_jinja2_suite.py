@@ -3,6 +3,14 @@ against real Jinja2 and against tpl.jinja2 in this process: the expected values 
 asserts, and passing under `jinja2` shows they are Jinja2's behaviour. Each test names the upstream
 test it comes from (file::Class::test); the bodies are those asserts with `jinja2` as `J`. Only
 asserts of API tpl.jinja2 provides are here (README: what it does not provide)."""
+import itertools
+import os
+import sys
+import time
+import types
+import weakref
+from pathlib import Path
+
 import jinja2
 import pytest
 from markupsafe import Markup
@@ -314,3 +322,259 @@ def test_inheritance_super_and_dynamic(J):
     tmpl = env.get_template("child")
     for m in range(1, 3):
         assert tmpl.render(default=f"default{m}") == f"DEFAULT{m}CHILD"
+
+
+def test_undefined_special_attributes_and_repr(J):
+    """test_api.py::TestUndefined::test_undefined_and_special_attributes, test_undefined_attribute_error,
+    test_object_repr, and the __slots__ asserts of test_default/chainable/debug/strict_undefined"""
+    with pytest.raises(AttributeError):
+        J.Undefined("Foo").__dict__
+
+    class Error:
+        @property
+        def __class__(self):
+            raise AttributeError()
+
+    u = J.Undefined(obj=Error(), name="hello")
+    with pytest.raises(J.UndefinedError):
+        getattr(u, "recursion", None)
+    with pytest.raises(J.UndefinedError, match="'int object' has no attribute 'upper'"):
+        J.Undefined(obj=42, name="upper")()
+    for cls in (J.Undefined, J.ChainableUndefined, J.DebugUndefined, J.StrictUndefined):
+        with pytest.raises(AttributeError):
+            getattr(cls, "__slots__")
+    env = J.Environment(undefined=J.DebugUndefined)
+    assert env.from_string("{{ missing|list }}").render() == "[]"
+    assert env.from_string("{{ missing is not defined }}").render() == "True"
+    assert env.from_string("{{ not missing }}").render() == "True"
+    pytest.raises(J.UndefinedError, J.Environment(undefined=J.StrictUndefined).from_string("{{ missing.attribute }}").render)
+
+
+def test_streaming_behavior_and_dump(J, tmp_path):
+    """test_api.py::TestStreaming::test_streaming_behavior, test_dump_stream"""
+    stream = J.Environment().from_string("").stream()
+    assert not stream.buffered
+    stream.enable_buffering(20)
+    assert stream.buffered
+    stream.disable_buffering()
+    assert not stream.buffered
+    t = J.Environment().from_string("\u2713")
+    t.stream().dump(str(tmp_path / "dump.txt"), "utf-8")
+    assert (tmp_path / "dump.txt").read_bytes() == b"\xe2\x9c\x93"
+
+
+# ---------------------------------------------------------------- test_runtime.py
+
+
+def test_runtime_loop_indexes_and_callables(J):
+    """test_runtime.py::test_loop_idx, test_loop_idx0, test_mock_not_pass_arg_marker"""
+    t = J.Template("[{% for i in lst|reverse %}(len={{ loop.length }}, revindex={{ loop.revindex }}, "
+                   "index={{ loop.index }}, val={{ i }}){% endfor %}]")
+    assert t.render(lst=[10]) == "[(len=1, revindex=1, index=1, val=10)]"
+    t = J.Template("[{% for i in lst|reverse %}(len={{ loop.length }}, revindex0={{ loop.revindex0 }}, "
+                   "index0={{ loop.index0 }}, val={{ i }}){% endfor %}]")
+    assert t.render(lst=[10]) == "[(len=1, revindex0=0, index0=0, val=10)]"
+
+    class Calc:
+        def __getattr__(self, item):
+            return object()
+
+        def __call__(self, *args, **kwargs):
+            return len(args) + len(kwargs)
+
+    t = J.Template("{{ calc() }}")
+    assert t.render(calc=Calc()) == "0"
+
+
+# ---------------------------------------------------------------- test_loader.py
+
+_res_ids = itertools.count()
+
+
+@pytest.fixture
+def res(tmp_path, monkeypatch):
+    """Jinja2's tests/res made here (test.html, foo/test.html, mojibake.txt, templates2/foo) as an
+    importable package of a name of its own (PackageLoader imports it)."""
+    name = "tpl_suite_res_%d" % next(_res_ids)
+    pkg = tmp_path / name
+    (pkg / "templates" / "foo").mkdir(parents=True)
+    (pkg / "templates2").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "templates" / "test.html").write_text("BAR\n")
+    (pkg / "templates" / "foo" / "test.html").write_text("FOO\n")
+    (pkg / "templates" / "mojibake.txt").write_bytes("\u6587\u5b57\u5316\u3051\n".encode())
+    (pkg / "templates2" / "foo").write_text("Looks like the start of templates/foo/test.html\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return types.SimpleNamespace(name=name, path=(pkg / "templates").resolve())
+
+
+def test_loaders(J, res):
+    """test_loader.py::TestLoaders::test_dict_loader, test_package_loader, test_choice_loader,
+    test_function_loader, test_prefix_loader, test_filesystem_loader_overlapping_names (conftest's loaders)"""
+    dict_loader = J.loaders.DictLoader({"justdict.html": "FOO"})
+    package_loader = J.loaders.PackageLoader(res.name, "templates")
+    env = J.Environment(loader=dict_loader)
+    assert env.get_template("justdict.html").render().strip() == "FOO"
+    pytest.raises(J.TemplateNotFound, env.get_template, "missing.html")
+    env = J.Environment(loader=package_loader)
+    assert env.get_template("test.html").render().strip() == "BAR"
+    pytest.raises(J.TemplateNotFound, env.get_template, "missing.html")
+    env = J.Environment(loader=J.loaders.ChoiceLoader([dict_loader, package_loader]))
+    assert env.get_template("justdict.html").render().strip() == "FOO"
+    assert env.get_template("test.html").render().strip() == "BAR"
+    pytest.raises(J.TemplateNotFound, env.get_template, "missing.html")
+    env = J.Environment(loader=J.loaders.FunctionLoader({"justfunction.html": "FOO"}.get))
+    assert env.get_template("justfunction.html").render().strip() == "FOO"
+    pytest.raises(J.TemplateNotFound, env.get_template, "missing.html")
+    filesystem_loader = J.loaders.FileSystemLoader(res.path)
+    env = J.Environment(loader=J.loaders.PrefixLoader({"a": filesystem_loader, "b": dict_loader}))
+    assert env.get_template("a/test.html").render().strip() == "BAR"
+    assert env.get_template("b/justdict.html").render().strip() == "FOO"
+    pytest.raises(J.TemplateNotFound, env.get_template, "missing")
+    filesystem_loader.searchpath.insert(0, Path(filesystem_loader.searchpath[-1]) / ".." / "templates2")
+    e = J.Environment(loader=filesystem_loader)
+    e.get_template("foo")
+    e.get_template("foo/test.html")
+
+
+def test_loader_caching(J):
+    """test_loader.py::TestLoaders::test_caching, test_no_cache, test_limited_size_cache,
+    test_cache_loader_change, test_dict_loader_cache_invalidates, test_split_template_path"""
+    changed = False
+
+    class TestLoader(J.loaders.BaseLoader):
+        def get_source(self, environment, template):
+            return "foo", None, lambda: not changed
+
+    env = J.Environment(loader=TestLoader(), cache_size=-1)
+    tmpl = env.get_template("template")
+    assert tmpl is env.get_template("template")
+    changed = True
+    assert tmpl is not env.get_template("template")
+    changed = False
+
+    env = J.Environment(loader=J.loaders.DictLoader({"foo": "one"}), cache_size=0)
+    assert env.get_template("foo") is not env.get_template("foo")
+
+    loader = J.loaders.DictLoader({"one": "foo", "two": "bar", "three": "baz"})
+    env = J.Environment(loader=loader, cache_size=2)
+    t1 = env.get_template("one")
+    t2 = env.get_template("two")
+    assert t2 is env.get_template("two")
+    assert t1 is env.get_template("one")
+    env.get_template("three")
+    loader_ref = weakref.ref(loader)
+    assert (loader_ref, "one") in env.cache
+    assert (loader_ref, "two") not in env.cache
+    assert (loader_ref, "three") in env.cache
+
+    env = J.Environment(loader=J.loaders.DictLoader({"foo": "one"}), cache_size=2)
+    assert env.get_template("foo").render() == "one"
+    env.loader = J.loaders.DictLoader({"foo": "two"})
+    assert env.get_template("foo").render() == "two"
+
+    mapping = {"foo": "one"}
+    env = J.Environment(loader=J.loaders.DictLoader(mapping))
+    assert env.get_template("foo").render() == "one"
+    mapping["foo"] = "two"
+    assert env.get_template("foo").render() == "two"
+
+    assert J.loaders.split_template_path("foo/bar") == ["foo", "bar"]
+    assert J.loaders.split_template_path("./foo/bar") == ["foo", "bar"]
+    pytest.raises(J.TemplateNotFound, J.loaders.split_template_path, "../foo")
+
+
+def test_filesystem_loader(J, res):
+    """test_loader.py::TestFileSystemLoader: test_searchpath_as_str, _as_pathlib,
+    _as_list_including_pathlib, test_caches_template_based_on_mtime, test_uses_specified_encoding,
+    test_filename_normpath"""
+    def common(env):
+        assert env.get_template("test.html").render().strip() == "BAR"
+        assert env.get_template("foo/test.html").render().strip() == "FOO"
+        pytest.raises(J.TemplateNotFound, env.get_template, "missing.html")
+
+    for path in (str(res.path), res.path, ["/tmp/templates", res.path]):
+        common(J.Environment(loader=J.loaders.FileSystemLoader(path)))
+    env = J.Environment(loader=J.loaders.FileSystemLoader(res.path))
+    tmpl1 = env.get_template("test.html")
+    assert tmpl1 is env.get_template("test.html")
+    os.utime(res.path / "test.html", (time.time() + 5, time.time() + 5))
+    assert tmpl1 is not env.get_template("test.html")
+    for encoding, expect in [("utf-8", "\u6587\u5b57\u5316\u3051"),
+                             ("iso-8859-1", "\xe6\x96\x87\xe5\xad\x97\xe5\x8c\x96\xe3\x81\x91")]:
+        e = J.Environment(loader=J.loaders.FileSystemLoader(res.path, encoding=encoding))
+        assert e.get_template("mojibake.txt").render() == expect
+    e = J.Environment(loader=J.loaders.FileSystemLoader(res.path))
+    assert e.get_template("foo/test.html").filename == str(res.path / "foo" / "test.html")
+
+
+def test_package_loader(J, res):
+    """test_loader.py::test_package_dir_source, test_package_dir_list, test_package_file_source,
+    test_package_file_list (PackageLoader of a package directory and of a module file)"""
+    loader = J.PackageLoader(res.name)
+    for template, expect in [("foo/test.html", "FOO"), ("test.html", "BAR")]:
+        source, name, up_to_date = loader.get_source(None, template)
+        assert source.rstrip() == expect
+        assert name.endswith(os.path.join(*J.loaders.split_template_path(template)))
+        assert up_to_date()
+    templates = loader.list_templates()
+    assert "foo/test.html" in templates and "test.html" in templates
+    sys.path.insert(0, str(res.path.parent))
+    try:
+        (res.path.parent / "tpl_suite_mod.py").write_text("")
+        loader = J.PackageLoader("tpl_suite_mod")
+        for template, expect in [("foo/test.html", "FOO"), ("test.html", "BAR")]:
+            source, name, up_to_date = loader.get_source(None, template)
+            assert source.rstrip() == expect
+            assert up_to_date()
+        assert "foo/test.html" in loader.list_templates()
+    finally:
+        sys.path.remove(str(res.path.parent))
+        sys.modules.pop("tpl_suite_mod", None)
+
+
+# ---------------------------------------------------------------- API tpl.jinja2 refuses
+
+
+def test_refused_api_names_itself():
+    """API tpl.jinja2 does not provide raises NotImplementedError naming it (README "Python": not
+    provided), where Jinja2 has it: make_logging_undefined (test_api.py::test_logging_undefined),
+    NativeEnvironment (test_nativetypes.py), Template.module/make_module (test_core_tags.py,
+    test_imports.py), ModuleLoader and compile_templates (test_loader.py::TestModuleLoader)."""
+    import jinja2.nativetypes
+    assert jinja2.nativetypes.NativeEnvironment().from_string("{{ x }}").render(x=[1]) == [1]
+    with pytest.raises(NotImplementedError, match="make_logging_undefined"):
+        tj.make_logging_undefined()
+    with pytest.raises(NotImplementedError, match="NativeEnvironment"):
+        tj.nativetypes.NativeEnvironment
+    t = tj.Template("{% macro m() %}x{% endmacro %}")
+    with pytest.raises(NotImplementedError, match="module"):
+        t.module
+    with pytest.raises(NotImplementedError, match="make_module"):
+        t.make_module()
+    with pytest.raises(NotImplementedError, match="ModuleLoader"):
+        tj.ModuleLoader("x")
+    with pytest.raises(NotImplementedError, match="compile_templates"):
+        tj.Environment().compile_templates("x")
+
+
+def test_overlay(J):
+    """Environment.overlay (Jinja2's docs; test_ext.py::TestExtensions::test_rebinding's overlay()):
+    the options given changed, the rest shared with the environment it is linked to."""
+    env = J.Environment(loader=J.DictLoader({"a": "{% if x %}\n{{ x|twice }}{% endif %}\n."}))
+    env.filters["twice"] = lambda v: v * 2
+    ov = env.overlay(trim_blocks=True)
+    assert ov.overlayed and ov.linked_to is env and not env.overlayed and env.linked_to is None
+    assert ov.filters is env.filters and ov.globals is env.globals and ov.loader is env.loader
+    assert ov.from_string("{% if x %}\n{{ x|twice }}{% endif %}\n.").render(x="ab") == "abab."
+    assert env.from_string("{% if x %}\n{{ x|twice }}{% endif %}\n.").render(x="ab") == "\nabab\n."
+    assert env.get_template("a").render(x=1) == "\n2\n."
+    assert env.overlay().get_template("a") is not env.get_template("a")  # (an empty cache of env's size)
+    assert env.overlay().cache.__len__() == 0
+    ov2 = env.overlay(cache_size=0, autoescape=True, undefined=J.StrictUndefined,
+                      extensions=["jinja2.ext.loopcontrols"])
+    assert ov2.get_template("a") is not ov2.get_template("a")
+    assert ov2.from_string("{{ '<' }}").render() == "&lt;"
+    pytest.raises(J.UndefinedError, ov2.from_string("{{ y }}").render)
+    assert ov2.from_string("{% for i in [1, 2] %}{% break %}{{ i }}{% endfor %}").render() == ""
+    assert env.from_string("{{ '<' }}").render() == "<"
