@@ -540,13 +540,19 @@ typedef struct tpl_host_class {
      * such an object of this class (obj is a's when it is, else b's) and the other is not
      * undefined, for what tpl cannot compute itself. op: a binary operator "+", "-", "*", "/",
      * "//", "%", "**"; a comparison "==" or "<" (the VM takes *out's truthiness; a > b is asked
-     * as b < a); unary, b none: "neg" (-a), "pos" (+a), "abs"; Jinja's |round: "round"
+     * as b < a); "==" and "!=" are also asked of objects that are not numbers, for Jinja's `a ==
+     * b`/`a != b` (*out printed as itself when it is no bool; its truth for a test; MISSING: the
+     * eq callback); unary, b none: "neg" (-a), "pos" (+a), "abs"; Jinja's |round: "round"
      * (round(a, b), b an int or none), "ceil" and "floor" (math.ceil/floor(a * 10**b) / 10**b,
      * b an int); "key" (b none): a as a dict key, the int or float equal to a that hashes as a
      * does (Python: Decimal(1) is the key 1; MISSING when a equals no int or float, e.g.
      * Decimal('0.1'): then only host keys are compared with it), what a dict lookup of a
      * (`a in {1: x}`, `{1: x}[a]`) and |unique use; "key" is asked of every host object of the
-     * class, not only numbers (TPL_HOST_ERROR: a is not hashable, Python's TypeError).
+     * class, not only numbers (TPL_HOST_ERROR: a is not hashable, Python's TypeError). "key=="
+     * (a a dict's key, b the key looked up; either is an object of the class or a tuple holding
+     * one): whether a dict holding a finds it under b (Python: hash(a) == hash(b), then a == b,
+     * identity first), *out its truth; asked for the pairs of keys tpl cannot decide ({d: 1,
+     * 1: 2}, (d,) in {(1,): x}, an object with its own __hash__ and __eq__ in a dict or |unique).
      * *out: the result (a number of tpl's or a host object). TPL_HOST_MISSING: not
      * supported (the VM's TypeError naming the type, as without the callback). Appended last:
      * NULL (a class written before it) is that TypeError. */

@@ -1394,7 +1394,7 @@ static tpl_host_result py_resolve(void *obj, tpl_render *r, tpl_val *out)
 /* op "key": the int or float Python hashes number a as (hash(Decimal(1)) == hash(1), and equal
  * numbers hash alike): an int or float equal to a (int(a), else float(a), when a equals it;
  * complex(1, 0) is 1.0), else NotImplemented (a equals no int or float: Decimal('0.1'), 1/3; an
- * object that is not a number: found as itself). An object Python cannot hash raises as hash(a)
+ * object that is not a number: compared by "key==" below). An object Python cannot hash raises as hash(a)
  * does (a class with __eq__ and no __hash__, Decimal('sNaN'): a TypeError, as Jinja2's dict
  * lookup or |unique). */
 static PyObject *py_number_key(PyObject *a)
@@ -1417,16 +1417,35 @@ static PyObject *py_number_key(PyObject *a)
     Py_RETURN_NOTIMPLEMENTED;
 }
 
+/* op "key==": a (a dict's key) matches the key b as a dict finds it: hash(a) == hash(b), then
+ * a == b (identity first, then __eq__ and its truth: PyObject_RichCompareBool, as CPython's dict
+ * lookup); what __eq__ raises propagates. A key that cannot be hashed (a TypeError) matches
+ * nothing: tpl asked "key" of it first where Python raises (x in d, d.get(x), {x: 1}, |unique),
+ * and Jinja2's d[x] catches the TypeError (undefined). */
+static PyObject *py_key_equal(PyObject *a, PyObject *b)
+{
+    Py_hash_t x = PyObject_Hash(a), y = x == -1 && PyErr_Occurred() ? -1 : PyObject_Hash(b);
+    if (y == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    if (x != y) Py_RETURN_FALSE;
+    int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+    return eq < 0 ? NULL : PyBool_FromLong(eq);
+}
+
 static PyObject *py_arith_op(const char *op, PyObject *a, PyObject *b)
 {
     switch (op[0]) {
-    case 'k': return py_number_key(a);
+    case 'k': return op[3] == '=' ? py_key_equal(a, b) : py_number_key(a);
     case '+': return PyNumber_Add(a, b);
     case '-': return PyNumber_Subtract(a, b);
     case '*': return op[1] ? PyNumber_Power(a, b, Py_None) : PyNumber_Multiply(a, b);
     case '/': return op[1] ? PyNumber_FloorDivide(a, b) : PyNumber_TrueDivide(a, b);
     case '%': return PyNumber_Remainder(a, b);
     case '=': return PyObject_RichCompare(a, b, Py_EQ);
+    case '!': return PyObject_RichCompare(a, b, Py_NE);
     case '<': return PyObject_RichCompare(a, b, Py_LT);
     case 'n': return PyNumber_Negative(a);
     case 'p': return PyNumber_Positive(a);

@@ -736,6 +736,18 @@ int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_val
     return rc;
 }
 
+int tpl_hobj_richcompare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    const tpl_hobj *h = a.type == TPL_T_HOST && ((const tpl_hobj *)a.u.p)->cls->arith ? a.u.p
+                      : b.type == TPL_T_HOST && ((const tpl_hobj *)b.u.p)->cls->arith ? b.u.p : NULL;
+    if (!h || a.type == TPL_T_UNDEF || b.type == TPL_T_UNDEF || a.type == TPL_T_UNSET || b.type == TPL_T_UNSET)
+        return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->arith(h->obj, h->r, op, to_val(a), to_val(b), &o), op, NULL, 0);
+    if (!rc) *out = from_val(o);
+    return rc;
+}
+
 int tpl_hobj_key(tpl_vm *vm, tpl_value v, tpl_value *out)
 {
     if (v.type != TPL_T_HOST) return 1;
@@ -745,6 +757,36 @@ int tpl_hobj_key(tpl_vm *vm, tpl_value v, tpl_value *out)
     int rc = result(vm, h, h->cls->arith(h->obj, h->r, "key", to_val(v), to_val(tpl_v_none()), &o), "key", NULL, 0);
     if (!rc) *out = from_val(o);
     return rc;
+}
+
+/* A host object of a class with arith in v: v itself or an item of a tuple v, at any depth. */
+static const tpl_hobj *key_host(tpl_value v, int depth)
+{
+    if (v.type == TPL_T_HOST)
+        return ((const tpl_hobj *)v.u.p)->cls->arith ? v.u.p : NULL;
+    if (v.type != TPL_T_LIST || !(v.flags & TPL_F_TUPLE) || depth >= TPL_NEST_MAX)
+        return NULL;
+    for (uint32_t i = 0; i < v.u.list->len; i++) {
+        const tpl_hobj *h = key_host(v.u.list->items[i], depth + 1);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+int tpl_hobj_key_equal(tpl_vm *vm, tpl_value stored, tpl_value key, bool *eq)
+{
+    const tpl_hobj *h = key_host(stored, 0);
+    if (!h) h = key_host(key, 0);
+    if (!h) return 1;
+    tpl_val o;
+    int rc = result(vm, h, h->cls->arith(h->obj, h->r, "key==", to_val(stored), to_val(key), &o), "key==", NULL, 0);
+    if (rc) return rc;
+    tpl_value v = from_val(o);
+    if (v.type == TPL_T_BOOL) { *eq = v.u.i != 0; return 0; }
+    int t = tpl_truthy_py(vm, v);
+    if (t < 0) return -1;
+    *eq = t;
+    return 0;
 }
 
 int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool *res)

@@ -60,6 +60,16 @@ int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool 
  * with arith): 0 with *out, 1 when the class has no arith or declines, -1 with the host's error
  * (Python: an unhashable object's TypeError). */
 int tpl_hobj_key(tpl_vm *vm, tpl_value v, tpl_value *out);
+/* Python's a == b (op "==") or a != b ("!=") where a or b is a host object of a class with arith,
+ * neither undefined: the host's own result (*out: Python's rich comparison, without the identity
+ * shortcut of an item comparison; not always a bool). 0, 1 when not asked or declined, -1 with
+ * the host's error. */
+int tpl_hobj_richcompare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);
+/* Python's dict-key match of stored (a key of a dict) and key, where either is a host object or
+ * a tuple holding one (tpl_host_class.arith's "key==": hash(stored) == hash(key) and stored ==
+ * key, identity first): 0 with *eq, 1 when no class of theirs has arith or it declines, -1 with
+ * the host's error (an unhashable item, an __eq__ that raised). */
+int tpl_hobj_key_equal(tpl_vm *vm, tpl_value stored, tpl_value key, bool *eq);
 
 /* A host object's numeric kinds (tpl_host_class.type_of: TPL_HOST_NUMBER...), 0 for another value. */
 unsigned tpl_hobj_numeric(tpl_value v);

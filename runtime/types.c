@@ -105,13 +105,27 @@ static const char *unhashable_rec(tpl_value v, int depth)
 
 const char *tpl_unhashable(tpl_value v) { return unhashable_rec(v, 0); }
 
+/* The host objects in k (k itself, the items of a tuple k at any depth) asked whether they are
+ * hashable (the host's "key": Python's hash(k), an unhashable one's TypeError). */
+static int check_host_hashable(tpl_vm *vm, tpl_value k, int depth)
+{
+    tpl_value key;
+    if (k.type == TPL_T_HOST)
+        return tpl_hobj_key(vm, k, &key) < 0 ? -1 : 0;
+    if (k.type != TPL_T_LIST || !(k.flags & TPL_F_TUPLE) || depth >= TPL_NEST_MAX)
+        return 0;
+    for (uint32_t i = 0; i < k.u.list->len; i++)
+        if (check_host_hashable(vm, k.u.list->items[i], depth + 1) < 0)
+            return -1;
+    return 0;
+}
+
 int tpl_vm_check_hashable(tpl_vm *vm, tpl_value k)
 {
     const char *t = tpl_unhashable(k);
     if (t) return tpl_vm_error(vm, TPL_ERR_TYPE, "unhashable type: '%s'", t);
     if (tpl_vm_strict_undef(vm, k)) return tpl_stdlib.undefined_error(vm, k);
-    tpl_value key;
-    if (k.type == TPL_T_HOST && tpl_hobj_key(vm, k, &key) < 0) return -1; /* (the host's: Python's hash(k)) */
+    if ((k.type == TPL_T_HOST || k.type == TPL_T_LIST) && check_host_hashable(vm, k, 0) < 0) return -1;
     return 0;
 }
 

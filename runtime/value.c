@@ -605,7 +605,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         for (uint32_t i = 0; i < x->len; i++) {
             uint32_t at;
             if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at, fuel)) {
-                if (!host || (x->e[i].key.type != TPL_T_HOST && !y->host_keys))
+                if (!host || (x->e[i].key.type != TPL_T_HOST && !y->host_keys && !tpl_value_has_host(x->e[i].key)))
                     return false;
                 int f = host->find(host->ctx, y, x->e[i].key, &at); /* ({Decimal(1): v} == {1: v}) */
                 if (f != 1)
@@ -661,6 +661,20 @@ bool tpl_eql(tpl_value a, tpl_value b) { return equal_rec(a, b, 0, NULL, EQ_EQL,
 int tpl_eql_metered(tpl_value a, tpl_value b, uint64_t *fuel) { return equal_rec(a, b, 0, fuel, EQ_EQL, NULL); }
 
 /* ------------------------------------------------------------------ maps */
+
+static bool has_host_rec(tpl_value v, int depth)
+{
+    if (v.type == TPL_T_HOST)
+        return true;
+    if (v.type != TPL_T_LIST || !(v.flags & TPL_F_TUPLE) || depth >= TPL_NEST_MAX)
+        return false;
+    for (uint32_t i = 0; i < v.u.list->len; i++)
+        if (has_host_rec(v.u.list->items[i], depth + 1))
+            return true;
+    return false;
+}
+
+bool tpl_value_has_host(tpl_value v) { return has_host_rec(v, 0); }
 
 enum { MAP_LINEAR_MAX = TPL_MAP_LINEAR_MAX };
 
@@ -771,7 +785,7 @@ bool tpl_map_append(tpl_arena *a, tpl_map *m, tpl_value key, uint64_t h, tpl_val
     }
     m->e[m->len] = (tpl_entry){key, val, h};
     m->len++;
-    if (key.type == TPL_T_HOST)
+    if (key.type == TPL_T_HOST || (key.type == TPL_T_LIST && tpl_value_has_host(key)))
         m->host_keys = true;
     if (m->idx_cap && m->len * 2u <= m->idx_cap) {
         idx_insert(m, m->len - 1);

@@ -247,8 +247,9 @@ typedef struct tpl_map {
     uint32_t idx_cap;   /* 0 = no index (linear scan); else power of two */
     bool eql;           /* a Ruby Hash: keys compare by Ruby's eql? (tpl_eql: 1, 1.0 and true are three
                          * keys), not Python's == (tpl_equal); the hash is the same either way */
-    bool host_keys;     /* some key is a host object (TPL_T_HOST, hashed by identity): a lookup that
-                         * misses asks the host about those keys (tpl_vm_map_get) */
+    bool host_keys;     /* some key is a host object (TPL_T_HOST, hashed by identity) or a tuple
+                         * holding one (tpl_value_has_host): a lookup that misses asks the host
+                         * about those keys (tpl_vm_map_get) */
     tpl_entry *e;
     uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
     /* For undefined-attribute messages: the container was a "dict object" (jinja) */
@@ -386,6 +387,9 @@ typedef struct tpl_eq_host {
  * __eq__. TPL_EQ_HOST_ERROR when host did. host NULL: tpl's own equality (an object equals
  * only itself). */
 int tpl_equal_host_metered(tpl_value a, tpl_value b, int depth, bool strict, uint64_t *fuel, const tpl_eq_host *host);
+/* v is a host object (TPL_T_HOST) or a tuple holding one, at any depth: a dict key Python hashes
+ * and compares by the host's rules (tpl hashes a host object by its identity). */
+bool tpl_value_has_host(tpl_value v);
 /* a and b are dict_keys or dict_items views (either kind) and every item of a is in b: Python's
  * subset test behind `<=` of two views (and `==` of two of equal size). 1 yes, 0 no (or not two
  * such views), -1 fuel exhausted, -2 too deep. */

@@ -359,16 +359,23 @@ int tpl_vm_key_of(tpl_vm *vm, tpl_value v, tpl_value *key)
     return 0;
 }
 
+static bool is_tuple(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_TUPLE); }
+static bool host_key(tpl_value v) { return v.type == TPL_T_HOST || (is_tuple(v) && tpl_value_has_host(v)); }
+
 /* tpl_eq_host.find, and tpl_vm_map_get after m's own lookup missed: Python finds a dict key by
- * its hash, then ==. Numbers that are equal hash alike in Python whatever their types
- * (hash(Decimal(1)) == hash(1)), so a host number is looked up again as the int or float it
- * equals (tpl_vm_key_of), and a number is compared with m's keys that are host numbers; a host
- * object that is not a number with m's host keys (its hash is its own: a key of tpl's is not
- * asked). 1 with *at set, 0 not found, TPL_EQ_HOST_ERROR. */
+ * its hash, then == (identity first). tpl hashes a host object by its identity, so when key is
+ * a host object or a tuple holding one, or m has such keys, the host is asked (tpl_hobj_key_equal:
+ * Python's hash and ==) about the pairs tpl's lookup could not decide. Shortcuts: a host number
+ * is looked up again as the int or float it equals (tpl_vm_key_of: hash(Decimal(1)) == hash(1)),
+ * and else can equal only a host key; two values of tpl equal only as tpl says; a tuple only a
+ * tuple of its length. (A key the host cannot hash matches nothing here: where Python raises,
+ * the caller asked tpl_vm_check_hashable first; Jinja2's d[key] is then undefined.) 1 with *at set, 0 not found,
+ * TPL_EQ_HOST_ERROR. */
 static int host_find(void *ctx, const tpl_map *m, tpl_value key, uint32_t *at)
 {
     tpl_vm *vm = ctx;
     bool num = any_number(key);
+    bool all = host_key(key); /* compare with every key of m, not only its host keys */
     if (key.type == TPL_T_HOST && num) {
         tpl_value k;
         if (tpl_vm_key_of(vm, key, &k) < 0) return TPL_EQ_HOST_ERROR;
@@ -377,15 +384,22 @@ static int host_find(void *ctx, const tpl_map *m, tpl_value key, uint32_t *at)
             *at = (uint32_t)((const tpl_entry *)(const void *)((const char *)v - offsetof(tpl_entry, val)) - m->e);
             return 1;
         }
+        all = false;
     }
-    if (!m->host_keys) return 0;
+    if (!all && !m->host_keys) return 0;
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_value k = m->e[i].key;
-        if (k.type != TPL_T_HOST || (key.type != TPL_T_HOST && !(num && (tpl_hobj_numeric(k) & TPL_HOST_NUMBER))))
+        if (!all && !host_key(k)) continue;
+        if (k.type != TPL_T_HOST && key.type != TPL_T_HOST &&
+            (is_tuple(k) != is_tuple(key) || (is_tuple(k) && k.u.list->len != key.u.list->len)))
             continue;
-        int r = host_eq(vm, k, key);
-        if (r == 1) *at = i;
-        if (r) return r;
+        if (key.type != TPL_T_HOST && !is_tuple(key) && !num && (tpl_hobj_numeric(k) & TPL_HOST_NUMBER))
+            continue; /* (a number equals only a number) */
+        if (k.type == TPL_T_HOST && key.type == TPL_T_HOST && k.u.p == key.u.p) { *at = i; return 1; }
+        bool eq = false;
+        int r = tpl_hobj_key_equal(vm, k, key, &eq);
+        if (r < 0) return TPL_EQ_HOST_ERROR;
+        if (r == 0 && eq) { *at = i; return 1; }
     }
     return 0;
 }
@@ -395,17 +409,37 @@ const tpl_eq_host *tpl_vm_eq_host(tpl_vm *vm) { return &vm->eq_host; }
 int tpl_vm_map_get_host(tpl_vm *vm, const tpl_map *m, tpl_value key, tpl_value **out)
 {
     uint32_t at;
+    *out = NULL;
+    if (key.type != TPL_T_HOST && !m->host_keys && !(is_tuple(key) && tpl_value_has_host(key))) return 0;
     int r = host_find(vm, m, key, &at);
     if (r < 0) return -1;
     *out = r ? &m->e[at].val : NULL;
     return 0;
 }
 
+int tpl_vm_map_put(tpl_vm *vm, tpl_map *m, tpl_value key, tpl_value val)
+{
+    tpl_value *hit;
+    if (tpl_vm_map_get(vm, m, key, &hit) < 0) return -1;
+    if (hit) { *hit = val; return 0; } /* (Python keeps the first key object) */
+    return tpl_map_set(&vm->arena, m, key, val) ? 0 : oom(vm);
+}
+
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
-        /* the host's own equality first (Python's __eq__, which may raise) */
-        int rc = tpl_hobj_eq(vm, a.type == TPL_T_HOST ? a : b, a.type == TPL_T_HOST ? b : a, eq);
+        /* the host's own equality first: Python's a == b (__eq__, reflected, which may raise), its
+         * result's truth (no identity shortcut: Decimal('NaN') == itself is False) */
+        tpl_value v;
+        int rc = tpl_hobj_richcompare(vm, "==", a, b, &v);
+        if (rc == 0) {
+            int t = v.type == TPL_T_BOOL ? v.u.i != 0 : tpl_truthy_py(vm, v);
+            if (t < 0) return -1;
+            *eq = t;
+            return 0;
+        }
+        if (rc < 0) return -1;
+        rc = tpl_hobj_eq(vm, a.type == TPL_T_HOST ? a : b, a.type == TPL_T_HOST ? b : a, eq);
         if (rc <= 0) return rc;
     }
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0) &&
@@ -4326,6 +4360,26 @@ top:
         sp--;
         if (x.type == TPL_T_STR && y.type == TPL_T_STR) {
             r = x.len == y.len && tpl_mem_eq(x.u.s, y.u.s, x.len);
+        } else if (__builtin_expect(x.type == TPL_T_HOST || y.type == TPL_T_HOST, 0)) {
+            /* Python's a == b (a != b) of a host object: the object's own result, printed as itself
+             * when it is no bool (a numpy-like array's), its truth for a test (Jinja2 compiles
+             * `a == b` to Python's) */
+            uint32_t op_ = CUR_OP;
+            bool ne = op_ == TPL_OP_NE || op_ == TPL_OP_NE_JF || op_ == TPL_OP_NE_JTK;
+            tpl_value v;
+            int rc = tpl_hobj_richcompare(vm, ne ? "!=" : "==", x, y, &v);
+            if (rc < 0) goto fail;
+            if (rc > 0) {
+                if (eq_op(vm, x, y, &r) < 0) goto fail;
+            } else {
+                if (v.type != TPL_T_BOOL && (op_ == TPL_OP_EQ || op_ == TPL_OP_NE)) { sp[-1] = v; NEXT(0); }
+                int t = v.type == TPL_T_BOOL ? v.u.i != 0 : tpl_truthy_py(vm, v);
+                if (t < 0) goto fail;
+                if (v.type != TPL_T_BOOL && t && (op_ == TPL_OP_EQ_JTK || op_ == TPL_OP_NE_JTK)) {
+                    ticks++; ip++; sp[-1] = v; JUMP_TO(TPL_INSN_A(*ip)); /* (`a == b or c`: a == b itself) */
+                }
+                r = ne ? !t : t;
+            }
         } else if (eq_op(vm, x, y, &r) < 0) goto fail;
         if (CUR_OP == TPL_OP_NE || CUR_OP == TPL_OP_NE_JF || CUR_OP == TPL_OP_NE_JTK) r = !r;
         BRANCH_ON_RESULT(r, TPL_OP_EQ_JF, TPL_OP_NE_JF, TPL_OP_EQ_JTK, TPL_OP_NE_JTK);
@@ -4628,7 +4682,13 @@ top:
         sp -= 2 * a;
         for (uint32_t i = 0; i < a; i++) {
             tpl_value k = sp[2 * i];
-            if ((k.type == TPL_T_LIST || k.type == TPL_T_MAP || k.type == TPL_T_UNDEF) && tpl_vm_check_hashable(vm, k) < 0) goto fail;
+            if ((k.type == TPL_T_LIST || k.type == TPL_T_MAP || k.type == TPL_T_UNDEF || k.type == TPL_T_HOST) &&
+                tpl_vm_check_hashable(vm, k) < 0) goto fail;
+            if (__builtin_expect(k.type == TPL_T_HOST || k.type == TPL_T_LIST || m->host_keys, 0)) {
+                /* ({d: 1, 1: 2} with d = Decimal(1): one entry, as Python's dict) */
+                if (tpl_vm_map_put(vm, m, k, sp[2 * i + 1]) < 0) goto fail;
+                continue;
+            }
             if (!tpl_map_set(&vm->arena, m, k, sp[2 * i + 1])) { oom(vm); goto fail; }
         }
         *sp++ = tpl_v_map(m);

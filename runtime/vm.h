@@ -52,16 +52,19 @@ int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq);
  * builtin comparing with tpl_equal_host_metered itself. */
 const tpl_eq_host *tpl_vm_eq_host(tpl_vm *vm);
 /* m's value for key as Python's dict finds it (*out NULL: none): by tpl's hash, then, when that
- * misses and key is a host object or m has one as a key, asking the host (hash(Decimal(1)) ==
+ * misses and key is a host object or a tuple holding one, or m has such a key, asking the host (hash(Decimal(1)) ==
  * hash(1): `Decimal(1) in {1: x}`). 0, or -1 with the host's error. */
 int tpl_vm_map_get_host(tpl_vm *vm, const tpl_map *m, tpl_value key, tpl_value **out);
 static inline int tpl_vm_map_get(tpl_vm *vm, const tpl_map *m, tpl_value key, tpl_value **out)
 {
     *out = tpl_map_get(m, key);
-    if (__builtin_expect(!*out && (key.type == TPL_T_HOST || m->host_keys), 0))
+    if (__builtin_expect(!*out && (key.type == TPL_T_HOST || key.type == TPL_T_LIST || m->host_keys), 0))
         return tpl_vm_map_get_host(vm, m, key, out);
     return 0;
 }
+/* m[key] = val as Python's dict assigns it (tpl_vm_map_get finds the key: the first key object
+ * stays, its value replaced). 0, or -1 with the host's error or out of memory. */
+int tpl_vm_map_put(tpl_vm *vm, tpl_map *m, tpl_value key, tpl_value val);
 /* The value Python hashes v as, for a set or dict of keys tpl makes (|unique) and a dict lookup:
  * a host number equal to an int or float is that number (the host's arith "key": Decimal(1) is
  * 1), anything else itself. 0, or -1 with the host's error. (tpl_vm_check_hashable asks the

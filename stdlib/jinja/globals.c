@@ -106,8 +106,8 @@ static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, src));
         if (src.type == TPL_T_MAP) {
             for (uint32_t i = 0; i < src.u.map->len; i++)
-                if (!tpl_map_set(ar, m, src.u.map->e[i].key, src.u.map->e[i].val))
-                    return OOM();
+                if (tpl_vm_map_put(vm, m, src.u.map->e[i].key, src.u.map->e[i].val) < 0)
+                    return -1;
         } else {
             tpl_list *items;
             if (src.type == TPL_T_UNDEF)
@@ -132,8 +132,11 @@ static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out)
                     return tpl_vm_error(vm, TPL_ERR_VALUE,
                                         "dictionary update sequence element #%u has length %u; 2 is required",
                                         i, pair->len);
-                if (!tpl_map_set(ar, m, pair->items[0], pair->items[1]))
-                    return OOM();
+                if ((pair->items[0].type == TPL_T_HOST || pair->items[0].type == TPL_T_LIST) &&
+                    tpl_vm_check_hashable(vm, pair->items[0]) < 0)
+                    return -1;
+                if (tpl_vm_map_put(vm, m, pair->items[0], pair->items[1]) < 0)
+                    return -1;
             }
         }
     }

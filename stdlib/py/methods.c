@@ -1451,7 +1451,9 @@ static int map_set_checked(tpl_vm *vm, tpl_map *m, tpl_value k, tpl_value v)
 {
     if (tpl_vm_check_hashable(vm, k) < 0)
         return -1;
-    if (!tpl_map_set(AR(vm), m, k, v) || (AR(vm)->fuel && *AR(vm)->fuel == 0))
+    if (tpl_vm_map_put(vm, m, k, v) < 0) /* (a host key: Python's hash and ==) */
+        return -1;
+    if (AR(vm)->fuel && *AR(vm)->fuel == 0)
         return OOM();
     return 0;
 }

@@ -1403,3 +1403,112 @@ def test_host_numbers_and_objects_inside_containers(src):
            "o": EqOne(), "o2": EqOne(), "e": EqRaisesInContainers(), "u": EqNoHash(), "big": Decimal(10 ** 30),
            "xs": [{"k": d, "n": "a"}, {"k": 1, "n": "b"}, {"k": 2, "n": "c"}, {"k": 1.0, "n": "d"}]}
     assert_both_render_alike(src, ctx)
+
+
+class HashKey:
+    """An object with its own __hash__ and __eq__: equal to (and hashed as) its name, a str."""
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return self.n == (other.n if isinstance(other, HashKey) else other)
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __repr__(self):
+        return "HashKey(%r)" % self.n
+
+
+class EqNotImplemented:
+    def __eq__(self, other):
+        return NotImplemented
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return "EqNotImplemented"
+
+
+class EqResult:
+    """What a numpy-like __eq__ returns: no bool, its truth its own (raising when ambiguous)."""
+    def __init__(self, v):
+        self.v = v
+
+    def __bool__(self):
+        if self.v is None:
+            raise ValueError("The truth value of an array with more than one element is ambiguous")
+        return self.v
+
+    def __str__(self):
+        return "EqResult(%s)" % self.v
+
+
+class ArrayLike:
+    def __init__(self, ambiguous=False):
+        self.ambiguous = ambiguous
+
+    def __eq__(self, other):
+        return EqResult(None if self.ambiguous else other == 1)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return "ArrayLike"
+
+
+class Unhashable:
+    """A list-like object with __hash__ = None."""
+    __hash__ = None
+
+    def __iter__(self):
+        return iter([1])
+
+    def __len__(self):
+        return 1
+
+
+class EqRaisesHashed:
+    def __eq__(self, other):
+        raise ValueError("no comparing me")
+
+    def __hash__(self):
+        return hash("a")
+
+
+@pytest.mark.parametrize("src", [
+    # an object with its own __hash__ and __eq__ as a dict key: found by hash and ==, either side
+    "{{ k1 in {'a': 1} }}", "{{ {'a': 1}[k1] }}", "{{ {'a': 1}.get(k1) }}", "{{ 'a' in {k1: 1} }}", "{{ {k1: 1}['a'] }}",
+    "{{ k2 in {k1: 1} }}", "{{ {k1: 1, k2: 2} }}", "{{ {k1: 1, 'a': 2} }}", "{{ {'a': 1, k1: 2} }}",
+    "{{ {k3: 1, 1: 2, d: 3} }}", "{{ [k1, k2, 'a', 'b']|unique|list }}", "{{ ['a', k1]|unique|list }}",
+    "{{ ys|unique(attribute='k')|map(attribute='n')|list }}",
+    "{% set m = {k1: 1} %}{{ m.pop('a') }}{{ m }}", "{% set m = {'a': 1} %}{{ m.setdefault(k1, 3) }}{{ m }}",
+    # tuples hash and compare item by item
+    "{{ (d,) in {(1,): 'x'} }}", "{{ {(1,): 'x'}[(d,)] }}", "{{ (1,) in {(d,): 'x'} }}", "{{ (k1, 1) in {('a', 1): 2} }}",
+    "{{ ('a', 1) in {(k1, 1): 2} }}", "{{ [(d, 1), (1, 1)]|unique|list }}", "{{ {(d, 1): 1, (1, 1): 2} }}",
+    "{{ ((d,),) in {((1,),): 'x'} }}",
+    # a dict the template makes has one entry per key as Python's: the first key object, the last value
+    "{{ {d: 1, 1: 2} }}", "{{ {1: 1, d: 2} }}", "{{ {d: 1, 1.0: 2}|length }}", "{{ dict({d: 1, 1: 2}) }}",
+    "{% set m = {d: 1} %}{% set _ = m.update({1: 5}) %}{{ m }}", "{% set m = {1: 1} %}{% set _ = m.update({d: 5}) %}{{ m }}",
+    # unhashable objects: Python's TypeError
+    "{{ {bag: 1} }}", "{{ bag in {1: 2} }}", "{{ [bag]|unique|list }}", "{{ {(bag,): 1} }}", "{{ {1: 2}[bag] }}",
+    # __eq__ returning NotImplemented, a non-bool, raising
+    "{{ ni in [ni] }}", "{{ ni in [1] }}", "{{ [ni] == [1] }}", "{{ ni == ni }}", "{{ ni == 1 }}", "{{ ni != ni }}",
+    "{{ arr == 1 }}", "{{ arr == 2 }}", "{{ 1 == arr }}", "{{ arr != 1 }}", "{% if arr == 1 %}y{% else %}n{% endif %}",
+    "{{ arr == 1 or 5 }}", "{{ arr == 2 or 5 }}", "{% set x = arr == 1 %}{{ x }}", "{{ arr in [1] }}", "{{ [arr] == [1] }}",
+    "{{ 1 in [arr] }}", "{{ amb in [1] }}", "{{ [amb] == [1] }}", "{% if amb == 1 %}x{% endif %}",
+    "{{ er in {'a': 1} }}", "{{ er in {'b': 1} }}", "{{ [er, 'a']|unique|list }}", "{{ {er: 1, 'a': 2} }}",
+    # no identity shortcut in a == b itself (Python's), as there is in containers
+    "{{ dn == dn }}", "{{ dn != dn }}", "{{ [dn] == [dn] }}", "{{ dn in [dn] }}", "{{ dn is eq(dn) }}",
+])
+def test_host_keys_hash_and_eq_as_python(src):
+    """Python's rules for host objects as dict keys and in ==: an object with its own __hash__ and
+    __eq__ is found by them (identity, then equal hash and __eq__), a tuple by its items, a dict
+    the template makes keeps one entry for keys Python finds equal (the first key, the last
+    value), an unhashable object is Python's TypeError; `a == b` is the object's own result (a
+    numpy-like one printed as itself, its truth for a test), and inside containers its truth as
+    CPython's PyObject_RichCompareBool (was: found only as itself, two entries, False)."""
+    ctx = {"d": Decimal(1), "dn": Decimal("NaN"), "k1": HashKey("a"), "k2": HashKey("a"), "k3": HashKey(1),
+           "ni": EqNotImplemented(), "arr": ArrayLike(), "amb": ArrayLike(True), "bag": Unhashable(),
+           "er": EqRaisesHashed(), "ys": [{"k": HashKey("a"), "n": 1}, {"k": "a", "n": 2}, {"k": HashKey("b"), "n": 3}]}
+    assert_both_render_alike(src, ctx)
