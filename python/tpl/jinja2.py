@@ -690,6 +690,10 @@ class Environment:
             self = env()
             if self is None or self.loader is None:
                 return None
+            if type(self).join_path is not Environment.join_path:
+                # (Jinja2 names it join_path(n, the template naming it); tpl's loader is not told that one)
+                raise NotImplementedError("tpl.jinja2: an Environment subclass overriding join_path, for %r that a "
+                                          "template loads (tpl does not tell the loader which template names it)" % n)
             try:
                 src, _, up = self.loader.get_source(self, n)
             except TemplateNotFound:

@@ -5,6 +5,7 @@ test it comes from (file::Class::test); the bodies are those asserts with `jinja
 asserts of API tpl.jinja2 provides are here (README: what it does not provide)."""
 import itertools
 import os
+import posixpath
 import sys
 import time
 import types
@@ -578,3 +579,24 @@ def test_overlay(J):
     pytest.raises(J.UndefinedError, ov2.from_string("{{ y }}").render)
     assert ov2.from_string("{% for i in [1, 2] %}{% break %}{{ i }}{% endfor %}").render() == ""
     assert env.from_string("{{ '<' }}").render() == "<"
+
+
+def test_get_template_with_parent(J):
+    """Environment.get_template/select_template(name, parent=): the name join_path(name, parent)
+    gives (Jinja2's API docs: a subclass resolving relative names; the default keeps the name)."""
+    class E(J.Environment):
+        def join_path(self, template, parent):
+            return posixpath.join(posixpath.dirname(parent), template)
+
+    loader = J.DictLoader({"d/a.html": "A", "d/b.html": "B", "b.html": "ROOT-B", "d/i.html": "[{% include 'b.html' %}]"})
+    env = E(loader=loader)
+    assert env.get_template("b.html", parent="d/a.html").render() == "B"
+    assert env.get_template("b.html").render() == "ROOT-B"
+    assert env.select_template(["x.html", "b.html"], parent="d/a.html").render() == "B"
+    assert env.get_or_select_template("b.html", parent="d/a.html").render() == "B"
+    assert J.Environment(loader=loader).get_template("b.html", parent="d/a.html").render() == "ROOT-B"
+    if J is tj:  # (an include names 'b.html' from d/i.html: Jinja2 loads d/b.html; tpl's loader is not told d/i.html)
+        with pytest.raises(NotImplementedError, match="join_path"):
+            env.get_template("d/i.html")
+    else:
+        assert env.get_template("d/i.html").render() == "[B]"
