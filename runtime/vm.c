@@ -1499,6 +1499,20 @@ int tpl_compare(tpl_vm *vm, tpl_value a, tpl_value b, bool case_sensitive, int *
         if (h < 0) return -1;
         if (h == 0) { *cmp = lt ? -1 : gt; return 0; }
     }
+    if (!((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER) && (a.type == TPL_T_HOST || b.type == TPL_T_HOST)) {
+        /* another host object: Python's a < b (its __lt__, or the other side's reflected __gt__),
+         * else b < a, else equal; what Python raises (no order: its TypeError) propagates */
+        tpl_value v;
+        int lt = 0, gt = 0;
+        int h = tpl_hobj_richcompare(vm, "<", a, b, &v);
+        if (h == 0) lt = v.type == TPL_T_BOOL ? v.u.i != 0 : tpl_truthy_py(vm, v);
+        if (h == 0 && lt == 0) {
+            h = tpl_hobj_richcompare(vm, "<", b, a, &v);
+            if (h == 0) gt = v.type == TPL_T_BOOL ? v.u.i != 0 : tpl_truthy_py(vm, v);
+        }
+        if (h < 0 || lt < 0 || gt < 0) return -1;
+        if (h == 0) { *cmp = lt ? -1 : gt; return 0; }
+    }
     if ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of '%s' and '%s' (tpl does not "
                             "compare the host's own number types: convert to int or float first)", tpl_type_name(vm, a),

@@ -655,8 +655,8 @@ static bool orderable(tpl_value a, tpl_value b)
         return true;
     if (a.type == TPL_T_STR && b.type == TPL_T_STR)
         return true;
-    if ((a.type == TPL_T_HOST || b.type == TPL_T_HOST) && ((tpl_hobj_numeric(a) | tpl_hobj_numeric(b)) & TPL_HOST_NUMBER))
-        return true; /* the host's own numbers (a Decimal): tpl_compare asks the host */
+    if (a.type == TPL_T_HOST || b.type == TPL_T_HOST)
+        return true; /* the host's own numbers (a Decimal) and objects (__lt__): tpl_compare asks the host */
     return a.type == TPL_T_LIST && b.type == TPL_T_LIST && (a.flags & TPL_F_TUPLE) == (b.flags & TPL_F_TUPLE);
 }
 

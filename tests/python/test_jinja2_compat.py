@@ -1512,3 +1512,26 @@ def test_host_keys_hash_and_eq_as_python(src):
            "ni": EqNotImplemented(), "arr": ArrayLike(), "amb": ArrayLike(True), "bag": Unhashable(),
            "er": EqRaisesHashed(), "ys": [{"k": HashKey("a"), "n": 1}, {"k": "a", "n": 2}, {"k": HashKey("b"), "n": 3}]}
     assert_both_render_alike(src, ctx)
+
+
+class OrderedKey(HashKey):
+    """HashKey with __lt__ and __gt__ against its name: orders among strs."""
+    def __lt__(self, other):
+        return self.n < (other.n if isinstance(other, HashKey) else other)
+
+    def __gt__(self, other):
+        return self.n > (other.n if isinstance(other, HashKey) else other)
+
+
+@pytest.mark.parametrize("src", [
+    "{% for g in ys|groupby('k') %}{{ g.grouper }}:{{ g.list|map(attribute='n')|list }};{% endfor %}",
+    "{{ ys|map(attribute='k')|sort }}", "{{ ys|map(attribute='k')|max }}", "{{ ys|map(attribute='k')|min }}",
+    "{{ ys|sort(attribute='k')|map(attribute='n')|list }}", "{{ a < 'b' }}", "{{ 'b' > a }}",
+    "{{ [ni, 1]|sort }}", "{{ ni < 1 }}", "{{ [(a, 2), ('a', 1)]|sort }}",
+])
+def test_host_objects_order_as_python(src):
+    """An object with its own ordering sorts, groups and compares among tpl's values as in
+    Python (its __lt__, or the other side's reflected __gt__); one without is Python's
+    TypeError (was: tpl's TypeError for any object that is not a number)."""
+    ys = [{"k": OrderedKey("a"), "n": 1}, {"k": "b", "n": 2}, {"k": "a", "n": 3}, {"k": OrderedKey("b"), "n": 4}]
+    assert_both_render_alike(src, {"ys": ys, "a": OrderedKey("a"), "ni": EqNotImplemented()})
