@@ -3506,25 +3506,41 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
 }
 
 /* CALL_METHOD_RB's call-site cache (no block, no keywords, a receiver without flags): the builtin
- * tpl_rb_send would call with the receiver itself, or -1 for the general path (vm->rb_sites). */
+ * tpl_rb_send would call with the receiver itself, or -1 for the general path (vm->rb_sites).
+ * *direct: whether the VM may call it straight on the receiver and args (n = npos + 1 values), as
+ * call_builtin would after its checks: positional binding known for n (the entry's), no host object
+ * in the render, no value an iterator or a range held without its items (the receiver's flags are
+ * 0: no range, no markup-safe string); 2 when n is every parameter (the values bound in place). */
 static inline int rb_site_method(tpl_vm *vm, const uint32_t *site, tpl_value self, const tpl_value *name,
-                                 const tpl_value *args, int npos)
+                                 const tpl_value *args, int npos, int *direct)
 {
-    for (int i = 0; i < npos; i++)
-        if (args[i].type == TPL_T_BIGINT ||
-            ((args[i].type == TPL_T_LIST || args[i].type == TPL_T_MAP) && (args[i].flags & TPL_F_MUT_RB)))
-            return -1;
+    bool plain = !vm->has_host && !tpl_is_iter(self);
+    for (int i = 0; i < npos; i++) {
+        tpl_type t = args[i].type;
+        if (__builtin_expect(t == TPL_T_LIST || t == TPL_T_MAP || t == TPL_T_BIGINT, 0)) {
+            if (t == TPL_T_BIGINT || (args[i].flags & TPL_F_MUT_RB)) return -1;
+            if (tpl_is_iter(args[i]) || (args[i].flags & TPL_F_RANGE_BIG)) plain = false;
+        }
+    }
     struct tpl_rb_site *e = &vm->rb_sites[((uintptr_t)site >> 2) % (sizeof vm->rb_sites / sizeof vm->rb_sites[0])];
-    if (e->site != site || e->type != self.type ||
-        (e->gen != vm->gen && (self.type == TPL_T_MAP || e->len != name->len || name->len > sizeof e->name ||
-                               memcmp(e->name, name->u.s, name->len) != 0))) {
+    if (__builtin_expect(e->site == site && e->type == self.type && e->gen != vm->gen, 0) && self.type != TPL_T_MAP &&
+        e->npos == npos && e->len == name->len && name->len <= sizeof e->name && memcmp(e->name, name->u.s, name->len) == 0)
+        e->gen = vm->gen; /* the same call at this site in this render: compared once per render, not per call */
+    if (e->site != site || e->type != self.type || e->gen != vm->gen) {
         const void *except;
         int id = tpl_stdlib.rb_plain_method(vm, self, name->u.s, name->len, &except);
+        uint8_t d = 0;
+        if (id >= 0 && (unsigned)id < tpl_stdlib.nbuiltins) {
+            if (vm->bind_lo[id] == BIND_UNKNOWN) bind_range(vm, id);
+            int n = npos + 1;
+            d = n >= vm->bind_lo[id] && n <= vm->bind_hi[id] ? (n == vm->bind_hi[id] ? 2 : 1) : 0;
+        }
         *e = (struct tpl_rb_site){ site, except, vm->gen, self.type, (uint8_t)(name->len > sizeof e->name ? 0xFF : name->len),
-                                   (int16_t)id, { 0 } };
+                                   (int16_t)id, { 0 }, (uint8_t)npos, d };
         if (name->len <= sizeof e->name) memcpy(e->name, name->u.s, name->len);
     }
     if (e->id < 0 || (self.type == TPL_T_MAP && self.u.map == e->except)) return -1;
+    *direct = plain ? e->direct : 0;
     return e->id;
 }
 
@@ -4909,27 +4925,40 @@ top:
         if (tpl_stdlib.rb_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
+    CASE(CALL_METHOD_RB_PRINT)
     CASE(CALL_METHOD_RB) {
         uint32_t aw = ip[1], bw = ip[2];
         int npos = (int)TPL_ARGW_NPOS(aw), nkw = (int)TPL_ARGW_NKW(aw);
         tpl_value *args = sp - npos - nkw;
         tpl_value r;
         if (bw == 0 && nkw == 0 && args[-1].flags == 0 && npos < TPL_MAX_PARAMS) {
-            int id = rb_site_method(vm, ip, args[-1], &names[a].s, args, npos);
+            int direct;
+            int id = rb_site_method(vm, ip, args[-1], &names[a].s, args, npos, &direct);
             if (id >= 0) {
                 /* tpl_rb_send's call of that builtin (call_id), without its lookups */
-                tpl_value pos[TPL_MAX_PARAMS + 1];
-                pos[0] = args[-1];
-                for (int i = 0; i < npos; i++) pos[i + 1] = args[i];
                 tpl_rb_block save = vm->rb_block;
                 vm->rb_block = (tpl_rb_block){ 0, 0, (uint32_t)(slots - vm->slots) };
                 vm->stack_top = (uint32_t)(sp - vm->stack);
-                int rc = call_builtin(vm, id, pos, npos + 1, NULL, NULL, 0, &r);
+                int rc;
+                if (direct == 2) {
+                    /* call_builtin's positional binding of every parameter: the receiver and the
+                     * arguments where they are on the stack (popped after the call) */
+                    rc = tpl_stdlib.table[id].fn(vm, args - 1, &r);
+                } else {
+                    tpl_value pos[TPL_MAX_PARAMS + 1];
+                    pos[0] = args[-1];
+                    for (int i = 0; i < npos; i++) pos[i + 1] = args[i];
+                    if (direct) {
+                        for (int i = npos + 1; i < vm->bind_hi[id]; i++) pos[i] = tpl_v_unset();
+                        rc = tpl_stdlib.table[id].fn(vm, pos, &r);
+                    } else {
+                        rc = call_builtin(vm, id, pos, npos + 1, NULL, NULL, 0, &r);
+                    }
+                }
                 vm->rb_block = save;
                 if (rc < 0) goto fail;
                 sp = args - 1;
-                *sp++ = r;
-                NEXT(2);
+                goto call_method_rb_done;
             }
         }
         const tpl_value *kwn = nkw ? consts[TPL_ARGW_K(aw)].u.list->items : NULL;
@@ -4940,6 +4969,15 @@ top:
         vm->rb_block = save;
         if (rc < 0) goto fail;
         sp = args - 1;
+    call_method_rb_done:
+        if (CUR_OP == TPL_OP_CALL_METHOD_RB_PRINT && r.type == TPL_T_STR) {
+            /* `<%= r["name"].upcase %>`: PRINT_RB's string path here, at the PRINT_RB (where an
+             * output limit is reported), without its dispatch */
+            ticks++;
+            ip += 3;
+            if (out_put(vm, r.u.s, r.len) < 0) goto fail;
+            NEXT(0);
+        }
         *sp++ = r;
         NEXT(2);
     }

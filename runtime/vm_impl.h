@@ -128,10 +128,12 @@ struct tpl_vm {
      * instruction's address; the builtin tpl_rb_plain_method gave for a receiver of `type` and the
      * method name (-1: the general tpl_rb_send), not for the hash `except`. An entry of this render
      * (gen) is right for its site; one of an earlier render is kept for the site while its name (up
-     * to sizeof name bytes, copied: the answer depends on nothing else) and type are the same and
+     * to sizeof name bytes, copied: the answer depends on nothing else), type and number of arguments
+     * are the same and
      * the receiver is not a hash (`except`, the render's call object, is this render's) */
     struct tpl_rb_site {
-        const uint32_t *site; const void *except; uint32_t gen; uint8_t type; uint8_t len; int16_t id; char name[16];
+        const uint32_t *site; const void *except; uint32_t gen; uint8_t type; uint8_t len; int16_t id;
+        char name[16]; uint8_t npos, direct; /* (rb_site_method's, for the site's npos arguments) */
     } rb_sites[64];
     uint32_t gen;           /* renders run on this context (tpl_vm_run counts) */
     /* Name lookups (LOAD_NAME's state, GETATTR's dict, CALL_NAME's shadow check): the entry

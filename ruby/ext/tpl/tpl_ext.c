@@ -652,10 +652,14 @@ static int ary_val(rctx *c, VALUE a, tpl_val *out)
     c->nvals++;
     scratch *sc = &c->sc;
     size_t base = sc->nitems;
-    for (long i = 0; i < RARRAY_LEN(a); i++) {
+    long n = RARRAY_LEN(a);
+    GROW(sc->items, sc->nitems, sc->capitems, (size_t)n);
+    for (long i = 0; i < n && i < RARRAY_LEN(a); i++) {
+        /* (a String item borrowed inline, as a Hash's values are; anything else converted by
+         * to_val, which uses the stack above these items, and pops it) */
+        VALUE o = RARRAY_AREF(a, i);
         tpl_val v;
-        to_val(c, RARRAY_AREF(a, i), &v);
-        GROW(sc->items, sc->nitems, sc->capitems, 1);
+        if (!(c->borrow && RB_TYPE_P(o, T_STRING) && str_borrow_fast(c, o, &v))) to_val(c, o, &v);
         sc->items[sc->nitems++] = v;
     }
     checkst(tpl_val_list_of(c->r, sc->items ? sc->items + base : NULL, sc->nitems - base, 0, out));
