@@ -39,7 +39,7 @@ static const uint8_t fused_len[] = {
 #undef SUM
 #undef SUM_
 _Static_assert(sizeof fused_len == sizeof fused_ops, "a length for every superinstruction");
-typedef uint32_t rowset; /* a set of fused_ops indexes */
+typedef uint64_t rowset; /* a set of fused_ops indexes */
 _Static_assert(sizeof fused_ops <= 8 * sizeof(rowset), "a rowset holds every superinstruction");
 
 /* A successor chain longer than this is matched as it stands (its successors not fused first). */
@@ -79,7 +79,7 @@ static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, 
     uint32_t best = op;
     int best_len = 0;
     for (rowset m = rows[op] & first[nb]; m; m &= m - 1) {
-        int i = __builtin_ctz(m);
+        int i = __builtin_ctzll(m);
         uint32_t f = fused_ops[i];
         if (fused_len[i] <= best_len)
             continue; /* a longer row matched */

@@ -4125,6 +4125,18 @@ top:
         }
         goto load_slot;
     }
+    CASE(LOAD_SLOT_ITEM_RB) {
+        /* LOAD_SLOT; GETITEM_STR_RB (ERB's r["name"]) as one step when the Hash answers it: the
+         * key's value, or nil when it has no such key and no default (GETITEM_STR_RB's fast path) */
+        const tpl_value *v = &slots[a], *hit;
+        if (v->type == TPL_T_MAP &&
+            ((hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[2])])) != NULL || !v->u.map->rb_default)) {
+            ticks++;
+            *sp++ = hit ? *hit : tpl_v_none();
+            NEXT(2);
+        }
+        goto load_slot;
+    }
     CASE(LOAD_SLOT_ITEM_SWITCH) {
         /* message['role'] of a string picking its branch of an if/elif chain (LOAD_SLOT_ITEM;
          * SWITCH_STR): one dispatch */

@@ -599,22 +599,28 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
         }
         if (h->mode == HK_NONE && kind != HK_SET) h->mode = kind;
         if (kind == h->mode) {
-            tpl_str_entry e;
+            const char *kp;
+            size_t kn;
+            uint64_t kh;
             if (ke) {
-                e = (tpl_str_entry){ ke->u8, ke->len, ke->hash, { { 0, 0 } } };
+                kp = ke->u8, kn = ke->len, kh = ke->hash;
             } else { /* a key the cache does not hold (not frozen: a compare_by_identity Hash's) */
                 tpl_val kv;
                 checkst(tpl_val_str(c->r, RSTRING_PTR(ks), (size_t)RSTRING_LEN(ks), TPL_VAL_UTF8_VALID, &kv));
-                size_t n;
-                const char *p = tpl_val_as_str(kv, &n);
-                e = (tpl_str_entry){ p, n, tpl_val_key_hash(p, n), { { 0, 0 } } };
+                kp = tpl_val_as_str(kv, &kn);
+                kh = tpl_val_key_hash(kp, kn);
             }
             /* (a String value borrowed inline; anything else converted by to_val, which uses the
-             * stacks above ours, and pops them) */
-            if (!(c->borrow && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &e.val))) to_val(c, v, &e.val);
+             * stacks above ours, and pops them); the entry written in place */
+            tpl_val vv;
+            if (!(c->borrow && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &vv))) to_val(c, v, &vv);
             scratch *sc = &c->sc;
             GROW(sc->ents, sc->nents, sc->capents, 1);
-            sc->ents[sc->nents++] = e;
+            tpl_str_entry *e = &sc->ents[sc->nents++];
+            e->key = kp;
+            e->len = kn;
+            e->hash = kh;
+            e->val = vv;
             return ST_CONTINUE;
         }
         if (h->mode == HK_NONE) h->mode = HK_STR;
