@@ -278,8 +278,10 @@ static uint64_t hash_rec(tpl_value v, bool nested)
 {
     int64_t i;
     switch (v.type) {
-    case TPL_T_STR:
-        return tpl_hash_str(v.u.s, v.len);
+    case TPL_T_STR: /* a Ruby class or Regexp is no String (eql?): its own hash, so a lookup by a
+                     * name's hash (tpl_map_get_str, the VM's fast paths) never finds it */
+        return v.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB) ? mix64(tpl_hash_str(v.u.s, v.len) ^ 0x636c6173u)
+                                                           : tpl_hash_str(v.u.s, v.len);
     case TPL_T_INT:
     case TPL_T_BOOL:
         return mix64((uint64_t)v.u.i);
