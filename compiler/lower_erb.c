@@ -197,6 +197,9 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
     tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
 }
 
+/* tpl's refusal of what reads the machine (File.exist?, ENV, system, `cmd`): the render is a function of its state */
+#define RB_NO_IO "(a tpl template reads no files, environment or processes: pass what it needs in the state)"
+
 static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "String", "Integer", "Float", "Numeric", "NilClass",
     "TrueClass", "FalseClass", "Symbol", "Range", "Regexp", "Object", "BasicObject", "Comparable", "Enumerable", "File", "JSON",
     /* exception classes (rescue, raise) */
@@ -2254,8 +2257,13 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (id < 0) {
             /* NoMethodError when the call runs, as in Ruby (a branch that never runs renders; lint reports it) */
             /* a Kernel method Ruby has and tpl does not (Rational, Complex, ...): tpl's refusal, no rescue takes it */
-            char msg[200];
-            snprintf(msg, sizeof msg, ruby_kernel_method(n->val) ? "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl"
+            static const char *const io_kernel[] = { "system", "exec", "spawn", "open", "gets", "readline", "readlines",
+                                                     "fork", "test", "select", "syscall", "`", NULL };
+            bool io = false;
+            for (int i = 0; io_kernel[i]; i++) io = io || name_is(n->val, io_kernel[i]);
+            char msg[260];
+            snprintf(msg, sizeof msg, io ? "unsupported Ruby construct: Kernel#%.*s " RB_NO_IO
+                                    : ruby_kernel_method(n->val) ? "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl"
                                                                 : "undefined method `%.*s' for main:Object (NoMethodError)",
                      n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
             tpl_c_at(C, n->off);
@@ -2719,6 +2727,16 @@ static void expr(erb_low *L, tpl_node *n)
             tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(DBL_DIG)), 1);
             return;
         }
+        static const char *const io_consts[] = { "ENV", "IO", "Dir", "FileTest", "STDIN", "STDOUT", "STDERR", "ARGV",
+                                                 "ARGF", "ObjectSpace", NULL };
+        for (int i = 0; io_consts[i]; i++)
+            if (name_is(n->val, io_consts[i])) {   /* when it runs (a branch that never runs renders); no rescue takes it */
+                char msg[200];
+                snprintf(msg, sizeof msg, "unsupported Ruby construct: %s " RB_NO_IO, io_consts[i]);
+                tpl_c_at(C, n->off);
+                tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+                return;
+            }
         if (!known) {   /* NameError when it runs, as in Ruby */
             char msg[200];
             snprintf(msg, sizeof msg, "uninitialized constant %.*s (NameError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);

@@ -901,6 +901,9 @@ static bool ruby_lex(rlex *L)
             i = e + 1;
             continue;
         }
+        if ((c == '`' && !was_value) || (c == '%' && !was_value && i + 1 < n && s[i + 1] == 'x'))
+            return lex_error(L, st, "unsupported Ruby construct: %.*s (a command: a tpl template reads no files, environment or "
+                             "processes: pass what it needs in the state)", c == '`' ? "`backticks`" : "%x()", c == '`' ? 11 : 4);
         if (c == '%' && !was_value && i + 1 < n && s[i + 1] != ' ' && s[i + 1] != '=')
             return lex_error(L, st, "unsupported Ruby construct '%.*s' (percent literals)", s + st, 2);
         if (c == '?' && !was_value && i + 1 < n && s[i + 1] != ' ')

@@ -857,7 +857,7 @@ static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
 {
     switch (v.type) {
     case TPL_T_STR:
-        if (tpl_is_gemv_rb(v)) return 0;   /* (its methods: gem_method, then Object's) */
+        if (tpl_is_gemv_rb(v) || (v.flags & TPL_F_CLASS_RB)) return 0;   /* (a Gem::Version's methods: gem_method, a class's class_method; then Object's) */
         k[0] = TPL_BK_RSTR; return 1;
     case TPL_T_INT: case TPL_T_FLOAT: k[0] = TPL_BK_RNUM; return 1;
     case TPL_T_LIST:
@@ -1504,7 +1504,28 @@ static int file_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
         *out = tpl_sb_value(&b);
         return 0;
     }
-    if (!(IS("basename") || IS("dirname") || IS("extname"))) return 1;
+    static const char *const fs[] = { "exist?", "exists?", "file?", "directory?", "readable?", "writable?",
+        "executable?", "executable_real?", "readable_real?", "writable_real?", "world_readable?", "world_writable?",
+        "size", "size?", "zero?", "empty?", "symlink?", "pipe?", "socket?", "blockdev?", "chardev?", "owned?",
+        "grpowned?", "setuid?", "setgid?", "sticky?", "identical?", "read", "readlines", "foreach", "open", "new",
+        "write", "binread", "binwrite", "readlink", "expand_path", "absolute_path", "realpath", "realdirpath",
+        "mtime", "atime", "ctime", "birthtime", "stat", "lstat", "ftype", "delete", "unlink", "rename", "chmod",
+        "chown", "lchmod", "lchown", "link", "symlink", "truncate", "utime", "mkfifo", "popen", "sysopen", NULL };
+    for (int i = 0; fs[i]; i++)
+        if (n == strlen(fs[i]) && memcmp(name, fs[i], n) == 0)   /* (no rescue takes it: Ruby would read the disk) */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: File.%.*s (a tpl template reads no files, "
+                                "environment or processes: pass what it needs in the state)", (int)n, name);
+    if (!(IS("basename") || IS("dirname") || IS("extname") || IS("split"))) return 1;
+    if (IS("split")) {   /* File.split(path): [dirname, basename] */
+        if (npos != 1) return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected 1) (ArgumentError)", npos);
+        tpl_list *l = new_list(vm, 2);
+        if (!l) return oom(vm);
+        if (file_method(vm, "dirname", 7, args, 1, &l->items[0]) < 0 || file_method(vm, "basename", 8, args, 1, &l->items[1]) < 0) return -1;
+        l->len = 2;
+        *out = tpl_v_list(l);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
     int max = IS("basename") ? 2 : 1;
     if (npos < 1 || npos > max)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected %s) (ArgumentError)", npos, max == 2 ? "1..2" : "1");
