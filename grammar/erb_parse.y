@@ -58,6 +58,14 @@ static tpl_node *str_adjacent(tpl_pctx *ctx, tpl_node *l, tpl_node *r) {
     return tpl_p_node(ctx, TPL_N_INTERP, l->off, parts, NULL);
 }
 
+/* `stmt rescue value`: in `x = y rescue z` the rescue is the assignment's value's (Ruby's arg_rhs) */
+static tpl_node *rescue_mod(tpl_pctx *ctx, tpl_node *s, tpl_token t, tpl_node *r) {
+    tpl_node *res = tpl_p_node(ctx, TPL_N_RRESCUE, t.off, NULL, r);
+    if (s->kind == TPL_N_SET) { s->b = tpl_p_node(ctx, TPL_N_RBEGIN, t.off, s->b, res); return s; }
+    s->next = NULL;
+    return tpl_p_node(ctx, TPL_N_RBEGIN, t.off, s, res);
+}
+
 static tpl_node *not_(tpl_pctx *ctx, tpl_node *a, uint32_t off) {
     tpl_node *n = tpl_p_node(ctx, TPL_N_UNOP, off, a, NULL);
     n->op = TPL_AOP_NOT;
@@ -353,11 +361,16 @@ stmt(A) ::= stmt(S) WHILE_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); S->ne
 stmt(A) ::= stmt(S) UNTIL_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); A->op = 1; S->next = NULL; }
 /* `stmt rescue value`: a StandardError raised by stmt gives value; in `x = y rescue z` the rescue
  * is the assignment's value's (Ruby's arg_rhs) */
-stmt(A) ::= stmt(S) RESCUE_MOD(T) expr(R). {
-    tpl_node *r = NODE(RRESCUE, T.off, NULL, R);
-    if (S->kind == TPL_N_SET) { S->b = NODE(RBEGIN, T.off, S->b, r); A = S; }
-    else { S->next = NULL; A = NODE(RBEGIN, T.off, S, r); }
-}
+stmt(A) ::= stmt(S) RESCUE_MOD(T) expr(R). { A = rescue_mod(ctx, S, T, R); }
+/* `v = e.next rescue break` (also next, retry, return): the jump is the rescue clause */
+stmt(A) ::= stmt(S) RESCUE_MOD(T) jump(R). { A = rescue_mod(ctx, S, T, R); }
+jump(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
+jump(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
+jump(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
+jump(A) ::= BREAK(T) arg(E). { A = NODE(RBREAK, T.off, E, NULL); }
+jump(A) ::= RETURN(T). { A = N(RRETURN, T.off); }
+jump(A) ::= RETURN(T) arg(E). { A = NODE(RRETURN, T.off, E, NULL); }
+jump(A) ::= RETRY(T). { A = N(RRETRY, T.off); }
 stmt(A) ::= expr(E). { A = E; }
 /* multiple assignment (masgn above) */
 stmt(A) ::= mlhs(L) ASSIGN(T) arg(R). { A = masgn(ctx, L, T, R, NULL); }
@@ -381,13 +394,7 @@ mrhs(A) ::= mrhs_item(X) COMMA mrhs_item(Y). { A = tpl_node_append(X, Y); }
 mrhs(A) ::= mrhs(L) COMMA mrhs_item(Y). { A = tpl_node_append(L, Y); }
 mrhs_item(A) ::= arg(E). { A = E; }
 mrhs_item(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
-stmt(A) ::= NEXT(T). { A = N(RNEXT, T.off); }
-stmt(A) ::= NEXT(T) arg(E). { A = NODE(RNEXT, T.off, E, NULL); }
-stmt(A) ::= BREAK(T). { A = N(RBREAK, T.off); }
-stmt(A) ::= BREAK(T) arg(E). { A = NODE(RBREAK, T.off, E, NULL); }
-stmt(A) ::= RETURN(T). { A = N(RRETURN, T.off); }
-stmt(A) ::= RETRY(T). { A = N(RRETRY, T.off); }
-stmt(A) ::= RETURN(T) arg(E). { A = NODE(RRETURN, T.off, E, NULL); }
+stmt(A) ::= jump(J). { A = J; }
 
 expr(A) ::= command(C). { A = C; }
 expr(A) ::= primary(L) ASSIGN(T) command(C). { A = NODE(SET, T.off, target(ctx, L, T), C); }
