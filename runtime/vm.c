@@ -5049,8 +5049,14 @@ top:
     }
     CASE(FOR_INIT_RB) {
         tpl_list *items;
-        if (tpl_stdlib.rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0 || new_loop(vm, items, &slots[a & 0xFFFFu]) < 0)
+        if (tpl_stdlib.rb_each_list(vm, *--sp, (int)(a >> 16), &items) < 0) goto fail;
+        if (__builtin_expect(items->cap == TPL_PEND_MARK, 0)) { /* an endless range's items, as the loop pulls them */
+            tpl_value it = tpl_v_list(items);
+            it.aux = TPL_LAZY_RANGE_ITER;
+            if (for_init_op(vm, it, &slots[a & 0xFFFFu]) < 0) goto fail;
+        } else if (new_loop(vm, items, &slots[a & 0xFFFFu]) < 0) {
             goto fail;
+        }
         NEXT(0);
     }
 #define RB_ARITH_CASE(NAME, BASE, OPC) CASE(NAME) { \

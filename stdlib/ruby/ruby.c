@@ -637,6 +637,16 @@ int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out)
         *out = l;
         return 0;
     }
+    if ((mode == TPL_RB_EACH || mode == TPL_RB_EACH_INDEXED) && is_range(v) && v.u.list->items[0].type == TPL_T_INT &&
+        v.u.list->items[1].type == TPL_T_NONE) {
+        /* an endless Integer range ((1..).each, (1..nil)): its items as the loop takes them (a
+         * pending list, tpl_pend_range; a break ends it, else the render's fuel) */
+        tpl_value r, it;
+        if (tpl_make_range(vm, v.u.list->items[0].u.i, INT64_MAX, 1, UINT64_MAX, &r) < 0 ||
+            tpl_pend_range(vm, r, false, &it) < 0) return -1;
+        *out = it.u.list;
+        return 0;
+    }
     tpl_list *items;
     if (enum_items(vm, v, &items, mode == TPL_RB_EACH ? "each" : "each_with_index") < 0) return -1;
     if (mode == TPL_RB_EACH || mode == TPL_RB_EACH_INDEXED) { *out = items; return 0; }
