@@ -2748,6 +2748,28 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             if (v.type != TPL_T_INT && !v.u.s) return oom(vm);
         }
     }
+    if (blk && b.type == TPL_T_INT && ((npos == 0 && (IS("each") || IS("each_with_index"))) ||
+                                       (npos == 1 && args[0].type == TPL_T_INT && args[0].u.i > 0 && (IS("step") || IS("each_slice"))))) {
+        /* (1..).each / each_with_index / step(n) / each_slice(n) with a block: until a break (its value), or the fuel */
+        tpl_rb_block bk = tpl_vm_block(vm);
+        int64_t by = npos ? args[0].u.i : 1, v = b.u.i;
+        bool slice = IS("each_slice"), indexed = IS("each_with_index");
+        for (int64_t i = 0;; i++, v += by) {
+            if (v > INT64_MAX - by) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+            tpl_value y[2] = { tpl_v_int(v), tpl_v_int(i) }, r;
+            if (slice) {
+                tpl_list *l = new_list(vm, by > 64 ? 64 : (uint32_t)by);
+                if (!l) return oom(vm);
+                for (int64_t k = 0; k < by; k++)
+                    if (!tpl_list_push(A(vm), l, tpl_v_int(v + k))) return oom(vm);
+                y[0] = tpl_v_list(l);
+                y[0].flags = TPL_F_MUT_RB;
+            }
+            int yr = tpl_rb_yield(vm, &bk, y, indexed ? 2 : 1, &r);
+            if (yr < 0) return -1;
+            if (yr > 0) { *out = r; return 0; }
+        }
+    }
     static const char *const keep[] = { "to_a", "entries", "to_ary", "first", "last", "min", "max", "minmax", "size", "count",
         "begin", "end", "exclude_end?", "include?", "member?", "cover?", "===", "==", "eql?", "inspect", "to_s", "hash",
         "class", "is_a?", "kind_of?", "instance_of?", "nil?", "frozen?", "then", "itself", "respond_to?", NULL };
