@@ -849,8 +849,8 @@ static inline __attribute__((always_inline)) tpl_value *map_find_name(tpl_vm *vm
         tpl_entry *e = &m->e[i];
         /* (no hash compare: the bytes decide, and the guess is usually right; a Ruby class or
          * Regexp key is no String of its name: Hash[Array]'s entry is not h["Array"]) */
-        if (e->key.type == TPL_T_STR && !(e->key.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)) &&
-            e->key.len == nm->s.len && tpl_native_eq(e->key.u.s, nm->s.u.s, nm->s.len))
+        if (e->key.type == TPL_T_STR && e->key.len == nm->s.len && tpl_native_eq(e->key.u.s, nm->s.u.s, nm->s.len) &&
+            __builtin_expect(!(e->key.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)), 1))
             return &e->val;
     }
     tpl_value *hit = tpl_map_probe_str(m, nm->s.u.s, nm->s.len, nm->hash);

@@ -637,8 +637,8 @@ int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out)
         *out = l;
         return 0;
     }
-    if ((mode == TPL_RB_EACH || mode == TPL_RB_EACH_INDEXED) && is_range(v) && v.u.list->items[0].type == TPL_T_INT &&
-        v.u.list->items[1].type == TPL_T_NONE) {
+    if (__builtin_expect(v.flags & TPL_F_RANGE_RB, 0) && v.type == TPL_T_LIST && (mode == TPL_RB_EACH || mode == TPL_RB_EACH_INDEXED) &&
+        v.u.list->items[0].type == TPL_T_INT && v.u.list->items[1].type == TPL_T_NONE) {
         /* an endless Integer range ((1..).each, (1..nil)): its items as the loop takes them (a
          * pending list, tpl_pend_range; a break ends it, else the render's fuel) */
         tpl_value r, it;
