@@ -967,6 +967,7 @@ static int regexp_escape(tpl_vm *vm, tpl_value v, tpl_value *out)
 /* Integer methods of a big int (bigint.h; Ruby's Bignum): 0 answered, -1 error, 1 not one of
  * them (the Object methods follow: to_s, inspect, class, ==, ...). */
 static int big_round(tpl_vm *vm, mpz_t z, int64_t nd, int mode, int half, tpl_value *out);
+static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode);
 
 static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, int nkw,
                       tpl_value *out)
@@ -1051,6 +1052,10 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         if (h != 0) return h < 0 ? -1 : 0;
         return tpl_big_binop(vm, op == '+' ? TPL_OP_ADD : op == '-' ? TPL_OP_SUB : op == '*' ? TPL_OP_MUL
                                  : op == '/' ? TPL_OP_DIV_RB : op == '%' ? TPL_OP_MOD : TPL_OP_POW, self, args[0], out);
+    }
+    if (npos == 1 && args[0].type == TPL_T_FLOAT && self.type == TPL_T_BIGINT && IS("remainder")) {   /* Float#% rules */
+        tpl_value a2[2] = { self, args[0] };
+        return r_num_remainder(vm, a2, out);
     }
     if (npos == 1 && tpl_is_intlike(args[0]) && args[0].type != TPL_T_BOOL) {
         tpl_value y = args[0];
@@ -2324,6 +2329,19 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     }
     if ((IS("new") || IS("exception")) && npos <= 1 && is_exc_class(self))   /* ArgumentError.new("m") */
         return make_exc(vm, self, npos ? args[0] : self, out);
+    if (CLS("Integer") && IS("sqrt") && npos == 1) {   /* Integer.sqrt(n): the floor of n's square root (a Float truncated first) */
+        tpl_value x = args[0];
+        if (x.type == TPL_T_FLOAT) {
+            if (!isfinite(x.u.f)) return tpl_vm_fail(vm, TPL_EK_VALUE, "%s (FloatDomainError)", isnan(x.u.f) ? "NaN" : x.u.f > 0 ? "Infinity" : "-Infinity");
+            if (tpl_big_from_double(vm, x.u.f, &x) < 0) return -1;
+        }
+        if (x.type != TPL_T_INT && x.type != TPL_T_BIGINT) return type_error(vm, TPL_VT_INT, x);
+        mpz_t z;
+        tpl_big_get(z, x);
+        if (mpz_sgn(z) < 0) { mpz_clear(z); return tpl_vm_fail(vm, TPL_EK_VALUE, "Numerical argument is out of domain - \"isqrt\" (Math::DomainError)"); }
+        mpz_sqrt(z, z);
+        return tpl_big_result(vm, z, out);
+    }
     if (CLS("File")) return file_method(vm, name, n, args, npos, out);
     if (CLS("Regexp") && IS("last_match") && npos <= 1) {   /* $~, or $~[n] (nil without a match) */
         tpl_value m = tpl_vm_rb_match(vm);
@@ -2605,6 +2623,15 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             if (rc == 0 && d.type != TPL_T_HOST) return rb_send_impl(vm, d, name, n, args, npos, kwn, kwv, nkw, out);
         }
         return no_method(vm, self, name, n);
+    }
+    if (self.type == TPL_T_BIGINT && nkw && npos <= 1 && n == 5 && memcmp(name, "round", 5) == 0 && !tpl_vm_block(vm).pc) {
+        /* a big Integer's round(ndigits, half: mode) */
+        tpl_map *kw = rb_map(vm, (uint32_t)nkw);
+        if (!kw) return oom(vm);
+        for (int i = 0; i < nkw; i++)
+            if (!tpl_map_set(A(vm), kw, kwn[i], kwv[i])) return oom(vm);
+        tpl_value a[3] = { self, npos ? args[0] : tpl_v_unset(), tpl_v_map(kw) };
+        return num_round(vm, a, out, 0);
     }
     if (self.type == TPL_T_BIGINT || (self.type == TPL_T_INT && npos == 1 && args[0].type == TPL_T_BIGINT)) {
         int rc = big_method(vm, self, name, n, args, npos, nkw, out);
@@ -4485,6 +4512,11 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
         }
     }
     if (v.type == TPL_T_INT) return int_round_value(vm, int_round(v.u.i, nd, mode, half), out);
+    if (v.type == TPL_T_BIGINT) {
+        mpz_t z;
+        tpl_big_get(z, v);
+        return big_round(vm, z, nd, mode, half, out);
+    }
     double x = v.u.f;
     if (nd <= 0) {
         /* round to 10**-nd with nd < 0 rounds the integer part (Float#round calls
@@ -7569,6 +7601,8 @@ int r_num_remainder(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_int(a[1].u.i == -1 ? 0 : a[0].u.i % a[1].u.i);
         return 0;
     }
+    /* (Ruby's remainder takes the % of a Float: 0.0 is a ZeroDivisionError, as for %) */
+    if (dbl(a[1]) == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
     *out = tpl_v_float(fmod(dbl(a[0]), dbl(a[1])));
     return 0;
 }
@@ -7581,6 +7615,16 @@ int r_num_nan_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_bool(isnan(a[0].u.f));
     return 0;
 }
+/* Float#next_float / #prev_float: the next representable double up or down (nextafter; NaN stays NaN,
+ * Float::MAX.next_float is Infinity, Infinity.prev_float Float::MAX). */
+static int next_float(tpl_vm *vm, tpl_value *a, tpl_value *out, double to, const char *name)
+{
+    if (a[0].type != TPL_T_FLOAT) return no_method(vm, a[0], name, strlen(name));
+    *out = tpl_v_float(nextafter(a[0].u.f, to));
+    return 0;
+}
+int r_num_next_float(tpl_vm *vm, tpl_value *a, tpl_value *out) { return next_float(vm, a, out, HUGE_VAL, "next_float"); }
+int r_num_prev_float(tpl_vm *vm, tpl_value *a, tpl_value *out) { return next_float(vm, a, out, -HUGE_VAL, "prev_float"); }
 int r_num_infinite_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     (void)vm;
