@@ -206,7 +206,7 @@ static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "Stri
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
     "LocalJumpError", "RegexpError", "EncodingError", "IOError", "JSON::JSONError", "JSON::GeneratorError",
-    "JSON::NestingError", "JSON::ParserError", "Gem::Version", NULL };
+    "JSON::NestingError", "JSON::ParserError", "Gem::Version", "Enumerator", NULL };
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -1614,6 +1614,19 @@ static bool blockless_enumerator(tpl_value m)
     return false;
 }
 
+/* The m of m.with_index { } whose Enumerator runs m on the block's values (ruby.c enum_blockful, and
+ * filter_map): no arguments, each_with_object one. */
+static bool enum_by_index(tpl_value m, const tpl_node *args)
+{
+    static const char *const names[] = { "select", "filter", "find_all", "reject", "find", "detect", "find_index",
+        "partition", "group_by", "sort_by", "min_by", "max_by", "flat_map", "collect_concat", "filter_map" };
+    if (name_is(m, "each_with_object")) return args && !args->next && args->kind != TPL_N_KWARG;
+    if (args) return false;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (name_is(m, names[i])) return true;
+    return false;
+}
+
 /* ------------------------------------------------------------------ Procs */
 
 static erb_proc *proc_named(erb_low *L, tpl_value name)
@@ -2305,6 +2318,13 @@ static void call(erb_low *L, tpl_node *n, bool used)
                 tpl_c_error(C, n->off, "unsupported Ruby construct: the value of %.*s.%.*s (an Enumerator's; use it as a statement)",
                             (int)m.len, m.u.s, (int)n->val.len, n->val.u.s);
                 return;
+            }
+        } else if (enum_by_index(m, n->a->b)) {
+            /* select.with_index { }, group_by.each_with_index { }, ...: the runtime's Enumerator of m runs m
+             * on the block's values (stdlib/ruby/ruby.c enum_by_index) */
+            if (name_is(n->val, "each_with_index")) {
+                if (n->b) { tpl_c_error(C, n->off, "wrong number of arguments (given 1, expected 0) (ArgumentError)"); return; }
+                n->val = tpl_v_str("with_index", 10);
             }
         } else if (blockless_enumerator(m)) {
             tpl_c_error(C, n->off, "unsupported Ruby construct: %.*s.%.*s (an Enumerator of %.*s)",

@@ -1168,6 +1168,42 @@ static bool bang_name(const char *name, size_t n)
  * a sort or uniq that changed nothing), is copied, so changing one never changes the other. */
 /* ------------------------------------------------------------------ Enumerator */
 
+/* Enumerable methods of an Array or Hash that answer an Enumerator without a block and whose result
+ * with one is not the values they yield (select, group_by, ...): the Enumerator's items are the
+ * receiver's (each_with_object(memo): [item, memo] pairs); with_index/each_with_index with a block
+ * runs the method on the block's values (enum_by_index), each with a block the method itself. */
+static bool enum_blockful(const char *name, size_t n, int npos)
+{
+    static const char *const names[] = { "select", "filter", "find_all", "reject", "find", "detect", "find_index",
+        "partition", "group_by", "sort_by", "min_by", "max_by", "flat_map", "collect_concat", NULL };
+    if (n == 16 && memcmp(name, "each_with_object", 16) == 0) return npos == 1;
+    if (npos) return false;
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    return false;
+}
+
+static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth);
+static tpl_value pair(tpl_vm *vm, tpl_value x, tpl_value y);
+static int enum_by_index(tpl_vm *vm, tpl_value e, int64_t off, tpl_value *out);
+
+/* The values an Enumerator of such a method yields: the receiver's items ([item, memo] pairs for
+ * each_with_object). */
+static int enum_blockful_items(tpl_vm *vm, tpl_value self, const char *name, size_t n, const tpl_value *args, tpl_list **out)
+{
+    tpl_list *l;
+    if (enum_items(vm, self, &l, name) < 0) return -1;
+    if (!(n == 16 && memcmp(name, "each_with_object", 16) == 0)) { *out = l; return 0; }
+    tpl_list *r = new_list(vm, l->len);
+    if (!r) return oom(vm);
+    for (uint32_t i = 0; i < l->len; i++) {
+        r->items[r->len] = pair(vm, l->items[i], args[0]);
+        if (r->items[r->len++].type != TPL_T_LIST) return oom(vm);
+    }
+    *out = r;
+    return 0;
+}
+
 /* The methods that answer an Enumerator without a block (Ruby's RETURN_SIZED_ENUMERATOR) and whose
  * blockless result in tpl is the list of the values the Enumerator yields. */
 static bool enum_maker(tpl_value self, const char *name, size_t n)
@@ -1242,6 +1278,8 @@ static int enum_live(tpl_vm *vm, tpl_value e, tpl_list **out)
     tpl_list *l = e.u.list;
     const tpl_value *x = l->items + l->len;
     if (!enum_src_mut(x[0], 0)) { *out = l; return 0; }
+    if (enum_blockful(x[1].u.s, x[1].len, (int)x[2].u.list->len))
+        return enum_blockful_items(vm, x[0], x[1].u.s, x[1].len, x[2].u.list->items, out);
     tpl_rb_block save = tpl_vm_set_block(vm, (tpl_rb_block){ 0 });
     tpl_value r;
     int rc = rb_send_guarded(vm, x[0], x[1].u.s, x[1].len, x[2].u.list->items, (int)x[2].u.list->len, NULL, NULL, 0, &r);
@@ -1307,8 +1345,10 @@ static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, i
     }
     if (IS("size")) {
         /* (the methods Ruby makes an Enumerator of without a size function: size is nil) */
-        bool known = !((x[1].len == 10 && memcmp(x[1].u.s, "filter_map", 10) == 0) ||
-                       (x[1].len == 9 && memcmp(x[1].u.s, "each_line", 9) == 0));
+        bool known = !((x[1].len == 9 && memcmp(x[1].u.s, "each_line", 9) == 0) ||
+                       (x[1].len == 4 && (memcmp(x[1].u.s, "find", 4) == 0)) ||
+                       (x[1].len == 6 && (memcmp(x[1].u.s, "detect", 6) == 0)) ||
+                       (x[1].len == 10 && memcmp(x[1].u.s, "find_index", 10) == 0));
         *out = known ? tpl_v_int(l->len) : tpl_v_none();
         return 0;
     }
@@ -1324,6 +1364,44 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     if (tpl_is_enum_rb(self) && nkw == 0 && !blk) {
         int rc = enum_method(vm, self, name, n, npos, out);
         if (rc <= 0) return rc;
+    }
+    if (!blk && nkw == 0 && (self.type == TPL_T_LIST || self.type == TPL_T_MAP) && !(self.flags & TPL_F_RANGE_RB) &&
+        enum_blockful(name, n, npos)) {   /* xs.select, xs.each_with_object([]): an Enumerator */
+        tpl_list *l;
+        if (enum_blockful_items(vm, self, name, n, args, &l) < 0) return -1;
+        return enum_wrap(vm, self, name, n, args, npos, l, NULL, NULL, 0, out);
+    }
+    if (blk && nkw == 0 && npos <= 1 && tpl_is_enum_rb(self)) {
+        const tpl_value *x = self.u.list->items + self.u.list->len;
+        bool by_index = enum_blockful(x[1].u.s, x[1].len, (int)x[2].u.list->len);
+        /* each with a block on an Enumerator of select, group_by, ...: the method itself with the block */
+        if (by_index && npos == 0 && n == 4 && memcmp(name, "each", 4) == 0)
+            return tpl_rb_send(vm, x[0], x[1].u.s, x[1].len, x[2].u.list->items, (int)x[2].u.list->len, NULL, NULL, 0, out);
+        if (npos == 1 && n == 11 && memcmp(name, "with_object", 11) == 0) {
+            /* Enumerator#with_object(memo) { |x, memo| }: each value the Enumerator yields with memo; answers memo */
+            tpl_list *l;
+            if (enum_live(vm, self, &l) < 0) return -1;
+            tpl_rb_block b = tpl_vm_block(vm);
+            uint32_t len = l->len;
+            for (uint32_t i = 0; i < len; i++) {
+                tpl_value ya[2] = { l->items[i], args[0] }, r;
+                int yr = tpl_rb_yield(vm, &b, ya, 2, &r);
+                if (yr < 0) return -1;
+                if (yr > 0) { *out = r; return 0; }
+            }
+            *out = args[0];
+            return 0;
+        }
+        /* with_index(off) / each_with_index with a block: the method on the block's values */
+        by_index = by_index || (x[1].len == 10 && memcmp(x[1].u.s, "filter_map", 10) == 0);
+        if (by_index && ((n == 10 && memcmp(name, "with_index", 10) == 0) || (npos == 0 && n == 15 && memcmp(name, "each_with_index", 15) == 0))) {
+            int64_t off = 0;
+            if (npos && args[0].type != TPL_T_NONE) {
+                if (args[0].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, args[0]);
+                off = args[0].u.i;
+            }
+            return enum_by_index(vm, self, off, out);
+        }
     }
     if (blk || (nkw && !(n == 4 && memcmp(name, "step", 4) == 0)) || !enum_maker(self, name, n)) {   /* (step(by: 2)) */
         int rc = rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
@@ -7877,6 +7955,98 @@ int r_arr_filter_map(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* with_index(offset = 0) / each_with_index on what each/map answered without a block: the
  * block's values (map.with_index); each.with_index as a statement discards them. */
+/* m.with_index(off) { |x, i| } on an Enumerator of select, group_by, ... (enum_blockful): the block's value
+ * for each item in turn is what m's block would answer (find, detect and find_index stop at the first
+ * truthy one), then m's result from those values. */
+static int enum_by_index(tpl_vm *vm, tpl_value e, int64_t off, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    const tpl_value *x = e.u.list->items + e.u.list->len;
+    const char *name = x[1].u.s;
+    size_t n = x[1].len;
+    tpl_value recv = x[0];
+    tpl_list *l;
+    if (enum_live(vm, e, &l) < 0) return -1;
+    tpl_rb_block blk = tpl_vm_block(vm);
+    bool first = IS("find") || IS("detect") || IS("find_index");
+    tpl_value *k = tpl_arena_alloc(A(vm), (l->len + 1) * sizeof *k);
+    if (!k) return oom(vm);
+    uint32_t len = l->len;   /* (the block may change the receiver: the items as they were) */
+    for (uint32_t i = 0; i < len; i++) {
+        tpl_value args[2] = { l->items[i], tpl_v_int(off + (int64_t)i) };
+        YIELD(blk, args, 2, &k[i]);
+        if (first && tpl_truthy_rb(k[i])) { *out = IS("find_index") ? tpl_v_int(i) : l->items[i]; return 0; }
+    }
+    if (first) { *out = tpl_v_none(); return 0; }
+    if (IS("each_with_object")) { *out = x[2].u.list->items[0]; return 0; }
+    if (IS("sort_by")) {
+        tpl_list *r;
+        tpl_list src = *l;
+        src.len = len;
+        if (sort_list(vm, &src, k, false, &r) < 0) return -1;
+        *out = tpl_v_list(r);
+        return 0;
+    }
+    if (IS("min_by") || IS("max_by")) {
+        sorter s = { vm, blk, false, NULL, false };
+        int64_t best = -1;
+        for (uint32_t i = 0; i < len; i++) {
+            if (best < 0 || sort_cmp(&s, k[i], k[best]) * (IS("min_by") ? -1 : 1) > 0) best = i;
+            if (s.failed) return -1;
+        }
+        *out = best < 0 ? tpl_v_none() : l->items[best];
+        return 0;
+    }
+    if (IS("group_by")) {
+        tpl_map *m = rb_map(vm, 4);
+        if (!m) return oom(vm);
+        for (uint32_t i = 0; i < len; i++) {
+            tpl_value *g = tpl_map_get(m, k[i]);
+            if (!g) {
+                if (!tpl_map_set(A(vm), m, k[i], tpl_v_list(new_list(vm, 2)))) return oom(vm);
+                g = tpl_map_get(m, k[i]);
+            }
+            if (!g || !g->u.list || !tpl_list_push(A(vm), g->u.list, l->items[i])) return oom(vm);
+        }
+        *out = tpl_v_map(m);
+        return 0;
+    }
+    if ((IS("select") || IS("filter") || IS("reject")) && recv.type == TPL_T_MAP) {   /* Hash#select: a Hash */
+        tpl_map *m = rb_map(vm, len);
+        if (!m) return oom(vm);
+        for (uint32_t i = 0; i < len; i++)
+            if (tpl_truthy_rb(k[i]) == !IS("reject")) {
+                const tpl_list *p = l->items[i].u.list;
+                if (!tpl_map_set(A(vm), m, p->items[0], p->items[1])) return oom(vm);
+            }
+        *out = tpl_v_map(m);
+        return 0;
+    }
+    tpl_list *y = new_list(vm, len), *no = new_list(vm, len);
+    if (!y || !no) return oom(vm);
+    for (uint32_t i = 0; i < len; i++) {
+        bool t = tpl_truthy_rb(k[i]);
+        if (IS("flat_map") || IS("collect_concat")) {
+            if (is_array(k[i])) {
+                for (uint32_t j = 0; j < k[i].u.list->len; j++)
+                    if (!tpl_list_push(A(vm), y, k[i].u.list->items[j])) return oom(vm);
+            } else if (!tpl_list_push(A(vm), y, k[i])) return oom(vm);
+        } else if (IS("filter_map")) {
+            if (t) y->items[y->len++] = k[i];
+        } else if (IS("reject")) {
+            if (!t) y->items[y->len++] = l->items[i];
+        } else {   /* select, filter, find_all, partition */
+            tpl_list *d = t ? y : no;
+            d->items[d->len++] = l->items[i];
+        }
+    }
+    *out = IS("partition") ? pair(vm, tpl_v_list(y), tpl_v_list(no)) : tpl_v_list(y);
+    if (out->type != TPL_T_LIST) return oom(vm);
+    out->flags = TPL_F_MUT_RB;
+    return 0;
+#undef IS
+}
+
 int r_arr_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
