@@ -1174,13 +1174,19 @@ static bool bang_name(const char *name, size_t n)
  * runs the method on the block's values (enum_by_index), each with a block the method itself. */
 static bool enum_blockful(const char *name, size_t n, int npos)
 {
-    static const char *const names[] = { "select", "filter", "find_all", "reject", "find", "detect", "find_index",
-        "partition", "group_by", "sort_by", "min_by", "max_by", "flat_map", "collect_concat", NULL };
-    if (n == 16 && memcmp(name, "each_with_object", 16) == 0) return npos == 1;
-    if (npos) return false;
-    for (int i = 0; names[i]; i++)
-        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
-    return false;
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    switch (n) {   /* (asked on every blockless call of an Array or Hash: by length first) */
+    case 4: return npos == 0 && IS("find");
+    case 6: return npos == 0 && (IS("select") || IS("filter") || IS("reject") || IS("detect") || IS("min_by") || IS("max_by"));
+    case 7: return npos == 0 && IS("sort_by");
+    case 8: return npos == 0 && (IS("find_all") || IS("group_by") || IS("flat_map"));
+    case 9: return npos == 0 && IS("partition");
+    case 10: return npos == 0 && IS("find_index");
+    case 14: return npos == 0 && IS("collect_concat");
+    case 16: return npos == 1 && IS("each_with_object");
+    default: return false;
+    }
+#undef IS
 }
 
 static int enum_items(tpl_vm *vm, tpl_value v, tpl_list **out, const char *meth);
