@@ -3564,15 +3564,13 @@ static void store_import_alias(tpl_comp *c, tpl_node *n)
 static void stmt_import_dyn(tpl_comp *c, tpl_node *n)
 {
     expr(c, n->a);
+    if (n->kind == TPL_N_IMPORT) emit(c, TPL_OP_DUP, 0, 1); /* (the module's name) */
     if (n->op & 4) push_context_map(c); /* with context */
     else emit(c, TPL_OP_NONE, 0, 1);
     c->cur_off = n->off;
     emit(c, TPL_OP_IMPORT_DYN, 0, -1);
     if (n->kind == TPL_N_IMPORT) {
-        int ns = tpl_builtin_find(TPL_BK_GLOBAL, "namespace", 9);
-        emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
-        emit_raw(c, (uint32_t)ns);
-        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+        emit(c, TPL_OP_MODULE, 2, -1); /* Jinja2's TemplateModule: prints as the template's output */
         store_import_alias(c, n);
         return;
     }
@@ -3844,13 +3842,12 @@ static bool stmt_import_module(tpl_comp *c, tpl_node *n, tpl_value name)
         m->frames[m->nframes++] = (struct tpl_cmod_frame){ c->root_id, off };
     }
     c->cur_off = n->off;
+    if (n->kind == TPL_N_IMPORT) push_const(c, name); /* (the module's name) */
+    c->cur_off = n->off;
     emit(c, TPL_OP_IMPORT_MOD, m->macro, 1);
     emit_raw(c, off);
     if (n->kind == TPL_N_IMPORT) {
-        int ns = tpl_builtin_find(TPL_BK_GLOBAL, "namespace", 9);
-        emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
-        emit_raw(c, (uint32_t)ns);
-        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+        emit(c, TPL_OP_MODULE, 2, -1); /* Jinja2's TemplateModule: prints as the template's output */
         store_import_alias(c, n);
         return true;
     }
@@ -3931,7 +3928,8 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_CAPTURE, 0, 0);
     body(c, root->b);
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
-    emit(c, TPL_OP_POP, 0, -1);
+    if (n->kind == TPL_N_IMPORT) push_const(c, names->val); /* the output and the name: the module's */
+    else emit(c, TPL_OP_POP, 0, -1);
     uint32_t nvals = 0;
     if (n->kind == TPL_N_IMPORT) {
         for (uint32_t i = 0; s && i < s->nvars; i++) {
@@ -3942,10 +3940,8 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
             nvals++;
         }
         emit(c, TPL_OP_BUILD_MAP, nvals, 1 - 2 * (int)nvals);
-        int ns = tpl_builtin_find(TPL_BK_GLOBAL, "namespace", 9);
-        emit(c, TPL_OP_CALL_NAME, add_name(c, tpl_v_str("namespace", 9)), 0);
-        emit_raw(c, (uint32_t)ns);
-        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+        c->cur_off = n->off;
+        emit(c, TPL_OP_MODULE, 3, -2); /* Jinja2's TemplateModule: prints as the template's output */
     } else {
         for (tpl_node *x = n->b; x && !c->failed; x = x->next) {
             int sl = s ? scope_find(s, x->val) : -1;

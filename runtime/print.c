@@ -348,6 +348,14 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
         break;
     }
     case TPL_T_MAP:
+        if ((v.flags & TPL_F_NS) && v.u.map->module) { /* Jinja2's TemplateModule.__repr__ */
+            const tpl_value *name = &v.u.map->module[1];
+            tpl_sb_puts(b, "<TemplateModule ");
+            if (name->type == TPL_T_STR) py_repr_str(b, name->u.s, name->len);
+            else tpl_sb_puts(b, "None");
+            tpl_sb_putc(b, '>');
+            break;
+        }
         if (v.flags & TPL_F_NS)
             tpl_sb_puts(b, "<Namespace ");
         py_repr_dict(b, v.u.map, w);
@@ -466,6 +474,8 @@ void tpl_py_str(tpl_sb *b, tpl_value v)
         tpl_sb_put(b, v.u.s, v.len);
     else if (v.type == TPL_T_HOST)
         tpl_hobj_print(b, v, false);
+    else if (v.type == TPL_T_MAP && (v.flags & TPL_F_NS) && v.u.map->module) /* TemplateModule.__str__: the output */
+        tpl_sb_put(b, v.u.map->module[0].u.s, v.u.map->module[0].len);
     else if (v.type != TPL_T_UNDEF && v.type != TPL_T_UNSET)
         tpl_py_repr(b, v);
 }

@@ -49,7 +49,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
         if (v.flags & TPL_F_MATCH_RB) return TPL_VT_MATCHDATA;
         if (v.flags & TPL_F_GROUP) return TPL_VT_GROUP_TUPLE;
         return v.flags & TPL_F_TUPLE ? TPL_VT_TUPLE : TPL_VT_LIST;
-    case TPL_T_MAP: return v.flags & TPL_F_NS ? TPL_VT_NAMESPACE : TPL_VT_DICT;
+    case TPL_T_MAP: return !(v.flags & TPL_F_NS) ? TPL_VT_DICT : v.u.map->module ? TPL_VT_TEMPLATE_MODULE : TPL_VT_NAMESPACE;
     case TPL_T_FUNC:
         if (v.u.p && v.aux >= TPL_FN_ALIAS) return v.aux == TPL_FN_ALIAS ? TPL_VT_GENERIC_ALIAS : v.aux == TPL_FN_DESCR ? TPL_VT_METHOD_DESCR : TPL_VT_MEMBER_DESCR;
         return v.u.p ? TPL_VT_BUILTIN : tpl_value_class(v) != TPL_VT__COUNT ? TPL_VT_TYPE : TPL_VT_FUNCTION;

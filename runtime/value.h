@@ -253,8 +253,13 @@ typedef struct tpl_map {
     tpl_entry *e;
     uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
     /* For undefined-attribute messages: the container was a "dict object" (jinja) */
-    void *rb_default;   /* a Ruby Hash's default, Hash.new(v) / Hash.new { |h, k| ... } (stdlib/ruby/ruby.c's
-                         * record; NULL: nil) */
+    union {
+        void *rb_default;   /* a Ruby Hash's default, Hash.new(v) / Hash.new { |h, k| ... } (stdlib/ruby/ruby.c's
+                             * record; NULL: nil) */
+        const tpl_value *module; /* Jinja: an imported template's module (Jinja2's TemplateModule, a
+                                  * TPL_F_NS map: MODULE), or the dict of exports an import made:
+                                  * [0] the template's output (str(module) prints it), [1] its name */
+    };
 } tpl_map;
 
 /* A method bound to its receiver: `s.upper` before it is called. */

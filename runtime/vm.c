@@ -2792,6 +2792,17 @@ static int include_load(tpl_vm *vm, tpl_value name, const tpl_program **out)
     return 1;
 }
 
+/* The output of an imported template's top level from mark on, which the import drops: kept for
+ * MODULE, the module `{% import %}` makes prints it (Jinja2's TemplateModule.__str__). */
+static int keep_import_out(tpl_vm *vm, size_t mark)
+{
+    size_t n = vm->out_len - mark;
+    char *s = n ? tpl_arena_strdup(&vm->arena, vm->out + mark, n) : "";
+    if (!s) return tpl_vm_nomem(vm);
+    vm->import_out = tpl_v_str(s, (uint32_t)n);
+    return 0;
+}
+
 /* Runs sub, a template loaded at render time, on this render with the names of ctx (a map laid
  * over the state; None: none): its template-level slots above the caller's. exports NULL: an
  * include (output into the render's). Else an import: the output is dropped, the slots stay
@@ -2841,6 +2852,7 @@ static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_val
     vm->state = save_state;
     /* an import keeps the template's slots until its caller's frame ends: its macros read them */
     vm->slot_top = exports ? base + sub->nslots : save_top;
+    if (exports && rc == 0 && keep_import_out(vm, vm->captures[vm->ncaptures - 1]) < 0) rc = -1;
     if (exports) vm->out_len = vm->captures[--vm->ncaptures];
     vm->stack_top = save_stack;
     vm->pc = save_pc;
@@ -2882,6 +2894,7 @@ static int import_mod(tpl_vm *vm, const tpl_macro_desc *d, uint32_t base, tpl_va
     int rc = run(vm, d->entry, base, 0, 0, &r);
     vm->depth--;
     vm->ncaptures = save_captures;
+    if (rc == 0 && keep_import_out(vm, vm->captures[save_captures]) < 0) rc = -1;
     if (rc == 0) vm->out_len = vm->captures[save_captures];
     vm->stack_top = save_stack;
     vm->pc = save_pc;
@@ -4801,6 +4814,28 @@ top:
         if (import_mod(vm, &p->macros[a], vm->root_base + ip[1], &m) < 0) goto fail;
         *sp++ = m;
         NEXT(1);
+    }
+    CASE(MODULE) {
+        /* {% import ... as m %}: a Namespace of the exports that prints as the template's output
+         * (A = 3: the output below the name and the dict; A = 2: the import's, import_out) and repr()s as
+         * <TemplateModule 'name'> */
+        CHARGE();
+        tpl_value *mv = tpl_arena_alloc(&vm->arena, 2 * sizeof *mv);
+        if (!mv) { oom(vm); goto fail; }
+        mv[0] = a == 3 ? sp[-3] : vm->import_out;
+        mv[1] = sp[-2];
+        if (mv[0].type != TPL_T_STR) mv[0] = tpl_v_str("", 0);
+        const tpl_map *d = sp[-1].u.map; /* (BUILD_MAP's, IMPORT_MOD's or IMPORT_DYN's dict) */
+        tpl_map *m = tpl_map_new(&vm->arena, d->len);
+        if (!m) { oom(vm); goto fail; }
+        for (uint32_t i = 0; i < d->len; i++)
+            if (!tpl_map_append(&vm->arena, m, d->e[i].key, d->e[i].hash, d->e[i].val)) { oom(vm); goto fail; }
+        m->module = mv;
+        sp -= a;
+        *sp = tpl_v_map(m);
+        sp->flags = TPL_F_NS;
+        sp++;
+        NEXT(0);
     }
     CASE(EXTENDS_DYN) {
         CHARGE();

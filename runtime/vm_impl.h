@@ -94,6 +94,7 @@ struct tpl_vm {
     uint64_t out_flushed;   /* the bytes this render handed to out_write so far */
     size_t captures[TPL_VM_CAPTURES];
     int ncaptures;
+    tpl_value import_out; /* the output the last IMPORT_MOD / IMPORT_DYN dropped (MODULE prints it) */
 
     tpl_value *stack;       /* stack_cap values (heap; grown by tpl_vm_run, never while running) */
     tpl_value *slots;       /* slots_cap values */

@@ -639,6 +639,19 @@ int f_dictsort(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* obj.__html__() of a host object or an imported template's module (TemplateModule: Markup of its
+ * output) into *s: 0; 1 when v has none; -1 on error. */
+static int html_of(tpl_vm *vm, tpl_value v, tpl_value *s)
+{
+    if (v.type == TPL_T_HOST) return tpl_hobj_html(vm, v, s);
+    if (v.type == TPL_T_MAP && (v.flags & TPL_F_NS) && v.u.map->module) {
+        *s = v.u.map->module[0];
+        s->flags = TPL_F_SAFE;
+        return 0;
+    }
+    return 1;
+}
+
 /* markupsafe.escape of a plain string into b. */
 static int escape_value(tpl_vm *vm, tpl_value v, bool force, tpl_value *out)
 {
@@ -647,7 +660,7 @@ static int escape_value(tpl_vm *vm, tpl_value v, bool force, tpl_value *out)
         return 0;
     }
     tpl_value s;
-    int h = v.type == TPL_T_HOST ? tpl_hobj_html(vm, v, &s) : 1; /* (markupsafe.escape: __html__ first) */
+    int h = html_of(vm, v, &s); /* (markupsafe.escape: __html__ first) */
     if (h < 0)
         return -1;
     if (h == 0 && !force) {
@@ -679,7 +692,7 @@ int f_forceescape(tpl_vm *vm, tpl_value *a, tpl_value *out) { return escape_valu
 int f_safe(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s;
-    int h = a[0].type == TPL_T_HOST ? tpl_hobj_html(vm, a[0], &s) : 1; /* (Markup(obj): __html__ first) */
+    int h = html_of(vm, a[0], &s); /* (Markup(obj): __html__ first) */
     if (h < 0 || (h != 0 && tpl_to_str(vm, a[0], &s) < 0))
         return -1;
     *out = s;
