@@ -327,6 +327,7 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
             tpl_sb_puts(b, tpl_lazy_name(v.aux));
             tpl_sb_putc(b, '(');
             v.aux = 0;
+            v.flags &= (uint8_t)~TPL_F_VIEW_DICT;
             py_repr(b, v, w);
             tpl_sb_putc(b, ')');
             break;

@@ -21,6 +21,7 @@ tpl_vtype tpl_value_class(tpl_value v)
         { "range", TPL_VT_RANGE }, { "dict", TPL_VT_DICT }, { "cycler", TPL_VT_CYCLER },
         { "joiner", TPL_VT_JOINER }, { "namespace", TPL_VT_NAMESPACE },
     };
+    if (tpl_is_pytype(v)) return (tpl_vtype)(v.aux - TPL_FN_TYPE); /* `x.__class__` (value.h) */
     const tpl_builtin_info *bi = v.type == TPL_T_FUNC && !v.u.p ? tpl_lib_builtin(v.aux) : NULL;
     for (size_t i = 0; bi && bi->kind == TPL_BK_GLOBAL && i < sizeof classes / sizeof *classes; i++)
         if (strcmp(bi->name, classes[i].name) == 0)

@@ -204,6 +204,12 @@ enum { TPL_LAZY_NONE = 0, TPL_LAZY_RANGE, TPL_LAZY_DICT_ITEMS, TPL_LAZY_DICT_KEY
        TPL_LAZY_GENERATOR, TPL_LAZY_LIST_REVITER, TPL_LAZY_RANGE_ITER, TPL_LAZY_DICT_REVITER, TPL_LAZY_REVERSED,
        TPL_LAZY_DICT_REVITEMS, TPL_LAZY_DICT_REVKEYS, TPL_LAZY_DICT_REVVALUES };
 
+/* List flag (Jinja): a dict view (d.keys(), d.items(), d.values()) or a reversed() iterator of a
+ * dict or view that knows its dict: the dict is the map value just past its items (cap == len,
+ * so a push never overwrites it; tpl_view_dict). A for loop over one iterates the dict as Python's
+ * live view does (runtime/vm.c dict_next). The bit is TPL_F_MATCH_RB's, which only ERB lists use. */
+#define TPL_F_VIEW_DICT 64
+
 /* aux of an undefined value: what was missing. */
 enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3,
        TPL_UNDEF_COND = 4 /* an inline if without else: always lenient (Jinja2's cond_expr_undefined) */ };
@@ -275,6 +281,12 @@ typedef struct tpl_bound {
  * (range.start). */
 enum { TPL_FN_ALIAS = 0xFFFD, TPL_FN_DESCR = 0xFFFE, TPL_FN_MEMBER = 0xFFFF }; /* (a bound method's aux may
                                                                             * hold its builtin id: below these) */
+/* aux of a TPL_T_FUNC without a tpl_bound, from TPL_FN_TYPE on (builtin ids are below it): a
+ * Python class that is no Jinja2 global, what `x.__class__` gives (str, int, Undefined, Markup,
+ * LoopContext...: runtime/vm.c class_of): its types.def row is aux - TPL_FN_TYPE. It prints as
+ * the class, compares, hashes and is `sameas` by that row; calling it is a located refusal. */
+enum { TPL_FN_TYPE = 0xFE00 };
+static inline bool tpl_is_pytype(tpl_value v) { return v.type == TPL_T_FUNC && !v.u.p && v.aux >= TPL_FN_TYPE; }
 
 /* A Python special ("dunder") name: `__x__`, at least one character between the underscores. */
 static inline bool tpl_is_dunder(const char *s, size_t n)
@@ -314,6 +326,11 @@ static inline bool tpl_is_aseq_rb(tpl_value v)
 }
 /* A Gem::Version (TPL_F_GEMV_RB). */
 static inline bool tpl_is_gemv_rb(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_GEMV_RB) && (v.flags & TPL_F_CLASS_RB); }
+/* The dict of a view or reversed() iterator that knows it (TPL_F_VIEW_DICT), else NULL. */
+static inline struct tpl_map *tpl_view_dict(tpl_value v)
+{
+    return v.type == TPL_T_LIST && (v.flags & TPL_F_VIEW_DICT) && v.aux ? v.u.list->items[v.u.list->len].u.map : NULL;
+}
 /* A range() held without its items (TPL_F_RANGE_BIG). */
 static inline bool tpl_is_big_range(tpl_value v) { return v.type == TPL_T_LIST && (v.flags & TPL_F_RANGE_BIG); }
 static inline bool tpl_has_big_range(const tpl_value *v, int n)

@@ -872,14 +872,98 @@ static int name_method(const tpl_name *nm, int kind)
  * length and revindex drain the iterator, last and nextitem peek one item ahead, as Jinja2's. */
 static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want);
 
+/* Whether key k is one of the dict's keys when the loop started. */
+static bool dict_key_was(const tpl_loop *l, tpl_value k)
+{
+    for (uint32_t i = 0; i < l->dict_keys->len; i++)
+        if (tpl_equal(l->dict_keys->items[i], k)) return true;
+    return false;
+}
+
+/* One next() of Python's dict iterator (dictiter_iternextkey, dictreviter_iternext) over l->dict:
+ * 1 with *out (the key, (key, value) or the value, read from the dict now: a view is live), 0
+ * at the end, -1 with RuntimeError when the dict changed size since the loop began, or (forwards,
+ * CPython 3.8+) when it yields more entries than the dict had: keys were deleted and others added
+ * (the entries of the keys not passed yet are in their places, deleted ones are skipped, added ones
+ * follow the last; CPython's table may also be rebuilt by an insertion, which moves the entries:
+ * tpl does not follow that). */
+static int dict_next(tpl_vm *vm, tpl_loop *l, tpl_value *out)
+{
+    tpl_map *m = l->dict;
+    if (m->len != l->dict_len) return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary changed size during iteration");
+    tpl_list *s = l->src;
+    tpl_value key = { 0 };
+    const tpl_value *val = NULL;
+    if (l->dict_keys && m->len && m->len == l->dict_keys->len && !tpl_equal(m->e[m->len - 1].key, l->dict_last)) {
+        /* the same size, a key added since the last step: entries were deleted and added. An
+         * insertion may rebuild CPython's table, which moves the entries past the deleted ones the
+         * iterator had passed (forwards; reversed: any it had not reached), so whether it stops,
+         * yields an added key or raises "dictionary keys changed" then depends on the table's
+         * size, not modelled */
+        uint32_t passed = l->dict_keys->len - s->len;
+        for (uint32_t i = l->dict_rev ? passed : 0; i < (l->dict_rev ? l->dict_keys->len : passed); i++)
+            if (!tpl_map_get(m, l->dict_keys->items[l->dict_rev ? l->dict_keys->len - 1 - i : i]))
+                return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a dict whose keys were deleted and added while a loop "
+                                   "iterates it (what Python does next depends on its hash table's size, which tpl does not follow)");
+    }
+    while (s->len && !val) { /* the entries the loop started with */
+        key = s->items[0];
+        if (l->dict_rev && l->dict_what == 1 && key.type == TPL_T_LIST) key = key.u.list->items[0];
+        val = l->dict_rev && l->dict_what == 2 ? &s->items[0] : tpl_map_get(m, key);
+        s->items++;
+        s->len--;
+        s->cap = s->len;
+    }
+    if (!val && !l->dict_rev && l->dict_keys && m->len &&
+        !(m->len == l->dict_keys->len && tpl_equal(m->e[m->len - 1].key, l->dict_keys->items[m->len - 1]))) {
+        /* entries added since the start (after the dict's last entry): the next one not yielded */
+        uint32_t seen = 0;
+        for (uint32_t i = 0; i < m->len && !val; i++)
+            if (!dict_key_was(l, m->e[i].key) && seen++ == l->dict_app) { key = m->e[i].key; val = &m->e[i].val; }
+        if (val) {
+            if (l->items->len >= l->dict_len)
+                return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary keys changed during iteration");
+            l->dict_app++;
+        }
+    }
+    if (m->len) l->dict_last = m->e[m->len - 1].key;
+    if (!val) { l->dict = NULL; return 0; } /* exhausted: it no longer looks at the dict */
+    if (l->dict_what == 0) *out = key;
+    else if (l->dict_what == 2) *out = *val;
+    else {
+        tpl_list *pair = tpl_list_new(&vm->arena, 2);
+        if (!pair) return oom(vm);
+        pair->items[0] = key;
+        pair->items[1] = *val;
+        pair->len = 2;
+        *out = tpl_v_list(pair);
+        out->flags = TPL_F_TUPLE;
+    }
+    return 1;
+}
+
 static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want)
 {
     tpl_list *s = l->src, *d = l->items;
     if (!s) return 0;
-    if (l->dict && want > d->len) { /* Python's dict iterator, at each next() */
-        if (l->dict->len != l->dict_len)
-            return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary changed size during iteration");
-        if (!s->len) l->dict = NULL; /* exhausted: it no longer looks at the dict */
+    if (l->dict) { /* Python's dict iterator, at each next() */
+        while (l->dict && d->len < want) {
+            tpl_value x;
+            int r = dict_next(vm, l, &x);
+            if (r < 0) return -1;
+            if (!r) break;
+            if (d->len == d->cap) {
+                uint64_t cap = (uint64_t)d->cap * 2 + 4;
+                if (cap >= UINT32_MAX / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many items");
+                tpl_value *it = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *it);
+                if (!it) return oom(vm);
+                if (d->len) memcpy(it, d->items, d->len * sizeof *it);
+                d->items = it;
+                d->cap = (uint32_t)cap;
+            }
+            d->items[d->len++] = x;
+        }
+        return 0;
     }
     if (s->cap == TPL_PEND_MARK) { /* a lazy iterator: produce what is wanted, room for it */
         tpl_pending *p = (tpl_pending *)(void *)s;
@@ -963,7 +1047,10 @@ static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_va
 {
 #define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
     if (l->src) {
-        if (IS("length") || IS("revindex") || IS("revindex0")) { if (loop_pull(vm, l, UINT32_MAX) < 0) return -1; }
+        if (IS("length") || IS("revindex") || IS("revindex0")) {
+            if (l->dict_keys && !l->dict_rev && l->dict) { if (!l->len1) l->len1 = l->dict->len + 1; } /* len(d) now: nothing taken */
+            else if (loop_pull(vm, l, UINT32_MAX) < 0) return -1;
+        }
         else if ((IS("last") || IS("nextitem")) && loop_pull(vm, l, l->i + 1) < 0) return -1;
     } else if ((IS("last") || IS("nextitem")) && loop_peek_end(vm, l) < 0) {
         return -1;
@@ -1054,6 +1141,74 @@ static int dunder_error(tpl_vm *vm, const char *name, size_t n)
                        (int)(n > 60 ? 60 : n), name);
 }
 
+/* `x.__class__` in Jinja (Jinja2's plain Environment returns the Python class): the class as a
+ * value (value.h TPL_FN_TYPE) that prints as CPython prints it (<class 'str'>), compares and
+ * hashes by its types.def row; the classes Jinja2 has as globals (range, dict, namespace,
+ * cycler, joiner) are those globals, so `{}.__class__ == dict`. What tpl's value would name
+ * wrongly (a method of Jinja2's own objects is a Python `method`, an undefined of another class)
+ * is a located refusal. */
+static int class_of(tpl_vm *vm, tpl_value obj, tpl_value *out)
+{
+    tpl_vtype vt;
+    if (obj.type == TPL_T_UNDEF) {
+        if (chainable_undefined(vm) || tpl_vm_debug_undefined(vm))
+            return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: the class of an undefined value of this render's Undefined class");
+        vt = tpl_value_vtype(obj, tpl_vm_strict_undef(vm, obj));
+    } else if (obj.type == TPL_T_FUNC && tpl_value_class(obj) != TPL_VT__COUNT) {
+        vt = TPL_VT_TYPE;
+    } else {
+        vt = (tpl_vtype)(tpl_undef_container(obj) - 1); /* (a cycler's or joiner's state: their class) */
+        bool ruby = vt == TPL_VT_SYMBOL || vt == TPL_VT_REGEXP || vt == TPL_VT_CLASS || vt == TPL_VT_RUBY_RANGE ||
+                    vt == TPL_VT_MATCHDATA || vt == TPL_VT_ENUMERATOR || vt == TPL_VT_ARITH_SEQ || vt == TPL_VT_GEM_VERSION;
+        bool plain_self = obj.type == TPL_T_FUNC && obj.u.p && obj.aux < TPL_FN_ALIAS &&
+                          ((obj.u.bound->self.type == TPL_T_STR && !obj.u.bound->self.flags) ||
+                           (obj.u.bound->self.type == TPL_T_LIST && !obj.u.bound->self.aux &&
+                            !(obj.u.bound->self.flags & ~TPL_F_TUPLE)) ||
+                           (obj.u.bound->self.type == TPL_T_MAP && !obj.u.bound->self.flags));
+        if ((obj.type == TPL_T_FUNC && !plain_self && obj.aux < TPL_FN_ALIAS && vt != TPL_VT_JOINER) || vt == TPL_VT_UNSET ||
+            vt == TPL_VT_HOST || ruby)
+            return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: the class of a %s (tpl does not model it as a Python object)",
+                               tpl_type_name(vm, obj));
+        if (vt == TPL_VT_FALSE) vt = TPL_VT_TRUE; /* (one class, bool) */
+    }
+    static const struct { tpl_vtype vt; const char *global; } globals[] = {
+        { TPL_VT_RANGE, "range" }, { TPL_VT_DICT, "dict" }, { TPL_VT_NAMESPACE, "namespace" },
+        { TPL_VT_CYCLER, "cycler" }, { TPL_VT_JOINER, "joiner" },
+    };
+    tpl_value v = { 0 };
+    v.type = TPL_T_FUNC;
+    v.aux = (uint16_t)(TPL_FN_TYPE + vt);
+    for (size_t i = 0; i < sizeof globals / sizeof *globals; i++)
+        if (globals[i].vt == vt) v.aux = (uint16_t)tpl_stdlib.find(TPL_BK_GLOBAL, globals[i].global, strlen(globals[i].global));
+    *out = v;
+    return 0;
+}
+
+/* A class's __name__, __qualname__, __module__ and __class__ (vt: tpl_value_class); its other
+ * special attributes (__mro__, __subclasses__, __dict__, __doc__...) are interpreter objects: a
+ * located refusal. 1: not one of these (a class global's own attributes: class_attr). */
+static int type_attr(tpl_vm *vm, tpl_vtype vt, const char *name, size_t n, tpl_value *out)
+{
+    const char *c = tpl_types[vt].pyclass; /* <class 'jinja2.utils.Cycler'> */
+    size_t cn = strlen(c) - 10, dot = cn;
+    while (dot > 0 && c[8 + dot - 1] != '.') dot--;
+    if ((n == 8 && memcmp(name, "__name__", 8) == 0) || (n == 12 && memcmp(name, "__qualname__", 12) == 0)) {
+        *out = tpl_v_str(c + 8 + dot, cn - dot);
+        return 0;
+    }
+    if (n == 10 && memcmp(name, "__module__", 10) == 0) {
+        *out = dot ? tpl_v_str(c + 8, dot - 1) : tpl_v_str("builtins", 8);
+        return 0;
+    }
+    if (n == 9 && memcmp(name, "__class__", 9) == 0) {
+        *out = (tpl_value){ 0 };
+        out->type = TPL_T_FUNC;
+        out->aux = TPL_FN_TYPE + TPL_VT_TYPE;
+        return 0;
+    }
+    return tpl_is_dunder(name, n) ? dunder_error(vm, name, n) : 1;
+}
+
 /* An attribute of a Python number: the data attributes real, imag, numerator, denominator (an
  * int's numerator is itself; a bool's real is an int, as Python's), else undefined. int's and
  * float's methods (bit_length, hex, ...) tpl does not have: a located error, not an undefined
@@ -1129,6 +1284,12 @@ static int class_attr(tpl_vm *vm, tpl_vtype vt, int cls_id, const char *name, si
  * forwards getattr to dict (what dict lacks: undefined). Anything else: undefined. */
 static int func_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
+    if (tpl_is_pytype(obj)) { /* x.__class__.upper: a method descriptor tpl does not make */
+        int rc = type_attr(vm, tpl_value_class(obj), name, n, out);
+        if (rc <= 0) return rc;
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (an attribute of a class tpl does not model)",
+                           tpl_types[tpl_value_class(obj)].py, (int)(n > 60 ? 60 : n), name);
+    }
     tpl_vtype vt = obj.u.p ? (obj.aux == TPL_FN_ALIAS ? TPL_VT_DICT : TPL_VT__COUNT) : tpl_value_class(obj);
     if (vt != TPL_VT__COUNT && !(n >= 5 && tpl_is_dunder(name, n))) {
         int cls_id = obj.u.p ? obj.u.bound->method : obj.aux;
@@ -1156,11 +1317,17 @@ static int func_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_
 int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
     if (__builtin_expect(n >= 5 && name[0] == '_', 0) && tpl_is_dunder(name, n) && obj.type != TPL_T_HOST && !vm->p->opts.hf &&
-        tpl_vm_syntax(vm) != TPL_SYNTAX_ERB &&
-        !(obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS) && !(n == 9 && memcmp(name, "__class__", 9) == 0)) &&
-        !(obj.type == TPL_T_STR && tpl_stdlib.find(TPL_BK_STR, name, n) >= 0))
-        return dunder_error(vm, name, n); /* (a Namespace hides every other name: undefined, below; Markup's
-                                            __html__ is modelled: a method of Markup, undefined on str) */
+        tpl_vm_syntax(vm) != TPL_SYNTAX_ERB) {
+        if (tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) {
+            if (n == 9 && memcmp(name, "__class__", 9) == 0) return class_of(vm, obj, out);
+            tpl_vtype cls = obj.type == TPL_T_FUNC ? tpl_value_class(obj) : TPL_VT__COUNT;
+            int rc = cls != TPL_VT__COUNT ? type_attr(vm, cls, name, n, out) : 1;
+            if (rc <= 0) return rc;
+        }
+        if (!(obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS)) && !(obj.type == TPL_T_STR && tpl_stdlib.find(TPL_BK_STR, name, n) >= 0))
+            return dunder_error(vm, name, n); /* (a Namespace hides every other name: undefined, below; Markup's
+                                                __html__ is modelled: a method of Markup, undefined on str) */
+    }
     if ((vm->p->opts.hf || tpl_vm_syntax(vm) == TPL_SYNTAX_ERB) && is_mutating(obj, name, n)) {
         /* transformers' sandbox (hf) gives an undefined value that raises this message when used;
          * elsewhere Jinja2's methods change the list or dict (stdlib/py/methods.c, issue 14) */
@@ -1321,7 +1488,8 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     case TPL_T_UNDEF:
         if (chainable_undefined(vm)) { *out = obj; return 0; } /* ChainableUndefined.__getitem__ */
         return tpl_stdlib.undefined_error(vm, obj);
-    default:
+    default: /* a number, None...: Jinja2's getitem falls back to the attribute ((1)['real'], map(attribute='__class__')) */
+        if (key.type == TPL_T_STR && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) return tpl_getattr(vm, obj, key.u.s, key.len, out);
         break;
     }
     /* missing: an undefined naming the key */
@@ -3050,7 +3218,12 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
     if (fn.type == TPL_T_MACRO)
         return call_macro(vm, (const tpl_closure *)fn.u.p, pos, npos, kwn, kwv, nkw, tpl_v_unset(), out);
     if (fn.type == TPL_T_FUNC) {
-        if (!fn.u.bound) return call_builtin(vm, fn.aux, pos, npos, kwn, kwv, nkw, out);
+        if (!fn.u.bound) {
+            if (fn.aux >= TPL_FN_TYPE) /* x.__class__(5): a constructor of a Python object */
+                return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: calling the class %s (tpl does not model Python's constructors)",
+                                   tpl_types[tpl_value_class(fn)].py);
+            return call_builtin(vm, fn.aux, pos, npos, kwn, kwv, nkw, out);
+        }
         if (fn.aux >= TPL_FN_ALIAS) return call_special(vm, fn, pos, npos, kwn, kwv, nkw, out);
         /* bound method: self first */
         tpl_value args[64];
@@ -3294,7 +3467,7 @@ static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tp
         *v = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(obj));
         return 0;
     }
-    if (obj.type == TPL_T_LOOP) /* loop.index & co. */
+    if (obj.type == TPL_T_LOOP && !tpl_is_dunder(nm->s.u.s, nm->s.len)) /* loop.index & co. (loop.__class__: tpl_getattr) */
         return loop_attr(vm, obj.u.loop, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
     return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
 }
@@ -3498,25 +3671,46 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
     tpl_list *items;
     if (v.type == TPL_T_LOOP) /* Jinja2 advances the loop one item per iteration, as the body runs */
         return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a for loop over a loop object (`for x, l in loop`)");
+    tpl_map *dict = tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA ? tpl_view_dict(v) : NULL;
     if (tpl_is_iter(v)) {
         /* an iterator: the loop pulls from it as it goes (loop_pull) */
         tpl_list *src = v.u.list;
         if (!(items = tpl_list_new(&vm->arena, src->len)) || new_loop(vm, items, slot) < 0) return oom(vm);
         slot->u.loop->src = src;
+        if (dict) { /* reversed(d), reversed(d.items()): Python's reverse dict iterator */
+            tpl_loop *l = slot->u.loop;
+            l->dict = dict;
+            l->dict_len = src->len;
+            l->dict_rev = true;
+            l->dict_what = v.aux == TPL_LAZY_DICT_REVITEMS ? 1 : v.aux == TPL_LAZY_DICT_REVVALUES ? 2 : 0;
+            if (!(l->dict_keys = tpl_list_new(&vm->arena, dict->len))) return oom(vm);
+            for (uint32_t i = 0; i < dict->len; i++) l->dict_keys->items[i] = dict->e[i].key;
+            l->dict_keys->len = dict->len;
+            if (dict->len) l->dict_last = dict->e[dict->len - 1].key;
+        }
+        return 0;
+    }
+    if (dict || (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA)) {
+        /* a dict or its view: Python's dict iterator, the keys taken one at a time (loop_pull), each
+         * step checking the dict (dict_next); a view yields the dict's entries as they are then */
+        tpl_map *m = dict ? dict : v.u.map;
+        tpl_list *keys = tpl_list_new(&vm->arena, m->len), *src = tpl_arena_alloc(&vm->arena, sizeof *src);
+        tpl_list *taken = tpl_list_new(&vm->arena, m->len);
+        if (!keys || !src || !taken || new_loop(vm, taken, slot) < 0) return oom(vm);
+        for (uint32_t i = 0; i < m->len; i++) keys->items[i] = m->e[i].key;
+        keys->len = m->len;
+        *src = *keys;
+        tpl_loop *l = slot->u.loop;
+        l->src = src;
+        l->dict = m;
+        l->dict_len = m->len;
+        l->dict_keys = keys;
+        if (m->len) l->dict_last = m->e[m->len - 1].key;
+        l->dict_what = !dict || v.aux == TPL_LAZY_DICT_KEYS ? 0 : v.aux == TPL_LAZY_DICT_ITEMS ? 1 : 2;
         return 0;
     }
     if (v.type == TPL_T_LIST && !(v.flags & TPL_F_RANGE_BIG)) items = v.u.list; /* (tpl_to_list's answer, without the call) */
     else if (tpl_to_list(vm, v, &items) < 0) return -1;
-    if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) {
-        /* Python's dict iterator: the keys pulled one at a time (loop_pull), each step checking
-         * that the dict kept its size ("dictionary changed size during iteration") */
-        tpl_list *taken = tpl_list_new(&vm->arena, items->len);
-        if (!taken || new_loop(vm, taken, slot) < 0) return oom(vm);
-        slot->u.loop->src = items;
-        slot->u.loop->dict = v.u.map;
-        slot->u.loop->dict_len = v.u.map->len;
-        return 0;
-    }
     return new_loop(vm, items, slot) < 0 ? -1 : 0;
 }
 
@@ -3589,6 +3783,13 @@ static inline __attribute__((always_inline)) const tpl_value *state_attr(tpl_vm 
         return v;
     }
     return NULL;
+}
+
+/* A fused op's dict lookup that missed a name starting with '_' (d.__class__, d.__len__): the
+ * general GETATTR (tpl_getattr: the class, or the located refusal of a special attribute). */
+static __attribute__((noinline)) int map_miss_dunder(tpl_vm *vm, tpl_value obj, const tpl_name *nm, tpl_value *out)
+{
+    return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, out);
 }
 
 /* The truth of a value of a type whose truth cannot fail (tpl_truthy_py's answer for none, bool,
@@ -4042,7 +4243,8 @@ top:
                     vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)hit->u.i);
                     DISPATCH();
                 }
-                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
+                if (!hit && nm->s.u.s[0] == '_') { if (map_miss_dunder(vm, *v, nm, sp++) < 0) goto fail; }
+                else *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
                 if (fresh_own_method(vm, *v, &sp[-1]) < 0) goto fail;
                 ticks++;
                 NEXT(2);
@@ -4085,7 +4287,8 @@ top:
                         NEXT(0);
                     }
                 }
-                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
+                if (!hit && nm->s.u.s[0] == '_') { if (map_miss_dunder(vm, *v, nm, sp++) < 0) goto fail; }
+                else *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
                 ticks += 2;
                 ip += 3; /* (LOAD_SLOT's two words, GETATTR) */
                 if (k) {
@@ -4122,7 +4325,8 @@ top:
             tpl_value *hit = NULL;
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
-                *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(v));
+                if (!hit && nm->s.u.s[0] == '_') { if (map_miss_dunder(vm, v, nm, sp++) < 0) goto fail; }
+                else *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(v));
                 if (fresh_own_method(vm, v, &sp[-1]) < 0) goto fail;
                 ticks++;
                 NEXT(2);

@@ -51,6 +51,11 @@ typedef struct tpl_loop {
                              * size Python's dict iterator checks at each step; NULL: none, or
                              * exhausted */
     uint32_t dict_len;      /* its size when the loop started */
+    tpl_list *dict_keys;    /* the dict's keys when the loop started (src: those not passed yet) */
+    uint32_t dict_app;      /* entries added since the start that the loop has yielded */
+    tpl_value dict_last;    /* the dict's last key at the previous step (another one: keys were added) */
+    uint8_t dict_what;      /* what each step yields: 0 the key, 1 (key, value), 2 the value */
+    bool dict_rev;          /* a reversed() iterator: from the last entry back, never the added ones */
 } tpl_loop;
 
 enum { BIND_UNKNOWN = 0xFF }; /* bind_lo of a builtin not called yet */

@@ -5,6 +5,7 @@
 #include "prompt/tr.h"
 
 _Static_assert(TPL_B__COUNT <= TPL_BUILTINS_MAX, "raise TPL_BUILTINS_MAX (runtime/library.h)");
+_Static_assert((int)TPL_B__COUNT < (int)TPL_FN_TYPE, "a builtin id below the class values' aux (runtime/value.h)");
 
 const tpl_library tpl_stdlib = {
     .table = tpl_builtin_table,

@@ -265,8 +265,7 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "attribute name must be string, not '%s'", tpl_type_name(vm, name));
     if (tpl_is_dunder(name.u.s, name.len) && !tpl_vm_hf(vm) && obj.type != TPL_T_HOST && /* as vm.c's tpl_getattr */
         !(obj.type == TPL_T_STR && tpl_builtin_find(TPL_BK_STR, name.u.s, name.len) >= 0) && !(obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS)))
-        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: Python's special attribute '%.*s' (an interpreter object tpl does not model)",
-                           (int)(name.len > 60 ? 60 : name.len), name.u.s);
+        return tpl_getattr(vm, obj, name.u.s, name.len, out); /* (__class__, a class's __name__; else its located refusal) */
     tpl_builtin_kind kind;
     switch (obj.type) {
     case TPL_T_MAP:
@@ -1320,13 +1319,19 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "argument must be iterable");
     if (tpl_iter_list(vm, v, &l) < 0)
         return -1;
-    tpl_list *r = tpl_list_new(AR(vm), l->len);
+    tpl_list *r = tpl_list_new(AR(vm), l->len + 1);
     if (!r)
         return OOM();
     for (uint32_t i = 0; i < l->len; i++)
         r->items[i] = l->items[l->len - 1 - i];
     r->len = l->len;
     *out = tpl_v_list(r);
+    const tpl_map *dict = v.type == TPL_T_MAP && !(v.flags & TPL_F_NS) ? v.u.map : tpl_view_dict(v);
+    if (dict) { /* reversed(d), reversed(d.items()): the iterator knows its dict (TPL_F_VIEW_DICT) */
+        r->cap = r->len;
+        r->items[r->len] = tpl_v_map((tpl_map *)dict);
+        out->flags = TPL_F_VIEW_DICT;
+    }
     /* reversed(value) is an iterator; a generator is not reversible, so Jinja2 reverses list(value) */
     if (v.type == TPL_T_MAP || v.aux == TPL_LAZY_DICT_KEYS)
         out->aux = TPL_LAZY_DICT_REVITER;

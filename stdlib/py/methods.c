@@ -780,7 +780,7 @@ static int map_list(tpl_vm *vm, tpl_value self, int what, tpl_value *out)
 {
     const tpl_map *m = self.u.map;
     tpl_arena *ar = AR(vm);
-    tpl_list *l = tpl_list_new(ar, m->len);
+    tpl_list *l = tpl_list_new(ar, m->len + 1); /* (its dict just past the items: TPL_F_VIEW_DICT) */
     if (!l)
         return OOM();
     for (uint32_t i = 0; i < m->len; i++) {
@@ -799,9 +799,11 @@ static int map_list(tpl_vm *vm, tpl_value self, int what, tpl_value *out)
         }
         l->items[i] = v;
     }
-    l->len = m->len;
+    l->len = l->cap = m->len;
+    l->items[m->len] = self;
     *out = tpl_v_list(l);
     out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
+    out->flags = TPL_F_VIEW_DICT;
     return 0;
 }
 
