@@ -1575,10 +1575,21 @@ static int folded_int(const tpl_node *n, int64_t *v, bool *big, int depth)
     return 0;
 }
 
+/* Whether a constant expression Jinja2 folds gives a float: a float literal, a sign on one, `/`,
+ * or an operator with a float operand (each folded expression makes its own float object). */
+static bool folds_float(const tpl_node *n)
+{
+    if (n->kind == TPL_N_CONST) return n->val.type == TPL_T_FLOAT;
+    if (n->kind == TPL_N_UNOP) return n->op != TPL_AOP_NOT && n->a && folds_float(n->a);
+    if (n->kind == TPL_N_BINOP) return n->op == TPL_AOP_DIV || (n->a && folds_float(n->a)) || (n->b && folds_float(n->b));
+    return false;
+}
+
 /* `x is sameas y` of two constant expressions Jinja2 folds (not both literals): 1 the same object,
  * 0 not, -1 unknown to tpl. */
 static int sameas_folded(const tpl_node *x, const tpl_node *y)
 {
+    if (folds_float(x) || folds_float(y)) return 0; /* (0.0 is sameas -0.0, 1.5 is sameas +1.5: two floats) */
     int64_t a, b;
     bool ba = false, bb = false;
     int fa = folded_int(x, &a, &ba, 0), fb = folded_int(y, &b, &bb, 0);

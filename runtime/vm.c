@@ -487,6 +487,8 @@ static tpl_value undef_named(const char *s, size_t n, int kind, int container)
     return v;
 }
 
+static int map_miss(tpl_vm *vm, tpl_value obj, const tpl_name *nm, tpl_value *out);
+
 /* ------------------------------------------------------------------ truthiness */
 
 int tpl_truthy_py(tpl_vm *vm, tpl_value v)
@@ -1350,7 +1352,13 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
             if (id >= 0) return bound_method(vm, obj, id, out);
         }
         tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
-        *out = hit ? *hit : undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
+        if (!hit) { /* (a new Undefined object: load_global) */
+            char *k = tpl_arena_strdup(&vm->arena, name, n);
+            if (!k) return oom(vm);
+            *out = undef_named(k, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
+            return 0;
+        }
+        *out = *hit;
         return fresh_own_method(vm, obj, out);
     }
     case TPL_T_STR:
@@ -2659,7 +2667,11 @@ static int load_global(tpl_vm *vm, const tpl_name *nm, tpl_value *out)
         *out = f;
         return 0;
     }
-    *out = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_NAME, 0);
+    /* a new Undefined object at each lookup, as Jinja2's: its name copied, so a variable assigned
+     * from another holds the same object (`is sameas`: stdlib/jinja/tests.c t_sameas) */
+    char *name = tpl_arena_strdup(&vm->arena, nm->s.u.s, nm->s.len);
+    if (!name) return oom(vm);
+    *out = undef_named(name, nm->s.len, TPL_UNDEF_NAME, 0);
     return 0;
 }
 
@@ -3464,8 +3476,7 @@ static inline __attribute__((always_inline)) int getattr_op(tpl_vm *vm, const tp
         if (hit) { *v = *hit; return fresh_own_method(vm, obj, v); }
         if (__builtin_expect(nm->s.u.s[0] == '_', 0)) /* d.__len__: tpl_getattr's dunder_error */
             return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
-        *v = undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(obj));
-        return 0;
+        return map_miss(vm, obj, nm, v); /* (a new Undefined object: tpl_getattr) */
     }
     if (obj.type == TPL_T_LOOP && !tpl_is_dunder(nm->s.u.s, nm->s.len)) /* loop.index & co. (loop.__class__: tpl_getattr) */
         return loop_attr(vm, obj.u.loop, nm->s.u.s, nm->s.len, v) < 0 ? -1 : 0;
@@ -3785,9 +3796,9 @@ static inline __attribute__((always_inline)) const tpl_value *state_attr(tpl_vm 
     return NULL;
 }
 
-/* A fused op's dict lookup that missed a name starting with '_' (d.__class__, d.__len__): the
- * general GETATTR (tpl_getattr: the class, or the located refusal of a special attribute). */
-static __attribute__((noinline)) int map_miss_dunder(tpl_vm *vm, tpl_value obj, const tpl_name *nm, tpl_value *out)
+/* A fused op's dict lookup that missed: the general GETATTR (tpl_getattr: a new Undefined object,
+ * d.__class__, or the located refusal of a special attribute). */
+static __attribute__((noinline)) int map_miss(tpl_vm *vm, tpl_value obj, const tpl_name *nm, tpl_value *out)
 {
     return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, out);
 }
@@ -4243,8 +4254,8 @@ top:
                     vm->out_len += put_decimal(vm->out + vm->out_len, (uint64_t)hit->u.i);
                     DISPATCH();
                 }
-                if (!hit && nm->s.u.s[0] == '_') { if (map_miss_dunder(vm, *v, nm, sp++) < 0) goto fail; }
-                else *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
+                if (hit) *sp++ = *hit;
+                else if (map_miss(vm, *v, nm, sp++) < 0) goto fail;
                 if (fresh_own_method(vm, *v, &sp[-1]) < 0) goto fail;
                 ticks++;
                 NEXT(2);
@@ -4287,8 +4298,8 @@ top:
                         NEXT(0);
                     }
                 }
-                if (!hit && nm->s.u.s[0] == '_') { if (map_miss_dunder(vm, *v, nm, sp++) < 0) goto fail; }
-                else *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(*v));
+                if (hit) *sp++ = *hit;
+                else if (map_miss(vm, *v, nm, sp++) < 0) goto fail;
                 ticks += 2;
                 ip += 3; /* (LOAD_SLOT's two words, GETATTR) */
                 if (k) {
@@ -4325,8 +4336,8 @@ top:
             tpl_value *hit = NULL;
             if (((v.flags & TPL_F_NS) || name_method(nm, TPL_BK_MAP) < 0) &&
                 ((hit = map_find_name(vm, v.u.map, nm)) || !is_mutating(v, nm->s.u.s, nm->s.len))) {
-                if (!hit && nm->s.u.s[0] == '_') { if (map_miss_dunder(vm, v, nm, sp++) < 0) goto fail; }
-                else *sp++ = hit ? *hit : undef_named(nm->s.u.s, nm->s.len, TPL_UNDEF_ATTR, tpl_undef_container(v));
+                if (hit) *sp++ = *hit;
+                else if (map_miss(vm, v, nm, sp++) < 0) goto fail;
                 if (fresh_own_method(vm, v, &sp[-1]) < 0) goto fail;
                 ticks++;
                 NEXT(2);

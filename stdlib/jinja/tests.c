@@ -111,7 +111,9 @@ int t_sameas(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (x.u.s == y.u.s || x.len == 0) RET(true);
         RET(!(x.flags & TPL_F_SAFE) && latin1_char(x) && memcmp(x.u.s, y.u.s, x.len) == 0 &&
             tpl_vm_state_owns(vm, x.u.s) && tpl_vm_state_owns(vm, y.u.s));
-    case TPL_T_UNDEF: RET(false);
+    case TPL_T_UNDEF: /* one Undefined object: a variable assigned from another (its name copied where it was made) */
+        RET(x.u.s == y.u.s && x.len == y.len && x.aux == y.aux && x.flags == y.flags && x.len &&
+            tpl_arena_owns(tpl_vm_arena(vm), x.u.s));
     default: RET(x.u.p == y.u.p && x.aux == y.aux);
     }
 }
