@@ -48,29 +48,45 @@ enum { MAX_CHAIN = 8 };
 static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth);
 
 /* Whether the successors of superinstruction f follow the instruction at pc (as
- * tpl_op_successors_match), each successor that can be fused being fused first: a row that
- * requires a superinstruction after it (LOAD_SLOT_ITEM_CMP: EQ_JF) then matches in this one
- * walk, with no second pass. The choice made for a successor is the one its own turn would make
- * (the longest row of its base whose successors follow), so fusing it early changes nothing. */
-typedef struct { uint32_t *code; size_t n; const rowset *rows, *first; int depth; } fuse_ctx;
-
-static uint32_t fuse_successor(void *ctx, size_t at, uint32_t op)
+ * tpl_op_successors_match), a successor that must be a superinstruction being fused first: a
+ * row that requires a superinstruction after it (LOAD_SLOT_ITEM_CMP: EQ_JF) then matches in this
+ * one walk, with no second pass. The choice made for a successor is the one its own turn would
+ * make (the longest row of its base whose successors follow), so fusing it early changes
+ * nothing; a successor wanted as a base opcode (or of another base) matches or not whatever it
+ * would be fused to, and is left for its own turn. */
+static inline __attribute__((always_inline)) bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth)
 {
-    fuse_ctx *f = ctx;
-    return f->rows[op] && f->depth < MAX_CHAIN ? choose(f->code, f->n, at, f->rows, f->first, f->depth + 1) : op;
-}
-
-static bool matches(uint32_t f, uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth)
-{
-    fuse_ctx ctx = { code, n, rows, first, depth };
-    return tpl_op_successors_walk(f, code, n, pc, fuse_successor, &ctx);
+    const tpl_opinfo *oi = &tpl_opinfo_table[f];
+    uint32_t a = TPL_INSN_A(code[pc]);
+    size_t at = pc + 1 + oi->extra;
+    for (const uint16_t *s = oi->succ; *s != TPL_SUCC_END;) {
+        if (at >= n) return false;
+        uint32_t got = TPL_INSN_OP(code[at]);
+        if (got >= TPL_OP__COUNT) return false;
+        uint32_t gb = tpl_op_base(got);
+        bool hit = false;
+        do {
+            uint32_t want = *s & 0xFF;
+            if (!hit && tpl_op_base(want) == gb && (!(*s & TPL_SUCC_SAME) || TPL_INSN_A(code[at]) == a)) {
+                /* a superinstruction wanted: the successor's own choice, made now (once) */
+                if (want != gb && got == gb && rows[got] && depth < MAX_CHAIN)
+                    got = choose(code, n, at, rows, first, depth + 1);
+                hit = want == gb || got == want;
+            }
+            s++;
+        } while (*s != TPL_SUCC_END && (*s & TPL_SUCC_OR));
+        if (!hit) return false;
+        at += 1 + tpl_opinfo_table[got].extra;
+    }
+    return true;
 }
 
 /* Fuses the instruction at pc when one of its base's rows matches (the longest pattern, the
  * first in table order among rows of one length), and returns its opcode then. first[b]: the rows
  * whose first successor can be an instruction of base b (a successor matches only an instruction
  * of its own base, or a superinstruction over it), and the rows with alternatives there. */
-static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth)
+static inline __attribute__((always_inline)) uint32_t choose_at(uint32_t *code, size_t n, size_t pc, const rowset *rows,
+                                                                 const rowset *first, int depth)
 {
     uint32_t op = TPL_INSN_OP(code[pc]);
     size_t at = pc + 1 + tpl_opinfo_table[op].extra;
@@ -90,6 +106,11 @@ static uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, 
     }
     if (best != op) code[pc] = TPL_INSN(best, TPL_INSN_A(code[pc]));
     return best;
+}
+
+static __attribute__((noinline)) uint32_t choose(uint32_t *code, size_t n, size_t pc, const rowset *rows, const rowset *first, int depth)
+{
+    return choose_at(code, n, pc, rows, first, depth);
 }
 
 /* Jump threading, for the instruction at pc (opcode op): a jump whose target is an unconditional
@@ -128,7 +149,7 @@ void tpl_peephole(uint32_t *code, size_t n)
     for (size_t pc = 0; pc < n;) {
         uint32_t op = TPL_INSN_OP(code[pc]);
         if (op >= TPL_OP__COUNT) return;
-        if (rows[op]) op = choose(code, n, pc, rows, first, 0);
+        if (rows[op]) op = choose_at(code, n, pc, rows, first, 0);
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
         /* most instructions are one word without a jump operand */
         if (oi->extra != 0 || oi->fmt[0] == 'j') thread(code, n, pc, op, oi);
