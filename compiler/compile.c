@@ -669,7 +669,13 @@ static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off)
     tpl_locw_add(&c->spanw, pc, 0, line, col);
 }
 
-static void flush_text(tpl_comp *c);
+static void flush_text_now(tpl_comp *c);
+/* Emits the pending text as a TEXT; out of line, so that emit's own path, which calls this
+ * first, saves no registers for it when there is no text (most instructions). */
+static inline void flush_text(tpl_comp *c)
+{
+    if (c->pending_ref || c->pending.len) flush_text_now(c);
+}
 
 /* The instructions that can read the render's scope (state names, `call`, global functions the
  * state may shadow, host functions): tpl_program_reads_located reports them with the location
@@ -752,7 +758,7 @@ static uint32_t emit(tpl_comp *c, int op, uint32_t a, int delta)
     return pc;
 }
 
-static void flush_text(tpl_comp *c)
+static __attribute__((noinline)) void flush_text_now(tpl_comp *c)
 {
     tpl_value s;
     if (c->pending_ref) s = tpl_v_str(c->pending_ref, c->pending_ref_len);
