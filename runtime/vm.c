@@ -5035,6 +5035,10 @@ top:
          * (A = 3: the output below the name and the dict; A = 2: the import's, import_out) and repr()s as
          * <TemplateModule 'name'> */
         CHARGE();
+        if ((a != 2 && a != 3) || sp[-1].type != TPL_T_MAP) { /* (only a corrupt .tplb: the compiler emits neither) */
+            tpl_vm_error(vm, TPL_ERR_TYPE, "bad module operands");
+            goto fail;
+        }
         tpl_value *mv = tpl_arena_alloc(&vm->arena, 2 * sizeof *mv);
         if (!mv) { oom(vm); goto fail; }
         mv[0] = a == 3 ? sp[-3] : vm->import_out;
