@@ -118,6 +118,16 @@ enum { TPL_NHINTS = 256 };
 /* The number of entries a frame's `memo` holds (generated code uses those below it only). */
 enum { TPL_NMEMO = 256, TPL_NKEPT = 32 };
 
+/* What a native render needs of the runtime (tpl_static_program's native_flags, decided by the
+ * emitter; a file without them gets the full set-up):
+ * - TPL_NATIVE_DIRECT: the code from entry 0 never runs an instruction through the VM (no
+ *   tpl_native_step, no macro, no include: no call level but its own), so the runtime enters it
+ *   straight from tpl_render_run with its frame on the C stack, without the interpreter's set-up
+ *   of call levels (the limits, the output and the errors are the same);
+ * - TPL_NATIVE_FRESH_SLOTS: it reads no local slot it did not store first in this render (every
+ *   LOAD_SLOT stored on every path to it; loops in C locals), so the slots need no reset to unset. */
+enum { TPL_NATIVE_DIRECT = 1, TPL_NATIVE_FRESH_SLOTS = 2 };
+
 /* The function a native file defines: runs the program from instruction `entry` (0, a macro's
  * entry or a Ruby block's) with npre values already on the frame's stack. 0, or -1 with the
  * render's error set and located. */

@@ -98,6 +98,10 @@ struct tpl_static_program {
      * ("regenerate it with this tplc"). */
     const tpl_static_builtin *builtins;
     size_t nbuiltins;
+    /* What the native render needs of the runtime at each render (tpl_native.h TPL_NATIVE_*:
+     * decided by the emitter), 0 without a native render or when it needs the full set-up (a file
+     * that leaves it out: 0). */
+    uint32_t native_flags;
 };
 
 #ifdef __cplusplus

@@ -9,6 +9,7 @@
 #include "vm_impl.h"
 #include "host.h"
 #include "bigint.h"
+#include "../include/tpl_native.h" /* TPL_NATIVE_DIRECT */
 
 struct tpl_render {
     struct tpl_vm vm;
@@ -685,7 +686,7 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
             vm->out_cap = TPL_VM_OUT_PIECE;
         }
     }
-    int rc = tpl_vm_run(vm);
+    int rc = p->native_flags & TPL_NATIVE_DIRECT ? tpl_vm_run_direct(vm) : tpl_vm_run(vm);
     if (rc == 0 && vm->out_write) rc = tpl_vm_out_flush(vm); /* (the rest; a tidy program's whole output) */
     if (rc < 0) {
         if (vm->err.status == TPL_OK) fail(vm, TPL_ERR_TYPE, "render failed");

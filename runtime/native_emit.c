@@ -571,9 +571,38 @@ static uint8_t *local_loops(const tpl_program *p, bool steps)
     return l;
 }
 
-bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep)
+/* What the code needs of the runtime (TPL_NATIVE_*, tpl_native.h), given whether it steps, its
+ * local loops and the slots set at each instruction. */
+static uint32_t native_flags(const tpl_program *p, bool steps, const uint8_t *lloop, const uint64_t *setin)
+{
+    /* direct: no step, no macro (so no other entry, no caller's frame), not ERB (a Ruby block's
+     * entry); the instructions written as C call no template code of another level */
+    if (steps || p->nmacros || p->opts.syntax == TPL_SYNTAX_ERB) return 0;
+    uint32_t fl = TPL_NATIVE_DIRECT;
+    if (!setin) return fl;
+    for (size_t pc = 0; pc < p->ncode; pc = after(p, (uint32_t)pc)) { /* every slot a read names: stored first */
+        uint32_t w = p->code[pc], op = tpl_op_base(TPL_INSN_OP(w)), a = TPL_INSN_A(w);
+        const tpl_opinfo *oi = &tpl_opinfo_table[TPL_INSN_OP(w)];
+        if (op == TPL_OP_STORE_SLOT || op == TPL_OP_UNSET_SLOT) continue;
+        if (op == TPL_OP_LOAD_SLOT) {
+            if (a >= 64 || !(setin[pc] >> a & 1)) return fl;
+            continue;
+        }
+        for (size_t i = 0; oi->fmt[i] && i <= oi->extra; i++) {
+            if (oi->fmt[i] != 's') continue;
+            uint32_t sl = i ? p->code[pc + i] : a;
+            if (oi->flags & TPL_OPF_SLOT16) sl &= 0xFFFF;
+            /* (a loop in C locals: its FOR_INIT and FOR_NEXT never touch the slot) */
+            if (!((op == TPL_OP_FOR_INIT || op == TPL_OP_FOR_NEXT) && sl < p->nslots && lloop[sl])) return fl;
+        }
+    }
+    return fl | TPL_NATIVE_FRESH_SLOTS;
+}
+
+bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep, uint32_t *flags)
 {
     *nspecial = *nstep = 0;
+    *flags = 0;
     tpl_sb_printf(b, "\n/* The render as C: one label per instruction (L<pc>: the instruction as `tplc dump` shows it). */\n");
     tpl_sb_printf(b, "static int %s_native(tpl_native_frame *f, uint32_t entry, uint32_t npre)\n{\n", sym);
     if (p->ncode > NATIVE_MAX_CODE) {
@@ -671,6 +700,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
     if (!resume) { free(memo); free(hints); free(ck); free(lloop); return false; }
     resume_points(p, resume);
     uint64_t *setin = slots_set(p, resume, steps); /* slots surely set at each instruction (NULL: none known) */
+    *flags = native_flags(p, steps, lloop, setin);
     /* Fuel per straight run: the instructions of a run the emitter writes as C (each counted one
      * tick, the VM's count) are added to T once, at the run's first instruction (T += k). A run
      * starts at a label and ends after an instruction that can leave it (a jump, a branch, a

@@ -277,6 +277,7 @@ struct tpl_program {
     /* a native program's render (tpl_native.h tpl_native_fn; `tplc compile --emit c --native`),
      * or NULL: the VM interprets the code (runtime/vm.c run) */
     int (*native)(struct tpl_native_frame *f, uint32_t entry, uint32_t npre);
+    uint32_t native_flags; /* tpl_native.h TPL_NATIVE_* (0 without native) */
     /* Templates loaded while it renders (INCLUDE_DYN, issue 14): compiled once per loader and name
      * and kept until the program is freed (tpl_program_sub_get/put; made on first use, read and
      * filled under its own mutex: a program renders from several threads at once). */
@@ -308,8 +309,10 @@ tpl_program *tpl_program_sub_put(const tpl_program *p, tpl_loader_fn fn, void *d
 
 /* Writes the native render of p (runtime/native_emit.c): a function `static int SYM_native`
  * (tpl_native.h tpl_native_fn) that refers to SYM_consts. Counts the instructions it wrote as C
- * (*nspecial) and through tpl_native_step (*nstep). False when b failed (out of memory). */
-bool tpl_emit_native(struct tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep);
+ * (*nspecial) and through tpl_native_step (*nstep), and what it needs of the runtime (*flags:
+ * tpl_native.h TPL_NATIVE_*). False when b failed (out of memory). */
+bool tpl_emit_native(struct tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep,
+                     uint32_t *flags);
 
 /* Maps a code offset to its source line and column (1-based; 0 when unknown). */
 void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col);

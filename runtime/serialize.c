@@ -44,6 +44,7 @@
 #include "crc32.h"
 #include "program.h"
 #include "../include/tpl_static.h"
+#include "../include/tpl_native.h" /* TPL_NATIVE_* */
 #include "verify.h"
 #include "library.h"
 
@@ -737,6 +738,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     p->macros = (tpl_macro_desc *)(const void *)sp->macros;
     p->nmacros = sp->nmacros;
     p->native = sp->native;
+    p->native_flags = sp->native ? sp->native_flags : 0;
     char msg[256];
     tpl_error_kind vk = tpl_verify(p, msg, sizeof msg);
     if (vk == TPL_EK_NOMEM) return load_nomem(p, err, sp->name);
@@ -1029,7 +1031,8 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     if (!p->nmacros) tpl_sb_puts(&b, "    { 0, 0, 0, 0, 0, 0, 0, 0, 0 }\n");
     tpl_sb_puts(&b, "};\n");
     size_t nspecial = 0, nstep = 0;
-    if (native && !tpl_emit_native(&b, p, sym, &nspecial, &nstep)) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
+    uint32_t nflags = 0;
+    if (native && !tpl_emit_native(&b, p, sym, &nspecial, &nstep, &nflags)) { tpl_sb_free(&b); return TPL_ERR_NOMEM; }
     if (with_source) {
         tpl_sb_printf(&b, "static const char %s_source[] =\n    ", sym);
         c_string(&b, p->source, p->source_len);
@@ -1047,7 +1050,11 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     else tpl_sb_puts(&b, "0");
     if (native) tpl_sb_printf(&b, ",\n    %s_native,\n", sym);
     else tpl_sb_puts(&b, ",\n    0,\n");
-    tpl_sb_printf(&b, "    %s_builtins, %u,\n};\n", sym, nbt);
+    tpl_sb_printf(&b, "    %s_builtins, %u,\n", sym, nbt);
+    if (nflags) /* (TPL_NATIVE_*: what the render needs of the runtime) */
+        tpl_sb_printf(&b, "    0x%x, /* native_flags:%s%s */\n", nflags, nflags & TPL_NATIVE_DIRECT ? " direct" : "",
+                      nflags & TPL_NATIVE_FRESH_SLOTS ? " fresh-slots" : "");
+    tpl_sb_puts(&b, "};\n");
     if (native)
         tpl_sb_printf(&b, "/* %zu instructions: %zu as C above, %zu through tpl_native_step */\n", nspecial + nstep,
                       nspecial, nstep);

@@ -5774,7 +5774,7 @@ static bool grow_values(tpl_vm *vm, tpl_value **buf, uint32_t *cap, uint64_t nee
 /* Sizes the operand stack and the slots for p: its template level, then room for nested calls
  * (TPL_VM_STACK / TPL_VM_SLOTS, or four frames of its largest macro when that is more; a Ruby
  * block's frame is the template level's stack). Both together stay within the memory limit. */
-static int size_frames(tpl_vm *vm, const tpl_program *p)
+static inline __attribute__((always_inline)) int size_frames(tpl_vm *vm, const tpl_program *p)
 {
     uint64_t mslots = 0, mstack = p->opts.syntax == TPL_SYNTAX_ERB ? p->max_stack : 0;
     for (size_t i = 0; i < p->nmacros; i++) {
@@ -5796,6 +5796,74 @@ static int size_frames(tpl_vm *vm, const tpl_program *p)
         return 0;
     locate(vm, 0); /* the template's first instruction */
     return -1;
+}
+
+/* The state memo of the native render p (tpl_native_frame's memo and kept): emptied when it was
+ * another program's, the state changed, or it is another state. */
+static inline void native_memo_check(tpl_vm *vm, const tpl_program *p)
+{
+    if (p->native != vm->memo_fn || vm->memo_stamp != vm->state_stamp || vm->memo_state != vm->name_hit_state) {
+        memset(vm->native_memo, 0, sizeof vm->native_memo);
+        memset(vm->native_kept, 0, sizeof vm->native_kept);
+        vm->memo_fn = p->native;
+        vm->memo_stamp = vm->state_stamp;
+        vm->memo_state = vm->name_hit_state;
+    }
+}
+
+/* tpl_vm_run of a native program whose code runs without the interpreter (TPL_NATIVE_DIRECT: no
+ * step, no macro, no include; one call level): the set-up its code and the VM's helpers it
+ * calls read, then the native function with its frame on the C stack (run's, at depth 0). The
+ * slots are reset only when the code may read one it did not store (TPL_NATIVE_FRESH_SLOTS). */
+int tpl_vm_run_direct(tpl_vm *vm)
+{
+    const tpl_program *p = vm->p;
+    /* (size_frames' room: no macro, not ERB) */
+    if (__builtin_expect((uint64_t)p->nslots + TPL_VM_SLOTS > vm->slots_cap ||
+                         (uint64_t)p->max_stack + TPL_VM_STACK > vm->stack_cap, 0) && size_frames(vm, p) < 0)
+        return -1;
+    vm->stack_top = 0;
+    if (++vm->gen == 0) { /* wrapped */
+        memset(vm->method_memo, 0, sizeof vm->method_memo);
+        memset(vm->rb_sites, 0, sizeof vm->rb_sites);
+        vm->gen = 1;
+    }
+    if (!(p->native_flags & TPL_NATIVE_FRESH_SLOTS))
+        for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
+    vm->own = NULL; /* (in the render arena, which was reset) */
+    vm->own_cap = vm->own_n = 0;
+    vm->undo = NULL;
+    vm->undo_n = vm->undo_cap = 0;
+    vm->name_hit_prog = NULL; /* (as tpl_vm_run's for a native program) */
+    vm->name_hit_lazy = p->nnames <= TPL_VM_NAME_HITS ? p : NULL;
+    vm->name_hit_kept = false;
+    vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
+    native_memo_check(vm, p);
+    vm->slot_top = p->nslots;
+    vm->root_base = 0;
+    vm->depth = 0;
+    vm->cstack_guard = 0;
+    vm->ncaptures = 0;
+    vm->out_len = 0;
+    vm->fuel = vm->limits.fuel;
+    vm->err_unlocated = false;
+    vm->rb_match = tpl_v_none();
+    for (int i = 0; i < 4; i++) {
+        vm->cat[i].p = NULL;
+        vm->lcat[i].items = NULL;
+    }
+    tpl_value r;
+    tpl_native_frame f = {
+        .vm = vm, .stack = (tpl_nvalue *)(void *)vm->stack, .slots = (tpl_nvalue *)(void *)vm->slots,
+        .out = &vm->out, .out_len = &vm->out_len, .out_cap = &vm->out_cap, .fuel = &vm->fuel,
+        .result = (tpl_nvalue *)(void *)&r, .state = (const tpl_nvalue *)(const void *)&vm->state,
+        .hints = vm->native_hint,
+        .memo = vm->name_hit_state ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
+    };
+    f.kept = f.memo ? vm->native_kept : NULL;
+    int rc = p->native(&f, 0, 0);
+    if (vm->undo_n) state_restore(vm);
+    return rc;
 }
 
 /* Renders vm->p from the start. */
@@ -5839,14 +5907,7 @@ int tpl_vm_run(tpl_vm *vm)
         vm->name_hit_kept = false;
     }
     vm->name_hit_state = state_map;
-    if (p->native && (p->native != vm->memo_fn || vm->memo_stamp != vm->state_stamp ||
-                      vm->memo_state != vm->name_hit_state)) { /* the native state memo is another's */
-        memset(vm->native_memo, 0, sizeof vm->native_memo);
-        memset(vm->native_kept, 0, sizeof vm->native_kept);
-        vm->memo_fn = p->native;
-        vm->memo_stamp = vm->state_stamp;
-        vm->memo_state = vm->name_hit_state;
-    }
+    if (p->native) native_memo_check(vm, p); /* (the native state memo may be another's) */
     vm->slot_top = p->nslots;
     vm->root_base = 0;
     vm->depth = 0;

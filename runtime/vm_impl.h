@@ -241,6 +241,9 @@ int tpl_vm_host_call(tpl_vm *vm, int kind, tpl_value name, const tpl_value *pos,
 
 /* Renders vm->p from the start into vm->out. 0, or -1 with vm->err set. */
 int tpl_vm_run(tpl_vm *vm);
+/* tpl_vm_run of a native program whose flags have TPL_NATIVE_DIRECT (tpl_native.h): the lean entry,
+ * its frame on the C stack (runtime/vm.c). */
+int tpl_vm_run_direct(tpl_vm *vm);
 
 /* The number of decimal digits of u (1 to 20). */
 static inline __attribute__((always_inline)) size_t decimal_len(uint64_t u)

@@ -936,6 +936,98 @@ static void test_native_state(void)
     tpl_program_free(pv);
 }
 
+/* A render's output, or its error with its location (ERR:status:line:col:message). */
+static const char *render_loc(tpl_render *r, const tpl_program *p, char *buf, size_t cap)
+{
+    const char *out;
+    size_t n;
+    tpl_status st = tpl_render_run(r, p, &out, &n);
+    const tpl_error *e = tpl_render_error(r);
+    if (st != TPL_OK) snprintf(buf, cap, "ERR:%d:%u:%u:%s", (int)st, (unsigned)e->line, (unsigned)e->column, e->message);
+    else snprintf(buf, cap, "%s", out);
+    return buf;
+}
+
+/* The lean native entry (tpl_native.h TPL_NATIVE_DIRECT, FRESH_SLOTS): the emitter's flags for two
+ * views whose code never steps (tests/native_direct.jinja: a slot set on one path only, a loop
+ * read through `loop`; tests/native_fresh.jinja: every slot stored before it is read), and their
+ * renders on one context with states that set the slots on some renders and not on others (a
+ * slot left from the last render must not show), at every fuel up to what they need and with a
+ * small output limit: the VM's bytes, errors and locations. */
+extern const tpl_static_program tpl_view_native_direct, tpl_view_native_fresh;
+static void test_native_direct(void)
+{
+    CHECK(tpl_view_native_direct.native_flags == TPL_NATIVE_DIRECT, "native direct: flags %u",
+          tpl_view_native_direct.native_flags);
+    CHECK(tpl_view_native_fresh.native_flags == (TPL_NATIVE_DIRECT | TPL_NATIVE_FRESH_SLOTS), "native fresh: flags %u",
+          tpl_view_native_fresh.native_flags);
+    static const char *const states[] = {
+        "{\"c\":\"X\",\"l\":[1,2,3],\"a\":\"A\",\"z\":\"S\"}",
+        "{\"c\":\"\",\"l\":[],\"a\":\"B\",\"z\":\"S\"}",
+        "{\"c\":\"Y\",\"l\":[\" 4 \"],\"a\":\"C\"}",
+        "{\"l\":[5,\"six\"],\"a\":\"D\"}",
+        "{\"c\":\"Z\",\"l\":{\"k\":1},\"a\":[1]}",
+    };
+    const tpl_static_program *views[2] = { &tpl_view_native_direct, &tpl_view_native_fresh };
+    for (int w = 0; w < 2; w++) {
+        tpl_program *pn = NULL, *pv = NULL;
+        tpl_error err = { 0 };
+        CHECK(tpl_program_load_static(views[w], &pn, &err) == TPL_OK, "native direct %d: load", w);
+        tpl_error_clear(&err);
+        CHECK(tpl_compile("v.jinja", views[w]->source, views[w]->source_len, NULL, &pv, &err) == TPL_OK,
+              "native direct %d: compile", w);
+        tpl_error_clear(&err);
+        tpl_render *rn = tpl_render_new(NULL), *rv = tpl_render_new(NULL);
+        char bn[512], bv[512];
+        for (int i = 0; pn && pv && rn && rv && i < 15; i++) { /* each state after each other one */
+            const char *js = states[(i * 3) % 5];
+            tpl_render_set_state_json(rn, js, strlen(js));
+            tpl_render_set_state_json(rv, js, strlen(js));
+            render_loc(rn, pn, bn, sizeof bn);
+            render_loc(rv, pv, bv, sizeof bv);
+            CHECK(strcmp(bn, bv) == 0, "native direct %d: render %d: native %s, VM %s", w, i, bn, bv);
+        }
+        tpl_render_free(rn);
+        tpl_render_free(rv);
+        /* every fuel up to a render that completes; then output limits around its length */
+        bool done = false;
+        for (uint64_t fuel = 1; pn && pv && fuel < 500 && !done; fuel++) {
+            tpl_limits lim = { .fuel = fuel };
+            rn = tpl_render_new(&lim);
+            rv = tpl_render_new(&lim);
+            if (rn && rv) {
+                tpl_render_set_state_json(rn, states[0], strlen(states[0]));
+                tpl_render_set_state_json(rv, states[0], strlen(states[0]));
+                for (int rep = 0; rep < 2; rep++) {
+                    render_loc(rn, pn, bn, sizeof bn);
+                    render_loc(rv, pv, bv, sizeof bv);
+                    CHECK(strcmp(bn, bv) == 0, "native direct %d: fuel %llu: native %s, VM %s", w, (unsigned long long)fuel, bn, bv);
+                }
+                done = strncmp(bv, "ERR", 3) != 0;
+            }
+            tpl_render_free(rn);
+            tpl_render_free(rv);
+        }
+        CHECK(!pn || done, "native direct %d: no fuel enough", w);
+        for (uint64_t cap = 1; pn && pv && cap < 24; cap++) {
+            tpl_limits lim = { .max_output = cap };
+            rn = tpl_render_new(&lim);
+            rv = tpl_render_new(&lim);
+            if (rn && rv) {
+                tpl_render_set_state_json(rn, states[0], strlen(states[0]));
+                tpl_render_set_state_json(rv, states[0], strlen(states[0]));
+                render_loc(rn, pn, bn, sizeof bn);
+                render_loc(rv, pv, bv, sizeof bv);
+                CHECK(strcmp(bn, bv) == 0, "native direct %d: output %llu: native %s, VM %s", w, (unsigned long long)cap, bn, bv);
+            }
+            tpl_render_free(rn);
+            tpl_render_free(rv);
+        }
+        tpl_program_free(pn);
+        tpl_program_free(pv);
+    }
+}
+
 /* The interpreter keeps a render's state lookups, the attributes of state dicts and remembers()
  * answers for the next render on the same context (issue 21: vm_impl.h name_hit_kept): another
  * program on that context (other names, or the same names in another order), a program freed and
@@ -1069,6 +1161,7 @@ int main(void)
     test_catalog_rows();
     test_remembered();
     test_native_state();
+    test_native_direct();
     test_vm_kept();
     test_mutate_state();
     printf("%d passed, %d failed\n", npass, nfail);
