@@ -1051,9 +1051,10 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     if (native) tpl_sb_printf(&b, ",\n    %s_native,\n", sym);
     else tpl_sb_puts(&b, ",\n    0,\n");
     tpl_sb_printf(&b, "    %s_builtins, %u,\n", sym, nbt);
-    if (nflags) /* (TPL_NATIVE_*: what the render needs of the runtime) */
-        tpl_sb_printf(&b, "    0x%x, /* native_flags:%s%s */\n", nflags, nflags & TPL_NATIVE_DIRECT ? " direct" : "",
-                      nflags & TPL_NATIVE_FRESH_SLOTS ? " fresh-slots" : "");
+    /* (TPL_NATIVE_*: what the render needs of the runtime; written always: -Wextra warns of a
+     * member left out of a positional initializer) */
+    tpl_sb_printf(&b, "    0x%x, /* native_flags%s%s%s */\n", nflags, nflags ? ":" : "", nflags & TPL_NATIVE_DIRECT ? " direct" : "",
+                  nflags & TPL_NATIVE_FRESH_SLOTS ? " fresh-slots" : "");
     tpl_sb_puts(&b, "};\n");
     if (native)
         tpl_sb_printf(&b, "/* %zu instructions: %zu as C above, %zu through tpl_native_step */\n", nspecial + nstep,
