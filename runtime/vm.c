@@ -1045,13 +1045,23 @@ static int loop_peek_end(tpl_vm *vm, tpl_loop *l)
     return 0;
 }
 
+/* What loop.length needs of a loop still taking items (l->src): len(d) of a dict or its view
+ * now, nothing taken (the loop's next step still checks the dict); else every item taken. */
+static int loop_length_pull(tpl_vm *vm, tpl_loop *l)
+{
+    if (l->dict_keys && !l->dict_rev && l->dict) {
+        if (!l->len1) l->len1 = l->dict->len + 1;
+        return 0;
+    }
+    return loop_pull(vm, l, UINT32_MAX);
+}
+
 static int loop_attr(tpl_vm *vm, tpl_loop *l, const char *name, size_t n, tpl_value *out)
 {
 #define IS(s) (n == sizeof(s) - 1 && memcmp(name, s, n) == 0)
     if (l->src) {
         if (IS("length") || IS("revindex") || IS("revindex0")) {
-            if (l->dict_keys && !l->dict_rev && l->dict) { if (!l->len1) l->len1 = l->dict->len + 1; } /* len(d) now: nothing taken */
-            else if (loop_pull(vm, l, UINT32_MAX) < 0) return -1;
+            if (loop_length_pull(vm, l) < 0) return -1;
         }
         else if ((IS("last") || IS("nextitem")) && loop_pull(vm, l, l->i + 1) < 0) return -1;
     } else if ((IS("last") || IS("nextitem")) && loop_peek_end(vm, l) < 0) {
@@ -5640,7 +5650,7 @@ int tpl_native_loop_attr(tpl_native_frame *f, uint32_t which, tpl_nvalue *v)
         *NV(v) = tpl_v_bool(l->i == l->items->len);
         return 0;
     case TPL_NLOOP_LENGTH:
-        if (l->src && loop_pull(f->vm, l, UINT32_MAX) < 0) return -1;
+        if (l->src && loop_length_pull(f->vm, l) < 0) return -1;
         if (!l->len1) l->len1 = l->items->len + 1; /* (once: loop_attr) */
         *NV(v) = tpl_v_int((int64_t)l->len1 - 1);
         return 0;
