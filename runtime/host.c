@@ -722,12 +722,10 @@ static const tpl_hobj *arith_host(tpl_value a, tpl_value b)
     return NULL;
 }
 
-int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
+/* The host class's arith hook of h on a op b (1: not the host's to answer: no host, an
+ * undefined operand); tpl_hobj_arith's and tpl_hobj_richcompare's common end. */
+static int host_arith_call(tpl_vm *vm, const tpl_hobj *h, const char *op, tpl_value a, tpl_value b, tpl_value *out)
 {
-    if (a.type != TPL_T_HOST && b.type != TPL_T_HOST) return 1;
-    const tpl_hobj *h = arith_host(a, b);
-    /* (the other operand may be any value but an undefined one: Python's operator decides, e.g.
-     * Decimal < str is its TypeError) */
     if (!h || a.type == TPL_T_UNDEF || b.type == TPL_T_UNDEF || a.type == TPL_T_UNSET || b.type == TPL_T_UNSET)
         return 1;
     tpl_val o;
@@ -736,16 +734,20 @@ int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_val
     return rc;
 }
 
+int tpl_hobj_arith(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    if (a.type != TPL_T_HOST && b.type != TPL_T_HOST) return 1;
+    const tpl_hobj *h = arith_host(a, b);
+    /* (the other operand may be any value but an undefined one: Python's operator decides, e.g.
+     * Decimal < str is its TypeError) */
+    return host_arith_call(vm, h, op, a, b, out);
+}
+
 int tpl_hobj_richcompare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
 {
     const tpl_hobj *h = a.type == TPL_T_HOST && ((const tpl_hobj *)a.u.p)->cls->arith ? a.u.p
                       : b.type == TPL_T_HOST && ((const tpl_hobj *)b.u.p)->cls->arith ? b.u.p : NULL;
-    if (!h || a.type == TPL_T_UNDEF || b.type == TPL_T_UNDEF || a.type == TPL_T_UNSET || b.type == TPL_T_UNSET)
-        return 1;
-    tpl_val o;
-    int rc = result(vm, h, h->cls->arith(h->obj, h->r, op, to_val(a), to_val(b), &o), op, NULL, 0);
-    if (!rc) *out = from_val(o);
-    return rc;
+    return host_arith_call(vm, h, op, a, b, out);
 }
 
 int tpl_hobj_key(tpl_vm *vm, tpl_value v, tpl_value *out)

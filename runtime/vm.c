@@ -635,6 +635,20 @@ int tpl_print_address_error(tpl_vm *vm, const char *what)
 }
 
 /* LoopContext's repr shows its length, which drains the iterator the loop pulls from. */
+/* Room in a loop's taken items d for n more (at least doubling; the arena's). */
+static int loop_items_reserve(tpl_vm *vm, tpl_list *d, uint32_t n)
+{
+    uint64_t cap = (uint64_t)d->len + n;
+    if (cap < (uint64_t)d->cap * 2 + 4) cap = (uint64_t)d->cap * 2 + 4;
+    if (cap >= UINT32_MAX / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many items");
+    tpl_value *it = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *it);
+    if (!it) return oom(vm);
+    if (d->len) memcpy(it, d->items, d->len * sizeof *it);
+    d->items = it;
+    d->cap = (uint32_t)cap;
+    return 0;
+}
+
 static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want);
 static int loop_drain(tpl_vm *vm, tpl_value v)
 {
@@ -954,15 +968,7 @@ static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want)
             int r = dict_next(vm, l, &x);
             if (r < 0) return -1;
             if (!r) break;
-            if (d->len == d->cap) {
-                uint64_t cap = (uint64_t)d->cap * 2 + 4;
-                if (cap >= UINT32_MAX / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many items");
-                tpl_value *it = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *it);
-                if (!it) return oom(vm);
-                if (d->len) memcpy(it, d->items, d->len * sizeof *it);
-                d->items = it;
-                d->cap = (uint32_t)cap;
-            }
+            if (d->len == d->cap && loop_items_reserve(vm, d, 1) < 0) return -1;
             d->items[d->len++] = x;
         }
         return 0;
@@ -974,16 +980,7 @@ static int loop_pull(tpl_vm *vm, tpl_loop *l, uint32_t want)
         if (s->len < more && pend_fill(vm, p, more) < 0) return -1;
         uint32_t n = s->len < more ? s->len : more;
         if (!n) return 0; /* (items may be NULL when empty) */
-        if (d->cap - d->len < n) {
-            uint64_t cap = (uint64_t)d->len + n;
-            if (cap < (uint64_t)d->cap * 2) cap = (uint64_t)d->cap * 2;
-            if (cap >= UINT32_MAX / 2) return tpl_vm_error(vm, TPL_ERR_LIMIT, "too many items");
-            tpl_value *it = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *it);
-            if (!it) return oom(vm);
-            if (d->len) memcpy(it, d->items, d->len * sizeof *it);
-            d->items = it;
-            d->cap = (uint32_t)cap;
-        }
+        if (d->cap - d->len < n && loop_items_reserve(vm, d, n) < 0) return -1;
         memcpy(d->items + d->len, s->items, n * sizeof *s->items);
         d->len += n;
         s->items += n;
