@@ -375,25 +375,12 @@ module Tpl
       self.lineno = lineno if lineno
     end
 
-    def result(b = TOPLEVEL_BINDING)
-      raise ::ArgumentError, "not initialized" unless @template
-      raise ::TypeError, "wrong argument type #{b.class} (expected binding)" unless b.is_a?(Binding)
-
-      @template.__send__(:_render, b, b.receiver, nil, nil, nil)
-    rescue Exception => e # rubocop:disable Lint/RescueException (re-raised, located)
-      raise located(e, b)
-    end
-
-    # hash's keys are the template's local variables: Symbols or Strings that name one (else
-    # the TypeError or NameError of Binding#local_variable_set, as ERB raises it).
-    def result_with_hash(hash)
-      raise ::ArgumentError, "not initialized" unless @template
-
-      hash.each_key { |k| TOPLEVEL_BINDING.local_variable_defined?(k) }
-      @template.__send__(:_render, hash, TOPLEVEL_BINDING.receiver, nil, nil, nil)
-    rescue Exception => e # rubocop:disable Lint/RescueException (re-raised, located)
-      raise located(e, TOPLEVEL_BINDING)
-    end
+    # result(b = TOPLEVEL_BINDING) and result_with_hash(hash) are in the extension (tpl_ext.c
+    # erb_result_m: no Ruby frame, check or __send__ per render): result renders with b's local
+    # variables and its receiver as self; result_with_hash with hash's keys as the template's
+    # local variables — Symbols or Strings that name one (else the TypeError or NameError of
+    # Binding#local_variable_set, as ERB raises it) — and the top-level object as self. An
+    # exception that ends the render leaves through #located.
 
     # ERB#run: prints the result.
     def run(b = TOPLEVEL_BINDING)
@@ -537,6 +524,8 @@ module Tpl
     WHERE = /\(tpl: raised while rendering (.*), line (\d+), column (\d+)\)\z/m.freeze
     private_constant :WHERE
 
+    # (called by the extension from #result or #result_with_hash, whose frame is the first of
+    # caller's, as of the exception's backtrace: the template's frame goes above it)
     def located(e, b)
       if e.is_a?(Tpl::Error) && !e.is_a?(Error)
         err = Error.convert(e, @lineno, true, b.receiver)
@@ -545,7 +534,7 @@ module Tpl
         err.set_backtrace(["#{e.file}:#{e.line + @lineno}:in `#{frame_label(b)}'"] + (err.backtrace || []))
         err
       elsif !e.is_a?(Error) && (bt = e.backtrace) && (m = WHERE.match(e.message.to_s)) &&
-            (i = bt.index { |l| l.end_with?(":in `_render'") })
+            (here = caller) && (i = bt.length - here.length) >= 0 && bt[i] == here[0]
         line = m[2].to_i + @lineno
         e = e.exception(e.message.sub(WHERE) { "(tpl: raised while rendering #{m[1]}, line #{line}, column #{m[3]})" }) if @lineno != 0
         e.set_backtrace(bt[0...i] + ["#{m[1]}:#{line}:in `#{frame_label(b)}'"] + bt[i..])

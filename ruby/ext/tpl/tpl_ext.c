@@ -2086,8 +2086,15 @@ static void gc_nudge(tmpl *t, size_t n)
     rb_nativethread_lock_unlock(&t->lock);
 }
 
+/* Tpl::ERB#result's and #result_with_hash's render: a Ruby exception that ends it is located as
+ * ERB's (tpl.rb Tpl::ERB#located: the template's frame in its backtrace, tpl's errors as the
+ * classes ERB raises) before it leaves the method */
+typedef struct erb_site { VALUE erb, binding; } erb_site;
+#define RB_TAG_RAISE 6 /* (vm_core.h's TAG_RAISE: the state rb_protect reports for a raised exception) */
+
 /* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
-static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits);
+static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits,
+                          const erb_site *loc);
 
 static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VALUE remembers, VALUE limits)
 {
@@ -2098,12 +2105,13 @@ static VALUE tmpl_render(VALUE self, VALUE state, VALUE erb_self, VALUE opts, VA
     given[S_KEYS] = opt(opts, "tr_keys");
     given[S_LANG] = opt(opts, "lang");
     given[S_CALL] = opt(opts, "call");
-    VALUE res = render_given(self, state, erb_self, given, remembers, limits);
+    VALUE res = render_given(self, state, erb_self, given, remembers, limits, NULL);
     RB_GC_GUARD(opts);
     return res;
 }
 
-static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits)
+static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits,
+                          const erb_site *loc)
 {
     tmpl *t = get_tmpl(self);
     rctx cs; /* on the C stack: the GC sees the VALUEs it holds */
@@ -2184,7 +2192,13 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     RB_GC_GUARD(c->kc);
     RB_GC_GUARD(state);
     RB_GC_GUARD(erb_self);
-    if (jump) rb_jump_tag(jump);
+    if (jump) {
+        VALUE exc;
+        /* (errinfo stays the exception: it is the located one's cause, as a raise in a rescue) */
+        if (loc && jump == RB_TAG_RAISE && RB_TYPE_P(exc = rb_errinfo(), T_OBJECT))
+            rb_exc_raise(rb_funcall(loc->erb, rb_intern("located"), 2, exc, loc->binding));
+        rb_jump_tag(jump);
+    }
     if (RB_TYPE_P(ra.result, T_STRING) && RSTRING_LEN(ra.result) >= GC_NUDGE_LEN) gc_nudge(t, (size_t)RSTRING_LEN(ra.result));
     return ra.result;
 }
@@ -2221,8 +2235,81 @@ static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
                 limits = rb_funcall(rb_const_get(mod_tpl(), rb_intern("Limits")), rb_intern("coerce"), 1, got[NSET]);
         }
     }
-    VALUE res = render_given(self, state, Qnil, given, blk, limits);
+    VALUE res = render_given(self, state, Qnil, given, blk, limits, NULL);
     RB_GC_GUARD(kw);
+    return res;
+}
+
+/* ------------------------------------------------------------------ Tpl::ERB#result */
+
+/* Tpl::ERB's program (@template), or ERB's "not initialized" */
+static VALUE erb_template(VALUE self)
+{
+    VALUE t = rb_ivar_get(self, rb_intern("@template"));
+    if (NIL_P(t)) rb_raise(rb_eArgError, "not initialized");
+    return t;
+}
+
+/* Tpl::ERB#result(b = TOPLEVEL_BINDING): b's local variables, its receiver as self. Here rather
+ * than in tpl.rb: a Ruby method's frame, its checks and the __send__ to _render cost ~840
+ * instructions per render (bench/RESULTS.md, session 29). */
+static VALUE erb_result_m(int argc, VALUE *argv, VALUE self)
+{
+    rb_check_arity(argc, 0, 1);
+    VALUE b = argc ? argv[0] : rb_const_get(rb_cObject, rb_intern("TOPLEVEL_BINDING"));
+    VALUE t = erb_template(self);
+    if (!rb_obj_is_kind_of(b, rb_cBinding))
+        rb_raise(rb_eTypeError, "wrong argument type %" PRIsVALUE " (expected binding)", rb_obj_class(b));
+    VALUE recv = rb_funcall(b, rb_intern("receiver"), 0);
+    const VALUE given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
+    erb_site loc = { self, b };
+    VALUE res = render_given(t, b, recv, given, Qnil, Qnil, &loc);
+    RB_GC_GUARD(recv);
+    return res;
+}
+
+/* A key of result_with_hash's Hash checked as Binding#local_variable_set checks it (ERB sets
+ * them so): a Symbol spelled as a local variable ([a-z_][A-Za-z0-9_]*, keywords too) passes
+ * without asking; anything else is asked (local_variable_defined?: its TypeError or NameError). */
+static int erb_key_i(VALUE k, VALUE v, VALUE top)
+{
+    (void)v;
+    if (SYMBOL_P(k)) {
+        VALUE s = rb_sym2str(k);
+        const unsigned char *p = (const unsigned char *)RSTRING_PTR(s);
+        long n = RSTRING_LEN(s), i = 0;
+        if (n > 0 && (p[0] == '_' || (p[0] >= 'a' && p[0] <= 'z')))
+            for (i = 1; i < n && (p[i] == '_' || (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+                                  (p[i] >= '0' && p[i] <= '9'));
+                 i++) {}
+        if (n > 0 && i == n) return ST_CONTINUE;
+    }
+    rb_funcall(top, rb_intern("local_variable_defined?"), 1, k);
+    return ST_CONTINUE;
+}
+
+static VALUE erb_key_blk(RB_BLOCK_CALL_FUNC_ARGLIST(k, top))
+{
+    (void)argc; (void)argv; (void)blockarg;
+    erb_key_i(k, Qnil, top);
+    return Qnil;
+}
+
+/* Tpl::ERB#result_with_hash(hash): hash's keys as the local variables, the top-level object as
+ * self (a Hash that is not one: its each_key, then _render's TypeError) */
+static VALUE erb_result_with_hash_m(VALUE self, VALUE hash)
+{
+    VALUE t = erb_template(self);
+    VALUE top = rb_const_get(rb_cObject, rb_intern("TOPLEVEL_BINDING"));
+    if (RB_TYPE_P(hash, T_HASH) && RBASIC_CLASS(hash) == rb_cHash)
+        rb_hash_foreach(hash, erb_key_i, top);
+    else
+        rb_block_call(hash, rb_intern("each_key"), 0, NULL, erb_key_blk, top);
+    VALUE recv = rb_funcall(top, rb_intern("receiver"), 0);
+    const VALUE given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
+    erb_site loc = { self, top };
+    VALUE res = render_given(t, hash, recv, given, Qnil, Qnil, &loc);
+    RB_GC_GUARD(recv);
     return res;
 }
 
@@ -2839,6 +2926,10 @@ RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
     rb_define_method(cTemplate, "dump", tmpl_dump, 0);
     rb_define_method(cTemplate, "syntax", tmpl_syntax, 0);
     rb_define_const(mTpl, "LIBTPL_VERSION", rb_str_freeze(rb_utf8_str_new_cstr(TPL_VERSION_STRING)));
+
+    VALUE cERB = rb_define_class_under(mTpl, "ERB", rb_cObject);
+    rb_define_method(cERB, "result", erb_result_m, -1);
+    rb_define_method(cERB, "result_with_hash", erb_result_with_hash_m, 1);
 
     VALUE cStore = rb_define_class_under(mTpl, "Store", rb_cObject);
     rb_define_alloc_func(cStore, rstore_alloc);
