@@ -1933,7 +1933,10 @@ static VALUE render_body(VALUE arg)
     RB_GC_GUARD(locals);
     /* (rb_ivar_get calls no Ruby code; an unset @ivar is left out: nil when read, as in Ruby, and
      * defined?(@x) nil, whatever a Hash state holds under that name) */
-    if (ivar_state && t->nivar && rb_ivar_count(ra->erb_self) <= 2 * t->nivar + 8) {
+    /* (an object's @ivar slots bound its count: ROBJECT_NUMIV, where rb_ivar_count walks them) */
+    VALUE es = ra->erb_self;
+    if (ivar_state && t->nivar &&
+        (RB_TYPE_P(es, T_OBJECT) ? (size_t)ROBJECT_NUMIV(es) : (size_t)rb_ivar_count(es)) <= 2 * (size_t)t->nivar + 8) {
         /* one walk over self's @ivars (a few, as a view's are): ~60 instructions per @ivar,
          * where rb_ivar_get hashes each name in the class's index table (~170, and
          * rb_ivar_defined again for nil); an @ivar not set is not walked (Qundef) */
@@ -2009,8 +2012,14 @@ again:
     if (a.st == TPL_OK) {
         c->last_out = a.n;
         if (t->erb_tagged) c->tagset[(t->erb_enc - 1) >> 6] |= UINT64_C(1) << ((t->erb_enc - 1) & 63);
-        ra->result = t->erb_enc || c->tagged ? erb_result(c, a.out, a.n, t->erb_enc ? t->erb_enc - 1 : c->enc_utf8)
-                                             : rb_utf8_str_new(a.out, (long)a.n);
+        if (t->erb_enc || c->tagged) {
+            ra->result = erb_result(c, a.out, a.n, t->erb_enc ? t->erb_enc - 1 : c->enc_utf8);
+        } else {
+            /* a fresh String's encoding set in its flags (rb_utf8_str_new's rb_enc_associate_index
+             * checks and clears what a new String has not: ~170 instructions a render) */
+            ra->result = rb_str_new(a.out, (long)a.n);
+            RB_ENCODING_SET_INLINED(ra->result, c->enc_utf8);
+        }
         return Qnil;
     }
     const tpl_error *e = tpl_render_error(r);
