@@ -37,7 +37,8 @@
 #define GVL_OUT 16384   /* and so does a render context whose last output was this long */
 #define GC_NUDGE (1024 * 1024) /* results returned between two GCs before a minor GC is asked for */
 #define GC_NUDGE_SLOT 8 /* ... and at least this many bytes per live object slot (gc_nudge) */
-#define GC_NUDGE_LEN 4096 /* results shorter than this are not counted (they do not fault: gc_nudge) */
+#define GC_NUDGE_LEN 4096 /* results shorter than this count GC_NUDGE_SMALL times less (gc_nudge) */
+#define GC_NUDGE_SMALL 4
 
 /* The render options set on a render context (facts, catalogs, tr keys, lang, call), each with
  * the bytes it was set from: a render with the same options as the context's last one (an agent
@@ -2067,10 +2068,14 @@ static VALUE render_ensure(VALUE arg)
  * heap, whose every GC sweeps more, is asked less often — the render asks for a minor GC
  * (GC.start(full_mark: false, immediate_sweep: false): young objects marked, the heap swept as
  * Ruby allocates); a GC that ran for any other reason restarts the count, and none is asked
- * for while the application has GC.disable'd. Results shorter than a page (GC_NUDGE_LEN) are
- * not counted: measured, they fault little (w1, w5: 0.03-0.16 per render, the same with a GC
- * asked for), and a minor GC every 256 KiB of them cost more than it saved (~1,000
- * instructions per w5 render).
+ * for while the application has GC.disable'd. Results shorter than a page (GC_NUDGE_LEN) count
+ * a quarter of their size (GC_NUDGE_SMALL): a render that allocates nothing else (w5 from
+ * Tpl::ERB, 1.3 KB results) let Ruby's GC run every ~10,000 renders and faulted 0.14 times per
+ * render, ~60% of its CPU time; counted so, 0.086 (a GC every ~3,200 renders, ~275
+ * instructions per render), and a render whose callbacks allocate (w1: 8 GCs per 20,000 renders
+ * anyway) is not asked more often. Counted whole (a GC every 1 MiB), w5 faulted 0.023 times
+ * but paid ~1,100 instructions per render, and w1 ran 2.6 times as many GCs for no fewer faults
+ * (bench/RESULTS.md, session 29).
  * The size trades the GC's work (a minor GC here ~460,000 instructions, mostly sweeping) for
  * faults (~25 us each on this paravirtualised machine, ~1 us on bare metal): at 256 KiB w4
  * (4.4 KB results) paid ~7,900 instructions per render and w2 (50 KB) faulted 0.07 times per
@@ -2208,7 +2213,10 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             rb_exc_raise(rb_funcall(loc->erb, rb_intern("located"), 2, exc, loc->binding));
         rb_jump_tag(jump);
     }
-    if (RB_TYPE_P(ra.result, T_STRING) && RSTRING_LEN(ra.result) >= GC_NUDGE_LEN) gc_nudge(t, (size_t)RSTRING_LEN(ra.result));
+    if (RB_TYPE_P(ra.result, T_STRING)) {
+        size_t n = (size_t)RSTRING_LEN(ra.result);
+        gc_nudge(t, n >= GC_NUDGE_LEN ? n : n / GC_NUDGE_SMALL);
+    }
     return ra.result;
 }
 
