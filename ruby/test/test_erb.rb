@@ -248,12 +248,15 @@ class TestERB < Minitest::Test
 
   # result_with_hash's keys are local variable names, as Binding#local_variable_set takes them
   def test_result_with_hash_keys
-    [{ 1 => "1" }, { "a b" => 1 }, { :@x => 1 }, { nil => 1 }].each do |h|
+    # (Symbols spelled as locals are taken without asking Ruby: tpl_ext.c erb_key_i; the others asked)
+    [{ 1 => "1" }, { "a b" => 1 }, { :@x => 1 }, { nil => 1 }, { :a? => 1 }, { A: 1 }, { "a!": 1 }, { "": 1 }].each do |h|
       ruby = assert_raises(StandardError) { ERB.new("<%= 1 %>").result_with_hash(h) }
       e = assert_raises(StandardError) { Tpl::ERB.new("<%= 1 %>").result_with_hash(h) }
       assert_equal [ruby.class, ruby.message.lines.first], [e.class, e.message.lines.first], h.inspect
     end
     assert_equal "1 2", Tpl::ERB.new("<%= a %> <%= b %>").result_with_hash(:a => 1, "b" => 2)
+    h = { if: 1, _x: 2, aB9: 3, "é": 4, x: 5 }
+    assert_equal ERB.new("<%= x %>").result_with_hash(h), Tpl::ERB.new("<%= x %>").result_with_hash(h)
   end
 
   class Base; end
