@@ -539,10 +539,11 @@ typedef struct tpl_host_class {
      * Decimal, Fraction, an int/float subclass with methods). Called when an operand a or b is
      * such an object of this class (obj is a's when it is, else b's) and the other is not
      * undefined, for what tpl cannot compute itself. op: a binary operator "+", "-", "*", "/",
-     * "//", "%", "**"; a comparison "==" or "<" (the VM takes *out's truthiness; a > b is asked
-     * as b < a); "==" and "!=" are also asked of objects that are not numbers, for Jinja's `a ==
-     * b`/`a != b` (*out printed as itself when it is no bool; its truth for a test; MISSING: the
-     * eq callback); unary, b none: "neg" (-a), "pos" (+a), "abs"; Jinja's |round: "round"
+     * "//", "%", "**"; a comparison "==" or "<" (the VM takes *out's truthiness; sorting asks
+     * a > b as b < a); "==", "!=", "<", "<=", ">", ">=" are also asked of objects that are not
+     * numbers, for Jinja's `a == b`, `a <= b`... and the tests eq, ne, lt, le, gt, ge (*out
+     * printed as itself when it is no bool; its truth for a condition or select; MISSING: for
+     * "=="/"!=" the eq callback, for an order tpl's own: a < b, else b < a, else equal); unary, b none: "neg" (-a), "pos" (+a), "abs"; Jinja's |round: "round"
      * (round(a, b), b an int or none), "ceil" and "floor" (math.ceil/floor(a * 10**b) / 10**b,
      * b an int); "key" (b none): a as a dict key, the int or float equal to a that hashes as a
      * does (Python: Decimal(1) is the key 1; MISSING when a equals no int or float, e.g.
@@ -553,6 +554,10 @@ typedef struct tpl_host_class {
      * one): whether a dict holding a finds it under b (Python: hash(a) == hash(b), then a == b,
      * identity first), *out its truth; asked for the pairs of keys tpl cannot decide ({d: 1,
      * 1: 2}, (d,) in {(1,): x}, an object with its own __hash__ and __eq__ in a dict or |unique).
+     * "find" (a the key looked up: an object of the class or a tuple holding one; b a map, read
+     * only): the dict lookup of a among b's keys in one call, *out the int index of the first key
+     * that "key==" would match, or -1 (Python: hash(a) once, then == only for keys of an equal
+     * hash); MISSING: tpl asks "key==" of each key instead.
      * *out: the result (a number of tpl's or a host object). TPL_HOST_MISSING: not
      * supported (the VM's TypeError naming the type, as without the callback). Appended last:
      * NULL (a class written before it) is that TypeError. */

@@ -1435,6 +1435,41 @@ static PyObject *py_key_equal(PyObject *a, PyObject *b)
     return eq < 0 ? NULL : PyBool_FromLong(eq);
 }
 
+/* op "find": key a looked up among the keys of the tpl dict m as CPython's dict lookup does:
+ * hash(a) once, then for each key k (in order) k is a, or hash(k) == hash(a) and k == a (k's
+ * __eq__ first, PyObject_RichCompareBool). *at: the first such key's index, -1 for none (also
+ * when a cannot be hashed: tpl asked "key" first where Python raises). -1 with the exception
+ * of an __eq__ (or a hash other than a TypeError) that raised. Only the keys are converted. */
+static int py_key_find(render_ctx *c, PyObject *a, tpl_val m, int64_t *at)
+{
+    *at = -1;
+    Py_hash_t ha = PyObject_Hash(a);
+    if (ha == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    size_t n = tpl_val_len(m);
+    for (size_t i = 0; i < n; i++) {
+        PyObject *k = from_val(c, tpl_val_map_key(m, i));
+        if (!k) return -1;
+        int eq = k == a;
+        if (!eq) {
+            Py_hash_t hk = PyObject_Hash(k);
+            if (hk == -1 && PyErr_Occurred()) {
+                if (!PyErr_ExceptionMatches(PyExc_TypeError)) { Py_DECREF(k); return -1; }
+                PyErr_Clear();
+            } else if (hk == ha) {
+                eq = PyObject_RichCompareBool(k, a, Py_EQ);
+            }
+        }
+        Py_DECREF(k);
+        if (eq < 0) return -1;
+        if (eq) { *at = (int64_t)i; return 0; }
+    }
+    return 0;
+}
+
 static PyObject *py_arith_op(const char *op, PyObject *a, PyObject *b)
 {
     switch (op[0]) {
@@ -1446,7 +1481,8 @@ static PyObject *py_arith_op(const char *op, PyObject *a, PyObject *b)
     case '%': return PyNumber_Remainder(a, b);
     case '=': return PyObject_RichCompare(a, b, Py_EQ);
     case '!': return PyObject_RichCompare(a, b, Py_NE);
-    case '<': return PyObject_RichCompare(a, b, Py_LT);
+    case '<': return PyObject_RichCompare(a, b, op[1] ? Py_LE : Py_LT);
+    case '>': return PyObject_RichCompare(a, b, op[1] ? Py_GE : Py_GT);
     case 'n': return PyNumber_Negative(a);
     case 'p': return PyNumber_Positive(a);
     case 'a': return PyNumber_Absolute(a);
@@ -1477,6 +1513,20 @@ static tpl_host_result py_arith(void *obj, tpl_render *r, const char *op, tpl_va
     (void)r;
     gil_in(h->c);
     tpl_host_result rc = TPL_HOST_MISSING;
+    if (strcmp(op, "find") == 0) { /* (b: the dict, whose keys only are read) */
+        int64_t at = -1;
+        PyObject *k = from_val(h->c, a);
+        if (!k || py_key_find(h->c, k, b, &at) < 0) {
+            fail_with_exception(h->c);
+            rc = TPL_HOST_ERROR;
+        } else {
+            *out = tpl_val_int(at);
+            rc = TPL_HOST_OK;
+        }
+        Py_XDECREF(k);
+        gil_out(h->c);
+        return rc;
+    }
     PyObject *x = from_val(h->c, a), *y = x ? from_val(h->c, b) : NULL;
     PyObject *res = y ? py_arith_op(op, x, y) : NULL;
     Py_XDECREF(x);

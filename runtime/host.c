@@ -791,6 +791,21 @@ int tpl_hobj_key_equal(tpl_vm *vm, tpl_value stored, tpl_value key, bool *eq)
     return 0;
 }
 
+int tpl_hobj_key_find(tpl_vm *vm, const tpl_map *m, tpl_value key, int64_t *at)
+{
+    const tpl_hobj *h = key_host(key, 0);
+    if (!h) return 1;
+    tpl_val o;
+    tpl_value mv = tpl_v_map((tpl_map *)m); /* (read only: the host reads its keys) */
+    int rc = result(vm, h, h->cls->arith(h->obj, h->r, "find", to_val(key), to_val(mv), &o), "find", NULL, 0);
+    if (rc) return rc;
+    tpl_value v = from_val(o);
+    if (v.type != TPL_T_INT || v.u.i < -1 || v.u.i >= (int64_t)m->len)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "the host's \"find\" gave no index of the dict's keys");
+    *at = v.u.i;
+    return 0;
+}
+
 int tpl_hobj_compare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, bool *res)
 {
     tpl_value v;

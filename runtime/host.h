@@ -70,6 +70,11 @@ int tpl_hobj_richcompare(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, t
  * key, identity first): 0 with *eq, 1 when no class of theirs has arith or it declines, -1 with
  * the host's error (an unhashable item, an __eq__ that raised). */
 int tpl_hobj_key_equal(tpl_vm *vm, tpl_value stored, tpl_value key, bool *eq);
+/* Python's dict lookup of key (a host object or a tuple holding one) among m's keys in one call
+ * (tpl_host_class.arith's "find": hash(key) once, then == only for keys of an equal hash): 0
+ * with *at the index of the key that matches or -1, 1 when the class declines (then ask
+ * tpl_hobj_key_equal per key), -1 with the host's error (an __eq__ that raised). */
+int tpl_hobj_key_find(tpl_vm *vm, const tpl_map *m, tpl_value key, int64_t *at);
 
 /* A host object's numeric kinds (tpl_host_class.type_of: TPL_HOST_NUMBER...), 0 for another value. */
 unsigned tpl_hobj_numeric(tpl_value v);

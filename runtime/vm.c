@@ -387,6 +387,16 @@ static int host_find(void *ctx, const tpl_map *m, tpl_value key, uint32_t *at)
         all = false;
     }
     if (!all && !m->host_keys) return 0;
+    if (all && m->len > 1) { /* the host's own lookup: one call, its hash of key taken once */
+        int64_t i;
+        int r = tpl_hobj_key_find(vm, m, key, &i);
+        if (r < 0) return TPL_EQ_HOST_ERROR;
+        if (r == 0) {
+            if (i < 0) return 0;
+            *at = (uint32_t)i;
+            return 1;
+        }
+    }
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_value k = m->e[i].key;
         if (!all && !host_key(k)) continue;
@@ -1731,6 +1741,17 @@ static int view_order(tpl_vm *vm, int op, tpl_value a, tpl_value b, bool *r)
     if (c < 0) return tpl_vm_nomem(vm);
     *r = c == 1;
     return 0;
+}
+
+/* `<`, `<=`, `>`, `>=` (op) with a host object on either side: Python's rich comparison of the
+ * operator itself (the object's __le__, the other side's reflected __ge__, NotImplemented, then
+ * Python's TypeError "'<=' not supported between instances of 'A' and 'A'"), *out its result
+ * (printed as itself when it is no bool, as Jinja2 compiles `a <= b` to Python's). 1: not the
+ * host's to answer (no arith hook, an undefined operand): tpl_compare's order. */
+static __attribute__((noinline)) int host_order(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    const char *sym = op == TPL_OP_LT ? "<" : op == TPL_OP_LE ? "<=" : op == TPL_OP_GT ? ">" : ">=";
+    return tpl_hobj_richcompare(vm, sym, a, b, out);
 }
 
 /* ---- appending to strings (CONCAT, + on strings)
@@ -4669,6 +4690,11 @@ top:
             bool r = false; \
             if (view_order(vm, CUR_OP, sp[-1], sp[0], &r) < 0) goto fail; \
             sp[-1] = tpl_v_bool(r); NEXT(0); \
+        } \
+        if (__builtin_expect(sp[-1].type == TPL_T_HOST || sp[0].type == TPL_T_HOST, 0)) { \
+            int h_ = host_order(vm, CUR_OP, sp[-1], sp[0], &sp[-1]); \
+            if (h_ < 0) goto fail; \
+            if (h_ == 0) NEXT(0); \
         } \
         if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }

@@ -239,10 +239,24 @@ static int undef_operand(tpl_vm *vm, tpl_value x, tpl_value y)
     return tpl_undefined_error(vm, tpl_vm_strict_undef(vm, x) ? x : y);
 }
 
+/* Jinja2's comparison tests are operator.eq & co.: with a host object on either side, the host's
+ * own result of a op b (Python's rich comparison: a numpy-like __eq__'s array, printed as itself,
+ * its truth for select/if), 0 with *out; 1 when the host does not answer (no arith hook, an
+ * undefined operand). */
+static int host_test(tpl_vm *vm, const char *op, tpl_value *a, tpl_value *out)
+{
+    if (__builtin_expect(a[0].type != TPL_T_HOST && a[1].type != TPL_T_HOST, 1))
+        return 1;
+    return tpl_hobj_richcompare(vm, op, a[0], a[1], out);
+}
+
 int t_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (tpl_vm_strict_undef(vm, a[0]) || tpl_vm_strict_undef(vm, a[1]))
         return undef_operand(vm, a[0], a[1]);
+    int h = host_test(vm, "==", a, out);
+    if (h <= 0)
+        return h;
     bool eq = false;
     if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
         return -1;
@@ -253,6 +267,9 @@ int t_ne(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (tpl_vm_strict_undef(vm, a[0]) || tpl_vm_strict_undef(vm, a[1]))
         return undef_operand(vm, a[0], a[1]);
+    int h = host_test(vm, "!=", a, out);
+    if (h <= 0)
+        return h;
     bool eq = false;
     if (tpl_vm_equal(vm, a[0], a[1], &eq) < 0)
         return -1;
@@ -267,28 +284,36 @@ static bool has_nan(tpl_value x, tpl_value y)
 
 int t_lt(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int c;
+    int c, h = host_test(vm, "<", a, out);
+    if (h <= 0)
+        return h;
     if (tpl_compare_op(vm, a[0], a[1], "<", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c < 0);
 }
 
 int t_le(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int c;
+    int c, h = host_test(vm, "<=", a, out);
+    if (h <= 0)
+        return h;
     if (tpl_compare_op(vm, a[0], a[1], "<=", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c <= 0);
 }
 
 int t_gt(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int c;
+    int c, h = host_test(vm, ">", a, out);
+    if (h <= 0)
+        return h;
     if (tpl_compare_op(vm, a[0], a[1], ">", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c > 0);
 }
 
 int t_ge(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int c;
+    int c, h = host_test(vm, ">=", a, out);
+    if (h <= 0)
+        return h;
     if (tpl_compare_op(vm, a[0], a[1], ">=", &c) < 0) return -1;
     RET(!has_nan(a[0], a[1]) && c >= 0);
 }

@@ -1535,3 +1535,58 @@ def test_host_objects_order_as_python(src):
     TypeError (was: tpl's TypeError for any object that is not a number)."""
     ys = [{"k": OrderedKey("a"), "n": 1}, {"k": "b", "n": 2}, {"k": "a", "n": 3}, {"k": OrderedKey("b"), "n": 4}]
     assert_both_render_alike(src, {"ys": ys, "a": OrderedKey("a"), "ni": EqNotImplemented()})
+
+
+class LtOnly:
+    """Only __lt__: Python answers `>` by the reflected __lt__, and `<=`/`>=` are its TypeError."""
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other):
+        return self.v < (other.v if isinstance(other, LtOnly) else other)
+
+
+class LeResult:
+    """__le__ and __ge__ returning no bool (a numpy-like array): printed as itself."""
+    def __le__(self, other):
+        return EqResult(True)
+
+    def __ge__(self, other):
+        return EqResult(None)
+
+
+@pytest.mark.parametrize("src", [
+    # the comparison tests are operator.eq & co.: the object's own result, printed as itself
+    "{{ arr is eq(1) }}", "{{ arr is eq(2) }}", "{{ 1 is eq(arr) }}", "{{ arr is equalto(1) }}", "{{ arr is ne(1) }}",
+    "{{ [arr]|select('eq', 1)|list }}", "{{ [1, 2]|select('eq', arr)|list }}", "{{ [arr]|reject('eq', 1)|list }}",
+    "{% if amb is eq(1) %}x{% endif %}", "{{ [amb]|select('eq', 1)|list }}", "{{ ni is eq(ni) }}",
+    "{{ le is le(1) }}", "{{ le is ge(1) }}", "{{ lo is lt(hi) }}", "{{ lo is le(hi) }}", "{{ hi is gt(lo) }}",
+    # <, <=, >, >= are Python's rich comparison of that operator: reflected, then TypeError
+    "{{ lo < hi }}", "{{ hi > lo }}", "{{ lo > hi }}", "{{ lo <= hi }}", "{{ lo >= hi }}", "{{ lo <= 3 }}",
+    "{{ 3 >= lo }}", "{{ 3 > lo }}", "{{ lo < 3 }}", "{{ a <= 'b' }}", "{{ a >= 'b' }}", "{{ 'b' <= a }}",
+    "{{ le <= 1 }}", "{{ 1 >= le }}", "{% if le <= 1 %}y{% endif %}", "{% if le >= 1 %}y{% endif %}",
+    "{{ [lo, hi]|sort|map(attribute='v')|list }}", "{{ d <= 1 }}", "{{ d >= 2 }}", "{{ lo < nope }}",
+])
+def test_host_comparisons_are_pythons(src):
+    """`x is eq(y)` (and select('eq', y), ne, lt, le, gt, ge) give the object's own result as
+    Jinja2's operator-based tests do (was: its truth, a bool); `<=`/`>=`/`<`/`>` ask Python's
+    rich comparison of that operator (was: a < b, else b < a, else equal: `<=` of an object with
+    only __lt__ was True where Python raises TypeError)."""
+    ctx = {"arr": ArrayLike(), "amb": ArrayLike(True), "ni": EqNotImplemented(), "le": LeResult(),
+           "lo": LtOnly(1), "hi": LtOnly(2), "a": OrderedKey("a"), "d": Decimal(1)}
+    assert_both_render_alike(src, ctx)
+
+
+@pytest.mark.parametrize("src", [
+    "{{ k1 in big }}", "{{ big[k1] }}", "{{ big.get(k9, 'no') }}", "{{ k9 in big }}",
+    "{{ er in big }}", "{{ bag in big }}", "{{ big|length }}", "{{ ni in big }}", "{{ d in big }}",
+])
+def test_host_key_lookup_in_a_big_dict(src):
+    """A lookup with an object key in a dict of many keys is one host call (tpl_host_class.arith's
+    "find": hash(key) once, == only for keys of an equal hash) with Python's result: found,
+    missed, a raising __eq__ on an equal hash, an unhashable key (Jinja2's `in` TypeError)."""
+    big = {"key%d" % i: i for i in range(300)}
+    big.update({"a": "A", 1: "one"})
+    ctx = {"big": big, "k1": HashKey("a"), "k9": HashKey("zz"), "er": EqRaisesHashed(), "bag": Unhashable(),
+           "ni": EqNotImplemented(), "d": Decimal(1)}
+    assert_both_render_alike(src, ctx)
