@@ -216,6 +216,14 @@ import_names ::= import_name.
 import_names(A) ::= import_names(L) COMMA import_name(I). { A = tpl_node_append(L, I); }
 import_name(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 import_name(A) ::= NAME(T) AS NAME(U). { A = tpl_p_name(ctx, T); if (A) A->a = tpl_p_name(ctx, U); }
+/* `with`/`without` not followed by `context` is a name (Jinja2's parse_from looks one token
+ * ahead: `import bar, with, context`, `import bar, with with context`); where no modifier may
+ * stand (right after `import`) the %fallback makes it a name already */
+import_name(A) ::= ctx_word(T). { A = tpl_p_name(ctx, T); }
+import_name(A) ::= ctx_word(T) AS NAME(U). { A = tpl_p_name(ctx, T); if (A) A->a = tpl_p_name(ctx, U); }
+%type ctx_word {tpl_token}
+ctx_word(A) ::= WITH(T). { A = T; }
+ctx_word(A) ::= WITHOUT(T). { A = T; }
 stmt(A) ::= EXTENDS(T) expr(E) BLOCK_END. { A = NODE(EXTENDS, T.off, E, NULL); }
 stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) BLOCK_END body(B) ENDBLOCK(K) block_end_name(E) BLOCK_END.
     { A = with_op(with_val(NODE(BLOCK, T.off, NULL, B), tpl_p_tokstr(ctx, N)), O);
