@@ -728,6 +728,17 @@ class Environment:
             if builtin is not None:  # a format string str.format refuses (ValueError, IndexError)
                 raise builtin(e.message) from None
             cls = TemplateAssertionError if e.exception == "TemplateAssertionError" else TemplateSyntaxError
+            mt = re.match(r"in '(.*)' at (\d+):\d+: (.*)\Z", e.message or "", re.S)
+            if mt and mt.group(1) != name:
+                # a template it extends, includes or imports does not compile: Jinja2 loads that
+                # one when the template runs, so get_template succeeds and render raises, located
+                # in that template
+                err = cls(mt.group(3), int(mt.group(2)), mt.group(1))
+                err.translated = True
+                tmpl = Template._from_tpl(self, _CompileFailed(err), name, filename, globals)
+                tmpl._source = source
+                tmpl._uptodate, tmpl._loaded, tmpl._policies = uptodate, loaded, _policies_state(self.policies)
+                return tmpl
             err = cls(e.message, e.lineno, name, filename)
             err.source = source
             err.translated = True  # as Jinja2 raises it from the environment: str() is the message
@@ -1097,6 +1108,19 @@ class Template:
 
     def __repr__(self):
         return "<Template %r>" % (self.name or "memory")
+
+
+class _CompileFailed:
+    """A template's program when a template it loads does not compile: each render raises that
+    template's TemplateSyntaxError, as Jinja2's render does (it loads the other one then)."""
+
+    def __init__(self, err):
+        self.err = err
+
+    def _fail(self, *args):
+        raise self.err.with_traceback(None)
+
+    render = _render_globals = _render_stream = _fail
 
 
 def _generate(template, t, ctx, eg):

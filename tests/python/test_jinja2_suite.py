@@ -600,3 +600,42 @@ def test_get_template_with_parent(J):
             env.get_template("d/i.html")
     else:
         assert env.get_template("d/i.html").render() == "[B]"
+
+
+# ---------------------------------------------------------------- test_inheritance.py, test_imports.py
+
+
+def test_required_with_scope(J):
+    """test_inheritance.py::TestInheritance::test_required_with_scope: a parent that does not
+    compile is Jinja2's TemplateSyntaxError when the child renders, not when it is loaded (was:
+    get_template raised)"""
+    env = J.Environment(loader=J.DictLoader({
+        "default1": "{% for item in seq %}[{% block item scoped required %}{% endblock %}]{% endfor %}",
+        "child1": "{% extends 'default1' %}{% block item %}{{ item }}{% endblock %}",
+        "default2": "{% for item in seq %}[{% block item required scoped %}{% endblock %}]{% endfor %}",
+        "child2": "{% extends 'default2' %}{% block item %}{{ item }}{% endblock %}"}))
+    t1 = env.get_template("child1")
+    t2 = env.get_template("child2")
+    assert t1.render(seq=list(range(3))) == "[0][1][2]"
+    with pytest.raises(J.TemplateSyntaxError) as ei:
+        t2.render(seq=list(range(3)))
+    assert (ei.value.name, ei.value.lineno) == ("default2", 1)  # (located in the parent, as Jinja2)
+
+
+def test_trailing_comma_with_context(J):
+    """test_imports.py::TestImports::test_trailing_comma_with_context: `with`/`without` not
+    followed by `context` is an imported name (was: a syntax error after a comma)"""
+    env = J.Environment(loader=J.DictLoader({"foo": "{% macro with() %}W{% endmacro %}{% macro context() %}C"
+                                                    "{% endmacro %}{% macro bar() %}B{% endmacro %}"}))
+    env.from_string('{% from "foo" import bar, baz with context %}')
+    env.from_string('{% from "foo" import bar, baz, with context %}')
+    env.from_string('{% from "foo" import bar, with context %}')
+    env.from_string('{% from "foo" import bar, with, context %}')
+    env.from_string('{% from "foo" import bar, with with context %}')
+    with pytest.raises(J.TemplateSyntaxError):
+        env.from_string('{% from "foo" import bar,, with context %}')
+    with pytest.raises(J.TemplateSyntaxError):
+        env.from_string('{% from "foo" import bar with context, %}')
+    # (the names imported, rendered)
+    assert env.from_string('{% from "foo" import bar, with, context %}{{ bar() }}{{ with() }}{{ context() }}').render() == "BWC"
+    assert env.from_string('{% from "foo" import context, with with context %}{{ with() }}{{ context() }}').render() == "WC"
