@@ -985,6 +985,17 @@ static res_kind resolve_var(tpl_comp *c, tpl_value name, uint32_t *slot, scope_v
                 r = R_ROOT;
                 if (c->inc_top) cr = true;
             }
+            /* a macro reading a variable of a macro two or more levels out (Jinja2: a Python
+             * closure over it): LOAD_OUTER reaches the defining frame only, and the state's value
+             * would show silently (issue 14) */
+            for (func *g = outer->parent; !v && !cr && !c->failed && g && g != &c->root; g = g->parent) {
+                bool gcr = false;
+                if (find_in_func(g, name, &gcr) && !gcr)
+                    cerror(c, c->cur_off, "unsupported: reading '%.*s', a variable of a macro two or more levels out (a "
+                           "macro or call block in one nested in the macro that sets it)",
+                           (int)name.len, name.u.s);
+                if (gcr) break;
+            }
         }
     }
     if (v) *slot = v->slot;
@@ -1591,10 +1602,25 @@ static bool folds_float(const tpl_node *n)
     return false;
 }
 
+/* A list, tuple or dict display (or the constant it folded to): 2 the empty tuple (CPython's one
+ * object), 1 another (a new object at each evaluation), 0 no display. */
+static int display_kind(const tpl_node *n)
+{
+    if (n->kind == TPL_N_CONST && n->val.type == TPL_T_LIST && !n->val.aux)
+        return (n->val.flags & TPL_F_TUPLE) && n->val.u.list->len == 0 ? 2 : 1;
+    if (n->kind == TPL_N_CONST) return n->val.type == TPL_T_MAP;
+    if (n->kind == TPL_N_TUPLE) return n->a ? 1 : 2;
+    return n->kind == TPL_N_LIST || n->kind == TPL_N_DICT;
+}
+
 /* `x is sameas y` of two constant expressions Jinja2 folds (not both literals): 1 the same object,
  * 0 not, -1 unknown to tpl. */
 static int sameas_folded(const tpl_node *x, const tpl_node *y)
 {
+    /* [1, 2] is sameas [1, 2], {} is sameas {}, (1,) is sameas (1,): nodes.List/Tuple/Dict.as_const
+     * make a new object each (False), but for () */
+    int dx = display_kind(x), dy = display_kind(y);
+    if ((dx == 1 || dy == 1) || (dx == 2 && dy == 2)) return dx == 2 && dy == 2;
     if (folds_float(x) || folds_float(y)) return 0; /* (0.0 is sameas -0.0, 1.5 is sameas +1.5: two floats) */
     int64_t a, b;
     bool ba = false, bb = false;

@@ -1720,6 +1720,20 @@ static bool is_dict_view(tpl_value v)
     return v.type == TPL_T_LIST && v.aux >= TPL_LAZY_DICT_ITEMS && v.aux <= TPL_LAZY_DICT_VALUES;
 }
 
+/* After a failed `<=`, `>` or `>=` (op): Python's TypeError names the operator the template
+ * used, also for the elements of lists and tuples (compared with that operator) and when the
+ * reflected operator was tried too; tpl_compare's error says '<'. */
+static void cmp_error_op(tpl_vm *vm, int op)
+{
+    static const char pre[] = "'<' not supported between";
+    const char *sym = op == TPL_OP_LE ? "<=" : op == TPL_OP_GT ? ">" : op == TPL_OP_GE ? ">=" : NULL;
+    if (!sym || strncmp(vm->err_msg, pre, sizeof pre - 1) != 0) return;
+    size_t len = strlen(vm->err_msg), sl = strlen(sym);
+    if (len + sl >= sizeof vm->err_msg) return;
+    memmove(vm->err_msg + 1 + sl, vm->err_msg + 2, len - 1); /* (from the closing quote, with the NUL) */
+    memcpy(vm->err_msg + 1, sym, sl);
+}
+
 /* `<`, `<=`, `>`, `>=` (op) with a dict view on either side, as CPython's dictviews_richcompare:
  * two dict_keys / dict_items views (either kind) order as sets, by size and subset; a view with
  * anything else, and dict_values, have no order (TypeError; an Undefined's own error first). */
@@ -2860,6 +2874,29 @@ static bool kw_param(const tpl_macro_desc *d, const tpl_list *params, int npos, 
     return name.len == 6 && memcmp(name.u.s, "caller", 6) == 0 && d->caller_slot >= 0;
 }
 
+/* A frame whose slots start at base ends, its slots in use up to top: the open closures made in it
+ * (or over a template it imported, whose slots lie above base) are closed over one arena copy of
+ * [base, top) (vm_impl.h tpl_closure). */
+static int close_frame(tpl_vm *vm, uint32_t base, uint32_t top)
+{
+    tpl_closure *cl = vm->open_cl;
+    if (__builtin_expect(!cl, 1) || (cl->outer_base < base && cl->root_base < base)) return 0;
+    uint32_t n = top > base ? top - base : 0;
+    tpl_value *copy = tpl_arena_alloc(&vm->arena, (n ? n : 1) * sizeof *copy); /* (never NULL: closed) */
+    if (!copy) return oom(vm);
+    if (n) memcpy(copy, vm->slots + base, n * sizeof *copy);
+    while (cl && (cl->outer_base >= base || cl->root_base >= base)) {
+        cl->closed = copy;
+        cl->closed_lo = base;
+        cl->nclosed = n;
+        tpl_closure *next = cl->next_open;
+        cl->next_open = NULL;
+        cl = next;
+    }
+    vm->open_cl = cl;
+    return 0;
+}
+
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
@@ -2868,9 +2905,20 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     const tpl_name *mname = &p->names[d->name];
     if (vm->depth >= vm->limits.max_depth)
         return depth_error(vm, false);
-    uint32_t base = vm->slot_top;
-    if (base + d->nslots > vm->slots_cap || vm->stack_top + d->max_stack > vm->stack_cap)
+    uint32_t base = vm->slot_top, frame_lo = base, outer_base = cl->outer_base, root_base = cl->root_base;
+    if (__builtin_expect(cl->closed != NULL, 0)) {
+        /* a closed closure: the slots of the frame it was made in, back above the slot top */
+        if ((uint64_t)base + cl->nclosed + d->nslots > vm->slots_cap) return depth_error(vm, true);
+        if (cl->nclosed) memcpy(vm->slots + base, cl->closed, cl->nclosed * sizeof *cl->closed);
+        outer_base = base + (cl->outer_base - cl->closed_lo);
+        if (cl->root_base >= cl->closed_lo) root_base = base + (cl->root_base - cl->closed_lo);
+        base += cl->nclosed;
+        vm->slot_top = base;
+    }
+    if (base + d->nslots > vm->slots_cap || vm->stack_top + d->max_stack > vm->stack_cap) {
+        vm->slot_top = frame_lo;
         return depth_error(vm, true);
+    }
     tpl_value *slots = vm->slots + base;
     for (uint32_t i = 0; i < d->nslots; i++) slots[i] = tpl_v_unset();
     tpl_list *params = p->consts[d->params].u.list;
@@ -2936,10 +2984,11 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     int save_captures = vm->ncaptures - 1;
     const tpl_program *save_p = vm->p;
     vm->p = p; /* (a macro of a template loaded at render time runs its own program's code) */
-    vm->root_base = cl->prog ? cl->root_base : vm->root_base;
+    vm->root_base = cl->prog ? root_base : vm->root_base;
     tpl_value save_state = vm->state;
     if (cl->prog) vm->state = cl->state; /* (its template's context, as Jinja2's macros read theirs) */
-    int rc = run(vm, d->entry, base, cl->outer_base, 0, out);
+    int rc = run(vm, d->entry, base, outer_base, 0, out);
+    if (close_frame(vm, frame_lo, vm->slot_top) < 0) rc = -1;
     vm->state = save_state;
     /* an ERB def ends with RET_RB (its value; it prints nothing), a failed body anywhere (a Ruby
      * rescue goes on): the call's capture is closed either way */
@@ -2950,7 +2999,7 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     vm->pc = save_pc;
     vm->stack_top = save_stack;
     vm->depth--;
-    vm->slot_top = base;
+    vm->slot_top = frame_lo;
     return rc;
 }
 
@@ -3059,6 +3108,7 @@ static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_val
     vm->depth--;
     vm->state = save_state;
     /* an import keeps the template's slots until its caller's frame ends: its macros read them */
+    if (!exports && close_frame(vm, base, vm->slot_top) < 0) rc = -1;
     vm->slot_top = exports ? base + sub->nslots : save_top;
     if (exports && rc == 0 && keep_import_out(vm, vm->captures[vm->ncaptures - 1]) < 0) rc = -1;
     if (exports) vm->out_len = vm->captures[--vm->ncaptures];
@@ -4696,7 +4746,7 @@ top:
             if (h_ < 0) goto fail; \
             if (h_ == 0) NEXT(0); \
         } \
-        if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) goto fail; \
+        if (tpl_compare(vm, sp[-1], sp[0], true, &c) < 0) { cmp_error_op(vm, CUR_OP); goto fail; } \
         sp[-1] = tpl_v_bool(TEST); NEXT(0); }
     CMP_CASE(LT, c < 0)
     /* NaN is unordered: tpl_compare says 0 (equal) for it, so <= and >= check (< and > are false already) */
@@ -5004,6 +5054,13 @@ top:
         if (!cl) { oom(vm); goto fail; }
         cl->d = &p->macros[a];
         cl->outer_base = slot_base;
+        cl->closed = NULL;
+        cl->closed_lo = cl->nclosed = 0;
+        cl->next_open = NULL;
+        if (slot_base | vm->root_base) { /* (the main template level outlives every closure) */
+            cl->next_open = vm->open_cl;
+            vm->open_cl = cl;
+        }
         cl->prog = p;
         cl->root_base = vm->root_base;
         cl->state = vm->state;
@@ -5873,6 +5930,7 @@ int tpl_vm_run_direct(tpl_vm *vm)
     vm->name_hit_state = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
     native_memo_check(vm, p);
     vm->slot_top = p->nslots;
+    vm->open_cl = NULL;
     vm->root_base = 0;
     vm->depth = 0;
     vm->cstack_guard = 0;
@@ -5942,6 +6000,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->name_hit_state = state_map;
     if (p->native) native_memo_check(vm, p); /* (the native state memo may be another's) */
     vm->slot_top = p->nslots;
+    vm->open_cl = NULL;
     vm->root_base = 0;
     vm->depth = 0;
     vm->cstack_guard = 0; /* (this render's thread: looked up when runs nest deep) */

@@ -32,6 +32,14 @@ typedef struct tpl_closure {
     uint32_t root_base;     /* slot base of that program's template level */
     tpl_value state;        /* the names it reads from the context: the state where it was made (a
                              * template loaded at render time: its context, or none) */
+    /* Closing (as Lua's upvalues): a closure made in a frame that is not the main template level
+     * is open (on the render's list of open closures) while that frame runs; when the frame ends
+     * its slots are copied to the arena and the closure reads that copy (closed: a call copies it
+     * back above the slot top), so a macro kept in a namespace, dict or list and called after
+     * the call that made it returned reads that call's variables, not the slots' next user. */
+    struct tpl_closure *next_open; /* the next older open closure */
+    const tpl_value *closed;  /* NULL: open; else the copy of slots [closed_lo, closed_lo + nclosed) */
+    uint32_t closed_lo, nclosed;
 } tpl_closure;
 
 /* The state of a for loop (the `loop` variable). */
@@ -105,6 +113,7 @@ struct tpl_vm {
     tpl_value *slots;       /* slots_cap values */
     uint32_t stack_cap, slots_cap;
     uint32_t slot_top;      /* first free slot */
+    tpl_closure *open_cl;   /* the closures of frames still running, newest first (tpl_closure) */
     uint32_t root_base;     /* slot base of the running program's template level (0, or a template
                              * loaded at render time: INCLUDE_DYN) */
     /* the render's template loader (tpl_render_set_loader; issue 14) and the compiler it
