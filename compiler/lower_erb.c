@@ -986,6 +986,12 @@ static void link_drop(erb_low *L, const own_var *x)
     }
 }
 
+/* The hidden local of a multiple assignment (grammar/erb_parse.y masgn_bind). */
+static bool is_masgn_tmp(const tpl_node *e)
+{
+    return e && e->kind == TPL_N_NAME && e->val.len > 7 && memcmp(e->val.u.s, "(masgn ", 7) == 0;
+}
+
 /* e's value is an object no other name holds (or one that cannot change: numbers, nil, symbols). */
 static bool fresh(const tpl_node *e)
 {
@@ -1100,6 +1106,17 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
     case TPL_N_SET: {
         const tpl_node *t = n->a, *v = n->b, *val = v;
         bool self = false;
+        /* a multiple assignment's hidden local: `tmp = tmp.is_a?(Array) ? tmp : [tmp]` keeps what tmp holds (its
+         * items are the right side's), and `x = tmp[i]` holds an object no other name holds when tmp's items are
+         * fresh (`k, v = s.split(":")`: k.strip! changes only k) */
+        if (is_masgn_tmp(t) && v && v->kind == TPL_N_CONDEXPR && same_var(v->b, t)) return;
+        if (t && t->kind == TPL_N_NAME && v && v->kind == TPL_N_GETITEM && is_masgn_tmp(v->a)) {
+            own_var *tv = ov_find(L, scope, v->a->val, false);
+            if (tv && (tv->flags & OV_ASSIGNED) && !(tv->flags & (OV_ITEMS | OV_ESCAPED))) {
+                ov_mark(L, scope, t, OV_ASSIGNED);
+                return;
+            }
+        }
         if (v && (v->kind == TPL_N_OR || v->kind == TPL_N_AND || v->kind == TPL_N_BINOP) &&
             (same_var(v->a, t) || (is_index(t) && v->a && is_index(v->a)))) {
             val = v->b;   /* x ||= v, x += v, h[k] ||= v: the old value stays only in x */
@@ -2753,6 +2770,26 @@ static void expr(erb_low *L, tpl_node *n)
             if (name_is(n->val, io_consts[i])) {   /* when it runs (a branch that never runs renders); no rescue takes it */
                 char msg[200];
                 snprintf(msg, sizeof msg, "unsupported Ruby construct: %s " RB_NO_IO, io_consts[i]);
+                tpl_c_at(C, n->off);
+                tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+                return;
+            }
+        if (!known && memchr(n->val.u.s, ':', n->val.len)) {   /* Puppet::Error: tpl's refusal when it runs */
+            char msg[200];
+            snprintf(msg, sizeof msg, "unsupported Ruby construct '%.*s' (constant paths)",
+                     n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+            return;
+        }
+        static const char *const ruby_consts[] = { "RUBY_VERSION", "RUBY_PLATFORM", "RUBY_RELEASE_DATE", "RUBY_PATCHLEVEL",
+                                                   "RUBY_ENGINE", "RUBY_ENGINE_VERSION", "RUBY_REVISION", "RUBY_COPYRIGHT",
+                                                   "RUBY_DESCRIPTION", NULL };
+        for (int i = 0; ruby_consts[i]; i++)
+            if (name_is(n->val, ruby_consts[i])) {   /* when it runs, as ENV */
+                char msg[200];
+                snprintf(msg, sizeof msg, "unsupported Ruby construct: %s (the Ruby that would run the template: "
+                         "pass what it needs in the state)", ruby_consts[i]);
                 tpl_c_at(C, n->off);
                 tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
                 return;

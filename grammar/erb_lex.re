@@ -732,7 +732,18 @@ static bool ruby_lex(rlex *L)
                     i = q;
                     continue;
                 }
-                return lex_error(L, st, "unsupported Ruby construct '%.*s::' (constant paths)", s + st, (int)(e - st));
+                /* another path of constants (Puppet::Error): one constant, refused when it runs (Ruby looks it up
+                 * only then: `raise Puppet::Error, "..." unless @x` renders while @x is set) */
+                q = e;
+                while (q + 2 < n && s[q] == ':' && s[q + 1] == ':' && s[q + 2] >= 'A' && s[q + 2] <= 'Z') {
+                    q += 2;
+                    while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
+                }
+                if (q + 1 < n && s[q] == ':' && s[q + 1] == ':')
+                    return lex_error(L, st, "unsupported Ruby construct '%.*s::' (constant paths)", s + st, (int)(q - st));
+                push_tok(L, TK_CONST, st, q - st);
+                i = q;
+                continue;
             }
             int kind = is_const ? TK_CONST : TK_IDENT;
             if (L->in_params) { add_local(L, s + st, e - st); push_tok(L, TK_IDENT, st, e - st); i = e; continue; }
@@ -741,6 +752,11 @@ static bool ruby_lex(rlex *L)
                 size_t p = e;
                 while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
                 if (p < n && arg_starts(L, p)) kind = TK_CMD;
+                /* `s.scan /re/`: after a blank, a `/` that no blank or `=` follows starts a regex argument of a
+                 * method call, as Ruby reads it (a bare name may be a local from the binding: there it divides) */
+                if (after_dot && p < n && s[p] == '/' && p + 1 < n && s[p + 1] != ' ' && s[p + 1] != '\t' &&
+                    s[p + 1] != '\n' && s[p + 1] != '=')
+                    kind = TK_CMD;
             }
             /* `include?x`: an argument right after a `?` method name is a command argument, as in Ruby */
             if (!is_const && s[e - 1] == '?' && e < n &&
