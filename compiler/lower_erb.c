@@ -108,6 +108,7 @@ typedef struct erb_low {
     uint32_t def_blk;       /* in a def that takes a block: the slot of its hidden (blk) + 1 */
     tpl_value def_blkname;  /* that def's &name parameter (len 0: none) */
     uint32_t def_blkslot;   /* its slot */
+    int own_lam;            /* own_scan: inside a Proc literal's body (its `return` leaves the Proc, not the def) */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -921,6 +922,8 @@ static bool link_leaves(const tpl_node *e, const tpl_node **out, int *n, bool *l
 }
 
 static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth);
+static int blk_param(const erb_low *L, tpl_value name);
+static bool is_proc_lit(const tpl_node *n);
 
 /* own_scan of a value link_leaves accepted: its variables' items may be held by the target too. */
 static void link_scan(erb_low *L, const tpl_node *e, uint32_t scope, int depth)
@@ -1099,6 +1102,13 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
     depth++;
     switch (n->kind) {
     case TPL_N_NAME: case TPL_N_RIVAR:
+        if (mode == 3) {
+            /* a def's result: a local of the def, assigned there, dies as the def returns: its object goes to
+             * the caller, which no change in the def can reach after (`s = ""; xs.each { |x| s << x }; s`) */
+            own_var *v = n->kind == TPL_N_NAME && scope && scope != OV_IVARS ? ov_find(L, scope, n->val, false) : NULL;
+            if (v && (v->flags & OV_ASSIGNED) && !(v->flags & (OV_PARAM | OV_BPARAM)) && !blk_param(L, n->val)) return;
+            mode = 2;
+        }
         if (mode) ov_mark(L, scope, n, mode == 2 ? OV_ESCAPED | OV_ITEMS : OV_ITEMS);
         return;
     case TPL_N_CONST: case TPL_N_TEXT: case TPL_N_RREGEX: case TPL_N_RCONSTNAME: case TPL_N_RDEFINED:
@@ -1176,7 +1186,12 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
             while (mutates_receiver(r)) r = r->a;
             predeclare(L, item_root(r), scope);
         }
-        if (n->c) own_scan(L, n->c, scope, in_set(n->val, void_blocks) ? 0 : 2, depth);
+        if (n->c) {
+            bool lam = is_proc_lit(n);
+            L->own_lam += lam;
+            own_scan(L, n->c, scope, in_set(n->val, void_blocks) ? 0 : 2, depth);
+            L->own_lam -= lam;
+        }
         if (n->a) {
             int rm = in_set(n->val, self_methods) || (n->val.len > 1 && n->val.u.s[n->val.len - 1] == '!') ? mode
                    : in_set(n->val, fresh_methods) ? 0 : (mode ? 1 : 0);
@@ -1256,10 +1271,10 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         return;
     case TPL_N_RDEF:
         own_params(L, n->a, n->off + 1, depth, OV_PARAM);
-        own_body(L, n->b, n->off + 1, 2, depth);
+        own_body(L, n->b, n->off + 1, 3, depth);
         return;
     case TPL_N_RRETURN: case TPL_N_RNEXT: case TPL_N_RBREAK: case TPL_N_RRANGE:
-        own_scan(L, n->a, scope, 2, depth);
+        own_scan(L, n->a, scope, n->kind == TPL_N_RRETURN && !L->own_lam && scope && scope != OV_IVARS ? 3 : 2, depth);
         own_scan(L, n->b, scope, 2, depth);
         return;
     case TPL_N_OUTPUT: case TPL_N_COMPARE: case TPL_N_UNOP:
