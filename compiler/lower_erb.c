@@ -207,7 +207,7 @@ static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "Stri
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
     "LocalJumpError", "RegexpError", "EncodingError", "IOError", "JSON::JSONError", "JSON::GeneratorError",
-    "JSON::NestingError", "JSON::ParserError", "Gem::Version", "Enumerator", NULL };
+    "JSON::NestingError", "JSON::ParserError", "Gem::Version", "Enumerator", "Class", "Module", "Rational", NULL };
 
 /* ------------------------------------------------------------------ blocks */
 

@@ -814,8 +814,16 @@ static bool ruby_lex(rlex *L)
                 }
             }
             if (e < n && (s[e] == 'r' || s[e] == 'i')) {
-                /* 3r, 1.5r, 2i, 3ri: Rational and Complex literals (tpl has neither type) */
+                /* 3r, 1.5r: Rational literals (the token keeps its r: tpl_erb_number makes Rational("3"));
+                 * 2i, 3ri: Complex literals (tpl has no Complex) */
                 size_t q = e + (s[e] == 'r' && e + 1 < n && s[e + 1] == 'i' ? 2 : 1);
+                bool hex = s[st + (c == '-' || c == '+')] == '0' && e > st + 1 + (c == '-' || c == '+') &&
+                           strchr("xXbBo", s[st + 1 + (c == '-' || c == '+')]) != NULL;
+                if ((q >= n || !ident_char((unsigned char)s[q])) && s[q - 1] == 'r' && !hex) {
+                    push_tok(L, flt ? TK_FLOAT : TK_INTEGER, st, q - st);
+                    i = q;
+                    continue;
+                }
                 if (q >= n || !ident_char((unsigned char)s[q]))
                     return lex_error(L, st, s[q - 1] == 'r' ? "unsupported Ruby construct: a Rational literal (%.*s)"
                                                             : "unsupported Ruby construct: a Complex literal (%.*s)",
@@ -1669,6 +1677,20 @@ tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t)
 
 tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float)
 {
+    if (t.len > 1 && c->src[t.off + t.len - 1] == 'r') {
+        /* a Rational literal (3r, -0.75r, 1_000r): the call Rational("3"), which reads a decimal text
+         * exactly as Ruby's literal does (0.75r is 3/4, not the Float 0.75's value) */
+        size_t n = 0;
+        char *txt = tpl_arena_alloc(c->arena, t.len);
+        if (!txt) { tpl_pctx_nomem(c, t.off); return tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL); }
+        for (uint32_t k = 0; k + 1 < t.len; k++)
+            if (c->src[t.off + k] != '_' && c->src[t.off + k] != '+') txt[n++] = c->src[t.off + k];
+        tpl_node *s = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+        s->val = tpl_v_str(txt, n);
+        tpl_node *call = tpl_p_node(c, TPL_N_RMETHOD, t.off, NULL, tpl_p_node(c, TPL_N_ARG, t.off, s, NULL));
+        call->val = tpl_v_str("Rational", 8);
+        return call;
+    }
     bool neg = c->src[t.off] == '-', plus = c->src[t.off] == '+';
     tpl_token u = t;
     if (neg || plus) { u.off++; u.len--; }

@@ -447,6 +447,8 @@ typedef enum tpl_val_kind {
     TPL_VAL_LIST, TPL_VAL_TUPLE, TPL_VAL_MAP, TPL_VAL_HOST, TPL_VAL_OTHER,
     TPL_VAL_BIGINT, /* an integer past int64 (Python's and Ruby's ints are unbounded): its decimal
                      * text from tpl_val_as_str; built with tpl_val_int_text */
+    TPL_VAL_RATIONAL, /* a Ruby Rational (ERB: 3r, Rational(1, 3), 2 ** -2): its text "NUM/DEN"
+                       * (reduced, DEN > 0) from tpl_val_as_str; built with tpl_val_rational_text */
 } tpl_val_kind;
 
 /* tpl_val_str / tpl_val_list flags. */
@@ -590,6 +592,11 @@ TPL_API tpl_status tpl_val_undefined_text(tpl_render *r, const char *text, size_
  * TPL_ERR_LIMIT past 2**20 bits (tpl's integer limit, README) or the memory limit, TPL_ERR_USAGE
  * for NULL r or out, NULL s with len > 0, or a base outside 2..36. */
 TPL_API tpl_status tpl_val_int_text(tpl_render *r, const char *s, size_t len, int base, tpl_val *out);
+/* A Ruby Rational (TPL_VAL_RATIONAL) from its text s (len bytes, borrowed): decimal "NUM/DEN" (an
+ * optional '-' on NUM, DEN > 0; reduced here), or "NUM" (NUM/1). TPL_ERR_VALUE when s is not such a
+ * number or DEN is 0, TPL_ERR_LIMIT past 2**20 bits or the memory limit, TPL_ERR_USAGE for NULL r or
+ * out, or NULL s with len > 0. */
+TPL_API tpl_status tpl_val_rational_text(tpl_render *r, const char *s, size_t len, tpl_val *out);
 /* A string: s (len bytes of UTF-8, borrowed) is copied into r's value memory; flags: any of
  * TPL_VAL_MARKUP, TPL_VAL_BORROW (not copied: s must outlive the value, see above) and
  * TPL_VAL_UTF8_VALID (not checked). TPL_ERR_VALUE when s is not UTF-8 or longer than

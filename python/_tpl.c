@@ -1037,6 +1037,13 @@ static PyObject *from_val(render_ctx *c, tpl_val v)
     case TPL_VAL_BOOL: return PyBool_FromLong(tpl_val_as_bool(v));
     case TPL_VAL_INT: return PyLong_FromLongLong(tpl_val_as_int(v));
     case TPL_VAL_BIGINT: return big_from_val(v);
+    case TPL_VAL_RATIONAL: { /* (an ERB Rational) fractions.Fraction("NUM/DEN") */
+        s = tpl_val_as_str(v, &n);
+        PyObject *mod = PyImport_ImportModule("fractions");
+        PyObject *f = mod ? PyObject_CallMethod(mod, "Fraction", "s#", s, (Py_ssize_t)n) : NULL;
+        Py_XDECREF(mod);
+        return f;
+    }
     case TPL_VAL_FLOAT: return PyFloat_FromDouble(tpl_val_as_float(v));
     case TPL_VAL_STR:
         s = tpl_val_as_str(v, &n);

@@ -369,3 +369,88 @@ int tpl_big_abs(tpl_vm *vm, tpl_value v, tpl_value *out)
     mpz_abs(z, z);
     return tpl_big_result(vm, z, out);
 }
+
+/* ------------------------------------------------------------------ rationals */
+
+void tpl_rat_get(mpq_t q, tpl_value v)
+{
+    mpq_init(q);
+    if (v.type != TPL_T_RATIONAL) {
+        mpz_t z;
+        tpl_big_get(z, v);
+        mpq_set_z(q, z);
+        mpz_clear(z);
+        return;
+    }
+    char buf[64], *p = v.len < sizeof buf ? buf : malloc((size_t)v.len + 1);
+    if (!p) return; /* heap exhausted: 0 */
+    memcpy(p, v.u.s, v.len);
+    p[v.len] = 0;
+    if (mpq_set_str(q, p, 10) != 0) mpq_set_ui(q, 0, 1);
+    if (p != buf) free(p);
+}
+
+bool tpl_rat_value(tpl_arena *a, const mpq_t q, tpl_value *out)
+{
+    mpz_srcptr num = mpq_numref(q), den = mpq_denref(q);
+    if (mpz_sizeinbase(num, 2) > TPL_BIG_MAX_BITS || mpz_sizeinbase(den, 2) > TPL_BIG_MAX_BITS) return false;
+    size_t cap = mpz_sizeinbase(num, 10) + mpz_sizeinbase(den, 10) + 4;
+    char *p = tpl_arena_alloc(a, cap);
+    if (!p) return false;
+    mpz_get_str(p, 10, num);
+    size_t n = strlen(p);
+    p[n++] = '/';
+    mpz_get_str(p + n, 10, den);
+    tpl_value v = {0};
+    v.type = TPL_T_RATIONAL;
+    v.len = (uint32_t)(n + strlen(p + n));
+    v.u.s = p;
+    *out = v;
+    return true;
+}
+
+int tpl_rat_result(tpl_vm *vm, mpq_t q, tpl_value *out)
+{
+    mpq_canonicalize(q);
+    if (mpz_sizeinbase(mpq_numref(q), 2) > TPL_BIG_MAX_BITS || mpz_sizeinbase(mpq_denref(q), 2) > TPL_BIG_MAX_BITS) {
+        mpq_clear(q);
+        return too_large(vm);
+    }
+    if (!charge(vm, mpz_size(mpq_numref(q)) + mpz_size(mpq_denref(q)))) { mpq_clear(q); return tpl_vm_nomem(vm); }
+    bool ok = tpl_rat_value(tpl_vm_arena(vm), q, out);
+    mpq_clear(q);
+    return ok ? 0 : tpl_vm_nomem(vm);
+}
+
+double tpl_rat_double(const mpq_t q)
+{
+    mpz_srcptr x = mpq_numref(q), y = mpq_denref(q);
+    if (mpz_sgn(x) == 0) return 0.0;
+    long na = (long)mpz_sizeinbase(x, 2), nb = (long)mpz_sizeinbase(y, 2);
+    bool neg = mpz_sgn(x) < 0;
+    if (na - nb > 1030) return neg ? -HUGE_VAL : HUGE_VAL;
+    if (nb - na > 1130) return neg ? -0.0 : 0.0;
+    if (na <= 53 && nb <= 53) return mpz_get_d(x) / mpz_get_d(y); /* both exact: one rounding */
+    /* as true_div: |x| * 2^shift / |y| with 55..57 bits, the last one sticky */
+    long shift = 56 - (na - nb);
+    mpz_t a, b, qq, r;
+    mpz_inits(a, b, qq, r, NULL);
+    mpz_abs(a, x);
+    mpz_set(b, y);
+    if (shift > 0) mpz_mul_2exp(a, a, (mp_bitcnt_t)shift);
+    else if (shift < 0) mpz_mul_2exp(b, b, (mp_bitcnt_t)-shift);
+    mpz_tdiv_qr(qq, r, a, b);
+    uint64_t top = (uint64_t)mpz_getlimbn(qq, 0) | (mpz_sgn(r) ? 1u : 0u);
+    mpz_clears(a, b, qq, r, NULL);
+    double d = ldexp((double)top, (int)-shift);
+    return neg ? -d : d;
+}
+
+double tpl_rat_to_double(tpl_value v)
+{
+    mpq_t q;
+    tpl_rat_get(q, v);
+    double d = tpl_rat_double(q);
+    mpq_clear(q);
+    return d;
+}

@@ -79,4 +79,24 @@ int tpl_big_str_error(tpl_vm *vm);
 /* The fuel of a GMP operation on n limbs (n log n, at least 1): what tpl_big_* charge. */
 uint64_t tpl_big_cost(size_t limbs);
 
+/* Rationals (TPL_T_RATIONAL: Ruby's Rational, ERB only). The value is its canonical text "NUM/DEN"
+ * (reduced, DEN > 0) in an arena, as a big int's: equality and hashing read the text, and each
+ * operation converts to GMP's mpq_t, computes, and converts back, charging fuel as tpl_big_*. */
+static inline bool tpl_is_rat(tpl_value v) { return v.type == TPL_T_RATIONAL; }
+/* Initialises q to v (a rational or tpl_is_intlike); the caller mpq_clear()s it. */
+void tpl_rat_get(mpq_t q, tpl_value v);
+/* q (canonical) as a TPL_T_RATIONAL in arena a; false when a is exhausted or a part is past
+ * TPL_BIG_MAX_BITS. q is left as it was. */
+bool tpl_rat_value(tpl_arena *a, const mpq_t q, tpl_value *out);
+/* In a render: q canonicalised, as a value (tpl_rat_value), charging fuel; the memory-limit error when
+ * too large. Clears q. 0 or -1 (error set). */
+int tpl_rat_result(tpl_vm *vm, mpq_t q, tpl_value *out);
+/* The double nearest to q (ties to even; +-inf past DBL_MAX), as Ruby's Rational#to_f. */
+double tpl_rat_double(const mpq_t q);
+/* The double nearest to v (a rational). */
+double tpl_rat_to_double(tpl_value v);
+/* Whether v's denominator is 1 and it is negative / zero, from its text. */
+static inline bool tpl_rat_neg(tpl_value v) { return v.len && v.u.s[0] == '-'; }
+static inline bool tpl_rat_zero(tpl_value v) { return v.len >= 1 && v.u.s[0] == '0'; }
+
 #endif

@@ -50,6 +50,34 @@ tpl_status tpl_val_int_text(tpl_render *r, const char *s, size_t len, int base, 
     return TPL_OK;
 }
 
+tpl_status tpl_val_rational_text(tpl_render *r, const char *s, size_t len, tpl_val *out)
+{
+    if (!r || !out || (!s && len)) return TPL_ERR_USAGE;
+    size_t i = len && s[0] == '-', slash = 0, nd = 0;
+    for (; i < len; i++) {
+        if (s[i] == '/' && !slash && nd) { slash = i; nd = 0; continue; }
+        if (s[i] < '0' || s[i] > '9') return TPL_ERR_VALUE;
+        nd++;
+    }
+    if (!nd || len > (size_t)TPL_BIG_MAX_BITS) return TPL_ERR_VALUE;
+    char *t = malloc(len + 1);
+    if (!t) return TPL_ERR_LIMIT;
+    memcpy(t, s, len);
+    t[len] = 0;
+    mpq_t q;
+    mpq_init(q);
+    int bad = mpq_set_str(q, t, 10);
+    free(t);
+    if (bad || mpz_sgn(mpq_denref(q)) == 0) { mpq_clear(q); return TPL_ERR_VALUE; }
+    mpq_canonicalize(q);
+    tpl_value v;
+    bool ok = tpl_rat_value(val_arena(r), q, &v);
+    mpq_clear(q);
+    if (!ok) return TPL_ERR_LIMIT;
+    *out = to_val(v);
+    return TPL_OK;
+}
+
 /* Not UTF-8 (out of line: the hot borrowed path keeps no stack slot for *bad). */
 static bool __attribute__((noinline)) utf8_bad(const char *s, size_t len)
 {
@@ -359,6 +387,7 @@ tpl_val_kind tpl_val_kind_of(tpl_val v)
     case TPL_T_MAP: return TPL_VAL_MAP;
     case TPL_T_HOST: return TPL_VAL_HOST;
     case TPL_T_BIGINT: return TPL_VAL_BIGINT;
+    case TPL_T_RATIONAL: return TPL_VAL_RATIONAL;
     default: return TPL_VAL_OTHER;
     }
 }
@@ -378,7 +407,7 @@ double tpl_val_as_float(tpl_val v)
 const char *tpl_val_as_str(tpl_val v, size_t *len)
 {
     tpl_value x = from_val(v);
-    bool s = x.type == TPL_T_STR || x.type == TPL_T_UNDEF || x.type == TPL_T_BIGINT;
+    bool s = x.type == TPL_T_STR || x.type == TPL_T_UNDEF || x.type == TPL_T_BIGINT || x.type == TPL_T_RATIONAL;
     if (len) *len = s ? x.len : 0;
     return s ? (x.u.s ? x.u.s : "") : NULL;
 }

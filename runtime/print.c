@@ -296,6 +296,16 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
     case TPL_T_FLOAT:
         put_float(b, v.u.f, false);
         break;
+    case TPL_T_RATIONAL: { /* Python's Fraction repr (a Jinja template never makes one) */
+        const char *sl = memchr(v.u.s, '/', v.len);
+        size_t k = sl ? (size_t)(sl - v.u.s) : v.len;
+        tpl_sb_puts(b, "Fraction(");
+        tpl_sb_put(b, v.u.s, k);
+        tpl_sb_puts(b, ", ");
+        if (k < v.len) tpl_sb_put(b, v.u.s + k + 1, v.len - k - 1);
+        tpl_sb_putc(b, ')');
+        break;
+    }
     case TPL_T_STR:
         if (v.flags & TPL_F_SAFE)
             tpl_sb_puts(b, "Markup(");
@@ -471,7 +481,7 @@ void tpl_py_ascii(tpl_sb *b, tpl_value v)
 /* Python str(): strings as they are, Undefined as "", everything else as repr. */
 void tpl_py_str(tpl_sb *b, tpl_value v)
 {
-    if (v.type == TPL_T_STR)
+    if (v.type == TPL_T_STR || v.type == TPL_T_RATIONAL) /* (str(Fraction(1, 3)) is 1/3) */
         tpl_sb_put(b, v.u.s, v.len);
     else if (v.type == TPL_T_HOST)
         tpl_hobj_print(b, v, false);
@@ -604,6 +614,11 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
         break;
     case TPL_T_FLOAT:
         put_float(b, v.u.f, true);
+        break;
+    case TPL_T_RATIONAL: /* Rational#inspect: (1/3) */
+        tpl_sb_putc(b, '(');
+        tpl_sb_put(b, v.u.s, v.len);
+        tpl_sb_putc(b, ')');
         break;
     case TPL_T_STR:
         if (v.flags & TPL_F_SYMBOL)
@@ -760,6 +775,7 @@ void tpl_rb_to_s(tpl_sb *b, tpl_value v)
     case TPL_T_NONE:
         break;
     case TPL_T_STR:
+    case TPL_T_RATIONAL: /* Rational#to_s: 1/3 */
         tpl_sb_put(b, v.u.s, v.len);
         break;
     case TPL_T_HOST:

@@ -58,6 +58,7 @@ tpl_vtype tpl_value_vtype(tpl_value v, bool strict)
     case TPL_T_LOOP: return TPL_VT_LOOP;
     case TPL_T_UNSET: return TPL_VT_UNSET;
     case TPL_T_HOST: return TPL_VT_HOST;
+    case TPL_T_RATIONAL: return TPL_VT_RATIONAL;
     }
     return TPL_VT_HOST;
 }
@@ -148,5 +149,11 @@ const char *tpl_rb_class_name(tpl_value v)
         const tpl_hobj *h = v.u.p;
         if (h->cls->name) return h->cls->name;
     }
-    return tpl_types[tpl_value_vtype(v, false)].rb;
+    tpl_vtype t = tpl_value_vtype(v, false);
+    if (t == TPL_VT_CLASS) { /* the modules among the constants (Comparable.class is Module) */
+        static const char *const modules[] = { "Comparable", "Enumerable", "Kernel", "Math", "JSON", "ERB::Util", NULL };
+        for (int i = 0; modules[i]; i++)
+            if (strlen(modules[i]) == v.len && memcmp(modules[i], v.u.s, v.len) == 0) return "Module";
+    }
+    return tpl_types[t].rb;
 }

@@ -294,6 +294,8 @@ static uint64_t hash_rec(tpl_value v, bool nested)
     }
     case TPL_T_BIGINT:
         return tpl_big_hash(v, float_bits_hash);
+    case TPL_T_RATIONAL: /* its canonical text (Ruby: 1r.eql?(1) is false, so not an Integer's hash) */
+        return mix64(tpl_hash_str(v.u.s, v.len) ^ 0x7261746cu);
     case TPL_T_NONE:
         return 0x6e6f6e65u;
     case TPL_T_UNDEF:
@@ -565,6 +567,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
             return false;
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_BIGINT: /* canonical text */
+    case TPL_T_RATIONAL:
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_LIST: {
         /* A list never equals a tuple in Python, nor a range, dict view or iterator; ranges compare

@@ -125,6 +125,9 @@ typedef enum tpl_type {
     TPL_T_HOST,      /* a host object (include/tpl.h tpl_val_host): u.p is a tpl_hobj (runtime/host.h) */
     TPL_T_BIGINT,    /* an integer past int64 (Python's and Ruby's are unbounded): u.s its canonical
                       * decimal text, len bytes; never one that fits in int64 (runtime/bigint.h) */
+    TPL_T_RATIONAL,  /* a Ruby Rational (ERB only: 3r, Rational(1, 3), 2 ** -2): u.s its canonical text
+                      * "NUM/DEN" (reduced, DEN > 0, "3/1" for an integer one), len bytes; unbounded as
+                      * a big int's, kept in an arena as its text is (runtime/bigint.h tpl_rat_*) */
 } tpl_type;
 
 enum {

@@ -510,6 +510,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
     case TPL_T_NONE: return 0;
     case TPL_T_BOOL: case TPL_T_INT: return v.u.i != 0;
     case TPL_T_BIGINT: return 1; /* never 0 (normalised) */
+    case TPL_T_RATIONAL: return !tpl_rat_zero(v); /* (Python's Fraction; ERB's truth is its own) */
     case TPL_T_FLOAT: return v.u.f != 0.0;
     case TPL_T_STR: return v.len != 0;
     case TPL_T_LIST: /* a Python iterator is always true, and so is a range held without its items */

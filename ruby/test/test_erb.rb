@@ -247,6 +247,20 @@ class TestERB < Minitest::Test
   end
 
   # result_with_hash's keys are local variable names, as Binding#local_variable_set takes them
+  # A Ruby Rational in the state is tpl's Rational (arithmetic, printing, ==, Hash keys as Ruby), and one
+  # the template makes reaches a Ruby method as a Rational (session 29)
+  def test_rational_both_ways
+    h = { r: Rational(1, 3), big: Rational(10**30 + 1, 7), list: [Rational(1, 2), 1] }
+    src = "<%= r %> <%= (r + 1).inspect %> <%= r * 3 == 1 %> <%= big.denominator %> <%= list.sum %> <%= list.inspect %> " \
+          "<%= r.class %> <%= [r, 0.25].max %> <%= took(r / 2) %> <%= took(2 ** -3) %>"
+    helper = Module.new { def took(x) = "#{x.class}:#{x.inspect}" }
+    o = Object.new.extend(helper)
+    b = o.instance_eval { binding }
+    h.each { |k, v| b.local_variable_set(k, v) }
+    assert_equal "1/3 (4/3) true 7 3/2 [(1/2), 1] Rational 1/3 Rational:(1/6) Rational:(1/8)", ERB.new(src).result(b)
+    assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b)
+  end
+
   def test_result_with_hash_keys
     # (Symbols spelled as locals are taken without asking Ruby: tpl_ext.c erb_key_i; the others asked)
     [{ 1 => "1" }, { "a b" => 1 }, { :@x => 1 }, { nil => 1 }, { :a? => 1 }, { A: 1 }, { "a!": 1 }, { "": 1 }].each do |h|

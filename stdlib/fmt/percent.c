@@ -486,6 +486,50 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
     case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
         double d;
     rb_float:
+        if (rb && conv == 'f' && arg.type == TPL_T_RATIONAL) {
+            /* Ruby's %f of a Rational is exact too (sprintf.c): |num| * 10**prec + den / 2, divided by
+             * den, its digits with the point before the last prec */
+            int64_t p = prec < 0 ? 6 : prec;
+            if (p > TPL_MAX_FLOAT_PREC)
+                return tpl_vm_error(vm, TPL_ERR_LIMIT, "precision too large (tpl formats at most %d digits)",
+                                    TPL_MAX_FLOAT_PREC);
+            bool neg = arg.u.s[0] == '-';
+            tpl_sb_put(&tb, neg ? "-" : plus ? "+" : space ? " " : "", (neg || plus || space) ? 1 : 0);
+            size_t signlen = tb.len;
+            mpq_t q;
+            mpz_t z, h;
+            tpl_rat_get(q, arg);
+            mpz_inits(z, h, NULL);
+            mpz_abs(z, mpq_numref(q));
+            mpz_ui_pow_ui(h, 10, (unsigned long)p);
+            mpz_mul(z, z, h);
+            mpz_fdiv_q_2exp(h, mpq_denref(q), 1);
+            mpz_add(z, z, h);
+            mpz_fdiv_q(z, z, mpq_denref(q));
+            mpq_clear(q);
+            size_t cap = mpz_sizeinbase(z, 10) + 2;
+            char *dg = cap <= (size_t)TPL_MAX_FLOAT_PREC * 4 + 4096 ? malloc(cap) : NULL;
+            if (!dg) { mpz_clears(z, h, NULL); return OOM(); }
+            mpz_get_str(dg, 10, z);
+            mpz_clears(z, h, NULL);
+            size_t nd = strlen(dg);
+            if (nd <= (size_t)p) {   /* integer part 0 */
+                tpl_sb_putc(&tb, '0');
+                if (p > 0) tpl_sb_putc(&tb, '.');
+                tpl_sb_put_fill(&tb, '0', (size_t)p - nd);
+                tpl_sb_put(&tb, dg, nd);
+            } else {
+                tpl_sb_put(&tb, dg, nd - (size_t)p);
+                if (p > 0) {
+                    tpl_sb_putc(&tb, '.');
+                    tpl_sb_put(&tb, dg + nd - (size_t)p, (size_t)p);
+                }
+            }
+            free(dg);
+            if (tb.failed) return OOM();
+            pct_pad(b, tb.p, tb.len, (int64_t)tb.len, width, left, zero && !left, signlen);
+            break;
+        }
         if (rb && conv == 'f' && (arg.type == TPL_T_INT || arg.type == TPL_T_BIGINT)) {
             /* Ruby's %f of an Integer is exact (10**25 is not a double): its digits, then the precision's
              * zeros after the point ('#' adds no point) */

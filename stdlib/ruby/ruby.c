@@ -61,11 +61,12 @@ static const char *inspect_short(tpl_vm *vm, tpl_value v, int *len)
 
 #include "core_methods.h"
 
-/* Whether Ruby's core class cls has the public method name[0, n] (tools/gen_rb_core_methods.rb). */
-static bool rb_core_has(const char *cls, const char *name, size_t n)
+/* Whether Ruby's core class cls has the public method name[0, n] (sep '#'), or the class method (sep
+ * '.': File.join) (tools/gen_rb_core_methods.rb). */
+static bool rb_core_has_sep(const char *cls, char sep, const char *name, size_t n)
 {
     char key[96];
-    int k = snprintf(key, sizeof key, "%s#%.*s", cls, (int)(n > 60 ? 60 : n), name);
+    int k = snprintf(key, sizeof key, "%s%c%.*s", cls, sep, (int)(n > 60 ? 60 : n), name);
     if (k < 0 || (size_t)k >= sizeof key) return false;
     size_t lo = 0, hi = sizeof rb_core_methods / sizeof rb_core_methods[0];
     while (lo < hi) {
@@ -76,6 +77,7 @@ static bool rb_core_has(const char *cls, const char *name, size_t n)
     }
     return false;
 }
+static bool rb_core_has(const char *cls, const char *name, size_t n) { return rb_core_has_sep(cls, '#', name, n); }
 
 /* NoMethodError, as Ruby's; a method Ruby's class has that tpl does not implement is tpl's refusal
  * instead (no rescue takes it: `x.to_r rescue y` would print y where Ruby prints x). */
@@ -437,6 +439,566 @@ static int gem_cmp_any(tpl_value a, tpl_value o, bool *ok)
  * SystemStackError somewhat deeper. The Jinja side's tpl_equal stops at 500. */
 enum { RB_CMP_MAX_DEPTH = 1000 };
 
+/* ------------------------------------------------------------------ Rational (TPL_T_RATIONAL) */
+
+/* A Rational's comparison with a number (one side a Rational): Integer and Rational exactly, a Float
+ * through the Rational's to_f (Ruby's nurat_cmp and nurat_eqeq_p convert it). *ok false for NaN or
+ * a value that is no number. */
+static int rat_cmp(tpl_value a, tpl_value b, bool *ok)
+{
+    *ok = true;
+    bool fa = a.type == TPL_T_FLOAT, fb = b.type == TPL_T_FLOAT;
+    if (!(tpl_is_rat(a) || tpl_is_intlike(a) || fa) || !(tpl_is_rat(b) || tpl_is_intlike(b) || fb) ||
+        a.type == TPL_T_BOOL || b.type == TPL_T_BOOL) { *ok = false; return 0; }
+    if (fa || fb) {
+        double x = fa ? a.u.f : tpl_is_rat(a) ? tpl_rat_to_double(a) : dbl(a);
+        double y = fb ? b.u.f : tpl_is_rat(b) ? tpl_rat_to_double(b) : dbl(b);
+        if (isnan(x) || isnan(y)) { *ok = false; return 0; }
+        return x < y ? -1 : x > y;
+    }
+    mpq_t x, y;
+    tpl_rat_get(x, a);
+    tpl_rat_get(y, b);
+    int c = mpq_cmp(x, y);
+    mpq_clears(x, y, NULL);
+    return c < 0 ? -1 : c > 0;
+}
+
+/* A number a Rational meets in arithmetic: Integer, Float or Rational (not true/false). */
+static bool rat_peer(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL_T_BIGINT || v.type == TPL_T_FLOAT || tpl_is_rat(v); }
+
+/* The bits of q's larger part (num or den), for the size checks before a power. */
+static size_t rat_bits(const mpq_t q)
+{
+    size_t a = mpz_sizeinbase(mpq_numref(q), 2), b = mpz_sizeinbase(mpq_denref(q), 2);
+    return a > b ? a : b;
+}
+
+/* q ** e (e an Integer value) exactly: a negative e inverts (ZeroDivisionError for 0); a result past
+ * TPL_BIG_MAX_BITS is the memory-limit error decided before the work. Clears q. */
+static int rat_pow_int(tpl_vm *vm, mpq_t q, tpl_value e, tpl_value *out)
+{
+    bool neg = e.type == TPL_T_BIGINT ? e.u.s[0] == '-' : e.u.i < 0;
+    bool unit = mpz_cmpabs_ui(mpq_numref(q), 1) == 0 && mpz_cmp_ui(mpq_denref(q), 1) == 0;
+    if (neg && mpz_sgn(mpq_numref(q)) == 0) { mpq_clear(q); return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)"); }
+    if (mpz_sgn(mpq_numref(q)) == 0 || unit) {   /* 0 ** n, 1 ** n, (-1) ** n: no size to check */
+        bool odd = e.type == TPL_T_BIGINT ? (e.u.s[e.len - 1] - '0') % 2 != 0 : (e.u.i & 1) != 0;
+        if (e.type == TPL_T_INT && e.u.i == 0) mpq_set_ui(q, 1, 1);
+        else if (unit && !odd) mpq_abs(q, q);
+        return tpl_rat_result(vm, q, out);
+    }
+    uint64_t k;
+    if (e.type == TPL_T_BIGINT) k = UINT64_MAX;
+    else k = neg ? 0 - (uint64_t)e.u.i : (uint64_t)e.u.i;
+    size_t bits = rat_bits(q);
+    if (k > (uint64_t)TPL_BIG_MAX_BITS || (bits > 1 && (uint64_t)(bits - 1) * k > (uint64_t)TPL_BIG_MAX_BITS)) {
+        mpq_clear(q);
+        return tpl_vm_fail(vm, TPL_EK_MEMORY_LIMIT, "integer too large (more than %d bits)", TPL_BIG_MAX_BITS);
+    }
+    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, tpl_big_cost((size_t)(bits * k / 64 + 1)))) { mpq_clear(q); return tpl_vm_nomem(vm); }
+    mpz_pow_ui(mpq_numref(q), mpq_numref(q), (unsigned long)k);
+    mpz_pow_ui(mpq_denref(q), mpq_denref(q), (unsigned long)k);
+    if (neg) mpq_inv(q, q);
+    return tpl_rat_result(vm, q, out);
+}
+
+/* Arithmetic where a Rational takes part, or Integer ** negative Integer (a Rational in Ruby): 1
+ * answered (*out), 0 not one of these, -1 error. A Float operand wins (the Rational's to_f). */
+static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
+{
+    if (!tpl_is_rat(a) && !tpl_is_rat(b)) {
+        bool negexp = op == 'p' && (a.type == TPL_T_INT || a.type == TPL_T_BIGINT) &&
+                      (b.type == TPL_T_BIGINT ? b.u.s[0] == '-' : b.type == TPL_T_INT && b.u.i < 0);
+        if (!negexp) return 0;
+        mpq_t q;
+        tpl_rat_get(q, a);
+        return rat_pow_int(vm, q, b, out) < 0 ? -1 : 1;
+    }
+    if (!rat_peer(a) || !rat_peer(b)) {
+        if (!tpl_is_rat(a)) return 0;   /* (5 + "x", "x" * r: the other side's errors) */
+        if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into Rational (TypeError)");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Rational (TypeError)", conv_name(b));
+    }
+    if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
+        double x = tpl_is_rat(a) ? tpl_rat_to_double(a) : dbl(a), y = tpl_is_rat(b) ? tpl_rat_to_double(b) : dbl(b);
+        switch (op) {
+        case '+': *out = tpl_v_float(x + y); return 1;
+        case '-': *out = tpl_v_float(x - y); return 1;
+        case '*': *out = tpl_v_float(x * y); return 1;
+        case '/': *out = tpl_v_float(x / y); return 1;
+        case '%': {
+            double m = fmod(x, y);
+            if (y != 0.0 && m != 0.0 && ((m < 0) != (y < 0))) m += y;
+            *out = tpl_v_float(m);
+            return 1;
+        }
+        default:
+            if (x < 0 && y != floor(y))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a negative number ** a fraction is a Complex (tpl has no Complex)");
+            *out = tpl_v_float(pow(x, y));
+            return 1;
+        }
+    }
+    mpq_t x, y;
+    tpl_rat_get(x, a);
+    if (op == 'p') {
+        tpl_rat_get(y, b);
+        if (mpz_cmp_ui(mpq_denref(y), 1) != 0) {   /* a fractional exponent: Float's pow */
+            double fx = tpl_rat_double(x), fy = tpl_rat_double(y);
+            mpq_clears(x, y, NULL);
+            if (fx < 0)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a negative number ** a fraction is a Complex (tpl has no Complex)");
+            *out = tpl_v_float(pow(fx, fy));
+            return 1;
+        }
+        tpl_value e;
+        mpz_t ez;
+        mpz_init_set(ez, mpq_numref(y));
+        mpq_clear(y);
+        if (tpl_big_result(vm, ez, &e) < 0) { mpq_clear(x); return -1; }
+        return rat_pow_int(vm, x, e, out) < 0 ? -1 : 1;
+    }
+    tpl_rat_get(y, b);
+    if ((op == '/' || op == '%') && mpq_sgn(y) == 0) {
+        mpq_clears(x, y, NULL);
+        return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+    }
+    if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, tpl_big_cost(mpz_size(mpq_numref(x)) + mpz_size(mpq_denref(x)) +
+                                                             mpz_size(mpq_numref(y)) + mpz_size(mpq_denref(y))))) {
+        mpq_clears(x, y, NULL);
+        return tpl_vm_nomem(vm);
+    }
+    switch (op) {
+    case '+': mpq_add(x, x, y); break;
+    case '-': mpq_sub(x, x, y); break;
+    case '*': mpq_mul(x, x, y); break;
+    case '/': mpq_div(x, x, y); break;
+    default: { /* x - y * floor(x / y) */
+        mpq_t t;
+        mpz_t f;
+        mpq_init(t);
+        mpz_init(f);
+        mpq_div(t, x, y);
+        mpz_fdiv_q(f, mpq_numref(t), mpq_denref(t));
+        mpq_set_z(t, f);
+        mpq_mul(t, t, y);
+        mpq_sub(x, x, t);
+        mpq_clear(t);
+        mpz_clear(f);
+        break;
+    }
+    }
+    mpq_clear(y);
+    return tpl_rat_result(vm, x, out) < 0 ? -1 : 1;
+}
+
+/* Ruby's String#to_r / Rational(str) reading: [ws] [sign] digits[_digits] [.digits] [e[sign]digits] [/digits] [ws].
+ * Sets q and returns the bytes read (0: no number). */
+static size_t rat_scan(const char *s, size_t n, mpq_t q)
+{
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) i++;
+    bool neg = false;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    char *dig = malloc(n + 2);
+    if (!dig) return 0;
+    size_t nd = 0, frac = 0, st = i;
+    long ex = 0;
+    while (i < n && ((s[i] >= '0' && s[i] <= '9') || (s[i] == '_' && i > st && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9')))
+        if (s[i++] != '_') dig[nd++] = s[i - 1];
+    if (nd && i + 1 < n && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '9') {
+        i++;
+        size_t fs = i;
+        while (i < n && ((s[i] >= '0' && s[i] <= '9') || (s[i] == '_' && i > fs && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9')))
+            if (s[i++] != '_') { dig[nd++] = s[i - 1]; frac++; }
+    }
+    if (!nd) { free(dig); return 0; }
+    if (i + 1 < n && (s[i] == 'e' || s[i] == 'E')) {
+        size_t p = i + 1;
+        bool eneg = false;
+        if (p < n && (s[p] == '-' || s[p] == '+')) eneg = s[p++] == '-';
+        if (p < n && s[p] >= '0' && s[p] <= '9') {
+            while (p < n && s[p] >= '0' && s[p] <= '9') { if (ex < 100000000) ex = ex * 10 + (s[p] - '0'); p++; }
+            if (eneg) ex = -ex;
+            i = p;
+        }
+    }
+    dig[nd] = 0;
+    mpz_set_str(mpq_numref(q), dig, 10);
+    mpz_set_ui(mpq_denref(q), 1);
+    free(dig);
+    long scale = ex - (long)frac;
+    if (scale > 1000000 || scale < -1000000) scale = scale > 0 ? 1000000 : -1000000;   /* (the result's size check refuses it) */
+    mpz_t p10;
+    mpz_init(p10);
+    mpz_ui_pow_ui(p10, 10, (unsigned long)(scale < 0 ? -scale : scale));
+    if (scale > 0) mpz_mul(mpq_numref(q), mpq_numref(q), p10);
+    else mpz_set(mpq_denref(q), p10);
+    mpz_clear(p10);
+    if (i + 1 < n && s[i] == '/' && s[i + 1] >= '0' && s[i + 1] <= '9') {
+        mpz_t d;
+        size_t ds = ++i;
+        while (i < n && ((s[i] >= '0' && s[i] <= '9') || (s[i] == '_' && i > ds && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9'))) i++;
+        char *t = malloc(i - ds + 1);
+        if (!t) return 0;
+        size_t k = 0;
+        for (size_t j = ds; j < i; j++) if (s[j] != '_') t[k++] = s[j];
+        t[k] = 0;
+        mpz_init_set_str(d, t, 10);
+        free(t);
+        mpz_mul(mpq_denref(q), mpq_denref(q), d);
+        mpz_clear(d);
+    }
+    if (neg) mpz_neg(mpq_numref(q), mpq_numref(q));
+    return i;
+}
+
+/* v as an exact rational for Rational(): Integer, Rational, Float (its exact value), String (strict).
+ * 0, or -1 with Ruby's error. */
+static int rat_of(tpl_vm *vm, tpl_value v, mpq_t q)
+{
+    if (tpl_is_rat(v) || v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { tpl_rat_get(q, v); return 0; }
+    mpq_init(q);
+    if (v.type == TPL_T_FLOAT) {
+        if (isnan(v.u.f) || isinf(v.u.f)) {
+            mpq_clear(q);
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "%s (FloatDomainError)", isnan(v.u.f) ? "NaN" : v.u.f > 0 ? "Infinity" : "-Infinity");
+        }
+        mpq_set_d(q, v.u.f);
+        return 0;
+    }
+    if (v.type == TPL_T_STR && !(v.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB))) {
+        size_t k = rat_scan(v.u.s, v.len, q);
+        while (k && k < v.len && (v.u.s[k] == ' ' || (v.u.s[k] >= '\t' && v.u.s[k] <= '\r'))) k++;
+        if (k && k == v.len) {
+            if (mpz_sgn(mpq_denref(q)) == 0) { mpq_clear(q); return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)"); }
+            return 0;
+        }
+        mpq_clear(q);
+        int len;
+        const char *insp = inspect_short(vm, v, &len);
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid value for convert(): %.*s (ArgumentError)", len, insp);
+    }
+    mpq_clear(q);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Rational (TypeError)", conv_name(v));
+}
+
+/* Kernel#Rational(x, y = 1). */
+int r_k_Rational(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    mpq_t x, y;
+    if (rat_of(vm, a[0], x) < 0) return -1;
+    if (!tpl_given(a[1])) return tpl_rat_result(vm, x, out);
+    if (rat_of(vm, a[1], y) < 0) { mpq_clear(x); return -1; }
+    if (mpq_sgn(y) == 0) { mpq_clears(x, y, NULL); return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)"); }
+    mpq_div(x, x, y);
+    mpq_clear(y);
+    return tpl_rat_result(vm, x, out);
+}
+
+/* The simplest rational in [a, b] (Ruby's nurat_rationalize_internal, exact): p/q into r. */
+static void rat_simplest(mpq_t r, const mpq_t a0, const mpq_t b0)
+{
+    mpq_t a, b, t;
+    mpz_t c, k, p0, p1, p2, q0, q1, q2;
+    mpq_inits(a, b, t, NULL);
+    mpz_inits(c, k, p0, p1, p2, q0, q1, q2, NULL);
+    mpq_set(a, a0);
+    mpq_set(b, b0);
+    mpz_set_ui(p0, 0); mpz_set_ui(p1, 1); mpz_set_ui(q0, 1); mpz_set_ui(q1, 0);
+    for (int guard = 0; guard < 100000; guard++) {
+        mpz_cdiv_q(c, mpq_numref(a), mpq_denref(a));
+        mpq_set_z(t, c);
+        if (mpq_cmp(t, b) < 0) break;
+        mpz_sub_ui(k, c, 1);
+        mpz_mul(p2, k, p1); mpz_add(p2, p2, p0);
+        mpz_mul(q2, k, q1); mpz_add(q2, q2, q0);
+        mpq_set_z(t, k);
+        mpq_sub(b, b, t);   /* t = 1 / (b - k); b = 1 / (a - k); a = t */
+        mpq_sub(a, a, t);
+        mpq_inv(t, b);
+        mpq_inv(b, a);
+        mpq_set(a, t);
+        mpz_set(p0, p1); mpz_set(q0, q1); mpz_set(p1, p2); mpz_set(q1, q2);
+    }
+    mpz_mul(p2, c, p1); mpz_add(p2, p2, p0);
+    mpz_mul(q2, c, q1); mpz_add(q2, q2, q0);
+    mpz_set(mpq_numref(r), p2);
+    mpz_set(mpq_denref(r), q2);
+    mpq_canonicalize(r);
+    mpq_clears(a, b, t, NULL);
+    mpz_clears(c, k, p0, p1, p2, q0, q1, q2, NULL);
+}
+
+/* The same walk on Floats, as Ruby runs it when the bounds are Floats (Float#rationalize(eps) and
+ * Rational#rationalize(Float)): a = x - |eps|, b = x + |eps| in double arithmetic. */
+static void rat_simplest_f(mpq_t r, double a, double b)
+{
+    mpz_t c, k, p0, p1, p2, q0, q1, q2;
+    mpz_inits(c, k, p0, p1, p2, q0, q1, q2, NULL);
+    mpz_set_ui(p0, 0); mpz_set_ui(p1, 1); mpz_set_ui(q0, 1); mpz_set_ui(q1, 0);
+    for (int guard = 0; guard < 2000 && isfinite(a) && isfinite(b); guard++) {
+        double cd = ceil(a);
+        mpz_set_d(c, cd);
+        if (cd < b) break;
+        mpz_sub_ui(k, c, 1);
+        mpz_mul(p2, k, p1); mpz_add(p2, p2, p0);
+        mpz_mul(q2, k, q1); mpz_add(q2, q2, q0);
+        double kd = mpz_get_d(k);
+        double t = 1.0 / (b - kd);
+        b = 1.0 / (a - kd);
+        a = t;
+        mpz_set(p0, p1); mpz_set(q0, q1); mpz_set(p1, p2); mpz_set(q1, q2);
+    }
+    mpz_mul(p2, c, p1); mpz_add(p2, p2, p0);
+    mpz_mul(q2, c, q1); mpz_add(q2, q2, q0);
+    if (mpz_sgn(q2) == 0) mpz_set_ui(q2, 1);
+    mpz_set(mpq_numref(r), p2);
+    mpz_set(mpq_denref(r), q2);
+    mpq_canonicalize(r);
+    mpz_clears(c, k, p0, p1, p2, q0, q1, q2, NULL);
+}
+
+/* Float#rationalize([eps]) of a finite d (rb_flt_rationalize / _with_prec). */
+static int flt_rationalize(tpl_vm *vm, double d, const tpl_value *eps, tpl_value *out)
+{
+    if (isnan(d) || isinf(d)) return tpl_vm_error(vm, TPL_ERR_VALUE, "%s (FloatDomainError)", isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity");
+    bool neg = d < 0;
+    double x = fabs(d);
+    mpq_t r;
+    mpq_init(r);
+    if (eps) {
+        double e = fabs(tpl_is_rat(*eps) ? tpl_rat_to_double(*eps) : dbl(*eps)), a = x - e, b = x + e;
+        if (a == b) mpq_set_d(r, x);
+        else rat_simplest_f(r, a, b);
+    } else {
+        int ex;
+        double f = frexp(x, &ex);
+        mpz_t fz;
+        mpz_init_set_d(fz, ldexp(f, DBL_MANT_DIG));
+        ex -= DBL_MANT_DIG;
+        if (mpz_sgn(fz) == 0 || ex >= 0) {
+            if (ex > 0) mpz_mul_2exp(fz, fz, (mp_bitcnt_t)ex);
+            mpq_set_z(r, fz);
+        } else {   /* between (2f - 1) / 2^(1-n) and (2f + 1) / 2^(1-n) */
+            mpq_t a, b;
+            mpq_inits(a, b, NULL);
+            mpz_mul_2exp(fz, fz, 1);
+            mpz_sub_ui(mpq_numref(a), fz, 1);
+            mpz_add_ui(mpq_numref(b), fz, 1);
+            mpz_set_ui(mpq_denref(a), 1);
+            mpz_mul_2exp(mpq_denref(a), mpq_denref(a), (mp_bitcnt_t)(1 - ex));
+            mpz_set(mpq_denref(b), mpq_denref(a));
+            mpq_canonicalize(a);
+            mpq_canonicalize(b);
+            rat_simplest(r, a, b);
+            mpq_clears(a, b, NULL);
+        }
+        mpz_clear(fz);
+    }
+    if (neg) mpq_neg(r, r);
+    return tpl_rat_result(vm, r, out);
+}
+
+/* Rational#round/floor/ceil/truncate([ndigits]) (f_round_common): mode 0 round (half away from zero),
+ * 1 floor, 2 ceil, 3 truncate. An Integer without digits or with ndigits < 1, else a Rational. */
+static int rat_round(tpl_vm *vm, tpl_value self, const tpl_value *nd, int mode, tpl_value *out)
+{
+    int64_t k = 0;
+    if (nd) {
+        if (nd->type != TPL_T_INT) return type_error(vm, TPL_VT_INT, *nd);
+        k = nd->u.i;
+        if (k > 100000 || k < -100000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "unsupported: %s with %lld digits", "Rational#round", (long long)k);
+    }
+    mpq_t q, s;
+    mpz_t z, p10;
+    tpl_rat_get(q, self);
+    mpq_init(s);
+    mpz_inits(z, p10, NULL);
+    mpz_ui_pow_ui(p10, 10, (unsigned long)(k < 0 ? -k : k));
+    mpq_set_z(s, p10);
+    if (k < 0) mpq_inv(s, s);
+    mpq_mul(q, q, s);   /* q * 10**k */
+    mpz_srcptr num = mpq_numref(q), den = mpq_denref(q);
+    if (mode == 1) mpz_fdiv_q(z, num, den);
+    else if (mode == 2) mpz_cdiv_q(z, num, den);
+    else if (mode == 3) mpz_tdiv_q(z, num, den);
+    else {   /* half away from zero: (2|n| + d) / 2d, signed */
+        mpz_mul_2exp(z, num, 1);
+        mpz_abs(z, z);
+        mpz_add(z, z, den);
+        mpz_t d2;
+        mpz_init(d2);
+        mpz_mul_2exp(d2, den, 1);
+        mpz_fdiv_q(z, z, d2);
+        mpz_clear(d2);
+        if (mpz_sgn(num) < 0) mpz_neg(z, z);
+    }
+    mpq_clear(q);
+    if (!nd || k < 1) {   /* an Integer: z / 10**k truncated (k <= 0: z * 10**-k) */
+        if (k < 0) mpz_mul(z, z, p10);
+        mpz_clear(p10);
+        mpq_clear(s);
+        return tpl_big_result(vm, z, out);
+    }
+    mpq_init(q);
+    mpq_set_z(q, z);
+    mpq_div(q, q, s);
+    mpz_clears(z, p10, NULL);
+    mpq_clear(s);
+    return tpl_rat_result(vm, q, out);
+}
+
+/* Methods of a Rational, and Integer's/Float's/String's/nil's methods that make one (to_r,
+ * rationalize, quo; Rational's class methods are Kernel#Rational): 0 answered, -1 error, 1 not one
+ * of them. */
+static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    if (!tpl_is_rat(self)) {
+        bool intg = self.type == TPL_T_INT || self.type == TPL_T_BIGINT;
+        if (IS("to_r") && npos == 0) {
+            if (intg || self.type == TPL_T_FLOAT) {
+                mpq_t q;
+                if (rat_of(vm, self, q) < 0) return -1;
+                return tpl_rat_result(vm, q, out);
+            }
+            if (self.type == TPL_T_NONE) { mpq_t q; mpq_init(q); return tpl_rat_result(vm, q, out); }
+            if (self.type == TPL_T_STR && !(self.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB))) {
+                mpq_t q;
+                mpq_init(q);
+                if (!rat_scan(self.u.s, self.len, q) || mpz_sgn(mpq_denref(q)) == 0) mpq_set_ui(q, 0, 1);
+                return tpl_rat_result(vm, q, out);
+            }
+            return 1;
+        }
+        if (IS("rationalize") && npos <= 1 && (intg || self.type == TPL_T_FLOAT)) {
+            if (npos && !rat_peer(args[0])) return type_error(vm, TPL_VT_RATIONAL, args[0]);
+            if (intg) { mpq_t q; tpl_rat_get(q, self); return tpl_rat_result(vm, q, out); }
+            return flt_rationalize(vm, self.u.f, npos ? args : NULL, out);
+        }
+        if (IS("quo") && npos == 1 && (intg || self.type == TPL_T_FLOAT)) {
+            if (self.type == TPL_T_FLOAT || args[0].type == TPL_T_FLOAT || !rat_peer(args[0])) {
+                int h = rat_arith(vm, '/', self, args[0], out);
+                if (h) return h < 0 ? -1 : 0;
+                if (!rat_peer(args[0])) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", conv_name(args[0]), tpl_rb_class_name(self));
+                *out = tpl_v_float(dbl(self) / dbl(args[0]));
+                return 0;
+            }
+            mpq_t q;
+            tpl_rat_get(q, self);
+            tpl_value r;
+            if (tpl_rat_result(vm, q, &r) < 0) return -1;
+            return rat_arith(vm, '/', r, args[0], out) < 0 ? -1 : 0;
+        }
+        return 1;
+    }
+    bool neg = tpl_rat_neg(self);
+    if (npos == 0) {
+        if (IS("numerator") || IS("denominator")) {
+            const char *sl = memchr(self.u.s, '/', self.len);
+            size_t k = (size_t)(sl - self.u.s);
+            tpl_value r;
+            if (!tpl_big_parse(A(vm), IS("numerator") ? self.u.s : self.u.s + k + 1, IS("numerator") ? k : self.len - k - 1, 10, &r)) return oom(vm);
+            *out = r;
+            return 0;
+        }
+        if (IS("to_f")) { *out = tpl_v_float(tpl_rat_to_double(self)); return 0; }
+        if (IS("to_r") || IS("rationalize") || IS("+@")) { *out = self; return 0; }
+        if (IS("to_i") || IS("truncate")) return rat_round(vm, self, NULL, 3, out);
+        if (IS("floor")) return rat_round(vm, self, NULL, 1, out);
+        if (IS("ceil")) return rat_round(vm, self, NULL, 2, out);
+        if (IS("round")) return rat_round(vm, self, NULL, 0, out);
+        if (IS("abs") || IS("magnitude") || IS("-@")) {
+            if (IS("-@") || neg) {
+                mpq_t q;
+                tpl_rat_get(q, self);
+                mpq_neg(q, q);
+                return tpl_rat_result(vm, q, out);
+            }
+            *out = self;
+            return 0;
+        }
+        if (IS("zero?")) { *out = tpl_v_bool(tpl_rat_zero(self)); return 0; }
+        if (IS("nonzero?")) { *out = tpl_rat_zero(self) ? tpl_v_none() : self; return 0; }
+        if (IS("negative?")) { *out = tpl_v_bool(neg); return 0; }
+        if (IS("positive?")) { *out = tpl_v_bool(!neg && !tpl_rat_zero(self)); return 0; }
+        if (IS("integer?")) { *out = tpl_v_bool(false); return 0; }
+        if (IS("finite?")) { *out = tpl_v_bool(true); return 0; }
+        if (IS("hash")) { *out = tpl_v_int((int64_t)(tpl_hash_value(self) >> 2)); return 0; }
+        if (IS("infinite?")) { *out = tpl_v_none(); return 0; }
+        return 1;
+    }
+    if (npos == 1) {
+        if (IS("round") || IS("floor") || IS("ceil") || IS("truncate"))
+            return rat_round(vm, self, args, IS("floor") ? 1 : IS("ceil") ? 2 : IS("truncate") ? 3 : 0, out);
+        if (IS("rationalize")) {
+            if (!rat_peer(args[0])) return type_error(vm, TPL_VT_RATIONAL, args[0]);
+            if (args[0].type == TPL_T_FLOAT) {   /* the bounds are Floats */
+                double x = fabs(tpl_rat_to_double(self)), e = fabs(args[0].u.f), a = x - e, b = x + e;
+                if (a == b) { *out = self; return 0; }
+                mpq_t r;
+                mpq_init(r);
+                rat_simplest_f(r, a, b);
+                if (neg) mpq_neg(r, r);
+                return tpl_rat_result(vm, r, out);
+            }
+            mpq_t x, e, a, b, r;
+            tpl_rat_get(x, self);
+            tpl_rat_get(e, args[0]);
+            mpq_abs(e, e);
+            mpq_inits(a, b, r, NULL);
+            mpq_sub(a, x, e);
+            mpq_add(b, x, e);
+            if (mpq_equal(a, b)) mpq_set(r, x);
+            else {
+                bool ng = mpq_sgn(x) < 0;   /* (nurat_rationalize: the bounds of -x, negated back) */
+                if (ng) { mpq_neg(a, a); mpq_neg(b, b); mpq_swap(a, b); }
+                rat_simplest(r, a, b);
+                if (ng) mpq_neg(r, r);
+            }
+            mpq_clears(x, e, a, b, NULL);
+            return tpl_rat_result(vm, r, out);
+        }
+        if (IS("quo")) return rat_arith(vm, '/', self, args[0], out) < 0 ? -1 : 0;
+        if (IS("fdiv")) {
+            if (!rat_peer(args[0])) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Rational (TypeError)", conv_name(args[0]));
+            *out = tpl_v_float(tpl_rat_to_double(self) / (tpl_is_rat(args[0]) ? tpl_rat_to_double(args[0]) : dbl(args[0])));
+            return 0;
+        }
+        if (IS("modulo")) return rat_arith(vm, '%', self, args[0], out) < 0 ? -1 : 0;
+        if (IS("div")) {
+            tpl_value q;
+            int h = rat_arith(vm, '/', self, args[0], &q);
+            if (h < 0) return -1;
+            if (q.type == TPL_T_FLOAT) {
+                if (isnan(q.u.f) || isinf(q.u.f)) return tpl_vm_error(vm, TPL_ERR_VALUE, "%s (FloatDomainError)", isnan(q.u.f) ? "NaN" : q.u.f > 0 ? "Infinity" : "-Infinity");
+                return tpl_big_from_double(vm, floor(q.u.f), out);
+            }
+            return rat_round(vm, q, NULL, 1, out);
+        }
+        if (IS("<=>")) {
+            bool ok;
+            int c = rat_cmp(self, args[0], &ok);
+            *out = ok ? tpl_v_int(c) : tpl_v_none();
+            return 0;
+        }
+    }
+    if (npos == 2 && (IS("between?") || IS("clamp"))) {   /* Comparable's */
+        bool ok1, ok2;
+        int lo = rat_cmp(self, args[0], &ok1), hi = rat_cmp(self, args[1], &ok2);
+        if (!ok1) return cmp_fail(vm, self, args[0]);
+        if (!ok2) return cmp_fail(vm, self, args[1]);
+        if (IS("between?")) { *out = tpl_v_bool(lo >= 0 && hi <= 0); return 0; }
+        bool ok3;
+        if (rat_cmp(args[0], args[1], &ok3) > 0 || !ok3) return tpl_vm_error(vm, TPL_ERR_VALUE, "min argument must be less than or equal to max argument (ArgumentError)");
+        *out = lo < 0 ? args[0] : hi > 0 ? args[1] : self;
+        return 0;
+    }
+    return 1;
+#undef IS
+}
+
 static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth);
 static void aseq_parts(tpl_value e, tpl_value p[4]);
 /* 1 equal, 0 not, -1 fuel exhausted (one unit per container element compared). */
@@ -447,6 +1009,11 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
     if (b.type == TPL_T_UNDEF) b = tpl_v_none();
     if (is_num(a) && is_num(b)) return dbl(a) == dbl(b) && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT || a.u.i == b.u.i);
     if ((a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT) && plain_num(a) && plain_num(b)) return tpl_big_cmp(a, b) == 0;
+    if (__builtin_expect(tpl_is_rat(a) || tpl_is_rat(b), 0)) {   /* Rational#==: by value (1r == 1, 0.5r == 0.5) */
+        bool ok;
+        int c = rat_cmp(a, b, &ok);
+        return ok && c == 0;
+    }
     if (a.type != b.type) return false;
     if (depth > RB_CMP_MAX_DEPTH) return false;
     switch (a.type) {
@@ -549,6 +1116,7 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
         if (a.type == TPL_T_FLOAT && b.type != TPL_T_FLOAT) return -tpl_cmp_int_float(b.u.i, x);
         return x < y ? -1 : x > y;
     }
+    if (tpl_is_rat(a) || tpl_is_rat(b)) return rat_cmp(a, b, ok);
     if (tpl_is_gemv_rb(a)) return gem_cmp_any(a, b, ok);
     if (tpl_is_gemv_rb(b)) {   /* String#<=> asks the other side (rb_invcmp); nothing else compares with one */
         if (a.type != TPL_T_STR || (a.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) { *ok = false; return 0; }
@@ -2717,6 +3285,10 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         tpl_value a[3] = { self, npos ? args[0] : tpl_v_unset(), tpl_v_map(kw) };
         return num_round(vm, a, out, 0);
     }
+    if (nkw == 0 && (tpl_is_rat(self) || (n >= 3 && (name[n - 1] == 'r' || name[n - 1] == 'o' || name[n - 1] == 'e')))) {
+        int rc = rat_method(vm, self, name, n, args, npos, out);   /* (to_r, rationalize, quo) */
+        if (rc <= 0) return rc;
+    }
     if (self.type == TPL_T_BIGINT || (self.type == TPL_T_INT && npos == 1 && args[0].type == TPL_T_BIGINT)) {
         int rc = big_method(vm, self, name, n, args, npos, nkw, out);
         if (rc <= 0) return rc;
@@ -2992,6 +3564,7 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { *out = v; return 0; }
     if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
+    if (tpl_is_rat(v)) return rat_round(vm, v, NULL, 3, out);
     if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
 }
@@ -3000,6 +3573,7 @@ int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (is_num(v) || v.type == TPL_T_BIGINT) { *out = tpl_v_float(dbl(v)); return 0; }
+    if (tpl_is_rat(v)) { *out = tpl_v_float(tpl_rat_to_double(v)); return 0; }
     if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_f(vm, v, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
@@ -3055,7 +3629,8 @@ static bool is_a(tpl_value v, tpl_value cls)
     size_t n = cls.len;
 #define IS(lit) (n == sizeof(lit) - 1 && memcmp(cls.u.s, lit, n) == 0)
     if (IS("Object") || IS("BasicObject") || IS("Kernel")) return true;
-    if (IS("Numeric") || IS("Comparable")) return is_num(v) || (IS("Comparable") && v.type == TPL_T_STR);
+    if (IS("Numeric") || IS("Comparable")) return is_num(v) || tpl_is_rat(v) || v.type == TPL_T_BIGINT || (IS("Comparable") && v.type == TPL_T_STR);
+    if (IS("Module")) return tpl_value_vtype(v, false) == TPL_VT_CLASS;   /* (a class is a Module) */
     if (IS("Enumerable")) return v.type == TPL_T_LIST || v.type == TPL_T_MAP;
 #undef IS
     return strlen(c) == n && memcmp(c, cls.u.s, n) == 0;
@@ -3103,6 +3678,7 @@ int r_any_equal_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     else if (x.type == TPL_T_LIST || x.type == TPL_T_MAP) same = x.u.p == y.u.p;
     else if (x.type == TPL_T_STR && !(x.flags & TPL_F_SYMBOL)) same = x.u.s == y.u.s && x.len == y.len && x.flags == y.flags;
     else if (x.type == TPL_T_BIGINT) same = false;
+    else if (x.type == TPL_T_RATIONAL) same = x.u.s == y.u.s;   /* (an object: the same text, as to_r answers self) */
     else return r_any_eql_p(vm, a, out);
     *out = tpl_v_bool(same);
     return 0;
@@ -3539,8 +4115,13 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 "bump", "<=>", "eql?", "<", "<=", ">", ">=", "==", "between?", "clamp", NULL };
             ok = tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0;
             for (int i = 0; gm[i] && !ok; i++) ok = strlen(gm[i]) == n && memcmp(gm[i], name, n) == 0;
-        } else if (!ok && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB))
-            ok = (n == 4 && memcmp(name, "name", 4) == 0) || (n == 3 && memcmp(name, "new", 3) == 0);
+        } else if (!ok && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB)) {
+            /* a class or module: its class methods in Ruby (File.respond_to?(:join)) and Class's */
+            char cls[48];
+            snprintf(cls, sizeof cls, "%.*s", (int)(self.len > 40 ? 40 : self.len), self.u.s);
+            ok = (n == 4 && memcmp(name, "name", 4) == 0) || (n == 3 && memcmp(name, "new", 3) == 0) ||
+                 rb_core_has_sep(cls, '.', name, n) || rb_core_has("Class", name, n);
+        }
     }
     *out = tpl_v_bool(ok);
     return 0;
@@ -5076,6 +5657,11 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             else if (tpl_big_binop(vm, TPL_OP_ADD, acc, v, &acc) < 0) return -1;
             continue;
         }
+        if ((tpl_is_rat(acc) || tpl_is_rat(v)) && rat_peer(acc) && rat_peer(v)) {   /* exact, a Float wins */
+            if (rat_arith(vm, '+', acc, v, &acc) < 0) return -1;
+            if (acc.type == TPL_T_FLOAT) { flt = true; f = acc.u.f; c = 0.0; }
+            continue;
+        }
         if (acc.type == TPL_T_STR && v.type == TPL_T_STR) {
             tpl_value args[2] = { acc, v };
             if (r_str_plus(vm, args, &acc) < 0) return -1;
@@ -5795,6 +6381,10 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     if (op == 'p') { name[0] = '*'; name[1] = '*'; }
     /* (a Symbol, Regexp, class or rescued exception has no arithmetic: NoMethodError) */
     bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
+    if (__builtin_expect(tpl_is_rat(a) || tpl_is_rat(b) || op == 'p', 0)) {   /* Rational, and Integer ** -n */
+        int h = rat_arith(vm, op, a, b, out);
+        if (h) return h;
+    }
     if (plain_num(a) && plain_num(b)) {
         bool big = a.type == TPL_T_BIGINT || b.type == TPL_T_BIGINT;
         if (big && (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) && op != '/' && op != '%') {
@@ -5822,9 +6412,6 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
                 return 1;
             }
         }
-        if (op == 'p' && a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT &&
-            (b.type == TPL_T_BIGINT ? b.u.s[0] == '-' : b.u.i < 0))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer ** negative Integer gives a Rational, which tpl does not support");
         if ((op == '/' || op == '%') && a.type != TPL_T_FLOAT && b.type == TPL_T_INT && b.u.i == 0)
             return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         return 0;
@@ -5882,6 +6469,13 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, t
     if (a.type == TPL_T_HOST) { /* a Ruby object's own <, <=, >, >= (Comparable) */
         int rc = host_op(vm, a, op, b, out);
         if (rc <= 0) return rc < 0 ? -1 : 1;
+    }
+    if (__builtin_expect(tpl_is_rat(a) || tpl_is_rat(b), 0) && a.type != TPL_T_HOST && b.type != TPL_T_HOST) {
+        bool ok;   /* Rational's Comparable, and Integer/Float < Rational */
+        int c = rat_cmp(a, b, &ok);
+        if (!ok) return cmp_fail(vm, a, b);
+        *out = tpl_v_bool(op[1] == '=' ? (op[0] == '<' ? c <= 0 : c >= 0) : (op[0] == '<' ? c < 0 : c > 0));
+        return 1;
     }
     if (tpl_is_gemv_rb(a)) {   /* Comparable's operators on Gem::Version#<=> */
         bool ok;

@@ -714,6 +714,15 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
         return 0;
     }
     case T_FLOAT: *out = tpl_val_float(RFLOAT_VALUE(o)); return 0;
+    case T_RATIONAL: { /* "NUM/DEN", its parts' decimal text (no Ruby code runs) */
+        VALUE num = rb_rational_num(o), den = rb_rational_den(o);
+        VALUE t = FIXNUM_P(num) ? rb_fix2str(num, 10) : rb_big2str(num, 10);
+        rb_str_cat(t, "/", 1);
+        rb_str_append(t, FIXNUM_P(den) ? rb_fix2str(den, 10) : rb_big2str(den, 10));
+        checkst(tpl_val_rational_text(c->r, RSTRING_PTR(t), (size_t)RSTRING_LEN(t), out));
+        RB_GC_GUARD(t);
+        return 0;
+    }
     case T_STRING: return str_val(c, o, 0, out);
     case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
     /* (the class pointer itself: rb_obj_class skips singleton classes, a call per container) */
@@ -750,6 +759,14 @@ static VALUE from_val(tpl_val v)
         s = tpl_val_as_str(v, &n);
         return rb_str_to_inum(rb_utf8_str_new(s, (long)n), 10, 0);
     case TPL_VAL_FLOAT: return DBL2NUM(tpl_val_as_float(v));
+    case TPL_VAL_RATIONAL: { /* Rational(NUM, DEN) from "NUM/DEN" */
+        s = tpl_val_as_str(v, &n);
+        const char *sl = memchr(s, '/', n);
+        size_t k = sl ? (size_t)(sl - s) : n;
+        VALUE num = rb_str_to_inum(rb_utf8_str_new(s, (long)k), 10, 0);
+        VALUE den = sl ? rb_str_to_inum(rb_utf8_str_new(sl + 1, (long)(n - k - 1)), 10, 0) : INT2FIX(1);
+        return rb_rational_new(num, den);
+    }
     case TPL_VAL_STR:
         s = tpl_val_as_str(v, &n);
         return rb_utf8_str_new(s, (long)n);
