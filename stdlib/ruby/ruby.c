@@ -867,7 +867,11 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
             if (self.type == TPL_T_STR && !(self.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB))) {
                 mpq_t q;
                 mpq_init(q);
-                if (!rat_scan(self.u.s, self.len, q) || mpz_sgn(mpq_denref(q)) == 0) mpq_set_ui(q, 0, 1);
+                if (!rat_scan(self.u.s, self.len, q)) mpq_set_ui(q, 0, 1);
+                else if (mpz_sgn(mpq_denref(q)) == 0) {   /* "1/0".to_r raises, as Ruby's */
+                    mpq_clear(q);
+                    return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+                }
                 return tpl_rat_result(vm, q, out);
             }
             return 1;
