@@ -423,8 +423,11 @@ arg(A) ::= arg(L) POW(T) arg(R). {
     /* -2 ** 2 is -(2 ** 2) in Ruby: a numeric literal's minus binds looser than ** (not in (-2) ** 2) */
     uint32_t b = T.off;
     while (b > 0 && (ctx->src[b - 1] == ' ' || ctx->src[b - 1] == '\t')) b--;
-    if (L->kind == TPL_N_CONST && ctx->src[L->off] == '-' && b > 0 && ctx->src[b - 1] != ')' &&
-        (L->val.type == TPL_T_INT || L->val.type == TPL_T_FLOAT || L->val.type == TPL_T_BIGINT)) {
+    /* (and of a Rational literal, -3r ** 2: tpl_erb_number's Rational("-3") call) */
+    bool rat = L->kind == TPL_N_RMETHOD && !L->a && L->b && L->b->a && L->b->a->kind == TPL_N_CONST &&
+               L->val.len == 8 && memcmp(L->val.u.s, "Rational", 8) == 0 && L->b->a->off == L->off;
+    if ((L->kind == TPL_N_CONST || rat) && ctx->src[L->off] == '-' && b > 0 && ctx->src[b - 1] != ')' &&
+        (rat || L->val.type == TPL_T_INT || L->val.type == TPL_T_FLOAT || L->val.type == TPL_T_BIGINT)) {
         tpl_node *pos = NODE(UNOP, L->off, L, NULL);
         pos->op = TPL_AOP_NEG;
         A = NODE(UNOP, L->off, binop(ctx, TPL_AOP_POW, pos, R, T.off), NULL);
