@@ -5225,14 +5225,15 @@ tpl_c_func *tpl_c_func_begin(tpl_comp *c)
 }
 
 void tpl_c_func_end(tpl_comp *c, tpl_c_func *h, tpl_value name, const tpl_value *params, uint32_t nparams, uint32_t entry,
-                    uint32_t off)
+                    uint32_t off, int kwargs_slot)
 {
     tpl_list *pl = param_list(c, nparams ? nparams : 1);
     for (uint32_t i = 0; i < nparams; i++) param_push(c, pl, params[i]);
     tpl_macro_desc d = { 0 };
     d.entry = entry;
     d.nparams = (uint16_t)nparams;
-    d.varargs_slot = d.kwargs_slot = d.caller_slot = -1;
+    d.varargs_slot = d.caller_slot = -1;
+    d.kwargs_slot = (int16_t)kwargs_slot;
     func_end(c, &h->f, &d, name, pl, h->skip, off);
 }
 tpl_arena *tpl_c_program_arena(tpl_comp *c) { return &c->p->arena; }

@@ -108,11 +108,12 @@ uint32_t tpl_c_declare_root(tpl_comp *c, tpl_value name);
  * enclosing functions' variables resolve as the template level's; declare its parameters first, slot i =
  * parameter i; its code must end in an END instruction, e.g. RET_RB, whose value is the call's);
  * tpl_c_func_end closes it, registers it as a macro entered at `entry` with parameter names
- * params[0..nparams) and pushes its closure (MACRO). */
+ * params[0..nparams) (keyword arguments bind by those names; kwargs_slot >= 0: the slot of the Hash that takes the
+ * others) and pushes its closure (MACRO). */
 typedef struct tpl_c_func tpl_c_func;
 tpl_c_func *tpl_c_func_begin(tpl_comp *c);
 void tpl_c_func_end(tpl_comp *c, tpl_c_func *f, tpl_value name, const tpl_value *params, uint32_t nparams, uint32_t entry,
-                    uint32_t off);
+                    uint32_t off, int kwargs_slot);
 
 /* True when the compile options name a host function of that kind (a tpl_host_kind). */
 bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind);

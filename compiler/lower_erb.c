@@ -41,6 +41,7 @@ typedef struct erb_def {
     int nreq, nopt, nkw;    /* required and optional positional parameters, keyword parameters */
     tpl_value kw[16];
     bool kwreq[16];
+    bool rest, kwrest;      /* a *rest parameter (the call passes its Array as the hidden keyword (rest)), a **opts one */
 } erb_def;
 
 /* A local variable assigned a Proc literal (`f = lambda { |x| ... }`, `->(x) { }`, `proc { }`, `Proc.new { }`):
@@ -591,9 +592,19 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
     if (arity) {   /* a template method's positional parameters: Ruby's ArgumentError when the count is off */
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(arity->nreq)), 1);
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(arity->nreq + arity->nopt)), 1);
-        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(arity)")), -2);
-        tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_arity);
-        tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+        if (arity->rest) {
+            /* [the positional ones, "(rest)", the rest Array]: the first keyword argument is the rest */
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(true)), 1);
+            tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(arity)")), -3);
+            tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_arity);
+            tpl_c_word(C, TPL_ARGW(4, 0, TPL_NO_KW));
+            tpl_c_emit(C, TPL_OP_UNPACK, 3, 2);
+            nkw = 1;
+        } else {
+            tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(arity)")), -2);
+            tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_arity);
+            tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+        }
     }
     tpl_node *dstar = NULL;
     for (tpl_node *x = a; x; x = x->next) {
@@ -603,7 +614,9 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
         }
         if (x->kind != TPL_N_KWARG) continue;
         if (dstar) { tpl_c_error(C, x->off, "unsupported Ruby construct: a keyword argument after a **hash argument"); return 0; }
-        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, x->val), 1);
+        tpl_value kn = x->val;
+        if (arity) kn.flags |= TPL_F_SYMBOL;   /* (a key of a **opts parameter's Hash) */
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
         expr(L, x->a);
         nkw++;
     }
@@ -648,6 +661,46 @@ static uint32_t args(erb_low *L, tpl_node *a)
 }
 
 static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW(w)); }
+
+/* The arguments of a call of a template method with a *rest or **opts parameter (its signature checked):
+ * the positional ones its positional parameters take, then those past them as one Array, the hidden keyword
+ * argument (rest) its def binds to the *rest parameter; keyword names are symbols (a **opts Hash's keys). */
+static uint32_t args_def(erb_low *L, tpl_node *a, const erb_def *d)
+{
+    uint32_t npos = 0, nkw = 0, nrest = 0, nmax = (uint32_t)(d->nreq + d->nopt);
+    tpl_arena *pa = tpl_c_program_arena(C);
+    tpl_list *names = tpl_list_new(pa, 4);
+    if (!names) { tpl_c_nomem(C, a ? a->off : 0); return 0; }
+    for (; a; a = a->next) {
+        if (a->kind == TPL_N_KWARG) {
+            if (d->rest && !nkw) {
+                tpl_c_emit(C, TPL_OP_BUILD_LIST, nrest, 1 - (int)nrest);
+                if (!tpl_list_push(pa, names, S("(rest)"))) { tpl_c_nomem(C, a->off); return 0; }
+                nkw++;
+            }
+            char *kn = tpl_arena_strdup(pa, a->val.u.s, a->val.len);
+            tpl_value kv = tpl_v_str(kn, a->val.len);
+            kv.flags = TPL_F_SYMBOL;
+            if (!kn || !tpl_list_push(pa, names, kv)) { tpl_c_nomem(C, a->off); return 0; }
+            expr(L, a->a);
+            nkw++;
+        } else {
+            if (nkw) { tpl_c_error(C, a->off, "positional argument after a keyword argument is not supported"); return 0; }
+            expr(L, a->a);
+            if (npos < nmax) npos++;
+            else nrest++;
+        }
+    }
+    if (d->rest && !nkw) {
+        tpl_c_emit(C, TPL_OP_BUILD_LIST, nrest, 1 - (int)nrest);
+        if (!tpl_list_push(pa, names, S("(rest)"))) { tpl_c_nomem(C, 0); return 0; }
+        nkw++;
+    }
+    if (npos > 200 || nkw > 50 || nrest > 200) { tpl_c_error(C, 0, "too many arguments"); return 0; }
+    tpl_value lv = tpl_v_list(names);
+    lv.flags = TPL_F_TUPLE;
+    return TPL_ARGW(npos, nkw, nkw ? tpl_c_const(C, lv) : TPL_NO_KW);
+}
 
 /* The variable a mutating call (push, <<, append, concat, unshift, prepend, insert, clear, replace) changes: its receiver's,
  * through a chain of such calls; NULL when the receiver is no variable. */
@@ -2078,7 +2131,7 @@ static void method_arity(erb_low *L, tpl_node *n, bool used)
     bool kwreq = false;
     for (int i = 0; i < d->nkw; i++) kwreq = kwreq || d->kwreq[i];
     int req = d->nreq + (kwreq ? 1 : 0);
-    bool opt = d->nopt > 0 || (d->nkw > 0 && !kwreq);
+    bool opt = d->nopt > 0 || d->rest || ((d->nkw > 0 || d->kwrest) && !kwreq);
     tpl_c_at(C, n->a->off);
     if (L->in_def) tpl_c_emit(C, TPL_OP_LOAD_ROOT, d->slot, 1);
     else tpl_c_emit(C, TPL_OP_LOAD_SLOT, d->slot, 1);
@@ -3516,17 +3569,25 @@ static void def_sig(erb_low *L, tpl_node *n)
     tpl_value kw[16];
     bool kwreq[16];
     tpl_value blkname = { 0 };
+    bool rest = false, kwrest = false;
     for (tpl_node *p = n->a; p; p = p->next) {
         if (p->kind == TPL_N_NAME && p->op == 9) {
             if (p->next) { tpl_c_error(C, p->off, "syntax error, unexpected parameter after the &block parameter"); return; }
             blkname = p->val;
             continue;
         }
-        if (p->kind == TPL_N_NAME) {
+        if (kwrest) { tpl_c_error(C, p->off, "syntax error, unexpected parameter after the **keywords parameter"); return; }
+        if (p->kind == TPL_N_NAME && p->op == 10) {
+            if (rest || nkw) { tpl_c_error(C, p->off, "syntax error, unexpected *rest parameter"); return; }
+            rest = true;
+        } else if (p->kind == TPL_N_NAME && p->op == 11) {
+            kwrest = true;
+        } else if (p->kind == TPL_N_NAME) {
+            if (rest) { tpl_c_error(C, p->off, "unsupported Ruby construct: a required parameter after a *rest parameter"); return; }
             if (nopt || nkw) { tpl_c_error(C, p->off, "unsupported Ruby construct: a required parameter after optional ones"); return; }
             nreq++;
         } else if (p->op == 0) {
-            if (nkw) { tpl_c_error(C, p->off, "syntax error, unexpected parameter after keyword parameters"); return; }
+            if (nkw || rest) { tpl_c_error(C, p->off, "syntax error, unexpected optional parameter after *rest or keyword parameters"); return; }
             nopt++;
         } else {
             if (nkw >= 16) { tpl_c_error(C, p->off, "too many keyword parameters"); return; }
@@ -3534,15 +3595,15 @@ static void def_sig(erb_low *L, tpl_node *n)
             kwreq[nkw++] = p->a == NULL;
         }
     }
-    bool same = d->nreq == nreq && d->nopt == nopt && d->nkw == nkw;
+    bool same = d->nreq == nreq && d->nopt == nopt && d->nkw == nkw && d->rest == rest && d->kwrest == kwrest;
     for (int i = 0; same && i < nkw; i++)
         same = d->kw[i].len == kw[i].len && memcmp(d->kw[i].u.s, kw[i].u.s, kw[i].len) == 0 && d->kwreq[i] == kwreq[i];
     if (d->sig && !same) {
         tpl_c_error(C, n->off, "unsupported Ruby construct: `def %.*s' again with other parameters", (int)n->val.len, n->val.u.s);
         return;
     }
-    if (d->early && nkw) {
-        tpl_c_error(C, n->off, "unsupported Ruby construct: `%.*s' has keyword parameters and is called before its def", (int)n->val.len, n->val.u.s);
+    if (d->early && (nkw || rest || kwrest)) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: `%.*s' has keyword or *rest parameters and is called before its def", (int)n->val.len, n->val.u.s);
         return;
     }
     d->sig = true;
@@ -3551,6 +3612,8 @@ static void def_sig(erb_low *L, tpl_node *n)
     d->nreq = nreq;
     d->nopt = nopt;
     d->nkw = nkw;
+    d->rest = rest;
+    d->kwrest = kwrest;
     for (int i = 0; i < nkw; i++) { d->kw[i] = kw[i]; d->kwreq[i] = kwreq[i]; }
 }
 
@@ -3570,6 +3633,56 @@ static void fail_msg(erb_low *L, uint32_t off, int delta, const char *fmt, const
     snprintf(msg, sizeof msg, fmt, name->len > 100 ? 100 : (int)name->len, name->u.s);
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), delta);
+}
+
+/* f(a, k: 1) of a template method without keyword parameters: the keywords are one Hash, its last positional
+ * argument (as Ruby passes them); the hidden (blk) keyword stays last. */
+static tpl_node *kw_to_hash(erb_low *L, tpl_node *argl)
+{
+    tpl_node *head = NULL, *tail = NULL, *pairs = NULL, *plast = NULL, *blk = NULL;
+    tpl_arena *a = tpl_c_arena(C);
+    for (tpl_node *x = argl, *nx; x; x = nx) {
+        nx = x->next;
+        x->next = NULL;
+        if (x->kind == TPL_N_KWARG && name_is(x->val, "(blk)")) { blk = x; continue; }
+        if (x->kind != TPL_N_KWARG) {
+            if (tail) tail->next = x; else head = x;
+            tail = x;
+            continue;
+        }
+        tpl_node *k = tpl_arena_alloc(a, sizeof *k), *pr = tpl_arena_alloc(a, sizeof *pr);
+        if (!k || !pr) { tpl_c_nomem(C, x->off); return NULL; }
+        memset(k, 0, sizeof *k);
+        k->kind = TPL_N_CONST;
+        k->off = x->off;
+        k->val = x->val;
+        k->val.flags |= TPL_F_SYMBOL;
+        memset(pr, 0, sizeof *pr);
+        pr->kind = TPL_N_PAIR;
+        pr->off = x->off;
+        pr->a = k;
+        pr->b = x->a;
+        if (plast) plast->next = pr; else pairs = pr;
+        plast = pr;
+    }
+    if (pairs) {
+        tpl_node *d = tpl_arena_alloc(a, sizeof *d), *arg = tpl_arena_alloc(a, sizeof *arg);
+        if (!d || !arg) { tpl_c_nomem(C, pairs->off); return NULL; }
+        memset(d, 0, sizeof *d);
+        d->kind = TPL_N_DICT;
+        d->off = pairs->off;
+        d->a = pairs;
+        memset(arg, 0, sizeof *arg);
+        arg->kind = TPL_N_ARG;
+        arg->off = pairs->off;
+        arg->a = d;
+        if (tail) tail->next = arg; else head = arg;
+        tail = arg;
+    }
+    if (blk) {
+        if (tail) tail->next = blk; else head = blk;
+    }
+    return head;
 }
 
 /* A call of a template method: its closure (NoMethodError, or NameError for a bare name, before its def
@@ -3633,12 +3746,22 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
     fail_msg(L, n->off, 1, bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
                                 : "undefined method `%.*s' for main:Object (NoMethodError)", &n->val);
     tpl_c_patch(C, ok, tpl_c_here(C));
+    if (d->sig && !d->nkw && !d->kwrest) {
+        bool kw = false;
+        for (tpl_node *a = argl; a; a = a->next) {
+            kw = kw || (a->kind == TPL_N_KWARG && !name_is(a->val, "(blk)"));
+            if (a->kind == TPL_N_STARKW) {
+                tpl_c_error(C, a->off, "unsupported Ruby construct: **hash in a call of the template method `%.*s' without keyword parameters", (int)n->val.len, n->val.u.s);
+                return;
+            }
+        }
+        if (kw && !(argl = kw_to_hash(L, argl))) return;
+    }
     if (has_splat(argl)) {
         /* f(*args): the count is checked when the call runs */
         if (!d->sig) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (*) in a call of `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
-        bool kw = d->nkw > 0;
-        for (tpl_node *a = argl; a; a = a->next) kw = kw || a->kind == TPL_N_KWARG || a->kind == TPL_N_STARKW;
-        if (kw) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat with keywords in a call of the template method `%.*s'", (int)n->val.len, n->val.u.s); return; }
+        /* (keywords: a required one missing fails where the def binds it, an unknown one in the call: runtime/vm.c
+         * call_macro; a **opts parameter takes the others) */
         uint32_t w = args_dyn(L, argl, d);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));
@@ -3651,33 +3774,41 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
         for (tpl_node *a = argl; a; a = a->next)
             if (a->kind == TPL_N_KWARG && !name_is(a->val, "(blk)")) { tpl_c_error(C, a->off, "unsupported Ruby construct: keyword arguments to `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
     } else {
-        int npos = 0, nkw = 0;
-        const char *bad = NULL;
-        tpl_value badk = { 0 };
+        /* Ruby 3.1's ArgumentError texts: the count (with every required keyword), else the missing
+         * keywords, else the unknown ones */
+        int npos = 0, nmiss = 0, nbad = 0;
+        char msg[400], miss[200], bad[200], req[200];
+        size_t lmiss = 0, lbad = 0, lreq = 0;
+        msg[0] = miss[0] = bad[0] = req[0] = 0;
         for (tpl_node *a = argl; a; a = a->next) {
             if (a->kind != TPL_N_KWARG) { npos++; continue; }
             if (name_is(a->val, "(blk)")) continue;
-            nkw++;
             bool known = false;
             for (int i = 0; i < d->nkw; i++) known = known || (d->kw[i].len == a->val.len && memcmp(d->kw[i].u.s, a->val.u.s, a->val.len) == 0);
-            if (!known && !bad) { bad = "unknown keyword: :%.*s (ArgumentError)"; badk = a->val; }
+            if (!known && !d->kwrest && lbad < 150)
+                lbad += (size_t)snprintf(bad + lbad, sizeof bad - lbad, "%s:%.*s", nbad++ ? ", " : "", a->val.len > 40 ? 40 : (int)a->val.len, a->val.u.s);
         }
-        char msg[220];
-        msg[0] = 0;
-        if (npos < d->nreq || npos > d->nreq + d->nopt) {
-            if (d->nopt) snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", npos, d->nreq, d->nreq + d->nopt);
-            else snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected %d) (ArgumentError)", npos, d->nreq);
-            if (d->nkw && d->nreq == 0 && d->nopt == 0 && npos) snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected 0) (ArgumentError)", npos);
-        } else if (bad) {
-            snprintf(msg, sizeof msg, bad, (int)badk.len, badk.u.s);
-        } else {
-            for (int i = 0; i < d->nkw && !msg[0]; i++) {
-                if (!d->kwreq[i]) continue;
-                bool given = false;
-                for (tpl_node *a = argl; a; a = a->next)
-                    given = given || (a->kind == TPL_N_KWARG && a->val.len == d->kw[i].len && memcmp(a->val.u.s, d->kw[i].u.s, a->val.len) == 0);
-                if (!given) snprintf(msg, sizeof msg, "missing keyword: :%.*s (ArgumentError)", (int)d->kw[i].len, d->kw[i].u.s);
-            }
+        int nreqkw = 0;
+        for (int i = 0; i < d->nkw; i++) {
+            if (!d->kwreq[i]) continue;
+            if (lreq < 150) lreq += (size_t)snprintf(req + lreq, sizeof req - lreq, "%s%.*s", nreqkw++ ? ", " : "", d->kw[i].len > 40 ? 40 : (int)d->kw[i].len, d->kw[i].u.s);
+            bool given = false;
+            for (tpl_node *a = argl; a; a = a->next)
+                given = given || (a->kind == TPL_N_KWARG && a->val.len == d->kw[i].len && memcmp(a->val.u.s, d->kw[i].u.s, a->val.len) == 0);
+            if (!given && lmiss < 150)
+                lmiss += (size_t)snprintf(miss + lmiss, sizeof miss - lmiss, "%s:%.*s", nmiss++ ? ", " : "", d->kw[i].len > 40 ? 40 : (int)d->kw[i].len, d->kw[i].u.s);
+        }
+        if (npos < d->nreq || (!d->rest && npos > d->nreq + d->nopt)) {
+            char exp[40];
+            if (d->rest) snprintf(exp, sizeof exp, "%d+", d->nreq);
+            else if (d->nopt) snprintf(exp, sizeof exp, "%d..%d", d->nreq, d->nreq + d->nopt);
+            else snprintf(exp, sizeof exp, "%d", d->nreq);
+            snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected %s%s%s%s) (ArgumentError)", npos, exp,
+                     nreqkw ? "; required keyword" : "", nreqkw > 1 ? "s: " : nreqkw ? ": " : "", req);
+        } else if (nmiss) {
+            snprintf(msg, sizeof msg, "missing keyword%s: %s (ArgumentError)", nmiss > 1 ? "s" : "", miss);
+        } else if (nbad) {
+            snprintf(msg, sizeof msg, "unknown keyword%s: %s (ArgumentError)", nbad > 1 ? "s" : "", bad);
         }
         if (msg[0]) {
             tpl_c_at(C, n->off);
@@ -3685,7 +3816,7 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
             return;
         }
     }
-    uint32_t w = args(L, argl);
+    uint32_t w = d->sig && (d->rest || d->kwrest) ? args_def(L, argl, d) : args(L, argl);
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));
     tpl_c_word(C, w);
@@ -3747,11 +3878,12 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     uint32_t i = 0;
     for (tpl_node *p = n->a; p && !tpl_c_failed(C); p = p->next, i++) {
         if (p->kind == TPL_N_NAME && p->op == 9) { i--; continue; }
-        if (p->kind == TPL_N_NAME) continue;   /* required: the call passed it (checked there) */
+        if (p->kind == TPL_N_NAME && p->op != 10) continue;   /* required: the call passed it (checked there); **opts: the call's */
         tpl_c_at(C, p->off);
         tpl_c_emit(C, TPL_OP_JSET, i, 0);
         uint32_t pos = tpl_c_word(C, 0);
-        if (p->a) expr(L, p->a);
+        if (p->kind == TPL_N_NAME) tpl_c_emit(C, TPL_OP_BUILD_LIST, 0, 1);   /* *rest: no arguments past the others */
+        else if (p->a) expr(L, p->a);
         else fail_msg(L, p->off, 1, "missing keyword: :%.*s (ArgumentError)", &p->val);
         tpl_c_emit(C, TPL_OP_STORE_SLOT, i, -1);
         tpl_c_patch_word(C, pos, tpl_c_here(C));
@@ -3760,7 +3892,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     i = 0;
     for (tpl_node *p = n->a; p && !tpl_c_failed(C) && d->early; p = p->next, i++) {
         if (p->kind == TPL_N_NAME && p->op == 9) { i--; continue; }
-        if (p->kind != TPL_N_NAME) continue;
+        if (p->kind != TPL_N_NAME || p->op == 10 || p->op == 11) continue;
         tpl_c_at(C, p->off);
         tpl_c_emit(C, TPL_OP_JSET, i, 0);
         uint32_t pos = tpl_c_word(C, 0);
@@ -3780,7 +3912,18 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     L->retry_to = save_retry;
     L->scope = save_scope;
     L->loop = save_loop;
-    tpl_c_func_end(C, f, n->val, pn, np, entry, n->off);
+    /* the names a call's keywords bind: a positional parameter none (Ruby passes it by position only), the
+     * *rest one the hidden (rest) (args_def), a **opts one the keywords left over (kwargs_slot) */
+    int kwargs_slot = -1;
+    i = 0;
+    for (tpl_node *p = n->a; p && i < np; p = p->next) {
+        if (p->kind == TPL_N_NAME && p->op == 9) continue;
+        if (p->kind == TPL_N_NAME && p->op == 10) pn[i] = S("(rest)");
+        else if (p->kind == TPL_N_NAME && p->op == 11) { pn[i] = S("(**)"); kwargs_slot = (int)i; }
+        else if (p->kind == TPL_N_NAME || p->op == 0) pn[i] = S("");
+        i++;
+    }
+    tpl_c_func_end(C, f, n->val, pn, np, entry, n->off, kwargs_slot);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, d->slot, -1);
     if (used) {
         tpl_value v = n->val;

@@ -527,10 +527,11 @@ fparams(A) ::= fparam(P). { A = P; }
 fparams(A) ::= fparams(L) COMMA fparam(P). { A = tpl_node_append(L, P); }
 fparam(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
 fparam(A) ::= IDENT(T) ASSIGN arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
-fparam(A) ::= STAR(T) IDENT. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a *rest parameter"); A = N(NAME, T.off); }
+/* def m(a, *rest, **opts): the rest Array (op 10) and the keywords Hash (op 11; compiler/lower_erb.c def_) */
+fparam(A) ::= STAR IDENT(N). { A = tpl_p_name(ctx, N); A->op = 10; }
 /* def m(x, &blk): the method's block as a variable (op 9; compiler/lower_erb.c def_) */
 fparam(A) ::= BLOCKAMP IDENT(N). { A = tpl_p_name(ctx, N); A->op = 9; }
-fparam(A) ::= POW(T) IDENT. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a **keywords parameter"); A = N(NAME, T.off); }
+fparam(A) ::= POW IDENT(N). { A = tpl_p_name(ctx, N); A->op = 11; }
 fparam(A) ::= LABEL(T). { A = N(KWARG, T.off); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 fparam(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 rescues(A) ::= . { A = NULL; }

@@ -2956,6 +2956,20 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
             slots[d->caller_slot] = kwv[k];
             continue;
         }
+        if (d->kwargs_slot < 0 && vm->p->opts.syntax == TPL_SYNTAX_ERB) {
+            /* a def of the template called with a splat (f(**h), checked when it runs): Ruby's ArgumentError
+             * names every keyword left over */
+            char msg[240];
+            int len = 0, nun = 0;
+            for (int j = k; j < nkw; j++) {
+                bool param = false;
+                for (uint32_t i = 0; i < d->nparams && !param; i++) param = tpl_equal(params->items[i], kwn[j]);
+                if (param || kwn[j].type != TPL_T_STR) continue;
+                if (len < 200) len += snprintf(msg + len, sizeof msg - (size_t)len, "%s:%.*s", nun ? ", " : "", kwn[j].len > 60 ? 60 : (int)kwn[j].len, kwn[j].u.s);
+                nun++;
+            }
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %s (ArgumentError)", nun > 1 ? "s" : "", msg);
+        }
         if (d->kwargs_slot < 0) {
             /* Jinja2 raises for the first keyword left over, unless `caller` is among them: a call
              * block (or caller=) given to a macro that does not read caller */

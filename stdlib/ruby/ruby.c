@@ -7152,13 +7152,33 @@ int r_any_apply(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_rb_send(vm, a[0], a[1].u.s, a[1].len, v, (int)l->len, kwn, v + l->len, (int)m->len, out);
 }
 
-/* (arity)(args, nreq, nmax): args, the Array a splat call passes to a template method, when its size is
- * within the method's parameters; else Ruby's ArgumentError. */
+/* (arity)(args, nreq, nmax, rest): args, the Array a splat call passes to a template method, when its size is
+ * within the method's parameters; else Ruby's ArgumentError. rest (a method with a *rest parameter): no
+ * upper bound, and the result is [args[0, nmax], "(rest)", args[nmax..]] (the positional arguments, then
+ * the rest Array as the hidden keyword argument the call passes it by: compiler/lower_erb.c def_call). */
 int r_k_arity(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[0].type != TPL_T_LIST || a[1].type != TPL_T_INT || a[2].type != TPL_T_INT)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument list");
     int64_t n = a[0].u.list->len, lo = a[1].u.i, hi = a[2].u.i;
+    if (tpl_given(a[3]) && tpl_truthy_rb(a[3])) {
+        if (n < lo) return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %lld, expected %lld+) (ArgumentError)", (long long)n, (long long)lo);
+        uint32_t k = n < hi ? (uint32_t)n : (uint32_t)hi;
+        const tpl_list *l = a[0].u.list;
+        tpl_list *head = new_list(vm, k), *tail = new_list(vm, (uint32_t)n - k), *r = new_list(vm, 3);
+        if (!head || !tail || !r) return oom(vm);
+        for (uint32_t i = 0; i < (uint32_t)n; i++) {
+            if (i < k) head->items[head->len++] = l->items[i];
+            else tail->items[tail->len++] = l->items[i];
+        }
+        r->items[0] = tpl_v_list(head);
+        r->items[1] = tpl_v_str("(rest)", 6);
+        r->items[2] = tpl_v_list(tail);
+        r->items[2].flags = TPL_F_MUT_RB;   /* (a new Array, as Ruby's) */
+        r->len = 3;
+        *out = tpl_v_list(r);
+        return 0;
+    }
     if (n < lo || n > hi) {
         if (lo == hi) return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %lld, expected %lld) (ArgumentError)", (long long)n, (long long)lo);
         return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %lld, expected %lld..%lld) (ArgumentError)", (long long)n, (long long)lo, (long long)hi);
