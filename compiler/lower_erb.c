@@ -3762,6 +3762,12 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
         if (!d->sig) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (*) in a call of `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
         /* (keywords: a required one missing fails where the def binds it, an unknown one in the call: runtime/vm.c
          * call_macro; a **opts parameter takes the others) */
+        for (int i = 0; i < d->nkw; i++)
+            if (d->kwreq[i]) {
+                /* (Ruby names every missing keyword, and every required one in a count error: checked at compile time only) */
+                tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (* or **) in a call of the template method `%.*s' with required keyword parameters", (int)n->val.len, n->val.u.s);
+                return;
+            }
         uint32_t w = args_dyn(L, argl, d);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));
