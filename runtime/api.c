@@ -163,15 +163,66 @@ static tpl_status nomem(tpl_vm *vm) { return fail_kind(vm, TPL_EK_NOMEM, tpl_err
 /* Converts parsed JSON to values in arena a (object order preserved, as jansson keeps it). Each
  * member is released from j once converted (replaced by null), so the jansson tree and its copy
  * are never both whole in memory: what the tree frees, the arena's next chunks can reuse. */
-static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool big);
+typedef struct key_cache key_cache;
+static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool big, key_cache *kc);
 
 bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
 {
-    return from_json(a, j, out, depth, false);
+    return from_json(a, j, out, depth, false, NULL);
 }
 
-/* big: the text went through big_rewrite, so a string "\0DIGITS" is an integer past int64. */
-static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool big)
+/* The keys of a state's dicts interned while it loads: each distinct key is copied once, and
+ * every later key of the same bytes (`role` and `content` of each message of a list) is the same
+ * string, as CPython's json.loads and Ruby's JSON.parse share equal keys (`is sameas` /
+ * `equal?` of two dicts' keys is true there). Generated native code compares a hinted entry's
+ * key by its pointer first when it is the one its lookup matched last (tpl_native_find_kp). An
+ * open-addressing set (malloc'd, freed when the load ends); out of memory: keys not shared. */
+struct key_cache {
+    struct { const char *s; uint32_t n, h; } *e;
+    uint32_t cap, len;
+};
+
+static uint32_t key_hash(const char *k, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 16777619u;
+    return h ^ (h >> 15);
+}
+
+static char *key_copy(tpl_arena *a, key_cache *kc, const char *k, size_t klen)
+{
+    if (!kc || klen > UINT32_MAX) return tpl_arena_strdup(a, k, klen);
+    uint32_t h = key_hash(k, klen);
+    if (2 * (kc->len + 1) > kc->cap) { /* grow (and rehash) at half full */
+        uint32_t ncap = kc->cap ? 2 * kc->cap : 64;
+        void *ne = ncap > kc->cap ? calloc(ncap, sizeof *kc->e) : NULL;
+        if (!ne) return tpl_arena_strdup(a, k, klen);
+        struct key_cache nk = { ne, ncap, kc->len };
+        for (uint32_t i = 0; i < kc->cap; i++)
+            if (kc->e[i].s) {
+                uint32_t j = kc->e[i].h & (ncap - 1);
+                while (nk.e[j].s) j = (j + 1) & (ncap - 1);
+                nk.e[j] = kc->e[i];
+            }
+        free(kc->e);
+        *kc = nk;
+    }
+    uint32_t j = h & (kc->cap - 1);
+    for (; kc->e[j].s; j = (j + 1) & (kc->cap - 1))
+        if (kc->e[j].h == h && kc->e[j].n == klen && memcmp(kc->e[j].s, k, klen) == 0) return (char *)kc->e[j].s;
+    char *ks = tpl_arena_strdup(a, k, klen);
+    if (ks) {
+        kc->e[j].s = ks;
+        kc->e[j].n = (uint32_t)klen;
+        kc->e[j].h = h;
+        kc->len++;
+    }
+    return ks;
+}
+
+/* big: the text went through big_rewrite, so a string "\0DIGITS" is an integer past int64.
+ * kc: the keys interned so far (NULL: none). */
+static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool big, key_cache *kc)
 {
     if (depth > 512) return false;
     switch (json_typeof(j)) {
@@ -183,8 +234,8 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
         json_t *v;
         json_object_keylen_foreach(j, k, klen, v) {
             tpl_value kv, vv;
-            char *ks = tpl_arena_strdup(a, k, klen); /* (never with a NUL: jansson refuses one in a key) */
-            if (!ks || !from_json(a, v, &vv, depth + 1, big)) return false;
+            char *ks = key_copy(a, kc, k, klen); /* (never with a NUL: jansson refuses one in a key) */
+            if (!ks || !from_json(a, v, &vv, depth + 1, big, kc)) return false;
             kv = tpl_v_str(ks, klen);
             if (!tpl_map_set(a, m, kv, vv)) return false;
             if (json_is_object(v) || json_is_array(v) || json_is_string(v))
@@ -199,7 +250,7 @@ static bool from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth, bool b
         if (!l) return false;
         for (size_t i = 0; i < n; i++) {
             json_t *v = json_array_get(j, i);
-            if (!from_json(a, v, &l->items[i], depth + 1, big)) return false;
+            if (!from_json(a, v, &l->items[i], depth + 1, big, kc)) return false;
             if (json_is_object(v) || json_is_array(v) || json_is_string(v)) json_array_set_new(j, i, json_null());
         }
         l->len = (uint32_t)n;
@@ -527,7 +578,9 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
     vm->rb_self = tpl_v_none();
     vm->globals = tpl_v_none(); /* (built in the memory just reset) */
     tpl_value v;
-    bool ok = from_json(&vm->state_arena, j, &v, 0, big);
+    key_cache kc = { NULL, 0, 0 };
+    bool ok = from_json(&vm->state_arena, j, &v, 0, big, &kc);
+    free(kc.e);
     json_decref(j);
     if (!ok && vm->state_arena.over_limit) return state_too_big(vm);
     if (!ok) { vm->state = tpl_v_none(); return fail(vm, TPL_ERR_STATE, "state too deep or out of memory"); }
