@@ -174,9 +174,9 @@ bool tpl_value_from_json(tpl_arena *a, json_t *j, tpl_value *out, int depth)
 /* The keys of a state's dicts interned while it loads: each distinct key is copied once, and
  * every later key of the same bytes (`role` and `content` of each message of a list) is the same
  * string, as CPython's json.loads and Ruby's JSON.parse share equal keys (`is sameas` /
- * `equal?` of two dicts' keys is true there). Generated native code compares a hinted entry's
- * key by its pointer first when it is the one its lookup matched last (tpl_native_find_kp). An
- * open-addressing set (malloc'd, freed when the load ends); out of memory: keys not shared. */
+ * `equal?` of two dicts' keys is true there). An open-addressing set (malloc'd, proportional to
+ * the distinct keys of a text already within max_state, freed when the load ends); out of memory:
+ * keys not shared. */
 struct key_cache {
     struct { const char *s; uint32_t n, h; } *e;
     uint32_t cap, len;
