@@ -1204,7 +1204,7 @@ static uint32_t call_args(tpl_comp *c, tpl_node *args, int extra_pos)
         if (a->kind == TPL_N_STARARG || a->kind == TPL_N_STARKW) return call_args_dyn(c, args, extra_pos);
     for (tpl_node *a = args; a; a = a->next) {
         if (a->kind == TPL_N_ARG) {
-            if (nkw) { cerror(c, a->off, "positional argument follows keyword argument"); return 0; }
+            if (nkw) { cerror(c, a->off, "invalid syntax for function call expression"); return 0; }
             expr(c, a->a);
             npos++;
         } else {
@@ -1380,6 +1380,9 @@ static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *wha
     if (sug) snprintf(msg, sizeof msg, "No %s named '%.*s'. Did you mean '%s'?", what, (int)n->val.len, n->val.u.s, sug);
     else snprintf(msg, sizeof msg, "No %s named '%.*s'.", what, (int)n->val.len, n->val.u.s);
     if (!c->soft) { cfail(c, TPL_EK_ASSERTION, n->off, "%s", msg); return; }
+    /* Jinja2's run-time text (its pull_dependencies stub), then tpl's suggestion */
+    if (sug) snprintf(msg, sizeof msg, "No %s named '%.*s' found. Did you mean '%s'?", what, (int)n->val.len, n->val.u.s, sug);
+    else snprintf(msg, sizeof msg, "No %s named '%.*s' found.", what, (int)n->val.len, n->val.u.s);
     c->cur_off = n->off;
     emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, strlen(msg))), 1);
 }
@@ -2070,6 +2073,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     pc.arena = a;
     pc.src = src;
     pc.n = n;
+    pc.no_loop_controls = !c->p->opts.hf && !c->p->opts.loop_controls;
     bool ok = tpl_jinja_parse(&pc, &toks);
     tpl_jtok_free(&toks);
     if (!ok) {

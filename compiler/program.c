@@ -205,6 +205,7 @@ static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *
     pc->arena = tmp;
     pc->src = src;
     pc->n = n;
+    pc->no_loop_controls = !p->opts.hf && !p->opts.loop_controls;
 }
 
 static void pctx_init_arena(tpl_pctx *pc, tpl_arena *a, const char *src, size_t n)

@@ -302,13 +302,17 @@ static bool fail(lexer *lx, const unsigned char *at, const char *msg)
     return false;
 }
 
-/* Jinja2's "unexpected char X": X as Python's repr of the one-character string (cp, n bytes at at). */
+/* Jinja2's "unexpected char X at N": X as Python's repr of the one-character string (cp, n bytes
+ * at at), N its index in the source in code points. */
 static bool fail_char(lexer *lx, const unsigned char *at, uint32_t cp, size_t n)
 {
-    char msg[64], e[11];
-    if (cp == '\\') snprintf(msg, sizeof msg, "unexpected char '\\\\'");
-    else if (tpl_py_isprintable(cp)) snprintf(msg, sizeof msg, "unexpected char '%.*s'", (int)n, (const char *)at);
-    else snprintf(msg, sizeof msg, "unexpected char '%.*s'", tpl_py_escape_cp(e, cp), e);
+    char msg[80], e[11];
+    size_t pos = 0;
+    for (const unsigned char *q = lx->src; q < at; q++) pos += (*q & 0xC0) != 0x80;
+    if (cp == '\\') snprintf(msg, sizeof msg, "unexpected char '\\\\' at %zu", pos);
+    else if (cp == '\'') snprintf(msg, sizeof msg, "unexpected char \"'\" at %zu", pos);
+    else if (tpl_py_isprintable(cp)) snprintf(msg, sizeof msg, "unexpected char '%.*s' at %zu", (int)n, (const char *)at, pos);
+    else snprintf(msg, sizeof msg, "unexpected char '%.*s' at %zu", tpl_py_escape_cp(e, cp), e, pos);
     return fail(lx, at, msg);
 }
 
@@ -425,8 +429,8 @@ static bool scan_tag(lexer *lx, int tag)
             return fail(lx, lx->open_at[lx->depth - 1], msg);
         }
         if (lx->cur >= lx->lim)
-            return fail(lx, tag_start, tag == TAG_VAR ? "unexpected end of template, expected 'end of print statement'"
-                                                      : "unexpected end of template, expected 'end of statement block'");
+            return fail(lx, tag_start, tag == TAG_VAR ? "unexpected end of template, expected 'end of print statement'."
+                                                      : "unexpected end of template, expected 'end of statement block'.");
         const unsigned char *YYMARKER;
         bool dot = lx->after_dot;
         lx->after_dot = false;
@@ -524,7 +528,7 @@ static bool scan_tag(lexer *lx, int tag)
             /* scanned by hand, bounded by lim: a NUL byte inside a literal is a character, as in Jinja2 */
             const unsigned char *p = lx->cur;
             while (p < lx->lim && *p != lx->tok[0]) p += (*p == '\\' && p + 1 < lx->lim) ? 2 : 1;
-            if (p >= lx->lim) return fail(lx, lx->tok, "unterminated string literal");
+            if (p >= lx->lim) return fail_char(lx, lx->tok, *lx->tok, 1); /* (Jinja2: no string matches there) */
             lx->cur = p + 1;
             if (!emit(lx, TK_STRING, lx->tok, (size_t)(lx->cur - lx->tok), 0)) return false;
             continue;
@@ -659,6 +663,14 @@ tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, t
         if (!emit_text(&lx, text, (size_t)(p - text), sign, c != '{')) return lx.res;
         lx.tok = p;
         lx.cur = p + 2 + (sign ? 1 : 0);
+        if (c == '#' && lx.cur >= lx.lim) { /* Jinja2's lexer stops at the end: `x{#` renders `x` */
+            text = lx.lim;
+            break;
+        }
+        if (c != '#' && lx.cur + ws_len(lx.cur, lx.lim) >= lx.lim) { /* `{{`, `{%` and blanks to the end */
+            fail(&lx, p, c == '{' ? "unexpected 'end of template'" : "tag name expected");
+            return lx.res;
+        }
         if (c == '#') {
             const unsigned char *e = find_comment_end(lx.cur, lx.lim);
             if (!e) { fail(&lx, p, "Missing end of comment tag"); return lx.res; }

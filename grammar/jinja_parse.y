@@ -44,7 +44,7 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
         } else if (TOKEN.flag & 0x80) {
             tpl_pctx_error(ctx, TOKEN.off, "Encountered unknown tag '%.*s'.", (int)TOKEN.len, ctx->src + TOKEN.off);
         } else {
-            tpl_pctx_error(ctx, TOKEN.off, "unexpected '%.*s'", (int)(TOKEN.len > 40 ? 40 : TOKEN.len), ctx->src + TOKEN.off);
+            tpl_jinja_syntax_error(ctx, &TOKEN);
         }
     }
 }

@@ -17,6 +17,15 @@ typedef struct tpl_pctx {
     uint32_t err_off;
     char msg[320];
     uint32_t cur_off;     /* offset of the token being parsed */
+    /* Jinja's driver, for Jinja2's syntax-error texts (tpl_jinja_syntax_error): the token before
+     * the one being parsed (kind, flag), the tag it is in (TK_VAR_BEGIN for `{{`, else the tag's
+     * first token), the brackets open in that tag and which keywords it has passed (1 `in`,
+     * 2 `as`, 4 `import`). */
+    int prev_kind, tag;
+    uint8_t prev_flag, tag_seen;
+    uint16_t nest;
+    /* `break` and `continue` are unknown tags (Jinja2 without jinja2.ext.loopcontrols) */
+    bool no_loop_controls;
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
     void *front;          /* a front end's private state (ERB: its generated script) */
     /* A streaming compile (Jinja): each top-level statement goes to top(top_data, node) as soon
@@ -28,6 +37,12 @@ typedef struct tpl_pctx {
      * `arena` holds it all. */
     tpl_arena *keep;
 } tpl_pctx;
+
+/* Jinja2's text for a syntax error at token t of a Jinja template (its parser's expect() and
+ * parse_primary()/parse_tuple() failures: "expected token 'end of print statement', got 'y'",
+ * "unexpected 'end of statement block'", "Expected an expression, got ...", "can't assign to
+ * 'const'"), from the state the driver keeps in c. */
+void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *t);
 
 /* The grammar's top-level append: node to ctx->top when streaming (returns list unchanged),
  * else appended to list. */

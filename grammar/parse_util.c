@@ -481,9 +481,12 @@ void JinjaParseFree(void *p, void (*freeProc)(void *));
 void JinjaParse(void *p, int major, tpl_token minor, tpl_pctx *ctx);
 
 /* Block tags that need an end tag: the opening keyword and its end keyword. */
+/* An open if or for past its `else` (Jinja2 then looks for its end tag only). */
+#define AFTER_ELSE 0x10000
+
 static const char *block_end_of(int kind)
 {
-    switch (kind) {
+    switch (kind & ~AFTER_ELSE) {
     case TK_IF: return "endif";
     case TK_FOR: return "endfor";
     case TK_MACRO: return "endmacro";
@@ -515,6 +518,8 @@ static bool is_end_tag(int kind)
  * joined with " or ", and the block's own name. */
 static const char *block_looking_for(int kind)
 {
+    if (kind == (TK_IF | AFTER_ELSE)) return "'endif'";
+    if (kind == (TK_FOR | AFTER_ELSE)) return "'endfor'";
     switch (kind) {
     case TK_IF: return "'elif' or 'else' or 'endif'";
     case TK_FOR: return "'endfor' or 'else'";
@@ -688,6 +693,98 @@ int tpl_jinja_parse_block_body(tpl_pctx *c, const tpl_jtok_vec *t, uint32_t off,
     return ok ? 1 : -1;
 }
 
+/* Jinja2's describe_token: a name (keywords are names) as itself, a literal by its type, the
+ * tag ends by their names, an operator as itself. */
+static void describe_token(const tpl_pctx *c, const tpl_token *t, char *out, size_t cap)
+{
+    const char *what = NULL;
+    switch (t->kind) {
+    case 0: what = "end of template"; break;
+    case TK_VAR_END: what = "end of print statement"; break;
+    case TK_BLOCK_END: what = "end of statement block"; break;
+    case TK_VAR_BEGIN: what = "begin of print statement"; break;
+    case TK_TEXT: what = "template data / text"; break;
+    case TK_STRING: what = "string"; break;
+    case TK_INTEGER: what = "integer"; break;
+    case TK_FLOAT: what = "float"; break;
+    default: break;
+    }
+    if (what) snprintf(out, cap, "%s", what);
+    else snprintf(out, cap, "%.*s", (int)(t->len > 40 ? 40 : t->len), c->src + t->off);
+}
+
+/* Whether a token of kind k ends an operand (Jinja2's parser then looks for what follows an
+ * expression rather than for an expression). */
+static bool ends_operand(const tpl_pctx *c, int k, uint8_t flag)
+{
+    switch (k) {
+    case TK_STRING: case TK_INTEGER: case TK_FLOAT: case TK_RPAREN: case TK_RBRACKET: case TK_RBRACE:
+    case TK_NONE: case TK_TRUE: case TK_FALSE: case TK_NAME:
+        return !(flag & 0x80);
+    case TK_AND: case TK_OR: case TK_NOT: case TK_IN: case TK_IS: case TK_IF: case TK_ELSE:
+        return false;
+    default: /* keywords that stand as names (`loop.cycle`, `x.set`) */
+        return k < TK_OR && k > TK_SEMICOLON && !(flag & 0x80);
+    }
+    (void)c;
+}
+
+void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *t)
+{
+    char got[64];
+    describe_token(c, t, got, sizeof got);
+    int prev = c->prev_kind;
+    bool stmt_kw = (c->prev_flag & 0x80) != 0; /* the token before is the tag's name */
+    bool tuple_end = t->kind == TK_VAR_END || t->kind == TK_BLOCK_END;
+    if (c->tag == TK_FROM && (prev == TK_IMPORT || (prev == TK_COMMA && (c->tag_seen & 4)))) { /* the names imported */
+        tpl_pctx_error(c, t->off, "expected token 'name', got '%s'", got);
+        return;
+    }
+    if (ends_operand(c, prev, c->prev_flag)) {
+        const char *want = NULL;
+        if (c->nest) want = ",";
+        else if (c->tag == TK_VAR_BEGIN) want = "end of print statement";
+        else if (c->tag == TK_FOR && !(c->tag_seen & 1)) want = "in";
+        else if (c->tag == TK_IMPORT && !(c->tag_seen & 2)) want = "as";
+        else if (c->tag == TK_FROM && !(c->tag_seen & 4)) want = "import";
+        else want = "end of statement block";
+        tpl_pctx_error(c, t->off, "expected token '%s', got '%s'", want, got);
+        return;
+    }
+    if (prev == TK_PIPE || prev == TK_IS || (stmt_kw && (prev == TK_BLOCK || prev == TK_MACRO || prev == TK_FILTER))
+        || (prev == TK_IMPORT && c->tag == TK_FROM)) {
+        tpl_pctx_error(c, t->off, "expected token 'name', got '%s'", got);
+        return;
+    }
+    if (prev == TK_DOT) { tpl_pctx_error(c, t->off, "expected name or number"); return; }
+    if ((t->kind == TK_STRING || t->kind == TK_INTEGER || t->kind == TK_FLOAT) && stmt_kw && (prev == TK_SET || prev == TK_FOR)) {
+        tpl_pctx_error(c, t->off, "can't assign to 'const'");
+        return;
+    }
+    /* parse_tuple with nothing before its end: the print statement, if/elif, for's target and
+     * iterable, set's target and value */
+    if (tuple_end && (prev == TK_VAR_BEGIN || (stmt_kw && (prev == TK_IF || prev == TK_ELIF || prev == TK_FOR || prev == TK_SET))
+                      || (prev == TK_IN && c->tag == TK_FOR && !c->nest) || (prev == TK_ASSIGN && c->tag == TK_SET))) {
+        tpl_pctx_error(c, t->off, "Expected an expression, got '%s'", got);
+        return;
+    }
+    tpl_pctx_error(c, t->off, "unexpected '%s'", got);
+}
+
+/* The driver's record of token t for tpl_jinja_syntax_error (after t was parsed). */
+static void note_token(tpl_pctx *c, const tpl_token *t)
+{
+    if (t->kind == TK_VAR_BEGIN) { c->tag = TK_VAR_BEGIN; c->nest = 0; c->tag_seen = 0; }
+    else if (t->flag & 0x80) { c->tag = t->kind; c->nest = 0; c->tag_seen = 0; }
+    else if (t->kind == TK_LPAREN || t->kind == TK_LBRACKET || t->kind == TK_LBRACE) c->nest++;
+    else if ((t->kind == TK_RPAREN || t->kind == TK_RBRACKET || t->kind == TK_RBRACE) && c->nest) c->nest--;
+    else if (t->kind == TK_IN && !c->nest) c->tag_seen |= 1;
+    else if (t->kind == TK_AS && !c->nest) c->tag_seen |= 2;
+    else if (t->kind == TK_IMPORT && !c->nest) c->tag_seen |= 4;
+    c->prev_kind = t->kind;
+    c->prev_flag = t->flag;
+}
+
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
 {
     size_t n = toks->n;
@@ -703,7 +800,11 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
         if (first_in_block) {
             t.flag |= 0x80;
             first_in_block = false;
-            if (t.kind == TK_BLOCK_END) { tpl_pctx_error(c, t.off, "tag name expected"); break; }
+            if (t.kind == TK_BLOCK_END || !(t.len && ((unsigned)((c->src[t.off] | 0x20) - 'a') < 26u || c->src[t.off] == '_'
+                                                      || (unsigned char)c->src[t.off] >= 0x80))) {
+                tpl_pctx_error(c, t.off, "tag name expected"); /* (Jinja2: a tag's first token must be a name) */
+                break;
+            }
             if (nopen && open[nopen - 1].kind == TK_TRANS && t.kind != TK_ENDTRANS && t.kind != TK_PLURALIZE) {
                 /* jinja2.ext.i18n's _parse_block */
                 if (t.kind == TK_TRANS) tpl_pctx_error(c, t.off, "trans blocks can't be nested; did you mean `endtrans`?");
@@ -728,22 +829,32 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
                 size_t nk = nopen_before < 64 ? nopen_before : 64; /* before an end tag popped */
                 for (size_t k = 0; k < nk; k++) kinds[k] = open[k].kind;
                 c->cur_off = t.off;
-                JinjaParse(parser, t.kind, t, c);
+                if ((t.kind == TK_BREAK || t.kind == TK_CONTINUE) && c->no_loop_controls)
+                    tpl_pctx_error(c, t.off, "Encountered unknown tag '%.*s'.", (int)t.len, c->src + t.off);
+                else
+                    JinjaParse(parser, t.kind, t, c);
                 if (c->failed && c->err_off == t.off) unknown_tag_hint(c, &t, kinds, nk);
+                if (t.kind == TK_ELSE && nopen && (open[nopen - 1].kind == TK_IF || open[nopen - 1].kind == TK_FOR))
+                    open[nopen - 1].kind |= AFTER_ELSE;
+                note_token(c, &t);
                 continue;
             }
         }
         c->cur_off = t.off;
         JinjaParse(parser, t.kind, t, c);
+        note_token(c, &t);
     }
     if (!c->failed) {
         tpl_token eof = { .off = (uint32_t)c->n };
         JinjaParse(parser, 0, eof, c);
         if (c->failed && c->err_off == (uint32_t)c->n && nopen) {
-            const char *end = block_end_of(open[nopen - 1].kind);
+            /* Jinja2's _fail_ut_eof, at the innermost open block's tag */
+            int inner = open[nopen - 1].kind;
+            const char *end = block_end_of(inner);
             c->err_off = open[nopen - 1].off;
             snprintf(c->msg, sizeof c->msg,
-                     "Unexpected end of template: this block is never closed (Jinja was looking for '%s')", end);
+                     "Unexpected end of template. Jinja was looking for the following tags: %s."
+                     " The innermost block that needs to be closed is '%s'.", block_looking_for(inner), end + 3);
         }
     }
     JinjaParseFree(parser, free);
