@@ -59,7 +59,8 @@ tpl_status tpl_val_rational_text(tpl_render *r, const char *s, size_t len, tpl_v
         if (s[i] < '0' || s[i] > '9') return TPL_ERR_VALUE;
         nd++;
     }
-    if (!nd || len > (size_t)TPL_BIG_MAX_BITS) return TPL_ERR_VALUE;
+    if (!nd) return TPL_ERR_VALUE;
+    if (len > (size_t)TPL_BIG_MAX_BITS) return TPL_ERR_LIMIT; /* (more digits than bits: past the limit) */
     char *t = malloc(len + 1);
     if (!t) return TPL_ERR_LIMIT;
     memcpy(t, s, len);

@@ -336,6 +336,8 @@ static void test_null_args(void)
     CHECK(tpl_val_str_borrow(NULL, 1, &hv) == U && tpl_val_str_borrow("x", 1, NULL) == U, "val_str_borrow(NULL)");
     CHECK(tpl_val_int_text(NULL, "1", 1, 10, &hv) == U && tpl_val_int_text(r, NULL, 1, 10, &hv) == U &&
           tpl_val_int_text(r, "1", 1, 10, NULL) == U, "val_int_text(NULL)");
+    CHECK(tpl_val_rational_text(NULL, "1/3", 3, &hv) == U && tpl_val_rational_text(r, NULL, 3, &hv) == U &&
+          tpl_val_rational_text(r, "1/3", 3, NULL) == U, "val_rational_text(NULL)");
     CHECK(tpl_val_list(NULL, 0, 0, &hl) == U && tpl_val_list(r, 0, 0, NULL) == U, "val_list(NULL)");
     CHECK(tpl_val_map(NULL, 0, &hm) == U && tpl_val_map(r, 0, NULL) == U, "val_map(NULL)");
     CHECK(tpl_val_list_push(NULL, hv, hv) == U && tpl_val_list_push(r, hv, hv) == U, "val_list_push(NULL, non-list)");
