@@ -182,6 +182,10 @@ struct key_cache {
     uint32_t cap, len;
 };
 
+/* The longest run of slots a key's lookup walks: keys chosen to collide (a hostile state) are copied
+ * unshared past it, so the load stays linear in the number of keys. */
+#define KEY_PROBES 32
+
 static uint32_t key_hash(const char *k, size_t n)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
@@ -200,16 +204,19 @@ static char *key_copy(tpl_arena *a, key_cache *kc, const char *k, size_t klen)
         struct key_cache nk = { ne, ncap, kc->len };
         for (uint32_t i = 0; i < kc->cap; i++)
             if (kc->e[i].s) {
-                uint32_t j = kc->e[i].h & (ncap - 1);
-                while (nk.e[j].s) j = (j + 1) & (ncap - 1);
-                nk.e[j] = kc->e[i];
+                uint32_t j = kc->e[i].h & (ncap - 1), probes = 0;
+                while (nk.e[j].s && ++probes < KEY_PROBES) j = (j + 1) & (ncap - 1);
+                if (nk.e[j].s) nk.len--; /* (dropped from the set: its later copies are not shared) */
+                else nk.e[j] = kc->e[i];
             }
         free(kc->e);
         *kc = nk;
     }
-    uint32_t j = h & (kc->cap - 1);
-    for (; kc->e[j].s; j = (j + 1) & (kc->cap - 1))
+    uint32_t j = h & (kc->cap - 1), probes = 0;
+    for (; kc->e[j].s; j = (j + 1) & (kc->cap - 1)) {
         if (kc->e[j].h == h && kc->e[j].n == klen && memcmp(kc->e[j].s, k, klen) == 0) return (char *)kc->e[j].s;
+        if (++probes == KEY_PROBES) return tpl_arena_strdup(a, k, klen); /* a crowded run: not shared */
+    }
     char *ks = tpl_arena_strdup(a, k, klen);
     if (ks) {
         kc->e[j].s = ks;

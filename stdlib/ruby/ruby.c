@@ -79,6 +79,15 @@ static bool rb_core_has_sep(const char *cls, char sep, const char *name, size_t 
 }
 static bool rb_core_has(const char *cls, const char *name, size_t n) { return rb_core_has_sep(cls, '#', name, n); }
 
+/* A class constant (TPL_F_CLASS_RB string) that is a module in Ruby (its class is Module: no new). */
+static bool class_is_module(tpl_value self)
+{
+    static const char *const mods[] = { "ERB::Util", "Comparable", "Enumerable", "Kernel", "Math", "JSON", "Shellwords", NULL };
+    for (int i = 0; mods[i]; i++)
+        if (self.len == strlen(mods[i]) && memcmp(self.u.s, mods[i], self.len) == 0) return true;
+    return false;
+}
+
 /* NoMethodError, as Ruby's; a method Ruby's class has that tpl does not implement is tpl's refusal
  * instead (no rescue takes it: `x.to_r rescue y` would print y where Ruby prints x). */
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
@@ -510,6 +519,13 @@ static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *ou
         bool negexp = op == 'p' && (a.type == TPL_T_INT || a.type == TPL_T_BIGINT) &&
                       (b.type == TPL_T_BIGINT ? b.u.s[0] == '-' : b.type == TPL_T_INT && b.u.i < 0);
         if (!negexp) return 0;
+        if (a.type == TPL_T_INT && (a.u.i == 1 || a.u.i == -1)) {
+            /* 1 ** -n and (-1) ** -n are Integers in Ruby (fix_pow answers them before its negative
+             * branch): 1, or -1 when the base is -1 and n is odd (a big n by its last digit) */
+            bool odd = b.type == TPL_T_INT ? (b.u.i & 1) != 0 : b.len && ((unsigned char)b.u.s[b.len - 1] - '0') % 2 == 1;
+            *out = tpl_v_int(a.u.i == -1 && odd ? -1 : 1);
+            return 1;
+        }
         mpq_t q;
         tpl_rat_get(q, a);
         return rat_pow_int(vm, q, b, out) < 0 ? -1 : 1;
@@ -2977,9 +2993,7 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return 0;
     }
     if (npos == 0 && IS("class")) {   /* a module's class is Module */
-        bool mod = CLS("ERB::Util") || CLS("Comparable") || CLS("Enumerable") || CLS("Kernel") || CLS("Math") || CLS("JSON") ||
-                   CLS("Shellwords");
-        *out = mod ? tpl_v_str("Module", 6) : tpl_v_str("Class", 5);
+        *out = class_is_module(self) ? tpl_v_str("Module", 6) : tpl_v_str("Class", 5);
         out->flags = TPL_F_CLASS_RB;
         return 0;
     }
@@ -4123,8 +4137,20 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
             /* a class or module: its class methods in Ruby (File.respond_to?(:join)) and Class's */
             char cls[48];
             snprintf(cls, sizeof cls, "%.*s", (int)(self.len > 40 ? 40 : self.len), self.u.s);
-            ok = (n == 4 && memcmp(name, "name", 4) == 0) || (n == 3 && memcmp(name, "new", 3) == 0) ||
-                 rb_core_has_sep(cls, '.', name, n) || rb_core_has("Class", name, n);
+            bool mod = class_is_module(self);
+            bool cls_only = (n == 3 && memcmp(name, "new", 3) == 0) || (n == 8 && memcmp(name, "allocate", 8) == 0) ||
+                            (n == 10 && memcmp(name, "superclass", 10) == 0) || (n == 10 && memcmp(name, "subclasses", 10) == 0);
+            ok = (n == 4 && memcmp(name, "name", 4) == 0) || rb_core_has_sep(cls, '.', name, n) ||
+                 ((!mod || !cls_only) && rb_core_has("Class", name, n));
+            /* the classes whose instances are made otherwise (undef_method :new on their singleton):
+             * Integer.respond_to?(:new) is false; Rational and Complex have no allocate either */
+            static const char *const no_new[] = { "Integer", "Float", "Symbol", "NilClass", "TrueClass", "FalseClass",
+                                                  "Rational", "Complex", "Method", NULL };
+            if (ok && n == 3 && memcmp(name, "new", 3) == 0)
+                for (int i = 0; no_new[i]; i++)
+                    if (strcmp(cls, no_new[i]) == 0) ok = false;
+            if (ok && n == 8 && memcmp(name, "allocate", 8) == 0 && (strcmp(cls, "Rational") == 0 || strcmp(cls, "Complex") == 0))
+                ok = false;
         }
     }
     *out = tpl_v_bool(ok);
