@@ -224,16 +224,11 @@ static int float_of(tpl_vm *vm, tpl_value v, double *d)
     return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
 }
 
-/* Python's int / int: the quotient correctly rounded (ties to even), as Python computes it. */
-static int true_div(tpl_vm *vm, const mpz_t x, const mpz_t y, tpl_value *out)
+/* |x| / |y| rounded once to a double: q = |x| * 2^shift / |y| (shift chosen so q has 55..57 bits),
+ * its last bit sticky for a nonzero remainder, then scaled back by 2^-shift (CPython's true_divide
+ * and Ruby's Rational#to_f round so). */
+static double scaled_quotient(const mpz_t x, const mpz_t y, long shift)
 {
-    if (mpz_sgn(y) == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "division by zero");
-    if (mpz_sgn(x) == 0) { *out = tpl_v_float(mpz_sgn(y) < 0 ? -0.0 : 0.0); return 0; }
-    long na = (long)mpz_sizeinbase(x, 2), nb = (long)mpz_sizeinbase(y, 2);
-    if (na - nb > 1030) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer division result too large for a float");
-    if (nb - na > 1130) { *out = tpl_v_float((mpz_sgn(x) < 0) != (mpz_sgn(y) < 0) ? -0.0 : 0.0); return 0; }
-    /* q = |x| * 2^shift / |y| with 55..57 bits, its last bit sticky for a nonzero remainder */
-    long shift = 56 - (na - nb);
     mpz_t a, b, q, r;
     mpz_inits(a, b, q, r, NULL);
     mpz_abs(a, x);
@@ -243,7 +238,18 @@ static int true_div(tpl_vm *vm, const mpz_t x, const mpz_t y, tpl_value *out)
     mpz_tdiv_qr(q, r, a, b);
     uint64_t top = (uint64_t)mpz_getlimbn(q, 0) | (mpz_sgn(r) ? 1u : 0u);
     mpz_clears(a, b, q, r, NULL);
-    double d = ldexp((double)top, (int)-shift);
+    return ldexp((double)top, (int)-shift);
+}
+
+/* Python's int / int: the quotient correctly rounded (ties to even), as Python computes it. */
+static int true_div(tpl_vm *vm, const mpz_t x, const mpz_t y, tpl_value *out)
+{
+    if (mpz_sgn(y) == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "division by zero");
+    if (mpz_sgn(x) == 0) { *out = tpl_v_float(mpz_sgn(y) < 0 ? -0.0 : 0.0); return 0; }
+    long na = (long)mpz_sizeinbase(x, 2), nb = (long)mpz_sizeinbase(y, 2);
+    if (na - nb > 1030) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer division result too large for a float");
+    if (nb - na > 1130) { *out = tpl_v_float((mpz_sgn(x) < 0) != (mpz_sgn(y) < 0) ? -0.0 : 0.0); return 0; }
+    double d = scaled_quotient(x, y, 56 - (na - nb));
     if (!isfinite(d)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "integer division result too large for a float");
     if ((mpz_sgn(x) < 0) != (mpz_sgn(y) < 0)) d = -d;
     *out = tpl_v_float(d);
@@ -432,17 +438,7 @@ double tpl_rat_double(const mpq_t q)
     if (nb - na > 1130) return neg ? -0.0 : 0.0;
     if (na <= 53 && nb <= 53) return mpz_get_d(x) / mpz_get_d(y); /* both exact: one rounding */
     /* as true_div: |x| * 2^shift / |y| with 55..57 bits, the last one sticky */
-    long shift = 56 - (na - nb);
-    mpz_t a, b, qq, r;
-    mpz_inits(a, b, qq, r, NULL);
-    mpz_abs(a, x);
-    mpz_set(b, y);
-    if (shift > 0) mpz_mul_2exp(a, a, (mp_bitcnt_t)shift);
-    else if (shift < 0) mpz_mul_2exp(b, b, (mp_bitcnt_t)-shift);
-    mpz_tdiv_qr(qq, r, a, b);
-    uint64_t top = (uint64_t)mpz_getlimbn(qq, 0) | (mpz_sgn(r) ? 1u : 0u);
-    mpz_clears(a, b, qq, r, NULL);
-    double d = ldexp((double)top, (int)-shift);
+    double d = scaled_quotient(x, y, 56 - (na - nb));
     return neg ? -d : d;
 }
 
