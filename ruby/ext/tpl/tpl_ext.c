@@ -2284,6 +2284,18 @@ static VALUE erb_template(VALUE self)
     return t;
 }
 
+/* Renders Tpl::ERB self's template t with ctx (a Binding or result_with_hash's Hash) as its names and
+ * binding b's receiver as self; errors located at self's call (erb_site). */
+static VALUE erb_render_in(VALUE self, VALUE t, VALUE ctx, VALUE b)
+{
+    VALUE recv = rb_funcall(b, rb_intern("receiver"), 0);
+    const VALUE given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
+    erb_site loc = { self, b };
+    VALUE res = render_given(t, ctx, recv, given, Qnil, Qnil, &loc);
+    RB_GC_GUARD(recv);
+    return res;
+}
+
 /* Tpl::ERB#result(b = TOPLEVEL_BINDING): b's local variables, its receiver as self. Here rather
  * than in tpl.rb: a Ruby method's frame, its checks and the __send__ to _render cost ~840
  * instructions per render (bench/RESULTS.md, session 29). */
@@ -2294,12 +2306,7 @@ static VALUE erb_result_m(int argc, VALUE *argv, VALUE self)
     VALUE t = erb_template(self);
     if (!rb_obj_is_kind_of(b, rb_cBinding))
         rb_raise(rb_eTypeError, "wrong argument type %" PRIsVALUE " (expected binding)", rb_obj_class(b));
-    VALUE recv = rb_funcall(b, rb_intern("receiver"), 0);
-    const VALUE given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
-    erb_site loc = { self, b };
-    VALUE res = render_given(t, b, recv, given, Qnil, Qnil, &loc);
-    RB_GC_GUARD(recv);
-    return res;
+    return erb_render_in(self, t, b, b);
 }
 
 /* A key of result_with_hash's Hash checked as Binding#local_variable_set checks it (ERB sets
@@ -2339,12 +2346,7 @@ static VALUE erb_result_with_hash_m(VALUE self, VALUE hash)
         rb_hash_foreach(hash, erb_key_i, top);
     else
         rb_block_call(hash, rb_intern("each_key"), 0, NULL, erb_key_blk, top);
-    VALUE recv = rb_funcall(top, rb_intern("receiver"), 0);
-    const VALUE given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
-    erb_site loc = { self, top };
-    VALUE res = render_given(t, hash, recv, given, Qnil, Qnil, &loc);
-    RB_GC_GUARD(recv);
-    return res;
+    return erb_render_in(self, t, hash, top);
 }
 
 /* ------------------------------------------------------------------ Tpl::Store */
