@@ -74,7 +74,8 @@ enum { TPL_NT_UNDEF = 0, TPL_NT_NONE = 1, TPL_NT_BOOL = 2, TPL_NT_INT = 3, TPL_N
        TPL_NT_LIST = 6, TPL_NT_MAP = 7, TPL_NT_LOOP = 10, TPL_NT_UNSET = 11 };
 
 /* The string flags generated code tests (the runtime's TPL_F_*). */
-enum { TPL_NF_SAFE = 1, TPL_NF_SYMBOL = 8, TPL_NF_RANGE_BIG = 8 /* on a list */ };
+enum { TPL_NF_SAFE = 1, TPL_NF_SYMBOL = 8, TPL_NF_RANGE_BIG = 8 /* on a list */,
+       TPL_NF_REGEX_RB = 64, TPL_NF_CLASS_RB = 128 /* a Ruby Regexp / class: no String of its bytes */ };
 
 /* The `loop` attributes tpl_native_loop_attr reads. */
 enum { TPL_NLOOP_INDEX, TPL_NLOOP_INDEX0, TPL_NLOOP_FIRST, TPL_NLOOP_LAST, TPL_NLOOP_LENGTH };
@@ -281,9 +282,12 @@ static inline __attribute__((always_inline)) const tpl_nvalue *tpl_native_find(c
 {
     const tpl_nmap *map = (const tpl_nmap *)m->u.p;
     const tpl_nentry *e;
-    if (hint && *hint < map->len) { /* (a short key: its bytes compared without the hash first) */
+    if (hint && *hint < map->len) { /* (a short key: its bytes compared without the hash first; a
+                                      * Ruby class or Regexp key is no String of its name, as the
+                                      * VM's map_find_name says: Hash[Array]'s entry is not h["Array"]) */
         e = &map->e[*hint];
-        if ((n <= 16 || e->hash == h) && e->key.type == TPL_NT_STR && e->key.len == n && tpl_native_eq(e->key.u.s, s, n))
+        if ((n <= 16 || e->hash == h) && e->key.type == TPL_NT_STR && e->key.len == n && tpl_native_eq(e->key.u.s, s, n) &&
+            __builtin_expect(!(e->key.flags & (TPL_NF_CLASS_RB | TPL_NF_REGEX_RB)), 1))
             return &e->val;
     }
     if (!map->idx_cap) {

@@ -5559,7 +5559,8 @@ _Static_assert((int)TPL_NT_UNSET == (int)TPL_T_UNSET && (int)TPL_NT_STR == (int)
                (int)TPL_NT_FLOAT == (int)TPL_T_FLOAT && (int)TPL_NT_LOOP == (int)TPL_T_LOOP, "tpl_native.h type numbers");
 
 _Static_assert((int)TPL_NF_SAFE == (int)TPL_F_SAFE && (int)TPL_NF_SYMBOL == (int)TPL_F_SYMBOL &&
-               (int)TPL_NF_RANGE_BIG == (int)TPL_F_RANGE_BIG, "tpl_native.h flags");
+               (int)TPL_NF_RANGE_BIG == (int)TPL_F_RANGE_BIG && (int)TPL_NF_REGEX_RB == (int)TPL_F_REGEX_RB &&
+               (int)TPL_NF_CLASS_RB == (int)TPL_F_CLASS_RB, "tpl_native.h flags");
 _Static_assert(sizeof(tpl_nentry) == sizeof(tpl_entry) && offsetof(tpl_nentry, val) == offsetof(tpl_entry, val) &&
                offsetof(tpl_nentry, hash) == offsetof(tpl_entry, hash), "tpl_nentry mirrors tpl_entry");
 _Static_assert(offsetof(tpl_nmap, len) == offsetof(tpl_map, len) && offsetof(tpl_nmap, idx_cap) == offsetof(tpl_map, idx_cap) &&

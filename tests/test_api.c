@@ -950,6 +950,35 @@ static const char *render_loc(tpl_render *r, const tpl_program *p, char *buf, si
     return buf;
 }
 
+/* tpl_native_find (tpl_native.h) answers as the VM's map_find_name: a Ruby class or Regexp key
+ * (Hash[Array], {/k/ => 1}) is no String of its bytes, also when the hint points at it (the hint
+ * compares a short key's bytes without its hash; it compared no flags). */
+static void test_native_find_flags(void)
+{
+    static const char *const names[] = { "Array", "a_key_longer_than_sixteen" };
+    for (int k = 0; k < 2; k++)
+        for (int fl = 0; fl < 3; fl++) {
+            uint8_t flags = fl == 0 ? 0 : fl == 1 ? TPL_NF_CLASS_RB : TPL_NF_REGEX_RB;
+            const char *s = names[k];
+            uint32_t n = (uint32_t)strlen(s);
+            uint64_t h = 0x1234u, hk = fl ? 0x5678u : h; /* (a class's hash is its own: runtime/value.c) */
+            tpl_nentry e[2] = {
+                { .key = { .type = TPL_NT_STR, .flags = flags, .len = n, .u.s = s }, .val = { .type = TPL_NT_INT, .u.i = 1 }, .hash = hk },
+                { .key = { .type = TPL_NT_STR, .len = 1, .u.s = "k" }, .val = { .type = TPL_NT_INT, .u.i = 2 }, .hash = 7 },
+            };
+            tpl_nmap m = { .len = 2, .cap = 2, .e = e };
+            tpl_nvalue mv = { .type = TPL_NT_MAP, .u.p = &m };
+            uint32_t hint = 0, keep = 9;
+            const tpl_nvalue *v = tpl_native_find(&mv, s, n, h, &hint, &keep);
+            CHECK(fl ? v == NULL : v == &e[0].val, "native_find %s flags %u: hinted %s", s, (unsigned)flags,
+                  v ? "found" : "missing");
+            hint = 1;
+            v = tpl_native_find(&mv, s, n, h, &hint, &keep);
+            CHECK(fl ? v == NULL : v == &e[0].val && hint == 0 && keep == 0, "native_find %s flags %u: scanned %s", s,
+                  (unsigned)flags, v ? "found" : "missing");
+        }
+}
+
 /* The lean native entry (tpl_native.h TPL_NATIVE_DIRECT, FRESH_SLOTS): the emitter's flags for two
  * views whose code never steps (tests/native_direct.jinja: a slot set on one path only, a loop
  * read through `loop`; tests/native_fresh.jinja: every slot stored before it is read), and their
@@ -1164,6 +1193,7 @@ int main(void)
     test_remembered();
     test_native_state();
     test_native_direct();
+    test_native_find_flags();
     test_vm_kept();
     test_mutate_state();
     printf("%d passed, %d failed\n", npass, nfail);
