@@ -4468,7 +4468,19 @@ top:
             hit->type == TPL_T_STR) {
             ticks += 2;
             ip += 3;
-            JUMP_TO(switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *hit));
+            uint32_t t = switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *hit);
+            if (code[t] == TPL_INSN(TPL_OP_LOAD_SLOT_ITEM, a) && code[t + 2] == ip[-1] && !st) {
+                /* the branch starts by reading the same key of the same slot again (w4's
+                 * `message['role']` printed in the elif branch it picked): that LOAD_SLOT_ITEM
+                 * taken here with the value just found (its two instructions counted). Not in a
+                 * native step, whose code goes on at the jump's target only. */
+                if (code + t <= ip) CHARGE();
+                *sp++ = *hit;
+                ticks += 2;
+                ip = code + t + 3;
+                DISPATCH_OR_TOP;
+            }
+            JUMP_TO(t);
         }
         goto load_slot_item_cmp;
     }
