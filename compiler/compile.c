@@ -946,7 +946,9 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     return sl;
 }
 
-typedef enum { R_GLOBAL, R_LOCAL, R_ROOT, R_OUTER, R_BUILTIN } res_kind;
+/* R_UP: a slot of a macro two or more levels out (LOAD_UP): *slot is the slot | the number of
+ * links out past the defining frame << 16 */
+typedef enum { R_GLOBAL, R_LOCAL, R_ROOT, R_OUTER, R_BUILTIN, R_UP } res_kind;
 
 /* The variable of name in f's scopes (innermost first, to the function's boundary), or NULL;
  * *crossed becomes true when the search passed the top of an included template or block. */
@@ -972,33 +974,27 @@ static res_kind resolve_var(tpl_comp *c, tpl_value name, uint32_t *slot, scope_v
     res_kind r = c->no_context ? R_BUILTIN : R_GLOBAL;
     if (v) r = R_LOCAL;
     func *outer = c->fn->parent;
+    uint32_t hops = 0;
     if (!v && outer) {
         v = find_in_func(outer, name, &cr);
         if (v) r = outer == &c->root ? R_ROOT : R_OUTER;
-        else if (outer != &c->root) {
-            scope *rs = c->root.scope;
-            while (rs && !rs->func_boundary) rs = rs->parent;
-            int sl;
-            if (rs && (sl = scope_find(rs, name)) >= 0) {
-                for (uint32_t i = rs->nvars; i > 0 && !v; i--)
-                    if (rs->vars[i - 1].slot == (uint32_t)sl) v = &rs->vars[i - 1];
-                r = R_ROOT;
-                if (c->inc_top) cr = true;
-            }
-            /* a macro reading a variable of a macro two or more levels out (Jinja2: a Python
-             * closure over it): LOAD_OUTER reaches the defining frame only, and the state's value
-             * would show silently (issue 14) */
-            for (func *g = outer->parent; !v && !cr && !c->failed && g && g != &c->root; g = g->parent) {
-                bool gcr = false;
-                if (find_in_func(g, name, &gcr) && !gcr)
-                    cerror(c, c->cur_off, "unsupported: reading '%.*s', a variable of a macro two or more levels out (a "
-                           "macro or call block in one nested in the macro that sets it)",
-                           (int)name.len, name.u.s);
-                if (gcr) break;
-            }
+        /* a variable of a function further out (Jinja2: a Python closure over it, read when the
+         * macro runs): the template level's slots (LOAD_ROOT), or a macro's frame reached through
+         * the chain of closures that made this one (LOAD_UP, as Lua's upvalues) */
+        for (func *g = outer->parent; !v && g && !c->failed; g = g->parent) {
+            hops++;
+            v = find_in_func(g, name, &cr);
+            /* (a template-level variable of an inlined include or import: the include's run, that
+             * the outermost macro closed over at its end, through the chain too) */
+            if (v) r = g != &c->root || c->include_depth > 0 ? R_UP : R_ROOT;
+        }
+        if (v && r == R_UP && hops > 0xFF) {
+            cerror(c, c->cur_off, "unsupported: reading '%.*s', a variable of a macro more than 255 levels out",
+                   (int)name.len, name.u.s);
+            v = NULL;
         }
     }
-    if (v) *slot = v->slot;
+    if (v) *slot = r == R_UP ? v->slot | hops << 16 : v->slot;
     if (var) *var = v;
     if (crossed) *crossed = cr;
     return v ? r : (c->no_context ? R_BUILTIN : R_GLOBAL);
@@ -1036,6 +1032,7 @@ static void load_name(tpl_comp *c, tpl_value name)
     case R_LOCAL: emit(c, TPL_OP_LOAD_SLOT, slot, 1); break;
     case R_ROOT: emit(c, TPL_OP_LOAD_ROOT, slot, 1); break;
     case R_OUTER: emit(c, TPL_OP_LOAD_OUTER, slot, 1); break;
+    case R_UP: emit(c, TPL_OP_LOAD_UP, slot, 1); break;
     }
     emit_raw(c, k);
     if (var && var->missing && crossed) {
@@ -2602,7 +2599,7 @@ static void frame_enter(tpl_comp *c, const frame_names *f, uint64_t undef, bool 
             emit(c, TPL_OP_STORE_SLOT, sl, -1);
             scope_var *nv = find_in_func(c->fn, name, &(bool){ false });
             if (nv) nv->missing = true;
-        } else if (r == R_LOCAL || r == R_ROOT || r == R_OUTER) {
+        } else if (r == R_LOCAL || r == R_ROOT || r == R_OUTER || r == R_UP) {
             bool missing = var && var->missing;
             load_name(c, name);
             emit(c, TPL_OP_STORE_SLOT, declare(c, name), -1);
@@ -3634,6 +3631,48 @@ static void stmt_import_dyn(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_POP, 0, -1);
 }
 
+/* Whether statements n make a closure (a macro, a call block's caller, a recursive loop, a loop
+ * filter's test) that may outlive them: an included template's then close over its run
+ * (CL_MARK / CL_CLOSE). An include nested in n closes its own. */
+static bool makes_closure(const tpl_node *n, int depth)
+{
+    if (depth > TPL_MAX_AST_DEPTH) return true;
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_MACRO: case TPL_N_CALLBLOCK: return true;
+        case TPL_N_FOR:
+            if ((n->op & 1) || n->e) return true;
+            if (makes_closure(n->c, depth + 1) || makes_closure(n->d, depth + 1)) return true;
+            break;
+        case TPL_N_IF:
+            if (makes_closure(n->b, depth + 1) || makes_closure(n->c, depth + 1)) return true;
+            break;
+        case TPL_N_SETBLOCK: case TPL_N_FILTERBLOCK: case TPL_N_WITH: case TPL_N_AUTOESCAPE: case TPL_N_BLOCK:
+        case TPL_N_GENERATION:
+            if (makes_closure(n->b, depth + 1)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* Starts (mark: the hidden slot) and ends an inlined template that makes closures: each run of
+ * it is a fresh template (Jinja2 renders an include with a new context, an import too), so the
+ * closures it made read that run's variables after it, not the slots' later values. */
+static uint32_t closure_mark(tpl_comp *c, const tpl_node *body)
+{
+    if (!makes_closure(body, 0)) return UINT32_MAX;
+    uint32_t sl = new_slot(c);
+    emit(c, TPL_OP_CL_MARK, sl, 0);
+    return sl;
+}
+
+static void closure_close(tpl_comp *c, uint32_t mark)
+{
+    if (mark != UINT32_MAX) emit(c, TPL_OP_CL_CLOSE, mark, 0);
+}
+
 /* Whether a loaded template has an extends where Jinja2 runs one (its top level, inside ifs):
  * included or imported by a constant name, it is then loaded when it runs as one named by a
  * computed name (it renders on its own with its parent; tpl inlines included templates). */
@@ -3706,8 +3745,10 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->inc_top = push_scope(c, without);
     if (c->inc_top) c->inc_top->ctx_top = true;
     c->inc_fn = c->fn;
+    uint32_t mark = closure_mark(c, root->b);
     frame_init(c, root->b);
     body(c, root->b);
+    closure_close(c, mark);
     tpl_arena_free(&ta);
     c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
     pop_scope(c);
@@ -3972,9 +4013,11 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->inc_top = s;
     c->inc_fn = c->fn;
     predeclare(c, root->b);
+    uint32_t mark = closure_mark(c, root->b);
     emit(c, TPL_OP_CAPTURE, 0, 0);
     body(c, root->b);
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
+    closure_close(c, mark);
     if (n->kind == TPL_N_IMPORT) push_const(c, names->val); /* the output and the name: the module's */
     else emit(c, TPL_OP_POP, 0, -1);
     uint32_t nvals = 0;

@@ -1134,7 +1134,7 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
             if (at[pc] && a < p->nnames) name = &p->names[a].s;
             rd.kind = op == TPL_OP_CALL_NAME ? TPL_READ_FUNC : TPL_READ_STATE;
             break;
-        case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER:
+        case TPL_OP_LOAD_SLOT: case TPL_OP_LOAD_ROOT: case TPL_OP_LOAD_OUTER: case TPL_OP_LOAD_UP:
             if (at[pc] && pc + 1 < p->ncode && p->code[pc + 1] < p->nnames) name = &p->names[p->code[pc + 1]].s;
             rd.kind = TPL_READ_STATE;
             break;
@@ -1154,7 +1154,7 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
         }
         if (name) {
             rd.ivar = op == TPL_OP_LOAD_IVAR_RB;
-            rd.fallback = op == TPL_OP_LOAD_SLOT || op == TPL_OP_LOAD_ROOT || op == TPL_OP_LOAD_OUTER;
+            rd.fallback = op == TPL_OP_LOAD_SLOT || op == TPL_OP_LOAD_ROOT || op == TPL_OP_LOAD_OUTER || op == TPL_OP_LOAD_UP;
             rd.builtin = tpl_stdlib.find(TPL_BK_GLOBAL, name->u.s, name->len) >= 0;
             if (op != TPL_OP_LOAD_IVAR_RB && op != TPL_OP_FMT_FIELD && rd.kind == TPL_READ_STATE && name_is(name, "call"))
                 rd.kind = TPL_READ_CALL;

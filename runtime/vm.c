@@ -2898,6 +2898,61 @@ static int close_frame(tpl_vm *vm, uint32_t base, uint32_t top)
     return 0;
 }
 
+/* CL_CLOSE: the inlined include (or import) whose CL_MARK stored mark ends in the frame whose
+ * slots start at base: the open closures made since (newest first on the list; those of frames
+ * that ended since were closed then) are closed over one copy of [base, top), as close_frame at a
+ * macro's return, so each run of the include is a fresh template's (Jinja2 renders it with a new
+ * context and frame). A closure over a frame below base (an import's, among the template level's
+ * slots) stays open: that frame outlives the include. */
+static int close_since(tpl_vm *vm, uint32_t mark, uint32_t base, uint32_t top)
+{
+    tpl_closure *cl = vm->open_cl, *keep = NULL, **tail = &keep;
+    const tpl_value *copy = NULL;
+    uint32_t n = top > base ? top - base : 0;
+    while (cl && cl->seq >= mark) {
+        tpl_closure *next = cl->next_open;
+        if (cl->outer_base >= base) {
+            if (!copy) {
+                tpl_value *c = tpl_arena_alloc(&vm->arena, (n ? n : 1) * sizeof *c);
+                if (!c) return oom(vm);
+                if (n) memcpy(c, vm->slots + base, n * sizeof *c);
+                copy = c;
+            }
+            cl->closed = copy;
+            cl->closed_lo = base;
+            cl->nclosed = n;
+            cl->next_open = NULL;
+        } else {
+            *tail = cl;
+            tail = &cl->next_open;
+        }
+        cl = next;
+    }
+    *tail = cl;
+    vm->open_cl = keep;
+    return 0;
+}
+
+/* LOAD_UP: slot `slot` of the frame the closure `hops` links out from the running one was made
+ * in (a macro reading a variable of a macro two or more levels out); -1 when the chain or the
+ * slot is not there (a program the compiler did not make). */
+static int load_up(tpl_vm *vm, uint32_t hops, uint32_t slot, tpl_value *out)
+{
+    const tpl_closure *t = vm->cur_cl;
+    for (uint32_t i = 0; t && i < hops; i++) t = t->up;
+    if (!t || !hops) return tpl_vm_fail(vm, TPL_EK_CORRUPT, "LOAD_UP: no frame %u levels out", hops);
+    if (t->closed) {
+        if (t->outer_base < t->closed_lo || (uint64_t)(t->outer_base - t->closed_lo) + slot >= t->nclosed)
+            return tpl_vm_fail(vm, TPL_EK_CORRUPT, "LOAD_UP: slot %u out of range", slot);
+        *out = t->closed[t->outer_base - t->closed_lo + slot];
+    } else {
+        if ((uint64_t)t->outer_base + slot >= vm->slot_top)
+            return tpl_vm_fail(vm, TPL_EK_CORRUPT, "LOAD_UP: slot %u out of range", slot);
+        *out = vm->slots[t->outer_base + slot];
+    }
+    return 0;
+}
+
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
@@ -3002,7 +3057,10 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     vm->root_base = cl->prog ? root_base : vm->root_base;
     tpl_value save_state = vm->state;
     if (cl->prog) vm->state = cl->state; /* (its template's context, as Jinja2's macros read theirs) */
+    const tpl_closure *save_cl = vm->cur_cl;
+    vm->cur_cl = cl;
     int rc = run(vm, d->entry, base, outer_base, 0, out);
+    vm->cur_cl = save_cl;
     if (close_frame(vm, frame_lo, vm->slot_top) < 0) rc = -1;
     vm->state = save_state;
     /* an ERB def ends with RET_RB (its value; it prints nothing), a failed body anywhere (a Ruby
@@ -3119,7 +3177,10 @@ static int run_loaded(tpl_vm *vm, const tpl_program *sub, tpl_value ctx, tpl_val
     vm->state = state;
     vm->depth++;
     tpl_value r;
+    const tpl_closure *save_cl = vm->cur_cl;
+    vm->cur_cl = NULL; /* (a template level) */
     int rc = run(vm, 0, base, 0, 0, &r);
+    vm->cur_cl = save_cl;
     vm->depth--;
     vm->state = save_state;
     /* an import keeps the template's slots until its caller's frame ends: its macros read them */
@@ -3164,7 +3225,10 @@ static int import_mod(tpl_vm *vm, const tpl_macro_desc *d, uint32_t base, tpl_va
     vm->root_base = base;
     vm->depth++;
     tpl_value r;
+    const tpl_closure *save_cl = vm->cur_cl;
+    vm->cur_cl = NULL; /* (a template level) */
     int rc = run(vm, d->entry, base, 0, 0, &r);
+    vm->cur_cl = save_cl;
     vm->depth--;
     vm->ncaptures = save_captures;
     if (rc == 0 && keep_import_out(vm, vm->captures[save_captures]) < 0) rc = -1;
@@ -4534,6 +4598,25 @@ top:
         *sp++ = v;
         NEXT(1);
     }
+    CASE(LOAD_UP) {
+        tpl_value v;
+        if (load_up(vm, a >> 16, a & 0xFFFF, &v) < 0) goto fail;
+        if (v.type == TPL_T_UNSET) { if (load_global(vm, &names[ip[1]], &v) < 0) goto fail; }
+        *sp++ = v;
+        NEXT(1);
+    }
+    CASE(CL_MARK) {
+        slots[a] = tpl_v_int((int64_t)vm->cl_seq);
+        vm->inc_open++;
+        NEXT(0);
+    }
+    CASE(CL_CLOSE) {
+        if (slots[a].type == TPL_T_INT) {
+            if (vm->inc_open) vm->inc_open--;
+            if (close_since(vm, (uint32_t)slots[a].u.i, slot_base, vm->slot_top) < 0) goto fail;
+        }
+        NEXT(0);
+    }
     CASE(LOAD_GLOBAL) {
         tpl_value saved = vm->state;
         vm->state = tpl_v_none();
@@ -5084,7 +5167,10 @@ top:
         cl->closed = NULL;
         cl->closed_lo = cl->nclosed = 0;
         cl->next_open = NULL;
-        if (slot_base | vm->root_base) { /* (the main template level outlives every closure) */
+        cl->up = slot_base ? vm->cur_cl : NULL;
+        cl->seq = vm->cl_seq++;
+        /* (the main template level outlives every closure, but for an inlined include's) */
+        if (slot_base | vm->root_base | vm->inc_open) {
             cl->next_open = vm->open_cl;
             vm->open_cl = cl;
         }
@@ -5959,6 +6045,8 @@ int tpl_vm_run_direct(tpl_vm *vm)
     native_memo_check(vm, p);
     vm->slot_top = p->nslots;
     vm->open_cl = NULL;
+    vm->cur_cl = NULL;
+    vm->cl_seq = vm->inc_open = 0;
     vm->root_base = 0;
     vm->depth = 0;
     vm->cstack_guard = 0;
@@ -6029,6 +6117,8 @@ int tpl_vm_run(tpl_vm *vm)
     if (p->native) native_memo_check(vm, p); /* (the native state memo may be another's) */
     vm->slot_top = p->nslots;
     vm->open_cl = NULL;
+    vm->cur_cl = NULL;
+    vm->cl_seq = vm->inc_open = 0;
     vm->root_base = 0;
     vm->depth = 0;
     vm->cstack_guard = 0; /* (this render's thread: looked up when runs nest deep) */

@@ -40,6 +40,11 @@ typedef struct tpl_closure {
     struct tpl_closure *next_open; /* the next older open closure */
     const tpl_value *closed;  /* NULL: open; else the copy of slots [closed_lo, closed_lo + nclosed) */
     uint32_t closed_lo, nclosed;
+    /* Upvalue chains (LOAD_UP): the closure whose call was running when this one was made (its
+     * defining frame is that call's frame), NULL at a template level; a macro reads a variable
+     * of the macro h levels out through h such links, each frame open or closed as above. */
+    const struct tpl_closure *up;
+    uint32_t seq;             /* the render's count of closures made before it (CL_MARK, CL_CLOSE) */
 } tpl_closure;
 
 /* The state of a for loop (the `loop` variable). */
@@ -114,6 +119,10 @@ struct tpl_vm {
     uint32_t stack_cap, slots_cap;
     uint32_t slot_top;      /* first free slot */
     tpl_closure *open_cl;   /* the closures of frames still running, newest first (tpl_closure) */
+    const tpl_closure *cur_cl; /* the closure whose call is running (NULL: a template level) */
+    uint32_t cl_seq;        /* closures made so far (tpl_closure.seq) */
+    uint32_t inc_open;      /* inlined includes running (CL_MARK .. CL_CLOSE): closures made at a
+                             * template level are open there too */
     uint32_t root_base;     /* slot base of the running program's template level (0, or a template
                              * loaded at render time: INCLUDE_DYN) */
     /* the render's template loader (tpl_render_set_loader; issue 14) and the compiler it
