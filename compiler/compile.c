@@ -171,6 +171,7 @@ struct tpl_comp {
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
     scope *cur_block_base;   /* the scope the current block's body started from (super() sees it) */
+    func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
@@ -3435,8 +3436,10 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         push_scope(c, false);
     }
     scope *save_base = c->cur_block_base;
+    func *save_bfn = c->cur_block_fn;
     loopctx *save_bloop = c->cur_block_loop;
     c->cur_block_base = c->fn->scope ? c->fn->scope->parent : NULL;
+    c->cur_block_fn = c->fn;
     c->cur_block_loop = c->fn->loop;
     if (c->fn->scope) c->fn->scope->ctx_top = true;
     /* a block's function is compiled with the environment's autoescape (Jinja2's visit_Template),
@@ -3466,6 +3469,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->autoescape = save_ae;
     c->ae_volatile = save_vol;
     c->cur_block_base = save_base;
+    c->cur_block_fn = save_bfn;
     c->cur_block_loop = save_bloop;
     if (own && c->fn->scope == own) pop_scope(c); /* (its scope reused: a scope per block was ~7x a template of blocks) */
     c->fn->scope = save_scope;
@@ -3511,6 +3515,13 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
             emit(c, TPL_OP_CALL, 0, 0);
             emit_raw(c, TPL_ARGW(0, 0, TPL_NO_KW));
+            return true;
+        }
+        if (c->fn != c->cur_block_fn) {
+            /* the parent's block is compiled in place, with the names the block sees: from a macro
+             * or call block inside the block they are another frame's (its output was silently
+             * another's) */
+            cerror(c, n->off, "unsupported: super() inside a macro or call block in a block");
             return true;
         }
         scope *save_scope = c->fn->scope;
