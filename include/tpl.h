@@ -621,7 +621,9 @@ TPL_API tpl_status tpl_val_range(tpl_render *r, tpl_val begin, tpl_val end, bool
 /* An empty insertion-ordered map with room for cap entries (it grows). */
 TPL_API tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out);
 /* Sets map[key] = val (a key set again keeps its first position). Keys are compared as Python
- * does (1 == 1.0 == True); a key must be a string, number, bool or None (else TPL_ERR_TYPE). */
+ * does (1 == 1.0 == True, (1, 2) == (1.0, 2)); a key must be a string, number, bool or None, or a
+ * tuple (tpl_val_list_of/tpl_val_list with TPL_VAL_AS_TUPLE, not changed afterwards) of such keys
+ * and tuples (Python's tuple keys); else TPL_ERR_TYPE (a list, a map, a host object). */
 TPL_API tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val);
 /* The hash tpl's maps keep for the string key s (len bytes; FNV-1a, fixed for a library
  * version): a host computes it once per key string it sees again and again (Python's dict keys,

@@ -479,7 +479,8 @@ static int check(tpl_status st)
     if (st == TPL_OK) return 0;
     if (st == TPL_ERR_LIMIT) PyErr_SetString(PyExc_MemoryError, "tpl: render memory limit reached");
     else if (st == TPL_ERR_VALUE) PyErr_SetString(PyExc_ValueError, "tpl: invalid string");
-    else if (st == TPL_ERR_TYPE) PyErr_SetString(PyExc_TypeError, "tpl: dict keys must be str, int, float, bool or None");
+    else if (st == TPL_ERR_TYPE)
+        PyErr_SetString(PyExc_TypeError, "tpl: dict keys must be str, int, float, bool, None or a tuple of them");
     else PyErr_NoMemory();
     return -1;
 }
@@ -545,11 +546,35 @@ static int enter(render_ctx *c, PyObject *o)
     return 0;
 }
 
+static int items_grow(render_ctx *c);
+
+/* A dict's key: a str, int, float, bool or None, or a tuple of such keys (Python's tuple keys,
+ * {(1, 2): x}: a tuple value, which tpl's maps hash and compare as Python does). */
 static int key_val(render_ctx *c, PyObject *k, tpl_val *out)
 {
     if (PyUnicode_Check(k)) return str_val(c, k, 0, out);
     if (k == Py_None || PyBool_Check(k) || PyLong_Check(k) || PyFloat_Check(k)) return to_val(c, k, out);
-    PyErr_Format(PyExc_TypeError, "tpl: dict keys must be str, int, float, bool or None, not %s", Py_TYPE(k)->tp_name);
+    if (PyTuple_CheckExact(k)) {
+        if (enter(c, k) < 0) return -1; /* (the nesting limit) */
+        Py_ssize_t n = PyTuple_GET_SIZE(k);
+        size_t base = c->nitems;
+        int rc = -1;
+        c->built += (size_t)n + 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            tpl_val v;
+            if (key_val(c, PyTuple_GET_ITEM(k, i), &v) < 0) goto done;
+            if (c->nitems == c->capitems && items_grow(c) < 0) goto done;
+            c->items[c->nitems++] = v;
+        }
+        if (check(tpl_val_list_of(c->r, c->items + base, c->nitems - base, TPL_VAL_AS_TUPLE, out)) < 0) goto done;
+        c->depth--;
+        rc = 0;
+    done:
+        c->nitems = base;
+        return rc;
+    }
+    PyErr_Format(PyExc_TypeError, "tpl: dict keys must be str, int, float, bool, None or a tuple of them, not %s",
+                 Py_TYPE(k)->tp_name);
     return -1;
 }
 

@@ -189,14 +189,29 @@ tpl_status tpl_val_map(tpl_render *r, size_t cap, tpl_val *out)
     return TPL_OK;
 }
 
+/* A key a host may set (tpl_val_map_set): a string, number, bool or None, or a tuple of such keys
+ * (Python's hashable tuples: {(1, 2): x}), nested at most TPL_NEST_MAX deep. A host object, in a
+ * tuple or not, is not (its equality would need the render running: tpl_hobj_key_equal). */
+static bool host_key_ok(tpl_value k, int depth)
+{
+    switch (k.type) {
+    case TPL_T_STR: case TPL_T_INT: case TPL_T_BIGINT: case TPL_T_FLOAT: case TPL_T_BOOL: case TPL_T_NONE:
+        return true;
+    case TPL_T_LIST:
+        if (!(k.flags & TPL_F_TUPLE) || (k.flags & TPL_F_RANGE_BIG) || depth >= TPL_NEST_MAX) return false;
+        for (uint32_t i = 0; i < k.u.list->len; i++)
+            if (!host_key_ok(k.u.list->items[i], depth + 1)) return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
 tpl_status tpl_val_map_set(tpl_render *r, tpl_val map, tpl_val key, tpl_val val)
 {
     tpl_value m = from_val(map), k = from_val(key);
     if (!r || m.type != TPL_T_MAP) return TPL_ERR_USAGE;
-    switch (k.type) {
-    case TPL_T_STR: case TPL_T_INT: case TPL_T_BIGINT: case TPL_T_FLOAT: case TPL_T_BOOL: case TPL_T_NONE: break;
-    default: return TPL_ERR_TYPE;
-    }
+    if (!host_key_ok(k, 0)) return TPL_ERR_TYPE;
     if (m.u.map->len == UINT32_MAX / 4) return TPL_ERR_LIMIT;
     state_changed(r);
     tpl_arena *a = val_arena(r);

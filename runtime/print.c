@@ -1012,7 +1012,7 @@ static bool json_dict(tpl_sb *b, const tpl_map *m, const json_opts *o, walker *w
             if (o->indent >= 0)
                 json_newline(b, o, w->depth);
         }
-        ok = json_key(b, e->key, o) || json_fail(o, TPL_JSON_TYPE, e->key);
+        ok = json_key(b, e->key, o) || json_fail(o, TPL_JSON_KEY, e->key);
         tpl_sb_puts(b, o->ksep);
         ok = ok && json_val(b, e->val, o, w);
     }

@@ -4992,8 +4992,8 @@ top:
             goto fail;
         }
         if (items->len != a) {
-            if (items->len < a) tpl_vm_error(vm, TPL_ERR_TYPE, "not enough values to unpack (expected %u, got %u)", a, items->len);
-            else tpl_vm_error(vm, TPL_ERR_TYPE, "too many values to unpack (expected %u)", a);
+            if (items->len < a) tpl_vm_error(vm, TPL_ERR_VALUE, "not enough values to unpack (expected %u, got %u)", a, items->len);
+            else tpl_vm_error(vm, TPL_ERR_VALUE, "too many values to unpack (expected %u)", a);
             goto fail;
         }
         STACK_CHECK(a);

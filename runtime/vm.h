@@ -365,7 +365,7 @@ bool tpl_json_dumps_htmlsafe(tpl_sb *b, tpl_value v, int indent);
  * indent=None, else each nesting level's line starts with ind (ind_n bytes) repeated. */
 /* Why they returned false (fail may be NULL): the first value json.dumps raises on, in its order. */
 typedef struct tpl_json_fail {
-    enum { TPL_JSON_OK, TPL_JSON_TYPE, TPL_JSON_CIRCULAR } why;
+    enum { TPL_JSON_OK, TPL_JSON_TYPE, TPL_JSON_CIRCULAR, TPL_JSON_KEY } why; /* KEY: bad is a dict key */
     tpl_value bad; /* TPL_JSON_TYPE: the value (or key) not serialisable, a dict whose keys don't sort */
 } tpl_json_fail;
 bool tpl_json_dumps_s(tpl_sb *b, tpl_value v, bool ensure_ascii, const char *ind, size_t ind_n, const char *item_sep,

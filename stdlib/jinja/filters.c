@@ -3563,6 +3563,10 @@ int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!ok && fail.why == TPL_JSON_CIRCULAR) /* json.dumps' check_circular (was a TypeError, and a walk
                                                   * of every path through a self-containing value) */
         return tpl_vm_error(vm, TPL_ERR_VALUE, "Circular reference detected");
+    if (!ok && fail.why == TPL_JSON_KEY) /* json.dumps' message for a key (a tuple: {(1, 2): x}) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "keys must be str, int, float, bool or None, not %s",
+                            tpl_vm_strict_undef(vm, fail.bad) ? "StrictUndefined"
+                            : fail.bad.type == TPL_T_UNDEF ? "Undefined" : tpl_type_name(vm, fail.bad));
     if (!ok) {
         tpl_value bad = fail.why == TPL_JSON_TYPE ? fail.bad : a[0];
         if (tpl_vm_strict_undef(vm, bad))

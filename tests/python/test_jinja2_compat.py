@@ -1590,3 +1590,29 @@ def test_host_key_lookup_in_a_big_dict(src):
     ctx = {"big": big, "k1": HashKey("a"), "k9": HashKey("zz"), "er": EqRaisesHashed(), "bag": Unhashable(),
            "ni": EqNotImplemented(), "d": Decimal(1)}
     assert_both_render_alike(src, ctx)
+
+
+@pytest.mark.parametrize("src", [
+    "{{ d[(1, 2)] }} {{ d[(1.0, 2)] }} {{ d[(True, 2)] }} {{ d.get((3, 'x')) }} {{ (1, 2) in d }} {{ d|length }}",
+    "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{{ d }} {{ d|list }}",
+    "{% for (a, b), v in d.items() %}{{ a }}{{ b }}{{ v }};{% endfor %}",
+    "{{ d[k] }} {{ k in d }} {{ d[(1, (2, None))] }} {{ d[()] }} {{ d.get((9,), 'no') }}",
+    "{{ d[l] is defined }}", "{{ {(1, 2): 'a'}|tojson }}", "{{ f(d) }}",
+    "{% set e = {(1, 2): 'lit', (1, (2, None)): 'n'} %}{{ e[k] }} {{ e[(1, 2)] }} {{ f(e) }}",
+    "{{ big[(7, 'k7')] }} {{ (299, 'k299') in big }} {{ big[(2 ** 70, 1)] }}",
+])
+def test_tuple_keys(src):
+    """Python dicts with tuple keys cross into a render and are looked up, iterated, printed and
+    passed back as in Jinja2 (was: a TypeError naming tuple); tojson's error names the key's type."""
+    big = {(i, "k%d" % i): i for i in range(300)}
+    big[(2 ** 70, 1)] = "big"
+    ctx = {"d": {(1, 2): "a", (3, "x"): "b", (1, (2, None)): "n", (): "e", "s": 1},
+           "k": (1, (2, None)), "l": [1, 2], "f": repr, "big": big}
+    assert_both_render_alike(src, ctx)
+
+
+def test_tuple_keys_refused_clearly():
+    class O:
+        pass
+    with pytest.raises(TypeError, match="tuple of them, not O"):
+        tj.Environment().from_string("{{ d }}").render(d={(1, O()): 1})
