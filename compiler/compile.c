@@ -25,6 +25,8 @@ typedef struct scope_var {
     tpl_value name;
     uint32_t slot;
     bool missing;            /* may hold Jinja2's `missing` (an undefined value, see frame_init) */
+    bool noexport;           /* at a template's top level, last bound by an import (Jinja2 discards
+                              * an import's names from the module's exported names) */
 } scope_var;
 
 typedef struct scope {
@@ -935,7 +937,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -2107,9 +2109,17 @@ static bool is_elif(const tpl_node *n) { return n && n->kind == TPL_N_IF && !n->
 
 /* Declares the names a template or an if-branch assigns at its own level, so that macros
  * defined earlier can read them (Jinja2 resolves them in the context at call time). */
+static void predeclare_export(tpl_comp *c, tpl_value name, bool exported)
+{
+    declare(c, name);
+    scope_var *v = c->failed ? NULL : scope_var_of(c->fn->scope, name);
+    if (v) v->noexport = !exported; /* (the statement last in the source decides, as Jinja2's
+                                     * exported_vars.add/discard in source order) */
+}
+
 static void predeclare_target(tpl_comp *c, const tpl_node *t)
 {
-    if (t->kind == TPL_N_NAME) declare(c, t->val);
+    if (t->kind == TPL_N_NAME) predeclare_export(c, t->val, true);
     else if (t->kind == TPL_N_TUPLE)
         for (const tpl_node *x = t->a; x; x = x->next) predeclare_target(c, x);
 }
@@ -2123,10 +2133,10 @@ static void predeclare(tpl_comp *c, tpl_node *n)
         case TPL_N_SETBLOCK:
             predeclare_target(c, n->a);
             break;
-        case TPL_N_MACRO: declare(c, n->val); break;
-        case TPL_N_IMPORT: declare(c, n->val); break;
+        case TPL_N_MACRO: predeclare_export(c, n->val, true); break;
+        case TPL_N_IMPORT: predeclare_export(c, n->val, false); break;
         case TPL_N_FROMIMPORT:
-            for (tpl_node *x = n->b; x; x = x->next) declare(c, x->a ? x->a->val : x->val);
+            for (tpl_node *x = n->b; x; x = x->next) predeclare_export(c, x->a ? x->a->val : x->val, false);
             break;
         case TPL_N_IF: {
             const tpl_node *x = n;
@@ -3868,7 +3878,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
         tpl_value v = s->vars[i].name;
         char *vs = tpl_arena_strdup(c->tmp, v.u.s, v.len);
         if (!vs || !tpl_smap_put(&vars, vs, v.len, i)) { c_nomem(c, n->off); break; }
-        if (v.len && v.u.s[0] == '_') continue; /* not exported */
+        if ((v.len && v.u.s[0] == '_') || s->vars[i].noexport) continue; /* not exported */
         push_const(c, v);
         emit(c, TPL_OP_LOAD_SLOT, s->vars[i].slot, 1);
         emit_raw(c, add_name(c, v));
@@ -4034,7 +4044,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     uint32_t nvals = 0;
     if (n->kind == TPL_N_IMPORT) {
         for (uint32_t i = 0; s && i < s->nvars; i++) {
-            if (s->vars[i].name.len && s->vars[i].name.u.s[0] == '_') continue; /* not exported */
+            if ((s->vars[i].name.len && s->vars[i].name.u.s[0] == '_') || s->vars[i].noexport) continue; /* not exported */
             push_const(c, s->vars[i].name);
             emit(c, TPL_OP_LOAD_SLOT, s->vars[i].slot, 1);
             emit_raw(c, add_name(c, s->vars[i].name));
@@ -5134,13 +5144,15 @@ bool tpl_comp_finish(tpl_comp *c)
         p->exports = tpl_arena_alloc(a, nv * sizeof *p->exports + 1);
         p->export_slots = tpl_arena_alloc(a, nv * sizeof *p->export_slots + 1);
         if (!p->exports || !p->export_slots) { c_nomem(c, 0); goto done; }
+        uint32_t ne = 0;
         for (uint32_t i = 0; i < nv; i++) {
+            if (rs->vars[i].noexport) continue; /* (an import's name) */
             char *s = tpl_arena_strdup(a, rs->vars[i].name.u.s, rs->vars[i].name.len);
             if (!s) { c_nomem(c, 0); goto done; }
-            p->exports[i] = tpl_v_str(s, rs->vars[i].name.len);
-            p->export_slots[i] = rs->vars[i].slot;
+            p->exports[ne] = tpl_v_str(s, rs->vars[i].name.len);
+            p->export_slots[ne++] = rs->vars[i].slot;
         }
-        p->nexports = nv;
+        p->nexports = ne;
     }
     p->ncode = c->n;
     p->nconsts = c->nconsts;

@@ -10,7 +10,7 @@ filters/tests/globals with Python callables (custom filters and tests also by na
 map/select/reject/selectattr/rejectattr), pass_environment and pass_eval_context, Markup and
 Undefined handed to callables as Jinja2 hands them, policies (json.* honoured), the template
 cache), from_string, get_template, select_template, get_or_select_template, list_templates,
-call_filter, call_test, Template.render/generate/stream/globals/is_up_to_date,
+call_filter, call_test, Template.render/generate/stream/globals/is_up_to_date/module/make_module,
 DictLoader, FileSystemLoader, FunctionLoader, ChoiceLoader, PrefixLoader, PackageLoader,
 BaseLoader, Markup/escape (from markupsafe when installed), the exception classes with
 Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source), and Jinja2's
@@ -20,7 +20,7 @@ Jinja2 API this module does not provide raises NotImplementedError naming it (ne
 difference; README "Python" lists the differences left): pass_context (no Jinja2 context to
 pass), undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
 custom delimiters and line statements, the urlize/truncate policies, ModuleLoader,
-Template.module/make_module, Environment.compile/parse/lex, bytecode caches,
+make_module(shared=True/locals=), Environment.compile/parse/lex, bytecode caches,
 sandboxing, native types, meta, async rendering, Jinja2's internals (nodes, lexer, compiler...);
 an autoescape function that decides differently for a template and a template it includes,
 imports or extends (tpl compiles them together).
@@ -676,8 +676,10 @@ class Environment:
             return _htmlsafe_json_dumps(value, pol.get("json.dumps_function"), **kw)
         return {"tojson": tojson}
 
-    def _compile(self, source, name, filename, globals):
-        autoescape = self._autoescape(name)
+    def _compile(self, source, name, filename, globals, own=None):
+        """A Template of source. own (Template.module's wrappers): (key, template) — the name
+        key loads that template's source (no loader asked) and autoescape is that template's."""
+        autoescape = self._autoescape(own[1].name if own else name)
         sources = [source]
         uptodate = []
         loaded = []  # the names of the templates it loads (compiled with it, or when it runs)
@@ -687,6 +689,8 @@ class Environment:
         env = weakref.ref(self)
 
         def loader(n):
+            if own is not None and n == own[0]:
+                return own[1]._source
             self = env()
             if self is None or self.loader is None:
                 return None
@@ -1100,14 +1104,111 @@ class Template:
     def stream(self, *args, **kwargs):
         return TemplateStream(self.generate(*args, **kwargs))
 
+    # Template.module / make_module: the template run as Jinja2's make_module runs it, through a
+    # template that imports it with context (tpl's import: its output dropped, its template-level
+    # names exported as Jinja2 exports them) and hands its names, values and output to Python.
+    _MODULE_SRC = ("{% import __tpl_self as __tpl_m with context %}"
+                   "{% for __tpl_n in __tpl_names(__tpl_m) %}"
+                   "{% set _ = __tpl_put(__tpl_n, __tpl_m[__tpl_n], __tpl_m[__tpl_n] is callable) %}{% endfor %}"
+                   "{% set _ = __tpl_put(none, __tpl_m|string, false) %}")
+    _MACRO_SRC = ("{% import __tpl_self as __tpl_m with context %}"
+                  "{% set _ = __tpl_put(__tpl_m[__tpl_n](*__tpl_a, **__tpl_k)) %}")
+
+    def _own_wrapper(self, which):
+        """The wrapper template (a Template of this environment) that imports this one."""
+        cache = self.__dict__.setdefault("_wrappers", {})
+        w = cache.get(which)
+        if w is None or w._own_source is not self._source:
+            key = self.name if self.name is not None else "<template>"
+            src = (self._MODULE_SRC if which == "module" else self._MACRO_SRC).replace("__tpl_self", repr(key))
+            w = self.environment._compile(src, "<tpl.jinja2 %s of %s>" % (which, key), None, self.globals.maps[0],
+                                          own=(key, self))
+            w._own_source = self._source
+            cache[which] = w
+        return w
+
+    def make_module(self, vars=None, shared=False, locals=None):
+        """As Jinja2's: the template run with vars (and the globals), as a TemplateModule: its
+        exported template-level names as attributes (macros as callables returning str, Markup
+        under autoescape) and str() its output. A macro called from Python runs the template's
+        top level again (its output dropped) and then the macro, with the same vars: a Python
+        callable the top level calls is called again."""
+        if shared or locals:
+            raise NotImplementedError("tpl.jinja2.Template.make_module(shared=/locals=)")
+        if self.environment.is_async:
+            raise NotImplementedError("tpl.jinja2.Template.make_module with enable_async")
+        vars = dict(vars or {})
+        got, body = {}, []
+
+        def names(m):
+            return list(m) if isinstance(m, dict) else []
+
+        def put(n, v, is_callable):
+            if n is None:
+                body.append(str(v))
+            elif v is None and is_callable:
+                got[n] = Macro(self, vars, n)
+            else:
+                got[n] = v
+        self._own_wrapper("module").render({**vars, "__tpl_names": names, "__tpl_put": put})
+        return TemplateModule(self, got, body)
+
+    @property
+    def module(self):
+        """As Jinja2's: make_module() once, kept."""
+        m = self.__dict__.get("_module")
+        if m is None:
+            m = self._module = self.make_module()
+        return m
+
     def __getattr__(self, name):
-        if name in ("module", "make_module", "make_module_async", "new_context", "render_async", "generate_async",
+        if name in ("make_module_async", "new_context", "render_async", "generate_async",
                     "debug_info", "blocks", "root_render_func", "from_code", "from_module_dict"):
             raise NotImplementedError("tpl.jinja2.Template.%s" % name)
         raise AttributeError(name)
 
     def __repr__(self):
         return "<Template %r>" % (self.name or "memory")
+
+
+class TemplateModule:
+    """As Jinja2's: a template's exported names as attributes (Template.module/make_module);
+    str() is the template's output, __html__() that as Markup."""
+
+    def __init__(self, template, names, body):
+        self._body_stream = list(body)
+        self.__dict__.update(names)
+        self.__name__ = template.name
+
+    def __html__(self):
+        return Markup("".join(self._body_stream))
+
+    def __str__(self):
+        return "".join(self._body_stream)
+
+    def __repr__(self):
+        name = "memory:%x" % id(self) if self.__name__ is None else repr(self.__name__)
+        return "<%s %s>" % (type(self).__name__, name)
+
+
+class Macro:
+    """A macro of a TemplateModule, called from Python: its output as str (Markup under
+    autoescape), as Jinja2's Macro returns it. (Runs the template's top level again first: see
+    Template.make_module.)"""
+
+    def __init__(self, template, vars, name):
+        self._template = template
+        self._vars = vars
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        out = []
+        self._template._own_wrapper("macro").render(
+            {**self._vars, "__tpl_n": self.name, "__tpl_a": args, "__tpl_k": kwargs, "__tpl_put": out.append})
+        return out[0]
+
+    def __repr__(self):
+        return "<Macro %r>" % (self.name,)
 
 
 class _CompileFailed:
@@ -1299,11 +1400,10 @@ loaders = _submodule(
 environment = _submodule(
     "environment", "Jinja2's Environment and Template.",
     "Environment Template TemplateStream TemplateNotFound TemplateRuntimeError TemplatesNotFound "
-    "TemplateSyntaxError UndefinedError Undefined EvalContext consume missing",
+    "TemplateSyntaxError UndefinedError Undefined EvalContext consume missing TemplateModule",
     {**_names("CodeGenerator generate get_lexer Lexer TokenStream Parser Context new_context concat import_string "
               "internalcode LRUCache get_spontaneous_environment create_cache copy_cache load_extensions "
               "TemplateExpression", _INTERNAL),
-     **_names("TemplateModule", "Template.module/make_module"),
      **_names("DEFAULT_FILTERS DEFAULT_TESTS DEFAULT_NAMESPACE DEFAULT_POLICIES BLOCK_START_STRING BLOCK_END_STRING "
               "VARIABLE_START_STRING VARIABLE_END_STRING COMMENT_START_STRING COMMENT_END_STRING "
               "LINE_STATEMENT_PREFIX LINE_COMMENT_PREFIX TRIM_BLOCKS LSTRIP_BLOCKS NEWLINE_SEQUENCE "
@@ -1311,9 +1411,9 @@ environment = _submodule(
 runtime = _submodule(
     "runtime", "Jinja2's undefined classes.",
     "Undefined StrictUndefined ChainableUndefined DebugUndefined make_logging_undefined EvalContext missing "
-    "object_type_repr pass_eval_context TemplateNotFound TemplateRuntimeError UndefinedError",
+    "object_type_repr pass_eval_context TemplateNotFound TemplateRuntimeError UndefinedError Macro",
     _names("auto_aiter auto_await concat internalcode Namespace exported async_exported identity markup_join "
-           "str_join new_context TemplateReference Context BlockReference LoopContext AsyncLoopContext Macro",
+           "str_join new_context TemplateReference Context BlockReference LoopContext AsyncLoopContext",
            "the template context, loops and macros are tpl's VM's"))
 utils = _submodule(
     "utils", "Jinja2's helpers that concern rendering.",

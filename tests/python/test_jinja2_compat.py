@@ -1616,3 +1616,41 @@ def test_tuple_keys_refused_clearly():
         pass
     with pytest.raises(TypeError, match="tuple of them, not O"):
         tj.Environment().from_string("{{ d }}").render(d={(1, O()): 1})
+
+
+MODULE_TEMPLATES = {
+    "lib.html": "{% set x = 1 %}{% set _h = 2 %}{% macro m(a, b=2) %}<{{ a }}{{ b }}{{ x }}{{ y }}{{ v }}>{% endmacro %}"
+                "{% set y = 'why' %}{% import 'other' as o %}{% from 'other' import om %}body{{ v }}{{ g }}",
+    "other": "{% macro om() %}OM{% endmacro %}",
+}
+
+
+@pytest.mark.parametrize("autoescape", [False, True])
+def test_template_module(autoescape):
+    """Template.module and make_module(vars): the exported names (set vars and macros, not
+    imports or _names) as attributes, macros callable from Python (Markup under autoescape),
+    str() the template's output, __html__ that as Markup."""
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment(loader=m.DictLoader(MODULE_TEMPLATES), autoescape=autoescape)
+        e.globals["g"] = "G"
+        t = e.get_template("lib.html")
+        mod, mm = t.module, t.make_module({"v": "<V>"})
+        assert t.module is mod
+        r = [sorted(k for k in vars(mod) if not k.startswith("_")), mod.x, mod.y, str(mod), mod.m("&"),
+             type(mod.m("&")).__name__, mm.m(1, b=3), mm.m(a=[1]), str(mm), mm.__html__(), repr(mod), repr(mod.m),
+             getattr(mod, "_h", "no _h")]
+        t2 = e.from_string("{% macro hi(n) %}Hi {{ n }}!{% endmacro %}{% set z = [1, (2, 3)] %}{{ z|length }}")
+        r += [t2.module.hi("<b>"), t2.module.z, repr(t2.module)[:23], str(t2.module), type(t2.module).__name__]
+        outs.append(r)
+    assert outs[1] == outs[0]
+
+
+def test_template_module_errors_and_refusals():
+    t = tj.Environment().from_string("{% macro m() %}{{ 1 / 0 }}{% endmacro %}{% set x = 1 %}")
+    with pytest.raises(ZeroDivisionError):
+        t.module.m()
+    with pytest.raises(tj.UndefinedError):
+        tj.Environment(undefined=tj.StrictUndefined).from_string("{{ nope }}").make_module()
+    with pytest.raises(NotImplementedError, match="make_module"):
+        t.make_module({}, shared=True)

@@ -199,8 +199,16 @@ def test_bad_state():
     m = {"role": "user", "content": "hi"}
     assert tpl.Template("{% for x in l %}{{ x.role }}{{ x['content'] }};{% endfor %}").render(
         l=[m, m, {"role": "r"}]) == "userhi;userhi;r;"
+    assert tpl.Template("{{ d }} {{ d[(1, 2)] }}").render(d={(1, 2): 3}) == "{(1, 2): 3} 3"  # tuple keys cross
     with pytest.raises(TypeError, match="keys must be"):
-        tpl.Template("{{ d }}").render(d={(1, 2): 3})
+        tpl.Template("{{ d }}").render(d={frozenset(): 3})
+    with pytest.raises(TypeError, match="keys must be"):
+        tpl.Template("{{ d }}").render(d={(1, frozenset()): 3})
+    nested = ()
+    for _ in range(600):
+        nested = (nested,)
+    with pytest.raises(ValueError, match="deeper"):
+        tpl.Template("{{ d }}").render(d={nested: 1})
     with pytest.raises(MemoryError):  # past tpl's 2**20-bit integer limit (README)
         tpl.Template("{{ n }}").render(n=2 ** (2 ** 21))
     with pytest.raises(TypeError):
