@@ -7,7 +7,8 @@ lstrip_blocks, keep_trailing_newline, autoescape as a bool or a function of the 
 such as select_autoescape(), undefined=Undefined|StrictUndefined|ChainableUndefined|DebugUndefined,
 finalize, the extensions jinja2.ext.loopcontrols and jinja2.ext.do by name or class,
 filters/tests/globals with Python callables (custom filters and tests also by name inside
-map/select/reject/selectattr/rejectattr), pass_environment and pass_eval_context, Markup and
+map/select/reject/selectattr/rejectattr), pass_environment, pass_eval_context and pass_context
+(a Context over the render's parent: see Context), Markup and
 Undefined handed to callables as Jinja2 hands them, policies (json.* honoured), the template
 cache), from_string, get_template, select_template, get_or_select_template, list_templates,
 call_filter, call_test, Template.render/generate/stream/globals/is_up_to_date/module/make_module,
@@ -17,8 +18,8 @@ Jinja2's attributes (TemplateSyntaxError.lineno/name/filename/message/source), a
 modules exceptions, loaders, environment, runtime, utils and ext as tpl.jinja2.NAME.
 
 Jinja2 API this module does not provide raises NotImplementedError naming it (never a silent
-difference; README "Python" lists the differences left): pass_context (no Jinja2 context to
-pass), undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
+difference; README "Python" lists the differences left): a Context lookup of a name the
+template may assign, undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
 custom delimiters and line statements, the urlize/truncate policies, ModuleLoader,
 make_module(shared=True/locals=), Environment.compile/parse/lex, bytecode caches,
 sandboxing, native types, meta, async rendering, Jinja2's internals (nodes, lexer, compiler...);
@@ -26,6 +27,7 @@ an autoescape function that decides differently for a template and a template it
 imports or extends (tpl compiles them together).
 """
 import collections
+import contextvars
 import os
 import re
 import sys
@@ -278,7 +280,7 @@ class _PassArg:
 
 
 def pass_context(f):
-    """As Jinja2's; tpl.jinja2 cannot pass a template context (NotImplementedError)."""
+    """As Jinja2's: the callable gets the render's Context first (see Context)."""
     f.jinja_pass_arg = _PassArg("context")
     return f
 
@@ -302,18 +304,173 @@ class EvalContext:
         self.volatile = False
 
 
+# The render running in this thread: (template, parent dict), set by Template.render/generate
+# around tpl's render (a pass_context callable's Context reads it).
+_RENDERING = contextvars.ContextVar("tpl.jinja2 rendering", default=None)
+
+_STATEMENT = re.compile(r"\{%.*?%\}", re.S)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _bound_names(sources):
+    """Every identifier inside a statement tag ({% ... %}) of the sources: a superset of the names
+    a template binds (set, for, macro and call arguments, with, import), which a Context does
+    not look up (Jinja2's context would hold their current values: NotImplementedError)."""
+    names = set()
+    for src in sources:
+        for st in _STATEMENT.findall(src):
+            names.update(_IDENT.findall(st))
+    return frozenset(names)
+
+
+class Context:
+    """Jinja2's template Context as a pass_context callable gets it, for the names the template
+    does not bind: the render's parent (Environment.globals, Template.globals and the render
+    arguments, the objects themselves), the environment, the template's name and its eval
+    context. tpl does not hand its frames' variables to Python: looking up a name that any
+    statement of the template (or a template it loads) mentions — it may hold a variable Jinja2's
+    context would give — and .vars, .exported_vars, iterating or listing the context when the
+    template has such names, raise NotImplementedError naming the name. (Made by the render; not
+    to be made by hand.)"""
+
+    def __init__(self, template, parent):
+        self.environment = template.environment
+        self.parent = {**_DEFAULT_NAMESPACE, **parent}  # (Jinja2's default globals below)
+        self._template = template
+        self._bound = template._bound_names()
+        self.eval_ctx = EvalContext(template.environment, template.name)
+        self.blocks = {}
+
+    @property
+    def name(self):
+        if self._template._loaded:
+            raise NotImplementedError("tpl.jinja2: Context.name of a template that loads others (Jinja2 names the "
+                                      "template the callable runs in)")
+        return self._template.name
+
+    def _check(self, key):
+        if key in self._bound:
+            raise NotImplementedError("tpl.jinja2: Context lookup of %r, a name the template may assign (tpl does "
+                                      "not hand its variables to Python callables)" % (key,))
+
+    def _all_checked(self, what):
+        if self._bound:
+            raise NotImplementedError("tpl.jinja2: Context.%s of a template that assigns names (tpl does not hand "
+                                      "its variables to Python callables)" % what)
+
+    @property
+    def vars(self):
+        self._all_checked("vars")
+        return {}
+
+    @property
+    def exported_vars(self):
+        self._all_checked("exported_vars")
+        return set()
+
+    def resolve_or_missing(self, key):
+        self._check(key)
+        return self.parent.get(key, missing)
+
+    def resolve(self, key):
+        rv = self.resolve_or_missing(key)
+        if rv is missing:
+            return self.environment.undefined(name=key)
+        return rv
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __getitem__(self, key):
+        rv = self.resolve_or_missing(key)
+        if rv is missing:
+            raise KeyError(key)
+        return rv
+
+    def __contains__(self, name):
+        self._check(name)
+        return name in self.parent
+
+    def get_all(self):
+        self._all_checked("get_all")
+        return dict(self.parent)
+
+    def get_exported(self):
+        self._all_checked("get_exported")
+        return {}
+
+    def keys(self):
+        return self.get_all().keys()
+
+    def values(self):
+        return self.get_all().values()
+
+    def items(self):
+        return self.get_all().items()
+
+    def __iter__(self):
+        return iter(self.get_all())
+
+    def call(self, __obj, *args, **kwargs):
+        """As Jinja2's Context.call: __obj called with this context, the environment or the eval
+        context first when it asks for one (pass_*)."""
+        how = _pass_arg_of(__obj)
+        if how == "context":
+            args = (self,) + args
+        elif how == "eval_context":
+            args = (self.eval_ctx,) + args
+        elif how == "environment":
+            args = (self.environment,) + args
+        return __obj(*args, **kwargs)
+
+    def __repr__(self):
+        return "<Context %r of %r>" % (self.parent, self._template.name)
+
+
+# Jinja2's DEFAULT_NAMESPACE, in a Context's parent: range and dict are Python's; lipsum, cycler,
+# joiner and namespace are tpl's own in templates (called from Python: NotImplementedError)
+_DEFAULT_NAMESPACE = {"range": range, "dict": dict}
+for _n in ("lipsum", "cycler", "joiner", "namespace"):
+    _DEFAULT_NAMESPACE[_n] = (lambda n: lambda *a, **kw: _refused(
+        "Context['%s']" % n, "tpl's %s global is the VM's, not a Python callable" % n)())(_n)
+del _n
+
+
+def _passing(f, first):
+    """f called with first() before its arguments, named as f (Jinja2 hands the template f itself)."""
+    def call(*a, **kw):
+        return f(first(), *a, **kw)
+    for k in ("__name__", "__qualname__", "__doc__", "__module__"):
+        try:
+            setattr(call, k, getattr(f, k))
+        except (AttributeError, TypeError):
+            pass
+    return call
+
+
+def _current_context(what):
+    r = _RENDERING.get()
+    if r is None:
+        raise NotImplementedError("tpl.jinja2: %s uses pass_context outside a render of tpl.jinja2.Template.render/"
+                                  "generate (Environment.call_filter/call_test)" % (what,))
+    return Context(*r)
+
+
 def _bind_pass_arg(env, name, kind, f, template_name):
     """f as tpl calls it: Jinja2's pass_* decorators (its own or these) honoured."""
     how = _pass_arg_of(f)
     if how is None:
         return f
     if how == "environment":
-        return lambda *a, **kw: f(env, *a, **kw)
+        return _passing(f, lambda: env)
     if how == "eval_context":
         ctx = EvalContext(env, template_name)
-        return lambda *a, **kw: f(ctx, *a, **kw)
-    raise NotImplementedError("tpl.jinja2: %s %r uses pass_context (tpl has no Jinja2 template context to pass)"
-                              % (kind, name))
+        return _passing(f, lambda: ctx)
+    what = "%s %r" % (kind, name)
+    return _passing(f, lambda: _current_context(what))
 
 
 _PLAIN_CALLABLES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,
@@ -333,19 +490,16 @@ def _pass_arg_of(obj):
 
 def _context_callable(env, name, f, template_name):
     """A callable of the render context (env/template globals, render arguments) as tpl calls it:
-    pass_environment and pass_eval_context honoured; pass_context raises NotImplementedError
-    naming it when the template calls it (Jinja2 would pass its template context)."""
+    pass_environment, pass_eval_context and pass_context (the render's Context) honoured."""
     how = _pass_arg_of(f)
     if how == "environment":
-        return lambda *a, **kw: f(env, *a, **kw)
+        return _passing(f, lambda: env)
     if how == "eval_context":
         ctx = EvalContext(env, template_name)
-        return lambda *a, **kw: f(ctx, *a, **kw)
+        return _passing(f, lambda: ctx)
 
-    def refuse(*a, **kw):
-        raise NotImplementedError("tpl.jinja2: %r uses pass_context (tpl has no Jinja2 template context to pass)"
-                                  % (name,))
-    return refuse
+    what = repr(name)
+    return _passing(f, lambda: _current_context(what))
 
 
 def select_autoescape(enabled_extensions=("html", "htm", "xml"), disabled_extensions=(), default_for_string=True,
@@ -764,6 +918,10 @@ class Environment:
                               defer_missing=True, **self._ext_options)
         tmpl = Template._from_tpl(self, t, name, filename, globals)
         tmpl._source = source
+        tmpl._sources = sources
+        tmpl._wants_context = any(_pass_arg_of(f) == "context" for f in
+                                  list(self.filters.values()) + list(self.tests.values()) + [self.finalize]
+                                  if f is not None)
         tmpl._uptodate = uptodate
         tmpl._loaded = loaded
         tmpl._policies = _policies_state(self.policies)
@@ -956,6 +1114,8 @@ class Environment:
 class Template:
     """A template of an Environment (Template(source) makes one with the default environment)."""
 
+    _parent_tls = __import__("threading").local()  # (_context's parent, for the caller in this thread)
+
     def __new__(cls, source=None, **env_options):
         if source is None:
             return super().__new__(cls)
@@ -1013,15 +1173,31 @@ class Template:
         """This template's source and those it loads (compiled with it) unchanged."""
         return all(up is None or up() for up in [self._own_uptodate] + self._uptodate)
 
+    _wants_context = False
+    _sources = ()
+
+    def _bound_names(self):
+        b = self.__dict__.get("_bound")
+        if b is None:
+            b = self._bound = _bound_names(self._sources)
+        return b
+
     def _context(self, args, kwargs):
         """The render's state (template and env globals, then the arguments) and the env globals
-        below it (None when there are none)."""
+        below it (None when there are none). self._parent: the state as given (a pass_context
+        callable's Context.parent), or None when nothing of the render asks for a Context."""
         env = self.environment
         g = self.globals
         ctx = {**g.maps[1], **g.maps[0], **dict(*args, **kwargs)} if len(g.maps) == 2 else {**g, **dict(*args, **kwargs)}
+        parent = dict(ctx) if self._wants_context else None
         for k, v in ctx.items():
             if callable(v) and _pass_arg_of(v) is not None:
+                if parent is None and _pass_arg_of(v) == "context":
+                    parent = dict(ctx)
                 ctx[k] = _context_callable(env, k, v, self.name)
+        if parent is None and any(callable(v) and _pass_arg_of(v) == "context" for v in env.globals.values()):
+            parent = dict(ctx)
+        self._parent_tls.parent = parent
         pol = env.policies  # (Jinja2 reads them when the template runs)
         st = self._policies
         if pol is not st[0] or (st[1] != pol.version if type(pol) is _Policies else st != _policies_state(pol)):
@@ -1044,6 +1220,8 @@ class Template:
 
     def render(self, *args, **kwargs):
         ctx, eg = self._context(args, kwargs)
+        parent = self._parent_tls.parent
+        token = _RENDERING.set((self, parent)) if parent is not None else None
         try:
             if eg is None:
                 return self._t.render(ctx)
@@ -1053,6 +1231,9 @@ class Template:
             return out
         except _tpl.TemplateError as e:
             raise self._raised(e) from None
+        finally:
+            if token is not None:
+                _RENDERING.reset(token)
 
     def _raised(self, e):
         """The Jinja2 exception to raise for tpl's error e."""
@@ -1099,7 +1280,7 @@ class Template:
         render runs in a thread of its own, paused while a piece waits to be taken; closing the
         generator early stops it."""
         ctx, eg = self._context(args, kwargs)
-        return _generate(self, self._t, ctx, eg)
+        return _generate(self, self._t, ctx, eg, self._parent_tls.parent)
 
     def stream(self, *args, **kwargs):
         return TemplateStream(self.generate(*args, **kwargs))
@@ -1224,7 +1405,7 @@ class _CompileFailed:
     render = _render_globals = _render_stream = _fail
 
 
-def _generate(template, t, ctx, eg):
+def _generate(template, t, ctx, eg, parent=None):
     import queue
     import threading
     pieces = queue.SimpleQueue()  # str pieces, then ("end", result) or ("raise", exception)
@@ -1237,6 +1418,8 @@ def _generate(template, t, ctx, eg):
         return not stop
 
     def work():
+        if parent is not None:
+            _RENDERING.set((template, parent))
         try:
             pieces.put(("end", t._render_stream(ctx, eg, write)))
         except BaseException as e:  # (a callback's exception: raised where the pieces are taken)

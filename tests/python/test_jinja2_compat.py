@@ -313,11 +313,10 @@ def test_pass_decorators_and_errors():
 
     @tj.pass_context
     def ctxf(ctx, x):
-        return x
+        return "%s%s" % (x, ctx["y"])
     te = tj.Environment()
     te.filters["ctxf"] = ctxf
-    with pytest.raises(NotImplementedError, match="pass_context"):
-        te.from_string("{{ 1|ctxf }}")
+    assert te.from_string("{{ 1|ctxf }}").render(y=2) == "12"
 
     def boom(x):
         raise KeyError("boom %s" % x)
@@ -526,11 +525,11 @@ def test_pass_decorators_on_context_callables():
 
     @tj.pass_context
     def ctxf(ctx):
-        return 1
-    t = tj.Environment().from_string("{% if x %}{{ f() }}{% endif %}")
+        return ctx.get("y")
+    t = tj.Environment().from_string("{% if x %}{{ f() }}{% endif %}{% set y = 1 %}")
     assert t.render(f=ctxf) == ""  # not called: no error
-    with pytest.raises(NotImplementedError, match="'f' uses pass_context"):
-        t.render(f=ctxf, x=1)
+    with pytest.raises(NotImplementedError, match="Context lookup of 'y'"):  # a name the template assigns
+        t.render(f=ctxf, x=1, y=0)
 
 
 def test_policies():
@@ -1654,3 +1653,47 @@ def test_template_module_errors_and_refusals():
         tj.Environment(undefined=tj.StrictUndefined).from_string("{{ nope }}").make_module()
     with pytest.raises(NotImplementedError, match="make_module"):
         t.make_module({}, shared=True)
+
+
+def test_pass_context():
+    """pass_context filters, tests, globals and render arguments (Jinja2's or tpl.jinja2's
+    decorator) get a Context: get/[]/resolve/resolve_or_missing/in over the render's parent
+    (globals and arguments, the objects themselves), environment, eval_ctx, parent, call."""
+    outs = []
+    for m in (jinja2, tj):
+        @m.pass_context
+        def who(ctx, x=None):
+            return "%s|%s|%s|%s|%s|%s|%s|%s" % (x, ctx.get("user"), ctx["g"], ctx.resolve("nope"), "user" in ctx,
+                                                ctx.eval_ctx.autoescape, type(ctx.environment).__name__,
+                                                ctx.resolve_or_missing("nope") is m.utils.missing)
+
+        @jinja2.pass_context
+        def gl(ctx):
+            return "%s/%s/%s/%s" % (ctx.get("user"), ctx.get("zz", "dflt"), sorted(ctx.parent)[:4],
+                                    ctx.call(who, 5))
+
+        @m.pass_context
+        def t_has(ctx, v, k):
+            return k in ctx
+        obj = object()
+
+        @m.pass_context
+        def same(ctx):
+            return ctx["o"] is obj and ctx.parent["range"] is range
+        e = m.Environment(autoescape=True)
+        e.filters["who"] = who
+        e.tests["has"] = t_has
+        e.globals.update(g="G", gl=gl)
+        t = e.from_string("{{ 1|who }} {{ f() }} {{ gl() }} {{ 1 is has('user') }} {{ 1 is has('zz') }} "
+                          "{{ f.__name__ }} {{ same() }} {{ [1, 2]|map('who')|join(',') }}")
+        outs.append([t.render(user="<u>", f=who, o=obj, same=same),
+                     "".join(t.generate(user="v", f=who, o=obj, same=same))])
+    assert outs[1] == outs[0]
+    # names a statement of the template mentions: refused by name (Jinja2's context could hold
+    # a variable of the template's)
+    t = tj.Environment().from_string("{% for user in [1] %}{{ f() }}{% endfor %}")
+    with pytest.raises(NotImplementedError, match="'user'"):
+        t.render(user="u", f=tj.pass_context(lambda ctx: ctx.get("user")))
+    with pytest.raises(NotImplementedError, match="vars"):
+        t.render(f=tj.pass_context(lambda ctx: ctx.vars))
+    assert tj.Environment().from_string("{{ f() }}").render(f=tj.pass_context(lambda ctx: ctx.vars)) == "{}"
