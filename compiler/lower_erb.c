@@ -25,6 +25,7 @@ typedef struct erb_loop {
     uint32_t top;           /* loop: the FOR_NEXT to continue at */
     uint32_t breaks[64];    /* loop: jumps to patch with the exit */
     int nbreaks;
+    uint32_t val_slot;      /* a while/until/loop used as a value: the slot its break's value goes to + 1 */
 } erb_loop;
 
 /* A method the template defines (`def`), or one a def's body calls before any def of it was seen:
@@ -492,14 +493,20 @@ static void for_loop(erb_low *L, tpl_node *n)
 
 /* `while c ... end` / `until c ... end` (cond NULL: Kernel#loop, whose block is `blk`, a scope with
  * block-local variables). The fuel limit bounds a loop that never ends. */
-static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tpl_node *stmts, uint32_t off)
+static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tpl_node *stmts, uint32_t off, bool used)
 {
     erb_blocals bl = { .n = 0 };
+    erb_loop lc = { 0 };
+    if (used) {
+        /* its value: nil when the condition ends it, a break's value (Ruby's while/loop value) */
+        lc.val_slot = tpl_c_slot(C) + 1;
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, lc.val_slot - 1, -1);
+    }
     if (blk) {
         blocal_scan(L, &bl, NULL, blk->b, 0);
         tpl_c_push_scope(C);
     }
-    erb_loop lc = { 0 };
     lc.parent = L->loop;
     lc.top = tpl_c_here(C);
     L->loop = &lc;
@@ -520,6 +527,10 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
     if (blk) {
         tpl_c_pop_scope(C);
         blocal_unset(L, &bl);
+    }
+    if (used) {
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, lc.val_slot - 1, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(while)")));
     }
 }
 
@@ -1324,6 +1335,12 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
         return;
     case TPL_N_RDEF:
         own_params(L, n->a, n->off + 1, depth, OV_PARAM);
+        for (const tpl_node *p = n->a; p; p = p->next)
+            if (p->kind == TPL_N_NAME && (p->op == 10 || p->op == 11)) {
+                /* *rest and **opts: an Array and a Hash Ruby builds for each call (their items the caller's) */
+                own_var *v = ov_find(L, n->off + 1, p->val, true);
+                if (v) v->flags = OV_ASSIGNED | OV_ITEMS;
+            }
         own_body(L, n->b, n->off + 1, 3, depth);
         return;
     case TPL_N_RRETURN: case TPL_N_RNEXT: case TPL_N_RBREAK: case TPL_N_RRANGE:
@@ -1549,6 +1566,12 @@ static void group_before(erb_low *L, own_group *g, uint32_t off)
         if (!L->in_def && !(m->flags & OV_ASSIGNED) && !tpl_c_lookup(C, mn->val, &ms) && !tpl_c_lookup_root(C, mn->val, &ms))
             tpl_c_declare_root(C, mn->val);   /* (read from the state until the write-back fills it, also in a loop's next turn) */
         if (!tpl_c_lookup(C, sv, &g->slot[i])) g->slot[i] = tpl_c_declare(C, sv);
+        if (L->in_def && !tpl_c_lookup(C, mn->val, &ms)) {
+            /* a def's local assigned only further on (`o.merge!(x); y = o`): it holds nothing yet */
+            tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, g->slot[i], -1);
+            continue;
+        }
         expr(L, (tpl_node *)g->root);
         expr(L, mn);
         tpl_c_at(C, off);
@@ -1573,6 +1596,7 @@ static void group_after(erb_low *L, const own_group *g, uint32_t off)
             if (m->flags & OV_ASSIGNED) continue;   /* a block's local, out of scope here */
             slot = tpl_c_declare_root(C, name);
         }
+        if (L->in_def && !tpl_c_lookup(C, name, &slot)) continue;   /* (a def's local not assigned yet) */
         load_local(L, g->slot[i], S("(same)"));
         uint32_t skip = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
         expr(L, (tpl_node *)g->root);
@@ -2178,9 +2202,48 @@ static void fwd_call(erb_low *L, tpl_node *n, bool used)
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* `name /x` where the lexer knew no local `name` (grammar/erb_parse.y): Ruby reads `/x.../` as a regex
+ * argument of a method call unless name is a local of the binding, a key of the state; tpl divides then, and
+ * refuses otherwise (Ruby's SyntaxError, or a regex it reads to some later `/`). */
+static void ambdiv(erb_low *L, tpl_node *n, bool used)
+{
+    tpl_node *d = n->b->a;
+    tpl_value nm = d->a->val;
+    uint32_t slot;
+    char msg[300];
+    snprintf(msg, sizeof msg, "unsupported Ruby construct: `%.*s /' where %.*s is no local variable (Ruby reads a regex "
+             "literal argument of a method call there)", nm.len > 100 ? 100 : (int)nm.len, nm.u.s, nm.len > 100 ? 100 : (int)nm.len, nm.u.s);
+    if (tpl_c_lookup(C, nm, &slot)) {
+        expr(L, d);
+    } else if (L->in_def) {
+        tpl_c_error(C, d->off, "%s", msg);
+        return;
+    } else {
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, nm), 1);
+        tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+        tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+        tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+        tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+        uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+        expr(L, d);
+        uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+        tpl_c_patch(C, no, tpl_c_here(C));
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+        tpl_c_patch(C, end, tpl_c_here(C));
+    }
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
 /* A method call; `used` false when its value is dropped (a statement). */
 static void call(erb_low *L, tpl_node *n, bool used)
 {
+    if (!n->a && name_is(n->val, "(ambdiv)") && n->b && n->b->kind == TPL_N_ARG && n->b->a->kind == TPL_N_BINOP) {
+        ambdiv(L, n, used);
+        return;
+    }
     /* a trailing &:name argument is the call's block */
     if (n->b) {
         tpl_node **pp = &n->b;
@@ -2306,10 +2369,17 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
         return;
     }
-    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop") && !used && L->loop_stop != n) {
+    if (!n->a && name_is(n->val, "(loopstop)")) {
+        tpl_c_at(C, n->off);
+        static const char msg[] = "unsupported Ruby construct: the value of a loop that StopIteration ended (Ruby's is the "
+                                  "Enumerator's result)";
+        tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, sizeof msg - 1)), used ? 1 : 0);
+        return;
+    }
+    if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop") && L->loop_stop != n) {
         /* Kernel#loop rescues StopIteration (an Enumerator's next past its end) and ends: as a
          * statement, `begin; loop do ... end; rescue StopIteration; end` (as a value its result
-         * would be the exception's: tpl lets the error through) */
+         * would be the exception's result: refused then, a break's value is the loop's) */
         tpl_node *stmts = tpl_node_new(tpl_c_arena(C), TPL_N_RSTMTS, n->off);
         tpl_node *cls = tpl_node_new(tpl_c_arena(C), TPL_N_RCONSTNAME, n->off);
         tpl_node *res = tpl_node_new(tpl_c_arena(C), TPL_N_RRESCUE, n->off);
@@ -2318,20 +2388,25 @@ static void call(erb_low *L, tpl_node *n, bool used)
         stmts->b = n;
         cls->val = tpl_v_str("StopIteration", 13);
         res->a = cls;
+        if (used) {
+            tpl_node *stop = tpl_node_new(tpl_c_arena(C), TPL_N_RMETHOD, n->off);
+            if (!stop) { tpl_c_nomem(C, n->off); return; }
+            stop->val = S("(loopstop)");
+            res->b = stop;
+        }
         beg->a = stmts;
         beg->b = res;
         tpl_node *save = L->loop_stop, *save_next = n->next;
         L->loop_stop = n;
         n->next = NULL;
-        begin_(L, beg, false);
+        begin_(L, beg, used);
         n->next = save_next;
         L->loop_stop = save;
         return;
     }
     if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop")) {
-        /* Kernel#loop: until a break (its value is nil here, as a loop ended by StopIteration) */
-        while_loop(L, NULL, false, n->c, n->c->b, n->off);
-        if (used) tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        /* Kernel#loop: until a break (its value: the break's) */
+        while_loop(L, NULL, false, n->c, n->c->b, n->off, used);
         return;
     }
     if (!n->a && !n->b && !n->c && (name_is(n->val, "raise") || name_is(n->val, "fail"))) {
@@ -3097,9 +3172,8 @@ static void expr(erb_low *L, tpl_node *n)
         tpl_c_error(C, n->off, "'%s' is not supported inside an expression",
                     n->kind == TPL_N_RNEXT ? "next" : n->kind == TPL_N_RBREAK ? "break" : "retry");
         return;
-    case TPL_N_RWHILE:   /* nil */
-        stmt(L, n);
-        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    case TPL_N_RWHILE:   /* nil, or a break's value */
+        while_loop(L, n->a, n->op == 1, NULL, n->b, n->off, true);
         return;
     case TPL_N_RBEGIN:
         begin_(L, n, true);
@@ -4000,7 +4074,7 @@ static void stmt(erb_low *L, tpl_node *n)
         for_loop(L, n);
         return;
     case TPL_N_RWHILE:
-        while_loop(L, n->a, n->op == 1, NULL, n->b, n->off);
+        while_loop(L, n->a, n->op == 1, NULL, n->b, n->off, false);
         return;
     case TPL_N_RBEGIN:
         begin_(L, n, false);
@@ -4049,7 +4123,11 @@ static void stmt(erb_low *L, tpl_node *n)
             tpl_c_emit(C, TPL_OP_RET_RB, brk ? 1 : 0, -1);
             return;
         }
-        if (n->a) { expr(L, n->a); tpl_c_emit(C, TPL_OP_POP, 0, -1); }
+        if (brk && lc->val_slot) {
+            if (n->a) expr(L, n->a);
+            else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, lc->val_slot - 1, -1);
+        } else if (n->a) { expr(L, n->a); tpl_c_emit(C, TPL_OP_POP, 0, -1); }
         tpl_c_at(C, n->off);
         if (!brk) { tpl_c_emit(C, TPL_OP_JUMP, lc->top, 0); return; }
         if (lc->nbreaks >= 64) { tpl_c_error(C, n->off, "too many breaks in one block"); return; }

@@ -397,6 +397,9 @@ typedef struct rlex {
                            * is DO_BLOCK, the command's block, as Ruby's keyword_do_block) */
     tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
     tpl_arena *larena;    /* where `locals` lives (NULL: ctx->arena) */
+    size_t amb_slash;     /* `name /x` after a name no local has (Ruby: a regex argument unless a binding's
+                           * local): the `/`'s offset + 1, its token flagged 'r' (0: none) */
+    uint8_t next_flag;    /* the flag of the next token pushed */
 } rlex;
 
 static void feed_tok(struct erb_feed *f, tpl_token t);
@@ -406,8 +409,10 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
     L->def_name = false;
     if (kind == TK_TERM || kind == TK_INS_CLOSE || kind == TK_PUT) L->cmd_at = 0;
     else if (kind == TK_CMD && (!L->cmd_at || L->cmd_at > L->depth + 1)) L->cmd_at = L->depth + 1;
+    uint8_t flag = L->next_flag;
+    L->next_flag = 0;
     if (!L->out) {
-        feed_tok(L->feed, (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind });
+        feed_tok(L->feed, (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind, .flag = flag });
         L->prev = kind;
         L->prev_off = off;
         L->prev_end = off + len;
@@ -420,7 +425,7 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
         L->out->v = nv;
         L->out->cap = nc;
     }
-    L->out->v[L->out->n++] = (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind };
+    L->out->v[L->out->n++] = (tpl_token){ .off = (uint32_t)off, .len = (uint32_t)len, .kind = (uint16_t)kind, .flag = flag };
     L->prev = kind;
     L->prev_off = off;
     L->prev_end = off + len;
@@ -757,6 +762,11 @@ static bool ruby_lex(rlex *L)
                 if (after_dot && p < n && s[p] == '/' && p + 1 < n && s[p + 1] != ' ' && s[p + 1] != '\t' &&
                     s[p + 1] != '\n' && s[p + 1] != '=')
                     kind = TK_CMD;
+                /* a bare name: Ruby reads that regex argument too unless the name is a local of the binding (a
+                 * state key); the `/` is flagged for the lowering, which divides only then */
+                if (!after_dot && kind == TK_IDENT && p < n && s[p] == '/' && p + 1 < n && s[p + 1] != ' ' &&
+                    s[p + 1] != '\t' && s[p + 1] != '\n' && s[p + 1] != '=')
+                    L->amb_slash = p + 1;
             }
             /* `include?x`: an argument right after a `?` method name is a command argument, as in Ruby */
             if (!is_const && s[e - 1] == '?' && e < n &&
@@ -1018,6 +1028,7 @@ static bool ruby_lex(rlex *L)
                 L->depth--;
             }
             if (kind == TK_LBRACE_BLK) L->want_params = true;
+            if (kind == TK_SLASH && L->amb_slash == st + 1) L->next_flag = 'r';
             bool def_open = kind == TK_LPCALL && L->def_name;
             if (kind == TK_RPAREN && L->def_at && L->depth + 1 == L->def_at) { L->in_params = false; L->def_at = 0; }
             push_tok(L, kind, st, len);

@@ -417,7 +417,12 @@ arg(A) ::= primary(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
 arg(A) ::= arg(L) PLUS(T) arg(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
 arg(A) ::= arg(L) MINUS(T) arg(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
 arg(A) ::= arg(L) STAR(T) arg(R). { A = binop(ctx, TPL_AOP_MUL, L, R, T.off); }
-arg(A) ::= arg(L) SLASH(T) arg(R). { A = binop(ctx, TPL_AOP_DIV, L, R, T.off); }
+arg(A) ::= arg(L) SLASH(T) arg(R). {
+    A = binop(ctx, TPL_AOP_DIV, L, R, T.off);
+    /* `size /2` after a name no local has: Ruby reads a regex argument unless the name is a binding's local
+     * (a state key); the lowering (compiler/lower_erb.c ambdiv) divides only then */
+    if (T.flag == 'r' && L->kind == TPL_N_NAME) A = method_s(ctx, NULL, "(ambdiv)", arg1(ctx, A), T.off);
+}
 arg(A) ::= arg(L) PERCENT(T) arg(R). { A = binop(ctx, TPL_AOP_MOD, L, R, T.off); }
 arg(A) ::= arg(L) POW(T) arg(R). {
     /* -2 ** 2 is -(2 ** 2) in Ruby: a numeric literal's minus binds looser than ** (not in (-2) ** 2) */

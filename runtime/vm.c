@@ -3041,6 +3041,8 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     if (d->kwargs_slot >= 0) {
         if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 0))) return oom(vm);
         slots[d->kwargs_slot] = tpl_v_map(kwargs);
+        /* an ERB def's **opts: a Hash Ruby builds for the call (changed in place, as the literals of the render) */
+        if (vm->p->opts.syntax == TPL_SYNTAX_ERB) slots[d->kwargs_slot].flags |= TPL_F_MUT_RB;
     }
     if (too_many)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes not more than %u argument(s)", MNAME(mname), d->nparams);
