@@ -1616,10 +1616,64 @@ static int display_kind(const tpl_node *n)
     return n->kind == TPL_N_LIST || n->kind == TPL_N_DICT;
 }
 
+/* Whether two literals are one object in Jinja2 (each literal is an object its lexer made):
+ * distinct unless CPython shares them: None, True, False, the ints -5..256, '' and a single Latin-1
+ * character. */
+static bool literals_same(tpl_value x, tpl_value y)
+{
+    if (x.type != y.type) return false;
+    if (x.type == TPL_T_STR) {
+        bool latin1_char = (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) ||
+                           (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
+        return x.len == y.len && memcmp(x.u.s, y.u.s, x.len) == 0 && (x.len == 0 || latin1_char);
+    }
+    if (x.type == TPL_T_NONE) return true;
+    if (x.type == TPL_T_BOOL) return x.u.i == y.u.i;
+    if (x.type == TPL_T_INT) return x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256;
+    return false;
+}
+
+/* A scalar literal, or the one `[...]|first` / `|last` (no arguments) of a list or tuple display
+ * picks (Jinja2 folds the filter: the item is the object the lexer made): *v its value. */
+static bool picked_literal(const tpl_node *n, tpl_value *v, int depth)
+{
+    if (depth > 50) return false;
+    if (n->kind == TPL_N_CONST) {
+        if (n->val.type != TPL_T_NONE && n->val.type != TPL_T_BOOL && n->val.type != TPL_T_INT &&
+            n->val.type != TPL_T_STR && n->val.type != TPL_T_FLOAT) return false;
+        if (n->val.type == TPL_T_STR && (n->val.flags & TPL_F_SAFE)) return false;
+        *v = n->val;
+        return true;
+    }
+    int64_t i;
+    bool big = false;
+    if (!folds_float(n) && folded_int(n, &i, &big, 0)) { /* ([1 + 1]|first: an int the optimizer made) */
+        *v = tpl_v_int(big ? 257 : i); /* (a big one: never shared, as 257) */
+        return true;
+    }
+    if (n->kind != TPL_N_FILTER || n->b || !n->a) return false;
+    bool first = n->val.len == 5 && memcmp(n->val.u.s, "first", 5) == 0;
+    if (!first && !(n->val.len == 4 && memcmp(n->val.u.s, "last", 4) == 0)) return false;
+    const tpl_node *d = n->a;
+    if (d->kind == TPL_N_CONST && d->val.type == TPL_T_LIST && !d->val.aux && d->val.u.list->len) {
+        const tpl_list *l = d->val.u.list;
+        tpl_node item = { .kind = TPL_N_CONST, .val = first ? l->items[0] : l->items[l->len - 1] };
+        return picked_literal(&item, v, depth + 1);
+    }
+    if ((d->kind != TPL_N_LIST && d->kind != TPL_N_TUPLE) || !d->a) return false;
+    const tpl_node *it = d->a;
+    if (!first)
+        while (it->next) it = it->next;
+    return picked_literal(it, v, depth + 1);
+}
+
 /* `x is sameas y` of two constant expressions Jinja2 folds (not both literals): 1 the same object,
  * 0 not, -1 unknown to tpl. */
 static int sameas_folded(const tpl_node *x, const tpl_node *y)
 {
+    tpl_value px, py;
+    if (picked_literal(x, &px, 0) && picked_literal(y, &py, 0)) /* ([1]|first is sameas 1) */
+        return literals_same(px, py);
     /* [1, 2] is sameas [1, 2], {} is sameas {}, (1,) is sameas (1,): nodes.List/Tuple/Dict.as_const
      * make a new object each (False), but for () */
     int dx = display_kind(x), dy = display_kind(y);
@@ -1850,16 +1904,7 @@ static void expr(tpl_comp *c, tpl_node *n)
              * lexer made (nodes.Test.as_const), distinct unless CPython shares them: None, True,
              * False, the ints -5..256, '' and a single Latin-1 character (the runtime test would
              * see one shared constant) */
-            const tpl_value x = n->a->val, y = n->b->a->val;
-            bool same = false;
-            if (x.type != y.type) same = false;
-            else if (x.type == TPL_T_STR) {
-                bool latin1_char = (x.len == 1 && (unsigned char)x.u.s[0] < 0x80) ||
-                                   (x.len == 2 && ((unsigned char)x.u.s[0] & 0xFE) == 0xC2);
-                same = x.len == y.len && memcmp(x.u.s, y.u.s, x.len) == 0 && (x.len == 0 || latin1_char);
-            } else if (x.type == TPL_T_NONE) same = true;
-            else if (x.type == TPL_T_BOOL) same = x.u.i == y.u.i;
-            else if (x.type == TPL_T_INT) same = x.u.i == y.u.i && x.u.i >= -5 && x.u.i <= 256;
+            bool same = literals_same(n->a->val, n->b->a->val);
             push_const(c, tpl_v_bool(same != (n->op & 1)));
             return;
         }

@@ -267,8 +267,55 @@ int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
     return 0;
 }
 
+/* l's items made from dict's entries (the view's kind what), the dict just past them. */
+static int view_fill(tpl_vm *vm, tpl_list *l, tpl_value dict, int what)
+{
+    const tpl_map *m = dict.u.map;
+    tpl_value *items = tpl_arena_alloc(&vm->arena, ((size_t)m->len + 1) * sizeof *items);
+    if (!items) return tpl_vm_nomem(vm);
+    for (uint32_t i = 0; i < m->len; i++) {
+        if (what == 0) {
+            tpl_list *pair = tpl_list_new(&vm->arena, 2);
+            if (!pair) return tpl_vm_nomem(vm);
+            pair->items[0] = m->e[i].key;
+            pair->items[1] = m->e[i].val;
+            pair->len = 2;
+            items[i] = tpl_v_list(pair);
+            items[i].flags = TPL_F_TUPLE;
+        } else {
+            items[i] = what == 1 ? m->e[i].key : m->e[i].val;
+        }
+    }
+    items[m->len] = dict;
+    l->items = items;
+    l->len = l->cap = m->len;
+    return 0;
+}
+
+int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out)
+{
+    tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+    if (!l) return tpl_vm_nomem(vm);
+    if (view_fill(vm, l, dict, what) < 0) return -1;
+    if (vm->views_n == vm->views_cap) {
+        uint32_t cap = vm->views_cap ? vm->views_cap * 2 : 8;
+        struct tpl_view *t = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *t);
+        if (!t) return tpl_vm_nomem(vm);
+        if (vm->views_n) memcpy(t, vm->views, (size_t)vm->views_n * sizeof *t);
+        vm->views = t;
+        vm->views_cap = cap;
+    }
+    vm->views[vm->views_n++] = (struct tpl_view){ l, dict, what };
+    *out = tpl_v_list(l);
+    out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
+    out->flags = TPL_F_VIEW_DICT;
+    return 0;
+}
+
 void tpl_vm_map_owned(tpl_vm *vm, tpl_value v)
 {
+    for (uint32_t i = 0; i < vm->views_n; i++) /* (out of memory: the view keeps its items) */
+        if (vm->views[i].dict.u.map == v.u.map) (void)view_fill(vm, vm->views[i].list, vm->views[i].dict, vm->views[i].what);
     if (v.u.map->e) (void)own_slot(vm, v.u.map->e, true); /* (out of memory: the next change copies) */
     const struct tpl_own *h = own_slot(vm, v.u.map, false);
     if (h && h->hwm == TPL_OWN_HEADER) state_finds_gone(vm); /* (a dict of the state: its entries moved) */
@@ -3046,8 +3093,16 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     }
     if (too_many)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes not more than %u argument(s)", MNAME(mname), d->nparams);
-    if (d->caller_slot >= 0 && caller.type != TPL_T_UNSET && slots[d->caller_slot].type == TPL_T_UNSET)
+    if (d->caller_slot >= 0 && slots[d->caller_slot].type == TPL_T_UNSET && caller.type != TPL_T_UNSET)
         slots[d->caller_slot] = caller;
+    if (d->caller_slot >= 0 && (slots[d->caller_slot].type == TPL_T_UNSET || slots[d->caller_slot].type == TPL_T_NONE)) {
+        /* no caller (or caller=None): Jinja2's Undefined(hint="No caller defined"), its message when
+         * used; not when caller is a parameter of the macro's own (explicit_caller) */
+        bool explicit = false;
+        for (uint32_t i = 0; i < d->nparams; i++)
+            if (params->items[i].len == 6 && memcmp(params->items[i].u.s, "caller", 6) == 0) explicit = true;
+        if (!explicit) slots[d->caller_slot] = undef_named("No caller defined", 17, TPL_UNDEF_PLAIN, 0);
+    }
     if (vm->ncaptures >= TPL_VM_CAPTURES) return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (captures)");
     vm->captures[vm->ncaptures++] = vm->out_len;
     vm->slot_top = base + d->nslots;
@@ -6040,6 +6095,8 @@ int tpl_vm_run_direct(tpl_vm *vm)
     vm->own_cap = vm->own_n = 0;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
+    vm->views = NULL;
+    vm->views_n = vm->views_cap = 0;
     vm->name_hit_prog = NULL; /* (as tpl_vm_run's for a native program) */
     vm->name_hit_lazy = p->nnames <= TPL_VM_NAME_HITS ? p : NULL;
     vm->name_hit_kept = false;
@@ -6091,6 +6148,8 @@ int tpl_vm_run(tpl_vm *vm)
     vm->own_cap = vm->own_n = 0;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
+    vm->views = NULL;
+    vm->views_n = vm->views_cap = 0;
     /* the state lookups of the last render (interp: hits) are kept when the state, the globals
      * and the program's names are those they were found for, else gone */
     const tpl_map *state_map = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;
