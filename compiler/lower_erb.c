@@ -209,7 +209,7 @@ static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "Stri
     "Exception", "StandardError", "RuntimeError", "ArgumentError", "TypeError", "NameError", "NoMethodError",
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
     "LocalJumpError", "RegexpError", "EncodingError", "IOError", "JSON::JSONError", "JSON::GeneratorError",
-    "JSON::NestingError", "JSON::ParserError", "Gem::Version", "Enumerator", "Class", "Module", "Rational", NULL };
+    "JSON::NestingError", "JSON::ParserError", "Gem::Version", "Enumerator", "Class", "Module", "Rational", "Complex", "Math", "Kernel", "Proc", "Math::DomainError", NULL };
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -2903,10 +2903,15 @@ static void expr(erb_low *L, tpl_node *n)
                 tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_float(num_consts[i].v)), 1);
                 return;
             }
-        if (name_is(n->val, "Float::DIG")) {
-            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(DBL_DIG)), 1);
-            return;
-        }
+        static const struct { const char *name; int v; } int_consts[] = {
+            { "Float::DIG", DBL_DIG }, { "Float::MANT_DIG", DBL_MANT_DIG }, { "Float::MAX_10_EXP", DBL_MAX_10_EXP },
+            { "Float::MAX_EXP", DBL_MAX_EXP }, { "Float::MIN_10_EXP", DBL_MIN_10_EXP }, { "Float::MIN_EXP", DBL_MIN_EXP },
+            { "Float::RADIX", FLT_RADIX } };
+        for (size_t i = 0; i < sizeof int_consts / sizeof int_consts[0]; i++)
+            if (name_is(n->val, int_consts[i].name)) {
+                tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(int_consts[i].v)), 1);
+                return;
+            }
         static const char *const io_consts[] = { "ENV", "IO", "Dir", "FileTest", "STDIN", "STDOUT", "STDERR", "ARGV",
                                                  "ARGF", "ObjectSpace", NULL };
         for (int i = 0; io_consts[i]; i++)
@@ -2917,6 +2922,20 @@ static void expr(erb_low *L, tpl_node *n)
                 tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
                 return;
             }
+        static const char *const core_heads[] = { "Integer", "Float", "String", "Array", "Hash", "Symbol", "NilClass",
+                                                  "TrueClass", "FalseClass", "Range", "Regexp", "Numeric", "Rational",
+                                                  "Complex", "Math", "Kernel", "Comparable", "Enumerable", "Proc", NULL };
+        for (int i = 0; core_heads[i] && !known; i++) {   /* Integer::MAX: Ruby's NameError when it runs (tpl knows those classes' constants) */
+            size_t k = strlen(core_heads[i]);
+            if (n->val.len > k + 2 && memcmp(n->val.u.s, core_heads[i], k) == 0 && n->val.u.s[k] == ':' && n->val.u.s[k + 1] == ':' &&
+                !memchr(n->val.u.s + k + 2, ':', n->val.len - k - 2)) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "uninitialized constant %.*s (NameError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+                tpl_c_at(C, n->off);
+                tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+                return;
+            }
+        }
         if (!known && memchr(n->val.u.s, ':', n->val.len)) {   /* Puppet::Error: tpl's refusal when it runs */
             char msg[200];
             snprintf(msg, sizeof msg, "unsupported Ruby construct '%.*s' (constant paths)",

@@ -102,6 +102,12 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
         core = "Exception";
     }
     if (tpl_is_aseq_rb(self)) core = "Enumerator";   /* (ArithmeticSequence's own: enum_method) */
+    if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len < 40) {   /* Kernel.puts: a class method Ruby has */
+        char cname[48];
+        snprintf(cname, sizeof cname, "%.*s", (int)self.len, self.u.s);
+        if (rb_core_has_sep(cname, '.', name, n))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s.%.*s is not implemented by tpl", cname, (int)n, name);
+    }
     if (self.type != TPL_T_HOST && rb_core_has(core, name, n))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", cls, (int)n, name);
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
@@ -2984,6 +2990,165 @@ static int make_exc(tpl_vm *vm, tpl_value cls, tpl_value msg, tpl_value *out)
     return 0;
 }
 
+/* ------------------------------------------------------------------ Math */
+
+/* Ruby's Get_Double (rb_to_float) for Math's functions: an Integer (a big one through big2dbl,
+ * Infinity past Float::MAX), a Float, a Rational's to_f; else TypeError "can't convert X into Float". */
+static int math_double(tpl_vm *vm, tpl_value v, double *d)
+{
+    if (plain_num(v)) { *d = dbl(v); return 0; }
+    if (tpl_is_rat(v)) { *d = tpl_rat_to_double(v); return 0; }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
+}
+
+/* math.c's get_double_rshift: a positive big Integer of 1024 bits or more is shifted right to 53
+ * significant bits first (*shift of them) so its log is finite. */
+static int math_double_rshift(tpl_vm *vm, tpl_value v, double *d, size_t *shift)
+{
+    *shift = 0;
+    if (v.type == TPL_T_BIGINT && v.u.s[0] != '-') {
+        mpz_t z;
+        tpl_big_get(z, v);
+        size_t bits = mpz_sizeinbase(z, 2);
+        if (bits >= DBL_MAX_EXP) {
+            *shift = bits - DBL_MANT_DIG;
+            mpz_fdiv_q_2exp(z, z, (mp_bitcnt_t)*shift);
+            *d = mpz_get_d(z);   /* (53 bits: exact) */
+            mpz_clear(z);
+            return 0;
+        }
+        mpz_clear(z);
+    }
+    return math_double(vm, v, d);
+}
+
+static int math_domain(tpl_vm *vm, const char *fn)
+{
+    return tpl_vm_fail(vm, TPL_EK_VALUE, "Numerical argument is out of domain - %s (Math::DomainError)", fn);
+}
+
+/* Math.f(x...), as Ruby 3.1's math.c (its domain checks and special cases, glibc's libm as Ruby's on
+ * Linux); 1 for a method Math does not have. */
+static int math_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
+{
+    static const char *const one[] = { "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                       "tanh", "asinh", "acosh", "atanh", "exp", "log2", "log10", "erf", "erfc",
+                                       "gamma", "lgamma", "frexp", NULL };
+    static const char *const two[] = { "atan2", "hypot", "ldexp", NULL };
+    char fn[8];
+    int want = 0;
+    for (int i = 0; one[i] && !want; i++) if (strlen(one[i]) == n && memcmp(one[i], name, n) == 0) want = 1;
+    for (int i = 0; two[i] && !want; i++) if (strlen(two[i]) == n && memcmp(two[i], name, n) == 0) want = 2;
+    bool is_log = n == 3 && memcmp(name, "log", 3) == 0;
+    if (!want && !is_log) return 1;
+    memcpy(fn, name, n);
+    fn[n] = 0;
+    if (is_log ? npos < 1 || npos > 2 : npos != want)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %s) (ArgumentError)", npos,
+                            is_log ? "1..2" : want == 1 ? "1" : "2");
+#define FN(lit) (strcmp(fn, lit) == 0)
+    double x, y = 0, r;
+    size_t shift = 0;
+    if (is_log || FN("log2") || FN("log10")) {
+        if (math_double_rshift(vm, args[0], &x, &shift) < 0) return -1;
+        if (x < 0.0) return math_domain(vm, fn);
+        if (is_log) {
+            r = x == 0.0 ? -HUGE_VAL : log(x) + (double)shift * M_LN2;
+            if (npos == 2) {
+                double b;
+                size_t bs;
+                if (math_double_rshift(vm, args[1], &b, &bs) < 0) return -1;
+                if (b < 0.0) return math_domain(vm, fn);
+                r /= b == 0.0 ? -HUGE_VAL : log(b) + (double)bs * M_LN2;
+            }
+        } else if (x == 0.0) {
+            r = -HUGE_VAL;
+        } else {
+            r = FN("log2") ? log2(x) + (double)shift : log10(x) + (double)shift * log10(2.0);
+        }
+        *out = tpl_v_float(r);
+        return 0;
+    }
+    if (FN("ldexp")) {   /* ldexp(x, NUM2INT(n)) */
+        if (math_double(vm, args[0], &x) < 0) return -1;
+        tpl_value e = args[1];
+        int64_t k;
+        if (e.type == TPL_T_INT) k = e.u.i;
+        else if (e.type == TPL_T_FLOAT && isfinite(e.u.f) && fabs(e.u.f) < 2147483648.0) k = (int64_t)e.u.f;
+        else return type_error(vm, TPL_VT_INT, e);
+        if (k > INT_MAX || k < INT_MIN)
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to 'int' (RangeError)", (long long)k, k < 0 ? "small" : "big");
+        *out = tpl_v_float(ldexp(x, (int)k));
+        return 0;
+    }
+    if (math_double(vm, args[0], &x) < 0) return -1;
+    if (want == 2 && math_double(vm, args[1], &y) < 0) return -1;
+    if (FN("atan2")) {   /* Math.atan2(y, x): args[0] is y (converted after x in Ruby; both are numbers here) */
+        double dy = x, dx = y;
+        r = dx == 0.0 && dy == 0.0 ? (!signbit(dx) ? dy : !signbit(dy) ? M_PI : -M_PI) : atan2(dy, dx);
+    } else if (FN("hypot")) r = hypot(x, y);
+    else if (FN("sqrt")) {
+        if (x < 0.0) return math_domain(vm, fn);
+        r = x == 0.0 ? 0.0 : sqrt(x);
+    } else if (FN("cbrt")) {
+        r = cbrt(x);
+#if defined __GLIBC__
+        if (isfinite(r) && !(x == 0.0 && r == 0.0)) r = (2.0 * r + (x / r / r)) / 3.0;   /* (math.c's refinement on glibc) */
+#endif
+    } else if (FN("sin")) r = sin(x);
+    else if (FN("cos")) r = cos(x);
+    else if (FN("tan")) r = tan(x);
+    else if (FN("atan")) r = atan(x);
+    else if (FN("sinh")) r = sinh(x);
+    else if (FN("cosh")) r = cosh(x);
+    else if (FN("tanh")) r = tanh(x);
+    else if (FN("asinh")) r = asinh(x);
+    else if (FN("exp")) r = exp(x);
+    else if (FN("erf")) r = erf(x);
+    else if (FN("erfc")) r = erfc(x);
+    else if (FN("asin") || FN("acos")) {
+        if (x < -1.0 || 1.0 < x) return math_domain(vm, fn);
+        r = FN("asin") ? asin(x) : acos(x);
+    } else if (FN("acosh")) {
+        if (x < 1.0) return math_domain(vm, fn);
+        r = acosh(x);
+    } else if (FN("atanh")) {
+        if (x < -1.0 || 1.0 < x) return math_domain(vm, fn);
+        r = x == -1.0 ? -HUGE_VAL : x == 1.0 ? HUGE_VAL : atanh(x);
+    } else if (FN("gamma")) {
+        static const double fact[] = { 1.0, 1.0, 2.0, 6.0, 24.0, 120.0, 720.0, 5040.0, 40320.0, 362880.0, 3628800.0,
+                                       39916800.0, 479001600.0, 6227020800.0, 87178291200.0, 1307674368000.0,
+                                       20922789888000.0, 355687428096000.0, 6402373705728000.0, 121645100408832000.0,
+                                       2432902008176640000.0, 51090942171709440000.0, 1124000727777607680000.0 };
+        if (isinf(x)) {
+            if (signbit(x)) return math_domain(vm, fn);
+            r = HUGE_VAL;
+        } else if (x == 0.0) r = signbit(x) ? -HUGE_VAL : HUGE_VAL;
+        else if (x == floor(x) && x < 0.0) return math_domain(vm, fn);
+        else if (x == floor(x) && 1.0 <= x && x <= 23.0) r = fact[(int)x - 1];   /* (0! .. 22! exact) */
+        else r = tgamma(x);
+    } else {   /* lgamma, frexp: [Float, Integer] */
+        int k = 1;
+        if (FN("frexp")) r = frexp(x, &k);
+        else if (isinf(x)) {
+            if (signbit(x)) return math_domain(vm, fn);
+            r = HUGE_VAL;
+        } else if (x == 0.0) { r = HUGE_VAL; k = signbit(x) ? -1 : 1; }
+        else r = lgamma_r(x, &k);
+        tpl_list *l = new_list(vm, 2);
+        if (!l) return oom(vm);
+        l->items[0] = tpl_v_float(r);
+        l->items[1] = tpl_v_int(k);
+        l->len = 2;
+        *out = tpl_v_list(l);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
+#undef FN
+    *out = tpl_v_float(r);
+    return 0;
+}
+
 static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
@@ -3013,6 +3178,15 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return tpl_big_result(vm, z, out);
     }
     if (CLS("File")) return file_method(vm, name, n, args, npos, out);
+    if (CLS("Math")) return math_method(vm, name, n, args, npos, out);
+    if (CLS("Kernel")) {   /* Kernel.format(...): Kernel's module functions tpl has, as the bare call */
+        static const char *const kfn[] = { "format", "sprintf", "Integer", "Float", "String", "Array", "Rational", NULL };
+        for (int i = 0; kfn[i]; i++)
+            if (strlen(kfn[i]) == n && memcmp(kfn[i], name, n) == 0) {
+                int id = tpl_vm_method_find(vm, TPL_BK_RKERNEL, name, n);
+                if (id >= 0) return tpl_vm_call_builtin(vm, id, args, npos, NULL, NULL, 0, out);
+            }
+    }
     if (CLS("Regexp") && IS("last_match") && npos <= 1) {   /* $~, or $~[n] (nil without a match) */
         tpl_value m = tpl_vm_rb_match(vm);
         if (npos == 0 || m.type != TPL_T_LIST || !(m.flags & TPL_F_MATCH_RB)) {
@@ -6411,6 +6585,11 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     if (op == 'p') { name[0] = '*'; name[1] = '*'; }
     /* (a Symbol, Regexp, class or rescued exception has no arithmetic: NoMethodError) */
     bool sym_a = a.type == TPL_T_STR && (a.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
+    if (op == 'p' && b.type == TPL_T_FLOAT && b.u.f != round(b.u.f) &&
+        (a.type == TPL_T_INT ? a.u.i < 0 : a.type == TPL_T_FLOAT ? a.u.f < 0 : (a.type == TPL_T_BIGINT || tpl_is_rat(a)) && a.u.s[0] == '-'))
+        /* Ruby's fix_pow/rb_big_pow/flo_pow: a negative number ** a Float that is no whole number (NaN too) is a
+         * Complex (the int path of Integer#pow reaches here as well: (-8).pow(0.5) printed NaN) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a negative number ** a fraction is a Complex (tpl has no Complex)");
     if (__builtin_expect(tpl_is_rat(a) || tpl_is_rat(b) || op == 'p', 0)) {   /* Rational, and Integer ** -n */
         int h = rat_arith(vm, op, a, b, out);
         if (h) return h;
@@ -9113,7 +9292,7 @@ static const char *const exc_tree[][2] = {
     { "NoMethodError", "NameError" }, { "NameError", "StandardError" }, { "FrozenError", "RuntimeError" },
     { "RuntimeError", "StandardError" }, { "KeyError", "IndexError" }, { "StopIteration", "IndexError" },
     { "IndexError", "StandardError" }, { "FloatDomainError", "RangeError" }, { "RangeError", "StandardError" },
-    { "Math::DomainError", "ArgumentError" }, { "ArgumentError", "StandardError" }, { "TypeError", "StandardError" },
+    { "Math::DomainError", "StandardError" }, { "ArgumentError", "StandardError" }, { "TypeError", "StandardError" },
     { "ZeroDivisionError", "StandardError" }, { "LocalJumpError", "StandardError" }, { "RegexpError", "StandardError" },
     { "EncodingError", "StandardError" }, { "IOError", "StandardError" }, { "StandardError", "Exception" },
     { "JSON::NestingError", "JSON::ParserError" }, { "JSON::ParserError", "JSON::JSONError" },
