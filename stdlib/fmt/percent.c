@@ -507,8 +507,9 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
             mpz_add(z, z, h);
             mpz_fdiv_q(z, z, mpq_denref(q));
             mpq_clear(q);
+            /* (its size is bounded: a Rational within TPL_BIG_MAX_BITS, times 10**prec) */
             size_t cap = mpz_sizeinbase(z, 10) + 2;
-            char *dg = cap <= (size_t)TPL_MAX_FLOAT_PREC * 4 + 4096 ? malloc(cap) : NULL;
+            char *dg = malloc(cap);
             if (!dg) { mpz_clears(z, h, NULL); return OOM(); }
             mpz_get_str(dg, 10, z);
             mpz_clears(z, h, NULL);

@@ -124,6 +124,8 @@ static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
 {
     if (want == TPL_VT_INT && (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion from nil to integer (TypeError)");
+    if (want == TPL_VT_INT && v.type == TPL_T_BIGINT)   /* (an Integer past 64 bits: NUM2LONG) */
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "bignum too big to convert into `long' (RangeError)");
     return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into %s (TypeError)", conv_name(v),
                         tpl_rb_type_name(want));
 }
@@ -517,6 +519,30 @@ static int rat_pow_int(tpl_vm *vm, mpq_t q, tpl_value e, tpl_value *out)
     return tpl_rat_result(vm, q, out);
 }
 
+/* Whether Ruby's Integer a ** e (e > 0) is a Float: rb_big_pow warns and answers Float's pow
+ * (Infinity) for a result past about 32 Mi bits (Ruby switches between 32.5 and 33.5 Mi bits by
+ * the base: Float only when the exact size is past 32 Mi bits, where Ruby surely has; below,
+ * the exact result, which tpl's integer limit refuses). */
+static bool pow_is_float(tpl_value a, double e)
+{
+    double bits;
+    if (a.type == TPL_T_BIGINT) {   /* (its digits, a lower bound: len - 1 digits past the sign) */
+        size_t nd = a.len - (a.u.s[0] == '-');
+        bits = (double)(nd - 1) * 3.321928;
+    } else {
+        if (a.u.i == 0 || a.u.i == 1 || a.u.i == -1) return false;
+        bits = log2(fabs((double)a.u.i));
+    }
+    return bits * e > 32.0 * 1024 * 1024;
+}
+
+/* That Float: Float's pow of a Bignum a, of |a| for a Fixnum (int_pow drops the sign before it
+ * squares its way to rb_big_pow: (-3) ** (10**9 + 1) is Infinity). */
+static double pow_float(tpl_value a, double e)
+{
+    return a.type == TPL_T_INT ? pow(fabs(dbl(a)), e) : pow(dbl(a), e);
+}
+
 /* Arithmetic where a Rational takes part, or Integer ** negative Integer (a Rational in Ruby): 1
  * answered (*out), 0 not one of these, -1 error. A Float operand wins (the Rational's to_f). */
 static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
@@ -530,6 +556,14 @@ static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *ou
              * branch): 1, or -1 when the base is -1 and n is odd (a big n by its last digit) */
             bool odd = b.type == TPL_T_INT ? (b.u.i & 1) != 0 : b.len && ((unsigned char)b.u.s[b.len - 1] - '0') % 2 == 1;
             *out = tpl_v_int(a.u.i == -1 && odd ? -1 : 1);
+            return 1;
+        }
+        double e = -dbl(b);
+        if (pow_is_float(a, e)) {
+            /* a ** |b| is a Float (rb_big_pow): fix_pow_inverted answers 1.0 / a ** that Float for
+             * a Fixnum a, rb_big_pow 1.0 / that Float for a Bignum (0.0: 2 ** -(10**30)) */
+            double y = pow_float(a, e);
+            *out = tpl_v_float(1.0 / (a.type == TPL_T_INT ? pow(dbl(a), y) : y));
             return 1;
         }
         mpq_t q;
@@ -578,6 +612,15 @@ static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *ou
         mpz_init_set(ez, mpq_numref(y));
         mpq_clear(y);
         if (tpl_big_result(vm, ez, &e) < 0) { mpq_clear(x); return -1; }
+        if (e.type == TPL_T_BIGINT && mpz_sgn(mpq_numref(x)) != 0 &&
+            !(mpz_cmpabs_ui(mpq_numref(x), 1) == 0 && mpz_cmp_ui(mpq_denref(x), 1) == 0)) {
+            /* nurat_expt: a Bignum exponent warns and is Float's pow of to_f (Rational(1, 3) **
+             * 10**30 is 0.0; 0, 1 and -1 stay exact below) */
+            double fx = tpl_rat_double(x);
+            mpq_clear(x);
+            *out = tpl_v_float(pow(fx, dbl(e)));
+            return 1;
+        }
         return rat_pow_int(vm, x, e, out) < 0 ? -1 : 1;
     }
     tpl_rat_get(y, b);
@@ -615,9 +658,14 @@ static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *ou
 }
 
 /* Ruby's String#to_r / Rational(str) reading: [ws] [sign] digits[_digits] [.digits] [e[sign]digits] [/digits] [ws].
- * Sets q and returns the bytes read (0: no number). */
-static size_t rat_scan(const char *s, size_t n, mpq_t q)
+ * Sets q and returns the bytes read (0: no number). *fl: 0 q is the number; RAT_TINY or RAT_HUGE
+ * (negated for a '-' sign) when its power of ten is past Ruby's power limit (read_rat_nos answers
+ * the Float 0.0 or Infinity then: 10**exp is a Float); RAT_BIG when the exact value is past
+ * TPL_BIG_MAX_BITS (known without computing the power). */
+enum { RAT_TINY = 1, RAT_HUGE = 2, RAT_BIG = 3 };
+static size_t rat_scan(const char *s, size_t n, mpq_t q, int *fl)
 {
+    *fl = 0;
     size_t i = 0;
     while (i < n && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) i++;
     bool neg = false;
@@ -646,17 +694,26 @@ static size_t rat_scan(const char *s, size_t n, mpq_t q)
         }
     }
     dig[nd] = 0;
+    /* (frac is at most the input's length; a scale past the limits below is never computed) */
+    double scale = (double)ex - (double)frac;
+    /* 10**|scale| is a Float in Ruby past about 32.5 Mi bits (tpl: past 32 Mi exact bits, where Ruby
+     * surely is); below that, a value whose exact size is past the integer limit is refused before
+     * the power is computed: num * 10**scale, or a denominator of at least 10**-scale / num */
+    double pbits = fabs(scale) * 3.321928;
+    bool zero = nd == strspn(dig, "0");   /* (0 * 10**k and 0 / 10**k: 0, no power computed) */
+    if (pbits > 32.0 * 1024 * 1024) *fl = scale > 0 ? RAT_HUGE : RAT_TINY;
+    else if (!zero && (scale > 0 ? pbits : pbits - (double)nd * 3.321929) > (double)TPL_BIG_MAX_BITS + 64) *fl = RAT_BIG;
     mpz_set_str(mpq_numref(q), dig, 10);
     mpz_set_ui(mpq_denref(q), 1);
     free(dig);
-    long scale = ex - (long)frac;
-    if (scale > 1000000 || scale < -1000000) scale = scale > 0 ? 1000000 : -1000000;   /* (the result's size check refuses it) */
-    mpz_t p10;
-    mpz_init(p10);
-    mpz_ui_pow_ui(p10, 10, (unsigned long)(scale < 0 ? -scale : scale));
-    if (scale > 0) mpz_mul(mpq_numref(q), mpq_numref(q), p10);
-    else mpz_set(mpq_denref(q), p10);
-    mpz_clear(p10);
+    if (!*fl && !zero && scale != 0) {
+        mpz_t p10;
+        mpz_init(p10);
+        mpz_ui_pow_ui(p10, 10, (unsigned long)fabs(scale));
+        if (scale > 0) mpz_mul(mpq_numref(q), mpq_numref(q), p10);
+        else mpz_set(mpq_denref(q), p10);
+        mpz_clear(p10);
+    }
     if (i + 1 < n && s[i] == '/' && s[i + 1] >= '0' && s[i + 1] <= '9') {
         mpz_t d;
         size_t ds = ++i;
@@ -672,7 +729,22 @@ static size_t rat_scan(const char *s, size_t n, mpq_t q)
         mpz_clear(d);
     }
     if (neg) mpz_neg(mpq_numref(q), mpq_numref(q));
+    if (*fl && *fl != RAT_BIG) {   /* (a zero denominator still raises first) */
+        if (neg) *fl = -*fl;
+        mpz_set_ui(mpq_numref(q), 0);
+        if (mpz_sgn(mpq_denref(q)) != 0) mpz_set_ui(mpq_denref(q), 1);
+    }
     return i;
+}
+
+/* The error or Float of a rat_scan flag (fl != 0): -1 error, else 0 with *out set to String#to_r's
+ * Float 0.0 or -0.0 (out NULL: Rational(), whose q is 0/1 then, as Rational(0.0)). */
+static int rat_scan_flag(tpl_vm *vm, int fl, tpl_value *out)
+{
+    if (fl == RAT_BIG) return tpl_vm_fail(vm, TPL_EK_MEMORY_LIMIT, "integer too large (more than %d bits)", TPL_BIG_MAX_BITS);
+    if (fl == RAT_HUGE || fl == -RAT_HUGE) return tpl_vm_error(vm, TPL_ERR_VALUE, "Infinity (FloatDomainError)");
+    if (out) *out = tpl_v_float(fl < 0 ? -0.0 : 0.0);
+    return 0;
 }
 
 /* v as an exact rational for Rational(): Integer, Rational, Float (its exact value), String (strict).
@@ -690,10 +762,12 @@ static int rat_of(tpl_vm *vm, tpl_value v, mpq_t q)
         return 0;
     }
     if (v.type == TPL_T_STR && !(v.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB))) {
-        size_t k = rat_scan(v.u.s, v.len, q);
+        int fl;
+        size_t k = rat_scan(v.u.s, v.len, q, &fl);
         while (k && k < v.len && (v.u.s[k] == ' ' || (v.u.s[k] >= '\t' && v.u.s[k] <= '\r'))) k++;
         if (k && k == v.len) {
             if (mpz_sgn(mpq_denref(q)) == 0) { mpq_clear(q); return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)"); }
+            if (fl && rat_scan_flag(vm, fl, NULL) < 0) { mpq_clear(q); return -1; }
             return 0;
         }
         mpq_clear(q);
@@ -828,7 +902,15 @@ static int rat_round(tpl_vm *vm, tpl_value self, const tpl_value *nd, int mode, 
 {
     int64_t k = 0;
     if (nd) {
-        if (nd->type != TPL_T_INT) return type_error(vm, TPL_VT_INT, *nd);
+        if (nd->type != TPL_T_INT && nd->type != TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_TYPE, "not an integer (TypeError)");
+        /* 10**ndigits past Ruby's power limit is a Float (Infinity, or 0.0 for a negative ndigits):
+         * self * it is a Float, and f_round_common answers self, or 0 for a negative ndigits
+         * (a Bignum, or |ndigits| >= 2**31, surely past it; between 100000 and that, a limit) */
+        bool neg = nd->type == TPL_T_BIGINT ? nd->u.s[0] == '-' : nd->u.i < 0;
+        if (nd->type == TPL_T_BIGINT || nd->u.i >= ((int64_t)1 << 31) || nd->u.i <= -((int64_t)1 << 31)) {
+            *out = neg ? tpl_v_int(0) : self;
+            return 0;
+        }
         k = nd->u.i;
         if (k > 100000 || k < -100000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "unsupported: %s with %lld digits", "Rational#round", (long long)k);
     }
@@ -889,10 +971,14 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
             if (self.type == TPL_T_STR && !(self.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB))) {
                 mpq_t q;
                 mpq_init(q);
-                if (!rat_scan(self.u.s, self.len, q)) mpq_set_ui(q, 0, 1);
+                int fl;
+                if (!rat_scan(self.u.s, self.len, q, &fl)) mpq_set_ui(q, 0, 1);
                 else if (mpz_sgn(mpq_denref(q)) == 0) {   /* "1/0".to_r raises, as Ruby's */
                     mpq_clear(q);
                     return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
+                } else if (fl) {   /* ("1e-99999999".to_r is the Float 0.0 in Ruby) */
+                    mpq_clear(q);
+                    return rat_scan_flag(vm, fl, out);
                 }
                 return tpl_rat_result(vm, q, out);
             }
@@ -6601,14 +6687,10 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_float(op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : pow(x, y));
             return 1;
         }
-        if (op == 'p' && a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT && (b.type == TPL_T_BIGINT ? b.u.s[0] != '-' : b.u.i > 0)) {
-            /* Ruby's rb_big_pow: a result past 32 Mi bits is a warning and Float's pow (Infinity) */
-            double bits = a.type == TPL_T_BIGINT ? (double)a.len * 3.33 : a.u.i == 0 || a.u.i == 1 || a.u.i == -1 ? 0.0
-                        : 64.0 - (double)__builtin_clzll(a.u.i < 0 ? 0 - (uint64_t)a.u.i : (uint64_t)a.u.i);
-            if (bits > 0 && bits * dbl(b) > 32.0 * 1024 * 1024) {
-                *out = tpl_v_float(pow(dbl(a), dbl(b)));
-                return 1;
-            }
+        if (op == 'p' && a.type != TPL_T_FLOAT && b.type != TPL_T_FLOAT && (b.type == TPL_T_BIGINT ? b.u.s[0] != '-' : b.u.i > 0) &&
+            pow_is_float(a, dbl(b))) {
+            *out = tpl_v_float(pow_float(a, dbl(b)));
+            return 1;
         }
         if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
             double x = dbl(a), y = dbl(b);
