@@ -130,6 +130,15 @@ static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
                         tpl_rb_type_name(want));
 }
 
+/* A radix argument as NUM2INT reads it (to_s(b), to_i(b), Integer(s, b)): an Integer, a Float
+ * truncated; anything else its TypeError/RangeError, never its bits read as a number. 0 or -1. */
+static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
+{
+    if (v.type == TPL_T_INT) { *base = v.u.i; return 0; }
+    if (v.type == TPL_T_FLOAT && v.u.f > -1e9 && v.u.f < 1e9) { *base = (int64_t)v.u.f; return 0; }
+    return type_error(vm, TPL_VT_INT, v);
+}
+
 /* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
  * symbol, else by its class. */
 static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
@@ -3843,7 +3852,11 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { *out = v; return 0; }
     if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
     if (tpl_is_rat(v)) return rat_round(vm, v, NULL, 3, out);
-    if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_i(vm, v, tpl_given(a[1]) ? (int)a[1].u.i : 0, true, out);
+    if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) {
+        int64_t base = 0;
+        if (tpl_given(a[1]) && radix_arg(vm, a[1], &base) < 0) return -1;
+        return str_to_i(vm, v, base < INT_MIN || base > INT_MAX ? -1 : (int)base, true, out);
+    }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
 }
 
@@ -5155,7 +5168,12 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
     return 0;
 }
 
-int r_str_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_to_i(vm, a[0], tpl_given(a[1]) ? (int)a[1].u.i : 10, false, out); }
+int r_str_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t base = 10;
+    if (tpl_given(a[1]) && radix_arg(vm, a[1], &base) < 0) return -1;
+    return str_to_i(vm, a[0], base < INT_MIN || base > INT_MAX ? -1 : (int)base, false, out);
+}
 int r_str_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_to_f(vm, a[0], false, out); }
 int r_str_to_sym(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = TPL_F_SYMBOL; return 0; }
 
@@ -5529,7 +5547,8 @@ int r_num_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
     if (!tpl_given(a[1]) || v.type != TPL_T_INT) { *out = str_of(vm, v); return 0; }
-    int64_t base = a[1].u.i;
+    int64_t base = 10;
+    if (radix_arg(vm, a[1], &base) < 0) return -1;
     if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %lld (ArgumentError)", (long long)base);
     char buf[72];
     int k = 71;
