@@ -261,6 +261,15 @@ class TestERB < Minitest::Test
     assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b)
   end
 
+  def test_math_of_host_numeric
+    # Ruby's Math converts a Numeric like BigDecimal; tpl refuses it (never a TypeError a rescue takes)
+    require "bigdecimal"
+    src = "<%= (Math.sqrt(d) rescue 'R') %> <%= Math.sqrt(r) %>"
+    assert_equal "1.4142135623730951 1.5", ERB.new(src).result_with_hash(d: BigDecimal("2"), r: Rational(9, 4))
+    e = assert_raises(Tpl::Error) { Tpl::ERB.new(src).result_with_hash(d: BigDecimal("2"), r: Rational(9, 4)) }
+    assert_match(/a Math function of a host object/, e.message)
+  end
+
   def test_result_with_hash_keys
     # (Symbols spelled as locals are taken without asking Ruby: tpl_ext.c erb_key_i; the others asked)
     [{ 1 => "1" }, { "a b" => 1 }, { :@x => 1 }, { nil => 1 }, { :a? => 1 }, { A: 1 }, { "a!": 1 }, { "": 1 }].each do |h|

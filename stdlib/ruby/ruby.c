@@ -3093,6 +3093,8 @@ static int math_double(tpl_vm *vm, tpl_value v, double *d)
 {
     if (plain_num(v)) { *d = dbl(v); return 0; }
     if (tpl_is_rat(v)) { *d = tpl_rat_to_double(v); return 0; }
+    if (v.type == TPL_T_HOST)   /* a host's Numeric (BigDecimal) converts in Ruby: not a TypeError a rescue could take */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Math function of a host object (tpl converts Integer, Float and Rational)");
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
 }
 
