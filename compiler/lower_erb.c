@@ -2946,7 +2946,7 @@ static void expr(erb_low *L, tpl_node *n)
         }
         static const char *const ruby_consts[] = { "RUBY_VERSION", "RUBY_PLATFORM", "RUBY_RELEASE_DATE", "RUBY_PATCHLEVEL",
                                                    "RUBY_ENGINE", "RUBY_ENGINE_VERSION", "RUBY_REVISION", "RUBY_COPYRIGHT",
-                                                   "RUBY_DESCRIPTION", NULL };
+                                                   "RUBY_DESCRIPTION", "Gem", "RbConfig", NULL };
         for (int i = 0; ruby_consts[i]; i++)
             if (name_is(n->val, ruby_consts[i])) {   /* when it runs, as ENV */
                 char msg[200];

@@ -139,6 +139,19 @@ static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
     return type_error(vm, TPL_VT_INT, v);
 }
 
+/* A Float where Ruby wants an Integer index (NUM2LONG): truncated toward zero; NaN and the infinities
+ * are FloatDomainError, a value past a long RangeError. */
+static int float_index(tpl_vm *vm, tpl_value *v)
+{
+    double f = v->u.f;
+    if (isnan(f) || isinf(f))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "float %s out of range of integer (RangeError)", isnan(f) ? "NaN" : f < 0 ? "-Inf" : "Inf");
+    if (!(f < 9223372036854775808.0 && f >= -9223372036854775808.0))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "float %.10g out of range of integer (RangeError)", f);
+    *v = tpl_v_int((int64_t)f);
+    return 0;
+}
+
 /* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
  * symbol, else by its class. */
 static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
@@ -3814,6 +3827,9 @@ static int rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     case TPL_T_STR:
         if (is_range(obj)) break;
         return tpl_rb_send(vm, obj, "[]", 2, &key, 1, NULL, NULL, 0, out);
+    case TPL_T_INT:   /* Integer#[]: a bit */
+    case TPL_T_BIGINT:
+        return tpl_rb_send(vm, obj, "[]", 2, &key, 1, NULL, NULL, 0, out);
     case TPL_T_HOST: { /* the host's [] */
         int rc = tpl_hobj_item(vm, obj, key, out);
         if (rc <= 0) return rc;
@@ -3843,6 +3859,20 @@ int r_k_Array(tpl_vm *vm, tpl_value *a, tpl_value *out)
     l->items[l->len++] = v;
     *out = tpl_v_list(l);
     return 0;
+}
+
+/* Kernel#Hash: a Hash as it is, nil and [] an empty Hash, anything else (to_hash only) TypeError. */
+int r_k_Hash(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value v = a[0];
+    if (v.type == TPL_T_MAP) { *out = v; return 0; }
+    if (v.type == TPL_T_NONE || v.type == TPL_T_UNDEF || (is_array(v) && v.u.list->len == 0)) {
+        tpl_map *m = tpl_map_new(A(vm), 0);
+        if (!m) return oom(vm);
+        *out = tpl_v_map(m);
+        return 0;
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Hash (TypeError)", conv_name(v));
 }
 
 static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *out);
@@ -5258,7 +5288,15 @@ int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0], k = a[1];
     int64_t len = (int64_t)tpl_utf8_len(s.u.s, s.len), b, n;
-    if (k.type == TPL_T_STR && !(k.flags & TPL_F_REGEX_RB)) { *out = has_sub(s, k) ? k : tpl_v_none(); return 0; }
+    if (k.type == TPL_T_FLOAT && float_index(vm, &k) < 0) return -1;   /* s[1.5]: to_int, as Ruby's NUM2LONG */
+    if (tpl_given(a[2]) && a[2].type == TPL_T_FLOAT && float_index(vm, &a[2]) < 0) return -1;
+    if (k.type == TPL_T_STR && (k.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_EXC_RB)))
+        return type_error(vm, TPL_VT_INT, k);   /* "str"[:sym]: TypeError (a Symbol is no substring) */
+    if (k.type == TPL_T_STR && !(k.flags & TPL_F_REGEX_RB)) {
+        if (tpl_given(a[2])) return type_error(vm, TPL_VT_INT, k);   /* s["sub", n]: rb_str_substr's Integer */
+        *out = has_sub(s, k) ? k : tpl_v_none();
+        return 0;
+    }
     if (k.type == TPL_T_STR) {
         tpl_value r;
         tpl_value args[2] = { s, k };
@@ -6276,6 +6314,8 @@ int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]);
     tpl_value k = a[1];
     int64_t len = l->len, b, n;
+    if (k.type == TPL_T_FLOAT && float_index(vm, &k) < 0) return -1;   /* a[1.5]: to_int, as Ruby's NUM2LONG */
+    if (tpl_given(a[2]) && a[2].type == TPL_T_FLOAT && float_index(vm, &a[2]) < 0) return -1;
     if (is_range(k)) {
         if (!range_span(k, len, &b, &n)) { *out = tpl_v_none(); return 0; }
     } else if (k.type == TPL_T_INT) {
@@ -8482,6 +8522,30 @@ int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     if (r != 0 && ((r < 0) != (mm < 0))) r += mm;
     *out = tpl_v_int((int64_t)r);
+    return 0;
+}
+
+/* Integer#[i]: bit i of the two's complement (0 below bit 0, the sign past bit 63); a length or a
+ * range (Ruby 2.7's bit fields) and a big receiver are refused. */
+int r_num_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_BIGINT || (a[0].type == TPL_T_INT && is_range(a[1])))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a big Integer or with a range");
+    if (want_int(vm, a[0], "[]") < 0) return -1;
+    tpl_value k = a[1], w = a[2];
+    if (k.type == TPL_T_FLOAT && float_index(vm, &k) < 0) return -1;
+    if (k.type == TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a big index");
+    if (k.type != TPL_T_INT) return type_error(vm, TPL_VT_INT, k);
+    int64_t n = a[0].u.i, i = k.u.i;
+    if (tpl_given(w)) {   /* n[i, len]: len bits from bit i */
+        if (w.type == TPL_T_FLOAT && float_index(vm, &w) < 0) return -1;
+        if (w.type != TPL_T_INT) return type_error(vm, TPL_VT_INT, w);
+        if (i < 0 || i > 63 || w.u.i < 0 || w.u.i > 62)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] with a negative or wide bit field");
+        *out = tpl_v_int((n >> i) & (int64_t)((UINT64_C(1) << w.u.i) - 1));
+        return 0;
+    }
+    *out = tpl_v_int(i < 0 ? 0 : i > 63 ? (n < 0) : (int64_t)(((uint64_t)n >> i) & 1u));
     return 0;
 }
 
