@@ -2066,6 +2066,10 @@ static erb_def *def_target(erb_low *L, const tpl_node *n)
 static bool block_arg(erb_low *L, tpl_node *n)
 {
     tpl_node *blk = n->c, *e = blk->b;
+    if (e && e->kind == TPL_N_NAME && name_is(e->val, "&") && !blk_var(L, e)) {   /* g(&) outside a def(&) */
+        tpl_c_error(C, blk->off, "no anonymous block parameter (SyntaxError)");
+        return false;
+    }
     erb_proc *pv = proc_var(L, e);
     if (e && e->kind == TPL_N_RMETHOD && name_is(e->val, "to_proc") && !e->b && !e->c && (proc_var(L, e->a) || is_proc_lit(e->a))) {
         e = e->a;   /* &f.to_proc: f */

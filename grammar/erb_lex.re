@@ -641,8 +641,9 @@ static bool ruby_lex(rlex *L)
             continue;
         }
         /* &blk, &method(:name), &->(x) { }: a block argument (a Proc passed as the call's block) */
-        if (c == '&' && i + 1 < n && (ident_start((unsigned char)s[i + 1]) || s[i + 1] == '-') &&
+        if (c == '&' && i + 1 < n && (ident_start((unsigned char)s[i + 1]) || s[i + 1] == '-' || s[i + 1] == ')') &&
             (L->prev == TK_LPCALL || L->prev == TK_COMMA || L->prev == TK_CMD)) {
+            /* (`def f(&)` and `g(&)`: the anonymous block parameter and its forwarding, Ruby 3.1's) */
             push_tok(L, TK_BLOCKAMP, st, 1);
             i++;
             continue;

@@ -537,6 +537,10 @@ fparam(A) ::= STAR IDENT(N). { A = tpl_p_name(ctx, N); A->op = 10; }
 /* def m(x, &blk): the method's block as a variable (op 9; compiler/lower_erb.c def_) */
 fparam(A) ::= BLOCKAMP IDENT(N). { A = tpl_p_name(ctx, N); A->op = 9; }
 fparam(A) ::= POW IDENT(N). { A = tpl_p_name(ctx, N); A->op = 11; }
+/* def m(*), def m(**), def m(&): anonymous parameters (no name reads them; the block one forwards as g(&)) */
+fparam(A) ::= STAR(T). { A = N(NAME, T.off); A->val = tpl_v_str("*", 1); A->op = 10; }
+fparam(A) ::= POW(T). { A = N(NAME, T.off); A->val = tpl_v_str("**", 2); A->op = 11; }
+fparam(A) ::= BLOCKAMP(T). { A = N(NAME, T.off); A->val = tpl_v_str("&", 1); A->op = 9; }
 fparam(A) ::= LABEL(T). { A = N(KWARG, T.off); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 fparam(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 rescues(A) ::= . { A = NULL; }
@@ -595,6 +599,8 @@ call_arg(A) ::= BLOCKARG(T) DOT IDENT(M). {
 }
 /* &blk, &method(:name), &->(x) { }: the call's block (RBLOCK op 7 holding the expression; compiler/lower_erb.c) */
 call_arg(A) ::= BLOCKAMP(T) arg(E). { A = NODE(RBLOCK, T.off, NULL, E); A->op = 7; }
+/* g(&): the anonymous block parameter of the def (Ruby 3.1) */
+call_arg(A) ::= BLOCKAMP(T). { tpl_node *e = N(NAME, T.off); e->val = tpl_v_str("&", 1); A = NODE(RBLOCK, T.off, NULL, e); A->op = 7; }
 /* f(*a) and f(**h): splats at a call (compiler/lower_erb.c args_dyn) */
 call_arg(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
 call_arg(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }
