@@ -3004,9 +3004,8 @@ static void expr(erb_low *L, tpl_node *n)
             return;
         }
         expr(L, n->a);
-        if (n->b->kind == TPL_N_CONST && n->b->val.type == TPL_T_STR && !(n->b->val.flags & TPL_F_SYMBOL)) {
-            /* h["k"]: the key's hash is computed once, at compile time (a Symbol key keeps its
-             * class for a receiver that is no Hash: "str"[:k] is Ruby's TypeError, not a substring) */
+        if (n->b->kind == TPL_N_CONST && n->b->val.type == TPL_T_STR) {
+            /* h[:k] / h["k"]: the key's hash is computed once, at compile time */
             tpl_c_at(C, n->off);
             tpl_c_emit(C, TPL_OP_GETITEM_STR_RB, tpl_c_name(C, n->b->val), 0);
             return;
