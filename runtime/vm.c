@@ -267,55 +267,8 @@ int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
     return 0;
 }
 
-/* l's items made from dict's entries (the view's kind what), the dict just past them. */
-static int view_fill(tpl_vm *vm, tpl_list *l, tpl_value dict, int what)
-{
-    const tpl_map *m = dict.u.map;
-    tpl_value *items = tpl_arena_alloc(&vm->arena, ((size_t)m->len + 1) * sizeof *items);
-    if (!items) return tpl_vm_nomem(vm);
-    for (uint32_t i = 0; i < m->len; i++) {
-        if (what == 0) {
-            tpl_list *pair = tpl_list_new(&vm->arena, 2);
-            if (!pair) return tpl_vm_nomem(vm);
-            pair->items[0] = m->e[i].key;
-            pair->items[1] = m->e[i].val;
-            pair->len = 2;
-            items[i] = tpl_v_list(pair);
-            items[i].flags = TPL_F_TUPLE;
-        } else {
-            items[i] = what == 1 ? m->e[i].key : m->e[i].val;
-        }
-    }
-    items[m->len] = dict;
-    l->items = items;
-    l->len = l->cap = m->len;
-    return 0;
-}
-
-int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out)
-{
-    tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
-    if (!l) return tpl_vm_nomem(vm);
-    if (view_fill(vm, l, dict, what) < 0) return -1;
-    if (vm->views_n == vm->views_cap) {
-        uint32_t cap = vm->views_cap ? vm->views_cap * 2 : 8;
-        struct tpl_view *t = tpl_arena_alloc(&vm->arena, (size_t)cap * sizeof *t);
-        if (!t) return tpl_vm_nomem(vm);
-        if (vm->views_n) memcpy(t, vm->views, (size_t)vm->views_n * sizeof *t);
-        vm->views = t;
-        vm->views_cap = cap;
-    }
-    vm->views[vm->views_n++] = (struct tpl_view){ l, dict, what };
-    *out = tpl_v_list(l);
-    out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
-    out->flags = TPL_F_VIEW_DICT;
-    return 0;
-}
-
 void tpl_vm_map_owned(tpl_vm *vm, tpl_value v)
 {
-    for (uint32_t i = 0; i < vm->views_n; i++) /* (out of memory: the view keeps its items) */
-        if (vm->views[i].dict.u.map == v.u.map) (void)view_fill(vm, vm->views[i].list, vm->views[i].dict, vm->views[i].what);
     if (v.u.map->e) (void)own_slot(vm, v.u.map->e, true); /* (out of memory: the next change copies) */
     const struct tpl_own *h = own_slot(vm, v.u.map, false);
     if (h && h->hwm == TPL_OWN_HEADER) state_finds_gone(vm); /* (a dict of the state: its entries moved) */
@@ -6095,8 +6048,6 @@ int tpl_vm_run_direct(tpl_vm *vm)
     vm->own_cap = vm->own_n = 0;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
-    vm->views = NULL;
-    vm->views_n = vm->views_cap = 0;
     vm->name_hit_prog = NULL; /* (as tpl_vm_run's for a native program) */
     vm->name_hit_lazy = p->nnames <= TPL_VM_NAME_HITS ? p : NULL;
     vm->name_hit_kept = false;
@@ -6148,8 +6099,6 @@ int tpl_vm_run(tpl_vm *vm)
     vm->own_cap = vm->own_n = 0;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
-    vm->views = NULL;
-    vm->views_n = vm->views_cap = 0;
     /* the state lookups of the last render (interp: hits) are kept when the state, the globals
      * and the program's names are those they were found for, else gone */
     const tpl_map *state_map = vm->state.type == TPL_T_MAP ? vm->state.u.map : NULL;

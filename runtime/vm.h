@@ -117,10 +117,6 @@ int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what);
 int tpl_vm_list_fresh(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what);
 int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what);
 void tpl_vm_map_owned(tpl_vm *vm, tpl_value v);
-/* dict.items(), .keys(), .values() (what 0, 1, 2): Python's views are live, so a view this render
- * made is kept in vm->views and its items made again from its dict after each change of the dict
- * (tpl_vm_map_owned). tpl_vm_view_new: *out the view of dict (a TPL_T_MAP) as it is now. */
-int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out);
 /* Whether p points into the render's state values (the state arena). */
 bool tpl_vm_state_owns(const tpl_vm *vm, const void *p);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the

@@ -237,10 +237,6 @@ struct tpl_vm {
      * headers are also in vm->own, marked by hwm TPL_OWN_HEADER) */
     struct tpl_undo { void *hdr; bool map; union { tpl_list l; tpl_map m; } was; } *undo;
     uint32_t undo_n, undo_cap;
-    /* The dict views this render made (tpl_vm_view_new; render arena): their items are made again
-     * when their dict changes, as Python's views show the dict as it is */
-    struct tpl_view { tpl_list *list; tpl_value dict; int what; } *views;
-    uint32_t views_n, views_cap;
     bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,
                              * _globals_val): a Python list passed in, which tpl does not change */
     tpl_error err;          /* last error; strings point into the buffers below */
