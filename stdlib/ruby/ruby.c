@@ -134,8 +134,15 @@ static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
  * truncated; anything else its TypeError/RangeError, never its bits read as a number. 0 or -1. */
 static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
 {
-    if (v.type == TPL_T_INT) { *base = v.u.i; return 0; }
-    if (v.type == TPL_T_FLOAT && v.u.f > -1e9 && v.u.f < 1e9) { *base = (int64_t)v.u.f; return 0; }
+    if (v.type == TPL_T_INT && v.u.i >= INT_MIN && v.u.i <= INT_MAX) { *base = v.u.i; return 0; }
+    if (v.type == TPL_T_INT) /* (NUM2INT's RangeError, not 'invalid radix') */
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)v.u.i,
+                            v.u.i < 0 ? "small" : "big");
+    if (v.type == TPL_T_FLOAT && v.u.f > -2147483649.0 && v.u.f < 2147483648.0) { *base = (int64_t)v.u.f; return 0; }
+    if (v.type == TPL_T_FLOAT && (isnan(v.u.f) || isinf(v.u.f)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "float %s out of range of integer (RangeError)", isnan(v.u.f) ? "NaN" : v.u.f < 0 ? "-Inf" : "Inf");
+    if (v.type == TPL_T_FLOAT)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "float %.10g out of range of integer (RangeError)", v.u.f);
     return type_error(vm, TPL_VT_INT, v);
 }
 
@@ -3187,7 +3194,7 @@ static int math_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
         else if (e.type == TPL_T_FLOAT && isfinite(e.u.f) && fabs(e.u.f) < 2147483648.0) k = (int64_t)e.u.f;
         else return type_error(vm, TPL_VT_INT, e);
         if (k > INT_MAX || k < INT_MIN)
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to 'int' (RangeError)", (long long)k, k < 0 ? "small" : "big");
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)k, k < 0 ? "small" : "big");
         *out = tpl_v_float(ldexp(x, (int)k));
         return 0;
     }
@@ -3886,7 +3893,8 @@ int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_is_rat(v)) return rat_round(vm, v, NULL, 3, out);
     if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) {
         int64_t base = 0;
-        if (tpl_given(a[1]) && radix_arg(vm, a[1], &base) < 0) return -1;
+        /* Integer(s, nil): no base (rb_convert_to_integer reads nil as 0) */
+        if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && radix_arg(vm, a[1], &base) < 0) return -1;
         return str_to_i(vm, v, base < INT_MIN || base > INT_MAX ? -1 : (int)base, true, out);
     }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
