@@ -130,15 +130,20 @@ static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
                         tpl_rb_type_name(want));
 }
 
-/* A radix argument as NUM2INT reads it (to_s(b), to_i(b), Integer(s, b)): an Integer, a Float
+/* A radix argument as NUM2INT reads it (to_s(b), to_i(b), Integer(s, b); Math.ldexp's exponent): an Integer, a Float
  * truncated; anything else its TypeError/RangeError, never its bits read as a number. 0 or -1. */
 static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
 {
-    if (v.type == TPL_T_INT && v.u.i >= INT_MIN && v.u.i <= INT_MAX) { *base = v.u.i; return 0; }
-    if (v.type == TPL_T_INT) /* (NUM2INT's RangeError, not 'invalid radix') */
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)v.u.i,
-                            v.u.i < 0 ? "small" : "big");
-    if (v.type == TPL_T_FLOAT && v.u.f > -2147483649.0 && v.u.f < 2147483648.0) { *base = (int64_t)v.u.f; return 0; }
+    int64_t k;
+    if (v.type == TPL_T_INT) k = v.u.i;
+    else if (v.type == TPL_T_FLOAT && v.u.f < 9223372036854775808.0 && v.u.f >= -9223372036854775808.0) k = (int64_t)v.u.f;
+    else k = 0;
+    if (v.type == TPL_T_INT || (v.type == TPL_T_FLOAT && v.u.f < 9223372036854775808.0 && v.u.f >= -9223372036854775808.0)) {
+        if (k >= INT_MIN && k <= INT_MAX) { *base = k; return 0; }
+        /* (NUM2INT's RangeError, a Float truncated to a long first; not 'invalid radix') */
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)k,
+                            k < 0 ? "small" : "big");
+    }
     if (v.type == TPL_T_FLOAT && (isnan(v.u.f) || isinf(v.u.f)))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "float %s out of range of integer (RangeError)", isnan(v.u.f) ? "NaN" : v.u.f < 0 ? "-Inf" : "Inf");
     if (v.type == TPL_T_FLOAT)
@@ -3190,11 +3195,7 @@ static int math_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
         if (math_double(vm, args[0], &x) < 0) return -1;
         tpl_value e = args[1];
         int64_t k;
-        if (e.type == TPL_T_INT) k = e.u.i;
-        else if (e.type == TPL_T_FLOAT && isfinite(e.u.f) && fabs(e.u.f) < 2147483648.0) k = (int64_t)e.u.f;
-        else return type_error(vm, TPL_VT_INT, e);
-        if (k > INT_MAX || k < INT_MIN)
-            return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)k, k < 0 ? "small" : "big");
+        if (radix_arg(vm, e, &k) < 0) return -1; /* (NUM2INT as a radix's: an Integer or a Float truncated, RangeErrors) */
         *out = tpl_v_float(ldexp(x, (int)k));
         return 0;
     }
