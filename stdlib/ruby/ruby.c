@@ -1691,9 +1691,11 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
     bool neg = self.type == TPL_T_BIGINT ? self.u.s[0] == '-' : self.u.i < 0;
     if ((IS("floor") || IS("ceil") || IS("round") || IS("truncate")) && npos == 1 && args[0].type == TPL_T_INT &&
         self.type == TPL_T_BIGINT) {   /* to 10**-ndigits (round: half up) */
+        int64_t nd;
+        if (radix_arg(vm, args[0], &nd) < 0) return -1; /* (NUM2INT: past an int a RangeError) */
         mpz_t z;
         tpl_big_get(z, self);
-        return big_round(vm, z, args[0].u.i, IS("floor") ? 1 : IS("ceil") ? 2 : IS("truncate") ? 3 : 0, 0, out);
+        return big_round(vm, z, nd, IS("floor") ? 1 : IS("ceil") ? 2 : IS("truncate") ? 3 : 0, 0, out);
     }
     if (npos == 0 && self.type == TPL_T_BIGINT) {
         if (IS("to_i") || IS("to_int") || IS("floor") || IS("ceil") || IS("round") || IS("truncate") || IS("ord") ||
@@ -5518,10 +5520,8 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
 {
     tpl_value v = a[0];
     int64_t nd = 0;
-    if (tpl_given(a[1])) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
-        nd = a[1].u.i;
-    }
+    /* ndigits is NUM2INT's: past an int a RangeError (12345.round(-(2**40)) was 0), a Float truncated */
+    if (tpl_given(a[1]) && radix_arg(vm, a[1], &nd) < 0) return -1;
     int half = HALF_UP;
     if (mode == 0 && tpl_given(a[2]) && a[2].type == TPL_T_MAP) {
         tpl_value *h = tpl_map_get_str(a[2].u.map, "half", 4, tpl_hash_str("half", 4));
