@@ -5280,7 +5280,11 @@ static bool range_span(tpl_value r, int64_t len, int64_t *b, int64_t *n)
 {
     tpl_value rb = r.u.list->items[0], re = r.u.list->items[1];
     bool excl = r.u.list->items[2].u.i != 0;
+    /* a Float end truncated as rb_range_beg_len's NUM2LONG ("abcdef"[1.5..3.5] is "bcd"; was nil) */
+    if (rb.type == TPL_T_FLOAT && rb.u.f > -9.2e18 && rb.u.f < 9.2e18) rb = tpl_v_int((int64_t)rb.u.f);
+    if (re.type == TPL_T_FLOAT && re.u.f > -9.2e18 && re.u.f < 9.2e18) re = tpl_v_int((int64_t)re.u.f);
     if (rb.type != TPL_T_INT && rb.type != TPL_T_NONE) return false;
+    if (re.type != TPL_T_INT && re.type != TPL_T_NONE) return false;
     int64_t s = rb.type == TPL_T_INT ? rb.u.i : 0;
     int64_t e = re.type == TPL_T_INT ? re.u.i : len;
     if (re.type == TPL_T_INT) {
