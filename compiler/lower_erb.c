@@ -2206,6 +2206,20 @@ static void fwd_call(erb_low *L, tpl_node *n, bool used)
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* Whether the state has the key `key` (a local of ERB's binding), at run time: the jump to patch,
+ * taken when it has not (Kernel's (defined) of the state, as `defined?(name)` reads it). */
+static uint32_t jump_unless_state_has(erb_low *L, tpl_value key, uint32_t off)
+{
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
+    tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+    tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+    tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+    tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+    return tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+}
+
 /* `name /x` where the lexer knew no local `name` (grammar/erb_parse.y): Ruby reads `/x.../` as a regex
  * argument of a method call unless name is a local of the binding, a key of the state; tpl divides then, and
  * refuses otherwise (Ruby's SyntaxError, or a regex it reads to some later `/`). */
@@ -2223,14 +2237,7 @@ static void ambdiv(erb_low *L, tpl_node *n, bool used)
         tpl_c_error(C, d->off, "%s", msg);
         return;
     } else {
-        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, nm), 1);
-        tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
-        tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
-        tpl_c_at(C, n->off);
-        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
-        tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
-        tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
-        uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+        uint32_t no = jump_unless_state_has(L, nm, n->off);
         expr(L, d);
         uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
         tpl_c_patch(C, no, tpl_c_here(C));
@@ -2831,14 +2838,7 @@ static void expr(erb_low *L, tpl_node *n)
                 /* a block-local name read where Ruby's parser has no such local (after its block, or in it
                  * before its assignment): the binding's local when the state has the key (the outer
                  * variable the block assigned), else a method call: NameError */
-                tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
-                tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
-                tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
-                tpl_c_at(C, n->off);
-                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
-                tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
-                tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
-                uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+                uint32_t no = jump_unless_state_has(L, key, n->off);
                 load_local(L, slot, key);
                 uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
                 tpl_c_patch(C, no, tpl_c_here(C));
