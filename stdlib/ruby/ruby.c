@@ -3179,8 +3179,8 @@ static int math_method(tpl_vm *vm, const char *name, size_t n, tpl_value *args, 
         if (is_log) {
             r = x == 0.0 ? -HUGE_VAL : log(x) + (double)shift * M_LN2;
             if (npos == 2) {
-                double b;
-                size_t bs;
+                double b = 0;
+                size_t bs = 0;
                 if (math_double_rshift(vm, args[1], &b, &bs) < 0) return -1;
                 if (b < 0.0) return math_domain(vm, fn);
                 r /= b == 0.0 ? -HUGE_VAL : log(b) + (double)bs * M_LN2;
