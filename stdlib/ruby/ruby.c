@@ -130,27 +130,6 @@ static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
                         tpl_rb_type_name(want));
 }
 
-/* A radix argument as NUM2INT reads it (to_s(b), to_i(b), Integer(s, b); Math.ldexp's exponent): an Integer, a Float
- * truncated; anything else its TypeError/RangeError, never its bits read as a number. 0 or -1. */
-static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
-{
-    int64_t k;
-    if (v.type == TPL_T_INT) k = v.u.i;
-    else if (v.type == TPL_T_FLOAT && v.u.f < 9223372036854775808.0 && v.u.f >= -9223372036854775808.0) k = (int64_t)v.u.f;
-    else k = 0;
-    if (v.type == TPL_T_INT || (v.type == TPL_T_FLOAT && v.u.f < 9223372036854775808.0 && v.u.f >= -9223372036854775808.0)) {
-        if (k >= INT_MIN && k <= INT_MAX) { *base = k; return 0; }
-        /* (NUM2INT's RangeError, a Float truncated to a long first; not 'invalid radix') */
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)k,
-                            k < 0 ? "small" : "big");
-    }
-    if (v.type == TPL_T_FLOAT && (isnan(v.u.f) || isinf(v.u.f)))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "float %s out of range of integer (RangeError)", isnan(v.u.f) ? "NaN" : v.u.f < 0 ? "-Inf" : "Inf");
-    if (v.type == TPL_T_FLOAT)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "float %.10g out of range of integer (RangeError)", v.u.f);
-    return type_error(vm, TPL_VT_INT, v);
-}
-
 /* A Float where Ruby wants an Integer index (NUM2LONG): truncated toward zero; NaN and the infinities
  * are FloatDomainError, a value past a long RangeError. */
 static int float_index(tpl_vm *vm, tpl_value *v)
@@ -162,6 +141,19 @@ static int float_index(tpl_vm *vm, tpl_value *v)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "float %.10g out of range of integer (RangeError)", f);
     *v = tpl_v_int((int64_t)f);
     return 0;
+}
+
+/* A radix argument as NUM2INT reads it (to_s(b), to_i(b), Integer(s, b); Math.ldexp's exponent): an Integer, a Float
+ * truncated to a long first (float_index); anything else its TypeError/RangeError, never its bits read as a number.
+ * 0 or -1. */
+static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
+{
+    if (v.type == TPL_T_FLOAT && float_index(vm, &v) < 0) return -1;
+    if (v.type != TPL_T_INT) return type_error(vm, TPL_VT_INT, v);
+    if (v.u.i >= INT_MIN && v.u.i <= INT_MAX) { *base = v.u.i; return 0; }
+    /* (NUM2INT's RangeError; not 'invalid radix') */
+    return tpl_vm_error(vm, TPL_ERR_VALUE, "integer %lld too %s to convert to `int' (RangeError)", (long long)v.u.i,
+                        v.u.i < 0 ? "small" : "big");
 }
 
 /* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
