@@ -31,6 +31,7 @@ import contextvars
 import os
 import re
 import sys
+import threading
 import types
 import weakref
 
@@ -1238,6 +1239,7 @@ class Template:
     def _raised(self, e):
         """The Jinja2 exception to raise for tpl's error e."""
         err = self._error(e)
+        err._tpl_status = e.status  # (a module's render tells its limits from the macro's errors)
         if not isinstance(err, TemplateSyntaxError) and e.lineno and hasattr(err, "add_note"):
             # located as the Python exceptions a callback raises are (Jinja2 shows the
             # template line in the traceback it rewrites)
@@ -1288,10 +1290,18 @@ class Template:
     # Template.module / make_module: the template run as Jinja2's make_module runs it, through a
     # template that imports it with context (tpl's import: its output dropped, its template-level
     # names exported as Jinja2 exports them) and hands its names, values and output to Python.
+    # That render then goes on, in a thread of its own (_ModuleServer), serving the calls of the
+    # module's macros from Python, so the template's top level runs once per module as Jinja2's.
     _MODULE_SRC = ("{% import __tpl_self as __tpl_m with context %}"
-                   "{% for __tpl_n in __tpl_names(__tpl_m) %}"
-                   "{% set _ = __tpl_put(__tpl_n, __tpl_m[__tpl_n], __tpl_m[__tpl_n] is callable) %}{% endfor %}"
-                   "{% set _ = __tpl_put(none, __tpl_m|string, false) %}")
+                   "{% for __tpl_n in __tpl_names(__tpl_m) %}{% set __tpl_v = __tpl_m[__tpl_n] %}"
+                   "{% set _ = __tpl_put(__tpl_n, __tpl_v, __tpl_v is callable, (__tpl_v.name, __tpl_v.arguments, "
+                   "__tpl_v.catch_kwargs, __tpl_v.catch_varargs, __tpl_v.caller) if __tpl_v is callable and "
+                   "__tpl_v.catch_kwargs is defined else none) %}{% endfor %}"
+                   "{% set _ = __tpl_put(none, __tpl_m|string, false, none) %}"
+                   "{% for _ in __tpl_k %}{% for _ in __tpl_k %}{% for _ in __tpl_k %}"
+                   "{% set __tpl_r = __tpl_next() %}"
+                   "{% set _ = __tpl_done(__tpl_m[__tpl_r[0]](*__tpl_r[1], **__tpl_r[2])) %}"
+                   "{% endfor %}{% endfor %}{% endfor %}")
     _MACRO_SRC = ("{% import __tpl_self as __tpl_m with context %}"
                   "{% set _ = __tpl_put(__tpl_m[__tpl_n](*__tpl_a, **__tpl_k)) %}")
 
@@ -1310,28 +1320,19 @@ class Template:
 
     def make_module(self, vars=None, shared=False, locals=None):
         """As Jinja2's: the template run with vars (and the globals), as a TemplateModule: its
-        exported template-level names as attributes (macros as callables returning str, Markup
-        under autoescape) and str() its output. A macro called from Python runs the template's
-        top level again (its output dropped) and then the macro, with the same vars: a Python
-        callable the top level calls is called again."""
+        exported template-level names as attributes (macros as Macro objects, callables
+        returning str, Markup under autoescape) and str() its output. The template's top level
+        runs once: the render that ran it stays, in a thread of its own, and runs the macros
+        Python calls (one at a time). Runs it again (its output dropped) only when that render
+        has ended — a macro called from Python failed, or the render reached one of its limits
+        (fuel, memory) after many calls — and, for that call only, when a Python callable the
+        render is calling calls a macro of the same module."""
         if shared or locals:
             raise NotImplementedError("tpl.jinja2.Template.make_module(shared=/locals=)")
         if self.environment.is_async:
             raise NotImplementedError("tpl.jinja2.Template.make_module with enable_async")
-        vars = dict(vars or {})
-        got, body = {}, []
-
-        def names(m):
-            return list(m) if isinstance(m, dict) else []
-
-        def put(n, v, is_callable):
-            if n is None:
-                body.append(str(v))
-            elif v is None and is_callable:
-                got[n] = Macro(self, vars, n)
-            else:
-                got[n] = v
-        self._own_wrapper("module").render({**vars, "__tpl_names": names, "__tpl_put": put})
+        server = _ModuleServer(self, dict(vars or {}))
+        got, body = server.start()
         return TemplateModule(self, got, body)
 
     @property
@@ -1372,24 +1373,136 @@ class TemplateModule:
         return "<%s %s>" % (type(self).__name__, name)
 
 
-class Macro:
-    """A macro of a TemplateModule, called from Python: its output as str (Markup under
-    autoescape), as Jinja2's Macro returns it. (Runs the template's top level again first: see
-    Template.make_module.)"""
+class _ServerStop(BaseException):
+    """Ends a module's serving render (raised from its __tpl_next callback)."""
 
-    def __init__(self, template, vars, name):
+
+_SERVER_LOOP = [0] * 1000  # (the serving render's three nested loops: 10**9 macro calls at most)
+
+
+def _module_serve(wrapper, ctx, resp):
+    """The thread of a _ModuleServer: the wrapper's render, until it is told to stop."""
+    try:
+        wrapper.render(ctx)
+    except _ServerStop:
+        return
+    except BaseException as e:
+        resp.put(("raise", e))
+        return
+    resp.put(("raise", TemplateRuntimeError("tpl.jinja2: the module's render ended")))
+
+
+class _ModuleServer:
+    """A TemplateModule's render (Template._MODULE_SRC) in a thread of its own: it runs the
+    template's top level once and hands over the exported names and the output (start), then
+    waits in a callback for the calls of the module's macros from Python (call), runs each and
+    waits again. Stopped when the last Macro and module referring to it are gone."""
+
+    def __init__(self, template, vars):
         self._template = template
         self._vars = vars
-        self.name = name
+        self._lock = threading.Lock()
+        self._tid = None
+        self._req = None
+        self._resp = None
+        self._served = 0
+        self._stop = None
+
+    def start(self):
+        """Starts the render; its exported names and output, or raises the top level's error."""
+        import queue
+        req, resp = queue.SimpleQueue(), queue.SimpleQueue()
+        got, body = {}, []
+        server = weakref.ref(self)
+
+        def names(m):
+            return list(m) if isinstance(m, dict) else []
+
+        def put(n, v, is_callable, info):
+            if n is None:
+                body.append(str(v))
+            elif v is None and is_callable:
+                s = server()
+                got[n] = Macro(s, n, info) if s is not None else None
+            else:
+                got[n] = v
+
+        def next_call():
+            resp.put(("ready", None))
+            r = req.get()
+            if r is None:
+                raise _ServerStop()
+            return r
+
+        def done(out):
+            resp.put(("ok", out))
+        ctx = {**self._vars, "__tpl_names": names, "__tpl_put": put, "__tpl_next": next_call, "__tpl_done": done,
+               "__tpl_k": _SERVER_LOOP}
+        th = threading.Thread(target=_module_serve, args=(self._template._own_wrapper("module"), ctx, resp),
+                              name="tpl.jinja2 module %s" % (self._template.name,), daemon=True)
+        th.start()
+        kind, v = resp.get()
+        if kind != "ready":
+            th.join()
+            raise v
+        exported = dict(got)
+        got.clear()  # (the render's callbacks keep no Macro: a Macro keeps this server alive)
+        if self._stop is not None:
+            self._stop.detach()
+        self._tid, self._req, self._resp, self._served = th.ident, req, resp, 0
+        self._stop = weakref.finalize(self, req.put, None)
+        return exported, body
+
+    def call(self, name, args, kwargs):
+        """The macro name called with args and kwargs, by the render (its output)."""
+        if threading.get_ident() == self._tid:
+            # a Python callable the render is calling calls a macro of this module: that render
+            # is busy, so a render of its own (the top level again, its output dropped)
+            out = []
+            self._template._own_wrapper("macro").render(
+                {**self._vars, "__tpl_n": name, "__tpl_a": args, "__tpl_k": kwargs, "__tpl_put": out.append})
+            return out[0]
+        with self._lock:
+            for retry in (False, True):
+                if self._req is None:
+                    self.start()
+                self._req.put((name, args, kwargs))
+                kind, v = self._resp.get()
+                if kind == "ok":
+                    self._served += 1
+                    if self._resp.get()[0] != "ready":  # (the render waits for the next call again)
+                        self._req, self._tid = None, None
+                        self._stop.detach()
+                    return v
+                # the render ended: the macro failed, or a limit of the long render was reached
+                # (a new render, which runs the top level again, has all of them afresh)
+                served, self._req, self._tid = self._served, None, None
+                self._stop.detach()
+                if retry or not served or getattr(v, "_tpl_status", None) != 4:
+                    raise v
+
+
+class Macro:
+    """As Jinja2's Macro, for a macro of a TemplateModule called from Python: name, arguments
+    (the parameter names), catch_kwargs, catch_varargs, caller (whether its body uses kwargs,
+    varargs, caller); calling it returns its output as str (Markup under autoescape). (Run by
+    the module's render: see Template.make_module.)"""
+
+    def __init__(self, server, key, info=None):
+        self._server = server
+        self._key = key  # (its name in the module)
+        self.name = key
+        if info is not None:
+            self.name, arguments, self.catch_kwargs, self.catch_varargs, self.caller = info
+            self.arguments = tuple(arguments)
+            self.explicit_caller = "caller" in self.arguments
+            self._argument_count = len(self.arguments)
 
     def __call__(self, *args, **kwargs):
-        out = []
-        self._template._own_wrapper("macro").render(
-            {**self._vars, "__tpl_n": self.name, "__tpl_a": args, "__tpl_k": kwargs, "__tpl_put": out.append})
-        return out[0]
+        return self._server.call(self._key, args, kwargs)
 
     def __repr__(self):
-        return "<Macro %r>" % (self.name,)
+        return "<%s %s>" % (type(self).__name__, "anonymous" if self.name is None else repr(self.name))
 
 
 class _CompileFailed:

@@ -1655,6 +1655,71 @@ def test_template_module_errors_and_refusals():
         t.make_module({}, shared=True)
 
 
+def test_template_module_runs_top_level_once():
+    """A module's top level runs once (make_module), however many times Python calls its macros,
+    as Jinja2's: a Python callable it calls is called once (was: again before each macro call).
+    Macro objects as Jinja2's (name, arguments, catch_kwargs, catch_varargs, caller, repr), also
+    under another name; macros called from many threads at once."""
+    src = ("{% set a = side('top') %}{% macro m(x, y=2) %}{{ x }}{{ y }}{{ a }}{{ side('m') }}{% endmacro %}"
+           "{% macro k() %}{{ varargs }}{{ kwargs }}{{ caller() }}{% endmacro %}{% set al = m %}body")
+    outs = []
+    for mod in (jinja2, tj):
+        calls = []
+
+        def side(x):
+            calls.append(x)
+            return len(calls)
+        e = mod.Environment(loader=mod.DictLoader({"lib": src}))
+        e.globals["side"] = side
+        t = e.get_template("lib")
+        mm = t.make_module()
+        r = [mm.m(1), mm.m(2, y=3), t.module.m(3), t.module.al(4), str(mm), list(calls)]
+        for name in ("m", "k", "al"):
+            f = getattr(mm, name)
+            r.append((f.name, f.arguments, f.catch_kwargs, f.catch_varargs, f.caller, repr(f)))
+        r.append(mm.k(1, z=2, caller=lambda: "C"))
+        import threading
+        got = []
+        ths = [threading.Thread(target=lambda: got.extend(mm.m(i) for i in range(50))) for _ in range(4)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        r += [len(got), calls.count("top")]
+        outs.append(r)
+    assert outs[1] == outs[0]
+    assert outs[0][5] == ["top", "m", "m", "top", "m", "m"]
+
+
+def test_template_module_render_ends_with_the_module():
+    """The render that serves a module's macros ends when nothing refers to the module or its
+    macros any more (its thread too); one that ended (a macro failed) is started again."""
+    import gc
+    import threading
+    import time
+    before = set(threading.enumerate())
+    t = tj.Environment().from_string("{% macro m(x) %}{{ 1 / x }}{% endmacro %}")
+    mm = t.make_module()
+    f = mm.m
+    assert f(2) == "0.5"
+    mine = [th for th in threading.enumerate() if th not in before and th.name.startswith("tpl.jinja2 module")]
+    assert len(mine) == 1
+    with pytest.raises(ZeroDivisionError):
+        f(0)
+    mine[0].join(5)
+    assert not mine[0].is_alive()
+    assert f(4) == "0.25"
+    mine = [th for th in threading.enumerate() if th not in before and th.name.startswith("tpl.jinja2 module")]
+    assert len(mine) == 1
+    del mm
+    gc.collect()
+    assert f(8) == "0.125"
+    del f
+    gc.collect()
+    mine[0].join(5)
+    assert not mine[0].is_alive()
+
+
 def test_pass_context():
     """pass_context filters, tests, globals and render arguments (Jinja2's or tpl.jinja2's
     decorator) get a Context: get/[]/resolve/resolve_or_missing/in over the render's parent

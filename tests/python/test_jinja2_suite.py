@@ -639,3 +639,62 @@ def test_trailing_comma_with_context(J):
     # (the names imported, rendered)
     assert env.from_string('{% from "foo" import bar, with, context %}{{ bar() }}{{ with() }}{{ context() }}').render() == "BWC"
     assert env.from_string('{% from "foo" import context, with with context %}{{ with() }}{{ context() }}').render() == "WC"
+
+
+# ---------------------------------------------------------------- test_core_tags.py
+
+
+def test_macro_api(J):
+    """test_core_tags.py::TestMacros::test_macro_api, test_macro_defaults_self_ref (Macro objects
+    of Template.module: name, arguments, caller, catch_kwargs, catch_varargs)"""
+    tmpl = J.Environment(trim_blocks=True).from_string(
+        "{% macro foo(a, b) %}{% endmacro %}"
+        "{% macro bar() %}{{ varargs }}{{ kwargs }}{% endmacro %}"
+        "{% macro baz() %}{{ caller() }}{% endmacro %}")
+    assert tmpl.module.foo.arguments == ("a", "b")
+    assert tmpl.module.foo.name == "foo"
+    assert not tmpl.module.foo.caller
+    assert not tmpl.module.foo.catch_kwargs
+    assert not tmpl.module.foo.catch_varargs
+    assert tmpl.module.bar.arguments == ()
+    assert not tmpl.module.bar.caller
+    assert tmpl.module.bar.catch_kwargs
+    assert tmpl.module.bar.catch_varargs
+    assert tmpl.module.baz.caller
+    tmpl = J.Environment().from_string(
+        """
+            {%- set x = 42 %}
+            {%- macro m(a, b=x, x=23) %}{{ a }}|{{ b }}|{{ x }}{% endmacro -%}
+        """)
+    assert tmpl.module.m(1) == "1||23"
+    assert tmpl.module.m(1, 2) == "1|2|23"
+    assert tmpl.module.m(1, 2, 3) == "1|2|3"
+    assert tmpl.module.m(1, x=7) == "1|7|7"
+
+
+def test_set_module(J):
+    """test_core_tags.py::TestSet::test_normal, test_block, test_block_filtered,
+    test_block_filtered_set (the Template.module asserts)"""
+    env_trim = J.Environment(trim_blocks=True)
+    tmpl = env_trim.from_string("{% set foo = 1 %}{{ foo }}")
+    assert tmpl.render() == "1"
+    assert tmpl.module.foo == 1
+    tmpl = env_trim.from_string("{% set foo %}42{% endset %}{{ foo }}")
+    assert tmpl.render() == "42"
+    assert tmpl.module.foo == "42"
+    tmpl = env_trim.from_string("{% set foo | trim | length | string %} 42    {% endset %}{{ foo }}")
+    assert tmpl.render() == "2"
+    assert tmpl.module.foo == "2"
+
+    def _myfilter(val, arg):
+        assert arg == " xxx "
+        return val
+
+    env_trim.filters["myfilter"] = _myfilter
+    tmpl = env_trim.from_string('{% set a = " xxx " %}'
+                                "{% set foo | myfilter(a) | trim | length | string %}"
+                                ' {% set b = " yy " %} 42 {{ a }}{{ b }}   '
+                                "{% endset %}"
+                                "{{ foo }}")
+    assert tmpl.render() == "11"
+    assert tmpl.module.foo == "11"
