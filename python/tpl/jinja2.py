@@ -1396,7 +1396,7 @@ class _ModuleServer:
     """A TemplateModule's render (Template._MODULE_SRC) in a thread of its own: it runs the
     template's top level once and hands over the exported names and the output (start), then
     waits in a callback for the calls of the module's macros from Python (call), runs each and
-    waits again. Stopped when the last Macro and module referring to it are gone."""
+    waits again (the callables it calls see the caller's context variables). Stopped when the last Macro and module referring to it are gone."""
 
     def __init__(self, template, vars):
         self._template = template
@@ -1427,12 +1427,25 @@ class _ModuleServer:
             else:
                 got[n] = v
 
+        tokens = []
+
         def next_call():
+            # the callables a macro calls see the caller's context variables (contextvars: say,
+            # Flask's request), as when Jinja2 runs the macro in the caller's thread
+            while tokens:
+                var, tok = tokens.pop()
+                try:
+                    var.reset(tok)
+                except ValueError:
+                    pass
             resp.put(("ready", None))
             r = req.get()
             if r is None:
                 raise _ServerStop()
-            return r
+            for var, val in r[3].items():
+                if var is not _RENDERING:
+                    tokens.append((var, var.set(val)))
+            return r[:3]
 
         def done(out):
             resp.put(("ok", out))
@@ -1451,6 +1464,7 @@ class _ModuleServer:
             self._stop.detach()
         self._tid, self._req, self._resp, self._served = th.ident, req, resp, 0
         self._stop = weakref.finalize(self, req.put, None)
+        self._stop.atexit = False  # (at exit the thread stays waiting: no render runs while Python ends)
         return exported, body
 
     def call(self, name, args, kwargs):
@@ -1466,7 +1480,7 @@ class _ModuleServer:
             for retry in (False, True):
                 if self._req is None:
                     self.start()
-                self._req.put((name, args, kwargs))
+                self._req.put((name, args, kwargs, contextvars.copy_context()))
                 kind, v = self._resp.get()
                 if kind == "ok":
                     self._served += 1

@@ -1691,6 +1691,31 @@ def test_template_module_runs_top_level_once():
     assert outs[0][5] == ["top", "m", "m", "top", "m", "m"]
 
 
+def test_template_module_macros_see_the_callers_context_variables():
+    """A callable a module's macro calls sees the context variables (contextvars) of the thread
+    that calls the macro, as in Jinja2 (the macro runs in tpl's module render, in a thread of its
+    own): a value set for one call is not seen by the next."""
+    import contextvars
+    import threading
+    cv = contextvars.ContextVar("py24_cv", default="dflt")
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment()
+        e.globals["cv"] = cv.get
+        mm = e.from_string("{% macro m(x) %}{{ x }}={{ cv() }}{% endmacro %}").make_module()
+        r = [mm.m(1)]
+        tok = cv.set("set")
+        r.append(mm.m(2))
+        cv.reset(tok)
+        r.append(mm.m(3))
+        th = threading.Thread(target=lambda: (cv.set("thread"), r.append(mm.m(4))))
+        th.start()
+        th.join()
+        r.append(contextvars.Context().run(lambda: (cv.set("run"), mm.m(5))[1]))
+        outs.append(r)
+    assert outs[1] == outs[0] == ["1=dflt", "2=set", "3=dflt", "4=thread", "5=run"]
+
+
 def test_template_module_render_ends_with_the_module():
     """The render that serves a module's macros ends when nothing refers to the module or its
     macros any more (its thread too); one that ended (a macro failed) is started again."""
