@@ -5182,7 +5182,8 @@ bool tpl_comp_finish(tpl_comp *c)
     TPL_MOVE(p->names, c->names, c->nnames, c->ncap);
     TPL_MOVE(p->macros, c->macros, c->nmacros, c->mcap);
 #undef TPL_MOVE
-    if (p->want_exports) { /* (a template loaded by a computed import: its template-level names) */
+    { /* its template-level names (a template loaded by a computed import: what it exports;
+       * tpl_render_lookup: what a callback reads) */
         scope *rs = c->root.scope;
         while (rs && !rs->func_boundary) rs = rs->parent;
         uint32_t nv = rs ? rs->nvars : 0;

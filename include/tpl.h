@@ -737,6 +737,19 @@ TPL_API void tpl_host_error(tpl_render *r, const char *msg, void *payload);
 /* The payload of the host error that ended r's last render (NULL when none; reset when a
  * render starts). */
 TPL_API void *tpl_render_error_payload(const tpl_render *r);
+/* From a callback of r's own running render (a host function or host-object callback): *out is
+ * the value the template-level variable `name` (len bytes, borrowed) of the template r is running
+ * holds now — a name its top level assigns ({% set %}, a macro, ...: Jinja2's Context.vars), once
+ * assigned (an undefined value it was assigned counts, not the one a variable starts with that a
+ * macro reads before the assignment); what a Jinja `pass_context` callable reads through its
+ * Context (issue 17). The value
+ * is r's (valid until the callback returns; read it with the tpl_val readers). TPL_ERR_UNDEFINED
+ * when the template has no such variable or has not assigned it yet (the state and globals are
+ * the host's own: it looks there then); TPL_ERR_USAGE when r, name (with len > 0) or out is NULL,
+ * r is not rendering, or the running program keeps no names of its variables (a program loaded
+ * from .tplb or a static one). *out is none on every failure (when out is not NULL). Only reads:
+ * the render goes on unaffected. */
+TPL_API tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len, tpl_val *out);
 
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error

@@ -159,6 +159,7 @@ typedef struct render_ctx {
     uint64_t max_iter_bytes; /* the most bytes an iterable is drained to (its limits' max_memory:
                               * item_cost) */
     PyThreadState *ts;      /* the rendering thread's state while the GIL is released */
+    unsigned long run_tid;  /* the thread running the render (lookup's check) */
     bool gil;               /* this render keeps the GIL (a short one: GIL_OUT); callbacks then
                              * run without re-taking it */
     bool nokeep;            /* this render's state is converted without holding the strs it
@@ -3166,7 +3167,37 @@ static int globals_build(ProgramObject *self, render_ctx *c, PyObject *g, tpl_va
 
 /* One render of self with settings s (the GIL held); globals: a dict of names below the state
  * (tpl_render_set_globals_val: seen by the templates it imports or includes without context), or NULL. */
-static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals, PyObject *write)
+/* lookup(handle, name): from a callback of the render that handle stands for (a capsule
+ * _render_globals/_render_stream appended to their cell list), the value of the template-level
+ * variable name of the template it runs (tpl_render_lookup: Jinja2's Context.vars); KeyError
+ * when it has none (or not yet); RuntimeError when the render is not running in this thread or
+ * its program keeps no names. */
+static const char lookup_capsule[] = "tpl render lookup";
+static PyObject *mod_lookup(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *cap, *name;
+    if (!PyArg_ParseTuple(args, "OU", &cap, &name)) return NULL;
+    if (!PyCapsule_IsValid(cap, lookup_capsule))
+        return PyErr_Format(PyExc_TypeError, "lookup() wants a render handle");
+    render_ctx *c = PyCapsule_GetContext(cap);
+    if (!c || c->run_tid != PyThread_get_thread_ident())
+        return PyErr_Format(PyExc_RuntimeError, "lookup(): the render is not running in this thread");
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(name, &n);
+    if (!u) return NULL;
+    tpl_val v;
+    tpl_status st = tpl_render_lookup(c->r, u, (size_t)n, &v);
+    if (st == TPL_ERR_UNDEFINED) {
+        PyErr_SetObject(PyExc_KeyError, name);
+        return NULL;
+    }
+    if (st != TPL_OK) return PyErr_Format(PyExc_RuntimeError, "lookup(): the render keeps no names (status %d)", (int)st);
+    return from_val(c, v);
+}
+
+static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals, PyObject *write,
+                        PyObject *cell)
 {
     if (compiled(self) < 0) return NULL;
     bool isdict = PyDict_Check(state);
@@ -3214,6 +3245,16 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
      * last output below GIL_OUT bytes — where giving it up and taking it back (and again in
      * each callback) costs more than the render; a long render after short ones holds it once. */
     tpl_status rs;
+    PyObject *handle = NULL;
+    if (cell) { /* (lookup: the render's handle, valid while it runs) */
+        static const char marker = 0;
+        if (!(handle = PyCapsule_New((void *)&marker, lookup_capsule, NULL)) || PyCapsule_SetContext(handle, c) < 0 ||
+            PyList_Append(cell, handle) < 0) {
+            Py_XDECREF(handle);
+            goto done;
+        }
+        c->run_tid = PyThread_get_thread_ident();
+    }
     if (write) {
         c->write = write;
         c->wtail_n = 0;
@@ -3227,6 +3268,13 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyEval_RestoreThread(c->ts);
     }
     c->gil = false;
+    if (handle) {
+        PyCapsule_SetContext(handle, NULL);
+        Py_ssize_t k = PyList_GET_SIZE(cell);
+        if (k && PyList_GET_ITEM(cell, k - 1) == handle) PyList_SetSlice(cell, k - 1, k, NULL);
+        Py_DECREF(handle);
+        c->run_tid = 0;
+    }
     if (write) {
         tpl_render_set_output(r, NULL, NULL);
         c->write = NULL;
@@ -3275,7 +3323,7 @@ done:
  * max_depth, max_output, max_memory), 0 for a default. */
 static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL, NULL);
+    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL, NULL, NULL);
     static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits",
                               "markup", "undefined", "funcs", NULL };
     PyObject *t = PyTuple_New(nargs), *kw = kwnames ? PyDict_New() : NULL;
@@ -3294,7 +3342,7 @@ static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_s
     settings s;
     if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits, markup, undefined, funcs) < 0)
         goto fail;
-    PyObject *res = render(self, state, &s, NULL, NULL);
+    PyObject *res = render(self, state, &s, NULL, NULL, NULL);
     settings_clear(&s);
     Py_DECREF(t);
     Py_XDECREF(kw);
@@ -3310,10 +3358,13 @@ fail:
  * includes, without context too (tpl_render_set_globals_val; Jinja2's Environment.globals). */
 static PyObject *Program_render_globals(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_render_globals() takes 2 arguments (%zd given)", nargs);
+    if (nargs != 2 && nargs != 3)
+        return PyErr_Format(PyExc_TypeError, "_render_globals() takes 2 or 3 arguments (%zd given)", nargs);
     if (!PyDict_Check(args[1]))
         return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
-    return render(self, args[0], &self->defaults, args[1], NULL);
+    if (nargs == 3 && args[2] != Py_None && !PyList_Check(args[2]))
+        return PyErr_Format(PyExc_TypeError, "cell must be a list, not %s", Py_TYPE(args[2])->tp_name);
+    return render(self, args[0], &self->defaults, args[1], NULL, nargs == 3 && args[2] != Py_None ? args[2] : NULL);
 }
 
 /* _render_stream(state, globals, write) -> str | error tuple: _render_globals(state, globals)
@@ -3322,11 +3373,15 @@ static PyObject *Program_render_globals(ProgramObject *self, PyObject *const *ar
  * tuple of status TPL_ERR_IO); what it raises is raised. */
 static PyObject *Program_render_stream(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "_render_stream() takes 3 arguments (%zd given)", nargs);
+    if (nargs != 3 && nargs != 4)
+        return PyErr_Format(PyExc_TypeError, "_render_stream() takes 3 or 4 arguments (%zd given)", nargs);
     if (args[1] != Py_None && !PyDict_Check(args[1]))
         return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
     if (!PyCallable_Check(args[2])) return PyErr_Format(PyExc_TypeError, "write must be callable");
-    return render(self, args[0], &self->defaults, args[1] == Py_None ? NULL : args[1], args[2]);
+    if (nargs == 4 && args[3] != Py_None && !PyList_Check(args[3]))
+        return PyErr_Format(PyExc_TypeError, "cell must be a list, not %s", Py_TYPE(args[3])->tp_name);
+    return render(self, args[0], &self->defaults, args[1] == Py_None ? NULL : args[1], args[2],
+                  nargs == 4 && args[3] != Py_None ? args[3] : NULL);
 }
 
 /* render(mapping=None, /, **kwargs) -> str: tpl.Template.render (the variables of a mapping
@@ -3338,11 +3393,11 @@ static PyObject *Program_render_public(ProgramObject *self, PyObject *const *arg
 {
     PyObject *state, *res;
     if (nargs == 1 && !kwnames) {
-        res = render(self, args[0], &self->defaults, NULL, NULL);
+        res = render(self, args[0], &self->defaults, NULL, NULL, NULL);
     } else {
         state = nargs == 0 && !kwnames ? PyDict_New() : PyObject_Vectorcall((PyObject *)&PyDict_Type, args, (size_t)nargs, kwnames);
         if (!state) return NULL;
-        res = render(self, state, &self->defaults, NULL, NULL);
+        res = render(self, state, &self->defaults, NULL, NULL, NULL);
         Py_DECREF(state);
     }
     if (res && PyTuple_CheckExact(res)) {
@@ -3437,6 +3492,7 @@ static PyTypeObject ProgramType = {
 static PyMethodDef mod_methods[] = {
     { "compile", mod_compile, METH_VARARGS, "compile(source, name, syntax, profile, options, loader)" },
     { "load", mod_load, METH_VARARGS, "load(data, name) -> Program | error tuple" },
+    { "lookup", mod_lookup, METH_VARARGS, "lookup(handle, name): a template-level variable of a running render" },
     { NULL, NULL, 0, NULL },
 };
 

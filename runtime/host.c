@@ -528,6 +528,31 @@ void *tpl_render_error_payload(const tpl_render *r)
     return r ? tpl_render_vm((tpl_render *)r)->host_payload : NULL;
 }
 
+tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len, tpl_val *out)
+{
+    if (out) *out = to_val(tpl_v_none());
+    if (!r || !out || (!name && len) || !tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    const tpl_program *p = vm->p;
+    if (!p || !p->exports) return TPL_ERR_USAGE;
+    for (uint32_t i = 0; i < p->nexports; i++) {
+        const tpl_value *k = &p->exports[i];
+        if (k->len != len || (len && memcmp(k->u.s, name, len) != 0)) continue;
+        uint32_t slot = vm->root_base + p->export_slots[i];
+        if (slot >= vm->slot_top) return TPL_ERR_UNDEFINED;
+        tpl_value v = vm->slots[slot];
+        if (v.type == TPL_T_UNSET) return TPL_ERR_UNDEFINED;
+        /* not assigned yet either: the undefined the template level starts a variable with that a
+         * macro reads (UNDEF_MSG "'NAME' is undefined": Jinja2's l_0_NAME = missing) */
+        if (v.type == TPL_T_UNDEF && v.aux == TPL_UNDEF_PLAIN && v.u.s && v.len == len + 15 && v.u.s[0] == '\'' &&
+            memcmp(v.u.s + 1, name, len) == 0 && memcmp(v.u.s + 1 + len, "' is undefined", 14) == 0)
+            return TPL_ERR_UNDEFINED;
+        *out = to_val(v);
+        return TPL_OK;
+    }
+    return TPL_ERR_UNDEFINED;
+}
+
 /* ------------------------------------------------------------------ the VM's side */
 
 static const char *cls_name(const tpl_hobj *h) { return h->cls->name ? h->cls->name : "object"; }

@@ -458,6 +458,53 @@ static void host_value_functions(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_render_lookup: a host function reads the template-level variables of the render
+ * calling it (Jinja2's Context.vars for pass_context), "-" when there is none */
+static tpl_host_result peek_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                 const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)obj;
+    (void)kwn;
+    (void)kwv;
+    (void)nkw;
+    size_t n = 0;
+    const char *s = nargs ? tpl_val_as_str(args[0], &n) : NULL;
+    tpl_status st = tpl_render_lookup(r, s, n, out);
+    if (st == TPL_ERR_UNDEFINED && tpl_val_kind_of(*out) == TPL_VAL_NONE) return tpl_val_str(r, "-", 1, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+    return st == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class peek_class = { "peek", NULL, NULL, NULL, NULL, peek_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
+static void render_lookup(void)
+{
+    char nm[] = "peek";
+    tpl_host_object peek = { &peek_class, nm };
+    tpl_host_func funcs[1] = { { "peek", TPL_HOST_GLOBAL, tpl_host_value_fn, &peek } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 1;
+    const char *src = "{{ peek('a') }}{% set a = 1 %}{{ peek('a') }}{% macro m(a) %}{{ peek('a') }}{% endmacro %}"
+                      "{% if a %}{% set a = [2] %}{% endif %}{{ m(3) }}{% set _b, c = 'b', 'c' %}{{ peek('_b') }}{{ peek('c') }}"
+                      "{% set s %}S{% endset %}{{ peek('s') }}{{ peek('n') }}{{ peek('') }}{{ peek('peek') }}"
+                      "{% macro k() %}{{ peek('d') }}{{ d }}{% endmacro %}{{ k() }}{% set d = 'D' %}{{ k() }}"
+                      "{% set u = nope %}{{ peek('u') is defined }}";
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_compile("t.jinja", src, strlen(src), &o, &p, &err) == TPL_OK, "compile: %s", err.message ? err.message : "");
+    tpl_error_clear(&err);
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_render_set_host_funcs(r, funcs, 1);
+    CHECK(tpl_render_set_state_json(r, "{\"n\": 5}", 8) == TPL_OK, "state");
+    const char *got = render(r, p);
+    CHECK(strcmp(got, "-1[2]bcS----DDFalse") == 0, "render_lookup: %s", got);
+    tpl_val v;
+    CHECK(tpl_render_lookup(r, "a", 1, &v) == TPL_ERR_USAGE && tpl_val_kind_of(v) == TPL_VAL_NONE,
+          "render_lookup after the render: not rendering");
+    tpl_program_free(p);
+    tpl_render_free(r);
+}
+
 /* ---- the host's own numbers (tpl_host_class.arith): "cents", a fixed-point number of cents that
  * prints as 1.50; its arith adds, negates, compares with ints and other cents. cents_plain has no
  * arith: an operator on it stays the TypeError naming its type. */
@@ -938,6 +985,7 @@ int main(void)
     int_text();
     map_add_str();
     host_value_functions();
+    render_lookup();
     host_numbers();
     environment_settings();
     tpl_render *r = tpl_render_new(NULL);

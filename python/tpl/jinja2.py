@@ -19,7 +19,7 @@ modules exceptions, loaders, environment, runtime, utils and ext as tpl.jinja2.N
 
 Jinja2 API this module does not provide raises NotImplementedError naming it (never a silent
 difference; README "Python" lists the differences left): a Context lookup of a name the
-template may assign, undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
+template binds other than by a top-level set, undefined classes other than the four above, other extensions (i18n is tpl's own tr()),
 custom delimiters and line statements, the urlize/truncate policies, ModuleLoader,
 make_module(shared=True/locals=), Environment.compile/parse/lex, bytecode caches,
 sandboxing, native types, meta, async rendering, Jinja2's internals (nodes, lexer, compiler...);
@@ -324,23 +324,94 @@ def _bound_names(sources):
     return frozenset(names)
 
 
-class Context:
-    """Jinja2's template Context as a pass_context callable gets it, for the names the template
-    does not bind: the render's parent (Environment.globals, Template.globals and the render
-    arguments, the objects themselves), the environment, the template's name and its eval
-    context. tpl does not hand its frames' variables to Python: looking up a name that any
-    statement of the template (or a template it loads) mentions — it may hold a variable Jinja2's
-    context would give — and .vars, .exported_vars, iterating or listing the context when the
-    template has such names, raise NotImplementedError naming the name. (Made by the render; not
-    to be made by hand.)"""
+_TAG = re.compile(r"\{#.*?#\}|\{%[-+]?\s*raw\s*[-+]?%\}.*?\{%[-+]?\s*endraw\s*[-+]?%\}|\{%[-+]?(.*?)[-+]?%\}", re.S)
+_SCOPED = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"))
+_BINDERS = frozenset(("for", "with", "import", "from"))
+_SET_EQ = re.compile(r"(?<![=!<>])=(?!=)")
 
-    def __init__(self, template, parent):
+
+def _scan_names(source):
+    """(top, other) of a template's source: the names its top level assigns with {% set %}
+    (outside every block but if/elif/else: Jinja2's Context.vars), in order of appearance, and a
+    superset of the names anything else may bind (a set inside a for, block, macro...; a macro's
+    name; for targets, with, imports: every name such a statement mentions). (Macro and call
+    arguments are their frame's own: Jinja2's context does not hold them.)"""
+    top, other = {}, set()
+    stack = []
+    for m in _TAG.finditer(source):
+        body = m.group(1)
+        words = _IDENT.findall(body) if body else ()
+        if not words:
+            continue
+        kw = words[0]
+        if kw.startswith("end"):
+            if stack:
+                stack.pop()
+            continue
+        if kw == "set":
+            rest = body.strip()[3:]
+            eq = _SET_EQ.search(rest)
+            lhs = rest[:eq.start()] if eq else rest.split("|")[0]
+            targets = [] if "." in lhs else _IDENT.findall(lhs)
+            if all(k == "if" for k in stack):
+                top.update(dict.fromkeys(targets))
+            else:
+                other.update(targets)
+            if eq is None:
+                stack.append("set")
+        elif kw == "macro":  # (its arguments are its own frame's: Jinja2's context does not hold them)
+            other.update(words[1:2])
+        elif kw in _BINDERS:
+            other.update(words)
+        if kw in _SCOPED:
+            stack.append(kw)
+    return tuple(n for n in top if n not in other), frozenset(other)
+
+
+class Context:
+    """Jinja2's template Context as a pass_context callable gets it: the template's variables
+    (Jinja2's vars: the names its top level assigns with {% set %}, once assigned — read from
+    the running render, tpl_render_lookup) over the render's parent (Environment.globals,
+    Template.globals and the render arguments, the objects themselves), the environment, the
+    template's name and its eval context. tpl does not hand its other frames' variables to
+    Python: looking up a name that a statement may bind otherwise (for targets and sets inside
+    a loop, block, macro or with; macro and call arguments; imports — Jinja2's context may give
+    them) or, in a template that loads others, any name a statement mentions, and .vars,
+    .exported_vars, iterating or listing the context when the template has such names, raise
+    NotImplementedError naming the name. (Made by the render; not to be made by hand.)"""
+
+    def __init__(self, template, parent, cell=None):
         self.environment = template.environment
         self.parent = {**_DEFAULT_NAMESPACE, **parent}  # (Jinja2's default globals below)
         self._template = template
-        self._bound = template._bound_names()
+        self._cell = cell
+        if template._loaded:
+            self._top, self._bound = (), template._bound_names()
+        else:
+            self._top, self._bound = template._scanned_names()
         self.eval_ctx = EvalContext(template.environment, template.name)
         self.blocks = {}
+
+    def _var(self, key):
+        """The template's variable key as the render holds it now, or missing."""
+        cell = self._cell
+        if not cell:
+            raise NotImplementedError("tpl.jinja2: Context lookup of %r, a variable of the template, after its "
+                                      "render ended" % (key,))
+        try:
+            return _tpl._tpl.lookup(cell[-1], key)
+        except KeyError:
+            return missing
+        except RuntimeError as e:
+            raise NotImplementedError("tpl.jinja2: Context lookup of %r: %s" % (key, e)) from None
+
+    def _vars(self):
+        out = {}
+        for k in self._top:
+            v = self._var(k)
+            if v is not missing:
+                out[k] = v
+        return out
 
     @property
     def name(self):
@@ -362,15 +433,19 @@ class Context:
     @property
     def vars(self):
         self._all_checked("vars")
-        return {}
+        return self._vars()
 
     @property
     def exported_vars(self):
         self._all_checked("exported_vars")
-        return set()
+        return {k for k in self._vars() if k[:1] != "_"}
 
     def resolve_or_missing(self, key):
         self._check(key)
+        if key in self._top:
+            v = self._var(key)
+            if v is not missing:
+                return v
         return self.parent.get(key, missing)
 
     def resolve(self, key):
@@ -392,16 +467,15 @@ class Context:
         return rv
 
     def __contains__(self, name):
-        self._check(name)
-        return name in self.parent
+        return self.resolve_or_missing(name) is not missing
 
     def get_all(self):
         self._all_checked("get_all")
-        return dict(self.parent)
+        return {**self.parent, **self._vars()}
 
     def get_exported(self):
         self._all_checked("get_exported")
-        return {}
+        return {k: v for k, v in self._vars().items() if k[:1] != "_"}
 
     def keys(self):
         return self.get_all().keys()
@@ -1183,6 +1257,12 @@ class Template:
             b = self._bound = _bound_names(self._sources)
         return b
 
+    def _scanned_names(self):
+        b = self.__dict__.get("_scanned")
+        if b is None or b[0] is not self._source:  # (auto_reload replaces the source)
+            b = self._scanned = (self._source, _scan_names(self._source or ""))
+        return b[1]
+
     def _context(self, args, kwargs):
         """The render's state (template and env globals, then the arguments) and the env globals
         below it (None when there are none). self._parent: the state as given (a pass_context
@@ -1222,11 +1302,12 @@ class Template:
     def render(self, *args, **kwargs):
         ctx, eg = self._context(args, kwargs)
         parent = self._parent_tls.parent
-        token = _RENDERING.set((self, parent)) if parent is not None else None
+        cell = [] if parent is not None else None  # (the render's handle while it runs: Context)
+        token = _RENDERING.set((self, parent, cell)) if parent is not None else None
         try:
-            if eg is None:
+            if eg is None and cell is None:
                 return self._t.render(ctx)
-            out = self._t._render_globals(ctx, eg)
+            out = self._t._render_globals(ctx, eg or {}, cell)
             if isinstance(out, tuple):
                 _tpl._raise(out)
             return out
@@ -1545,10 +1626,12 @@ def _generate(template, t, ctx, eg, parent=None):
         return not stop
 
     def work():
+        cell = None
         if parent is not None:
-            _RENDERING.set((template, parent))
+            cell = []
+            _RENDERING.set((template, parent, cell))
         try:
-            pieces.put(("end", t._render_stream(ctx, eg, write)))
+            pieces.put(("end", t._render_stream(ctx, eg, write, cell)))
         except BaseException as e:  # (a callback's exception: raised where the pieces are taken)
             pieces.put(("raise", e))
 

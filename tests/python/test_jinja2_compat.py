@@ -528,8 +528,12 @@ def test_pass_decorators_on_context_callables():
         return ctx.get("y")
     t = tj.Environment().from_string("{% if x %}{{ f() }}{% endif %}{% set y = 1 %}")
     assert t.render(f=ctxf) == ""  # not called: no error
-    with pytest.raises(NotImplementedError, match="Context lookup of 'y'"):  # a name the template assigns
-        t.render(f=ctxf, x=1, y=0)
+    # a name the template assigns (session 31: its variable once assigned, the parent's before)
+    src = "{% if x %}{{ f() }}{% endif %}{% set y = 1 %}{% if x %}{{ f() }}{% endif %}"
+    assert t.render(f=ctxf, x=1, y=0) == jinja2.Environment().from_string(
+        "{% if x %}{{ f() }}{% endif %}{% set y = 1 %}").render(f=jinja2.pass_context(ctxf), x=1, y=0) == "0"
+    assert tj.Environment().from_string(src).render(f=ctxf, x=1, y=0) == jinja2.Environment().from_string(
+        src).render(f=jinja2.pass_context(ctxf), x=1, y=0) == "01"
 
 
 def test_policies():
@@ -1743,6 +1747,72 @@ def test_template_module_render_ends_with_the_module():
     gc.collect()
     mine[0].join(5)
     assert not mine[0].is_alive()
+
+
+CONTEXT_VARS = [
+    "{% set a = 1 %}{{ peek('a', 'b') }}{% set b = 2 %}{{ peek('a', 'b') }}",
+    "{% if true %}{% set a = 1 %}{% endif %}{% if false %}{% set b = 1 %}{% endif %}{{ peek('a', 'b') }}",
+    "{% set _a = 1 %}{{ peek('_a') }}",
+    "{% set a, b = 1, [2, (3, 'x')] %}{{ peek('a', 'b') }}",
+    "{% set a %}x{{ u }}{% endset %}{{ peek('a') }}",
+    "{{ peek('u') }}{% set u = 'mine' %}{{ peek('u') }}",
+    "{{ 1|pf('a') }}{% set a = 3 %}{{ 1|pf('a') }}{{ 1 is tt('a') }}{{ [1]|map('pf', 'a')|join }}",
+    "{% set a = 1 %}{% if u %}{{ peek('a') }}{% endif %}{% set a = a + 1 %}{{ peek('a') }}",
+    "{% set a = {'k': [1, 2.5, none, true]} %}{{ peek('a') }}",
+    "{% set n = nope %}{{ peek('n') }}{% set n = 1 if false %}{{ peek('n') }}",
+    "{%- set a = 'A' -%} {{ peek('a') }} {#- {% set z = 1 %} #}{% raw %}{% set r = 1 %}{% endraw %}{{ peek('z', 'r') }}",
+]
+
+
+@pytest.mark.parametrize("src", CONTEXT_VARS)
+def test_pass_context_sees_template_variables(src):
+    """A pass_context callable's Context holds the template's variables as Jinja2's (its vars:
+    the names the top level assigns with {% set %}, once assigned, over the parent): get, [],
+    resolve, in, vars, exported_vars, get_all, get_exported — read from the running render
+    (tpl_render_lookup); filters and tests too."""
+    outs = []
+    for m in (jinja2, tj):
+        def show(ctx, names):
+            return "|".join("%s=%r,%r,%r" % (n, ctx.get(n, "-"), n in ctx, ctx.resolve_or_missing(n) is m.utils.missing)
+                            for n in names) + " vars=%r exp=%r all=%r ex=%r" % (
+                sorted(ctx.vars.items()), sorted(ctx.exported_vars), sorted(k for k in ctx.get_all() if k not in ("range", "dict", "lipsum", "cycler", "joiner", "namespace")),
+                sorted(ctx.get_exported().items()))
+        e = m.Environment()
+        e.globals["peek"] = m.pass_context(lambda ctx, *names: show(ctx, names))
+        e.filters["pf"] = m.pass_context(lambda ctx, v, *names: show(ctx, names))
+        e.tests["tt"] = m.pass_context(lambda ctx, v, *names: bool(show(ctx, names)) and ctx.get(names[0]) == 3)
+        t = e.from_string(src)
+        outs.append([t.render(u="<u>"), "".join(t.generate(u=""))])
+    assert outs[1] == outs[0]
+
+
+def test_pass_context_template_variables_from_macros_and_refusals():
+    """Inside a macro a Context still holds the template's variables (not the macro's
+    arguments), as Jinja2's; a name set inside a loop, block, macro or with (Jinja2 may give
+    the loop's value) and vars of such a template stay refused by name."""
+    outs = []
+    src = ("{% macro m(a) %}{{ peek('a') }}{% endmacro %}{{ m(1) }}{% set a = 5 %}{{ m(2) }}"
+           "{% for x in [1] %}{{ peek('a') }}{% endfor %}")
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.globals["peek"] = m.pass_context(lambda ctx, n: repr(ctx.get(n, "-")))
+        outs += [e.from_string(src).render(a="arg"), e.from_string(src).render(),
+                 e.from_string("{% set a = 5 %}" + src).render(a="arg"),
+                 e.from_string("{% macro k() %}{{ peek('d') }}{% endmacro %}{{ k() }}{% set d = 'D' %}{{ k() }}"
+                               "{% macro j(a) %}{% set b = a %}{{ peek('a') }}{% endmacro %}{{ j(2) }}").render(d="p")]
+    assert outs[4:] == outs[:4] == ["'arg'55", "'-'55", "555", "'p''D''-'"]
+    e = tj.Environment()
+    e.globals["peek"] = tj.pass_context(lambda ctx, n: repr(ctx.get(n, "-")))
+    with pytest.raises(NotImplementedError, match="'y'"):
+        e.from_string("{% set y = 1 %}{% for x in [1] %}{% set y = 2 %}{{ peek('y') }}{% endfor %}").render()
+    e.globals["vars"] = tj.pass_context(lambda ctx: ctx.vars)
+    with pytest.raises(NotImplementedError, match="vars"):
+        e.from_string("{% set y = 1 %}{% for x in [1] %}{{ vars() }}{% endfor %}").render()
+    kept = []
+    e.globals["keep"] = tj.pass_context(lambda ctx: kept.append(ctx))
+    e.from_string("{% set y = 1 %}{{ keep() }}").render()
+    with pytest.raises(NotImplementedError, match="render ended"):
+        kept[0].get("y")
 
 
 def test_pass_context():
