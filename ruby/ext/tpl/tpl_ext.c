@@ -20,7 +20,7 @@
 #include <ruby.h>
 #include <ruby/encoding.h>
 #include <ruby/thread.h>
-#include <ruby/thread_native.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tpl.h"
@@ -128,8 +128,10 @@ typedef struct tmpl {
     ID *ivar_id;
     size_t nivar;           /* the reads with an ivar_id */
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
-     * between them), so the pool has its own lock */
-    rb_nativethread_lock_t lock;
+     * between them), so the pool has its own lock: a spin lock (pool_lock), as what it guards is
+     * a few stores — a pthread mutex's lock and unlock, three pairs per render, cost ~200
+     * instructions (bench/RESULTS.md, session 31) */
+    int lock;
     pooled_ctx pool[POOL_MAX];
     int npool;
     /* the bytes of the results returned since Ruby's GC last ran (gc_seen: rb_gc_count() then):
@@ -138,6 +140,16 @@ typedef struct tmpl {
 } tmpl;
 
 struct rctx;
+
+/* The pool's lock (tmpl.lock): held for a few loads and stores, never across a call into Ruby or
+ * tpl, so a waiter spins a little and then yields its CPU (a holder preempted mid-section). */
+static inline void pool_lock(tmpl *t)
+{
+    for (unsigned spins = 0; __atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE);)
+        if (++spins % 64 == 0) sched_yield();
+}
+
+static inline void pool_unlock(tmpl *t) { __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE); }
 
 /* A host object: the Ruby object and its render (blocks live in chunks owned by the render). */
 typedef struct rbobj {
@@ -1304,7 +1316,6 @@ static void tmpl_free(void *ptr)
     free(t->read_hash);
     free(t->rtab);
     free(t->ivar_id);
-    rb_nativethread_lock_destroy(&t->lock);
     ruby_xfree(t);
 }
 
@@ -1324,7 +1335,6 @@ static VALUE tmpl_alloc(VALUE klass)
 {
     tmpl *t = ruby_xmalloc(sizeof *t);
     memset(t, 0, sizeof *t);
-    rb_nativethread_lock_initialize(&t->lock);
     t->reads = Qnil;
     t->read_syms = Qnil;
     return TypedData_Wrap_Struct(klass, &tmpl_type, t);
@@ -2065,10 +2075,10 @@ static VALUE render_ensure(VALUE arg)
         c->chunks = k->next;
         ruby_xfree(k);
     }
-    rb_nativethread_lock_lock(&t->lock);
+    pool_lock(t);
     bool kept = t->npool < POOL_MAX;
     if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->kc, c->last_out, c->last_nvals };
-    rb_nativethread_lock_unlock(&t->lock);
+    pool_unlock(t);
     if (!kept) { tpl_render_free(c->r); settings_free(&c->set); scratch_free(&c->sc); }
     c->r = NULL;
     return Qnil;
@@ -2100,10 +2110,10 @@ static VALUE render_ensure(VALUE arg)
 static void gc_nudge(tmpl *t, size_t n)
 {
     size_t gcs = rb_gc_count(), bytes;
-    rb_nativethread_lock_lock(&t->lock);
+    pool_lock(t);
     if (t->gc_seen != gcs) { t->gc_seen = gcs; t->gc_bytes = 0; }
     bytes = t->gc_bytes += n;
-    rb_nativethread_lock_unlock(&t->lock);
+    pool_unlock(t);
     if (bytes < GC_NUDGE || bytes / GC_NUDGE_SLOT < rb_gc_stat(ID2SYM(rb_intern("heap_live_slots")))) return;
     if (rb_gc_disable() == Qtrue) return; /* (GC.disable'd by the application: left so; GC.start would run anyway) */
     rb_gc_enable();
@@ -2111,10 +2121,10 @@ static void gc_nudge(tmpl *t, size_t n)
     rb_hash_aset(kw, ID2SYM(rb_intern("full_mark")), Qfalse);
     rb_hash_aset(kw, ID2SYM(rb_intern("immediate_sweep")), Qfalse);
     rb_funcallv_kw(rb_mGC, rb_intern("start"), 1, &kw, RB_PASS_KEYWORDS);
-    rb_nativethread_lock_lock(&t->lock); /* (counted again from here: GC.disable makes it a no-op) */
+    pool_lock(t); /* (counted again from here: GC.disable makes it a no-op) */
     t->gc_seen = rb_gc_count();
     t->gc_bytes = 0;
-    rb_nativethread_lock_unlock(&t->lock);
+    pool_unlock(t);
 }
 
 /* Tpl::ERB#result's and #result_with_hash's render: a Ruby exception that ends it is located as
@@ -2171,7 +2181,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->r = NULL;
     c->max_items = 0;
     if (pooled) {
-        rb_nativethread_lock_lock(&t->lock);
+        pool_lock(t);
         if (t->npool > 0) {
             pooled_ctx *pc = &t->pool[--t->npool];
             c->r = pc->r;
@@ -2181,7 +2191,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             c->last_out = pc->last_out;
             c->last_nvals = pc->last_nvals;
         }
-        rb_nativethread_lock_unlock(&t->lock);
+        pool_unlock(t);
     }
     if (!c->r) {
         tpl_limits lim = { 0 };
@@ -2241,8 +2251,13 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
  * all are (facts, call, lang, catalogs, tr_keys, limits), else the state itself. */
 static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
 {
-    VALUE state = Qnil, kw = Qnil, blk = Qnil;
-    rb_scan_args(argc, argv, "01:&", &state, &kw, &blk);
+    /* rb_scan_args(argc, argv, "01:&", ...) without its copy of the keywords' Hash (rb_hash_dup:
+     * an object and its table per render, ~300 instructions; the Hash is only read here, and as
+     * the state only for this render) */
+    VALUE kw = Qnil;
+    if (argc > 0 && rb_keyword_given_p() && RB_TYPE_P(argv[argc - 1], T_HASH)) kw = argv[--argc];
+    rb_check_arity(argc, 0, 1);
+    VALUE state = argc ? argv[0] : Qnil, blk = rb_block_given_p() ? rb_block_proc() : Qnil;
     VALUE limits = Qnil, given[NSET] = { Qnil, Qnil, Qnil, Qnil, Qnil };
     if (!NIL_P(kw)) {
         /* each option looked up once (the literal rb_intern: IDs cached at the call site), the
