@@ -36,6 +36,29 @@ class TestTemplate < Minitest::Test
     assert_equal "z=1;a=2;m=3;", t.render(h: { "z" => 1, "a" => 2, "m" => 3 })
   end
 
+  # an Array of Hashes of Strings is made in one call (tpl_ext.c strmaps_val) when the render
+  # borrows its Strings; any other item, key or value converts the Array item by item: the same
+  # output either way, embedded and long Strings, empty Hashes, mutation between renders, and
+  # the errors of a cycle or invalid bytes
+  def test_array_of_string_hashes
+    t = Tpl::Template.new("<% l.each do |h| %><%= h[\"a\"] %>|<%= h.size %>|<%= h.inspect %>;<% end %><%= l.size %>", syntax: :erb)
+    long = "é" * 40
+    l = [{ "a" => "x", "b" => "y" }, {}, { "a" => long }]
+    assert_equal %(x|2|{"a"=>"x", "b"=>"y"};|0|{};#{long}|1|{"a"=>"#{long}"};3), t.render(l: l)
+    l[0]["a"] << "z"
+    l[1]["c"] = "w"
+    assert_equal %(xz|2|{"a"=>"xz", "b"=>"y"};|1|{"c"=>"w"};#{long}|1|{"a"=>"#{long}"};3), t.render(l: l)
+    assert_equal %(x|2|{"a"=>"x", "b"=>1};z|1|{"a"=>"z"};2), t.render(l: [{ "a" => "x", "b" => 1 }, { "a" => "z" }])
+    assert_equal %(x|1|{:a=>"x"};z|1|{"a"=>"z"};2), t.render(l: [{ a: "x" }, { "a" => "z" }])
+    assert_equal %(x|1|{"a"=>"x"};1), t.render(l: [{ "a" => "x".encode("UTF-16LE").encode("UTF-8") }])
+    h = { "a" => "q" }
+    h["self"] = [h]
+    assert_raises(ArgumentError) { t.render(l: [h]) }
+    assert_raises(EncodingError) { t.render(l: [{ "a" => "\xff".b }]) }
+    j = Tpl::Template.new("{% for m in l %}{{ m.a }}{{ m|length }}{% endfor %}")
+    assert_equal "x2é1", j.render(l: [{ "a" => "x", "b" => "y" }, { "a" => "é" }])
+  end
+
   # the state is converted on every render (session 15: one pass over each Hash): a Hash changed
   # between renders renders its new values, at the top and nested, small and big
   def test_state_mutated_between_renders

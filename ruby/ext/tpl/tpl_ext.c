@@ -77,6 +77,10 @@ typedef struct scratch {
     unsigned char *fkind;   /* per read: 0 none, 1 under a String key, 2 under a Symbol key (the
                              * values found are render_body's pinned array) */
     size_t capfound;
+    tpl_str_str *ss;        /* an Array of Hashes of Strings: their entries (strmaps_val) */
+    size_t nss, capss;
+    uint32_t *cnt;          /* ... and each Hash's count */
+    size_t capcnt;
 } scratch;
 
 static void scratch_free(scratch *sc)
@@ -85,6 +89,8 @@ static void scratch_free(scratch *sc)
     free(sc->ents);
     free(sc->items);
     free(sc->fkind);
+    free(sc->ss);
+    free(sc->cnt);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -664,11 +670,82 @@ static int hash_val(rctx *c, VALUE h, tpl_val *out)
     return 0;
 }
 
+/* An Array of Hashes whose keys and values are all Strings (a chat's messages, a list of
+ * records of text), on a render that borrows its Strings: the list and its maps made at once by
+ * tpl_val_list_of_str_maps (one allocation; no map, tpl_val per value or entry copy per Hash).
+ * strmap_i gathers one Hash's entries as str_borrow_fast and hash_i would take them — a frozen
+ * String key of the key cache, a value borrowed as str_borrow_fast borrows it — and stops at the
+ * first that is not such: the Array is then converted item by item (ary_val). */
+struct strmaps_iter { rctx *c; bool ok; };
+
+static int strmap_i(VALUE k, VALUE v, VALUE arg)
+{
+    struct strmaps_iter *it = (struct strmaps_iter *)arg;
+    rctx *c = it->c;
+    if (!RB_TYPE_P(k, T_STRING) || !RB_TYPE_P(v, T_STRING)) goto no;
+    keyent *slot = &((keycache *)DATA_PTR(c->kc))->e[((uintptr_t)k * UINT64_C(0x9E3779B97F4A7C15)) >> 56 & (KEYC - 1)];
+    const keyent *ke = slot;
+    if (slot->k != k && !(OBJ_FROZEN(k) && key_ok(c, k) && (ke = key_fill(c, slot, k, k)))) goto no;
+    int ei = RB_ENCODING_GET_INLINED(v), cr = RB_ENC_CODERANGE(v);
+    if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
+        !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
+        goto no;
+    bool emb = !RB_FL_TEST_RAW(v, RSTRING_NOEMBED);
+    long n = RSTRING_LEN(v);
+    if ((emb && !c->borrow_emb) || (unsigned long)n >= UINT32_MAX) goto no;
+    c->borrowed_emb |= emb;
+    scratch *sc = &c->sc;
+    GROW(sc->ss, sc->nss, sc->capss, 1);
+    sc->ss[sc->nss++] = (tpl_str_str){ ke->u8, RSTRING_PTR(v), ke->len, (uint32_t)n, ke->hash };
+    return ST_CONTINUE;
+no:
+    it->ok = false;
+    return ST_STOP;
+}
+
+HASH_EACH_FN(strmap_i)
+
+static bool strmaps_val(rctx *c, VALUE a, long n, tpl_val *out)
+{
+    for (long i = 0; i < n; i++) {
+        VALUE o = RARRAY_AREF(a, i);
+        if (!RB_TYPE_P(o, T_HASH) || RBASIC_CLASS(o) != rb_cHash) return false;
+    }
+    scratch *sc = &c->sc;
+    size_t zero = 0;
+    GROW(sc->cnt, zero, sc->capcnt, (size_t)n);
+    bool emb = c->borrowed_emb;
+    size_t nv = 0;
+    sc->nss = 0;
+    struct strmaps_iter it = { c, true };
+    for (long i = 0; i < n; i++) {
+        size_t before = sc->nss;
+        HASH_EACH(RARRAY_AREF(a, i), strmap_i, &it);
+        if (!it.ok) {
+            sc->nss = 0;
+            c->borrowed_emb = emb;
+            return false;
+        }
+        sc->cnt[i] = (uint32_t)(sc->nss - before);
+        nv += 1 + sc->cnt[i];
+    }
+    checkst(tpl_val_list_of_str_maps(c->r, sc->ss, sc->cnt, (size_t)n, 0, out));
+    c->nvals += nv;
+    c->borrowed |= sc->nss > 0;
+    sc->nss = 0;
+    return true;
+}
+
 /* An Array: its items gathered on the scratch stack, the list made at once (tpl_val_list_of). */
 static int ary_val(rctx *c, VALUE a, tpl_val *out)
 {
     enter(c, a);
     c->nvals++;
+    /* (its Hashes are one level deeper: the depth limit as enter() would check it) */
+    if (c->borrow && c->depth < MAX_DEPTH && RARRAY_LEN(a) > 0 && strmaps_val(c, a, RARRAY_LEN(a), out)) {
+        c->depth--;
+        return 0;
+    }
     scratch *sc = &c->sc;
     size_t base = sc->nitems;
     long n = RARRAY_LEN(a);
