@@ -783,6 +783,42 @@ class TestERB < Minitest::Test
     end
   end
 
+  # Tpl::ERB converts an ivars-only template's @ivars before the run; with a remembers method on
+  # self (Ruby code during the render) their Strings are copies (tpl_ext.c scratch_copy), never
+  # borrowed: a remembers that replaces, shrinks and frees them, then compacts the heap, leaves
+  # the render reading the values it started with, short and long, alone and in an Array of
+  # Hashes, render after render (the @ivars converted once per render, README "Ruby"; Ruby's ERB
+  # reads them live and would print the changed values)
+  class MutatingView
+    def initialize
+      @s = "s" * 100
+      @e = "e"
+      @list = [{ "a" => "x" * 200, "b" => "y" }, { "a" => "z" }]
+    end
+
+    def remembers(_w)
+      @s.replace("S" * 5000)
+      @e << "E"
+      @list.each { |h| h.each_value { |v| v.replace("Q" * 3000) } }
+      @list << { "a" => "new" }
+      GC.start
+      GC.compact if GC.respond_to?(:compact)
+      true
+    end
+
+    def bind = binding
+  end
+
+  def test_state_strings_copied_when_ruby_code_runs
+    src = "<%= remembers('x') %>|<%= @s %>|<%= @e %>|<% @list.each do |h| %><%= h[\"a\"] %>,<%= h[\"b\"] %>;<% end %>"
+    e = Tpl::ERB.new(src, trim_mode: "-")
+    3.times do
+      v = MutatingView.new
+      want = "true|#{"s" * 100}|e|#{"x" * 200},y;z,;"
+      assert_equal want, e.result(v.bind)
+    end
+  end
+
   def test_threads
     src = TEMPLATES["each"] + TEMPLATES["methods"]
     want = Agent.new("book").both(src).first

@@ -81,6 +81,12 @@ typedef struct scratch {
     size_t nss, capss;
     uint32_t *cnt;          /* ... and each Hash's count */
     size_t capcnt;
+    /* copies of the state's Strings for a render that cannot borrow them (scratch_copy): the
+     * current block, and the blocks filled before it this render (freed when the next starts) */
+    char *cb;
+    size_t cbused, cbcap;
+    char **cbold;
+    size_t ncbold, capcbold;
 } scratch;
 
 static void scratch_free(scratch *sc)
@@ -91,6 +97,9 @@ static void scratch_free(scratch *sc)
     free(sc->fkind);
     free(sc->ss);
     free(sc->cnt);
+    free(sc->cb);
+    for (size_t i = 0; i < sc->ncbold; i++) free(sc->cbold[i]);
+    free(sc->cbold);
     memset(sc, 0, sizeof *sc);
 }
 
@@ -188,6 +197,11 @@ typedef struct rctx {
      * embedded too while borrow_emb (render_body: the state is made again, copying them, when
      * a GC ran while it was converted, as only a GC moves them) */
     bool borrow, borrowed, borrow_emb, borrowed_emb;
+    /* copy: the state's Strings (up to COPY_MAX bytes) are copied into the context's scratch
+     * blocks and borrowed from there (scratch_copy), where they are not borrowed themselves
+     * (Ruby code runs during the render: a remembers block or self, host objects); copy_ok: the
+     * context is pooled (a render with its own limits copies into its arena, counted) */
+    bool copy, copy_ok;
     int enc_utf8, enc_ascii, enc_bin; /* encoding indexes */
     VALUE stack[MAX_DEPTH]; /* containers being converted (cycle check) */
     int depth;
@@ -375,27 +389,77 @@ static VALUE erb_result(rctx *c, const char *p, size_t n, int tenc)
 
 static int host_val(rctx *c, VALUE o, tpl_val *out);
 
+/* Room for `more` on a scratch stack (ruby_xrealloc: NoMemoryError when it fails). */
+#define GROW(ptr, n, cap, more)                                                                   \
+    do {                                                                                          \
+        if ((n) + (more) > (cap)) {                                                               \
+            size_t ncap_ = (cap) ? (cap) * 2 : 64;                                                \
+            while (ncap_ < (n) + (more)) ncap_ *= 2;                                              \
+            void *np_ = realloc((ptr), ncap_ * sizeof *(ptr));                                    \
+            if (!np_) rb_raise(rb_eNoMemError, "tpl: out of memory");                             \
+            (ptr) = np_;                                                                          \
+            (cap) = ncap_;                                                                        \
+        }                                                                                         \
+    } while (0)
+
+/* A copy of the n bytes at p in the render context's scratch blocks (NULL: out of memory, the
+ * caller copies otherwise), valid until the next render starts (scratch_copy_reset). */
+#define COPY_MAX 4096
+static char *scratch_copy(rctx *c, const char *p, size_t n)
+{
+    scratch *sc = &c->sc;
+    if (sc->cbcap - sc->cbused < n) {
+        size_t cap = sc->cbcap ? sc->cbcap * 2 : 16384;
+        while (cap < n) cap *= 2;
+        if (sc->cb) GROW(sc->cbold, sc->ncbold, sc->capcbold, 1);
+        char *nb = malloc(cap);
+        if (!nb) return NULL;
+        if (sc->cb) sc->cbold[sc->ncbold++] = sc->cb;
+        sc->cb = nb;
+        sc->cbcap = cap;
+        sc->cbused = 0;
+    }
+    char *d = sc->cb + sc->cbused;
+    memcpy(d, p, n);
+    sc->cbused += n;
+    return d;
+}
+
+static void scratch_copy_reset(scratch *sc)
+{
+    for (size_t i = 0; i < sc->ncbold; i++) free(sc->cbold[i]);
+    sc->ncbold = 0;
+    sc->cbused = 0;
+}
+
 /* str_val's common case inline (a state's Strings, a Hash's values): a UTF-8 or US-ASCII String
- * Ruby knows valid, borrowed (c->borrow); false: str_val decides. */
+ * Ruby knows valid, borrowed (c->borrow) or copied to the scratch blocks (c->copy); false:
+ * str_val decides. */
 static inline bool str_borrow_fast(rctx *c, VALUE s, tpl_val *out)
 {
-    if (!c->borrow) return false;
+    if (!c->borrow && !c->copy) return false;
     int ei = RB_ENCODING_GET_INLINED(s), cr = RB_ENC_CODERANGE(s);
     if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
         !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
         return false;
-    bool emb = !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
-    if (emb && !c->borrow_emb) return false;
+    const char *p = RSTRING_PTR(s);
+    size_t n = (size_t)RSTRING_LEN(s);
+    if (c->borrow) {
+        bool emb = !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
+        if (emb && !c->borrow_emb) return false;
+        c->borrowed = true;
+        c->borrowed_emb |= emb;
+    } else if (n > COPY_MAX || !(p = scratch_copy(c, p, n))) {
+        return false;
+    }
     c->nvals++;
-    c->borrowed = true;
-    c->borrowed_emb |= emb;
-    checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
+    checkst(tpl_val_str_borrow(p, n, out));
     return true;
 }
 
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
-    if (c->borrow && flags == 0 && str_borrow_fast(c, s, out)) return 0;
+    if ((c->borrow || c->copy) && flags == 0 && str_borrow_fast(c, s, out)) return 0;
     if (erb_foreign(c, s)) {
         if (!(flags & (SV_TAG | TPL_VAL_SYMBOL))) return host_val(c, s, out);
         int ei = RB_ENCODING_GET(s);
@@ -457,18 +521,6 @@ static void key_val(rctx *c, VALUE k, tpl_val *out)
                   rb_obj_classname(k));
 }
 
-/* Room for `more` on a scratch stack (ruby_xrealloc: NoMemoryError when it fails). */
-#define GROW(ptr, n, cap, more)                                                                   \
-    do {                                                                                          \
-        if ((n) + (more) > (cap)) {                                                               \
-            size_t ncap_ = (cap) ? (cap) * 2 : 64;                                                \
-            while (ncap_ < (n) + (more)) ncap_ *= 2;                                              \
-            void *np_ = realloc((ptr), ncap_ * sizeof *(ptr));                                    \
-            if (!np_) rb_raise(rb_eNoMemError, "tpl: out of memory");                             \
-            (ptr) = np_;                                                                          \
-            (cap) = ncap_;                                                                        \
-        }                                                                                         \
-    } while (0)
 
 /* The key cache of a render context: the Hash keys (frozen Strings, Symbols) converted by its
  * renders, by object, with a copy of their bytes and their tpl_val_key_hash, so that the keys
@@ -632,7 +684,7 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
             /* (a String value borrowed inline; anything else converted by to_val, which uses the
              * stacks above ours, and pops them); the entry written in place */
             tpl_val vv;
-            if (!(c->borrow && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &vv))) to_val(c, v, &vv);
+            if (!((c->borrow || c->copy) && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &vv))) to_val(c, v, &vv);
             scratch *sc = &c->sc;
             GROW(sc->ents, sc->nents, sc->capents, 1);
             tpl_str_entry *e = &sc->ents[sc->nents++];
@@ -671,7 +723,8 @@ static int hash_val(rctx *c, VALUE h, tpl_val *out)
 }
 
 /* An Array of Hashes whose keys and values are all Strings (a chat's messages, a list of
- * records of text), on a render that borrows its Strings: the list and its maps made at once by
+ * records of text), on a render that borrows its Strings or copies them to its scratch blocks
+ * (scratch_copy): the list and its maps made at once by
  * tpl_val_list_of_str_maps (one allocation; no map, tpl_val per value or entry copy per Hash).
  * strmap_i gathers one Hash's entries as str_borrow_fast and hash_i would take them — a frozen
  * String key of the key cache, a value borrowed as str_borrow_fast borrows it — and stops at the
@@ -690,13 +743,18 @@ static int strmap_i(VALUE k, VALUE v, VALUE arg)
     if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
         !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
         goto no;
-    bool emb = !RB_FL_TEST_RAW(v, RSTRING_NOEMBED);
+    const char *p = RSTRING_PTR(v);
     long n = RSTRING_LEN(v);
-    if ((emb && !c->borrow_emb) || (unsigned long)n >= UINT32_MAX) goto no;
-    c->borrowed_emb |= emb;
+    if (c->borrow) {
+        bool emb = !RB_FL_TEST_RAW(v, RSTRING_NOEMBED);
+        if ((emb && !c->borrow_emb) || (unsigned long)n >= UINT32_MAX) goto no;
+        c->borrowed_emb |= emb;
+    } else if (n > COPY_MAX || !(p = scratch_copy(c, p, (size_t)n))) {
+        goto no;
+    }
     scratch *sc = &c->sc;
     GROW(sc->ss, sc->nss, sc->capss, 1);
-    sc->ss[sc->nss++] = (tpl_str_str){ ke->u8, RSTRING_PTR(v), ke->len, (uint32_t)n, ke->hash };
+    sc->ss[sc->nss++] = (tpl_str_str){ ke->u8, p, ke->len, (uint32_t)n, ke->hash };
     return ST_CONTINUE;
 no:
     it->ok = false;
@@ -731,7 +789,7 @@ static bool strmaps_val(rctx *c, VALUE a, long n, tpl_val *out)
     }
     checkst(tpl_val_list_of_str_maps(c->r, sc->ss, sc->cnt, (size_t)n, 0, out));
     c->nvals += nv;
-    c->borrowed |= sc->nss > 0;
+    c->borrowed |= c->borrow && sc->nss > 0;
     sc->nss = 0;
     return true;
 }
@@ -742,7 +800,7 @@ static int ary_val(rctx *c, VALUE a, tpl_val *out)
     enter(c, a);
     c->nvals++;
     /* (its Hashes are one level deeper: the depth limit as enter() would check it) */
-    if (c->borrow && c->depth < MAX_DEPTH && RARRAY_LEN(a) > 0 && strmaps_val(c, a, RARRAY_LEN(a), out)) {
+    if ((c->borrow || c->copy) && c->depth < MAX_DEPTH && RARRAY_LEN(a) > 0 && strmaps_val(c, a, RARRAY_LEN(a), out)) {
         c->depth--;
         return 0;
     }
@@ -755,7 +813,7 @@ static int ary_val(rctx *c, VALUE a, tpl_val *out)
          * to_val, which uses the stack above these items, and pops it) */
         VALUE o = RARRAY_AREF(a, i);
         tpl_val v;
-        if (!(c->borrow && RB_TYPE_P(o, T_STRING) && str_borrow_fast(c, o, &v))) to_val(c, o, &v);
+        if (!((c->borrow || c->copy) && RB_TYPE_P(o, T_STRING) && str_borrow_fast(c, o, &v))) to_val(c, o, &v);
         sc->items[sc->nitems++] = v;
     }
     checkst(tpl_val_list_of(c->r, sc->items ? sc->items + base : NULL, sc->nitems - base, 0, out));
@@ -1984,6 +2042,7 @@ static VALUE render_body(VALUE arg)
     tpl_render_reset_state(r);
     scratch *sc = &c->sc;
     sc->nents = sc->nitems = 0;
+    scratch_copy_reset(sc); /* (the last render's values are gone with its state) */
     if (NIL_P(c->kc)) c->kc = keycache_new();
     keycache_drop_dead(DATA_PTR(c->kc)); /* (the last render's values are gone with its state) */
     size_t nreads = t->nreads;
@@ -2069,6 +2128,10 @@ static VALUE render_body(VALUE arg)
      * the heap, moving them, so the state is then made again, copying them */
     c->borrow_emb = c->borrow;
 again:
+    /* a render that does not borrow its Strings copies them to its scratch blocks: one memcpy
+     * each, no tpl_val_str (pooled contexts: a render with its own limits counts them) */
+    c->copy = !c->borrow && c->copy_ok;
+    scratch_copy_reset(sc);
     c->borrowed = c->borrowed_emb = false;
     size_t gcs = rb_gc_count();
     /* the state map at once: the names are the Template's copies (borrowed), their hashes made
@@ -2088,7 +2151,7 @@ again:
         c->borrow_emb = false;
         goto again;
     }
-    c->borrow = c->borrow_emb = false; /* (callbacks convert what Ruby code returns: copied) */
+    c->borrow = c->borrow_emb = c->copy = false; /* (callbacks convert what Ruby code returns: copied) */
     RB_GC_GUARD(pinv);
     ALLOCV_END(pinv);
     tpl_val st;
@@ -2250,11 +2313,12 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->kc = Qnil;
     c->last_out = c->last_nvals = 0;
     c->nvals = 0;
-    c->borrow = c->borrowed = c->borrow_emb = c->borrowed_emb = false;
+    c->borrow = c->borrowed = c->borrow_emb = c->borrowed_emb = c->copy = false;
     c->enc_utf8 = rb_utf8_encindex();
     c->enc_ascii = rb_usascii_encindex();
     c->enc_bin = rb_ascii8bit_encindex();
     bool pooled = NIL_P(limits);
+    c->copy_ok = pooled;
     c->r = NULL;
     c->max_items = 0;
     if (pooled) {
