@@ -794,12 +794,14 @@ class TestERB < Minitest::Test
       @s = "s" * 100
       @e = "e"
       @list = [{ "a" => "x" * 200, "b" => "y" }, { "a" => "z" }]
+      @big = 2000.times.map { |i| "#{i}" + "b" * 200 } # past the copies' 256 KiB: copied as before
     end
 
     def remembers(_w)
       @s.replace("S" * 5000)
       @e << "E"
       @list.each { |h| h.each_value { |v| v.replace("Q" * 3000) } }
+      @big.each { |v| v.replace("") }
       @list << { "a" => "new" }
       GC.start
       GC.compact if GC.respond_to?(:compact)
@@ -810,11 +812,12 @@ class TestERB < Minitest::Test
   end
 
   def test_state_strings_copied_when_ruby_code_runs
-    src = "<%= remembers('x') %>|<%= @s %>|<%= @e %>|<% @list.each do |h| %><%= h[\"a\"] %>,<%= h[\"b\"] %>;<% end %>"
+    src = "<%= remembers('x') %>|<%= @s %>|<%= @e %>|<% @list.each do |h| %><%= h[\"a\"] %>,<%= h[\"b\"] %>;<% end %>" \
+          "<%= @big.map(&:size).sum %><%= @big.last %>"
     e = Tpl::ERB.new(src, trim_mode: "-")
     3.times do
       v = MutatingView.new
-      want = "true|#{"s" * 100}|e|#{"x" * 200},y;z,;"
+      want = "true|#{"s" * 100}|e|#{"x" * 200},y;z,;#{(0...2000).sum { |i| i.to_s.size + 200 }}1999#{"b" * 200}"
       assert_equal want, e.result(v.bind)
     end
   end

@@ -84,7 +84,7 @@ typedef struct scratch {
     /* copies of the state's Strings for a render that cannot borrow them (scratch_copy): the
      * current block, and the blocks filled before it this render (freed when the next starts) */
     char *cb;
-    size_t cbused, cbcap;
+    size_t cbused, cbcap, cbtotal;
     char **cbold;
     size_t ncbold, capcbold;
 } scratch;
@@ -402,12 +402,16 @@ static int host_val(rctx *c, VALUE o, tpl_val *out);
         }                                                                                         \
     } while (0)
 
-/* A copy of the n bytes at p in the render context's scratch blocks (NULL: out of memory, the
- * caller copies otherwise), valid until the next render starts (scratch_copy_reset). */
+/* A copy of the n bytes at p in the render context's scratch blocks, valid until the next render
+ * starts (scratch_copy_reset); NULL (the caller copies otherwise, into the render's memory,
+ * counted against its limit) past COPY_TOTAL bytes a render, or out of memory. */
 #define COPY_MAX 4096
+#define COPY_TOTAL (256 * 1024)
 static char *scratch_copy(rctx *c, const char *p, size_t n)
 {
     scratch *sc = &c->sc;
+    if (n > COPY_TOTAL - sc->cbtotal) return NULL;
+    sc->cbtotal += n;
     if (sc->cbcap - sc->cbused < n) {
         size_t cap = sc->cbcap ? sc->cbcap * 2 : 16384;
         while (cap < n) cap *= 2;
@@ -429,7 +433,7 @@ static void scratch_copy_reset(scratch *sc)
 {
     for (size_t i = 0; i < sc->ncbold; i++) free(sc->cbold[i]);
     sc->ncbold = 0;
-    sc->cbused = 0;
+    sc->cbused = sc->cbtotal = 0;
 }
 
 /* str_val's common case inline (a state's Strings, a Hash's values): a UTF-8 or US-ASCII String
