@@ -469,14 +469,14 @@ static uint32_t add_const_own(tpl_comp *c, tpl_value v)
 
 /* The name index slot of string s with hash h (its tpl_hash_str): the one holding an equal
  * name, else the empty one to fill. */
-static uint32_t *nidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h)
+static uint32_t *nidx_slot(tpl_comp *c, const char *s, size_t n, uint64_t h, uint8_t flags)
 {
     uint32_t mask = c->nidx_cap - 1;
     for (uint32_t i = (uint32_t)(h ^ (h >> 32)) & mask;; i = (i + 1) & mask) {
         uint32_t *slot = &c->nidx[i];
         if (!*slot) return slot;
         const tpl_name *nm = &c->names[*slot - 1];
-        if (nm->hash == h && nm->s.len == n && tpl_mem_eq(nm->s.u.s, s, n)) return slot;
+        if (nm->hash == h && nm->s.len == n && nm->s.flags == flags && tpl_mem_eq(nm->s.u.s, s, n)) return slot;
     }
 }
 
@@ -492,18 +492,21 @@ static bool nidx_grow(tpl_comp *c)
     for (uint32_t i = 0; i < ocap; i++)
         if (old[i]) {
             const tpl_name *nm = &c->names[old[i] - 1];
-            *nidx_slot(c, nm->s.u.s, nm->s.len, nm->hash) = old[i];
+            *nidx_slot(c, nm->s.u.s, nm->s.len, nm->hash, nm->s.flags) = old[i];
         }
     if (old) tpl_arena_table_free(c->tmp, old, (size_t)ocap * sizeof *c->nidx);
     return true;
 }
 
-static uint32_t add_name(tpl_comp *c, tpl_value s)
+/* A name's index. `flags` is 0 or TPL_F_SYMBOL (ERB's h[:k]: the key keeps its class where the
+ * receiver is not a Hash, "sda"[:smart] is Ruby's TypeError); a name with and without it are two
+ * names. */
+static uint32_t add_name_flags(tpl_comp *c, tpl_value s, uint8_t flags)
 {
     if (c->failed) return 0;
     if (c->nnames * 2 >= c->nidx_cap && !nidx_grow(c)) { c_nomem(c, c->cur_off); return 0; }
     uint64_t h = tpl_hash_str(s.u.s, s.len);
-    uint32_t *slot = nidx_slot(c, s.u.s, s.len, h);
+    uint32_t *slot = nidx_slot(c, s.u.s, s.len, h, flags);
     if (*slot) return *slot - 1;
     char *copy = tpl_arena_strdup(&c->p->arena, s.u.s, s.len);
     if (!copy || !cgrow(c, (void **)&c->names, &c->ncap, c->nnames + 1, sizeof *c->names)) {
@@ -514,10 +517,13 @@ static uint32_t add_name(tpl_comp *c, tpl_value s)
     uint32_t k = (uint32_t)c->nnames++;
     memset(&c->names[k], 0, sizeof c->names[k]);
     c->names[k].s = tpl_v_str(copy, s.len);
+    c->names[k].s.flags = flags;
     tpl_name_resolve_hashed(&c->names[k], h);
     *slot = k + 1;
     return k;
 }
+
+static uint32_t add_name(tpl_comp *c, tpl_value s) { return add_name_flags(c, s, 0); }
 
 /* ------------------------------------------------------------------ emission */
 
@@ -5264,6 +5270,7 @@ void tpl_c_patch(tpl_comp *c, uint32_t pc, uint32_t target) { patch_a(c, pc, tar
 void tpl_c_patch_word(tpl_comp *c, uint32_t pos, uint32_t target) { patch_word(c, pos, target); }
 uint32_t tpl_c_const(tpl_comp *c, tpl_value v) { return add_const(c, v); }
 uint32_t tpl_c_name(tpl_comp *c, tpl_value s) { return add_name(c, s); }
+uint32_t tpl_c_name_sym(tpl_comp *c, tpl_value s) { return add_name_flags(c, s, s.flags & TPL_F_SYMBOL); }
 void tpl_c_expr(tpl_comp *c, tpl_node *n) { expr(c, n); }
 void tpl_c_body(tpl_comp *c, tpl_node *n) { body(c, n); }
 void tpl_c_text(tpl_comp *c, const char *s, size_t n) { emit_text(c, s, n); }

@@ -59,6 +59,7 @@ void tpl_c_patch(tpl_comp *c, uint32_t pc, uint32_t target);
 void tpl_c_patch_word(tpl_comp *c, uint32_t pos, uint32_t target);
 uint32_t tpl_c_const(tpl_comp *c, tpl_value v);         /* constant index (strings are copied) */
 uint32_t tpl_c_name(tpl_comp *c, tpl_value s);          /* name index (hash precomputed) */
+uint32_t tpl_c_name_sym(tpl_comp *c, tpl_value s);      /* the same, keeping s's TPL_F_SYMBOL (ERB h[:k]) */
 void tpl_c_expr(tpl_comp *c, tpl_node *n);
 void tpl_c_body(tpl_comp *c, tpl_node *n);
 /* An if/elif chain is compiled in a loop, not by recursion: mark = tpl_c_chain_begin(c), then

@@ -3005,9 +3005,10 @@ static void expr(erb_low *L, tpl_node *n)
         }
         expr(L, n->a);
         if (n->b->kind == TPL_N_CONST && n->b->val.type == TPL_T_STR) {
-            /* h[:k] / h["k"]: the key's hash is computed once, at compile time */
+            /* h[:k] / h["k"]: the key's hash is computed once, at compile time; a Symbol's name
+             * keeps its flag for a receiver that is not a Hash ("sda"[:smart] is a TypeError) */
             tpl_c_at(C, n->off);
-            tpl_c_emit(C, TPL_OP_GETITEM_STR_RB, tpl_c_name(C, n->b->val), 0);
+            tpl_c_emit(C, TPL_OP_GETITEM_STR_RB, tpl_c_name_sym(C, n->b->val), 0);
             return;
         }
         expr(L, n->b);

@@ -62,7 +62,7 @@ void tpl_program_sign_names(tpl_program *p)
     for (size_t i = 0; i < p->nnames; i++) {
         const tpl_name *nm = &p->names[i];
         uint64_t h = nm->resolved ? nm->hash : tpl_hash_str(nm->s.u.s, nm->s.len);
-        s = (s ^ h ^ (uint64_t)nm->s.len << 32) * 0x100000001B3u;
+        s = (s ^ h ^ (uint64_t)nm->s.len << 32 ^ (uint64_t)nm->s.flags << 56) * 0x100000001B3u;
     }
     p->names_sig = s | 1;
 }

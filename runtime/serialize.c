@@ -5,7 +5,8 @@
  *   header (32 bytes)
  *     0  8  magic "TPLB\r\n\x1a\n"
  *     8  4  format version (TPL_TPLB_VERSION)
- *    12  4  flags: bit 0 = the normalised source is included
+ *    12  4  flags: bit 0 = the normalised source is included; bit 1 = each name is followed by
+ *           its u8 value flags (0 or TPL_F_SYMBOL: ERB's h[:k]; set only when a name has one)
  *    16  8  payload length in bytes (the file is exactly 32 + this)
  *    24  4  CRC-32 (IEEE 802.3, as zlib) of the payload
  *    28  4  reserved, 0
@@ -23,7 +24,7 @@
  *     u32 ncode, ncode × u32 words
  *     u32 nconsts, values            (value = u8 type, u8 flags, payload: int i64, float
  *                                     IEEE bits u64, bool u8, str str, tuple u32 n + n values)
- *     u32 nnames, nnames × str
+ *     u32 nnames, nnames × str       (flag bit 1: nnames × (str, u8 flags))
  *     u32 nspans, nspans × (u32 pc, u32 line, u32 col)
  *     u32 nmacros, nmacros × (u32 entry, u32 name, u32 params, u16 nparams, u16 nslots,
  *                             u16 max_stack, i16 varargs, i16 kwargs, i16 caller)
@@ -254,12 +255,20 @@ static void put_code(wr *w, const tpl_program *p, bt_save *t, bool put)
         for (; pc < p->ncode; pc++) put_u32(w, p->code[pc]);
 }
 
+/* Whether a name carries a value flag (a Symbol index), which the names section then stores. */
+static bool names_flagged(const tpl_program *p)
+{
+    for (size_t i = 0; i < p->nnames; i++)
+        if (p->names[i].s.flags) return true;
+    return false;
+}
+
 /* One pass of a save: the header (length and CRC as given) and the payload into w. */
 static bool put_program(wr *w, const tpl_program *p, bool with_source, uint64_t plen, uint32_t crc)
 {
     put_bytes(w, MAGIC, sizeof MAGIC);
     put_u32(w, TPL_TPLB_VERSION);
-    put_u32(w, with_source ? 1 : 0);
+    put_u32(w, (with_source ? 1u : 0u) | (names_flagged(p) ? 2u : 0u));
     put_u64(w, plen);
     put_u32(w, crc);
     put_u32(w, 0);
@@ -290,7 +299,11 @@ static bool put_program(wr *w, const tpl_program *p, bool with_source, uint64_t 
     put_u32(w, (uint32_t)p->nconsts);
     for (size_t i = 0; i < p->nconsts; i++) put_value(w, &p->consts[i]);
     put_u32(w, (uint32_t)p->nnames);
-    for (size_t i = 0; i < p->nnames; i++) put_str(w, p->names[i].s.u.s, p->names[i].s.len);
+    bool nflags = names_flagged(p);
+    for (size_t i = 0; i < p->nnames; i++) {
+        put_str(w, p->names[i].s.u.s, p->names[i].s.len);
+        if (nflags) put_u8(w, p->names[i].s.flags);
+    }
     put_u32(w, (uint32_t)p->nspans);
     tpl_loc_it it;
     tpl_loc_it_init(&it, p);
@@ -516,7 +529,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         snprintf(msg, sizeof msg, "format version %u (this tpl reads version %u)", version, TPL_TPLB_VERSION);
         return corrupt(NULL, err, name, msg);
     }
-    if (flags & ~1u) return corrupt(NULL, err, name, "unknown flags");
+    if (flags & ~3u) return corrupt(NULL, err, name, "unknown flags");
     if (reserved) return corrupt(NULL, err, name, "reserved header bytes are not 0");
     if (plen != len - HEADER) return corrupt(NULL, err, name, "length mismatch (truncated?)");
     if (tpl_crc32(r.p + HEADER, len - HEADER) != crc) return corrupt(NULL, err, name, "checksum mismatch");
@@ -589,6 +602,12 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         s = get_str(&r, a, &n);
         if (r.bad) return corrupt(p, err, name, "truncated names");
         p->names[i].s = tpl_v_str(s, n);
+        if (flags & 2) {
+            unsigned nf = get_u8(&r);
+            if (r.bad) return corrupt(p, err, name, "truncated names");
+            if (nf & ~(unsigned)TPL_F_SYMBOL) return corrupt(p, err, name, "bad name flags");
+            p->names[i].s.flags = (uint8_t)nf;
+        }
         tpl_name_resolve(&p->names[i]);
     }
     tpl_program_sign_names(p);
