@@ -556,6 +556,18 @@ static size_t skip_string_at(const char *s, size_t n, size_t i, char q, int dept
 
 static size_t skip_string(const char *s, size_t n, size_t i, char q) { return skip_string_at(s, n, i, q, 0); }
 
+/* Whether an interpolating literal whose text starts at s[body] and whose closing delimiter is at
+ * s[close] ends in an unescaped "#$" that Ruby reads with the delimiter as a global variable's name
+ * ("a#$" interpolates $" and goes on; likewise /a#$/, %Q<a#$>): the literal does not end there. */
+static bool gvar_eats_close(const char *s, size_t body, size_t close)
+{
+    if (close < body + 2 || s[close - 1] != '$' || s[close - 2] != '#' || !strchr("~*$?!@/\\;,.=:<>\"&`'+", s[close]))
+        return false;
+    size_t k = close - 2, bs = 0;
+    while (k > body && s[k - 1] == '\\') { k--; bs++; }
+    return bs % 2 == 0;
+}
+
 static bool lex_error(rlex *L, size_t off, const char *fmt, const char *what, int wl)
 {
     char buf[160];
@@ -848,6 +860,8 @@ static bool ruby_lex(rlex *L)
             size_t e = skip_string(s, n, i, (char)c);
             if (e == TOO_DEEP) return lex_error(L, st, "string interpolation nested more than 256 deep%.*s", "", 0);
             if (e == (size_t)-1) return lex_error(L, st, "unterminated string literal%.*s", "", 0);
+            if (c == '"' && gvar_eats_close(s, st + 1, e - 1))
+                return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
             push_tok(L, c == '"' ? TK_DSTRING : TK_SSTRING, st, e - st);
             i = e;
             continue;
@@ -871,6 +885,8 @@ static bool ruby_lex(rlex *L)
                 e = skip_string(s, n, e, '"');
                 if (e == TOO_DEEP) return lex_error(L, st, "string interpolation nested more than 256 deep%.*s", "", 0);
                 if (e == (size_t)-1) return lex_error(L, st, "unterminated symbol literal%.*s", "", 0);
+                if (gvar_eats_close(s, i + 2, e - 1))
+                    return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
             } else {
                 while (e < n && ident_char((unsigned char)s[e])) e++;
                 if (e < n && (s[e] == '?' || s[e] == '!' || s[e] == '=') && !(e + 1 < n && (s[e + 1] == '=' || s[e + 1] == '>'))) e++;
@@ -883,6 +899,7 @@ static bool ruby_lex(rlex *L)
             size_t e = i + 1;
             while (e < n && s[e] != '/' && s[e] != '\n') { if (s[e] == '\\') e++; e++; }
             if (e >= n || s[e] != '/') return lex_error(L, st, "unterminated regular expression%.*s", "", 0);
+            if (gvar_eats_close(s, i + 1, e)) return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
             e++;
             while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
             push_tok(L, TK_REGEX, st, e - st);
@@ -911,6 +928,7 @@ static bool ruby_lex(rlex *L)
                 e++;
             }
             if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, 2);
+            if (gvar_eats_close(s, i + 3, e)) return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
             e++;
             while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
             push_tok(L, TK_REGEX, st, e - st);
@@ -932,6 +950,8 @@ static bool ruby_lex(rlex *L)
                 e++;
             }
             if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, (int)(p + 1 - st));
+            if (s[i + 1] != 'q' && gvar_eats_close(s, p + 1, e))
+                return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
             push_tok(L, s[i + 1] == 'q' ? TK_SSTRING : TK_DSTRING, st, e + 1 - st);
             i = e + 1;
             continue;
