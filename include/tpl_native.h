@@ -414,7 +414,7 @@ static inline size_t tpl_native_case_latin1(char *o, const unsigned char *s, siz
 static inline size_t tpl_native_join_put(char *o, size_t room, const tpl_nvalue *l, const char *sep, size_t dl)
 {
     const tpl_nlist *list = (const tpl_nlist *)l->u.p;
-    if (l->flags & TPL_NF_RANGE_BIG) return (size_t)-1; /* a range held without its items */
+    if ((l->flags & TPL_NF_RANGE_BIG) || l->aux) return (size_t)-1; /* a range held without its items, a dict view (live: the VM syncs it) */
     size_t total = list->len ? dl * (list->len - 1) : 0;
     for (uint32_t i = 0; i < list->len; i++) {
         if (list->items[i].type != TPL_NT_STR) return (size_t)-1;
@@ -466,7 +466,8 @@ static inline __attribute__((always_inline)) int tpl_native_truthy(const tpl_nva
     if (v->type == TPL_NT_BOOL || v->type == TPL_NT_INT) return v->u.i != 0;
     if (v->type == TPL_NT_STR) return v->len != 0;
     if (v->type == TPL_NT_MAP) return ((const tpl_nmap *)v->u.p)->len != 0;
-    if (v->type == TPL_NT_LIST) return ((const tpl_nlist *)v->u.p)->len != 0 || v->aux >= TPL_NLAZY_ITER || (v->flags & TPL_NF_RANGE_BIG); /* an iterator, a big range: true */
+    if (v->type == TPL_NT_LIST) /* an iterator, a big range: true; a dict view or a range: the VM's answer (a view is live) */
+        return v->aux >= TPL_NLAZY_ITER || (v->flags & TPL_NF_RANGE_BIG) ? 1 : v->aux ? -1 : ((const tpl_nlist *)v->u.p)->len != 0;
     return v->type == TPL_NT_NONE ? 0 : -1;
 }
 

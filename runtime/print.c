@@ -333,6 +333,31 @@ static void py_repr(tpl_sb *b, tpl_value v, walker *w)
             tpl_sb_mark(b, tpl_lazy_name(v.aux));
             break;
         }
+        if (tpl_is_view(v)) { /* dict_items([...]): the dict as it is now (Python's view is live) */
+            const tpl_map *m = tpl_view_dict(v);
+            if (!w_enter(b, w, l)) { /* (dictview_repr's Py_ReprEnter) */
+                tpl_sb_puts(b, "...");
+                break;
+            }
+            tpl_sb_puts(b, tpl_lazy_name(v.aux));
+            tpl_sb_puts(b, "([");
+            for (uint32_t k = 0; k < m->len && !b->failed; k++) {
+                if (k)
+                    tpl_sb_puts(b, ", ");
+                if (v.aux == TPL_LAZY_DICT_ITEMS) {
+                    tpl_sb_putc(b, '(');
+                    py_repr(b, m->e[k].key, w);
+                    tpl_sb_puts(b, ", ");
+                    py_repr(b, m->e[k].val, w);
+                    tpl_sb_putc(b, ')');
+                } else {
+                    py_repr(b, v.aux == TPL_LAZY_DICT_KEYS ? m->e[k].key : m->e[k].val, w);
+                }
+            }
+            tpl_sb_puts(b, "])");
+            w_leave(w);
+            break;
+        }
         if (v.aux) { /* dict_items([...]) */
             tpl_sb_puts(b, tpl_lazy_name(v.aux));
             tpl_sb_putc(b, '(');

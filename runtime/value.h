@@ -259,6 +259,8 @@ typedef struct tpl_map {
     bool host_keys;     /* some key is a host object (TPL_T_HOST, hashed by identity) or a tuple
                          * holding one (tpl_value_has_host): a lookup that misses asks the host
                          * about those keys (tpl_vm_map_get) */
+    uint16_t gen;       /* Jinja: changes of the dict by its methods (update, pop, ...: tpl_vm_map_owned),
+                         * modulo 2^16, by which a view made of it knows it is stale (tpl_vm_view_sync) */
     tpl_entry *e;
     uint32_t *idx;      /* open addressing; slot holds entry index + 1, 0 = empty */
     /* For undefined-attribute messages: the container was a "dict object" (jinja) */
@@ -329,6 +331,22 @@ static inline bool tpl_is_aseq_rb(tpl_value v)
 }
 /* A Gem::Version (TPL_F_GEMV_RB). */
 static inline bool tpl_is_gemv_rb(tpl_value v) { return v.type == TPL_T_STR && (v.flags & TPL_F_GEMV_RB) && (v.flags & TPL_F_CLASS_RB); }
+/* A dict view (d.keys(), d.items(), d.values()): its items were made from the dict when it was
+ * last read (stdlib/py/methods.c, tpl_vm_view_sync), the dict just past them, then a stamp (an int
+ * value: the render's count of dict changes then, aux the dict's gen). Python's views are live:
+ * what reads the items syncs the view first (tpl_vm_view_sync), what prints or compares it reads
+ * the dict itself. */
+static inline bool tpl_is_view(tpl_value v)
+{
+    return v.type == TPL_T_LIST && (v.flags & TPL_F_VIEW_DICT) && v.aux >= TPL_LAZY_DICT_ITEMS && v.aux <= TPL_LAZY_DICT_VALUES;
+}
+/* A view whose dict changed since its items were made (by the dict's gen alone: what the VM's
+ * tpl_vm_view_sync also checks against the render's count of changes). */
+static inline bool tpl_view_stale(tpl_value v)
+{
+    const tpl_list *l = v.u.list;
+    return l->items[l->len].u.map->gen != l->items[l->len + 1].aux;
+}
 /* The dict of a view or reversed() iterator that knows it (TPL_F_VIEW_DICT), else NULL. */
 static inline struct tpl_map *tpl_view_dict(tpl_value v)
 {

@@ -267,8 +267,62 @@ int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
     return 0;
 }
 
+/* l's items made from dict m's entries (the view's kind what), then m and the stamp. */
+static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what)
+{
+    tpl_value *items = tpl_arena_alloc(&vm->arena, ((size_t)m->len + 2) * sizeof *items);
+    if (!items) return tpl_vm_nomem(vm);
+    for (uint32_t i = 0; i < m->len; i++) {
+        if (what == 0) {
+            tpl_list *pair = tpl_list_new(&vm->arena, 2);
+            if (!pair) return tpl_vm_nomem(vm);
+            pair->items[0] = m->e[i].key;
+            pair->items[1] = m->e[i].val;
+            pair->len = 2;
+            items[i] = tpl_v_list(pair);
+            items[i].flags = TPL_F_TUPLE;
+        } else {
+            items[i] = what == 1 ? m->e[i].key : m->e[i].val;
+        }
+    }
+    items[m->len] = tpl_v_map(m);
+    items[m->len + 1] = tpl_v_int((int64_t)vm->dict_changes);
+    items[m->len + 1].aux = m->gen;
+    l->items = items;
+    l->len = l->cap = m->len; /* (cap == len: a push copies first, never overwriting the dict) */
+    return 0;
+}
+
+int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out)
+{
+    tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
+    if (!l) return tpl_vm_nomem(vm);
+    if (view_fill(vm, l, dict.u.map, what) < 0) return -1;
+    *out = tpl_v_list(l);
+    out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
+    out->flags = TPL_F_VIEW_DICT;
+    return 0;
+}
+
+int tpl_vm_view_sync(tpl_vm *vm, tpl_value v)
+{
+    if (!tpl_is_view(v)) return 0;
+    tpl_list *l = v.u.list;
+    tpl_value *stamp = &l->items[l->len + 1];
+    uint64_t was = (uint64_t)stamp->u.i;
+    if (was == vm->dict_changes) return 0;
+    tpl_map *m = l->items[l->len].u.map;
+    if (m->gen == stamp->aux && vm->dict_changes - was < 0xFFFF) { /* (its gen would have wrapped no sooner) */
+        stamp->u.i = (int64_t)vm->dict_changes;
+        return 0;
+    }
+    return view_fill(vm, l, m, v.aux - TPL_LAZY_DICT_ITEMS);
+}
+
 void tpl_vm_map_owned(tpl_vm *vm, tpl_value v)
 {
+    v.u.map->gen++;
+    vm->dict_changes++;
     if (v.u.map->e) (void)own_slot(vm, v.u.map->e, true); /* (out of memory: the next change copies) */
     const struct tpl_own *h = own_slot(vm, v.u.map, false);
     if (h && h->hwm == TPL_OWN_HEADER) state_finds_gone(vm); /* (a dict of the state: its entries moved) */
@@ -437,6 +491,8 @@ int tpl_vm_map_put(tpl_vm *vm, tpl_map *m, tpl_value key, tpl_value val)
 
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
+    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (tpl_vm_view_sync(vm, a) < 0 || tpl_vm_view_sync(vm, b) < 0))
+        return -1; /* (live views: their items as their dicts are now) */
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
         /* the host's own equality first: Python's a == b (__eq__, reflected, which may raise), its
          * result's truth (no identity shortcut: Decimal('NaN') == itself is False) */
@@ -475,6 +531,8 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     /* (a host object, Decimal(1) in [1], o in [1]: host_eq, reached through the equality) */
+    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (tpl_vm_view_sync(vm, a) < 0 || tpl_vm_view_sync(vm, b) < 0))
+        return -1; /* (live views) */
     int r = tpl_equal_host_metered(a, b, 1, tpl_vm_strict(vm), &vm->fuel, tpl_vm_eq_host(vm));
     if (__builtin_expect(r < 0, 0)) {
         if (r == TPL_EQ_HOST_ERROR) return -1;
@@ -514,6 +572,7 @@ int tpl_truthy_py(tpl_vm *vm, tpl_value v)
     case TPL_T_FLOAT: return v.u.f != 0.0;
     case TPL_T_STR: return v.len != 0;
     case TPL_T_LIST: /* a Python iterator is always true, and so is a range held without its items */
+        if (tpl_is_view(v)) return tpl_view_dict(v)->len != 0; /* (live) */
         return v.u.list->len != 0 || tpl_is_iter(v) || (v.flags & TPL_F_RANGE_BIG);
     case TPL_T_MAP: return v.u.map->len != 0;
     case TPL_T_HOST: return tpl_hobj_truth(vm, v);
@@ -1560,6 +1619,7 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
     switch (v.type) {
     case TPL_T_LIST: {
         if (v.flags & TPL_F_RANGE_BIG) return tpl_range_too_large(vm);
+        if (tpl_is_view(v) && tpl_vm_view_sync(vm, v) < 0) return -1;
         tpl_pending *p = tpl_pend_of(v);
         if (p) { /* (not taken: the consumers take first, tpl_take_iter) */
             tpl_list *c = tpl_arena_alloc(&vm->arena, sizeof *c);
@@ -1748,6 +1808,7 @@ static int view_order(tpl_vm *vm, int op, tpl_value a, tpl_value b, bool *r)
     if (!is_dict_view(a) || !is_dict_view(b) || !set_a || !set_b)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' not supported between instances of '%s' and '%s'", sym,
                             tpl_type_name(vm, a), tpl_type_name(vm, b));
+    if (tpl_vm_view_sync(vm, a) < 0 || tpl_vm_view_sync(vm, b) < 0) return -1;
     uint32_t la = a.u.list->len, lb = b.u.list->len;
     bool size_ok = op == TPL_OP_LT ? la < lb : op == TPL_OP_LE ? la <= lb : op == TPL_OP_GT ? la > lb : la >= lb;
     int c = !size_ok ? 0 : op == TPL_OP_LT || op == TPL_OP_LE ? tpl_view_contained_metered(a, b, &vm->fuel)
@@ -2428,6 +2489,9 @@ static int spread_args(tpl_vm *vm, tpl_value **spp, const tpl_value *stack_end, 
 
 static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
+    if (__builtin_expect(tpl_is_view(seq) || tpl_is_view(item), 0) &&
+        (tpl_vm_view_sync(vm, seq) < 0 || tpl_vm_view_sync(vm, item) < 0))
+        return -1; /* (live views) */
     if (tpl_pend_of(seq)) { /* a lazy one: item by item */
         *res = false;
         while (!*res) {
@@ -2824,13 +2888,20 @@ static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_
     tpl_value a[TPL_MAX_PARAMS];
     /* iterators (consumed) and ranges held without their items (most builtins want the items) */
     for (int i = 0; i < npos; i++)
-        if (__builtin_expect(pos[i].type == TPL_T_LIST && (tpl_is_iter(pos[i]) || (pos[i].flags & TPL_F_RANGE_BIG)), 0)) {
+        if (__builtin_expect(pos[i].type == TPL_T_LIST && (pos[i].aux || (pos[i].flags & TPL_F_RANGE_BIG)), 0)) {
+            if (tpl_is_view(pos[i])) { /* a dict view: its items as the dict is now */
+                if (tpl_vm_view_sync(vm, pos[i]) < 0) return -1;
+                continue;
+            }
+            if (!tpl_is_iter(pos[i]) && !(pos[i].flags & TPL_F_RANGE_BIG)) continue;
             if (take_iter_args(vm, id, pos, npos, kwv, nkw) < 0) return -1;
             break;
         }
-    for (int i = 0; i < nkw; i++)
+    for (int i = 0; i < nkw; i++) {
         if (__builtin_expect(tpl_is_big_range(kwv[i]), 0) && (!tpl_lib_builtin(id) || tpl_lib_builtin(id)->kind != TPL_BK_TEST))
             return tpl_range_too_large(vm);
+        if (__builtin_expect(tpl_is_view(kwv[i]), 0) && tpl_vm_view_sync(vm, kwv[i]) < 0) return -1;
+    }
     if (__builtin_expect(vm->has_host, 0)) {
         /* escape/e/forceescape/string take str(obj) of a host object (markupsafe's escape and
          * soft_str), not its items: its str() as a string value; the escapes its own HTML first
@@ -3578,6 +3649,9 @@ static inline __attribute__((always_inline)) bool trim_ascii(tpl_value *v)
 static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t op, uint32_t a, tpl_value *args,
                                                            int npos, const tpl_value *kwn, int nkw)
 {
+    if (__builtin_expect(npos && args[0].type == TPL_T_LIST && (args[0].flags & TPL_F_VIEW_DICT), 0) &&
+        tpl_vm_view_sync(vm, args[0]) < 0) /* (a dict view: the fast paths read its items) */
+        return -1;
     if (nkw == 0 && op != TPL_OP_TEST) {
         /* common filters on the values they usually get, without the binder */
         if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR && trim_ascii(&args[0]))
@@ -3819,7 +3893,7 @@ static inline __attribute__((always_inline)) int call_name_builtin(tpl_vm *vm, c
         return -1;
     }
     if (nkw == 0 && !vm->has_host && id < tpl_stdlib.nbuiltins && npos == vm->bind_hi[id] &&
-        npos >= vm->bind_lo[id] && (npos == 0 || !tpl_is_iter(args[0])) && npos <= 1 &&
+        npos >= vm->bind_lo[id] && (npos == 0 || !(tpl_is_iter(args[0]) || tpl_is_view(args[0]))) && npos <= 1 &&
         tpl_lib_builtin((int)id)->kind != TPL_BK_STR) {
         /* a call call_builtin binds by copying (its signature's range known, no keywords, no
          * iterator, no host object), of at most one argument: the builtin called on the stack's
@@ -3979,7 +4053,7 @@ static inline __attribute__((always_inline)) int plain_truth(const tpl_value *v)
     case TPL_T_BOOL: case TPL_T_INT: return v->u.i != 0;
     case TPL_T_STR: return v->len != 0;
     case TPL_T_MAP: return v->u.map->len != 0;
-    case TPL_T_LIST: return v->u.list->len != 0 || tpl_is_iter(*v) || (v->flags & TPL_F_RANGE_BIG);
+    case TPL_T_LIST: return (v->flags & TPL_F_VIEW_DICT) ? -1 : v->u.list->len != 0 || tpl_is_iter(*v) || (v->flags & TPL_F_RANGE_BIG);
     default: return -1;
     }
 }

@@ -117,6 +117,13 @@ int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what);
 int tpl_vm_list_fresh(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what);
 int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what);
 void tpl_vm_map_owned(tpl_vm *vm, tpl_value v);
+/* dict.items(), .keys(), .values() (what 0, 1, 2): *out a view of dict (a TPL_T_MAP), its items
+ * made now (value.h tpl_is_view). Python's views are live: tpl_vm_view_sync(vm, v) makes view v's
+ * items again, in a new array (a list made from the old items keeps them), when its dict changed
+ * since they were made; what reads a view's items (a builtin's arguments, tpl_to_list, the VM's
+ * operators) calls it first. No change: one compare, nothing made. */
+int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out);
+int tpl_vm_view_sync(tpl_vm *vm, tpl_value v);
 /* Whether p points into the render's state values (the state arena). */
 bool tpl_vm_state_owns(const tpl_vm *vm, const void *p);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the

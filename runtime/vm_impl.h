@@ -237,6 +237,8 @@ struct tpl_vm {
      * headers are also in vm->own, marked by hwm TPL_OWN_HEADER) */
     struct tpl_undo { void *hdr; bool map; union { tpl_list l; tpl_map m; } was; } *undo;
     uint32_t undo_n, undo_cap;
+    uint64_t dict_changes;  /* changes of dicts by their methods (tpl_vm_map_owned): a view is fresh while
+                             * this is its stamp's (tpl_vm_view_sync) */
     bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,
                              * _globals_val): a Python list passed in, which tpl does not change */
     tpl_error err;          /* last error; strings point into the buffers below */

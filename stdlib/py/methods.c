@@ -778,33 +778,7 @@ static int need_map(tpl_vm *vm, tpl_value self, const char *name)
 
 static int map_list(tpl_vm *vm, tpl_value self, int what, tpl_value *out)
 {
-    const tpl_map *m = self.u.map;
-    tpl_arena *ar = AR(vm);
-    tpl_list *l = tpl_list_new(ar, m->len + 1); /* (its dict just past the items: TPL_F_VIEW_DICT) */
-    if (!l)
-        return OOM();
-    for (uint32_t i = 0; i < m->len; i++) {
-        tpl_value v;
-        if (what == 0) {
-            tpl_list *pair = tpl_list_new(ar, 2);
-            if (!pair)
-                return OOM();
-            pair->items[0] = m->e[i].key;
-            pair->items[1] = m->e[i].val;
-            pair->len = 2;
-            v = tpl_v_list(pair);
-            v.flags = TPL_F_TUPLE;
-        } else {
-            v = what == 1 ? m->e[i].key : m->e[i].val;
-        }
-        l->items[i] = v;
-    }
-    l->len = l->cap = m->len;
-    l->items[m->len] = self;
-    *out = tpl_v_list(l);
-    out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
-    out->flags = TPL_F_VIEW_DICT;
-    return 0;
+    return tpl_vm_view_new(vm, self, what, out); /* (live: tpl_vm_view_sync) */
 }
 
 int m_map_items(tpl_vm *vm, tpl_value *a, tpl_value *out)
