@@ -1639,11 +1639,32 @@ static bool literals_same(tpl_value x, tpl_value y)
     return false;
 }
 
-/* A scalar literal, or the one `[...]|first` / `|last` (no arguments) of a list or tuple display
- * picks (Jinja2 folds the filter: the item is the object the lexer made): *v its value. */
-static bool picked_literal(const tpl_node *n, tpl_value *v, int depth)
+/* The item `[...]|first` / `|last` (no arguments) picks from a list or tuple display or the
+ * constant it folded to, through any number of them (`[[1]]|first|first`): Jinja2 folds the
+ * filters, so the item is the object the display's lexer or as_const made. The picked item's node
+ * (an item of a constant: in *tmp), or n itself when n picks nothing tpl can name. */
+static const tpl_node *picked_node(const tpl_node *n, tpl_node *tmp, int depth)
 {
-    if (depth > 50) return false;
+    if (depth > 50 || n->kind != TPL_N_FILTER || n->b || !n->a) return n;
+    bool first = n->val.len == 5 && memcmp(n->val.u.s, "first", 5) == 0;
+    if (!first && !(n->val.len == 4 && memcmp(n->val.u.s, "last", 4) == 0)) return n;
+    const tpl_node *d = picked_node(n->a, tmp, depth + 1);
+    if (d->kind == TPL_N_CONST && d->val.type == TPL_T_LIST && !d->val.aux && d->val.u.list->len) {
+        const tpl_list *l = d->val.u.list;
+        tpl_value item = first ? l->items[0] : l->items[l->len - 1];
+        *tmp = (tpl_node){ .kind = TPL_N_CONST, .val = item };
+        return tmp;
+    }
+    if ((d->kind != TPL_N_LIST && d->kind != TPL_N_TUPLE) || !d->a) return n;
+    const tpl_node *it = d->a;
+    if (!first)
+        while (it->next) it = it->next;
+    return picked_node(it, tmp, depth + 1);
+}
+
+/* A scalar literal (or an int the optimizer made, [1 + 1]|first): *v its value. */
+static bool scalar_literal(const tpl_node *n, tpl_value *v)
+{
     if (n->kind == TPL_N_CONST) {
         if (n->val.type != TPL_T_NONE && n->val.type != TPL_T_BOOL && n->val.type != TPL_T_INT &&
             n->val.type != TPL_T_STR && n->val.type != TPL_T_FLOAT) return false;
@@ -1653,32 +1674,22 @@ static bool picked_literal(const tpl_node *n, tpl_value *v, int depth)
     }
     int64_t i;
     bool big = false;
-    if (!folds_float(n) && folded_int(n, &i, &big, 0)) { /* ([1 + 1]|first: an int the optimizer made) */
+    if (!folds_float(n) && folded_int(n, &i, &big, 0)) {
         *v = tpl_v_int(big ? 257 : i); /* (a big one: never shared, as 257) */
         return true;
     }
-    if (n->kind != TPL_N_FILTER || n->b || !n->a) return false;
-    bool first = n->val.len == 5 && memcmp(n->val.u.s, "first", 5) == 0;
-    if (!first && !(n->val.len == 4 && memcmp(n->val.u.s, "last", 4) == 0)) return false;
-    const tpl_node *d = n->a;
-    if (d->kind == TPL_N_CONST && d->val.type == TPL_T_LIST && !d->val.aux && d->val.u.list->len) {
-        const tpl_list *l = d->val.u.list;
-        tpl_node item = { .kind = TPL_N_CONST, .val = first ? l->items[0] : l->items[l->len - 1] };
-        return picked_literal(&item, v, depth + 1);
-    }
-    if ((d->kind != TPL_N_LIST && d->kind != TPL_N_TUPLE) || !d->a) return false;
-    const tpl_node *it = d->a;
-    if (!first)
-        while (it->next) it = it->next;
-    return picked_literal(it, v, depth + 1);
+    return false;
 }
 
 /* `x is sameas y` of two constant expressions Jinja2 folds (not both literals): 1 the same object,
  * 0 not, -1 unknown to tpl. */
 static int sameas_folded(const tpl_node *x, const tpl_node *y)
 {
+    tpl_node tx, ty;
+    x = picked_node(x, &tx, 0); /* ([1]|first is sameas 1, [[1]]|first|first is sameas 1: the items) */
+    y = picked_node(y, &ty, 0);
     tpl_value px, py;
-    if (picked_literal(x, &px, 0) && picked_literal(y, &py, 0)) /* ([1]|first is sameas 1) */
+    if (scalar_literal(x, &px) && scalar_literal(y, &py))
         return literals_same(px, py);
     /* [1, 2] is sameas [1, 2], {} is sameas {}, (1,) is sameas (1,): nodes.List/Tuple/Dict.as_const
      * make a new object each (False), but for () */
