@@ -663,7 +663,9 @@ char *tpl_disassemble(const tpl_program *p)
         size_t start = b.len;
         tpl_sb_printf(&b, "%5zu  %-12s", pc, oi->name);
         const char *f = oi->fmt;
-        if (f[0] && f[0] != '-') dis_operand(&b, p, f[0], TPL_INSN_A(w));
+        if (op == TPL_OP_LOAD_UP) /* A: the slot (as the other slot opcodes') and how many closures out */
+            tpl_sb_printf(&b, " s%u up%u", TPL_INSN_A(w) & 0xFFFFu, TPL_INSN_A(w) >> 16);
+        else if (f[0] && f[0] != '-') dis_operand(&b, p, f[0], TPL_INSN_A(w));
         for (int i = 0; i < oi->extra; i++) {
             uint32_t x = pc + 1 + (size_t)i < p->ncode ? p->code[pc + 1 + i] : 0;
             char fx = f[0] ? f[1 + i] : 0;
