@@ -2124,11 +2124,9 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     tpl_lex_opts lo = { o->trim_blocks, o->lstrip_blocks };
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
     uint32_t line, col;
-    if (!lr.ok) {
+    if (!lr.ok && lr.nomem) {
         tpl_jtok_free(&toks);
-        if (lr.nomem) { c_nomem(c, off); return NULL; }
-        tpl_offset_to_linecol(src, n, lr.err_off, &line, &col);
-        cerror(c, off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, lr.msg);
+        c_nomem(c, off);
         return NULL;
     }
     tpl_pctx pc = { 0 };
@@ -2136,7 +2134,9 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     pc.src = src;
     pc.n = n;
     pc.no_loop_controls = !c->p->opts.hf && !c->p->opts.loop_controls;
-    bool ok = tpl_jinja_parse(&pc, &toks);
+    pc.no_generation = !c->p->opts.hf;
+    /* (a scanner's error: the parser's in the tokens before it comes first) */
+    bool ok = lr.ok ? tpl_jinja_parse(&pc, &toks) : tpl_jinja_parse_lex_failed(&pc, &toks, &lr);
     tpl_jtok_free(&toks);
     if (!ok) {
         if (pc.nomem) { c_nomem(c, off); return NULL; }

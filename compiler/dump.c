@@ -248,7 +248,9 @@ static tpl_status dump_source(const char *name, const char *src, size_t len, con
         tpl_jtok_vec toks = { 0 };
         tpl_lex_opts lo = { o.trim_blocks, o.lstrip_blocks };
         tpl_lex_result lr = tpl_jinja_lex(text, n, &lo, &toks);
-        if (!lr.ok) {
+        if (!lr.ok && ast && !lr.nomem) {
+            ok = tpl_jinja_parse_lex_failed(&pc, &toks, &lr); /* (a parse error before the scanner's first) */
+        } else if (!lr.ok) {
             ok = false;
             pc.failed = true;
             pc.nomem = lr.nomem;

@@ -206,6 +206,7 @@ static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *
     pc->src = src;
     pc->n = n;
     pc->no_loop_controls = !p->opts.hf && !p->opts.loop_controls;
+    pc->no_generation = !p->opts.hf;
 }
 
 static void pctx_init_arena(tpl_pctx *pc, tpl_arena *a, const char *src, size_t n)
@@ -433,9 +434,19 @@ tpl_status tpl_compile_jinja(tpl_program *p, const char *src, size_t n, tpl_erro
     tpl_jtok_vec toks = { 0 };
     tpl_lex_opts lo = { p->opts.trim_blocks, p->opts.lstrip_blocks };
     tpl_lex_result lr = tpl_jinja_lex(src, n, &lo, &toks);
+    if (!lr.ok && !lr.nomem) { /* the parser's error in the tokens before the scanner's comes first */
+        tpl_arena tmp;
+        tpl_pctx pc;
+        pctx_init(&pc, &tmp, p, src, n);
+        bool ok = tpl_jinja_parse_lex_failed(&pc, &toks, &lr);
+        tpl_jtok_free(&toks);
+        tpl_status st = lower_ast(p, &pc, ok, tpl_comp_template, err);
+        tpl_arena_free(&tmp);
+        return st;
+    }
     if (!lr.ok) {
         tpl_jtok_free(&toks);
-        return tpl_error_set_at(err, lr.nomem ? TPL_EK_NOMEM : TPL_EK_SYNTAX, p->name, src, n, lr.err_off, lr.msg);
+        return tpl_error_set_at(err, TPL_EK_NOMEM, p->name, src, n, lr.err_off, lr.msg);
     }
     if (n >= TPL_TWO_PASS_MIN && toks.n && toks.cap - toks.n > toks.n / 8) {
         /* the tokens are kept while the template is compiled: no doubling's slack */

@@ -232,8 +232,7 @@ typedef struct lexer {
     const tpl_lex_opts *o;
     tpl_jtok_vec *out;
     int depth;            /* open ( [ { inside the current tag */
-    unsigned char open[64];      /* the innermost 64 of them (as Jinja2's balancing stack), */
-    const unsigned char *open_at[64]; /* and where each opened, for bracket diagnostics */
+    unsigned char open[64];      /* the innermost 64 of them (as Jinja2's balancing stack) */
     bool line_starting;   /* the last match ended with a newline (Jinja2's line_starting) */
     bool after_dot;       /* previous token was `.`: numbers lex as integers, words as names */
     tpl_lex_result res;
@@ -321,7 +320,6 @@ static bool open_bracket(lexer *lx, int kind)
 {
     if (lx->depth < (int)sizeof lx->open) {
         lx->open[lx->depth] = *lx->tok;
-        lx->open_at[lx->depth] = lx->tok;
     }
     lx->depth++;
     return emit(lx, kind, lx->tok, 1, 0);
@@ -331,16 +329,20 @@ static bool open_bracket(lexer *lx, int kind)
 static unsigned char closer_of(unsigned char open) { return open == '(' ? ')' : open == '[' ? ']' : '}'; }
 
 /* A closing bracket inside a tag: one that does not match the innermost open bracket is
- * Jinja2's "unexpected ')', expected ']'" at the closer (so `{{ (1 }}` points at its `}}`). */
+ * Jinja2's "unexpected ')', expected ']'" at the closer (so `{{ (1 }}` points at its `}}`), one
+ * with no bracket open its "unexpected ')'". */
 static bool close_bracket(lexer *lx, int kind)
 {
-    if (lx->depth > 0) {
-        lx->depth--;
-        if (lx->depth < (int)sizeof lx->open && closer_of(lx->open[lx->depth]) != *lx->tok) {
-            char msg[64];
-            snprintf(msg, sizeof msg, "unexpected '%c', expected '%c'", *lx->tok, closer_of(lx->open[lx->depth]));
-            return fail(lx, lx->tok, msg);
-        }
+    if (lx->depth == 0) { /* (with nothing open: Jinja2's "unexpected ')'") */
+        char msg[32];
+        snprintf(msg, sizeof msg, "unexpected '%c'", *lx->tok);
+        return fail(lx, lx->tok, msg);
+    }
+    lx->depth--;
+    if (lx->depth < (int)sizeof lx->open && closer_of(lx->open[lx->depth]) != *lx->tok) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "unexpected '%c', expected '%c'", *lx->tok, closer_of(lx->open[lx->depth]));
+        return fail(lx, lx->tok, msg);
     }
     return emit(lx, kind, lx->tok, 1, 0);
 }
@@ -417,20 +419,13 @@ enum { TAG_NONE, TAG_VAR, TAG_BLOCK };
 /* Scans expression tokens until the end of the current tag. Returns false on error. */
 static bool scan_tag(lexer *lx, int tag)
 {
-    const unsigned char *tag_start = lx->tok;
     lx->depth = 0;
     lx->after_dot = false;
     for (;;) {
         lx->tok = lx->cur;
-        if (lx->cur >= lx->lim && lx->depth > 0 && lx->depth <= (int)sizeof lx->open) {
-            char msg[80];
-            unsigned char o = lx->open[lx->depth - 1];
-            snprintf(msg, sizeof msg, "unexpected end of template: '%c' is never closed (expected '%c')", o, closer_of(o));
-            return fail(lx, lx->open_at[lx->depth - 1], msg);
-        }
-        if (lx->cur >= lx->lim)
-            return fail(lx, tag_start, tag == TAG_VAR ? "unexpected end of template, expected 'end of print statement'."
-                                                      : "unexpected end of template, expected 'end of statement block'.");
+        if (lx->cur >= lx->lim) /* Jinja2's lexer stops at the end, inside a tag too (its parser
+                                 * then says what it expected: tpl_jinja_syntax_error at EOF) */
+            return true;
         const unsigned char *YYMARKER;
         bool dot = lx->after_dot;
         lx->after_dot = false;

@@ -39,7 +39,9 @@ static tpl_node *with_d(tpl_node *n, tpl_node *d) { if (n) n->d = d; return n; }
 
 %syntax_error {
     if (!ctx->failed) {
-        if (yymajor == 0) {
+        if (yymajor == 0 && ctx->in_tag) {
+            tpl_jinja_syntax_error(ctx, &TOKEN);
+        } else if (yymajor == 0) {
             tpl_pctx_error(ctx, (uint32_t)ctx->n, "unexpected end of template");
         } else if (TOKEN.flag & 0x80) {
             tpl_pctx_error(ctx, TOKEN.off, "Encountered unknown tag '%.*s'.", (int)TOKEN.len, ctx->src + TOKEN.off);

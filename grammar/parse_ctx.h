@@ -18,14 +18,22 @@ typedef struct tpl_pctx {
     char msg[320];
     uint32_t cur_off;     /* offset of the token being parsed */
     /* Jinja's driver, for Jinja2's syntax-error texts (tpl_jinja_syntax_error): the token before
-     * the one being parsed (kind, flag), the tag it is in (TK_VAR_BEGIN for `{{`, else the tag's
+     * the one being parsed (kind, flag) and the one before it, the tag it is in (TK_VAR_BEGIN for `{{`, else the tag's
      * first token), the brackets open in that tag and which keywords it has passed (1 `in`,
-     * 2 `as`, 4 `import`). */
-    int prev_kind, tag;
+     * 2 `as`, 4 `import`, 8 a bracket at the top level, 16 `with`'s `=` since its last comma). */
+    int prev_kind, prev2_kind, tag;
     uint8_t prev_flag, tag_seen;
     uint16_t nest;
+    uint8_t nest_kind[32]; /* the outermost 32 open brackets' TPL_NK_*, */
+    uint32_t nest_off[32]; /* and where each opened */
+    /* the template ends inside a tag (Jinja2's lexer stops there; its parser says what it
+     * expected), and the last token (Jinja2 reports an end of template at its line) */
+    bool in_tag;
+    bool lex_failed;      /* the tokens stop at the scanner's error: no end of template */
+    uint32_t last_off, last_len;
     /* `break` and `continue` are unknown tags (Jinja2 without jinja2.ext.loopcontrols) */
     bool no_loop_controls;
+    bool no_generation;   /* `generation` is an unknown tag (outside the hf profile) */
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
     void *front;          /* a front end's private state (ERB: its generated script) */
     /* A streaming compile (Jinja): each top-level statement goes to top(top_data, node) as soon
@@ -37,6 +45,17 @@ typedef struct tpl_pctx {
      * `arena` holds it all. */
     tpl_arena *keep;
 } tpl_pctx;
+
+/* What an open bracket of a Jinja tag is (tpl_pctx.nest_kind), for what Jinja2 expects next. */
+enum {
+    TPL_NK_GROUP = 1,   /* ( ) a parenthesised expression or tuple: `)` */
+    TPL_NK_CALL,        /* f( ) call arguments: `,` */
+    TPL_NK_SIG,         /* macro / call-block parameters: names, `,` */
+    TPL_NK_LIST,        /* [ ] a list or a subscript: `,` */
+    TPL_NK_DICT,        /* { } `:` after a key, else `,` */
+    TPL_NK_KW = 0x10,   /* flag: a call that has had a keyword argument */
+    TPL_NK_COLON = 0x20 /* flag: a dict entry past its `:` */
+};
 
 /* Jinja2's text for a syntax error at token t of a Jinja template (its parser's expect() and
  * parse_primary()/parse_tuple() failures: "expected token 'end of print statement', got 'y'",
@@ -102,6 +121,10 @@ tpl_node *tpl_p_elif_end(tpl_node *chain, tpl_node *else_body);
 
 /* Parses a Jinja template into c->root; returns false with c->msg/err_off on failure. */
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks);
+/* A template the scanner refused (lr: not out of memory) with the tokens before its error: as
+ * Jinja2's lexer runs while its parser reads, a syntax error in those tokens is the one
+ * reported, else the scanner's. Leaves c failed; returns false. */
+bool tpl_jinja_parse_lex_failed(tpl_pctx *c, const tpl_jtok_vec *toks, const tpl_lex_result *lr);
 /* Parses again, into c (its arena), the block statement whose BLOCK node is at source offset off
  * of the template whose tokens are t (already parsed whole without error): its tokens from its
  * `{%` to its endblock's `%}` as a template of that one statement. Returns the BLOCK node, or

@@ -729,31 +729,75 @@ static bool ends_operand(const tpl_pctx *c, int k, uint8_t flag)
     (void)c;
 }
 
-void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *t)
+/* Jinja2's TokenStream.expect(want) failing at token t: at the end of the template its own
+ * wording. */
+static void expect_fail(tpl_pctx *c, const tpl_token *t, const char *want, const char *got)
+{
+    if (t->kind == 0) tpl_pctx_error(c, t->off, "unexpected end of template, expected '%s'.", want);
+    else tpl_pctx_error(c, t->off, "expected token '%s', got '%s'", want, got);
+}
+
+void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
 {
     char got[64];
+    tpl_token eof;
+    const tpl_token *t = at;
+    if (at->kind == 0) {
+        /* the end of the template inside a tag: Jinja2's EOF token has the last token's line;
+         * the error points just past that token (at its start when it spans lines) */
+        eof = *at;
+        eof.off = c->last_off + c->last_len;
+        for (uint32_t i = c->last_off; i < c->last_off + c->last_len && i < c->n; i++)
+            if (c->src[i] == '\n') { eof.off = c->last_off; break; }
+        t = &eof;
+    }
     describe_token(c, t, got, sizeof got);
     int prev = c->prev_kind;
     bool stmt_kw = (c->prev_flag & 0x80) != 0; /* the token before is the tag's name */
     bool tuple_end = t->kind == TK_VAR_END || t->kind == TK_BLOCK_END;
+    int nk = !c->nest ? 0 : c->nest <= sizeof c->nest_kind ? c->nest_kind[c->nest - 1] : TPL_NK_LIST;
     if (c->tag == TK_FROM && (prev == TK_IMPORT || (prev == TK_COMMA && (c->tag_seen & 4)))) { /* the names imported */
-        tpl_pctx_error(c, t->off, "expected token 'name', got '%s'", got);
+        expect_fail(c, t, "name", got);
+        return;
+    }
+    if (prev == TK_IGNORE && c->tag == TK_INCLUDE && !c->nest) {
+        /* parse_include skips `ignore` only when `missing` follows; the statement then ends there */
+        tpl_pctx_error(c, c->last_off, "expected token 'end of statement block', got '%.*s'", (int)c->last_len, c->src + c->last_off);
+        return;
+    }
+    if ((nk & 0xF) == TPL_NK_CALL && (nk & TPL_NK_KW) &&
+        (prev == TK_COMMA || (t->kind == 0 && prev == TK_NAME && c->prev2_kind == TK_COMMA))) {
+        /* parse_call_args: an argument that is not `name=` after a keyword argument (at the end
+         * of the template, a name is not followed by its `=`) */
+        tpl_pctx_error(c, c->nest_off[c->nest - 1], "invalid syntax for function call expression"); /* (at its `(`) */
+        return;
+    }
+    if ((nk & 0xF) == TPL_NK_SIG && (prev == TK_LPAREN || prev == TK_COMMA)) { /* parse_signature's names */
+        expect_fail(c, t, "name", got);
+        return;
+    }
+    if (stmt_kw && (prev == TK_ELSE || prev == TK_BREAK || prev == TK_CONTINUE || prev == TK_GENERATION ||
+                    (prev != TK_ENDTRANS && is_end_tag(prev)))) { /* tags with nothing after their name */
+        expect_fail(c, t, "end of statement block", got);
         return;
     }
     if (ends_operand(c, prev, c->prev_flag)) {
         const char *want = NULL;
-        if (c->nest) want = ",";
+        if (c->nest) want = (nk & 0xF) == TPL_NK_GROUP ? ")" : (nk & 0xF) == TPL_NK_DICT && !(nk & TPL_NK_COLON) ? ":" : ",";
+        else if (c->tag == TK_WITH) want = c->tag_seen & 16 ? "," : "=";
         else if (c->tag == TK_VAR_BEGIN) want = "end of print statement";
         else if (c->tag == TK_FOR && !(c->tag_seen & 1)) want = "in";
         else if (c->tag == TK_IMPORT && !(c->tag_seen & 2)) want = "as";
         else if (c->tag == TK_FROM && !(c->tag_seen & 4)) want = "import";
+        else if (c->tag == TK_MACRO && !(c->tag_seen & 8)) want = "("; /* parse_signature */
         else want = "end of statement block";
-        tpl_pctx_error(c, t->off, "expected token '%s', got '%s'", want, got);
+        expect_fail(c, t, want, got);
         return;
     }
-    if (prev == TK_PIPE || prev == TK_IS || (stmt_kw && (prev == TK_BLOCK || prev == TK_MACRO || prev == TK_FILTER))
+    if (prev == TK_PIPE || prev == TK_IS || (prev == TK_NOT && c->prev2_kind == TK_IS)
+        || (prev == TK_DOT && c->tag == TK_SET && !c->nest && !(c->tag_seen & 16)) || (stmt_kw && (prev == TK_BLOCK || prev == TK_MACRO || prev == TK_FILTER))
         || (prev == TK_IMPORT && c->tag == TK_FROM)) {
-        tpl_pctx_error(c, t->off, "expected token 'name', got '%s'", got);
+        expect_fail(c, t, "name", got);
         return;
     }
     if (prev == TK_DOT) { tpl_pctx_error(c, t->off, "expected name or number"); return; }
@@ -776,13 +820,33 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
 {
     if (t->kind == TK_VAR_BEGIN) { c->tag = TK_VAR_BEGIN; c->nest = 0; c->tag_seen = 0; }
     else if (t->flag & 0x80) { c->tag = t->kind; c->nest = 0; c->tag_seen = 0; }
-    else if (t->kind == TK_LPAREN || t->kind == TK_LBRACKET || t->kind == TK_LBRACE) c->nest++;
+    else if (t->kind == TK_LPAREN || t->kind == TK_LBRACKET || t->kind == TK_LBRACE) {
+        int k = t->kind == TK_LBRACE ? TPL_NK_DICT : t->kind == TK_LBRACKET ? TPL_NK_LIST
+              : (c->tag == TK_MACRO && !c->nest && !(c->tag_seen & 8))
+                || (c->tag == TK_CALL && c->prev_kind == TK_CALL && (c->prev_flag & 0x80)) ? TPL_NK_SIG
+              : ends_operand(c, c->prev_kind, c->prev_flag) ? TPL_NK_CALL : TPL_NK_GROUP;
+        if (c->nest < sizeof c->nest_kind) { c->nest_kind[c->nest] = (uint8_t)k; c->nest_off[c->nest] = t->off; }
+        if (!c->nest) c->tag_seen |= 8;
+        c->nest++;
+    }
     else if ((t->kind == TK_RPAREN || t->kind == TK_RBRACKET || t->kind == TK_RBRACE) && c->nest) c->nest--;
+    else if (c->nest && c->nest <= sizeof c->nest_kind && (t->kind == TK_ASSIGN || t->kind == TK_COLON || t->kind == TK_COMMA)) {
+        uint8_t *k = &c->nest_kind[c->nest - 1];
+        if (t->kind == TK_ASSIGN && (*k & 0xF) == TPL_NK_CALL) *k |= TPL_NK_KW;
+        else if (t->kind == TK_COLON && (*k & 0xF) == TPL_NK_DICT) *k |= TPL_NK_COLON;
+        else if (t->kind == TK_COMMA && (*k & 0xF) == TPL_NK_DICT) *k &= (uint8_t)~TPL_NK_COLON;
+    }
+    else if (t->kind == TK_ASSIGN && !c->nest) c->tag_seen |= 16;
+    else if (t->kind == TK_COMMA && !c->nest && c->tag == TK_WITH) c->tag_seen &= (uint8_t)~16;
     else if (t->kind == TK_IN && !c->nest) c->tag_seen |= 1;
     else if (t->kind == TK_AS && !c->nest) c->tag_seen |= 2;
     else if (t->kind == TK_IMPORT && !c->nest) c->tag_seen |= 4;
+    c->prev2_kind = c->prev_kind;
     c->prev_kind = t->kind;
     c->prev_flag = t->flag;
+    c->in_tag = t->kind != TK_VAR_END && t->kind != TK_BLOCK_END && t->kind != TK_TEXT;
+    c->last_off = t->off;
+    c->last_len = t->len;
 }
 
 bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
@@ -813,6 +877,14 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
                 break;
             }
             size_t nopen_before = nopen;
+            if (t.kind == TK_GENERATION && c->no_generation) { /* (the hf profile's extension) */
+                int kinds[64];
+                size_t nk = nopen < 64 ? nopen : 64;
+                for (size_t k = 0; k < nk; k++) kinds[k] = open[k].kind;
+                tpl_pctx_error(c, t.off, "Encountered unknown tag '%.*s'.", (int)t.len, c->src + t.off);
+                unknown_tag_hint(c, &t, kinds, nk);
+                break;
+            }
             bool opens = block_end_of(t.kind) != NULL;
             if (t.kind == TK_SET) /* only `{% set x %}` (no `=`) is a block */
                 for (size_t k = i + 1; k < n && tpl_jtok_kind(toks, k) != TK_BLOCK_END; k++)
@@ -841,13 +913,21 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
             }
         }
         c->cur_off = t.off;
+        if (c->prev_kind == TK_COMMA && c->nest && c->nest <= sizeof c->nest_kind &&
+            c->nest_kind[c->nest - 1] == (TPL_NK_CALL | TPL_NK_KW) && t.kind != TK_RPAREN && t.kind != TK_MUL &&
+            t.kind != TK_POW && !((t.kind == TK_NAME || (t.kind < TK_OR && t.kind > TK_SEMICOLON)) && i + 1 < n &&
+                                  tpl_jtok_kind(toks, i + 1) == TK_ASSIGN)) {
+            /* parse_call_args: after a keyword argument only `name=`, `*args` or `**kwargs` */
+            tpl_pctx_error(c, c->nest_off[c->nest - 1], "invalid syntax for function call expression");
+            break;
+        }
         JinjaParse(parser, t.kind, t, c);
         note_token(c, &t);
     }
-    if (!c->failed) {
+    if (!c->failed && !c->lex_failed) {
         tpl_token eof = { .off = (uint32_t)c->n };
         JinjaParse(parser, 0, eof, c);
-        if (c->failed && c->err_off == (uint32_t)c->n && nopen) {
+        if (c->failed && !c->in_tag && c->err_off == (uint32_t)c->n && nopen) {
             /* Jinja2's _fail_ut_eof, at the innermost open block's tag */
             int inner = open[nopen - 1].kind;
             const char *end = block_end_of(inner);
@@ -859,6 +939,18 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
     }
     JinjaParseFree(parser, free);
     return !c->failed && c->root && tpl_p_depth_ok(c, c->arena, c->root);
+}
+
+bool tpl_jinja_parse_lex_failed(tpl_pctx *c, const tpl_jtok_vec *toks, const tpl_lex_result *lr)
+{
+    c->lex_failed = true;
+    tpl_jinja_parse(c, toks);
+    if (!c->failed) {
+        c->failed = true;
+        c->err_off = lr->err_off;
+        snprintf(c->msg, sizeof c->msg, "%s", lr->msg);
+    }
+    return false;
 }
 
 bool tpl_p_depth_ok(tpl_pctx *c, const tpl_arena *a, const tpl_node *root)
