@@ -3836,16 +3836,25 @@ static inline __attribute__((always_inline)) int adds_k_op(tpl_vm *vm, const tpl
     size_t total = klen;
     uint32_t j = 0;
     for (; j < a; j++) {
-        if (args[j].type != TPL_T_STR || (args[j].flags & (TPL_F_SAFE | TPL_F_SYMBOL))) break;
+        /* a plain string: its type and its flags' SAFE and SYMBOL bits as one 16-bit compare */
+        if ((((uint32_t)args[j].type | (uint32_t)args[j].flags << 8) & (0xffu | (TPL_F_SAFE | TPL_F_SYMBOL) << 8)) !=
+            TPL_T_STR)
+            break;
         total += args[j].len;
     }
     if (j == a && vm->out_len + total < vm->out_cap) {
         char *o = vm->out + vm->out_len;
         const tpl_value *x = args;
         for (const tpl_value *k = ks->items, *kend = k + ks->len; k < kend; k++) {
-            const tpl_value *v = k->type == TPL_T_STR ? k : x++;
-            out_copy(o, v->u.s, v->len);
-            o += v->len;
+            /* a branch a kind of item (fewer instructions than selecting the item to copy) */
+            if (k->type == TPL_T_STR) {
+                out_copy(o, k->u.s, k->len);
+                o += k->len;
+            } else {
+                out_copy(o, x->u.s, x->len);
+                o += x->len;
+                x++;
+            }
         }
         vm->out_len += total;
         return 0;
