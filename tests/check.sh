@@ -6,6 +6,8 @@
 #   build-asan   ASan+UBSan: the whole suite but native-conformance (~10 min a stage; gcc and clang run it)
 #   build-tsan   ThreadSanitizer: the concurrent-render test
 #   build-fuzz   clang + libFuzzer + ASan/UBSan: the whole suite but native-conformance, and a smoke run of each fuzz target
+#                (the two ASan+UBSan trees split the corpus-wide tests: -Dtest_shard=0/2 and 1/2, tests/shard.py;
+#                every template of the corpus runs under the sanitizers once)
 #   valgrind     memcheck over the unit tests and tplc on a subset of the conformance corpus
 # The last line is "N passed, N failed" over all of them.
 set -uo pipefail
@@ -26,9 +28,9 @@ run() { # dir, [meson setup args...] ; TESTS selects test names (default: all)
 run build
 TESTS="core stdlib" run build-release --buildtype=release   # -O3: gcc's flow warnings differ
 CC=clang run build-clang
-TESTS='--no-suite native' run build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all
+TESTS='--no-suite native' run build-asan -Dtest_shard=0/2 -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all
 TESTS=threads run build-tsan -Db_sanitize=thread -Db_lundef=false
-TESTS='--no-suite native' CC=clang run build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
+TESTS='--no-suite native' CC=clang run build-fuzz -Dtest_shard=1/2 -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false
 tests/valgrind.sh build >/tmp/tpl-valgrind.log 2>&1 || status=1
 tail -n 3 /tmp/tpl-valgrind.log
 python3 tests/summary.py "${dirs[@]}" --extra /tmp/tpl-valgrind.log
