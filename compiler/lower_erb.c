@@ -56,6 +56,8 @@ typedef struct erb_proc {
     uint32_t word;          /* the block word (entry | nparams << 24); 0 while its body is lowered */
     int nreq, nopt;
     bool lambda;
+    bool multi;             /* assigned more than one Proc: its value tells which (&f refused) */
+    bool method;            /* method(:name): a Method (a lambda here; no lambda?) */
     /* a Proc calling itself (fact.(n - 1) in its own block): the calls lowered before its block's word was
      * known, patched after it (the CONST of the slots its calls keep, the block word) */
     bool rec;
@@ -107,6 +109,7 @@ typedef struct erb_low {
                              * now: not wrapped again */
     bool sub_lambda;        /* the block block_sub lowers next is a lambda's */
     bool proc_storing;      /* storing a Proc variable (store_var allows it) */
+    const tpl_node *method_lit; /* the lambda method_ref made of the last method(:name) */
     uint32_t def_blk;       /* in a def that takes a block: the slot of its hidden (blk) + 1 */
     tpl_value def_blkname;  /* that def's &name parameter (len 0: none) */
     uint32_t def_blkslot;   /* its slot */
@@ -988,6 +991,7 @@ static bool link_leaves(const tpl_node *e, const tpl_node **out, int *n, bool *l
 static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, int depth);
 static int blk_param(const erb_low *L, tpl_value name);
 static bool is_proc_lit(const tpl_node *n);
+static int method_ref(erb_low *L, tpl_node *n);
 
 /* own_scan of a value link_leaves accepted: its variables' items may be held by the target too. */
 static void link_scan(erb_low *L, const tpl_node *e, uint32_t scope, int depth)
@@ -1820,20 +1824,51 @@ static bool mentions(const tpl_node *n, tpl_value name, int depth)
     return false;
 }
 
+/* A Proc's value: nil.(proc)(sig) with its block (stdlib/ruby/ruby.c proc_value). */
+static void proc_value(erb_low *L, uint32_t w, int nreq, int nopt, bool lam)
+{
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int((int64_t)nreq | (int64_t)nopt << 8 | (int64_t)lam << 16)), 1);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(proc)")), -1);
+    tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+    tpl_c_word(C, w);
+}
+
 /* f = <Proc literal>: the block subroutine, then its entry into f. */
 static void proc_assign(erb_low *L, tpl_node *n)
 {
     tpl_value name = n->a->val;
     erb_defs *d = L->defs;
-    if (proc_named(L, name)) {
-        tpl_c_error(C, n->off, "unsupported Ruby construct: a second Proc assigned to `%.*s' (a variable holding a Proc is assigned once)", (int)name.len, name.u.s);
-        return;
-    }
-    if (d->nprocs >= 64) { tpl_c_error(C, n->off, "unsupported Ruby construct: more than 64 Proc variables"); return; }
+    bool rec = mentions(n->b->c->b, name, 0) || mentions(n->b->c->a, name, 0);
+    erb_proc *p = proc_named(L, name);
     uint32_t slot;
-    if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
-    erb_proc *p = &d->procs[d->nprocs++];
-    memset(p, 0, sizeof *p);
+    if (p) {
+        /* another Proc into the variable: the variable's value is the Proc (proc_value), so a call runs the one
+         * it holds when it runs; what reads the Proc's signature at compile time (&f, a call from its own
+         * block) takes this one's and refuses a variable assigned two Procs (multi) */
+        if (rec || p->rec) {
+            tpl_c_error(C, n->off, "unsupported Ruby construct: a second Proc assigned to `%.*s' where one of them calls `%.*s'",
+                        (int)name.len, name.u.s, (int)name.len, name.u.s);
+            return;
+        }
+        slot = p->slot;
+        memset(p, 0, sizeof *p);
+        p->multi = true;
+    } else {
+        if (d->nprocs >= 64) { tpl_c_error(C, n->off, "unsupported Ruby construct: more than 64 Proc variables"); return; }
+        if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
+        for (int i = 0; i < d->nprocs; i++)   /* a Proc of an outer scope's variable: it holds this one after the block */
+            if (d->procs[i].slot == slot && d->procs[i].name.len == name.len && memcmp(d->procs[i].name.u.s, name.u.s, name.len) == 0) {
+                if (rec || d->procs[i].rec) {
+                    tpl_c_error(C, n->off, "unsupported Ruby construct: a second Proc assigned to `%.*s' where one of them calls `%.*s'",
+                                (int)name.len, name.u.s, (int)name.len, name.u.s);
+                    return;
+                }
+                d->procs[i].multi = true;
+            }
+        p = &d->procs[d->nprocs++];
+        memset(p, 0, sizeof *p);
+    }
     p->name = name;
     p->scope = L->scope;
     p->slot = slot;
@@ -1841,7 +1876,8 @@ static void proc_assign(erb_low *L, tpl_node *n)
     /* a Proc calling itself: each call has its own parameters and block-local variables, as each Ruby call of
      * the block has, so a call from inside it keeps them: the slots its block declares (between two markers)
      * and its block-local variables (stdlib/ruby/ruby.c proc_call, runtime/vm.c tpl_rb_yield_keep) */
-    p->rec = mentions(n->b->c->b, name, 0) || mentions(n->b->c->a, name, 0);
+    p->rec = rec;
+    p->method = n->b == L->method_lit;
     p->lambda = name_is(n->b->val, "lambda");
     uint32_t s0 = p->rec ? tpl_c_slot(C) : 0;
     erb_blocals bl = { .n = 0 };
@@ -1864,7 +1900,7 @@ static void proc_assign(erb_low *L, tpl_node *n)
         }
     }
     tpl_c_at(C, n->off);
-    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(w & 0xFFFFFFu)), 1);
+    proc_value(L, w, p->nreq, p->nopt, p->lambda);
     L->proc_storing = true;
     store_var(L, name, n->off);
     L->proc_storing = false;
@@ -1899,7 +1935,7 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
     } else {
         w = proc_block(L, recv, &lam, &nreq, &nopt);
         if (!w) return;
-        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(w & 0xFFFFFFu)), 1);
+        proc_value(L, w, nreq, nopt, lam);
     }
     uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what | (inside ? PROC_KEEP : 0);
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(meta)), 1);
@@ -1917,6 +1953,15 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
 /* A method called on a Proc variable or literal: true when handled (or refused with an error). */
 static bool proc_method(erb_low *L, tpl_node *n, bool used)
 {
+    if (n->a && !(name_is(n->val, "arity") && !n->b) && method_ref(L, n->a) < 0) return true;   /* (method(:m).arity: method_arity) */
+    /* f.to_proc.m: f.m (a Proc's to_proc is itself; a Method's the lambda it is here) */
+    if (n->a && n->a->kind == TPL_N_RMETHOD && name_is(n->a->val, "to_proc") && !n->a->b && !n->a->c && n->a->a &&
+        method_ref(L, n->a->a) >= 0 && (proc_var(L, n->a->a) || is_proc_lit(n->a->a)))
+        n->a = n->a->a;
+    else if (n->a && name_is(n->val, "lambda?") && (n->a == L->method_lit || (proc_var(L, n->a) && proc_var(L, n->a)->method))) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: Method#lambda? (a Method has none: Ruby's NoMethodError)");
+        return true;
+    }
     if (!n->a || !(proc_var(L, n->a) || is_proc_lit(n->a))) return false;
     if (n->c) { tpl_c_error(C, n->c->off, "unsupported Ruby construct: a block for Proc#%.*s", (int)n->val.len, n->val.u.s); return true; }
     if (name_is(n->val, "call") || name_is(n->val, "yield") || name_is(n->val, "[]") || name_is(n->val, "===")) {
@@ -2077,6 +2122,7 @@ static bool block_arg(erb_low *L, tpl_node *n)
     }
     if (pv) {
         if (!pv->word) { tpl_c_error(C, e->off, "unsupported Ruby construct: a Proc calling itself (`%.*s' inside its own block)", (int)pv->name.len, pv->name.u.s); return false; }
+        if (pv->multi) { tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s of a variable assigned more than one Proc", (int)pv->name.len, pv->name.u.s); return false; }
         if (pv->nopt && !pv->lambda) { tpl_c_error(C, e->off, "unsupported Ruby construct: &%.*s of a Proc with optional parameters", (int)pv->name.len, pv->name.u.s); return false; }
         bool to_def = !n->a && def_find(L, n->val, false);
         if (pv->lambda && !to_def && !lambda_blockarg_ok(L, n, e, pv->nreq, pv->nopt)) return false;
@@ -2148,6 +2194,75 @@ static bool block_arg(erb_low *L, tpl_node *n)
 /* method(:name).arity of a template method: Ruby's arity of its parameters (-(required + 1) with optional
  * ones; keywords count as one more parameter, required when one of them is), once its def ran (before:
  * Ruby's NameError). */
+/* NameError when the template method's def has not run (its closure's slot holds no method). */
+static void def_ran_check(erb_low *L, erb_def *d, uint32_t off, tpl_value mn)
+{
+    tpl_c_at(C, off);
+    if (L->in_def) tpl_c_emit(C, TPL_OP_LOAD_ROOT, d->slot, 1);
+    else tpl_c_emit(C, TPL_OP_LOAD_SLOT, d->slot, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(def)")));
+    uint32_t ok = tpl_c_emit(C, TPL_OP_JT_RB_KEEP, 0, -1);
+    fail_msg(L, off, 1, "undefined method `%.*s' for class `Object' (NameError)", &mn);
+    tpl_c_patch(C, ok, tpl_c_here(C));
+    tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
+static tpl_node *new_node(erb_low *L, tpl_node_kind kind, uint32_t off, tpl_node *a, tpl_node *b)
+{
+    tpl_node *x = tpl_arena_alloc(tpl_c_arena(C), sizeof *x);
+    if (!x) { tpl_c_nomem(C, off); return NULL; }
+    memset(x, 0, sizeof *x);
+    x->kind = kind;
+    x->off = off;
+    x->a = a;
+    x->b = b;
+    return x;
+}
+
+/* method(:name) of a template method defined before, of required parameters only, as a value: the node
+ * rewritten in place as lambda { |(m1), ...| name((m1), ...) } (a Method calls, answers arity, to_proc and
+ * & as that lambda), after the check that the def ran (Ruby's NameError at method(:name)). 0: no such
+ * method(...), 1: rewritten, -1: refused (the error given). */
+static int method_ref(erb_low *L, tpl_node *n)
+{
+    if (!n || n->kind != TPL_N_RMETHOD || n->a || n->c || !name_is(n->val, "method") || !n->b || n->b->next || n->b->kind != TPL_N_ARG ||
+        n->b->a->kind != TPL_N_CONST || n->b->a->val.type != TPL_T_STR || def_find(L, n->val, false) ||
+        tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL) || tpl_c_options(C)->erb_self)
+        return 0;
+    tpl_value mn = n->b->a->val;
+    erb_def *d = def_find(L, mn, false);
+    if (!d || !d->sig || d->nopt || d->nkw || d->rest || d->kwrest || d->blk || d->nreq > 9) {
+        tpl_c_error(C, n->off, "unsupported Ruby construct: method(:%.*s) as a value (a template method defined before, of required "
+                    "parameters only, without a block)", (int)mn.len, mn.u.s);
+        return -1;
+    }
+    static const char *const pn[] = { "(m1)", "(m2)", "(m3)", "(m4)", "(m5)", "(m6)", "(m7)", "(m8)", "(m9)" };
+    tpl_node *params = NULL, *ptail = NULL, *args = NULL, *atail = NULL;
+    for (int i = 0; i < d->nreq; i++) {
+        tpl_node *p = new_node(L, TPL_N_NAME, n->off, NULL, NULL), *v = new_node(L, TPL_N_NAME, n->off, NULL, NULL);
+        if (!p || !v) return -1;
+        p->val = v->val = tpl_v_str(pn[i], 4);
+        tpl_node *a = new_node(L, TPL_N_ARG, n->off, v, NULL);
+        if (!a) return -1;
+        if (ptail) ptail->next = p; else params = p;
+        ptail = p;
+        if (atail) atail->next = a; else args = a;
+        atail = a;
+    }
+    tpl_node *call = new_node(L, TPL_N_RMETHOD, n->off, NULL, args);
+    tpl_node *blk = new_node(L, TPL_N_RBLOCK, n->off, params, call);
+    if (!call || !blk) return -1;
+    call->val = mn;
+    call->op = 1;
+    def_ran_check(L, d, n->off, mn);
+    L->method_lit = n;
+    n->val = S("lambda");
+    n->b = NULL;
+    n->c = blk;
+    n->op = 1;
+    return 1;
+}
+
 static void method_arity(erb_low *L, tpl_node *n, bool used)
 {
     tpl_value mn = n->a->b->a->val;
@@ -4077,6 +4192,7 @@ static void stmt(erb_low *L, tpl_node *n)
         case_(L, n, false);
         return;
     case TPL_N_SET: {
+        if (n->a && n->a->kind == TPL_N_NAME && method_ref(L, n->b) < 0) return;
         if (n->a && n->a->kind == TPL_N_NAME && is_proc_lit(n->b)) { proc_assign(L, n); return; }
         const tpl_node *twin = NULL;
         own_group g = { .n = 0 };

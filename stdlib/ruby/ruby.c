@@ -3414,21 +3414,26 @@ static bool exc_method_ok(const char *name, size_t n)
  * lambda (bit 24), answer arity (25) or lambda? (26) instead of calling. A lambda checks the count as
  * Ruby's (ArgumentError); a proc takes the items of one Array argument when it has two or more
  * parameters, nil for missing required parameters; a missing optional parameter is unset (its default). */
+enum { RB_PROC_AUX = 0xB10D };
 static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
 {
     tpl_rb_block blk = tpl_vm_block(vm);
     if (npos < 1 || args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
     uint32_t meta = (uint32_t)args[0].u.i;
-    bool lam = meta >> 24 & 1;
     const char *nm = meta >> 25 & 1 ? "arity" : meta >> 26 & 1 ? "lambda?" : "call";
-    if (self.type != TPL_T_INT || !blk.pc || self.u.i != (int64_t)blk.pc) {
+    if (self.type != TPL_T_INT || self.aux != RB_PROC_AUX || !blk.pc) {
         tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
         return no_method(vm, self, nm, strlen(nm));
     }
+    /* the Proc the variable holds now (proc_value): its entry, parameters and signature; the call's frame */
+    uint64_t u = (uint64_t)self.u.i;
+    blk.pc = (uint32_t)(u & 0xFFFFFFu);
+    blk.nparams = (uint32_t)(u >> 24 & 0xFF);
+    bool lam = u >> 48 & 1;
     /* a call from the Proc's own block (bit 27): args[1] lists the slots each call keeps ("3,4,7") */
     int first = meta >> 27 & 1 ? 2 : 1;
     if (npos < first || (first == 2 && args[1].type != TPL_T_STR)) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
-    int k = npos - first, nreq = (int)(meta >> 8 & 0xFF), nopt = (int)(meta >> 16 & 0xFF), np = (int)blk.nparams;
+    int k = npos - first, nreq = (int)(u >> 32 & 0xFF), nopt = (int)(u >> 40 & 0xFF), np = (int)blk.nparams;
     if (meta >> 25 & 1) { *out = tpl_v_int(nopt ? -(nreq + 1) : nreq); return 0; }
     if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
     if (lam && (k < nreq || k > nreq + nopt)) {
@@ -3460,6 +3465,18 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
     }
     if (rc < 0) return -1;
     if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
+    return 0;
+}
+
+/* f = <Proc literal> (compiler/lower_erb.c proc_assign): `nil.(proc)(sig)` with the Proc's block answers the
+ * Proc as a hidden Integer (entry | nparams << 24 | sig << 32; sig: required parameters, optional ones << 8,
+ * a lambda << 16) that (call) trusts by its aux, so a variable assigned another Proc calls that one. */
+static int proc_value(tpl_vm *vm, tpl_value *args, int npos, tpl_value *out)
+{
+    tpl_rb_block b = tpl_vm_block(vm);
+    if (!b.pc || npos != 1 || args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (proc)");
+    *out = tpl_v_int((int64_t)((uint64_t)b.pc | (uint64_t)b.nparams << 24 | ((uint64_t)args[0].u.i & 0x1FFFFu) << 32));
+    out->aux = RB_PROC_AUX;
     return 0;
 }
 
@@ -3540,6 +3557,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (n == 7 && memcmp(name, "(bcall)", 7) == 0) return block_call(vm, self, args, npos, out);
         if (n == 6 && memcmp(name, "(call)", 6) == 0) return proc_call(vm, self, args, npos, out);
         if (n == 7 && memcmp(name, "(block)", 7) == 0) return block_value(vm, args, npos, out);
+        if (n == 6 && memcmp(name, "(proc)", 6) == 0) return proc_value(vm, args, npos, out);
         if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, out);
     }
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
