@@ -992,6 +992,7 @@ static void own_scan(erb_low *L, const tpl_node *n, uint32_t scope, int mode, in
 static int blk_param(const erb_low *L, tpl_value name);
 static bool is_proc_lit(const tpl_node *n);
 static int method_ref(erb_low *L, tpl_node *n);
+static tpl_node *new_node(erb_low *L, tpl_node_kind kind, uint32_t off, tpl_node *a, tpl_node *b);
 
 /* own_scan of a value link_leaves accepted: its variables' items may be held by the target too. */
 static void link_scan(erb_low *L, const tpl_node *e, uint32_t scope, int depth)
@@ -1950,9 +1951,81 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* f.curry[a][b]..., f.curry.(a).(b, c), f.curry.call(a, b, c): the call that gives the curried Proc its
+ * arity's arguments (f's required parameters, f of no optional ones) is f.call of all the arguments given
+ * along the chain: that node is rewritten in place (the calls after it are on its value). A chain that never
+ * gets there (a curried Proc as a value) is left as it is: Proc#curry's refusal. 1: a node rewritten. */
+static int curry_chain(erb_low *L, tpl_node *n)
+{
+    tpl_node *steps[16];
+    int ns = 0;
+    tpl_node *x = n;
+    for (;;) {
+        if (!x || ns == 16) return 0;
+        if (x->kind == TPL_N_GETITEM) { steps[ns++] = x; x = x->a; continue; }
+        if (x->kind != TPL_N_RMETHOD || !x->a || x->c) return 0;
+        if (name_is(x->val, "curry") && !x->b) break;
+        if (!(name_is(x->val, "call") || name_is(x->val, "[]") || name_is(x->val, "yield") || name_is(x->val, "==="))) return 0;
+        for (const tpl_node *a = x->b; a; a = a->next)
+            if (a->kind != TPL_N_ARG) return 0;
+        steps[ns++] = x;
+        x = x->a;
+    }
+    tpl_node *f = x->a;
+    erb_proc *pv = proc_var(L, f);
+    int nreq, nopt;
+    if (pv) {
+        if (!pv->word || pv->multi) return 0;
+        nreq = pv->nreq;
+        nopt = pv->nopt;
+    } else if (is_proc_lit(f)) {
+        nreq = 0;
+        nopt = 0;
+        for (const tpl_node *p = f->c->a; p; p = p->next) {
+            if (p->kind == TPL_N_KWARG) nopt++;
+            else if (p->kind == TPL_N_NAME) nreq++;
+            else return 0;
+        }
+    } else {
+        return 0;
+    }
+    if (nopt || nreq == 0) return 0;
+    int total = 0, j = -1;
+    for (int i = ns - 1; i >= 0; i--) {
+        total += steps[i]->kind == TPL_N_GETITEM ? 1 : count_params(steps[i]->b);
+        if (total >= nreq) { j = i; break; }
+    }
+    if (j < 0) return 0;
+    tpl_node *head = NULL, *tail = NULL;
+    for (int i = ns - 1; i >= j; i--) {
+        if (steps[i]->kind == TPL_N_GETITEM) {
+            tpl_node *a = new_node(L, TPL_N_ARG, steps[i]->b->off, steps[i]->b, NULL);
+            if (!a) return -1;
+            if (tail) tail->next = a; else head = a;
+            tail = a;
+            continue;
+        }
+        for (tpl_node *b = steps[i]->b; b; b = b->next) {
+            tpl_node *a = new_node(L, TPL_N_ARG, b->off, b->a, NULL);
+            if (!a) return -1;
+            if (tail) tail->next = a; else head = a;
+            tail = a;
+        }
+    }
+    tpl_node *t = steps[j];
+    t->kind = TPL_N_RMETHOD;
+    t->val = S("call");
+    t->a = f;
+    t->b = head;
+    t->c = NULL;
+    t->op = 1;
+    return 1;
+}
+
 /* A method called on a Proc variable or literal: true when handled (or refused with an error). */
 static bool proc_method(erb_low *L, tpl_node *n, bool used)
 {
+    if (curry_chain(L, n) < 0) return true;
     if (n->a && !(name_is(n->val, "arity") && !n->b) && method_ref(L, n->a) < 0) return true;   /* (method(:m).arity: method_arity) */
     /* f.to_proc.m: f.m (a Proc's to_proc is itself; a Method's the lambda it is here) */
     if (n->a && n->a->kind == TPL_N_RMETHOD && name_is(n->a->val, "to_proc") && !n->a->b && !n->a->c && n->a->a &&
@@ -3107,6 +3180,10 @@ static void expr(erb_low *L, tpl_node *n)
         return;
     }
     case TPL_N_GETITEM:
+        if (curry_chain(L, n) != 0) {   /* (a node of f.curry[a][b] rewritten as f.call(a, b), or an error given) */
+            if (!tpl_c_failed(C)) expr(L, n);
+            return;
+        }
         if (proc_var(L, n->a) || is_proc_lit(n->a) || blk_var(L, n->a)) {   /* f[x]: f.call(x) */
             tpl_node *arg = tpl_arena_alloc(tpl_c_arena(C), sizeof *arg);
             if (!arg) { tpl_c_nomem(C, n->off); return; }
