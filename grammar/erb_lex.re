@@ -325,10 +325,13 @@ static bool erb_build_script(const char *src, size_t n, erb_script *sc, uint32_t
     erb_textspan text = { 0, 0 };
     erb_stag st = ST_NONE;
     uint32_t tag_off = 0;
-    size_t i = 0;
+    size_t i = 0, resume = 0;
     while (i < n) {
         size_t len = 0;
-        bool ls = i == 0 || src[i - 1] == '\n';
+        /* Ruby's ExplicitScanner matches `^[ \t]*<%-` with a StringScanner, whose `^` also matches where its
+         * scan resumes: after a tag's end (-%> with its newline) or a text `<%%` (`<%= x %> <%- y -%>` drops
+         * the blank) */
+        bool ls = i == 0 || src[i - 1] == '\n' || (i == resume && st == ST_NONE);
         int t = tag_at(src + i, src + n, ls, &len);
         uint32_t off = (uint32_t)i;
         if (t == 0) {
@@ -344,13 +347,13 @@ static bool erb_build_script(const char *src, size_t n, erb_script *sc, uint32_t
                 st = t == T_OPEN_EQ ? ST_INSERT : t == T_OPEN_HASH ? ST_COMMENT : ST_CODE;
                 tag_off = (uint32_t)(i + len - (t == T_OPEN ? 2 : 3));
                 break;
-            case T_OPEN_PCT: text_add(&text, off, off + 2); break;   /* "<%" */
+            case T_OPEN_PCT: text_add(&text, off, off + 2); resume = i + len; break;   /* "<%" */
             default: text_add(&text, off, off + (uint32_t)len); break;   /* -%> %> %%> outside a tag */
             }
         } else {
             switch (t) {
-            case T_CLOSE_DASH_NL: close_tag(sc, st, &c); st = ST_NONE; buf_cr(sc, off); break;
-            case T_CLOSE_DASH: case T_CLOSE: close_tag(sc, st, &c); st = ST_NONE; break;
+            case T_CLOSE_DASH_NL: close_tag(sc, st, &c); st = ST_NONE; buf_cr(sc, off); resume = i + len; break;
+            case T_CLOSE_DASH: case T_CLOSE: close_tag(sc, st, &c); st = ST_NONE; resume = i + len; break;
             case T_CLOSE_PCT: ct_add(&c, "%>", 2, off); break;
             default: ct_add(&c, src + i, len, off); break;   /* <% <%= <%- ... inside a tag */
             }
