@@ -31,5 +31,5 @@ echo '{"x": ' >"$d/context.json"
 check state 'context.json:2:1: error: unexpected token near end of file'
 printf '{{ x }\n' >"$d/template.jinja"
 echo '{"x": 1}' >"$d/context.json"
-check compile "template.jinja:1:1: error: unexpected end of template, expected 'end of print statement'."
+check compile "template.jinja:1:6: error: unexpected '}'"
 exit $fail
