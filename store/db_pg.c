@@ -3,7 +3,14 @@
  * binds; a create numbers its version inside one INSERT statement instead, store.c), so they are
  * race-free; a client killed mid-transaction is rolled back by the server. Parameters go as text
  * (blobs in binary), results come as text (bytea decoded with PQunescapeBytea). Each exec is one
- * network round trip (PQexecParams). */
+ * network round trip (PQexecParams).
+ *
+ * libpq is loaded with dlopen when a PostgreSQL store is opened, not linked: its dependencies
+ * (OpenSSL, Kerberos, LDAP, GnuTLS...) cost every tplc start (and every process linking the store)
+ * ~20 shared objects and most of the dynamic linker's time although only a postgres URL uses them.
+ * libpq-fe.h still gives the types; the functions are looked up into each connection's table. */
+#include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +19,41 @@
 
 #define BYTEAOID 17
 
+/* The shared object and the libpq functions this backend calls: RET, NAME, (PARAMS). */
+#define PG_LIBPQ "libpq.so.5"
+#define PG_FUNCS(X) \
+    X(PGconn *, PQconnectdb, (const char *)) \
+    X(ConnStatusType, PQstatus, (const PGconn *)) \
+    X(char *, PQerrorMessage, (const PGconn *)) \
+    X(void, PQfinish, (PGconn *)) \
+    X(PQnoticeProcessor, PQsetNoticeProcessor, (PGconn *, PQnoticeProcessor, void *)) \
+    X(int, PQclientEncoding, (const PGconn *)) \
+    X(int, PQsetClientEncoding, (PGconn *, const char *)) \
+    X(int, pg_char_to_encoding, (const char *)) \
+    X(PGresult *, PQexecParams, (PGconn *, const char *, int, const Oid *, const char *const *, const int *, \
+                                 const int *, int)) \
+    X(ExecStatusType, PQresultStatus, (const PGresult *)) \
+    X(char *, PQresultErrorMessage, (const PGresult *)) \
+    X(void, PQclear, (PGresult *)) \
+    X(int, PQntuples, (const PGresult *)) \
+    X(int, PQnfields, (const PGresult *)) \
+    X(int, PQgetisnull, (const PGresult *, int, int)) \
+    X(char *, PQgetvalue, (const PGresult *, int, int)) \
+    X(int, PQgetlength, (const PGresult *, int, int)) \
+    X(Oid, PQftype, (const PGresult *, int)) \
+    X(unsigned char *, PQunescapeBytea, (const unsigned char *, size_t *)) \
+    X(void, PQfreemem, (void *))
+
+typedef struct pq_api {
+    void *lib; /* dlopen's handle */
+#define X(ret, name, params) ret (*name) params;
+    PG_FUNCS(X)
+#undef X
+} pq_api;
+
 typedef struct pg {
     db base;
+    pq_api pq;
     PGconn *c;
 } pg;
 
@@ -61,17 +101,17 @@ static int pg_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
         lens[i] = (int)params[i].len;
         fmts[i] = params[i].kind == DB_BLOB;
     }
-    PGresult *r = PQexecParams(g->c, q, (int)n, NULL, vals, lens, fmts, 0);
+    PGresult *r = g->pq.PQexecParams(g->c, q, (int)n, NULL, vals, lens, fmts, 0);
     free(q); free(vals); free(lens); free(fmts);
-    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    ExecStatusType st = r ? g->pq.PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        set_msg(msg, cap, r ? PQresultErrorMessage(r) : PQerrorMessage(g->c));
-        if (!*msg) set_msg(msg, cap, PQerrorMessage(g->c));
-        PQclear(r);
+        set_msg(msg, cap, r ? g->pq.PQresultErrorMessage(r) : g->pq.PQerrorMessage(g->c));
+        if (!*msg) set_msg(msg, cap, g->pq.PQerrorMessage(g->c));
+        g->pq.PQclear(r);
         return DB_FAIL;
     }
     if (res && st == PGRES_TUPLES_OK) {
-        size_t rows = (size_t)PQntuples(r), cols = (size_t)PQnfields(r);
+        size_t rows = (size_t)g->pq.PQntuples(r), cols = (size_t)g->pq.PQnfields(r);
         res->cell = calloc(rows * cols + 1, sizeof *res->cell);
         res->len = calloc(rows * cols + 1, sizeof *res->len);
         if (!res->cell || !res->len) goto nomem;
@@ -79,17 +119,17 @@ static int pg_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
         res->ncols = cols;
         for (size_t i = 0; i < rows; i++)
             for (size_t j = 0; j < cols; j++) {
-                if (PQgetisnull(r, (int)i, (int)j)) continue;
-                const char *v = PQgetvalue(r, (int)i, (int)j);
-                size_t len = (size_t)PQgetlength(r, (int)i, (int)j);
+                if (g->pq.PQgetisnull(r, (int)i, (int)j)) continue;
+                const char *v = g->pq.PQgetvalue(r, (int)i, (int)j);
+                size_t len = (size_t)g->pq.PQgetlength(r, (int)i, (int)j);
                 char *copy;
-                if (PQftype(r, (int)j) == BYTEAOID) {
+                if (g->pq.PQftype(r, (int)j) == BYTEAOID) {
                     size_t bl = 0;
-                    unsigned char *b = PQunescapeBytea((const unsigned char *)v, &bl);
+                    unsigned char *b = g->pq.PQunescapeBytea((const unsigned char *)v, &bl);
                     if (!b) goto nomem;
                     copy = malloc(bl + 1);
                     if (copy) { memcpy(copy, b, bl); copy[bl] = 0; }
-                    PQfreemem(b);
+                    g->pq.PQfreemem(b);
                     len = bl;
                 } else {
                     copy = malloc(len + 1);
@@ -100,10 +140,10 @@ static int pg_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
                 res->len[i * cols + j] = len;
             }
     }
-    PQclear(r);
+    g->pq.PQclear(r);
     return DB_OK;
 nomem:
-    PQclear(r);
+    g->pq.PQclear(r);
     db_res_free(res);
     set_msg(msg, cap, "out of memory");
     return DB_NOMEM;
@@ -113,25 +153,52 @@ static void pg_close(db *d)
 {
     pg *g = (pg *)d;
     if (!g) return;
-    PQfinish(g->c);
+    g->pq.PQfinish(g->c);
+    dlclose(g->pq.lib);
     free(g);
 }
 
 static void quiet(void *arg, const char *message) { (void)arg; (void)message; }
 
+/* Loads libpq into api; false with msg filled when the library or one of its functions is
+ * missing. */
+static bool load_libpq(pq_api *api, char *msg, size_t cap)
+{
+    api->lib = dlopen(PG_LIBPQ, RTLD_NOW | RTLD_LOCAL);
+    if (!api->lib) {
+        const char *e = dlerror();
+        snprintf(msg, cap, "a postgresql:// store needs libpq (PostgreSQL's client library, " PG_LIBPQ
+                 ", Debian package libpq5): %s", e ? e : "cannot load it");
+        return false;
+    }
+    void *f;
+#define X(ret, name, params) \
+    if (!(f = dlsym(api->lib, #name))) { \
+        snprintf(msg, cap, PG_LIBPQ " has no function %s", #name); \
+        dlclose(api->lib); \
+        return false; \
+    } \
+    memcpy(&api->name, &f, sizeof f);
+    PG_FUNCS(X)
+#undef X
+    return true;
+}
+
 db *db_pg_open(const char *url, char *msg, size_t cap)
 {
     pg *g = calloc(1, sizeof *g);
     if (!g) { set_msg(msg, cap, "out of memory"); return NULL; }
-    g->c = PQconnectdb(url);
-    if (!g->c || PQstatus(g->c) != CONNECTION_OK) {
-        set_msg(msg, cap, g->c ? PQerrorMessage(g->c) : "out of memory");
-        PQfinish(g->c);
+    if (!load_libpq(&g->pq, msg, cap)) { free(g); return NULL; }
+    g->c = g->pq.PQconnectdb(url);
+    if (!g->c || g->pq.PQstatus(g->c) != CONNECTION_OK) {
+        set_msg(msg, cap, g->c ? g->pq.PQerrorMessage(g->c) : "out of memory");
+        g->pq.PQfinish(g->c);
+        dlclose(g->pq.lib);
         free(g);
         return NULL;
     }
-    PQsetNoticeProcessor(g->c, quiet, NULL);
-    if (PQclientEncoding(g->c) != pg_char_to_encoding("UTF8")) PQsetClientEncoding(g->c, "UTF8");
+    g->pq.PQsetNoticeProcessor(g->c, quiet, NULL);
+    if (g->pq.PQclientEncoding(g->c) != g->pq.pg_char_to_encoding("UTF8")) g->pq.PQsetClientEncoding(g->c, "UTF8");
     g->base.backend = "postgresql";
     g->base.exec = pg_exec;
     g->base.close = pg_close;
