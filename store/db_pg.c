@@ -9,8 +9,6 @@
  * (OpenSSL, Kerberos, LDAP, GnuTLS...) cost every tplc start (and every process linking the store)
  * ~20 shared objects and most of the dynamic linker's time although only a postgres URL uses them.
  * libpq-fe.h still gives the types; the functions are looked up into each connection's table. */
-#include <dlfcn.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +44,7 @@
 
 typedef struct pq_api {
     void *lib; /* dlopen's handle */
-#define X(ret, name, params) ret (*name) params;
-    PG_FUNCS(X)
-#undef X
+    PG_FUNCS(DB_DL_FIELD)
 } pq_api;
 
 typedef struct pg {
@@ -154,7 +150,7 @@ static void pg_close(db *d)
     pg *g = (pg *)d;
     if (!g) return;
     g->pq.PQfinish(g->c);
-    dlclose(g->pq.lib);
+    db_dl_close(g->pq.lib);
     free(g);
 }
 
@@ -164,23 +160,10 @@ static void quiet(void *arg, const char *message) { (void)arg; (void)message; }
  * missing. */
 static bool load_libpq(pq_api *api, char *msg, size_t cap)
 {
-    api->lib = dlopen(PG_LIBPQ, RTLD_NOW | RTLD_LOCAL);
-    if (!api->lib) {
-        const char *e = dlerror();
-        snprintf(msg, cap, "a postgresql:// store needs libpq (PostgreSQL's client library, " PG_LIBPQ
-                 ", Debian package libpq5): %s", e ? e : "cannot load it");
-        return false;
-    }
-    void *f;
-#define X(ret, name, params) \
-    if (!(f = dlsym(api->lib, #name))) { \
-        snprintf(msg, cap, PG_LIBPQ " has no function %s", #name); \
-        dlclose(api->lib); \
-        return false; \
-    } \
-    memcpy(&api->name, &f, sizeof f);
-    PG_FUNCS(X)
-#undef X
+    const char *soname = PG_LIBPQ;
+    api->lib = db_dl_open(soname, "a postgresql:// store needs libpq, PostgreSQL's client library (Debian package libpq5)", msg, cap);
+    if (!api->lib) return false;
+    PG_FUNCS(DB_DL_LOAD)
     return true;
 }
 
@@ -193,7 +176,7 @@ db *db_pg_open(const char *url, char *msg, size_t cap)
     if (!g->c || g->pq.PQstatus(g->c) != CONNECTION_OK) {
         set_msg(msg, cap, g->c ? g->pq.PQerrorMessage(g->c) : "out of memory");
         g->pq.PQfinish(g->c);
-        dlclose(g->pq.lib);
+        db_dl_close(g->pq.lib);
         free(g);
         return NULL;
     }

@@ -1,7 +1,9 @@
 /* The SQLite backend of the store (Debian's libsqlite3): a file per store, writers serialised by
  * BEGIN IMMEDIATE with a busy timeout, the rollback journal keeping a killed writer's
  * transaction out of the file. A file that is not a database (or is corrupt) fails the first
- * statement with SQLite's own message; SQLite never crashes on it. */
+ * statement with SQLite's own message; SQLite never crashes on it. libsqlite3 is dlopen'd when a
+ * store is opened (db_dl.c), not linked: binding its symbols cost every tplc start ~1.5M
+ * instructions. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +14,36 @@
 
 #define NCACHE 16
 
+#define SQ_LIB "libsqlite3.so.0"
+#define SQ_FUNCS(X) \
+    X(int, sqlite3_open_v2, (const char *, sqlite3 **, int, const char *)) \
+    X(int, sqlite3_close_v2, (sqlite3 *)) \
+    X(int, sqlite3_busy_timeout, (sqlite3 *, int)) \
+    X(int, sqlite3_extended_result_codes, (sqlite3 *, int)) \
+    X(const char *, sqlite3_errmsg, (sqlite3 *)) \
+    X(const char *, sqlite3_errstr, (int)) \
+    X(int, sqlite3_prepare_v3, (sqlite3 *, const char *, int, unsigned int, sqlite3_stmt **, const char **)) \
+    X(int, sqlite3_reset, (sqlite3_stmt *)) \
+    X(int, sqlite3_clear_bindings, (sqlite3_stmt *)) \
+    X(int, sqlite3_finalize, (sqlite3_stmt *)) \
+    X(int, sqlite3_bind_null, (sqlite3_stmt *, int)) \
+    X(int, sqlite3_bind_blob64, (sqlite3_stmt *, int, const void *, sqlite3_uint64, void (*)(void *))) \
+    X(int, sqlite3_bind_text64, (sqlite3_stmt *, int, const char *, sqlite3_uint64, void (*)(void *), unsigned char)) \
+    X(int, sqlite3_step, (sqlite3_stmt *)) \
+    X(int, sqlite3_column_count, (sqlite3_stmt *)) \
+    X(int, sqlite3_column_type, (sqlite3_stmt *, int)) \
+    X(const void *, sqlite3_column_blob, (sqlite3_stmt *, int)) \
+    X(const unsigned char *, sqlite3_column_text, (sqlite3_stmt *, int)) \
+    X(int, sqlite3_column_bytes, (sqlite3_stmt *, int))
+
+typedef struct sq_api {
+    void *lib; /* dlopen's handle */
+    SQ_FUNCS(DB_DL_FIELD)
+} sq_api;
+
 typedef struct sq {
     db base;
+    sq_api api;
     sqlite3 *h;
     /* prepared statements kept for reuse, by SQL text (the store runs a few dozen distinct ones) */
     struct { char *sql; sqlite3_stmt *st; } cache[NCACHE];
@@ -26,17 +56,17 @@ static int prepare(sq *q, const char *sql, sqlite3_stmt **st)
     for (unsigned i = 0; i < NCACHE; i++)
         if (q->cache[i].sql && strcmp(q->cache[i].sql, sql) == 0) {
             *st = q->cache[i].st;
-            sqlite3_reset(*st);
-            sqlite3_clear_bindings(*st);
+            q->api.sqlite3_reset(*st);
+            q->api.sqlite3_clear_bindings(*st);
             return SQLITE_OK;
         }
-    int rc = sqlite3_prepare_v3(q->h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    int rc = q->api.sqlite3_prepare_v3(q->h, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
     if (rc != SQLITE_OK) return rc;
     char *copy = strdup(sql);
     if (!copy) return SQLITE_OK; /* used once, not cached: finalized by the caller */
     unsigned k = q->next++ % NCACHE;
     free(q->cache[k].sql);
-    sqlite3_finalize(q->cache[k].st);
+    q->api.sqlite3_finalize(q->cache[k].st);
     q->cache[k].sql = copy;
     q->cache[k].st = *st;
     return SQLITE_OK;
@@ -62,30 +92,30 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
     if (res) memset(res, 0, sizeof *res);
     int rc = prepare(q, sql, &st);
     if (rc != SQLITE_OK) {
-        set_msg(msg, cap, sqlite3_errmsg(q->h));
+        set_msg(msg, cap, q->api.sqlite3_errmsg(q->h));
         return rc == SQLITE_NOMEM ? DB_NOMEM : DB_FAIL;
     }
     /* SQLITE_STATIC: the parameters are the caller's and outlive the statement's use (it is reset
      * and its bindings cleared before returning), so a large row is not copied once more */
     for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
         int k = (int)i + 1;
-        if (params[i].kind == DB_NULL) rc = sqlite3_bind_null(st, k);
-        else if (params[i].kind == DB_BLOB) rc = sqlite3_bind_blob64(st, k, params[i].p, params[i].len, SQLITE_STATIC);
-        else rc = sqlite3_bind_text64(st, k, params[i].p, params[i].len, SQLITE_STATIC, SQLITE_UTF8);
+        if (params[i].kind == DB_NULL) rc = q->api.sqlite3_bind_null(st, k);
+        else if (params[i].kind == DB_BLOB) rc = q->api.sqlite3_bind_blob64(st, k, params[i].p, params[i].len, SQLITE_STATIC);
+        else rc = q->api.sqlite3_bind_text64(st, k, params[i].p, params[i].len, SQLITE_STATIC, SQLITE_UTF8);
     }
     if (rc != SQLITE_OK) {
-        set_msg(msg, cap, sqlite3_errmsg(q->h));
-        if (cached(q, st)) { sqlite3_reset(st); sqlite3_clear_bindings(st); }
-        else sqlite3_finalize(st);
+        set_msg(msg, cap, q->api.sqlite3_errmsg(q->h));
+        if (cached(q, st)) { q->api.sqlite3_reset(st); q->api.sqlite3_clear_bindings(st); }
+        else q->api.sqlite3_finalize(st);
         return DB_FAIL;
     }
-    size_t ncols = (size_t)sqlite3_column_count(st), cap_rows = 0;
+    size_t ncols = (size_t)q->api.sqlite3_column_count(st), cap_rows = 0;
     int err = DB_OK;
     for (;;) {
-        rc = sqlite3_step(st);
+        rc = q->api.sqlite3_step(st);
         if (rc == SQLITE_DONE) break;
         if (rc != SQLITE_ROW) {
-            set_msg(msg, cap, sqlite3_errmsg(q->h));
+            set_msg(msg, cap, q->api.sqlite3_errmsg(q->h));
             err = rc == SQLITE_NOMEM ? DB_NOMEM : DB_FAIL;
             break;
         }
@@ -104,10 +134,10 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
         for (size_t c = 0; c < ncols; c++) res->cell[base + c] = NULL, res->len[base + c] = 0;
         res->nrows++;
         for (size_t c = 0; c < ncols; c++) {
-            int t = sqlite3_column_type(st, (int)c);
+            int t = q->api.sqlite3_column_type(st, (int)c);
             if (t == SQLITE_NULL) continue;
-            const void *p = t == SQLITE_BLOB ? sqlite3_column_blob(st, (int)c) : (const void *)sqlite3_column_text(st, (int)c);
-            size_t len = (size_t)sqlite3_column_bytes(st, (int)c);
+            const void *p = t == SQLITE_BLOB ? q->api.sqlite3_column_blob(st, (int)c) : (const void *)q->api.sqlite3_column_text(st, (int)c);
+            size_t len = (size_t)q->api.sqlite3_column_bytes(st, (int)c);
             char *v = malloc(len + 1);
             if (!v) { set_msg(msg, cap, "out of memory"); err = DB_NOMEM; break; }
             if (len) memcpy(v, p, len);
@@ -118,8 +148,8 @@ static int sq_exec(db *d, const char *sql, const db_val *params, size_t n, db_re
         if (err) break;
     }
     /* a cached statement is reset (its locks released) now, not at its next use */
-    if (cached(q, st)) { sqlite3_reset(st); sqlite3_clear_bindings(st); }
-    else sqlite3_finalize(st);
+    if (cached(q, st)) { q->api.sqlite3_reset(st); q->api.sqlite3_clear_bindings(st); }
+    else q->api.sqlite3_finalize(st);
     if (err && res) db_res_free(res);
     if (res) res->ncols = ncols;
     return err;
@@ -130,11 +160,22 @@ static void sq_close(db *d)
     sq *q = (sq *)d;
     if (!q) return;
     for (unsigned i = 0; i < NCACHE; i++) {
-        sqlite3_finalize(q->cache[i].st);
+        q->api.sqlite3_finalize(q->cache[i].st);
         free(q->cache[i].sql);
     }
-    sqlite3_close_v2(q->h);
+    q->api.sqlite3_close_v2(q->h);
+    db_dl_close(q->api.lib);
     free(q);
+}
+
+/* Loads libsqlite3 into api; false with msg filled when it or one of its functions is missing. */
+static bool load_sqlite(sq_api *api, char *msg, size_t cap)
+{
+    const char *soname = SQ_LIB;
+    api->lib = db_dl_open(soname, "a store needs libsqlite3 (Debian package libsqlite3-0)", msg, cap);
+    if (!api->lib) return false;
+    SQ_FUNCS(DB_DL_LOAD)
+    return true;
 }
 
 /* mkdir -p of path's folder. */
@@ -166,15 +207,17 @@ db *db_sqlite_open(const char *path, char *msg, size_t cap)
     if (e) { snprintf(msg, cap, "cannot create the store's folder: %s", strerror(e)); return NULL; }
     sq *q = calloc(1, sizeof *q);
     if (!q) { set_msg(msg, cap, "out of memory"); return NULL; }
-    int rc = sqlite3_open_v2(path, &q->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (!load_sqlite(&q->api, msg, cap)) { free(q); return NULL; }
+    int rc = q->api.sqlite3_open_v2(path, &q->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
-        snprintf(msg, cap, "%s", q->h ? sqlite3_errmsg(q->h) : sqlite3_errstr(rc));
-        sqlite3_close_v2(q->h);
+        snprintf(msg, cap, "%s", q->h ? q->api.sqlite3_errmsg(q->h) : q->api.sqlite3_errstr(rc));
+        q->api.sqlite3_close_v2(q->h);
+        db_dl_close(q->api.lib);
         free(q);
         return NULL;
     }
-    sqlite3_busy_timeout(q->h, 30000);
-    sqlite3_extended_result_codes(q->h, 0);
+    q->api.sqlite3_busy_timeout(q->h, 30000);
+    q->api.sqlite3_extended_result_codes(q->h, 0);
     q->base.backend = "sqlite";
     q->base.exec = sq_exec;
     q->base.close = sq_close;

@@ -5,7 +5,10 @@
  * libgettextpo reports problems through a handler without a data pointer, and a fatal one must
  * not return: the handler records the first problem in thread-local state and leaves a fatal
  * one by longjmp back to po_import (the only way out its API allows; what libgettextpo
- * allocated for the half-read file is then lost, a bounded leak on a failed import). */
+ * allocated for the half-read file is then lost, a bounded leak on a failed import).
+ *
+ * libgettextpo (and its libunistring) is dlopen'd by each import or export (db_dl.c), not linked:
+ * binding their symbols cost every tplc start ~0.9M instructions. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -15,6 +18,55 @@
 #include <sys/stat.h>
 #include <gettext-po.h>
 #include "store_i.h"
+#include "db.h"
+
+/* The functions used, as X(RET, NAME, (PARAMS)) (po_file_read and po_file_write are macros of
+ * gettext-po.h naming these versions). */
+#define PO_LIB "libgettextpo.so.0"
+#define PO_FUNCS(X) \
+    X(po_file_t, po_file_create, (void)) \
+    X(po_file_t, po_file_read_v3, (const char *, po_xerror_handler_t)) \
+    X(po_file_t, po_file_write_v2, (po_file_t, const char *, po_xerror_handler_t)) \
+    X(void, po_file_free, (po_file_t)) \
+    X(const char *const *, po_file_domains, (po_file_t)) \
+    X(const char *, po_file_domain_header, (po_file_t, const char *)) \
+    X(char *, po_header_field, (const char *, const char *)) \
+    X(po_message_iterator_t, po_message_iterator, (po_file_t, const char *)) \
+    X(void, po_message_iterator_free, (po_message_iterator_t)) \
+    X(po_message_t, po_next_message, (po_message_iterator_t)) \
+    X(void, po_message_insert, (po_message_iterator_t, po_message_t)) \
+    X(po_message_t, po_message_create, (void)) \
+    X(const char *, po_message_msgctxt, (po_message_t)) \
+    X(void, po_message_set_msgctxt, (po_message_t, const char *)) \
+    X(const char *, po_message_msgid, (po_message_t)) \
+    X(void, po_message_set_msgid, (po_message_t, const char *)) \
+    X(const char *, po_message_msgid_plural, (po_message_t)) \
+    X(void, po_message_set_msgid_plural, (po_message_t, const char *)) \
+    X(const char *, po_message_msgstr, (po_message_t)) \
+    X(void, po_message_set_msgstr, (po_message_t, const char *)) \
+    X(const char *, po_message_msgstr_plural, (po_message_t, int)) \
+    X(void, po_message_set_msgstr_plural, (po_message_t, int, const char *)) \
+    X(void, po_message_add_filepos, (po_message_t, const char *, size_t)) \
+    X(int, po_message_is_obsolete, (po_message_t)) \
+    X(int, po_message_is_fuzzy, (po_message_t)) \
+    X(void, po_message_set_fuzzy, (po_message_t, int)) \
+    X(void, po_message_set_format, (po_message_t, const char *, int)) \
+    X(void, po_file_check_all, (po_file_t, po_xerror_handler_t))
+
+typedef struct po_api {
+    void *lib; /* dlopen's handle */
+    PO_FUNCS(DB_DL_FIELD)
+} po_api;
+
+/* Loads libgettextpo into api; false with msg filled when it or one of its functions is missing. */
+static bool load_po(po_api *api, char *msg, size_t cap)
+{
+    const char *soname = PO_LIB;
+    api->lib = db_dl_open(soname, "PO files need libgettextpo (Debian package libgettextpo0)", msg, cap);
+    if (!api->lib) return false;
+    PO_FUNCS(DB_DL_LOAD)
+    return true;
+}
 
 typedef struct po_err {
     jmp_buf jb;
@@ -84,40 +136,40 @@ static const struct po_xerror_handler handler = { xerror, xerror2 };
 
 /* ---- import ---- */
 
-static tpl_store_status import_file(tpl_store *s, po_file_t f, const char *path, const char *dict, size_t *nrows)
+static tpl_store_status import_file(const po_api *pa, tpl_store *s, po_file_t f, const char *path, const char *dict, size_t *nrows)
 {
     /* libgettextpo 0.21 returns a copy (xstrdup) the caller frees, though its header does not say */
-    char *header = (char *)po_file_domain_header(f, NULL);
-    char *lang = header ? po_header_field(header, "Language") : NULL;
-    char *pf = header ? po_header_field(header, "Plural-Forms") : NULL;
+    char *header = (char *)pa->po_file_domain_header(f, NULL);
+    char *lang = header ? pa->po_header_field(header, "Language") : NULL;
+    char *pf = header ? pa->po_header_field(header, "Plural-Forms") : NULL;
     tpl_store_status st = TPL_STORE_OK;
     if (!lang || !*lang) {
         st = fail(s, TPL_STORE_INVALID, "%s:1:1: error: the PO header has no Language field (the rows' language)", path);
         goto out;
     }
     if ((st = begin(s))) goto out;
-    const char *const *domains = po_file_domains(f);
+    const char *const *domains = pa->po_file_domains(f);
     for (size_t d = 0; domains && domains[d] && !st; d++) {
-        po_message_iterator_t it = po_message_iterator(f, domains[d]);
+        po_message_iterator_t it = pa->po_message_iterator(f, domains[d]);
         po_message_t m;
-        while (!st && (m = po_next_message(it))) {
-            const char *id = po_message_msgid(m);
-            if (!*id || po_message_is_fuzzy(m) || po_message_is_obsolete(m)) continue; /* header, fuzzy, obsolete */
-            const char *ctx = po_message_msgctxt(m), *use = ctx ? ctx : dict;
+        while (!st && (m = pa->po_next_message(it))) {
+            const char *id = pa->po_message_msgid(m);
+            if (!*id || pa->po_message_is_fuzzy(m) || pa->po_message_is_obsolete(m)) continue; /* header, fuzzy, obsolete */
+            const char *ctx = pa->po_message_msgctxt(m), *use = ctx ? ctx : dict;
             if (!use) {
                 st = fail(s, TPL_STORE_INVALID, "%s: error: entry '%s' has no msgctxt (its dictionary): give --dict", path, id);
                 break;
             }
-            const char *plural = po_message_msgid_plural(m);
+            const char *plural = pa->po_message_msgid_plural(m);
             if (plural) {
                 const char *forms[64];
                 size_t nf = 0;
                 bool any = false;
-                for (int k = 0; k < 64 && (forms[nf] = po_message_msgstr_plural(m, k)); k++) any |= *forms[nf++] != 0;
+                for (int k = 0; k < 64 && (forms[nf] = pa->po_message_msgstr_plural(m, k)); k++) any |= *forms[nf++] != 0;
                 if (!any) continue;
                 st = tpl_store_tr_set(s, use, lang, id, forms[0], plural, forms, nf);
             } else {
-                const char *str = po_message_msgstr(m);
+                const char *str = pa->po_message_msgstr(m);
                 if (!*str) continue;
                 st = tpl_store_tr_set(s, use, lang, id, str, NULL, NULL, 0);
             }
@@ -129,7 +181,7 @@ static tpl_store_status import_file(tpl_store *s, po_file_t f, const char *path,
                 st = fail(s, TPL_STORE_INVALID, "%s: error: entry '%.80s': %s", path, id, keep);
             }
         }
-        po_message_iterator_free(it);
+        pa->po_message_iterator_free(it);
     }
     if (st) st = rollback(s, st);
     else if ((st = commit(s))) st = rollback(s, st);
@@ -144,6 +196,10 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
 {
     if (nrows) *nrows = 0;
     if (!s || !path) return s ? fail(s, TPL_STORE_INVALID, "tpl_store_po_import: path is NULL") : TPL_STORE_INVALID;
+    po_api api;
+    char lm[300];
+    if (!load_po(&api, lm, sizeof lm)) return fail(s, TPL_STORE_IO, "%s", lm);
+    const po_api *pa = &api;
     po_err e;
     memset(&e, 0, sizeof e);
     e.path = path;
@@ -151,23 +207,25 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
     po_file_t volatile f = NULL;
     cur = &e;
     if (setjmp(e.jb) == 0) {
-        f = po_file_read(path, &handler);
+        f = pa->po_file_read(path, &handler);
         if (!e.have && f) {
             /* what msgfmt checks too (plural counts against Plural-Forms, header) */
-            po_file_check_all(f, &handler);
+            pa->po_file_check_all(f, &handler);
         }
     } else {
         f = NULL;
     }
     cur = saved;
     if (e.have || !f) {
-        if (f) po_file_free(f);
+        if (f) pa->po_file_free(f);
+        db_dl_close(api.lib);
         if (!e.have) snprintf(e.msg, sizeof e.msg, "%s: error: cannot read the PO file", path);
         return fail(s, TPL_STORE_INVALID, "%s", e.msg);
     }
     size_t n = 0;
-    tpl_store_status st = import_file(s, f, path, dict, &n);
-    po_file_free(f);
+    tpl_store_status st = import_file(pa, s, f, path, dict, &n);
+    pa->po_file_free(f);
+    db_dl_close(api.lib);
     if (!st && nrows) *nrows = n;
     return st;
 }
@@ -176,16 +234,16 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
 
 /* Writes f to path atomically (a temporary file beside it, renamed over it) and frees f. On failure
  * the message goes to msg. */
-static tpl_store_status write_po(po_file_t f, const char *path, char *msg, size_t cap)
+static tpl_store_status write_po(const po_api *pa, po_file_t f, const char *path, char *msg, size_t cap)
 {
     size_t pl = strlen(path);
     char *tmp = malloc(pl + 16);
-    if (!tmp) { po_file_free(f); snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
+    if (!tmp) { pa->po_file_free(f); snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
     snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         int err = errno;
-        po_file_free(f);
+        pa->po_file_free(f);
         free(tmp);
         snprintf(msg, cap, "%s: error: cannot write: %s", path, strerror(err));
         return TPL_STORE_IO;
@@ -196,9 +254,9 @@ static tpl_store_status write_po(po_file_t f, const char *path, char *msg, size_
     memset(&e, 0, sizeof e);
     po_err *volatile saved = cur;
     cur = &e;
-    if (setjmp(e.jb) == 0) po_file_write(f, tmp, &handler);
+    if (setjmp(e.jb) == 0) pa->po_file_write(f, tmp, &handler);
     cur = saved;
-    po_file_free(f);
+    pa->po_file_free(f);
     if (e.have) {
         unlink(tmp);
         free(tmp);
@@ -246,29 +304,34 @@ tpl_store_status tpl_store_po_export(tpl_store *s, const char *const *dicts, siz
             "Plural-Forms: %s\n",
             lang, lang, pf ? pf : "nplurals=2; plural=(n != 1);");
     free(pf);
-    po_file_t f = po_file_create();
-    po_message_iterator_t it = po_message_iterator(f, NULL);
-    po_message_t h = po_message_create();
-    po_message_set_msgid(h, "");
-    po_message_set_msgstr(h, header);
-    po_message_insert(it, h);
+    po_api api;
+    char lm[300];
+    if (!load_po(&api, lm, sizeof lm)) { free(header); tpl_store_trs_free(v, n); return fail(s, TPL_STORE_IO, "%s", lm); }
+    const po_api *pa = &api;
+    po_file_t f = pa->po_file_create();
+    po_message_iterator_t it = pa->po_message_iterator(f, NULL);
+    po_message_t h = pa->po_message_create();
+    pa->po_message_set_msgid(h, "");
+    pa->po_message_set_msgstr(h, header);
+    pa->po_message_insert(it, h);
     free(header);
     for (size_t i = 0; i < n; i++) {
-        po_message_t m = po_message_create();
-        po_message_set_msgctxt(m, v[i].dict);
-        po_message_set_msgid(m, v[i].source);
+        po_message_t m = pa->po_message_create();
+        pa->po_message_set_msgctxt(m, v[i].dict);
+        pa->po_message_set_msgid(m, v[i].source);
         if (v[i].plural) {
-            po_message_set_msgid_plural(m, v[i].plural);
-            for (size_t k = 0; k < v[i].nforms; k++) po_message_set_msgstr_plural(m, (int)k, v[i].forms[k]);
+            pa->po_message_set_msgid_plural(m, v[i].plural);
+            for (size_t k = 0; k < v[i].nforms; k++) pa->po_message_set_msgstr_plural(m, (int)k, v[i].forms[k]);
         } else {
-            po_message_set_msgstr(m, v[i].target);
+            pa->po_message_set_msgstr(m, v[i].target);
         }
-        po_message_insert(it, m);
+        pa->po_message_insert(it, m);
     }
-    po_message_iterator_free(it);
+    pa->po_message_iterator_free(it);
     tpl_store_trs_free(v, n);
     char msg[600];
-    tpl_store_status wst = write_po(f, path, msg, sizeof msg);
+    tpl_store_status wst = write_po(pa, f, path, msg, sizeof msg);
+    db_dl_close(api.lib);
     if (wst) return fail(s, wst, "%s", msg);
     if (nrows) *nrows = n;
     return TPL_STORE_OK;
@@ -282,12 +345,15 @@ tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry
     if (!msg || !cap) { msg = dummy; cap = sizeof dummy; }
     msg[0] = 0;
     if (!path || (n && !e)) { snprintf(msg, cap, "tpl_store_pot_write: path or entries is NULL"); return TPL_STORE_INVALID; }
-    po_file_t f = po_file_create();
-    if (!f) { snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
-    po_message_iterator_t it = po_message_iterator(f, NULL);
-    po_message_t h = po_message_create();
-    po_message_set_msgid(h, "");
-    po_message_set_msgstr(h, "Project-Id-Version: PROJECT VERSION\n"
+    po_api api;
+    if (!load_po(&api, msg, cap)) return TPL_STORE_IO;
+    const po_api *pa = &api;
+    po_file_t f = pa->po_file_create();
+    if (!f) { db_dl_close(api.lib); snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
+    po_message_iterator_t it = pa->po_message_iterator(f, NULL);
+    po_message_t h = pa->po_message_create();
+    pa->po_message_set_msgid(h, "");
+    pa->po_message_set_msgstr(h, "Project-Id-Version: PROJECT VERSION\n"
                              "POT-Creation-Date: 2000-01-01 00:00+0000\n"
                              "PO-Revision-Date: YEAR-MO-DA HO:MI+ZONE\n"
                              "Last-Translator: FULL NAME <EMAIL@ADDRESS>\n"
@@ -296,25 +362,27 @@ tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry
                              "Content-Type: text/plain; charset=UTF-8\n"
                              "Content-Transfer-Encoding: 8bit\n"
                              "Generated-By: tplc tr-extract\n");
-    po_message_set_fuzzy(h, 1);
-    po_message_insert(it, h);
+    pa->po_message_set_fuzzy(h, 1);
+    pa->po_message_insert(it, h);
     for (size_t i = 0; i < n; i++) {
         if (!e[i].msgid) continue;
-        po_message_t m = po_message_create();
-        if (e[i].context) po_message_set_msgctxt(m, e[i].context);
-        po_message_set_msgid(m, e[i].msgid);
+        po_message_t m = pa->po_message_create();
+        if (e[i].context) pa->po_message_set_msgctxt(m, e[i].context);
+        pa->po_message_set_msgid(m, e[i].msgid);
         if (e[i].plural) {
-            po_message_set_msgid_plural(m, e[i].plural);
-            po_message_set_msgstr_plural(m, 0, "");
-            po_message_set_msgstr_plural(m, 1, "");
+            pa->po_message_set_msgid_plural(m, e[i].plural);
+            pa->po_message_set_msgstr_plural(m, 0, "");
+            pa->po_message_set_msgstr_plural(m, 1, "");
         } else {
-            po_message_set_msgstr(m, "");
+            pa->po_message_set_msgstr(m, "");
         }
         for (size_t k = 0; k < e[i].nrefs; k++)
-            if (e[i].refs[k].file) po_message_add_filepos(m, e[i].refs[k].file, e[i].refs[k].line);
-        if (e[i].python_format) po_message_set_format(m, "python-format", 1);
-        po_message_insert(it, m);
+            if (e[i].refs[k].file) pa->po_message_add_filepos(m, e[i].refs[k].file, e[i].refs[k].line);
+        if (e[i].python_format) pa->po_message_set_format(m, "python-format", 1);
+        pa->po_message_insert(it, m);
     }
-    po_message_iterator_free(it);
-    return write_po(f, path, msg, cap);
+    pa->po_message_iterator_free(it);
+    tpl_store_status st = write_po(pa, f, path, msg, cap);
+    db_dl_close(api.lib);
+    return st;
 }
