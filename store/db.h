@@ -86,15 +86,17 @@ static inline size_t db_cell_len(const db_res *r, size_t row, size_t col) { retu
 
 /* The optional libraries, dlopen'd when used (db_dl.c). db_dl_open: the handle, or NULL with msg
  * "WHAT: dlerror's reason" (WHAT says who needs which library). db_dl_sym: stores the function
- * NAME into the function pointer at fn, or false with msg filled. A backend lists its functions as X(RET, NAME, (PARAMS));
- * DB_DL_FIELD makes one a field of its table, DB_DL_LOAD loads one into the table `api` (a pointer
- * to it, whose field `lib` is the handle) from `soname`, in a function returning bool that has
- * msg and cap (on failure it closes the handle and returns false). */
+ * NAME into the function pointer at fn, or false with msg filled. A backend lists its functions
+ * as X(RET, NAME, (PARAMS)); DB_DL_FIELD makes one a field of its table, DB_DL_LOAD loads one
+ * into the table `api` (a pointer to it, whose field `lib` is the handle) from `soname`, in a
+ * function returning bool that has msg and cap (on failure it returns false). A library once
+ * loaded stays loaded (no dlclose; dlopen counts the opens of one library and gives its handle
+ * again): what it keeps in its globals stays reachable, and its frames keep their module's name
+ * for LeakSanitizer's suppressions (tests/lsan-gettextpo.supp), as when it was linked. */
 void *db_dl_open(const char *soname, const char *what, char *msg, size_t cap);
 bool db_dl_sym(void *lib, const char *soname, const char *name, void *fn, char *msg, size_t cap);
-void db_dl_close(void *lib);
 #define DB_DL_FIELD(ret, name, params) ret (*name) params;
 #define DB_DL_LOAD(ret, name, params) \
-    if (!db_dl_sym(api->lib, soname, #name, &api->name, msg, cap)) { db_dl_close(api->lib); return false; }
+    if (!db_dl_sym(api->lib, soname, #name, &api->name, msg, cap)) return false;
 
 #endif

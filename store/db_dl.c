@@ -26,8 +26,3 @@ bool db_dl_sym(void *lib, const char *soname, const char *name, void *fn, char *
     memcpy(fn, &f, sizeof f); /* (ISO C has no cast from void * to a function pointer) */
     return true;
 }
-
-void db_dl_close(void *lib)
-{
-    if (lib) dlclose(lib);
-}

@@ -150,7 +150,6 @@ static void pg_close(db *d)
     pg *g = (pg *)d;
     if (!g) return;
     g->pq.PQfinish(g->c);
-    db_dl_close(g->pq.lib);
     free(g);
 }
 
@@ -176,7 +175,6 @@ db *db_pg_open(const char *url, char *msg, size_t cap)
     if (!g->c || g->pq.PQstatus(g->c) != CONNECTION_OK) {
         set_msg(msg, cap, g->c ? g->pq.PQerrorMessage(g->c) : "out of memory");
         g->pq.PQfinish(g->c);
-        db_dl_close(g->pq.lib);
         free(g);
         return NULL;
     }

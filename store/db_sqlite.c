@@ -164,7 +164,6 @@ static void sq_close(db *d)
         free(q->cache[i].sql);
     }
     q->api.sqlite3_close_v2(q->h);
-    db_dl_close(q->api.lib);
     free(q);
 }
 
@@ -212,7 +211,6 @@ db *db_sqlite_open(const char *path, char *msg, size_t cap)
     if (rc != SQLITE_OK) {
         snprintf(msg, cap, "%s", q->h ? q->api.sqlite3_errmsg(q->h) : q->api.sqlite3_errstr(rc));
         q->api.sqlite3_close_v2(q->h);
-        db_dl_close(q->api.lib);
         free(q);
         return NULL;
     }

@@ -218,14 +218,12 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
     cur = saved;
     if (e.have || !f) {
         if (f) pa->po_file_free(f);
-        db_dl_close(api.lib);
         if (!e.have) snprintf(e.msg, sizeof e.msg, "%s: error: cannot read the PO file", path);
         return fail(s, TPL_STORE_INVALID, "%s", e.msg);
     }
     size_t n = 0;
     tpl_store_status st = import_file(pa, s, f, path, dict, &n);
     pa->po_file_free(f);
-    db_dl_close(api.lib);
     if (!st && nrows) *nrows = n;
     return st;
 }
@@ -331,7 +329,6 @@ tpl_store_status tpl_store_po_export(tpl_store *s, const char *const *dicts, siz
     tpl_store_trs_free(v, n);
     char msg[600];
     tpl_store_status wst = write_po(pa, f, path, msg, sizeof msg);
-    db_dl_close(api.lib);
     if (wst) return fail(s, wst, "%s", msg);
     if (nrows) *nrows = n;
     return TPL_STORE_OK;
@@ -349,7 +346,7 @@ tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry
     if (!load_po(&api, msg, cap)) return TPL_STORE_IO;
     const po_api *pa = &api;
     po_file_t f = pa->po_file_create();
-    if (!f) { db_dl_close(api.lib); snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
+    if (!f) { snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
     po_message_iterator_t it = pa->po_message_iterator(f, NULL);
     po_message_t h = pa->po_message_create();
     pa->po_message_set_msgid(h, "");
@@ -383,6 +380,5 @@ tpl_store_status tpl_store_pot_write(const char *path, const tpl_store_pot_entry
     }
     pa->po_message_iterator_free(it);
     tpl_store_status st = write_po(pa, f, path, msg, cap);
-    db_dl_close(api.lib);
     return st;
 }
