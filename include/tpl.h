@@ -704,6 +704,20 @@ TPL_API tpl_val tpl_val_map_key(tpl_val v, size_t i);  /* map entry i's key (ins
 TPL_API tpl_val tpl_val_map_value(tpl_val v, size_t i);/* map entry i's value */
 TPL_API void *tpl_val_host_object(tpl_val v);     /* a host object's obj, else NULL */
 TPL_API const tpl_host_class *tpl_val_host_class(tpl_val v); /* a host object's class, else NULL */
+/* The Python class a value stands for, as type(x).__name__ prints it under Jinja2 3.1: "range",
+ * "dict_keys", "dict_items", "dict_values", "generator", "Namespace", "Cycler", "Joiner",
+ * "LoopContext", "Macro", "TemplateModule", "Markup", "list", "tuple", "dict", "str", ... (the kind
+ * alone does not tell a range or a dict view from a list, nor a namespace from a dict): what a
+ * host reads to hand its callables the types Jinja2 passes (issue 17). NULL for a host object (its
+ * class is the host's). Static storage. */
+TPL_API const char *tpl_val_type_name(tpl_val v);
+/* A range (tpl_val_type_name "range", small or too large to hold its items): its start, stop and
+ * step into out[0..2] (int or big int values) and true; false, out untouched, for any other value
+ * or NULL out. */
+TPL_API bool tpl_val_range_params(tpl_val v, tpl_val *out);
+/* A dict view (tpl_val_type_name "dict_keys", "dict_items" or "dict_values"): the dict it views (a
+ * map value: Python's views are live, so its entries now); an undefined value for any other value. */
+TPL_API tpl_val tpl_val_view_dict(tpl_val v);
 
 /* Drops r's state (the variables become none) and the values built for it, so that a new state
  * can be built with the constructors. TPL_ERR_USAGE for NULL r or a busy context. */

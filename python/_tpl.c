@@ -182,6 +182,13 @@ typedef struct render_ctx {
     uint32_t *mem_tab;      /* for more than MEM_LINEAR strs: indexes + 1 by hash, or NULL */
     uint32_t mem_mask;
     PyObject *markup, *undefined; /* owned or NULL: what markup and undefined values become */
+    PyObject *dispatch;     /* borrowed during a render or NULL: a Python callable the render calls
+                             * (not one of tpl.jinja2's own) is called as dispatch(f, args, kwargs)
+                             * (tpl.jinja2: a module's macros called from another thread run their
+                             * callables in the calling thread, as Jinja2's) */
+    bool dispatching;       /* the render waits in dispatch (lookup may come from another thread) */
+    bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
+                             * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
     tpl_host_func *hfuncs;  /* its table (names borrowed from funcs), and the objects */
     tpl_host_object *hobjs;
@@ -1041,10 +1048,84 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
     return host_val(c, o, out);
 }
 
+static PyObject *from_val(render_ctx *c, tpl_val v);
+static PyObject *plain_from_val(render_ctx *c, tpl_val v);
+
+/* What Jinja2 hands a Python callable for a template value that is no plain list or dict
+ * (tpl_val_type_name: Jinja2's class), new reference; NULL with *done false for a plain one.
+ * A range is Python's range, a dict view the view of the dict (Python's views are live: its
+ * entries now), an iterator (a generator of map/select, reversed()) an iterator over its items,
+ * a namespace under tpl.jinja2 its Namespace (a copy: what Python sets on it is refused), a
+ * template module the dict of its names (as before). A
+ * template-only value (a loop, a macro, a cycler, a joiner, a builtin function) is
+ * refused, naming its class: not None, which would differ silently (issue 17). */
+static PyObject *special_from_val(render_ctx *c, tpl_val v, const char *type, bool *done)
+{
+    *done = true;
+    tpl_val rp[3];
+    if (tpl_val_range_params(v, rp)) {
+        PyObject *a = from_val(c, rp[0]), *b = a ? from_val(c, rp[1]) : NULL, *st = b ? from_val(c, rp[2]) : NULL;
+        PyObject *r = st ? PyObject_CallFunctionObjArgs((PyObject *)&PyRange_Type, a, b, st, NULL) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(st);
+        return r;
+    }
+    if (strncmp(type, "dict_", 5) == 0 && tpl_val_kind_of(tpl_val_view_dict(v)) == TPL_VAL_MAP) {
+        PyObject *d = from_val(c, tpl_val_view_dict(v));
+        PyObject *r = d ? PyObject_CallMethod(d, type + 5, NULL) : NULL; /* keys, items, values */
+        Py_XDECREF(d);
+        return r;
+    }
+    if (tpl_val_kind_of(v) == TPL_VAL_LIST && strcmp(type, "list") != 0) { /* an iterator */
+        PyObject *l = plain_from_val(c, v);
+        PyObject *it = l ? PyObject_GetIter(l) : NULL;
+        Py_XDECREF(l);
+        return it;
+    }
+    if (strcmp(type, "Namespace") == 0) {
+        if (!c || !c->undefined) { *done = false; return NULL; } /* (tpl.Template: a dict) */
+        PyObject *d = plain_from_val(c, v);
+        PyObject *mod = d ? PyImport_ImportModule("tpl.jinja2") : NULL;
+        PyObject *r = mod ? PyObject_CallMethod(mod, "_namespace_copy", "O", d) : NULL;
+        Py_XDECREF(mod);
+        Py_XDECREF(d);
+        return r;
+    }
+    if (tpl_val_kind_of(v) == TPL_VAL_MAP && strcmp(type, "Cycler") != 0) { /* (a module: its names, a dict) */
+        *done = false;
+        return NULL;
+    }
+    if (tpl_val_kind_of(v) != TPL_VAL_MAP && tpl_val_kind_of(v) != TPL_VAL_OTHER) { *done = false; return NULL; }
+    if (c && c->raw) { /* (tpl.jinja2's own: a module's macros, say, are told by name) */
+        if (tpl_val_kind_of(v) == TPL_VAL_MAP) { *done = false; return NULL; }
+        Py_RETURN_NONE;
+    }
+    return PyErr_Format(PyExc_NotImplementedError,
+                        "tpl: a template's %s cannot be handed to Python (a callable's argument, a Context "
+                        "variable): it is tpl's VM's own", type);
+}
+
 /* tpl_val -> Python (new reference). Markup-safe strings become c->markup(s) and undefined
  * values c->undefined(name=...) when the render has them (tpl.jinja2: Markup, Undefined, as
- * Jinja2 passes them to Python callables), else str and None. */
+ * Jinja2 passes them to Python callables), else str and None; ranges, dict views, iterators and
+ * namespaces as special_from_val. */
 static PyObject *from_val(render_ctx *c, tpl_val v)
+{
+    tpl_val_kind k = tpl_val_kind_of(v);
+    if (k == TPL_VAL_LIST || k == TPL_VAL_MAP || k == TPL_VAL_OTHER) {
+        const char *type = tpl_val_type_name(v);
+        if (type && strcmp(type, "list") != 0 && strcmp(type, "dict") != 0) {
+            bool done;
+            PyObject *r = special_from_val(c, v, type, &done);
+            if (done) return r;
+        }
+    }
+    return plain_from_val(c, v);
+}
+
+/* from_val for a value of its kind alone (a list's items, a map's entries through from_val). */
+static PyObject *plain_from_val(render_ctx *c, tpl_val v)
 {
     size_t n;
     const char *s;
@@ -1259,7 +1340,11 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     gil_in(h->c);
     tpl_host_result rc = TPL_HOST_ERROR;
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
-    bool ok = a && (!nkw || kw);
+    bool ok = a && (!nkw || kw), raw = h->c->raw, own = false;
+    if (PyFunction_Check(h->o)) { /* one of tpl.jinja2's own functions (f._tpl_raw = True) */
+        PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
+        own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
+    }
     for (size_t i = 0; ok && i < nargs; i++) {
         PyObject *x = from_val(h->c, args[i]);
         if (!x) ok = false;
@@ -1271,7 +1356,14 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         Py_XDECREF(k);
         Py_XDECREF(x);
     }
-    PyObject *res = ok ? PyObject_Call(h->o, a, kw) : NULL;
+    h->c->raw = raw;
+    PyObject *res = NULL;
+    if (ok && h->c->dispatch && !own) {
+        bool was = h->c->dispatching;
+        h->c->dispatching = true;
+        res = PyObject_CallFunctionObjArgs(h->c->dispatch, h->o, a, kw ? kw : Py_None, NULL);
+        h->c->dispatching = was;
+    } else if (ok) res = PyObject_Call(h->o, a, kw);
     if (ok && !res && h->c->undefined && PyErr_ExceptionMatches(PyExc_StopIteration)) {
         /* tpl.jinja2: Jinja2's Context.call makes the value of a call that raised StopIteration
          * undefined ("value was undefined because a callable raised a StopIteration exception") */
@@ -3181,7 +3273,7 @@ static PyObject *mod_lookup(PyObject *mod, PyObject *args)
     if (!PyCapsule_IsValid(cap, lookup_capsule))
         return PyErr_Format(PyExc_TypeError, "lookup() wants a render handle");
     render_ctx *c = PyCapsule_GetContext(cap);
-    if (!c || c->run_tid != PyThread_get_thread_ident())
+    if (!c || (c->run_tid != PyThread_get_thread_ident() && !c->dispatching))
         return PyErr_Format(PyExc_RuntimeError, "lookup(): the render is not running in this thread");
     Py_ssize_t n;
     const char *u = PyUnicode_AsUTF8AndSize(name, &n);
@@ -3197,7 +3289,7 @@ static PyObject *mod_lookup(PyObject *mod, PyObject *args)
 }
 
 static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals, PyObject *write,
-                        PyObject *cell)
+                        PyObject *cell, PyObject *dispatch)
 {
     if (compiled(self) < 0) return NULL;
     bool isdict = PyDict_Check(state);
@@ -3255,6 +3347,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         }
         c->run_tid = PyThread_get_thread_ident();
     }
+    c->dispatch = dispatch;
     if (write) {
         c->write = write;
         c->wtail_n = 0;
@@ -3275,6 +3368,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         Py_DECREF(handle);
         c->run_tid = 0;
     }
+    c->dispatch = NULL;
     if (write) {
         tpl_render_set_output(r, NULL, NULL);
         c->write = NULL;
@@ -3323,7 +3417,7 @@ done:
  * max_depth, max_output, max_memory), 0 for a default. */
 static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL, NULL, NULL);
+    if (nargs == 1 && !kwnames) return render(self, args[0], &self->defaults, NULL, NULL, NULL, NULL);
     static char *kwlist[] = { "state", "facts", "remembers", "call", "lang", "catalogs", "tr_keys", "limits",
                               "markup", "undefined", "funcs", NULL };
     PyObject *t = PyTuple_New(nargs), *kw = kwnames ? PyDict_New() : NULL;
@@ -3342,7 +3436,7 @@ static PyObject *Program_render(ProgramObject *self, PyObject *const *args, Py_s
     settings s;
     if (settings_parse(&s, facts, remembers, call, lang, catalogs, tr_keys, limits, markup, undefined, funcs) < 0)
         goto fail;
-    PyObject *res = render(self, state, &s, NULL, NULL, NULL);
+    PyObject *res = render(self, state, &s, NULL, NULL, NULL, NULL);
     settings_clear(&s);
     Py_DECREF(t);
     Py_XDECREF(kw);
@@ -3353,35 +3447,43 @@ fail:
     return NULL;
 }
 
-/* _render_globals(state, globals) -> str | error tuple: render(state) with the Program's settings
- * and the names of the dict globals below the state's, seen by every template it imports or
- * includes, without context too (tpl_render_set_globals_val; Jinja2's Environment.globals). */
+/* _render_globals(state, globals, cell=None, dispatch=None) -> str | error tuple: render(state)
+ * with the Program's settings and the names of the dict globals below the state's, seen by every
+ * template it imports or includes, without context too (tpl_render_set_globals_val; Jinja2's
+ * Environment.globals); the render's handle goes in the list cell while it runs (lookup); the
+ * Python callables it calls are called as dispatch(f, args, kwargs) when dispatch is given. */
 static PyObject *Program_render_globals(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 && nargs != 3)
-        return PyErr_Format(PyExc_TypeError, "_render_globals() takes 2 or 3 arguments (%zd given)", nargs);
+    if (nargs < 2 || nargs > 4)
+        return PyErr_Format(PyExc_TypeError, "_render_globals() takes 2 to 4 arguments (%zd given)", nargs);
+    if (nargs == 4 && args[3] != Py_None && !PyCallable_Check(args[3]))
+        return PyErr_Format(PyExc_TypeError, "dispatch must be callable");
     if (!PyDict_Check(args[1]))
         return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
     if (nargs == 3 && args[2] != Py_None && !PyList_Check(args[2]))
         return PyErr_Format(PyExc_TypeError, "cell must be a list, not %s", Py_TYPE(args[2])->tp_name);
-    return render(self, args[0], &self->defaults, args[1], NULL, nargs == 3 && args[2] != Py_None ? args[2] : NULL);
+    return render(self, args[0], &self->defaults, args[1], NULL, nargs >= 3 && args[2] != Py_None ? args[2] : NULL,
+                  nargs == 4 && args[3] != Py_None ? args[3] : NULL);
 }
 
-/* _render_stream(state, globals, write) -> str | error tuple: _render_globals(state, globals)
+/* _render_stream(state, globals, write, cell=None, dispatch=None) -> str | error tuple:
+ * _render_globals(state, globals, cell, dispatch)
  * (globals None: none) with the output given to write(str) in pieces as the render produces it
  * (tpl_render_set_output); "" when it ends. write returning False stops the render (an error
  * tuple of status TPL_ERR_IO); what it raises is raised. */
 static PyObject *Program_render_stream(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 && nargs != 4)
-        return PyErr_Format(PyExc_TypeError, "_render_stream() takes 3 or 4 arguments (%zd given)", nargs);
+    if (nargs < 3 || nargs > 5)
+        return PyErr_Format(PyExc_TypeError, "_render_stream() takes 3 to 5 arguments (%zd given)", nargs);
+    if (nargs == 5 && args[4] != Py_None && !PyCallable_Check(args[4]))
+        return PyErr_Format(PyExc_TypeError, "dispatch must be callable");
     if (args[1] != Py_None && !PyDict_Check(args[1]))
         return PyErr_Format(PyExc_TypeError, "globals must be a dict, not %s", Py_TYPE(args[1])->tp_name);
     if (!PyCallable_Check(args[2])) return PyErr_Format(PyExc_TypeError, "write must be callable");
-    if (nargs == 4 && args[3] != Py_None && !PyList_Check(args[3]))
+    if (nargs >= 4 && args[3] != Py_None && !PyList_Check(args[3]))
         return PyErr_Format(PyExc_TypeError, "cell must be a list, not %s", Py_TYPE(args[3])->tp_name);
     return render(self, args[0], &self->defaults, args[1] == Py_None ? NULL : args[1], args[2],
-                  nargs == 4 && args[3] != Py_None ? args[3] : NULL);
+                  nargs >= 4 && args[3] != Py_None ? args[3] : NULL, nargs == 5 && args[4] != Py_None ? args[4] : NULL);
 }
 
 /* render(mapping=None, /, **kwargs) -> str: tpl.Template.render (the variables of a mapping
@@ -3393,11 +3495,11 @@ static PyObject *Program_render_public(ProgramObject *self, PyObject *const *arg
 {
     PyObject *state, *res;
     if (nargs == 1 && !kwnames) {
-        res = render(self, args[0], &self->defaults, NULL, NULL, NULL);
+        res = render(self, args[0], &self->defaults, NULL, NULL, NULL, NULL);
     } else {
         state = nargs == 0 && !kwnames ? PyDict_New() : PyObject_Vectorcall((PyObject *)&PyDict_Type, args, (size_t)nargs, kwnames);
         if (!state) return NULL;
-        res = render(self, state, &self->defaults, NULL, NULL, NULL);
+        res = render(self, state, &self->defaults, NULL, NULL, NULL, NULL);
         Py_DECREF(state);
     }
     if (res && PyTuple_CheckExact(res)) {

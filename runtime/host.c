@@ -461,6 +461,27 @@ const tpl_host_class *tpl_val_host_class(tpl_val v)
     return x.type == TPL_T_HOST ? ((tpl_hobj *)x.u.p)->cls : NULL;
 }
 
+const char *tpl_val_type_name(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    if (x.type == TPL_T_HOST) return NULL;
+    return tpl_types[tpl_undef_container(x) - 1].py; /* (the row, cyclers and joiners told apart) */
+}
+bool tpl_val_range_params(tpl_val v, tpl_val *out)
+{
+    tpl_value x = from_val(v);
+    if (!out || x.type != TPL_T_LIST || x.aux != TPL_LAZY_RANGE) return false;
+    const tpl_value *p = tpl_range_params(x);
+    for (int i = 0; i < 3; i++) out[i] = to_val(p[i]);
+    return true;
+}
+tpl_val tpl_val_view_dict(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    tpl_map *m = tpl_is_view(x) ? tpl_view_dict(x) : NULL;
+    return to_val(m ? tpl_v_map(m) : tpl_v_undef());
+}
+
 /* ------------------------------------------------------------------ state and errors */
 
 tpl_status tpl_render_reset_state(tpl_render *r)
@@ -641,11 +662,31 @@ int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out)
     return 0;
 }
 
+/* The arguments args[0..n) as a host gets them: a lazy Jinja2 iterator (the generator of a map or
+ * select filter, pending in the VM) with its items, pulled now as the host's code pulls them from
+ * Jinja2's generator (the template's iterator has none left afterwards, as Jinja2's once read
+ * through). *args becomes a copy in the arena when one is pulled. */
+static int host_args(tpl_vm *vm, const tpl_value **args, int n)
+{
+    tpl_value *c = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!tpl_pend_of((*args)[i])) continue;
+        if (!c) {
+            if (!(c = tpl_arena_alloc(&vm->arena, (size_t)n * sizeof *c))) return tpl_vm_nomem(vm);
+            memcpy(c, *args, (size_t)n * sizeof *c);
+        }
+        if (tpl_take_iter(vm, &c[i], UINT32_MAX) < 0) return -1;
+    }
+    if (c) *args = c;
+    return 0;
+}
+
 int tpl_hobj_call(tpl_vm *vm, tpl_value fn, const tpl_value *pos, int npos, const tpl_value *kwn,
                   const tpl_value *kwv, int nkw, tpl_value *out)
 {
     tpl_hobj *h = fn.u.p;
     if (!h->cls->call) return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not callable", cls_name(h));
+    if (host_args(vm, &pos, npos) < 0 || host_args(vm, &kwv, nkw) < 0) return -1;
     tpl_val o;
     /* tpl_val and tpl_value share their layout (static_assert above) */
     int rc = result(vm, h, h->cls->call(h->obj, h->r, (const tpl_val *)(const void *)pos, (size_t)npos,

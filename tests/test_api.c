@@ -369,6 +369,9 @@ static void test_null_args(void)
           tpl_val_kind_of(tpl_val_map_key(hv, 0)) == TPL_VAL_UNDEFINED &&
           tpl_val_kind_of(tpl_val_map_value(hv, 0)) == TPL_VAL_UNDEFINED &&
           tpl_val_host_object(hv) == NULL && tpl_val_host_class(hv) == NULL, "val readers on the wrong kind");
+    CHECK(strcmp(tpl_val_type_name(tpl_val_none()), "NoneType") == 0 && !tpl_val_range_params(hv, NULL) &&
+          !tpl_val_range_params(tpl_val_none(), &hv) && tpl_val_kind_of(tpl_val_view_dict(tpl_val_none())) == TPL_VAL_UNDEFINED,
+          "val_type_name/range_params/view_dict on the wrong kind");
     CHECK(tpl_render_reset_state(NULL) == U && tpl_render_set_state_val(NULL, hv) == U &&
           tpl_render_set_state_val(r, hv) == U, "reset_state/set_state_val(NULL, non-map)");
     CHECK(tpl_val_range(NULL, tpl_val_int(1), tpl_val_int(2), false, &hv) == U &&

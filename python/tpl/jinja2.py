@@ -47,12 +47,18 @@ __all__ = ["clear_caches", "is_undefined", "make_logging_undefined", "ModuleLoad
            "ChoiceLoader", "PackageLoader", "Undefined", "StrictUndefined", "ChainableUndefined",
            "TemplateError", "TemplateSyntaxError", "UndefinedError", "TemplateNotFound", "TemplatesNotFound",
            "TemplateRuntimeError", "SecurityError", "TemplateAssertionError", "Markup", "escape",
-           "select_autoescape", "PrefixLoader", "ext", "pass_context", "pass_eval_context", "pass_environment"]
+           "select_autoescape Namespace", "PrefixLoader", "ext", "pass_context", "pass_eval_context", "pass_environment"]
 
 # The extensions tpl provides, by Jinja2's names (jinja2.ext.loopcontrols is the class
 # jinja2.ext.LoopControlExtension; either spelling, or the class itself, is accepted).
 _EXTENSIONS = {"jinja2.ext.loopcontrols": "loop_controls", "jinja2.ext.LoopControlExtension": "loop_controls",
                "jinja2.ext.do": "do_statement", "jinja2.ext.ExprStmtExtension": "do_statement"}
+
+
+def _jinja2_message(m):
+    """tpl's error message as Jinja2's: without the suggestion tpl adds to an unknown filter's or
+    test's ("No test named 'nope'. Did you mean 'none'?")."""
+    return re.sub(r"(No (?:filter|test) named '.*'(?: found)?\.) Did you mean '[^']*'\?\Z", r"\1", m) if m else m
 
 
 def _extension_option(e):
@@ -271,6 +277,48 @@ class DebugUndefined(Undefined):
 # as Jinja2's runtime: the classes keep their slots (no __dict__) but not the __slots__ attribute
 # (its test suite checks that getattr(Undefined, "__slots__") raises AttributeError)
 del Undefined.__slots__, ChainableUndefined.__slots__, DebugUndefined.__slots__, StrictUndefined.__slots__
+
+
+# ---------------------------------------------------------------- Namespace
+
+class Namespace:
+    """As Jinja2's jinja2.utils.Namespace (what the template's namespace() makes): attributes from
+    a dict or keyword arguments, set with ns[name] = value. A template's namespace handed to a
+    Python callable is one of these, a copy of it then: setting a name on that copy is refused
+    (NotImplementedError), since the template would not see it as it does under Jinja2."""
+
+    def __init__(*args, **kwargs):  # (self among args, as Jinja2's: a keyword named self works)
+        self, args = args[0], args[1:]
+        self.__attrs = dict(*args, **kwargs)
+
+    def __getattribute__(self, name):
+        if name in {"_Namespace__attrs", "__class__", "_Namespace__copy"}:
+            return object.__getattribute__(self, name)
+        try:
+            return self.__attrs[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setitem__(self, name, value):
+        try:
+            copy = self.__copy
+        except AttributeError:
+            copy = False
+        if copy:
+            raise NotImplementedError(
+                "tpl.jinja2: setting %r on a template's namespace from Python (the callable got a copy of it: "
+                "the template would not see the change it sees under Jinja2)" % (name,))
+        self.__attrs[name] = value
+
+    def __repr__(self):
+        return f"<Namespace {self.__attrs!r}>"
+
+
+def _namespace_copy(d):
+    """A template's namespace (its attributes in d) as a callable gets it (_tpl's from_val)."""
+    ns = Namespace(d)
+    object.__setattr__(ns, "_Namespace__copy", True)
+    return ns
 
 
 # ---------------------------------------------------------------- pass_* decorators
@@ -966,13 +1014,13 @@ class Environment:
                 # a template it extends, includes or imports does not compile: Jinja2 loads that
                 # one when the template runs, so get_template succeeds and render raises, located
                 # in that template
-                err = cls(mt.group(3), int(mt.group(2)), mt.group(1))
+                err = cls(_jinja2_message(mt.group(3)), int(mt.group(2)), mt.group(1))
                 err.translated = True
                 tmpl = Template._from_tpl(self, _CompileFailed(err), name, filename, globals)
                 tmpl._source = source
                 tmpl._uptodate, tmpl._loaded, tmpl._policies = uptodate, loaded, _policies_state(self.policies)
                 return tmpl
-            err = cls(e.message, e.lineno, name, filename)
+            err = cls(_jinja2_message(e.message), e.lineno, name, filename)
             err.source = source
             err.translated = True  # as Jinja2 raises it from the environment: str() is the message
             raise err from None
@@ -1179,11 +1227,49 @@ class Environment:
         rv._calls = {}
         return rv
 
+    def compile_expression(self, source, undefined_to_none=True):
+        """As Jinja2's: a callable that evaluates the expression source with the variables it is
+        given (a mapping and/or keyword arguments) and returns its value (the Python value of it:
+        a template's list, dict, range... as a Python callable gets them; an undefined value is
+        None when undefined_to_none, else the environment's Undefined)."""
+        if "%}" in source or "{%" in source or "\n" in source:
+            raise NotImplementedError("tpl.jinja2.Environment.compile_expression of %r (a block tag delimiter or a "
+                                      "newline in it)" % (source,))
+        try:
+            t = self.from_string("{% set _ = __tpl_put(" + source + ") %}")
+        except TemplateSyntaxError as e:
+            e.source = source
+            raise
+        return TemplateExpression(t, undefined_to_none)
+
     def __getattr__(self, name):
-        if name in ("compile", "parse", "lex", "preprocess", "compile_templates", "compile_expression",
+        if name in ("compile", "parse", "lex", "preprocess", "compile_templates",
                     "extend", "add_extension", "iter_extensions", "make_globals", "handle_exception"):
             raise NotImplementedError("tpl.jinja2.Environment.%s" % name)
         raise AttributeError(name)
+
+
+class TemplateExpression:
+    """As Jinja2's (Environment.compile_expression): called with variables, the expression's value."""
+
+    def __init__(self, template, undefined_to_none):
+        self._template = template
+        self._undefined_to_none = undefined_to_none
+
+    def __call__(self, *args, **kwargs):
+        got = []
+
+        def put(*a, **kw):
+            if len(a) != 1 or kw:  # (Jinja2's parser says so when it compiles the expression)
+                err = TemplateSyntaxError("chunk after expression", 1)
+                err.translated = True
+                raise err
+            got.append(a[0])
+        self._template.render(dict(*args, **kwargs), __tpl_put=put)
+        rv = got[0]
+        if self._undefined_to_none and isinstance(rv, Undefined):
+            return None
+        return rv
 
 
 class Template:
@@ -1202,7 +1288,7 @@ class Template:
         self.environment = env
         self._t = t
         self.name = name
-        self.filename = filename
+        self._filename = filename
         self.globals = collections.ChainMap(dict(globals or {}), env.globals)  # as Jinja2's
         self._uptodate = []  # (the templates it loads)
         self._loaded = []  # (their names)
@@ -1238,6 +1324,15 @@ class Template:
                 "(get_template(name, globals=...)); tpl gives the templates a template imports or includes "
                 "one set of globals" % (", ".join(repr(n) for n, _ in owns), self.name or "<template>"))
         return own
+
+    @property
+    def filename(self):
+        """As Jinja2's: the loader's file name, "<template>" for a template without one."""
+        return "<template>" if self._filename is None else self._filename
+
+    @filename.setter
+    def filename(self, value):
+        self._filename = value
 
     @property
     def is_up_to_date(self):
@@ -1282,7 +1377,7 @@ class Template:
         pol = env.policies  # (Jinja2 reads them when the template runs)
         st = self._policies
         if pol is not st[0] or (st[1] != pol.version if type(pol) is _Policies else st != _policies_state(pol)):
-            fresh = env._compile(self._source, self.name, self.filename, None)
+            fresh = env._compile(self._source, self.name, self._filename, None)
             self._t, self._policies = fresh._t, fresh._policies
         own = self._loaded_globals()
         if not env.globals and not own:
@@ -1304,10 +1399,11 @@ class Template:
         parent = self._parent_tls.parent
         cell = [] if parent is not None else None  # (the render's handle while it runs: Context)
         token = _RENDERING.set((self, parent, cell)) if parent is not None else None
+        dispatch = getattr(_DISPATCH, "fn", None)
         try:
-            if eg is None and cell is None:
+            if eg is None and cell is None and dispatch is None:
                 return self._t.render(ctx)
-            out = self._t._render_globals(ctx, eg or {}, cell)
+            out = self._t._render_globals(ctx, eg or {}, cell, dispatch)
             if isinstance(out, tuple):
                 _tpl._raise(out)
             return out
@@ -1347,7 +1443,7 @@ class Template:
             mt = re.match(r"in '(.*)' at (\d+):\d+: (.*)\Z", m, re.S)
             name, lineno, m = (mt.group(1), int(mt.group(2)), mt.group(3)) if mt else (self.name, e.lineno, m)
             cls = TemplateAssertionError if e.exception == "TemplateAssertionError" else TemplateSyntaxError
-            err = cls(m, lineno, name)
+            err = cls(_jinja2_message(m), lineno, name)
             err.translated = True
             return err
         if e.exception == "TemplatesNotFound":  # (tpl's message lists the names as Jinja2's)
@@ -1355,7 +1451,7 @@ class Template:
             return TemplatesNotFound(m[len(head):].split(", ") if m.startswith(head) else (), message=m)
         own = {"TemplateError": TemplateError, "SecurityError": SecurityError,
                "FilterArgumentError": FilterArgumentError}.get(e.exception, TemplateRuntimeError)
-        return own(e.message)
+        return own(_jinja2_message(e.message))
 
     def generate(self, *args, **kwargs):
         """As Jinja2's: the output in pieces as the render produces them (tpl hands its output
@@ -1461,8 +1557,12 @@ class _ServerStop(BaseException):
 _SERVER_LOOP = [0] * 1000  # (the serving render's three nested loops: 10**9 macro calls at most)
 
 
-def _module_serve(wrapper, ctx, resp):
+_DISPATCH = threading.local()  # fn: how the renders this thread runs call Python callables (_tpl's dispatch)
+
+
+def _module_serve(wrapper, ctx, resp, dispatch):
     """The thread of a _ModuleServer: the wrapper's render, until it is told to stop."""
+    _DISPATCH.fn = dispatch
     try:
         wrapper.render(ctx)
     except _ServerStop:
@@ -1471,6 +1571,29 @@ def _module_serve(wrapper, ctx, resp):
         resp.put(("raise", e))
         return
     resp.put(("raise", TemplateRuntimeError("tpl.jinja2: the module's render ended")))
+
+
+def _run_call(call):
+    """Runs, in this thread, a Python callable a render in another thread calls (its dispatch)."""
+    f, args, kwargs, reply, rendering = call
+    token = _RENDERING.set(rendering)  # (what pass_context callables find: that render)
+    try:
+        r = (True, f(*args, **(kwargs or {})))
+    except BaseException as e:
+        r = (False, e)
+    finally:
+        _RENDERING.reset(token)
+    reply.put(r)
+
+
+def _serve_calls(resp):
+    """The next answer of a module's render, running the Python callables it calls meanwhile."""
+    while True:
+        kind, v = resp.get()
+        if kind != "call":
+            return kind, v
+        _run_call(v)
+        v = None
 
 
 class _ModuleServer:
@@ -1488,6 +1611,7 @@ class _ModuleServer:
         self._resp = None
         self._served = 0
         self._stop = None
+        self._caller = None  # the thread waiting for a macro call (it runs the render's callables)
 
     def start(self):
         """Starts the render; its exported names and output, or raises the top level's error."""
@@ -1509,6 +1633,23 @@ class _ModuleServer:
                 got[n] = v
 
         tokens = []
+        calling = [True]  # a thread waits for this render (start, call): it runs the callables
+
+        def dispatch(f, args, kwargs):
+            # a Python callable the render calls runs in the thread that waits for the render, as
+            # under Jinja2, whose module runs in the thread that makes it or calls its macros
+            # (threading.local, threading.current_thread(): the caller's)
+            if not calling[0]:
+                return f(*args, **(kwargs or {}))
+            reply = queue.SimpleQueue()
+            resp.put(("call", (f, args, kwargs, reply, _RENDERING.get(None))))
+            ok, v = reply.get()
+            if ok:
+                return v
+            try:
+                raise v
+            finally:
+                v = None
 
         def next_call():
             # the callables a macro calls see the caller's context variables (contextvars: say,
@@ -1519,23 +1660,28 @@ class _ModuleServer:
                     var.reset(tok)
                 except ValueError:
                     pass
+            calling[0] = False
             resp.put(("ready", None))
             r = req.get()
             if r is None:
                 raise _ServerStop()
+            calling[0] = True
             for var, val in r[3].items():
                 if var is not _RENDERING:
                     tokens.append((var, var.set(val)))
             return r[:3]
 
         def done(out):
+            calling[0] = False
             resp.put(("ok", out))
+        for f in (names, put, next_call, done):
+            f._tpl_raw = True  # (_tpl: a template-only value reaches them as None, not refused)
         ctx = {**self._vars, "__tpl_names": names, "__tpl_put": put, "__tpl_next": next_call, "__tpl_done": done,
                "__tpl_k": _SERVER_LOOP}
-        th = threading.Thread(target=_module_serve, args=(self._template._own_wrapper("module"), ctx, resp),
+        th = threading.Thread(target=_module_serve, args=(self._template._own_wrapper("module"), ctx, resp, dispatch),
                               name="tpl.jinja2 module %s" % (self._template.name,), daemon=True)
         th.start()
-        kind, v = resp.get()
+        kind, v = _serve_calls(resp)
         if kind != "ready":
             th.join()
             raise v
@@ -1550,7 +1696,7 @@ class _ModuleServer:
 
     def call(self, name, args, kwargs):
         """The macro name called with args and kwargs, by the render (its output)."""
-        if threading.get_ident() == self._tid:
+        if threading.get_ident() in (self._tid, self._caller):
             # a Python callable the render is calling calls a macro of this module: that render
             # is busy, so a render of its own (the top level again, its output dropped)
             out = []
@@ -1562,7 +1708,11 @@ class _ModuleServer:
                 if self._req is None:
                     self.start()
                 self._req.put((name, args, kwargs, contextvars.copy_context()))
-                kind, v = self._resp.get()
+                self._caller = threading.get_ident()
+                try:
+                    kind, v = _serve_calls(self._resp)
+                finally:
+                    self._caller = None
                 if kind == "ok":
                     self._served += 1
                     if self._resp.get()[0] != "ready":  # (the render waits for the next call again)
@@ -1625,13 +1775,26 @@ def _generate(template, t, ctx, eg, parent=None):
         go_on.acquire()
         return not stop
 
+    def dispatch(f, args, kwargs):
+        # (in the render's thread) a Python callable the render calls runs in the thread that
+        # takes the pieces, as Jinja2's generator runs the template there
+        reply = queue.SimpleQueue()
+        pieces.put(("call", (f, args, kwargs, reply, _RENDERING.get(None))))
+        ok, v = reply.get()
+        if ok:
+            return v
+        try:
+            raise v
+        finally:
+            v = None
+
     def work():
         cell = None
         if parent is not None:
             cell = []
             _RENDERING.set((template, parent, cell))
         try:
-            pieces.put(("end", t._render_stream(ctx, eg, write, cell)))
+            pieces.put(("end", t._render_stream(ctx, eg, write, cell, dispatch)))
         except BaseException as e:  # (a callback's exception: raised where the pieces are taken)
             pieces.put(("raise", e))
 
@@ -1645,6 +1808,10 @@ def _generate(template, t, ctx, eg, parent=None):
                     yield item
                 finally:
                     go_on.release()
+                continue
+            if item[0] == "call":
+                _run_call(item[1])
+                item = None
                 continue
             th.join()
             if item[0] == "raise":
@@ -1793,10 +1960,10 @@ loaders = _submodule(
 environment = _submodule(
     "environment", "Jinja2's Environment and Template.",
     "Environment Template TemplateStream TemplateNotFound TemplateRuntimeError TemplatesNotFound "
-    "TemplateSyntaxError UndefinedError Undefined EvalContext consume missing TemplateModule",
+    "TemplateSyntaxError UndefinedError Undefined EvalContext consume missing TemplateModule TemplateExpression",
     {**_names("CodeGenerator generate get_lexer Lexer TokenStream Parser Context new_context concat import_string "
               "internalcode LRUCache get_spontaneous_environment create_cache copy_cache load_extensions "
-              "TemplateExpression", _INTERNAL),
+              "", _INTERNAL),
      **_names("DEFAULT_FILTERS DEFAULT_TESTS DEFAULT_NAMESPACE DEFAULT_POLICIES BLOCK_START_STRING BLOCK_END_STRING "
               "VARIABLE_START_STRING VARIABLE_END_STRING COMMENT_START_STRING COMMENT_END_STRING "
               "LINE_STATEMENT_PREFIX LINE_COMMENT_PREFIX TRIM_BLOCKS LSTRIP_BLOCKS NEWLINE_SEQUENCE "
@@ -1804,18 +1971,18 @@ environment = _submodule(
 runtime = _submodule(
     "runtime", "Jinja2's undefined classes.",
     "Undefined StrictUndefined ChainableUndefined DebugUndefined make_logging_undefined EvalContext missing "
-    "object_type_repr pass_eval_context TemplateNotFound TemplateRuntimeError UndefinedError Macro",
-    _names("auto_aiter auto_await concat internalcode Namespace exported async_exported identity markup_join "
+    "object_type_repr pass_eval_context TemplateNotFound TemplateRuntimeError UndefinedError Macro Namespace",
+    _names("auto_aiter auto_await concat internalcode exported async_exported identity markup_join "
            "str_join new_context TemplateReference Context BlockReference LoopContext AsyncLoopContext",
            "the template context, loops and macros are tpl's VM's"))
 utils = _submodule(
     "utils", "Jinja2's helpers that concern rendering.",
     "missing pass_context pass_eval_context pass_environment is_undefined consume clear_caches object_type_repr "
-    "select_autoescape",
+    "select_autoescape Namespace",
     {**_names("internal_code internalcode concat import_string open_if_exists pformat url_quote LRUCache",
               _INTERNAL),
-     **_names("urlize generate_lorem_ipsum Cycler Joiner Namespace",
-              "the urlize filter and the lipsum, cycler, joiner and namespace globals are tpl's, in templates"),
+     **_names("urlize generate_lorem_ipsum Cycler Joiner",
+              "the urlize filter and the lipsum, cycler and joiner globals are tpl's, in templates"),
      **_names("htmlsafe_json_dumps", "the tojson filter is tpl's, in templates")})
 ext = _submodule(
     "ext", "Jinja2's extensions: loopcontrols and do are provided (pass them in Environment(extensions=)).",

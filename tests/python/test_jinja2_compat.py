@@ -1857,3 +1857,189 @@ def test_pass_context():
     with pytest.raises(NotImplementedError, match="vars"):
         t.render(f=tj.pass_context(lambda ctx: ctx.vars))
     assert tj.Environment().from_string("{{ f() }}").render(f=tj.pass_context(lambda ctx: ctx.vars)) == "{}"
+
+
+ARG_TYPE_CASES = [
+    "{{ f(range(3)) }}|{{ f(range(2, 11, 3)) }}|{{ f(range(5, 2)) }}|{{ f(range(0)) }}",
+    "{% set d = {'a': 1, 'b': [2]} %}{{ f(d.keys()) }}|{{ f(d.values()) }}|{{ f(d.items()) }}",
+    "{% set ns = namespace(a=1, b='x') %}{% set ns.c = [1] %}{{ f(ns) }}",
+    "{{ f([1, 2]|map('string')) }}|{{ f([3, 1]|reverse) }}|{{ f(range(3)|reverse) }}",
+    "{{ f([1, 2]) }}|{{ f((1, 2)) }}|{{ f({'k': range(2)}) }}|{{ f([range(1)]) }}|{{ f('s'|safe) }}",
+    "{{ range(4)|g }}|{{ {'a': 1}.items()|g }}|{{ f(x=range(2)) }}",
+]
+
+
+@pytest.mark.parametrize("src", ARG_TYPE_CASES)
+def test_callables_receive_jinja2s_types(src):
+    """What a Python callable gets for a range, a dict view, a namespace, an iterator (map's
+    generator, reversed()), as Jinja2 hands it: the class, isinstance checks and methods (were
+    lists, a dict, None)."""
+    def desc(v):
+        if isinstance(v, range):
+            return "range%r" % ((v.start, v.stop, v.step),)
+        if isinstance(v, (type({}.keys()), type({}.values()), type({}.items()))):
+            return "%s%r" % (type(v).__name__, list(v))
+        if type(v).__name__ == "Namespace":
+            return "Namespace(a=%r, b=%r, c=%r)" % (v.a, v.b, getattr(v, "c", None))
+        if hasattr(v, "__next__"):
+            return "iterator%r" % (list(v),)
+        if isinstance(v, dict):
+            return "{%s}" % ", ".join("%r: %s" % (k, desc(x)) for k, x in v.items())
+        if isinstance(v, (list, tuple)):
+            return "%s[%s]" % (type(v).__name__, ", ".join(desc(x) for x in v))
+        return "%s:%s" % (type(v).__name__, v)
+
+    def f(*a, **kw):
+        return ";".join([desc(x) for x in a] + ["%s=%s" % (k, desc(x)) for k, x in kw.items()])
+
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.globals["f"] = f
+        e.filters["g"] = f
+        outs.append(e.from_string(src).render())
+    assert outs[1] == outs[0]
+
+
+def test_namespace_from_a_template_is_a_read_only_copy():
+    """A template's namespace reaches Python as a Namespace (tpl.jinja2.utils.Namespace, reading
+    as Jinja2's); setting a name on it is refused (the template would not see it), while a
+    Namespace made in Python is Jinja2's."""
+    got = []
+    e = tj.Environment()
+    e.globals["f"] = got.append
+    e.from_string("{% set ns = namespace(a=1) %}{{ f(ns) }}").render()
+    ns = got[0]
+    assert isinstance(ns, tj.utils.Namespace) and ns.a == 1 and repr(ns) == "<Namespace {'a': 1}>"
+    with pytest.raises(AttributeError):
+        ns.b
+    with pytest.raises(NotImplementedError, match="namespace"):
+        ns["a"] = 2
+    mine = tj.utils.Namespace(a=1)
+    mine["b"] = 2
+    assert (mine.a, mine.b) == (1, 2) and repr(mine) == repr(jinja2.utils.Namespace(a=1, b=2))
+
+
+@pytest.mark.parametrize("src, what", [
+    ("{% for x in [1] %}{{ f(loop) }}{% endfor %}", "LoopContext"),
+    ("{% macro m() %}{% endmacro %}{{ f(m) }}", "Macro"),
+    ("{{ f(cycler(1, 2)) }}", "Cycler"),
+    ("{{ f(joiner()) }}", "Joiner"),
+    ("{{ f(lipsum) }}", "function"),
+])
+def test_template_only_values_handed_to_python_are_refused(src, what):
+    """A loop, a macro, a cycler, a joiner, a template function handed to a Python callable: a
+    refusal naming the class (were None: a silent difference)."""
+    e = tj.Environment()
+    e.globals["f"] = lambda v: type(v).__name__
+    with pytest.raises(NotImplementedError, match=what):
+        e.from_string(src).render()
+
+
+def test_module_macros_run_callables_in_the_calling_thread():
+    """A module's macros called from other threads than the one that made the module: the Python
+    callables they call (and those of the top level) run in the calling thread, as Jinja2 runs
+    the macro there (threading.current_thread(), threading.local); an exception one raises, and
+    a callable calling a macro of the same module, as under Jinja2."""
+    import threading
+    src = "{% set top = f('top') %}{% macro m(x) %}{{ top }}{{ x }}{{ f(x) }}{% endmacro %}"
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        loc = threading.local()
+        e.globals["f"] = lambda x: "%s:%s:%s" % (x, threading.current_thread().name, getattr(loc, "v", "-"))
+        loc.v = "main"
+        mod = e.from_string(src).module
+        got = {}
+
+        def work(i):
+            loc.v = str(i)
+            got[i] = {mod.m(i) for _ in range(20)}
+        ths = [threading.Thread(target=work, args=(i,), name="t%d" % i) for i in range(3)]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        box = {}
+        th = threading.Thread(target=lambda: box.setdefault("m", e.from_string(src).module), name="maker")
+        th.start()
+        th.join()
+
+        def bad(x):
+            raise ValueError("bad %s" % x)
+        e.globals["bad"] = bad
+        with pytest.raises(ValueError, match="bad 3"):
+            e.from_string("{% macro m(x) %}{{ bad(x) }}{% endmacro %}").module.m(3)
+        e.globals["h"] = lambda: nested.n()
+        nested = e.from_string("{% macro n() %}N{% endmacro %}{% macro m() %}[{{ h() }}]{% endmacro %}").module
+        outs.append((sorted(got.items()), box["m"].m(7), str(mod), nested.m()))
+    assert outs[1] == outs[0]
+
+
+def test_generate_runs_callables_in_the_consuming_thread():
+    """Template.generate()/stream(): the Python callables the template calls run in the thread
+    that takes the pieces, as Jinja2's generator (threading.local, current_thread(); a
+    pass_context one sees the render's Context), and what one raises comes out of next()."""
+    import threading
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        loc = threading.local()
+        loc.v = "main"
+        e.globals["f"] = lambda: "%s/%s" % (threading.current_thread().name, getattr(loc, "v", "-"))
+        e.globals["g"] = m.pass_context(lambda ctx: ctx.get("x"))
+        t = e.from_string("{% set x = 5 %}{{ f() }} {{ g() }}{% for i in range(3) %}{{ f() }}{% endfor %}")
+        got = {}
+
+        def work():
+            loc.v = "w"
+            got["w"] = "".join(t.generate())
+        th = threading.Thread(target=work, name="consumer")
+        th.start()
+        th.join()
+
+        def bad():
+            raise KeyError("k")
+        e.globals["bad"] = bad
+        gen = e.from_string("a{{ bad() }}").generate()
+        with pytest.raises(KeyError):
+            "".join(gen)
+        outs.append(("".join(t.generate()), got["w"], "".join(t.stream())))
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src, kw", [
+    ("1 + a", {"a": 2}), ("a.b", {"a": {}}), ("[1, 2] + x", {"x": [3]}), ("range(3)", {}), ("{'a': [1]}", {}),
+    ("x|upper", {"x": "a"}), ("none", {}), ("a > 1 and b", {"a": 2, "b": "s"}), ("(1, 2)", {}), ("nope", {}),
+    ("d.keys()", {"d": {"k": 1}}), ("1, 2", {}),
+])
+def test_compile_expression(src, kw):
+    """Environment.compile_expression as Jinja2's: the expression's value as a Python value
+    (undefined: None, or the Undefined with undefined_to_none=False), variables as a mapping or
+    keywords (was NotImplementedError)."""
+    def value(m, **opts):
+        try:
+            f = m.Environment().compile_expression(src, **opts)
+            r = f(kw)
+            return ("ok", type(r).__name__, "U" if isinstance(r, m.Undefined) else r)
+        except m.TemplateSyntaxError as e:
+            return ("syntax", e.lineno, str(e))
+    for opts in ({}, {"undefined_to_none": False}):
+        assert value(tj, **opts) == value(jinja2, **opts)
+
+
+def test_template_filename_and_unknown_filter_messages():
+    """Template.filename is "<template>" without a loader's file name, as Jinja2's; an unknown
+    filter or test is Jinja2's message (tpl's suggestion left out), at compile time and, inside
+    an if, when it runs."""
+    def attrs(m):
+        e = m.Environment(loader=m.DictLoader({"a": "x"}))
+        out = [(t.name, t.filename) for t in (e.get_template("a"), e.from_string("x"))]
+        for src in ("{{ 3 is nope }}", "{{ 3|uper }}", "{% if x %}{{ 3 is nope }}{% endif %}",
+                    "{% if x %}{{ 3|uper }}{% endif %}"):
+            try:
+                e.from_string(src).render(x=1)
+            except m.TemplateError as ex:
+                out.append((type(ex).__name__, str(ex)))
+        return out
+    assert attrs(tj) == attrs(jinja2)
