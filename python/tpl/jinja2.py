@@ -433,7 +433,7 @@ class Context:
         self.parent = {**_DEFAULT_NAMESPACE, **parent}  # (Jinja2's default globals below)
         self._template = template
         self._cell = cell
-        if template._loaded:
+        if template._loaded or template._own_of is not None:  # (a module's: its template's names)
             self._top, self._bound = (), template._bound_names()
         else:
             self._top, self._bound = template._scanned_names()
@@ -463,7 +463,10 @@ class Context:
 
     @property
     def name(self):
-        if self._template._loaded:
+        own = self._template._own_of
+        if own is not None and not own._loaded:  # a module's macro or top level: its template's
+            return own.name
+        if self._template._loaded or own is not None:
             raise NotImplementedError("tpl.jinja2: Context.name of a template that loads others (Jinja2 names the "
                                       "template the callable runs in)")
         return self._template.name
@@ -967,6 +970,10 @@ class Environment:
 
         def loader(n):
             if own is not None and n == own[0]:
+                # (its source is one of this template's: the names a Context refuses, the policy
+                # filters and Python's random filter where it names them)
+                if own[1]._source not in sources[1:]:
+                    sources.append(own[1]._source)
                 return own[1]._source
             self = env()
             if self is None or self.loader is None:
@@ -1042,6 +1049,7 @@ class Environment:
         tmpl = Template._from_tpl(self, t, name, filename, globals)
         tmpl._source = source
         tmpl._sources = sources
+        tmpl._own_of = own[1] if own else None  # (a module's wrapper: the template it runs)
         tmpl._wants_context = any(_pass_arg_of(f) == "context" for f in
                                   list(self.filters.values()) + list(self.tests.values()) + [self.finalize]
                                   if f is not None)
@@ -1345,6 +1353,7 @@ class Template:
 
     _wants_context = False
     _sources = ()
+    _own_of = None
 
     def _bound_names(self):
         b = self.__dict__.get("_bound")

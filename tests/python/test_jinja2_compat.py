@@ -2043,3 +2043,22 @@ def test_template_filename_and_unknown_filter_messages():
                 out.append((type(ex).__name__, str(ex)))
         return out
     assert attrs(tj) == attrs(jinja2)
+
+
+def test_pass_context_in_a_modules_macro():
+    """A pass_context callable that a module's macro calls (Template.module): Context.name is the
+    module's template, as Jinja2's; a name that template assigns is refused by name (tpl does not
+    hand the module's variables over; was None: the wrapper's context); other names from the parent."""
+    T = {"lib": "{% set top = 'T' %}{% macro m() %}[{{ g() }}]{% endmacro %}"}
+    names = {}
+    for m in (jinja2, tj):
+        e = m.Environment(loader=m.DictLoader(T))
+        e.globals["other"] = 5
+        e.globals["g"] = m.pass_context(lambda ctx: "%s %r" % (ctx.name, ctx.get("other")))
+        names[m] = e.get_template("lib").module.m()
+        e = m.Environment(loader=m.DictLoader(T))
+        e.globals["g"] = m.pass_context(lambda ctx: repr(ctx.get("top")))
+        if m is tj:
+            with pytest.raises(NotImplementedError, match="'top'"):
+                e.get_template("lib").module.m()
+    assert names[tj] == names[jinja2] == "[lib 5]"
