@@ -765,6 +765,19 @@ TPL_API void *tpl_render_error_payload(const tpl_render *r);
  * the render goes on unaffected. */
 TPL_API tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len, tpl_val *out);
 
+/* From a callback of r's own running render (a host function or host-object callback): calls fn,
+ * a callable value of the template the callback was given (a macro, a call block's caller, a
+ * template function, a bound method), with nargs positional arguments and nkw keyword ones
+ * (kwnames[i] strings), as the template calls it: *out its result (a macro's output, a string —
+ * markup under autoescape), r's value, valid until the callback returns. It runs inside r's
+ * render, under its limits (issue 17: Jinja2 hands Python callables Macro objects they can call).
+ * On failure the render's error holds why and is returned; the render then ends with that
+ * error when the callback returns, whatever it returns. TPL_ERR_USAGE when r or out is NULL,
+ * args/kwnames/kwvals NULL with a count, a keyword name is not a string, or r is not rendering;
+ * *out is none on every failure (when out is not NULL). */
+TPL_API tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_t nargs, const tpl_val *kwnames,
+                                   const tpl_val *kwvals, size_t nkw, tpl_val *out);
+
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. NULL p (say, after a

@@ -187,6 +187,11 @@ typedef struct render_ctx {
                              * (tpl.jinja2: a module's macros called from another thread run their
                              * callables in the calling thread, as Jinja2's) */
     bool dispatching;       /* the render waits in dispatch (lookup may come from another thread) */
+    PyObject *calls;        /* owned or NULL: this render's handle for the template callables it
+                             * handed Python (TemplateCallable; its context c while it runs) */
+    int cb_depth;           /* callbacks running (gil_in .. gil_out) */
+    unsigned long cb_tid;   /* the thread of the latest */
+    bool call_failed;       /* a TemplateCallable's call failed: the render ends with its error */
     bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
                              * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
@@ -288,6 +293,10 @@ static void fail_with_exception(render_ctx *c)
     }
     Py_XDECREF(t);
     Py_XDECREF(tb);
+    if (c->call_failed) { /* (the render's error is the template callable's, or its callback's payload) */
+        Py_XDECREF(v);
+        return;
+    }
     PyObject *old = tpl_render_error_payload(c->r);
     Py_XDECREF(old);
     tpl_host_error(c->r, msg, v); /* v's reference moves to the payload */
@@ -301,9 +310,11 @@ static const tpl_host_class py_class;
 static inline void gil_in(render_ctx *c)
 {
     if (!c->gil) PyEval_RestoreThread(c->ts);
+    if (c->cb_depth++ == 0) c->cb_tid = PyThread_get_thread_ident();
 }
 static inline void gil_out(render_ctx *c)
 {
+    c->cb_depth--;
     if (!c->gil) c->ts = PyEval_SaveThread();
 }
 
@@ -1051,6 +1062,24 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
 static PyObject *from_val(render_ctx *c, tpl_val v);
 static PyObject *plain_from_val(render_ctx *c, tpl_val v);
 
+static const char call_capsule[] = "tpl render call";
+
+/* A template's macro (or a call block's caller) handed to Python: tpl.TemplateCallable(handle,
+ * value), which calls it back in this render (mod_call) while the render runs. */
+static PyObject *template_callable(render_ctx *c, tpl_val v)
+{
+    static const char marker = 0;
+    if (!c->calls) {
+        if (!(c->calls = PyCapsule_New((void *)&marker, call_capsule, NULL))) return NULL;
+        if (PyCapsule_SetContext(c->calls, c) < 0) { Py_CLEAR(c->calls); return NULL; }
+    }
+    PyObject *mod = PyImport_ImportModule("tpl");
+    PyObject *r = mod ? PyObject_CallMethod(mod, "TemplateCallable", "Oy#", c->calls, (const char *)&v,
+                                            (Py_ssize_t)sizeof v) : NULL;
+    Py_XDECREF(mod);
+    return r;
+}
+
 /* What Jinja2 hands a Python callable for a template value that is no plain list or dict
  * (tpl_val_type_name: Jinja2's class), new reference; NULL with *done false for a plain one.
  * A range is Python's range, a dict view the view of the dict (Python's views are live: its
@@ -1097,6 +1126,7 @@ static PyObject *special_from_val(render_ctx *c, tpl_val v, const char *type, bo
         return NULL;
     }
     if (tpl_val_kind_of(v) != TPL_VAL_MAP && tpl_val_kind_of(v) != TPL_VAL_OTHER) { *done = false; return NULL; }
+    if (c && !c->raw && (strcmp(type, "Macro") == 0)) return template_callable(c, v);
     if (c && c->raw) { /* (tpl.jinja2's own: a module's macros, say, are told by name) */
         if (tpl_val_kind_of(v) == TPL_VAL_MAP) { *done = false; return NULL; }
         Py_RETURN_NONE;
@@ -3288,6 +3318,59 @@ static PyObject *mod_lookup(PyObject *mod, PyObject *args)
     return from_val(c, v);
 }
 
+/* call(handle, value, args, kwargs): a template callable (TemplateCallable) called by Python
+ * code a callback of its render runs: its result (a macro's output). */
+static PyObject *mod_call(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *cap, *a, *kw;
+    const char *fb;
+    Py_ssize_t fl;
+    if (!PyArg_ParseTuple(args, "Oy#O!O", &cap, &fb, &fl, &PyTuple_Type, &a, &kw)) return NULL;
+    if (!PyCapsule_IsValid(cap, call_capsule) || fl != (Py_ssize_t)sizeof(tpl_val))
+        return PyErr_Format(PyExc_TypeError, "call() wants a render handle and a value");
+    render_ctx *c = PyCapsule_GetContext(cap);
+    if (!c)
+        return PyErr_Format(PyExc_RuntimeError, "tpl: a template's macro called after its render ended");
+    if (c->cb_depth <= 0 || (c->cb_tid != PyThread_get_thread_ident() && !c->dispatching))
+        return PyErr_Format(PyExc_RuntimeError, "tpl: a template's macro called from another thread than its render's");
+    if (kw != Py_None && !PyDict_Check(kw)) return PyErr_Format(PyExc_TypeError, "kwargs must be a dict");
+    tpl_val fn;
+    memcpy(&fn, fb, sizeof fn);
+    Py_ssize_t na = PyTuple_GET_SIZE(a), nk = kw == Py_None ? 0 : PyDict_GET_SIZE(kw);
+    tpl_val *v = PyMem_Calloc((size_t)(na + 2 * nk + 1), sizeof *v);
+    if (!v) return PyErr_NoMemory();
+    PyObject *res = NULL;
+    for (Py_ssize_t i = 0; i < na; i++)
+        if (to_val(c, PyTuple_GET_ITEM(a, i), &v[i]) < 0) goto done;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *k, *x;
+    while (nk && PyDict_Next(kw, &pos, &k, &x)) {
+        if (!PyUnicode_Check(k)) { PyErr_SetString(PyExc_TypeError, "keywords must be strings"); goto done; }
+        if (to_val(c, k, &v[na + i]) < 0 || to_val(c, x, &v[na + nk + i]) < 0) goto done;
+        i++;
+    }
+    tpl_val out;
+    tpl_status st;
+    if (!c->gil) {
+        c->ts = PyEval_SaveThread();
+        st = tpl_render_call(c->r, fn, v, (size_t)na, v + na, v + na + nk, (size_t)nk, &out);
+        PyEval_RestoreThread(c->ts);
+    } else {
+        st = tpl_render_call(c->r, fn, v, (size_t)na, v + na, v + na + nk, (size_t)nk, &out);
+    }
+    if (st != TPL_OK) {
+        c->call_failed = true; /* (the render ends with the call's error when the callback returns) */
+        PyErr_Format(PyExc_RuntimeError, "tpl: a template's macro called from Python failed (status %d): the "
+                     "render ends with its error", (int)st);
+        goto done;
+    }
+    res = from_val(c, out);
+done:
+    PyMem_Free(v);
+    return res;
+}
+
 static PyObject *render(ProgramObject *self, PyObject *state, const settings *s, PyObject *globals, PyObject *write,
                         PyObject *cell, PyObject *dispatch)
 {
@@ -3369,6 +3452,11 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         c->run_tid = 0;
     }
     c->dispatch = NULL;
+    c->call_failed = false;
+    if (c->calls) { /* (a TemplateCallable kept past the render is refused) */
+        PyCapsule_SetContext(c->calls, NULL);
+        Py_CLEAR(c->calls);
+    }
     if (write) {
         tpl_render_set_output(r, NULL, NULL);
         c->write = NULL;
@@ -3595,6 +3683,7 @@ static PyMethodDef mod_methods[] = {
     { "compile", mod_compile, METH_VARARGS, "compile(source, name, syntax, profile, options, loader)" },
     { "load", mod_load, METH_VARARGS, "load(data, name) -> Program | error tuple" },
     { "lookup", mod_lookup, METH_VARARGS, "lookup(handle, name): a template-level variable of a running render" },
+    { "call", mod_call, METH_VARARGS, "call(handle, value, args, kwargs): a template callable of a running render" },
     { NULL, NULL, 0, NULL },
 };
 

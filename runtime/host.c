@@ -549,6 +549,32 @@ void *tpl_render_error_payload(const tpl_render *r)
     return r ? tpl_render_vm((tpl_render *)r)->host_payload : NULL;
 }
 
+tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_t nargs, const tpl_val *kwnames,
+                           const tpl_val *kwvals, size_t nkw, tpl_val *out)
+{
+    if (out) *out = to_val(tpl_v_none());
+    if (!r || !out || (!args && nargs) || ((!kwnames || !kwvals) && nkw) || !tpl_render_busy(r) || nargs > 0xFFFF ||
+        nkw > 0xFFFF)
+        return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    if (vm->err.status != TPL_OK) return vm->err.status;
+    for (size_t i = 0; i < nkw; i++)
+        if (from_val(kwnames[i]).type != TPL_T_STR) return TPL_ERR_USAGE;
+    /* (the VM's calls take their arguments as scratch: copies) */
+    tpl_value *a = tpl_arena_alloc(&vm->arena, (nargs + 2 * nkw + 1) * sizeof *a);
+    if (!a) { tpl_vm_nomem(vm); return vm->err.status; }
+    for (size_t i = 0; i < nargs; i++) a[i] = from_val(args[i]);
+    for (size_t i = 0; i < nkw; i++) {
+        a[nargs + i] = from_val(kwnames[i]);
+        a[nargs + nkw + i] = from_val(kwvals[i]);
+    }
+    tpl_value res;
+    if (tpl_call_value_kw(vm, from_val(fn), a, (int)nargs, a + nargs, a + nargs + nkw, (int)nkw, &res) < 0)
+        return vm->err.status != TPL_OK ? vm->err.status : TPL_ERR_TYPE;
+    *out = to_val(res);
+    return TPL_OK;
+}
+
 tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
     if (out) *out = to_val(tpl_v_none());
@@ -590,6 +616,7 @@ static int failed(tpl_vm *vm, const tpl_hobj *h, const char *what, const char *n
 /* A result from the host: a tpl_value built for r (OK) or the status mapped (-1 error, 1 missing). */
 static int result(tpl_vm *vm, const tpl_hobj *h, tpl_host_result rc, const char *what, const char *name, size_t n)
 {
+    if (vm->err.status != TPL_OK) return -1; /* a tpl_render_call of the callback failed: the render ends */
     if (rc == TPL_HOST_OK) return 0;
     if (rc == TPL_HOST_MISSING) return 1;
     return failed(vm, h, what, name, n);

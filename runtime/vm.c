@@ -3511,6 +3511,12 @@ int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_val
     return call_any(vm, fn, args, nargs, NULL, NULL, 0, out);
 }
 
+int tpl_call_value_kw(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, const tpl_value *kwn, tpl_value *kwv,
+                      int nkw, tpl_value *out)
+{
+    return call_any(vm, fn, args, nargs, kwn, kwv, nkw, out);
+}
+
 /* Whether the render binds a host function of that kind and name (tpl_render_set_host_funcs). */
 static bool host_bound(const tpl_vm *vm, tpl_host_kind kind, tpl_value name)
 {

@@ -167,6 +167,9 @@ int tpl_call_filter_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs
 int tpl_call_test_named(tpl_vm *vm, tpl_value name, tpl_value *args, int nargs, tpl_value *out);
 /* Calls any callable value (macro, builtin function, bound method) with positional arguments. */
 int tpl_call_value(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, tpl_value *out);
+/* The same with keyword arguments (kwn[i] strings): a host's call (tpl_render_call). */
+int tpl_call_value_kw(tpl_vm *vm, tpl_value fn, tpl_value *args, int nargs, const tpl_value *kwn, tpl_value *kwv,
+                      int nkw, tpl_value *out);
 
 /* Python ordering for sort/min/max (`<`); returns -1 and sets an error when the types don't
  * compare. case_sensitive=false lowercases strings first, as Jinja2's sort filters do. */

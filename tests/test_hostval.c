@@ -505,6 +505,80 @@ static void render_lookup(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_render_call and the class readers: a host function "twice" gets a macro (or a call
+ * block's caller), calls it twice (once with a keyword argument) and joins the outputs; "kind"
+ * names the class of its argument (tpl_val_type_name, a range's params, a view's dict) */
+static tpl_host_result twice_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                  const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)obj;
+    const tpl_val *fn = nargs ? &args[0] : NULL;
+    for (size_t i = 0; !fn && i < nkw; i++) fn = &kwv[i]; /* caller= */
+    if (!fn) return TPL_HOST_ERROR;
+    tpl_val a[2], kn, kv, o1, o2;
+    a[0] = tpl_val_int(1);
+    if (tpl_val_str(r, "b", 1, 0, &kn) != TPL_OK) return TPL_HOST_ERROR;
+    kv = tpl_val_int(7);
+    if (tpl_render_call(r, *fn, a, nargs > 1 ? 1 : 0, NULL, NULL, 0, &o1) != TPL_OK) return TPL_HOST_ERROR;
+    if (tpl_render_call(r, *fn, a, nargs > 1 ? 1 : 0, nargs > 1 ? &kn : NULL, nargs > 1 ? &kv : NULL, nargs > 1 ? 1 : 0, &o2) != TPL_OK)
+        return TPL_HOST_ERROR;
+    size_t n1, n2;
+    const char *s1 = tpl_val_as_str(o1, &n1), *s2 = tpl_val_as_str(o2, &n2);
+    char b[128];
+    int n = snprintf(b, sizeof b, "%.*s|%.*s", (int)n1, s1 ? s1 : "?", (int)n2, s2 ? s2 : "?");
+    (void)kwn;
+    return tpl_val_str(r, b, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static tpl_host_result kind_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                 const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)obj;
+    (void)kwn;
+    (void)kwv;
+    (void)nkw;
+    if (!nargs) return TPL_HOST_ERROR;
+    const char *t = tpl_val_type_name(args[0]);
+    char b[128];
+    tpl_val rp[3];
+    int n;
+    if (tpl_val_range_params(args[0], rp))
+        n = snprintf(b, sizeof b, "%s(%lld,%lld,%lld)", t, (long long)tpl_val_as_int(rp[0]), (long long)tpl_val_as_int(rp[1]),
+                     (long long)tpl_val_as_int(rp[2]));
+    else
+        n = snprintf(b, sizeof b, "%s:%zu", t ? t : "?", tpl_val_len(tpl_val_view_dict(args[0])));
+    return tpl_val_str(r, b, (size_t)n, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class twice_class = { "twice", NULL, NULL, NULL, NULL, twice_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+static const tpl_host_class kind_class = { "kind", NULL, NULL, NULL, NULL, kind_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
+static void render_call(void)
+{
+    char n1[] = "twice", n2[] = "kind";
+    tpl_host_object tw = { &twice_class, n1 }, kd = { &kind_class, n2 };
+    tpl_host_func funcs[2] = { { "twice", TPL_HOST_GLOBAL, tpl_host_value_fn, &tw }, { "kind", TPL_HOST_GLOBAL, tpl_host_value_fn, &kd } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 2;
+    const char *src = "{% macro m(a, b=2) %}<{{ a }}{{ b }}>{% endmacro %}{{ twice(m, 0) }} "
+                      "{% call twice() %}[{{ 1 + 1 }}]{% endcall %} {{ kind(range(1, 9, 3)) }} {{ kind({'a': 1}.items()) }} "
+                      "{{ kind(namespace(a=1)) }} {{ kind(m) }} {{ kind([1]) }} {{ kind(cycler(1)) }}";
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    CHECK(tpl_compile("t.jinja", src, strlen(src), &o, &p, &err) == TPL_OK, "compile: %s", err.message ? err.message : "");
+    tpl_error_clear(&err);
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_render_set_host_funcs(r, funcs, 2);
+    const char *got = render(r, p);
+    CHECK(strcmp(got, "<12>|<17> [2]|[2] range(1,9,3) dict_items:1 Namespace:0 Macro:0 list:0 Cycler:0") == 0,
+          "render_call: %s", got);
+    tpl_val v;
+    CHECK(tpl_render_call(r, tpl_val_none(), NULL, 0, NULL, NULL, 0, &v) == TPL_ERR_USAGE, "render_call after the render");
+    tpl_program_free(p);
+    tpl_render_free(r);
+}
+
 /* ---- the host's own numbers (tpl_host_class.arith): "cents", a fixed-point number of cents that
  * prints as 1.50; its arith adds, negates, compares with ints and other cents. cents_plain has no
  * arith: an operator on it stays the TypeError naming its type. */
@@ -986,6 +1060,7 @@ int main(void)
     map_add_str();
     host_value_functions();
     render_lookup();
+    render_call();
     host_numbers();
     environment_settings();
     tpl_render *r = tpl_render_new(NULL);

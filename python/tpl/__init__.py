@@ -27,6 +27,26 @@ __all__ = ["Template", "TemplateError", "TemplateSyntaxError", "UndefinedError",
            "FilterArgumentError", "SecurityError"]
 
 
+class TemplateCallable:
+    """A template's macro, or a call block's caller, as a Python callable gets it (Jinja2 hands a
+    Macro): calling it runs it inside the render that handed it over (tpl_render_call), with
+    positional and keyword arguments, and returns its output (Markup under autoescape with
+    tpl.jinja2); the render's limits count it. Callable only while that render runs, from the
+    callback it gave it to (RuntimeError otherwise); a failure ends the render with its error."""
+
+    __slots__ = ("_handle", "_value")
+
+    def __init__(self, handle, value):
+        self._handle = handle
+        self._value = value
+
+    def __call__(self, *args, **kwargs):
+        return _tpl.call(self._handle, self._value, args, kwargs or None)
+
+    def __repr__(self):
+        return "<tpl.TemplateCallable>"
+
+
 class TemplateError(Exception):
     """A template failed to compile, load or render. Attributes: status (tpl_status), message,
     name/filename (the template), lineno, column, source_line, formatted (FILE:LINE:COL: error:

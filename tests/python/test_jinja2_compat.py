@@ -1922,14 +1922,13 @@ def test_namespace_from_a_template_is_a_read_only_copy():
 
 @pytest.mark.parametrize("src, what", [
     ("{% for x in [1] %}{{ f(loop) }}{% endfor %}", "LoopContext"),
-    ("{% macro m() %}{% endmacro %}{{ f(m) }}", "Macro"),
     ("{{ f(cycler(1, 2)) }}", "Cycler"),
     ("{{ f(joiner()) }}", "Joiner"),
     ("{{ f(lipsum) }}", "function"),
 ])
 def test_template_only_values_handed_to_python_are_refused(src, what):
-    """A loop, a macro, a cycler, a joiner, a template function handed to a Python callable: a
-    refusal naming the class (were None: a silent difference)."""
+    """A loop, a cycler, a joiner, a template function handed to a Python callable: a refusal
+    naming the class (were None: a silent difference)."""
     e = tj.Environment()
     e.globals["f"] = lambda v: type(v).__name__
     with pytest.raises(NotImplementedError, match=what):
@@ -2062,3 +2061,52 @@ def test_pass_context_in_a_modules_macro():
             with pytest.raises(NotImplementedError, match="'top'"):
                 e.get_template("lib").module.m()
     assert names[tj] == names[jinja2] == "[lib 5]"
+
+
+MACRO_CASES = [
+    "{% call f() %}body {{ 1 + 1 }}{% endcall %}",
+    "{% call(x) f(3) %}[{{ x }}]{% endcall %}",
+    "{% macro m(a, b=2) %}<{{ a }}{{ b }}>{% endmacro %}{{ g(m) }}",
+    "{% macro m(a, b=2) %}<{{ a }}{{ b }}>{% endmacro %}{{ 'x'|h(m) }}",
+    "{% macro w() %}{{ f(caller) }}{% endmacro %}{% call w() %}inner{% endcall %}",
+    "{% macro m(a, b='') %}{{ a|upper }}{{ b }}{% endmacro %}{{ g(m, 'k') }}",
+]
+
+
+@pytest.mark.parametrize("autoescape", [False, True])
+@pytest.mark.parametrize("src", MACRO_CASES)
+def test_macros_and_callers_handed_to_python(src, autoescape):
+    """A macro or a call block's caller handed to a Python callable is callable from Python as
+    under Jinja2 (positional and keyword arguments, its output; Markup under autoescape): a
+    `{% call python_function() %}` works (the caller was None)."""
+    def f(*a, caller=None):
+        return "(%s|%s)" % (caller(*a) if caller else "-", type(caller(*a)).__name__ if caller else "")
+
+    def g(m, v="v"):
+        return "%s/%s/%s" % (m(v), m(v, b=5), type(m(v)).__name__)
+
+    def h(s, m):
+        return m(s, 9)
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment(autoescape=autoescape)
+        e.globals.update(f=f, g=g)
+        e.filters["h"] = h
+        outs.append(e.from_string(src).render())
+    assert outs[1] == outs[0]
+
+
+def test_a_macro_kept_past_its_render_and_failing():
+    """A macro kept after its render ended is refused (RuntimeError); one that fails when
+    Python calls it ends the render with its error, as Jinja2's raises it."""
+    kept = []
+    e = tj.Environment()
+    e.globals["keep"] = lambda m: kept.append(m) or ""
+    e.from_string("{% macro m() %}x{% endmacro %}{{ keep(m) }}").render()
+    with pytest.raises(RuntimeError, match="after its render ended"):
+        kept[0]()
+    for m in (jinja2, tj):
+        e = m.Environment(undefined=m.StrictUndefined)
+        e.globals["g"] = lambda mac: mac()
+        with pytest.raises(m.UndefinedError, match="nope"):
+            e.from_string("{% macro m() %}{{ nope }}{% endmacro %}{{ g(m) }}").render()

@@ -942,11 +942,10 @@ def test_messages_read_in_place_and_fallbacks():
 def test_callables_get_ranges_views_and_iterators():
     """A Jinja template's range, dict view and generator reach a Python callable as Python's
     range, the dict's view and an iterator (were lists); a namespace is a dict here (tpl.jinja2
-    makes it a Namespace); a macro is refused naming it (was None)."""
+    makes it a Namespace); a macro is callable (was None)."""
     def desc(v):
         return "%s%r" % (type(v).__name__, list(v) if hasattr(v, "__next__") else v)
     t = tpl.Template("{{ f(range(1, 4)) }} {{ f({'a': 1}.items()) }} {{ f([1, 2]|map('string')) }} "
                      "{{ f(namespace(a=1)) }}")
     assert t.render(f=desc) == "rangerange(1, 4) dict_itemsdict_items([('a', 1)]) list_iterator['1', '2'] dict{'a': 1}"
-    with pytest.raises(NotImplementedError, match="Macro"):
-        tpl.Template("{% macro m() %}{% endmacro %}{{ f(m) }}").render(f=desc)
+    assert tpl.Template("{% macro m(x) %}<{{ x }}>{% endmacro %}{{ f(m) }}").render(f=lambda m: m(2) + m(x=3)) == "<2><3>"
