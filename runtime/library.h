@@ -109,6 +109,9 @@ typedef struct tpl_library {
     /* range, and what the global `range` is under the hf profile (the sandbox's safe_range: a
      * function, not the class: 'function object' in messages) */
     uint16_t id_range, id_range_hf;
+    /* ERB's remembers / remembers? (Kernel methods: a String's remembers(s), a Symbol or another
+     * value refused as Ruby refuses it) */
+    uint16_t id_remembers_rb, id_remembers_p_rb;
 } tpl_library;
 
 /* The standard library: defined by stdlib/library.c. */

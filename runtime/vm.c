@@ -4087,6 +4087,54 @@ static inline __attribute__((always_inline)) const tpl_value *kept_attr(tpl_vm *
     return state_attr(vm, hit, na, nb, names);
 }
 
+/* Builtin id is remembers (Jinja's) or ERB's remembers / remembers? with an argument v it takes as
+ * a String (r_k_remembers: a String or Symbol; a Regexp or a class is its TypeError): CALL_NAME's
+ * kept answers apply (r_k_remembers is g_remembers once want_str passes). */
+static inline __attribute__((always_inline)) bool remembers_id(uint32_t id, const tpl_value *v)
+{
+    return id == tpl_stdlib.id_remembers ||
+           ((id == tpl_stdlib.id_remembers_rb || id == tpl_stdlib.id_remembers_p_rb) &&
+            !(v->flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)));
+}
+
+/* ERB's @name of the state for the fused fast paths (hits set: the state is a map): LOAD_IVAR_RB's
+ * lookup, kept in hits as it keeps it (the first read finds it: from Ruby every render's state is
+ * new); NULL when the state and its globals do not hold it (LOAD_IVAR_RB then asks the library's
+ * globals) or self is a host object (its ivars are sent). The value may be an UNDEF, which
+ * LOAD_IVAR_RB reads as nil. */
+static inline __attribute__((always_inline)) const tpl_value *kept_ivar(tpl_vm *vm, const tpl_value **hits, uint32_t a,
+                                                                        const tpl_name *names)
+{
+    if (!hits || vm->rb_self.type == TPL_T_HOST) return NULL;
+    const tpl_value *hit = hits[a];
+    if (__builtin_expect(hit == NULL, 0)) {
+        hit = state_find(vm, &names[a]);
+        hits[a] = hit ? hit : &name_absent;
+        return hit;
+    }
+    return hit == &name_absent ? NULL : hit;
+}
+
+/* ERB's @name["key"] of a state Hash holding the key (LOAD_IVAR_RB; GETITEM_STR_RB's fast path),
+ * else NULL; kept in vm->attr_hit as kept_attr's entries, tagged apart from them (bit 31: a
+ * Ruby item has no dict-method exception, so Jinja's attribute entries and these never answer
+ * for each other). */
+static inline __attribute__((always_inline)) const tpl_value *kept_item_rb(tpl_vm *vm, const tpl_value **hits,
+                                                                           uint32_t na, uint32_t nb, const tpl_name *names)
+{
+    if (!hits || vm->rb_self.type == TPL_T_HOST) return NULL;
+    uint64_t tag = (uint64_t)vm->name_hit_gen << 32 | 1u << 31 | na << 16 | nb;
+    struct tpl_attr_hit *e = &vm->attr_hit[(na * 37u + nb) % (sizeof vm->attr_hit / sizeof vm->attr_hit[0])];
+    if (e->tag == tag) return e->v;
+    const tpl_value *hit = kept_ivar(vm, hits, na, names), *v;
+    if (hit == NULL || hit->type != TPL_T_MAP) return NULL;
+    if ((v = map_find_name(vm, hit->u.map, &names[nb])) != NULL) {
+        e->tag = tag;
+        e->v = v;
+    }
+    return v;
+}
+
 /* A call instruction's arguments from its argument word aw: npos, nkw, args, kwn (a TPL_ARGW_DYN
  * word spreads the list and dict ARGS_STAR / ARGS_DSTAR built). */
 #define CALL_ARGS(aw) \
@@ -4277,7 +4325,7 @@ top:
          * kept scan's share), taken in this dispatch; anything else is CONST, and the call and the
          * jump run as they are (the fuel running out included: their own paths report it) */
         const tpl_value *c = &consts[a];
-        if (hits && hits[TPL_INSN_A(ip[1])] == &name_absent && ip[2] == tpl_stdlib.id_remembers &&
+        if (hits && hits[TPL_INSN_A(ip[1])] == &name_absent && remembers_id(ip[2], c) &&
             ip[3] == TPL_ARGW(1, 0, TPL_NO_KW) && c->type == TPL_T_STR && c->len - 1u < sizeof vm->rkept[0].s) {
             const char *s = c->u.s;
             uint32_t n = c->len;
@@ -4610,6 +4658,61 @@ top:
             NEXT(2);
         }
         goto load_slot;
+    }
+    CASE(LOAD_SLOT_ITEM_RB_PRINT) {
+    load_slot_item_rb_print:;
+        /* <%= r["name"] %>: LOAD_SLOT_ITEM_RB's fast path and, for a String, PRINT_RB's, in one
+         * dispatch; other values pushed (as LOAD_SLOT_ITEM_RB), the PRINT_RB then running */
+        const tpl_value *v = &slots[a], *hit;
+        if (v->type == TPL_T_MAP &&
+            ((hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[2])])) != NULL || !v->u.map->rb_default)) {
+            if (hit && hit->type == TPL_T_STR) {
+                ticks += 2;
+                ip += 4; /* (LOAD_SLOT_ITEM_RB_PRINT's two words, GETITEM_STR_RB, PRINT_RB) */
+                if (out_put(vm, hit->u.s, hit->len) < 0) goto fail;
+                DISPATCH();
+            }
+            if (hit && hit->type == TPL_T_INT && vm->out_len + 21 < vm->out_cap) {
+                /* Integer#to_s: the digits in place (PRINT_RB's) */
+                char *o = vm->out + vm->out_len;
+                if (hit->u.i < 0) *o++ = '-';
+                o += put_decimal(o, abs_u64(hit->u.i));
+                vm->out_len = (size_t)(o - vm->out);
+                ticks += 2;
+                ip += 4;
+                DISPATCH();
+            }
+            ticks++;
+            *sp++ = hit ? *hit : tpl_v_none();
+            NEXT(2);
+        }
+        goto load_slot;
+    }
+    CASE(TEXT_SLOT_ITEM_RB_PRINT) {
+        /* TEXT; LOAD_SLOT_ITEM_RB_PRINT ('- <%= slot["day"] %>'): as TEXT_IVAR_PRINT_RB */
+        const tpl_value *t = &consts[a], *v = &slots[TPL_INSN_A(ip[1])], *hit;
+        if (v->type == TPL_T_MAP && (hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[3])])) != NULL) {
+            if (hit->type == TPL_T_STR && out_put2(vm, t->u.s, t->len, hit->u.s, hit->len)) {
+                ticks += 3;
+                ip += 5; /* (TEXT, LOAD_SLOT_ITEM_RB_PRINT's two words, GETITEM_STR_RB, PRINT_RB) */
+                DISPATCH();
+            }
+            if (hit->type == TPL_T_INT && vm->out_len + t->len + 21 < vm->out_cap) {
+                /* '. #<%= r["id"] %>': the text, then the digits in place (PRINT_RB's) */
+                char *o = vm->out + vm->out_len;
+                out_copy(o, t->u.s, t->len);
+                o += t->len;
+                if (hit->u.i < 0) *o++ = '-';
+                o += put_decimal(o, abs_u64(hit->u.i));
+                vm->out_len = (size_t)(o - vm->out);
+                ticks += 3;
+                ip += 5;
+                DISPATCH();
+            }
+        }
+        if (out_put(vm, t->u.s, t->len) < 0) goto fail;
+        ticks++; ip++; w = *ip; a = TPL_INSN_A(w);
+        goto load_slot_item_rb_print;
     }
     CASE(LOAD_SLOT_ITEM_RB) {
         /* LOAD_SLOT; GETITEM_STR_RB (ERB's r["name"]) as one step when the Hash answers it: the
@@ -5143,7 +5246,7 @@ top:
     CASE(CALL_NAME) {
         CHARGE();
         uint32_t id = ip[1], aw = ip[2];
-        if (aw == TPL_ARGW(1, 0, TPL_NO_KW) && hits && hits[a] == &name_absent && id == tpl_stdlib.id_remembers &&
+        if (aw == TPL_ARGW(1, 0, TPL_NO_KW) && hits && hits[a] == &name_absent && remembers_id(id, &sp[-1]) &&
             sp[-1].type == TPL_T_STR && sp[-1].len - 1u < sizeof vm->rkept[0].s) {
             /* remembers("usual doctor") again, the state known not to shadow it: the answer kept
              * by an earlier call (vm->rkept) with the fuel its fact scan charged (the call when
@@ -5180,7 +5283,7 @@ top:
                 hits[a] = shadow = shadow ? shadow : &name_absent;
             }
             if (shadow == &name_absent) {
-                if (id == tpl_stdlib.id_remembers && npos == 1 && nkw == 0 && args[0].type == TPL_T_STR &&
+                if (npos == 1 && nkw == 0 && remembers_id(id, &args[0]) && args[0].type == TPL_T_STR &&
                     short_ascii(args[0].u.s, args[0].len)) {
                     /* remembers("usual doctor"): the builtin's answer for an ASCII string (no NFC
                      * form to make), without binding its arguments (as the native code's) */
@@ -5443,7 +5546,94 @@ top:
         sp++;
         NEXT(0);
     }
+    CASE(LOAD_IVAR_RB_PRINT) {
+    load_ivar_rb_print:;
+        /* <%= @name %> of a state String the render has found before: PRINT_RB's fast path here;
+         * else as LOAD_IVAR_RB, the PRINT_RB then running as it is */
+        const tpl_value *v = kept_ivar(vm, hits, a, names);
+        if (v && v->type == TPL_T_STR) {
+            ticks++;
+            ip += 2;
+            if (out_put(vm, v->u.s, v->len) < 0) goto fail;
+            DISPATCH();
+        }
+        goto load_ivar_rb;
+    }
+    CASE(LOAD_IVAR_ITEM_RB_PRINT) {
+    load_ivar_item_rb_print:;
+        /* <%= @clinic["name"] %> of a String a state Hash holds: LOAD_IVAR_RB, GETITEM_STR_RB and
+         * PRINT_RB's fast paths here; else as LOAD_IVAR_RB */
+        const tpl_value *v = kept_item_rb(vm, hits, a, TPL_INSN_A(ip[1]), names);
+        if (v && v->type == TPL_T_STR) {
+            ticks += 2;
+            ip += 3;
+            if (out_put(vm, v->u.s, v->len) < 0) goto fail;
+            DISPATCH();
+        }
+        goto load_ivar_rb;
+    }
+    CASE(LOAD_IVAR_RB_JF) {
+        /* <% if @patient %> of a state value the render has found before: JF_RB's jump here (Ruby's
+         * truth cannot fail) */
+        const tpl_value *v = kept_ivar(vm, hits, a, names);
+        if (v) {
+            ticks++;
+            ip++; /* (the JF_RB) */
+            if (!tpl_truthy_rb(*v)) { JUMP_TO(TPL_INSN_A(*ip)); } /* (an UNDEF: nil, false) */
+            NEXT(0);
+        }
+        goto load_ivar_rb;
+    }
+    CASE(LOAD_IVAR_ITEM_RB_JF) {
+        /* <% if @patient["is_new"] %> of a key a state Hash holds: GETITEM_STR_RB's value tested and
+         * JF_RB's jump taken here; else as LOAD_IVAR_RB */
+        const tpl_value *v = kept_item_rb(vm, hits, a, TPL_INSN_A(ip[1]), names);
+        if (v) {
+            ticks += 2;
+            ip += 2; /* (the JF_RB) */
+            if (!tpl_truthy_rb(*v)) { JUMP_TO(TPL_INSN_A(*ip)); }
+            NEXT(0);
+        }
+        goto load_ivar_rb;
+    }
+    CASE(LOAD_IVAR_RB_SWITCH) {
+        /* LOAD_IVAR_RB; SWITCH_STR of a state String the render has found before: its branch picked
+         * here (as SWITCH_STR); else as LOAD_IVAR_RB */
+        const tpl_value *v = kept_ivar(vm, hits, a, names);
+        if (v && v->type == TPL_T_STR) {
+            ticks++;
+            ip++; /* (the SWITCH_STR) */
+            JUMP_TO(switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *v));
+        }
+        goto load_ivar_rb;
+    }
+    CASE(TEXT_IVAR_PRINT_RB) {
+        /* TEXT; LOAD_IVAR_RB_PRINT: the text and the String in one append when that fast path
+         * applies, else the text and then that instruction */
+        const tpl_value *t = &consts[a], *v = kept_ivar(vm, hits, TPL_INSN_A(ip[1]), names);
+        if (v && v->type == TPL_T_STR && out_put2(vm, t->u.s, t->len, v->u.s, v->len)) {
+            ticks += 2;
+            ip += 3; /* (TEXT, LOAD_IVAR_RB_PRINT, PRINT_RB) */
+            DISPATCH();
+        }
+        if (out_put(vm, t->u.s, t->len) < 0) goto fail;
+        ticks++; ip++; w = *ip; a = TPL_INSN_A(w);
+        goto load_ivar_rb_print;
+    }
+    CASE(TEXT_IVAR_ITEM_PRINT_RB) {
+        /* TEXT; LOAD_IVAR_ITEM_RB_PRINT: as TEXT_IVAR_PRINT_RB */
+        const tpl_value *t = &consts[a], *v = kept_item_rb(vm, hits, TPL_INSN_A(ip[1]), TPL_INSN_A(ip[2]), names);
+        if (v && v->type == TPL_T_STR && out_put2(vm, t->u.s, t->len, v->u.s, v->len)) {
+            ticks += 3;
+            ip += 4; /* (TEXT, LOAD_IVAR_ITEM_RB_PRINT, GETITEM_STR_RB, PRINT_RB) */
+            DISPATCH();
+        }
+        if (out_put(vm, t->u.s, t->len) < 0) goto fail;
+        ticks++; ip++; w = *ip; a = TPL_INSN_A(w);
+        goto load_ivar_item_rb_print;
+    }
     CASE(LOAD_IVAR_RB) {
+    load_ivar_rb:
         if (vm->rb_self.type == TPL_T_HOST) { /* self's instance variable: send "@name" */
             char iv[256];
             size_t n = names[a].s.len;

@@ -55,4 +55,6 @@ const tpl_library tpl_stdlib = {
     .id_string = TPL_B_FILTER_string,
     .id_range = TPL_B_GLOBAL_range,
     .id_range_hf = TPL_B_GLOBAL_range_hf,
+    .id_remembers_rb = TPL_B_RKERNEL_remembers,
+    .id_remembers_p_rb = TPL_B_RKERNEL_remembers_p,
 };

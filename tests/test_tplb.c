@@ -429,7 +429,11 @@ static void test_superinstructions(void)
                               TPL_OP_LOAD_NAME_ATTR_PRINT, TPL_OP_LOAD_NAME_ATTR, TPL_OP_LOAD_NAME_PRINT,
                               TPL_OP_LOAD_SLOT_ATTR_PRINT, TPL_OP_LOAD_SLOT_ATTR_FILTER,
                               TPL_OP_LOAD_SLOT_ATTR_CONST_FILTER, TPL_OP_LOAD_SLOT_ITEM_FILTER,
-                              TPL_OP_PRINT_ADDS_K_JUMP, TPL_OP_CALL_METHOD_RB_PRINT, TPL_OP_LOAD_SLOT_ITEM_RB };
+                              TPL_OP_PRINT_ADDS_K_JUMP, TPL_OP_CALL_METHOD_RB_PRINT, TPL_OP_LOAD_SLOT_ITEM_RB,
+                              TPL_OP_LOAD_IVAR_ITEM_RB_PRINT, TPL_OP_LOAD_IVAR_ITEM_RB_JF, TPL_OP_LOAD_IVAR_RB_PRINT,
+                              TPL_OP_LOAD_IVAR_RB_JF, TPL_OP_LOAD_IVAR_RB_SWITCH, TPL_OP_LOAD_SLOT_ITEM_RB_PRINT,
+                              TPL_OP_TEXT_IVAR_PRINT_RB, TPL_OP_TEXT_IVAR_ITEM_PRINT_RB, TPL_OP_TEXT_SLOT_ITEM_RB_PRINT,
+                              TPL_OP_CONST_CALL_NAME_JF };
     /* issue 20 (rb19): ERB method calls printed (a String result, an Integer, a call with fewer
      * arguments than parameters, a KeyError's default), a Hash's item of a block variable (held,
      * missing: nil) */
@@ -437,6 +441,19 @@ static void test_superinstructions(void)
         "<% ms.each do |m| %><%= m[\"content\"] %>|<%= m[\"zz\"] %>|<%= m[\"content\"].upcase %>|"
         "<%= m.fetch(\"content\", \"d\") %>|<%= m.fetch(\"zz\", \"d\") %>|<%= m.fetch(\"content\") %>|"
         "<%= m.keys.length %>|<%= [m[\"content\"], \"x\"].join(\"+\") %>|<%= m[\"role\"].inspect %>;<% end %>",
+        /* issue 20 (erbperf): the state's @ivars and their Hashes' items printed and tested, each
+         * read twice (the second read takes the fused fast path: the render has found it); a
+         * String, an Integer, a Hash, a missing key, a missing @ivar; a block variable's String,
+         * missing and Integer items after text; remembers of a phrase asked twice */
+        "<%= @t %><%= @t %>|<%= @n %><%= @n %>|<%= @d[\"a\"] %>;<%= @d[\"a\"] %>|<%= @d[\"b\"] %>;<%= @d[\"b\"] %>|"
+        "<%= @d[\"zz\"] %>;<%= @d[\"zz\"] %>|<%= @zz %>;<%= @zz %>|<% if @d %>D<% end %><% if @d %>D<% end %>"
+        "<% if @zz %>Z<% end %><% if @zz %>Z<% end %><% if @n %>N<% end %><% if @n %>N<% end %>"
+        "<% if @d[\"a\"] %>A<% end %><% if @d[\"a\"] %>A<% end %><% if @d[\"zz\"] %>Z<% end %><% if @d[\"zz\"] %>Z<% end %>"
+        "<% 2.times do %><% if @t == \"U\" %>u<% elsif @t == \"T\" %>t<% elsif @t == \"V\" %>v<% else %>?<% end %><% end %>"
+        "<% if @n == \"U\" %>u<% elsif @n == \"T\" %>t<% elsif @n == \"V\" %>v<% else %>?<% end %>"
+        "<% ms.each do |m| %>-<%= m[\"content\"] %>,<%= m[\"zz\"] %>:<%= m[\"role\"] %>;<% end %>"
+        "<% [{\"k\" => -7}, {\"k\" => 12}].each do |h| %>:<%= h[\"k\"] %>=<%= h[\"k\"] %><% end %>"
+        "<% if remembers(\"x\") %>R<% end %><% if remembers(\"x\") %>R<% end %>",
     };
     const size_t njinja = sizeof src / sizeof *src;
     bool seen[TPL_OP__COUNT] = { false };
