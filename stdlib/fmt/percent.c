@@ -872,8 +872,12 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         av.len = args.u.list->len;
         av.idx = 0;
     }
-    /* Python treats any non-tuple, non-str object with __getitem__ as a mapping for %(key)s. */
-    bool mapping = !tuple && (args.type == TPL_T_MAP || args.type == TPL_T_LIST);
+    /* Python treats any non-tuple, non-str object with __getitem__ as a mapping for %(key)s, and
+     * then does not count it as an argument: dicts, lists, ranges and Jinja2's Undefined (whose
+     * __getitem__ raises only when called: "abc" % missing is "abc"), not dict views or iterators
+     * ("abc" % d.items() is "not all arguments converted"). */
+    bool mapping = !tuple && (args.type == TPL_T_MAP || (args.type == TPL_T_LIST && args.aux <= TPL_LAZY_RANGE) ||
+                              args.type == TPL_T_UNDEF);
     const char *s = fmt.u.s;
     size_t n = fmt.len, i = 0;
     tpl_sb b;
@@ -903,6 +907,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             if (depth > 0)
                 return tpl_vm_error(vm, TPL_ERR_VALUE, "incomplete format key");
             tpl_value key = tpl_v_str(s + ks, i - 1 - ks);
+            if (args.type == TPL_T_UNDEF) /* Undefined.__getitem__ */
+                return tpl_undefined_error(vm, args);
             if (args.type == TPL_T_LIST)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "list indices must be integers or slices, not str");
             tpl_value *v = tpl_map_get(args.u.map, key);
