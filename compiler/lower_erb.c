@@ -190,6 +190,12 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
         return;
     }
     if (L->defs->npend) pend_set(L, name, false);
+    if (tpl_c_options(C)->erb_self && name.len > 1 && name.u.s[0] == '@') {
+        /* a binding's @ivar is self's: Ruby's ERB sets it for self's methods and the caller, tpl has no way to */
+        tpl_c_error(C, off, "unsupported Ruby construct: `%.*s' assigned: an instance variable of the binding's self, which "
+                    "Ruby's ERB sets for self's methods and the caller too; tpl would set its own copy", (int)name.len, name.u.s);
+        return;
+    }
     if (L->in_def && name.len > 1 && name.u.s[0] == '@') { /* a def sets the template's @x */
         if (!tpl_c_lookup_root(C, name, &slot)) slot = tpl_c_declare_root(C, name);
         tpl_c_at(C, off);
@@ -463,7 +469,7 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     uint32_t wb = 0;
     bool tw;
     if (wbc && mode == TPL_RB_EACH && !indexed && np == 1 && x->kind == TPL_N_NAME && !name_is(root->val, "(safe)") &&
-        ov_owned(L, root, true, &tw, NULL))
+        ov_owned(L, root, true, &tw, NULL) && !(tw && tpl_c_options(C)->erb_self))
         wb = slot + 1;
     blk_push(L, n, blk, wb);
     body(L, blk->b);
@@ -928,6 +934,7 @@ static bool same_var(const tpl_node *a, const tpl_node *b)
  * state has no such key.) */
 static void predeclare(erb_low *L, const tpl_node *v, uint32_t scope)
 {
+    if (tpl_c_options(C)->erb_self) return;   /* (a binding: its locals and self's @ivars are not twins) */
     if (scope || !v || (v->kind != TPL_N_NAME && v->kind != TPL_N_RIVAR) || name_is(v->val, "(safe)") ||
         v->val.len > 250 || L->npre >= 16)
         return;
@@ -1425,7 +1432,8 @@ static bool ov_group(erb_low *L, uint32_t vi, bool items, bool links_ok, own_gro
     for (int h = 0; h < nq; h++) {
         uint32_t ti = UINT32_MAX;
         /* (an @ivar assigned since keeps its twin: `x = @name; @name = "o"; x << "!"` changes `name`'s object) */
-        if ((!(d->ov[q[h]].flags & OV_ASSIGNED) || d->ov[q[h]].scope == OV_IVARS) &&
+        if (!tpl_c_options(C)->erb_self &&
+            (!(d->ov[q[h]].flags & OV_ASSIGNED) || d->ov[q[h]].scope == OV_IVARS) &&
             (d->ov[q[h]].scope == 0 || d->ov[q[h]].scope == OV_IVARS) &&
             !L->scope && d->ov[q[h]].len < 250) {
             /* its twin, while that reads the state key too */
@@ -1632,6 +1640,23 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
         ok = ov_owned(L, root, root != r, &tw, grp);
     else
         ok = fresh(r);
+    if (ok && tpl_c_options(C)->erb_self) {
+        /* a binding (Tpl::ERB#result, result_with_hash): a local or @ivar the template did not assign holds the
+         * caller's very object, which Ruby's ERB changes in place (the caller and self's methods see it); tpl
+         * changes its own copy: refused, never silently different */
+        const tpl_node *bound = tw ? root : NULL;
+        for (int i = 0; !bound && i < grp->n; i++) {
+            const own_var *m = &L->defs->ov[grp->m[i]];
+            if (!(m->flags & OV_ASSIGNED) && (m->scope == 0 || m->scope == OV_IVARS)) bound = ov_node(L, m, off);
+        }
+        if (bound) {
+            bool iv = bound->kind == TPL_N_RIVAR;
+            tpl_c_error(C, off, "unsupported Ruby construct: `%.*s' changes `%.*s' in place, the binding's object (%s), "
+                        "which Ruby's ERB changes for the caller too; tpl would change a copy", (int)m.len, m.u.s,
+                        (int)bound->val.len, bound->val.u.s, iv ? "an instance variable of self" : "a local variable of the binding");
+            return false;
+        }
+    }
     if (ok) {
         if (tw) *twin = root;
         if (grp->n) {

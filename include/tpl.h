@@ -465,6 +465,8 @@ enum {
     TPL_VAL_UTF8_VALID = 8,
     TPL_VAL_SYMBOL = 16,  /* string: a Ruby Symbol (ERB: inspect prints :name; otherwise the
                            * string it names, as tpl's ERB treats symbols: DESIGN.md §2) */
+    TPL_VAL_FROZEN = 32,  /* string: a frozen Ruby String (ERB: frozen? is true, and a method that
+                           * changes it in place is Ruby's FrozenError) */
 };
 
 /* One host-object callback's result: TPL_HOST_OK with *out set; TPL_HOST_MISSING: no such

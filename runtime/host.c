@@ -97,8 +97,9 @@ static tpl_status str_value(tpl_render *r, const char *s, size_t len, unsigned f
         if (!(c = tpl_arena_strdup(a, c, len))) return arena_fail(a);
     }
     *out = tpl_v_str(c, len);
-    if (flags & (TPL_VAL_MARKUP | TPL_VAL_SYMBOL))
-        out->flags |= (flags & TPL_VAL_MARKUP ? TPL_F_SAFE : 0) | (flags & TPL_VAL_SYMBOL ? TPL_F_SYMBOL : 0);
+    if (flags & (TPL_VAL_MARKUP | TPL_VAL_SYMBOL | TPL_VAL_FROZEN))
+        out->flags |= (flags & TPL_VAL_MARKUP ? TPL_F_SAFE : 0) | (flags & TPL_VAL_SYMBOL ? TPL_F_SYMBOL : 0) |
+                      (flags & TPL_VAL_FROZEN ? TPL_F_FROZEN_RB : 0);
     return TPL_OK;
 }
 

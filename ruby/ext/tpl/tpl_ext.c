@@ -282,21 +282,29 @@ static VALUE utf8_str(VALUE s)
 #define TAG_MAXENC 254
 
 /* A String in another ASCII-compatible encoding than UTF-8/US-ASCII with non-ASCII bytes, met
- * by a Tpl::ERB render (true: tagged or kept as a host object); a non-ASCII String in an
- * encoding that is not ASCII-compatible (UTF-16...) is refused, as ERB's buffer refuses it
- * once it holds text. Tpl::Template#render converts instead, as documented. */
+ * by a Tpl::ERB render (true: tagged or kept as a host object), or in an encoding that is not
+ * ASCII-compatible (UTF-16, UTF-32: true, a host object, whose methods are Ruby's; printed, or
+ * a key, it is refused: erb_unprintable). Tpl::Template#render converts instead, as documented. */
 static bool erb_foreign(rctx *c, VALUE s)
 {
     int ei = RB_ENCODING_GET(s);
-    if (!c->erb_api || ei == c->enc_utf8 || ei == c->enc_ascii || rb_enc_str_coderange(s) == RUBY_ENC_CODERANGE_7BIT)
-        return false;
+    if (!c->erb_api || ei == c->enc_utf8 || ei == c->enc_ascii) return false;
     rb_encoding *enc = rb_enc_from_index(ei);
-    if (rb_enc_asciicompat(enc) && ei <= TAG_MAXENC) return true;
-    rb_raise(rb_eEncCompatError,
-             "Tpl::ERB: String in %s with non-ASCII characters (%+" PRIsVALUE "): not ASCII-compatible, ERB's buffer "
-             "refuses it once it holds text (Encoding::CompatibilityError); pass it as UTF-8 (str.encode(\"UTF-8\"))",
+    if (!rb_enc_asciicompat(enc)) return true;
+    if (rb_enc_str_coderange(s) == RUBY_ENC_CODERANGE_7BIT) return false;
+    if (ei <= TAG_MAXENC) return true;
+    rb_raise(rb_eEncCompatError, "Tpl::ERB: String in %s with non-ASCII characters (%+" PRIsVALUE "): not supported",
              rb_enc_name(enc), s);
     return false;
+}
+
+/* Printing (or keying by) a String whose encoding is not ASCII-compatible: ERB's buffer refuses
+ * it once it holds text, with this error, Ruby's (and gives a result in that encoding when it is
+ * the first text: tpl's result is UTF-8, so that is refused too, with the same error). */
+static void erb_unprintable(rctx *c, VALUE s)
+{
+    const char *te = c->t && c->t->erb_enc ? rb_enc_name(rb_enc_from_index(c->t->erb_enc - 1)) : "UTF-8";
+    rb_raise(rb_eEncCompatError, "incompatible character encodings: %s and %s", te, rb_enc_name(rb_enc_get(s)));
 }
 
 /* s's bytes, read as characters of encoding index ei, with every byte of a non-ASCII
@@ -442,6 +450,7 @@ static void scratch_copy_reset(scratch *sc)
 static inline bool str_borrow_fast(rctx *c, VALUE s, tpl_val *out)
 {
     if (!c->borrow && !c->copy) return false;
+    if (c->erb && RB_OBJ_FROZEN_RAW(s)) return false; /* (ERB: str_val marks it frozen) */
     int ei = RB_ENCODING_GET_INLINED(s), cr = RB_ENC_CODERANGE(s);
     if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii)) &&
         !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
@@ -463,10 +472,13 @@ static inline bool str_borrow_fast(rctx *c, VALUE s, tpl_val *out)
 
 static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
 {
+    /* ERB: a frozen value String stays frozen (frozen? true; `<<` on it Ruby's FrozenError) */
+    unsigned fz = c->erb && flags == 0 && RB_OBJ_FROZEN_RAW(s) ? TPL_VAL_FROZEN : 0;
     if ((c->borrow || c->copy) && flags == 0 && str_borrow_fast(c, s, out)) return 0;
     if (erb_foreign(c, s)) {
         if (!(flags & (SV_TAG | TPL_VAL_SYMBOL))) return host_val(c, s, out);
         int ei = RB_ENCODING_GET(s);
+        if (!rb_enc_asciicompat(rb_enc_from_index(ei))) erb_unprintable(c, s);
         VALUE u = erb_tag(s, ei);
         c->tagged = true;
         c->tagset[ei >> 6] |= UINT64_C(1) << (ei & 63);
@@ -493,12 +505,13 @@ static int str_val(rctx *c, VALUE s, unsigned flags, tpl_val *out)
             c->nvals++;
             c->borrowed = true;
             c->borrowed_emb |= !RB_FL_TEST_RAW(s, RSTRING_NOEMBED);
-            checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
+            if (fz) checkst(tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | fz, out));
+            else checkst(tpl_val_str_borrow(RSTRING_PTR(s), (size_t)RSTRING_LEN(s), out));
             return 0;
         }
         flags |= TPL_VAL_UTF8_VALID;
     }
-    tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags, out);
+    tpl_status st = tpl_val_str(c->r, RSTRING_PTR(s), (size_t)RSTRING_LEN(s), flags | fz, out);
     /* Tpl::ERB: a UTF-8 String with invalid bytes stays a Ruby String, whose methods
      * (valid_encoding?, scrub, bytesize) are Ruby's; printing it is refused */
     if (st == TPL_ERR_VALUE && c->erb_api && !printed && own && ei == c->enc_utf8) return host_val(c, s, out);
@@ -740,6 +753,7 @@ static int strmap_i(VALUE k, VALUE v, VALUE arg)
     struct strmaps_iter *it = (struct strmaps_iter *)arg;
     rctx *c = it->c;
     if (!RB_TYPE_P(k, T_STRING) || !RB_TYPE_P(v, T_STRING)) goto no;
+    if (c->erb && RB_OBJ_FROZEN_RAW(v)) goto no; /* (ERB: str_val marks it frozen) */
     keyent *slot = &((keycache *)DATA_PTR(c->kc))->e[((uintptr_t)k * UINT64_C(0x9E3779B97F4A7C15)) >> 56 & (KEYC - 1)];
     const keyent *ke = slot;
     if (slot->k != k && !(OBJ_FROZEN(k) && key_ok(c, k) && (ke = key_fill(c, slot, k, k)))) goto no;
@@ -964,6 +978,9 @@ static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
 {
     int state = 0;
     a->rc = TPL_HOST_OK;
+    /* Ruby code may run (a method, [], each, to_s...) and change self's @ivars, which Ruby's
+     * template reads changed: the @ivars read so far are read again (not an @ivar's own read) */
+    if (!(a->name && a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0)) a->h->c->nivc = 0;
     rb_protect(fn, (VALUE)a, &state);
     if (!state) return a->rc;
     rctx *c = a->h->c;
@@ -1122,7 +1139,9 @@ static int ivar_plain(rctx *c, VALUE o, const char *name, size_t len, tpl_val *o
         if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii || ei == c->enc_bin)) &&
             !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
             return 0;
-        if (tpl_val_str(c->r, RSTRING_PTR(v), (size_t)RSTRING_LEN(v), TPL_VAL_UTF8_VALID, out) != TPL_OK) return 0;
+        if (tpl_val_str(c->r, RSTRING_PTR(v), (size_t)RSTRING_LEN(v),
+                        TPL_VAL_UTF8_VALID | (RB_OBJ_FROZEN_RAW(v) ? TPL_VAL_FROZEN : 0), out) != TPL_OK)
+            return 0;
         c->nvals++;
         break;
     }
@@ -1420,6 +1439,7 @@ static int rb_remembers_cb(void *data, const char *words, size_t len)
     rctx *c = data;
     rem_arg a = { c, words, len };
     int state = 0;
+    c->nivc = 0; /* (Ruby code runs: self's @ivars are read again after it, as protect does) */
     VALUE res = rb_protect(remembers_body, (VALUE)&a, &state);
     if (!state) return res == Qtrue;
     c->exc = rb_errinfo();
@@ -2073,7 +2093,11 @@ static VALUE render_body(VALUE arg)
     /* an ERB self the program only reads @ivars of (tmpl.ivars_only): they are the state, read
      * below, and no self is set; a Binding's locals are not asked (no name the program reads
      * is a local: its other reads are functions, which a Ruby local never shadows) */
-    bool ivar_state = !NIL_P(ra->erb_self) && t->ivars_only;
+    /* — only while no Ruby code can run during the render (no remembers block or method of self;
+     * no host object among the values, checked after converting them): a method could change
+     * an @ivar, which Ruby's template sees changed */
+    bool ivar_state = !NIL_P(ra->erb_self) && t->ivars_only && NIL_P(c->remembers) && NIL_P(c->remembers_self);
+reread:
     if (binding && nreads && !ivar_state) {
         /* a Binding's local variables: asked once (Binding#local_variables), not per name */
         ID get = rb_intern("local_variable_get");
@@ -2146,6 +2170,16 @@ again:
         to_val(c, found[i], &e.val);
         GROW(sc->ents, sc->nents, sc->capents, 1);
         sc->ents[sc->nents++] = e;
+    }
+    if (ivar_state && c->has_host) {
+        /* a host object among self's @ivars: its methods may change the others, read live */
+        tpl_render_reset_state(r);
+        sc->nents = sc->nitems = 0;
+        c->nvals = 0;
+        c->borrow = c->borrow_emb = false;
+        ivar_state = false;
+        for (size_t i = 0; i < nreads; i++) found[i] = Qundef;
+        goto reread;
     }
     if ((c->borrowed && c->has_host) || (c->borrowed_emb && rb_gc_count() != gcs)) {
         tpl_render_reset_state(r);

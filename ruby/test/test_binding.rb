@@ -1,0 +1,126 @@
+# Tpl::ERB#result(binding) and self's state (session 32, issue 20's probe): an @ivar is self's
+# and a local the binding's, never mixed; a change in place of the binding's object is a located
+# refusal (Ruby's ERB changes the caller's object, tpl would change a copy); @ivars changed by
+# Ruby code during the render (a method of self, a remembers? method, a host object's method)
+# read changed, as Ruby's ERB reads them; frozen Strings stay frozen; Strings in UTF-16/32.
+require "minitest/autorun"
+require "erb"
+require "tpl"
+
+class TestBinding < Minitest::Test
+  # each of ERB and Tpl::ERB on a fresh view: [result, @ivars after] or [exception class, message]
+  class View
+    attr_reader :s, :n
+
+    def initialize
+      @s = +"iv"
+      @h = { a: 1 }
+      @a = [1]
+      @n = 1
+      @frozen = "fro"
+      @frozen.freeze
+      @counter = Counter.new(self)
+      @names = [+"ann", +"bo"]
+    end
+
+    def bump = (@n += 1; "")
+    def app = (@s << "z"; "")
+    def remembers?(_w) = (@n += 10; true)
+    def set_n(v) = @n = v
+
+    def run(src, cls)
+      s = +"loc"
+      h = { z: 9 }
+      a = [9]
+      out = cls.new(src, trim_mode: "-").result(binding)
+      [out, @s, @h, @a, @n, s, h, a]
+    rescue StandardError, SyntaxError => e
+      [e.class, e.message]
+    end
+  end
+
+  # a host object among self's @ivars whose method changes self's @n
+  class Counter
+    def initialize(view) = @view = view
+    def tick = (@view.set_n(@view.n + 100); "t")
+  end
+
+  def both(src) = [ERB, Tpl::ERB].map { |k| View.new.run(src, k) }
+
+  def assert_same_as_erb(src)
+    want, got = both(src)
+    assert_equal want, got, src
+  end
+
+  def assert_refused(src, pattern)
+    want, got = both(src)
+    refute_kind_of Class, want[0], "#{src}: Ruby's ERB renders it"
+    assert_equal ::SyntaxError, got[0], "#{src}: #{got.inspect}"
+    assert_match pattern, got[1], src
+    assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct/, got[1], src)
+  end
+
+  def test_ivar_changed_in_place_is_refused_not_the_local
+    { "<% @s << 'x' %><%= @s %>" => /`<<' changes `@s' in place/,
+      "<% @h[:k] = 1 %><%= @h %>" => /`\[\]=' changes `@h' in place/,
+      "<% @a.push(1) %><%= @a %>" => /`push' changes `@a' in place/,
+      "<% @s.concat('y') %><%= @s %>" => /`concat' changes `@s'/,
+      "<% @h.merge!(b: 2) %><%= @h %>" => /`merge!' changes `@h'/,
+      "<% @a.clear %><%= @a %>" => /`clear' changes `@a'/,
+      "<% @s.upcase! %><%= @s %>" => /`upcase!' changes `@s'/,
+      "<% x = @a; x << 2 %><%= @a %>" => /`<<' changes `@a'/,
+      "<% s << 'x' %><%= s %>|<%= @s %>" => /`<<' changes `s' in place, the binding's object \(a local variable/,
+      "<% h[:q] = 2 %><%= h %>" => /`\[\]=' changes `h'/,
+      "<% @names.each { |x| x << '!' } %><%= @names %>" => /String#<< on a string another name may hold/,
+      "<% @names.each { |x| x.upcase! } %><%= @names %>" => /String#upcase! on `x', which another name may hold/,
+      "<% @s = 'new' %><%= @s %>" => /`@s' assigned: an instance variable of the binding's self/,
+      "<% @n += 1 %><%= @n %>" => /`@n' assigned/ }.each { |src, pat| assert_refused(src, pat) }
+  end
+
+  def test_ivar_and_local_of_one_name_stay_apart
+    ["<%= @s %>|<%= s %>", "<% t = @s.dup; t << '!' %><%= t %>|<%= @s %>|<%= s %>",
+     "<% l = @a + [2] %><%= l.inspect %><%= a.inspect %><%= @a.inspect %>", "<%= @h[:a] %><%= h[:z] %>",
+     "<% s2 = s + 'x' %><%= s2 %><%= @s %>", "<%= [@s, s].join(',') %>"].each { |src| assert_same_as_erb(src) }
+  end
+
+  def test_ivars_read_after_ruby_code_changed_them
+    ["<%= @n %><% bump %><%= @n %>", "<%= @n %><%= bump %><%= @n %><%= bump %><%= @n %>",
+     "<%= @s %><% app %><%= @s %>|<%= s %>", "<%= @n %><%= remembers?('x') %><%= @n %>",
+     "<%= @n %><% if remembers?('x') %>y<% end %><%= @n %>",
+     # an @ivars-only template (read before the run when nothing can change them) with a host object
+     "<%= @n %><%= @counter.tick %><%= @n %>", "<%= @n %>|<%= @counter.tick %>|<%= @n + 1 %>"].each { |src| assert_same_as_erb(src) }
+  end
+
+  def test_frozen_strings
+    fz = "fro".freeze
+    h = { k: "v".freeze, m: +"w" }
+    o = Struct.new(:name).new("nm".freeze)
+    b = binding
+    ["<%= fz.frozen? %>", "<%= h[:k].frozen? %>|<%= h[:m].frozen? %>", "<% x = h[:k] %><%= x.frozen? %>",
+     "<%= o.name.frozen? %>", "<%= fz.dup.frozen? %>", "<% y = fz.dup; y << '!' %><%= y %>", "<%= 'lit'.frozen? %>",
+     "<%= :s.frozen? %>", "<%= @frozen.frozen? %>", "<%= [fz].first.frozen? %>"].each do |src|
+      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src
+    end
+    ["<% o.name << 'x' %>", "<%= o.name.upcase! %>", "<% h.fetch(:k) << 'x' %>"].each do |src|
+      want = assert_raises(FrozenError, src) { ERB.new(src).result(b) }
+      got = assert_raises(FrozenError, src) { Tpl::ERB.new(src).result(b) }
+      assert_includes got.message, want.message, src
+    end
+  end
+
+  def test_utf16_values_are_ruby_strings_and_printing_them_is_refused
+    u16 = "h\u00e9".encode("UTF-16LE")
+    a32 = "ab".encode("UTF-32BE")
+    b = binding
+    ["<%= u16.size %>", "<%= u16.bytesize %>", "<%= u16.encoding %>", "<%= u16.encode('UTF-8') %>",
+     "<%= [u16].size %>", "<%= a32.size %>", "<%= u16.inspect %>"].each do |src|
+      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src
+    end
+    ["x<%= u16 %>", "x<%= a32 %>", "<%= u16 %>", "<%= a32 %>y"].each do |src|
+      e = assert_raises(Encoding::CompatibilityError, src) { Tpl::ERB.new(src).result(b) }
+      assert_match(/\Aincompatible character encodings: UTF-8 and UTF-(16LE|32BE) \(tpl: raised while rendering \(erb\), line 1/, e.message)
+    end
+    # Tpl::Template converts them
+    assert_equal "x h\u00e9", Tpl::Template.new("x <%= v %>", syntax: :erb).render(v: u16)
+  end
+end
