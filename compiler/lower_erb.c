@@ -3029,6 +3029,10 @@ static void expr(erb_low *L, tpl_node *n)
             tpl_c_word(C, TPL_ARGW(md ? 0 : 1, 0, TPL_NO_KW));
             return;
         }
+        if (name_is(n->val, "(self)")) {
+            tpl_c_error(C, n->off, "unsupported Ruby construct 'self' (as a value: self.name(args) calls self's method)");
+            return;
+        }
         bool ivar = n->val.len > 1 && n->val.u.s[0] == '@';
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
         if (!ivar && !tpl_c_lookup(C, n->val, &slot) && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) &&

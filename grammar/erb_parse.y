@@ -148,6 +148,14 @@ static tpl_node *sym_block(tpl_pctx *ctx, tpl_token t)
 }
 static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node *args, uint32_t off) {
     args = hash_args(ctx, args);
+    bool self = recv && recv->kind == TPL_N_NAME && recv->val.len == 6 && memcmp(recv->val.u.s, "(self)", 6) == 0;
+    if (self) {
+        /* self.name(args): a receiver-less call (Ruby calls self's private methods so too), never a local */
+        tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, NULL, args);
+        n->val = tpl_p_tokstr(ctx, name);
+        n->op = 1;
+        return n;
+    }
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
     n->val = tpl_p_tokstr(ctx, name);
     return n;
@@ -487,7 +495,8 @@ primary(A) ::= LINE(T). { A = konst(ctx, tpl_v_int(tpl_erb_line(ctx, T)), T.off)
 primary(A) ::= ENCODING(T). { A = konst(ctx, tpl_v_str("UTF-8", 5), T.off); }
 primary(A) ::= TRUE(T). { A = konst(ctx, tpl_v_bool(true), T.off); }
 primary(A) ::= FALSE(T). { A = konst(ctx, tpl_v_bool(false), T.off); }
-primary(A) ::= SELF(T). { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct 'self'"); A = N(CONST, T.off); }
+/* self: `self.name(args)` is a receiver-less call (method); self as a value is refused by the lowering */
+primary(A) ::= SELF(T). { A = N(NAME, T.off); A->val = tpl_v_str("(self)", 6); }
 primary(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
 primary(A) ::= IVAR(T). { A = ivar_name(ctx, T); A->kind = TPL_N_RIVAR; }
 primary(A) ::= CONST(T). { A = N(RCONSTNAME, T.off); A->val = tpl_p_tokstr(ctx, T); }

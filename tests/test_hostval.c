@@ -330,7 +330,14 @@ static void erb_section(void)
     tpl_val_host(r, &person_class, &pp, &pv);
     tpl_val_map_set(r, st, str(r, "pyobj"), pv);
     tpl_val_map_set(r, st, str(r, "x"), str(r, "state x"));
+    tpl_val fz;
+    CHECK(tpl_val_str(r, "fro", 3, TPL_VAL_FROZEN, &fz) == TPL_OK, "frozen string");
+    tpl_val_map_set(r, st, str(r, "fz"), fz);
     CHECK(tpl_render_set_state_val(r, st) == TPL_OK, "state");
+
+    /* a frozen Ruby String (TPL_VAL_FROZEN): frozen? true, a change in place Ruby's FrozenError; a copy is not */
+    expect_erb(r, "<%= fz.frozen? %> <%= x.frozen? %> <%= fz.dup.frozen? %> <%= fz.upcase %>", false, "true false false FRO");
+    expect_erb(r, "<%= fz.upcase! %>", false, "ERR:3:1:can't modify frozen String: \"fro\" (FrozenError)");
 
     /* values and method calls on a host object (send), [] (getitem), Enumerable methods over resolve */
     expect_erb(r, "<%= o.name %> <%= o.greet('Hi') %> <%= o.greet('Yo', punct: '?') %> <%= o[:k] %> <%= o['j'] %>", false,

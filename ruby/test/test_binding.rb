@@ -91,6 +91,27 @@ class TestBinding < Minitest::Test
      "<%= @n %><%= @counter.tick %><%= @n %>", "<%= @n %>|<%= @counter.tick %>|<%= @n + 1 %>"].each { |src| assert_same_as_erb(src) }
   end
 
+  # self.name(args): a call of self's method, private ones too (was a compile error); self as a
+  # value stays a located refusal
+  class SelfView
+    def initialize = @a = 1
+    def pub(x = 1) = "pub#{x}"
+    def bind = binding
+    private def priv(x) = "priv#{x}"
+  end
+
+  def test_self_dot_method
+    b = SelfView.new.bind
+    ["<%= self.priv(2) %>", "<%= self.pub %>", "<%= self.pub(3) %>", "<%= self.pub 4 %>", "<%= self.class %>",
+     "<%= self.respond_to?(:pub) %>", "<% pub = 'loc' %><%= self.pub %> <%= pub %>", "<%= [1].map { |x| self.pub(x) }.join %>"].each do |src|
+      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src
+    end
+    e = assert_raises(NoMethodError) { Tpl::ERB.new("<%= self.nope %>").result(b) }
+    assert_match(/undefined method `nope' for #<TestBinding::SelfView/, e.message)
+    e = assert_raises(::SyntaxError) { Tpl::ERB.new("<%= self %>") }
+    assert_match(/\A\(erb\):1:5: error: unsupported Ruby construct 'self'/, e.message)
+  end
+
   def test_frozen_strings
     fz = "fro".freeze
     h = { k: "v".freeze, m: +"w" }
