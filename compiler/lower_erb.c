@@ -3503,6 +3503,23 @@ static void defined_all(erb_low *L, tpl_node **parts, int n, const char *what, i
     tpl_c_patch(C, end, tpl_c_here(C));
 }
 
+/* defined? of a receiver-less method name with a self (erb_self): "method" when self answers
+ * respond_to?(name, true) when it runs (private methods too, as Ruby's defined?), else nil */
+static void self_method_what(erb_low *L, tpl_value name, uint32_t off)
+{
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, name), 1);
+    tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_SELF_RB, tpl_c_name(C, S("respond_to?")), -1);
+    tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+    uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+    push_str(L, "method");
+    uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+    tpl_c_patch(C, no, tpl_c_here(C));
+    push_str(L, NULL);
+    tpl_c_patch(C, end, tpl_c_here(C));
+}
+
 static void defined_(erb_low *L, tpl_node *e, int depth)
 {
     if (!e || tpl_c_failed(C)) { push_str(L, "expression"); return; }
@@ -3522,6 +3539,8 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         else push_str(L, "expression");
         return;
     case TPL_N_NAME:
+        if (name_is(e->val, "(self)")) { push_str(L, "self"); return; }
+        /* fallthrough */
     case TPL_N_RIVAR: {
         if (e->val.len > 1 && e->val.u.s[0] == '$') { push_str(L, "global-variable"); return; }
         bool ivar = e->val.len > 1 && e->val.u.s[0] == '@';
@@ -3561,7 +3580,8 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         }
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
         push_str(L, what);
-        push_str(L, !ivar && ruby_kernel_method(e->val) ? "method" : NULL);
+        if (!ivar && !ruby_kernel_method(e->val) && tpl_c_options(C)->erb_self) self_method_what(L, e->val, e->off);
+        else push_str(L, !ivar && ruby_kernel_method(e->val) ? "method" : NULL);
         tpl_c_at(C, e->off);
         tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
         tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
@@ -3615,6 +3635,22 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
     case TPL_N_RMETHOD: {
         if (e->b)
             for (tpl_node *x = e->b; x && n < 63; x = x->next) parts[n++] = x->kind == TPL_N_KWARG || x->a ? x->a : x;
+        if (!e->a && !ruby_kernel_method(e->val) && tpl_c_options(C)->erb_self && !def_find(L, e->val, false)) {
+            /* self's method when it runs: its arguments defined, then self.respond_to?(name, true) */
+            uint32_t fails[64];
+            int nf = 0;
+            for (int i = 0; i < n && nf < 64; i++) {
+                defined_(L, parts[i], depth + 1);
+                fails[nf++] = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
+            }
+            self_method_what(L, e->val, e->off);
+            uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+            uint32_t here = tpl_c_here(C);
+            for (int i = 0; i < nf; i++) tpl_c_patch(C, fails[i], here);
+            tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_patch(C, end, tpl_c_here(C));
+            return;
+        }
         if (!e->a) {   /* a function: Kernel's, or none */
             defined_all(L, parts, n, ruby_kernel_method(e->val) ? "method" : NULL, depth);
             return;

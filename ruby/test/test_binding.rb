@@ -103,8 +103,12 @@ class TestBinding < Minitest::Test
   def test_self_dot_method
     b = SelfView.new.bind
     ["<%= self.priv(2) %>", "<%= self.pub %>", "<%= self.pub(3) %>", "<%= self.pub 4 %>", "<%= self.class %>",
-     "<%= self.respond_to?(:pub) %>", "<% pub = 'loc' %><%= self.pub %> <%= pub %>", "<%= [1].map { |x| self.pub(x) }.join %>"].each do |src|
-      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src
+     "<%= self.respond_to?(:pub) %>", "<% pub = 'loc' %><%= self.pub %> <%= pub %>", "<%= [1].map { |x| self.pub(x) }.join %>",
+     "<%= defined?(self) %> <%= defined?(self.pub) %> <%= defined?(self.nope).inspect %>",
+     "<%= defined?(pub) %>|<%= defined?(priv(1)) %>|<%= defined?(nope).inspect %>|<%= defined?(pub(zz)).inspect %>"].each do |src|
+      # (a fresh binding each: Ruby's keeps the locals a template assigned, `pub = 'loc'`)
+      b = SelfView.new.bind
+      assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(SelfView.new.bind), src
     end
     e = assert_raises(NoMethodError) { Tpl::ERB.new("<%= self.nope %>").result(b) }
     assert_match(/undefined method `nope' for #<TestBinding::SelfView/, e.message)
