@@ -2098,7 +2098,9 @@ static VALUE render_body(VALUE arg)
      * an @ivar, which Ruby's template sees changed */
     bool ivar_state = !NIL_P(ra->erb_self) && t->ivars_only && NIL_P(c->remembers) && NIL_P(c->remembers_self);
 reread:
-    if (binding && nreads && !ivar_state) {
+    /* (an @ivars-only program reads no local: the Binding is not asked, also when its @ivars are
+     * read live below) */
+    if (binding && nreads && !t->ivars_only) {
         /* a Binding's local variables: asked once (Binding#local_variables), not per name */
         ID get = rb_intern("local_variable_get");
         locals = rb_funcall(state, rb_intern("local_variables"), 0);
