@@ -267,13 +267,31 @@ int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
     return 0;
 }
 
-/* l's items made from dict m's entries (the view's kind what), then m and the stamp. */
-static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what)
+/* l's items made from dict m's entries (the view's kind what), then m and the stamp: an int value, the
+ * render's count of dict changes then, aux the dict's gen, len the room of the array (items past the
+ * two tail slots), flags VIEW_KEPT once something may keep the array (tpl_vm_view_sync). A refill
+ * writes into the view's own array when it has room and nothing kept it (no growth per read of a
+ * view whose dict keeps changing); an items view keeps the (key, value) tuples that did not change. */
+enum { VIEW_KEPT = 1 };
+static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what, bool refill)
 {
-    tpl_value *items = tpl_arena_alloc(&vm->arena, ((size_t)m->len + 2) * sizeof *items);
-    if (!items) return tpl_vm_nomem(vm);
+    tpl_value *items = NULL, *old = refill ? l->items : NULL;
+    uint32_t room = m->len, oldn = refill ? l->len : 0;
+    if (refill && !(old[oldn + 1].flags & VIEW_KEPT) && old[oldn + 1].len >= m->len) {
+        items = old;
+        room = old[oldn + 1].len;
+    } else {
+        if (refill) room = m->len + m->len / 2; /* (a view read again after changes: room to grow) */
+        if (!(items = tpl_arena_alloc(&vm->arena, ((size_t)room + 2) * sizeof *items))) return tpl_vm_nomem(vm);
+    }
     for (uint32_t i = 0; i < m->len; i++) {
         if (what == 0) {
+            if (i < oldn && old[i].type == TPL_T_LIST && old[i].u.list->len == 2 &&
+                !memcmp(&old[i].u.list->items[0], &m->e[i].key, sizeof(tpl_value)) &&
+                !memcmp(&old[i].u.list->items[1], &m->e[i].val, sizeof(tpl_value))) {
+                items[i] = old[i]; /* (the same entry: its tuple again) */
+                continue;
+            }
             tpl_list *pair = tpl_list_new(&vm->arena, 2);
             if (!pair) return tpl_vm_nomem(vm);
             pair->items[0] = m->e[i].key;
@@ -288,6 +306,7 @@ static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what)
     items[m->len] = tpl_v_map(m);
     items[m->len + 1] = tpl_v_int((int64_t)vm->dict_changes);
     items[m->len + 1].aux = m->gen;
+    items[m->len + 1].len = room;
     l->items = items;
     l->len = l->cap = m->len; /* (cap == len: a push copies first, never overwriting the dict) */
     return 0;
@@ -297,14 +316,15 @@ int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out)
 {
     tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
     if (!l) return tpl_vm_nomem(vm);
-    if (view_fill(vm, l, dict.u.map, what) < 0) return -1;
+    if (view_fill(vm, l, dict.u.map, what, false) < 0) return -1;
     *out = tpl_v_list(l);
     out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
     out->flags = TPL_F_VIEW_DICT;
     return 0;
 }
 
-int tpl_vm_view_sync(tpl_vm *vm, tpl_value v)
+/* View v's items as its dict is now, for a reader that does not keep the array (a compare). */
+static int view_peek(tpl_vm *vm, tpl_value v)
 {
     if (!tpl_is_view(v)) return 0;
     tpl_list *l = v.u.list;
@@ -316,7 +336,15 @@ int tpl_vm_view_sync(tpl_vm *vm, tpl_value v)
         stamp->u.i = (int64_t)vm->dict_changes;
         return 0;
     }
-    return view_fill(vm, l, m, v.aux - TPL_LAZY_DICT_ITEMS);
+    return view_fill(vm, l, m, v.aux - TPL_LAZY_DICT_ITEMS, true);
+}
+
+int tpl_vm_view_sync(tpl_vm *vm, tpl_value v)
+{
+    if (!tpl_is_view(v)) return 0;
+    if (view_peek(vm, v) < 0) return -1;
+    v.u.list->items[v.u.list->len + 1].flags |= VIEW_KEPT; /* (the caller may keep the array) */
+    return 0;
 }
 
 void tpl_vm_map_owned(tpl_vm *vm, tpl_value v)
@@ -491,7 +519,7 @@ int tpl_vm_map_put(tpl_vm *vm, tpl_map *m, tpl_value key, tpl_value val)
 
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
-    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (tpl_vm_view_sync(vm, a) < 0 || tpl_vm_view_sync(vm, b) < 0))
+    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (view_peek(vm, a) < 0 || view_peek(vm, b) < 0))
         return -1; /* (live views: their items as their dicts are now) */
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
         /* the host's own equality first: Python's a == b (__eq__, reflected, which may raise), its
@@ -531,7 +559,7 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     /* (a host object, Decimal(1) in [1], o in [1]: host_eq, reached through the equality) */
-    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (tpl_vm_view_sync(vm, a) < 0 || tpl_vm_view_sync(vm, b) < 0))
+    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (view_peek(vm, a) < 0 || view_peek(vm, b) < 0))
         return -1; /* (live views) */
     int r = tpl_equal_host_metered(a, b, 1, tpl_vm_strict(vm), &vm->fuel, tpl_vm_eq_host(vm));
     if (__builtin_expect(r < 0, 0)) {
@@ -1808,7 +1836,7 @@ static int view_order(tpl_vm *vm, int op, tpl_value a, tpl_value b, bool *r)
     if (!is_dict_view(a) || !is_dict_view(b) || !set_a || !set_b)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' not supported between instances of '%s' and '%s'", sym,
                             tpl_type_name(vm, a), tpl_type_name(vm, b));
-    if (tpl_vm_view_sync(vm, a) < 0 || tpl_vm_view_sync(vm, b) < 0) return -1;
+    if (view_peek(vm, a) < 0 || view_peek(vm, b) < 0) return -1;
     uint32_t la = a.u.list->len, lb = b.u.list->len;
     bool size_ok = op == TPL_OP_LT ? la < lb : op == TPL_OP_LE ? la <= lb : op == TPL_OP_GT ? la > lb : la >= lb;
     int c = !size_ok ? 0 : op == TPL_OP_LT || op == TPL_OP_LE ? tpl_view_contained_metered(a, b, &vm->fuel)
@@ -2489,9 +2517,27 @@ static int spread_args(tpl_vm *vm, tpl_value **spp, const tpl_value *stack_end, 
 
 static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
-    if (__builtin_expect(tpl_is_view(seq) || tpl_is_view(item), 0) &&
-        (tpl_vm_view_sync(vm, seq) < 0 || tpl_vm_view_sync(vm, item) < 0))
-        return -1; /* (live views) */
+    if (__builtin_expect(tpl_is_view(seq), 0)) { /* a view: its dict as it is now, read in place */
+        tpl_map *m = tpl_view_dict(seq);
+        if (seq.aux == TPL_LAZY_DICT_KEYS) /* (dict_keys.__contains__: the dict's) */
+            return contains(vm, item, tpl_v_map(m), res);
+        if (seq.aux == TPL_LAZY_DICT_ITEMS) { /* (key, value): the key's value, == value; else False */
+            *res = false;
+            if (tpl_vm_strict_undef(vm, item)) return tpl_stdlib.undefined_error(vm, item);
+            if (!(item.type == TPL_T_LIST && (item.flags & TPL_F_TUPLE) && !item.aux && item.u.list->len == 2)) return 0;
+            tpl_value k = item.u.list->items[0], *hit;
+            if ((k.type == TPL_T_LIST || k.type == TPL_T_MAP || k.type == TPL_T_HOST) && tpl_vm_check_hashable(vm, k) < 0)
+                return -1;
+            if (tpl_vm_map_get(vm, m, k, &hit) < 0) return -1;
+            return hit ? tpl_vm_item_equal(vm, *hit, item.u.list->items[1], res) : 0;
+        }
+        *res = false; /* dict_values: each value, as a list's */
+        if (tpl_vm_strict_undef(vm, item) && m->len) return tpl_stdlib.undefined_error(vm, item);
+        for (uint32_t i = 0; i < m->len && !*res; i++)
+            if (tpl_vm_item_equal(vm, item, m->e[i].val, res) < 0) return -1;
+        return 0;
+    }
+    if (__builtin_expect(tpl_is_view(item), 0) && view_peek(vm, item) < 0) return -1; /* (live views) */
     if (tpl_pend_of(seq)) { /* a lazy one: item by item */
         *res = false;
         while (!*res) {
@@ -3655,9 +3701,13 @@ static inline __attribute__((always_inline)) bool trim_ascii(tpl_value *v)
 static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t op, uint32_t a, tpl_value *args,
                                                            int npos, const tpl_value *kwn, int nkw)
 {
-    if (__builtin_expect(npos && args[0].type == TPL_T_LIST && (args[0].flags & TPL_F_VIEW_DICT), 0) &&
-        tpl_vm_view_sync(vm, args[0]) < 0) /* (a dict view: the fast paths read its items) */
-        return -1;
+    if (__builtin_expect(npos && args[0].type == TPL_T_LIST && (args[0].flags & TPL_F_VIEW_DICT), 0)) {
+        if (a == tpl_stdlib.id_length && npos == 1 && nkw == 0 && op != TPL_OP_TEST && tpl_is_view(args[0])) {
+            args[0] = tpl_v_int(tpl_view_dict(args[0])->len); /* (len(view): its dict's, nothing made) */
+            return 0;
+        }
+        if (tpl_vm_view_sync(vm, args[0]) < 0) return -1; /* (a dict view: the fast paths read its items) */
+    }
     if (nkw == 0 && op != TPL_OP_TEST) {
         /* common filters on the values they usually get, without the binder */
         if (a == tpl_stdlib.id_trim && npos == 1 && args[0].type == TPL_T_STR && trim_ascii(&args[0]))
