@@ -505,6 +505,39 @@ static int view_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel, c
     return res;
 }
 
+/* view_contained of two live dict views (value.h tpl_is_view), read from their dicts as they are
+ * now (a view's items are those of its last read, tpl_vm_view_sync): each of a's in b, a keys
+ * view's by a lookup of the key, an items view's (key, value) by its key's value. */
+static int view_live_contained(tpl_value a, tpl_value b, int depth, uint64_t *fuel, const tpl_eq_host *host)
+{
+    const tpl_map *ma = tpl_view_dict(a), *mb = tpl_view_dict(b);
+    if (!tpl_fuel_charge(fuel, ma->len))
+        return -1;
+    for (uint32_t i = 0; i < ma->len; i++) {
+        tpl_value pv[2] = { ma->e[i].key, ma->e[i].val };
+        tpl_list pl = { .len = 2, .cap = 2, .items = pv };
+        tpl_value x = pv[0];
+        if (a.aux == TPL_LAZY_DICT_ITEMS) {
+            x = tpl_v_list(&pl);
+            x.flags = TPL_F_TUPLE;
+        }
+        if (b.aux == TPL_LAZY_DICT_KEYS) {
+            if (!tpl_map_get_metered(mb, x, fuel))
+                return fuel && !*fuel ? -1 : 0;
+            continue;
+        }
+        if (!(x.type == TPL_T_LIST && (x.flags & TPL_F_TUPLE) && !x.aux && x.u.list->len == 2))
+            return 0;
+        const tpl_value *hit = tpl_map_get_metered(mb, x.u.list->items[0], fuel);
+        if (!hit)
+            return fuel && !*fuel ? -1 : 0;
+        int r = equal_rec(x.u.list->items[1], *hit, depth + 1, fuel, false, host);
+        if (r != 1)
+            return r;
+    }
+    return 1;
+}
+
 int tpl_view_contained_metered(tpl_value a, tpl_value b, uint64_t *fuel)
 {
     if (!is_set_view(a) || !is_set_view(b))
@@ -573,6 +606,11 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         /* A list never equals a tuple in Python, nor a range, dict view or iterator; ranges compare
          * as sequences, dict_keys and dict_items as sets (either with the other), dict_values and
          * iterators by identity. */
+        if (is_set_view(a) && is_set_view(b) && tpl_is_view(a) && tpl_is_view(b)) {
+            if (tpl_view_dict(a)->len != tpl_view_dict(b)->len)
+                return false;
+            return a.u.list == b.u.list && a.aux == b.aux ? true : view_live_contained(a, b, depth, fuel, host);
+        }
         if (is_set_view(a) && is_set_view(b)) {
             if (a.u.list->len != b.u.list->len)
                 return false;

@@ -272,7 +272,7 @@ int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
  * two tail slots), flags VIEW_KEPT once something may keep the array (tpl_vm_view_sync). A refill
  * writes into the view's own array when it has room and nothing kept it (no growth per read of a
  * view whose dict keeps changing); an items view keeps the (key, value) tuples that did not change. */
-enum { VIEW_KEPT = 1 };
+enum { VIEW_KEPT = 1, VIEW_EMPTY = 2 /* (not filled yet: tpl_vm_view_new) */ };
 static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what, bool refill)
 {
     tpl_value *items = NULL, *old = refill ? l->items : NULL;
@@ -314,9 +314,17 @@ static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what, bool refill)
 
 int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out)
 {
+    /* (made empty and stale: filled at its first read, tpl_vm_view_sync; a view compared, printed,
+     * measured or searched reads its dict and is never filled) */
     tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
-    if (!l) return tpl_vm_nomem(vm);
-    if (view_fill(vm, l, dict.u.map, what, false) < 0) return -1;
+    tpl_value *tail = tpl_arena_alloc(&vm->arena, 2 * sizeof *tail);
+    if (!l || !tail) return tpl_vm_nomem(vm);
+    tail[0] = dict;
+    tail[0].flags = 0;
+    tail[1] = tpl_v_int(0);
+    tail[1].flags = VIEW_EMPTY;
+    l->items = tail;
+    l->len = l->cap = 0;
     *out = tpl_v_list(l);
     out->aux = (uint16_t)(TPL_LAZY_DICT_ITEMS + what); /* dict_items, dict_keys, dict_values */
     out->flags = TPL_F_VIEW_DICT;
@@ -330,8 +338,9 @@ static int view_peek(tpl_vm *vm, tpl_value v)
     tpl_list *l = v.u.list;
     tpl_value *stamp = &l->items[l->len + 1];
     uint64_t was = (uint64_t)stamp->u.i;
-    if (was == vm->dict_changes) return 0;
     tpl_map *m = l->items[l->len].u.map;
+    if (stamp->flags & VIEW_EMPTY) return view_fill(vm, l, m, v.aux - TPL_LAZY_DICT_ITEMS, true);
+    if (was == vm->dict_changes) return 0;
     if (m->gen == stamp->aux && vm->dict_changes - was < 0xFFFF) { /* (its gen would have wrapped no sooner) */
         stamp->u.i = (int64_t)vm->dict_changes;
         return 0;
@@ -519,8 +528,6 @@ int tpl_vm_map_put(tpl_vm *vm, tpl_map *m, tpl_value key, tpl_value val)
 
 int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
-    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (view_peek(vm, a) < 0 || view_peek(vm, b) < 0))
-        return -1; /* (live views: their items as their dicts are now) */
     if (__builtin_expect(a.type == TPL_T_HOST || b.type == TPL_T_HOST, 0)) {
         /* the host's own equality first: Python's a == b (__eq__, reflected, which may raise), its
          * result's truth (no identity shortcut: Decimal('NaN') == itself is False) */
@@ -559,8 +566,7 @@ int tpl_vm_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 int tpl_vm_item_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 {
     /* (a host object, Decimal(1) in [1], o in [1]: host_eq, reached through the equality) */
-    if (__builtin_expect(tpl_is_view(a) || tpl_is_view(b), 0) && (view_peek(vm, a) < 0 || view_peek(vm, b) < 0))
-        return -1; /* (live views) */
+    /* (live views: value.c compares them by their dicts, as they are now) */
     int r = tpl_equal_host_metered(a, b, 1, tpl_vm_strict(vm), &vm->fuel, tpl_vm_eq_host(vm));
     if (__builtin_expect(r < 0, 0)) {
         if (r == TPL_EQ_HOST_ERROR) return -1;
@@ -986,62 +992,110 @@ static int name_method(const tpl_name *nm, int kind)
  * length and revindex drain the iterator, last and nextitem peek one item ahead, as Jinja2's. */
 static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want);
 
-/* Whether key k is one of the dict's keys when the loop started. */
-static bool dict_key_was(const tpl_loop *l, tpl_value k)
+void tpl_vm_dict_deleted(tpl_vm *vm, const tpl_map *m, uint32_t at, uint32_t n)
 {
-    for (uint32_t i = 0; i < l->dict_keys->len; i++)
-        if (tpl_equal(l->dict_keys->items[i], k)) return true;
-    return false;
+    struct tpl_dict_del *d = &vm->dict_del[vm->dict_del_n++ % TPL_DICT_DEL_LOG];
+    d->m = m;
+    d->at = at;
+    d->n = n;
+}
+
+/* The deletions from dict m since *seen (vm->dict_del_n then) replayed on *p, a count of m's first
+ * entries: a dict iterator's place, as CPython's index into its entries (forwards: the entries
+ * passed; reversed: those not passed yet), which the entries deleted below it move back; the added
+ * ones follow the last. 0; -1 (a located refusal) when an entry below it was deleted: CPython's
+ * index then counts a deleted entry, and an insertion that rebuilds its table (which depends on the
+ * table's size, which tpl does not follow) moves the entries under it, so what the iterator yields
+ * next, or whether it raises "dictionary keys changed", is not known; so when m was cleared (a new
+ * table) or the log no longer holds all the deletions since. (The size is the same: the caller
+ * raised "changed size" else, so entries were also added.) */
+static int dict_replay(tpl_vm *vm, const tpl_map *m, uint64_t *seen, uint32_t p)
+{
+    if (*seen == vm->dict_del_n) return 0;
+    bool lost = vm->dict_del_n - *seen > TPL_DICT_DEL_LOG;
+    for (uint64_t k = *seen; k < vm->dict_del_n && !lost; k++) {
+        const struct tpl_dict_del *d = &vm->dict_del[k % TPL_DICT_DEL_LOG];
+        if (d->m == m && (d->n == UINT32_MAX || d->at < p)) lost = true;
+    }
+    if (lost)
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a dict whose keys were deleted and added while a loop "
+                           "iterates it (what Python does next depends on its hash table's size, which tpl does not follow)");
+    *seen = vm->dict_del_n;
+    return 0;
+}
+
+tpl_value tpl_vm_dict_stamp(const tpl_vm *vm, const tpl_map *m)
+{
+    tpl_value v = tpl_v_int((int64_t)vm->dict_del_n);
+    v.aux = m->gen;
+    v.len = m->len;
+    return v;
+}
+
+int tpl_vm_dict_iter_sync(tpl_vm *vm, tpl_value v)
+{
+    if (!(v.type == TPL_T_LIST && (v.flags & TPL_F_VIEW_DICT) && tpl_is_iter(v))) return 0;
+    tpl_list *l = v.u.list;
+    if (l->items[l->len].type != TPL_T_MAP || l->items[l->len + 1].type != TPL_T_INT) return 0; /* (a part taken) */
+    tpl_map *m = l->items[l->len].u.map;
+    tpl_value st = l->items[l->len + 1];
+    if (!l->len) return 0; /* (exhausted: CPython's no longer looks at the dict) */
+    if (m->len != st.len) return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary changed size during iteration");
+    if ((uint64_t)st.u.i == vm->dict_del_n && st.aux == m->gen) return 0;
+    uint64_t seen = (uint64_t)st.u.i;
+    uint32_t p = l->len;
+    if (dict_replay(vm, m, &seen, p) < 0) return -1;
+    for (uint32_t i = 0; i < p; i++) { /* (in place: p <= len) */
+        const tpl_entry *e = &m->e[p - 1 - i];
+        if (v.aux == TPL_LAZY_DICT_REVITEMS) {
+            tpl_list *pair = tpl_list_new(&vm->arena, 2);
+            if (!pair) return oom(vm);
+            pair->items[0] = e->key;
+            pair->items[1] = e->val;
+            pair->len = 2;
+            l->items[i] = tpl_v_list(pair);
+            l->items[i].flags = TPL_F_TUPLE;
+        } else {
+            l->items[i] = v.aux == TPL_LAZY_DICT_REVVALUES ? e->val : e->key;
+        }
+    }
+    l->items[p] = tpl_v_map(m);
+    l->items[p + 1] = tpl_vm_dict_stamp(vm, m);
+    l->len = l->cap = p;
+    return 0;
 }
 
 /* One next() of Python's dict iterator (dictiter_iternextkey, dictreviter_iternext) over l->dict:
  * 1 with *out (the key, (key, value) or the value, read from the dict now: a view is live), 0
  * at the end, -1 with RuntimeError when the dict changed size since the loop began, or (forwards,
- * CPython 3.8+) when it yields more entries than the dict had: keys were deleted and others added
- * (the entries of the keys not passed yet are in their places, deleted ones are skipped, added ones
- * follow the last; CPython's table may also be rebuilt by an insertion, which moves the entries:
- * tpl does not follow that). */
+ * CPython 3.8+) when it finds more entries than the dict had: keys it yielded were deleted and
+ * others added, which follow the last entry (CPython's table may also be rebuilt by an insertion,
+ * which moves the entries past the deleted ones: tpl does not follow that). */
 static int dict_next(tpl_vm *vm, tpl_loop *l, tpl_value *out)
 {
     tpl_map *m = l->dict;
     if (m->len != l->dict_len) return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary changed size during iteration");
-    tpl_list *s = l->src;
-    tpl_value key = { 0 };
-    const tpl_value *val = NULL;
-    if (l->dict_keys && m->len && m->len == l->dict_keys->len && !tpl_equal(m->e[m->len - 1].key, l->dict_last)) {
-        /* the same size, a key added since the last step: entries were deleted and added. An
-         * insertion may rebuild CPython's table, which moves the entries past the deleted ones the
-         * iterator had passed (forwards; reversed: any it had not reached), so whether it stops,
-         * yields an added key or raises "dictionary keys changed" then depends on the table's
-         * size, not modelled */
-        uint32_t passed = l->dict_keys->len - s->len;
-        for (uint32_t i = l->dict_rev ? passed : 0; i < (l->dict_rev ? l->dict_keys->len : passed); i++)
-            if (!tpl_map_get(m, l->dict_keys->items[l->dict_rev ? l->dict_keys->len - 1 - i : i]))
-                return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a dict whose keys were deleted and added while a loop "
-                                   "iterates it (what Python does next depends on its hash table's size, which tpl does not follow)");
-    }
-    while (s->len && !val) { /* the entries the loop started with */
-        key = s->items[0];
-        if (l->dict_rev && l->dict_what == 1 && key.type == TPL_T_LIST) key = key.u.list->items[0];
-        val = l->dict_rev && l->dict_what == 2 ? &s->items[0] : tpl_map_get(m, key);
-        s->items++;
+    const tpl_entry *e;
+    if (l->dict_rev) { /* the reversed() iterator's items, as the dict is now: the next one taken */
+        tpl_list *s = l->src;
+        tpl_value it = tpl_v_list(s);
+        it.flags = TPL_F_VIEW_DICT;
+        it.aux = l->dict_what == 1 ? TPL_LAZY_DICT_REVITEMS : l->dict_what == 2 ? TPL_LAZY_DICT_REVVALUES : TPL_LAZY_DICT_REVITER;
+        if (tpl_vm_dict_iter_sync(vm, it) < 0) return -1;
+        if (!s->len) { l->dict = NULL; return 0; } /* exhausted: it no longer looks at the dict */
+        e = &m->e[s->len - 1];
+        s->items++; /* (its dict and stamp stay where they are: past the items) */
         s->len--;
         s->cap = s->len;
+    } else {
+        if (dict_replay(vm, m, &l->dict_seen, l->dict_pos) < 0) return -1;
+        if (l->dict_pos >= m->len) { l->dict = NULL; return 0; }
+        if (!l->dict_left) return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary keys changed during iteration");
+        e = &m->e[l->dict_pos++];
+        l->dict_left--;
     }
-    if (!val && !l->dict_rev && l->dict_keys && m->len &&
-        !(m->len == l->dict_keys->len && tpl_equal(m->e[m->len - 1].key, l->dict_keys->items[m->len - 1]))) {
-        /* entries added since the start (after the dict's last entry): the next one not yielded */
-        uint32_t seen = 0;
-        for (uint32_t i = 0; i < m->len && !val; i++)
-            if (!dict_key_was(l, m->e[i].key) && seen++ == l->dict_app) { key = m->e[i].key; val = &m->e[i].val; }
-        if (val) {
-            if (l->items->len >= l->dict_len)
-                return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary keys changed during iteration");
-            l->dict_app++;
-        }
-    }
-    if (m->len) l->dict_last = m->e[m->len - 1].key;
-    if (!val) { l->dict = NULL; return 0; } /* exhausted: it no longer looks at the dict */
+    tpl_value key = e->key;
+    const tpl_value *val = &e->val;
     if (l->dict_what == 0) *out = key;
     else if (l->dict_what == 2) *out = *val;
     else {
@@ -1144,7 +1198,7 @@ static int loop_peek_end(tpl_vm *vm, tpl_loop *l)
  * now, nothing taken (the loop's next step still checks the dict); else every item taken. */
 static int loop_length_pull(tpl_vm *vm, tpl_loop *l)
 {
-    if (l->dict_keys && !l->dict_rev && l->dict) {
+    if (!l->dict_rev && l->dict) {
         if (!l->len1) l->len1 = l->dict->len + 1;
         return 0;
     }
@@ -2205,6 +2259,7 @@ int tpl_take_iter(tpl_vm *vm, tpl_value *v, uint32_t n)
 {
     tpl_pending *pd = tpl_pend_of(*v);
     if (pd && pend_fill(vm, pd, n) < 0) return -1;
+    if (__builtin_expect(v->flags & TPL_F_VIEW_DICT, 0) && tpl_vm_dict_iter_sync(vm, *v) < 0) return -1;
     tpl_list *l = v->u.list;
     tpl_list *c = tpl_arena_alloc(&vm->arena, sizeof *c);
     if (!c) return oom(vm);
@@ -2550,6 +2605,7 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     }
     if (tpl_is_iter(seq)) {
         /* `x in it` consumes the iterator up to the first equal item */
+        if (tpl_vm_dict_iter_sync(vm, seq) < 0) return -1;
         uint32_t i = 0;
         *res = false;
         for (; i < seq.u.list->len && !*res; i++)
@@ -4000,10 +4056,7 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
             l->dict_len = src->len;
             l->dict_rev = true;
             l->dict_what = v.aux == TPL_LAZY_DICT_REVITEMS ? 1 : v.aux == TPL_LAZY_DICT_REVVALUES ? 2 : 0;
-            if (!(l->dict_keys = tpl_list_new(&vm->arena, dict->len))) return oom(vm);
-            for (uint32_t i = 0; i < dict->len; i++) l->dict_keys->items[i] = dict->e[i].key;
-            l->dict_keys->len = dict->len;
-            if (dict->len) l->dict_last = dict->e[dict->len - 1].key;
+            l->dict_len = src->items[src->len + 1].len; /* (its size when reversed() was made) */
         }
         return 0;
     }
@@ -4021,8 +4074,9 @@ static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
         l->src = src;
         l->dict = m;
         l->dict_len = m->len;
-        l->dict_keys = keys;
-        if (m->len) l->dict_last = m->e[m->len - 1].key;
+        l->dict_pos = 0;
+        l->dict_left = m->len;
+        l->dict_seen = vm->dict_del_n;
         l->dict_what = !dict || v.aux == TPL_LAZY_DICT_KEYS ? 0 : v.aux == TPL_LAZY_DICT_ITEMS ? 1 : 2;
         return 0;
     }

@@ -124,6 +124,14 @@ void tpl_vm_map_owned(tpl_vm *vm, tpl_value v);
  * operators) calls it first. No change: one compare, nothing made. */
 int tpl_vm_view_new(tpl_vm *vm, tpl_value dict, int what, tpl_value *out);
 int tpl_vm_view_sync(tpl_vm *vm, tpl_value v);
+/* Jinja's dict methods tell the VM of each deletion, before it is made: n entries from index at of
+ * dict m (n UINT32_MAX: m is cleared), which dict loops and reversed() iterators over m replay. */
+void tpl_vm_dict_deleted(tpl_vm *vm, const tpl_map *m, uint32_t at, uint32_t n);
+/* reversed(d) and reversed(d.keys()...) (a TPL_F_VIEW_DICT iterator: its items, then the dict, then
+ * a stamp from tpl_vm_dict_stamp): tpl_vm_dict_iter_sync makes its items those CPython's reverse
+ * dict iterator yields from the dict as it is now (RuntimeError when the dict changed size). */
+tpl_value tpl_vm_dict_stamp(const tpl_vm *vm, const tpl_map *m);
+int tpl_vm_dict_iter_sync(tpl_vm *vm, tpl_value v);
 /* Whether p points into the render's state values (the state arena). */
 bool tpl_vm_state_owns(const tpl_vm *vm, const void *p);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the

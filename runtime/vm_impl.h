@@ -14,6 +14,7 @@
 #define TPL_VM_SLOTS 16384
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
 #define TPL_VM_OUT_PIECE 4096 /* a streaming render's output buffer at its start (tpl_render_set_output) */
+#define TPL_DICT_DEL_LOG 32   /* dict deletions a loop over a dict replays (tpl_vm.dict_del) */
 #define TPL_VM_NAME_HITS 128 /* the names of a rendered program whose state lookups a render keeps */
 /* Nested runs of the VM (macro calls, blocks yielded to, templates included or imported at
  * render time) recurse on the C stack, a few KiB a level: whatever limits.max_depth allows, a
@@ -64,9 +65,10 @@ typedef struct tpl_loop {
                              * size Python's dict iterator checks at each step; NULL: none, or
                              * exhausted */
     uint32_t dict_len;      /* its size when the loop started */
-    tpl_list *dict_keys;    /* the dict's keys when the loop started (src: those not passed yet) */
-    uint32_t dict_app;      /* entries added since the start that the loop has yielded */
-    tpl_value dict_last;    /* the dict's last key at the previous step (another one: keys were added) */
+    uint32_t dict_pos;      /* forwards: the dict's entries before the iterator's place (those passed and
+                             * not deleted since); reversed: the entries not passed yet */
+    uint32_t dict_left;     /* forwards: what it may yield yet (its size at the start, less those yielded) */
+    uint64_t dict_seen;     /* vm->dict_del_n at the last step (dict_replay) */
     uint8_t dict_what;      /* what each step yields: 0 the key, 1 (key, value), 2 the value */
     bool dict_rev;          /* a reversed() iterator: from the last entry back, never the added ones */
 } tpl_loop;
@@ -237,6 +239,12 @@ struct tpl_vm {
      * headers are also in vm->own, marked by hwm TPL_OWN_HEADER) */
     struct tpl_undo { void *hdr; bool map; union { tpl_list l; tpl_map m; } was; } *undo;
     uint32_t undo_n, undo_cap;
+    /* The last dict deletions by Jinja's dict methods (pop, popitem, clear): n entries from index at
+     * of dict m (n UINT32_MAX: cleared), entry k of the log at k % TPL_DICT_DEL_LOG; dict_del_n counts
+     * them all. A loop or reversed() iterator over a dict replays those since its last step on its
+     * place in the dict, as CPython's dict iterator's index into its entries (vm.c dict_replay). */
+    struct tpl_dict_del { const tpl_map *m; uint32_t at, n; } dict_del[TPL_DICT_DEL_LOG];
+    uint64_t dict_del_n;
     uint64_t dict_changes;  /* changes of dicts by their methods (tpl_vm_map_owned): a view is fresh while
                              * this is its stamp's (tpl_vm_view_sync) */
     bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,

@@ -1319,7 +1319,7 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "argument must be iterable");
     if (tpl_iter_list(vm, v, &l) < 0)
         return -1;
-    tpl_list *r = tpl_list_new(AR(vm), l->len + 1);
+    tpl_list *r = tpl_list_new(AR(vm), l->len + 2);
     if (!r)
         return OOM();
     for (uint32_t i = 0; i < l->len; i++)
@@ -1330,6 +1330,7 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (dict) { /* reversed(d), reversed(d.items()): the iterator knows its dict (TPL_F_VIEW_DICT) */
         r->cap = r->len;
         r->items[r->len] = tpl_v_map((tpl_map *)dict);
+        r->items[r->len + 1] = tpl_vm_dict_stamp(vm, dict); /* (tpl_vm_dict_iter_sync) */
         out->flags = TPL_F_VIEW_DICT;
     }
     /* reversed(value) is an iterator; a generator is not reversible, so Jinja2 reverses list(value) */

@@ -1476,9 +1476,12 @@ int m_map_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return key_error(vm, a[1]);
     }
     *out = *v;
-    tpl_value key = ((const tpl_entry *)(const void *)((const char *)v - offsetof(tpl_entry, val)))->key; /* (the dict's own key) */
+    const tpl_entry *e = (const tpl_entry *)(const void *)((const char *)v - offsetof(tpl_entry, val));
+    tpl_value key = e->key; /* (the dict's own key) */
+    uint32_t at = (uint32_t)(e - a[0].u.map->e);
     if (tpl_vm_map_own(vm, a[0], "dict.pop") < 0)
         return -1;
+    tpl_vm_dict_deleted(vm, a[0].u.map, at, 1);
     tpl_map_del(a[0].u.map, key);
     tpl_vm_map_owned(vm, a[0]);
     return 0;
@@ -1499,6 +1502,7 @@ int m_map_popitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
     t->len = 2;
     if (tpl_vm_map_own(vm, a[0], "dict.popitem") < 0)
         return -1;
+    tpl_vm_dict_deleted(vm, m, m->len - 1, 1);
     tpl_map_del(m, t->items[0]);
     tpl_vm_map_owned(vm, a[0]);
     *out = tpl_v_list(t);
@@ -1529,6 +1533,7 @@ int m_map_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (need_dict(vm, a[0], "clear") < 0 || tpl_vm_map_own(vm, a[0], "dict.clear") < 0)
         return -1;
     tpl_map *m = a[0].u.map;
+    tpl_vm_dict_deleted(vm, m, 0, UINT32_MAX);
     m->len = 0;
     if (m->idx_cap)
         memset(m->idx, 0, (size_t)m->idx_cap * sizeof *m->idx);
