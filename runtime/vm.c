@@ -2367,6 +2367,39 @@ static int pend_src(tpl_vm *vm, tpl_pending *p, uint32_t k, tpl_list **out)
         *out = l;
         return 0;
     }
+    if (tpl_is_view(s)) { /* a dict or its view: Python's dict iterator, made at the first pull */
+        tpl_map *m = tpl_view_dict(s);
+        if (!p->dict_started) {
+            p->dict_started = true;
+            p->dict_len = m->len;
+            p->dict_seen = vm->dict_del_n;
+        } else if (m->len != p->dict_len) {
+            return tpl_vm_fail(vm, TPL_EK_RUNTIME_ERROR, "dictionary changed size during iteration");
+        }
+        if (dict_replay(vm, m, &p->dict_seen, (uint32_t)p->pos) < 0) return -1;
+        uint64_t left = p->pos < m->len ? m->len - p->pos : 0;
+        if (k > left) k = (uint32_t)left;
+        tpl_list *l = tpl_list_new(&vm->arena, k ? k : 1);
+        if (!l) return oom(vm);
+        for (uint32_t i = 0; i < k; i++) {
+            const tpl_entry *e = &m->e[p->pos + i];
+            if (s.aux == TPL_LAZY_DICT_ITEMS) {
+                tpl_list *pair = tpl_list_new(&vm->arena, 2);
+                if (!pair) return oom(vm);
+                pair->items[0] = e->key;
+                pair->items[1] = e->val;
+                pair->len = 2;
+                l->items[i] = tpl_v_list(pair);
+                l->items[i].flags = TPL_F_TUPLE;
+            } else {
+                l->items[i] = s.aux == TPL_LAZY_DICT_VALUES ? e->val : e->key;
+            }
+        }
+        l->len = k;
+        p->pos += k;
+        *out = l;
+        return 0;
+    }
     tpl_list *all;
     if (tpl_to_list(vm, s, &all) < 0) return -1;
     tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);

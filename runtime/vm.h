@@ -296,6 +296,10 @@ typedef struct tpl_pending {
     uint64_t pos;
     tpl_pend_fn fn;     /* the stage, run on a plain list of source items (NULL: the items of src) */
     tpl_value a[4];     /* its arguments (a[0] is the chunk) */
+    bool dict_started;  /* src a dict view (iter(d) of a generator filter): Python's dict iterator, made
+                         * at the first pull, which checks the dict's size then (dict_len) at each */
+    uint32_t dict_len;
+    uint64_t dict_seen; /* (vm.c dict_replay) */
 } tpl_pending;
 static inline tpl_pending *tpl_pend_of(tpl_value v)
 {

@@ -92,6 +92,12 @@ static int lazy_generator(tpl_vm *vm, tpl_pend_fn stage, uint32_t per, tpl_value
 {
     if (a[0].type == TPL_T_LIST)
         return tpl_pend_stage(vm, a[0], stage, a, 3, per, TPL_LAZY_GENERATOR, out);
+    if (a[0].type == TPL_T_MAP && !(a[0].flags & TPL_F_NS)) { /* iter(d): its keys, live (vm.c pend_src) */
+        tpl_value keys;
+        if (tpl_vm_view_new(vm, a[0], 1, &keys) < 0)
+            return -1;
+        return tpl_pend_stage(vm, keys, stage, a, 3, per, TPL_LAZY_GENERATOR, out);
+    }
     return generator(stage(vm, a, out), out);
 }
 
