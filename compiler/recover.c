@@ -190,6 +190,9 @@ size_t tpl_compile_all(const char *name, const char *src, size_t len, const tpl_
     while (n < cap) {
         const tpl_error *last = &errs[n - 1];
         size_t off, a, b;
+        /* an unclosed block: the error is at the template's last token (Jinja2's line for it),
+         * which no neutralised tag would close */
+        if (last->message && strncmp(last->message, "Unexpected end of template", 26) == 0) break;
         if (!last->file || strcmp(last->file, fname) != 0 || last->line == 0 ||
             !offset_of(copy, len, last->line, last->column, &off) || !enclosing_tag(syn, copy, len, off, &a, &b) ||
             !neutralise(syn, copy, a, b))

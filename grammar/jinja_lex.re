@@ -225,6 +225,38 @@ static int operator_word(const tpl_jtok_vec *v, int kind)
     return TK_NAME;
 }
 
+/* `not` where Jinja2's parser reads a primary (parse_unary's operand: after an arithmetic or
+ * comparison operator, a comparison's `in` or `not in`, a unary sign) or a filter's name is a
+ * name: `{{ 1 % not }}` and `{{ x == not }}` look up the variable not. It stays the operator
+ * where an expression starts (parse_not: after `(`, `,`, `and`, a tag's start, for's `in`...). */
+static int not_word(const tpl_jtok_vec *v)
+{
+    size_t n = v->n;
+    if (n == 0) return TK_NOT;
+    if (is_test_name(v, n - 1)) return TK_NAME; /* parse_test's argument: `x is sameas not` */
+    switch (tpl_jtok_kind(v, n - 1)) {
+    case TK_ADD: case TK_SUB: case TK_MUL: case TK_DIV: case TK_FLOORDIV: case TK_MOD: case TK_POW:
+    case TK_TILDE: case TK_EQ: case TK_NE: case TK_LT: case TK_GT: case TK_LTEQ: case TK_GTEQ: case TK_PIPE:
+        return TK_NAME;
+    case TK_IN: {
+        /* a comparison's `in`, unless it is the `in` of a for tag (its first at bracket depth 0) */
+        size_t s = n - 1;
+        while (s > 0 && tpl_jtok_kind(v, s) != TK_BLOCK_BEGIN && tpl_jtok_kind(v, s) != TK_VAR_BEGIN) s--;
+        if (tpl_jtok_kind(v, s) != TK_BLOCK_BEGIN || s + 1 >= n || tpl_jtok_kind(v, s + 1) != TK_FOR) return TK_NAME;
+        int depth = 0;
+        for (size_t j = s + 2; j < n; j++) {
+            int k = tpl_jtok_kind(v, j);
+            if (k == TK_LPAREN || k == TK_LBRACKET || k == TK_LBRACE) depth++;
+            else if (k == TK_RPAREN || k == TK_RBRACKET || k == TK_RBRACE) depth--;
+            else if (k == TK_IN && depth == 0) return j == n - 1 ? TK_NOT : TK_NAME;
+        }
+        return TK_NAME;
+    }
+    default:
+        return TK_NOT;
+    }
+}
+
 /* ---- the scanner ---- */
 
 typedef struct lexer {
@@ -486,6 +518,8 @@ static bool scan_tag(lexer *lx, int tag)
             if (kind == TK_IF || kind == TK_ELSE || kind == TK_IN || kind == TK_IS || kind == TK_AND ||
                 kind == TK_OR)
                 kind = operator_word(lx->out, kind);
+            else if (kind == TK_NOT)
+                kind = not_word(lx->out);
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
         }
@@ -516,6 +550,8 @@ static bool scan_tag(lexer *lx, int tag)
             if (kind == TK_IF || kind == TK_ELSE || kind == TK_IN || kind == TK_IS || kind == TK_AND ||
                 kind == TK_OR)
                 kind = operator_word(lx->out, kind);
+            else if (kind == TK_NOT)
+                kind = not_word(lx->out);
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
         }

@@ -95,23 +95,28 @@ body(A) ::= body(B) stmt(S). { A = tpl_node_append(B, S); }
  * any number of branches), each elif an IF in the c of the one before; while it grows, the
  * first elif's `tail` is the last one (tpl_p_elif). An if without elif or else, and the parts
  * of one with them, have no empty rule (each empty rule is a parser reduction). */
-stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) ENDIF BLOCK_END. { A = NODE(IF, T.off, C, B); }
-stmt(A) ::= IF(T) expr(C) BLOCK_END body(B) if_tail(L) ENDIF BLOCK_END. { A = with_c(NODE(IF, T.off, C, B), L); }
+stmt(A) ::= IF(T) btuple(C) blk_end body(B) ENDIF BLOCK_END. { A = NODE(IF, T.off, C, B); }
+stmt(A) ::= IF(T) btuple(C) blk_end body(B) if_tail(L) ENDIF BLOCK_END. { A = with_c(NODE(IF, T.off, C, B), L); }
 if_tail(A) ::= elifs(E). { A = tpl_p_elif_end(E, NULL); }
 if_tail ::= if_else.
 if_tail(A) ::= elifs(E) if_else(L). { A = tpl_p_elif_end(E, L); }
-elifs(A) ::= ELIF(T) expr(C) BLOCK_END body(B). { A = tpl_p_elif(NULL, NODE(IF, T.off, C, B)); }
-elifs(A) ::= elifs(L) ELIF(T) expr(C) BLOCK_END body(B). { A = tpl_p_elif(L, NODE(IF, T.off, C, B)); }
-if_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A->val = tpl_v_str("", 0); }
+elifs(A) ::= ELIF(T) btuple(C) blk_end body(B). { A = tpl_p_elif(NULL, NODE(IF, T.off, C, B)); }
+elifs(A) ::= elifs(L) ELIF(T) btuple(C) blk_end body(B). { A = tpl_p_elif(L, NODE(IF, T.off, C, B)); }
+if_else(A) ::= ELSE blk_end body(B). { A = B ? B : N(TEXT, 0); if (A && !B) A->val = tpl_v_str("", 0); }
 
 /* ---- for ---- */
-stmt(A) ::= FOR(T) target(X) IN for_iter(I) for_filter(F) for_rec(R) BLOCK_END body(B) for_else(E) ENDFOR BLOCK_END.
+stmt(A) ::= FOR(T) target(X) IN btuple(I) for_filter(F) for_rec(R) blk_end body(B) for_else(E) ENDFOR BLOCK_END.
     { A = NODE(FOR, T.off, X, I); if (A) { A->c = B; A->d = E; A->e = F; A->op = (uint16_t)R; } }
-/* the iterable: Jinja2's parse_tuple(with_condexpr=False), so `for x in 1, 2` loops over a tuple */
-for_iter ::= bexpr.
-for_iter(A) ::= bexprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
-for_iter(A) ::= bexprs2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
-for_iter(A) ::= bexpr(E) COMMA. { A = NODE(TUPLE, E->off, E, NULL); }
+/* for's iterable and if's and elif's test: Jinja2's parse_tuple(with_condexpr=False), so `for x
+ * in 1, 2` loops over a tuple, `if 1, 2` tests one (true) and `if a if b else c` is an error */
+btuple ::= bexpr.
+btuple(A) ::= bexprs2(L). { A = NODE(TUPLE, L->off, L, NULL); }
+btuple(A) ::= bexprs2(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
+btuple(A) ::= bexpr(E) COMMA. { A = NODE(TUPLE, E->off, E, NULL); }
+/* The end of a tag that opens a body: Jinja2's parse_statements skips one `:` before it
+ * ("for python compatibility": `{% if x: %}`, `{% else: %}`, `{% macro m(): %}`) */
+blk_end ::= BLOCK_END.
+blk_end ::= COLON BLOCK_END.
 bexprs2(A) ::= bexpr(X) COMMA bexpr(Y). { A = tpl_node_append(X, Y); }
 bexprs2(A) ::= bexprs2(L) COMMA bexpr(Y). { A = tpl_node_append(L, Y); }
 for_filter(A) ::= . { A = NULL; }
@@ -120,7 +125,7 @@ for_filter(A) ::= IF expr(E). { A = E; }
 for_rec(A) ::= . { A = 0; }
 for_rec(A) ::= RECURSIVE. { A = 1; }
 for_else(A) ::= . { A = NULL; }
-for_else(A) ::= ELSE BLOCK_END body(B). { A = B ? B : with_val(N(TEXT, 0), tpl_v_str("", 0)); }
+for_else(A) ::= ELSE blk_end body(B). { A = B ? B : with_val(N(TEXT, 0), tpl_v_str("", 0)); }
 
 /* Assignment targets (Jinja2's parse_assign_target): a name, or a tuple of targets with or without
  * parentheses, nested to any depth (`for (a, b), c in ...`). */
@@ -139,12 +144,12 @@ tgt_list(A) ::= tgt_list(L) COMMA tgt_atom(Y). { A = tpl_node_append(L, Y); }
  * (the tuple ends only at %}), so a trailing comma is a block set's only */
 stmt(A) ::= SET(T) set_target(X) ASSIGN tuple_expr(E) BLOCK_END.
     { A = X && X->kind == TPL_N_NSREF ? with_val(NODE(NSSET, T.off, X->a, E), X->val) : NODE(SET, T.off, X, E); }
-stmt(A) ::= SET(T) set_target(X) BLOCK_END body(B) ENDSET BLOCK_END. { A = NODE(SETBLOCK, T.off, X, B); }
-stmt(A) ::= SET(T) set_target(X) PIPE filter_chain(F) BLOCK_END body(B) ENDSET BLOCK_END.
+stmt(A) ::= SET(T) set_target(X) blk_end body(B) ENDSET BLOCK_END. { A = NODE(SETBLOCK, T.off, X, B); }
+stmt(A) ::= SET(T) set_target(X) PIPE filter_chain(F) blk_end body(B) ENDSET BLOCK_END.
     { A = with_c(NODE(SETBLOCK, T.off, X, B), F); }
-stmt(A) ::= SET(T) set_list(L) COMMA BLOCK_END body(B) ENDSET BLOCK_END.
+stmt(A) ::= SET(T) set_list(L) COMMA blk_end body(B) ENDSET BLOCK_END.
     { A = NODE(SETBLOCK, T.off, NODE(TUPLE, L->off, L, NULL), B); }
-stmt(A) ::= SET(T) set_item(X) COMMA BLOCK_END body(B) ENDSET BLOCK_END.
+stmt(A) ::= SET(T) set_item(X) COMMA blk_end body(B) ENDSET BLOCK_END.
     { A = NODE(SETBLOCK, T.off, NODE(TUPLE, X->off, X, NULL), B); }
 set_target ::= set_item.
 set_target(A) ::= set_list(L). { A = NODE(TUPLE, L->off, L, NULL); }
@@ -154,18 +159,23 @@ set_list(A) ::= set_item(X) COMMA set_item(Y). { A = tpl_node_append(X, Y); }
 set_list(A) ::= set_list(L) COMMA set_item(Y). { A = tpl_node_append(L, Y); }
 
 /* ---- macro, call, filter, with ---- */
-stmt(A) ::= MACRO(T) NAME(M) LPAREN params(P) RPAREN BLOCK_END body(B) ENDMACRO BLOCK_END.
+stmt(A) ::= MACRO(T) NAME(M) LPAREN params(P) RPAREN blk_end body(B) ENDMACRO BLOCK_END.
     { A = with_val(NODE(MACRO, T.off, P, B), tpl_p_tokstr(ctx, M)); }
-stmt(A) ::= CALL(T) callee(E) BLOCK_END body(B) ENDCALL BLOCK_END. { A = with_c(NODE(CALLBLOCK, T.off, E, NULL), B); }
-stmt(A) ::= CALL(T) LPAREN params(P) RPAREN callee(E) BLOCK_END body(B) ENDCALL BLOCK_END.
+stmt(A) ::= CALL(T) callee(E) blk_end body(B) ENDCALL BLOCK_END. { A = with_c(NODE(CALLBLOCK, T.off, E, NULL), B); }
+stmt(A) ::= CALL(T) LPAREN params(P) RPAREN callee(E) blk_end body(B) ENDCALL BLOCK_END.
     { A = with_c(NODE(CALLBLOCK, T.off, E, P), B); }
-stmt(A) ::= FILTER(T) filter_chain(F) BLOCK_END body(B) ENDFILTER BLOCK_END. { A = NODE(FILTERBLOCK, T.off, F, B); }
+stmt(A) ::= FILTER(T) filter_chain(F) blk_end body(B) ENDFILTER BLOCK_END. { A = NODE(FILTERBLOCK, T.off, F, B); }
 stmt(A) ::= WITH(T) with_assigns(S) BLOCK_END body(B) ENDWITH BLOCK_END. { A = NODE(WITH, T.off, S, B); }
+/* Jinja2's parse_print: expressions (no tuple) joined by commas, each printed as by {{ }} */
+stmt(A) ::= PRINT BLOCK_END. { A = NULL; }
+stmt(A) ::= PRINT print_list(L) BLOCK_END. { A = L; }
+print_list(A) ::= expr(E). { A = NODE(OUTPUT, E->off, E, NULL); }
+print_list(A) ::= print_list(L) COMMA expr(E). { A = tpl_node_append(L, NODE(OUTPUT, E->off, E, NULL)); }
 stmt(A) ::= BREAK(T) BLOCK_END. { A = N(BREAK, T.off); }
 stmt(A) ::= CONTINUE(T) BLOCK_END. { A = N(CONTINUE, T.off); }
 stmt(A) ::= DO(T) tuple_expr(E) BLOCK_END. { A = NODE(DO, T.off, E, NULL); }
-stmt(A) ::= GENERATION(T) BLOCK_END body(B) ENDGENERATION BLOCK_END. { A = NODE(GENERATION, T.off, NULL, B); }
-stmt(A) ::= AUTOESCAPE(T) expr(E) BLOCK_END body(B) ENDAUTOESCAPE BLOCK_END. { A = NODE(AUTOESCAPE, T.off, E, B); }
+stmt(A) ::= GENERATION(T) blk_end body(B) ENDGENERATION BLOCK_END. { A = NODE(GENERATION, T.off, NULL, B); }
+stmt(A) ::= AUTOESCAPE(T) expr(E) blk_end body(B) ENDAUTOESCAPE BLOCK_END. { A = NODE(AUTOESCAPE, T.off, E, B); }
 
 /* ---- i18n: {% trans %} (jinja2.ext.i18n, newstyle gettext; built by tpl_p_trans) ---- */
 /* {% trans ["context"] [name[=expr]][, ...] [trimmed|notrimmed] %} body [{% pluralize [name] %} body]
@@ -227,7 +237,7 @@ import_name(A) ::= ctx_word(T) AS NAME(U). { A = tpl_p_name(ctx, T); if (A) A->a
 ctx_word(A) ::= WITH(T). { A = T; }
 ctx_word(A) ::= WITHOUT(T). { A = T; }
 stmt(A) ::= EXTENDS(T) expr(E) BLOCK_END. { A = NODE(EXTENDS, T.off, E, NULL); }
-stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) BLOCK_END body(B) ENDBLOCK(K) block_end_name(E) BLOCK_END.
+stmt(A) ::= BLOCK(T) NAME(N) block_opts(O) blk_end body(B) ENDBLOCK(K) block_end_name(E) BLOCK_END.
     { A = with_op(with_val(NODE(BLOCK, T.off, NULL, B), tpl_p_tokstr(ctx, N)), O);
       if ((O & 2) && !tpl_p_blank_body(B))
           tpl_pctx_error(ctx, K.off, "Required blocks can only contain comments or whitespace");
@@ -253,12 +263,14 @@ param_list(A) ::= param_list(L) COMMA param(P). { A = tpl_node_append(L, P); }
 param(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 param(A) ::= NAME(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
 
+/* Jinja2's parse_with: `target = expr` items joined by commas (no trailing one), each target an
+ * assignment target with tuples (`a, (b, c) = ...`), each value an expression (no tuple) */
 with_assigns(A) ::= . { A = NULL; }
 with_assigns ::= with_list.
-with_assigns(A) ::= with_list(L) COMMA. { A = L; }
 with_list ::= with_assign.
 with_list(A) ::= with_list(L) COMMA with_assign(S). { A = tpl_node_append(L, S); }
 with_assign(A) ::= tgt_atom(X) ASSIGN expr(E). { A = NODE(SET, X->off, X, E); }
+with_assign(A) ::= tgt_list(L) ASSIGN expr(E). { A = NODE(SET, L->off, NODE(TUPLE, L->off, L, NULL), E); }
 
 args(A) ::= . { A = NULL; }
 args ::= arg_list.

@@ -20,7 +20,8 @@ typedef struct tpl_pctx {
     /* Jinja's driver, for Jinja2's syntax-error texts (tpl_jinja_syntax_error): the token before
      * the one being parsed (kind, flag) and the one before it, the tag it is in (TK_VAR_BEGIN for `{{`, else the tag's
      * first token), the brackets open in that tag and which keywords it has passed (1 `in`,
-     * 2 `as`, 4 `import`, 8 a bracket at the top level, 16 `with`'s `=` since its last comma). */
+     * 2 `as`, 4 `import`, 8 a bracket at the top level, 16 `with`'s `=` since its last comma, 32 a
+     * comma inside `with`'s current target). */
     int prev_kind, prev2_kind, tag;
     uint8_t prev_flag, tag_seen;
     uint16_t nest;
@@ -31,6 +32,8 @@ typedef struct tpl_pctx {
     bool in_tag;
     bool lex_failed;      /* the tokens stop at the scanner's error: no end of template */
     uint32_t last_off, last_len;
+    const tpl_jtok_vec *toks; /* the tokens being parsed and the index of the current one (for */
+    size_t ti;                /* the look-ahead of Jinja2's error texts) */
     /* `break` and `continue` are unknown tags (Jinja2 without jinja2.ext.loopcontrols) */
     bool no_loop_controls;
     bool no_generation;   /* `generation` is an unknown tag (outside the hf profile) */

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <errno.h>
 #include <math.h>
@@ -381,8 +382,15 @@ static tpl_value unquote(tpl_pctx *c, tpl_token t)
     if (!out) { tpl_pctx_nomem(c, t.off); return tpl_v_str("", 0); }
     size_t bad = 0;
     long len = tpl_py_unescape(body, n, out, &bad);
+    /* Jinja2 reports the string token's line: the error points at the escape when it is on that line */
+    uint32_t at = memchr(body, '\n', bad) ? t.off : t.off + 1 + (uint32_t)bad;
     if (len == -2) {
-        tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "\\N{...} escapes are not supported (write the character itself)");
+        /* Python's unicode-escape codec: `\N{NAME}` needs a brace, a non-empty name and its closing brace */
+        const char *close = bad + 3 < n && body[bad + 2] == '{' ? memchr(body + bad + 3, '}', n - bad - 3) : NULL;
+        if (!close || close == body + bad + 3)
+            tpl_pctx_error(c, at, "malformed \\N character escape");
+        else
+            tpl_pctx_error(c, at, "\\N{...} escapes are not supported (write the character itself)");
         return tpl_v_str("", 0);
     }
     if (len == -3) { /* a surrogate: Python makes the string and fails when the output is written */
@@ -393,8 +401,12 @@ static tpl_value unquote(tpl_pctx *c, tpl_token t)
                        "'utf-8' codec can't encode character '\\u%04x': surrogates not allowed", cp);
         return tpl_v_str("", 0);
     }
-    if (len < 0) {
-        tpl_pctx_error(c, t.off + 1 + (uint32_t)bad, "invalid escape sequence in string literal");
+    if (len < 0) { /* \\x, \\u or \\U: too few hex digits, or past U+10FFFF (the codec's texts) */
+        char e = body[bad + 1];
+        size_t want = e == 'x' ? 2 : e == 'u' ? 4 : 8, k = 0;
+        while (k < want && bad + 2 + k < n && isxdigit((unsigned char)body[bad + 2 + k])) k++;
+        if (k == want) tpl_pctx_error(c, at, "illegal Unicode character");
+        else tpl_pctx_error(c, at, "truncated \\%c%s escape", e, e == 'x' ? "XX" : e == 'u' ? "XXXX" : "XXXXXXXX");
         return tpl_v_str("", 0);
     }
     return tpl_v_str(out, (size_t)len);
@@ -781,6 +793,10 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
         expect_fail(c, t, "end of statement block", got);
         return;
     }
+    if (prev == TK_COLON && !c->nest && c->tag != TK_VAR_BEGIN) { /* parse_statements' optional `:` */
+        expect_fail(c, t, "end of statement block", got);
+        return;
+    }
     if (ends_operand(c, prev, c->prev_flag)) {
         const char *want = NULL;
         if (c->nest) want = (nk & 0xF) == TPL_NK_GROUP ? ")" : (nk & 0xF) == TPL_NK_DICT && !(nk & TPL_NK_COLON) ? ":" : ",";
@@ -801,14 +817,30 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
         return;
     }
     if (prev == TK_DOT) { tpl_pctx_error(c, t->off, "expected name or number"); return; }
-    if ((t->kind == TK_STRING || t->kind == TK_INTEGER || t->kind == TK_FLOAT) && stmt_kw && (prev == TK_SET || prev == TK_FOR)) {
-        tpl_pctx_error(c, t->off, "can't assign to 'const'");
+    bool with_target = c->tag == TK_WITH && !c->nest && ((stmt_kw && prev == TK_WITH) || prev == TK_COMMA);
+    bool in_target = with_target || (!c->nest && ((stmt_kw && (prev == TK_SET || prev == TK_FOR)) ||
+        (prev == TK_COMMA && ((c->tag == TK_FOR && !(c->tag_seen & 1)) || (c->tag == TK_SET && !(c->tag_seen & 16))))));
+    if (in_target && (t->kind == TK_STRING || t->kind == TK_INTEGER || t->kind == TK_FLOAT || t->kind == TK_TRUE ||
+                      t->kind == TK_FALSE || t->kind == TK_NONE)) {
+        /* parse_assign_target: a literal (true, none... too) in the target's tuple of primaries */
+        bool tuple = prev == TK_COMMA && (c->tag != TK_WITH || (c->tag_seen & 32));
+        if (!tuple && c->toks && at->kind) {
+            size_t k = c->ti + 1;
+            while (t->kind == TK_STRING && k < c->toks->n && tpl_jtok_kind(c->toks, k) == TK_STRING) k++;
+            tuple = k < c->toks->n && tpl_jtok_kind(c->toks, k) == TK_COMMA;
+        }
+        tpl_pctx_error(c, t->off, "can't assign to '%s'", tuple ? "tuple" : "const");
+        return;
+    }
+    if (with_target && prev == TK_COMMA && tuple_end && (c->tag_seen & 32)) {
+        expect_fail(c, t, "=", got);
         return;
     }
     /* parse_tuple with nothing before its end: the print statement, if/elif, for's target and
      * iterable, set's target and value */
     if (tuple_end && (prev == TK_VAR_BEGIN || (stmt_kw && (prev == TK_IF || prev == TK_ELIF || prev == TK_FOR || prev == TK_SET))
-                      || (prev == TK_IN && c->tag == TK_FOR && !c->nest) || (prev == TK_ASSIGN && c->tag == TK_SET))) {
+                      || (prev == TK_IN && c->tag == TK_FOR && !c->nest) || (prev == TK_ASSIGN && c->tag == TK_SET)
+                      || (with_target && prev == TK_COMMA && !(c->tag_seen & 32)))) {
         tpl_pctx_error(c, t->off, "Expected an expression, got '%s'", got);
         return;
     }
@@ -837,7 +869,8 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
         else if (t->kind == TK_COMMA && (*k & 0xF) == TPL_NK_DICT) *k &= (uint8_t)~TPL_NK_COLON;
     }
     else if (t->kind == TK_ASSIGN && !c->nest) c->tag_seen |= 16;
-    else if (t->kind == TK_COMMA && !c->nest && c->tag == TK_WITH) c->tag_seen &= (uint8_t)~16;
+    else if (t->kind == TK_COMMA && !c->nest && c->tag == TK_WITH)
+        c->tag_seen = (uint8_t)(c->tag_seen & 16 ? c->tag_seen & ~(16 | 32) : c->tag_seen | 32);
     else if (t->kind == TK_IN && !c->nest) c->tag_seen |= 1;
     else if (t->kind == TK_AS && !c->nest) c->tag_seen |= 2;
     else if (t->kind == TK_IMPORT && !c->nest) c->tag_seen |= 4;
@@ -854,6 +887,7 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
     size_t n = toks->n;
     void *parser = JinjaParseAlloc(malloc);
     if (!parser) { tpl_pctx_nomem(c, 0); return false; }
+    c->toks = toks;
     bool first_in_block = false;
     /* open block tags, to say which one an unexpected end of template left unclosed */
     struct open_tag { int kind; uint32_t off; } open[64];
@@ -903,8 +937,10 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
                 c->cur_off = t.off;
                 if ((t.kind == TK_BREAK || t.kind == TK_CONTINUE) && c->no_loop_controls)
                     tpl_pctx_error(c, t.off, "Encountered unknown tag '%.*s'.", (int)t.len, c->src + t.off);
-                else
+                else {
+                    c->ti = i;
                     JinjaParse(parser, t.kind, t, c);
+                }
                 if (c->failed && c->err_off == t.off) unknown_tag_hint(c, &t, kinds, nk);
                 if (t.kind == TK_ELSE && nopen && (open[nopen - 1].kind == TK_IF || open[nopen - 1].kind == TK_FOR))
                     open[nopen - 1].kind |= AFTER_ELSE;
@@ -921,6 +957,20 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
             tpl_pctx_error(c, c->nest_off[c->nest - 1], "invalid syntax for function call expression");
             break;
         }
+        if (t.kind == TK_STRING && memchr(c->src + t.off, '\\', t.len)) {
+            /* Jinja2's lexer decodes a string's escapes as it makes the token, before its parser
+             * looks at it: `{{ x 'a\\x' }}` is "truncated \\xXX escape" */
+            unquote(c, t);
+            if (c->failed) break;
+        }
+        if (t.kind == TK_NOT && ends_operand(c, c->prev_kind, c->prev_flag) &&
+            (i + 1 < n ? tpl_jtok_kind(toks, i + 1) != TK_IN : !c->lex_failed)) {
+            /* parse_compare takes `not` after an operand only before `in`; the expression then
+             * ends at the `not` (`{{ a not b }}`: "expected token 'end of print statement'") */
+            tpl_jinja_syntax_error(c, &t);
+            break;
+        }
+        c->ti = i;
         JinjaParse(parser, t.kind, t, c);
         note_token(c, &t);
     }
@@ -928,10 +978,10 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
         tpl_token eof = { .off = (uint32_t)c->n };
         JinjaParse(parser, 0, eof, c);
         if (c->failed && !c->in_tag && c->err_off == (uint32_t)c->n && nopen) {
-            /* Jinja2's _fail_ut_eof, at the innermost open block's tag */
+            /* Jinja2's _fail_ut_eof, on the line of its EOF token: the last token's */
             int inner = open[nopen - 1].kind;
             const char *end = block_end_of(inner);
-            c->err_off = open[nopen - 1].off;
+            c->err_off = n ? toks->v[n - 1].off : open[nopen - 1].off;
             snprintf(c->msg, sizeof c->msg,
                      "Unexpected end of template. Jinja was looking for the following tags: %s."
                      " The innermost block that needs to be closed is '%s'.", block_looking_for(inner), end + 3);
