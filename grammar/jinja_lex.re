@@ -234,6 +234,8 @@ static int not_word(const tpl_jtok_vec *v)
     size_t n = v->n;
     if (n == 0) return TK_NOT;
     if (is_test_name(v, n - 1)) return TK_NAME; /* parse_test's argument: `x is sameas not` */
+    if (n >= 2 && tpl_jtok_kind(v, n - 1) == TK_NOT && tpl_jtok_kind(v, n - 2) == TK_IS)
+        return TK_NAME; /* the test's name: `x is not not` (Jinja2: "No test named 'not'.") */
     switch (tpl_jtok_kind(v, n - 1)) {
     case TK_ADD: case TK_SUB: case TK_MUL: case TK_DIV: case TK_FLOORDIV: case TK_MOD: case TK_POW:
     case TK_TILDE: case TK_EQ: case TK_NE: case TK_LT: case TK_GT: case TK_LTEQ: case TK_GTEQ: case TK_PIPE:

@@ -161,9 +161,11 @@ set_list(A) ::= set_list(L) COMMA set_item(Y). { A = tpl_node_append(L, Y); }
 /* ---- macro, call, filter, with ---- */
 stmt(A) ::= MACRO(T) NAME(M) LPAREN params(P) RPAREN blk_end body(B) ENDMACRO BLOCK_END.
     { A = with_val(NODE(MACRO, T.off, P, B), tpl_p_tokstr(ctx, M)); }
-stmt(A) ::= CALL(T) callee(E) blk_end body(B) ENDCALL BLOCK_END. { A = with_c(NODE(CALLBLOCK, T.off, E, NULL), B); }
-stmt(A) ::= CALL(T) LPAREN params(P) RPAREN callee(E) blk_end body(B) ENDCALL BLOCK_END.
+stmt(A) ::= CALL(T) call_callee(E) blk_end body(B) ENDCALL BLOCK_END. { A = with_c(NODE(CALLBLOCK, T.off, E, NULL), B); }
+stmt(A) ::= CALL(T) LPAREN params(P) RPAREN call_callee(E) blk_end body(B) ENDCALL BLOCK_END.
     { A = with_c(NODE(CALLBLOCK, T.off, E, P), B); }
+/* parse_call_block's "expected call" (at the tag's line), as soon as the callee is complete */
+call_callee(A) ::= callee(E). { A = E; if (E->kind != TPL_N_CALL) tpl_pctx_error(ctx, ctx->tag_off, "expected call"); }
 stmt(A) ::= FILTER(T) filter_chain(F) blk_end body(B) ENDFILTER BLOCK_END. { A = NODE(FILTERBLOCK, T.off, F, B); }
 stmt(A) ::= WITH(T) with_assigns(S) BLOCK_END body(B) ENDWITH BLOCK_END. { A = NODE(WITH, T.off, S, B); }
 /* Jinja2's parse_print: expressions (no tuple) joined by commas, each printed as by {{ }} */
@@ -354,6 +356,7 @@ test_name(A) ::= IN(T). { A = tpl_p_name(ctx, T); }
 test_arg ::= test_primary.
 test_arg(A) ::= test_arg(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 test_arg(A) ::= test_arg(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
+test_arg(A) ::= test_arg(S) LBRACKET(T) RBRACKET. { A = NODE(GETITEM, T.off, S, NODE(TUPLE, T.off, NULL, NULL)); }
 test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE ? K : NODE(GETITEM, T.off, S, K); if (A && K->kind == TPL_N_SLICE) A->a = S; }
 test_primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 test_primary ::= strings.
@@ -379,6 +382,8 @@ postfix(A) ::= postfix(S) DOT(T) INTEGER(I). { A = NODE(GETITEM, T.off, S, tpl_p
 postfix(A) ::= postfix(S) LBRACKET(T) subscript(K) RBRACKET.
     { if (K->kind == TPL_N_SLICE) { A = K; A->a = S; } else A = NODE(GETITEM, T.off, S, K); }
 postfix(A) ::= postfix(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
+/* `x[]`: parse_subscript with no subscripts makes the key an empty tuple */
+postfix(A) ::= postfix(S) LBRACKET(T) RBRACKET. { A = NODE(GETITEM, T.off, S, NODE(TUPLE, T.off, NULL, NULL)); }
 
 callee(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 callee(A) ::= callee(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }

@@ -21,8 +21,9 @@ typedef struct tpl_pctx {
      * the one being parsed (kind, flag) and the one before it, the tag it is in (TK_VAR_BEGIN for `{{`, else the tag's
      * first token), the brackets open in that tag and which keywords it has passed (1 `in`,
      * 2 `as`, 4 `import`, 8 a bracket at the top level, 16 `with`'s `=` since its last comma, 32 a
-     * comma inside `with`'s current target). */
+     * comma inside `with`'s current target, 64 the `)` just seen closed a call block's parameters). */
     int prev_kind, prev2_kind, tag;
+    uint32_t tag_off;     /* where that tag's first token is */
     uint8_t prev_flag, tag_seen;
     uint16_t nest;
     uint8_t nest_kind[32]; /* the outermost 32 open brackets' TPL_NK_*, */

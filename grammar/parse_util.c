@@ -772,6 +772,12 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
         expect_fail(c, t, "name", got);
         return;
     }
+    if ((prev == TK_WITH || prev == TK_WITHOUT) && !c->nest && t->kind != TK_CONTEXT &&
+        (c->tag == TK_INCLUDE || c->tag == TK_IMPORT || c->tag == TK_FROM)) {
+        /* parse_import_context takes `with`/`without` only before `context`; the statement then ends there */
+        tpl_pctx_error(c, c->last_off, "expected token 'end of statement block', got '%.*s'", (int)c->last_len, c->src + c->last_off);
+        return;
+    }
     if (prev == TK_IGNORE && c->tag == TK_INCLUDE && !c->nest) {
         /* parse_include skips `ignore` only when `missing` follows; the statement then ends there */
         tpl_pctx_error(c, c->last_off, "expected token 'end of statement block', got '%.*s'", (int)c->last_len, c->src + c->last_off);
@@ -792,6 +798,31 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
                     (prev != TK_ENDTRANS && is_end_tag(prev)))) { /* tags with nothing after their name */
         expect_fail(c, t, "end of statement block", got);
         return;
+    }
+    if (c->tag == TK_CALL && !c->nest && prev != TK_COLON) {
+        /* parse_call_block: the expression after `call` (and its parameters) must be a call; a
+         * complete call followed by what cannot continue an expression ends the statement */
+        bool start = (stmt_kw && prev == TK_CALL) || (prev == TK_RPAREN && (c->tag_seen & 64));
+        bool cont = false;
+        switch (t->kind) {
+        case TK_ADD: case TK_SUB: case TK_MUL: case TK_DIV: case TK_FLOORDIV: case TK_MOD: case TK_POW:
+        case TK_TILDE: case TK_PIPE: case TK_IS: case TK_IF: case TK_AND: case TK_OR: case TK_NOT: case TK_IN:
+        case TK_EQ: case TK_NE: case TK_LT: case TK_GT: case TK_LTEQ: case TK_GTEQ: case TK_DOT:
+        case TK_LBRACKET: case TK_LPAREN:
+            cont = true;
+            break;
+        default:
+            break;
+        }
+        if (start ? t->kind != TK_BLOCK_END && t->kind != 0 && t->kind != TK_COLON && t->kind != TK_COMMA
+                  : ends_operand(c, prev, c->prev_flag) && (cont || prev != TK_RPAREN)) {
+            tpl_pctx_error(c, c->tag_off, "expected call");
+            return;
+        }
+        if (start) { /* (parse_primary: nothing that starts an expression) */
+            tpl_pctx_error(c, t->off, "unexpected '%s'", got);
+            return;
+        }
     }
     if (prev == TK_COLON && !c->nest && c->tag != TK_VAR_BEGIN) { /* parse_statements' optional `:` */
         expect_fail(c, t, "end of statement block", got);
@@ -850,8 +881,8 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
 /* The driver's record of token t for tpl_jinja_syntax_error (after t was parsed). */
 static void note_token(tpl_pctx *c, const tpl_token *t)
 {
-    if (t->kind == TK_VAR_BEGIN) { c->tag = TK_VAR_BEGIN; c->nest = 0; c->tag_seen = 0; }
-    else if (t->flag & 0x80) { c->tag = t->kind; c->nest = 0; c->tag_seen = 0; }
+    if (t->kind == TK_VAR_BEGIN) { c->tag = TK_VAR_BEGIN; c->tag_off = t->off; c->nest = 0; c->tag_seen = 0; }
+    else if (t->flag & 0x80) { c->tag = t->kind; c->tag_off = t->off; c->nest = 0; c->tag_seen = 0; }
     else if (t->kind == TK_LPAREN || t->kind == TK_LBRACKET || t->kind == TK_LBRACE) {
         int k = t->kind == TK_LBRACE ? TPL_NK_DICT : t->kind == TK_LBRACKET ? TPL_NK_LIST
               : (c->tag == TK_MACRO && !c->nest && !(c->tag_seen & 8))
@@ -861,7 +892,10 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
         if (!c->nest) c->tag_seen |= 8;
         c->nest++;
     }
-    else if ((t->kind == TK_RPAREN || t->kind == TK_RBRACKET || t->kind == TK_RBRACE) && c->nest) c->nest--;
+    else if ((t->kind == TK_RPAREN || t->kind == TK_RBRACKET || t->kind == TK_RBRACE) && c->nest) {
+        c->tag_seen = (uint8_t)(c->nest == 1 && c->nest_kind[0] == TPL_NK_SIG ? c->tag_seen | 64 : c->tag_seen & ~64);
+        c->nest--;
+    }
     else if (c->nest && c->nest <= sizeof c->nest_kind && (t->kind == TK_ASSIGN || t->kind == TK_COLON || t->kind == TK_COMMA)) {
         uint8_t *k = &c->nest_kind[c->nest - 1];
         if (t->kind == TK_ASSIGN && (*k & 0xF) == TPL_NK_CALL) *k |= TPL_NK_KW;
