@@ -259,7 +259,7 @@ block_end_name(A) ::= NAME(T). { A = T; }
 /* ---- parameters and arguments ---- */
 params(A) ::= . { A = NULL; }
 params ::= param_list.
-params(A) ::= param_list(L) COMMA. { A = L; }
+/* (parse_signature wants a name after each comma: no trailing comma) */
 param_list ::= param.
 param_list(A) ::= param_list(L) COMMA param(P). { A = tpl_node_append(L, P); }
 param(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
