@@ -348,12 +348,26 @@ static void blk_push(erb_low *L, const tpl_node *call, const tpl_node *blk, uint
 
 static void blk_pop(erb_low *L) { L->nblk--; }
 
+/* A lambda's parameter tpl binds as a positional one: refuses (located, naming it) *rest, **opts, &blk and
+ * keyword parameters (tpl's blocks take positional parameters and defaults only); false: refused. */
+static bool params_plain(erb_low *L, const tpl_node *p)
+{
+    if (p->kind == TPL_N_NAME && p->op == 10) tpl_c_error(C, p->off, "unsupported Ruby construct: a *rest parameter of a lambda or block");
+    else if (p->kind == TPL_N_NAME && p->op == 11) tpl_c_error(C, p->off, "unsupported Ruby construct: a **opts parameter of a lambda or block");
+    else if (p->kind == TPL_N_NAME && p->op == 9) tpl_c_error(C, p->off, "unsupported Ruby construct: a &block parameter of a lambda or block");
+    else if (p->kind == TPL_N_KWARG && p->op) tpl_c_error(C, p->off, "unsupported Ruby construct: keyword parameters of a lambda");
+    else return true;
+    return false;
+}
+
 static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
 {
     const tpl_node *bcall = L->pending_call;
     L->pending_call = NULL;
     int np = count_params(blk->a);
     if (np > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return 0; }
+    for (const tpl_node *p = blk->a; p; p = p->next)
+        if (!params_plain(L, p)) return 0;
     blocal_scan(L, bl, blk->a, blk->b, 0);
     tpl_c_at(C, blk->off);
     uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, np);
@@ -1808,6 +1822,7 @@ static bool proc_sig(erb_low *L, const tpl_node *blk, int *nreq, int *nopt)
 {
     *nreq = *nopt = 0;
     for (const tpl_node *p = blk->a; p; p = p->next) {
+        if (!params_plain(L, p)) return false;
         if (p->kind == TPL_N_KWARG && p->op) {
             tpl_c_error(C, p->off, "unsupported Ruby construct: keyword parameters of a lambda");
             return false;

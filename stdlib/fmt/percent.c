@@ -342,7 +342,7 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
     case 'd': case 'i': case 'u': case 'o': case 'x': case 'X': {
         int64_t v;
         if (rb && arg.type != TPL_T_INT) { /* Ruby converts with Integer(): "12", 3.9 -> 3 */
-            tpl_value cv[2] = { arg, tpl_v_unset() };
+            tpl_value cv[3] = { arg, tpl_v_unset(), tpl_v_unset() };
             if (r_k_Integer(vm, cv, &arg) < 0) return -1;
         }
         tpl_value bigv = tpl_v_none(); /* a big int argument (bigint.h) */
@@ -563,7 +563,7 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
             break;
         }
         if (rb && arg.type != TPL_T_FLOAT && arg.type != TPL_T_INT) { /* Ruby's Float(): "1.5" */
-            tpl_value cv[1] = { arg };
+            tpl_value cv[2] = { arg, tpl_v_unset() };
             if (r_k_Float(vm, cv, &arg) < 0) return -1;
         }
         if (arg.type == TPL_T_HOST && (tpl_hobj_numeric(arg) & TPL_HOST_NUMBER)) { /* Python: float(x) of a Decimal */

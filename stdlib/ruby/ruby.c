@@ -3895,31 +3895,103 @@ int r_k_Hash(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Hash (TypeError)", conv_name(v));
 }
 
+static bool rb_space(char c);
 static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *out);
 static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out);
 
-int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* Integer()/Float()'s keywords (**kw, a Hash): `exception: true|false` (*exc), Ruby's errors for others */
+static int conv_kw(tpl_vm *vm, tpl_value kw, bool *exc)
 {
-    tpl_value v = a[0];
-    if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { *out = v; return 0; }
-    if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, a, out);
-    if (tpl_is_rat(v)) return rat_round(vm, v, NULL, 3, out);
-    if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) {
-        int64_t base = 0;
-        /* Integer(s, nil): no base (rb_convert_to_integer reads nil as 0) */
-        if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && radix_arg(vm, a[1], &base) < 0) return -1;
-        return str_to_i(vm, v, base < INT_MIN || base > INT_MAX ? -1 : (int)base, true, out);
+    *exc = true;
+    if (kw.type != TPL_T_MAP) return 0;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    int unknown = 0;
+    for (uint32_t i = 0; i < kw.u.map->len; i++) {
+        tpl_value k = kw.u.map->e[i].key, v = kw.u.map->e[i].val;
+        if (k.type == TPL_T_STR && k.len == 9 && !memcmp(k.u.s, "exception", 9)) {
+            if (v.type != TPL_T_BOOL) {
+                tpl_sb ib;
+                tpl_sb_init(&ib, A(vm));
+                tpl_rb_inspect(&ib, v);
+                if (ib.failed) return tpl_vm_sb_error(vm, &ib, "while getting the repr of an object");
+                tpl_value s = tpl_sb_value(&ib);
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "expected true or false as exception: %.*s (ArgumentError)", (int)s.len, s.u.s);
+            }
+            *exc = v.u.i != 0;
+            continue;
+        }
+        tpl_sb_puts(&b, unknown++ ? ", :" : ":");
+        if (k.type == TPL_T_STR) tpl_sb_put(&b, k.u.s, k.len); else tpl_rb_inspect(&b, k);
     }
+    if (b.failed) return tpl_vm_sb_error(vm, &b, "while listing keywords");
+    if (unknown) {
+        tpl_value s = tpl_sb_value(&b);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %.*s (ArgumentError)", unknown > 1 ? "s" : "", (int)s.len, s.u.s);
+    }
+    return 0;
+}
+
+/* A conversion's result with exception: false: nil for an error Ruby's rescue would catch */
+static int conv_result(tpl_vm *vm, int rc, bool exc, tpl_value *out)
+{
+    if (rc >= 0 || exc) return rc;
+    char msg[8];
+    if (!tpl_vm_rescue(vm, msg, sizeof msg)) return -1;
+    *out = tpl_v_none();
+    return 0;
+}
+
+static int k_integer(tpl_vm *vm, tpl_value v, bool has_base, int base, tpl_value *out)
+{
+    if (has_base && !(v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "base specified for non string value (ArgumentError)");
+    if (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) { *out = v; return 0; }
+    if (v.type == TPL_T_FLOAT) return r_num_to_i(vm, &v, out);
+    if (tpl_is_rat(v)) return rat_round(vm, v, NULL, 3, out);
+    if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_i(vm, v, base, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Integer (TypeError)", conv_name(v));
 }
 
-int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* Integer(v, base = nil, exception: true). Integer(s, nil): no base (rb_convert_to_integer reads nil
+ * as 0); a negative base: the string's prefix (0x, 0b, 0o, 0d, a leading 0 octal), else its
+ * magnitude (-1: 10), as rb_int_parse_cstr. An invalid radix is an error also with exception: false. */
+int r_k_Integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    bool exc;
+    if (conv_kw(vm, a[2], &exc) < 0) return -1;
     tpl_value v = a[0];
+    bool has_base = tpl_given(a[1]) && a[1].type != TPL_T_NONE, str = v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL);
+    int64_t base = 0;
+    if (has_base && str) {
+        if (radix_arg(vm, a[1], &base) < 0) return -1;
+        if (base < 0) {
+            int64_t mag = base < -1 ? -base : 10;
+            if (mag > 36) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %lld (ArgumentError)", (long long)mag);
+            size_t i = 0;
+            while (i < v.len && rb_space(v.u.s[i])) i++;
+            if (i < v.len && (v.u.s[i] == '-' || v.u.s[i] == '+')) i++;
+            base = i + 1 < v.len && v.u.s[i] == '0' ? 0 : mag;
+        }
+        if (base == 1 || base > 36) return str_to_i(vm, v, (int)base, true, out);
+    }
+    return conv_result(vm, k_integer(vm, v, has_base, (int)base, out), exc, out);
+}
+
+static int k_float(tpl_vm *vm, tpl_value v, tpl_value *out)
+{
     if (is_num(v) || v.type == TPL_T_BIGINT) { *out = tpl_v_float(dbl(v)); return 0; }
     if (tpl_is_rat(v)) { *out = tpl_v_float(tpl_rat_to_double(v)); return 0; }
     if (v.type == TPL_T_STR && !(v.flags & TPL_F_SYMBOL)) return str_to_f(vm, v, true, out);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "can't convert %s into Float (TypeError)", conv_name(v));
+}
+
+/* Float(v, exception: true) */
+int r_k_Float(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    bool exc;
+    if (conv_kw(vm, a[1], &exc) < 0) return -1;
+    return conv_result(vm, k_float(vm, a[0], out), exc, out);
 }
 
 int r_k_String(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_of_checked(vm, a[0], out); }
@@ -5107,6 +5179,11 @@ static int str_big_int(tpl_vm *vm, const char *p, size_t from, size_t to, int ba
     return tpl_big_result(vm, z, out);
 }
 
+static int digit36(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
+}
+
 /* String to Integer in `base` (2..36, or 0: from the prefix 0x 0b 0o 0d, a leading 0 meaning
  * octal, else decimal); a prefix matching the base is skipped. strict: Integer(), which
  * rejects anything but the number and surrounding whitespace. */
@@ -5130,8 +5207,11 @@ static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *o
     bool big = false;
     for (; i < n; i++) {
         char c = p[i];
-        if (c == '_' && digits) continue;
-        int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
+        if (c == '_') {   /* one '_' between two digits ("1__0", "1_" end the number: Integer() refuses them) */
+            if (digits && i + 1 < n && digit36(p[i + 1]) < base) continue;
+            break;
+        }
+        int d = digit36(c);
         if (d >= base) break;
         if (!big && (__builtin_mul_overflow(v, base, &v) || __builtin_add_overflow(v, d, &v))) big = true;
         digits++;
@@ -5145,6 +5225,13 @@ static int str_to_i(tpl_vm *vm, tpl_value s, int base, bool strict, tpl_value *o
     if (big) return str_big_int(vm, p, first, last, base, neg, out);
     *out = tpl_v_int(neg ? -v : v);
     return 0;
+}
+
+/* p[i] is a '_' a decimal digit follows (Ruby's number syntax: one '_' between two digits; the caller
+ * has just read a digit) */
+static bool dig_us(const char *p, size_t i, size_t n)
+{
+    return p[i] == '_' && i + 1 < n && isdigit((unsigned char)p[i + 1]);
 }
 
 static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
@@ -5166,7 +5253,7 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
         for (int part = 0; part < 2; part++) {
             size_t h0 = k;
             while (i < n && k < 100 && (isxdigit((unsigned char)p[i]) ||
-                                         (p[i] == '_' && k > h0 && i + 1 < n && isxdigit((unsigned char)p[i + 1])))) {
+                                         (p[i] == '_' && part == 0 && k > h0 && i + 1 < n && isdigit((unsigned char)p[i + 1])))) {
                 if (p[i] != '_') buf[k++] = p[i];
                 i++;
             }
@@ -5181,7 +5268,7 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
             buf[k++] = p[i++];
             if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
             if (i < n && p[i] >= '0' && p[i] <= '9') {
-                while (i < n && k < 126 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++];
+                while (i < n && k < 126 && (isdigit((unsigned char)p[i]) || dig_us(p, i, n))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
                 frac = false;
             } else {
                 i = si;
@@ -5200,16 +5287,16 @@ static int str_to_f(tpl_vm *vm, tpl_value s, bool strict, tpl_value *out)
         *out = tpl_v_float(strtod(buf, NULL));
         return 0;
     }
-    while (i < n && k < 100 && ((p[i] >= '0' && p[i] <= '9') || (p[i] == '_' && k > d0))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
+    while (i < n && k < 100 && ((p[i] >= '0' && p[i] <= '9') || (k > d0 && dig_us(p, i, n)))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
     if (i + 1 < n && p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9') {
         buf[k++] = p[i++];
-        while (i < n && k < 110 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++];
+        while (i < n && k < 110 && (isdigit((unsigned char)p[i]) || dig_us(p, i, n))) { if (p[i] != '_') buf[k++] = p[i]; i++; }
     }
     if (i + 1 < n && (p[i] == 'e' || p[i] == 'E') && k > d0) {
         size_t save = k, si = i;
         buf[k++] = p[i++];
         if (i < n && (p[i] == '-' || p[i] == '+')) buf[k++] = p[i++];
-        if (i < n && p[i] >= '0' && p[i] <= '9') { while (i < n && k < 126 && p[i] >= '0' && p[i] <= '9') buf[k++] = p[i++]; }
+        if (i < n && p[i] >= '0' && p[i] <= '9') { while (i < n && k < 126 && (isdigit((unsigned char)p[i]) || dig_us(p, i, n))) { if (p[i] != '_') buf[k++] = p[i]; i++; } }
         else { k = save; i = si; }
     }
     buf[k] = 0;
