@@ -8635,12 +8635,64 @@ int r_num_pow(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* Integer#[i]: bit i of the two's complement (0 below bit 0, the sign past bit 63); a length or a
- * range (Ruby 2.7's bit fields) and a big receiver are refused. */
+/* n >> b of an int64 (b < 0 a left shift; false: past int64) */
+static bool bits_shr(int64_t n, int64_t b, int64_t *r)
+{
+    if (b >= 0) { *r = b > 63 ? (n < 0 ? -1 : 0) : n >> b; return true; }
+    if (b < -62 || n == 0) { *r = 0; return n == 0; }
+    int64_t k = -b;
+    if (n > (INT64_MAX >> k) || n < (INT64_MIN >> k)) return false;
+    *r = (int64_t)((uint64_t)n << k);
+    return true;
+}
+
+/* v & ((1 << len) - 1), Ruby's generate_mask (a negative len: the mask -1, v itself); false: past int64 */
+static bool bits_mask(int64_t v, int64_t len, int64_t *r)
+{
+    if (len < 0 || (len >= 63 && v >= 0)) { *r = v; return true; }
+    if (len >= 63) return false;
+    *r = v & (int64_t)((UINT64_C(1) << len) - 1);
+    return true;
+}
+
+/* n[b..e], n[b...e], n[..e], n[b..]: Ruby 3.1's int_aref1 on a range of Integers */
+static int int_bit_range(tpl_vm *vm, int64_t n, tpl_value r, tpl_value *out)
+{
+    tpl_value b = r.u.list->items[0], e = r.u.list->items[1];
+    bool excl = r.u.list->items[2].u.i != 0, bnil = b.type == TPL_T_NONE, enil = e.type == TPL_T_NONE;
+    if ((!bnil && b.type != TPL_T_INT) || (!enil && e.type != TPL_T_INT) || (bnil && enil))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] with a range of other than Integers");
+    int64_t v;
+    if (bnil) {   /* beginless: 0 when the bits up to e are 0, else Ruby's ArgumentError */
+        if (e.u.i < 0) { *out = tpl_v_int(0); return 0; }
+        if (!bits_mask(n, excl ? e.u.i : e.u.i + 1, &v)) v = n;
+        if (v) return tpl_vm_error(vm, TPL_ERR_VALUE, "The beginless range for Integer#[] results in infinity (ArgumentError)");
+        *out = tpl_v_int(0);
+        return 0;
+    }
+    int64_t bi = b.u.i;
+    if (!enil && bi == e.u.i) {   /* one bit, or none */
+        *out = tpl_v_int(excl ? 0 : bi < 0 ? 0 : bi > 63 ? (n < 0) : (int64_t)(((uint64_t)n >> bi) & 1u));
+        return 0;
+    }
+    if (!bits_shr(n, bi, &v)) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a bit field past 64 bits");
+    if (!enil && bi < e.u.i) {
+        int64_t len;
+        if (__builtin_sub_overflow(e.u.i, bi, &len) || (!excl && __builtin_add_overflow(len, 1, &len)) ||
+            !bits_mask(v, len, &v))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a bit field past 64 bits");
+    }
+    *out = tpl_v_int(v);
+    return 0;
+}
+
+/* Integer#[i]: bit i of the two's complement (0 below bit 0, the sign past bit 63); n[i, len] and n[range]
+ * (Ruby 2.7's bit fields) within int64; a big receiver is refused. */
 int r_num_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[0].type == TPL_T_BIGINT || (a[0].type == TPL_T_INT && is_range(a[1])))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a big Integer or with a range");
+    if (a[0].type == TPL_T_BIGINT)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a big Integer");
+    if (a[0].type == TPL_T_INT && is_range(a[1]) && !tpl_given(a[2])) return int_bit_range(vm, a[0].u.i, a[1], out);
     if (want_int(vm, a[0], "[]") < 0) return -1;
     tpl_value k = a[1], w = a[2];
     if (k.type == TPL_T_FLOAT && float_index(vm, &k) < 0) return -1;
@@ -8650,9 +8702,10 @@ int r_num_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_given(w)) {   /* n[i, len]: len bits from bit i */
         if (w.type == TPL_T_FLOAT && float_index(vm, &w) < 0) return -1;
         if (w.type != TPL_T_INT) return type_error(vm, TPL_VT_INT, w);
-        if (i < 0 || i > 63 || w.u.i < 0 || w.u.i > 62)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] with a negative or wide bit field");
-        *out = tpl_v_int((n >> i) & (int64_t)((UINT64_C(1) << w.u.i) - 1));
+        int64_t v;
+        if (!bits_shr(n, i, &v) || !bits_mask(v, w.u.i, &v))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#[] of a bit field past 64 bits");
+        *out = tpl_v_int(v);
         return 0;
     }
     *out = tpl_v_int(i < 0 ? 0 : i > 63 ? (n < 0) : (int64_t)(((uint64_t)n >> i) & 1u));
