@@ -2332,6 +2332,32 @@ static tpl_node *new_node(erb_low *L, tpl_node_kind kind, uint32_t off, tpl_node
     return x;
 }
 
+/* Whether Ruby 3.1's main object (the oracle's view: Object with Kernel, json's j/jj/JSON/to_json) has the
+ * method, public or private. */
+static bool self_method(tpl_value name)
+{
+    static const char *const m[] = {
+        "!", "!=", "!~", "<=>", "==", "===", "=~", "Array", "Complex", "Float", "Hash", "Integer", "Rational", "String",
+        "__callee__", "__dir__", "__id__", "__method__", "__send__", "`", "abort", "at_exit", "autoload", "autoload?",
+        "binding", "block_given?", "caller", "caller_locations", "catch", "class", "clone", "define_singleton_method",
+        "display", "dup", "enum_for", "eql?", "equal?", "eval", "exec", "exit", "exit!", "extend", "fail", "fork",
+        "format", "freeze", "frozen?", "gem", "gem_original_require", "gets", "global_variables", "hash", "initialize",
+        "initialize_clone", "initialize_copy", "initialize_dup", "inspect", "instance_eval", "instance_exec",
+        "instance_of?", "instance_variable_defined?", "instance_variable_get", "instance_variable_set",
+        "instance_variables", "is_a?", "iterator?", "itself", "kind_of?", "lambda", "load", "local_variables", "loop",
+        "method", "method_missing", "methods", "nil?", "object_id", "open", "p", "pp", "print", "printf",
+        "private_methods", "proc", "protected_methods", "public_method", "public_methods", "public_send", "putc", "puts",
+        "raise", "rand", "readline", "readlines", "remove_instance_variable", "require", "require_relative",
+        "respond_to?", "respond_to_missing?", "select", "send", "set_trace_func", "singleton_class", "singleton_method",
+        "singleton_method_added", "singleton_method_removed", "singleton_method_undefined", "singleton_methods", "sleep",
+        "spawn", "sprintf", "srand", "syscall", "system", "taint", "tainted?", "tap", "test", "then", "throw", "to_enum",
+        "to_s", "trace_var", "trap", "trust", "untaint", "untrace_var", "untrust", "untrusted?", "warn", "yield_self",
+        "j", "jj", "JSON", "to_json", "to_yaml", "pretty_inspect", NULL };
+    for (int i = 0; m[i]; i++)
+        if (name_is(name, m[i])) return true;
+    return false;
+}
+
 /* method(:name) of a template method defined before, of required parameters only, as a value: the node
  * rewritten in place as lambda { |(m1), ...| name((m1), ...) } (a Method calls, answers arity, to_proc and
  * & as that lambda), after the check that the def ran (Ruby's NameError at method(:name)). 0: no such
@@ -2344,6 +2370,25 @@ static int method_ref(erb_low *L, tpl_node *n)
         return 0;
     tpl_value mn = n->b->a->val;
     erb_def *d = def_find(L, mn, false);
+    if (!d && !self_method(mn) && tpl_builtin_find(TPL_BK_RKERNEL, mn.u.s, mn.len) < 0 && !tpl_c_host_func(C, mn, TPL_HOST_GLOBAL)) {
+        /* a name the template never defines and Ruby's main object lacks: Ruby's NameError when it runs,
+         * as raise(NameError, "...") in its place */
+        char msg[220];
+        snprintf(msg, sizeof msg, "undefined method `%.*s' for class `Object'", mn.len > 100 ? 100 : (int)mn.len, mn.u.s);
+        tpl_node *cls = new_node(L, TPL_N_RCONSTNAME, n->off, NULL, NULL), *m = new_node(L, TPL_N_CONST, n->off, NULL, NULL);
+        tpl_node *a1 = new_node(L, TPL_N_ARG, n->off, cls, NULL), *a2 = new_node(L, TPL_N_ARG, n->off, m, NULL);
+        size_t ml = strlen(msg);
+        char *keep = tpl_arena_alloc(tpl_c_arena(C), ml + 1);
+        if (!cls || !m || !a1 || !a2 || !keep) { tpl_c_nomem(C, n->off); return -1; }
+        memcpy(keep, msg, ml + 1);
+        tpl_value t = tpl_v_str(keep, ml);
+        cls->val = S("NameError");
+        m->val = t;
+        a1->next = a2;
+        n->val = S("raise");
+        n->b = a1;
+        return 0;
+    }
     if (!d || !d->sig || d->nopt || d->nkw || d->rest || d->kwrest || d->blk || d->nreq > 9) {
         tpl_c_error(C, n->off, "unsupported Ruby construct: method(:%.*s) as a value (a template method defined before, of required "
                     "parameters only, without a block)", (int)mn.len, mn.u.s);
@@ -2511,12 +2556,14 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     if (n->a && n->a->kind == TPL_N_RMETHOD && !n->a->a && !n->a->c && name_is(n->a->val, "method") && !n->b && !n->c &&
         name_is(n->val, "arity") && n->a->b && !n->a->b->next && n->a->b->kind == TPL_N_ARG && n->a->b->a->kind == TPL_N_CONST &&
-        n->a->b->a->val.type == TPL_T_STR && !def_find(L, n->a->val, false) && !tpl_c_options(C)->erb_self) {
+        n->a->b->a->val.type == TPL_T_STR && !def_find(L, n->a->val, false) && !tpl_c_options(C)->erb_self &&
+        (def_find(L, n->a->b->a->val, false) || method_ref(L, n->a) != 0 || !name_is(n->a->val, "raise"))) {
         method_arity(L, n, used);
         return;
     }
     if (!n->a && name_is(n->val, "method") && !def_find(L, n->val, false) && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL) &&
-        !tpl_c_options(C)->erb_self) {
+        !tpl_c_options(C)->erb_self && (method_ref(L, n) != 0 || name_is(n->val, "method"))) {
+        if (tpl_c_failed(C)) return;
         tpl_c_error(C, n->off, "unsupported Ruby construct: method(...) as a value (tpl passes &method(:name) of a template method)");
         return;
     }
