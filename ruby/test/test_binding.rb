@@ -27,6 +27,7 @@ class TestBinding < Minitest::Test
     def app = (@s << "z"; "")
     def remembers?(_w) = (@n += 10; true)
     def set_n(v) = @n = v
+    def drop_n = (remove_instance_variable(:@n); "")
 
     def run(src, cls)
       s = +"loc"
@@ -88,7 +89,14 @@ class TestBinding < Minitest::Test
      "<%= @s %><% app %><%= @s %>|<%= s %>", "<%= @n %><%= remembers?('x') %><%= @n %>",
      "<%= @n %><% if remembers?('x') %>y<% end %><%= @n %>",
      # an @ivars-only template (read before the run when nothing can change them) with a host object
-     "<%= @n %><%= @counter.tick %><%= @n %>", "<%= @n %>|<%= @counter.tick %>|<%= @n + 1 %>"].each { |src| assert_same_as_erb(src) }
+     "<%= @n %><%= @counter.tick %><%= @n %>", "<%= @n %>|<%= @counter.tick %>|<%= @n + 1 %>",
+     # a special constant read before is kept after Ruby code ran only while the @ivar's VALUE is
+     # the same (set to the same, another, true/false/nil/a Float, removed)
+     "<%= @n %><% set_n(1) %><%= @n %><% set_n(2) %><%= @n %><% set_n(2) %><%= @n %>",
+     "<%= @n %><% set_n(true) %><%= @n %><% set_n(true) %><%= @n %><% set_n(false) %><%= @n %><% set_n(nil) %><%= @n.inspect %>",
+     "<%= @n %><% set_n(2.5) %><%= @n %><% set_n(2.5) %><%= @n %><% set_n(1) %><%= @n %>",
+     "<%= @n %><% drop_n %><%= @n.inspect %><% set_n(3) %><%= @n %>",
+     "<% if @n == 1 && remembers?('x') %><%= @n %><% end %><%= @n %><%= bump %><%= @n %>"].each { |src| assert_same_as_erb(src) }
   end
 
   # self.name(args): a call of self's method, private ones too (was a compile error); self as a

@@ -217,9 +217,27 @@ typedef struct rctx {
     uint64_t tagset[4];     /* the encoding indexes tagged this render (a code point of another
                              * index in the output is a UTF-8 value's own character) */
     struct tmpl *t;         /* the Template rendered (its ID cache) */
-    struct { char name[40]; size_t len; tpl_val v; } ivc[IVCACHE]; /* @ivars read this render */
+    /* @ivars read this render; after Ruby code ran (ivc_stale) only those whose value is a
+     * special constant (true, false, a Fixnum, a flonum: its VALUE is the value, nothing can
+     * change it in place) are kept, stale: read again with rb_ivar_get, the converted value
+     * reused when the VALUE is the same */
+    struct { char name[40]; size_t len; tpl_val v; VALUE iv; ID id; bool stale; } ivc[IVCACHE];
     int nivc;
 } rctx;
+
+/* Ruby code runs (a method, [], each, to_s, remembers?...): it may change self's @ivars, which
+ * Ruby's template reads changed. The @ivars read so far are read again after it; a special
+ * constant's entry is kept, stale (rb_send_cb compares the VALUE read again). */
+static void ivc_stale(rctx *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->nivc; i++)
+        if (c->ivc[i].iv) {
+            if (n != i) c->ivc[n] = c->ivc[i];
+            c->ivc[n++].stale = true;
+        }
+    c->nivc = n;
+}
 
 static int to_val(rctx *c, VALUE o, tpl_val *out);
 static const tpl_host_class rb_class;
@@ -980,7 +998,7 @@ static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
     a->rc = TPL_HOST_OK;
     /* Ruby code may run (a method, [], each, to_s...) and change self's @ivars, which Ruby's
      * template reads changed: the @ivars read so far are read again (not an @ivar's own read) */
-    if (!(a->name && a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0)) a->h->c->nivc = 0;
+    if (!(a->name && a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0)) ivc_stale(a->h->c);
     rb_protect(fn, (VALUE)a, &state);
     if (!state) return a->rc;
     rctx *c = a->h->c;
@@ -1105,12 +1123,16 @@ static VALUE send_missing(VALUE arg, VALUE exc)
     return Qnil;
 }
 
-/* Remembers an @ivar's value for the rest of the render (rb_send_cb). */
-static void ivc_add(rctx *c, const char *name, size_t len, tpl_val v)
+/* Remembers an @ivar's value for the rest of the render (rb_send_cb); iv: its VALUE when that
+ * is a special constant (kept, stale, after Ruby code ran: ivc_stale), else 0. */
+static void ivc_add(rctx *c, const char *name, size_t len, tpl_val v, VALUE iv, ID id)
 {
     if (c->nivc < IVCACHE && len <= sizeof c->ivc[0].name) {
         memcpy(c->ivc[c->nivc].name, name, len);
         c->ivc[c->nivc].len = len;
+        c->ivc[c->nivc].iv = iv;
+        c->ivc[c->nivc].id = id;
+        c->ivc[c->nivc].stale = false;
         c->ivc[c->nivc++].v = v;
     }
 }
@@ -1147,7 +1169,7 @@ static int ivar_plain(rctx *c, VALUE o, const char *name, size_t len, tpl_val *o
     }
     default: return 0;
     }
-    ivc_add(c, name, len, *out);
+    ivc_add(c, name, len, *out, RB_SPECIAL_CONST_P(v) && !NIL_P(v) ? v : 0, id);
     return 1;
 }
 
@@ -1165,7 +1187,7 @@ static VALUE send_body(VALUE arg)
             if (NIL_P(v) && !rb_ivar_defined(o, id)) { a->rc = TPL_HOST_MISSING; return Qnil; }
         }
         to_val(c, v, a->out);
-        ivc_add(c, a->name, a->len, *a->out);
+        ivc_add(c, a->name, a->len, *a->out, 0, 0);
         return Qnil;
     }
     if (a->len == 4 && memcmp(a->name, "(r+)", 4) == 0 && a->nargs == 1 && a->nkw == 0) {
@@ -1193,8 +1215,21 @@ static tpl_host_result rb_send_cb(void *obj, tpl_render *r, const char *name, si
 {
     rbobj *h = obj;
     if (len > 1 && name[0] == '@' && h->self) /* an instance variable read before in this render */
-        for (int i = 0; i < h->c->nivc; i++)
-            if (h->c->ivc[i].len == len && memcmp(h->c->ivc[i].name, name, len) == 0) { *out = h->c->ivc[i].v; return TPL_HOST_OK; }
+        for (int i = 0; i < h->c->nivc; i++) {
+            rctx *c = h->c;
+            if (c->ivc[i].len != len || memcmp(c->ivc[i].name, name, len) != 0) continue;
+            /* (stale: Ruby code ran since; the same special constant is the same value, else
+             * the entry goes and the @ivar is read again below) */
+            if (c->ivc[i].stale) {
+                if (rb_ivar_get(h->o, c->ivc[i].id) != c->ivc[i].iv) {
+                    c->ivc[i] = c->ivc[--c->nivc];
+                    break;
+                }
+                c->ivc[i].stale = false;
+            }
+            *out = c->ivc[i].v;
+            return TPL_HOST_OK;
+        }
     VALUE iv = 0;
     if (len > 1 && name[0] == '@' && h->self && nargs == 0 && nkw == 0) {
         int k = ivar_plain(h->c, h->o, name, len, out, &iv);
@@ -1439,7 +1474,7 @@ static int rb_remembers_cb(void *data, const char *words, size_t len)
     rctx *c = data;
     rem_arg a = { c, words, len };
     int state = 0;
-    c->nivc = 0; /* (Ruby code runs: self's @ivars are read again after it, as protect does) */
+    ivc_stale(c); /* (Ruby code runs: self's @ivars are read again after it, as protect does) */
     VALUE res = rb_protect(remembers_body, (VALUE)&a, &state);
     if (!state) return res == Qtrue;
     c->exc = rb_errinfo();
