@@ -116,7 +116,8 @@ typedef struct tpl_store_loaded {
 } tpl_store_loaded;
 
 /* Opens (creating when missing) the store at `where`: a "postgresql://" or "postgres://" URL, else
- * an SQLite file path (its folder is created when missing). Creates the schema in a new store,
+ * an SQLite file path (its folder is created when missing; other URLs -- "sqlite:", "file:",
+ * "NAME://" -- are refused with TPL_STORE_INVALID, never taken as a file's name). Creates the schema in a new store,
  * migrates an older one, refuses one written by a newer schema (TPL_STORE_IO, "store schema
  * version N is newer than this tpl supports (M)"). On TPL_STORE_OK *out is a handle closed with
  * tpl_store_close; on failure *out is a handle too (unless NULL on TPL_STORE_NOMEM) whose

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <jansson.h>
 #include "tpl_store.h"
@@ -220,6 +221,11 @@ tpl_store_status tpl_store_open(const char *where, tpl_store **out)
     if (!where || !*where) return fail(s, TPL_STORE_INVALID, "no store given");
     char m[768];
     m[0] = 0;
+    size_t n = strspn(where, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+    if (!is_url(where) && ((n && strncmp(where + n, "://", 3) == 0) || strncasecmp(where, "sqlite:", 7) == 0 ||
+                           strncasecmp(where, "sqlite3:", 8) == 0 || strncasecmp(where, "file:", 5) == 0))
+        return fail(s, TPL_STORE_INVALID, "'%.200s' is a URL, not a store: give an SQLite file's path or a postgresql:// URL",
+                    where);
     s->d = is_url(where) ? db_pg_open(where, m, sizeof m) : db_sqlite_open(where, m, sizeof m);
     if (!s->d) return fail(s, TPL_STORE_IO, "cannot open the store: %s", m);
     tpl_store_status st = setup_schema(s);

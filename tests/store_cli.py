@@ -61,6 +61,7 @@ signal.signal(signal.SIGINT, on_term)
 class SqliteStore:
     def __init__(self, root, n):
         self.path = os.path.join(root, "s%d" % n, "store.db")
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)  # tplc creates a store's file, not its folder
         self.where = self.path
 
     def sql(self, q):
@@ -852,7 +853,46 @@ def t_out_over_store(tp, store, tmp):
     check(r.rc == 0 and os.path.exists(po), "-o another file still works: %r" % r)
 
 
-TESTS = [t_round_trips, t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
+def t_where(tp, store, tmp):
+    """--store like sqlite3: a reading verb needs an existing store (none is created), a writing
+    one creates the file but not its folder (only the default .tpl/), an empty --store is an
+    error, and a URL is SQLite's file: form or refused -- never a file named after it."""
+    if not isinstance(store, SqliteStore):
+        return
+    none = os.path.join(tmp, "nodir", "x.db")
+    for verb in (["list"], ["show", "a"], ["versions", "a"], ["render", "a"], ["tr-list", "a"], ["remove", "a"]):
+        r = tp(*verb, "--store", none)
+        check(r.rc == 2 and "no store at " + none in r.err, "%s on a missing store: %r" % (verb, r))
+    r = tp("create", "a", "--template", "x", "--store", none)
+    check(r.rc == 2 and "no folder " + os.path.dirname(none) in r.err, "create in a missing folder: %r" % r)
+    check(not os.path.exists(os.path.dirname(none)), "no folder was created")
+    f = os.path.join(tmp, "f.db")
+    r = tp("list", "--store", f)
+    check(r.rc == 2 and "no store at" in r.err and not os.path.exists(f), "list does not create the store: %r" % r)
+    r = tp("create", "a", "--template", "x {y}", "--store", f)
+    check(r.rc == 0 and os.path.exists(f), "create makes the file: %r" % r)
+    for u in ("file:" + f, "file://" + f, "file://localhost" + f):
+        r = tp("show", "a", "--json", "--store", u)
+        check(r.rc == 0 and json.loads(r.out)["source"] == "x {y}", "--store %s: %r" % (u, r))
+    for u, what in (("sqlite://" + f, "sqlite: URLs are not supported"), ("file:" + f + "?mode=ro", "URI parameters"),
+                    ("file://host" + f, "host must be empty"), ("mysql://h/db", "not a store"),
+                    ("", "empty")):
+        for verb in (["list"], ["create", "b", "--template", "y"]):
+            r = tp(*verb, "--store", u)
+            check(r.rc == 2 and r.err.startswith("tplc: error: --store '%s': " % u) and what in r.err,
+                  "--store %r %s: %r" % (u, verb, r))
+    check(sorted(os.listdir(tmp)) == ["f.db"], "no file named after a URL: %r" % os.listdir(tmp))
+    r = tp("list", env={"TPL_STORE": "sqlite:///x.db"})
+    check(r.rc == 2 and r.err.startswith("tplc: error: $TPL_STORE 'sqlite:///x.db'"), "$TPL_STORE URL: %r" % r)
+    # the default store: .tpl/ is created by a writing verb only
+    r = tp("list", env={"TPL_STORE": ""})
+    check(r.rc == 2 and "no store at .tpl/store.db" in r.err and not os.path.exists(os.path.join(tmp, ".tpl")),
+          "list, default store missing: %r" % r)
+    r = tp("create", "a", "--template", "x", env={"TPL_STORE": ""})
+    check(r.rc == 0 and os.path.exists(os.path.join(tmp, ".tpl", "store.db")), "create makes .tpl/store.db: %r" % r)
+
+
+TESTS = [t_where, t_round_trips, t_render_flags, t_seed, t_versions, t_errors, t_lang, t_cache, t_schema, t_parallel, t_kill, t_corrupt, t_po, t_trans,
          t_compose, t_extract, t_out_over_store]
 
 

@@ -3,9 +3,11 @@
  * its arguments itself (run_raw in tplc/main.c's table). Uses only public headers.
  * Exit status: 0 ok; 1 template error, a missing prompt/version/row, bad input (state, PO file);
  * 2 usage error or store I/O error. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <jansson.h>
 #include "tplc.h"
@@ -611,6 +613,37 @@ static bool out_is_store(const char *out, const char *where)
     return false;
 }
 
+/* Verbs that may create a missing SQLite store; the others need one (sqlite3 creates its FILE,
+ * never its folder: tplc creates only the default .tpl/ folder). */
+static const char creating_verbs[] = "create tr-set tr-bind tr-import";
+
+/* The SQLite file named by where (a path, or SQLite's URI form file:PATH, file:///ABS,
+ * file://localhost/ABS) into *path; NULL, or the reason when where is a URL tplc cannot open
+ * exactly (sqlite: and other schemes, URI parameters, %-escapes): a file named after a URL is
+ * never what was meant. */
+static const char *store_file(const char *where, const char **path)
+{
+    *path = where;
+    if (strncasecmp(where, "file:", 5) == 0) {
+        const char *p = where + 5;
+        if (strncmp(p, "//", 2) == 0) {
+            p += 2;
+            if (strncasecmp(p, "localhost/", 10) == 0) p += 9;
+            else if (*p != '/') return "a file: URL's host must be empty or localhost";
+        }
+        if (strpbrk(p, "?#%")) return "URI parameters (?...), fragments and %-escapes are not supported; give the file's path";
+        if (!*p) return "the file: URL names no file";
+        *path = p;
+        return NULL;
+    }
+    if (strncasecmp(where, "sqlite:", 7) == 0 || strncasecmp(where, "sqlite3:", 8) == 0)
+        return "sqlite: URLs are not supported (sqlite:///x.db is relative for some tools, absolute for others); "
+               "give the SQLite file's path";
+    size_t n = strspn(where, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+    if (n && strncmp(where + n, "://", 3) == 0) return "not a store: give an SQLite file's path or a postgresql:// URL";
+    return NULL;
+}
+
 int tplc_prompt(int argc, char **argv)
 {
     if (argc < 2) {
@@ -695,13 +728,36 @@ int tplc_prompt(int argc, char **argv)
         rc = EXIT_USAGE;
     }
     if (!rc) {
-        const char *where = o.v[P_STORE];
-        if (!where || !*where) where = getenv("TPL_STORE");
-        if (!where || !*where) where = ".tpl/store.db";
-        bool url = strncmp(where, "postgres", 8) == 0 && strstr(where, "://");
+        const char *where = o.v[P_STORE], *from = "--store";
+        if (!where) { where = getenv("TPL_STORE"); from = "$TPL_STORE"; }
+        bool dflt = !where || (!*where && !o.v[P_STORE]);
+        if (dflt) where = ".tpl/store.db";
+        bool url = strncmp(where, "postgresql://", 13) == 0 || strncmp(where, "postgres://", 11) == 0;
+        const char *why = NULL;
+        if (!*where) why = "empty: give an SQLite file's path or a postgresql:// URL";
+        else if (!url) why = store_file(where, &where);
         tpl_store *s = NULL;
         tpl_store_status st = TPL_STORE_OK;
-        if (!url && o.v[P_OUT] && out_is_store(o.v[P_OUT], where)) {
+        struct stat sb;
+        if (why) {
+            fprintf(stderr, "tplc: error: %s '%s': %s\n", from, o.v[P_STORE] ? o.v[P_STORE] : getenv("TPL_STORE"), why);
+            rc = EXIT_USAGE;
+        } else if (!url && stat(where, &sb) != 0 && (errno == ENOENT || errno == ENOTDIR) && !in_words(creating_verbs, vb->name)) {
+            fprintf(stderr, "%s: error: no store at %s (tplc prompt %s does not create one; "
+                    "tplc prompt create does)\n", where, where, vb->name);
+            rc = EXIT_USAGE;
+        } else if (!url && !dflt && stat(where, &sb) != 0 && strrchr(where, '/')) {
+            /* like sqlite3: the file is created, its folder is not */
+            const char *sl = strrchr(where, '/');
+            char *dir = sl == where ? strdup("/") : strndup(where, (size_t)(sl - where));
+            if (dir && stat(dir, &sb) != 0) {
+                fprintf(stderr, "%s: error: no folder %s (tplc creates a store's file, not its folder)\n", where, dir);
+                rc = EXIT_USAGE;
+            }
+            free(dir);
+        }
+        if (rc) {
+        } else if (!url && o.v[P_OUT] && out_is_store(o.v[P_OUT], where)) {
             /* tr-export -o .tpl/store.db replaced the database with a PO file */
             fprintf(stderr, "tplc: error: -o %s is the store (%s) or one of its files; tplc does not write over its store\n",
                     o.v[P_OUT], where);
