@@ -146,6 +146,41 @@ static tpl_node *sym_block(tpl_pctx *ctx, tpl_token t)
     m->val = tpl_v_str(ctx->src + t.off + 2, t.len - 2);
     return tpl_p_node(ctx, TPL_N_RBLOCK, t.off, p, m);
 }
+/* r.send(:m, args), r.public_send(:m, args), r.__send__(:m, args) with a plain Symbol literal: the call
+ * r.m(args) itself, so a method that changes its receiver (<<, push, []=, upcase!, ...) changes it, or is
+ * refused, exactly as the direct call (a name only known at run time: stdlib/ruby/ruby.c r_any_send).
+ * Kernel's private methods (send reaches them, a call with a receiver does not) keep the send. */
+static tpl_node *send_literal(tpl_pctx *ctx, tpl_node *n) {
+    (void)ctx;
+    tpl_value m = n->val;
+    if (!((m.len == 4 && memcmp(m.u.s, "send", 4) == 0) || (m.len == 11 && memcmp(m.u.s, "public_send", 11) == 0) ||
+          (m.len == 8 && memcmp(m.u.s, "__send__", 8) == 0)))
+        return n;
+    tpl_node *a = n->b;
+    if (!a || a->kind != TPL_N_ARG || !a->a || a->a->kind != TPL_N_CONST || !(a->a->val.flags & TPL_F_SYMBOL)) return n;
+    tpl_value s = a->a->val;
+    if (s.len == 0 || ctx->src[a->a->off] != ':' || ctx->src[a->a->off + 1] == '"' || s.u.s[0] == '$' || s.u.s[0] == '@' ||
+        s.u.s[0] == '(')
+        return n;
+    static const char *const priv[] = { "puts", "print", "p", "pp", "format", "sprintf", "printf", "putc", "Integer",
+        "Float", "String", "Array", "Hash", "Rational", "Complex", "raise", "fail", "lambda", "proc", "rand", "srand",
+        "loop", "require", "require_relative", "load", "sleep", "gets", "binding", "block_given?", "caller", "catch",
+        "throw", "exit", "exit!", "abort", "at_exit", "system", "open", "warn", "`", "eval", "method_missing",
+        "respond_to_missing?", "initialize", "initialize_copy", "local_variables", "global_variables", "__method__",
+        "__dir__", "__callee__", "select", "trap", "fork", "exec", "spawn", "readline", "readlines", "autoload",
+        "autoload?", "set_trace_func", "trace_var", "untrace_var", "iterator?", "test", "syscall", "srand", NULL };
+    for (int i = 0; priv[i]; i++)
+        if (s.len == strlen(priv[i]) && memcmp(s.u.s, priv[i], s.len) == 0) return n;
+    tpl_node *rest = a->next;
+    if (rest) {
+        tpl_node *t = rest;
+        while (t->next) t = t->next;
+        rest->tail = t;
+    }
+    n->val = tpl_v_str(s.u.s, s.len);
+    n->b = rest;
+    return n;
+}
 static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node *args, uint32_t off) {
     args = hash_args(ctx, args);
     bool self = recv && recv->kind == TPL_N_NAME && recv->val.len == 6 && memcmp(recv->val.u.s, "(self)", 6) == 0;
@@ -158,7 +193,7 @@ static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node 
     }
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);
     n->val = tpl_p_tokstr(ctx, name);
-    return n;
+    return recv ? send_literal(ctx, n) : n;
 }
 static tpl_node *method_s(tpl_pctx *ctx, tpl_node *recv, const char *name, tpl_node *args, uint32_t off) {
     args = hash_args(ctx, args);

@@ -75,7 +75,12 @@ class TestBinding < Minitest::Test
       "<% @names.each { |x| x << '!' } %><%= @names %>" => /String#<< on a string another name may hold/,
       "<% @names.each { |x| x.upcase! } %><%= @names %>" => /String#upcase! on `x', which another name may hold/,
       "<% @s = 'new' %><%= @s %>" => /`@s' assigned: an instance variable of the binding's self/,
-      "<% @n += 1 %><%= @n %>" => /`@n' assigned/ }.each { |src, pat| assert_refused(src, pat) }
+      "<% @n += 1 %><%= @n %>" => /`@n' assigned/,
+      # send of a Symbol literal is the direct call, refused alike
+      "<% @a.send(:push, 1) %><%= @a %>" => /`push' changes `@a' in place/,
+      "<% @h.send(:[]=, 'k', 5) %><%= @h %>" => /`\[\]=' changes `@h' in place/,
+      "<% @s.public_send(:upcase!) %><%= @s %>" => /`upcase!' changes `@s'/,
+      "<% s.__send__(:<<, 'x') %><%= s %>" => /`<<' changes `s' in place/ }.each { |src, pat| assert_refused(src, pat) }
   end
 
   def test_ivar_and_local_of_one_name_stay_apart
