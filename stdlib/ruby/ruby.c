@@ -4555,6 +4555,26 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Whether r.name changes a String, Array or Hash r in place: tpl's strings are values and a state's array or
+ * hash is copied at its first change, which the lowering arranges only for a call it sees (compiler/
+ * lower_erb.c; r.send(:name) with a Symbol literal is that call); by a name known at run time it is refused. */
+static bool send_changes_receiver(tpl_value r, const char *name, size_t n)
+{
+    bool str = r.type == TPL_T_STR && !(r.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB));
+    bool seq = (r.type == TPL_T_LIST && !(r.flags & TPL_F_RANGE_RB)) || r.type == TPL_T_MAP;
+    if (!str && !seq) return false;
+    if (n > 1 && name[n - 1] == '!' && !(n == 2 && name[0] == '!')) return true;
+    if (n > 1 && name[n - 1] == '=' && name[n - 2] != '=' && name[n - 2] != '!' && name[n - 2] != '<' && name[n - 2] != '>')
+        return true;   /* []=, default=, ... (not ==, !=, <=, >=) */
+    static const char *const names[] = { "<<", "push", "append", "concat", "unshift", "prepend", "insert", "merge!",
+        "update", "clear", "replace", "freeze", "delete", "delete_at", "delete_if", "keep_if", "store", "pop", "shift",
+        "fill", "setbyte", "force_encoding", "compare_by_identity", "rehash", "initialize_copy",
+        "instance_variable_set", "extend", "define_singleton_method", NULL };
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
+    return false;
+}
+
 /* send / public_send / __send__(name, *args): the method call (with the block given to send), as
  * tpl_rb_send; tpl's hidden methods are Ruby's NoMethodError. */
 int r_any_send(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -4563,6 +4583,10 @@ int r_any_send(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (method_name(vm, a[1]) < 0) return -1;
     tpl_list *args = a[2].u.list;
     if (!public_name(a[1].u.s, a[1].len)) return no_method(vm, a[0], a[1].u.s, a[1].len);
+    if (send_changes_receiver(a[0], a[1].u.s, a[1].len))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: send of `%.*s', a method that changes its receiver "
+                            "in place, by a name known only at run time (call it directly, or send a Symbol literal)",
+                            (int)a[1].len, a[1].u.s);
     return tpl_rb_send(vm, a[0], a[1].u.s, a[1].len, args->items, (int)args->len, NULL, NULL, 0, out);
 }
 
