@@ -80,7 +80,8 @@ class TestBinding < Minitest::Test
       "<% @a.send(:push, 1) %><%= @a %>" => /`push' changes `@a' in place/,
       "<% @h.send(:[]=, 'k', 5) %><%= @h %>" => /`\[\]=' changes `@h' in place/,
       "<% @s.public_send(:upcase!) %><%= @s %>" => /`upcase!' changes `@s'/,
-      "<% s.__send__(:<<, 'x') %><%= s %>" => /`<<' changes `s' in place/ }.each { |src, pat| assert_refused(src, pat) }
+      "<% s.__send__(:<<, 'x') %><%= s %>" => /`<<' changes `s' in place/,
+      "<% @a.send(:map!) { |x| x } %><%= @a %>" => /`map!' changes `@a'/ }.each { |src, pat| assert_refused(src, pat) }
   end
 
   def test_ivar_and_local_of_one_name_stay_apart
