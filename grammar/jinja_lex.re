@@ -259,6 +259,65 @@ static int not_word(const tpl_jtok_vec *v)
     }
 }
 
+/* `not`, `true`, `false`, `none` (and True/False/None) are names to Jinja2's lexer too; its parser
+ * reads them as a constant or the operator only where an expression's primary stands. They are
+ * names where Jinja2 reads a name: a filter's name (`x|false`: "No filter named 'false'."), a call's
+ * keyword argument (`dict(not=1)`, `f(true=1)`: the next byte is a single `=`), and `not` as an
+ * assignment target (`{% set not = 1 %}`, `{% for not in xs %}`, `{% with not = 1 %}`, a macro's
+ * parameter); true/false/none as a set/for/with target stay constants (Jinja2: "can't assign to
+ * 'const'"). */
+static int const_word(const tpl_jtok_vec *v, int kind, const unsigned char *cur, const unsigned char *lim)
+{
+    size_t n = v->n;
+    if (n == 0) return kind;
+    int prev = tpl_jtok_kind(v, n - 1);
+    if (prev == TK_PIPE) return TK_NAME;
+    if (prev == TK_FILTER && n >= 2 && tpl_jtok_kind(v, n - 2) == TK_BLOCK_BEGIN) return TK_NAME;
+    if (kind == TK_NOT && n >= 2 && tpl_jtok_kind(v, n - 2) == TK_BLOCK_BEGIN &&
+        (prev == TK_SET || prev == TK_FOR || prev == TK_WITH))
+        return TK_NAME;
+    if (prev != TK_LPAREN && prev != TK_COMMA) return kind;
+    if (kind == TK_NOT && prev == TK_COMMA) {
+        /* `{% set a, not = ... %}`, `{% for (a, b), not in ... %}`: a name in the target's tuple of
+         * primaries (inside its parentheses, Jinja2 parses expressions: `(a, not)` stays `not`) */
+        size_t s = n - 1;
+        int d = 0;
+        while (s > 0) {
+            int k = tpl_jtok_kind(v, s);
+            if (k == TK_BLOCK_BEGIN || k == TK_VAR_BEGIN) break;
+            if (k == TK_RPAREN) d++;
+            else if (k == TK_LPAREN) { if (d == 0) break; d--; }
+            else if (d == 0 && k != TK_NAME && k != TK_COMMA) break;
+            s--;
+        }
+        int k = tpl_jtok_kind(v, s);
+        if (s > 0 && (k == TK_SET || k == TK_FOR) && tpl_jtok_kind(v, s - 1) == TK_BLOCK_BEGIN) return TK_NAME;
+    }
+    const unsigned char *p = cur;
+    while (p < lim && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    bool kwarg = p < lim && *p == '=' && !(p + 1 < lim && p[1] == '=');
+    /* the innermost open bracket */
+    size_t j = n;
+    int depth = 0;
+    while (j > 0) {
+        int k = tpl_jtok_kind(v, --j);
+        if (k == TK_BLOCK_BEGIN || k == TK_VAR_BEGIN) return kind;
+        if (k == TK_RPAREN || k == TK_RBRACKET || k == TK_RBRACE) depth++;
+        else if (k == TK_LPAREN || k == TK_LBRACKET || k == TK_LBRACE) {
+            if (depth == 0) break;
+            depth--;
+        }
+    }
+    if (tpl_jtok_kind(v, j) != TK_LPAREN || j == 0) return kind;
+    /* a macro's parameter list: `{% macro m(not) %}`, `m(not=1)` (true there: the parser refuses
+     * it as Jinja2's parse_signature does, "can't assign to 'name'") */
+    /* and a call block's: `{% call(not) m() %}` */
+    if ((j >= 3 && tpl_jtok_kind(v, j - 2) == TK_MACRO && tpl_jtok_kind(v, j - 3) == TK_BLOCK_BEGIN) ||
+        (j >= 2 && tpl_jtok_kind(v, j - 1) == TK_CALL && tpl_jtok_kind(v, j - 2) == TK_BLOCK_BEGIN))
+        return p < lim && (*p == ',' || *p == ')' || kwarg) ? TK_NAME : kind;
+    return kwarg && ends_operand(v, j - 1) ? TK_NAME : kind;
+}
+
 /* ---- the scanner ---- */
 
 typedef struct lexer {
@@ -522,6 +581,8 @@ static bool scan_tag(lexer *lx, int tag)
                 kind = operator_word(lx->out, kind);
             else if (kind == TK_NOT)
                 kind = not_word(lx->out);
+            if (kind == TK_NOT || kind == TK_TRUE || kind == TK_FALSE || kind == TK_NONE)
+                kind = const_word(lx->out, kind, lx->cur, lx->lim);
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
         }
@@ -554,6 +615,8 @@ static bool scan_tag(lexer *lx, int tag)
                 kind = operator_word(lx->out, kind);
             else if (kind == TK_NOT)
                 kind = not_word(lx->out);
+            if (kind == TK_NOT || kind == TK_TRUE || kind == TK_FALSE || kind == TK_NONE)
+                kind = const_word(lx->out, kind, lx->cur, lx->lim);
             if (!emit(lx, kind, lx->tok, n, 0)) return false;
             continue;
         }

@@ -253,6 +253,7 @@ block_opts(A) ::= SCOPED. { A = 1; }
 block_opts(A) ::= REQUIRED. { A = 2; }
 block_opts(A) ::= SCOPED REQUIRED. { A = 3; }
 %type block_end_name {tpl_token}
+%type pname {tpl_token}
 block_end_name(A) ::= . { memset(&A, 0, sizeof A); }
 block_end_name(A) ::= NAME(T). { A = T; }
 
@@ -261,9 +262,24 @@ params(A) ::= . { A = NULL; }
 params ::= param_list.
 /* (parse_signature wants a name after each comma: no trailing comma) */
 param_list ::= param.
-param_list(A) ::= param_list(L) COMMA param(P). { A = tpl_node_append(L, P); }
-param(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-param(A) ::= NAME(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
+param_list(A) ::= param_list(L) COMMA param(P). {
+    /* parse_signature: "non-default argument follows default argument" */
+    if (P && P->kind != TPL_N_KWARG) {
+        for (const tpl_node *q = L; q; q = q->next)
+            if (q->kind == TPL_N_KWARG) { tpl_pctx_error(ctx, P->off, "non-default argument follows default argument"); break; }
+    }
+    A = tpl_node_append(L, P);
+}
+param(A) ::= pname(T). { A = tpl_p_name(ctx, T); }
+param(A) ::= pname(T) ASSIGN expr(E). { A = with_val(NODE(KWARG, T.off, E, NULL), tpl_p_tokstr(ctx, T)); }
+/* parse_assign_target(name_only=True): true/false/none (the lexer's names there) are refused */
+pname(A) ::= NAME(T). {
+    A = T;
+    static const char *const consts[] = { "true", "false", "none", "True", "False", "None" };
+    for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
+        if (T.len == strlen(consts[i]) && memcmp(ctx->src + T.off, consts[i], T.len) == 0)
+            tpl_pctx_error(ctx, T.off, "can't assign to 'name'");
+}
 
 /* Jinja2's parse_with: `target = expr` items joined by commas (no trailing one), each target an
  * assignment target with tuples (`a, (b, c) = ...`), each value an expression (no tuple) */
