@@ -828,6 +828,10 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
         expect_fail(c, t, "end of statement block", got);
         return;
     }
+    if (prev == TK_AS && !c->nest && (c->tag == TK_IMPORT || (c->tag == TK_FROM && c->prev2_kind == TK_NAME))) {
+        expect_fail(c, t, "name", got); /* the alias after `as`: `{% import "a" as %}` */
+        return;
+    }
     if (ends_operand(c, prev, c->prev_flag)) {
         const char *want = NULL;
         if (c->nest) want = (nk & 0xF) == TPL_NK_GROUP ? ")" : (nk & 0xF) == TPL_NK_DICT && !(nk & TPL_NK_COLON) ? ":" : ",";
