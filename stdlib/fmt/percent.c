@@ -873,11 +873,13 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         av.idx = 0;
     }
     /* Python treats any non-tuple, non-str object with __getitem__ as a mapping for %(key)s, and
-     * then does not count it as an argument: dicts, lists, ranges and Jinja2's Undefined (whose
-     * __getitem__ raises only when called: "abc" % missing is "abc"), not dict views or iterators
-     * ("abc" % d.items() is "not all arguments converted"). */
-    bool mapping = !tuple && (args.type == TPL_T_MAP || (args.type == TPL_T_LIST && args.aux <= TPL_LAZY_RANGE) ||
-                              args.type == TPL_T_UNDEF);
+     * then does not count it as an argument: dicts, lists, ranges, a types.GenericAlias (dict['a'])
+     * and Jinja2's Undefined (whose __getitem__ raises only when called: "abc" % missing is "abc"),
+     * not dict views or iterators ("abc" % d.items() is "not all arguments converted"), nor a
+     * namespace(), cycler() (a namespace here), joiner, loop, macro or class. */
+    tpl_vtype vt = tpl_value_vtype(args, false);
+    bool mapping = !tuple && (vt == TPL_VT_DICT || vt == TPL_VT_LIST || vt == TPL_VT_RANGE ||
+                              vt == TPL_VT_UNDEFINED || vt == TPL_VT_GENERIC_ALIAS);
     const char *s = fmt.u.s;
     size_t n = fmt.len, i = 0;
     tpl_sb b;
@@ -910,7 +912,16 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             if (args.type == TPL_T_UNDEF) /* Undefined.__getitem__ */
                 return tpl_undefined_error(vm, args);
             if (args.type == TPL_T_LIST)
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "list indices must be integers or slices, not str");
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%s indices must be integers or slices, not str",
+                                    vt == TPL_VT_RANGE ? "range" : "list");
+            if (vt == TPL_VT_GENERIC_ALIAS) { /* types.GenericAlias.__getitem__ */
+                tpl_sb rb;
+                tpl_sb_init(&rb, AR(vm));
+                tpl_py_repr(&rb, args);
+                if (rb.failed)
+                    return tpl_vm_sb_error(vm, &rb, "while getting the repr of an object");
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s is not a generic class", (int)rb.len, rb.p);
+            }
             tpl_value *v = tpl_map_get(args.u.map, key);
             if (!v)
                 return tpl_vm_fail(vm, TPL_EK_KEY, "'%.*s'", (int)key.len, key.u.s);
