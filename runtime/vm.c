@@ -267,6 +267,18 @@ int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
     return 0;
 }
 
+/* A dict entry as the (key, value) tuple items() yields, in the render's arena. */
+static int entry_pair(tpl_vm *vm, tpl_value key, tpl_value val, tpl_value *out) {
+    tpl_list *pair = tpl_list_new(&vm->arena, 2);
+    if (!pair) return tpl_vm_nomem(vm);
+    pair->items[0] = key;
+    pair->items[1] = val;
+    pair->len = 2;
+    *out = tpl_v_list(pair);
+    out->flags = TPL_F_TUPLE;
+    return 0;
+}
+
 /* l's items made from dict m's entries (the view's kind what), then m and the stamp: an int value, the
  * render's count of dict changes then, aux the dict's gen, len the room of the array (items past the
  * two tail slots), flags VIEW_KEPT once something may keep the array (tpl_vm_view_sync). A refill
@@ -292,13 +304,7 @@ static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what, bool refill)
                 items[i] = old[i]; /* (the same entry: its tuple again) */
                 continue;
             }
-            tpl_list *pair = tpl_list_new(&vm->arena, 2);
-            if (!pair) return tpl_vm_nomem(vm);
-            pair->items[0] = m->e[i].key;
-            pair->items[1] = m->e[i].val;
-            pair->len = 2;
-            items[i] = tpl_v_list(pair);
-            items[i].flags = TPL_F_TUPLE;
+            if (entry_pair(vm, m->e[i].key, m->e[i].val, &items[i]) < 0) return -1;
         } else {
             items[i] = what == 1 ? m->e[i].key : m->e[i].val;
         }
@@ -1048,13 +1054,7 @@ int tpl_vm_dict_iter_sync(tpl_vm *vm, tpl_value v)
     for (uint32_t i = 0; i < p; i++) { /* (in place: p <= len) */
         const tpl_entry *e = &m->e[p - 1 - i];
         if (v.aux == TPL_LAZY_DICT_REVITEMS) {
-            tpl_list *pair = tpl_list_new(&vm->arena, 2);
-            if (!pair) return oom(vm);
-            pair->items[0] = e->key;
-            pair->items[1] = e->val;
-            pair->len = 2;
-            l->items[i] = tpl_v_list(pair);
-            l->items[i].flags = TPL_F_TUPLE;
+            if (entry_pair(vm, e->key, e->val, &l->items[i]) < 0) return -1;
         } else {
             l->items[i] = v.aux == TPL_LAZY_DICT_REVVALUES ? e->val : e->key;
         }
@@ -1099,13 +1099,7 @@ static int dict_next(tpl_vm *vm, tpl_loop *l, tpl_value *out)
     if (l->dict_what == 0) *out = key;
     else if (l->dict_what == 2) *out = *val;
     else {
-        tpl_list *pair = tpl_list_new(&vm->arena, 2);
-        if (!pair) return oom(vm);
-        pair->items[0] = key;
-        pair->items[1] = *val;
-        pair->len = 2;
-        *out = tpl_v_list(pair);
-        out->flags = TPL_F_TUPLE;
+        if (entry_pair(vm, key, *val, out) < 0) return -1;
     }
     return 1;
 }
@@ -2384,13 +2378,7 @@ static int pend_src(tpl_vm *vm, tpl_pending *p, uint32_t k, tpl_list **out)
         for (uint32_t i = 0; i < k; i++) {
             const tpl_entry *e = &m->e[p->pos + i];
             if (s.aux == TPL_LAZY_DICT_ITEMS) {
-                tpl_list *pair = tpl_list_new(&vm->arena, 2);
-                if (!pair) return oom(vm);
-                pair->items[0] = e->key;
-                pair->items[1] = e->val;
-                pair->len = 2;
-                l->items[i] = tpl_v_list(pair);
-                l->items[i].flags = TPL_F_TUPLE;
+                if (entry_pair(vm, e->key, e->val, &l->items[i]) < 0) return -1;
             } else {
                 l->items[i] = s.aux == TPL_LAZY_DICT_VALUES ? e->val : e->key;
             }
