@@ -361,6 +361,22 @@ _STATEMENT = re.compile(r"\{%.*?%\}", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def _call_in_waiter(q, f, args, kwargs):
+    """Runs f(*args, **kwargs) in the thread reading q (a render's pieces or replies) and returns
+    its result or raises its exception here."""
+    import queue
+
+    reply = queue.SimpleQueue()
+    q.put(("call", (f, args, kwargs, reply, _RENDERING.get(None))))
+    ok, v = reply.get()
+    if ok:
+        return v
+    try:
+        raise v
+    finally:
+        v = None
+
+
 def _bound_names(sources):
     """Every identifier inside a statement tag ({% ... %}) of the sources: a superset of the names
     a template binds (set, for, macro and call arguments, with, import), which a Context does
@@ -1650,15 +1666,7 @@ class _ModuleServer:
             # (threading.local, threading.current_thread(): the caller's)
             if not calling[0]:
                 return f(*args, **(kwargs or {}))
-            reply = queue.SimpleQueue()
-            resp.put(("call", (f, args, kwargs, reply, _RENDERING.get(None))))
-            ok, v = reply.get()
-            if ok:
-                return v
-            try:
-                raise v
-            finally:
-                v = None
+            return _call_in_waiter(resp, f, args, kwargs)
 
         def next_call():
             # the callables a macro calls see the caller's context variables (contextvars: say,
@@ -1787,15 +1795,7 @@ def _generate(template, t, ctx, eg, parent=None):
     def dispatch(f, args, kwargs):
         # (in the render's thread) a Python callable the render calls runs in the thread that
         # takes the pieces, as Jinja2's generator runs the template there
-        reply = queue.SimpleQueue()
-        pieces.put(("call", (f, args, kwargs, reply, _RENDERING.get(None))))
-        ok, v = reply.get()
-        if ok:
-            return v
-        try:
-            raise v
-        finally:
-            v = None
+        return _call_in_waiter(pieces, f, args, kwargs)
 
     def work():
         cell = None
