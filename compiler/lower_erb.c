@@ -3565,6 +3565,17 @@ static void defined_all(erb_low *L, tpl_node **parts, int n, const char *what, i
     tpl_c_patch(C, end, tpl_c_here(C));
 }
 
+/* defined?'s answer from the value on the stack: "method" when it is truthy (Ruby's), else nil. */
+static void method_or_nil(erb_low *L)
+{
+    uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+    push_str(L, "method");
+    uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+    tpl_c_patch(C, no, tpl_c_here(C));
+    push_str(L, NULL);
+    tpl_c_patch(C, end, tpl_c_here(C));
+}
+
 /* defined? of a receiver-less method name with a self (erb_self): "method" when self answers
  * respond_to?(name, true) when it runs (private methods too, as Ruby's defined?), else nil */
 static void self_method_what(erb_low *L, tpl_value name, uint32_t off)
@@ -3574,12 +3585,7 @@ static void self_method_what(erb_low *L, tpl_value name, uint32_t off)
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_CALL_SELF_RB, tpl_c_name(C, S("respond_to?")), -1);
     tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
-    uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
-    push_str(L, "method");
-    uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
-    tpl_c_patch(C, no, tpl_c_here(C));
-    push_str(L, NULL);
-    tpl_c_patch(C, end, tpl_c_here(C));
+    method_or_nil(L);
 }
 
 static void defined_(erb_low *L, tpl_node *e, int depth)
@@ -3618,12 +3624,7 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
             }
             tpl_c_emit(C, L->in_def ? TPL_OP_LOAD_ROOT : TPL_OP_LOAD_SLOT, d->slot, 1);
             tpl_c_word(C, tpl_c_name(C, S("(def)")));
-            uint32_t no = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
-            push_str(L, "method");
-            uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
-            tpl_c_patch(C, no, tpl_c_here(C));
-            push_str(L, NULL);
-            tpl_c_patch(C, end, tpl_c_here(C));
+            method_or_nil(L);
             if (!L->in_def) {
                 tpl_c_at(C, e->off);
                 tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
