@@ -98,6 +98,7 @@ typedef struct tpl_library {
     int (*remembers_kept)(tpl_vm *vm, const char *s, size_t n, tpl_value *out, uint64_t *kept);
     /* builtin ids the VM refers to */
     uint16_t id_escape, id_default, id_length, id_upper, id_lower, id_join, id_trim;
+    uint16_t id_first, id_last; /* (a dict view's first or last item read from its dict) */
     uint16_t id_raise_exception, id_strftime_now, id_remembers;
     /* a list's or dict's mutating method (tpl_getattr): bound to its "access ... is unsafe."
      * message, it raises that when called */

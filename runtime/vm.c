@@ -293,7 +293,8 @@ static int view_fill(tpl_vm *vm, tpl_list *l, tpl_map *m, int what, bool refill)
         items = old;
         room = old[oldn + 1].len;
     } else {
-        if (refill) room = m->len + m->len / 2; /* (a view read again after changes: room to grow) */
+        if (refill && !(old[oldn + 1].flags & VIEW_EMPTY))
+            room = m->len + m->len / 2; /* (a view read again after changes: room to grow; its first fill exact) */
         if (!(items = tpl_arena_alloc(&vm->arena, ((size_t)room + 2) * sizeof *items))) return tpl_vm_nomem(vm);
     }
     for (uint32_t i = 0; i < m->len; i++) {
@@ -3781,6 +3782,17 @@ static inline __attribute__((always_inline)) int filter_op(tpl_vm *vm, uint32_t 
     if (__builtin_expect(npos && args[0].type == TPL_T_LIST && (args[0].flags & TPL_F_VIEW_DICT), 0)) {
         if (a == tpl_stdlib.id_length && npos == 1 && nkw == 0 && op != TPL_OP_TEST && tpl_is_view(args[0])) {
             args[0] = tpl_v_int(tpl_view_dict(args[0])->len); /* (len(view): its dict's, nothing made) */
+            return 0;
+        }
+        if ((a == tpl_stdlib.id_first || a == tpl_stdlib.id_last) && npos == 1 && nkw == 0 && op != TPL_OP_TEST &&
+            tpl_is_view(args[0]) && tpl_view_dict(args[0])->len) {
+            /* first / last of a view: its dict's first or last entry, nothing made (Jinja2's
+             * next(iter(view)) and next(iter(reversed(view))) read one entry) */
+            const tpl_map *m = tpl_view_dict(args[0]);
+            const tpl_entry *e = &m->e[a == tpl_stdlib.id_first ? 0 : m->len - 1];
+            int what = args[0].aux - TPL_LAZY_DICT_ITEMS;
+            if (what == 0) return entry_pair(vm, e->key, e->val, &args[0]);
+            args[0] = what == 1 ? e->key : e->val;
             return 0;
         }
         if (tpl_vm_view_sync(vm, args[0]) < 0) return -1; /* (a dict view: the fast paths read its items) */
