@@ -2311,6 +2311,15 @@ int tpl_pend_range(tpl_vm *vm, tpl_value r, bool rev, tpl_value *out)
     return 0;
 }
 
+int tpl_pend_revlist(tpl_vm *vm, tpl_value l, tpl_value *out)
+{
+    tpl_pending *p = pend_new(vm, l, TPL_LAZY_LIST_REVITER, out);
+    if (!p) return oom(vm);
+    p->rev = true;
+    p->pos = l.u.list->len;
+    return 0;
+}
+
 /* Appends the n items at x to p's produced items. */
 static int pend_push(tpl_vm *vm, tpl_pending *p, const tpl_value *x, uint32_t n)
 {
@@ -2393,13 +2402,20 @@ static int pend_src(tpl_vm *vm, tpl_pending *p, uint32_t k, tpl_list **out)
     if (tpl_to_list(vm, s, &all) < 0) return -1;
     tpl_list *l = tpl_arena_alloc(&vm->arena, sizeof *l);
     if (!l) return oom(vm);
+    if (p->rev) { /* Python's list_reverseiterator: pos is its next index + 1, made when reversed() was
+                   * called; it ends (for good) when that index is past the list's length now */
+        uint32_t n = 0, cap = k == UINT32_MAX ? (p->pos < all->len ? (uint32_t)p->pos : all->len) : k;
+        if (!(l->items = tpl_arena_alloc(&vm->arena, (cap ? cap : 1) * sizeof *l->items))) return oom(vm);
+        while (n < cap && p->pos > 0 && p->pos <= all->len) l->items[n++] = all->items[--p->pos];
+        if (n < cap || !p->pos) p->pos = 0;
+        l->len = l->cap = n;
+        *out = l;
+        return 0;
+    }
     uint64_t left = p->pos < all->len ? all->len - p->pos : 0;
     if (k > left) k = (uint32_t)left;
     l->len = l->cap = k;
-    if (p->rev) {
-        if (!(l->items = tpl_arena_alloc(&vm->arena, (k ? k : 1) * sizeof *l->items))) return oom(vm);
-        for (uint32_t i = 0; i < k; i++) l->items[i] = all->items[all->len - 1 - (p->pos + i)];
-    } else {
+    {
         l->items = k ? all->items + p->pos : all->items; /* (items may be NULL when empty) */
     }
     p->pos += k;
@@ -2418,9 +2434,21 @@ static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want)
         else if (!p->fn || need == UINT32_MAX) k = need;
         else if (!p->per) k = 1;
         else k = need > (UINT32_MAX - 1) / p->per ? UINT32_MAX : need * p->per;
+        if (p->ahead && p->fn && p->per && p->per != UINT32_MAX && k != UINT32_MAX && k < UINT32_MAX - 1)
+            k += p->has_held ? 0 : 1; /* the look-ahead item */
         tpl_list *chunk = NULL;
         if (pend_src(vm, p, k, &chunk) < 0) return -1;
         if (chunk->len < k || (k == UINT32_MAX && !p->each)) p->done = true;
+        if (p->ahead && (p->has_held || (!p->done && chunk->len))) { /* held item first, the last one held back */
+            uint32_t n = chunk->len + (p->has_held ? 1 : 0) - (p->done ? 0 : 1);
+            tpl_list *c = tpl_list_new(&vm->arena, n ? n : 1);
+            if (!c) return oom(vm);
+            if (p->has_held) c->items[c->len++] = p->held;
+            for (uint32_t i = 0; c->len < n; i++) c->items[c->len++] = chunk->items[i];
+            p->has_held = !p->done;
+            if (p->has_held) p->held = chunk->items[chunk->len - 1];
+            chunk = c;
+        }
         if (!chunk->len && !(p->whole && p->fn)) break;
         if (!p->fn) {
             if (pend_push(vm, p, chunk->items, chunk->len) < 0) return -1;

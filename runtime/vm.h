@@ -300,6 +300,10 @@ typedef struct tpl_pending {
                          * at the first pull, which checks the dict's size then (dict_len) at each */
     uint32_t dict_len;
     uint64_t dict_seen; /* (vm.c dict_replay) */
+    bool ahead;         /* the stage's generator pulls one source item past each item it yields (Jinja2's
+                         * batch: `for item in value: if len(tmp) == n: yield tmp ...`), held here */
+    bool has_held;
+    tpl_value held;
 } tpl_pending;
 static inline tpl_pending *tpl_pend_of(tpl_value v)
 {
@@ -313,6 +317,10 @@ int tpl_pend_stage(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a
 int tpl_pend_whole(tpl_vm *vm, tpl_value src, tpl_pend_fn fn, const tpl_value *a, int na, tpl_value *out);
 /* An iterator over the items of range r (any range), reversed when rev (a range_iterator). */
 int tpl_pend_range(tpl_vm *vm, tpl_value r, bool rev, tpl_value *out);
+/* reversed(l) of a list l: Python's list_reverseiterator over the live list (its index starts at
+ * len(l) - 1 now; a change of l by the time it is read is seen; it ends when the index is past
+ * the list's end). */
+int tpl_pend_revlist(tpl_vm *vm, tpl_value l, tpl_value *out);
 /* Takes up to n items (UINT32_MAX: all) of iterator *v: *v becomes a list of them (a plain
  * iterator list, not pending), the iterator keeps the rest. */
 int tpl_take_iter(tpl_vm *vm, tpl_value *v, uint32_t n);

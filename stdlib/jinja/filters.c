@@ -360,7 +360,12 @@ int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     /* a batch takes linecount source items (all of them when that is not a small positive int) */
     uint32_t per = a[1].type == TPL_T_INT && a[1].u.i > 0 && a[1].u.i < 1000000 ? (uint32_t)a[1].u.i : UINT32_MAX;
-    return lazy_generator(vm, f_batch_list, per, a, out);
+    if (lazy_generator(vm, f_batch_list, per, a, out) < 0)
+        return -1;
+    tpl_pending *p = tpl_pend_of(*out);
+    if (p) /* a batch is yielded when the item after it is taken */
+        p->ahead = true;
+    return 0;
 }
 
 static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -1293,6 +1298,12 @@ static int f_items_stage(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* Jinja2's items is a generator: the mapping's items (or its TypeError) when first used. */
 int f_items(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[0].type == TPL_T_MAP && !(a[0].flags & TPL_F_NS)) { /* `yield from value.items()`: live, from the first pull */
+        tpl_value view;
+        if (tpl_vm_view_new(vm, a[0], 0, &view) < 0)
+            return -1;
+        return tpl_pend_stage(vm, view, NULL, NULL, 0, 1, TPL_LAZY_GENERATOR, out);
+    }
     tpl_list *one = tpl_list_new(AR(vm), 1);
     if (!one || !tpl_list_push(AR(vm), one, a[0]))
         return OOM();
@@ -1323,6 +1334,8 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_pend_range(vm, v, true, out);
     if (v.type != TPL_T_LIST && v.type != TPL_T_MAP && v.type != TPL_T_UNDEF && v.type != TPL_T_LOOP)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "argument must be iterable");
+    if (v.type == TPL_T_LIST && !v.aux && !(v.flags & TPL_F_TUPLE)) /* reversed(list): over the live list */
+        return tpl_pend_revlist(vm, v, out);
     if (tpl_iter_list(vm, v, &l) < 0)
         return -1;
     tpl_list *r = tpl_list_new(AR(vm), l->len + 2);
@@ -1678,12 +1691,16 @@ static int f_unique_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value b[4] = { a[0], a[1], a[2], tpl_v_unset() };
-    if (a[0].type == TPL_T_LIST) {
+    bool dict = a[0].type == TPL_T_MAP && !(a[0].flags & TPL_F_NS);
+    if (a[0].type == TPL_T_LIST || dict) {
         tpl_map *seen = tpl_map_new(AR(vm), 8);
         if (!seen)
             return OOM();
         b[3] = tpl_v_map(seen);
-        return tpl_pend_stage(vm, a[0], f_unique_list, b, 4, 0, TPL_LAZY_GENERATOR, out);
+        tpl_value src = a[0];
+        if (dict && tpl_vm_view_new(vm, a[0], 1, &src) < 0) /* iter(d): its keys, live (vm.c pend_src) */
+            return -1;
+        return tpl_pend_stage(vm, src, f_unique_list, b, 4, 0, TPL_LAZY_GENERATOR, out);
     }
     return generator(f_unique_list(vm, b, out), out);
 }
