@@ -999,12 +999,45 @@ static int name_method(const tpl_name *nm, int kind)
  * length and revindex drain the iterator, last and nextitem peek one item ahead, as Jinja2's. */
 static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want);
 
+/* Since when dict m may hold a deleted entry in CPython's table (a dict_del_n), UINT64_MAX: it does not. */
+static uint64_t dict_hole_since(const tpl_vm *vm, const tpl_map *m)
+{
+    if (vm->dict_hole_all_gen == vm->gen && vm->gen) return 0;
+    for (uint32_t i = 0; i < vm->dict_hole_n; i++)
+        if (vm->dict_hole[i].m == m && vm->dict_hole[i].gen == vm->gen) return vm->dict_hole[i].at;
+    return UINT64_MAX;
+}
+
+static void dict_hole_set(tpl_vm *vm, const tpl_map *m, uint64_t at)
+{
+    uint32_t i, n = 0;
+    for (i = 0; i < vm->dict_hole_n; i++) /* (this render's others kept) */
+        if (vm->dict_hole[i].gen == vm->gen && vm->dict_hole[i].m != m) vm->dict_hole[n++] = vm->dict_hole[i];
+    vm->dict_hole_n = n;
+    if (at == UINT64_MAX) return;
+    if (n == TPL_DICT_HOLES) { vm->dict_hole_all_gen = vm->gen; return; }
+    vm->dict_hole[vm->dict_hole_n++] = (struct tpl_dict_hole){ m, at, vm->gen };
+}
+
+void tpl_vm_dict_holed(tpl_vm *vm, const tpl_map *m, const tpl_map *from)
+{
+    uint64_t was = dict_hole_since(vm, m);
+    if (from) {
+        uint64_t f = dict_hole_since(vm, from);
+        if (f != UINT64_MAX && was == UINT64_MAX) dict_hole_set(vm, m, f);
+    } else if (was == UINT64_MAX) {
+        dict_hole_set(vm, m, vm->dict_del_n); /* (the deletion logged next) */
+    }
+}
+
 void tpl_vm_dict_deleted(tpl_vm *vm, const tpl_map *m, uint32_t at, uint32_t n)
 {
     struct tpl_dict_del *d = &vm->dict_del[vm->dict_del_n++ % TPL_DICT_DEL_LOG];
     d->m = m;
     d->at = at;
     d->n = n;
+    d->hole = dict_hole_since(vm, m);
+    if (n == UINT32_MAX) dict_hole_set(vm, m, UINT64_MAX); /* CPython's clear: a new empty table */
 }
 
 /* The deletions from dict m since *seen (vm->dict_del_n then) replayed on *p, a count of m's first
@@ -1013,16 +1046,18 @@ void tpl_vm_dict_deleted(tpl_vm *vm, const tpl_map *m, uint32_t at, uint32_t n)
  * ones follow the last. 0; -1 (a located refusal) when an entry below it was deleted: CPython's
  * index then counts a deleted entry, and an insertion that rebuilds its table (which depends on the
  * table's size, which tpl does not follow) moves the entries under it, so what the iterator yields
- * next, or whether it raises "dictionary keys changed", is not known; so when m was cleared (a new
- * table) or the log no longer holds all the deletions since. (The size is the same: the caller
- * raised "changed size" else, so entries were also added.) */
+ * next, or whether it raises "dictionary keys changed", is not known; so when m held a deleted entry
+ * since before the last step (the iterator may have passed it: its index counts it) and changes now,
+ * or the log no longer holds all the deletions since. A clear() makes CPython's table anew: the
+ * iterator's index is then one into the entries added since, as tpl's place p. (The size is the
+ * same: the caller raised "changed size" else, so entries were also added.) */
 static int dict_replay(tpl_vm *vm, const tpl_map *m, uint64_t *seen, uint32_t p)
 {
     if (*seen == vm->dict_del_n) return 0;
     bool lost = vm->dict_del_n - *seen > TPL_DICT_DEL_LOG;
     for (uint64_t k = *seen; k < vm->dict_del_n && !lost; k++) {
         const struct tpl_dict_del *d = &vm->dict_del[k % TPL_DICT_DEL_LOG];
-        if (d->m == m && (d->n == UINT32_MAX || d->at < p)) lost = true;
+        if (d->m == m && ((d->hole != UINT64_MAX && d->hole < *seen) || (d->n != UINT32_MAX && d->at < p))) lost = true;
     }
     if (lost)
         return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a dict whose keys were deleted and added while a loop "

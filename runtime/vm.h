@@ -127,6 +127,10 @@ int tpl_vm_view_sync(tpl_vm *vm, tpl_value v);
 /* Jinja's dict methods tell the VM of each deletion, before it is made: n entries from index at of
  * dict m (n UINT32_MAX: m is cleared), which dict loops and reversed() iterators over m replay. */
 void tpl_vm_dict_deleted(tpl_vm *vm, const tpl_map *m, uint32_t at, uint32_t n);
+/* dict.pop and dict.copy tell the VM that dict m may hold a deleted entry in CPython's table (pop
+ * leaves one; copy may clone the table of `from`, a dict that may): a dict iterator's index then
+ * counts it, which a change of the dict while it iterates may make wrong (vm.c dict_replay). */
+void tpl_vm_dict_holed(tpl_vm *vm, const tpl_map *m, const tpl_map *from);
 /* reversed(d) and reversed(d.keys()...) (a TPL_F_VIEW_DICT iterator: its items, then the dict, then
  * a stamp from tpl_vm_dict_stamp): tpl_vm_dict_iter_sync makes its items those CPython's reverse
  * dict iterator yields from the dict as it is now (RuntimeError when the dict changed size). */

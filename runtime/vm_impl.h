@@ -15,6 +15,7 @@
 #define TPL_VM_CAPTURES 256  /* nested captures (set blocks, macro bodies) */
 #define TPL_VM_OUT_PIECE 4096 /* a streaming render's output buffer at its start (tpl_render_set_output) */
 #define TPL_DICT_DEL_LOG 32   /* dict deletions a loop over a dict replays (tpl_vm.dict_del) */
+#define TPL_DICT_HOLES 16     /* dicts known to hold deleted entries (tpl_vm.dict_hole) */
 #define TPL_VM_NAME_HITS 128 /* the names of a rendered program whose state lookups a render keeps */
 /* Nested runs of the VM (macro calls, blocks yielded to, templates included or imported at
  * render time) recurse on the C stack, a few KiB a level: whatever limits.max_depth allows, a
@@ -243,8 +244,13 @@ struct tpl_vm {
      * of dict m (n UINT32_MAX: cleared), entry k of the log at k % TPL_DICT_DEL_LOG; dict_del_n counts
      * them all. A loop or reversed() iterator over a dict replays those since its last step on its
      * place in the dict, as CPython's dict iterator's index into its entries (vm.c dict_replay). */
-    struct tpl_dict_del { const tpl_map *m; uint32_t at, n; } dict_del[TPL_DICT_DEL_LOG];
+    struct tpl_dict_del { const tpl_map *m; uint32_t at, n; uint64_t hole; } dict_del[TPL_DICT_DEL_LOG];
     uint64_t dict_del_n;
+    /* The dicts of this render (gen) that may hold a deleted entry in CPython's table: since the
+     * deletion dict_del_n counted then (the log's hole: m's then; vm.c tpl_vm_dict_holed). Past
+     * TPL_DICT_HOLES dicts, any dict may (hole_all_gen). */
+    struct tpl_dict_hole { const tpl_map *m; uint64_t at; uint32_t gen; } dict_hole[TPL_DICT_HOLES];
+    uint32_t dict_hole_n, dict_hole_all_gen;
     uint64_t dict_changes;  /* changes of dicts by their methods (tpl_vm_map_owned): a view is fresh while
                              * this is its stamp's (tpl_vm_view_sync) */
     bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,

@@ -812,6 +812,7 @@ int m_map_copy(tpl_vm *vm, tpl_value *a, tpl_value *out)
     for (uint32_t i = 0; i < m->len; i++)
         if (!tpl_map_append(AR(vm), c, m->e[i].key, m->e[i].hash, m->e[i].val))
             return OOM();
+    tpl_vm_dict_holed(vm, c, m); /* (PyDict_Copy may clone the table, deleted entries too) */
     *out = tpl_v_map(c);
     return 0;
 }
@@ -1481,6 +1482,7 @@ int m_map_pop(tpl_vm *vm, tpl_value *a, tpl_value *out)
     uint32_t at = (uint32_t)(e - a[0].u.map->e);
     if (tpl_vm_map_own(vm, a[0], "dict.pop") < 0)
         return -1;
+    tpl_vm_dict_holed(vm, a[0].u.map, NULL);
     tpl_vm_dict_deleted(vm, a[0].u.map, at, 1);
     tpl_map_del(a[0].u.map, key);
     tpl_vm_map_owned(vm, a[0]);
