@@ -1035,6 +1035,12 @@ static void load_name(tpl_comp *c, tpl_value name)
             else if (name_eq(name, "kwargs", 6)) f->uses_kwargs = true;
             else if (name_eq(name, "caller", 6)) f->uses_caller = true;
         }
+    if (r == R_GLOBAL && c->syn == TPL_SYN_JINJA && name_eq(name, "self", 4)) {
+        /* Jinja2's TemplateReference (printed with the template's loader name, compared by identity) */
+        cerror(c, c->cur_off, "unsupported: `self` other than `self.BLOCK()` of a block of this template "
+               "(Jinja2's TemplateReference)");
+        return;
+    }
     switch (r) {
     case R_GLOBAL: emit(c, TPL_OP_LOAD_NAME, k, 1); return;
     case R_BUILTIN: emit(c, TPL_OP_LOAD_GLOBAL, k, 1); return;
@@ -3608,10 +3614,13 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         c->fn->loop = save_loop;
         return true;
     }
-    if (fn->kind == TPL_N_GETATTR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
-        c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, fn->val)) {
+    tpl_value bname = fn->kind == TPL_N_GETATTR ? fn->val : /* self.name() or self["name"]() */
+                      fn->kind == TPL_N_GETITEM && fn->b->kind == TPL_N_CONST && fn->b->val.type == TPL_T_STR ? fn->b->val
+                                                                                                              : tpl_v_none();
+    if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
+        c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, bname)) {
         emit(c, TPL_OP_CAPTURE, 0, 0);
-        compile_block(c, fn->val, 0, n->off, BLOCK_SEE_TOP);
+        compile_block(c, bname, 0, n->off, BLOCK_SEE_TOP);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
         return true;
