@@ -348,6 +348,86 @@ static void blk_push(erb_low *L, const tpl_node *call, const tpl_node *blk, uint
 
 static void blk_pop(erb_low *L) { L->nblk--; }
 
+/* Block parameters tpl binds as they come (names and destructured lists of names): no *rest, default,
+ * keyword, **opts or &blk one, which make the block bind its own (block_sub's descriptor). */
+static bool params_simple(const tpl_node *p)
+{
+    for (; p; p = p->next) {
+        if (p->kind == TPL_N_LIST) { if (!params_simple(p->a)) return false; continue; }
+        if (p->kind != TPL_N_NAME || p->op) return false;
+    }
+    return true;
+}
+
+/* A Proc's or block's own binding (stdlib/ruby/ruby.c bind_block): the descriptor of params, "lead opt rest
+ * post lambda kwrest blk" then each keyword's name (`!` after a required one), in the order Ruby allows
+ * (else a located syntax error); *count the values it binds, *nreq / *nopt its arity's required parameters
+ * and optional ones (a *rest counting as one). Returns the descriptor's constant, UINT32_MAX on an error. */
+static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *count, int *nreq, int *nopt)
+{
+    int lead = 0, opt = 0, rest = 0, post = 0, kwrest = 0, blk = 0, nkw = 0, kwreq = 0, stage = 0;
+    char names[1600];
+    size_t nl = 0;
+    for (const tpl_node *p = params; p; p = p->next) {
+        int st;   /* 0 lead, 1 opt, 2 rest, 3 post, 4 keyword, 5 **, 6 & */
+        if (p->kind == TPL_N_LIST) {
+            if (!params_simple(p->a)) { tpl_c_error(C, p->off, "unsupported Ruby construct: a *rest, default or keyword parameter inside a destructured block parameter"); return UINT32_MAX; }
+            st = stage <= 0 ? 0 : 3;
+        } else if (p->kind == TPL_N_KWARG) st = p->op ? 4 : 1;
+        else if (p->op == 10) st = 2;
+        else if (p->op == 11) st = 5;
+        else if (p->op == 9) st = 6;
+        else st = stage <= 0 ? 0 : 3;
+        if (st == 1 && stage > 1) st = -1;
+        if (st == 3 && stage > 3) st = -1;
+        if (st == 2 && stage > 1) st = -1;
+        if (st >= 0 && st < stage && !(st == 4 && stage == 4)) st = -1;
+        if (st < 0) { tpl_c_error(C, p->off, "syntax error, unexpected parameter order in a block's parameters"); return UINT32_MAX; }
+        if (st != 4 && st == stage && (st == 2 || st == 5 || st == 6)) { tpl_c_error(C, p->off, "syntax error, unexpected parameter order in a block's parameters"); return UINT32_MAX; }
+        stage = st;
+        switch (st) {
+        case 0: lead++; break;
+        case 1: opt++; break;
+        case 2: rest++; break;
+        case 3: post++; break;
+        case 4:
+            if (p->val.len == 0 || p->val.len > 64 || nl + p->val.len + 3 > sizeof names || memchr(p->val.u.s, ' ', p->val.len) || memchr(p->val.u.s, '!', p->val.len)) {
+                tpl_c_error(C, p->off, "unsupported Ruby construct: this keyword parameter of a block");
+                return UINT32_MAX;
+            }
+            names[nl++] = ' ';
+            memcpy(names + nl, p->val.u.s, p->val.len);
+            nl += p->val.len;
+            if (!p->a) { names[nl++] = '!'; kwreq++; }
+            nkw++;
+            break;
+        case 5: kwrest++; break;
+        default: blk++; break;
+        }
+    }
+    if (lead + opt + rest + post + nkw + kwrest + blk > 64) { tpl_c_error(C, params ? params->off : 0, "too many block parameters"); return UINT32_MAX; }
+    char d[1700];
+    int k = snprintf(d, sizeof d, "%d %d %d %d %d %d %d%.*s", lead, opt, rest, post, lam ? 1 : 0, kwrest, blk, (int)nl, names);
+    *count = lead + opt + rest + post + nkw + kwrest + blk;
+    *nreq = lead + post + (kwreq ? 1 : 0);
+    *nopt = opt + rest;
+    char *keep = tpl_arena_alloc(tpl_c_arena(C), (size_t)k + 1);
+    if (!keep) { tpl_c_nomem(C, params ? params->off : 0); return UINT32_MAX; }
+    memcpy(keep, d, (size_t)k + 1);
+    return tpl_c_const(C, tpl_v_str(keep, (size_t)k));
+}
+
+/* Whether a lambda's parameters are ones the VM binds (names, then defaults): else its block binds them. */
+static bool lambda_positional(const tpl_node *p)
+{
+    bool opt = false;
+    for (; p; p = p->next) {
+        if (p->kind == TPL_N_KWARG && !p->op) { opt = true; continue; }
+        if (p->kind != TPL_N_NAME || p->op || opt) return false;
+    }
+    return true;
+}
+
 /* A lambda's parameter tpl binds as a positional one: refuses (located, naming it) *rest, **opts, &blk and
  * keyword parameters (tpl's blocks take positional parameters and defaults only); false: refused. */
 static bool params_plain(erb_low *L, const tpl_node *p)
@@ -366,21 +446,39 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     L->pending_call = NULL;
     int np = count_params(blk->a);
     if (np > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return 0; }
-    for (const tpl_node *p = blk->a; p; p = p->next)
-        if (!params_plain(L, p)) return 0;
+    /* *rest, defaults of a block, keywords, **opts, &blk: the block binds its own (TPL_RB_BIND_RAW) */
+    bool raw = L->sub_lambda ? !lambda_positional(blk->a) : !params_simple(blk->a);
+    uint32_t desc = 0;
+    int nbound = np, dreq, dopt;
+    if (raw && (desc = bind_desc(L, blk->a, L->sub_lambda, &nbound, &dreq, &dopt)) == UINT32_MAX) return 0;
     blocal_scan(L, bl, blk->a, blk->b, 0);
     tpl_c_at(C, blk->off);
-    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, np);
+    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, raw ? 2 : np);
     uint32_t entry = tpl_c_here(C);
     tpl_c_push_scope(C);
-    /* the VM pushes exactly np values (Ruby proc binding) */
     tpl_node *ps[64];
     int k = 0;
     for (tpl_node *p = blk->a; p; p = p->next) ps[k++] = p;
-    for (int i = np - 1; i >= 0; i--) store_param(L, ps[i], 0);
+    if (raw) {
+        /* the VM pushes the arguments as given and the keywords: args.(bind)(kw, desc) binds them */
+        tpl_c_emit(C, TPL_OP_CONST, desc, 1);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(bind)")), -2);
+        tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
+        tpl_c_emit(C, TPL_OP_UNPACK_RB, (uint32_t)nbound, nbound - 1);
+        for (int i = np - 1; i >= 0; i--) {
+            if (ps[i]->kind == TPL_N_LIST) { store_param(L, ps[i], 0); continue; }
+            uint32_t slot = tpl_c_declare(C, ps[i]->val);
+            tpl_c_at(C, ps[i]->off);
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, slot, -1);
+        }
+    } else {
+        /* the VM pushes exactly np values (Ruby proc binding) */
+        for (int i = np - 1; i >= 0; i--) store_param(L, ps[i], 0);
+    }
     /* ->(x, y = 1): a parameter the call did not give (unset) takes its default */
     for (int i = 0; i < np && !tpl_c_failed(C); i++) {
-        if (ps[i]->kind != TPL_N_KWARG) continue;
+        if (ps[i]->kind != TPL_N_KWARG || !ps[i]->a) continue;
         uint32_t ps_slot = 0;
         tpl_c_lookup(C, ps[i]->val, &ps_slot);
         tpl_c_at(C, ps[i]->off);
@@ -404,7 +502,7 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     tpl_c_pop_scope(C);
     tpl_c_patch(C, skip, tpl_c_here(C));
-    return entry | (uint32_t)np << 24;
+    return entry | (raw ? TPL_RB_BIND_RAW : (uint32_t)np) << 24;
 }
 
 /* Methods whose block, as a statement, is just a loop over the receiver's items. */
@@ -499,6 +597,11 @@ static void for_loop(erb_low *L, tpl_node *n)
 {
     int np = count_params(n->c);
     if (np > 64) { tpl_c_error(C, n->off, "too many loop variables"); return; }
+    for (const tpl_node *p = n->c; p; p = p->next)
+        if ((p->kind == TPL_N_NAME && p->op) || p->kind == TPL_N_KWARG) {
+            tpl_c_error(C, p->off, "unsupported Ruby construct: a *rest, default, keyword or &block for variable");
+            return;
+        }
     expr(L, n->a);
     erb_loop lc = { 0 };
     uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
@@ -563,7 +666,7 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
 static bool each_with_object(erb_low *L, tpl_node *n, bool used)
 {
     tpl_node *blk = n->c;
-    if (!n->b || n->b->next || n->b->kind != TPL_N_ARG || count_params(blk->a) != 2 || blk->a->next->kind != TPL_N_NAME)
+    if (!n->b || n->b->next || n->b->kind != TPL_N_ARG || count_params(blk->a) != 2 || !params_simple(blk->a) || blk->a->next->kind != TPL_N_NAME)
         return false;
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
@@ -1818,9 +1921,15 @@ static bool is_proc_lit(const tpl_node *n)
 }
 
 /* The required and optional parameters of a Proc literal's block (false: refused, with the error). */
-static bool proc_sig(erb_low *L, const tpl_node *blk, int *nreq, int *nopt)
+static bool proc_sig(erb_low *L, const tpl_node *lit, int *nreq, int *nopt)
 {
+    const tpl_node *blk = lit->c;
     *nreq = *nopt = 0;
+    bool lam = name_is(lit->val, "lambda");
+    if (lam ? !lambda_positional(blk->a) : !params_simple(blk->a)) {   /* the block binds its own (block_sub) */
+        int cnt;
+        return bind_desc(L, blk->a, lam, &cnt, nreq, nopt) != UINT32_MAX;
+    }
     for (const tpl_node *p = blk->a; p; p = p->next) {
         if (!params_plain(L, p)) return false;
         if (p->kind == TPL_N_KWARG && p->op) {
@@ -1839,7 +1948,7 @@ static bool proc_sig(erb_low *L, const tpl_node *blk, int *nreq, int *nopt)
 static uint32_t proc_block_bl(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt, erb_blocals *bl)
 {
     *lam = name_is(lit->val, "lambda");
-    if (!proc_sig(L, lit->c, nreq, nopt)) return 0;
+    if (!proc_sig(L, lit, nreq, nopt)) return 0;
     L->pending_call = NULL;
     L->sub_lambda = *lam;
     uint32_t w = block_sub(L, lit->c, bl);
@@ -1947,7 +2056,7 @@ static void proc_assign(erb_low *L, tpl_node *n)
     L->proc_storing = false;
 }
 
-enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26, PROC_KEEP = 1 << 27 };
+enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26, PROC_KEEP = 1 << 27, PROC_KW = 1 << 28 };
 
 /* recv.call(args) (and .(), [], yield, ===), recv.arity, recv.lambda? of a Proc variable or literal:
  * recv.(call)(meta, args...) with the Proc's block (stdlib/ruby/ruby.c proc_call). */
@@ -1957,9 +2066,13 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
     bool lam;
     int nreq, nopt;
     erb_proc *pv = proc_var(L, recv);
-    for (const tpl_node *a = argl; a; a = a->next)
-        if (a->kind != TPL_N_ARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument in a call of a Proc"); return; }
-    int k = count_params(argl);
+    int nkw = 0;
+    for (const tpl_node *a = argl; a; a = a->next) {
+        if (a->kind == TPL_N_KWARG) { nkw++; continue; }
+        if (a->kind != TPL_N_ARG || nkw) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat or block argument in a call of a Proc"); return; }
+    }
+    if (nkw && what != PROC_CALL) { tpl_c_error(C, off, "wrong number of arguments (given 1, expected 0) (ArgumentError)"); return; }
+    int k = count_params(argl) - nkw + (nkw ? 1 : 0);
     if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
     bool inside = pv && !pv->word;   /* a call of the Proc from its own block: word and kept slots patched (proc_assign) */
     if (inside && (!pv->rec || pv->nsites >= 16)) {
@@ -1978,11 +2091,28 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
         if (!w) return;
         proc_value(L, w, nreq, nopt, lam);
     }
-    uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what | (inside ? PROC_KEEP : 0);
+    uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what | (inside ? PROC_KEEP : 0) |
+                    (nkw ? PROC_KW : 0);
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(meta)), 1);
     int site = inside ? pv->nsites++ : -1;
     if (inside) pv->site_const[site] = tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str("", 0)), 1);
-    for (tpl_node *a = argl; a; a = a->next) expr(L, a->a);
+    for (tpl_node *a = argl; a; a = a->next)
+        if (a->kind == TPL_N_ARG) expr(L, a->a);
+    if (nkw) {
+        /* the keywords: a Hash of Symbol keys, the last argument (bit 28: keywords to a block binding its own) */
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        for (tpl_node *a = argl; a; a = a->next) {
+            if (a->kind != TPL_N_KWARG) continue;
+            tpl_value kn = a->val;
+            kn.flags |= TPL_F_SYMBOL;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
+            expr(L, a->a);
+        }
+        tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * nkw), 1 - 2 * nkw);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
+        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
+    }
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(call)")), -(k + 1 + (inside ? 1 : 0)));
     tpl_c_word(C, TPL_ARGW((uint32_t)k + 1 + (inside ? 1u : 0u), 0, TPL_NO_KW));
@@ -2276,7 +2406,7 @@ static bool block_arg(erb_low *L, tpl_node *n)
     }
     if (is_proc_lit(e)) {
         int nreq, nopt;
-        if (!proc_sig(L, e->c, &nreq, &nopt)) return false;
+        if (!proc_sig(L, e, &nreq, &nopt)) return false;
         bool to_def = !n->a && def_find(L, n->val, false);
         if (name_is(e->val, "lambda") && !to_def && !lambda_blockarg_ok(L, n, e, nreq, nopt)) return false;
         if (nopt && !(to_def && name_is(e->val, "lambda"))) { tpl_c_error(C, e->off, "unsupported Ruby construct: &proc with optional parameters"); return false; }
@@ -2780,7 +2910,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     if (!used && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8) {
         int mode = loop_mode(n->val);
-        if (mode >= 0) { loop_block(L, n, mode); return; }
+        if (mode >= 0 && params_simple(n->c->a)) { loop_block(L, n, mode); return; }
     }
     if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
     int chk, wbf;

@@ -657,7 +657,9 @@ static bool ruby_lex(rlex *L)
         }
         /* &blk, &method(:name), &->(x) { }: a block argument (a Proc passed as the call's block) */
         if (c == '&' && i + 1 < n && (ident_start((unsigned char)s[i + 1]) || s[i + 1] == '-' || s[i + 1] == ')') &&
-            (L->prev == TK_LPCALL || L->prev == TK_COMMA || L->prev == TK_CMD)) {
+            (L->prev == TK_LPCALL || L->prev == TK_COMMA || L->prev == TK_CMD ||
+             ((L->prev == TK_BAR || L->prev == TK_LPAREN) && ident_start((unsigned char)s[i + 1])))) {
+            /* (|&b| and ->(&b): a block's &block parameter) */
             /* (`def f(&)` and `g(&)`: the anonymous block parameter and its forwarding, Ruby 3.1's) */
             push_tok(L, TK_BLOCKAMP, st, 1);
             i++;
@@ -683,7 +685,11 @@ static bool ruby_lex(rlex *L)
             if (e < n && s[e] == ':' && !(e + 1 < n && s[e + 1] == ':') && s[e - 1] != '?' && L->prev != TK_DOT && L->prev != TK_ANDDOT &&
                 L->prev != TK_QMARK) {
                 int top = L->depth ? L->stack[L->depth - 1] : 0;
-                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA) {
+                /* (also the first argument of p.(k: 1) and the first parameter of ->(k:)) */
+                size_t j = st;
+                while (j > 0 && (s[j - 1] == ' ' || s[j - 1] == '\t')) j--;
+                bool dotparen = L->prev == TK_LPAREN && j >= 2 && s[j - 1] == '(' && (s[j - 2] == '.' || (s[j - 2] == '>' && j >= 3 && s[j - 3] == '-'));
+                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA || dotparen) {
                     push_tok(L, TK_LABEL, st, e - st);
                     i = e + 1;
                     continue;

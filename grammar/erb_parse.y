@@ -624,14 +624,15 @@ block_params(A) ::= BAR params(P) BAR. { A = P; }
 params(A) ::= param(P). { A = P; }
 params(A) ::= params(L) COMMA param(P). { A = tpl_node_append(L, P); }
 param(A) ::= IDENT(T). { A = tpl_p_name(ctx, T); }
-param(A) ::= STAR(T) IDENT. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a *rest block or for parameter"); A = N(NAME, T.off); }
-/* |a, b = 1|, |a, k: 1|, |a, **o|, |a, &b|: named refusals (tpl's blocks bind positional parameters only; a
- * default would need to tell a missing value from a given nil). A default is a primary: `|` ends it. */
-param(A) ::= IDENT ASSIGN(T) primary. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a default value of a block or for parameter"); A = N(NAME, T.off); }
-param(A) ::= LABEL(T). { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a keyword block or for parameter"); A = N(NAME, T.off); }
-param(A) ::= LABEL(T) primary. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a keyword block or for parameter"); A = N(NAME, T.off); }
-param(A) ::= POW(T) IDENT. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a **opts block or for parameter"); A = N(NAME, T.off); }
-param(A) ::= BLOCKAMP(T) IDENT. { tpl_pctx_error(ctx, T.off, "unsupported Ruby construct: a &block block or for parameter"); A = N(NAME, T.off); }
+/* |a, *r|, |a, b = 1|, |a, k:|, |a, k: 1|, |a, **o|, |a, &b|: as a def's (fparam; a default is a primary: `|`
+ * ends it); a block of them binds its own parameters (compiler/lower_erb.c block_sub). */
+param(A) ::= STAR IDENT(N). { A = tpl_p_name(ctx, N); A->op = 10; }
+param(A) ::= STAR(T). { A = N(NAME, T.off); A->val = tpl_v_str("*", 1); A->op = 10; }
+param(A) ::= IDENT(T) ASSIGN primary(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
+param(A) ::= LABEL(T). { A = N(KWARG, T.off); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
+param(A) ::= LABEL(T) primary(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
+param(A) ::= POW IDENT(N). { A = tpl_p_name(ctx, N); A->op = 11; }
+param(A) ::= BLOCKAMP IDENT(N). { A = tpl_p_name(ctx, N); A->op = 9; }
 /* |(k, v), acc|: a destructured parameter (a LIST of names) */
 param(A) ::= LPAREN(T) params(L) RPAREN. { A = NODE(LIST, T.off, L, NULL); }
 

@@ -379,7 +379,7 @@ static bool verify(ver *v)
     /* Ruby block bodies, in the frame of the function that passes them (the list grows while
      * nested blocks are found) */
     for (size_t i = 0; i < v->nblocks; i++) {
-        fn f = { v->blocks[i].entry, v->blocks[i].nslots, p->max_stack, -1, v->blocks[i].np + 1 };
+        fn f = { v->blocks[i].entry, v->blocks[i].nslots, p->max_stack, -1, tpl_rb_block_pushes(v->blocks[i].np) + 1 };
         if (!check_fn(v, &f, (uint32_t)(p->nmacros + 2 + i))) return false;
     }
     for (size_t m = 0; m < p->nmacros; m++)

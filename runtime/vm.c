@@ -6393,14 +6393,34 @@ void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m) { vm->rb_match = m; }
 
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out)
 {
+    return tpl_rb_yield_kw(vm, b, args, nargs, tpl_v_none(), out);
+}
+
+int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out)
+{
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     if (vm->depth >= vm->limits.max_depth)
         return depth_error(vm, false);
-    uint32_t np = b->nparams;
+    uint32_t np = tpl_rb_block_pushes(b->nparams);
     if (vm->stack_top + np + vm->p->max_stack > vm->stack_cap)
         return depth_error(vm, true);
     tpl_value *st = vm->stack + vm->stack_top;
-    if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB))) {
+    if (b->nparams & TPL_RB_BIND_RAW) {
+        /* the block binds them itself: the arguments as given and the keywords */
+        tpl_list *l = tpl_list_new(&vm->arena, nargs > 0 ? (uint32_t)nargs : 1u);
+        if (!l) return oom(vm);
+        for (int i = 0; i < nargs; i++) l->items[i] = args[i];
+        l->len = nargs > 0 ? (uint32_t)nargs : 0u;
+        st[0] = tpl_v_list(l);
+        st[1] = kw;
+    } else if (kw.type == TPL_T_MAP) {
+        /* keywords to a block of positional parameters: one more argument, the Hash */
+        tpl_value a2[257];
+        if (nargs > 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: more than 256 arguments to a block");
+        for (int i = 0; i < nargs; i++) a2[i] = args[i];
+        a2[nargs] = kw;
+        return tpl_rb_yield_kw(vm, b, a2, nargs + 1, tpl_v_none(), out);
+    } else if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB))) {
         tpl_list *l = args[0].u.list;
         for (uint32_t i = 0; i < np; i++) st[i] = i < l->len ? l->items[i] : tpl_v_none();
     } else {
@@ -6424,7 +6444,7 @@ int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, 
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     for (uint32_t i = 0; i < nkeep; i++)
         if ((uint64_t)b->slot_base + keep[i] >= vm->slots_cap) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: a kept slot");
-    if ((uint64_t)vm->stack_top + nkeep + b->nparams + vm->p->max_stack > vm->stack_cap) return depth_error(vm, true);
+    if ((uint64_t)vm->stack_top + nkeep + tpl_rb_block_pushes(b->nparams) + vm->p->max_stack > vm->stack_cap) return depth_error(vm, true);
     /* the kept values sit on the operand stack above the caller's, below the call's */
     tpl_value *saved = vm->stack + vm->stack_top;
     for (uint32_t i = 0; i < nkeep; i++) saved[i] = vm->slots[b->slot_base + keep[i]];

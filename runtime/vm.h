@@ -202,6 +202,14 @@ typedef struct tpl_rb_block {
     uint32_t slot_base;   /* the creating frame's slots */
 } tpl_rb_block;
 
+/* A block word's parameter byte (tpl_rb_block.nparams) with this bit: the block binds its own parameters
+ * (*rest, defaults, keywords, **opts, &blk; compiler/lower_erb.c block_sub): the VM pushes the arguments as
+ * given, an Array of them and the keywords (a Hash, or nil), and the block's code binds them by its
+ * descriptor (stdlib/ruby/ruby.c bind_block). */
+#define TPL_RB_BIND_RAW 0x80u
+/* The values the VM pushes for a block of parameter byte np. */
+static inline uint32_t tpl_rb_block_pushes(uint32_t np) { return np & TPL_RB_BIND_RAW ? 2u : np; }
+
 /* The block given to the Ruby method being called (pc 0 when none). Builtins copy it before
  * yielding (a yield may call other methods). */
 tpl_rb_block tpl_vm_block(const tpl_vm *vm);
@@ -212,6 +220,9 @@ tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b);
  * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
  * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */
 int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out);
+/* tpl_rb_yield with keyword arguments kw (a Hash, or nil: none): a block of TPL_RB_BIND_RAW binds them to its
+ * keyword parameters; any other block takes a Hash as one more positional argument. */
+int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out);
 /* tpl_rb_yield of a block from inside itself (a Proc calling itself): the slots keep[0..nkeep) of its frame
  * (its parameters and locals) are put back after the call, as each Ruby call of a block has its own. */
 int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value *out,

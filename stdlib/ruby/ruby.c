@@ -1834,6 +1834,136 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
 }
 
 static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out);
+/* A block's own binding of its parameters (compiler/lower_erb.c block_sub, a block of TPL_RB_BIND_RAW):
+ * `args.(bind)(kw, desc)` with the arguments as given (an Array) and the keywords (a Hash, or nil) answers
+ * the parameters' values in order (lead, optional, *rest, post, keywords, **opts, &blk) as Ruby 3.1 binds
+ * them (vm_args.c setup_parameters_complex): a proc takes the items of one Array argument when it has a
+ * required parameter, two optional ones or keywords, nil for missing required ones and drops extras; a
+ * lambda checks the count (ArgumentError). A missing optional parameter or keyword is unset (its default).
+ * desc: "lead opt rest post lambda kwrest blk" then each keyword's name, `!` after a required one. */
+static int bind_block(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+{
+    if (npos != 2 || self.type != TPL_T_LIST || args[1].type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (bind)");
+    int lead = 0, opt = 0, rest = 0, post = 0, lam = 0, kwrest = 0, blk = 0, used = 0;
+    char dbuf[2048];
+    if (args[1].len >= sizeof dbuf) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (bind)");
+    memcpy(dbuf, args[1].u.s, args[1].len);
+    dbuf[args[1].len] = 0;
+    if (sscanf(dbuf, "%d %d %d %d %d %d %d%n", &lead, &opt, &rest, &post, &lam, &kwrest, &blk, &used) != 7)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (bind)");
+    const char *kwn[64];
+    size_t kwl[64];
+    bool kwreq[64];
+    int nkwp = 0, nkwreq = 0;
+    for (const char *p = dbuf + used; *p && nkwp < 64;) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        const char *q = p;
+        while (*q && *q != ' ' && *q != '!') q++;
+        kwn[nkwp] = p;
+        kwl[nkwp] = (size_t)(q - p);
+        kwreq[nkwp] = *q == '!';
+        nkwreq += kwreq[nkwp];
+        nkwp++;
+        p = *q == '!' ? q + 1 : q;
+    }
+    tpl_value kw = args[0];
+    bool haskw = nkwp || kwrest;
+    tpl_list *given = self.u.list;
+    int n = (int)given->len;
+    tpl_value av[260];
+    if (n > 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: more than 256 arguments to a block");
+    for (int i = 0; i < n; i++) av[i] = given->items[i];
+    /* keywords to a block without keyword parameters: a Hash argument */
+    if (kw.type == TPL_T_MAP && !haskw) { av[n++] = kw; kw = tpl_v_none(); }
+    int min = lead + post;
+    /* (not with keywords given, nor for |a, &b|: Ruby's ambiguous_param0 one parameter) */
+    bool kwgiven = kw.type == TPL_T_MAP;
+    bool param0 = lead == 1 && !opt && !rest && !post && !haskw;
+    if (!lam && n == 1 && !kwgiven && !param0 && is_array(av[0]) && (min > 0 || opt > 1 || haskw)) {
+        tpl_list *l = av[0].u.list;
+        if (l->len > 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: more than 256 arguments to a block");
+        n = (int)l->len;
+        for (int i = 0; i < n; i++) av[i] = l->items[i];
+    }
+    if (lam && (n < min || (!rest && n > min + opt))) {
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        tpl_sb_printf(&b, "wrong number of arguments (given %d, expected %d", n, min);
+        if (rest) tpl_sb_printf(&b, "+");
+        else if (opt) tpl_sb_printf(&b, "..%d", min + opt);
+        if (nkwreq) {
+            tpl_sb_printf(&b, "; required keyword%s:", nkwreq > 1 ? "s" : "");
+            int k = 0;
+            for (int i = 0; i < nkwp; i++)
+                if (kwreq[i]) tpl_sb_printf(&b, "%s %.*s", k++ ? "," : "", (int)kwl[i], kwn[i]);
+        }
+        tpl_sb_printf(&b, ") (ArgumentError)");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s", (int)b.len, b.p ? b.p : "");
+    }
+    while (n < min) av[n++] = tpl_v_none();          /* a proc: nil for missing required parameters */
+    if (!rest && n > min + opt) n = min + opt;         /* and drops extras */
+    int total = lead + opt + rest + post + nkwp + kwrest + blk;
+    tpl_list *res = tpl_list_new(A(vm), total > 0 ? (uint32_t)total : 1u);
+    if (!res) return oom(vm);
+    tpl_value *o = res->items;
+    int k = 0, mid = n - min;                          /* the values between lead and post */
+    for (int i = 0; i < lead; i++) o[k++] = av[i];
+    int nopt = mid < opt ? mid : opt;
+    for (int i = 0; i < opt; i++) o[k++] = i < nopt ? av[lead + i] : tpl_v_unset();
+    if (rest) {
+        int nr = mid - nopt;
+        tpl_list *r = tpl_list_new(A(vm), nr > 0 ? (uint32_t)nr : 1u);
+        if (!r) return oom(vm);
+        for (int i = 0; i < nr; i++) r->items[i] = av[lead + nopt + i];
+        r->len = nr > 0 ? (uint32_t)nr : 0u;
+        o[k++] = tpl_v_list(r);
+    }
+    for (int i = 0; i < post; i++) o[k++] = av[n - post + i];
+    /* keywords: each parameter's, then the missing required ones, the unknown ones, **opts */
+    tpl_sb miss;
+    tpl_sb_init(&miss, A(vm));
+    int nmiss = 0;
+    for (int i = 0; i < nkwp; i++) {
+        tpl_value key = tpl_v_str(kwn[i], kwl[i]);
+        key.flags |= TPL_F_SYMBOL;
+        tpl_value *v = kw.type == TPL_T_MAP ? tpl_map_get(kw.u.map, key) : NULL;
+        o[k++] = v ? *v : tpl_v_unset();
+        if (!v && kwreq[i]) tpl_sb_printf(&miss, "%s:%.*s", nmiss++ ? ", " : "", (int)kwl[i], kwn[i]);
+    }
+    if (nmiss) return tpl_vm_error(vm, TPL_ERR_TYPE, "missing keyword%s: %.*s (ArgumentError)", nmiss > 1 ? "s" : "", (int)miss.len, miss.p ? miss.p : "");
+    tpl_map *extra = NULL;
+    if (kw.type == TPL_T_MAP) {
+        tpl_sb unk;
+        tpl_sb_init(&unk, A(vm));
+        int nunk = 0;
+        tpl_map *m = kw.u.map;
+        for (uint32_t e = 0; e < m->len; e++) {
+            tpl_value key = m->e[e].key;
+            bool known = false;
+            for (int i = 0; i < nkwp && !known; i++)
+                known = key.type == TPL_T_STR && key.len == kwl[i] && memcmp(key.u.s, kwn[i], kwl[i]) == 0;
+            if (known) continue;
+            if (kwrest) {
+                if (!extra && !(extra = rb_map(vm, 4))) return oom(vm);
+                if (!tpl_map_set(A(vm), extra, key, m->e[e].val)) return oom(vm);
+            } else {
+                tpl_sb_printf(&unk, "%s", nunk++ ? ", " : "");
+                tpl_rb_inspect(&unk, key);
+            }
+        }
+        if (nunk) return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %.*s (ArgumentError)", nunk > 1 ? "s" : "", (int)unk.len, unk.p ? unk.p : "");
+    }
+    if (kwrest) {
+        if (!extra && !(extra = rb_map(vm, 1))) return oom(vm);
+        o[k++] = tpl_v_map(extra);
+    }
+    if (blk) o[k++] = tpl_v_none();
+    res->len = (uint32_t)k;
+    *out = tpl_v_list(res);
+    return 0;
+}
+
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
 static int rb_copy_mut(tpl_vm *vm, tpl_value v, tpl_value *out);
@@ -3436,6 +3566,16 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
     int k = npos - first, nreq = (int)(u >> 32 & 0xFF), nopt = (int)(u >> 40 & 0xFF), np = (int)blk.nparams;
     if (meta >> 25 & 1) { *out = tpl_v_int(nopt ? -(nreq + 1) : nreq); return 0; }
     if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
+    if (blk.nparams & TPL_RB_BIND_RAW) {
+        /* the block binds them (bind_block): the arguments as given, the keywords (bit 28: the last argument) */
+        tpl_value kwv = tpl_v_none();
+        if (meta >> 28 & 1 && k > 0) kwv = args[first + --k];
+        int rc = first == 2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc with *rest, keyword or &block parameters calling itself")
+                            : tpl_rb_yield_kw(vm, &blk, args + first, k, kwv, out);
+        if (rc < 0) return -1;
+        if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
+        return 0;
+    }
     if (lam && (k < nreq || k > nreq + nopt)) {
         if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", k, nreq, nreq + nopt);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", k, nreq);
@@ -3500,7 +3640,10 @@ static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tp
     uint64_t u = (uint64_t)self.u.i;
     tpl_rb_block b = { (uint32_t)(u & 0xFFFFFFu), (uint32_t)(u >> 24 & 0xFF), (uint32_t)(u >> 32) };
     int rc;
-    if (self.len & 1) {   /* a lambda: Ruby's arity check, no Array splat, a missing optional parameter its default */
+    if (b.nparams & TPL_RB_BIND_RAW) {   /* the block binds them (bind_block) */
+        rc = tpl_rb_yield(vm, &b, args, npos, out);
+        if (rc > 0 && (self.len & 1)) rc = 0;
+    } else if (self.len & 1) {   /* a lambda: Ruby's arity check, no Array splat, a missing optional parameter its default */
         int nreq = (int)(self.len >> 8 & 0xFF), nopt = (int)(self.len >> 16 & 0xFF), np = (int)b.nparams;
         if (npos < nreq || npos > nreq + nopt) {
             if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", npos, nreq, nreq + nopt);
@@ -3557,6 +3700,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (n == 7 && memcmp(name, "(bcall)", 7) == 0) return block_call(vm, self, args, npos, out);
         if (n == 6 && memcmp(name, "(call)", 6) == 0) return proc_call(vm, self, args, npos, out);
         if (n == 7 && memcmp(name, "(block)", 7) == 0) return block_value(vm, args, npos, out);
+        if (n == 6 && memcmp(name, "(bind)", 6) == 0) return bind_block(vm, self, args, npos, out);
         if (n == 6 && memcmp(name, "(proc)", 6) == 0) return proc_value(vm, args, npos, out);
         if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, out);
     }
