@@ -417,6 +417,24 @@ static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *cou
     return tpl_c_const(C, tpl_v_str(keep, (size_t)k));
 }
 
+/* A proc's parameters binding its own that do not splat one Array argument (bind_block: no required
+ * parameter, at most one optional one, no keywords; or |a, &b|): Ruby's map over an Enumerator yielding two
+ * values gives them such a block as two values where tpl's gives one pair. */
+static bool raw_nosplat(const tpl_node *p)
+{
+    int req = 0, opt = 0, kw = 0, other = 0, seen_rest = 0;
+    for (; p; p = p->next) {
+        if (p->kind == TPL_N_KWARG) { if (p->op) kw++; else opt++; }
+        else if (p->kind == TPL_N_NAME && p->op == 10) { seen_rest = 1; other++; }
+        else if (p->kind == TPL_N_NAME && p->op == 11) kw++;
+        else if (p->kind == TPL_N_NAME && p->op == 9) ;
+        else req++;
+    }
+    if (req == 1 && !opt && !kw && !other) return true;   /* |a, &b| */
+    (void)seen_rest;
+    return req == 0 && opt <= 1 && !kw;
+}
+
 /* Whether a lambda's parameters are ones the VM binds (names, then defaults): else its block binds them. */
 static bool lambda_positional(const tpl_node *p)
 {
@@ -2924,6 +2942,14 @@ static void call(erb_low *L, tpl_node *n, bool used)
         tpl_c_emit(C, TPL_OP_POP, 0, -1);
     }
     if (changes_receiver(n)) own_receiver(L, n->a, n->off);
+    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && !params_simple(n->c->a) && raw_nosplat(n->c->a) && n->a &&
+        n->a->kind == TPL_N_RMETHOD && !n->a->c &&
+        (name_is(n->a->val, "each_with_index") || name_is(n->a->val, "with_index") || name_is(n->a->val, "each_with_object") ||
+         name_is(n->a->val, "with_object") || name_is(n->a->val, "each_entry"))) {
+        tpl_c_error(C, n->c->off, "unsupported Ruby construct: a block of these parameters to %.*s on an Enumerator of %.*s (Ruby passes it each yield's two values)",
+                    (int)n->val.len, n->val.u.s, (int)n->a->val.len, n->a->val.u.s);
+        return;
+    }
     erb_blocals bl = { .n = 0 };
     L->pending_call = n;
     uint32_t bw = n->c ? (n->c->op == 8 ? (uint32_t)n->c->val.u.i : block_sub(L, n->c, &bl)) : 0;
@@ -3243,7 +3269,7 @@ static void expr(erb_low *L, tpl_node *n)
             return;
         }
         if (tpl_c_lookup(C, n->val, &slot)) {
-            if (!ivar && !n->op && L->defs->npend && pend_has(L, n->val)) {
+            if (!ivar && !n->op && L->defs->npend && pend_has(L, n->val) && !blk_param(L, n->val)) {   /* (a parameter of a block being lowered is its own) */
                 /* a block-local name read where Ruby's parser has no such local (after its block, or in it
                  * before its assignment): the binding's local when the state has the key (the outer
                  * variable the block assigned), else a method call: NameError */
@@ -3743,7 +3769,7 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         if (e->val.len > 1 && e->val.u.s[0] == '$') { push_str(L, "global-variable"); return; }
         bool ivar = e->val.len > 1 && e->val.u.s[0] == '@';
         const char *what = ivar ? "instance-variable" : "local-variable";
-        if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val))) { push_str(L, what); return; }
+        if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val) && !blk_param(L, e->val))) { push_str(L, what); return; }
         erb_def *d = ivar ? NULL : def_find(L, e->val, false);
         if (d && (L->in_def || !tpl_c_lookup(C, e->val, &slot))) {
             /* a method of the template: "local-variable" when the state has the key (outside a def: the
