@@ -105,7 +105,7 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
     if (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len < 40) {   /* Kernel.puts: a class method Ruby has */
         char cname[48];
         snprintf(cname, sizeof cname, "%.*s", (int)self.len, self.u.s);
-        if (rb_core_has_sep(cname, '.', name, n))
+        if (rb_core_has_sep(cname, '.', name, n) || (n == 3 && memcmp(name, "new", 3) == 0 && rb_core_has("Class", name, n)))   /* (Enumerator.new: Class#new) */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s.%.*s is not implemented by tpl", cname, (int)n, name);
     }
     if (self.type != TPL_T_HOST && rb_core_has(core, name, n))
