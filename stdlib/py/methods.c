@@ -604,6 +604,9 @@ int m_str_expandtabs(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return -1;
     int64_t ts = 8;
     if (a[1].type != TPL_T_UNSET) {
+        /* (tabsize is a C int in Python: past it, OverflowError) */
+        if (a[1].type == TPL_T_BIGINT || (a[1].type == TPL_T_INT && (a[1].u.i < INT32_MIN || a[1].u.i > INT32_MAX)))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "Python int too large to convert to C int");
         if (a[1].type != TPL_T_INT && a[1].type != TPL_T_BOOL)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", tpl_type_name(vm, a[1]));
         ts = a[1].u.i;
@@ -616,7 +619,7 @@ int m_str_expandtabs(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (ch == '\t') {
             if (ts > 0) {
                 int64_t pad = ts - col % ts;
-                for (int64_t k = 0; k < pad; k++) tpl_sb_putc(&b, ' ');
+                tpl_sb_put_fill(&b, ' ', pad); /* (at once: a tabsize past the memory limit fails here) */
                 col += pad;
             }
             i++;
