@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 #include <oniguruma.h>
 #include "../builtins.h"
@@ -1493,12 +1494,29 @@ static bool range_cover(tpl_value r, tpl_value v)
 /* Ruby's \w, \d, \s (and \b) are ASCII-only; its POSIX brackets and \p{} stay Unicode */
 #define RB_ONIG_OPTIONS (ONIG_OPTION_WORD_IS_ASCII | ONIG_OPTION_DIGIT_IS_ASCII | ONIG_OPTION_SPACE_IS_ASCII)
 
+/* Oniguruma's one-time set-up (its encoding tables and callout names) is not thread-safe:
+ * onig_new runs onig_initialize itself when nothing has, so two threads compiling their first
+ * regex at once (two renders, or compiles, of ERB templates) raced on its globals (valgrind --tool=drd:
+ * onig_inited written in onig_initialize, read in onig_reg_init; the callout name table filled
+ * twice at once). Every onig_new here goes through rx_new, which initializes exactly once. */
+static pthread_once_t rx_once = PTHREAD_ONCE_INIT;
+static void rx_init(void)
+{
+    OnigEncoding enc[1] = { ONIG_ENCODING_UTF8 };
+    onig_initialize(enc, 1);
+}
+static int rx_new(OnigRegex *re, const UChar *p, const UChar *e, OnigErrorInfo *einfo)
+{
+    pthread_once(&rx_once, rx_init);
+    return onig_new(re, p, e, RB_ONIG_OPTIONS, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, einfo);
+}
+
 static OnigRegex rx_compile(tpl_vm *vm, tpl_value pat)
 {
     OnigRegex re = NULL;
     OnigErrorInfo einfo;
     const UChar *p = (const UChar *)pat.u.s;
-    int r = onig_new(&re, p, p + pat.len, RB_ONIG_OPTIONS, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, &einfo);
+    int r = rx_new(&re, p, p + pat.len, &einfo);
     if (r != ONIG_NORMAL) {
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
         onig_error_code_to_str(msg, r, &einfo);
@@ -1512,8 +1530,7 @@ bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap)
 {
     OnigRegex re = NULL;
     OnigErrorInfo einfo;
-    int r = onig_new(&re, (const UChar *)pat, (const UChar *)pat + n, RB_ONIG_OPTIONS, ONIG_ENCODING_UTF8,
-                     ONIG_SYNTAX_RUBY, &einfo);
+    int r = rx_new(&re, (const UChar *)pat, (const UChar *)pat + n, &einfo);
     if (r != ONIG_NORMAL) {
         UChar m[ONIG_MAX_ERROR_MESSAGE_LEN];
         onig_error_code_to_str(m, r, &einfo);
