@@ -36,20 +36,16 @@ static tpl_node *cmp(tpl_pctx *ctx, int op, tpl_node *a, tpl_node *b, uint32_t o
     o->op = (uint16_t)op;
     return tpl_p_node(ctx, TPL_N_COMPARE, off, a, o);
 }
-/* "a" 'b' "c#{x}": adjacent string literals are one literal (Ruby's string concatenation at parse time). */
+/* "a" 'b' "c#{x}": adjacent string literals are one literal (Ruby's string concatenation at parse time).
+ * Constant ones wait in l->a and are copied once (tpl_p_string_join): where an interpolation
+ * follows, or where the literal ends (primary ::= strlit). */
 static tpl_node *str_adjacent(tpl_pctx *ctx, tpl_node *l, tpl_node *r) {
     if (l->kind == TPL_N_CONST && r->kind == TPL_N_CONST && l->val.type == TPL_T_STR && r->val.type == TPL_T_STR &&
         !(l->val.flags & TPL_F_SYMBOL) && !(r->val.flags & TPL_F_SYMBOL)) {
-        char *p = tpl_arena_alloc(ctx->arena, (size_t)l->val.len + r->val.len + 1);
-        if (!p) return l;
-        memcpy(p, l->val.u.s, l->val.len);
-        memcpy(p + l->val.len, r->val.u.s, r->val.len);
-        p[l->val.len + r->val.len] = 0;
-        uint16_t fl = l->val.flags;
-        l->val = tpl_v_str(p, (size_t)l->val.len + r->val.len);
-        l->val.flags = fl;
+        if (r != &ctx->dummy) l->a = tpl_node_append(l->a, r);
         return l;
     }
+    l = tpl_p_string_join(ctx, l, true);
     tpl_node *lp = l->kind == TPL_N_INTERP ? l->a : l, *rp = r->kind == TPL_N_INTERP ? r->a : r;
     if (lp != l->a) { lp->next = NULL; lp->tail = NULL; }
     if (rp != r->a) { rp->next = NULL; rp->tail = NULL; }
@@ -516,7 +512,7 @@ arg(A) ::= primary(P). { A = P; }
 
 primary(A) ::= INTEGER(T). { A = tpl_erb_number(ctx, T, false); }
 primary(A) ::= FLOAT(T). { A = tpl_erb_number(ctx, T, true); }
-primary(A) ::= strlit(S). { A = S; }
+primary(A) ::= strlit(S). { A = tpl_p_string_join(ctx, S, true); }
 strlit(A) ::= SSTRING(T). { A = tpl_erb_sstring(ctx, T); }
 strlit(A) ::= DSTRING(T). { A = tpl_erb_dstring(ctx, T); }
 strlit(A) ::= strlit(L) SSTRING(T). { A = str_adjacent(ctx, L, tpl_erb_sstring(ctx, T)); }

@@ -375,7 +375,7 @@ test_arg(A) ::= test_arg(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S,
 test_arg(A) ::= test_arg(S) LBRACKET(T) RBRACKET. { A = NODE(GETITEM, T.off, S, NODE(TUPLE, T.off, NULL, NULL)); }
 test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE ? K : NODE(GETITEM, T.off, S, K); if (A && K->kind == TPL_N_SLICE) A->a = S; }
 test_primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-test_primary ::= strings.
+test_primary(A) ::= strings(S). { A = tpl_p_string_join(ctx, S, false); }
 test_primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
 test_primary(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
 test_primary(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }
@@ -414,7 +414,7 @@ opt_expr(A) ::= . { A = NULL; }
 opt_expr ::= expr.
 
 postfix(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
-postfix ::= strings.
+postfix(A) ::= strings(S). { A = tpl_p_string_join(ctx, S, false); }
 postfix(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
 postfix(A) ::= FLOAT(T). { A = tpl_p_float(ctx, T); }
 postfix(A) ::= TRUE(T). { A = with_val(N(CONST, T.off), tpl_v_bool(true)); }

@@ -95,7 +95,13 @@ void tpl_pctx_nomem(tpl_pctx *c, uint32_t off);
 /* Token helpers used by grammar actions. */
 tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t);      /* NAME node */
 tpl_node *tpl_p_string(tpl_pctx *c, tpl_token t);    /* CONST str from a quoted literal */
-tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t); /* "a" "b" */
+/* "a" "b": the literals after the first wait in a->a (a list of CONST nodes) until
+ * tpl_p_string_join copies them all into a's value at once, where the literal ends (a copy of the
+ * string so far per literal was quadratic: 20,000 adjacent literals took 200 MB and seconds). */
+tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t);
+/* a itself (CONST str) with its waiting literals appended, once; keep_flags: a's value flags stay
+ * (else a joined string has none, as Jinja's always had); any other node as it is. */
+tpl_node *tpl_p_string_join(tpl_pctx *c, tpl_node *a, bool keep_flags);
 tpl_node *tpl_p_integer(tpl_pctx *c, tpl_token t);
 /* tpl_p_integer's node for the literal 2**63 (op of a CONST, a big int): negated it is the int
  * -9223372036854775808 (tpl_p_negate folds it). */

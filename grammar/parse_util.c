@@ -421,13 +421,29 @@ tpl_node *tpl_p_string(tpl_pctx *c, tpl_token t)
 
 tpl_node *tpl_p_string_cat(tpl_pctx *c, tpl_node *a, tpl_token t)
 {
-    tpl_value b = unquote(c, t);
-    size_t n = (size_t)a->val.len + b.len;
+    tpl_node *b = tpl_p_string(c, t);
+    if (b != &c->dummy) a->a = tpl_node_append(a->a, b); /* (joined by tpl_p_string_join) */
+    return a;
+}
+
+tpl_node *tpl_p_string_join(tpl_pctx *c, tpl_node *a, bool keep_flags)
+{
+    if (!a || a->kind != TPL_N_CONST || !a->a) return a;
+    size_t n = a->val.len;
+    for (const tpl_node *p = a->a; p; p = p->next) n += p->val.len;
     char *s = tpl_arena_alloc(c->arena, n + 1);
-    if (!s) { tpl_pctx_nomem(c, t.off); return a; }
-    memcpy(s, a->val.u.s, a->val.len);
-    memcpy(s + a->val.len, b.u.s, b.len);
+    if (!s) { tpl_pctx_nomem(c, a->off); a->a = NULL; return a; }
+    size_t k = a->val.len;
+    if (k) memcpy(s, a->val.u.s, k);
+    for (const tpl_node *p = a->a; p; p = p->next) {
+        if (p->val.len) memcpy(s + k, p->val.u.s, p->val.len);
+        k += p->val.len;
+    }
+    s[n] = 0;
+    uint16_t fl = a->val.flags;
     a->val = tpl_v_str(s, n);
+    if (keep_flags) a->val.flags = fl;
+    a->a = NULL;
     return a;
 }
 

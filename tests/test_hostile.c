@@ -650,6 +650,40 @@ static void test_state_colliding_keys(void)
     free(s);
 }
 
+/* Adjacent string literals ("a" "b" ... in Jinja and ERB) are joined once where the literal
+ * ends: joined at each step, the compile arena held every prefix (40,000 literals: ~800 MB, so
+ * this 32 MiB compile budget failed) and the copies took seconds. */
+static void test_adjacent_literals(void)
+{
+    const tpl_syntax syn[2] = { J, E };
+    const char *pre[2] = { "{{ (\"a\" ", "<%= (\"a\" " }, *suf[2] = { ")|length }}", ").size %>" };
+    for (int k = 0; k < 2; k++) {
+        char *src = rep(pre[k], k ? "'b' " : "\"b\" ", 40000, suf[k]);
+        tpl_options o;
+        memset(&o, 0, sizeof o);
+        o.syntax = syn[k];
+        o.max_compile_memory = 32 << 20;
+        tpl_program *p = NULL;
+        tpl_error err;
+        memset(&err, 0, sizeof err);
+        clock_t t0 = clock();
+        bool ok = tpl_compile("adjacent", src, strlen(src), &o, &p, &err) == TPL_OK;
+        const char *out = NULL;
+        size_t n = 0;
+        tpl_render *r = ok ? tpl_render_new(NULL) : NULL;
+        ok = ok && r && tpl_render_run(r, p, &out, &n) == TPL_OK && n == 5 && memcmp(out, "40001", 5) == 0;
+        double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        ok = ok && cpu <= MAX_CPU;
+        printf("%-28s %6.3f s  %s\n", k ? "40k adjacent literals (ERB)" : "40k adjacent literals", cpu, ok ? "ok" : "FAIL");
+        if (ok) passed++;
+        else failed++, printf("  got: %s\n", err.message ? err.message : out ? out : "?");
+        tpl_error_clear(&err);
+        if (r) tpl_render_free(r);
+        tpl_program_free(p);
+        free(src);
+    }
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -672,6 +706,7 @@ int main(void)
     test_state_huge_int();
     test_erb_deep_print();
     test_state_colliding_keys();
+    test_adjacent_literals();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
