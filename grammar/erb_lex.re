@@ -403,6 +403,8 @@ typedef struct rlex {
     size_t amb_slash;     /* `name /x` after a name no local has (Ruby: a regex argument unless a binding's
                            * local): the `/`'s offset + 1, its token flagged 'r' (0: none) */
     uint8_t next_flag;    /* the flag of the next token pushed */
+    size_t hd_nl, hd_end; /* a heredoc's line: its newline, and where the script goes on after its
+                           * body's terminator line (0: no heredoc pending) */
 } rlex;
 
 static void feed_tok(struct erb_feed *f, tpl_token t);
@@ -512,6 +514,9 @@ static bool arg_starts(rlex *L, size_t p)
     if (c == ':') return ident_start((unsigned char)s[p + 1]) || s[p + 1] == '"';
     if (c == '!') return s[p + 1] != '=' && s[p + 1] != '~' && s[p + 1] != ' ';
     if (c == '-' || c == '+') return s[p + 1] >= '0' && s[p + 1] <= '9';
+    /* `name <<~EOS`: a heredoc argument */
+    if (c == '<' && s[p + 1] == '<')
+        return s[p + 2] == '~' || s[p + 2] == '-' || s[p + 2] == '"' || s[p + 2] == '\'' || (s[p + 2] >= 'A' && s[p + 2] <= 'Z');
     if (ident_start(c)) {
         size_t e = p;
         while (ident_char((unsigned char)s[e])) e++;
@@ -592,6 +597,10 @@ static bool ruby_lex(rlex *L)
         if (c == '#') { while (i < n && s[i] != '\n') i++; continue; }
         if (c == '\n' || c == ';') {
             i++;
+            if (c == '\n' && L->hd_end && st == L->hd_nl) { /* the heredoc's body and terminator: read already */
+                i = L->hd_end;
+                L->hd_end = 0;
+            }
             if (c == '\n') {
                 int top = L->depth ? L->stack[L->depth - 1] : 0;
                 if (continues(L->prev) || top == TK_LPCALL || top == TK_LBRACK || top == TK_LBRACK_IDX ||
@@ -674,6 +683,25 @@ static bool ruby_lex(rlex *L)
             push_tok(L, TK_IVAR, st, e - st);
             i = e;
             continue;
+        }
+        /* $name (a global the template never assigns, as old Puppet templates read `$var`): nil, as Ruby's
+         * uninitialized global; an assignment, $stdout and the like, and `defined?($x)` stay refused */
+        if (c == '$' && i + 1 < n && s[i + 1] >= 'a' && s[i + 1] <= 'z') {
+            size_t e = i + 1;
+            while (e < n && ident_char((unsigned char)s[e])) e++;
+            size_t p = e, b = st;
+            while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+            while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '(')) b--;
+            bool asg = p + 1 < n && ((s[p] == '=' && s[p + 1] != '=' && s[p + 1] != '~' && s[p + 1] != '>') ||
+                                     (strchr("+-*/%|&^<>", s[p]) && (s[p + 1] == '=' || (p + 2 < n && s[p + 1] == s[p] && s[p + 2] == '='))));
+            bool special = (e - st == 7 && (memcmp(s + st, "$stdout", 7) == 0 || memcmp(s + st, "$stderr", 7) == 0)) ||
+                           (e - st == 6 && memcmp(s + st, "$stdin", 6) == 0);
+            bool def = b >= 8 && memcmp(s + b - 8, "defined?", 8) == 0;
+            if (!asg && !special && !def) {
+                push_tok(L, TK_NIL, st, e - st);
+                i = e;
+                continue;
+            }
         }
         if (c == '$') return lex_error(L, st, "global variables (%.*s) are not supported", s + st, 1);
         if (ident_start(c)) {
@@ -903,6 +931,53 @@ static bool ruby_lex(rlex *L)
             push_tok(L, TK_SYMBOL, st, e - st);
             i = e;
             continue;
+        }
+        /* heredocs: <<ID, <<-ID (indented terminator), <<~ID (indentation removed), 'ID' (no escapes or
+         * interpolation) and "ID"; the body is the script's next lines up to the terminator line. The
+         * token is the body with one byte either side (the line break before it and the terminator
+         * line's first byte), flagged 'h' (or '~': dedent) for the literal's action. */
+        if (c == '<' && i + 2 < n && s[i + 1] == '<' && (!was_value || L->prev == TK_CMD)) {
+            size_t p = i + 2;
+            char hk = 0, q = 0;
+            if (s[p] == '-' || s[p] == '~') hk = s[p++];
+            if (p < n && (s[p] == '\'' || s[p] == '"' || s[p] == '`')) q = s[p++];
+            size_t id0 = p;
+            while (p < n && ident_char((unsigned char)s[p])) p++;
+            size_t idn = p - id0;
+            bool ok = idn > 0 && (q ? p < n && s[p] == q : ident_start((unsigned char)s[id0]) && (hk || (s[id0] >= 'A' && s[id0] <= 'Z') || s[id0] == '_'));
+            if (ok && q == '`') return lex_error(L, st, "unsupported Ruby construct: a command heredoc (%.*s)", s + st, (int)(p + 1 - st));
+            if (ok) {
+                if (q) p++;
+                size_t body = L->hd_end;   /* a second heredoc on the line: after the first one's terminator */
+                if (!body) {
+                    size_t e = p;
+                    while (e < n && s[e] != '\n') e++;
+                    if (e >= n) return lex_error(L, st, "unterminated heredoc (%.*s): its body starts on the next line", s + st, (int)(p - st));
+                    L->hd_nl = e;
+                    body = e + 1;
+                }
+                size_t ln = body, term = (size_t)-1, after = 0;
+                while (ln < n) {
+                    size_t le = ln;
+                    while (le < n && s[le] != '\n') le++;
+                    for (size_t k = ln; k < le; k++)
+                        if (s[k] == M_PUT || s[k] == M_INS_OPEN || s[k] == M_INS_CLOSE)
+                            return lex_error(L, st, "unsupported Ruby construct: a heredoc (%.*s) whose body leaves its ERB tag", s + st, (int)(p - st));
+                    size_t a = ln;
+                    if (hk) while (a < le && (s[a] == ' ' || s[a] == '\t')) a++;
+                    size_t b = le;
+                    if (b > a && s[b - 1] == '\r') b--;
+                    if (b - a == idn && memcmp(s + a, s + id0, idn) == 0) { term = ln; after = le < n ? le + 1 : le; break; }
+                    ln = le + 1;
+                }
+                if (term == (size_t)-1)
+                    return lex_error(L, st, "unterminated heredoc (%.*s): no terminator line in its ERB tag", s + st, (int)(p - st));
+                L->hd_end = after;
+                L->next_flag = hk == '~' ? '~' : 'h';
+                push_tok(L, q == '\'' ? TK_SSTRING : TK_DSTRING, body - 1, term + 1 - (body - 1));
+                i = p;
+                continue;
+            }
         }
         if (c == '/' && !was_value) {
             size_t e = i + 1;
@@ -1466,9 +1541,58 @@ static size_t pct_prefix(const tpl_pctx *c, tpl_token t)
     return c->src[t.off + 1] == 'q' || c->src[t.off + 1] == 'Q' ? 3 : 2;
 }
 
+/* A <<~ heredoc's indentation, which Ruby removes from each line: the least of the body's lines that
+ * hold more than blanks (a tab counts to the next multiple of 8). */
+static size_t hd_width(const char *s, size_t len)
+{
+    size_t w = (size_t)-1, i = 0;
+    while (i < len) {
+        size_t col = 0, k = i;
+        while (k < len && (s[k] == ' ' || s[k] == '\t')) { col = s[k] == '\t' ? (col / 8 + 1) * 8 : col + 1; k++; }
+        if (k < len && s[k] != '\n' && !(s[k] == '\r' && k + 1 < len && s[k + 1] == '\n') && col < w) w = col;
+        while (k < len && s[k] != '\n') k++;
+        i = k + 1;
+    }
+    return w == (size_t)-1 ? 0 : w;
+}
+
+/* s[0..len) appended to b without up to `width` columns of indentation at each line's start
+ * (line_start: s[0] starts a line), as Ruby's dedent of a <<~ heredoc. */
+static void hd_dedent(tpl_sb *b, const char *s, size_t len, size_t width, bool line_start)
+{
+    for (size_t i = 0; i < len;) {
+        if (line_start) {
+            size_t col = 0;
+            while (i < len && col < width) {
+                if (s[i] == ' ') col++;
+                else if (s[i] == '\t') { size_t nc = (col / 8 + 1) * 8; if (nc > width) break; col = nc; }
+                else break;
+                i++;
+            }
+            line_start = false;
+            continue;
+        }
+        if (!(s[i] == '\r' && i + 1 < len && s[i + 1] == '\n')) tpl_sb_putc(b, s[i]);   /* CRLF: LF */
+        if (s[i] == '\n') line_start = true;
+        i++;
+    }
+}
+
 tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
 {
     tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+    if (t.flag == 'h' || t.flag == '~') {   /* <<'ID' / <<~'ID': the body as it is (no escapes) */
+        const char *s = c->src + t.off + 1;
+        size_t len = t.len - 2;
+        tpl_sb b;
+        tpl_sb_init(&b, c->arena);
+        hd_dedent(&b, s, len, t.flag == '~' ? hd_width(s, len) : 0, true);
+        if (b.failed) { tpl_pctx_nomem(c, t.off); return n; }
+        char *cp = tpl_arena_strdup(c->arena, b.p ? b.p : "", b.len);
+        if (!cp) { tpl_pctx_nomem(c, t.off); return n; }
+        n->val = tpl_v_str(cp, b.len);
+        return n;
+    }
     size_t pre = pct_prefix(c, t);   /* 'x' or %q(x) */
     const char *s = c->src + t.off + pre;
     size_t len = t.len - pre - 1;
@@ -1478,6 +1602,7 @@ tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
     size_t k = 0;
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '\\' && i + 1 < len && (s[i + 1] == '\\' || s[i + 1] == q0 || s[i + 1] == q1)) i++;
+        else if (s[i] == '\r' && i + 1 < len && s[i + 1] == '\n') continue;   /* CRLF: LF, as Ruby reads it */
         o[k++] = s[i];
     }
     o[k] = 0;
@@ -1491,6 +1616,7 @@ static bool dq_unescape(tpl_sb *b, const char *s, size_t len, size_t *bad, const
 {
     for (size_t i = 0; i < len; i++) {
         char ch = s[i];
+        if (ch == '\r' && i + 1 < len && s[i + 1] == '\n') continue;   /* Ruby reads a CRLF line break as LF */
         if (ch != '\\' || i + 1 >= len) { tpl_sb_putc(b, ch); continue; }
         char e = s[++i];
         switch (e) {
@@ -1609,8 +1735,10 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
     size_t len = t.len - pre - 1, i = 0, lit = 0;
     tpl_node *parts = NULL;
     bool interp = false;
-    tpl_sb b;
+    tpl_sb b, hd;
     tpl_sb_init(&b, c->arena);
+    tpl_sb_init(&hd, c->arena);
+    size_t hdw = t.flag == '~' ? hd_width(s, len) : 0;   /* <<~ID: the indentation removed */
     while (i <= len) {
         if (i < len && s[i] == '\\') {   /* an escape: the next byte is never an interpolation's '#' */
             i = i + 2 < len ? i + 2 : len;
@@ -1622,7 +1750,16 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
             size_t bad = 0;
             const char *why = "invalid escape sequence in string literal";
             b.len = 0;
-            if (!dq_unescape(&b, s + lit, i - lit, &bad, &why)) {
+            const char *seg = s + lit;
+            size_t segn = i - lit;
+            if (hdw) {
+                hd.len = 0;
+                hd_dedent(&hd, seg, segn, hdw, lit == 0);
+                if (hd.failed) { tpl_pctx_nomem(c, t.off); break; }
+                seg = hd.p ? hd.p : "";
+                segn = hd.len;
+            }
+            if (!dq_unescape(&b, seg, segn, &bad, &why)) {
                 tpl_pctx_error(c, t.off + pre + (uint32_t)(lit + bad), "%s", why);
                 return tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
             }
