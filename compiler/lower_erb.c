@@ -2988,9 +2988,20 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (wbf >= 0) item_write_back(L, wbf, n->a, n->off);
     }
     if (root) {
-        if (used) tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+        /* `x << v` on an Integer shifts: x keeps its value (the result is stored back unless a number) */
+        uint32_t jnum = 0;
+        if (name_is(n->val, "<<")) {
+            tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+            tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(numeric)")), 0);
+            tpl_c_word(C, TPL_ARGW(0, 0, TPL_NO_KW));
+            tpl_c_word(C, 0);
+            jnum = tpl_c_emit(C, TPL_OP_JT_RB, 0, -1);
+        }
+        tpl_c_emit(C, TPL_OP_DUP, 0, 1);
         if (root->kind == TPL_N_GETITEM) index_store(L, (tpl_node *)root, n->off, false);
         else store_var(L, root->val, n->off);
+        if (jnum) tpl_c_patch(C, jnum, tpl_c_here(C));
+        if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
         if (wbf >= 0) item_write_back(L, wbf, n->a, n->off);   /* names.each { |n| n.freeze } */
         if (twin) twin_sync(L, twin);
         group_after(L, &g, n->off);

@@ -7392,6 +7392,14 @@ int r_any_own(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* (numeric): whether a is a number (the lowering stores `x << v`'s result back into x unless it is) */
+int r_any_numeric(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = tpl_v_bool(a[0].type == TPL_T_INT || a[0].type == TPL_T_BIGINT || a[0].type == TPL_T_FLOAT);
+    return 0;
+}
+
 /* (unshared): the lowering's check before a method that changes its receiver in place when the
  * receiver may be held by another name too (compiler/lower_erb.c, "shared receivers"): tpl's strings
  * are values and the state's (or a method's) arrays and hashes are copied at their first change, so
