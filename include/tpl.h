@@ -686,6 +686,10 @@ TPL_API tpl_status tpl_val_list_of_str_maps(tpl_render *r, const tpl_str_str *e,
  * TPL_ERR_USAGE when r or out is NULL or items NULL with n > 0; TPL_ERR_LIMIT past the memory
  * limit or 2^31 items. */
 TPL_API tpl_status tpl_val_list_of(tpl_render *r, const tpl_val *items, size_t n, unsigned flags, tpl_val *out);
+/* *v marked as a frozen Ruby object: a list (not a tuple) as a frozen Array, a map as a frozen
+ * Hash, a string as TPL_VAL_FROZEN marks it (ERB: frozen? is true, and a method that changes it
+ * in place is Ruby's FrozenError). TPL_ERR_USAGE for NULL v, TPL_ERR_TYPE for another kind. */
+TPL_API tpl_status tpl_val_freeze(tpl_val *v);
 /* A host object (obj and cls borrowed; see tpl_host_class). TPL_ERR_USAGE when r or cls is
  * NULL. */
 TPL_API tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out);
@@ -700,6 +704,9 @@ TPL_API double tpl_val_as_float(tpl_val v);       /* float, int or bool */
  * gives the name that was missing; a TPL_VAL_BIGINT its decimal text ('-' and digits). */
 TPL_API const char *tpl_val_as_str(tpl_val v, size_t *len);
 TPL_API bool tpl_val_is_markup(tpl_val v);        /* a markup-safe string */
+/* A string's flags as tpl_val_str takes them: TPL_VAL_MARKUP, TPL_VAL_SYMBOL (a Ruby Symbol: an
+ * ERB :name), TPL_VAL_FROZEN (a frozen Ruby String); 0 for any other value. */
+TPL_API unsigned tpl_val_str_flags(tpl_val v);
 TPL_API size_t tpl_val_len(tpl_val v);            /* items of a list/tuple, entries of a map */
 TPL_API tpl_val tpl_val_item(tpl_val v, size_t i);     /* list/tuple item i */
 TPL_API tpl_val tpl_val_map_key(tpl_val v, size_t i);  /* map entry i's key (insertion order) */

@@ -371,6 +371,26 @@ tpl_status tpl_val_list_of(tpl_render *r, const tpl_val *items, size_t n, unsign
     return TPL_OK;
 }
 
+unsigned tpl_val_str_flags(tpl_val v)
+{
+    tpl_value x = from_val(v);
+    if (x.type != TPL_T_STR || (x.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB))) return 0;
+    return (x.flags & TPL_F_SAFE ? TPL_VAL_MARKUP : 0) | (x.flags & TPL_F_SYMBOL ? TPL_VAL_SYMBOL : 0) |
+           (x.flags & TPL_F_FROZEN_RB ? TPL_VAL_FROZEN : 0);
+}
+
+tpl_status tpl_val_freeze(tpl_val *v)
+{
+    if (!v) return TPL_ERR_USAGE;
+    tpl_value x = from_val(*v);
+    if (x.type == TPL_T_STR) x.flags |= TPL_F_FROZEN_RB;
+    else if ((x.type == TPL_T_LIST && !(x.flags & ~(TPL_F_FROZEN_CT_RB | TPL_F_MUT_RB))) || (x.type == TPL_T_MAP && !(x.flags & TPL_F_NS)))
+        x.flags |= TPL_F_FROZEN_CT_RB;   /* (a plain list: no tuple, range, enumerator, match) */
+    else return TPL_ERR_TYPE;
+    *v = to_val(x);
+    return TPL_OK;
+}
+
 tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl_val *out)
 {
     if (!r || !cls || !out) return TPL_ERR_USAGE;

@@ -70,13 +70,26 @@ int tpl_vm_put_cp(tpl_vm *vm, tpl_sb *b, uint32_t cp)
 }
 
 /* Sets the location of the pending error to instruction pc of the running program. */
+static void locate_at(tpl_vm *vm, uint32_t line, uint32_t column);
 static void locate(tpl_vm *vm, uint32_t pc)
 {
     vm->err_unlocated = false;
     vm->pc = pc;
     if (vm->p) vm->err.file = vm->p->name; /* (the program the location is in) */
     if (vm->p) {
-        tpl_program_span(vm->p, vm->pc, &vm->err.line, &vm->err.column);
+        uint32_t line, column;
+        tpl_program_span(vm->p, vm->pc, &line, &column);
+        locate_at(vm, line, column);
+    }
+}
+
+/* The error's location: line and column of the running program, with its source line. */
+static void locate_at(tpl_vm *vm, uint32_t line, uint32_t column)
+{
+    vm->err_unlocated = false;
+    vm->err.line = line;
+    vm->err.column = column;
+    {
         if (vm->err.line && vm->p->source && vm->p->source_len) { /* a stripped program has no lines */
             const char *s = vm->p->source;
             size_t n = vm->p->source_len, i = 0;
@@ -6456,10 +6469,27 @@ int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, 
     return rc;
 }
 
-bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap)
+bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap) { return tpl_vm_rescue_host(vm, msg, cap, NULL, NULL); }
+
+bool tpl_vm_rescue_host(tpl_vm *vm, char *msg, size_t cap, void **payload, uint32_t *where)
 {
+    if (payload) *payload = NULL;
+    if (where) *where = 0;
     if (vm->err.status == TPL_OK || vm->err.status == TPL_ERR_LIMIT || vm->err.status == TPL_ERR_NOMEM) return false;
-    if (vm->err.status == TPL_ERR_RAISED && vm->host_payload) return false;   /* a host's own exception: it re-raises it */
+    if (vm->host_payload) {
+        /* a host's own exception: it re-raises it, unless it marked it rescuable (and the caller takes it) */
+        if (!payload || vm->host_msg[0] != '\x01' || strlen(vm->host_msg) >= cap) return false;
+        snprintf(msg, cap, "%s", vm->host_msg + 1);
+        *payload = vm->host_payload;
+        if (where && !vm->err_unlocated && vm->err.line && vm->err.line < 0x10000 && vm->err.column < 0x10000)
+            *where = vm->err.line << 16 | vm->err.column;
+        vm->host_payload = NULL;
+        vm->host_msg[0] = 0;
+        memset(&vm->err, 0, sizeof vm->err);
+        vm->err_unlocated = false;
+        vm->rb_broke = false;
+        return true;
+    }
     /* tpl's own refusal of what Ruby would run ("unsupported Ruby construct: ...", "... is not supported"):
      * never rescued, or `x rescue y` would print y where Ruby prints x */
     if (strncmp(vm->err_msg, "unsupported Ruby construct", 26) == 0 || strstr(vm->err_msg, " not supported"))
@@ -6469,6 +6499,20 @@ bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap)
     vm->err_unlocated = false;
     vm->rb_broke = false;
     return true;
+}
+
+int tpl_vm_rethrow(tpl_vm *vm, void *payload, const char *marked, size_t len, uint32_t where)
+{
+    if (len + 2 > sizeof vm->host_msg) len = sizeof vm->host_msg - 2;   /* (it fitted when it was taken) */
+    vm->host_msg[0] = '\x01';
+    memcpy(vm->host_msg + 1, marked, len);
+    vm->host_msg[len + 1] = 0;
+    vm->host_payload = payload;
+    const char *m = memchr(marked, '\x02', len);
+    m = m ? m + 1 : marked;
+    tpl_vm_error(vm, TPL_ERR_RAISED, "%.*s", (int)(marked + len - m), m);
+    if (where && vm->p) locate_at(vm, where >> 16, where & 0xFFFF);   /* where it was raised */
+    return -1;
 }
 
 /* Grows *buf (of *cap values) to at least need values; the contents are not kept (no frame is

@@ -231,6 +231,13 @@ int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, 
  * a tpl limit: fuel, depth, output, memory, out of memory): copies its message into msg (cap bytes)
  * and clears it, so the render goes on. false (the error stays) otherwise. */
 bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap);
+/* tpl_vm_rescue that also takes a host's own exception when the host marked it rescuable (its
+ * tpl_host_error message "\x01ANCESTORS\x02MESSAGE (Class)": the Ruby gem, for an exception a
+ * method of self or of a host object raised); *payload is then the host's payload (else NULL),
+ * msg the marked text without its \x01. tpl_vm_rethrow puts such an error back (no clause matched). */
+bool tpl_vm_rescue_host(tpl_vm *vm, char *msg, size_t cap, void **payload, uint32_t *where);
+/* (where: tpl_vm_rescue_host's, the line << 16 | column the error was located at, or 0) */
+int tpl_vm_rethrow(tpl_vm *vm, void *payload, const char *marked, size_t len, uint32_t where);
 /* ERB's $~: the MatchData (TPL_F_MATCH_RB) of the render's last regex match by =~, !~, match or
  * ===, or nil (none yet, or the last one failed). The whole template is one Ruby frame, so blocks
  * share it, as in Ruby. Set by the Ruby library (stdlib/ruby/ruby.c); nil when a render starts. */

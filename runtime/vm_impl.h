@@ -227,7 +227,7 @@ struct tpl_vm {
      * (runtime/host.c); the payload is reset when a render starts */
     void *host_payload;
     bool has_host;          /* a host object was built on this context: builtins resolve them */
-    char host_msg[256];
+    char host_msg[1024];   /* (an ERB host's rescuable exception: its ancestors, message and class) */
     /* Python's mutating methods (list.append, dict.update, ...; issue 14): the item and entry arrays
      * this render made for lists and dicts it changes in place, open-addressed by address (own_cap a
      * power of two, 0: none yet; render arena, emptied when a render starts). hwm: the most items a

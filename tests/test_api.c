@@ -362,6 +362,9 @@ static void test_null_args(void)
               tpl_val_list_of_str_maps(r, NULL, NULL, 0, 0, NULL) == U, "val_list_of_str_maps(NULL)");
         CHECK(tpl_val_list_of(NULL, NULL, 0, 0, &hl) == U && tpl_val_list_of(r, NULL, 1, 0, &hl) == U &&
               tpl_val_list_of(r, &hv, 1, 0, NULL) == U, "val_list_of(NULL)");
+        tpl_val fint = tpl_val_int(1);
+        CHECK(tpl_val_freeze(NULL) == U && tpl_val_freeze(&fint) == TPL_ERR_TYPE && tpl_val_str_flags(fint) == 0,
+              "val_freeze(NULL)");
     }
     CHECK(tpl_val_host(NULL, NULL, NULL, &hv) == U && tpl_val_host(r, NULL, NULL, &hv) == U, "val_host(NULL)");
     CHECK(tpl_val_as_str(hv, NULL) == NULL && !tpl_val_as_bool(hv) && !tpl_val_is_markup(hv) && tpl_val_len(hv) == 0 &&

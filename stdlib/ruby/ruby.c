@@ -6160,6 +6160,21 @@ static int sort_cmp(sorter *s, tpl_value x, tpl_value y)
         }
         return r.u.i < 0 ? -1 : r.u.i > 0;
     }
+    if (x.type == TPL_T_HOST) {   /* a Ruby object's own <=> (Comparable): an Integer, else Ruby's ArgumentError */
+        tpl_value r;
+        int rc = host_op(vm, x, "<=>", y, &r);
+        if (rc < 0) { s->failed = true; return 0; }
+        if (rc == 0 && r.type == TPL_T_INT) return r.u.i < 0 ? -1 : r.u.i > 0;
+        if (rc == 0 && r.type == TPL_T_FLOAT) return r.u.f < 0 ? -1 : r.u.f > 0;   /* (rb_cmpint: its < 0, > 0) */
+        if (rc == 0 && r.type != TPL_T_NONE) {
+            s->failed = true;
+            tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a <=> that answers neither an Integer nor nil");
+            return 0;
+        }
+        s->failed = true;
+        cmp_fail(vm, x, y);
+        return 0;
+    }
     bool ok;
     int c = rb_cmp(x, y, &ok, tpl_vm_arena(vm)->fuel);
     if (!ok) { s->failed = true; cmp_error(vm, x, y); }
@@ -9848,9 +9863,20 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_list(l);
         return 0;
     }
-    char msg[512];
-    if (!tpl_vm_rescue(vm, msg, sizeof msg)) return -1;
-    if (!l) return oom(vm);
+    char buf[1100], *msg = buf;
+    void *payload;
+    uint32_t where;
+    if (!tpl_vm_rescue_host(vm, buf, sizeof buf, &payload, &where)) return -1;
+    if (!l || (payload && !(l = new_list(vm, 7)))) return oom(vm);
+    tpl_value chain = tpl_v_none();
+    if (payload) {   /* a host's Ruby exception: "ANCESTORS\x02MESSAGE (Class)" */
+        char *sep = strchr(buf, '\x02');
+        if (!sep) return tpl_vm_rethrow(vm, payload, buf, strlen(buf), where);
+        char *c = tpl_arena_strdup(A(vm), buf, strlen(buf));
+        if (!c) return oom(vm);
+        chain = tpl_v_str(c, (size_t)(sep - buf));
+        msg = sep + 1;
+    }
     size_t n = strlen(msg), mlen = n;
     tpl_value cls = tpl_v_str("StandardError", 13);
     if (n >= 3 && msg[n - 1] == ')') {
@@ -9874,6 +9900,12 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
     l->items[3] = cls;
     l->items[4] = tpl_v_str(m, n);
     l->len = 5;
+    if (payload) {   /* [3]: the ancestors' names; [5], [6]: the payload and where (tpl_vm_rethrow puts it back) */
+        l->items[3] = chain;
+        l->items[5] = tpl_v_int((int64_t)(intptr_t)payload);
+        l->items[6] = tpl_v_int(where);
+        l->len = 7;
+    }
     *out = tpl_v_list(l);
     return 0;
 }
@@ -9888,11 +9920,34 @@ static bool exc_is(tpl_value cls, tpl_value want)
     return false;
 }
 
+/* Whether class name w names one of the space-separated class paths of list: the path, or its
+ * last segments after a "::" (`rescue MyError` in a template of a binding inside module App,
+ * whose constant Ruby finds lexically, names App::MyError). */
+static bool word_in(tpl_value list, tpl_value w)
+{
+    for (size_t k = 0; k <= list.len;) {
+        size_t e = k;
+        while (e < list.len && list.u.s[e] != ' ') e++;
+        if (e - k >= w.len && memcmp(list.u.s + e - w.len, w.u.s, w.len) == 0 &&
+            (e - k == w.len || (e - k >= w.len + 2 && list.u.s[e - w.len - 1] == ':' && list.u.s[e - w.len - 2] == ':')))
+            return true;
+        k = e + 1;
+    }
+    return false;
+}
+
 int r_any_rescue_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     (void)vm;
     tpl_list *names = L_(a[1]);
     tpl_value cls = L_(a[0])->items[3];
+    if (L_(a[0])->len == 7) {   /* a host's exception: its class and ancestors by name (space-separated) */
+        bool hit = false;
+        for (uint32_t i = 0; i < (names->len ? names->len : 1) && !hit; i++)
+            hit = word_in(cls, names->len ? names->items[i] : tpl_v_str("StandardError", 13));
+        *out = tpl_v_bool(hit);
+        return 0;
+    }
     bool hit = names->len == 0 && exc_is(cls, tpl_v_str("StandardError", 13));
     for (uint32_t i = 0; i < names->len && !hit; i++) hit = exc_is(cls, names->items[i]);
     *out = tpl_v_bool(hit);
@@ -9903,7 +9958,15 @@ int r_any_rescue_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_any_reraise(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     (void)out;
-    tpl_value m = L_(a[0])->items[4];
+    tpl_list *l = L_(a[0]);
+    tpl_value m = l->items[4];
+    if (l->len == 7) {   /* a host's exception: the host raises it again */
+        tpl_value c = l->items[3];
+        char buf[1100];
+        int k = snprintf(buf, sizeof buf, "%.*s\x02%.*s", (int)c.len, c.u.s, (int)m.len, m.u.s);
+        return tpl_vm_rethrow(vm, (void *)(intptr_t)l->items[5].u.i, buf, k < 0 ? 0 : (size_t)k >= sizeof buf ? sizeof buf - 1 : (size_t)k,
+                              (uint32_t)l->items[6].u.i);
+    }
     return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s", (int)m.len, m.u.s);
 }
 

@@ -20,6 +20,7 @@
 #include <ruby.h>
 #include <ruby/encoding.h>
 #include <ruby/thread.h>
+#include <ruby/version.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -742,6 +743,23 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
 
 HASH_EACH_FN(hash_i)
 
+/* Whether Hash h converts to a map: it has no default (Hash.new(0), Hash.new { |h, k| ... }: its
+ * [] of a missing key is Ruby's) and does not compare by identity; any other Hash is a host
+ * object, its methods Ruby's. The default is read from Ruby 3.1-3.3's struct RHash
+ * (internal/hash.h: after the table pointer; no API reads it without a method call), else with
+ * Hash#default and #default_proc. (rb_hash_compare_by_id_p: exported, not in the headers.) */
+VALUE rb_hash_compare_by_id_p(VALUE hash);
+static bool hash_plain(VALUE h)
+{
+#if RUBY_API_VERSION_MAJOR == 3 && RUBY_API_VERSION_MINOR >= 1 && RUBY_API_VERSION_MINOR <= 3
+    struct rhash_head { struct RBasic basic; void *as; VALUE ifnone; };
+    if (((const struct rhash_head *)h)->ifnone != Qnil) return false;
+#else
+    if (!NIL_P(rb_funcall(h, rb_intern("default"), 0)) || !NIL_P(rb_funcall(h, rb_intern("default_proc"), 0))) return false;
+#endif
+    return !RTEST(rb_hash_compare_by_id_p(h));
+}
+
 static int hash_val(rctx *c, VALUE h, tpl_val *out)
 {
     enter(c, h);
@@ -753,6 +771,7 @@ static int hash_val(rctx *c, VALUE h, tpl_val *out)
         hash_flush(&it);
     }
     *out = it.map;
+    if (RB_OBJ_FROZEN_RAW(h)) tpl_val_freeze(out);   /* frozen?, and FrozenError for a change */
     c->depth--;
     return 0;
 }
@@ -803,7 +822,7 @@ static bool strmaps_val(rctx *c, VALUE a, long n, tpl_val *out)
 {
     for (long i = 0; i < n; i++) {
         VALUE o = RARRAY_AREF(a, i);
-        if (!RB_TYPE_P(o, T_HASH) || RBASIC_CLASS(o) != rb_cHash) return false;
+        if (!RB_TYPE_P(o, T_HASH) || RBASIC_CLASS(o) != rb_cHash || !hash_plain(o)) return false;
     }
     scratch *sc = &c->sc;
     size_t zero = 0;
@@ -824,6 +843,7 @@ static bool strmaps_val(rctx *c, VALUE a, long n, tpl_val *out)
         nv += 1 + sc->cnt[i];
     }
     checkst(tpl_val_list_of_str_maps(c->r, sc->ss, sc->cnt, (size_t)n, 0, out));
+    if (RB_OBJ_FROZEN_RAW(a)) tpl_val_freeze(out);
     c->nvals += nv;
     c->borrowed |= c->borrow && sc->nss > 0;
     sc->nss = 0;
@@ -853,6 +873,7 @@ static int ary_val(rctx *c, VALUE a, tpl_val *out)
         sc->items[sc->nitems++] = v;
     }
     checkst(tpl_val_list_of(c->r, sc->items ? sc->items + base : NULL, sc->nitems - base, 0, out));
+    if (RB_OBJ_FROZEN_RAW(a)) tpl_val_freeze(out);
     sc->nitems = base;
     c->depth--;
     return 0;
@@ -909,7 +930,7 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
     case T_STRING: return str_val(c, o, 0, out);
     case T_SYMBOL: return str_val(c, rb_sym2str(o), TPL_VAL_SYMBOL, out);
     /* (the class pointer itself: rb_obj_class skips singleton classes, a call per container) */
-    case T_HASH: if (RBASIC_CLASS(o) == rb_cHash || rb_obj_class(o) == rb_cHash) return hash_val(c, o, out); break;
+    case T_HASH: if ((RBASIC_CLASS(o) == rb_cHash || rb_obj_class(o) == rb_cHash) && hash_plain(o)) return hash_val(c, o, out); break;
     case T_ARRAY: if (RBASIC_CLASS(o) == rb_cArray || rb_obj_class(o) == rb_cArray) return ary_val(c, o, out); break;
     default: break;
     }
@@ -924,7 +945,7 @@ static int to_val(rctx *c, VALUE o, tpl_val *out)
         }
     }
     if (RB_TYPE_P(o, T_STRING)) return str_val(c, o, 0, out);   /* String subclasses */
-    if (RB_TYPE_P(o, T_HASH)) return hash_val(c, o, out);       /* Hash subclasses */
+    if (RB_TYPE_P(o, T_HASH) && hash_plain(o)) return hash_val(c, o, out);   /* Hash subclasses */
     if (RB_TYPE_P(o, T_ARRAY)) return ary_val(c, o, out);
     return host_val(c, o, out);
 }
@@ -952,6 +973,8 @@ static VALUE from_val(tpl_val v)
     }
     case TPL_VAL_STR:
         s = tpl_val_as_str(v, &n);
+        /* an ERB :symbol is Ruby's Symbol (a method's argument, a Hash's key), as Ruby passes it */
+        if (tpl_val_str_flags(v) & TPL_VAL_SYMBOL) return ID2SYM(rb_intern3(s, (long)n, rb_utf8_encoding()));
         return rb_utf8_str_new(s, (long)n);
     case TPL_VAL_LIST: case TPL_VAL_TUPLE: {
         n = tpl_val_len(v);
@@ -992,6 +1015,64 @@ typedef struct cb {
                              * here, as ivar_plain converts false itself) */
 } cb;
 
+#define RB_TAG_RAISE 6 /* (vm_core.h's TAG_RAISE: the state rb_protect reports for a raised exception) */
+
+/* Whether s's bytes are all letters, digits or ':' (a class's name as tpl's exceptions print it:
+ * tpl_rb_exc_class), with underscores too when under is true (a name a rescue clause may give). */
+static bool class_text(VALUE s, bool under)
+{
+    const char *p = RSTRING_PTR(s);
+    long n = RSTRING_LEN(s);
+    if (n == 0 || !(p[0] >= 'A' && p[0] <= 'Z')) return false;
+    for (long i = 0; i < n; i++)
+        if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') || p[i] == ':' ||
+              (under && p[i] == '_')))
+            return false;
+    return true;
+}
+
+/* The exception a callback's Ruby code raised (rb_protect's state): kept for the render to
+ * re-raise, and handed to the VM as the host's error. One raised (not a throw or a thread's kill)
+ * that fits is marked rescuable: "\x01ANCESTORS\x02MESSAGE (Class)" (tpl_vm_rescue_host), so a
+ * begin/rescue in the template takes it as Ruby's would — by its class's and ancestors' names
+ * (rescue ArgumentError, rescue MyError, a bare rescue: StandardError) — and e.message is its
+ * message; otherwise "Class: message", which no rescue takes. */
+static void host_exception(rctx *c, int state)
+{
+    VALUE e = rb_errinfo();
+    rb_set_errinfo(Qnil);
+    c->exc = e;
+    keep(c, e);
+    int st = 0;
+    VALUE m = rb_protect(rb_obj_as_string, e, &st);
+    if (st || !RB_TYPE_P(m, T_STRING)) { rb_set_errinfo(Qnil); m = rb_str_new_cstr("?"); }
+    char buf[1024];
+    VALUE cls = rb_class_path(rb_obj_class(e));
+    bool mark = state == RB_TAG_RAISE && rb_obj_is_kind_of(e, rb_eException) && class_text(cls, false) &&
+                !memchr(RSTRING_PTR(m), 0, (size_t)RSTRING_LEN(m));
+    if (mark) {
+        VALUE t = rb_str_new_cstr("\x01");
+        VALUE anc = rb_mod_ancestors(rb_obj_class(e));
+        for (long i = 0; i < RARRAY_LEN(anc); i++) {
+            VALUE k = RARRAY_AREF(anc, i), name = rb_class_path(k);
+            if (!class_text(name, true)) continue; /* (an anonymous class or module: no rescue names it) */
+            if (RSTRING_LEN(t) > 1) rb_str_cat(t, " ", 1);
+            rb_str_append(t, name);
+        }
+        rb_str_cat(t, "\x02", 1);
+        rb_str_append(t, m);
+        rb_str_cat(t, " (", 2);
+        rb_str_append(t, cls);
+        rb_str_cat(t, ")", 1);
+        mark = (size_t)RSTRING_LEN(t) < sizeof buf;
+        if (mark) { memcpy(buf, RSTRING_PTR(t), (size_t)RSTRING_LEN(t)); buf[RSTRING_LEN(t)] = 0; }
+        RB_GC_GUARD(t);
+    }
+    if (!mark) snprintf(buf, sizeof buf, "%s: %.*s", rb_obj_classname(e), (int)RSTRING_LEN(m), RSTRING_PTR(m));
+    RB_GC_GUARD(m);
+    tpl_host_error(c->r, buf, (void *)e);
+}
+
 static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
 {
     int state = 0;
@@ -1001,15 +1082,7 @@ static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
     if (!(a->name && a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0)) ivc_stale(a->h->c);
     rb_protect(fn, (VALUE)a, &state);
     if (!state) return a->rc;
-    rctx *c = a->h->c;
-    VALUE e = rb_errinfo();
-    rb_set_errinfo(Qnil);
-    c->exc = e;
-    keep(c, e);
-    VALUE m = rb_protect(rb_obj_as_string, e, &state);
-    if (state) { rb_set_errinfo(Qnil); m = rb_str_new_cstr("?"); }
-    VALUE msg = rb_sprintf("%s: %" PRIsVALUE, rb_obj_classname(e), m);
-    tpl_host_error(c->r, StringValueCStr(msg), (void *)e);
+    host_exception(a->h->c, state);
     return TPL_HOST_ERROR;
 }
 
@@ -1477,9 +1550,7 @@ static int rb_remembers_cb(void *data, const char *words, size_t len)
     ivc_stale(c); /* (Ruby code runs: self's @ivars are read again after it, as protect does) */
     VALUE res = rb_protect(remembers_body, (VALUE)&a, &state);
     if (!state) return res == Qtrue;
-    c->exc = rb_errinfo();
-    rb_set_errinfo(Qnil);
-    keep(c, c->exc);
+    host_exception(c, state);
     return -1;
 }
 
@@ -2266,8 +2337,11 @@ again:
         return Qnil;
     }
     const tpl_error *e = tpl_render_error(r);
-    if (!NIL_P(c->exc)) {
-        VALUE exc = c->exc;
+    /* (the host's payload: an exception a rescue in the template took, and so c->exc, is no
+     * longer the render's error) */
+    void *payload = tpl_render_error_payload(r);
+    if (payload) {
+        VALUE exc = (VALUE)payload;
         VALUE where = rb_sprintf(" (tpl: raised while rendering %s, line %u, column %u)", e->file ? e->file : "<template>",
                                  e->line, e->column);
         VALUE msg = rb_str_plus(rb_obj_as_string(exc), where);
@@ -2346,7 +2420,6 @@ static void gc_nudge(tmpl *t, size_t n)
  * ERB's (tpl.rb Tpl::ERB#located: the template's frame in its backtrace, tpl's errors as the
  * classes ERB raises) before it leaves the method */
 typedef struct erb_site { VALUE erb, binding; } erb_site;
-#define RB_TAG_RAISE 6 /* (vm_core.h's TAG_RAISE: the state rb_protect reports for a raised exception) */
 
 /* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
 static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits,
