@@ -3744,11 +3744,13 @@ static void method_or_nil(erb_low *L)
 }
 
 /* defined? of a receiver-less method name with a self (erb_self): "method" when self answers
- * respond_to?(name, true) when it runs (private methods too, as Ruby's defined?), else nil */
-static void self_method_what(erb_low *L, tpl_value name, uint32_t off)
+ * respond_to?(name, true) when it runs (private methods too, as Ruby's defined?), else nil;
+ * respond_to?(name, false) for defined?(self.name) (public only: Ruby's answer is nil for a
+ * private one) */
+static void self_method_what(erb_low *L, tpl_value name, uint32_t off, bool priv)
 {
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, name), 1);
-    tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_bool(priv)), 1);
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_CALL_SELF_RB, tpl_c_name(C, S("respond_to?")), -1);
     tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
@@ -3810,7 +3812,7 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         }
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
         push_str(L, what);
-        if (!ivar && !ruby_kernel_method(e->val) && tpl_c_options(C)->erb_self) self_method_what(L, e->val, e->off);
+        if (!ivar && !ruby_kernel_method(e->val) && tpl_c_options(C)->erb_self) self_method_what(L, e->val, e->off, true);
         else push_str(L, !ivar && ruby_kernel_method(e->val) ? "method" : NULL);
         tpl_c_at(C, e->off);
         tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
@@ -3873,7 +3875,7 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
                 defined_(L, parts[i], depth + 1);
                 fails[nf++] = tpl_c_emit(C, TPL_OP_JF_PY, 0, -1);
             }
-            self_method_what(L, e->val, e->off);
+            self_method_what(L, e->val, e->off, e->op != 2);
             uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
             uint32_t here = tpl_c_here(C);
             for (int i = 0; i < nf; i++) tpl_c_patch(C, fails[i], here);

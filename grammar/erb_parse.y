@@ -184,7 +184,7 @@ static tpl_node *method(tpl_pctx *ctx, tpl_node *recv, tpl_token name, tpl_node 
         /* self.name(args): a receiver-less call (Ruby calls self's private methods so too), never a local */
         tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, NULL, args);
         n->val = tpl_p_tokstr(ctx, name);
-        n->op = 1;
+        n->op = 2;   /* (self.: defined?(self.name) is nil for a private method) */
         return n;
     }
     tpl_node *n = tpl_p_node(ctx, TPL_N_RMETHOD, off, recv, args);

@@ -109,6 +109,12 @@ class TestRubyUser < Minitest::Test
                                                         syntax: :erb).render(h)
   end
 
+  # defined?(self.name): a private method is nil (a receiver-less name's defined? is "method")
+  def test_defined_self_dot_private
+    ["<%= defined?(self.remembers?).inspect %> <%= defined?(self.boom).inspect %> <%= defined?(boom).inspect %>",
+     "<%= defined?(self.run).inspect %> <%= defined?(run).inspect %>"].each { |src| assert_same_as_erb(src) }
+  end
+
   def test_hash_defaults
     ["<%= @hd[:a] %> <%= @hd[:b] %> <%= @hd.size %> <%= @hd.key?(:b) %> <%= @hd.dig(:zz) %>",
      '<%= @hz[:q] + 1 %> <%= @hz.default %> <%= @hd.map { |k, v| "#{k}=#{v}" }.join %> <%= @hd %>'].each { |src| assert_same_as_erb(src) }
