@@ -474,7 +474,10 @@ enum {
  * attribute), or for the other callbacks "not supported" (the VM then falls back: iteration,
  * length, call and str are a TypeError naming the class, truth is true, resolve keeps the
  * object); TPL_HOST_ERROR after tpl_host_error: the render stops with TPL_ERR_RAISED, located
- * at the template instruction that called back, with the host's message and payload. */
+ * at the template instruction that called back, with the host's message and payload. A getattr
+ * or getitem may also miss with TPL_HOST_OK and an undefined from tpl_val_undefined_missing (a
+ * miss naming the host's class): the other lookup is still tried, and this undefined is the
+ * result when it misses too. */
 typedef enum tpl_host_result { TPL_HOST_OK = 0, TPL_HOST_MISSING = 1, TPL_HOST_ERROR = -1 } tpl_host_result;
 
 /* The class of host objects. Every callback may be NULL (treated as TPL_HOST_MISSING). `obj`
@@ -587,6 +590,15 @@ TPL_API tpl_val tpl_val_undefined(void);
  * not UTF-8 or longer than 4 GiB - 1, TPL_ERR_LIMIT over the memory limit, TPL_ERR_USAGE for
  * NULL r or out, or NULL text with len > 0. */
 TPL_API tpl_status tpl_val_undefined_text(tpl_render *r, const char *text, size_t len, bool hint, tpl_val *out);
+/* An undefined value for a missing attribute (item false: "'OWNER' has no attribute 'NAME'") or
+ * item (item true: "OWNER has no element NAME", name then the key's repr) of a host object whose
+ * class Jinja2 names OWNER (object_type_repr: "__main__.Foo object"); DebugUndefined prints
+ * "{{ no such element: OWNER['NAME'] }}" (the item's repr as given). What a host's getattr or
+ * getitem hands over for a miss so that messages name its own class (issue 17). Texts are UTF-8,
+ * copied into r's value memory; errors as tpl_val_undefined_text (NULL owner or name with a
+ * length: TPL_ERR_USAGE). */
+TPL_API tpl_status tpl_val_undefined_missing(tpl_render *r, const char *owner, size_t owner_len, const char *name,
+                                             size_t name_len, bool item, tpl_val *out);
 /* An integer of any size from its text s (len bytes, borrowed): digits in base (2..36, letters
  * either case) after an optional '-' or '+', no prefix, no '_'; a Python int or Ruby Integer past
  * int64 (Python: format(n, 'x'), base 16). A value that fits int64 is an ordinary int

@@ -1250,6 +1250,35 @@ static tpl_host_result missing_or_fail(render_ctx *c, PyObject *kind1, PyObject 
     return TPL_HOST_ERROR;
 }
 
+/* tpl.jinja2 (c->undefined): the undefined value Jinja2's Environment.getattr/getitem make for a
+ * missing attribute or item of o (key: the name, or the item's key), naming o's class as
+ * Jinja2's object_type_repr does ("'__main__.Foo object' has no attribute 'x'"), in place of the
+ * VM's own miss (which cannot name a Python class). The exception of the miss is cleared. */
+static tpl_host_result py_missing(render_ctx *c, PyObject *o, PyObject *key, tpl_val *out)
+{
+    PyErr_Clear();
+    PyObject *mod = PyImport_ImportModule("tpl.jinja2");
+    PyObject *owner = mod ? PyObject_CallMethod(mod, "object_type_repr", "O", o) : NULL;
+    bool item = !PyUnicode_Check(key);
+    PyObject *name = item ? PyObject_Repr(key) : (Py_INCREF(key), key);
+    Py_XDECREF(mod);
+    Py_ssize_t on, nn;
+    const char *ou = owner && PyUnicode_Check(owner) ? PyUnicode_AsUTF8AndSize(owner, &on) : NULL;
+    const char *nu = ou && name ? PyUnicode_AsUTF8AndSize(name, &nn) : NULL;
+    tpl_host_result rc = TPL_HOST_OK;
+    if (!nu || check(tpl_val_undefined_missing(c->r, ou, (size_t)on, nu, (size_t)nn, item, out)) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "object_type_repr() must return a str");
+        fail_with_exception(c);
+        rc = TPL_HOST_ERROR;
+    }
+    Py_XDECREF(owner);
+    Py_XDECREF(name);
+    return rc;
+}
+
+/* getattr; a miss (AttributeError) is, under tpl.jinja2, the undefined naming the class
+ * (py_missing: the VM then tries the item, as Jinja2's Environment.getattr, and keeps this
+ * undefined when that misses too; the attr filter keeps it at once), else TPL_HOST_MISSING. */
 static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
     pyobj *h = obj;
@@ -1258,13 +1287,18 @@ static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, si
     tpl_host_result rc;
     PyObject *n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, "strict");
     PyObject *res = n ? PyObject_GetAttr(h->o, n) : NULL;
-    Py_XDECREF(n);
-    if (!res) rc = missing_or_fail(h->c, PyExc_AttributeError, NULL);
+    if (!res && n && h->c->undefined && PyErr_ExceptionMatches(PyExc_AttributeError))
+        rc = py_missing(h->c, h->o, n, out);
+    else if (!res) rc = missing_or_fail(h->c, PyExc_AttributeError, NULL);
     else rc = deliver(h->c, res, out, "an attribute's value");
+    Py_XDECREF(n);
     gil_out(h->c);
     return rc;
 }
 
+/* the item; a miss (LookupError, TypeError; under tpl.jinja2 AttributeError too, as Jinja2's
+ * Environment.getitem) is, under tpl.jinja2, the undefined naming the class (py_missing: the VM
+ * then tries the attribute of a str key), else TPL_HOST_MISSING. */
 static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val *out)
 {
     pyobj *h = obj;
@@ -1273,9 +1307,13 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
     tpl_host_result rc;
     PyObject *k = from_val(h->c, key);
     PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
-    Py_XDECREF(k);
-    if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
+    if (!res && k && h->c->undefined &&
+        (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_LookupError) ||
+         PyErr_ExceptionMatches(PyExc_AttributeError)))
+        rc = py_missing(h->c, h->o, k, out);
+    else if (!res) rc = missing_or_fail(h->c, PyExc_LookupError, PyExc_TypeError);
     else rc = deliver(h->c, res, out, "an item's value");
+    Py_XDECREF(k);
     gil_out(h->c);
     return rc;
 }

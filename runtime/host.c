@@ -126,6 +126,29 @@ tpl_status tpl_val_undefined_text(tpl_render *r, const char *text, size_t len, b
     return TPL_OK;
 }
 
+tpl_status tpl_val_undefined_missing(tpl_render *r, const char *owner, size_t owner_len, const char *name,
+                                     size_t name_len, bool item, tpl_val *out)
+{
+    if (!r || !out || (!owner && owner_len) || (!name && name_len)) return TPL_ERR_USAGE;
+    if (name_len > UINT32_MAX - 1 || owner_len > UINT32_MAX - 1 - name_len - 2) return TPL_ERR_VALUE;
+    if ((owner_len && utf8_bad(owner, owner_len)) || (name_len && utf8_bad(name, name_len))) return TPL_ERR_VALUE;
+    /* NAME NUL OWNER NUL: the undefined's text is the name (len), the owner's repr follows it */
+    tpl_arena *a = val_arena(r);
+    char *t = tpl_arena_alloc(a, name_len + owner_len + 2);
+    if (!t) return arena_fail(a);
+    if (name_len) memcpy(t, name, name_len);
+    t[name_len] = 0;
+    if (owner_len) memcpy(t + name_len + 1, owner, owner_len);
+    t[name_len + 1 + owner_len] = 0;
+    tpl_value u = tpl_v_undef();
+    u.aux = item ? TPL_UNDEF_ITEM : TPL_UNDEF_ATTR;
+    u.flags = TPL_UNDEF_OWNER_TEXT;
+    u.u.s = t;
+    u.len = (uint32_t)name_len;
+    *out = to_val(u);
+    return TPL_OK;
+}
+
 tpl_status tpl_val_str_borrow(const char *s, size_t len, tpl_val *out)
 {
     if (!out || (!s && len)) return TPL_ERR_USAGE;
@@ -665,18 +688,38 @@ int tpl_hobj_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     return rc;
 }
 
+/* An undefined a host's getattr/getitem made for its miss (tpl_val_undefined_missing): a miss
+ * that names the host's class, kept when the other lookup misses too. */
+static bool owner_miss(tpl_value v) { return v.type == TPL_T_UNDEF && v.flags == TPL_UNDEF_OWNER_TEXT; }
+
+/* One lookup of tpl_hobj_getattr/getitem: -1 error, 0 found (*out), 1 missed (*miss set to the
+ * host's own miss when it gave one and *miss is not set yet). */
+static int lookup_step(tpl_vm *vm, tpl_hobj *h, tpl_host_result hr, tpl_val o, const char *what, const char *name,
+                       size_t n, tpl_value *out, tpl_value *miss)
+{
+    int rc = result(vm, h, hr, what, name, n);
+    if (rc) return rc;
+    tpl_value v = from_val(o);
+    if (!owner_miss(v)) { *out = v; return 0; }
+    if (miss->type != TPL_T_UNDEF) *miss = v;
+    return 1;
+}
+
 int tpl_hobj_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
     tpl_hobj *h = obj.u.p;
     tpl_val o;
+    tpl_value miss = tpl_v_none();
     if (h->cls->getattr) {
-        int rc = result(vm, h, h->cls->getattr(h->obj, h->r, name, n, &o), "getattr", name, n);
-        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+        int rc = lookup_step(vm, h, h->cls->getattr(h->obj, h->r, name, n, &o), o, "getattr", name, n, out, &miss);
+        if (rc <= 0) return rc;
     }
     if (h->cls->getitem) {
-        int rc = result(vm, h, h->cls->getitem(h->obj, h->r, to_val(tpl_v_str(name, n)), &o), "getitem", name, n);
-        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+        int rc = lookup_step(vm, h, h->cls->getitem(h->obj, h->r, to_val(tpl_v_str(name, n)), &o), o, "getitem", name, n,
+                             out, &miss);
+        if (rc <= 0) return rc;
     }
+    if (miss.type == TPL_T_UNDEF) { *out = miss; return 0; }
     return 1;
 }
 
@@ -684,16 +727,19 @@ int tpl_hobj_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
 {
     tpl_hobj *h = obj.u.p;
     tpl_val o;
+    tpl_value miss = tpl_v_none();
     if (h->cls->getitem) {
         const char *kn = key.type == TPL_T_STR ? key.u.s : "";
         size_t kl = key.type == TPL_T_STR ? key.len : 0;
-        int rc = result(vm, h, h->cls->getitem(h->obj, h->r, to_val(key), &o), "getitem", kn, kl);
-        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+        int rc = lookup_step(vm, h, h->cls->getitem(h->obj, h->r, to_val(key), &o), o, "getitem", kn, kl, out, &miss);
+        if (rc <= 0) return rc;
     }
     if (key.type == TPL_T_STR && h->cls->getattr) {
-        int rc = result(vm, h, h->cls->getattr(h->obj, h->r, key.u.s, key.len, &o), "getattr", key.u.s, key.len);
-        if (rc <= 0) { if (!rc) *out = from_val(o); return rc; }
+        int rc = lookup_step(vm, h, h->cls->getattr(h->obj, h->r, key.u.s, key.len, &o), o, "getattr", key.u.s, key.len,
+                             out, &miss);
+        if (rc <= 0) return rc;
     }
+    if (miss.type == TPL_T_UNDEF) { *out = miss; return 0; }
     return 1;
 }
 

@@ -216,6 +216,10 @@ enum { TPL_LAZY_NONE = 0, TPL_LAZY_RANGE, TPL_LAZY_DICT_ITEMS, TPL_LAZY_DICT_KEY
 /* aux of an undefined value: what was missing. */
 enum { TPL_UNDEF_NAME = 0, TPL_UNDEF_ATTR = 1, TPL_UNDEF_ITEM = 2, TPL_UNDEF_PLAIN = 3,
        TPL_UNDEF_COND = 4 /* an inline if without else: always lenient (Jinja2's cond_expr_undefined) */ };
+/* flags of a TPL_UNDEF_ATTR/ITEM undefined made by a host (tpl_val_undefined_missing): its
+ * container's repr (Jinja2's object_type_repr) is text, NUL-terminated at u.s + len + 1 (in
+ * place of a tpl_vtype + 1: tpl_undef_container). */
+#define TPL_UNDEF_OWNER_TEXT 0xFF
 
 struct tpl_list;
 struct tpl_map;

@@ -495,8 +495,10 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
 /* Jinja2's object_type_repr for the container an attribute or item was missing from (the VM
  * keeps it in the undefined value's flags: tpl_undef_container, a tpl_vtype + 1; 0 = unknown,
  * reported as a dict). */
-static const char *container_repr(int t)
+static const char *container_repr(tpl_value v)
 {
+    int t = v.flags;
+    if (t == TPL_UNDEF_OWNER_TEXT && v.u.s) return v.u.s + v.len + 1; /* (a host's class: tpl_val_undefined_missing) */
     if (t == 0 || t > TPL_VT__COUNT) return "dict object";
     return t - 1 == TPL_VT_NONE ? "None" : tpl_types[t - 1].objrepr;
 }
@@ -512,11 +514,11 @@ int tpl_undefined_error(tpl_vm *vm, tpl_value v)
         return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%.*s is undefined", (int)b.len, b.p ? b.p : "");
     case TPL_UNDEF_ATTR:
         tpl_py_repr(&b, name);
-        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "'%s' has no attribute %.*s", container_repr(v.flags),
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "'%s' has no attribute %.*s", container_repr(v),
                             (int)b.len, b.p ? b.p : "");
     case TPL_UNDEF_ITEM:
         /* the VM stores the key's repr as the name */
-        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%s has no element %.*s", container_repr(v.flags),
+        return tpl_vm_error(vm, TPL_ERR_UNDEFINED, "%s has no element %.*s", container_repr(v),
                             (int)name.len, name.u.s);
     case TPL_UNDEF_COND: /* the VM keeps the inline if's line in len (0: unknown) */
         if (!v.u.s && v.len)
@@ -540,7 +542,7 @@ void tpl_undefined_debug_str(tpl_sb *b, tpl_value v)
         break;
     case TPL_UNDEF_ATTR: case TPL_UNDEF_ITEM:
         tpl_sb_puts(b, "no such element: ");
-        tpl_sb_puts(b, container_repr(v.flags));
+        tpl_sb_puts(b, container_repr(v));
         tpl_sb_putc(b, '[');
         if (v.aux == TPL_UNDEF_ATTR) tpl_py_repr(b, name);
         else tpl_sb_put(b, name.u.s, name.len); /* the VM stores the key's repr as the name */

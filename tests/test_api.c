@@ -331,6 +331,11 @@ static void test_null_args(void)
           tpl_val_kind_of(tpl_val_undefined()) == TPL_VAL_UNDEFINED, "val scalars");
     CHECK(tpl_val_undefined_text(NULL, "x", 1, true, &hv) == U && tpl_val_undefined_text(r, NULL, 1, true, &hv) == U &&
           tpl_val_undefined_text(r, "x", 1, false, NULL) == U, "val_undefined_text(NULL)");
+    CHECK(tpl_val_undefined_missing(NULL, "o", 1, "x", 1, false, &hv) == U &&
+          tpl_val_undefined_missing(r, NULL, 1, "x", 1, false, &hv) == U &&
+          tpl_val_undefined_missing(r, "o", 1, NULL, 1, true, &hv) == U &&
+          tpl_val_undefined_missing(r, "o", 1, "x", 1, false, NULL) == U &&
+          tpl_val_undefined_missing(r, "o", 1, "\xff", 1, false, &hv) == TPL_ERR_VALUE, "val_undefined_missing(NULL)");
     CHECK(tpl_val_str(NULL, "x", 1, 0, &hv) == U && tpl_val_str(r, NULL, 1, 0, &hv) == U &&
           tpl_val_str(r, "x", 1, 0, NULL) == U, "val_str(NULL)");
     CHECK(tpl_val_str_borrow(NULL, 1, &hv) == U && tpl_val_str_borrow("x", 1, NULL) == U, "val_str_borrow(NULL)");

@@ -293,6 +293,12 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     case TPL_T_LOOP:
     case TPL_T_MACRO:
         return tpl_getattr(vm, obj, name.u.s, name.len, out);
+    case TPL_T_HOST: { /* its getattr alone (Jinja2's attr() never tries the item) */
+        int rc = tpl_hobj_attr(vm, obj, name.u.s, name.len, out);
+        if (rc <= 0) return rc;
+        *out = undef_attr(name, tpl_undef_container(obj));
+        return 0;
+    }
     default:
         *out = undef_attr(name, tpl_undef_container(obj));
         return 0;
