@@ -799,6 +799,14 @@ TPL_API tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len
 TPL_API tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_t nargs, const tpl_val *kwnames,
                                    const tpl_val *kwvals, size_t nkw, tpl_val *out);
 
+/* From a callback of r's own running render: *out is the template's `v.name` (name len bytes,
+ * borrowed) of a value the callback was given, as the template reads it (a macro's name,
+ * arguments, catch_kwargs, catch_varargs, caller: what Jinja2's Macro object shows Python;
+ * issue 17). r's value, valid until the callback returns. Errors as tpl_render_call's (a
+ * failure ends the render with it); TPL_ERR_USAGE when r, out or name (with len > 0) is NULL or
+ * r is not rendering. */
+TPL_API tpl_status tpl_render_getattr(tpl_render *r, tpl_val v, const char *name, size_t len, tpl_val *out);
+
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. NULL p (say, after a

@@ -192,6 +192,9 @@ typedef struct render_ctx {
     int cb_depth;           /* callbacks running (gil_in .. gil_out) */
     unsigned long cb_tid;   /* the thread of the latest */
     bool call_failed;       /* a TemplateCallable's call failed: the render ends with its error */
+    PyObject *watch;        /* borrowed or NULL: converting a Python callable's arguments, the list
+                             * (plain_from_val) of (list or dict made, snapshot of its items) that
+                             * py_call checks after the call (watch_changed) */
     bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
                              * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
@@ -1073,10 +1076,24 @@ static PyObject *template_callable(render_ctx *c, tpl_val v)
         if (!(c->calls = PyCapsule_New((void *)&marker, call_capsule, NULL))) return NULL;
         if (PyCapsule_SetContext(c->calls, c) < 0) { Py_CLEAR(c->calls); return NULL; }
     }
-    PyObject *mod = PyImport_ImportModule("tpl");
-    PyObject *r = mod ? PyObject_CallMethod(mod, "TemplateCallable", "Oy#", c->calls, (const char *)&v,
-                                            (Py_ssize_t)sizeof v) : NULL;
+    /* what Jinja2's Macro shows Python, read now (its attributes outlive the render) */
+    static const char *const attrs[] = { "name", "arguments", "catch_kwargs", "catch_varargs", "caller",
+                                         "explicit_caller" };
+    PyObject *info = PyDict_New();
+    for (size_t i = 0; info && i < sizeof attrs / sizeof *attrs; i++) {
+        tpl_val a;
+        tpl_status st = tpl_render_getattr(c->r, v, attrs[i], strlen(attrs[i]), &a);
+        PyObject *x = st == TPL_OK ? from_val(c, a) : NULL;
+        if (st != TPL_OK) PyErr_Format(PyExc_RuntimeError, "tpl: a macro's %s could not be read (status %d)", attrs[i],
+                                       (int)st);
+        if (!x || PyDict_SetItemString(info, attrs[i], x) < 0) Py_CLEAR(info);
+        Py_XDECREF(x);
+    }
+    PyObject *mod = info ? PyImport_ImportModule("tpl") : NULL;
+    PyObject *r = mod ? PyObject_CallMethod(mod, "TemplateCallable", "Oy#O", c->calls, (const char *)&v,
+                                            (Py_ssize_t)sizeof v, info) : NULL;
     Py_XDECREF(mod);
+    Py_XDECREF(info);
     return r;
 }
 
@@ -1154,6 +1171,42 @@ static PyObject *from_val(render_ctx *c, tpl_val v)
     return plain_from_val(c, v);
 }
 
+/* A template's list or dict o handed to a Python callable (a copy: tpl's values are not Python
+ * objects) and snap (new reference or NULL), the snapshot of its items: recorded in c->watch so
+ * that a callable that changes it is refused (watch_changed), where Jinja2's template would see
+ * the change (issue 17). */
+static int watch_add(render_ctx *c, PyObject *o, PyObject *snap)
+{
+    PyObject *t = snap ? PyTuple_Pack(2, o, snap) : NULL;
+    Py_XDECREF(snap);
+    int rc = t ? PyList_Append(c->watch, t) : -1;
+    Py_XDECREF(t);
+    return rc;
+}
+
+/* The first list or dict in watch (watch_add) whose items changed since (borrowed), or NULL. */
+static PyObject *watch_changed(PyObject *watch)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(watch); i++) {
+        PyObject *o = PyTuple_GET_ITEM(PyList_GET_ITEM(watch, i), 0), *snap = PyTuple_GET_ITEM(PyList_GET_ITEM(watch, i), 1);
+        Py_ssize_t n = PyList_GET_SIZE(snap);
+        if (PyList_Check(o)) {
+            if (PyList_GET_SIZE(o) != n) return o;
+            for (Py_ssize_t j = 0; j < n; j++)
+                if (PyList_GET_ITEM(o, j) != PyList_GET_ITEM(snap, j)) return o;
+            continue;
+        }
+        if (PyDict_GET_SIZE(o) != n) return o;
+        Py_ssize_t pos = 0, j = 0;
+        PyObject *k, *x;
+        while (PyDict_Next(o, &pos, &k, &x)) {
+            PyObject *e = PyList_GET_ITEM(snap, j++);
+            if (PyTuple_GET_ITEM(e, 0) != k || PyTuple_GET_ITEM(e, 1) != x) return o;
+        }
+    }
+    return NULL;
+}
+
 /* from_val for a value of its kind alone (a list's items, a map's entries through from_val). */
 static PyObject *plain_from_val(render_ctx *c, tpl_val v)
 {
@@ -1202,6 +1255,7 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
             if (tup) PyTuple_SET_ITEM(l, (Py_ssize_t)i, x);
             else PyList_SET_ITEM(l, (Py_ssize_t)i, x);
         }
+        if (!tup && c && c->watch && watch_add(c, l, PyList_GetSlice(l, 0, (Py_ssize_t)n)) < 0) Py_CLEAR(l);
         return l;
     }
     case TPL_VAL_MAP: {
@@ -1213,6 +1267,7 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
             Py_XDECREF(k);
             Py_XDECREF(x);
         }
+        if (d && c && c->watch && watch_add(c, d, PyDict_Items(d)) < 0) Py_CLEAR(d);
         return d;
     }
     case TPL_VAL_HOST: {
@@ -1413,6 +1468,9 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
         own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
     }
+    PyObject *watch = own || raw ? NULL : PyList_New(0), *saved_watch = h->c->watch;
+    if (!own && !raw && !watch) ok = false;
+    h->c->watch = watch;
     for (size_t i = 0; ok && i < nargs; i++) {
         PyObject *x = from_val(h->c, args[i]);
         if (!x) ok = false;
@@ -1425,6 +1483,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         Py_XDECREF(x);
     }
     h->c->raw = raw;
+    h->c->watch = saved_watch;
     PyObject *res = NULL;
     if (ok && h->c->dispatch && !own) {
         bool was = h->c->dispatching;
@@ -1432,6 +1491,17 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         res = PyObject_CallFunctionObjArgs(h->c->dispatch, h->o, a, kw ? kw : Py_None, NULL);
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
+    PyObject *changed = res && watch ? watch_changed(watch) : NULL;
+    if (changed) {
+        PyObject *shown = PyObject_Repr(changed);
+        PyErr_Format(PyExc_NotImplementedError,
+                     "tpl: a Python callable changed a %s the template made (now %.200U): tpl hands callables a "
+                     "copy, so the template would not see the change (Jinja2's would)",
+                     PyList_Check(changed) ? "list" : "dict", shown ? shown : Py_None);
+        Py_XDECREF(shown);
+        Py_CLEAR(res);
+        ok = false;
+    }
     if (ok && !res && h->c->undefined && PyErr_ExceptionMatches(PyExc_StopIteration)) {
         /* tpl.jinja2: Jinja2's Context.call makes the value of a call that raised StopIteration
          * undefined ("value was undefined because a callable raised a StopIteration exception") */
@@ -1443,6 +1513,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);
+    Py_XDECREF(watch);
     gil_out(h->c);
     return rc;
 }

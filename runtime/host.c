@@ -619,6 +619,19 @@ tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_
     return TPL_OK;
 }
 
+tpl_status tpl_render_getattr(tpl_render *r, tpl_val v, const char *name, size_t len, tpl_val *out)
+{
+    if (out) *out = to_val(tpl_v_none());
+    if (!r || !out || (!name && len) || !tpl_render_busy(r) || len > UINT32_MAX - 1) return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    if (vm->err.status != TPL_OK) return vm->err.status;
+    tpl_value res;
+    if (tpl_getattr(vm, from_val(v), len ? name : "", len, &res) < 0)
+        return vm->err.status != TPL_OK ? vm->err.status : TPL_ERR_TYPE;
+    *out = to_val(res);
+    return TPL_OK;
+}
+
 tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
     if (out) *out = to_val(tpl_v_none());

@@ -391,6 +391,9 @@ static void test_null_args(void)
           tpl_render_set_self_val(r, tpl_val_none()) == TPL_OK, "set_self_val(NULL, non-host)");
     tpl_host_error(NULL, "ignored", NULL);
     CHECK(tpl_render_error_payload(NULL) == NULL && tpl_render_error_payload(r) == NULL, "render_error_payload(NULL)");
+    CHECK(tpl_render_getattr(NULL, hv, "name", 4, &hv) == U && tpl_render_getattr(r, hv, NULL, 1, &hv) == U &&
+          tpl_render_getattr(r, hv, "name", 4, NULL) == U && tpl_render_getattr(r, hv, "name", 4, &hv) == U &&
+          tpl_val_kind_of(hv) == TPL_VAL_NONE, "render_getattr(NULL, not rendering)");
     CHECK(tpl_render_call(NULL, hv, NULL, 0, NULL, NULL, 0, &hv) == U && tpl_render_call(r, hv, NULL, 0, NULL, NULL, 0, NULL) == U &&
           tpl_render_call(r, hv, NULL, 1, NULL, NULL, 0, &hv) == U && tpl_render_call(r, hv, NULL, 0, NULL, NULL, 1, &hv) == U &&
           tpl_render_call(r, hv, NULL, 0, NULL, NULL, 0, &hv) == U && tpl_val_kind_of(hv) == TPL_VAL_NONE,

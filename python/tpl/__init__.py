@@ -32,13 +32,18 @@ class TemplateCallable:
     Macro): calling it runs it inside the render that handed it over (tpl_render_call), with
     positional and keyword arguments, and returns its output (Markup under autoescape with
     tpl.jinja2); the render's limits count it. Callable only while that render runs, from the
-    callback it gave it to (RuntimeError otherwise); a failure ends the render with its error."""
+    callback it gave it to (RuntimeError otherwise); a failure ends the render with its error.
+    Jinja2's Macro attributes (name, arguments, catch_kwargs, catch_varargs, caller,
+    explicit_caller) are read when it is handed over and stay readable."""
 
-    __slots__ = ("_handle", "_value")
+    __slots__ = ("_handle", "_value", "name", "arguments", "catch_kwargs", "catch_varargs", "caller",
+                 "explicit_caller")
 
-    def __init__(self, handle, value):
+    def __init__(self, handle, value, info=None):
         self._handle = handle
         self._value = value
+        for k, v in (info or {}).items():
+            setattr(self, k, v)
 
     def __call__(self, *args, **kwargs):
         return _tpl.call(self._handle, self._value, args, kwargs or None)

@@ -48,3 +48,67 @@ def test_a_host_objects_miss_names_its_class(src, undefined):
     import datetime
     outs = render_both(src, undefined, o=Foo, i=ItemFoo, d=lambda: datetime.date(2020, 1, 2))
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", [
+    "{% macro m(a, b=2) %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ h(m) }}",
+    "{% macro m(a, b=2) %}{{ caller() }}{% endmacro %}{{ h(m) }}",
+    "{% macro m(caller) %}{% endmacro %}{{ h(m) }}",
+    "{% macro w() %}{{ h(caller) }}{% endmacro %}{% call w() %}x{% endcall %}",
+    "{% macro w() %}{{ h(caller) }}{% endmacro %}{% call(p, q=1) w() %}{{ varargs }}{% endcall %}",
+])
+def test_macro_attributes_seen_from_python(src):
+    """A macro or caller handed to Python shows Jinja2's Macro attributes (read when handed
+    over, so also after the render)."""
+    kept = []
+
+    def h(f):
+        kept.append(f)
+        return "%r %r %r %r %r %r" % (f.name, f.arguments, f.catch_kwargs, f.catch_varargs, f.caller,
+                                      f.explicit_caller)
+    outs = render_both(src, setup=lambda m, e: e.globals.update(h=h))
+    assert outs[1] == outs[0]
+    assert (kept[0].name, kept[0].arguments) == (kept[1].name, kept[1].arguments)
+
+
+def _append(v):
+    if isinstance(v, dict):
+        v["k"] = 1
+    else:
+        v.append(2)
+    return ""
+
+
+@pytest.mark.parametrize("src", [
+    "{% set l = [1] %}{{ f(l) }}{{ l }}",
+    "{% set d = {} %}{{ f(d) }}{{ d }}",
+    "{% set l = [1] %}{{ l|g }}{{ l }}",
+    "{% set l = [[1]] %}{{ f(l[0]) }}{{ l }}",
+    "{% set l = [{}] %}{{ f(l[0]) }}{{ l }}",
+    "{% for x in [[1]] %}{{ f(x) }}{{ x }}{% endfor %}",
+    "{{ f(s) }}{{ s }}",
+])
+def test_a_callable_changing_a_template_value_is_refused(src):
+    """A list or dict from the template reaches a Python callable as a copy: a callable that
+    changes it is refused (NotImplementedError naming the value), never a silently different
+    output from Jinja2's (whose template sees the change)."""
+    def setup(m, e):
+        e.globals["f"] = _append
+        e.filters["g"] = _append
+    outs = render_both(src, setup=setup, s=lambda: [1])
+    assert outs[1].startswith("EXC NotImplementedError: tpl: a Python callable changed a "), outs
+
+
+@pytest.mark.parametrize("src", [
+    "{% set l = [3, 1, 2] %}{{ f(l) }}{{ l }}",
+    "{% set d = {'a': [1]} %}{{ f(d) }}{{ d }}",
+    "{{ f([1, {'x': [2]}]) }}",
+    "{% set l = [1] %}{{ l|g }}{{ l }}",
+])
+def test_a_callable_reading_a_template_value(src):
+    """Callables that only read (or copy) what they are given are unaffected."""
+    def setup(m, e):
+        e.globals["f"] = lambda v: str(sorted(v) if isinstance(v, list) else dict(v))
+        e.filters["g"] = lambda v: v + [5]
+    outs = render_both(src, setup=setup)
+    assert outs[1] == outs[0]
