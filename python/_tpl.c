@@ -1449,7 +1449,13 @@ static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
     gil_in(h->c);
     tpl_host_result rc = TPL_HOST_OK;
     Py_ssize_t n = PyObject_Length(h->o);
-    if (n < 0) rc = missing_or_fail(h->c, PyExc_TypeError, NULL);
+    if (n < 0 && h->c->undefined && Py_TYPE(h->o)->tp_iter == PyObject_SelfIter && PyIter_Check(h->o) &&
+        PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* tpl.jinja2: a one-shot iterator (a generator, map(), iter(list)) has no len(): Jinja2's
+         * |length is Python's TypeError, not a count that drains it */
+        fail_with_exception(h->c);
+        rc = TPL_HOST_ERROR;
+    } else if (n < 0) rc = missing_or_fail(h->c, PyExc_TypeError, NULL);
     else *out = n;
     gil_out(h->c);
     return rc;

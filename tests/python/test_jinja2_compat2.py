@@ -112,3 +112,27 @@ def test_a_callable_reading_a_template_value(src):
         e.filters["g"] = lambda v: v + [5]
     outs = render_both(src, setup=setup)
     assert outs[1] == outs[0]
+
+
+def _gen():
+    yield 1
+    yield 2
+
+
+@pytest.mark.parametrize("src", [
+    "{{ g|length }}{{ g|list }}",
+    "{{ i|length }}",
+    "{% for x in g %}{{ loop.length }}{% endfor %}{{ g|list }}",
+    "{% for x in g %}{{ x }}{% endfor %}|{% for x in g %}{{ x }}{% endfor %}",
+    "{{ g|list }}{{ g|list }}",
+    "{{ f(g) }}{{ g|list }}",
+    "{% set h = mk() %}{{ h|join }}{{ h|join }}",
+])
+def test_one_shot_iterators(src):
+    """A generator or iterator from Python: |length is Python's TypeError (it has no len()),
+    a second loop sees it empty, a callable taking an item leaves the rest."""
+    def setup(m, e):
+        e.globals["f"] = next
+        e.globals["mk"] = _gen
+    outs = render_both(src, setup=setup, g=_gen, i=lambda: iter([1, 2]))
+    assert outs[1] == outs[0]
