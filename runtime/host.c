@@ -679,13 +679,32 @@ static int result(tpl_vm *vm, const tpl_hobj *h, tpl_host_result rc, const char 
     return failed(vm, h, what, name, n);
 }
 
+/* A Python object's attribute or item value v (Jinja): its lists and dicts, nested ones too, are
+ * marked as the host's (tpl_vm_mark_host_container), not the template's to change in place. */
+static void mark_host(tpl_vm *vm, tpl_value v, int depth)
+{
+    if (depth > TPL_NEST_MAX) return;
+    if (v.type == TPL_T_LIST && v.aux == TPL_LAZY_NONE && !(v.flags & TPL_F_TUPLE)) {
+        tpl_vm_mark_host_container(vm, v.u.list);
+        for (uint32_t i = 0; i < v.u.list->len; i++) mark_host(vm, v.u.list->items[i], depth + 1);
+    } else if (v.type == TPL_T_LIST && v.aux == TPL_LAZY_NONE) {
+        for (uint32_t i = 0; i < v.u.list->len; i++) mark_host(vm, v.u.list->items[i], depth + 1);
+    } else if (v.type == TPL_T_MAP && !(v.flags & TPL_F_NS)) {
+        tpl_vm_mark_host_container(vm, v.u.map);
+        for (uint32_t i = 0; i < v.u.map->len; i++) mark_host(vm, v.u.map->e[i].val, depth + 1);
+    }
+}
+
 int tpl_hobj_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
     tpl_hobj *h = obj.u.p;
     tpl_val o;
     if (!h->cls->getattr) return 1;
     int rc = result(vm, h, h->cls->getattr(h->obj, h->r, name, n, &o), "getattr", name, n);
-    if (!rc) *out = from_val(o);
+    if (!rc) {
+        *out = from_val(o);
+        if ((out->type == TPL_T_LIST || out->type == TPL_T_MAP) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) mark_host(vm, *out, 0);
+    }
     return rc;
 }
 
@@ -697,7 +716,10 @@ int tpl_hobj_item(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     const char *kn = key.type == TPL_T_STR ? key.u.s : "";
     size_t kl = key.type == TPL_T_STR ? key.len : 0;
     int rc = result(vm, h, h->cls->getitem(h->obj, h->r, to_val(key), &o), "getitem", kn, kl);
-    if (!rc) *out = from_val(o);
+    if (!rc) {
+        *out = from_val(o);
+        if ((out->type == TPL_T_LIST || out->type == TPL_T_MAP) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) mark_host(vm, *out, 0);
+    }
     return rc;
 }
 
@@ -713,7 +735,11 @@ static int lookup_step(tpl_vm *vm, tpl_hobj *h, tpl_host_result hr, tpl_val o, c
     int rc = result(vm, h, hr, what, name, n);
     if (rc) return rc;
     tpl_value v = from_val(o);
-    if (!owner_miss(v)) { *out = v; return 0; }
+    if (!owner_miss(v)) {
+        if ((v.type == TPL_T_LIST || v.type == TPL_T_MAP) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) mark_host(vm, v, 0);
+        *out = v;
+        return 0;
+    }
     if (miss->type != TPL_T_UNDEF) *miss = v;
     return 1;
 }

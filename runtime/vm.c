@@ -164,7 +164,15 @@ static struct tpl_own *own_slot(tpl_vm *vm, const void *arr, bool add)
     return own_slot(vm, arr, true);
 }
 
-enum { TPL_OWN_HEADER = UINT32_MAX }; /* vm->own's mark of a state container's header (vm->undo) */
+enum { TPL_OWN_HEADER = UINT32_MAX, /* vm->own's mark of a state container's header (vm->undo) */
+       TPL_OWN_HOST = UINT32_MAX - 1 /* and of a host object's list or dict (tpl_vm_mark_host_container) */ };
+
+void tpl_vm_mark_host_container(tpl_vm *vm, const void *p)
+{
+    struct tpl_own *e = own_slot(vm, p, true);
+    if (e) e->hwm = TPL_OWN_HOST;
+    vm->host_containers = true;
+}
 
 static void name_hits_gone(tpl_vm *vm);
 
@@ -197,8 +205,13 @@ static void state_restore(tpl_vm *vm)
 static int own_header(tpl_vm *vm, void *p, bool map, const char *what)
 {
     const char *kind = map ? "dict" : "list";
+    struct tpl_own *e;
+    if (vm->host_containers && (e = own_slot(vm, p, false)) && e->hwm == TPL_OWN_HOST)
+        return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: %s on a %s read from a Python object: tpl renders a copy "
+                           "of it, so the object's %s would not change as Jinja2 changes it; copy it first (`|%s`)",
+                           what, kind, kind, kind);
     if (tpl_arena_owns(&vm->arena, p)) return 0;
-    struct tpl_own *e = own_slot(vm, p, false);
+    e = own_slot(vm, p, false);
     if (e && e->hwm == TPL_OWN_HEADER) return 0;
     if (!vm->state_host && tpl_arena_owns(&vm->state_arena, p)) {
         if (vm->undo_n == vm->undo_cap) {
@@ -6589,6 +6602,7 @@ int tpl_vm_run_direct(tpl_vm *vm)
         for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->own = NULL; /* (in the render arena, which was reset) */
     vm->own_cap = vm->own_n = 0;
+    vm->host_containers = false;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
     vm->name_hit_prog = NULL; /* (as tpl_vm_run's for a native program) */
@@ -6640,6 +6654,7 @@ int tpl_vm_run(tpl_vm *vm)
     for (uint32_t i = 0; i < p->nslots; i++) vm->slots[i] = tpl_v_unset();
     vm->own = NULL; /* (in the render arena, which was reset) */
     vm->own_cap = vm->own_n = 0;
+    vm->host_containers = false;
     vm->undo = NULL;
     vm->undo_n = vm->undo_cap = 0;
     /* the state lookups of the last render (interp: hits) are kept when the state, the globals

@@ -138,6 +138,10 @@ tpl_value tpl_vm_dict_stamp(const tpl_vm *vm, const tpl_map *m);
 int tpl_vm_dict_iter_sync(tpl_vm *vm, tpl_value v);
 /* Whether p points into the render's state values (the state arena). */
 bool tpl_vm_state_owns(const tpl_vm *vm, const void *p);
+/* Marks the list or dict header p as a host object's own (a Python object's attribute or item,
+ * converted for this render): a mutating method on it is refused (own_header), as the object
+ * would not change as under Jinja2. Out of memory: not marked. */
+void tpl_vm_mark_host_container(tpl_vm *vm, const void *p);
 /* The container an undefined attribute or item was missing from (Jinja2 names its type in the
  * undefined's messages: object_type_repr), as an undefined value keeps it in its flags: the
  * obj's tpl_vtype + 1 (a cycler's or joiner's state: CYCLER, JOINER); 0 (unknown, a host

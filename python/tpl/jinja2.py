@@ -398,8 +398,9 @@ def _scan_names(source):
     """(top, other) of a template's source: the names its top level assigns with {% set %}
     (outside every block but if/elif/else: Jinja2's Context.vars), in order of appearance, and a
     superset of the names anything else may bind (a set inside a for, block, macro...; a macro's
-    name; for targets, with, imports: every name such a statement mentions). (Macro and call
-    arguments are their frame's own: Jinja2's context does not hold them.)"""
+    name; imports, and for targets and with inside a set block: every name such a statement
+    mentions). (Macro and call arguments, for targets and with names are their frame's own:
+    Jinja2's context does not hold them.)"""
     top, other = {}, set()
     stack = []
     for m in _TAG.finditer(source):
@@ -424,7 +425,14 @@ def _scan_names(source):
             if eq is None:
                 stack.append("set")
         elif kw == "macro":  # (its arguments are its own frame's: Jinja2's context does not hold them)
-            other.update(words[1:2])
+            if all(k == "if" for k in stack):  # (a top-level macro is in Jinja2's Context.vars once defined)
+                top.update(dict.fromkeys(words[1:2]))
+            else:
+                other.update(words[1:2])
+        elif kw in ("for", "with") and "set" not in stack:
+            pass  # (for targets and with names are the loop's and with's own: Jinja2's context never
+            # holds them — only what a {% set %} inside assigns, found above; inside a set block
+            # Jinja2 tracks them as the set's, so there they are refused below)
         elif kw in _BINDERS:
             other.update(words)
         if kw in _SCOPED:

@@ -1807,7 +1807,14 @@ def test_pass_context_template_variables_from_macros_and_refusals():
         e.from_string("{% set y = 1 %}{% for x in [1] %}{% set y = 2 %}{{ peek('y') }}{% endfor %}").render()
     e.globals["vars"] = tj.pass_context(lambda ctx: ctx.vars)
     with pytest.raises(NotImplementedError, match="vars"):
-        e.from_string("{% set y = 1 %}{% for x in [1] %}{{ vars() }}{% endfor %}").render()
+        e.from_string("{% set y = 1 %}{% for x in [1] %}{% set z = 1 %}{{ vars() }}{% endfor %}").render()
+    src = "{% set y = 1 %}{% for x in [1] %}{{ vars() }}{% endfor %}"  # (x is the loop's own)
+    got = []
+    for m in (jinja2, tj):
+        e2 = m.Environment()
+        e2.globals["vars"] = m.pass_context(lambda ctx: sorted(ctx.vars.items()))
+        got.append(e2.from_string(src).render())
+    assert got[1] == got[0]
     kept = []
     e.globals["keep"] = tj.pass_context(lambda ctx: kept.append(ctx))
     e.from_string("{% set y = 1 %}{{ keep() }}").render()
@@ -1849,9 +1856,13 @@ def test_pass_context():
         outs.append([t.render(user="<u>", f=who, o=obj, same=same),
                      "".join(t.generate(user="v", f=who, o=obj, same=same))])
     assert outs[1] == outs[0]
-    # names a statement of the template mentions: refused by name (Jinja2's context could hold
-    # a variable of the template's)
-    t = tj.Environment().from_string("{% for user in [1] %}{{ f() }}{% endfor %}")
+    # a for target is the loop's own (Jinja2's context never holds it: the argument shows)
+    got = [m.Environment().from_string("{% for user in [1] %}{{ f() }}{{ v() }}{% endfor %}").render(
+        user="u", f=m.pass_context(lambda ctx: ctx.get("user")), v=m.pass_context(lambda ctx: ctx.vars))
+        for m in (jinja2, tj)]
+    assert got[1] == got[0] == "u{}"
+    # a name a set inside the loop assigns: refused by name (Jinja2's derived context holds it)
+    t = tj.Environment().from_string("{% for x in [1] %}{% set user = 2 %}{{ f() }}{% endfor %}")
     with pytest.raises(NotImplementedError, match="'user'"):
         t.render(user="u", f=tj.pass_context(lambda ctx: ctx.get("user")))
     with pytest.raises(NotImplementedError, match="vars"):

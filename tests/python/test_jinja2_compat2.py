@@ -136,3 +136,78 @@ def test_one_shot_iterators(src):
         e.globals["mk"] = _gen
     outs = render_both(src, setup=setup, g=_gen, i=lambda: iter([1, 2]))
     assert outs[1] == outs[0]
+
+
+class Holder:
+    def __init__(self):
+        self.l = [1]
+        self.d = {"x": [1]}
+
+    def get(self):
+        return [1]
+
+
+@pytest.mark.parametrize("src", [
+    "{{ o.l.append(2) }}{{ o.l }}",
+    "{% set x = o.l %}{{ x.append(2) }}{{ o.l }}",
+    "{{ o.d.update(a=1) }}{{ o.d }}",
+    "{{ o.d.x.append(2) }}{{ o.d }}",
+    "{{ o['d'].pop('x') }}{{ o.d }}",
+    "{{ (o|attr('l')).append(2) }}{{ o.l }}",
+])
+def test_changing_a_python_objects_list_is_refused(src):
+    """A list or dict read from a Python object's attribute or item is tpl's copy: changing it
+    in place (append, update, pop) is refused, located, never the silently unchanged object."""
+    outs = render_both(src, o=Holder)
+    assert outs[1].startswith("EXC TemplateRuntimeError: unsupported: ") and "read from a Python object" in outs[1], outs
+
+
+@pytest.mark.parametrize("src", [
+    "{% set x = o.l|list %}{{ x.append(2) }}{{ x }}{{ o.l }}",
+    "{% set x = o.get() %}{{ x.append(2) }}{{ x }}",
+    "{% set x = [] %}{% for i in o.l %}{{ x.append(i) }}{% endfor %}{{ x }}",
+])
+def test_changing_a_copy_of_a_python_objects_list(src):
+    outs = render_both(src, o=Holder)
+    assert outs[1] == outs[0]
+
+
+def _ctx_fn(m):
+    @m.pass_context
+    def c(ctx, n):
+        v = ctx.get(n, "MISSING")
+        v = "callable" if callable(v) else v
+        keys = sorted(k for k in ctx.keys() if k not in ("range", "dict", "lipsum", "cycler", "joiner", "namespace", "c"))
+        return "%s|%s|%s|%s" % (v, n in ctx, keys, sorted(ctx.exported_vars))
+    return c
+
+
+@pytest.mark.parametrize("src", [
+    "{% for a in [1] %}{{ c('a') }}{% endfor %}",
+    "{% for a in items %}{{ c('items') }}{{ c('a') }}{% endfor %}",
+    "{% for a, b in [(1, 2)] %}{{ c('b') }}{% endfor %}",
+    "{% with a = 3 %}{{ c('a') }}{% endwith %}",
+    "{% macro m(a) %}{{ c('a') }}{% endmacro %}{{ m(4) }}",
+    "{{ c('m') }}{% macro m() %}{% endmacro %}{{ c('m') }}",
+    "{% if 1 %}{% macro m() %}{% endmacro %}{% endif %}{{ c('m') }}",
+    "{% macro _m() %}{% endmacro %}{{ c('_m') }}",
+])
+def test_pass_context_with_loop_targets_with_names_and_macros(src):
+    """A pass_context callable's Context: for targets and with names are the loop's and the
+    with's own (Jinja2's context never holds them: the render arguments show through), a
+    top-level macro is a template variable once defined."""
+    outs = render_both(src, setup=lambda m, e: e.globals.update(c=_ctx_fn(m)), items=lambda: [5])
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", [
+    "{% for x in [1] %}{% set a = 2 %}{{ c('a') }}{% endfor %}",
+    "{% block b %}{% set a = 5 %}{{ c('a') }}{% endblock %}",
+    "{% with a = 1 %}{% set b = 2 %}{{ c('b') }}{% endwith %}",
+    "{% set s %}{% for a in [1] %}{{ a }}{% endfor %}{% endset %}{{ c('a') }}",
+])
+def test_pass_context_names_set_in_loops_and_blocks_refused(src):
+    """A name a set inside a loop, block or with assigns (Jinja2's derived context may hold it)
+    is refused by name, never silently different."""
+    outs = render_both(src, setup=lambda m, e: e.globals.update(c=_ctx_fn(m)), items=lambda: [5])
+    assert outs[1].startswith("EXC NotImplementedError: tpl.jinja2: Context lookup of "), outs
