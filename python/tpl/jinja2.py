@@ -391,6 +391,7 @@ def _bound_names(sources):
 _TAG = re.compile(r"\{#.*?#\}|\{%[-+]?\s*raw\s*[-+]?%\}.*?\{%[-+]?\s*endraw\s*[-+]?%\}|\{%[-+]?(.*?)[-+]?%\}", re.S)
 _SCOPED = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"))
 _BINDERS = frozenset(("for", "with", "import", "from"))
+_LOCAL_SETS = frozenset(("with", "macro", "call", "filter", "set"))
 _SET_EQ = re.compile(r"(?<![=!<>])=(?!=)")
 
 
@@ -418,10 +419,13 @@ def _scan_names(source):
             eq = _SET_EQ.search(rest)
             lhs = rest[:eq.start()] if eq else rest.split("|")[0]
             targets = [] if "." in lhs else _IDENT.findall(lhs)
-            if all(k == "if" for k in stack):
+            inner = [k for k in stack if k != "if"]
+            if not inner:
                 top.update(dict.fromkeys(targets))
-            else:
+            elif inner[-1] not in _LOCAL_SETS:
                 other.update(targets)
+            # (else a set inside a with, macro, call, filter or set block: that frame's own, which
+            # Jinja2's context never holds — only a loop's or block's sets reach its derived context)
             if eq is None:
                 stack.append("set")
         elif kw == "macro":  # (its arguments are its own frame's: Jinja2's context does not hold them)

@@ -191,20 +191,28 @@ def _ctx_fn(m):
     "{{ c('m') }}{% macro m() %}{% endmacro %}{{ c('m') }}",
     "{% if 1 %}{% macro m() %}{% endmacro %}{% endif %}{{ c('m') }}",
     "{% macro _m() %}{% endmacro %}{{ c('_m') }}",
+    "{% with a = 1 %}{% set b = 2 %}{{ c('b') }}{% endwith %}{{ c('b') }}",
+    "{% set a = 1 %}{% macro m() %}{% set a = 7 %}{{ c('a') }}{% endmacro %}{{ m() }}{{ c('a') }}",
+    "{% macro m() %}{% set a = 7 %}{{ c('a') }}{% endmacro %}{{ m() }}{% set a = 3 %}{{ m() }}",
+    "{% filter upper %}{% set a = 'x' %}{{ c('a') }}{% endfilter %}{{ c('a') }}",
+    "{% macro w() %}{{ caller() }}{% endmacro %}{% call w() %}{% set a = 2 %}{{ c('a') }}{% endcall %}",
+    "{% with %}{% if 1 %}{% set a = 1 %}{% endif %}{{ c('a') }}{% endwith %}",
+    "{% set s %}{% set a = 1 %}{{ c('a') }}{% endset %}{{ s }}{{ c('a') }}",
 ])
 def test_pass_context_with_loop_targets_with_names_and_macros(src):
-    """A pass_context callable's Context: for targets and with names are the loop's and the
-    with's own (Jinja2's context never holds them: the render arguments show through), a
-    top-level macro is a template variable once defined."""
-    outs = render_both(src, setup=lambda m, e: e.globals.update(c=_ctx_fn(m)), items=lambda: [5])
+    """A pass_context callable's Context: for targets, with names and what a set inside a with,
+    macro, call, filter or set block assigns are that frame's own (Jinja2's context never holds
+    them: the template's top-level value or the render argument shows through), a top-level
+    macro is a template variable once defined."""
+    outs = render_both(src, setup=lambda m, e: e.globals.update(c=_ctx_fn(m)), items=lambda: [5], a=lambda: "arg")
     assert outs[1] == outs[0]
 
 
 @pytest.mark.parametrize("src", [
     "{% for x in [1] %}{% set a = 2 %}{{ c('a') }}{% endfor %}",
     "{% block b %}{% set a = 5 %}{{ c('a') }}{% endblock %}",
-    "{% with a = 1 %}{% set b = 2 %}{{ c('b') }}{% endwith %}",
     "{% set s %}{% for a in [1] %}{{ a }}{% endfor %}{% endset %}{{ c('a') }}",
+    "{% macro m() %}{% for x in [1] %}{% set a = 1 %}{{ c('a') }}{% endfor %}{% endmacro %}{{ m() }}",
 ])
 def test_pass_context_names_set_in_loops_and_blocks_refused(src):
     """A name a set inside a loop, block or with assigns (Jinja2's derived context may hold it)
