@@ -761,6 +761,79 @@ static void environment_settings(void)
     tpl_render_free(r);
 }
 
+/* ---- a host whose misses name its class (tpl_val_undefined_missing), a macro's attributes read
+ * from a callback (tpl_render_getattr), and a host's lists refused by mutating methods (expected
+ * outputs from Jinja2 3.1 with a Python class app.Owner of the same attributes) */
+static tpl_host_result ow_getattr(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out)
+{
+    (void)obj;
+    if (len == 1 && name[0] == 'x') { *out = tpl_val_int(1); return TPL_HOST_OK; }
+    if (len == 1 && name[0] == 'l') {
+        tpl_val l;
+        if (tpl_val_list(r, 1, 0, &l) != TPL_OK || tpl_val_list_push(r, l, tpl_val_int(1)) != TPL_OK) return TPL_HOST_ERROR;
+        *out = l;
+        return TPL_HOST_OK;
+    }
+    return tpl_val_undefined_missing(r, "app.Owner object", 16, name, len, false, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static tpl_host_result ow_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val *out)
+{
+    (void)obj;
+    size_t n;
+    const char *s = tpl_val_as_str(key, &n);
+    if (tpl_val_kind_of(key) == TPL_VAL_STR && n == 1 && s[0] == 'k')
+        return tpl_val_str(r, "K", 1, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+    if (tpl_val_kind_of(key) == TPL_VAL_STR) return TPL_HOST_MISSING; /* (then getattr's miss) */
+    return tpl_val_undefined_missing(r, "app.Owner object", 16, "3", 1, true, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static tpl_host_result mattr_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                  const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)obj; (void)kwn; (void)kwv; (void)nkw;
+    tpl_val name, a, ck;
+    if (nargs != 1 || tpl_render_getattr(r, args[0], "name", 4, &name) != TPL_OK ||
+        tpl_render_getattr(r, args[0], "arguments", 9, &a) != TPL_OK ||
+        tpl_render_getattr(r, args[0], "catch_kwargs", 12, &ck) != TPL_OK)
+        return TPL_HOST_ERROR;
+    size_t n;
+    const char *s = tpl_val_as_str(name, &n);
+    char buf[64];
+    int w = snprintf(buf, sizeof buf, "%.*s/%zu/%d", (int)n, s ? s : "", tpl_val_len(a), (int)tpl_val_as_bool(ck));
+    return tpl_val_str(r, buf, (size_t)w, 0, out) == TPL_OK ? TPL_HOST_OK : TPL_HOST_ERROR;
+}
+
+static const tpl_host_class owner_class = { "Owner", ow_getattr, ow_getitem, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+static const tpl_host_class mattr_class = { "mattr", NULL, NULL, NULL, NULL, mattr_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
+static void host_misses(void)
+{
+    char n1[] = "mattr";
+    int ow = 0;
+    tpl_host_object ma = { &mattr_class, n1 };
+    tpl_host_func funcs[1] = { { "mattr", TPL_HOST_GLOBAL, tpl_host_value_fn, &ma } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 1;
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_render_set_host_funcs(r, funcs, 1);
+    tpl_val st = tpl_val_none(), h = tpl_val_none();
+    CHECK(tpl_val_map(r, 1, &st) == TPL_OK && tpl_val_host(r, &owner_class, &ow, &h) == TPL_OK &&
+          tpl_val_map_set(r, st, str(r, "o"), h) == TPL_OK && tpl_render_set_state_val(r, st) == TPL_OK, "owner state");
+    expect_opts(r, &o, "{{ o.x }}[{{ o.y }}][{{ o['k'] }}][{{ o['q'] }}]{{ o.y is defined }}{{ o.y|default('d') }}{{ o|attr('x') }}",
+                "1[][K][]Falsed1");
+    expect_opts(r, &o, "{{ o.y.z }}", "ERR'app.Owner object' has no attribute 'y'");
+    expect_opts(r, &o, "{{ o['q'].z }}", "ERR'app.Owner object' has no attribute 'q'");
+    expect_opts(r, &o, "{{ o[3].z }}", "ERRapp.Owner object has no element 3");
+    expect_opts(r, &o, "{{ o.l.append(2) }}", "ERRread from a Python object");
+    expect_opts(r, &o, "{% set c = o.l|list %}{{ c.append(2) }}{{ c }}", "None[1, 2]");
+    expect_opts(r, &o, "{% macro m(a, b=2) %}{% endmacro %}{{ mattr(m) }}", "m/2/0");
+    o.debug_undefined = true;
+    expect_opts(r, &o, "[{{ o.y }}][{{ o[3] }}]", "[{{ no such element: app.Owner object['y'] }}][{{ no such element: app.Owner object[3] }}]");
+    tpl_render_free(r);
+}
+
 /* ---- tpl_val_map_add_str: string keys appended with a hash the host computed (a Python dict's
  * distinct keys), below and above the size at which maps build an index, mixed with map_set */
 static void map_add_str(void)
@@ -1068,6 +1141,7 @@ int main(void)
     host_value_functions();
     render_lookup();
     render_call();
+    host_misses();
     host_numbers();
     environment_settings();
     tpl_render *r = tpl_render_new(NULL);
