@@ -192,9 +192,11 @@ typedef struct render_ctx {
     int cb_depth;           /* callbacks running (gil_in .. gil_out) */
     unsigned long cb_tid;   /* the thread of the latest */
     bool call_failed;       /* a TemplateCallable's call failed: the render ends with its error */
-    PyObject *watch;        /* borrowed or NULL: converting a Python callable's arguments, the list
-                             * (plain_from_val) of (list or dict made, snapshot of its items) that
-                             * py_call checks after the call (watch_changed) */
+    PyObject *watch;        /* owned or NULL: while watch_on (converting a Python callable's
+                             * arguments), the list (plain_from_val: made at the first) of (list or
+                             * dict made, snapshot of its items) that py_call checks after the call
+                             * (watch_changed) */
+    bool watch_on;
     bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
                              * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
@@ -1179,6 +1181,7 @@ static int watch_add(render_ctx *c, PyObject *o, PyObject *snap)
 {
     PyObject *t = snap ? PyTuple_Pack(2, o, snap) : NULL;
     Py_XDECREF(snap);
+    if (t && !c->watch && !(c->watch = PyList_New(0))) Py_CLEAR(t);
     int rc = t ? PyList_Append(c->watch, t) : -1;
     Py_XDECREF(t);
     return rc;
@@ -1255,7 +1258,7 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
             if (tup) PyTuple_SET_ITEM(l, (Py_ssize_t)i, x);
             else PyList_SET_ITEM(l, (Py_ssize_t)i, x);
         }
-        if (!tup && c && c->watch && watch_add(c, l, PyList_GetSlice(l, 0, (Py_ssize_t)n)) < 0) Py_CLEAR(l);
+        if (!tup && c && c->watch_on && watch_add(c, l, PyList_GetSlice(l, 0, (Py_ssize_t)n)) < 0) Py_CLEAR(l);
         return l;
     }
     case TPL_VAL_MAP: {
@@ -1267,7 +1270,7 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
             Py_XDECREF(k);
             Py_XDECREF(x);
         }
-        if (d && c && c->watch && watch_add(c, d, PyDict_Items(d)) < 0) Py_CLEAR(d);
+        if (d && c && c->watch_on && watch_add(c, d, PyDict_Items(d)) < 0) Py_CLEAR(d);
         return d;
     }
     case TPL_VAL_HOST: {
@@ -1474,9 +1477,10 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
         own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
     }
-    PyObject *watch = own || raw ? NULL : PyList_New(0), *saved_watch = h->c->watch;
-    if (!own && !raw && !watch) ok = false;
-    h->c->watch = watch;
+    PyObject *saved_watch = h->c->watch, *watch;
+    bool saved_on = h->c->watch_on;
+    h->c->watch = NULL;
+    h->c->watch_on = !own && !raw;
     for (size_t i = 0; ok && i < nargs; i++) {
         PyObject *x = from_val(h->c, args[i]);
         if (!x) ok = false;
@@ -1489,7 +1493,9 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         Py_XDECREF(x);
     }
     h->c->raw = raw;
+    watch = h->c->watch;
     h->c->watch = saved_watch;
+    h->c->watch_on = saved_on;
     PyObject *res = NULL;
     if (ok && h->c->dispatch && !own) {
         bool was = h->c->dispatching;
