@@ -218,6 +218,7 @@ typedef struct rctx {
     uint64_t tagset[4];     /* the encoding indexes tagged this render (a code point of another
                              * index in the output is a UTF-8 value's own character) */
     struct tmpl *t;         /* the Template rendered (its ID cache) */
+    rbobj self_obj;         /* the ERB self's host object (render_body) */
     /* @ivars read this render; after Ruby code ran (ivc_stale) only those whose value is a
      * special constant (true, false, a Fixnum, a flonum: its VALUE is the value, nothing can
      * change it in place) are kept, stale: read again with rb_ivar_get, the converted value
@@ -431,7 +432,7 @@ static int host_val(rctx *c, VALUE o, tpl_val *out);
 
 /* A copy of the n bytes at p in the render context's scratch blocks, valid until the next render
  * starts (scratch_copy_reset); NULL (the caller copies otherwise, into the render's memory,
- * counted against its limit) past COPY_TOTAL bytes a render, or out of memory. */
+ * counted against its limit) past COPY_TOTAL bytes a render, or out of memory. Never raises. */
 #define COPY_MAX 4096
 #define COPY_TOTAL (256 * 1024)
 static char *scratch_copy(rctx *c, const char *p, size_t n)
@@ -442,7 +443,13 @@ static char *scratch_copy(rctx *c, const char *p, size_t n)
     if (sc->cbcap - sc->cbused < n) {
         size_t cap = sc->cbcap ? sc->cbcap * 2 : 16384;
         while (cap < n) cap *= 2;
-        if (sc->cb) GROW(sc->cbold, sc->ncbold, sc->capcbold, 1);
+        if (sc->cb && sc->ncbold == sc->capcbold) { /* (no raise: ivar_plain runs unprotected) */
+            size_t ncap = sc->capcbold ? sc->capcbold * 2 : 8;
+            char **ob = realloc(sc->cbold, ncap * sizeof *ob);
+            if (!ob) return NULL;
+            sc->cbold = ob;
+            sc->capcbold = ncap;
+        }
         char *nb = malloc(cap);
         if (!nb) return NULL;
         if (sc->cb) sc->cbold[sc->ncbold++] = sc->cb;
@@ -1234,9 +1241,15 @@ static int ivar_plain(rctx *c, VALUE o, const char *name, size_t len, tpl_val *o
         if (!(cr == RUBY_ENC_CODERANGE_7BIT && (ei == c->enc_utf8 || ei == c->enc_ascii || ei == c->enc_bin)) &&
             !(cr == RUBY_ENC_CODERANGE_VALID && ei == c->enc_utf8))
             return 0;
-        if (tpl_val_str(c->r, RSTRING_PTR(v), (size_t)RSTRING_LEN(v),
-                        TPL_VAL_UTF8_VALID | (RB_OBJ_FROZEN_RAW(v) ? TPL_VAL_FROZEN : 0), out) != TPL_OK)
-            return 0;
+        /* (copied to the scratch blocks when the render can: str_borrow_fast) */
+        const char *p = RSTRING_PTR(v);
+        size_t n = (size_t)RSTRING_LEN(v);
+        unsigned fz = RB_OBJ_FROZEN_RAW(v) ? TPL_VAL_FROZEN : 0;
+        const char *cp = c->copy && n <= COPY_MAX ? scratch_copy(c, p, n) : NULL;
+        tpl_status st = !cp ? tpl_val_str(c->r, p, n, TPL_VAL_UTF8_VALID | fz, out)
+                        : fz ? tpl_val_str(c->r, cp, n, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID | fz, out)
+                             : tpl_val_str_borrow(cp, n, out);
+        if (st != TPL_OK) return 0;
         c->nvals++;
         break;
     }
@@ -2297,7 +2310,11 @@ again:
         c->borrow_emb = false;
         goto again;
     }
-    c->borrow = c->borrow_emb = c->copy = false; /* (callbacks convert what Ruby code returns: copied) */
+    /* (callbacks convert what Ruby code returns and self's @ivars read live: copied, to the
+     * scratch blocks as the state's are when the context is pooled — the copies are the
+     * render's own, valid until the next render starts — else to the render's memory) */
+    c->borrow = c->borrow_emb = false;
+    c->copy = c->copy_ok;
     RB_GC_GUARD(pinv);
     ALLOCV_END(pinv);
     tpl_val st;
@@ -2305,8 +2322,9 @@ again:
     sc->nents = 0;
     tpl_render_set_state_val(r, st);
     if (!NIL_P(ra->erb_self) && !ivar_state) {
-        rbobj *h = new_obj(c, ra->erb_self);
-        h->self = true;
+        /* (self's handle in the context, not a chunk: render_given holds self for the render) */
+        rbobj *h = &c->self_obj;
+        *h = (rbobj){ ra->erb_self, c, true };
         tpl_val sv;
         checkst(tpl_val_host(r, &rb_class, h, &sv));
         c->has_host = true;
