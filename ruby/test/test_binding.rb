@@ -105,6 +105,41 @@ class TestBinding < Minitest::Test
      "<% if @n == 1 && remembers?('x') %><%= @n %><% end %><%= @n %><%= bump %><%= @n %>"].each { |src| assert_same_as_erb(src) }
   end
 
+  # @ivars read live (a remembers? method on self) convert their Strings into the render's own
+  # copies (the context's scratch blocks, up to 4 KiB each): Ruby code that changes them in place
+  # between two reads (a method of self, remembers?) is read changed after it; the same for what
+  # self's methods return. (Not covered, as it differs before and after this: a local holding
+  # an @ivar's String or Hash from before such a call keeps the value it had, where Ruby's
+  # ERB sees the change: `<% x = @h['a'] %><% change %><%= x %>`.)
+  class CopyView
+    def initialize
+      @hs = { "a" => +"one", "b" => +"two" }
+      @rows = [{ "x" => +"r0" }, { "x" => +"r1" }]
+      @big = +("b" * 5000)
+      @fz = "frozen".freeze
+      @n = 0
+    end
+
+    def change = (@hs["a"] << "!"; @rows[0]["x"].replace("R0"); @big << "y"; @hs["c"] = +"three"; "")
+    def remembers?(w) = (change if w == "change"; @n += 1; true)
+    def rows = @rows
+    def big = @big
+    def fz = @fz
+
+    def run(src, cls) = cls.new(src, trim_mode: "-").result(binding)
+  end
+
+  def test_ivars_read_live_are_copies_read_again
+    ["<%= @hs['a'] %>|<% change %><%= @hs['a'] %>|<%= @hs['c'] %>",
+     "<%= @big.size %><% change %><%= @big.size %>|<%= @big[-2, 2] %>|<%= @rows[0]['x'] %>",
+     "<% if remembers?('x') %><%= @hs['a'] %><% end %><% if remembers?('change') %><%= @hs['a'] %><%= @hs.size %><% end %><%= @n %>",
+     "<%= @fz.frozen? %><% change %><%= @fz.frozen? %>|<%= fz.frozen? %>|<%= @hs['a'].frozen? %>",
+     "<%= rows.size %><%= rows[1]['x'] %><% change %><%= rows[0]['x'] %>|<%= big.size %>",
+     "<% @rows.each do |h| %><%= h['x'] %><% change %><%= @rows[0]['x'] %>;<% end %>"].each do |src|
+      assert_equal CopyView.new.run(src, ERB), CopyView.new.run(src, Tpl::ERB), src
+    end
+  end
+
   # self.name(args): a call of self's method, private ones too (was a compile error); self as a
   # value stays a located refusal
   class SelfView
