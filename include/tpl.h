@@ -762,6 +762,13 @@ TPL_API tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map);
  * format templates ignore it. TPL_ERR_USAGE when self is neither a host object nor none, or r
  * is NULL/busy. */
 TPL_API tpl_status tpl_render_set_self_val(tpl_render *r, tpl_val self);
+/* ERB with a self (tpl_render_set_self_val): in_state true — set before tpl_render_run — makes
+ * an instance variable @x read the state's x, as without a self (the host has read self's
+ * @ivars into the state, and nothing has changed them yet); false — also from a callback during
+ * the run, once host code that may change them has run — makes @x self's again (send "@x") for
+ * the rest of the render. tpl_render_set_self_val and tpl_render_reset_state set it false.
+ * TPL_ERR_USAGE for NULL r, or in_state true while r is rendering. */
+TPL_API tpl_status tpl_render_set_self_ivars_in_state(tpl_render *r, bool in_state);
 
 /* From a host-object callback: the reason it fails (msg NUL-terminated, borrowed, copied; NULL:
  * none) and an opaque payload (say, the host language's exception object) the host gets back

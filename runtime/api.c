@@ -583,6 +583,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
     }
     tpl_arena_reset(&vm->state_arena);
     vm->rb_self = tpl_v_none();
+    vm->rb_ivars_state = false;
     vm->globals = tpl_v_none(); /* (built in the memory just reset) */
     tpl_value v;
     key_cache kc = { NULL, 0, 0 };

@@ -536,6 +536,7 @@ tpl_status tpl_render_reset_state(tpl_render *r)
     vm->state = tpl_v_none();
     vm->globals = tpl_v_none();
     vm->rb_self = tpl_v_none();
+    vm->rb_ivars_state = false;
     vm->state_stamp++;
     return TPL_OK;
 }
@@ -576,7 +577,15 @@ tpl_status tpl_render_set_self_val(tpl_render *r, tpl_val self)
     tpl_value v = from_val(self);
     if (v.type != TPL_T_HOST && v.type != TPL_T_NONE) return TPL_ERR_USAGE;
     tpl_render_vm(r)->rb_self = v;
+    tpl_render_vm(r)->rb_ivars_state = false;
     state_changed(r);
+    return TPL_OK;
+}
+
+tpl_status tpl_render_set_self_ivars_in_state(tpl_render *r, bool in_state)
+{
+    if (!r || (in_state && tpl_render_busy(r))) return TPL_ERR_USAGE;
+    tpl_render_vm(r)->rb_ivars_state = in_state;
     return TPL_OK;
 }
 

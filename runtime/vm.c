@@ -4331,7 +4331,7 @@ static inline __attribute__((always_inline)) bool remembers_id(uint32_t id, cons
 static inline __attribute__((always_inline)) const tpl_value *kept_ivar(tpl_vm *vm, const tpl_value **hits, uint32_t a,
                                                                         const tpl_name *names)
 {
-    if (!hits || vm->rb_self.type == TPL_T_HOST) return NULL;
+    if (!hits || (vm->rb_self.type == TPL_T_HOST && !vm->rb_ivars_state)) return NULL;
     const tpl_value *hit = hits[a];
     if (__builtin_expect(hit == NULL, 0)) {
         hit = state_find(vm, &names[a]);
@@ -4348,7 +4348,7 @@ static inline __attribute__((always_inline)) const tpl_value *kept_ivar(tpl_vm *
 static inline __attribute__((always_inline)) const tpl_value *kept_item_rb(tpl_vm *vm, const tpl_value **hits,
                                                                            uint32_t na, uint32_t nb, const tpl_name *names)
 {
-    if (!hits || vm->rb_self.type == TPL_T_HOST) return NULL;
+    if (!hits || (vm->rb_self.type == TPL_T_HOST && !vm->rb_ivars_state)) return NULL;
     uint64_t tag = (uint64_t)vm->name_hit_gen << 32 | 1u << 31 | na << 16 | nb;
     struct tpl_attr_hit *e = &vm->attr_hit[(na * 37u + nb) % (sizeof vm->attr_hit / sizeof vm->attr_hit[0])];
     if (e->tag == tag) return e->v;
@@ -5859,8 +5859,27 @@ top:
         goto load_ivar_item_rb_print;
     }
     CASE(LOAD_IVAR_RB) {
-    load_ivar_rb:
-        if (vm->rb_self.type == TPL_T_HOST) { /* self's instance variable: send "@name" */
+    load_ivar_rb:;
+        /* self's instance variable: send "@name" — unless self's @ivars are the state's for now
+         * (tpl_render_set_self_ivars_in_state: the host read them before the run), then the
+         * state's name, and self's when the state does not hold it */
+        bool self_iv = vm->rb_self.type == TPL_T_HOST;
+        if ((!self_iv || vm->rb_ivars_state) && vm->state.type == TPL_T_MAP) {
+            /* the state's @name (Tpl::ERB's ivars): load_name's kept lookup */
+            const tpl_value *hit;
+            if (hits && hits[a]) {
+                hit = hits[a] == &name_absent ? NULL : hits[a];
+            } else {
+                hit = state_find(vm, &names[a]);
+                if (hits) hits[a] = hit ? hit : &name_absent;
+            }
+            if (hit) {
+                *sp = hit->type == TPL_T_UNDEF ? tpl_v_none() : *hit;
+                sp++;
+                NEXT(0);
+            }
+        }
+        if (self_iv) {
             char iv[256];
             size_t n = names[a].s.len;
             int rc = 1;
@@ -5874,20 +5893,6 @@ top:
             if (rc > 0) *sp = tpl_v_none();
             sp++;
             NEXT(0);
-        }
-        if (vm->state.type == TPL_T_MAP) { /* the state's @name (Tpl::ERB's ivars): load_name's kept lookup */
-            const tpl_value *hit;
-            if (hits && hits[a]) {
-                hit = hits[a] == &name_absent ? NULL : hits[a];
-            } else {
-                hit = state_find(vm, &names[a]);
-                if (hits) hits[a] = hit ? hit : &name_absent;
-            }
-            if (hit) {
-                *sp = hit->type == TPL_T_UNDEF ? tpl_v_none() : *hit;
-                sp++;
-                NEXT(0);
-            }
         }
         if (load_global(vm, &names[a], sp) < 0) goto fail;
         if (sp->type == TPL_T_UNDEF) *sp = tpl_v_none();
@@ -6413,6 +6418,8 @@ int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
 tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b) { tpl_rb_block o = vm->rb_block; vm->rb_block = b; return o; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
+tpl_value tpl_vm_self(const tpl_vm *vm) { return vm->rb_self; }
+bool tpl_vm_ivars_in_state(const tpl_vm *vm) { return vm->rb_ivars_state; }
 void tpl_vm_state_changed(tpl_vm *vm) { vm->state_stamp++; }
 tpl_value tpl_vm_rb_match(const tpl_vm *vm) { return vm->rb_match; }
 void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m) { vm->rb_match = m; }

@@ -251,6 +251,10 @@ void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m);
 /* A streaming render's output so far to its write callback (tpl_render_set_output); 0 or -1. */
 int tpl_vm_out_flush(tpl_vm *vm);
 tpl_value tpl_vm_state(const tpl_vm *vm);
+/* ERB: the self object (tpl_render_set_self_val; none without one), and whether self's @ivars
+ * are the state's for now (tpl_render_set_self_ivars_in_state). */
+tpl_value tpl_vm_self(const tpl_vm *vm);
+bool tpl_vm_ivars_in_state(const tpl_vm *vm);
 
 /* ------------------------------------------------------------------ the render API (runtime/api.c) */
 

@@ -99,6 +99,9 @@ struct tpl_vm {
     tpl_value globals;      /* a map (or none): the names below the state, seen by every template of
                              * the render, a template loaded without context too (tpl_render_set_globals_val) */
     tpl_value rb_self;      /* ERB: the self host object (tpl_render_set_self_val), or none */
+    bool rb_ivars_state;    /* ERB with a self: @x still reads the state's x (the host read self's
+                             * @ivars into it and nothing changed them yet), not send "@x"
+                             * (tpl_render_set_self_ivars_in_state) */
     /* The state JSON's first integer of more than 4,300 digits (digits 0: none), where it starts:
      * Python's json refuses it (ValueError) while loading the state, so the Jinja and
      * format-string references fail before rendering; Ruby's JSON reads it (ERB renders). */

@@ -389,6 +389,9 @@ static void test_null_args(void)
           tpl_render_set_globals_val(r, tpl_val_none()) == TPL_OK, "set_globals_val(NULL, non-map)");
     CHECK(tpl_render_set_self_val(NULL, tpl_val_none()) == U && tpl_render_set_self_val(r, tpl_val_int(1)) == U &&
           tpl_render_set_self_val(r, tpl_val_none()) == TPL_OK, "set_self_val(NULL, non-host)");
+    CHECK(tpl_render_set_self_ivars_in_state(NULL, true) == U && tpl_render_set_self_ivars_in_state(NULL, false) == U &&
+          tpl_render_set_self_ivars_in_state(r, true) == TPL_OK && tpl_render_set_self_ivars_in_state(r, false) == TPL_OK,
+          "set_self_ivars_in_state(NULL)");
     tpl_host_error(NULL, "ignored", NULL);
     CHECK(tpl_render_error_payload(NULL) == NULL && tpl_render_error_payload(r) == NULL, "render_error_payload(NULL)");
     CHECK(tpl_render_getattr(NULL, hv, "name", 4, &hv) == U && tpl_render_getattr(r, hv, NULL, 1, &hv) == U &&

@@ -4163,6 +4163,20 @@ int r_k_defined_state(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value st = tpl_vm_state(vm);
     bool has = st.type == TPL_T_MAP && a[0].type == TPL_T_STR && tpl_map_get_str(st.u.map, a[0].u.s, a[0].len, tpl_hash_str(a[0].u.s, a[0].len));
+    /* an @ivar with a self object (tpl_render_set_self_val): self's, asked (send "@x": missing when
+     * not set), as LOAD_IVAR_RB reads it — the state's only while it holds self's @ivars
+     * (tpl_render_set_self_ivars_in_state) and has this one */
+    tpl_value self = tpl_vm_self(vm);
+    if (self.type == TPL_T_HOST && !(has && tpl_vm_ivars_in_state(vm)) && a[0].type == TPL_T_STR && a[0].len < 255 &&
+        a[1].type == TPL_T_STR && a[1].len == 17 && memcmp(a[1].u.s, "instance-variable", 17) == 0) {
+        char iv[256];
+        iv[0] = '@';
+        memcpy(iv + 1, a[0].u.s, a[0].len);
+        tpl_value got;
+        int rc = tpl_hobj_send(vm, self, iv, a[0].len + 1, NULL, 0, NULL, NULL, 0, &got);
+        if (rc < 0) return -1;
+        has = rc == 0;
+    }
     *out = has ? a[1] : a[2];
     return 0;
 }
