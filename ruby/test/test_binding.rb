@@ -133,10 +133,36 @@ class TestBinding < Minitest::Test
     ["<%= @hs['a'] %>|<% change %><%= @hs['a'] %>|<%= @hs['c'] %>",
      "<%= @big.size %><% change %><%= @big.size %>|<%= @big[-2, 2] %>|<%= @rows[0]['x'] %>",
      "<% if remembers?('x') %><%= @hs['a'] %><% end %><% if remembers?('change') %><%= @hs['a'] %><%= @hs.size %><% end %><%= @n %>",
+     # (a template of @ivars and remembers? only: read from the state until remembers? first runs)
+     "<%= @hs['a'] %><%= @rows[0]['x'] %><%= @big.size %><% if remembers?('change') %><%= @hs['a'] %>|<%= @rows[0]['x'] %>|<%= @big.size %>|<%= @hs['c'] %><% end %><%= @n %>",
+     "<% @rows.each do |h| %><%= h['x'] %><%= @hs['a'] %><% if remembers?('change') %><%= @rows[0]['x'] %><%= @hs['a'] %><% end %>;<% end %><%= @hs.size %>",
+     "<%= @n %><%= @fz %><%= remembers?('x') %><%= @n %><%= @fz.frozen? %><%= @none.inspect %><%= defined?(@none).inspect %><%= defined?(@n) %>",
      "<%= @fz.frozen? %><% change %><%= @fz.frozen? %>|<%= fz.frozen? %>|<%= @hs['a'].frozen? %>",
      "<%= rows.size %><%= rows[1]['x'] %><% change %><%= rows[0]['x'] %>|<%= big.size %>",
      "<% @rows.each do |h| %><%= h['x'] %><% change %><%= @rows[0]['x'] %>;<% end %>"].each do |src|
       assert_equal CopyView.new.run(src, ERB), CopyView.new.run(src, Tpl::ERB), src
+      t = Tpl::ERB.new(src, trim_mode: "-") # (again: the Template's renders learn which @ivars to read up front)
+      3.times { assert_equal CopyView.new.run(src, ERB), t.result(CopyView.new.instance_eval { binding }), src }
+    end
+  end
+
+  # defined?(@x) on a view whose remembers? sets or removes @ivars: self's answer at that point of
+  # the render, before and after Ruby code ran (the @ivars read up front until then, live after)
+  class DefView
+    def initialize = (@n = 1; @s = "a")
+    def remembers?(w) = (w == "rm" ? remove_instance_variable(:@n) : (@late = 2); true)
+    def run(src, cls) = cls.new(src).result(binding)
+  end
+
+  def test_defined_ivar_before_and_after_ruby_code
+    ["<%= defined?(@n).inspect %><%= defined?(@late).inspect %>",
+     "<%= defined?(@n).inspect %><%= remembers?('x') %><%= defined?(@late).inspect %><%= @late %>",
+     "<%= @n %><%= remembers?('rm') %><%= defined?(@n).inspect %><%= @n.inspect %>",
+     "<%= remembers?('x') %><%= defined?(@late).inspect %><%= @late %><%= defined?(@s) %>",
+     "<%= defined?(@late).inspect %><%= @s %><%= remembers?('x') %><%= defined?(@late).inspect %>"].each do |src|
+      assert_equal DefView.new.run(src, ERB), DefView.new.run(src, Tpl::ERB), src
+      t = Tpl::ERB.new(src) # (the same Template again: its renders learn which @ivars to read up front)
+      3.times { assert_equal DefView.new.run(src, ERB), t.result(DefView.new.instance_eval { binding }), src }
     end
   end
 

@@ -143,6 +143,11 @@ typedef struct tmpl {
     bool erb_tagged;        /* ... and its text holds tags */
     ID *ivar_id;
     size_t nivar;           /* the reads with an ivar_id */
+    /* ivar_early[i]: @ivar read i was read before Ruby code first ran in a render that reads
+     * self's @ivars into the state until then (render_body's ivar_first): only those are read
+     * up front (the others are sent to self when read; marked by rb_send_cb when that happens
+     * before Ruby code ran). Bytes written with relaxed atomics (Ractors share a Template). */
+    unsigned char *ivar_early;
     /* idle render contexts; a frozen Template is shared by Ractors, which run at once (no GVL
      * between them), so the pool has its own lock: a spin lock (pool_lock), as what it guards is
      * a few stores — a pthread mutex's lock and unlock, three pairs per render, cost ~200
@@ -219,6 +224,8 @@ typedef struct rctx {
                              * index in the output is a UTF-8 value's own character) */
     struct tmpl *t;         /* the Template rendered (its ID cache) */
     rbobj self_obj;         /* the ERB self's host object (render_body) */
+    bool ivars_in_state;    /* self's @ivars are read from the state (render_body's ivar_first)
+                             * until Ruby code runs (ivc_stale) */
     /* @ivars read this render; after Ruby code ran (ivc_stale) only those whose value is a
      * special constant (true, false, a Fixnum, a flonum: its VALUE is the value, nothing can
      * change it in place) are kept, stale: read again with rb_ivar_get, the converted value
@@ -232,6 +239,10 @@ typedef struct rctx {
  * constant's entry is kept, stale (rb_send_cb compares the VALUE read again). */
 static void ivc_stale(rctx *c)
 {
+    if (c->ivars_in_state) { /* (read up front: from now on from self, live) */
+        c->ivars_in_state = false;
+        tpl_render_set_self_ivars_in_state(c->r, false);
+    }
     int n = 0;
     for (int i = 0; i < c->nivc; i++)
         if (c->ivc[i].iv) {
@@ -1296,10 +1307,23 @@ static VALUE send_body(VALUE arg)
     return Qnil;
 }
 
+/* An @ivar the state did not hold, read before Ruby code ran (the VM sent it to self): read up
+ * front in the Template's next renders (ivar_early). */
+static void ivar_early_mark(rctx *c, const char *name, size_t len)
+{
+    tmpl *t = c->t;
+    for (size_t i = 0; t->ivar_early && i < t->nreads; i++)
+        if (t->ivar_id[i] && t->read_len[i] == len - 1 && memcmp(t->read_ptr[i], name + 1, len - 1) == 0) {
+            __atomic_store_n(&t->ivar_early[i], 1, __ATOMIC_RELAXED);
+            return;
+        }
+}
+
 static tpl_host_result rb_send_cb(void *obj, tpl_render *r, const char *name, size_t len, const tpl_val *args,
                                   size_t nargs, const tpl_val *kwn, const tpl_val *kwv, size_t nkw, tpl_val *out)
 {
     rbobj *h = obj;
+    if (h->c->ivars_in_state && len > 1 && name[0] == '@' && h->self && nargs == 0 && nkw == 0) ivar_early_mark(h->c, name, len);
     if (len > 1 && name[0] == '@' && h->self) /* an instance variable read before in this render */
         for (int i = 0; i < h->c->nivc; i++) {
             rctx *c = h->c;
@@ -1594,6 +1618,7 @@ static void tmpl_free(void *ptr)
     free(t->read_hash);
     free(t->rtab);
     free(t->ivar_id);
+    free(t->ivar_early);
     ruby_xfree(t);
 }
 
@@ -1656,7 +1681,8 @@ static void set_program(VALUE self, tpl_program *p)
         size_t most = 0;
         for (size_t i = 0; i < n; i++) most = lens[i] > most ? lens[i] : most;
         t->ivar_id = calloc(n, sizeof *t->ivar_id);
-        char *iv = t->ivar_id ? malloc(most + 1) : NULL;
+        t->ivar_early = calloc(n, 1);
+        char *iv = t->ivar_id && t->ivar_early ? malloc(most + 1) : NULL;
         if (!iv) { free(rl); free(names); free(lens); rb_raise(rb_eNoMemError, "tpl: out of memory"); }
         for (size_t i = 0; i < n && ivars_only; i++) {
             bool as_ivar = false, other = false;
@@ -2216,6 +2242,11 @@ static VALUE render_body(VALUE arg)
      * no host object among the values, checked after converting them): a method could change
      * an @ivar, which Ruby's template sees changed */
     bool ivar_state = !NIL_P(ra->erb_self) && t->ivars_only && NIL_P(c->remembers) && NIL_P(c->remembers_self);
+    /* — else (Ruby code may run: a remembers call) they are read up front all the same, copied,
+     * and the program reads them from the state until Ruby code first runs (ivc_stale: then
+     * from self, live; tpl_render_set_self_ivars_in_state), where each read before was a send
+     * to self */
+    bool ivar_first = !NIL_P(ra->erb_self) && t->ivars_only && !ivar_state;
 reread:
     /* (an @ivars-only program reads no local: the Binding is not asked, also when its @ivars are
      * read live below) */
@@ -2248,7 +2279,15 @@ reread:
      * defined?(@x) nil, whatever a Hash state holds under that name) */
     /* (an object's @ivar slots bound its count: ROBJECT_NUMIV, where rb_ivar_count walks them) */
     VALUE es = ra->erb_self;
-    if (ivar_state && t->nivar &&
+    if (ivar_first) {
+        /* the @ivars read before Ruby code ran in the renders so far (ivar_early), not the
+         * others: they would be converted for nothing, as reads after Ruby code ran are sends */
+        for (size_t i = 0; i < nreads; i++)
+            if (t->ivar_id[i] && __atomic_load_n(&t->ivar_early[i], __ATOMIC_RELAXED)) {
+                found[i] = rb_ivar_get(es, t->ivar_id[i]);
+                if (NIL_P(found[i]) && !rb_ivar_defined(es, t->ivar_id[i])) found[i] = Qundef;
+            }
+    } else if (ivar_state && t->nivar &&
         (RB_TYPE_P(es, T_OBJECT) ? (size_t)ROBJECT_NUMIV(es) : (size_t)rb_ivar_count(es)) <= 2 * (size_t)t->nivar + 8) {
         /* one walk over self's @ivars (a few, as a view's are): ~60 instructions per @ivar,
          * where rb_ivar_get hashes each name in the class's index table (~170, and
@@ -2292,13 +2331,13 @@ again:
         GROW(sc->ents, sc->nents, sc->capents, 1);
         sc->ents[sc->nents++] = e;
     }
-    if (ivar_state && c->has_host) {
+    if ((ivar_state || ivar_first) && c->has_host) {
         /* a host object among self's @ivars: its methods may change the others, read live */
         tpl_render_reset_state(r);
         sc->nents = sc->nitems = 0;
         c->nvals = 0;
         c->borrow = c->borrow_emb = false;
-        ivar_state = false;
+        ivar_state = ivar_first = false;
         for (size_t i = 0; i < nreads; i++) found[i] = Qundef;
         goto reread;
     }
@@ -2329,6 +2368,7 @@ again:
         checkst(tpl_val_host(r, &rb_class, h, &sv));
         c->has_host = true;
         tpl_render_set_self_val(r, sv);
+        if (ivar_first) c->ivars_in_state = tpl_render_set_self_ivars_in_state(r, true) == TPL_OK;
     }
     run_arg a = { r, t->p, NULL, 0, TPL_OK };
     /* The GVL: kept when callbacks may run Ruby code (host objects, a remembers block or self);
@@ -2474,6 +2514,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->tagged = false;
     memset(c->tagset, 0, sizeof c->tagset);
     c->nivc = 0;
+    c->ivars_in_state = false;
     memset(&c->set, 0, sizeof c->set);
     memset(&c->sc, 0, sizeof c->sc);
     c->kc = Qnil;
