@@ -757,7 +757,8 @@ TPL_API tpl_status tpl_render_set_globals_val(tpl_render *r, tpl_val map);
 /* Sets the ERB `self` of r's renders (a host object built on r since the last reset, or none
  * to remove it; dropped with the state like the values built for it): a bare name that is
  * neither a local nor a state variable is self's method of that name (the class's send), an
- * instance variable @x is send "@x" (the state is not consulted), and in a program compiled
+ * instance variable @x is send "@x" (the state is not consulted, except as
+ * tpl_render_set_self_ivars_in_state says), and in a program compiled
  * with tpl_options.erb_self a receiver-less call of an unknown method calls self's. Jinja and
  * format templates ignore it. TPL_ERR_USAGE when self is neither a host object nor none, or r
  * is NULL/busy. */
