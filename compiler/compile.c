@@ -3596,10 +3596,47 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             return true;
         }
         if (c->fn != c->cur_block_fn) {
-            /* the parent's block is compiled in place, with the names the block sees: from a macro
-             * or call block inside the block they are another frame's (its output was silently
-             * another's) */
-            cerror(c, n->off, "unsupported: super() inside a macro or call block in a block");
+            /* from a macro or call block (or a recursive loop) inside the block: Jinja2's macro
+             * closes over the block's super (a BlockReference rendering the parent's block with
+             * the block's context). It is compiled in place here, in this function, in a scope of
+             * its own that sees none of this function's names nor those of the functions between
+             * it and the block's; the block's function sees only what the block's base sees. */
+            func *bf = c->fn->parent;
+            while (bf && bf != c->cur_block_fn) bf = bf->parent;
+            if (!bf) {
+                cerror(c, n->off, "unsupported: super() inside a macro or call block in a block");
+                return true;
+            }
+            enum { SUPER_MAX_FN = 64 };
+            scope *saved[SUPER_MAX_FN];
+            int nf = 0;
+            for (func *f = c->fn->parent; f != bf; f = f->parent) {
+                if (nf == SUPER_MAX_FN) {
+                    cerror(c, n->off, "unsupported: super() inside macros nested more than %d deep in a block",
+                           SUPER_MAX_FN);
+                    nf = 0;
+                    for (func *g = c->fn->parent; g != f; g = g->parent) g->scope = saved[nf++];
+                    return true;
+                }
+                saved[nf++] = f->scope;
+                f->scope = NULL;
+            }
+            scope *save_bscope = bf->scope, *save_scope = c->fn->scope;
+            loopctx *save_loop = c->fn->loop;
+            bf->scope = c->cur_block_base;
+            c->fn->loop = NULL;
+            scope *own = push_scope(c, true);
+            if (own) own->ctx_top = true;
+            emit(c, TPL_OP_CAPTURE, 0, 0);
+            compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
+            emit(c, TPL_OP_END_CAPTURE, 0, 1);
+            if (c->autoescape) emit_markup(c);
+            if (own && c->fn->scope == own) pop_scope(c);
+            c->fn->scope = save_scope;
+            c->fn->loop = save_loop;
+            bf->scope = save_bscope;
+            nf = 0;
+            for (func *f = c->fn->parent; f != bf; f = f->parent) f->scope = saved[nf++];
             return true;
         }
         scope *save_scope = c->fn->scope;
