@@ -175,6 +175,7 @@ struct tpl_comp {
     scope *cur_block_base;   /* the scope the current block's body started from (super() sees it) */
     func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
+    const tpl_node *slice_undef; /* a slice whose folding failure is an undefined value here (const_slice_fails) */
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
     uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
@@ -1516,6 +1517,43 @@ static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
     emit_raw(c, (uint32_t)klen);
 }
 
+static bool const_literal(const tpl_node *n)
+{
+    if (!n) return true;
+    if (n->kind == TPL_N_CONST) return n->val.type != TPL_T_UNDEF;
+    if (n->kind == TPL_N_LIST || n->kind == TPL_N_TUPLE || n->kind == TPL_N_DICT || n->kind == TPL_N_PAIR) {
+        if (n->kind == TPL_N_PAIR) return const_literal(n->a) && const_literal(n->b);
+        for (const tpl_node *x = n->a; x; x = x->next)
+            if (!const_literal(x)) return false;
+        return true;
+    }
+    return false;
+}
+
+/* Whether n is a slice of literals that Python fails with a TypeError or LookupError: Jinja2's
+ * optimizer folds it (nodes.Getitem.as_const) through Environment.getitem, which makes such a
+ * failure an Undefined; where that constant is used at once (printed, `is defined`, `default`)
+ * it renders as Undefined, where it is not (the value has no safe repr) the code generator
+ * slices at run time and the TypeError is raised. Step 0 is a ValueError (raised). */
+static bool const_slice_fails(const tpl_node *n)
+{
+    if (!n || n->kind != TPL_N_SLICE || !const_literal(n->a)) return false;
+    const tpl_node *parts[3] = { n->d, n->b, n->c }; /* step first, as PySlice_Unpack */
+    for (int i = 0; i < 3; i++)
+        if (parts[i] && parts[i]->kind != TPL_N_CONST) return false;
+    const tpl_node *o = n->a;
+    bool seq = o->kind == TPL_N_LIST || o->kind == TPL_N_TUPLE || (o->kind == TPL_N_CONST && o->val.type == TPL_T_STR);
+    if (o->kind == TPL_N_CONST && (o->val.type == TPL_T_LIST || o->val.type == TPL_T_MAP)) return false; /* (not made here) */
+    if (!seq) return true; /* an int, float, bool or None: not subscriptable; a dict: no such key */
+    for (int i = 0; i < 3; i++) {
+        if (!parts[i]) continue;
+        int t = parts[i]->val.type;
+        if (t != TPL_T_INT && t != TPL_T_BOOL && t != TPL_T_NONE && t != TPL_T_BIGINT) return true;
+        if (i == 0 && (t == TPL_T_INT || t == TPL_T_BOOL) && parts[i]->val.u.i == 0) return false;
+    }
+    return false;
+}
+
 /* Jinja2 folds a `~` whose operands are all constant expressions (literals, operators on them,
  * and filters that take no context: `"<"|safe`, `x|xmlattr` of a literal) into one plain str
  * (nodes.Concat.as_const), so even under autoescape no operand counts as Markup there. */
@@ -1725,6 +1763,8 @@ static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
     c->cur_off = n->off;
+    bool slice_undef = c->slice_undef == n; /* (set by the parent for this very node, then cleared) */
+    c->slice_undef = NULL;
     switch (n->kind) {
     case TPL_N_CONST:
         push_const(c, n->val);
@@ -1750,6 +1790,11 @@ static void expr(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_GETITEM, 0, -1);
         return;
     case TPL_N_SLICE: {
+        if (slice_undef && c->syn == TPL_SYN_JINJA && const_slice_fails(n)) {
+            static const char msg[] = "slice of a constant failed (Jinja2's folded Undefined)";
+            emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+            return;
+        }
         expr(c, n->a);
         uint32_t mask = 0;
         tpl_node *parts[3] = { n->b, n->c, n->d };
@@ -1843,6 +1888,11 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, TPL_BK_FILTER, "filter");
             return;
         }
+        if ((b == TPL_B_FILTER_default || b == TPL_B_FILTER_d) && !c->ae_volatile) {
+            bool k = true; /* (Filter.as_const folds over a folded Undefined when its arguments fold) */
+            for (const tpl_node *x = n->b; x && k; x = x->next) k = x->kind == TPL_N_ARG && const_literal(x->a);
+            if (k) c->slice_undef = n->a;
+        }
         if (b == TPL_B_FILTER_tr) note_tr(c, n->off, n->a);
         b = tpl_builtin_filter_variant(b, c->autoescape, c->p->opts.hf); /* join under autoescape, hf's tojson ... */
         if (b == TPL_B_FILTER_map && c->autoescape != env_autoescape(c)) {
@@ -1891,6 +1941,8 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, TPL_BK_TEST, "test");
             return;
         }
+        if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && !c->ae_volatile)
+            c->slice_undef = n->a; /* (Test.as_const folds over a folded Undefined) */
         if (b == TPL_B_TEST_sameas && n->a && n->a->kind == TPL_N_NAME && n->b && n->b->kind == TPL_N_ARG &&
             !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
             memcmp(n->b->a->val.u.s, n->a->val.u.s, n->a->val.len) == 0) {
@@ -4241,6 +4293,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         emit_text_ref(c, n->val.u.s, n->val.len);
         return;
     case TPL_N_OUTPUT: {
+        c->slice_undef = n->a; /* (Jinja2's _output_child_to_const: a folded Undefined prints) */
         /* in a volatile autoescape block a constant output (as_const, where no filter folds) is
          * escaped as the code generator's autoescape says, any other as the run-time value */
         bool ae = c->autoescape;
