@@ -135,6 +135,9 @@ target(A) ::= tgt_list(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
 target(A) ::= tgt_atom(X) COMMA. { A = NODE(TUPLE, X->off, X, NULL); }
 tgt_atom(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 tgt_atom(A) ::= LPAREN target(X) RPAREN. { A = X; }
+/* parse_assign_target parses a list or dict there (parse_primary), then refuses it */
+tgt_atom(A) ::= LBRACKET(T) items RBRACKET. { A = N(NAME, T.off); tpl_p_bad_target(ctx, T, "list"); }
+tgt_atom(A) ::= LBRACE(T) dict_items RBRACE. { A = N(NAME, T.off); tpl_p_bad_target(ctx, T, "dict"); }
 tgt_list(A) ::= tgt_atom(X) COMMA tgt_atom(Y). { A = tpl_node_append(X, Y); }
 tgt_list(A) ::= tgt_list(L) COMMA tgt_atom(Y). { A = tpl_node_append(L, Y); }
 
@@ -369,6 +372,7 @@ test_name(A) ::= NONE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= TRUE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= FALSE(T). { A = tpl_p_name(ctx, T); }
 test_name(A) ::= IN(T). { A = tpl_p_name(ctx, T); }
+test_name(A) ::= test_name(S) DOT NAME(N). { A = tpl_p_dotted(ctx, S, N); }
 test_arg ::= test_primary.
 test_arg(A) ::= test_arg(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 test_arg(A) ::= test_arg(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
@@ -386,8 +390,11 @@ test_primary(A) ::= LBRACE(T) dict_items(L) RBRACE. { A = NODE(DICT, T.off, L, N
 
 filter_chain ::= filter_call.
 filter_chain(A) ::= filter_chain(L) PIPE filter_call(F). { A = tpl_node_append(L, F); }
-filter_call(A) ::= NAME(T). [OR] { A = with_val(N(FILTER, T.off), tpl_p_tokstr(ctx, T)); }
-filter_call(A) ::= NAME(T) LPAREN args(L) RPAREN. { A = with_val(NODE(FILTER, T.off, NULL, L), tpl_p_tokstr(ctx, T)); }
+filter_call(A) ::= fname(T). [OR] { A = with_val(N(FILTER, T->off), T->val); }
+filter_call(A) ::= fname(T) LPAREN args(L) RPAREN. { A = with_val(NODE(FILTER, T->off, NULL, L), T->val); }
+/* parse_filter's and parse_test's names: `name(.name)*`, one name "a.b" (no such filter or test) */
+fname(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
+fname(A) ::= fname(S) DOT NAME(N). { A = tpl_p_dotted(ctx, S, N); }
 
 unary_nf ::= postfix. [OR]
 unary_nf(A) ::= SUB(T) unary_nf(E). { A = tpl_p_negate(ctx, T.off, E); }

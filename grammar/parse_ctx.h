@@ -25,6 +25,7 @@ typedef struct tpl_pctx {
     int prev_kind, prev2_kind, tag;
     uint32_t tag_off;     /* where that tag's first token is */
     uint8_t prev_flag, tag_seen;
+    bool in_fname;        /* the token before is part of a filter's or test's (dotted) name */
     uint16_t nest;
     uint8_t nest_kind[32]; /* the outermost 32 open brackets' TPL_NK_*, */
     uint32_t nest_off[32]; /* and where each opened */
@@ -94,6 +95,8 @@ void tpl_pctx_nomem(tpl_pctx *c, uint32_t off);
 
 /* Token helpers used by grammar actions. */
 tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t);      /* NAME node */
+tpl_node *tpl_p_dotted(tpl_pctx *c, tpl_node *name, tpl_token t); /* name "a" + `.b`: "a.b" */
+void tpl_p_bad_target(tpl_pctx *c, tpl_token open, const char *what); /* a list or dict as a target */
 tpl_node *tpl_p_string(tpl_pctx *c, tpl_token t);    /* CONST str from a quoted literal */
 /* "a" "b": the literals after the first wait in a->a (a list of CONST nodes) until
  * tpl_p_string_join copies them all into a's value at once, where the literal ends (a copy of the

@@ -373,6 +373,27 @@ tpl_node *tpl_p_name(tpl_pctx *c, tpl_token t)
     return n;
 }
 
+tpl_node *tpl_p_dotted(tpl_pctx *c, tpl_node *name, tpl_token t)
+{
+    size_t n = (size_t)name->val.len + 1 + t.len;
+    char *s = tpl_arena_alloc(c->arena, n + 1);
+    if (!s) { tpl_pctx_nomem(c, t.off); return name; }
+    memcpy(s, name->val.u.s, name->val.len);
+    s[name->val.len] = '.';
+    memcpy(s + name->val.len + 1, c->src + t.off, t.len);
+    name->val = tpl_v_str(s, n);
+    return name;
+}
+
+void tpl_p_bad_target(tpl_pctx *c, tpl_token open, const char *what)
+{
+    /* Jinja2 checks the whole target: a list or dict in a tuple makes it "can't assign to 'tuple'" */
+    bool tuple = c->toks && c->ti < c->toks->n && tpl_jtok_kind(c->toks, c->ti) == TK_COMMA;
+    for (size_t k = c->toks ? c->ti : 0; k > 0 && !tuple; k--)
+        if (c->toks->v[k].off == open.off) { tuple = tpl_jtok_kind(c->toks, k - 1) == TK_COMMA; break; }
+    tpl_pctx_error(c, open.off, "can't assign to '%s'", tuple ? "tuple" : what);
+}
+
 static tpl_value unquote(tpl_pctx *c, tpl_token t)
 {
     const char *body = c->src + t.off + 1;
@@ -863,7 +884,7 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
     }
     if (prev == TK_PIPE || prev == TK_IS || (prev == TK_NOT && c->prev2_kind == TK_IS)
         || (prev == TK_DOT && c->tag == TK_SET && !c->nest && !(c->tag_seen & 16)) || (stmt_kw && (prev == TK_BLOCK || prev == TK_MACRO || prev == TK_FILTER))
-        || (prev == TK_IMPORT && c->tag == TK_FROM)) {
+        || (prev == TK_IMPORT && c->tag == TK_FROM) || (prev == TK_DOT && c->in_fname)) {
         expect_fail(c, t, "name", got);
         return;
     }
@@ -881,6 +902,10 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
             tuple = k < c->toks->n && tpl_jtok_kind(c->toks, k) == TK_COMMA;
         }
         tpl_pctx_error(c, t->off, "can't assign to '%s'", tuple ? "tuple" : "const");
+        return;
+    }
+    if (prev == TK_COMMA && tuple_end && c->tag == TK_FOR && !c->nest && !(c->tag_seen & 1)) {
+        expect_fail(c, t, "in", got); /* parse_tuple ends the target's tuple at the tag's end */
         return;
     }
     if (with_target && prev == TK_COMMA && tuple_end && (c->tag_seen & 32)) {
@@ -927,9 +952,17 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
         c->tag_seen = (uint8_t)(c->tag_seen & 16 ? c->tag_seen & ~(16 | 32) : c->tag_seen | 32);
     else if (t->kind == TK_IN && !c->nest) c->tag_seen |= 1;
     else if (t->kind == TK_AS && !c->nest) c->tag_seen |= 2;
-    else if (t->kind == TK_IMPORT && !c->nest) c->tag_seen |= 4;
+    else if (t->kind == TK_IMPORT && !c->nest && ends_operand(c, c->prev_kind, c->prev_flag)) c->tag_seen |= 4;
+    /* parse_filter / parse_test: `name(.name)*` after `|`, `is` (`is not`) or the filter tag */
+    c->in_fname = t->kind != TK_DOT ? (c->prev_kind == TK_PIPE || c->prev_kind == TK_IS || c->prev_kind == TK_NOT
+                                       || (c->prev_kind == TK_FILTER && (c->prev_flag & 0x80)) || (c->in_fname && c->prev_kind == TK_DOT))
+                                      && (t->kind == TK_NAME || (t->kind > TK_SEMICOLON && t->kind < TK_OR))
+                                    : c->in_fname;
+    int kind = t->kind;
+    if (kind > TK_SEMICOLON && kind < TK_OR && !(t->flag & 0x80) && c->prev_kind >= TK_OR && !ends_operand(c, c->prev_kind, c->prev_flag))
+        kind = TK_NAME; /* a keyword after an operator is a name (`{% from "a" and import %}`) */
     c->prev2_kind = c->prev_kind;
-    c->prev_kind = t->kind;
+    c->prev_kind = kind;
     c->prev_flag = t->flag;
     c->in_tag = t->kind != TK_VAR_END && t->kind != TK_BLOCK_END && t->kind != TK_TEXT;
     c->last_off = t->off;
@@ -952,6 +985,10 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
         if (first_in_block) {
             t.flag |= 0x80;
             first_in_block = false;
+            if (t.kind == TK_STRING && memchr(c->src + t.off, '\\', t.len)) {
+                unquote(c, t); /* (the lexer decodes a string before the parser sees the tag) */
+                if (c->failed) break;
+            }
             if (t.kind == TK_BLOCK_END || !(t.len && ((unsigned)((c->src[t.off] | 0x20) - 'a') < 26u || c->src[t.off] == '_'
                                                       || (unsigned char)c->src[t.off] >= 0x80))) {
                 tpl_pctx_error(c, t.off, "tag name expected"); /* (Jinja2: a tag's first token must be a name) */
@@ -1003,6 +1040,8 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
             }
         }
         c->cur_off = t.off;
+        if (c->lex_failed && i + 1 == n && c->prev_kind == TK_DOT && !c->in_fname)
+            break; /* parse_subscript takes the token after `.` before it looks at it: the scanner's error comes first */
         if (c->prev_kind == TK_COMMA && c->nest && c->nest <= sizeof c->nest_kind &&
             c->nest_kind[c->nest - 1] == (TPL_NK_CALL | TPL_NK_KW) && t.kind != TK_RPAREN && t.kind != TK_MUL &&
             t.kind != TK_POW && !((t.kind == TK_NAME || (t.kind < TK_OR && t.kind > TK_SEMICOLON)) && i + 1 < n &&
