@@ -1386,16 +1386,14 @@ bool tpl_c_host_func(const tpl_comp *c, tpl_value name, int kind)
  * compiles it and fails only when that code runs. */
 static bool env_autoescape(const tpl_comp *c);
 
-static void unknown_callable(tpl_comp *c, tpl_node *n, int kind, const char *what)
+static void unknown_callable(tpl_comp *c, tpl_node *n, const char *what)
 {
+    /* Jinja2's texts exactly (no "Did you mean": tpl's message is Jinja2's) */
     char msg[200];
-    const char *sug = tpl_builtin_suggest(kind, n->val.u.s, n->val.len);
-    if (sug) snprintf(msg, sizeof msg, "No %s named '%.*s'. Did you mean '%s'?", what, (int)n->val.len, n->val.u.s, sug);
-    else snprintf(msg, sizeof msg, "No %s named '%.*s'.", what, (int)n->val.len, n->val.u.s);
+    snprintf(msg, sizeof msg, "No %s named '%.*s'.", what, (int)n->val.len, n->val.u.s);
     if (!c->soft) { cfail(c, TPL_EK_ASSERTION, n->off, "%s", msg); return; }
-    /* Jinja2's run-time text (its pull_dependencies stub), then tpl's suggestion */
-    if (sug) snprintf(msg, sizeof msg, "No %s named '%.*s' found. Did you mean '%s'?", what, (int)n->val.len, n->val.u.s, sug);
-    else snprintf(msg, sizeof msg, "No %s named '%.*s' found.", what, (int)n->val.len, n->val.u.s);
+    /* Jinja2's run-time text (its pull_dependencies stub) */
+    snprintf(msg, sizeof msg, "No %s named '%.*s' found.", what, (int)n->val.len, n->val.u.s);
     c->cur_off = n->off;
     emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, strlen(msg))), 1);
 }
@@ -1885,7 +1883,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         }
         int b = tpl_builtin_find(TPL_BK_FILTER, n->val.u.s, n->val.len);
         if (b < 0) {
-            unknown_callable(c, n, TPL_BK_FILTER, "filter");
+            unknown_callable(c, n, "filter");
             return;
         }
         if ((b == TPL_B_FILTER_default || b == TPL_B_FILTER_d) && !c->ae_volatile) {
@@ -1916,7 +1914,7 @@ static void expr(tpl_comp *c, tpl_node *n)
             }
         }
         if (b < 0) {
-            unknown_callable(c, n, TPL_BK_FILTER, "filter");
+            unknown_callable(c, n, "filter");
             return;
         }
         if (n->a) expr(c, n->a);
@@ -1938,7 +1936,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         }
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
-            unknown_callable(c, n, TPL_BK_TEST, "test");
+            unknown_callable(c, n, "test");
             return;
         }
         if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && !c->ae_volatile)
@@ -3178,7 +3176,7 @@ static void dead_check(tpl_comp *c, const tpl_node *n, bool soft, int depth)
                 if (b < 0) {
                     bool save = c->soft;
                     c->soft = false;
-                    unknown_callable(c, (tpl_node *)n, kind, n->kind == TPL_N_FILTER ? "filter" : "test");
+                    unknown_callable(c, (tpl_node *)n, n->kind == TPL_N_FILTER ? "filter" : "test");
                     c->soft = save;
                     return;
                 }

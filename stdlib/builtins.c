@@ -249,48 +249,6 @@ void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk
     }
 }
 
-static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
-{
-    /* Two-row Levenshtein; names are short (callers cap the length). */
-    size_t prev[64], cur[64];
-    if (nb >= 64) nb = 63;
-    for (size_t j = 0; j <= nb; j++) prev[j] = j;
-    for (size_t i = 1; i <= na; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= nb; j++) {
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t m = del < ins ? del : ins;
-            cur[j] = m < sub ? m : sub;
-        }
-        memcpy(prev, cur, (nb + 1) * sizeof prev[0]);
-    }
-    return prev[nb];
-}
-
-const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t n)
-{
-    if (n == 0 || n > 40)
-        return NULL;
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
-    size_t limit = n <= 3 ? 1 : 2;
-    for (int i = 0; i < TPL_B__COUNT; i++) {
-        const tpl_builtin_info *b = &tpl_builtin_table[i];
-        if (b->kind != kind)
-            continue;
-        size_t bl = b->namelen;
-        if (bl > n + limit || n > bl + limit)
-            continue;
-        size_t d = edit_distance(name, n, b->name, bl);
-        if (d <= limit && d < best_d && !(d == 0)) {
-            best_d = d;
-            best = b->name;
-        }
-    }
-    return best;
-}
-
 /* ------------------------------------------------------------------ binding */
 
 static const char *ordinal_args(int n) { return n == 1 ? "argument" : "arguments"; }

@@ -31,8 +31,6 @@ int tpl_builtin_filter_variant(int id, bool autoescape, bool hf);
 /* The builtin ids a name can mean, in one pass over the table (first entry of each kind wins, as in
  * tpl_builtin_find): global[0] = GLOBAL, bk[0..2] = STR, MAP, LIST methods; -1 = none. */
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3]);
-/* The closest builtin name of that kind by edit distance (for "did you mean"), or NULL. */
-const char *tpl_builtin_suggest(tpl_builtin_kind kind, const char *name, size_t n);
 
 /* Binds positional values pos[0..npos) and keyword pairs (kwnames[i], kwvals[i]) to the
  * builtin's parameters into a[TPL_MAX_PARAMS], as Python binds a call. Errors (-1) on a missing
