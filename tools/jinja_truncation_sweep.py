@@ -6,7 +6,8 @@ usage: tools/jinja_truncation_sweep.py [CUTS_PER_TEMPLATE [SEED [PATH_SUBSTRING]
        tools/jinja_truncation_sweep.py --mutate [MUTATIONS_PER_TEMPLATE [SEED [PATH_SUBSTRING]]]
        (TPLC=path/to/tplc, default build/tplc; the corpus is ../shared/conformance and examples/)
 --mutate: instead of cutting, deletes, duplicates or swaps tokens inside the tags (one mutation
-per variant) and compares accept/reject, the error's text and line, and (both accepting) the
+per variant; TAG_MUTATIONS=0.4 of them instead delete or duplicate whole tags, add `-`/`+`,
+raw/endraw or comments with `#}` in strings) and compares accept/reject, the error's text and line, and (both accepting) the
 output rendered with the case's state when Jinja2 renders it.
 Prints DIFF lines, the tally and the differing classes, most frequent first."""
 import glob, json, os, random, re, subprocess, sys, collections, tempfile
@@ -93,7 +94,28 @@ def tag_tokens(src):
             p = t.end()
     return out
 
+WHOLE_TAG = re.compile(r"\{%.*?%\}|\{\{.*?\}\}|\{#.*?#\}", re.S)
+def mutate_tag(src, rng):
+    """whole-tag mutations: delete or duplicate a tag (end tags too), whitespace control (`-`/`+`)
+    in odd places, raw/endraw around or inside tags, comments holding `#}` in strings"""
+    tags = [(m.start(), m.end()) for m in WHOLE_TAG.finditer(src)]
+    if not tags: return src
+    a, b = rng.choice(tags)
+    op = rng.choice(("deltag", "duptag", "ws", "ws", "raw", "rawin", "comment"))
+    if op == "deltag": return src[:a] + src[b:]
+    if op == "duptag": return src[:b] + src[a:b] + src[b:]
+    if op == "ws":
+        p = rng.randrange(a + 1, b)
+        return src[:p] + rng.choice("-+") + src[p:]
+    if op == "raw":
+        return src[:a] + "{% raw %}" + src[a:b] + rng.choice(("{% endraw %}", "{%- endraw -%}", "{% endraw %}{% endraw %}", "")) + src[b:]
+    if op == "rawin":
+        return src[:a] + rng.choice(("{% raw %}{% raw %}x{% endraw %}", "{% endraw %}", "{%raw-%} {{ {%-endraw%}", "{% raw %}{% endraw x %}")) + src[a:]
+    return src[:b] + rng.choice(('{# "#}" #}', "{# '#}' #}", '{# {# #} #}', '{#- x -#}', '{# {% raw %} #}')) + src[b:]
+
 def mutate(src, toks, rng):
+    if rng.random() < float(os.environ.get("TAG_MUTATIONS", "0.4")):
+        return mutate_tag(src, rng)
     i = rng.randrange(len(toks))
     a, b = toks[i]
     op = rng.choice(("delete", "duplicate", "swap"))
