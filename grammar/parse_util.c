@@ -954,7 +954,7 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
     else if (t->kind == TK_AS && !c->nest) c->tag_seen |= 2;
     else if (t->kind == TK_IMPORT && !c->nest && ends_operand(c, c->prev_kind, c->prev_flag)) c->tag_seen |= 4;
     /* parse_filter / parse_test: `name(.name)*` after `|`, `is` (`is not`) or the filter tag */
-    c->in_fname = t->kind != TK_DOT ? (c->prev_kind == TK_PIPE || c->prev_kind == TK_IS || c->prev_kind == TK_NOT
+    c->in_fname = t->kind != TK_DOT ? (c->prev_kind == TK_PIPE || c->prev_kind == TK_IS || (c->prev_kind == TK_NOT && c->prev2_kind == TK_IS)
                                        || (c->prev_kind == TK_FILTER && (c->prev_flag & 0x80)) || (c->in_fname && c->prev_kind == TK_DOT))
                                       && (t->kind == TK_NAME || (t->kind > TK_SEMICOLON && t->kind < TK_OR))
                                     : c->in_fname;
