@@ -805,6 +805,11 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
     bool stmt_kw = (c->prev_flag & 0x80) != 0; /* the token before is the tag's name */
     bool tuple_end = t->kind == TK_VAR_END || t->kind == TK_BLOCK_END;
     int nk = !c->nest ? 0 : c->nest <= sizeof c->nest_kind ? c->nest_kind[c->nest - 1] : TPL_NK_LIST;
+    if (c->tag == TK_BLOCK && t->kind == TK_SUB && !c->nest && !(stmt_kw && prev == TK_BLOCK)) { /* parse_block */
+        tpl_pctx_error(c, t->off, "Block names in Jinja have to be valid Python identifiers and may not contain hyphens,"
+                                  " use an underscore instead.");
+        return;
+    }
     if (c->tag == TK_FROM && (prev == TK_IMPORT || (prev == TK_COMMA && (c->tag_seen & 4)))) { /* the names imported */
         expect_fail(c, t, "name", got);
         return;
