@@ -2191,6 +2191,7 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     pc.n = n;
     pc.no_loop_controls = !c->p->opts.hf && !c->p->opts.loop_controls;
     pc.no_generation = !c->p->opts.hf;
+    pc.no_do = !c->p->opts.do_statement;
     /* (a scanner's error: the parser's in the tokens before it comes first) */
     bool ok = lr.ok ? tpl_jinja_parse(&pc, &toks) : tpl_jinja_parse_lex_failed(&pc, &toks, &lr);
     tpl_jtok_free(&toks);

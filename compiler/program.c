@@ -207,6 +207,7 @@ static void pctx_init(tpl_pctx *pc, tpl_arena *tmp, tpl_program *p, const char *
     pc->n = n;
     pc->no_loop_controls = !p->opts.hf && !p->opts.loop_controls;
     pc->no_generation = !p->opts.hf;
+    pc->no_do = !p->opts.do_statement;
 }
 
 static void pctx_init_arena(tpl_pctx *pc, tpl_arena *a, const char *src, size_t n)

@@ -39,6 +39,7 @@ typedef struct tpl_pctx {
     /* `break` and `continue` are unknown tags (Jinja2 without jinja2.ext.loopcontrols) */
     bool no_loop_controls;
     bool no_generation;   /* `generation` is an unknown tag (outside the hf profile) */
+    bool no_do;           /* `do` is an unknown tag (without jinja2.ext.do) */
     tpl_node dummy;       /* returned when the arena is exhausted (the parse then fails) */
     void *front;          /* a front end's private state (ERB: its generated script) */
     /* A streaming compile (Jinja): each top-level statement goes to top(top_data, node) as soon

@@ -1031,7 +1031,7 @@ bool tpl_jinja_parse(tpl_pctx *c, const tpl_jtok_vec *toks)
                 size_t nk = nopen_before < 64 ? nopen_before : 64; /* before an end tag popped */
                 for (size_t k = 0; k < nk; k++) kinds[k] = open[k].kind;
                 c->cur_off = t.off;
-                if ((t.kind == TK_BREAK || t.kind == TK_CONTINUE) && c->no_loop_controls)
+                if (((t.kind == TK_BREAK || t.kind == TK_CONTINUE) && c->no_loop_controls) || (t.kind == TK_DO && c->no_do))
                     tpl_pctx_error(c, t.off, "Encountered unknown tag '%.*s'.", (int)t.len, c->src + t.off);
                 else {
                     c->ti = i;
