@@ -2106,8 +2106,19 @@ static void expr(tpl_comp *c, tpl_node *n)
 
 /* ------------------------------------------------------------------ statements */
 
+/* Jinja2 compiles a filter chain from its last filter inward, each one's name before its subject:
+ * of `{% filter a | b %}` with both unknown, b is the error. */
+static void check_chain_names(tpl_comp *c, tpl_node *f, int depth)
+{
+    if (!f || c->failed || depth > 400) return;
+    check_chain_names(c, f->next, depth + 1);
+    if (c->failed || f->kind != TPL_N_FILTER || f->val.type != TPL_T_STR || host_func(c, f->val, TPL_HOST_FILTER)) return;
+    if (tpl_builtin_find(TPL_BK_FILTER, f->val.u.s, f->val.len) < 0) unknown_callable(c, f, "filter");
+}
+
 static void apply_filters(tpl_comp *c, tpl_node *f)
 {
+    if (!c->soft && f && f->next) check_chain_names(c, f, 0);
     for (; f && !c->failed; f = f->next) {
         tpl_node *save = f->a;
         f->a = NULL; /* subject already on the stack */
