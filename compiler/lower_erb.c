@@ -85,6 +85,13 @@ typedef struct erb_defs {
     bool yaml;              /* `require 'yaml'` ran before (in the source's order): Object#to_yaml exists */
     bool shellwords;        /* `require 'shellwords'` ran before: Shellwords, String#shellescape/shellsplit, Array#shelljoin */
     uint32_t nlinks, caplinks;
+    /* (erb_self) locals that may hold an object of self's or the binding's (`x = @h['a']`, a binding
+     * local passed to self's method), in the source's order: held_stale once Ruby code may have run
+     * after (a method of self, a name that may be one, remembers), which may have changed the object
+     * in place where tpl holds its copy: a read then checks the value (held_guard) */
+    tpl_value held[32];
+    bool held_stale[32];
+    int nheld;
 } erb_defs;
 
 typedef struct erb_low {
@@ -219,6 +226,85 @@ static const char *const known_classes[] = { "ERB::Util", "Array", "Hash", "Stri
     "ZeroDivisionError", "KeyError", "IndexError", "RangeError", "FrozenError", "StopIteration", "FloatDomainError",
     "LocalJumpError", "RegexpError", "EncodingError", "IOError", "JSON::JSONError", "JSON::GeneratorError",
     "JSON::NestingError", "JSON::ParserError", "Gem::Version", "Enumerator", "Class", "Module", "Rational", "Complex", "Math", "Kernel", "Proc", "Math::DomainError", NULL };
+
+/* ------------------------------------------------------------------ held copies (erb_self) */
+
+static int held_find(const erb_low *L, tpl_value name)
+{
+    for (int i = 0; i < L->defs->nheld; i++)
+        if (L->defs->held[i].len == name.len && memcmp(L->defs->held[i].u.s, name.u.s, name.len) == 0) return i;
+    return -1;
+}
+
+static void held_add(erb_low *L, tpl_value name, bool stale)
+{
+    int i = held_find(L, name);
+    if (i < 0 && L->defs->nheld < 32) { i = L->defs->nheld++; L->defs->held[i] = name; L->defs->held_stale[i] = false; }
+    if (i >= 0) L->defs->held_stale[i] = L->defs->held_stale[i] || stale;
+}
+
+static void held_drop(erb_low *L, tpl_value name)
+{
+    int i = held_find(L, name);
+    if (i >= 0) { L->defs->held[i] = L->defs->held[L->defs->nheld - 1]; L->defs->held_stale[i] = L->defs->held_stale[L->defs->nheld - 1]; L->defs->nheld--; }
+}
+
+/* Ruby code may run here (erb_self): the objects the held locals hold may have changed in place */
+static void held_ruby_ran(erb_low *L)
+{
+    for (int i = 0; i < L->defs->nheld; i++) L->defs->held_stale[i] = true;
+}
+
+/* Whether v is an object of self's or the binding's, as it is (`@h`, `@h['a']`, `@rows[0][:x]`, `q`,
+ * `q[1]`: no method made it). */
+static bool held_rhs(const erb_low *L, const tpl_node *v)
+{
+    while (v && v->kind == TPL_N_GETITEM) v = v->a;
+    if (!v) return false;
+    if (v->kind == TPL_N_RIVAR) return true;
+    uint32_t slot;
+    if (v->kind == TPL_N_NAME && v->val.len && v->val.u.s[0] == '@') return true;
+    if (v->kind == TPL_N_NAME && !name_is(v->val, "(self)")) return !tpl_c_lookup(C, v->val, &slot) || held_find(L, v->val) >= 0;
+    return false;
+}
+
+/* An assignment `name = v` lowered (erb_self): name holds self's or the binding's object when v is one */
+static void held_set(erb_low *L, const tpl_node *n)
+{
+    if (!tpl_c_options(C)->erb_self || L->in_def || !n || n->kind != TPL_N_SET || !n->a || n->a->kind != TPL_N_NAME || n->op ||
+        n->a->val.len == 0 || n->a->val.u.s[0] == '@')
+        return;
+    bool h = held_rhs(L, n->b);
+    held_drop(L, n->a->val);
+    if (h) held_add(L, n->a->val, false);
+}
+
+/* After the value of a read of name is pushed: when name may hold an object Ruby code ran after, a
+ * String, Array or Hash there is tpl's refusal (Ruby's ERB reads the object as that code left it) */
+static void held_guard(erb_low *L, tpl_value name, uint32_t off)
+{
+    int i = held_find(L, name);
+    if (i < 0 || !L->defs->held_stale[i]) return;
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, name), 1);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(held)")), -1);
+    tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_held);
+    tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+}
+
+/* local_variables with a binding's self (Tpl::ERB#result): Ruby's answer is ERB's _erbout and the
+ * template's locals (all its top-level assignments, also those after the call, as Ruby's parser
+ * sees them), then the binding's; tpl lowers a template a statement at a time: a located refusal
+ * when it runs, not another list. */
+static bool local_variables_refused(erb_low *L, tpl_value name, uint32_t off)
+{
+    if (!tpl_c_options(C)->erb_self || !name_is(name, "local_variables")) return false;
+    const char *msg = "unsupported Ruby construct: local_variables with a binding (Ruby's list holds ERB's _erbout and "
+                      "every local the template assigns, also after this point, which tpl does not know here)";
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+    return true;
+}
 
 /* ------------------------------------------------------------------ blocks */
 
@@ -2854,10 +2940,23 @@ static void call(erb_low *L, tpl_node *n, bool used)
             /* self's method when the call runs (tpl_render_set_self_val), else NoMethodError */
             if (n->c) { tpl_c_error(C, n->c->off, "a block for `%.*s' is not supported", (int)n->val.len, n->val.u.s); return; }
             if (has_splat(n->b)) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (* or **) in a call of self's method `%.*s'", (int)n->val.len, n->val.u.s); return; }
+            if (!n->b && local_variables_refused(L, n->val, n->off)) {
+                if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+                return;
+            }
             uint32_t w = args(L, n->b);
             tpl_c_at(C, n->off);
             tpl_c_emit(C, TPL_OP_CALL_SELF_RB, tpl_c_name(C, n->val), 1 - argw_count(w));
             tpl_c_word(C, w);
+            held_ruby_ran(L);
+            /* a binding's local passed to it: the method may change its object in place */
+            for (const tpl_node *a = n->b; a && !L->in_def; a = a->next) {
+                const tpl_node *x = a->kind == TPL_N_ARG ? a->a : a;
+                uint32_t sl;
+                if (x && x->kind == TPL_N_NAME && x->val.len && x->val.u.s[0] != '@' && !name_is(x->val, "(self)") &&
+                    !tpl_c_lookup(C, x->val, &sl))
+                    held_add(L, x->val, true);
+            }
             if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
             return;
         }
@@ -3186,7 +3285,15 @@ static void if_(erb_low *L, tpl_node *n, bool value)
 
 /* ------------------------------------------------------------------ expressions */
 
+static void expr_(erb_low *L, tpl_node *n);
+
 static void expr(erb_low *L, tpl_node *n)
+{
+    expr_(L, n);
+    if (n && n->kind == TPL_N_SET) held_set(L, n);
+}
+
+static void expr_(erb_low *L, tpl_node *n)
 {
     if (tpl_c_failed(C) || !n) return;
     if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) {
@@ -3294,6 +3401,7 @@ static void expr(erb_low *L, tpl_node *n)
                 return;
             }
             load_local(L, slot, key);
+            if (!ivar && !n->op && !L->in_def) held_guard(L, key, n->off);
             return;
         }
         if (ivar && L->in_def && tpl_c_lookup_root(C, n->val, &slot)) { /* the template's @x */
@@ -3324,7 +3432,13 @@ static void expr(erb_low *L, tpl_node *n)
             if (d) { def_call(L, d, n, NULL, true, true); return; }
             if (L->in_def && n->op) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; } /* x ||= v: a new local of the method */
         }
+        if (!ivar && !n->op && local_variables_refused(L, key, n->off)) return;
         tpl_c_emit(C, ivar || n->op ? TPL_OP_LOAD_IVAR_RB : TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+        if (!ivar && !n->op && tpl_c_options(C)->erb_self && !L->in_def) {
+            /* a binding's local, or a call of self's method (Ruby code) */
+            held_guard(L, key, n->off);
+            held_ruby_ran(L);
+        }
         return;
     }
     case TPL_N_RDEF:
@@ -3406,6 +3520,18 @@ static void expr(erb_low *L, tpl_node *n)
                 tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
                 return;
             }
+        if (!known && tpl_c_options(C)->erb_self) {
+            /* with a binding's self (Tpl::ERB#result) the constant may be the caller's (a Struct,
+             * a class), which Ruby's ERB finds: tpl's refusal when it runs, not a NameError a
+             * rescue would take */
+            char msg[300];
+            snprintf(msg, sizeof msg, "unsupported Ruby construct: the constant %.*s (a constant of the binding's "
+                     "program, which tpl does not read: pass what it needs as a local or @ivar)",
+                     n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
+            return;
+        }
         if (!known) {   /* NameError when it runs, as in Ruby */
             char msg[200];
             snprintf(msg, sizeof msg, "uninitialized constant %.*s (NameError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
@@ -3808,6 +3934,13 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
             /* the @ivar is among the program's reads (a host that fills the state from its object's @ivars,
              * Tpl::ERB#result, then supplies it) */
             tpl_c_emit(C, TPL_OP_LOAD_IVAR_RB, tpl_c_name(C, key), 1);
+            tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        }
+        else {
+            /* the name is among the program's reads (a host that passes only the names read, as
+             * Tpl::ERB#result does a Binding's locals, passes it: "local-variable" for a local
+             * only defined? names) */
+            tpl_c_emit(C, TPL_OP_LOAD_NAME, tpl_c_name(C, key), 1);
             tpl_c_emit(C, TPL_OP_POP, 0, -1);
         }
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
@@ -4527,7 +4660,15 @@ static void def_(erb_low *L, tpl_node *n, bool used)
 
 /* ------------------------------------------------------------------ statements */
 
+static void stmt_(erb_low *L, tpl_node *n);
+
 static void stmt(erb_low *L, tpl_node *n)
+{
+    stmt_(L, n);
+    if (n && n->kind == TPL_N_SET) held_set(L, n);
+}
+
+static void stmt_(erb_low *L, tpl_node *n)
 {
     if (tpl_c_failed(C) || !n) return;
     if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME && L->defs->npend) {

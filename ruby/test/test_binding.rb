@@ -223,4 +223,63 @@ class TestBinding < Minitest::Test
     # Tpl::Template converts them
     assert_equal "x h\u00e9", Tpl::Template.new("x <%= v %>", syntax: :erb).render(v: u16)
   end
+
+  # (issue 20, session 33) a binding local only defined? names is passed in: "local-variable";
+  # a constant of the caller's program (a Struct) is a located refusal, not a NameError a rescue takes
+  RbS = Struct.new(:a)
+  def test_defined_local_and_caller_constants
+    q = +"loc"
+    b = binding
+    ["<%= defined?(q).inspect %>", "<%= defined?(q) %><%= q %>", "<%= defined?(zz).inspect %>",
+     "<% if defined?(q) %>y<% end %>"].each { |src| assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b), src }
+    ["<%= RbS.new(1).a %>", "<% begin %><%= RbS.new(1).a %><% rescue NameError %>caught<% end %>"].each do |src|
+      assert_equal "1", ERB.new(src).result(b), src
+      e = assert_raises(RuntimeError, src) { Tpl::ERB.new(src).result(b) }
+      assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: the constant RbS /, e.message, src)
+    end
+  end
+
+  # (issue 20, session 33) a local holding self's or the binding's String, Array or Hash, read after
+  # Ruby code ran (a method of self), is a located refusal where Ruby's ERB reads the object as that
+  # code changed it in place (tpl holds a copy); read before it, or holding a new object or a
+  # number, it renders as Ruby's
+  class HeldView
+    def initialize = @h = { "a" => +"one" }
+    def change = (@h["a"] << "!"; "")
+    def chg(o) = (o << "!"; "")
+    def run(src, k)
+      q = +"loc"
+      r = 5
+      k.new(src, trim_mode: "-").result(binding)
+    rescue StandardError, SyntaxError => e
+      [e.class, e.message]
+    end
+  end
+
+  def test_held_copies_after_ruby_code
+    ["<% x = @h['a'] %><%= x %><% change %><%= @h['a'] %>", "<% x = @h['a'].upcase %><% change %><%= x %>",
+     "<% x = @h.size %><% change %><%= x %>", "<% x = r %><% chg(q) %><%= x %><%= r %>",
+     "<%= q %><% x = @h['a'] %><%= x %>"].each do |src|
+      assert_equal HeldView.new.run(src, ERB), HeldView.new.run(src, Tpl::ERB), src
+    end
+    { "<% x = @h['a'] %><% change %><%= x %>" => "x", "<% x = @h %><% change %><%= x['a'] %>" => "x",
+      "<% chg(q) %><%= q %>" => "q", "<%= q %><% chg(q) %><%= q %>" => "q", "<% x = q %><% chg(q) %><%= x %>" => "x",
+      "<% x = @h['a'] %><% change %><% begin %><%= x %><% rescue => e %>r<% end %>" => "x" }.each do |src, name|
+      want, got = HeldView.new.run(src, ERB), HeldView.new.run(src, Tpl::ERB)
+      refute_kind_of Array, want, src
+      assert_equal TypeError, got[0], "#{src}: #{got.inspect}"
+      assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: `#{name}' read after Ruby code ran/, got[1], src)
+    end
+  end
+
+  # local_variables with a binding: a located refusal (Ruby's holds _erbout and the template's locals)
+  def test_local_variables_refused
+    q = 1
+    b = binding
+    ["<%= local_variables.inspect %>", "<% z = q %><%= local_variables().size %>"].each do |src|
+      refute_nil ERB.new(src).result(b)
+      e = assert_raises(RuntimeError, src) { Tpl::ERB.new(src).result(b) }
+      assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: local_variables with a binding/, e.message, src)
+    end
+  end
 end

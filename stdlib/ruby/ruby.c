@@ -4181,6 +4181,22 @@ int r_k_defined_state(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* (held)(value, name): a local of an ERB template with a self read after Ruby code ran that may
+ * have changed its object in place (lower_erb.c held_guard): a String (not frozen), Array or Hash
+ * is tpl's refusal, as tpl holds a copy of it; other values are themselves. */
+int r_k_held(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if ((a[0].type == TPL_T_STR && !(a[0].flags & (TPL_F_FROZEN_RB | TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB))) ||
+        a[0].type == TPL_T_LIST || a[0].type == TPL_T_MAP) {
+        int n = a[1].type == TPL_T_STR && a[1].len < 100 ? (int)a[1].len : 0;
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: `%.*s' read after Ruby code ran (a method of self): "
+                            "it holds a String, Array or Hash of self's or the binding's, which that code may have changed in "
+                            "place where tpl reads its copy", n, n ? a[1].u.s : "");
+    }
+    *out = a[0];
+    return 0;
+}
+
 /* tr(text, lang: nil): the shared translation builtin (stdlib/prompt/markdown.c, stdlib/prompt/tr.c). */
 int r_k_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
