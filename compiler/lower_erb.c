@@ -544,6 +544,45 @@ static bool params_plain(erb_low *L, const tpl_node *p)
     return false;
 }
 
+/* Whether the code n (a loop's or block's body: it runs again after itself) may run Ruby code (erb_self):
+ * a receiver-less call of no builtin or template method, remembers, or a name that is no local here
+ * (not a parameter in params or of a block inside: a method of self); then the held locals are stale
+ * from the body's start (a read in it comes after that code on the next iteration). */
+static bool held_body_ruby(erb_low *L, const tpl_node *n, const tpl_node *const *params, int np, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        uint32_t slot;
+        if (n->kind == TPL_N_RDEF) continue;
+        if (n->kind == TPL_N_RMETHOD && !n->a && (tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 ||
+                                                  name_is(n->val, "remembers") || name_is(n->val, "remembers?")) &&
+            !def_find(L, n->val, false))
+            return true;
+        if (n->kind == TPL_N_NAME && n->val.len && n->val.u.s[0] != '@' && n->val.u.s[0] != '$' && n->val.u.s[0] != '(' &&
+            !tpl_c_lookup(C, n->val, &slot) && !def_find(L, n->val, false)) {
+            bool par = false;
+            for (int i = 0; i < np && !par; i++) par = param_named(params[i], n->val);
+            if (!par) return true;
+        }
+        const tpl_node *ps[16];
+        int k = np < 15 ? np : 15;
+        for (int i = 0; i < k; i++) ps[i] = params[i];
+        if (n->kind == TPL_N_RBLOCK && k < 16) ps[k++] = n->a;
+        if (n->kind == TPL_N_RFOR && k < 16) ps[k++] = n->c;
+        if (held_body_ruby(L, n->a, ps, k, depth + 1) || held_body_ruby(L, n->b, ps, k, depth + 1) ||
+            held_body_ruby(L, n->c, ps, k, depth + 1) || held_body_ruby(L, tpl_node_d(n), ps, k, depth + 1) ||
+            held_body_ruby(L, tpl_node_e(n), ps, k, depth + 1))
+            return true;
+    }
+    return false;
+}
+
+static void held_loop(erb_low *L, const tpl_node *body, const tpl_node *params)
+{
+    bool fresh = false;
+    for (int i = 0; i < L->defs->nheld; i++) fresh = fresh || !L->defs->held_stale[i];
+    if (fresh && !L->in_def && held_body_ruby(L, body, &params, params ? 1 : 0, 0)) held_ruby_ran(L);
+}
+
 static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
 {
     const tpl_node *bcall = L->pending_call;
@@ -556,6 +595,7 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     int nbound = np, dreq, dopt;
     if (raw && (desc = bind_desc(L, blk->a, L->sub_lambda, &nbound, &dreq, &dopt)) == UINT32_MAX) return 0;
     blocal_scan(L, bl, blk->a, blk->b, 0);
+    held_loop(L, blk->b, blk->a);
     tpl_c_at(C, blk->off);
     uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, raw ? 2 : np);
     uint32_t entry = tpl_c_here(C);
@@ -656,6 +696,7 @@ static void loop_block(erb_low *L, tpl_node *n, int mode)
     expr(L, n->a);
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
+    held_loop(L, blk->b, blk->a);
     const tpl_node *root = item_root(n->a);
     bool wbc = blk->a && !blk->a->next && blk->a->kind == TPL_N_NAME && root && changes_param(blk->b, blk->a->val, 0);
     if (wbc && root->kind == TPL_N_NAME) blocal_add(L, &bl, blk->a, root->val);   /* (item_write_back stores it) */
@@ -717,6 +758,7 @@ static void for_loop(erb_low *L, tpl_node *n)
         if (ps[i]->kind == TPL_N_LIST) { tpl_c_error(C, ps[i]->off, "unsupported Ruby construct: a destructured for variable"); return; }
         store_var(L, ps[i]->val, ps[i]->off);
     }
+    held_loop(L, n->b, NULL);
     body(L, n->b);
     loop_tail(L, &lc, exit_pos);
 }
@@ -741,6 +783,8 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
     lc.top = tpl_c_here(C);
     L->loop = &lc;
     uint32_t jexit = 0;
+    held_loop(L, stmts, NULL);
+    held_loop(L, cond, NULL);
     if (cond) {
         expr(L, cond);
         tpl_c_at(C, off);
@@ -774,6 +818,7 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
         return false;
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
+    held_loop(L, blk->b, blk->a);
     tpl_c_push_scope(C);
     uint32_t acc = tpl_c_declare(C, blk->a->next->val);
     expr(L, n->b->a);

@@ -259,12 +259,18 @@ class TestBinding < Minitest::Test
   def test_held_copies_after_ruby_code
     ["<% x = @h['a'] %><%= x %><% change %><%= @h['a'] %>", "<% x = @h['a'].upcase %><% change %><%= x %>",
      "<% x = @h.size %><% change %><%= x %>", "<% x = r %><% chg(q) %><%= x %><%= r %>",
-     "<%= q %><% x = @h['a'] %><%= x %>"].each do |src|
+     "<%= q %><% x = @h['a'] %><%= x %>", "<% x = @h['a'] %><% 2.times do |i| %><%= x %><%= i %><% end %>",
+     "<% x = @h['a'] %><% [1].each do |i| %><% y = i %><%= x %><%= y %><% [2].each { |j| %><%= j %><% } %><% end %>"].each do |src|
       assert_equal HeldView.new.run(src, ERB), HeldView.new.run(src, Tpl::ERB), src
     end
     { "<% x = @h['a'] %><% change %><%= x %>" => "x", "<% x = @h %><% change %><%= x['a'] %>" => "x",
       "<% chg(q) %><%= q %>" => "q", "<%= q %><% chg(q) %><%= q %>" => "q", "<% x = q %><% chg(q) %><%= x %>" => "x",
-      "<% x = @h['a'] %><% change %><% begin %><%= x %><% rescue => e %>r<% end %>" => "x" }.each do |src, name|
+      "<% x = @h['a'] %><% change %><% begin %><%= x %><% rescue => e %>r<% end %>" => "x",
+      # a loop whose body runs Ruby code: a read in it comes after that code on the next iteration
+      "<% x = @h['a'] %><% 2.times do %><%= x %><% change %><% end %>" => "x",
+      "<% x = @h['a'] %><% [1, 2].each do |i| %><%= x %><% change %><% end %>" => "x",
+      "<% x = @h['a'] %><% for i in [1, 2] %><%= x %><% change %><% end %>" => "x",
+      "<% x = @h['a'] %><% n = 0 %><% while n < 2 %><%= x %><% change %><% n += 1 %><% end %>" => "x" }.each do |src, name|
       want, got = HeldView.new.run(src, ERB), HeldView.new.run(src, Tpl::ERB)
       refute_kind_of Array, want, src
       assert_equal TypeError, got[0], "#{src}: #{got.inspect}"
