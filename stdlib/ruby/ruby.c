@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
+#include <dlfcn.h>
 #include <oniguruma.h>
 #include "../builtins.h"
 #include "ruby.h"
@@ -1494,21 +1495,147 @@ static bool range_cover(tpl_value r, tpl_value v)
 /* Ruby's \w, \d, \s (and \b) are ASCII-only; its POSIX brackets and \p{} stay Unicode */
 #define RB_ONIG_OPTIONS (ONIG_OPTION_WORD_IS_ASCII | ONIG_OPTION_DIGIT_IS_ASCII | ONIG_OPTION_SPACE_IS_ASCII)
 
-/* Oniguruma's one-time set-up (its encoding tables and callout names) is not thread-safe:
+/* Oniguruma comes from libonig.so.5 loaded with dlopen, its functions and data through the
+ * table below, never by the dynamic linker's global lookup (issue 20): libruby exports Onigmo's
+ * onig_* under the same names, so in a Ruby process (the gem) tpl's onig_new/onig_region_new
+ * bound to Onigmo while onig_search_with_param bound to libonig ("ab" =~ /b/ was nil, sub
+ * crashed), and libonig's own internal calls went to Onigmo too. When the process already
+ * exports onig_new from another object, libonig is loaded with RTLD_DEEPBIND so that its
+ * calls stay inside it; otherwise (tplc, Python, the sanitizer trees: ASan refuses
+ * RTLD_DEEPBIND) with RTLD_LOCAL only. If libonig is already loaded (a host that links it),
+ * that copy is used.
+ *
+ * Oniguruma's one-time set-up (its encoding tables and callout names) is not thread-safe:
  * onig_new runs onig_initialize itself when nothing has, so two threads compiling their first
  * regex at once (two renders, or compiles, of ERB templates) raced on its globals (valgrind --tool=drd:
  * onig_inited written in onig_initialize, read in onig_reg_init; the callout name table filled
- * twice at once). Every onig_new here goes through rx_new, which initializes exactly once. */
+ * twice at once). The table is filled and onig_initialize run exactly once (rx_once); the table
+ * is only read after. */
+#define RX_SONAME "libonig.so.5"
+#define RX_FUNCS(X) \
+    X(int, onig_new, (OnigRegex *, const OnigUChar *, const OnigUChar *, OnigOptionType, OnigEncoding, OnigSyntaxType *, OnigErrorInfo *)) \
+    X(int, onig_initialize, (OnigEncoding *, int)) \
+    X(int, onig_error_code_to_str, (OnigUChar *, int, ...)) \
+    X(int, onig_foreach_name, (OnigRegex, int (*)(const OnigUChar *, const OnigUChar *, int, int *, OnigRegex, void *), void *)) \
+    X(void, onig_free, (OnigRegex)) \
+    X(OnigMatchParam *, onig_new_match_param, (void)) \
+    X(void, onig_free_match_param, (OnigMatchParam *)) \
+    X(int, onig_initialize_match_param, (OnigMatchParam *)) \
+    X(int, onig_set_retry_limit_in_match_of_match_param, (OnigMatchParam *, unsigned long)) \
+    X(int, onig_set_retry_limit_in_search_of_match_param, (OnigMatchParam *, unsigned long)) \
+    X(int, onig_match_with_param, (OnigRegex, const OnigUChar *, const OnigUChar *, const OnigUChar *, OnigRegion *, OnigOptionType, OnigMatchParam *)) \
+    X(int, onig_search_with_param, (OnigRegex, const OnigUChar *, const OnigUChar *, const OnigUChar *, const OnigUChar *, OnigRegion *, OnigOptionType, OnigMatchParam *)) \
+    X(int, onig_name_to_backref_number, (OnigRegex, const OnigUChar *, const OnigUChar *, OnigRegion *)) \
+    X(int, onig_noname_group_capture_is_active, (OnigRegex)) \
+    X(int, onig_number_of_names, (OnigRegex)) \
+    X(OnigRegion *, onig_region_new, (void)) \
+    X(void, onig_region_free, (OnigRegion *, int)) \
+    X(void, onig_region_copy, (OnigRegion *, OnigRegion *))
+
+typedef struct {
+    bool ok;
+    char err[256];           /* why libonig could not be loaded (when !ok) */
+#define RX_FIELD(ret, name, params) ret (*name) params;
+    RX_FUNCS(RX_FIELD)
+#undef RX_FIELD
+    OnigEncoding utf8;       /* &OnigEncodingUTF8 */
+    OnigSyntaxType *ruby;    /* &OnigSyntaxRuby */
+} rx_lib_t;
+
 static pthread_once_t rx_once = PTHREAD_ONCE_INIT;
+static rx_lib_t rx_tab;      /* written once, under rx_once */
+
+static bool rx_sym(void *h, const char *name, void *out)
+{
+    void *f = dlsym(h, name);
+    if (!f) {
+        snprintf(rx_tab.err, sizeof rx_tab.err, "%s has no symbol %s", RX_SONAME, name);
+        return false;
+    }
+    memcpy(out, &f, sizeof f);   /* (ISO C has no cast from void * to a function pointer) */
+    return true;
+}
+
 static void rx_init(void)
 {
-    OnigEncoding enc[1] = { ONIG_ENCODING_UTF8 };
-    onig_initialize(enc, 1);
+    rx_lib_t *t = &rx_tab;
+    void *h = dlopen(RX_SONAME, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) {
+        int flags = RTLD_NOW | RTLD_LOCAL;
+        if (dlsym(RTLD_DEFAULT, "onig_new")) flags |= RTLD_DEEPBIND;   /* another onig_new (Onigmo) */
+        h = dlopen(RX_SONAME, flags);
+    }
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(t->err, sizeof t->err, "%s", e ? e : RX_SONAME ": cannot be loaded");
+        return;
+    }
+#define RX_LOAD(ret, name, params) if (!rx_sym(h, #name, &t->name)) return;
+    RX_FUNCS(RX_LOAD)
+#undef RX_LOAD
+    void *d;
+    if (!(d = dlsym(h, "OnigEncodingUTF8")) || !(t->utf8 = d, d = dlsym(h, "OnigSyntaxRuby"))) {
+        snprintf(t->err, sizeof t->err, "%s has no symbol OnigEncodingUTF8 or OnigSyntaxRuby", RX_SONAME);
+        return;
+    }
+    t->ruby = d;
+    OnigEncoding enc[1] = { t->utf8 };
+    t->onig_initialize(enc, 1);
+    t->ok = true;
 }
-static int rx_new(OnigRegex *re, const UChar *p, const UChar *e, OnigErrorInfo *einfo)
+
+static const rx_lib_t *rx_lib(void)
 {
     pthread_once(&rx_once, rx_init);
+    return &rx_tab;
+}
+
+/* Every onig_* call below goes through the table (after rx_lib() succeeded: each starts from a
+ * regex rx_new compiled, or a region after rx_ready) */
+#define RX_CALL(name) (rx_lib()->name)
+#define onig_new(...) RX_CALL(onig_new)(__VA_ARGS__)
+#define onig_error_code_to_str(...) RX_CALL(onig_error_code_to_str)(__VA_ARGS__)
+#define onig_foreach_name(...) RX_CALL(onig_foreach_name)(__VA_ARGS__)
+#define onig_free(...) RX_CALL(onig_free)(__VA_ARGS__)
+#define onig_new_match_param(...) RX_CALL(onig_new_match_param)(__VA_ARGS__)
+#define onig_free_match_param(...) RX_CALL(onig_free_match_param)(__VA_ARGS__)
+#define onig_initialize_match_param(...) RX_CALL(onig_initialize_match_param)(__VA_ARGS__)
+#define onig_set_retry_limit_in_match_of_match_param(...) RX_CALL(onig_set_retry_limit_in_match_of_match_param)(__VA_ARGS__)
+#define onig_set_retry_limit_in_search_of_match_param(...) RX_CALL(onig_set_retry_limit_in_search_of_match_param)(__VA_ARGS__)
+#define onig_match_with_param(...) RX_CALL(onig_match_with_param)(__VA_ARGS__)
+#define onig_search_with_param(...) RX_CALL(onig_search_with_param)(__VA_ARGS__)
+#define onig_name_to_backref_number(...) RX_CALL(onig_name_to_backref_number)(__VA_ARGS__)
+#define onig_noname_group_capture_is_active(...) RX_CALL(onig_noname_group_capture_is_active)(__VA_ARGS__)
+#define onig_number_of_names(...) RX_CALL(onig_number_of_names)(__VA_ARGS__)
+#define onig_region_new(...) RX_CALL(onig_region_new)(__VA_ARGS__)
+#define onig_region_free(...) RX_CALL(onig_region_free)(__VA_ARGS__)
+#define onig_region_copy(...) RX_CALL(onig_region_copy)(__VA_ARGS__)
+#undef ONIG_ENCODING_UTF8
+#undef ONIG_SYNTAX_RUBY
+#define ONIG_ENCODING_UTF8 (rx_lib()->utf8)
+#define ONIG_SYNTAX_RUBY (rx_lib()->ruby)
+
+/* Whether libonig is usable; the error (located by the VM) when it is not */
+static bool rx_ready(tpl_vm *vm)
+{
+    const rx_lib_t *l = rx_lib();
+    if (!l->ok) tpl_vm_error(vm, TPL_ERR_TYPE, "invalid regular expression: %s", l->err);
+    return l->ok;
+}
+
+/* rx_new's result when libonig could not be loaded (outside Oniguruma's error codes) */
+#define RX_NO_LIB (-100000)
+static int rx_new(OnigRegex *re, const UChar *p, const UChar *e, OnigErrorInfo *einfo)
+{
+    if (!rx_lib()->ok) return RX_NO_LIB;
     return onig_new(re, p, e, RB_ONIG_OPTIONS, ONIG_ENCODING_UTF8, ONIG_SYNTAX_RUBY, einfo);
+}
+
+/* Oniguruma's message for rx_new's error r */
+static void rx_errstr(UChar *msg, int r, OnigErrorInfo *einfo)
+{
+    if (r == RX_NO_LIB) snprintf((char *)msg, ONIG_MAX_ERROR_MESSAGE_LEN, "%s", rx_lib()->err);
+    else onig_error_code_to_str(msg, r, einfo);
 }
 
 static OnigRegex rx_compile(tpl_vm *vm, tpl_value pat)
@@ -1519,7 +1646,7 @@ static OnigRegex rx_compile(tpl_vm *vm, tpl_value pat)
     int r = rx_new(&re, p, p + pat.len, &einfo);
     if (r != ONIG_NORMAL) {
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
-        onig_error_code_to_str(msg, r, &einfo);
+        rx_errstr(msg, r, &einfo);
         tpl_vm_error(vm, TPL_ERR_TYPE, "invalid regular expression: %s", (const char *)msg);
         return NULL;
     }
@@ -1533,7 +1660,7 @@ bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap)
     int r = rx_new(&re, (const UChar *)pat, (const UChar *)pat + n, &einfo);
     if (r != ONIG_NORMAL) {
         UChar m[ONIG_MAX_ERROR_MESSAGE_LEN];
-        onig_error_code_to_str(m, r, &einfo);
+        rx_errstr(m, r, &einfo);
         snprintf(msg, cap, "invalid regular expression: %s", (const char *)m);
         return false;
     }
@@ -5108,6 +5235,7 @@ static int sub_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool global)
     if (has_repl && !hash && want_str(vm, repl) < 0) return -1;
     bool rx = pat.type == TPL_T_STR && (pat.flags & TPL_F_REGEX_RB);
     if (!rx && want_pattern(vm, pat) < 0) return -1;
+    if (!rx && !rx_ready(vm)) return -1;   /* $~ is an Oniguruma region even for a string pattern */
     OnigRegex re = NULL;
     OnigRegion *reg = NULL;
     if (rx) {
