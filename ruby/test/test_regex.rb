@@ -13,7 +13,7 @@ class TestRegex < Minitest::Test
     "scan" => "<%= %q(a1b22c333).scan(/\\d+/).inspect %>|<%= %q(k=v; x=y).scan(/(\\w)=(\\w)/).inspect %>",
     "split" => "<%= %q(a, b,c ,d).split(/\\s*,\\s*/).inspect %>|<%= %q(one  two).split(/ +/).join(%q(|)) %>",
     "named" => "<% if (m = %q(Ann Lee 1990).match(/(?<first>\\w+) (?<last>\\w+) (?<year>\\d+)/)) %><%= m[:last] %>,<%= m[\"year\"] %>,<%= m.pre_match.inspect %><% end %>",
-    "dollar" => "<% if %q(call at 9:30) =~ /(\\d+):(\\d+)/ %><%= $1 %>h<%= $2 %>|<%= $~[0] %>|<%= $` %><% end %>",
+    "dollar" => "<% if %q(call at 9:30) =~ /(\\d+):(\\d+)/ %><%= $1 %>h<%= $2 %>|<%= $~[0] %>|<%= $~.pre_match %><% end %>",
     "unicode" => "<%= %q(café Ünïcode) =~ /Ü/ %>|<%= %q(naïve).sub(/ï/, %q(i)) %>|<%= %q(día-años).scan(/\\p{L}+/).inspect %>",
     "options" => "<%= %q(HeLLo) =~ /hello/i %>|<%= %q(a\nb).match?(/a.b/m) %>|<%= %q(abc)[/b./] %>",
     "string_pattern" => "<%= %q(a.b.c).gsub(%q(.), %q(-)) %>|<%= %q(a.b).sub(%q(.)) { $~[0] * 2 } %>",

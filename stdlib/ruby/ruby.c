@@ -1634,7 +1634,7 @@ static int rx_new(OnigRegex *re, const UChar *p, const UChar *e, OnigErrorInfo *
 /* Oniguruma's message for rx_new's error r */
 static void rx_errstr(UChar *msg, int r, OnigErrorInfo *einfo)
 {
-    if (r == RX_NO_LIB) snprintf((char *)msg, ONIG_MAX_ERROR_MESSAGE_LEN, "%s", rx_lib()->err);
+    if (r == RX_NO_LIB) snprintf((char *)msg, ONIG_MAX_ERROR_MESSAGE_LEN, "%.*s", ONIG_MAX_ERROR_MESSAGE_LEN - 1, rx_lib()->err);
     else onig_error_code_to_str(msg, r, einfo);
 }
 
