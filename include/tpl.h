@@ -570,8 +570,10 @@ typedef struct tpl_host_class {
      * NULL (a class written before it) is that TypeError. */
     tpl_host_result (*arith)(void *obj, tpl_render *r, const char *op, tpl_val a, tpl_val b, tpl_val *out);
 } tpl_host_class;
-/* tpl_host_class.type_of's numeric kinds */
-enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4 };
+/* tpl_host_class.type_of's numeric kinds; TPL_HOST_CALLABLE (not numeric) marks an object
+ * Jinja's `callable` test is true for (Python's callable(obj): a function, a bound method, a
+ * class, an object with __call__) */
+enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4, TPL_HOST_CALLABLE = 8 };
 
 /* Scalars (no render context, cannot fail). */
 TPL_API tpl_val tpl_val_none(void);

@@ -197,6 +197,13 @@ typedef struct render_ctx {
                              * dict made, snapshot of its items) that py_call checks after the call
                              * (watch_changed) */
     bool watch_on;
+    PyObject *memo;         /* owned or NULL: while watch_on, the Python list or dict made for each
+                             * template list or dict (key: the tpl_val's bytes), so that one
+                             * converted twice in a call (f(l, l), f([l, l])) is one object, as
+                             * Jinja2's (`a is b`) */
+    PyObject *kept;         /* owned or NULL: the render's watch entries of earlier calls whose
+                             * list or dict Python kept (a reference besides ours): checked after
+                             * every later call, as a callable may change it then (issue 17) */
     bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
                              * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
@@ -493,7 +500,7 @@ static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
     c->built++;
     h->o = o;
     h->c = c;
-    h->numeric = numeric_of(o);
+    h->numeric = numeric_of(o) | (PyCallable_Check(o) ? TPL_HOST_CALLABLE : 0);
     if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
     return 0;
 }
@@ -1210,6 +1217,36 @@ static PyObject *watch_changed(PyObject *watch)
     return NULL;
 }
 
+/* The Python list or dict already made for the template's list or dict v in this call (new
+ * reference), else NULL with *key (new reference) v's key in c->memo (made here at the first
+ * use; *key NULL on failure). */
+static PyObject *memo_get(render_ctx *c, tpl_val v, PyObject **key)
+{
+    if (!c->memo && !(c->memo = PyDict_New())) { *key = NULL; return NULL; }
+    *key = PyBytes_FromStringAndSize((const char *)&v, (Py_ssize_t)sizeof v);
+    PyObject *o = *key ? PyDict_GetItemWithError(c->memo, *key) : NULL;
+    if (o) { Py_CLEAR(*key); Py_INCREF(o); return o; }
+    if (PyErr_Occurred()) Py_CLEAR(*key);
+    return NULL;
+}
+
+/* Moves the entries of watch (a call's, new reference or NULL) to c->kept and drops those of
+ * c->kept whose list or dict no one but the entry holds (Python kept no reference: nothing can
+ * change it later). Newest first, so a list's inner lists go with it. */
+static void watch_keep(render_ctx *c, PyObject *watch)
+{
+    if (watch && !c->kept) c->kept = watch;
+    else if (watch) {
+        if (PyList_SetSlice(c->kept, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, watch) < 0) PyErr_Clear();
+        Py_DECREF(watch);
+    }
+    if (!c->kept) return;
+    for (Py_ssize_t i = PyList_GET_SIZE(c->kept) - 1; i >= 0; i--)
+        if (Py_REFCNT(PyTuple_GET_ITEM(PyList_GET_ITEM(c->kept, i), 0)) == 1 &&
+            PyList_SetSlice(c->kept, i, i + 1, NULL) < 0)
+            PyErr_Clear();
+}
+
 /* from_val for a value of its kind alone (a list's items, a map's entries through from_val). */
 static PyObject *plain_from_val(render_ctx *c, tpl_val v)
 {
@@ -1250,19 +1287,37 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
     case TPL_VAL_LIST: case TPL_VAL_TUPLE: {
         n = tpl_val_len(v);
         bool tup = tpl_val_kind_of(v) == TPL_VAL_TUPLE;
+        PyObject *key = NULL;
+        if (!tup && c && c->watch_on) {
+            PyObject *l = memo_get(c, v, &key);
+            if (l || !key) return l;
+        }
         PyObject *l = tup ? PyTuple_New((Py_ssize_t)n) : PyList_New((Py_ssize_t)n);
-        if (!l) return NULL;
+        if (!l) { Py_XDECREF(key); return NULL; }
+        if (key) { /* (before its items: a list holding itself is itself) */
+            for (size_t i = 0; i < n; i++) { Py_INCREF(Py_None); PyList_SET_ITEM(l, (Py_ssize_t)i, Py_None); }
+            int bad = PyDict_SetItem(c->memo, key, l);
+            Py_DECREF(key);
+            if (bad < 0) { Py_DECREF(l); return NULL; }
+        }
         for (size_t i = 0; i < n; i++) {
             PyObject *x = from_val(c, tpl_val_item(v, i));
             if (!x) { Py_DECREF(l); return NULL; }
             if (tup) PyTuple_SET_ITEM(l, (Py_ssize_t)i, x);
-            else PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+            else PyList_SetItem(l, (Py_ssize_t)i, x);
         }
         if (!tup && c && c->watch_on && watch_add(c, l, PyList_GetSlice(l, 0, (Py_ssize_t)n)) < 0) Py_CLEAR(l);
         return l;
     }
     case TPL_VAL_MAP: {
+        PyObject *key = NULL;
+        if (c && c->watch_on) {
+            PyObject *d = memo_get(c, v, &key);
+            if (d || !key) return d;
+        }
         PyObject *d = PyDict_New();
+        if (d && key && PyDict_SetItem(c->memo, key, d) < 0) Py_CLEAR(d);
+        Py_XDECREF(key);
         n = tpl_val_len(v);
         for (size_t i = 0; d && i < n; i++) {
             PyObject *k = from_val(c, tpl_val_map_key(v, i)), *x = from_val(c, tpl_val_map_value(v, i));
@@ -1477,10 +1532,11 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
         own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
     }
-    PyObject *saved_watch = h->c->watch, *watch;
+    PyObject *saved_watch = h->c->watch, *watch, *saved_memo = h->c->memo;
     bool saved_on = h->c->watch_on;
     h->c->watch = NULL;
     h->c->watch_on = !own && !raw;
+    h->c->memo = NULL; /* (made at the first list or dict: memo_get) */
     for (size_t i = 0; ok && i < nargs; i++) {
         PyObject *x = from_val(h->c, args[i]);
         if (!x) ok = false;
@@ -1496,6 +1552,8 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     watch = h->c->watch;
     h->c->watch = saved_watch;
     h->c->watch_on = saved_on;
+    Py_XDECREF(h->c->memo);
+    h->c->memo = saved_memo;
     PyObject *res = NULL;
     if (ok && h->c->dispatch && !own) {
         bool was = h->c->dispatching;
@@ -1504,6 +1562,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
     PyObject *changed = res && watch ? watch_changed(watch) : NULL;
+    if (res && !changed && h->c->kept) changed = watch_changed(h->c->kept); /* (kept by an earlier call) */
     if (changed) {
         PyObject *shown = PyObject_Repr(changed);
         PyErr_Format(PyExc_NotImplementedError,
@@ -1525,7 +1584,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);
-    Py_XDECREF(watch);
+    watch_keep(h->c, watch);
     gil_out(h->c);
     return rc;
 }
@@ -3578,6 +3637,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyCapsule_SetContext(c->calls, NULL);
         Py_CLEAR(c->calls);
     }
+    Py_CLEAR(c->kept);
     if (write) {
         tpl_render_set_output(r, NULL, NULL);
         c->write = NULL;

@@ -27,7 +27,7 @@ __all__ = ["Template", "TemplateError", "TemplateSyntaxError", "UndefinedError",
            "FilterArgumentError", "SecurityError"]
 
 
-class TemplateCallable:
+class Macro:
     """A template's macro, or a call block's caller, as a Python callable gets it (Jinja2 hands a
     Macro): calling it runs it inside the render that handed it over (tpl_render_call), with
     positional and keyword arguments, and returns its output (Markup under autoescape with
@@ -48,8 +48,13 @@ class TemplateCallable:
     def __call__(self, *args, **kwargs):
         return _tpl.call(self._handle, self._value, args, kwargs or None)
 
-    def __repr__(self):
-        return "<tpl.TemplateCallable>"
+    def __repr__(self):  # as Jinja2's Macro
+        name = getattr(self, "name", None)
+        return "<%s %s>" % (type(self).__name__, "anonymous" if name is None else repr(name))
+
+
+# (the name tpl.TemplateCallable, as before; the class is Macro, as Jinja2's: type(m).__name__)
+TemplateCallable = Macro
 
 
 class TemplateError(Exception):

@@ -63,8 +63,11 @@ int t_iterable(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 /* callable(value): functions, macros, bound methods; Undefined and the loop object define
- * __call__ too. */
-int t_callable(tpl_vm *vm, tpl_value *a, tpl_value *out) { RET(is_kind(vm, a[0], TPL_TYF_CALLABLE)); }
+ * __call__ too; a host object when its class says so (TPL_HOST_CALLABLE). */
+int t_callable(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    RET(is_kind(vm, a[0], TPL_TYF_CALLABLE) || (tpl_hobj_numeric(a[0]) & TPL_HOST_CALLABLE));
+}
 
 /* A str of one character below U+0100: CPython's shared one-character strings. */
 static bool latin1_char(tpl_value x)
