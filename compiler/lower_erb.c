@@ -4150,8 +4150,67 @@ static void reraise(erb_low *L, uint32_t off)
  * the body runs as a block of the same frame (its locals are the enclosing ones) under
  * nil.(begin), which answers [ok, value, message, class]; a failed body's error, when Ruby could
  * rescue it (never a tpl limit), goes to the first clause whose classes match (`(rescue?)`), else it
- * is raised again (`(raise)`); ensure runs after (an error that ends the render needs no ensure). */
+ * is raised again (`(raise)`); an ensure clause wraps all of it (begin_). */
+static void begin_core(erb_low *L, tpl_node *n, bool used);
+
+/* With an ensure clause: begin/rescue/else as the body of one more nil.(begin), then the ensure
+ * clause, then the error that left them (raised in the body and no clause took it, or raised in a
+ * clause or in else) raised again, as Ruby runs ensure on every way out: exactly once, after the
+ * clauses. A break/next/return out of the body or a clause is refused (the enclosing try refuses it);
+ * one in the ensure clause itself leaves as in Ruby, dropping the error in flight. */
 static void begin_(erb_low *L, tpl_node *n, bool used)
+{
+    if (!n->c) { begin_core(L, n, used); return; }
+    erb_blocals bl = { .n = 0 };
+    blocal_scan(L, &bl, NULL, n->a, 0);   /* names the body, the clauses and else assign are the enclosing scope's */
+    blocal_scan(L, &bl, NULL, n->b, 0);
+    for (tpl_node *r = n->b; r; r = r->next)
+        if (r->op != 1 && r->c) blocal_add(L, &bl, NULL, r->c->val);
+    tpl_c_at(C, n->off);
+    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
+    uint32_t entry = tpl_c_here(C);
+    tpl_c_push_scope(C);
+    erb_loop lc = { 0 };
+    lc.parent = L->loop;
+    lc.sub = true;
+    lc.try_ = true;
+    L->loop = &lc;
+    tpl_node inner = *n;
+    inner.c = NULL;
+    begin_core(L, &inner, true);
+    L->loop = lc.parent;
+    tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+    tpl_c_pop_scope(C);
+    tpl_c_patch(C, skip, tpl_c_here(C));
+    if (tpl_c_failed(C)) return;
+    uint32_t tmp = tpl_c_slot(C);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    rescue_call(L, "(begin)", 0, entry);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+    body(L, n->c->kind == TPL_N_RSTMTS ? n->c->b : n->c);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+    const_push(L, tpl_v_int(0));
+    tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+    uint32_t failed = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+    if (used) {
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+        const_push(L, tpl_v_int(1));
+        tpl_c_emit(C, TPL_OP_GETITEM_RB, 0, -1);
+    }
+    uint32_t done = tpl_c_emit(C, TPL_OP_JUMP, 0, used ? -1 : 0);
+    tpl_c_patch(C, failed, tpl_c_here(C));
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(begin)")));
+    rescue_call(L, "(raise)", 0, 0);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    tpl_c_patch(C, done, tpl_c_here(C));
+}
+
+static void begin_core(erb_low *L, tpl_node *n, bool used)
 {
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, NULL, n->a, 0);   /* names the body assigns are the enclosing scope's */
@@ -4239,7 +4298,6 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
     rescue_call(L, "(raise)", 0, 0);
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
     for (int i = 0; i < nends; i++) tpl_c_patch(C, ends[i], tpl_c_here(C));
-    if (n->c) body(L, n->c->kind == TPL_N_RSTMTS ? n->c->b : n->c);
 }
 
 /* A statement list as a value: the last statement's value (nil when empty). */
