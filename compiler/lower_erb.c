@@ -4121,10 +4121,14 @@ static void rescue_call(erb_low *L, const char *name, uint32_t nargs, uint32_t b
     tpl_c_word(C, bw);
 }
 
+/* exc_slot in an ensure clause's body ($! there is the error in flight, if any, else the enclosing one): refused */
+#define ENSURE_EXC UINT32_MAX
+
 /* Pushes $!: in a rescue clause's body its exception, else nil. */
 static void exc_push(erb_low *L, uint32_t off)
 {
     if (!L->exc_slot) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; }
+    if (L->exc_slot == ENSURE_EXC) { tpl_c_error(C, off, "unsupported Ruby construct: $! in an ensure clause"); return; }
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_LOAD_SLOT, L->exc_slot - 1, 1);
     tpl_c_word(C, tpl_c_name(C, S("(begin)")));
@@ -4137,6 +4141,7 @@ static void exc_push(erb_low *L, uint32_t off)
 static void reraise(erb_low *L, uint32_t off)
 {
     tpl_c_at(C, off);
+    if (L->exc_slot == ENSURE_EXC) { tpl_c_error(C, off, "unsupported Ruby construct: a bare raise in an ensure clause"); return; }
     if (!L->exc_slot) {
         tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str("unhandled exception (RuntimeError)", 34)), 1);
         return;
@@ -4188,7 +4193,10 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
     tpl_c_emit(C, TPL_OP_NONE, 0, 1);
     rescue_call(L, "(begin)", 0, entry);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+    uint32_t save_exc = L->exc_slot;
+    L->exc_slot = ENSURE_EXC;
     body(L, n->c->kind == TPL_N_RSTMTS ? n->c->b : n->c);
+    L->exc_slot = save_exc;
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
     tpl_c_word(C, tpl_c_name(C, S("(begin)")));
