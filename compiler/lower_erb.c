@@ -55,6 +55,7 @@ typedef struct erb_proc {
     uint32_t scope, slot;
     uint32_t word;          /* the block word (entry | nparams << 24); 0 while its body is lowered */
     int nreq, nopt;
+    bool neg;               /* its arity is -(nreq + 1) (proc_value) */
     bool lambda;
     bool multi;             /* assigned more than one Proc: its value tells which (&f refused) */
     bool method;            /* method(:name): a Method (a lambda here; no lambda?) */
@@ -448,8 +449,10 @@ static bool params_simple(const tpl_node *p)
 /* A Proc's or block's own binding (stdlib/ruby/ruby.c bind_block): the descriptor of params, "lead opt rest
  * post lambda kwrest blk" then each keyword's name (`!` after a required one), in the order Ruby allows
  * (else a located syntax error); *count the values it binds, *nreq / *nopt its arity's required parameters
- * and optional ones (a *rest counting as one). Returns the descriptor's constant, UINT32_MAX on an error. */
-static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *count, int *nreq, int *nopt)
+ * and optional ones (a *rest counting as one), *neg whether Proc#arity is -(nreq + 1) (proc.c rb_proc_arity:
+ * a lambda's when its most arguments (unlimited with *rest; keywords or **opts one more) are not its least,
+ * a proc's with *rest only). Returns the descriptor's constant, UINT32_MAX on an error. */
+static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *count, int *nreq, int *nopt, bool *neg)
 {
     int lead = 0, opt = 0, rest = 0, post = 0, kwrest = 0, blk = 0, nkw = 0, kwreq = 0, stage = 0;
     char names[1600];
@@ -497,6 +500,7 @@ static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *cou
     *count = lead + opt + rest + post + nkw + kwrest + blk;
     *nreq = lead + post + (kwreq ? 1 : 0);
     *nopt = opt + rest;
+    *neg = lam ? rest || opt || ((nkw || kwrest) && !kwreq) : rest;
     char *keep = tpl_arena_alloc(tpl_c_arena(C), (size_t)k + 1);
     if (!keep) { tpl_c_nomem(C, params ? params->off : 0); return UINT32_MAX; }
     memcpy(keep, d, (size_t)k + 1);
@@ -504,7 +508,7 @@ static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *cou
 }
 
 /* A proc's parameters binding its own that do not splat one Array argument (bind_block: no required
- * parameter, at most one optional one, no keywords; or |a, &b|): Ruby's map over an Enumerator yielding two
+ * parameter, at most one optional one, keywords or not; or |a, &b|): Ruby's map over an Enumerator yielding two
  * values gives them such a block as two values where tpl's gives one pair. */
 static bool raw_nosplat(const tpl_node *p)
 {
@@ -518,7 +522,7 @@ static bool raw_nosplat(const tpl_node *p)
     }
     if (req == 1 && !opt && !kw && !other) return true;   /* |a, &b| */
     (void)seen_rest;
-    return req == 0 && opt <= 1 && !kw;
+    return req == 0 && opt <= 1;
 }
 
 /* Whether a lambda's parameters are ones the VM binds (names, then defaults): else its block binds them. */
@@ -593,7 +597,8 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     bool raw = L->sub_lambda ? !lambda_positional(blk->a) : !params_simple(blk->a);
     uint32_t desc = 0;
     int nbound = np, dreq, dopt;
-    if (raw && (desc = bind_desc(L, blk->a, L->sub_lambda, &nbound, &dreq, &dopt)) == UINT32_MAX) return 0;
+    bool dneg;
+    if (raw && (desc = bind_desc(L, blk->a, L->sub_lambda, &nbound, &dreq, &dopt, &dneg)) == UINT32_MAX) return 0;
     blocal_scan(L, bl, blk->a, blk->b, 0);
     held_loop(L, blk->b, blk->a);
     tpl_c_at(C, blk->off);
@@ -2070,14 +2075,15 @@ static bool is_proc_lit(const tpl_node *n)
 }
 
 /* The required and optional parameters of a Proc literal's block (false: refused, with the error). */
-static bool proc_sig(erb_low *L, const tpl_node *lit, int *nreq, int *nopt)
+static bool proc_sig(erb_low *L, const tpl_node *lit, int *nreq, int *nopt, bool *neg)
 {
     const tpl_node *blk = lit->c;
     *nreq = *nopt = 0;
+    *neg = false;
     bool lam = name_is(lit->val, "lambda");
     if (lam ? !lambda_positional(blk->a) : !params_simple(blk->a)) {   /* the block binds its own (block_sub) */
         int cnt;
-        return bind_desc(L, blk->a, lam, &cnt, nreq, nopt) != UINT32_MAX;
+        return bind_desc(L, blk->a, lam, &cnt, nreq, nopt, neg) != UINT32_MAX;
     }
     for (const tpl_node *p = blk->a; p; p = p->next) {
         if (!params_plain(L, p)) return false;
@@ -2090,14 +2096,15 @@ static bool proc_sig(erb_low *L, const tpl_node *lit, int *nreq, int *nopt)
         (*nreq)++;
     }
     if (*nreq + *nopt > 64) { tpl_c_error(C, blk->off, "too many block parameters"); return false; }
+    *neg = *nopt > 0;   /* (a lambda's optional parameters: a proc binding its own has none) */
     return true;
 }
 
 /* Lowers a Proc literal's block as a block subroutine (jumped over); its block word, 0 on an error. */
-static uint32_t proc_block_bl(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt, erb_blocals *bl)
+static uint32_t proc_block_bl(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt, bool *neg, erb_blocals *bl)
 {
     *lam = name_is(lit->val, "lambda");
-    if (!proc_sig(L, lit, nreq, nopt)) return 0;
+    if (!proc_sig(L, lit, nreq, nopt, neg)) return 0;
     L->pending_call = NULL;
     L->sub_lambda = *lam;
     uint32_t w = block_sub(L, lit->c, bl);
@@ -2105,10 +2112,10 @@ static uint32_t proc_block_bl(erb_low *L, tpl_node *lit, bool *lam, int *nreq, i
     return w;
 }
 
-static uint32_t proc_block(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt)
+static uint32_t proc_block(erb_low *L, tpl_node *lit, bool *lam, int *nreq, int *nopt, bool *neg)
 {
     erb_blocals bl = { .n = 0 };
-    return proc_block_bl(L, lit, lam, nreq, nopt, &bl);
+    return proc_block_bl(L, lit, lam, nreq, nopt, neg, &bl);
 }
 
 /* Whether the tree n uses the name (a Proc's block that calls the Proc). */
@@ -2123,11 +2130,11 @@ static bool mentions(const tpl_node *n, tpl_value name, int depth)
     return false;
 }
 
-/* A Proc's value: nil.(proc)(sig) with its block (stdlib/ruby/ruby.c proc_value). */
-static void proc_value(erb_low *L, uint32_t w, int nreq, int nopt, bool lam)
+/* A Proc's value: nil.(proc)(sig) with its block (stdlib/ruby/ruby.c proc_value; neg: its arity is -(nreq + 1)). */
+static void proc_value(erb_low *L, uint32_t w, int nreq, int nopt, bool lam, bool neg)
 {
     tpl_c_emit(C, TPL_OP_NONE, 0, 1);
-    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int((int64_t)nreq | (int64_t)nopt << 8 | (int64_t)lam << 16)), 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int((int64_t)nreq | (int64_t)nopt << 8 | (int64_t)lam << 16 | (int64_t)neg << 17)), 1);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(proc)")), -1);
     tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
     tpl_c_word(C, w);
@@ -2180,7 +2187,7 @@ static void proc_assign(erb_low *L, tpl_node *n)
     p->lambda = name_is(n->b->val, "lambda");
     uint32_t s0 = p->rec ? tpl_c_slot(C) : 0;
     erb_blocals bl = { .n = 0 };
-    uint32_t w = proc_block_bl(L, n->b, &lam, &p->nreq, &p->nopt, &bl);
+    uint32_t w = proc_block_bl(L, n->b, &lam, &p->nreq, &p->nopt, &p->neg, &bl);
     if (!w) return;
     p->word = w;
     p->lambda = lam;
@@ -2199,7 +2206,7 @@ static void proc_assign(erb_low *L, tpl_node *n)
         }
     }
     tpl_c_at(C, n->off);
-    proc_value(L, w, p->nreq, p->nopt, p->lambda);
+    proc_value(L, w, p->nreq, p->nopt, p->lambda, p->neg);
     L->proc_storing = true;
     store_var(L, name, n->off);
     L->proc_storing = false;
@@ -2236,9 +2243,10 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
         nopt = pv->nopt;
         load_local(L, pv->slot, pv->name);
     } else {
-        w = proc_block(L, recv, &lam, &nreq, &nopt);
+        bool neg;
+        w = proc_block(L, recv, &lam, &nreq, &nopt, &neg);
         if (!w) return;
-        proc_value(L, w, nreq, nopt, lam);
+        proc_value(L, w, nreq, nopt, lam, neg);
     }
     uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what | (inside ? PROC_KEEP : 0) |
                     (nkw ? PROC_KW : 0);
@@ -2555,7 +2563,8 @@ static bool block_arg(erb_low *L, tpl_node *n)
     }
     if (is_proc_lit(e)) {
         int nreq, nopt;
-        if (!proc_sig(L, e, &nreq, &nopt)) return false;
+        bool neg;
+        if (!proc_sig(L, e, &nreq, &nopt, &neg)) return false;
         bool to_def = !n->a && def_find(L, n->val, false);
         if (name_is(e->val, "lambda") && !to_def && !lambda_blockarg_ok(L, n, e, nreq, nopt)) return false;
         if (nopt && !(to_def && name_is(e->val, "lambda"))) { tpl_c_error(C, e->off, "unsupported Ruby construct: &proc with optional parameters"); return false; }

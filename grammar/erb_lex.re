@@ -1541,19 +1541,26 @@ static size_t pct_prefix(const tpl_pctx *c, tpl_token t)
     return c->src[t.off + 1] == 'q' || c->src[t.off + 1] == 'Q' ? 3 : 2;
 }
 
-/* A <<~ heredoc's indentation, which Ruby removes from each line: the least of the body's lines that
- * hold more than blanks (a tab counts to the next multiple of 8). */
-static size_t hd_width(const char *s, size_t len)
+/* A <<~ heredoc's indentation, which Ruby removes from each line (parse.y update_heredoc_indent): the least
+ * column (a tab counts to the next multiple of 8) at which a line holds more than blanks; SIZE_MAX (every
+ * line's blanks removed) when none does. expand (<<~ID, <<~"ID"): Ruby's lexer counts on from a line of
+ * blanks only into the next line (its count restarts only after a line holding more than blanks), so
+ * "  \n  x" is indented 4; <<~'ID' restarts at each line. */
+static size_t hd_width(const char *s, size_t len, bool expand)
 {
-    size_t w = (size_t)-1, i = 0;
+    size_t w = (size_t)-1, i = 0, col = 0;
     while (i < len) {
-        size_t col = 0, k = i;
+        size_t k = i;
+        if (!expand) col = 0;
         while (k < len && (s[k] == ' ' || s[k] == '\t')) { col = s[k] == '\t' ? (col / 8 + 1) * 8 : col + 1; k++; }
-        if (k < len && s[k] != '\n' && !(s[k] == '\r' && k + 1 < len && s[k + 1] == '\n') && col < w) w = col;
+        if (k < len && s[k] != '\n' && !(s[k] == '\r' && k + 1 < len && s[k + 1] == '\n')) {
+            if (col < w) w = col;
+            col = 0;
+        }
         while (k < len && s[k] != '\n') k++;
         i = k + 1;
     }
-    return w == (size_t)-1 ? 0 : w;
+    return w;
 }
 
 /* s[0..len) appended to b without up to `width` columns of indentation at each line's start
@@ -1586,7 +1593,7 @@ tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
         size_t len = t.len - 2;
         tpl_sb b;
         tpl_sb_init(&b, c->arena);
-        hd_dedent(&b, s, len, t.flag == '~' ? hd_width(s, len) : 0, true);
+        hd_dedent(&b, s, len, t.flag == '~' ? hd_width(s, len, false) : 0, true);
         if (b.failed) { tpl_pctx_nomem(c, t.off); return n; }
         char *cp = tpl_arena_strdup(c->arena, b.p ? b.p : "", b.len);
         if (!cp) { tpl_pctx_nomem(c, t.off); return n; }
@@ -1738,7 +1745,7 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
     tpl_sb b, hd;
     tpl_sb_init(&b, c->arena);
     tpl_sb_init(&hd, c->arena);
-    size_t hdw = t.flag == '~' ? hd_width(s, len) : 0;   /* <<~ID: the indentation removed */
+    size_t hdw = t.flag == '~' ? hd_width(s, len, true) : 0;   /* <<~ID: the indentation removed */
     while (i <= len) {
         if (i < len && s[i] == '\\') {   /* an escape: the next byte is never an interpolation's '#' */
             i = i + 2 < len ? i + 2 : len;

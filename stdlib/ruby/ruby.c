@@ -1982,7 +1982,8 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
  * `args.(bind)(kw, desc)` with the arguments as given (an Array) and the keywords (a Hash, or nil) answers
  * the parameters' values in order (lead, optional, *rest, post, keywords, **opts, &blk) as Ruby 3.1 binds
  * them (vm_args.c setup_parameters_complex): a proc takes the items of one Array argument when it has a
- * required parameter, two optional ones or keywords, nil for missing required ones and drops extras; a
+ * required positional parameter or two optional ones (keyword parameters do not count: Ruby 3.1's
+ * proc { |*a, **o| }.([1, 2]) has a == [[1, 2]]), nil for missing required ones and drops extras; a
  * lambda checks the count (ArgumentError). A missing optional parameter or keyword is unset (its default).
  * desc: "lead opt rest post lambda kwrest blk" then each keyword's name, `!` after a required one. */
 static int bind_block(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
@@ -2024,7 +2025,7 @@ static int bind_block(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl
     /* (not with keywords given, nor for |a, &b|: Ruby's ambiguous_param0 one parameter) */
     bool kwgiven = kw.type == TPL_T_MAP;
     bool param0 = lead == 1 && !opt && !rest && !post && !haskw;
-    if (!lam && n == 1 && !kwgiven && !param0 && is_array(av[0]) && (min > 0 || opt > 1 || haskw)) {
+    if (!lam && n == 1 && !kwgiven && !param0 && is_array(av[0]) && (min > 0 || opt > 1)) {
         tpl_list *l = av[0].u.list;
         if (l->len > 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: more than 256 arguments to a block");
         n = (int)l->len;
@@ -3708,7 +3709,7 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
     int first = meta >> 27 & 1 ? 2 : 1;
     if (npos < first || (first == 2 && args[1].type != TPL_T_STR)) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
     int k = npos - first, nreq = (int)(u >> 32 & 0xFF), nopt = (int)(u >> 40 & 0xFF), np = (int)blk.nparams;
-    if (meta >> 25 & 1) { *out = tpl_v_int(nopt ? -(nreq + 1) : nreq); return 0; }
+    if (meta >> 25 & 1) { *out = tpl_v_int(u >> 49 & 1 ? -(nreq + 1) : nreq); return 0; }   /* (rb_proc_arity: the sig's bit 17) */
     if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
     if (blk.nparams & TPL_RB_BIND_RAW) {
         /* the block binds them (bind_block): the arguments as given, the keywords (bit 28: the last argument) */
@@ -3754,12 +3755,12 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
 
 /* f = <Proc literal> (compiler/lower_erb.c proc_assign): `nil.(proc)(sig)` with the Proc's block answers the
  * Proc as a hidden Integer (entry | nparams << 24 | sig << 32; sig: required parameters, optional ones << 8,
- * a lambda << 16) that (call) trusts by its aux, so a variable assigned another Proc calls that one. */
+ * a lambda << 16, a negative arity << 17) that (call) trusts by its aux, so a variable assigned another Proc calls that one. */
 static int proc_value(tpl_vm *vm, tpl_value *args, int npos, tpl_value *out)
 {
     tpl_rb_block b = tpl_vm_block(vm);
     if (!b.pc || npos != 1 || args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (proc)");
-    *out = tpl_v_int((int64_t)((uint64_t)b.pc | (uint64_t)b.nparams << 24 | ((uint64_t)args[0].u.i & 0x1FFFFu) << 32));
+    *out = tpl_v_int((int64_t)((uint64_t)b.pc | (uint64_t)b.nparams << 24 | ((uint64_t)args[0].u.i & 0x3FFFFu) << 32));
     out->aux = RB_PROC_AUX;
     return 0;
 }
