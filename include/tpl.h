@@ -573,7 +573,12 @@ typedef struct tpl_host_class {
 /* tpl_host_class.type_of's numeric kinds; TPL_HOST_CALLABLE (not numeric) marks an object
  * Jinja's `callable` test is true for (Python's callable(obj): a function, a bound method, a
  * class, an object with __call__) */
-enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4, TPL_HOST_CALLABLE = 8 };
+enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4, TPL_HOST_CALLABLE = 8,
+       /* a one-shot iterator (Python's generator, map(), iter(list)): at its first use as an
+        * iterable (a loop, a filter, `in`, unpacking) its items are read once (the iter callback)
+        * and it is from then on the VM's own iterator of them, taken from as Jinja2 takes from a
+        * generator (|first one item, `x in it` up to the match, a loop all) */
+       TPL_HOST_ITERATOR = 16 };
 
 /* Scalars (no render context, cannot fail). */
 TPL_API tpl_val tpl_val_none(void);

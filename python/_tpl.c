@@ -87,6 +87,7 @@ typedef struct pyobj {
     PyObject *o;
     struct render_ctx *c;
     unsigned numeric;   /* TPL_HOST_NUMBER... (py_type_of): found while the GIL is held */
+    tpl_val hv;         /* with TPL_HOST_ITERATOR: its host value (host_val) */
 } pyobj;
 
 typedef struct chunk {
@@ -492,16 +493,32 @@ static unsigned numeric_of(PyObject *o)
     return is > 0 ? TPL_HOST_NUMBER : 0;
 }
 
+/* Whether o is a one-shot iterator (a generator, map(), zip(), iter(list)): iter(o) is o. */
+static bool one_shot(PyObject *o)
+{
+    return Py_TYPE(o)->tp_iter == PyObject_SelfIter && PyIter_Check(o);
+}
+
 static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
 {
+    bool it = c->undefined && one_shot(o);
+    if (it) /* tpl.jinja2: one host value per iterator in a render (TPL_HOST_ITERATOR: the VM takes its
+             * items from that value's iterator, so what one use took is gone for the next, as in
+             * Python), wherever it is read from (the state, an attribute, a callable's result) */
+        for (chunk *k = c->cur ? c->chunks : NULL; k; k = k->next) {
+            for (int i = 0, n = k == c->cur ? c->used : CHUNK; i < n; i++)
+                if (k->o[i].o == o && (k->o[i].numeric & TPL_HOST_ITERATOR)) { *out = k->o[i].hv; return 0; }
+            if (k == c->cur) break;
+        }
     pyobj *h = new_block(c);
     if (!h || keep(c, o) < 0) return -1;
     c->rec_ok = false; /* (a host object belongs to this render) */
     c->built++;
     h->o = o;
     h->c = c;
-    h->numeric = numeric_of(o) | (PyCallable_Check(o) ? TPL_HOST_CALLABLE : 0);
+    h->numeric = numeric_of(o) | (PyCallable_Check(o) ? TPL_HOST_CALLABLE : 0) | (it ? TPL_HOST_ITERATOR : 0);
     if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
+    h->hv = *out;
     return 0;
 }
 
@@ -1507,7 +1524,7 @@ static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
     gil_in(h->c);
     tpl_host_result rc = TPL_HOST_OK;
     Py_ssize_t n = PyObject_Length(h->o);
-    if (n < 0 && h->c->undefined && Py_TYPE(h->o)->tp_iter == PyObject_SelfIter && PyIter_Check(h->o) &&
+    if (n < 0 && h->c->undefined && one_shot(h->o) &&
         PyErr_ExceptionMatches(PyExc_TypeError)) {
         /* tpl.jinja2: a one-shot iterator (a generator, map(), iter(list)) has no len(): Jinja2's
          * |length is Python's TypeError, not a count that drains it */

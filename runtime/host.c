@@ -423,6 +423,8 @@ tpl_status tpl_val_host(tpl_render *r, const tpl_host_class *cls, void *obj, tpl
     h->cls = cls;
     h->obj = obj;
     h->r = r;
+    h->has_it = false;
+    h->it = tpl_v_none();
     tpl_render_vm(r)->has_host = true;
     tpl_value v = { 0 };
     v.type = TPL_T_HOST;
@@ -804,6 +806,24 @@ int tpl_hobj_iter(tpl_vm *vm, tpl_value obj, tpl_list **out)
     return 0;
 }
 
+int tpl_hobj_as_iter(tpl_vm *vm, tpl_value *v)
+{
+    if (v->type != TPL_T_HOST || !(tpl_hobj_numeric(*v) & TPL_HOST_ITERATOR)) return 0;
+    tpl_hobj *h = v->u.p;
+    if (!h->has_it) {
+        tpl_list *l, *c;
+        if (tpl_hobj_iter(vm, *v, &l) < 0) return -1;
+        if (!(c = tpl_list_new(&vm->arena, l->len))) return tpl_vm_nomem(vm);
+        if (l->len) memcpy(c->items, l->items, l->len * sizeof *c->items);
+        c->len = l->len;
+        h->it = tpl_v_list(c);
+        h->it.aux = TPL_LAZY_GENERATOR;
+        h->has_it = true;
+    }
+    *v = h->it;
+    return 0;
+}
+
 /* The arguments args[0..n) as a host gets them: a lazy Jinja2 iterator (the generator of a map or
  * select filter, pending in the VM) with its items, pulled now as the host's code pulls them from
  * Jinja2's generator (the template's iterator has none left afterwards, as Jinja2's once read
@@ -812,6 +832,13 @@ static int host_args(tpl_vm *vm, const tpl_value **args, int n)
 {
     tpl_value *c = NULL;
     for (int i = 0; i < n; i++) {
+        if ((*args)[i].type == TPL_T_HOST && ((tpl_hobj *)(*args)[i].u.p)->has_it &&
+            ((tpl_hobj *)(*args)[i].u.p)->it.u.list->len)
+            /* (Python's iterator was read to its end: the items the template has not taken yet
+             * would be lost to the callable, which Jinja2 hands the iterator with them) */
+            return tpl_vm_fail(vm, TPL_EK_RUNTIME,
+                               "unsupported: a Python iterator handed to a callable after the template took "
+                               "only some of its items (|first, `in`): tpl read all of them; pass a list");
         if (!tpl_pend_of((*args)[i])) continue;
         if (!c) {
             if (!(c = tpl_arena_alloc(&vm->arena, (size_t)n * sizeof *c))) return tpl_vm_nomem(vm);
@@ -848,6 +875,8 @@ int tpl_hobj_call_func(tpl_vm *vm, tpl_render *r, const tpl_host_class *cls, voi
     h->cls = cls;
     h->obj = obj;
     h->r = r;
+    h->has_it = false;
+    h->it = tpl_v_none();
     vm->has_host = true;
     tpl_value fn = { 0 };
     fn.type = TPL_T_HOST;

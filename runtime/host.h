@@ -9,7 +9,14 @@ typedef struct tpl_hobj {
     const tpl_host_class *cls;
     void *obj;
     tpl_render *r;      /* the render context it was built for (callbacks get it) */
+    bool has_it;        /* a one-shot iterator (TPL_HOST_ITERATOR) read into it: */
+    tpl_value it;       /* the VM's iterator of its items (tpl_hobj_as_iter) */
 } tpl_hobj;
+
+/* A one-shot host iterator (type_of: TPL_HOST_ITERATOR) *v as the VM's iterator of its items
+ * (read at the first call, then the same iterator: what was taken from it stays taken); any
+ * other value is left alone. 0, or -1 with an error. */
+int tpl_hobj_as_iter(tpl_vm *vm, tpl_value *v);
 
 
 /* obj.name / obj[key] of a host object, Jinja2's order (getattr then getitem for `.`, the

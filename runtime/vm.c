@@ -1818,6 +1818,11 @@ int tpl_to_list(tpl_vm *vm, tpl_value v, tpl_list **out)
         *out = tpl_list_new(&vm->arena, 0);
         return *out ? 0 : oom(vm);
     case TPL_T_HOST:
+        if (tpl_hobj_numeric(v) & TPL_HOST_ITERATOR) { /* a one-shot iterator: all its items, taken */
+            if (tpl_hobj_as_iter(vm, &v) < 0 || tpl_take_iter(vm, &v, UINT32_MAX) < 0) return -1;
+            *out = v.u.list;
+            return 0;
+        }
         return tpl_hobj_iter(vm, v, out);
     default:
         return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not iterable", tpl_type_name(vm, v));
@@ -2612,6 +2617,7 @@ static int args_star(tpl_vm *vm, tpl_value *args, tpl_value v)
 {
     tpl_list *items;
     if (args->type != TPL_T_LIST) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument list");
+    if (v.type == TPL_T_HOST && tpl_hobj_as_iter(vm, &v) < 0) return -1;
     if (tpl_is_iter(v) && take_iter(vm, &v, UINT32_MAX) < 0) return -1;
     if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP || v.type == TPL_T_UNDEF || v.type == TPL_T_HOST) {
         if (tpl_to_list(vm, v, &items) < 0) return -1;
@@ -2681,8 +2687,12 @@ static int spread_args(tpl_vm *vm, tpl_value **spp, const tpl_value *stack_end, 
     return 0;
 }
 
+static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res);
+int tpl_vm_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res) { return contains(vm, item, seq, res); }
+
 static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
+    if (__builtin_expect(seq.type == TPL_T_HOST, 0) && tpl_hobj_as_iter(vm, &seq) < 0) return -1;
     if (__builtin_expect(tpl_is_view(seq), 0)) { /* a view: its dict as it is now, read in place */
         tpl_map *m = tpl_view_dict(seq);
         if (seq.aux == TPL_LAZY_DICT_KEYS) /* (dict_keys.__contains__: the dict's) */
@@ -3095,10 +3105,49 @@ static inline uint32_t switch_target(const uint32_t *code, uint32_t pc, const tp
     return TPL_INSN_A(code[pc + 1 + (i < l->len ? i + 1 : 0)]);
 }
 
+/* The one-shot host iterators (TPL_HOST_ITERATOR: a Python generator) among a builtin's
+ * arguments as the VM's iterators of their items (tpl_hobj_as_iter), which the builtin takes
+ * from as Jinja2's filters take from a generator (|first one item). Left as they are: the value
+ * of the text filters (str(obj)) and of |length and |count (the len callback: Python's
+ * TypeError); |last and |random of one are Python's TypeErrors naming its type, as
+ * reversed(it) and random.choice(it) raise. */
+static int host_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_value *kwv, int nkw)
+{
+    for (int i = 0; i < npos; i++) {
+        if (pos[i].type != TPL_T_HOST || !(tpl_hobj_numeric(pos[i]) & TPL_HOST_ITERATOR)) continue;
+        const tpl_builtin_info *bi = tpl_lib_builtin(id);
+        bool filter = bi && bi->kind == TPL_BK_FILTER;
+#define IS_NAME(lit) (bi->namelen == sizeof lit - 1 && memcmp(bi->name, lit, sizeof lit - 1) == 0)
+        if (i == 0 && filter) {
+            if (IS_NAME("e") || IS_NAME("escape") || IS_NAME("forceescape") || IS_NAME("string"))
+                continue;
+            if (IS_NAME("length") || IS_NAME("count")) { /* (Python's len(): its TypeError) */
+                int64_t n;
+                if (tpl_hobj_len(vm, pos[0], &n) < 0) return -1;
+                continue;
+            }
+            if (IS_NAME("last"))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not reversible", tpl_type_name(vm, pos[0]));
+            if (IS_NAME("random")) {
+                int64_t n;
+                int rc = tpl_hobj_len(vm, pos[0], &n);
+                if (rc < 0) return -1;
+                if (rc > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, pos[0]));
+            }
+        }
+#undef IS_NAME
+        if (tpl_hobj_as_iter(vm, &pos[i]) < 0) return -1;
+    }
+    for (int i = 0; i < nkw; i++)
+        if (kwv[i].type == TPL_T_HOST && tpl_hobj_as_iter(vm, &kwv[i]) < 0) return -1;
+    return 0;
+}
+
 static int call_builtin(tpl_vm *vm, int id, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                         tpl_value *out)
 {
     tpl_value a[TPL_MAX_PARAMS];
+    if (__builtin_expect(vm->has_host, 0) && host_iter_args(vm, id, pos, npos, kwv, nkw) < 0) return -1;
     /* iterators (consumed) and ranges held without their items (most builtins want the items) */
     for (int i = 0; i < npos; i++)
         if (__builtin_expect(pos[i].type == TPL_T_LIST && (pos[i].aux || (pos[i].flags & TPL_F_RANGE_BIG)), 0)) {
@@ -4164,6 +4213,7 @@ static inline __attribute__((always_inline)) int call_name_op(tpl_vm *vm, const 
 static int for_init_op(tpl_vm *vm, tpl_value v, tpl_value *slot)
 {
     tpl_list *items;
+    if (__builtin_expect(v.type == TPL_T_HOST, 0) && tpl_hobj_as_iter(vm, &v) < 0) return -1;
     if (v.type == TPL_T_LOOP) /* Jinja2 advances the loop one item per iteration, as the body runs */
         return tpl_vm_fail(vm, TPL_EK_RUNTIME, "unsupported: a for loop over a loop object (`for x, l in loop`)");
     tpl_map *dict = tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA ? tpl_view_dict(v) : NULL;
@@ -5411,6 +5461,7 @@ top:
     CASE(UNPACK) {
         tpl_value v = *--sp;
         tpl_list *items;
+        if (v.type == TPL_T_HOST && tpl_hobj_as_iter(vm, &v) < 0) goto fail;
         if (tpl_is_iter(v) && take_iter(vm, &v, a + 1) < 0) goto fail; /* (Python takes one past the names) */
         if (v.type == TPL_T_STR || v.type == TPL_T_LIST || v.type == TPL_T_MAP) {
             if (tpl_to_list(vm, v, &items) < 0) goto fail;

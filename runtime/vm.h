@@ -354,6 +354,8 @@ int tpl_pend_revlist(tpl_vm *vm, tpl_value l, tpl_value *out);
 /* Takes up to n items (UINT32_MAX: all) of iterator *v: *v becomes a list of them (a plain
  * iterator list, not pending), the iterator keeps the rest. */
 int tpl_take_iter(tpl_vm *vm, tpl_value *v, uint32_t n);
+/* `item in seq` as the `in` operator computes it (an iterator is taken from up to the match). */
+int tpl_vm_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res);
 /* The error for printing an iterator (tpl_is_iter): Python would print its memory address. */
 int tpl_print_iter_error(tpl_vm *vm, tpl_value v);
 /* The error for printing a value whose Python text holds a memory address (tpl_sb.address: a

@@ -375,6 +375,11 @@ int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 int t_in(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     bool r = false;
+    if (tpl_is_iter(a[1])) { /* Python's `in`: the iterator is taken from up to the first equal item */
+        if (tpl_vm_contains(vm, a[0], a[1], &r) < 0)
+            return -1;
+        RET(r);
+    }
     if (tpl_contains(vm, a[0], a[1], &r) < 0)
         return -1;
     RET(r);

@@ -219,3 +219,101 @@ def test_pass_context_names_set_in_loops_and_blocks_refused(src):
     is refused by name, never silently different."""
     outs = render_both(src, setup=lambda m, e: e.globals.update(c=_ctx_fn(m)), items=lambda: [5])
     assert outs[1].startswith("EXC NotImplementedError: tpl.jinja2: Context lookup of "), outs
+
+
+def _gen3():
+    yield 1
+    yield 2
+    yield 3
+
+
+class GenHolder:
+    def __init__(self):
+        self._g = _gen3()
+
+    @property
+    def g(self):
+        return self._g
+
+
+@pytest.mark.parametrize("src", [
+    "{{ g|first }}{{ g|list }}",
+    "{{ m|first }}{{ m|list }}",
+    "{{ i|first }}{{ i|list }}",
+    "{{ z|first }}{{ z|list }}",
+    "{{ g|first }}{{ g|first }}{{ g|first }}{{ g|first }}",
+    "{{ g is iterable }}{{ g|list }}",
+    "{{ 2 in g }}{{ g|list }}|{{ 5 in g }}{{ g|list }}",
+    "{{ 2 is in g }}{{ g|list }}",
+    "{{ 7 is in g }}{{ g|list }}",
+    "{{ g|count }}",
+    "{{ g|first }}{{ g|length }}",
+    "{{ g|last }}", "{{ m|last }}", "{{ i|last }}",
+    "{{ g|random }}", "{{ i|random }}",
+    "{{ g|min }}{{ g|list }}", "{{ g|max }}{{ g|sum }}", "{{ g|join(',') }}{{ g|list }}",
+    "{{ g|unique|list }}{{ g|list }}",
+    "{{ g|batch(2)|first }}{{ g|list }}",
+    "{{ g|slice(2)|list }}{{ g|list }}",
+    "{{ g|map('string')|first }}{{ g|list }}",
+    "{{ g|select('odd')|first }}{{ g|first }}{{ g|list }}",
+    "{{ g|first }}{{ g|map('string')|join }}",
+    "{% for x in g %}{{ x }}{{ loop.last }}{% endfor %}{{ g|list }}",
+    "{% for x in g %}{{ x }}{{ g|first }}{% endfor %}|{{ g|list }}",
+    "{% for x in g %}{% for y in g %}{{ x }}{{ y }}{% endfor %}{% endfor %}",
+    "{{ g|first }}{% for x in g %}{{ x }}{{ loop.first }}{% endfor %}",
+    "{% set a, b, c = g %}{{ a }}{{ c }}{{ g|list }}",
+    "{{ o.g|first }}{{ o.g|list }}",
+    "{{ l[0]|first }}{{ l[0]|list }}",
+    "{{ g|first }}{{ [g]|map('list')|list }}",
+    "{{ g|first }}{{ namespace(x=g).x|list }}",
+    "{{ g|list }}{{ f(g) }}",
+    "{{ g|tojson }}",
+    "{{ g|reverse|list }}{{ g|list }}",
+    "{{ h(*g) }}{{ g|list }}",
+    "{% set n = [1, 2, 3]|map('int') %}{{ 2 is in n }}{{ n|list }}",
+])
+def test_one_shot_iterators_taken_as_jinja2_takes(src):
+    """A generator, map(), zip() or iter(list) from Python is taken from as Jinja2 takes from it
+    (issue 17): |first takes one item and `in` up to the match, leaving the rest for the next
+    use; |last, |random and |length are Python's TypeErrors naming its type; a loop or a filter
+    that reads all leaves it empty; the same iterator read through an attribute or a list is
+    the same iterator."""
+    def setup(m, e):
+        e.globals["f"] = next
+        e.globals["h"] = lambda *a: str(a)
+    outs = render_both(src, setup=setup, g=_gen3, m=lambda: map(str, [1, 2, 3]), i=lambda: iter([1, 2, 3]),
+                       z=lambda: zip([1, 2], [3, 4]), o=GenHolder, l=lambda: [_gen3()])
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", [
+    "{{ g|first }}{{ f(g) }}{{ g|list }}",
+    "{{ 1 in g }}{{ f(g) }}",
+])
+def test_one_shot_iterator_handed_back_after_a_partial_take_is_refused(src):
+    """tpl read all of the iterator's items at its first use: handing it to a Python callable
+    after the template took only some is refused, never the callable seeing it exhausted."""
+    outs = render_both(src, setup=lambda m, e: e.globals.update(f=next), g=_gen3)
+    assert outs[1].startswith("EXC TemplateRuntimeError: unsupported: a Python iterator handed to a callable"), outs
+
+
+@pytest.mark.parametrize("src", [
+    "{% set k = d.keys() %}{{ addk(d) }}{{ k|list }}",
+    "{% set k = d.items() %}{{ addk(d) }}{{ k|list }}",
+    "{{ dk|list }}{{ addk(d) }}{{ dk|list }}",
+    "{% for k in dk %}{{ k }}{% endfor %}{{ addk(d) }}{{ dk|length }}",
+])
+def test_a_python_dict_view_changed_by_a_callable_is_refused(src):
+    """A view of a Python dict in the state (d.keys()) is tpl's view of its copy: a callable
+    changing the dict is refused (Jinja2's live view would show the change)."""
+    def addk(d):
+        d["c"] = 3
+        return ""
+    d = {}
+
+    def mk_d():
+        d.clear()
+        d.update(a=1, b=2)
+        return d
+    outs = render_both(src, setup=lambda m, e: e.globals.update(addk=addk), d=mk_d, dk=lambda: d.keys())
+    assert outs[1].startswith("EXC NotImplementedError: tpl: a Python callable changed a dict"), outs
