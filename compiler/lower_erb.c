@@ -4172,6 +4172,23 @@ static void begin_core(erb_low *L, tpl_node *n, bool used);
  * clause or in else) raised again, as Ruby runs ensure on every way out: exactly once, after the
  * clauses. A break/next/return out of the body or a clause is refused (the enclosing try refuses it);
  * one in the ensure clause itself leaves as in Ruby, dropping the error in flight. */
+/* Opens the sub-function a `begin` body runs in under (begin): a jump over it (*skip, patched by
+ * the caller after its RET_RB), a scope, and *lc as the loop context of a rescue body (sub, try_),
+ * restored by the caller; returns the entry the rescue call targets. */
+static uint32_t try_open(erb_low *L, tpl_node *n, erb_loop *lc, uint32_t *skip)
+{
+    tpl_c_at(C, n->off);
+    *skip = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
+    uint32_t entry = tpl_c_here(C);
+    tpl_c_push_scope(C);
+    *lc = (erb_loop){ 0 };
+    lc->parent = L->loop;
+    lc->sub = true;
+    lc->try_ = true;
+    L->loop = lc;
+    return entry;
+}
+
 static void begin_(erb_low *L, tpl_node *n, bool used)
 {
     if (!n->c) { begin_core(L, n, used); return; }
@@ -4180,15 +4197,8 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
     blocal_scan(L, &bl, NULL, n->b, 0);
     for (tpl_node *r = n->b; r; r = r->next)
         if (r->op != 1 && r->c) blocal_add(L, &bl, NULL, r->c->val);
-    tpl_c_at(C, n->off);
-    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
-    uint32_t entry = tpl_c_here(C);
-    tpl_c_push_scope(C);
-    erb_loop lc = { 0 };
-    lc.parent = L->loop;
-    lc.sub = true;
-    lc.try_ = true;
-    L->loop = &lc;
+    erb_loop lc;
+    uint32_t skip, entry = try_open(L, n, &lc, &skip);
     tpl_node inner = *n;
     inner.c = NULL;
     begin_core(L, &inner, true);
@@ -4231,15 +4241,8 @@ static void begin_core(erb_low *L, tpl_node *n, bool used)
 {
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, NULL, n->a, 0);   /* names the body assigns are the enclosing scope's */
-    tpl_c_at(C, n->off);
-    uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
-    uint32_t entry = tpl_c_here(C);
-    tpl_c_push_scope(C);
-    erb_loop lc = { 0 };
-    lc.parent = L->loop;
-    lc.sub = true;
-    lc.try_ = true;
-    L->loop = &lc;
+    erb_loop lc;
+    uint32_t skip, entry = try_open(L, n, &lc, &skip);
     if (n->a && n->a->kind == TPL_N_RSTMTS) value_body(L, n->a->b);
     else value_body(L, n->a);
     L->loop = lc.parent;
