@@ -6480,6 +6480,18 @@ int tpl_rb_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int n
     return tpl_rb_yield_kw(vm, b, args, nargs, tpl_v_none(), out);
 }
 
+/* Keywords to a block of positional parameters: one more argument, the Hash. Its own frame (never
+ * inlined): the argument copy stays off the stack of every nested yield. */
+static __attribute__((noinline)) int yield_kw_hash(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs,
+                                                   tpl_value kw, tpl_value *out)
+{
+    tpl_value a2[257];
+    if (nargs > 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: more than 256 arguments to a block");
+    for (int i = 0; i < nargs; i++) a2[i] = args[i];
+    a2[nargs] = kw;
+    return tpl_rb_yield_kw(vm, b, a2, nargs + 1, tpl_v_none(), out);
+}
+
 int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out)
 {
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
@@ -6498,12 +6510,7 @@ int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, in
         st[0] = tpl_v_list(l);
         st[1] = kw;
     } else if (kw.type == TPL_T_MAP) {
-        /* keywords to a block of positional parameters: one more argument, the Hash */
-        tpl_value a2[257];
-        if (nargs > 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: more than 256 arguments to a block");
-        for (int i = 0; i < nargs; i++) a2[i] = args[i];
-        a2[nargs] = kw;
-        return tpl_rb_yield_kw(vm, b, a2, nargs + 1, tpl_v_none(), out);
+        return yield_kw_hash(vm, b, args, nargs, kw, out);
     } else if (nargs == 1 && np >= 2 && args[0].type == TPL_T_LIST && !(args[0].flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB | TPL_F_ENUM_RB))) {
         tpl_list *l = args[0].u.list;
         for (uint32_t i = 0; i < np; i++) st[i] = i < l->len ? l->items[i] : tpl_v_none();
