@@ -928,8 +928,9 @@ void tpl_jinja_syntax_error(tpl_pctx *c, const tpl_token *at)
     tpl_pctx_error(c, t->off, "unexpected '%s'", got);
 }
 
-/* The driver's record of token t for tpl_jinja_syntax_error (after t was parsed). */
-static void note_token(tpl_pctx *c, const tpl_token *t)
+/* note_token's record of a tag's start, a bracket or a separator (the tokens is_structural
+ * names, or a tag's first token). */
+static __attribute__((noinline)) void note_structure(tpl_pctx *c, const tpl_token *t)
 {
     if (t->kind == TK_VAR_BEGIN) { c->tag = TK_VAR_BEGIN; c->tag_off = t->off; c->nest = 0; c->tag_seen = 0; }
     else if (t->flag & 0x80) { c->tag = t->kind; c->tag_off = t->off; c->nest = 0; c->tag_seen = 0; }
@@ -958,11 +959,32 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
     else if (t->kind == TK_IN && !c->nest) c->tag_seen |= 1;
     else if (t->kind == TK_AS && !c->nest) c->tag_seen |= 2;
     else if (t->kind == TK_IMPORT && !c->nest && ends_operand(c, c->prev_kind, c->prev_flag)) c->tag_seen |= 4;
+}
+
+/* The kinds note_structure acts on besides a tag's first token (any other kind passes through
+ * its chain of tests unchanged). */
+static inline bool is_structural(int kind)
+{
+    switch (kind) {
+    case TK_VAR_BEGIN: case TK_LPAREN: case TK_LBRACKET: case TK_LBRACE: case TK_RPAREN: case TK_RBRACKET:
+    case TK_RBRACE: case TK_ASSIGN: case TK_COLON: case TK_COMMA: case TK_IN: case TK_AS: case TK_IMPORT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The driver's record of token t for tpl_jinja_syntax_error (after t was parsed): most tokens
+ * (names, operators, literals, a tag's end, text) only move the previous kinds along (issue 21,
+ * compile time: the chain of tests ran for every token). */
+static void note_token(tpl_pctx *c, const tpl_token *t)
+{
+    if ((t->flag & 0x80) || is_structural(t->kind)) note_structure(c, t);
     /* parse_filter / parse_test: `name(.name)*` after `|`, `is` (`is not`) or the filter tag */
-    c->in_fname = t->kind != TK_DOT ? (c->prev_kind == TK_PIPE || c->prev_kind == TK_IS || (c->prev_kind == TK_NOT && c->prev2_kind == TK_IS)
-                                       || (c->prev_kind == TK_FILTER && (c->prev_flag & 0x80)) || (c->in_fname && c->prev_kind == TK_DOT))
-                                      && (t->kind == TK_NAME || (t->kind > TK_SEMICOLON && t->kind < TK_OR))
-                                    : c->in_fname;
+    if (t->kind != TK_DOT)
+        c->in_fname = (t->kind == TK_NAME || (t->kind > TK_SEMICOLON && t->kind < TK_OR))
+                      && (c->prev_kind == TK_PIPE || c->prev_kind == TK_IS || (c->prev_kind == TK_NOT && c->prev2_kind == TK_IS)
+                          || (c->prev_kind == TK_FILTER && (c->prev_flag & 0x80)) || (c->in_fname && c->prev_kind == TK_DOT));
     int kind = t->kind;
     if (kind > TK_SEMICOLON && kind < TK_OR && !(t->flag & 0x80) && c->prev_kind >= TK_OR && !ends_operand(c, c->prev_kind, c->prev_flag))
         kind = TK_NAME; /* a keyword after an operator is a name (`{% from "a" and import %}`) */
