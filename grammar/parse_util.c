@@ -991,7 +991,9 @@ static void note_token(tpl_pctx *c, const tpl_token *t)
     c->prev2_kind = c->prev_kind;
     c->prev_kind = kind;
     c->prev_flag = t->flag;
-    c->in_tag = t->kind != TK_VAR_END && t->kind != TK_BLOCK_END && t->kind != TK_TEXT;
+    /* (one bit test: a token that ends a tag or is text) */
+    _Static_assert(TK_VAR_END < 32 && TK_BLOCK_END < 32 && TK_TEXT < 32, "tag-ending kinds fit a 32-bit mask");
+    c->in_tag = (unsigned)t->kind >= 32 || !((1u << TK_VAR_END | 1u << TK_BLOCK_END | 1u << TK_TEXT) >> t->kind & 1);
     c->last_off = t->off;
     c->last_len = t->len;
 }
