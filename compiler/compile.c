@@ -17,6 +17,7 @@
 #include "../grammar/parse_ctx.h"
 #include "../stdlib/builtins.h"
 #include "../runtime/vm.h"
+#include "../runtime/verify.h"
 #include "../runtime/error.h"
 
 /* ------------------------------------------------------------------ scopes */
@@ -5339,6 +5340,7 @@ bool tpl_comp_finish(tpl_comp *c)
     }
     p->nslots = c->root.nslots;
     p->max_stack = (uint32_t)c->root.max_depth + 4;
+    tpl_program_closure_needs(p);
 done:
     for (size_t i = 0; i < c->nsources; i++) free(c->sources[i].src);
     free(c->sources);

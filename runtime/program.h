@@ -258,6 +258,12 @@ struct tpl_program {
     size_t nspanm;
     tpl_macro_desc *macros;
     size_t nmacros;
+    /* Per macro, the slots its closure (or a macro made while it runs) reads from the frame the
+     * closure was made in (verify.h tpl_program_closure_needs): macro m's are cl_need[cl_need_off[m]
+     * .. cl_need_off[m + 1]), ascending, each a slot of the defining frame or, | 0x80000000, of its
+     * template level; NULL: not known (a closure keeps its whole frame). */
+    const uint32_t *cl_need_off;
+    const uint32_t *cl_need;
     uint32_t nslots;       /* template-level slots */
     uint32_t max_stack;    /* operand stack needed by the template level */
     uint64_t source_hash;

@@ -669,6 +669,7 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
     tpl_error_kind vk = tpl_verify(p, msg, sizeof msg);
     if (vk == TPL_EK_NOMEM) { free(reads); return load_nomem(p, err, name); }
     if (vk != TPL_EK_NONE) { free(reads); return corrupt(p, err, name, msg); }
+    tpl_program_closure_needs(p);
     /* the stored reads-set must be the one the code implies */
     size_t want = tpl_program_reads_idx(p, NULL, 0);
     bool same = want == nreads;
@@ -768,6 +769,7 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
         tpl_program_free(p);
         return TPL_ERR_CORRUPT;
     }
+    tpl_program_closure_needs(p);
     *out = p;
     return TPL_OK;
 }

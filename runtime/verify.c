@@ -599,3 +599,160 @@ bool tpl_program_read_pcs(const tpl_program *p, uint8_t *at)
     free(seen);
     return ok;
 }
+
+/* ------------------------------------------------------------------ closure captures */
+
+/* One read a function makes of a frame out of it: LOAD_OUTER (hops 0), LOAD_UP (hops h) or
+ * LOAD_ROOT (root). */
+typedef struct cap_read { int32_t fn; uint32_t hops, slot; bool root; } cap_read;
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Walks function f (entry; -1: the template level) over its reachable code, gen-stamped in
+ * seen; notes the reads out of its frame, the closures it makes (parent) and the imports it runs.
+ * False: something this analysis does not follow (the caller then keeps whole-frame copies). */
+static bool cap_walk(const tpl_program *p, int32_t f, uint32_t entry, uint32_t gen, uint32_t *seen, uint32_t *work,
+                     int32_t *parent, uint8_t *imp, cap_read **reads, size_t *nreads, size_t *capreads)
+{
+    size_t nwork = 0;
+    if (entry >= p->ncode) return false;
+    seen[entry] = gen;
+    work[nwork++] = entry;
+    while (nwork) {
+        uint32_t pc = work[--nwork];
+        uint32_t w = p->code[pc], op = TPL_INSN_OP(w);
+        if (op >= TPL_OP__COUNT) return false;
+        const tpl_opinfo *oi = &tpl_opinfo_table[op];
+        if (pc + oi->extra >= p->ncode) return false;
+        uint32_t a = TPL_INSN_A(w);
+        bool rd = false, root = false;
+        uint32_t hops = 0, slot = 0;
+        switch (oi->base) {
+        case TPL_OP_MACRO:
+            if (a >= p->nmacros || (parent[a] != INT32_MIN && parent[a] != f)) return false;
+            parent[a] = f;
+            break;
+        case TPL_OP_IMPORT_MOD:
+            if (a >= p->nmacros || f >= 0) return false; /* (only at the template level) */
+            imp[a] = 1;
+            break;
+        case TPL_OP_CALL_METHOD_RB: case TPL_OP_STORE_ROOT: return false;
+        case TPL_OP_LOAD_OUTER: rd = f >= 0; slot = a; break;
+        case TPL_OP_LOAD_ROOT: rd = f >= 0; root = true; slot = a; break;
+        case TPL_OP_LOAD_UP: rd = true; hops = a >> 16; slot = a & 0xFFFFu; if (f < 0 || !hops) return false; break;
+        default:
+            if (oi->flags & (TPL_OPF_ROOT | TPL_OPF_OUTER)) return false;
+            break;
+        }
+        if (rd) {
+            if (*nreads == *capreads) {
+                size_t nc = *capreads ? *capreads * 2 : 64;
+                cap_read *nr = realloc(*reads, nc * sizeof *nr);
+                if (!nr) return false;
+                *reads = nr;
+                *capreads = nc;
+            }
+            (*reads)[(*nreads)++] = (cap_read){ f, hops, slot, root };
+        }
+        uint32_t next[2] = { UINT32_MAX, UINT32_MAX };
+        if (!(oi->flags & (TPL_OPF_GOTO | TPL_OPF_END))) next[0] = pc + 1 + oi->extra;
+        for (int i = 0; oi->fmt[i] && i <= oi->extra; i++)
+            if (oi->fmt[i] == 'j') next[1] = operand(p, pc, i);
+        if (oi->base == TPL_OP_SWITCH_STR) {
+            if (a >= p->nconsts || p->consts[a].type != TPL_T_LIST) return false;
+            for (uint32_t j = 1, n = p->consts[a].u.list->len; j <= n + 1; j++) {
+                uint32_t t = pc + 1 + j;
+                if (t >= p->ncode) return false;
+                if (seen[t] != gen) { seen[t] = gen; work[nwork++] = t; }
+            }
+        }
+        for (int i = 0; i < 2; i++) {
+            uint32_t t = next[i];
+            if (t == UINT32_MAX) continue;
+            if (t >= p->ncode) return false;
+            if (seen[t] != gen) { seen[t] = gen; work[nwork++] = t; }
+        }
+    }
+    return true;
+}
+
+void tpl_program_closure_needs(tpl_program *p)
+{
+    p->cl_need_off = NULL;
+    p->cl_need = NULL;
+    if (p->opts.syntax != TPL_SYNTAX_JINJA || !p->nmacros || !p->ncode || p->nmacros > 0x100000) return;
+    size_t nm = p->nmacros, nreads = 0, capreads = 0;
+    uint32_t *seen = calloc(p->ncode, sizeof *seen), *work = malloc(p->ncode * 2 * sizeof *work);
+    int32_t *parent = malloc(nm * sizeof *parent);
+    uint8_t *imp = calloc(nm, 1);
+    uint32_t *cnt = calloc(nm + 1, sizeof *cnt), *need = NULL;
+    cap_read *reads = NULL;
+    bool ok = seen && work && parent && imp && cnt;
+    for (size_t m = 0; ok && m < nm; m++) parent[m] = INT32_MIN;
+    /* (every pc is queued at most once per function: seen before it is pushed) */
+    if (ok) ok = cap_walk(p, -1, 0, 1, seen, work, parent, imp, &reads, &nreads, &capreads);
+    for (size_t m = 0; ok && m < nm; m++)
+        ok = cap_walk(p, (int32_t)m, p->macros[m].entry, (uint32_t)m + 2, seen, work, parent, imp, &reads, &nreads,
+                      &capreads);
+    for (size_t m = 0; ok && m < nm; m++)
+        if (imp[m] && parent[m] != INT32_MIN) ok = false; /* (an import's code is no closure) */
+    /* each read, to the closures whose copies must hold it: LOAD_OUTER its own, LOAD_UP the
+     * closure h links out (the chain of closures that made it: lexically, the functions around),
+     * LOAD_ROOT its own and every enclosing closure's (a closed closure called puts its template
+     * level back above the slot top when that level was in its copy) */
+    size_t total = 0;
+    for (int pass = 0; ok && pass < 2; pass++) {
+        for (size_t i = 0; ok && i < nreads; i++) {
+            const cap_read *r = &reads[i];
+            int32_t y = r->fn;
+            for (uint32_t h = 0; ok && h < r->hops; h++) {
+                y = parent[y];
+                if (y < 0 || parent[y] == INT32_MIN) ok = false; /* (past the closures: not followed) */
+            }
+            /* (an import's code, or code no MACRO makes, is no closure: nothing closes over it) */
+            while (ok && y >= 0 && parent[y] != INT32_MIN) {
+                if (pass == 0) cnt[y]++;
+                else need[cnt[y]++] = r->root ? r->slot | 0x80000000u : r->slot;
+                if (!r->root) break;
+                y = parent[y];
+            }
+        }
+        if (!ok) break;
+        if (pass == 0) {
+            for (size_t m = 0; m < nm; m++) {
+                uint32_t c = cnt[m];
+                cnt[m] = (uint32_t)total;
+                total += c;
+            }
+            cnt[nm] = (uint32_t)total;
+            if (total > UINT32_MAX / 2 || !(need = malloc((total ? total : 1) * sizeof *need))) ok = false;
+        }
+    }
+    /* (cnt[m] is now macro m's end: its start is cnt[m - 1]) */
+    uint32_t *off = ok ? tpl_arena_alloc(&p->arena, (nm + 1) * sizeof *off) : NULL;
+    uint32_t *out = ok ? tpl_arena_alloc(&p->arena, (total ? total : 1) * sizeof *out) : NULL;
+    if (off && out) {
+        uint32_t k = 0;
+        for (size_t m = 0; m < nm; m++) {
+            uint32_t lo = m ? cnt[m - 1] : 0, hi = cnt[m];
+            off[m] = k;
+            qsort(need + lo, hi - lo, sizeof *need, cmp_u32);
+            for (uint32_t i = lo; i < hi; i++)
+                if (i == lo || need[i] != need[i - 1]) out[k++] = need[i];
+        }
+        off[nm] = k;
+        p->cl_need_off = off;
+        p->cl_need = out;
+    }
+    free(seen);
+    free(work);
+    free(parent);
+    free(imp);
+    free(cnt);
+    free(need);
+    free(reads);
+}

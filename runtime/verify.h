@@ -29,4 +29,11 @@ size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap);
  * tpl_program_reads_idx uses. False when out of memory. */
 bool tpl_program_read_pcs(const tpl_program *p, uint8_t *at);
 
+/* Which slots each macro's closure reads from the frame it was made in, so that a frame ending
+ * copies only those for its closures (vm.c close_frame): sets p->cl_need_off and p->cl_need
+ * (in p's arena), or leaves them NULL (then a closure keeps a copy of the whole frame, as when
+ * the code has something the analysis does not follow, or memory runs out). The code must be
+ * verified (or compiled) first. */
+void tpl_program_closure_needs(tpl_program *p);
+
 #endif

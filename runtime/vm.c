@@ -3208,23 +3208,68 @@ static bool kw_param(const tpl_macro_desc *d, const tpl_list *params, int npos, 
     return name.len == 6 && memcmp(name.u.s, "caller", 6) == 0 && d->caller_slot >= 0;
 }
 
+/* Closes cl over slots [base, top) of the frame ending: a copy of only the slots it reads there
+ * (tpl_program.cl_need: its defining frame's, and its template level's when that lies in the
+ * frame), when the program knows them and that is smaller than the whole; else *whole, one copy
+ * of every slot shared by the closures closed then (made on first use). */
+static int close_one(tpl_vm *vm, tpl_closure *cl, uint32_t base, uint32_t top, const tpl_value **whole)
+{
+    uint32_t n = top > base ? top - base : 0;
+    const tpl_program *p = cl->prog ? cl->prog : vm->p;
+    size_t m = (size_t)(cl->d - p->macros);
+    cl->closed_lo = base;
+    cl->nclosed = n;
+    cl->next_open = NULL;
+    cl->closed_idx = NULL;
+    cl->nidx = 0;
+    if (p->cl_need_off && m < p->nmacros && cl->outer_base >= base) {
+        const uint32_t *nd = p->cl_need + p->cl_need_off[m];
+        uint32_t nn = p->cl_need_off[m + 1] - p->cl_need_off[m], k = 0;
+        if (nn < n / 2 + 1) {
+            uint32_t *idx = tpl_arena_alloc(&vm->arena, (nn ? nn : 1) * sizeof *idx);
+            tpl_value *val = tpl_arena_alloc(&vm->arena, (nn ? nn : 1) * sizeof *val);
+            if (!idx || !val) return oom(vm);
+            for (uint32_t i = 0; i < nn; i++) {
+                uint32_t s = nd[i] & 0x7FFFFFFFu, fb = nd[i] >> 31 ? cl->root_base : cl->outer_base;
+                if (nd[i] >> 31 && cl->root_base < base) continue; /* (its template level outlives the frame) */
+                uint64_t at = (uint64_t)(fb - base) + s;
+                if (at >= n) continue; /* (never read: out of range there) */
+                /* (ascending: insertion, the template level's and the defining frame's interleave) */
+                uint32_t j = k;
+                while (j && idx[j - 1] >= at) j--;
+                if (j < k && idx[j] == at) continue;
+                memmove(idx + j + 1, idx + j, (k - j) * sizeof *idx);
+                idx[j] = (uint32_t)at;
+                k++;
+            }
+            for (uint32_t i = 0; i < k; i++) val[i] = vm->slots[base + idx[i]];
+            cl->closed = val;
+            cl->closed_idx = idx;
+            cl->nidx = k;
+            return 0;
+        }
+    }
+    if (!*whole) {
+        tpl_value *copy = tpl_arena_alloc(&vm->arena, (n ? n : 1) * sizeof *copy); /* (never NULL: closed) */
+        if (!copy) return oom(vm);
+        if (n) memcpy(copy, vm->slots + base, n * sizeof *copy);
+        *whole = copy;
+    }
+    cl->closed = *whole;
+    return 0;
+}
+
 /* A frame whose slots start at base ends, its slots in use up to top: the open closures made in it
- * (or over a template it imported, whose slots lie above base) are closed over one arena copy of
- * [base, top) (vm_impl.h tpl_closure). */
+ * (or over a template it imported, whose slots lie above base) are closed over a copy of
+ * [base, top) (vm_impl.h tpl_closure; close_one). */
 static int close_frame(tpl_vm *vm, uint32_t base, uint32_t top)
 {
     tpl_closure *cl = vm->open_cl;
     if (__builtin_expect(!cl, 1) || (cl->outer_base < base && cl->root_base < base)) return 0;
-    uint32_t n = top > base ? top - base : 0;
-    tpl_value *copy = tpl_arena_alloc(&vm->arena, (n ? n : 1) * sizeof *copy); /* (never NULL: closed) */
-    if (!copy) return oom(vm);
-    if (n) memcpy(copy, vm->slots + base, n * sizeof *copy);
+    const tpl_value *whole = NULL;
     while (cl && (cl->outer_base >= base || cl->root_base >= base)) {
-        cl->closed = copy;
-        cl->closed_lo = base;
-        cl->nclosed = n;
         tpl_closure *next = cl->next_open;
-        cl->next_open = NULL;
+        if (close_one(vm, cl, base, top, &whole) < 0) return -1;
         cl = next;
     }
     vm->open_cl = cl;
@@ -3233,28 +3278,18 @@ static int close_frame(tpl_vm *vm, uint32_t base, uint32_t top)
 
 /* CL_CLOSE: the inlined include (or import) whose CL_MARK stored mark ends in the frame whose
  * slots start at base: the open closures made since (newest first on the list; those of frames
- * that ended since were closed then) are closed over one copy of [base, top), as close_frame at a
+ * that ended since were closed then) are closed over a copy of [base, top), as close_frame at a
  * macro's return, so each run of the include is a fresh template's (Jinja2 renders it with a new
  * context and frame). A closure over a frame below base (an import's, among the template level's
  * slots) stays open: that frame outlives the include. */
 static int close_since(tpl_vm *vm, uint32_t mark, uint32_t base, uint32_t top)
 {
     tpl_closure *cl = vm->open_cl, *keep = NULL, **tail = &keep;
-    const tpl_value *copy = NULL;
-    uint32_t n = top > base ? top - base : 0;
+    const tpl_value *whole = NULL;
     while (cl && cl->seq >= mark) {
         tpl_closure *next = cl->next_open;
         if (cl->outer_base >= base) {
-            if (!copy) {
-                tpl_value *c = tpl_arena_alloc(&vm->arena, (n ? n : 1) * sizeof *c);
-                if (!c) return oom(vm);
-                if (n) memcpy(c, vm->slots + base, n * sizeof *c);
-                copy = c;
-            }
-            cl->closed = copy;
-            cl->closed_lo = base;
-            cl->nclosed = n;
-            cl->next_open = NULL;
+            if (close_one(vm, cl, base, top, &whole) < 0) return -1;
         } else {
             *tail = cl;
             tail = &cl->next_open;
@@ -3277,7 +3312,20 @@ static int load_up(tpl_vm *vm, uint32_t hops, uint32_t slot, tpl_value *out)
     if (t->closed) {
         if (t->outer_base < t->closed_lo || (uint64_t)(t->outer_base - t->closed_lo) + slot >= t->nclosed)
             return tpl_vm_fail(vm, TPL_EK_CORRUPT, "LOAD_UP: slot %u out of range", slot);
-        *out = t->closed[t->outer_base - t->closed_lo + slot];
+        uint32_t at = t->outer_base - t->closed_lo + slot;
+        if (t->closed_idx) { /* (a copy of the slots it reads: the program's analysis has this one) */
+            uint32_t lo = 0, hi = t->nidx;
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                if (t->closed_idx[mid] < at) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == t->nidx || t->closed_idx[lo] != at)
+                return tpl_vm_fail(vm, TPL_EK_CORRUPT, "LOAD_UP: slot %u not kept by the closure", slot);
+            *out = t->closed[lo];
+        } else {
+            *out = t->closed[at];
+        }
     } else {
         if ((uint64_t)t->outer_base + slot >= vm->slot_top)
             return tpl_vm_fail(vm, TPL_EK_CORRUPT, "LOAD_UP: slot %u out of range", slot);
@@ -3298,7 +3346,12 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     if (__builtin_expect(cl->closed != NULL, 0)) {
         /* a closed closure: the slots of the frame it was made in, back above the slot top */
         if ((uint64_t)base + cl->nclosed + d->nslots > vm->slots_cap) return depth_error(vm, true);
-        if (cl->nclosed) memcpy(vm->slots + base, cl->closed, cl->nclosed * sizeof *cl->closed);
+        if (cl->closed_idx) {
+            for (uint32_t i = 0; i < cl->nclosed; i++) vm->slots[base + i] = tpl_v_unset();
+            for (uint32_t i = 0; i < cl->nidx; i++) vm->slots[base + cl->closed_idx[i]] = cl->closed[i];
+        } else if (cl->nclosed) {
+            memcpy(vm->slots + base, cl->closed, cl->nclosed * sizeof *cl->closed);
+        }
         outer_base = base + (cl->outer_base - cl->closed_lo);
         if (cl->root_base >= cl->closed_lo) root_base = base + (cl->root_base - cl->closed_lo);
         base += cl->nclosed;
@@ -5645,6 +5698,8 @@ top:
         cl->outer_base = slot_base;
         cl->closed = NULL;
         cl->closed_lo = cl->nclosed = 0;
+        cl->closed_idx = NULL;
+        cl->nidx = 0;
         cl->next_open = NULL;
         cl->up = slot_base ? vm->cur_cl : NULL;
         cl->seq = vm->cl_seq++;

@@ -42,6 +42,10 @@ typedef struct tpl_closure {
     struct tpl_closure *next_open; /* the next older open closure */
     const tpl_value *closed;  /* NULL: open; else the copy of slots [closed_lo, closed_lo + nclosed) */
     uint32_t closed_lo, nclosed;
+    /* a copy of only the slots it reads (tpl_program.cl_need): closed[i] is slot closed_lo +
+     * closed_idx[i] (ascending), for i < nidx, the others unset; NULL: closed holds them all */
+    const uint32_t *closed_idx;
+    uint32_t nidx;
     /* Upvalue chains (LOAD_UP): the closure whose call was running when this one was made (its
      * defining frame is that call's frame), NULL at a template level; a macro reads a variable
      * of the macro h levels out through h such links, each frame open or closed as above. */
