@@ -177,6 +177,7 @@ struct tpl_comp {
     func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
     const tpl_node *slice_undef; /* a slice whose folding failure is an undefined value here (const_slice_fails) */
+    bool slice_undef_out;        /* and that value is printed at once (not given to a filter or test) */
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
     uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
@@ -1553,6 +1554,40 @@ static bool const_slice_fails(const tpl_node *n)
     return false;
 }
 
+static bool name_in(tpl_value name, const char *const *list)
+{
+    for (; *list; list++)
+        if (strlen(*list) == name.len && memcmp(*list, name.u.s, name.len) == 0) return true;
+    return false;
+}
+
+/* How Jinja2's optimizer folds filter name over a folded Undefined (nodes.Filter.as_const: a
+ * filter of Jinja2's that takes no context): 1 its value has a safe repr (kept wherever it is
+ * used), 2 maybe not (kept where a filter or test that folds takes it or it is printed), 3 a lazy
+ * value (kept where a filter or test takes it: printed, its repr has an address); 0 not folded
+ * (checked against the oracle: tests/cases/jinja-scope7 fold-*). */
+static int fold_filter_kind(tpl_value name)
+{
+    static const char *const safe[] = { "capitalize", "center", "count", "d", "default", "e", "escape", "forceescape",
+                                        "format", "join", "length", "list", "lower", "pprint", "safe", "sort", "string",
+                                        "striptags", "sum", "title", "trim", "upper", "urlencode", "wordcount", "urlize", "replace",
+                                        NULL };
+    static const char *const any[] = { "first", "last", "max", "min", "truncate", NULL };
+    static const char *const lazy[] = { "reverse", "unique", "items", "batch", "slice", NULL };
+    return name_in(name, safe) ? 1 : name_in(name, any) ? 2 : name_in(name, lazy) ? 3 : 0;
+}
+
+/* Whether Jinja2's test name folds over a folded Undefined (nodes.Test.as_const) as tpl's test of
+ * an undefined value answers (checked against the oracle). */
+static bool fold_test(tpl_value name)
+{
+    static const char *const tests[] = { "defined", "undefined", "none", "string", "number", "integer", "float",
+                                         "mapping", "iterable", "sequence", "boolean", "false", "true", "lower",
+                                         "upper", "eq", "ne", "==", "!=", "equalto", "in", "callable", "escaped", "filter", "test",
+                                         NULL };
+    return name_in(name, tests);
+}
+
 /* Jinja2 folds a `~` whose operands are all constant expressions (literals, operators on them,
  * and filters that take no context: `"<"|safe`, `x|xmlattr` of a literal) into one plain str
  * (nodes.Concat.as_const), so even under autoescape no operand counts as Markup there. */
@@ -1763,7 +1798,9 @@ static void expr(tpl_comp *c, tpl_node *n)
     if (c->failed || !n) return;
     c->cur_off = n->off;
     bool slice_undef = c->slice_undef == n; /* (set by the parent for this very node, then cleared) */
+    bool undef_out = slice_undef && c->slice_undef_out;
     c->slice_undef = NULL;
+    c->slice_undef_out = false;
     switch (n->kind) {
     case TPL_N_CONST:
         push_const(c, n->val);
@@ -1887,10 +1924,13 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, "filter");
             return;
         }
-        if ((b == TPL_B_FILTER_default || b == TPL_B_FILTER_d) && !c->ae_volatile) {
+        int fk = c->syn == TPL_SYN_JINJA && !c->ae_volatile ? fold_filter_kind(n->val) : 0;
+        if (fk) {
             bool k = true; /* (Filter.as_const folds over a folded Undefined when its arguments fold) */
             for (const tpl_node *x = n->b; x && k; x = x->next) k = x->kind == TPL_N_ARG && const_literal(x->a);
-            if (k) c->slice_undef = n->a;
+            /* (the optimizer keeps the folded value where it has a safe repr, or where a filter or
+             * test that folds takes it, or where it is printed at once, a lazy one excepted) */
+            if (k && (fk == 1 || (slice_undef && (fk == 2 || !undef_out)))) c->slice_undef = n->a;
         }
         if (b == TPL_B_FILTER_tr) note_tr(c, n->off, n->a);
         b = tpl_builtin_filter_variant(b, c->autoescape, c->p->opts.hf); /* join under autoescape, hf's tojson ... */
@@ -1940,8 +1980,11 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, "test");
             return;
         }
-        if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && !c->ae_volatile)
-            c->slice_undef = n->a; /* (Test.as_const folds over a folded Undefined) */
+        if (c->syn == TPL_SYN_JINJA && !c->ae_volatile && fold_test(n->val)) {
+            bool k = true; /* (Test.as_const folds over a folded Undefined when its arguments fold: a bool) */
+            for (const tpl_node *x = n->b; x && k; x = x->next) k = x->kind == TPL_N_ARG && const_literal(x->a);
+            if (k) c->slice_undef = n->a;
+        }
         if (b == TPL_B_TEST_sameas && n->a && n->a->kind == TPL_N_NAME && n->b && n->b->kind == TPL_N_ARG &&
             !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
             memcmp(n->b->a->val.u.s, n->a->val.u.s, n->a->val.len) == 0) {
@@ -4305,6 +4348,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_OUTPUT: {
         c->slice_undef = n->a; /* (Jinja2's _output_child_to_const: a folded Undefined prints) */
+        c->slice_undef_out = true;
         /* in a volatile autoescape block a constant output (as_const, where no filter folds) is
          * escaped as the code generator's autoescape says, any other as the run-time value */
         bool ae = c->autoescape;
