@@ -1370,8 +1370,19 @@ int64_t tpl_erb_line(tpl_pctx *c, tpl_token t)
     erb_state *es = state_of(c);
     if (!es || !es->orig) return 0;
     uint32_t off = t.off < es->sc.n ? sc_src(&es->sc, t.off) : (uint32_t)es->norig;
+    /* Ruby 3.1's ERB drops a <%# comment %>'s text from the script, line ends and all: a line after
+     * a multi-line comment tag is that many lines less (<%% is text, %%> does not end a tag). */
     int64_t line = 1 + es->line_shift;
-    for (uint32_t i = 0; i < off && i < es->norig; i++) line += es->orig[i] == '\n';
+    const char *s = es->orig;
+    int tag = 0; /* 0 text, 1 code tag, 2 comment tag */
+    for (uint32_t i = 0; i < off && i < es->norig; i++) {
+        size_t left = es->norig - i;
+        if (!tag && left >= 3 && s[i] == '<' && s[i + 1] == '%' && s[i + 2] == '%') { i += 2; continue; }
+        if (!tag && left >= 2 && s[i] == '<' && s[i + 1] == '%') { tag = left >= 3 && s[i + 2] == '#' ? 2 : 1; i++; continue; }
+        if (tag && left >= 3 && s[i] == '%' && s[i + 1] == '%' && s[i + 2] == '>') { i += 2; continue; }
+        if (tag && left >= 2 && s[i] == '%' && s[i + 1] == '>') { tag = 0; i++; continue; }
+        line += s[i] == '\n' && tag != 2;
+    }
     return line;
 }
 
