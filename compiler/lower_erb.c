@@ -3487,6 +3487,28 @@ static void expr_(erb_low *L, tpl_node *n)
             if (L->in_def && n->op) { tpl_c_emit(C, TPL_OP_NONE, 0, 1); return; } /* x ||= v: a new local of the method */
         }
         if (!ivar && !n->op && local_variables_refused(L, key, n->off)) return;
+        if (!ivar && !n->op && !L->in_def && !tpl_c_options(C)->erb_self && name_is(n->val, "_erbout")) {
+            /* ERB's own output buffer (a local of its script), whatever the state holds */
+            tpl_c_error(C, n->off, "unsupported Ruby construct: _erbout (ERB's output buffer)");
+            return;
+        }
+        if (!ivar && !n->op && !L->in_def && !tpl_c_options(C)->erb_self && self_method(n->val)) {
+            /* a Kernel method of Ruby's main object tpl does not have (binding, hash, test ...): the
+             * binding's local when the state has the key, else a refusal no rescue catches (Ruby calls
+             * the method: a NameError here would be a different answer) */
+            char msg[220];
+            snprintf(msg, sizeof msg, "unsupported Ruby construct: Kernel#%.*s called without a receiver",
+                     n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+            uint32_t no = jump_unless_state_has(L, key, n->off);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+            uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+            tpl_c_patch(C, no, tpl_c_here(C));
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 0);
+            tpl_c_patch(C, end, tpl_c_here(C));
+            return;
+        }
         tpl_c_emit(C, ivar || n->op ? TPL_OP_LOAD_IVAR_RB : TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
         if (!ivar && !n->op && tpl_c_options(C)->erb_self && !L->in_def) {
             /* a binding's local, or a call of self's method (Ruby code) */
