@@ -118,18 +118,19 @@ def fill_hashes(d, name):
         fill_hashes(v, k)
 
 
-def variant(state):
-    """flags false, collections empty, counts 0 (top level only keeps the keys)."""
+def variant(state, level=0):
+    """flags false, collections empty, counts 0 (top level only keeps the keys). level 1 keeps every
+    Hash's keys (a template that reads node['a']['b'] unguarded), level 2 only flips flags."""
     out = {}
     for k, v in state.items():
         if v is True:
             out[k] = False
-        elif isinstance(v, int) and not isinstance(v, bool):
+        elif level < 2 and isinstance(v, int) and not isinstance(v, bool):
             out[k] = 0
-        elif isinstance(v, list):
+        elif level < 2 and isinstance(v, list):
             out[k] = []
         elif isinstance(v, dict):
-            out[k] = variant(v) if any(isinstance(x, dict) for x in v.values()) else {}
+            out[k] = variant(v, level) if level or any(isinstance(x, dict) for x in v.values()) else {}
         else:
             out[k] = v
     return out
@@ -192,15 +193,20 @@ def oracle(tpl, state, exact=False):
 def set_path(state, path, value):
     d = state
     for p in path[:-1]:
-        if not isinstance(d.get(p), dict):
+        if isinstance(d, list):
+            d = d[p]
+            continue
+        if not isinstance(d.get(p), (dict, list)):
             d[p] = {}
         d = d[p]
     d[path[-1]] = value
 
 
 def find_value_paths(d, pred, pre=()):
-    for k, v in (d.items() if isinstance(d, dict) else []):
-        if pred(k, v):
+    """paths to the values pred accepts: Hash keys, and indices into Arrays (an element used as a Hash)."""
+    items = d.items() if isinstance(d, dict) else enumerate(d) if isinstance(d, list) else []
+    for k, v in items:
+        if pred(k if isinstance(d, dict) else pre[-1] if pre else "item", v):
             yield pre + (k,)
         yield from find_value_paths(v, pred, pre + (k,))
 
@@ -246,7 +252,10 @@ def gen_states(tpl, src, nvar):
             break
     states = [state]
     if nvar > 1:
-        states.append(variant(state))
+        # the gentlest variant Ruby renders (each level keeps more of the state), else the first
+        cands = [variant(state, lv) for lv in range(3)]
+        ok = [v for v in cands if v != state and oracle(tpl, v)[0] == 0]
+        states.append(ok[0] if ok else cands[0])
     return states
 
 
