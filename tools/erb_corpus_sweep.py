@@ -14,8 +14,9 @@ usage: tools/erb_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--show] [--var
   is indexed by a literal key, an Array where it iterates one name, joins, maps or sorts, an Integer
   for ports, sizes, timeouts and counts, true for flags, else a String). Then repaired from the
   oracle's errors (NameError adds the name; "undefined method `each' for String" makes it an Array
-  ...), up to 6 rounds. Variant 1 is the generated state, variant 2 flips flags to false, empties
-  collections and zeroes counts (--variants 2).
+  ...), up to 10 rounds. Variant 1 is the generated state, variant 2 flips flags to false, empties
+  collections and zeroes counts (--variants 2), or if Ruby refuses that, keeps every Hash's keys, or
+  else only flips the flags.
   (TPLC=path/to/tplc, default build/tplc.) Prints one line per non-identical render and a tally.
   --show prints both outputs of each difference; --save DIR writes each template's final states."""
 import glob, json, os, re, subprocess, sys, tempfile, collections, difflib
@@ -234,7 +235,7 @@ def repair(state, err):
             set_path(state, p, {"%s_key1" % p[-1]: "v1", "%s_key2" % p[-1]: "v2"} if hashy
                      else ("%s-value" % p[-1]) if stry and lit else ["%s-a" % p[-1], "%s-b" % p[-1]])
             return True
-    m = re.search(r"no implicit conversion of String into Integer", err)
+    m = re.search(r"no implicit conversion of (?:String|Symbol) into Integer", err)
     if m:
         for p in find_value_paths(state, lambda k, v: isinstance(v, list)):
             set_path(state, p, {"%s_key1" % p[-1]: "v1", "%s_key2" % p[-1]: "v2"})
@@ -244,7 +245,7 @@ def repair(state, err):
 
 def gen_states(tpl, src, nvar):
     state = build(reads(src))
-    for _ in range(6):
+    for _ in range(10):
         b = oracle(tpl, state)
         if b[0] == 0:
             break
