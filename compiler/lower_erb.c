@@ -2809,6 +2809,24 @@ static void ambdiv(erb_low *L, tpl_node *n, bool used)
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* A bare name of a Kernel method tpl lacks (binding, hash, test ...): the binding's local when the state
+ * has the key, else a refusal no rescue catches (Ruby calls the method). Its own frame: the message buffer
+ * stays off expr's recursive one. */
+static __attribute__((noinline)) void kernel_name(erb_low *L, tpl_value key, uint32_t off)
+{
+    char msg[220];
+    snprintf(msg, sizeof msg, "unsupported Ruby construct: Kernel#%.*s called without a receiver",
+             key.len > 100 ? 100 : (int)key.len, key.u.s);
+    uint32_t no = jump_unless_state_has(L, key, off);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+    uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+    tpl_c_patch(C, no, tpl_c_here(C));
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 0);
+    tpl_c_patch(C, end, tpl_c_here(C));
+}
+
 /* A method call; `used` false when its value is dropped (a statement). */
 static void call(erb_low *L, tpl_node *n, bool used)
 {
@@ -3496,17 +3514,7 @@ static void expr_(erb_low *L, tpl_node *n)
             /* a Kernel method of Ruby's main object tpl does not have (binding, hash, test ...): the
              * binding's local when the state has the key, else a refusal no rescue catches (Ruby calls
              * the method: a NameError here would be a different answer) */
-            char msg[220];
-            snprintf(msg, sizeof msg, "unsupported Ruby construct: Kernel#%.*s called without a receiver",
-                     n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
-            uint32_t no = jump_unless_state_has(L, key, n->off);
-            tpl_c_at(C, n->off);
-            tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
-            uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
-            tpl_c_patch(C, no, tpl_c_here(C));
-            tpl_c_at(C, n->off);
-            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 0);
-            tpl_c_patch(C, end, tpl_c_here(C));
+            kernel_name(L, key, n->off);
             return;
         }
         tpl_c_emit(C, ivar || n->op ? TPL_OP_LOAD_IVAR_RB : TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
