@@ -1565,6 +1565,8 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         if (!(obj.flags & TPL_F_NS)) {
             int id = tpl_stdlib.find(TPL_BK_MAP, name, n);
             if (id >= 0) return bound_method(vm, obj, id, out);
+            if (n == 8 && memcmp(name, "fromkeys", 8) == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
+                return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: dict.fromkeys (a class method tpl does not have)");
         }
         tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
         if (!hit) { /* (a new Undefined object: load_global) */
@@ -1603,6 +1605,8 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
         }
         int id = method_gate(obj, tpl_stdlib.find(method_kind(obj), name, n));
         if (id >= 0) return bound_method(vm, obj, id, out);
+        if (obj.type == TPL_T_STR && n == 6 && memcmp(name, "encode", 6) == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
+            return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: str.encode (tpl has no bytes)");
         if (obj.type == TPL_T_LIST && obj.aux >= TPL_LAZY_DICT_ITEMS && obj.aux <= TPL_LAZY_DICT_VALUES &&
             ((n == 7 && memcmp(name, "mapping", 7) == 0) || (n == 10 && memcmp(name, "isdisjoint", 10) == 0)))
             return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (a view tpl holds as its items)",
