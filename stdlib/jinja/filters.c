@@ -98,6 +98,18 @@ static int lazy_generator(tpl_vm *vm, tpl_pend_fn stage, uint32_t per, tpl_value
             return -1;
         return tpl_pend_stage(vm, keys, stage, a, 3, per, TPL_LAZY_GENERATOR, out);
     }
+    if (a[0].type == TPL_T_STR || a[0].type == TPL_T_INT || a[0].type == TPL_T_BOOL || a[0].type == TPL_T_FLOAT ||
+        a[0].type == TPL_T_BIGINT) {
+        /* a true string or number: Jinja2's generator runs at its first use, so an error of the
+         * stage (a number is not iterable, a strict undefined attribute) is not raised when the
+         * generator is only tested (`if x|select(...)`, always true) or given to a filter that
+         * does not iterate it (`|float(d)`): pulled from here, it raises then */
+        int t = tpl_truthy_py(vm, a[0]);
+        if (t < 0)
+            return -1;
+        if (t)
+            return tpl_pend_stage(vm, a[0], stage, a, 3, per, TPL_LAZY_GENERATOR, out);
+    }
     return generator(stage(vm, a, out), out);
 }
 
