@@ -2279,7 +2279,7 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (s.type != TPL_T_STR) {
         /* Jinja2 only needs len(s) to decide that s is short enough to return as it is. */
         int64_t n = -1;
-        if (s.type == TPL_T_LIST) n = s.u.list->len;
+        if (s.type == TPL_T_LIST && !tpl_is_iter(s)) n = s.u.list->len; /* (an iterator has no len()) */
         else if (s.type == TPL_T_MAP && !(s.flags & TPL_F_NS)) n = s.u.map->len;
         if (n < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, s));
