@@ -158,6 +158,13 @@ typedef struct tmpl {
     /* the bytes of the results returned since Ruby's GC last ran (gc_seen: rb_gc_count() then):
      * gc_nudge; under the lock */
     size_t gc_seen, gc_bytes;
+    /* the memory Ruby's GC is told the Template holds beyond its struct (rb_gc_adjust_memory_usage,
+     * so that many Templates made and dropped — Template.new/load in a loop — let GC run as their
+     * malloc'd memory grows, as Ruby's own xmalloc'd objects do): prog_bytes (the program, its
+     * .tplb size, and the reads tables) and ctx_bytes (its render contexts' blocks, counted by
+     * their allocator, ctx_alloc: atomically, as it runs without the GVL); gc_told is what the GC
+     * was last told (tmpl_tell_gc, with the GVL) */
+    size_t prog_bytes, ctx_bytes, gc_told;
 } tmpl;
 
 struct rctx;
@@ -1619,6 +1626,7 @@ static void tmpl_free(void *ptr)
     free(t->rtab);
     free(t->ivar_id);
     free(t->ivar_early);
+    if (t->gc_told) rb_gc_adjust_memory_usage(-(ssize_t)t->gc_told);
     ruby_xfree(t);
 }
 
@@ -1632,7 +1640,56 @@ static void tmpl_mark(void *ptr)
 
 /* a frozen Template (lib/tpl.rb freezes each) is Ractor-shareable: its program is immutable and
  * its pool locked */
-RB_WRAP_TYPE(tmpl, tmpl, "Tpl::Template", tmpl_mark, tmpl_free, RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE);
+static size_t tmpl_size(const void *ptr)
+{
+    const tmpl *t = ptr;
+    return sizeof *t + t->prog_bytes + __atomic_load_n(&t->ctx_bytes, __ATOMIC_RELAXED);
+}
+
+static const rb_data_type_t tmpl_type = {
+    .wrap_struct_name = "Tpl::Template",
+    .function = { .dmark = tmpl_mark, .dfree = tmpl_free, .dsize = tmpl_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
+};
+
+/* Tells Ruby's GC the Template's memory as it is now (the change since it was last told) */
+static void tmpl_tell_gc(tmpl *t)
+{
+    size_t now = t->prog_bytes + __atomic_load_n(&t->ctx_bytes, __ATOMIC_RELAXED);
+    size_t was = __atomic_exchange_n(&t->gc_told, now, __ATOMIC_RELAXED);
+    if (now != was) rb_gc_adjust_memory_usage((ssize_t)now - (ssize_t)was);
+}
+
+/* The allocator of a Template's render contexts: malloc, counted in the Template's ctx_bytes */
+static void *ctx_alloc(void *data, size_t size)
+{
+    void *p = malloc(size);
+    if (p) __atomic_add_fetch(&((tmpl *)data)->ctx_bytes, size, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void *ctx_realloc(void *data, void *ptr, size_t old_size, size_t new_size)
+{
+    void *p = realloc(ptr, new_size);
+    if (p) {
+        __atomic_add_fetch(&((tmpl *)data)->ctx_bytes, new_size, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&((tmpl *)data)->ctx_bytes, old_size, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
+static void ctx_free(void *data, void *ptr, size_t size)
+{
+    free(ptr);
+    __atomic_sub_fetch(&((tmpl *)data)->ctx_bytes, size, __ATOMIC_RELAXED);
+}
+
+/* A render context of Template t (its allocator counts its memory: tmpl_tell_gc) */
+static tpl_render *tmpl_render_new(tmpl *t, const tpl_limits *lim)
+{
+    tpl_allocator a = { ctx_alloc, ctx_realloc, ctx_free, t };
+    return tpl_render_new_with(lim, &a);
+}
 
 static VALUE tmpl_alloc(VALUE klass)
 {
@@ -1651,7 +1708,10 @@ static tmpl *get_tmpl(VALUE self)
     return t;
 }
 
-static void set_program(VALUE self, tpl_program *p)
+/* The Template self takes program p; bytes: p's size (its .tplb's, or an estimate: the public API
+ * has no measure, and writing the program to a counter costs a third of a compile), what Ruby's
+ * GC is told it holds (tmpl_tell_gc) with its reads tables */
+static void set_program(VALUE self, tpl_program *p, size_t bytes)
 {
     tmpl *t;
     TypedData_Get_Struct(self, tmpl, &tmpl_type, t);
@@ -1741,6 +1801,9 @@ static void set_program(VALUE self, tpl_program *p)
     rb_obj_freeze(reads);
     rb_obj_freeze(syms);
     RB_OBJ_WRITE(self, &t->reads, reads);
+    t->prog_bytes = bytes + slots * sizeof *t->rtab + n * (sizeof *t->read_ptr + sizeof *t->read_len + sizeof *t->read_hash + 16) +
+                    t->nivar * (sizeof *t->ivar_id + 1);
+    tmpl_tell_gc(t);
     RB_OBJ_WRITE(self, &t->read_syms, syms);
 }
 
@@ -1835,7 +1898,9 @@ static VALUE tmpl_compile(VALUE self, VALUE src, VALUE name, VALUE syntax, VALUE
         VALUE exc = rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 8, args);
         rb_exc_raise(exc);
     }
-    set_program(self, p);
+    /* (the .tplb of the bench workloads' ERB templates is 2-6 times their source; 3 times the
+     * source and 1 KiB is the estimate) */
+    set_program(self, p, 3 * (size_t)RSTRING_LEN(src) + 1024);
     /* Tpl::ERB: the encoding of a template that is not UTF-8 (its text tagged: erb_tag) */
     VALUE ee = NIL_P(opts) ? Qnil : rb_hash_lookup(opts, ID2SYM(rb_intern("erb_encoding")));
     if (!NIL_P(ee)) {
@@ -1858,6 +1923,7 @@ static VALUE tmpl_load(VALUE self, VALUE data, VALUE name)
     tpl_error err = { 0 };
     tpl_status st = tpl_program_load(nm, RSTRING_PTR(data), (size_t)RSTRING_LEN(data), &p, &err);
     RB_GC_GUARD(data);
+    size_t bytes = (size_t)RSTRING_LEN(data);
     if (st != TPL_OK) {
         char *f = tpl_error_format(&err);
         VALUE args[8] = {
@@ -1870,7 +1936,7 @@ static VALUE tmpl_load(VALUE self, VALUE data, VALUE name)
         tpl_error_clear(&err);
         rb_exc_raise(rb_funcallv(rb_const_get(mod_tpl(), rb_intern("Error")), rb_intern("from_tpl"), 8, args));
     }
-    set_program(self, p);
+    set_program(self, p, bytes);
     return self;
 }
 
@@ -2552,7 +2618,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             lim.max_memory = NUM2ULL(RARRAY_AREF(limits, 3));
             c->max_items = lim.max_memory;
         }
-        c->r = tpl_render_new(&lim);
+        c->r = tmpl_render_new(t, &lim);
         if (!c->r) rb_raise(rb_eNoMemError, "tpl: out of memory");
     }
     const tpl_options *po = tpl_program_options(t->p);
@@ -2581,6 +2647,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     RB_GC_GUARD(c->kc);
     RB_GC_GUARD(state);
     RB_GC_GUARD(erb_self);
+    tmpl_tell_gc(t);
     if (jump) {
         VALUE exc;
         /* (errinfo stays the exception: it is the located one's cause, as a raise in a rescue) */
@@ -3064,7 +3131,7 @@ static VALUE rstore_load(VALUE self, VALUE ref, VALUE tclass)
     l->program = NULL;
     tpl_store_loaded_free(l);
     VALUE t = tmpl_alloc(tclass);
-    set_program(t, p);
+    set_program(t, p, 4096); /* (an estimate: the store's .tplb is not at hand) */
     rb_obj_freeze(t);
     return rb_ary_new_from_args(3, t, rb_obj_freeze(cats), row);
 }
