@@ -122,6 +122,11 @@ typedef struct erb_low {
     tpl_value def_blkname;  /* that def's &name parameter (len 0: none) */
     uint32_t def_blkslot;   /* its slot */
     int own_lam;            /* own_scan: inside a Proc literal's body (its `return` leaves the Proc, not the def) */
+    tpl_value bound_msg;    /* own_site's refusal of a change in place of the binding's object (own_check mode 4) */
+    bool site_bound;        /* index_site's check was mode 4 */
+    bool bound_store;       /* lowering the stores back after a change that passed mode 4 (a frozen receiver, whose
+                             * method raised FrozenError, or freeze of a frozen one): unreachable or no change, so a
+                             * binding @ivar's store is dropped (store_var), not refused */
 } erb_low;
 
 static bool pend_has(const erb_low *L, tpl_value name)
@@ -198,6 +203,10 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
         return;
     }
     if (L->defs->npend) pend_set(L, name, false);
+    if (tpl_c_options(C)->erb_self && name.len > 1 && name.u.s[0] == '@' && L->bound_store) {
+        tpl_c_emit(C, TPL_OP_POP, 0, -1);
+        return;
+    }
     if (tpl_c_options(C)->erb_self && name.len > 1 && name.u.s[0] == '@') {
         /* a binding's @ivar is self's: Ruby's ERB sets it for self's methods and the caller, tpl has no way to */
         tpl_c_error(C, off, "unsupported Ruby construct: `%.*s' assigned: an instance variable of the binding's self, which "
@@ -1802,6 +1811,7 @@ static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin, own_
  * value is one object for both in Ruby). */
 static void twin_sync(erb_low *L, const tpl_node *root)
 {
+    if (L->bound_store) return;   /* (after a change own_check mode 4 let pass: unreachable, or no change) */
     tpl_value tn;
     char *buf = NULL;
     if (root->kind == TPL_N_RIVAR) tn = tpl_v_str(root->val.u.s + 1, root->val.len - 1);
@@ -1870,6 +1880,7 @@ static void group_before(erb_low *L, own_group *g, uint32_t off)
  * twin while that reads their state key). */
 static void group_after(erb_low *L, const own_group *g, uint32_t off)
 {
+    if (L->bound_store) return;   /* (after a change own_check mode 4 let pass: unreachable, or no change) */
     for (int i = 0; i < g->n; i++) {
         const own_var *m = &L->defs->ov[g->m[i]];
         tpl_node *mn = ov_node(L, m, off);
@@ -1921,12 +1932,23 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
             if (!(m->flags & OV_ASSIGNED) && (m->scope == 0 || m->scope == OV_IVARS)) bound = ov_node(L, m, off);
         }
         if (bound) {
+            /* refused when it runs (own_check mode 4), unless the object is frozen: then the method raises
+             * Ruby's FrozenError, which a rescue takes, as in Ruby (`@list << 1` of a frozen @list) */
             bool iv = bound->kind == TPL_N_RIVAR;
-            tpl_c_error(C, off, "unsupported Ruby construct: `%.*s' changes `%.*s' in place, the binding's object (%s), "
-                        "which Ruby's ERB changes for the caller too; tpl would change a copy", (int)m.len, m.u.s,
-                        (int)bound->val.len, bound->val.u.s, iv ? "an instance variable of self" : "a local variable of the binding");
-            return false;
+            char buf[400];
+            int k = snprintf(buf, sizeof buf, "unsupported Ruby construct: `%.*s' changes `%.*s' in place, the binding's object (%s), "
+                             "which Ruby's ERB changes for the caller too; tpl would change a copy", (int)(m.len > 60 ? 60 : m.len), m.u.s,
+                             (int)(bound->val.len > 60 ? 60 : bound->val.len), bound->val.u.s,
+                             iv ? "an instance variable of self" : "a local variable of the binding");
+            char *keep = tpl_arena_strdup(tpl_c_arena(C), buf, k > 0 && (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
+            if (!keep) { tpl_c_nomem(C, off); return false; }
+            L->bound_msg = tpl_v_str(keep, strlen(keep));
+            *check = 4;
         }
+    }
+    if (ok && *check == 4) {   /* (nothing to write back: the change raises FrozenError or is refused) */
+        grp->n = 0;
+        return true;
     }
     if (ok) {
         if (tw) *twin = root;
@@ -1961,7 +1983,7 @@ static void own_check(erb_low *L, int check, tpl_value m, uint32_t off)
 {
     tpl_c_emit(C, TPL_OP_DUP, 0, 1);
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(check)), 1);
-    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, m), 1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, check == 4 ? L->bound_msg : m), 1);   /* (mode 4: the refusal's text) */
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(unshared)")), -2);
     tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
@@ -1997,6 +2019,7 @@ static bool index_site(erb_low *L, tpl_node *n, const tpl_node **twin, own_group
 {
     int chk;
     if (!own_site(L, n->a->a, S("[]="), n->off, &chk, twin, NULL, NULL, g)) return false;
+    L->site_bound = chk == 4;
     if (chk) {
         expr(L, n->a->a);
         own_check(L, chk, S("[]="), n->off);
@@ -3112,7 +3135,12 @@ static void call(erb_low *L, tpl_node *n, bool used)
         own_check(L, chk, n->val, n->off);
         tpl_c_emit(C, TPL_OP_POP, 0, -1);
     }
-    if (changes_receiver(n)) own_receiver(L, n->a, n->off);
+    bool bs_was = L->bound_store;
+    if (changes_receiver(n)) {
+        L->bound_store = bs_was || chk == 4;
+        own_receiver(L, n->a, n->off);
+        L->bound_store = bs_was;
+    }
     if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && !params_simple(n->c->a) && raw_nosplat(n->c->a) && n->a &&
         n->a->kind == TPL_N_RMETHOD && !n->a->c &&
         (name_is(n->a->val, "each_with_index") || name_is(n->a->val, "with_index") || name_is(n->a->val, "each_with_object") ||
@@ -3141,6 +3169,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     tpl_c_word(C, bw);
     blocal_unset(L, &bl);
+    L->bound_store = bs_was || chk == 4;
     /* push / << / append / concat / unshift / prepend return a new array or string: store it back into the
      * variable at the root of the chain (`buf << a << b`), as values are immutable */
     const tpl_node *root = shovel_root(n);
@@ -3176,10 +3205,12 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (wbf >= 0) item_write_back(L, wbf, n->a, n->off);   /* names.each { |n| n.freeze } */
         if (twin) twin_sync(L, twin);
         group_after(L, &g, n->off);
+        L->bound_store = bs_was;
         return;
     }
     if (twin) twin_sync(L, twin);
     group_after(L, &g, n->off);
+    L->bound_store = bs_was;
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
@@ -3835,13 +3866,17 @@ static void expr_(erb_low *L, tpl_node *n)
         }
         const tpl_node *twin = NULL;
         own_group g = { .n = 0 };
+        L->site_bound = false;
         if (is_index(n->a) && !index_site(L, n, &twin, &g)) return;
+        bool sb = L->site_bound, was = L->bound_store;
         expr(L, n->b);
         tpl_c_emit(C, TPL_OP_DUP, 0, 1);
+        L->bound_store = was || sb;
         if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
         if (twin) twin_sync(L, twin);
         group_after(L, &g, n->off);
+        L->bound_store = was;
         return;
     }
     case TPL_N_TEXT:
@@ -4864,12 +4899,16 @@ static void stmt_(erb_low *L, tpl_node *n)
         if (n->a && n->a->kind == TPL_N_NAME && is_proc_lit(n->b)) { proc_assign(L, n); return; }
         const tpl_node *twin = NULL;
         own_group g = { .n = 0 };
+        L->site_bound = false;
         if (is_index(n->a) && !index_site(L, n, &twin, &g)) return;
+        bool sb = L->site_bound, was = L->bound_store;
         expr(L, n->b);
+        L->bound_store = was || sb;
         if (is_index(n->a)) index_store(L, n->a, n->off, true);
         else store_var(L, n->a->val, n->off);
         if (twin) twin_sync(L, twin);
         group_after(L, &g, n->off);
+        L->bound_store = was;
         return;
     }
     case TPL_N_RMETHOD:

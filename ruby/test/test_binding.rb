@@ -288,4 +288,39 @@ class TestBinding < Minitest::Test
       assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: local_variables with a binding/, e.message, src)
     end
   end
+
+  # (issue 20 #4) a change in place of a frozen @ivar or binding local is Ruby's FrozenError when it runs
+  # (a rescue takes it), as Ruby's ERB raises it; an unfrozen one is still refused, when it runs (a
+  # branch not taken renders)
+  class FrozenView
+    def initialize = (@list = [1, 2].freeze; @s = "ab".freeze; @h = { a: 1 }.freeze; @m = [1])
+    def run(src, k)
+      loc = [3].freeze
+      ls = "q".freeze
+      k.new(src, trim_mode: "-").result(binding)
+    rescue StandardError, SyntaxError => e
+      [e.class, e.message]
+    end
+  end
+
+  def test_frozen_ivar_changed_in_place_is_frozen_error
+    rescued = ->(code) { "<% begin %><% #{code} %>no<% rescue => e %><%= e.class %>: <%= e.message %><% end %>" }
+    ["@list << 1", "@list.push(3)", "@list.clear", "@list.sort!", "@s << 'x'", "@s.upcase!", "@s.concat('y')", "@h[:b] = 2",
+     "@h.merge!(c: 1)", "@h.delete(:a)", "loc << 1", "ls << 'z'", "x = @list; x << 1", "@list.freeze"].each do |code|
+      src = rescued.(code) + "|<%= @list %><%= @s %><%= @h %><%= loc %><%= ls %>"
+      want = FrozenView.new.run(src, ERB)
+      assert_kind_of String, want, src
+      assert_equal want, FrozenView.new.run(src, Tpl::ERB), src
+    end
+    ["<%= (@list << 1 rescue 'r') %>", "<% if false %><% @m << 1 %><% end %>ok<%= @m %>",
+     "<% begin %><% @list << 1 %><% rescue FrozenError => e %><%= e.message %><% end %>"].each do |src|
+      assert_equal FrozenView.new.run(src, ERB), FrozenView.new.run(src, Tpl::ERB), src
+    end
+    want, got = [ERB, Tpl::ERB].map { |k| FrozenView.new.run("<% @list << 1 %>", k) }
+    assert_equal [FrozenError, FrozenError], [want[0], got[0]]
+    assert_includes got[1], want[1]
+    got = FrozenView.new.run("<% begin %><% @m << 1 %><% rescue => e %>caught<% end %>", Tpl::ERB)
+    assert_equal ::SyntaxError, got[0]
+    assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: `<<' changes `@m' in place/, got[1])
+  end
 end

@@ -7579,12 +7579,21 @@ int r_any_numeric(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * are values and the state's (or a method's) arrays and hashes are copied at their first change, so
  * the other name would not see the change Ruby makes; that is an error naming the construct, never a
  * different text. mode bit 1: a String is refused; bit 2: an array or hash this render did not build.
- * A frozen receiver passes (the method raises FrozenError, as in Ruby). */
+ * A frozen receiver passes (the method raises FrozenError, as in Ruby). mode 4: the receiver is the
+ * binding's object (Tpl::ERB#result: an @ivar of self or a local the template did not assign), which
+ * Ruby's ERB would change for the caller: refused with the text in a[2] unless it is a frozen String,
+ * Array or Hash (Ruby's FrozenError then, which a rescue takes). */
 int r_any_unshared(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t mode = a[1].type == TPL_T_INT ? a[1].u.i : 3;
     int mlen = a[2].len > 60 ? 60 : (int)a[2].len;
     *out = tpl_v_none();
+    if (mode == 4) {
+        bool frozen = a[0].type == TPL_T_STR ? (a[0].flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_FROZEN_RB)) == TPL_F_FROZEN_RB
+                                             : ((a[0].type == TPL_T_LIST && is_array(a[0])) || a[0].type == TPL_T_MAP) && is_frozen_ct(a[0]);
+        if (frozen) return 0;
+        return tpl_vm_error(vm, TPL_ERR_SYNTAX, "%.*s", a[2].type == TPL_T_STR ? (int)a[2].len : 0, a[2].type == TPL_T_STR ? a[2].u.s : "");
+    }
     if ((mode & 1) && a[0].type == TPL_T_STR && !(a[0].flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_FROZEN_RB)))
         return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: String#%.*s on a string another name may "
                             "hold: tpl strings are values, the other name would not see the change", mlen, a[2].u.s);
