@@ -323,4 +323,27 @@ class TestBinding < Minitest::Test
     assert_equal ::SyntaxError, got[0]
     assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: `<<' changes `@m' in place/, got[1])
   end
+
+  # (issue 20 #3) a comparison of host objects that fails names their Ruby class, as Ruby's does
+  CmpItem = Struct.new(:a)
+  class CmpView
+    def initialize = @xs = [CmpItem.new(2), CmpItem.new(1)]
+    def run(src, k)
+      ys = [CmpItem.new(1), 3]
+      k.new(src).result(binding)
+    rescue StandardError => e
+      [e.class, e.message]
+    end
+  end
+
+  def test_comparison_of_host_objects_names_their_class
+    ["<%= @xs.sort.size %>", "<%= @xs.max.a %>", "<%= @xs.min.a %>", "<%= ys.sort.size %>"].each do |src|
+      want, got = [ERB, Tpl::ERB].map { |k| CmpView.new.run(src, k) }
+      assert_equal ArgumentError, want[0], src
+      assert_equal ArgumentError, got[0], src
+      assert_includes got[1], want[1], src
+    end
+    src = "<% begin %><% @xs.sort %><% rescue ArgumentError => e %><%= e.message %><% end %>|<%= @xs.sort_by(&:a).map(&:a).inspect %>"
+    assert_equal CmpView.new.run(src, ERB), CmpView.new.run(src, Tpl::ERB)
+  end
 end

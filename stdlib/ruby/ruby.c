@@ -158,6 +158,19 @@ static int radix_arg(tpl_vm *vm, tpl_value v, int64_t *base)
                         v.u.i < 0 ? "small" : "big");
 }
 
+/* A value's class as rb_cmperr names it: a host object's own (tpl_host_class.type_of: a Ruby
+ * object's class through the gem), else tpl_rb_class_name. */
+static const char *cmp_class(tpl_value v)
+{
+    if (v.type == TPL_T_HOST) {
+        const tpl_hobj *h = v.u.p;
+        unsigned numeric = 0;
+        const char *own = h->cls->type_of ? h->cls->type_of(h->obj, &numeric) : NULL;
+        if (own) return own;
+    }
+    return tpl_rb_class_name(v);
+}
+
 /* rb_cmperr: the right operand by its inspect when it is nil, true, false, a number or a
  * symbol, else by its class. */
 static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
@@ -167,9 +180,9 @@ static int cmp_fail(tpl_vm *vm, tpl_value a, tpl_value b)
         tpl_sb sb;
         tpl_sb_init(&sb, A(vm));
         tpl_rb_inspect(&sb, b);
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", tpl_rb_class_name(a), (int)sb.len, sb.p ? sb.p : "");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %.*s failed (ArgumentError)", cmp_class(a), (int)sb.len, sb.p ? sb.p : "");
     }
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", tpl_rb_class_name(a), tpl_rb_class_name(b));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "comparison of %s with %s failed (ArgumentError)", cmp_class(a), cmp_class(b));
 }
 
 static tpl_value str_of(tpl_vm *vm, tpl_value v)

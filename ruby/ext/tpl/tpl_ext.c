@@ -1556,8 +1556,17 @@ static tpl_host_result rb_resolve_cb(void *obj, tpl_render *r, tpl_val *out)
     return protect(resolve_body, &a);
 }
 
+/* the object's class by name (Ruby's "comparison of Foo with Foo failed"): a named class's path, kept
+ * by the class (rb_mod_name allocates nothing for it); an anonymous class: NULL ("Object") */
+static const char *rb_type_of_cb(void *obj, unsigned *numeric)
+{
+    (void)numeric;
+    VALUE n = rb_mod_name(rb_obj_class(((rbobj *)obj)->o));
+    return RB_TYPE_P(n, T_STRING) && OBJ_FROZEN(n) ? RSTRING_PTR(n) : NULL;
+}
+
 static const tpl_host_class rb_class = { "Object", rb_getattr_cb, rb_getitem_cb, rb_iter_cb, rb_len_cb, rb_call_cb,
-                                         NULL, rb_str_cb, rb_resolve_cb, rb_send_cb, NULL, NULL, NULL, NULL, NULL };
+                                         NULL, rb_str_cb, rb_resolve_cb, rb_send_cb, NULL, rb_type_of_cb, NULL, NULL, NULL };
 
 /* remembers(words): the block given to render, or the ERB self's remembers?/remembers. */
 typedef struct rem_arg { rctx *c; const char *w; size_t n; } rem_arg;
