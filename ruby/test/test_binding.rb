@@ -346,4 +346,20 @@ class TestBinding < Minitest::Test
     src = "<% begin %><% @xs.sort %><% rescue ArgumentError => e %><%= e.message %><% end %>|<%= @xs.sort_by(&:a).map(&:a).inspect %>"
     assert_equal CmpView.new.run(src, ERB), CmpView.new.run(src, Tpl::ERB)
   end
+
+  # (issue 20 #3) a rescued exception's own methods beyond Exception's (NameError#name, KeyError#key,
+  # StopIteration#result...) are a located refusal, which no rescue takes, not a NoMethodError
+  def test_rescued_exception_subclass_methods_refused
+    b = binding
+    { "<% begin %><% zork %><% rescue NameError => e %><%= e.name.inspect %><% end %>" => "NameError#name",
+      "<% begin %><% zork(1) %><% rescue NoMethodError => e %><%= e.name %><% end %>" => "NameError#name",
+      "<% begin %><% {}.fetch(:k) %><% rescue KeyError => e %><%= e.key.inspect %><% end %>" => "KeyError#key",
+      "<% begin %><% {}.fetch(:k) %><% rescue KeyError => e %><%= (e.receiver rescue 'r') %><% end %>" => "KeyError#receiver" }.each do |src, what|
+      refute_nil ERB.new(src).result(b)
+      e = assert_raises(Exception, src) { Tpl::ERB.new(src).result(b) }
+      assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: #{Regexp.escape(what)} is not implemented by tpl/, e.message, src)
+    end
+    src = "<% begin %><% zork %><% rescue NameError => e %><%= e.class %>|<%= e.message[0, 40] %><% end %>"
+    assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b)
+  end
 end

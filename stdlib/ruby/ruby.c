@@ -3685,6 +3685,29 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
 }
 
 /* The methods of an exception (`rescue => e`, Cls.new) tpl answers: the rest of String's are not its. */
+/* The exception class among cls and its ancestors whose own public method (Ruby 3.1's, beyond
+ * Exception's) name[0, n] is (NameError#name, KeyError#key, SystemExit#status...), else NULL. */
+static const char *exc_own_method(tpl_value cls, const char *name, size_t n)
+{
+    static const char *const own[][2] = { { "NameError", "name" }, { "NameError", "receiver" }, { "NameError", "local_variables" },
+        { "NoMethodError", "args" }, { "NoMethodError", "private_call?" }, { "KeyError", "key" }, { "KeyError", "receiver" },
+        { "FrozenError", "receiver" }, { "StopIteration", "result" }, { "SystemExit", "status" }, { "SystemExit", "success?" },
+        { "LocalJumpError", "exit_value" }, { "LocalJumpError", "reason" }, { "UncaughtThrowError", "tag" },
+        { "UncaughtThrowError", "value" }, { "SignalException", "signo" }, { "SignalException", "signm" },
+        { "SystemCallError", "errno" }, { "NoMatchingPatternKeyError", "key" }, { "NoMatchingPatternKeyError", "matchee" } };
+    if (cls.type != TPL_T_STR) return NULL;
+    const char *c = cls.u.s;
+    size_t cl = cls.len;
+    for (int depth = 0; c && depth < 16; depth++) {
+        for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+            if (strlen(own[i][0]) == cl && memcmp(own[i][0], c, cl) == 0 && strlen(own[i][1]) == n && memcmp(own[i][1], name, n) == 0)
+                return own[i][0];
+        c = exc_parent(c, cl);
+        cl = c ? strlen(c) : 0;
+    }
+    return NULL;
+}
+
 static bool exc_method_ok(const char *name, size_t n)
 {
     static const char *const names[] = { "message", "to_s", "inspect", "class", "is_a?", "kind_of?", "instance_of?", "==",
@@ -3873,6 +3896,9 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         /* an exception is held as its message: String's methods are not its own */
         if (rb_core_has("Exception", name, n))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Exception#%.*s is not implemented by tpl", (int)n, name);
+        const char *own = exc_own_method(tpl_rb_exc_class(self), name, n);
+        if (own)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", own, (int)n, name);
         tpl_sb b;
         tpl_sb_init(&b, A(vm));
         tpl_rb_inspect(&b, self);
