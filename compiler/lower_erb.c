@@ -278,6 +278,18 @@ static bool held_rhs(const erb_low *L, const tpl_node *v)
     return false;
 }
 
+/* "(held)name": the hidden root slot of held local name's (host_runs) at its assignment; len 0 after a
+ * compile error */
+static tpl_value held_slot_name(erb_low *L, tpl_value name, uint32_t off)
+{
+    char *b = tpl_arena_alloc(tpl_c_arena(C), name.len + 7);
+    if (!b) { tpl_c_nomem(C, off); return tpl_v_str("", 0); }
+    memcpy(b, "(held)", 6);
+    memcpy(b + 6, name.u.s, name.len);
+    b[name.len + 6] = 0;
+    return tpl_v_str(b, name.len + 6);
+}
+
 /* An assignment `name = v` lowered (erb_self): name holds self's or the binding's object when v is one */
 static void held_set(erb_low *L, const tpl_node *n)
 {
@@ -286,7 +298,19 @@ static void held_set(erb_low *L, const tpl_node *n)
         return;
     bool h = held_rhs(L, n->b);
     held_drop(L, n->a->val);
-    if (h) held_add(L, n->a->val, false);
+    if (!h) return;
+    held_add(L, n->a->val, false);
+    /* the count of host code runs now, in the hidden root slot "(held)name": a read finds whether Ruby
+     * code ran since (a bare name may be the binding's local or a method of self: known when it runs) */
+    uint32_t slot;
+    tpl_value hn = held_slot_name(L, n->a->val, n->off);
+    if (!hn.len) return;
+    if (!tpl_c_lookup_root(C, hn, &slot)) slot = tpl_c_declare_root(C, hn);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(host_runs)")), 1);
+    tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_host_runs);
+    tpl_c_word(C, TPL_ARGW(0, 0, TPL_NO_KW));
+    tpl_c_emit(C, TPL_OP_STORE_ROOT, slot, -1);
 }
 
 /* After the value of a read of name is pushed: when name may hold an object Ruby code ran after, a
@@ -296,10 +320,20 @@ static void held_guard(erb_low *L, tpl_value name, uint32_t off)
     int i = held_find(L, name);
     if (i < 0 || !L->defs->held_stale[i]) return;
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, name), 1);
+    /* since: the (host_runs) at its assignment, when it had one (unset: the state's "(held)name", none) */
+    uint32_t slot;
+    tpl_value hn = held_slot_name(L, name, off);
+    if (!hn.len) return;
+    if (tpl_c_lookup_root(C, hn, &slot)) {
+        tpl_c_emit(C, TPL_OP_LOAD_ROOT, slot, 1);
+        tpl_c_word(C, tpl_c_name(C, hn));
+    } else {
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    }
     tpl_c_at(C, off);
-    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(held)")), -1);
+    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(held)")), -2);
     tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_held);
-    tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+    tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
 }
 
 /* local_variables with a binding's self (Tpl::ERB#result): Ruby's answer is ERB's _erbout and the

@@ -684,6 +684,7 @@ static int failed(tpl_vm *vm, const tpl_hobj *h, const char *what, const char *n
 /* A result from the host: a tpl_value built for r (OK) or the status mapped (-1 error, 1 missing). */
 static int result(tpl_vm *vm, const tpl_hobj *h, tpl_host_result rc, const char *what, const char *name, size_t n)
 {
+    if (!(name && n > 1 && name[0] == '@' && strcmp(what, "send") == 0)) tpl_vm_host_ran(vm);   /* (an @ivar's read runs no code) */
     if (vm->err.status != TPL_OK) return -1; /* a tpl_render_call of the callback failed: the render ends */
     if (rc == TPL_HOST_OK) return 0;
     if (rc == TPL_HOST_MISSING) return 1;

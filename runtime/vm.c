@@ -6532,6 +6532,8 @@ tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b) { tpl_rb_block o = vm-
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
 tpl_value tpl_vm_self(const tpl_vm *vm) { return vm->rb_self; }
 bool tpl_vm_ivars_in_state(const tpl_vm *vm) { return vm->rb_ivars_state; }
+void tpl_vm_host_ran(tpl_vm *vm) { vm->host_runs++; }
+uint64_t tpl_vm_host_runs(const tpl_vm *vm) { return vm->host_runs; }
 void tpl_vm_state_changed(tpl_vm *vm) { vm->state_stamp++; }
 tpl_value tpl_vm_rb_match(const tpl_vm *vm) { return vm->rb_match; }
 void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m) { vm->rb_match = m; }

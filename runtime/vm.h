@@ -255,6 +255,11 @@ tpl_value tpl_vm_state(const tpl_vm *vm);
  * are the state's for now (tpl_render_set_self_ivars_in_state). */
 tpl_value tpl_vm_self(const tpl_vm *vm);
 bool tpl_vm_ivars_in_state(const tpl_vm *vm);
+/* A host callback ran the host's code (a method, [], each, to_s, remembers; not an @ivar's read):
+ * counted, so that an ERB local holding a copy of the host's object knows whether code ran since it
+ * was assigned (stdlib/ruby r_k_held) */
+void tpl_vm_host_ran(tpl_vm *vm);
+uint64_t tpl_vm_host_runs(const tpl_vm *vm);
 
 /* ------------------------------------------------------------------ the render API (runtime/api.c) */
 

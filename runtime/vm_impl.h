@@ -233,6 +233,7 @@ struct tpl_vm {
     /* tpl_host_error: the message and payload of the last failing host-object callback
      * (runtime/host.c); the payload is reset when a render starts */
     void *host_payload;
+    uint64_t host_runs;    /* host callbacks that ran the host's code (tpl_vm_host_ran): ERB's held locals */
     bool has_host;          /* a host object was built on this context: builtins resolve them */
     char host_msg[1024];   /* (an ERB host's rescuable exception: its ancestors, message and class) */
     /* Python's mutating methods (list.append, dict.update, ...; issue 14): the item and entry arrays

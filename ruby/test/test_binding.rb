@@ -362,4 +362,23 @@ class TestBinding < Minitest::Test
     src = "<% begin %><% zork %><% rescue NameError => e %><%= e.class %>|<%= e.message[0, 40] %><% end %>"
     assert_equal ERB.new(src).result(b), Tpl::ERB.new(src).result(b)
   end
+
+  # (issue 20 #2) a bare name between a held local's assignment and its read is Ruby code only when it
+  # is a method of self when it runs: the binding's local `q` is not, so the read renders as Ruby's;
+  # self's method `change` (also as a bare name) still makes the read a located refusal
+  def test_held_local_after_a_bare_name
+    ["<% x = @h['a'] %><%= q %><%= x %>", "<% x = @h['a'] %><%= q %><%= r %><%= x %><%= q %><%= x %>",
+     "<% x = @h %><%= q %><%= x['a'] %>", "<% x = q %><%= r %><%= x %>",
+     "<% x = @h['a'] %><% [1, 2].each do |i| %><%= q %><%= x %><%= i %><% end %>",
+     "<% x = @h['a'] %><% if r > 1 %><%= q %><% end %><%= x %>"].each do |src|
+      want = HeldView.new.run(src, ERB)
+      assert_kind_of String, want, src
+      assert_equal want, HeldView.new.run(src, Tpl::ERB), src
+    end
+    ["<% x = @h['a'] %><%= q %><% change %><%= x %>", "<% x = @h['a'] %><%= change %><%= q %><%= x %>"].each do |src|
+      got = HeldView.new.run(src, Tpl::ERB)
+      assert_equal TypeError, got[0], "#{src}: #{got.inspect}"
+      assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: `x' read after Ruby code ran/, got[1], src)
+    end
+  end
 end

@@ -129,6 +129,7 @@ static __attribute__((noinline)) int remembers_str(tpl_vm *vm, tpl_value w, bool
         /* the host's memory store (tpl_render_set_remembers) answers instead of the facts */
         if (!ascii && !tpl_is_ascii(w.u.s, w.len))
             w = tpl_nfc(tpl_vm_arena(vm), w);
+        tpl_vm_host_ran(vm);
         int rc = s->remembers_fn(s->remembers_data, w.u.s, w.len);
         if (rc < 0 || rc > 1) return tpl_vm_error(vm, TPL_ERR_RAISED, "host function 'remembers' failed");
         *out = tpl_v_bool(rc == 1);

@@ -4348,11 +4348,23 @@ int r_k_defined_state(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* (held)(value, name): a local of an ERB template with a self read after Ruby code ran that may
- * have changed its object in place (lower_erb.c held_guard): a String (not frozen), Array or Hash
- * is tpl's refusal, as tpl holds a copy of it; other values are themselves. */
+/* (host_runs)(): the host callbacks that ran code so far (tpl_vm_host_runs), as an Integer: what an
+ * ERB held local was assigned at (lower_erb.c held_set) */
+int r_k_host_runs(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)a;
+    *out = tpl_v_int((int64_t)(tpl_vm_host_runs(vm) & INT64_MAX));
+    return 0;
+}
+
+/* (held)(value, name, since?): a local of an ERB template with a self read after Ruby code may have
+ * run that may have changed its object in place (lower_erb.c held_guard): a String (not frozen),
+ * Array or Hash is tpl's refusal, as tpl holds a copy of it — unless since, the (host_runs) when the
+ * local was assigned, shows no Ruby code ran after (a bare name that was the binding's local, not a
+ * method of self); other values are themselves. */
 int r_k_held(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[2].type == TPL_T_INT && (uint64_t)a[2].u.i == (tpl_vm_host_runs(vm) & INT64_MAX)) { *out = a[0]; return 0; }
     if ((a[0].type == TPL_T_STR && !(a[0].flags & (TPL_F_FROZEN_RB | TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB))) ||
         a[0].type == TPL_T_LIST || a[0].type == TPL_T_MAP) {
         int n = a[1].type == TPL_T_STR && a[1].len < 100 ? (int)a[1].len : 0;
