@@ -1938,6 +1938,22 @@ static void group_after(erb_low *L, const own_group *g, uint32_t off)
     }
 }
 
+/* own_site's refusal text for a change m of the binding's object bound, into L->bound_msg; false on
+ * allocation failure. (Its own frame, never inlined: the lowering is recursive.) */
+static __attribute__((noinline)) bool bound_refusal(erb_low *L, tpl_value m, const tpl_node *bound, uint32_t off)
+{
+    bool iv = bound->kind == TPL_N_RIVAR;
+    char buf[400];
+    int k = snprintf(buf, sizeof buf, "unsupported Ruby construct: `%.*s' changes `%.*s' in place, the binding's object (%s), "
+                     "which Ruby's ERB changes for the caller too; tpl would change a copy", (int)(m.len > 60 ? 60 : m.len), m.u.s,
+                     (int)(bound->val.len > 60 ? 60 : bound->val.len), bound->val.u.s,
+                     iv ? "an instance variable of self" : "a local variable of the binding");
+    char *keep = tpl_arena_strdup(tpl_c_arena(C), buf, k > 0 && (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
+    if (!keep) { tpl_c_nomem(C, off); return false; }
+    L->bound_msg = tpl_v_str(keep, strlen(keep));
+    return true;
+}
+
 static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, int *check, const tpl_node **twin,
                      int *wbframe, const tpl_node **chknode, own_group *grp)
 {
@@ -1968,15 +1984,7 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
         if (bound) {
             /* refused when it runs (own_check mode 4), unless the object is frozen: then the method raises
              * Ruby's FrozenError, which a rescue takes, as in Ruby (`@list << 1` of a frozen @list) */
-            bool iv = bound->kind == TPL_N_RIVAR;
-            char buf[400];
-            int k = snprintf(buf, sizeof buf, "unsupported Ruby construct: `%.*s' changes `%.*s' in place, the binding's object (%s), "
-                             "which Ruby's ERB changes for the caller too; tpl would change a copy", (int)(m.len > 60 ? 60 : m.len), m.u.s,
-                             (int)(bound->val.len > 60 ? 60 : bound->val.len), bound->val.u.s,
-                             iv ? "an instance variable of self" : "a local variable of the binding");
-            char *keep = tpl_arena_strdup(tpl_c_arena(C), buf, k > 0 && (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
-            if (!keep) { tpl_c_nomem(C, off); return false; }
-            L->bound_msg = tpl_v_str(keep, strlen(keep));
+            if (!bound_refusal(L, m, bound, off)) return false;
             *check = 4;
         }
     }
