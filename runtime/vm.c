@@ -3340,6 +3340,24 @@ static int load_up(tpl_vm *vm, uint32_t hops, uint32_t slot, tpl_value *out)
     return 0;
 }
 
+/* Ruby's ArgumentError naming every keyword of kwn[0..nkw) that is not a parameter of d (a def
+ * of the template called with a splat). Its own frame: the message buffer stays off the C stack of
+ * nested calls. */
+static __attribute__((noinline)) int unknown_keywords(tpl_vm *vm, const tpl_macro_desc *d, const tpl_list *params,
+                                                      const tpl_value *kwn, int nkw)
+{
+    char msg[240];
+    int len = 0, nun = 0;
+    for (int j = 0; j < nkw; j++) {
+        bool param = false;
+        for (uint32_t i = 0; i < d->nparams && !param; i++) param = tpl_equal(params->items[i], kwn[j]);
+        if (param || kwn[j].type != TPL_T_STR) continue;
+        if (len < 200) len += snprintf(msg + len, sizeof msg - (size_t)len, "%s:%.*s", nun ? ", " : "", kwn[j].len > 60 ? 60 : (int)kwn[j].len, kwn[j].u.s);
+        nun++;
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %s (ArgumentError)", nun > 1 ? "s" : "", msg);
+}
+
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
@@ -3404,18 +3422,8 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
             continue;
         }
         if (d->kwargs_slot < 0 && vm->p->opts.syntax == TPL_SYNTAX_ERB) {
-            /* a def of the template called with a splat (f(**h), checked when it runs): Ruby's ArgumentError
-             * names every keyword left over */
-            char msg[240];
-            int len = 0, nun = 0;
-            for (int j = k; j < nkw; j++) {
-                bool param = false;
-                for (uint32_t i = 0; i < d->nparams && !param; i++) param = tpl_equal(params->items[i], kwn[j]);
-                if (param || kwn[j].type != TPL_T_STR) continue;
-                if (len < 200) len += snprintf(msg + len, sizeof msg - (size_t)len, "%s:%.*s", nun ? ", " : "", kwn[j].len > 60 ? 60 : (int)kwn[j].len, kwn[j].u.s);
-                nun++;
-            }
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %s (ArgumentError)", nun > 1 ? "s" : "", msg);
+            /* a def of the template called with a splat (f(**h), checked when it runs) */
+            return unknown_keywords(vm, d, params, kwn + k, nkw - k);
         }
         if (d->kwargs_slot < 0) {
             /* Jinja2 raises for the first keyword left over, unless `caller` is among them: a call
@@ -3782,6 +3790,18 @@ static int call_special(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, cons
     return call_any(vm, m, pos + 1, npos - 1, kwn, kwv, nkw, out);
 }
 
+/* A bound method: self first. Its own frame (the 64 arguments' copy, 1 KB) keeps it off the C stack
+ * of every macro call nesting through call_any. */
+static __attribute__((noinline)) int call_bound(tpl_vm *vm, const tpl_bound *bd, tpl_value *pos, int npos,
+                                                const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    tpl_value args[64];
+    if (npos >= 63) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments");
+    args[0] = bd->self;
+    if (npos) memcpy(args + 1, pos, (size_t)npos * sizeof *pos);
+    return call_builtin(vm, bd->method, args, npos + 1, kwn, kwv, nkw, out);
+}
+
 /* Calls a callable value with positional and keyword arguments. */
 static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tpl_value *kwn, tpl_value *kwv, int nkw,
                     tpl_value *out)
@@ -3796,12 +3816,7 @@ static int call_any(tpl_vm *vm, tpl_value fn, tpl_value *pos, int npos, const tp
             return call_builtin(vm, fn.aux, pos, npos, kwn, kwv, nkw, out);
         }
         if (fn.aux >= TPL_FN_ALIAS) return call_special(vm, fn, pos, npos, kwn, kwv, nkw, out);
-        /* bound method: self first */
-        tpl_value args[64];
-        if (npos >= 63) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many arguments");
-        args[0] = fn.u.bound->self;
-        if (npos) memcpy(args + 1, pos, (size_t)npos * sizeof *pos);
-        return call_builtin(vm, fn.u.bound->method, args, npos + 1, kwn, kwv, nkw, out);
+        return call_bound(vm, fn.u.bound, pos, npos, kwn, kwv, nkw, out);
     }
     if (fn.type == TPL_T_HOST) {
         if (tpl_has_big_range(pos, npos) || tpl_has_big_range(kwv, nkw)) return tpl_range_too_large(vm);
@@ -4171,6 +4186,16 @@ static inline __attribute__((always_inline)) int adds_op(tpl_vm *vm, uint32_t op
 /* PRINT_ADDS_K: PRINT_ADDS of the items of the constant tuple ks, a None item standing for the
  * next of the a values at args; the string items are plain and klen bytes long in all (the
  * verifier's). 0 when printed, -1 on an error (unlocated). */
+/* adds_k_op's general path: PRINT_ADDS of all the operands, in order. Its own frame: the operands'
+ * copy (512 bytes) stays off interp's, which every nested call has on the C stack. */
+static __attribute__((noinline)) int adds_k_slow(tpl_vm *vm, const tpl_list *ks, const tpl_value *args)
+{
+    tpl_value all[TPL_ADDS_K_MAX];
+    const tpl_value *x = args;
+    for (uint32_t i = 0; i < ks->len; i++) all[i] = ks->items[i].type == TPL_T_STR ? ks->items[i] : *x++;
+    return adds_op(vm, TPL_OP_PRINT_ADDS, all, ks->len) < 0 ? -1 : 0;
+}
+
 static inline __attribute__((always_inline)) int adds_k_op(tpl_vm *vm, const tpl_list *ks, const tpl_value *args,
                                                            uint32_t a, size_t klen)
 {
@@ -4201,11 +4226,7 @@ static inline __attribute__((always_inline)) int adds_k_op(tpl_vm *vm, const tpl
         vm->out_len += total;
         return 0;
     }
-    /* else PRINT_ADDS of all the operands, in order */
-    tpl_value all[TPL_ADDS_K_MAX];
-    const tpl_value *x = args;
-    for (uint32_t i = 0; i < ks->len; i++) all[i] = ks->items[i].type == TPL_T_STR ? ks->items[i] : *x++;
-    return adds_op(vm, TPL_OP_PRINT_ADDS, all, ks->len) < 0 ? -1 : 0;
+    return adds_k_slow(vm, ks, args);
 }
 
 /* Whether the n bytes at s, 1 to 16 of them, are all ASCII (two overlapping loads); false for
@@ -4389,6 +4410,32 @@ static inline __attribute__((always_inline)) const tpl_value *state_attr(tpl_vm 
 
 /* A fused op's dict lookup that missed: the general GETATTR (tpl_getattr: a new Undefined object,
  * d.__class__, or the located refusal of a special attribute). */
+/* CALL_METHOD_RB's call of a builtin its site found (direct 1: bound by position, 0: through
+ * call_builtin) with the receiver args[-1] and npos arguments copied. Its own frame: the copy
+ * stays off interp's, which every nested call has on the C stack. */
+static __attribute__((noinline)) int site_call_copied(tpl_vm *vm, int id, int direct, const tpl_value *args, int npos,
+                                                      tpl_value *r)
+{
+    tpl_value pos[TPL_MAX_PARAMS + 1];
+    pos[0] = args[-1];
+    for (int i = 0; i < npos; i++) pos[i + 1] = args[i];
+    if (!direct) return call_builtin(vm, id, pos, npos + 1, NULL, NULL, 0, r);
+    for (int i = npos + 1; i < vm->bind_hi[id]; i++) pos[i] = tpl_v_unset();
+    return tpl_stdlib.table[id].fn(vm, pos, r);
+}
+
+/* LOAD_IVAR_RB of a host self: sends "@name" (vm->stack_top set by the caller); 1 when the name is
+ * too long to be an instance variable's. Its own frame (as site_call_copied). */
+static __attribute__((noinline)) int send_ivar(tpl_vm *vm, const tpl_value *name, tpl_value *out)
+{
+    char iv[256];
+    size_t n = name->len;
+    if (n >= sizeof iv - 1) return 1;
+    iv[0] = '@';
+    memcpy(iv + 1, name->u.s, n);
+    return tpl_hobj_send(vm, vm->rb_self, iv, n + 1, NULL, 0, NULL, NULL, 0, out);
+}
+
 static __attribute__((noinline)) int map_miss(tpl_vm *vm, tpl_value obj, const tpl_name *nm, tpl_value *out)
 {
     return tpl_getattr(vm, obj, nm->s.u.s, nm->s.len, out);
@@ -5992,15 +6039,8 @@ top:
             }
         }
         if (self_iv) {
-            char iv[256];
-            size_t n = names[a].s.len;
-            int rc = 1;
-            if (n < sizeof iv - 1) {
-                iv[0] = '@';
-                memcpy(iv + 1, names[a].s.u.s, n);
-                vm->stack_top = (uint32_t)(sp - vm->stack);
-                rc = tpl_hobj_send(vm, vm->rb_self, iv, n + 1, NULL, 0, NULL, NULL, 0, sp);
-            }
+            vm->stack_top = (uint32_t)(sp - vm->stack);
+            int rc = send_ivar(vm, &names[a].s, sp);
             if (rc < 0) goto fail;
             if (rc > 0) *sp = tpl_v_none();
             sp++;
@@ -6048,15 +6088,7 @@ top:
                      * arguments where they are on the stack (popped after the call) */
                     rc = tpl_stdlib.table[id].fn(vm, args - 1, &r);
                 } else {
-                    tpl_value pos[TPL_MAX_PARAMS + 1];
-                    pos[0] = args[-1];
-                    for (int i = 0; i < npos; i++) pos[i + 1] = args[i];
-                    if (direct) {
-                        for (int i = npos + 1; i < vm->bind_hi[id]; i++) pos[i] = tpl_v_unset();
-                        rc = tpl_stdlib.table[id].fn(vm, pos, &r);
-                    } else {
-                        rc = call_builtin(vm, id, pos, npos + 1, NULL, NULL, 0, &r);
-                    }
+                    rc = site_call_copied(vm, id, direct, args, npos, &r);
                 }
                 vm->rb_block = save;
                 if (rc < 0) goto fail;
@@ -6251,6 +6283,8 @@ static bool cstack_exhausted(tpl_vm *vm)
     return here < vm->cstack_guard;
 }
 
+static int run_native(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result);
+
 /* A call level of vm->p: the native render when the program has one, else the interpreter. */
 static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base, uint32_t npre, tpl_value *result)
 {
@@ -6259,22 +6293,28 @@ static int run(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
     if (__builtin_expect(vm->depth > TPL_VM_CSTACK_CHECK, 0) && cstack_exhausted(vm))
         return tpl_vm_fail(vm, TPL_EK_DEPTH, "maximum call depth reached (%u nested calls: the thread's C stack "
                            "is near its end)", vm->depth);
-    if (vm->p->native) {
-        tpl_native_frame f = {
-            .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
-            .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
-            .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
-            .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
-            .hints = vm->native_hint,
-            /* (the memo is the root state's: a macro of another template or an include with
-             * its own context reads another state) */
-            .memo = vm->p->native == vm->memo_fn && vm->state.type == TPL_T_MAP && vm->state.u.map == vm->memo_state
-                        ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
-        };
-        f.kept = f.memo ? vm->native_kept : NULL;
-        return vm->p->native(&f, pc, npre);
-    }
+    if (vm->p->native) return run_native(vm, pc, slot_base, outer_base, npre, result);
     return interp(vm, pc, slot_base, outer_base, npre, result, NULL);
+}
+
+/* run's call of the native render. Its own frame: the native frame (its fields' copies) stays off
+ * run's, which every nested interpreted call has on the C stack. */
+static __attribute__((noinline)) int run_native(tpl_vm *vm, uint32_t pc, uint32_t slot_base, uint32_t outer_base,
+                                                uint32_t npre, tpl_value *result)
+{
+    tpl_native_frame f = {
+        .vm = vm, .stack = (tpl_nvalue *)(void *)(vm->stack + vm->stack_top),
+        .slots = (tpl_nvalue *)(void *)(vm->slots + slot_base), .out = &vm->out, .out_len = &vm->out_len,
+        .out_cap = &vm->out_cap, .fuel = &vm->fuel, .result = (tpl_nvalue *)(void *)result,
+        .slot_base = slot_base, .outer_base = outer_base, .state = (const tpl_nvalue *)(const void *)&vm->state,
+        .hints = vm->native_hint,
+        /* (the memo is the root state's: a macro of another template or an include with
+         * its own context reads another state) */
+        .memo = vm->p->native == vm->memo_fn && vm->state.type == TPL_T_MAP && vm->state.u.map == vm->memo_state
+                    ? (const tpl_nvalue **)(void *)vm->native_memo : NULL,
+    };
+    f.kept = f.memo ? vm->native_kept : NULL;
+    return vm->p->native(&f, pc, npre);
 }
 
 /* ------------------------------------------------------------------ native programs (tpl_native.h) */

@@ -3726,41 +3726,12 @@ static bool exc_method_ok(const char *name, size_t n)
  * Ruby's (ArgumentError); a proc takes the items of one Array argument when it has two or more
  * parameters, nil for missing required parameters; a missing optional parameter is unset (its default). */
 enum { RB_PROC_AUX = 0xB10D };
-static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+/* proc_call's yield of the block blk to its k arguments args[first..]: tpl_rb_yield's answer. Its own
+ * frame: the arguments' copy and the kept slots (5 KB) stay off the C stack of every nested call. */
+static __attribute__((noinline)) int proc_yield(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first, int k,
+                                                int nreq, bool lam, tpl_value *out)
 {
-    tpl_rb_block blk = tpl_vm_block(vm);
-    if (npos < 1 || args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
-    uint32_t meta = (uint32_t)args[0].u.i;
-    const char *nm = meta >> 25 & 1 ? "arity" : meta >> 26 & 1 ? "lambda?" : "call";
-    if (self.type != TPL_T_INT || self.aux != RB_PROC_AUX || !blk.pc) {
-        tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
-        return no_method(vm, self, nm, strlen(nm));
-    }
-    /* the Proc the variable holds now (proc_value): its entry, parameters and signature; the call's frame */
-    uint64_t u = (uint64_t)self.u.i;
-    blk.pc = (uint32_t)(u & 0xFFFFFFu);
-    blk.nparams = (uint32_t)(u >> 24 & 0xFF);
-    bool lam = u >> 48 & 1;
-    /* a call from the Proc's own block (bit 27): args[1] lists the slots each call keeps ("3,4,7") */
-    int first = meta >> 27 & 1 ? 2 : 1;
-    if (npos < first || (first == 2 && args[1].type != TPL_T_STR)) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
-    int k = npos - first, nreq = (int)(u >> 32 & 0xFF), nopt = (int)(u >> 40 & 0xFF), np = (int)blk.nparams;
-    if (meta >> 25 & 1) { *out = tpl_v_int(u >> 49 & 1 ? -(nreq + 1) : nreq); return 0; }   /* (rb_proc_arity: the sig's bit 17) */
-    if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
-    if (blk.nparams & TPL_RB_BIND_RAW) {
-        /* the block binds them (bind_block): the arguments as given, the keywords (bit 28: the last argument) */
-        tpl_value kwv = tpl_v_none();
-        if (meta >> 28 & 1 && k > 0) kwv = args[first + --k];
-        int rc = first == 2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc with *rest, keyword or &block parameters calling itself")
-                            : tpl_rb_yield_kw(vm, &blk, args + first, k, kwv, out);
-        if (rc < 0) return -1;
-        if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
-        return 0;
-    }
-    if (lam && (k < nreq || k > nreq + nopt)) {
-        if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", k, nreq, nreq + nopt);
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", k, nreq);
-    }
+    int np = (int)blk->nparams;
     tpl_value vals[256];
     const tpl_value *src = args + first;
     int cnt = k;
@@ -3780,10 +3751,49 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
             if (nkeep == 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc calling itself with more than 256 locals");
             keep[nkeep++] = v;
         }
-        rc = tpl_rb_yield_keep(vm, &blk, vals, np, out, keep, nkeep);
+        rc = tpl_rb_yield_keep(vm, blk, vals, np, out, keep, nkeep);
     } else {
-        rc = tpl_rb_yield(vm, &blk, vals, np, out);
+        rc = tpl_rb_yield(vm, blk, vals, np, out);
     }
+    return rc;
+}
+
+static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (npos < 1 || args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
+    uint32_t meta = (uint32_t)args[0].u.i;
+    const char *nm = meta >> 25 & 1 ? "arity" : meta >> 26 & 1 ? "lambda?" : "call";
+    if (self.type != TPL_T_INT || self.aux != RB_PROC_AUX || !blk.pc) {
+        tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
+        return no_method(vm, self, nm, strlen(nm));
+    }
+    /* the Proc the variable holds now (proc_value): its entry, parameters and signature; the call's frame */
+    uint64_t u = (uint64_t)self.u.i;
+    blk.pc = (uint32_t)(u & 0xFFFFFFu);
+    blk.nparams = (uint32_t)(u >> 24 & 0xFF);
+    bool lam = u >> 48 & 1;
+    /* a call from the Proc's own block (bit 27): args[1] lists the slots each call keeps ("3,4,7") */
+    int first = meta >> 27 & 1 ? 2 : 1;
+    if (npos < first || (first == 2 && args[1].type != TPL_T_STR)) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (call)");
+    int k = npos - first, nreq = (int)(u >> 32 & 0xFF), nopt = (int)(u >> 40 & 0xFF);
+    if (meta >> 25 & 1) { *out = tpl_v_int(u >> 49 & 1 ? -(nreq + 1) : nreq); return 0; }   /* (rb_proc_arity: the sig's bit 17) */
+    if (meta >> 26 & 1) { *out = tpl_v_bool(lam); return 0; }
+    if (blk.nparams & TPL_RB_BIND_RAW) {
+        /* the block binds them (bind_block): the arguments as given, the keywords (bit 28: the last argument) */
+        tpl_value kwv = tpl_v_none();
+        if (meta >> 28 & 1 && k > 0) kwv = args[first + --k];
+        int rc = first == 2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc with *rest, keyword or &block parameters calling itself")
+                            : tpl_rb_yield_kw(vm, &blk, args + first, k, kwv, out);
+        if (rc < 0) return -1;
+        if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
+        return 0;
+    }
+    if (lam && (k < nreq || k > nreq + nopt)) {
+        if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", k, nreq, nreq + nopt);
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", k, nreq);
+    }
+    int rc = proc_yield(vm, &blk, args, first, k, nreq, lam, out);
     if (rc < 0) return -1;
     if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
     return 0;
@@ -3815,6 +3825,16 @@ static int block_value(tpl_vm *vm, tpl_value *args, int npos, tpl_value *out)
     return 0;
 }
 
+/* block_yield's yield to a lambda of np parameters: a missing optional one is unset (its default).
+ * Its own frame: the arguments' copy (4 KB) stays off the C stack of every nested block call. */
+static __attribute__((noinline)) int lambda_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int npos, int np,
+                                                  tpl_value *out)
+{
+    tpl_value vals[256];
+    for (int i = 0; i < np && i < 256; i++) vals[i] = i < npos ? args[i] : tpl_v_unset();
+    return tpl_rb_yield(vm, b, vals, np, out);
+}
+
 static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
 {
     if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
@@ -3830,9 +3850,7 @@ static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tp
             if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", npos, nreq, nreq + nopt);
             return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", npos, nreq);
         }
-        tpl_value vals[256];
-        for (int i = 0; i < np && i < 256; i++) vals[i] = i < npos ? args[i] : tpl_v_unset();
-        rc = tpl_rb_yield(vm, &b, vals, np, out);
+        rc = lambda_yield(vm, &b, args, npos, np, out);
         if (rc > 0) rc = 0;   /* break in a lambda: its value */
     } else {
         rc = tpl_rb_yield(vm, &b, args, npos, out);
