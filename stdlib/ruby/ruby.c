@@ -3726,13 +3726,12 @@ static bool exc_method_ok(const char *name, size_t n)
  * Ruby's (ArgumentError); a proc takes the items of one Array argument when it has two or more
  * parameters, nil for missing required parameters; a missing optional parameter is unset (its default). */
 enum { RB_PROC_AUX = 0xB10D };
-/* proc_call's yield of the block blk to its k arguments args[first..]: tpl_rb_yield's answer. Its own
- * frame: the arguments' copy and the kept slots (5 KB) stay off the C stack of every nested call. */
-static __attribute__((noinline)) int proc_yield(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first, int k,
-                                                int nreq, bool lam, tpl_value *out)
+/* proc_call's yield of the block blk to its k arguments args[first..] (vals: room for blk's
+ * parameters; keep: for keep_cap kept slots): tpl_rb_yield's answer. */
+static inline int proc_yield_in(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first, int k, int nreq,
+                                bool lam, tpl_value *out, tpl_value *vals, uint32_t *keep, uint32_t keep_cap)
 {
     int np = (int)blk->nparams;
-    tpl_value vals[256];
     const tpl_value *src = args + first;
     int cnt = k;
     if (!lam && k == 1 && np >= 2 && is_array(args[first])) {
@@ -3740,22 +3739,40 @@ static __attribute__((noinline)) int proc_yield(tpl_vm *vm, const tpl_rb_block *
         cnt = (int)args[first].u.list->len;
     }
     for (int i = 0; i < np && i < 256; i++) vals[i] = i < cnt ? src[i] : i < nreq ? tpl_v_none() : tpl_v_unset();
-    int rc;
-    if (first == 2) {
-        uint32_t keep[256], nkeep = 0;
-        const char *p = args[1].u.s, *e = p + args[1].len;
-        while (p < e) {
-            uint32_t v = 0;
-            while (p < e && *p >= '0' && *p <= '9') v = v * 10 + (uint32_t)(*p++ - '0');
-            if (p < e) p++;
-            if (nkeep == 256) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc calling itself with more than 256 locals");
-            keep[nkeep++] = v;
-        }
-        rc = tpl_rb_yield_keep(vm, blk, vals, np, out, keep, nkeep);
-    } else {
-        rc = tpl_rb_yield(vm, blk, vals, np, out);
+    if (first != 2) return tpl_rb_yield(vm, blk, vals, np, out);
+    uint32_t nkeep = 0;
+    const char *p = args[1].u.s, *e = p + args[1].len;
+    while (p < e) {
+        uint32_t v = 0;
+        while (p < e && *p >= '0' && *p <= '9') v = v * 10 + (uint32_t)(*p++ - '0');
+        if (p < e) p++;
+        if (nkeep == keep_cap) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc calling itself with more than 256 locals");
+        keep[nkeep++] = v;
     }
-    return rc;
+    return tpl_rb_yield_keep(vm, blk, vals, np, out, keep, nkeep);
+}
+
+/* proc_yield_in with room for 256 parameters and kept slots (5 KB): its own frame, only for a Proc of
+ * more than 16 parameters or 32 kept slots, so that the copies of the others stay small on the C stack
+ * of every nested call (a lambda calling itself 900 deep took 12 KB a level under ASan). */
+static __attribute__((noinline)) int proc_yield_big(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first,
+                                                    int k, int nreq, bool lam, tpl_value *out)
+{
+    tpl_value vals[256];
+    uint32_t keep[256];
+    return proc_yield_in(vm, blk, args, first, k, nreq, lam, out, vals, keep, 256);
+}
+
+static int proc_yield(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first, int k, int nreq, bool lam,
+                      tpl_value *out)
+{
+    size_t commas = 0;
+    if (first == 2)
+        for (uint32_t i = 0; i < args[1].len; i++) commas += args[1].u.s[i] == ',';
+    if (blk->nparams > 16 || commas >= 32) return proc_yield_big(vm, blk, args, first, k, nreq, lam, out);
+    tpl_value vals[16];
+    uint32_t keep[32];
+    return proc_yield_in(vm, blk, args, first, k, nreq, lam, out, vals, keep, 32);
 }
 
 static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
@@ -3826,12 +3843,20 @@ static int block_value(tpl_vm *vm, tpl_value *args, int npos, tpl_value *out)
 }
 
 /* block_yield's yield to a lambda of np parameters: a missing optional one is unset (its default).
- * Its own frame: the arguments' copy (4 KB) stays off the C stack of every nested block call. */
-static __attribute__((noinline)) int lambda_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int npos, int np,
-                                                  tpl_value *out)
+ * The copy of more than 16 (4 KB of room) in its own frame: off the C stack of other nested block calls. */
+static __attribute__((noinline)) int lambda_yield_big(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int npos,
+                                                      int np, tpl_value *out)
 {
     tpl_value vals[256];
     for (int i = 0; i < np && i < 256; i++) vals[i] = i < npos ? args[i] : tpl_v_unset();
+    return tpl_rb_yield(vm, b, vals, np, out);
+}
+
+static int lambda_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int npos, int np, tpl_value *out)
+{
+    if (np > 16) return lambda_yield_big(vm, b, args, npos, np, out);
+    tpl_value vals[16];
+    for (int i = 0; i < np; i++) vals[i] = i < npos ? args[i] : tpl_v_unset();
     return tpl_rb_yield(vm, b, vals, np, out);
 }
 
