@@ -492,7 +492,9 @@ typedef struct tpl_host_class {
     tpl_host_result (*getattr)(void *obj, tpl_render *r, const char *name, size_t len, tpl_val *out);
     /* obj[key] (Jinja `[]`, and `.` after the attribute lookup misses) */
     tpl_host_result (*getitem)(void *obj, tpl_render *r, tpl_val key, tpl_val *out);
-    /* iteration (for loops, filters over it): *out a list of the items (a mapping: its keys) */
+    /* iteration (for loops, filters over it): *out a list of the items (a mapping: its keys); of
+     * a one-shot iterator (type_of: TPL_HOST_ITERATOR), *out its next item, asked for each item
+     * the VM takes, when it takes it; TPL_HOST_MISSING when it is exhausted */
     tpl_host_result (*iter)(void *obj, tpl_render *r, tpl_val *out);
     /* |length (without it, |length counts the resolved data) */
     tpl_host_result (*len)(void *obj, tpl_render *r, int64_t *out);
@@ -574,10 +576,10 @@ typedef struct tpl_host_class {
  * Jinja's `callable` test is true for (Python's callable(obj): a function, a bound method, a
  * class, an object with __call__) */
 enum { TPL_HOST_NUMBER = 1, TPL_HOST_INTEGER = 2, TPL_HOST_FLOAT = 4, TPL_HOST_CALLABLE = 8,
-       /* a one-shot iterator (Python's generator, map(), iter(list)): at its first use as an
-        * iterable (a loop, a filter, `in`, unpacking) its items are read once (the iter callback)
-        * and it is from then on the VM's own iterator of them, taken from as Jinja2 takes from a
-        * generator (|first one item, `x in it` up to the match, a loop all) */
+       /* a one-shot iterator (Python's generator, map(), iter(list)): the VM's iterator of its
+        * items, read from the host as they are taken (the iter callback, a call per item),
+        * as Jinja2 takes from a generator (|first one item, `x in it` up to the match, a loop
+        * item by item as it runs, `break` leaving the rest unread) */
        TPL_HOST_ITERATOR = 16 };
 
 /* Scalars (no render context, cannot fail). */

@@ -88,6 +88,8 @@ typedef struct pyobj {
     struct render_ctx *c;
     unsigned numeric;   /* TPL_HOST_NUMBER... (py_type_of): found while the GIL is held */
     tpl_val hv;         /* with TPL_HOST_ITERATOR: its host value (host_val) */
+    uint64_t cost;      /* with TPL_HOST_ITERATOR: the cost of the items taken so far (iter_next) */
+    Py_ssize_t taken;   /* and their count */
 } pyobj;
 
 typedef struct chunk {
@@ -519,6 +521,8 @@ static int host_val(render_ctx *c, PyObject *o, tpl_val *out)
     h->numeric = numeric_of(o) | (PyCallable_Check(o) ? TPL_HOST_CALLABLE : 0) | (it ? TPL_HOST_ITERATOR : 0);
     if (tpl_val_host(c->r, &py_class, h, out) != TPL_OK) { PyErr_NoMemory(); return -1; }
     h->hv = *out;
+    h->cost = 0;
+    h->taken = 0;
     return 0;
 }
 
@@ -1507,12 +1511,48 @@ static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
     return TPL_HOST_OK;
 }
 
+/* tpl.jinja2's one-shot iterator (TPL_HOST_ITERATOR: a generator, map(), iter(list)): its next
+ * item (MISSING: exhausted). The VM asks for each item it takes, when it takes it (a loop's next
+ * item as the loop reaches it, |first one), as Jinja2's template pulls from the generator: a
+ * generator whose items depend on what the loop body did sees it done. The items taken stay
+ * within the render's memory limit as iter_list's do (an endless generator read whole,
+ * `gen|list`, is a MemoryError). */
+static tpl_host_result iter_next(pyobj *h, tpl_val *out)
+{
+    render_ctx *c = h->c;
+    PyObject *item = PyIter_Next(h->o);
+    if (!item) {
+        if (!PyErr_Occurred()) return TPL_HOST_MISSING;
+        fail_with_exception(c);
+        return TPL_HOST_ERROR;
+    }
+    h->cost += item_cost(item);
+    h->taken++;
+    int rc = 0;
+    if (h->cost > c->max_iter_bytes) {
+        PyErr_Format(PyExc_MemoryError, "tpl: an iterable past the render's memory limit (%llu bytes) at item %zd",
+                     (unsigned long long)c->max_iter_bytes, h->taken);
+        rc = -1;
+    } else if (!PyLong_CheckExact(item) && !PyFloat_CheckExact(item) && item != Py_None && !PyBool_Check(item)) {
+        rc = keep(c, item); /* (its value may borrow from it until the render ends) */
+    }
+    if (rc == 0) {
+        const char *save = c->what;
+        c->what = "an iterated object's items";
+        rc = to_val(c, item, out);
+        c->what = save;
+    }
+    Py_DECREF(item);
+    if (rc < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
+    return TPL_HOST_OK;
+}
+
 static tpl_host_result py_iter(void *obj, tpl_render *r, tpl_val *out)
 {
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
-    tpl_host_result rc = iter_list(h->c, h->o, out);
+    tpl_host_result rc = h->numeric & TPL_HOST_ITERATOR ? iter_next(h, out) : iter_list(h->c, h->o, out);
     gil_out(h->c);
     return rc;
 }

@@ -811,18 +811,21 @@ int tpl_hobj_as_iter(tpl_vm *vm, tpl_value *v)
 {
     if (v->type != TPL_T_HOST || !(tpl_hobj_numeric(*v) & TPL_HOST_ITERATOR)) return 0;
     tpl_hobj *h = v->u.p;
-    if (!h->has_it) {
-        tpl_list *l, *c;
-        if (tpl_hobj_iter(vm, *v, &l) < 0) return -1;
-        if (!(c = tpl_list_new(&vm->arena, l->len))) return tpl_vm_nomem(vm);
-        if (l->len) memcpy(c->items, l->items, l->len * sizeof *c->items);
-        c->len = l->len;
-        h->it = tpl_v_list(c);
-        h->it.aux = TPL_LAZY_GENERATOR;
+    if (!h->has_it) { /* a lazy iterator whose source is the object (tpl_hobj_next) */
+        if (tpl_pend_stage(vm, *v, NULL, NULL, 0, 0, TPL_LAZY_GENERATOR, &h->it) < 0) return -1;
         h->has_it = true;
     }
     *v = h->it;
     return 0;
+}
+
+int tpl_hobj_next(tpl_vm *vm, tpl_value obj, tpl_value *out)
+{
+    tpl_hobj *h = obj.u.p;
+    tpl_val o;
+    int rc = h->cls->iter ? result(vm, h, h->cls->iter(h->obj, h->r, &o), "iter", NULL, 0) : 1;
+    if (rc == 0) *out = from_val(o);
+    return rc;
 }
 
 /* The arguments args[0..n) as a host gets them: a lazy Jinja2 iterator (the generator of a map or
@@ -835,8 +838,9 @@ static int host_args(tpl_vm *vm, const tpl_value **args, int n)
     for (int i = 0; i < n; i++) {
         if ((*args)[i].type == TPL_T_HOST && ((tpl_hobj *)(*args)[i].u.p)->has_it &&
             ((tpl_hobj *)(*args)[i].u.p)->it.u.list->len)
-            /* (Python's iterator was read to its end: the items the template has not taken yet
-             * would be lost to the callable, which Jinja2 hands the iterator with them) */
+            /* (items read from Python's iterator that the template has not taken yet would be
+             * lost to the callable, which Jinja2 hands the iterator with them; otherwise the
+             * callable gets the iterator itself, the items not taken still in it, as in Jinja2) */
             return tpl_vm_fail(vm, TPL_EK_RUNTIME,
                                "unsupported: a Python iterator handed to a callable after the template took "
                                "only some of its items (|first, `in`): tpl read all of them; pass a list");

@@ -14,9 +14,13 @@ typedef struct tpl_hobj {
 } tpl_hobj;
 
 /* A one-shot host iterator (type_of: TPL_HOST_ITERATOR) *v as the VM's iterator of its items
- * (read at the first call, then the same iterator: what was taken from it stays taken); any
- * other value is left alone. 0, or -1 with an error. */
+ * (a lazy one, tpl_pending, whose source is the object: its items are asked of the host as they
+ * are taken, tpl_hobj_next; the same iterator at every call: what was taken from it stays
+ * taken); any other value is left alone. 0, or -1 with an error. */
 int tpl_hobj_as_iter(tpl_vm *vm, tpl_value *v);
+/* The next item of a one-shot host iterator obj (its iter callback): 0 with *out, 1 when it is
+ * exhausted, -1 with an error. */
+int tpl_hobj_next(tpl_vm *vm, tpl_value obj, tpl_value *out);
 
 
 /* obj.name / obj[key] of a host object, Jinja2's order (getattr then getitem for `.`, the

@@ -2413,6 +2413,26 @@ static int pend_push(tpl_vm *vm, tpl_pending *p, const tpl_value *x, uint32_t n)
 static int pend_src(tpl_vm *vm, tpl_pending *p, uint32_t k, tpl_list **out)
 {
     tpl_value s = p->src;
+    if (__builtin_expect(s.type == TPL_T_HOST, 0)) { /* a one-shot host iterator (tpl_hobj_as_iter) */
+        tpl_list *l = tpl_list_new(&vm->arena, k < 8 ? (k ? k : 1) : 8);
+        if (!l) return oom(vm);
+        while (l->len < k) {
+            tpl_value x;
+            int r = tpl_hobj_next(vm, s, &x);
+            if (r < 0) return -1;
+            if (r) break;
+            if (l->len == l->cap) {
+                tpl_list *g = l->cap < TPL_PEND_MARK / 4 ? tpl_list_new(&vm->arena, l->cap * 2) : NULL;
+                if (!g) return oom(vm);
+                memcpy(g->items, l->items, l->len * sizeof *g->items);
+                g->len = l->len;
+                l = g;
+            }
+            l->items[l->len++] = x;
+        }
+        *out = l;
+        return 0;
+    }
     if (tpl_is_iter(s)) {
         if (take_iter(vm, &s, k) < 0) return -1;
         *out = s.u.list;
@@ -2506,6 +2526,16 @@ static int pend_fill(tpl_vm *vm, tpl_pending *p, uint32_t want)
         else k = need > (UINT32_MAX - 1) / p->per ? UINT32_MAX : need * p->per;
         if (p->ahead && p->fn && p->per && p->per != UINT32_MAX && k != UINT32_MAX && k < UINT32_MAX - 1)
             k += p->has_held ? 0 : 1; /* the look-ahead item */
+        if (!p->fn && p->src.type == TPL_T_HOST) { /* a one-shot host iterator: its items one by one */
+            for (; p->l.len < want; ) {
+                tpl_value x;
+                int r = tpl_hobj_next(vm, p->src, &x);
+                if (r < 0) return -1;
+                if (r) { p->done = true; break; }
+                if (pend_push(vm, p, &x, 1) < 0) return -1;
+            }
+            break;
+        }
         tpl_list *chunk = NULL;
         if (pend_src(vm, p, k, &chunk) < 0) return -1;
         if (chunk->len < k || (k == UINT32_MAX && !p->each)) p->done = true;

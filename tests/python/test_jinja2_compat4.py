@@ -1,0 +1,127 @@
+"""tpl.jinja2 against real Jinja2 in the same process (session 34): a Python iterator taken
+item by item as the template uses it."""
+import itertools
+
+import jinja2
+import pytest
+
+import tpl.jinja2 as tj
+
+
+def render_both(src, env=None, setup=None, **ctx):
+    """Renders src under both engines (fresh context values from ctx's factories): the outputs,
+    an exception as 'EXC Class: message'."""
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment(**(env or {}))
+        if setup:
+            setup(m, e)
+        try:
+            outs.append(e.from_string(src).render(**{k: f() for k, f in ctx.items()}))
+        except Exception as ex:  # noqa: BLE001 (compared between the engines)
+            outs.append("EXC %s: %s" % (type(ex).__name__, ex))
+    return outs
+
+
+def _growing():
+    """A generator over a list that the loop body appends to (through add)."""
+    items = [1]
+
+    def gen():
+        i = 0
+        while i < len(items):
+            yield items[i]
+            i += 1
+
+    def add(x):
+        items.append(x)
+        return ""
+    return {"g": gen, "add": lambda: add}
+
+
+@pytest.mark.parametrize("src", [
+    "{% for x in g %}{{ x }}{% if x < 5 %}{{ add(x + 1) }}{% endif %}{% endfor %}",
+    "{% for x in g %}{{ x }}{% if x < 5 %}{{ add(x + 1) }}{% endif %}{% else %}none{% endfor %}",
+    "{% for x in g if x is odd %}{{ x }}{% if x < 5 %}{{ add(x + 1) }}{{ add(x + 2) }}{% endif %}{% endfor %}",
+    "{% for x in g|map('string') %}{{ x }}{% if x|int < 4 %}{{ add(x|int + 1) }}{% endif %}{% endfor %}",
+    "{% for x in g %}{{ x }}{{ loop.index }}{% if x < 4 %}{{ add(x + 1) }}{% endif %}{% endfor %}",
+])
+def test_generator_items_depend_on_the_loop_body(src):
+    """A generator whose items depend on what the loop body did (it reads a list the body
+    appends to through a callable) is taken from item by item as the loop runs, as Jinja2's
+    for loop does: the items the body added are seen."""
+    g = _growing()
+    h = _growing()
+    outs = []
+    for m, ctx in ((jinja2, g), (tj, h)):
+        e = m.Environment()
+        state = {"g": ctx["g"](), "add": ctx["add"]()}
+        outs.append(e.from_string(src).render(**state))
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", [
+    "{% for x in g %}{{ x }}{% if loop.index > 3 %}{% break %}{% endif %}{% endfor %}",
+    "{% for x in g %}{% if x is odd %}{% continue %}{% endif %}{{ x }}{% if x > 6 %}{% break %}{% endif %}{% endfor %}",
+    "{{ g|first }}{{ g|first }}",
+    "{{ (g|batch(3))|first }}{{ g|first }}",
+    "{{ g|batch(2)|map('sum')|first }}",
+    "{{ 5 in g }}{{ g|first }}",
+    "{{ g|select('odd')|first }}{{ g|first }}",
+    "{{ g|map('string')|first }}{{ g|first }}",
+    "{% for x in g %}{% for y in g %}{{ x }}{{ y }}{% if y > 4 %}{% break %}{% endif %}{% endfor %}"
+    "{% if x > 6 %}{% break %}{% endif %}{% endfor %}",
+    "{% for x in g %}{{ x }}{{ loop.last }}{% if loop.index > 2 %}{% break %}{% endif %}{% endfor %}{{ g|first }}",
+])
+def test_endless_generator(src):
+    """An endless generator (itertools.count()) is read only as far as the template takes it:
+    a loop left with break, |first, `in`, |batch and the lazy filters over it."""
+    outs = render_both(src, env={"extensions": ["jinja2.ext.loopcontrols"]}, g=itertools.count)
+    assert outs[1] == outs[0]
+
+
+def test_endless_generator_read_whole_is_a_memory_error():
+    """Read whole (|list), an endless generator is tpl's MemoryError at the render's memory
+    limit (Jinja2 would fill the process), not a hang."""
+    with pytest.raises(MemoryError):
+        tj.Environment().from_string("{{ g|list|length }}").render(g=(str(i) for i in itertools.count()))
+
+
+def _raising():
+    yield 1
+    yield 2
+    raise KeyError("boom")
+
+
+@pytest.mark.parametrize("src", [
+    "{% for x in g %}{{ x }}{% endfor %}",
+    "{{ g|first }}{{ g|first }}",
+    "{{ g|first }}{{ g|first }}{{ g|first }}",
+    "{{ 2 in g }}",
+])
+def test_generator_raising_midway(src):
+    """A generator that raises after some items: the items taken before print, the exception
+    ends the render when the template takes the item that raises, as in Jinja2."""
+    outs = render_both(src, g=_raising)
+    assert outs[1] == outs[0]
+
+
+def test_generator_side_effects_interleave_with_output():
+    """Each item is pulled when the loop reaches it: a generator's side effects come between
+    the loop's outputs as under Jinja2 (seen through a callable that reports them)."""
+    outs = []
+    for m in (jinja2, tj):
+        log = []
+
+        def gen():
+            for i in range(3):
+                log.append("pull%d" % i)
+                yield i
+
+        def mark(x):
+            log.append("body%d" % x)
+            return ""
+        m.Environment().from_string("{% for x in g %}{{ mark(x) }}{% endfor %}").render(g=gen(), mark=mark)
+        outs.append(log)
+    assert outs[1] == outs[0]
+
