@@ -200,6 +200,7 @@ typedef struct render_ctx {
                              * dict made, snapshot of its items) that py_call checks after the call
                              * (watch_changed) */
     bool watch_on;
+    bool no_reuse;          /* building a fresh copy to compare with a kept one (kept_reuse) */
     PyObject *memo;         /* owned or NULL: while watch_on, the Python list or dict made for each
                              * template list or dict (key: the tpl_val's bytes), so that one
                              * converted twice in a call (f(l, l), f([l, l])) is one object, as
@@ -1205,9 +1206,9 @@ static PyObject *from_val(render_ctx *c, tpl_val v)
  * objects) and snap (new reference or NULL), the snapshot of its items: recorded in c->watch so
  * that a callable that changes it is refused (watch_changed), where Jinja2's template would see
  * the change (issue 17). */
-static int watch_add(render_ctx *c, PyObject *o, PyObject *snap)
+static int watch_add(render_ctx *c, PyObject *o, PyObject *snap, PyObject *key)
 {
-    PyObject *t = snap ? PyTuple_Pack(2, o, snap) : NULL;
+    PyObject *t = snap ? PyTuple_Pack(3, o, snap, key ? key : Py_None) : NULL;
     Py_XDECREF(snap);
     if (t && !c->watch && !(c->watch = PyList_New(0))) Py_CLEAR(t);
     int rc = t ? PyList_Append(c->watch, t) : -1;
@@ -1268,6 +1269,48 @@ static void watch_keep(render_ctx *c, PyObject *watch)
             PyErr_Clear();
 }
 
+static PyObject *plain_from_val(render_ctx *c, tpl_val v);
+
+/* The list or dict an earlier call of the render was given for the template's list or dict v
+ * (key: memo_get's) and Python kept (c->kept), when it equals what v holds now (new reference,
+ * also put in this call's memo): Jinja2 hands every call the same object, which a callable that
+ * kept it can tell (`x is kept`). NULL otherwise (a new copy is made: v changed since, or
+ * nothing kept it), or with an exception. */
+static PyObject *kept_reuse(render_ctx *c, tpl_val v, PyObject *key)
+{
+    if (!c->kept || c->no_reuse) return NULL;
+    PyObject *o = NULL;
+    for (Py_ssize_t i = PyList_GET_SIZE(c->kept) - 1; i >= 0 && !o; i--) {
+        PyObject *e = PyList_GET_ITEM(c->kept, i), *k = PyTuple_GET_ITEM(e, 2);
+        if (PyBytes_Check(k) && PyBytes_GET_SIZE(k) == PyBytes_GET_SIZE(key) &&
+            memcmp(PyBytes_AS_STRING(k), PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key)) == 0 &&
+            Py_REFCNT(PyTuple_GET_ITEM(e, 0)) > 1)
+            o = PyTuple_GET_ITEM(e, 0);
+    }
+    if (!o) return NULL;
+    /* a fresh copy (its own memo and watch, dropped), compared with the kept object */
+    PyObject *memo = c->memo, *watch = c->watch;
+    c->memo = NULL;
+    c->watch = NULL;
+    c->no_reuse = true;
+    PyObject *fresh = plain_from_val(c, v);
+    c->no_reuse = false;
+    Py_XDECREF(c->memo);
+    Py_XDECREF(c->watch);
+    c->memo = memo;
+    c->watch = watch;
+    if (!fresh) return NULL;
+    int eq = Py_TYPE(fresh) == Py_TYPE(o) ? PyObject_RichCompareBool(o, fresh, Py_EQ) : 0;
+    Py_DECREF(fresh);
+    if (eq <= 0) {
+        if (eq < 0) PyErr_Clear();
+        return NULL;
+    }
+    if (PyDict_SetItem(c->memo, key, o) < 0) return NULL;
+    Py_INCREF(o);
+    return o;
+}
+
 /* from_val for a value of its kind alone (a list's items, a map's entries through from_val). */
 static PyObject *plain_from_val(render_ctx *c, tpl_val v)
 {
@@ -1316,18 +1359,19 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
         PyObject *l = tup ? PyTuple_New((Py_ssize_t)n) : PyList_New((Py_ssize_t)n);
         if (!l) { Py_XDECREF(key); return NULL; }
         if (key) { /* (before its items: a list holding itself is itself) */
+            PyObject *k = kept_reuse(c, v, key);
+            if (k || PyErr_Occurred()) { Py_DECREF(l); Py_DECREF(key); return k; }
             for (size_t i = 0; i < n; i++) { Py_INCREF(Py_None); PyList_SET_ITEM(l, (Py_ssize_t)i, Py_None); }
-            int bad = PyDict_SetItem(c->memo, key, l);
-            Py_DECREF(key);
-            if (bad < 0) { Py_DECREF(l); return NULL; }
+            if (PyDict_SetItem(c->memo, key, l) < 0) { Py_DECREF(l); Py_DECREF(key); return NULL; }
         }
         for (size_t i = 0; i < n; i++) {
             PyObject *x = from_val(c, tpl_val_item(v, i));
-            if (!x) { Py_DECREF(l); return NULL; }
+            if (!x) { Py_DECREF(l); Py_XDECREF(key); return NULL; }
             if (tup) PyTuple_SET_ITEM(l, (Py_ssize_t)i, x);
             else PyList_SetItem(l, (Py_ssize_t)i, x);
         }
-        if (!tup && c && c->watch_on && watch_add(c, l, PyList_GetSlice(l, 0, (Py_ssize_t)n)) < 0) Py_CLEAR(l);
+        if (!tup && c && c->watch_on && watch_add(c, l, PyList_GetSlice(l, 0, (Py_ssize_t)n), key) < 0) Py_CLEAR(l);
+        Py_XDECREF(key);
         return l;
     }
     case TPL_VAL_MAP: {
@@ -1336,9 +1380,12 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
             PyObject *d = memo_get(c, v, &key);
             if (d || !key) return d;
         }
+        if (key) {
+            PyObject *k = kept_reuse(c, v, key);
+            if (k || PyErr_Occurred()) { Py_DECREF(key); return k; }
+        }
         PyObject *d = PyDict_New();
         if (d && key && PyDict_SetItem(c->memo, key, d) < 0) Py_CLEAR(d);
-        Py_XDECREF(key);
         n = tpl_val_len(v);
         for (size_t i = 0; d && i < n; i++) {
             PyObject *k = from_val(c, tpl_val_map_key(v, i)), *x = from_val(c, tpl_val_map_value(v, i));
@@ -1346,7 +1393,8 @@ static PyObject *plain_from_val(render_ctx *c, tpl_val v)
             Py_XDECREF(k);
             Py_XDECREF(x);
         }
-        if (d && c && c->watch_on && watch_add(c, d, PyDict_Items(d)) < 0) Py_CLEAR(d);
+        if (d && c && c->watch_on && watch_add(c, d, PyDict_Items(d), key) < 0) Py_CLEAR(d);
+        Py_XDECREF(key);
         return d;
     }
     case TPL_VAL_HOST: {

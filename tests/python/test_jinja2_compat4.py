@@ -125,3 +125,33 @@ def test_generator_side_effects_interleave_with_output():
         outs.append(log)
     assert outs[1] == outs[0]
 
+
+def _identity():
+    kept = []
+
+    def keep(v):
+        kept.append(v)
+        return ""
+
+    def same(v):
+        return repr(v is kept[0])
+
+    def same_item(v):
+        return repr(v is kept[0][0])
+    return {"keep": keep, "same": same, "same_item": same_item}
+
+
+@pytest.mark.parametrize("src", [
+    "{% set l = [1, 2] %}{{ keep(l) }}{{ same(l) }}",
+    "{% set d = {'a': [1]} %}{{ keep(d) }}{{ same(d) }}",
+    "{% set l = [[1], 2] %}{{ keep(l) }}{{ same(l) }}{{ same_item(l[0]) }}",
+    "{% set l = [1] %}{{ keep(l) }}{% for i in range(3) %}{{ same(l) }}{% endfor %}",
+    "{% set l = [1] %}{% set m = [1] %}{{ keep(l) }}{{ same(m) }}",
+    "{% set l = [1] %}{{ keep(l) }}{{ same([1]) }}",
+    "{% macro f(x) %}{{ same(x) }}{% endmacro %}{% set l = [1] %}{{ keep(l) }}{{ f(l) }}",
+])
+def test_a_kept_value_passed_again_is_the_same_object(src):
+    """A list or dict a callable kept is the same object when the template passes it again in a
+    later call (`x is kept`), as Jinja2's; another list of the same items is another object."""
+    outs = render_both(src, setup=lambda m, e: e.globals.update(_identity()))
+    assert outs[1] == outs[0]
