@@ -1216,26 +1216,32 @@ static int watch_add(render_ctx *c, PyObject *o, PyObject *snap, PyObject *key)
     return rc;
 }
 
+/* Whether the list or dict of watch entry e (watch_add) changed since its snapshot. */
+static bool entry_changed(PyObject *e)
+{
+    PyObject *o = PyTuple_GET_ITEM(e, 0), *snap = PyTuple_GET_ITEM(e, 1);
+    Py_ssize_t n = PyList_GET_SIZE(snap);
+    if (PyList_Check(o)) {
+        if (PyList_GET_SIZE(o) != n) return true;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (PyList_GET_ITEM(o, j) != PyList_GET_ITEM(snap, j)) return true;
+        return false;
+    }
+    if (PyDict_GET_SIZE(o) != n) return true;
+    Py_ssize_t pos = 0, j = 0;
+    PyObject *k, *x;
+    while (PyDict_Next(o, &pos, &k, &x)) {
+        PyObject *p = PyList_GET_ITEM(snap, j++);
+        if (PyTuple_GET_ITEM(p, 0) != k || PyTuple_GET_ITEM(p, 1) != x) return true;
+    }
+    return false;
+}
+
 /* The first list or dict in watch (watch_add) whose items changed since (borrowed), or NULL. */
 static PyObject *watch_changed(PyObject *watch)
 {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(watch); i++) {
-        PyObject *o = PyTuple_GET_ITEM(PyList_GET_ITEM(watch, i), 0), *snap = PyTuple_GET_ITEM(PyList_GET_ITEM(watch, i), 1);
-        Py_ssize_t n = PyList_GET_SIZE(snap);
-        if (PyList_Check(o)) {
-            if (PyList_GET_SIZE(o) != n) return o;
-            for (Py_ssize_t j = 0; j < n; j++)
-                if (PyList_GET_ITEM(o, j) != PyList_GET_ITEM(snap, j)) return o;
-            continue;
-        }
-        if (PyDict_GET_SIZE(o) != n) return o;
-        Py_ssize_t pos = 0, j = 0;
-        PyObject *k, *x;
-        while (PyDict_Next(o, &pos, &k, &x)) {
-            PyObject *e = PyList_GET_ITEM(snap, j++);
-            if (PyTuple_GET_ITEM(e, 0) != k || PyTuple_GET_ITEM(e, 1) != x) return o;
-        }
-    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(watch); i++)
+        if (entry_changed(PyList_GET_ITEM(watch, i))) return PyTuple_GET_ITEM(PyList_GET_ITEM(watch, i), 0);
     return NULL;
 }
 
@@ -1309,6 +1315,45 @@ static PyObject *kept_reuse(render_ctx *c, tpl_val v, PyObject *key)
     if (PyDict_SetItem(c->memo, key, o) < 0) return NULL;
     Py_INCREF(o);
     return o;
+}
+
+/* The lists and dicts Python kept (c->kept) made equal again to the template's lists and dicts
+ * they were made from, where the template changed one since (`{% do l.append(2) %}`, `d.update`):
+ * Jinja2's callable holds the template's own object and sees the change. Before each Python call
+ * and when the render ends. One that Python changed is left as it is (py_call refuses it). -1
+ * with an exception. */
+static int kept_sync(render_ctx *c)
+{
+    for (Py_ssize_t i = 0; c->kept && i < PyList_GET_SIZE(c->kept); i++) {
+        PyObject *e = PyList_GET_ITEM(c->kept, i), *o = PyTuple_GET_ITEM(e, 0), *key = PyTuple_GET_ITEM(e, 2);
+        if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) != (Py_ssize_t)sizeof(tpl_val) || Py_REFCNT(o) == 1 ||
+            entry_changed(e))
+            continue;
+        tpl_val v;
+        memcpy(&v, PyBytes_AS_STRING(key), sizeof v);
+        PyObject *memo = c->memo, *watch = c->watch;
+        c->memo = NULL;
+        c->watch = NULL;
+        c->no_reuse = true;
+        PyObject *fresh = plain_from_val(c, v);
+        c->no_reuse = false;
+        Py_XDECREF(c->memo);
+        Py_XDECREF(c->watch);
+        c->memo = memo;
+        c->watch = watch;
+        if (!fresh) return -1;
+        int eq = Py_TYPE(fresh) == Py_TYPE(o) ? PyObject_RichCompareBool(o, fresh, Py_EQ) : 1;
+        if (eq < 0) PyErr_Clear();
+        if (eq != 0) { Py_DECREF(fresh); continue; }
+        int bad = PyList_Check(o) ? PyList_SetSlice(o, 0, PY_SSIZE_T_MAX, fresh)
+                                  : (PyDict_Clear(o), PyDict_Update(o, fresh));
+        Py_DECREF(fresh);
+        PyObject *snap = bad < 0 ? NULL : PyList_Check(o) ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Items(o);
+        PyObject *t = snap ? PyTuple_Pack(3, o, snap, key) : NULL;
+        Py_XDECREF(snap);
+        if (!t || PyList_SetItem(c->kept, i, t) < 0) return -1;
+    }
+    return 0;
 }
 
 /* from_val for a value of its kind alone (a list's items, a map's entries through from_val). */
@@ -1633,6 +1678,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     tpl_host_result rc = TPL_HOST_ERROR;
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
     bool ok = a && (!nkw || kw), raw = h->c->raw, own = false;
+    if (ok && h->c->kept && kept_sync(h->c) < 0) ok = false;
     if (PyFunction_Check(h->o)) { /* one of tpl.jinja2's own functions (f._tpl_raw = True) */
         PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
         own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
@@ -3742,6 +3788,7 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyCapsule_SetContext(c->calls, NULL);
         Py_CLEAR(c->calls);
     }
+    if (c->kept && rs == TPL_OK && kept_sync(c) < 0) PyErr_Clear(); /* (what the template did last) */
     Py_CLEAR(c->kept);
     if (write) {
         tpl_render_set_output(r, NULL, NULL);

@@ -155,3 +155,26 @@ def test_a_kept_value_passed_again_is_the_same_object(src):
     later call (`x is kept`), as Jinja2's; another list of the same items is another object."""
     outs = render_both(src, setup=lambda m, e: e.globals.update(_identity()))
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("src", [
+    "{% set l = [1] %}{{ keep(l) }}{% do l.append(2) %}{{ same(l) }}{{ show() }}",
+    "{% set l = [1] %}{{ keep(l) }}{% do l.append(2) %}{{ show() }}",
+    "{% set d = {} %}{{ keep(d) }}{% do d.update(a=1) %}{{ show() }}{{ same(d) }}",
+    "{% set l = [1] %}{{ keep(l) }}{% do l.append(2) %}",
+    "{% set l = [[1]] %}{{ keep(l) }}{% do l[0].append(2) %}{{ show() }}",
+    "{% set l = [1, 2, 3] %}{{ keep(l) }}{% do l.pop() %}{% do l.insert(0, 9) %}{{ show() }}",
+])
+def test_a_kept_value_the_template_changes_is_seen_by_python(src):
+    """A list or dict a callable kept that the template then changes (`{% do l.append(2) %}`)
+    shows the change to Python at its next call and after the render, as Jinja2's (one object:
+    the template's own)."""
+    outs = []
+    for m in (jinja2, tj):
+        kept = []
+        ident = {"keep": lambda v: kept.append(v) or "", "same": lambda v: repr(v is kept[0]),
+                 "show": lambda: repr(kept[0])}
+        e = m.Environment(extensions=["jinja2.ext.do"])
+        e.globals.update(ident)
+        outs.append((e.from_string(src).render(), repr(kept)))
+    assert outs[1] == outs[0]
