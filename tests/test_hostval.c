@@ -1131,8 +1131,70 @@ static void output_pieces(void)
     free(whole);
 }
 
+/* ---- a one-shot host iterator (TPL_HOST_ITERATOR): its items asked one at a time, as taken */
+typedef struct counter {
+    int next, end;  /* the next item; end < 0: endless */
+    int calls;
+} counter;
+
+static tpl_host_result ctr_next(void *obj, tpl_render *r, tpl_val *out)
+{
+    counter *c = obj;
+    (void)r;
+    c->calls++;
+    if (c->end >= 0 && c->next >= c->end) return TPL_HOST_MISSING;
+    *out = tpl_val_int(c->next++);
+    return TPL_HOST_OK;
+}
+
+static const char *ctr_type(void *obj, unsigned *numeric)
+{
+    (void)obj;
+    *numeric = TPL_HOST_ITERATOR;
+    return "counter";
+}
+
+static const tpl_host_class counter_class = { "counter", NULL, NULL, ctr_next, NULL, NULL, NULL, NULL, NULL, NULL,
+                                              NULL, ctr_type, NULL, NULL, NULL };
+
+static const char *render_counter(const char *src, counter *c)
+{
+    tpl_options o = { 0 };
+    o.loop_controls = true;
+    tpl_program *p = NULL;
+    tpl_error err = { 0 };
+    if (tpl_compile("t.jinja", src, strlen(src), &o, &p, &err) != TPL_OK) {
+        tpl_error_clear(&err);
+        return "compile error";
+    }
+    tpl_render *r = tpl_render_new(NULL);
+    tpl_val st, it;
+    tpl_val_map(r, 1, &st);
+    tpl_val_host(r, &counter_class, c, &it);
+    tpl_val_map_set(r, st, str(r, "it"), it);
+    tpl_render_set_state_val(r, st);
+    const char *out = render(r, p);
+    tpl_render_free(r);
+    tpl_program_free(p);
+    return out;
+}
+
+static void host_iterators(void)
+{
+    counter c = { 0, -1, 0 };
+    const char *out = render_counter("{% for x in it %}{{ x }}{% if x == 3 %}{% break %}{% endif %}{% endfor %}", &c);
+    CHECK(strcmp(out, "0123") == 0 && c.calls == 4, "endless iterator left with break: %s (%d calls)", out, c.calls);
+    c = (counter){ 0, -1, 0 };
+    out = render_counter("{{ it|first }}{{ it|first }}{{ 5 in it }}{{ it|first }}", &c);
+    CHECK(strcmp(out, "01True6") == 0 && c.calls == 7, "|first and in take what they need: %s (%d calls)", out, c.calls);
+    c = (counter){ 0, 3, 0 };
+    out = render_counter("{{ it|list }}{{ it|list }}", &c);
+    CHECK(strcmp(out, "[0, 1, 2][]") == 0, "read whole once: %s", out);
+}
+
 int main(void)
 {
+    host_iterators();
     globals_layer();
     output_pieces();
     built_at_once();
