@@ -3496,11 +3496,14 @@ static void expr_(erb_low *L, tpl_node *n)
             reraise(L, n->off);   /* a bare raise: the clause's exception again, else RuntimeError */
             return;
         }
-        if (n->val.len > 1 && n->val.u.s[0] == '$') {   /* $~, $& and $1..$9: the render's last match */
+        if (n->val.len > 1 && n->val.u.s[0] == '$') {   /* $~, $&, $`, $' and $1..$9: the frame's last match */
             bool md = n->val.u.s[1] == '~';
             if (!md) {
                 int64_t g = 0;
-                for (uint32_t i = 1; i < n->val.len && n->val.u.s[1] != '&'; i++) g = g * 10 + (n->val.u.s[i] - '0');
+                char c1 = n->val.u.s[1];
+                if (c1 == '`' || c1 == '\'') g = c1 == '`' ? 100001 : 100002;   /* (stdlib/ruby/ruby.c r_k_nth_match) */
+                else
+                    for (uint32_t i = 1; i < n->val.len && c1 != '&'; i++) g = g * 10 + (n->val.u.s[i] - '0');
                 tpl_c_emit(C, TPL_OP_INT, (uint32_t)g, 1);
             }
             tpl_value fn = md ? S("$~") : S("(nth_match)");

@@ -546,6 +546,7 @@ static size_t skip_string_at(const char *s, size_t n, size_t i, char q, int dept
             while (i < n && d > 0) {
                 if (s[i] == '{') d++;
                 else if (s[i] == '}') { if (--d == 0) break; }
+                else if (s[i] == '$' && i + 1 < n) { i += 2; continue; }   /* $' and $`: no quote */
                 else if (s[i] == '"' || s[i] == '\'') {
                     i = skip_string_at(s, n, i, s[i], depth + 1);
                     if (i == (size_t)-1 || i == TOO_DEEP) return i;
@@ -595,6 +596,8 @@ static bool ruby_lex(rlex *L)
         if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { i++; continue; }
         if (c == '\\' && i + 1 < n && s[i + 1] == '\n') { i += 2; continue; }
         if (c == '#') { while (i < n && s[i] != '\n') i++; continue; }
+        if (c == ';' && L->in_params && !L->def_at)
+            return lex_error(L, st, "unsupported Ruby construct: block-local variables (|a; b|)%.*s", "", 0);
         if (c == '\n' || c == ';') {
             i++;
             if (c == '\n' && L->hd_end && st == L->hd_nl) { /* the heredoc's body and terminator: read already */
@@ -674,9 +677,11 @@ static bool ruby_lex(rlex *L)
             i++;
             continue;
         }
-        /* the last match's globals: $~ (MatchData), $& (its text), $1..$9 (its groups), and $! (the
-         * exception a rescue clause runs for), as one IVAR token each (variables the lowering reads) */
-        if (c == '$' && i + 1 < n && (s[i + 1] == '~' || s[i + 1] == '&' || s[i + 1] == '!' || (s[i + 1] >= '1' && s[i + 1] <= '9'))) {
+        /* the last match's globals: $~ (MatchData), $& (its text), $` and $' (the text before and after it),
+         * $1..$9 (its groups), and $! (the exception a rescue clause runs for), as one IVAR token each
+         * (variables the lowering reads) */
+        if (c == '$' && i + 1 < n && (s[i + 1] == '~' || s[i + 1] == '&' || s[i + 1] == '!' || s[i + 1] == '`' || s[i + 1] == '\'' ||
+                                      (s[i + 1] >= '1' && s[i + 1] <= '9'))) {
             size_t e = i + 2;
             if (s[i + 1] >= '1' && s[i + 1] <= '9')
                 while (e < n && s[e] >= '0' && s[e] <= '9' && e - i < 6) e++;
@@ -717,7 +722,9 @@ static bool ruby_lex(rlex *L)
                 size_t j = st;
                 while (j > 0 && (s[j - 1] == ' ' || s[j - 1] == '\t')) j--;
                 bool dotparen = L->prev == TK_LPAREN && j >= 2 && s[j - 1] == '(' && (s[j - 2] == '.' || (s[j - 2] == '>' && j >= 3 && s[j - 3] == '-'));
-                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA || dotparen) {
+                /* (and the first parameter of a block, |k: 1|) */
+                bool first_param = L->in_params && !L->def_at && L->prev == TK_BAR;
+                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA || dotparen || first_param) {
                     push_tok(L, TK_LABEL, st, e - st);
                     i = e + 1;
                     continue;
@@ -1808,6 +1815,7 @@ tpl_node *tpl_erb_dstring(tpl_pctx *c, tpl_token t)
             while (e < len) {
                 if (s[e] == '{') d++;
                 else if (s[e] == '}') { if (--d == 0) break; }
+                else if (s[e] == '$' && e + 1 < len) { e += 2; continue; }   /* $' and $`: no quote */
                 else if (s[e] == '"' || s[e] == '\'') { e = skip_string(s, len, e, s[e]); if (e == (size_t)-1 || e == TOO_DEEP) break; continue; }
                 e++;
             }

@@ -718,6 +718,13 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
         if ((v.flags & TPL_F_MATCH_RB) && l->len >= 5) {   /* MatchData#inspect: #<MatchData "ab" 1:"b" x:nil> */
             const tpl_value s = l->items[0];
             const tpl_list *names = l->items[2].type == TPL_T_LIST ? l->items[2].u.list : NULL;
+            if (l->len % 2 == 0) {   /* a String pattern's (sub, scan: one item more): Ruby's #<MatchData: TEXT> */
+                int64_t lo = l->items[3].u.i, hi = l->items[4].u.i;
+                tpl_sb_puts(b, "#<MatchData: ");
+                if (lo >= 0 && hi >= lo && (uint64_t)hi <= s.len) tpl_sb_put(b, s.u.s + lo, (size_t)(hi - lo));
+                tpl_sb_putc(b, '>');
+                break;
+            }
             tpl_sb_puts(b, "#<MatchData ");
             for (uint32_t g = 0; 3 + 2 * g + 1 < l->len && !b->failed; g++) {
                 int64_t lo = l->items[3 + 2 * g].u.i, hi = l->items[4 + 2 * g].u.i;

@@ -3499,7 +3499,15 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     if (cl->prog) vm->state = cl->state; /* (its template's context, as Jinja2's macros read theirs) */
     const tpl_closure *save_cl = vm->cur_cl;
     vm->cur_cl = cl;
+    /* (ERB: the def's own $~, nil at its start; the caller's back after it, however it ends) */
+    struct tpl_rb_mframe mf = { vm->rb_mframes, vm->rb_match, vm->rb_match_base };
+    vm->rb_mframes = &mf;
+    vm->rb_match = tpl_v_none();
+    vm->rb_match_base = base;
     int rc = run(vm, d->entry, base, outer_base, 0, out);
+    vm->rb_match = mf.m;
+    vm->rb_match_base = mf.base;
+    vm->rb_mframes = mf.prev;
     vm->cur_cl = save_cl;
     if (close_frame(vm, frame_lo, vm->slot_top) < 0) rc = -1;
     vm->state = save_state;
@@ -6653,7 +6661,22 @@ int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, in
     uint32_t save_pc = vm->pc, save_stack = vm->stack_top;
     vm->depth++;
     vm->rb_broke = false;
-    int rc = run(vm, b->pc, b->slot_base, 0, np, out);
+    int rc;
+    struct tpl_rb_mframe *home = NULL;
+    if (__builtin_expect(b->slot_base != vm->rb_match_base, 0))   /* a block of a frame that called a def: that frame's $~ */
+        for (home = vm->rb_mframes; home && home->base != b->slot_base; home = home->prev) {}
+    if (home) {
+        tpl_value m = vm->rb_match;
+        uint32_t mb = vm->rb_match_base;
+        vm->rb_match = home->m;
+        vm->rb_match_base = home->base;
+        rc = run(vm, b->pc, b->slot_base, 0, np, out);
+        home->m = vm->rb_match;
+        vm->rb_match = m;
+        vm->rb_match_base = mb;
+    } else {
+        rc = run(vm, b->pc, b->slot_base, 0, np, out);
+    }
     vm->depth--;
     vm->pc = save_pc;
     vm->stack_top = save_stack;
@@ -6820,6 +6843,8 @@ int tpl_vm_run_direct(tpl_vm *vm)
     vm->fuel = vm->limits.fuel;
     vm->err_unlocated = false;
     vm->rb_match = tpl_v_none();
+    vm->rb_match_base = 0;
+    vm->rb_mframes = NULL;
     for (int i = 0; i < 4; i++) {
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;
@@ -6893,6 +6918,8 @@ int tpl_vm_run(tpl_vm *vm)
     vm->fuel = vm->limits.fuel;
     vm->err_unlocated = false;
     vm->rb_match = tpl_v_none();
+    vm->rb_match_base = 0;
+    vm->rb_mframes = NULL;
     for (int i = 0; i < 4; i++) { /* blocks of the last render are gone */
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;

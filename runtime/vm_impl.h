@@ -221,6 +221,11 @@ struct tpl_vm {
     uint64_t memo_stamp, state_stamp;
     tpl_value rb_break;     /* ERB: the value of a block's `break` */
     tpl_value rb_match;     /* ERB: $~, the last MatchData of this render (nil at its start) */
+    /* ERB: $~ is a method frame's own (a def's call starts with nil, its caller's comes back after
+     * it); a block sees its home frame's. rb_match is the frame at slot base rb_match_base's; each
+     * def call running keeps its caller's on the C stack (call_macro), newest first. */
+    uint32_t rb_match_base;
+    struct tpl_rb_mframe { struct tpl_rb_mframe *prev; tpl_value m; uint32_t base; } *rb_mframes;
     bool rb_broke;          /* ERB: the last block ended with `break` */
     /* the most recently used concatenation results, each with its chunk and the chunk's end
      * after it: while its block is still the chunk's newest, `~` or `+` onto it appends in

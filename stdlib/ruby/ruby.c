@@ -4574,7 +4574,8 @@ static int md_name(const UChar *name, const UChar *name_end, int ngroups, int *g
 static int md_new(tpl_vm *vm, tpl_value s, tpl_value p, OnigRegex re, const OnigRegion *reg, tpl_value *out)
 {
     uint32_t ng = (uint32_t)reg->num_regs;
-    tpl_list *l = new_list(vm, 3 + 2 * ng), *names = NULL;
+    /* (a String pattern's, re NULL: one item more, which Ruby's inspect shows as #<MatchData: TEXT>, runtime/print.c) */
+    tpl_list *l = new_list(vm, 3 + 2 * ng + !re), *names = NULL;
     if (!l) return oom(vm);
     if (re && onig_number_of_names(re) > 0) {
         if (!(names = new_list(vm, ng > 1 ? ng - 1 : 1))) return oom(vm);
@@ -4591,6 +4592,7 @@ static int md_new(tpl_vm *vm, tpl_value s, tpl_value p, OnigRegex re, const Onig
         l->items[4 + 2 * g] = tpl_v_int(reg->beg[g] >= 0 ? reg->end[g] : -1);
     }
     l->len = 3 + 2 * ng;
+    if (!re) l->items[l->len++] = tpl_v_none();
     *out = tpl_v_list(l);
     out->flags = TPL_F_MATCH_RB;
     return 0;
@@ -5010,6 +5012,10 @@ int r_k_nth_match(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value m = tpl_vm_rb_match(vm);
     if (m.type != TPL_T_LIST || !(m.flags & TPL_F_MATCH_RB) || a[0].type != TPL_T_INT) { *out = tpl_v_none(); return 0; }
+    if (a[0].u.i == 100001 || a[0].u.i == 100002) {   /* $` and $' (compiler/lower_erb.c) */
+        tpl_value x[1] = { m };
+        return a[0].u.i == 100001 ? r_md_pre_match(vm, x, out) : r_md_post_match(vm, x, out);
+    }
     int64_t g = md_index(vm, m, a[0], false);
     *out = g < 0 ? tpl_v_none() : md_group(m, (uint32_t)g);
     return 0;
@@ -5250,10 +5256,13 @@ static int affix(tpl_vm *vm, tpl_value *a, tpl_value *out, bool start)
             OnigRegex re = rx_compile(vm, p);
             if (!re) return -1;
             OnigRegion *reg = onig_region_new();
-            long r = rx_run(vm, re, s, 0, reg, true);
-            onig_region_free(reg, 1);
+            long r = reg ? rx_run(vm, re, s, 0, reg, true) : -2;
+            tpl_value md = tpl_v_none();   /* (start_with?(Regexp) sets $~, nil when it does not match) */
+            int rc = r >= 0 ? md_new(vm, s, p, re, reg, &md) : 0;
+            if (reg) onig_region_free(reg, 1);
             onig_free(re);
-            if (r == -2) return -1;
+            if (r == -2 || rc < 0) return reg ? -1 : oom(vm);
+            tpl_vm_set_rb_match(vm, md);
             if (r >= 0) { *out = tpl_v_bool(true); return 0; }
             continue;
         }
@@ -5415,28 +5424,54 @@ done:
 int r_str_sub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a, out, false); }
 int r_str_gsub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a, out, true); }
 
-int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
+/* String#scan: the matches (or their groups); with a block (blk->pc) yields each instead, the block seeing its
+ * match in $~, and answers the receiver. $~ is the last match after it (nil without one). */
+static int scan_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, const tpl_rb_block *blk)
 {
-    tpl_value s = a[0], pat = a[1];
+    tpl_value s = a[0], pat = a[1], md = tpl_v_none(), r;
     if (want_pattern(vm, pat) < 0) return -1;
-    tpl_list *l = new_list(vm, 4);
-    if (!l) return oom(vm);
+    tpl_list *l = blk ? NULL : new_list(vm, 4);
+    if (!blk && !l) return oom(vm);
     if (!(pat.flags & TPL_F_REGEX_RB)) {
         if (pat.len == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "scan with an empty string is not supported");
+        const char *last = NULL;
         for (const char *q = s.u.s, *end = s.u.s + s.len;
-             (q = tpl_memmem(q, (size_t)(end - q), pat.u.s, pat.len)) != NULL; q += pat.len)
-            if (!tpl_list_push(A(vm), l, pat)) return oom(vm);
-        *out = tpl_v_list(l);
+             (q = tpl_memmem(q, (size_t)(end - q), pat.u.s, pat.len)) != NULL; q += pat.len) {
+            last = q;
+            if (!blk) {
+                if (!tpl_list_push(A(vm), l, pat)) return oom(vm);
+                continue;
+            }
+            OnigRegion fake = { 0 };
+            int beg = (int)(q - s.u.s), en = beg + (int)pat.len;
+            fake.num_regs = 1;
+            fake.beg = &beg;
+            fake.end = &en;
+            if (md_new(vm, s, pat, NULL, &fake, &md) < 0) return -1;
+            tpl_vm_set_rb_match(vm, md);
+            YIELD(*blk, &pat, 1, &r);
+        }
+        if (last) {
+            OnigRegion fake = { 0 };
+            int beg = (int)(last - s.u.s), en = beg + (int)pat.len;
+            fake.num_regs = 1;
+            fake.beg = &beg;
+            fake.end = &en;
+            if (md_new(vm, s, pat, NULL, &fake, &md) < 0) return -1;
+        }
+        tpl_vm_set_rb_match(vm, md);
+        *out = blk ? s : tpl_v_list(l);
         return 0;
     }
     OnigRegex re = rx_compile(vm, pat);
     if (!re) return -1;
-    OnigRegion *reg = onig_region_new();
+    OnigRegion *reg = onig_region_new(), *lastreg = onig_region_new();
     size_t pos = 0;
-    bool rx_failed = false, nomem = false;
-    while (pos <= s.len) {
+    bool any = false, nomem = !reg || !lastreg;
+    int rc = 0;
+    while (!nomem && pos <= s.len) {
         long ms = rx_search(vm, re, s, pos, reg);
-        if (ms < 0) { rx_failed = ms == -2; break; }
+        if (ms < 0) { if (ms == -2) rc = -1; break; }
         tpl_value item;
         if (reg->num_regs > 1) {
             tpl_list *g = new_list(vm, (uint32_t)reg->num_regs - 1);
@@ -5447,8 +5482,18 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
         } else {
             item = tpl_v_str(s.u.s + ms, (size_t)(reg->end[0] - ms));
         }
-        /* a failed push (the memory limit) ends the render: never a shorter list */
-        if (!tpl_list_push(A(vm), l, item)) { nomem = true; break; }
+        onig_region_copy(lastreg, reg);
+        any = true;
+        if (blk) {
+            if (md_new(vm, s, pat, re, reg, &md) < 0) { rc = -1; break; }
+            tpl_vm_set_rb_match(vm, md);
+            int yr = tpl_rb_yield(vm, blk, &item, 1, &r);
+            if (yr < 0) { rc = -1; break; }
+            if (yr > 0) { rc = 1; break; }
+        } else if (!tpl_list_push(A(vm), l, item)) {   /* a failed push (the memory limit) ends the render: never a shorter list */
+            nomem = true;
+            break;
+        }
         if (reg->end[0] == ms) {
             size_t k = (size_t)ms;
             if (k >= s.len) break;
@@ -5458,13 +5503,21 @@ int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out)
             pos = (size_t)reg->end[0];
         }
     }
-    onig_region_free(reg, 1);
+    if (rc == 0 && !nomem) {
+        md = tpl_v_none();
+        if (any && md_new(vm, s, pat, re, lastreg, &md) < 0) rc = -1;
+        else tpl_vm_set_rb_match(vm, md);
+    }
+    if (reg) onig_region_free(reg, 1);
+    if (lastreg) onig_region_free(lastreg, 1);
     onig_free(re);
-    if (rx_failed) return -1;
+    if (rc < 0) return -1;
     if (nomem) return oom(vm);
-    *out = tpl_v_list(l);
+    *out = rc > 0 ? r : blk ? s : tpl_v_list(l);
     return 0;
 }
+
+int r_str_scan(tpl_vm *vm, tpl_value *a, tpl_value *out) { return scan_impl(vm, a, out, NULL); }
 
 /* String#match?(pattern, pos = 0) and Regexp#match?(string, pos = 0): as match, without setting $~; a
  * String pattern is a Regexp's source ("a.c" matches "abc"). */
@@ -8466,9 +8519,12 @@ static int str_index(tpl_vm *vm, tpl_value *a, tpl_value *out, bool rev)
             do at--; while (at > 0 && ((unsigned char)s.u.s[at] & 0xC0) == 0x80);
         }
     }
+    tpl_value md = tpl_v_none();   /* (a Regexp's index and rindex set $~) */
+    int rc = r >= 0 ? md_new(vm, s, p, re, reg, &md) : 0;
     onig_region_free(reg, 1);
     onig_free(re);
-    if (r == -2) return -1;
+    if (r == -2 || rc < 0) return -1;
+    tpl_vm_set_rb_match(vm, md);
     *out = r >= 0 ? tpl_v_int(byte_cp(s, (size_t)r)) : tpl_v_none();
     return 0;
 }
@@ -9897,8 +9953,8 @@ int r_arr_zip_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* String#scan with a block: yields each match (or its groups), answers the receiver. */
 int r_str_scan_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (r_str_scan(vm, a, out) < 0) return -1;
-    return yield_each(vm, out->u.list, a[0], out);
+    tpl_rb_block blk = tpl_vm_block(vm);
+    return scan_impl(vm, a, out, blk.pc ? &blk : NULL);
 }
 
 /* ---- Hash */
