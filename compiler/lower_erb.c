@@ -2892,9 +2892,33 @@ static __attribute__((noinline)) void kernel_name(erb_low *L, tpl_value key, uin
     tpl_c_patch(C, end, tpl_c_here(C));
 }
 
+/* The nil a block-local variable (|a; b|) starts with: a located refusal when the state has its name (a
+ * local of the binding, which Ruby's block-local shadows and tpl's block would assign). */
+static void blocal_nil(erb_low *L, tpl_node *n, bool used)
+{
+    tpl_value key = n->b->a->val;
+    tpl_c_emit(C, TPL_OP_LOAD_NAME, tpl_c_name(C, key), 1);   /* (among the program's reads: a binding's local is passed) */
+    tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
+    tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    tpl_c_at(C, n->off);
+    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(defined)")), -2);
+    tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_defined_state);
+    tpl_c_word(C, TPL_ARGW(3, 0, TPL_NO_KW));
+    uint32_t j = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+    fail_msg(L, n->off, 0, "unsupported Ruby construct: a block-local variable `%.*s' naming a local of the binding (a key of the state)", &key);
+    tpl_c_patch(C, j, tpl_c_here(C));
+    if (used) tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+}
+
 /* A method call; `used` false when its value is dropped (a statement). */
 static void call(erb_low *L, tpl_node *n, bool used)
 {
+    if (!n->a && name_is(n->val, "(blocal)") && n->b && n->b->kind == TPL_N_ARG && n->b->a->kind == TPL_N_NAME) {
+        blocal_nil(L, n, used);
+        return;
+    }
     if (!n->a && name_is(n->val, "(ambdiv)") && n->b && n->b->kind == TPL_N_ARG && n->b->a->kind == TPL_N_BINOP) {
         ambdiv(L, n, used);
         return;

@@ -596,8 +596,44 @@ static bool ruby_lex(rlex *L)
         if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { i++; continue; }
         if (c == '\\' && i + 1 < n && s[i + 1] == '\n') { i += 2; continue; }
         if (c == '#') { while (i < n && s[i] != '\n') i++; continue; }
-        if (c == ';' && L->in_params && !L->def_at)
-            return lex_error(L, st, "unsupported Ruby construct: block-local variables (|a; b|)%.*s", "", 0);
+        if (c == ';' && L->in_params && !L->def_at) {
+            /* |a; b, c|: block-local variables, new (nil) in each run of the block, as the block's own
+             * `b = nil; c = nil` first (tokens at their names). One naming a local assigned before it
+             * (Ruby's block-local shadows it, tpl's block would assign it) is a located refusal, one naming
+             * a key of the state a refusal when the block runs (compiler/lower_erb.c blocal_nil). */
+            size_t p = i + 1, names[16], lens[16];
+            int nn = 0;
+            for (;;) {
+                while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+                size_t q = p;
+                if (q < n && ident_start((unsigned char)s[q]) && !(s[q] >= 'A' && s[q] <= 'Z')) {
+                    while (q < n && ident_char((unsigned char)s[q])) q++;
+                }
+                if (q == p || nn == 16) return lex_error(L, p < n ? p : st, "syntax error, unexpected '%.*s' in block-local variables", s + (p < n ? p : st), 1);
+                if (keyword(s + p, q - p)) return lex_error(L, p, "syntax error, unexpected '%.*s' in block-local variables", s + p, (int)(q - p));
+                if (is_local(L, s + p, q - p))   /* (any name assigned before, in any scope: refused even where Ruby's would not clash) */
+                    return lex_error(L, p, "unsupported Ruby construct: a block-local variable `%.*s' named as a local variable before it", s + p, (int)(q - p));
+                names[nn] = p;
+                lens[nn++] = q - p;
+                p = q;
+                while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+                if (p < n && s[p] == ',') { p++; continue; }
+                if (p < n && s[p] == '|') break;
+                return lex_error(L, p < n ? p : st, "syntax error, unexpected '%.*s' in block-local variables", s + (p < n ? p : st), 1);
+            }
+            push_tok(L, TK_BAR, p, 1);
+            L->in_params = false;
+            for (int k = 0; k < nn; k++) {
+                add_local(L, s + names[k], lens[k]);
+                push_tok(L, TK_IDENT, names[k], lens[k]);
+                push_tok(L, TK_ASSIGN, names[k], 1);
+                L->next_flag = 'b';   /* (nil, refused when the name is a key of the state: grammar/erb_parse.y) */
+                push_tok(L, TK_NIL, names[k], lens[k]);
+                push_tok(L, TK_TERM, names[k], 1);
+            }
+            i = p + 1;
+            continue;
+        }
         if (c == '\n' || c == ';') {
             i++;
             if (c == '\n' && L->hd_end && st == L->hd_nl) { /* the heredoc's body and terminator: read already */

@@ -520,7 +520,8 @@ strlit(A) ::= strlit(L) DSTRING(T). { A = str_adjacent(ctx, L, tpl_erb_dstring(c
 primary(A) ::= SYMBOL(T). { A = tpl_erb_symbol(ctx, T); }
 primary(A) ::= REGEX(T). { A = tpl_erb_regex(ctx, T); }
 primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
-primary(A) ::= NIL(T). { A = konst(ctx, tpl_v_none(), T.off); }
+/* (flag 'b': the nil a block-local variable starts with, grammar/erb_lex.re; the token spells its name) */
+primary(A) ::= NIL(T). { A = T.flag == 'b' ? method_s(ctx, NULL, "(blocal)", arg1(ctx, tpl_p_name(ctx, T)), T.off) : konst(ctx, tpl_v_none(), T.off); }
 primary(A) ::= LINE(T). { A = konst(ctx, tpl_v_int(tpl_erb_line(ctx, T)), T.off); }
 /* __ENCODING__: the script's encoding, UTF-8 (tpl has no Encoding objects: it is the name) */
 primary(A) ::= ENCODING(T). { A = konst(ctx, tpl_v_str("UTF-8", 5), T.off); }
