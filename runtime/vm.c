@@ -6098,11 +6098,13 @@ top:
                 NEXT(0);
             }
         }
+        vm->stack_top = (uint32_t)(sp - vm->stack); /* (a Hash's default block runs above the operands) */
         if (tpl_stdlib.rb_getitem(vm, obj, names[a].s, &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
     CASE(GETITEM_RB) {
         sp--;
+        vm->stack_top = (uint32_t)(sp - vm->stack); /* (a Hash's default block runs above the operands) */
         if (tpl_stdlib.rb_getitem(vm, sp[-1], sp[0], &sp[-1]) < 0) goto fail;
         NEXT(0);
     }
