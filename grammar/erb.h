@@ -50,6 +50,9 @@ tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t);
 tpl_node *tpl_erb_symbol(tpl_pctx *c, tpl_token t);
 /* A regular expression literal /.../flags: RREGEX with val = pattern, op = option bits. */
 tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t);
+/* The named groups of a regex's source `re` (len bytes) that Ruby's `/re/ =~ x` makes local variables (a name
+ * a local may have: lower case or `_` first): the one after *pos (start at 0), its start and length; false at the end. */
+bool tpl_erb_regex_name(const char *re, size_t len, size_t *pos, size_t *start, size_t *nlen);
 /* A %w[...] or %i[...] word array: a LIST of strings (symbols for %i). */
 tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t);
 /* A numeric literal (may carry a leading '-'). */

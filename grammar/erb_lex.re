@@ -437,6 +437,7 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
     return true;
 }
 
+static void regex_match_locals(rlex *L, const char *s, size_t n, size_t st, size_t e);
 static bool is_local(rlex *L, const char *s, size_t n)
 {
     uint32_t v;
@@ -1030,6 +1031,7 @@ static bool ruby_lex(rlex *L)
             e++;
             while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
             push_tok(L, TK_REGEX, st, e - st);
+            regex_match_locals(L, s, n, st, e);
             i = e;
             continue;
         }
@@ -1059,6 +1061,7 @@ static bool ruby_lex(rlex *L)
             e++;
             while (e < n && (s[e] == 'i' || s[e] == 'x' || s[e] == 'm')) e++;
             push_tok(L, TK_REGEX, st, e - st);
+            regex_match_locals(L, s, n, st, e);
             i = e;
             continue;
         }
@@ -1894,6 +1897,43 @@ tpl_node *tpl_erb_symbol(tpl_pctx *c, tpl_token t)
     }
     n->val.flags |= TPL_F_SYMBOL;
     return n;
+}
+
+bool tpl_erb_regex_name(const char *re, size_t len, size_t *pos, size_t *start, size_t *nlen)
+{
+    bool cls = false;
+    for (size_t i = *pos; i < len; i++) {
+        if (re[i] == '\\') { i++; continue; }
+        if (cls) { if (re[i] == ']') cls = false; continue; }
+        if (re[i] == '[') { cls = true; continue; }
+        if (re[i] != '(' || i + 3 >= len || re[i + 1] != '?' || (re[i + 2] != '<' && re[i + 2] != '\'')) continue;
+        char close = re[i + 2] == '<' ? '>' : '\'';
+        size_t b = i + 3, e = b;
+        while (e < len && ident_char((unsigned char)re[e])) e++;
+        if (e == b || e >= len || re[e] != close) continue;
+        i = e;
+        if (!((re[b] >= 'a' && re[b] <= 'z') || re[b] == '_' || (unsigned char)re[b] >= 0x80)) continue;
+        *start = b;
+        *nlen = e - b;
+        *pos = e + 1;
+        return true;
+    }
+    *pos = len;
+    return false;
+}
+
+/* `/re/ =~ x` (a regex literal on the left): Ruby's lexer declares re's named groups as local variables */
+static void regex_match_locals(rlex *L, const char *s, size_t n, size_t st, size_t e)
+{
+    size_t p = e;
+    while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
+    if (p + 1 >= n || s[p] != '=' || s[p + 1] != '~') return;
+    size_t open = s[st] == '%' ? 3 : 1, end = e - 1;
+    while (end > st && (s[end] == 'i' || s[end] == 'x' || s[end] == 'm')) end--;
+    if (end <= st + open) return;
+    const char *re = s + st + open;
+    size_t len = end - (st + open), pos = 0, b, nl;
+    while (tpl_erb_regex_name(re, len, &pos, &b, &nl)) add_local(L, re + b, nl);
 }
 
 tpl_node *tpl_erb_regex(tpl_pctx *c, tpl_token t)

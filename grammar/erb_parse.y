@@ -309,6 +309,35 @@ static tpl_node *masgn_bind(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node
 static tpl_node *masgn(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *one, tpl_node *many) {
     return masgn_bind(ctx, lhs, op, one, many, op.off, 0);
 }
+/* `/re/ =~ x` with a regex literal on the left: re's named groups become local variables, each $~[name] (nil
+ * when nothing matched): tmp = /re/ =~ x; name = $~ && $~["name"] ...; tmp. */
+static tpl_node *named_match(tpl_pctx *ctx, tpl_node *lhs, tpl_node *rhs, tpl_token op) {
+    tpl_node *m = method_s(ctx, lhs, "=~", arg1(ctx, rhs), op.off);
+    if (lhs->kind != TPL_N_RREGEX || lhs->val.type != TPL_T_STR) return m;
+    const char *re = lhs->val.u.s;
+    size_t len = lhs->val.len, pos = 0, b, nl;
+    if (!tpl_erb_regex_name(re, len, &pos, &b, &nl)) return m;
+    char buf[40];
+    int tl = snprintf(buf, sizeof buf, "(nmatch %u)", (unsigned)op.off);
+    char *nm = tpl_arena_strdup(ctx->keep ? ctx->keep : ctx->arena, buf, (size_t)tl);
+    if (!nm) { tpl_pctx_error(ctx, op.off, "out of memory"); return m; }
+    tpl_node *seq = NODE(SET, op.off, masgn_tmp(ctx, nm, (size_t)tl, op.off), m);
+    pos = 0;
+    while (tpl_erb_regex_name(re, len, &pos, &b, &nl)) {
+        bool again = false;   /* a name twice: one local, its last group's value ($~[name]) */
+        for (size_t p = 0, b2, n2; !again && tpl_erb_regex_name(re, b - 3, &p, &b2, &n2);)
+            again = n2 == nl && memcmp(re + b2, re + b, nl) == 0;
+        if (again) continue;
+        tpl_node *md = tpl_p_node(ctx, TPL_N_RIVAR, op.off, NULL, NULL);
+        md->val = tpl_v_str("$~", 2);
+        tpl_node *md2 = tpl_p_node(ctx, TPL_N_RIVAR, op.off, NULL, NULL);
+        md2->val = md->val;
+        tpl_node *v = tpl_p_node(ctx, TPL_N_AND, op.off, md, NODE(GETITEM, op.off, md2, konst(ctx, tpl_v_str(re + b, nl), op.off)));
+        seq = tpl_node_append(seq, NODE(SET, op.off, masgn_tmp(ctx, re + b, nl, op.off), v));
+    }
+    seq = tpl_node_append(seq, masgn_tmp(ctx, nm, (size_t)tl, op.off));
+    return NODE(RSTMTS, op.off, NULL, seq);
+}
 /* x op= y: x = x op y (||= and &&= keep their short-circuit). */
 static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node *rhs) {
     lhs = target(ctx, lhs, op);
@@ -490,7 +519,7 @@ arg(A) ::= arg(L) GT(T) arg(R). { A = cmp(ctx, TPL_AOP_GT, L, R, T.off); }
 arg(A) ::= arg(L) GE(T) arg(R). { A = cmp(ctx, TPL_AOP_GE, L, R, T.off); }
 arg(A) ::= arg(L) CMP(T) arg(R). { A = method_s(ctx, L, "<=>", arg1(ctx, R), T.off); }
 arg(A) ::= arg(L) EQQ(T) arg(R). { A = method_s(ctx, L, "===", arg1(ctx, R), T.off); }
-arg(A) ::= arg(L) MATCH(T) arg(R). { A = method_s(ctx, L, "=~", arg1(ctx, R), T.off); }
+arg(A) ::= arg(L) MATCH(T) arg(R). { A = named_match(ctx, L, R, T); }
 arg(A) ::= arg(L) NMATCH(T) arg(R). { A = not_(ctx, method_s(ctx, L, "=~", arg1(ctx, R), T.off), T.off); }
 arg(A) ::= arg(L) LSHIFT(T) arg(R). { A = method_s(ctx, L, "<<", arg1(ctx, R), T.off); }
 arg(A) ::= arg(L) RSHIFT(T) arg(R). { A = method_s(ctx, L, ">>", arg1(ctx, R), T.off); }
