@@ -360,6 +360,22 @@ static bool erb_build_script(const char *src, size_t n, erb_script *sc, uint32_t
         }
         i += len;
     }
+    if (st != ST_NONE && c.n && !c.oom) {
+        /* a tag open at the end: Ruby 3.1's ERB puts what followed the tag as text (its compile's last
+         * add_put_cmd), `%%>` in it as `%>` and `<%%` kept; tpl does when that text is the source's own bytes
+         * (no `%%>` read as `%>`, no `<%%` that erb_put_text would read as `<%`), else refuses below */
+        uint32_t from = c.off[0];
+        bool plain = c.n == n - from;
+        for (size_t k = 0; plain && k < c.n; k++) plain = c.off[k] == from + k;
+        for (size_t k = from; plain && k + 2 < n; k++) plain = !(src[k] == '<' && src[k + 1] == '%' && src[k + 2] == '%');
+        if (plain) {
+            text.off = from;
+            text.end = (uint32_t)n;
+            st = ST_NONE;
+        }
+    } else if (st != ST_NONE && !c.n && !c.oom) {
+        st = ST_NONE;   /* nothing after the tag: Ruby puts nothing */
+    }
     if (st != ST_NONE) {
         *err_off = tag_off;
         snprintf(msg, msgcap, "unclosed ERB tag (missing %%>)");
