@@ -859,7 +859,7 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
 /* `recv.each_with_object(memo) { |x, acc| ... }`: a loop whose `acc` is a variable, so the body's
  * `acc << x` / `acc[k] = v` (which store the new value back, values being immutable) carry to the
  * next item; the value is acc at the end. */
-static bool each_with_object(erb_low *L, tpl_node *n, bool used)
+static __attribute__((noinline)) bool each_with_object(erb_low *L, tpl_node *n, bool used)
 {
     tpl_node *blk = n->c;
     if (!n->b || n->b->next || n->b->kind != TPL_N_ARG || count_params(blk->a) != 2 || !params_simple(blk->a) || blk->a->next->kind != TPL_N_NAME)
@@ -872,7 +872,7 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
     expr(L, n->b->a);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, acc, -1);
     expr(L, n->a);
-    erb_loop lc = { 0 };
+    erb_loop lc = { .val_slot = acc + 1 };   /* a break's value replaces the memo: the call's value */
     uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
     store_param(L, blk->a, 0);
     blocal_unset(L, &bl);
@@ -881,6 +881,38 @@ static bool each_with_object(erb_low *L, tpl_node *n, bool used)
     blk_pop(L);
     loop_tail(L, &lc, exit_pos);
     if (used) load_local(L, acc, blk->a->next->val);
+    tpl_c_pop_scope(C);
+    blocal_unset(L, &bl);
+    return true;
+}
+
+/* `recv.tap { |x| ... }` on a new object (no other name holds it: Hash.new(0), {}, []): each_with_object's
+ * loop, over one nil, with x its memo, so the body's `x[k] += 1` / `x << v` reach the value tap returns
+ * (break's value, when one runs, as Ruby's tap). */
+static bool fresh(const tpl_node *e);
+static __attribute__((noinline)) bool tap_fresh(erb_low *L, tpl_node *n, bool used)
+{
+    tpl_node *blk = n->c;
+    if (n->b || !n->a || !fresh(n->a) || !blk->a || count_params(blk->a) != 1 || !params_simple(blk->a) || blk->a->kind != TPL_N_NAME)
+        return false;
+    erb_blocals bl = { .n = 0 };
+    blocal_scan(L, &bl, blk->a, blk->b, 0);
+    held_loop(L, blk->b, blk->a);
+    tpl_c_push_scope(C);
+    uint32_t acc = tpl_c_declare(C, blk->a->val);
+    expr(L, n->a);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, acc, -1);
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    tpl_c_emit(C, TPL_OP_BUILD_LIST, 1, 0);
+    erb_loop lc = { .val_slot = acc + 1 };   /* a break's value replaces the memo: the call's value */
+    uint32_t slot, exit_pos = loop_head(L, &lc, n->off, TPL_RB_EACH, &slot);
+    tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    blocal_unset(L, &bl);
+    blk_push(L, n, blk, 0);
+    body(L, blk->b);
+    blk_pop(L);
+    loop_tail(L, &lc, exit_pos);
+    if (used) load_local(L, acc, blk->a->val);
     tpl_c_pop_scope(C);
     blocal_unset(L, &bl);
     return true;
@@ -1720,6 +1752,9 @@ static int blk_param(const erb_low *L, tpl_value name)
             else if (name_is(call->val, "each_with_object") && blk->a) memo = blk->a->next;
             if (memo && (memo->kind != TPL_N_NAME || !fresh(call->b->a))) memo = NULL;
         }
+        if (call && call->kind == TPL_N_RMETHOD && !call->b && call->a && name_is(call->val, "tap") && blk->a && !blk->a->next &&
+            blk->a->kind == TPL_N_NAME && fresh(call->a))
+            memo = blk->a;   /* (tap_fresh) */
         if (memo) return memo->val.len == name.len && memcmp(memo->val.u.s, name.u.s, name.len) == 0 ? 1 : -1;
         return i < 32 && L->bslot[i] ? 2 + i : -1;
     }
@@ -3191,6 +3226,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         if (mode >= 0 && params_simple(n->c->a)) { loop_block(L, n, mode); return; }
     }
     if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "each_with_object") && each_with_object(L, n, used)) return;
+    if (n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "tap") && tap_fresh(L, n, used)) return;
     int chk, wbf;
     const tpl_node *twin, *chkn;
     own_group g;
