@@ -166,6 +166,37 @@ class TestTemplate < Minitest::Test
     assert_equal "Ann 41 Hi, Ann? Person(Ann) False", t.render(p: Person.new("Ann", 40))
   end
 
+  # host objects of a render are pinned while it runs (tpl_ext.c keep): Ruby code a callback runs
+  # may compact the heap, and the render's C memory holds each host object's address. Each item
+  # compacts the heap (moving what is not pinned) inside its first method and is sent a second
+  # one after; it stays where it was (an Array keeping them let them move: a segfault, or a
+  # method sent to another object)
+  class Mover
+    attr_reader :moved
+
+    def initialize(i) = (@i = i; @moved = false)
+
+    def a
+      require "objspace"
+      at = ObjectSpace.dump(self)[/"address":"(0x\h+)"/, 1]
+      GC.verify_compaction_references(double_heap: true, toward: :empty)
+      @moved = at != ObjectSpace.dump(self)[/"address":"(0x\h+)"/, 1]
+      "a#{@i}"
+    end
+
+    def b = "b#{@i}"
+  end
+
+  def test_host_objects_pinned_while_callbacks_compact
+    skip "no GC compaction" unless GC.respond_to?(:verify_compaction_references)
+    t = Tpl::Template.new("<% items.each do |m| %><%= m.a %><%= m.b %>,<% end %>", syntax: :erb)
+    3.times do
+      items = Array.new(4) { |i| Mover.new(i) }
+      assert_equal "a0b0,a1b1,a2b2,a3b3,", t.render(items: items)
+      assert_equal [false] * 4, items.map(&:moved)
+    end
+  end
+
   def test_host_objects_erb
     t = Tpl::Template.new("<%= p.name %> <%= p.greet %> <%= p.greet('Yo', punct: '.') %> <%= p[:name] %> <%= p %>",
                           syntax: :erb)

@@ -197,7 +197,8 @@ typedef struct objchunk {
 
 typedef struct rctx {
     tpl_render *r;
-    VALUE keep;             /* Array (made on first use): objects made during the render, alive until it
+    VALUE keep;             /* Tpl::Keep (made on first use: keep): objects met during the render (host
+                             * objects, whose rbobj holds their address), alive and pinned until it
                              * ends; rctx lives on the C stack, which the GC scans */
     settings set;           /* the render options set on r */
     scratch sc;
@@ -265,10 +266,48 @@ static void ivc_stale(rctx *c)
 static int to_val(rctx *c, VALUE o, tpl_val *out);
 static const tpl_host_class rb_class;
 
+/* What a render keeps alive until it ends (rctx.keep): a hidden Tpl::Keep object whose mark
+ * function marks each with rb_gc_mark, which also pins it. Not an Array: an Array marks its items
+ * movable, and GC compaction (GC.auto_compact, GC.compact) during a callback's Ruby code moved a
+ * kept host object while its rbobj (malloc'd chunks, which the GC does not see) still held the
+ * old address: a later callback sent to a T_MOVED/T_NONE slot ("[BUG] try to mark T_NONE
+ * object"). Pinned, a kept object stays where the render's C memory points. */
+typedef struct keepbuf { VALUE *v; size_t n, cap; } keepbuf;
+
+static void keepbuf_mark(void *ptr)
+{
+    keepbuf *k = ptr;
+    for (size_t i = 0; i < k->n; i++) rb_gc_mark(k->v[i]);
+}
+
+static void keepbuf_free(void *ptr)
+{
+    keepbuf *k = ptr;
+    ruby_xfree(k->v);
+    ruby_xfree(k);
+}
+
+static size_t keepbuf_size(const void *ptr) { return sizeof(keepbuf) + ((const keepbuf *)ptr)->cap * sizeof(VALUE); }
+
+static const rb_data_type_t keep_type = {
+    .wrap_struct_name = "Tpl::Keep",
+    .function = { .dmark = keepbuf_mark, .dfree = keepbuf_free, .dsize = keepbuf_size },
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+};
+
 static void keep(rctx *c, VALUE o)
 {
-    if (NIL_P(c->keep)) c->keep = rb_ary_new();
-    rb_ary_push(c->keep, o);
+    keepbuf *k;
+    if (NIL_P(c->keep)) c->keep = TypedData_Make_Struct(0, keepbuf, &keep_type, k);
+    else k = RTYPEDDATA_DATA(c->keep);
+    if (k->n == k->cap) {
+        /* (a GC the allocation runs marks the old buffer, still k->v; o is the caller's, on its stack) */
+        size_t cap = k->cap ? k->cap * 2 : 16;
+        k->v = ruby_xrealloc2(k->v, cap, sizeof(VALUE));
+        k->cap = cap;
+    }
+    k->v[k->n++] = o;
+    RB_GC_GUARD(o);
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -370,6 +409,10 @@ static VALUE erb_tag(VALUE s, int ei)
         p += len;
     }
     rb_enc_associate_index(out, rb_utf8_encindex());
+    /* (s on the stack until here, so the GC pins it: p points into it — inside the object when s
+     * is embedded — and rb_str_buf_new/rb_str_buf_cat allocate, where a compacting GC moved an
+     * unpinned s and p read its old slot) */
+    RB_GC_GUARD(s);
     return out;
 }
 
@@ -1669,6 +1712,11 @@ static const rb_data_type_t tmpl_type = {
  * kept RSS flat) the Ruby suite's GC.stress + compaction test of @ivars read up front
  * (test_ivars_only_gc_during_conversion, seed 27497, MALLOC_PERTURB_=166) hit Ruby's "[BUG] try to
  * mark T_NONE object": the changed GC timing shows a reference Ruby's GC does not see, not found yet.
+ * (Session 34: a render's host objects were kept in an Array, which lets compaction move them, and
+ * erb_tag read an unguarded String: both fixed (keep, erb_tag), yet that run still aborts with
+ * TPL_GC_TELL 1. What the GC marks then is the json ext's own modules (JSON and its classes, in the
+ * VM's defined_module_hash, which tpl_ext never holds), their heap page gone; valgrind shows no bad
+ * access by tpl_ext, and the run passes with auto-compaction off.)
  * ObjectSpace.memsize_of (tmpl_size) counts the memory either way. */
 static void tmpl_tell_gc(tmpl *t)
 {
