@@ -28,6 +28,8 @@ typedef struct scope_var {
     bool missing;            /* may hold Jinja2's `missing` (an undefined value, see frame_init) */
     bool noexport;           /* at a template's top level, last bound by an import (Jinja2 discards
                               * an import's names from the module's exported names) */
+    bool reset_param;        /* a parameter of a loop or with block that makes a macro: `missing`
+                              * once the block ends (reset_frame), which a macro's read checks */
 } scope_var;
 
 typedef struct scope {
@@ -138,6 +140,7 @@ struct tpl_comp {
     void *ext;               /* a lowering's own data for the whole compile (ERB: the template's defs) */
     int syn;                 /* tpl_syntax_id: picks the syntax's opcodes (truthiness, printing) */
     bool soft;               /* inside an if/condexpr: unknown filters fail at run time (Jinja2) */
+    bool print_bare;         /* the name load_name reads next is printed as it is ({{ name }}) */
     bool own_str_attr;       /* a comparison Jinja2 folds: each str literal whose method it takes is
                               * its own object (folded_methods) */
     bool autoescape;         /* inside {% autoescape true %} */
@@ -946,7 +949,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false, false };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -1053,6 +1056,22 @@ static void load_name(tpl_comp *c, tpl_value name)
     case R_UP: emit(c, TPL_OP_LOAD_UP, slot, 1); break;
     }
     emit_raw(c, k);
+    bool print_bare = c->print_bare;
+    c->print_bare = false;
+    if (var && var->reset_param && r != R_LOCAL) {
+        /* a macro reading a parameter of a loop or with block it was made in: Jinja2's `missing`
+         * once the block ended (reset_frame), printed as its text; any other use is refused */
+        if (print_bare) {
+            emit(c, TPL_OP_MISSING_STR, 0, 0);
+        } else {
+            char msg[200];
+            int m = snprintf(msg, sizeof msg, "unsupported: '%.*s' is Jinja2's `missing` object here (a variable of a "
+                             "loop or with block that ended, read by a macro made in it); only printing it is supported",
+                             (int)(name.len > 40 ? 40 : name.len), name.u.s);
+            if (m < 0 || (size_t)m >= sizeof msg) m = 0;
+            emit(c, TPL_OP_MISSING_FAIL, add_const(c, tpl_v_str(msg, (size_t)m)), 0);
+        }
+    }
     if (var && var->missing && crossed) {
         /* read through a context (an included template, a block): a variable still `missing`
          * is skipped there, so the state's value shows (Jinja2's Context.new_context) */
@@ -2988,6 +3007,38 @@ static void loop_test_function(tpl_comp *c, tpl_node *n)
     c->soft = soft;
 }
 
+static bool makes_closure(const tpl_node *n, int depth);
+
+/* The variables of the current scope so far are the parameters of a loop or with block that
+ * makes a closure (its targets, `loop`): reset_frame gives them `missing`. */
+static void mark_params(tpl_comp *c)
+{
+    scope *s = c->fn->scope;
+    for (uint32_t i = 0; s && i < s->nvars; i++) s->vars[i].reset_param = true;
+}
+
+/* A loop or with block that makes a closure ends (Jinja2's CodeGenerator.leave_frame: each name
+ * of the frame becomes `missing`, which a macro made there and called after reads): a parameter
+ * holds `missing` (MISSING_SLOT; a macro's read prints it as its text, refuses other uses), any
+ * other name an undefined value (Jinja2's `undefined(name=...) if l_1_x is missing`). */
+static void reset_frame(tpl_comp *c)
+{
+    scope *s = c->fn->scope;
+    for (uint32_t i = 0; s && i < s->nvars && !c->failed; i++) {
+        scope_var *v = &s->vars[i];
+        if (v->name.len && v->name.u.s[0] == '(') continue; /* (hidden: no name of Jinja2's) */
+        if (v->reset_param) {
+            emit(c, TPL_OP_MISSING_SLOT, v->slot, 0);
+            continue;
+        }
+        char msg[160];
+        int k = snprintf(msg, sizeof msg, "'%.*s' is undefined", (int)v->name.len, v->name.u.s);
+        if (k < 0 || (size_t)k >= sizeof msg) k = snprintf(msg, sizeof msg, "a variable is undefined");
+        emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+        emit(c, TPL_OP_STORE_SLOT, v->slot, -1);
+    }
+}
+
 static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
 {
     tpl_value lname = tpl_v_str("(loop)", 6);
@@ -3033,6 +3084,9 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     emit(c, TPL_OP_FOR_NEXT, loop_slot, 1);
     uint32_t exit_pos = emit_raw(c, 0);
     store_target(c, n->a);
+    /* (a recursive loop without else is a Python function of its own in Jinja2: no reset) */
+    bool reset = c->syn == TPL_SYN_JINJA && (depth_slot < 0 || n->d) && makes_closure(n->c, 0);
+    if (reset) mark_params(c);
     if (lazy) {
         bool soft = c->soft;
         c->soft = false;
@@ -3055,6 +3109,7 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     uint32_t end = here(c);
     for (size_t i = 0; i < lc.nbreaks; i++) patch_a(c, lc.breaks[i], end);
     free(lc.breaks);
+    if (reset) reset_frame(c);
     if (n->d) {
         emit(c, TPL_OP_LOAD_SLOT, done, 1);
         emit_raw(c, add_name(c, lname));
@@ -4385,7 +4440,9 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
                 return;
             }
         }
+        c->print_bare = n->a->kind == TPL_N_NAME;
         expr(c, n->a);
+        c->print_bare = false;
         c->cur_off = n->a->off; /* a print error (strict undefined) points at the expression */
         if (ae) emit(c, TPL_OP_ESCAPE, 0, 0);
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
@@ -4462,8 +4519,11 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         uint32_t i = 0;
         for (tpl_node *s = n->a; s && i < 64; s = s->next) items[i++] = s;
         while (i > 0) store_target(c, items[--i]->a);
+        bool reset = c->syn == TPL_SYN_JINJA && makes_closure(n->b, 0);
+        if (reset) mark_params(c);
         frame_init(c, n->b);
         body(c, n->b);
+        if (reset) reset_frame(c);
         pop_scope(c);
         return;
     }

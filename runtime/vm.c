@@ -624,6 +624,12 @@ static tpl_value undef_named(const char *s, size_t n, int kind, int container)
 
 static int map_miss(tpl_vm *vm, tpl_value obj, const tpl_name *nm, tpl_value *out);
 
+/* Jinja2's `missing` in a slot (MISSING_SLOT): an undefined value known by its text's address,
+ * which only MISSING_STR and MISSING_FAIL look at (a macro's read of a loop's or with's
+ * parameter after the block ended; never pushed otherwise) */
+static const char missing_mark[] = "missing";
+static bool is_missing_mark(tpl_value v) { return v.type == TPL_T_UNDEF && v.u.s == missing_mark; }
+
 /* ------------------------------------------------------------------ truthiness */
 
 int tpl_truthy_py(tpl_vm *vm, tpl_value v)
@@ -5236,6 +5242,18 @@ top:
         if (slots[a].type == TPL_T_INT) {
             if (vm->inc_open) vm->inc_open--;
             if (close_since(vm, (uint32_t)slots[a].u.i, slot_base, vm->slot_top) < 0) goto fail;
+        }
+        NEXT(0);
+    }
+    CASE(MISSING_SLOT) { slots[a] = undef_named(missing_mark, 7, TPL_UNDEF_PLAIN, 0); NEXT(0); }
+    CASE(MISSING_STR) {
+        if (is_missing_mark(sp[-1])) sp[-1] = tpl_v_str(missing_mark, 7); /* (Jinja2: str(missing)) */
+        NEXT(0);
+    }
+    CASE(MISSING_FAIL) {
+        if (is_missing_mark(sp[-1])) {
+            tpl_vm_fail(vm, TPL_EK_RUNTIME, "%.*s", (int)consts[a].len, consts[a].u.s);
+            goto fail;
         }
         NEXT(0);
     }
