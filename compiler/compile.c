@@ -3039,6 +3039,44 @@ static void reset_frame(tpl_comp *c)
     }
 }
 
+/* Whether a name `name` is read inside a macro or call block among the statements at n (inside:
+ * n lies in one). */
+static bool closure_reads(const tpl_node *n, tpl_value name, bool inside, int depth)
+{
+    for (; n; n = n->next) {
+        if (depth > 200) return true;
+        if (inside && n->kind == TPL_N_NAME && name_eq(n->val, name.u.s, name.len)) return true;
+        bool in = inside || n->kind == TPL_N_MACRO || n->kind == TPL_N_CALLBLOCK;
+        if (closure_reads(n->a, name, in, depth + 1) || closure_reads(n->b, name, in, depth + 1) ||
+            closure_reads(n->c, name, in, depth + 1) || closure_reads(tpl_node_d(n), name, in, depth + 1) ||
+            closure_reads(tpl_node_e(n), name, in, depth + 1))
+            return true;
+    }
+    return false;
+}
+
+/* A loop or with block that makes a closure: the names its frame reads from the context at its
+ * own level (no enclosing frame has them) that a closure made in it reads too are Jinja2's
+ * references of that frame (l_1_x = resolve('x') at its start, `missing` after leave_frame):
+ * declared in it, unset (read from the context as before), so reset_frame makes them undefined
+ * for a macro called after the block. A builtin global's name is left to the context. */
+static void declare_frame_loads(tpl_comp *c, const tpl_node *fbody)
+{
+    scope *s = c->fn->scope;
+    if (!s || !s->loads.n || !s->loads.e || c->no_context || c->failed) return;
+    for (uint32_t i = 0; i < s->loads.cap && !c->failed; i++) {
+        const tpl_smap_ent *e = &s->loads.e[i];
+        if (!e->s || !e->len) continue;
+        tpl_value name = tpl_v_str(e->s, e->len);
+        if (e->s[0] == '(' || name_eq(name, "loop", 4) || name_eq(name, "caller", 6) || name_eq(name, "varargs", 7) ||
+            name_eq(name, "kwargs", 6) || name_eq(name, "self", 4) || name_eq(name, "super", 5) ||
+            tpl_builtin_find(TPL_BK_GLOBAL, e->s, e->len) >= 0)
+            continue;
+        if (scope_find(s, name) >= 0 || outer_has_ref(c, s, name) || !closure_reads(fbody, name, false, 0)) continue;
+        emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
+    }
+}
+
 static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
 {
     tpl_value lname = tpl_v_str("(loop)", 6);
@@ -3098,6 +3136,7 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
         patch_a(c, keep, here(c));
     }
     frame_init(c, n->c);
+    if (reset) declare_frame_loads(c, n->c);
     body(c, n->c);
     if (n->d) {
         emit(c, TPL_OP_TRUE, 0, 1);
@@ -4522,6 +4561,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         bool reset = c->syn == TPL_SYN_JINJA && makes_closure(n->b, 0);
         if (reset) mark_params(c);
         frame_init(c, n->b);
+        if (reset) declare_frame_loads(c, n->b);
         body(c, n->b);
         if (reset) reset_frame(c);
         pop_scope(c);
