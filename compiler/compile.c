@@ -30,6 +30,8 @@ typedef struct scope_var {
                               * an import's names from the module's exported names) */
     bool reset_param;        /* a parameter of a loop or with block that makes a macro: `missing`
                               * once the block ends (reset_frame), which a macro's read checks */
+    bool shared;             /* its slot is an ended frame's that made a closure (func.shared) */
+    bool shared_param;       /* ... where it was a parameter (its readers there check `missing`) */
 } scope_var;
 
 typedef struct scope {
@@ -85,6 +87,10 @@ typedef struct func {
     int depth, max_depth;    /* operand stack */
     scope *scope;
     loopctx *loop;
+    tpl_smap shared;         /* "DEPTH:name" -> the slot of a name of a loop or with frame that made a
+                              * closure and ended (reset_frame): a later frame at that depth
+                              * declaring the name takes it (Jinja2's identifier l_DEPTH_name is one
+                              * Python variable of the function, which the closure reads) */
     int32_t rec_self;        /* recursive loop function: slots of itself, its depth and its loop; else -1 */
     int32_t rec_depth, rec_loop;
 } func;
@@ -930,12 +936,38 @@ static int scope_find(scope *s, tpl_value name)
     return v ? (int)v->slot : -1;
 }
 
+/* The key of name in scope s for func.shared ("DEPTH:name", DEPTH: the scopes from the function's
+ * boundary, Jinja2's frame level there) in buf, or 0 when s lies in an included template's or a
+ * block's top (a context: a function of its own in Jinja2) or the name is hidden or long. */
+static size_t shared_key(const scope *s, tpl_value name, char *buf, size_t cap)
+{
+    unsigned depth = 0;
+    for (; s && !s->func_boundary; s = s->parent) {
+        if (s->ctx_top) return 0;
+        depth++;
+    }
+    if (!s || s->ctx_top || !name.len || name.u.s[0] == '(' || name.len > 200) return 0;
+    int k = snprintf(buf, cap, "%u:%.*s", depth, (int)name.len, name.u.s);
+    return k > 0 && (size_t)k < cap ? (size_t)k : 0;
+}
+
 /* Declares name in the innermost scope of the current function (reusing an existing slot). */
 static uint32_t declare(tpl_comp *c, tpl_value name)
 {
     scope *s = c->fn->scope;
     int slot = scope_find(s, name);
     if (slot >= 0) return (uint32_t)slot;
+    bool found = false;
+    uint32_t shared = 0; /* (the slot | 1 << 31 where a parameter) */
+    if (c->fn->shared.n && c->include_depth == 0) {
+        char key[256];
+        size_t kn = shared_key(s, name, key, sizeof key);
+        uint32_t v;
+        if (kn && tpl_smap_get(&c->fn->shared, key, kn, &v)) {
+            found = true;
+            shared = v;
+        }
+    }
     if (s->nvars == s->cap) {
         uint32_t nc = s->cap ? s->cap * 2 : 8;
         /* a large array takes a chunk of its own and gives the old one back (the root scope of
@@ -948,8 +980,8 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->vars = nv;
         s->cap = nc;
     }
-    uint32_t sl = new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false };
+    uint32_t sl = found ? shared & 0x7FFFFFFFu : new_slot(c);
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31 };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -3021,13 +3053,36 @@ static void mark_params(tpl_comp *c)
  * of the frame becomes `missing`, which a macro made there and called after reads): a parameter
  * holds `missing` (MISSING_SLOT; a macro's read prints it as its text, refuses other uses), any
  * other name an undefined value (Jinja2's `undefined(name=...) if l_1_x is missing`). */
-static void reset_frame(tpl_comp *c)
+static bool scope_has_shared(const scope *s)
+{
+    for (uint32_t i = 0; s && i < s->nvars; i++)
+        if (s->vars[i].shared) return true;
+    return false;
+}
+
+/* (all: the frame made a closure, every name is reset; else only those sharing a slot) */
+static void reset_frame(tpl_comp *c, bool all)
 {
     scope *s = c->fn->scope;
     for (uint32_t i = 0; s && i < s->nvars && !c->failed; i++) {
         scope_var *v = &s->vars[i];
         if (v->name.len && v->name.u.s[0] == '(') continue; /* (hidden: no name of Jinja2's) */
-        if (v->reset_param) {
+        if (!all && !v->shared) continue;
+        bool param = v->reset_param || v->shared_param;
+        if (c->include_depth == 0) { /* (a later frame at this depth declaring it shares the slot) */
+            char key[256];
+            size_t kn = shared_key(s, v->name, key, sizeof key);
+            char *k = kn ? tpl_arena_alloc(c->tmp, kn) : NULL;
+            if (k) {
+                memcpy(k, key, kn);
+                c->fn->shared.arena = c->tmp;
+                if (!tpl_smap_put(&c->fn->shared, k, (uint32_t)kn, v->slot | (uint32_t)param << 31)) {
+                    c_nomem(c, c->cur_off);
+                    return;
+                }
+            }
+        }
+        if (param) {
             emit(c, TPL_OP_MISSING_SLOT, v->slot, 0);
             continue;
         }
@@ -3148,7 +3203,7 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     uint32_t end = here(c);
     for (size_t i = 0; i < lc.nbreaks; i++) patch_a(c, lc.breaks[i], end);
     free(lc.breaks);
-    if (reset) reset_frame(c);
+    if (reset || scope_has_shared(c->fn->scope)) reset_frame(c, reset);
     if (n->d) {
         emit(c, TPL_OP_LOAD_SLOT, done, 1);
         emit_raw(c, add_name(c, lname));
@@ -3157,6 +3212,7 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
         push_scope(c, false); /* the else body is a frame of its own */
         frame_init(c, n->d);
         body(c, n->d);
+        if (scope_has_shared(c->fn->scope)) reset_frame(c, false);
         pop_scope(c);
         patch_a(c, skip, here(c));
     } else {
@@ -4563,7 +4619,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         frame_init(c, n->b);
         if (reset) declare_frame_loads(c, n->b);
         body(c, n->b);
-        if (reset) reset_frame(c);
+        if (reset || scope_has_shared(c->fn->scope)) reset_frame(c, reset);
         pop_scope(c);
         return;
     }
