@@ -951,23 +951,23 @@ static size_t shared_key(const scope *s, tpl_value name, char *buf, size_t cap)
     return k > 0 && (size_t)k < cap ? (size_t)k : 0;
 }
 
+/* Whether func.shared has name of scope s: *v its entry. (Not inlined: its key buffer stays off
+ * the compiler's recursive paths.) */
+static __attribute__((noinline)) bool shared_slot(tpl_comp *c, const scope *s, tpl_value name, uint32_t *v)
+{
+    char key[256];
+    size_t kn = shared_key(s, name, key, sizeof key);
+    return kn && tpl_smap_get(&c->fn->shared, key, kn, v);
+}
+
 /* Declares name in the innermost scope of the current function (reusing an existing slot). */
 static uint32_t declare(tpl_comp *c, tpl_value name)
 {
     scope *s = c->fn->scope;
     int slot = scope_find(s, name);
     if (slot >= 0) return (uint32_t)slot;
-    bool found = false;
     uint32_t shared = 0; /* (the slot | 1 << 31 where a parameter) */
-    if (c->fn->shared.n && c->include_depth == 0) {
-        char key[256];
-        size_t kn = shared_key(s, name, key, sizeof key);
-        uint32_t v;
-        if (kn && tpl_smap_get(&c->fn->shared, key, kn, &v)) {
-            found = true;
-            shared = v;
-        }
-    }
+    bool found = c->fn->shared.n && c->include_depth == 0 && shared_slot(c, s, name, &shared);
     if (s->nvars == s->cap) {
         uint32_t nc = s->cap ? s->cap * 2 : 8;
         /* a large array takes a chunk of its own and gives the old one back (the root scope of
@@ -1058,6 +1058,17 @@ static void expr(tpl_comp *c, tpl_node *n);
 static void body(tpl_comp *c, tpl_node *n);
 static bool block_call(tpl_comp *c, tpl_node *n);
 
+/* MISSING_FAIL for a macro's read of name (not inlined: its buffer stays off expr's recursion). */
+static __attribute__((noinline)) void emit_missing_fail(tpl_comp *c, tpl_value name)
+{
+    char msg[200];
+    int m = snprintf(msg, sizeof msg, "unsupported: '%.*s' is Jinja2's `missing` object here (a variable of a "
+                     "loop or with block that ended, read by a macro made in it); only printing it is supported",
+                     (int)(name.len > 40 ? 40 : name.len), name.u.s);
+    if (m < 0 || (size_t)m >= sizeof msg) m = 0;
+    emit(c, TPL_OP_MISSING_FAIL, add_const(c, tpl_v_str(msg, (size_t)m)), 0);
+}
+
 static void load_name(tpl_comp *c, tpl_value name)
 {
     uint32_t slot;
@@ -1093,16 +1104,8 @@ static void load_name(tpl_comp *c, tpl_value name)
     if (var && var->reset_param && r != R_LOCAL) {
         /* a macro reading a parameter of a loop or with block it was made in: Jinja2's `missing`
          * once the block ended (reset_frame), printed as its text; any other use is refused */
-        if (print_bare) {
-            emit(c, TPL_OP_MISSING_STR, 0, 0);
-        } else {
-            char msg[200];
-            int m = snprintf(msg, sizeof msg, "unsupported: '%.*s' is Jinja2's `missing` object here (a variable of a "
-                             "loop or with block that ended, read by a macro made in it); only printing it is supported",
-                             (int)(name.len > 40 ? 40 : name.len), name.u.s);
-            if (m < 0 || (size_t)m >= sizeof msg) m = 0;
-            emit(c, TPL_OP_MISSING_FAIL, add_const(c, tpl_v_str(msg, (size_t)m)), 0);
-        }
+        if (print_bare) emit(c, TPL_OP_MISSING_STR, 0, 0);
+        else emit_missing_fail(c, name);
     }
     if (var && var->missing && crossed) {
         /* read through a context (an included template, a block): a variable still `missing`
@@ -3061,7 +3064,7 @@ static bool scope_has_shared(const scope *s)
 }
 
 /* (all: the frame made a closure, every name is reset; else only those sharing a slot) */
-static void reset_frame(tpl_comp *c, bool all)
+static __attribute__((noinline)) void reset_frame(tpl_comp *c, bool all)
 {
     scope *s = c->fn->scope;
     for (uint32_t i = 0; s && i < s->nvars && !c->failed; i++) {
@@ -3115,7 +3118,7 @@ static bool closure_reads(const tpl_node *n, tpl_value name, bool inside, int de
  * references of that frame (l_1_x = resolve('x') at its start, `missing` after leave_frame):
  * declared in it, unset (read from the context as before), so reset_frame makes them undefined
  * for a macro called after the block. A builtin global's name is left to the context. */
-static void declare_frame_loads(tpl_comp *c, const tpl_node *fbody)
+static __attribute__((noinline)) void declare_frame_loads(tpl_comp *c, const tpl_node *fbody)
 {
     scope *s = c->fn->scope;
     if (!s || !s->loads.n || !s->loads.e || c->no_context || c->failed) return;
