@@ -1277,6 +1277,24 @@ static void watch_keep(render_ctx *c, PyObject *watch)
 
 static PyObject *plain_from_val(render_ctx *c, tpl_val v);
 
+/* A new Python object made from the template's value v with its own memo and watch (dropped after),
+ * never one already made: what v holds now, to compare with an object Python kept. New reference, or
+ * NULL with an exception. */
+static PyObject *fresh_copy(render_ctx *c, tpl_val v)
+{
+    PyObject *memo = c->memo, *watch = c->watch;
+    c->memo = NULL;
+    c->watch = NULL;
+    c->no_reuse = true;
+    PyObject *fresh = plain_from_val(c, v);
+    c->no_reuse = false;
+    Py_XDECREF(c->memo);
+    Py_XDECREF(c->watch);
+    c->memo = memo;
+    c->watch = watch;
+    return fresh;
+}
+
 /* The list or dict an earlier call of the render was given for the template's list or dict v
  * (key: memo_get's) and Python kept (c->kept), when it equals what v holds now (new reference,
  * also put in this call's memo): Jinja2 hands every call the same object, which a callable that
@@ -1294,17 +1312,8 @@ static PyObject *kept_reuse(render_ctx *c, tpl_val v, PyObject *key)
             o = PyTuple_GET_ITEM(e, 0);
     }
     if (!o) return NULL;
-    /* a fresh copy (its own memo and watch, dropped), compared with the kept object */
-    PyObject *memo = c->memo, *watch = c->watch;
-    c->memo = NULL;
-    c->watch = NULL;
-    c->no_reuse = true;
-    PyObject *fresh = plain_from_val(c, v);
-    c->no_reuse = false;
-    Py_XDECREF(c->memo);
-    Py_XDECREF(c->watch);
-    c->memo = memo;
-    c->watch = watch;
+    /* a fresh copy, compared with the kept object */
+    PyObject *fresh = fresh_copy(c, v);
     if (!fresh) return NULL;
     int eq = Py_TYPE(fresh) == Py_TYPE(o) ? PyObject_RichCompareBool(o, fresh, Py_EQ) : 0;
     Py_DECREF(fresh);
@@ -1331,16 +1340,7 @@ static int kept_sync(render_ctx *c)
             continue;
         tpl_val v;
         memcpy(&v, PyBytes_AS_STRING(key), sizeof v);
-        PyObject *memo = c->memo, *watch = c->watch;
-        c->memo = NULL;
-        c->watch = NULL;
-        c->no_reuse = true;
-        PyObject *fresh = plain_from_val(c, v);
-        c->no_reuse = false;
-        Py_XDECREF(c->memo);
-        Py_XDECREF(c->watch);
-        c->memo = memo;
-        c->watch = watch;
+        PyObject *fresh = fresh_copy(c, v);
         if (!fresh) return -1;
         int eq = Py_TYPE(fresh) == Py_TYPE(o) ? PyObject_RichCompareBool(o, fresh, Py_EQ) : 1;
         if (eq < 0) PyErr_Clear();
