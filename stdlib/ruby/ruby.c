@@ -5424,6 +5424,17 @@ done:
 int r_str_sub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a, out, false); }
 int r_str_gsub(tpl_vm *vm, tpl_value *a, tpl_value *out) { return sub_impl(vm, a, out, true); }
 
+/* The MatchData of a String pattern pat found at q in s (one group: its bytes). */
+static int str_pattern_md(tpl_vm *vm, tpl_value s, tpl_value pat, const char *q, tpl_value *md)
+{
+    OnigRegion fake = { 0 };
+    int beg = (int)(q - s.u.s), en = beg + (int)pat.len;
+    fake.num_regs = 1;
+    fake.beg = &beg;
+    fake.end = &en;
+    return md_new(vm, s, pat, NULL, &fake, md);
+}
+
 /* String#scan: the matches (or their groups); with a block (blk->pc) yields each instead, the block seeing its
  * match in $~, and answers the receiver. $~ is the last match after it (nil without one). */
 static int scan_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, const tpl_rb_block *blk)
@@ -5442,23 +5453,11 @@ static int scan_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, const tpl_rb_bloc
                 if (!tpl_list_push(A(vm), l, pat)) return oom(vm);
                 continue;
             }
-            OnigRegion fake = { 0 };
-            int beg = (int)(q - s.u.s), en = beg + (int)pat.len;
-            fake.num_regs = 1;
-            fake.beg = &beg;
-            fake.end = &en;
-            if (md_new(vm, s, pat, NULL, &fake, &md) < 0) return -1;
+            if (str_pattern_md(vm, s, pat, q, &md) < 0) return -1;
             tpl_vm_set_rb_match(vm, md);
             YIELD(*blk, &pat, 1, &r);
         }
-        if (last) {
-            OnigRegion fake = { 0 };
-            int beg = (int)(last - s.u.s), en = beg + (int)pat.len;
-            fake.num_regs = 1;
-            fake.beg = &beg;
-            fake.end = &en;
-            if (md_new(vm, s, pat, NULL, &fake, &md) < 0) return -1;
-        }
+        if (last && str_pattern_md(vm, s, pat, last, &md) < 0) return -1;
         tpl_vm_set_rb_match(vm, md);
         *out = blk ? s : tpl_v_list(l);
         return 0;
