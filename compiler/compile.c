@@ -1562,6 +1562,9 @@ static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
         }
         if (!tpl_list_push(&c->p->arena, l, item)) { c_nomem(c, c->cur_off); return; }
     }
+    bool alt = nadd == 2 * (nadd - nk) + 1; /* literal, value, literal, ..., literal? */
+    for (uint32_t i = 0; alt && i < nadd; i++) alt = (l->items[i].type == TPL_T_STR) == !(i & 1);
+    if (alt) l->items[1].flags |= TPL_F_ADDS_ALT;
     tpl_value lv = tpl_v_list(l);
     lv.flags = TPL_F_TUPLE;
     uint32_t k = add_const(c, lv);

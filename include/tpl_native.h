@@ -286,9 +286,14 @@ static inline __attribute__((always_inline)) const tpl_nvalue *tpl_native_find(c
                                       * Ruby class or Regexp key is no String of its name, as the
                                       * VM's map_find_name says: Hash[Array]'s entry is not h["Array"]) */
         e = &map->e[*hint];
-        if ((n <= 16 || e->hash == h) && e->key.type == TPL_NT_STR && e->key.len == n && tpl_native_eq(e->key.u.s, s, n) &&
-            __builtin_expect(!(e->key.flags & (TPL_NF_CLASS_RB | TPL_NF_REGEX_RB)), 1))
-            return &e->val;
+        /* the key's type, flags, aux and length as one 8-byte compare (n a constant: with an
+         * immediate): a plain string of n bytes; a key with flags (Markup) is left to the probe */
+        const tpl_nvalue kh = { TPL_NT_STR, 0, 0, n, { 0 } };
+        uint64_t ka, kb;
+        memcpy(&ka, &e->key, sizeof ka);
+        memcpy(&kb, &kh, sizeof kb);
+        if ((n <= 16 || e->hash == h) && ka == kb && e->key.len == n && tpl_native_eq(e->key.u.s, s, n))
+            return &e->val; /* (the length again: for the compiler's bounds analysis) */
     }
     if (!map->idx_cap) {
         if (!map->len) return NULL; /* e may be NULL */

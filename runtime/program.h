@@ -110,6 +110,10 @@ static inline bool tpl_op_successors_walk(uint32_t op, const uint32_t *code, siz
 /* The most operands a PRINT_ADDS_K chain has (its constant tuple's length; the VM gathers them
  * on the C stack when they are not all plain strings). */
 #define TPL_ADDS_K_MAX 32
+/* Flag of a PRINT_ADDS_K tuple's item 1, a None (no meaning for None elsewhere): the items
+ * alternate literal, value, literal, ..., literal (2A + 1 of them), so the VM copies them in
+ * pairs without testing each item's kind (the compiler's; the verifier checks it). */
+#define TPL_F_ADDS_ALT 1
 
 /* A name with its precomputed hash (state lookups and attribute access) and the builtins it
  * names, resolved once at compile time so the VM never searches the builtin table by string:

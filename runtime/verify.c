@@ -150,6 +150,12 @@ static bool check_operands(ver *v, size_t pc)
             }
             if (!ok || nv != TPL_INSN_A(p->code[pc]))
                 return bad(v, "pc %zu: PRINT_ADDS_K: constant %u is not its operands' tuple", pc, x);
+            if (l->items[1].type == TPL_T_NONE && (l->items[1].flags & TPL_F_ADDS_ALT)) {
+                /* the VM copies the items in pairs: literal, value, ..., literal */
+                bool alt = l->len == 2 * nv + 1;
+                for (uint32_t j = 0; alt && j < l->len; j++) alt = (l->items[j].type == TPL_T_STR) == !(j & 1);
+                if (!alt) return bad(v, "pc %zu: PRINT_ADDS_K: constant %u is marked alternating and is not", pc, x);
+            }
             /* the VM checks the output's room with this length */
             if (klen != p->code[pc + 2]) return bad(v, "pc %zu: PRINT_ADDS_K: the literals' length is not %llu", pc, (unsigned long long)klen);
         }

@@ -995,6 +995,18 @@ static int method_gate(tpl_value self, int id)
     return id >= 0 && self.type == TPL_T_STR && !(self.flags & TPL_F_SAFE) && markup_only(id) ? -1 : id;
 }
 
+/* Whether the n bytes at a and b (a map key and a name, n >= 1) are equal: tpl_native_eq with
+ * the lengths names have most (4 to 8 bytes) tested first. */
+static inline __attribute__((always_inline)) bool key_bytes_eq(const char *a, const char *b, uint32_t n)
+{
+    if (__builtin_expect(n - 4u <= 4u, 1)) {
+        uint32_t a0, b0, a1, b1;
+        memcpy(&a0, a, 4); memcpy(&b0, b, 4); memcpy(&a1, a + n - 4, 4); memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return tpl_native_eq(a, b, n);
+}
+
 /* The entry of map m whose key is the string of name nm, or NULL: tpl_map_probe_str, first trying
  * the entry this name was last found at (vm->key_hint). A template reads the same few names from
  * maps of one shape (the state, each item of a list of records), so the guess is usually right and
@@ -1006,11 +1018,15 @@ static inline __attribute__((always_inline)) tpl_value *map_find_name(tpl_vm *vm
     uint32_t i = *h;
     if (__builtin_expect(i < m->len, 1)) {
         tpl_entry *e = &m->e[i];
-        /* (no hash compare: the bytes decide, and the guess is usually right; a Ruby class or
-         * Regexp key is no String of its name: Hash[Array]'s entry is not h["Array"]) */
-        if (e->key.type == TPL_T_STR && e->key.len == nm->s.len && tpl_native_eq(e->key.u.s, nm->s.u.s, nm->s.len) &&
-            __builtin_expect(!(e->key.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)), 1))
-            return &e->val;
+        /* (no hash compare: the bytes decide, and the guess is usually right.) The key's type,
+         * flags, aux and length as one 8-byte compare with the name's: a string of the name's
+         * flags (a name has none but SYMBOL: .tplb's check), so never a Ruby class or Regexp key,
+         * which is no String of its name (Hash[Array]'s entry is not h["Array"]); a key of other
+         * flags (a Markup key) is left to the probe, which finds it as before */
+        uint64_t kh, nh;
+        memcpy(&kh, &e->key, sizeof kh);
+        memcpy(&nh, &nm->s, sizeof nh);
+        if (kh == nh && key_bytes_eq(e->key.u.s, nm->s.u.s, nm->s.len)) return &e->val;
     }
     tpl_value *hit = tpl_map_probe_str(m, nm->s.u.s, nm->s.len, nm->hash);
     if (hit) *h = (uint32_t)((const tpl_entry *)(const void *)((const char *)hit - offsetof(tpl_entry, val)) - m->e);
@@ -4243,6 +4259,34 @@ static __attribute__((noinline)) int adds_k_slow(tpl_vm *vm, const tpl_list *ks,
 static inline __attribute__((always_inline)) int adds_k_op(tpl_vm *vm, const tpl_list *ks, const tpl_value *args,
                                                            uint32_t a, size_t klen)
 {
+    if (ks->items[1].flags & TPL_F_ADDS_ALT) {
+        /* literal, value, literal, ..., literal (the verifier's): one pass copying them in pairs,
+         * each value checked to be a plain string with room for it and the literals; what it
+         * wrote past out_len before a value that is not is written over by the general path */
+        size_t room = vm->out_cap - vm->out_len;
+        if (__builtin_expect(klen < room, 1)) {
+            size_t left = room - klen; /* (the values' bytes must stay below it) */
+            char *o = vm->out + vm->out_len;
+            const tpl_value *k = ks->items, *x = args, *xend = args + a;
+            out_copy(o, k->u.s, k->len);
+            o += k->len;
+            for (; x < xend; x++) {
+                if ((((uint32_t)x->type | (uint32_t)x->flags << 8) & (0xffu | (TPL_F_SAFE | TPL_F_SYMBOL) << 8)) !=
+                        TPL_T_STR ||
+                    x->len >= left)
+                    goto general;
+                left -= x->len;
+                out_copy(o, x->u.s, x->len);
+                o += x->len;
+                k += 2;
+                out_copy(o, k->u.s, k->len);
+                o += k->len;
+            }
+            vm->out_len = (size_t)(o - vm->out);
+            return 0;
+        }
+    }
+general:;
     /* plain strings with room for all: one check of the values and the room, then the copies */
     size_t total = klen;
     uint32_t j = 0;
