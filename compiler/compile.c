@@ -32,6 +32,10 @@ typedef struct scope_var {
                               * once the block ends (reset_frame), which a macro's read checks */
     bool shared;             /* its slot is an ended frame's that made a closure (func.shared) */
     bool shared_param;       /* ... where it was a parameter (its readers there check `missing`) */
+    bool ctx_hidden;         /* not one of Jinja2's stores of its frame: a loop's `loop` when the loop
+                              * is not extended, a macro's varargs, kwargs or caller its body does not
+                              * read (macro_body's find_undeclared): an included or imported template
+                              * or a scoped block (dump_local_context) does not see it */
 } scope_var;
 
 typedef struct scope {
@@ -161,6 +165,8 @@ struct tpl_comp {
     uint32_t nimport_names;
     tpl_value finalize;      /* tpl_options.finalize: the host filter every output goes through (a string), or undefined */
     bool no_context;         /* compiling an include without context: names are globals only */
+    bool ctx_read;           /* loading a name for a dynamic include's context (push_context_map):
+                              * read as through a context's top (scope_var.ctx_hidden, `missing`) */
     int include_depth;
     scope *inc_top;          /* the top-level scope of the included or imported template being compiled */
     scope *free_scopes;      /* popped scopes, reused by push_scope with their variable arrays (a
@@ -981,7 +987,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = found ? shared & 0x7FFFFFFFu : new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31 };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -1003,7 +1009,8 @@ static scope_var *find_in_func(func *f, tpl_value name, bool *crossed)
 {
     for (scope *s = f->scope; s; s = s->parent) {
         scope_var *v = scope_var_of(s, name);
-        if (v) return v;
+        /* (read through a context: a name Jinja2 does not pass it is looked up further out) */
+        if (v && !(v->ctx_hidden && *crossed)) return v;
         if (s->ctx_top) *crossed = true;
         if (s->func_boundary) break;
     }
@@ -1016,7 +1023,7 @@ static scope_var *find_in_func(func *f, tpl_value name, bool *crossed)
  * true when a context's top lies between the read and the variable. */
 static res_kind resolve_var(tpl_comp *c, tpl_value name, uint32_t *slot, scope_var **var, bool *crossed)
 {
-    bool cr = false;
+    bool cr = c->ctx_read;
     scope_var *v = find_in_func(c->fn, name, &cr);
     res_kind r = c->no_context ? R_BUILTIN : R_GLOBAL;
     if (v) r = R_LOCAL;
@@ -2915,6 +2922,68 @@ static bool loads_caller(const tpl_node *n)
     return false;
 }
 
+/* Whether the tree at n (a list) reads name outside blocks, as Jinja2's find_undeclared sees it
+ * (UndeclaredNameVisitor: no block's body; a nested macro's or loop's body counts). Targets and
+ * parameters are not reads. */
+static bool reads_name(const tpl_node *n, const char *name, size_t len, int depth)
+{
+    if (depth > 200) return true;
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_BLOCK: continue;
+        case TPL_N_NAME:
+            if (name_eq(n->val, name, len)) return true;
+            continue;
+        case TPL_N_SET: case TPL_N_SETBLOCK:
+            if (reads_name(n->b, name, len, depth + 1) || reads_name(n->c, name, len, depth + 1)) return true;
+            continue;
+        case TPL_N_MACRO:
+            for (const tpl_node *p = n->a; p; p = p->next)
+                if (p->kind == TPL_N_KWARG && reads_name(p->a, name, len, depth + 1)) return true;
+            if (reads_name(n->b, name, len, depth + 1)) return true;
+            continue;
+        case TPL_N_CALLBLOCK:
+            for (const tpl_node *p = n->b; p; p = p->next)
+                if (p->kind == TPL_N_KWARG && reads_name(p->a, name, len, depth + 1)) return true;
+            if (reads_name(n->a, name, len, depth + 1) || reads_name(n->c, name, len, depth + 1)) return true;
+            continue;
+        case TPL_N_FOR:
+            if (reads_name(n->b, name, len, depth + 1) || reads_name(n->c, name, len, depth + 1) ||
+                reads_name(n->d, name, len, depth + 1) || reads_name(n->e, name, len, depth + 1))
+                return true;
+            continue;
+        default:
+            if (reads_name(n->a, name, len, depth + 1) || reads_name(n->b, name, len, depth + 1) ||
+                reads_name(n->c, name, len, depth + 1) || reads_name(tpl_node_d(n), name, len, depth + 1) ||
+                reads_name(tpl_node_e(n), name, len, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Whether the tree at n (a list) has a scoped block anywhere (Jinja2's node.find_all(Block)). */
+static bool has_scoped_block(const tpl_node *n, int depth)
+{
+    if (depth > 200) return true;
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_BLOCK && (n->op & 1)) return true;
+        if (n->kind == TPL_N_CONST || n->kind == TPL_N_NAME || n->kind == TPL_N_TEXT) continue;
+        if (has_scoped_block(n->a, depth + 1) || has_scoped_block(n->b, depth + 1) ||
+            has_scoped_block(n->c, depth + 1) || has_scoped_block(tpl_node_d(n), depth + 1) ||
+            has_scoped_block(tpl_node_e(n), depth + 1))
+            return true;
+    }
+    return false;
+}
+
+/* Hides a name of the innermost scope from included templates (scope_var.ctx_hidden). */
+static void hide_from_ctx(tpl_comp *c, const char *name, size_t len)
+{
+    scope_var *v = c->fn->scope ? scope_var_of(c->fn->scope, tpl_v_str(name, len)) : NULL;
+    if (v) v->ctx_hidden = true;
+}
+
 /* Compiles a macro (or a call block's caller) and pushes its closure. params: NAME or KWARG
  * (with a default) nodes. */
 static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_node *fbody, uint32_t off)
@@ -2943,6 +3012,9 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     uint32_t vs = declare(c, tpl_v_str("varargs", 7));
     uint32_t ks = declare(c, tpl_v_str("kwargs", 6));
     uint32_t cs = declare(c, tpl_v_str("caller", 6));
+    if (!reads_name(fbody, "varargs", 7, 0)) hide_from_ctx(c, "varargs", 7);
+    if (!reads_name(fbody, "kwargs", 6, 0)) hide_from_ctx(c, "kwargs", 6);
+    if (!reads_name(fbody, "caller", 6, 0)) hide_from_ctx(c, "caller", 6);
     tpl_macro_desc d = { 0 };
     d.entry = here(c);
     d.nparams = (uint16_t)nparams;
@@ -3158,6 +3230,10 @@ static void for_loop(tpl_comp *c, tpl_node *n, int32_t depth_slot)
     }
     push_scope(c, false);
     uint32_t loop_slot = declare(c, tpl_v_str("loop", 4));
+    /* Jinja2's extended_loop: only then is `loop` a variable of the loop's frame that an included
+     * template or a scoped block sees */
+    if (!(n->op & 1) && !reads_name(n->c, "loop", 4, 0) && !has_scoped_block(n->c, 0) && !has_scoped_block(n->d, 0))
+        hide_from_ctx(c, "loop", 4);
     if (depth_slot >= 0) c->fn->rec_loop = (int32_t)loop_slot;
     /* Jinja2's for-else runs unless some iteration reached the end of the body */
     uint32_t done = 0;
@@ -3942,30 +4018,30 @@ static bool const_template_names(const tpl_node *e)
 }
 
 /* Pushes a dict of the variables visible here (the names of the current function's scopes, of
- * the function it is defined in, and of the template level), each loaded as a read of it would
- * be: what Jinja2 passes an included template (context.get_all() with the local frame). A name
- * not set yet reads as the state would (the VM leaves undefined ones out). */
+ * the functions it is defined in, and of the template level), each loaded as a read of it would
+ * be: what Jinja2 passes an included template (context.get_all() with the local frame's stores,
+ * dump_local_context: no `loop` of a loop that is not extended, no varargs, kwargs or caller a
+ * macro's body does not read). A name not set yet reads as the state would (the VM leaves
+ * undefined ones out). */
 static void push_context_map(tpl_comp *c)
 {
     tpl_smap seen = { 0 };
     seen.arena = c->tmp;
     uint32_t cnt = 0, k;
-    scope *tops[3] = { c->fn->scope, c->fn->parent ? c->fn->parent->scope : NULL, NULL };
-    if (c->fn != &c->root && c->fn->parent != &c->root) tops[2] = c->root.scope;
-    for (int t = 0; t < 3 && !c->failed; t++)
-        for (scope *s = tops[t]; s && !c->failed; s = s->parent) {
+    for (func *f = c->fn; f && !c->failed; f = f->parent)
+        for (scope *s = f->scope; s && !c->failed; s = s->parent) {
             for (uint32_t i = 0; i < s->nvars && !c->failed; i++) {
                 tpl_value nm = s->vars[i].name;
-                if (name_eq(nm, "varargs", 7) || name_eq(nm, "kwargs", 6) || name_eq(nm, "caller", 6) ||
-                    name_eq(nm, "loop", 4)) /* (Jinja2 passes no loop variable) */
-                    continue;
+                if (s->vars[i].ctx_hidden) continue;
                 if (tpl_smap_get(&seen, nm.u.s, nm.len, &k)) continue;
                 if (!tpl_smap_put(&seen, nm.u.s, nm.len, 1)) { c_nomem(c, c->cur_off); return; }
                 push_const(c, nm);
+                c->ctx_read = true;
                 load_name(c, nm);
+                c->ctx_read = false;
                 cnt++;
             }
-            if (s->func_boundary && t < 2) break;
+            if (s->func_boundary && f->parent) break;
         }
     emit(c, TPL_OP_BUILD_MAP, cnt, 1 - 2 * (int)cnt);
 }
