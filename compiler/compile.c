@@ -3202,8 +3202,7 @@ static __attribute__((noinline)) void declare_frame_loads(tpl_comp *c, const tpl
         if (!e->s || !e->len) continue;
         tpl_value name = tpl_v_str(e->s, e->len);
         if (e->s[0] == '(' || name_eq(name, "loop", 4) || name_eq(name, "caller", 6) || name_eq(name, "varargs", 7) ||
-            name_eq(name, "kwargs", 6) || name_eq(name, "self", 4) || name_eq(name, "super", 5) ||
-            tpl_builtin_find(TPL_BK_GLOBAL, e->s, e->len) >= 0)
+            name_eq(name, "kwargs", 6) || name_eq(name, "self", 4) || name_eq(name, "super", 5))
             continue;
         if (scope_find(s, name) >= 0 || outer_has_ref(c, s, name) || !closure_reads(fbody, name, false, 0)) continue;
         emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
