@@ -4649,42 +4649,49 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_NS_SET, add_name(c, n->val), -2);
         return;
     case TPL_N_SETBLOCK:
+    case TPL_N_FILTERBLOCK: {
+        /* Jinja2's AssignBlock and FilterBlock: an inner frame (frame.inner()) whose filters run
+         * in it (they read what the body set), left as a loop's or with's frame is (leave_frame) */
+        bool setb = n->kind == TPL_N_SETBLOCK;
+        tpl_node *fbody = n->b, *filters = setb ? n->c : n->a;
         emit(c, TPL_OP_CAPTURE, 0, 0);
         push_scope(c, false);
-        frame_init(c, n->b);
-        c->ext_noguard++;
-        body(c, n->b);
-        c->ext_noguard--;
-        pop_scope(c);
+        bool reset = c->syn == TPL_SYN_JINJA && makes_closure(fbody, 0);
+        /* (the frame's names as read by its body and then its filters: a DO of the filters
+         * appended to the body while frame_init looks) */
+        tpl_node *fr = filters ? tpl_node_new(c->tmp, TPL_N_DO, n->off) : NULL, *tail = NULL, *scan = fbody;
+        if (filters && !fr) { c_nomem(c, n->off); return; }
+        if (fr) {
+            fr->a = filters;
+            if (fbody) {
+                for (tail = fbody; tail->next; tail = tail->next) {}
+                tail->next = fr;
+            } else {
+                scan = fr;
+            }
+        }
+        frame_init(c, scan);
+        if (tail) tail->next = NULL;
+        if (reset) declare_frame_loads(c, fbody);
+        if (setb) c->ext_noguard++;
+        body(c, fbody);
+        if (setb) c->ext_noguard--;
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
-        {
+        if (filters) {
             bool soft = c->soft;
             c->soft = false; /* the filters run in the block's frame (never soft) */
-            apply_filters(c, n->c);
+            apply_filters(c, filters);
             c->soft = soft;
+            if (setb && c->autoescape) emit_markup(c);
         }
-        if (c->autoescape && n->c) emit_markup(c);
-        store_target(c, n->a);
-        return;
-    case TPL_N_FILTERBLOCK:
-        emit(c, TPL_OP_CAPTURE, 0, 0);
-        push_scope(c, false);
-        frame_init(c, n->b);
-        body(c, n->b);
+        if (reset || scope_has_shared(c->fn->scope)) reset_frame(c, reset);
         pop_scope(c);
-        c->cur_off = n->off;
-        emit(c, TPL_OP_END_CAPTURE, 0, 1);
-        if (c->autoescape) emit_markup(c);
-        {
-            bool soft = c->soft;
-            c->soft = false;
-            apply_filters(c, n->a);
-            c->soft = soft;
-        }
-        emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+        if (setb) store_target(c, n->a);
+        else emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
+    }
     case TPL_N_WITH: {
         /* values are evaluated in the enclosing scope, then bound in a new one */
         uint32_t cnt = 0;
