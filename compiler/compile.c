@@ -178,6 +178,9 @@ struct tpl_comp {
     struct tpl_csource { char *src; size_t n; tpl_value name; } *sources; /* loaded templates (freed after compilation) */
     size_t nsources, srccap;
     int cur_src;             /* the source being compiled: an index of sources, -1 the main one */
+    int ctx_src1;            /* the template whose context the code runs in (Jinja2's context.name,
+                              * `self`): an included or imported template's source index + 1, 0 the
+                              * template compiled (its extends chain too) */
     int chain_src[TPL_MAX_INHERIT]; /* the source of each template of the extends chain */
     tpl_block *blocks;       /* blocks of the extends chain */
     size_t nblocks, bcap;
@@ -1076,6 +1079,72 @@ static __attribute__((noinline)) void emit_missing_fail(tpl_comp *c, tpl_value n
     emit(c, TPL_OP_MISSING_FAIL, add_const(c, tpl_v_str(msg, (size_t)m)), 0);
 }
 
+/* Whether n reads Jinja2's `self` (TemplateReference(context)): the name, not assigned here. */
+static bool reads_self(tpl_comp *c, const tpl_node *n)
+{
+    if (c->syn != TPL_SYN_JINJA || !n || n->kind != TPL_N_NAME || !name_eq(n->val, "self", 4)) return false;
+    uint32_t slot;
+    res_kind r = resolve(c, n->val, &slot);
+    return r == R_GLOBAL || r == R_BUILTIN;
+}
+
+/* Jinja2's repr of `self` in b: "<TemplateReference NAME>", NAME the Python repr of the context's
+ * template name (None for the template compiled, as Environment.from_string names it; an
+ * included or imported one's name as the statement spells it). False when tpl cannot tell it (a
+ * template loaded to extend a computed parent) or its repr needs escapes. */
+static bool self_repr(tpl_comp *c, tpl_sb *b)
+{
+    const char *nm = NULL;
+    size_t nn = 0;
+    if (c->ctx_src1 > 0 && (size_t)(c->ctx_src1 - 1) < c->nsources) {
+        nm = c->sources[c->ctx_src1 - 1].name.u.s;
+        nn = c->sources[c->ctx_src1 - 1].name.len;
+    } else if (c->p->ext_parent) {
+        return false;
+    } else if (c->p->want_exports && c->p->name) {
+        nm = c->p->name;
+        nn = strlen(nm);
+    }
+    tpl_sb_puts(b, "<TemplateReference ");
+    if (!nm) {
+        tpl_sb_puts(b, "None");
+    } else {
+        bool sq = false, dq = false;
+        for (size_t i = 0; i < nn; i++) {
+            unsigned char ch = (unsigned char)nm[i];
+            if (ch < 0x20 || ch >= 0x7F || ch == '\\') return false;
+            if (ch == '\'') sq = true;
+            if (ch == '"') dq = true;
+        }
+        if (sq && dq) return false;
+        char q = sq ? '"' : '\'';
+        tpl_sb_putc(b, q);
+        tpl_sb_put(b, nm, nn);
+        tpl_sb_putc(b, q);
+    }
+    tpl_sb_putc(b, '>');
+    return !b->failed;
+}
+
+static void push_const(tpl_comp *c, tpl_value v);
+
+/* `{{ self }}`: the TemplateReference's repr, escaped under autoescape (not inlined: its buffer
+ * stays off the statement compiler's recursion). */
+static __attribute__((noinline)) void print_self(tpl_comp *c, const tpl_node *e, bool ae)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, c->tmp);
+    if (!self_repr(c, &b)) {
+        cerror(c, e->off, "unsupported: printing `self` here (Jinja2's TemplateReference of a template "
+               "loaded at run time to extend a computed parent, or a name whose repr needs escapes)");
+        return;
+    }
+    push_const(c, tpl_v_str(b.p, b.len));
+    c->cur_off = e->off;
+    if (ae) emit(c, TPL_OP_ESCAPE, 0, 0);
+    emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+}
+
 static void load_name(tpl_comp *c, tpl_value name)
 {
     uint32_t slot;
@@ -1091,10 +1160,10 @@ static void load_name(tpl_comp *c, tpl_value name)
             else if (name_eq(name, "kwargs", 6)) f->uses_kwargs = true;
             else if (name_eq(name, "caller", 6)) f->uses_caller = true;
         }
-    if (r == R_GLOBAL && c->syn == TPL_SYN_JINJA && name_eq(name, "self", 4)) {
+    if ((r == R_GLOBAL || r == R_BUILTIN) && c->syn == TPL_SYN_JINJA && name_eq(name, "self", 4)) {
         /* Jinja2's TemplateReference (printed with the template's loader name, compared by identity) */
-        cerror(c, c->cur_off, "unsupported: `self` other than `self.BLOCK()` of a block of this template "
-               "(Jinja2's TemplateReference)");
+        cerror(c, c->cur_off, "unsupported: `self` other than `self.BLOCK()` of a block of this template, "
+               "`{{ self }}` or `self is defined` (Jinja2's TemplateReference)");
         return;
     }
     switch (r) {
@@ -2042,6 +2111,12 @@ static void expr(tpl_comp *c, tpl_node *n)
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
             unknown_callable(c, n, "test");
+            return;
+        }
+        if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && reads_self(c, n->a)) {
+            /* `self is defined`: a TemplateReference, always (Jinja2 declares it wherever read) */
+            c->cur_off = n->off;
+            emit(c, (b == TPL_B_TEST_defined) != ((n->op & 1) != 0) ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
             return;
         }
         if (c->syn == TPL_SYN_JINJA && !c->ae_volatile && fold_test(n->val)) {
@@ -4204,6 +4279,8 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     if (without) c->no_context = true;
     c->cur_src = src;
+    int save_ctx = c->ctx_src1;
+    c->ctx_src1 = src + 1;
     scope *save_top = c->inc_top;
     func *save_fn = c->inc_fn;
     tpl_block *save_b = c->cur_block;
@@ -4221,6 +4298,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->inc_fn = save_fn;
     c->cur_block = save_b;
     c->cur_src = save_src;
+    c->ctx_src1 = save_ctx;
     c->no_context = save_nc;
     c->span_locked = save_lock;
     c->span_off = save_off;
@@ -4302,6 +4380,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     if (!c->span_locked) { c->span_locked = true; c->span_off = n->off; }
     c->no_context = true;
     c->cur_src = src;
+    int save_ctx = c->ctx_src1;
+    c->ctx_src1 = src + 1;
     c->cur_block = NULL;
     c->nimport_names = 0;
     memset(&c->root, 0, sizeof c->root);
@@ -4342,6 +4422,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->inc_fn = save_ifn;
     c->cur_block = save_b;
     c->cur_src = save_src;
+    c->ctx_src1 = save_ctx;
     c->no_context = save_nc;
     c->span_locked = save_lock;
     c->span_off = save_off;
@@ -4470,6 +4551,8 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     bool with_ctx = (n->op & 4) != 0;
     if (!with_ctx) c->no_context = true;
     c->cur_src = src;
+    int save_ctx = c->ctx_src1;
+    c->ctx_src1 = src + 1;
     scope *s = push_scope(c, !with_ctx);
     if (s) s->ctx_top = true;
     scope *save_top = c->inc_top;
@@ -4519,6 +4602,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->inc_fn = save_fn;
     c->cur_block = save_b;
     c->cur_src = save_src;
+    c->ctx_src1 = save_ctx;
     c->no_context = save_nc;
     c->span_locked = save_lock;
     c->span_off = save_off;
@@ -4584,6 +4668,10 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
          * escaped as the code generator's autoescape says, any other as the run-time value */
         bool ae = c->autoescape;
         if (c->ae_volatile) ae = folds_const(n->a) && !has_filter(n->a) ? c->ae_compile : c->autoescape;
+        if (c->finalize.type != TPL_T_STR && !c->ae_volatile && reads_self(c, n->a)) {
+            print_self(c, n->a, ae);
+            return;
+        }
         if (c->finalize.type == TPL_T_STR) { /* Environment(finalize=f): f(value), then as always */
             if (!host_func(c, c->finalize, TPL_HOST_FILTER)) {
                 cerror(c, n->off, "finalize: no host filter named '%.*s'", (int)c->finalize.len, c->finalize.u.s);
