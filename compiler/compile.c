@@ -1672,17 +1672,30 @@ static bool const_slice_fails(const tpl_node *n)
 {
     if (!n || n->kind != TPL_N_SLICE || !const_literal(n->a)) return false;
     const tpl_node *parts[3] = { n->d, n->b, n->c }; /* step first, as PySlice_Unpack */
-    for (int i = 0; i < 3; i++)
-        if (parts[i] && parts[i]->kind != TPL_N_CONST) return false;
+    int ptype[3] = { TPL_T_NONE, TPL_T_NONE, TPL_T_NONE };
+    bool pzero[3] = { false, false, false };
+    for (int i = 0; i < 3; i++) {
+        const tpl_node *p = parts[i];
+        if (!p) continue;
+        /* a sign folds too (nodes.Neg.as_const): -1 is an int, -True the int -1, -1.5 a float;
+         * a sign on anything else fails to fold, and the slice is made at run time */
+        bool sign = false;
+        while (p->kind == TPL_N_UNOP && (p->op == TPL_AOP_NEG || p->op == TPL_AOP_POS)) { p = p->a; sign = true; }
+        if (p->kind != TPL_N_CONST) return false;
+        int t = p->val.type;
+        if (sign && t != TPL_T_INT && t != TPL_T_BOOL && t != TPL_T_FLOAT && t != TPL_T_BIGINT) return false;
+        ptype[i] = sign && t == TPL_T_BOOL ? TPL_T_INT : t;
+        pzero[i] = (t == TPL_T_INT || t == TPL_T_BOOL) && p->val.u.i == 0;
+    }
     const tpl_node *o = n->a;
     bool seq = o->kind == TPL_N_LIST || o->kind == TPL_N_TUPLE || (o->kind == TPL_N_CONST && o->val.type == TPL_T_STR);
     if (o->kind == TPL_N_CONST && (o->val.type == TPL_T_LIST || o->val.type == TPL_T_MAP)) return false; /* (not made here) */
     if (!seq) return true; /* an int, float, bool or None: not subscriptable; a dict: no such key */
     for (int i = 0; i < 3; i++) {
         if (!parts[i]) continue;
-        int t = parts[i]->val.type;
+        int t = ptype[i];
         if (t != TPL_T_INT && t != TPL_T_BOOL && t != TPL_T_NONE && t != TPL_T_BIGINT) return true;
-        if (i == 0 && (t == TPL_T_INT || t == TPL_T_BOOL) && parts[i]->val.u.i == 0) return false;
+        if (i == 0 && pzero[i]) return false;
     }
     return false;
 }
@@ -2261,7 +2274,14 @@ static void expr(tpl_comp *c, tpl_node *n)
     }
     case TPL_N_CONCAT: {
         uint32_t cnt = 0;
-        for (tpl_node *x = n->a; x; x = x->next) { expr(c, x); cnt++; }
+        /* Concat.as_const folds when every operand does, str() of a folded Undefined included:
+         * `1[:-1] ~ "a"` is "a" */
+        bool fold = c->syn == TPL_SYN_JINJA && folds_const(n) && (!c->ae_volatile || !has_filter(n->a));
+        for (tpl_node *x = n->a; x; x = x->next) {
+            if (fold && x->kind == TPL_N_SLICE) c->slice_undef = x;
+            expr(c, x);
+            cnt++;
+        }
         c->cur_off = n->off;
         emit(c, c->autoescape && !c->ae_volatile && !concat_folds(n) ? TPL_OP_CONCAT_AE : sop(c, TPL_OP_CONCAT), cnt,
              1 - (int)cnt);

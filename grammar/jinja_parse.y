@@ -135,6 +135,8 @@ target(A) ::= tgt_list(L) COMMA. { A = NODE(TUPLE, L->off, L, NULL); }
 target(A) ::= tgt_atom(X) COMMA. { A = NODE(TUPLE, X->off, X, NULL); }
 tgt_atom(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 tgt_atom(A) ::= LPAREN target(X) RPAREN. { A = X; }
+/* `()`: an empty tuple target (parse_primary's Tuple([]), which can_assign): unpacks empty items */
+tgt_atom(A) ::= LPAREN(T) RPAREN. { A = NODE(TUPLE, T.off, NULL, NULL); }
 /* parse_assign_target parses a list or dict there (parse_primary), then refuses it */
 tgt_atom(A) ::= LBRACKET(T) items RBRACKET. { A = N(NAME, T.off); tpl_p_bad_target(ctx, T, "list"); }
 tgt_atom(A) ::= LBRACE(T) dict_items RBRACE. { A = N(NAME, T.off); tpl_p_bad_target(ctx, T, "dict"); }
