@@ -5794,6 +5794,7 @@ void tpl_c_body(tpl_comp *c, tpl_node *n) { body(c, n); }
 void tpl_c_text(tpl_comp *c, const char *s, size_t n) { emit_text(c, s, n); }
 uint32_t tpl_c_declare(tpl_comp *c, tpl_value name) { return declare(c, name); }
 uint32_t tpl_c_slot(tpl_comp *c) { return new_slot(c); }
+uint32_t tpl_c_nslots(const tpl_comp *c) { return c->fn->nslots; }
 void tpl_c_push_scope(tpl_comp *c) { push_scope(c, false); }
 void tpl_c_pop_scope(tpl_comp *c) { pop_scope(c); }
 void tpl_c_store(tpl_comp *c, tpl_node *target) { store_target(c, target); }

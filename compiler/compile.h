@@ -79,6 +79,7 @@ bool tpl_c_if_switch(tpl_comp *c, tpl_node *n, tpl_c_fn cond, tpl_c_fn body, voi
 void tpl_c_text(tpl_comp *c, const char *s, size_t n);  /* output text (merged with neighbours) */
 uint32_t tpl_c_declare(tpl_comp *c, tpl_value name);    /* a variable of the innermost scope */
 uint32_t tpl_c_slot(tpl_comp *c);                      /* an anonymous slot */
+uint32_t tpl_c_nslots(const tpl_comp *c);              /* the slots the function has so far (the next new one) */
 void tpl_c_push_scope(tpl_comp *c);
 void tpl_c_pop_scope(tpl_comp *c);
 void tpl_c_store(tpl_comp *c, tpl_node *target);        /* pops into a NAME or TUPLE target */

@@ -630,6 +630,22 @@ static void held_loop(erb_low *L, const tpl_node *body, const tpl_node *params)
     if (fresh && !L->in_def && held_body_ruby(L, body, &params, params ? 1 : 0, 0)) held_ruby_ran(L);
 }
 
+/* The constant of the CONST at own (block_sub): the slots s0..s1 - 1 and the block-local variables of bl below
+ * s0, as "s0-s1,a,b" (runtime/vm.c own_slots reads it). */
+static bool own_slots(erb_low *L, uint32_t own, uint32_t s0, uint32_t s1, const erb_blocals *bl, uint32_t off)
+{
+    char buf[32 * 12 + 32];
+    size_t len = 0;
+    if (s1 > s0) len += (size_t)snprintf(buf, sizeof buf, "%u-%u", s0, s1);
+    for (int i = 0; i < bl->n; i++)
+        if (bl->slot[i] < s0) len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%u", len ? "," : "", bl->slot[i]);
+    char *k = tpl_arena_alloc(tpl_c_arena(C), len + 1);
+    if (!k) { tpl_c_nomem(C, off); return false; }
+    memcpy(k, buf, len + 1);
+    tpl_c_patch(C, own, tpl_c_const(C, tpl_v_str(k, len)));
+    return true;
+}
+
 static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
 {
     const tpl_node *bcall = L->pending_call;
@@ -642,10 +658,15 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     int nbound = np, dreq, dopt;
     bool dneg;
     if (raw && (desc = bind_desc(L, blk->a, L->sub_lambda, &nbound, &dreq, &dopt, &dneg)) == UINT32_MAX) return 0;
+    uint32_t s0 = tpl_c_nslots(C);
     blocal_scan(L, bl, blk->a, blk->b, 0);
     held_loop(L, blk->b, blk->a);
     tpl_c_at(C, blk->off);
     uint32_t skip = tpl_c_emit(C, TPL_OP_JUMP, 0, raw ? 2 : np);
+    /* the block's own slots (its parameters and locals, its blocks'; its block-local variables): a CONST never
+     * run, right before the entry, naming them for a call of the block from inside itself (runtime/vm.c
+     * tpl_rb_yield_kw: a Hash's default block indexing its Hash, a block a method yields to recursively) */
+    uint32_t own = tpl_c_emit(C, TPL_OP_CONST, 0, 0);
     uint32_t entry = tpl_c_here(C);
     tpl_c_push_scope(C);
     tpl_node *ps[64];
@@ -694,6 +715,7 @@ static uint32_t block_sub(erb_low *L, tpl_node *blk, erb_blocals *bl)
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     tpl_c_pop_scope(C);
     tpl_c_patch(C, skip, tpl_c_here(C));
+    if (!own_slots(L, own, s0, tpl_c_nslots(C), bl, blk->off)) return 0;
     return entry | (raw ? TPL_RB_BIND_RAW : (uint32_t)np) << 24;
 }
 

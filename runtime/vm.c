@@ -6697,7 +6697,77 @@ static __attribute__((noinline)) int yield_kw_hash(tpl_vm *vm, const tpl_rb_bloc
     return tpl_rb_yield_kw(vm, b, a2, nargs + 1, tpl_v_none(), out);
 }
 
+static int yield_run(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out);
+
+/* The slots of the block at entry pc that are its own (its parameters and locals, its inner blocks', its
+ * block-local variables): the String of the CONST right before its entry, never run ("s0-s1,a,b": slots s0 to
+ * s1 - 1, a, b; compiler/lower_erb.c own_slots), or NULL (no such CONST: a block of no own slots). */
+static const tpl_value *own_spec(const tpl_vm *vm, uint32_t pc)
+{
+    const tpl_program *p = vm->p;
+    if (pc == 0 || pc > p->ncode) return NULL;
+    uint32_t w = p->code[pc - 1], op = TPL_INSN_OP(w), a = TPL_INSN_A(w);
+    if (op >= TPL_OP__COUNT || tpl_op_base(op) != TPL_OP_CONST || a >= p->nconsts || p->consts[a].type != TPL_T_STR) return NULL;
+    return p->consts[a].len ? &p->consts[a] : NULL;
+}
+
+/* Walks own_spec's slots of the frame at base: mode 0 counts them, 1 copies them into save, 2 puts save back.
+ * The count, or UINT32_MAX when one is past the slots (a hostile .tplb) or there are more than cap. */
+static uint32_t own_walk(tpl_vm *vm, const tpl_value *spec, uint32_t base, tpl_value *save, uint32_t cap, int mode)
+{
+    const char *s = spec->u.s, *e = s + spec->len;
+    uint32_t n = 0;
+    while (s < e) {
+        uint64_t lo = 0, hi;
+        while (s < e && *s >= '0' && *s <= '9' && lo < 0x10000000) lo = lo * 10 + (uint64_t)(*s++ - '0');
+        hi = lo + 1;
+        if (s < e && *s == '-') {
+            s++;
+            hi = 0;
+            while (s < e && *s >= '0' && *s <= '9' && hi < 0x10000000) hi = hi * 10 + (uint64_t)(*s++ - '0');
+        }
+        if (s < e) s++;
+        if (hi > lo && base + hi > vm->slots_cap) return UINT32_MAX;
+        for (uint64_t k = lo; k < hi; k++, n++) {
+            if (n >= cap) return UINT32_MAX;
+            if (mode == 1) save[n] = vm->slots[base + k];
+            else if (mode == 2) vm->slots[base + k] = save[n];
+        }
+    }
+    return n;
+}
+
+/* tpl_rb_yield_kw of a block running already in the same frame (a call of it from inside itself): its own
+ * slots are put back after the call (on the operand stack meanwhile), as Ruby's calls each have their own. */
+static __attribute__((noinline)) int yield_own(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs,
+                                               tpl_value kw, tpl_value *out, const tpl_value *spec)
+{
+    uint32_t room = vm->stack_cap - vm->stack_top;
+    uint32_t n = own_walk(vm, spec, b->slot_base, NULL, room, 0);
+    if (n == UINT32_MAX || (uint64_t)vm->stack_top + n + tpl_rb_block_pushes(b->nparams) + vm->p->max_stack > vm->stack_cap)
+        return depth_error(vm, true);
+    tpl_value *saved = vm->stack + vm->stack_top;
+    own_walk(vm, spec, b->slot_base, saved, n, 1);
+    vm->stack_top += n;
+    int rc = yield_run(vm, b, args, nargs, kw, out);
+    vm->stack_top -= n;
+    own_walk(vm, spec, b->slot_base, saved, n, 2);   /* (after an error too: a rescue in the outer call goes on) */
+    return rc;
+}
+
 int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out)
+{
+    if (__builtin_expect(vm->rb_active != NULL, 0) && b->pc && !(kw.type == TPL_T_MAP && !(b->nparams & TPL_RB_BIND_RAW)))
+        for (const struct tpl_rb_active *a = vm->rb_active; a; a = a->prev)
+            if (a->pc == b->pc && a->base == b->slot_base) {
+                const tpl_value *spec = own_spec(vm, b->pc);
+                if (spec) return yield_own(vm, b, args, nargs, kw, out, spec);
+                break;
+            }
+    return yield_run(vm, b, args, nargs, kw, out);
+}
+
+static int yield_run(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out)
 {
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     if (vm->depth >= vm->limits.max_depth)
@@ -6726,6 +6796,8 @@ int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, in
     vm->depth++;
     vm->rb_broke = false;
     int rc;
+    struct tpl_rb_active act = { vm->rb_active, b->pc, b->slot_base };
+    vm->rb_active = &act;
     struct tpl_rb_mframe *home = NULL;
     if (__builtin_expect(b->slot_base != vm->rb_match_base, 0))   /* a block of a frame that called a def: that frame's $~ */
         for (home = vm->rb_mframes; home && home->base != b->slot_base; home = home->prev) {}
@@ -6741,6 +6813,7 @@ int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, in
     } else {
         rc = run(vm, b->pc, b->slot_base, 0, np, out);
     }
+    vm->rb_active = act.prev;
     vm->depth--;
     vm->pc = save_pc;
     vm->stack_top = save_stack;
@@ -6909,6 +6982,7 @@ int tpl_vm_run_direct(tpl_vm *vm)
     vm->rb_match = tpl_v_none();
     vm->rb_match_base = 0;
     vm->rb_mframes = NULL;
+    vm->rb_active = NULL;
     for (int i = 0; i < 4; i++) {
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;
@@ -6984,6 +7058,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->rb_match = tpl_v_none();
     vm->rb_match_base = 0;
     vm->rb_mframes = NULL;
+    vm->rb_active = NULL;
     for (int i = 0; i < 4; i++) { /* blocks of the last render are gone */
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;

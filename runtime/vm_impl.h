@@ -227,6 +227,9 @@ struct tpl_vm {
     uint32_t rb_match_base;
     struct tpl_rb_mframe { struct tpl_rb_mframe *prev; tpl_value m; uint32_t base; } *rb_mframes;
     bool rb_broke;          /* ERB: the last block ended with `break` */
+    /* ERB: the blocks running (tpl_rb_yield_kw), newest first: a block called again from inside itself (a Hash's
+     * default block indexing its Hash) keeps its own slots across that call, as each Ruby call has its own */
+    struct tpl_rb_active { struct tpl_rb_active *prev; uint32_t pc, base; } *rb_active;
     /* the most recently used concatenation results, each with its chunk and the chunk's end
      * after it: while its block is still the chunk's newest, `~` or `+` onto it appends in
      * place (vm.c, cat_begin) */
