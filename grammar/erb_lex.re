@@ -411,6 +411,7 @@ typedef struct rlex {
     bool want_params;     /* just after `{` (block) or `do` */
     bool def_name;        /* the previous token is a def's method name */
     int def_at;           /* in a def's parameter list: 1 + the depth of its `(` (then in_params) */
+    bool def_body;        /* the previous token closed a def's parameter list: an expression starts (Ruby's EXPR_BEG) */
     int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
     int cmd_at;           /* in a command's arguments (`x.each_slice 2 do`): 1 + its bracket depth (its `do`
                            * is DO_BLOCK, the command's block, as Ruby's keyword_do_block) */
@@ -428,6 +429,7 @@ static void feed_tok(struct erb_feed *f, tpl_token t);
 static bool push_tok(rlex *L, int kind, size_t off, size_t len)
 {
     L->def_name = false;
+    L->def_body = false;
     if (kind == TK_TERM || kind == TK_INS_CLOSE || kind == TK_PUT) L->cmd_at = 0;
     else if (kind == TK_CMD && (!L->cmd_at || L->cmd_at > L->depth + 1)) L->cmd_at = L->depth + 1;
     uint8_t flag = L->next_flag;
@@ -694,7 +696,7 @@ static bool ruby_lex(rlex *L)
             i++;
             continue;
         }
-        bool was_value = value_end(L->prev);
+        bool was_value = value_end(L->prev) && !L->def_body;
         bool spaced = st > 0 && L->prev_end < st;
         /* ::Const (a top-level constant, as Chef's ::File): the constant itself, the template having no other namespace */
         if (c == ':' && !was_value && i + 2 < n && s[i + 1] == ':' && s[i + 2] >= 'A' && s[i + 2] <= 'Z') {
@@ -791,8 +793,8 @@ static bool ruby_lex(rlex *L)
                     return lex_error(L, st, "unsupported Ruby construct: a method of an object (def %.*s.)", s + st, (int)(e - st));
                 if (p < n && p > e && (ident_start((unsigned char)s[p]) || s[p] == '*' || s[p] == '&'))
                     return lex_error(L, p, "unsupported Ruby construct: def parameters without parentheses%.*s", "", 0);
-                if (p < n && s[p] == '=' && s[p + 1] != '=')
-                    return lex_error(L, p, "unsupported Ruby construct: an endless def (def name = value)%.*s", "", 0);
+                if (p < n && p == e && s[p] == '=' && s[p + 1] != '=' && s[p + 1] != '~')   /* (def name = value: endless) */
+                    return lex_error(L, p, "unsupported Ruby construct: a setter method (def %.*s=)", s + st, (int)(e - st));
                 push_tok(L, TK_IDENT, st, e - st);
                 L->def_name = true;
                 i = e;
@@ -1107,8 +1109,30 @@ static bool ruby_lex(rlex *L)
                              "processes: pass what it needs in the state)", c == '`' ? "`backticks`" : "%x()", c == '`' ? 11 : 4);
         if (c == '%' && !was_value && i + 1 < n && s[i + 1] != ' ' && s[i + 1] != '=')
             return lex_error(L, st, "unsupported Ruby construct '%.*s' (percent literals)", s + st, 2);
-        if (c == '?' && !was_value && i + 1 < n && s[i + 1] != ' ')
-            return lex_error(L, st, "unsupported Ruby construct '%.*s' (character literals)", s + st, 2);
+        if (c == '?' && !was_value && i + 1 < n && s[i + 1] != ' ') {
+            /* ?a, ?<, ?\n: a character literal, a one-character String (tpl_erb_sstring, flag 'c'); ?ab (no
+             * literal: Ruby's syntax error) and other escapes refused */
+            size_t len = 0;
+            unsigned char d = (unsigned char)s[i + 1];
+            if (d == '\\') len = i + 2 < n && strchr("ntsr0eabfv\\'\"", s[i + 2]) && s[i + 2] ? 3 : 0;
+            else if (d > 0x20 && d < 0x7f) len = 2;
+            else if (d >= 0xC2 && d <= 0xF4) {
+                size_t k = d >= 0xF0 ? 4 : d >= 0xE0 ? 3 : 2;
+                len = 1 + k;
+                for (size_t j = 2; j <= k; j++)
+                    if (i + j >= n || ((unsigned char)s[i + j] & 0xC0) != 0x80) len = 0;
+            }
+            bool word = d == '_' || (d >= '0' && d <= '9') || ((d | 0x20) >= 'a' && (d | 0x20) <= 'z') || d >= 0x80;
+            if (len && i + len < n && word) {
+                unsigned char f = (unsigned char)s[i + len];
+                if (f == '_' || (f >= '0' && f <= '9') || ((f | 0x20) >= 'a' && (f | 0x20) <= 'z') || f >= 0x80) len = 0;
+            }
+            if (!len) return lex_error(L, st, "unsupported Ruby construct '%.*s' (character literals)", s + st, 2);
+            L->next_flag = 'c';
+            push_tok(L, TK_SSTRING, st, len);
+            i += len;
+            continue;
+        }
         /* operators and punctuation */
         const char *YYCURSOR = s + i, *YYMARKER = YYCURSOR, *YYLIMIT = s + n;
         int kind = 0;
@@ -1197,8 +1221,10 @@ static bool ruby_lex(rlex *L)
             if (kind == TK_LBRACE_BLK) L->want_params = true;
             if (kind == TK_SLASH && L->amb_slash == st + 1) L->next_flag = 'r';
             bool def_open = kind == TK_LPCALL && L->def_name;
-            if (kind == TK_RPAREN && L->def_at && L->depth + 1 == L->def_at) { L->in_params = false; L->def_at = 0; }
+            bool def_close = kind == TK_RPAREN && L->def_at && L->depth + 1 == L->def_at;
+            if (def_close) { L->in_params = false; L->def_at = 0; }
             push_tok(L, kind, st, len);
+            if (def_close) L->def_body = true;   /* def f(t) ?< ... end, def f(t) -1 end: the body's first value */
             if (def_open) { L->in_params = true; L->def_at = L->depth; } /* def f(a, b = 1, c: 2): parameters */
             i += len;
             continue;
@@ -1661,6 +1687,23 @@ static void hd_dedent(tpl_sb *b, const char *s, size_t len, size_t width, bool l
 tpl_node *tpl_erb_sstring(tpl_pctx *c, tpl_token t)
 {
     tpl_node *n = tpl_p_node(c, TPL_N_CONST, t.off, NULL, NULL);
+    if (t.flag == 'c') {   /* ?a, ?\n: a character literal (the lexer checked it) */
+        const char *s = c->src + t.off + 1;
+        if (s[0] == '\\') {
+            static const char from[] = "ntsr0eabfv", to[] = "\n\t \r\0\033\a\b\f\v";
+            const char *f = strchr(from, s[1]);
+            char *o = tpl_arena_alloc(c->arena, 2);
+            if (!o) { tpl_pctx_nomem(c, t.off); return n; }
+            o[0] = f ? to[f - from] : s[1];
+            o[1] = 0;
+            n->val = tpl_v_str(o, 1);
+            return n;
+        }
+        char *o = tpl_arena_strdup(c->arena, s, t.len - 1);
+        if (!o) { tpl_pctx_nomem(c, t.off); return n; }
+        n->val = tpl_v_str(o, t.len - 1);
+        return n;
+    }
     if (t.flag == 'h' || t.flag == '~') {   /* <<'ID' / <<~'ID': the body as it is (no escapes) */
         const char *s = c->src + t.off + 1;
         size_t len = t.len - 2;

@@ -595,6 +595,13 @@ primary(A) ::= BEGIN(T) compstmt(B) rescues(R) opt_else(E) opt_ensure(Z) END.
       A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; }
 /* def NAME(params) body end: a method of the template (compiler/lower_erb.c def_) */
 primary(A) ::= DEF(T) IDENT(N) def_params(P) compstmt(B) END. { A = NODE(RDEF, T.off, P, B); A->val = tpl_p_tokstr(ctx, N); }
+/* def NAME(params) = arg (Ruby 3's endless def; `rescue` after it is the body's): a method of one expression */
+arg(A) ::= DEF(T) IDENT(N) def_eparams(P) ASSIGN arg(E). [DEFINED] { A = NODE(RDEF, T.off, P, E); A->val = tpl_p_tokstr(ctx, N); }
+arg(A) ::= DEF(T) IDENT(N) def_eparams(P) ASSIGN arg(E) RESCUE_MOD(R) arg(X). [DEFINED]
+    { A = NODE(RDEF, T.off, P, rescue_mod(ctx, E, R, X)); A->val = tpl_p_tokstr(ctx, N); }
+def_eparams(A) ::= . { A = NULL; }
+def_eparams(A) ::= LPCALL RPAREN. { A = NULL; }
+def_eparams(A) ::= LPCALL fparams(P) opt_comma RPAREN. { A = P; }
 def_params(A) ::= TERM. { A = NULL; }
 def_params(A) ::= LPCALL RPAREN. { A = NULL; }
 def_params(A) ::= LPCALL fparams(P) opt_comma RPAREN. { A = P; }
