@@ -6697,7 +6697,8 @@ static __attribute__((noinline)) int yield_kw_hash(tpl_vm *vm, const tpl_rb_bloc
     return tpl_rb_yield_kw(vm, b, a2, nargs + 1, tpl_v_none(), out);
 }
 
-static int yield_run(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out);
+static inline __attribute__((always_inline)) int yield_run(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs,
+                                                            tpl_value kw, tpl_value *out);
 
 /* The slots of the block at entry pc that are its own (its parameters and locals, its inner blocks', its
  * block-local variables): the String of the CONST right before its entry, never run ("s0-s1,a,b": slots s0 to
@@ -6767,7 +6768,9 @@ int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, in
     return yield_run(vm, b, args, nargs, kw, out);
 }
 
-static int yield_run(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out)
+/* (inline: every nested yield's C stack as before, with the 24 bytes of its record in rb_active) */
+static inline __attribute__((always_inline)) int yield_run(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs,
+                                                            tpl_value kw, tpl_value *out)
 {
     if (!b->pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     if (vm->depth >= vm->limits.max_depth)
@@ -6833,7 +6836,7 @@ int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, 
     tpl_value *saved = vm->stack + vm->stack_top;
     for (uint32_t i = 0; i < nkeep; i++) saved[i] = vm->slots[b->slot_base + keep[i]];
     vm->stack_top += nkeep;
-    int rc = tpl_rb_yield(vm, b, args, nargs, out);
+    int rc = yield_run(vm, b, args, nargs, tpl_v_none(), out);   /* (its kept slots hold the block's own: no own_spec) */
     vm->stack_top -= nkeep;
     if (rc >= 0)
         for (uint32_t i = 0; i < nkeep; i++) vm->slots[b->slot_base + keep[i]] = saved[i];
@@ -6841,6 +6844,18 @@ int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, 
 }
 
 bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap) { return tpl_vm_rescue_host(vm, msg, cap, NULL, NULL); }
+
+bool tpl_vm_rescue_depth(tpl_vm *vm, char *msg, size_t cap)
+{
+    if (vm->err.status != TPL_ERR_LIMIT || vm->err.kind != TPL_EK_DEPTH || vm->host_payload || !vm->p ||
+        vm->p->opts.syntax != TPL_SYNTAX_ERB)
+        return false;
+    snprintf(msg, cap, "%s", "stack level too deep (SystemStackError)");
+    memset(&vm->err, 0, sizeof vm->err);
+    vm->err_unlocated = false;
+    vm->rb_broke = false;
+    return true;
+}
 
 bool tpl_vm_rescue_host(tpl_vm *vm, char *msg, size_t cap, void **payload, uint32_t *where)
 {

@@ -6688,16 +6688,30 @@ int r_arr_compact(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-static int flatten_into(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard)
+/* The Arrays flatten_into is inside, innermost first (Ruby's flatten without a level refuses an Array inside itself). */
+struct flat_path { const tpl_list *l; const struct flat_path *up; };
+
+static int flatten_in(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard, const struct flat_path *up)
 {
-    if (guard > 1000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "flatten: arrays nested more than 1000 deep");
+    if (guard > 1000) {
+        /* an Array inside itself (its cycle within 1000 levels): the deepest one is on the path above it already */
+        for (const struct flat_path *p = depth < 0 ? up : NULL; p; p = p->up)
+            if (p->l == src) return tpl_vm_error(vm, TPL_ERR_VALUE, "tried to flatten recursive array (ArgumentError)");
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "flatten: arrays nested more than 1000 deep");
+    }
     if (!tpl_fuel_charge(tpl_vm_arena(vm)->fuel, src->len)) return tpl_vm_nomem(vm);
+    struct flat_path here = { src, up };
     for (uint32_t i = 0; i < src->len; i++) {
         tpl_value v = src->items[i];
-        if (is_array(v) && depth != 0) { if (flatten_into(vm, dst, v.u.list, depth - 1, guard + 1) < 0) return -1; }
+        if (is_array(v) && depth != 0) { if (flatten_in(vm, dst, v.u.list, depth - 1, guard + 1, &here) < 0) return -1; }
         else if (!tpl_list_push(A(vm), dst, v)) return oom(vm);
     }
     return 0;
+}
+
+static int flatten_into(tpl_vm *vm, tpl_list *dst, tpl_list *src, int64_t depth, int guard)
+{
+    return flatten_in(vm, dst, src, depth, guard, NULL);
 }
 
 int r_arr_flatten(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -10150,6 +10164,7 @@ static const char *const exc_tree[][2] = {
     { "Math::DomainError", "StandardError" }, { "ArgumentError", "StandardError" }, { "TypeError", "StandardError" },
     { "ZeroDivisionError", "StandardError" }, { "LocalJumpError", "StandardError" }, { "RegexpError", "StandardError" },
     { "EncodingError", "StandardError" }, { "IOError", "StandardError" }, { "StandardError", "Exception" },
+    { "SystemStackError", "Exception" },
     { "JSON::NestingError", "JSON::ParserError" }, { "JSON::ParserError", "JSON::JSONError" },
     { "JSON::GeneratorError", "JSON::JSONError" }, { "JSON::JSONError", "StandardError" },
     { NULL, NULL } };
@@ -10183,7 +10198,8 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
     char buf[1100], *msg = buf;
     void *payload;
     uint32_t where;
-    if (!tpl_vm_rescue_host(vm, buf, sizeof buf, &payload, &where)) return -1;
+    /* (tpl's depth limit: a SystemStackError, which no StandardError clause takes: r_any_rescue_p) */
+    if (!tpl_vm_rescue_host(vm, buf, sizeof buf, &payload, &where) && !tpl_vm_rescue_depth(vm, buf, sizeof buf)) return -1;
     if (!l || (payload && !(l = new_list(vm, 7)))) return oom(vm);
     tpl_value chain = tpl_v_none();
     if (payload) {   /* a host's Ruby exception: "ANCESTORS\x02MESSAGE (Class)" */
@@ -10284,6 +10300,8 @@ int r_any_reraise(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_rethrow(vm, (void *)(intptr_t)l->items[5].u.i, buf, k < 0 ? 0 : (size_t)k >= sizeof buf ? sizeof buf - 1 : (size_t)k,
                               (uint32_t)l->items[6].u.i);
     }
+    if (m.len == 39 && memcmp(m.u.s, "stack level too deep (SystemStackError)", 39) == 0)   /* (tpl's depth limit again) */
+        return tpl_vm_fail(vm, TPL_EK_DEPTH, "%.*s", (int)m.len, m.u.s);
     return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s", (int)m.len, m.u.s);
 }
 
