@@ -436,6 +436,27 @@ static void store_param(erb_low *L, tpl_node *p, int depth)
         for (tpl_node *q = p->a; q && k < 64; q = q->next) ps[k++] = q;
         if (depth > 32 || k == 0) { tpl_c_error(C, p->off, "unsupported block parameters"); return; }
         tpl_c_at(C, p->off);
+        int lead = 0, rest = 0, post = 0;
+        for (int i = 0; i < k; i++) {
+            if (ps[i]->kind == TPL_N_NAME && ps[i]->op == 10) rest++;
+            else if (rest) post++;
+            else lead++;
+        }
+        if (rest) {
+            /* (a, *b, c): the value's items (an Array's, else the value alone) bound as a proc's |a, *b, c|
+             * binds one Array argument (bind_block: the rest an Array of what the others leave) */
+            char d[64];
+            int dl = snprintf(d, sizeof d, "%d 0 1 %d 0 0 0", lead, post);
+            char *keep = tpl_arena_alloc(tpl_c_arena(C), (size_t)dl + 1);
+            if (!keep) { tpl_c_nomem(C, p->off); return; }
+            memcpy(keep, d, (size_t)dl + 1);
+            tpl_c_emit(C, TPL_OP_BUILD_LIST, 1, 0);
+            tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str(keep, (size_t)dl)), 1);
+            tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(bind)")), -2);
+            tpl_c_word(C, TPL_ARGW(2, 0, TPL_NO_KW));
+            tpl_c_word(C, 0);
+        }
         tpl_c_emit(C, TPL_OP_UNPACK_RB, (uint32_t)k, k - 1);
         for (int i = k - 1; i >= 0; i--) store_param(L, ps[i], depth + 1);
         return;
@@ -478,12 +499,27 @@ static void blk_push(erb_low *L, const tpl_node *call, const tpl_node *blk, uint
 
 static void blk_pop(erb_low *L) { L->nblk--; }
 
-/* Block parameters tpl binds as they come (names and destructured lists of names): no *rest, default,
- * keyword, **opts or &blk one, which make the block bind its own (block_sub's descriptor). */
+/* A destructured block parameter's list tpl binds (store_param): names, lists of them and at most one *rest
+ * name with a name or list beside it (`(a, *b)`; `(*b)` alone, which splats an Array as bind_block does not, is
+ * refused). */
+static bool dlist_simple(const tpl_node *p)
+{
+    int rest = 0, other = 0;
+    for (; p; p = p->next) {
+        if (p->kind == TPL_N_LIST) { if (!dlist_simple(p->a)) return false; other++; continue; }
+        if (p->kind == TPL_N_NAME && p->op == 10 && p->val.len) { rest++; continue; }
+        if (p->kind != TPL_N_NAME || p->op) return false;
+        other++;
+    }
+    return rest == 0 || (rest == 1 && other > 0);
+}
+
+/* Block parameters tpl binds as they come (names and destructured lists of names, a list's *rest too): no
+ * *rest, default, keyword, **opts or &blk one, which make the block bind its own (block_sub's descriptor). */
 static bool params_simple(const tpl_node *p)
 {
     for (; p; p = p->next) {
-        if (p->kind == TPL_N_LIST) { if (!params_simple(p->a)) return false; continue; }
+        if (p->kind == TPL_N_LIST) { if (!dlist_simple(p->a)) return false; continue; }
         if (p->kind != TPL_N_NAME || p->op) return false;
     }
     return true;
@@ -503,7 +539,7 @@ static uint32_t bind_desc(erb_low *L, const tpl_node *params, bool lam, int *cou
     for (const tpl_node *p = params; p; p = p->next) {
         int st;   /* 0 lead, 1 opt, 2 rest, 3 post, 4 keyword, 5 **, 6 & */
         if (p->kind == TPL_N_LIST) {
-            if (!params_simple(p->a)) { tpl_c_error(C, p->off, "unsupported Ruby construct: a *rest, default or keyword parameter inside a destructured block parameter"); return UINT32_MAX; }
+            if (!dlist_simple(p->a)) { tpl_c_error(C, p->off, "unsupported Ruby construct: a default, keyword or lone *rest parameter inside a destructured block parameter"); return UINT32_MAX; }
             st = stage <= 0 ? 0 : 3;
         } else if (p->kind == TPL_N_KWARG) st = p->op ? 4 : 1;
         else if (p->op == 10) st = 2;

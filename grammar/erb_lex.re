@@ -540,7 +540,7 @@ static bool arg_starts(rlex *L, size_t p)
         size_t e = p;
         while (ident_char((unsigned char)s[e])) e++;
         static const char *const stop[] = { "if", "unless", "and", "or", "then", "do", "end", "while", "until",
-                                            "rescue", "else", "elsif", "when", "in", NULL };
+                                            "rescue", "else", "elsif", "when", "in", "ensure", NULL };
         for (int i = 0; stop[i]; i++)
             if (strlen(stop[i]) == e - p && memcmp(s + p, stop[i], e - p) == 0) return false;
         return true;
@@ -865,10 +865,17 @@ static bool ruby_lex(rlex *L)
             int kind = is_const ? TK_CONST : TK_IDENT;
             if (L->in_params) { add_local(L, s + st, e - st); push_tok(L, TK_IDENT, st, e - st); i = e; continue; }
             /* a command call: name, blanks, then something that starts an argument */
-            if (!is_const && (after_dot || !is_local(L, s + st, e - st)) && e < n && (s[e] == ' ' || s[e] == '\t')) {
+            if (!is_const && e < n && (s[e] == ' ' || s[e] == '\t')) {
                 size_t p = e;
                 while (p < n && (s[p] == ' ' || s[p] == '\t')) p++;
                 if (p < n && arg_starts(L, p)) kind = TK_CMD;
+                /* a local's name followed by a name, number, string or @ivar is a command call too (Ruby's parser
+                 * reads `x y` as x(y) whatever x is: NoMethodError when it runs); what may continue an expression
+                 * (`x -1`, `x [0]`, `x *y`, `x /re/`, `x :a`, `x (1)`) stays the local */
+                if (kind == TK_CMD && !after_dot && is_local(L, s + st, e - st)) {
+                    unsigned char c0 = (unsigned char)s[p];
+                    if (!(ident_start(c0) || (c0 >= '0' && c0 <= '9') || c0 == '\'' || c0 == '"' || c0 == '@')) kind = TK_IDENT;
+                }
                 /* `s.scan /re/`: after a blank, a `/` that no blank or `=` follows starts a regex argument of a
                  * method call, as Ruby reads it (a bare name may be a local from the binding: there it divides) */
                 if (after_dot && p < n && s[p] == '/' && p + 1 < n && s[p + 1] != ' ' && s[p + 1] != '\t' &&
@@ -876,7 +883,7 @@ static bool ruby_lex(rlex *L)
                     kind = TK_CMD;
                 /* a bare name: Ruby reads that regex argument too unless the name is a local of the binding (a
                  * state key); the `/` is flagged for the lowering, which divides only then */
-                if (!after_dot && kind == TK_IDENT && p < n && s[p] == '/' && p + 1 < n && s[p + 1] != ' ' &&
+                if (!after_dot && kind == TK_IDENT && !is_local(L, s + st, e - st) && p < n && s[p] == '/' && p + 1 < n && s[p + 1] != ' ' &&
                     s[p + 1] != '\t' && s[p + 1] != '\n' && s[p + 1] != '=')
                     L->amb_slash = p + 1;
             }
