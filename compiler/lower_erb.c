@@ -2557,9 +2557,13 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, 
         tpl_c_error(C, off, "unsupported Ruby construct: yield outside a def (no block given: LocalJumpError)");
         return;
     }
-    for (const tpl_node *a = argl; a; a = a->next)
-        if (a->kind != TPL_N_ARG) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument of yield"); return; }
-    int k = count_params(argl);
+    int nkw = 0;
+    for (const tpl_node *a = argl; a; a = a->next) {
+        /* keywords (`yield a, k: 1`): a Hash last, which a block of keyword parameters binds as keywords */
+        if (a->kind == TPL_N_KWARG && !via.len && !given && a->val.len) { nkw++; continue; }
+        if (a->kind != TPL_N_ARG || nkw) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument of %s", via.len ? "a block's call" : "yield"); return; }
+    }
+    int k = count_params(argl) - nkw + (nkw ? 1 : 0);
     if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
     tpl_c_at(C, off);
     if (from) load_local(L, L->def_blkslot, L->def_blkname);
@@ -2575,10 +2579,25 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, 
         via.flags = 0;
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, via), 1);
     }
-    for (tpl_node *a = argl; a; a = a->next) expr(L, a->a);
+    for (tpl_node *a = argl; a; a = a->next)
+        if (a->kind == TPL_N_ARG) expr(L, a->a);
+    if (nkw) {   /* the keywords: a Hash of Symbol keys, the last argument of (yieldkw) (as proc_op's) */
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+        for (tpl_node *a = argl; a; a = a->next) {
+            if (a->kind != TPL_N_KWARG) continue;
+            tpl_value kn = a->val;
+            kn.flags |= TPL_F_SYMBOL;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
+            expr(L, a->a);
+        }
+        tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * nkw), 1 - 2 * nkw);
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
+        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
+    }
     tpl_c_at(C, off);
     int kk = k + (via.len ? 1 : 0);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, via.len ? S("(bcall)") : S("(yield)")), -kk);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, via.len ? S("(bcall)") : nkw ? S("(yieldkw)") : S("(yield)")), -kk);
     tpl_c_word(C, TPL_ARGW((uint32_t)kk, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);

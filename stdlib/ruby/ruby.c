@@ -3860,14 +3860,16 @@ static int lambda_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args
     return tpl_rb_yield(vm, b, vals, np, out);
 }
 
-static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
+/* yield(args) in a def; kw: `yield a, k: 1`, whose keywords are the last argument (a Hash: a block binding its
+ * own binds them as keywords, any other takes the Hash as one more argument, as Ruby's). */
+static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, bool kw, tpl_value *out)
 {
     if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
     uint64_t u = (uint64_t)self.u.i;
     tpl_rb_block b = { (uint32_t)(u & 0xFFFFFFu), (uint32_t)(u >> 24 & 0xFF), (uint32_t)(u >> 32) };
     int rc;
     if (b.nparams & TPL_RB_BIND_RAW) {   /* the block binds them (bind_block) */
-        rc = tpl_rb_yield(vm, &b, args, npos, out);
+        rc = kw && npos > 0 ? tpl_rb_yield_kw(vm, &b, args, npos - 1, args[npos - 1], out) : tpl_rb_yield(vm, &b, args, npos, out);
         if (rc > 0 && (self.len & 1)) rc = 0;
     } else if (self.len & 1) {   /* a lambda: Ruby's arity check, no Array splat, a missing optional parameter its default */
         int nreq = (int)(self.len >> 8 & 0xFF), nopt = (int)(self.len >> 16 & 0xFF), np = (int)b.nparams;
@@ -3891,7 +3893,7 @@ static int block_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl
 {
     if (npos < 1 || args[0].type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (bcall)");
     if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return no_method(vm, self, args[0].u.s, args[0].len);
-    return block_yield(vm, self, args + 1, npos - 1, out);
+    return block_yield(vm, self, args + 1, npos - 1, false, out);
 }
 
 /* recv.m(args, &blk) with a def's &blk (compiler/lower_erb.c fwd_call): blk.(fwd)(recv, "m", flags, args...)
@@ -3926,7 +3928,8 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (n == 7 && memcmp(name, "(block)", 7) == 0) return block_value(vm, args, npos, out);
         if (n == 6 && memcmp(name, "(bind)", 6) == 0) return bind_block(vm, self, args, npos, out);
         if (n == 6 && memcmp(name, "(proc)", 6) == 0) return proc_value(vm, args, npos, out);
-        if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, out);
+        if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, false, out);
+        if (n == 9 && memcmp(name, "(yieldkw)", 9) == 0) return block_yield(vm, self, args, npos, true, out);
     }
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
     /* call.channel: the `call` object answers its fields as methods */
