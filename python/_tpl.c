@@ -161,6 +161,7 @@ typedef struct render_ctx {
     long lim_gen;           /* made under that generation's limits (-1: not poolable) */
     uint64_t max_iter_bytes; /* the most bytes an iterable is drained to (its limits' max_memory:
                               * item_cost) */
+    uint64_t max_iter_items; /* and the most items (its limits' fuel: ITEM_FUEL each) */
     PyThreadState *ts;      /* the rendering thread's state while the GIL is released */
     unsigned long run_tid;  /* the thread running the render (lookup's check) */
     bool gil;               /* this render keeps the GIL (a short one: GIL_OUT); callbacks then
@@ -1547,6 +1548,28 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
 
 /* The most bytes an iterable is drained to under these limits (NULL or 0: the default 256 MiB):
  * the render's memory limit (iter_list counts each item's cost against it). */
+/* The fuel an item of a Python iterator costs (runtime/host.c's HOST_ITEM_FUEL: the VM charges it
+ * for each item of a one-shot iterator it takes; an iterable drained whole here counts its items
+ * against the same budget, max_iter_items). */
+#define ITEM_FUEL 100
+#define DEFAULT_FUEL 20000000ull
+
+/* The exception of an iterable drained past max_iter_items (n items), set: tpl's LimitError, under
+ * tpl.jinja2 (c->undefined) its TemplateRuntimeError (what the VM's fuel error becomes there). */
+static void limit_error(const render_ctx *c, Py_ssize_t n, uint64_t max)
+{
+    PyObject *mod = PyImport_ImportModule(c->undefined ? "tpl.jinja2" : "tpl");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, c->undefined ? "TemplateRuntimeError" : "LimitError") : NULL;
+    Py_XDECREF(mod);
+    if (!cls) return;
+    PyObject *msg = PyUnicode_FromFormat("fuel exhausted (more than %llu instructions): an iterable's items cost %d "
+                                         "each, and it had more than %llu (item %zd)",
+                                         (unsigned long long)(max * ITEM_FUEL), ITEM_FUEL, (unsigned long long)max, n);
+    if (msg) PyErr_SetObject(cls, msg);
+    Py_XDECREF(msg);
+    Py_DECREF(cls);
+}
+
 static uint64_t max_iter_bytes(const tpl_limits *lim)
 {
     return lim && lim->max_memory ? lim->max_memory : TPL_DEFAULT_MAX_MEMORY;
@@ -1567,6 +1590,11 @@ static uint64_t item_cost(PyObject *o)
     return n;
 }
 
+static uint64_t max_iter_items(const tpl_limits *lim)
+{
+    return (lim && lim->fuel ? lim->fuel : DEFAULT_FUEL) / ITEM_FUEL;
+}
+
 /* The items of an iterable as a list value (MISSING when o is not iterable). */
 static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
 {
@@ -1575,7 +1603,10 @@ static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
     /* Drained item by item, not with PySequence_List: an endless iterator (iter(int, 1), a
      * generator that never returns) stops when its items' cost (item_cost: the list, the values
      * the render makes, the objects) passes the render's memory limit, with a MemoryError,
-     * instead of filling the process (counting items, 16 bytes each, it took 650 MB and 19 s). */
+     * instead of filling the process (counting items, 16 bytes each, it took 650 MB and 19 s); and
+     * when their number passes what the render's fuel pays for (max_iter_items: 200,000 items
+     * under the default fuel, a fraction of a second, where the memory limit took millions and
+     * seconds), with tpl's LimitError. */
     PyObject *l = PyList_New(0), *item;
     uint64_t cost = 0;
     while (l && (item = PyIter_Next(it))) {
@@ -1587,6 +1618,9 @@ static tpl_host_result iter_list(render_ctx *c, PyObject *o, tpl_val *out)
             PyErr_Format(PyExc_MemoryError,
                          "tpl: an iterable past the render's memory limit (%llu bytes) at item %zd",
                          (unsigned long long)c->max_iter_bytes, PyList_GET_SIZE(l));
+            Py_CLEAR(l);
+        } else if ((uint64_t)PyList_GET_SIZE(l) > c->max_iter_items) {
+            limit_error(c, PyList_GET_SIZE(l), c->max_iter_items);
             Py_CLEAR(l);
         }
     }
@@ -2517,6 +2551,7 @@ static render_ctx *slot_get(ProgramObject *self, const settings *s)
             return NULL;
         }
         c->max_iter_bytes = max_iter_bytes(ls->has_lim ? &ls->lim : NULL);
+        c->max_iter_items = max_iter_items(ls->has_lim ? &ls->lim : NULL);
         c->gen = -1;
         c->lim_gen = ls == &self->defaults ? self->gen : -1;
         c->last_out = SIZE_MAX; /* (its first render releases the GIL) */
@@ -3959,6 +3994,7 @@ static PyObject *Program_configure(ProgramObject *self, PyObject *args, PyObject
         return PyErr_NoMemory();
     }
     c->max_iter_bytes = max_iter_bytes(s.has_lim ? &s.lim : NULL);
+    c->max_iter_items = max_iter_items(s.has_lim ? &s.lim : NULL);
     int rc = apply(c, &s);
     slot_free(c);
     if (rc < 0) {

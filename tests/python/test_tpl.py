@@ -896,10 +896,11 @@ def test_host_eq_raising_propagates():
 def test_endless_iterable_memory_bounded():
     # an endless iterable under a 64 MiB memory limit stops before the process grows past it
     # (counting 16 bytes an item it grew by 4M Python objects and list slots: 650 MB, 19 s at
-    # the default 256 MiB, session 26)
+    # the default 256 MiB, session 26); with fuel for more items than that memory holds, at the
+    # memory limit
     code = (
         "import itertools, resource, tpl\n"
-        "t = tpl.Template('{% for x in it %}{% endfor %}', limits={'max_memory': 64 << 20})\n"
+        "t = tpl.Template('{% for x in it %}{% endfor %}', limits={'max_memory': 64 << 20, 'fuel': 10**9})\n"
         "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "try:\n"
         "    t.render(it=(str(i) for i in itertools.count()))\n"
