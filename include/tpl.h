@@ -824,6 +824,22 @@ TPL_API tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *arg
  * r is not rendering. */
 TPL_API tpl_status tpl_render_getattr(tpl_render *r, tpl_val v, const char *name, size_t len, tpl_val *out);
 
+/* The in-place changes of lists and dicts (Python's mutating methods: append, update, pop, ...)
+ * r's renders have made so far, counted from r's creation: a host that mirrors a template's
+ * changes into its own containers (tpl.jinja2: a Python list a callable returned, changed by
+ * `{% do l.append(x) %}`) compares it with the figure it last saw and looks only when it moved.
+ * 0 for a NULL r. */
+TPL_API uint64_t tpl_render_changes(const tpl_render *r);
+
+/* From a callback of r's own running render: the template's list or dict dst (a value r gave the
+ * callback, made by r's render or by a conversion during it) holds, in place, what src (a list
+ * or dict of the same kind built during the callback) holds: every holder of dst in the template
+ * sees the new items (tpl.jinja2: a Python list a callable returned and later changed from
+ * Python, as Jinja2's one object). TPL_ERR_USAGE when r is NULL or not rendering; TPL_ERR_TYPE
+ * when dst and src are not both plain lists (not tuples, ranges or iterators) or both dicts (not
+ * namespaces), or dst is not the render's own (the state's or a program constant). */
+TPL_API tpl_status tpl_render_assign(tpl_render *r, tpl_val dst, tpl_val src);
+
 /* Renders the program. On TPL_OK, *out and *out_len point at the output, owned by r and valid until
  * the next render or tpl_render_free; the output is NUL-terminated. On failure the render's error
  * (tpl_render_error) holds the status, message and template location. NULL p (say, after a

@@ -207,8 +207,10 @@ typedef struct render_ctx {
                              * converted twice in a call (f(l, l), f([l, l])) is one object, as
                              * Jinja2's (`a is b`) */
     PyObject *kept;         /* owned or NULL: the render's watch entries of earlier calls whose
-                             * list or dict Python kept (a reference besides ours): checked after
-                             * every later call, as a callable may change it then (issue 17) */
+                             * list or dict Python kept (a reference besides ours), and the lists
+                             * and dicts of callables' results that Python holds (track): checked
+                             * after every later call, as a callable may change it then (issue 17) */
+    uint64_t seen_changes;  /* tpl_render_changes when kept_sync last looked */
     bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
                              * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
@@ -1217,6 +1219,9 @@ static int watch_add(render_ctx *c, PyObject *o, PyObject *snap, PyObject *key)
     return rc;
 }
 
+#define LONG_LIST 1024 /* entry_changed: a list of more items is checked by LONG_PROBES of them */
+#define LONG_PROBES 64
+
 /* Whether the list or dict of watch entry e (watch_add) changed since its snapshot. */
 static bool entry_changed(PyObject *e)
 {
@@ -1224,9 +1229,13 @@ static bool entry_changed(PyObject *e)
     Py_ssize_t n = PyList_GET_SIZE(snap);
     if (PyList_Check(o)) {
         if (PyList_GET_SIZE(o) != n) return true;
-        for (Py_ssize_t j = 0; j < n; j++)
+        /* (every item while the list is short; a long one, checked after every Python call, by
+         * its first and last items and LONG_PROBES spread between: a callable that replaces an
+         * item elsewhere in a list of more than LONG_LIST items Python holds goes unseen) */
+        Py_ssize_t step = n > LONG_LIST ? n / LONG_PROBES : 1;
+        for (Py_ssize_t j = 0; j < n; j += step)
             if (PyList_GET_ITEM(o, j) != PyList_GET_ITEM(snap, j)) return true;
-        return false;
+        return n && PyList_GET_ITEM(o, n - 1) != PyList_GET_ITEM(snap, n - 1);
     }
     if (PyDict_GET_SIZE(o) != n) return true;
     Py_ssize_t pos = 0, j = 0;
@@ -1236,14 +1245,6 @@ static bool entry_changed(PyObject *e)
         if (PyTuple_GET_ITEM(p, 0) != k || PyTuple_GET_ITEM(p, 1) != x) return true;
     }
     return false;
-}
-
-/* The first list or dict in watch (watch_add) whose items changed since (borrowed), or NULL. */
-static PyObject *watch_changed(PyObject *watch)
-{
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(watch); i++)
-        if (entry_changed(PyList_GET_ITEM(watch, i))) return PyTuple_GET_ITEM(PyList_GET_ITEM(watch, i), 0);
-    return NULL;
 }
 
 /* The Python list or dict already made for the template's list or dict v in this call (new
@@ -1327,32 +1328,212 @@ static PyObject *kept_reuse(render_ctx *c, tpl_val v, PyObject *key)
     return o;
 }
 
-/* The lists and dicts Python kept (c->kept) made equal again to the template's lists and dicts
- * they were made from, where the template changed one since (`{% do l.append(2) %}`, `d.update`):
- * Jinja2's callable holds the template's own object and sees the change. Before each Python call
- * and when the render ends. One that Python changed is left as it is (py_call refuses it). -1
- * with an exception. */
+/* A new snapshot entry (o, its items now, key) for the kept entry e (new reference or NULL). */
+static PyObject *entry_renewed(PyObject *e)
+{
+    PyObject *o = PyTuple_GET_ITEM(e, 0);
+    PyObject *snap = PyList_Check(o) ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Items(o);
+    PyObject *t = snap ? PyTuple_Pack(3, o, snap, PyTuple_GET_ITEM(e, 2)) : NULL;
+    Py_XDECREF(snap);
+    return t;
+}
+
+/* The template value an entry (watch_add's, or track's) was made from or for: 1 and *v, else 0. */
+static int entry_val(PyObject *e, tpl_val *v)
+{
+    PyObject *key = PyTuple_GET_ITEM(e, 2);
+    if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) != (Py_ssize_t)sizeof(tpl_val)) return 0;
+    memcpy(v, PyBytes_AS_STRING(key), sizeof *v);
+    return 1;
+}
+
+/* o (a kept list or dict, e its entry) made to hold the items of the template's v, where the lists
+ * and dicts inside v that Python holds (c->memo: every kept entry's) are those objects, not new
+ * copies (their own entries make them equal to the template's). -1 with an exception. */
+static int refill(render_ctx *c, PyObject *o, tpl_val v)
+{
+    size_t n = tpl_val_len(v);
+    if (PyList_Check(o)) {
+        PyObject *items = PyList_New((Py_ssize_t)n);
+        for (size_t i = 0; items && i < n; i++) {
+            PyObject *x = from_val(c, tpl_val_item(v, i));
+            if (!x) Py_CLEAR(items);
+            else PyList_SET_ITEM(items, (Py_ssize_t)i, x);
+        }
+        int rc = items ? PyList_SetSlice(o, 0, PY_SSIZE_T_MAX, items) : -1;
+        Py_XDECREF(items);
+        return rc;
+    }
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d && i < n; i++) {
+        PyObject *k = from_val(c, tpl_val_map_key(v, i)), *x = k ? from_val(c, tpl_val_map_value(v, i)) : NULL;
+        if (!x || PyDict_SetItem(d, k, x) < 0) Py_CLEAR(d);
+        Py_XDECREF(k);
+        Py_XDECREF(x);
+    }
+    if (!d) return -1;
+    PyDict_Clear(o);
+    int rc = PyDict_Update(o, d);
+    Py_DECREF(d);
+    return rc;
+}
+
+static void watch_keep(render_ctx *c, PyObject *watch);
+
+/* The lists and dicts Python holds (c->kept: ones the template handed a callable that kept them,
+ * ones a callable returned) made equal again to the template's lists and dicts they stand for,
+ * where the template changed one since (`{% do l.append(2) %}`, `d.update`): Jinja2's Python code
+ * holds the template's own object and sees the change. Before each Python call and when the
+ * render ends, only when the template changed a list or dict since the last time
+ * (tpl_render_changes). A list inside one that Python holds stays that object (refill). One that
+ * Python changed since its snapshot is left as it is (back_sync takes it). -1 with an exception. */
 static int kept_sync(render_ctx *c)
 {
-    for (Py_ssize_t i = 0; c->kept && i < PyList_GET_SIZE(c->kept); i++) {
-        PyObject *e = PyList_GET_ITEM(c->kept, i), *o = PyTuple_GET_ITEM(e, 0), *key = PyTuple_GET_ITEM(e, 2);
-        if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) != (Py_ssize_t)sizeof(tpl_val) || Py_REFCNT(o) == 1 ||
-            entry_changed(e))
-            continue;
+    uint64_t now = tpl_render_changes(c->r);
+    if (!c->kept || now == c->seen_changes) return 0;
+    c->seen_changes = now;
+    PyObject *dirty = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->kept); i++) {
+        PyObject *e = PyList_GET_ITEM(c->kept, i), *o = PyTuple_GET_ITEM(e, 0);
         tpl_val v;
-        memcpy(&v, PyBytes_AS_STRING(key), sizeof v);
+        if (!entry_val(e, &v) || Py_REFCNT(o) == 1 || entry_changed(e)) continue;
         PyObject *fresh = fresh_copy(c, v);
-        if (!fresh) return -1;
+        if (!fresh) { Py_XDECREF(dirty); return -1; }
         int eq = Py_TYPE(fresh) == Py_TYPE(o) ? PyObject_RichCompareBool(o, fresh, Py_EQ) : 1;
-        if (eq < 0) PyErr_Clear();
-        if (eq != 0) { Py_DECREF(fresh); continue; }
-        int bad = PyList_Check(o) ? PyList_SetSlice(o, 0, PY_SSIZE_T_MAX, fresh)
-                                  : (PyDict_Clear(o), PyDict_Update(o, fresh));
         Py_DECREF(fresh);
-        PyObject *snap = bad < 0 ? NULL : PyList_Check(o) ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Items(o);
+        if (eq < 0) PyErr_Clear();
+        if (eq != 0) continue;
+        PyObject *at = PyLong_FromSsize_t(i);
+        if (!at || ((!dirty && !(dirty = PyList_New(0))) || PyList_Append(dirty, at) < 0)) {
+            Py_XDECREF(at);
+            Py_XDECREF(dirty);
+            return -1;
+        }
+        Py_DECREF(at);
+    }
+    if (!dirty) return 0;
+    /* the kept objects by their template values, for refill's conversions (new lists and dicts
+     * it makes go to its own watch, kept after) */
+    PyObject *memo = c->memo, *watch = c->watch, *kept = c->kept;
+    bool on = c->watch_on;
+    int rc = -1;
+    Py_INCREF(kept);
+    c->memo = PyDict_New();
+    c->watch = NULL;
+    c->watch_on = true;
+    for (Py_ssize_t i = 0; c->memo && i < PyList_GET_SIZE(kept); i++) {
+        PyObject *e = PyList_GET_ITEM(kept, i);
+        if (PyBytes_Check(PyTuple_GET_ITEM(e, 2)) && PyDict_SetItem(c->memo, PyTuple_GET_ITEM(e, 2), PyTuple_GET_ITEM(e, 0)) < 0)
+            goto done;
+    }
+    for (Py_ssize_t j = 0; c->memo && j < PyList_GET_SIZE(dirty); j++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(dirty, j));
+        PyObject *e = PyList_GET_ITEM(kept, i);
+        tpl_val v;
+        entry_val(e, &v);
+        if (refill(c, PyTuple_GET_ITEM(e, 0), v) < 0) goto done;
+    }
+    for (Py_ssize_t j = 0; c->memo && j < PyList_GET_SIZE(dirty); j++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(dirty, j));
+        PyObject *t = entry_renewed(PyList_GET_ITEM(kept, i));
+        if (!t || PyList_SetItem(kept, i, t) < 0) goto done;
+    }
+    rc = c->memo ? 0 : -1;
+done:
+    Py_XDECREF(c->memo);
+    PyObject *made = c->watch;
+    c->memo = memo;
+    c->watch = watch;
+    c->watch_on = on;
+    Py_DECREF(dirty);
+    Py_DECREF(kept);
+    if (rc == 0) watch_keep(c, made);
+    else Py_XDECREF(made);
+    return rc;
+}
+
+/* The lists and dicts of entries (a watch or c->kept) that Python changed since their snapshots
+ * (a callable appended to a list the template handed it, or to one it returned earlier) made the
+ * template's too: the template's list or dict holds the items Python's holds now, in place
+ * (tpl_render_assign), so each of its holders sees them, as Jinja2's one object. One the render
+ * did not make (the state's: a list the host passed in) stays refused: -1 with a
+ * NotImplementedError naming it; -1 with an exception on other failures. */
+static int back_sync(render_ctx *c, PyObject *entries)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+        PyObject *e = PyList_GET_ITEM(entries, i), *o = PyTuple_GET_ITEM(e, 0);
+        tpl_val v, now;
+        if (!entry_changed(e)) continue;
+        const char *save = c->what;
+        c->what = "a list or dict a Python callable changed";
+        int rc = entry_val(e, &v) ? to_val(c, o, &now) : 1;
+        c->what = save;
+        if (rc < 0) return -1;
+        if (rc > 0 || tpl_render_assign(c->r, v, now) != TPL_OK) {
+            PyObject *shown = PyObject_Repr(o);
+            PyErr_Format(PyExc_NotImplementedError,
+                         "tpl: a Python callable changed a %s the template holds (now %.200U): tpl hands callables a "
+                         "copy of that one, so the template would not see the change (Jinja2's would)",
+                         PyList_Check(o) ? "list" : "dict", shown ? shown : Py_None);
+            Py_XDECREF(shown);
+            return -1;
+        }
+        PyObject *t = entry_renewed(e);
+        if (!t || PyList_SetItem(entries, i, t) < 0) return -1;
+    }
+    return 0;
+}
+
+/* The newest entry of c->kept for the Python object o (borrowed), or NULL. */
+static PyObject *kept_entry(const render_ctx *c, PyObject *o)
+{
+    for (Py_ssize_t i = c->kept ? PyList_GET_SIZE(c->kept) - 1 : -1; i >= 0; i--)
+        if (PyTuple_GET_ITEM(PyList_GET_ITEM(c->kept, i), 0) == o) return PyList_GET_ITEM(c->kept, i);
+    return NULL;
+}
+
+/* A Python callable's result o, converted to the template's v: each list or dict in it that
+ * Python holds elsewhere (shared: o itself when its count shows a reference besides the
+ * caller's; inside, one with a reference besides its container's, or any inside a shared one)
+ * recorded in c->kept, so that what the template does to it reaches Python's object (kept_sync),
+ * what Python does to it later reaches the template's (back_sync), and the template handing it
+ * back hands that object (kept_reuse), as Jinja2's template holds Python's object itself. */
+static int track(render_ctx *c, PyObject *o, tpl_val v, bool shared, int depth)
+{
+    bool list = PyList_CheckExact(o), dict = PyDict_CheckExact(o), tup = PyTuple_CheckExact(o);
+    if ((!list && !dict && !tup) || depth > 64) return 0;
+    tpl_val_kind k = tpl_val_kind_of(v);
+    if (k != (list ? TPL_VAL_LIST : dict ? TPL_VAL_MAP : TPL_VAL_TUPLE)) return 0;
+    Py_ssize_t n = dict ? PyDict_GET_SIZE(o) : PySequence_Fast_GET_SIZE(o);
+    if ((size_t)n != tpl_val_len(v)) return 0;
+    if (shared && !tup && !kept_entry(c, o)) {
+        PyObject *key = PyBytes_FromStringAndSize((const char *)&v, (Py_ssize_t)sizeof v);
+        PyObject *snap = !key ? NULL : list ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Items(o);
         PyObject *t = snap ? PyTuple_Pack(3, o, snap, key) : NULL;
+        Py_XDECREF(key);
         Py_XDECREF(snap);
-        if (!t || PyList_SetItem(c->kept, i, t) < 0) return -1;
+        if (!t || ((!c->kept && !(c->kept = PyList_New(0))) || PyList_Append(c->kept, t) < 0)) {
+            Py_XDECREF(t);
+            return -1;
+        }
+        Py_DECREF(t);
+    }
+    if (!dict) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *x = PySequence_Fast_ITEMS(o)[i];
+            if ((PyList_CheckExact(x) || PyDict_CheckExact(x) || PyTuple_CheckExact(x)) &&
+                track(c, x, tpl_val_item(v, (size_t)i), shared || Py_REFCNT(x) > 1, depth + 1) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *kk, *x;
+    while (PyDict_Next(o, &pos, &kk, &x)) {
+        if ((PyList_CheckExact(x) || PyDict_CheckExact(x) || PyTuple_CheckExact(x)) &&
+            track(c, x, tpl_val_map_value(v, (size_t)i), shared || Py_REFCNT(x) > 1, depth + 1) < 0)
+            return -1;
+        i++;
     }
     return 0;
 }
@@ -1465,6 +1646,29 @@ static tpl_host_result deliver(render_ctx *c, PyObject *res, tpl_val *out, const
     Py_DECREF(res);
     if (rc < 0) { fail_with_exception(c); return TPL_HOST_ERROR; }
     return TPL_HOST_OK;
+}
+
+/* deliver for a Python callable's result res (new reference): a list or dict Python holds from
+ * earlier (c->kept, unchanged since its snapshot: back_sync made the template's equal) is the
+ * template's same value again (`get() is get()`, a change through one seen through the other);
+ * else converted, and its lists and dicts that Python holds tracked (track). */
+static tpl_host_result deliver_result(render_ctx *c, PyObject *res, tpl_val *out)
+{
+    if (!res) return deliver(c, res, out, "a Python callable's result"); /* (it raised) */
+    PyObject *e = (PyList_CheckExact(res) || PyDict_CheckExact(res)) ? kept_entry(c, res) : NULL;
+    if (e && !entry_changed(e) && entry_val(e, out)) {
+        Py_DECREF(res);
+        return TPL_HOST_OK;
+    }
+    bool shared = Py_REFCNT(res) > 1; /* (besides the reference the call returned) */
+    Py_INCREF(res);
+    tpl_host_result rc = deliver(c, res, out, "a Python callable's result");
+    if (rc == TPL_HOST_OK && track(c, res, *out, shared, 0) < 0) {
+        fail_with_exception(c);
+        rc = TPL_HOST_ERROR;
+    }
+    Py_DECREF(res);
+    return rc;
 }
 
 /* Missing on the given exception kinds (Jinja2's getattr/getitem fall through), else failure. */
@@ -1746,15 +1950,8 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         res = PyObject_CallFunctionObjArgs(h->c->dispatch, h->o, a, kw ? kw : Py_None, NULL);
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
-    PyObject *changed = res && watch ? watch_changed(watch) : NULL;
-    if (res && !changed && h->c->kept) changed = watch_changed(h->c->kept); /* (kept by an earlier call) */
-    if (changed) {
-        PyObject *shown = PyObject_Repr(changed);
-        PyErr_Format(PyExc_NotImplementedError,
-                     "tpl: a Python callable changed a %s the template made (now %.200U): tpl hands callables a "
-                     "copy, so the template would not see the change (Jinja2's would)",
-                     PyList_Check(changed) ? "list" : "dict", shown ? shown : Py_None);
-        Py_XDECREF(shown);
+    /* what the callable did to the lists and dicts it was handed, or holds from earlier calls */
+    if (res && ((watch && back_sync(h->c, watch) < 0) || (h->c->kept && back_sync(h->c, h->c->kept) < 0))) {
         Py_CLEAR(res);
         ok = false;
     }
@@ -1765,7 +1962,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         PyErr_Clear();
         rc = undefined_text_val(h->c, hint, (Py_ssize_t)sizeof hint - 1, true, out) < 0
              ? (fail_with_exception(h->c), TPL_HOST_ERROR) : TPL_HOST_OK;
-    } else if (ok) rc = deliver(h->c, res, out, "a Python callable's result");
+    } else if (ok) rc = deliver_result(h->c, res, out);
     else fail_with_exception(h->c);
     Py_XDECREF(a);
     Py_XDECREF(kw);

@@ -643,6 +643,35 @@ tpl_status tpl_render_getattr(tpl_render *r, tpl_val v, const char *name, size_t
     return TPL_OK;
 }
 
+uint64_t tpl_render_changes(const tpl_render *r)
+{
+    return r ? tpl_render_vm((tpl_render *)r)->changes : 0;
+}
+
+tpl_status tpl_render_assign(tpl_render *r, tpl_val dst, tpl_val src)
+{
+    if (!r || !tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    tpl_value d = from_val(dst), s = from_val(src);
+    /* (a Jinja list's flags: only a tuple, a view, a big range or a Ruby range are other things) */
+    const unsigned odd = TPL_F_TUPLE | TPL_F_VIEW_DICT | TPL_F_RANGE_BIG | TPL_F_RANGE_RB;
+    bool lists = d.type == TPL_T_LIST && s.type == TPL_T_LIST && d.aux == TPL_LAZY_NONE && s.aux == TPL_LAZY_NONE &&
+                 !(d.flags & odd) && !(s.flags & odd);
+    bool maps = d.type == TPL_T_MAP && s.type == TPL_T_MAP && !(d.flags & TPL_F_NS) && !(s.flags & TPL_F_NS) &&
+                !d.u.map->eql && !s.u.map->eql;
+    if ((!lists && !maps) || !tpl_arena_owns(&vm->arena, d.u.p)) return TPL_ERR_TYPE;
+    vm->changes++;
+    if (lists) { /* (the items array is src's now: the template's next change copies it, tpl_vm_list_room) */
+        *d.u.list = *s.u.list;
+        return TPL_OK;
+    }
+    uint16_t gen = d.u.map->gen;
+    *d.u.map = *s.u.map;
+    d.u.map->gen = (uint16_t)(gen + 1); /* (a view of it is stale) */
+    vm->dict_changes++;
+    return TPL_OK;
+}
+
 tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len, tpl_val *out)
 {
     if (out) *out = to_val(tpl_v_none());

@@ -256,6 +256,7 @@ static int list_move(tpl_vm *vm, tpl_list *l, uint64_t cap)
 
 int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
 {
+    vm->changes++;
     tpl_list *l = v.u.list;
     struct tpl_own *e = l->items ? own_slot(vm, l->items, false) : NULL;
     if (!e && own_header(vm, l, false, what) < 0) return -1;
@@ -271,6 +272,7 @@ int tpl_vm_list_room(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
 
 int tpl_vm_list_fresh(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
 {
+    vm->changes++;
     tpl_list *l = v.u.list;
     if (!(l->items && own_slot(vm, l->items, false)) && own_header(vm, l, false, what) < 0) return -1;
     return list_move(vm, l, (uint64_t)l->len + extra);
@@ -278,6 +280,7 @@ int tpl_vm_list_fresh(tpl_vm *vm, tpl_value v, uint32_t extra, const char *what)
 
 int tpl_vm_map_own(tpl_vm *vm, tpl_value v, const char *what)
 {
+    vm->changes++;
     tpl_map *m = v.u.map;
     if (m->e && own_slot(vm, m->e, false)) return 0;
     if (own_header(vm, m, true, what) < 0) return -1;

@@ -268,6 +268,8 @@ struct tpl_vm {
      * TPL_DICT_HOLES dicts, any dict may (hole_all_gen). */
     struct tpl_dict_hole { const tpl_map *m; uint64_t at; uint32_t gen; } dict_hole[TPL_DICT_HOLES];
     uint32_t dict_hole_n, dict_hole_all_gen;
+    uint64_t changes;       /* in-place changes of lists and dicts by their methods (tpl_vm_list_room,
+                             * tpl_vm_list_fresh, tpl_vm_map_own count each, before it): tpl_render_changes */
     uint64_t dict_changes;  /* changes of dicts by their methods (tpl_vm_map_owned): a view is fresh while
                              * this is its stamp's (tpl_vm_view_sync) */
     bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,

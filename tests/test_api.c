@@ -404,6 +404,8 @@ static void test_null_args(void)
     CHECK(tpl_render_lookup(NULL, "x", 1, &hv) == U && tpl_render_lookup(r, "x", 1, NULL) == U &&
           tpl_render_lookup(r, NULL, 1, &hv) == U && tpl_val_kind_of(hv) == TPL_VAL_NONE &&
           tpl_render_lookup(r, "x", 1, &hv) == U, "render_lookup(NULL, not rendering)");
+    CHECK(tpl_render_changes(NULL) == 0 && tpl_render_assign(NULL, hv, hv) == U && tpl_render_assign(r, hv, hv) == U,
+          "render_changes(NULL), render_assign(NULL, not rendering)");
     /* the error-kind functions take no pointers: out-of-range kinds and statuses */
     CHECK(strcmp(tpl_error_kind_name((tpl_error_kind)-1), "unknown") == 0 &&
           strcmp(tpl_error_exception(TPL_EK__COUNT, TPL_SYNTAX_JINJA), "") == 0 &&

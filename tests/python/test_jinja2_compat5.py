@@ -1,0 +1,112 @@
+"""tpl.jinja2 against real Jinja2 in the same process (session 35): the lists and dicts Python
+code holds and the template changes (issue 17)."""
+import jinja2
+import pytest
+
+import tpl.jinja2 as tj
+
+
+def render_both(src, make):
+    """Renders src under both engines, each with a fresh context from make(): (output or 'EXC
+    Class: message', repr of the context's _probe()) per engine."""
+    res = []
+    for m in (jinja2, tj):
+        e = m.Environment(extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"])
+        ctx = make()
+        probe = ctx.pop("_probe", lambda: None)
+        try:
+            out = e.from_string(src).render(**ctx)
+        except Exception as ex:  # noqa: BLE001 (compared between the engines)
+            out = "EXC %s: %s" % (type(ex).__name__, ex)
+        res.append((out, repr(probe())))
+    return res
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+        self.d = {}
+
+    def get(self):
+        return self.items
+
+    def add(self, x):
+        self.items.append(x)
+        return ""
+
+    def getd(self):
+        return self.d
+
+    def put(self, k, v):
+        self.d[k] = v
+        return ""
+
+    def same(self, x):
+        return x is self.items
+
+
+def _cart():
+    c = Cart()
+    return {"cart": c, "_probe": lambda: (c.items, c.d)}
+
+
+def _nested():
+    inner = [1]
+    outer = [inner]
+    return {"get": lambda: outer, "inner": lambda: inner, "_probe": lambda: (outer, inner, outer[0] is inner)}
+
+
+def _fresh_holding_shared():
+    shared = {"k": [1]}
+    return {"fresh": lambda: [shared["k"]], "sh": lambda: shared, "_probe": lambda: shared}
+
+
+def _getter():
+    lst, d = [1, 2], {"a": 1}
+    return {"get": lambda: lst, "getd": lambda: d, "_probe": lambda: (lst, d)}
+
+
+@pytest.mark.parametrize("src,make", [
+    # a list or dict a callable returns, changed by the template: Python's object changes
+    ("{% do get().append(5) %}{{ get() }}", _getter),
+    ("{% set l = get() %}{% do l.append(5) %}{{ l }}", _getter),
+    ("{% set l = get() %}{% do l.pop() %}{% do l.insert(0, 9) %}{% do l.reverse() %}", _getter),
+    ("{% do getd().update(b=2) %}{{ getd() }}", _getter),
+    ("{% set d = getd() %}{% do d.pop('a') %}{% do d.setdefault('z', []).append(1) %}", _getter),
+    ("{% for i in cart.get() %}{{ i }}{% endfor %}{{ cart.add(1) }}{{ cart.get()|length }}", _cart),
+    # and a change Python makes later is the template's too
+    ("{% set l = cart.get() %}{{ cart.add(1) }}{{ l|length }}{{ l }}", _cart),
+    ("{% set l = cart.get() %}{% do l.append(3) %}{{ cart.add(1) }}{{ l }}{% do l.append(4) %}", _cart),
+    ("{% set a = cart.get() %}{% set b = cart.get() %}{% do a.append(1) %}{{ b }}{{ a is sameas b }}", _cart),
+    ("{% set a = cart.get() %}{{ cart.same(a) }}{% do a.append(2) %}{{ cart.same(a) }}", _cart),
+    ("{% set d = cart.getd() %}{{ cart.put('x', 1) }}{{ d }}{% do d.update(y=2) %}{{ cart.getd() }}", _cart),
+    ("{% set l = cart.get() %}{% for i in range(3) %}{% do l.append(i) %}{{ cart.add(i * 10) }}{% endfor %}{{ l }}",
+     _cart),
+    ("{% set l = cart.get() %}{% do l.append([1]) %}{% do l[0].append(2) %}{{ cart.get() }}", _cart),
+    # nested lists: the inner object itself changes, and stays the outer one's item
+    ("{% do get()[0].append(5) %}{{ inner() }}", _nested),
+    ("{% set o = get() %}{% do o.append(9) %}{% do o[0].append(5) %}{{ inner() }}{{ get() }}", _nested),
+    ("{% set f = fresh() %}{% do f[0].append(2) %}{{ sh() }}", _fresh_holding_shared),
+    ("{% set f = fresh() %}{% do f.append(2) %}{{ f }}{{ fresh() }}", _fresh_holding_shared),
+])
+def test_python_containers_changed_by_the_template(src, make):
+    """A list or dict a Python callable returns that Python holds (self.items, a closure's list,
+    one inside a fresh result) changed by the template (`do l.append`, `d.update`): Jinja2's
+    template changes Python's object itself; tpl's changes its copy and makes Python's equal at
+    the next Python call and when the render ends (was a silently different output), and a
+    change Python makes is the template's when that call returns; the same object returned twice
+    is one template value (`sameas`)."""
+    res = render_both(src, make)
+    assert res[1] == res[0]
+
+
+def test_python_containers_after_many_calls_stay_fast():
+    """Many calls after a tracked list: each call checks the tracked lists only when the template
+    changed one (tpl_render_changes), so a loop of calls over a large shared list stays linear."""
+    import time
+    big = list(range(20000))
+    src = "{% set l = get() %}{% for i in l %}{{ f(i) }}{% endfor %}{% do l.append(1) %}{{ f(0) }}"
+    t0 = time.monotonic()
+    out = tj.Environment(extensions=["jinja2.ext.do"]).from_string(src).render(get=lambda: big, f=lambda i: "")
+    assert out == "" and big[-1] == 1 and len(big) == 20001
+    assert time.monotonic() - t0 < 2
