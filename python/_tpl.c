@@ -337,6 +337,19 @@ static inline void gil_out(render_ctx *c)
     if (!c->gil) c->ts = PyEval_SaveThread();
 }
 
+/* A callback that runs Python code which may read a list or dict Python holds from the render
+ * (kept_sync, below) first makes it show what the template did to it: returns from the callback
+ * with the failure when that fails. */
+static int kept_sync(struct render_ctx *c);
+#define SYNC_IN(h)                                                                                   \
+    do {                                                                                             \
+        if ((h)->c->kept && kept_sync((h)->c) < 0) {                                                 \
+            fail_with_exception((h)->c);                                                             \
+            gil_out((h)->c);                                                                         \
+            return TPL_HOST_ERROR;                                                                   \
+        }                                                                                            \
+    } while (0)
+
 /* Room for one more reference in c's keep array. */
 static int keep_room(render_ctx *c)
 {
@@ -1716,6 +1729,7 @@ static tpl_host_result py_getattr(void *obj, tpl_render *r, const char *name, si
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    SYNC_IN(h);
     tpl_host_result rc;
     PyObject *n = PyUnicode_DecodeUTF8(name, (Py_ssize_t)len, "strict");
     PyObject *res = n ? PyObject_GetAttr(h->o, n) : NULL;
@@ -1736,6 +1750,7 @@ static tpl_host_result py_getitem(void *obj, tpl_render *r, tpl_val key, tpl_val
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    SYNC_IN(h);
     tpl_host_result rc;
     PyObject *k = from_val(h->c, key);
     PyObject *res = k ? PyObject_GetItem(h->o, k) : NULL;
@@ -1883,6 +1898,7 @@ static tpl_host_result py_iter(void *obj, tpl_render *r, tpl_val *out)
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    SYNC_IN(h);
     tpl_host_result rc = h->numeric & TPL_HOST_ITERATOR ? iter_next(h, out) : iter_list(h->c, h->o, out);
     gil_out(h->c);
     return rc;
@@ -1893,6 +1909,7 @@ static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    SYNC_IN(h);
     tpl_host_result rc = TPL_HOST_OK;
     Py_ssize_t n = PyObject_Length(h->o);
     if (n < 0 && h->c->undefined && one_shot(h->o) &&
@@ -1976,6 +1993,7 @@ static tpl_host_result py_truth(void *obj, tpl_render *r, bool *out)
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    SYNC_IN(h);
     tpl_host_result rc = TPL_HOST_OK;
     int t = PyObject_IsTrue(h->o);
     if (t < 0) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }
@@ -2006,6 +2024,7 @@ static tpl_host_result py_str(void *obj, tpl_render *r, bool repr, tpl_val *out)
     pyobj *h = obj;
     (void)r;
     gil_in(h->c);
+    SYNC_IN(h);
     tpl_host_result rc;
     PyObject *s = repr ? PyObject_Repr(h->o) : PyObject_Str(h->o);
     if (!s) { fail_with_exception(h->c); rc = TPL_HOST_ERROR; }

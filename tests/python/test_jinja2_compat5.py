@@ -100,6 +100,43 @@ def test_python_containers_changed_by_the_template(src, make):
     assert res[1] == res[0]
 
 
+class _Holder:
+    def __init__(self):
+        self.l = [1]
+
+    def m(self):
+        return self.l
+
+
+def _filters_and_objects(m, e):
+    l = [1]
+    e.filters["sh"] = lambda x: l
+    e.tests["shy"] = lambda x: l.append(9) or True
+    e.globals["gl"] = lambda: l
+    o = _Holder()
+    return {"z": 0, "o": o}, lambda: (l, o.l)
+
+
+@pytest.mark.parametrize("src", [
+    "{% do (z|sh).append(2) %}{{ z|sh }}",
+    "{% set x = z|sh %}{% do x.append(2) %}{{ x }}{{ z|sh }}",
+    "{% set x = z|sh %}{{ z is shy }}{{ x }}",
+    "{% do gl().append(2) %}{{ gl() }}",
+    "{% do o.m().append(2) %}{{ o.l }}{{ o.l|length }}{% if o.l %}y{% endif %}",
+    "{% set x = o.m() %}{% do x.append(2) %}{{ o.m() }}{% for i in o.l %}{{ i }}{% endfor %}",
+])
+def test_filter_test_global_and_method_results(src):
+    """The same for a custom filter's, a test's (changing the list), a global function's and a
+    method's result; an attribute read after the template's change sees it (the change reaches
+    Python before any callback runs Python code)."""
+    res = []
+    for m in (jinja2, tj):
+        e = m.Environment(extensions=["jinja2.ext.do"])
+        ctx, probe = _filters_and_objects(m, e)
+        res.append((e.from_string(src).render(**ctx), repr(probe())))
+    assert res[1] == res[0]
+
+
 def test_python_containers_after_many_calls_stay_fast():
     """Many calls after a tracked list: each call checks the tracked lists only when the template
     changed one (tpl_render_changes), so a loop of calls over a large shared list stays linear."""
