@@ -816,6 +816,16 @@ TPL_API tpl_status tpl_render_lookup(tpl_render *r, const char *name, size_t len
 TPL_API tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_t nargs, const tpl_val *kwnames,
                                    const tpl_val *kwvals, size_t nkw, tpl_val *out);
 
+/* From a callback of r's own running render, after a tpl_render_call that failed: the call's error
+ * is taken back, so that the render goes on (a Python callable that catches the exception of the
+ * macro it called, as Jinja2's render goes on; what the failed call printed is already dropped),
+ * and copied to *taken (when not NULL; its strings are r's, valid until the callback returns or
+ * r's next error). The error's payload (tpl_render_error_payload), when it had one, is the host's
+ * from then on: read it first. TPL_OK when r had no error (*taken zeroed) or it is taken back;
+ * the error's status, kept (*taken zeroed), when it is a limit's (fuel, memory, depth, output) or
+ * out of memory: the render ends with it. TPL_ERR_USAGE when r is NULL or not rendering. */
+TPL_API tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken);
+
 /* From a callback of r's own running render: *out is the template's `v.name` (name len bytes,
  * borrowed) of a value the callback was given, as the template reads it (a macro's name,
  * arguments, catch_kwargs, catch_varargs, caller: what Jinja2's Macro object shows Python;

@@ -3900,6 +3900,30 @@ static PyObject *mod_lookup(PyObject *mod, PyObject *args)
     return from_val(c, v);
 }
 
+/* A failed tpl_render_call of c's render: the exception Python gets for it — the Python exception
+ * a callback inside raised, as itself; else tpl's error as tpl.Template raises it, under
+ * tpl.jinja2 as Jinja2's (tpl._macro_error) — with the render's error taken back
+ * (tpl_render_rescue), new reference. NULL without an exception when it cannot be taken back (a
+ * limit: the render ends with it), or with one when the exception could not be made. */
+static PyObject *macro_failed(render_ctx *c)
+{
+    PyObject *payload = tpl_render_error_payload(c->r);
+    tpl_error e;
+    if (tpl_render_rescue(c->r, &e) != TPL_OK) return NULL;
+    if (payload) return payload; /* (the render's reference: ours now) */
+    PyObject *err = error_tuple(&e);
+    if (!err) return NULL;
+    PyObject *mod = PyImport_ImportModule("tpl");
+    PyObject *exc = mod ? PyObject_CallMethod(mod, "_macro_error", "OO", err, c->undefined ? Py_True : Py_False) : NULL;
+    Py_XDECREF(mod);
+    Py_DECREF(err);
+    if (exc && !PyExceptionInstance_Check(exc)) {
+        Py_CLEAR(exc);
+        PyErr_SetString(PyExc_TypeError, "tpl._macro_error() must return an exception");
+    }
+    return exc;
+}
+
 /* call(handle, value, args, kwargs): a template callable (TemplateCallable) called by Python
  * code a callback of its render runs: its result (a macro's output). */
 static PyObject *mod_call(PyObject *mod, PyObject *args)
@@ -3940,6 +3964,17 @@ static PyObject *mod_call(PyObject *mod, PyObject *args)
         PyEval_RestoreThread(c->ts);
     } else {
         st = tpl_render_call(c->r, fn, v, (size_t)na, v + na, v + na + nk, (size_t)nk, &out);
+    }
+    if (st != TPL_OK && st != TPL_ERR_LIMIT && st != TPL_ERR_NOMEM) {
+        /* the macro's exception, for Python to catch (the render goes on: Jinja2's does) or let
+         * through (the callback then fails with it, and the render ends with it) */
+        PyObject *exc = macro_failed(c);
+        if (exc) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+            goto done;
+        }
+        if (PyErr_Occurred()) goto done;
     }
     if (st != TPL_OK) {
         c->call_failed = true; /* (the render ends with the call's error when the callback returns) */

@@ -624,9 +624,31 @@ tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_
         a[nargs + nkw + i] = from_val(kwvals[i]);
     }
     tpl_value res;
-    if (tpl_call_value_kw(vm, from_val(fn), a, (int)nargs, a + nargs, a + nargs + nkw, (int)nkw, &res) < 0)
+    size_t out0 = vm->out_len;
+    uint32_t inc0 = vm->inc_open;
+    if (tpl_call_value_kw(vm, from_val(fn), a, (int)nargs, a + nargs, a + nargs + nkw, (int)nkw, &res) < 0) {
+        /* (what the failed call printed is dropped, as Jinja2's macro drops its buffer: the render
+         * may go on when the host rescues the error, tpl_render_rescue) */
+        if (vm->out_len > out0) vm->out_len = out0;
+        vm->inc_open = inc0;
         return vm->err.status != TPL_OK ? vm->err.status : TPL_ERR_TYPE;
+    }
     *out = to_val(res);
+    return TPL_OK;
+}
+
+tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken)
+{
+    if (taken) memset(taken, 0, sizeof *taken);
+    if (!r || !tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    tpl_status st = vm->err.status;
+    if (st == TPL_OK || st == TPL_ERR_LIMIT || st == TPL_ERR_NOMEM || vm->fuel == 0 || vm->arena.over_limit) return st;
+    if (taken) *taken = vm->err; /* (its strings are the render's buffers: left as they are) */
+    vm->host_payload = NULL; /* (the host's now: it took it with tpl_render_error_payload) */
+    vm->host_msg[0] = 0;
+    memset(&vm->err, 0, sizeof vm->err);
+    vm->err_unlocated = false;
     return TPL_OK;
 }
 

@@ -406,6 +406,11 @@ static void test_null_args(void)
           tpl_render_lookup(r, "x", 1, &hv) == U, "render_lookup(NULL, not rendering)");
     CHECK(tpl_render_changes(NULL) == 0 && tpl_render_assign(NULL, hv, hv) == U && tpl_render_assign(r, hv, hv) == U,
           "render_changes(NULL), render_assign(NULL, not rendering)");
+    {
+        tpl_error te;
+        CHECK(tpl_render_rescue(NULL, NULL) == U && tpl_render_rescue(r, &te) == U && te.status == TPL_OK &&
+              tpl_render_rescue(r, NULL) == U, "render_rescue(NULL, not rendering)");
+    }
     /* the error-kind functions take no pointers: out-of-range kinds and statuses */
     CHECK(strcmp(tpl_error_kind_name((tpl_error_kind)-1), "unknown") == 0 &&
           strcmp(tpl_error_exception(TPL_EK__COUNT, TPL_SYNTAX_JINJA), "") == 0 &&

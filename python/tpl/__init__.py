@@ -32,7 +32,9 @@ class Macro:
     Macro): calling it runs it inside the render that handed it over (tpl_render_call), with
     positional and keyword arguments, and returns its output (Markup under autoescape with
     tpl.jinja2); the render's limits count it. Callable only while that render runs, from the
-    callback it gave it to (RuntimeError otherwise); a failure ends the render with its error.
+    callback it gave it to (RuntimeError otherwise); an error inside it raises its exception (as
+    Jinja2's: a Python exception raised inside as itself), which Python may catch and go on
+    (the render goes on), or let through (the render ends with it); a limit's ends the render.
     Jinja2's Macro attributes (name, arguments, catch_kwargs, catch_varargs, caller,
     explicit_caller) are read when it is handed over and stay readable."""
 
@@ -158,6 +160,19 @@ def _raise(err):
     if exception and not cls.exception:
         e.exception = exception
     raise e
+
+
+def _macro_error(err, jinja):
+    """The exception a template's macro called from Python raises for tpl's error tuple err: tpl's
+    (as Template.render raises it), under tpl.jinja2 (jinja true) Jinja2's. Python may catch it:
+    the render goes on, as Jinja2's (_tpl's call)."""
+    try:
+        _raise(err)
+    except TemplateError as e:
+        if not jinja:
+            return e
+        from . import jinja2 as _j
+        return _j._macro_exception(e)
 
 
 class Limits(tuple):

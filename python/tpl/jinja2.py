@@ -1308,6 +1308,14 @@ class TemplateExpression:
         return rv
 
 
+def _macro_exception(e):
+    """The Jinja2 exception for tpl's error e of a template's macro a Python callable called
+    (tpl._macro_error: Python may catch it and the render goes on, as Jinja2's)."""
+    t = object.__new__(Template)
+    t.name = e.name
+    return Template._raised(t, e)
+
+
 class Template:
     """A template of an Environment (Template(source) makes one with the default environment)."""
 
@@ -1538,8 +1546,9 @@ class Template:
         returning str, Markup under autoescape) and str() its output. The template's top level
         runs once: the render that ran it stays, in a thread of its own, and runs the macros
         Python calls (one at a time). Runs it again (its output dropped) only when that render
-        has ended — a macro called from Python failed, or the render reached one of its limits
-        (fuel, memory) after many calls — and, for that call only, when a Python callable the
+        has ended — a macro called from Python reached a limit inside, or the render reached one
+        of its limits (fuel, memory) after many calls (a macro's error is raised to the caller,
+        the render goes on) — and, for that call only, when a Python callable the
         render is calling calls a macro of the same module."""
         if shared or locals:
             raise NotImplementedError("tpl.jinja2.Template.make_module(shared=/locals=)")

@@ -147,3 +147,56 @@ def test_python_containers_after_many_calls_stay_fast():
     out = tj.Environment(extensions=["jinja2.ext.do"]).from_string(src).render(get=lambda: big, f=lambda i: "")
     assert out == "" and big[-1] == 1 and len(big) == 20001
     assert time.monotonic() - t0 < 2
+
+
+def _call_safely(f, *a, **kw):
+    try:
+        return "ok:%s" % f(*a, **kw)
+    except Exception as ex:  # noqa: BLE001 (what the macro raised, caught as Jinja2's is)
+        return "caught %s: %s" % (type(ex).__name__, ex)
+
+
+def _boom(s):
+    raise ValueError(s)
+
+
+@pytest.mark.parametrize("src", [
+    "{% macro m() %}{{ undefined_thing.x }}{% endmacro %}[{{ safely(m) }}] after",
+    "{% macro m() %}a{{ 1 / 0 }}b{% endmacro %}[{{ safely(m) }}] after",
+    "{% macro m() %}a{{ boom('bad') }}{% endmacro %}[{{ safely(m) }}] after {{ m is defined }}",
+    "{% macro m(x) %}a{{ x.y.z }}{% endmacro %}[{{ safely(m, 1) }}][{{ safely(m, {'y': {'z': 2}}) }}]",
+    "{% macro m(x) %}{% for i in x %}{{ i }}{{ 10 / i }}{% endfor %}{% endmacro %}"
+    "{% for n in [[1, 2], [1, 0, 3], [5]] %}<{{ safely(m, n) }}|{{ loop.index }}>{% endfor %}",
+    "{% macro m() %}{% set l = [1] %}{{ l.missing() }}{% endmacro %}{% set k = [2] %}[{{ safely(m) }}]{{ k }}",
+    "{% macro inner() %}{{ 1 // 0 }}{% endmacro %}{% macro outer() %}x{{ inner() }}y{% endmacro %}"
+    "[{{ safely(outer) }}][{{ safely(inner) }}]",
+    "{% macro m() %}{{ caller() }}{% endmacro %}{% macro c() %}{{ none.x }}{% endmacro %}[{{ safely(m, caller=c) }}]",
+    "{% macro m() %}{{ 'a' + 1 }}{% endmacro %}{{ unsafely(m) }}",
+    "{% macro m() %}{{ boom('out') }}{% endmacro %}{{ unsafely(m) }}",
+])
+def test_python_catches_a_macros_exception(src):
+    """A macro handed to a Python callable that calls it and catches what it raises (issue 17):
+    the exception is Jinja2's (UndefinedError, ZeroDivisionError, a Python exception raised inside
+    as itself), Python's except catches it and the render goes on with what the callable returns,
+    the macro's partial output dropped; let through, it ends the render as in Jinja2 (was: the
+    render always ended with the macro's error)."""
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.globals.update(safely=_call_safely, unsafely=lambda f: f(), boom=_boom)
+        try:
+            outs.append(e.from_string(src).render())
+        except Exception as ex:  # noqa: BLE001 (compared between the engines)
+            outs.append("EXC %s: %s" % (type(ex).__name__, ex))
+    assert outs[1] == outs[0]
+
+
+def test_a_limit_inside_a_caught_macro_still_ends_the_render():
+    """A limit (the call depth) reached inside a macro Python called and caught still ends the
+    render with the limit's error (tpl_render_rescue keeps it), never a hang or a partial output
+    (Jinja2's RecursionError, past Python's depth, could be caught: a documented difference)."""
+    src = "{% macro m(n) %}{{ m(n + 1) }}{% endmacro %}[{{ safely(m, 0) }}]"
+    e = tj.Environment()
+    e.globals["safely"] = _call_safely
+    with pytest.raises(RecursionError, match="maximum call depth"):
+        e.from_string(src).render()
