@@ -5,8 +5,10 @@ require "tpl"
 require "json"
 require "tmpdir"
 require "open3"
+require_relative "helper"
 
 class TestStore < Minitest::Test
+  include TplTestHelper
   TPLC = ENV["TPLC"]
 
   def setup
@@ -33,6 +35,18 @@ class TestStore < Minitest::Test
     @store.tr_set("demo.tk", "Hello, {name}! Welcome to {place}", "zz", "HEY, {name}! GO {place}")
     @store.tr_set("demo.tk", "Tokyo", "zz", "TOKIO")
     assert_equal "HEY, Ada! GO TOKIO", @store.render("demo.tk", { name: "Ada", place: "Tokyo" }, lang: "zz")
+  end
+
+  # create's tr keys, tr_set's plural forms and tr_list's dictionaries are Strings only an Array
+  # holds (movable by compaction): their bytes are read after the last allocation of the call
+  # (tpl_ext.c strs_check/strs_ptrs), also with a GC and compaction at every allocation
+  def test_string_arrays_under_gc_compaction
+    rows = under_gc_stress(1) do |i|
+      row = @store.create("gc.k#{i}", "Hi {name} at {place}", tr_keys: [:name, "pl" + "ace", :"x#{i}"])
+      @store.tr_set("gc.k#{i}", "Hi {name} at {place}", "zz", "YO {name} {place}")
+      [row[:tr_keys], @store.tr_list(dicts: ["gc.k#{i}", "n" + "one"]).map { |h| h[:target] }]
+    end
+    rows.each_with_index { |r, i| assert_equal [["name", "place", "x#{i}"], ["YO {name} {place}"]], r }
   end
 
   def test_versions_refs_remove

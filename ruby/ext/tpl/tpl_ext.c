@@ -2994,6 +2994,25 @@ static void store_template_error(tpl_store *s, tpl_store_status st, tpl_error *e
     store_raise(s, st);
 }
 
+/* C strings of Ruby Strings held only by an Array (its items are movable: GC compaction may move an
+ * embedded String, its bytes with it): each String is checked and NUL-terminated first
+ * (strs_check: StringValueCStr, which may allocate, so a GC may run), then, once the caller has
+ * made every other allocation of the call too, their pointers are read with nothing allocated
+ * until the C call that uses them returns (strs_ptrs). The caller's other Strings are its
+ * arguments or locals (on the VM or machine stack: pinned, never moved). */
+static void strs_check(VALUE ary)
+{
+    for (long i = 0; i < RARRAY_LEN(ary); i++) {
+        VALUE x = RARRAY_AREF(ary, i);
+        StringValueCStr(x);
+    }
+}
+
+static void strs_ptrs(VALUE ary, const char **out)
+{
+    for (long i = 0; i < RARRAY_LEN(ary); i++) out[i] = RSTRING_PTR(RARRAY_AREF(ary, i));
+}
+
 /* _create(name, src, syntax 0|1|2, profile, tr_keys Array, lang) -> row Hash */
 static VALUE rstore_create(VALUE self, VALUE name, VALUE src, VALUE syntax, VALUE profile, VALUE keys, VALUE lang)
 {
@@ -3006,26 +3025,31 @@ static VALUE rstore_create(VALUE self, VALUE name, VALUE src, VALUE syntax, VALU
         VALUE k = RARRAY_AREF(keys, i);
         rb_ary_push(kstr, SYMBOL_P(k) ? rb_sym2str(k) : rb_String(k));
     }
-    const char **kv = ruby_xcalloc((size_t)nk + 1, sizeof *kv);
-    for (long i = 0; i < nk; i++) {
-        VALUE k = RARRAY_AREF(kstr, i);
-        kv[i] = StringValueCStr(k);
-    }
+    nk = RARRAY_LEN(kstr);
+    VALUE kvbuf = 0;
+    const char **kv = ALLOCV_N(const char *, kvbuf, (size_t)nk + 1);
+    strs_check(kstr);
     tpl_store_new nw = { 0 };
     nw.name = StringValueCStr(name);
-    nw.source = RSTRING_PTR(src);
-    nw.source_len = (size_t)RSTRING_LEN(src);
     nw.syntax = (tpl_syntax)NUM2INT(syntax);
     nw.profile = cstr_or_null(profile);
+    nw.lang = cstr_or_null(lang);
+    /* (nothing allocates from here until tpl_store_create returns: kstr's Strings stay put) */
+    strs_ptrs(kstr, kv);
+    kv[nk] = NULL;
+    nw.source = RSTRING_PTR(src);
+    nw.source_len = (size_t)RSTRING_LEN(src);
     nw.tr_keys = kv;
     nw.ntr_keys = (size_t)nk;
-    nw.lang = cstr_or_null(lang);
     tpl_store_prompt *p = NULL;
     tpl_error err = { 0 };
     tpl_store_status st = tpl_store_create(s, &nw, &p, &err);
-    ruby_xfree(kv);
+    ALLOCV_END(kvbuf);
     RB_GC_GUARD(kstr);
     RB_GC_GUARD(src);
+    RB_GC_GUARD(name);
+    RB_GC_GUARD(profile);
+    RB_GC_GUARD(lang);
     if (st != TPL_STORE_OK) store_template_error(s, st, &err);
     VALUE h = row_hash(p);
     tpl_store_prompt_free(p);
@@ -3072,15 +3096,17 @@ static VALUE rstore_tr_set(VALUE self, VALUE dict, VALUE lang, VALUE source, VAL
 {
     tpl_store *s = get_store(self);
     long nf = NIL_P(forms) ? 0 : RARRAY_LEN(forms = rb_Array(forms));
-    const char **fv = ruby_xcalloc((size_t)nf + 1, sizeof *fv);
-    for (long i = 0; i < nf; i++) {
-        VALUE f = RARRAY_AREF(forms, i);
-        fv[i] = RB_TYPE_P(f, T_STRING) ? StringValueCStr(f) : NULL;
-        if (!fv[i]) { ruby_xfree(fv); rb_raise(rb_eTypeError, "tpl: plural forms are Strings"); }
-    }
-    tpl_store_status st = tpl_store_tr_set(s, cstr_or_null(dict), cstr_or_null(lang), StringValueCStr(source),
-                                           StringValueCStr(target), cstr_or_null(plural), fv, (size_t)nf);
-    ruby_xfree(fv);
+    for (long i = 0; i < nf; i++)
+        if (!RB_TYPE_P(RARRAY_AREF(forms, i), T_STRING)) rb_raise(rb_eTypeError, "tpl: plural forms are Strings");
+    VALUE fvbuf = 0;
+    const char **fv = ALLOCV_N(const char *, fvbuf, (size_t)nf + 1);
+    if (nf) strs_check(forms);
+    const char *d = cstr_or_null(dict), *l = cstr_or_null(lang), *src = StringValueCStr(source),
+               *tgt = StringValueCStr(target), *pl = cstr_or_null(plural);
+    if (nf) strs_ptrs(forms, fv); /* (nothing allocates from here until the call returns) */
+    fv[nf] = NULL;
+    tpl_store_status st = tpl_store_tr_set(s, d, l, src, tgt, pl, fv, (size_t)nf);
+    ALLOCV_END(fvbuf);
     RB_GC_GUARD(forms);
     store_check(s, st);
     return Qnil;
@@ -3107,16 +3133,18 @@ static VALUE rstore_tr_list(VALUE self, VALUE dicts, VALUE lang)
     tpl_store *s = get_store(self);
     dicts = rb_Array(dicts);
     long nd = RARRAY_LEN(dicts);
-    const char **dv = ruby_xcalloc((size_t)nd + 1, sizeof *dv);
-    for (long i = 0; i < nd; i++) {
-        VALUE d = RARRAY_AREF(dicts, i);
-        if (!RB_TYPE_P(d, T_STRING)) { ruby_xfree(dv); rb_raise(rb_eTypeError, "tpl: dictionary names are Strings"); }
-        dv[i] = StringValueCStr(d);
-    }
+    for (long i = 0; i < nd; i++)
+        if (!RB_TYPE_P(RARRAY_AREF(dicts, i), T_STRING)) rb_raise(rb_eTypeError, "tpl: dictionary names are Strings");
+    VALUE dvbuf = 0;
+    const char **dv = ALLOCV_N(const char *, dvbuf, (size_t)nd + 1);
+    strs_check(dicts);
     tpl_store_tr *v = NULL;
     size_t n = 0;
-    tpl_store_status st = tpl_store_tr_list(s, dv, (size_t)nd, cstr_or_null(lang), &v, &n);
-    ruby_xfree(dv);
+    const char *l = cstr_or_null(lang);
+    strs_ptrs(dicts, dv); /* (nothing allocates from here until the call returns) */
+    dv[nd] = NULL;
+    tpl_store_status st = tpl_store_tr_list(s, dv, (size_t)nd, l, &v, &n);
+    ALLOCV_END(dvbuf);
     RB_GC_GUARD(dicts);
     store_check(s, st);
     VALUE a = rb_ary_new_capa((long)n);
@@ -3165,15 +3193,17 @@ static VALUE rstore_po_export(VALUE self, VALUE dicts, VALUE lang, VALUE path)
     tpl_store *s = get_store(self);
     dicts = rb_Array(dicts);
     long nd = RARRAY_LEN(dicts);
-    const char **dv = ruby_xcalloc((size_t)nd + 1, sizeof *dv);
-    for (long i = 0; i < nd; i++) {
-        VALUE d = RARRAY_AREF(dicts, i);
-        if (!RB_TYPE_P(d, T_STRING)) { ruby_xfree(dv); rb_raise(rb_eTypeError, "tpl: dictionary names are Strings"); }
-        dv[i] = StringValueCStr(d);
-    }
+    for (long i = 0; i < nd; i++)
+        if (!RB_TYPE_P(RARRAY_AREF(dicts, i), T_STRING)) rb_raise(rb_eTypeError, "tpl: dictionary names are Strings");
+    VALUE dvbuf = 0;
+    const char **dv = ALLOCV_N(const char *, dvbuf, (size_t)nd + 1);
+    strs_check(dicts);
     size_t n = 0;
-    tpl_store_status st = tpl_store_po_export(s, dv, (size_t)nd, StringValueCStr(lang), StringValueCStr(path), &n);
-    ruby_xfree(dv);
+    const char *l = StringValueCStr(lang), *pa = StringValueCStr(path);
+    strs_ptrs(dicts, dv); /* (nothing allocates from here until the call returns) */
+    dv[nd] = NULL;
+    tpl_store_status st = tpl_store_po_export(s, dv, (size_t)nd, l, pa, &n);
+    ALLOCV_END(dvbuf);
     RB_GC_GUARD(dicts);
     store_check(s, st);
     return SIZET2NUM(n);
