@@ -1004,7 +1004,7 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
         }
         expr(L, x->a);
         tpl_c_at(C, x->off);
-        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("Array")), 0);
+        tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(splat)")), 0);   /* (Kernel#Array under a name no state or self shadows: Ruby splats with to_a) */
         tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_Array);
         tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
         tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);
@@ -2232,6 +2232,24 @@ static bool is_proc_lit(const tpl_node *n)
     return n->a->kind == TPL_N_RCONSTNAME && name_is(n->a->val, "Proc") && name_is(n->val, "new");
 }
 
+/* A receiver-less call of a Kernel method tpl runs itself (loop, block_given?, raise without
+ * arguments) in a program compiled for a self (erb_self): Ruby runs self's own method of that
+ * name when self has one, which tpl cannot (a template block given to a Ruby method). The guard is a
+ * call of the name the state may shadow (the builtin String of a marker, popped): the Ruby gem
+ * shadows the name when self has its own method (ruby/ext/tpl/tpl_ext.c, self_fns), and its call
+ * with the marker is the gem's located refusal. */
+#define SELF_KERNEL_MARK "\001tpl:self-kernel"
+static void self_kernel_guard(erb_low *L, tpl_value name, uint32_t off)
+{
+    if (!tpl_c_options(C)->erb_self || def_find(L, name, false)) return;
+    tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str(SELF_KERNEL_MARK, sizeof SELF_KERNEL_MARK - 1)), 1);
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, name), 0);
+    tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_String);
+    tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+    tpl_c_emit(C, TPL_OP_POP, 0, -1);
+}
+
 /* The required and optional parameters of a Proc literal's block (false: refused, with the error). */
 static bool proc_sig(erb_low *L, const tpl_node *lit, int *nreq, int *nopt, bool *neg)
 {
@@ -3058,6 +3076,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     if (proc_method(L, n, used)) return;
     if (blk_method(L, n, used)) return;
     if (!n->a && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) && !def_find(L, n->val, false)) {
+        if (name_is(n->val, "block_given?")) self_kernel_guard(L, n->val, n->off);
         yield_(L, name_is(n->val, "block_given?"), NULL, (tpl_value){ 0 }, n->b, n->c, n->off, used);
         return;
     }
@@ -3170,6 +3189,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         return;
     }
     if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop") && L->loop_stop != n) {
+        self_kernel_guard(L, n->val, n->off);
         /* Kernel#loop rescues StopIteration (an Enumerator's next past its end) and ends: as a
          * statement, `begin; loop do ... end; rescue StopIteration; end` (as a value its result
          * would be the exception's result: refused then, a break's value is the loop's) */
@@ -3203,6 +3223,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
         return;
     }
     if (!n->a && !n->b && !n->c && (name_is(n->val, "raise") || name_is(n->val, "fail"))) {
+        self_kernel_guard(L, n->val, n->off);
         reraise(L, n->off);   /* raise(): the rescue clause's exception again */
         if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
         return;
@@ -3462,7 +3483,7 @@ static void case_(erb_low *L, tpl_node *n, bool value)
             if (v->kind == TPL_N_STARARG) {   /* when *list: Array(list), then some item === the subject */
                 expr(L, v->a);
                 tpl_c_at(C, v->off);
-                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("Array")), 0);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(splat)")), 0);   /* (Kernel#Array under a name no state or self shadows: Ruby splats with to_a) */
                 tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_Array);
                 tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
                 if (n->a) load_local(L, subj, sname);
@@ -3658,6 +3679,7 @@ static void expr_(erb_low *L, tpl_node *n)
         tpl_value key = ivar ? tpl_v_str(n->val.u.s + 1, n->val.len - 1) : n->val;
         if (!ivar && !tpl_c_lookup(C, n->val, &slot) && (name_is(n->val, "yield") || name_is(n->val, "block_given?")) &&
             !def_find(L, n->val, false)) {
+            if (name_is(n->val, "block_given?")) self_kernel_guard(L, n->val, n->off);
             yield_(L, name_is(n->val, "block_given?"), NULL, (tpl_value){ 0 }, NULL, NULL, n->off, true);
             return;
         }
@@ -3984,7 +4006,7 @@ static void expr_(erb_low *L, tpl_node *n)
                 }
                 expr(L, x->a);
                 tpl_c_at(C, x->off);
-                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("Array")), 0);
+                tpl_c_emit(C, TPL_OP_CALL_NAME, tpl_c_name(C, S("(splat)")), 0);   /* (Kernel#Array under a name no state or self shadows: Ruby splats with to_a) */
                 tpl_c_word(C, (uint32_t)TPL_B_RKERNEL_Array);
                 tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
                 tpl_c_emit(C, TPL_OP_ADD_RB, 0, -1);

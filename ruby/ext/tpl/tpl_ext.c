@@ -146,6 +146,16 @@ typedef struct tmpl {
     bool erb_tagged;        /* ... and its text holds tags */
     ID *ivar_id;
     size_t nivar;           /* the reads with an ivar_id */
+    /* fn_id[i]: the ID of read i when the program reads that name only as a receiver-less call
+     * (TPL_READ_FUNC: format(...), Integer(...), tr(...)), else 0; nfn: how many. With an ERB
+     * self, Ruby resolves such a call through self: self's own method of that name (its class's,
+     * a module's, a singleton's, an override of Kernel's) runs, not Kernel's — so when self
+     * has one (self_fn), the state holds that Method under the name, which the VM's call of the
+     * builtin calls instead (CALL_NAME: the state shadows a builtin), and a binding's local or a
+     * result_with_hash key of that name is never the call's (Ruby's call with arguments is
+     * always a method call) */
+    ID *fn_id;
+    size_t nfn;
     /* ivar_early[i]: @ivar read i was read before Ruby code first ran in a render that reads
      * self's @ivars into the state until then (render_body's ivar_first): only those are read
      * up front (the others are sent to self when read; marked by rb_send_cb when that happens
@@ -243,6 +253,7 @@ typedef struct rctx {
      * reused when the VALUE is the same */
     struct { char name[40]; size_t len; tpl_val v; VALUE iv; ID id; bool stale; } ivc[IVCACHE];
     int nivc;
+    char refused[160];      /* a refusal a callback made (self_kernel_refused), or "" */
 } rctx;
 
 /* Ruby code runs (a method, [], each, to_s, remembers?...): it may change self's @ivars, which
@@ -1558,9 +1569,33 @@ static VALUE call_body(VALUE arg)
     return Qnil;
 }
 
+/* lower_erb.c's self_kernel_guard: a Kernel method tpl runs itself (loop, block_given?, raise
+ * without arguments) called where self has its own (self_fns shadowed the name with
+ * self's Method, called with this marker): Ruby would run self's, tpl cannot (a template block
+ * to a Ruby method) — a located refusal (render_body raises it as a SyntaxError) */
+#define SELF_KERNEL_MARK "\001tpl:self-kernel"
+
+static bool self_kernel_refused(rbobj *h, tpl_render *r, const tpl_val *args, size_t nargs, size_t nkw)
+{
+    size_t n;
+    const char *s;
+    if (nargs != 1 || nkw || tpl_val_kind_of(args[0]) != TPL_VAL_STR || !(s = tpl_val_as_str(args[0], &n)) ||
+        n != sizeof SELF_KERNEL_MARK - 1 || memcmp(s, SELF_KERNEL_MARK, n) != 0 || !rb_obj_is_method(h->o))
+        return false;
+    VALUE name = rb_sym2str(rb_funcall(h->o, rb_intern("name"), 0));
+    snprintf(h->c->refused, sizeof h->c->refused,
+             "unsupported Ruby construct: `%.*s' is self's own method here (Ruby calls it; tpl runs Kernel#%.*s)",
+             (int)(RSTRING_LEN(name) > 60 ? 60 : RSTRING_LEN(name)), RSTRING_PTR(name),
+             (int)(RSTRING_LEN(name) > 60 ? 60 : RSTRING_LEN(name)), RSTRING_PTR(name));
+    RB_GC_GUARD(name);
+    tpl_host_error(r, h->c->refused, NULL);
+    return true;
+}
+
 static tpl_host_result rb_call_cb(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
                                   const tpl_val *kwv, size_t nkw, tpl_val *out)
 {
+    if (self_kernel_refused(obj, r, args, nargs, nkw)) return TPL_HOST_ERROR;
     cb a = { .h = obj, .r = r, .args = args, .nargs = nargs, .kwn = kwn, .kwv = kwv, .nkw = nkw, .out = out };
     return protect(call_body, &a);
 }
@@ -1681,6 +1716,7 @@ static void tmpl_free(void *ptr)
     free(t->rtab);
     free(t->ivar_id);
     free(t->ivar_early);
+    free(t->fn_id);
     if (TPL_GC_TELL && t->gc_told) rb_gc_adjust_memory_usage(-(ssize_t)t->gc_told);
     ruby_xfree(t);
 }
@@ -1827,6 +1863,25 @@ static void set_program(VALUE self, tpl_program *p, size_t bytes)
         free(iv);
     }
     t->ivars_only = ivars_only;
+    /* the names read only as receiver-less calls (fn_id); remembers and remembers? are asked of
+     * self by rb_remembers_cb, and tpl's internal names ("(defined)", "$~") are no Ruby method */
+    if (n && !(t->fn_id = calloc(n, sizeof *t->fn_id))) {
+        free(rl); free(names); free(lens);
+        rb_raise(rb_eNoMemError, "tpl: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool fn = false, other = false;
+        for (size_t k = 0; k < nl; k++)
+            if (rl[k].len == lens[i] && !memcmp(rl[k].name, names[i], lens[i])) {
+                if (rl[k].kind == TPL_READ_FUNC) fn = true;
+                else other = true;
+            }
+        if (!fn || other || !lens[i] || names[i][0] == '(' || names[i][0] == '$' ||
+            ((lens[i] == 9 || (lens[i] == 10 && names[i][9] == '?')) && !memcmp(names[i], "remembers", 9)))
+            continue;
+        t->fn_id[i] = rb_intern3(names[i], (long)lens[i], rb_utf8_encoding());
+        t->nfn++;
+    }
     free(rl);
     VALUE reads = rb_ary_new_capa((long)n), syms = rb_ary_new_capa((long)n);
     size_t slots = 8;
@@ -1867,7 +1922,7 @@ static void set_program(VALUE self, tpl_program *p, size_t bytes)
     rb_obj_freeze(syms);
     RB_OBJ_WRITE(self, &t->reads, reads);
     t->prog_bytes = bytes + slots * sizeof *t->rtab + n * (sizeof *t->read_ptr + sizeof *t->read_len + sizeof *t->read_hash + 16) +
-                    t->nivar * (sizeof *t->ivar_id + 1);
+                    t->nivar * (sizeof *t->ivar_id + 1) + (t->fn_id ? n * sizeof *t->fn_id : 0);
     tmpl_tell_gc(t);
     RB_OBJ_WRITE(self, &t->read_syms, syms);
 }
@@ -2331,6 +2386,24 @@ static int ivar_i(ID id, VALUE v, st_data_t arg)
     return ST_CONTINUE;
 }
 
+/* The receiver-less calls of the program's builtins (tmpl.fn_id) that Ruby sends to self's own
+ * method: found[i] is that Method (a host object: the VM calls it with the call's arguments),
+ * or Qundef — the builtin, which is Kernel's method or tpl's own (a local or a state key of the
+ * name is not the call's). self's own: one it answers (private too, as a call without a
+ * receiver; respond_to_missing? too) that is not the method Ruby defined at boot
+ * (rb_method_basic_definition_p: Kernel#format untouched; not found for a name Kernel lacks). */
+static void self_fns(const tmpl *t, VALUE es, VALUE *found)
+{
+    VALUE klass = rb_class_of(es);
+    for (size_t i = 0; i < t->nreads; i++) {
+        ID id = t->fn_id[i];
+        if (!id) continue;
+        found[i] = Qundef;
+        if (rb_obj_respond_to(es, id, 1) && !rb_method_basic_definition_p(klass, id))
+            found[i] = rb_obj_method(es, ID2SYM(id));
+    }
+}
+
 /* The body of a render (may raise: render_ensure returns the context to the pool). */
 static VALUE render_body(VALUE arg)
 {
@@ -2432,6 +2505,7 @@ reread:
                 if (NIL_P(found[i]) && !rb_ivar_defined(ra->erb_self, t->ivar_id[i])) found[i] = Qundef;
             }
     }
+    if (t->nfn && !NIL_P(es)) self_fns(t, es, found);
     /* Strings are borrowed when the render will hold the GVL and call no Ruby code: no remembers
      * block or self, and the context's last render small (GVL_VALS, GVL_OUT); when converting
      * finds a host object after all (callbacks will run Ruby code), the state is made again,
@@ -2526,6 +2600,13 @@ again:
         return Qnil;
     }
     const tpl_error *e = tpl_render_error(r);
+    if (c->refused[0]) { /* (a located refusal, as the compiler's) */
+        tpl_error re = *e;
+        re.status = TPL_ERR_SYNTAX;
+        re.kind = TPL_EK_SYNTAX;
+        re.message = c->refused;
+        raise_tpl(&re);
+    }
     /* (the host's payload: an exception a rescue in the template took, and so c->exc, is no
      * longer the render's error) */
     void *payload = tpl_render_error_payload(r);
@@ -2644,6 +2725,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->has_host = false;
     c->tagged = false;
     memset(c->tagset, 0, sizeof c->tagset);
+    c->refused[0] = 0;
     c->nivc = 0;
     c->ivars_in_state = false;
     memset(&c->set, 0, sizeof c->set);
