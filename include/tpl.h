@@ -786,6 +786,14 @@ TPL_API tpl_status tpl_render_set_self_ivars_in_state(tpl_render *r, bool in_sta
  * "CLASS.WHAT failed: MSG" (WHAT the callback: getattr 'name', call, ...). tpl never touches
  * or frees the payload; the host owns it. Return TPL_HOST_ERROR from the callback after it. */
 TPL_API void tpl_host_error(tpl_render *r, const char *msg, void *payload);
+/* From a callback of r's own running render: charges `units` of the render's fuel
+ * (tpl_limits.fuel) for work the host does on the template's behalf that no instruction counts
+ * — the items an iteration callback pulls from an endless host generator, say — so that the
+ * render ends on its fuel as when the VM does the work. TPL_OK; TPL_ERR_LIMIT when the fuel
+ * runs out (the render's located fuel error is set: return TPL_HOST_ERROR from the callback;
+ * the render ends with that error, not the callback's); the render's error status when it has
+ * failed already; TPL_ERR_USAGE for NULL r or r not rendering. */
+TPL_API tpl_status tpl_render_charge(tpl_render *r, uint64_t units);
 /* The payload of the host error that ended r's last render (NULL when none; reset when a
  * render starts). */
 TPL_API void *tpl_render_error_payload(const tpl_render *r);

@@ -599,6 +599,16 @@ void tpl_host_error(tpl_render *r, const char *msg, void *payload)
     vm->host_payload = payload;
 }
 
+tpl_status tpl_render_charge(tpl_render *r, uint64_t units)
+{
+    if (!r || !tpl_render_busy(r)) return TPL_ERR_USAGE;
+    tpl_vm *vm = tpl_render_vm(r);
+    if (vm->err.status != TPL_OK) return vm->err.status;
+    if (tpl_fuel_charge(&vm->fuel, units)) return TPL_OK;
+    tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
+    return TPL_ERR_LIMIT;
+}
+
 void *tpl_render_error_payload(const tpl_render *r)
 {
     return r ? tpl_render_vm((tpl_render *)r)->host_payload : NULL;

@@ -393,6 +393,7 @@ static void test_null_args(void)
           tpl_render_set_self_ivars_in_state(r, true) == TPL_OK && tpl_render_set_self_ivars_in_state(r, false) == TPL_OK,
           "set_self_ivars_in_state(NULL)");
     tpl_host_error(NULL, "ignored", NULL);
+    CHECK(tpl_render_charge(NULL, 1) == U && tpl_render_charge(r, 1) == U, "render_charge(NULL, not rendering)");
     CHECK(tpl_render_error_payload(NULL) == NULL && tpl_render_error_payload(r) == NULL, "render_error_payload(NULL)");
     CHECK(tpl_render_getattr(NULL, hv, "name", 4, &hv) == U && tpl_render_getattr(r, hv, NULL, 1, &hv) == U &&
           tpl_render_getattr(r, hv, "name", 4, NULL) == U && tpl_render_getattr(r, hv, "name", 4, &hv) == U &&

@@ -1,7 +1,8 @@
 # Issue 20, session 35: a receiver-less call of a name tpl has a builtin for (format, sprintf,
 # Integer, Float, String, Array, Hash, Rational, raise, tr, ...) is self's own method when the
 # binding's self has one, as Ruby's method lookup finds it before Kernel's; Kernel methods tpl runs
-# itself (loop, block_given?, raise without arguments) are a located refusal then.
+# itself (loop, block_given?, raise without arguments) are a located refusal then. An endless each
+# of a host object ends on the render's fuel.
 require "minitest/autorun"
 require "erb"
 require "tpl"
@@ -67,6 +68,27 @@ class TestSelfMethods < Minitest::Test
       assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: `#{Regexp.escape(name)}' is self's own method/, got[1])
       assert_equal ERB.new(src, trim_mode: "-").result(Plain.new.instance_eval { binding }),
                    Tpl::ERB.new(src, trim_mode: "-").result(Plain.new.instance_eval { binding }), src
+    end
+  end
+
+  class Endless
+    include Enumerable
+
+    def each
+      i = 0
+      loop { yield i += 1 }
+    end
+  end
+
+  def test_endless_each_ends_on_fuel
+    %w[erb jinja].each do |syn|
+      src = syn == "erb" ? "<% o.each do |x| %><% end %>" : "{% for x in o %}{% endfor %}"
+      t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      e = assert_raises(Tpl::LimitError) do
+        Tpl::Template.new(src, syntax: syn.to_sym).render({ o: Endless.new }, limits: { fuel: 50_000 })
+      end
+      assert_match(/<template>:1:\d+: error: .*fuel/, e.message)
+      assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0, :<, 2
     end
   end
 end

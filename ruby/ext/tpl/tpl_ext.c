@@ -254,6 +254,7 @@ typedef struct rctx {
     struct { char name[40]; size_t len; tpl_val v; VALUE iv; ID id; bool stale; } ivc[IVCACHE];
     int nivc;
     char refused[160];      /* a refusal a callback made (self_kernel_refused), or "" */
+    bool fuel_out;          /* a callback ran out of the render's fuel (drain_i) */
 } rctx;
 
 /* Ruby code runs (a method, [], each, to_s, remembers?...): it may change self's @ivars, which
@@ -1164,6 +1165,11 @@ static tpl_host_result protect(VALUE (*fn)(VALUE), cb *a)
     if (!(a->name && a->len > 1 && a->name[0] == '@' && a->nargs == 0 && a->nkw == 0)) ivc_stale(a->h->c);
     rb_protect(fn, (VALUE)a, &state);
     if (!state) return a->rc;
+    if (a->h->c->fuel_out) { /* (tpl_render_charge set the render's fuel error: it ends with that) */
+        rb_set_errinfo(Qnil);
+        tpl_host_error(a->r, "fuel exhausted", NULL);
+        return TPL_HOST_ERROR;
+    }
     host_exception(a->h->c, state);
     return TPL_HOST_ERROR;
 }
@@ -1477,7 +1483,7 @@ static tpl_host_result rb_getitem_cb(void *obj, tpl_render *r, tpl_val key, tpl_
     return protect(getitem_body, &a);
 }
 
-struct drain { VALUE items; uint64_t max, cost; };
+struct drain { VALUE items; uint64_t max, cost; rctx *c; };
 
 /* What one drained item costs at least: its Array slot (8 bytes), its value in the render's arena
  * (16), the object's slot in Ruby's heap (40) unless it is an immediate, a String's bytes (the
@@ -1500,6 +1506,12 @@ static VALUE drain_i(RB_BLOCK_CALL_FUNC_ARGLIST(x, data))
     struct drain *d = (struct drain *)data;
     uint64_t max = d->max ? d->max : TPL_DEFAULT_MAX_MEMORY;
     VALUE item = argc > 1 ? rb_ary_new_from_values(argc, argv) : x;
+    /* one unit of the render's fuel an item, as the VM's own loops pay per item: an endless each
+     * ends on the fuel too (protect reports the render's fuel error) */
+    if (tpl_render_charge(d->c->r, 1) != TPL_OK) {
+        d->c->fuel_out = true;
+        rb_raise(rb_eRuntimeError, "tpl: fuel exhausted");
+    }
     d->cost += drain_cost(item);
     if (d->cost > max)
         rb_raise(rb_const_get(mod_tpl(), rb_intern("LimitError")),
@@ -1512,7 +1524,7 @@ static VALUE drain_i(RB_BLOCK_CALL_FUNC_ARGLIST(x, data))
 /* An Enumerable's items as a new Array (kept for the render), through each as to_a does. */
 static VALUE drain(rctx *c, VALUE o)
 {
-    struct drain d = { rb_ary_new(), c->max_items, 0 };
+    struct drain d = { rb_ary_new(), c->max_items, 0, c };
     keep(c, d.items);
     rb_block_call(o, rb_intern("each"), 0, NULL, drain_i, (VALUE)&d);
     return d.items;
@@ -2726,6 +2738,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->tagged = false;
     memset(c->tagset, 0, sizeof c->tagset);
     c->refused[0] = 0;
+    c->fuel_out = false;
     c->nivc = 0;
     c->ivars_in_state = false;
     memset(&c->set, 0, sizeof c->set);
