@@ -5094,6 +5094,18 @@ top:
          * dispatch; else as LOAD_SLOT */
         const tpl_value *v = &slots[a], *hit;
         if (v->type == TPL_T_MAP && (hit = map_find_name(vm, v->u.map, &names[TPL_INSN_A(ip[2])])) != NULL) {
+            if (hit->type == TPL_T_STR && ip[3] == TPL_INSN(TPL_OP_FILTER, (uint32_t)tpl_stdlib.id_trim) &&
+                ip[4] == TPL_ARGW(1, 0, TPL_NO_KW)) {
+                /* `message['content'] | trim` (the FILTER's fast path below): the string found
+                 * trimmed before it is pushed, the FILTER's words not read again */
+                tpl_value x = *hit;
+                if (trim_ascii(&x)) {
+                    *sp++ = x;
+                    ticks += 2;
+                    ip += 5; /* (LOAD_SLOT_ITEM_FILTER's two words, GETITEM_STR, FILTER's two words) */
+                    DISPATCH_OR_TOP;
+                }
+            }
             *sp++ = *hit;
             ticks += 2;
             ip += 3;
