@@ -210,7 +210,9 @@ typedef struct render_ctx {
                              * list or dict Python kept (a reference besides ours), and the lists
                              * and dicts of callables' results that Python holds (track): checked
                              * after every later call, as a callable may change it then (issue 17) */
+    PyObject *tracked;      /* owned or NULL: the entries of callables' results (track), newest last */
     uint64_t seen_changes;  /* tpl_render_changes when kept_sync last looked */
+    int track_left;         /* track: the entries a result may still add (TRACKED_MAX at each) */
     bool raw;               /* converting the arguments of one of tpl.jinja2's own functions (a
                              * function with _tpl_raw set): template-only values become None */
     PyObject *funcs;        /* owned or NULL: settings.funcs, bound as host functions */
@@ -343,7 +345,7 @@ static inline void gil_out(render_ctx *c)
 static int kept_sync(struct render_ctx *c);
 #define SYNC_IN(h)                                                                                   \
     do {                                                                                             \
-        if ((h)->c->kept && kept_sync((h)->c) < 0) {                                                 \
+        if (((h)->c->kept || (h)->c->tracked) && kept_sync((h)->c) < 0) {                            \
             fail_with_exception((h)->c);                                                             \
             gil_out((h)->c);                                                                         \
             return TPL_HOST_ERROR;                                                                   \
@@ -1310,6 +1312,13 @@ static PyObject *fresh_copy(render_ctx *c, tpl_val v)
     return fresh;
 }
 
+/* The entries of callables' results a Python call checks for Python's changes (back_sync): the
+ * newest TRACKED_MAX (a result adds at most that many, its own list or dict first), so that a loop
+ * of calls returning lists Python holds stays linear. An older one still gets the template's
+ * changes (kept_sync), but a change Python makes to it later is not the template's. */
+#define TRACKED_MAX 16
+#define KEPT_SCAN 64 /* kept_entry: the newest entries looked at for an object returned again */
+
 /* The list or dict an earlier call of the render was given for the template's list or dict v
  * (key: memo_get's) and Python kept (c->kept), when it equals what v holds now (new reference,
  * also put in this call's memo): Jinja2 hands every call the same object, which a callable that
@@ -1317,14 +1326,18 @@ static PyObject *fresh_copy(render_ctx *c, tpl_val v)
  * nothing kept it), or with an exception. */
 static PyObject *kept_reuse(render_ctx *c, tpl_val v, PyObject *key)
 {
-    if (!c->kept || c->no_reuse) return NULL;
+    if ((!c->kept && !c->tracked) || c->no_reuse) return NULL;
     PyObject *o = NULL;
-    for (Py_ssize_t i = PyList_GET_SIZE(c->kept) - 1; i >= 0 && !o; i--) {
-        PyObject *e = PyList_GET_ITEM(c->kept, i), *k = PyTuple_GET_ITEM(e, 2);
-        if (PyBytes_Check(k) && PyBytes_GET_SIZE(k) == PyBytes_GET_SIZE(key) &&
-            memcmp(PyBytes_AS_STRING(k), PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key)) == 0 &&
-            Py_REFCNT(PyTuple_GET_ITEM(e, 0)) > 1)
-            o = PyTuple_GET_ITEM(e, 0);
+    for (int l = 0; l < 2 && !o; l++) {
+        PyObject *list = l ? c->kept : c->tracked;
+        Py_ssize_t n = list ? PyList_GET_SIZE(list) : 0;
+        for (Py_ssize_t i = n - 1; i >= 0 && !o && (l || i >= n - KEPT_SCAN); i--) {
+            PyObject *e = PyList_GET_ITEM(list, i), *k = PyTuple_GET_ITEM(e, 2);
+            if (PyBytes_Check(k) && PyBytes_GET_SIZE(k) == PyBytes_GET_SIZE(key) &&
+                memcmp(PyBytes_AS_STRING(k), PyBytes_AS_STRING(key), (size_t)PyBytes_GET_SIZE(key)) == 0 &&
+                Py_REFCNT(PyTuple_GET_ITEM(e, 0)) > 1)
+                o = PyTuple_GET_ITEM(e, 0);
+        }
     }
     if (!o) return NULL;
     /* a fresh copy, compared with the kept object */
@@ -1346,7 +1359,8 @@ static PyObject *entry_renewed(PyObject *e)
 {
     PyObject *o = PyTuple_GET_ITEM(e, 0);
     PyObject *snap = PyList_Check(o) ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Items(o);
-    PyObject *t = snap ? PyTuple_Pack(3, o, snap, PyTuple_GET_ITEM(e, 2)) : NULL;
+    PyObject *t = !snap ? NULL : PyTuple_GET_SIZE(e) == 4 ? PyTuple_Pack(4, o, snap, PyTuple_GET_ITEM(e, 2), Py_True)
+                                                         : PyTuple_Pack(3, o, snap, PyTuple_GET_ITEM(e, 2));
     Py_XDECREF(snap);
     return t;
 }
@@ -1403,15 +1417,22 @@ static void watch_keep(render_ctx *c, PyObject *watch);
 static int kept_sync(render_ctx *c)
 {
     uint64_t now = tpl_render_changes(c->r);
-    if (!c->kept || now == c->seen_changes) return 0;
+    if ((!c->kept && !c->tracked) || now == c->seen_changes) return 0;
     c->seen_changes = now;
+    /* (the entries of both lists in one: kept's first) */
+    Py_ssize_t nk = c->kept ? PyList_GET_SIZE(c->kept) : 0;
+    PyObject *kept = c->kept ? PyList_GetSlice(c->kept, 0, nk) : PyList_New(0);
+    if (!kept || (c->tracked && PyList_SetSlice(kept, nk, nk, c->tracked) < 0)) {
+        Py_XDECREF(kept);
+        return -1;
+    }
     PyObject *dirty = NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->kept); i++) {
-        PyObject *e = PyList_GET_ITEM(c->kept, i), *o = PyTuple_GET_ITEM(e, 0);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kept); i++) {
+        PyObject *e = PyList_GET_ITEM(kept, i), *o = PyTuple_GET_ITEM(e, 0);
         tpl_val v;
         if (!entry_val(e, &v) || Py_REFCNT(o) == 1 || entry_changed(e)) continue;
         PyObject *fresh = fresh_copy(c, v);
-        if (!fresh) { Py_XDECREF(dirty); return -1; }
+        if (!fresh) { Py_XDECREF(dirty); Py_DECREF(kept); return -1; }
         int eq = Py_TYPE(fresh) == Py_TYPE(o) ? PyObject_RichCompareBool(o, fresh, Py_EQ) : 1;
         Py_DECREF(fresh);
         if (eq < 0) PyErr_Clear();
@@ -1420,17 +1441,17 @@ static int kept_sync(render_ctx *c)
         if (!at || ((!dirty && !(dirty = PyList_New(0))) || PyList_Append(dirty, at) < 0)) {
             Py_XDECREF(at);
             Py_XDECREF(dirty);
+            Py_DECREF(kept);
             return -1;
         }
         Py_DECREF(at);
     }
-    if (!dirty) return 0;
+    if (!dirty) { Py_DECREF(kept); return 0; }
     /* the kept objects by their template values, for refill's conversions (new lists and dicts
      * it makes go to its own watch, kept after) */
-    PyObject *memo = c->memo, *watch = c->watch, *kept = c->kept;
+    PyObject *memo = c->memo, *watch = c->watch;
     bool on = c->watch_on;
     int rc = -1;
-    Py_INCREF(kept);
     c->memo = PyDict_New();
     c->watch = NULL;
     c->watch_on = true;
@@ -1449,7 +1470,7 @@ static int kept_sync(render_ctx *c)
     for (Py_ssize_t j = 0; c->memo && j < PyList_GET_SIZE(dirty); j++) {
         Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(dirty, j));
         PyObject *t = entry_renewed(PyList_GET_ITEM(kept, i));
-        if (!t || PyList_SetItem(kept, i, t) < 0) goto done;
+        if (!t || PyList_SetItem(i < nk ? c->kept : c->tracked, i < nk ? i : i - nk, t) < 0) goto done;
     }
     rc = c->memo ? 0 : -1;
 done:
@@ -1465,15 +1486,17 @@ done:
     return rc;
 }
 
+
 /* The lists and dicts of entries (a watch or c->kept) that Python changed since their snapshots
  * (a callable appended to a list the template handed it, or to one it returned earlier) made the
  * template's too: the template's list or dict holds the items Python's holds now, in place
  * (tpl_render_assign), so each of its holders sees them, as Jinja2's one object. One the render
  * did not make (the state's: a list the host passed in) stays refused: -1 with a
  * NotImplementedError naming it; -1 with an exception on other failures. */
-static int back_sync(render_ctx *c, PyObject *entries)
+static int back_sync(render_ctx *c, PyObject *entries, Py_ssize_t limit)
 {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+    Py_ssize_t n = PyList_GET_SIZE(entries);
+    for (Py_ssize_t i = n - 1; i >= 0 && i >= n - limit; i--) {
         PyObject *e = PyList_GET_ITEM(entries, i), *o = PyTuple_GET_ITEM(e, 0);
         tpl_val v, now;
         if (!entry_changed(e)) continue;
@@ -1497,10 +1520,16 @@ static int back_sync(render_ctx *c, PyObject *entries)
     return 0;
 }
 
-/* The newest entry of c->kept for the Python object o (borrowed), or NULL. */
+
+/* The newest entry of c->tracked (its newest KEPT_SCAN) or c->kept for the Python object o
+ * (borrowed), or NULL. */
 static PyObject *kept_entry(const render_ctx *c, PyObject *o)
 {
-    for (Py_ssize_t i = c->kept ? PyList_GET_SIZE(c->kept) - 1 : -1; i >= 0; i--)
+    Py_ssize_t n = c->tracked ? PyList_GET_SIZE(c->tracked) : 0;
+    for (Py_ssize_t i = n - 1; i >= 0 && i >= n - KEPT_SCAN; i--)
+        if (PyTuple_GET_ITEM(PyList_GET_ITEM(c->tracked, i), 0) == o) return PyList_GET_ITEM(c->tracked, i);
+    n = c->kept ? PyList_GET_SIZE(c->kept) : 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--)
         if (PyTuple_GET_ITEM(PyList_GET_ITEM(c->kept, i), 0) == o) return PyList_GET_ITEM(c->kept, i);
     return NULL;
 }
@@ -1514,7 +1543,7 @@ static PyObject *kept_entry(const render_ctx *c, PyObject *o)
 static int track(render_ctx *c, PyObject *o, tpl_val v, bool shared, int depth)
 {
     bool list = PyList_CheckExact(o), dict = PyDict_CheckExact(o), tup = PyTuple_CheckExact(o);
-    if ((!list && !dict && !tup) || depth > 64) return 0;
+    if ((!list && !dict && !tup) || depth > 64 || c->track_left <= 0) return 0;
     tpl_val_kind k = tpl_val_kind_of(v);
     if (k != (list ? TPL_VAL_LIST : dict ? TPL_VAL_MAP : TPL_VAL_TUPLE)) return 0;
     Py_ssize_t n = dict ? PyDict_GET_SIZE(o) : PySequence_Fast_GET_SIZE(o);
@@ -1522,14 +1551,15 @@ static int track(render_ctx *c, PyObject *o, tpl_val v, bool shared, int depth)
     if (shared && !tup && !kept_entry(c, o)) {
         PyObject *key = PyBytes_FromStringAndSize((const char *)&v, (Py_ssize_t)sizeof v);
         PyObject *snap = !key ? NULL : list ? PyList_GetSlice(o, 0, PY_SSIZE_T_MAX) : PyDict_Items(o);
-        PyObject *t = snap ? PyTuple_Pack(3, o, snap, key) : NULL;
+        PyObject *t = snap ? PyTuple_Pack(4, o, snap, key, Py_True) : NULL; /* (4: a result's) */
         Py_XDECREF(key);
         Py_XDECREF(snap);
-        if (!t || ((!c->kept && !(c->kept = PyList_New(0))) || PyList_Append(c->kept, t) < 0)) {
+        if (!t || ((!c->tracked && !(c->tracked = PyList_New(0))) || PyList_Append(c->tracked, t) < 0)) {
             Py_XDECREF(t);
             return -1;
         }
         Py_DECREF(t);
+        if (--c->track_left <= 0) return 0;
     }
     if (!dict) {
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -1537,6 +1567,7 @@ static int track(render_ctx *c, PyObject *o, tpl_val v, bool shared, int depth)
             if ((PyList_CheckExact(x) || PyDict_CheckExact(x) || PyTuple_CheckExact(x)) &&
                 track(c, x, tpl_val_item(v, (size_t)i), shared || Py_REFCNT(x) > 1, depth + 1) < 0)
                 return -1;
+            if (c->track_left <= 0) return 0;
         }
         return 0;
     }
@@ -1546,6 +1577,7 @@ static int track(render_ctx *c, PyObject *o, tpl_val v, bool shared, int depth)
         if ((PyList_CheckExact(x) || PyDict_CheckExact(x) || PyTuple_CheckExact(x)) &&
             track(c, x, tpl_val_map_value(v, (size_t)i), shared || Py_REFCNT(x) > 1, depth + 1) < 0)
             return -1;
+        if (c->track_left <= 0) return 0;
         i++;
     }
     return 0;
@@ -1676,6 +1708,7 @@ static tpl_host_result deliver_result(render_ctx *c, PyObject *res, tpl_val *out
     bool shared = Py_REFCNT(res) > 1; /* (besides the reference the call returned) */
     Py_INCREF(res);
     tpl_host_result rc = deliver(c, res, out, "a Python callable's result");
+    c->track_left = TRACKED_MAX;
     if (rc == TPL_HOST_OK && track(c, res, *out, shared, 0) < 0) {
         fail_with_exception(c);
         rc = TPL_HOST_ERROR;
@@ -1933,7 +1966,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     tpl_host_result rc = TPL_HOST_ERROR;
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
     bool ok = a && (!nkw || kw), raw = h->c->raw, own = false;
-    if (ok && h->c->kept && kept_sync(h->c) < 0) ok = false;
+    if (ok && (h->c->kept || h->c->tracked) && kept_sync(h->c) < 0) ok = false;
     if (PyFunction_Check(h->o)) { /* one of tpl.jinja2's own functions (f._tpl_raw = True) */
         PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
         own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
@@ -1968,7 +2001,9 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
     /* what the callable did to the lists and dicts it was handed, or holds from earlier calls */
-    if (res && ((watch && back_sync(h->c, watch) < 0) || (h->c->kept && back_sync(h->c, h->c->kept) < 0))) {
+    if (res && ((watch && back_sync(h->c, watch, PY_SSIZE_T_MAX) < 0) ||
+                (h->c->kept && back_sync(h->c, h->c->kept, PY_SSIZE_T_MAX) < 0) ||
+                (h->c->tracked && back_sync(h->c, h->c->tracked, TRACKED_MAX) < 0))) {
         Py_CLEAR(res);
         ok = false;
     }
@@ -4074,8 +4109,9 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyCapsule_SetContext(c->calls, NULL);
         Py_CLEAR(c->calls);
     }
-    if (c->kept && rs == TPL_OK && kept_sync(c) < 0) PyErr_Clear(); /* (what the template did last) */
+    if ((c->kept || c->tracked) && rs == TPL_OK && kept_sync(c) < 0) PyErr_Clear(); /* (what the template did last) */
     Py_CLEAR(c->kept);
+    Py_CLEAR(c->tracked);
     if (write) {
         tpl_render_set_output(r, NULL, NULL);
         c->write = NULL;

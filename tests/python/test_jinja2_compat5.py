@@ -137,6 +137,19 @@ def test_filter_test_global_and_method_results(src):
     assert res[1] == res[0]
 
 
+def test_an_older_result_still_gets_the_templates_changes():
+    """A list a callable returned many results ago (past the newest 16 whose Python-side changes
+    each call checks) still gets what the template does to it, and is the same object."""
+    def make():
+        c = Cart()
+        other = [[i] for i in range(40)]
+        return {"cart": c, "other": lambda i: other[i], "_probe": lambda: c.items}
+    src = ("{% set l = cart.get() %}{% for i in range(40) %}{{ other(i)|length }}{% endfor %}"
+           "{% do l.append(1) %}{{ cart.same(l) }}{{ cart.get() }}")
+    res = render_both(src, make)
+    assert res[1] == res[0]
+
+
 def test_python_containers_after_many_calls_stay_fast():
     """Many calls after a tracked list: each call checks the tracked lists only when the template
     changed one (tpl_render_changes), so a loop of calls over a large shared list stays linear."""
