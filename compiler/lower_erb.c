@@ -265,18 +265,58 @@ static void held_ruby_ran(erb_low *L)
     for (int i = 0; i < L->defs->nheld; i++) L->defs->held_stale[i] = true;
 }
 
-/* Whether v is an object of self's or the binding's, as it is (`@h`, `@h['a']`, `@rows[0][:x]`, `q`,
- * `q[1]`: no method made it). */
-static bool held_rhs(const erb_low *L, const tpl_node *v)
+/* Methods whose value may be their receiver, a part of it, or a collection holding its parts (Ruby
+ * returns those objects, not copies): `@h.fetch(k)`, `@a.first`, `@h.values`, `@a.dup` (its items),
+ * `@s.to_s`, `@a.select { }`, `@a.map(&:itself)`. */
+static bool held_method(tpl_value m)
 {
-    while (v && v->kind == TPL_N_GETITEM) v = v->a;
-    if (!v) return false;
+    static const char *const names[] = {
+        "fetch", "dig", "first", "last", "at", "values_at", "values", "fetch_values", "min", "max", "minmax", "min_by",
+        "max_by", "find", "detect", "sample", "to_a", "to_h", "to_ary", "to_hash", "to_s", "to_str", "entries", "itself",
+        "tap", "then", "yield_self", "freeze", "dup", "clone", "each", "each_with_index", "each_pair", "each_value",
+        "reverse_each", "select", "filter", "reject", "find_all", "filter_map", "grep", "grep_v", "partition", "group_by",
+        "chunk_while", "slice_when", "each_slice", "each_cons", "sort", "sort_by", "reverse", "rotate", "shuffle",
+        "compact", "flatten", "uniq", "take", "drop", "take_while", "drop_while", "slice", "zip", "product", "map",
+        "collect", "flat_map", "collect_concat", "inject", "reduce", "sum", "merge", "except", "compare_by_identity",
+        "lazy", "force", "cycle", "to_enum", "each_entry", "assoc", "rassoc", "sort!", "select!", "reject!", "uniq!",
+        "compact!", "flatten!", "reverse!", "shuffle!", "rotate!", "map!", "collect!", "filter!", "keep_if",
+        "delete_if", "merge!", "update", "transform_keys", "transform_keys!", "delete", "shift", "pop", NULL };
+    for (int i = 0; names[i]; i++)
+        if (name_is(m, names[i])) return true;
+    return false;
+}
+
+/* Whether v's value may be an object of self's or the binding's, or hold one (`@h`, `@h['a']`,
+ * `@rows[0][:x]`, `q`, `q[1]`, and what held_method answers of them, `@h['a'] || d`, `c ? @h['a'] : d`,
+ * `(@h['a'])`, `@h['a']&.itself`): the local it is assigned to is then held. */
+static bool held_rhs_(const erb_low *L, const tpl_node *v, int depth)
+{
+    for (; v && depth < 64; depth++) {
+        if (v->kind == TPL_N_GETITEM) v = v->a;
+        else if (v->kind == TPL_N_RMETHOD && v->a && held_method(v->val)) v = v->a;
+        else if (v->kind == TPL_N_RSAFE && v->b && v->b->kind == TPL_N_RMETHOD && held_method(v->b->val)) v = v->a;
+        else if (v->kind == TPL_N_RSTMTS && v->b) v = v->b->tail ? v->b->tail : v->b;
+        else if (v->kind == TPL_N_OR || v->kind == TPL_N_AND) return held_rhs_(L, v->a, depth + 1) || held_rhs_(L, v->b, depth + 1);
+        else if (v->kind == TPL_N_CONDEXPR) return held_rhs_(L, v->b, depth + 1) || held_rhs_(L, v->c, depth + 1);
+        else if (v->kind == TPL_N_LIST || v->kind == TPL_N_TUPLE || v->kind == TPL_N_DICT) {
+            /* [@h['a'], x], {k: @h['a']}, [*@a]: a new Array or Hash holding the objects */
+            int k = 0;
+            for (const tpl_node *x = v->a; x && k < 256; x = x->next, k++) {
+                const tpl_node *e = x->kind == TPL_N_PAIR ? x->b : x->kind == TPL_N_STARARG || x->kind == TPL_N_ARG ? x->a : x;
+                if (held_rhs_(L, e, depth + 1)) return true;
+            }
+            return false;
+        } else break;
+    }
+    if (!v || depth >= 64) return !!v;
     if (v->kind == TPL_N_RIVAR) return true;
     uint32_t slot;
     if (v->kind == TPL_N_NAME && v->val.len && v->val.u.s[0] == '@') return true;
     if (v->kind == TPL_N_NAME && !name_is(v->val, "(self)")) return !tpl_c_lookup(C, v->val, &slot) || held_find(L, v->val) >= 0;
     return false;
 }
+
+static bool held_rhs(const erb_low *L, const tpl_node *v) { return held_rhs_(L, v, 0); }
 
 /* "(held)name": the hidden root slot of held local name's (host_runs) at its assignment; len 0 after a
  * compile error */

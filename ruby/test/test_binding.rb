@@ -278,6 +278,27 @@ class TestBinding < Minitest::Test
     end
   end
 
+  # (issue 20, session 35) a local made by a method that returns the object or its parts (fetch, dig,
+  # first, values_at, values, to_s, dup, select, map...), by || / && / ?: of such, in parentheses or
+  # in an Array or Hash literal
+  # is held too: read after Ruby code ran it is the located refusal; a new object (upcase) renders
+  def test_held_aliases_after_ruby_code
+    ["<% x = @h.fetch('a') %>", "<% x = @h.dig('a') %>", "<% x = @h['z'] || @h['a'] %>", "<% x = @h.values_at('a') %>",
+     "<% x = @h.values %>", "<% x = true ? @h['a'] : 1 %>", "<% x = (@h['a']) %>", "<% x = @h['a']&.itself %>",
+     "<% x = @h['a'].to_s %>", "<% x = @h.to_a.first.last %>", "<% x = @h.map { |k, v| v } %>",
+     "<% x = @h.select { |k, v| v } %>", "<% x = r && @h.dup %>", "<% x = [1, @h['a']] %>", "<% x = { k: @h } %>"].each do |head|
+      src = "#{head}<% change %><%= x %>"
+      want, got = HeldView.new.run(src, ERB), HeldView.new.run(src, Tpl::ERB)
+      refute_kind_of Array, want, src
+      assert_equal TypeError, got[0], "#{src}: #{got.inspect}"
+      assert_match(/\A\(erb\):1:\d+: error: unsupported Ruby construct: `x' read after Ruby code ran/, got[1], src)
+    end
+    ["<% x = @h['a'].upcase %><% change %><%= x %>", "<% x = @h.fetch('a') %><%= x %><% change %>",
+     "<% x = @h.values.size %><% change %><%= x %>"].each do |src|
+      assert_equal HeldView.new.run(src, ERB), HeldView.new.run(src, Tpl::ERB), src
+    end
+  end
+
   # local_variables with a binding: a located refusal (Ruby's holds _erbout and the template's locals)
   def test_local_variables_refused
     q = 1
