@@ -253,7 +253,7 @@ typedef struct rctx {
      * reused when the VALUE is the same */
     struct { char name[40]; size_t len; tpl_val v; VALUE iv; ID id; bool stale; } ivc[IVCACHE];
     int nivc;
-    char refused[160];      /* a refusal a callback made (self_kernel_refused), or "" */
+    ID refused;             /* self's method whose call a callback refused (self_kernel_refused), or 0 */
     bool fuel_out;          /* a callback ran out of the render's fuel (drain_i) */
 } rctx;
 
@@ -1594,14 +1594,27 @@ static bool self_kernel_refused(rbobj *h, tpl_render *r, const tpl_val *args, si
     if (nargs != 1 || nkw || tpl_val_kind_of(args[0]) != TPL_VAL_STR || !(s = tpl_val_as_str(args[0], &n)) ||
         n != sizeof SELF_KERNEL_MARK - 1 || memcmp(s, SELF_KERNEL_MARK, n) != 0 || !rb_obj_is_method(h->o))
         return false;
-    VALUE name = rb_sym2str(rb_funcall(h->o, rb_intern("name"), 0));
-    snprintf(h->c->refused, sizeof h->c->refused,
-             "unsupported Ruby construct: `%.*s' is self's own method here (Ruby calls it; tpl runs Kernel#%.*s)",
-             (int)(RSTRING_LEN(name) > 60 ? 60 : RSTRING_LEN(name)), RSTRING_PTR(name),
-             (int)(RSTRING_LEN(name) > 60 ? 60 : RSTRING_LEN(name)), RSTRING_PTR(name));
-    RB_GC_GUARD(name);
-    tpl_host_error(r, h->c->refused, NULL);
+    VALUE name = rb_funcall(h->o, rb_intern("name"), 0);
+    h->c->refused = SYMBOL_P(name) ? SYM2ID(name) : rb_intern("?");
+    tpl_host_error(r, "refused", NULL);
     return true;
+}
+
+/* Raises the refusal self_kernel_refused made, located where the render stopped (its own frame:
+ * the message buffer stays off render_body's) */
+static __attribute__((noinline)) void self_kernel_raise(const tpl_error *e, ID id)
+{
+    char msg[200];
+    VALUE name = rb_id2str(id);
+    int n = name ? (int)(RSTRING_LEN(name) > 60 ? 60 : RSTRING_LEN(name)) : 1;
+    const char *p = name ? RSTRING_PTR(name) : "?";
+    snprintf(msg, sizeof msg, "unsupported Ruby construct: `%.*s' is self's own method here (Ruby calls it; tpl runs Kernel#%.*s)",
+             n, p, n, p);
+    tpl_error re = *e;
+    re.status = TPL_ERR_SYNTAX;
+    re.kind = TPL_EK_SYNTAX;
+    re.message = msg;
+    raise_tpl(&re);
 }
 
 static tpl_host_result rb_call_cb(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
@@ -2612,13 +2625,7 @@ again:
         return Qnil;
     }
     const tpl_error *e = tpl_render_error(r);
-    if (c->refused[0]) { /* (a located refusal, as the compiler's) */
-        tpl_error re = *e;
-        re.status = TPL_ERR_SYNTAX;
-        re.kind = TPL_EK_SYNTAX;
-        re.message = c->refused;
-        raise_tpl(&re);
-    }
+    if (c->refused) self_kernel_raise(e, c->refused);
     /* (the host's payload: an exception a rescue in the template took, and so c->exc, is no
      * longer the render's error) */
     void *payload = tpl_render_error_payload(r);
@@ -2737,7 +2744,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->has_host = false;
     c->tagged = false;
     memset(c->tagset, 0, sizeof c->tagset);
-    c->refused[0] = 0;
+    c->refused = 0;
     c->fuel_out = false;
     c->nivc = 0;
     c->ivars_in_state = false;
