@@ -328,6 +328,8 @@ typedef struct lexer {
     unsigned char open[64];      /* the innermost 64 of them (as Jinja2's balancing stack) */
     bool line_starting;   /* the last match ended with a newline (Jinja2's line_starting) */
     bool after_dot;       /* previous token was `.`: numbers lex as integers, words as names */
+    size_t tag_first;     /* index of the current tag's first token (after its BEGIN) */
+    bool import_seen;     /* the current `{% from %}` tag's keyword `import` was read */
     tpl_lex_result res;
 } lexer;
 
@@ -368,6 +370,29 @@ static __attribute__((noinline)) bool emit_slow(lexer *lx, int kind, const unsig
 }
 
 /* Appends a token (inline: the lexer's every token; issue 21, compile time). */
+/* `import` and `as` are names to Jinja2's lexer too: its parser reads them as keywords only in
+ * the tags that take them: `import` opening a tag, `import` after a `{% from %}` tag's template
+ * expression (at bracket depth 0), `as` at depth 0 in an `{% import %}` tag or after a from-tag's
+ * `import`. Anywhere else (`{% for import in xs %}`, `{{ as if c }}`) they name variables. */
+static int import_word(lexer *lx, int kind)
+{
+    const tpl_jtok_vec *v = lx->out;
+    size_t n = v->n;
+    if (lx->tag_first == 0 || n < lx->tag_first || tpl_jtok_kind(v, lx->tag_first - 1) != TK_BLOCK_BEGIN) return TK_NAME;
+    if (n == lx->tag_first) return kind == TK_IMPORT ? kind : TK_NAME;
+    int opener = tpl_jtok_kind(v, lx->tag_first);
+    if (kind == TK_IMPORT) {
+        if (opener == TK_FROM && !lx->import_seen && lx->depth == 0 && n >= lx->tag_first + 2) {
+            lx->import_seen = true;
+            return kind;
+        }
+        return TK_NAME;
+    }
+    if (lx->depth == 0 && ((opener == TK_IMPORT && n >= lx->tag_first + 2) || (opener == TK_FROM && lx->import_seen)))
+        return kind;
+    return TK_NAME;
+}
+
 static inline bool emit(lexer *lx, int kind, const unsigned char *s, size_t n, uint8_t flag)
 {
     tpl_jtok_vec *v = lx->out;
@@ -576,6 +601,7 @@ static bool scan_tag(lexer *lx, int tag)
              * then, and the longest match wins): no per-byte recheck (issue 21, compile time) */
             size_t n = (size_t)(lx->cur - lx->tok);
             int kind = dot ? TK_NAME : tpl_jinja_keyword((const char *)lx->tok, n);
+            if (kind == TK_IMPORT || kind == TK_AS) kind = import_word(lx, kind);
             if (kind == TK_IF || kind == TK_ELSE || kind == TK_IN || kind == TK_IS || kind == TK_AND ||
                 kind == TK_OR)
                 kind = operator_word(lx->out, kind);
@@ -610,6 +636,7 @@ static bool scan_tag(lexer *lx, int tag)
             size_t n = (size_t)(lx->cur - lx->tok);
             if (!ascii && !tpl_py_isidentifier((const char *)lx->tok, n)) return fail(lx, lx->tok, "Invalid character in identifier");
             int kind = dot ? TK_NAME : tpl_jinja_keyword((const char *)lx->tok, n);
+            if (kind == TK_IMPORT || kind == TK_AS) kind = import_word(lx, kind);
             if (kind == TK_IF || kind == TK_ELSE || kind == TK_IN || kind == TK_IS || kind == TK_AND ||
                 kind == TK_OR)
                 kind = operator_word(lx->out, kind);
@@ -785,6 +812,8 @@ tpl_lex_result tpl_jinja_lex(const char *src, size_t n, const tpl_lex_opts *o, t
             if (!emit(&lx, tag == TAG_VAR ? TK_VAR_BEGIN : TK_BLOCK_BEGIN, p, (size_t)(lx.cur - p), (uint8_t)sign))
                 return lx.res;
             size_t first = out->n;
+            lx.tag_first = first;
+            lx.import_seen = false;
             if (!scan_tag(&lx, tag)) return lx.res;
             if (tag == TAG_BLOCK && first < out->n) {
                 switch (tpl_jtok_kind(out, first)) {
