@@ -2644,7 +2644,9 @@ static int take_iter_args(tpl_vm *vm, int id, tpl_value *pos, int npos, tpl_valu
     bool keep0 = lazy0 || (filter && (IS_NAME("length") || IS_NAME("count") || IS_NAME("last") || IS_NAME("random") ||
                                       IS_NAME("slice") ||
                                       /* int(it), float(it): Python's TypeError, the default: not consumed */
-                                      IS_NAME("int") || IS_NAME("float")));
+                                      IS_NAME("int") || IS_NAME("float") ||
+                                      /* str(it): its repr, nothing taken (tpl refuses it: an address) */
+                                      IS_NAME("string")));
     /* a range held without its items: the builtins that read it as Python's range does (len,
      * first, last, str, repr, json's TypeError, range.index/count); any other wants its items */
     bool big_ok = (filter && (lazy0 || IS_NAME("reverse") || IS_NAME("random") || IS_NAME("first") || IS_NAME("last") || IS_NAME("length") || IS_NAME("count") ||
