@@ -5010,6 +5010,12 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     L->retry_to = 0;   /* a def's body is a function of its own: no retry of an enclosing clause */
     uint32_t save_scope = L->scope;
     L->scope = n->off + 1;
+    /* the template's block-local names (pending) are no names of the def's own scope: `def w(t)` after a
+     * block that assigned t reads its parameter t */
+    int save_npend = L->defs->npend;
+    tpl_value save_pend[32];
+    memcpy(save_pend, L->defs->pend, sizeof save_pend);
+    L->defs->npend = 0;
     uint32_t blk_at = np;
     if (d->blk) pn[np++] = S("(blk)");   /* the block: a hidden keyword parameter (def_call) */
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
@@ -5066,6 +5072,8 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     L->def_blkname = save_blkname;
     L->def_blkslot = save_blkslot;
     L->in_def--;
+    L->defs->npend = save_npend;   /* (a def adds none: its blocks' are its own scope's, gone with it) */
+    memcpy(L->defs->pend, save_pend, sizeof save_pend);
     L->exc_slot = save_exc;
     L->retry_to = save_retry;
     L->scope = save_scope;
