@@ -6756,33 +6756,45 @@ static uint32_t own_walk(tpl_vm *vm, const tpl_value *spec, uint32_t base, tpl_v
 }
 
 /* tpl_rb_yield_kw of a block running already in the same frame (a call of it from inside itself): its own
- * slots are put back after the call (on the operand stack meanwhile), as Ruby's calls each have their own. */
-static __attribute__((noinline)) int yield_own(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs,
-                                               tpl_value kw, tpl_value *out, const tpl_value *spec)
+ * slots are put back after the call, as Ruby's calls each have their own. own_save copies them onto the operand
+ * stack (returns how many, or UINT32_MAX on an error); own_restore puts them back and pops them. Their own frames,
+ * which return before the call: the C stack of each nested yield stays tpl_rb_yield_kw's. */
+static __attribute__((noinline)) const tpl_value *own_reentered(tpl_vm *vm, const tpl_rb_block *b)
+{
+    for (const struct tpl_rb_active *a = vm->rb_active; a; a = a->prev)
+        if (a->pc == b->pc && a->base == b->slot_base) return own_spec(vm, b->pc);
+    return NULL;
+}
+
+static __attribute__((noinline)) uint32_t own_save(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *spec)
 {
     uint32_t room = vm->stack_cap - vm->stack_top;
     uint32_t n = own_walk(vm, spec, b->slot_base, NULL, room, 0);
-    if (n == UINT32_MAX || (uint64_t)vm->stack_top + n + tpl_rb_block_pushes(b->nparams) + vm->p->max_stack > vm->stack_cap)
-        return depth_error(vm, true);
-    tpl_value *saved = vm->stack + vm->stack_top;
-    own_walk(vm, spec, b->slot_base, saved, n, 1);
+    if (n == UINT32_MAX || (uint64_t)vm->stack_top + n + tpl_rb_block_pushes(b->nparams) + vm->p->max_stack > vm->stack_cap) {
+        depth_error(vm, true);
+        return UINT32_MAX;
+    }
+    own_walk(vm, spec, b->slot_base, vm->stack + vm->stack_top, n, 1);
     vm->stack_top += n;
-    int rc = yield_run(vm, b, args, nargs, kw, out);
+    return n;
+}
+
+static __attribute__((noinline)) void own_restore(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *spec, uint32_t n)
+{
     vm->stack_top -= n;
-    own_walk(vm, spec, b->slot_base, saved, n, 2);   /* (after an error too: a rescue in the outer call goes on) */
-    return rc;
+    own_walk(vm, spec, b->slot_base, vm->stack + vm->stack_top, n, 2);   /* (after an error too: a rescue in the outer call goes on) */
 }
 
 int tpl_rb_yield_kw(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, int nargs, tpl_value kw, tpl_value *out)
 {
-    if (__builtin_expect(vm->rb_active != NULL, 0) && b->pc && !(kw.type == TPL_T_MAP && !(b->nparams & TPL_RB_BIND_RAW)))
-        for (const struct tpl_rb_active *a = vm->rb_active; a; a = a->prev)
-            if (a->pc == b->pc && a->base == b->slot_base) {
-                const tpl_value *spec = own_spec(vm, b->pc);
-                if (spec) return yield_own(vm, b, args, nargs, kw, out, spec);
-                break;
-            }
-    return yield_run(vm, b, args, nargs, kw, out);
+    const tpl_value *spec = NULL;
+    uint32_t n = 0;
+    if (__builtin_expect(vm->rb_active != NULL, 0) && b->pc && !(kw.type == TPL_T_MAP && !(b->nparams & TPL_RB_BIND_RAW)) &&
+        (spec = own_reentered(vm, b)) && (n = own_save(vm, b, spec)) == UINT32_MAX)
+        return -1;
+    int rc = yield_run(vm, b, args, nargs, kw, out);
+    if (__builtin_expect(spec != NULL, 0)) own_restore(vm, b, spec, n);
+    return rc;
 }
 
 /* (inline: every nested yield's C stack as before, with the 24 bytes of its record in rb_active) */
