@@ -223,6 +223,24 @@ static inline int tpl_native_put(tpl_native_frame *f, const char *s, size_t n)
     return tpl_native_put_slow(f, s, n);
 }
 
+/* *d = *s as two 8-byte moves (the header: type, flags, aux, length; then the payload), never as
+ * one 16-byte move: code reads a value's members right after copying it (a loop's item stored to
+ * its slot, then its type and dict tested), and a CPU forwards a store to a later load that reads
+ * part of it only when the load lies within one store (on some, within one 8-byte store): a copy
+ * by one 16-byte store made each such read wait for the store to reach the cache. (The empty asm
+ * keeps the C compiler from merging the two moves back into one.) */
+static inline __attribute__((always_inline)) void tpl_native_set(tpl_nvalue *d, const tpl_nvalue *s)
+{
+    uint64_t h, u;
+    memcpy(&h, s, 8);
+    memcpy(&u, (const char *)s + 8, 8);
+    __asm__("" : "+r"(h), "+r"(u));
+    memcpy(d, &h, 8);
+    memcpy((char *)d + 8, &u, 8);
+}
+/* D = S for two tpl_nvalue lvalues (generated code's copies), by tpl_native_set */
+#define TPL_N_COPY(D, S) tpl_native_set(&(D), &(S))
+
 /* Copies the n bytes at s to o (s may be NULL when n is 0; no overlap): up to 32 bytes inline
  * as overlapping loads and stores, as the VM's out_copy (a template's values are mostly short),
  * longer ones with memcpy. */
@@ -443,7 +461,7 @@ static inline __attribute__((always_inline)) int tpl_native_for_step(tpl_nvalue 
     tpl_nloop *l = (tpl_nloop *)lv->u.p;
     if (l->src) return -1;
     if (l->i >= l->items->len) return 0;
-    *out = l->items->items[l->i++];
+    tpl_native_set(out, &l->items->items[l->i++]);
     return 1;
 }
 
@@ -482,12 +500,13 @@ static inline __attribute__((always_inline)) int tpl_native_truthy_rb(const tpl_
     return !(v->type == TPL_NT_NONE || (v->type == TPL_NT_BOOL && !v->u.i) || v->type == TPL_NT_UNDEF);
 }
 
+/* A value of type `type` with payload i (flags, aux and length 0). Every member is set (the
+ * struct has no padding), so the C compiler builds it in registers: a memset of a copy on the
+ * stack and byte stores into it made the 16-byte reload of that copy wait (a failed store-to-load
+ * forward, in every EQ, remembers() and loop attribute result). */
 static inline tpl_nvalue tpl_native_v(uint8_t type, int64_t i)
 {
-    tpl_nvalue v;
-    memset(&v, 0, sizeof v);
-    v.type = type;
-    v.u.i = i;
+    tpl_nvalue v = { type, 0, 0, 0, { i } };
     return v;
 }
 

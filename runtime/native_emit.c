@@ -398,7 +398,7 @@ static void v_ref(const vstack *v, uint32_t i, char *acc, char *ptr, char *home)
 static void v_spill(tpl_sb *b, const vstack *v, uint32_t k, bool repoint, const char *ind)
 {
     for (uint32_t i = 0; i < k; i++)
-        if (!v->home[i]) tpl_sb_printf(b, repoint ? "%ssp[%u] = *P%u;\n%sP%u = &sp[%u];\n" : "%ssp[%u] = *P%u;\n",
+        if (!v->home[i]) tpl_sb_printf(b, repoint ? "%sTPL_N_COPY(sp[%u], *P%u);\n%sP%u = &sp[%u];\n" : "%sTPL_N_COPY(sp[%u], *P%u);\n",
                                        ind, i, i, ind, i, i);
 }
 /* The code that flushes the k deepest values: home, and sp past them. */
@@ -417,7 +417,7 @@ static void v_unslot(tpl_sb *b, vstack *v, uint32_t s, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
         if (v->slot[i] == (int32_t)s) {
-            if (!v->home[i]) tpl_sb_printf(b, "    sp[%u] = *P%u;\n    P%u = &sp[%u];\n", i, i, i, i);
+            if (!v->home[i]) tpl_sb_printf(b, "    TPL_N_COPY(sp[%u], *P%u);\n    P%u = &sp[%u];\n", i, i, i, i);
             v->home[i] = true;
             v->slot[i] = -1;
         }
@@ -839,7 +839,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             tpl_sb_puts(b, "    T++;\n");
             v_unslot(b, &vs, a, vs.vk ? vs.vk - 1 : 0);
             v_ref(&vs, 0, NULL, p0, NULL);
-            tpl_sb_printf(b, "    L[%u] = *%s;\n", a, p0);
+            tpl_sb_printf(b, "    TPL_N_COPY(L[%u], *%s);\n", a, p0);
             v_pop(b, &vs, 1);
             if (a < 64) vs.set |= (uint64_t)1 << a; /* (a value on the stack is never unset) */
             break;
@@ -900,7 +900,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             bool trim = plainf && a == (uint32_t)tpl_stdlib.id_trim && TPL_ARGW_NPOS(x1) == 1;
             bool dflt = plainf && a == (uint32_t)tpl_stdlib.id_default && TPL_ARGW_NPOS(x1) <= 2;
             if ((trim || dflt) && !inmem && !vs.home[base]) { /* changed in place: on its home copy */
-                tpl_sb_printf(b, "    sp[%u] = *P%u;\n    P%u = &sp[%u];\n", base, base, base, base);
+                tpl_sb_printf(b, "    TPL_N_COPY(sp[%u], *P%u);\n    P%u = &sp[%u];\n", base, base, base, base);
                 vs.home[base] = true;
             }
             if (trim || dflt) snprintf(arga[0], 24, "sp[%u].", base);
@@ -924,7 +924,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
             } else if (dflt) {
                 /* default(x) (boolean false): an undefined value replaced, anything else kept */
                 tpl_sb_printf(b, "    rc = 0;\n    if (%stype == TPL_NT_UNDEF || %stype == TPL_NT_UNSET) {\n", s0, s0);
-                if (TPL_ARGW_NPOS(x1) == 2) tpl_sb_printf(b, "        sp[%u] = *%s;\n", base, argp[1]);
+                if (TPL_ARGW_NPOS(x1) == 2) tpl_sb_printf(b, "        TPL_N_COPY(sp[%u], *%s);\n", base, argp[1]);
                 else tpl_sb_printf(b, "        sp[%u] = tpl_native_v(TPL_NT_STR, 0);\n        sp[%u].u.s = \"\";\n", base, base);
                 tpl_sb_puts(b, "    }\n");
             } else tpl_sb_puts(b, "    ");
