@@ -794,6 +794,12 @@ TPL_API void tpl_host_error(tpl_render *r, const char *msg, void *payload);
  * the render ends with that error, not the callback's); the render's error status when it has
  * failed already; TPL_ERR_USAGE for NULL r or r not rendering. */
 TPL_API tpl_status tpl_render_charge(tpl_render *r, uint64_t units);
+/* The fuel one item a host iterator yields costs (fuel stands for time: a host callback producing
+ * and converting an item takes about a hundred instructions' time), charged by tpl for
+ * TPL_HOST_ITERATOR items and by bindings per item of a host each they drain
+ * (tpl_render_charge): an endless host iteration ends on the default fuel after 200,000 items, in
+ * well under 2 s, not on the memory limit. */
+#define TPL_HOST_ITEM_FUEL 100
 /* The payload of the host error that ended r's last render (NULL when none; reset when a
  * render starts). */
 TPL_API void *tpl_render_error_payload(const tpl_render *r);

@@ -880,18 +880,12 @@ int tpl_hobj_as_iter(tpl_vm *vm, tpl_value *v)
     return 0;
 }
 
-/* The fuel one item of a one-shot host iterator costs (fuel stands for time: its callback, a
- * Python generator's next item converted, takes the time of about a hundred instructions), so an
- * endless generator a loop or a filter chain reads without a break ends on the fuel limit within
- * a second or two (200,000 items under the default fuel), located, not on the memory limit after
- * millions of items and seconds. */
-enum { HOST_ITEM_FUEL = 100 };
 
 int tpl_hobj_next(tpl_vm *vm, tpl_value obj, tpl_value *out)
 {
     tpl_hobj *h = obj.u.p;
     tpl_val o;
-    if (!tpl_fuel_charge(&vm->fuel, HOST_ITEM_FUEL)) return tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
+    if (!tpl_fuel_charge(&vm->fuel, TPL_HOST_ITEM_FUEL)) return tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
     int rc = h->cls->iter ? result(vm, h, h->cls->iter(h->obj, h->r, &o), "iter", NULL, 0) : 1;
     if (rc == 0) *out = from_val(o);
     return rc;

@@ -91,4 +91,14 @@ class TestSelfMethods < Minitest::Test
       assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0, :<, 2
     end
   end
+
+  # Under the default limits too, an endless each ends on the fuel (TPL_HOST_ITEM_FUEL an item),
+  # before the 256 MiB memory limit (one unit an item let ~11 million items fill it first)
+  def test_endless_each_default_limits_fuel_not_memory
+    %w[erb jinja].each do |syn|
+      src = syn == "erb" ? "<% o.each do |x| %><% end %>" : "{% for x in o %}{% endfor %}"
+      e = assert_raises(Tpl::LimitError) { Tpl::Template.new(src, syntax: syn.to_sym).render({ o: Endless.new }) }
+      assert_match(/fuel/, e.message)
+    end
+  end
 end

@@ -243,7 +243,7 @@ class TestTemplate < Minitest::Test
       GC.start
       base = File.read("/proc/self/status")[/VmHWM:\s+(\d+)/, 1].to_i
       begin
-        Tpl::Template.new("{% for y in x %}{% endfor %}").render({ x: e }, limits: { max_memory: 64 << 20 })
+        Tpl::Template.new("{% for y in x %}{% endfor %}").render({ x: e }, limits: { max_memory: 64 << 20, fuel: 1 << 40 })
       rescue Tpl::LimitError => err
         puts err.message
       end

@@ -1506,9 +1506,9 @@ static VALUE drain_i(RB_BLOCK_CALL_FUNC_ARGLIST(x, data))
     struct drain *d = (struct drain *)data;
     uint64_t max = d->max ? d->max : TPL_DEFAULT_MAX_MEMORY;
     VALUE item = argc > 1 ? rb_ary_new_from_values(argc, argv) : x;
-    /* one unit of the render's fuel an item, as the VM's own loops pay per item: an endless each
-     * ends on the fuel too (protect reports the render's fuel error) */
-    if (tpl_render_charge(d->c->r, 1) != TPL_OK) {
+    /* TPL_HOST_ITEM_FUEL of the render's fuel an item, as tpl charges a host iterator's: an
+     * endless each ends on the fuel too (protect reports the render's fuel error) */
+    if (tpl_render_charge(d->c->r, TPL_HOST_ITEM_FUEL) != TPL_OK) {
         d->c->fuel_out = true;
         rb_raise(rb_eRuntimeError, "tpl: fuel exhausted");
     }
