@@ -6874,18 +6874,6 @@ int tpl_rb_yield_keep(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args, 
 
 bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap) { return tpl_vm_rescue_host(vm, msg, cap, NULL, NULL); }
 
-bool tpl_vm_rescue_depth(tpl_vm *vm, char *msg, size_t cap)
-{
-    if (vm->err.status != TPL_ERR_LIMIT || vm->err.kind != TPL_EK_DEPTH || vm->host_payload || !vm->p ||
-        vm->p->opts.syntax != TPL_SYNTAX_ERB)
-        return false;
-    snprintf(msg, cap, "%s", "stack level too deep (SystemStackError)");
-    memset(&vm->err, 0, sizeof vm->err);
-    vm->err_unlocated = false;
-    vm->rb_broke = false;
-    return true;
-}
-
 bool tpl_vm_rescue_host(tpl_vm *vm, char *msg, size_t cap, void **payload, uint32_t *where)
 {
     if (payload) *payload = NULL;

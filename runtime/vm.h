@@ -240,10 +240,6 @@ bool tpl_vm_rescue(tpl_vm *vm, char *msg, size_t cap);
  * method of self or of a host object raised); *payload is then the host's payload (else NULL),
  * msg the marked text without its \x01. tpl_vm_rethrow puts such an error back (no clause matched). */
 bool tpl_vm_rescue_host(tpl_vm *vm, char *msg, size_t cap, void **payload, uint32_t *where);
-/* ERB's `rescue SystemStackError` (or Exception): takes the pending error when it is tpl's depth limit (TPL_EK_DEPTH:
- * nested calls, the C stack, the operand stack, nesting), Ruby's "stack level too deep (SystemStackError)" into msg
- * (cap bytes). tpl's depth is its stack's size: where Ruby's deeper stack would not end, it ends. false otherwise. */
-bool tpl_vm_rescue_depth(tpl_vm *vm, char *msg, size_t cap);
 /* (where: tpl_vm_rescue_host's, the line << 16 | column the error was located at, or 0) */
 int tpl_vm_rethrow(tpl_vm *vm, void *payload, const char *marked, size_t len, uint32_t where);
 /* ERB's $~: the MatchData (TPL_F_MATCH_RB) of the render's last regex match by =~, !~, match or

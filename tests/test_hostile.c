@@ -652,6 +652,29 @@ static void test_erb_deep_print(void)
     }
 }
 
+/* ERB: tpl's depth limit is a located limit error that no rescue takes (session 35, erb43). Ruby's stack is about
+ * 10,000 calls deep: its SystemStackError comes where tpl's limit (200, at most 1,000) cannot reach, so a rescue of
+ * tpl's limit would print what Ruby never does (`f(0)` below: tpl 99, Ruby 10073; a 500-deep recursion Ruby finishes
+ * would run its rescue branch). Ruby fails the bare rescue and rescue modifier forms too (tests/cases/erb-lang20). */
+static void test_erb_depth_unrescued(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    static const char *const src[] = {
+        "<% def f(n) = begin; f(n + 1); rescue SystemStackError; n; end %><%= f(0) %>",
+        "<% def down(n) = down(n + 1) -%>\n<%= begin; down(0); rescue Exception => e; e.message; end %>",
+        "<% def d(n) = n == 0 ? 0 : 1 + d(n - 1) %><%= begin; d(500); rescue SystemStackError; \"deep\"; end %>",
+        "<% spin = ->(n) { spin.(n + 1) } %><%= begin; spin.(0); rescue StandardError, SystemStackError; 1; end %>",
+        "<% h = Hash.new { |hh, k| hh[k + 1] } %><%= begin; h[0]; rescue SystemStackError => e; e.class; end %>",
+        "<% def down(n) = down(n + 1) %><%= (down(0) rescue 1) %><% begin; down(0); rescue; end %>",
+        "<% def down(n) = down(n + 1) %><% begin; down(0); rescue SystemStackError => e; raise; end %>",
+    };
+    for (size_t i = 0; i < sizeof src / sizeof *src; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "erb depth limit unrescued %zu", i);
+        expect(name, TPL_SYNTAX_ERB, rep("", src[i], 1, ""), lim, NULL, TPL_ERR_LIMIT, "stack level too deep (SystemStackError)");
+    }
+}
+
 /* State keys chosen to collide in the key set that shares equal keys while a state loads (session
  * 29: FNV-1a and linear probing; 120,000 such keys took 14.8 s, 60,000 3.7 s: quadratic): the walk is bounded, so
  * the load stays linear. The keys are found by the same hash as runtime/api.c's. */
@@ -755,6 +778,7 @@ int main(void)
     test_huge_width();
     test_state_huge_int();
     test_erb_deep_print();
+    test_erb_depth_unrescued();
     test_state_colliding_keys();
     test_adjacent_literals();
     test_closure_copies();

@@ -10201,8 +10201,9 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
     char buf[1100], *msg = buf;
     void *payload;
     uint32_t where;
-    /* (tpl's depth limit: a SystemStackError, which no StandardError clause takes: r_any_rescue_p) */
-    if (!tpl_vm_rescue_host(vm, buf, sizeof buf, &payload, &where) && !tpl_vm_rescue_depth(vm, buf, sizeof buf)) return -1;
+    /* (tpl's depth limit is a limit error no clause takes: Ruby's stack is deeper, so a rescue of it would
+     * run where Ruby's recursion goes on) */
+    if (!tpl_vm_rescue_host(vm, buf, sizeof buf, &payload, &where)) return -1;
     if (!l || (payload && !(l = new_list(vm, 7)))) return oom(vm);
     tpl_value chain = tpl_v_none();
     if (payload) {   /* a host's Ruby exception: "ANCESTORS\x02MESSAGE (Class)" */
@@ -10303,8 +10304,6 @@ int r_any_reraise(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_rethrow(vm, (void *)(intptr_t)l->items[5].u.i, buf, k < 0 ? 0 : (size_t)k >= sizeof buf ? sizeof buf - 1 : (size_t)k,
                               (uint32_t)l->items[6].u.i);
     }
-    if (m.len == 39 && memcmp(m.u.s, "stack level too deep (SystemStackError)", 39) == 0)   /* (tpl's depth limit again) */
-        return tpl_vm_fail(vm, TPL_EK_DEPTH, "%.*s", (int)m.len, m.u.s);
     return tpl_vm_fail(vm, TPL_EK_RAISED, "%.*s", (int)m.len, m.u.s);
 }
 
