@@ -6407,15 +6407,21 @@ int r_arr_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-static int join_into(tpl_vm *vm, tpl_sb *b, tpl_list *l, tpl_value sep, int depth)
+/* join_in's Arrays, innermost first: Ruby's join refuses an Array inside itself (ArgumentError). */
+struct join_path { const tpl_list *l; const struct join_path *up; };
+
+static int join_in(tpl_vm *vm, tpl_sb *b, tpl_list *l, tpl_value sep, int depth, const struct join_path *up)
 {
-    /* values are never recursive; only depth is bounded (the C stack), as printing is */
+    /* only depth is bounded (the C stack), as printing is */
     if (depth > 1000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "join: arrays nested more than 1000 deep");
+    for (const struct join_path *p = up; p; p = p->up)
+        if (p->l == l) return tpl_vm_error(vm, TPL_ERR_VALUE, "recursive array join (ArgumentError)");
+    struct join_path here = { l, up };
     for (uint32_t i = 0; i < l->len; i++) {
         if (!tpl_sb_charge(b, 1)) return 0; /* memory or fuel: the caller reports it */
         if (i) tpl_sb_put(b, sep.u.s, sep.len);
         tpl_value v = l->items[i];
-        if (is_array(v)) { if (join_into(vm, b, v.u.list, sep, depth + 1) < 0) return -1; }
+        if (is_array(v)) { if (join_in(vm, b, v.u.list, sep, depth + 1, &here) < 0) return -1; }
         else tpl_rb_to_s(b, v);
     }
     return 0;
@@ -6431,7 +6437,7 @@ int r_arr_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
     for (; i < l->len && l->items[i].type == TPL_T_STR && i < 64; i++) total += l->items[i].len;
     if (i == l->len && i > 0 && total <= UINT32_MAX) {
         /* a few strings (to_s is the string itself): copied once into a string of their total
-         * length, charged the fuel join_into charges (one unit per item) */
+         * length, charged the fuel join_in charges (one unit per item) */
         if (!tpl_fuel_charge(A(vm)->fuel, l->len)) return oom(vm);
         char *o = tpl_arena_alloc(A(vm), total ? total : 1);
         if (!o) return oom(vm);
@@ -6445,7 +6451,7 @@ int r_arr_join(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     tpl_sb b;
     tpl_sb_init(&b, A(vm));
-    if (join_into(vm, &b, l, sep, 0) < 0) return -1;
+    if (join_in(vm, &b, l, sep, 0, NULL) < 0) return -1;
     if (b.failed) return oom(vm);
     *out = tpl_sb_value(&b);
     return 0;
