@@ -93,6 +93,12 @@ typedef struct erb_defs {
     tpl_value held[32];
     bool held_stale[32];
     int nheld;
+    /* the variables (scope, slot) read inside a block body while they held no Proc (compiled before a Proc
+     * assignment to them, they may run after it: their generic read would see proc_value's hidden Integer):
+     * proc_assign refuses a Proc into one of them; past 128, into any variable declared before */
+    uint32_t rdb[128][2];
+    int nrdb;
+    bool rdb_full;
 } erb_defs;
 
 typedef struct erb_low {
@@ -2357,6 +2363,25 @@ static void proc_value(erb_low *L, uint32_t w, int nreq, int nopt, bool lam, boo
 }
 
 /* f = <Proc literal>: the block subroutine, then its entry into f. */
+static void read_in_block(erb_low *L, uint32_t slot)
+{
+    erb_defs *d = L->defs;
+    for (int i = 0; i < d->nrdb; i++)
+        if (d->rdb[i][0] == L->scope && d->rdb[i][1] == slot) return;
+    if (d->nrdb == 128) { d->rdb_full = true; return; }
+    d->rdb[d->nrdb][0] = L->scope;
+    d->rdb[d->nrdb++][1] = slot;
+}
+
+static bool read_in_block_before(erb_low *L, uint32_t slot)
+{
+    erb_defs *d = L->defs;
+    if (d->rdb_full) return true;
+    for (int i = 0; i < d->nrdb; i++)
+        if (d->rdb[i][0] == L->scope && d->rdb[i][1] == slot) return true;
+    return false;
+}
+
 static void proc_assign(erb_low *L, tpl_node *n)
 {
     tpl_value name = n->a->val;
@@ -2379,6 +2404,12 @@ static void proc_assign(erb_low *L, tpl_node *n)
     } else {
         if (d->nprocs >= 64) { tpl_c_error(C, n->off, "unsupported Ruby construct: more than 64 Proc variables"); return; }
         if (!tpl_c_lookup(C, name, &slot)) slot = tpl_c_declare(C, name);
+        else if (read_in_block_before(L, slot)) {
+            /* (`od = nil; ev = ->(n) { od.(n) }; od = ->(n) { n }`: ev's read of od was compiled as any value's) */
+            tpl_c_error(C, n->off, "unsupported Ruby construct: a Proc assigned to `%.*s' after a block that reads `%.*s' "
+                        "(assign the Proc first)", (int)name.len, name.u.s, (int)name.len, name.u.s);
+            return;
+        }
         for (int i = 0; i < d->nprocs; i++)   /* a Proc of an outer scope's variable: it holds this one after the block */
             if (d->procs[i].slot == slot && d->procs[i].name.len == name.len && memcmp(d->procs[i].name.u.s, name.u.s, name.len) == 0) {
                 if (rec || d->procs[i].rec) {
@@ -3748,6 +3779,7 @@ static void expr_(erb_low *L, tpl_node *n)
                 return;
             }
             load_local(L, slot, key);
+            if (!ivar && L->nblk) read_in_block(L, slot);
             if (!ivar && !n->op && !L->in_def) held_guard(L, key, n->off);
             return;
         }

@@ -3932,6 +3932,11 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (n == 9 && memcmp(name, "(yieldkw)", 9) == 0) return block_yield(vm, self, args, npos, true, out);
     }
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
+    if (self.type == TPL_T_INT && self.aux == RB_PROC_AUX)
+        /* a Proc (proc_value's hidden Integer) where the compiler did not know the variable held one: read by code
+         * compiled before its Proc assignment (`od = nil; ev = ->(n) { od.(n) }; od = ->(n) { n }`) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: `%.*s' of a Proc read before its variable's Proc "
+                            "assignment (assign the Proc first)", (int)n, name);
     /* call.channel: the `call` object answers its fields as methods */
     tpl_value call = tpl_prompt_call(vm);
     if (self.type == TPL_T_MAP && call.type == TPL_T_MAP && self.u.map == call.u.map && npos == 0 && nkw == 0) {
