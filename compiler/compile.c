@@ -1154,7 +1154,9 @@ static void load_name(tpl_comp *c, tpl_value name)
     uint32_t k = add_name(c, name);
     /* Jinja2 (find_undeclared over the whole body): a nested macro or call block reading them
      * makes every enclosing macro catch them too */
-    if (r == R_LOCAL || (r == R_OUTER && c->fn->is_test))
+    /* (an include's context map, push_context_map, or an included template's read through its
+     * context's top is no read of the macro's body) */
+    if ((r == R_LOCAL || (r == R_OUTER && c->fn->is_test)) && !c->ctx_read && !crossed)
         for (func *f = c->fn; f && f->is_macro; f = f->parent) {
             if (name_eq(name, "varargs", 7)) f->uses_varargs = true;
             else if (name_eq(name, "kwargs", 6)) f->uses_kwargs = true;
@@ -3072,6 +3074,43 @@ static bool has_scoped_block(const tpl_node *n, int depth)
     return false;
 }
 
+/* Whether the statements at n (a list) store name at their own level, as predeclare sees them
+ * (a set or set block target, a macro, an import's name, in if-branches too): Jinja2's frame then
+ * has the name as a store of its own, which an included template sees. */
+static bool stores_name(const tpl_node *n, const char *name, size_t len, int depth)
+{
+    if (depth > 200) return true;
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_SET: case TPL_N_SETBLOCK:
+            if (n->a && n->a->kind == TPL_N_NAME && name_eq(n->a->val, name, len)) return true;
+            if (n->a && n->a->kind == TPL_N_TUPLE)
+                for (const tpl_node *x = n->a->a; x; x = x->next)
+                    if (x->kind == TPL_N_NAME && name_eq(x->val, name, len)) return true;
+            break;
+        case TPL_N_MACRO: case TPL_N_IMPORT:
+            if (name_eq(n->val, name, len)) return true;
+            break;
+        case TPL_N_FROMIMPORT:
+            for (const tpl_node *x = n->b; x; x = x->next)
+                if (name_eq(x->a ? x->a->val : x->val, name, len)) return true;
+            break;
+        case TPL_N_IF: {
+            const tpl_node *x = n;
+            for (; is_elif(x->c); x = x->c)
+                if (stores_name(x->b, name, len, depth + 1)) return true;
+            if (stores_name(x->b, name, len, depth + 1) || stores_name(x->c, name, len, depth + 1)) return true;
+            break;
+        }
+        case TPL_N_GENERATION:
+            if (stores_name(n->b, name, len, depth + 1)) return true;
+            break;
+        default: break;
+        }
+    }
+    return false;
+}
+
 /* Hides a name of the innermost scope from included templates (scope_var.ctx_hidden). */
 static void hide_from_ctx(tpl_comp *c, const char *name, size_t len)
 {
@@ -3107,9 +3146,13 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     uint32_t vs = declare(c, tpl_v_str("varargs", 7));
     uint32_t ks = declare(c, tpl_v_str("kwargs", 6));
     uint32_t cs = declare(c, tpl_v_str("caller", 6));
-    if (!reads_name(fbody, "varargs", 7, 0)) hide_from_ctx(c, "varargs", 7);
-    if (!reads_name(fbody, "kwargs", 6, 0)) hide_from_ctx(c, "kwargs", 6);
-    if (!reads_name(fbody, "caller", 6, 0)) hide_from_ctx(c, "caller", 6);
+    /* (only the implicit ones: a parameter or a store of the body with the name is the frame's) */
+    static const struct { const char *s; size_t n; } implicit[3] = { { "varargs", 7 }, { "kwargs", 6 }, { "caller", 6 } };
+    for (int k = 0; k < 3; k++) {
+        bool own = stores_name(fbody, implicit[k].s, implicit[k].n, 0);
+        for (tpl_node *p = params; p && !own; p = p->next) own = name_eq(p->val, implicit[k].s, implicit[k].n);
+        if (!own && !reads_name(fbody, implicit[k].s, implicit[k].n, 0)) hide_from_ctx(c, implicit[k].s, implicit[k].n);
+    }
     tpl_macro_desc d = { 0 };
     d.entry = here(c);
     d.nparams = (uint16_t)nparams;
@@ -3133,8 +3176,14 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     }
     frame_init(c, fbody);
     body(c, fbody);
-    d.varargs_slot = (int16_t)(f.uses_varargs ? (int)vs : -1);
-    d.kwargs_slot = (int16_t)(f.uses_kwargs ? (int)ks : -1);
+    /* (Jinja2's skip_special_params: a parameter named varargs or kwargs is an ordinary one) */
+    bool pv = false, pk = false;
+    for (tpl_node *p = params; p; p = p->next) {
+        pv = pv || name_eq(p->val, "varargs", 7);
+        pk = pk || name_eq(p->val, "kwargs", 6);
+    }
+    d.varargs_slot = (int16_t)(f.uses_varargs && !pv ? (int)vs : -1);
+    d.kwargs_slot = (int16_t)(f.uses_kwargs && !pk ? (int)ks : -1);
     d.caller_slot = (int16_t)(f.uses_caller ? (int)cs : -1);
     func_end(c, &f, &d, name, pl, skip, off);
     c->soft = soft;
