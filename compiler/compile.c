@@ -165,6 +165,8 @@ struct tpl_comp {
     uint32_t nimport_names;
     tpl_value finalize;      /* tpl_options.finalize: the host filter every output goes through (a string), or undefined */
     bool no_context;         /* compiling an include without context: names are globals only */
+    bool self_stored;        /* a variable named self was declared before (then Jinja2's
+                              * find_undeclared leaves the root's `self` undefined: reads_self refuses) */
     bool ctx_read;           /* loading a name for a dynamic include's context (push_context_map):
                               * read as through a context's top (scope_var.ctx_hidden, `missing`) */
     int include_depth;
@@ -975,6 +977,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
     scope *s = c->fn->scope;
     int slot = scope_find(s, name);
     if (slot >= 0) return (uint32_t)slot;
+    if (c->syn == TPL_SYN_JINJA && name_eq(name, "self", 4)) c->self_stored = true;
     uint32_t shared = 0; /* (the slot | 1 << 31 where a parameter) */
     bool found = c->fn->shared.n && c->include_depth == 0 && shared_slot(c, s, name, &shared);
     if (s->nvars == s->cap) {
@@ -1085,7 +1088,13 @@ static bool reads_self(tpl_comp *c, const tpl_node *n)
     if (c->syn != TPL_SYN_JINJA || !n || n->kind != TPL_N_NAME || !name_eq(n->val, "self", 4)) return false;
     uint32_t slot;
     res_kind r = resolve(c, n->val, &slot);
-    return r == R_GLOBAL || r == R_BUILTIN;
+    if (r != R_GLOBAL && r != R_BUILTIN) return false;
+    if (c->self_stored) {
+        cerror(c, n->off, "unsupported: reading `self` after an assignment of a variable named self "
+               "(Jinja2's `self` is then undefined)");
+        return false;
+    }
+    return true;
 }
 
 /* Jinja2's repr of `self` in b: "<TemplateReference NAME>", NAME the Python repr of the context's
