@@ -4146,6 +4146,11 @@ static bool block_call(tpl_comp *c, tpl_node *n)
                                                                                                               : tpl_v_none();
     if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
         c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, bname)) {
+        if (c->self_stored) {
+            cerror(c, fn->a->off, "unsupported: reading `self` after an assignment of a variable named self "
+                   "(Jinja2's `self` is then undefined)");
+            return true;
+        }
         emit(c, TPL_OP_CAPTURE, 0, 0);
         compile_block(c, bname, 0, n->off, BLOCK_SEE_TOP);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
