@@ -379,7 +379,7 @@ test_arg ::= test_primary.
 test_arg(A) ::= test_arg(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 test_arg(A) ::= test_arg(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
 test_arg(A) ::= test_arg(S) LBRACKET(T) RBRACKET. { A = NODE(GETITEM, T.off, S, NODE(TUPLE, T.off, NULL, NULL)); }
-test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE ? K : NODE(GETITEM, T.off, S, K); if (A && K->kind == TPL_N_SLICE) A->a = S; }
+test_arg(A) ::= test_arg(S) LBRACKET(T) subscript(K) RBRACKET. { A = K->kind == TPL_N_SLICE && !K->a ? K : NODE(GETITEM, T.off, S, K); if (A && A == K) A->a = S; }
 test_primary(A) ::= NAME(T). { A = tpl_p_name(ctx, T); }
 test_primary(A) ::= strings(S). { A = tpl_p_string_join(ctx, S, false); }
 test_primary(A) ::= INTEGER(T). { A = tpl_p_integer(ctx, T); }
@@ -405,7 +405,7 @@ unary_nf(A) ::= ADD(T) unary_nf(E). { A = with_op(NODE(UNOP, T.off, E, NULL), TP
 postfix(A) ::= postfix(S) DOT(T) NAME(N). { A = with_val(NODE(GETATTR, T.off, S, NULL), tpl_p_tokstr(ctx, N)); }
 postfix(A) ::= postfix(S) DOT(T) INTEGER(I). { A = NODE(GETITEM, T.off, S, tpl_p_integer(ctx, I)); }
 postfix(A) ::= postfix(S) LBRACKET(T) subscript(K) RBRACKET.
-    { if (K->kind == TPL_N_SLICE) { A = K; A->a = S; } else A = NODE(GETITEM, T.off, S, K); }
+    { if (K->kind == TPL_N_SLICE && !K->a) { A = K; A->a = S; } else A = NODE(GETITEM, T.off, S, K); }
 postfix(A) ::= postfix(S) LPAREN(T) args(L) RPAREN. { A = NODE(CALL, T.off, S, L); }
 /* `x[]`: parse_subscript with no subscripts makes the key an empty tuple */
 postfix(A) ::= postfix(S) LBRACKET(T) RBRACKET. { A = NODE(GETITEM, T.off, S, NODE(TUPLE, T.off, NULL, NULL)); }
