@@ -2463,6 +2463,24 @@ enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26, PROC_KEEP =
 
 /* recv.call(args) (and .(), [], yield, ===), recv.arity, recv.lambda? of a Proc variable or literal:
  * recv.(call)(meta, args...) with the Proc's block (stdlib/ruby/ruby.c proc_call). */
+/* Pushes the NKW keyword arguments of ARGL (TPL_N_KWARG nodes) as one Hash of Symbol keys, in
+ * their order: proc calls' and yield's last argument when they pass keywords. */
+static void kw_hash(erb_low *L, tpl_node *argl, int nkw)
+{
+    tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    for (tpl_node *a = argl; a; a = a->next) {
+        if (a->kind != TPL_N_KWARG) continue;
+        tpl_value kn = a->val;
+        kn.flags |= TPL_F_SYMBOL;
+        tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
+        expr(L, a->a);
+    }
+    tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * nkw), 1 - 2 * nkw);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
+    tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+    tpl_c_word(C, 0);
+}
+
 static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32_t off, bool used)
 {
     uint32_t w;
@@ -2502,21 +2520,8 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
     if (inside) pv->site_const[site] = tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str("", 0)), 1);
     for (tpl_node *a = argl; a; a = a->next)
         if (a->kind == TPL_N_ARG) expr(L, a->a);
-    if (nkw) {
-        /* the keywords: a Hash of Symbol keys, the last argument (bit 28: keywords to a block binding its own) */
-        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
-        for (tpl_node *a = argl; a; a = a->next) {
-            if (a->kind != TPL_N_KWARG) continue;
-            tpl_value kn = a->val;
-            kn.flags |= TPL_F_SYMBOL;
-            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
-            expr(L, a->a);
-        }
-        tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * nkw), 1 - 2 * nkw);
-        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
-        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
-        tpl_c_word(C, 0);
-    }
+    /* the keywords: a Hash of Symbol keys, the last argument (bit 28: keywords to a block binding its own) */
+    if (nkw) kw_hash(L, argl, nkw);
     tpl_c_at(C, off);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(call)")), -(k + 1 + (inside ? 1 : 0)));
     tpl_c_word(C, TPL_ARGW((uint32_t)k + 1 + (inside ? 1u : 0u), 0, TPL_NO_KW));
@@ -2670,20 +2675,7 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, 
     }
     for (tpl_node *a = argl; a; a = a->next)
         if (a->kind == TPL_N_ARG) expr(L, a->a);
-    if (nkw) {   /* the keywords: a Hash of Symbol keys, the last argument of (yieldkw) (as proc_op's) */
-        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
-        for (tpl_node *a = argl; a; a = a->next) {
-            if (a->kind != TPL_N_KWARG) continue;
-            tpl_value kn = a->val;
-            kn.flags |= TPL_F_SYMBOL;
-            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
-            expr(L, a->a);
-        }
-        tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * nkw), 1 - 2 * nkw);
-        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
-        tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
-        tpl_c_word(C, 0);
-    }
+    if (nkw) kw_hash(L, argl, nkw);   /* the keywords, the last argument of (yieldkw) (as proc_op's) */
     tpl_c_at(C, off);
     int kk = k + (via.len ? 1 : 0);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, via.len ? S("(bcall)") : nkw ? S("(yieldkw)") : S("(yield)")), -kk);
