@@ -1464,7 +1464,7 @@ static int kept_sync(render_ctx *c)
         Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(dirty, j));
         PyObject *e = PyList_GET_ITEM(kept, i);
         tpl_val v;
-        entry_val(e, &v);
+        if (!entry_val(e, &v)) continue;   /* (a dirty entry has its value: the scan above took only those) */
         if (refill(c, PyTuple_GET_ITEM(e, 0), v) < 0) goto done;
     }
     for (Py_ssize_t j = 0; c->memo && j < PyList_GET_SIZE(dirty); j++) {
