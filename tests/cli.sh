@@ -158,7 +158,19 @@ for sig in TERM INT HUP; do
   wait $p 2>/dev/null
   check "SIG$sig during -o leaves no temporary file" '[ -z "$(ls -A "sig$sig" | grep -v "^out\.txt$")" ]'
 done
-rm -rf big.jinja sigTERM sigINT sigHUP
+# SIGKILL cannot be blocked: the payload is written to an unnamed file (O_TMPFILE) and named only when
+# whole, so a kill at any moment leaves the old target or the new one, and nothing else
+mkdir sigKILL; left=""
+for i in $(seq 40); do
+  ( exec "$tplc" render big.jinja --fuel 100000000 -o sigKILL/out.txt ) 2>/dev/null & p=$!
+  sleep "$(awk "BEGIN { print $i * 0.05 }")"
+  kill -KILL $p 2>/dev/null
+  wait $p 2>/dev/null
+  left="$left$(ls -A sigKILL | grep -v "^out\.txt$")"
+  [ -e sigKILL/out.txt ] && break
+done
+check "SIGKILL at any moment during -o leaves no temporary file" '[ -z "$left" ]'
+rm -rf big.jinja sigTERM sigINT sigHUP sigKILL
 echo old > log.txt
 timeout 10 "$tplc" render a.jinja --state s.json -o /dev/stdout >> log.txt; rc=$?
 check "-o /dev/stdout >> log.txt appends" '[ $rc -eq 0 ] && [ "$(cat log.txt)" = "$(printf "old\nHi 1")" ]'

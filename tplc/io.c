@@ -323,31 +323,10 @@ static int write_output(const char *path, tplc_payload *pl)
     const char *slash = strrchr(target, '/');
     const char *base = slash ? slash + 1 : target;
     size_t dl = slash ? (size_t)(slash - target) + 1 : 0, bl = strlen(base);
-    char *tmp = malloc(dl + bl + 16);
-    if (!tmp) { free(target); errno = ENOMEM; return -1; }
+    char *tmp = malloc(dl + bl + 32);
+    char *dir = tmp ? (dl ? strndup(target, dl) : strdup(".")) : NULL;
+    if (!dir) { free(tmp); free(target); errno = ENOMEM; return -1; }
     memcpy(tmp, target, dl);
-    snprintf(tmp + dl, bl + 16, ".%s.XXXXXX", base);
-    /* The signals that end a run from outside (a terminal's ^C, kill, a hangup, a file size
-     * limit) wait while the temporary file exists: it is renamed or unlinked first, and a pending
-     * signal is delivered when they are unblocked below, so no `.FILE.XXXXXX` is left behind.
-     * Blocking (no handler) needs no state outside this call. The render has already run. */
-    sigset_t block, saved;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGQUIT);
-    sigaddset(&block, SIGXFSZ);
-    sigprocmask(SIG_BLOCK, &block, &saved);
-    int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a planted link is never followed */
-    if (fd < 0) {
-        int e = errno;
-        sigprocmask(SIG_SETMASK, &saved, NULL);
-        free(tmp);
-        free(target);
-        errno = e;
-        return -1;
-    }
     mode_t mode;
     if (exists) mode = st.st_mode & 07777;
     else {
@@ -355,16 +334,75 @@ static int write_output(const char *path, tplc_payload *pl)
         umask(mask);
         mode = 0666 & ~mask;
     }
-    int rc = put_payload(fd, pl);
-    if (rc == 0) rc = fchmod(fd, mode);
-    if (rc == 0) rc = fsync(fd);
-    int e = errno;
-    if (close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
-    if (rc == 0 && rename(tmp, target) != 0) { rc = -1; e = errno; }
-    if (rc != 0) unlink(tmp);
+    /* The signals that end a run from outside (a terminal's ^C, kill, a hangup, a file size
+     * limit) wait while a named temporary file exists: it is renamed or unlinked first, and a
+     * pending signal is delivered when they are unblocked below, so no `.FILE.XXXXXX` is left
+     * behind. Blocking (no handler) needs no state outside this call. The render has already run.
+     * SIGXFSZ is blocked throughout: past the file size limit a write fails with EFBIG, reported
+     * like a full disk. */
+    sigset_t block, saved;
+    sigemptyset(&block);
+    sigaddset(&block, SIGXFSZ);
+    sigprocmask(SIG_BLOCK, &block, &saved);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    int rc = 0, e = 0;
+    /* First the payload goes to an unnamed file in the target's directory (O_TMPFILE), so a run
+     * killed while writing, even by SIGKILL, leaves nothing behind; only a whole, synced file is
+     * given a temporary name, then renamed over the target. Where O_TMPFILE or /proc is missing,
+     * the file is named from the start (mkstemp). */
+    int fd = -1;
+#ifdef O_TMPFILE
+    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+#endif
+    if (fd >= 0) {
+        rc = put_payload(fd, pl);
+        if (rc == 0) rc = fchmod(fd, mode);
+        if (rc == 0) rc = fsync(fd);
+        e = errno;
+        sigprocmask(SIG_BLOCK, &block, NULL);
+        bool named = false;
+        if (rc == 0) {
+            /* linkat never follows a link planted at the new name: EEXIST, the next name */
+            char proc[32];
+            snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+            for (unsigned k = 0; k < 100 && !named; k++) {
+                snprintf(tmp + dl, bl + 32, ".%s.%ld.%u", base, (long)getpid(), k);
+                if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) named = true;
+                else if (errno != EEXIST) break;
+            }
+        }
+        close(fd);
+        fd = -1;
+        if (rc == 0 && !named) fd = -2; /* no /proc: written again under a name */
+    } else {
+        sigprocmask(SIG_BLOCK, &block, NULL);
+        fd = -2;
+    }
+    if (fd == -2) {
+        snprintf(tmp + dl, bl + 32, ".%s.XXXXXX", base);
+        fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a planted link is never followed */
+        if (fd < 0) {
+            e = errno;
+            sigprocmask(SIG_SETMASK, &saved, NULL);
+            free(dir);
+            free(tmp);
+            free(target);
+            errno = e;
+            return -1;
+        }
+        rc = put_payload(fd, pl);
+        if (rc == 0) rc = fchmod(fd, mode);
+        if (rc == 0) rc = fsync(fd);
+        e = errno;
+        if (close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
+        if (rc != 0) unlink(tmp);
+    }
+    if (rc == 0 && rename(tmp, target) != 0) { rc = -1; e = errno; unlink(tmp); }
     if (rc != 0 && e == EFBIG) {
-        /* past the file size limit: the write failed with EFBIG, reported as a write error like a
-         * full disk, and the SIGXFSZ it raised is taken rather than delivered */
+        /* the SIGXFSZ the failed write raised is taken rather than delivered */
         sigset_t xfsz;
         sigemptyset(&xfsz);
         sigaddset(&xfsz, SIGXFSZ);
@@ -374,11 +412,10 @@ static int write_output(const char *path, tplc_payload *pl)
     sigprocmask(SIG_SETMASK, &saved, NULL);
     if (rc == 0) {
         /* the rename itself: best effort */
-        char *dir = dl ? strndup(target, dl) : strdup(".");
-        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
-        free(dir);
     }
+    free(dir);
     free(tmp);
     free(target);
     errno = e;
