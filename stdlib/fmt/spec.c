@@ -431,10 +431,10 @@ static int format_float(tpl_vm *vm, tpl_sb *b, double x, const fspec *f, const c
     }
 assembled:
     if (f->z && neg) {
-        /* Negative zero coercion: a value that rounds to zero loses its sign. */
+        /* Negative zero coercion: a value that rounds to zero loses its sign (-inf keeps it). */
         bool allzero = true;
         for (size_t k = 0; k < ntxt; k++)
-            if (txt[k] >= '1' && txt[k] <= '9') { allzero = false; break; }
+            if ((txt[k] >= '1' && txt[k] <= '9') || txt[k] == 'n' || txt[k] == 'N') { allzero = false; break; }
         if (allzero)
             neg = false;
     }
