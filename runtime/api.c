@@ -700,14 +700,10 @@ tpl_status tpl_render_set_state_file(tpl_render *r, FILE *f)
     return st;
 }
 
-static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
+/* A state the reference engine would not have loaded (json.load's digit limit, Ruby's JSON): the
+ * render's error, located in the state, or TPL_OK (run's rare path: out of its way). */
+static __attribute__((noinline, cold)) tpl_status state_refused(tpl_vm *vm, const tpl_program *p)
 {
-    tpl_vm *vm = &r->vm;
-    clear_error(vm);
-    tpl_arena_reset(&vm->arena);
-    vm->host_payload = NULL;
-    vm->host_msg[0] = 0;
-    vm->p = p;
     if (vm->state_long_int.digits && p->opts.syntax != TPL_SYNTAX_ERB) {
         /* Python's json.load raised while reading the state: nothing renders */
         char m[200];
@@ -737,6 +733,22 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
         vm->err.column = vm->state_long_int.nf_column;
         return TPL_ERR_STATE;
     }
+    return TPL_OK;
+}
+
+static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
+{
+    tpl_vm *vm = &r->vm;
+    clear_error(vm);
+    tpl_arena_reset(&vm->arena);
+    vm->host_payload = NULL;
+    vm->host_msg[0] = 0;
+    vm->p = p;
+    if (__builtin_expect((vm->state_long_int.digits | vm->state_long_int.huge_digits) != 0 ||
+                         vm->state_long_int.nonfinite, 0)) {
+        tpl_status st = state_refused(vm, p);
+        if (st != TPL_OK) return st;
+    }
     vm->out_stream = vm->out_write && !p->opts.tidy;
     vm->out_flushed = 0;
     if (vm->out_stream && vm->out_cap > TPL_VM_OUT_PIECE) {
@@ -765,13 +777,20 @@ static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, siz
     return TPL_OK;
 }
 
+/* tpl_render_run's refusals (out of the way of a render's path) */
+static __attribute__((noinline, cold)) tpl_status render_run_refused(tpl_render *r, const tpl_program *p,
+                                                                    const char **out, size_t *out_len)
+{
+    if (!usable(r)) return TPL_ERR_USAGE;
+    if (!p) return tpl_render_null_arg(r, "tpl_render_run", "the program");
+    return tpl_render_null_arg(r, "tpl_render_run", out ? "out_len" : "out");
+}
+
 tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
 {
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
-    if (!usable(r)) return TPL_ERR_USAGE;
-    if (!p) return tpl_render_null_arg(r, "tpl_render_run", "the program");
-    if (!out || !out_len) return tpl_render_null_arg(r, "tpl_render_run", out ? "out_len" : "out");
+    if (__builtin_expect(!usable(r) || !p || !out || !out_len, 0)) return render_run_refused(r, p, out, out_len);
     r->busy = true;
     tpl_status st = run(r, p, out, out_len);
     r->busy = false;

@@ -525,21 +525,34 @@ static void print_adds(tpl_sb *b, const vstack *vs, uint32_t pc, uint32_t n, con
     for (uint32_t i = 0, j = 0; i < n; i++)
         if (!kv[i]) tpl_sb_printf(b, "%sTPL_N_PLAIN(*%s)", ndyn++ ? " && " : "", ptr[j++]);
     if (!ndyn) tpl_sb_puts(b, "1");
-    tpl_sb_printf(b, ") {\n        size_t n_ = %u", klen);
+    /* the operands' lengths and bytes read into locals before the first copy (stores into the
+     * output may alias them: read after one, each would be loaded again), the output written
+     * through a cursor and its length moved once */
+    tpl_sb_puts(b, ") {\n");
     for (uint32_t i = 0, j = 0; i < n; i++)
-        if (!kv[i]) tpl_sb_printf(b, " + %slen", acc[j++]);
-    tpl_sb_puts(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n");
+        if (!kv[i]) {
+            tpl_sb_printf(b, "        const char *s%u_ = %su.s;\n        size_t l%u_ = %slen;\n", j, acc[j], j, acc[j]);
+            j++;
+        }
+    tpl_sb_printf(b, "        size_t n_ = %u", klen);
+    for (uint32_t j = 0; j < ndyn; j++) tpl_sb_printf(b, " + l%u_", j);
+    tpl_sb_printf(b, ";\n        if (__builtin_expect(ol + n_ < oc, 1)) {\n            char *o_ = ob + ol;\n%s",
+                  ndyn || klen ? "" : "            (void)o_;\n");
     for (uint32_t i = 0, j = 0; i < n; i++) {
+        bool last = true;
+        for (uint32_t k = i + 1; k < n; k++) if (!kv[k] || kv[k]->len) last = false;
         if (kv[i] && kv[i]->len) {
-            tpl_sb_puts(b, "            memcpy(ob + ol, ");
+            tpl_sb_puts(b, "            memcpy(o_, ");
             lit(b, kv[i]->u.s, kv[i]->len);
-            tpl_sb_printf(b, ", %u);\n            ol += %u;\n", kv[i]->len, kv[i]->len);
+            tpl_sb_printf(b, ", %u);\n", kv[i]->len);
+            if (!last) tpl_sb_printf(b, "            o_ += %u;\n", kv[i]->len);
         } else if (!kv[i]) {
-            tpl_sb_printf(b, "            tpl_native_copy(ob + ol, %su.s, %slen);\n"
-                             "            ol += %slen;\n", acc[j], acc[j], acc[j]);
+            tpl_sb_printf(b, "            tpl_native_copy(o_, s%u_, l%u_);\n", j, j);
+            if (!last) tpl_sb_printf(b, "            o_ += l%u_;\n", j);
             j++;
         }
     }
+    tpl_sb_puts(b, "            ol += n_;\n");
     tpl_sb_puts(b, "            rc = 0;\n        } else ");
     v_call_in(b, vs, call, pc, NULL, "        ");
     tpl_sb_puts(b, "    } else ");
