@@ -86,7 +86,6 @@ typedef struct func {
     struct func *parent;     /* the function this one is defined in (closures read its slots) */
     bool is_macro;
     bool is_test;            /* a loop's filter function (loop_test_function): no varargs of its own */
-    bool uses_varargs, uses_kwargs, uses_caller;
     uint32_t nslots;
     int depth, max_depth;    /* operand stack */
     scope *scope;
@@ -1161,16 +1160,6 @@ static void load_name(tpl_comp *c, tpl_value name)
     bool crossed;
     res_kind r = resolve_var(c, name, &slot, &var, &crossed);
     uint32_t k = add_name(c, name);
-    /* Jinja2 (find_undeclared over the whole body): a nested macro or call block reading them
-     * makes every enclosing macro catch them too */
-    /* (an include's context map, push_context_map, or an included template's read through its
-     * context's top is no read of the macro's body) */
-    if ((r == R_LOCAL || (r == R_OUTER && c->fn->is_test)) && !c->ctx_read && !crossed)
-        for (func *f = c->fn; f && f->is_macro; f = f->parent) {
-            if (name_eq(name, "varargs", 7)) f->uses_varargs = true;
-            else if (name_eq(name, "kwargs", 6)) f->uses_kwargs = true;
-            else if (name_eq(name, "caller", 6)) f->uses_caller = true;
-        }
     if ((r == R_GLOBAL || r == R_BUILTIN) && c->syn == TPL_SYN_JINJA && name_eq(name, "self", 4)) {
         /* Jinja2's TemplateReference (printed with the template's loader name, compared by identity) */
         cerror(c, c->cur_off, "unsupported: `self` other than `self.BLOCK()` of a block of this template, "
@@ -3016,16 +3005,87 @@ static void param_push(tpl_comp *c, tpl_list *l, tpl_value name)
 
 /* Whether the list at n loads the name `caller` outside blocks (Jinja2's find_undeclared over a
  * macro's body: only then must a `caller` parameter have a default). */
-static bool loads_caller(const tpl_node *n)
+/* Jinja2's find_undeclared of one name over a macro's or call block's body (UndeclaredNameVisitor):
+ * the FIRST Name node with the name in the visitor's order decides: a load (1) makes the macro
+ * catch varargs, kwargs or caller; a store or a nested macro's parameter (2) makes it the frame's
+ * own name for good; 0 none. Blocks are not visited; import aliases, macro names and a namespace
+ * store's name are strings there, no Name node. Fields in Jinja2's order: For target, iter, body,
+ * else, test; Macro and CallBlock params before their defaults; With targets before values;
+ * AssignBlock target, filter, body; FilterBlock body before its filter. */
+static int target_occ(const tpl_node *t, const char *name, size_t len, int depth)
 {
+    if (!t || depth > 200) return 0;
+    if (t->kind == TPL_N_NAME) return name_eq(t->val, name, len) ? 2 : 0;
+    if (t->kind == TPL_N_TUPLE || t->kind == TPL_N_LIST)
+        for (const tpl_node *x = t->a; x; x = x->next) {
+            int r = target_occ(x, name, len, depth + 1);
+            if (r) return r;
+        }
+    return 0;
+}
+
+static int first_occ(const tpl_node *n, const char *name, size_t len, int depth)
+{
+    if (depth > 200) return 1;
+#define OCC(x) do { int r_ = first_occ((x), name, len, depth + 1); if (r_) return r_; } while (0)
     for (; n; n = n->next) {
-        if (n->kind == TPL_N_BLOCK) continue;
-        if (n->kind == TPL_N_NAME && name_eq(n->val, "caller", 6)) return true;
-        if (loads_caller(n->a) || loads_caller(n->b) || loads_caller(n->c) || loads_caller(tpl_node_d(n)) ||
-            loads_caller(tpl_node_has_de(n->kind) ? n->e : NULL))
-            return true;
+        switch (n->kind) {
+        case TPL_N_BLOCK: continue;
+        case TPL_N_NAME:
+            if (name_eq(n->val, name, len)) return 1;
+            continue;
+        case TPL_N_SET: {
+            int r = target_occ(n->a, name, len, depth + 1);
+            if (r) return r;
+            OCC(n->b);
+            continue;
+        }
+        case TPL_N_SETBLOCK: {
+            int r = target_occ(n->a, name, len, depth + 1);
+            if (r) return r;
+            OCC(n->c);
+            OCC(n->b);
+            continue;
+        }
+        case TPL_N_NSSET: OCC(n->b); continue;
+        case TPL_N_FOR: {
+            int r = target_occ(n->a, name, len, depth + 1);
+            if (r) return r;
+            OCC(n->b); OCC(n->c); OCC(n->d); OCC(n->e);
+            continue;
+        }
+        case TPL_N_MACRO: case TPL_N_CALLBLOCK: {
+            const tpl_node *params = n->kind == TPL_N_MACRO ? n->a : n->b;
+            if (n->kind == TPL_N_CALLBLOCK) OCC(n->a);
+            for (const tpl_node *p = params; p; p = p->next)
+                if (name_eq(p->val, name, len)) return 2;
+            for (const tpl_node *p = params; p; p = p->next)
+                if (p->kind == TPL_N_KWARG) OCC(p->a);
+            OCC(n->kind == TPL_N_MACRO ? n->b : n->c);
+            continue;
+        }
+        case TPL_N_WITH:
+            for (const tpl_node *x = n->a; x; x = x->next) {
+                int r = x->kind == TPL_N_SET ? target_occ(x->a, name, len, depth + 1) : 0;
+                if (r) return r;
+            }
+            for (const tpl_node *x = n->a; x; x = x->next) OCC(x->kind == TPL_N_SET ? x->b : x);
+            OCC(n->b);
+            continue;
+        case TPL_N_FILTERBLOCK: OCC(n->b); OCC(n->a); continue;
+        case TPL_N_IMPORT: case TPL_N_FROMIMPORT: case TPL_N_INCLUDE: case TPL_N_EXTENDS: OCC(n->a); continue;
+        case TPL_N_IF: {
+            const tpl_node *x = n;
+            for (; is_elif(x->c); x = x->c) { OCC(x->a); OCC(x->b); } /* an elif chain: a loop */
+            OCC(x->a); OCC(x->b); OCC(x->c);
+            continue;
+        }
+        default:
+            OCC(n->a); OCC(n->b); OCC(n->c); OCC(tpl_node_d(n)); OCC(tpl_node_e(n));
+        }
     }
-    return false;
+#undef OCC
+    return 0;
 }
 
 /* Whether the tree at n (a list) reads name outside blocks, as Jinja2's find_undeclared sees it
@@ -3143,7 +3203,7 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
         /* Jinja2's parse_signature and macro_body */
         if (p->kind == TPL_N_KWARG) defaulted = true;
         else if (defaulted) { cerror(c, p->off, "non-default argument follows default argument"); break; }
-        else if (name_eq(p->val, "caller", 6) && loads_caller(fbody)) {
+        else if (name_eq(p->val, "caller", 6) && first_occ(fbody, "caller", 6, 0) == 1) {
             cfail(c, TPL_EK_ASSERTION, p->off, "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a default.");
             break;
         }
@@ -3152,9 +3212,21 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
         declare(c, p->val);
         nparams++;
     }
-    uint32_t vs = declare(c, tpl_v_str("varargs", 7));
-    uint32_t ks = declare(c, tpl_v_str("kwargs", 6));
-    uint32_t cs = declare(c, tpl_v_str("caller", 6));
+    /* (Jinja2's skip_special_params: a parameter named varargs or kwargs is an ordinary one) */
+    bool pv = false, pk = false, pc = false;
+    for (tpl_node *p = params; p; p = p->next) {
+        pv = pv || name_eq(p->val, "varargs", 7);
+        pk = pk || name_eq(p->val, "kwargs", 6);
+        pc = pc || name_eq(p->val, "caller", 6);
+    }
+    /* the macro catches what its body reads before any store of the name (find_undeclared); a
+     * name it does not catch is not declared here: stored, it is the frame's, else the context's */
+    bool cv = first_occ(fbody, "varargs", 7, 0) == 1 && !pv;
+    bool ck = first_occ(fbody, "kwargs", 6, 0) == 1 && !pk;
+    bool cc = first_occ(fbody, "caller", 6, 0) == 1;
+    uint32_t vs = cv ? declare(c, tpl_v_str("varargs", 7)) : 0;
+    uint32_t ks = ck ? declare(c, tpl_v_str("kwargs", 6)) : 0;
+    uint32_t cs = cc || pc ? declare(c, tpl_v_str("caller", 6)) : 0;
     /* (only the implicit ones: a parameter or a store of the body with the name is the frame's) */
     static const struct { const char *s; size_t n; } implicit[3] = { { "varargs", 7 }, { "kwargs", 6 }, { "caller", 6 } };
     for (int k = 0; k < 3; k++) {
@@ -3185,15 +3257,9 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     }
     frame_init(c, fbody);
     body(c, fbody);
-    /* (Jinja2's skip_special_params: a parameter named varargs or kwargs is an ordinary one) */
-    bool pv = false, pk = false;
-    for (tpl_node *p = params; p; p = p->next) {
-        pv = pv || name_eq(p->val, "varargs", 7);
-        pk = pk || name_eq(p->val, "kwargs", 6);
-    }
-    d.varargs_slot = (int16_t)(f.uses_varargs && !pv ? (int)vs : -1);
-    d.kwargs_slot = (int16_t)(f.uses_kwargs && !pk ? (int)ks : -1);
-    d.caller_slot = (int16_t)(f.uses_caller ? (int)cs : -1);
+    d.varargs_slot = (int16_t)(cv ? (int)vs : -1);
+    d.kwargs_slot = (int16_t)(ck ? (int)ks : -1);
+    d.caller_slot = (int16_t)(cc ? (int)cs : -1);
     func_end(c, &f, &d, name, pl, skip, off);
     c->soft = soft;
 }
