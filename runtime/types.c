@@ -140,6 +140,10 @@ const char *tpl_type_name(const tpl_vm *vm, tpl_value v)
         if (own) return own;
         if (h->cls->name) return h->cls->name;
     }
+    if (v.type == TPL_T_MAP || v.type == TPL_T_FUNC) { /* a cycler (a namespace) or a joiner (a bound method) */
+        uint8_t k = tpl_undef_container(v);
+        if (k == TPL_VT_CYCLER + 1 || k == TPL_VT_JOINER + 1) return tpl_types[k - 1].py;
+    }
     return tpl_types[tpl_value_vtype(v, vm && tpl_vm_strict_undef(vm, v))].py;
 }
 
