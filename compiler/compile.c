@@ -195,8 +195,9 @@ struct tpl_comp {
     scope *cur_block_base;   /* the scope the current block's body started from (super() sees it) */
     func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
-    const tpl_node *slice_undef; /* a slice whose folding failure is an undefined value here (const_slice_fails) */
-    bool slice_undef_out;        /* and that value is printed at once (not given to a filter or test) */
+    const tpl_node *slice_undef; /* an output's child: Jinja2's code generator folds it at once (fold_val) */
+    const tpl_node *undef_slices[8]; /* failing slices of literals a fold makes an Undefined (fold_mark) */
+    size_t nundef_slices;
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
     uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
@@ -1734,6 +1735,235 @@ static bool fold_test(tpl_value name)
     return name_in(name, tests);
 }
 
+/* Jinja2's constant folding of an expression that holds a failing slice of literals (Getitem.as_const
+ * through Environment.getitem: an Undefined). The optimizer keeps a folded node where its value has
+ * a safe repr (nodes.Const.from_untrusted), and the code generator folds the child of an output at
+ * once (_output_child_to_const); a failing slice folded neither way is sliced at run time (Python's
+ * TypeError). fold_val computes what Node.as_const gives: F_NO (Impossible), F_SAFE (a safe repr),
+ * F_UNDEF (the Undefined itself), F_UNSAFE (holds one, or maybe is one), F_LAZY (an iterator, its
+ * repr has an address); truth is bool() of the value (-1 unknown). Anything not modelled is F_NO: the
+ * slice raises, as Jinja2's does where it is not folded (checked against the oracle:
+ * tests/cases/jinja-scope10 fold-*). */
+enum { F_NO, F_SAFE, F_UNDEF, F_UNSAFE, F_LAZY };
+typedef struct { int8_t k, truth; } fold_v;
+
+static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth);
+
+static fold_v fv_make(int k, int truth) { fold_v v = { (int8_t)k, (int8_t)truth }; return v; }
+
+/* the value a list, tuple or dict holding items of these kinds has */
+static int fv_holding(int worst, int k)
+{
+    if (k == F_UNDEF) k = F_UNSAFE;
+    return k > worst ? k : worst;
+}
+
+static fold_v fold_filter_val(const tpl_comp *c, const tpl_node *n, int depth)
+{
+    int fk = c->ae_volatile ? 0 : fold_filter_kind(n->val);
+    if (!fk || !n->a) return fv_make(F_NO, -1);
+    fold_v s = fold_val(c, n->a, depth + 1);
+    if (s.k == F_NO) return s;
+    fold_v arg0 = fv_make(F_NO, -1);
+    for (const tpl_node *x = n->b; x; x = x->next) {
+        if (x->kind != TPL_N_ARG) return fv_make(F_NO, -1);
+        fold_v a = fold_val(c, x->a, depth + 1);
+        if (a.k == F_NO || a.k == F_LAZY) return fv_make(F_NO, -1);
+        if (x == n->b) arg0 = a;
+    }
+    if (name_eq(n->val, "default", 7) || name_eq(n->val, "d", 1)) {
+        /* an Undefined takes the default; with boolean=true a false value too */
+        const tpl_node *bn = n->b ? n->b->next : NULL;
+        fold_v b = bn ? fold_val(c, bn->a, depth + 1) : fv_make(F_SAFE, 0);
+        if (b.truth < 0 || (b.truth && s.truth < 0)) return fv_make(F_NO, -1);
+        bool take = s.k == F_UNDEF || (b.truth && !s.truth);
+        return take ? (n->b ? arg0 : fv_make(F_SAFE, 0)) : s;
+    }
+    if (name_eq(n->val, "list", 4) || name_eq(n->val, "sort", 4)) /* list(Undefined) is [] */
+        return s.k == F_UNDEF ? fv_make(F_SAFE, 0) : s.k == F_SAFE ? fv_make(F_SAFE, -1) : fv_make(F_UNSAFE, -1);
+    if (name_eq(n->val, "sum", 3)) /* (an Undefined item fails the addition) */
+        return s.k == F_UNDEF || s.k == F_SAFE ? fv_make(F_SAFE, -1) : fv_make(F_NO, -1);
+    if (name_eq(n->val, "max", 3) || name_eq(n->val, "min", 3)) /* (an Undefined item fails the comparison) */
+        return s.k == F_SAFE ? fv_make(F_SAFE, -1) : s.k == F_UNDEF ? s : fv_make(F_NO, -1);
+    if (name_eq(n->val, "first", 5) || name_eq(n->val, "last", 4)) { /* (of nothing: an Undefined) */
+        if (s.k == F_UNDEF) return s;
+        if (n->a->kind == TPL_N_LIST || n->a->kind == TPL_N_TUPLE) {
+            const tpl_node *x = n->a->a;
+            if (!x) return fv_make(F_UNDEF, 0);
+            if (n->val.len == 4) while (x->next) x = x->next;
+            return fold_val(c, x, depth + 1);
+        }
+    }
+    if (fk == 1) return fv_make(F_SAFE, -1);
+    if (fk == 2) return fv_make(F_UNSAFE, -1);
+    return fv_make(F_LAZY, 1);
+}
+
+static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
+{
+    if (!n || depth > 50 || c->syn != TPL_SYN_JINJA) return fv_make(F_NO, -1);
+    switch (n->kind) {
+    case TPL_N_CONST:
+        switch (n->val.type) {
+        case TPL_T_NONE: return fv_make(F_SAFE, 0);
+        case TPL_T_BOOL: case TPL_T_INT: return fv_make(F_SAFE, n->val.u.i != 0);
+        case TPL_T_FLOAT: return fv_make(F_SAFE, n->val.u.f != 0);
+        case TPL_T_STR: return fv_make(F_SAFE, n->val.len != 0);
+        case TPL_T_BIGINT: return fv_make(F_SAFE, 1);
+        default: return fv_make(F_NO, -1);
+        }
+    case TPL_N_SLICE: return const_slice_fails(n) ? fv_make(F_UNDEF, 0) : fv_make(F_NO, -1);
+    case TPL_N_GETITEM: {
+        /* an item of a list or tuple display by a literal int (out of range: Undefined) */
+        const tpl_node *k = n->b;
+        bool neg = k->kind == TPL_N_UNOP && k->op == TPL_AOP_NEG;
+        if (neg) k = k->a;
+        if ((n->a->kind != TPL_N_LIST && n->a->kind != TPL_N_TUPLE) || k->kind != TPL_N_CONST ||
+            k->val.type != TPL_T_INT || k->val.u.i < 0 || k->val.u.i > INT32_MAX)
+            return fv_make(F_NO, -1);
+        if (fold_val(c, n->a, depth + 1).k == F_NO) return fv_make(F_NO, -1);
+        int64_t len = 0, i = neg ? -k->val.u.i : k->val.u.i;
+        for (const tpl_node *x = n->a->a; x; x = x->next) len++;
+        if (i < 0) i += len;
+        if (i < 0 || i >= len) return fv_make(F_UNDEF, 0);
+        const tpl_node *x = n->a->a;
+        while (i-- > 0) x = x->next;
+        return fold_val(c, x, depth + 1);
+    }
+    case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: {
+        int worst = F_SAFE;
+        for (const tpl_node *x = n->a; x; x = x->next) {
+            if (n->kind == TPL_N_DICT) {
+                if (x->kind != TPL_N_PAIR) return fv_make(F_NO, -1);
+                fold_v k = fold_val(c, x->a, depth + 1);
+                if (k.k == F_NO || k.k == F_LAZY) return fv_make(F_NO, -1);
+                worst = fv_holding(worst, k.k);
+                k = fold_val(c, x->b, depth + 1);
+                if (k.k == F_NO) return k;
+                worst = fv_holding(worst, k.k);
+            } else {
+                fold_v k = fold_val(c, x, depth + 1);
+                if (k.k == F_NO) return k;
+                worst = fv_holding(worst, k.k);
+            }
+        }
+        return fv_make(worst, n->a != NULL);
+    }
+    case TPL_N_UNOP: {
+        fold_v a = fold_val(c, n->a, depth + 1);
+        if (n->op == TPL_AOP_NOT) return a.k == F_NO ? a : fv_make(F_SAFE, a.truth < 0 ? -1 : !a.truth);
+        return a.k == F_SAFE ? fv_make(F_SAFE, -1) : fv_make(F_NO, -1);
+    }
+    case TPL_N_BINOP: {
+        fold_v a = fold_val(c, n->a, depth + 1);
+        if (a.k != F_SAFE) return fv_make(F_NO, -1);
+        fold_v b = fold_val(c, n->b, depth + 1);
+        return b.k == F_SAFE ? fv_make(F_SAFE, -1) : fv_make(F_NO, -1);
+    }
+    case TPL_N_CONCAT:
+        for (const tpl_node *x = n->a; x; x = x->next) {
+            fold_v k = fold_val(c, x, depth + 1);
+            if (k.k == F_NO || k.k == F_LAZY) return fv_make(F_NO, -1);
+        }
+        return fv_make(F_SAFE, -1);
+    case TPL_N_AND: case TPL_N_OR: {
+        fold_v a = fold_val(c, n->a, depth + 1);
+        if (a.k == F_NO || a.truth < 0) return fv_make(F_NO, -1);
+        if ((n->kind == TPL_N_AND) == (a.truth == 0)) return a;
+        return fold_val(c, n->b, depth + 1);
+    }
+    case TPL_N_CONDEXPR: {
+        fold_v t = fold_val(c, n->a, depth + 1);
+        if (t.k == F_NO || t.truth < 0) return fv_make(F_NO, -1);
+        if (t.truth) return fold_val(c, n->b, depth + 1);
+        return n->c ? fold_val(c, n->c, depth + 1) : fv_make(F_NO, -1);
+    }
+    case TPL_N_COMPARE: {
+        fold_v l = fold_val(c, n->a, depth + 1);
+        if (l.k == F_NO) return l;
+        for (const tpl_node *o = n->b; o; o = o->next) {
+            fold_v r = fold_val(c, o->a, depth + 1);
+            if (r.k == F_NO) return r;
+            bool clean = l.k == F_SAFE && r.k == F_SAFE;
+            switch (o->op) {
+            case TPL_AOP_EQ: case TPL_AOP_NE: break;
+            case TPL_AOP_IN: case TPL_AOP_NOTIN:
+                /* (`x in Undefined` iterates nothing; an Undefined in a list display compares
+                 * equal or not; in a str it is a TypeError) */
+                if (!clean && r.k != F_UNDEF && o->a->kind != TPL_N_LIST && o->a->kind != TPL_N_TUPLE)
+                    return fv_make(F_NO, -1);
+                break;
+            default:
+                if (!clean) return fv_make(F_NO, -1);
+            }
+            l = r;
+        }
+        return fv_make(F_SAFE, -1);
+    }
+    case TPL_N_FILTER: return fold_filter_val(c, n, depth);
+    case TPL_N_TEST: {
+        if (c->ae_volatile || !fold_test(n->val)) return fv_make(F_NO, -1);
+        fold_v s = fold_val(c, n->a, depth + 1);
+        if (s.k == F_NO) return s;
+        for (const tpl_node *x = n->b; x; x = x->next)
+            if (x->kind != TPL_N_ARG || !const_literal(x->a)) return fv_make(F_NO, -1);
+        return fv_make(F_SAFE, -1);
+    }
+    default: return fv_make(F_NO, -1);
+    }
+}
+
+/* Marks the failing slices the folding of n (whose fold_val is not F_NO) evaluates: each compiles
+ * to an Undefined (tpl_comp.undef_slices). */
+static void fold_mark(tpl_comp *c, const tpl_node *n, int depth)
+{
+    if (!n || depth > 50) return;
+    switch (n->kind) {
+    case TPL_N_SLICE:
+        if (!const_slice_fails(n)) return;
+        for (size_t i = 0; i < c->nundef_slices; i++)
+            if (c->undef_slices[i] == n) return;
+        if (c->nundef_slices < sizeof c->undef_slices / sizeof *c->undef_slices) c->undef_slices[c->nundef_slices++] = n;
+        return;
+    case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_CONCAT:
+        for (const tpl_node *x = n->a; x; x = x->next) fold_mark(c, x, depth + 1);
+        return;
+    case TPL_N_PAIR: case TPL_N_BINOP: case TPL_N_GETITEM: fold_mark(c, n->a, depth + 1); fold_mark(c, n->b, depth + 1); return;
+    case TPL_N_UNOP: case TPL_N_ARG: fold_mark(c, n->a, depth + 1); return;
+    case TPL_N_AND: case TPL_N_OR: {
+        fold_mark(c, n->a, depth + 1);
+        fold_v a = fold_val(c, n->a, depth + 1);
+        if ((n->kind == TPL_N_AND) != (a.truth == 0)) fold_mark(c, n->b, depth + 1);
+        return;
+    }
+    case TPL_N_CONDEXPR: {
+        fold_mark(c, n->a, depth + 1);
+        fold_mark(c, fold_val(c, n->a, depth + 1).truth ? n->b : n->c, depth + 1);
+        return;
+    }
+    case TPL_N_COMPARE:
+        fold_mark(c, n->a, depth + 1);
+        for (const tpl_node *o = n->b; o; o = o->next) fold_mark(c, o->a, depth + 1);
+        return;
+    case TPL_N_FILTER: case TPL_N_TEST:
+        fold_mark(c, n->a, depth + 1);
+        for (const tpl_node *x = n->b; x; x = x->next) fold_mark(c, x, depth + 1);
+        return;
+    default: return;
+    }
+}
+
+/* Whether a failing slice was marked by fold_mark (the mark is taken). */
+static bool take_undef_slice(tpl_comp *c, const tpl_node *n)
+{
+    for (size_t i = 0; i < c->nundef_slices; i++)
+        if (c->undef_slices[i] == n) {
+            c->undef_slices[i] = c->undef_slices[--c->nundef_slices];
+            return true;
+        }
+    return false;
+}
+
 /* Jinja2 folds a `~` whose operands are all constant expressions (literals, operators on them,
  * and filters that take no context: `"<"|safe`, `x|xmlattr` of a literal) into one plain str
  * (nodes.Concat.as_const), so even under autoescape no operand counts as Markup there. */
@@ -1943,10 +2173,21 @@ static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
     c->cur_off = n->off;
-    bool slice_undef = c->slice_undef == n; /* (set by the parent for this very node, then cleared) */
-    bool undef_out = slice_undef && c->slice_undef_out;
+    bool out_child = c->slice_undef == n; /* (set by an output for this very node, then cleared) */
     c->slice_undef = NULL;
-    c->slice_undef_out = false;
+    switch (n->kind) {
+    case TPL_N_SLICE: case TPL_N_GETITEM: case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_UNOP: case TPL_N_BINOP:
+    case TPL_N_CONCAT: case TPL_N_AND: case TPL_N_OR: case TPL_N_CONDEXPR: case TPL_N_COMPARE: case TPL_N_FILTER:
+    case TPL_N_TEST:
+        if (c->syn == TPL_SYN_JINJA) {
+            /* a node the optimizer folds (a safe repr), or an output's child: its failing slices
+             * of literals are Undefined */
+            fold_v v = fold_val(c, n, 0);
+            if (v.k == F_SAFE || (out_child && (v.k == F_UNDEF || v.k == F_UNSAFE))) fold_mark(c, n, 0);
+        }
+        break;
+    default: break;
+    }
     switch (n->kind) {
     case TPL_N_CONST:
         push_const(c, n->val);
@@ -1972,7 +2213,7 @@ static void expr(tpl_comp *c, tpl_node *n)
         emit(c, TPL_OP_GETITEM, 0, -1);
         return;
     case TPL_N_SLICE: {
-        if (slice_undef && c->syn == TPL_SYN_JINJA && const_slice_fails(n)) {
+        if (c->nundef_slices && take_undef_slice(c, n)) {
             static const char msg[] = "slice of a constant failed (Jinja2's folded Undefined)";
             emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
             return;
@@ -2070,14 +2311,6 @@ static void expr(tpl_comp *c, tpl_node *n)
             unknown_callable(c, n, "filter");
             return;
         }
-        int fk = c->syn == TPL_SYN_JINJA && !c->ae_volatile ? fold_filter_kind(n->val) : 0;
-        if (fk) {
-            bool k = true; /* (Filter.as_const folds over a folded Undefined when its arguments fold) */
-            for (const tpl_node *x = n->b; x && k; x = x->next) k = x->kind == TPL_N_ARG && const_literal(x->a);
-            /* (the optimizer keeps the folded value where it has a safe repr, or where a filter or
-             * test that folds takes it, or where it is printed at once, a lazy one excepted) */
-            if (k && (fk == 1 || (slice_undef && (fk == 2 || !undef_out)))) c->slice_undef = n->a;
-        }
         if (b == TPL_B_FILTER_tr) note_tr(c, n->off, n->a);
         b = tpl_builtin_filter_variant(b, c->autoescape, c->p->opts.hf); /* join under autoescape, hf's tojson ... */
         if (b == TPL_B_FILTER_map && c->autoescape != env_autoescape(c)) {
@@ -2131,11 +2364,6 @@ static void expr(tpl_comp *c, tpl_node *n)
             c->cur_off = n->off;
             emit(c, (b == TPL_B_TEST_defined) != ((n->op & 1) != 0) ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
             return;
-        }
-        if (c->syn == TPL_SYN_JINJA && !c->ae_volatile && fold_test(n->val)) {
-            bool k = true; /* (Test.as_const folds over a folded Undefined when its arguments fold: a bool) */
-            for (const tpl_node *x = n->b; x && k; x = x->next) k = x->kind == TPL_N_ARG && const_literal(x->a);
-            if (k) c->slice_undef = n->a;
         }
         if (b == TPL_B_TEST_sameas && n->a && n->a->kind == TPL_N_NAME && n->b && n->b->kind == TPL_N_ARG &&
             !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
@@ -2274,11 +2502,9 @@ static void expr(tpl_comp *c, tpl_node *n)
     }
     case TPL_N_CONCAT: {
         uint32_t cnt = 0;
-        /* Concat.as_const folds when every operand does, str() of a folded Undefined included:
-         * `1[:-1] ~ "a"` is "a" */
-        bool fold = c->syn == TPL_SYN_JINJA && folds_const(n) && (!c->ae_volatile || !has_filter(n->a));
+        /* (Concat.as_const folds when every operand does, str() of a folded Undefined included:
+         * `1[:-1] ~ "a"` is "a": fold_val) */
         for (tpl_node *x = n->a; x; x = x->next) {
-            if (fold && x->kind == TPL_N_SLICE) c->slice_undef = x;
             expr(c, x);
             cnt++;
         }
@@ -4812,7 +5038,6 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_OUTPUT: {
         c->slice_undef = n->a; /* (Jinja2's _output_child_to_const: a folded Undefined prints) */
-        c->slice_undef_out = true;
         /* in a volatile autoescape block a constant output (as_const, where no filter folds) is
          * escaped as the code generator's autoescape says, any other as the run-time value */
         bool ae = c->autoescape;
