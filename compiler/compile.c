@@ -170,6 +170,7 @@ struct tpl_comp {
                               * read as through a context's top (scope_var.ctx_hidden, `missing`) */
     int include_depth;
     scope *inc_top;          /* the top-level scope of the included or imported template being compiled */
+    tpl_node *inc_root;      /* and its statements (where its own blocks are, for self.BLOCK()) */
     scope *free_scopes;      /* popped scopes, reused by push_scope with their variable arrays (a
                               * scope per loop or with block kept for the whole compile was ~10x
                               * a template of small loops: issue 13 §1); linked through parent */
@@ -4357,6 +4358,56 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
 }
 
 /* super() and self.NAME() inside blocks: the block's output as a value. */
+/* The block named name among an included template's statements n (Jinja2 finds blocks anywhere
+ * in a template: loops, ifs, macros, with, call and filter blocks), or NULL. */
+static tpl_node *find_own_block(tpl_node *n, tpl_value name)
+{
+    for (; n; n = n->next) {
+        if (n->kind == TPL_N_BLOCK && n->val.len == name.len && !memcmp(n->val.u.s, name.u.s, name.len)) return n;
+        tpl_node *r = NULL;
+        switch (n->kind) {
+        case TPL_N_FOR:
+            if (!(r = find_own_block(n->c, name))) r = find_own_block(n->d, name);
+            break;
+        case TPL_N_IF: {
+            tpl_node *x = n;
+            for (; !r && is_elif(x->c); x = x->c) r = find_own_block(x->b, name);
+            if (!r) r = find_own_block(x->b, name);
+            if (!r) r = find_own_block(x->c, name);
+            break;
+        }
+        case TPL_N_CALLBLOCK: r = find_own_block(n->c, name); break;
+        case TPL_N_MACRO: case TPL_N_SETBLOCK: case TPL_N_FILTERBLOCK: case TPL_N_WITH: case TPL_N_AUTOESCAPE:
+        case TPL_N_GENERATION: case TPL_N_BLOCK:
+            r = find_own_block(n->b, name);
+            break;
+        default: break;
+        }
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* The body of block n of an included or imported template, rendered where it stands or by
+ * self.NAME() there: it sees that template's top level, not the loops around it (scoped: all). */
+static void inc_block_body(tpl_comp *c, tpl_node *n, bool scoped)
+{
+    tpl_block *save_b = c->cur_block;
+    scope *save_scope = c->fn->scope;
+    loopctx *save_loop = c->fn->loop;
+    c->cur_block = NULL;
+    if (!scoped) {
+        if (c->inc_fn == c->fn && c->inc_top) c->fn->scope = c->inc_top;
+        c->fn->loop = NULL;
+    }
+    push_scope(c, c->inc_fn != c->fn && !scoped);
+    frame_init(c, n->b);
+    body(c, n->b);
+    c->fn->scope = save_scope;
+    c->fn->loop = save_loop;
+    c->cur_block = save_b;
+}
+
 static bool block_call(tpl_comp *c, tpl_node *n)
 {
     tpl_node *fn = n->a;
@@ -4436,6 +4487,24 @@ static bool block_call(tpl_comp *c, tpl_node *n)
     tpl_value bname = fn->kind == TPL_N_GETATTR ? fn->val : /* self.name() or self["name"]() */
                       fn->kind == TPL_N_GETITEM && fn->b->kind == TPL_N_CONST && fn->b->val.type == TPL_T_STR ? fn->b->val
                                                                                                               : tpl_v_none();
+    if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
+        c->include_depth > 0) {
+        /* in an included or imported template: its own block (Jinja2's TemplateReference of that
+         * template's context), rendered as it renders in place there; never the main template's */
+        tpl_node *bn = c->inc_root ? find_own_block(c->inc_root, bname) : NULL;
+        res_kind r = bn ? resolve(c, fn->a->val, &slot) : R_LOCAL;
+        if (r != R_GLOBAL && r != R_BUILTIN) return false;
+        if (c->self_stored) {
+            cerror(c, fn->a->off, "unsupported: reading `self` after an assignment of a variable named self "
+                   "(Jinja2's `self` is then undefined)");
+            return true;
+        }
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+        inc_block_body(c, bn, false);
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        if (c->autoescape) emit_markup(c);
+        return true;
+    }
     if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
         c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, bname)) {
         if (c->self_stored) {
@@ -4663,12 +4732,15 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->inc_top = push_scope(c, without);
     if (c->inc_top) c->inc_top->ctx_top = true;
     c->inc_fn = c->fn;
+    tpl_node *save_iroot = c->inc_root;
+    c->inc_root = root->b;
     uint32_t mark = closure_mark(c, root->b);
     frame_init(c, root->b);
     body(c, root->b);
     closure_close(c, mark);
     tpl_arena_free(&ta);
     c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
+    c->inc_root = save_iroot;
     pop_scope(c);
     c->inc_fn = save_fn;
     c->cur_block = save_b;
@@ -4768,6 +4840,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     if (s) s->ctx_top = true;
     c->inc_top = s;
     c->inc_fn = c->fn;
+    tpl_node *save_iroot = c->inc_root;
+    c->inc_root = root->b;
     new_slot(c); /* slot 0: the exports */
     predeclare(c, root->b);
     body(c, root->b);
@@ -4789,6 +4863,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     emit(c, TPL_OP_HALT, 0, 0);
     tpl_arena_free(&ta);
     c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
+    c->inc_root = save_iroot;
     pop_scope(c);
     func mod = c->root;
     c->root = save_root;
@@ -4936,6 +5011,8 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     c->cur_block = NULL;
     c->inc_top = s;
     c->inc_fn = c->fn;
+    tpl_node *save_iroot = c->inc_root;
+    c->inc_root = root->b;
     predeclare(c, root->b);
     uint32_t mark = closure_mark(c, root->b);
     emit(c, TPL_OP_CAPTURE, 0, 0);
@@ -4973,6 +5050,7 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     }
     tpl_arena_free(&ta);
     c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
+    c->inc_root = save_iroot;
     pop_scope(c);
     c->inc_fn = save_fn;
     c->cur_block = save_b;
@@ -5333,21 +5411,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         if (c->include_depth > 0) {
             /* a block of an included or imported template: that template's own block, rendered
              * in place (the main template's inheritance does not reach it) */
-            tpl_block *save_b = c->cur_block;
-            scope *save_scope = c->fn->scope;
-            loopctx *save_loop = c->fn->loop;
-            c->cur_block = NULL;
-            if (!(n->op & 1)) {
-                /* it sees that template's top level, not the loops around it */
-                if (c->inc_fn == c->fn && c->inc_top) c->fn->scope = c->inc_top;
-                c->fn->loop = NULL;
-            }
-            push_scope(c, c->inc_fn != c->fn && !(n->op & 1));
-            frame_init(c, n->b);
-            body(c, n->b);
-            c->fn->scope = save_scope;
-            c->fn->loop = save_loop;
-            c->cur_block = save_b;
+            inc_block_body(c, n, (n->op & 1) != 0);
             return;
         }
         compile_block(c, n->val, 0, n->off, n->op & 1 ? BLOCK_SEE_ALL : BLOCK_SEE_TOP);
