@@ -199,6 +199,11 @@ struct tpl_comp {
     const tpl_node *slice_undef; /* an output's child: Jinja2's code generator folds it at once (fold_val) */
     const tpl_node *undef_slices[8]; /* failing slices of literals a fold makes an Undefined (fold_mark) */
     size_t nundef_slices;
+    scope *blk_ctx;          /* a scoped block's call site, while its body compiles: the context it
+                              * got (Jinja2's context.derived(locals())), which a block placed in
+                              * it that is not scoped gets too (NULL: the template's own) */
+    func *blk_ctx_fn;        /* and the function it is compiled in */
+    loopctx *blk_ctx_loop;   /* and the loop around it */
     tpl_trcall *trcalls;     /* tr() calls (lint, tr-extract) */
     size_t ntrcalls, trcap;
     uint32_t read_at;        /* offset + 1 of the next read's own location when not cur_off (a call's name) */
@@ -4284,7 +4289,18 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->cur_block_pos = pos;
     scope *save_scope = c->fn->scope, *save_root = c->root.scope;
     loopctx *save_loop = c->fn->loop;
-    if (see == BLOCK_SEE_TOP) {
+    scope *save_bctx = c->blk_ctx;
+    func *save_bctx_fn = c->blk_ctx_fn;
+    loopctx *save_bctx_loop = c->blk_ctx_loop;
+    if (see == BLOCK_SEE_TOP && c->blk_ctx && c->blk_ctx_fn == c->fn && c->include_depth == 0) {
+        /* a block that is not scoped, placed in a scoped one: the context that one got (Jinja2
+         * renders it with the enclosing block function's `context`: the scoped block's derived
+         * one, with the loop variables and names of where that block stands; not what its body
+         * set) -- nbconvert's in_prompt in codecell scoped in any_cell scoped in `for cell` */
+        c->fn->scope = c->blk_ctx;
+        c->fn->loop = c->blk_ctx_loop;
+        push_scope(c, false);
+    } else if (see == BLOCK_SEE_TOP) {
         /* only the template's top-level names stay visible: the function's outermost scope at
          * template level; in a macro, a scope of its own (the macro's names hidden) */
         scope *top = c->root.scope;
@@ -4294,6 +4310,11 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         if (c->fn == &c->root) push_scope(c, false);
         else push_scope(c, true);
     } else {
+        if (see == BLOCK_SEE_ALL) {
+            c->blk_ctx = c->fn->scope;
+            c->blk_ctx_fn = c->fn;
+            c->blk_ctx_loop = c->fn->loop;
+        }
         push_scope(c, false);
     }
     scope *save_base = c->cur_block_base;
@@ -4332,6 +4353,9 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->cur_block_base = save_base;
     c->cur_block_fn = save_bfn;
     c->cur_block_loop = save_bloop;
+    c->blk_ctx = save_bctx;
+    c->blk_ctx_fn = save_bctx_fn;
+    c->blk_ctx_loop = save_bctx_loop;
     if (own && c->fn->scope == own) pop_scope(c); /* (its scope reused: a scope per block was ~7x a template of blocks) */
     c->fn->scope = save_scope;
     c->root.scope = save_root;
