@@ -2759,6 +2759,7 @@ static erb_def *def_target(erb_low *L, const tpl_node *n)
 {
     if (n->a) return NULL;
     erb_def *d = def_find(L, n->val, false);
+    if (!d && L->in_def && name_is(n->val, "respond_to?")) return NULL;   /* Object's (self_respond_to) */
     if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
         d = def_find(L, n->val, true);
     return d;
@@ -2902,6 +2903,38 @@ static bool self_method(tpl_value name)
     for (int i = 0; m[i]; i++)
         if (name_is(name, m[i])) return true;
     return false;
+}
+
+/* Receiver-less respond_to?(:name) / respond_to?("name", include_all) without a self object (erb_self: self's own
+ * respond_to? when it runs): Ruby asks the view object, whose methods are Object's and Kernel's (self_method) and
+ * the template's defs; a state key is a local, no method. A template method answers true once its def ran; a name
+ * neither Ruby's main object, tpl's own functions nor a host function has answers false. Others (Object's and
+ * Kernel's methods, whose answer depends on their visibility, tpl's and the host's functions, a name that is not a
+ * literal) are left to the refusal (false returned). */
+static bool self_respond_to(erb_low *L, const tpl_node *n, bool used)
+{
+    const tpl_node *a1 = n->b, *a2 = a1 ? a1->next : NULL;
+    if (n->c || !a1 || a1->kind != TPL_N_ARG || !a1->a || a1->a->kind != TPL_N_CONST || a1->a->val.type != TPL_T_STR)
+        return false;
+    if (a2 && (a2->kind != TPL_N_ARG || a2->next || !a2->a || a2->a->kind != TPL_N_CONST ||
+               (a2->a->val.type != TPL_T_BOOL && a2->a->val.type != TPL_T_NONE)))
+        return false;
+    tpl_value name = a1->a->val;
+    if (!name.len || self_method(name) || ruby_kernel_method(name) || (name.len >= 2 && name.u.s[0] == '_' && name.u.s[1] == '_') ||
+        tpl_builtin_find(TPL_BK_RKERNEL, name.u.s, name.len) >= 0 || tpl_c_host_func(C, name, TPL_HOST_GLOBAL))
+        return false;
+    /* (a def further on, or one a def runs later: its slot, which holds the method once the def ran) */
+    erb_def *d = def_find(L, name, true);
+    if (d) {
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, L->in_def ? TPL_OP_LOAD_ROOT : TPL_OP_LOAD_SLOT, d->slot, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(def)")));
+        tpl_c_emit(C, TPL_OP_NOT_RB, 0, 0);
+        tpl_c_emit(C, TPL_OP_NOT_RB, 0, 0);
+    } else
+        tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    return true;
 }
 
 /* method(:name) of a template method defined before, of required parameters only, as a value: the node
@@ -3317,6 +3350,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
             if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
             return;
         }
+        if (id < 0 && name_is(n->val, "respond_to?") && self_respond_to(L, n, used)) return;
         if (id < 0) {
             /* NoMethodError when the call runs, as in Ruby (a branch that never runs renders; lint reports it) */
             /* a Kernel method Ruby has and tpl does not (Rational, Complex, ...): tpl's refusal, no rescue takes it */

@@ -80,12 +80,46 @@ def reads(src):
     # `for x in @list` / `@list.each do |x|` handled above; locals from scope.lookupvar('x')
     for m in re.finditer(r"lookupvar\(\s*['\"](?:::)?(?:\w+::)*(\w+)['\"]\s*\)", code):
         found.setdefault(("@" + m.group(1),), None)
+    # a bare local indexed by literal keys (fpm's `attributes[:rpm_x]`, Vagrant's `options[:ip]`): a Hash
+    params = set()
+    for m in re.finditer(r"\|\s*\(?([\w\s,()]+)\)?\s*\|", code):
+        params.update(re.findall(ID, m.group(1)))
+    for m in re.finditer(r"(?<![\w@.:$])([a-z_]\w*)((?:" + KEY + r")+)", code):
+        root = m.group(1)
+        if root in params or root in ("node", "scope", "config", "options") or root in RUBY_WORDS:
+            continue
+        keys = [a or b or c for a, b, c in re.findall(KEY, m.group(2))]
+        path = (root,) + tuple(keys)
+        for i in range(1, len(path)):
+            found[path[:i]] = "hash"
+        found.setdefault(path, None)
+    # the items of a collection a block iterates (`networks.each do |net|` ... `net[:ip]`, `networks[0][:device]`):
+    # Hashes of the keys the template reads from them, a path (ROOT..., "[]", KEY...)
+    for m in re.finditer(r"(@?[a-z_]\w*(?:" + KEY + r")*)\.(?:each|map|collect|select|reject|find|detect|each_with_index|"
+                         r"sort_by|flat_map|any\?|all\?|count|group_by|filter_map)\s*(?:do|\{)\s*\|\s*(\w+)\s*[|,]", code):
+        root = (m.group(1).split("[")[0],) + tuple(a or b or c for a, b, c in re.findall(KEY, m.group(1)))
+        var = m.groups()[-1]
+        for k in re.finditer(r"(?<![\w@.])" + var + r"((?:" + KEY + r")+)", code[m.end():]):
+            keys = tuple(a or b or c for a, b, c in re.findall(KEY, k.group(1)))
+            found[root + ("[]",) + keys] = None
+    for m in re.finditer(r"(?<![\w.:])(@?[a-z_]\w*)\[\s*0\s*\]((?:" + KEY + r")+)", code):
+        keys = tuple(a or b or c for a, b, c in re.findall(KEY, m.group(2)))
+        found[(m.group(1),) + ("[]",) + keys] = None
     return found
+
+
+RUBY_WORDS = {"if", "unless", "and", "or", "not", "in", "then", "else", "elsif", "when", "case", "while", "until",
+              "do", "end", "return", "puts", "print", "p", "yield", "self", "nil", "true", "false", "super"}
 
 
 def build(found):
     state = {}
+    elems = collections.defaultdict(dict)
     for path in sorted(found, key=len):
+        if "[]" in path:
+            i = path.index("[]")
+            elems[path[:i]][path[i + 1:]] = found[path]
+            continue
         kind = found[path]
         d = state
         for p in path[:-1]:
@@ -104,6 +138,19 @@ def build(found):
             d[key] = "%s-value" % key
         else:
             d[key] = default_for(key)
+    for root, sub in elems.items():
+        items = []
+        for suffix in ("a", "b"):
+            item = build({k: v for k, v in sub.items() if k})
+            fill_hashes(item, "")
+            items.append(json.loads(json.dumps(item).replace("-value", "-" + suffix)))
+        d = state
+        for p in root[:-1]:
+            key = p.lstrip("@")
+            if not isinstance(d.get(key), dict):
+                d[key] = {}
+            d = d[key]
+        d[root[-1].lstrip("@")] = items
     fill_hashes(state, "")
     # a name Ruby cannot bind as a local (ES_HOME): left out (the oracle sets each state key as one)
     return {k: v for k, v in state.items() if re.match(r"[a-z_][A-Za-z0-9_]*$", k)}
