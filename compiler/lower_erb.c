@@ -169,6 +169,7 @@ static struct erb_def *def_find(erb_low *L, tpl_value name, bool create);
 static void def_call(erb_low *L, struct erb_def *d, tpl_node *n, tpl_node *argl, bool bare, bool used);
 static void def_(erb_low *L, tpl_node *n, bool used);
 static void fail_msg(erb_low *L, uint32_t off, int delta, const char *fmt, const tpl_value *name);
+static bool self_method(tpl_value name);
 struct own_group;
 static bool ov_owned(erb_low *L, const tpl_node *r, bool items, bool *twin, struct own_group *g);
 static const tpl_node *item_root(const tpl_node *r);
@@ -2760,7 +2761,10 @@ static erb_def *def_target(erb_low *L, const tpl_node *n)
     if (n->a) return NULL;
     erb_def *d = def_find(L, n->val, false);
     if (!d && L->in_def && name_is(n->val, "respond_to?")) return NULL;   /* Object's (self_respond_to) */
-    if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
+    /* (a method of Ruby's main object is no forward def: an undefined one's NoMethodError, which a rescue takes,
+     * would be a different answer from the method Ruby calls; it is refused as outside a def) */
+    if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL) &&
+        !self_method(n->val))
         d = def_find(L, n->val, true);
     return d;
 }
@@ -3360,7 +3364,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
             for (int i = 0; io_kernel[i]; i++) io = io || name_is(n->val, io_kernel[i]);
             char msg[260];
             snprintf(msg, sizeof msg, io ? "unsupported Ruby construct: Kernel#%.*s " RB_NO_IO
-                                    : ruby_kernel_method(n->val) ? "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl"
+                                    : ruby_kernel_method(n->val) || self_method(n->val) ? "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl"
                                                                 : "undefined method `%.*s' for main:Object (NoMethodError)",
                      n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
             tpl_c_at(C, n->off);
@@ -3817,7 +3821,8 @@ static void expr_(erb_low *L, tpl_node *n)
         if (!ivar) {
             /* a method of the template called without arguments (in a def: any name that is no local) */
             erb_def *d = n->op ? NULL : def_find(L, n->val, false);
-            if (!d && L->in_def && !n->op && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0) d = def_find(L, n->val, true);
+            if (!d && L->in_def && !n->op && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !self_method(n->val))
+                d = def_find(L, n->val, true);
             if (d && !L->in_def) {
                 /* the binding's local of that name (a state key, even nil or false) first, as Ruby reads it */
                 tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
@@ -3841,6 +3846,11 @@ static void expr_(erb_low *L, tpl_node *n)
         if (!ivar && !n->op && !L->in_def && !tpl_c_options(C)->erb_self && name_is(n->val, "_erbout")) {
             /* ERB's own output buffer (a local of its script), whatever the state holds */
             tpl_c_error(C, n->off, "unsupported Ruby construct: _erbout (ERB's output buffer)");
+            return;
+        }
+        if (!ivar && !n->op && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_options(C)->erb_self && self_method(n->val)) {
+            /* in a def (no binding's locals there): Ruby calls the method, tpl refuses (no rescue takes it) */
+            fail_msg(L, n->off, 1, "unsupported Ruby construct: Kernel#%.*s called without a receiver", &n->val);
             return;
         }
         if (!ivar && !n->op && !L->in_def && !tpl_c_options(C)->erb_self && self_method(n->val)) {

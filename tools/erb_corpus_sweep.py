@@ -14,7 +14,7 @@ usage: tools/erb_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--show] [--var
   is indexed by a literal key, an Array where it iterates one name, joins, maps or sorts, an Integer
   for ports, sizes, timeouts and counts, true for flags, else a String). Then repaired from the
   oracle's errors (NameError adds the name; "undefined method `each' for String" makes it an Array
-  ...), up to 10 rounds. Variant 1 is the generated state, variant 2 flips flags to false, empties
+  ...), up to 40 rounds. Variant 1 is the generated state, variant 2 flips flags to false, empties
   collections and zeroes counts (--variants 2), or if Ruby refuses that, keeps every Hash's keys, or
   else only flips the flags.
   (TPLC=path/to/tplc, default build/tplc.) Prints one line per non-identical render and a tally.
@@ -292,7 +292,7 @@ def repair(state, err):
 
 def gen_states(tpl, src, nvar):
     state = build(reads(src))
-    for _ in range(10):
+    for _ in range(40):
         b = oracle(tpl, state)
         if b[0] == 0:
             break
