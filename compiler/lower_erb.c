@@ -2094,6 +2094,128 @@ static __attribute__((noinline)) bool bound_refusal(erb_low *L, tpl_value m, con
     return true;
 }
 
+/* Whether statement s (a block body's, whole) assigns `name` an object no other name holds: `v = v.strip`, or a
+ * multiple assignment's `k, v = v.split(":")` (its hidden local's fresh items). */
+static bool rebinds_fresh(erb_low *L, const tpl_node *s, tpl_value name, int depth)
+{
+    if (!s || depth > 4) return false;
+    if (s->kind == TPL_N_RSTMTS) {
+        for (const tpl_node *t = s->b; t; t = t->next)
+            if (rebinds_fresh(L, t, name, depth + 1)) return true;
+        return false;
+    }
+    if (s->kind != TPL_N_SET || !s->a || s->a->kind != TPL_N_NAME || s->a->val.len != name.len ||
+        memcmp(s->a->val.u.s, name.u.s, name.len) != 0)
+        return false;
+    const tpl_node *v = s->b;
+    if (v && v->kind == TPL_N_GETITEM && is_masgn_tmp(v->a)) {
+        own_var *tv = ov_find(L, L->scope, v->a->val, false);
+        return tv && (tv->flags & OV_ASSIGNED) && !(tv->flags & (OV_ITEMS | OV_ESCAPED));
+    }
+    /* (a string literal may be frozen: frozen_string_literal) */
+    return v && fresh(v) && v->kind != TPL_N_OR && v->kind != TPL_N_AND && v->kind != TPL_N_CONST;
+}
+
+/* A block's parameter that a whole statement of that block's body, before the one changing it, assigned an
+ * object no other name holds (mongodb's `[@p].flatten.each do |v| k, v = v.split(c); v.strip!`): the change is
+ * Ruby's on that new object, the item stays as it was. The variable must never escape nor take a value held
+ * elsewhere anywhere in the template (the scan is by name, not by flow). */
+static bool param_rebound(erb_low *L, tpl_value name, uint32_t off)
+{
+    int i = (L->nblk > 32 ? 32 : L->nblk) - 1;
+    for (; i >= 0; i--)
+        if (L->bblk[i] && params_have(L->bblk[i]->a, name, 0)) break;
+    if (i < 0) return false;
+    own_var *v = ov_find(L, L->scope, name, false);
+    if (!v || !(v->flags & OV_ASSIGNED) || (v->flags & (OV_NONFRESH | OV_ESCAPED | OV_ITEMS | OV_PARAM))) return false;
+    for (const tpl_node *s = L->bblk[i]->b; s && s->next && s->next->off <= off; s = s->next)
+        if (rebinds_fresh(L, s, name, 0)) return true;
+    return false;
+}
+
+/* A change statement `x.m!(c...)` (a whole statement: its receiver a variable, its arguments constants). */
+static bool bare_change(const tpl_node *s)
+{
+    if (!s || s->kind != TPL_N_RMETHOD || !s->a || s->a->kind != TPL_N_NAME || s->c) return false;
+    if (!(s->val.len > 1 && s->val.u.s[s->val.len - 1] == '!') && !in_set(s->val, any_changers)) return false;
+    for (const tpl_node *g = s->b; g; g = g->next)
+        if (g->kind != TPL_N_ARG || !g->a || g->a->kind != TPL_N_CONST) return false;
+    return true;
+}
+
+/* A condition that only reads: comparisons, truth tests and reading methods of variables and constants. */
+static bool plain_cond(const tpl_node *n, int depth)
+{
+    if (!n || depth > 8) return false;
+    switch (n->kind) {
+    case TPL_N_NAME: case TPL_N_CONST: case TPL_N_RIVAR:
+        return true;
+    case TPL_N_AND: case TPL_N_OR:
+        return plain_cond(n->a, depth + 1) && plain_cond(n->b, depth + 1);
+    case TPL_N_COMPARE:
+        for (const tpl_node *o = n->b; o; o = o->next)
+            if (!plain_cond(o->a, depth + 1)) return false;
+        return plain_cond(n->a, depth + 1);
+    case TPL_N_RMETHOD:
+        if (n->c || !n->a || !in_set(n->val, fresh_methods)) return false;
+        for (const tpl_node *g = n->b; g; g = g->next)
+            if (g->kind != TPL_N_ARG || !plain_cond(g->a, depth + 1)) return false;
+        return plain_cond(n->a, depth + 1);
+    default:
+        return false;
+    }
+}
+
+/* A change statement, bare or `x.m! if cond` (a reading condition, no else); *recv its receiver. */
+static bool change_stmt(const tpl_node *s, const tpl_node **recv)
+{
+    if (s && s->kind == TPL_N_IF && !s->c && s->b && !s->b->next && plain_cond(s->a, 0)) s = s->b;
+    if (!bare_change(s)) return false;
+    *recv = s->a;
+    return true;
+}
+
+/* The statement list (its first node) holding the statement whose receiver node is r, searched under n (a
+ * bounded walk: *budget nodes); NULL when none. */
+static const tpl_node *list_of_change(const tpl_node *n, const tpl_node *r, int depth, int *budget)
+{
+    for (const tpl_node *head = n, *s = n; s; s = s->next) {
+        if (--*budget < 0 || depth > 40) return NULL;
+        if (s->kind == TPL_N_RMETHOD && s->a == r) return head;
+        if (s->kind == TPL_N_IF && s->b && s->b->kind == TPL_N_RMETHOD && s->b->a == r && !s->b->next) return head;
+        if (s->kind == TPL_N_RDEF) continue;
+        const tpl_node *kids[3] = { s->a, s->b, s->c };
+        for (int k = 0; k < 3; k++) {
+            const tpl_node *h = kids[k] ? list_of_change(kids[k], r, depth + 1, budget) : NULL;
+            if (h) return h;
+        }
+    }
+    return NULL;
+}
+
+/* A change `x.strip!` as a whole statement of a block's body (or of a branch in it) right after a whole statement
+ * that assigned x an object no other name holds (mongodb's `[@p].flatten.each do |v| k, v = v.split(c)` then
+ * `k.strip!` and `v.strip!`), with only text and other such changes between: Ruby changes that new object,
+ * which nothing else holds yet (what x held before, a parameter's item, stays as it was), whatever x does
+ * further on. */
+static bool rebound_before(erb_low *L, const tpl_node *r)
+{
+    if (!L->nblk || !r || r->kind != TPL_N_NAME) return false;
+    const tpl_node *blk = L->bblk[(L->nblk > 32 ? 32 : L->nblk) - 1];
+    int budget = 20000;
+    const tpl_node *head = blk ? list_of_change(blk->b, r, 0, &budget) : NULL;
+    bool rebound = false;
+    for (const tpl_node *s = head; s; s = s->next) {
+        const tpl_node *recv = NULL;
+        bool ch = change_stmt(s, &recv);
+        if (recv == r) return rebound;
+        if ((s->kind == TPL_N_RMETHOD && s->a == r) || (s->kind == TPL_N_IF && s->b && s->b->a == r)) return false;
+        if (rebinds_fresh(L, s, r->val, 0)) rebound = true;
+        else if (s->kind != TPL_N_TEXT && !ch) rebound = false;
+    }
+    return false;
+}
+
 static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, int *check, const tpl_node **twin,
                      int *wbframe, const tpl_node **chknode, own_group *grp)
 {
@@ -2141,6 +2263,7 @@ static bool own_site(erb_low *L, const tpl_node *r, tpl_value m, uint32_t off, i
         return true;
     }
     grp->n = 0;
+    if (rebound_before(L, r) || (r->kind == TPL_N_NAME && param_rebound(L, r->val, off))) return true;
     if ((kind == 1 || name_is(m, "freeze")) && wbframe && r->kind == TPL_N_NAME) {
         /* the item of an each loop over a variable's array (no other name holds it: the loop's param did
          * not escape): written back after the change */
