@@ -2884,10 +2884,7 @@ static erb_def *def_target(erb_low *L, const tpl_node *n)
     if (n->a) return NULL;
     erb_def *d = def_find(L, n->val, false);
     if (!d && L->in_def && name_is(n->val, "respond_to?")) return NULL;   /* Object's (self_respond_to) */
-    /* (a method of Ruby's main object is no forward def: an undefined one's NoMethodError, which a rescue takes,
-     * would be a different answer from the method Ruby calls; it is refused as outside a def) */
-    if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL) &&
-        !self_method(n->val))
+    if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
         d = def_find(L, n->val, true);
     return d;
 }
@@ -3944,8 +3941,7 @@ static void expr_(erb_low *L, tpl_node *n)
         if (!ivar) {
             /* a method of the template called without arguments (in a def: any name that is no local) */
             erb_def *d = n->op ? NULL : def_find(L, n->val, false);
-            if (!d && L->in_def && !n->op && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !self_method(n->val))
-                d = def_find(L, n->val, true);
+            if (!d && L->in_def && !n->op && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0) d = def_find(L, n->val, true);
             if (d && !L->in_def) {
                 /* the binding's local of that name (a state key, even nil or false) first, as Ruby reads it */
                 tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, key), 1);
@@ -3969,11 +3965,6 @@ static void expr_(erb_low *L, tpl_node *n)
         if (!ivar && !n->op && !L->in_def && !tpl_c_options(C)->erb_self && name_is(n->val, "_erbout")) {
             /* ERB's own output buffer (a local of its script), whatever the state holds */
             tpl_c_error(C, n->off, "unsupported Ruby construct: _erbout (ERB's output buffer)");
-            return;
-        }
-        if (!ivar && !n->op && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_options(C)->erb_self && self_method(n->val)) {
-            /* in a def (no binding's locals there): Ruby calls the method, tpl refuses (no rescue takes it) */
-            fail_msg(L, n->off, 1, "unsupported Ruby construct: Kernel#%.*s called without a receiver", &n->val);
             return;
         }
         if (!ivar && !n->op && !L->in_def && !tpl_c_options(C)->erb_self && self_method(n->val)) {
@@ -5086,7 +5077,11 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
     else tpl_c_emit(C, TPL_OP_LOAD_SLOT, d->slot, 1);
     tpl_c_word(C, tpl_c_name(C, hidden));
     uint32_t ok = tpl_c_emit(C, TPL_OP_JT_RB_KEEP, 0, -1);
-    fail_msg(L, n->off, 1, bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
+    /* (a method of Ruby's main object tpl lacks, no template def ran: Ruby calls its own, tpl refuses; a NoMethodError
+     * here, which a rescue takes, would be a different answer: `def f; instance_variable_get("@x") rescue 0 end`) */
+    fail_msg(L, n->off, 1, self_method(n->val) ? (bare ? "unsupported Ruby construct: Kernel#%.*s called without a receiver"
+                                                       : "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl")
+                         : bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
                                 : "undefined method `%.*s' for main:Object (NoMethodError)", &n->val);
     tpl_c_patch(C, ok, tpl_c_here(C));
     if (d->sig && !d->nkw && !d->kwrest) {
