@@ -2420,6 +2420,14 @@ static void self_kernel_guard(erb_low *L, tpl_value name, uint32_t off)
     tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* lambda { } / proc { } without a receiver (not ->() { }, which is the syntax's own lambda, its
+ * block at the arrow): Ruby calls self's own lambda/proc when self has one — the guard's located
+ * refusal then, as for loop */
+static void proc_kernel_guard(erb_low *L, const tpl_node *lit)
+{
+    if (!lit->a && lit->c && lit->c->off != lit->off) self_kernel_guard(L, lit->val, lit->off);
+}
+
 /* The required and optional parameters of a Proc literal's block (false: refused, with the error). */
 static bool proc_sig(erb_low *L, const tpl_node *lit, int *nreq, int *nopt, bool *neg)
 {
@@ -2451,6 +2459,7 @@ static uint32_t proc_block_bl(erb_low *L, tpl_node *lit, bool *lam, int *nreq, i
 {
     *lam = name_is(lit->val, "lambda");
     if (!proc_sig(L, lit, nreq, nopt, neg)) return 0;
+    proc_kernel_guard(L, lit);
     L->pending_call = NULL;
     L->sub_lambda = *lam;
     uint32_t w = block_sub(L, lit->c, bl);
@@ -2948,6 +2957,7 @@ static bool block_arg(erb_low *L, tpl_node *n)
         int nreq, nopt;
         bool neg;
         if (!proc_sig(L, e, &nreq, &nopt, &neg)) return false;
+        proc_kernel_guard(L, e);
         bool to_def = !n->a && def_find(L, n->val, false);
         if (name_is(e->val, "lambda") && !to_def && !lambda_blockarg_ok(L, n, e, nreq, nopt)) return false;
         if (nopt && !(to_def && name_is(e->val, "lambda"))) { tpl_c_error(C, e->off, "unsupported Ruby construct: &proc with optional parameters"); return false; }
