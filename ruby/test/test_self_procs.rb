@@ -1,8 +1,11 @@
 # Issue 20, session 36: lambda { } / proc { } without a receiver call self's own lambda/proc
 # when the binding's self has one (Ruby's method lookup): a located refusal, as for loop;
-# ->() { } is the syntax's own.
+# ->() { } is the syntax's own. Host code the render calls is the host's: a Ruby method that
+# loops is not bounded by tpl's fuel, and a throw, Timeout or Thread#kill out of it ends the
+# render and goes on as Ruby's jump (the render's own work stays fuel-bounded).
 require "minitest/autorun"
 require "erb"
+require "timeout"
 require "tpl"
 
 class TestSelfProcs < Minitest::Test
@@ -56,5 +59,27 @@ class TestSelfProcs < Minitest::Test
       end
     end
     SAME.each { |src| assert_equal Own.new.run(src, ERB), Own.new.run(src, Tpl::ERB), src }
+  end
+
+  class Spin
+    def spin = loop {}
+    def stop = throw(:done, "thrown")
+    def b = binding
+  end
+
+  def test_host_code_interrupted_by_timeout_throw_and_kill
+    t = Tpl::ERB.new("a<%= spin %>b")
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(Timeout::Error) { Timeout.timeout(0.3) { t.result(Spin.new.b) } }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0, :<, 5
+    src = "<% begin %><%= stop %><% rescue => e %>rescued<% end %>"
+    assert_equal catch(:done) { ERB.new(src).result(Spin.new.b) }, catch(:done) { Tpl::ERB.new(src).result(Spin.new.b) }
+    th = Thread.new { t.result(Spin.new.b) }
+    sleep 0.1
+    th.kill
+    assert_nil th.join(5)&.value
+    assert_equal false, th.status
+    assert_equal "ab", Tpl::ERB.new("a<%= 1 if false %>b").result(Spin.new.b)
+    assert_equal "x2", Tpl::ERB.new("x<%= [1].size + 1 %>").result(Spin.new.b)
   end
 end

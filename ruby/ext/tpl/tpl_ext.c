@@ -255,6 +255,10 @@ typedef struct rctx {
     int nivc;
     ID refused;             /* self's method whose call a callback refused (self_kernel_refused), or 0 */
     bool fuel_out;          /* a callback ran out of the render's fuel (drain_i) */
+    /* a callback's Ruby code left by a jump that is not an exception — a throw past the render
+     * (Timeout.timeout's, catch/throw), Thread#kill, exit's — : its tag (host_exception), the
+     * jump done again once the render has ended (render_given), rb_errinfo kept for it */
+    int jump;
 } rctx;
 
 /* Ruby code runs (a method, [], each, to_s, remembers?...): it may change self's @ivars, which
@@ -1122,6 +1126,15 @@ static bool class_text(VALUE s, bool under)
  * message; otherwise "Class: message", which no rescue takes. */
 static void host_exception(rctx *c, int state)
 {
+    if (state != RB_TAG_RAISE) {
+        /* (rb_errinfo is then no exception — a throw's data, a kill's signal —: left as it is for
+         * rb_jump_tag; the render ends on its fuel error, which no rescue in the template takes,
+         * and render_given jumps on) */
+        c->jump = state;
+        tpl_render_charge(c->r, UINT64_MAX);
+        tpl_host_error(c->r, "interrupted", NULL);
+        return;
+    }
     VALUE e = rb_errinfo();
     rb_set_errinfo(Qnil);
     c->exc = e;
@@ -2624,6 +2637,7 @@ again:
         }
         return Qnil;
     }
+    if (c->jump) return Qnil; /* (render_given jumps on) */
     const tpl_error *e = tpl_render_error(r);
     if (c->refused) self_kernel_raise(e, c->refused);
     /* (the host's payload: an exception a rescue in the template took, and so c->exc, is no
@@ -2746,6 +2760,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     memset(c->tagset, 0, sizeof c->tagset);
     c->refused = 0;
     c->fuel_out = false;
+    c->jump = 0;
     c->nivc = 0;
     c->ivars_in_state = false;
     memset(&c->set, 0, sizeof c->set);
@@ -2815,6 +2830,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     RB_GC_GUARD(state);
     RB_GC_GUARD(erb_self);
     tmpl_tell_gc(t);
+    if (!jump) jump = c->jump;
     if (jump) {
         VALUE exc;
         /* (errinfo stays the exception: it is the located one's cause, as a raise in a rescue) */
