@@ -29,7 +29,7 @@
 #include "tpl_store.h"
 
 #ifndef TPL_GC_TELL
-#define TPL_GC_TELL 0 /* tell Ruby's GC a Template's memory (tmpl_tell_gc) */
+#define TPL_GC_TELL 0 /* tell Ruby's GC a Template's memory as it grows (tmpl_tell_gc: off, why there) */
 #endif
 #define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
 #define POOL_MAX 8      /* idle render contexts kept per Template */
@@ -175,8 +175,8 @@ typedef struct tmpl {
      * so that many Templates made and dropped — Template.new/load in a loop — let GC run as their
      * malloc'd memory grows, as Ruby's own xmalloc'd objects do): prog_bytes (the program, its
      * .tplb size, and the reads tables) and ctx_bytes (its render contexts' blocks, counted by
-     * their allocator, ctx_alloc: atomically, as it runs without the GVL); gc_told is what the GC
-     * was last told (tmpl_tell_gc, with the GVL) */
+     * their allocator, ctx_alloc: atomically, as it runs without the GVL); gc_told is the most the GC
+     * was told (tmpl_tell_gc: growth only) */
     size_t prog_bytes, ctx_bytes, gc_told;
 } tmpl;
 
@@ -1755,7 +1755,6 @@ static void tmpl_free(void *ptr)
     free(t->ivar_id);
     free(t->ivar_early);
     free(t->fn_id);
-    if (TPL_GC_TELL && t->gc_told) rb_gc_adjust_memory_usage(-(ssize_t)t->gc_told);
     ruby_xfree(t);
 }
 
@@ -1781,22 +1780,31 @@ static const rb_data_type_t tmpl_type = {
     .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
 };
 
-/* Tells Ruby's GC the Template's memory as it is now (the change since it was last told).
- * TPL_GC_TELL: rb_gc_adjust_memory_usage is not called: with it (Templates made and dropped in a loop
- * kept RSS flat) the Ruby suite's GC.stress + compaction test of @ivars read up front
- * (test_ivars_only_gc_during_conversion, seed 27497, MALLOC_PERTURB_=166) hit Ruby's "[BUG] try to
- * mark T_NONE object": the changed GC timing shows a reference Ruby's GC does not see, not found yet.
- * (Session 34: a render's host objects were kept in an Array, which lets compaction move them, and
- * erb_tag read an unguarded String: both fixed (keep, erb_tag), yet that run still aborts with
- * TPL_GC_TELL 1. What the GC marks then is the json ext's own modules (JSON and its classes, in the
- * VM's defined_module_hash, which tpl_ext never holds), their heap page gone; valgrind shows no bad
- * access by tpl_ext, and the run passes with auto-compaction off.)
+/* Tells Ruby's GC the Template's memory as it grows: the growth past the most it was told
+ * (gc_told, a high-water mark), as Ruby's own xmalloc counts an allocation, so that Templates made
+ * and dropped in a loop (Template.new/load) would let the GC run as their malloc'd memory grows
+ * (RSS flat: a few MB over 100,000 Template.new/load + render, where it grows ~130 MB per 40,000
+ * untold). Never a decrease: Ruby's malloc counter restarts at every GC, and a Template's memory
+ * is freed by the sweep just after (tmpl_free).
+ * TPL_GC_TELL is 0: rb_gc_adjust_memory_usage is not called. It only adds to Ruby's malloc_increase
+ * and oldmalloc_increase counters (libruby 3.1.2's code: no GC of its own), yet the changed GC
+ * timing makes the Ruby suite's GC.stress + auto-compaction test of @ivars read up front
+ * (test_ivars_only_gc_during_conversion, minitest seed 27497, MALLOC_PERTURB_=166) abort with
+ * "[BUG] try to mark T_NONE object" in a GC started by keycache_new — also with growth-only
+ * telling (session 36), and not with TPL_GC_TELL 0 (seeds 27497 and 1 so tried). Session 36 read the
+ * core: the object marked is the main Ractor's (a T_DATA "ractor"), which a compaction moved
+ * although rb_vm_mark pins it — its old slot a freed T_MOVED whose forwarding address is the new
+ * one, and the 205 references to the old address in libruby's own malloc'd memory (among them the
+ * rb_ractor_t's self) not updated; tpl_ext never holds a Ractor. Sessions 34-35: the render's
+ * VALUEs in C memory are pinned (keep, the key cache, found[] on the machine stack); valgrind
+ * shows no bad access by tpl_ext, and the run passes with auto-compaction off. Not found yet.
  * ObjectSpace.memsize_of (tmpl_size) counts the memory either way. */
 static void tmpl_tell_gc(tmpl *t)
 {
     size_t now = t->prog_bytes + __atomic_load_n(&t->ctx_bytes, __ATOMIC_RELAXED);
-    size_t was = __atomic_exchange_n(&t->gc_told, now, __ATOMIC_RELAXED);
-    if (TPL_GC_TELL && now != was) rb_gc_adjust_memory_usage((ssize_t)now - (ssize_t)was);
+    size_t was = __atomic_load_n(&t->gc_told, __ATOMIC_RELAXED);
+    while (now > was && !__atomic_compare_exchange_n(&t->gc_told, &was, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    if (TPL_GC_TELL && now > was) rb_gc_adjust_memory_usage((ssize_t)(now - was));
 }
 
 /* The allocator of a Template's render contexts: malloc, counted in the Template's ctx_bytes */
