@@ -837,7 +837,11 @@ TPL_API tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *arg
  * r's next error). The error's payload (tpl_render_error_payload), when it had one, is the host's
  * from then on: read it first. TPL_OK when r had no error (*taken zeroed) or it is taken back;
  * the error's status, kept (*taken zeroed), when it is a limit's (fuel, memory, depth, output) or
- * out of memory: the render ends with it. TPL_ERR_USAGE when r is NULL or not rendering. */
+ * out of memory: the render ends with it. TPL_ERR_USAGE when r is NULL or not rendering. What the
+ * failed call allocated is given back when nothing made before it was changed by it and no host
+ * callback ran inside it (a Jinja render whose memory in use before the call was at most 64 KiB):
+ * values the call made, which the host never saw, die then, so a host catching a failing macro's
+ * error in a loop runs in bounded memory. */
 TPL_API tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken);
 
 /* From a callback of r's own running render: *out is the template's `v.name` (name len bytes,

@@ -119,6 +119,7 @@ void tpl_render_free(tpl_render *r)
     r->busy = true;
     tpl_vm *vm = &r->vm;
     tpl_allocator al = vm->alloc;
+    tpl_vm_rescue_free(vm);
     tpl_arena_free(&vm->arena);
     tpl_arena_free(&vm->state_arena);
     if (vm->ext) tpl_stdlib.ext_free(vm, vm->ext);
@@ -793,6 +794,7 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     if (__builtin_expect(!usable(r) || !p || !out || !out_len, 0)) return render_run_refused(r, p, out, out_len);
     r->busy = true;
     tpl_status st = run(r, p, out, out_len);
+    tpl_vm_rescue_free(&r->vm);
     r->busy = false;
     return st;
 }

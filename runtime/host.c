@@ -614,6 +614,118 @@ void *tpl_render_error_payload(const tpl_render *r)
     return r ? tpl_render_vm((tpl_render *)r)->host_payload : NULL;
 }
 
+/* ---- what a failed tpl_render_call allocated, given back when the host rescues its error
+ *
+ * A call's snapshot: the arena's mark, a copy of what the arena and the slots held before it
+ * and the VM's fields that point into the arena. When the call fails and the host takes its
+ * error back (tpl_render_rescue) with all of it unchanged — nothing made before the call was
+ * written, no host callback ran (the host may keep what it was given), no list or dict changed
+ * in place — nothing older can point into what the call allocated: the arena is rewound to the
+ * mark, so a host catching a failing macro's error in a loop runs in bounded memory (probe35:
+ * 50,000 catches of a macro that builds 10 KB then fails reached the memory limit; Jinja2's
+ * garbage is collected). Taken only while the arena and slots hold at most
+ * TPL_RESCUE_COPY_MAX bytes (its cost, a copy, per call), for Jinja programs. */
+#define TPL_RESCUE_COPY_MAX (64u * 1024u)
+
+typedef struct rescue_fields { /* (compared with memcmp: zeroed first) */
+    const void *own, *undo, *open_cl, *cur_cl, *p, *import_out;
+    uint64_t changes, dict_changes, dict_del_n, host_runs;
+    uint32_t own_n, own_cap, undo_n, dict_hole_n, slot_top, depth, inc_open, root_base, stack_top, import_out_len;
+    int ncaptures;
+} rescue_fields;
+
+struct tpl_rescue_snap {
+    tpl_arena_mark mark;
+    rescue_fields f;
+    /* the arena when the call failed: the host's rescue rewinds only if it is still so */
+    tpl_chunk *fail_head;
+    size_t fail_used, fail_total, bytes;
+    unsigned char copy[]; /* the marked chunks' used bytes, then slots [0, slot_top) */
+};
+
+static void rescue_fields_of(const tpl_vm *vm, rescue_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    f->own = vm->own;
+    f->undo = vm->undo;
+    f->open_cl = vm->open_cl;
+    f->cur_cl = vm->cur_cl;
+    f->p = vm->p;
+    f->import_out = vm->import_out.u.p;
+    f->import_out_len = vm->import_out.len;
+    f->changes = vm->changes;
+    f->dict_changes = vm->dict_changes;
+    f->dict_del_n = vm->dict_del_n;
+    f->host_runs = vm->host_runs;
+    f->own_n = vm->own_n;
+    f->own_cap = vm->own_cap;
+    f->undo_n = vm->undo_n;
+    f->dict_hole_n = vm->dict_hole_n;
+    f->slot_top = vm->slot_top;
+    f->depth = vm->depth;
+    f->inc_open = vm->inc_open;
+    f->root_base = vm->root_base;
+    f->stack_top = vm->stack_top;
+    f->ncaptures = vm->ncaptures;
+}
+
+static void rescue_drop(tpl_vm *vm, struct tpl_rescue_snap *sn)
+{
+    if (sn) vm->alloc.free(vm->alloc.data, sn, sizeof *sn + sn->bytes);
+}
+
+/* The snapshot before a call (NULL: none taken). */
+static struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
+{
+    if (tpl_vm_syntax(vm) != TPL_SYNTAX_JINJA) return NULL;
+    tpl_arena_mark m;
+    if (!tpl_arena_mark_take(&vm->arena, &m)) return NULL;
+    size_t bytes = (size_t)vm->slot_top * sizeof *vm->slots;
+    for (uint32_t i = 0; i < m.n; i++) {
+        bytes += m.ch[i].used;
+        if (bytes > TPL_RESCUE_COPY_MAX) return NULL;
+    }
+    if (bytes > TPL_RESCUE_COPY_MAX) return NULL;
+    struct tpl_rescue_snap *sn = vm->alloc.alloc(vm->alloc.data, sizeof *sn + bytes);
+    if (!sn) return NULL;
+    sn->mark = m;
+    sn->bytes = bytes;
+    rescue_fields_of(vm, &sn->f);
+    unsigned char *o = sn->copy;
+    for (uint32_t i = 0; i < m.n; i++) {
+        if (m.ch[i].used) memcpy(o, m.ch[i].c->data, m.ch[i].used);
+        o += m.ch[i].used;
+    }
+    if (vm->slot_top) memcpy(o, vm->slots, (size_t)vm->slot_top * sizeof *vm->slots);
+    return sn;
+}
+
+/* Whether nothing the snapshot saw changed (the arena as it was when the call failed). */
+static bool rescue_unchanged(const tpl_vm *vm, const struct tpl_rescue_snap *sn)
+{
+    const tpl_chunk *h = vm->arena.head;
+    if (h != sn->fail_head || (h && h->used != sn->fail_used) || vm->arena.total != sn->fail_total) return false;
+    rescue_fields f;
+    rescue_fields_of(vm, &f);
+    if (memcmp(&f, &sn->f, sizeof f) != 0) return false;
+    const unsigned char *o = sn->copy;
+    for (uint32_t i = 0; i < sn->mark.n; i++) {
+        const tpl_chunk *c = NULL; /* (still one of the arena's) */
+        for (const tpl_chunk *x = vm->arena.head; x && !c; x = x->next)
+            if (x == sn->mark.ch[i].c) c = x;
+        if (!c || c->used < sn->mark.ch[i].used) return false;
+        if (memcmp(o, c->data, sn->mark.ch[i].used) != 0) return false;
+        o += sn->mark.ch[i].used;
+    }
+    return vm->slot_top == 0 || memcmp(o, vm->slots, (size_t)vm->slot_top * sizeof *vm->slots) == 0;
+}
+
+void tpl_vm_rescue_free(tpl_vm *vm)
+{
+    rescue_drop(vm, vm->rescue);
+    vm->rescue = NULL;
+}
+
 tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_t nargs, const tpl_val *kwnames,
                            const tpl_val *kwvals, size_t nkw, tpl_val *out)
 {
@@ -625,9 +737,11 @@ tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_
     if (vm->err.status != TPL_OK) return vm->err.status;
     for (size_t i = 0; i < nkw; i++)
         if (from_val(kwnames[i]).type != TPL_T_STR) return TPL_ERR_USAGE;
+    tpl_vm_rescue_free(vm); /* (an older failed call's, not rescued) */
+    struct tpl_rescue_snap *sn = rescue_take(vm);
     /* (the VM's calls take their arguments as scratch: copies) */
     tpl_value *a = tpl_arena_alloc(&vm->arena, (nargs + 2 * nkw + 1) * sizeof *a);
-    if (!a) { tpl_vm_nomem(vm); return vm->err.status; }
+    if (!a) { rescue_drop(vm, sn); tpl_vm_nomem(vm); return vm->err.status; }
     for (size_t i = 0; i < nargs; i++) a[i] = from_val(args[i]);
     for (size_t i = 0; i < nkw; i++) {
         a[nargs + i] = from_val(kwnames[i]);
@@ -638,11 +752,20 @@ tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *args, size_
     uint32_t inc0 = vm->inc_open;
     if (tpl_call_value_kw(vm, from_val(fn), a, (int)nargs, a + nargs, a + nargs + nkw, (int)nkw, &res) < 0) {
         /* (what the failed call printed is dropped, as Jinja2's macro drops its buffer: the render
-         * may go on when the host rescues the error, tpl_render_rescue) */
+         * may go on when the host rescues the error, tpl_render_rescue, which also gives back
+         * what it allocated when it can) */
         if (vm->out_len > out0) vm->out_len = out0;
         vm->inc_open = inc0;
+        if (sn) {
+            sn->fail_head = vm->arena.head;
+            sn->fail_used = vm->arena.head ? vm->arena.head->used : 0;
+            sn->fail_total = vm->arena.total;
+            tpl_vm_rescue_free(vm); /* (a failed call inside it that was not rescued) */
+            vm->rescue = sn;
+        }
         return vm->err.status != TPL_OK ? vm->err.status : TPL_ERR_TYPE;
     }
+    rescue_drop(vm, sn);
     *out = to_val(res);
     return TPL_OK;
 }
@@ -659,6 +782,15 @@ tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken)
     vm->host_msg[0] = 0;
     memset(&vm->err, 0, sizeof vm->err);
     vm->err_unlocated = false;
+    struct tpl_rescue_snap *sn = vm->rescue;
+    if (sn && rescue_unchanged(vm, sn)) {
+        /* nothing older points into what the failed call allocated: given back (the in-place
+         * concatenation caches may name that memory: forgotten) */
+        tpl_arena_rewind(&vm->arena, &sn->mark);
+        memset(vm->cat, 0, sizeof vm->cat);
+        memset(vm->lcat, 0, sizeof vm->lcat);
+    }
+    tpl_vm_rescue_free(vm);
     return TPL_OK;
 }
 

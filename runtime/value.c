@@ -1072,3 +1072,33 @@ bool tpl_arena_owns(const tpl_arena *a, const void *p)
             return true;
     return false;
 }
+
+bool tpl_arena_mark_take(const tpl_arena *a, tpl_arena_mark *m)
+{
+    m->n = 0;
+    for (tpl_chunk *c = a->head; c; c = c->next) {
+        if (m->n == TPL_ARENA_MARK_CHUNKS) return false;
+        m->ch[m->n].c = c;
+        m->ch[m->n].used = c->used;
+        m->n++;
+    }
+    return true;
+}
+
+void tpl_arena_rewind(tpl_arena *a, const tpl_arena_mark *m)
+{
+    /* (new chunks go in front of the head or right behind it: the marked ones keep their order) */
+    for (tpl_chunk **link = &a->head; *link;) {
+        tpl_chunk *c = *link;
+        uint32_t i = 0;
+        while (i < m->n && m->ch[i].c != c) i++;
+        if (i < m->n) {
+            if (c->used > m->ch[i].used) c->used = m->ch[i].used;
+            link = &c->next;
+            continue;
+        }
+        *link = c->next;
+        a->total -= c->size;
+        chunk_free(a, c);
+    }
+}

@@ -45,6 +45,19 @@ typedef struct tpl_arena {
 void tpl_arena_init(tpl_arena *a, size_t limit);
 /* Whether p points into one of a's chunks. */
 bool tpl_arena_owns(const tpl_arena *a, const void *p);
+/* A mark of an arena: its chunks then and how much of each was in use (tpl_arena_mark_take), to
+ * give back what was allocated after it (tpl_arena_rewind: tpl_render_rescue drops what a failed
+ * call a host caught allocated, when nothing made before it was written). */
+#define TPL_ARENA_MARK_CHUNKS 16
+typedef struct tpl_arena_mark {
+    uint32_t n;
+    struct { tpl_chunk *c; size_t used; } ch[TPL_ARENA_MARK_CHUNKS];
+} tpl_arena_mark;
+/* Fills *m; false when a has more chunks than a mark keeps. */
+bool tpl_arena_mark_take(const tpl_arena *a, tpl_arena_mark *m);
+/* Frees the chunks a took after m and gives back what its older chunks handed out since (every
+ * pointer into that memory dies). m must be a mark of a taken since its last reset. */
+void tpl_arena_rewind(tpl_arena *a, const tpl_arena_mark *m);
 /* Makes an empty arena take its chunks from alloc (borrowed: must outlive the arena). */
 void tpl_arena_set_allocator(tpl_arena *a, const struct tpl_allocator *alloc);
 /* tpl_arena_alloc's slow path: a new chunk (or a size too large to round). */

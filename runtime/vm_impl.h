@@ -274,12 +274,17 @@ struct tpl_vm {
                              * this is its stamp's (tpl_vm_view_sync) */
     bool state_host;        /* the state or globals came from a host's values (tpl_render_set_state_val,
                              * _globals_val): a Python list passed in, which tpl does not change */
+    struct tpl_rescue_snap *rescue; /* the last failed tpl_render_call's snapshot, for tpl_render_rescue
+                             * (runtime/host.c; vm->alloc; NULL: none) */
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];
     char *err_line_big;     /* a longer source line (vm->alloc; freed with the render) */
     size_t err_line_big_cap;
 };
+
+/* Frees vm->rescue (runtime/host.c): when a render ends, with the render context. */
+void tpl_vm_rescue_free(tpl_vm *vm);
 
 /* Fills the fast argument-binding table (bind_lo/bind_hi) from the builtin signatures. */
 void tpl_vm_init_builtins(tpl_vm *vm);
