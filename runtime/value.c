@@ -46,7 +46,14 @@ static tpl_chunk *chunk_new(tpl_arena *a, size_t size)
     }
     tpl_chunk *c;
     if (!a->alloc) {
-        c = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+        /* zeroed (calloc: a fresh mapping costs nothing more): tpl_render_rescue compares the bytes
+         * an arena handed out, padding and unused list room included, which are then defined */
+        c = calloc(1, (bytes + 15) & ~(size_t)15);
+        if (c && ((uintptr_t)c & 15)) {
+            free(c);
+            c = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
+            if (c) memset(c, 0, bytes);
+        }
     } else {
         c = a->alloc->alloc(a->alloc->data, bytes);
         if (c && ((uintptr_t)c & 15)) {

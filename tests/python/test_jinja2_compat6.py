@@ -106,3 +106,28 @@ def test_a_caught_macro_failure_leaves_older_values_intact(src):
             outs.append("EXC %s: %s" % (type(ex).__name__, ex))
         outs[-1] = (outs[-1], repr(held))
     assert outs[1] == outs[0]
+
+
+def test_constant_custom_filters_are_not_folded():
+    """A Python filter or test of constant arguments (`{{ 0|f }}`) is called each time the template
+    runs it, never folded into the program (issue 17 item 3; tpl has no Python to call when it
+    compiles). Jinja2's optimizer calls it once when it compiles the template and prints that value
+    in every render: a documented difference (README), seen only with a filter that has side
+    effects or changes its answer."""
+    src = '{{ 0|f }}|{{ "a"|f(1) }}|{% if 0 is t %}y{% endif %}|{{ g() }}'
+    calls = {}
+    for m in (jinja2, tj):
+        n = [0]
+
+        def bump(*a, **kw):
+            n[0] += 1
+            return n[0]
+        e = m.Environment()
+        e.filters["f"] = bump
+        e.tests["t"] = lambda x: bump() > 0
+        e.globals["g"] = bump
+        t = e.from_string(src)
+        at_compile = n[0]
+        calls[m.__name__] = (at_compile, t.render(), t.render(), n[0])
+    assert calls["jinja2"] == (3, "1|2|y|4", "1|2|y|5", 5)
+    assert calls["tpl.jinja2"] == (0, "1|2|y|4", "5|6|y|8", 8)
