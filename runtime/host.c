@@ -674,8 +674,9 @@ static void rescue_drop(tpl_vm *vm, struct tpl_rescue_snap *sn)
     if (sn) vm->alloc.free(vm->alloc.data, sn, sizeof *sn + sn->bytes);
 }
 
-/* The snapshot before a call (NULL: none taken). */
-static struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
+/* The snapshot before a call (NULL: none taken). Not inlined: its mark (260 bytes) stays off
+ * tpl_render_call's frame, which nested calls stack. */
+static __attribute__((noinline)) struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
 {
     if (tpl_vm_syntax(vm) != TPL_SYNTAX_JINJA) return NULL;
     tpl_arena_mark m;

@@ -586,6 +586,60 @@ static void render_call(void)
     tpl_render_free(r);
 }
 
+/* ---- tpl_render_rescue gives back what a failed call allocated: "catchn" calls its macro 3,000
+ * times and takes each failure back; the macro builds 10 KB first, so a render under a 4 MiB
+ * memory limit finishes only when the rescues free it (probe35 bug 10). A macro that changes an
+ * older list before it fails keeps that change (nothing is given back then). */
+static tpl_host_result catchn_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                   const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)obj, (void)kwn, (void)kwv, (void)nkw;
+    if (!nargs) return TPL_HOST_ERROR;
+    int caught = 0;
+    for (int i = 0; i < 3000; i++) {
+        tpl_val o;
+        tpl_error e;
+        if (tpl_render_call(r, args[0], NULL, 0, NULL, NULL, 0, &o) == TPL_OK) continue;
+        if (tpl_render_rescue(r, &e) != TPL_OK) return TPL_HOST_ERROR;
+        if (e.kind == TPL_EK_ZERO_DIVISION) caught++;
+    }
+    *out = tpl_val_int(caught);
+    return TPL_HOST_OK;
+}
+
+static const tpl_host_class catchn_class = { "catchn", NULL, NULL, NULL, NULL, catchn_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
+static void render_rescue(void)
+{
+    char nm[] = "catchn";
+    tpl_host_object co = { &catchn_class, nm };
+    tpl_host_func funcs[1] = { { "catchn", TPL_HOST_GLOBAL, tpl_host_value_fn, &co } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 1;
+    o.do_statement = true;
+    const char *srcs[2][2] = {
+        { "{% macro m() %}{{ 'x' * 10000 }}{{ 1 / 0 }}{% endmacro %}{{ catchn(m) }}", "3000" },
+        { "{% set l = [] %}{% macro m() %}{% do l.append(l|length) %}{{ 1 / 0 }}{% endmacro %}{{ catchn(m) }} "
+          "{{ l|length }} {{ l[2999] }}", "3000 3000 2999" },
+    };
+    tpl_limits lim = { 0 };
+    lim.max_memory = 4u << 20;
+    for (int i = 0; i < 2; i++) {
+        tpl_program *p = NULL;
+        tpl_error err = { 0 };
+        CHECK(tpl_compile("t.jinja", srcs[i][0], strlen(srcs[i][0]), &o, &p, &err) == TPL_OK, "compile: %s",
+              err.message ? err.message : "");
+        tpl_error_clear(&err);
+        tpl_render *r = tpl_render_new(&lim);
+        tpl_render_set_host_funcs(r, funcs, 1);
+        const char *got = render(r, p);
+        CHECK(strcmp(got, srcs[i][1]) == 0, "render_rescue %d: %s", i, got);
+        tpl_program_free(p);
+        tpl_render_free(r);
+    }
+}
+
 /* ---- the host's own numbers (tpl_host_class.arith): "cents", a fixed-point number of cents that
  * prints as 1.50; its arith adds, negates, compares with ints and other cents. cents_plain has no
  * arith: an operator on it stays the TypeError naming its type. */
@@ -1203,6 +1257,7 @@ int main(void)
     host_value_functions();
     render_lookup();
     render_call();
+    render_rescue();
     host_misses();
     host_numbers();
     environment_settings();
