@@ -262,32 +262,7 @@ int tpl_big_binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         /* mixed with a float: Python converts the int (OverflowError past DBL_MAX) */
         double x, y;
         if (float_of(vm, a, &x) < 0 || float_of(vm, b, &y) < 0) return -1;
-        switch (op) {
-        case TPL_OP_ADD: *out = tpl_v_float(x + y); return 0;
-        case TPL_OP_SUB: *out = tpl_v_float(x - y); return 0;
-        case TPL_OP_MUL: *out = tpl_v_float(x * y); return 0;
-        case TPL_OP_DIV_PY: case TPL_OP_DIV_RB:
-            if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float division by zero");
-            *out = tpl_v_float(x / y);
-            return 0;
-        case TPL_OP_FLOORDIV:
-            if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float floor division by zero");
-            *out = tpl_v_float(floor(x / y));
-            return 0;
-        case TPL_OP_MOD: {
-            if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
-            double m = fmod(x, y);
-            if (m != 0 && ((m < 0) != (y < 0))) m += y;
-            *out = tpl_v_float(m);
-            return 0;
-        }
-        case TPL_OP_POW:
-            if (x == 0.0 && y < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "0.0 cannot be raised to a negative power");
-            *out = tpl_v_float(pow(x, y));
-            if (isinf(out->u.f)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "(34, 'Numerical result out of range')");
-            return 0;
-        }
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");
+        return tpl_vm_float_binop(vm, op, x, y, out);
     }
     mpz_t x, y, r;
     tpl_big_get(x, a);

@@ -2103,6 +2103,46 @@ static double py_float_floordiv(double x, double y)
     return div - fd > 0.5 ? fd + 1.0 : fd;
 }
 
+int tpl_vm_float_binop(tpl_vm *vm, int op, double x, double y, tpl_value *out)
+{
+    switch (op) {
+    case TPL_OP_ADD: *out = tpl_v_float(x + y); return 0;
+    case TPL_OP_SUB: *out = tpl_v_float(x - y); return 0;
+    case TPL_OP_MUL: *out = tpl_v_float(x * y); return 0;
+    case TPL_OP_DIV_PY: case TPL_OP_DIV_RB:
+        if (y == 0.0)
+            return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, op == TPL_OP_DIV_PY ? "float division by zero" : "float floor division by zero");
+        *out = tpl_v_float(x / y);
+        return 0;
+    case TPL_OP_FLOORDIV:
+        if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float floor division by zero");
+        *out = tpl_v_float(py_float_floordiv(x, y));
+        return 0;
+    case TPL_OP_MOD: {
+        if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
+        double m = fmod(x, y);
+        if (m != 0 && ((m < 0) != (y < 0))) m += y;
+        else if (m == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
+            m = copysign(0.0, y); /* Python: a zero remainder has the divisor's sign (-5 % 5.0 is 0.0) */
+        *out = tpl_v_float(m);
+        return 0;
+    }
+    case TPL_OP_POW: {
+        if (x == 0.0 && y < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "0.0 cannot be raised to a negative power");
+        /* Python and Ruby give a complex number; tpl has none: an error, not a silent nan */
+        if (x < 0 && isfinite(y) && y != floor(y))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "complex numbers are not supported (a negative number to a fractional power)");
+        double r = pow(x, y);
+        /* Python's float pow raises where C's overflows (Ruby prints Infinity) */
+        if (isinf(r) && isfinite(x) && isfinite(y) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA)
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "(34, 'Numerical result out of range')");
+        *out = tpl_v_float(r);
+        return 0;
+    }
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");
+}
+
 /* An operator tpl does not compute: the host's arith for its own numbers (a Decimal), else the error. */
 static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
 {
@@ -2292,12 +2332,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_int(q);
             return 0;
         }
-        if (nums) {
-            double y = as_double(b);
-            if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float floor division by zero");
-            *out = tpl_v_float(op == TPL_OP_DIV_RB ? as_double(a) / y : py_float_floordiv(as_double(a), y));
-            return 0;
-        }
+        if (nums) return tpl_vm_float_binop(vm, op, as_double(a), as_double(b), out);
         return arith_error(vm, op == TPL_OP_DIV_RB ? "/" : "//", a, b, out);
     case TPL_OP_MOD:
         if (ints) {
@@ -2308,16 +2343,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_int(m);
             return 0;
         }
-        if (nums) {
-            double x = as_double(a), y = as_double(b);
-            if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
-            double m = fmod(x, y);
-            if (m != 0 && ((m < 0) != (y < 0))) m += y;
-            else if (m == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
-                m = copysign(0.0, y); /* Python: a zero remainder has the divisor's sign (-5 % 5.0 is 0.0) */
-            *out = tpl_v_float(m);
-            return 0;
-        }
+        if (nums) return tpl_vm_float_binop(vm, op, as_double(a), as_double(b), out);
         if (a.type == TPL_T_STR) /* printf-style formatting: a tuple's items, a dict's %(key)s, else one value */
             return tpl_stdlib.str_mod(vm, a, b, out);
         return arith_error(vm, "%", a, b, out);
@@ -2332,19 +2358,7 @@ static int binop(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             *out = tpl_v_int(acc);
             return 0;
         }
-        if (nums) {
-            double x = as_double(a), y = as_double(b);
-            if (x == 0.0 && y < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "0.0 cannot be raised to a negative power");
-            /* Python and Ruby give a complex number; tpl has none: an error, not a silent nan */
-            if (x < 0 && isfinite(y) && y != floor(y))
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "complex numbers are not supported (a negative number to a fractional power)");
-            double r = pow(x, y);
-            /* Python's float pow raises where C's overflows (Ruby prints Infinity) */
-            if (isinf(r) && isfinite(x) && isfinite(y) && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA)
-                return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "(34, 'Numerical result out of range')");
-            *out = tpl_v_float(r);
-            return 0;
-        }
+        if (nums) return tpl_vm_float_binop(vm, op, as_double(a), as_double(b), out);
         return arith_error(vm, "** or pow()", a, b, out);
     }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");

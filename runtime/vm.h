@@ -386,6 +386,11 @@ void tpl_py_ascii(tpl_sb *b, tpl_value v);
 /* Python float repr (shortest round-trip, 'r' format). */
 void tpl_py_float(tpl_sb *b, double d);
 /* Ruby to_s / inspect (ERB printing): nil → "", 1.0e+16, {"a"=>1}. */
+/* *out = x OP y for two floats (TPL_OP_ADD ... TPL_OP_POW), with the syntax's rules: Python's
+ * floor division and modulo (CPython's float_divmod: a zero remainder takes the divisor's sign),
+ * Ruby's fmod, an error for a complex result, Python's OverflowError for an overflowing pow.
+ * The one place float arithmetic is defined: the VM's operators and bigint.c's int-float mixes. */
+int tpl_vm_float_binop(tpl_vm *vm, int op, double x, double y, tpl_value *out);
 /* *out = the plain string a followed by b (both strings), appended in place when a is a recent
  * concatenation result that still ends its arena block (see vm.c, cat_begin). */
 int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out);
