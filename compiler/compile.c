@@ -4,6 +4,7 @@
  * macro), to template-level slots read from a macro, or to state/global lookups by a pre-hashed
  * name. Syntax semantics become explicit opcodes (Jinja: PRINT_PY, JF_PY, DIV_PY). Adjacent text
  * is merged into one TEXT; constant expressions are folded. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1433,6 +1434,30 @@ static bool fold_binop(int op, tpl_value a, tpl_value b, tpl_value *out) /* op: 
     return false;
 }
 
+/* *v = the number a constant subtree folds to as Jinja2's optimizer folds it (int, float, bool
+ * as int; -, + and folding int arithmetic); false when it is not such a subtree. */
+static bool num_const(const tpl_node *n, tpl_value *v, int depth)
+{
+    if (!n || depth > 50) return false;
+    if (n->kind == TPL_N_CONST) {
+        if (n->val.type != TPL_T_INT && n->val.type != TPL_T_FLOAT && n->val.type != TPL_T_BOOL) return false;
+        *v = n->val.type == TPL_T_BOOL ? tpl_v_int(n->val.u.i != 0) : n->val;
+        return true;
+    }
+    if (n->kind == TPL_N_UNOP && (n->op == TPL_AOP_NEG || n->op == TPL_AOP_POS)) {
+        if (!num_const(n->a, v, depth + 1)) return false;
+        if (n->op == TPL_AOP_POS) return true;
+        if (v->type == TPL_T_INT) {
+            if (v->u.i == INT64_MIN) return false;
+            v->u.i = -v->u.i;
+        } else v->u.f = -v->u.f;
+        return true;
+    }
+    tpl_value a, b;
+    return n->kind == TPL_N_BINOP && num_const(n->a, &a, depth + 1) && num_const(n->b, &b, depth + 1) &&
+           fold_binop(n->op, a, b, v);
+}
+
 /* A str literal CPython does not share between two lexer tokens: not '' nor one Latin-1 character. */
 static bool own_str_literal(const tpl_node *n)
 {
@@ -2443,6 +2468,18 @@ static void expr(tpl_comp *c, tpl_node *n)
         }
         if (n->a->kind == TPL_N_CONST && n->b->kind == TPL_N_CONST && fold_binop(n->op, n->a->val, n->b->val, &folded)) {
             push_const(c, folded);
+            return;
+        }
+        tpl_value base;
+        if (n->op == TPL_AOP_POW && n->b->kind != TPL_N_CONST && num_const(n->a, &base, 0) &&
+            (base.type == TPL_T_INT ? base.u.i < 0 : signbit(base.u.f))) {
+            /* Jinja2 writes a folded negative base as its repr into the Python it generates,
+             * (-2 ** l_x), which Python reads as -(2 ** x): -2 ** x is -4 for x = 2 */
+            push_const(c, base.type == TPL_T_INT ? tpl_v_int(-base.u.i) : tpl_v_float(-base.u.f));
+            expr(c, n->b);
+            c->cur_off = n->off;
+            emit(c, TPL_OP_POW, 0, -1);
+            emit(c, TPL_OP_NEG, 0, 0);
             return;
         }
         expr(c, n->a);
