@@ -572,7 +572,25 @@ static bool same_object(tpl_value x, tpl_value y)
     }
 }
 
+/* The pairs of containers an eql? walk is inside (Ruby's rb_exec_recursive_paired): a pair met
+ * again is eql (Ruby's recursive_eql answers true there), so `a = [1]; a << a` is eql? to
+ * `b = [1]; b << b` as in Ruby rather than a walk to the depth limit. */
+typedef struct eq_pair { const void *x, *y; const struct eq_pair *up; } eq_pair;
+
+static bool eq_pair_seen(const eq_pair *p, const void *x, const void *y)
+{
+    for (; p; p = p->up)
+        if (p->x == x && p->y == y) return true;
+    return false;
+}
+
+static int equal_up(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql, const tpl_eq_host *host, const eq_pair *up);
 static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql, const tpl_eq_host *host)
+{
+    return equal_up(a, b, depth, fuel, eql, host, NULL);
+}
+
+static int equal_up(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigned eql, const tpl_eq_host *host, const eq_pair *up)
 {
     if ((eql & EQ_STRICT) && depth > 0 &&
         ((a.type == TPL_T_UNDEF && a.aux != TPL_UNDEF_COND) || (b.type == TPL_T_UNDEF && b.aux != TPL_UNDEF_COND)))
@@ -634,10 +652,13 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
             return range_equal(a, b);
         if (x->len != y->len)
             return false;
+        if ((eql & EQ_EQL) && eq_pair_seen(up, x, y))
+            return true;
         if (!tpl_fuel_charge(fuel, x->len))
             return -1;
+        eq_pair here = {x, y, up};
         for (uint32_t i = 0; i < x->len; i++) {
-            int r = equal_rec(x->items[i], y->items[i], depth + 1, fuel, eql, host);
+            int r = equal_up(x->items[i], y->items[i], depth + 1, fuel, eql, host, &here);
             if (r != 1)
                 return r;
         }
@@ -650,8 +671,11 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
         /* A namespace() object compares by identity. */
         if ((a.flags & TPL_F_NS) || (b.flags & TPL_F_NS) || x->len != y->len)
             return false;
+        if ((eql & EQ_EQL) && eq_pair_seen(up, x, y))
+            return true;
         if (!tpl_fuel_charge(fuel, x->len))
             return -1;
+        eq_pair here = {x, y, up};
         for (uint32_t i = 0; i < x->len; i++) {
             uint32_t at;
             if (!map_lookup(y, x->e[i].key, x->e[i].hash, &at, fuel)) {
@@ -661,7 +685,7 @@ static int equal_rec(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsign
                 if (f != 1)
                     return f;
             }
-            int r = equal_rec(x->e[i].val, y->e[at].val, depth + 1, fuel, eql, host);
+            int r = equal_up(x->e[i].val, y->e[at].val, depth + 1, fuel, eql, host, &here);
             if (r != 1)
                 return r;
         }

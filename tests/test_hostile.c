@@ -483,11 +483,14 @@ static void test_c_stack(void)
     tpl_limits lim = { .fuel = 20000000 };
     const char *pre = "<% a = []; b = []; 200000.times { a = [a]; b = [b] } %>";
     static const struct { const char *name, *tail, *want; int status; } c[] = {
-        { "erb == 200000 deep", "<%= a == b %>|<%= [a].include?(b) %>|<%= [a].count(b) %>", "false|false|0", 0 },
-        /* Ruby: SystemStackError (stack level too deep); tpl's eql? past TPL_NEST_MAX levels: the same kind and message */
+        /* Ruby: SystemStackError (stack level too deep); tpl past its depth limit: the same kind and message
+         * (before session 36 ==, <=> and sort answered false, nil and ArgumentError) */
+        { "erb == 200000 deep", "<%= a == b %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
+        { "erb include? 200000 deep", "<%= [a].include?(b) %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
+        { "erb count 200000 deep", "<%= [a].count(b) %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
         { "erb eql? 200000 deep", "<%= a.eql?(b) %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
-        { "erb <=> 200000 deep", "<%= (a <=> b).inspect %>", "nil", 0 },
-        { "erb sort 200000 deep", "<%= [a, b].sort.size %>", "comparison of Array with Array failed", TPL_ERR_VALUE },
+        { "erb <=> 200000 deep", "<%= (a <=> b).inspect %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
+        { "erb sort 200000 deep", "<%= [a, b].sort.size %>", "stack level too deep (SystemStackError)", TPL_ERR_LIMIT },
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++)
         expect(c[i].name, E, rep(pre, c[i].tail, 1, ""), lim, NULL, c[i].status, c[i].want);
@@ -675,6 +678,23 @@ static void test_erb_depth_unrescued(void)
     }
 }
 
+/* ==, <=>, eql?, include? and sort of two Arrays nested 1001 deep: Ruby compares them (true, 0), tpl stops
+ * its walk at its depth limit, so a located error names that limit, never false or nil (session 36, erb44). */
+static void test_erb_deep_compare(void)
+{
+    tpl_limits lim = { .fuel = 20000000 };
+    static const char *const src[] = {
+        "<%= a == b %>", "<%= a != b %>", "<%= (a <=> b).inspect %>", "<%= a.eql?(b) %>", "<%= [a].include?(b) %>",
+        "<%= [a, b].max.size %>", "<%= [a, b].sort.size %>", "<%= [a].index(b) %>", "<%= begin; a == b; rescue => e; 0; end %>",
+    };
+    for (size_t i = 0; i < sizeof src / sizeof *src; i++) {
+        char name[64], t[256];
+        snprintf(name, sizeof name, "erb deep compare %zu", i);
+        snprintf(t, sizeof t, "<%% a = []; 1001.times { a = [a] }; b = []; 1001.times { b = [b] } %%>%s", src[i]);
+        expect(name, TPL_SYNTAX_ERB, rep("", t, 1, ""), lim, NULL, TPL_ERR_LIMIT, "(tpl compares containers nested at most");
+    }
+}
+
 /* State keys chosen to collide in the key set that shares equal keys while a state loads (session
  * 29: FNV-1a and linear probing; 120,000 such keys took 14.8 s, 60,000 3.7 s: quadratic): the walk is bounded, so
  * the load stays linear. The keys are found by the same hash as runtime/api.c's. */
@@ -779,6 +799,7 @@ int main(void)
     test_state_huge_int();
     test_erb_deep_print();
     test_erb_depth_unrescued();
+    test_erb_deep_compare();
     test_state_colliding_keys();
     test_adjacent_literals();
     test_closure_copies();

@@ -1152,11 +1152,33 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
 #undef IS
 }
 
-static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth);
+/* The pairs of containers a ==, eql? or <=> walk is inside (Ruby's rb_exec_recursive_paired): a
+ * pair met again is equal to itself in Ruby's recursive_equal (`a = [1]; a << a; b = [1]; b << b;
+ * a == b` is true) and compares by length in recursive_cmp. */
+typedef struct rb_pair { const void *x, *y; const struct rb_pair *up; } rb_pair;
+
+static bool rb_pair_seen(const rb_pair *p, const void *x, const void *y)
+{
+    for (; p; p = p->up)
+        if (p->x == x && p->y == y) return true;
+    return false;
+}
+
+static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth, const rb_pair *up);
 static void aseq_parts(tpl_value e, tpl_value p[4]);
-/* 1 equal, 0 not, -1 fuel exhausted (one unit per container element compared). */
-static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel) { return rb_equal_d(a, b, fuel, 0); }
-static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
+/* 1 equal, 0 not, -1 fuel exhausted (one unit per container element compared), -2 containers
+ * nested more than RB_CMP_MAX_DEPTH deep (rb_deep_error). */
+static int rb_equal_rec(tpl_value a, tpl_value b, uint64_t *fuel) { return rb_equal_d(a, b, fuel, 0, NULL); }
+
+/* The error of a comparison that went past RB_CMP_MAX_DEPTH (eql?: TPL_NEST_MAX); Ruby compares
+ * deeper, to its stack's end. */
+static int rb_deep_error_at(tpl_vm *vm, int limit)
+{
+    return tpl_vm_fail(vm, TPL_EK_DEPTH, "stack level too deep (SystemStackError) (tpl compares containers nested at most %d deep)", limit);
+}
+static int rb_deep_error(tpl_vm *vm) { return rb_deep_error_at(vm, (int)RB_CMP_MAX_DEPTH); }
+
+static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth, const rb_pair *up)
 {
     if (a.type == TPL_T_UNDEF) a = tpl_v_none();
     if (b.type == TPL_T_UNDEF) b = tpl_v_none();
@@ -1168,7 +1190,7 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
         return ok && c == 0;
     }
     if (a.type != b.type) return false;
-    if (depth > RB_CMP_MAX_DEPTH) return false;
+    if (depth > RB_CMP_MAX_DEPTH && (a.type == TPL_T_LIST || a.type == TPL_T_MAP)) return -2;
     switch (a.type) {
     case TPL_T_NONE: return true;
     case TPL_T_BOOL: return a.u.i == b.u.i;
@@ -1193,7 +1215,7 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
             aseq_parts(a, pa);
             aseq_parts(b, pb);
             for (int i = 0; i < 4; i++) {
-                int r = rb_equal_d(pa[i], pb[i], fuel, depth + 1);
+                int r = rb_equal_d(pa[i], pb[i], fuel, depth + 1, up);
                 if (r != 1) return r;
             }
             return true;
@@ -1201,20 +1223,24 @@ static int rb_equal_d(tpl_value a, tpl_value b, uint64_t *fuel, int depth)
         if ((a.flags | b.flags) & TPL_F_ENUM_RB) return a.u.list == b.u.list;   /* an Enumerator: Object#== */
         if ((a.flags & TPL_F_RANGE_RB) != (b.flags & TPL_F_RANGE_RB) || a.u.list->len != b.u.list->len) return false;
         if (a.u.list == b.u.list) return true; /* Ruby's rb_equal: identical objects are == */
+        if (rb_pair_seen(up, a.u.list, b.u.list)) return true;
         if (!tpl_fuel_charge(fuel, a.u.list->len)) return -1;
+        rb_pair here = { a.u.list, b.u.list, up };
         for (uint32_t i = 0; i < a.u.list->len; i++) {
-            int r = rb_equal_d(a.u.list->items[i], b.u.list->items[i], fuel, depth + 1);
+            int r = rb_equal_d(a.u.list->items[i], b.u.list->items[i], fuel, depth + 1, &here);
             if (r != 1) return r;
         }
         return true;
     case TPL_T_MAP:
         if (a.u.map->len != b.u.map->len) return false;
         if (a.u.map == b.u.map) return true;
+        if (rb_pair_seen(up, a.u.map, b.u.map)) return true;
         if (!tpl_fuel_charge(fuel, a.u.map->len)) return -1;
+        rb_pair hm = { a.u.map, b.u.map, up };
         for (uint32_t i = 0; i < a.u.map->len; i++) {
             tpl_value *o = tpl_map_get(b.u.map, a.u.map->e[i].key);
             if (!o) return false;
-            int r = rb_equal_d(a.u.map->e[i].val, *o, fuel, depth + 1);
+            int r = rb_equal_d(a.u.map->e[i].val, *o, fuel, depth + 1, &hm);
             if (r != 1) return r;
         }
         return true;
@@ -1244,6 +1270,7 @@ int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
         if (rc == 0) { *eq = tpl_truthy_rb(r); return 0; }
     }
     int r = rb_equal_rec(a, b, tpl_vm_arena(vm)->fuel);
+    if (r == -2) return rb_deep_error(vm);
     if (r < 0) return tpl_vm_nomem(vm);
     *eq = r == 1;
     return 0;
@@ -1251,9 +1278,16 @@ int tpl_vm_rb_equal(tpl_vm *vm, tpl_value a, tpl_value b, bool *eq)
 
 /* Ruby <=>: *ok false when the values do not compare (nil), or when the walk over two arrays
  * exhausted the render's fuel (then *fuel is 0: cmp_error reports it). */
-static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth);
-static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel) { return rb_cmp_d(a, b, ok, fuel, 0); }
-static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth)
+static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth, const rb_pair *up, bool *deep);
+static int rb_cmp(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel) { bool deep = false; return rb_cmp_d(a, b, ok, fuel, 0, NULL, &deep); }
+/* rb_cmp telling apart (*deep) the two arrays nested past RB_CMP_MAX_DEPTH (rb_deep_error), which
+ * Ruby compares. */
+static int rb_cmp_deep(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, bool *deep)
+{
+    *deep = false;
+    return rb_cmp_d(a, b, ok, fuel, 0, NULL, deep);
+}
+static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth, const rb_pair *up, bool *deep)
 {
     *ok = true;
     if ((a.type == TPL_T_BIGINT && (is_num(b) || b.type == TPL_T_BIGINT)) || (b.type == TPL_T_BIGINT && is_num(a))) {
@@ -1281,16 +1315,23 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
         return c ? (c < 0 ? -1 : 1) : (a.len < b.len ? -1 : a.len > b.len);
     }
     if (is_array(a) && is_array(b)) {
+        /* Array#<=>: an Array is 0 to itself; a pair met again (recursive_cmp's Qundef) and
+         * arrays whose common items are all 0 compare by length */
+        if (a.u.list == b.u.list) return 0;
         uint32_t m = a.u.list->len < b.u.list->len ? a.u.list->len : b.u.list->len;
-        if (depth > RB_CMP_MAX_DEPTH || !tpl_fuel_charge(fuel, m)) { *ok = false; return 0; }
+        if (rb_pair_seen(up, a.u.list, b.u.list)) m = 0;
+        if (depth > RB_CMP_MAX_DEPTH) { *ok = false; *deep = true; return 0; }
+        if (!tpl_fuel_charge(fuel, m)) { *ok = false; return 0; }
+        rb_pair here = { a.u.list, b.u.list, up };
         for (uint32_t i = 0; i < m; i++) {
-            int c = rb_cmp_d(a.u.list->items[i], b.u.list->items[i], ok, fuel, depth + 1);
+            int c = rb_cmp_d(a.u.list->items[i], b.u.list->items[i], ok, fuel, depth + 1, &here, deep);
             if (!*ok || c) return c;
         }
         return a.u.list->len < b.u.list->len ? -1 : a.u.list->len > b.u.list->len;
     }
-    int eq = rb_equal_rec(a, b, fuel);
+    int eq = rb_equal_d(a, b, fuel, depth, up);
     if (eq == 1) return 0;
+    if (eq == -2) *deep = true;
     *ok = false;
     return 0;
 }
@@ -1298,6 +1339,9 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
 static int cmp_error(tpl_vm *vm, tpl_value a, tpl_value b)
 {
     if (*tpl_vm_arena(vm)->fuel == 0) return tpl_vm_nomem(vm); /* rb_cmp ran out of fuel */
+    bool ok, deep;   /* or went past RB_CMP_MAX_DEPTH (the walk again: an error's path, and no longer than the first) */
+    rb_cmp_deep(a, b, &ok, NULL, &deep);
+    if (deep) return rb_deep_error(vm);
     return cmp_fail(vm, a, b);
 }
 
@@ -2491,6 +2535,7 @@ static int operator_method(tpl_vm *vm, tpl_value self, const char *name, size_t 
     tpl_value b = args[0];
     if (IS("==") || IS("!=")) {
         int eq = rb_equal_rec(self, b, tpl_vm_arena(vm)->fuel);
+        if (eq == -2) return rb_deep_error(vm);
         if (eq < 0) return tpl_vm_nomem(vm);
         *out = tpl_v_bool(IS("==") ? eq == 1 : eq != 1);
         return 0;
@@ -4499,7 +4544,7 @@ int r_any_instance_of_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int eq = tpl_eql_metered(a[0], a[1], tpl_vm_arena(vm)->fuel);
-    if (eq == -2) return tpl_vm_nest_error(vm, "in comparison");
+    if (eq == -2) return rb_deep_error_at(vm, (int)TPL_NEST_MAX);
     if (eq < 0) return tpl_vm_nomem(vm);
     *out = tpl_v_bool(eq == 1);
     return 0;
@@ -4524,8 +4569,10 @@ int r_any_equal_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_any_cmp(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     bool ok;
-    int c = rb_cmp(a[0], a[1], &ok, tpl_vm_arena(vm)->fuel);
+    bool deep;
+    int c = rb_cmp_deep(a[0], a[1], &ok, tpl_vm_arena(vm)->fuel, &deep);
     if (!ok && *tpl_vm_arena(vm)->fuel == 0) return tpl_vm_nomem(vm);
+    if (deep) return rb_deep_error(vm);
     *out = ok ? tpl_v_int(c) : tpl_v_none();
     return 0;
 }
@@ -8022,6 +8069,7 @@ int r_arr_delete(tpl_vm *vm, tpl_value *a, tpl_value *out)
     for (uint32_t i = 0; i < l->len; i++) {
         uint64_t *fuel = A(vm)->fuel;
         int eq = rb_equal_rec(l->items[i], a[1], fuel);
+        if (eq == -2) return rb_deep_error(vm);
         if (eq < 0) return tpl_vm_nomem(vm);
         if (eq) { *out = l->items[i]; found = true; continue; }
         l->items[k++] = l->items[i];
