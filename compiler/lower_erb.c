@@ -1101,8 +1101,11 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
     return TPL_ARGW(2, 0, TPL_ARGW_DYN);
 }
 
-/* Pushes the arguments; returns the call-argument word. */
-static uint32_t args(erb_low *L, tpl_node *a)
+/* Pushes the arguments; returns the call-argument word. sym: the keyword names are Symbols (a call of
+ * a template method: runtime/vm.c call_macro binds a keyword parameter from a Symbol key only). */
+static uint32_t args_kw(erb_low *L, tpl_node *a, bool sym);
+static uint32_t args(erb_low *L, tpl_node *a) { return args_kw(L, a, false); }
+static uint32_t args_kw(erb_low *L, tpl_node *a, bool sym)
 {
     if (has_splat(a)) return args_dyn(L, a, NULL);
     uint32_t npos = 0, nkw = 0;
@@ -1112,7 +1115,9 @@ static uint32_t args(erb_low *L, tpl_node *a)
             tpl_arena *pa = tpl_c_program_arena(C);
             if (!names) names = tpl_list_new(pa, 4);
             char *kn = tpl_arena_strdup(pa, a->val.u.s, a->val.len);
-            if (!names || !kn || !tpl_list_push(pa, names, tpl_v_str(kn, a->val.len))) { tpl_c_nomem(C, a->off); return 0; }
+            tpl_value kv = tpl_v_str(kn, a->val.len);
+            if (sym) kv.flags |= TPL_F_SYMBOL;
+            if (!names || !kn || !tpl_list_push(pa, names, kv)) { tpl_c_nomem(C, a->off); return 0; }
             expr(L, a->a);
             nkw++;
         } else {
@@ -1136,6 +1141,14 @@ static int argw_count(uint32_t w) { return (int)(TPL_ARGW_NPOS(w) + TPL_ARGW_NKW
 /* The arguments of a call of a template method with a *rest or **opts parameter (its signature checked):
  * the positional ones its positional parameters take, then those past them as one Array, the hidden keyword
  * argument (rest) its def binds to the *rest parameter; keyword names are symbols (a **opts Hash's keys). */
+/* The hidden keyword a def's *rest parameter binds (a Symbol, as every keyword name of a def's call: runtime/vm.c call_macro) */
+static tpl_value rest_kw(void)
+{
+    tpl_value v = tpl_v_str("(rest)", 6);
+    v.flags |= TPL_F_SYMBOL;
+    return v;
+}
+
 static uint32_t args_def(erb_low *L, tpl_node *a, const erb_def *d)
 {
     uint32_t npos = 0, nkw = 0, nrest = 0, nmax = (uint32_t)(d->nreq + d->nopt);
@@ -1146,7 +1159,7 @@ static uint32_t args_def(erb_low *L, tpl_node *a, const erb_def *d)
         if (a->kind == TPL_N_KWARG) {
             if (d->rest && !nkw) {
                 tpl_c_emit(C, TPL_OP_BUILD_LIST, nrest, 1 - (int)nrest);
-                if (!tpl_list_push(pa, names, S("(rest)"))) { tpl_c_nomem(C, a->off); return 0; }
+                if (!tpl_list_push(pa, names, rest_kw())) { tpl_c_nomem(C, a->off); return 0; }
                 nkw++;
             }
             char *kn = tpl_arena_strdup(pa, a->val.u.s, a->val.len);
@@ -1164,7 +1177,7 @@ static uint32_t args_def(erb_low *L, tpl_node *a, const erb_def *d)
     }
     if (d->rest && !nkw) {
         tpl_c_emit(C, TPL_OP_BUILD_LIST, nrest, 1 - (int)nrest);
-        if (!tpl_list_push(pa, names, S("(rest)"))) { tpl_c_nomem(C, 0); return 0; }
+        if (!tpl_list_push(pa, names, rest_kw())) { tpl_c_nomem(C, 0); return 0; }
         nkw++;
     }
     if (npos > 200 || nkw > 50 || nrest > 200) { tpl_c_error(C, 0, "too many arguments"); return 0; }
@@ -2614,6 +2627,15 @@ static void kw_hash(erb_low *L, tpl_node *argl, int nkw)
     tpl_c_word(C, 0);
 }
 
+/* The last argument of ARGL when it is a brace-less Hash (`f(1, "k" => 2)`, parse's hash_args): Ruby
+ * passes it as keywords (non-Symbol keys too, since 2.7) to what takes keywords, else as a Hash. */
+static const tpl_node *bare_hash(const tpl_node *argl)
+{
+    const tpl_node *a = argl;
+    while (a && a->next) a = a->next;
+    return a && a->kind == TPL_N_ARG && a->a && a->a->kind == TPL_N_DICT && a->a->op == 1 ? a : NULL;
+}
+
 static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32_t off, bool used)
 {
     uint32_t w;
@@ -2626,6 +2648,7 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
         if (a->kind != TPL_N_ARG || nkw) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat or block argument in a call of a Proc"); return; }
     }
     if (nkw && what != PROC_CALL) { tpl_c_error(C, off, "wrong number of arguments (given 1, expected 0) (ArgumentError)"); return; }
+    const tpl_node *bare = !nkw && what == PROC_CALL ? bare_hash(argl) : NULL;
     int k = count_params(argl) - nkw + (nkw ? 1 : 0);
     if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
     bool inside = pv && !pv->word;   /* a call of the Proc from its own block: word and kept slots patched (proc_assign) */
@@ -2647,12 +2670,12 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
         proc_value(L, w, nreq, nopt, lam, neg);
     }
     uint32_t meta = (uint32_t)k | (uint32_t)nreq << 8 | (uint32_t)nopt << 16 | (lam ? 1u << 24 : 0) | (uint32_t)what | (inside ? PROC_KEEP : 0) |
-                    (nkw ? PROC_KW : 0);
+                    (nkw || bare ? PROC_KW : 0);
     tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_int(meta)), 1);
     int site = inside ? pv->nsites++ : -1;
     if (inside) pv->site_const[site] = tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, tpl_v_str("", 0)), 1);
     for (tpl_node *a = argl; a; a = a->next)
-        if (a->kind == TPL_N_ARG) expr(L, a->a);
+        if (a->kind == TPL_N_ARG) expr(L, a->a);   /* (a brace-less Hash last: the keywords) */
     /* the keywords: a Hash of Symbol keys, the last argument (bit 28: keywords to a block binding its own) */
     if (nkw) kw_hash(L, argl, nkw);
     tpl_c_at(C, off);
@@ -2790,6 +2813,7 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, 
         if (a->kind == TPL_N_KWARG && !via.len && !given && a->val.len) { nkw++; continue; }
         if (a->kind != TPL_N_ARG || nkw) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument of %s", via.len ? "a block's call" : "yield"); return; }
     }
+    bool bare = !nkw && !via.len && !given && bare_hash(argl);   /* yield 1, "k" => 2: the keywords */
     int k = count_params(argl) - nkw + (nkw ? 1 : 0);
     if (k > 200) { tpl_c_error(C, off, "too many arguments"); return; }
     tpl_c_at(C, off);
@@ -2811,7 +2835,7 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, 
     if (nkw) kw_hash(L, argl, nkw);   /* the keywords, the last argument of (yieldkw) (as proc_op's) */
     tpl_c_at(C, off);
     int kk = k + (via.len ? 1 : 0);
-    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, via.len ? S("(bcall)") : nkw ? S("(yieldkw)") : S("(yield)")), -kk);
+    tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, via.len ? S("(bcall)") : nkw || bare ? S("(yieldkw)") : S("(yield)")), -kk);
     tpl_c_word(C, TPL_ARGW((uint32_t)kk, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
@@ -5094,6 +5118,12 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
                          : bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
                                 : "undefined method `%.*s' for main:Object (NoMethodError)", &n->val);
     tpl_c_patch(C, ok, tpl_c_here(C));
+    if (d->sig && (d->nkw || d->kwrest)) {
+        /* f(1, "k" => 2) of a def with keyword parameters: the brace-less Hash is its keywords (Ruby 3.1: a
+         * String key is no keyword parameter's, **opts takes it, else ArgumentError), as f(1, **{"k" => 2}) */
+        tpl_node *bh = (tpl_node *)bare_hash(argl);
+        if (bh) bh->kind = TPL_N_STARKW;
+    }
     if (d->sig && !d->nkw && !d->kwrest) {
         bool kw = false;
         for (tpl_node *a = argl; a; a = a->next) {
@@ -5170,7 +5200,7 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
             return;
         }
     }
-    uint32_t w = d->sig && (d->rest || d->kwrest) ? args_def(L, argl, d) : args(L, argl);
+    uint32_t w = d->sig && (d->rest || d->kwrest) ? args_def(L, argl, d) : args_kw(L, argl, true);
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));
     tpl_c_word(C, w);

@@ -96,6 +96,7 @@ static tpl_node *hash_args(tpl_pctx *ctx, tpl_node *args) {
         last = pr;
     }
     tpl_node *d = tpl_p_node(ctx, TPL_N_DICT, pairs->off, pairs, NULL);
+    d->op = 1;   /* brace-less: keywords to a method, block or Proc that takes them (compiler/lower_erb.c bare_hash) */
     *st = tpl_p_node(ctx, TPL_N_ARG, d->off, d, NULL);
     if (args) {
         tpl_node *t = args;

@@ -2741,7 +2741,8 @@ static int args_dstar(tpl_vm *vm, tpl_value *kw, tpl_value v)
     *kw = tpl_v_map(out);
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_value k = m->e[i].key;
-        if (k.type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "keywords must be strings");
+        /* (ERB: any key, as Ruby 3.1's **opts takes; call_macro binds a keyword parameter from a Symbol only) */
+        if (k.type != TPL_T_STR && !(vm->p && vm->p->opts.syntax == TPL_SYNTAX_ERB)) return tpl_vm_error(vm, TPL_ERR_TYPE, "keywords must be strings");
         if (tpl_map_get(kw->u.map, k))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "jinja2.runtime.Context.call() got multiple values for keyword argument '%.*s'",
                                 k.len > 200 ? 200 : (int)k.len, k.u.s);
@@ -3430,10 +3431,19 @@ static __attribute__((noinline)) int unknown_keywords(tpl_vm *vm, const tpl_macr
     char msg[240];
     int len = 0, nun = 0;
     for (int j = 0; j < nkw; j++) {
-        bool param = false;
-        for (uint32_t i = 0; i < d->nparams && !param; i++) param = tpl_equal(params->items[i], kwn[j]);
-        if (param || kwn[j].type != TPL_T_STR) continue;
-        if (len < 200) len += snprintf(msg + len, sizeof msg - (size_t)len, "%s:%.*s", nun ? ", " : "", kwn[j].len > 60 ? 60 : (int)kwn[j].len, kwn[j].u.s);
+        bool param = false, sym = kwn[j].type == TPL_T_STR && (kwn[j].flags & TPL_F_SYMBOL);
+        for (uint32_t i = 0; i < d->nparams && !param && sym; i++) param = tpl_equal(params->items[i], kwn[j]);
+        if (param) continue;
+        if (len < 200) {
+            if (sym) {
+                len += snprintf(msg + len, sizeof msg - (size_t)len, "%s:%.*s", nun ? ", " : "", kwn[j].len > 60 ? 60 : (int)kwn[j].len, kwn[j].u.s);
+            } else {   /* a String or other key: its inspect (Ruby's message) */
+                tpl_sb sb;
+                tpl_sb_init(&sb, &vm->arena);
+                tpl_rb_inspect(&sb, kwn[j]);
+                len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%.*s", nun ? ", " : "", sb.len > 60 ? 60 : (int)sb.len, sb.p ? sb.p : "");
+            }
+        }
         nun++;
     }
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %s (ArgumentError)", nun > 1 ? "s" : "", msg);
@@ -3486,9 +3496,12 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
         slots[d->varargs_slot].flags = TPL_F_TUPLE;
     }
     tpl_map *kwargs = NULL;
+    bool erb = vm->p->opts.syntax == TPL_SYNTAX_ERB;
     for (int k = 0; k < nkw; k++) {
         bool found = false;
-        for (uint32_t i = 0; i < d->nparams; i++) {
+        /* (a def of the template: a keyword parameter binds a Symbol key only; a String key of f(**h) or
+         * f("k" => 1) goes to **opts, else it is unknown, as Ruby 3.1's) */
+        for (uint32_t i = 0; i < d->nparams && (!erb || (kwn[k].type == TPL_T_STR && (kwn[k].flags & TPL_F_SYMBOL))); i++) {
             if (tpl_equal(params->items[i], kwn[k])) {
                 /* already given by position: Jinja2 leaves it among the extra keywords */
                 if ((int)i < npos) break;
@@ -3498,11 +3511,11 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
             }
         }
         if (found) continue;
-        if (kwn[k].len == 6 && memcmp(kwn[k].u.s, "caller", 6) == 0 && d->caller_slot >= 0) {
+        if (!erb && kwn[k].len == 6 && memcmp(kwn[k].u.s, "caller", 6) == 0 && d->caller_slot >= 0) {
             slots[d->caller_slot] = kwv[k];
             continue;
         }
-        if (d->kwargs_slot < 0 && vm->p->opts.syntax == TPL_SYNTAX_ERB) {
+        if (d->kwargs_slot < 0 && erb) {
             /* a def of the template called with a splat (f(**h), checked when it runs) */
             return unknown_keywords(vm, d, params, kwn + k, nkw - k);
         }

@@ -2043,6 +2043,17 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
  * proc { |*a, **o| }.([1, 2]) has a == [[1, 2]]), nil for missing required ones and drops extras; a
  * lambda checks the count (ArgumentError). A missing optional parameter or keyword is unset (its default).
  * desc: "lead opt rest post lambda kwrest blk" then each keyword's name, `!` after a required one. */
+/* The value of keyword sym (a Symbol) in the keywords m of a call: only under a Symbol key (Ruby
+ * 3.1 passes `"k" => 1` on as a String key, which binds no keyword parameter k: only **opts takes it). */
+static tpl_value *rb_sym_get(tpl_map *m, tpl_value sym)
+{
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_value k = m->e[i].key;
+        if (k.type == TPL_T_STR && (k.flags & TPL_F_SYMBOL) && k.len == sym.len && memcmp(k.u.s, sym.u.s, k.len) == 0) return &m->e[i].val;
+    }
+    return NULL;
+}
+
 static int bind_block(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_value *out)
 {
     if (npos != 2 || self.type != TPL_T_LIST || args[1].type != TPL_T_STR) return tpl_vm_error(vm, TPL_ERR_TYPE, "internal error: (bind)");
@@ -2129,7 +2140,7 @@ static int bind_block(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl
     for (int i = 0; i < nkwp; i++) {
         tpl_value key = tpl_v_str(kwn[i], kwl[i]);
         key.flags |= TPL_F_SYMBOL;
-        tpl_value *v = kw.type == TPL_T_MAP ? tpl_map_get(kw.u.map, key) : NULL;
+        tpl_value *v = kw.type == TPL_T_MAP ? rb_sym_get(kw.u.map, key) : NULL;
         o[k++] = v ? *v : tpl_v_unset();
         if (!v && kwreq[i]) tpl_sb_printf(&miss, "%s:%.*s", nmiss++ ? ", " : "", (int)kwl[i], kwn[i]);
     }
@@ -2144,7 +2155,7 @@ static int bind_block(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl
             tpl_value key = m->e[e].key;
             bool known = false;
             for (int i = 0; i < nkwp && !known; i++)
-                known = key.type == TPL_T_STR && key.len == kwl[i] && memcmp(key.u.s, kwn[i], kwl[i]) == 0;
+                known = key.type == TPL_T_STR && (key.flags & TPL_F_SYMBOL) && key.len == kwl[i] && memcmp(key.u.s, kwn[i], kwl[i]) == 0;
             if (known) continue;
             if (kwrest) {
                 if (!extra && !(extra = rb_map(vm, 4))) return oom(vm);
@@ -8229,6 +8240,7 @@ int r_k_arity(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
         r->items[0] = tpl_v_list(head);
         r->items[1] = tpl_v_str("(rest)", 6);
+        r->items[1].flags |= TPL_F_SYMBOL;   /* (a def's keyword names are Symbols: runtime/vm.c call_macro) */
         r->items[2] = tpl_v_list(tail);
         r->items[2].flags = TPL_F_MUT_RB;   /* (a new Array, as Ruby's) */
         r->len = 3;
