@@ -3967,7 +3967,9 @@ static void expr_(erb_low *L, tpl_node *n)
             if (!ivar && !n->op && !L->in_def) held_guard(L, key, n->off);
             return;
         }
-        if (ivar && L->in_def && tpl_c_lookup_root(C, n->val, &slot)) { /* the template's @x */
+        /* the template's @x (its root slot declared at the first read: a def's `@a = (@a || 0) + 1` reads what the
+         * def's last call set, not the state key again) */
+        if (ivar && L->in_def && (tpl_c_lookup_root(C, n->val, &slot) || (slot = tpl_c_declare_root(C, n->val), true))) {
             tpl_c_emit(C, TPL_OP_LOAD_ROOT, slot, 1);
             tpl_c_word(C, tpl_c_name(C, key));
             return;
@@ -5513,7 +5515,8 @@ static void ivar_loop_sets(erb_low *L, const tpl_node *n, bool in_loop, int dept
 {
     for (; n && depth < 200 && !tpl_c_failed(C); n = n->next) {
         if (n->kind == TPL_N_RDEF) continue;   /* (a def's @ivars are the template's slots already) */
-        bool loop = in_loop || n->kind == TPL_N_RWHILE || n->kind == TPL_N_RFOR || n->kind == TPL_N_RBLOCK;
+        /* (a begin too: `retry` runs its body again) */
+        bool loop = in_loop || n->kind == TPL_N_RWHILE || n->kind == TPL_N_RFOR || n->kind == TPL_N_RBLOCK || n->kind == TPL_N_RBEGIN;
         if (loop && n->kind == TPL_N_SET && n->a && (n->a->kind == TPL_N_RIVAR || n->a->kind == TPL_N_NAME) &&
             n->a->val.len > 1 && n->a->val.u.s[0] == '@') {
             uint32_t slot;

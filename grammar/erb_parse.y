@@ -478,8 +478,8 @@ command(A) ::= CMD(T) call_args(L). { A = method(ctx, NULL, T, L, T.off); }
 command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.off); }
 /* `x.each_slice 2 do |p| ... end`, `inject 0 do ... end`: a command's do-block (DO_BLOCK: the lexer's
  * keyword_do_block; `{ }` there binds to the last argument, as in Ruby) */
-command(A) ::= CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, NULL, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
-command(A) ::= primary(R) DOT CMD(T) call_args(L) DO_BLOCK(D) block_params(P) compstmt(B) END. { A = method(ctx, R, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
+command(A) ::= CMD(T) call_args(L) DO_BLOCK(D) block_params(P) bodystmt(B) END. { A = method(ctx, NULL, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
+command(A) ::= primary(R) DOT CMD(T) call_args(L) DO_BLOCK(D) block_params(P) bodystmt(B) END. { A = method(ctx, R, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
 
 arg(A) ::= primary(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, target(ctx, L, T), R); }
 arg(A) ::= primary(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
@@ -579,7 +579,7 @@ primary(A) ::= IDENT(T) block(B). { A = method(ctx, NULL, T, NULL, T.off); A->op
 /* ->(x, y = 1) { } and -> do ... end: the call `lambda` with that block (its parameters may have defaults) */
 primary(A) ::= LAMBDA(T) lambda_params(P) LBRACE_BLK compstmt(B) RBRACE.
     { A = method_s(ctx, NULL, "lambda", NULL, T.off); A->op = 1; A->c = tpl_p_node(ctx, TPL_N_RBLOCK, T.off, P, B); }
-primary(A) ::= LAMBDA(T) lambda_params(P) DO compstmt(B) END.
+primary(A) ::= LAMBDA(T) lambda_params(P) DO bodystmt(B) END.
     { A = method_s(ctx, NULL, "lambda", NULL, T.off); A->op = 1; A->c = tpl_p_node(ctx, TPL_N_RBLOCK, T.off, P, B); }
 lambda_params(A) ::= . { A = NULL; }
 lambda_params(A) ::= LPAREN RPAREN. { A = NULL; }
@@ -595,7 +595,16 @@ primary(A) ::= BEGIN(T) compstmt(B) rescues(R) opt_else(E) opt_ensure(Z) END.
     { if (E) { tpl_node *e = NODE(RRESCUE, T.off, NULL, E); e->op = 1; R = tpl_node_append(R, e); }
       A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; }
 /* def NAME(params) body end: a method of the template (compiler/lower_erb.c def_) */
-primary(A) ::= DEF(T) IDENT(N) def_params(P) compstmt(B) END. { A = NODE(RDEF, T.off, P, B); A->val = tpl_p_tokstr(ctx, N); }
+primary(A) ::= DEF(T) IDENT(N) def_params(P) bodystmt(B) END. { A = NODE(RDEF, T.off, P, B); A->val = tpl_p_tokstr(ctx, N); }
+/* a def's or do-block's body: rescue/else/ensure clauses without `begin` make it a begin (Ruby's bodystmt) */
+bodystmt(A) ::= compstmt(B). { A = B; }
+bodystmt(A) ::= compstmt(B) rescues_1(R) opt_else(E) opt_ensure(Z).
+    { if (E) { tpl_node *e = NODE(RRESCUE, R->off, NULL, E); e->op = 1; R = tpl_node_append(R, e); }
+      A = NODE(RBEGIN, R->off, B ? B : N(RSTMTS, R->off), R); A->c = Z; }
+bodystmt(A) ::= compstmt(B) ENSURE(T) compstmt(Z).
+    { A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), NULL); A->c = Z ? Z : N(RSTMTS, T.off); }
+rescues_1(A) ::= RESCUE(T) exc_list(X) exc_var(V) then compstmt(B). { A = NODE(RRESCUE, T.off, X, B); A->c = V; }
+rescues_1(A) ::= rescues_1(L) RESCUE(T) exc_list(X) exc_var(V) then compstmt(B). { tpl_node *r = NODE(RRESCUE, T.off, X, B); r->c = V; A = tpl_node_append(L, r); }
 /* def NAME(params) = arg (Ruby 3's endless def; `rescue` after it is the body's): a method of one expression */
 arg(A) ::= DEF(T) IDENT(N) def_eparams(P) ASSIGN arg(E). [DEFINED] { A = NODE(RDEF, T.off, P, E); A->val = tpl_p_tokstr(ctx, N); }
 arg(A) ::= DEF(T) IDENT(N) def_eparams(P) ASSIGN arg(E) RESCUE_MOD(R) arg(X). [DEFINED]
@@ -651,7 +660,7 @@ opt_comma ::= .
 opt_comma ::= COMMA.
 
 block(A) ::= LBRACE_BLK(T) block_params(P) compstmt(B) RBRACE. { A = block_node(ctx, T.off, P, B); }
-block(A) ::= DO(T) block_params(P) compstmt(B) END. { A = block_node(ctx, T.off, P, B); }
+block(A) ::= DO(T) block_params(P) bodystmt(B) END. { A = block_node(ctx, T.off, P, B); }
 block_params(A) ::= . { A = NULL; }
 block_params(A) ::= BAR BAR. { A = NULL; }
 block_params(A) ::= BAR params(P) BAR. { A = P; }
