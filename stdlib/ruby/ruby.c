@@ -7608,10 +7608,49 @@ int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* minmax { |a, b| } is Enumerable#minmax's pairwise walk (enum.c minmax_ii): each pair ordered by one
+ * yield (a tie keeps the first), then its smaller against the min and its larger against the max, so
+ * ties and a non-total block answer what Ruby does. */
+static int minmax_blk_update(sorter *s, tpl_value i, tpl_value j, tpl_value *mm, bool *have)
+{
+    if (!*have) { mm[0] = i; mm[1] = j; *have = true; return 0; }
+    if (sort_cmp(s, i, mm[0]) < 0) mm[0] = i;
+    if (s->failed) return -1;
+    if (sort_cmp(s, j, mm[1]) > 0) mm[1] = j;
+    return s->failed ? -1 : 0;
+}
+
+static int minmax_blk(tpl_vm *vm, tpl_list *l, tpl_value *mm)
+{
+    sorter s = { vm, tpl_vm_block(vm), true, NULL, false };
+    bool have = false, has_last = false;
+    tpl_value last = tpl_v_none();
+    mm[0] = mm[1] = tpl_v_none();
+    for (uint32_t k = 0; k < l->len; k++) {
+        tpl_value i = l->items[k];
+        if (!has_last) { last = i; has_last = true; continue; }
+        tpl_value j = last;
+        has_last = false;
+        int c = sort_cmp(&s, j, i);
+        if (s.failed) return -1;
+        if (c == 0) i = j;
+        else if (c < 0) { tpl_value t = i; i = j; j = t; }
+        if (minmax_blk_update(&s, i, j, mm, &have) < 0) return -1;
+    }
+    if (has_last && minmax_blk_update(&s, last, last, mm, &have) < 0) return -1;
+    return 0;
+}
+
 int r_arr_minmax(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *r = new_list(vm, 2);
     if (!r) return oom(vm);
+    if (tpl_vm_block(vm).pc) {
+        if (minmax_blk(vm, L_(a[0]), r->items) < 0) return -1;
+        r->len = 2;
+        *out = tpl_v_list(r);
+        return 0;
+    }
     if (extreme(vm, a, &r->items[0], -1, false) < 0 || extreme(vm, a, &r->items[1], 1, false) < 0) return -1;
     r->len = 2;
     *out = tpl_v_list(r);
@@ -9699,23 +9738,90 @@ int r_arr_product(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-/* min(n) / max(n) (and min_by(n) / max_by(n)): the n smallest (largest) as a sorted array. */
+/* min(n) / max(n) (and min_by(n) / max_by(n)): Ruby's rb_nmin_run (enum.c): candidates gathered in a
+ * buffer of 4n, cut to n by a quickselect partition (nmin_filter) whenever it fills and at the end, items
+ * not below the last cut's pivot skipped; the n kept then sorted (ruby_qsort: glibc's stable merge sort,
+ * as msort) and reversed for max. The partition's swaps decide which of tied items are kept and their order. */
+static void nmin_filter(sorter *s, const tpl_value *keys, uint32_t *buf, uint32_t *curlen, uint32_t n, bool rev,
+                        tpl_value *limit, bool *has_limit)
+{
+    if (*curlen <= n) return;
+#define NSWAP(x, y) do { uint32_t t_ = buf[x]; buf[x] = buf[y]; buf[y] = t_; } while (0)
+    int64_t left = 0, right = (int64_t)*curlen - 1, store;
+    for (;;) {
+        int64_t pivot = left + (right - left) / 2, np = 1;
+        NSWAP(pivot, right);
+        pivot = right;
+        store = left;
+        int64_t i = left;
+        while (i <= right - np) {
+            int c = sort_cmp(s, keys[buf[i]], keys[buf[pivot]]);
+            if (s->failed) return;
+            if (rev) c = -c;
+            if (c == 0) { NSWAP(i, right - np); np++; continue; }
+            if (c < 0) { NSWAP(i, store); store++; }
+            i++;
+        }
+        int64_t j = store;
+        for (i = right; right - np < i; i--) if (j <= i) { NSWAP(j, i); j++; }
+        if (store <= (int64_t)n && (int64_t)n <= store + np) break;
+        if ((int64_t)n < store) right = store - 1;
+        else left = store + np;
+    }
+#undef NSWAP
+    *limit = keys[buf[store]];
+    *has_limit = true;
+    *curlen = n;
+}
+
 static int extreme_n(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
 {
     tpl_list *l = L_(a[0]);
     if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative size (%lld) (ArgumentError)", (long long)a[1].u.i);
-    tpl_value *keys = NULL;
+    if (a[1].u.i == 0) { *out = tpl_v_list(new_list(vm, 0)); return 0; }
+    tpl_value *keys = l->items;
     bool broke = false;
     if (by && block_values(vm, l, &keys, out, &broke) < 0) return -1;
     if (broke) return 0;
+    uint32_t len = l->len, n = a[1].u.i > len ? len : (uint32_t)a[1].u.i;
+    uint64_t bufmax = (uint64_t)a[1].u.i * 4;   /* (n <= 2^63-1: no overflow in 64 bits for the comparison below) */
+    uint32_t *buf = tpl_arena_alloc(A(vm), ((size_t)len + 1) * sizeof *buf);
+    if (!buf) return oom(vm);
+    sorter s = { vm, tpl_vm_block(vm), !by && tpl_vm_block(vm).pc != 0, NULL, false };
+    bool rev = sign > 0, has_limit = false;
+    tpl_value limit = tpl_v_none();
+    uint32_t cur = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        if (has_limit) {
+            int c = sort_cmp(&s, keys[i], limit);
+            if (s.failed) return -1;
+            if (rev) c = -c;
+            if (c >= 0) continue;
+        }
+        buf[cur++] = i;
+        if (cur == bufmax) {
+            nmin_filter(&s, keys, buf, &cur, n, rev, &limit, &has_limit);
+            if (s.failed) return -1;
+        }
+    }
+    nmin_filter(&s, keys, buf, &cur, n, rev, &limit, &has_limit);
+    if (s.failed) return -1;
+    tpl_list *c = new_list(vm, cur);
+    tpl_value *ck = by ? tpl_arena_alloc(A(vm), ((size_t)cur + 1) * sizeof *ck) : NULL;
+    if (!c || (by && !ck)) return oom(vm);
+    for (uint32_t i = 0; i < cur; i++) {
+        c->items[c->len++] = l->items[buf[i]];
+        if (ck) ck[i] = keys[buf[i]];
+    }
     tpl_list *r;
-    if (sort_list(vm, l, keys, !by && tpl_vm_block(vm).pc != 0, &r) < 0) return -1;
-    uint32_t n = a[1].u.i > r->len ? r->len : (uint32_t)a[1].u.i;
-    tpl_list *res = new_list(vm, n);
-    if (!res) return oom(vm);
-    for (uint32_t i = 0; i < n; i++) res->items[res->len++] = sign < 0 ? r->items[i] : r->items[r->len - 1 - i];
-    *out = tpl_v_list(res);
+    if (sort_list(vm, c, ck, s.use_blk, &r) < 0) return -1;
+    if (rev) for (uint32_t i = 0; i < r->len / 2; i++) {
+        tpl_value t = r->items[i];
+        r->items[i] = r->items[r->len - 1 - i];
+        r->items[r->len - 1 - i] = t;
+    }
+    *out = tpl_v_list(r);
     return 0;
 }
 
