@@ -5609,7 +5609,22 @@ static bool push_groups(tpl_vm *vm, tpl_list *l, tpl_value s, OnigRegion *reg)
     return true;
 }
 
+static int str_split(tpl_vm *vm, tpl_value *a, tpl_value *out);
+
+/* split { |piece| }: each piece yielded, the receiver the result (Ruby 2.6+). */
 int r_str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (str_split(vm, a, out) < 0) return -1;
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (!blk.pc || out->type != TPL_T_LIST) return 0;
+    const tpl_list *l = out->u.list;
+    tpl_value v;
+    for (uint32_t i = 0; i < l->len; i++) YIELD(blk, &l->items[i], 1, &v);
+    *out = a[0];
+    return 0;
+}
+
+static int str_split(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
     tpl_list *l = new_list(vm, 4);
