@@ -9491,6 +9491,10 @@ int r_num_chr(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int64_t c = a[0].u.i;
     if (c < 0 || c > 255) return tpl_vm_error(vm, TPL_ERR_VALUE, "%lld out of char range (RangeError)", (long long)c);
     if (c > 127) return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#chr of a code above 127 (a binary string) is not supported");
+    /* a US-ASCII string in Ruby: its inspect writes a control without a named escape as \xNN (a UTF-8
+     * string's as \uNNNN), and the encoding follows it into concatenations: refused */
+    if ((c < 0x20 && !memchr("\n\r\t\f\v\b\a\033", (int)c, 8)) || c == 0x7F)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#chr of a control character (a US-ASCII string) is not supported");
     char ch = (char)c, *p = tpl_arena_strdup(A(vm), &ch, 1);
     if (!p) return oom(vm);
     *out = tpl_v_str(p, 1);
