@@ -145,6 +145,14 @@ static int float_index(tpl_vm *vm, tpl_value *v)
     return 0;
 }
 
+/* An Integer argument as NUM2LONG reads it: a Float truncated (float_index), else an Integer or its TypeError. */
+static int long_arg(tpl_vm *vm, tpl_value *v)
+{
+    if (v->type == TPL_T_FLOAT && float_index(vm, v) < 0) return -1;
+    if (v->type != TPL_T_INT) return type_error(vm, TPL_VT_INT, *v);
+    return 0;
+}
+
 /* A radix argument as NUM2INT reads it (to_s(b), to_i(b), Integer(s, b); Math.ldexp's exponent): an Integer, a Float
  * truncated to a long first (float_index); anything else its TypeError/RangeError, never its bits read as a number.
  * 0 or -1. */
@@ -5908,7 +5916,7 @@ static int justify(tpl_vm *vm, tpl_value *a, tpl_value *out, int how)
 {
     tpl_value s = a[0];
     int64_t width;
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     width = a[1].u.i;
     tpl_value pad = tpl_given(a[2]) ? a[2] : tpl_v_str(" ", 1);
     if (want_str(vm, pad) < 0) return -1;
@@ -6388,7 +6396,7 @@ int r_arr_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     if (!tpl_given(a[1])) { *out = l->len ? l->items[0] : tpl_v_none(); return 0; }
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (ArgumentError)");
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
@@ -6403,7 +6411,7 @@ int r_arr_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     if (!tpl_given(a[1])) { *out = l->len ? l->items[l->len - 1] : tpl_v_none(); return 0; }
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (ArgumentError)");
     uint32_t n = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, n);
@@ -7070,7 +7078,7 @@ int r_arr_dig(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dig_impl(vm, a[
 int r_arr_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     int64_t i = a[1].u.i < 0 ? a[1].u.i + l->len : a[1].u.i;
     if (i >= 0 && i < (int64_t)l->len) { *out = l->items[i]; return 0; }
     tpl_rb_block blk = tpl_vm_block(vm);
@@ -8013,7 +8021,7 @@ int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t len = L_(a[0])->len;
     if (tpl_given(a[3])) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        if (long_arg(vm, &a[1]) < 0) return -1;
         if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
         int64_t b = a[1].u.i, n = a[2].u.i;
         if (n < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative length (%lld) (IndexError)", (long long)n);
@@ -8032,7 +8040,7 @@ int r_arr_setitem(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (b >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "index %lld too big for an array", (long long)b);
         return arr_splice(vm, a[0], b, n, a[2], out);
     }
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     int64_t i = a[1].u.i;
     if (i < 0) {
         if (i + len < 0)
@@ -8183,7 +8191,7 @@ int r_arr_delete(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* Array#delete_at(i): the item removed, or nil. */
 int r_arr_delete_at(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     tpl_value self;
     if (rb_own(vm, a[0], &self) < 0) return -1;
     tpl_list *l = self.u.list;
@@ -8201,7 +8209,7 @@ int r_arr_delete_at(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int pop_shift(tpl_vm *vm, tpl_value *a, tpl_value *out, bool last)
 {
     bool many = tpl_given(a[1]);
-    if (many && a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (many && long_arg(vm, &a[1]) < 0) return -1;
     if (many && a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "negative array size (ArgumentError)");
     tpl_value self;
     if (rb_own(vm, a[0], &self) < 0) return -1;
@@ -8349,7 +8357,7 @@ int r_arr_cycle(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
     bool count = tpl_given(a[1]) && a[1].type != TPL_T_NONE;
-    if (count && a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (count && long_arg(vm, &a[1]) < 0) return -1;
     int64_t n = count ? (a[1].u.i < 0 ? 0 : a[1].u.i) : -1;
     *out = tpl_v_none();
     if (!blk.pc) {
@@ -8375,7 +8383,7 @@ int r_arr_cycle(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int cycle_take(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (a[1].u.i < 0)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "attempt to take negative size (ArgumentError)");
     uint64_t k = l->len ? (uint64_t)a[1].u.i : 0;
@@ -8913,7 +8921,7 @@ int r_str_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     int64_t bits = 16;
     if (tpl_given(a[1])) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        if (long_arg(vm, &a[1]) < 0) return -1;
         bits = a[1].u.i;
     }
     uint64_t sum = 0;
@@ -8925,7 +8933,7 @@ int r_str_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_str_getbyte(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     int64_t i = a[1].u.i < 0 ? a[1].u.i + a[0].len : a[1].u.i;
     *out = i >= 0 && i < (int64_t)a[0].len ? tpl_v_int((unsigned char)a[0].u.s[i]) : tpl_v_none();
     return 0;
@@ -8937,7 +8945,7 @@ int r_str_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
     if (s.flags & TPL_F_FROZEN_RB) return frozen_error(vm, s);
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (want_str(vm, a[2]) < 0) return -1;
     int64_t len = byte_cp(s, s.len), i = a[1].u.i;
     if (i < 0) i += len + 1;
@@ -9417,7 +9425,7 @@ int r_num_digits(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (want_int(vm, a[0], "digits") < 0) return -1;
     int64_t base = 10;
     if (tpl_given(a[1])) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        if (long_arg(vm, &a[1]) < 0) return -1;
         base = a[1].u.i;
         if (base < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative radix (ArgumentError)");
         if (base < 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %lld (ArgumentError)", (long long)base);
@@ -9644,7 +9652,7 @@ int r_arr_drop_while(tpl_vm *vm, tpl_value *a, tpl_value *out) { return while_im
 int r_arr_each_cons(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid size (ArgumentError)");
     uint32_t k = a[1].u.i > l->len ? l->len + 1 : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, l->len >= k ? l->len - k + 1 : 0);
@@ -9662,7 +9670,7 @@ int r_arr_rotate(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]);
     int64_t n = 1;
     if (tpl_given(a[1])) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        if (long_arg(vm, &a[1]) < 0) return -1;
         n = a[1].u.i;
     }
     tpl_list *r = new_list(vm, l->len);
@@ -9796,7 +9804,7 @@ static void nmin_filter(sorter *s, const tpl_value *keys, uint32_t *buf, uint32_
 static int extreme_n(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative size (%lld) (ArgumentError)", (long long)a[1].u.i);
     if (a[1].u.i == 0) { *out = tpl_v_list(new_list(vm, 0)); return 0; }
     tpl_value *keys = l->items;
@@ -9982,7 +9990,7 @@ int r_arr_with_index(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]);
     int64_t off = 0;
     if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) {
-        if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+        if (long_arg(vm, &a[1]) < 0) return -1;
         off = a[1].u.i;
     }
     tpl_rb_block blk = tpl_vm_block(vm);
@@ -10106,7 +10114,7 @@ int r_arr_slice_when(tpl_vm *vm, tpl_value *a, tpl_value *out) { return chunk_im
 int r_arr_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]), *items = L_(a[2]);
-    if (a[1].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[1]);
+    if (long_arg(vm, &a[1]) < 0) return -1;
     if (items->len == 0) return rb_own(vm, a[0], out);
     int64_t len = l->len, i = a[1].u.i;
     if (i < 0) {
