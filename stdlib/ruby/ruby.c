@@ -1801,7 +1801,7 @@ static bool enumerable(const char *name, size_t n)
     static const char *const names[] = { "(cycle_first)", "(cycle_take)", "map", "collect", "flat_map", "each_with_index", "find", "detect", "any?",
         "all?", "none?", "count", "cycle", "sort", "sort_by", "min_by", "max_by", "sum", "to_a", "entries", "first", "min", "max",
         "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
-        "inject", "reduce", "zip", "each_slice", "join", "tally", "minmax", "reverse_each", "take_while", "drop_while",
+        "inject", "reduce", "zip", "each_slice", "tally", "minmax", "reverse_each", "take_while", "drop_while",
         "each_cons", "one?", "filter_map", "find_all", "collect_concat", "with_index", "grep", "grep_v", "chunk_while",
         "slice_when", NULL };
     for (int i = 0; names[i]; i++)
@@ -6275,6 +6275,8 @@ int r_num_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_
 int r_num_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value v = a[0];
+    if (tpl_given(a[1]) && v.type == TPL_T_FLOAT)   /* (Float#to_s takes no radix) */
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given 1, expected 0) (ArgumentError)");
     if (!tpl_given(a[1]) || v.type != TPL_T_INT) { *out = str_of(vm, v); return 0; }
     int64_t base = 10;
     if (radix_arg(vm, a[1], &base) < 0) return -1;
@@ -6813,6 +6815,7 @@ int r_arr_flatten(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *r = new_list(vm, L_(a[0])->len);
     if (!r) return oom(vm);
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && long_arg(vm, &a[1]) < 0) return -1;   /* (NUM2INT; nil: all levels) */
     int64_t depth = tpl_given(a[1]) && a[1].type == TPL_T_INT ? a[1].u.i : -1;
     if (flatten_into(vm, r, L_(a[0]), depth, 0) < 0) return -1;
     *out = tpl_v_list(r);
@@ -7063,6 +7066,7 @@ int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int dig_impl(tpl_vm *vm, tpl_value v, tpl_list *keys, tpl_value *out)
 {
+    if (keys->len == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given 0, expected 1+) (ArgumentError)");
     for (uint32_t i = 0; i < keys->len; i++) {
         if (v.type == TPL_T_NONE) break;
         if (v.type != TPL_T_MAP && !is_array(v))
