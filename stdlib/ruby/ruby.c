@@ -1149,6 +1149,7 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         bool ok1, ok2;
         int lo = rat_cmp(self, args[0], &ok1), hi = rat_cmp(self, args[1], &ok2);
         if (!ok1) return cmp_fail(vm, self, args[0]);
+        if (IS("between?") && lo < 0) { *out = tpl_v_bool(false); return 0; }   /* (max not compared) */
         if (!ok2) return cmp_fail(vm, self, args[1]);
         if (IS("between?")) { *out = tpl_v_bool(lo >= 0 && hi <= 0); return 0; }
         bool ok3;
@@ -6363,11 +6364,13 @@ int r_num_integer_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out =
 
 int r_num_between_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    bool ok1, ok2;
-    int c1 = rb_cmp(a[0], a[1], &ok1, tpl_vm_arena(vm)->fuel), c2 = rb_cmp(a[0], a[2], &ok2, tpl_vm_arena(vm)->fuel);
+    bool ok1, ok2;   /* (Comparable#between?: false once below min, max not compared) */
+    int c1 = rb_cmp(a[0], a[1], &ok1, tpl_vm_arena(vm)->fuel);
     if (!ok1) return cmp_error(vm, a[0], a[1]);
+    if (c1 < 0) { *out = tpl_v_bool(false); return 0; }
+    int c2 = rb_cmp(a[0], a[2], &ok2, tpl_vm_arena(vm)->fuel);
     if (!ok2) return cmp_error(vm, a[0], a[2]);
-    *out = tpl_v_bool(c1 >= 0 && c2 <= 0);
+    *out = tpl_v_bool(c2 <= 0);
     return 0;
 }
 
