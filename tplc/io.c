@@ -299,6 +299,15 @@ int tplc_write_program(const char *path, const tpl_program *prog, unsigned flags
     return rc && pl.nomem ? -2 : rc;
 }
 
+/* A new output file's contents: the payload, the target's mode, synced. 0, or -1 with errno set. */
+static int fill_file(int fd, tplc_payload *pl, mode_t mode)
+{
+    int rc = put_payload(fd, pl);
+    if (rc == 0) rc = fchmod(fd, mode);
+    if (rc == 0) rc = fsync(fd);
+    return rc;
+}
+
 static int write_output(const char *path, tplc_payload *pl)
 {
     if (!path || strcmp(path, "-") == 0) return write_fd(1, pl);
@@ -358,9 +367,7 @@ static int write_output(const char *path, tplc_payload *pl)
     fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 #endif
     if (fd >= 0) {
-        rc = put_payload(fd, pl);
-        if (rc == 0) rc = fchmod(fd, mode);
-        if (rc == 0) rc = fsync(fd);
+        rc = fill_file(fd, pl, mode);
         e = errno;
         sigprocmask(SIG_BLOCK, &block, NULL);
         bool named = false;
@@ -393,9 +400,7 @@ static int write_output(const char *path, tplc_payload *pl)
             errno = e;
             return -1;
         }
-        rc = put_payload(fd, pl);
-        if (rc == 0) rc = fchmod(fd, mode);
-        if (rc == 0) rc = fsync(fd);
+        rc = fill_file(fd, pl, mode);
         e = errno;
         if (close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
         if (rc != 0) unlink(tmp);
