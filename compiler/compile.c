@@ -231,6 +231,8 @@ struct tpl_comp {
      * memory (self.NAME() elsewhere: tpl_comp_set_reparse) */
     tpl_node *(*reparse)(void *data, uint32_t off, tpl_arena *a);
     void *reparse_data;
+    tpl_arena *reparse_spare;  /* (tpl_comp_set_reparse's spare; busy: a reparsed tree is in it) */
+    bool reparse_spare_busy;
     int (*restream)(void *data, uint32_t off, size_t min, void (*each)(void *arg, tpl_node *n), void *arg);
     /* templates imported without context by a constant name, each compiled once as a function
      * every import of it runs (IMPORT_MOD; issue 13 §1: compiled again at each import, 20,000
@@ -4274,6 +4276,24 @@ static int block_stream_flow(block_stream *bs, uint32_t off)
     return 1;
 }
 
+
+/* After a block parsed again (block_call): its tree's arena emptied -- the spare reset for the
+ * next (a chunk kept), or freed when it is the spare's stand-in or grew large. */
+static void reparse_done(tpl_comp *c, tpl_arena *ra)
+{
+    size_t big = ra->total;
+    if (ra == c->reparse_spare && big < TPL_TRIM_MIN) {
+        tpl_arena_reset(ra);
+    } else {
+        tpl_arena_free(ra);
+    }
+    if (ra == c->reparse_spare) c->reparse_spare_busy = false;
+#ifdef __GLIBC__
+    /* (a large tree's chunks go back to the system: glibc keeps freed chunks past its
+     * raised mmap threshold, and the next large block would be resident next to them) */
+    if (big >= TPL_TRIM_MIN) malloc_trim(0);
+#endif
+}
 static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t off, int see)
 {
     tpl_block *b = find_block(c, name);
@@ -4285,7 +4305,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         return;
     }
     tpl_node *def = bd->def;
-    tpl_arena ra;
+    tpl_arena own_ra, *ra = &own_ra;
     bool reparsed = false, streamed = false;
     block_stream bs = { c, NULL, { 0 }, 0 };
     if (!def && c->restream) {
@@ -4299,11 +4319,16 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         /* a two-pass compile: the block's statement is not in memory (self.NAME() in another
          * statement): its tree parsed again for this compile, then freed (issue 13 §1) */
         if (!c->reparse) { cerror(c, off, "block '%.*s' is not available here", (int)name.len, name.u.s); return; }
-        tpl_arena_init(&ra, 0);
-        ra.budget = c->p->budget;
-        def = c->reparse(c->reparse_data, bd->off, &ra);
+        if (c->reparse_spare && !c->reparse_spare_busy) {
+            ra = c->reparse_spare;
+            c->reparse_spare_busy = true;
+        } else {
+            tpl_arena_init(ra, 0);
+            ra->budget = c->p->budget;
+        }
+        def = c->reparse(c->reparse_data, bd->off, ra);
         if (!def || def->kind != TPL_N_BLOCK) {
-            tpl_arena_free(&ra);
+            reparse_done(c, ra);
             c_nomem(c, off);
             return;
         }
@@ -4406,15 +4431,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
                        * at whatever its body or a pass over it saw last) */
     if (reparsed) {
         collect_blocks(c, def, 0, BLOCKS_UNBIND);
-        size_t big = ra.total;
-        tpl_arena_free(&ra);
-#ifdef __GLIBC__
-        /* (a large tree's chunks go back to the system: glibc keeps freed chunks past its
-         * raised mmap threshold, and the next large block would be resident next to them) */
-        if (big >= TPL_TRIM_MIN) malloc_trim(0);
-#else
-        (void)big;
-#endif
+        reparse_done(c, ra);
     }
 }
 
@@ -6127,10 +6144,12 @@ void tpl_comp_set_restream(tpl_comp *c, int (*fn)(void *data, uint32_t off, size
     c->restream = fn;
 }
 
-void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data)
+void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data,
+                          tpl_arena *spare)
 {
     c->reparse = fn;
     c->reparse_data = data;
+    c->reparse_spare = spare;
 }
 
 /* The read locations (tpl_program_reads_located): each recorded read's file (0: the template

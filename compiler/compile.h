@@ -30,8 +30,12 @@ bool tpl_comp_facts_end(tpl_comp *c);
 void tpl_comp_facts_compile(tpl_comp *c, tpl_node *n);
 /* A two-pass compile's second pass: fn(data, off, a) parses the block whose BLOCK node is at
  * source offset off again into arena a and returns that node (NULL: out of memory), for a block
- * compiled where its statement's tree is not in memory (self.NAME() in another statement). */
-void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data);
+ * compiled where its statement's tree is not in memory (self.NAME() in another statement).
+ * spare: an arena the caller initialised and frees after the compile (or NULL); a block parsed
+ * again is parsed into it when no other is (reset after it), so 30,000 self.NAME() calls do not
+ * make and zero 30,000 arena chunks; a reparse inside another's compile gets an arena of its own. */
+void tpl_comp_set_reparse(tpl_comp *c, tpl_node *(*fn)(void *data, uint32_t off, tpl_arena *a), void *data,
+                          tpl_arena *spare);
 /* And fn(data, off, min, each, arg) (data: the reparse's) parses the body of that block again
  * with each statement to each(arg, node), its tree freed after it: 1, 0 when the body's source is
  * shorter than min (nothing parsed), -1 failed. A large block is compiled so (its frame's names

@@ -384,11 +384,13 @@ static int restream_block(void *data, uint32_t off, size_t min, void (*each)(voi
 static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n, tpl_jtok_vec *toks,
                                       bool two_pass, bool loops, bool extends, tpl_error *err)
 {
-    tpl_arena tmp, ctmp;
+    tpl_arena tmp, ctmp, spare;
     tpl_pctx pc;
     pctx_init(&pc, &tmp, p, src, n);
     tpl_arena_init(&ctmp, 0);
     ctmp.budget = p->budget;
+    tpl_arena_init(&spare, 0); /* (the blocks self.NAME() parses again: tpl_comp_set_reparse) */
+    spare.budget = p->budget;
     stream_state st;
     stream_init(&st, &pc);
     tpl_status rc = TPL_OK;
@@ -410,7 +412,7 @@ static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n,
             pctx_init(&pc, &tmp, p, src, n);
             pc.top = facts_compile_top;
             pc.top_data = &st;
-            tpl_comp_set_reparse(st.c, reparse_block, &rs);
+            tpl_comp_set_reparse(st.c, reparse_block, &rs, &spare);
             tpl_comp_set_restream(st.c, restream_block);
             ok = tpl_jinja_parse(&pc, toks);
         }
@@ -421,6 +423,7 @@ static tpl_status compile_jinja_stmts(tpl_program *p, const char *src, size_t n,
     }
     tpl_arena_free(&tmp);
     tpl_arena_free(&ctmp);
+    tpl_arena_free(&spare);
     return rc;
 }
 
