@@ -86,6 +86,7 @@ typedef struct tpl_block {
 typedef struct func {
     struct func *parent;     /* the function this one is defined in (closures read its slots) */
     bool is_macro;
+    int save_buffered;       /* the compile's `buffered` where the function began (func_end restores it) */
     bool is_test;            /* a loop's filter function (loop_test_function): no varargs of its own */
     uint32_t nslots;
     int depth, max_depth;    /* operand stack */
@@ -165,6 +166,11 @@ struct tpl_comp {
     uint32_t nimport_names;
     tpl_value finalize;      /* tpl_options.finalize: the host filter every output goes through (a string), or undefined */
     bool no_context;         /* compiling an include without context: names are globals only */
+    /* > 0: output here is collected into a buffer Jinja2 keeps in the same Python function as
+     * the nearest template top level, block or included template (a filter or set block), or it
+     * is a function's (a macro, a call block's caller, a recursive loop's body): an include
+     * without context here is refused (stmt_include_without) */
+    int buffered;
     bool self_stored;        /* a variable named self was declared before (then Jinja2's
                               * find_undeclared leaves the root's `self` undefined: reads_self refuses) */
     bool ctx_read;           /* loading a name for a dynamic include's context (push_context_map):
@@ -3233,6 +3239,8 @@ static void func_begin(tpl_comp *c, func *f)
     f->parent = c->fn;
     f->is_macro = true;
     f->rec_self = f->rec_depth = f->rec_loop = -1;
+    f->save_buffered = c->buffered;
+    c->buffered = 1;
     c->fn = f;
     push_scope(c, true);
 }
@@ -3247,6 +3255,7 @@ static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tp
     d->max_stack = (uint16_t)(f->max_depth + 4);
     pop_scope(c);
     c->fn = f->parent;
+    c->buffered = f->save_buffered;
     patch_a(c, skip, here(c));
     if (c->failed) return;
     if (f->nslots > 0xFFFF || f->max_depth > 0xFFF0) { cerror(c, off, "function too large"); return; }
@@ -4395,6 +4404,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     scope *own = c->fn->scope;
     block_def(c, b, pos)->active = true;
     c->ext_noguard++;
+    int save_buffered = c->buffered;
+    c->buffered = 0; /* (Jinja2: a block's own generator function) */
     if (streamed) {
         /* the frame's names (what the body reads, and where, in a second parse), then the body
          * compiled in a third */
@@ -4409,6 +4420,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         body(c, def->b);
     }
     c->ext_noguard--;
+    c->buffered = save_buffered;
     block_def(c, b, pos)->active = false;
     c->autoescape = save_ae;
     c->ae_volatile = save_vol;
@@ -4642,10 +4654,30 @@ static void push_context_map(tpl_comp *c)
     emit(c, TPL_OP_BUILD_MAP, cnt, 1 - 2 * (int)cnt);
 }
 
+/* {% include ... without context %} where output is buffered (c->buffered): Jinja2 3.1 compiles
+ * it to `yield from template._get_default_module()._body_stream`, which ignores the frame's
+ * buffer -- in a filter or set block the included text comes out where the block stands, ahead of
+ * the block's own text and outside its filters (or its variable); in a macro, call block or
+ * recursive loop body the `yield` makes that Python function a generator, printed as
+ * `<generator object ...>`. tpl does not copy either: the include fails when it runs (a macro
+ * that is never called still renders). Returns whether it was so (the FAIL emitted). */
+static bool stmt_include_without(tpl_comp *c, tpl_node *n)
+{
+    if (!(n->op & 2) || c->buffered <= 0 || c->syn != TPL_SYN_JINJA) return false;
+    static const char msg[] = "include without context inside a filter block, set block, macro, call block or "
+                              "recursive loop is not supported (Jinja2 3.1 writes the included text outside the "
+                              "block's buffer)";
+    c->cur_off = n->off;
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    emit(c, TPL_OP_POP, 0, -1);
+    return true;
+}
+
 /* {% include EXPR %} with a name computed when the template runs (issue 14): the name(s) and
  * the context go to INCLUDE_DYN, which loads, compiles (once per program) and renders it. */
 static void stmt_include_dyn(tpl_comp *c, tpl_node *n)
 {
+    if (stmt_include_without(c, n)) return;
     expr(c, n->a);
     if (n->op & 2) emit(c, TPL_OP_NONE, 0, 1); /* without context */
     else push_context_map(c);
@@ -4754,6 +4786,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
 {
     tpl_node *names, *root = NULL;
     int src = -1;
+    if (stmt_include_without(c, n)) return;
     if (!const_template_names(n->a)) { stmt_include_dyn(c, n); return; }
     if (!template_names(c, n->a, &names)) return;
     tpl_arena ta; /* the included template's tree, freed once it is compiled here */
@@ -4814,7 +4847,10 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->inc_root = root->b;
     uint32_t mark = closure_mark(c, root->b);
     frame_init(c, root->b);
+    int save_buffered = c->buffered;
+    c->buffered = 0; /* (Jinja2: the included template's own root_render_func) */
     body(c, root->b);
+    c->buffered = save_buffered;
     closure_close(c, mark);
     tpl_arena_free(&ta);
     c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
@@ -4913,6 +4949,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->root.rec_self = c->root.rec_depth = c->root.rec_loop = -1;
     c->fn = &c->root;
     c->root_id = ++c->nroot_ids;
+    int save_buffered = c->buffered;
+    c->buffered = 0; /* (Jinja2: the imported template's own root_render_func) */
     uint32_t entry = here(c);
     scope *s = push_scope(c, true);
     if (s) s->ctx_top = true;
@@ -4946,6 +4984,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     func mod = c->root;
     c->root = save_root;
     c->fn = save_fn;
+    c->buffered = save_buffered;
     c->root_id = save_id;
     c->inc_fn = save_ifn;
     c->cur_block = save_b;
@@ -5094,7 +5133,10 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     predeclare(c, root->b);
     uint32_t mark = closure_mark(c, root->b);
     emit(c, TPL_OP_CAPTURE, 0, 0);
+    int save_buffered = c->buffered;
+    c->buffered = 0; /* (Jinja2: the imported template's own root_render_func) */
     body(c, root->b);
+    c->buffered = save_buffered;
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
     closure_close(c, mark);
     if (n->kind == TPL_N_IMPORT) push_const(c, names->val); /* the output and the name: the module's */
@@ -5292,7 +5334,9 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         if (tail) tail->next = NULL;
         if (reset) declare_frame_loads(c, fbody);
         if (setb) c->ext_noguard++;
+        c->buffered++;
         body(c, fbody);
+        c->buffered--;
         if (setb) c->ext_noguard--;
         c->cur_off = n->off;
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
