@@ -423,45 +423,73 @@ static void index_store(erb_low *L, tpl_node *g, uint32_t off, bool assign);
 static bool changes_receiver(const tpl_node *n);
 static void own_receiver(erb_low *L, tpl_node *r, uint32_t off);
 
-static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_value name)
+static void blocal_add_in(erb_low *L, erb_blocals *bl, const tpl_node *const *ps, int nps, tpl_value name)
 {
     uint32_t slot;
-    if (name.len == 0 || name.u.s[0] == '@' || param_named(params, name) || bl->n >= 32) return;
+    if (name.len == 0 || name.u.s[0] == '@' || bl->n >= 32) return;
+    for (int i = 0; i < nps; i++)
+        if (param_named(ps[i], name)) return;
     bool known = tpl_c_lookup(C, name, &slot);
     /* a name an earlier block declared is still no local of the enclosing scope (pending): block-local again */
     if (known && !(L->defs->npend && pend_has(L, name))) return;
     for (int i = 0; i < bl->n; i++)
         if (bl->name[i].len == name.len && memcmp(bl->name[i].u.s, name.u.s, name.len) == 0) return;
-    bl->slot[bl->n] = known ? slot : tpl_c_declare(C, name);
+    /* (at the template's level, in its outermost scope: when the state has the name, it is the binding's
+     * local, which a block inside another block assigns for all that follows, not for the outer block) */
+    bl->slot[bl->n] = known ? slot : L->in_def ? tpl_c_declare(C, name) : tpl_c_declare_root(C, name);
     bl->name[bl->n++] = name;
+}
+
+static void blocal_add(erb_low *L, erb_blocals *bl, const tpl_node *params, tpl_value name)
+{
+    blocal_add_in(L, bl, &params, 1, name);
+}
+
+/* The names a block's body assigns (ps: the parameters of that block and of the blocks on the way in,
+ * which are no such names). At the template's level a block nested in it counts too: a name it assigns
+ * is the outer block's as well when the state has it (the binding's local: the outer block's reads
+ * before the inner block see what the inner block stored in an earlier turn), and block-local to
+ * the inner block when not (the outer block's start clears it as the inner block's does). */
+static void blocal_scan_in(erb_low *L, erb_blocals *bl, const tpl_node **ps, int nps, const tpl_node *n, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_RDEF) continue;   /* a def has its own locals */
+        if (n->kind == TPL_N_RBLOCK) {
+            if (!L->in_def && nps < 16) {
+                ps[nps] = n->a;
+                blocal_scan_in(L, bl, ps, nps + 1, n->b, depth + 1);
+            }
+            continue;
+        }
+        if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME) blocal_add_in(L, bl, ps, nps, n->a->val);
+        if (n->kind == TPL_N_SET && is_index(n->a)) { /* h[k] = v stores h back */
+            const tpl_node *r = n->a->a;
+            while (r->kind == TPL_N_GETITEM) r = r->a;
+            if (r->kind == TPL_N_NAME) blocal_add_in(L, bl, ps, nps, r->val);
+        }
+        if (n->kind == TPL_N_RMETHOD) {
+            const tpl_node *r = shovel_root(n);
+            if (r && r->kind == TPL_N_NAME) blocal_add_in(L, bl, ps, nps, r->val);
+            if (changes_receiver(n) && n->a->kind == TPL_N_NAME) blocal_add_in(L, bl, ps, nps, n->a->val);
+            if (changes_receiver(n) && n->a->kind == TPL_N_GETITEM) { /* h[k].strip! stores h back */
+                const tpl_node *r = n->a;
+                while (r->kind == TPL_N_GETITEM) r = r->a;
+                if (r->kind == TPL_N_NAME) blocal_add_in(L, bl, ps, nps, r->val);
+            }
+        }
+        blocal_scan_in(L, bl, ps, nps, n->a, depth + 1);
+        blocal_scan_in(L, bl, ps, nps, n->b, depth + 1);
+        blocal_scan_in(L, bl, ps, nps, n->c, depth + 1);
+        blocal_scan_in(L, bl, ps, nps, tpl_node_d(n), depth + 1);
+        blocal_scan_in(L, bl, ps, nps, tpl_node_e(n), depth + 1);
+    }
 }
 
 static void blocal_scan(erb_low *L, erb_blocals *bl, const tpl_node *params, const tpl_node *n, int depth)
 {
-    for (; n && depth < 200; n = n->next) {
-        if (n->kind == TPL_N_RBLOCK || n->kind == TPL_N_RDEF) continue;   /* a nested block or a def has its own locals */
-        if (n->kind == TPL_N_SET && n->a && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
-        if (n->kind == TPL_N_SET && is_index(n->a)) { /* h[k] = v stores h back */
-            const tpl_node *r = n->a->a;
-            while (r->kind == TPL_N_GETITEM) r = r->a;
-            if (r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
-        }
-        if (n->kind == TPL_N_RMETHOD) {
-            const tpl_node *r = shovel_root(n);
-            if (r && r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
-            if (changes_receiver(n) && n->a->kind == TPL_N_NAME) blocal_add(L, bl, params, n->a->val);
-            if (changes_receiver(n) && n->a->kind == TPL_N_GETITEM) { /* h[k].strip! stores h back */
-                const tpl_node *r = n->a;
-                while (r->kind == TPL_N_GETITEM) r = r->a;
-                if (r->kind == TPL_N_NAME) blocal_add(L, bl, params, r->val);
-            }
-        }
-        blocal_scan(L, bl, params, n->a, depth + 1);
-        blocal_scan(L, bl, params, n->b, depth + 1);
-        blocal_scan(L, bl, params, n->c, depth + 1);
-        blocal_scan(L, bl, params, tpl_node_d(n), depth + 1);
-        blocal_scan(L, bl, params, tpl_node_e(n), depth + 1);
-    }
+    const tpl_node *ps[17];
+    ps[0] = params;
+    blocal_scan_in(L, bl, ps, 1, n, depth);
 }
 
 static void blocal_unset(erb_low *L, const erb_blocals *bl)

@@ -347,7 +347,13 @@ static bool erb_build_script(const char *src, size_t n, erb_script *sc, uint32_t
                 st = t == T_OPEN_EQ ? ST_INSERT : t == T_OPEN_HASH ? ST_COMMENT : ST_CODE;
                 tag_off = (uint32_t)(i + len - (t == T_OPEN ? 2 : 3));
                 break;
-            case T_OPEN_PCT: text_add(&text, off, off + 2); resume = i + len; break;   /* "<%" */
+            case T_OPEN_PCT:
+                /* (Ruby's compile_stag puts a text token that is exactly "\n" at once: `<% # c %>` then
+                 * "\n<%% x %>" hides only the "\n" put, the "<% x %>" put is on the script's next line) */
+                if (i == resume + 1 && src[resume] == '\n') add_put(sc, src, &text);
+                text_add(&text, off, off + 2);
+                resume = i + len;
+                break;   /* "<%" */
             default: text_add(&text, off, off + (uint32_t)len); break;   /* -%> %> %%> outside a tag */
             }
         } else {
@@ -415,6 +421,8 @@ typedef struct rlex {
     int cond_at;          /* in a for/while/until header: 1 + its bracket depth (its `do` is DO_COND) */
     int cmd_at;           /* in a command's arguments (`x.each_slice 2 do`): 1 + its bracket depth (its `do`
                            * is DO_BLOCK, the command's block, as Ruby's keyword_do_block) */
+    bool top_script;      /* the template's script (not a #{} body): its last line's comment is checked */
+    int last_stmt;        /* the kind of the last token that is no statement separator (0: none yet) */
     tpl_smap locals;      /* names assigned so far (Ruby's lexer knows its local variables) */
     tpl_arena *larena;    /* where `locals` lives (NULL: ctx->arena) */
     size_t amb_slash;     /* `name /x` after a name no local has (Ruby: a regex argument unless a binding's
@@ -432,6 +440,7 @@ static bool push_tok(rlex *L, int kind, size_t off, size_t len)
     L->def_body = false;
     if (kind == TK_TERM || kind == TK_INS_CLOSE || kind == TK_PUT) L->cmd_at = 0;
     else if (kind == TK_CMD && (!L->cmd_at || L->cmd_at > L->depth + 1)) L->cmd_at = L->depth + 1;
+    if (kind != TK_TERM) L->last_stmt = kind;
     uint8_t flag = L->next_flag;
     L->next_flag = 0;
     if (!L->out) {
@@ -614,7 +623,16 @@ static bool ruby_lex(rlex *L)
         size_t st = i;
         if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { i++; continue; }
         if (c == '\\' && i + 1 < n && s[i + 1] == '\n') { i += 2; continue; }
-        if (c == '#') { while (i < n && s[i] != '\n') i++; continue; }
+        if (c == '#') {
+            while (i < n && s[i] != '\n') i++;
+            /* a comment on the script's last line also hides the `; _erbout` Ruby's ERB ends its script
+             * with: ERB#result is then the last statement's value -- the text when that statement puts
+             * text (or there is none: `_erbout = +''`), else another value (`<% x = 2 %><% # c %>` is 2) */
+            if (i == n && L->top_script && L->last_stmt && L->last_stmt != TK_PUT && L->last_stmt != TK_INS_CLOSE)
+                return lex_error(L, st, "unsupported Ruby construct: a comment%.*s on the last line hides ERB's `; _erbout' (its "
+                                 "result is then the last statement's value)", "", 0);
+            continue;
+        }
         if (c == ';' && L->in_params && !L->def_at) {
             /* |a; b, c|: block-local variables, new (nil) in each run of the block, as the block's own
              * `b = nil; c = nil` first (tokens at their names). One naming a local assigned before it
@@ -1335,6 +1353,7 @@ static bool parse_range(tpl_pctx *c, size_t from, size_t to, tpl_node **root, bo
     L.s = c->src + from;
     L.n = to - from;
     L.feed = &f;
+    L.top_script = top;
     if (top) L.larena = c->keep;
     tpl_node *save = c->root;
     void (*save_top)(void *, tpl_node *) = c->top;
