@@ -1275,8 +1275,21 @@ static VALUE invoke(VALUE recv, ID mid, cb *a, bool priv)
     VALUE kw, argv = call_args(a, &kw);
     if (!NIL_P(kw)) rb_ary_push(argv, kw);
     int kws = NIL_P(kw) ? RB_NO_KEYWORDS : RB_PASS_KEYWORDS;
-    if (priv) return rb_funcallv_kw(recv, mid, (int)RARRAY_LEN(argv), RARRAY_CONST_PTR(argv), kws);
-    return rb_funcallv_public_kw(recv, mid, (int)RARRAY_LEN(argv), RARRAY_CONST_PTR(argv), kws);
+    /* The arguments in C memory the GC scans as it scans the machine stack (ALLOCV_N: the stack,
+     * or a buffer marked the same way), which keeps and pins them for the whole call: a C
+     * method (String#encode) is handed this pointer as its argv and reads it after it has
+     * allocated. The Array's own storage was handed before: nothing held the Array during the
+     * call, so a GC in the callee freed it (or compaction moved it) and the callee read a dead
+     * slot ("[BUG] Segmentation fault" in rb_to_encoding_index under GC.stress with compaction;
+     * test_gc.rb). */
+    long n = RARRAY_LEN(argv);
+    VALUE tmp = 0;
+    VALUE *args = ALLOCV_N(VALUE, tmp, n);
+    MEMCPY(args, RARRAY_CONST_PTR(argv), VALUE, n);
+    VALUE res = priv ? rb_funcallv_kw(recv, mid, (int)n, args, kws) : rb_funcallv_public_kw(recv, mid, (int)n, args, kws);
+    ALLOCV_END(tmp);
+    RB_GC_GUARD(argv);
+    return res;
 }
 
 static VALUE rb_name_err_receiver_safe(VALUE exc) { return rb_funcall(exc, rb_intern("receiver"), 0); }
