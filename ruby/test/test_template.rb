@@ -496,8 +496,7 @@ class TestTemplate < Minitest::Test
 
   # (issue 20 #1) a Template's malloc'd memory (its program and render contexts) is its
   # ObjectSpace.memsize_of; 40,000 Template.new and .load with a render each leave no live objects
-  # behind. (RSS: Ruby's GC is not told the memory yet, tpl_ext.c tmpl_tell_gc, TPL_GC_TELL: RSS
-  # grows until Ruby's GC runs, ~130 MB over these 40,000; not asserted.)
+  # behind. (RSS: test_gc.rb's test_rss_flat_for_templates_made_in_a_loop.)
   def test_templates_made_in_a_loop
     require "objspace"
     src = "<% items.each do |i| %><%= i * 2 %>,<% end %> <%= name %>"

@@ -29,7 +29,7 @@
 #include "tpl_store.h"
 
 #ifndef TPL_GC_TELL
-#define TPL_GC_TELL 0 /* tell Ruby's GC a Template's memory as it grows (tmpl_tell_gc: off, why there) */
+#define TPL_GC_TELL 1 /* tell Ruby's GC a Template's memory as it grows (tmpl_tell_gc) */
 #endif
 #define MAX_DEPTH 500   /* nesting of hashes/arrays converted from Ruby */
 #define POOL_MAX 8      /* idle render contexts kept per Template */
@@ -1795,22 +1795,17 @@ static const rb_data_type_t tmpl_type = {
 
 /* Tells Ruby's GC the Template's memory as it grows: the growth past the most it was told
  * (gc_told, a high-water mark), as Ruby's own xmalloc counts an allocation, so that Templates made
- * and dropped in a loop (Template.new/load) would let the GC run as their malloc'd memory grows
+ * and dropped in a loop (Template.new/load) let the GC run as their malloc'd memory grows
  * (RSS flat: a few MB over 100,000 Template.new/load + render, where it grows ~130 MB per 40,000
  * untold). Never a decrease: Ruby's malloc counter restarts at every GC, and a Template's memory
  * is freed by the sweep just after (tmpl_free).
- * TPL_GC_TELL is 0: rb_gc_adjust_memory_usage is not called. It only adds to Ruby's malloc_increase
- * and oldmalloc_increase counters (libruby 3.1.2's code: no GC of its own), yet the changed GC
- * timing makes the Ruby suite's GC.stress + auto-compaction test of @ivars read up front
- * (test_ivars_only_gc_during_conversion, minitest seed 27497, MALLOC_PERTURB_=166) abort with
- * "[BUG] try to mark T_NONE object" in a GC started by keycache_new — also with growth-only
- * telling (session 36), and not with TPL_GC_TELL 0 (seeds 27497 and 1 so tried). Session 36 read the
- * core: the object marked is the main Ractor's (a T_DATA "ractor"), which a compaction moved
- * although rb_vm_mark pins it — its old slot a freed T_MOVED whose forwarding address is the new
- * one, and the 205 references to the old address in libruby's own malloc'd memory (among them the
- * rb_ractor_t's self) not updated; tpl_ext never holds a Ractor. Sessions 34-35: the render's
- * VALUEs in C memory are pinned (keep, the key cache, found[] on the machine stack); valgrind
- * shows no bad access by tpl_ext, and the run passes with auto-compaction off. Not found yet.
+ * rb_gc_adjust_memory_usage only adds to Ruby's malloc_increase and oldmalloc_increase counters
+ * (libruby 3.1.2: it runs no GC itself; the next allocation's check does). It was off until
+ * session 37 (TPL_GC_TELL 0): the changed GC timing made the suite abort under GC.stress with
+ * auto-compaction ("[BUG] try to mark T_NONE object", the main Ractor's object moved), which
+ * was Ruby 3.1.2's bug with GC.auto_compact turned on during an incremental marking, hit by the
+ * tests' helper (ruby/test/helper.rb), not the gem's. -DTPL_GC_TELL=0 builds it untold (RSS then
+ * grows ~120 MB over 100,000 Template.new + render: test_gc.rb's limit fails).
  * ObjectSpace.memsize_of (tmpl_size) counts the memory either way. */
 static void tmpl_tell_gc(tmpl *t)
 {
