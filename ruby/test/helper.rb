@@ -10,10 +10,12 @@ module TplTestHelper
   # flag is on by then, although that marking pinned nothing (pins are only taken while
   # compacting), so objects that are pinned, held by C memory Ruby does not update (the main
   # Ractor's object, whose rb_ractor_t keeps its address), moved: "[BUG] try to mark T_NONE
-  # object" at a later GC, with no tpl code involved (test_gc.rb's
-  # test_auto_compact_turned_on_mid_marking shows it in plain Ruby). Which GC is in progress
-  # when a test starts depends on the suite's order and on the GC's timing (minitest seed 27497
-  # with the GC told a Template's memory).
+  # object" at a later GC, with no tpl code involved — plain Ruby:
+  #   GC.start(full_mark: true, immediate_mark: false, immediate_sweep: false)
+  #   GC.auto_compact = true; GC.stress = true; Object.new # => [BUG] try to mark T_NONE object
+  # Which GC is in progress when a test starts depends on the suite's order and on the GC's
+  # timing (minitest seed 27497 with the GC told a Template's memory; gc_stress_renders.rb
+  # leaves one in progress on purpose).
   def under_gc_stress(rounds)
     compact = GC.respond_to?(:auto_compact=) && (GC.auto_compact rescue nil)
     begin
