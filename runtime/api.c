@@ -794,7 +794,7 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     if (__builtin_expect(!usable(r) || !p || !out || !out_len, 0)) return render_run_refused(r, p, out, out_len);
     r->busy = true;
     tpl_status st = run(r, p, out, out_len);
-    tpl_vm_rescue_free(&r->vm);
+    if (__builtin_expect(r->vm.rescue != NULL, 0)) tpl_vm_rescue_free(&r->vm); /* (a call's snapshot, rare) */
     r->busy = false;
     return st;
 }

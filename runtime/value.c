@@ -170,10 +170,8 @@ char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n)
     return p;
 }
 
-/* Keeps one chunk for reuse. When the render needed several chunks they are replaced by a
- * single one as large as all of them together, so the next render of the same size performs
- * no allocation at all. */
-void tpl_arena_reset(tpl_arena *a)
+/* tpl_arena_reset of an arena with several chunks (value.h) */
+void tpl_arena_reset_chunks(tpl_arena *a)
 {
     a->over_limit = false;
     if (!a->head)

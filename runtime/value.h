@@ -100,7 +100,18 @@ static inline void tpl_arena_table_free(tpl_arena *a, void *p, size_t bytes)
 }
 /* Copies n bytes into the arena (plus a NUL terminator); NULL on failure. */
 char *tpl_arena_strdup(tpl_arena *a, const char *s, size_t n);
-void tpl_arena_reset(tpl_arena *a);
+/* Makes a's memory free again (tpl_arena_reset): the several chunks a render needed replaced
+ * by one as large as all of them (the rest of tpl_arena_reset, out of its way). */
+void tpl_arena_reset_chunks(tpl_arena *a);
+/* Keeps one chunk for reuse. When the render needed several chunks they are replaced by a
+ * single one as large as all of them together, so the next render of the same size performs
+ * no allocation at all. (Inline: every render starts with it, and almost always on one chunk.) */
+static inline void tpl_arena_reset(tpl_arena *a)
+{
+    a->over_limit = false;
+    if (a->head && !a->head->next) a->head->used = 0;
+    else if (a->head) tpl_arena_reset_chunks(a);
+}
 void tpl_arena_free(tpl_arena *a);
 
 /* ------------------------------------------------------------------ walk metering */
