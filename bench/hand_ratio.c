@@ -13,7 +13,20 @@
 #include "tpl.h"
 #include "tpl_static.h"
 
-extern const struct tpl_static_program tpl_view_w1_agent, tpl_view_w2_loop, tpl_view_w4_chat;
+extern const struct tpl_static_program tpl_view_w1_agent, tpl_view_w2_loop, tpl_view_w3_static, tpl_view_w4_chat;
+
+/* w3_static's reference (c-hand has none): expected.txt copied into a reused buffer, as the shared
+ * bench's memcpy engine does */
+static const char *hr_ref_src;
+static size_t hr_ref_len;
+static char *hr_ref_dst;
+static const char *hr_memcpy(size_t *n)
+{
+    memcpy(hr_ref_dst, hr_ref_src, hr_ref_len);
+    BENCH_CLOBBER(hr_ref_dst);
+    *n = hr_ref_len;
+    return hr_ref_dst;
+}
 
 static double hr_now(void)
 {
@@ -49,9 +62,11 @@ int main(int argc, char **argv)
     wl = wl && wl[1] ? wl + 1 : dir;
     const tpl_static_program *view = strcmp(wl, "w1_agent") == 0   ? &tpl_view_w1_agent
                                      : strcmp(wl, "w2_loop") == 0  ? &tpl_view_w2_loop
+                                     : strcmp(wl, "w3_static") == 0 ? &tpl_view_w3_static
                                      : strcmp(wl, "w4_chat") == 0  ? &tpl_view_w4_chat
                                                                     : NULL;
-    if (!view) return hr_fail("c-hand renders w1_agent, w2_loop and w4_chat only", NULL);
+    if (!view) return hr_fail("c-hand renders w1_agent, w2_loop and w4_chat only (w3_static: memcpy)", NULL);
+    bool mc = view == &tpl_view_w3_static;
     int batch = argc > 2 ? atoi(argv[2]) : strcmp(wl, "w2_loop") == 0 ? 2 : 100;
     int rounds = argc > 3 ? atoi(argv[3]) : 300;
     if (batch < 1 || rounds < 1) return hr_fail("BATCH and ROUNDS must be positive", NULL);
@@ -65,8 +80,16 @@ int main(int argc, char **argv)
     if (!ctx || !src) return hr_fail("cannot read context.json or template.jinja", NULL);
 
     char *err = NULL;
-    void *hand = setup(wl, ctx, cl, &err);
-    if (err) return hr_fail(err, NULL);
+    void *hand = NULL;
+    if (mc) {
+        snprintf(path, sizeof path, "%s/expected.txt", dir);
+        char *x = bench_read_file(path, &hr_ref_len);
+        if (!x || !(hr_ref_dst = malloc(hr_ref_len + 1))) return hr_fail("cannot read expected.txt", NULL);
+        hr_ref_src = x;
+    } else {
+        hand = setup(wl, ctx, cl, &err);
+        if (err) return hr_fail(err, NULL);
+    }
 
     /* the VM and the native view, as tpl-bench renders them (Jinja2's options, trim_blocks,
      * lstrip_blocks; w1's facts are context.memory) */
@@ -88,7 +111,7 @@ int main(int argc, char **argv)
     if (tpl_render_set_state_json(r, ctx, cl) != TPL_OK) return hr_fail("state", NULL);
 
     size_t hl, vl, nl;
-    const char *ho = render(hand, NULL, &hl, &err), *vo, *no;
+    const char *ho = mc ? hr_memcpy(&hl) : render(hand, NULL, &hl, &err), *vo, *no;
     if (tpl_render_run(r, vm, &vo, &vl) != TPL_OK) return hr_fail("VM render", NULL);
     if (hl != vl || memcmp(ho, vo, hl) != 0) return hr_fail("the VM's output differs from c-hand's", NULL);
     if (tpl_render_run(r, nat, &no, &nl) != TPL_OK) return hr_fail("native render", NULL);
@@ -102,19 +125,22 @@ int main(int argc, char **argv)
             int who = (i + s) % 3;
             double t0 = hr_now();
             for (int b = 0; b < batch; b++) {
-                if (who == 0) render(hand, NULL, &hl, &err);
+                if (who == 0) {
+                    if (mc) hr_memcpy(&hl);
+                    else render(hand, NULL, &hl, &err);
+                }
                 else tpl_render_run(r, who == 1 ? vm : nat, &vo, &vl);
             }
             t[who * rounds + i] = (hr_now() - t0) / batch;
         }
     }
     for (int s = 0; s < 3; s++) qsort(t + s * rounds, (size_t)rounds, sizeof *t, hr_cmp);
-    static const char *const who[] = { "c-hand", "tpl VM", "tpl native" };
+    const char *const who[] = { mc ? "memcpy" : "c-hand", "tpl VM", "tpl native" };
     printf("%s (%d rounds of %d renders), ns per render:\n", wl, rounds, batch);
     for (int s = 0; s < 3; s++) {
         const double *x = t + s * rounds, *h = t;
         printf("  %-10s min %10.1f  p10 %10.1f  median %10.1f", who[s], x[0], x[rounds / 10], x[rounds / 2]);
-        if (s) printf("   / c-hand: min %.2fx  p10 %.2fx  median %.2fx", x[0] / h[0], x[rounds / 10] / h[rounds / 10],
+        if (s) printf("   / %s: min %.2fx  p10 %.2fx  median %.2fx", who[0], x[0] / h[0], x[rounds / 10] / h[rounds / 10],
                       x[rounds / 2] / h[rounds / 2]);
         putchar('\n');
     }
@@ -122,7 +148,9 @@ int main(int argc, char **argv)
     tpl_render_free(r);
     tpl_program_free(vm);
     tpl_program_free(nat);
-    teardown(hand);
+    if (hand) teardown(hand);
+    free(hr_ref_dst);
+    free((char *)hr_ref_src);
     free(src);
     free(ctx);
     return 0;
