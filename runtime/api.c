@@ -91,6 +91,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     tpl_arena_init(&vm->arena, l.max_memory);
     vm->arena.fuel = &vm->fuel; /* walks over values charge the render's fuel */
     tpl_arena_init(&vm->state_arena, l.max_memory); /* the state counts against the memory limit */
+    vm->arena.zero_chunks = vm->state_arena.zero_chunks = true; /* (tpl_render_rescue compares their bytes) */
     if (alloc) {
         /* the arenas keep a pointer to the copy inside the context */
         tpl_arena_set_allocator(&vm->arena, &vm->alloc);

@@ -40,6 +40,8 @@ typedef struct tpl_arena {
     uint64_t *fuel;     /* the render's fuel, charged by walks over values built here (see
                          * tpl_fuel_charge; NULL: unmetered) */
     tpl_budget *budget; /* charged for chunks (borrowed; NULL: none) */
+    bool zero_chunks;   /* chunks from the C library come zeroed (a render context's arenas: see
+                         * chunk_new); false after tpl_arena_init */
 } tpl_arena;
 
 void tpl_arena_init(tpl_arena *a, size_t limit);
