@@ -199,6 +199,22 @@ static void test_arena(tctx *t)
     OK(!a.over_limit);
     OK(tpl_arena_alloc(&a, 90000) != NULL);
     tpl_arena_free(&a);
+
+    /* zero_chunks (a render context's arenas, whose bytes tpl_render_rescue compares): a chunk
+     * comes zeroed even when malloc hands back memory a freed chunk dirtied; off by default */
+    tpl_arena_init(&a, 0);
+    OK(!a.zero_chunks);
+    unsigned char *d = tpl_arena_alloc(&a, 20000);
+    OK(d != NULL);
+    if (d) memset(d, 0xCD, 20000);
+    tpl_arena_free(&a);
+    tpl_arena_init(&a, 0);
+    a.zero_chunks = true;
+    unsigned char *z = tpl_arena_alloc(&a, 20000);
+    bool all_zero = z != NULL;
+    for (size_t i = 0; z && i < 20000; i++) all_zero &= z[i] == 0;
+    OK(all_zero);
+    tpl_arena_free(&a);
 }
 
 static void test_lists_maps(tctx *t)
