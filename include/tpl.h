@@ -919,6 +919,32 @@ typedef int (*tpl_write_fn)(void *data, const void *bytes, size_t len);
  * it received is an incomplete file); TPL_ERR_NOMEM on allocation failure; TPL_ERR_USAGE when p
  * or write is NULL (write is never called then). p is borrowed. */
 TPL_API tpl_status tpl_program_write(const tpl_program *p, unsigned flags, tpl_write_fn write, void *data);
+
+/* Fills a file for tpl_file_write: writes its whole contents through fd or, with TPL_FILE_BY_NAME
+ * (for a library that takes a file name, such as libgettextpo), by opening `path`, a name of the
+ * same new regular file while the call lasts (never the target itself: truncating it is safe).
+ * Without TPL_FILE_BY_NAME path is NULL when fd is not a new file of tpl_file_write's (a stream,
+ * a FIFO, a device, written as they are). Returns 0, or nonzero with errno set (EIO when errno is
+ * 0). May be called a second time, from the start, with another fd and path (where the first new
+ * file could not be named). */
+typedef int (*tpl_fill_fn)(void *data, int fd, const char *path);
+#define TPL_FILE_BY_NAME 1u  /* tpl_file_write flags: fill writes through path, not fd */
+/* Writes the file at path so that a failed or killed write never leaves a partial or temporary
+ * file, as tplc's -o does (one implementation for tplc and the prompt store): fill writes an
+ * unnamed file in the target's directory (Linux's O_TMPFILE), which is synced, given the target's
+ * mode (an existing file keeps its permissions; a new one gets 0666 less the umask), then a
+ * temporary name (a link planted there is never followed) and renamed over the target, so even
+ * SIGKILL leaves nothing behind (where O_TMPFILE or /proc is missing the file is named, O_EXCL,
+ * from the start: SIGINT, SIGTERM, SIGHUP and SIGQUIT wait, blocked in the calling thread, while
+ * it exists). Through a symlink (also a dangling one) the file it names is written and the link
+ * kept. `-`, /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N are that descriptor, written
+ * as it is (an append stays an append); a FIFO or device is written in place (with
+ * TPL_FILE_BY_NAME through an unnamed temporary file, then copied). A directory is EISDIR. The
+ * caller checks that path is not one of its inputs. Returns 0, or -1 with errno set (fill's errno
+ * when it failed; EFBIG past the file size limit, whose SIGXFSZ is not delivered): the target is
+ * then untouched (a stream or FIFO may have received part of it). NULL path or fill: -1 with
+ * EINVAL, fill not called; "" is ENOENT. flags: 0 or TPL_FILE_BY_NAME. data is passed to fill. */
+TPL_API int tpl_file_write(const char *path, unsigned flags, tpl_fill_fn fill, void *data);
 /* Streams the output of r's renders (Jinja2's Template.generate): from now on tpl_render_run hands
  * the template's output to write in pieces as the render produces it (a piece whenever its output
  * buffer, 4 KiB and more, fills outside a macro call, call or set block or import, which collect

@@ -230,48 +230,40 @@ tpl_store_status tpl_store_po_import(tpl_store *s, const char *path, const char 
 
 /* ---- export ---- */
 
-/* Writes f to path atomically (a temporary file beside it, renamed over it) and frees f. On failure
- * the message goes to msg. */
+/* tpl_file_write's fill: libgettextpo writes f to the file it opens by name. */
+typedef struct po_fill {
+    const po_api *pa;
+    po_file_t f;
+    po_err e;
+} po_fill;
+
+static int fill_po(void *data, int fd, const char *name)
+{
+    (void)fd;
+    po_fill *volatile pf = data;
+    memset(&pf->e, 0, sizeof pf->e);
+    po_err *volatile saved = cur;
+    cur = &pf->e;
+    errno = 0;
+    if (setjmp(pf->e.jb) == 0) pf->pa->po_file_write(pf->f, name, &handler);
+    cur = saved;
+    if (!pf->e.have) return 0;
+    if (!errno) errno = EIO;
+    return -1;
+}
+
+/* Writes f to path as every file tpl writes (tpl_file_write: atomic, even against SIGKILL; an
+ * existing file keeps its mode; through symlinks; `-` and /dev/stdout are standard output) and
+ * frees f. On failure the message goes to msg. */
 static tpl_store_status write_po(const po_api *pa, po_file_t f, const char *path, char *msg, size_t cap)
 {
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp) { pa->po_file_free(f); snprintf(msg, cap, "out of memory"); return TPL_STORE_NOMEM; }
-    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int err = errno;
-        pa->po_file_free(f);
-        free(tmp);
-        snprintf(msg, cap, "%s: error: cannot write: %s", path, strerror(err));
-        return TPL_STORE_IO;
-    }
-    fchmod(fd, 0644);
-    close(fd);
-    po_err e;
-    memset(&e, 0, sizeof e);
-    po_err *volatile saved = cur;
-    cur = &e;
-    if (setjmp(e.jb) == 0) pa->po_file_write(f, tmp, &handler);
-    cur = saved;
+    po_fill pf = { .pa = pa, .f = f };
+    int rc = tpl_file_write(path, TPL_FILE_BY_NAME, fill_po, &pf);
+    int err = errno;
     pa->po_file_free(f);
-    if (e.have) {
-        unlink(tmp);
-        free(tmp);
-        snprintf(msg, cap, "%s", e.msg);
-        return TPL_STORE_IO;
-    }
-    FILE *fp = fopen(tmp, "r+");
-    if (fp) { fflush(fp); fsync(fileno(fp)); fclose(fp); }
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        unlink(tmp);
-        free(tmp);
-        snprintf(msg, cap, "%s: error: cannot write: %s", path, strerror(err));
-        return TPL_STORE_IO;
-    }
-    free(tmp);
-    return TPL_STORE_OK;
+    if (rc == 0) return TPL_STORE_OK;
+    snprintf(msg, cap, "%s: error: cannot write: %s", path, strerror(err));
+    return err == ENOMEM ? TPL_STORE_NOMEM : TPL_STORE_IO;
 }
 
 

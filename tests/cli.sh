@@ -171,6 +171,43 @@ for i in $(seq 40); do
 done
 check "SIGKILL at any moment during -o leaves no temporary file" '[ -z "$left" ]'
 rm -rf big.jinja sigTERM sigINT sigHUP sigKILL
+# The store's PO files are written the same way (tpl_file_write): a PO export killed at any moment
+# leaves the old file or the new one and nothing else, keeps the old file's mode, writes through a
+# symlink, and `-o -` / /dev/stdout is standard output (not a file named "-", not a rename in /dev)
+if timeout 60 "$tplc" prompt create po.big --template "x" --store po.db >/dev/null 2>&1; then
+  { printf 'msgid ""\nmsgstr ""\n"Language: fr\\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+    for i in $(seq 30000); do printf 'msgid "message number %d with some text to write"\nmsgstr "message numéro %d avec du texte à écrire"\n\n' $i $i; done
+  } > big.po
+  timeout 120 "$tplc" prompt tr-import big.po --dict po.big --store po.db >/dev/null 2>&1
+  mkdir poKILL; left=""; done_one=""
+  for i in $(seq 40); do
+    ( exec "$tplc" prompt tr-export po.big --lang fr -o poKILL/out.po --store po.db ) 2>/dev/null & p=$!
+    sleep "$(awk "BEGIN { print $i * 0.04 }")"
+    kill -KILL $p 2>/dev/null
+    wait $p 2>/dev/null
+    left="$left$(ls -A poKILL | grep -v "^out\.po$")"
+    [ -e poKILL/out.po ] && { [ -n "$done_one" ] && break; done_one=1; rm poKILL/out.po; }
+  done
+  check "SIGKILL at any moment during a PO export leaves no temporary file" '[ -z "$left" ]'
+  timeout 60 "$tplc" prompt tr-export po.big --lang fr -o poKILL/out.po --store po.db >/dev/null 2>&1
+  check "a PO export writes the file" 'grep -q "message numéro 30000 " poKILL/out.po'
+  chmod 600 poKILL/out.po
+  timeout 60 "$tplc" prompt tr-export po.big --lang fr -o poKILL/out.po --store po.db >/dev/null 2>&1
+  check "a PO export keeps the old file's mode" '[ "$(stat -c %a poKILL/out.po)" = 600 ]'
+  ln -s out.po poKILL/link.po
+  timeout 60 "$tplc" prompt tr-export po.big --lang fr -o poKILL/link.po --store po.db >/dev/null 2>&1
+  check "a PO export through a symlink writes the file it names and keeps the link" '[ -L poKILL/link.po ] && grep -q "numéro 30000 " poKILL/out.po'
+  (umask 027; timeout 60 "$tplc" prompt tr-export po.big --lang fr -o poKILL/new.po --store po.db >/dev/null 2>&1)
+  check "a new PO file gets 0666 less the umask" '[ "$(stat -c %a poKILL/new.po)" = 640 ]'
+  timeout 60 "$tplc" prompt tr-export po.big --lang fr -o - --store po.db >po-stdout.txt 2>/dev/null; rc=$?
+  check "tr-export -o - writes standard output" '[ $rc -eq 0 ] && grep -q "numéro 30000 " po-stdout.txt && [ ! -e ./- ]'
+  echo old > po-log.txt
+  timeout 60 "$tplc" prompt tr-export po.big --lang fr -o /dev/stdout --store po.db >>po-log.txt 2>/dev/null; rc=$?
+  check "tr-export -o /dev/stdout >> log appends" '[ $rc -eq 0 ] && [ "$(head -1 po-log.txt)" = old ] && grep -q "numéro 30000 " po-log.txt && [ -c /dev/null ]'
+  rm -rf poKILL big.po po.db po-stdout.txt po-log.txt
+else
+  echo "SKIP: the prompt store is not available"
+fi
 echo old > log.txt
 timeout 10 "$tplc" render a.jinja --state s.json -o /dev/stdout >> log.txt; rc=$?
 check "-o /dev/stdout >> log.txt appends" '[ $rc -eq 0 ] && [ "$(cat log.txt)" = "$(printf "old\nHi 1")" ]'

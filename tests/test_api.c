@@ -9,9 +9,13 @@
  *  - invalid UTF-8 from the host (facts, call channel/medium, language, tr keys, catalogs, host
  *    function results) is refused with TPL_ERR_VALUE (catalogs: invalid JSON, TPL_ERR_STATE).
  * Prints "N passed, N failed"; exit status 1 on any failure. */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "tpl.h"
 #include "tpl_native.h"
 #include "tpl_prompt.h"
@@ -82,6 +86,48 @@ static int remembers_no(void *data, const char *words, size_t len)
     (void)words;
     (void)len;
     return 0;
+}
+
+/* fills for tpl_file_write */
+static int fill_counting(void *data, int fd, const char *path)
+{
+    (void)fd; (void)path;
+    ++*(int *)data;
+    return 0;
+}
+
+static int fill_fd(void *data, int fd, const char *path)
+{
+    (void)path;
+    const char *s = data;
+    return write(fd, s, strlen(s)) == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static int fill_name(void *data, int fd, const char *path)
+{
+    (void)fd;
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(data, f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int fill_fail(void *data, int fd, const char *path)
+{
+    (void)data; (void)fd; (void)path;
+    errno = ENOSPC;
+    return -1;
+}
+
+static bool file_is(const char *path, const char *want)
+{
+    char buf[64] = "";
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strcmp(buf, want) == 0;
 }
 
 /* ---- NULL-ARGUMENT TEST: tests/api_null_check.py checks that every TPL_API function is called
@@ -236,6 +282,36 @@ static void test_null_args(void)
     CHECK(tpl_program_save(NULL, 0, &blob, &n) == U && blob == NULL && n == 0, "program_save(NULL)");
     CHECK(tpl_program_save(p, 0, NULL, &n) == U && tpl_program_save(p, 0, &blob, NULL) == U, "program_save(outputs NULL)");
     CHECK(tpl_program_write(NULL, 0, count_sink, &n) == U && tpl_program_write(p, 0, NULL, &n) == U, "program_write(NULL)");
+    {
+        /* tpl_file_write: NULL path or fill is EINVAL without a call; a fill that fails leaves the
+         * target as it was and no temporary file; a fill by name writes through the name */
+        int calls_made = 0;
+        errno = 0;
+        CHECK(tpl_file_write(NULL, 0, fill_counting, &calls_made) == -1 && errno == EINVAL && calls_made == 0, "file_write(NULL path)");
+        errno = 0;
+        CHECK(tpl_file_write("x", 0, NULL, &calls_made) == -1 && errno == EINVAL, "file_write(NULL fill)");
+        char dir[] = "/tmp/tpl-api-XXXXXX";
+        if (mkdtemp(dir)) {
+            char target[64];
+            snprintf(target, sizeof target, "%s/t.txt", dir);
+            CHECK(tpl_file_write(target, 0, fill_fd, "one") == 0 && file_is(target, "one"), "file_write by fd");
+            chmod(target, 0600);
+            CHECK(tpl_file_write(target, TPL_FILE_BY_NAME, fill_name, "two") == 0 && file_is(target, "two"), "file_write by name");
+            struct stat st;
+            CHECK(stat(target, &st) == 0 && (st.st_mode & 07777) == 0600, "file_write keeps the mode");
+            errno = 0;
+            CHECK(tpl_file_write(target, 0, fill_fail, NULL) == -1 && errno == ENOSPC && file_is(target, "two"), "file_write: a failed fill keeps the target");
+            CHECK(tpl_file_write(target, TPL_FILE_BY_NAME, fill_fail, NULL) == -1 && file_is(target, "two"), "file_write: a failed fill by name keeps the target");
+            CHECK(tpl_file_write(dir, 0, fill_fd, "x") == -1 && errno == EISDIR, "file_write: a directory is EISDIR");
+            DIR *d = opendir(dir);
+            int entries = 0;
+            for (struct dirent *e; d && (e = readdir(d));) entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+            if (d) closedir(d);
+            CHECK(entries == 1, "file_write leaves no temporary file");
+            unlink(target);
+            rmdir(dir);
+        }
+    }
     {
         /* the bytes tpl_program_write gives are tpl_program_save's; a sink that refuses is TPL_ERR_IO */
         void *saved = NULL;

@@ -192,19 +192,6 @@ bool tplc_same_file(const char *a, const char *b)
            sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* The descriptor a path names as a stream of this process (/dev/stdout, /dev/stderr, /dev/fd/N,
- * /proc/self/fd/N), or -1. */
-static int stream_fd(const char *p)
-{
-    if (strcmp(p, "/dev/stdout") == 0) return 1;
-    if (strcmp(p, "/dev/stderr") == 0) return 2;
-    const char *num = strncmp(p, "/dev/fd/", 8) == 0 ? p + 8 : strncmp(p, "/proc/self/fd/", 14) == 0 ? p + 14 : NULL;
-    if (!num || *num < '0' || *num > '9') return -1;
-    char *end;
-    long fd = strtol(num, &end, 10);
-    return *end || fd > INT_MAX ? -1 : (int)fd;
-}
-
 static int write_all(int fd, const char *data, size_t n)
 {
     while (n) {
@@ -230,9 +217,12 @@ typedef struct tplc_payload {
 
 static int fd_sink(void *data, const void *bytes, size_t n) { return write_all(*(int *)data, bytes, n); }
 
-/* Writes the payload to fd: 0, or -1 with errno set (ENOMEM when out of memory). */
-static int put_payload(int fd, tplc_payload *pl)
+/* Writes the payload to fd (tpl_file_write's fill): 0, or -1 with errno set (ENOMEM when out of
+ * memory). */
+static int put_payload(void *data, int fd, const char *name)
 {
+    (void)name;
+    tplc_payload *pl = data;
     if (!pl->prog) return write_all(fd, pl->data, pl->n);
     errno = 0;
     tpl_status st = tpl_program_write(pl->prog, pl->flags, fd_sink, &fd);
@@ -242,189 +232,19 @@ static int put_payload(int fd, tplc_payload *pl)
     return -1;
 }
 
-static int write_fd(int fd, tplc_payload *pl)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0) return -1;
-    if ((fl & O_ACCMODE) == O_RDONLY) { errno = EBADF; return -1; }
-    if (fd == 1) fflush(stdout);
-    return put_payload(fd, pl);
-}
-
-/* Follows the symlinks of path's last component (at most 40): a malloc'd path of the file it
- * names, which may not exist (a dangling link). Sets *fd when a hop names a stream of this
- * process. NULL with errno set on failure. */
-static char *follow_links(const char *path, int *fd)
-{
-    char *cur = strdup(path);
-    for (int hop = 0; cur; hop++) {
-        if ((*fd = stream_fd(cur)) >= 0) return cur;
-        struct stat st;
-        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return cur;
-        if (hop == 40) { free(cur); errno = ELOOP; return NULL; }
-        char target[PATH_MAX];
-        ssize_t tl = readlink(cur, target, sizeof target - 1);
-        if (tl < 0) { free(cur); return NULL; }
-        target[tl] = 0;
-        const char *slash = strrchr(cur, '/');
-        char *next;
-        if (target[0] == '/' || !slash) next = strdup(target);
-        else {
-            size_t dl = (size_t)(slash - cur) + 1;
-            next = malloc(dl + (size_t)tl + 1);
-            if (next) {
-                memcpy(next, cur, dl);
-                memcpy(next + dl, target, (size_t)tl + 1);
-            }
-        }
-        free(cur);
-        cur = next;
-    }
-    errno = ENOMEM;
-    return NULL;
-}
-
-static int write_output(const char *path, tplc_payload *pl);
-
+/* Atomic, mode-preserving, through symlinks, streams as they are: tpl_file_write (include/tpl.h),
+ * shared with the prompt store's PO files. */
 int tplc_write_output(const char *path, const void *data, size_t n)
 {
     tplc_payload pl = { data, n, NULL, 0, false };
-    return write_output(path, &pl);
+    return tpl_file_write(path ? path : "-", 0, put_payload, &pl);
 }
 
 int tplc_write_program(const char *path, const tpl_program *prog, unsigned flags)
 {
     tplc_payload pl = { NULL, 0, prog, flags, false };
-    int rc = write_output(path, &pl);
+    int rc = tpl_file_write(path ? path : "-", 0, put_payload, &pl);
     return rc && pl.nomem ? -2 : rc;
-}
-
-/* A new output file's contents: the payload, the target's mode, synced. 0, or -1 with errno set. */
-static int fill_file(int fd, tplc_payload *pl, mode_t mode)
-{
-    int rc = put_payload(fd, pl);
-    if (rc == 0) rc = fchmod(fd, mode);
-    if (rc == 0) rc = fsync(fd);
-    return rc;
-}
-
-static int write_output(const char *path, tplc_payload *pl)
-{
-    if (!path || strcmp(path, "-") == 0) return write_fd(1, pl);
-    int sfd = -1;
-    char *target = follow_links(path, &sfd);
-    if (!target) return -1;
-    if (sfd >= 0) { free(target); return write_fd(sfd, pl); }
-    struct stat st;
-    bool exists = stat(target, &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) { free(target); errno = EISDIR; return -1; }
-    if (exists && !S_ISREG(st.st_mode)) {
-        /* a FIFO, a device or a socket: nothing to rename over, written in place */
-        int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-        free(target);
-        if (fd < 0) return -1;
-        int rc = put_payload(fd, pl);
-        int e = errno;
-        if (close(fd) != 0 && rc == 0) return -1;
-        errno = e;
-        return rc;
-    }
-    const char *slash = strrchr(target, '/');
-    const char *base = slash ? slash + 1 : target;
-    size_t dl = slash ? (size_t)(slash - target) + 1 : 0, bl = strlen(base);
-    char *tmp = malloc(dl + bl + 32);
-    char *dir = tmp ? (dl ? strndup(target, dl) : strdup(".")) : NULL;
-    if (!dir) { free(tmp); free(target); errno = ENOMEM; return -1; }
-    memcpy(tmp, target, dl);
-    mode_t mode;
-    if (exists) mode = st.st_mode & 07777;
-    else {
-        mode_t mask = umask(0);
-        umask(mask);
-        mode = 0666 & ~mask;
-    }
-    /* The signals that end a run from outside (a terminal's ^C, kill, a hangup, a file size
-     * limit) wait while a named temporary file exists: it is renamed or unlinked first, and a
-     * pending signal is delivered when they are unblocked below, so no `.FILE.XXXXXX` is left
-     * behind. Blocking (no handler) needs no state outside this call. The render has already run.
-     * SIGXFSZ is blocked throughout: past the file size limit a write fails with EFBIG, reported
-     * like a full disk. */
-    sigset_t block, saved;
-    sigemptyset(&block);
-    sigaddset(&block, SIGXFSZ);
-    sigprocmask(SIG_BLOCK, &block, &saved);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGQUIT);
-    int rc = 0, e = 0;
-    /* First the payload goes to an unnamed file in the target's directory (O_TMPFILE), so a run
-     * killed while writing, even by SIGKILL, leaves nothing behind; only a whole, synced file is
-     * given a temporary name, then renamed over the target. Where O_TMPFILE or /proc is missing,
-     * the file is named from the start (mkstemp). */
-    int fd = -1;
-#ifdef O_TMPFILE
-    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-#endif
-    if (fd >= 0) {
-        rc = fill_file(fd, pl, mode);
-        e = errno;
-        sigprocmask(SIG_BLOCK, &block, NULL);
-        bool named = false;
-        if (rc == 0) {
-            /* linkat never follows a link planted at the new name: EEXIST, the next name */
-            char proc[32];
-            snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-            for (unsigned k = 0; k < 100 && !named; k++) {
-                snprintf(tmp + dl, bl + 32, ".%s.%ld.%u", base, (long)getpid(), k);
-                if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) named = true;
-                else if (errno != EEXIST) break;
-            }
-        }
-        close(fd);
-        fd = -1;
-        if (rc == 0 && !named) fd = -2; /* no /proc: written again under a name */
-    } else {
-        sigprocmask(SIG_BLOCK, &block, NULL);
-        fd = -2;
-    }
-    if (fd == -2) {
-        snprintf(tmp + dl, bl + 32, ".%s.XXXXXX", base);
-        fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600: a planted link is never followed */
-        if (fd < 0) {
-            e = errno;
-            sigprocmask(SIG_SETMASK, &saved, NULL);
-            free(dir);
-            free(tmp);
-            free(target);
-            errno = e;
-            return -1;
-        }
-        rc = fill_file(fd, pl, mode);
-        e = errno;
-        if (close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
-        if (rc != 0) unlink(tmp);
-    }
-    if (rc == 0 && rename(tmp, target) != 0) { rc = -1; e = errno; unlink(tmp); }
-    if (rc != 0 && e == EFBIG) {
-        /* the SIGXFSZ the failed write raised is taken rather than delivered */
-        sigset_t xfsz;
-        sigemptyset(&xfsz);
-        sigaddset(&xfsz, SIGXFSZ);
-        struct timespec now = { 0, 0 };
-        (void)sigtimedwait(&xfsz, NULL, &now);
-    }
-    sigprocmask(SIG_SETMASK, &saved, NULL);
-    if (rc == 0) {
-        /* the rename itself: best effort */
-        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) { (void)fsync(dfd); close(dfd); }
-    }
-    free(dir);
-    free(tmp);
-    free(target);
-    errno = e;
-    return rc;
 }
 
 /* Whether `out` names the input `in`; prints the refusal. */
