@@ -3487,6 +3487,8 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
             cfail(c, TPL_EK_ASSERTION, p->off, "When defining macros or call blocks the special \"caller\" argument must be omitted or be given a default.");
             break;
         }
+        /* (a call passes at most 255 arguments; the check for duplicates is linear per name) */
+        if (nparams == 255) { cerror(c, p->off, "too many parameters (more than 255)"); break; }
         param_push(c, pl, p->val);
         if (scope_find(c->fn->scope, p->val) >= 0) { cerror(c, p->off, "duplicate argument '%.*s' in macro", (int)p->val.len, p->val.u.s); break; }
         declare(c, p->val);

@@ -430,6 +430,9 @@ typedef struct rlex {
     uint8_t next_flag;    /* the flag of the next token pushed */
     size_t hd_nl, hd_end; /* a heredoc's line: its newline, and where the script goes on after its
                            * body's terminator line (0: no heredoc pending) */
+    size_t masgn_end;     /* the end of the last `a, b, c` run of names scanned for a multiple
+                           * assignment (a name before it is one of that run: the answer is known) */
+    bool masgn_decl;      /* that run ends in `=`: each of its names is a local */
 } rlex;
 
 static void feed_tok(struct erb_feed *f, tpl_token t);
@@ -918,18 +921,23 @@ static bool ruby_lex(rlex *L)
                 if (p + 2 < n && (s[p] == '|' || s[p] == '&') && s[p + 1] == s[p] && s[p + 2] == '=') add_local(L, s + st, e - st);
                 /* `a, b = v`: a multiple assignment declares each name before the `=` */
                 if (p < n && s[p] == ',') {
-                    size_t q = p;
-                    bool names = true;
-                    while (names && q < n && s[q] == ',') {
-                        q++;
-                        while (q < n && (s[q] == ' ' || s[q] == '\t')) q++;
-                        if (q < n && s[q] == '@') q++;
-                        if (!(q < n && ident_start((unsigned char)s[q]))) { names = false; break; }
-                        while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
-                        while (q < n && (s[q] == ' ' || s[q] == '\t')) q++;
+                    /* (once per run: a name inside the run last scanned has its answer, so a long list
+                     * of names, `f(a0, a1, ...)` or `->(a0, a1, ...)`, is not scanned once per name) */
+                    if (st >= L->masgn_end) {
+                        size_t q = p;
+                        bool names = true;
+                        while (names && q < n && s[q] == ',') {
+                            q++;
+                            while (q < n && (s[q] == ' ' || s[q] == '\t')) q++;
+                            if (q < n && s[q] == '@') q++;
+                            if (!(q < n && ident_start((unsigned char)s[q]))) { names = false; break; }
+                            while (q < n && (ident_start((unsigned char)s[q]) || (s[q] >= '0' && s[q] <= '9'))) q++;
+                            while (q < n && (s[q] == ' ' || s[q] == '\t')) q++;
+                        }
+                        L->masgn_end = q;
+                        L->masgn_decl = names && q + 1 < n && s[q] == '=' && s[q + 1] != '=' && s[q + 1] != '~' && s[q + 1] != '>';
                     }
-                    if (names && q + 1 < n && s[q] == '=' && s[q + 1] != '=' && s[q + 1] != '~' && s[q + 1] != '>')
-                        add_local(L, s + st, e - st);
+                    if (L->masgn_decl) add_local(L, s + st, e - st);
                 }
             }
             push_tok(L, kind, st, e - st);

@@ -268,11 +268,12 @@ params ::= param_list.
 /* (parse_signature wants a name after each comma: no trailing comma) */
 param_list ::= param.
 param_list(A) ::= param_list(L) COMMA param(P). {
-    /* parse_signature: "non-default argument follows default argument" */
-    if (P && P->kind != TPL_N_KWARG) {
-        for (const tpl_node *q = L; q; q = q->next)
-            if (q->kind == TPL_N_KWARG) { tpl_pctx_error(ctx, P->off, "non-default argument follows default argument"); break; }
-    }
+    /* parse_signature: "non-default argument follows default argument" (an earlier default
+     * followed by a non-default one was reported when that one came: only the last one counts,
+     * so a long list is not scanned once per parameter) */
+    const tpl_node *last = L ? (L->tail ? L->tail : L) : NULL;
+    if (P && P->kind != TPL_N_KWARG && last && last->kind == TPL_N_KWARG)
+        tpl_pctx_error(ctx, P->off, "non-default argument follows default argument");
     A = tpl_node_append(L, P);
 }
 param(A) ::= pname(T). { A = tpl_p_name(ctx, T); }

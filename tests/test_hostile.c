@@ -777,6 +777,71 @@ static void test_closure_copies(void)
     expect("jinja 50,000 closed frames", J, src, lim, NULL, 0, "[0-3059][25000-32500059]");
 }
 
+/* Compiles src (owned; freed here): the compile must fail with a message containing want, located
+ * at a line, within MAX_CPU seconds of CPU time. */
+static void expect_compile_error(const char *name, tpl_syntax syn, char *src, const char *want)
+{
+    tpl_options o;
+    memset(&o, 0, sizeof o);
+    o.syntax = syn;
+    tpl_program *p = NULL;
+    tpl_error err;
+    memset(&err, 0, sizeof err);
+    clock_t t0 = clock();
+    tpl_status st = tpl_compile(name, src, strlen(src), &o, &p, &err);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    bool ok = st != TPL_OK && err.message && strstr(err.message, want) && err.line > 0 && cpu <= MAX_CPU;
+    printf("%-28s %6.3f s  %s\n", name, cpu, ok ? "ok" : "FAIL");
+    if (ok) passed++;
+    else failed++, printf("  want: %s\n  got:  status %d, %s, %.2f s of CPU\n", want, (int)st, err.message ? err.message : "(compiled)", cpu);
+    tpl_error_clear(&err);
+    tpl_program_free(p);
+    free(src);
+}
+
+/* "a0,a1,...,a(n-1)": a malloc'd list of n names */
+static char *names(int n, const char *sep)
+{
+    size_t ls = strlen(sep);
+    char *s = malloc((size_t)n * (12 + ls) + 1);
+    if (!s) abort();
+    size_t k = 0;
+    for (int i = 0; i < n; i++) k += (size_t)sprintf(s + k, "%sa%d", i ? sep : "", i);
+    return s;
+}
+
+static char *wrap(const char *prefix, char *middle, const char *suffix)
+{
+    char *s = rep(prefix, middle, 1, suffix);
+    free(middle);
+    return s;
+}
+
+/* Long lists of names (session 37): Jinja's parser checked "non-default argument follows default
+ * argument" against every earlier parameter, and ERB's lexer scanned the rest of an `a, b, c` run
+ * for a multiple assignment's `=` at every name of it, so a macro, call block or lambda of 100,000
+ * parameters, or an ERB array or call of 50,000 names, compiled for minutes (quadratic). Now
+ * linear; a macro or call block takes at most 255 parameters (what a call can pass), as an ERB
+ * block or lambda 64 and a def 255. */
+static void test_long_name_lists(void)
+{
+    expect_compile_error("jinja macro 100000 params", J, wrap("{% macro m(", names(100000, ","), ") %}{% endmacro %}{{ m() }}"),
+                         "too many parameters (more than 255)");
+    expect_compile_error("jinja call block 100000", J, wrap("{% call(", names(100000, ","), ") m() %}{% endcall %}"),
+                         "too many parameters (more than 255)");
+    expect_compile_error("jinja macro defaults", J, wrap("{% macro m(x=1, ", names(100000, ","), ") %}{% endmacro %}"),
+                         "non-default argument follows default argument");
+    expect_compile_error("erb lambda 100000 params", E, wrap("<% f = ->(", names(100000, ", "), ") { 1 } %><%= 1 %>"),
+                         "too many block parameters");
+    tpl_limits lim = { .fuel = 1000000 };
+    expect("jinja macro 255 params", J, wrap("{% macro m(", names(255, ","), ") %}{{ a0 }}{{ a254 }}|{% endmacro %}{{ m(1) }}"),
+           lim, NULL, 0, "1|");
+    expect("erb array of 50000 names", E, wrap("<% ", names(50000, ", "), " = 1 %><%= a0.inspect %><%= a49999.inspect %>"),
+           lim, NULL, 0, "1nil");
+    expect("erb 50000 names unassigned", E, wrap("<%= [", names(50000, ", "), "].size %>"), lim, NULL, TPL_ERR_UNDEFINED,
+           "undefined local variable or method `a0'");
+}
+
 int main(void)
 {
     test_shared_structure();
@@ -803,6 +868,7 @@ int main(void)
     test_state_colliding_keys();
     test_adjacent_literals();
     test_closure_copies();
+    test_long_name_lists();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
