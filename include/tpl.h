@@ -327,7 +327,8 @@ TPL_API tpl_status tpl_compile(const char *name, const char *src, size_t len, co
  * format field) is set aside — a block opener is replaced by one of the same kind that parses,
  * so its end tag still matches; anything else by blanks, so later lines and columns stay the
  * same — and compilation resumes at the next tag. Recovery stops at an error outside any tag
- * (an unclosed block at the end), in an included template, or after cap errors; a later error
+ * (an unclosed block at the end), in an included template, after cap errors, or once the retries
+ * have compiled 32 MiB of source in all (a big template reports its first errors); a later error
  * can be a consequence of an earlier one. Fills errs[0..n) in source order (each like
  * tpl_compile's *err, with the original source line; the caller clears each with tpl_error_clear;
  * errs[0] is tpl_compile's error when cap is 1) and returns n, the number
