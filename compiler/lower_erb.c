@@ -1289,6 +1289,12 @@ static bool in_set(tpl_value v, const char *const *set)
     return false;
 }
 
+/* r.hash, a receiver's and no arguments or block (a.hash == b.hash: TPL_N_COMPARE) */
+static bool hash_call(const tpl_node *n)
+{
+    return n->kind == TPL_N_RMETHOD && n->a && !n->b && !n->c && name_is(n->val, "hash");
+}
+
 /* methods whose result may be their receiver itself */
 static const char *const self_methods[] = { "<<", "concat", "prepend", "insert", "replace", "clear", "push", "append",
     "unshift", "merge!", "update", "tap", "itself", "then", "yield_self", "to_s", "to_str", "to_a", "to_ary", "to_h",
@@ -4250,6 +4256,18 @@ static void expr_(erb_low *L, tpl_node *n)
     }
     case TPL_N_COMPARE: {
         tpl_node *o = n->b;
+        if ((o->op == TPL_AOP_EQ || o->op == TPL_AOP_NE) && hash_call(n->a) && hash_call(o->a)) {
+            /* a.hash == b.hash: Ruby's hash values are seeded per process (no print of one can match), their
+             * equality is not: "(hash_eq)" answers it for the values whose hash is eql? (stdlib/ruby/ruby.c) */
+            expr(L, n->a->a);
+            expr(L, o->a->a);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash_eq)")), -1);
+            tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
+            tpl_c_word(C, 0);
+            if (o->op == TPL_AOP_NE) tpl_c_emit(C, TPL_OP_NOT_RB, 0, 0);
+            return;
+        }
         expr(L, n->a);
         expr(L, o->a);
         tpl_c_at(C, n->off);

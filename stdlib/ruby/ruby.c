@@ -1086,7 +1086,6 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         if (IS("positive?")) { *out = tpl_v_bool(!neg && !tpl_rat_zero(self)); return 0; }
         if (IS("integer?")) { *out = tpl_v_bool(false); return 0; }
         if (IS("finite?")) { *out = tpl_v_bool(true); return 0; }
-        if (IS("hash")) { *out = tpl_v_int((int64_t)(tpl_hash_value(self) >> 2)); return 0; }
         if (IS("infinite?")) { *out = tpl_v_none(); return 0; }
         return 1;
     }
@@ -1917,7 +1916,6 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         }
         if (IS("succ") || IS("next") || IS("pred"))
             return tpl_big_binop(vm, IS("pred") ? TPL_OP_SUB : TPL_OP_ADD, self, tpl_v_int(1), out);
-        if (IS("hash")) { *out = tpl_v_int((int64_t)(tpl_hash_value(self) >> 2)); return 0; }
         if (IS("bit_length")) {
             mpz_t z;
             tpl_big_get(z, self);
@@ -4570,6 +4568,27 @@ int r_any_eql_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* a.hash == b.hash (compiler/lower_erb.c "(hash_eq)"): Ruby's hash values are seeded per process, but for
+ * nil, booleans, Integers, Floats other than NaN (whose hash is equal where eql? is not), Rationals and
+ * Strings two are equal exactly when the values are eql?. Any other value is the refusal a.hash is. */
+int r_any_hash_eq(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    for (int i = 0; i < 2; i++) {
+        tpl_value v = a[i];
+        bool ok = v.type == TPL_T_NONE || v.type == TPL_T_UNDEF || v.type == TPL_T_BOOL || v.type == TPL_T_INT ||
+                  v.type == TPL_T_BIGINT || v.type == TPL_T_RATIONAL || (v.type == TPL_T_FLOAT && v.u.f == v.u.f) ||
+                  (v.type == TPL_T_STR && !(v.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB)) &&
+                   !tpl_is_gemv_rb(v) && !tpl_is_enum_rb(v));
+        if (!ok) {   /* what v.hash is (the refusal), then equal hashes */
+            tpl_value h[2];
+            for (int j = 0; j < 2; j++)
+                if (tpl_rb_send(vm, a[j], "hash", 4, NULL, 0, NULL, NULL, 0, &h[j]) < 0) return -1;
+            return r_any_eql_p(vm, h, out);
+        }
+    }
+    return r_any_eql_p(vm, a, out);
+}
+
 /* Object#equal?: the same object. Arrays, hashes and strings by identity (the same storage); nil,
  * booleans, integers, floats and symbols, which Ruby does not allocate, by value (eql?). */
 int r_any_equal_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -5039,8 +5058,19 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
                     if (strcmp(cls, no_new[i]) == 0) ok = false;
             if (ok && n == 8 && memcmp(name, "allocate", 8) == 0 && (strcmp(cls, "Rational") == 0 || strcmp(cls, "Complex") == 0))
                 ok = false;
+        } else if (self.type != TPL_T_HOST && !(self.type == TPL_T_STR && (self.flags & (TPL_F_EXC_RB | TPL_F_CLASS_RB))) &&
+                   !tpl_is_enum_rb(self) && !tpl_is_aseq_rb(self) && rb_core_has(tpl_rb_class_name(self), "class", 5)) {
+            /* a value of a core class (Integer, Float, String, Array, Hash, Range, ...): Ruby's answer, its class's
+             * public methods (tools/gen_rb_core_methods.rb), not which of them tpl runs: 1.respond_to?(:to_r) is true
+             * where tpl has no to_r, 1.5.respond_to?(:even?) false where tpl runs Integer's even? on a Float too, and
+             * [].respond_to?(:with_index) false ("Array~with_index": only its Enumerator has it) */
+            const char *cls = tpl_rb_class_name(self);
+            ok = rb_core_has(cls, name, n) && !rb_core_has_sep(cls, '~', name, n);
         }
     }
+    if (!ok && public_name(name, n) && tpl_given(a[2]) && tpl_truthy_rb(a[2]))   /* include_all: private methods too */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: respond_to? with include_all true (private "
+                            "methods: 1.respond_to?(:puts, true) is true in Ruby)");
     *out = tpl_v_bool(ok);
     return 0;
 }
