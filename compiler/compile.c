@@ -37,6 +37,8 @@ typedef struct scope_var {
                               * is not extended, a macro's varargs, kwargs or caller its body does not
                               * read (macro_body's find_undeclared): an included or imported template
                               * or a scoped block (dump_local_context) does not see it */
+    bool ctx_skip;           /* passed over while load_name reads the context around a `missing`
+                              * local (load_past_missing) */
 } scope_var;
 
 typedef struct scope {
@@ -1031,7 +1033,7 @@ static scope_var *find_in_func(func *f, tpl_value name, bool *crossed)
     for (scope *s = f->scope; s; s = s->parent) {
         scope_var *v = scope_var_of(s, name);
         /* (read through a context: a name Jinja2 does not pass it is looked up further out) */
-        if (v && !(v->ctx_hidden && *crossed)) return v;
+        if (v && !v->ctx_skip && !(v->ctx_hidden && *crossed)) return v;
         if (s->ctx_top) *crossed = true;
         if (s->func_boundary) break;
     }
@@ -1169,6 +1171,8 @@ static __attribute__((noinline)) void print_self(tpl_comp *c, const tpl_node *e,
     emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
 }
 
+static void load_past_missing(tpl_comp *c, tpl_value name, scope_var *var);
+
 static void load_name(tpl_comp *c, tpl_value name)
 {
     uint32_t slot;
@@ -1201,16 +1205,57 @@ static void load_name(tpl_comp *c, tpl_value name)
     }
     if (var && var->missing && crossed) {
         /* read through a context (an included template, a block): a variable still `missing`
-         * is skipped there, so the state's value shows (Jinja2's Context.new_context) */
-        int def = tpl_builtin_find(TPL_BK_TEST, "defined", 7);
+         * is skipped there (Jinja2's Context.new_context), so what the context of its frame's
+         * function holds shows: the names around the block or include that made that context
+         * (a block's: the template's top-level names it exported so far), else the state. Only
+         * `missing` itself (UNDEF_MSG of frame_enter's text) is skipped, not an undefined value
+         * a `set` stored (the context holds that one). */
+        char msg[160];
+        int m = snprintf(msg, sizeof msg, "'%.*s' is undefined", (int)name.len, name.u.s);
+        if (m < 0 || (size_t)m >= sizeof msg) m = snprintf(msg, sizeof msg, "a variable is undefined");
         emit(c, TPL_OP_DUP, 0, 1);
-        emit(c, TPL_OP_TEST, (uint32_t)def, 0);
-        emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
-        uint32_t j = emit(c, sop(c, TPL_OP_JT_PY), 0, -1);
+        emit(c, TPL_OP_MISSING_IS, add_const(c, tpl_v_str(msg, (size_t)m)), 0);
+        uint32_t j = emit(c, sop(c, TPL_OP_JF_PY), 0, -1);
         emit(c, TPL_OP_POP, 0, -1);
-        emit(c, c->no_context ? TPL_OP_LOAD_GLOBAL : TPL_OP_LOAD_NAME, k, 1);
+        load_past_missing(c, name, var);
         patch_a(c, j, here(c));
     }
+}
+
+/* Loads name as the context around var's frame has it: var and the variables of its name up
+ * to the top of the context its frame reads through (the block or include whose function var's
+ * frame is in) passed over, the read resolved again from there (a `missing` found there is
+ * checked in turn); with no such top, the state's value (LOAD_NAME). */
+static void load_past_missing(tpl_comp *c, tpl_value name, scope_var *var)
+{
+    scope *found = NULL, *top = NULL;
+    for (func *g = c->fn; g && !top; g = g->parent) {
+        for (scope *s = g->scope; s; s = s->parent) {
+            if (!found && scope_var_of(s, name) == var) found = s;
+            if (found && s->ctx_top) { top = s; break; }
+            if (s->func_boundary) break;
+        }
+    }
+    if (!top) {
+        emit(c, c->no_context ? TPL_OP_LOAD_GLOBAL : TPL_OP_LOAD_NAME, add_name(c, name), 1);
+        return;
+    }
+    /* (the recursion through load_name passes a context's top each time: as deep as blocks and
+     * includes nest) */
+    scope_var *marked[64];
+    uint32_t nm = 0;
+    bool in = false, done = false;
+    for (func *g = c->fn; g && !done; g = g->parent) {
+        for (scope *s = g->scope; s; s = s->parent) {
+            if (s == found) in = true;
+            scope_var *v = in ? scope_var_of(s, name) : NULL;
+            if (v && !v->ctx_skip && nm < 64) { v->ctx_skip = true; marked[nm++] = v; }
+            if (s == top) { done = true; break; }
+            if (s->func_boundary) break;
+        }
+    }
+    load_name(c, name);
+    for (uint32_t i = 0; i < nm; i++) marked[i]->ctx_skip = false;
 }
 
 /* Under autoescape, what a macro or caller returns and what a set or filter block captures is
@@ -3706,7 +3751,16 @@ static __attribute__((noinline)) void declare_frame_loads(tpl_comp *c, const tpl
             name_eq(name, "kwargs", 6) || name_eq(name, "self", 4) || name_eq(name, "super", 5))
             continue;
         if (scope_find(s, name) >= 0 || outer_has_ref(c, s, name) || !closure_reads(fbody, name, false, 0)) continue;
-        emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
+        uint32_t slot;
+        res_kind r = resolve(c, name, &slot);
+        if (r == R_GLOBAL || r == R_BUILTIN) {
+            emit(c, TPL_OP_UNSET_SLOT, declare(c, name), 0);
+            continue;
+        }
+        /* a name of the context a block reads through (the template's top-level names it
+         * exported: a frame in a block): resolve('x') gives the context's value at the frame's start */
+        load_name(c, name);
+        emit(c, TPL_OP_STORE_SLOT, declare(c, name), -1);
     }
 }
 

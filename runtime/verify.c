@@ -105,7 +105,7 @@ static bool check_operands(ver *v, size_t pc)
             if (x >= p->nconsts) return bad(v, "pc %zu: %s: constant %u out of range", pc, oi->name, x);
             /* TEXT, FAIL and the host calls read the constant as a string */
             if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL || op == TPL_OP_HOST_FILTER || op == TPL_OP_HOST_CALL ||
-                 op == TPL_OP_HOST_TEST || op == TPL_OP_UNDEF_MSG) &&
+                 op == TPL_OP_HOST_TEST || op == TPL_OP_UNDEF_MSG || op == TPL_OP_MISSING_IS) &&
                 p->consts[x].type != TPL_T_STR)
                 return bad(v, "pc %zu: %s: constant %u is not a string", pc, oi->name, x);
             break;

@@ -5368,6 +5368,11 @@ top:
         }
         NEXT(0);
     }
+    CASE(MISSING_IS) {
+        /* (UNDEF_MSG's value: its text is the constant's, which the compiler shares per text) */
+        sp[-1] = tpl_v_bool(sp[-1].type == TPL_T_UNDEF && sp[-1].u.s == consts[a].u.s);
+        NEXT(0);
+    }
     CASE(LOAD_GLOBAL) {
         tpl_value saved = vm->state;
         vm->state = tpl_v_none();
