@@ -1010,7 +1010,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = found ? shared & 0x7FFFFFFFu : new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
