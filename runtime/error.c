@@ -70,28 +70,33 @@ static char *dupstr(const char *s)
     return d;
 }
 
-void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)
+/* Line and column of byte offset off (at most n); the offset its line begins at. (memchr: a
+ * line of 100 KB is not walked byte by byte.) */
+static size_t offset_linecol(const char *src, size_t n, uint32_t *off, uint32_t *line, uint32_t *col)
 {
-    if (off > n) off = (uint32_t)n;
+    if (*off > n) *off = (uint32_t)n;
     uint32_t l = 1;
     size_t bol = 0;
-    for (size_t i = 0; i < off; i++)
-        if (src[i] == '\n') { l++; bol = i + 1; }
+    for (const char *nl; bol < *off && (nl = memchr(src + bol, '\n', *off - bol)); l++) bol = (size_t)(nl - src) + 1;
     *line = l;
-    *col = (uint32_t)tpl_utf8_len(src + bol, off - bol) + 1;
+    *col = (uint32_t)tpl_utf8_len(src + bol, *off - bol) + 1;
+    return bol;
 }
 
-/* Copies the source line around byte offset off (malloc'd). */
-static char *source_line(const char *src, size_t n, uint32_t off)
+void tpl_offset_to_linecol(const char *src, size_t n, uint32_t off, uint32_t *line, uint32_t *col)
+{
+    offset_linecol(src, n, &off, line, col);
+}
+
+/* Copies the source line from byte offset bol (its start) on (malloc'd). */
+static char *source_line(const char *src, size_t n, size_t bol)
 {
     if (!src) return NULL;
-    if (off > n) off = (uint32_t)n;
-    size_t b = off, e = off;
-    while (b > 0 && src[b - 1] != '\n') b--;
-    while (e < n && src[e] != '\n') e++;
-    char *s = malloc(tpl_error_line_copy(NULL, src + b, e - b) + 1);
+    const char *nl = bol < n ? memchr(src + bol, '\n', n - bol) : NULL;
+    size_t e = nl ? (size_t)(nl - src) : n;
+    char *s = malloc(tpl_error_line_copy(NULL, src + bol, e - bol) + 1);
     if (!s) return NULL;
-    tpl_error_line_copy(s, src + b, e - b);
+    tpl_error_line_copy(s, src + bol, e - bol);
     return s;
 }
 
@@ -140,8 +145,8 @@ tpl_status tpl_error_set_at(tpl_error *err, tpl_error_kind kind, const char *nam
 {
     tpl_status st = tpl_error_set(err, kind, name ? name : "<template>", msg);
     if (!err) return st;
-    tpl_offset_to_linecol(src, n, off, &err->line, &err->column);
-    err->source_line = source_line(src, n, off);
+    size_t bol = offset_linecol(src, n, &off, &err->line, &err->column);
+    err->source_line = source_line(src, n, bol);
     return st;
 }
 
@@ -189,35 +194,70 @@ static void diag_put_unit(tpl_sb *b, const char *s, size_t i, size_t len, uint32
     else tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
 }
 
-/* Appends "  LINE\n  CARET^\n" for source line s[0..n) and 1-based code-point column `column`. */
+/* Skips up to k units of s[0..n) from byte *i (an ASCII run 8 bytes a step: every ASCII byte is
+ * one unit); the units skipped (fewer when the line ends first). */
+static size_t diag_skip(const char *s, size_t n, size_t *i, size_t k)
+{
+    size_t at = *i, u = 0;
+    while (u < k && at < n) {
+        uint64_t w;
+        if (k - u >= 8 && n - at >= 8 && (memcpy(&w, s + at, 8), !(w & 0x8080808080808080ull))) {
+            at += 8;
+            u += 8;
+            continue;
+        }
+        tpl_utf8_next(s, n, &at);
+        u++;
+    }
+    *i = at;
+    return u;
+}
+
+/* Appends "  LINE\n  CARET^\n" for source line s[0..n) and 1-based code-point column `column`.
+ * Its cost follows the window shown, not the line: the units before the window are skipped (an
+ * ASCII run 8 bytes a step), the line's width is counted only up to DIAG_CUT (a 100 KB line
+ * took 300 us an error when every unit was measured). */
 static void diag_source_line(tpl_sb *b, const char *s, size_t n, uint32_t column)
 {
     if (n && s[n - 1] == '\r') n--;
-    /* the line's units (code points) and total width, counted without keeping them: a window
-     * never reaches more than DIAG_WIDTH units from the caret (every unit is at least one column
-     * wide), so only those are kept (a 200 MB state on one line took 9 bytes a unit: 2 GB) */
-    size_t nu = 0, total = 0;
-    for (size_t i = 0; i < n; nu++) {
+    size_t c = column > 0 ? column - 1 : 0; /* the caret's unit (at most just past the end) */
+    /* a short line (at most DIAG_CUT columns) is shown whole */
+    size_t nu = 0, total = 0, i = 0;
+    while (i < n && total <= DIAG_CUT) {
         size_t at = i;
         uint32_t cp = tpl_utf8_next(s, n, &i);
         total += diag_unit_width(cp, i - at);
+        nu++;
     }
-    size_t c = column > 0 ? column - 1 : 0; /* the caret's unit (nu: just past the end) */
-    if (c > nu) c = nu;
-    size_t a = c > DIAG_WIDTH ? c - DIAG_WIDTH : 0, z = nu - c > DIAG_WIDTH ? c + DIAG_WIDTH : nu;
-    if (total <= DIAG_CUT) a = 0, z = nu; /* the whole line (at most DIAG_CUT units) */
-    size_t off[2 * DIAG_WIDTH + 2];      /* units a..z: off[k - a], w[k - a] */
+    bool whole = i >= n && total <= DIAG_CUT;
+    if (whole && c > nu) c = nu;
+    /* the units a..z kept: a window never reaches more than DIAG_WIDTH units from the caret
+     * (every unit is at least one column wide) */
+    size_t off[2 * DIAG_WIDTH + 2]; /* units a..z: off[k - a], w[k - a] */
     unsigned char w[2 * DIAG_WIDTH + 2];
-    size_t i = 0;
-    for (size_t u = 0; u < a; u++) tpl_utf8_next(s, n, &i);
-    for (size_t u = a; u < z; u++) {
-        off[u - a] = i;
-        uint32_t cp = tpl_utf8_next(s, n, &i);
-        w[u - a] = (unsigned char)diag_unit_width(cp, i - off[u - a]);
+    size_t a, z;
+    for (;;) {
+        a = whole ? 0 : c > DIAG_WIDTH ? c - DIAG_WIDTH : 0;
+        i = 0;
+        size_t got = diag_skip(s, n, &i, a);
+        if (got < a) { /* the caret is past the line's end (of got units): at the end */
+            c = got;
+            continue;
+        }
+        size_t zmax = whole ? nu : c + DIAG_WIDTH;
+        for (z = a; z < zmax && i < n; z++) {
+            off[z - a] = i;
+            uint32_t cp = tpl_utf8_next(s, n, &i);
+            w[z - a] = (unsigned char)diag_unit_width(cp, i - off[z - a]);
+        }
+        off[z - a] = i;
+        if (c <= z) break;
+        c = z; /* (the line ended before the caret: at the end, the window taken again from there) */
+        if (whole || (c > DIAG_WIDTH ? c - DIAG_WIDTH : 0) == a) break;
     }
-    off[z - a] = i;
+    bool more = i < n; /* units after z */
     size_t lo = a, hi = z;
-    if (total > DIAG_CUT) { /* a window: up to DIAG_LEFT columns before the caret, the rest after */
+    if (!whole) { /* a window: up to DIAG_LEFT columns before the caret, the rest after */
         size_t used = 0;
         lo = c;
         while (lo > a && used + w[lo - 1 - a] <= DIAG_LEFT) used += w[--lo - a];
@@ -232,7 +272,7 @@ static void diag_source_line(tpl_sb *b, const char *s, size_t n, uint32_t column
         uint32_t cp = tpl_utf8_next(s, n, &at);
         diag_put_unit(b, s, off[k - a], off[k + 1 - a] - off[k - a], cp, w[k - a]);
     }
-    if (hi < nu) tpl_sb_puts(b, "...");
+    if (hi < z || more) tpl_sb_puts(b, "...");
     tpl_sb_puts(b, "\n  ");
     if (lo > 0) tpl_sb_puts(b, "   ");
     for (size_t k = lo; k < c; k++) {

@@ -94,9 +94,14 @@ static void locate_at(tpl_vm *vm, uint32_t line, uint32_t column)
             const char *s = vm->p->source;
             size_t n = vm->p->source_len, i = 0;
             uint32_t l = 1;
-            while (i < n && l < vm->err.line) { if (s[i] == '\n') l++; i++; }
-            size_t e = i;
-            while (e < n && s[e] != '\n') e++;
+            while (i < n && l < vm->err.line) { /* (memchr: a line of 100 KB is not walked byte by byte) */
+                const char *nl = memchr(s + i, '\n', n - i);
+                if (!nl) { i = n; break; }
+                i = (size_t)(nl - s) + 1;
+                l++;
+            }
+            const char *nl = i < n ? memchr(s + i, '\n', n - i) : NULL;
+            size_t e = nl ? (size_t)(nl - s) : n;
             /* a line longer than the fixed buffer goes to the heap, whole, so the caret stays
              * under its column; without memory it is cut (the caret then ends the cut line) */
             size_t raw = e - i, len = tpl_error_line_copy(NULL, s + i, raw); /* (a NUL byte shows as U+2400) */
