@@ -458,7 +458,8 @@ class Context:
 
     def __init__(self, template, parent, cell=None):
         self.environment = template.environment
-        self.parent = {**_DEFAULT_NAMESPACE, **parent}  # (Jinja2's default globals below)
+        self._parent = {**_DEFAULT_NAMESPACE, **parent}  # (Jinja2's default globals below)
+        self._handed = None  # {name: (object, snapshot)}: see _hand
         self._template = template
         self._cell = cell
         if template._loaded or template._own_of is not None:  # (a module's: its template's names)
@@ -467,6 +468,46 @@ class Context:
             self._top, self._bound = template._scanned_names()
         self.eval_ctx = EvalContext(template.environment, template.name)
         self.blocks = {}
+
+    @property
+    def parent(self):
+        """The render's parent (globals and arguments, the objects themselves)."""
+        for k, v in self._parent.items():
+            self._hand(k, v)
+        return self._parent
+
+    def _hand(self, key, v):
+        """v, the parent's value of key, as handed to Python. A list, dict or tuple among the names
+        the template reads is a copy in the render (converted when it started): what Python does to
+        it through the Context (ctx['items'].append(x)) the template would not see, where Jinja2's
+        would — so it is remembered with a snapshot, compared when the callable returns
+        (_check_handed: NotImplementedError naming it when it changed)."""
+        if type(v) in _COPIED and (self._handed is None or key not in self._handed) and key in self._reads():
+            if self._handed is None:
+                self._handed = {}
+            self._handed[key] = (v, _snap(v, 0))
+        return v
+
+    def _reads(self):
+        """The names the template's program reads (every name when it tells none)."""
+        tmpl = self._template
+        t = getattr(tmpl, "_t", None)
+        got = tmpl.__dict__.get("_reads_of")
+        if got is None or got[0] is not t:
+            reads = getattr(t, "reads", None) if t is not None else None
+            got = tmpl._reads_of = (t, frozenset(reads) if isinstance(reads, (list, tuple)) else None)
+        return self._parent if got[1] is None else got[1]
+
+    def _check_handed(self, what):
+        """NotImplementedError when the callable (what) changed a list, dict or tuple of the
+        parent the template reads, through this Context."""
+        for key, (v, snap) in (self._handed or {}).items():
+            if not _same(snap, v, 0):
+                raise NotImplementedError(
+                    "tpl.jinja2: %s changed the render's %s %r through its Context (now %.200r): the template "
+                    "reads a copy of it made when the render started, so it would not see the change (Jinja2's "
+                    "would); change a value the template made ({%% set %%}), an object's attribute, or pass the "
+                    "result back instead" % (what, type(v).__name__, key, v))
 
     def _var(self, key):
         """The template's variable key as the render holds it now, or missing."""
@@ -525,7 +566,8 @@ class Context:
             v = self._var(key)
             if v is not missing:
                 return v
-        return self.parent.get(key, missing)
+        v = self._parent.get(key, missing)
+        return v if v is missing else self._hand(key, v)
 
     def resolve(self, key):
         rv = self.resolve_or_missing(key)
@@ -550,7 +592,7 @@ class Context:
 
     def get_all(self):
         self._all_checked("get_all")
-        return {**self.parent, **self._vars()}
+        return {**self.parent, **self._vars()}  # (self.parent: each handed)
 
     def get_exported(self):
         self._all_checked("get_exported")
@@ -581,7 +623,35 @@ class Context:
         return __obj(*args, **kwargs)
 
     def __repr__(self):
-        return "<Context %r of %r>" % (self.parent, self._template.name)
+        return "<Context %r of %r>" % (self._parent, self._template.name)
+
+
+# What a render converts (a copy): the parent's values of these types a Context hands out are
+# checked for changes when the callable returns (Context._hand)
+_COPIED = (list, dict, tuple)
+
+
+def _snap(v, depth):
+    """A copy of v's lists, dicts and tuples, nested ones too (their items the objects
+    themselves), to compare with _same."""
+    t = type(v)
+    if depth > 64 or t not in _COPIED:
+        return v
+    if t is dict:
+        return [(k, _snap(x, depth + 1)) for k, x in v.items()]
+    return [_snap(x, depth + 1) for x in v]
+
+
+def _same(snap, v, depth):
+    """Whether v holds what snap (_snap) recorded: the same objects in the same order."""
+    t = type(v)
+    if depth > 64 or t not in _COPIED:
+        return snap is v
+    if type(snap) is not list or len(snap) != len(v):
+        return False
+    if t is dict:
+        return all(sk is k and _same(sx, x, depth + 1) for (sk, sx), (k, x) in zip(snap, v.items()))
+    return all(_same(sx, x, depth + 1) for sx, x in zip(snap, v))
 
 
 # Jinja2's DEFAULT_NAMESPACE, in a Context's parent: range and dict are Python's; lipsum, cycler,
@@ -597,6 +667,23 @@ def _passing(f, first):
     """f called with first() before its arguments, named as f (Jinja2 hands the template f itself)."""
     def call(*a, **kw):
         return f(first(), *a, **kw)
+    for k in ("__name__", "__qualname__", "__doc__", "__module__"):
+        try:
+            setattr(call, k, getattr(f, k))
+        except (AttributeError, TypeError):
+            pass
+    return call
+
+
+def _passing_context(f, what):
+    """f called with the render's Context first (pass_context), named as f; what it changed of
+    the render's parent through that Context is checked when it returns (Context._hand)."""
+    def call(*a, **kw):
+        ctx = _current_context(what)
+        rv = f(ctx, *a, **kw)
+        if ctx._handed:
+            ctx._check_handed("the pass_context callable %s" % what)
+        return rv
     for k in ("__name__", "__qualname__", "__doc__", "__module__"):
         try:
             setattr(call, k, getattr(f, k))
@@ -623,8 +710,7 @@ def _bind_pass_arg(env, name, kind, f, template_name):
     if how == "eval_context":
         ctx = EvalContext(env, template_name)
         return _passing(f, lambda: ctx)
-    what = "%s %r" % (kind, name)
-    return _passing(f, lambda: _current_context(what))
+    return _passing_context(f, "%s %r" % (kind, name))
 
 
 _PLAIN_CALLABLES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,
@@ -652,8 +738,7 @@ def _context_callable(env, name, f, template_name):
         ctx = EvalContext(env, template_name)
         return _passing(f, lambda: ctx)
 
-    what = repr(name)
-    return _passing(f, lambda: _current_context(what))
+    return _passing_context(f, repr(name))
 
 
 def select_autoescape(enabled_extensions=("html", "htm", "xml"), disabled_extensions=(), default_for_string=True,
