@@ -845,6 +845,24 @@ TPL_API tpl_status tpl_render_call(tpl_render *r, tpl_val fn, const tpl_val *arg
  * error in a loop runs in bounded memory. */
 TPL_API tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken);
 
+/* From a callback of r's own running render: marks r's memory, before the host converts the
+ * arguments of a call it is about to make (tpl_render_call), so that tpl_render_release can give
+ * back what the render allocated after it once the host has read the result. Marks nest: each
+ * tpl_render_release takes back the newest. A mark costs a copy of the memory the render uses
+ * (taken only for a Jinja render while that and its variables take at most 64 KiB; otherwise
+ * the mark gives nothing back). Marks left are dropped when the render ends. TPL_ERR_USAGE when
+ * r is NULL or not rendering; TPL_ERR_NOMEM. */
+TPL_API tpl_status tpl_render_mark(tpl_render *r);
+
+/* From a callback of r's own running render: takes back the newest mark (tpl_render_mark). With
+ * give_back, what r allocated since the mark (the converted arguments, the call's frames, its
+ * result) is given back when nothing made before the mark was changed since, no host callback
+ * ran since, no list or dict changed in place and the render has no pending error — the host
+ * must then hold no value r gave it since the mark (it converted the result, a string, to its
+ * own). true when it was given back (a host macro loop: tpl.jinja2's Template.module, 100,000
+ * calls in flat memory); false otherwise, or when r is NULL, not rendering or has no mark. */
+TPL_API bool tpl_render_release(tpl_render *r, bool give_back);
+
 /* From a callback of r's own running render: *out is the template's `v.name` (name len bytes,
  * borrowed) of a value the callback was given, as the template reads it (a macro's name,
  * arguments, catch_kwargs, catch_varargs, caller: what Jinja2's Macro object shows Python;

@@ -3959,6 +3959,22 @@ static PyObject *macro_failed(render_ctx *c)
     return exc;
 }
 
+/* Whether o is an argument whose conversion nothing but the call holds: an exact str, int,
+ * float, bool or None. */
+static bool plain_scalar(PyObject *o)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    return t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || o == Py_None;
+}
+
+/* The newest mark taken back (tpl_render_release), what the call allocated given back when it
+ * may be; given back, the strs its arguments borrowed (kept since nkeep0) are let go too. */
+static void release_call(render_ctx *c, bool give_back, Py_ssize_t nkeep0)
+{
+    if (!tpl_render_release(c->r, give_back) || c->nkeep < nkeep0) return;
+    while (c->nkeep > nkeep0) Py_DECREF(c->keep[--c->nkeep]);
+}
+
 /* call(handle, value, args, kwargs): a template callable (TemplateCallable) called by Python
  * code a callback of its render runs: its result (a macro's output). */
 static PyObject *mod_call(PyObject *mod, PyObject *args)
@@ -3982,12 +3998,22 @@ static PyObject *mod_call(PyObject *mod, PyObject *args)
     tpl_val *v = PyMem_Calloc((size_t)(na + 2 * nk + 1), sizeof *v);
     if (!v) return PyErr_NoMemory();
     PyObject *res = NULL;
-    for (Py_ssize_t i = 0; i < na; i++)
+    /* what the call allocates, its arguments' conversions first, is given back when Python has
+     * its result (a str) and nothing else holds it (tpl_render_release): the arguments plain
+     * (str, int, float, bool, None: no list or dict Python could see the template change), the
+     * strs they borrowed let go then too — so a macro called in a Python loop (a module's) runs
+     * in flat memory */
+    bool marked = tpl_render_mark(c->r) == TPL_OK, plain = true;
+    Py_ssize_t nkeep0 = c->nkeep;
+    for (Py_ssize_t i = 0; i < na; i++) {
+        plain = plain && plain_scalar(PyTuple_GET_ITEM(a, i));
         if (to_val(c, PyTuple_GET_ITEM(a, i), &v[i]) < 0) goto done;
+    }
     Py_ssize_t pos = 0, i = 0;
     PyObject *k, *x;
     while (nk && PyDict_Next(kw, &pos, &k, &x)) {
         if (!PyUnicode_Check(k)) { PyErr_SetString(PyExc_TypeError, "keywords must be strings"); goto done; }
+        plain = plain && PyUnicode_CheckExact(k) && plain_scalar(x);
         if (to_val(c, k, &v[na + i]) < 0 || to_val(c, x, &v[na + nk + i]) < 0) goto done;
         i++;
     }
@@ -4005,6 +4031,7 @@ static PyObject *mod_call(PyObject *mod, PyObject *args)
          * through (the callback then fails with it, and the render ends with it) */
         PyObject *exc = macro_failed(c);
         if (exc) {
+            if (marked) release_call(c, plain, nkeep0), marked = false;
             PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
             Py_DECREF(exc);
             goto done;
@@ -4018,7 +4045,9 @@ static PyObject *mod_call(PyObject *mod, PyObject *args)
         goto done;
     }
     res = from_val(c, out);
+    if (marked && res) release_call(c, plain && tpl_val_kind_of(out) == TPL_VAL_STR, nkeep0), marked = false;
 done:
+    if (marked) tpl_render_release(c->r, false);
     PyMem_Free(v);
     return res;
 }

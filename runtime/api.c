@@ -121,6 +121,7 @@ void tpl_render_free(tpl_render *r)
     tpl_vm *vm = &r->vm;
     tpl_allocator al = vm->alloc;
     tpl_vm_rescue_free(vm);
+    tpl_vm_marks_free(vm);
     tpl_arena_free(&vm->arena);
     tpl_arena_free(&vm->state_arena);
     if (vm->ext) tpl_stdlib.ext_free(vm, vm->ext);
@@ -796,6 +797,7 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     r->busy = true;
     tpl_status st = run(r, p, out, out_len);
     if (__builtin_expect(r->vm.rescue != NULL, 0)) tpl_vm_rescue_free(&r->vm); /* (a call's snapshot, rare) */
+    if (__builtin_expect(r->vm.marks != NULL, 0)) tpl_vm_marks_free(&r->vm);   /* (tpl_render_mark's, rare) */
     r->busy = false;
     return st;
 }

@@ -276,6 +276,7 @@ struct tpl_vm {
                              * _globals_val): a Python list passed in, which tpl does not change */
     struct tpl_rescue_snap *rescue; /* the last failed tpl_render_call's snapshot, for tpl_render_rescue
                              * (runtime/host.c; vm->alloc; NULL: none) */
+    struct tpl_mark_node *marks; /* the host's marks (tpl_render_mark), newest first (vm->alloc) */
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];
@@ -285,6 +286,8 @@ struct tpl_vm {
 
 /* Frees vm->rescue (runtime/host.c): when a render ends, with the render context. */
 void tpl_vm_rescue_free(tpl_vm *vm);
+/* Frees vm->marks (runtime/host.c): when a render ends, with the render context. */
+void tpl_vm_marks_free(tpl_vm *vm);
 
 /* Fills the fast argument-binding table (bind_lo/bind_hi) from the builtin signatures. */
 void tpl_vm_init_builtins(tpl_vm *vm);

@@ -485,6 +485,8 @@ static void test_null_args(void)
           "render_changes(NULL), render_assign(NULL, not rendering)");
     {
         tpl_error te;
+        CHECK(tpl_render_mark(NULL) == U && tpl_render_mark(r) == U && !tpl_render_release(NULL, true) &&
+              !tpl_render_release(r, true), "render_mark/release(NULL, not rendering)");
         CHECK(tpl_render_rescue(NULL, NULL) == U && tpl_render_rescue(r, &te) == U && te.status == TPL_OK &&
               tpl_render_rescue(r, NULL) == U, "render_rescue(NULL, not rendering)");
     }

@@ -640,6 +640,69 @@ static void render_rescue(void)
     }
 }
 
+/* ---- tpl_render_mark/tpl_render_release give back what a successful call allocated once the
+ * host has read its result: "calln" calls its macro 3,000 times (each output 10 KB) between a
+ * mark and a release, so a render under a 4 MiB memory limit finishes only when the releases
+ * free it (session 37: a module's macros called from Python kept every call's memory until the
+ * render ended). A macro that changes an older list keeps its change (nothing given back then);
+ * release without give_back, or without a mark, gives nothing back. */
+static tpl_host_result calln_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
+                                  const tpl_val *kwv, size_t nkw, tpl_val *out)
+{
+    (void)obj, (void)kwn, (void)kwv, (void)nkw;
+    if (!nargs) return TPL_HOST_ERROR;
+    int64_t total = 0, back = 0;
+    for (int i = 0; i < 3000; i++) {
+        tpl_val o;
+        if (tpl_render_mark(r) != TPL_OK) return TPL_HOST_ERROR;
+        tpl_val arg = tpl_val_int(i);
+        if (tpl_render_call(r, args[0], &arg, 1, NULL, NULL, 0, &o) != TPL_OK) {
+            tpl_render_release(r, false);
+            return TPL_HOST_ERROR;
+        }
+        size_t n = 0;
+        if (!tpl_val_as_str(o, &n)) n = 0;
+        total += (int64_t)n;
+        back += tpl_render_release(r, true);
+    }
+    if (tpl_render_release(r, true)) return TPL_HOST_ERROR; /* (no mark left) */
+    *out = tpl_val_int(total * 10000 + back);
+    return TPL_HOST_OK;
+}
+
+static const tpl_host_class calln_class = { "calln", NULL, NULL, NULL, NULL, calln_call, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+
+static void render_release(void)
+{
+    char nm[] = "calln";
+    tpl_host_object co = { &calln_class, nm };
+    tpl_host_func funcs[1] = { { "calln", TPL_HOST_GLOBAL, tpl_host_value_fn, &co } };
+    tpl_options o = { 0 };
+    o.host_funcs = funcs;
+    o.nhost_funcs = 1;
+    o.do_statement = true;
+    const char *srcs[2][2] = {
+        { "{% macro m(i) %}{{ 'x' * 10000 }}{% endmacro %}{{ calln(m) }}", "300000003000" },
+        { "{% set l = [] %}{% macro m(i) %}{% do l.append(i) %}{{ 'y' * 10 }}{% endmacro %}{{ calln(m) }} "
+          "{{ l|length }} {{ l[2999] }}", "300000000 3000 2999" },
+    };
+    tpl_limits lim = { 0 };
+    lim.max_memory = 4u << 20;
+    for (int i = 0; i < 2; i++) {
+        tpl_program *p = NULL;
+        tpl_error err = { 0 };
+        CHECK(tpl_compile("t.jinja", srcs[i][0], strlen(srcs[i][0]), &o, &p, &err) == TPL_OK, "compile: %s",
+              err.message ? err.message : "");
+        tpl_error_clear(&err);
+        tpl_render *r = tpl_render_new(&lim);
+        tpl_render_set_host_funcs(r, funcs, 1);
+        const char *got = render(r, p);
+        CHECK(strcmp(got, srcs[i][1]) == 0, "render_release %d: %s", i, got);
+        tpl_program_free(p);
+        tpl_render_free(r);
+    }
+}
+
 /* ---- the host's own numbers (tpl_host_class.arith): "cents", a fixed-point number of cents that
  * prints as 1.50; its arith adds, negates, compares with ints and other cents. cents_plain has no
  * arith: an operator on it stays the TypeError naming its type. */
@@ -1258,6 +1321,7 @@ int main(void)
     render_lookup();
     render_call();
     render_rescue();
+    render_release();
     host_misses();
     host_numbers();
     environment_settings();

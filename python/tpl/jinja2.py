@@ -1605,10 +1605,16 @@ class Template:
                    "__tpl_v.catch_kwargs, __tpl_v.catch_varargs, __tpl_v.caller) if __tpl_v is callable and "
                    "__tpl_v.catch_kwargs is defined else none) %}{% endfor %}"
                    "{% set _ = __tpl_put(none, __tpl_m|string, false, none) %}"
+                   "{% set __tpl_d = {} %}{% for __tpl_n in __tpl_names(__tpl_m) %}"
+                   "{% if __tpl_m[__tpl_n] is callable and __tpl_m[__tpl_n].catch_kwargs is defined %}"
+                   "{% set _ = __tpl_d.update({__tpl_n: __tpl_m[__tpl_n]}) %}{% endif %}{% endfor %}"
                    "{% for _ in __tpl_k %}{% for _ in __tpl_k %}{% for _ in __tpl_k %}"
-                   "{% set __tpl_r = __tpl_next() %}"
+                   "{% set __tpl_r = __tpl_serve(__tpl_d) %}"
                    "{% set _ = __tpl_done(__tpl_m[__tpl_r[0]](*__tpl_r[1], **__tpl_r[2])) %}"
                    "{% endfor %}{% endfor %}{% endfor %}")
+    # (__tpl_serve runs the macros' calls in Python, each through tpl_render_call, whose memory is
+    # given back when the call returns a str: tpl_render_release — a loop of calls in flat memory;
+    # it hands the template a call of another name, a template function, to run as before)
     _MACRO_SRC = ("{% import __tpl_self as __tpl_m with context %}"
                   "{% set _ = __tpl_put(__tpl_m[__tpl_n](*__tpl_a, **__tpl_k)) %}")
 
@@ -1679,6 +1685,10 @@ class TemplateModule:
     def __repr__(self):
         name = "memory:%x" % id(self) if self.__name__ is None else repr(self.__name__)
         return "<%s %s>" % (type(self).__name__, name)
+
+
+# How _tpl's call() says a macro called from Python reached a limit (the render ends with it)
+_CALL_ENDS_RENDER = "tpl: a template's macro called from Python failed (status"
 
 
 class _ServerStop(BaseException):
@@ -1766,14 +1776,6 @@ class _ModuleServer:
         tokens = []
         calling = [True]  # a thread waits for this render (start, call): it runs the callables
 
-        def dispatch(f, args, kwargs):
-            # a Python callable the render calls runs in the thread that waits for the render, as
-            # under Jinja2, whose module runs in the thread that makes it or calls its macros
-            # (threading.local, threading.current_thread(): the caller's)
-            if not calling[0]:
-                return f(*args, **(kwargs or {}))
-            return _call_in_waiter(resp, f, args, kwargs)
-
         def next_call():
             # the callables a macro calls see the caller's context variables (contextvars: say,
             # Flask's request), as when Jinja2 runs the macro in the caller's thread
@@ -1797,9 +1799,42 @@ class _ModuleServer:
         def done(out):
             calling[0] = False
             resp.put(("ok", out))
+
+        def serve(macros):
+            # the module's macros (Macro objects of this render) called as Python asks, here; a
+            # call of another name goes back to the template (its loop calls it, then serve again)
+            while True:
+                r = next_call()
+                f = macros.get(r[0])
+                if f is None:
+                    return r
+                try:
+                    out = f(*r[1], **r[2])
+                except RuntimeError as e:
+                    if str(e).startswith(_CALL_ENDS_RENDER):
+                        raise  # (a limit inside: the render ends with it, and the caller gets it)
+                    calling[0] = False
+                    resp.put(("err", e))
+                    continue
+                except _ServerStop:
+                    raise
+                except BaseException as e:  # noqa: BLE001 (the macro's error, raised to the caller)
+                    calling[0] = False
+                    resp.put(("err", e))
+                    continue
+                done(out)
+
+        def dispatch(f, args, kwargs):
+            # a Python callable the render calls runs in the thread that waits for the render, as
+            # under Jinja2, whose module runs in the thread that makes it or calls its macros
+            # (threading.local, threading.current_thread(): the caller's); serve runs here
+            if not calling[0] or f is serve:
+                return f(*args, **(kwargs or {}))
+            return _call_in_waiter(resp, f, args, kwargs)
+
         for f in (names, put, next_call, done):
             f._tpl_raw = True  # (_tpl: a template-only value reaches them as None, not refused)
-        ctx = {**self._vars, "__tpl_names": names, "__tpl_put": put, "__tpl_next": next_call, "__tpl_done": done,
+        ctx = {**self._vars, "__tpl_names": names, "__tpl_put": put, "__tpl_serve": serve, "__tpl_done": done,
                "__tpl_k": _SERVER_LOOP}
         th = threading.Thread(target=_module_serve, args=(self._template._own_wrapper("module"), ctx, resp, dispatch),
                               name="tpl.jinja2 module %s" % (self._template.name,), daemon=True)
@@ -1836,11 +1871,16 @@ class _ModuleServer:
                     kind, v = _serve_calls(self._resp)
                 finally:
                     self._caller = None
-                if kind == "ok":
+                if kind in ("ok", "err"):  # (err: the macro's error; the render goes on)
                     self._served += 1
                     if self._resp.get()[0] != "ready":  # (the render waits for the next call again)
                         self._req, self._tid = None, None
                         self._stop.detach()
+                    if kind == "err":
+                        try:
+                            raise v
+                        finally:
+                            v = None
                     return v
                 # the render ended: the macro failed, or a limit of the long render was reached
                 # (a new render, which runs the top level again, has all of them afresh)

@@ -66,3 +66,76 @@ def test_context_reads_and_unread_changes_render_as_jinja2(src, data, f):
     want = _render(jinja2, src, data, peek=f)
     got = _render(tj, src, data, peek=f)
     assert got == want
+
+
+def _rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 // 1024
+
+
+def test_module_macro_calls_run_in_flat_memory():
+    """100,000 calls of a module's macro from Python (Template.module): each call's memory (its
+    arguments, frames, output) is given back when Python has its result (tpl_render_release), so
+    the process does not grow with the calls (was: 9.3 MB every 10,000 calls, 93 MB kept until
+    the module's render ended); the outputs are Jinja2's."""
+    src = "{% macro m(a, b=2) %}<{{ a }}-{{ b }}>{% endmacro %}{% set top = [1, 2] %}"
+    fs = [m.Environment().from_string(src).module.m for m in (jinja2, tj)]
+    assert [f(1) for f in fs] == ["<1-2>", "<1-2>"]
+    assert fs[1]("x", b=[1, 2]) == fs[0]("x", b=[1, 2])
+    f = fs[1]
+    for i in range(2000):
+        f(i, b="s" * 20)
+    base = _rss_kib()
+    for i in range(100000):
+        assert f(i, b="s" * 20) == "<%d-%s>" % (i, "s" * 20)
+    assert _rss_kib() - base < 4096
+
+
+def test_macro_called_from_a_callback_runs_in_flat_memory():
+    """A macro handed to a Python callable, called by it 100,000 times in one render: what each
+    call allocated is given back when it returns (was: 1 MB every 10,000 calls, until the render
+    ended); a call that changes a value made before it keeps its memory, and what it did stays."""
+    grew = []
+
+    def loop(m, n):
+        base = _rss_kib()
+        out = [m(i, b="t") for i in range(n)]
+        grew.append(_rss_kib() - base)
+        return out[-1]
+
+    def keep(m):
+        return "".join(m(i) for i in range(3))
+
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment()
+        e.globals.update(loop=loop, keep=keep)
+        outs.append(e.from_string(
+            "{% macro m(a, b=2) %}<{{ a }}-{{ b }}>{% endmacro %}{{ loop(m, 1000) }}"
+            "{% set ns = namespace(n=0) %}{% macro k(i) %}{% set ns.n = ns.n + i %}{{ ns.n }}{% endmacro %}"
+            "{{ keep(k) }}|{{ ns.n }}").render())
+    assert outs[1] == outs[0] == "<999-t>013|3"
+    e = tj.Environment()
+    e.globals["loop"] = loop
+    grew.clear()
+    assert e.from_string("{% macro m(a, b=2) %}<{{ a }}-{{ b }}>{% endmacro %}{{ loop(m, 100000) }}").render() == \
+        "<99999-t>"
+    assert grew[0] < 4096
+
+
+def test_module_top_level_runs_once_after_a_macro_error():
+    """A module's macro that fails (ZeroDivisionError, raised to Python) leaves the module's render
+    going: the top level is not run again for the next call, as Jinja2's module (it was, the
+    render having ended: a callable the top level calls ran twice)."""
+    got = []
+    for m in (jinja2, tj):
+        calls = []
+        e = m.Environment()
+        e.globals["count"] = lambda: calls.append(1) or len(calls)
+        mod = e.from_string("{% set n = count() %}{% macro d(x) %}{{ n }}:{{ 1 / x }}{% endmacro %}").module
+        res = [mod.d(2)]
+        with pytest.raises(ZeroDivisionError):
+            mod.d(0)
+        res += [mod.d(4), len(calls)]
+        got.append(res)
+    assert got[1] == got[0] == ["1:0.5", "1:0.25", 1]
