@@ -1493,7 +1493,7 @@ done:
  * (tpl_render_assign), so each of its holders sees them, as Jinja2's one object. One the render
  * did not make (the state's: a list the host passed in) stays refused: -1 with a
  * NotImplementedError naming it; -1 with an exception on other failures. */
-static int back_sync(render_ctx *c, PyObject *entries, Py_ssize_t limit)
+static int back_sync(render_ctx *c, PyObject *entries, Py_ssize_t limit, PyObject *who)
 {
     Py_ssize_t n = PyList_GET_SIZE(entries);
     for (Py_ssize_t i = n - 1; i >= 0 && i >= n - limit; i--) {
@@ -1507,10 +1507,19 @@ static int back_sync(render_ctx *c, PyObject *entries, Py_ssize_t limit)
         if (rc < 0) return -1;
         if (rc > 0 || tpl_render_assign(c->r, v, now) != TPL_OK) {
             PyObject *shown = PyObject_Repr(o);
+            /* (the callable named by its __qualname__ when it has one: the filter or global) */
+            PyObject *name = who ? PyObject_GetAttrString(who, "__qualname__") : NULL;
+            if (!name || !PyUnicode_Check(name)) {
+                PyErr_Clear();
+                Py_XDECREF(name);
+                name = who ? PyObject_Repr(who) : NULL;
+            }
+            if (!name) PyErr_Clear();
             PyErr_Format(PyExc_NotImplementedError,
-                         "tpl: a Python callable changed a %s the template holds (now %.200U): tpl hands callables a "
-                         "copy of that one, so the template would not see the change (Jinja2's would)",
-                         PyList_Check(o) ? "list" : "dict", shown ? shown : Py_None);
+                         "tpl: a Python callable changed a %s the template holds (%S; now %.200U): tpl hands callables "
+                         "a copy of the state's lists and dicts, so the template would not see the change (Jinja2's "
+                         "would)", PyList_Check(o) ? "list" : "dict", name ? name : Py_None, shown ? shown : Py_None);
+            Py_XDECREF(name);
             Py_XDECREF(shown);
             return -1;
         }
@@ -2001,9 +2010,9 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
     /* what the callable did to the lists and dicts it was handed, or holds from earlier calls */
-    if (res && ((watch && back_sync(h->c, watch, PY_SSIZE_T_MAX) < 0) ||
-                (h->c->kept && back_sync(h->c, h->c->kept, PY_SSIZE_T_MAX) < 0) ||
-                (h->c->tracked && back_sync(h->c, h->c->tracked, TRACKED_MAX) < 0))) {
+    if (res && ((watch && back_sync(h->c, watch, PY_SSIZE_T_MAX, h->o) < 0) ||
+                (h->c->kept && back_sync(h->c, h->c->kept, PY_SSIZE_T_MAX, h->o) < 0) ||
+                (h->c->tracked && back_sync(h->c, h->c->tracked, TRACKED_MAX, h->o) < 0))) {
         Py_CLEAR(res);
         ok = false;
     }

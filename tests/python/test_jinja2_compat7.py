@@ -99,9 +99,10 @@ def test_macro_called_from_a_callback_runs_in_flat_memory():
 
     def loop(m, n):
         base = _rss_kib()
-        out = [m(i, b="t") for i in range(n)]
+        for i in range(n):
+            last = m(i, b="t")
         grew.append(_rss_kib() - base)
-        return out[-1]
+        return last
 
     def keep(m):
         return "".join(m(i) for i in range(3))
@@ -139,3 +140,23 @@ def test_module_top_level_runs_once_after_a_macro_error():
         res += [mod.d(4), len(calls)]
         got.append(res)
     assert got[1] == got[0] == ["1:0.5", "1:0.25", 1]
+
+
+def test_filter_changing_a_state_list_is_refused_naming_it():
+    """A filter that changes the render argument's list it is handed (Jinja2's template then shows
+    the change; tpl hands a copy): the NotImplementedError names the callable and the value."""
+    def grow(seq, x):
+        seq.append(x)
+        return seq
+
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.filters["grow"] = grow
+        try:
+            outs.append(e.from_string("{{ items|grow(3) }}{{ items }}").render(items=[1, 2]))
+        except NotImplementedError as ex:
+            outs.append(str(ex))
+    assert outs[0] == "[1, 2, 3][1, 2, 3]"
+    assert outs[1].startswith("tpl: a Python callable changed a list the template holds "
+                              "(test_filter_changing_a_state_list_is_refused_naming_it.<locals>.grow; now [1, 2, 3])")
