@@ -396,13 +396,15 @@ _SET_EQ = re.compile(r"(?<![=!<>])=(?!=)")
 
 
 def _scan_names(source):
-    """(top, other) of a template's source: the names its top level assigns with {% set %}
-    (outside every block but if/elif/else: Jinja2's Context.vars), in order of appearance, and a
+    """(top, other, looped) of a template's source: the names its top level assigns with {% set %}
+    (outside every block but if/elif/else: Jinja2's Context.vars), in order of appearance (also
+    those other statements may bind: the caller leaves those out), and a
     superset of the names anything else may bind (a set inside a for, block, macro...; a macro's
     name; imports, and for targets and with inside a set block: every name such a statement
     mentions). (Macro and call arguments, for targets and with names are their frame's own:
-    Jinja2's context does not hold them.)"""
-    top, other = {}, set()
+    Jinja2's context does not hold them.) Third, the names of the second that only a set inside
+    a loop or block may assign (a filter's Context never holds those)."""
+    top, other, looped = {}, set(), set()
     stack = []
     for m in _TAG.finditer(source):
         body = m.group(1)
@@ -422,6 +424,8 @@ def _scan_names(source):
             inner = [k for k in stack if k != "if"]
             if not inner:
                 top.update(dict.fromkeys(targets))
+            elif inner[-1] in ("for", "block"):  # (Jinja2's _loop_vars / _block_vars: a call's derived
+                looped.update(targets)              # context holds them, a filter's or test's never)
             elif inner[-1] not in _LOCAL_SETS:
                 other.update(targets)
             # (else a set inside a with, macro, call, filter or set block: that frame's own, which
@@ -441,7 +445,7 @@ def _scan_names(source):
             other.update(words)
         if kw in _SCOPED:
             stack.append(kw)
-    return tuple(n for n in top if n not in other), frozenset(other)
+    return tuple(top), frozenset(other | looped), frozenset(looped - other)
 
 
 class Context:
@@ -456,7 +460,7 @@ class Context:
     .exported_vars, iterating or listing the context when the template has such names, raise
     NotImplementedError naming the name. (Made by the render; not to be made by hand.)"""
 
-    def __init__(self, template, parent, cell=None):
+    def __init__(self, template, parent, cell=None, plain=False):
         self.environment = template.environment
         self._parent = {**_DEFAULT_NAMESPACE, **parent}  # (Jinja2's default globals below)
         self._handed = None  # {name: (object, snapshot)}: see _hand
@@ -465,7 +469,14 @@ class Context:
         if template._loaded or template._own_of is not None:  # (a module's: its template's names)
             self._top, self._bound = (), template._bound_names()
         else:
-            self._top, self._bound = template._scanned_names()
+            top, self._bound, looped = template._scanned_names()
+            if plain:
+                # a filter's, test's or finalize's (plain: Jinja2 hands them the template's own
+                # context, not the derived one a call inside a loop or block gets): what a set
+                # inside a loop or block assigns is never in it (the top level's value, the
+                # parent's, or missing)
+                self._bound = self._bound - looped
+            self._top = tuple(n for n in top if n not in self._bound)
         self.eval_ctx = EvalContext(template.environment, template.name)
         self.blocks = {}
 
@@ -675,11 +686,12 @@ def _passing(f, first):
     return call
 
 
-def _passing_context(f, what):
+def _passing_context(f, what, plain=False):
     """f called with the render's Context first (pass_context), named as f; what it changed of
-    the render's parent through that Context is checked when it returns (Context._hand)."""
+    the render's parent through that Context is checked when it returns (Context._hand). plain:
+    a filter's, test's or finalize's (Context)."""
     def call(*a, **kw):
-        ctx = _current_context(what)
+        ctx = _current_context(what, plain)
         rv = f(ctx, *a, **kw)
         if ctx._handed:
             ctx._check_handed("the pass_context callable %s" % what)
@@ -692,12 +704,12 @@ def _passing_context(f, what):
     return call
 
 
-def _current_context(what):
+def _current_context(what, plain=False):
     r = _RENDERING.get()
     if r is None:
         raise NotImplementedError("tpl.jinja2: %s uses pass_context outside a render of tpl.jinja2.Template.render/"
                                   "generate (Environment.call_filter/call_test)" % (what,))
-    return Context(*r)
+    return Context(*r, plain=plain)
 
 
 def _bind_pass_arg(env, name, kind, f, template_name):
@@ -710,7 +722,7 @@ def _bind_pass_arg(env, name, kind, f, template_name):
     if how == "eval_context":
         ctx = EvalContext(env, template_name)
         return _passing(f, lambda: ctx)
-    return _passing_context(f, "%s %r" % (kind, name))
+    return _passing_context(f, "%s %r" % (kind, name), plain=True)
 
 
 _PLAIN_CALLABLES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.BuiltinMethodType,

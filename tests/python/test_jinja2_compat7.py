@@ -160,3 +160,47 @@ def test_filter_changing_a_state_list_is_refused_naming_it():
     assert outs[0] == "[1, 2, 3][1, 2, 3]"
     assert outs[1].startswith("tpl: a Python callable changed a list the template holds "
                               "(test_filter_changing_a_state_list_is_refused_naming_it.<locals>.grow; now [1, 2, 3])")
+
+
+FILTER_CONTEXT_IN_LOOPS = [
+    "{% set a = 1 %}{% for x in [1,2] %}{{ x|pf('a','b') }}{% set b = x %}{{ x|pf('a','b') }}{% endfor %}{{ 0|pf('b') }}",
+    "{% set y = 1 %}{% for x in [1] %}{% set y = 2 %}{{ x|pf('y') }}{{ y }}{% endfor %}{{ y }}{{ 0|pf('y') }}",
+    "{% for x in [1] %}{% set y = 2 %}{{ x is tt('y') }}{{ [1]|map('pf', 'y')|join }}{% endfor %}",
+    "{% block q %}{% set b = 1 %}{{ 1|pf('b') }}{% endblock %}{{ 1|pf('b') }}",
+    "{% set b = 'top' %}{% block q %}{% set b = 1 %}{{ 1|pf('b') }}{% endblock %}",
+    "{% for x in [1] %}{% set b = 1 %}{% if true %}{% set c = 3 %}{{ 1|pf('b','c') }}{% endif %}{% endfor %}",
+    "{% for x in [1] %}{% set b = 1 %}{{ 1|pf('b') }}{% endfor %}{% set b = 5 %}{{ 1|pf('b') }}",
+    "{% macro m() %}{% for x in [1] %}{% set b = 1 %}{{ 1|pf('b') }}{% endfor %}{% endmacro %}{{ m() }}",
+    "{% for x in [1, 2] %}{% set b, c = x, x * 2 %}{% for y in [3] %}{% set c = y %}{{ y|pf('b', 'c') }}"
+    "{% endfor %}{{ x|pf('c') }}{% endfor %}",
+    "{% set b = 0 %}{% for x in [1] %}{% set b = x %}{% set b = b + 1 %}{{ 1|pf('b') }}{{ b }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("src", FILTER_CONTEXT_IN_LOOPS)
+def test_filter_context_inside_loops_and_blocks(src):
+    """A pass_context filter or test inside a loop or block gets the template's own Context in
+    Jinja2 (not the derived one a call gets: Environment.call_filter passes `context`): what a set
+    inside the loop or block assigns is never in it — the top level's value, the parent's, or
+    missing. tpl answers those lookups (vars too) as Jinja2 (was: NotImplementedError naming the
+    name)."""
+    outs = []
+    for m in (jinja2, tj):
+        def show(ctx, names):
+            return "|".join("%s=%r,%r" % (n, ctx.get(n, "-"), n in ctx) for n in names) + " vars=%r" % (
+                sorted((k, v) for k, v in ctx.vars.items() if not callable(v)),)
+        e = m.Environment()
+        e.filters["pf"] = m.pass_context(lambda ctx, v, *names: show(ctx, names))
+        e.tests["tt"] = m.pass_context(lambda ctx, v, *names: show(ctx, names) is not None and ctx.get(names[0]) == 2)
+        outs.append(e.from_string(src).render(b="arg"))
+    assert outs[1] == outs[0]
+
+
+def test_call_context_inside_loops_stays_refused():
+    """A pass_context global called inside a loop after a set there gets Jinja2's derived
+    context (the loop's sets over the rest, vars empty): tpl does not hand a loop's variables to
+    Python, so a lookup of such a name stays a NotImplementedError naming it."""
+    e = tj.Environment()
+    e.globals["peek"] = tj.pass_context(lambda ctx, n: repr(ctx.get(n, "-")))
+    with pytest.raises(NotImplementedError, match="'y'"):
+        e.from_string("{% for x in [1] %}{% set y = 2 %}{{ peek('y') }}{% endfor %}").render()
