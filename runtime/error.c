@@ -194,13 +194,18 @@ static void diag_put_unit(tpl_sb *b, const char *s, size_t i, size_t len, uint32
     else tpl_sb_printf(b, "\\u%04x", (unsigned)cp);
 }
 
-/* Skips up to k units of s[0..n) from byte *i (an ASCII run 8 bytes a step: every ASCII byte is
- * one unit); the units skipped (fewer when the line ends first). */
+/* Skips up to k units of s[0..n) from byte *i (an ASCII run 32 or 8 bytes a step: every ASCII
+ * byte is one unit); the units skipped (fewer when the line ends first). */
 static size_t diag_skip(const char *s, size_t n, size_t *i, size_t k)
 {
     size_t at = *i, u = 0;
     while (u < k && at < n) {
-        uint64_t w;
+        uint64_t w, x[4];
+        if (k - u >= 32 && n - at >= 32 && (memcpy(x, s + at, 32), !((x[0] | x[1] | x[2] | x[3]) & 0x8080808080808080ull))) {
+            at += 32;
+            u += 32;
+            continue;
+        }
         if (k - u >= 8 && n - at >= 8 && (memcpy(&w, s + at, 8), !(w & 0x8080808080808080ull))) {
             at += 8;
             u += 8;

@@ -575,7 +575,7 @@ static void test_error_window(void)
 /* Errors on a long line, many times (session 37, issue 17): formatting one measured every code
  * point of the line (a 100 KB line: 300 us an error, a Python loop of failing renders spent its
  * time there) and a runtime error's location walked the source byte by byte. The caret's window
- * is now found by skipping the units before it (ASCII 8 bytes a step) and the line's width is
+ * is now found by skipping the units before it (ASCII 32 bytes a step) and the line's width is
  * counted only up to the cut: 400 errors of a 2 MB line, each formatted, in well under a second
  * (before: 5 ms and more each). The text is the same as before (the window, its "..." marks, the
  * caret under its character after a non-ASCII one). */
