@@ -28,6 +28,7 @@ imports or extends (tpl compiles them together).
 """
 import collections
 import contextvars
+import functools
 import os
 import re
 import sys
@@ -642,15 +643,34 @@ class Context:
 _COPIED = (list, dict, tuple)
 
 
+_SNAP_BIG = 1024  # a longer list or tuple is recorded by its length and _SNAP_SAMPLE of its items
+
+
+_SNAP_SAMPLE = 64
+
+
+@functools.lru_cache(maxsize=64)
+def _sampled(n):
+    """The positions recorded of a list of n items: its ends and evenly between."""
+    step = max(1, n // _SNAP_SAMPLE)
+    return tuple(sorted(set(range(0, n, step)) | {n - 1}))
+
+
 def _snap(v, depth):
     """A copy of v's lists, dicts and tuples, nested ones too (their items the objects
-    themselves), to compare with _same."""
+    themselves), to compare with _same; a list or tuple of more than 1,024 items by its length
+    and 64 of its items (as _tpl's check of the lists a callable holds: a loop of calls stays
+    linear)."""
     t = type(v)
     if depth > 64 or t not in _COPIED:
         return v
+    d = depth + 1  # (a leaf, the usual item, kept without a call)
     if t is dict:
-        return [(k, _snap(x, depth + 1)) for k, x in v.items()]
-    return [_snap(x, depth + 1) for x in v]
+        return [(k, x if type(x) not in _COPIED else _snap(x, d)) for k, x in v.items()]
+    n = len(v)
+    if n > _SNAP_BIG:
+        return ("big", n, [x if type(x) not in _COPIED else _snap(x, d) for x in [v[i] for i in _sampled(n)]])
+    return [x if type(x) not in _COPIED else _snap(x, d) for x in v]
 
 
 def _same(snap, v, depth):
@@ -658,11 +678,18 @@ def _same(snap, v, depth):
     t = type(v)
     if depth > 64 or t not in _COPIED:
         return snap is v
-    if type(snap) is not list or len(snap) != len(v):
+    d = depth + 1
+    if type(snap) is tuple:  # ("big", length, sampled items)
+        if t is dict or len(v) != snap[1]:
+            return False
+        v = [v[i] for i in _sampled(len(v))]
+        snap = snap[2]
+    elif type(snap) is not list or len(snap) != len(v):
         return False
     if t is dict:
-        return all(sk is k and _same(sx, x, depth + 1) for (sk, sx), (k, x) in zip(snap, v.items()))
-    return all(_same(sx, x, depth + 1) for sx, x in zip(snap, v))
+        return all(sk is k and (sx is x if type(x) not in _COPIED else _same(sx, x, d))
+                   for (sk, sx), (k, x) in zip(snap, v.items()))
+    return all(sx is x if type(x) not in _COPIED else _same(sx, x, d) for sx, x in zip(snap, v))
 
 
 # Jinja2's DEFAULT_NAMESPACE, in a Context's parent: range and dict are Python's; lipsum, cycler,
