@@ -1674,6 +1674,8 @@ static const tpl_node *tr_text_arg(const tpl_node *args)
 
 /* `a + b + c ...` (a left-leaning chain of +, not foldable): counts the operands, and with
  * emit compiles them left to right, for one ADDS / PRINT_ADDS instead of a chain of ADDs. */
+static void fold_check(tpl_comp *c, const tpl_node *n);
+
 static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
 {
     if (n->kind != TPL_N_BINOP || n->op != TPL_AOP_ADD ||
@@ -1692,6 +1694,7 @@ static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
  * '<|end_header_id|>': one instruction where the CONSTs were three more); else PRINT_ADDS. */
 static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
 {
+    fold_check(c, n); /* ([1[:1]] + [2] printed: [Undefined, 2]) */
     tpl_node *ops[TPL_ADDS_K_MAX];
     uint32_t nk = 0;
     uint64_t klen = 0;
@@ -1748,43 +1751,6 @@ static bool const_literal(const tpl_node *n)
     return false;
 }
 
-/* Whether n is a slice of literals that Python fails with a TypeError or LookupError: Jinja2's
- * optimizer folds it (nodes.Getitem.as_const) through Environment.getitem, which makes such a
- * failure an Undefined; where that constant is used at once (printed, `is defined`, `default`)
- * it renders as Undefined, where it is not (the value has no safe repr) the code generator
- * slices at run time and the TypeError is raised. Step 0 is a ValueError (raised). */
-static bool const_slice_fails(const tpl_node *n)
-{
-    if (!n || n->kind != TPL_N_SLICE || !const_literal(n->a)) return false;
-    const tpl_node *parts[3] = { n->d, n->b, n->c }; /* step first, as PySlice_Unpack */
-    int ptype[3] = { TPL_T_NONE, TPL_T_NONE, TPL_T_NONE };
-    bool pzero[3] = { false, false, false };
-    for (int i = 0; i < 3; i++) {
-        const tpl_node *p = parts[i];
-        if (!p) continue;
-        /* a sign folds too (nodes.Neg.as_const): -1 is an int, -True the int -1, -1.5 a float;
-         * a sign on anything else fails to fold, and the slice is made at run time */
-        bool sign = false;
-        while (p->kind == TPL_N_UNOP && (p->op == TPL_AOP_NEG || p->op == TPL_AOP_POS)) { p = p->a; sign = true; }
-        if (p->kind != TPL_N_CONST) return false;
-        int t = p->val.type;
-        if (sign && t != TPL_T_INT && t != TPL_T_BOOL && t != TPL_T_FLOAT && t != TPL_T_BIGINT) return false;
-        ptype[i] = sign && t == TPL_T_BOOL ? TPL_T_INT : t;
-        pzero[i] = (t == TPL_T_INT || t == TPL_T_BOOL) && p->val.u.i == 0;
-    }
-    const tpl_node *o = n->a;
-    bool seq = o->kind == TPL_N_LIST || o->kind == TPL_N_TUPLE || (o->kind == TPL_N_CONST && o->val.type == TPL_T_STR);
-    if (o->kind == TPL_N_CONST && (o->val.type == TPL_T_LIST || o->val.type == TPL_T_MAP)) return false; /* (not made here) */
-    if (!seq) return true; /* an int, float, bool or None: not subscriptable; a dict: no such key */
-    for (int i = 0; i < 3; i++) {
-        if (!parts[i]) continue;
-        int t = ptype[i];
-        if (t != TPL_T_INT && t != TPL_T_BOOL && t != TPL_T_NONE && t != TPL_T_BIGINT) return true;
-        if (i == 0 && pzero[i]) return false;
-    }
-    return false;
-}
-
 static bool name_in(tpl_value name, const char *const *list)
 {
     for (; *list; list++)
@@ -1829,11 +1795,16 @@ static bool fold_test(tpl_value name)
  * slice raises, as Jinja2's does where it is not folded (checked against the oracle:
  * tests/cases/jinja-scope10 fold-*). */
 enum { F_NO, F_SAFE, F_UNDEF, F_UNSAFE, F_LAZY };
-typedef struct { int8_t k, truth; } fold_v;
+/* ty: the Python type of a folded value, where tpl knows it (TY_UNK not) */
+enum { TY_UNK, TY_NONE, TY_BOOL, TY_INT, TY_FLOAT, TY_STR, TY_LIST, TY_TUPLE, TY_DICT };
+typedef struct { int8_t k, truth, ty; } fold_v;
 
 static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth);
 
-static fold_v fv_make(int k, int truth) { fold_v v = { (int8_t)k, (int8_t)truth }; return v; }
+static fold_v fv_make(int k, int truth) { fold_v v = { (int8_t)k, (int8_t)truth, TY_UNK }; return v; }
+static fold_v fv_typed(int k, int truth, int ty) { fold_v v = { (int8_t)k, (int8_t)truth, (int8_t)ty }; return v; }
+static bool ty_num(int ty) { return ty == TY_BOOL || ty == TY_INT || ty == TY_FLOAT; }
+static bool ty_index(int ty) { return ty == TY_BOOL || ty == TY_INT; }
 
 /* the value a list, tuple or dict holding items of these kinds has */
 static int fv_holding(int worst, int k)
@@ -1842,12 +1813,212 @@ static int fv_holding(int worst, int k)
     return k > worst ? k : worst;
 }
 
+static int folded_int(const tpl_node *n, int64_t *v, bool *big, int depth);
+
+/* The int value of an index-typed folded node: 1 with *v, 2 an int past int64, 0 unknown. */
+static int fold_index(const tpl_node *n, int64_t *v)
+{
+    tpl_value x;
+    if (num_const(n, &x, 0) && x.type == TPL_T_INT) { *v = x.u.i; return 1; }
+    bool big = false;
+    if (folded_int(n, v, &big, 0)) return big ? 2 : 1;
+    return 0;
+}
+
+/* Whether attr may be an attribute of a value of type ty (Python 3.11 and later; dunders always):
+ * where it is not, Environment.getattr falls back to an item and then makes an Undefined. */
+static bool ty_has_attr(int ty, tpl_value attr)
+{
+    static const char *const num[] = { "as_integer_ratio", "bit_count", "bit_length", "conjugate", "denominator",
+                                       "from_bytes", "imag", "numerator", "real", "to_bytes", "is_integer",
+                                       "fromhex", "hex", NULL };
+    static const char *const str[] = { "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs",
+                                       "find", "format", "format_map", "index", "isalnum", "isalpha", "isascii",
+                                       "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isprintable",
+                                       "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "maketrans",
+                                       "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust",
+                                       "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith", "strip",
+                                       "swapcase", "title", "translate", "upper", "zfill", NULL };
+    static const char *const seq[] = { "append", "clear", "copy", "count", "extend", "index", "insert", "pop",
+                                       "remove", "reverse", "sort", NULL };
+    static const char *const dict[] = { "clear", "copy", "fromkeys", "get", "items", "keys", "pop", "popitem",
+                                        "setdefault", "update", "values", NULL };
+    if (attr.len == 0 || attr.u.s[0] == '_') return true;
+    switch (ty) {
+    case TY_NONE: return false;
+    case TY_BOOL: case TY_INT: case TY_FLOAT: return name_in(attr, num);
+    case TY_STR: return name_in(attr, str);
+    case TY_LIST: case TY_TUPLE: return name_in(attr, seq);
+    case TY_DICT: return name_in(attr, dict);
+    default: return true;
+    }
+}
+
+/* The value of a dict display's item by a constant key (the last pair of an equal key, as the dict
+ * keeps it): 1 found (*v its fold), 0 no such key, -1 tpl cannot tell (a key not a None, bool,
+ * int or str literal). */
+static int dict_lookup(const tpl_comp *c, const tpl_node *d, const tpl_node *key, int depth, fold_v *v)
+{
+    tpl_value k;
+    if (key->kind == TPL_N_CONST) k = key->val;
+    else if (!num_const(key, &k, 0)) return -1;
+    if (k.type == TPL_T_BOOL) k = tpl_v_int(k.u.i != 0);
+    if (k.type != TPL_T_NONE && k.type != TPL_T_INT && k.type != TPL_T_STR) return -1;
+    const tpl_node *hit = NULL;
+    for (const tpl_node *x = d->a; x; x = x->next) {
+        if (x->kind != TPL_N_PAIR || x->a->kind != TPL_N_CONST) return -1;
+        tpl_value y = x->a->val;
+        if (y.type == TPL_T_BOOL) y = tpl_v_int(y.u.i != 0);
+        if (y.type != TPL_T_NONE && y.type != TPL_T_INT && y.type != TPL_T_STR) return -1;
+        if (y.type != k.type) continue;
+        if ((y.type == TPL_T_INT && y.u.i == k.u.i) || y.type == TPL_T_NONE ||
+            (y.type == TPL_T_STR && y.len == k.len && memcmp(y.u.s, k.u.s, k.len) == 0))
+            hit = x->b;
+    }
+    if (!hit) return 0;
+    *v = fold_val(c, hit, depth + 1);
+    return 1;
+}
+
+/* Jinja2's fold of a slice (nodes.Getitem.as_const through Environment.getitem): 1 it fails with
+ * a TypeError or LookupError (an Undefined: `1[:1]`, `(1, 2)[0][:1]`, `'ab'[:1.5]`, `'ab'[:1[0]]`),
+ * 0 it slices (*v the value), -1 it is not folded (an operand tpl does not fold, an Undefined
+ * sliced, step 0: raised, so sliced at run time). */
+static int fold_slice(const tpl_comp *c, const tpl_node *n, int depth, fold_v *v)
+{
+    fold_v o = fold_val(c, n->a, depth + 1);
+    if ((o.k != F_SAFE && o.k != F_UNSAFE) || o.ty == TY_UNK) return -1;
+    bool seq = o.ty == TY_STR || o.ty == TY_LIST || o.ty == TY_TUPLE;
+    const tpl_node *parts[3] = { n->d, n->b, n->c }; /* step first, as PySlice_Unpack */
+    int fails = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!parts[i]) continue;
+        fold_v p = fold_val(c, parts[i], depth + 1);
+        if (p.k == F_NO || p.k == F_LAZY || (p.k == F_SAFE && p.ty == TY_UNK)) return -1;
+        if (fails) continue;
+        if (p.k == F_SAFE && (ty_index(p.ty) || p.ty == TY_NONE)) {
+            int64_t step;
+            if (i == 0 && p.ty != TY_NONE && seq) {
+                int r = fold_index(parts[0], &step);
+                if (!r || (r == 1 && step == 0)) return -1; /* (step 0: Python's ValueError, raised) */
+            }
+            continue;
+        }
+        fails = 1; /* (a float, str, list, Undefined ... as an index: TypeError) */
+    }
+    if (!seq) return 1; /* an int, float, bool or None: not subscriptable; a dict: no such key */
+    if (fails) return 1;
+    *v = fv_typed(o.k, -1, o.ty);
+    return 0;
+}
+
+/* Jinja2's fold of an item (nodes.Getitem.as_const: Environment.getitem, a failure is an
+ * Undefined; a str key falls back to an attribute, which tpl follows for no type). */
+static fold_v fold_getitem(const tpl_comp *c, const tpl_node *n, int depth)
+{
+    fold_v o = fold_val(c, n->a, depth + 1);
+    if ((o.k != F_SAFE && o.k != F_UNSAFE) || o.ty == TY_UNK) return fv_make(F_NO, -1);
+    fold_v k = fold_val(c, n->b, depth + 1);
+    if (k.k == F_NO || k.k == F_LAZY || (k.k == F_SAFE && k.ty == TY_UNK)) return fv_make(F_NO, -1);
+    bool idx = k.k == F_SAFE && ty_index(k.ty);
+    if (k.k == F_SAFE && k.ty == TY_STR && o.ty != TY_DICT) return fv_make(F_NO, -1);
+    int64_t i = 0;
+    int r;
+    switch (o.ty) {
+    case TY_NONE: case TY_BOOL: case TY_INT: case TY_FLOAT: return fv_make(F_UNDEF, 0); /* (not subscriptable) */
+    case TY_LIST: case TY_TUPLE: case TY_STR: {
+        if (!idx) return fv_make(F_UNDEF, 0); /* (indices must be integers) */
+        if (!(r = fold_index(n->b, &i))) return fv_make(F_NO, -1);
+        if (r == 2) return fv_make(F_UNDEF, 0); /* (IndexError: cannot fit an int past int64) */
+        int64_t len = 0;
+        const tpl_node *a = n->a;
+        if (a->kind == TPL_N_LIST || a->kind == TPL_N_TUPLE) {
+            for (const tpl_node *x = a->a; x; x = x->next) len++;
+        } else if (a->kind == TPL_N_CONST && a->val.type == TPL_T_STR) {
+            for (uint32_t b = 0; b < a->val.len; b++) len += ((unsigned char)a->val.u.s[b] & 0xC0) != 0x80;
+        } else return fv_make(F_NO, -1);
+        if (i < 0) i += len;
+        if (i < 0 || i >= len) return fv_make(F_UNDEF, 0);
+        if (a->kind == TPL_N_CONST) return fv_typed(F_SAFE, 1, TY_STR);
+        const tpl_node *x = a->a;
+        while (i-- > 0) x = x->next;
+        return fold_val(c, x, depth + 1);
+    }
+    case TY_DICT: {
+        if (n->a->kind != TPL_N_DICT) return fv_make(F_NO, -1);
+        if (c->p->opts.strict && k.k != F_SAFE) return fv_make(F_NO, -1); /* (hash(StrictUndefined) raises) */
+        if (k.k == F_UNDEF || (k.k == F_SAFE && (k.ty == TY_LIST || k.ty == TY_DICT))) {
+            /* (an Undefined matches no key but an Undefined; a list or dict is unhashable) */
+            for (const tpl_node *x = n->a->a; x; x = x->next)
+                if (x->kind != TPL_N_PAIR || fold_val(c, x->a, depth + 1).k != F_SAFE) return fv_make(F_NO, -1);
+            return fv_make(F_UNDEF, 0);
+        }
+        fold_v v;
+        r = dict_lookup(c, n->a, n->b, depth, &v);
+        return r < 0 ? fv_make(F_NO, -1) : r ? v : fv_make(F_UNDEF, 0);
+    }
+    default: return fv_make(F_NO, -1);
+    }
+}
+
+/* Jinja2's fold of an attribute (nodes.Getattr.as_const: Environment.getattr, then an item, then an
+ * Undefined): tpl folds where the type has no such attribute. */
+static fold_v fold_getattr(const tpl_comp *c, const tpl_node *n, int depth)
+{
+    fold_v o = fold_val(c, n->a, depth + 1);
+    if ((o.k != F_SAFE && o.k != F_UNSAFE) || o.ty == TY_UNK || ty_has_attr(o.ty, n->val)) return fv_make(F_NO, -1);
+    if (o.ty != TY_DICT) return fv_make(F_UNDEF, 0);
+    if (n->a->kind != TPL_N_DICT) return fv_make(F_NO, -1);
+    tpl_node key = { .kind = TPL_N_CONST, .val = n->val };
+    fold_v v;
+    int r = dict_lookup(c, n->a, &key, depth, &v);
+    return r < 0 ? fv_make(F_NO, -1) : r ? v : fv_make(F_UNDEF, 0);
+}
+
+/* The type of a binary operation on two values of known types: TY_UNK unknown, -1 Python raises
+ * (a TypeError, a division by zero). */
+static int binop_ty(int op, fold_v a, fold_v b, const tpl_node *an, const tpl_node *bn)
+{
+    if (a.ty == TY_UNK || b.ty == TY_UNK) return TY_UNK;
+    if (op == TPL_AOP_POW && ty_index(a.ty) && ty_index(b.ty)) {
+        int64_t x, y;
+        int r = fold_index(bn, &y);
+        if (r != 1) return TY_UNK;
+        if (y >= 0) return TY_INT;
+        if (fold_index(an, &x) == 1 && x == 0) return -1; /* (0 ** -1: ZeroDivisionError) */
+        return TY_FLOAT;
+    }
+    if (ty_num(a.ty) && ty_num(b.ty)) {
+        tpl_value z;
+        bool zero = num_const(bn, &z, 0) && (z.type == TPL_T_INT ? z.u.i == 0 : z.u.f == 0);
+        if ((op == TPL_AOP_DIV || op == TPL_AOP_FLOORDIV || op == TPL_AOP_MOD) && zero) return -1;
+        if (op == TPL_AOP_DIV || a.ty == TY_FLOAT || b.ty == TY_FLOAT) return op == TPL_AOP_POW ? TY_UNK : TY_FLOAT;
+        if (op == TPL_AOP_POW) return TY_UNK;
+        return TY_INT;
+    }
+    switch (op) {
+    case TPL_AOP_ADD:
+        return a.ty == b.ty && (a.ty == TY_STR || a.ty == TY_LIST || a.ty == TY_TUPLE) ? a.ty : -1;
+    case TPL_AOP_MUL:
+        if ((a.ty == TY_STR || a.ty == TY_LIST || a.ty == TY_TUPLE) && ty_index(b.ty)) return a.ty;
+        if ((b.ty == TY_STR || b.ty == TY_LIST || b.ty == TY_TUPLE) && ty_index(a.ty)) return b.ty;
+        return -1;
+    case TPL_AOP_MOD: return a.ty == TY_STR ? TY_STR : -1;
+    default: return -1;
+    }
+}
+
 static fold_v fold_filter_val(const tpl_comp *c, const tpl_node *n, int depth)
 {
     int fk = c->ae_volatile ? 0 : fold_filter_kind(n->val);
     if (!fk || !n->a) return fv_make(F_NO, -1);
     fold_v s = fold_val(c, n->a, depth + 1);
     if (s.k == F_NO) return s;
+    if (c->p->opts.strict && s.k != F_SAFE) { /* (what StrictUndefined lets through: an isinstance test, a repr) */
+        static const char *const st_safe[] = { "default", "d", "length", "count", "list", "first", "last", NULL };
+        if (!name_in(n->val, st_safe) || (s.k == F_UNDEF && !name_eq(n->val, "default", 7) && !name_eq(n->val, "d", 1)))
+            return fv_make(F_NO, -1);
+    }
     fold_v arg0 = fv_make(F_NO, -1);
     for (const tpl_node *x = n->b; x; x = x->next) {
         if (x->kind != TPL_N_ARG) return fv_make(F_NO, -1);
@@ -1883,44 +2054,62 @@ static fold_v fold_filter_val(const tpl_comp *c, const tpl_node *n, int depth)
     return fv_make(F_LAZY, 1);
 }
 
+/* Whether `'...' % v` formats a value holding an Undefined (v a failing fold, or a display holding
+ * one) without raising: a str literal whose conversions are all %s, %r or %a (str() and repr() of an
+ * Undefined are '' and 'Undefined'; %d raises), one per item of a tuple display, else one or none.
+ * no_str: str() of the value raises (a StrictUndefined's): %r and %a only. */
+static bool mod_str_folds(const tpl_node *fmt, const tpl_node *v, bool no_str)
+{
+    if (fmt->kind != TPL_N_CONST || fmt->val.type != TPL_T_STR) return false;
+    size_t nconv = 0, nargs = 1;
+    const char *p = fmt->val.u.s, *e = p + fmt->val.len;
+    while (p < e) {
+        if (*p++ != '%') continue;
+        while (p < e && strchr("#0- +.123456789", *p)) p++;
+        if (p < e && *p == '%') { p++; continue; }
+        if (p >= e || !strchr(no_str ? "ra" : "sra", *p)) return false; /* (a mapping key, a '*' width, a number) */
+        p++;
+        nconv++;
+    }
+    if (v->kind == TPL_N_TUPLE) {
+        nargs = 0;
+        for (const tpl_node *x = v->a; x; x = x->next) nargs++;
+    }
+    return nconv == nargs || (v->kind != TPL_N_TUPLE && nconv == 0); /* ('x' % u: an Undefined, a list or a
+                                                                        dict has __getitem__, a mapping) */
+}
+
 static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
 {
     if (!n || depth > 50 || c->syn != TPL_SYN_JINJA) return fv_make(F_NO, -1);
+    /* strict: StrictUndefined's __str__, __bool__, __eq__, __hash__, __len__, __iter__ raise, so a fold
+     * that calls one on the Undefined is not made (the slice raises at run time) */
+    bool st = c->p->opts.strict;
     switch (n->kind) {
     case TPL_N_CONST:
         switch (n->val.type) {
-        case TPL_T_NONE: return fv_make(F_SAFE, 0);
-        case TPL_T_BOOL: case TPL_T_INT: return fv_make(F_SAFE, n->val.u.i != 0);
-        case TPL_T_FLOAT: return fv_make(F_SAFE, n->val.u.f != 0);
-        case TPL_T_STR: return fv_make(F_SAFE, n->val.len != 0);
-        case TPL_T_BIGINT: return fv_make(F_SAFE, 1);
+        case TPL_T_NONE: return fv_typed(F_SAFE, 0, TY_NONE);
+        case TPL_T_BOOL: return fv_typed(F_SAFE, n->val.u.i != 0, TY_BOOL);
+        case TPL_T_INT: return fv_typed(F_SAFE, n->val.u.i != 0, TY_INT);
+        case TPL_T_FLOAT: return fv_typed(F_SAFE, n->val.u.f != 0, TY_FLOAT);
+        case TPL_T_STR: return fv_typed(F_SAFE, n->val.len != 0, (n->val.flags & TPL_F_SAFE) ? TY_UNK : TY_STR);
+        case TPL_T_BIGINT: return fv_typed(F_SAFE, 1, TY_INT);
         default: return fv_make(F_NO, -1);
         }
-    case TPL_N_SLICE: return const_slice_fails(n) ? fv_make(F_UNDEF, 0) : fv_make(F_NO, -1);
-    case TPL_N_GETITEM: {
-        /* an item of a list or tuple display by a literal int (out of range: Undefined) */
-        const tpl_node *k = n->b;
-        bool neg = k->kind == TPL_N_UNOP && k->op == TPL_AOP_NEG;
-        if (neg) k = k->a;
-        if ((n->a->kind != TPL_N_LIST && n->a->kind != TPL_N_TUPLE) || k->kind != TPL_N_CONST ||
-            k->val.type != TPL_T_INT || k->val.u.i < 0 || k->val.u.i > INT32_MAX)
-            return fv_make(F_NO, -1);
-        if (fold_val(c, n->a, depth + 1).k == F_NO) return fv_make(F_NO, -1);
-        int64_t len = 0, i = neg ? -k->val.u.i : k->val.u.i;
-        for (const tpl_node *x = n->a->a; x; x = x->next) len++;
-        if (i < 0) i += len;
-        if (i < 0 || i >= len) return fv_make(F_UNDEF, 0);
-        const tpl_node *x = n->a->a;
-        while (i-- > 0) x = x->next;
-        return fold_val(c, x, depth + 1);
+    case TPL_N_SLICE: {
+        fold_v v;
+        int r = fold_slice(c, n, depth, &v);
+        return r > 0 ? fv_make(F_UNDEF, 0) : r == 0 ? v : fv_make(F_NO, -1);
     }
+    case TPL_N_GETITEM: return fold_getitem(c, n, depth);
+    case TPL_N_GETATTR: return fold_getattr(c, n, depth);
     case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: {
         int worst = F_SAFE;
         for (const tpl_node *x = n->a; x; x = x->next) {
             if (n->kind == TPL_N_DICT) {
                 if (x->kind != TPL_N_PAIR) return fv_make(F_NO, -1);
                 fold_v k = fold_val(c, x->a, depth + 1);
-                if (k.k == F_NO || k.k == F_LAZY) return fv_make(F_NO, -1);
+                if (k.k == F_NO || k.k == F_LAZY || (st && k.k != F_SAFE)) return fv_make(F_NO, -1); /* (hash(StrictUndefined) raises) */
                 worst = fv_holding(worst, k.k);
                 k = fold_val(c, x->b, depth + 1);
                 if (k.k == F_NO) return k;
@@ -1931,43 +2120,55 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
                 worst = fv_holding(worst, k.k);
             }
         }
-        return fv_make(worst, n->a != NULL);
+        return fv_typed(worst, n->a != NULL, n->kind == TPL_N_LIST ? TY_LIST : n->kind == TPL_N_TUPLE ? TY_TUPLE : TY_DICT);
     }
     case TPL_N_UNOP: {
         fold_v a = fold_val(c, n->a, depth + 1);
-        if (n->op == TPL_AOP_NOT) return a.k == F_NO ? a : fv_make(F_SAFE, a.truth < 0 ? -1 : !a.truth);
-        return a.k == F_SAFE ? fv_make(F_SAFE, -1) : fv_make(F_NO, -1);
+        if (n->op == TPL_AOP_NOT)
+            return a.k == F_NO || (st && a.k == F_UNDEF) ? fv_make(F_NO, -1) : fv_typed(F_SAFE, a.truth < 0 ? -1 : !a.truth, TY_BOOL);
+        if (a.k != F_SAFE || (a.ty != TY_UNK && !ty_num(a.ty))) return fv_make(F_NO, -1); /* (-'a': a TypeError) */
+        return fv_typed(F_SAFE, a.ty == TY_UNK ? -1 : a.truth, a.ty == TY_BOOL ? TY_INT : a.ty);
     }
     case TPL_N_BINOP: {
-        fold_v a = fold_val(c, n->a, depth + 1);
-        if (a.k != F_SAFE) return fv_make(F_NO, -1);
-        fold_v b = fold_val(c, n->b, depth + 1);
-        return b.k == F_SAFE ? fv_make(F_SAFE, -1) : fv_make(F_NO, -1);
+        fold_v a = fold_val(c, n->a, depth + 1), b = fold_val(c, n->b, depth + 1);
+        if (a.k == F_NO || a.k == F_LAZY || b.k == F_NO || b.k == F_LAZY) return fv_make(F_NO, -1);
+        if (n->op == TPL_AOP_MOD && a.k == F_SAFE && a.ty == TY_STR && b.k != F_SAFE)
+            return mod_str_folds(n->a, n->b, st && (b.k == F_UNDEF || n->b->kind == TPL_N_TUPLE)) ?
+                   fv_typed(F_SAFE, -1, TY_STR) : fv_make(F_NO, -1);
+        if (a.k == F_SAFE && b.k == F_SAFE) {
+            int ty = binop_ty(n->op, a, b, n->a, n->b);
+            return ty < 0 ? fv_make(F_NO, -1) : fv_typed(F_SAFE, -1, ty);
+        }
+        if (a.k == F_UNDEF || b.k == F_UNDEF) return fv_make(F_NO, -1); /* (Undefined + 1: UndefinedError) */
+        /* a list or tuple holding an Undefined: [u] + [1], (u,) * 2 */
+        int ty = binop_ty(n->op, a, b, n->a, n->b);
+        if ((ty != TY_LIST && ty != TY_TUPLE) || n->op == TPL_AOP_MOD) return fv_make(F_NO, -1);
+        return fv_typed(F_UNSAFE, -1, ty);
     }
     case TPL_N_CONCAT:
         for (const tpl_node *x = n->a; x; x = x->next) {
             fold_v k = fold_val(c, x, depth + 1);
-            if (k.k == F_NO || k.k == F_LAZY) return fv_make(F_NO, -1);
+            if (k.k == F_NO || k.k == F_LAZY || (st && k.k == F_UNDEF)) return fv_make(F_NO, -1);
         }
-        return fv_make(F_SAFE, -1);
+        return fv_typed(F_SAFE, -1, TY_STR);
     case TPL_N_AND: case TPL_N_OR: {
         fold_v a = fold_val(c, n->a, depth + 1);
-        if (a.k == F_NO || a.truth < 0) return fv_make(F_NO, -1);
+        if (a.k == F_NO || a.truth < 0 || (st && a.k == F_UNDEF)) return fv_make(F_NO, -1);
         if ((n->kind == TPL_N_AND) == (a.truth == 0)) return a;
         return fold_val(c, n->b, depth + 1);
     }
     case TPL_N_CONDEXPR: {
         fold_v t = fold_val(c, n->a, depth + 1);
-        if (t.k == F_NO || t.truth < 0) return fv_make(F_NO, -1);
+        if (t.k == F_NO || t.truth < 0 || (st && t.k == F_UNDEF)) return fv_make(F_NO, -1);
         if (t.truth) return fold_val(c, n->b, depth + 1);
         return n->c ? fold_val(c, n->c, depth + 1) : fv_make(F_NO, -1);
     }
     case TPL_N_COMPARE: {
         fold_v l = fold_val(c, n->a, depth + 1);
-        if (l.k == F_NO) return l;
+        if (l.k == F_NO || (st && l.k != F_SAFE)) return fv_make(F_NO, -1);
         for (const tpl_node *o = n->b; o; o = o->next) {
             fold_v r = fold_val(c, o->a, depth + 1);
-            if (r.k == F_NO) return r;
+            if (r.k == F_NO || (st && r.k != F_SAFE)) return fv_make(F_NO, -1);
             bool clean = l.k == F_SAFE && r.k == F_SAFE;
             switch (o->op) {
             case TPL_AOP_EQ: case TPL_AOP_NE: break;
@@ -1982,16 +2183,20 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
             }
             l = r;
         }
-        return fv_make(F_SAFE, -1);
+        return fv_typed(F_SAFE, -1, TY_BOOL);
     }
     case TPL_N_FILTER: return fold_filter_val(c, n, depth);
     case TPL_N_TEST: {
         if (c->ae_volatile || !fold_test(n->val)) return fv_make(F_NO, -1);
         fold_v s = fold_val(c, n->a, depth + 1);
         if (s.k == F_NO) return s;
+        static const char *const st_safe[] = { "defined", "undefined", "none", "string", "number", "integer", "float",
+                                               "mapping", "iterable", "sequence", "boolean", "false", "true",
+                                               "callable", "escaped", NULL };
+        if (st && s.k != F_SAFE && !name_in(n->val, st_safe)) return fv_make(F_NO, -1);
         for (const tpl_node *x = n->b; x; x = x->next)
             if (x->kind != TPL_N_ARG || !const_literal(x->a)) return fv_make(F_NO, -1);
-        return fv_make(F_SAFE, -1);
+        return fv_typed(F_SAFE, -1, TY_BOOL);
     }
     default: return fv_make(F_NO, -1);
     }
@@ -2003,17 +2208,26 @@ static void fold_mark(tpl_comp *c, const tpl_node *n, int depth)
 {
     if (!n || depth > 50) return;
     switch (n->kind) {
-    case TPL_N_SLICE:
-        if (!const_slice_fails(n)) return;
+    case TPL_N_SLICE: {
+        fold_v v;
+        int r = fold_slice(c, n, depth, &v);
+        if (r == 0) { /* (it slices: a failing slice inside it is an Undefined) */
+            fold_mark(c, n->a, depth + 1);
+            fold_mark(c, n->b, depth + 1);
+            fold_mark(c, n->c, depth + 1);
+            fold_mark(c, n->d, depth + 1);
+        }
+        if (r != 1) return;
         for (size_t i = 0; i < c->nundef_slices; i++)
             if (c->undef_slices[i] == n) return;
         if (c->nundef_slices < sizeof c->undef_slices / sizeof *c->undef_slices) c->undef_slices[c->nundef_slices++] = n;
         return;
+    }
     case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_CONCAT:
         for (const tpl_node *x = n->a; x; x = x->next) fold_mark(c, x, depth + 1);
         return;
     case TPL_N_PAIR: case TPL_N_BINOP: case TPL_N_GETITEM: fold_mark(c, n->a, depth + 1); fold_mark(c, n->b, depth + 1); return;
-    case TPL_N_UNOP: case TPL_N_ARG: fold_mark(c, n->a, depth + 1); return;
+    case TPL_N_UNOP: case TPL_N_ARG: case TPL_N_GETATTR: fold_mark(c, n->a, depth + 1); return;
     case TPL_N_AND: case TPL_N_OR: {
         fold_mark(c, n->a, depth + 1);
         fold_v a = fold_val(c, n->a, depth + 1);
@@ -2253,25 +2467,31 @@ static int sameas_folded(const tpl_node *x, const tpl_node *y)
     return -1;
 }
 
-static void expr(tpl_comp *c, tpl_node *n)
+/* Before n is compiled: when the optimizer folds n (a safe repr), or n is an output's child (the
+ * code generator folds it at once), the failing slices of literals its fold evaluates are
+ * Undefined (fold_mark). */
+static void fold_check(tpl_comp *c, const tpl_node *n)
 {
-    if (c->failed || !n) return;
-    c->cur_off = n->off;
     bool out_child = c->slice_undef == n; /* (set by an output for this very node, then cleared) */
     c->slice_undef = NULL;
     switch (n->kind) {
-    case TPL_N_SLICE: case TPL_N_GETITEM: case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_UNOP: case TPL_N_BINOP:
+    case TPL_N_SLICE: case TPL_N_GETITEM: case TPL_N_GETATTR: case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_UNOP: case TPL_N_BINOP:
     case TPL_N_CONCAT: case TPL_N_AND: case TPL_N_OR: case TPL_N_CONDEXPR: case TPL_N_COMPARE: case TPL_N_FILTER:
     case TPL_N_TEST:
         if (c->syn == TPL_SYN_JINJA) {
-            /* a node the optimizer folds (a safe repr), or an output's child: its failing slices
-             * of literals are Undefined */
             fold_v v = fold_val(c, n, 0);
             if (v.k == F_SAFE || (out_child && (v.k == F_UNDEF || v.k == F_UNSAFE))) fold_mark(c, n, 0);
         }
         break;
     default: break;
     }
+}
+
+static void expr(tpl_comp *c, tpl_node *n)
+{
+    if (c->failed || !n) return;
+    c->cur_off = n->off;
+    fold_check(c, n);
     switch (n->kind) {
     case TPL_N_CONST:
         push_const(c, n->val);
@@ -2494,6 +2714,8 @@ static void expr(tpl_comp *c, tpl_node *n)
              * optimizer made. Known: ints (an int the optimizer makes is a new object unless in
              * -5..256; one past int64 always is) and a str against Markup; else tpl does not follow */
             int r = sameas_folded(n->a, n->b->a);
+            /* an Undefined a fold made (1[:1], none.x) is an object of its own */
+            if (r < 0 && (fold_val(c, n->a, 0).k == F_UNDEF || fold_val(c, n->b->a, 0).k == F_UNDEF)) r = 0;
             if (r < 0) {
                 cerror(c, n->off, "unsupported: `is sameas` of two constant expressions (Jinja2 decides it at compile time on "
                                   "Python objects whose identity tpl does not follow)");

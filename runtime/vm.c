@@ -1701,6 +1701,8 @@ int tpl_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     switch (obj.type) {
     case TPL_T_MAP: {
         tpl_value *hit;
+        /* (dict[StrictUndefined] hashes it: UndefinedError, where a plain Undefined is no key) */
+        if (tpl_vm_strict_undef(vm, key)) return tpl_stdlib.undefined_error(vm, key);
         if (tpl_vm_map_get(vm, obj.u.map, key, &hit) < 0) return -1;
         if (hit) { *out = *hit; return 0; }
         if (key.type == TPL_T_STR) return tpl_getattr(vm, obj, key.u.s, key.len, out);

@@ -980,7 +980,8 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         }
         if (next_arg(vm, &av, &arg) < 0)
             return -1;
-        if (arg.type == TPL_T_UNDEF && (tpl_vm_strict_undef(vm, arg) || (conv != 's' && conv != 'r' && conv != 'a')))
+        /* (StrictUndefined: str() raises, repr() is Undefined) */
+        if (arg.type == TPL_T_UNDEF && ((tpl_vm_strict_undef(vm, arg) && conv == 's') || (conv != 's' && conv != 'r' && conv != 'a')))
             return tpl_undefined_error(vm, arg);
         pct_spec sp = { left, plus, space, alt, zero, width, prec, conv };
         if (pct_convert_limited(vm, &b, &sp, arg, false, safe, i - 1) < 0)
