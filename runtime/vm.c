@@ -2126,7 +2126,7 @@ int tpl_vm_float_binop(tpl_vm *vm, int op, double x, double y, tpl_value *out)
         *out = tpl_v_float(py_float_floordiv(x, y));
         return 0;
     case TPL_OP_MOD: {
-        if (y == 0.0) return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
+        if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float modulo");
         double m = fmod(x, y);
         if (m != 0 && ((m < 0) != (y < 0))) m += y;
         else if (m == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
@@ -2135,7 +2135,7 @@ int tpl_vm_float_binop(tpl_vm *vm, int op, double x, double y, tpl_value *out)
         return 0;
     }
     case TPL_OP_POW: {
-        if (x == 0.0 && y < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "0.0 cannot be raised to a negative power");
+        if (x == 0.0 && y < 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "0.0 cannot be raised to a negative power");
         /* Python and Ruby give a complex number; tpl has none: an error, not a silent nan */
         if (x < 0 && isfinite(y) && y != floor(y))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "complex numbers are not supported (a negative number to a fractional power)");
