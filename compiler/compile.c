@@ -18,6 +18,7 @@
 #include "../grammar/parse_ctx.h"
 #include "../stdlib/builtins.h"
 #include "../runtime/vm.h"
+#include "../runtime/bigint.h"
 #include "../runtime/verify.h"
 #include "../runtime/error.h"
 
@@ -2470,6 +2471,72 @@ static int sameas_folded(const tpl_node *x, const tpl_node *y)
 /* Before n is compiled: when the optimizer folds n (a safe repr), or n is an output's child (the
  * code generator folds it at once), the failing slices of literals its fold evaluates are
  * Undefined (fold_mark). */
+/* The int a constant expression of int and bool literals and + - * ** folds to, exactly (Jinja2's
+ * optimizer computes it with Python's ints): false when n is no such expression, Python would raise
+ * or give a float (a negative exponent), or the value would pass TPL_BIG_MAX_BITS. */
+static bool const_mpz(const tpl_node *n, mpz_t z, int depth)
+{
+    if (!n || depth > 50) return false;
+    if (n->kind == TPL_N_CONST) {
+        if (n->val.type == TPL_T_INT || n->val.type == TPL_T_BOOL) { mpz_set_si(z, (long)n->val.u.i); return true; }
+        if (n->val.type == TPL_T_BIGINT) { tpl_big_get(z, n->val); return true; }
+        return false;
+    }
+    if (n->kind == TPL_N_UNOP && (n->op == TPL_AOP_NEG || n->op == TPL_AOP_POS)) {
+        if (!const_mpz(n->a, z, depth + 1)) return false;
+        if (n->op == TPL_AOP_NEG) mpz_neg(z, z);
+        return true;
+    }
+    if (n->kind != TPL_N_BINOP || (n->op != TPL_AOP_ADD && n->op != TPL_AOP_SUB && n->op != TPL_AOP_MUL && n->op != TPL_AOP_POW))
+        return false;
+    mpz_t b;
+    mpz_init(b);
+    bool ok = const_mpz(n->a, z, depth + 1) && const_mpz(n->b, b, depth + 1);
+    if (ok) {
+        switch (n->op) {
+        case TPL_AOP_ADD: mpz_add(z, z, b); break;
+        case TPL_AOP_SUB: mpz_sub(z, z, b); break;
+        case TPL_AOP_MUL:
+            ok = mpz_sizeinbase(z, 2) + mpz_sizeinbase(b, 2) <= TPL_BIG_MAX_BITS;
+            if (ok) mpz_mul(z, z, b);
+            break;
+        default: /* POW */
+            if (mpz_sgn(b) < 0 || !mpz_fits_ulong_p(b)) { ok = mpz_cmpabs_ui(z, 1) <= 0 && mpz_sgn(b) >= 0; if (!ok) break; }
+            if (mpz_cmpabs_ui(z, 1) <= 0) { /* 0, 1, -1 to any power */
+                if (mpz_sgn(z) < 0 && mpz_even_p(b)) mpz_neg(z, z);
+                else if (mpz_sgn(z) == 0 && mpz_sgn(b) == 0) mpz_set_ui(z, 1);
+                break;
+            }
+            ok = (double)mpz_get_ui(b) * (double)mpz_sizeinbase(z, 2) <= TPL_BIG_MAX_BITS;
+            if (ok) mpz_pow_ui(z, z, mpz_get_ui(b));
+            break;
+        }
+    }
+    mpz_clear(b);
+    return ok;
+}
+
+/* A constant base Jinja2 folds to a negative number (an int of any size, or a float): *abs its
+ * magnitude as a constant of the program. */
+static bool neg_base(tpl_comp *c, const tpl_node *n, tpl_value *abs)
+{
+    tpl_value v;
+    if (num_const(n, &v, 0) && v.type == TPL_T_FLOAT) {
+        if (!signbit(v.u.f)) return false;
+        *abs = tpl_v_float(-v.u.f);
+        return true;
+    }
+    mpz_t z;
+    mpz_init(z);
+    bool ok = const_mpz(n, z, 0) && mpz_sgn(z) < 0;
+    if (ok) {
+        mpz_neg(z, z);
+        ok = tpl_big_value(c->tmp, z, abs);
+    }
+    mpz_clear(z);
+    return ok;
+}
+
 static void fold_check(tpl_comp *c, const tpl_node *n)
 {
     bool out_child = c->slice_undef == n; /* (set by an output for this very node, then cleared) */
@@ -2746,11 +2813,12 @@ static void expr(tpl_comp *c, tpl_node *n)
             return;
         }
         tpl_value base;
-        if (n->op == TPL_AOP_POW && n->b->kind != TPL_N_CONST && num_const(n->a, &base, 0) &&
-            (base.type == TPL_T_INT ? base.u.i < 0 : signbit(base.u.f))) {
+        if (n->op == TPL_AOP_POW && fold_val(c, n->b, 0).k == F_NO && neg_base(c, n->a, &base)) {
             /* Jinja2 writes a folded negative base as its repr into the Python it generates,
-             * (-2 ** l_x), which Python reads as -(2 ** x): -2 ** x is -4 for x = 2 */
-            push_const(c, base.type == TPL_T_INT ? tpl_v_int(-base.u.i) : tpl_v_float(-base.u.f));
+             * (-2 ** l_x), which Python reads as -(2 ** x): -2 ** x is -4 for x = 2, -(2 ** 64) ** x
+             * is -(18446744073709551616 ** x). An exponent the optimizer folds too folds the power
+             * itself, by Python's rules: -2 ** (1 + 1) is 4 */
+            push_const(c, base);
             expr(c, n->b);
             c->cur_off = n->off;
             emit(c, TPL_OP_POW, 0, -1);
