@@ -336,10 +336,23 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    int64_t count;
+    int64_t count = -1; /* (-1: equal to no length) */
     tpl_list *items;
-    if (tpl_iter_list(vm, a[0], &items) < 0 || tpl_arg_index_sat(vm, a[1], &count) < 0)
+    if (tpl_iter_list(vm, a[0], &items) < 0)
         return -1;
+    /* do_batch only compares linecount with a length (len(tmp) == linecount, then < before a fill):
+     * 2.0 batches by 2, 2.5, 'x', None, [] never equal a length: one batch */
+    tpl_value lc = a[1];
+    bool numeric = lc.type == TPL_T_INT || lc.type == TPL_T_BOOL || lc.type == TPL_T_BIGINT;
+    if (numeric) {
+        if (tpl_arg_index_sat(vm, lc, &count) < 0)
+            return -1;
+    } else if (lc.type == TPL_T_FLOAT) {
+        if (isfinite(lc.u.f) && lc.u.f == floor(lc.u.f) && fabs(lc.u.f) < 9e18)
+            count = (int64_t)lc.u.f;
+    } else if (items->len && tpl_vm_strict_undef(vm, lc)) {
+        return tpl_undefined_error(vm, lc); /* (StrictUndefined.__eq__) */
+    }
     bool fill = tpl_given(a[2]) && a[2].type != TPL_T_NONE;
     tpl_arena *ar = AR(vm);
     tpl_list *res = tpl_list_new(ar, 4);
@@ -357,8 +370,18 @@ static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (!tpl_list_push(ar, tmp, items->items[i]))
             return OOM();
     }
+    if (tmp->len && fill && !numeric) { /* len(tmp) < linecount, then [fill_with] * (linecount - len(tmp)) */
+        if (lc.type == TPL_T_FLOAT) {
+            if ((double)tmp->len < lc.u.f)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type 'float'");
+        } else if (lc.type == TPL_T_UNDEF) {
+            return tpl_undefined_error(vm, lc);
+        } else {
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'<' not supported between instances of 'int' and '%s'", tpl_type_name(vm, lc));
+        }
+    }
     if (tmp->len) {
-        if (fill && (int64_t)tmp->len < count) {
+        if (fill && numeric && (int64_t)tmp->len < count) {
             if (a[1].type == TPL_T_BIGINT) /* [fill_with] * (linecount - len(tmp)) */
                 return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot fit 'int' into an index-sized integer");
             if (count > 10000000)
@@ -377,7 +400,8 @@ static int f_batch_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     /* a batch takes linecount source items (all of them when that is not a small positive int) */
-    uint32_t per = a[1].type == TPL_T_INT && a[1].u.i > 0 && a[1].u.i < 1000000 ? (uint32_t)a[1].u.i : UINT32_MAX;
+    double lc = a[1].type == TPL_T_INT || a[1].type == TPL_T_BOOL ? (double)a[1].u.i : a[1].type == TPL_T_FLOAT ? a[1].u.f : 0;
+    uint32_t per = lc >= 1 && lc < 1000000 && lc == floor(lc) ? (uint32_t)lc : UINT32_MAX;
     if (lazy_generator(vm, f_batch_list, per, a, out) < 0)
         return -1;
     tpl_pending *p = tpl_pend_of(*out);
