@@ -207,6 +207,7 @@ struct tpl_comp {
     func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
     const tpl_node *slice_undef; /* an output's child: Jinja2's code generator folds it at once (fold_val) */
+    int inf_hidden; /* > 0 inside a fold whose value Jinja2 writes without its float literals (expr) */
     const tpl_node *undef_slices[8]; /* failing slices of literals a fold makes an Undefined (fold_mark) */
     size_t nundef_slices;
     scope *blk_ctx;          /* a scoped block's call site, while its body compiles: the context it
@@ -1449,7 +1450,7 @@ static bool const_truthy(tpl_value v, bool *t)
     switch (v.type) {
     case TPL_T_NONE: *t = false; return true;
     case TPL_T_BOOL: case TPL_T_INT: *t = v.u.i != 0; return true;
-    case TPL_T_FLOAT: *t = v.u.f != 0.0; return true;
+    case TPL_T_FLOAT: *t = v.u.f != 0.0; return isfinite(v.u.f); /* (inf: Jinja2's `if inf:` is a NameError) */
     case TPL_T_STR: *t = v.len != 0; return true;
     default: return false;
     }
@@ -1675,7 +1676,7 @@ static const tpl_node *tr_text_arg(const tpl_node *args)
 
 /* `a + b + c ...` (a left-leaning chain of +, not foldable): counts the operands, and with
  * emit compiles them left to right, for one ADDS / PRINT_ADDS instead of a chain of ADDs. */
-static void fold_check(tpl_comp *c, const tpl_node *n);
+static bool fold_check(tpl_comp *c, const tpl_node *n);
 
 static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
 {
@@ -1693,9 +1694,8 @@ static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
  * string literals, when it has any (and at most TPL_ADDS_K_MAX operands), are items of
  * PRINT_ADDS_K's constant tuple instead of pushed values ('<|start_header_id|>' + m['role'] +
  * '<|end_header_id|>': one instruction where the CONSTs were three more); else PRINT_ADDS. */
-static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
+static void print_adds_inner(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
 {
-    fold_check(c, n); /* ([1[:1]] + [2] printed: [Undefined, 2]) */
     tpl_node *ops[TPL_ADDS_K_MAX];
     uint32_t nk = 0;
     uint64_t klen = 0;
@@ -1737,6 +1737,14 @@ static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
     emit(c, TPL_OP_PRINT_ADDS_K, nadd - nk, -(int)(nadd - nk));
     emit_raw(c, k);
     emit_raw(c, (uint32_t)klen);
+}
+
+static void print_adds(tpl_comp *c, tpl_node *n, uint32_t nadd, uint32_t off)
+{
+    bool hide = fold_check(c, n); /* ([1[:1]] + [2] printed: [Undefined, 2]) */
+    c->inf_hidden += hide;
+    print_adds_inner(c, n, nadd, off);
+    c->inf_hidden -= hide;
 }
 
 static bool const_literal(const tpl_node *n)
@@ -2050,7 +2058,12 @@ static fold_v fold_filter_val(const tpl_comp *c, const tpl_node *n, int depth)
             return fold_val(c, x, depth + 1);
         }
     }
-    if (fk == 1) return fv_make(F_SAFE, -1);
+    if (fk == 1) {
+        static const char *const ints[] = { "length", "count", "wordcount", NULL };
+        static const char *const strs[] = { "capitalize", "center", "format", "join", "lower", "pprint", "string", "striptags",
+                                            "title", "trim", "upper", "urlencode", "urlize", "replace", NULL };
+        return fv_typed(F_SAFE, -1, name_in(n->val, ints) ? TY_INT : name_in(n->val, strs) ? TY_STR : TY_UNK);
+    }
     if (fk == 2) return fv_make(F_UNSAFE, -1);
     return fv_make(F_LAZY, 1);
 }
@@ -2537,30 +2550,90 @@ static bool neg_base(tpl_comp *c, const tpl_node *n, tpl_value *abs)
     return ok;
 }
 
-static void fold_check(tpl_comp *c, const tpl_node *n)
+/* Whether n reads nothing but literals (operators, displays, builtin filters and tests on them):
+ * printed, Jinja2's code generator folds it (as_const) and prints the value. */
+static bool literal_tree(const tpl_node *n, int depth)
+{
+    if (!n) return true;
+    if (depth > 50) return false;
+    switch (n->kind) {
+    case TPL_N_CONST: return true;
+    case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_CONCAT:
+        for (const tpl_node *x = n->a; x; x = x->next)
+            if (!literal_tree(x, depth + 1)) return false;
+        return true;
+    case TPL_N_PAIR: case TPL_N_BINOP: case TPL_N_AND: case TPL_N_OR:
+        return literal_tree(n->a, depth + 1) && literal_tree(n->b, depth + 1);
+    case TPL_N_UNOP: case TPL_N_ARG: case TPL_N_KWARG: return literal_tree(n->a, depth + 1);
+    case TPL_N_CONDEXPR: return n->c && literal_tree(n->a, depth + 1) && literal_tree(n->b, depth + 1) && literal_tree(n->c, depth + 1);
+    case TPL_N_COMPARE:
+        if (!literal_tree(n->a, depth + 1)) return false;
+        for (const tpl_node *o = n->b; o; o = o->next)
+            if (!literal_tree(o->a, depth + 1)) return false;
+        return true;
+    case TPL_N_FILTER: case TPL_N_TEST: {
+        static const char *const ctx[] = { "random", "tr", "attr", "map", "select", "reject", "selectattr", "rejectattr",
+                                           "groupby", "sum", "sort", "unique", "min", "max", "dictsort", "join",
+                                           "xmlattr", "wordwrap", "truncate", "urlize", "tojson", "indent", NULL };
+        if (name_in(n->val, ctx) || tpl_builtin_find(n->kind == TPL_N_FILTER ? TPL_BK_FILTER : TPL_BK_TEST, n->val.u.s, n->val.len) < 0)
+            return false;
+        if (!literal_tree(n->a, depth + 1)) return false;
+        for (const tpl_node *x = n->b; x; x = x->next)
+            if (!literal_tree(x, depth + 1)) return false;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+static bool fold_check(tpl_comp *c, const tpl_node *n)
 {
     bool out_child = c->slice_undef == n; /* (set by an output for this very node, then cleared) */
     c->slice_undef = NULL;
+    if (c->syn != TPL_SYN_JINJA) return false;
+    if (n->kind == TPL_N_CONST) return out_child;
+    fold_v v = fold_val(c, n, 0);
     switch (n->kind) {
     case TPL_N_SLICE: case TPL_N_GETITEM: case TPL_N_GETATTR: case TPL_N_LIST: case TPL_N_TUPLE: case TPL_N_DICT: case TPL_N_UNOP: case TPL_N_BINOP:
     case TPL_N_CONCAT: case TPL_N_AND: case TPL_N_OR: case TPL_N_CONDEXPR: case TPL_N_COMPARE: case TPL_N_FILTER:
     case TPL_N_TEST:
-        if (c->syn == TPL_SYN_JINJA) {
-            fold_v v = fold_val(c, n, 0);
-            if (v.k == F_SAFE || (out_child && (v.k == F_UNDEF || v.k == F_UNSAFE))) fold_mark(c, n, 0);
-        }
+        if (v.k == F_SAFE || (out_child && (v.k == F_UNDEF || v.k == F_UNSAFE))) fold_mark(c, n, 0);
         break;
     default: break;
     }
+    /* whether the float literals in n are never written into the Python Jinja2 generates: n is
+     * printed folded, or folded to a str, bool, int or None (1e400|string is 'inf') */
+    return (out_child && (v.k != F_NO || literal_tree(n, 0))) ||
+           (v.k == F_SAFE && (v.ty == TY_STR || v.ty == TY_BOOL || v.ty == TY_INT || v.ty == TY_NONE));
 }
+
+static void expr_inner(tpl_comp *c, tpl_node *n);
 
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
+    bool hide = fold_check(c, n);
+    c->inf_hidden += hide;
+    expr_inner(c, n);
+    c->inf_hidden -= hide;
+}
+
+/* A float literal past the double range (1e400, -1e400) where Jinja2 writes it into the Python it
+ * generates: str(inf) is the name inf, which that code does not define (NameError when it runs). */
+static bool inf_literal(tpl_comp *c, tpl_value v)
+{
+    if (c->syn != TPL_SYN_JINJA || v.type != TPL_T_FLOAT || isfinite(v.u.f) || c->inf_hidden > 0) return false;
+    static const char msg[] = "name 'inf' is not defined";
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    return true;
+}
+
+static void expr_inner(tpl_comp *c, tpl_node *n)
+{
     c->cur_off = n->off;
-    fold_check(c, n);
     switch (n->kind) {
     case TPL_N_CONST:
+        if (inf_literal(c, n->val)) return;
         push_const(c, n->val);
         return;
     case TPL_N_NAME:
@@ -2848,6 +2921,7 @@ static void expr(tpl_comp *c, tpl_node *n)
             return;
         }
         if (n->op == TPL_AOP_NEG && n->a->kind == TPL_N_CONST && n->a->val.type == TPL_T_FLOAT) {
+            if (inf_literal(c, n->a->val)) return;
             push_const(c, tpl_v_float(-n->a->val.u.f));
             return;
         }
