@@ -2272,27 +2272,61 @@ int f_indent(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* do_truncate's assertion on a float: "expected WANT, got 1.5" (Python's repr of the float). */
+static int truncate_float_error(tpl_vm *vm, const char *want, double d)
+{
+    tpl_sb b;
+    tpl_sb_init(&b, AR(vm));
+    tpl_py_float(&b, d);
+    return tpl_vm_error(vm, TPL_ERR_VALUE, "expected %s, got %.*s", want, (int)b.len, b.p ? b.p : "");
+}
+
 int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
     int64_t length = 255, leeway = 5;
-    if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &length) < 0)
-        return -1;
+    /* do_truncate compares length and leeway with lengths only until it cuts: floats pass there
+     * (truncate(50.5), leeway=2.5), and a float length fails the cut (s[:length - len(end)]) */
+    double lf = 255, lw = 5;
+    bool length_float = tpl_given(a[1]) && a[1].type == TPL_T_FLOAT;
+    if (length_float) {
+        lf = a[1].u.f;
+        length = isfinite(lf) && fabs(lf) < 9e18 ? (int64_t)lf : 0;
+    } else if (tpl_given(a[1])) {
+        if (tpl_arg_index_sat(vm, a[1], &length) < 0)
+            return -1;
+        lf = (double)length;
+    }
     int kill = tpl_arg_truthy(vm, a[2], false);
     if (kill < 0)
         return -1;
     tpl_value end = tpl_v_str("...", 3);
+    int64_t elen = 3;
     if (tpl_given(a[3])) {
         end = a[3];
-        if (end.type != TPL_T_STR)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, end));
+        if (end.type == TPL_T_STR) elen = (int64_t)ulen(end);
+        else if (end.type == TPL_T_LIST && !tpl_is_iter(end)) elen = end.u.list->len; /* (len() of a list: it fails */
+        else if (end.type == TPL_T_MAP && !(end.flags & TPL_F_NS)) elen = end.u.map->len; /* only at the cut) */
+        else return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, end));
     }
-    if (tpl_given(a[4]) && a[4].type != TPL_T_NONE && tpl_arg_index_sat(vm, a[4], &leeway) < 0)
-        return -1;
-    int64_t elen = (int64_t)ulen(end);
-    if (length < elen)
+    if (tpl_given(a[4]) && a[4].type == TPL_T_FLOAT) {
+        lw = a[4].u.f;
+        if (!(lw >= 0)) return truncate_float_error(vm, "leeway >= 0", lw);
+    } else if (tpl_given(a[4]) && a[4].type != TPL_T_NONE) {
+        if (tpl_arg_index_sat(vm, a[4], &leeway) < 0)
+            return -1;
+        lw = (double)leeway;
+    }
+    if (length_float ? !(lf >= (double)elen) : length < elen) {
+        if (length_float)
+        {
+            char want[40];
+            snprintf(want, sizeof want, "length >= %lld", (long long)elen);
+            return truncate_float_error(vm, want, lf);
+        }
         return tpl_vm_error(vm, TPL_ERR_VALUE, "expected length >= %lld, got %lld", (long long)elen, (long long)length);
-    if (leeway < 0)
+    }
+    if (lw < 0)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "expected leeway >= 0, got %lld", (long long)leeway);
     if (s.type == TPL_T_UNDEF) {
         if (tpl_vm_strict_undef(vm, s))
@@ -2307,18 +2341,24 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
         else if (s.type == TPL_T_MAP && !(s.flags & TPL_F_NS)) n = s.u.map->len;
         if (n < 0)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "object of type '%s' has no len()", tpl_type_name(vm, s));
-        if (n - leeway <= length) {
+        if ((double)n <= lf + lw) {
             *out = s;
             return 0;
         }
+        if (length_float)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate %s (not \"str\") to %s",
                             tpl_type_name(vm, s), tpl_type_name(vm, s));
     }
     int64_t slen = (int64_t)ulen(s);
-    if (slen - leeway <= length) {
+    if ((double)slen <= lf + lw) {
         *out = s;
         return 0;
     }
+    if (length_float)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
+    if (end.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate str (not \"%s\") to str", tpl_type_name(vm, end));
     size_t cut = tpl_utf8_offset(s.u.s, s.len, (size_t)(length - elen));
     size_t keep = cut;
     if (!kill) {
@@ -3202,6 +3242,10 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_undefined_error(vm, s);
     if (s.type != TPL_T_STR)
         return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'splitlines'", tpl_type_name(vm, s));
+    if (s.len == 0 && (!tpl_given(a[3]) || a[3].type == TPL_T_NONE || a[3].type == TPL_T_STR)) {
+        *out = tpl_v_str("", 0); /* (no lines: textwrap never sees width) */
+        return 0;
+    }
     int64_t width = 79;
     if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &width) < 0)
         return -1;
@@ -3588,9 +3632,10 @@ int f_tojson_hf(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int f_tojson(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    const char *ind;
-    size_t ind_n;
-    if (json_indent(vm, a[1], &ind, &ind_n) < 0)
+    const char *ind = NULL;
+    size_t ind_n = 0;
+    /* (JSONEncoder.encode returns a str's JSON before it reads indent: 'a'|tojson(2.5) is "a") */
+    if (a[0].type != TPL_T_STR && json_indent(vm, a[1], &ind, &ind_n) < 0)
         return -1;
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
@@ -3876,9 +3921,9 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value text;
     if (escape_value(vm, a[0], false, &text) < 0)
         return -1;
-    int64_t limit = -1;
-    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && tpl_arg_index_sat(vm, a[1], &limit) < 0)
-        return -1;
+    /* trim_url_limit is read only where an http URL is linked (utils.urlize's trim_url):
+     * len(url) > limit, then url[:limit] */
+    tpl_value lim = tpl_given(a[1]) ? a[1] : tpl_v_none();
     int nofollow = tpl_arg_truthy(vm, a[2], false);
     if (nofollow < 0)
         return -1;
@@ -4032,9 +4077,23 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
             tpl_sb_putc(&b, '"');
             tpl_sb_put(&b, attrs.p, attrs.len);
             tpl_sb_putc(&b, '>');
-            int64_t ml = (int64_t)tpl_utf8_len(mid, mn);
-            if (limit >= 0 && ml > limit) {
-                tpl_sb_put(&b, mid, tpl_utf8_offset(mid, mn, (size_t)limit));
+            int64_t ml = (int64_t)tpl_utf8_len(mid, mn), limit = 0;
+            bool trim = false;
+            if (lim.type == TPL_T_FLOAT) {
+                if ((double)ml > lim.u.f)
+                    return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
+            } else if (lim.type == TPL_T_INT || lim.type == TPL_T_BOOL || lim.type == TPL_T_BIGINT) {
+                if (tpl_arg_index_sat(vm, lim, &limit) < 0)
+                    return -1;
+                trim = ml > limit;
+            } else if (lim.type == TPL_T_UNDEF) {
+                return tpl_undefined_error(vm, lim);
+            } else if (lim.type != TPL_T_NONE) {
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "'>' not supported between instances of 'int' and '%s'", tpl_type_name(vm, lim));
+            }
+            if (trim) { /* (x[:limit]: a negative limit counts from the end) */
+                int64_t keep = limit < 0 ? (ml + limit > 0 ? ml + limit : 0) : limit;
+                tpl_sb_put(&b, mid, tpl_utf8_offset(mid, mn, (size_t)keep));
                 tpl_sb_puts(&b, "...");
             } else {
                 tpl_sb_put(&b, mid, mn);
