@@ -3971,7 +3971,10 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     tpl_html_escape(&attrs, rel.p ? rel.p : "", rel.len);
     tpl_sb_putc(&attrs, '"');
-    if (targetv.type != TPL_T_NONE) {
+    int target_set = tpl_arg_truthy(vm, targetv, false); /* (utils.urlize: `if target`: 0, [] and {} add none) */
+    if (target_set < 0)
+        return -1;
+    if (target_set) {
         tpl_value t;
         if (tpl_to_str(vm, targetv, &t) < 0)
             return -1;

@@ -151,10 +151,10 @@ static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
 {
     if (x.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, x);
+    if (x.type == TPL_T_STR) /* (str % y formats: 'abc' % [1] is 'abc', a list is a mapping) */
+        return tpl_str_mod(vm, x, y, r);
     if (y.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, y);
-    if (x.type == TPL_T_STR)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "not all arguments converted during string formatting");
     if ((x.type == TPL_T_BIGINT || y.type == TPL_T_BIGINT) && (tpl_is_num(x) || x.type == TPL_T_BIGINT) &&
         (tpl_is_num(y) || y.type == TPL_T_BIGINT))
         return tpl_big_binop(vm, TPL_OP_MOD, x, y, r);
@@ -195,6 +195,7 @@ static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
 
 static bool num_is(tpl_value r, int64_t want)
 {
+    if (r.type == TPL_T_STR) return false; /* (a formatted str is no number) */
     return r.type == TPL_T_FLOAT ? r.u.f == (double)want : r.u.i == want;
 }
 
