@@ -622,8 +622,9 @@ static int equal_up(tpl_value a, tpl_value b, int depth, uint64_t *fuel, unsigne
     case TPL_T_UNSET:
         return true;
     case TPL_T_STR:
-        /* Ruby's eql? (a Hash's keys, uniq): a class or module is not the String of its name, a Regexp not its text */
-        if ((eql & EQ_EQL) && ((a.flags ^ b.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)))
+        /* Ruby's eql? (a Hash's keys, uniq): a class or module is not the String of its name, a Regexp not its
+         * text, a Symbol not its name's String */
+        if ((eql & EQ_EQL) && ((a.flags ^ b.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_SYMBOL)))
             return false;
         return a.len == b.len && tpl_mem_eq(a.u.s, b.u.s, a.len);
     case TPL_T_BIGINT: /* canonical text */
@@ -886,7 +887,7 @@ tpl_value *tpl_map_get(const tpl_map *m, tpl_value key)
         for (uint32_t i = 0; i < m->len; i++) { /* by index: an empty map's e may be NULL */
             tpl_entry *e = &m->e[i];
             if (e->key.type == TPL_T_STR && e->key.len == key.len && tpl_mem_eq(e->key.u.s, key.u.s, key.len) &&
-                !(m->eql && ((e->key.flags ^ key.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))))
+                !(m->eql && ((e->key.flags ^ key.flags) & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_SYMBOL))))
                 return &e->val;
         }
         return NULL;

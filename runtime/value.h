@@ -284,11 +284,16 @@ typedef struct tpl_entry {
 typedef struct tpl_map {
     uint32_t len, cap;
     uint32_t idx_cap;   /* 0 = no index (linear scan); else power of two */
-    bool eql;           /* a Ruby Hash: keys compare by Ruby's eql? (tpl_eql: 1, 1.0 and true are three
-                         * keys), not Python's == (tpl_equal); the hash is the same either way */
-    bool host_keys;     /* some key is a host object (TPL_T_HOST, hashed by identity) or a tuple
+    bool eql : 1;       /* a Ruby Hash: keys compare by Ruby's eql? (tpl_eql: 1, 1.0 and true are three
+                         * keys, a Symbol is no String of its name), not Python's == (tpl_equal); the
+                         * hash is the same either way */
+    bool host_keys : 1; /* some key is a host object (TPL_T_HOST, hashed by identity) or a tuple
                          * holding one (tpl_value_has_host): a lookup that misses asks the host
                          * about those keys (tpl_vm_map_get) */
+    bool rb_state : 1;  /* (with eql) a Ruby Hash copied from a Hash of the render state (its change, dup,
+                         * clone, merge: the same class in Ruby): as the state's own Hashes (not eql),
+                         * [], key?, fetch and dig read a Symbol key as its String (the reference's
+                         * StateHash); other methods and plain Hashes keep :k and "k" apart */
     uint16_t gen;       /* Jinja: changes of the dict by its methods (update, pop, ...: tpl_vm_map_owned),
                          * modulo 2^16, by which a view made of it knows it is stale (tpl_vm_view_sync) */
     tpl_entry *e;
@@ -528,6 +533,29 @@ static inline tpl_value *tpl_map_probe_str(const tpl_map *m, const char *s, size
         if (!slot) return NULL;
         tpl_entry *e = &m->e[slot - 1];
         if (e->hash == hash && e->key.type == TPL_T_STR && e->key.len == n && tpl_mem_eq(e->key.u.s, s, n))
+            return &e->val;
+    }
+}
+/* tpl_map_probe_str in a Ruby Hash (m->eql): the String key of those bytes (sym 0) or the Symbol
+ * (sym TPL_F_SYMBOL), never the other (Ruby's eql?: {k: 1}["k"] is nil). */
+static inline tpl_value *tpl_map_probe_rb(const tpl_map *m, const char *s, size_t n, uint64_t hash, unsigned sym)
+{
+    if (!m->idx_cap) {
+        for (uint32_t i = 0; i < m->len; i++) {
+            tpl_entry *e = &m->e[i];
+            if (e->hash == hash && e->key.type == TPL_T_STR && (e->key.flags & TPL_F_SYMBOL) == sym && e->key.len == n &&
+                tpl_mem_eq(e->key.u.s, s, n))
+                return &e->val;
+        }
+        return NULL;
+    }
+    uint32_t mask = m->idx_cap - 1;
+    for (uint32_t i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+        uint32_t slot = m->idx[i];
+        if (!slot) return NULL;
+        tpl_entry *e = &m->e[slot - 1];
+        if (e->hash == hash && e->key.type == TPL_T_STR && (e->key.flags & TPL_F_SYMBOL) == sym && e->key.len == n &&
+            tpl_mem_eq(e->key.u.s, s, n))
             return &e->val;
     }
 }

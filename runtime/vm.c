@@ -1032,6 +1032,12 @@ static inline __attribute__((always_inline)) bool key_bytes_eq(const char *a, co
  * the scan would find. */
 static inline __attribute__((always_inline)) tpl_value *map_find_name(tpl_vm *vm, const tpl_map *m, const tpl_name *nm)
 {
+    if (__builtin_expect(m->eql, 0)) {
+        /* a Ruby Hash: :k finds the Symbol, "k" the String (eql?); a Hash copied from the state's reads
+         * :k as "k" (the reference's StateHash#[]) */
+        unsigned sym = (nm->s.flags & TPL_F_SYMBOL) && !m->rb_state ? TPL_F_SYMBOL : 0;
+        return tpl_map_probe_rb(m, nm->s.u.s, nm->s.len, nm->hash, sym);
+    }
     uint32_t *h = &vm->key_hint[((uintptr_t)nm >> 3) % (sizeof vm->key_hint / sizeof vm->key_hint[0])];
     uint32_t i = *h;
     if (__builtin_expect(i < m->len, 1)) {

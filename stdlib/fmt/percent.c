@@ -752,7 +752,10 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 name = s + ks + 1;
                 namelen = (int)(i - ks - 1);
                 tpl_value key = tpl_v_str(name, (size_t)namelen);
-                tpl_value *v = tpl_map_get(argv[0].u.map, key);
+                key.flags = TPL_F_SYMBOL;   /* (sprintf.c looks the name up as a Symbol, never as a String, also in
+                                             * a Hash of the render state, whose keys are Strings) */
+                const tpl_map *hm = argv[0].u.map;
+                tpl_value *v = hm->eql ? tpl_map_get(hm, key) : tpl_map_probe_rb(hm, name, (size_t)namelen, tpl_hash_str(name, (size_t)namelen), TPL_F_SYMBOL);
                 if (v) arg = *v;
                 else if (argv[0].u.map->rb_default) {
                     /* a Hash with a default (Hash.new("x"), Hash.new { |h, k| ... }): sprintf.c's

@@ -1318,6 +1318,8 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
         return -gem_cmp_any(b, a, ok);
     }
     if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
+        /* a Symbol and a String do not compare (Symbol#<=> and String#<=> answer nil) */
+        if ((a.flags ^ b.flags) & TPL_F_SYMBOL) { *ok = false; return 0; }
         size_t m = a.len < b.len ? a.len : b.len;
         int c = m ? memcmp(a.u.s, b.u.s, m) : 0;
         return c ? (c < 0 ? -1 : 1) : (a.len < b.len ? -1 : a.len > b.len);
@@ -1777,6 +1779,21 @@ static long rx_search(tpl_vm *vm, OnigRegex re, tpl_value s, size_t from, OnigRe
 }
 
 /* ------------------------------------------------------------------ dispatch */
+
+/* A String method a Symbol has too (Symbol's own: 1; 2 when it answers a Symbol), else 0: Ruby's NoMethodError
+ * (:a.strip). The Object methods every value has are TPL_BK_RANY's, not asked here. */
+static int sym_method(const char *name, size_t n)
+{
+    static const char *const same[] = { "[]", "slice", "length", "size", "empty?", "start_with?", "end_with?", "=~", "match",
+                                        "match?", "<=>", "==", "===", "!=", "!~", "casecmp", "casecmp?", "<", "<=", ">", ">=",
+                                        "between?", "clamp", "to_s", "id2name", "to_sym", "intern", "inspect", "encoding",
+                                        "to_proc", "eql?", "equal?", "hash", "frozen?", "dup", "clone", "itself", "freeze",
+                                        "then", "yield_self", "tap", "to_json", "to_yaml", "name", NULL };
+    static const char *const sym[] = { "upcase", "downcase", "capitalize", "swapcase", "succ", "next", NULL };
+    for (int i = 0; same[i]; i++) if (strlen(same[i]) == n && memcmp(same[i], name, n) == 0) return 1;
+    for (int i = 0; sym[i]; i++) if (strlen(sym[i]) == n && memcmp(sym[i], name, n) == 0) return 2;
+    return 0;
+}
 
 static int kinds_for(tpl_value v, tpl_builtin_kind k[3])
 {
@@ -4095,6 +4112,13 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     for (int i = 0; i < nk; i++) {
         int id = tpl_vm_method_find(vm, k[i], name, n);
         if (id < 0) continue;
+        if (k[i] == TPL_BK_RSTR && (self.flags & TPL_F_SYMBOL)) {
+            int sm = sym_method(name, n);
+            if (!sm) break;   /* (String's, not Symbol's: NoMethodError) */
+            if (call_id(vm, id, self, args, npos, kwn, kwv, nkw, out) < 0) return -1;
+            if (sm == 2 && out->type == TPL_T_STR) out->flags = TPL_F_SYMBOL;   /* (:a.upcase is :A) */
+            return 0;
+        }
         if (k[i] == TPL_BK_RARR && !is_array(self)) {
             if (!enumerable(name, n) && !(tpl_is_aseq_rb(self) && n == 4 && memcmp(name, "last", 4) == 0)) break;
             tpl_list *items;
@@ -4269,10 +4293,20 @@ int tpl_rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
     return rc;
 }
 
+/* The key a Hash's [], key?, fetch and dig look up: a Symbol as its String in a Hash copied from the
+ * render state's (tpl_map.rb_state: the reference's StateHash converts it); key itself elsewhere (a plain
+ * Ruby Hash keeps :k and "k" apart; the state's own Hashes, all String keys, read :k as "k"). */
+static tpl_value state_key(const tpl_map *m, tpl_value key)
+{
+    if ((!m->eql || m->rb_state) && key.type == TPL_T_STR && (key.flags & TPL_F_SYMBOL)) key.flags &= (uint8_t)~TPL_F_SYMBOL;
+    return key;
+}
+
 static int rb_getitem(tpl_vm *vm, tpl_value obj, tpl_value key, tpl_value *out)
 {
     switch (obj.type) {
     case TPL_T_MAP: {
+        key = state_key(obj.u.map, key);
         tpl_value *hit = tpl_map_get(obj.u.map, key);
         if (hit) { *out = *hit; return 0; }
         const rb_hash_default *d = obj.u.map->rb_default;
@@ -5029,7 +5063,8 @@ int r_any_respond_to_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
         tpl_builtin_kind k[3];
         int nk = kinds_for(self, k);
         for (int i = 0; i < nk && !ok; i++)
-            ok = tpl_vm_method_find(vm, k[i], name, n) >= 0 && (k[i] != TPL_BK_RARR || is_array(self) || enumerable(name, n));
+            ok = tpl_vm_method_find(vm, k[i], name, n) >= 0 && (k[i] != TPL_BK_RARR || is_array(self) || enumerable(name, n)) &&
+                 (k[i] != TPL_BK_RSTR || !(self.flags & TPL_F_SYMBOL) || sym_method(name, n));
         ok = ok || tpl_vm_method_find(vm, TPL_BK_RANY, name, n) >= 0 || operator_known(self, name, n);
         if (tpl_is_enum_rb(self) && !ok)   /* its own methods (enum_method) */
             ok = (n == 4 && (memcmp(name, "next", 4) == 0 || memcmp(name, "peek", 4) == 0 || memcmp(name, "size", 4) == 0)) ||
@@ -5178,16 +5213,17 @@ int r_any_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* ------------------------------------------------------------------ String */
 
+/* A String argument as StringValue takes it: a Symbol is none (no implicit conversion of Symbol into String). */
 static int want_str(tpl_vm *vm, tpl_value v)
 {
-    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, TPL_VT_STR, v);
+    if (v.type != TPL_T_STR || (v.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_SYMBOL))) return type_error(vm, TPL_VT_STR, v);
     return 0;
 }
 
 /* A pattern argument (sub, gsub, scan, split, match?): a String or a Regexp. */
 static int want_pattern(tpl_vm *vm, tpl_value v)
 {
-    if (v.type != TPL_T_STR || (v.flags & TPL_F_CLASS_RB))
+    if (v.type != TPL_T_STR || (v.flags & (TPL_F_CLASS_RB | TPL_F_SYMBOL)))   /* (get_pat: a Symbol is no pattern) */
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Regexp) (TypeError)", conv_name(v));
     return 0;
 }
@@ -7207,7 +7243,24 @@ int r_hash_values(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_hash_size(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_int(M_(a[0])->len); return 0; }
 int r_hash_empty_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(M_(a[0])->len == 0); return 0; }
-int r_hash_key_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(tpl_map_get(M_(a[0]), a[1]) != NULL); return 0; }
+int r_hash_key_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = tpl_v_bool(tpl_map_get(M_(a[0]), state_key(M_(a[0]), a[1])) != NULL);
+    return 0;
+}
+
+/* m's entry of key as Ruby's Hash methods other than [], key?, fetch and dig find it: a Symbol finds only a
+ * Symbol key, also in the state's Hashes (which tpl_map_get reads :k as "k" in). */
+static tpl_value *rb_map_get(const tpl_map *m, tpl_value key)
+{
+    if (!m->eql && key.type == TPL_T_STR && (key.flags & TPL_F_SYMBOL))
+        return tpl_map_probe_rb(m, key.u.s, key.len, tpl_hash_str(key.u.s, key.len), TPL_F_SYMBOL);
+    return tpl_map_get(m, key);
+}
+
+/* has_key?, include?, member?: Hash's own (the reference's StateHash converts a Symbol for key? alone) */
+int r_hash_has_key_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(rb_map_get(M_(a[0]), a[1]) != NULL); return 0; }
 
 int r_hash_value_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -7225,6 +7278,7 @@ int r_hash_idx(tpl_vm *vm, tpl_value *a, tpl_value *out) { return tpl_rb_getitem
 
 int r_hash_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    a[1] = state_key(M_(a[0]), a[1]);   /* (a state Hash's fetch(:k) is fetch("k"): its block and KeyError see "k") */
     tpl_value *hit = tpl_map_get(M_(a[0]), a[1]);
     if (hit) { *out = *hit; return 0; }
     tpl_rb_block blk = tpl_vm_block(vm);
@@ -7286,6 +7340,7 @@ int r_hash_merge(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_map *o = a[1].u.map, *r = rb_map(vm, m->len + o->len);
     if (!r) return oom(vm);
     r->rb_default = m->rb_default;
+    r->rb_state = !m->eql || m->rb_state;   /* (merge is dup + update: the receiver's class) */
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     for (uint32_t i = 0; i < o->len; i++) if (!tpl_map_set(A(vm), r, o->e[i].key, o->e[i].val)) return oom(vm);
     *out = tpl_v_map(r);
@@ -7498,7 +7553,8 @@ int r_range_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_k_remembers(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (want_str(vm, a[0]) < 0) return -1;
+    /* (the oracle's remembers?(w) reads w.to_s: a Symbol is its name) */
+    if (a[0].type != TPL_T_STR || (a[0].flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB))) return type_error(vm, TPL_VT_STR, a[0]);
     return g_remembers(vm, a, out);
 }
 
@@ -7569,7 +7625,7 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
     }
     switch (op) {
     case '+':
-        if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) return 0;
+        if (a.type == TPL_T_STR && b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) return 0;
         if (a.type == TPL_T_STR && b.type == TPL_T_HOST && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) {
             /* "x" + obj: String#+ of the host's String (another encoding: the host's "(r+)",
              * a + obj computed by the host; a host without it: the TypeError below) */
@@ -7640,7 +7696,7 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, t
     bool sa = a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     bool sb = b.type == TPL_T_STR && !(b.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB));
     if (plain_num(a) && plain_num(b)) return 0;
-    if (sa && sb) return 0;
+    if (sa && sb && !((a.flags ^ b.flags) & TPL_F_SYMBOL)) return 0;   /* (a Symbol and a String do not compare) */
     if (plain_num(a) || sa) return cmp_fail(vm, a, b);
     return no_method(vm, a, op, strlen(op));
 }
@@ -7889,6 +7945,7 @@ static int rb_copy_mut(tpl_vm *vm, tpl_value v, tpl_value *out)
         tpl_map *m = v.u.map, *r = rb_map(vm, m->len < 4 ? 4 : m->len);
         if (!r) return oom(vm);
         r->rb_default = m->rb_default;   /* (dup keeps the default, as Ruby's) */
+        r->rb_state = !m->eql || m->rb_state;   /* (and the class: a state Hash's copy reads :k as "k") */
         /* keys distinct by == are distinct by eql? too */
         for (uint32_t i = 0; i < m->len; i++)
             if (!tpl_map_append(A(vm), r, m->e[i].key, m->e[i].hash, m->e[i].val)) return oom(vm);
@@ -8704,6 +8761,7 @@ static tpl_value pair(tpl_vm *vm, tpl_value x, tpl_value y)
 static int str_index(tpl_vm *vm, tpl_value *a, tpl_value *out, bool rev)
 {
     tpl_value s = a[0], p = a[1];
+    if (p.type == TPL_T_STR && (p.flags & TPL_F_SYMBOL)) return type_error(vm, TPL_VT_STR, p);   /* (a Regexp or StringValue) */
     if (want_pattern(vm, p) < 0) return -1;
     int64_t len = byte_cp(s, s.len), st = rev ? len : 0;
     if (tpl_given(a[2])) {
@@ -9088,7 +9146,11 @@ int r_str_oct(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_radix(vm, a
  * tpl folds ASCII and compares the rest by bytes). */
 static int casecmp_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool pred)
 {
-    if (a[1].type != TPL_T_STR || (a[1].flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB))) { *out = tpl_v_none(); return 0; }
+    /* (a Symbol's casecmp takes a Symbol, a String's a String) */
+    if (a[1].type != TPL_T_STR || (a[1].flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB)) || ((a[0].flags ^ a[1].flags) & TPL_F_SYMBOL)) {
+        *out = tpl_v_none();
+        return 0;
+    }
     tpl_sb x, y;
     tpl_sb_init(&x, A(vm));
     tpl_sb_init(&y, A(vm));
@@ -9174,7 +9236,17 @@ int r_str_ascii_only_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* String#encoding and __ENCODING__: templates and their strings are UTF-8 (an Encoding prints
  * its name; tpl has no Encoding objects, so it is that name). */
-int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_str("UTF-8", 5); return 0; }
+int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    if (a[0].flags & TPL_F_SYMBOL) {   /* a Symbol of ASCII characters only is US-ASCII (rb_enc_symname_type) */
+        bool ascii = true;
+        for (uint32_t i = 0; i < a[0].len && ascii; i++) ascii = (unsigned char)a[0].u.s[i] < 0x80;
+        if (ascii) { *out = tpl_v_str("US-ASCII", 8); return 0; }
+    }
+    *out = tpl_v_str("UTF-8", 5);
+    return 0;
+}
 /* force_encoding / encode / scrub / unicode_normalize? no: the same UTF-8 string. */
 /* Whether v names UTF-8 (any case), the one encoding tpl's strings have. */
 static bool utf8_name(tpl_value v)
@@ -10260,7 +10332,14 @@ int r_hash_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_hash_to_h_blk(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (!tpl_vm_block(vm).pc) return r_hash_to_h(vm, a, out);
+    if (!tpl_vm_block(vm).pc) {
+        const tpl_map *m = M_(a[0]);
+        if (m->eql && !m->rb_state) return r_hash_to_h(vm, a, out);
+        /* a state Hash's to_h is a new plain Hash (Hash#to_h of a subclass): :k no longer reads "k" */
+        if (rb_copy_mut(vm, a[0], out) < 0) return -1;
+        out->u.map->rb_state = false;
+        return 0;
+    }
     tpl_list *items = NULL;
     if (enum_items(vm, a[0], &items, "to_h") < 0) return -1;
     tpl_value args[1] = { tpl_v_list(items) };
@@ -10276,6 +10355,7 @@ int r_hash_merge_all(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_map *r = rb_map(vm, m->len + 4);
     if (!r) return oom(vm);
     r->rb_default = m->rb_default;   /* merge is dup + update: the copy keeps the receiver's default */
+    r->rb_state = !m->eql || m->rb_state;   /* (and its class) */
     for (uint32_t i = 0; i < m->len; i++) if (!tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
     for (uint32_t k = 0; k < others->len; k++) {
         tpl_value ov = others->items[k];
@@ -10333,7 +10413,7 @@ static int hash_pick(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
     if (!r) return oom(vm);
     if (keep) {
         for (uint32_t i = 0; i < ks->len; i++) {
-            tpl_value *v = tpl_map_get(m, ks->items[i]);
+            tpl_value *v = rb_map_get(m, ks->items[i]);
             if (v) {
                 /* the hash's own key object (a symbol key stays a symbol) */
                 tpl_value key = ks->items[i];
@@ -10344,7 +10424,7 @@ static int hash_pick(tpl_vm *vm, tpl_value *a, tpl_value *out, bool keep)
     } else {
         for (uint32_t i = 0; i < m->len; i++) {
             bool drop = false;
-            for (uint32_t k = 0; k < ks->len && !drop; k++) drop = tpl_rb_equal(m->e[i].key, ks->items[k]) && tpl_hash_value(m->e[i].key) == tpl_hash_value(ks->items[k]);
+            for (uint32_t k = 0; k < ks->len && !drop; k++) drop = tpl_eql(m->e[i].key, ks->items[k]);   /* (eql?: :k is no "k") */
             if (!drop && !tpl_map_set(A(vm), r, m->e[i].key, m->e[i].val)) return oom(vm);
         }
     }
@@ -10387,7 +10467,7 @@ static int hash_values_at(tpl_vm *vm, tpl_value *a, tpl_value *out, bool fetch)
     tpl_list *r = new_list(vm, ks->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < ks->len; i++) {
-        tpl_value *v = tpl_map_get(m, ks->items[i]), x;
+        tpl_value *v = rb_map_get(m, ks->items[i]), x;
         if (v) x = *v;
         else if (!fetch) x = tpl_v_none();
         else if (blk.pc) YIELD(blk, &ks->items[i], 1, &x);
