@@ -149,6 +149,7 @@ static int float_index(tpl_vm *vm, tpl_value *v)
 static int long_arg(tpl_vm *vm, tpl_value *v)
 {
     if (v->type == TPL_T_FLOAT && float_index(vm, v) < 0) return -1;
+    if (v->type == TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_VALUE, "bignum too big to convert into `long' (RangeError)");
     if (v->type != TPL_T_INT) return type_error(vm, TPL_VT_INT, *v);
     return 0;
 }
@@ -7070,12 +7071,18 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* push / << / append: a new array (the lowering stores it back into the variable). */
 
-int r_arr_take(tpl_vm *vm, tpl_value *a, tpl_value *out) { return r_arr_first(vm, a, out); }
+int r_arr_take(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (long_arg(vm, &a[1]) < 0) return -1;
+    if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "attempt to take negative size (ArgumentError)");
+    return r_arr_first(vm, a, out);
+}
 
 int r_arr_drop(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT || a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "attempt to drop negative size (ArgumentError)");
+    if (long_arg(vm, &a[1]) < 0) return -1;   /* (NUM2LONG: 1.5 drops 1, "a" is a TypeError) */
+    if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "attempt to drop negative size (ArgumentError)");
     uint32_t k = a[1].u.i > l->len ? l->len : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, l->len - k);
     if (!r) return oom(vm);
@@ -7450,8 +7457,11 @@ int r_range_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (fl && is_num(a[1]) && is_num(rb) && is_num(re)) {   /* a float step: Ruby's ruby_float_step */
         double beg = dbl(rb), end = dbl(re), unit = dbl(a[1]);
         if (unit == 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be 0 (ArgumentError)");
-        if (unit < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be negative (ArgumentError)");
-        double n = float_step_size(beg, end, unit, a[0].u.list->items[2].u.i != 0);
+        if (unit < 0 && tpl_vm_block(vm).pc) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be negative (ArgumentError)");
+        if (unit < 0 && end <= beg)   /* (blockless, an ArithmeticSequence going down: not tpl's) */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a negative Float step over a Range");
+        /* (a negative step from below its end yields nothing) */
+        double n = unit < 0 ? 0 : float_step_size(beg, end, unit, a[0].u.list->items[2].u.i != 0);
         if (!(n <= 10000000)) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: too many iterations");
         tpl_list *fr = new_list(vm, (uint32_t)n + 1);
         if (!fr) return oom(vm);
@@ -7462,7 +7472,25 @@ int r_range_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
         }
         return yield_each(vm, fr, a[0], out);
     }
-    if (a[1].type != TPL_T_INT || a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "step can't be negative or zero (ArgumentError)");
+    bool numeric = is_num(rb) || rb.type == TPL_T_BIGINT, blockless = !tpl_vm_block(vm).pc;
+    if (numeric && a[1].type == TPL_T_BIGINT && a[1].u.s[0] != '-') a[1] = tpl_v_int(INT64_MAX);   /* (one item: the begin) */
+    if (long_arg(vm, &a[1]) < 0) return -1;
+    if (a[1].u.i < 0 && numeric && blockless) {
+        /* an ArithmeticSequence going down: begin, begin + step, ... while not below the end */
+        if (rb.type != TPL_T_INT || re.type != TPL_T_INT)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a negative step over a Range of other than Integers");
+        bool excl = a[0].u.list->items[2].u.i != 0;
+        tpl_list *d = new_list(vm, 4);
+        if (!d) return oom(vm);
+        for (int64_t x = rb.u.i; excl ? x > re.u.i : x >= re.u.i;) {
+            if (d->len >= 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "step: too many iterations");
+            if (!tpl_list_push(A(vm), d, tpl_v_int(x))) return oom(vm);
+            if (__builtin_add_overflow(x, a[1].u.i, &x)) break;
+        }
+        *out = tpl_v_list(d);
+        return 0;
+    }
+    if (a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, a[1].u.i ? "step can't be negative (ArgumentError)" : "step can't be 0 (ArgumentError)");
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_list *r = new_list(vm, l->len);
@@ -7704,7 +7732,8 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, t
 int r_arr_each_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    if (a[1].type != TPL_T_INT || a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid slice size (ArgumentError)");
+    if (long_arg(vm, &a[1]) < 0) return -1;
+    if (a[1].u.i <= 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid slice size (ArgumentError)");
     uint32_t k = a[1].u.i > l->len ? (l->len ? l->len : 1) : (uint32_t)a[1].u.i;
     tpl_list *r = new_list(vm, l->len / k + 1);
     if (!r) return oom(vm);
