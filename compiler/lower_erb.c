@@ -992,16 +992,20 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
 /* `recv.each_with_object(memo) { |x, acc| ... }`: a loop whose `acc` is a variable, so the body's
  * `acc << x` / `acc[k] = v` (which store the new value back, values being immutable) carry to the
  * next item; the value is acc at the end. */
+static bool fresh(const tpl_node *e);
 static __attribute__((noinline)) bool each_with_object(erb_low *L, tpl_node *n, bool used)
 {
     tpl_node *blk = n->c;
-    if (!n->b || n->b->next || n->b->kind != TPL_N_ARG || count_params(blk->a) != 2 || !params_simple(blk->a) || blk->a->next->kind != TPL_N_NAME)
-        return false;
+    if (!n->b || n->b->next || n->b->kind != TPL_N_ARG || !params_simple(blk->a)) return false;
+    /* { |x| ... } of a new memo (no name holds it, so the body cannot change it): the memo is the value */
+    bool one = count_params(blk->a) == 1 && blk->a->kind == TPL_N_NAME && fresh(n->b->a);
+    if (!one && (count_params(blk->a) != 2 || blk->a->next->kind != TPL_N_NAME)) return false;
+    tpl_value accn = one ? tpl_v_str("(each_with_object)", 18) : blk->a->next->val;
     erb_blocals bl = { .n = 0 };
     blocal_scan(L, &bl, blk->a, blk->b, 0);
     held_loop(L, blk->b, blk->a);
     tpl_c_push_scope(C);
-    uint32_t acc = tpl_c_declare(C, blk->a->next->val);
+    uint32_t acc = tpl_c_declare(C, accn);
     expr(L, n->b->a);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, acc, -1);
     expr(L, n->a);
@@ -1013,7 +1017,7 @@ static __attribute__((noinline)) bool each_with_object(erb_low *L, tpl_node *n, 
     body(L, blk->b);
     blk_pop(L);
     loop_tail(L, &lc, exit_pos);
-    if (used) load_local(L, acc, blk->a->next->val);
+    if (used) load_local(L, acc, accn);
     tpl_c_pop_scope(C);
     blocal_unset(L, &bl);
     return true;

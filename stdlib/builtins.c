@@ -4,6 +4,7 @@
  * demand (they are a few dozen bytes), so there is no lazily initialised global state. */
 #include "builtins.h"
 #include "../runtime/host.h"
+#include "ruby/ruby.h"
 
 #include <string.h>
 #include <stdio.h>
@@ -329,6 +330,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
             if (k >= TPL_BK_RKERNEL) {
                 /* Ruby's ArgumentError counts the arguments after the receiver (a method's self). */
                 int self = k != TPL_BK_RKERNEL;
+                if (self && npos > 0 && tpl_rb_arity_no_method(vm, pos[0], tpl_builtin_table[id].name) < 0) return -1;
                 int req = sig.nrequired < npositional ? sig.nrequired : npositional;
                 if (req == npositional)
                     return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)",
@@ -418,6 +420,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     if (nmissing && tpl_builtin_table[id].kind >= TPL_BK_RKERNEL) {
         /* Ruby: too few arguments is the same ArgumentError as too many */
         int self = tpl_builtin_table[id].kind != TPL_BK_RKERNEL;
+        if (self && npos > 0 && tpl_rb_arity_no_method(vm, pos[0], tpl_builtin_table[id].name) < 0) return -1;
         int req = sig.nrequired < npositional ? sig.nrequired : npositional;
         if (req == npositional || sig.varargs >= 0)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "wrong number of arguments (given %d, expected %d%s) (ArgumentError)",

@@ -81,6 +81,35 @@ static bool rb_core_has_sep(const char *cls, char sep, const char *name, size_t 
 }
 static bool rb_core_has(const char *cls, const char *name, size_t n) { return rb_core_has_sep(cls, '#', name, n); }
 
+static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n);
+
+int tpl_rb_arity_no_method(tpl_vm *vm, tpl_value self, const char *name)
+{
+    const char *cls;
+    switch (self.type) {
+    case TPL_T_INT: case TPL_T_BIGINT: cls = "Integer"; break;
+    case TPL_T_FLOAT: cls = "Float"; break;
+    case TPL_T_NONE: cls = "NilClass"; break;
+    case TPL_T_BOOL: cls = self.u.i ? "TrueClass" : "FalseClass"; break;
+    case TPL_T_STR:
+        if (self.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB)) return 0;
+        cls = self.flags & TPL_F_SYMBOL ? "Symbol" : "String";
+        break;
+    case TPL_T_LIST:
+        if (self.flags & (TPL_F_MATCH_RB | TPL_F_ENUM_RB)) return 0;
+        cls = self.flags & TPL_F_RANGE_RB ? "Range" : "Array";
+        break;
+    case TPL_T_MAP: cls = "Hash"; break;
+    default: return 0;
+    }
+    size_t n = strlen(name);
+    /* (what the oracle's libraries add to every object: json, yaml, shellwords) */
+    static const char *const ext[] = { "to_json", "to_yaml", "shellescape", "shellsplit", "shelljoin", NULL };
+    for (int i = 0; ext[i]; i++) if (strcmp(ext[i], name) == 0) return 0;
+    if (rb_core_has(cls, name, n)) return 0;
+    return no_method(vm, self, name, n);
+}
+
 /* A class constant (TPL_F_CLASS_RB string) that is a module in Ruby (its class is Module: no new). */
 static bool class_is_module(tpl_value self)
 {
@@ -1821,7 +1850,7 @@ static bool enumerable(const char *name, size_t n)
         "each", "reject", "select", "filter", "uniq", "include?", "find_index", "take", "drop", "group_by", "partition",
         "inject", "reduce", "zip", "each_slice", "tally", "minmax", "reverse_each", "take_while", "drop_while",
         "each_cons", "one?", "filter_map", "find_all", "collect_concat", "with_index", "grep", "grep_v", "chunk_while",
-        "slice_when", NULL };
+        "slice_when", "minmax_by", NULL };
     for (int i = 0; names[i]; i++)
         if (strlen(names[i]) == n && memcmp(names[i], name, n) == 0) return true;
     return false;
@@ -1907,6 +1936,13 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
     if (nkw) return 1;
+    if (IS("size") && npos == 0 && self.type == TPL_T_BIGINT) {   /* (Integer#size: |x|'s bytes) */
+        mpz_t z;
+        tpl_big_get(z, self);
+        *out = tpl_v_int((int64_t)((mpz_sizeinbase(z, 2) + 7) / 8));
+        mpz_clear(z);
+        return 0;
+    }
     bool neg = self.type == TPL_T_BIGINT ? self.u.s[0] == '-' : self.u.i < 0;
     if ((IS("floor") || IS("ceil") || IS("round") || IS("truncate")) && npos == 1 && args[0].type == TPL_T_INT &&
         self.type == TPL_T_BIGINT) {   /* to 10**-ndigits (round: half up) */
@@ -6700,7 +6736,7 @@ int r_arr_sort(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int block_values(tpl_vm *vm, tpl_list *l, tpl_value **keys, tpl_value *out, bool *broke)
 {
     tpl_rb_block blk = tpl_vm_block(vm);
-    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "this method needs a block");
+    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: this method without a block (Ruby answers an Enumerator)");
     tpl_value *k = tpl_arena_alloc(A(vm), (l->len + 1) * sizeof *k);
     if (!k) return oom(vm);
     *broke = false;
@@ -6888,6 +6924,25 @@ int r_arr_flatten(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && long_arg(vm, &a[1]) < 0) return -1;   /* (NUM2INT; nil: all levels) */
     int64_t depth = tpl_given(a[1]) && a[1].type == TPL_T_INT ? a[1].u.i : -1;
     if (flatten_into(vm, r, L_(a[0]), depth, 0) < 0) return -1;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+/* Hash#flatten(depth = 1): its [key, value] pairs flattened depth levels (rb_hash_flatten: 0 the pairs themselves,
+ * a negative depth every level; the depth as NUM2INT reads it, nil a TypeError). */
+int r_hash_flatten(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    int64_t depth = 1;
+    if (tpl_given(a[1])) {
+        if (long_arg(vm, &a[1]) < 0) return -1;
+        depth = a[1].u.i;
+    }
+    tpl_list *pairs;
+    if (enum_items(vm, a[0], &pairs, "flatten") < 0) return -1;
+    if (depth == 0) { *out = tpl_v_list(pairs); return 0; }
+    tpl_list *r = new_list(vm, pairs->len * 2 + 1);
+    if (!r) return oom(vm);
+    if (flatten_into(vm, r, pairs, depth, 0) < 0) return -1;
     *out = tpl_v_list(r);
     return 0;
 }
@@ -7783,6 +7838,55 @@ static int minmax_blk(tpl_vm *vm, tpl_list *l, tpl_value *mm)
         if (minmax_blk_update(&s, i, j, mm, &have) < 0) return -1;
     }
     if (has_last && minmax_blk_update(&s, last, last, mm, &have) < 0) return -1;
+    return 0;
+}
+
+/* Enumerable#minmax_by: the block's values compared in pairs (enum.c minmax_by_i): of a tied pair the first
+ * stands for both, so ties keep Ruby's items. */
+int r_arr_minmax_by(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = L_(a[0]);
+    tpl_value *keys = NULL;
+    bool broke = false;
+    if (block_values(vm, l, &keys, out, &broke) < 0) return -1;
+    if (broke) return 0;
+    sorter s = { vm, tpl_vm_block(vm), false, NULL, false };
+    int64_t mn = -1, mx = -1, last = -1;
+    for (uint32_t k = 0; k <= l->len; k++) {
+        int64_t i, j;
+        if (k == l->len) {
+            if (last < 0) break;
+            i = j = last;
+        } else {
+            if (last < 0) { last = k; continue; }
+            i = k, j = last;
+            last = -1;
+            int c = sort_cmp(&s, keys[j], keys[i]);
+            if (s.failed) return -1;
+            if (c == 0) i = j;
+            else if (c < 0) { int64_t t = i; i = j; j = t; }
+        }
+        if (mn < 0) { mn = i; mx = j; continue; }
+        if (sort_cmp(&s, keys[i], keys[mn]) < 0) mn = i;
+        if (s.failed) return -1;
+        if (sort_cmp(&s, keys[j], keys[mx]) > 0) mx = j;
+        if (s.failed) return -1;
+    }
+    tpl_list *r = new_list(vm, 2);
+    if (!r) return oom(vm);
+    r->items[0] = mn < 0 ? tpl_v_none() : l->items[mn];
+    r->items[1] = mx < 0 ? tpl_v_none() : l->items[mx];
+    r->len = 2;
+    *out = tpl_v_list(r);
+    return 0;
+}
+
+/* Integer#size: the bytes of the machine representation (8 for a Fixnum and any Integer of 64 bits; a bigger one's
+ * absolute value in bytes, as rb_big_size on this 64-bit Ruby). Float has none. */
+int r_num_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_FLOAT) return no_method(vm, a[0], "size", 4);
+    *out = tpl_v_int(8);   /* (a big Integer's: big_method) */
     return 0;
 }
 

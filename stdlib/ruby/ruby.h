@@ -41,6 +41,10 @@ int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out);
 int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out);
 /* Ruby's rules for < <= > >= (op names the operator): 0 when the shared comparison applies. */
 int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out);
+/* Before a Ruby method's ArgumentError for its argument count: Ruby looks the method up first, so on a
+ * receiver whose class has no such method (1.5.bit_length(1), :a.to_a(1), false.to_i(2)) the error is
+ * NoMethodError. -1 with that error set, 0 when self's class has the method (or self is no core value). */
+int tpl_rb_arity_no_method(tpl_vm *vm, tpl_value self, const char *name);
 /* Checks a regex pattern at compile time; false with a message in msg on a syntax error. */
 bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap);
 
