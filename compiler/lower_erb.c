@@ -2912,9 +2912,21 @@ static bool yields_one(tpl_value m)
     return false;
 }
 
+/* The methods that yield two values to their block whatever the receiver (a lambda of two parameters takes them):
+ * inject's (memo, item), a comparator's (a, b), each_with_index's (item, index), each_with_object's (item, memo). */
+static bool yields_two(tpl_value m)
+{
+    static const char *const two[] = { "inject", "reduce", "sort", "sort!", "max", "min", "minmax", "each_with_index",
+                                       "each_with_object", NULL };
+    for (int i = 0; two[i]; i++)
+        if (name_is(m, two[i])) return true;
+    return false;
+}
+
 static bool lambda_blockarg_ok(erb_low *L, const tpl_node *n, const tpl_node *e, int nreq, int nopt)
 {
     if (nreq == 1 && nopt == 0 && yields_one(n->val)) return true;
+    if (nreq == 2 && nopt == 0 && yields_two(n->val)) return true;
     tpl_c_error(C, e->off, "unsupported Ruby construct: a lambda of %d parameter%s as the block of %.*s (Ruby checks its arity against each yield)",
                 nreq + nopt, nreq + nopt == 1 ? "" : "s", (int)n->val.len, n->val.u.s);
     return false;
