@@ -4158,6 +4158,14 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         }
         if (k[i] == TPL_BK_RARR && !is_array(self)) {
             if (!enumerable(name, n) && !(tpl_is_aseq_rb(self) && n == 4 && memcmp(name, "last", 4) == 0)) break;
+            tpl_builtin_sig sig;
+            if (nkw == 0 && tpl_builtin_signature(id, &sig) &&
+                ((sig.varargs < 0 && npos + 1 > sig.npositional) || npos + 1 < sig.nrequired)) {
+                /* Ruby counts the arguments before it iterates (a beginless Range's map(1) is the ArgumentError,
+                 * not "can't iterate"): the count's error, from a call on no items */
+                tpl_list none = { 0, 0, NULL };
+                return call_id(vm, id, tpl_v_list(&none), args, npos, kwn, kwv, nkw, out);
+            }
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
             bool blk = tpl_vm_block(vm).pc != 0;
@@ -7007,6 +7015,13 @@ int r_arr_find(tpl_vm *vm, tpl_value *a, tpl_value *out)
         YIELD(blk, &l->items[i], 1, &r);
         if (tpl_truthy_rb(r)) { *out = l->items[i]; return 0; }
     }
+    /* find(ifnone): none found, ifnone.call's value (Ruby's NoMethodError for what has no call) */
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE && blk.pc) {
+        tpl_rb_block save = tpl_vm_set_block(vm, (tpl_rb_block){ 0, 0, 0 });
+        int rc = tpl_rb_send(vm, a[1], "call", 4, NULL, 0, NULL, NULL, 0, out);
+        tpl_vm_set_block(vm, save);
+        return rc;
+    }
     *out = tpl_v_none();
     return 0;
 }
@@ -7150,6 +7165,21 @@ int r_arr_drop(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_arr_zip(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]), *others = L_(a[1]);
+    /* every argument first (an empty receiver too): an Array, or what responds to each (a Hash's pairs, a Range's
+     * items), else Ruby's TypeError */
+    for (uint32_t k = 0; k < others->len; k++) {
+        tpl_value o = others->items[k];
+        if (is_array(o)) continue;
+        if (o.type == TPL_T_MAP || (is_range(o) && o.u.list->items[1].type != TPL_T_NONE)) {
+            tpl_list *items;
+            if (enum_items(vm, o, &items, "each") < 0) return -1;
+            others->items[k] = tpl_v_list(items);
+            continue;
+        }
+        if (is_range(o) || tpl_is_enum_rb(o))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: zip with an endless Range or an Enumerator");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (must respond to :each) (TypeError)", tpl_rb_class_name(o));
+    }
     tpl_list *r = new_list(vm, l->len);
     if (!r) return oom(vm);
     for (uint32_t i = 0; i < l->len; i++) {
