@@ -139,9 +139,16 @@ long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad)
         case 'r': out[j++] = '\r'; break;
         case 't': out[j++] = '\t'; break;
         case 'v': out[j++] = '\v'; break;
-        case 'N': /* \N{NAME}: tpl has no table of Unicode names, and must not print it as is */
+        case 'N': { /* \N{NAME}: a brace, a non-empty name, its closing brace, a known name */
+            const char *close = i + 2 < n && s[i + 1] == '{' ? memchr(s + i + 2, '}', n - i - 2) : NULL;
             *bad = i - 1;
-            return -2;
+            if (!close || close == s + i + 2) return -2;
+            uint32_t cp;
+            if (!tpl_unicode_lookup_name(s + i + 2, (size_t)(close - s - i - 2), &cp)) return -4;
+            i = (size_t)(close - s);
+            j += put_utf8(out + j, cp);
+            break;
+        }
         case 'x': case 'u': case 'U': {
             int digits = c == 'x' ? 2 : c == 'u' ? 4 : 8;
             uint32_t cp = 0;

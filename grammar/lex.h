@@ -83,9 +83,10 @@ char *tpl_jinja_normalize(const char *src, size_t n, bool keep_trailing_newline,
 
 /* Python's string-literal unescaping for a literal body (without quotes), as Jinja2 does it
  * (`unicode-escape`): \n \t \\ \' \" \xhh \uhhhh \Uhhhhhhhh \ooo \a \b \f \v \r and
- * backslash-newline; unknown escapes stay as written. Writes to out (capacity >= n). Returns
- * the output length, or -1 with *bad set to the offset of a malformed escape (-2: a \N{NAME}
- * escape, which tpl does not decode; -3: a surrogate, \ud800 to \udfff, which UTF-8 cannot hold). */
+ * \N{NAME} and backslash-newline; unknown escapes stay as written. Writes to out (capacity >= n).
+ * Returns the output length, or -1 with *bad set to the offset of a malformed escape (-2: a
+ * malformed \N escape; -4: a \N{NAME} of no character; -3: a surrogate, \ud800 to \udfff, which
+ * UTF-8 cannot hold). */
 long tpl_py_unescape(const char *s, size_t n, char *out, size_t *bad);
 
 /* Keyword table: one X-macro list of (spelling, token) for the Jinja grammar. */

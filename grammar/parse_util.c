@@ -405,13 +405,8 @@ static tpl_value unquote(tpl_pctx *c, tpl_token t)
     long len = tpl_py_unescape(body, n, out, &bad);
     /* Jinja2 reports the string token's line: the error points at the escape when it is on that line */
     uint32_t at = memchr(body, '\n', bad) ? t.off : t.off + 1 + (uint32_t)bad;
-    if (len == -2) {
-        /* Python's unicode-escape codec: `\N{NAME}` needs a brace, a non-empty name and its closing brace */
-        const char *close = bad + 3 < n && body[bad + 2] == '{' ? memchr(body + bad + 3, '}', n - bad - 3) : NULL;
-        if (!close || close == body + bad + 3)
-            tpl_pctx_error(c, at, "malformed \\N character escape");
-        else
-            tpl_pctx_error(c, at, "\\N{...} escapes are not supported (write the character itself)");
+    if (len == -2 || len == -4) { /* Python's unicode-escape codec on `\\N{NAME}` */
+        tpl_pctx_error(c, at, len == -2 ? "malformed \\N character escape" : "unknown Unicode character name");
         return tpl_v_str("", 0);
     }
     if (len == -3) { /* a surrogate: Python makes the string and fails when the output is written */

@@ -498,5 +498,9 @@ tpl_value tpl_unicode_normalize(tpl_arena *a, tpl_value s, int form);
 /* 14 or 15 when cp was first assigned in Unicode 14.0 / 15.0, else 0. utf8proc knows these code
  * points, but the reference engines do not (CPython 3.11 has Unicode 14, Ruby 3.1 Unicode 13). */
 unsigned tpl_unicode_age_after13(uint32_t cp);
+/* The code point Python 3.11's `\N{NAME}` escape gives name[0..n) (a character name or alias,
+ * case-insensitive; a Hangul syllable or CJK unified ideograph name) in *cp; false when it has
+ * none (runtime/unicode_names.c). */
+bool tpl_unicode_lookup_name(const char *name, size_t n, uint32_t *cp);
 
 #endif

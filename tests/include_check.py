@@ -22,7 +22,8 @@ import sys
 
 ORDER = ["runtime", "stdlib", "grammar", "compiler"]
 PUBLIC_ONLY = ["tplc", "page", "store"]
-GENERATED = {"jinja_parse.h": "grammar", "erb_parse.h": "grammar", "unicode_tables.h": "runtime"}
+GENERATED = {"jinja_parse.h": "grammar", "erb_parse.h": "grammar", "unicode_tables.h": "runtime",
+             "unicode_names.h": "runtime"}
 SUFFIXES = (".c", ".h", ".def", ".re", ".y")
 STDLIB_LANGS = ["py", "jinja", "ruby", "fmt", "prompt"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
