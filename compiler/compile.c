@@ -4783,7 +4783,33 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     scope *save_bctx = c->blk_ctx;
     func *save_bctx_fn = c->blk_ctx_fn;
     loopctx *save_bctx_loop = c->blk_ctx_loop;
-    if (see == BLOCK_SEE_TOP && c->blk_ctx && c->blk_ctx_fn == c->fn && c->include_depth == 0) {
+    /* a function between the block and the scoped block it is placed in (a call block's caller, a
+     * macro defined in the scoped block): its names hidden while the block compiles */
+    func *bctx_fn = NULL;
+    scope **hidden = NULL;
+    size_t nhidden = 0;
+    if (see == BLOCK_SEE_TOP && c->blk_ctx && c->include_depth == 0)
+        for (func *g = c->fn; g && !bctx_fn; g = g->parent) {
+            if (g == c->blk_ctx_fn) bctx_fn = g;
+            else if (g != c->fn) nhidden++;
+        }
+    if (bctx_fn && bctx_fn != c->fn && !(hidden = tpl_arena_alloc(c->tmp, (nhidden + 1) * sizeof *hidden))) {
+        c_nomem(c, off);
+        bctx_fn = NULL;
+    }
+    if (hidden) {
+        /* such a block in a caller or macro inside the scoped block: Jinja2's `context` there is the
+         * enclosing block function's too (a closure), the scoped block's derived one */
+        size_t k = 0;
+        for (func *g = c->fn->parent; g != bctx_fn; g = g->parent) {
+            hidden[k++] = g->scope;
+            g->scope = NULL;
+        }
+        hidden[k] = bctx_fn->scope;
+        bctx_fn->scope = c->blk_ctx;
+        c->fn->loop = NULL;
+        push_scope(c, true);
+    } else if (see == BLOCK_SEE_TOP && bctx_fn) {
         /* a block that is not scoped, placed in a scoped one: the context that one got (Jinja2
          * renders it with the enclosing block function's `context`: the scoped block's derived
          * one, with the loop variables and names of where that block stands; not what its body
@@ -4851,6 +4877,11 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->blk_ctx_fn = save_bctx_fn;
     c->blk_ctx_loop = save_bctx_loop;
     if (own && c->fn->scope == own) pop_scope(c); /* (its scope reused: a scope per block was ~7x a template of blocks) */
+    if (hidden) { /* (the functions between it and the scoped block: their scopes back) */
+        size_t k = 0;
+        for (func *g = c->fn->parent; g != bctx_fn; g = g->parent) g->scope = hidden[k++];
+        bctx_fn->scope = hidden[k];
+    }
     c->fn->scope = save_scope;
     c->root.scope = save_root;
     c->fn->loop = save_loop;
@@ -5829,8 +5860,18 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         ref->val = hidden;
         kw->val = tpl_v_str("caller", 6);
         kw->a = ref;
+        /* (for this compile only: a block's body is compiled again where self.NAME() or a child's
+         * super() renders it) */
+        tpl_node *last = call->b, *tail = call->b ? call->b->tail : NULL;
+        while (last && last->next) last = last->next;
         call->b = tpl_node_append(call->b, kw);
         expr(c, call);
+        if (last) {
+            last->next = NULL;
+            call->b->tail = tail;
+        } else {
+            call->b = NULL;
+        }
         c->cur_off = n->off;
         /* Jinja2 writes the result as it is: never escaped, a str or an error */
         emit(c, TPL_OP_FILTER, (uint32_t)TPL_B_FILTER_call_result, 0);
