@@ -4786,7 +4786,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     /* a function between the block and the scoped block it is placed in (a call block's caller, a
      * macro defined in the scoped block): its names hidden while the block compiles */
     func *bctx_fn = NULL;
-    scope **hidden = NULL;
+    scope **hidden = NULL, *base_extra = NULL;
     size_t nhidden = 0;
     if (see == BLOCK_SEE_TOP && c->blk_ctx && c->include_depth == 0)
         for (func *g = c->fn; g && !bctx_fn; g = g->parent) {
@@ -4808,7 +4808,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         hidden[k] = bctx_fn->scope;
         bctx_fn->scope = c->blk_ctx;
         c->fn->loop = NULL;
-        push_scope(c, true);
+        base_extra = push_scope(c, true);
+        push_scope(c, false);
     } else if (see == BLOCK_SEE_TOP && bctx_fn) {
         /* a block that is not scoped, placed in a scoped one: the context that one got (Jinja2
          * renders it with the enclosing block function's `context`: the scoped block's derived
@@ -4824,8 +4825,31 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
         while (top && !top->func_boundary) top = top->parent;
         c->root.scope = top;
         c->fn->loop = NULL;
-        if (c->fn == &c->root) push_scope(c, false);
-        else push_scope(c, true);
+        if (c->fn == &c->root) {
+            push_scope(c, false);
+        } else {
+            /* a macro in a macro: the names of the ones around it hidden too */
+            size_t n = 0;
+            func *g = c->fn->parent;
+            for (; g && g != &c->root; g = g->parent) n++;
+            if (n && g && c->include_depth == 0) {
+                if (!(hidden = tpl_arena_alloc(c->tmp, (n + 1) * sizeof *hidden))) {
+                    c_nomem(c, off);
+                } else {
+                    size_t k = 0;
+                    for (g = c->fn->parent; g != &c->root; g = g->parent) {
+                        hidden[k++] = g->scope;
+                        g->scope = NULL;
+                    }
+                    hidden[k] = c->root.scope;
+                    bctx_fn = &c->root;
+                }
+            }
+            /* (an empty scope of its own under the block's: what super() in it sees of the
+             * function, nothing -- the parent's block gets the context too, not the macro's names) */
+            base_extra = push_scope(c, true);
+            push_scope(c, false);
+        }
     } else {
         if (see == BLOCK_SEE_ALL) {
             c->blk_ctx = c->fn->scope;
@@ -4877,6 +4901,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->blk_ctx_fn = save_bctx_fn;
     c->blk_ctx_loop = save_bctx_loop;
     if (own && c->fn->scope == own) pop_scope(c); /* (its scope reused: a scope per block was ~7x a template of blocks) */
+    if (base_extra && c->fn->scope == base_extra) pop_scope(c);
     if (hidden) { /* (the functions between it and the scoped block: their scopes back) */
         size_t k = 0;
         for (func *g = c->fn->parent; g != bctx_fn; g = g->parent) g->scope = hidden[k++];
@@ -4937,13 +4962,36 @@ static void inc_block_body(tpl_comp *c, tpl_node *n, bool scoped)
     scope *save_scope = c->fn->scope;
     loopctx *save_loop = c->fn->loop;
     c->cur_block = NULL;
+    /* in a macro: the names of the macros around it hidden too (a macro in a macro), the
+     * template's top level seen (Jinja2 renders the block with the template's context) */
+    scope **hidden = NULL;
+    size_t nhidden = 0;
+    func *g = c->fn;
     if (!scoped) {
         if (c->inc_fn == c->fn && c->inc_top) c->fn->scope = c->inc_top;
         c->fn->loop = NULL;
+        if (c->inc_fn != c->fn) {
+            for (g = c->fn->parent; g && g != c->inc_fn; g = g->parent) nhidden++;
+            if (g && !(hidden = tpl_arena_alloc(c->tmp, (nhidden + 1) * sizeof *hidden))) c_nomem(c, n->off);
+        }
+    }
+    if (hidden) {
+        size_t k = 0;
+        for (g = c->fn->parent; g != c->inc_fn; g = g->parent) {
+            hidden[k++] = g->scope;
+            g->scope = NULL;
+        }
+        hidden[k] = g->scope;
+        if (c->inc_top) g->scope = c->inc_top;
     }
     push_scope(c, c->inc_fn != c->fn && !scoped);
     frame_init(c, n->b);
     body(c, n->b);
+    if (hidden) {
+        size_t k = 0;
+        for (g = c->fn->parent; g != c->inc_fn; g = g->parent) g->scope = hidden[k++];
+        g->scope = hidden[k];
+    }
     c->fn->scope = save_scope;
     c->fn->loop = save_loop;
     c->cur_block = save_b;
