@@ -17,27 +17,15 @@ assigned after 14.0 (DerivedAge.txt) and the aliases added after it are left out
 usage: gen_unicode_names.py UCD_DIR OUTPUT.h"""
 import os, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_unicode_tables import cps, parse  # noqa: E402  (UCD's file format: one reader)
+
 BLOCK = 16
 # Aliases NameAliases.txt gained in Unicode 15.0 for characters that are older (CPython 3.11
 # refuses them): the Unicode 15.0 release's NameAliases.txt changes.
 ALIASES_SINCE_15 = {(0x0019, "EM"), (0x0616, "ARABIC SMALL HIGH LIGATURE ALEF WITH YEH BARREE"),
                     (0x1BBD, "SUNDANESE LETTER ARCHAIC I")}
 UNICODE_VERSION = "14.0"
-
-
-def parse(path):
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                yield [x.strip() for x in line.split(";")]
-
-
-def cps(field):
-    if ".." in field:
-        a, b = field.split("..")
-        return range(int(a, 16), int(b, 16) + 1)
-    return [int(field, 16)]
 
 
 def version(v):
