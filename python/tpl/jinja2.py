@@ -701,16 +701,21 @@ for _n in ("lipsum", "cycler", "joiner", "namespace"):
 del _n
 
 
-def _passing(f, first):
-    """f called with first() before its arguments, named as f (Jinja2 hands the template f itself)."""
-    def call(*a, **kw):
-        return f(first(), *a, **kw)
+def _named_as(call, f):
+    """call, named as f (its name, qualified name, doc and module, where f has them)."""
     for k in ("__name__", "__qualname__", "__doc__", "__module__"):
         try:
             setattr(call, k, getattr(f, k))
         except (AttributeError, TypeError):
             pass
     return call
+
+
+def _passing(f, first):
+    """f called with first() before its arguments, named as f (Jinja2 hands the template f itself)."""
+    def call(*a, **kw):
+        return f(first(), *a, **kw)
+    return _named_as(call, f)
 
 
 def _passing_context(f, what, plain=False):
@@ -723,12 +728,7 @@ def _passing_context(f, what, plain=False):
         if ctx._handed:
             ctx._check_handed("the pass_context callable %s" % what)
         return rv
-    for k in ("__name__", "__qualname__", "__doc__", "__module__"):
-        try:
-            setattr(call, k, getattr(f, k))
-        except (AttributeError, TypeError):
-            pass
-    return call
+    return _named_as(call, f)
 
 
 def _current_context(what, plain=False):
