@@ -6,7 +6,7 @@
 require "erb"
 require "json"
 require "fileutils"
-require "tpl"
+require_relative "erb_runners"
 
 N = Integer(ARGV[0]); SEED = Integer(ARGV[1]); OUT = ARGV[2] || "/tmp/erbfuzz"
 FileUtils.mkdir_p(OUT)
@@ -61,21 +61,6 @@ end
 class Ctx
   def initialize(h) = h.each { |k, v| instance_variable_set("@#{k}", v) }
   def b = binding
-end
-
-def run_erb(src)
-  x = 1; y = nil; z = "q"; i = 0; acc = []; s = "hey"; n = 2 # rubocop:disable Lint/UselessAssignment
-  bnd = binding
-  bnd.local_variable_set(:x, 1)
-  ERB.new(src, trim_mode: "-").result(bnd)
-rescue SyntaxError, StandardError => e
-  [:error, e.class.name]
-end
-
-def run_tpl(src)
-  Tpl::ERB.new(src, trim_mode: "-").result_with_hash("x" => 1, "y" => nil, "z" => "q", "i" => 0, "acc" => [], "s" => "hey", "n" => 2)
-rescue Tpl::Error, StandardError, SyntaxError => e
-  [:error, e.class.name]
 end
 
 counts = Hash.new(0)

@@ -2,20 +2,7 @@
 # Greedy reducer for an erbfuzz finding: ruby erbreduce.rb FILE.txt
 require "erb"
 require "json"
-require "tpl"
-
-def run_erb(src)
-  x = 1; y = nil; z = "q"; i = 0; acc = []; s = "hey"; n = 2 # rubocop:disable Lint/UselessAssignment
-  ERB.new(src, trim_mode: "-").result(binding)
-rescue SyntaxError, StandardError => e
-  [:error, e.class.name]
-end
-
-def run_tpl(src)
-  Tpl::ERB.new(src, trim_mode: "-").result_with_hash("x" => 1, "y" => nil, "z" => "q", "i" => 0, "acc" => [], "s" => "hey", "n" => 2)
-rescue Tpl::Error, StandardError, SyntaxError => e
-  [:error, e.class.name]
-end
+require_relative "erb_runners"
 
 def kind(src)
   a = run_erb(src); b = run_tpl(src)
