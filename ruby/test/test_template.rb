@@ -161,6 +161,36 @@ class TestTemplate < Minitest::Test
     assert_raises(EncodingError) { e.render(h: { "a" => 1, "\xfe".b => 1 }) }
   end
 
+  # a state key's match to a read name is kept with the key in the context's key cache (state_i:
+  # found once per key object, not probed on every render): the same frozen key objects met in
+  # other roles first (a nested Hash's key, a key the template does not read), then as state
+  # keys, under a Symbol beside the String, and missing again, render for render as fresh keys do
+  def test_state_keys_matched_once_per_key_object
+    t = Tpl::Template.new("<%= name %>|<%= h.keys.inspect %>|<%= defined?(extra) ? extra : '-' %>", syntax: :erb)
+    name, h, extra, other = %w[name h extra other].map { |s| -s }
+    fresh = ->(st) { st.to_h { |k, v| [k.is_a?(String) ? +k : k, v] } }
+    states = [
+      { h => { name => 1, other => 2 }, "name" => "a" },
+      { name => "b", h => { extra => 3 } },
+      { name => "c", h => {}, other => 4, extra => "x" },
+      { name => "d", name.to_sym => "e", h => { h => 5 } },
+      { h => { name => 6 }, name => "f", extra => nil },
+      { name => "g", h => {}, other => 7 },
+    ]
+    3.times do |round|
+      states.each_with_index do |st, i|
+        want = t.render(fresh.call(st))
+        assert_equal want, t.render(st), "round #{round}, state #{i}"
+        assert_equal want, t.render(st), "round #{round}, state #{i} again"
+      end
+      assert_raises(Tpl::NameError) { t.render({ h => {}, other => 1 }) }
+      GC.start
+    end
+    assert_equal "b|[\"extra\"]|-", t.render(states[1])
+    assert_equal "e|[\"h\"]|-", t.render(states[3])
+    assert_equal "c|[]|x", t.render(states[2])
+  end
+
   def test_host_objects_jinja
     t = Tpl::Template.new("{{ p.name }} {{ p.age + 1 }} {{ p.greet('Hi', punct='?') }} {{ p }} {{ p.missing is defined }}")
     assert_equal "Ann 41 Hi, Ann? Person(Ann) False", t.render(p: Person.new("Ann", 40))

@@ -659,7 +659,11 @@ static void key_val(rctx *c, VALUE k, tpl_val *out)
  * rb_utf8_str_new's encoding set-up and the code range scan of the callee's comparisons. */
 #define REMC 8
 #define REM_MAX 64      /* (longer arguments are made each call) */
-typedef struct keyent { VALUE k; char *u8; uint32_t len; uint64_t hash; } keyent;
+/* ridx: the read of the context's Template whose name the key is (state_i: a state Hash's key
+ * matched once, not probed and compared on every render; a context renders one Template, whose
+ * reads never change), -1 none, KEY_RIDX_UNSET not matched yet */
+#define KEY_RIDX_UNSET (-2)
+typedef struct keyent { VALUE k; char *u8; uint32_t len; int32_t ridx; uint64_t hash; } keyent;
 typedef struct keycache {
     keyent e[KEYC];
     char **dead;
@@ -716,7 +720,7 @@ static bool key_ok(rctx *c, VALUE ks)
 
 /* The cache entry of key k (a frozen String or a Symbol; ks its String, key_ok): found, or
  * made now in k's slot. NULL when memory runs out (the caller copies the key itself). */
-static const keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
+static keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
 {
     keycache *kc = DATA_PTR(c->kc);
     size_t n = (size_t)RSTRING_LEN(ks);
@@ -737,6 +741,7 @@ static const keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
     e->u8 = u;
     e->len = (uint32_t)n;
     e->hash = tpl_val_key_hash(u, n);
+    e->ridx = KEY_RIDX_UNSET;
     return e;
 }
 
@@ -2395,7 +2400,17 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
     const char *p;
     size_t n;
     uint64_t hv;
+    keyent *ke = NULL;
     if (slot->k == k) {
+        ke = slot;
+        if (ke->ridx != KEY_RIDX_UNSET) { /* matched by an earlier render */
+            int32_t i = ke->ridx;
+            if (i >= 0 && kind > c->sc.fkind[i]) {
+                si->found[i] = v;
+                c->sc.fkind[i] = kind;
+            }
+            return ST_CONTINUE;
+        }
         p = slot->u8;
         n = slot->len;
         hv = slot->hash;
@@ -2407,9 +2422,10 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
             return ST_CONTINUE;
         p = RSTRING_PTR(ks);
         n = (size_t)RSTRING_LEN(ks);
-        const keyent *ke = (kind == 2 || OBJ_FROZEN(k)) && key_ok(c, ks) ? key_fill(c, slot, k, ks) : NULL;
+        ke = (kind == 2 || OBJ_FROZEN(k)) && key_ok(c, ks) ? key_fill(c, slot, k, ks) : NULL;
         hv = ke ? ke->hash : tpl_val_key_hash(p, n);
     }
+    int32_t hit = -1;
     for (size_t j = hv & t->rmask; t->rtab[j] >= 0; j = (j + 1) & t->rmask) {
         int32_t i = t->rtab[j];
         if (t->read_hash[i] == hv && t->read_len[i] == n && memcmp(t->read_ptr[i], p, n) == 0) {
@@ -2417,9 +2433,11 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
                 si->found[i] = v;
                 c->sc.fkind[i] = kind;
             }
+            hit = i;
             break;
         }
     }
+    if (ke) ke->ridx = hit;
     return ST_CONTINUE;
 }
 
