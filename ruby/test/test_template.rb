@@ -2,6 +2,7 @@
 require "minitest/autorun"
 require "tpl"
 require "json"
+require "erb"
 require "tmpdir"
 require_relative "helper"
 
@@ -189,6 +190,27 @@ class TestTemplate < Minitest::Test
     assert_equal "b|[\"extra\"]|-", t.render(states[1])
     assert_equal "e|[\"h\"]|-", t.render(states[3])
     assert_equal "c|[]|x", t.render(states[2])
+  end
+
+  # a state Hash's own String values are borrowed inline (render_body, as a nested Hash's are);
+  # the kinds that path leaves to str_val — frozen (ERB: frozen? true, FrozenError), other
+  # encodings, a subclass — print and behave as Ruby's ERB has them, short and long alike
+  class MyStr < String; end
+  def test_state_string_values_as_erb
+    long = "é" * 40
+    state = { a: +"ab", b: "fz".freeze, c: long.dup, d: long.dup.freeze, e: "caf\xE9".dup.force_encoding("ISO-8859-1"),
+              f: MyStr.new("sub"), g: "bin".b, h: +"" }
+    # (Template#render takes another encoding's String as UTF-8: e and g only by size)
+    src = "<% [a, b, c, d, f, h].each do |s| %><%= s.frozen? %>:<%= s.encoding %>:<%= s.size %>:<%= s.bytesize %>|<% end %>" \
+          "<%= e.size %>:<%= g.size %>:<%= e.frozen? %>|<%= [a, b, c, d, f, g, h].join(',') %>|<%= b.dup << '?' %>"
+    want = ERB.new(src).result_with_hash(state)
+    t = Tpl::Template.new(src, syntax: :erb)
+    3.times { assert_equal want, t.render(state) }
+    %w[<%\ b\ <<\ 'x'\ %> <%\ d.upcase!\ %>].each do |bad|
+      e = Tpl::Template.new(bad, syntax: :erb)
+      assert_raises(FrozenError, bad) { ERB.new(bad).result_with_hash(state) }
+      assert_raises(Tpl::FrozenError, bad) { e.render(state) }
+    end
   end
 
   def test_host_objects_jinja

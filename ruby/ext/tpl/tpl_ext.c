@@ -2604,7 +2604,9 @@ again:
     for (size_t i = 0; i < nreads; i++) {
         if (found[i] == Qundef) continue;
         tpl_str_entry e = { t->read_ptr[i], t->read_len[i], t->read_hash[i], { { 0, 0 } } };
-        to_val(c, found[i], &e.val);
+        /* (a String borrowed or copied inline, as a Hash's values are: w5's ten) */
+        VALUE v = found[i];
+        if (!((c->borrow || c->copy) && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &e.val))) to_val(c, v, &e.val);
         GROW(sc->ents, sc->nents, sc->capents, 1);
         sc->ents[sc->nents++] = e;
     }
