@@ -29,6 +29,10 @@ File.write(File.join(parent, "meson.build"), <<~MESON)
   rb_dep = dependency('#{ruby_pc}', 'ruby')
   cc = meson.get_compiler('c')
   rb_args = cc.has_function('rb_hash_stlike_foreach', dependencies : rb_dep) ? ['-DTPL_HAVE_RB_HASH_STLIKE_FOREACH=1'] : []
+  if cc.links('struct rb_ractor_struct; extern struct rb_ractor_struct *ruby_single_main_ractor; int main(void) { return ruby_single_main_ractor != 0; }',
+              dependencies : rb_dep, name : 'ruby_single_main_ractor')
+    rb_args += ['-DTPL_HAVE_RUBY_SINGLE_MAIN_RACTOR=1']
+  endif
   shared_module('tpl_ext', '#{File.join(root, 'ruby', 'ext', 'tpl', 'tpl_ext.c')}',
     name_prefix : '', name_suffix : 'so', dependencies : [tpl_store_dep, tpl_dep, rb_dep], c_args : rb_args,
     gnu_symbol_visibility : 'hidden')

@@ -19,6 +19,7 @@
  * its message followed by " (tpl: raised while rendering FILE, line L, column C)". */
 #include <ruby.h>
 #include <ruby/encoding.h>
+#include <ruby/ractor.h>
 #include <ruby/thread.h>
 #include <ruby/version.h>
 #include <sched.h>
@@ -183,14 +184,35 @@ typedef struct tmpl {
 struct rctx;
 
 /* The pool's lock (tmpl.lock): held for a few loads and stores, never across a call into Ruby or
- * tpl, so a waiter spins a little and then yields its CPU (a holder preempted mid-section). */
-static inline void pool_lock(tmpl *t)
+ * tpl, so a waiter spins a little and then yields its CPU (a holder preempted mid-section).
+ * Taken only once Ractors other than the main one have been made: until then every section it
+ * guards runs in the main Ractor's threads holding its GVL (they call nothing that could release
+ * it), which already serializes them, and the lock's atomic exchange — a full barrier, paid after
+ * the render's stores — was ~4% of w1's CPU time (bench/RESULTS.md, session 38).
+ * ruby_single_main_ractor (vm_core.h; exported by libruby, not in its public headers: a link check
+ * at build time, TPL_HAVE_RUBY_SINGLE_MAIN_RACTOR, else the lock is always taken) is the main
+ * Ractor while it is the only one, and NULL for good from the moment a second is made — by a
+ * thread of the main Ractor holding its GVL, so not while one of these sections runs. Returns
+ * whether it was taken (pool_unlock's argument). */
+#ifdef TPL_HAVE_RUBY_SINGLE_MAIN_RACTOR
+struct rb_ractor_struct;
+extern struct rb_ractor_struct *ruby_single_main_ractor;
+#endif
+
+static inline bool pool_lock(tmpl *t)
 {
+#ifdef TPL_HAVE_RUBY_SINGLE_MAIN_RACTOR
+    if (__atomic_load_n(&ruby_single_main_ractor, __ATOMIC_RELAXED)) return false;
+#endif
     for (unsigned spins = 0; __atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE);)
         if (++spins % 64 == 0) sched_yield();
+    return true;
 }
 
-static inline void pool_unlock(tmpl *t) { __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE); }
+static inline void pool_unlock(tmpl *t, bool locked)
+{
+    if (locked) __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE);
+}
 
 /* A host object: the Ruby object and its render (blocks live in chunks owned by the render). */
 typedef struct rbobj {
@@ -696,17 +718,23 @@ static void keycache_free(void *ptr)
 }
 
 static size_t keycache_size(const void *ptr) { (void)ptr; return sizeof(keycache); }
+/* Frozen and Ractor-shareable: a Template marks its pooled contexts' key caches (tmpl_mark), and
+ * Ractor.shareable? follows what a frozen Template marks — a key cache that was not shareable
+ * made a Template rendered once unshareable, and Ractor.new(t) then deep-copied it into an
+ * uninitialized one ("tpl: uninitialized Template" in the Ractor). What it holds is shareable
+ * (Symbols, frozen Strings: the only keys it takes), and one render at a time uses it (the pool
+ * hands each context to one render). */
 static const rb_data_type_t keycache_type = {
     .wrap_struct_name = "Tpl::KeyCache",
     .function = { .dmark = keycache_mark, .dfree = keycache_free, .dsize = keycache_size },
-    .flags = RUBY_TYPED_FREE_IMMEDIATELY,
+    .flags = RUBY_TYPED_FREE_IMMEDIATELY | RUBY_TYPED_FROZEN_SHAREABLE,
 };
 
 static VALUE keycache_new(void)
 {
     keycache *kc = calloc(1, sizeof *kc);
     if (!kc) rb_raise(rb_eNoMemError, "tpl: out of memory");
-    return TypedData_Wrap_Struct(0, &keycache_type, kc);
+    return rb_obj_freeze(TypedData_Wrap_Struct(0, &keycache_type, kc));
 }
 
 /* Whether ks (a key's String) is UTF-8 with valid bytes, or US-ASCII. */
@@ -724,7 +752,9 @@ static keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
 {
     keycache *kc = DATA_PTR(c->kc);
     size_t n = (size_t)RSTRING_LEN(ks);
-    if (n > UINT32_MAX - 1) return NULL;
+    /* (a frozen String with @ivars, or of a class that is not, is no shareable key: the key cache
+     * must stay Ractor-shareable) */
+    if (n > UINT32_MAX - 1 || !rb_ractor_shareable_p(k)) return NULL;
     if (e->u8 && kc->ndead == kc->capdead) {
         size_t cap = kc->capdead ? kc->capdead * 2 : 16;
         char **d = realloc(kc->dead, cap * sizeof *d);
@@ -2703,10 +2733,10 @@ static VALUE render_ensure(VALUE arg)
         c->chunks = k->next;
         ruby_xfree(k);
     }
-    pool_lock(t);
+    bool locked = pool_lock(t);
     bool kept = t->npool < POOL_MAX;
     if (kept) t->pool[t->npool++] = (pooled_ctx){ c->r, c->set, c->sc, c->kc, c->last_out, c->last_nvals };
-    pool_unlock(t);
+    pool_unlock(t, locked);
     if (!kept) { tpl_render_free(c->r); settings_free(&c->set); scratch_free(&c->sc); }
     c->r = NULL;
     return Qnil;
@@ -2738,10 +2768,10 @@ static VALUE render_ensure(VALUE arg)
 static void gc_nudge(tmpl *t, size_t n)
 {
     size_t gcs = rb_gc_count(), bytes;
-    pool_lock(t);
+    bool locked = pool_lock(t);
     if (t->gc_seen != gcs) { t->gc_seen = gcs; t->gc_bytes = 0; }
     bytes = t->gc_bytes += n;
-    pool_unlock(t);
+    pool_unlock(t, locked);
     if (bytes < GC_NUDGE || bytes / GC_NUDGE_SLOT < rb_gc_stat(ID2SYM(rb_intern("heap_live_slots")))) return;
     if (rb_gc_disable() == Qtrue) return; /* (GC.disable'd by the application: left so; GC.start would run anyway) */
     rb_gc_enable();
@@ -2749,10 +2779,10 @@ static void gc_nudge(tmpl *t, size_t n)
     rb_hash_aset(kw, ID2SYM(rb_intern("full_mark")), Qfalse);
     rb_hash_aset(kw, ID2SYM(rb_intern("immediate_sweep")), Qfalse);
     rb_funcallv_kw(rb_mGC, rb_intern("start"), 1, &kw, RB_PASS_KEYWORDS);
-    pool_lock(t); /* (counted again from here: GC.disable makes it a no-op) */
+    locked = pool_lock(t); /* (counted again from here: GC.disable makes it a no-op) */
     t->gc_seen = rb_gc_count();
     t->gc_bytes = 0;
-    pool_unlock(t);
+    pool_unlock(t, locked);
 }
 
 /* Tpl::ERB#result's and #result_with_hash's render: a Ruby exception that ends it is located as
@@ -2813,7 +2843,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->r = NULL;
     c->max_items = 0;
     if (pooled) {
-        pool_lock(t);
+        bool locked = pool_lock(t);
         if (t->npool > 0) {
             pooled_ctx *pc = &t->pool[--t->npool];
             c->r = pc->r;
@@ -2823,7 +2853,7 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
             c->last_out = pc->last_out;
             c->last_nvals = pc->last_nvals;
         }
-        pool_unlock(t);
+        pool_unlock(t, locked);
     }
     if (!c->r) {
         tpl_limits lim = { 0 };
