@@ -42,13 +42,14 @@ class TestRactor < Minitest::Test
   end
 
   # a Template stays shareable once it has rendered: its pooled contexts' key caches (which it
-  # marks) are frozen and shareable, and hold only shareable keys (a frozen String with an @ivar
-  # is not cached). It was deep-copied by Ractor.new into an uninitialized Template instead.
+  # marks) are frozen and shareable, and hold only shareable keys (a frozen String whose @ivar
+  # holds a mutable Array is not cached). It was deep-copied by Ractor.new into an uninitialized
+  # Template instead.
   class Key < String; end
   def test_template_rendered_before_sharing
     t = Tpl::Template.new("<%= name %>:<%= h.map { |k, v| k.to_s + v.to_s }.join %>", syntax: :erb)
     odd = Key.new("odd")
-    odd.instance_variable_set(:@x, 1)
+    odd.instance_variable_set(:@x, [+"not shareable"])
     odd.freeze
     assert_equal "a:k1odd2s3", t.render({ "name" => "a", "h" => { "k" => 1, odd => 2, s: 3 } }.freeze)
     assert Ractor.shareable?(t)

@@ -752,8 +752,8 @@ static keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
 {
     keycache *kc = DATA_PTR(c->kc);
     size_t n = (size_t)RSTRING_LEN(ks);
-    /* (a frozen String with @ivars, or of a class that is not, is no shareable key: the key cache
-     * must stay Ractor-shareable) */
+    /* (only a shareable key — not a frozen String whose @ivars hold mutable objects: the key
+     * cache must stay Ractor-shareable, keycache_type) */
     if (n > UINT32_MAX - 1 || !rb_ractor_shareable_p(k)) return NULL;
     if (e->u8 && kc->ndead == kc->capdead) {
         size_t cap = kc->capdead ? kc->capdead * 2 : 16;
