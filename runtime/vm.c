@@ -5285,18 +5285,42 @@ top:
             ticks += 2;
             ip += 3;
             uint32_t t = switch_target(code, PC, consts[TPL_INSN_A(*ip)].u.list, *hit);
-            if (code[t] == TPL_INSN(TPL_OP_LOAD_SLOT_ITEM, a) && code[t + 2] == ip[-1] && !st) {
+            if (st) JUMP_TO(t); /* (a native step goes on at the jump's target only) */
+            const uint32_t *q = code + t;
+            if (q <= ip) CHARGE();
+            if (q[0] == TPL_INSN(TPL_OP_LOAD_SLOT_ITEM, a) && q[2] == ip[-1]) {
                 /* the branch starts by reading the same key of the same slot again (w4's
                  * `message['role']` printed in the elif branch it picked): that LOAD_SLOT_ITEM
-                 * taken here with the value just found (its two instructions counted). Not in a
-                 * native step, whose code goes on at the jump's target only. */
-                if (code + t <= ip) CHARGE();
+                 * taken here with the value just found (its two instructions counted) */
                 *sp++ = *hit;
                 ticks += 2;
-                ip = code + t + 3;
-                DISPATCH_OR_TOP;
+                q += 3;
             }
-            JUMP_TO(t);
+            if (q[0] == TPL_INSN(TPL_OP_LOAD_SLOT_ITEM_FILTER, a) &&
+                q[3] == TPL_INSN(TPL_OP_FILTER, (uint32_t)tpl_stdlib.id_trim) && q[4] == TPL_ARGW(1, 0, TPL_NO_KW) &&
+                TPL_INSN_OP(q[5]) == TPL_OP_PRINT_ADDS_K_JUMP && TPL_INSN_A(q[5]) >= 1) {
+                /* ... and the branch is `{{ 'text' + ... + (message['content'] | trim) + 'text' }}`
+                 * ending it (w4's every branch): LOAD_SLOT_ITEM_FILTER's trim path and the
+                 * PRINT_ADDS_K_JUMP after it run here on the same dict (their four instructions and
+                 * two dispatches counted), the trimmed string written where its push puts it;
+                 * anything else goes on at q as the dispatch would */
+                const tpl_value *c = map_find_name(vm, v->u.map, &names[TPL_INSN_A(q[2])]);
+                if (c && c->type == TPL_T_STR) {
+                    tpl_value x = *c;
+                    if (trim_ascii(&x)) {
+                        uint32_t n = TPL_INSN_A(q[5]);
+                        *sp = x;
+                        sp -= n - 1;
+                        ticks += 5;
+                        ip = q + 5; /* (the PRINT_ADDS_K_JUMP: where an error is reported) */
+                        if (adds_k_op(vm, consts[ip[1]].u.list, sp, n, ip[2]) < 0) goto fail;
+                        ip += 3;
+                        JUMP_TO(TPL_INSN_A(*ip));
+                    }
+                }
+            }
+            ip = q;
+            DISPATCH_OR_TOP;
         }
         goto load_slot_item_cmp;
     }
