@@ -679,103 +679,6 @@ static int ents_reserve(render_ctx *c, size_t n)
     return 0;
 }
 
-/* A dict as a map: its exact str keys (distinct) with their remembered hashes, built at once
- * (tpl_val_map_of_str); from the first key of another type on, entry by entry. The cycle check
- * (enter) comes before the first value converted by recursion: a dict of strs (a chat message,
- * a record) holds nothing that can lead back to it, and a cycle through d is still found when
- * d is met again below itself. */
-static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
-{
-    bool entered = false;
-#define ENTER_D() (!entered && (entered = true, enter(c, d) < 0))
-    if (c->rec && rec_dep(c, d, DICT_VERSION(d)) < 0) return -1;
-    size_t base = c->nents;
-    Py_ssize_t pos = 0, left = PyDict_GET_SIZE(d);
-    c->built += (size_t)left + 1;
-    PyObject *k, *v;
-    bool mixed = false;
-    int rc = -1;
-    if (left <= SMALL_DICT) { /* str keys with ASCII str values (a chat message): one call */
-        tpl_str_str ss[SMALL_DICT];
-        Py_ssize_t i = 0;
-        for (; i < left && PyDict_Next(d, &pos, &k, &v); i++) {
-            if (!PyUnicode_CheckExact(k) || !ASCII_STR(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX) break;
-            key *e = key_of(c, k);
-            if (!e || (c->rec && hold_str(c, k) < 0) || hold_str(c, v) < 0) return -1;
-            ss[i] = (tpl_str_str){ e->u8, (const char *)PyUnicode_DATA(v), e->len, (uint32_t)PyUnicode_GET_LENGTH(v),
-                                   e->hash };
-        }
-        if (i == left) return check(tpl_val_map_of_strs(c->r, ss, (size_t)i, out));
-        pos = 0; /* (another key or value: the walk again, entry by entry; what was held stays held) */
-    }
-    if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
-    while (left > 0 && PyDict_Next(d, &pos, &k, &v)) { /* (left: no call to find the end) */
-        left--;
-        if (!PyUnicode_CheckExact(k)) {
-            mixed = true;
-            break;
-        }
-        key *e = key_of(c, k);
-        if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
-        if (ASCII_STR(v)) { /* the usual value: written in place */
-            if (c->nents == c->capents && ents_grow(c) < 0) goto done;
-            tpl_str_entry *x = &c->ents[c->nents];
-            x->key = e->u8;
-            x->len = e->len;
-            x->hash = e->hash;
-            if (ascii_val(c, v, &x->val) < 0) goto done;
-            c->nents++;
-            continue;
-        }
-        tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
-        if (ENTER_D() || to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
-        if (c->nents == c->capents && ents_grow(c) < 0) goto done;
-        c->ents[c->nents++] = x;
-    }
-    if (check(tpl_val_map_of_str(c->r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out)) < 0)
-        goto done;
-    if (mixed && ENTER_D()) goto done;
-    if (mixed) /* k, v: the entry the walk stopped at */
-        do {
-            if (PyUnicode_CheckExact(k)) {
-                if (add_str_key(c, *out, k, v) < 0) goto done;
-                continue;
-            }
-            tpl_val kv, vv;
-            if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0 || check(tpl_val_map_set(c->r, *out, kv, vv)) < 0)
-                goto done;
-        } while (PyDict_Next(d, &pos, &k, &v));
-    if (entered) c->depth--;
-    rc = 0;
-done:
-    c->nents = base;
-    return rc;
-#undef ENTER_D
-}
-
-/* Room for n more entries in c->ss / n counts in c->cnt (a list's dicts: str_dicts_val). */
-static int ss_reserve(render_ctx *c, size_t n)
-{
-    size_t cap = c->capss ? c->capss * 2 : 256;
-    while (cap < n) cap *= 2;
-    tpl_str_str *e = PyMem_Realloc(c->ss, cap * sizeof *e);
-    if (!e) { PyErr_NoMemory(); return -1; }
-    c->ss = e;
-    c->capss = cap;
-    return 0;
-}
-
-static int cnt_reserve(render_ctx *c, size_t n)
-{
-    size_t cap = c->capcnt ? c->capcnt * 2 : 64;
-    while (cap < n) cap *= 2;
-    uint32_t *e = PyMem_Realloc(c->cnt, cap * sizeof *e);
-    if (!e) { PyErr_NoMemory(); return -1; }
-    c->cnt = e;
-    c->capcnt = cap;
-    return 0;
-}
-
 /* A message dict's entries read in place, without a PyDict_Next call per entry (about 39
  * instructions each: 40 per w4 render): CPython 3.11's combined table of str keys holds them in
  * order after its index table (Include/internal/pycore_dict.h: PyDictKeysObject with
@@ -826,6 +729,123 @@ static bool dict_entries_work(void)
     Py_XDECREF(d);
     PyErr_Clear();
     return ok;
+}
+
+/* The next item of dict d: from its entry array (dict_entries: *de, up to dend) while its version
+ * is still ver (converting a value can run Python code that changes d: then PyDict_Next's, from
+ * the same position); false at the end. */
+static inline __attribute__((always_inline)) bool dict_next(PyObject *d, const dict_entry **de, const dict_entry *dend,
+                                                            uint64_t ver, Py_ssize_t *pos, PyObject **k, PyObject **v)
+{
+    if (*de && HAVE_CACHE && DICT_VERSION(d) == ver) {
+        if (*de == dend) return false;
+        *k = (*de)->k;
+        *v = (*de)++->v;
+        ++*pos;
+        return true;
+    }
+    return PyDict_Next(d, pos, k, v);
+}
+
+/* A dict as a map: its exact str keys (distinct) with their remembered hashes, built at once
+ * (tpl_val_map_of_str); from the first key of another type on, entry by entry. The cycle check
+ * (enter) comes before the first value converted by recursion: a dict of strs (a chat message,
+ * a record) holds nothing that can lead back to it, and a cycle through d is still found when
+ * d is met again below itself. */
+static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
+{
+    bool entered = false;
+#define ENTER_D() (!entered && (entered = true, enter(c, d) < 0))
+    if (c->rec && rec_dep(c, d, DICT_VERSION(d)) < 0) return -1;
+    size_t base = c->nents;
+    Py_ssize_t pos = 0, left = PyDict_GET_SIZE(d);
+    c->built += (size_t)left + 1;
+    PyObject *k, *v;
+    bool mixed = false;
+    int rc = -1;
+    /* (its entries read in place on CPython 3.11: dict_next) */
+    uint64_t ver = DICT_VERSION(d);
+    const dict_entry *de0 = c->fastdict ? dict_entries(d, left) : NULL, *de = de0, *dend = de0 ? de0 + left : NULL;
+    if (left <= SMALL_DICT) { /* str keys with ASCII str values (a chat message): one call */
+        tpl_str_str ss[SMALL_DICT];
+        Py_ssize_t i = 0;
+        for (; i < left && dict_next(d, &de, dend, ver, &pos, &k, &v); i++) {
+            if (!PyUnicode_CheckExact(k) || !ASCII_STR(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX) break;
+            key *e = key_of(c, k);
+            if (!e || (c->rec && hold_str(c, k) < 0) || hold_str(c, v) < 0) return -1;
+            ss[i] = (tpl_str_str){ e->u8, (const char *)PyUnicode_DATA(v), e->len, (uint32_t)PyUnicode_GET_LENGTH(v),
+                                   e->hash };
+        }
+        if (i == left) return check(tpl_val_map_of_strs(c->r, ss, (size_t)i, out));
+        pos = 0; /* (another key or value: the walk again, entry by entry; what was held stays held) */
+        de = de0;
+    }
+    if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
+    while (left > 0 && dict_next(d, &de, dend, ver, &pos, &k, &v)) { /* (left: no call to find the end) */
+        left--;
+        if (!PyUnicode_CheckExact(k)) {
+            mixed = true;
+            break;
+        }
+        key *e = key_of(c, k);
+        if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
+        if (ASCII_STR(v)) { /* the usual value: written in place */
+            if (c->nents == c->capents && ents_grow(c) < 0) goto done;
+            tpl_str_entry *x = &c->ents[c->nents];
+            x->key = e->u8;
+            x->len = e->len;
+            x->hash = e->hash;
+            if (ascii_val(c, v, &x->val) < 0) goto done;
+            c->nents++;
+            continue;
+        }
+        tpl_str_entry x = { e->u8, e->len, e->hash, { { 0, 0 } } };
+        if (ENTER_D() || to_val(c, v, &x.val) < 0) goto done; /* (may use the stack above base: it is popped) */
+        if (c->nents == c->capents && ents_grow(c) < 0) goto done;
+        c->ents[c->nents++] = x;
+    }
+    if (check(tpl_val_map_of_str(c->r, c->ents + base, c->nents - base, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, out)) < 0)
+        goto done;
+    if (mixed && ENTER_D()) goto done;
+    if (mixed) /* k, v: the entry the walk stopped at */
+        do {
+            if (PyUnicode_CheckExact(k)) {
+                if (add_str_key(c, *out, k, v) < 0) goto done;
+                continue;
+            }
+            tpl_val kv, vv;
+            if (key_val(c, k, &kv) < 0 || to_val(c, v, &vv) < 0 || check(tpl_val_map_set(c->r, *out, kv, vv)) < 0)
+                goto done;
+        } while (dict_next(d, &de, dend, ver, &pos, &k, &v));
+    if (entered) c->depth--;
+    rc = 0;
+done:
+    c->nents = base;
+    return rc;
+#undef ENTER_D
+}
+
+/* Room for n more entries in c->ss / n counts in c->cnt (a list's dicts: str_dicts_val). */
+static int ss_reserve(render_ctx *c, size_t n)
+{
+    size_t cap = c->capss ? c->capss * 2 : 256;
+    while (cap < n) cap *= 2;
+    tpl_str_str *e = PyMem_Realloc(c->ss, cap * sizeof *e);
+    if (!e) { PyErr_NoMemory(); return -1; }
+    c->ss = e;
+    c->capss = cap;
+    return 0;
+}
+
+static int cnt_reserve(render_ctx *c, size_t n)
+{
+    size_t cap = c->capcnt ? c->capcnt * 2 : 64;
+    while (cap < n) cap *= 2;
+    uint32_t *e = PyMem_Realloc(c->cnt, cap * sizeof *e);
+    if (!e) { PyErr_NoMemory(); return -1; }
+    c->cnt = e;
+    c->capcnt = cap;
+    return 0;
 }
 
 /* The n items of a list or tuple when each is a dict of up to SMALL_DICT entries with exact str
@@ -2836,8 +2856,18 @@ static void slot_put(ProgramObject *self, render_ctx *c)
     c->streak = c->found ? 0 : c->streak + 1;
     c->bypass = c->found = false;
     cache_age(c);
-    if (c->built > 4 * c->live + SPARE || !c->has_empty) cache_clear(c);
-    else tpl_render_set_state_val(c->r, c->empty);
+    if (!c->filled && !c->top.o && c->built) {
+        /* nothing cached (contexts made anew for every render): the state memory is taken back
+         * now, so the next render converts into the memory this one warmed (it grew by a render's
+         * state each time, up to SPARE units, through memory no longer in the CPU's caches) */
+        tpl_render_reset_state(c->r);
+        c->built = 0;
+        c->has_empty = false;
+    } else if (c->built > 4 * c->live + SPARE || !c->has_empty) {
+        cache_clear(c);
+    } else {
+        tpl_render_set_state_val(c->r, c->empty);
+    }
     if (c->has_globals) { /* (this render set them) */
         tpl_render_set_globals_val(c->r, tpl_val_none());
         c->has_globals = false;
