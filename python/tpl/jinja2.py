@@ -467,8 +467,15 @@ class Context:
         self._handed = None  # {name: (object, snapshot)}: see _hand
         self._template = template
         self._cell = cell
+        # _wide: why Jinja2's parent may hold more than the globals and arguments here (None: it
+        # does not) — a call's context inside a loop or block where a set ran is derived, its
+        # parent the template's variables and those sets' (Context.derived), and an included or
+        # imported template's parent holds its includer's variables
+        self._wide = None
         if template._loaded or template._own_of is not None:  # (a module's: its template's names)
             self._top, self._bound = (), template._bound_names()
+            if self._bound:
+                self._wide = "a template that loads others and assigns names"
         else:
             top, self._bound, looped = template._scanned_names()
             if plain:
@@ -477,13 +484,22 @@ class Context:
                 # inside a loop or block assigns is never in it (the top level's value, the
                 # parent's, or missing)
                 self._bound = self._bound - looped
+            elif looped:
+                self._wide = "a template that sets %s inside a loop or block" % (
+                    ", ".join(repr(n) for n in sorted(looped)[:3]) + (", ..." if len(looped) > 3 else ""),)
             self._top = tuple(n for n in top if n not in self._bound)
         self.eval_ctx = EvalContext(template.environment, template.name)
         self.blocks = {}
 
     @property
     def parent(self):
-        """The render's parent (globals and arguments, the objects themselves)."""
+        """The render's parent (globals and arguments, the objects themselves). NotImplementedError
+        where Jinja2's holds the template's variables too (_wide: a call inside a loop or block that
+        set names, whose context is derived; a template that loads others)."""
+        if self._wide:
+            raise NotImplementedError("tpl.jinja2: Context.parent in %s (Jinja2's parent there holds the variables "
+                                      "such a set assigns: tpl does not hand its variables to Python callables)"
+                                      % self._wide)
         for k, v in self._parent.items():
             self._hand(k, v)
         return self._parent
@@ -635,7 +651,7 @@ class Context:
         return __obj(*args, **kwargs)
 
     def __repr__(self):
-        return "<Context %r of %r>" % (self._parent, self._template.name)
+        return "<Context %r of %r>" % (self.get_all(), self.name)  # (Jinja2's: its variables too)
 
 
 # What a render converts (a copy): the parent's values of these types a Context hands out are

@@ -1,0 +1,93 @@
+"""tpl.jinja2 against real Jinja2 in the same process (session 38, issue 17): what a pass_context
+callable's Context shows inside loops, blocks, macros, call blocks, with and include, and changes
+a global Python callable makes to the render's arguments."""
+import jinja2
+import pytest
+
+import tpl.jinja2 as tj
+
+# what the callable reads of its Context: each answer is Jinja2's, or tpl refuses it
+PROBES = ("ctx.get('x')", "ctx.resolve('x')", "ctx['x'] if 'x' in ctx else '-'", "sorted(ctx.vars)",
+          "sorted(ctx.exported_vars)", "ctx.name", "'x' in ctx.parent", "sorted(ctx.parent)[-2:]",
+          "'x' in repr(ctx)", "ctx.environment is not None", "ctx.eval_ctx.autoescape")
+
+SHAPES = [
+    "{% for i in [1, 2] %}{% set x = i %}{{ f() }};{% endfor %}",
+    "{% set x = 0 %}{% for i in [1, 2] %}{% set x = i %}{{ f() }};{% endfor %}",
+    "{% for i in [1, 2] %}{{ f() }}{% set x = i %};{% endfor %}",
+    "{% macro m(x) %}{{ f() }}{% endmacro %}{{ m(5) }}",
+    "{% macro m() %}{% set x = 7 %}{{ f() }}{% endmacro %}{{ m() }}",
+    "{% with x = 3 %}{{ f() }}{% endwith %}",
+    "{% with %}{% set x = 3 %}{{ f() }}{% endwith %}",
+    "{% block b %}{% set x = 4 %}{{ f() }}{% endblock %}",
+    "{% set x = 1 %}{% block b %}{{ f() }}{% endblock %}",
+    "{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}{% set x = 2 %}{{ f() }}{% endcall %}",
+    "{% for x in [1] %}{{ f() }}{% endfor %}",
+    "{% set x = 6 %}{{ f() }}",
+    "{{ f() }}",
+    "{% include 'inc' %}",
+    "{% set x = 9 %}{% include 'inc' %}",
+    "{% for i in [1] %}{% set x = 5 %}{% include 'inc' %}{% endfor %}",
+]
+
+
+def _probe(ctx, calls):
+    out = []
+    for expr in PROBES:
+        try:
+            out.append(repr(eval(expr)))  # noqa: S307 (the probes above)
+        except NotImplementedError as e:
+            out.append("NotImplementedError: %s" % e)
+        except Exception as e:  # noqa: BLE001 (compared between the engines)
+            out.append("%s: %s" % (type(e).__name__, e))
+    calls.append(out)
+    return ""
+
+
+def _answers(m, src, **args):
+    e = m.Environment(loader=m.DictLoader({"inc": "{% set x = 8 %}{{ f() }}"}))
+    calls = []
+    e.globals["f"] = m.pass_context(lambda ctx: _probe(ctx, calls))
+    out = e.from_string(src).render(**args)
+    return out, calls
+
+
+@pytest.mark.parametrize("src", SHAPES)
+@pytest.mark.parametrize("args", [{}, {"x": "arg"}])
+def test_context_in_loops_blocks_macros_and_includes_is_jinja2s_or_refused(src, args):
+    """A pass_context global called inside a loop or block that set names gets Jinja2's derived
+    context (its parent holds the template's and those sets' variables), an included template's
+    its includer's: every probe (get, resolve, [], vars, exported_vars, name, parent, repr,
+    environment, eval_ctx) answers as Jinja2's or is a NotImplementedError naming tpl.jinja2 —
+    never another value (was: `'x' in ctx.parent` False and the parent without x where Jinja2's
+    holds it; repr(ctx) without the template's variables)."""
+    want_out, want = _answers(jinja2, src, **args)
+    got_out, got = _answers(tj, src, **args)
+    assert got_out == want_out and len(got) == len(want)
+    for w_call, g_call in zip(want, got):
+        for expr, w, g in zip(PROBES, w_call, g_call):
+            assert g == w or g.startswith("NotImplementedError: tpl.jinja2: "), (expr, w, g)
+
+
+def test_context_parent_inside_a_loop_is_refused_naming_the_case():
+    e = tj.Environment()
+    e.globals["f"] = tj.pass_context(lambda ctx: repr("x" in ctx.parent))
+    with pytest.raises(NotImplementedError, match=r"Context.parent in a template that sets 'x' inside a loop"):
+        e.from_string("{% for i in [1] %}{% set x = i %}{{ f() }}{% endfor %}").render()
+    # a filter's context is the template's own, not derived: as Jinja2's
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.filters["g"] = m.pass_context(lambda ctx, v: repr(("x" in ctx.parent, sorted(ctx.parent)[-1:], v)))
+        assert e.from_string("{% for i in [1] %}{% set x = i %}{{ i|g }}{% endfor %}").render(a=1) == \
+            "(False, ['range'], 1)"
+
+
+def test_context_repr_shows_the_templates_variables():
+    """repr(ctx) is Jinja2's `<Context {get_all()} of name>` (was the parent only, without the
+    template's variables)."""
+    outs = []
+    for m in (jinja2, tj):
+        e = m.Environment()
+        e.globals["f"] = m.pass_context(lambda ctx: repr(("'y': 1" in repr(ctx), repr(ctx)[-12:])))
+        outs.append(e.from_string("{% set y = 1 %}{{ f() }}").render(a=2))
+    assert outs[1] == outs[0]
