@@ -254,6 +254,10 @@ typedef struct render_ctx {
     bool has_globals;       /* this render set globals (slot_put resets them) */
     bool has_empty;         /* empty: an empty map in the state memory (the state between renders) */
     tpl_val empty;
+    struct sdep *sd;        /* the render arguments' lists and dicts as the render converted them, */
+    size_t nsd, capsd;      /* checked after each Python call (state_snap, state_moved) */
+    PyObject **si;          /* their items recorded (borrowed: the keep array holds them) */
+    size_t nsi, capsi;
 } render_ctx;
 
 typedef struct {
@@ -1986,6 +1990,159 @@ static tpl_host_result py_len(void *obj, tpl_render *r, int64_t *out)
     return rc;
 }
 
+/* ---- the render arguments' lists and dicts, watched while Python code runs
+ *
+ * The render converted its arguments when it started (a copy): a Python callable that changes
+ * one of their lists or dicts in place (a global or filter closing over the dict given to
+ * render, `d["items"].append(x)`) changes what Jinja2's template would read next, not what tpl's
+ * reads. So a render that can call Python records them (state_snap: each list's length and items,
+ * a long one's ends and 64 of them; each dict's version tag on CPython 3.11, else its items; the
+ * containers inside, up to SNAP_ITEMS items in all) and checks them after each call
+ * (state_moved): a change is a NotImplementedError naming the callable and the argument. */
+#define SNAP_ITEMS 4096
+#define SNAP_LONG 1024 /* a longer list or tuple is recorded by its ends and SNAP_SAMPLE items */
+#define SNAP_SAMPLE 64
+
+typedef struct sdep {
+    PyObject *o, *name;     /* a list or dict (borrowed: held by the keep array); the argument's name */
+    Py_ssize_t n, step;     /* its length then; the recorded positions' step (1: all) */
+    uint64_t tag;           /* a dict's version tag (CPython 3.11) */
+    size_t at, m;           /* its m recorded items in c->si from at (a dict's: key, value pairs) */
+} sdep;
+
+static int snap_room(render_ctx *c, size_t items)
+{
+    if (c->nsd == c->capsd) {
+        size_t cap = c->capsd ? 2 * c->capsd : 16;
+        sdep *d = PyMem_Realloc(c->sd, cap * sizeof *d);
+        if (!d) return -1;
+        c->sd = d;
+        c->capsd = cap;
+    }
+    if (c->capsi - c->nsi < items) {
+        size_t cap = c->nsi + items + 64;
+        PyObject **x = PyMem_Realloc(c->si, cap * sizeof *x);
+        if (!x) return -1;
+        c->si = x;
+        c->capsi = cap;
+    }
+    return 0;
+}
+
+/* Records o (a state value, or one inside it) and what it holds: 0, or -1 with an exception. */
+static int snap_walk(render_ctx *c, PyObject *o, PyObject *name, int depth)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if ((t != &PyList_Type && t != &PyDict_Type && t != &PyTuple_Type) || depth > 64 || c->nsi >= SNAP_ITEMS)
+        return 0;
+    if (t == &PyDict_Type) {
+        Py_ssize_t n = PyDict_GET_SIZE(o), pos = 0;
+        size_t m = HAVE_CACHE ? 0 : 2 * (size_t)n;
+        if (snap_room(c, m) < 0 || keep(c, o) < 0) return PyErr_NoMemory(), -1;
+        c->sd[c->nsd++] = (sdep){ o, name, n, 1, DICT_VERSION(o), c->nsi, m };
+        PyObject *k, *v;
+        while (PyDict_Next(o, &pos, &k, &v)) {
+            if (!HAVE_CACHE) {
+                c->si[c->nsi++] = k;
+                c->si[c->nsi++] = v;
+                if (keep(c, k) < 0 || keep(c, v) < 0) return PyErr_NoMemory(), -1;
+            }
+            if (snap_walk(c, v, name, depth + 1) < 0) return -1;
+        }
+        return 0;
+    }
+    Py_ssize_t n = Py_SIZE(o), step = n > SNAP_LONG ? n / SNAP_SAMPLE : 1;
+    PyObject **items = PySequence_Fast_ITEMS(o);
+    if (t == &PyList_Type) { /* (a tuple's items cannot change: only what they hold is recorded) */
+        size_t m = (size_t)((n + step - 1) / step) + 1;
+        if (snap_room(c, m) < 0 || keep(c, o) < 0) return PyErr_NoMemory(), -1;
+        size_t at = c->nsi;
+        for (Py_ssize_t i = 0; i < n; i += step) c->si[c->nsi++] = items[i];
+        c->si[c->nsi++] = n ? items[n - 1] : NULL;
+        for (size_t i = at; i < c->nsi; i++)
+            if (c->si[i] && keep(c, c->si[i]) < 0) return PyErr_NoMemory(), -1;
+        c->sd[c->nsd++] = (sdep){ o, name, n, step, 0, at, c->nsi - at };
+    }
+    for (Py_ssize_t i = 0; i < n; i += step)
+        if (snap_walk(c, items[i], name, depth + 1) < 0) return -1;
+    return 0;
+}
+
+/* Records the render arguments' lists and dicts (state: the render's mapping, a dict). */
+static int state_snap(ProgramObject *self, render_ctx *c, PyObject *state)
+{
+    c->nsd = c->nsi = 0;
+    if (self->all_state) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(state, &pos, &k, &v))
+            if (snap_walk(c, v, k, 0) < 0) return -1;
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self->reads); i++) {
+        PyObject *name = PyTuple_GET_ITEM(self->reads, i), *v = PyDict_GetItemWithError(state, name);
+        if (!v) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (snap_walk(c, v, name, 0) < 0) return -1;
+    }
+    return 0;
+}
+
+/* The recorded list or dict that changed since state_snap, or NULL. */
+static const sdep *state_moved(const render_ctx *c)
+{
+    for (size_t i = 0; i < c->nsd; i++) {
+        const sdep *d = &c->sd[i];
+        PyObject *const *was = c->si + d->at;
+        if (PyDict_CheckExact(d->o)) {
+            if (PyDict_GET_SIZE(d->o) != d->n) return d;
+            if (HAVE_CACHE) {
+                if (DICT_VERSION(d->o) != d->tag) return d;
+                continue;
+            }
+            Py_ssize_t pos = 0, j = 0;
+            PyObject *k, *v;
+            while (PyDict_Next(d->o, &pos, &k, &v)) {
+                if (was[j] != k || was[j + 1] != v) return d;
+                j += 2;
+            }
+            continue;
+        }
+        Py_ssize_t n = PyList_GET_SIZE(d->o);
+        if (n != d->n) return d;
+        PyObject **items = ((PyListObject *)d->o)->ob_item;
+        size_t j = 0;
+        for (Py_ssize_t k = 0; k < n; k += d->step)
+            if (items[k] != was[j++]) return d;
+        if ((n ? items[n - 1] : NULL) != was[j]) return d;
+    }
+    return NULL;
+}
+
+/* NotImplementedError naming the callable who and the argument d is in. */
+static void state_moved_error(const sdep *d, PyObject *who)
+{
+    PyObject *name = who ? PyObject_GetAttrString(who, "__qualname__") : NULL;
+    if (!name || !PyUnicode_Check(name)) {
+        PyErr_Clear();
+        Py_XDECREF(name);
+        name = who ? PyObject_Repr(who) : NULL;
+    }
+    if (!name) PyErr_Clear();
+    PyObject *shown = PyObject_Repr(d->o);
+    if (!shown) PyErr_Clear();
+    PyErr_Format(PyExc_NotImplementedError,
+                 "tpl: the Python callable %S changed a %s of the render argument %R (now %.200U): the template "
+                 "reads a copy of the arguments made when the render started, so it would not see the change "
+                 "(Jinja2's would); change a value the template made ({%% set %%}), an object's attribute, or "
+                 "pass the result back instead", name ? name : Py_None, PyDict_CheckExact(d->o) ? "dict" : "list",
+                 d->name, shown ? shown : Py_None);
+    Py_XDECREF(name);
+    Py_XDECREF(shown);
+}
+
 static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, size_t nargs, const tpl_val *kwn,
                                const tpl_val *kwv, size_t nkw, tpl_val *out)
 {
@@ -2029,6 +2186,12 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         res = PyObject_CallFunctionObjArgs(h->c->dispatch, h->o, a, kw ? kw : Py_None, NULL);
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
+    const sdep *moved = res && h->c->nsd ? state_moved(h->c) : NULL;
+    if (moved) { /* (a render argument's list or dict, changed in place) */
+        state_moved_error(moved, h->o);
+        Py_CLEAR(res);
+        ok = false;
+    }
     /* what the callable did to the lists and dicts it was handed, or holds from earlier calls */
     if (res && ((watch && back_sync(h->c, watch, PY_SSIZE_T_MAX, h->o) < 0) ||
                 (h->c->kept && back_sync(h->c, h->c->kept, PY_SSIZE_T_MAX, h->o) < 0) ||
@@ -2799,6 +2962,8 @@ static void slot_free(render_ctx *c)
         PyMem_Free(k);
     }
     PyMem_Free(c->keep);
+    PyMem_Free(c->sd);
+    PyMem_Free(c->si);
     PyMem_Free(c->ents);
     PyMem_Free(c->items);
     PyMem_Free(c->ss);
@@ -2874,6 +3039,7 @@ static void slot_put(ProgramObject *self, render_ctx *c)
     }
     for (Py_ssize_t i = 0; i < c->nkeep; i++) Py_DECREF(c->keep[i]);
     c->nkeep = 0;
+    c->nsd = c->nsi = 0; /* (what state_snap recorded: the keep array held it) */
     c->cur = NULL;
     c->used = 0;
     c->depth = 0;
@@ -4120,8 +4286,10 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
     c->nokeep = c->last_out < GIL_OUT && isdict && !write && !self->loader && !c->funcs &&
                 (!c->remembers || c->rem_data) && (!globals || !PyDict_GET_SIZE(globals));
     int sv = state_val(self, c, state, isdict, &st);
+    bool quiet = c->nokeep; /* (no Python code can run in this render) */
     c->nokeep = false;
     if (sv < 0) goto done;
+    if (!quiet && isdict && state_snap(self, c, state) < 0) goto done;
     tpl_render_set_state_val(r, st);
     if (globals && PyDict_GET_SIZE(globals)) {
         tpl_val gv;

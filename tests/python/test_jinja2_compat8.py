@@ -1,6 +1,8 @@
 """tpl.jinja2 against real Jinja2 in the same process (session 38, issue 17): what a pass_context
 callable's Context shows inside loops, blocks, macros, call blocks, with and include, and changes
 a global Python callable makes to the render's arguments."""
+import copy
+
 import jinja2
 import pytest
 
@@ -91,3 +93,65 @@ def test_context_repr_shows_the_templates_variables():
         e.globals["f"] = m.pass_context(lambda ctx: repr(("'y': 1" in repr(ctx), repr(ctx)[-12:])))
         outs.append(e.from_string("{% set y = 1 %}{{ f() }}").render(a=2))
     assert outs[1] == outs[0]
+
+
+CLOSURE_CHANGES = [
+    # (template, render arguments, the global: made from the arguments' dict it closes over)
+    ("{{ add(3) }}{{ items }}", {"items": [1, 2]}, lambda d: lambda x: d["items"].append(x) or ""),
+    ("{{ add(3) }}{{ d }}", {"d": {"a": 1}}, lambda d: lambda x: d["d"].update(b=x) or ""),
+    ("{{ add(3) }}{{ d.l }}", {"d": {"l": [1]}}, lambda d: lambda x: d["d"]["l"].append(x) or ""),
+    ("{{ add(3) }}{{ t[0] }}", {"t": ([1],)}, lambda d: lambda x: d["t"][0].append(x) or ""),
+    ("{% for i in items %}{{ add(9) if i == 1 }}{{ i }}{% endfor %}", {"items": [1, 2]},
+     lambda d: lambda x: d["items"].append(x) or ""),
+    ("{{ add(0) }}{{ items }}", {"items": [1, 2]}, lambda d: lambda x: d["items"].__setitem__(x, 5) or ""),
+    ("{{ add(3) }}{{ rows[1].n }}", {"rows": [{"n": 1}, {"n": 2}]}, lambda d: lambda x: d["rows"][1].update(n=x) or ""),
+    ("{{ add(3) }}{{ big[-1] }}", {"big": list(range(5000))}, lambda d: lambda x: d["big"].append(x) or ""),
+    ("{{ add(3) }}{{ big[-1] }}", {"big": list(range(5000))}, lambda d: lambda x: d["big"].__setitem__(-1, x) or ""),
+]
+
+
+def _closure_render(m, src, data, mk, kind):
+    d = copy.deepcopy(data)
+    e = m.Environment()
+    f = mk(d)
+    if kind == "filter":
+        src = src.replace("add(", "0|add(")
+        e.filters["add"] = lambda _, x: f(x)
+    else:
+        e.globals["add"] = f
+    try:
+        return e.from_string(src).render(d)
+    except Exception as ex:  # noqa: BLE001 (compared between the engines)
+        return "%s: %s" % (type(ex).__name__, ex)
+
+
+@pytest.mark.parametrize("kind", ["global", "filter"])
+@pytest.mark.parametrize("src,data,mk", CLOSURE_CHANGES)
+def test_global_closure_changing_a_render_argument_is_refused(src, data, mk, kind):
+    """A global function or filter closing over the dict given to render that changes one of its
+    lists or dicts in place (d['items'].append(x)): Jinja2's template reads the changed object, tpl's
+    the copy it converted when the render started — refused, naming the callable and the argument
+    (was: '[1, 2]' for '[1, 2, 3]', exit 0)."""
+    want = _closure_render(jinja2, src, data, mk, kind)
+    got = _closure_render(tj, src, data, mk, kind)
+    assert not want.startswith("NotImplementedError")
+    assert got.startswith("NotImplementedError: tpl: the Python callable "), (want, got)
+    assert "of the render argument %r" % next(iter(data)) in got
+
+
+UNCHANGED_BY_CLOSURES = [
+    ("{{ add(3) }}{{ other }}", {"items": [1, 2], "other": 1}, lambda d: lambda x: d["items"].append(x) or ""),
+    ("{{ add(3) }}{{ items }}", {"items": [1, 2]}, lambda d: lambda x: d["items"].append(x) or d["items"].pop() and ""),
+    ("{{ add(3) }}{{ items }}", {"items": [1, 2]}, lambda d: lambda x: d.update(new=x) or ""),
+    ("{{ add(3) }}{{ items }}", {"items": [1, 2]}, lambda d: lambda x: repr(d["items"]) + str(len(d))),
+    ("{% for i in range(300) %}{{ add(i) }}{% endfor %}{{ items|length }}", {"items": list(range(3000))},
+     lambda d: lambda x: "" if d["items"][x] == x else "!"),
+]
+
+
+@pytest.mark.parametrize("src,data,mk", UNCHANGED_BY_CLOSURES)
+def test_global_closure_reading_or_not_changing_arguments_renders_as_jinja2(src, data, mk):
+    """What the check does not refuse: a change of an argument the template does not read, a change
+    undone before the call returns, a change of the render's mapping itself (Jinja2's context
+    holds a copy of it), reads."""
+    assert _closure_render(tj, src, data, mk, "global") == _closure_render(jinja2, src, data, mk, "global")
