@@ -586,6 +586,34 @@ static int latin1_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     return check(tpl_val_str(c->r, (const char *)buf, k, flags | TPL_VAL_UTF8_VALID, out));
 }
 
+/* A short str of UCS-2 characters (an en dash, a curly quote: up to LATIN1_COPY), encoded to
+ * UTF-8 here and copied, rather than through CPython's UTF-8 cache (made anew, malloc'd, for
+ * every fresh str); 1 when it holds a surrogate (no UTF-8: PyUnicode_AsUTF8AndSize's error). */
+static int ucs2_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
+{
+    unsigned char buf[3 * LATIN1_COPY];
+    const Py_UCS2 *p = PyUnicode_2BYTE_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    size_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS2 ch = p[i];
+        if (ch < 0x80) {
+            buf[k++] = (unsigned char)ch;
+        } else if (ch < 0x800) {
+            buf[k++] = (unsigned char)(0xC0 | ch >> 6);
+            buf[k++] = (unsigned char)(0x80 | (ch & 0x3F));
+        } else if (ch >= 0xD800 && ch <= 0xDFFF) {
+            return 1;
+        } else {
+            buf[k++] = (unsigned char)(0xE0 | ch >> 12);
+            buf[k++] = (unsigned char)(0x80 | (ch >> 6 & 0x3F));
+            buf[k++] = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+    }
+    c->built += 1 + k / 16;
+    return check(tpl_val_str(c->r, (const char *)buf, k, flags | TPL_VAL_UTF8_VALID, out));
+}
+
 static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
 {
     Py_ssize_t n;
@@ -596,6 +624,11 @@ static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
     } else if (PyUnicode_IS_COMPACT(s) && PyUnicode_KIND(s) == PyUnicode_1BYTE_KIND &&
                PyUnicode_GET_LENGTH(s) <= LATIN1_COPY) {
         return latin1_val(c, s, flags, out);
+    } else if (PyUnicode_IS_COMPACT(s) && PyUnicode_KIND(s) == PyUnicode_2BYTE_KIND &&
+               PyUnicode_GET_LENGTH(s) <= LATIN1_COPY && !((PyCompactUnicodeObject *)s)->utf8) {
+        int rc = ucs2_val(c, s, flags, out); /* (a str whose UTF-8 CPython has is borrowed as it is) */
+        if (rc <= 0) return rc;
+        if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) return -1;
     } else if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) {
         return -1;
     }
@@ -2121,9 +2154,21 @@ static const sdep *state_moved(const render_ctx *c)
     return NULL;
 }
 
-/* NotImplementedError naming the callable who and the argument d is in. */
+/* NotImplementedError naming the callable who and the argument d is in; who NULL: the template
+ * changed it, through a list or dict a callable returned (kept_sync made Python's the same). */
 static void state_moved_error(const sdep *d, PyObject *who)
 {
+    if (!who) {
+        PyObject *shown = PyObject_Repr(d->o);
+        if (!shown) PyErr_Clear();
+        PyErr_Format(PyExc_NotImplementedError,
+                     "tpl: the template changed a %s of the render argument %R (now %.200U) through what a Python "
+                     "callable returned: the template reads a copy of the arguments made when the render started, so "
+                     "it would not see the change under that name (Jinja2's would)",
+                     PyDict_CheckExact(d->o) ? "dict" : "list", d->name, shown ? shown : Py_None);
+        Py_XDECREF(shown);
+        return;
+    }
     PyObject *name = who ? PyObject_GetAttrString(who, "__qualname__") : NULL;
     if (!name || !PyUnicode_Check(name)) {
         PyErr_Clear();
@@ -2153,6 +2198,11 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
     PyObject *a = PyTuple_New((Py_ssize_t)nargs), *kw = nkw ? PyDict_New() : NULL;
     bool ok = a && (!nkw || kw), raw = h->c->raw, own = false;
     if (ok && (h->c->kept || h->c->tracked) && kept_sync(h->c) < 0) ok = false;
+    const sdep *moved = ok && h->c->nsd && (h->c->kept || h->c->tracked) ? state_moved(h->c) : NULL;
+    if (moved) {
+        state_moved_error(moved, NULL);
+        ok = false;
+    }
     if (PyFunction_Check(h->o)) { /* one of tpl.jinja2's own functions (f._tpl_raw = True) */
         PyObject *fd = ((PyFunctionObject *)h->o)->func_dict;
         own = h->c->raw = fd && PyDict_Check(fd) && PyDict_GetItemString(fd, "_tpl_raw");
@@ -2186,7 +2236,7 @@ static tpl_host_result py_call(void *obj, tpl_render *r, const tpl_val *args, si
         res = PyObject_CallFunctionObjArgs(h->c->dispatch, h->o, a, kw ? kw : Py_None, NULL);
         h->c->dispatching = was;
     } else if (ok) res = PyObject_Call(h->o, a, kw);
-    const sdep *moved = res && h->c->nsd ? state_moved(h->c) : NULL;
+    moved = res && h->c->nsd ? state_moved(h->c) : NULL;
     if (moved) { /* (a render argument's list or dict, changed in place) */
         state_moved_error(moved, h->o);
         Py_CLEAR(res);
@@ -4345,7 +4395,9 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyCapsule_SetContext(c->calls, NULL);
         Py_CLEAR(c->calls);
     }
-    if ((c->kept || c->tracked) && rs == TPL_OK && kept_sync(c) < 0) PyErr_Clear(); /* (what the template did last) */
+    bool synced = (c->kept || c->tracked) && rs == TPL_OK;
+    if (synced && kept_sync(c) < 0) PyErr_Clear(); /* (what the template did last) */
+    const sdep *moved = synced && c->nsd ? state_moved(c) : NULL;
     Py_CLEAR(c->kept);
     Py_CLEAR(c->tracked);
     if (write) {
@@ -4363,7 +4415,10 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
         PyErr_Restore(type, exc, tb); /* steals type, exc and tb */
         goto done;
     }
-    if (rs == TPL_OK) {
+    if (moved) { /* (the template changed an argument's list or dict through a callable's result) */
+        Py_XDECREF(exc);
+        state_moved_error(moved, NULL);
+    } else if (rs == TPL_OK) {
         Py_XDECREF(exc);
         result = output_str(out, n, &c->out_ascii);
     } else if (exc) {

@@ -155,3 +155,36 @@ def test_global_closure_reading_or_not_changing_arguments_renders_as_jinja2(src,
     undone before the call returns, a change of the render's mapping itself (Jinja2's context
     holds a copy of it), reads."""
     assert _closure_render(tj, src, data, mk, "global") == _closure_render(jinja2, src, data, mk, "global")
+
+
+@pytest.mark.parametrize("src", [
+    "{% do get().append(3) %}{{ items }}",
+    "{% do get().append(3) %}{{ get()|length }}{{ items }}",
+    "{% do get().update(b=2) %}{{ d }}",
+])
+def test_template_changing_a_render_argument_through_a_callables_result_is_refused(src):
+    """A callable returning a render argument's own list or dict (lambda: d['items']) that the
+    template changes ({% do get().append(3) %}): Jinja2's template reads the changed object under
+    the argument's name, tpl's its copy — refused when the change reaches Python's object (the
+    next call, or the render's end) (was: '[1, 2]' for '[1, 2, 3]', exit 0)."""
+    outs = []
+    for m in (jinja2, tj):
+        d = {"items": [1, 2], "d": {"a": 1}}
+        e = m.Environment(extensions=["jinja2.ext.do"])
+        e.globals["get"] = (lambda: d["d"]) if "update" in src else (lambda: d["items"])
+        try:
+            outs.append(e.from_string(src).render(d))
+        except NotImplementedError as ex:
+            outs.append("NotImplementedError: %s" % ex)
+    assert not outs[0].startswith("NotImplementedError")
+    assert outs[1].startswith("NotImplementedError: tpl: the template changed a "), outs
+
+
+def test_template_changing_an_unread_argument_through_a_callables_result_renders_as_jinja2():
+    outs = []
+    for m in (jinja2, tj):
+        d = {"items": [1, 2]}
+        e = m.Environment(extensions=["jinja2.ext.do"])
+        e.globals["get"] = lambda: d["items"]
+        outs.append((e.from_string("{% set l = get() %}{% do l.append(3) %}{{ l }}{{ get() }}").render(d), d))
+    assert outs[1] == outs[0]
