@@ -225,6 +225,7 @@ typedef struct render_ctx {
     unsigned char wtail[4]; /* the bytes of a UTF-8 sequence the last piece cut (wtail_n of them) */
     int wtail_n;
     key keys[KEYS];         /* direct-mapped by the str's address */
+    key ckeys[KEYS];        /* and by its characters (CPython's hash): key_seen */
     tpl_str_entry *ents;    /* scratch stacks of dict_val / seq_val (owned) */
     size_t nents, capents;
     tpl_val *items;
@@ -470,6 +471,30 @@ static inline key *key_of(render_ctx *c, PyObject *k)
 {
     key *e = &c->keys[((uintptr_t)k * 0x9E3779B97F4A7C15u) >> 56 & (KEYS - 1)];
     return e->k == k ? e : key_miss(c, e, k);
+}
+
+/* The key entry of k (an exact str) for a value that is not cached (!c->rec): on a miss of its
+ * address, an entry of a str with the same characters (json.loads makes new key strs for every
+ * context: "name" again), without hashing — the entry's UTF-8 is that str's, which c->ckeys
+ * holds (or, once replaced, the render), so a cached value, which holds the strs it borrows,
+ * must not take it. */
+static key *key_seen(render_ctx *c, PyObject *k)
+{
+    key *e = &c->keys[((uintptr_t)k * 0x9E3779B97F4A7C15u) >> 56 & (KEYS - 1)];
+    if (e->k == k) return e;
+    Py_hash_t h = ((PyASCIIObject *)k)->hash;
+    if (h == -1 || !PyUnicode_IS_COMPACT_ASCII(k)) return key_miss(c, e, k);
+    key *ck = &c->ckeys[(size_t)h & (KEYS - 1)];
+    size_t n = (size_t)PyUnicode_GET_LENGTH(k);
+    if (ck->k && ck->len == n && !memcmp(ck->u8, PyUnicode_DATA(k), n)) return ck;
+    if (!(e = key_miss(c, e, k))) return NULL;
+    if (ck->k) { /* (its UTF-8 may be borrowed: its reference moves to the render) */
+        if (keep_room(c) < 0) return NULL;
+        c->keep[c->nkeep++] = ck->k;
+    }
+    Py_INCREF(k);
+    *ck = *e;
+    return e;
 }
 
 /* map[k] = v for an exact str k, distinct from the keys already in map (a dict's). The entry
@@ -808,7 +833,7 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
         Py_ssize_t i = 0;
         for (; i < left && dict_next(d, &de, dend, ver, &pos, &k, &v); i++) {
             if (!PyUnicode_CheckExact(k) || !ASCII_STR(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX) break;
-            key *e = key_of(c, k);
+            key *e = c->rec ? key_of(c, k) : key_seen(c, k);
             if (!e || (c->rec && hold_str(c, k) < 0) || hold_str(c, v) < 0) return -1;
             ss[i] = (tpl_str_str){ e->u8, (const char *)PyUnicode_DATA(v), e->len, (uint32_t)PyUnicode_GET_LENGTH(v),
                                    e->hash };
@@ -824,7 +849,7 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
             mixed = true;
             break;
         }
-        key *e = key_of(c, k);
+        key *e = c->rec ? key_of(c, k) : key_seen(c, k);
         if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
         if (ASCII_STR(v)) { /* the usual value: written in place */
             if (c->nents == c->capents && ents_grow(c) < 0) goto done;
@@ -3006,6 +3031,7 @@ static void slot_free(render_ctx *c)
     Py_XDECREF(c->undefined);
     Py_XDECREF(c->loader_exc);
     for (int i = 0; i < KEYS; i++) Py_XDECREF(c->keys[i].k);
+    for (int i = 0; i < KEYS; i++) Py_XDECREF(c->ckeys[i].k);
     for (int i = 0; i < SMALL_DICT; i++) Py_XDECREF(c->lastk[i].k);
     for (chunk *k = c->chunks, *next; k; k = next) {
         next = k->next;
