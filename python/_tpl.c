@@ -828,22 +828,43 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
     /* (its entries read in place on CPython 3.11: dict_next) */
     uint64_t ver = DICT_VERSION(d);
     const dict_entry *de0 = c->fastdict ? dict_entries(d, left) : NULL, *de = de0, *dend = de0 ? de0 + left : NULL;
+    bool pending = false; /* (k, v: the entry the walk goes on from) */
     if (left <= SMALL_DICT) { /* str keys with ASCII str values (a chat message): one call */
         tpl_str_str ss[SMALL_DICT];
         Py_ssize_t i = 0;
+        bool other = false;
         for (; i < left && dict_next(d, &de, dend, ver, &pos, &k, &v); i++) {
-            if (!PyUnicode_CheckExact(k) || !ASCII_STR(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX) break;
+            if (!PyUnicode_CheckExact(k) || !ASCII_STR(v) || PyUnicode_GET_LENGTH(v) >= UINT32_MAX) {
+                other = true;
+                break;
+            }
             key *e = c->rec ? key_of(c, k) : key_seen(c, k);
             if (!e || (c->rec && hold_str(c, k) < 0) || hold_str(c, v) < 0) return -1;
             ss[i] = (tpl_str_str){ e->u8, (const char *)PyUnicode_DATA(v), e->len, (uint32_t)PyUnicode_GET_LENGTH(v),
                                    e->hash };
         }
         if (i == left) return check(tpl_val_map_of_strs(c->r, ss, (size_t)i, out));
-        pos = 0; /* (another key or value: the walk again, entry by entry; what was held stays held) */
-        de = de0;
+        if (other && PyUnicode_CheckExact(k)) {
+            /* another value (a number, a dict, a str not ASCII): the entries before it as the walk
+             * below makes them (their strs held), and the walk goes on from it */
+            if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
+            for (Py_ssize_t j = 0; j < i; j++) {
+                tpl_str_entry *x = &c->ents[c->nents++];
+                x->key = ss[j].key;
+                x->len = ss[j].len;
+                x->hash = ss[j].hash;
+                if (check(tpl_val_str_borrow(ss[j].s, ss[j].slen, &x->val)) < 0) goto done;
+            }
+            left -= i;
+            pending = true;
+        } else {
+            pos = 0; /* (another key: the walk again, entry by entry; what was held stays held) */
+            de = de0;
+        }
     }
     if (c->capents - c->nents < (size_t)left && ents_reserve(c, (size_t)left) < 0) return -1;
-    while (left > 0 && dict_next(d, &de, dend, ver, &pos, &k, &v)) { /* (left: no call to find the end) */
+    while (left > 0 && (pending || dict_next(d, &de, dend, ver, &pos, &k, &v))) { /* (left: no call to find the end) */
+        pending = false;
         left--;
         if (!PyUnicode_CheckExact(k)) {
             mixed = true;

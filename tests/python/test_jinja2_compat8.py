@@ -188,3 +188,43 @@ def test_template_changing_an_unread_argument_through_a_callables_result_renders
         e.globals["get"] = lambda: d["items"]
         outs.append((e.from_string("{% set l = get() %}{% do l.append(3) %}{{ l }}{{ get() }}").render(d), d))
     assert outs[1] == outs[0]
+
+
+def test_fresh_contexts_with_new_key_strs_render_as_jinja2():
+    """Contexts made anew for every render (json.loads: new key strs of the same characters, found
+    by their characters in the binding), nested dicts whose str values stop being ASCII part way
+    (the walk goes on from that entry), short UCS-2 strs (encoded by the binding), a surrogate (as
+    Python's error), the same dict again (cached) and one with a callable: Jinja2's output, render
+    after render of one Template."""
+    import json
+    import random
+
+    import tpl
+    rnd = random.Random(7)
+    words = ["name", "city", "a", "ab", "key%d", "x" * 40, "é", "na" + "me"]
+
+    def key():
+        w = rnd.choice(words)
+        return w % rnd.randint(0, 600) if "%d" in w else w
+
+    def val(d=0):
+        r = rnd.random()
+        if d < 2 and r < 0.3:
+            return {key(): val(d + 1) for _ in range(rnd.randint(0, 12))}
+        if d < 2 and r < 0.4:
+            return [val(d + 1) for _ in range(rnd.randint(0, 4))]
+        return rnd.choice(["v", "vé", "Mon–Fri", "中文", "\uffff", "x" * 255 + "–", "–" * 257, 1, 2.5, None, True])
+
+    src = "{{ d }}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{{ d.name }}{{ d['key7'] }}{{ e }}"
+    jt, t = jinja2.Environment().from_string(src), tpl.Template(src)
+    prev = None
+    for i in range(600):
+        ctx = json.loads(json.dumps({"d": {key(): val() for _ in range(rnd.randint(0, 9))}, "e": val()}))
+        if i % 3 == 0 and prev is not None:
+            ctx = prev
+        if i % 5 == 0:
+            ctx = dict(ctx, f=len)
+        prev = ctx
+        assert t.render(ctx) == jt.render(ctx), i
+    with pytest.raises(UnicodeEncodeError):
+        t.render({"d": {"name": "a\ud800"}, "e": 1})
