@@ -169,6 +169,7 @@ typedef struct render_ctx {
     bool nokeep;            /* this render's state is converted without holding the strs it
                              * borrows: no Python code can run until the render ends (see
                              * render), so the caller's mapping keeps them alive */
+    bool impure;            /* this render's state holds an object whose methods are Python's */
     bool nokeep_off;        /* set by a conversion that met what could run Python code: the state
                              * is converted again, holding its strs */
     size_t last_out;        /* the length of this context's last output (SIZE_MAX: none yet) */
@@ -225,7 +226,7 @@ typedef struct render_ctx {
     unsigned char wtail[4]; /* the bytes of a UTF-8 sequence the last piece cut (wtail_n of them) */
     int wtail_n;
     key keys[KEYS];         /* direct-mapped by the str's address */
-    key ckeys[KEYS];        /* and by its characters (CPython's hash): key_seen */
+    key ckeys[KEYS];        /* hashes by the str's characters (CPython's hash): key_miss */
     tpl_str_entry *ents;    /* scratch stacks of dict_val / seq_val (owned) */
     size_t nents, capents;
     tpl_val *items;
@@ -459,11 +460,27 @@ static key *key_miss(render_ctx *c, key *e, PyObject *k)
         if (keep_room(c) < 0) return NULL;
         c->keep[c->nkeep++] = e->k;
     }
+    /* the hash of a str with the same characters, when c->ckeys has one (json.loads makes new
+     * key strs for every context: "name" again), else computed and remembered there (by
+     * CPython's hash of the str, which a dict's key has; ckeys lends no UTF-8: its strs can go) */
+    Py_hash_t ph = ((PyASCIIObject *)k)->hash;
+    key *ck = ph != -1 ? &c->ckeys[(size_t)ph & (KEYS - 1)] : NULL;
+    uint64_t hash;
+    if (ck && ck->k && ck->len == (uint32_t)n && ((PyASCIIObject *)ck->k)->hash == ph && !memcmp(ck->u8, u, (size_t)n)) {
+        hash = ck->hash;
+    } else {
+        hash = tpl_val_key_hash(u, (size_t)n);
+        if (ck) {
+            Py_XDECREF(ck->k);
+            Py_INCREF(k);
+            *ck = (key){ k, u, hash, (uint32_t)n };
+        }
+    }
     Py_INCREF(k);
     e->k = k;
     e->u8 = u;
     e->len = (uint32_t)n;
-    e->hash = tpl_val_key_hash(u, (size_t)n);
+    e->hash = hash;
     return e;
 }
 
@@ -471,30 +488,6 @@ static inline key *key_of(render_ctx *c, PyObject *k)
 {
     key *e = &c->keys[((uintptr_t)k * 0x9E3779B97F4A7C15u) >> 56 & (KEYS - 1)];
     return e->k == k ? e : key_miss(c, e, k);
-}
-
-/* The key entry of k (an exact str) for a value that is not cached (!c->rec): on a miss of its
- * address, an entry of a str with the same characters (json.loads makes new key strs for every
- * context: "name" again), without hashing — the entry's UTF-8 is that str's, which c->ckeys
- * holds (or, once replaced, the render), so a cached value, which holds the strs it borrows,
- * must not take it. */
-static key *key_seen(render_ctx *c, PyObject *k)
-{
-    key *e = &c->keys[((uintptr_t)k * 0x9E3779B97F4A7C15u) >> 56 & (KEYS - 1)];
-    if (e->k == k) return e;
-    Py_hash_t h = ((PyASCIIObject *)k)->hash;
-    if (h == -1 || !PyUnicode_IS_COMPACT_ASCII(k)) return key_miss(c, e, k);
-    key *ck = &c->ckeys[(size_t)h & (KEYS - 1)];
-    size_t n = (size_t)PyUnicode_GET_LENGTH(k);
-    if (ck->k && ck->len == n && !memcmp(ck->u8, PyUnicode_DATA(k), n)) return ck;
-    if (!(e = key_miss(c, e, k))) return NULL;
-    if (ck->k) { /* (its UTF-8 may be borrowed: its reference moves to the render) */
-        if (keep_room(c) < 0) return NULL;
-        c->keep[c->nkeep++] = ck->k;
-    }
-    Py_INCREF(k);
-    *ck = *e;
-    return e;
 }
 
 /* map[k] = v for an exact str k, distinct from the keys already in map (a dict's). The entry
@@ -838,7 +831,7 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
                 other = true;
                 break;
             }
-            key *e = c->rec ? key_of(c, k) : key_seen(c, k);
+            key *e = key_of(c, k);
             if (!e || (c->rec && hold_str(c, k) < 0) || hold_str(c, v) < 0) return -1;
             ss[i] = (tpl_str_str){ e->u8, (const char *)PyUnicode_DATA(v), e->len, (uint32_t)PyUnicode_GET_LENGTH(v),
                                    e->hash };
@@ -870,7 +863,7 @@ static int dict_val(render_ctx *c, PyObject *d, tpl_val *out)
             mixed = true;
             break;
         }
-        key *e = c->rec ? key_of(c, k) : key_seen(c, k);
+        key *e = key_of(c, k);
         if (!e || (c->rec && hold_str(c, k) < 0)) goto done;
         if (ASCII_STR(v)) { /* the usual value: written in place */
             if (c->nents == c->capents && ents_grow(c) < 0) goto done;
@@ -1195,6 +1188,7 @@ static int to_val(render_ctx *c, PyObject *o, tpl_val *out)
     if (t == &PyDict_Type) return dict_val(c, o, out);
     if (t == &PyList_Type) return seq_val(c, o, 0, out);
     if (t == &PyTuple_Type) return seq_val(c, o, TPL_VAL_AS_TUPLE, out);
+    c->impure = true;
     if (c->nokeep) return nokeep_stop(c);
     if (PyUnicode_Check(o)) { /* str subclasses: Markup and friends are markup-safe */
         c->rec_ok = false;
@@ -3993,6 +3987,7 @@ static inline __attribute__((always_inline)) int state_item(render_ctx *c, PyObj
     }
     if (t != &PyLong_Type && t != &PyFloat_Type && t != &PyBool_Type && v != Py_None) {
         *top = false;
+        c->impure = true;
         if (c->nokeep) return nokeep_stop(c);
     }
     if (!c->nokeep && keep(c, v) < 0) return -1; /* (converting a str subclass may run Python code) */
@@ -4382,11 +4377,15 @@ static PyObject *render(ProgramObject *self, PyObject *state, const settings *s,
      * functions, a loader, a writer), no globals, and a state of plain data only (nokeep_stop). */
     c->nokeep = c->last_out < GIL_OUT && isdict && !write && !self->loader && !c->funcs &&
                 (!c->remembers || c->rem_data) && (!globals || !PyDict_GET_SIZE(globals));
+    c->impure = false;
     int sv = state_val(self, c, state, isdict, &st);
-    bool quiet = c->nokeep; /* (no Python code can run in this render) */
     c->nokeep = false;
     if (sv < 0) goto done;
-    if (!quiet && isdict && state_snap(self, c, state) < 0) goto done;
+    /* a render that can call Python code watches the arguments' lists and dicts (state_snap) */
+    if (isdict && (c->impure || write || self->loader || c->funcs || (c->remembers && !c->rem_data) ||
+                   (globals && PyDict_GET_SIZE(globals))) &&
+        state_snap(self, c, state) < 0)
+        goto done;
     tpl_render_set_state_val(r, st);
     if (globals && PyDict_GET_SIZE(globals)) {
         tpl_val gv;
