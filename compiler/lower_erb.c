@@ -93,6 +93,11 @@ typedef struct erb_defs {
     tpl_value held[32];
     bool held_stale[32];
     int nheld;
+    /* the template's locals declared by predeclare_end before the template assigned them (a binding's local,
+     * the state key, that a change through an alias writes back into): a read of one reads the state key while
+     * the slot is unset, and is Ruby's NameError when the state has no such key (load_bound) */
+    tpl_value bound[32];
+    int nbound;
     /* the variables (scope, slot) read inside a block body while they held no Proc (compiled before a Proc
      * assignment to them, they may run after it: their generic read would see proc_value's hidden Integer):
      * proc_assign refuses a Proc into one of them; past 128, into any variable declared before */
@@ -116,6 +121,8 @@ typedef struct erb_low {
     const tpl_node *pending_call; /* the call whose block block_sub lowers next */
     tpl_value pre[16];      /* @ivars to declare after a statement's scan (predeclare) */
     int npre;
+    tpl_value preloc[16];   /* and the template's locals they are twins of (predeclare) */
+    int npreloc;
     uint32_t exc_slot;      /* in a rescue clause's body: the slot of its caught [ok, value, e, class, message] + 1 */
     uint32_t retry_to;      /* in a rescue clause's body: where its begin starts again (retry) + 1 */
     erb_loop *retry_loop;   /* the loop context of that clause (retry inside a block or loop of it is refused) */
@@ -210,6 +217,13 @@ static void store_var(erb_low *L, tpl_value name, uint32_t off)
         return;
     }
     if (L->defs->npend) pend_set(L, name, false);
+    if (L->defs->nbound && !L->nblk && !L->in_def) {
+        /* the template assigns a binding's local predeclare_end declared (outside a block): a local of Ruby's
+         * parser from here on */
+        for (int i = 0; i < L->defs->nbound; i++)
+            if (L->defs->bound[i].len == name.len && memcmp(L->defs->bound[i].u.s, name.u.s, name.len) == 0)
+                L->defs->bound[i--] = L->defs->bound[--L->defs->nbound];
+    }
     if (tpl_c_options(C)->erb_self && name.len > 1 && name.u.s[0] == '@' && L->bound_store) {
         tpl_c_emit(C, TPL_OP_POP, 0, -1);
         return;
@@ -1440,6 +1454,10 @@ static void predeclare(erb_low *L, const tpl_node *v, uint32_t scope)
     if (scope || !v || (v->kind != TPL_N_NAME && v->kind != TPL_N_RIVAR) || name_is(v->val, "(safe)") ||
         v->val.len > 250 || L->npre >= 16)
         return;
+    uint32_t slot;
+    if (v->kind == TPL_N_NAME && !L->in_def && L->npreloc < 16 && !tpl_c_lookup(C, v->val, &slot) && v->val.u.s[0] != '(' &&
+        v->val.u.s[0] != '$')
+        L->preloc[L->npreloc++] = v->val;
     char *cp = tpl_arena_alloc(tpl_c_arena(C), v->val.len + 1);
     if (!cp) { tpl_c_nomem(C, v->off); return; }
     uint32_t len = v->val.len;
@@ -1461,6 +1479,25 @@ static void predeclare_end(erb_low *L)
         tpl_c_declare_root(C, L->pre[i]);
     }
     L->npre = 0;
+    /* the local too (a binding's local the statement may change through an alias, `2.times { t = s; t << "!" }`):
+     * every read of it in the statement, also one a loop runs again after the change, reads the slot the
+     * write-back fills */
+    for (int i = 0; i < L->npreloc; i++) {
+        uint32_t slot;
+        if (tpl_c_lookup(C, L->preloc[i], &slot) || L->defs->nbound >= 32) continue;
+        own_var *v = ov_find(L, 0, L->preloc[i], false);
+        if (v && (v->flags & OV_ASSIGNED)) continue;
+        tpl_c_declare(C, L->preloc[i]);
+        L->defs->bound[L->defs->nbound++] = L->preloc[i];
+    }
+    L->npreloc = 0;
+}
+
+static bool bound_local(const erb_low *L, tpl_value name)
+{
+    for (int i = 0; i < L->defs->nbound; i++)
+        if (L->defs->bound[i].len == name.len && memcmp(L->defs->bound[i].u.s, name.u.s, name.len) == 0) return true;
+    return false;
 }
 
 static const char *const link_methods[] = { "to_s", "to_str", "to_a", "to_ary", "to_h", "to_hash", "itself", NULL };
@@ -2092,7 +2129,10 @@ static void group_before(erb_low *L, own_group *g, uint32_t off)
             continue;
         }
         expr(L, (tpl_node *)g->root);
-        expr(L, mn);
+        if (mn->kind == TPL_N_NAME && L->defs->npend && pend_has(L, mn->val) && tpl_c_lookup(C, mn->val, &ms))
+            load_local(L, ms, mn->val);   /* a block-local assigned further on: what its slot holds (not Ruby's NameError of a read) */
+        else
+            expr(L, mn);
         tpl_c_at(C, off);
         tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("equal?")), -1);
         tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
@@ -3999,6 +4039,19 @@ static void expr_(erb_low *L, tpl_node *n)
             return;
         }
         if (tpl_c_lookup(C, n->val, &slot)) {
+            if (!ivar && !n->op && !L->in_def && L->defs->nbound && bound_local(L, n->val) && !blk_param(L, n->val)) {
+                /* a binding's local predeclare_end declared: the slot (the state key while unset) when the state
+                 * has the key, else Ruby's NameError (no such local) */
+                uint32_t no = jump_unless_state_has(L, key, n->off);
+                load_local(L, slot, key);
+                uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+                tpl_c_patch(C, no, tpl_c_here(C));
+                tpl_c_at(C, n->off);
+                tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+                tpl_c_patch(C, end, tpl_c_here(C));
+                if (L->nblk) read_in_block(L, slot);
+                return;
+            }
             if (!ivar && !n->op && L->defs->npend && pend_has(L, n->val) && !blk_param(L, n->val)) {   /* (a parameter of a block being lowered is its own) */
                 /* a block-local name read where Ruby's parser has no such local (after its block, or in it
                  * before its assignment): the binding's local when the state has the key (the outer
@@ -4551,7 +4604,8 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         if (e->val.len > 1 && e->val.u.s[0] == '$') { push_str(L, "global-variable"); return; }
         bool ivar = e->val.len > 1 && e->val.u.s[0] == '@';
         const char *what = ivar ? "instance-variable" : "local-variable";
-        if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val) && !blk_param(L, e->val))) { push_str(L, what); return; }
+        if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val) && !blk_param(L, e->val)) &&
+            (ivar || L->in_def || !bound_local(L, e->val) || blk_param(L, e->val))) { push_str(L, what); return; }
         erb_def *d = ivar ? NULL : def_find(L, e->val, false);
         if (d && (L->in_def || !tpl_c_lookup(C, e->val, &slot))) {
             /* a method of the template: "local-variable" when the state has the key (outside a def: the

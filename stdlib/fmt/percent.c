@@ -704,7 +704,7 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             RB_ARG_ERR("incomplete format specifier; use %%%% (double %%) instead (ArgumentError)");
         i = at + 1;
         pct_spec sp = { false, false, false, false, false, -1, -1, 0 };
-        bool fwidth = false, fprec = false, flags = false, named = false;
+        bool fwidth = false, fprec = false, flags = false, named = false, numbered = false;
         tpl_value arg = tpl_v_unset();
         const char *name = NULL;
         int namelen = 0;
@@ -729,8 +729,17 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                     if (v > INT_MAX) RB_ARG_ERR("width too big (ArgumentError)");   /* sprintf.c's GETNUM */
                 }
                 if (i >= n) RB_ARG_ERR("malformed format string - %%*[0-9] (ArgumentError)");
-                if (s[i] == '$')
-                    RB_ARG_ERR("unsupported Ruby construct: format's %%N$ (an argument by its number)");
+                if (s[i] == '$') {   /* %N$: the Nth argument (sprintf.c's GETPOSARG) */
+                    if (numbered) RB_ARG_ERR("value given twice - %lld$ (ArgumentError)", (long long)v);
+                    if (posarg > 0) RB_ARG_ERR("numbered(%lld) after unnumbered(%lld) (ArgumentError)", (long long)v, (long long)posarg);
+                    if (posarg == -2) RB_ARG_ERR("numbered(%lld) after named (ArgumentError)", (long long)v);
+                    if (v > argc) RB_ARG_ERR("too few arguments (ArgumentError)");
+                    posarg = -1;
+                    arg = argv[v - 1];
+                    numbered = true;
+                    i++;
+                    break;
+                }
                 if (fwidth) RB_ARG_ERR("width given twice (ArgumentError)");
                 if (fprec) RB_ARG_ERR("width after precision (ArgumentError)");
                 sp.width = v;
@@ -747,6 +756,8 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                 if (posarg > 0)
                     RB_ARG_ERR("named%.*s after unnumbered(%lld) (ArgumentError)", (int)(i + 1 - ks), s + ks,
                                (long long)posarg);
+                if (posarg == -1)
+                    RB_ARG_ERR("named%.*s after numbered (ArgumentError)", (int)(i + 1 - ks), s + ks);
                 posarg = -2;
                 if (argc != 1 || argv[0].type != TPL_T_MAP) RB_ARG_ERR("one hash required (ArgumentError)");
                 name = s + ks + 1;
@@ -790,11 +801,30 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
                     fwidth = true;
                 }
                 i++;   /* the '*': the next argument, an Integer (a Float truncated, as NUM2INT) */
-                if (posarg == -2) RB_ARG_ERR("unnumbered(%lld) mixed with named (ArgumentError)", (long long)nextarg + 1);
-                if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
-                posarg = ++nextarg;
+                tpl_value wv;
+                size_t t = i;
+                int64_t pn = 0;
+                while (t < n && s[t] >= '0' && s[t] <= '9') {
+                    pn = pn * 10 + (s[t++] - '0');
+                    if (pn > INT_MAX) RB_ARG_ERR("%s too big (ArgumentError)", star_prec ? "prec" : "width");
+                }
+                if (t > i && t < n && s[t] == '$') {   /* *N$: the Nth argument (GETASTER's GETPOSARG) */
+                    if (posarg > 0) RB_ARG_ERR("numbered(%lld) after unnumbered(%lld) (ArgumentError)", (long long)pn, (long long)posarg);
+                    if (posarg == -2) RB_ARG_ERR("numbered(%lld) after named (ArgumentError)", (long long)pn);
+                    if (pn < 1) RB_ARG_ERR("invalid index - %lld$ (ArgumentError)", (long long)pn);
+                    if (pn > argc) RB_ARG_ERR("too few arguments (ArgumentError)");
+                    posarg = -1;
+                    wv = argv[pn - 1];
+                    i = t + 1;
+                } else {
+                    if (posarg == -1) RB_ARG_ERR("unnumbered(%lld) mixed with numbered (ArgumentError)", (long long)nextarg + 1);
+                    if (posarg == -2) RB_ARG_ERR("unnumbered(%lld) mixed with named (ArgumentError)", (long long)nextarg + 1);
+                    if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
+                    posarg = ++nextarg;
+                    wv = argv[nextarg - 1];
+                }
                 int64_t v;
-                if (rb_num2int(vm, argv[nextarg - 1], &v) < 0) return -1;   /* NUM2INT: within int */
+                if (rb_num2int(vm, wv, &v) < 0) return -1;   /* NUM2INT: within int */
                 if (!star_prec && v == INT_MIN) RB_ARG_ERR("width too big (ArgumentError)");   /* -INT_MIN */
                 if (star_prec) sp.prec = v < 0 ? -1 : v;   /* a negative precision is none */
                 else if (v < 0) { sp.left = true; sp.width = -v; }
@@ -818,7 +848,8 @@ static int rb_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             }
         }
         if (sp.conv == '%') continue;
-        if (!named) {
+        if (!named && !numbered) {
+            if (posarg == -1) RB_ARG_ERR("unnumbered(%lld) mixed with numbered (ArgumentError)", (long long)nextarg + 1);
             if (posarg == -2) RB_ARG_ERR("unnumbered(%lld) mixed with named (ArgumentError)", (long long)nextarg + 1);
             if (nextarg >= argc) RB_ARG_ERR("too few arguments (ArgumentError)");
             posarg = ++nextarg;
