@@ -3772,6 +3772,22 @@ static int class_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         }
         tpl_list *l = new_list(vm, (uint32_t)(k < 4 ? 4 : k));
         if (!l) return oom(vm);
+        tpl_rb_block blk = tpl_vm_block(vm);
+        if (blk.pc) {
+            /* Array.new(n) { |i| ... }: the block's value for each index (it supersedes a default value) */
+            l->len = 0;
+            for (int64_t i = 0; i < k; i++) {
+                tpl_value iv = tpl_v_int(i), r;
+                int yr = tpl_rb_yield(vm, &blk, &iv, 1, &r);
+                if (yr < 0) return -1;
+                if (yr > 0) { *out = r; return 0; }   /* break v */
+                l->items[i] = r;
+                l->len = (uint32_t)i + 1;
+            }
+            *out = tpl_v_list(l);
+            out->flags = TPL_F_MUT_RB;
+            return 0;
+        }
         for (int64_t i = 0; i < k; i++) l->items[i] = npos == 2 ? args[1] : tpl_v_none();
         l->len = (uint32_t)k;
         *out = tpl_v_list(l);
@@ -4117,8 +4133,9 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (rc <= 0) return rc;
     }
     if (nkw == 0 && tpl_vm_block(vm).pc && self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && n == 3 &&
-        memcmp(name, "new", 3) == 0 && self.len == 4 && memcmp(self.u.s, "Hash", 4) == 0)
-        return class_method(vm, self, name, n, args, npos, out);   /* Hash.new { |h, k| ... } */
+        memcmp(name, "new", 3) == 0 && ((self.len == 4 && memcmp(self.u.s, "Hash", 4) == 0) ||
+                                        (self.len == 5 && memcmp(self.u.s, "Array", 5) == 0 && npos >= 1 && npos <= 2)))
+        return class_method(vm, self, name, n, args, npos, out);   /* Hash.new { |h, k| ... }, Array.new(n) { |i| ... } */
     if (nkw == 0 && !tpl_vm_block(vm).pc) {
         int rc = operator_method(vm, self, name, n, args, npos, out);
         if (rc <= 0) return rc;
