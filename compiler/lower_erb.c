@@ -134,6 +134,7 @@ typedef struct erb_low {
     uint32_t def_blk;       /* in a def that takes a block: the slot of its hidden (blk) + 1 */
     tpl_value def_blkname;  /* that def's &name parameter (len 0: none) */
     uint32_t def_blkslot;   /* its slot */
+    uint32_t def_ret;       /* a def whose begin/rescue/ensure has a return: its slot (retv) + 1; (retf) the next */
     int own_lam;            /* own_scan: inside a Proc literal's body (its `return` leaves the Proc, not the def) */
     tpl_value bound_msg;    /* own_site's refusal of a change in place of the binding's object (own_check mode 4) */
     bool site_bound;        /* index_site's check was mode 4 */
@@ -4809,6 +4810,8 @@ static void reraise(erb_low *L, uint32_t off)
  * rescue it (never a tpl limit), goes to the first clause whose classes match (`(rescue?)`), else it
  * is raised again (`(raise)`); an ensure clause wraps all of it (begin_). */
 static void begin_core(erb_low *L, tpl_node *n, bool used);
+static void return_check(erb_low *L, uint32_t off);
+static void return_reset(erb_low *L);
 
 /* With an ensure clause: begin/rescue/else as the body of one more nil.(begin), then the ensure
  * clause, then the error that left them (raised in the body and no clause took it, or raised in a
@@ -4851,13 +4854,28 @@ static void begin_(erb_low *L, tpl_node *n, bool used)
     tpl_c_patch(C, skip, tpl_c_here(C));
     if (tpl_c_failed(C)) return;
     uint32_t tmp = tpl_c_slot(C);
+    return_reset(L);
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_NONE, 0, 1);
     rescue_call(L, "(begin)", 0, entry);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
     uint32_t save_exc = L->exc_slot;
     L->exc_slot = ENSURE_EXC;
+    uint32_t ret = 0;
+    if (L->def_ret && L->in_def) {   /* (a return in the body or a clause: retf kept across the ensure clause) */
+        ret = tpl_c_slot(C);
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, L->def_ret, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(retf)")));
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, ret, -1);
+        return_reset(L);
+    }
     body(L, n->c->kind == TPL_N_RSTMTS ? n->c->b : n->c);
+    if (ret) {
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, ret, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(retf)")));
+        tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_ret, -1);
+        return_check(L, n->off);
+    }
     L->exc_slot = save_exc;
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
@@ -4894,10 +4912,12 @@ static void begin_core(erb_low *L, tpl_node *n, bool used)
     tpl_c_patch(C, skip, tpl_c_here(C));
     uint32_t tmp = tpl_c_slot(C);
     uint32_t restart = tpl_c_here(C);   /* retry in a clause comes back here */
+    return_reset(L);
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_NONE, 0, 1);
     rescue_call(L, "(begin)", 0, entry);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, tmp, -1);
+    return_check(L, n->off);   /* (a return in the body: no else clause) */
     /* success: the body's value, or the else clause's */
     tpl_c_emit(C, TPL_OP_LOAD_SLOT, tmp, 1);
     tpl_c_word(C, tpl_c_name(C, S("(begin)")));
@@ -5325,6 +5345,53 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
     if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
 }
 
+/* Whether n (a def's body) has a return inside a begin (also `stmt rescue v`), outside any block or lambda. */
+static bool return_in_begin(const tpl_node *n, bool in_begin, int depth)
+{
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_RDEF || n->kind == TPL_N_RBLOCK) continue;
+        if (n->kind == TPL_N_RRETURN && in_begin) return true;
+        if (n->kind == TPL_N_RMETHOD && n->c) {   /* (a call's block: not walked) */
+            if (return_in_begin(n->a, in_begin, depth + 1) || return_in_begin(n->b, in_begin, depth + 1)) return true;
+            continue;
+        }
+        bool ib = in_begin || n->kind == TPL_N_RBEGIN;
+        if (return_in_begin(n->a, ib, depth + 1) || return_in_begin(n->b, ib, depth + 1) || return_in_begin(n->c, ib, depth + 1) ||
+            return_in_begin(tpl_node_d(n), ib, depth + 1) || return_in_begin(tpl_node_e(n), ib, depth + 1))
+            return true;
+    }
+    return depth >= 200;
+}
+
+/* After a (begin) call in a def with def_ret: a return in its body (retf set) leaves the enclosing begin
+ * body too (flag kept), or the def with retv. */
+static void return_check(erb_low *L, uint32_t off)
+{
+    if (!L->def_ret || !L->in_def) return;
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_LOAD_SLOT, L->def_ret, 1);
+    tpl_c_word(C, tpl_c_name(C, S("(retf)")));
+    uint32_t cont = tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
+    bool sub = false;
+    for (erb_loop *lc = L->loop; lc; lc = lc->parent) sub = sub || lc->sub;
+    if (sub) {
+        tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    } else {
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, L->def_ret - 1, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(retv)")));
+    }
+    tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+    tpl_c_patch(C, cont, tpl_c_here(C));
+}
+
+/* Before a (begin) call in such a def: no return yet. */
+static void return_reset(erb_low *L)
+{
+    if (!L->def_ret || !L->in_def) return;
+    tpl_c_emit(C, TPL_OP_FALSE, 0, 1);
+    tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_ret, -1);
+}
+
 /* def NAME(params) body end: compiles the body as a function of the template (its own locals; @ivars and
  * the template's methods are shared) ending in RET_RB with the body's value, stores its closure in the
  * method's hidden slot when the def runs; its value is the name as a symbol. */
@@ -5364,8 +5431,13 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     if (d->blk) pn[np++] = S("(blk)");   /* the block: a hidden keyword parameter (def_call) */
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
     uint32_t entry = tpl_c_here(C);
-    uint32_t save_blk = L->def_blk, save_blkslot = L->def_blkslot;
+    uint32_t save_blk = L->def_blk, save_blkslot = L->def_blkslot, save_ret = L->def_ret;
     tpl_value save_blkname = L->def_blkname;
+    L->def_ret = 0;
+    if (return_in_begin(n->b, false, 0)) {
+        L->def_ret = tpl_c_declare(C, S("(retv)")) + 1;
+        tpl_c_declare(C, S("(retf)"));   /* (the next slot) */
+    }
     L->def_blk = 0;
     L->def_blkname = (tpl_value){ 0 };
     if (d->blk) {
@@ -5413,6 +5485,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     tpl_c_at(C, n->off);
     tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
     L->def_blk = save_blk;
+    L->def_ret = save_ret;
     L->def_blkname = save_blkname;
     L->def_blkslot = save_blkslot;
     L->in_def--;
@@ -5536,8 +5609,24 @@ static void stmt_(erb_low *L, tpl_node *n)
         for (erb_loop *lc = L->loop; lc; lc = lc->parent)
             if (lc->lambda_) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block or begin/rescue of a lambda"); return; }
         if (!L->in_def) { tpl_c_error(C, n->off, "unsupported Ruby construct 'return' outside a def"); return; }
-        for (erb_loop *lc = L->loop; lc; lc = lc->parent)
-            if (lc->sub) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block or begin/rescue"); return; }
+        bool in_try = false;
+        for (erb_loop *lc = L->loop; lc; lc = lc->parent) {
+            if (lc->sub && !(lc->try_ && L->def_ret)) { tpl_c_error(C, n->off, "unsupported Ruby construct: 'return' inside a block"); return; }
+            in_try = in_try || lc->sub;
+        }
+        if (in_try) {
+            /* inside a begin body (run as a block): the value into (retv), (retf) set, out of the body; each
+             * enclosing (begin) call's return_check goes on out (an ensure clause runs first) */
+            if (n->a) expr(L, n->a);
+            else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_ret - 1, -1);
+            tpl_c_emit(C, TPL_OP_TRUE, 0, 1);
+            tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_ret, -1);
+            tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_RET_RB, 0, -1);
+            return;
+        }
         if (n->a) expr(L, n->a);
         else tpl_c_emit(C, TPL_OP_NONE, 0, 1);
         tpl_c_at(C, n->off);
