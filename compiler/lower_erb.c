@@ -1126,12 +1126,8 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
     }
     tpl_node *dstar = NULL;
     for (tpl_node *x = a; x; x = x->next) {
-        if (x->kind == TPL_N_STARKW) {
-            if (dstar) { tpl_c_error(C, x->off, "unsupported Ruby construct: two **hash arguments in one call"); return 0; }
-            dstar = x;
-        }
-        if (x->kind != TPL_N_KWARG) continue;
-        if (dstar) { tpl_c_error(C, x->off, "unsupported Ruby construct: a keyword argument after a **hash argument"); return 0; }
+        if (x->kind == TPL_N_STARKW && !dstar) dstar = x;
+        if (x->kind != TPL_N_KWARG || dstar) continue;
         tpl_value kn = x->val;
         if (arity) kn.flags |= TPL_F_SYMBOL;   /* (a key of a **opts parameter's Hash) */
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
@@ -1140,9 +1136,21 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
     }
     if (nkw > 50) { tpl_c_error(C, 0, "too many arguments"); return 0; }
     tpl_c_emit(C, TPL_OP_BUILD_MAP, nkw, 1 - 2 * (int)nkw);
-    if (dstar) {
-        expr(L, dstar->a);
-        tpl_c_at(C, dstar->off);
+    /* from the first **hash on, in the call's order: each **h's pairs, each keyword, a later one's value
+     * replacing an earlier one's in its place (Ruby's keyword Hash, as a literal's {**a, b: 1, **c}) */
+    for (tpl_node *x = dstar; x && !tpl_c_failed(C); x = x->next) {
+        if (x->kind == TPL_N_STARKW) {
+            expr(L, x->a);
+        } else if (x->kind == TPL_N_KWARG) {
+            tpl_value kn = x->val;
+            if (arity) kn.flags |= TPL_F_SYMBOL;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
+            expr(L, x->a);
+            tpl_c_emit(C, TPL_OP_BUILD_MAP, 1, -1);
+        } else {
+            continue;
+        }
+        tpl_c_at(C, x->off);
         tpl_c_emit(C, TPL_OP_ARGS_DSTAR, 0, -1);
     }
     return TPL_ARGW(2, 0, TPL_ARGW_DYN);
@@ -2693,17 +2701,38 @@ enum { PROC_CALL = 0, PROC_ARITY = 1 << 25, PROC_LAMBDA_P = 1 << 26, PROC_KEEP =
 static void kw_hash(erb_low *L, tpl_node *argl, int nkw)
 {
     tpl_c_emit(C, TPL_OP_NONE, 0, 1);
+    int n = 0;
+    tpl_node *dstar = NULL;
     for (tpl_node *a = argl; a; a = a->next) {
-        if (a->kind != TPL_N_KWARG) continue;
+        if (a->kind == TPL_N_STARKW && !dstar) dstar = a;
+        if (a->kind != TPL_N_KWARG || dstar) continue;
         tpl_value kn = a->val;
         kn.flags |= TPL_F_SYMBOL;
         tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
         expr(L, a->a);
+        n++;
     }
-    tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * nkw), 1 - 2 * nkw);
+    (void)nkw;
+    tpl_c_emit(C, TPL_OP_BUILD_LIST, (uint32_t)(2 * n), 1 - 2 * n);
     tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(hash)")), -1);
     tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
+    /* from the first **hash on, in the call's order (args_dyn): each **h's pairs, each keyword */
+    for (tpl_node *a = dstar; a && !tpl_c_failed(C); a = a->next) {
+        if (a->kind == TPL_N_STARKW) {
+            expr(L, a->a);
+        } else if (a->kind == TPL_N_KWARG) {
+            tpl_value kn = a->val;
+            kn.flags |= TPL_F_SYMBOL;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
+            expr(L, a->a);
+            tpl_c_emit(C, TPL_OP_BUILD_MAP, 1, -1);
+        } else {
+            continue;
+        }
+        tpl_c_at(C, a->off);
+        tpl_c_emit(C, TPL_OP_ARGS_DSTAR, 0, -1);
+    }
 }
 
 /* The last argument of ARGL when it is a brace-less Hash (`f(1, "k" => 2)`, parse's hash_args): Ruby
@@ -2723,7 +2752,7 @@ static void proc_op(erb_low *L, tpl_node *recv, tpl_node *argl, int what, uint32
     erb_proc *pv = proc_var(L, recv);
     int nkw = 0;
     for (const tpl_node *a = argl; a; a = a->next) {
-        if (a->kind == TPL_N_KWARG) { nkw++; continue; }
+        if (a->kind == TPL_N_KWARG || a->kind == TPL_N_STARKW) { nkw++; continue; }   /* (**h: its pairs among the keywords, kw_hash) */
         if (a->kind != TPL_N_ARG || nkw) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat or block argument in a call of a Proc"); return; }
     }
     if (nkw && what != PROC_CALL) { tpl_c_error(C, off, "wrong number of arguments (given 1, expected 0) (ArgumentError)"); return; }
@@ -2889,7 +2918,7 @@ static void yield_(erb_low *L, bool given, const tpl_node *from, tpl_value via, 
     int nkw = 0;
     for (const tpl_node *a = argl; a; a = a->next) {
         /* keywords (`yield a, k: 1`): a Hash last, which a block of keyword parameters binds as keywords */
-        if (a->kind == TPL_N_KWARG && !via.len && !given && a->val.len) { nkw++; continue; }
+        if (((a->kind == TPL_N_KWARG && a->val.len) || a->kind == TPL_N_STARKW) && !via.len && !given) { nkw++; continue; }
         if (a->kind != TPL_N_ARG || nkw) { tpl_c_error(C, a->off, "unsupported Ruby construct: a splat, keyword or block argument of %s", via.len ? "a block's call" : "yield"); return; }
     }
     bool bare = !nkw && !via.len && !given && bare_hash(argl);   /* yield 1, "k" => 2: the keywords */
@@ -3613,7 +3642,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
                                                                 : "undefined method `%.*s' for main:Object (NoMethodError)",
                      n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
             tpl_c_at(C, n->off);
-            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), used ? 1 : 0);
+            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), used ? 0 : -1);
             return;
         }
         if (n->c) { tpl_c_error(C, n->c->off, "a block for `%.*s' is not supported", (int)n->val.len, n->val.u.s); return; }
@@ -5278,12 +5307,41 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
         if (!d->sig) { tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (*) in a call of `%.*s' before its def", (int)n->val.len, n->val.u.s); return; }
         /* (keywords: a required one missing fails where the def binds it, an unknown one in the call: runtime/vm.c
          * call_macro; a **opts parameter takes the others) */
-        for (int i = 0; i < d->nkw; i++)
-            if (d->kwreq[i]) {
-                /* (Ruby names every missing keyword, and every required one in a count error: checked at compile time only) */
-                tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (* or **) in a call of the template method `%.*s' with required keyword parameters", (int)n->val.len, n->val.u.s);
-                return;
-            }
+        bool possplat = false;
+        int npos = 0, nreqkw = 0, nleft = 0;
+        char req[200];
+        size_t lreq = 0;
+        req[0] = 0;
+        for (tpl_node *a = argl; a; a = a->next) {
+            possplat = possplat || a->kind == TPL_N_STARARG;
+            npos += a->kind == TPL_N_ARG;
+        }
+        for (int i = 0; i < d->nkw; i++) {
+            if (!d->kwreq[i]) continue;
+            if (lreq < 150) lreq += (size_t)snprintf(req + lreq, sizeof req - lreq, "%s%.*s", nreqkw ? ", " : "", d->kw[i].len > 40 ? 40 : (int)d->kw[i].len, d->kw[i].u.s);
+            nreqkw++;
+            bool given = false;
+            for (tpl_node *a = argl; a; a = a->next)
+                given = given || (a->kind == TPL_N_KWARG && a->val.len == d->kw[i].len && memcmp(a->val.u.s, d->kw[i].u.s, a->val.len) == 0);
+            nleft += !given;
+        }
+        if (nreqkw && (possplat || nleft > 1)) {
+            /* (Ruby names every missing keyword, and every required one in a count error: checked at compile time only;
+             * f(**h) of one required keyword not given otherwise: its own "missing keyword" when the def binds it) */
+            tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (* or **) in a call of the template method `%.*s' with required keyword parameters", (int)n->val.len, n->val.u.s);
+            return;
+        }
+        if (nreqkw && (npos < d->nreq || (!d->rest && npos > d->nreq + d->nopt))) {
+            char exp[40], msg[400];
+            if (d->rest) snprintf(exp, sizeof exp, "%d+", d->nreq);
+            else if (d->nopt) snprintf(exp, sizeof exp, "%d..%d", d->nreq, d->nreq + d->nopt);
+            else snprintf(exp, sizeof exp, "%d", d->nreq);
+            snprintf(msg, sizeof msg, "wrong number of arguments (given %d, expected %s; required keyword%s: %s) (ArgumentError)",
+                     npos, exp, nreqkw > 1 ? "s" : "", req);
+            tpl_c_at(C, n->off);
+            tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), used ? 1 : 0);
+            return;
+        }
         uint32_t w = args_dyn(L, argl, d);
         tpl_c_at(C, n->off);
         tpl_c_emit(C, TPL_OP_CALL, 0, -argw_count(w));

@@ -2742,6 +2742,10 @@ static int args_dstar(tpl_vm *vm, tpl_value *kw, tpl_value v)
 {
     if (kw->type != TPL_T_MAP) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad argument dict");
     if (v.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, v); /* (Python asks it for keys()) */
+    bool erb = vm->p && vm->p->opts.syntax == TPL_SYNTAX_ERB;
+    if (v.type != TPL_T_MAP && erb)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Hash (TypeError)",   /* (nil, true, false: their inspect) */
+                            v.type == TPL_T_NONE ? "nil" : v.type == TPL_T_BOOL ? (v.u.i ? "true" : "false") : tpl_rb_class_name(v));
     if (v.type != TPL_T_MAP)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "jinja2.runtime.Context.call() argument after ** must be a mapping, not %s",
                             tpl_type_name(vm, v));
@@ -2755,8 +2759,8 @@ static int args_dstar(tpl_vm *vm, tpl_value *kw, tpl_value v)
     for (uint32_t i = 0; i < m->len; i++) {
         tpl_value k = m->e[i].key;
         /* (ERB: any key, as Ruby 3.1's **opts takes; call_macro binds a keyword parameter from a Symbol only) */
-        if (k.type != TPL_T_STR && !(vm->p && vm->p->opts.syntax == TPL_SYNTAX_ERB)) return tpl_vm_error(vm, TPL_ERR_TYPE, "keywords must be strings");
-        if (tpl_map_get(kw->u.map, k))
+        if (k.type != TPL_T_STR && !erb) return tpl_vm_error(vm, TPL_ERR_TYPE, "keywords must be strings");
+        if (tpl_map_get(kw->u.map, k) && !erb)   /* (ERB: a later one's value in the earlier one's place, as Ruby's) */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "jinja2.runtime.Context.call() got multiple values for keyword argument '%.*s'",
                                 k.len > 200 ? 200 : (int)k.len, k.u.s);
         if (!tpl_map_set(&vm->arena, kw->u.map, k, m->e[i].val)) return oom(vm);

@@ -3933,12 +3933,15 @@ static int proc_call(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, tpl_
         /* the block binds them (bind_block): the arguments as given, the keywords (bit 28: the last argument) */
         tpl_value kwv = tpl_v_none();
         if (meta >> 28 & 1 && k > 0) kwv = args[first + --k];
+        if (kwv.type == TPL_T_MAP && kwv.u.map->len == 0) kwv = tpl_v_none();   /* f.(**{}): no keywords */
         int rc = first == 2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Proc with *rest, keyword or &block parameters calling itself")
                             : tpl_rb_yield_kw(vm, &blk, args + first, k, kwv, out);
         if (rc < 0) return -1;
         if (rc > 0 && !lam) return tpl_vm_error(vm, TPL_ERR_TYPE, "break from proc-closure (LocalJumpError)");
         return 0;
     }
+    /* keywords to a Proc of no keyword parameters: a Hash argument, none when empty (f.(**{})) */
+    if (meta >> 28 & 1 && k > 0 && args[first + k - 1].type == TPL_T_MAP && args[first + k - 1].u.map->len == 0) k--;
     if (lam && (k < nreq || k > nreq + nopt)) {
         if (nopt) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d..%d) (ArgumentError)", k, nreq, nreq + nopt);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %d) (ArgumentError)", k, nreq);
@@ -4001,6 +4004,10 @@ static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, bo
     uint64_t u = (uint64_t)self.u.i;
     tpl_rb_block b = { (uint32_t)(u & 0xFFFFFFu), (uint32_t)(u >> 24 & 0xFF), (uint32_t)(u >> 32) };
     int rc;
+    if (kw && npos > 0 && args[npos - 1].type == TPL_T_MAP && args[npos - 1].u.map->len == 0) {
+        npos--;   /* yield(**{}): no argument */
+        kw = false;
+    }
     if (b.nparams & TPL_RB_BIND_RAW) {   /* the block binds them (bind_block) */
         rc = kw && npos > 0 ? tpl_rb_yield_kw(vm, &b, args, npos - 1, args[npos - 1], out) : tpl_rb_yield(vm, &b, args, npos, out);
         if (rc > 0 && (self.len & 1)) rc = 0;
