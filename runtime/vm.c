@@ -3585,7 +3585,22 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
     vm->rb_mframes = &mf;
     vm->rb_match = tpl_v_none();
     vm->rb_match_base = base;
+    /* (ERB: the block given to the call, when a block literal of the caller's frame: a break out of it ends this call) */
+    tpl_value blk = tpl_v_unset();
+    uint32_t caller_base = vm->rb_call_base;
+    if (erb)
+        for (int k = 0; k < nkw; k++)
+            if (kwn[k].len == 5 && memcmp(kwn[k].u.s, "(blk)", 5) == 0) blk = kwv[k];
     int rc = run(vm, d->entry, base, outer_base, 0, out);
+    if (rc < 0 && vm->rb_brk.on && blk.type == TPL_T_INT && blk.u.i == vm->rb_brk.blk.u.i && blk.aux == vm->rb_brk.blk.aux &&
+        caller_base == vm->rb_brk.base && !vm->host_payload) {
+        vm->rb_brk.on = false;
+        memset(&vm->err, 0, sizeof vm->err);
+        vm->err_unlocated = false;
+        vm->rb_broke = false;
+        *out = vm->rb_brk.val;
+        rc = 0;
+    }
     vm->rb_match = mf.m;
     vm->rb_match_base = mf.base;
     vm->rb_mframes = mf.prev;
@@ -5834,6 +5849,7 @@ top:
         CALL_ARGS(aw);
         tpl_value r;
         vm->stack_top = (uint32_t)(sp - vm->stack);
+        vm->rb_call_base = slot_base;
         if (call_any(vm, args[-1], args, npos, kwn, args + npos, nkw, &r) < 0) goto fail;
         sp = args - 1;
         *sp++ = r;
@@ -6782,6 +6798,16 @@ int tpl_native_for_init(tpl_native_frame *f, uint32_t slot, const tpl_nvalue *v)
 
 /* ------------------------------------------------------------------ Ruby blocks */
 
+int tpl_vm_def_break(tpl_vm *vm, tpl_value blk, uint32_t base, tpl_value val)
+{
+    int rc = tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: break out of a block a template method yields to");
+    vm->rb_brk.on = true;
+    vm->rb_brk.blk = blk;
+    vm->rb_brk.val = val;
+    vm->rb_brk.base = base;
+    return rc;
+}
+
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
 tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b) { tpl_rb_block o = vm->rb_block; vm->rb_block = b; return o; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
@@ -6975,6 +7001,12 @@ bool tpl_vm_rescue_host(tpl_vm *vm, char *msg, size_t cap, void **payload, uint3
     if (payload) *payload = NULL;
     if (where) *where = 0;
     if (vm->err.status == TPL_OK || vm->err.status == TPL_ERR_LIMIT || vm->err.status == TPL_ERR_NOMEM) return false;
+    if (vm->rb_brk.on) {
+        /* a break out of a yielded-to block through a rescue or ensure of the method: Ruby runs the ensure
+         * clause on the way, tpl would skip it: the refusal (never rescued) goes on instead of the break */
+        vm->rb_brk.on = false;
+        return false;
+    }
     if (vm->host_payload) {
         /* a host's own exception: it re-raises it, unless it marked it rescuable (and the caller takes it) */
         if (!payload || vm->host_msg[0] != '\x01' || strlen(vm->host_msg) >= cap) return false;

@@ -220,6 +220,10 @@ tpl_rb_block tpl_vm_block(const tpl_vm *vm);
 /* Sets the block the next builtin sees (a call without one: pc 0); returns the one it replaces, for
  * the caller to put back. */
 tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b);
+/* ERB: `break val` out of the block blk (of the frame at slot base `base`) a template method yielded to: -1,
+ * the error that unwinds to the method call the block was given to, whose value val then is (a rescue on
+ * the way refuses it instead) */
+int tpl_vm_def_break(tpl_vm *vm, tpl_value blk, uint32_t base, tpl_value val);
 /* Calls block b with args bound as a Ruby proc binds them (one array argument is splatted over
  * two or more parameters; missing ones are nil). Returns 0 with *out = the block's value, 1 when
  * the block ran `break` (*out = the break value: the method returns it at once), -1 on error. */

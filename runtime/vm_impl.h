@@ -227,6 +227,10 @@ struct tpl_vm {
     uint32_t rb_match_base;
     struct tpl_rb_mframe { struct tpl_rb_mframe *prev; tpl_value m; uint32_t base; } *rb_mframes;
     bool rb_broke;          /* ERB: the last block ended with `break` */
+    /* ERB: a break out of a block a template method yielded to (tpl_vm_def_break): on its way out to the
+     * call the block literal was given to (call_macro, whose caller's frame is the block's), as an error */
+    struct { bool on; tpl_value blk, val; uint32_t base; } rb_brk;
+    uint32_t rb_call_base;  /* ERB: the slot base of the frame running the last CALL (call_macro's caller) */
     /* ERB: the blocks running (tpl_rb_yield_kw), newest first: a block called again from inside itself (a Hash's
      * default block indexing its Hash) keeps its own slots across that call, as each Ruby call has its own */
     struct tpl_rb_active { struct tpl_rb_active *prev; uint32_t pc, base; } *rb_active;

@@ -4023,7 +4023,7 @@ static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, bo
         rc = tpl_rb_yield(vm, &b, args, npos, out);
     }
     if (rc < 0) return -1;
-    if (rc > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: break out of a block a template method yields to");
+    if (rc > 0) return tpl_vm_def_break(vm, self, b.slot_base, *out);   /* (out to the call the block was given to: runtime/vm.c call_macro) */
     return 0;
 }
 
