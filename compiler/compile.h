@@ -129,6 +129,9 @@ bool tpl_erb_lower(tpl_comp *c, tpl_node *root);
 /* The same one top-level statement at a time (a streaming compile, tpl_erb_parse with c->top):
  * each statement n in order (frozen: the template's tpl_erb_frozen is 1), then the end. */
 void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen);
+/* The template's last statement n when a comment after its `end` hides ERB's `; _erbout` (at offset off):
+ * refused unless its value is the output (an if/unless whose every branch ends in text or <%= %>). */
+void tpl_erb_last_value(tpl_comp *c, const tpl_node *n, uint32_t off);
 bool tpl_erb_lower_end(tpl_comp *c);
 
 /* Records a tr() call at source offset off whose text is `text` (a CONST str node is a literal;

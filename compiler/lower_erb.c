@@ -5737,6 +5737,27 @@ static void body(erb_low *L, tpl_node *n)
 
 static void ivar_loop_sets(erb_low *L, const tpl_node *n, bool in_loop, int depth);
 
+/* Whether the statement list l's value is ERB's _erbout: its last statement puts text (a text or <%= %>), or
+ * is an if/unless whose every branch's is (an absent else is nil: Ruby's result is then nil, no text). */
+static bool puts_last(const tpl_node *l, int depth)
+{
+    if (!l || depth > 100) return false;
+    while (l->next) l = l->next;
+    if (l->kind == TPL_N_TEXT) return l->val.len > 0;
+    if (l->kind == TPL_N_OUTPUT) return true;
+    if (l->kind == TPL_N_IF) return puts_last(l->b, depth + 1) && puts_last(l->c, depth + 1);
+    return false;
+}
+
+void tpl_erb_last_value(tpl_comp *c, const tpl_node *n, uint32_t off)
+{
+    if (!n || tpl_c_failed(c)) return;
+    while (n->next) n = n->next;
+    if (n->kind == TPL_N_IF && puts_last(n->b, 0) && puts_last(n->c, 0)) return;   /* ERB#result: the output, as always */
+    tpl_c_error(c, off, "unsupported Ruby construct: a comment on the last line hides ERB's `; _erbout' (its result is "
+                "then the last statement's value)");
+}
+
 void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
 {
     erb_low low = { .c = c, .loop = NULL, .frozen = frozen, .in_def = 0, .defs = NULL };

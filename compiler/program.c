@@ -265,6 +265,7 @@ static void stream_top(void *data, tpl_node *node)
             st->deep_nomem = st->dp.nomem;
             memcpy(st->deep_msg, st->dp.msg, sizeof st->deep_msg);
         } else if (!tpl_c_failed(st->c)) {
+            if (st->erb && st->pc->erb_last_comment) tpl_erb_last_value(st->c, node, st->pc->erb_last_comment - 1);
             if (st->erb) tpl_erb_lower_stmt(st->c, node, st->frozen);
             else tpl_comp_stream_stmt(st->c, node);
         }

@@ -631,6 +631,12 @@ static bool ruby_lex(rlex *L)
             /* a comment on the script's last line also hides the `; _erbout` Ruby's ERB ends its script
              * with: ERB#result is then the last statement's value -- the text when that statement puts
              * text (or there is none: `_erbout = +''`), else another value (`<% x = 2 %><% # c %>` is 2) */
+            if (i == n && L->top_script && L->last_stmt == TK_END && L->depth == 0) {
+                /* after an `end`: the value of the statement it closes, checked by the compiler (an if whose
+                 * every branch ends in text puts the text; compiler/lower_erb.c tpl_erb_last_value) */
+                L->ctx->erb_last_comment = (uint32_t)st + 1;
+                continue;
+            }
             if (i == n && L->top_script && L->last_stmt && L->last_stmt != TK_PUT && L->last_stmt != TK_INS_CLOSE)
                 return lex_error(L, st, "unsupported Ruby construct: a comment%.*s on the last line hides ERB's `; _erbout' (its "
                                  "result is then the last statement's value)", "", 0);

@@ -50,6 +50,9 @@ typedef struct tpl_pctx {
      * texts, the tokenizer's local names) while `arena` is reset after each statement; NULL:
      * `arena` holds it all. */
     tpl_arena *keep;
+    /* ERB: a comment on the script's last line right after an `end` (it hides ERB's `; _erbout`: the result
+     * is that statement's value): its offset + 1, for the compiler's check of the last statement (0: none) */
+    uint32_t erb_last_comment;
 } tpl_pctx;
 
 /* What an open bracket of a Jinja tag is (tpl_pctx.nest_kind), for what Jinja2 expects next. */
