@@ -3037,6 +3037,8 @@ static erb_def *def_target(erb_low *L, const tpl_node *n)
     if (n->a) return NULL;
     erb_def *d = def_find(L, n->val, false);
     if (!d && L->in_def && name_is(n->val, "respond_to?")) return NULL;   /* Object's (self_respond_to) */
+    if (!d && L->in_def && name_is(n->val, "loop") && !n->b && n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8)
+        return NULL;   /* Kernel#loop with a block (lowered as a loop) */
     if (!d && L->in_def && tpl_builtin_find(TPL_BK_RKERNEL, n->val.u.s, n->val.len) < 0 && !tpl_c_host_func(C, n->val, TPL_HOST_GLOBAL))
         d = def_find(L, n->val, true);
     return d;
@@ -5409,6 +5411,10 @@ static bool return_in_begin(const tpl_node *n, bool in_begin, int depth)
     for (; n && depth < 200; n = n->next) {
         if (n->kind == TPL_N_RDEF || n->kind == TPL_N_RBLOCK) continue;
         if (n->kind == TPL_N_RRETURN && in_begin) return true;
+        if (n->kind == TPL_N_RMETHOD && !n->a && !n->b && n->c && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop")) {
+            if (return_in_begin(n->c->b, true, depth + 1)) return true;   /* (Kernel#loop: a loop inside a StopIteration rescue) */
+            continue;
+        }
         if (n->kind == TPL_N_RMETHOD && n->c) {   /* (a call's block: not walked) */
             if (return_in_begin(n->a, in_begin, depth + 1) || return_in_begin(n->b, in_begin, depth + 1)) return true;
             continue;
