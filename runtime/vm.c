@@ -7143,6 +7143,7 @@ int tpl_vm_run_direct(tpl_vm *vm)
     vm->rb_match_base = 0;
     vm->rb_mframes = NULL;
     vm->rb_active = NULL;
+    vm->rb_brk.on = false;   /* (a refused break of the last render) */
     for (int i = 0; i < 4; i++) {
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;
@@ -7219,6 +7220,7 @@ int tpl_vm_run(tpl_vm *vm)
     vm->rb_match_base = 0;
     vm->rb_mframes = NULL;
     vm->rb_active = NULL;
+    vm->rb_brk.on = false;   /* (a refused break of the last render) */
     for (int i = 0; i < 4; i++) { /* blocks of the last render are gone */
         vm->cat[i].p = NULL;
         vm->lcat[i].items = NULL;
