@@ -2624,7 +2624,8 @@ static bool inf_literal(tpl_comp *c, tpl_value v)
 {
     if (c->syn != TPL_SYN_JINJA || v.type != TPL_T_FLOAT || isfinite(v.u.f) || c->inf_hidden > 0) return false;
     static const char msg[] = "name 'inf' is not defined";
-    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    emit(c, TPL_OP_FAIL_KIND, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    emit_raw(c, TPL_EK_NAME);
     return true;
 }
 

@@ -104,7 +104,7 @@ static bool check_operands(ver *v, size_t pc)
         case 'k':
             if (x >= p->nconsts) return bad(v, "pc %zu: %s: constant %u out of range", pc, oi->name, x);
             /* TEXT, FAIL and the host calls read the constant as a string */
-            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL || op == TPL_OP_HOST_FILTER || op == TPL_OP_HOST_CALL ||
+            if ((op == TPL_OP_TEXT || op == TPL_OP_FAIL || op == TPL_OP_FAIL_KIND || op == TPL_OP_HOST_FILTER || op == TPL_OP_HOST_CALL ||
                  op == TPL_OP_HOST_TEST || op == TPL_OP_UNDEF_MSG || op == TPL_OP_MISSING_IS) &&
                 p->consts[x].type != TPL_T_STR)
                 return bad(v, "pc %zu: %s: constant %u is not a string", pc, oi->name, x);
@@ -135,6 +135,8 @@ static bool check_operands(ver *v, size_t pc)
             break;
         default: break; /* s: per function; i, c, -: any value */
         }
+        if (op == TPL_OP_FAIL_KIND && i == 1 && (x == TPL_EK_NONE || x >= TPL_EK__COUNT))
+            return bad(v, "pc %zu: %s: error kind %u out of range", pc, oi->name, x);
         if (op == TPL_OP_PRINT_ADDS_K && i == 1) {
             /* 2 to TPL_ADDS_K_MAX operands: plain-string literals, and a None for each of the A
              * values it pops (the VM copies the literals unchecked) */

@@ -6005,6 +6005,10 @@ top:
                     consts[a].u.s);
         goto fail;
     }
+    CASE(FAIL_KIND) { /* (the verifier checked word 1 is a kind) */
+        tpl_vm_fail(vm, (tpl_error_kind)ip[1], "%.*s", (int)consts[a].len, consts[a].u.s);
+        goto fail;
+    }
     CASE(ESCAPE) {
         if (!(sp[-1].type == TPL_T_STR && (sp[-1].flags & TPL_F_SAFE))) {
             tpl_value r;

@@ -26,6 +26,7 @@ sandboxing, native types, meta, async rendering, Jinja2's internals (nodes, lexe
 an autoescape function that decides differently for a template and a template it includes,
 imports or extends (tpl compiles them together).
 """
+import ast
 import collections
 import contextvars
 import functools
@@ -76,7 +77,7 @@ def _extension_option(e):
 
 _BUILTIN_ERRORS = {n: getattr(__import__("builtins"), n) for n in
                    ("TypeError", "ZeroDivisionError", "OverflowError", "ValueError", "RecursionError", "MemoryError",
-                    "OSError", "KeyError", "IndexError", "AttributeError", "StopIteration", "RuntimeError")}
+                    "OSError", "KeyError", "IndexError", "AttributeError", "StopIteration", "RuntimeError", "NameError", "AssertionError")}
 
 class TemplateError(Exception):
     def __init__(self, message=None):
@@ -1616,6 +1617,12 @@ class Template:
         # as Jinja2: Python's own exception (TypeError, ZeroDivisionError, ...) where Jinja2
         # raises one, else TemplateRuntimeError
         builtin = _BUILTIN_ERRORS.get(e.exception)
+        if builtin is KeyError:
+            # Python's KeyError holds the key and prints its repr, which is tpl's message
+            try:
+                return KeyError(ast.literal_eval(e.message))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return KeyError(e.message)
         if builtin is not None:
             return builtin(e.message)
         m = e.message or ""

@@ -2278,7 +2278,7 @@ static int truncate_float_error(tpl_vm *vm, const char *want, double d)
     tpl_sb b;
     tpl_sb_init(&b, AR(vm));
     tpl_py_float(&b, d);
-    return tpl_vm_error(vm, TPL_ERR_VALUE, "expected %s, got %.*s", want, (int)b.len, b.p ? b.p : "");
+    return tpl_vm_fail(vm, TPL_EK_ASSERT, "expected %s, got %.*s", want, (int)b.len, b.p ? b.p : "");
 }
 
 int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
@@ -2324,10 +2324,10 @@ int f_truncate(tpl_vm *vm, tpl_value *a, tpl_value *out)
             snprintf(want, sizeof want, "length >= %lld", (long long)elen);
             return truncate_float_error(vm, want, lf);
         }
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "expected length >= %lld, got %lld", (long long)elen, (long long)length);
+        return tpl_vm_fail(vm, TPL_EK_ASSERT, "expected length >= %lld, got %lld", (long long)elen, (long long)length);
     }
     if (lw < 0)
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "expected leeway >= 0, got %lld", (long long)leeway);
+        return tpl_vm_fail(vm, TPL_EK_ASSERT, "expected leeway >= 0, got %lld", (long long)leeway);
     if (s.type == TPL_T_UNDEF) {
         if (tpl_vm_strict_undef(vm, s))
             return tpl_undefined_error(vm, s);
