@@ -2609,6 +2609,21 @@ static bool fold_check(tpl_comp *c, const tpl_node *n)
 
 static void expr_inner(tpl_comp *c, tpl_node *n);
 
+/* Whether name node n is `super` read in a block (or a macro or call block in it) where no
+ * variable shadows it: Jinja2 binds it to context.super(name, block) there. 1: the extends chain
+ * has a parent block (a BlockReference), -1: it has none (an undefined value), 0: not so. */
+static int block_super(tpl_comp *c, const tpl_node *n)
+{
+    uint32_t slot;
+    if (!n || n->kind != TPL_N_NAME || !name_eq(n->val, "super", 5) || !c->cur_block || c->syn != TPL_SYN_JINJA ||
+        resolve(c, n->val, &slot) != R_GLOBAL)
+        return 0;
+    func *f = c->fn;
+    while (f && f != c->cur_block_fn) f = f->parent;
+    if (!f) return 0;
+    return c->cur_block_pos + 1 < c->cur_block->ndefs ? 1 : -1;
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -2637,9 +2652,24 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         if (inf_literal(c, n->val)) return;
         push_const(c, n->val);
         return;
-    case TPL_N_NAME:
+    case TPL_N_NAME: {
+        int sup = block_super(c, n);
+        if (sup > 0) {
+            /* Jinja2's BlockReference as a value prints its address: not reproducible */
+            cerror(c, n->off, "unsupported: super used other than called or tested with `is defined` "
+                              "(Jinja2's BlockReference object)");
+            return;
+        }
+        if (sup < 0) {
+            char msg[160];
+            int k = snprintf(msg, sizeof msg, "there is no parent block called '%.*s'.",
+                             (int)(c->cur_block->name.len > 100 ? 100 : c->cur_block->name.len), c->cur_block->name.u.s);
+            emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+            return;
+        }
         load_name(c, n->val);
         return;
+    }
     case TPL_N_GETATTR:
         if (c->own_str_attr && own_str_literal(n->a)) emit(c, TPL_OP_CONST, add_const_own(c, n->a->val), 1);
         else expr(c, n->a);
@@ -2802,6 +2832,14 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         int b = tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len);
         if (b < 0) {
             unknown_callable(c, n, "test");
+            return;
+        }
+        int sup = (b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b ? block_super(c, n->a) : 0;
+        if (sup) {
+            /* `super is defined` in a block: Jinja2's context.super() is a BlockReference when
+             * the extends chain has a parent block, else an undefined value */
+            c->cur_off = n->off;
+            emit(c, ((sup > 0) == (b == TPL_B_TEST_defined)) != ((n->op & 1) != 0) ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
             return;
         }
         if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && reads_self(c, n->a)) {
