@@ -19,7 +19,7 @@ os.makedirs(OUT, exist_ok=True)
 R = random.Random(SEED)
 
 VARS = ["x", "y", "z", "a", "items", "ns"]
-STATE = {"a": 3, "items": [1, 2, 3], "s": "hi", "d": {"k": 1, "j": 2}, "tree": [{"n": 1, "c": [{"n": 2, "c": []}]}, {"n": 3, "c": []}]}
+STATE = {"a": 3, "incname": "inc", "libname": "lib", "items": [1, 2, 3], "s": "hi", "d": {"k": 1, "j": 2}, "tree": [{"n": 1, "c": [{"n": 2, "c": []}]}, {"n": 3, "c": []}]}
 
 
 class Gen:
@@ -29,6 +29,7 @@ class Gen:
         self.loopdepth = 0
         self.inmacro = False
         self.blocks = 0
+        self.inblock = False  # inside a block of a template that extends 'base' (super, self.bN())
 
     def var(self):
         return R.choice(["x", "y", "z", "a", "items", "s", "d", "loop_v", "i", "j", "k"])
@@ -47,6 +48,8 @@ class Gen:
             return R.choice(["loop.index", "loop.index0", "loop.first", "loop.last", "loop.length",
                              "loop.revindex", "loop.depth", "loop.previtem", "loop.nextitem",
                              "loop.cycle('p','q')", "loop.changed(i)"])
+        if c < 0.74 and self.inblock:
+            return R.choice(["super()", "(super is defined)", "self.b1()", "self.b3()", "(super is undefined)"])
         if c < 0.76 and self.inmacro:
             return R.choice(["varargs", "kwargs", "caller()" if R.random() < 0.3 else "b"])
         if c < 0.82 and self.macros:
@@ -151,19 +154,25 @@ class Gen:
             scoped = " scoped" if R.random() < 0.5 else ""
             return "{% block b" + str(self.blocks) + scoped + " %}" + self.body() + "{% endblock %}"
         if c < 0.95:
-            return "{% include 'inc' %}" if R.random() < 0.93 else "{% include 'inc' without context %}"
+            return R.choice(["{% include 'inc' %}", "{% include incname %}", "{% include ['nope', incname] %}",
+                             "{% include 'nope' ignore missing %}"]) if R.random() < 0.93 else \
+                "{% include 'inc' without context %}"
         if c < 0.97:
-            return "{% from 'lib' import lm %}[{{ lm(" + self.atom() + ") }}]" if R.random() < 0.5 else \
+            return "{% from libname import lm %}[{{ lm(" + self.atom() + ") }}]" if R.random() < 0.5 else \
                 "{% import 'lib' as L %}[{{ L.lm(" + self.atom() + ") }}]"
         return "{# c #}"
 
 
+# a parent for templates that extend (issue 14 composition sweep): a required block, a scoped block in a
+# loop, a block calling super-less self.b1()
+BASE = ("<{% block b1 %}B1{{ x|default('-') }}{% endblock %}|{% block b2 required %}{% endblock %}|"
+        "{% for i in [1, 2] %}{% block b3 scoped %}B3{{ i }}{% endblock %}{% endfor %}|{{ self.b1() }}>")
 LIB = "{% macro lm(q) %}<{{ q }}|{{ x is defined }}|{{ a }}>{% endmacro %}{% set top = 5 %}"
 INC = "(inc {{ x|default('-') }} {{ i|default('-') }} {% set x = 'I' %}{{ x }})"
 
 
 def render(mod, src, opts):
-    env = mod.Environment(loader=mod.DictLoader({"main": src, "inc": INC, "lib": LIB}),
+    env = mod.Environment(loader=mod.DictLoader({"main": src, "inc": INC, "lib": LIB, "base": BASE}),
                           extensions=["jinja2.ext.loopcontrols"], **opts)
     try:
         t = env.get_template("main")
@@ -180,7 +189,14 @@ def render(mod, src, opts):
 counts = {"same": 0, "both-error": 0, "different": 0, "tpl-refuses": 0, "tpl-errors-only": 0, "jinja-errors-only": 0}
 for n in range(N):
     g = Gen()
-    src = "{% set ns = namespace(v=0) %}" + g.body(R.randint(2, 6))
+    if R.random() < 0.3:
+        # extends 'base' (static or by a name): blocks b1, b2, b3 with bodies reading super and self
+        g.inblock, g.blocks = True, 3
+        src = "{% extends " + R.choice(["'base'", "'ba' ~ 'se'"]) + " %}{% set ns = namespace(v=0) %}"
+        for b in R.sample(["b1", "b2", "b3"], R.randint(1, 3)):
+            src += "{% block " + b + " %}" + g.body(R.randint(1, 3)) + "{% endblock %}"
+    else:
+        src = "{% set ns = namespace(v=0) %}" + g.body(R.randint(2, 6))
     opts = {}
     if R.random() < 0.3:
         opts["trim_blocks"] = True
