@@ -5764,6 +5764,91 @@ void tpl_erb_last_value(tpl_comp *c, const tpl_node *n, uint32_t off)
                 "then the last statement's value)");
 }
 
+/* String#encoding (and __ENCODING__, `"".encoding`): an Encoding object in Ruby, its name in tpl.
+ * Whose name it is depends on where the string came from (Integer#to_s, chr, inspect, join and
+ * Symbol#to_s are US-ASCII in Ruby, a literal UTF-8), which tpl's strings do not record; so tpl
+ * answers only for a receiver whose encoding the template's text shows: a string literal or an
+ * interpolation (UTF-8), a Symbol (the runtime: US-ASCII when its characters are ASCII), a
+ * force_encoding/encode("UTF-8") result. And the name stands for the Encoding only where Ruby
+ * prints the same: a <%= %> tag's value, an interpolation, .to_s/.name (the name), .inspect
+ * (#<Encoding:NAME>) and == / != between two encodings; anything else is refused. */
+static bool enc_source(const tpl_node *n)
+{
+    return n && n->kind == TPL_N_RMETHOD && n->a && !n->b && !n->c && name_is(n->val, "encoding");
+}
+
+static bool enc_receiver_known(const tpl_node *r)
+{
+    if (r->kind == TPL_N_CONST) return r->val.type == TPL_T_STR;
+    if (r->kind == TPL_N_INTERP) return true;
+    if (r->kind == TPL_N_RMETHOD && r->a && !r->c && (name_is(r->val, "to_sym") || name_is(r->val, "intern")))
+        return !r->b;
+    if (r->kind == TPL_N_RMETHOD && r->a && !r->c && r->b && (name_is(r->val, "force_encoding") || name_is(r->val, "encode")))
+        return true;   /* (to UTF-8, or the builtin's refusal) */
+    return false;
+}
+
+/* n: a list; ok: whether its last item's value is printed or named (every item's when all) */
+static void enc_walk_(erb_low *L, tpl_node *n, bool ok, bool all, int depth);
+static void enc_walk(erb_low *L, tpl_node *n, bool ok, int depth) { enc_walk_(L, n, ok, false, depth); }
+
+static void enc_walk_(erb_low *L, tpl_node *n, bool ok_last, bool all, int depth)
+{
+    for (; n && !tpl_c_failed(C); n = n->next) {
+        bool ok = ok_last && (all || !n->next);
+        if (enc_source(n)) {
+            if (!enc_receiver_known(n->a)) {
+                tpl_c_error(C, n->off, "unsupported Ruby construct: the encoding of a computed string (Ruby's is US-ASCII or UTF-8 "
+                            "by where the string came from, which tpl's strings do not record)");
+                return;
+            }
+            if (!ok) {
+                tpl_c_error(C, n->off, "unsupported Ruby construct: an Encoding used as a value (tpl has its name: it prints it, "
+                            "interpolates it, compares two with == or answers to_s, name or inspect)");
+                return;
+            }
+            enc_walk(L, n->a, false, depth + 1);
+            continue;
+        }
+        if (n->kind == TPL_N_RMETHOD && n->a && !n->b && !n->c && enc_source(n->a) &&
+            (name_is(n->val, "to_s") || name_is(n->val, "name") || name_is(n->val, "inspect"))) {
+            tpl_node *e = n->a;
+            enc_walk(L, e, true, depth + 1);
+            if (tpl_c_failed(C)) return;
+            if (name_is(n->val, "inspect")) {   /* "#<Encoding:#{e}>" */
+                tpl_node *l = tpl_node_new(tpl_c_arena(C), TPL_N_CONST, n->off), *r = tpl_node_new(tpl_c_arena(C), TPL_N_CONST, n->off);
+                if (!l || !r) { tpl_c_nomem(C, n->off); return; }
+                l->val = tpl_v_str("#<Encoding:", 11);
+                r->val = tpl_v_str(">", 1);
+                l->next = e;
+                e->next = r;
+                l->tail = r;
+                n->kind = TPL_N_INTERP;
+                n->a = l;
+                n->val = tpl_v_none();
+            } else {   /* the name itself */
+                tpl_node *nx = n->next, *tl = n->tail;
+                *n = *e;
+                n->next = nx;
+                n->tail = tl;
+            }
+            continue;
+        }
+        if (n->kind == TPL_N_COMPARE && n->b && n->b->kind == TPL_N_CMPOP && !n->b->next &&
+            (n->b->op == TPL_AOP_EQ || n->b->op == TPL_AOP_NE) && enc_source(n->a) && enc_source(n->b->a)) {
+            enc_walk(L, n->a, true, depth + 1);
+            enc_walk(L, n->b->a, true, depth + 1);
+            continue;
+        }
+        bool kid_ok = n->kind == TPL_N_OUTPUT || n->kind == TPL_N_INTERP;
+        enc_walk_(L, n->a, kid_ok, kid_ok, depth + 1);
+        enc_walk(L, n->b, n->kind == TPL_N_RSTMTS && ok, depth + 1);
+        enc_walk(L, n->c, false, depth + 1);
+        enc_walk(L, tpl_node_d(n), false, depth + 1);
+        enc_walk(L, tpl_node_e(n), false, depth + 1);
+    }
+}
+
 void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
 {
     erb_low low = { .c = c, .loop = NULL, .frozen = frozen, .in_def = 0, .defs = NULL };
@@ -5775,6 +5860,8 @@ void tpl_erb_lower_stmt(tpl_comp *c, tpl_node *n, bool frozen)
         *ext = d;
     }
     low.defs = *ext;
+    enc_walk(&low, n, false, 0);
+    if (tpl_c_failed(c)) return;
     defs_scan(&low, n, 0);
     for (tpl_node *t = n; t; t = t->next) {
         /* a template-level `x = <new object>` runs once, in order: what x held before no longer counts */

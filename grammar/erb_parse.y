@@ -553,8 +553,9 @@ primary(A) ::= WORDS(T). { A = tpl_erb_words(ctx, T); }
 /* (flag 'b': the nil a block-local variable starts with, grammar/erb_lex.re; the token spells its name) */
 primary(A) ::= NIL(T). { A = T.flag == 'b' ? method_s(ctx, NULL, "(blocal)", arg1(ctx, tpl_p_name(ctx, T)), T.off) : konst(ctx, tpl_v_none(), T.off); }
 primary(A) ::= LINE(T). { A = konst(ctx, tpl_v_int(tpl_erb_line(ctx, T)), T.off); }
-/* __ENCODING__: the script's encoding, UTF-8 (tpl has no Encoding objects: it is the name) */
-primary(A) ::= ENCODING(T). { A = konst(ctx, tpl_v_str("UTF-8", 5), T.off); }
+/* __ENCODING__: the script's encoding, UTF-8, which is a string literal's: `"".encoding` (tpl has no
+ * Encoding objects: the lowering's enc_walk lets it be printed, compared or named, nothing else) */
+primary(A) ::= ENCODING(T). { A = method_s(ctx, konst(ctx, tpl_v_str("", 0), T.off), "encoding", NULL, T.off); }
 primary(A) ::= TRUE(T). { A = konst(ctx, tpl_v_bool(true), T.off); }
 primary(A) ::= FALSE(T). { A = konst(ctx, tpl_v_bool(false), T.off); }
 /* self: `self.name(args)` is a receiver-less call (method); self as a value is refused by the lowering */
