@@ -3488,6 +3488,17 @@ static void call(erb_low *L, tpl_node *n, bool used)
             n->val = name_is(n->val, "first") ? tpl_v_str("(cycle_first)", 13) : tpl_v_str("(cycle_take)", 12);
         }
     }
+    /* [a, "b"].min / .max: Ruby's opt_newarray_min/max (a literal with an item that is not a static
+     * literal: a string, a call, a variable, a range, an array), which compares each item with the best
+     * so far; Array#min/max (a static literal is duparray's, a variable's) compares the best with the item */
+    if (n->a && n->a->kind == TPL_N_LIST && !n->b && !n->c && (name_is(n->val, "min") || name_is(n->val, "max"))) {
+        bool dyn = false, splat = false;
+        for (const tpl_node *it = n->a->a; it; it = it->next) {
+            if (it->kind == TPL_N_STARARG || it->kind == TPL_N_STARKW || it->kind == TPL_N_PAIR) splat = true;
+            else if (!(it->kind == TPL_N_CONST && (it->val.type != TPL_T_STR || (it->val.flags & TPL_F_SYMBOL)))) dyn = true;
+        }
+        if (dyn && !splat) n->val = name_is(n->val, "min") ? tpl_v_str("(newarray_min)", 14) : tpl_v_str("(newarray_max)", 14);
+    }
     /* x.to_yaml: Psych's once `require 'yaml'` ran (the builtin's name); before it Ruby's NoMethodError */
     if (n->a && L->defs->shellwords && !(n->a->kind == TPL_N_RCONSTNAME && name_is(n->a->val, "Shellwords"))) {
         /* String#shellescape/shellsplit and Array#shelljoin, which shellwords.rb adds */

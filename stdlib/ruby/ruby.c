@@ -1983,11 +1983,9 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
     if ((IS("to_s") || IS("inspect") || IS("digits")) && npos <= 1 && self.type == TPL_T_BIGINT) {
         int64_t base = 10;
         if (npos == 1) {
-            if (args[0].type != TPL_T_INT) return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion into Integer (TypeError)");
-            base = args[0].u.i;
+            if (radix_arg(vm, args[0], &base) < 0) return -1;   /* (NUM2INT: Ruby's TypeError/RangeError) */
             if (base < 2 || base > 36) return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid radix %lld (ArgumentError)", (long long)base);
         }
-        if (IS("inspect") && npos) return 1;
         mpz_t z;
         tpl_big_get(z, self);
         if (IS("digits")) { /* least significant first */
@@ -6793,7 +6791,12 @@ int r_arr_sort_by(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-static int extreme(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
+/* min/max (sign -1/1), min_by/max_by (by). Without a block Array#min/max (rb_ary_min/max) compare
+ * the best so far with the next item, <=> called on the best (so a failed comparison's message
+ * names the best's class first: [1, "a"] "comparison of Integer with String failed"); the VM's
+ * opt_newarray_min/max for a literal with a non-static item (`[1, "a"].min`) compare the next item
+ * with the best (item_first, "comparison of String with 1 failed"), as Enumerable#min_by and a block do. */
+static int extreme_(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by, bool item_first)
 {
     tpl_list *l = L_(a[0]);
     tpl_value *keys = l->items;
@@ -6803,13 +6806,18 @@ static int extreme(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
     tpl_rb_block blk = tpl_vm_block(vm);
     sorter s = { vm, blk, !by && blk.pc != 0, NULL, false };
     int64_t best = -1;
+    item_first |= by || s.use_blk;
     for (uint32_t i = 0; i < l->len; i++) {
-        if (best < 0 || sort_cmp(&s, keys[i], keys[best]) * sign > 0) best = i;
+        if (best < 0 || (item_first ? sort_cmp(&s, keys[i], keys[best]) * sign > 0 : sort_cmp(&s, keys[best], keys[i]) * sign < 0))
+            best = i;
         if (s.failed) return -1;
     }
     *out = best < 0 ? tpl_v_none() : l->items[best];
     return 0;
 }
+static int extreme(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by) { return extreme_(vm, a, out, sign, by, false); }
+int r_arr_newarray_min(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme_(vm, a, out, -1, false, true); }
+int r_arr_newarray_max(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme_(vm, a, out, 1, false, true); }
 
 int r_arr_min(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme(vm, a, out, -1, false); }
 int r_arr_max(tpl_vm *vm, tpl_value *a, tpl_value *out) { return extreme(vm, a, out, 1, false); }
@@ -7034,6 +7042,8 @@ int r_arr_find(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
+    /* (without a block Ruby answers an Enumerator, also for an empty receiver: `(4..1).detect(-1)`) */
+    if (!blk.pc) return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: find/detect without a block (Ruby answers an Enumerator)");
     tpl_value r;
     for (uint32_t i = 0; i < l->len; i++) {
         YIELD(blk, &l->items[i], 1, &r);
@@ -7954,7 +7964,8 @@ int r_arr_minmax(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = tpl_v_list(r);
         return 0;
     }
-    if (extreme(vm, a, &r->items[0], -1, false) < 0 || extreme(vm, a, &r->items[1], 1, false) < 0) return -1;
+    /* (Ruby's rb_assoc_new(rb_ary_min(..), rb_ary_max(..)): gcc evaluates the max first, whose error wins) */
+    if (extreme(vm, a, &r->items[1], 1, false) < 0 || extreme(vm, a, &r->items[0], -1, false) < 0) return -1;
     r->len = 2;
     *out = tpl_v_list(r);
     return 0;
@@ -10150,25 +10161,25 @@ static int extreme_n(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by
 
 int r_arr_min_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (tpl_given(a[1])) return extreme_n(vm, a, out, -1, false);
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) return extreme_n(vm, a, out, -1, false);   /* (min(nil): min) */
     return r_arr_min(vm, a, out);
 }
 
 int r_arr_max_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (tpl_given(a[1])) return extreme_n(vm, a, out, 1, false);
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) return extreme_n(vm, a, out, 1, false);   /* (min(nil): min) */
     return r_arr_max(vm, a, out);
 }
 
 int r_arr_min_by_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (tpl_given(a[1])) return extreme_n(vm, a, out, -1, true);
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) return extreme_n(vm, a, out, -1, true);   /* (min(nil): min) */
     return r_arr_min_by(vm, a, out);
 }
 
 int r_arr_max_by_n(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (tpl_given(a[1])) return extreme_n(vm, a, out, 1, true);
+    if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) return extreme_n(vm, a, out, 1, true);   /* (min(nil): min) */
     return r_arr_max_by(vm, a, out);
 }
 
@@ -11295,4 +11306,13 @@ int r_str_unicode_normalized_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (r_str_unicode_normalize(vm, a, &r) < 0) return -1;
     *out = tpl_v_bool(r.len == a[0].len && memcmp(r.u.s, a[0].u.s, r.len) == 0);
     return 0;
+}
+
+/* Integer#inspect is Integer#to_s (an alias: 5.inspect(2) "101"); Float#inspect takes no argument. */
+int r_num_inspect(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (tpl_given(a[1]) && a[0].type == TPL_T_FLOAT)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 1, expected 0) (ArgumentError)");
+    if (tpl_given(a[1])) return r_num_to_s(vm, a, out);
+    return r_any_inspect(vm, a, out);
 }
