@@ -3998,7 +3998,7 @@ static int lambda_yield(tpl_vm *vm, const tpl_rb_block *b, const tpl_value *args
  * own binds them as keywords, any other takes the Hash as one more argument, as Ruby's). */
 static int block_yield(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, bool kw, tpl_value *out)
 {
-    if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
+    if (self.type != TPL_T_INT || self.aux != RB_BLOCK_AUX) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
     uint64_t u = (uint64_t)self.u.i;
     tpl_rb_block b = { (uint32_t)(u & 0xFFFFFFu), (uint32_t)(u >> 24 & 0xFF), (uint32_t)(u >> 32) };
     int rc;
@@ -6334,6 +6334,27 @@ static int num_round(tpl_vm *vm, tpl_value *a, tpl_value *out, int mode)
 {
     tpl_value v = a[0];
     int64_t nd = 0;
+    /* Integer#round without ndigits is the Integer, its keywords unread (int_round: 3.round(half: :bad) 3) */
+    if (mode == 0 && !tpl_given(a[1]) && (v.type == TPL_T_INT || v.type == TPL_T_BIGINT)) { *out = v; return 0; }
+    if (tpl_given(a[2]) && a[2].type == TPL_T_MAP && a[2].u.map->len) {
+        const tpl_map *kw = a[2].u.map;
+        if (mode != 0) {   /* floor/ceil take no keywords: Ruby passes them as a Hash ndigits */
+            if (tpl_given(a[1])) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 2, expected 0..1) (ArgumentError)");
+            return type_error(vm, TPL_VT_INT, a[2]);
+        }
+        tpl_sb sb;   /* round's one keyword is half: (rb_get_kwargs' "unknown keyword(s): :x, :y") */
+        tpl_sb_init(&sb, A(vm));
+        int unknown = 0;
+        for (uint32_t i = 0; i < kw->len; i++) {
+            tpl_value k = kw->e[i].key;
+            if (k.type == TPL_T_STR && k.len == 4 && memcmp(k.u.s, "half", 4) == 0) continue;
+            if (unknown++) tpl_sb_puts(&sb, ", ");
+            if (k.type == TPL_T_STR) k.flags |= TPL_F_SYMBOL;   /* (a keyword's name, :x) */
+            tpl_rb_inspect(&sb, k);
+        }
+        if (unknown)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %.*s (ArgumentError)", unknown > 1 ? "s" : "", (int)sb.len, sb.p ? sb.p : "");
+    }
     /* ndigits is NUM2INT's: past an int a RangeError (12345.round(-(2**40)) was 0), a Float truncated */
     if (tpl_given(a[1]) && radix_arg(vm, a[1], &nd) < 0) return -1;
     int half = HALF_UP;
@@ -7147,7 +7168,10 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (!blk.pc) {
         /* inject(:+) / inject(init, :+) */
         tpl_value op = tpl_given(a[2]) ? a[2] : a[1];
-        if (!tpl_given(op)) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
+        if (!tpl_given(op)) {   /* (Ruby yields from the second item on: [] nil, [x] x, more LocalJumpError) */
+            if (l->len <= 1) { *out = l->len ? l->items[0] : tpl_v_none(); return 0; }
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
+        }
         if (op.type != TPL_T_STR) return type_error(vm, TPL_VT_SYMBOL, op);
         uint32_t k = 0;
         tpl_value acc;
@@ -8696,7 +8720,7 @@ static int then_tap(tpl_vm *vm, tpl_value *a, tpl_value *out, bool tap)
 {
     tpl_rb_block blk = tpl_vm_block(vm);
     if (!blk.pc) {
-        if (tap) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (yield) (LocalJumpError)");
+        if (tap) return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: then without a block (an Enumerator)");
     }
     tpl_value r;
@@ -10904,7 +10928,21 @@ static int int_bits(tpl_vm *vm, tpl_value *a, const char *name, tpl_value *out)
             tpl_rb_inspect(&sb, b);
             return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s can't be coerced into Integer (TypeError)", (int)sb.len, sb.p ? sb.p : "");
         }
-        if (b.type == TPL_T_FLOAT) b = tpl_v_int((int64_t)b.u.f);
+        if (b.type == TPL_T_FLOAT) {   /* << / >>: rb_to_int, Float#to_i (NaN, Infinity: FloatDomainError) */
+            double f = b.u.f;
+            if (!isfinite(f)) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s (FloatDomainError)", isnan(f) ? "NaN" : f > 0 ? "Infinity" : "-Infinity");
+            if (fabs(f) >= 9.2e18) {   /* a shift past 2**63 bits: to the right 0 or -1, to the left past the limit */
+                bool l = (name[0] == '<') != (f < 0);
+                if (!l || a[0].u.i == 0) { *out = tpl_v_int(!l && a[0].u.i < 0 ? -1 : 0); return 0; }
+                if (tpl_big_from_double(vm, trunc(fabs(f)), &b) < 0) return -1;
+                return big_method(vm, a[0], "<<", 2, &b, 1, 0, out);
+            }
+            b = tpl_v_int((int64_t)f);
+        } else if (name[0] == '<' || name[0] == '>') {   /* (rb_to_int's TypeError: "of nil into Integer") */
+            if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of nil into Integer (TypeError)");
+            return type_error(vm, TPL_VT_INT, b);
+        }
         else if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into Integer (TypeError)");
         else return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Integer (TypeError)", tpl_rb_class_name(b));
     }
