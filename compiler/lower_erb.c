@@ -5779,24 +5779,13 @@ void tpl_erb_last_value(tpl_comp *c, const tpl_node *n, uint32_t off)
  * Whose name it is depends on where the string came from (Integer#to_s, chr, inspect, join and
  * Symbol#to_s are US-ASCII in Ruby, a literal UTF-8), which tpl's strings do not record; so tpl
  * answers only for a receiver whose encoding the template's text shows: a string literal or an
- * interpolation (UTF-8), a Symbol (the runtime: US-ASCII when its characters are ASCII), a
- * force_encoding/encode("UTF-8") result. And the name stands for the Encoding only where Ruby
+ * interpolation (UTF-8, "(encoding_lit)"), a Symbol (the runtime: US-ASCII when its characters are
+ * ASCII); a host object (the Ruby gem's String in another encoding) answers itself. And the name stands for the Encoding only where Ruby
  * prints the same: a <%= %> tag's value, an interpolation, .to_s/.name (the name), .inspect
  * (#<Encoding:NAME>) and == / != between two encodings; anything else is refused. */
 static bool enc_source(const tpl_node *n)
 {
-    return n && n->kind == TPL_N_RMETHOD && n->a && !n->b && !n->c && name_is(n->val, "encoding");
-}
-
-static bool enc_receiver_known(const tpl_node *r)
-{
-    if (r->kind == TPL_N_CONST) return r->val.type == TPL_T_STR;
-    if (r->kind == TPL_N_INTERP) return true;
-    if (r->kind == TPL_N_RMETHOD && r->a && !r->c && (name_is(r->val, "to_sym") || name_is(r->val, "intern")))
-        return !r->b;
-    if (r->kind == TPL_N_RMETHOD && r->a && !r->c && r->b && (name_is(r->val, "force_encoding") || name_is(r->val, "encode")))
-        return true;   /* (to UTF-8, or the builtin's refusal) */
-    return false;
+    return n && n->kind == TPL_N_RMETHOD && n->a && !n->b && !n->c && (name_is(n->val, "encoding") || name_is(n->val, "(encoding_lit)"));
 }
 
 /* n: a list; ok: whether its last item's value is printed or named (every item's when all) */
@@ -5808,11 +5797,10 @@ static void enc_walk_(erb_low *L, tpl_node *n, bool ok_last, bool all, int depth
     for (; n && !tpl_c_failed(C); n = n->next) {
         bool ok = ok_last && (all || !n->next);
         if (enc_source(n)) {
-            if (!enc_receiver_known(n->a)) {
-                tpl_c_error(C, n->off, "unsupported Ruby construct: the encoding of a computed string (Ruby's is US-ASCII or UTF-8 "
-                            "by where the string came from, which tpl's strings do not record)");
-                return;
-            }
+            /* a literal's (or a Symbol's): the builtin's answer; any other receiver's is the runtime's: a
+             * host object's own (a Ruby String in its encoding), a Symbol's, else the builtin refuses */
+            if (n->a->kind == TPL_N_INTERP || (n->a->kind == TPL_N_CONST && n->a->val.type == TPL_T_STR && !(n->a->val.flags & TPL_F_SYMBOL)))
+                n->val = tpl_v_str("(encoding_lit)", 14);
             if (!ok) {
                 tpl_c_error(C, n->off, "unsupported Ruby construct: an Encoding used as a value (tpl has its name: it prints it, "
                             "interpolates it, compares two with == or answers to_s, name or inspect)");

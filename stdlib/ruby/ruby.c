@@ -9458,7 +9458,7 @@ int r_str_ascii_only_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 /* String#encoding and __ENCODING__: templates and their strings are UTF-8 (an Encoding prints
  * its name; tpl has no Encoding objects, so it is that name). */
-int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out)
+int r_str_encoding_lit(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     (void)vm;
     if (a[0].flags & TPL_F_SYMBOL) {   /* a Symbol of ASCII characters only is US-ASCII (rb_enc_symname_type) */
@@ -9468,6 +9468,15 @@ int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     *out = tpl_v_str("UTF-8", 5);
     return 0;
+}
+/* String#encoding of a string the template computed (the lowering names a literal's
+ * "(encoding_lit)"): Ruby's is US-ASCII (Integer#to_s, chr, inspect, join of those) or UTF-8 by
+ * where it came from, which tpl's strings do not record: a Symbol's only, else refused. */
+int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].flags & TPL_F_SYMBOL) return r_str_encoding_lit(vm, a, out);
+    return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: the encoding of a computed string (Ruby's is US-ASCII or "
+                        "UTF-8 by where the string came from, which tpl's strings do not record)");
 }
 /* force_encoding / encode / scrub / unicode_normalize? no: the same UTF-8 string. */
 /* Whether v names UTF-8 (any case), the one encoding tpl's strings have. */
