@@ -555,7 +555,23 @@ def t_po(tp, store, tmp):
     r = tp("tr-import", nolang, "--dict", "x")
     check(r.rc == 1 and "Language" in r.err, "PO without Language: %r" % r)
     r = tp("tr-import", os.path.join(tmp, "missing.po"))
-    check(r.rc == 1 and "missing.po" in r.err, "missing PO file: %r" % r)
+    check(r.rc == 2 and r.err == os.path.join(tmp, "missing.po") + ": error: cannot read the PO file: No such file or directory\n",
+          "missing PO file: an I/O error with its reason: %r" % r)
+    # a FIFO (libgettextpo blocked on it forever), a device (/dev/zero was read without end, also
+    # through a link) and a folder are refused unread, as tplc's other inputs are
+    fifo = os.path.join(tmp, "fifo.po")
+    os.mkfifo(fifo)
+    zero = os.path.join(tmp, "zero.po")
+    os.symlink("/dev/zero", zero)
+    for path, why in ((fifo, "not a regular file"), ("/dev/zero", "not a regular file"), (zero, "not a regular file"),
+                      (tmp, "Is a directory")):
+        r = tp("tr-import", path, timeout=20)
+        check(r.rc == 2 and r.err == "%s: error: cannot read the PO file: %s\n" % (path, why), "tr-import %s: %r" % (path, r))
+    # a write error is one diagnostic, not behind "tplc prompt tr-export: error:" (it said "error:" twice)
+    r = tp("tr-export", "po.demo", "--lang", "fr", "-o", "/dev/full")
+    check(r.rc == 2 and r.err == "/dev/full: error: cannot write: No space left on device\n", "tr-export -o /dev/full: %r" % r)
+    r = tp("tr-export", "po.demo", "--lang", "fr", "-o", os.path.join(tmp, "nodir", "x.po"))
+    check(r.rc == 2 and r.err.count("error:") == 1 and "No such file or directory" in r.err, "tr-export into no folder: %r" % r)
 
 
 PO_TRANS = r'''msgid ""

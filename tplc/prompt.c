@@ -107,7 +107,11 @@ static void verbs_usage(FILE *f)
 /* Maps a store failure to a message and an exit status. */
 static int store_fail(const popts *o, tpl_store *s, tpl_store_status st)
 {
-    fprintf(stderr, "tplc prompt %s: error: %s\n", o->verb, tpl_store_errmsg(s));
+    /* a message that is already a diagnostic ("PATH: error: cannot write: ...", a PO file's
+     * located error) is printed as it is, not behind a second "error:" */
+    const char *m = tpl_store_errmsg(s), *e = strstr(m, ": error: ");
+    if (e && !memchr(m, '\n', (size_t)(e - m))) fprintf(stderr, "%s\n", m);
+    else fprintf(stderr, "tplc prompt %s: error: %s\n", o->verb, m);
     return st == TPL_STORE_NOT_FOUND || st == TPL_STORE_TEMPLATE ? EXIT_TEMPLATE : EXIT_USAGE;
 }
 
@@ -477,6 +481,13 @@ static int v_tr_export(tpl_store *s, const popts *o)
 static int v_tr_import(tpl_store *s, const popts *o)
 {
     size_t n = 0;
+    if (strcmp(o->pos[0], "-") != 0) {
+        /* an input as every other of tplc's: a regular file within the size cap, checked before
+         * libgettextpo opens it (a FIFO blocked it forever, /dev/zero was read without end) */
+        FILE *f = tplc_open_input(o->pos[0], "the PO file");
+        if (!f) return EXIT_USAGE;
+        fclose(f);
+    }
     tpl_store_status st = tpl_store_po_import(s, o->pos[0], o->v[P_DICT], &n);
     if (st == TPL_STORE_INVALID) {
         fprintf(stderr, "%s\n", tpl_store_errmsg(s));
