@@ -601,10 +601,22 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
     return TPL_OK;
 }
 
-/* Bytes the parser (jansson's tree, ~250 bytes per container, ~64 per scalar) and the state's
- * values take for JSON text, counted from its structure before parsing (a 60 MB state of
- * [{}, {}, ...] took 4.9 GB): an upper estimate, fed in pieces. */
-typedef struct state_cost { uint64_t bytes, containers, values; bool in_str, esc; } state_cost;
+/* Bytes loading a JSON text takes at its peak (the text, jansson's tree, the state's values),
+ * estimated from its structure before parsing (a 60 MB state of [{}, {}, ...] took 4.9 GB), fed
+ * in pieces. The weights are bytes of peak RSS measured per kind of item (glibc malloc, jansson
+ * 2.14): a string 96 plus twice its bytes (jansson's copy and the state's), a number 34, every
+ * value 20 (its slot), an object 212 (jansson's hashtable and buckets, the state's map), an array
+ * 116, a key of an object past 16 keys 100 more (the tables of a large object grow by doubling).
+ * tests/state_memory.py checks that a state within --max-memory peaks within ~10% of it (64 B a
+ * value whatever its kind let 12 MB of one-letter strings take 324 MB under 256M). */
+#define COST_STACK 64
+typedef struct state_cost {
+    uint64_t bytes, str_bytes, strings, numbers, values, objects, arrays, big_keys;
+    uint32_t depth;                /* containers open */
+    uint32_t keys[COST_STACK];     /* keys so far of each open object (arrays: unused) */
+    bool in_str, esc;
+    char prev;                     /* the last byte outside strings */
+} state_cost;
 
 static void cost_feed(state_cost *c, const char *s, size_t n)
 {
@@ -615,17 +627,39 @@ static void cost_feed(state_cost *c, const char *s, size_t n)
             if (c->esc) c->esc = false;
             else if (ch == '\\') c->esc = true;
             else if (ch == '"') c->in_str = false;
-        } else if (ch == '"') {
-            c->in_str = true;
-        } else if (ch == '{' || ch == '[') {
-            c->containers++;
-        } else if (ch == ',' || ch == ':') {
-            c->values++;
+            else c->str_bytes++;
+            continue;
         }
+        if (ch == '"') {
+            c->in_str = true;
+            c->strings++;
+        } else if (ch == '{' || ch == '[') {
+            ch == '{' ? c->objects++ : c->arrays++;
+            c->values++;
+            if (c->depth < COST_STACK) c->keys[c->depth] = 0;
+            c->depth++;
+        } else if (ch == '}' || ch == ']') {
+            if (c->depth) c->depth--;
+        } else if (ch == ',') {
+            c->values++;
+        } else if (ch == ':') {
+            /* past COST_STACK levels every key counts as one of a large object */
+            uint32_t k = c->depth && c->depth <= COST_STACK ? ++c->keys[c->depth - 1] : 17;
+            c->big_keys += k == 17 ? 17 : k > 17;
+        } else if ((ch == '-' || (ch >= '0' && ch <= '9')) &&
+                   !(c->prev == '-' || c->prev == '+' || c->prev == '.' || c->prev == 'e' || c->prev == 'E' ||
+                     (c->prev >= '0' && c->prev <= '9'))) {
+            c->numbers++;
+        }
+        c->prev = ch;
     }
 }
 
-static uint64_t cost_total(const state_cost *c) { return c->bytes * 2 + c->containers * 256 + (c->values + 1) * 64; }
+static uint64_t cost_total(const state_cost *c)
+{
+    return c->bytes + c->str_bytes * 2 + c->strings * 96 + c->numbers * 34 + (c->values + 1) * 20 + c->objects * 212 +
+           c->arrays * 116 + c->big_keys * 100;
+}
 
 static tpl_status state_too_big(tpl_vm *vm)
 {

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The state counts against --max-memory by what loading it really takes (session 38): for each
+kind of JSON state (scalars, strings, keys of large and small objects, empty containers, chat
+messages), the largest state tplc accepts under --max-memory 64M is found by bisection, and its
+load must peak within 10% of the limit above the process's base (peak RSS of a render of a tiny
+state), and at no less than half of it (the estimate is not so cautious that states it could hold
+are refused). Before, every value was counted 64 bytes whatever its kind: 12 MB of one-letter
+strings peaked at 324 MB under the default 256M.
+
+    state_memory.py TPLC
+
+Peak RSS comes from GNU time (package `time`). RSS is measured only in plain builds
+(TPL_SCALE_RSS=1 from meson: a sanitizer's shadow memory is not tpl's); other trees check that
+every state is either rendered or refused with the located limit error."""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scale_common import check, finish  # noqa: E402
+
+TPLC = os.path.abspath(sys.argv[1])
+LIMIT = (64 << 20) if os.environ.get("TPL_SCALE_RSS") == "1" else (8 << 20)  # (smaller where RSS is not measured: sanitized trees are slow)
+RSS = LIMIT == 64 << 20
+
+ITEMS = {
+    "ints": "1", "floats": "1.5", "nulls": "null", "strings": '"x"', "empty strings": '""',
+    "40-byte strings": '"' + "x" * 40 + '"', "empty objects": "{}", "empty lists": "[]",
+    "one-key objects": '{"k":1}', "three-key objects": '{"a":1,"b":"x","c":true}',
+    "messages": '{"role":"user","content":"Hello there, I would like to book an appointment for tomorrow"}',
+    "eight-key objects": '{"a":1,"b":"x","c":true,"d":null,"e":2.5,"f":"yy","g":[],"h":{}}',
+}
+
+
+def state(kind, n):
+    if kind == "keys of one object":
+        return '{"a":{' + ",".join('"k%d":%d' % (i, i) for i in range(n)) + "}}"
+    return '{"a":[' + ",".join([ITEMS[kind]] * n) + "]}"
+
+
+def render(d, text, rss=RSS):
+    path = os.path.join(d, "s.json")
+    with open(path, "w") as f:
+        f.write(text)
+    cmd = [TPLC, "render", os.path.join(d, "t.jinja"), "--state", path, "--max-memory", str(LIMIT)]
+    if rss:
+        cmd = ["/usr/bin/time", "-f", "%M", "-o", os.path.join(d, "rss")] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    kib = int(open(os.path.join(d, "rss")).read().split()[-1]) if rss else 0
+    return p.returncode, p.stdout, p.stderr, kib
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "t.jinja"), "w") as f:
+            f.write("{{ a|length }}")
+        _, _, _, base = render(d, '{"a": [1]}')
+        for kind in list(ITEMS) + ["keys of one object"]:
+            def accepted(n):
+                rc, out, err, _ = render(d, state(kind, n), rss=False)
+                if rc == 0:
+                    check(out == str(n), "%s: %d items render" % (kind, n), out[:80])
+                else:
+                    check(rc == 1 and ": error: state exceeds the memory limit (%d bytes)" % LIMIT in err,
+                          "%s: %d items are refused with the located limit error" % (kind, n), err[:300])
+                return rc == 0
+            lo, hi = 0, 4096  # lo: accepted; hi: refused
+            while accepted(hi):
+                lo, hi = hi, hi * 2
+            while hi - lo > max(16, lo // 32):
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if accepted(mid) else (lo, mid)
+            if not RSS:
+                continue
+            rc, out, err, kib = render(d, state(kind, lo))
+            used = (kib - base) * 1024
+            print("%-20s %8d items accepted: peak RSS %6d KiB (%.2f of the limit above the base %d KiB)"
+                  % (kind, lo, kib, used / LIMIT, base))
+            check(rc == 0, "%s: the largest accepted state renders" % kind, err[:300])
+            check(used <= LIMIT * 1.10, "%s: a state within --max-memory 64M peaks within 10%% of it" % kind,
+                  "peak RSS %d KiB, base %d KiB" % (kib, base))
+            check(used >= LIMIT * 0.5, "%s: states needing half of --max-memory are not refused" % kind,
+                  "peak RSS %d KiB, base %d KiB" % (kib, base))
+    finish()
+
+
+main()
