@@ -241,6 +241,19 @@ check "tr-extract -o naming an included template is refused" '[ $rc -eq 2 ] && c
 echo '{"main_lang": "en"}' > cat.json
 run render a.jinja --catalog cat.json -o cat.json
 check "render -o naming a catalog is refused" '[ $rc -eq 2 ] && grep -q main_lang cat.json'
+# a catalog language whose rows are not an object: Python's tr raises (AttributeError on a list or
+# string, TypeError on a number or bool) where tpl rendered the source text, exit 0 (session 38)
+printf '{{ tr("Hi") }}' > trc.jinja
+for v in '[1]' '"s"' '5' 'true'; do
+  printf '{"main_lang": "en", "zz": %s}' "$v" > badcat.json
+  run render trc.jinja --catalog badcat.json --lang zz
+  check "a catalog language that is $v is refused, located" '[ $rc -eq 1 ] && [ ! -s out ] && grep -q "^badcat.json:1:1: error: catalog language .zz. must be an object of translations, not a" err'
+done
+printf '{"main_lang": "en", "zz": null, "de": {"Hi": "Hallo"}}' > okcat.json
+run render trc.jinja --catalog okcat.json --lang zz
+check "a catalog language that is null has no rows" '[ $rc -eq 0 ] && [ "$(cat out)" = Hi ]'
+run render trc.jinja --catalog okcat.json --lang de
+check "the other languages of that catalog translate" '[ $rc -eq 0 ] && [ "$(cat out)" = Hallo ]'
 echo '{"n": 2}' > defs.json
 run render a.jinja --defaults defs.json -o defs.json
 check "render -o naming the --defaults file is refused" '[ $rc -eq 2 ] && grep -q "is an input (defs.json)" err && grep -q '"'"'"n": 2'"'"' defs.json'

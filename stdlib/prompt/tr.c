@@ -300,6 +300,19 @@ tpl_status tpl_tr_add_catalog_json(tpl_tr_state *t, const char *json, size_t len
         snprintf(msg, msgsize, "a catalog must be a JSON object");
         return TPL_ERR_STATE;
     }
+    /* a language's rows are an object (null: none); Python's tr fails on a string, list, number
+     * or bool there (AttributeError on .items(), TypeError on `in`) where tpl rendered the source
+     * text: refused when the catalog is added */
+    const char *lk;
+    json_t *lv;
+    json_object_foreach(j, lk, lv) {
+        if (strcmp(lk, "main_lang") == 0 || json_is_object(lv) || json_is_null(lv)) continue;
+        snprintf(msg, msgsize, "catalog language '%.100s' must be an object of translations, not %s", lk,
+                 json_is_array(lv) ? "a list" : json_is_string(lv) ? "a string" : json_is_boolean(lv) ? "a boolean" : "a number");
+        json_decref(j);
+        *line = *col = 1;
+        return TPL_ERR_STATE;
+    }
     tpl_value root;
     bool ok = tpl_value_from_json(&t->arena, j, &root, 0);
     json_decref(j);
