@@ -2191,9 +2191,18 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
                  * equal or not; in a str it is a TypeError) */
                 if (!clean && r.k != F_UNDEF && o->a->kind != TPL_N_LIST && o->a->kind != TPL_N_TUPLE)
                     return fv_make(F_NO, -1);
+                /* (Python raises where the container is not one or the item cannot be in it:
+                 * `1 in 'a'`, `'a' in 1`, `[] in {}`; the fold raises, so it is made at run time) */
+                if (clean && !(r.ty == TY_LIST || r.ty == TY_TUPLE || (r.ty == TY_STR && l.ty == TY_STR) ||
+                               (r.ty == TY_DICT && l.ty != TY_UNK && l.ty != TY_LIST && l.ty != TY_DICT)))
+                    return fv_make(F_NO, -1);
                 break;
             default:
                 if (!clean) return fv_make(F_NO, -1);
+                /* (an order of other types is a TypeError: `1 > {}`, `'a' < 1`; of lists or
+                 * tuples maybe, item by item) */
+                if (!(ty_num(l.ty) && ty_num(r.ty)) && !(l.ty == TY_STR && r.ty == TY_STR))
+                    return fv_make(F_NO, -1);
             }
             l = r;
         }
@@ -2973,7 +2982,15 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         expr(c, n->a);
         c->cur_off = n->off;
         uint32_t j = emit(c, sop(c, n->kind == TPL_N_AND ? TPL_OP_JF_PY_KEEP : TPL_OP_JT_PY_KEEP), 0, -1);
+        /* a constant left operand that decides (`0 and x|f`, `1 or x|f`): Jinja2's optimizer folds
+         * the whole node to it (nodes.And.as_const), so the code generator never sees the right
+         * operand: an unknown filter or test there is no compile error (tpl compiles it as in an if) */
+        fold_v l = fold_val(c, n->a, 0);
+        bool soft = c->soft;
+        if (l.k == F_SAFE && l.truth >= 0 && (n->kind == TPL_N_AND) == (l.truth == 0))
+            c->soft = true;
         expr(c, n->b);
+        c->soft = soft;
         patch_a(c, j, here(c));
         return;
     }

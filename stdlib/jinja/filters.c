@@ -2105,6 +2105,7 @@ int tpl_markup_method(tpl_vm *vm, int id, tpl_value *a, tpl_value *out)
     case TPL_B_STR_rpartition: case TPL_B_STR_strip: case TPL_B_STR_lstrip: case TPL_B_STR_rstrip:
     case TPL_B_STR_upper: case TPL_B_STR_lower: case TPL_B_STR_title: case TPL_B_STR_capitalize:
     case TPL_B_STR_swapcase: case TPL_B_STR_zfill: case TPL_B_STR_removeprefix: case TPL_B_STR_removesuffix:
+    case TPL_B_STR_casefold: case TPL_B_STR_translate:
         break;
     case TPL_B_STR_replace: case TPL_B_STR_ljust: case TPL_B_STR_rjust: case TPL_B_STR_center:
         if (markup_arg(vm, &a[2]) < 0) return -1;
@@ -3915,6 +3916,15 @@ static size_t count_sub(const char *s, size_t n, const char *t)
     return c;
 }
 
+/* Python's order of two str (UTF-8 bytes compare as code points) */
+static int rel_word_cmp(const void *x, const void *y)
+{
+    const tpl_value *p = x, *q = y;
+    size_t m = p->len < q->len ? p->len : q->len;
+    int c = memcmp(p->u.s, q->u.s, m);
+    return c ? c : (p->len > q->len) - (p->len < q->len);
+}
+
 int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_arena *ar = AR(vm);
@@ -3927,15 +3937,26 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     int nofollow = tpl_arg_truthy(vm, a[2], false);
     if (nofollow < 0)
         return -1;
-    /* rel: sorted set of the words of rel, "nofollow", and the policy's "noopener" */
+    /* rel: sorted set of the words of `(rel or "").split()`, "nofollow", and the policy's
+     * "noopener" (a truthy rel other than a str has no split: AttributeError) */
     tpl_value relv = tpl_v_str("", 0), targetv = tpl_v_none();
-    if (tpl_given(a[4]) && a[4].type != TPL_T_NONE && tpl_to_str(vm, a[4], &relv) < 0)
-        return -1;
+    if (tpl_given(a[4])) {
+        int t = tpl_arg_truthy(vm, a[4], false);
+        if (t < 0)
+            return -1;
+        if (t && a[4].type != TPL_T_STR)
+            return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'split'", tpl_type_name(vm, a[4]));
+        if (t)
+            relv = a[4];
+    }
     if (tpl_given(a[3]) && a[3].type != TPL_T_NONE)
         targetv = a[3];
-    tpl_value parts[34];
+    size_t maxp = relv.len / 2 + 3; /* words of rel (each with a separator but the last), and two */
+    tpl_value *parts = tpl_arena_alloc(ar, maxp * sizeof *parts);
+    if (!parts)
+        return OOM();
     int np = 0;
-    for (size_t i = 0; i < relv.len && np < 32;) {
+    for (size_t i = 0; i < relv.len;) {
         size_t nx;
         if (is_ws_cp(relv.u.s, relv.len, i, &nx)) { i = nx; continue; }
         size_t j = i;
@@ -3947,16 +3968,7 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (nofollow)
         parts[np++] = tpl_v_str("nofollow", 8);
     parts[np++] = tpl_v_str("noopener", 8);
-    for (int x = 1; x < np; x++) /* insertion sort, then drop duplicates */
-        for (int y = x; y > 0; y--) {
-            tpl_value p = parts[y - 1], q = parts[y];
-            size_t m = p.len < q.len ? p.len : q.len;
-            int c = memcmp(p.u.s, q.u.s, m);
-            if (c < 0 || (c == 0 && p.len <= q.len))
-                break;
-            parts[y - 1] = q;
-            parts[y] = p;
-        }
+    qsort(parts, (size_t)np, sizeof *parts, rel_word_cmp); /* then drop duplicates */
     tpl_sb attrs;
     tpl_sb_init(&attrs, ar);
     tpl_sb_puts(&attrs, " rel=\"");

@@ -591,8 +591,9 @@ int m_str_islower(tpl_vm *vm, tpl_value *a, tpl_value *out) { return cased_metho
 
 int m_str_casefold(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    /* (on Markup, tpl_markup_method makes the result Markup: MarkupSafe 3.0 wraps casefold) */
     int rc = case_method(vm, a, out, tpl_py_casefold, "casefold");
-    if (rc == 0) out->flags &= (uint8_t)~TPL_F_SAFE; /* (MarkupSafe does not wrap casefold) */
+    if (rc == 0) out->flags &= (uint8_t)~TPL_F_SAFE;
     return rc;
 }
 
