@@ -2017,10 +2017,25 @@ static int binop_ty(int op, fold_v a, fold_v b, const tpl_node *an, const tpl_no
     }
 }
 
+/* Whether a filter or test call of builtin `kind` with the subject and the positional arguments
+ * args binds to its signature (else Python's TypeError: the fold is Impossible). */
+static bool fold_binds(tpl_builtin_kind kind, tpl_value name, const tpl_node *args)
+{
+    tpl_builtin_sig sg;
+    int b = tpl_builtin_find(kind, name.u.s, name.len);
+    if (b < 0 || !tpl_builtin_signature(b, &sg)) return false;
+    int np = 1;
+    for (const tpl_node *x = args; x; x = x->next) {
+        if (x->kind != TPL_N_ARG) return false;
+        np++;
+    }
+    return np >= sg.nrequired && (sg.varargs >= 0 || np <= sg.npositional);
+}
+
 static fold_v fold_filter_val(const tpl_comp *c, const tpl_node *n, int depth)
 {
     int fk = c->ae_volatile ? 0 : fold_filter_kind(n->val);
-    if (!fk || !n->a) return fv_make(F_NO, -1);
+    if (!fk || !n->a || !fold_binds(TPL_BK_FILTER, n->val, n->b)) return fv_make(F_NO, -1); /* (`1|first(1)`) */
     fold_v s = fold_val(c, n->a, depth + 1);
     if (s.k == F_NO) return s;
     if (c->p->opts.strict && s.k != F_SAFE) { /* (what StrictUndefined lets through: an isinstance test, a repr) */
@@ -2210,7 +2225,7 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
     }
     case TPL_N_FILTER: return fold_filter_val(c, n, depth);
     case TPL_N_TEST: {
-        if (c->ae_volatile || !fold_test(n->val)) return fv_make(F_NO, -1);
+        if (c->ae_volatile || !fold_test(n->val) || !fold_binds(TPL_BK_TEST, n->val, n->b)) return fv_make(F_NO, -1);
         fold_v s = fold_val(c, n->a, depth + 1);
         if (s.k == F_NO) return s;
         static const char *const st_safe[] = { "defined", "undefined", "none", "string", "number", "integer", "float",

@@ -304,6 +304,9 @@ int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
         break;
     case TPL_T_LOOP:
     case TPL_T_MACRO:
+    case TPL_T_INT: case TPL_T_BOOL: case TPL_T_BIGINT: case TPL_T_FLOAT:
+        /* (a number's attributes real, imag, numerator, denominator, its refused methods; its
+         * item fallback fails the same: an Undefined) */
         return tpl_getattr(vm, obj, name.u.s, name.len, out);
     case TPL_T_HOST: { /* its getattr alone (Jinja2's attr() never tries the item) */
         int rc = tpl_hobj_attr(vm, obj, name.u.s, name.len, out);
