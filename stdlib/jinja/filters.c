@@ -3168,13 +3168,25 @@ static bool chunk_blank(const uint32_t *c, chunk_t k)
 /* textwrap.wrap(line, width, expand_tabs=False, replace_whitespace=False, ...) joined with
  * wrapstring, appended to b. offs maps code point index -> byte offset in line. */
 static int tw_wrap_line(tpl_vm *vm, tpl_sb *b, const char *line, const uint32_t *c, const size_t *offs, size_t n,
-                        int64_t width, bool long_words, bool hyphens, tpl_value wrapstring)
+                        int64_t width, const double *fwidth, bool long_words, bool hyphens, tpl_value wrapstring)
 {
     chunk_t *ch = NULL;
     size_t nc = 0;
     if (tw_split(vm, c, n, hyphens, &ch, &nc) < 0)
         return -1;
-    if (width <= 0)
+    /* a float width (fwidth) is compared as a number; breaking a long word slices by it
+     * (width - cur_len: Python's TypeError) unless it is below 1 (space_left 1) */
+    double fw = fwidth ? *fwidth : 0;
+#define TW_FITS(x) (fwidth ? (double)(x) <= fw : (x) <= width)
+    if (fwidth && !(fw > 0)) {
+        if (isnan(fw)) /* (every comparison is false: textwrap loops for ever) */
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "unsupported: wordwrap width nan (Python's textwrap never ends)");
+        tpl_sb m;
+        tpl_sb_init(&m, AR(vm));
+        tpl_py_repr(&m, tpl_v_float(fw));
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid width %.*s (must be > 0)", (int)m.len, m.p ? m.p : "");
+    }
+    if (!fwidth && width <= 0)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "invalid width %lld (must be > 0)", (long long)width);
     /* chunks are consumed from ch[pos]; a partially consumed long word shrinks ch[pos].s */
     size_t pos = 0;
@@ -3189,15 +3201,17 @@ static int tw_wrap_line(tpl_vm *vm, tpl_sb *b, const char *line, const uint32_t 
             pos++;
         while (pos < nc) {
             int64_t l = ch[pos].e - ch[pos].s;
-            if (cur_len + l <= width) {
+            if (TW_FITS(cur_len + l)) {
                 cur[ncur++] = ch[pos++];
                 cur_len += l;
             } else {
                 break;
             }
         }
-        if (pos < nc && (int64_t)(ch[pos].e - ch[pos].s) > width) {
-            int64_t space_left = width < 1 ? 1 : width - cur_len;
+        if (pos < nc && !TW_FITS((int64_t)(ch[pos].e - ch[pos].s))) {
+            int64_t space_left = fwidth ? 1 : width < 1 ? 1 : width - cur_len;
+            if (long_words && fwidth && !(fw < 1))
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
             if (long_words) {
                 chunk_t k = ch[pos];
                 int64_t end = space_left;
@@ -3236,6 +3250,7 @@ static int tw_wrap_line(tpl_vm *vm, tpl_sb *b, const char *line, const uint32_t 
             any_line = true;
         }
     }
+#undef TW_FITS
     return 0;
 }
 
@@ -3251,7 +3266,13 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return 0;
     }
     int64_t width = 79;
-    if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &width) < 0)
+    double fwidth = 0; /* (a float width: textwrap compares it as a number) */
+    bool fl = tpl_given(a[1]) && a[1].type == TPL_T_FLOAT;
+    if (tpl_given(a[1]) && a[1].type == TPL_T_UNDEF) /* (textwrap's `width <= 0` on it) */
+        return tpl_undefined_error(vm, a[1]);
+    if (fl)
+        fwidth = a[1].u.f;
+    else if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &width) < 0)
         return -1;
     int long_words = tpl_arg_truthy(vm, a[2], true);
     if (long_words < 0)
@@ -3286,7 +3307,7 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
             cps[n++] = tpl_utf8_next(line.u.s, line.len, &i);
         }
         offs[n] = line.len;
-        if (tw_wrap_line(vm, &b, line.u.s, cps, offs, n, width, long_words, hyphens, ws) < 0)
+        if (tw_wrap_line(vm, &b, line.u.s, cps, offs, n, width, fl ? &fwidth : NULL, long_words, hyphens, ws) < 0)
             return -1;
     }
     return sb_done(vm, &b, out);
