@@ -1889,6 +1889,52 @@ static int dict_lookup(const tpl_comp *c, const tpl_node *d, const tpl_node *key
     return 1;
 }
 
+/* The length of a list or tuple display or a str literal: false when it is none of them. */
+static bool display_len(const tpl_node *a, int64_t *len)
+{
+    *len = 0;
+    if (a->kind == TPL_N_LIST || a->kind == TPL_N_TUPLE) {
+        for (const tpl_node *x = a->a; x; x = x->next) ++*len;
+        return true;
+    }
+    if (a->kind == TPL_N_CONST && a->val.type == TPL_T_STR) {
+        for (uint32_t b = 0; b < a->val.len; b++) *len += ((unsigned char)a->val.u.s[b] & 0xC0) != 0x80;
+        return true;
+    }
+    return false;
+}
+
+/* bool() of a folding slice n of a display or literal by int or None bounds (Python's
+ * PySlice_AdjustIndices: a non-empty slice is true), -1 when tpl cannot tell. */
+static int slice_truth(const tpl_node *n)
+{
+    int64_t len, b[3] = { 0, 0, 1 };
+    bool given[3] = { false, false, false };
+    const tpl_node *parts[3] = { n->b, n->c, n->d };
+    if (!display_len(n->a, &len)) return -1;
+    for (int i = 0; i < 3; i++) {
+        if (!parts[i] || (parts[i]->kind == TPL_N_CONST && parts[i]->val.type == TPL_T_NONE)) continue;
+        if (fold_index(parts[i], &b[i]) != 1) return -1;
+        if (b[i] < -(INT64_C(1) << 40) || b[i] > (INT64_C(1) << 40)) return -1;
+        given[i] = true;
+    }
+    int64_t step = b[2];
+    if (step == 0) return -1;
+    int64_t start = given[0] ? b[0] : step < 0 ? len - 1 : 0;
+    int64_t stop = given[1] ? b[1] : step < 0 ? -1 - len : len; /* (a default stop is past the end) */
+    if (given[0]) {
+        if (start < 0) start += len;
+        if (start < 0) start = step < 0 ? -1 : 0;
+        else if (start >= len) start = step < 0 ? len - 1 : len;
+    }
+    if (given[1]) {
+        if (stop < 0) stop += len;
+        if (stop < 0) stop = step < 0 ? -1 : 0;
+        else if (stop >= len) stop = step < 0 ? len - 1 : len;
+    } else if (step < 0) stop = -1;
+    return step > 0 ? start < stop : stop < start;
+}
+
 /* Jinja2's fold of a slice (nodes.Getitem.as_const through Environment.getitem): 1 it fails with
  * a TypeError or LookupError (an Undefined: `1[:1]`, `(1, 2)[0][:1]`, `'ab'[:1.5]`, `'ab'[:1[0]]`),
  * 0 it slices (*v the value), -1 it is not folded (an operand tpl does not fold, an Undefined
@@ -1917,7 +1963,7 @@ static int fold_slice(const tpl_comp *c, const tpl_node *n, int depth, fold_v *v
     }
     if (!seq) return 1; /* an int, float, bool or None: not subscriptable; a dict: no such key */
     if (fails) return 1;
-    *v = fv_typed(o.k, -1, o.ty);
+    *v = fv_typed(o.k, slice_truth(n), o.ty);
     return 0;
 }
 
