@@ -1180,8 +1180,18 @@ int f_filesizeformat(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (isnan(bytes))
             return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
         double t = trunc(bytes);
-        if (!(t > -9.2e18))
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "integer overflow");
+        if (isinf(t))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
+        if (!(t > -9.2e18)) { /* int(bytes): Python's exact integer of the float */
+            tpl_value big;
+            if (tpl_big_from_double(vm, t, &big) < 0)
+                return -1;
+            tpl_sb b;
+            tpl_sb_init(&b, AR(vm));
+            tpl_py_str(&b, big);
+            tpl_sb_puts(&b, " Bytes");
+            return sb_done(vm, &b, out);
+        }
         snprintf(buf, sizeof buf, "%lld Bytes", (long long)t);
     } else {
         double unit = base * base;
@@ -1378,7 +1388,7 @@ int f_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_is_big_range(v)) /* reversed(range): a range_iterator, lazy */
         return tpl_pend_range(vm, v, true, out);
     if (v.type != TPL_T_LIST && v.type != TPL_T_MAP && v.type != TPL_T_UNDEF && v.type != TPL_T_LOOP)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "argument must be iterable");
+        return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "argument must be iterable"); /* (do_reverse's own) */
     if (v.type == TPL_T_LIST && !v.aux && !(v.flags & TPL_F_TUPLE)) /* reversed(list): over the live list */
         return tpl_pend_revlist(vm, v, out);
     if (tpl_iter_list(vm, v, &l) < 0)
@@ -2217,9 +2227,6 @@ int f_indent(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value s = a[0];
     if (s.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, s);
-    if (s.type != TPL_T_STR)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for +=: '%s' and 'str'",
-                            tpl_type_name(vm, s));
     tpl_value ind;
     tpl_value w = tpl_given(a[1]) ? a[1] : tpl_v_int(4);
     if (w.type == TPL_T_STR) {
@@ -2240,6 +2247,15 @@ int f_indent(tpl_vm *vm, tpl_value *a, tpl_value *out)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'",
                             tpl_type_name(vm, w));
     }
+    /* (do_indent makes the indention first, then `s += "\n"`: a list extends, and has no
+     * splitlines; a tuple or another value cannot add a str) */
+    if (s.type == TPL_T_LIST && !s.aux && !(s.flags & TPL_F_TUPLE))
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'list' object has no attribute 'splitlines'");
+    if (s.type == TPL_T_LIST && !s.aux)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "can only concatenate tuple (not \"str\") to tuple");
+    if (s.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for +=: '%s' and 'str'",
+                            tpl_type_name(vm, s));
     int first = tpl_arg_truthy(vm, a[2], false);
     if (first < 0)
         return -1;

@@ -181,7 +181,7 @@ static int py_mod(tpl_vm *vm, tpl_value x, tpl_value y, tpl_value *r)
     double fx = x.type == TPL_T_FLOAT ? x.u.f : (double)x.u.i;
     double fy = y.type == TPL_T_FLOAT ? y.u.f : (double)y.u.i;
     if (fy == 0)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "float modulo");
+        return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float modulo");
     double m = fmod(fx, fy);
     if (m != 0) {
         if ((fy < 0) != (m < 0))
