@@ -1513,6 +1513,51 @@ static bool num_const(const tpl_node *n, tpl_value *v, int depth)
            fold_binop(n->op, a, b, v);
 }
 
+/* The double a constant subtree of float arithmetic folds to as Jinja2's optimizer folds it
+ * (Python's IEEE +, -, *, / and //, an int operand converted; *fl: a float), where tpl needs to
+ * know whether it is inf or nan: false where Python raises (a division by zero) or tpl does not
+ * follow (**, %, a big int). */
+static bool float_const(const tpl_node *n, double *d, bool *fl, int depth)
+{
+    tpl_value v;
+    if (!n || depth > 50) return false;
+    if (num_const(n, &v, depth)) {
+        *fl = v.type == TPL_T_FLOAT;
+        *d = *fl ? v.u.f : (double)v.u.i;
+        return true;
+    }
+    if (n->kind == TPL_N_UNOP && (n->op == TPL_AOP_NEG || n->op == TPL_AOP_POS)) {
+        if (!float_const(n->a, d, fl, depth + 1) || !*fl) return false;
+        if (n->op == TPL_AOP_NEG) *d = -*d;
+        return true;
+    }
+    double a, b;
+    bool fa, fb;
+    if (n->kind != TPL_N_BINOP || !float_const(n->a, &a, &fa, depth + 1) || !float_const(n->b, &b, &fb, depth + 1) ||
+        !(fa || fb))
+        return false;
+    *fl = true;
+    switch (n->op) {
+    case TPL_AOP_ADD: *d = a + b; return true;
+    case TPL_AOP_SUB: *d = a - b; return true;
+    case TPL_AOP_MUL: *d = a * b; return true;
+    case TPL_AOP_DIV: if (b == 0) return false; *d = a / b; return true;
+    case TPL_AOP_FLOORDIV: { /* float_floor_div (Objects/floatobject.c _float_div_mod) */
+        if (b == 0) return false;
+        double mod = fmod(a, b), div = (a - mod) / b;
+        if (mod && ((b < 0) != (mod < 0))) div -= 1.0;
+        if (div) {
+            double f = floor(div);
+            if (div - f > 0.5) f += 1.0;
+            div = f;
+        } else div = copysign(0.0, a / b);
+        *d = div;
+        return true;
+    }
+    default: return false;
+    }
+}
+
 /* A str literal CPython does not share between two lexer tokens: not '' nor one Latin-1 character. */
 static bool own_str_literal(const tpl_node *n)
 {
@@ -2708,8 +2753,9 @@ static void expr(tpl_comp *c, tpl_node *n)
 static bool inf_literal(tpl_comp *c, tpl_value v)
 {
     if (c->syn != TPL_SYN_JINJA || v.type != TPL_T_FLOAT || isfinite(v.u.f) || c->inf_hidden > 0) return false;
-    static const char msg[] = "name 'inf' is not defined";
-    emit(c, TPL_OP_FAIL_KIND, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    static const char msg[] = "name 'inf' is not defined", nmsg[] = "name 'nan' is not defined";
+    emit(c, TPL_OP_FAIL_KIND, isnan(v.u.f) ? add_const(c, tpl_v_str(nmsg, sizeof nmsg - 1)) :
+                                              add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
     emit_raw(c, TPL_EK_NAME);
     return true;
 }
@@ -2983,6 +3029,11 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
     }
     case TPL_N_BINOP: {
         tpl_value folded;
+        /* arithmetic the optimizer folds to inf or nan (1e308 * 10, 1e308 // 1e-7): Const(inf),
+         * written into the generated Python as a name, as a literal past the range is */
+        double fd;
+        bool ffl;
+        if (c->syn == TPL_SYN_JINJA && float_const(n, &fd, &ffl, 0) && ffl && inf_literal(c, tpl_v_float(fd))) return;
         uint32_t nadd = add_chain(c, n, false);
         if (nadd >= 3) {
             add_chain(c, n, true);
