@@ -2406,6 +2406,18 @@ static bool folds_const(const tpl_node *n)
         for (const tpl_node *x = n->a; x; x = x->next)
             if (!folds_const(x)) return false;
         return true;
+    case TPL_N_AND: case TPL_N_OR: return folds_const(n->a) && folds_const(n->b);
+    case TPL_N_CONDEXPR: return n->c && folds_const(n->a) && folds_const(n->b) && folds_const(n->c);
+    case TPL_N_COMPARE: /* (`(1 == 1) ~ "<x>"|safe`: a plain str, escaped) */
+        if (!folds_const(n->a)) return false;
+        for (const tpl_node *o = n->b; o; o = o->next)
+            if (!folds_const(o->a)) return false;
+        return true;
+    case TPL_N_TEST:
+        if (!n->a || tpl_builtin_find(TPL_BK_TEST, n->val.u.s, n->val.len) < 0) return false;
+        for (const tpl_node *x = n->b; x; x = x->next)
+            if (!folds_const(x)) return false;
+        return folds_const(n->a);
     case TPL_N_FILTER: {
         /* the filters that take the context (map, select, ...) do not fold */
         static const char *const ctx_filters[] = { "map", "select", "reject", "selectattr", "rejectattr", "random", "tr" };
