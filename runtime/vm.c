@@ -2841,7 +2841,8 @@ static int contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
     switch (seq.type) {
     case TPL_T_STR:
         if (item.type != TPL_T_STR) {
-            if (item.type == TPL_T_UNDEF) return tpl_stdlib.undefined_error(vm, item);
+            /* (str.__contains__ reads no method of its argument: an Undefined, strict too, is the
+             * TypeError, as Jinja2's) */
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s", tpl_type_name(vm, item));
         }
         *res = item.len == 0 || (item.len <= seq.len && memmem(seq.u.s, seq.len, item.u.s, item.len) != NULL);
