@@ -324,12 +324,11 @@ int t_ge(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int tpl_contains(tpl_vm *vm, tpl_value item, tpl_value seq, bool *res)
 {
-    if (tpl_vm_strict_undef(vm, item) && seq.type != TPL_T_UNDEF)
+    /* (str.__contains__ takes only a str: an Undefined, strict too, is its TypeError) */
+    if (tpl_vm_strict_undef(vm, item) && seq.type != TPL_T_UNDEF && seq.type != TPL_T_STR)
         return tpl_undefined_error(vm, item);
     switch (seq.type) {
     case TPL_T_STR:
-        if (item.type == TPL_T_UNDEF)
-            return tpl_undefined_error(vm, item);
         if (item.type != TPL_T_STR)
             return tpl_vm_error(vm, TPL_ERR_TYPE, "'in <string>' requires string as left operand, not %s",
                                 tpl_type_name(vm, item));
