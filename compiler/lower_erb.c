@@ -185,6 +185,28 @@ static const tpl_node *item_root(const tpl_node *r);
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
 
+/* From a call's first **hash on, in the call's order: each **h's pairs and each keyword (its name a
+ * Symbol when sym) merged into the keyword Hash by ARGS_DSTAR, a later value replacing an earlier one's
+ * in its place (Ruby's keyword Hash, as a literal's {**a, b: 1, **c}). */
+static void dstar_args(erb_low *L, tpl_node *dstar, bool sym)
+{
+    for (tpl_node *x = dstar; x && !tpl_c_failed(C); x = x->next) {
+        if (x->kind == TPL_N_STARKW) {
+            expr(L, x->a);
+        } else if (x->kind == TPL_N_KWARG) {
+            tpl_value kn = x->val;
+            if (sym) kn.flags |= TPL_F_SYMBOL;
+            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
+            expr(L, x->a);
+            tpl_c_emit(C, TPL_OP_BUILD_MAP, 1, -1);
+        } else {
+            continue;
+        }
+        tpl_c_at(C, x->off);
+        tpl_c_emit(C, TPL_OP_ARGS_DSTAR, 0, -1);
+    }
+}
+
 static bool name_is(tpl_value v, const char *s) { return v.len == strlen(s) && memcmp(v.u.s, s, v.len) == 0; }
 
 /* An index assignment's target: `r[k]` (GETITEM) or `r[i, n]` / `r[range]` with its indexes as call
@@ -1138,21 +1160,7 @@ static uint32_t args_dyn(erb_low *L, tpl_node *a, const erb_def *arity)
     tpl_c_emit(C, TPL_OP_BUILD_MAP, nkw, 1 - 2 * (int)nkw);
     /* from the first **hash on, in the call's order: each **h's pairs, each keyword, a later one's value
      * replacing an earlier one's in its place (Ruby's keyword Hash, as a literal's {**a, b: 1, **c}) */
-    for (tpl_node *x = dstar; x && !tpl_c_failed(C); x = x->next) {
-        if (x->kind == TPL_N_STARKW) {
-            expr(L, x->a);
-        } else if (x->kind == TPL_N_KWARG) {
-            tpl_value kn = x->val;
-            if (arity) kn.flags |= TPL_F_SYMBOL;
-            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
-            expr(L, x->a);
-            tpl_c_emit(C, TPL_OP_BUILD_MAP, 1, -1);
-        } else {
-            continue;
-        }
-        tpl_c_at(C, x->off);
-        tpl_c_emit(C, TPL_OP_ARGS_DSTAR, 0, -1);
-    }
+    dstar_args(L, dstar, arity != NULL);
     return TPL_ARGW(2, 0, TPL_ARGW_DYN);
 }
 
@@ -2718,21 +2726,7 @@ static void kw_hash(erb_low *L, tpl_node *argl, int nkw)
     tpl_c_word(C, TPL_ARGW(1, 0, TPL_NO_KW));
     tpl_c_word(C, 0);
     /* from the first **hash on, in the call's order (args_dyn): each **h's pairs, each keyword */
-    for (tpl_node *a = dstar; a && !tpl_c_failed(C); a = a->next) {
-        if (a->kind == TPL_N_STARKW) {
-            expr(L, a->a);
-        } else if (a->kind == TPL_N_KWARG) {
-            tpl_value kn = a->val;
-            kn.flags |= TPL_F_SYMBOL;
-            tpl_c_emit(C, TPL_OP_CONST, tpl_c_const(C, kn), 1);
-            expr(L, a->a);
-            tpl_c_emit(C, TPL_OP_BUILD_MAP, 1, -1);
-        } else {
-            continue;
-        }
-        tpl_c_at(C, a->off);
-        tpl_c_emit(C, TPL_OP_ARGS_DSTAR, 0, -1);
-    }
+    dstar_args(L, dstar, true);
 }
 
 /* The last argument of ARGL when it is a brace-less Hash (`f(1, "k" => 2)`, parse's hash_args): Ruby

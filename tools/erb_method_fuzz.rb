@@ -16,17 +16,7 @@ require "json"
 require "open3"
 require "timeout"
 
-class Symbol
-  alias_method :__tpl_eq, :==
-  def ==(o) o.is_a?(String) ? to_s == o : __tpl_eq(o) end
-  def ===(o) self == o end
-end
-
-class String
-  alias_method :__tpl_eq, :==
-  def ==(o) o.is_a?(Symbol) ? self == o.to_s : __tpl_eq(o) end
-  def ===(o) self == o end
-end
+require_relative "fuzz/symbol_eq"
 
 tplc = ARGV[0] or abort "usage: erb_method_fuzz.rb TPLC [N] [SEED] [--show K] [--refused]"
 rest = ARGV[1..].reject { |a| a.start_with?("--") || a =~ /\A\d+\z/ && ARGV[ARGV.index(a) - 1] == "--show" }

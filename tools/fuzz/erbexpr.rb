@@ -19,17 +19,7 @@ require "fileutils"
 require "timeout"
 require "tpl"
 
-class Symbol
-  alias_method :__tpl_eq, :==
-  def ==(o) o.is_a?(String) ? to_s == o : __tpl_eq(o) end
-  def ===(o) self == o end
-end
-
-class String
-  alias_method :__tpl_eq, :==
-  def ==(o) o.is_a?(Symbol) ? self == o.to_s : __tpl_eq(o) end
-  def ===(o) self == o end
-end
+require_relative "symbol_eq"
 
 args = ARGV.dup
 show = (i = args.index("--show")) ? args.slice!(i, 2)[1].to_i : 30
