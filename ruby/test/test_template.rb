@@ -201,11 +201,15 @@ class TestTemplate < Minitest::Test
     state = { a: +"ab", b: "fz".freeze, c: long.dup, d: long.dup.freeze, e: "caf\xE9".dup.force_encoding("ISO-8859-1"),
               f: MyStr.new("sub"), g: "bin".b, h: +"" }
     # (Template#render takes another encoding's String as UTF-8: e and g only by size)
-    src = "<% [a, b, c, d, f, h].each do |s| %><%= s.frozen? %>:<%= s.encoding %>:<%= s.size %>:<%= s.bytesize %>|<% end %>" \
+    # (String#encoding of a borrowed String is refused below: a UTF-8 and a US-ASCII String borrow alike)
+    src = "<% [a, b, c, d, f, h].each do |s| %><%= s.frozen? %>:<%= s.size %>:<%= s.bytesize %>|<% end %>" \
           "<%= e.size %>:<%= g.size %>:<%= e.frozen? %>|<%= [a, b, c, d, f, g, h].join(',') %>|<%= b.dup << '?' %>"
     want = ERB.new(src).result_with_hash(state)
     t = Tpl::Template.new(src, syntax: :erb)
     3.times { assert_equal want, t.render(state) }
+    enc = Tpl::Template.new("<%= a.encoding %>", syntax: :erb)
+    assert_raises(Tpl::Error) { enc.render(state) }
+    assert_raises(Tpl::Error) { enc.render(a: "x".encode("US-ASCII")) }
     %w[<%\ b\ <<\ 'x'\ %> <%\ d.upcase!\ %>].each do |bad|
       e = Tpl::Template.new(bad, syntax: :erb)
       assert_raises(FrozenError, bad) { ERB.new(bad).result_with_hash(state) }
