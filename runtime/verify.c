@@ -225,11 +225,13 @@ typedef struct fn {
 
 /* Queues the body of the Ruby block a CALL_METHOD_RB in f passes (block word bw), once per
  * (entry, parameters, frame size): block bodies are jumped over, so no function reaches them,
- * yet tpl_rb_yield runs them in the caller's frame with np values on the stack. */
+ * yet tpl_rb_yield runs them in the frame that created them (tpl_rb_block.slot_base: f's, whose
+ * size the VM checked when it pushed it) with np values on the stack. So a block in an ERB def
+ * has the def's slots (its locals, the hidden ones of a begin/rescue body run as a block). */
 static bool add_block(ver *v, const fn *f, uint32_t bw)
 {
     uint32_t entry = bw & 0xFFFFFFu, np = bw >> 24;
-    uint32_t nslots = f->macro >= 0 && v->p->nslots < f->nslots ? v->p->nslots : f->nslots;
+    uint32_t nslots = f->nslots;
     if (!entry) return true;
     for (size_t i = 0; i < v->nblocks; i++)
         if (v->blocks[i].entry == entry && v->blocks[i].np == np && v->blocks[i].nslots == nslots) return true;
