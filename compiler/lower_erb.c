@@ -3346,6 +3346,19 @@ static uint32_t jump_unless_state_has(erb_low *L, tpl_value key, uint32_t off)
     return tpl_c_emit(C, TPL_OP_JF_RB, 0, -1);
 }
 
+/* The local in slot when the state has key (a binding's local, the state key while unset), else
+ * Ruby's name lookup (LOAD_NAME_RB: a method call, NameError). */
+static void local_or_name(erb_low *L, uint32_t slot, tpl_value key, uint32_t off)
+{
+    uint32_t no = jump_unless_state_has(L, key, off);
+    load_local(L, slot, key);
+    uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
+    tpl_c_patch(C, no, tpl_c_here(C));
+    tpl_c_at(C, off);
+    tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
+    tpl_c_patch(C, end, tpl_c_here(C));
+}
+
 /* `name /x` where the lexer knew no local `name` (grammar/erb_parse.y): Ruby reads `/x.../` as a regex
  * argument of a method call unless name is a local of the binding, a key of the state; tpl divides then, and
  * refuses otherwise (Ruby's SyntaxError, or a regex it reads to some later `/`). */
@@ -4079,13 +4092,7 @@ static void expr_(erb_low *L, tpl_node *n)
             if (!ivar && !n->op && !L->in_def && L->defs->nbound && bound_local(L, n->val) && !blk_param(L, n->val)) {
                 /* a binding's local predeclare_end declared: the slot (the state key while unset) when the state
                  * has the key, else Ruby's NameError (no such local) */
-                uint32_t no = jump_unless_state_has(L, key, n->off);
-                load_local(L, slot, key);
-                uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
-                tpl_c_patch(C, no, tpl_c_here(C));
-                tpl_c_at(C, n->off);
-                tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
-                tpl_c_patch(C, end, tpl_c_here(C));
+                local_or_name(L, slot, key, n->off);
                 if (L->nblk) read_in_block(L, slot);
                 return;
             }
@@ -4093,13 +4100,7 @@ static void expr_(erb_low *L, tpl_node *n)
                 /* a block-local name read where Ruby's parser has no such local (after its block, or in it
                  * before its assignment): the binding's local when the state has the key (the outer
                  * variable the block assigned), else a method call: NameError */
-                uint32_t no = jump_unless_state_has(L, key, n->off);
-                load_local(L, slot, key);
-                uint32_t end = tpl_c_emit(C, TPL_OP_JUMP, 0, -1);
-                tpl_c_patch(C, no, tpl_c_here(C));
-                tpl_c_at(C, n->off);
-                tpl_c_emit(C, TPL_OP_LOAD_NAME_RB, tpl_c_name(C, key), 1);
-                tpl_c_patch(C, end, tpl_c_here(C));
+                local_or_name(L, slot, key, n->off);
                 return;
             }
             load_local(L, slot, key);
