@@ -3959,55 +3959,60 @@ static int first_occ(const tpl_node *n, const char *name, size_t len, int depth)
 
 /* Whether the tree at n (a list) reads name outside blocks, as Jinja2's find_undeclared sees it
  * (UndeclaredNameVisitor: no block's body; a nested macro's or loop's body counts). Targets and
- * parameters are not reads. */
+ * parameters are not reads. An absent child is not visited (a call each was most of the walk's
+ * cost: issue 21, compile time); every kind but NAME and BLOCK visits one child whatever it is,
+ * so such a node at the depth limit gives true, as the visit of that child would. */
 static bool reads_name(const tpl_node *n, const char *name, size_t len, int depth)
 {
     if (depth > 200) return true;
+#define RN(x) do { const tpl_node *x_ = (x); if (x_ && reads_name(x_, name, len, depth + 1)) return true; } while (0)
     for (; n; n = n->next) {
         switch (n->kind) {
         case TPL_N_BLOCK: continue;
         case TPL_N_NAME:
             if (name_eq(n->val, name, len)) return true;
             continue;
+        default: break;
+        }
+        if (depth >= 200) return true;
+        switch (n->kind) {
         case TPL_N_SET: case TPL_N_SETBLOCK:
-            if (reads_name(n->b, name, len, depth + 1) || reads_name(n->c, name, len, depth + 1)) return true;
+            RN(n->b); RN(n->c);
             continue;
         case TPL_N_MACRO:
             for (const tpl_node *p = n->a; p; p = p->next)
-                if (p->kind == TPL_N_KWARG && reads_name(p->a, name, len, depth + 1)) return true;
-            if (reads_name(n->b, name, len, depth + 1)) return true;
+                if (p->kind == TPL_N_KWARG) RN(p->a);
+            RN(n->b);
             continue;
         case TPL_N_CALLBLOCK:
             for (const tpl_node *p = n->b; p; p = p->next)
-                if (p->kind == TPL_N_KWARG && reads_name(p->a, name, len, depth + 1)) return true;
-            if (reads_name(n->a, name, len, depth + 1) || reads_name(n->c, name, len, depth + 1)) return true;
+                if (p->kind == TPL_N_KWARG) RN(p->a);
+            RN(n->a); RN(n->c);
             continue;
         case TPL_N_FOR:
-            if (reads_name(n->b, name, len, depth + 1) || reads_name(n->c, name, len, depth + 1) ||
-                reads_name(n->d, name, len, depth + 1) || reads_name(n->e, name, len, depth + 1))
-                return true;
+            RN(n->b); RN(n->c); RN(n->d); RN(n->e);
             continue;
         default:
-            if (reads_name(n->a, name, len, depth + 1) || reads_name(n->b, name, len, depth + 1) ||
-                reads_name(n->c, name, len, depth + 1) || reads_name(tpl_node_d(n), name, len, depth + 1) ||
-                reads_name(tpl_node_e(n), name, len, depth + 1))
-                return true;
+            RN(n->a); RN(n->b); RN(n->c); RN(tpl_node_d(n)); RN(tpl_node_e(n));
         }
     }
+#undef RN
     return false;
 }
 
-/* Whether the tree at n (a list) has a scoped block anywhere (Jinja2's node.find_all(Block)). */
+/* Whether the tree at n (a list) has a scoped block anywhere (Jinja2's node.find_all(Block)). An
+ * absent child is not visited; a node with children to look at, at the depth limit, gives true,
+ * as the visit of its first child would. */
 static bool has_scoped_block(const tpl_node *n, int depth)
 {
     if (depth > 200) return true;
     for (; n; n = n->next) {
         if (n->kind == TPL_N_BLOCK && (n->op & 1)) return true;
         if (n->kind == TPL_N_CONST || n->kind == TPL_N_NAME || n->kind == TPL_N_TEXT) continue;
-        if (has_scoped_block(n->a, depth + 1) || has_scoped_block(n->b, depth + 1) ||
-            has_scoped_block(n->c, depth + 1) || has_scoped_block(tpl_node_d(n), depth + 1) ||
-            has_scoped_block(tpl_node_e(n), depth + 1))
-            return true;
+        if (depth >= 200) return true;
+        const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
+        for (int i = 0; i < 5; i++)
+            if (kids[i] && has_scoped_block(kids[i], depth + 1)) return true;
     }
     return false;
 }
