@@ -60,6 +60,42 @@ class TestTemplate < Minitest::Test
     assert_equal "x2é1", j.render(l: [{ "a" => "x", "b" => "y" }, { "a" => "é" }])
   end
 
+  # On Ruby 3.1 the conversion reads a Hash's table in place (tpl_ext.c HASH_EACH): up to 8 pairs
+  # (with a bound and deleted pairs), or an st table past 8 (deleted entries marked in their
+  # hash); the same entries in the same order as Ruby's each, at the top and nested, Symbol,
+  # String and other keys, emptied Hashes, and with Strings in another encoding converted under
+  # GC.stress (a GC during the walk may move a small table out of the transient heap)
+  def test_hash_tables_read_in_place
+    src = "<% s.each do |k, v| %><%= k.inspect %>=<%= v.inspect %>,<% end %>|<%= s.size %>|" \
+          "<% l.each do |h| %><%= h.inspect %>;<% end %>|<%= n.inspect %>|<%= e.keys.inspect %><%= e.values.map(&:size) %>"
+    small = { "a" => "1", "b" => "2", "c" => "3", "d" => "4" }
+    small.delete("a")
+    small.delete("c")
+    small["e"] = "5"
+    big = (1..20).to_h { |i| ["k#{i}", i.to_s] }
+    %w[k1 k2 k9 k20].each { |k| big.delete(k) }
+    big["k21"] = "x"
+    shrunk = (1..12).to_h { |i| [i, :"v#{i}"] }
+    (1..10).each { |i| shrunk.delete(i) }
+    cleared = { "x" => "y" }
+    cleared.clear
+    latin = { "a" => "caf\xE9".dup.force_encoding("ISO-8859-1"), "b" => "ok" }
+    latin.delete("b")
+    latin["c"] = "é" * 30
+    l = [small, { "q" => "r" }.tap { |h| h.delete("q") }, { "u" => "v", "w" => "z" }, big, shrunk, cleared]
+    top = (1..14).to_h { |i| ["t#{i}", i] }
+    top.delete("t3")
+    top.merge!("s" => small, "l" => l, "n" => { n: 1, "m" => 2, 3 => [4] }, "e" => latin)
+    want = ERB.new(src).result_with_hash(top)
+    t = Tpl::Template.new(src, syntax: :erb)
+    3.times { assert_equal want, t.render(top) }
+    under_gc_stress(3) { t.render(top) }.each { |got| assert_equal want, got }
+    symtop = { s: small, l: l, n: shrunk, e: cleared }
+    symtop.delete(:e)
+    symtop[:e] = latin
+    assert_equal ERB.new(src).result_with_hash(symtop), t.render(symtop)
+  end
+
   # the state is converted on every render (session 15: one pass over each Hash): a Hash changed
   # between renders renders its new values, at the top and nested, small and big
   def test_state_mutated_between_renders
