@@ -96,6 +96,23 @@ class TestTemplate < Minitest::Test
     assert_equal ERB.new(src).result_with_hash(symtop), t.render(symtop)
   end
 
+  # a Hash whose keys Ruby keeps apart but tpl's map takes as one (a Symbol and a String of one
+  # name, one text in two encodings, 1 and 1.0) is refused: the second key replaced the first
+  # and the template rendered other text than ERB's, silently; keys tpl keeps apart still render
+  def test_hash_keys_tpl_takes_as_one_refused
+    src = "<%= n.inspect %>|<%= n.size %>"
+    t = Tpl::Template.new(src, syntax: :erb)
+    [{ n: 1, "n" => 2, 3 => [4] }, { "n" => 2, n: 1 }, { 1 => "a", 1.0 => "b" }, { "é" => 1, "é".encode("ISO-8859-1") => 2 },
+     { 2**70 => 1, (2**70).to_f => 2 }].each do |h|
+      e = assert_raises(ArgumentError, h.inspect) { t.render(n: h) }
+      assert_match(/keys tpl takes as one/, e.message)
+      assert_raises(ArgumentError, EncodingError, h.inspect) { Tpl::ERB.new(src).result_with_hash(n: h) }
+    end
+    [{ "a" => 1, b: 2 }, { a: 1, "b" => 2, 3 => 4 }, { true => 1, "true" => 2 }, { nil => 1, "" => 2 }, { "a" => 1, "a".b => 2 }].each do |h|
+      assert_equal ERB.new(src).result_with_hash(n: h), t.render(n: h), h.inspect
+    end
+  end
+
   # the state is converted on every render (session 15: one pass over each Hash): a Hash changed
   # between renders renders its new values, at the top and nested, small and big
   def test_state_mutated_between_renders

@@ -900,7 +900,13 @@ static int hash_i(VALUE k, VALUE v, VALUE arg)
     tpl_val kv, vv;
     key_val(c, k, &kv);
     to_val(c, v, &vv);
+    /* two keys Ruby keeps apart that tpl's map takes as one (a Symbol and a String of one name,
+     * 1 and 1.0): the second replaced the first, silently — refused instead */
+    size_t had = tpl_val_len(h->map);
     checkst(tpl_val_map_set(c->r, h->map, kv, vv));
+    if (tpl_val_len(h->map) == had)
+        rb_raise(rb_eArgError, "tpl: a Hash in the render state has keys tpl takes as one, %+" PRIsVALUE
+                 " and another (a Symbol and a String of one name, one text in two encodings, or equal numbers): Ruby keeps them apart", k);
     return ST_CONTINUE;
 }
 
