@@ -113,6 +113,17 @@ class TestTemplate < Minitest::Test
     end
   end
 
+  # Tpl::ERB#result_with_hash of a Hash with a Symbol and a String key of one name: the later
+  # entry's value, as ERB sets one local variable per entry in order (it rendered the Symbol's);
+  # Template#render keeps the Symbol's (README)
+  def test_result_with_hash_symbol_and_string_key_later_wins
+    e = Tpl::ERB.new("<%= n %>")
+    [{ n: 1, "n" => 2 }, { "n" => 2, n: 1 }, { n: 3 }, { "n" => 4 }].each do |h|
+      2.times { assert_equal ERB.new("<%= n %>").result_with_hash(h), e.result_with_hash(h), h.inspect }
+    end
+    assert_equal "1", Tpl::Template.new("<%= n %>", syntax: :erb).render({ "n" => 2, n: 1 })
+  end
+
   # the state is converted on every render (session 15: one pass over each Hash): a Hash changed
   # between renders renders its new values, at the top and nested, small and big
   def test_state_mutated_between_renders

@@ -2457,7 +2457,8 @@ static bool local_name(VALUE s)
 
 /* A state Hash's entry: its key matched to a read name by tpl_val_key_hash (Template.rtab) and
  * its bytes; under both a Symbol and a String key, the Symbol's value (as Hash lookups by
- * Symbol then String found). A key in an encoding other than UTF-8 matches only when it is
+ * Symbol then String found) — but for Tpl::ERB#result_with_hash (c->erb_api) the later entry's,
+ * as ERB sets a local variable per entry in order. A key in an encoding other than UTF-8 matches only when it is
  * ASCII (as a Hash lookup by a UTF-8 String finds it). */
 struct state_iter { rctx *c; tmpl *t; VALUE *found; };
 
@@ -2482,7 +2483,7 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
         ke = slot;
         if (ke->ridx != KEY_RIDX_UNSET) { /* matched by an earlier render */
             int32_t i = ke->ridx;
-            if (i >= 0 && kind > c->sc.fkind[i]) {
+            if (i >= 0 && (kind > c->sc.fkind[i] || c->erb_api)) {
                 si->found[i] = v;
                 c->sc.fkind[i] = kind;
             }
@@ -2506,7 +2507,7 @@ static int state_i(VALUE k, VALUE v, VALUE arg)
     for (size_t j = hv & t->rmask; t->rtab[j] >= 0; j = (j + 1) & t->rmask) {
         int32_t i = t->rtab[j];
         if (t->read_hash[i] == hv && t->read_len[i] == n && memcmp(t->read_ptr[i], p, n) == 0) {
-            if (kind > c->sc.fkind[i]) {
+            if (kind > c->sc.fkind[i] || c->erb_api) {
                 si->found[i] = v;
                 c->sc.fkind[i] = kind;
             }
