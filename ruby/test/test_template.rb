@@ -42,7 +42,8 @@ class TestTemplate < Minitest::Test
   # output either way, embedded and long Strings, empty Hashes, mutation between renders, and
   # the errors of a cycle or invalid bytes
   def test_array_of_string_hashes
-    t = Tpl::Template.new("<% l.each do |h| %><%= h[\"a\"] %>|<%= h.size %>|<%= h.inspect %>;<% end %><%= l.size %>", syntax: :erb)
+    src = "<% l.each do |h| %><%= h[\"a\"] %>|<%= h.size %>|<%= h.inspect %>;<% end %><%= l.size %>"
+    t = Tpl::Template.new(src, syntax: :erb)
     long = "é" * 40
     l = [{ "a" => "x", "b" => "y" }, {}, { "a" => long }]
     assert_equal %(x|2|{"a"=>"x", "b"=>"y"};|0|{};#{long}|1|{"a"=>"#{long}"};3), t.render(l: l)
@@ -52,6 +53,10 @@ class TestTemplate < Minitest::Test
     assert_equal %(x|2|{"a"=>"x", "b"=>1};z|1|{"a"=>"z"};2), t.render(l: [{ "a" => "x", "b" => 1 }, { "a" => "z" }])
     assert_equal %(x|1|{:a=>"x"};z|1|{"a"=>"z"};2), t.render(l: [{ a: "x" }, { "a" => "z" }])
     assert_equal %(x|1|{"a"=>"x"};1), t.render(l: [{ "a" => "x".encode("UTF-16LE").encode("UTF-8") }])
+    # (an item past the first that is no plain Hash: item by item after all)
+    [[{ "a" => "x" }, Hash.new(0).merge!("a" => "q")], [{ "a" => "x" }, { "a" => "y" }, "sa"], [{ "a" => "x" }, { "a" => "é" }, { "a" => 1 }]].each do |items|
+      assert_equal ERB.new(src).result_with_hash(l: items), t.render(l: items), items.inspect
+    end
     h = { "a" => "q" }
     h["self"] = [h]
     assert_raises(ArgumentError) { t.render(l: [h]) }

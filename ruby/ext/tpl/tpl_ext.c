@@ -989,10 +989,8 @@ HASH_EACH_FN(strmap_i)
 
 static bool strmaps_val(rctx *c, VALUE a, long n, tpl_val *out)
 {
-    for (long i = 0; i < n; i++) {
-        VALUE o = RARRAY_AREF(a, i);
-        if (!RB_TYPE_P(o, T_HASH) || RBASIC_CLASS(o) != rb_cHash || !hash_plain(o)) return false;
-    }
+    /* (each item checked as it comes: a list of records whose first has a number, w2's, is
+     * given up after one item, not after a check of every item) */
     scratch *sc = &c->sc;
     size_t zero = 0;
     GROW(sc->cnt, zero, sc->capcnt, (size_t)n);
@@ -1002,7 +1000,9 @@ static bool strmaps_val(rctx *c, VALUE a, long n, tpl_val *out)
     struct strmaps_iter it = { c, true };
     for (long i = 0; i < n; i++) {
         size_t before = sc->nss;
-        HASH_EACH(RARRAY_AREF(a, i), strmap_i, &it);
+        VALUE o = RARRAY_AREF(a, i);
+        if (!RB_TYPE_P(o, T_HASH) || RBASIC_CLASS(o) != rb_cHash || !hash_plain(o)) it.ok = false;
+        else HASH_EACH(o, strmap_i, &it);
         if (!it.ok) {
             sc->nss = 0;
             c->borrowed_emb = emb;
