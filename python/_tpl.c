@@ -580,41 +580,24 @@ static int check(tpl_status st)
 
 /* A str, borrowed: the VM reads its UTF-8 buffer, which CPython keeps with the str (valid
  * UTF-8: a str with lone surrogates has none and is a UnicodeEncodeError here). */
-#define LATIN1_COPY 256 /* a Latin-1 str of up to this many characters is encoded here (latin1_val) */
+#define LATIN1_COPY 256 /* a Latin-1 str of up to this many characters is encoded here (narrow_val) */
 
-/* A short compact str of Latin-1 characters (1-byte kind, not ASCII: a name with an accent), as
- * a string value copied into the render's memory, encoded here: CPython's UTF-8 for it
- * (PyUnicode_AsUTF8AndSize) is made by its encoder into a new buffer on every fresh str, which
- * costs several times this loop and a copy. */
-static int latin1_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
-{
-    unsigned char buf[2 * LATIN1_COPY];
-    const Py_UCS1 *p = PyUnicode_1BYTE_DATA(s);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    size_t k = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS1 ch = p[i];
-        if (ch < 0x80) buf[k++] = ch;
-        else {
-            buf[k++] = (unsigned char)(0xC0 | ch >> 6);
-            buf[k++] = (unsigned char)(0x80 | (ch & 0x3F));
-        }
-    }
-    c->built += 1 + k / 16;
-    return check(tpl_val_str(c->r, (const char *)buf, k, flags | TPL_VAL_UTF8_VALID, out));
-}
-
-/* A short str of UCS-2 characters (an en dash, a curly quote: up to LATIN1_COPY), encoded to
- * UTF-8 here and copied, rather than through CPython's UTF-8 cache (made anew, malloc'd, for
- * every fresh str); 1 when it holds a surrogate (no UTF-8: PyUnicode_AsUTF8AndSize's error). */
-static int ucs2_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
+/* A short compact str of Latin-1 (1-byte kind, not ASCII: a name with an accent) or UCS-2
+ * characters (an en dash, a curly quote), up to LATIN1_COPY, as a string value copied into the
+ * render's memory, encoded to UTF-8 here: CPython's UTF-8 for it (PyUnicode_AsUTF8AndSize) is made
+ * by its encoder into a new buffer (malloc'd) on every fresh str, which costs several times this
+ * loop and a copy. 1 when it holds a surrogate (no UTF-8: PyUnicode_AsUTF8AndSize's error). One
+ * loop for both kinds, inlined into str_val with kind a constant (a copy per kind, as fast as two
+ * written out: a 1-byte character is never 0x800 or more, nor a surrogate). */
+static inline __attribute__((always_inline)) int narrow_val(render_ctx *c, PyObject *s, unsigned flags,
+                                                            tpl_val *out, int kind)
 {
     unsigned char buf[3 * LATIN1_COPY];
-    const Py_UCS2 *p = PyUnicode_2BYTE_DATA(s);
+    const void *p = PyUnicode_DATA(s);
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     size_t k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS2 ch = p[i];
+        Py_UCS4 ch = kind == PyUnicode_1BYTE_KIND ? ((const Py_UCS1 *)p)[i] : ((const Py_UCS2 *)p)[i];
         if (ch < 0x80) {
             buf[k++] = (unsigned char)ch;
         } else if (ch < 0x800) {
@@ -641,10 +624,10 @@ static int str_val(render_ctx *c, PyObject *s, unsigned flags, tpl_val *out)
         n = PyUnicode_GET_LENGTH(s);
     } else if (PyUnicode_IS_COMPACT(s) && PyUnicode_KIND(s) == PyUnicode_1BYTE_KIND &&
                PyUnicode_GET_LENGTH(s) <= LATIN1_COPY) {
-        return latin1_val(c, s, flags, out);
+        return narrow_val(c, s, flags, out, PyUnicode_1BYTE_KIND); /* (never 1: no surrogate) */
     } else if (PyUnicode_IS_COMPACT(s) && PyUnicode_KIND(s) == PyUnicode_2BYTE_KIND &&
                PyUnicode_GET_LENGTH(s) <= LATIN1_COPY && !((PyCompactUnicodeObject *)s)->utf8) {
-        int rc = ucs2_val(c, s, flags, out); /* (a str whose UTF-8 CPython has is borrowed as it is) */
+        int rc = narrow_val(c, s, flags, out, PyUnicode_2BYTE_KIND); /* (a str whose UTF-8 CPython has is borrowed as it is) */
         if (rc <= 0) return rc;
         if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) return -1;
     } else if (!(u = PyUnicode_AsUTF8AndSize(s, &n))) {
