@@ -849,8 +849,9 @@ TPL_API tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken);
  * arguments of a call it is about to make (tpl_render_call), so that tpl_render_release can give
  * back what the render allocated after it once the host has read the result. Marks nest: each
  * tpl_render_release takes back the newest. A mark costs a copy of the memory the render uses
- * (taken only for a Jinja render while that and its variables take at most 64 KiB; otherwise
- * the mark gives nothing back). Marks left are dropped when the render ends. TPL_ERR_USAGE when
+ * (taken only for a Jinja render; while that and its variables take more than 64 KiB, marks
+ * share one copy, up to 16 MiB, and their calls' memory is given back in batches, once it has
+ * grown by as much as the copy: tpl_render_release). Marks left are dropped when the render ends. TPL_ERR_USAGE when
  * r is NULL or not rendering; TPL_ERR_NOMEM. */
 TPL_API tpl_status tpl_render_mark(tpl_render *r);
 
@@ -860,7 +861,9 @@ TPL_API tpl_status tpl_render_mark(tpl_render *r);
  * ran since, no list or dict changed in place and the render has no pending error — the host
  * must then hold no value r gave it since the mark (it converted the result, a string, to its
  * own). true when it was given back (a host macro loop: tpl.jinja2's Template.module, 100,000
- * calls in flat memory); false otherwise, or when r is NULL, not rendering or has no mark. */
+ * calls in flat memory); false otherwise, or when r is NULL, not rendering or has no mark. A mark
+ * of a render over 64 KiB may give back later, with a later call's release (the host keeps no
+ * value of the call in either case: false then does not mean the memory stays). */
 TPL_API bool tpl_render_release(tpl_render *r, bool give_back);
 
 /* From a callback of r's own running render: *out is the template's `v.name` (name len bytes,

@@ -4255,6 +4255,19 @@ static void release_call(render_ctx *c, bool give_back, Py_ssize_t nkeep0)
     while (c->nkeep > nkeep0) Py_DECREF(c->keep[--c->nkeep]);
 }
 
+/* A str argument of a macro called from Python (mod_call): copied into the render's memory, not
+ * borrowed, so that nothing of it stays in c->keep when the call's memory is given back later
+ * than its release (a render over 64 KiB gives back its calls' memory in batches:
+ * tpl_render_release in runtime/host.c); other values as to_val. */
+static int call_arg_val(render_ctx *c, PyObject *o, tpl_val *out)
+{
+    if (!PyUnicode_CheckExact(o)) return to_val(c, o, out);
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(o, &n);
+    if (!u) return -1;
+    return check(tpl_val_str(c->r, u, (size_t)n, TPL_VAL_UTF8_VALID, out));
+}
+
 /* call(handle, value, args, kwargs): a template callable (TemplateCallable) called by Python
  * code a callback of its render runs: its result (a macro's output). */
 static PyObject *mod_call(PyObject *mod, PyObject *args)
@@ -4280,21 +4293,21 @@ static PyObject *mod_call(PyObject *mod, PyObject *args)
     PyObject *res = NULL;
     /* what the call allocates, its arguments' conversions first, is given back when Python has
      * its result (a str) and nothing else holds it (tpl_render_release): the arguments plain
-     * (str, int, float, bool, None: no list or dict Python could see the template change), the
-     * strs they borrowed let go then too — so a macro called in a Python loop (a module's) runs
-     * in flat memory */
+     * (str, int, float, bool, None: no list or dict Python could see the template change; strs
+     * copied, call_arg_val), what other values borrowed let go then too — so a macro called in a
+     * Python loop (a module's) runs in flat memory */
     bool marked = tpl_render_mark(c->r) == TPL_OK, plain = true;
     Py_ssize_t nkeep0 = c->nkeep;
     for (Py_ssize_t i = 0; i < na; i++) {
         plain = plain && plain_scalar(PyTuple_GET_ITEM(a, i));
-        if (to_val(c, PyTuple_GET_ITEM(a, i), &v[i]) < 0) goto done;
+        if (call_arg_val(c, PyTuple_GET_ITEM(a, i), &v[i]) < 0) goto done;
     }
     Py_ssize_t pos = 0, i = 0;
     PyObject *k, *x;
     while (nk && PyDict_Next(kw, &pos, &k, &x)) {
         if (!PyUnicode_Check(k)) { PyErr_SetString(PyExc_TypeError, "keywords must be strings"); goto done; }
         plain = plain && PyUnicode_CheckExact(k) && plain_scalar(x);
-        if (to_val(c, k, &v[na + i]) < 0 || to_val(c, x, &v[na + nk + i]) < 0) goto done;
+        if (call_arg_val(c, k, &v[na + i]) < 0 || call_arg_val(c, x, &v[na + nk + i]) < 0) goto done;
         i++;
     }
     tpl_val out;

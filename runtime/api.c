@@ -831,7 +831,9 @@ tpl_status tpl_render_run(tpl_render *r, const tpl_program *p, const char **out,
     r->busy = true;
     tpl_status st = run(r, p, out, out_len);
     if (__builtin_expect(r->vm.rescue != NULL, 0)) tpl_vm_rescue_free(&r->vm); /* (a call's snapshot, rare) */
-    if (__builtin_expect(r->vm.marks != NULL, 0)) tpl_vm_marks_free(&r->vm);   /* (tpl_render_mark's, rare) */
+    if (__builtin_expect(r->vm.marks != NULL || r->vm.standing != NULL || r->vm.standing_next != 0,
+                         0))
+        tpl_vm_marks_free(&r->vm); /* (tpl_render_mark's, rare) */
     r->busy = false;
     return st;
 }

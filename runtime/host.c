@@ -676,7 +676,7 @@ static void rescue_drop(tpl_vm *vm, struct tpl_rescue_snap *sn)
 
 /* The snapshot before a call (NULL: none taken). Not inlined: its mark (260 bytes) stays off
  * tpl_render_call's frame, which nested calls stack. */
-static __attribute__((noinline)) struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
+static __attribute__((noinline)) struct tpl_rescue_snap *rescue_take_max(tpl_vm *vm, size_t max)
 {
     if (tpl_vm_syntax(vm) != TPL_SYNTAX_JINJA) return NULL;
     tpl_arena_mark m;
@@ -684,9 +684,9 @@ static __attribute__((noinline)) struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
     size_t bytes = (size_t)vm->slot_top * sizeof *vm->slots;
     for (uint32_t i = 0; i < m.n; i++) {
         bytes += m.ch[i].used;
-        if (bytes > TPL_RESCUE_COPY_MAX) return NULL;
+        if (bytes > max) return NULL;
     }
-    if (bytes > TPL_RESCUE_COPY_MAX) return NULL;
+    if (bytes > max) return NULL;
     struct tpl_rescue_snap *sn = vm->alloc.alloc(vm->alloc.data, sizeof *sn + bytes);
     if (!sn) return NULL;
     sn->mark = m;
@@ -699,6 +699,11 @@ static __attribute__((noinline)) struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
     }
     if (vm->slot_top) memcpy(o, vm->slots, (size_t)vm->slot_top * sizeof *vm->slots);
     return sn;
+}
+
+static struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
+{
+    return rescue_take_max(vm, TPL_RESCUE_COPY_MAX);
 }
 
 /* Whether nothing the snapshot saw changed (the arena as it was when the call failed). */
@@ -805,7 +810,42 @@ tpl_status tpl_render_rescue(tpl_render *r, tpl_error *taken)
 struct tpl_mark_node {
     struct tpl_mark_node *prev;
     struct tpl_rescue_snap *sn; /* (NULL: none taken — not Jinja, or more than TPL_RESCUE_COPY_MAX) */
+    bool batched;               /* sn NULL, and vm->standing (of epoch) stands for it */
+    uint32_t epoch;
 };
+
+/* A render's memory over TPL_RESCUE_COPY_MAX (a module whose top level made 70 KB): a snapshot
+ * per call would copy and compare all of it for each call, so none was taken and every call's
+ * memory stayed (~110 bytes a call of a small macro, until the render ended). Such marks share
+ * one snapshot, vm->standing (up to TPL_BATCH_COPY_MAX), taken at the first: each release that
+ * may give back leaves the call's memory in place until what the calls since the snapshot
+ * allocated reaches the snapshot's size (at least TPL_RESCUE_COPY_MAX); then the memory is
+ * compared once, as a single call's would be, and, unchanged, rewound to the snapshot, giving
+ * back all those calls at once (the snapshot stays: the memory is again what it saw). Copy and
+ * compare cost about one byte per byte given back, and the render's memory stays within about
+ * twice what it held. A release that may not give back (the host keeps a value of the call), or
+ * a compare that finds a change, drops the snapshot (no later release rewinds past that call). */
+#define TPL_BATCH_COPY_MAX (16u * 1024u * 1024u)
+
+/* The bytes the arena's chunks hand out now. */
+static size_t arena_used(const tpl_vm *vm)
+{
+    size_t n = 0;
+    for (const tpl_chunk *x = vm->arena.head; x; x = x->next) n += x->used;
+    return n;
+}
+
+/* Drops vm->standing; no new one is taken before the memory grew by as much again (a host
+ * alternating calls that may and may not give back would copy it all on every call). */
+static void standing_drop(tpl_vm *vm)
+{
+    if (!vm->standing) return;
+    size_t due = vm->standing->bytes > TPL_RESCUE_COPY_MAX ? vm->standing->bytes : TPL_RESCUE_COPY_MAX;
+    vm->standing_next = arena_used(vm) + due;
+    rescue_drop(vm, vm->standing);
+    vm->standing = NULL;
+    vm->standing_epoch++;
+}
 
 void tpl_vm_marks_free(tpl_vm *vm)
 {
@@ -815,6 +855,8 @@ void tpl_vm_marks_free(tpl_vm *vm)
         rescue_drop(vm, m->sn);
         vm->alloc.free(vm->alloc.data, m, sizeof *m);
     }
+    standing_drop(vm);
+    vm->standing_next = 0;
 }
 
 tpl_status tpl_render_mark(tpl_render *r)
@@ -824,9 +866,56 @@ tpl_status tpl_render_mark(tpl_render *r)
     struct tpl_mark_node *m = vm->alloc.alloc(vm->alloc.data, sizeof *m);
     if (!m) return TPL_ERR_NOMEM;
     m->sn = vm->err.status == TPL_OK ? rescue_take(vm) : NULL;
+    m->batched = false;
+    if (!m->sn && vm->err.status == TPL_OK && tpl_vm_syntax(vm) == TPL_SYNTAX_JINJA) {
+        if (!vm->standing && arena_used(vm) >= vm->standing_next &&
+            (vm->standing = rescue_take_max(vm, TPL_BATCH_COPY_MAX)) != NULL)
+            vm->standing_epoch++;
+        m->batched = vm->standing != NULL;
+        m->epoch = vm->standing_epoch;
+    }
     m->prev = vm->marks;
     vm->marks = m;
     return TPL_OK;
+}
+
+/* The bytes the arena's chunks hand out now beyond the snapshot's mark (sn's chunks still the
+ * arena's oldest, or SIZE_MAX). */
+static size_t used_since(const tpl_vm *vm, const struct tpl_rescue_snap *sn)
+{
+    size_t n = 0;
+    for (const tpl_chunk *x = vm->arena.head; x; x = x->next) {
+        uint32_t i = 0;
+        while (i < sn->mark.n && sn->mark.ch[i].c != x) i++;
+        if (i == sn->mark.n) n += x->used;
+        else if (x->used >= sn->mark.ch[i].used) n += x->used - sn->mark.ch[i].used;
+        else return SIZE_MAX; /* (rewound below the mark since: compared, it fails) */
+    }
+    return n;
+}
+
+/* The release of a batched mark (see TPL_BATCH_COPY_MAX). */
+static bool release_batched(tpl_vm *vm, const struct tpl_mark_node *m, bool give_back)
+{
+    struct tpl_rescue_snap *sn = vm->standing;
+    if (!sn || m->epoch != vm->standing_epoch) return false;
+    if (!give_back || vm->err.status != TPL_OK || vm->rescue) {
+        standing_drop(vm);
+        return false;
+    }
+    size_t due = sn->bytes > TPL_RESCUE_COPY_MAX ? sn->bytes : TPL_RESCUE_COPY_MAX;
+    if (used_since(vm, sn) < due) return false; /* (later, with the next calls') */
+    sn->fail_head = vm->arena.head;
+    sn->fail_used = vm->arena.head ? vm->arena.head->used : 0;
+    sn->fail_total = vm->arena.total;
+    if (!rescue_unchanged(vm, sn)) {
+        standing_drop(vm);
+        return false;
+    }
+    tpl_arena_rewind(&vm->arena, &sn->mark);
+    memset(vm->cat, 0, sizeof vm->cat);
+    memset(vm->lcat, 0, sizeof vm->lcat);
+    return true;
 }
 
 bool tpl_render_release(tpl_render *r, bool give_back)
@@ -837,6 +926,11 @@ bool tpl_render_release(tpl_render *r, bool give_back)
     if (!m) return false;
     vm->marks = m->prev;
     struct tpl_rescue_snap *sn = m->sn;
+    if (m->batched) {
+        bool back = release_batched(vm, m, give_back);
+        vm->alloc.free(vm->alloc.data, m, sizeof *m);
+        return back;
+    }
     vm->alloc.free(vm->alloc.data, m, sizeof *m);
     bool back = false;
     if (sn && give_back && vm->err.status == TPL_OK && !vm->rescue) {

@@ -281,6 +281,10 @@ struct tpl_vm {
     struct tpl_rescue_snap *rescue; /* the last failed tpl_render_call's snapshot, for tpl_render_rescue
                              * (runtime/host.c; vm->alloc; NULL: none) */
     struct tpl_mark_node *marks; /* the host's marks (tpl_render_mark), newest first (vm->alloc) */
+    struct tpl_rescue_snap *standing; /* a batch's snapshot, for marks over TPL_RESCUE_COPY_MAX (host.c:
+                             * tpl_render_release; vm->alloc; NULL: none) */
+    uint32_t standing_epoch; /* changes when `standing` is dropped or taken anew */
+    size_t standing_next;   /* the arena's used bytes before which no new `standing` is taken */
     tpl_error err;          /* last error; strings point into the buffers below */
     char err_msg[512];
     char err_line[512];

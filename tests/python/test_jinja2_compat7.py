@@ -124,6 +124,80 @@ def test_macro_called_from_a_callback_runs_in_flat_memory():
     assert grew[0] < 4096
 
 
+def test_module_over_64_kib_macro_calls_run_in_flat_memory():
+    """A module whose top level holds more than 64 KiB (a 100 KB string): 100,000 calls of its
+    macro from Python stay flat (its calls' memory is given back in batches, each once it has
+    grown by the module's size: runtime/host.c tpl_render_release), where it grew ~110 bytes a
+    call (11 MB here: no snapshot was taken past 64 KiB); the outputs are Jinja2's."""
+    src = ("{% set big = 'x' * 100000 %}{% macro m(a, b=2) %}<{{ a }}-{{ b }}-{{ big|length }}>{% endmacro %}"
+           "{% set top = [1, 2] %}")
+    fs = [m.Environment().from_string(src).module.m for m in (jinja2, tj)]
+    assert fs[1](1) == fs[0](1) == "<1-2-100000>"
+    assert fs[1]("x", b=[1, 2]) == fs[0]("x", b=[1, 2])
+    f = fs[1]
+    for i in range(3000):
+        f(i, b="s" * 20)
+    base = _rss_kib()
+    for i in range(100000):
+        assert f(i, b="s" * 20) == "<%d-%s-100000>" % (i, "s" * 20)
+    assert _rss_kib() - base < 4096
+
+
+def test_module_over_64_kib_changes_kept_across_batches():
+    """In a module over 64 KiB, calls that change a value the top level made (a namespace, a list
+    appended to) among plain calls: what they did stays when the plain calls' memory is given
+    back (a batch is not rewound past them), every output as Jinja2's, over enough calls to
+    cross several batches."""
+    src = ("{% set big = 'y' * 80000 %}{% set ns = namespace(n=0, s='') %}{% set acc = [] %}"
+           "{% macro m(a) %}[{{ a }}:{{ ns.n }}]{% endmacro %}"
+           "{% macro k(i) %}{% set ns.n = ns.n + i %}{% set ns.s = ns.s ~ i %}{{ ns.n }}{% endmacro %}"
+           "{% macro add(i) %}{{ acc.append(i * 2) or '' }}{{ acc|length }}{% endmacro %}"
+           "{% macro show() %}{{ ns.n }}/{{ ns.s[-12:] }}/{{ acc[-3:] }}/{{ acc|sum }}{% endmacro %}")
+    outs = []
+    for mod in (jinja2, tj):
+        mo = mod.Environment().from_string(src).module
+        got = []
+        for i in range(6000):
+            got.append(mo.m("s%d" % i))
+            if i % 997 == 0:
+                got.append(mo.k(i))
+            if i % 1499 == 0:
+                got.append(mo.add(i))
+            if i % 1000 == 999:
+                got.append(mo.show())
+        outs.append(got)
+    assert outs[1] == outs[0]
+
+
+def test_macro_called_from_a_callback_over_64_kib_runs_in_flat_memory():
+    """A macro handed to a Python callable, called 100,000 times in one render whose memory holds
+    more than 64 KiB: flat (was ~110 bytes a call until the render ended); outputs as Jinja2's."""
+    grew = []
+
+    def loop(m, n):
+        for i in range(2000):
+            m(i, b="t")
+        base = _rss_kib()
+        for i in range(n):
+            last = m(i, b="t")
+        grew.append(_rss_kib() - base)
+        return last
+
+    src = ("{% set big = 'z' * 90000 %}{% macro m(a, b=2) %}<{{ a }}-{{ b }}>{% endmacro %}"
+           "{{ loop(m, N) }}{{ big|length }}")
+    outs = []
+    for mod in (jinja2, tj):
+        e = mod.Environment()
+        e.globals["loop"] = loop
+        outs.append(e.from_string(src).render(N=3000))
+    assert outs[1] == outs[0] == "<2999-t>90000"
+    e = tj.Environment()
+    e.globals["loop"] = loop
+    grew.clear()
+    assert e.from_string(src).render(N=100000) == "<99999-t>90000"
+    assert grew[0] < 4096
+
+
 def test_module_top_level_runs_once_after_a_macro_error():
     """A module's macro that fails (ZeroDivisionError, raised to Python) leaves the module's render
     going: the top level is not run again for the next call, as Jinja2's module (it was, the
