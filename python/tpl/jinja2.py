@@ -473,7 +473,8 @@ class Context:
         # parent the template's variables and those sets' (Context.derived), and an included or
         # imported template's parent holds its includer's variables
         self._wide = None
-        if template._loaded or template._own_of is not None:  # (a module's: its template's names)
+        self._loads = template._loaded or template._own_of is not None
+        if self._loads:  # (a module's: its template's names)
             self._top, self._bound = (), template._bound_names()
             if self._bound:
                 self._wide = "a template that loads others and assigns names"
@@ -497,6 +498,8 @@ class Context:
         """The render's parent (globals and arguments, the objects themselves). NotImplementedError
         where Jinja2's holds the template's variables too (_wide: a call inside a loop or block that
         set names, whose context is derived; a template that loads others)."""
+        if self._wide and self._loads:
+            raise NotImplementedError("tpl.jinja2: Context.parent %s" % self._why())
         if self._wide:
             raise NotImplementedError("tpl.jinja2: Context.parent in %s (Jinja2's parent there holds the variables "
                                       "such a set assigns: tpl does not hand its variables to Python callables)"
@@ -565,19 +568,29 @@ class Context:
         if own is not None and not own._loaded:  # a module's macro or top level: its template's
             return own.name
         if self._template._loaded or own is not None:
-            raise NotImplementedError("tpl.jinja2: Context.name of a template that loads others (Jinja2 names the "
-                                      "template the callable runs in)")
+            raise NotImplementedError("tpl.jinja2: Context.name in a template that includes, imports or extends "
+                                      "others (Jinja2 names the template the callable runs in, which tpl does not "
+                                      "tell Python callables)")
         return self._template.name
+
+    def _why(self):
+        """Why this Context cannot hand what Jinja2's would: the template's names it does not read."""
+        if self._loads:
+            return ("in a template that includes, imports or extends others (the callable may run in one of them, "
+                    "whose Jinja2 Context holds the loader's variables and the loop and set names around the "
+                    "include, which tpl does not hand to Python callables)")
+        names = sorted(self._bound)
+        return ("of a template that assigns %s other than at its top level (in a for, block, macro, call, with or "
+                "set block: Jinja2's Context there holds their current values, which tpl does not hand to Python "
+                "callables)" % (", ".join(repr(n) for n in names[:3]) + (", ..." if len(names) > 3 else ""),))
 
     def _check(self, key):
         if key in self._bound:
-            raise NotImplementedError("tpl.jinja2: Context lookup of %r, a name the template may assign (tpl does "
-                                      "not hand its variables to Python callables)" % (key,))
+            raise NotImplementedError("tpl.jinja2: Context lookup of %r %s" % (key, self._why()))
 
     def _all_checked(self, what):
         if self._bound:
-            raise NotImplementedError("tpl.jinja2: Context.%s of a template that assigns names (tpl does not hand "
-                                      "its variables to Python callables)" % what)
+            raise NotImplementedError("tpl.jinja2: Context.%s %s" % (what, self._why()))
 
     @property
     def vars(self):
