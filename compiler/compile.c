@@ -40,6 +40,8 @@ typedef struct scope_var {
                               * or a scoped block (dump_local_context) does not see it */
     bool ctx_skip;           /* passed over while load_name reads the context around a `missing`
                               * local (load_past_missing) */
+    bool set_done;           /* `super` of a block that reads the block's super first: a set of its
+                              * frame's own statements (no branch) assigned it (is_block_super) */
 } scope_var;
 
 typedef struct scope {
@@ -56,6 +58,7 @@ typedef struct scope {
     tpl_smap idx;            /* name -> index in vars, once the scope has SCOPE_INDEXED names */
     bool soft_saved;         /* the compiler's `soft` when the scope was pushed (a frame entered
                               * in it clears `soft`, as Jinja2's Frame.inner(); popping restores it) */
+    int cond_base;           /* the compiler's cond_depth when the scope was pushed */
 } scope;
 
 #define SCOPE_INDEXED 8
@@ -203,6 +206,7 @@ struct tpl_comp {
     size_t nchain_ends, chain_ends_cap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
+    unsigned cur_block_super; /* SUP_* of the current block's body (super_scan) */
     scope *cur_block_base;   /* the scope the current block's body started from (super() sees it) */
     func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
@@ -918,6 +922,7 @@ static scope *push_scope(tpl_comp *c, bool boundary)
     s->parent = c->fn->scope;
     s->func_boundary = boundary;
     s->soft_saved = c->soft;
+    s->cond_base = c->cond_depth;
     c->fn->scope = s;
     return s;
 }
@@ -1012,7 +1017,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = found ? shared & 0x7FFFFFFFu : new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false, false };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false, false, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -2736,18 +2741,185 @@ static bool fold_check(tpl_comp *c, const tpl_node *n)
 
 static void expr_inner(tpl_comp *c, tpl_node *n);
 
-/* Whether name node n is `super` read in a block (or a macro or call block in it) where no
- * variable shadows it: Jinja2 binds it to context.super(name, block) there. 1: the extends chain
+/* How a block's body names `super`, as Jinja2's find_undeclared(block.body, ("super",)) sees it:
+ * UndeclaredNameVisitor walks the body's nodes in field order (no nested block's body) and decides
+ * at the first Name node `super`: a load makes the block function's `super` a parameter bound to
+ * context.super(name, block) before the body runs; a store or parameter first makes it an ordinary
+ * name of the frame (the context's `super`, then what the body assigns). */
+enum {
+    SUP_SEEN = 1,        /* the first Name node `super` found */
+    SUP_FIRST_LOAD = 2,  /* ... and it is a load */
+    SUP_STORE = 4,       /* the body assigns `super` somewhere (a set, macro, import alias: after a first
+                          * load, Jinja2's frames alias the block's parameter there) */
+};
+
+static void super_scan(const tpl_node *n, unsigned *st, int depth);
+
+/* A target: bind is SUP_STORE for a set's (an assignment in a frame that may read `super` first),
+ * 0 for a loop's or with's (a frame's own new name, as a parameter). */
+static void super_target(const tpl_node *t, unsigned *st, unsigned bind, int depth)
+{
+    if (!t) return;
+    if (depth > 200) { *st = SUP_SEEN | SUP_FIRST_LOAD | SUP_STORE; return; }
+    if (t->kind == TPL_N_NAME) {
+        if (name_eq(t->val, "super", 5)) *st |= SUP_SEEN | bind;
+    } else if (t->kind == TPL_N_TUPLE || t->kind == TPL_N_LIST) {
+        for (const tpl_node *e = t->a; e; e = e->next) super_target(e, st, bind, depth + 1);
+    } else if (t->kind != TPL_N_NSREF) {
+        super_scan(t, st, depth + 1);
+    }
+}
+
+/* Params: NAME, or KWARG (val = name, a = default); Jinja2 visits every parameter, then the defaults.
+ * A parameter is a new name of the macro's frame (shadows the block's `super` as tpl's scopes do). */
+static void super_params(const tpl_node *p, unsigned *st, int depth)
+{
+    for (const tpl_node *q = p; q; q = q->next)
+        if ((q->kind == TPL_N_NAME || q->kind == TPL_N_KWARG) && name_eq(q->val, "super", 5)) *st |= SUP_SEEN;
+    for (const tpl_node *q = p; q; q = q->next)
+        if (q->kind == TPL_N_KWARG) super_scan(q->a, st, depth + 1);
+}
+
+static void super_scan(const tpl_node *n, unsigned *st, int depth)
+{
+    if (depth > 200) { *st = SUP_SEEN | SUP_FIRST_LOAD | SUP_STORE; return; }
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_BLOCK: case TPL_N_NSREF: case TPL_N_TEXT: case TPL_N_CONST:
+            continue;
+        case TPL_N_NAME:
+            if (name_eq(n->val, "super", 5) && !(*st & SUP_SEEN)) *st |= SUP_SEEN | SUP_FIRST_LOAD;
+            continue;
+        case TPL_N_SET:
+            super_target(n->a, st, SUP_STORE, depth + 1);
+            super_scan(n->b, st, depth + 1);
+            continue;
+        case TPL_N_NSSET: /* (Jinja2's NSRef holds the namespace's name as a string) */
+            super_scan(n->b, st, depth + 1);
+            continue;
+        case TPL_N_SETBLOCK:
+            super_target(n->a, st, SUP_STORE, depth + 1);
+            super_scan(n->c, st, depth + 1);
+            super_scan(n->b, st, depth + 1);
+            continue;
+        case TPL_N_FILTERBLOCK:
+            super_scan(n->b, st, depth + 1);
+            super_scan(n->a, st, depth + 1);
+            continue;
+        case TPL_N_FOR:
+            super_target(n->a, st, 0, depth + 1);
+            super_scan(n->b, st, depth + 1);
+            super_scan(n->c, st, depth + 1);
+            super_scan(n->d, st, depth + 1);
+            super_scan(n->e, st, depth + 1);
+            continue;
+        case TPL_N_WITH:
+            for (const tpl_node *w = n->a; w; w = w->next) super_target(w->kind == TPL_N_SET ? w->a : NULL, st, 0, depth + 1);
+            for (const tpl_node *w = n->a; w; w = w->next) super_scan(w->kind == TPL_N_SET ? w->b : w, st, depth + 1);
+            super_scan(n->b, st, depth + 1);
+            continue;
+        case TPL_N_MACRO:
+            if (name_eq(n->val, "super", 5)) *st |= SUP_STORE; /* (a string in Jinja2's Macro node) */
+            super_params(n->a, st, depth + 1);
+            super_scan(n->b, st, depth + 1);
+            continue;
+        case TPL_N_CALLBLOCK:
+            super_scan(n->a, st, depth + 1);
+            super_params(n->b, st, depth + 1);
+            super_scan(n->c, st, depth + 1);
+            continue;
+        case TPL_N_IMPORT:
+            super_scan(n->a, st, depth + 1);
+            if (name_eq(n->val, "super", 5)) *st |= SUP_STORE;
+            continue;
+        case TPL_N_FROMIMPORT:
+            super_scan(n->a, st, depth + 1);
+            for (const tpl_node *m = n->b; m; m = m->next) {
+                const tpl_node *bound = m->a ? m->a : m;
+                if (bound->kind == TPL_N_NAME && name_eq(bound->val, "super", 5)) *st |= SUP_STORE;
+            }
+            continue;
+        default:
+            super_scan(n->a, st, depth + 1);
+            super_scan(n->b, st, depth + 1);
+            super_scan(n->c, st, depth + 1);
+            super_scan(tpl_node_d(n), st, depth + 1);
+            super_scan(tpl_node_e(n), st, depth + 1);
+            continue;
+        }
+    }
+}
+
+/* Whether `super` read here is a variable of the current block's own (a set, loop variable, with
+ * name or macro parameter inside the block), not one of the template level around it (a top-level
+ * set, a loop the block stands in: Jinja2's block function does not see them). *in_block: the read
+ * is inside the block's function at all. */
+static scope_var *block_binds_super(tpl_comp *c, bool *in_block)
+{
+    tpl_value sup = tpl_v_str("super", 5);
+    *in_block = false;
+    for (func *f = c->fn; f; f = f->parent) {
+        for (scope *s = f->scope; s; s = s->parent) {
+            if (f == c->cur_block_fn && s == c->cur_block_base) break;
+            scope_var *v = scope_var_of(s, sup);
+            if (v) {
+                /* (a function inside the block's, or the block's own scopes) */
+                for (func *g = f; g; g = g->parent)
+                    if (g == c->cur_block_fn) *in_block = true;
+                return v;
+            }
+            if (s->func_boundary) break;
+        }
+        if (f == c->cur_block_fn) {
+            *in_block = true;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Whether `super` read (or called) here is the current block's context.super (Jinja2's block
+ * parameter): a block whose body reads `super` before any store of it. A block that also binds it
+ * (its parameter then takes the assigned values) is refused. */
+static bool is_block_super(tpl_comp *c, tpl_value name, uint32_t off)
+{
+    bool in_block;
+    if (!name_eq(name, "super", 5) || !c->cur_block || c->syn != TPL_SYN_JINJA ||
+        !(c->cur_block_super & SUP_FIRST_LOAD))
+        return false;
+    scope_var *var = block_binds_super(c, &in_block);
+    if (!in_block) return false;
+    if ((c->cur_block_super & SUP_STORE) && var && !var->set_done) {
+        /* a variable of the block that may not be assigned yet here: Jinja2's frame aliases the
+         * block's parameter (context.super) until then, tpl's would read the context */
+        cerror(c, off, "unsupported: `super` read in block '%.*s' where it may not be assigned yet and is "
+               "assigned later (Jinja2's block parameter super, context.super(), until then)",
+               (int)(c->cur_block->name.len > 100 ? 100 : c->cur_block->name.len), c->cur_block->name.u.s);
+        return false;
+    }
+    return !var;
+}
+
+/* After `{% set super = ... %}` in a block that reads its super first: the variable is assigned
+ * from here on when the set is one of its frame's own statements (not in a branch or loop of it). */
+static void super_set_done(tpl_comp *c, tpl_value name)
+{
+    if (!name_eq(name, "super", 5)) return;
+    for (scope *s = c->fn->scope; s; s = s->parent) {
+        scope_var *v = scope_var_of(s, name);
+        if (v) {
+            if (s->cond_base == c->cond_depth) v->set_done = true;
+            return;
+        }
+        if (s->func_boundary) return;
+    }
+}
+
+/* Whether name node n is the current block's context.super (is_block_super). 1: the extends chain
  * has a parent block (a BlockReference), -1: it has none (an undefined value), 0: not so. */
 static int block_super(tpl_comp *c, const tpl_node *n)
 {
-    uint32_t slot;
-    if (!n || n->kind != TPL_N_NAME || !name_eq(n->val, "super", 5) || !c->cur_block || c->syn != TPL_SYN_JINJA ||
-        resolve(c, n->val, &slot) != R_GLOBAL)
-        return 0;
-    func *f = c->fn;
-    while (f && f != c->cur_block_fn) f = f->parent;
-    if (!f) return 0;
+    if (!n || n->kind != TPL_N_NAME || !is_block_super(c, n->val, n->off)) return 0;
     return c->cur_block_pos + 1 < c->cur_block->ndefs ? 1 : -1;
 }
 
@@ -4833,6 +5005,7 @@ typedef struct block_stream {
     frame_names *f;
     jsyms j;
     uint64_t assigned;
+    unsigned super;          /* SUP_* of the body (super_scan, a statement at a time) */
 } block_stream;
 
 static bool block_stream_names(block_stream *bs, uint32_t off)
@@ -4850,7 +5023,12 @@ static bool block_stream_names(block_stream *bs, uint32_t off)
 static void block_stores(void *arg, tpl_node *n)
 {
     block_stream *bs = arg;
-    if (!bs->c->failed && block_stream_names(bs, n->off)) frame_stores(bs->f, n);
+    if (bs->c->failed) return;
+    tpl_node *next = n->next;
+    n->next = NULL; /* (the statement alone: its list is the body, streamed) */
+    super_scan(n, &bs->super, 0);
+    n->next = next;
+    if (block_stream_names(bs, n->off)) frame_stores(bs->f, n);
 }
 
 static void block_flow(void *arg, tpl_node *n)
@@ -4921,7 +5099,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     tpl_node *def = bd->def;
     tpl_arena own_ra, *ra = &own_ra;
     bool reparsed = false, streamed = false;
-    block_stream bs = { c, NULL, { 0 }, 0 };
+    block_stream bs = { c, NULL, { 0 }, 0, 0 };
     if (!def && c->restream) {
         /* a large block: its body a statement at a time (its whole tree was 11x the template);
          * this first parse gathers the names it stores */
@@ -4961,8 +5139,15 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     } else {
         c->span_locked = false;
     }
+    unsigned save_sup = c->cur_block_super;
     c->cur_block = b;
     c->cur_block_pos = pos;
+    if (!streamed) {
+        c->cur_block_super = 0;
+        super_scan(def->b, &c->cur_block_super, 0);
+    } else {
+        c->cur_block_super = bs.super;
+    }
     scope *save_scope = c->fn->scope, *save_root = c->root.scope;
     loopctx *save_loop = c->fn->loop;
     scope *save_bctx = c->blk_ctx;
@@ -5097,6 +5282,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->fn->loop = save_loop;
     c->cur_block = save_b;
     c->cur_block_pos = save_pos;
+    c->cur_block_super = save_sup;
     c->cur_src = save_src;
     c->span_locked = save_lock;
     c->span_off = save_off;
@@ -5186,8 +5372,7 @@ static bool block_call(tpl_comp *c, tpl_node *n)
 {
     tpl_node *fn = n->a;
     uint32_t slot;
-    if (fn->kind == TPL_N_NAME && name_eq(fn->val, "super", 5) && c->cur_block && !n->b &&
-        resolve(c, fn->val, &slot) == R_GLOBAL) {
+    if (fn->kind == TPL_N_NAME && !n->b && is_block_super(c, fn->val, fn->off)) {
         /* the parent's block gets the context this block got (Jinja2's BlockReference): not
          * the names this block set, nor the loops inside it */
         if (c->ext_dyn && c->cur_block_pos + 1 >= c->cur_block->ndefs) {
@@ -5985,6 +6170,7 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
     case TPL_N_SET:
         expr(c, n->b);
         store_target(c, n->a);
+        if ((c->cur_block_super & SUP_STORE) && n->a->kind == TPL_N_NAME) super_set_done(c, n->a->val);
         return;
     case TPL_N_NSSET:
         expr(c, n->a);
