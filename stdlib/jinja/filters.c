@@ -85,10 +85,17 @@ static int generator(int r, tpl_value *out)
     return r;
 }
 
+/* A source that a generator filter takes only when the generator is first iterated (pend_src: list()). */
+static bool lazy_scalar(tpl_value v)
+{
+    return v.type == TPL_T_STR || v.type == TPL_T_INT || v.type == TPL_T_BOOL || v.type == TPL_T_FLOAT ||
+           v.type == TPL_T_BIGINT || v.type == TPL_T_NONE;
+}
+
 /* A generator filter (stage: its eager list form) of a list, a range or an iterator: lazy, as
  * Jinja2's (tpl_pend_stage; per: source items per item yielded, 0: any number); of anything else
  * (a string, a dict, undefined): run now. */
-static int lazy_generator(tpl_vm *vm, tpl_pend_fn stage, uint32_t per, tpl_value *a, tpl_value *out)
+static int lazy_generator(tpl_vm *vm, tpl_pend_fn stage, uint32_t per, bool guard, tpl_value *a, tpl_value *out)
 {
     if (a[0].type == TPL_T_LIST)
         return tpl_pend_stage(vm, a[0], stage, a, 3, per, TPL_LAZY_GENERATOR, out);
@@ -98,18 +105,21 @@ static int lazy_generator(tpl_vm *vm, tpl_pend_fn stage, uint32_t per, tpl_value
             return -1;
         return tpl_pend_stage(vm, keys, stage, a, 3, per, TPL_LAZY_GENERATOR, out);
     }
-    if (a[0].type == TPL_T_STR || a[0].type == TPL_T_INT || a[0].type == TPL_T_BOOL || a[0].type == TPL_T_FLOAT ||
-        a[0].type == TPL_T_BIGINT) {
-        /* a true string or number: Jinja2's generator runs at its first use, so an error of the
+    if (lazy_scalar(a[0])) {
+        /* a string, number or None: Jinja2's generator runs at its first use, so an error of the
          * stage (a number is not iterable, a strict undefined attribute) is not raised when the
          * generator is only tested (`if x|select(...)`, always true) or given to a filter that
-         * does not iterate it (`|float(d)`): pulled from here, it raises then */
-        int t = tpl_truthy_py(vm, a[0]);
+         * does not iterate it (`|float(d)`): pulled from here, it raises then. guard: the
+         * generator's body starts with `if value:` (map, select and friends), so a false one
+         * yields nothing (the stage runs now: empty) */
+        int t = guard ? tpl_truthy_py(vm, a[0]) : 1;
         if (t < 0)
             return -1;
         if (t)
             return tpl_pend_stage(vm, a[0], stage, a, 3, per, TPL_LAZY_GENERATOR, out);
     }
+    if (tpl_vm_strict_undef(vm, a[0])) /* (StrictUndefined's bool() or iter() raises at the first use) */
+        return tpl_pend_stage(vm, a[0], stage, a, 3, per, TPL_LAZY_GENERATOR, out);
     return generator(stage(vm, a, out), out);
 }
 
@@ -405,7 +415,7 @@ int f_batch(tpl_vm *vm, tpl_value *a, tpl_value *out)
     /* a batch takes linecount source items (all of them when that is not a small positive int) */
     double lc = a[1].type == TPL_T_INT || a[1].type == TPL_T_BOOL ? (double)a[1].u.i : a[1].type == TPL_T_FLOAT ? a[1].u.f : 0;
     uint32_t per = lc >= 1 && lc < 1000000 && lc == floor(lc) ? (uint32_t)lc : UINT32_MAX;
-    if (lazy_generator(vm, f_batch_list, per, a, out) < 0)
+    if (lazy_generator(vm, f_batch_list, per, false, a, out) < 0)
         return -1;
     tpl_pending *p = tpl_pend_of(*out);
     if (p) /* a batch is yielded when the item after it is taken */
@@ -462,7 +472,8 @@ static int f_slice_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
  * what is left), and its errors then. */
 int f_slice(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (a[0].type == TPL_T_LIST) return tpl_pend_whole(vm, a[0], f_slice_list, a, 3, out);
+    if (a[0].type == TPL_T_LIST || lazy_scalar(a[0]) || tpl_vm_strict_undef(vm, a[0]))
+        return tpl_pend_whole(vm, a[0], f_slice_list, a, 3, out);
     return generator(f_slice_list(vm, a, out), out);
 }
 
@@ -1552,7 +1563,7 @@ static int f_map_list(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
-int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, f_map_list, 1, a, out); }
+int f_map(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, f_map_list, 1, true, a, out); }
 
 static int select_common(tpl_vm *vm, tpl_value *a, tpl_value *out, bool want, bool lookup_attr)
 {
@@ -1617,10 +1628,10 @@ static int select_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select
 static int reject_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, false); }
 static int selectattr_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, true, true); }
 static int rejectattr_list(tpl_vm *vm, tpl_value *a, tpl_value *out) { return select_common(vm, a, out, false, true); }
-int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, select_list, 0, a, out); }
-int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, reject_list, 0, a, out); }
-int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, selectattr_list, 0, a, out); }
-int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, rejectattr_list, 0, a, out); }
+int f_select(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, select_list, 0, true, a, out); }
+int f_reject(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, reject_list, 0, true, a, out); }
+int f_selectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, selectattr_list, 0, true, a, out); }
+int f_rejectattr(tpl_vm *vm, tpl_value *a, tpl_value *out) { return lazy_generator(vm, rejectattr_list, 0, true, a, out); }
 
 /* ------------------------------------------------------------------ sort, unique, min, max, groupby */
 
@@ -1747,7 +1758,7 @@ int f_unique(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value b[4] = { a[0], a[1], a[2], tpl_v_unset() };
     bool dict = a[0].type == TPL_T_MAP && !(a[0].flags & TPL_F_NS);
-    if (a[0].type == TPL_T_LIST || dict) {
+    if (a[0].type == TPL_T_LIST || dict || lazy_scalar(a[0]) || tpl_vm_strict_undef(vm, a[0])) {
         tpl_map *seen = tpl_map_new(AR(vm), 8);
         if (!seen)
             return OOM();
