@@ -211,6 +211,7 @@ struct tpl_comp {
     func *cur_block_fn;      /* and the function it is compiled in */
     loopctx *cur_block_loop; /* and the loop around it (none unless scoped) */
     const tpl_node *slice_undef; /* an output's child: Jinja2's code generator folds it at once (fold_val) */
+    const tpl_node *out_folded;  /* the node expr compiles now, when it is that output child (fold_check) */
     int inf_hidden; /* > 0 inside a fold whose value Jinja2 writes without its float literals (expr) */
     const tpl_node *undef_slices[8]; /* failing slices of literals a fold makes an Undefined (fold_mark) */
     size_t nundef_slices;
@@ -2204,6 +2205,35 @@ static bool mod_str_folds(const tpl_node *fmt, const tpl_node *v, bool no_str)
                                                                         dict has __getitem__, a mapping) */
 }
 
+/* Python's `a OP b` of two number literals (int, bool, float; no big int): 1 true, 0 false, -1 not
+ * decided here. */
+static int const_cmp(const tpl_node *a, int op, const tpl_node *b)
+{
+    if (a->kind != TPL_N_CONST || b->kind != TPL_N_CONST) return -1;
+    tpl_value x = a->val, y = b->val;
+    bool xi = x.type == TPL_T_INT || x.type == TPL_T_BOOL, yi = y.type == TPL_T_INT || y.type == TPL_T_BOOL;
+    if ((!xi && x.type != TPL_T_FLOAT) || (!yi && y.type != TPL_T_FLOAT)) return -1;
+    int c;
+    if (xi && yi) {
+        c = x.u.i < y.u.i ? -1 : x.u.i > y.u.i;
+    } else {
+        if ((xi && (x.u.i > (1LL << 53) || x.u.i < -(1LL << 53))) || (yi && (y.u.i > (1LL << 53) || y.u.i < -(1LL << 53))))
+            return -1; /* (an exact int-float comparison) */
+        double p = xi ? (double)x.u.i : x.u.f, q = yi ? (double)y.u.i : y.u.f;
+        if (isnan(p) || isnan(q)) return op == TPL_AOP_NE;
+        c = p < q ? -1 : p > q;
+    }
+    switch (op) {
+    case TPL_AOP_EQ: return c == 0;
+    case TPL_AOP_NE: return c != 0;
+    case TPL_AOP_LT: return c < 0;
+    case TPL_AOP_LE: return c <= 0;
+    case TPL_AOP_GT: return c > 0;
+    case TPL_AOP_GE: return c >= 0;
+    default: return -1;
+    }
+}
+
 static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
 {
     if (!n || depth > 50 || c->syn != TPL_SYN_JINJA) return fv_make(F_NO, -1);
@@ -2291,6 +2321,8 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
     case TPL_N_COMPARE: {
         fold_v l = fold_val(c, n->a, depth + 1);
         if (l.k == F_NO || (st && l.k != F_SAFE)) return fv_make(F_NO, -1);
+        const tpl_node *ln = n->a;
+        int truth = 1;
         for (const tpl_node *o = n->b; o; o = o->next) {
             fold_v r = fold_val(c, o->a, depth + 1);
             if (r.k == F_NO || (st && r.k != F_SAFE)) return fv_make(F_NO, -1);
@@ -2315,9 +2347,15 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
                 if (!(ty_num(l.ty) && ty_num(r.ty)) && !(l.ty == TY_STR && r.ty == TY_STR))
                     return fv_make(F_NO, -1);
             }
+            /* Compare.as_const stops at the first false comparison (`1 < 0 < {}` is False, the
+             * `0 < {}` never made): decided here for two number literals */
+            int t = const_cmp(ln, o->op, o->a);
+            if (t == 0) return fv_typed(F_SAFE, 0, TY_BOOL);
+            if (t < 0) truth = -1;
             l = r;
+            ln = o->a;
         }
-        return fv_typed(F_SAFE, -1, TY_BOOL);
+        return fv_typed(F_SAFE, truth, TY_BOOL);
     }
     case TPL_N_FILTER: return fold_filter_val(c, n, depth);
     case TPL_N_TEST: {
@@ -2722,6 +2760,7 @@ static bool fold_check(tpl_comp *c, const tpl_node *n)
 {
     bool out_child = c->slice_undef == n; /* (set by an output for this very node, then cleared) */
     c->slice_undef = NULL;
+    c->out_folded = out_child ? n : NULL;
     if (c->syn != TPL_SYN_JINJA) return false;
     if (n->kind == TPL_N_CONST) return out_child;
     fold_v v = fold_val(c, n, 0);
@@ -3275,6 +3314,7 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_AND:
     case TPL_N_OR: {
+        bool out_child = c->out_folded == n;
         expr(c, n->a);
         c->cur_off = n->off;
         uint32_t j = emit(c, sop(c, n->kind == TPL_N_AND ? TPL_OP_JF_PY_KEEP : TPL_OP_JT_PY_KEEP), 0, -1);
@@ -3284,6 +3324,12 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         fold_v l = fold_val(c, n->a, 0);
         bool soft = c->soft;
         if (l.k == F_SAFE && l.truth >= 0 && (n->kind == TPL_N_AND) == (l.truth == 0))
+            c->soft = true;
+        /* an Undefined that decides (`1[:1] and x|f`): the optimizer keeps the node (no safe repr),
+         * but an output's child is folded by the code generator (_output_child_to_const), which then
+         * never visits the right operand either */
+        if (out_child && (l.k == F_UNDEF || l.k == F_UNSAFE) && l.truth >= 0 &&
+            (n->kind == TPL_N_AND) == (l.truth == 0) && fold_val(c, n, 0).k != F_NO)
             c->soft = true;
         expr(c, n->b);
         c->soft = soft;
