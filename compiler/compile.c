@@ -6204,15 +6204,13 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         stmt_if(c, n);
         c->cond_depth--;
         return;
-    case TPL_N_FOR: {
-        bool soft = c->soft;
-        c->soft = false;
+    case TPL_N_FOR:
+        /* (the iterable is compiled in the enclosing frame, soft inside an if, as Jinja2's
+         * visit_For; the test, body and else make their own frames, never soft) */
         c->cond_depth++;
         stmt_for(c, n);
         c->cond_depth--;
-        c->soft = soft;
         return;
-    }
     case TPL_N_SET:
         expr(c, n->b);
         store_target(c, n->a);
