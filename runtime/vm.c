@@ -2156,6 +2156,12 @@ int tpl_vm_float_binop(tpl_vm *vm, int op, double x, double y, tpl_value *out)
     return tpl_vm_error(vm, TPL_ERR_TYPE, "bad operator");
 }
 
+/* The Python types with a sequence repeat (sq_repeat) among tpl's values (Markup aside). */
+static bool is_py_sequence(const char *type_name)
+{
+    return strcmp(type_name, "str") == 0 || strcmp(type_name, "list") == 0 || strcmp(type_name, "tuple") == 0;
+}
+
 /* An operator tpl does not compute: the host's arith for its own numbers (a Decimal), else the error. */
 static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl_value *out)
 {
@@ -2173,7 +2179,19 @@ static int arith_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, tpl
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s' (tpl does no "
                             "arithmetic on the host's own number types: convert to int or float first)", op,
                             tpl_type_name(vm, a), tpl_type_name(vm, b));
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, tpl_type_name(vm, a), tpl_type_name(vm, b));
+    const char *an = tpl_type_name(vm, a), *bn = tpl_type_name(vm, b);
+    if (op[0] == '*' && !op[1] && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB) {
+        /* Python's PyNumber_Multiply: Markup's __mul__ / __rmul__ (markupsafe 3) is str.__mul__,
+         * which takes only an integer; with no number product, a sequence (str, list, tuple)
+         * repeats by the other operand, which is not an integer here */
+        bool am = strcmp(an, "Markup") == 0, bm = strcmp(bn, "Markup") == 0;
+        if (am || bm)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", am ? bn : an);
+        bool as = is_py_sequence(an), bs = is_py_sequence(bn);
+        if (as || bs)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'", as ? bn : an);
+    }
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'", op, an, bn);
 }
 
 /* ---- appending to lists (+ on lists, Ruby push and <<)
