@@ -5421,9 +5421,10 @@ static bool block_call(tpl_comp *c, tpl_node *n)
     if (fn->kind == TPL_N_NAME && !n->b && is_block_super(c, fn->val, fn->off)) {
         /* the parent's block gets the context this block got (Jinja2's BlockReference): not
          * the names this block set, nor the loops inside it */
-        if (c->ext_dyn && c->cur_block_pos + 1 >= c->cur_block->ndefs) {
-            /* a template that extends at render time, rendering its own block: Jinja2's super()
-             * is an undefined value then, an error when called */
+        if (c->cur_block_pos + 1 >= c->cur_block->ndefs) {
+            /* a block with no parent block (a template that extends nothing, or at render time,
+             * rendering its own block): Jinja2's super() is an undefined value then, an error
+             * when called, so only where it runs */
             char msg[160];
             int k = snprintf(msg, sizeof msg, "there is no parent block called '%.*s'.",
                              (int)(c->cur_block->name.len > 100 ? 100 : c->cur_block->name.len), c->cur_block->name.u.s);
