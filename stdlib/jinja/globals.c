@@ -119,9 +119,10 @@ static int dict_of(tpl_vm *vm, tpl_value *a, tpl_value *out)
             for (uint32_t i = 0; i < items->len; i++) {
                 tpl_value it = items->items[i];
                 tpl_list *pair;
-                if (it.type == TPL_T_LIST) {
-                    pair = it.u.list;
-                } else if (it.type == TPL_T_STR) {
+                /* (Python iterates each element: a list, tuple or dict view, a string's characters,
+                 * a dict's keys, a loop, an Undefined's nothing) */
+                if (it.type == TPL_T_LIST || it.type == TPL_T_STR || it.type == TPL_T_LOOP || it.type == TPL_T_UNDEF ||
+                    (it.type == TPL_T_MAP && !(it.flags & TPL_F_NS))) {
                     if (tpl_to_list(vm, it, &pair) < 0)
                         return -1;
                 } else {
