@@ -4,13 +4,19 @@ the oracle (../shared/conformance/oracle, real Jinja2 3.1) against a set of inve
 classifies each render: identical / different / refused by tpl only / refused by oracle only /
 refused by both.
 
-usage: tools/jinja_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--states I,J] [--show]
+usage: tools/jinja_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--states I,J] [--show] [--synth] [--inproc]
   A DIR's *.jinja / *.j2 files are templates. Chat templates (their source names `messages`) render
   with the hf profile against CHAT_STATES below; the others with the jinja2 profile (trim_blocks, as
   Ansible's template module; DIR/sweep.flags replaces that flag) against GENERIC_STATES, or against
   NAME.json (a state or a list of states) when it exists beside the template.
   (TPLC=path/to/tplc, default build/tplc.) Prints one line per non-identical render and a tally.
-  --show prints both outputs of each difference."""
+  --show prints both outputs of each difference.
+  --synth: a generic template without NAME.json renders against states synthesized from what it reads
+  (jinja2.meta's undeclared names, the attributes and constant subscripts it uses, the names it loops
+  over or calls .items() on): missing, strings, numbers, booleans, lists of dicts, nested dicts, a
+  shape guessed from the use, and a seeded mix (see synth_states).
+  --inproc runs the oracle in this process (its main(), imported from the file), much faster.
+  Error-class mismatches (both refuse, different Jinja2 exception class) print as CLASS lines."""
 import glob, json, os, subprocess, sys, tempfile, collections, difflib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,6 +73,98 @@ CHAT_STATES += [
 ]
 GENERIC_STATES = [{}]
 
+def _walk_names(src, opts):
+    """(undeclared names, attribute/key names, names iterated, names with .items()/.keys()/.values())"""
+    import jinja2, jinja2.meta, jinja2.nodes as n, jinja2.ext
+    env = jinja2.Environment(extensions=[jinja2.ext.loopcontrols, jinja2.ext.do], **opts)
+    ast = env.parse(src)
+    names = sorted(jinja2.meta.find_undeclared_variables(ast))
+    attrs, iters, maps = set(), set(), set()
+    for node in ast.find_all((n.Getattr, n.Getitem)):
+        if isinstance(node, n.Getattr):
+            attrs.add(node.attr)
+        elif isinstance(node.arg, n.Const) and isinstance(node.arg.value, str):
+            attrs.add(node.arg.value)
+    for node in ast.find_all(n.For):
+        it = node.iter
+        while isinstance(it, (n.Filter, n.Call)) and getattr(it, "node", None) is not None:
+            if isinstance(it, n.Call) and isinstance(it.node, n.Getattr) and it.node.attr in ("items", "keys", "values"):
+                base = it.node.node
+                if isinstance(base, n.Name):
+                    maps.add(base.name)
+                it = base
+                break
+            it = it.node
+        if isinstance(it, n.Name):
+            iters.add(it.name)
+    attrs -= {"items", "keys", "values", "get", "append", "update", "split", "join", "format", "strip",
+              "lower", "upper", "startswith", "endswith", "replace", "pop", "setdefault", "extend", "insert"}
+    return names, sorted(attrs), iters, maps
+
+def synth_states(src, opts):
+    import random
+    try:
+        names, attrs, iters, maps = _walk_names(src, opts)
+    except Exception:
+        return [{}]
+    if not names:
+        return [{}]
+    attrs = attrs[:40]
+    flat = {a: "%s-v" % a for a in attrs}
+    flat2 = {a: (i % 3 + 1 if i % 2 else "w%d" % i) for i, a in enumerate(attrs)}
+    def nest(d):
+        return {a: ({b: "x-%s" % b for b in attrs[:12]} if d else "leaf") for a in attrs} if attrs else {"k": "v"}
+    def guess(nm):
+        if nm in maps:
+            return {"alpha": dict(flat), "beta": "two"}
+        if nm in iters:
+            return [dict(flat), dict(flat2)]
+        return dict(flat) if attrs else "val-" + nm
+    rnd = random.Random(len(src))
+    pool = [None, "", "s", 0, 1, 2.5, -3, True, False, [], ["a", "b"], {}, [dict(flat)], dict(flat2), "a,b c"]
+    return [{},
+            {nm: "str-" + nm for nm in names},
+            {nm: 3 for nm in names},
+            {nm: True for nm in names},
+            {nm: False for nm in names},
+            {nm: [dict(flat), dict(flat2)] for nm in names},
+            {nm: nest(1) for nm in names},
+            {nm: guess(nm) for nm in names},
+            {nm: rnd.choice(pool) for nm in names}]
+
+_ORACLE_MOD = []
+def run_inproc(tpl, state, prof, extra):
+    import importlib.util, io, contextlib
+    if not _ORACLE_MOD:
+        from importlib.machinery import SourceFileLoader
+        spec = importlib.util.spec_from_loader("tpl_oracle", SourceFileLoader("tpl_oracle", ORACLE))
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); _ORACLE_MOD.append(m)
+    sp = os.path.join(TMP, "state-o.json")
+    with open(sp, "w") as f:
+        json.dump(state, f)
+    os.environ["SOURCE_DATE_EPOCH"] = NOW
+    out, err = io.BytesIO(), io.StringIO()
+    class W:  # sys.stdout.buffer stand-in
+        buffer = out
+        def write(self, s): out.write(s.encode())
+        def flush(self): pass
+    old = sys.stdout
+    try:
+        sys.stdout = W()
+        with contextlib.redirect_stderr(err):
+            rc = _ORACLE_MOD[0].main(["render", tpl, "--state", sp, "--profile", prof] + extra)
+    except RecursionError:
+        rc = 1; err.write("RecursionError")
+    finally:
+        sys.stdout = old
+    return (rc, out.getvalue(), err.getvalue().encode())
+
+def err_class(msg):
+    """the Jinja2 exception class an error line names (tpl: 'error: Class: ...' or a bare message)"""
+    import re
+    m = re.search(r"error: ([A-Za-z]+(?:Error|Undefined|Exception)):", msg)
+    return m.group(1) if m else None
+
 def kind(src):
     return "chat" if "messages" in src else "generic"
 
@@ -90,6 +188,8 @@ def main():
         args.remove(only)
     show = "--show" in sys.argv
     pick = None
+    synth = "--synth" in sys.argv
+    inproc = "--inproc" in sys.argv
     if "--states" in sys.argv:
         v = sys.argv[sys.argv.index("--states") + 1]
         args.remove(v)
@@ -115,22 +215,34 @@ def main():
             states, prof, extra = CHAT_STATES, "hf", []
         else:
             states, prof, extra = GENERIC_STATES, "jinja2", generic_flags
+            if synth:
+                states = synth_states(src, dict(trim_blocks="--trim-blocks" in extra, lstrip_blocks="--lstrip-blocks" in extra))
         for i, s in enumerate(states):
             if pick is not None and i not in pick:
                 continue
             a = run([TPLC], tpl, s, prof, extra)
-            b = run([sys.executable, ORACLE], tpl, s, prof, extra)
+            b = run_inproc(tpl, s, prof, extra) if inproc else run([sys.executable, ORACLE], tpl, s, prof, extra)
             if a[0] == 0 and b[0] == 0:
                 c = "identical" if a[1] == b[1] else "different"
             elif a[0] != 0 and b[0] != 0:
                 c = "refused-both"
+                ca, cb = err_class(a[2].decode("utf-8", "replace")), err_class(b[2].decode("utf-8", "replace"))
+                if ca and cb and ca != cb:
+                    c = "class-mismatch"
+                else:
+                    ma = a[2].decode("utf-8", "replace").split("error: ", 1)[-1].splitlines()[0] if a[2] else ""
+                    mb = b[2].decode("utf-8", "replace").split("error: ", 1)[-1].split(": ", 1)[-1].strip()
+                    if ma.strip() != mb.splitlines()[0].strip() if mb else True:
+                        tally["(refused-both, message differs)"] += 1
+                        if "--msgs" in sys.argv:
+                            print("MSG %s #%d  tpl: %s | oracle: %s" % (os.path.relpath(tpl), i, ma[:200], mb[:200]))
             elif a[0] != 0:
                 c = "refused-tpl-only"
             else:
                 c = "refused-oracle-only"
             tally[c] += 1
             per_tpl[tpl][c] += 1
-            if c != "identical" and c != "refused-both" or (c == "refused-both" and show):
+            if c != "identical" and c != "refused-both" or (c == "refused-both" and show) or a[0] == 99:
                 msg = (a[2].decode("utf-8", "replace").strip().splitlines() or [""])[0] if a[0] else ""
                 om = (b[2].decode("utf-8", "replace").strip().splitlines() or [""])[-1] if b[0] else ""
                 print("%s %s #%d  tpl: %s | oracle: %s" % (c.upper(), os.path.relpath(tpl), i, msg[:200], om[:200]))
