@@ -2570,6 +2570,7 @@ static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t 
     if (out->type != TPL_T_LIST && out->type != TPL_T_MAP) return 0;
     if (snap && out->u.p == snap) { *out = self; return 0; }
     if ((answers_self(name, n) || bang_name(name, n)) && out->type == self.type && out->u.p == self.u.p) return 0;
+    if (n == 5 && memcmp(name, "tally", 5) == 0 && npos == 1 && out->u.p == args[0].u.p) return 0;   /* (its Hash argument) */
     bool shared = is_mut(self) && shares(*out, self);
     for (int i = 0; i < npos && !shared; i++) shared = is_mut(args[i]) && shares(*out, args[i]);
     if (shared) {
@@ -9953,17 +9954,42 @@ int r_arr_partition(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return out->type == TPL_T_LIST ? 0 : oom(vm);
 }
 
+/* tally / tally(hash): Ruby 3.1 counts into the given Hash in place (FrozenError when it is frozen, even for no
+ * items). A count already there must be an Integer Ruby can add 1 to as it does: a Fixnum in [0, 2**62 - 1)
+ * or a Bignum (past Fixnum's range); a negative Fixnum, 2**62 - 1 or another class is a TypeError "wrong argument
+ * type C (expected Integer)" (enum.c tally_up's unsigned compare, then Check_Type(T_BIGNUM)). A Hash this render
+ * did not build (the state's) would change under another name Ruby shares: refused. */
 int r_arr_tally(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
-    tpl_map *m = rb_map(vm, l->len);
-    if (!m) return oom(vm);
+    tpl_map *m;
+    if (a[1].type != TPL_T_UNSET) {
+        if (a[1].type != TPL_T_MAP)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into Hash (TypeError)", conv_name(a[1]));
+        if (is_frozen_ct(a[1])) return frozen_ct_error(vm, a[1]);
+        if (!(a[1].flags & TPL_F_MUT_RB))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: tally(hash) into a Hash this template did not "
+                                "build (Ruby changes it in place under every name that holds it)");
+        m = a[1].u.map;
+    } else if (!(m = rb_map(vm, l->len))) return oom(vm);
+    const int64_t fixmax = ((int64_t)1 << 62) - 1;
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value *c = tpl_map_get(m, l->items[i]);
-        if (c) c->u.i++;
-        else if (!tpl_map_set(A(vm), m, l->items[i], tpl_v_int(1))) return oom(vm);
+        if (!c) {
+            if (!tpl_map_set(A(vm), m, l->items[i], tpl_v_int(1))) return oom(vm);
+        } else if (c->type == TPL_T_INT && c->u.i >= 0 && c->u.i < fixmax) {
+            c->u.i++;
+        } else if ((c->type == TPL_T_INT && (c->u.i > fixmax || c->u.i < -fixmax - 1)) || c->type == TPL_T_BIGINT) {
+            tpl_value r;
+            if (c->type == TPL_T_INT && c->u.i < INT64_MAX) r = tpl_v_int(c->u.i + 1);
+            else if (tpl_big_binop(vm, TPL_OP_ADD, *c, tpl_v_int(1), &r) < 0) return -1;
+            if (!tpl_map_set(A(vm), m, l->items[i], r)) return oom(vm);
+        } else {
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Integer) (TypeError)", conv_name(*c));
+        }
     }
-    *out = tpl_v_map(m);
+    *out = a[1].type != TPL_T_UNSET ? a[1] : tpl_v_map(m);
+    out->flags |= TPL_F_MUT_RB;   /* (a new Hash, or the one given: this render's) */
     return 0;
 }
 
