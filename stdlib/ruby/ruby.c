@@ -2635,6 +2635,7 @@ static int operator_method(tpl_vm *vm, tpl_value self, const char *name, size_t 
         }
         if (op == '+') return tpl_vm_concat_list(vm, self.u.list, b.u.list->items, b.u.list->len, out);
         uint64_t len = str ? self.len : self.u.list->len, k = (uint64_t)b.u.i;
+        if (len == 0) k = 0;   /* (nothing to copy: "".send(:*, 10**18) looped 10**18 times) */
         if (k && len > ((uint64_t)1 << 28) / k) return tpl_vm_error(vm, TPL_ERR_LIMIT, "repetition too large");
         if (str) {
             tpl_sb sb;
@@ -7814,6 +7815,14 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         break;
     case '*':
+        if ((a.type == TPL_T_STR || is_array(a)) && (b.type == TPL_T_FLOAT || tpl_is_rat(b))) {
+            /* String#* / Array#* read the count by NUM2LONG: a Float or Rational truncated toward zero
+             * ("ab" * 3.7 is "ababab", "ab" * -0.5 ""); NaN, the infinities and past a long RangeError */
+            tpl_value k = b;
+            if (b.type == TPL_T_FLOAT ? long_arg(vm, &k) < 0 : rat_method(vm, b, "truncate", 8, NULL, 0, &k) < 0) return -1;
+            if (k.type == TPL_T_BIGINT) return long_arg(vm, &k);
+            return operator_method(vm, a, "*", 1, &k, 1, out) < 0 ? -1 : 1;
+        }
         if ((a.type == TPL_T_STR || is_array(a)) && b.type == TPL_T_INT) {
             if (b.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative argument (ArgumentError)");
             return 0;
