@@ -11347,7 +11347,20 @@ static int unpack_impl(tpl_vm *vm, tpl_value s, tpl_value fmt, bool first, tpl_v
     return 0;
 }
 
-int r_str_unpack(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], false, out); }
+/* unpack with a block yields each value and answers nil (break's value when it breaks); unpack1 ignores one. */
+int r_str_unpack(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_rb_block blk = tpl_vm_block(vm);
+    if (unpack_impl(vm, a[0], a[1], false, out) < 0) return -1;
+    if (!blk.pc) return 0;
+    tpl_list *l = out->u.list;
+    for (uint32_t i = 0; i < l->len; i++) {
+        int yr = tpl_rb_yield(vm, &blk, &l->items[i], 1, out);
+        if (yr != 0) return yr < 0 ? -1 : 0;
+    }
+    *out = tpl_v_none();
+    return 0;
+}
 int r_str_unpack1(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], true, out); }
 
 /* String#dump (Ruby's rb_str_dump for a UTF-8 string): inspect's escapes with only ASCII left as it is
