@@ -2377,6 +2377,7 @@ static int enum_wrap(tpl_vm *vm, tpl_value self, const char *name, size_t n, con
 
 static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                            const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+static int zip_eachable(tpl_vm *vm, const tpl_value *v, int n);
 
 /* Whether an Enumerator's receiver may have changed since it was made: an Array or Hash this render
  * changes in place (TPL_F_MUT_RB), or an Enumerator over one. */
@@ -4192,6 +4193,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             }
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
+            if (items->len == 0 && n == 3 && memcmp(name, "zip", 3) == 0 && zip_eachable(vm, args, npos) < 0) return -1;
             bool blk = tpl_vm_block(vm).pc != 0;
             if (call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out) < 0) return -1;
             /* each, each_with_index and each_slice with a block answer the hash or range */
@@ -7222,11 +7224,29 @@ int r_arr_drop(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Enumerable#zip's check of an argument (Array#zip's too, unless its receiver is empty): what responds to each. */
+static int zip_eachable(tpl_vm *vm, const tpl_value *v, int n)
+{
+    for (int k = 0; k < n; k++) {
+        tpl_value o = v[k];
+        if (!(o.type == TPL_T_LIST || o.type == TPL_T_MAP))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (must respond to :each) (TypeError)", tpl_rb_class_name(o));
+    }
+    return 0;
+}
+
 int r_arr_zip(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]), *others = L_(a[1]);
-    /* every argument first (an empty receiver too): an Array, or what responds to each (a Hash's pairs, a Range's
-     * items), else Ruby's TypeError */
+    /* every argument first: an Array, or what responds to each (a Hash's pairs, a Range's items), else Ruby's
+     * TypeError; an empty Array reads none of them (Ruby 3.1's [].zip(10) is []: Enumerable#zip of an empty
+     * Hash or Range checks them, rb_send_impl) */
+    if (l->len == 0) {
+        tpl_list *r = new_list(vm, 0);
+        if (!r) return oom(vm);
+        *out = tpl_v_list(r);
+        return 0;
+    }
     for (uint32_t k = 0; k < others->len; k++) {
         tpl_value o = others->items[k];
         if (is_array(o)) continue;
@@ -7236,6 +7256,21 @@ int r_arr_zip(tpl_vm *vm, tpl_value *a, tpl_value *out)
             others->items[k] = tpl_v_list(items);
             continue;
         }
+        if (is_range(o) && (o.u.list->items[0].type == TPL_T_INT || o.u.list->items[0].type == TPL_T_BIGINT)) {
+            /* an endless Range of Integers: its first len items */
+            tpl_list *items = new_list(vm, l->len);
+            if (!items) return oom(vm);
+            tpl_value x = o.u.list->items[0];
+            for (uint32_t i = 0; i < l->len; i++) {
+                items->items[items->len++] = x;
+                if (x.type == TPL_T_INT && x.u.i < INT64_MAX) x = tpl_v_int(x.u.i + 1);
+                else if (tpl_big_binop(vm, TPL_OP_ADD, x, tpl_v_int(1), &x) < 0) return -1;
+            }
+            others->items[k] = tpl_v_list(items);
+            continue;
+        }
+        if (is_range(o) && o.u.list->items[0].type == TPL_T_FLOAT)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from Float (TypeError)");
         if (is_range(o) || tpl_is_enum_rb(o))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: zip with an endless Range or an Enumerator");
         return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (must respond to :each) (TypeError)", tpl_rb_class_name(o));
