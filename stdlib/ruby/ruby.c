@@ -7327,7 +7327,12 @@ static int dig_impl(tpl_vm *vm, tpl_value v, tpl_list *keys, tpl_value *out)
         if (v.type == TPL_T_NONE) break;
         if (v.type != TPL_T_MAP && !is_array(v))
             return tpl_vm_error(vm, TPL_ERR_TYPE, "%s does not have #dig method (TypeError)", tpl_rb_class_name(v));
-        if (tpl_rb_getitem(vm, v, keys->items[i], &v) < 0) return -1;
+        tpl_value k = keys->items[i];
+        /* an Array's dig is rb_ary_at: NUM2LONG of the key (a Float or Rational truncated; a Range is a TypeError,
+         * not a slice) */
+        if (is_array(v) && ((tpl_is_rat(k) && rat_method(vm, k, "truncate", 8, NULL, 0, &k) < 0) || long_arg(vm, &k) < 0))
+            return -1;
+        if (tpl_rb_getitem(vm, v, k, &v) < 0) return -1;
     }
     *out = v;
     return 0;
