@@ -174,10 +174,14 @@ static int float_index(tpl_vm *vm, tpl_value *v)
     return 0;
 }
 
-/* An Integer argument as NUM2LONG reads it: a Float truncated (float_index), else an Integer or its TypeError. */
+static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos, tpl_value *out);
+
+/* An Integer argument as NUM2LONG reads it: a Float truncated (float_index), a Rational too (its to_int), else an
+ * Integer or its TypeError. */
 static int long_arg(tpl_vm *vm, tpl_value *v)
 {
     if (v->type == TPL_T_FLOAT && float_index(vm, v) < 0) return -1;
+    if (tpl_is_rat(*v) && rat_method(vm, *v, "truncate", 8, NULL, 0, v) < 0) return -1;
     if (v->type == TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_VALUE, "bignum too big to convert into `long' (RangeError)");
     if (v->type != TPL_T_INT) return type_error(vm, TPL_VT_INT, *v);
     return 0;
@@ -4191,6 +4195,19 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
                 tpl_list none = { 0, 0, NULL };
                 return call_id(vm, id, tpl_v_list(&none), args, npos, kwn, kwv, nkw, out);
             }
+            if (n == 4 && memcmp(name, "take", 4) == 0 && npos == 1 && nkw == 0) {
+                /* Enumerable#take reads its count first: take(0) is [] without iterating ((0.5..2).take(0)) */
+                tpl_value k = args[0];
+                if (long_arg(vm, &k) < 0) return -1;
+                if (k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "attempt to take negative size (ArgumentError)");
+                if (k.u.i == 0) {
+                    tpl_list *r = new_list(vm, 0);
+                    if (!r) return oom(vm);
+                    *out = tpl_v_list(r);
+                    out->flags = TPL_F_MUT_RB;
+                    return 0;
+                }
+            }
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
             if (items->len == 0 && n == 3 && memcmp(name, "zip", 3) == 0 && zip_eachable(vm, args, npos) < 0) return -1;
@@ -6117,8 +6134,8 @@ int r_str_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0], k = a[1];
     int64_t len = (int64_t)tpl_utf8_len(s.u.s, s.len), b, n;
-    if (k.type == TPL_T_FLOAT && float_index(vm, &k) < 0) return -1;   /* s[1.5]: to_int, as Ruby's NUM2LONG */
-    if (tpl_given(a[2]) && a[2].type == TPL_T_FLOAT && float_index(vm, &a[2]) < 0) return -1;
+    if ((k.type == TPL_T_FLOAT || tpl_is_rat(k)) && long_arg(vm, &k) < 0) return -1;   /* s[1.5]: to_int, as Ruby's NUM2LONG */
+    if (tpl_given(a[2]) && (a[2].type == TPL_T_FLOAT || tpl_is_rat(a[2])) && long_arg(vm, &a[2]) < 0) return -1;
     if (k.type == TPL_T_STR && (k.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_EXC_RB)))
         return type_error(vm, TPL_VT_INT, k);   /* "str"[:sym]: TypeError (a Symbol is no substring) */
     if (k.type == TPL_T_STR && !(k.flags & TPL_F_REGEX_RB)) {
@@ -7297,8 +7314,8 @@ int r_arr_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_list *l = L_(a[0]);
     tpl_value k = a[1];
     int64_t len = l->len, b, n;
-    if (k.type == TPL_T_FLOAT && float_index(vm, &k) < 0) return -1;   /* a[1.5]: to_int, as Ruby's NUM2LONG */
-    if (tpl_given(a[2]) && a[2].type == TPL_T_FLOAT && float_index(vm, &a[2]) < 0) return -1;
+    if ((k.type == TPL_T_FLOAT || tpl_is_rat(k)) && long_arg(vm, &k) < 0) return -1;   /* a[1.5]: to_int, as Ruby's NUM2LONG */
+    if (tpl_given(a[2]) && (a[2].type == TPL_T_FLOAT || tpl_is_rat(a[2])) && long_arg(vm, &a[2]) < 0) return -1;
     if (is_range(k)) {
         if (!range_span(k, len, &b, &n)) { *out = tpl_v_none(); return 0; }
     } else if (k.type == TPL_T_INT) {
@@ -7330,8 +7347,7 @@ static int dig_impl(tpl_vm *vm, tpl_value v, tpl_list *keys, tpl_value *out)
         tpl_value k = keys->items[i];
         /* an Array's dig is rb_ary_at: NUM2LONG of the key (a Float or Rational truncated; a Range is a TypeError,
          * not a slice) */
-        if (is_array(v) && ((tpl_is_rat(k) && rat_method(vm, k, "truncate", 8, NULL, 0, &k) < 0) || long_arg(vm, &k) < 0))
-            return -1;
+        if (is_array(v) && long_arg(vm, &k) < 0) return -1;
         if (tpl_rb_getitem(vm, v, k, &v) < 0) return -1;
     }
     *out = v;
@@ -7859,7 +7875,7 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
             /* String#* / Array#* read the count by NUM2LONG: a Float or Rational truncated toward zero
              * ("ab" * 3.7 is "ababab", "ab" * -0.5 ""); NaN, the infinities and past a long RangeError */
             tpl_value k = b;
-            if (b.type == TPL_T_FLOAT ? long_arg(vm, &k) < 0 : rat_method(vm, b, "truncate", 8, NULL, 0, &k) < 0) return -1;
+            if (long_arg(vm, &k) < 0) return -1;
             if (k.type == TPL_T_BIGINT) return long_arg(vm, &k);
             return operator_method(vm, a, "*", 1, &k, 1, out) < 0 ? -1 : 1;
         }
