@@ -2291,7 +2291,8 @@ static bool enum_blockful(const char *name, size_t n, int npos)
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
     switch (n) {   /* (asked on every blockless call of an Array or Hash: by length first) */
     case 4: return npos == 0 && IS("find");
-    case 6: return npos == 0 && (IS("select") || IS("filter") || IS("reject") || IS("detect") || IS("min_by") || IS("max_by"));
+    case 6: return (npos == 0 && (IS("select") || IS("filter") || IS("reject") || IS("detect") || IS("min_by") || IS("max_by"))) ||
+                   (npos == 1 && (IS("min_by") || IS("max_by")));   /* (min_by(n): the n smallest) */
     case 7: return npos == 0 && IS("sort_by");
     case 8: return npos == 0 && (IS("find_all") || IS("group_by") || IS("flat_map"));
     case 9: return npos == 0 && IS("partition");
@@ -2329,7 +2330,7 @@ static int enum_blockful_items(tpl_vm *vm, tpl_value self, const char *name, siz
 static bool enum_maker(tpl_value self, const char *name, size_t n)
 {
     static const char *const arr[] = { "each", "each_with_index", "each_slice", "each_cons", "map", "collect", "each_entry",
-        "reverse_each", "filter_map", "with_index", "each_pair", NULL };
+        "reverse_each", "filter_map", "with_index", "each_pair", "cycle", NULL };
     /* (checked only for names of their shape: every blockless call of an Array or Hash asks) */
     static const char *const arr2[] = { "each_index", "each_key", "each_value", "transform_values", "transform_keys", NULL };
     static const char *const num[] = { "times", "upto", "downto", NULL };
