@@ -6834,6 +6834,10 @@ int tpl_vm_def_break(tpl_vm *vm, tpl_value blk, uint32_t base, tpl_value val)
 tpl_rb_block tpl_vm_block(const tpl_vm *vm) { return vm->rb_block; }
 tpl_rb_block tpl_vm_set_block(tpl_vm *vm, tpl_rb_block b) { tpl_rb_block o = vm->rb_block; vm->rb_block = b; return o; }
 tpl_value tpl_vm_state(const tpl_vm *vm) { return vm->state; }
+bool tpl_vm_json_state_str(const tpl_vm *vm, tpl_value s)
+{
+    return s.type == TPL_T_STR && s.len && !vm->state_host && vm->state.type == TPL_T_MAP && tpl_arena_owns(&vm->state_arena, s.u.s);
+}
 tpl_value tpl_vm_self(const tpl_vm *vm) { return vm->rb_self; }
 bool tpl_vm_ivars_in_state(const tpl_vm *vm) { return vm->rb_ivars_state; }
 void tpl_vm_host_ran(tpl_vm *vm) { vm->host_runs++; }

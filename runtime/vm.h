@@ -255,6 +255,10 @@ void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m);
 /* A streaming render's output so far to its write callback (tpl_render_set_output); 0 or -1. */
 int tpl_vm_out_flush(tpl_vm *vm);
 tpl_value tpl_vm_state(const tpl_vm *vm);
+/* Whether string s holds bytes of a state read from JSON (tpl_render_set_state_json/file: the state
+ * arena's, not a host's values): JSON's strings are UTF-8, so are Ruby's Strings made from them and
+ * their substrings (ERB's String#encoding). */
+bool tpl_vm_json_state_str(const tpl_vm *vm, tpl_value s);
 /* ERB: the self object (tpl_render_set_self_val; none without one), and whether self's @ivars
  * are the state's for now (tpl_render_set_self_ivars_in_state). */
 tpl_value tpl_vm_self(const tpl_vm *vm);

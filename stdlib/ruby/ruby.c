@@ -6050,7 +6050,17 @@ int r_str_to_i(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return str_to_i(vm, a[0], base < INT_MIN || base > INT_MAX ? -1 : (int)base, false, out);
 }
 int r_str_to_f(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_to_f(vm, a[0], false, out); }
-int r_str_to_sym(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags = TPL_F_SYMBOL; return 0; }
+int r_str_to_sym(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    *out = a[0];
+    if (tpl_vm_json_state_str(vm, a[0])) {   /* (a copy: a Symbol's to_s is US-ASCII, not the state's UTF-8: r_str_encoding) */
+        char *p = tpl_arena_strdup(A(vm), a[0].u.s, a[0].len);
+        if (!p) return oom(vm);
+        *out = tpl_v_str(p, a[0].len);
+    }
+    out->flags = TPL_F_SYMBOL;
+    return 0;
+}
 
 int r_str_reverse(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -9538,10 +9548,15 @@ int r_str_encoding_lit(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 /* String#encoding of a string the template computed (the lowering names a literal's
  * "(encoding_lit)"): Ruby's is US-ASCII (Integer#to_s, chr, inspect, join of those) or UTF-8 by
- * where it came from, which tpl's strings do not record: a Symbol's only, else refused. */
+ * where it came from, which tpl's strings do not record: a Symbol's, and UTF-8 for a String of a JSON state or
+ * a part of one (tpl_vm_json_state_str: its bytes are the state's; to_sym copies them), else refused (a host's
+ * state: the Ruby gem borrows US-ASCII and UTF-8 Strings alike). */
 int r_str_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[0].flags & TPL_F_SYMBOL) return r_str_encoding_lit(vm, a, out);
+    /* a String of the JSON state (or a part of one): UTF-8, as Ruby's JSON.parse makes it */
+    if (!(a[0].flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB)) && tpl_vm_json_state_str(vm, a[0]))
+        return r_str_encoding_lit(vm, a, out);
     return tpl_vm_error(vm, TPL_ERR_SYNTAX, "unsupported Ruby construct: the encoding of a computed string (Ruby's is US-ASCII or "
                         "UTF-8 by where the string came from, which tpl's strings do not record)");
 }
