@@ -81,6 +81,225 @@ static bool rb_core_has_sep(const char *cls, char sep, const char *name, size_t 
 }
 static bool rb_core_has(const char *cls, const char *name, size_t n) { return rb_core_has_sep(cls, '#', name, n); }
 
+/* ---- did_you_mean (Ruby 3.1's bundled did_you_mean 1.6: spell_checker.rb, jaro_winkler.rb,
+ * levenshtein.rb): the "\nDid you mean?  x" Ruby's NameError, NoMethodError and KeyError add to their
+ * message. The dictionaries: tools/gen_rb_dym_methods.rb. */
+
+#include "dym_methods.h"
+
+typedef struct { uint32_t *cp; size_t n; } dym_str;
+
+/* s[0, n] as code points; norm: SpellChecker#normalize (downcase, then every '@' removed). */
+static bool dym_cps(tpl_vm *vm, const char *s, size_t n, bool norm, dym_str *out)
+{
+    tpl_sb b;
+    if (norm) {
+        tpl_sb_init(&b, A(vm));
+        tpl_py_lower(&b, s, n);   /* (Ruby's downcase of a name: the same full case mapping) */
+        if (!b.p && n) return false;
+        s = b.p ? b.p : "";
+        n = b.len;
+    }
+    out->cp = tpl_arena_alloc(A(vm), (n + 1) * sizeof(uint32_t));
+    if (!out->cp) return false;
+    out->n = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c = tpl_utf8_next(s, n, &i);
+        if (!(norm && c == '@')) out->cp[out->n++] = c;
+    }
+    return true;
+}
+
+/* DidYouMean::Jaro.distance (flags as byte arrays instead of Integer bit sets). */
+static double dym_jaro(tpl_vm *vm, const dym_str *s1, const dym_str *s2)
+{
+    if (s1->n > s2->n) { const dym_str *t = s1; s1 = s2; s2 = t; }
+    size_t l1 = s1->n, l2 = s2->n;
+    long range = (long)(l2 / 2) - 1;
+    if (range < 0) range = 0;
+    unsigned char *f1 = tpl_arena_alloc(A(vm), l1 + 1), *f2 = tpl_arena_alloc(A(vm), l2 + 1);
+    if (!f1 || !f2) return 0;
+    memset(f1, 0, l1 + 1);
+    memset(f2, 0, l2 + 1);
+    double m = 0, t = 0;
+    for (size_t i = 0; i < l1; i++) {
+        size_t last = i + (size_t)range, j = i >= (size_t)range ? i - (size_t)range : 0;
+        for (; j <= last && j < l2; j++)
+            if (!f2[j] && s1->cp[i] == s2->cp[j]) { f2[j] = 1; f1[i] = 1; m += 1; break; }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < l1; i++) {
+        if (!f1[i]) continue;
+        size_t j = k, index = k;
+        while (j < l2) { index = j; if (f2[j]) { k = j + 1; break; } j++; }
+        if (s1->cp[i] != s2->cp[index]) t += 1;
+    }
+    t = floor(t / 2);
+    return m == 0 ? 0 : (m / (double)l1 + m / (double)l2 + (m - t) / m) / 3;
+}
+
+/* DidYouMean::JaroWinkler.distance */
+static double dym_jw(tpl_vm *vm, const dym_str *s1, const dym_str *s2)
+{
+    double d = dym_jaro(vm, s1, s2);
+    if (d > 0.7) {
+        int bonus = 0;
+        for (size_t i = 0; i < s1->n; i++) {
+            if (i < s2->n && s1->cp[i] == s2->cp[i] && i < 4) bonus++;
+            else break;
+        }
+        d = d + ((double)bonus * 0.1 * (1 - d));
+    }
+    return d;
+}
+
+/* DidYouMean::Levenshtein.distance */
+static size_t dym_lev(tpl_vm *vm, const dym_str *a, const dym_str *b)
+{
+    if (a->n == 0) return b->n;
+    if (b->n == 0) return a->n;
+    size_t *d = tpl_arena_alloc(A(vm), (b->n + 1) * sizeof(size_t)), x = 0;
+    if (!d) return SIZE_MAX;
+    for (size_t j = 0; j <= b->n; j++) d[j] = j;
+    for (size_t i = 1; i <= a->n; i++) {
+        size_t left = i;
+        for (size_t j = 0; j < b->n; j++) {
+            size_t cost = a->cp[i - 1] == b->cp[j] ? 0 : 1;
+            size_t ins = d[j + 1] + 1, del = left + 1, sub = d[j] + cost;
+            x = ins < del && ins < sub ? ins : del < sub ? del : sub;
+            d[j] = left;
+            left = x;
+        }
+        d[b->n] = x;
+    }
+    return x;
+}
+
+/* A word of a dictionary: its to_s (what is spelled against the input) and what the suggestion
+ * prints (KeyError: the key's inspect). */
+typedef struct { const char *s, *show; size_t n, nshow; double jw; } dym_word;
+
+static int dym_correct(tpl_vm *vm, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw);
+
+
+/* DidYouMean::SpellChecker#correct(input) over w[0, nw]: the corrections' "\nDid you mean?  ..."
+ * (DidYouMean::Formatter) written at out (NUL-terminated, at most cap bytes with the NUL): its length,
+ * -1 when out of memory, -2 when it does not fit. The arena's work memory is given back. */
+static int dym_suggest(tpl_vm *vm, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw)
+{
+    tpl_arena_mark mk;
+    if (!tpl_arena_mark_take(A(vm), &mk)) return -1;
+    int r = dym_correct(vm, out, cap, input, in_n, w, nw);
+    tpl_arena_rewind(A(vm), &mk);
+    return r;
+}
+
+static int dym_correct(tpl_vm *vm, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw)
+{
+    dym_str ni;
+    if (!dym_cps(vm, input, in_n, true, &ni)) return -1;
+    double thr = ni.n > 3 ? 0.834 : 0.77;
+    size_t *pick = tpl_arena_alloc(A(vm), (nw + 1) * sizeof(size_t)), np = 0;
+    if (!pick) return -1;
+    for (size_t i = 0; i < nw; i++) {
+        dym_str nword, raw;
+        if (!dym_cps(vm, w[i].s, w[i].n, true, &nword)) return -1;
+        if (dym_jw(vm, &nword, &ni) < thr) continue;
+        if (w[i].n == in_n && memcmp(w[i].s, input, in_n) == 0) continue;
+        if (!dym_cps(vm, w[i].s, w[i].n, false, &raw)) return -1;
+        w[i].jw = dym_jw(vm, &raw, &ni);
+        /* sort_by (a stable merge sort here: glibc's qsort_r), then reverse: the reverse of a stable
+         * ascending sort is descending with equal keys in reverse dictionary order */
+        size_t at = np;
+        while (at > 0 && w[pick[at - 1]].jw > w[i].jw) { pick[at] = pick[at - 1]; at--; }
+        pick[at] = i;
+        np++;
+    }
+    for (size_t l = 0, r = np ? np - 1 : 0; l < r; l++, r--) { size_t t = pick[l]; pick[l] = pick[r]; pick[r] = t; }
+    size_t *corr = tpl_arena_alloc(A(vm), (np + 1) * sizeof(size_t)), nc = 0;
+    if (!corr) return -1;
+    size_t thr2 = (ni.n + 3) / 4;   /* (normalized_input.length * 0.25).ceil */
+    for (size_t i = 0; i < np; i++) {
+        dym_str nword;
+        if (!dym_cps(vm, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
+        if (dym_lev(vm, &nword, &ni) <= thr2) corr[nc++] = pick[i];
+    }
+    for (size_t i = 0; nc == 0 && i < np; i++) {
+        dym_str nword;
+        if (!dym_cps(vm, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
+        size_t len = ni.n < nword.n ? ni.n : nword.n;
+        if (dym_lev(vm, &nword, &ni) < len) corr[nc++] = pick[i];
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < nc; i++) {
+        const char *lead = i ? "\n               " : "\nDid you mean?  ";
+        size_t ln = strlen(lead);
+        if (o + ln + w[corr[i]].nshow >= cap) return -2;
+        memcpy(out + o, lead, ln);
+        memcpy(out + o + ln, w[corr[i]].show, w[corr[i]].nshow);
+        o += ln + w[corr[i]].nshow;
+    }
+    out[o] = 0;
+    return (int)o;
+}
+
+/* The class's row of dym_methods.h, or NULL. */
+static int dym_row(const char *cls)
+{
+    for (size_t i = 0; i < sizeof rb_dym_methods / sizeof rb_dym_methods[0]; i++)
+        if (strcmp(rb_dym_methods[i].cls, cls) == 0) return (int)i;
+    return -1;
+}
+
+/* Whether the space-separated list has name[0, n]. */
+static bool dym_listed(const char *list, const char *name, size_t n)
+{
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && memcmp(p, name, n) == 0) return true;
+        p += k + (e != NULL);
+    }
+    return false;
+}
+
+#define DYM_WORDS 320   /* (more than any class of dym_methods.h has) */
+
+/* MethodNameChecker's suggestions for name[0, n] on a value of Ruby class cls (none when
+ * dym_methods.h has no row for it): dym_suggest's result. */
+static int dym_method(tpl_vm *vm, const char *cls, const char *name, size_t n, char *out, size_t cap)
+{
+    out[0] = 0;
+    int row = dym_row(cls);
+    if (row < 0) return 0;
+    dym_word w[DYM_WORDS];
+    size_t nw = 0;
+    for (const char *p = rb_dym_methods[row].pub; *p && nw < DYM_WORDS;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        w[nw++] = (dym_word){ .s = p, .n = k, .show = p, .nshow = k };
+        p += k + (e != NULL);
+    }
+    return dym_suggest(vm, out, cap, name, n, w, nw);
+}
+
+/* Ruby's NoMethodError for name[0, n] on a value of class cls that reads `recv' in the message
+ * ("1:Integer", "#<...>"): "private method `x' called for" when cls has it as a private method,
+ * and did_you_mean's suggestions. */
+static int raise_no_method(tpl_vm *vm, const char *cls, const char *name, size_t n, const char *recv, int rlen)
+{
+    char sugg[320];   /* (the message buffer is 512 bytes) */
+    int k = dym_method(vm, cls, name, n, sugg, sizeof sugg);
+    if (k == -1) return oom(vm);
+    if (k == -2)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a NoMethodError of `%.*s' whose did_you_mean "
+                            "suggestions tpl does not write", (int)(n > 100 ? 100 : n), name);
+    int row = dym_row(cls);
+    bool priv = row >= 0 && dym_listed(rb_dym_methods[row].priv, name, n);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%s `%.*s' %s %.*s%s (NoMethodError)", priv ? "private method" : "undefined method",
+                        (int)n, name, priv ? "called for" : "for", rlen, recv, sugg);
+}
+
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n);
 
 int tpl_rb_arity_no_method(tpl_vm *vm, tpl_value self, const char *name)
@@ -142,12 +361,16 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
     if (self.type != TPL_T_HOST && rb_core_has(core, name, n))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", cls, (int)n, name);
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for nil:NilClass (NoMethodError)", (int)n, name);
+        return raise_no_method(vm, "NilClass", name, n, "nil:NilClass", 12);
+    const char *dcls = self.type == TPL_T_HOST ? "" : cls;   /* (a host object's methods: no suggestions) */
     int len;
     const char *insp = inspect_short(vm, self, &len);
     if (len && insp[0] == '#')   /* Ruby names the class only after an inspect that does not start with '#' */
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s (NoMethodError)", (int)n, name, len, insp);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s:%s (NoMethodError)", (int)n, name, len, insp, cls);
+        return raise_no_method(vm, dcls, name, n, insp, len);
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    tpl_sb_printf(&b, "%.*s:%s", len, insp, cls);
+    return b.p ? raise_no_method(vm, dcls, name, n, b.p, (int)b.len) : oom(vm);
 }
 
 /* rb_convert_type's TypeError: v cannot be converted into the class of types.def row `want`. */
@@ -4099,7 +4322,11 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         tpl_sb b;
         tpl_sb_init(&b, A(vm));
         tpl_rb_inspect(&b, self);
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `%.*s' for %.*s (NoMethodError)", (int)n, name, (int)b.len, b.p ? b.p : "");
+        if (!b.p) return oom(vm);
+        tpl_value c = tpl_rb_exc_class(self);
+        char cname[64];
+        snprintf(cname, sizeof cname, "%.*s", (int)c.len, c.u.s);
+        return raise_no_method(vm, cname, name, n, b.p, (int)b.len);
     }
     if (tpl_is_gemv_rb(self) || (self.type == TPL_T_STR && (self.flags & TPL_F_CLASS_RB) && self.len == 12 &&
                                  memcmp(self.u.s, "Gem::Version", 12) == 0 && nkw == 0 && !tpl_vm_block(vm).pc)) {
