@@ -5583,10 +5583,84 @@ static int rb_case(tpl_vm *vm, const tpl_value *a, tpl_value *out, bool upper)
     return 0;
 }
 
-int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case(vm, a, out, true); }
-int r_str_downcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case(vm, a, out, false); }
+/* Ruby's check_case_options (string.c) of the case methods' options (a list): which = 'u'pcase,
+ * 'd'owncase, 'c'apitalize, 's'wapcase. 0: no options, 1: :ascii, 2: :fold (downcase), 3: :turkic and/or
+ * :lithuanian; -1 when it raised. */
+static int rb_case_options(tpl_vm *vm, tpl_value opts, char which)
+{
+    if (opts.type != TPL_T_LIST || opts.u.list->len == 0) return 0;
+    const tpl_list *l = opts.u.list;
+    if (l->len > 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many options (ArgumentError)");
+    const tpl_value *o = l->items;
+#define CASE_SYM(v, lit) ((v).type == TPL_T_STR && ((v).flags & TPL_F_SYMBOL) && (v).len == strlen(lit) && memcmp((v).u.s, lit, (v).len) == 0)
+    if (CASE_SYM(o[0], "ascii")) {
+        if (l->len == 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many options (ArgumentError)");
+        return 1;
+    }
+    if (CASE_SYM(o[0], "turkic") || CASE_SYM(o[0], "lithuanian")) {
+        if (l->len == 2 && !(CASE_SYM(o[0], "turkic") ? CASE_SYM(o[1], "lithuanian") : CASE_SYM(o[1], "turkic")))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid second option (ArgumentError)");
+        return 3;
+    }
+    if (l->len > 1) return tpl_vm_error(vm, TPL_ERR_TYPE, "too many options (ArgumentError)");
+    if (CASE_SYM(o[0], "fold")) {
+        if (which != 'd') return tpl_vm_error(vm, TPL_ERR_TYPE, "option :fold only allowed for downcasing (ArgumentError)");
+        return 2;
+    }
+#undef CASE_SYM
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid option (ArgumentError)");
+}
 
-int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out)
+static int rb_capitalize(tpl_vm *vm, const tpl_value *a, tpl_value *out);
+static int rb_swapcase(tpl_vm *vm, const tpl_value *a, tpl_value *out);
+
+/* String#upcase/downcase/capitalize/swapcase(*options): the options checked as Ruby's; :ascii maps
+ * the ASCII letters alone; :fold, :turkic and :lithuanian map as without them on ASCII text (no
+ * 'i' for the Turkic rules), tpl's refusal on other text. */
+static int rb_case_with(tpl_vm *vm, tpl_value *a, tpl_value *out, char which)
+{
+    int opt = rb_case_options(vm, a[1], which);
+    if (opt < 0) return -1;
+    tpl_value s = a[0];
+    bool ascii = true, has_i = false;
+    for (size_t i = 0; i < s.len; i++) {
+        if ((unsigned char)s.u.s[i] >= 0x80) ascii = false;
+        if (s.u.s[i] == 'i' || s.u.s[i] == 'I') has_i = true;
+    }
+    if (opt == 1 && !ascii) {
+        char *o = tpl_arena_alloc(A(vm), s.len + 1);
+        if (!o) return oom(vm);
+        bool first = true;
+        for (size_t i = 0; i < s.len; i++) {
+            char c = s.u.s[i];
+            bool up = c >= 'A' && c <= 'Z', lo = c >= 'a' && c <= 'z';
+            bool to_up = which == 'u' || (which == 's' && lo) || (which == 'c' && first);
+            bool to_lo = which == 'd' || (which == 's' && up) || (which == 'c' && !first);
+            if (to_up && lo) c = (char)(c - 32);
+            else if (to_lo && up) c = (char)(c + 32);
+            o[i] = c;
+            first = false;
+        }
+        *out = tpl_v_str(o, s.len);
+        return 0;
+    }
+    if ((opt == 2 && !ascii) || (opt == 3 && (!ascii || has_i)))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: the case mapping options :fold, :turkic and "
+                            ":lithuanian of text that is not ASCII (or has an 'i', :turkic)");
+    switch (which) {
+    case 'u': return rb_case(vm, a, out, true);
+    case 'd': return rb_case(vm, a, out, false);
+    case 'c': return rb_capitalize(vm, a, out);
+    default: return rb_swapcase(vm, a, out);
+    }
+}
+
+int r_str_upcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case_with(vm, a, out, 'u'); }
+int r_str_downcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case_with(vm, a, out, 'd'); }
+int r_str_capitalize(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case_with(vm, a, out, 'c'); }
+int r_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out) { return rb_case_with(vm, a, out, 's'); }
+
+static int rb_capitalize(tpl_vm *vm, const tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
     if (s.len == 0) { *out = s; return 0; }
@@ -5627,7 +5701,7 @@ static bool rb_swap_title(tpl_sb *b, uint32_t cp)
     return false;
 }
 
-int r_str_swapcase(tpl_vm *vm, tpl_value *a, tpl_value *out)
+static int rb_swapcase(tpl_vm *vm, const tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
     tpl_sb b;
