@@ -7796,6 +7796,55 @@ int r_hash_value_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_hash_idx(tpl_vm *vm, tpl_value *a, tpl_value *out) { return tpl_rb_getitem(vm, a[0], a[1], out); }
 
+/* Hash#fetch's KeyError, with did_you_mean's KeyErrorChecker suggestions: the keys whose to_s is the
+ * String or Symbol key's text (the oracle's Symbol#== equals a Symbol and a String), else
+ * SpellChecker#correct of the key over the keys' to_s; each printed with inspect. */
+static int key_not_found(tpl_vm *vm, const tpl_map *m, tpl_value key)
+{
+    tpl_arena_mark mk;
+    if (!tpl_arena_mark_take(A(vm), &mk)) return oom(vm);
+    tpl_sb b, ks;
+    tpl_sb_init(&b, A(vm));
+    tpl_rb_inspect(&b, key);
+    tpl_sb_init(&ks, A(vm));
+    tpl_rb_to_s(&ks, key);
+    dym_word *w = tpl_arena_alloc(A(vm), (m->len + 1) * sizeof *w);
+    if (!b.p || ks.failed || !w) return oom(vm);
+    size_t nw = 0;
+    for (uint32_t i = 0; i < m->len; i++) {
+        tpl_sb t, in;
+        tpl_sb_init(&t, A(vm));
+        tpl_rb_to_s(&t, m->e[i].key);
+        tpl_sb_init(&in, A(vm));
+        tpl_rb_inspect(&in, m->e[i].key);
+        if (t.failed || in.failed || !in.p) return oom(vm);
+        w[nw++] = (dym_word){ .s = t.p ? t.p : "", .n = t.len, .show = in.p, .nshow = in.len };
+    }
+    char sugg[320];
+    int k = 0;
+    sugg[0] = 0;
+    if (key.type == TPL_T_STR && !(key.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) {   /* exact_matches */
+        size_t o = 0;
+        for (size_t i = 0; i < nw && k >= 0; i++) {
+            if (w[i].n != key.len || memcmp(w[i].s, key.u.s, key.len) != 0) continue;
+            const char *lead = o ? "\n               " : "\nDid you mean?  ";
+            size_t ln = strlen(lead);
+            if (o + ln + w[i].nshow >= sizeof sugg) { k = -2; break; }
+            memcpy(sugg + o, lead, ln);
+            memcpy(sugg + o + ln, w[i].show, w[i].nshow);
+            o += ln + w[i].nshow;
+            sugg[o] = 0;
+        }
+    }
+    if (k == 0 && !sugg[0]) k = dym_suggest(vm, sugg, sizeof sugg, ks.p ? ks.p : "", ks.len, w, nw);
+    int r = k == -1 ? oom(vm)
+          : k == -2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a KeyError whose did_you_mean suggestions "
+                                   "tpl does not write")
+          : tpl_vm_error(vm, TPL_ERR_TYPE, "key not found: %.*s%s (KeyError)", (int)b.len, b.p, sugg);
+    tpl_arena_rewind(A(vm), &mk);
+    return r;
+}
+
 int r_hash_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     a[1] = state_key(M_(a[0]), a[1]);   /* (a state Hash's fetch(:k) is fetch("k"): its block and KeyError see "k") */
@@ -7804,10 +7853,7 @@ int r_hash_fetch(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_rb_block blk = tpl_vm_block(vm);
     if (blk.pc) { tpl_value r; YIELD(blk, &a[1], 1, &r); *out = r; return 0; }
     if (tpl_given(a[2])) { *out = a[2]; return 0; }
-    tpl_sb b;
-    tpl_sb_init(&b, A(vm));
-    tpl_rb_inspect(&b, a[1]);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "key not found: %.*s (KeyError)", (int)b.len, b.p ? b.p : "");
+    return key_not_found(vm, M_(a[0]), a[1]);
 }
 
 int r_hash_dig(tpl_vm *vm, tpl_value *a, tpl_value *out) { return dig_impl(vm, a[0], L_(a[1]), out); }
