@@ -5290,7 +5290,8 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
      * here, which a rescue takes, would be a different answer: `def f; instance_variable_get("@x") rescue 0 end`) */
     fail_msg(L, n->off, 1, self_method(n->val) ? (bare ? "unsupported Ruby construct: Kernel#%.*s called without a receiver"
                                                        : "unsupported Ruby construct: Kernel#%.*s is not implemented by tpl")
-                         : bare ? "undefined local variable or method `%.*s' for main:Object (NameError)"
+                         : bare && n->val.len && n->val.u.s[n->val.len - 1] != '?' && n->val.u.s[n->val.len - 1] != '!'
+                                ? "undefined local variable or method `%.*s' for main:Object (NameError)"
                                 : "undefined method `%.*s' for main:Object (NoMethodError)", &n->val);
     tpl_c_patch(C, ok, tpl_c_here(C));
     if (d->sig && (d->nkw || d->kwrest)) {

@@ -6176,7 +6176,10 @@ top:
             if (rc > 0) *sp = tpl_v_undef();
         }
         if (sp->type == TPL_T_UNDEF) {
-            tpl_vm_error(vm, TPL_ERR_UNDEFINED, "undefined local variable or method `%.*s' for main:Object (NameError)",
+            /* (`ready?`, `save!`: no local variable has that name, Ruby calls a method: NoMethodError) */
+            char last = names[a].s.len ? names[a].s.u.s[names[a].s.len - 1] : 0;
+            tpl_vm_error(vm, TPL_ERR_UNDEFINED, last == '?' || last == '!' ? "undefined method `%.*s' for main:Object (NoMethodError)"
+                                                                            : "undefined local variable or method `%.*s' for main:Object (NameError)",
                          (int)names[a].s.len, names[a].s.u.s);
             goto fail;
         }
