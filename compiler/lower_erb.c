@@ -3744,6 +3744,11 @@ static void call(erb_low *L, tpl_node *n, bool used)
                     (int)n->val.len, n->val.u.s, (int)n->a->val.len, n->a->val.u.s);
         return;
     }
+    if (name_is(n->val, "encode") && bare_hash(n->b)) {
+        /* s.encode(:xml => :attr): a brace-less Hash is String#encode's keywords (Ruby 3.1), as **{...} */
+        tpl_node *bh = (tpl_node *)bare_hash(n->b);
+        bh->kind = TPL_N_STARKW;
+    }
     erb_blocals bl = { .n = 0 };
     L->pending_call = n;
     uint32_t bw = n->c ? (n->c->op == 8 ? (uint32_t)n->c->val.u.i : block_sub(L, n->c, &bl)) : 0;

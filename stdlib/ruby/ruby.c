@@ -9923,6 +9923,8 @@ static bool utf8_name(tpl_value v)
  * encoding is tpl's refusal (its bytes, length and inspect would differ from Ruby's). */
 static int str_encoding_to(tpl_vm *vm, const char *m, tpl_value enc, tpl_value *out, tpl_value self)
 {
+    if (tpl_given(enc) && (enc.type != TPL_T_STR || (enc.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(enc));   /* (rb_to_encoding) */
     if (tpl_given(enc) && !utf8_name(enc)) {
         tpl_value e = enc.type == TPL_T_STR ? enc : tpl_v_str("?", 1);
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: String#%s(\"%.*s\"): tpl's strings are UTF-8", m,
@@ -9935,18 +9937,46 @@ static int str_encoding_to(tpl_vm *vm, const char *m, tpl_value enc, tpl_value *
 int r_str_force_encoding(tpl_vm *vm, tpl_value *a, tpl_value *out) { return str_encoding_to(vm, "force_encoding", a[1], out, a[0]); }
 int r_str_encode(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    tpl_value xml = tpl_v_none();
     if (a[3].type == TPL_T_MAP) {
         const tpl_map *o = a[3].u.map;
         for (uint32_t i = 0; i < o->len; i++) {
             tpl_value k = o->e[i].key;
             bool ok = k.type == TPL_T_STR && ((k.len == 7 && !memcmp(k.u.s, "invalid", 7)) || (k.len == 5 && !memcmp(k.u.s, "undef", 5)) ||
                                               (k.len == 7 && !memcmp(k.u.s, "replace", 7)) || (k.len == 8 && !memcmp(k.u.s, "fallback", 8)));
+            if (k.type == TPL_T_STR && k.len == 3 && !memcmp(k.u.s, "xml", 3)) { xml = o->e[i].val; ok = true; }
             if (!ok) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: String#encode with the option %.*s:",
                                          k.type == TPL_T_STR ? (int)(k.len > 40 ? 40 : k.len) : 1, k.type == TPL_T_STR ? k.u.s : "?");
         }
     }
-    if (tpl_given(a[2]) && !utf8_name(a[2])) return str_encoding_to(vm, "encode", a[2], out, a[0]);
-    return str_encoding_to(vm, "encode", a[1], out, a[0]);
+    bool text = false, attr = false;   /* xml: :text / :attr (transcode.c econv_opts): XML's escapes, :attr quoted */
+    if (xml.type != TPL_T_NONE && xml.type != TPL_T_UNDEF) {
+        bool sym = xml.type == TPL_T_STR && (xml.flags & TPL_F_SYMBOL);
+        text = sym && xml.len == 4 && !memcmp(xml.u.s, "text", 4);
+        attr = sym && xml.len == 4 && !memcmp(xml.u.s, "attr", 4);
+        if (!text && !attr && sym)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unexpected value for xml option: %.*s (ArgumentError)", (int)xml.len, xml.u.s);
+        if (!text && !attr) return tpl_vm_error(vm, TPL_ERR_TYPE, "unexpected value for xml option (ArgumentError)");
+    }
+    int r = tpl_given(a[2]) && !utf8_name(a[2]) ? str_encoding_to(vm, "encode", a[2], out, a[0])
+                                                : str_encoding_to(vm, "encode", a[1], out, a[0]);
+    if (r < 0 || (!text && !attr)) return r;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    if (attr) tpl_sb_putc(&b, '"');
+    for (size_t i = 0; i < out->len; i++) {
+        char c = out->u.s[i];
+        if (c == '&') tpl_sb_puts(&b, "&amp;");
+        else if (c == '<') tpl_sb_puts(&b, "&lt;");
+        else if (c == '>') tpl_sb_puts(&b, "&gt;");
+        else if (attr && c == '"') tpl_sb_puts(&b, "&quot;");
+        else if (attr && c == '\'') tpl_sb_puts(&b, "&apos;");
+        else tpl_sb_putc(&b, c);
+    }
+    if (attr) tpl_sb_putc(&b, '"');
+    if (b.failed) return oom(vm);
+    *out = tpl_sb_value(&b);
+    return 0;
 }
 int r_str_same(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = a[0]; out->flags &= (uint8_t)~TPL_F_FROZEN_RB; return 0; }
 int r_any_true(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; (void)a; *out = tpl_v_bool(true); return 0; }
