@@ -48,6 +48,9 @@ tpl_error_kind tpl_error_kind_of_exception(tpl_syntax syntax, const char *name, 
 
 tpl_error_kind tpl_error_kind_of_message(tpl_syntax syntax, const char *msg, size_t n, tpl_error_kind dflt)
 {
+    static const char dym[] = "\nDid you mean?  ";   /* (did_you_mean's lines after the class, as Ruby prints them) */
+    for (size_t i = 0; syntax == TPL_SYNTAX_ERB && i + sizeof dym - 1 <= n; i++)
+        if (i > 0 && msg[i - 1] == ')' && msg[i] == '\n' && memcmp(msg + i, dym, sizeof dym - 1) == 0) { n = i; break; }
     if (syntax != TPL_SYNTAX_ERB || n < 4 || msg[n - 1] != ')') return dflt;
     size_t b = n - 1;
     while (b > 0 && msg[b - 1] != '(' && msg[b - 1] != ' ') b--;

@@ -296,7 +296,7 @@ static int raise_no_method(tpl_vm *vm, const char *cls, const char *name, size_t
                             "suggestions tpl does not write", (int)(n > 100 ? 100 : n), name);
     int row = dym_row(cls);
     bool priv = row >= 0 && dym_listed(rb_dym_methods[row].priv, name, n);
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "%s `%.*s' %s %.*s%s (NoMethodError)", priv ? "private method" : "undefined method",
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%s `%.*s' %s %.*s (NoMethodError)%s", priv ? "private method" : "undefined method",
                         (int)n, name, priv ? "called for" : "for", rlen, recv, sugg);
 }
 
@@ -7840,7 +7840,7 @@ static int key_not_found(tpl_vm *vm, const tpl_map *m, tpl_value key)
     int r = k == -1 ? oom(vm)
           : k == -2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a KeyError whose did_you_mean suggestions "
                                    "tpl does not write")
-          : tpl_vm_error(vm, TPL_ERR_TYPE, "key not found: %.*s%s (KeyError)", (int)b.len, b.p, sugg);
+          : tpl_vm_error(vm, TPL_ERR_TYPE, "key not found: %.*s (KeyError)%s", (int)b.len, b.p, sugg);
     tpl_arena_rewind(A(vm), &mk);
     return r;
 }
@@ -11284,6 +11284,26 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
         msg = sep + 1;
     }
     size_t n = strlen(msg), mlen = n;
+    char *orig = tpl_arena_strdup(A(vm), msg, n);   /* ([4]: the message as raised, for a re-raise) */
+    if (!orig) return oom(vm);
+    char *dym = strstr(msg, "\nDid you mean?  ");
+    while (dym && !(dym - msg >= 4 && dym[-1] == ')'))   /* (not one in the receiver's inspect: after the class) */
+        dym = strstr(dym + 1, "\nDid you mean?  ");
+    if (dym) {
+        /* did_you_mean's lines after the class, as Ruby prints an uncaught error ("MSG (NoMethodError)\nDid you
+         * mean?  x"): the exception's message is MSG and the lines, followed by " (Class)" (tpl_rb_exc_class) */
+        size_t hn = (size_t)(dym - msg), k = hn - 1;
+        while (k > 0 && (msg[k - 1] == ':' || (msg[k - 1] >= 'a' && msg[k - 1] <= 'z') || (msg[k - 1] >= 'A' && msg[k - 1] <= 'Z'))) k--;
+        if (k >= 2 && msg[k - 1] == '(' && msg[k - 2] == ' ') {
+            char *r = tpl_arena_alloc(A(vm), n + 1);
+            if (!r) return oom(vm);
+            memcpy(r, msg, k - 2);
+            memcpy(r + k - 2, dym, n - hn);
+            memcpy(r + k - 2 + (n - hn), msg + k - 2, hn - (k - 2));
+            r[n] = 0;
+            msg = r;
+        }
+    }
     tpl_value cls = tpl_v_str("StandardError", 13);
     if (n >= 3 && msg[n - 1] == ')') {
         size_t k = n - 1;
@@ -11304,7 +11324,7 @@ int r_any_begin(tpl_vm *vm, tpl_value *a, tpl_value *out)
     l->items[2] = tpl_v_str(m + off, mlen);
     l->items[2].flags = TPL_F_EXC_RB;
     l->items[3] = cls;
-    l->items[4] = tpl_v_str(m, n);
+    l->items[4] = tpl_v_str(orig, n);
     l->len = 5;
     if (payload) {   /* [3]: the ancestors' names; [5], [6]: the payload and where (tpl_vm_rethrow puts it back) */
         l->items[3] = chain;
