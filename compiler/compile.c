@@ -4279,6 +4279,68 @@ static void hide_from_ctx(tpl_comp *c, const char *name, size_t len)
     if (v) v->ctx_hidden = true;
 }
 
+/* Whether the last of a filter block's filters (a chain) is a builtin that gives a str whatever
+ * its subject (or fails): its result needs no check that it is one (stmt: FILTERBLOCK). */
+static bool filter_gives_str(tpl_comp *c, const tpl_node *f)
+{
+    static const char *const str_filters[] = { "upper", "lower", "trim", "title", "capitalize", "center", "indent",
+                                               "replace", "e", "escape", "forceescape", "safe", "string",
+                                               "striptags", "format", "truncate", "wordwrap", "urlize",
+                                               "urlencode", "tojson", "join" };
+    while (f && f->next) f = f->next;
+    if (!f || f->kind != TPL_N_FILTER || host_func(c, f->val, TPL_HOST_FILTER)) return false;
+    for (size_t i = 0; i < sizeof str_filters / sizeof *str_filters; i++)
+        if (f->val.len == strlen(str_filters[i]) && memcmp(f->val.u.s, str_filters[i], f->val.len) == 0) return true;
+    return false;
+}
+
+/* tpl's refusal of an include without context where Jinja2 3.1's `yield from` bypasses a buffer
+ * (stmt_include_without) or makes a function a generator (refuse_generator_function) */
+static const char include_without_msg[] =
+    "include without context inside a filter block, set block, macro, call block or recursive loop is not "
+    "supported (Jinja2 3.1 writes the included text outside the block's buffer)";
+
+/* The first `{% include ... without context %}` among statements n of one Jinja2 function (a
+ * macro's or caller's body, a recursive loop's body and else), outside the functions nested in
+ * them (macros, call blocks' callers, recursive loops, blocks): Jinja2 3.1 compiles it to `yield
+ * from`, which makes that whole Python function a generator whether or not the include runs (a
+ * macro's call gives `<generator object ...>`, a recursive loop a TypeError). NULL when none. */
+static const tpl_node *generator_include(const tpl_node *n, int depth)
+{
+    if (depth > TPL_MAX_AST_DEPTH) return NULL;
+    for (; n; n = n->next) {
+        switch (n->kind) {
+        case TPL_N_INCLUDE:
+            if (n->op & 2) return n;
+            continue;
+        case TPL_N_MACRO: case TPL_N_CALLBLOCK: case TPL_N_BLOCK: continue;
+        case TPL_N_FOR:
+            if (n->op & 1) continue;
+            break;
+        default: break;
+        }
+        const tpl_node *kids[5] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
+        for (int i = 0; i < 5; i++) {
+            const tpl_node *r = generator_include(kids[i], depth + 1);
+            if (r) return r;
+        }
+    }
+    return NULL;
+}
+
+/* At the entry of a function whose body holds an include without context (generator_include):
+ * fails when it is called, as tpl cannot print Jinja2's generator object. */
+static void refuse_generator_function(tpl_comp *c, const tpl_node *fbody)
+{
+    const tpl_node *inc = c->syn == TPL_SYN_JINJA ? generator_include(fbody, 0) : NULL;
+    if (!inc) return;
+    uint32_t off = c->cur_off;
+    c->cur_off = inc->off;
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(include_without_msg, sizeof include_without_msg - 1)), 1);
+    emit(c, TPL_OP_POP, 0, -1);
+    c->cur_off = off;
+}
+
 /* Compiles a macro (or a call block's caller) and pushes its closure. params: NAME or KWARG
  * (with a default) nodes. */
 static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_node *fbody, uint32_t off)
@@ -4331,6 +4393,7 @@ static void compile_function(tpl_comp *c, tpl_value name, tpl_node *params, tpl_
     tpl_macro_desc d = { 0 };
     d.entry = here(c);
     d.nparams = (uint16_t)nparams;
+    refuse_generator_function(c, fbody);
     uint32_t i = 0;
     for (tpl_node *p = params; p && !c->failed; p = p->next, i++) {
         /* a parameter the call does not pass: its default, else Jinja2's undefined (never the
@@ -4935,6 +4998,8 @@ static void stmt_for(tpl_comp *c, tpl_node *n)
     d.entry = here(c);
     d.nparams = 3;
     d.varargs_slot = d.kwargs_slot = d.caller_slot = -1;
+    refuse_generator_function(c, n->c);
+    refuse_generator_function(c, n->d);
     emit(c, TPL_OP_LOAD_SLOT, ps[0], 1);
     emit_raw(c, add_name(c, tpl_v_str("loop", 4)));
     for_loop(c, n, (int32_t)ps[1]);
@@ -5575,16 +5640,15 @@ static void push_context_map(tpl_comp *c)
  * buffer -- in a filter or set block the included text comes out where the block stands, ahead of
  * the block's own text and outside its filters (or its variable); in a macro, call block or
  * recursive loop body the `yield` makes that Python function a generator, printed as
- * `<generator object ...>`. tpl does not copy either: the include fails when it runs (a macro
- * that is never called still renders). Returns whether it was so (the FAIL emitted). */
+ * `<generator object ...>`. tpl does not copy either: the include fails when it runs, and a
+ * function holding one fails when it is called even where the include is not reached
+ * (refuse_generator_function; a macro that is never called still renders). Returns whether it
+ * was so (the FAIL emitted). */
 static bool stmt_include_without(tpl_comp *c, tpl_node *n)
 {
     if (!(n->op & 2) || c->buffered <= 0 || c->syn != TPL_SYN_JINJA) return false;
-    static const char msg[] = "include without context inside a filter block, set block, macro, call block or "
-                              "recursive loop is not supported (Jinja2 3.1 writes the included text outside the "
-                              "block's buffer)";
     c->cur_off = n->off;
-    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(include_without_msg, sizeof include_without_msg - 1)), 1);
     emit(c, TPL_OP_POP, 0, -1);
     return true;
 }
@@ -6265,8 +6329,25 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         }
         if (reset || scope_has_shared(c->fn->scope)) reset_frame(c, reset);
         pop_scope(c);
-        if (setb) store_target(c, n->a);
-        else emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
+        if (setb) {
+            store_target(c, n->a);
+            return;
+        }
+        if (filters && c->syn == TPL_SYN_JINJA && !filter_gives_str(c, filters)) {
+            /* Jinja2 3.1 writes a filter block's result as it is (`yield` or `_buffer.append`,
+             * no str()), and joins the output at the end: a filter that gives something other
+             * than a str (length, list, first of "" ...) fails there with a TypeError */
+            static const char msg[] = "a filter block's filters gave a value that is not a string (Jinja2 joins the "
+                                      "output: expected str instance)";
+            emit(c, TPL_OP_DUP, 0, 1);
+            emit(c, TPL_OP_TEST, (uint32_t)TPL_B_TEST_string, 0);
+            emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+            uint32_t ok = emit(c, TPL_OP_JT_PY, 0, -1);
+            emit(c, TPL_OP_FAIL_KIND, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 0);
+            emit_raw(c, TPL_EK_TYPE);
+            patch_a(c, ok, here(c));
+        }
+        emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
         return;
     }
     case TPL_N_WITH: {
