@@ -30,6 +30,7 @@ class Gen:
         self.inmacro = False
         self.blocks = 0
         self.inblock = False  # inside a block of a template that extends 'base' (super, self.bN())
+        self.recursive = 0  # inside `for t in tree recursive` (t.n, loop(t.c)) with no plain loop between
 
     def var(self):
         return R.choice(["x", "y", "z", "a", "items", "s", "d", "loop_v", "i", "j", "k"])
@@ -43,11 +44,15 @@ class Gen:
         if c < 0.6:
             return repr(R.choice(["", "a", "b c", "X"]))
         if c < 0.65:
-            return "ns.v"
+            return R.choice(["ns.v", "ns.v", "ns.w|default('W')"])
         if c < 0.72 and self.loopdepth:
             return R.choice(["loop.index", "loop.index0", "loop.first", "loop.last", "loop.length",
                              "loop.revindex", "loop.depth", "loop.previtem", "loop.nextitem",
-                             "loop.cycle('p','q')", "loop.changed(i)"])
+                             "loop.cycle('p','q')", "loop.changed(i)", "loop.cycle(i, 'x')", "loop.changed(i, j)",
+                             "loop.previtem|default('P')", "(loop.nextitem is defined)", "loop.depth0",
+                             "loop.changed(loop.index // 2)", "loop.cycle(*items)"])
+        if c < 0.73 and self.recursive:
+            return R.choice(["t.n", "t.c|length", "loop(t.c)", "loop(t.c)|trim", "loop.depth"])
         if c < 0.74 and self.inblock:
             return R.choice(["super()", "(super is defined)", "self.b1()", "self.b3()", "(super is undefined)"])
         if c < 0.76 and self.inmacro:
@@ -108,7 +113,14 @@ class Gen:
         if c < 0.4:
             return "{% set " + self.name() + " %}" + self.body(1) + "{% endset %}"
         if c < 0.44:
-            return "{% set ns.v = " + self.expr() + " %}"
+            return R.choice(["{% set ns.v = " + self.expr() + " %}", "{% set ns.v = ns.v ~ 'c' %}",
+                             "{% set ns.w = " + self.expr() + " %}", "{% set ns.v %}" + self.body(1) + "{% endset %}"])
+        if c < 0.46:
+            return R.choice(["{% set " + self.name() + " | " + R.choice(["upper", "trim", "length", "e"]) + " %}" +
+                             self.body(1) + "{% endset %}",
+                             "{% set " + self.name() + ", " + self.name() + " = " + self.atom() + ", " + self.atom() + " %}",
+                             "{% set mn = namespace(c=0) %}{% for q in items %}{% set mn.c = mn.c + q %}{% endfor %}"
+                             "[{{ mn.c }}]"])
         if c < 0.54:
             s = "{% if " + self.cond() + " %}" + self.body()
             if R.random() < 0.3:
@@ -118,37 +130,68 @@ class Gen:
             return s + "{% endif %}"
         if c < 0.68:
             v = R.choice(["i", "j", "k", "x", "(i, j)"])
-            seq = R.choice(["items", "[1, 2]", "range(3)", "[]", "d.items()", "[[1, 2], [3, 4]]", "s"])
+            seq = R.choice(["items", "[1, 2]", "range(3)", "[]", "d.items()", "[[1, 2], [3, 4]]", "s", "[1, 1, 2]",
+                            "items|reverse", "d"])
             filt = f" if {self.cond()}" if R.random() < 0.15 else ""
             self.loopdepth += 1
+            savedr, self.recursive = self.recursive, 0
             b = self.body()
             if R.random() < 0.15:
                 b += R.choice(["{% break %}", "{% continue %}", "{% if loop.index > 1 %}{% break %}{% endif %}"])
             self.loopdepth -= 1
+            self.recursive = savedr
             s = "{% for " + v + " in " + seq + filt + " %}" + b
             if R.random() < 0.2:
                 s += "{% else %}" + self.body()
             return s + "{% endfor %}"
         if c < 0.72:
-            return "{% for t in tree recursive %}<{{ t.n }}{{ loop(t.c) }}>{% endfor %}"
+            if R.random() < 0.4:
+                return "{% for t in tree recursive %}<{{ t.n }}{{ loop(t.c) }}>{% endfor %}"
+            # a recursive loop with a random body: loop(t.c) printed, set, inside if/filter blocks, loop vars
+            saved = self.loopdepth
+            self.recursive += 1
+            self.loopdepth += 1
+            pre = self.body(R.randint(0, 2))
+            rec = R.choice(["{{ loop(t.c) }}", "{% set r = loop(t.c) %}[{{ r }}]", "{% if t.c %}{{ loop(t.c) }}{% endif %}",
+                            "{% filter upper %}{{ loop(t.c) }}{% endfilter %}", "{% set r %}{{ loop(t.c) }}{% endset %}{{ r|length }}",
+                            "{{ loop(t.c)|length }}"])
+            post = self.body(R.randint(0, 2))
+            self.recursive -= 1
+            self.loopdepth = saved
+            seq = R.choice(["tree", "tree|reverse", "(tree if true else [])"])
+            return "{% for t in " + seq + " recursive %}<{{ t.n }}|" + pre + rec + post + ">{% endfor %}"
         if c < 0.77:
+            if R.random() < 0.3:
+                return ("{% with " + self.name() + " = " + self.expr() + ", " + self.name() + " = " + self.expr() +
+                        " %}" + self.body() + "{% endwith %}")
             return "{% with " + self.name() + " = " + self.expr() + " %}" + self.body() + "{% endwith %}"
         if c < 0.83 and not self.inmacro:
             m = f"m{len(self.macros)}"
             args = R.choice(["a", "a, b=1", "b", ""])
             self.inmacro = True
-            saved = self.loopdepth
-            self.loopdepth = 0
+            saved, savedr = self.loopdepth, self.recursive
+            self.loopdepth = self.recursive = 0
             b = self.body()
-            self.loopdepth = saved
+            if R.random() < 0.2:
+                b += R.choice(["{{ caller(" + self.atom() + ") }}", "{% set ns.v = ns.v ~ 'm' %}",
+                               "{% set mn = namespace(c=1) %}{% set mn.c = mn.c + 1 %}{{ mn.c }}"])
+            self.loopdepth, self.recursive = saved, savedr
             self.inmacro = False
             self.macros.append(m)
             return "{% macro " + m + "(" + args + ") %}" + b + "{% endmacro %}"
         if c < 0.86 and self.macros:
             m = R.choice(self.macros)
+            if R.random() < 0.3:
+                return "{% call(u) " + m + "(" + self.atom() + ") %}[{{ u }}]" + self.body(1) + "{% endcall %}"
             return "{% call " + m + "(" + self.atom() + ") %}" + self.body(1) + "{% endcall %}"
         if c < 0.89:
-            return "{% filter upper %}" + self.body() + "{% endfilter %}"
+            f = R.choice(["upper", "upper", "trim", "replace('t', 'T')", "e", "indent(2)", "lower|title", "center(9)",
+                          "striptags", "wordcount", "length", "list|join('.')", "reverse", "default('D')"])
+            b = self.body()
+            if R.random() < 0.3:
+                b = R.choice(["{% set " + self.name() + " = " + self.expr() + " %}", "{% include 'inc' %}",
+                              "{% set ns.v = " + self.expr() + " %}"]) + b
+            return "{% filter " + f + " %}" + b + "{% endfilter %}"
         if c < 0.92 and self.blocks < 3:
             self.blocks += 1
             scoped = " scoped" if R.random() < 0.5 else ""

@@ -19,7 +19,10 @@ R = random.Random(SEED)
 
 
 def ws():
-    return "".join(R.choice([" ", "  ", "\t", "\n", "\r\n", "x", "", "\n\n", " \n", "\n ", "\r"]) for _ in range(R.randint(0, 4)))
+    # rarely a brace, % or # beside a tag (most make a syntax error in both) or a non-newline space
+    return "".join(R.choice(["{", "}", "%", "#", "\f", "\v", "\u00a0", "\u2028", "\x1c", "\x85"]) if R.random() < 0.04 else
+                   R.choice([" ", "  ", "\t", "\n", "\r\n", "x", "", "\n\n", " \n", "\n ", "\r"])
+                   for _ in range(R.randint(0, 4)))
 
 
 def mod():
@@ -36,9 +39,20 @@ def gen(depth=0):
         c = R.random()
         out.append(ws())
         if c < 0.25:
-            out.append("{{" + R.choice(["", "-"]) + " " + R.choice(["x", "'a'", "1", "y|default('')"]) + " " + R.choice(["", "-"]) + "}}")
+            out.append("{{" + R.choice(["", "-", "+"]) + R.choice([" ", "", "\n"]) +
+                       R.choice(["x", "'a'", "1", "y|default('')", "'\\n'", "' '", "'{%'", "'\n x\n'"]) + " " +
+                       R.choice(["", "-"]) + "}}")
         elif c < 0.35:
-            out.append("{#" + mod() + " c " + mod() + "#}")
+            out.append("{#" + mod() + R.choice([" c ", "", "\n c\n", " {% if %} ", "-", " # "]) + mod() + "#}")
+        elif c < 0.38 and depth < 3:
+            out.append(tag("with w = " + R.choice(["1", "x", "' '"])) + gen(depth + 1) + "{{ w }}" + tag("endwith"))
+        elif c < 0.41 and depth < 3:
+            out.append(tag("macro c2()") + gen(depth + 1) + "{{ caller() }}" + tag("endmacro") +
+                       tag("call c2()") + gen(depth + 1) + tag("endcall"))
+        elif c < 0.43 and depth < 3:
+            out.append(tag("if not x") + gen(depth + 1) + tag("elif x") + gen(depth + 1) + tag("endif"))
+        elif c < 0.45 and depth < 3:
+            out.append(tag("for i in []") + gen(depth + 1) + tag("else") + gen(depth + 1) + tag("endfor"))
         elif c < 0.55 and depth < 3:
             out.append(tag("if " + R.choice(["x", "not x", "true"])) + gen(depth + 1))
             if R.random() < 0.4:
@@ -47,8 +61,11 @@ def gen(depth=0):
         elif c < 0.7 and depth < 3:
             out.append(tag("for i in [1, 2]") + gen(depth + 1) + tag("endfor"))
         elif c < 0.75:
-            rm = lambda: R.choice(["", "-"])
-            out.append("{%" + rm() + " raw " + rm() + "%}" + ws() + "{{ x }}" + ws() + "{%" + rm() + " endraw " + rm() + "%}")
+            rm = lambda: R.choice(["", "-", "", "+"])
+            inner = R.choice(["{{ x }}", "{%- if %}", "{# c -#}", "", "{% raw %}", "\n{{- x }}\n"])
+            out.append("{%" + rm() + R.choice([" ", "", "  "]) + "raw" + R.choice([" ", "", "\n"]) + R.choice(["", "-"]) +
+                       "%}" + ws() + inner + ws() +
+                       "{%" + rm() + " endraw" + R.choice([" ", ""]) + rm() + "%}")
         elif c < 0.82:
             out.append(tag("set y = 2"))
         elif c < 0.87 and depth < 3:
