@@ -3519,6 +3519,40 @@ bad:
 
 /* ------------------------------------------------------------------ statements */
 
+/* Whether target t (a name or a tuple of them) names `name`. */
+static bool target_has_name(const tpl_node *t, tpl_value name, int depth)
+{
+    if (!t || depth > TPL_MAX_AST_DEPTH) return false;
+    if (t->kind == TPL_N_NAME) return t->val.len == name.len && memcmp(t->val.u.s, name.u.s, name.len) == 0;
+    if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next)
+            if (target_has_name(x, name, depth + 1)) return true;
+    return false;
+}
+
+/* Whether a name of a with-assignment's target (t, its tuple items) is stored again by a later one. */
+static bool target_repeats(const tpl_node *t, const tpl_node *later, int depth)
+{
+    if (!t || depth > TPL_MAX_AST_DEPTH) return false;
+    if (t->kind == TPL_N_NAME) {
+        for (const tpl_node *s = later; s; s = s->next)
+            if (target_has_name(s->a, t->val, 0)) return true;
+        return false;
+    }
+    if (t->kind == TPL_N_TUPLE)
+        for (const tpl_node *x = t->a; x; x = x->next)
+            if (target_repeats(x, later, depth + 1)) return true;
+    return false;
+}
+
+/* Whether `{% with %}`'s assignments (s->a targets) store a name twice. */
+static bool with_targets_repeat(const tpl_node *s)
+{
+    for (; s; s = s->next)
+        if (target_repeats(s->a, s->next, 0)) return true;
+    return false;
+}
+
 static void stmt(tpl_comp *c, tpl_node *n);
 
 /* An elif (ERB: elsif) of a chain: the else part that is one IF. */
@@ -6359,7 +6393,21 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
         tpl_node *items[64];
         uint32_t i = 0;
         for (tpl_node *s = n->a; s && i < 64; s = s->next) items[i++] = s;
-        while (i > 0) store_target(c, items[--i]->a);
+        if (with_targets_repeat(n->a)) {
+            /* Jinja2 assigns the targets left to right: of a name given twice the last value wins */
+            uint32_t tmp[64];
+            for (uint32_t k = cnt; k > 0; k--) {
+                tmp[k - 1] = new_slot(c);
+                emit(c, TPL_OP_STORE_SLOT, tmp[k - 1], -1);
+            }
+            for (uint32_t k = 0; k < cnt; k++) {
+                emit(c, TPL_OP_LOAD_SLOT, tmp[k], 1);
+                emit_raw(c, add_name(c, tpl_v_str("(with)", 6)));
+                store_target(c, items[k]->a);
+            }
+        } else {
+            while (i > 0) store_target(c, items[--i]->a);
+        }
         bool reset = c->syn == TPL_SYN_JINJA && makes_closure(n->b, 0);
         if (reset) mark_params(c);
         frame_init(c, n->b);
