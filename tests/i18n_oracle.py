@@ -8,7 +8,8 @@ tpl's Jinja environment is Jinja2's with jinja2.ext.i18n and newstyle gettext
 (env.install_gettext_callables(..., newstyle=True)). The callables read the render's catalogs
 (--catalog, --lang) as tpl's do (stdlib/tr.c):
   gettext(s)          tr(s): exact row, then {placeholder} pattern rows, else s; a plural row
-                      (its target a list of forms) gives its first form
+                      (its target a list of forms) gives its first form, any other target its str()
+                      (tr() itself is the oracle's: a row's target as it is)
   ngettext(s, p, n)   a plural row of s: form number plural(n) of the language's Plural-Forms
                       (the header row "", as in a gettext catalog; default n != 1); else
                       s when n == 1, else p
@@ -38,12 +39,6 @@ class Translator(oracle.Translator):
     def __init__(self, catalogs, lang):
         super().__init__(catalogs, lang)
         CURRENT[:] = [self]
-
-    def __call__(self, text, lang=None):
-        rv = super().__call__(text, lang)
-        if isinstance(rv, list):
-            rv = rv[0]
-        return rv if isinstance(rv, str) else str(rv)
 
     def lookup(self, key, plural, n):
         """gettext's exact lookup (no pattern rows): the row's text or None."""
@@ -87,7 +82,10 @@ def count(n):
 
 
 def t_gettext(s):
-    return CURRENT[0](s)
+    rv = CURRENT[0](s)
+    if isinstance(rv, list):
+        rv = rv[0]
+    return rv if isinstance(rv, str) else str(rv)
 
 
 def t_ngettext(s, p, n):

@@ -1185,5 +1185,5 @@ int h_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return -1;
         }
     }
-    return tpl_tr_text(vm, text, a[1], out);
+    return tpl_tr_value(vm, text, a[1], out);
 }

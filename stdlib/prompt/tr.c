@@ -599,19 +599,52 @@ static int fill(tpl_vm *vm, const tr_pat *p, tpl_value target, const char *text,
     return 0;
 }
 
+/* An ERB view's copy of a catalog target that holds a JSON object: the oracle's catalogs are
+ * JSON.parse's plain Hashes (no StateHash), so every Hash in it keeps :k and "k" apart (eql). */
+static int rb_plain(tpl_vm *vm, tpl_value v, int depth, tpl_value *out)
+{
+    *out = v;
+    if (v.type != TPL_T_LIST && v.type != TPL_T_MAP) return 0;
+    if (depth > TPL_NEST_MAX)
+        return tpl_vm_error(vm, TPL_ERR_LIMIT, "a catalog row's target is nested more than %d deep", TPL_NEST_MAX);
+    tpl_arena *a = tpl_vm_arena(vm);
+    if (v.type == TPL_T_LIST) {
+        tpl_list *l = NULL;
+        for (uint32_t i = 0; i < v.u.list->len; i++) {
+            tpl_value x;
+            if (rb_plain(vm, v.u.list->items[i], depth + 1, &x) < 0) return -1;
+            tpl_value o = v.u.list->items[i];
+            bool copied = x.type == TPL_T_MAP ? x.u.map != o.u.map : x.type == TPL_T_LIST && x.u.list != o.u.list;
+            if (!l && copied) { /* the first item that changed: copy */
+                if (!(l = tpl_list_new(a, v.u.list->len))) return tpl_vm_nomem(vm);
+                for (uint32_t j = 0; j < i; j++) l->items[l->len++] = v.u.list->items[j];
+            }
+            if (l) l->items[l->len++] = x;
+        }
+        if (l) *out = tpl_v_list(l);
+        return 0;
+    }
+    tpl_map *m = tpl_map_new(a, v.u.map->len);
+    if (!m) return tpl_vm_nomem(vm);
+    m->eql = true;
+    for (uint32_t i = 0; i < v.u.map->len; i++) {
+        tpl_value x;
+        if (rb_plain(vm, v.u.map->e[i].val, depth + 1, &x) < 0) return -1;
+        if (!tpl_map_set(a, m, v.u.map->e[i].key, x)) return tpl_vm_nomem(vm);
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
+
 static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *out, bool *hit)
 {
     *hit = false;
     tpl_value *exact = tpl_map_get(l->rows, text);
-    if (exact) {
+    if (exact) { /* the row's target as it is: the oracle's rows[text] (a list, a number, null, ...) */
         *hit = true;
-        if (exact->type == TPL_T_STR) { *out = *exact; return 0; }
-        if (exact->type == TPL_T_LIST && exact->u.list->len) { /* a plural row: its first form */
-            tpl_value f = exact->u.list->items[0];
-            if (f.type == TPL_T_STR) { *out = f; return 0; }
-            return tpl_to_str(vm, f, out);
-        }
-        return tpl_to_str(vm, *exact, out);
+        if (tpl_vm_syntax(vm) == TPL_SYN_ERB) return rb_plain(vm, *exact, 0, out);
+        *out = *exact;
+        return 0;
     }
     if (!l->npats) return 0;
     tpl_tr_state *t = tpl_prompt_tr(vm);
@@ -648,7 +681,23 @@ static int lookup_lang(tpl_vm *vm, const tr_lang *l, tpl_value text, tpl_value *
     if (!best) return 0;
     *hit = true;
     tpl_value target = best->target;
-    if (target.type != TPL_T_STR && tpl_to_str(vm, target, &target) < 0) return -1;
+    if (target.type != TPL_T_STR) { /* the oracle's fill: re.sub / String#gsub on the target */
+        if (tpl_vm_syntax(vm) == TPL_SYN_ERB) {
+            if (target.type == TPL_T_NONE)
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `gsub' for nil:NilClass (NoMethodError)");
+            tpl_sb b;
+            tpl_sb_init(&b, tpl_vm_arena(vm));
+            tpl_rb_inspect(&b, target);
+            if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
+            if (b.len > 65) /* Ruby's message names a long receiver by its class alone */
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `gsub' for #<%s> (NoMethodError)",
+                                    tpl_rb_class_name(target));
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "undefined method `gsub' for %.*s:%s (NoMethodError)", (int)b.len,
+                                b.p, tpl_rb_class_name(target));
+        }
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "TypeError: expected string or bytes-like object, got '%s'",
+                            tpl_type_name(vm, target));
+    }
     return fill(vm, best, target, text.u.s, best_caps, out);
 }
 
@@ -671,7 +720,7 @@ static int lookup_language(tpl_vm *vm, tpl_value lang, const char **ls, size_t *
     return 0;
 }
 
-int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
+int tpl_tr_value(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
 {
     *out = text;
     tpl_tr_state *t = tpl_prompt_tr(vm);
@@ -692,6 +741,16 @@ int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
     }
     *out = text;
     return 0;
+}
+
+int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out)
+{
+    if (tpl_tr_value(vm, text, lang, out) < 0) return -1;
+    if (out->type == TPL_T_LIST) { /* a plural row: its first form */
+        if (!out->u.list->len) return tpl_vm_error(vm, TPL_ERR_TYPE, "IndexError: list index out of range");
+        *out = out->u.list->items[0];
+    }
+    return out->type == TPL_T_STR ? 0 : tpl_to_str(vm, *out, out);
 }
 
 /* ------------------------------------------------------------------ gettext (jinja2.ext.i18n) */
@@ -1017,7 +1076,7 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
                 if (b.failed) return tpl_vm_sb_error(vm, &b, "while getting the repr of an object");
                 s = tpl_sb_value(&b);
             }
-            if (tpl_tr_text(vm, s, tpl_v_unset(), &tr) < 0) return -1;
+            if (tpl_tr_value(vm, s, tpl_v_unset(), &tr) < 0) return -1; /* state[key] = tr(str(state[key])) */
             *v = tr;
         }
         if (copy) state = copy;
@@ -1025,8 +1084,11 @@ int tpl_fmt_begin(tpl_vm *vm, tpl_value source, tpl_value *fields, tpl_value *tr
     *fields = tpl_v_map(state);
     if (t && (t->lang || tpl_vm_bound_lang(vm)) && t->ncats) {
         tpl_value tr;
-        if (tpl_tr_text(vm, source, tpl_v_unset(), &tr) < 0) return -1;
-        if (tr.type == TPL_T_STR && (tr.len != source.len || memcmp(tr.u.s, source.u.s, tr.len) != 0))
+        if (tpl_tr_value(vm, source, tpl_v_unset(), &tr) < 0) return -1;
+        if (tr.type != TPL_T_STR) /* tr(source).format(**state) */
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "AttributeError: '%s' object has no attribute 'format'",
+                                tpl_type_name(vm, tr));
+        if (tr.len != source.len || memcmp(tr.u.s, source.u.s, tr.len) != 0)
             return tpl_str_format(vm, tr, NULL, 0, state, false, translated);
     }
     return 0;

@@ -37,8 +37,13 @@ bool tpl_tr_set_lang(tpl_tr_state *t, const char *lang, size_t len);
 bool tpl_tr_add_key(tpl_tr_state *t, const char *name, size_t len);
 void tpl_tr_clear_keys(tpl_tr_state *t);
 
-/* tr(text, lang): text must be a string; lang a string or unset/none (= the render language).
- * The result is the target row (filled), or text itself. Never fails except out of memory. */
+/* tr(text, lang), the oracle's Translator: text must be a string; lang a string or unset/none (= the
+ * render language). The result is an exact row's target as it is (any JSON value: a list of plural
+ * forms prints as a list), a pattern row's target filled, or text itself. A pattern row whose target
+ * is no string fails as the oracle's fill does (Python's TypeError, Ruby's NoMethodError). */
+int tpl_tr_value(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out);
+/* gettext's tr (jinja2.ext.i18n): tpl_tr_value, then a list target gives its first form (an empty
+ * list: IndexError), and any other non-string its str(). */
 int tpl_tr_text(tpl_vm *vm, tpl_value text, tpl_value lang, tpl_value *out);
 
 /* The start of a fmt render: builds the field map (the state, with the tr_keys fields translated)
