@@ -296,7 +296,8 @@ typedef struct tpl_limits {
     uint64_t fuel;          /* instructions per render (default 20,000,000) */
     uint32_t max_depth;     /* macro call / include depth (default 200) */
     uint64_t max_output;    /* output bytes (default 64 MiB) */
-    uint64_t max_memory;    /* render arena bytes (default 256 MiB) */
+    uint64_t max_memory;    /* bytes of the state's values and the render's together (default
+                             * 256 MiB): a render has what the state leaves of it */
 } tpl_limits;
 
 typedef struct tpl_program tpl_program;
@@ -386,7 +387,7 @@ TPL_API void tpl_render_free(tpl_render *r);
  * dropped. Returns TPL_ERR_STATE with the JSON's own line and column in the render's error on
  * invalid JSON (including invalid UTF-8) or when the top level is not an object; TPL_ERR_USAGE
  * when r or json is NULL. The state counts against the memory limit (tpl_limits.max_memory,
- * apart from the render arena): JSON whose parse would need more (estimated from its structure
+ * which the state and each render then share): JSON whose parse would need more (estimated from its structure
  * before parsing: ~250 bytes per object or array, ~64 per value, 2 per byte) or whose values
  * take more is TPL_ERR_LIMIT "state exceeds the memory limit (N bytes)", with no state set. */
 TPL_API tpl_status tpl_render_set_state_json(tpl_render *r, const char *json, size_t len);

@@ -27,6 +27,15 @@ static const tpl_error busy_render_error = { TPL_ERR_USAGE, "render context busy
 
 tpl_vm *tpl_render_vm(tpl_render *r) { return &r->vm; }
 bool tpl_render_busy(const tpl_render *r) { return r->busy; }
+
+/* The state arena made empty for a new state: one that held more than an eighth of the memory
+ * limit is freed rather than kept for reuse, so the room it kept (resident, though no state
+ * uses it) adds little to what the next state and render take together (render_room). */
+static void state_arena_reset(tpl_vm *vm)
+{
+    if (vm->state_arena.total > vm->limits.max_memory / 8) tpl_arena_free(&vm->state_arena);
+    else tpl_arena_reset(&vm->state_arena);
+}
 void tpl_render_set_busy(tpl_render *r, bool busy) { r->busy = busy; }
 void *tpl_vm_ext(const tpl_vm *vm) { return vm->ext; }
 const tpl_allocator *tpl_vm_allocator(const tpl_vm *vm) { return &vm->alloc; }
@@ -88,7 +97,7 @@ tpl_render *tpl_render_new_with(const tpl_limits *limits, const tpl_allocator *a
     if (!l.max_memory) l.max_memory = TPL_DEFAULT_MAX_MEMORY;
     vm->limits = l;
     vm->fuel = l.fuel;
-    tpl_arena_init(&vm->arena, l.max_memory);
+    tpl_arena_init(&vm->arena, l.max_memory); /* (less the state's bytes at each render: render_room) */
     vm->arena.fuel = &vm->fuel; /* walks over values charge the render's fuel */
     tpl_arena_init(&vm->state_arena, l.max_memory); /* the state counts against the memory limit */
     vm->arena.zero_chunks = vm->state_arena.zero_chunks = true; /* (tpl_render_rescue compares their bytes) */
@@ -568,6 +577,8 @@ static json_t *load_json_big(const char *json, size_t len, json_error_t *je, boo
     return j;
 }
 
+void tpl_render_state_reset(tpl_render *r) { state_arena_reset(&r->vm); }
+
 /* The state from a parsed document (NULL: je says why); j is consumed. */
 static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool big, const tpl_long_int *lng)
 {
@@ -584,7 +595,7 @@ static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool 
         json_decref(j);
         return fail(vm, TPL_ERR_STATE, "the state must be a JSON object");
     }
-    tpl_arena_reset(&vm->state_arena);
+    state_arena_reset(vm);
     vm->rb_self = tpl_v_none();
     vm->rb_ivars_state = false;
     vm->globals = tpl_v_none(); /* (built in the memory just reset) */
@@ -773,11 +784,27 @@ static __attribute__((noinline, cold)) tpl_status state_refused(tpl_vm *vm, cons
     return TPL_OK;
 }
 
+/* The render arena's limit: what tpl_limits.max_memory leaves over the state's values, so the state
+ * and the render together stay within the one limit (each had all of it: twice the limit at the
+ * peak). The state's bytes in use count, not the room its arena keeps for reuse, so the room a
+ * render gets does not depend on earlier states; a chunk the render arena kept from an earlier
+ * render that no longer fits is given back. */
+static void render_room(tpl_vm *vm)
+{
+    size_t used = 0;
+    for (const tpl_chunk *c = vm->state_arena.head; c; c = c->next) used += c->used;
+    size_t max = vm->limits.max_memory > SIZE_MAX ? SIZE_MAX : (size_t)vm->limits.max_memory;
+    size_t room = used < max ? max - used : 16; /* (0 would be no limit) */
+    vm->arena.limit = room;
+    if (vm->arena.total > room) tpl_arena_free(&vm->arena);
+}
+
 static tpl_status run(tpl_render *r, const tpl_program *p, const char **out, size_t *out_len)
 {
     tpl_vm *vm = &r->vm;
     clear_error(vm);
     tpl_arena_reset(&vm->arena);
+    render_room(vm);
     vm->host_payload = NULL;
     vm->host_msg[0] = 0;
     vm->p = p;

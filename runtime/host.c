@@ -534,7 +534,7 @@ tpl_status tpl_render_reset_state(tpl_render *r)
 {
     if (!r || tpl_render_busy(r)) return TPL_ERR_USAGE;
     tpl_vm *vm = tpl_render_vm(r);
-    tpl_arena_reset(&vm->state_arena);
+    tpl_render_state_reset(r);
     vm->state = tpl_v_none();
     vm->globals = tpl_v_none();
     vm->rb_self = tpl_v_none();

@@ -419,7 +419,7 @@ int tpl_vm_nomem(tpl_vm *vm)
 {
     if (vm->fuel == 0) /* a walk over a value ran out of fuel (tpl_fuel_charge) */
         return tpl_vm_limit(vm, TPL_EK_FUEL, vm->limits.fuel);
-    if (vm->arena.over_limit) return tpl_vm_limit(vm, TPL_EK_MEMORY_LIMIT, vm->arena.limit);
+    if (vm->arena.over_limit) return tpl_vm_limit(vm, TPL_EK_MEMORY_LIMIT, vm->limits.max_memory); /* (the arena's is what the state left) */
     return tpl_vm_fail(vm, TPL_EK_NOMEM, "%s", tpl_error_kind_format(TPL_EK_NOMEM));
 }
 static int oom(tpl_vm *vm) { return tpl_vm_nomem(vm); }

@@ -276,6 +276,9 @@ uint64_t tpl_vm_host_runs(const tpl_vm *vm);
  * a callback calling back into the context gets TPL_ERR_USAGE), and the context's error record. */
 tpl_vm *tpl_render_vm(tpl_render *r);
 bool tpl_render_busy(const tpl_render *r);
+/* Empties the state's arena for a new state (tpl_render_reset_state): kept for reuse, or freed
+ * when it held more than an eighth of the memory limit. */
+void tpl_render_state_reset(tpl_render *r);
 void tpl_render_set_busy(tpl_render *r, bool busy);
 /* tpl_render_set_loader (compiler/program.c, which gives its compiler): the loader and the
  * compile function a render uses for template names computed when it runs (issue 14). */

@@ -11,7 +11,13 @@ strings peaked at 324 MB under the default 256M.
 
 Peak RSS comes from GNU time (package `time`). RSS is measured only in plain builds
 (TPL_SCALE_RSS=1 from meson: a sanitizer's shadow memory is not tpl's); other trees check that
-every state is either rendered or refused with the located limit error."""
+every state is either rendered or refused with the located limit error.
+
+The state and the render share the one limit (session 39): the render arena and the state arena
+each had the whole --max-memory, so a state within the limit plus a render within it peaked near
+twice the limit. A render that needs most of the limit over a state that takes a quarter of it is
+now refused with the located limit error (before: rendered), the same render over a tiny state
+still renders, and (plain builds) the refused run peaks within 10% of the limit above the base."""
 import os
 import subprocess
 import sys
@@ -54,11 +60,47 @@ def render(d, text, rss=RSS):
     return p.returncode, p.stdout, p.stderr, kib
 
 
+def shared_budget(d, base):
+    """A state taking ~1/4 of the limit in values (1000-byte strings: a little over 1000 bytes each
+    in the state's arena, ~3100 by the load's estimate) and a render allocating 0.85 of it."""
+    with open(os.path.join(d, "rep.jinja"), "w") as f:
+        f.write('{{ ("x" * k)|length }}')
+    k = int(LIMIT * 0.85)
+    n = LIMIT // 4 // 1040
+
+    def run(text, rss):
+        path = os.path.join(d, "s2.json")
+        with open(path, "w") as f:
+            f.write(text)
+        cmd = [TPLC, "render", os.path.join(d, "rep.jinja"), "--state", path, "--max-memory", str(LIMIT)]
+        if rss:
+            cmd = ["/usr/bin/time", "-f", "%M", "-o", os.path.join(d, "rss")] + cmd
+        env = {k_: v for k_, v in os.environ.items() if k_ != "MALLOC_PERTURB_"}
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        kib = int(open(os.path.join(d, "rss")).read().split()[-1]) if rss else 0
+        return p.returncode, p.stdout, p.stderr, kib
+
+    rc, out, err, _ = run('{"k": %d}' % k, False)
+    check(rc == 0 and out == str(k), "a render of %d bytes over a tiny state renders" % k, (out + err)[:300])
+    big = '{"k": %d, "a": [%s]}' % (k, ",".join(['"' + "y" * 1000 + '"'] * n))
+    rc, out, err, kib = run(big, RSS)
+    check(rc == 1 and ": error: memory limit reached (%d bytes)" % LIMIT in err,
+          "the same render over a state of a quarter of the limit is refused (one budget for both)",
+          "rc %d: %s" % (rc, (out + err)[:300]))
+    if RSS:
+        used = (kib - base) * 1024
+        print("%-20s state of %d strings + %d-byte render: peak RSS %6d KiB (%.2f of the limit above the base)"
+              % ("shared budget", n, k, kib, used / LIMIT))
+        check(used <= LIMIT * 1.10, "state + render within one --max-memory peak within 10% of it",
+              "peak RSS %d KiB, base %d KiB" % (kib, base))
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         with open(os.path.join(d, "t.jinja"), "w") as f:
             f.write("{{ a|length }}")
         _, _, _, base = render(d, '{"a": [1]}')
+        shared_budget(d, base)
         for kind in list(ITEMS) + ["keys of one object"]:
             def accepted(n):
                 rc, out, err, _ = render(d, state(kind, n), rss=False)

@@ -342,6 +342,74 @@ static void test_state_memory(void)
     free(big);
 }
 
+/* The state and the render share one memory budget (session 39: each arena had the whole
+ * --max-memory, so a state within it plus a render within it peaked near twice the limit). Under
+ * 8 MiB: a 6 MB string renders over a tiny state, but not over a state of ~2.6 MB of values; the
+ * memory the big render's arena kept for reuse does not block a later state (JSON or host values)
+ * that fits with it given back. */
+static tpl_status run1(tpl_render *r, tpl_program *p, const char **out)
+{
+    size_t n;
+    return tpl_render_run(r, p, out, &n);
+}
+
+static char *strings_state(int k, int n)
+{
+    char *s = malloc(64 + (size_t)n * 1003);
+    if (!s) abort();
+    int len = sprintf(s, "{\"k\": %d, \"a\": [", k);
+    for (int i = 0; i < n; i++) {
+        s[len++] = i ? ',' : ' ';
+        s[len++] = '"';
+        memset(s + len, 'y', 1000);
+        len += 1000;
+        s[len++] = '"';
+    }
+    strcpy(s + len, "]}");
+    return s;
+}
+
+static void test_shared_memory_budget(void)
+{
+    tpl_limits lim = { .fuel = 20000000, .max_memory = 8 << 20 };
+    tpl_options o;
+    memset(&o, 0, sizeof o);
+    o.syntax = J;
+    tpl_program *p = NULL;
+    tpl_error cerr;
+    memset(&cerr, 0, sizeof cerr);
+    const char *src = "{{ (\"x\" * k)|length }}";
+    bool ok = tpl_compile("budget", src, strlen(src), &o, &p, &cerr) == TPL_OK;
+    tpl_render *r = ok ? tpl_render_new(&lim) : NULL;
+    const char *out = NULL, *why = "compile";
+    char *big = strings_state(6000000, 2500), *fits = strings_state(100, 2500);
+    if (ok) why = "6 MB over a tiny state renders";
+    ok = ok && tpl_render_set_state_json(r, "{\"k\": 6000000}", 14) == TPL_OK && run1(r, p, &out) == TPL_OK &&
+         strcmp(out, "6000000") == 0;
+    if (ok) why = "a 2.6 MB state after the 6 MB render (its kept arena given back)";
+    ok = ok && tpl_render_set_state_json(r, fits, strlen(fits)) == TPL_OK && run1(r, p, &out) == TPL_OK &&
+         strcmp(out, "100") == 0;
+    if (ok) why = "6 MB over the 2.6 MB state: the memory limit";
+    ok = ok && tpl_render_set_state_json(r, big, strlen(big)) == TPL_OK && run1(r, p, &out) == TPL_ERR_LIMIT &&
+         strstr(tpl_render_error(r)->message, "memory limit reached (8388608 bytes)");
+    /* host values after a big render: the constructor gives the render's kept memory back too */
+    if (ok) why = "host: 6 MB render, then a 3 MB string value";
+    char *three = malloc(3 << 20);
+    if (!three) abort();
+    memset(three, 'z', 3 << 20);
+    tpl_val v;
+    ok = ok && tpl_render_set_state_json(r, "{\"k\": 6000000}", 14) == TPL_OK && run1(r, p, &out) == TPL_OK &&
+         tpl_render_reset_state(r) == TPL_OK && tpl_val_str(r, three, 3 << 20, 0, &v) == TPL_OK;
+    printf("%-28s %6s    %s\n", "shared memory budget", "", ok ? "ok" : "FAIL");
+    if (ok) passed++;
+    else failed++, printf("  failed at: %s: %s\n", why, r ? tpl_render_error(r)->message : "");
+    free(three);
+    free(big);
+    free(fits);
+    if (r) tpl_render_free(r);
+    tpl_program_free(p);
+}
+
 /* Big integers (session 17): Integer#digits of a 300,001-digit number was one division by the
  * base per digit, quadratic (20 s); it is a conversion to text now. Outputs are Ruby 3.1's. */
 static void test_bigint(void)
@@ -947,6 +1015,7 @@ int main(void)
     test_frames();
     test_memory_limit();
     test_state_memory();
+    test_shared_memory_budget();
     test_bigint();
     test_state_long_int();
     test_gsub();
