@@ -93,12 +93,98 @@ static size_t line_of(const char *path, const char *prefix)
     return found ? line : 1;
 }
 
+/* Appends the PO string literal starting at p (after its opening quote) to b, decoded ("\\n",
+ * "\\t", "\\\"", "\\\\", octal; others as the character); false when b is full. */
+static bool po_lit(const char *p, char *b, size_t cap, size_t *n)
+{
+    for (; *p && *p != '"' && *p != '\n'; p++) {
+        char c = *p;
+        if (c == '\\' && p[1]) {
+            c = *++p;
+            if (c == 'n') c = '\n';
+            else if (c == 't') c = '\t';
+            else if (c == 'r') c = '\r';
+            else if (c >= '0' && c <= '7') {
+                int v = 0;
+                for (int k = 0; k < 3 && *p >= '0' && *p <= '7'; k++) v = v * 8 + (*p++ - '0');
+                p--;
+                c = (char)v;
+            }
+        }
+        if (*n + 1 >= cap) return false;
+        b[(*n)++] = c;
+    }
+    return true;
+}
+
+/* The line (from 1) of the msgid of the first entry of path whose msgid is id and which has a
+ * msgctxt exactly when with_ctx, else 1: where an entry problem found after libgettextpo read the
+ * file is (its API gives no entry's own position). Obsolete (#~) entries are not entries. */
+static size_t entry_line(const char *path, const char *id, bool with_ctx)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 1;
+    size_t idlen = strlen(id), cap = idlen + 2, n = 0, line = 0, at = 0, found = 1;
+    char *b = malloc(cap), buf[4096];
+    bool ctx = false, in_id = false, ok = true;
+    while (b && fgets(buf, sizeof buf, fp)) {
+        size_t len = strlen(buf);
+        bool whole = len && buf[len - 1] == '\n';
+        line++;
+        const char *p = buf;
+        while (*p == ' ' || *p == '\t') p++;
+        if (in_id && *p == '"') {
+            ok = ok && po_lit(p + 1, b, cap, &n);
+        } else {
+            if (in_id && ok && n == idlen && ctx == with_ctx && memcmp(b, id, n) == 0) { found = at; break; }
+            in_id = false;
+            if (strncmp(p, "msgctxt", 7) == 0 && (p[7] == ' ' || p[7] == '\t' || p[7] == '"')) {
+                ctx = true;
+            } else if (strncmp(p, "msgid", 5) == 0 && (p[5] == ' ' || p[5] == '\t' || p[5] == '"')) {
+                const char *q = strchr(p, '"');
+                in_id = true, ok = true, n = 0, at = line;
+                if (q) ok = po_lit(q + 1, b, cap, &n);
+            } else if (strncmp(p, "msgstr", 6) == 0) {
+                ctx = false; /* the entry ends with its msgstr lines */
+            }
+        }
+        while (!whole && fgets(buf, sizeof buf, fp)) { /* the rest of a very long line */
+            len = strlen(buf);
+            whole = len && buf[len - 1] == '\n';
+        }
+    }
+    free(b);
+    fclose(fp);
+    return found;
+}
+
+/* The number of characters (code points) of line `line` (from 1) of path, or 0 when it has none. */
+static size_t line_chars(const char *path, size_t line)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    size_t l = 1, n = 0;
+    int c;
+    while ((c = getc(fp)) != EOF && l <= line) {
+        if (c == '\n') l++;
+        else if (l == line && c != '\r' && (c & 0xC0) != 0x80) n++;
+    }
+    fclose(fp);
+    return n;
+}
+
 static _Thread_local po_err *cur;
 
 static void note(int severity, const char *filename, size_t lineno, size_t column, const char *text)
 {
     if (cur && !cur->have && severity != PO_SEVERITY_WARNING) {
         char where[300] = "";
+        if (filename && lineno != (size_t)-1 && lineno > 1 && text && strstr(text, "end-of-line within string")) {
+            /* libgettextpo counts the line end it stopped at: the string that lacks its closing
+             * quote ends the line before, where the quote belongs */
+            lineno--;
+            column = line_chars(filename, lineno);
+        }
         if (filename && lineno != (size_t)-1 && column != (size_t)-1)
             snprintf(where, sizeof where, "%s:%zu:%zu: ", filename, lineno, column + 1);
         else if (filename && lineno != (size_t)-1)
@@ -157,7 +243,8 @@ static tpl_store_status import_file(const po_api *pa, tpl_store *s, po_file_t f,
             if (!*id || pa->po_message_is_fuzzy(m) || pa->po_message_is_obsolete(m)) continue; /* header, fuzzy, obsolete */
             const char *ctx = pa->po_message_msgctxt(m), *use = ctx ? ctx : dict;
             if (!use) {
-                st = fail(s, TPL_STORE_INVALID, "%s: error: entry '%s' has no msgctxt (its dictionary): give --dict", path, id);
+                st = fail(s, TPL_STORE_INVALID, "%s:%zu:1: error: entry '%.80s' has no msgctxt (its dictionary): give --dict",
+                          path, entry_line(path, id, false), id);
                 break;
             }
             const char *plural = pa->po_message_msgid_plural(m);
@@ -178,7 +265,8 @@ static tpl_store_status import_file(const po_api *pa, tpl_store *s, po_file_t f,
             else if (st == TPL_STORE_INVALID) {
                 char keep[900];
                 snprintf(keep, sizeof keep, "%s", tpl_store_errmsg(s));
-                st = fail(s, TPL_STORE_INVALID, "%s: error: entry '%.80s': %s", path, id, keep);
+                st = fail(s, TPL_STORE_INVALID, "%s:%zu:1: error: entry '%.80s': %s", path, entry_line(path, id, ctx != NULL),
+                          id, keep);
             }
         }
         pa->po_message_iterator_free(it);

@@ -141,6 +141,9 @@ run render inc-huge.jinja
 check "an included template over 256 MiB is refused" '[ $rc -eq 1 ] && grep -q "template .huge.jinja. is too large" err'
 head -c 270000000 /dev/zero | timeout 120 "$tplc" render - >out 2>err; rc=$?
 check "standard input stops at the cap" '[ $rc -eq 2 ] && grep -q "too large" err'
+# a PO file on standard input too (libgettextpo read "-" itself, without end)
+head -c 270000000 /dev/zero | timeout 120 "$tplc" prompt tr-import - --dict d --store cap.db >out 2>err; rc=$?
+check "tr-import - stops at the cap" '[ $rc -eq 2 ] && grep -q "^-: error: cannot read the PO file: too large" err'
 rm -f huge.json huge.jinja
 
 # ---- §2: outputs: nothing lost, nothing overwritten ----

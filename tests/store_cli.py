@@ -156,14 +156,15 @@ class R:
 
 
 def make_runner(store, cwd):
-    def tplc(*args, env=None, timeout=60):
+    def tplc(*args, env=None, timeout=60, input=None):
         e = dict(os.environ)
         e.pop("TPL_LANG", None)
         e["TPL_STORE"] = store.where
         if env:
             e.update(env)
         p = subprocess.run([TPLC, "prompt"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, cwd=cwd, env=e, timeout=timeout)
+                           text=True, cwd=cwd, env=e, timeout=timeout, input=input,
+                           **({} if input is not None else {"stdin": subprocess.DEVNULL}))
         check(p.returncode >= 0, "tplc %s died of signal %d" % (args, -p.returncode))
         return R(p)
     return tplc
@@ -500,8 +501,20 @@ def t_po(tp, store, tmp):
     po = os.path.join(tmp, "in.po")
     open(po, "w").write(PO_IN)
     r = tp("tr-import", po)
-    check(r.rc == 1 and "Goodbye" in r.err and "--dict" in r.err, "an entry without msgctxt needs --dict: %r" % r)
+    line = PO_IN.split("\n").index('msgid "Goodbye"') + 1
+    want = ("%s:%d:1: error: entry 'Goodbye' has no msgctxt (its dictionary): give --dict\n  msgid \"Goodbye\"\n  ^\n"
+            % (po, line))
+    check(r.rc == 1 and r.err == want, "an entry without msgctxt needs --dict, located with its line and a caret: %r" % r)
+    # standard input: the same file, the same diagnostic named "-"; a successful import reads all of it
+    tmpdir = os.path.join(tmp, "tmpdir")
+    os.mkdir(tmpdir)
+    r = tp("tr-import", "-", input=PO_IN, env={"TMPDIR": tmpdir})
+    check(r.rc == 1 and r.err == want.replace(po, "-", 1), "tr-import - (no msgctxt) located: %r" % r)
     check(json.loads(tp("tr-list", "po.demo", "--json").out) == [], "a failed import stores nothing")
+    r = tp("tr-import", "-", "--dict", "misc", input=PO_IN, env={"TMPDIR": tmpdir})
+    check(r.rc == 0 and r.out == "imported 4 rows from -\n", "tr-import - --dict: %r" % r)
+    check(os.listdir(tmpdir) == [], "tr-import - leaves no temporary file: %r" % os.listdir(tmpdir))
+    store.sql("DELETE FROM tpl_tr")
     r = tp("tr-import", po, "--dict", "misc")
     check(r.rc == 0 and "imported 4 rows" in r.out, "tr-import: %r" % r)
     tp("tr-bind", "po.demo", "shared")
@@ -540,7 +553,11 @@ def t_po(tp, store, tmp):
     bad = os.path.join(tmp, "bad.po")
     open(bad, "w").write('msgid ""\nmsgstr "Language: fr\\n"\n\nmsgid "a"\nmsgstr "b\n\nmsgid "c"\nmsgstr "d"\n')
     r = tp("tr-import", bad, "--dict", "x")
-    check(r.rc == 1 and re.match(re.escape(bad) + r":[56]:\d+: error: ", r.err), "malformed PO located: %r" % r)
+    # (the string that lacks its quote: libgettextpo names the line after it; the caret at its end)
+    want = ':5:10: error: end-of-line within string\n  msgstr "b\n           ^\n'
+    check(r.rc == 1 and r.err == bad + want, "malformed PO located, with its line and a caret: %r" % r)
+    r = tp("tr-import", "-", "--dict", "x", input=open(bad).read())
+    check(r.rc == 1 and r.err == "-" + want, "malformed PO on stdin located: %r" % r)
     # a bad header (found by libgettextpo's checks, which give no position): located at its field
     for name, pf, want in (("nplurals.po", "nplurals=1000000000; plural=n;", "nplurals"),
                            ("divzero.po", "nplurals=2; plural=(n%0);", "division by zero"),

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <jansson.h>
 #include "tplc.h"
 #include "tpl_store.h"
@@ -289,7 +290,13 @@ static void json_error(const char *what, const char *text, size_t tlen, const tp
     uint32_t l = 1;
     while (i < tlen && l < loc.line) { if (text[i] == '\n') l++; i++; }
     size_t j = i;
-    while (j < tlen && text[j] != '\n' && text[j] != '\r') j++;
+    /* the line up to 4 KiB past the caret's column (the diagnostic shows 100 columns around it) */
+    for (uint32_t col = 1; j < tlen && text[j] != '\n' && text[j] != '\r' && col < loc.column; col++) {
+        j++;
+        while (j < tlen && ((unsigned char)text[j] & 0xC0) == 0x80) j++;
+    }
+    size_t stop = tlen - j > 4096 ? j + 4096 : tlen;
+    while (j < stop && text[j] != '\n' && text[j] != '\r') j++;
     char *line = malloc(j - i + 1);
     if (line) { memcpy(line, text + i, j - i); line[j - i] = 0; }
     loc.source_line = line;
@@ -477,25 +484,78 @@ static int v_tr_export(tpl_store *s, const popts *o)
     return rc;
 }
 
-/* tr-import FILE.po: a malformed file is a located error (exit 1). */
+/* A tr-import error: the store's "PATH:LINE:COL: error: MESSAGE" (PATH: read, the file
+ * libgettextpo read; name: what the user named) as FILE:LINE:COL with the input's line and a
+ * caret. text: the input, or NULL to read it again from read. */
+static void po_error(const char *name, const char *read, const char *msg, const char *text, size_t tlen)
+{
+    size_t rl = strlen(read);
+    unsigned long line = 0, col = 0;
+    int used = 0;
+    if (strncmp(msg, read, rl) != 0 || msg[rl] != ':' ||
+        sscanf(msg + rl + 1, "%lu:%lu: error: %n", &line, &col, &used) != 2 || used <= 0 || !line || line > UINT32_MAX ||
+        !col || col > UINT32_MAX) {
+        fprintf(stderr, "%s\n", msg);
+        return;
+    }
+    char *own = NULL;
+    const char *why;
+    if (!text) text = own = tplc_read(read, &tlen, &why);
+    tpl_error e = { TPL_ERR_SYNTAX, msg + rl + 1 + used, name, (uint32_t)line, (uint32_t)col, NULL, TPL_EK_SYNTAX };
+    json_error(name, text ? text : "", text ? tlen : 0, &e);
+    free(own);
+}
+
+/* tr-import FILE.po: a malformed file is a located error (exit 1). Standard input ("-") is read
+ * up to tplc's input cap into a temporary file libgettextpo reads (it read "-" itself, without
+ * end: `yes | tplc prompt tr-import -` grew until memory ran out). */
 static int v_tr_import(tpl_store *s, const popts *o)
 {
-    size_t n = 0;
-    if (strcmp(o->pos[0], "-") != 0) {
+    size_t n = 0, tlen = 0;
+    const char *path = o->pos[0];
+    char *text = NULL, tmp[4096] = "";
+    if (strcmp(path, "-") != 0) {
         /* an input as every other of tplc's: a regular file within the size cap, checked before
          * libgettextpo opens it (a FIFO blocked it forever, /dev/zero was read without end) */
-        FILE *f = tplc_open_input(o->pos[0], "the PO file");
+        FILE *f = tplc_open_input(path, "the PO file");
         if (!f) return EXIT_USAGE;
         fclose(f);
+    } else {
+        if (!(text = tplc_read_input(path, "the PO file", &tlen))) return EXIT_USAGE;
+        const char *dir = getenv("TMPDIR");
+        int fd = -1;
+        if (snprintf(tmp, sizeof tmp, "%s/tplc-po-XXXXXX", dir && *dir ? dir : "/tmp") < (int)sizeof tmp)
+            fd = mkstemp(tmp);
+        bool ok = fd >= 0;
+        for (size_t at = 0; ok && at < tlen;) {
+            ssize_t w = write(fd, text + at, tlen - at);
+            if (w < 0 && errno == EINTR) continue;
+            ok = w > 0;
+            if (ok) at += (size_t)w;
+        }
+        if (fd >= 0 && close(fd) != 0) ok = false;
+        if (!ok) {
+            fprintf(stderr, "-: error: cannot read the PO file: no temporary file in %s: %s\n",
+                    dir && *dir ? dir : "/tmp", strerror(errno));
+            if (fd >= 0) unlink(tmp);
+            free(text);
+            return EXIT_USAGE;
+        }
+        path = tmp;
     }
-    tpl_store_status st = tpl_store_po_import(s, o->pos[0], o->v[P_DICT], &n);
+    tpl_store_status st = tpl_store_po_import(s, path, o->v[P_DICT], &n);
+    int rc = 0;
     if (st == TPL_STORE_INVALID) {
-        fprintf(stderr, "%s\n", tpl_store_errmsg(s));
-        return EXIT_TEMPLATE;
+        po_error(o->pos[0], path, tpl_store_errmsg(s), text, tlen);
+        rc = EXIT_TEMPLATE;
+    } else if (st) {
+        rc = store_fail(o, s, st);
+    } else {
+        printf("imported %zu rows from %s\n", n, o->pos[0]);
     }
-    if (st) return store_fail(o, s, st);
-    printf("imported %zu rows from %s\n", n, o->pos[0]);
-    return 0;
+    if (text) unlink(tmp);
+    free(text);
+    return rc;
 }
 
 /* The loader of a stored prompt's compile: include/import/extends name other prompts by ref. */
