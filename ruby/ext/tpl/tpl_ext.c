@@ -782,50 +782,9 @@ static keyent *key_fill(rctx *c, keyent *e, VALUE k, VALUE ks)
  * for the conversion's callbacks: they run no Ruby code (no method is called: a Bignum goes
  * through rb_big2str, another encoding through rb_str_export_to_enc), so nothing can change the
  * Hash while it is walked, and an exception they raise leaves no iteration level behind. */
-/* On Ruby 3.1 a small Hash's entries (up to 8: an "ar table", a view's records and messages) are
- * read in place as hash.c's ar_foreach reads them — struct RHash's table pointer after RBasic,
- * the table 8 key/value pairs, the bound (pairs in use) in flag bits FL_USER8-11, a deleted pair's
- * key Qundef (internal/hash.h, hash.c) — and fn is called inline: rb_hash_stlike_foreach costs
- * ~135 instructions a Hash of its own plus an indirect call per entry (w1's 6 Hashes, w2's 1,000
- * records). The table pointer is read again for each pair, as ar_foreach does: a GC the callback
- * causes (a String in another encoding is converted) may move the table out of the transient heap.
- * An empty one (size bits FL_USER4-7 zero) is not read. A bigger Hash has an st table (FL_USER3;
- * struct st_table is in ruby/st.h): its entries from entries_start to entries_bound, each st.c's
- * { hash, key, record }, a deleted one's hash RESERVED_HASH_VAL (all ones), as st_foreach walks
- * them. Another Ruby, or a bound past 8, goes through rb_hash_stlike_foreach. */
 #ifdef TPL_HAVE_RB_HASH_STLIKE_FOREACH
 int rb_hash_stlike_foreach(VALUE hash, st_foreach_callback_func *func, st_data_t arg); /* (hash.c) */
-#if RUBY_API_VERSION_MAJOR == 3 && RUBY_API_VERSION_MINOR == 1
-struct rhash31 { struct RBasic basic; union { const VALUE *ar; const struct st_table *st; }; VALUE ifnone; };
-struct st31_entry { st_index_t hash; VALUE key, val; };
-#define HASH_EACH(h, fn, arg)                                                                         \
-    do {                                                                                              \
-        VALUE h_ = (h);                                                                               \
-        unsigned b_ = (unsigned)(RBASIC(h_)->flags >> (RUBY_FL_USHIFT + 8)) & 15u;                    \
-        if (RBASIC(h_)->flags & RUBY_FL_USER3) { /* (an st table) */                                \
-            const struct st_table *t_ = ((const struct rhash31 *)h_)->st;                             \
-            for (st_index_t i_ = t_->entries_start; i_ < t_->entries_bound; i_++) {                   \
-                const struct st31_entry *e_ = (const struct st31_entry *)(const void *)t_->entries + i_; \
-                if (e_->hash != ~(st_index_t)0 && fn(e_->key, e_->val, (VALUE)(arg)) == ST_STOP) break; \
-                t_ = ((const struct rhash31 *)h_)->st;                                                \
-            }                                                                                         \
-            break;                                                                                    \
-        }                                                                                             \
-        if (b_ > 8) {                                                                                 \
-            rb_hash_stlike_foreach(h_, fn##_st, (st_data_t)(arg));                                    \
-            break;                                                                                    \
-        }                                                                                             \
-        if (!(RBASIC(h_)->flags & (RUBY_FL_USER4 | RUBY_FL_USER5 | RUBY_FL_USER6 | RUBY_FL_USER7)))   \
-            break; /* (no entries: ar_foreach's size check; the table may be NULL) */                 \
-        for (unsigned i_ = 0; i_ < b_; i_++) {                                                        \
-            const VALUE *p_ = ((const struct rhash31 *)h_)->ar + 2 * i_;                              \
-            if (p_[0] == Qundef) continue;                                                            \
-            if (fn(p_[0], p_[1], (VALUE)(arg)) == ST_STOP) break;                                     \
-        }                                                                                             \
-    } while (0)
-#else
 #define HASH_EACH(h, fn, arg) rb_hash_stlike_foreach((h), fn##_st, (st_data_t)(arg))
-#endif
 #define HASH_EACH_FN(fn) \
     static int fn##_st(st_data_t k, st_data_t v, st_data_t a) { return fn((VALUE)k, (VALUE)v, (VALUE)a); }
 #else
