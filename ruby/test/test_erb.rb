@@ -849,3 +849,78 @@ class TestERB < Minitest::Test
     assert GC.stat(:heap_live_slots) < objs * 1.2 + 10_000, "live objects #{objs} -> #{GC.stat(:heap_live_slots)}"
   end
 end
+
+# Which of self's methods answers remembers (remembers? if self.respond_to?(:remembers?, true), else
+# remembers, else none: the facts) is asked on every render (tpl_ext.c self_remembers, method-cache
+# lookups where respond_to? and respond_to_missing? are Kernel's): a method defined, made private,
+# undefined or removed after the first render, on the class, a module included or prepended later or
+# the object's singleton class, and respond_to? / respond_to_missing? redefined, each answered as
+# Ruby's respond_to? answers at that render.
+class TestRemembersSelfLater < Minitest::Test
+  def fresh_class = Class.new { def bind = binding }
+
+  # remembers? answers "x" only, remembers "y" only: the output names which one the render asked
+  SRC = "<%= remembers?('x') %>,<%= remembers?('y') %>"
+
+  def expect(o)
+    id = o.respond_to?(:remembers?, true) ? :q : o.respond_to?(:remembers, true) ? :p : nil
+    { q: "true,false", p: "false,true", nil => "false,false" }.fetch(id)
+  end
+
+  def check(t, o, what)
+    assert_equal expect(o), t.result(o.bind), what
+  end
+
+  def test_methods_defined_and_removed_between_renders
+    k = fresh_class
+    o = k.new
+    t = Tpl::ERB.new(SRC, trim_mode: "-")
+    check(t, o, "none")
+    k.class_eval { def remembers(x) = x == "y" }
+    check(t, o, "remembers defined later")
+    k.class_eval { def remembers?(x) = x == "x" }
+    check(t, o, "remembers? defined later")
+    k.class_eval { private :remembers? }
+    check(t, o, "remembers? private")
+    k.class_eval { undef_method :remembers? }
+    check(t, o, "remembers? undefined")
+    k.class_eval { remove_method :remembers }
+    check(t, o, "remembers removed")
+    o.define_singleton_method(:remembers?) { |x| x == "x" }
+    check(t, o, "singleton remembers?")
+    check(t, k.new, "another object of the class")
+    m = Module.new { def remembers(x) = x == "y" }
+    k2 = fresh_class
+    o2 = k2.new
+    check(t, o2, "none (2)")
+    k2.include(m)
+    check(t, o2, "module included later")
+    k2.prepend(Module.new { def remembers?(x) = x == "x" })
+    check(t, o2, "module prepended later")
+  end
+
+  def test_respond_to_and_respond_to_missing_redefined
+    t = Tpl::ERB.new(SRC, trim_mode: "-")
+    k = fresh_class
+    k.class_eval do
+      def remembers?(x) = x == "x"
+      def remembers(x) = x == "y"
+    end
+    o = k.new
+    check(t, o, "both")
+    k.class_eval { def respond_to?(m, priv = false) = m == :remembers? ? false : super }
+    check(t, o, "respond_to? says no to remembers?")
+    k.class_eval { remove_method :respond_to? }
+    check(t, o, "respond_to? Kernel's again")
+    k2 = fresh_class
+    k2.class_eval do
+      def remembers(x) = x == "y"
+      def respond_to_missing?(m, priv = false) = m == :remembers? || super
+      def method_missing(m, *a) = m == :remembers? ? a[0] == "x" : super
+    end
+    o2 = k2.new
+    check(t, o2, "remembers? through respond_to_missing?")
+    k2.class_eval { remove_method :respond_to_missing? }
+    check(t, o2, "respond_to_missing? removed")
+  end
+end

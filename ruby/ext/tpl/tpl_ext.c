@@ -2797,6 +2797,30 @@ static void gc_nudge(tmpl *t, size_t n)
  * classes ERB raises) before it leaves the method */
 typedef struct erb_site { VALUE erb, binding; } erb_site;
 
+/* remembers? if self.respond_to?(:remembers?, true), else remembers if it responds to that, else 0,
+ * as Ruby answers them; asked on every render of a Tpl::ERB whose template calls remembers (self's
+ * methods may change between renders: Ruby's own answer each time, nothing kept here).
+ * rb_obj_respond_to cost ~420 instructions a name (w1: ~830 a render, callgrind). When self's
+ * class has Kernel's own respond_to? and respond_to_missing? (rb_method_basic_definition_p),
+ * respond_to?(id, true) is whether the class has a method id, of any visibility, that is not a
+ * not-implemented stub: rb_method_boundp with no flags (public API; its flags beyond 0 are not
+ * used), and for a name not bound, respond_to_missing?'s false. Each is a lookup in Ruby's method
+ * cache, which Ruby invalidates when a method is defined, removed, or a module included: ~100
+ * instructions. Else (either redefined) rb_obj_respond_to, which calls them. */
+static ID self_remembers(VALUE o)
+{
+    ID q = rb_intern("remembers?"), p = rb_intern("remembers");
+    VALUE klass = rb_class_of(o);
+    if (rb_method_basic_definition_p(klass, rb_intern("respond_to?"))) {
+        if (rb_method_boundp(klass, q, 0)) return q;
+        if (rb_method_boundp(klass, p, 0)) {
+            /* remembers? is not bound: respond_to?(:remembers?, true) is respond_to_missing?'s */
+            if (rb_method_basic_definition_p(klass, rb_intern("respond_to_missing?"))) return p;
+        } else if (rb_method_basic_definition_p(klass, rb_intern("respond_to_missing?"))) return 0;
+    }
+    return rb_obj_respond_to(o, q, 1) ? q : rb_obj_respond_to(o, p, 1) ? p : 0;
+}
+
 /* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
 static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits,
                           const erb_site *loc);
@@ -2881,9 +2905,8 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->erb_api = !NIL_P(erb_self);
     c->t = t;
     if (NIL_P(remembers) && !NIL_P(erb_self) && t->remembers) {
-        ID q = rb_intern("remembers?"), p = rb_intern("remembers");
-        if (rb_obj_respond_to(erb_self, q, 1)) { c->remembers_self = erb_self; c->remembers_id = q; }
-        else if (rb_obj_respond_to(erb_self, p, 1)) { c->remembers_self = erb_self; c->remembers_id = p; }
+        ID id = self_remembers(erb_self);
+        if (id) { c->remembers_self = erb_self; c->remembers_id = id; }
     }
     render_arg ra = { self, t, c, state, erb_self, given, Qnil };
     int jump = 0;
