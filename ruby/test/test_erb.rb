@@ -851,7 +851,7 @@ class TestERB < Minitest::Test
 end
 
 # Which of self's methods answers remembers (remembers? if self.respond_to?(:remembers?, true), else
-# remembers, else none: the facts) is asked on every render (tpl_ext.c self_remembers, method-cache
+# remembers, else none: the facts) is asked on every render (tpl_ext.c self_responds, method-cache
 # lookups where respond_to? and respond_to_missing? are Kernel's): a method defined, made private,
 # undefined or removed after the first render, on the class, a module included or prepended later or
 # the object's singleton class, and respond_to? / respond_to_missing? redefined, each answered as
@@ -922,5 +922,23 @@ class TestRemembersSelfLater < Minitest::Test
     check(t, o2, "remembers? through respond_to_missing?")
     k2.class_eval { remove_method :respond_to_missing? }
     check(t, o2, "respond_to_missing? removed")
+  end
+
+  # a receiver-less call of a Kernel function self may define (self_fns, through self_responds):
+  # self's own while it has one, Kernel's (tpl's builtin) before and after, as Ruby's ERB calls
+  def test_self_function_defined_and_removed_between_renders
+    src = "<%= format('%d', 5) %>|<%= Integer('7') %>"
+    k = fresh_class
+    o = k.new
+    t = Tpl::ERB.new(src, trim_mode: "-")
+    steps = [-> {}, -> { k.class_eval { def format(*) = "F" } }, -> { k.class_eval { private :format } },
+             -> { k.class_eval { def Integer(x) = "I#{x}" } }, -> { k.class_eval { remove_method :format } },
+             -> { o.define_singleton_method(:format) { |*| "S" } },
+             -> { k.class_eval { def respond_to_missing?(m, p = false) = m == :Integer ? false : super } },
+             -> { k.class_eval { def respond_to?(m, p = false) = super } }, -> { k.class_eval { remove_method :Integer } }]
+    steps.each_with_index do |step, i|
+      step.call
+      assert_equal ERB.new(src, trim_mode: "-").result(o.bind), t.result(o.bind), "step #{i}"
+    end
   end
 end

@@ -2495,6 +2495,26 @@ static int ivar_i(ID id, VALUE v, st_data_t arg)
     return ST_CONTINUE;
 }
 
+/* o.respond_to?(id, true), as Ruby answers it; asked on every render of a Tpl::ERB with a self
+ * (self's remembers?/remembers, render_given; self's own functions, self_fns): self's methods may
+ * change between renders, so Ruby's own answer each time, nothing kept here. rb_obj_respond_to
+ * cost ~420 instructions a name (w1: ~830 a render, callgrind). When o's class has Kernel's own
+ * respond_to? and respond_to_missing? (rb_method_basic_definition_p), respond_to?(id, true) is
+ * whether the class has a method id, of any visibility, that is not a not-implemented stub:
+ * rb_method_boundp with no flags (public API; its flags beyond 0 are not used), and for a name
+ * not bound, respond_to_missing?'s false. Each is a lookup in Ruby's method cache, which Ruby
+ * invalidates when a method is defined, removed or undefined, or a module included or prepended:
+ * ~100 instructions. Else (either redefined) rb_obj_respond_to, which calls them. */
+static bool self_responds(VALUE o, ID id)
+{
+    VALUE klass = rb_class_of(o);
+    if (rb_method_basic_definition_p(klass, rb_intern("respond_to?"))) {
+        if (rb_method_boundp(klass, id, 0)) return true;
+        if (rb_method_basic_definition_p(klass, rb_intern("respond_to_missing?"))) return false;
+    }
+    return rb_obj_respond_to(o, id, 1) != 0;
+}
+
 /* The receiver-less calls of the program's builtins (tmpl.fn_id) that Ruby sends to self's own
  * method: found[i] is that Method (a host object: the VM calls it with the call's arguments),
  * or Qundef — the builtin, which is Kernel's method or tpl's own (a local or a state key of the
@@ -2508,7 +2528,7 @@ static void self_fns(const tmpl *t, VALUE es, VALUE *found)
         ID id = t->fn_id[i];
         if (!id) continue;
         found[i] = Qundef;
-        if (rb_obj_respond_to(es, id, 1) && !rb_method_basic_definition_p(klass, id))
+        if (self_responds(es, id) && !rb_method_basic_definition_p(klass, id))
             found[i] = rb_obj_method(es, ID2SYM(id));
     }
 }
@@ -2797,30 +2817,6 @@ static void gc_nudge(tmpl *t, size_t n)
  * classes ERB raises) before it leaves the method */
 typedef struct erb_site { VALUE erb, binding; } erb_site;
 
-/* remembers? if self.respond_to?(:remembers?, true), else remembers if it responds to that, else 0,
- * as Ruby answers them; asked on every render of a Tpl::ERB whose template calls remembers (self's
- * methods may change between renders: Ruby's own answer each time, nothing kept here).
- * rb_obj_respond_to cost ~420 instructions a name (w1: ~830 a render, callgrind). When self's
- * class has Kernel's own respond_to? and respond_to_missing? (rb_method_basic_definition_p),
- * respond_to?(id, true) is whether the class has a method id, of any visibility, that is not a
- * not-implemented stub: rb_method_boundp with no flags (public API; its flags beyond 0 are not
- * used), and for a name not bound, respond_to_missing?'s false. Each is a lookup in Ruby's method
- * cache, which Ruby invalidates when a method is defined, removed, or a module included: ~100
- * instructions. Else (either redefined) rb_obj_respond_to, which calls them. */
-static ID self_remembers(VALUE o)
-{
-    ID q = rb_intern("remembers?"), p = rb_intern("remembers");
-    VALUE klass = rb_class_of(o);
-    if (rb_method_basic_definition_p(klass, rb_intern("respond_to?"))) {
-        if (rb_method_boundp(klass, q, 0)) return q;
-        if (rb_method_boundp(klass, p, 0)) {
-            /* remembers? is not bound: respond_to?(:remembers?, true) is respond_to_missing?'s */
-            if (rb_method_basic_definition_p(klass, rb_intern("respond_to_missing?"))) return p;
-        } else if (rb_method_basic_definition_p(klass, rb_intern("respond_to_missing?"))) return 0;
-    }
-    return rb_obj_respond_to(o, q, 1) ? q : rb_obj_respond_to(o, p, 1) ? p : 0;
-}
-
 /* _render(state Hash|Binding|nil, self|nil, opts Hash|nil, remembers callable|nil, limits Array|nil) */
 static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *given, VALUE remembers, VALUE limits,
                           const erb_site *loc);
@@ -2905,8 +2901,9 @@ static VALUE render_given(VALUE self, VALUE state, VALUE erb_self, const VALUE *
     c->erb_api = !NIL_P(erb_self);
     c->t = t;
     if (NIL_P(remembers) && !NIL_P(erb_self) && t->remembers) {
-        ID id = self_remembers(erb_self);
-        if (id) { c->remembers_self = erb_self; c->remembers_id = id; }
+        ID q = rb_intern("remembers?"), p = rb_intern("remembers");
+        if (self_responds(erb_self, q)) { c->remembers_self = erb_self; c->remembers_id = q; }
+        else if (self_responds(erb_self, p)) { c->remembers_self = erb_self; c->remembers_id = p; }
     }
     render_arg ra = { self, t, c, state, erb_self, given, Qnil };
     int jump = 0;
