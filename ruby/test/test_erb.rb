@@ -941,4 +941,31 @@ class TestRemembersSelfLater < Minitest::Test
       assert_equal ERB.new(src, trim_mode: "-").result(o.bind), t.result(o.bind), "step #{i}"
     end
   end
+
+  # self's @ivars read before Ruby code first runs (a view with a remembers method) are taken up
+  # front by one walk over self's @ivars (render_body, ivar_first): set, nil, unset, removed and
+  # set again between renders, read before and after remembers, on an object with few @ivars
+  # and one with many (rb_ivar_get then), each render against Ruby's ERB
+  def test_early_ivars_walked_between_renders
+    k = Class.new do
+      attr_accessor :seen
+      def remembers(x) = (@seen = x; true)
+      def bind = binding
+    end
+    src = "<%= @a %>|<%= @b.inspect %>|<%= @c.inspect %>|<%= @z.inspect %>|<%= defined?(@b).inspect %>|<%= defined?(@c).inspect %>" \
+          "<% if remembers('x') %>|<%= @a %>|<%= @c.inspect %>|<%= defined?(@c).inspect %><% end %>"
+    o = k.new
+    o.instance_variable_set(:@z, "zz")
+    o.instance_variable_set(:@a, "A")
+    o.instance_variable_set(:@b, nil)
+    t = Tpl::ERB.new(src, trim_mode: "-")
+    steps = [-> {}, -> {}, -> { o.remove_instance_variable(:@b) }, -> { o.instance_variable_set(:@c, [1, "c"]) },
+             -> { o.instance_variable_set(:@b, { "k" => 2 }) }, -> { o.remove_instance_variable(:@a) },
+             -> { 20.times { |i| o.instance_variable_set(:"@x#{i}", i) } }, -> { o.instance_variable_set(:@a, "A2") },
+             -> { o.remove_instance_variable(:@z) }]
+    steps.each_with_index do |step, i|
+      step.call
+      assert_equal ERB.new(src, trim_mode: "-").result(o.bind), t.result(o.bind), "step #{i}"
+    end
+  end
 end

@@ -2483,6 +2483,7 @@ HASH_EACH_FN(state_i)
 /* self's @ivars read by an ivars-only program (render_body): found[i] for ids[i] (0 for a read
  * that is not an @ivar: no ID is 0) */
 struct ivar_iter { const ID *ids; size_t n; VALUE *found; size_t left; };
+#define IVAR_WALK 32 /* the most reads render_body's walk of self's early @ivars takes */
 
 static int ivar_i(ID id, VALUE v, st_data_t arg)
 {
@@ -2614,12 +2615,28 @@ reread:
     VALUE es = ra->erb_self;
     if (ivar_first) {
         /* the @ivars read before Ruby code ran in the renders so far (ivar_early), not the
-         * others: they would be converted for nothing, as reads after Ruby code ran are sends */
-        for (size_t i = 0; i < nreads; i++)
-            if (t->ivar_id[i] && __atomic_load_n(&t->ivar_early[i], __ATOMIC_RELAXED)) {
-                found[i] = rb_ivar_get(es, t->ivar_id[i]);
-                if (NIL_P(found[i]) && !rb_ivar_defined(es, t->ivar_id[i])) found[i] = Qundef;
-            }
+         * others: they would be converted for nothing, as reads after Ruby code ran are sends.
+         * Up to IVAR_WALK of them on an object with a few @ivars: one walk over self's @ivars
+         * (ivar_i, as below), stopped once all are found (w1: the first five of eight,
+         * ~400 instructions under five rb_ivar_get) */
+        ID early[IVAR_WALK];
+        size_t nearly = 0;
+        for (size_t i = 0; i < nreads; i++) {
+            bool e = t->ivar_id[i] && __atomic_load_n(&t->ivar_early[i], __ATOMIC_RELAXED);
+            if (nreads <= IVAR_WALK) early[i] = e ? t->ivar_id[i] : 0;
+            nearly += e;
+        }
+        if (nearly && nreads <= IVAR_WALK && RB_TYPE_P(es, T_OBJECT) &&
+            (size_t)ROBJECT_NUMIV(es) <= 2 * nearly + 8) {
+            struct ivar_iter it = { early, nreads, found, nearly };
+            rb_ivar_foreach(es, ivar_i, (st_data_t)&it);
+        } else {
+            for (size_t i = 0; nearly && i < nreads; i++)
+                if (t->ivar_id[i] && __atomic_load_n(&t->ivar_early[i], __ATOMIC_RELAXED)) {
+                    found[i] = rb_ivar_get(es, t->ivar_id[i]);
+                    if (NIL_P(found[i]) && !rb_ivar_defined(es, t->ivar_id[i])) found[i] = Qundef;
+                }
+        }
     } else if (ivar_state && t->nivar &&
         (RB_TYPE_P(es, T_OBJECT) ? (size_t)ROBJECT_NUMIV(es) : (size_t)rb_ivar_count(es)) <= 2 * (size_t)t->nivar + 8) {
         /* one walk over self's @ivars (a few, as a view's are): ~60 instructions per @ivar,
