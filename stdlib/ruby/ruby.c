@@ -265,6 +265,34 @@ static bool dym_listed(const char *list, const char *name, size_t n)
 
 #define DYM_WORDS 320   /* (more than any class of dym_methods.h has) */
 
+/* The words of the space-separated list at w[nw, cap); the new count. */
+static size_t dym_split(const char *list, dym_word *w, size_t nw, size_t cap)
+{
+    for (const char *p = list; *p && nw < cap;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        w[nw++] = (dym_word){ .s = p, .n = k, .show = p, .nshow = k };
+        p += k + (e != NULL);
+    }
+    return nw;
+}
+
+/* Row's whole public (priv false) or private list, in Ruby's order, at w[0, cap): its own names, then
+ * its base row's whole list less the names the row has itself in either list (as
+ * tools/gen_rb_dym_methods.rb splits them); the count. */
+static size_t dym_list(int row, bool priv, dym_word *w, size_t cap, int depth)
+{
+    const char *own = priv ? rb_dym_methods[row].priv : rb_dym_methods[row].pub;
+    const char *other = priv ? rb_dym_methods[row].pub : rb_dym_methods[row].priv;
+    int base = priv ? rb_dym_methods[row].priv_base : rb_dym_methods[row].pub_base;
+    size_t nw = dym_split(own, w, 0, cap);
+    if (base < 0 || depth > 4) return nw;
+    size_t from = nw, m = nw + dym_list(base, priv, w + nw, cap - nw, depth + 1);
+    for (size_t i = from; i < m; i++)
+        if (!dym_listed(own, w[i].s, w[i].n) && !dym_listed(other, w[i].s, w[i].n)) w[nw++] = w[i];
+    return nw;
+}
+
 /* MethodNameChecker's suggestions for name[0, n] on a value of Ruby class cls (none when
  * dym_methods.h has no row for it): dym_suggest's result. */
 static int dym_method(tpl_vm *vm, const char *cls, const char *name, size_t n, char *out, size_t cap)
@@ -273,14 +301,17 @@ static int dym_method(tpl_vm *vm, const char *cls, const char *name, size_t n, c
     int row = dym_row(cls);
     if (row < 0) return 0;
     dym_word w[DYM_WORDS];
-    size_t nw = 0;
-    for (const char *p = rb_dym_methods[row].pub; *p && nw < DYM_WORDS;) {
-        const char *e = strchr(p, ' ');
-        size_t k = e ? (size_t)(e - p) : strlen(p);
-        w[nw++] = (dym_word){ .s = p, .n = k, .show = p, .nshow = k };
-        p += k + (e != NULL);
-    }
-    return dym_suggest(vm, out, cap, name, n, w, nw);
+    return dym_suggest(vm, out, cap, name, n, w, dym_list(row, false, w, DYM_WORDS, 0));
+}
+
+/* Whether a value of class cls (a row of dym_methods.h) has the private method name[0, n]. */
+static bool dym_private(int row, const char *name, size_t n)
+{
+    dym_word w[DYM_WORDS];
+    size_t nw = dym_list(row, true, w, DYM_WORDS, 0);
+    for (size_t i = 0; i < nw; i++)
+        if (w[i].n == n && memcmp(w[i].s, name, n) == 0) return true;
+    return false;
 }
 
 /* Ruby's NoMethodError for name[0, n] on a value of class cls that reads `recv' in the message
@@ -295,7 +326,7 @@ static int raise_no_method(tpl_vm *vm, const char *cls, const char *name, size_t
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a NoMethodError of `%.*s' whose did_you_mean "
                             "suggestions tpl does not write", (int)(n > 100 ? 100 : n), name);
     int row = dym_row(cls);
-    bool priv = row >= 0 && dym_listed(rb_dym_methods[row].priv, name, n);
+    bool priv = row >= 0 && dym_private(row, name, n);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "%s `%.*s' %s %.*s (NoMethodError)%s", priv ? "private method" : "undefined method",
                         (int)n, name, priv ? "called for" : "for", rlen, recv, sugg);
 }
