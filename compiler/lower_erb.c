@@ -3990,6 +3990,18 @@ static void if_(erb_low *L, tpl_node *n, bool value)
 
 static void expr_(erb_low *L, tpl_node *n);
 
+/* Ruby's NameError text for the uninitialized constant name, with did_you_mean's suggestions over
+ * Ruby's constants after the class, as Ruby prints them; false after an out-of-memory error. */
+static bool const_name_error(erb_low *L, tpl_value name, char *msg, size_t cap)
+{
+    char sugg[256];
+    int k = tpl_rb_dym_const(tpl_c_arena(C), name.u.s, name.len > 100 ? 100 : name.len, sugg, sizeof sugg);
+    if (k == -1) { tpl_c_nomem(C, 0); return false; }
+    snprintf(msg, cap, "uninitialized constant %.*s (NameError)%s", name.len > 100 ? 100 : (int)name.len, name.u.s,
+             k > 0 ? sugg : "");
+    return true;
+}
+
 static void expr(erb_low *L, tpl_node *n)
 {
     expr_(L, n);
@@ -4216,8 +4228,8 @@ static void expr_(erb_low *L, tpl_node *n)
             size_t k = strlen(core_heads[i]);
             if (n->val.len > k + 2 && memcmp(n->val.u.s, core_heads[i], k) == 0 && n->val.u.s[k] == ':' && n->val.u.s[k + 1] == ':' &&
                 !memchr(n->val.u.s + k + 2, ':', n->val.len - k - 2)) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "uninitialized constant %.*s (NameError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+                char msg[512];
+                if (!const_name_error(L, n->val, msg, sizeof msg)) return;
                 tpl_c_at(C, n->off);
                 tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
                 return;
@@ -4256,8 +4268,8 @@ static void expr_(erb_low *L, tpl_node *n)
             return;
         }
         if (!known) {   /* NameError when it runs, as in Ruby */
-            char msg[200];
-            snprintf(msg, sizeof msg, "uninitialized constant %.*s (NameError)", n->val.len > 100 ? 100 : (int)n->val.len, n->val.u.s);
+            char msg[512];
+            if (!const_name_error(L, n->val, msg, sizeof msg)) return;
             tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 1);
             return;
         }

@@ -24,14 +24,22 @@ values = [["Object", "Object.new"], ["NilClass", "nil"], ["Integer", "1"], ["Flo
 %w[Exception NoMethodError NameError FrozenError RuntimeError KeyError StopIteration IndexError FloatDomainError RangeError
    Math::DomainError ArgumentError TypeError ZeroDivisionError LocalJumpError RegexpError EncodingError IOError
    StandardError SystemStackError JSON::NestingError JSON::ParserError JSON::GeneratorError JSON::JSONError].each { |c| values << [c, "#{c}.new(\"m\")"] }
+CONST_SCOPES = %w[Integer Float String Array Hash Symbol NilClass TrueClass FalseClass Range Regexp Numeric Rational
+                  Complex Math Kernel Comparable Enumerable Proc]
 src = values.map do |c, v|
   "<%- v = (#{v}) -%>\n#{c}\t<%= (v.methods + v.singleton_methods).uniq.join(' ') %>\t<%= v.private_methods.join(' ') %>\n"
 end.join
+# ClassNameChecker's dictionaries: Object.constants, then a scope's own (Float::NANN: Object's + Float's)
+src += "<%- [Object, *CONST_SCOPES.map { |c| Object.const_get(c) }].each do |k| -%>\n" \
+       "(const)\t<%= k == Object ? '' : k.name %>\t<%= k.constants.join(' ') %>\n<%- end -%>\n"
+src = "<%- CONST_SCOPES = #{CONST_SCOPES.inspect} -%>\n" + src
 out = Dir.mktmpdir do |d|
   File.write(File.join(d, "m.erb"), src)
   IO.popen([oracle, "render", File.join(d, "m.erb")], &:read)
 end
 abort "oracle failed" unless $?.success?
+consts = out.each_line.select { |l| l.start_with?("(const)\t") }.map { |l| l.chomp.split("\t", -1)[1, 2] }
+out = out.each_line.reject { |l| l.start_with?("(const)\t") }.join
 rows = out.each_line.map do |l|
   c, pub, priv = l.chomp.split("\t", -1)
   pub = "" if c == "NilClass"   # (MethodNameChecker leaves out nil.methods from nil's suggestions: none)
@@ -79,5 +87,19 @@ enc.each_with_index do |(c, bases, own), i|
     puts(text.empty? ? '      ""' : text)
     puts(k == 0 ? "      ," : "    },")
   end
+end
+puts "};"
+puts
+puts "/* The constants did_you_mean's ClassNameChecker spells an uninitialized constant against, in Ruby's order:"
+puts " * Object's (scope \"\"), and the scope's own for SCOPE::NAME. (The oracle's TplView, whose name its messages"
+puts " * carry, so that Ruby never suggests it, is left out: tpl's messages name the constant alone.) */"
+puts "static const struct { const char *scope, *names; } rb_dym_consts[] = {"
+consts.each do |scope, names|
+  words = names.split(" ")
+  words.delete("TplView") if scope.empty?
+  next if words.empty?
+  chunks = words.each_slice(12).map { |w| w.join(" ") }
+  puts "    { #{scope.dump},"
+  puts chunks.each_with_index.map { |ch, j| "      " + (ch + (j < chunks.size - 1 ? " " : "")).dump }.join("\n") + " },"
 end
 puts "};"

@@ -382,3 +382,35 @@ static const struct { const char *cls; short pub_base; const char *pub; short pr
       ""
     },
 };
+
+/* The constants did_you_mean's ClassNameChecker spells an uninitialized constant against, in Ruby's order:
+ * Object's (scope ""), and the scope's own for SCOPE::NAME. (The oracle's TplView, whose name its messages
+ * carry, so that Ruby never suggests it, is left out: tpl's messages name the constant alone.) */
+static const struct { const char *scope, *names; } rb_dym_consts[] = {
+    { "",
+      "Exception Fiber FiberError Thread Gem ErrorHighlight IO SystemExit Complex DidYouMean SignalException Interrupt "
+      "StandardError TypeError ArgumentError IndexError KeyError RangeError ScriptError SyntaxError LoadError String Array NotImplementedError "
+      "NilClass NameError NoMethodError RUBY_RELEASE_DATE RUBY_PLATFORM RuntimeError FrozenError SecurityError NoMemoryError EncodingError RUBY_REVISION NoMatchingPatternError "
+      "NoMatchingPatternKeyError RUBY_ENGINE_VERSION SystemCallError Errno Warning ARGV Hash Time RUBY_COPYRIGHT RUBY_ENGINE Integer RUBY_DESCRIPTION "
+      "RUBY_PATCHLEVEL Dir ScanError RUBY_VERSION TracePoint TrueClass FalseClass Encoding TOPLEVEL_BINDING ThreadGroup ThreadError Mutex "
+      "RbConfig Rational Queue ClosedQueueError STDIN Comparable UncaughtThrowError STDERR Enumerable ConditionVariable SizedQueue STDOUT "
+      "Random TplTr StateHash ARGF Signal FileTest File OpenStruct Monitor ZeroDivisionError FloatDomainError Numeric "
+      "JSON Proc MonitorMixin ERB LocalJumpError SystemStackError Method Process ENV Fixnum Float Struct "
+      "RegexpError UnboundMethod Binding Regexp Math Bignum MatchData StringScanner GC ObjectSpace Enumerator CROSS_COMPILING "
+      "CGI Marshal StopIteration Range Ractor Object BasicObject Class Module Kernel Refinement RubyVM "
+      "IOError EOFError Symbol UnicodeNormalize RUBYGEMS_ACTIVATION_MONITOR" },
+    { "Integer",
+      "GMP_VERSION" },
+    { "Float",
+      "RADIX MANT_DIG DIG MIN_EXP MAX_EXP MIN_10_EXP MAX_10_EXP MIN MAX EPSILON INFINITY NAN" },
+    { "String",
+      "Extend" },
+    { "Regexp",
+      "IGNORECASE EXTENDED MULTILINE FIXEDENCODING NOENCODING" },
+    { "Complex",
+      "I" },
+    { "Math",
+      "PI E DomainError" },
+    { "Kernel",
+      "RUBYGEMS_ACTIVATION_MONITOR" },
+};

@@ -90,17 +90,17 @@ static bool rb_core_has(const char *cls, const char *name, size_t n) { return rb
 typedef struct { uint32_t *cp; size_t n; } dym_str;
 
 /* s[0, n] as code points; norm: SpellChecker#normalize (downcase, then every '@' removed). */
-static bool dym_cps(tpl_vm *vm, const char *s, size_t n, bool norm, dym_str *out)
+static bool dym_cps(tpl_arena *ar, const char *s, size_t n, bool norm, dym_str *out)
 {
     tpl_sb b;
     if (norm) {
-        tpl_sb_init(&b, A(vm));
+        tpl_sb_init(&b, ar);
         tpl_py_lower(&b, s, n);   /* (Ruby's downcase of a name: the same full case mapping) */
         if (!b.p && n) return false;
         s = b.p ? b.p : "";
         n = b.len;
     }
-    out->cp = tpl_arena_alloc(A(vm), (n + 1) * sizeof(uint32_t));
+    out->cp = tpl_arena_alloc(ar, (n + 1) * sizeof(uint32_t));
     if (!out->cp) return false;
     out->n = 0;
     for (size_t i = 0; i < n;) {
@@ -111,13 +111,13 @@ static bool dym_cps(tpl_vm *vm, const char *s, size_t n, bool norm, dym_str *out
 }
 
 /* DidYouMean::Jaro.distance (flags as byte arrays instead of Integer bit sets). */
-static double dym_jaro(tpl_vm *vm, const dym_str *s1, const dym_str *s2)
+static double dym_jaro(tpl_arena *ar, const dym_str *s1, const dym_str *s2)
 {
     if (s1->n > s2->n) { const dym_str *t = s1; s1 = s2; s2 = t; }
     size_t l1 = s1->n, l2 = s2->n;
     long range = (long)(l2 / 2) - 1;
     if (range < 0) range = 0;
-    unsigned char *f1 = tpl_arena_alloc(A(vm), l1 + 1), *f2 = tpl_arena_alloc(A(vm), l2 + 1);
+    unsigned char *f1 = tpl_arena_alloc(ar, l1 + 1), *f2 = tpl_arena_alloc(ar, l2 + 1);
     if (!f1 || !f2) return 0;
     memset(f1, 0, l1 + 1);
     memset(f2, 0, l2 + 1);
@@ -139,9 +139,9 @@ static double dym_jaro(tpl_vm *vm, const dym_str *s1, const dym_str *s2)
 }
 
 /* DidYouMean::JaroWinkler.distance */
-static double dym_jw(tpl_vm *vm, const dym_str *s1, const dym_str *s2)
+static double dym_jw(tpl_arena *ar, const dym_str *s1, const dym_str *s2)
 {
-    double d = dym_jaro(vm, s1, s2);
+    double d = dym_jaro(ar, s1, s2);
     if (d > 0.7) {
         int bonus = 0;
         for (size_t i = 0; i < s1->n; i++) {
@@ -154,11 +154,11 @@ static double dym_jw(tpl_vm *vm, const dym_str *s1, const dym_str *s2)
 }
 
 /* DidYouMean::Levenshtein.distance */
-static size_t dym_lev(tpl_vm *vm, const dym_str *a, const dym_str *b)
+static size_t dym_lev(tpl_arena *ar, const dym_str *a, const dym_str *b)
 {
     if (a->n == 0) return b->n;
     if (b->n == 0) return a->n;
-    size_t *d = tpl_arena_alloc(A(vm), (b->n + 1) * sizeof(size_t)), x = 0;
+    size_t *d = tpl_arena_alloc(ar, (b->n + 1) * sizeof(size_t)), x = 0;
     if (!d) return SIZE_MAX;
     for (size_t j = 0; j <= b->n; j++) d[j] = j;
     for (size_t i = 1; i <= a->n; i++) {
@@ -179,35 +179,56 @@ static size_t dym_lev(tpl_vm *vm, const dym_str *a, const dym_str *b)
  * prints (KeyError: the key's inspect). */
 typedef struct { const char *s, *show; size_t n, nshow; double jw; } dym_word;
 
-static int dym_correct(tpl_vm *vm, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw);
+static int dym_correct(tpl_arena *ar, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw,
+                       const char *reject);
 
+
+static int dym_suggest_but(tpl_arena *ar, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw,
+                           const char *reject);
 
 /* DidYouMean::SpellChecker#correct(input) over w[0, nw]: the corrections' "\nDid you mean?  ..."
  * (DidYouMean::Formatter) written at out (NUL-terminated, at most cap bytes with the NUL): its length,
  * -1 when out of memory, -2 when it does not fit. The arena's work memory is given back. */
-static int dym_suggest(tpl_vm *vm, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw)
+static int dym_suggest(tpl_arena *ar, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw)
+{
+    return dym_suggest_but(ar, out, cap, input, in_n, w, nw, NULL);
+}
+
+/* dym_suggest, leaving out the corrections whose text (show) the NUL-terminated reject holds
+ * (ClassNameChecker's `reject { |q| original_message.include?(q) }`); reject NULL: none. */
+static int dym_suggest_but(tpl_arena *ar, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw,
+                           const char *reject)
 {
     tpl_arena_mark mk;
-    if (!tpl_arena_mark_take(A(vm), &mk)) return -1;
-    int r = dym_correct(vm, out, cap, input, in_n, w, nw);
-    tpl_arena_rewind(A(vm), &mk);
+    if (!tpl_arena_mark_take(ar, &mk)) return -1;
+    int r = dym_correct(ar, out, cap, input, in_n, w, nw, reject);
+    tpl_arena_rewind(ar, &mk);
     return r;
 }
 
-static int dym_correct(tpl_vm *vm, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw)
+/* Whether the NUL-terminated hay holds s[0, n]. */
+static bool dym_within(const char *hay, const char *s, size_t n)
+{
+    for (const char *p = hay; *p; p++)
+        if (strncmp(p, s, n) == 0) return true;
+    return n == 0;
+}
+
+static int dym_correct(tpl_arena *ar, char *out, size_t cap, const char *input, size_t in_n, dym_word *w, size_t nw,
+                       const char *reject)
 {
     dym_str ni;
-    if (!dym_cps(vm, input, in_n, true, &ni)) return -1;
+    if (!dym_cps(ar, input, in_n, true, &ni)) return -1;
     double thr = ni.n > 3 ? 0.834 : 0.77;
-    size_t *pick = tpl_arena_alloc(A(vm), (nw + 1) * sizeof(size_t)), np = 0;
+    size_t *pick = tpl_arena_alloc(ar, (nw + 1) * sizeof(size_t)), np = 0;
     if (!pick) return -1;
     for (size_t i = 0; i < nw; i++) {
         dym_str nword, raw;
-        if (!dym_cps(vm, w[i].s, w[i].n, true, &nword)) return -1;
-        if (dym_jw(vm, &nword, &ni) < thr) continue;
+        if (!dym_cps(ar, w[i].s, w[i].n, true, &nword)) return -1;
+        if (dym_jw(ar, &nword, &ni) < thr) continue;
         if (w[i].n == in_n && memcmp(w[i].s, input, in_n) == 0) continue;
-        if (!dym_cps(vm, w[i].s, w[i].n, false, &raw)) return -1;
-        w[i].jw = dym_jw(vm, &raw, &ni);
+        if (!dym_cps(ar, w[i].s, w[i].n, false, &raw)) return -1;
+        w[i].jw = dym_jw(ar, &raw, &ni);
         /* sort_by (a stable merge sort here: glibc's qsort_r), then reverse: the reverse of a stable
          * ascending sort is descending with equal keys in reverse dictionary order */
         size_t at = np;
@@ -216,23 +237,24 @@ static int dym_correct(tpl_vm *vm, char *out, size_t cap, const char *input, siz
         np++;
     }
     for (size_t l = 0, r = np ? np - 1 : 0; l < r; l++, r--) { size_t t = pick[l]; pick[l] = pick[r]; pick[r] = t; }
-    size_t *corr = tpl_arena_alloc(A(vm), (np + 1) * sizeof(size_t)), nc = 0;
+    size_t *corr = tpl_arena_alloc(ar, (np + 1) * sizeof(size_t)), nc = 0;
     if (!corr) return -1;
     size_t thr2 = (ni.n + 3) / 4;   /* (normalized_input.length * 0.25).ceil */
     for (size_t i = 0; i < np; i++) {
         dym_str nword;
-        if (!dym_cps(vm, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
-        if (dym_lev(vm, &nword, &ni) <= thr2) corr[nc++] = pick[i];
+        if (!dym_cps(ar, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
+        if (dym_lev(ar, &nword, &ni) <= thr2) corr[nc++] = pick[i];
     }
     for (size_t i = 0; nc == 0 && i < np; i++) {
         dym_str nword;
-        if (!dym_cps(vm, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
+        if (!dym_cps(ar, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
         size_t len = ni.n < nword.n ? ni.n : nword.n;
-        if (dym_lev(vm, &nword, &ni) < len) corr[nc++] = pick[i];
+        if (dym_lev(ar, &nword, &ni) < len) corr[nc++] = pick[i];
     }
-    size_t o = 0;
+    size_t o = 0, shown = 0;
     for (size_t i = 0; i < nc; i++) {
-        const char *lead = i ? "\n               " : "\nDid you mean?  ";
+        if (reject && dym_within(reject, w[corr[i]].show, w[corr[i]].nshow)) continue;
+        const char *lead = shown++ ? "\n               " : "\nDid you mean?  ";
         size_t ln = strlen(lead);
         if (o + ln + w[corr[i]].nshow >= cap) return -2;
         memcpy(out + o, lead, ln);
@@ -301,7 +323,7 @@ static int dym_method(tpl_vm *vm, const char *cls, const char *name, size_t n, c
     int row = dym_row(cls);
     if (row < 0) return 0;
     dym_word w[DYM_WORDS];
-    return dym_suggest(vm, out, cap, name, n, w, dym_list(row, false, w, DYM_WORDS, 0));
+    return dym_suggest(A(vm), out, cap, name, n, w, dym_list(row, false, w, DYM_WORDS, 0));
 }
 
 /* Whether a value of class cls (a row of dym_methods.h) has the private method name[0, n]. */
@@ -312,6 +334,51 @@ static bool dym_private(int row, const char *name, size_t n)
     for (size_t i = 0; i < nw; i++)
         if (w[i].n == n && memcmp(w[i].s, name, n) == 0) return true;
     return false;
+}
+
+/* ClassNameChecker's suggestions for the uninitialized constant path[0, n] (NAME or SCOPE::NAME): NAME
+ * spelled against Object's constants, then SCOPE's own (suggested as SCOPE::X), less any suggestion the
+ * message "uninitialized constant PATH" holds (Float::NANN: not Float::NAN); dym_suggest's result. */
+int tpl_rb_dym_const(tpl_arena *ar, const char *path, size_t n, char *out, size_t cap)
+{
+    out[0] = 0;
+    size_t cut = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (path[i] == ':' && path[i + 1] == ':') cut = i + 2;
+    tpl_arena_mark mk;
+    if (!tpl_arena_mark_take(ar, &mk)) return -1;
+    size_t nrows = sizeof rb_dym_consts / sizeof rb_dym_consts[0], cnt = 0;
+    int rows[2] = { -1, -1 };
+    for (size_t r = 0; r < nrows; r++) {
+        size_t k = strlen(rb_dym_consts[r].scope);
+        if (k == 0) rows[0] = (int)r;
+        else if (cut && k == cut - 2 && memcmp(rb_dym_consts[r].scope, path, k) == 0) rows[1] = (int)r;
+    }
+    for (int i = 0; i < 2; i++)
+        if (rows[i] >= 0) cnt += strlen(rb_dym_consts[rows[i]].names) / 2 + 1;
+    dym_word *w = tpl_arena_alloc(ar, (cnt + 1) * sizeof *w);
+    tpl_sb msg;
+    tpl_sb_init(&msg, ar);
+    tpl_sb_printf(&msg, "uninitialized constant %.*s", (int)n, path);
+    if (!w || !msg.p) { tpl_arena_rewind(ar, &mk); return -1; }
+    size_t nw = 0;
+    for (int i = 0; i < 2; i++) {
+        if (rows[i] < 0) continue;
+        size_t from = nw;
+        nw = dym_split(rb_dym_consts[rows[i]].names, w, nw, cnt);
+        for (size_t j = from; i == 1 && j < nw; j++) {   /* (shown as SCOPE::X) */
+            char *full = tpl_arena_alloc(ar, cut + w[j].n + 1);
+            if (!full) { tpl_arena_rewind(ar, &mk); return -1; }
+            memcpy(full, path, cut);
+            memcpy(full + cut, w[j].s, w[j].n);
+            full[cut + w[j].n] = 0;
+            w[j].show = full;
+            w[j].nshow = cut + w[j].n;
+        }
+    }
+    int r = dym_suggest_but(ar, out, cap, path + cut, n - cut, w, nw, msg.p);
+    tpl_arena_rewind(ar, &mk);
+    return r;
 }
 
 /* Ruby's NoMethodError for name[0, n] on a value of class cls that reads `recv' in the message
@@ -7867,7 +7934,7 @@ static int key_not_found(tpl_vm *vm, const tpl_map *m, tpl_value key)
             sugg[o] = 0;
         }
     }
-    if (k == 0 && !sugg[0]) k = dym_suggest(vm, sugg, sizeof sugg, ks.p ? ks.p : "", ks.len, w, nw);
+    if (k == 0 && !sugg[0]) k = dym_suggest(A(vm), sugg, sizeof sugg, ks.p ? ks.p : "", ks.len, w, nw);
     int r = k == -1 ? oom(vm)
           : k == -2 ? tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a KeyError whose did_you_mean suggestions "
                                    "tpl does not write")

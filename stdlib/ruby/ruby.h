@@ -45,6 +45,10 @@ int tpl_rb_compare_check(tpl_vm *vm, const char *op, tpl_value a, tpl_value b, t
  * receiver whose class has no such method (1.5.bit_length(1), :a.to_a(1), false.to_i(2)) the error is
  * NoMethodError. -1 with that error set, 0 when self's class has the method (or self is no core value). */
 int tpl_rb_arity_no_method(tpl_vm *vm, tpl_value self, const char *name);
+/* did_you_mean's "\nDid you mean?  X" lines for Ruby's NameError "uninitialized constant PATH" (path[0, n]: NAME
+ * or SCOPE::NAME), over the constants Ruby 3.1 has (stdlib/ruby/dym_methods.h), at out (NUL-terminated, at most
+ * cap bytes): its length (0: none), -1 out of memory, -2 when it does not fit. Work memory from ar, given back. */
+int tpl_rb_dym_const(tpl_arena *ar, const char *path, size_t n, char *out, size_t cap);
 /* Checks a regex pattern at compile time; false with a message in msg on a syntax error. */
 bool tpl_rb_regex_check(const char *pat, size_t n, char *msg, size_t cap);
 
