@@ -399,6 +399,19 @@ static int raise_no_method(tpl_vm *vm, const char *cls, const char *name, size_t
 }
 
 static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n);
+static int no_method_raise(tpl_vm *vm, tpl_value self, const char *cls, const char *name, size_t n);
+
+/* self's class when self is a plain Array, Hash or Range and name one of the methods tpl's Enumerators (held as
+ * those) have that Ruby's Array, Hash and Range do not ("Array~with_index" in core_methods.h):
+ * [1].with_index { } is NoMethodError, not the Enumerator's answer. */
+static const char *not_own_method(tpl_value self, const char *name, size_t n)
+{
+    if (n < 4 || n > 11 || (self.type != TPL_T_LIST && self.type != TPL_T_MAP) || tpl_is_enum_rb(self) || tpl_is_aseq_rb(self))
+        return NULL;
+    const char *cls = tpl_rb_class_name(self);
+    if (strcmp(cls, "Array") != 0 && strcmp(cls, "Hash") != 0 && strcmp(cls, "Range") != 0) return NULL;
+    return rb_core_has_sep(cls, '~', name, n) ? cls : NULL;
+}
 
 int tpl_rb_arity_no_method(tpl_vm *vm, tpl_value self, const char *name)
 {
@@ -458,6 +471,12 @@ static int no_method(tpl_vm *vm, tpl_value self, const char *name, size_t n)
     }
     if (self.type != TPL_T_HOST && rb_core_has(core, name, n))
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %s#%.*s is not implemented by tpl", cls, (int)n, name);
+    return no_method_raise(vm, self, cls, name, n);
+}
+
+/* no_method's NoMethodError (cls: self's class name as Ruby prints it). */
+static int no_method_raise(tpl_vm *vm, tpl_value self, const char *cls, const char *name, size_t n)
+{
     if (self.type == TPL_T_NONE || self.type == TPL_T_UNDEF)
         return raise_no_method(vm, "NilClass", name, n, "nil:NilClass", 12);
     const char *dcls = self.type == TPL_T_HOST ? "" : cls;   /* (a host object's methods: no suggestions) */
@@ -2804,6 +2823,8 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
     bool blk = tpl_vm_block(vm).pc != 0;
+    const char *not_own = not_own_method(self, name, n);
+    if (not_own) return no_method_raise(vm, self, not_own, name, n);
     if (tpl_is_enum_rb(self) && nkw == 0 && !blk) {
         int rc = enum_method(vm, self, name, n, npos, out);
         if (rc <= 0) return rc;
@@ -4562,6 +4583,17 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
     tpl_value b = self.u.list->items[0], e = self.u.list->items[1];
     bool excl = self.u.list->items[2].u.i != 0, blk = tpl_vm_block(vm).pc != 0, ok;
+    if (!blk && b.type == TPL_T_NONE) {
+        /* a beginless Range's blockless each, map, select, each_slice(2), step(2), ...: Ruby's Enumerator,
+         * which fails only when it iterates (can't iterate from NilClass) and answers size, inspect, ...
+         * without iterating; tpl's Enumerators hold their items: its refusal, not the TypeError a rescue
+         * would take */
+        if ((IS("chunk_while") || IS("slice_when")) && npos == 0)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "tried to create Proc object without a block (ArgumentError)");
+        if (enum_maker(self, name, n) || enum_blockful(name, n, npos) || (npos == 0 && (IS("take_while") || IS("drop_while"))))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Range#%.*s without a block on a beginless range "
+                                "(Ruby answers an Enumerator that cannot iterate)", (int)n, name);
+    }
     if (npos == 1 && is_range(args[0]) && (IS("===") || IS("include?") || IS("member?"))) {   /* only cover? takes a range */
         *out = tpl_v_bool(false);
         return 0;
@@ -4677,6 +4709,7 @@ int tpl_rb_plain_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if (self.flags || n == 0 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
         return -1;
     if (enum_maker(self, name, n)) return -1;   /* (blockless: an Enumerator, tpl_rb_send) */
+    if (not_own_method(self, name, n)) return -1;   /* (NoMethodError: tpl_rb_send) */
     tpl_builtin_kind k;
     switch (self.type) {
     case TPL_T_STR: k = TPL_BK_RSTR; break;
@@ -4758,7 +4791,8 @@ int r_k_Array(tpl_vm *vm, tpl_value *a, tpl_value *out)
     tpl_value v = a[0];
     if (is_array(v)) { *out = v; return 0; }
     if (v.type == TPL_T_NONE) { *out = tpl_v_list(new_list(vm, 0)); return out->u.list ? 0 : oom(vm); }
-    if (v.type == TPL_T_MAP || is_range(v)) {
+    if (is_range(v)) return r_range_to_a(vm, a, out);   /* (Range#to_a: RangeError for an endless one) */
+    if (v.type == TPL_T_MAP) {
         tpl_list *l;
         if (enum_items(vm, v, &l, "to_a") < 0) return -1;
         *out = tpl_v_list(l);
@@ -8167,6 +8201,9 @@ int r_range_step(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_range_to_a(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l;
+    /* (range_to_a asks for an end first: (nil..nil).to_a is RangeError, where its each is TypeError) */
+    if (a[0].u.list->items[1].type == TPL_T_NONE)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert endless range to an array (RangeError)");
     if (range_list(vm, a[0], &l) < 0) return -1;
     *out = tpl_v_list(l);
     return 0;
