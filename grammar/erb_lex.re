@@ -806,7 +806,7 @@ static bool ruby_lex(rlex *L)
                 bool dotparen = L->prev == TK_LPAREN && j >= 2 && s[j - 1] == '(' && (s[j - 2] == '.' || (s[j - 2] == '>' && j >= 3 && s[j - 3] == '-'));
                 /* (and the first parameter of a block, |k: 1|) */
                 bool first_param = L->in_params && !L->def_at && L->prev == TK_BAR;
-                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA || dotparen || first_param) {
+                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA || L->prev == TK_LBRACK || dotparen || first_param) {
                     push_tok(L, TK_LABEL, st, e - st);
                     i = e + 1;
                     continue;

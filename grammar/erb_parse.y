@@ -205,6 +205,37 @@ static tpl_node *safe_recv(tpl_pctx *ctx, tpl_token t) {
 }
 static tpl_node *safe(tpl_pctx *ctx, tpl_node *recv, tpl_node *call) { return tpl_p_node(ctx, TPL_N_RSAFE, call->off, recv, call); }
 static tpl_node *arg1(tpl_pctx *ctx, tpl_node *e) { return tpl_p_node(ctx, TPL_N_ARG, e->off, e, NULL); }
+/* A Hash literal's assocs l (PAIR, and STARKW for **h): {a: 1, **h, b: 2} is {a: 1}.merge(h).merge({b: 2})
+ * (Ruby's **h copies h's pairs in order, a later key's value replacing an earlier one's where it stands;
+ * h no Hash is merge's TypeError, "no implicit conversion of nil into Hash" as **nil's). */
+static tpl_node *dict_lit(tpl_pctx *ctx, tpl_node *l, uint32_t off) {
+    bool splat = false;
+    for (tpl_node *x = l; x; x = x->next) splat = splat || x->kind == TPL_N_STARKW;
+    if (!splat) return tpl_p_node(ctx, TPL_N_DICT, off, l, NULL);
+    tpl_node *acc = NULL, *seg = NULL;
+    for (tpl_node *x = l, *next; x; x = next) {
+        next = x->next;
+        x->next = NULL;
+        if (x->kind != TPL_N_STARKW) { seg = seg ? tpl_node_append(seg, x) : x; continue; }
+        if (!acc) acc = tpl_p_node(ctx, TPL_N_DICT, off, seg, NULL);
+        else if (seg) acc = method_s(ctx, acc, "merge", arg1(ctx, tpl_p_node(ctx, TPL_N_DICT, seg->off, seg, NULL)), seg->off);
+        seg = NULL;
+        acc = method_s(ctx, acc, "merge", arg1(ctx, x->a), x->off);
+    }
+    if (seg) acc = method_s(ctx, acc, "merge", arg1(ctx, tpl_p_node(ctx, TPL_N_DICT, seg->off, seg, NULL)), seg->off);
+    return acc;
+}
+/* [x, y, k: 1, **h]: the brace-less Hash of the assocs h after the items (NULL: none) is the last item;
+ * Ruby 3.1 leaves it out when it has only **splats and is empty ([1, **{}] is [1]): [x, y] + ([H] - [{}]). */
+static tpl_node *list_kw(tpl_pctx *ctx, tpl_node *items, tpl_node *h, uint32_t off) {
+    bool pairs = false;
+    for (tpl_node *x = h; x; x = x->next) pairs = pairs || x->kind != TPL_N_STARKW;
+    tpl_node *d = dict_lit(ctx, h, off);
+    if (pairs) return tpl_p_node(ctx, TPL_N_LIST, off, items ? tpl_node_append(items, d) : d, NULL);
+    tpl_node *tail = binop(ctx, TPL_AOP_SUB, tpl_p_node(ctx, TPL_N_LIST, off, d, NULL),
+                           tpl_p_node(ctx, TPL_N_LIST, off, tpl_p_node(ctx, TPL_N_DICT, off, NULL, NULL), NULL), off);
+    return items ? binop(ctx, TPL_AOP_ADD, tpl_p_node(ctx, TPL_N_LIST, off, items, NULL), tail, off) : tail;
+}
 static tpl_node *ivar_name(tpl_pctx *ctx, tpl_token t) {
     tpl_node *n = tpl_p_node(ctx, TPL_N_NAME, t.off, NULL, NULL);
     n->val = tpl_v_str(ctx->src + t.off, t.len);   /* "@name": its own variable; reads state key "name" */
@@ -569,8 +600,13 @@ primary(A) ::= LBRACK(T) RBRACK. { A = N(LIST, T.off); }
 primary(A) ::= LBRACK(T) items(L) RBRACK. { A = NODE(LIST, T.off, L, NULL); }
 primary(A) ::= LBRACK(T) items(L) COMMA RBRACK. { A = NODE(LIST, T.off, L, NULL); }
 primary(A) ::= LBRACE(T) RBRACE. { A = N(DICT, T.off); }
-primary(A) ::= LBRACE(T) assocs(L) RBRACE. { A = NODE(DICT, T.off, L, NULL); }
-primary(A) ::= LBRACE(T) assocs(L) COMMA RBRACE. { A = NODE(DICT, T.off, L, NULL); }
+primary(A) ::= LBRACE(T) assocs(L) RBRACE. { A = dict_lit(ctx, L, T.off); }
+primary(A) ::= LBRACE(T) assocs(L) COMMA RBRACE. { A = dict_lit(ctx, L, T.off); }
+/* [k: 1], [x, "k" => v, **h]: a brace-less Hash as the last item (list_kw) */
+primary(A) ::= LBRACK(T) assocs(H) RBRACK. { A = list_kw(ctx, NULL, H, T.off); }
+primary(A) ::= LBRACK(T) assocs(H) COMMA RBRACK. { A = list_kw(ctx, NULL, H, T.off); }
+primary(A) ::= LBRACK(T) items(L) COMMA assocs(H) RBRACK. { A = list_kw(ctx, L, H, T.off); }
+primary(A) ::= LBRACK(T) items(L) COMMA assocs(H) COMMA RBRACK. { A = list_kw(ctx, L, H, T.off); }
 primary(A) ::= primary(R) LBRACK_IDX(T) call_args(L) RBRACK.
     { if (L && !L->next && L->kind == TPL_N_ARG) A = NODE(GETITEM, T.off, R, L->a); else A = method_s(ctx, R, "[]", L, T.off); }
 primary(A) ::= primary(R) LBRACK_IDX(T) RBRACK. { A = method_s(ctx, R, "[]", NULL, T.off); }
@@ -712,6 +748,8 @@ items(A) ::= items(L) COMMA STAR(T) arg(E). [DEFINED] { A = tpl_node_append(L, N
 assocs(A) ::= assoc(P). { A = P; }
 assocs(A) ::= assocs(L) COMMA assoc(P). { A = tpl_node_append(L, P); }
 assoc(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
+/* {**h}: h's pairs (dict_lit) */
+assoc(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }
 assoc(A) ::= LABEL(T) arg(V). { tpl_node *k = konst(ctx, tpl_p_tokstr(ctx, T), T.off); k->val.flags |= TPL_F_SYMBOL; A = NODE(PAIR, T.off, k, V); }
 
 then ::= TERM.
