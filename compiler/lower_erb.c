@@ -184,6 +184,7 @@ static const tpl_node *item_root(const tpl_node *r);
 
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
+#define KW_MISSING_MAX 6   /* (a def's required keywords kw_missing names, 2^n leaves) */
 
 /* From a call's first **hash on, in the call's order: each **h's pairs and each keyword (its name a
  * Symbol when sym) merged into the keyword Hash by ARGS_DSTAR, a later value replacing an earlier one's
@@ -5351,7 +5352,7 @@ static void def_call(erb_low *L, erb_def *d, tpl_node *n, tpl_node *argl, bool b
                 given = given || (a->kind == TPL_N_KWARG && a->val.len == d->kw[i].len && memcmp(a->val.u.s, d->kw[i].u.s, a->val.len) == 0);
             nleft += !given;
         }
-        if (nreqkw && (possplat || nleft > 1)) {
+        if (nreqkw && (possplat || (nleft > 1 && nreqkw > KW_MISSING_MAX))) {
             /* (Ruby names every missing keyword, and every required one in a count error: checked at compile time only;
              * f(**h) of one required keyword not given otherwise: its own "missing keyword" when the def binds it) */
             tpl_c_error(C, n->off, "unsupported Ruby construct: a splat (* or **) in a call of the template method `%.*s' with required keyword parameters", (int)n->val.len, n->val.u.s);
@@ -5480,6 +5481,35 @@ static void return_reset(erb_low *L)
     tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_ret, -1);
 }
 
+/* A def's required keywords kw[0, n) (in slots[]), from the i-th on, those before it missing as the bits
+ * of mask: Ruby's ArgumentError naming every missing one in the def's order ("missing keywords: :a, :b"),
+ * as a tree of JSETs (2^n leaves) whose path where all are set falls through. */
+static void kw_missing(erb_low *L, const tpl_node *const *kw, const uint32_t *slots, int n, int i, unsigned mask)
+{
+    if (tpl_c_failed(C)) return;
+    if (i == n) {
+        if (!mask) return;
+        char msg[400];
+        size_t len = 0;
+        int cnt = 0;
+        for (int k = 0; k < n; k++) cnt += (mask >> k) & 1;
+        len += (size_t)snprintf(msg, sizeof msg, "missing keyword%s: ", cnt > 1 ? "s" : "");
+        for (int k = 0, c = 0; k < n && len < 300; k++)
+            if ((mask >> k) & 1)
+                len += (size_t)snprintf(msg + len, sizeof msg - len, "%s:%.*s", c++ ? ", " : "",
+                                        kw[k]->val.len > 40 ? 40 : (int)kw[k]->val.len, kw[k]->val.u.s);
+        snprintf(msg + len, sizeof msg - len, " (ArgumentError)");
+        tpl_c_at(C, kw[0]->off);
+        tpl_c_emit(C, TPL_OP_FAIL, tpl_c_const(C, tpl_v_str(msg, strlen(msg))), 0);
+        return;
+    }
+    tpl_c_emit(C, TPL_OP_JSET, slots[i], 0);
+    uint32_t pos = tpl_c_word(C, 0);
+    kw_missing(L, kw, slots, n, i + 1, mask | 1u << i);   /* (missing: ends in a FAIL) */
+    tpl_c_patch_word(C, pos, tpl_c_here(C));
+    kw_missing(L, kw, slots, n, i + 1, mask);
+}
+
 /* def NAME(params) body end: compiles the body as a function of the template (its own locals; @ivars and
  * the template's methods are shared) ending in RET_RB with the body's value, stores its closure in the
  * method's hidden slot when the def runs; its value is the name as a symbol. */
@@ -5517,6 +5547,21 @@ static void def_(erb_low *L, tpl_node *n, bool used)
     L->defs->npend = 0;
     uint32_t blk_at = np;
     if (d->blk) pn[np++] = S("(blk)");   /* the block: a hidden keyword parameter (def_call) */
+    /* required keywords (Ruby names every missing one, before any unknown one: kw_missing) and no **opts: a
+     * hidden one takes the unknown keywords of a splat call, checked after the missing ones */
+    const tpl_node *kwreq[KW_MISSING_MAX];
+    int nkwreq = 0;
+    bool kwrest = false;
+    for (tpl_node *p = n->a; p; p = p->next) {
+        kwrest = kwrest || (p->kind == TPL_N_NAME && p->op == 11);
+        if (p->kind == TPL_N_KWARG && p->op == 1 && !p->a) {
+            if (nkwreq < KW_MISSING_MAX) kwreq[nkwreq] = p;
+            nkwreq++;
+        }
+    }
+    uint32_t kwx_at = np;
+    bool kwtree = nkwreq && nkwreq <= KW_MISSING_MAX, kwx = kwtree && !kwrest;
+    if (kwx) pn[np++] = S("(kwx)");
     for (uint32_t i = 0; i < np; i++) tpl_c_declare(C, pn[i]);
     uint32_t entry = tpl_c_here(C);
     uint32_t save_blk = L->def_blk, save_blkslot = L->def_blkslot, save_ret = L->def_ret;
@@ -5542,6 +5587,24 @@ static void def_(erb_low *L, tpl_node *n, bool used)
             tpl_c_word(C, tpl_c_name(C, S("(blk)")));
             tpl_c_emit(C, TPL_OP_STORE_SLOT, L->def_blkslot, -1);
         }
+    }
+    if (kwtree) {
+        uint32_t slots[KW_MISSING_MAX], k = 0, j = 0;
+        for (tpl_node *p = n->a; p && k < (uint32_t)nkwreq; p = p->next) {
+            if (p->kind == TPL_N_NAME && p->op == 9) continue;
+            if (p == kwreq[k]) slots[k++] = j;
+            j++;
+        }
+        kw_missing(L, kwreq, slots, nkwreq, 0, 0);
+    }
+    if (kwx) {   /* then the unknown ones */
+        tpl_c_at(C, n->off);
+        tpl_c_emit(C, TPL_OP_LOAD_SLOT, kwx_at, 1);
+        tpl_c_word(C, tpl_c_name(C, S("(kwx)")));
+        tpl_c_emit(C, TPL_OP_CALL_METHOD_RB, tpl_c_name(C, S("(kwunknown)")), 0);
+        tpl_c_word(C, TPL_ARGW(0, 0, TPL_NO_KW));
+        tpl_c_word(C, 0);
+        tpl_c_emit(C, TPL_OP_POP, 0, -1);
     }
     uint32_t i = 0;
     for (tpl_node *p = n->a; p && !tpl_c_failed(C); p = p->next, i++) {
@@ -5594,6 +5657,7 @@ static void def_(erb_low *L, tpl_node *n, bool used)
         else if (p->kind == TPL_N_NAME || p->op == 0) pn[i] = S("");
         i++;
     }
+    if (kwx) { pn[kwx_at] = S("(**)"); kwargs_slot = (int)kwx_at; }
     tpl_c_func_end(C, f, n->val, pn, np, entry, n->off, kwargs_slot);
     tpl_c_emit(C, TPL_OP_STORE_SLOT, d->slot, -1);
     if (used) {

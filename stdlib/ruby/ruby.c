@@ -4406,6 +4406,26 @@ static int block_forward(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, 
     return rc;
 }
 
+/* (kwunknown): the keywords of a call that a def with required keywords and no **opts has no parameter for
+ * (its hidden **, checked after the missing ones, compiler/lower_erb.c kw_missing): Ruby's ArgumentError
+ * naming them (a Symbol as :k, another key by its inspect); nil when there are none. */
+static int kw_unknown(tpl_vm *vm, tpl_value h, tpl_value *out)
+{
+    *out = tpl_v_none();
+    if (h.type != TPL_T_MAP || h.u.map->len == 0) return 0;
+    tpl_sb b;
+    tpl_sb_init(&b, A(vm));
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < h.u.map->len && b.len < 200; i++) {
+        tpl_value key = h.u.map->e[i].key;
+        tpl_sb_puts(&b, k++ ? ", " : "");
+        if (key.type == TPL_T_STR && (key.flags & TPL_F_SYMBOL)) tpl_sb_printf(&b, ":%.*s", key.len > 60 ? 60 : (int)key.len, key.u.s);
+        else tpl_rb_inspect(&b, key);
+    }
+    if (!b.p) return oom(vm);
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %.*s (ArgumentError)", h.u.map->len > 1 ? "s" : "", (int)b.len, b.p);
+}
+
 static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                         const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
@@ -4418,6 +4438,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (n == 6 && memcmp(name, "(proc)", 6) == 0) return proc_value(vm, args, npos, out);
         if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, false, out);
         if (n == 9 && memcmp(name, "(yieldkw)", 9) == 0) return block_yield(vm, self, args, npos, true, out);
+        if (n == 11 && memcmp(name, "(kwunknown)", 11) == 0) return kw_unknown(vm, self, out);
     }
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
     if (self.type == TPL_T_INT && self.aux == RB_PROC_AUX)
