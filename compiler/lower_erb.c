@@ -5832,7 +5832,7 @@ static void body(erb_low *L, tpl_node *n)
 static void ivar_loop_sets(erb_low *L, const tpl_node *n, bool in_loop, int depth);
 
 /* Whether the statement list l's value is ERB's _erbout: its last statement puts text (a text or <%= %>), or
- * is an if/unless whose every branch's is (an absent else is nil: Ruby's result is then nil, no text). */
+ * is an if/unless whose every branch's is (an absent else is nil). */
 static bool puts_last(const tpl_node *l, int depth)
 {
     if (!l || depth > 100) return false;
@@ -5843,11 +5843,35 @@ static bool puts_last(const tpl_node *l, int depth)
     return false;
 }
 
+/* The template's last top-level statement n when a comment after its last `end' hides ERB's `; _erbout':
+ * ERB#result is that statement's value. An if/elsif/unless chain whose every branch ends in text is the
+ * output when a branch runs; with no else, when none does, nil: no output at all, as Ruby prints nil.to_s
+ * (the chain gets an else of (erbnil), tpl_vm_out_discard). Anything else is tpl's refusal. */
 void tpl_erb_last_value(tpl_comp *c, const tpl_node *n, uint32_t off)
 {
     if (!n || tpl_c_failed(c)) return;
     while (n->next) n = n->next;
-    if (n->kind == TPL_N_IF && puts_last(n->b, 0) && puts_last(n->c, 0)) return;   /* ERB#result: the output, as always */
+    if (n->kind == TPL_N_IF && puts_last(n->b, 0)) {
+        tpl_node *cur = (tpl_node *)n;
+        int k = 0;
+        for (; cur->c && cur->c->kind == TPL_N_IF && !cur->c->next && k < 100000; k++) {   /* elsif */
+            if (!puts_last(cur->c->b, 0)) goto refuse;
+            cur = cur->c;
+        }
+        if (cur->c) {
+            if (puts_last(cur->c, 0)) return;   /* ERB#result: the output, as always */
+            goto refuse;
+        }
+        tpl_node *nil = tpl_node_new(tpl_c_arena(c), TPL_N_CONST, off), *call = tpl_node_new(tpl_c_arena(c), TPL_N_RMETHOD, off);
+        if (!nil || !call) { tpl_c_nomem(c, off); return; }
+        nil->val = tpl_v_none();
+        call->a = nil;
+        call->val = tpl_v_str("(erbnil)", 8);
+        call->tail = call;
+        cur->c = call;
+        return;
+    }
+refuse:
     tpl_c_error(c, off, "unsupported Ruby construct: a comment on the last line hides ERB's `; _erbout' (its result is "
                 "then the last statement's value)");
 }

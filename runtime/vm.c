@@ -676,6 +676,16 @@ int tpl_vm_out_flush(tpl_vm *vm)
     return 0;
 }
 
+int tpl_vm_out_discard(tpl_vm *vm)
+{
+    if (vm->ncaptures || vm->out_flushed)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a comment after the last `end' hides ERB's "
+                            "`; _erbout' and its if ran no branch (ERB#result is nil: no output), where tpl no longer "
+                            "holds the output");
+    vm->out_len = 0;
+    return 0;
+}
+
 /* Grows the output buffer for n more bytes (and the final NUL), then appends them; a streaming
  * render outside any capture hands the full buffer to its write callback instead of growing it. */
 static int out_put_slow(tpl_vm *vm, const char *s, size_t n)

@@ -254,6 +254,11 @@ void tpl_vm_set_rb_match(tpl_vm *vm, tpl_value m);
 /* The render's state (a map, or TPL_T_NONE before any state is set). */
 /* A streaming render's output so far to its write callback (tpl_render_set_output); 0 or -1. */
 int tpl_vm_out_flush(tpl_vm *vm);
+/* ERB#result's nil (the last statement's value, when a comment after the template's last `end` hides
+ * ERB's `; _erbout`: an if no branch of which ran): the output so far is dropped, as Ruby prints nil's
+ * "". 0, or -1 with tpl's refusal when some of it is no longer held (a streaming render flushed it, or
+ * a capture is open). */
+int tpl_vm_out_discard(tpl_vm *vm);
 tpl_value tpl_vm_state(const tpl_vm *vm);
 /* Whether string s holds bytes of a state read from JSON (tpl_render_set_state_json/file: the state
  * arena's, not a host's values): JSON's strings are UTF-8, so are Ruby's Strings made from them and

@@ -4439,6 +4439,7 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (n == 7 && memcmp(name, "(yield)", 7) == 0) return block_yield(vm, self, args, npos, false, out);
         if (n == 9 && memcmp(name, "(yieldkw)", 9) == 0) return block_yield(vm, self, args, npos, true, out);
         if (n == 11 && memcmp(name, "(kwunknown)", 11) == 0) return kw_unknown(vm, self, out);
+        if (n == 8 && memcmp(name, "(erbnil)", 8) == 0) { *out = tpl_v_none(); return tpl_vm_out_discard(vm); }
     }
     if (self.type == TPL_T_UNDEF) self = tpl_v_none();
     if (self.type == TPL_T_INT && self.aux == RB_PROC_AUX)
