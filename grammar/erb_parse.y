@@ -226,10 +226,12 @@ static tpl_node *dict_lit(tpl_pctx *ctx, tpl_node *l, uint32_t off) {
     return acc;
 }
 /* [x, y, k: 1, **h]: the brace-less Hash of the assocs h after the items (NULL: none) is the last item;
- * Ruby 3.1 leaves it out when it has only **splats and is empty ([1, **{}] is [1]): [x, y] + ([H] - [{}]). */
+ * Ruby 3.1 leaves it out when it has only **splats and is empty ([1, **{}] is [1]: [x, y] + ([H] - [{}])), but not
+ * after a *splat ([*a, **{}] is [{}]). */
 static tpl_node *list_kw(tpl_pctx *ctx, tpl_node *items, tpl_node *h, uint32_t off) {
     bool pairs = false;
     for (tpl_node *x = h; x; x = x->next) pairs = pairs || x->kind != TPL_N_STARKW;
+    for (tpl_node *x = items; x; x = x->next) pairs = pairs || x->kind == TPL_N_STARARG;   /* ([*a, **{}] keeps it: [{}]) */
     tpl_node *d = dict_lit(ctx, h, off);
     if (pairs) return tpl_p_node(ctx, TPL_N_LIST, off, items ? tpl_node_append(items, d) : d, NULL);
     tpl_node *tail = binop(ctx, TPL_AOP_SUB, tpl_p_node(ctx, TPL_N_LIST, off, d, NULL),
