@@ -5513,10 +5513,47 @@ static void inc_block_body(tpl_comp *c, tpl_node *n, bool scoped)
     c->cur_block = save_b;
 }
 
+static bool has_extends(const tpl_node *n, int depth);
+
+/* `self.NAME(...)` where NAME is no block of the template: Jinja2's TemplateReference has no such
+ * attribute, an Undefined that raises when called (only where it runs). In a template whose extends
+ * picks the parent at render time, compiled on its own (EXTENDS_RUN compiles its blocks again with
+ * the parent), NAME may be a block of that parent once its extends ran: that is refused where it
+ * runs (a statement after the extends, or a macro that such code or the parent's blocks call). */
+static __attribute__((noinline)) void self_no_block(tpl_comp *c, tpl_node *n, tpl_value bname)
+{
+    char msg[200];
+    int k = snprintf(msg, sizeof msg, "'jinja2.runtime.TemplateReference object' has no attribute '%.*s'",
+                     (int)(bname.len > 100 ? 100 : bname.len), bname.u.s);
+    if (k < 0 || (size_t)k >= sizeof msg) k = 0;
+    c->cur_off = n->off;
+    uint32_t pos = 0;
+    bool dyn = c->include_depth == 0 && c->ext_dyn && !c->p->ext_parent;
+    if (dyn && c->fn == &c->root) {
+        emit(c, TPL_OP_JSET, c->ext_slot, 0);
+        pos = emit_raw(c, 0);
+    }
+    if (!dyn || c->fn == &c->root) {
+        emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+        emit(c, TPL_OP_CALL, 0, 0);
+        emit_raw(c, TPL_ARGW(0, 0, TPL_NO_KW));
+    }
+    if (!dyn) return;
+    uint32_t done = pos ? emit(c, TPL_OP_JUMP, 0, 0) : 0;
+    if (pos) patch_word(c, pos, here(c));
+    k = snprintf(msg, sizeof msg, "unsupported: self.%.*s() outside the blocks of a template whose extends picks "
+                 "its parent at render time (a block tpl does not know here)", (int)(bname.len > 100 ? 100 : bname.len),
+                 bname.u.s);
+    if (k < 0 || (size_t)k >= sizeof msg) k = 0;
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+    if (done) patch_a(c, done, here(c));
+}
+
 static bool block_call(tpl_comp *c, tpl_node *n)
 {
     tpl_node *fn = n->a;
     uint32_t slot;
+    res_kind sr;
     if (fn->kind == TPL_N_NAME && !n->b && is_block_super(c, fn->val, fn->off)) {
         /* the parent's block gets the context this block got (Jinja2's BlockReference): not
          * the names this block set, nor the loops inside it */
@@ -5593,11 +5630,11 @@ static bool block_call(tpl_comp *c, tpl_node *n)
                       fn->kind == TPL_N_GETITEM && fn->b->kind == TPL_N_CONST && fn->b->val.type == TPL_T_STR ? fn->b->val
                                                                                                               : tpl_v_none();
     if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
-        c->include_depth > 0) {
+        c->include_depth > 0 && c->inc_root && find_own_block(c->inc_root, bname)) {
         /* in an included or imported template: its own block (Jinja2's TemplateReference of that
          * template's context), rendered as it renders in place there; never the main template's */
-        tpl_node *bn = c->inc_root ? find_own_block(c->inc_root, bname) : NULL;
-        res_kind r = bn ? resolve(c, fn->a->val, &slot) : R_LOCAL;
+        tpl_node *bn = find_own_block(c->inc_root, bname);
+        res_kind r = resolve(c, fn->a->val, &slot);
         if (r != R_GLOBAL && r != R_BUILTIN) return false;
         if (c->self_stored) {
             cerror(c, fn->a->off, "unsupported: reading `self` after an assignment of a variable named self "
@@ -5611,7 +5648,7 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         return true;
     }
     if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) && !n->b &&
-        c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, bname)) {
+        c->include_depth == 0 && c->nblocks && resolve(c, fn->a->val, &slot) == R_GLOBAL && find_block(c, bname)) {
         if (c->self_stored) {
             cerror(c, fn->a->off, "unsupported: reading `self` after an assignment of a variable named self "
                    "(Jinja2's `self` is then undefined)");
@@ -5621,6 +5658,14 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         compile_block(c, bname, 0, n->off, BLOCK_SEE_TOP);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
+        return true;
+    }
+    if (bname.type == TPL_T_STR && fn->a->kind == TPL_N_NAME && name_eq(fn->a->val, "self", 4) &&
+        c->syn == TPL_SYN_JINJA && !c->self_stored &&
+        ((sr = resolve(c, fn->a->val, &slot)) == R_GLOBAL || sr == R_BUILTIN) &&
+        (c->include_depth > 0 ? c->inc_root && !has_extends(c->inc_root, 0) && !find_own_block(c->inc_root, bname)
+                              : !c->nblocks || !find_block(c, bname))) {
+        self_no_block(c, n, bname);
         return true;
     }
     return false;
@@ -6696,8 +6741,8 @@ tpl_comp *tpl_comp_new(tpl_program *p, tpl_arena *tmp, const char *src, size_t n
 }
 
 /* Jinja2's placement rules for extends (CodeGenerator.visit_Extends), over one template of the
- * chain: an extends inside a for, with, macro, block, call, filter or set block is its compile
- * error; one inside an if (or autoescape) after the template's first top-level extends (*known)
+ * chain: an extends inside a for, with, macro, block, call, filter or set block or an autoescape
+ * block is its compile error; one inside an if after the template's first top-level extends (*known)
  * raises "extended multiple times" when it runs (op bit 1); one inside an if before it would pick
  * the parent at render time, which tpl does not do (a located compile error). */
 static void check_extends(tpl_comp *c, tpl_node *n, bool toplevel, bool *known, int depth)
@@ -6728,7 +6773,9 @@ static void check_extends(tpl_comp *c, tpl_node *n, bool toplevel, bool *known, 
             check_extends(c, n->b, toplevel, known, depth + 1);
             check_extends(c, n->c, toplevel, known, depth + 1);
             break;
-        case TPL_N_AUTOESCAPE: check_extends(c, n->b, toplevel, known, depth + 1); break;
+        case TPL_N_AUTOESCAPE: /* (a Scope node: Jinja2's frame.inner(), not top-level) */
+            check_extends(c, n->b, false, known, depth + 1);
+            break;
         case TPL_N_FOR:
             check_extends(c, n->c, false, known, depth + 1);
             check_extends(c, tpl_node_d(n), false, known, depth + 1);
