@@ -93,6 +93,7 @@ typedef struct func {
     struct func *parent;     /* the function this one is defined in (closures read its slots) */
     bool is_macro;
     int save_buffered;       /* the compile's `buffered` where the function began (func_end restores it) */
+    bool save_gen_fn;        /* ... and its gen_fn */
     bool is_test;            /* a loop's filter function (loop_test_function): no varargs of its own */
     uint32_t nslots;
     int depth, max_depth;    /* operand stack */
@@ -175,8 +176,10 @@ struct tpl_comp {
     /* > 0: output here is collected into a buffer Jinja2 keeps in the same Python function as
      * the nearest template top level, block or included template (a filter or set block), or it
      * is a function's (a macro, a call block's caller, a recursive loop's body): an include
-     * without context here is refused (stmt_include_without) */
+     * without context here writes its text below those buffers (stmt_include_without) */
     int buffered;
+    bool gen_fn;             /* the Jinja2 function compiled here is a macro, a call block's caller or a
+                              * recursive loop's body (an include without context makes it a generator) */
     bool self_stored;        /* a variable named self was declared before (then Jinja2's
                               * find_undeclared leaves the root's `self` undefined: reads_self refuses) */
     bool ctx_read;           /* loading a name for a dynamic include's context (push_context_map):
@@ -4081,7 +4084,9 @@ static void func_begin(tpl_comp *c, func *f)
     f->is_macro = true;
     f->rec_self = f->rec_depth = f->rec_loop = -1;
     f->save_buffered = c->buffered;
+    f->save_gen_fn = c->gen_fn;
     c->buffered = 1;
+    c->gen_fn = true;
     c->fn = f;
     push_scope(c, true);
 }
@@ -4097,6 +4102,7 @@ static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tp
     pop_scope(c);
     c->fn = f->parent;
     c->buffered = f->save_buffered;
+    c->gen_fn = f->save_gen_fn;
     patch_a(c, skip, here(c));
     if (c->failed) return;
     if (f->nslots > 0xFFFF || f->max_depth > 0xFFF0) { cerror(c, off, "function too large"); return; }
@@ -5391,6 +5397,8 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     c->ext_noguard++;
     int save_buffered = c->buffered;
     c->buffered = 0; /* (Jinja2: a block's own generator function) */
+    bool save_gen = c->gen_fn;
+    c->gen_fn = false;
     if (streamed) {
         /* the frame's names (what the body reads, and where, in a second parse), then the body
          * compiled in a third */
@@ -5406,6 +5414,7 @@ static void compile_block(tpl_comp *c, tpl_value name, uint32_t pos, uint32_t of
     }
     c->ext_noguard--;
     c->buffered = save_buffered;
+    c->gen_fn = save_gen;
     block_def(c, b, pos)->active = false;
     c->autoescape = save_ae;
     c->ae_volatile = save_vol;
@@ -5714,19 +5723,37 @@ static void push_context_map(tpl_comp *c)
     emit(c, TPL_OP_BUILD_MAP, cnt, 1 - 2 * (int)cnt);
 }
 
+static void stmt_include_dyn(tpl_comp *c, tpl_node *n);
+static void stmt_include(tpl_comp *c, tpl_node *n);
+
 /* {% include ... without context %} where output is buffered (c->buffered): Jinja2 3.1 compiles
  * it to `yield from template._get_default_module()._body_stream`, which ignores the frame's
- * buffer -- in a filter or set block the included text comes out where the block stands, ahead of
- * the block's own text and outside its filters (or its variable); in a macro, call block or
- * recursive loop body the `yield` makes that Python function a generator, printed as
- * `<generator object ...>`. tpl does not copy either: the include fails when it runs, and a
- * function holding one fails when it is called even where the include is not reached
+ * buffer -- in a filter or set block the included text goes to the output of the function the
+ * block is in (the template's top level, a block, an included or imported template) when the
+ * include runs: ahead of the text the open blocks hold so far and outside their filters (or
+ * variable), even when the set block is never printed. tpl renders the include into a capture of
+ * its own and inserts the text below the `buffered` captures open there (OUT_INSERT). In a macro,
+ * call block or recursive loop body the `yield` makes that Python function a generator, printed as
+ * `<generator object ...>`: tpl does not copy that: the include fails when it runs, and a function
+ * holding one fails when it is called even where the include is not reached
  * (refuse_generator_function; a macro that is never called still renders). Returns whether it
- * was so (the FAIL emitted). */
+ * was compiled here. */
 static bool stmt_include_without(tpl_comp *c, tpl_node *n)
 {
     if (!(n->op & 2) || c->buffered <= 0 || c->syn != TPL_SYN_JINJA) return false;
     c->cur_off = n->off;
+    if (!c->gen_fn) {
+        int depth = c->buffered;
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+        c->buffered = 0;
+        if (const_template_names(n->a)) stmt_include(c, n);
+        else stmt_include_dyn(c, n);
+        c->buffered = depth;
+        c->cur_off = n->off;
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        emit(c, TPL_OP_OUT_INSERT, (uint32_t)depth, -1);
+        return true;
+    }
     emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(include_without_msg, sizeof include_without_msg - 1)), 1);
     emit(c, TPL_OP_POP, 0, -1);
     return true;
@@ -5908,8 +5935,11 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     frame_init(c, root->b);
     int save_buffered = c->buffered;
     c->buffered = 0; /* (Jinja2: the included template's own root_render_func) */
+    bool save_gen = c->gen_fn;
+    c->gen_fn = false;
     body(c, root->b);
     c->buffered = save_buffered;
+    c->gen_fn = save_gen;
     closure_close(c, mark);
     tpl_arena_free(&ta);
     c->inc_top = save_top; /* (first: pop_scope keeps the scope for reuse unless it is inc_top) */
@@ -6010,6 +6040,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->root_id = ++c->nroot_ids;
     int save_buffered = c->buffered;
     c->buffered = 0; /* (Jinja2: the imported template's own root_render_func) */
+    bool save_gen = c->gen_fn;
+    c->gen_fn = false;
     uint32_t entry = here(c);
     scope *s = push_scope(c, true);
     if (s) s->ctx_top = true;
@@ -6044,6 +6076,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->root = save_root;
     c->fn = save_fn;
     c->buffered = save_buffered;
+    c->gen_fn = save_gen;
     c->root_id = save_id;
     c->inc_fn = save_ifn;
     c->cur_block = save_b;
@@ -6194,8 +6227,11 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_CAPTURE, 0, 0);
     int save_buffered = c->buffered;
     c->buffered = 0; /* (Jinja2: the imported template's own root_render_func) */
+    bool save_gen = c->gen_fn;
+    c->gen_fn = false;
     body(c, root->b);
     c->buffered = save_buffered;
+    c->gen_fn = save_gen;
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
     closure_close(c, mark);
     if (n->kind == TPL_N_IMPORT) push_const(c, names->val); /* the output and the name: the module's */
@@ -6859,7 +6895,8 @@ static void mark_toplevel_blocks(tpl_node *n, int depth)
 
 /* Whether a statement after a template's top-level extends writes output Jinja2 still writes
  * then: an include, a call or filter block's result, a block that is not at the top level
- * (inside a for or with: Jinja2 renders it in place). */
+ * (inside a for or with: Jinja2 renders it in place), a set block holding an include without
+ * context. */
 static bool ext_prints(const tpl_node *n, bool top, int depth)
 {
     if (depth > TPL_MAX_AST_DEPTH) return true;
@@ -6867,6 +6904,9 @@ static bool ext_prints(const tpl_node *n, bool top, int depth)
         switch (n->kind) {
         case TPL_N_INCLUDE: case TPL_N_CALLBLOCK: case TPL_N_FILTERBLOCK: return true;
         case TPL_N_BLOCK: if (!top) return true; break;
+        case TPL_N_SETBLOCK: /* (an include without context in it writes past its buffer) */
+            if (generator_include(n->b, depth + 1)) return true;
+            break;
         case TPL_N_IF:
             if (ext_prints(n->b, top, depth + 1) || ext_prints(n->c, top, depth + 1)) return true;
             break;

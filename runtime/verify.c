@@ -296,6 +296,9 @@ static bool check_fn(ver *v, const fn *f, uint32_t gen)
         }
         switch (oi->base) {
         case TPL_OP_CAPTURE: c++; break;
+        case TPL_OP_OUT_INSERT:
+            if (TPL_INSN_A(w) < 1 || TPL_INSN_A(w) > c) return bad(v, "pc %u: OUT_INSERT below the open captures", pc);
+            break;
         case TPL_OP_END_CAPTURE:
             if (c < 1) return bad(v, "pc %u: END_CAPTURE without CAPTURE", pc);
             c--;

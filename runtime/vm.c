@@ -6038,6 +6038,27 @@ top:
         tpl_vm_fail(vm, (tpl_error_kind)ip[1], "%.*s", (int)consts[a].len, consts[a].u.s);
         goto fail;
     }
+    CASE(OUT_INSERT) {
+        /* an include without context in filter or set blocks: its text (END_CAPTURE's) goes where
+         * the A-th innermost capture began, the captures from there on move past it (the verifier
+         * checked A captures are open) */
+        tpl_value v = sp[-1];
+        if (v.type != TPL_T_STR || a < 1 || a > (uint32_t)vm->ncaptures) { /* (only a corrupt .tplb) */
+            tpl_vm_error(vm, TPL_ERR_TYPE, "bad OUT_INSERT operands");
+            goto fail;
+        }
+        int k = vm->ncaptures - (int)a;
+        size_t pos = vm->captures[k], tail = vm->out_len - pos, n = v.len;
+        /* (the string lives in the arena, not in the output buffer the append may move) */
+        if (n && out_put(vm, v.u.s, n) < 0) goto fail;
+        if (n) {
+            memmove(vm->out + pos + n, vm->out + pos, tail);
+            memcpy(vm->out + pos, v.u.s, n);
+            for (int i = k; i < vm->ncaptures; i++) vm->captures[i] += n;
+        }
+        sp--;
+        NEXT(0);
+    }
     CASE(ESCAPE) {
         if (!(sp[-1].type == TPL_T_STR && (sp[-1].flags & TPL_F_SAFE))) {
             tpl_value r;
