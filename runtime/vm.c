@@ -6048,6 +6048,7 @@ top:
             goto fail;
         }
         int k = vm->ncaptures - (int)a;
+        if (vm->captures[k] > vm->out_len) { tpl_vm_error(vm, TPL_ERR_TYPE, "bad OUT_INSERT operands"); goto fail; }
         size_t pos = vm->captures[k], tail = vm->out_len - pos, n = v.len;
         /* (the string lives in the arena, not in the output buffer the append may move) */
         if (n && out_put(vm, v.u.s, n) < 0) goto fail;
