@@ -93,7 +93,8 @@ typedef struct func {
     struct func *parent;     /* the function this one is defined in (closures read its slots) */
     bool is_macro;
     int save_buffered;       /* the compile's `buffered` where the function began (func_end restores it) */
-    bool save_gen_fn;        /* ... and its gen_fn */
+    bool save_gen_fn;        /* ... and its gen_fn, import_out */
+    bool save_import_out;
     bool is_test;            /* a loop's filter function (loop_test_function): no varargs of its own */
     uint32_t nslots;
     int depth, max_depth;    /* operand stack */
@@ -178,6 +179,8 @@ struct tpl_comp {
      * is a function's (a macro, a call block's caller, a recursive loop's body): an include
      * without context here writes its text below those buffers (stmt_include_without) */
     int buffered;
+    bool import_out;         /* compiling what becomes an imported template's module output (its top
+                              * level, blocks and includes, not its macros or set blocks) */
     bool gen_fn;             /* the Jinja2 function compiled here is a macro, a call block's caller or a
                               * recursive loop's body (an include without context makes it a generator) */
     bool self_stored;        /* a variable named self was declared before (then Jinja2's
@@ -4085,8 +4088,10 @@ static void func_begin(tpl_comp *c, func *f)
     f->rec_self = f->rec_depth = f->rec_loop = -1;
     f->save_buffered = c->buffered;
     f->save_gen_fn = c->gen_fn;
+    f->save_import_out = c->import_out;
     c->buffered = 1;
     c->gen_fn = true;
+    c->import_out = false;
     c->fn = f;
     push_scope(c, true);
 }
@@ -4103,6 +4108,7 @@ static void func_end(tpl_comp *c, func *f, tpl_macro_desc *d, tpl_value name, tp
     c->fn = f->parent;
     c->buffered = f->save_buffered;
     c->gen_fn = f->save_gen_fn;
+    c->import_out = f->save_import_out;
     patch_a(c, skip, here(c));
     if (c->failed) return;
     if (f->nslots > 0xFFFF || f->max_depth > 0xFFF0) { cerror(c, off, "function too large"); return; }
@@ -6040,8 +6046,9 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->root_id = ++c->nroot_ids;
     int save_buffered = c->buffered;
     c->buffered = 0; /* (Jinja2: the imported template's own root_render_func) */
-    bool save_gen = c->gen_fn;
+    bool save_gen = c->gen_fn, save_imp = c->import_out;
     c->gen_fn = false;
+    c->import_out = true;
     uint32_t entry = here(c);
     scope *s = push_scope(c, true);
     if (s) s->ctx_top = true;
@@ -6077,6 +6084,7 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     c->fn = save_fn;
     c->buffered = save_buffered;
     c->gen_fn = save_gen;
+    c->import_out = save_imp;
     c->root_id = save_id;
     c->inc_fn = save_ifn;
     c->cur_block = save_b;
@@ -6227,11 +6235,13 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     emit(c, TPL_OP_CAPTURE, 0, 0);
     int save_buffered = c->buffered;
     c->buffered = 0; /* (Jinja2: the imported template's own root_render_func) */
-    bool save_gen = c->gen_fn;
+    bool save_gen = c->gen_fn, save_imp = c->import_out;
     c->gen_fn = false;
+    c->import_out = true;
     body(c, root->b);
     c->buffered = save_buffered;
     c->gen_fn = save_gen;
+    c->import_out = save_imp;
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
     closure_close(c, mark);
     if (n->kind == TPL_N_IMPORT) push_const(c, names->val); /* the output and the name: the module's */
@@ -6454,12 +6464,24 @@ static void stmt_inner(tpl_comp *c, tpl_node *n)
              * than a str (length, list, first of "" ...) fails there with a TypeError */
             static const char msg[] = "a filter block's filters gave a value that is not a string (Jinja2 joins the "
                                       "output: expected str instance)";
+            /* in what becomes an imported template's module, Jinja2 keeps the value in the module's
+             * output (TemplateModule._body_stream) and raises only if the module is printed: tpl
+             * refuses it where it runs */
+            static const char imsg[] = "unsupported: a filter block whose filters gave a value that is not a string, in "
+                                       "an imported template's output (Jinja2 keeps it in the module and raises "
+                                       "TypeError only if the module is printed)";
+            bool imp = c->import_out && c->buffered == 0;
             emit(c, TPL_OP_DUP, 0, 1);
             emit(c, TPL_OP_TEST, (uint32_t)TPL_B_TEST_string, 0);
             emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
             uint32_t ok = emit(c, TPL_OP_JT_PY, 0, -1);
-            emit(c, TPL_OP_FAIL_KIND, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 0);
-            emit_raw(c, TPL_EK_TYPE);
+            if (imp) {
+                emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(imsg, sizeof imsg - 1)), 1);
+                emit(c, TPL_OP_POP, 0, -1);
+            } else {
+                emit(c, TPL_OP_FAIL_KIND, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 0);
+                emit_raw(c, TPL_EK_TYPE);
+            }
             patch_a(c, ok, here(c));
         }
         emit(c, sop(c, TPL_OP_PRINT_PY), 0, -1);
