@@ -2968,6 +2968,55 @@ static int block_super(tpl_comp *c, const tpl_node *n)
     return c->cur_block_pos + 1 < c->cur_block->ndefs ? 1 : -1;
 }
 
+static tpl_block *find_block(tpl_comp *c, tpl_value name);
+static tpl_node *find_own_block(tpl_node *n, tpl_value name);
+static bool has_extends(const tpl_node *n, int depth);
+
+/* `self.NAME is defined` / `is undefined` (test node n): Jinja2's TemplateReference looks NAME up in
+ * the context's blocks (an Undefined when there is none): a block of the template's extends chain,
+ * or of the included or imported template it is read in. In a template whose extends picks the
+ * parent at render time, compiled on its own, a name none of its own blocks has is False while no
+ * parent is set, and refused where it runs after the extends. Returns whether it compiled the test
+ * (names starting with `_` may be Python attributes of the object: not here). */
+static bool self_block_defined(tpl_comp *c, tpl_node *n)
+{
+    tpl_node *a = n->a;
+    if (!a || c->syn != TPL_SYN_JINJA) return false;
+    tpl_value bname = a->kind == TPL_N_GETATTR ? a->val :
+                      a->kind == TPL_N_GETITEM && a->b && a->b->kind == TPL_N_CONST && a->b->val.type == TPL_T_STR ? a->b->val
+                                                                                                          : tpl_v_none();
+    if (bname.type != TPL_T_STR || (bname.len && bname.u.s[0] == '_')) return false;
+    if (!a->a || a->a->kind != TPL_N_NAME || !name_eq(a->a->val, "self", 4)) return false;
+    bool found;
+    if (c->include_depth > 0) {
+        if (!c->inc_root || has_extends(c->inc_root, 0)) return false;
+        found = find_own_block(c->inc_root, bname) != NULL;
+    } else {
+        found = c->nblocks && find_block(c, bname);
+    }
+    if (!reads_self(c, a->a)) return c->failed;
+    bool neg = (n->op & 1) != 0, want = n->val.len == 7; /* (defined, else undefined) */
+    c->cur_off = n->off;
+    bool dyn = !found && c->include_depth == 0 && c->ext_dyn && !c->p->ext_parent;
+    uint32_t pos = 0;
+    if (dyn && c->fn == &c->root) {
+        emit(c, TPL_OP_JSET, c->ext_slot, 0);
+        pos = emit_raw(c, 0);
+    }
+    if (!dyn || c->fn == &c->root) emit(c, (found == want) != neg ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
+    if (!dyn) return true;
+    uint32_t done = pos ? emit(c, TPL_OP_JUMP, 0, 0) : 0;
+    if (pos) patch_word(c, pos, here(c));
+    static const char msg[] = "unsupported: `self.NAME is defined` of a name that is no block of this template, "
+                              "once its extends picked the parent at render time (a block tpl does not know here)";
+    emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
+    if (done) {
+        patch_a(c, done, here(c));
+        c->fn->depth--; /* (one value on either path) */
+    }
+    return true;
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -3193,6 +3242,7 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
             emit(c, (b == TPL_B_TEST_defined) != ((n->op & 1) != 0) ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
             return;
         }
+        if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && self_block_defined(c, n)) return;
         if (b == TPL_B_TEST_sameas && n->a && n->a->kind == TPL_N_NAME && n->b && n->b->kind == TPL_N_ARG &&
             !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
             memcmp(n->b->a->val.u.s, n->a->val.u.s, n->a->val.len) == 0) {
@@ -5561,7 +5611,10 @@ static __attribute__((noinline)) void self_no_block(tpl_comp *c, tpl_node *n, tp
                  bname.u.s);
     if (k < 0 || (size_t)k >= sizeof msg) k = 0;
     emit(c, TPL_OP_FAIL, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
-    if (done) patch_a(c, done, here(c));
+    if (done) {
+        patch_a(c, done, here(c));
+        c->fn->depth--; /* (one value on either path) */
+    }
 }
 
 static bool block_call(tpl_comp *c, tpl_node *n)
