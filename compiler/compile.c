@@ -42,6 +42,7 @@ typedef struct scope_var {
                               * local (load_past_missing) */
     bool set_done;           /* `super` of a block that reads the block's super first: a set of its
                               * frame's own statements (no branch) assigned it (is_block_super) */
+    bool stored;             /* ... a store of it was compiled (maybe assigned from there on) */
 } scope_var;
 
 typedef struct scope {
@@ -1024,7 +1025,7 @@ static uint32_t declare(tpl_comp *c, tpl_value name)
         s->cap = nc;
     }
     uint32_t sl = found ? shared & 0x7FFFFFFFu : new_slot(c);
-    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false, false, false };
+    s->vars[s->nvars++] = (scope_var){ name, sl, false, false, false, found, found && shared >> 31, false, false, false, false };
     if (s->nvars >= SCOPE_INDEXED) {
         s->idx.arena = c->tmp;
         for (uint32_t i = s->idx.n ? s->nvars - 1 : 0; i < s->nvars; i++)
@@ -1307,12 +1308,37 @@ static bool target_needs_order(const tpl_node *t)
     return false;
 }
 
+/* How a block's body names `super`, as Jinja2's find_undeclared(block.body, ("super",)) sees it:
+ * UndeclaredNameVisitor walks the body's nodes in field order (no nested block's body) and decides
+ * at the first Name node `super`: a load makes the block function's `super` a parameter bound to
+ * context.super(name, block) before the body runs; a store or parameter first makes it an ordinary
+ * name of the frame (the context's `super`, then what the body assigns). */
+enum {
+    SUP_SEEN = 1,        /* the first Name node `super` found */
+    SUP_FIRST_LOAD = 2,  /* ... and it is a load */
+    SUP_STORE = 4,       /* the body assigns `super` somewhere (a set, macro, import alias: after a first
+                          * load, Jinja2's frames alias the block's parameter there) */
+    SUP_STORE_OTHER = 8, /* ... by a macro or an import alias (not a set: is_block_super refuses reads
+                          * that may come after it) */
+};
+
+/* A store of `super` in a block that reads its super first (is_block_super): its variable of the
+ * innermost scope is stored, and assigned for sure when the store is not in a branch of its frame. */
+static void super_stored(tpl_comp *c)
+{
+    scope_var *v = c->fn->scope ? scope_var_of(c->fn->scope, tpl_v_str("super", 5)) : NULL;
+    if (!v) return;
+    v->stored = true;
+    if (c->fn->scope->cond_base == c->cond_depth) v->set_done = true;
+}
+
 static void store_target(tpl_comp *c, tpl_node *t)
 {
     if (t->kind == TPL_N_NAME) {
         uint32_t slot = declare(c, t->val);
         c->cur_off = t->off;
         emit(c, TPL_OP_STORE_SLOT, slot, -1);
+        if ((c->cur_block_super & SUP_STORE) && name_eq(t->val, "super", 5)) super_stored(c);
         return;
     }
     if (t->kind == TPL_N_TUPLE) {
@@ -2786,17 +2812,7 @@ static bool fold_check(tpl_comp *c, const tpl_node *n)
 
 static void expr_inner(tpl_comp *c, tpl_node *n);
 
-/* How a block's body names `super`, as Jinja2's find_undeclared(block.body, ("super",)) sees it:
- * UndeclaredNameVisitor walks the body's nodes in field order (no nested block's body) and decides
- * at the first Name node `super`: a load makes the block function's `super` a parameter bound to
- * context.super(name, block) before the body runs; a store or parameter first makes it an ordinary
- * name of the frame (the context's `super`, then what the body assigns). */
-enum {
-    SUP_SEEN = 1,        /* the first Name node `super` found */
-    SUP_FIRST_LOAD = 2,  /* ... and it is a load */
-    SUP_STORE = 4,       /* the body assigns `super` somewhere (a set, macro, import alias: after a first
-                          * load, Jinja2's frames alias the block's parameter there) */
-};
+/* super_scan: how a block's body names `super` (SUP_*, defined above store_target). */
 
 static void super_scan(const tpl_node *n, unsigned *st, int depth);
 
@@ -2864,7 +2880,7 @@ static void super_scan(const tpl_node *n, unsigned *st, int depth)
             super_scan(n->b, st, depth + 1);
             continue;
         case TPL_N_MACRO:
-            if (name_eq(n->val, "super", 5)) *st |= SUP_STORE; /* (a string in Jinja2's Macro node) */
+            if (name_eq(n->val, "super", 5)) *st |= SUP_STORE | SUP_STORE_OTHER; /* (a string in Jinja2's Macro node) */
             super_params(n->a, st, depth + 1);
             super_scan(n->b, st, depth + 1);
             continue;
@@ -2875,13 +2891,13 @@ static void super_scan(const tpl_node *n, unsigned *st, int depth)
             continue;
         case TPL_N_IMPORT:
             super_scan(n->a, st, depth + 1);
-            if (name_eq(n->val, "super", 5)) *st |= SUP_STORE;
+            if (name_eq(n->val, "super", 5)) *st |= SUP_STORE | SUP_STORE_OTHER;
             continue;
         case TPL_N_FROMIMPORT:
             super_scan(n->a, st, depth + 1);
             for (const tpl_node *m = n->b; m; m = m->next) {
                 const tpl_node *bound = m->a ? m->a : m;
-                if (bound->kind == TPL_N_NAME && name_eq(bound->val, "super", 5)) *st |= SUP_STORE;
+                if (bound->kind == TPL_N_NAME && name_eq(bound->val, "super", 5)) *st |= SUP_STORE | SUP_STORE_OTHER;
             }
             continue;
         default:
@@ -2923,6 +2939,24 @@ static scope_var *block_binds_super(tpl_comp *c, bool *in_block)
     return NULL;
 }
 
+/* For a read of `super` in the current block's function (is_block_super): 0 when no store of the
+ * block's variables named super was compiled in the frames from here out to the block's (Jinja2's
+ * parameter, context.super), 1 when the innermost one stored is assigned for sure (set_done), 2
+ * when it may be (a store in a branch, or not in the block's function). */
+static int super_assigned(tpl_comp *c)
+{
+    if (c->fn != c->cur_block_fn) return 2;
+    tpl_value sup = tpl_v_str("super", 5);
+    for (scope *s = c->fn->scope; s; s = s->parent) {
+        if (s == c->cur_block_base) return 0;
+        scope_var *v = scope_var_of(s, sup);
+        if (v && v->set_done) return 1;
+        if (v && v->stored) return 2;
+        if (s->func_boundary) return 2;
+    }
+    return 2;
+}
+
 /* Whether `super` read (or called) here is the current block's context.super (Jinja2's block
  * parameter): a block whose body reads `super` before any store of it. A block that also binds it
  * (its parameter then takes the assigned values) is refused. */
@@ -2936,9 +2970,16 @@ static bool is_block_super(tpl_comp *c, tpl_value name, uint32_t off)
     if (!in_block) return false;
     if ((c->cur_block_super & SUP_STORE) && var && !var->set_done) {
         /* a variable of the block that may not be assigned yet here: Jinja2's frame aliases the
-         * block's parameter (context.super) until then, tpl's would read the context */
-        cerror(c, off, "unsupported: `super` read in block '%.*s' where it may not be assigned yet and is "
-               "assigned later (Jinja2's block parameter super, context.super(), until then)",
+         * block's parameter (context.super) until then, tpl's would read the context. Read
+         * before any store of it was compiled (in this frame, or in the frames around it in the
+         * block before this one began: a loop frame takes the value around it each iteration),
+         * it is that parameter; after a frame's own set (set_done), the value set */
+        int st = c->cur_block_super & SUP_STORE_OTHER ? 2 : super_assigned(c);
+        if (st == 0) return true;
+        if (st == 1) return false;
+        cerror(c, off, "unsupported: `super` read in block '%.*s' where the block's assignment of it may or may "
+               "not have run (a set in a branch, a macro or import named super, a read in a macro; Jinja2's "
+               "block parameter super, context.super(), until it runs)",
                (int)(c->cur_block->name.len > 100 ? 100 : c->cur_block->name.len), c->cur_block->name.u.s);
         return false;
     }
