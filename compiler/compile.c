@@ -4431,11 +4431,11 @@ static bool filter_gives_str(tpl_comp *c, const tpl_node *f)
     return false;
 }
 
-/* tpl's refusal of an include without context where Jinja2 3.1's `yield from` bypasses a buffer
- * (stmt_include_without) or makes a function a generator (refuse_generator_function) */
+/* tpl's refusal of an include without context where Jinja2 3.1's `yield from` makes a function a
+ * generator (refuse_generator_function, stmt_include_without) */
 static const char include_without_msg[] =
-    "include without context inside a filter block, set block, macro, call block or recursive loop is not "
-    "supported (Jinja2 3.1 writes the included text outside the block's buffer)";
+    "include without context inside a macro, call block or recursive loop is not supported (Jinja2 3.1's "
+    "`yield from` makes that function a generator: its call gives <generator object ...>)";
 
 /* The first `{% include ... without context %}` among statements n of one Jinja2 function (a
  * macro's or caller's body, a recursive loop's body and else), outside the functions nested in
