@@ -1518,6 +1518,10 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
             return 0;
         }
     }
+    if (npos == 2 && IS("clamp")) {   /* Comparable's (r_any_clamp: min <=> max first, nil bounds) */
+        tpl_value ca[3] = { self, args[0], args[1] };
+        return r_any_clamp(vm, ca, out) < 0 ? -1 : 0;
+    }
     if (npos == 2 && (IS("between?") || IS("clamp"))) {   /* Comparable's */
         bool ok1, ok2;
         int lo = rat_cmp(self, args[0], &ok1), hi = rat_cmp(self, args[1], &ok2);
@@ -1526,7 +1530,7 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         if (!ok2) return cmp_fail(vm, self, args[1]);
         if (IS("between?")) { *out = tpl_v_bool(lo >= 0 && hi <= 0); return 0; }
         bool ok3;
-        if (rat_cmp(args[0], args[1], &ok3) > 0 || !ok3) return tpl_vm_error(vm, TPL_ERR_VALUE, "min argument must be less than or equal to max argument (ArgumentError)");
+        if (rat_cmp(args[0], args[1], &ok3) > 0 || !ok3) return tpl_vm_error(vm, TPL_ERR_VALUE, "min argument must be smaller than max argument (ArgumentError)");
         *out = lo < 0 ? args[0] : hi > 0 ? args[1] : self;
         return 0;
     }
@@ -1669,6 +1673,58 @@ static int rb_cmp_deep(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, bool 
     *deep = false;
     return rb_cmp_d(a, b, ok, fuel, 0, NULL, deep);
 }
+static const char *exc_parent(const char *c, size_t n);
+static bool is_exc_class(tpl_value c);
+
+/* Whether core class (or module) a has b among its ancestors (Ruby 3.1's), *known false for a class
+ * outside the table. */
+static bool class_below(tpl_value a, tpl_value b, bool *known)
+{
+    static const char *const anc[][5] = {
+        { "Integer", "Numeric", "Comparable" }, { "Float", "Numeric", "Comparable" },
+        { "Rational", "Numeric", "Comparable" }, { "Complex", "Numeric", "Comparable" },
+        { "Numeric", "Comparable" }, { "String", "Comparable" }, { "Symbol", "Comparable" },
+        { "Array", "Enumerable" }, { "Hash", "Enumerable" }, { "Range", "Enumerable" }, { "Enumerator", "Enumerable" },
+        { "NilClass" }, { "TrueClass" }, { "FalseClass" }, { "Regexp" }, { "MatchData" }, { "Proc" }, { "Method" },
+        { "Class", "Module" }, { "Module" }, { "Object" }, { "Comparable" }, { "Enumerable" }, { "Kernel" },
+        { "BasicObject" } };
+    #define NAMED(v, lit) ((v).len == strlen(lit) && memcmp((v).u.s, lit, (v).len) == 0)
+    *known = true;
+    bool bobj = NAMED(b, "Object") || NAMED(b, "Kernel") || NAMED(b, "BasicObject");
+    if (is_exc_class(a)) {
+        if (bobj) return true;
+        if (!is_exc_class(b)) { *known = false; return false; }   /* (a module it includes: not in the table) */
+        for (const char *p = exc_parent(a.u.s, a.len); p; p = exc_parent(p, strlen(p)))
+            if (NAMED(b, p)) return true;
+        return false;
+    }
+    for (size_t i = 0; i < sizeof anc / sizeof anc[0]; i++) {
+        if (!NAMED(a, anc[i][0])) continue;
+        bool mod = NAMED(a, "Comparable") || NAMED(a, "Enumerable") || NAMED(a, "Kernel");
+        if (NAMED(a, "BasicObject")) return false;
+        if (!mod && bobj) return !(NAMED(a, "Object") && NAMED(b, "Object"));
+        for (int k = 1; k < 5 && anc[i][k]; k++)
+            if (NAMED(b, anc[i][k])) return true;
+        return false;
+    }
+    #undef NAMED
+    *known = false;
+    return false;
+}
+
+/* Module#<=>: 0 for the same, -1 when a descends from b, 1 when b from a, else nil (*ok false); a class
+ * outside class_below's table only equals itself. */
+static int class_cmp(tpl_value a, tpl_value b, bool *ok)
+{
+    *ok = true;
+    if (a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0) return 0;
+    bool k1, k2;
+    if (class_below(a, b, &k1)) return -1;
+    if (class_below(b, a, &k2)) return 1;
+    *ok = false;
+    return 0;
+}
+
 static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int depth, const rb_pair *up, bool *deep)
 {
     *ok = true;
@@ -1690,6 +1746,13 @@ static int rb_cmp_d(tpl_value a, tpl_value b, bool *ok, uint64_t *fuel, int dept
     if (tpl_is_gemv_rb(b)) {   /* String#<=> asks the other side (rb_invcmp); nothing else compares with one */
         if (a.type != TPL_T_STR || (a.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) { *ok = false; return 0; }
         return -gem_cmp_any(b, a, ok);
+    }
+    if (a.type == TPL_T_STR && b.type == TPL_T_STR && ((a.flags | b.flags) & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) {
+        /* Regexp and exceptions have Object#<=> (0 when ==, else nil); Module#<=> by ancestry */
+        if ((a.flags & TPL_F_CLASS_RB) && (b.flags & TPL_F_CLASS_RB)) return class_cmp(a, b, ok);
+        if (rb_equal_d(a, b, fuel, depth, up) == 1) return 0;
+        *ok = false;
+        return 0;
     }
     if (a.type == TPL_T_STR && b.type == TPL_T_STR) {
         /* a Symbol and a String do not compare (Symbol#<=> and String#<=> answer nil) */
@@ -1817,11 +1880,23 @@ int tpl_rb_each_list(tpl_vm *vm, tpl_value v, int mode, tpl_list **out)
 
 int tpl_rb_range(tpl_vm *vm, tpl_value b, tpl_value e, bool exclusive, tpl_value *out)
 {
+    const uint8_t odd = TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB;
+    bool sb = b.type == TPL_T_STR && !(b.flags & odd), se = e.type == TPL_T_STR && !(e.flags & odd);
     bool ok = (b.type == TPL_T_INT && (e.type == TPL_T_INT || e.type == TPL_T_NONE)) ||
-              (b.type == TPL_T_STR && (e.type == TPL_T_STR || e.type == TPL_T_NONE)) ||
+              (sb && ((se && !((b.flags ^ e.flags) & TPL_F_SYMBOL)) || e.type == TPL_T_NONE)) ||
               (is_num(b) && (is_num(e) || e.type == TPL_T_NONE)) ||
-              (b.type == TPL_T_NONE && (is_num(e) || e.type == TPL_T_STR || e.type == TPL_T_NONE));   /* beginless */
-    if (!ok) return tpl_vm_error(vm, TPL_ERR_TYPE, "bad value for range (ArgumentError)");
+              (b.type == TPL_T_NONE && (is_num(e) || se || e.type == TPL_T_NONE));   /* beginless */
+    if (ok && is_num(b) && is_num(e) && (isnan(dbl(b)) || isnan(dbl(e)))) ok = false;
+    if (!ok) {
+        /* range_init: two ends whose <=> is nil (1..NaN, :a.."b", 1.."a") are Ruby's ArgumentError; other
+         * pairs Ruby accepts (a nil end with anything, 1..2**64, []..[], true..true) tpl has no Range of */
+        bool cmp_ok = false, deep = false;
+        if (b.type != TPL_T_NONE && e.type != TPL_T_NONE && b.type != TPL_T_HOST && e.type != TPL_T_HOST)
+            rb_cmp_deep(b, e, &cmp_ok, NULL, &deep);
+        if (!cmp_ok && !deep && b.type != TPL_T_NONE && e.type != TPL_T_NONE && b.type != TPL_T_HOST && e.type != TPL_T_HOST)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "bad value for range (ArgumentError)");
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a Range of %s and %s", tpl_rb_class_name(b), tpl_rb_class_name(e));
+    }
     tpl_list *l = new_list(vm, 3);
     if (!l) return oom(vm);
     l->items[0] = b;
@@ -1870,6 +1945,13 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
     if (e.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert endless range to an array (RangeError)");
     tpl_list *l = new_list(vm, 8);
     if (!l) return oom(vm);
+    if (b.type == TPL_T_INT && e.type == TPL_T_FLOAT && !isnan(e.u.f)) {
+        /* range_each_func: an Integer begin and a Float end yields b, b.succ, ... while <= (...: <) the end */
+        if (e.u.f > 9e18) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
+        double f = e.u.f < -9e18 ? -9e18 : excl ? ceil(e.u.f) - 1 : floor(e.u.f);
+        e = tpl_v_int((int64_t)f);
+        excl = false;
+    }
     if (b.type == TPL_T_INT && e.type == TPL_T_INT) {
         int64_t hi = excl ? e.u.i - 1 : e.u.i;
         if (hi >= b.u.i && hi - b.u.i > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "range too large");
@@ -1910,6 +1992,8 @@ static int range_list(tpl_vm *vm, tpl_value r, tpl_list **out)
                 if (s.len > e.len) break;
             }
         }
+        if (b.flags & TPL_F_SYMBOL)   /* (Symbol ranges: Symbols, from String#upto of their names) */
+            for (uint32_t i = 0; i < l->len; i++) l->items[i].flags = TPL_F_SYMBOL;
     } else {
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can't iterate from %s (TypeError)", tpl_rb_class_name(b));
     }
@@ -2417,7 +2501,18 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
                 if (mpz_sgn(z) == 0) { mpz_clears(x, z, NULL); return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)"); }
                 mpz_tdiv_r(z, x, z);
             } else { /* shifts: a count past int64 or the size limit is the limit error */
-                if (y.type != TPL_T_INT) { mpz_clears(x, z, NULL); return tpl_big_binop(vm, TPL_OP_POW, tpl_v_int(2), y, out); }
+                if (y.type != TPL_T_INT) {
+                    /* a Bignum count (big_shift2): 0 shifts to 0; to the right 0 or -1; to the left a
+                     * RangeError from 2**67 bits (below it Ruby's NoMemoryError: the limit error) */
+                    bool left = IS("<<") != (mpz_sgn(z) < 0);
+                    bool zero = mpz_sgn(x) == 0, xneg = mpz_sgn(x) < 0;
+                    mpz_abs(z, z);
+                    bool huge = mpz_sizeinbase(z, 2) > 67;
+                    mpz_clears(x, z, NULL);
+                    if (zero || !left) { *out = tpl_v_int(!zero && xneg ? -1 : 0); return 0; }
+                    if (huge) return tpl_vm_error(vm, TPL_ERR_VALUE, "shift width too big (RangeError)");
+                    return tpl_big_binop(vm, TPL_OP_POW, tpl_v_int(2), y, out);
+                }
                 int64_t k = IS("<<") ? y.u.i : -y.u.i;
                 if (k > (int64_t)TPL_BIG_MAX_BITS) { mpz_clears(x, z, NULL); return tpl_big_binop(vm, TPL_OP_POW, tpl_v_int(2), y, out); }
                 if (k >= 0) mpz_mul_2exp(z, x, (mp_bitcnt_t)k);
@@ -2866,6 +2961,26 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
             }
             return enum_by_index(vm, self, off, out);
         }
+    }
+    if (!blk && nkw && !(n == 4 && memcmp(name, "step", 4) == 0) && enum_maker(self, name, n)) {
+        /* each_line(chomp: true) without a block: an Enumerator of its lines; other keywords Ruby's
+         * Enumerator keeps until it iterates (then an ArgumentError), which tpl does not make */
+        bool chomp_only = n == 9 && memcmp(name, "each_line", 9) == 0;
+        for (int i = 0; i < nkw && chomp_only; i++)
+            chomp_only = kwn[i].type == TPL_T_STR && kwn[i].len == 5 && memcmp(kwn[i].u.s, "chomp", 5) == 0;
+        /* the makers of a fixed arity count the keywords as one more argument (a Hash) before any Enumerator */
+        static const char *const fixed[] = { "0each", "0map", "0collect", "0reverse_each", "0filter_map", "0each_pair",
+            "0each_index", "0each_key", "0each_value", "0transform_values", "0times", "0each_char", "0each_byte",
+            "0each_codepoint", "1each_slice", "1each_cons", "1upto", "1downto", NULL };
+        for (int i = 0; fixed[i]; i++)
+            if (strlen(fixed[i] + 1) == n && memcmp(fixed[i] + 1, name, n) == 0 && npos + 1 != fixed[i][0] - '0')
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %c) (ArgumentError)", npos + 1, fixed[i][0]);
+        if (!chomp_only)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s with keywords and no block (Ruby answers an Enumerator that raises when it iterates)", (int)n, name);
+        tpl_value r;
+        if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, &r) < 0) return -1;
+        if (r.type != TPL_T_LIST) { *out = r; return 0; }
+        return enum_wrap(vm, self, name, n, args, npos, r.u.list, kwn, kwv, nkw, out);
     }
     if (blk || (nkw && !(n == 4 && memcmp(name, "step", 4) == 0)) || !enum_maker(self, name, n)) {   /* (step(by: 2)) */
         int rc = rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
@@ -4580,6 +4695,12 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             tpl_list *items;
             if (enum_items(vm, self, &items, "each") < 0) return -1;
             if (items->len == 0 && n == 3 && memcmp(name, "zip", 3) == 0 && zip_eachable(vm, args, npos) < 0) return -1;
+            if (items->len == 0 && n == 3 && memcmp(name, "sum", 3) == 0 && npos == 1 && args[0].type == TPL_T_FLOAT) {
+                /* enum_sum answers a Float init as f + c (its compensation, 0.0): {}.sum(-0.0) is 0.0 (Array#sum
+                 * answers the init itself) */
+                *out = tpl_v_float(args[0].u.f + 0.0);
+                return 0;
+            }
             bool blk = tpl_vm_block(vm).pc != 0;
             if (call_id(vm, id, tpl_v_list(items), args, npos, kwn, kwv, nkw, out) < 0) return -1;
             /* each, each_with_index and each_slice with a block answer the hash or range */
@@ -4621,6 +4742,44 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return 0;
     }
     if (!blk && npos == 0 && IS("count") && (b.type == TPL_T_NONE || e.type == TPL_T_NONE)) { *out = tpl_v_float(INFINITY); return 0; }
+    if (IS("min") && (blk || npos)) {   /* range_min: with a block Enumerable's, with a count range_first */
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the minimum of beginless range (RangeError)");
+        if (blk && e.type == TPL_T_NONE)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the minimum of endless range with custom comparison method (RangeError)");
+        if (blk) return 1;
+        if (npos != 1) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 1) (ArgumentError)", npos);
+        tpl_value k = args[0];
+        if (long_arg(vm, &k) < 0) return -1;   /* (NUM2LONG, then rb_ary_new2's check, then each) */
+        if (k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (or size too big) (ArgumentError)");
+        return tpl_rb_send(vm, self, "first", 5, &k, 1, NULL, NULL, 0, out);
+    }
+    if (IS("max") && (blk || npos || (excl && !num_end(e)))) {   /* range_max: Enumerable's (nmin_run: max(0) iterates nothing) */
+        if (e.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the maximum of endless range (RangeError)");
+        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the maximum of beginless range with custom comparison method (RangeError)");
+        if (npos == 1 && args[0].type != TPL_T_NONE) {   /* (max(nil) is max) */
+            tpl_value k = args[0];
+            if (long_arg(vm, &k) < 0) return -1;
+            if (k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative size (%lld) (ArgumentError)", (long long)k.u.i);
+            if (k.u.i == 0) {
+                tpl_list *r = new_list(vm, 0);
+                if (!r) return oom(vm);
+                *out = tpl_v_list(r);
+                out->flags = TPL_F_MUT_RB;
+                return 0;
+            }
+        }
+        return 1;
+    }
+    if (!blk && npos == 0 && IS("minmax") && (b.type != TPL_T_INT || e.type != TPL_T_INT)) {   /* range_minmax: [min, max] */
+        tpl_list *r = new_list(vm, 2);
+        if (!r) return oom(vm);
+        if (tpl_rb_send(vm, self, "min", 3, NULL, 0, NULL, NULL, 0, &r->items[0]) < 0) return -1;
+        if (tpl_rb_send(vm, self, "max", 3, NULL, 0, NULL, NULL, 0, &r->items[1]) < 0) return -1;
+        r->len = 2;
+        *out = tpl_v_list(r);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
     if (!blk && npos == 0 && IS("max") && (b.type != TPL_T_INT || e.type != TPL_T_INT)) {
         if (e.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the maximum of endless range (RangeError)");
         if (!(excl && !num_end(e))) {
@@ -7006,6 +7165,8 @@ int r_num_integer_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out =
 int r_num_between_p(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     bool ok1, ok2;   /* (Comparable#between?: false once below min, max not compared) */
+    if (a[0].type == TPL_T_STR && (a[0].flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB)))
+        return no_method(vm, a[0], "between?", 8);   /* (Regexp, Module, exceptions are not Comparable) */
     int c1 = rb_cmp(a[0], a[1], &ok1, tpl_vm_arena(vm)->fuel);
     if (!ok1) return cmp_error(vm, a[0], a[1]);
     if (c1 < 0) { *out = tpl_v_bool(false); return 0; }
@@ -8235,10 +8396,18 @@ int r_range_size(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value b = a[0].u.list->items[0], e = a[0].u.list->items[1];
     bool excl = a[0].u.list->items[2].u.i != 0;
-    if (b.type == TPL_T_NONE && is_num(e)) { *out = tpl_v_float(INFINITY); return 0; }   /* (..5).size */
+    /* range_size: a beginless range (whatever its end) and a numeric one without an end are Infinity */
+    if (b.type == TPL_T_NONE) { *out = tpl_v_float(INFINITY); return 0; }   /* (..5).size, (nil..nil).size */
     if (!is_num(b)) { *out = tpl_v_none(); return 0; }   /* only numeric ranges have a size */
-    if (b.type == TPL_T_INT && (e.type == TPL_T_NONE || (e.type == TPL_T_FLOAT && isinf(e.u.f) && e.u.f > 0))) {
+    if (e.type == TPL_T_NONE || (b.type == TPL_T_INT && e.type == TPL_T_FLOAT && isinf(e.u.f) && e.u.f > 0)) {
         *out = tpl_v_float(INFINITY);
+        return 0;
+    }
+    if (b.type == TPL_T_FLOAT && is_num(e)) {   /* ruby_float_step_size by 1 ((0.5..2).size is 2) */
+        double n = float_step_size(b.u.f, dbl(e), 1.0, excl);
+        if (isinf(n)) { *out = tpl_v_float(n); return 0; }
+        if (n >= 9.2e18) return tpl_big_from_double(vm, n, out);   /* (rb_dbl2big: (0.0..1e300).size) */
+        *out = tpl_v_int((int64_t)n);
         return 0;
     }
     if (b.type == TPL_T_INT && is_num(e)) {
@@ -8289,6 +8458,7 @@ int r_range_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
     }
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
+    if (l->len == 0 && init.type == TPL_T_FLOAT) { *out = tpl_v_float(init.u.f + 0.0); return 0; }   /* (enum_sum's f + c) */
     tpl_value a2[2] = { tpl_v_list(l), a[1] };
     return r_arr_sum(vm, a2, out);
 }
@@ -8349,6 +8519,16 @@ int tpl_rb_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *out)
         }
         if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
             double x = dbl(a), y = dbl(b);
+            if (op == 'p') {   /* (the Complex cases are refused above) */
+                /* fix_pow: Integer ** Float is 1.0 for a zero exponent, 0 ** y is 0.0 (Infinity for y < 0,
+                 * NaN too: 0 ** NaN is 0.0), 1 ** y is 1.0; Float#** is C's pow (0.0 ** -1 is Infinity,
+                 * not an error) */
+                double r = a.type == TPL_T_INT && y == 0.0 ? 1.0
+                         : a.type == TPL_T_INT && a.u.i == 0 ? (y < 0 ? HUGE_VAL : 0.0)
+                         : a.type == TPL_T_INT && a.u.i == 1 ? 1.0 : pow(x, y);
+                *out = tpl_v_float(r);
+                return 1;
+            }
             if (op == '/') { *out = tpl_v_float(x / y); return 1; }
             if (op == '%') {
                 if (y == 0.0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
@@ -9705,9 +9885,30 @@ int r_str_each_char(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return yield_each(vm, l, a[0], out);
 }
 
+/* rb_get_kwargs' ArgumentError for the keywords of kw (a Hash, or unset) other than the one named
+ * ok ("unknown keyword: :x", "unknown keywords: :x, :y"); 0 when there are none. */
+static int kw_only(tpl_vm *vm, tpl_value kw, const char *ok)
+{
+    if (!tpl_given(kw) || kw.type != TPL_T_MAP) return 0;
+    tpl_sb sb;
+    tpl_sb_init(&sb, A(vm));
+    int unknown = 0;
+    for (uint32_t i = 0; i < kw.u.map->len; i++) {
+        tpl_value k = kw.u.map->e[i].key;
+        if (k.type == TPL_T_STR && k.len == strlen(ok) && memcmp(k.u.s, ok, k.len) == 0) continue;
+        if (unknown++) tpl_sb_puts(&sb, ", ");
+        if (k.type == TPL_T_STR) k.flags |= TPL_F_SYMBOL;   /* (a keyword's name, :x) */
+        tpl_rb_inspect(&sb, k);
+    }
+    if (!unknown) return 0;
+    if (sb.failed) return tpl_vm_sb_error(vm, &sb, "while listing keywords");
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %.*s (ArgumentError)", unknown > 1 ? "s" : "", (int)sb.len, sb.p ? sb.p : "");
+}
+
 /* String#lines / each_line(separator = "\n", chomp: false). */
 int r_str_each_line(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (kw_only(vm, a[2], "chomp") < 0) return -1;
     tpl_value s = a[0], sep = tpl_v_str("\n", 1);
     if (tpl_given(a[1]) && a[1].type != TPL_T_NONE) {
         if (want_str(vm, a[1]) < 0) return -1;
@@ -9862,32 +10063,37 @@ int r_str_insert(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* Comparable#between?(min, max) and #clamp(min, max) on any receiver, by <=>. */
 int r_any_clamp(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    /* Comparable#clamp (cmp_clamp): clamp(range) takes the range's ends (exclusive only without an end);
+     * a nil bound is none; min <=> max first, then x <=> min (0: x), then x <=> max */
+    if (a[0].type == TPL_T_STR && (a[0].flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB)))
+        return no_method(vm, a[0], "clamp", 5);   /* (Regexp, Module, exceptions are not Comparable) */
     tpl_value lo = a[1], hi = a[2];
     if (!tpl_given(hi)) {
-        if (!is_range(lo)) return type_error(vm, TPL_VT_RUBY_RANGE, lo);
-        if (lo.u.list->items[2].u.i) return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot clamp with an exclusive range (ArgumentError)");
+        if (!is_range(lo)) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong argument type %s (expected Range) (TypeError)", conv_name(lo));
         hi = lo.u.list->items[1];
+        if (lo.u.list->items[2].u.i && hi.type != TPL_T_NONE)
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot clamp with an exclusive range (ArgumentError)");
         lo = lo.u.list->items[0];
-        if (hi.type == TPL_T_NONE || lo.type == TPL_T_NONE) {   /* clamp(..5), clamp(4..): one bound */
-            bool ok = true;
-            tpl_value bound = lo.type == TPL_T_NONE ? hi : lo;
-            if (bound.type == TPL_T_NONE) { *out = a[0]; return 0; }
-            int c = rb_cmp(a[0], bound, &ok, tpl_vm_arena(vm)->fuel);
-            if (!ok) return cmp_error(vm, a[0], bound);
-            *out = (lo.type == TPL_T_NONE ? c > 0 : c < 0) ? bound : a[0];
-            return 0;
-        }
     }
     bool ok;
-    int c = rb_cmp(lo, hi, &ok, tpl_vm_arena(vm)->fuel);
-    if (!ok) return cmp_error(vm, lo, hi);
-    if (c > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "min argument must be less than or equal to max argument (ArgumentError)");
-    c = rb_cmp(a[0], lo, &ok, tpl_vm_arena(vm)->fuel);
-    if (!ok) return cmp_error(vm, a[0], lo);
-    if (c < 0) { *out = lo; return 0; }
-    c = rb_cmp(a[0], hi, &ok, tpl_vm_arena(vm)->fuel);
-    if (!ok) return cmp_error(vm, a[0], hi);
-    *out = c > 0 ? hi : a[0];
+    int c;
+    if (lo.type != TPL_T_NONE && hi.type != TPL_T_NONE) {
+        c = rb_cmp(lo, hi, &ok, tpl_vm_arena(vm)->fuel);
+        if (!ok) return cmp_error(vm, lo, hi);
+        if (c > 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "min argument must be smaller than max argument (ArgumentError)");
+    }
+    if (lo.type != TPL_T_NONE) {
+        c = rb_cmp(a[0], lo, &ok, tpl_vm_arena(vm)->fuel);
+        if (!ok) return cmp_error(vm, a[0], lo);
+        if (c == 0) { *out = a[0]; return 0; }
+        if (c < 0) { *out = lo; return 0; }
+    }
+    if (hi.type != TPL_T_NONE) {
+        c = rb_cmp(a[0], hi, &ok, tpl_vm_arena(vm)->fuel);
+        if (!ok) return cmp_error(vm, a[0], hi);
+        if (c > 0) { *out = hi; return 0; }
+    }
+    *out = a[0];
     return 0;
 }
 
