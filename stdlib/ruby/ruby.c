@@ -2769,7 +2769,7 @@ static bool enum_maker(tpl_value self, const char *name, size_t n)
     /* (checked only for names of their shape: every blockless call of an Array or Hash asks) */
     static const char *const arr2[] = { "each_index", "each_key", "each_value", "transform_values", "transform_keys", NULL };
     static const char *const num[] = { "times", "upto", "downto", NULL };
-    static const char *const str[] = { "each_char", "each_line", "each_byte", "each_codepoint", NULL };
+    static const char *const str[] = { "each_char", "each_line", "each_byte", "each_codepoint", "upto", NULL };
     const char *const *names = self.type == TPL_T_INT ? num : self.type == TPL_T_STR ? str
                              : self.type == TPL_T_LIST || self.type == TPL_T_MAP ? arr : NULL;
     if (self.type == TPL_T_STR && (self.flags & (TPL_F_CLASS_RB | TPL_F_REGEX_RB | TPL_F_EXC_RB | TPL_F_SYMBOL))) return false;
@@ -2914,8 +2914,37 @@ static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, i
 #undef IS
 }
 
+static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                        const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+
+/* Methods that answer an Enumerator without a block before they read their arguments (Ruby's
+ * RETURN_SIZED_ENUMERATOR ahead of the checks: [1].cycle(:a), 1.upto("a"), "s".gsub(1), (1..2).min_by(nil)
+ * are Enumerators that raise only when they iterate). */
+static bool lazy_args(const char *name, size_t n, int npos)
+{
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+    if (npos == 1 && IS("gsub")) return true;
+    return IS("cycle") || IS("upto") || IS("downto") || IS("each_line") || IS("each_with_index") || IS("each_entry") ||
+           IS("with_index") || IS("each_with_object") || IS("min_by") || IS("max_by");
+#undef IS
+}
+
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    if (npos == 0 || nkw || tpl_vm_block(vm).pc || !lazy_args(name, n, npos))
+        return rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
+    int rc = rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
+    if (rc >= 0) return rc;
+    /* its arguments' error is Ruby's only once the Enumerator iterates: tpl's refusal, which no rescue takes */
+    char msg[256];
+    if (!tpl_vm_rescue(vm, msg, sizeof msg)) return -1;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s with these arguments and no block (Ruby answers an "
+                        "Enumerator that raises only when it iterates: %s)", (int)n, name, msg);
+}
+
+static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
+                        const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
     bool blk = tpl_vm_block(vm).pc != 0;
     const char *not_own = not_own_method(self, name, n);
@@ -4891,6 +4920,7 @@ int tpl_rb_plain_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         return -1;
     if (enum_maker(self, name, n)) return -1;   /* (blockless: an Enumerator, tpl_rb_send) */
     if (not_own_method(self, name, n)) return -1;   /* (NoMethodError: tpl_rb_send) */
+    if (n == 4 && memcmp(name, "gsub", 4) == 0) return -1;   /* (gsub(pattern) without a block: lazy_args) */
     tpl_builtin_kind k;
     switch (self.type) {
     case TPL_T_STR: k = TPL_BK_RSTR; break;
@@ -7813,14 +7843,18 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_list *l = L_(a[0]);
     tpl_rb_block blk = tpl_vm_block(vm);
-    if (!blk.pc) {
-        /* inject(:+) / inject(init, :+) */
+    if (!blk.pc || tpl_given(a[2])) {
+        /* inject(:+) / inject(init, :+) (with two arguments the block is not used) */
         tpl_value op = tpl_given(a[2]) ? a[2] : a[1];
         if (!tpl_given(op)) {   /* (Ruby yields from the second item on: [] nil, [x] x, more LocalJumpError) */
             if (l->len <= 1) { *out = l->len ? l->items[0] : tpl_v_none(); return 0; }
             return tpl_vm_error(vm, TPL_ERR_TYPE, "no block given (LocalJumpError)");
         }
-        if (op.type != TPL_T_STR) return type_error(vm, TPL_VT_SYMBOL, op);
+        if (op.type != TPL_T_STR || (op.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) {   /* (rb_check_id, before any item) */
+            int il;
+            const char *is = inspect_short(vm, op, &il);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s is not a symbol nor a string (TypeError)", il, is);
+        }
         uint32_t k = 0;
         tpl_value acc;
         if (tpl_given(a[2])) acc = a[1];
@@ -7831,7 +7865,6 @@ int r_arr_inject(tpl_vm *vm, tpl_value *a, tpl_value *out)
         *out = acc;
         return 0;
     }
-    if (tpl_given(a[2])) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given 2, expected 0..1) (ArgumentError)");
     uint32_t i = 0;
     tpl_value acc;
     if (tpl_given(a[1])) acc = a[1];
@@ -8482,7 +8515,7 @@ static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
         if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into %s (TypeError)", tpl_rb_class_name(a));
         return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", tpl_rb_class_name(b), tpl_rb_class_name(a));
     }
-    if (a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)) && (op[0] == '+' || op[0] == '*'))
+    if (a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)) && (op[0] == '+' || op[0] == '*') && !op[1])   /* (String has no **) */
         return type_error(vm, op[0] == '+' ? TPL_VT_STR : TPL_VT_INT, b);
     if (is_array(a) && (op[0] == '+' || op[0] == '-')) return type_error(vm, TPL_VT_LIST, b);
     return no_method(vm, a, op, strlen(op));
@@ -10655,11 +10688,30 @@ int r_num_gcdlcm(tpl_vm *vm, tpl_value *a, tpl_value *out)
 }
 
 /* Integer#chr: one ASCII character (codes 128..255 are binary strings in Ruby: not supported). */
+static bool utf8_name(tpl_value v);
 int r_num_chr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    /* int_chr: the range first (rb_num_to_uint), then the encoding (rb_to_encoding) */
+    if (a[0].type == TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_VALUE, "bignum out of char range (RangeError)");
     if (want_int(vm, a[0], "chr") < 0) return -1;
     int64_t c = a[0].u.i;
-    if (c < 0 || c > 255) return tpl_vm_error(vm, TPL_ERR_VALUE, "%lld out of char range (RangeError)", (long long)c);
+    if (c < 0 || (c > 255 && !tpl_given(a[1])) || c > (int64_t)UINT32_MAX)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "%lld out of char range (RangeError)", (long long)c);
+    if (tpl_given(a[1])) {
+        tpl_value e = a[1];
+        if (e.type != TPL_T_STR || (e.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB)))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of %s into String (TypeError)", conv_name(e));
+        if (!utf8_name(e))
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Integer#chr in an encoding other than UTF-8");
+        if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, c > 0x10FFFF ? "%lld out of char range (RangeError)" : "invalid codepoint 0x%llX in UTF-8 (RangeError)", (long long)c);
+        tpl_sb b;
+        tpl_sb_init(&b, A(vm));
+        tpl_sb_put_cp(&b, (uint32_t)c);
+        if (!b.p) return oom(vm);
+        *out = tpl_sb_value(&b);
+        return 0;
+    }
     if (c > 127) return tpl_vm_error(vm, TPL_ERR_TYPE, "Integer#chr of a code above 127 (a binary string) is not supported");
     /* a US-ASCII string in Ruby: its inspect writes a control without a named escape as \xNN (a UTF-8
      * string's as \uNNNN), and the encoding follows it into concatenations: refused */
@@ -10706,7 +10758,10 @@ int r_num_modulo(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_num_remainder(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
-    if (!is_num(a[1])) return no_method(vm, a[1], "coerce", 6);
+    if (tpl_is_rat(a[1]) || a[1].type == TPL_T_HOST)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: remainder of a %s", tpl_rb_class_name(a[1]));
+    if (!is_num(a[1]))   /* num_remainder's do_coerce: no coerce method is coerce_failed's TypeError */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", conv_name(a[1]), tpl_rb_class_name(a[0]));
     if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
         if (a[1].u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         *out = tpl_v_int(a[1].u.i == -1 ? 0 : a[0].u.i % a[1].u.i);
