@@ -699,7 +699,12 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
                 tpl_sb_putc(b, '(');
                 for (uint32_t i = 0; i < al->len; i++) {
                     if (i) tpl_sb_puts(b, ", ");
-                    if (kw && i + 1 == al->len && al->items[i].type == TPL_T_MAP) {   /* by: 2, to: 5 */
+                    /* keywords, or a last Hash argument whose keys are all Symbols (inspect_enumerator prints
+                     * it so: each_with_object({a: 1}) is each_with_object(a: 1)) */
+                    bool kwh = i + 1 == al->len && al->items[i].type == TPL_T_MAP && (kw || al->items[i].u.map->len);
+                    for (uint32_t k = 0; kwh && !kw && k < al->items[i].u.map->len; k++)
+                        kwh = al->items[i].u.map->e[k].key.type == TPL_T_STR && (al->items[i].u.map->e[k].key.flags & TPL_F_SYMBOL);
+                    if (kwh) {   /* by: 2, to: 5 */
                         const tpl_map *m = al->items[i].u.map;
                         for (uint32_t k = 0; k < m->len; k++) {
                             if (k) tpl_sb_puts(b, ", ");

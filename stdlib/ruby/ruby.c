@@ -2408,6 +2408,30 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
             return 0;
         }
     }
+    if (IS("digits") && npos == 1 && self.type == TPL_T_BIGINT &&
+        (args[0].type == TPL_T_BIGINT || args[0].type == TPL_T_NONE || (args[0].type == TPL_T_INT && args[0].u.i < 0))) {
+        /* rb_int_digits: the receiver's sign first, nil by to_int, a negative base, a Bignum base by division */
+        if (neg) return tpl_vm_fail(vm, TPL_EK_VALUE, "out of domain (Math::DomainError)");
+        if (args[0].type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of nil into Integer (TypeError)");
+        if (args[0].type == TPL_T_INT || args[0].u.s[0] == '-') return tpl_vm_error(vm, TPL_ERR_TYPE, "negative radix (ArgumentError)");
+        mpz_t z, b, r;
+        tpl_big_get(z, self);
+        tpl_big_get(b, args[0]);
+        mpz_init(r);
+        tpl_list *l = new_list(vm, 4);
+        if (!l) { mpz_clears(z, b, r, NULL); return oom(vm); }
+        while (mpz_sgn(z) > 0) {
+            mpz_fdiv_qr(z, r, z, b);
+            mpz_t d;
+            mpz_init_set(d, r);
+            tpl_value dv;
+            if (tpl_big_result(vm, d, &dv) < 0) { mpz_clears(z, b, r, NULL); return -1; }
+            if (!tpl_list_push(A(vm), l, dv)) { mpz_clears(z, b, r, NULL); return oom(vm); }
+        }
+        mpz_clears(z, b, r, NULL);
+        *out = tpl_v_list(l);
+        return 0;
+    }
     if ((IS("to_s") || IS("inspect") || IS("digits")) && npos <= 1 && self.type == TPL_T_BIGINT) {
         int64_t base = 10;
         if (npos == 1) {
@@ -2924,6 +2948,7 @@ static bool lazy_args(const char *name, size_t n, int npos)
 {
 #define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
     if (npos == 1 && IS("gsub")) return true;
+    if (IS("step")) return true;
     return IS("cycle") || IS("upto") || IS("downto") || IS("each_line") || IS("each_with_index") || IS("each_entry") ||
            IS("with_index") || IS("each_with_object") || IS("min_by") || IS("max_by");
 #undef IS
@@ -2949,6 +2974,22 @@ static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     bool blk = tpl_vm_block(vm).pc != 0;
     const char *not_own = not_own_method(self, name, n);
     if (not_own) return no_method_raise(vm, self, not_own, name, n);
+    if (tpl_is_aseq_rb(self) && nkw == 0 && ((n == 5 && memcmp(name, "begin", 5) == 0) || (n == 3 && memcmp(name, "end", 3) == 0) ||
+                                             (n == 4 && memcmp(name, "step", 4) == 0) || (n == 12 && memcmp(name, "exclude_end?", 12) == 0))) {
+        /* ArithmeticSequence#begin / end / step / exclude_end? (arity 0; a block is not used) */
+        if (npos) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 0) (ArgumentError)", npos);
+        tpl_value p[4];
+        aseq_parts(self, p);
+        *out = p[name[0] == 'b' ? 0 : name[0] == 'e' && n == 3 ? 1 : name[0] == 's' ? 2 : 3];
+        return 0;
+    }
+    if (npos == 0 && nkw == 0 && n == 4 && memcmp(name, "step", 4) == 0 && is_range(self)) {
+        /* range_step without a step steps by 1 (with a block: each item; without: an Enumerator whose
+         * inspect names no step, which tpl does not make) */
+        if (!blk) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Range#step without a step or a block");
+        tpl_value one = tpl_v_int(1);
+        return rb_send_body(vm, self, name, n, &one, 1, kwn, kwv, nkw, out);
+    }
     if (tpl_is_enum_rb(self) && nkw == 0 && !blk) {
         int rc = enum_method(vm, self, name, n, npos, out);
         if (rc <= 0) return rc;
@@ -4701,8 +4742,12 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         if (k[i] == TPL_BK_RARR && !is_array(self)) {
             if (!enumerable(name, n) && !(tpl_is_aseq_rb(self) && n == 4 && memcmp(name, "last", 4) == 0)) break;
             tpl_builtin_sig sig;
-            if (nkw == 0 && tpl_builtin_signature(id, &sig) &&
-                ((sig.varargs < 0 && npos + 1 > sig.npositional) || npos + 1 < sig.nrequired)) {
+            int np = npos;   /* (keywords it does not take are one more argument, a Hash: call_id) */
+            bool packed = nkw > 0;
+            for (int k = 0; k < nkw && packed; k++) packed = !param_of(id, kwn[k]);
+            if (packed) np++;
+            if ((nkw == 0 || packed) && tpl_builtin_signature(id, &sig) &&
+                ((sig.varargs < 0 && np + 1 > sig.npositional) || np + 1 < sig.nrequired)) {
                 /* Ruby counts the arguments before it iterates (a beginless Range's map(1) is the ArgumentError,
                  * not "can't iterate"): the count's error, from a call on no items */
                 tpl_list none = { 0, 0, NULL };
@@ -4714,6 +4759,25 @@ static int rb_send_impl(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
                 if (long_arg(vm, &k) < 0) return -1;
                 if (k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "attempt to take negative size (ArgumentError)");
                 if (k.u.i == 0) {
+                    tpl_list *r = new_list(vm, 0);
+                    if (!r) return oom(vm);
+                    *out = tpl_v_list(r);
+                    out->flags = TPL_F_MUT_RB;
+                    return 0;
+                }
+            }
+            if (npos == 1 && nkw == 0 && args[0].type != TPL_T_NONE &&
+                ((n == 10 && (memcmp(name, "each_slice", 10) == 0 || memcmp(name, "each_cons", 9) == 0)) ||
+                 (n == 9 && memcmp(name, "each_cons", 9) == 0) ||
+                 (tpl_vm_block(vm).pc && n == 6 && (memcmp(name, "min_by", 6) == 0 || memcmp(name, "max_by", 6) == 0)))) {
+                /* the count is read before the items (NUM2LONG; each_slice's "invalid slice size", each_cons'
+                 * "invalid size", nmin_run's "negative size (n)"): (..3).each_slice(0) { } is not "can't iterate" */
+                tpl_value k = args[0];
+                if (long_arg(vm, &k) < 0) return -1;
+                if (name[0] == 'e' && k.u.i <= 0)
+                    return tpl_vm_error(vm, TPL_ERR_VALUE, n == 10 && name[5] == 's' ? "invalid slice size (ArgumentError)" : "invalid size (ArgumentError)");
+                if (name[0] == 'm' && k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "negative size (%lld) (ArgumentError)", (long long)k.u.i);
+                if (name[0] == 'm' && k.u.i == 0) {   /* (nmin_run: no items wanted, none read) */
                     tpl_list *r = new_list(vm, 0);
                     if (!r) return oom(vm);
                     *out = tpl_v_list(r);
@@ -6891,6 +6955,7 @@ static int frozen_error(tpl_vm *vm, tpl_value s)
 int r_str_shovel(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[0].flags & TPL_F_FROZEN_RB) return frozen_error(vm, a[0]);
+    if (a[1].type == TPL_T_BIGINT) return tpl_vm_error(vm, TPL_ERR_VALUE, "bignum out of char range (RangeError)");
     if (a[1].type == TPL_T_INT) {
         int64_t cp = a[1].u.i;
         if (cp < 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
@@ -7135,6 +7200,7 @@ int r_num_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_num_fdiv(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[1].type == TPL_T_BIGINT && a[0].type == TPL_T_FLOAT) { *out = tpl_v_float(a[0].u.f / dbl(a[1])); return 0; }   /* (Float#fdiv is /) */
     if (!is_num(a[1])) return type_error(vm, TPL_VT_FLOAT, a[1]);
     *out = tpl_v_float(dbl(a[0]) / dbl(a[1]));
     return 0;
@@ -7390,12 +7456,18 @@ static int sort_cmp(sorter *s, tpl_value x, tpl_value y)
         tpl_value args[2] = { x, y }, r;
         int yr = tpl_rb_yield(vm, &s->blk, args, 2, &r);
         if (yr != 0) { s->failed = true; if (yr > 0) tpl_vm_error(vm, TPL_ERR_TYPE, "break from a sort block is not supported"); return 0; }
-        if (r.type != TPL_T_INT) {
-            s->failed = true;
-            cmp_fail(vm, x, y);
-            return 0;
-        }
-        return r.u.i < 0 ? -1 : r.u.i > 0;
+        if (r.type == TPL_T_INT) return r.u.i < 0 ? -1 : r.u.i > 0;
+        /* rb_cmpint of the block's value: nil is the comparison's error, a Bignum or Float by its sign, else
+         * its > 0 / < 0 (a String or Symbol: "comparison of String with 0 failed"; no > : NoMethodError) */
+        if (r.type == TPL_T_BIGINT) return r.u.s[0] == '-' ? -1 : 1;
+        if (r.type == TPL_T_FLOAT) return r.u.f < 0 ? -1 : r.u.f > 0;
+        s->failed = true;
+        if (r.type == TPL_T_NONE || r.type == TPL_T_UNDEF) cmp_fail(vm, x, y);
+        else if (r.type == TPL_T_STR && !(r.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) cmp_fail(vm, r, tpl_v_int(0));
+        else if (tpl_is_rat(r) || r.type == TPL_T_HOST || (r.type == TPL_T_STR && (r.flags & TPL_F_CLASS_RB)))
+            tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: a comparison block answering a %s", tpl_rb_class_name(r));
+        else no_method(vm, r, ">", 1);
+        return 0;
     }
     if (x.type == TPL_T_HOST) {   /* a Ruby object's own <=> (Comparable): an Integer, else Ruby's ArgumentError */
         tpl_value r;
@@ -7567,6 +7639,16 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             if (rat_arith(vm, '+', acc, v, &acc) < 0) return -1;
             if (acc.type == TPL_T_FLOAT) { flt = true; f = acc.u.f; c = 0.0; }
             continue;
+        }
+        if (acc.type == TPL_T_NONE || acc.type == TPL_T_UNDEF || acc.type == TPL_T_BOOL || acc.type == TPL_T_MAP || is_range(acc) ||
+            (acc.type == TPL_T_STR && (acc.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB)))) {
+            /* an init without + (nil, a Symbol, a Hash, ...): a number's sum meets it in Integer#+ or Float's
+             * conversion (TypeError); other items call its + (NoMethodError) */
+            if (!plain_num(v) && !tpl_is_rat(v)) return no_method(vm, acc, "+", 1);
+            int il = 0;
+            const char *is = acc.type == TPL_T_STR && (acc.flags & TPL_F_SYMBOL) ? inspect_short(vm, acc, &il) : conv_name(acc);
+            if (!(acc.type == TPL_T_STR && (acc.flags & TPL_F_SYMBOL))) il = (int)strlen(is);
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s can't be coerced into %s (TypeError)", il, is, tpl_rb_class_name(v));
         }
         if (acc.type == TPL_T_STR && v.type == TPL_T_STR) {
             tpl_value args[2] = { acc, v };
@@ -8330,6 +8412,15 @@ int r_range_last(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (a[0].u.list->items[1].type == TPL_T_NONE)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot get the last element of endless range (RangeError)");
     if (!tpl_given(a[1])) { *out = a[0].u.list->items[1]; return 0; }   /* the end, even of a ... range */
+    tpl_value rb = a[0].u.list->items[0], re = a[0].u.list->items[1];
+    if (rb.type == TPL_T_INT && re.type == TPL_T_INT && (__int128)re.u.i - rb.u.i <= 0) {
+        /* rb_int_range_last: end - begin of 0 or less is [] before the count is read ((1..1).last(1) is [] in 3.1) */
+        tpl_list *e = new_list(vm, 0);
+        if (!e) return oom(vm);
+        *out = tpl_v_list(e);
+        out->flags = TPL_F_MUT_RB;
+        return 0;
+    }
     tpl_list *l;
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_value args[2] = { tpl_v_list(l), a[1] };
@@ -9867,6 +9958,8 @@ int r_str_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
 
 int r_str_delete(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    /* rb_str_delete_bang answers at once for an empty String, its arguments unread ("".delete(1) is "") */
+    if (a[0].len == 0) { *out = tpl_v_str("", 0); return 0; }
     tr_sets ts;
     if (tr_sets_parse(vm, L_(a[1]), "delete", true, &ts) < 0) return -1;
     tpl_sb b;
@@ -10394,6 +10487,19 @@ int r_str_upto(tpl_vm *vm, tpl_value *a, tpl_value *out)
 static int int_walk(tpl_vm *vm, tpl_value *a, tpl_value *out, int dir, const char *meth)
 {
     if (want_int(vm, a[0], meth) < 0) return -1;
+    if (a[1].type == TPL_T_BIGINT) {   /* a limit past 64 bits: nothing to walk, or a walk only a break ends */
+        if ((a[1].u.s[0] == '-') == (dir > 0)) {
+            if (!tpl_vm_block(vm).pc) {
+                tpl_list *l = new_list(vm, 0);
+                if (!l) return oom(vm);
+                *out = tpl_v_list(l);
+                return 0;
+            }
+            *out = a[0];
+            return 0;
+        }
+        a[1] = tpl_v_int(dir > 0 ? INT64_MAX : INT64_MIN);
+    }
     if (!is_num(a[1])) return cmp_fail(vm, a[0], a[1]);
     int64_t b = a[0].u.i;
     double lim = dbl(a[1]);
@@ -10618,14 +10724,26 @@ int r_num_idx(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_num_digits(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (want_int(vm, a[0], "digits") < 0) return -1;
+    /* rb_int_digits: a negative receiver's DomainError before the base is read; the base by to_int (nil:
+     * "no implicit conversion of nil into Integer"); a Bignum base: tpl_big's digits */
+    if (a[0].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "out of domain (Math::DomainError)");
     int64_t base = 10;
+    if (tpl_given(a[1]) && a[1].type == TPL_T_BIGINT) {
+        if (a[1].u.s[0] == '-') return tpl_vm_error(vm, TPL_ERR_TYPE, "negative radix (ArgumentError)");
+        tpl_list *l = new_list(vm, 1);   /* (an Integer below a base past 64 bits is its one digit) */
+        if (!l) return oom(vm);
+        l->items[l->len++] = a[0];
+        *out = tpl_v_list(l);
+        return 0;
+    }
+    if (tpl_given(a[1]) && (a[1].type == TPL_T_NONE || a[1].type == TPL_T_UNDEF))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of nil into Integer (TypeError)");
     if (tpl_given(a[1])) {
         if (long_arg(vm, &a[1]) < 0) return -1;
         base = a[1].u.i;
         if (base < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative radix (ArgumentError)");
         if (base < 2) return tpl_vm_error(vm, TPL_ERR_TYPE, "invalid radix %lld (ArgumentError)", (long long)base);
     }
-    if (a[0].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "out of domain (Math::DomainError)");
     tpl_list *l = new_list(vm, 20);
     if (!l) return oom(vm);
     uint64_t v = (uint64_t)a[0].u.i;
@@ -11971,7 +12089,7 @@ static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu
 /* Parses fmt into dirs (at most 32); an unsupported directive is an error naming it. */
 static int pack_dirs(tpl_vm *vm, tpl_value fmt, pack_dir *dirs, int *nd)
 {
-    if (fmt.type != TPL_T_STR) return want_str(vm, fmt);
+    if (want_str(vm, fmt) < 0) return -1;   /* (a Symbol too: "no implicit conversion of Symbol into String") */
     *nd = 0;
     for (uint32_t i = 0; i < fmt.len;) {
         char c = fmt.u.s[i++];
