@@ -2372,6 +2372,8 @@ static int big_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         return 0;
     }
     bool neg = self.type == TPL_T_BIGINT ? self.u.s[0] == '-' : self.u.i < 0;
+    if (IS("chr") && npos <= 1 && self.type == TPL_T_BIGINT)   /* (int_chr: the range before the encoding) */
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "bignum out of char range (RangeError)");
     if ((IS("floor") || IS("ceil") || IS("round") || IS("truncate")) && npos == 1 && args[0].type == TPL_T_INT &&
         self.type == TPL_T_BIGINT) {   /* to 10**-ndigits (round: half up) */
         int64_t nd;
@@ -2957,8 +2959,10 @@ static bool lazy_args(const char *name, size_t n, int npos)
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
-    if (npos == 0 || nkw || tpl_vm_block(vm).pc || !lazy_args(name, n, npos))
-        return rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
+    bool lazy = npos > 0 && !nkw && !tpl_vm_block(vm).pc && lazy_args(name, n, npos);
+    if (lazy && n == 4 && name[0] == 's')   /* (Numeric#step only, and its step of 0 is at once an ArgumentError) */
+        lazy = plain_num(self) && !(npos >= 2 && plain_num(args[1]) && dbl(args[1]) == 0);
+    if (!lazy) return rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     int rc = rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     if (rc >= 0) return rc;
     /* its arguments' error is Ruby's only once the Enumerator iterates: tpl's refusal, which no rescue takes */
