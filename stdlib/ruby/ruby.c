@@ -2960,6 +2960,11 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
     bool lazy = npos > 0 && !nkw && !tpl_vm_block(vm).pc && lazy_args(name, n, npos);
+    if (nkw && !tpl_vm_block(vm).pc) {   /* keywords are one more argument (a Hash), after the arity check */
+#define IS(lit) (n == sizeof lit - 1 && memcmp(name, lit, sizeof lit - 1) == 0)
+        lazy = (npos == 0 && (IS("min_by") || IS("max_by") || IS("cycle") || IS("with_index"))) || IS("each_with_index") || IS("each_entry");
+#undef IS
+    }
     if (lazy && n == 4 && name[0] == 's')   /* (Numeric#step only, and its step of 0 is at once an ArgumentError) */
         lazy = plain_num(self) && !(npos >= 2 && plain_num(args[1]) && dbl(args[1]) == 0);
     if (!lazy) return rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
