@@ -514,6 +514,29 @@ def t_po(tp, store, tmp):
     r = tp("tr-import", "-", "--dict", "misc", input=PO_IN, env={"TMPDIR": tmpdir})
     check(r.rc == 0 and r.out == "imported 4 rows from -\n", "tr-import - --dict: %r" % r)
     check(os.listdir(tmpdir) == [], "tr-import - leaves no temporary file: %r" % os.listdir(tmpdir))
+    # ... nor when it is killed while libgettextpo reads its copy (the file was named, and removed
+    # only after the import: SIGKILL left it in $TMPDIR). Killed once the copy is open, seen through /proc.
+    big = PO_IN.replace('msgid "Goodbye"', "".join('msgid "k%d"\nmsgstr "v%d"\n\n' % (i, i) for i in range(200000)) +
+                        'msgid "Goodbye"')
+    e = dict(os.environ, TPL_STORE=store.where, TMPDIR=tmpdir)
+    p = subprocess.Popen([TPLC, "prompt", "tr-import", "-", "--dict", "misc"], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e)
+    p.stdin.write(big.encode())
+    p.stdin.close()
+    seen, fds = None, "/proc/%d/fd" % p.pid
+    while seen is None and p.poll() is None:
+        try:
+            for fd in os.listdir(fds):
+                target = os.readlink(os.path.join(fds, fd))
+                if target.startswith(tmpdir + "/"):
+                    seen = target
+        except OSError:
+            pass
+    p.kill()
+    p.wait()
+    check(seen is not None, "tr-import - of a large file: its temporary copy was seen open")
+    check(os.listdir(tmpdir) == [], "tr-import - killed while reading its copy (%s) leaves no temporary file: %r"
+          % (seen, os.listdir(tmpdir)))
     store.sql("DELETE FROM tpl_tr")
     r = tp("tr-import", po, "--dict", "misc")
     check(r.rc == 0 and "imported 4 rows" in r.out, "tr-import: %r" % r)

@@ -4,6 +4,7 @@
  * Exit status: 0 ok; 1 template error, a missing prompt/version/row, bad input (state, PO file);
  * 2 usage error or store I/O error. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,7 +496,10 @@ static void po_error(const char *name, const char *read, const char *msg, const 
     if (strncmp(msg, read, rl) != 0 || msg[rl] != ':' ||
         sscanf(msg + rl + 1, "%lu:%lu: error: %n", &line, &col, &used) != 2 || used <= 0 || !line || line > UINT32_MAX ||
         !col || col > UINT32_MAX) {
-        fprintf(stderr, "%s\n", msg);
+        if (strncmp(msg, read, rl) == 0 && msg[rl] == ':')   /* (named as the user named the file, not its copy's name) */
+            fprintf(stderr, "%s%s\n", name, msg + rl);
+        else
+            fprintf(stderr, "%s\n", msg);
         return;
     }
     char *own = NULL;
@@ -506,6 +510,52 @@ static void po_error(const char *name, const char *read, const char *msg, const 
     free(own);
 }
 
+/* Standard input's PO text (text[0, len]) in a temporary file of dir that libgettextpo reads by
+ * name: an unnamed one (O_TMPFILE, else mkstemp's name removed at once) read as /proc/self/fd/N
+ * (written at path, cap bytes), so an import killed at any point leaves nothing behind; where
+ * /proc is not mounted a named one, which *named then says the caller removes after the import.
+ * The file's descriptor (kept open while libgettextpo reads it), or -1 with errno set. */
+static int po_stdin_file(const char *dir, const char *text, size_t len, char *path, size_t cap, bool *named)
+{
+    int fd = -1;
+    *named = false;
+#ifdef O_TMPFILE
+    fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (fd < 0) {
+        if (snprintf(path, cap, "%s/tplc-po-XXXXXX", dir) >= (int)cap) { errno = ENAMETOOLONG; return -1; }
+        if ((fd = mkstemp(path)) < 0) return -1;
+        *named = true;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    int probe = open(name, O_RDONLY | O_CLOEXEC);
+    if (probe >= 0) {
+        close(probe);
+        if (*named) unlink(path);   /* (before a byte is written: nothing of it outlives tplc) */
+        *named = false;
+        snprintf(path, cap, "%s", name);
+    } else if (!*named) {   /* an unnamed file no name reaches: a named one instead */
+        close(fd);
+        if (snprintf(path, cap, "%s/tplc-po-XXXXXX", dir) >= (int)cap) { errno = ENAMETOOLONG; return -1; }
+        if ((fd = mkstemp(path)) < 0) return -1;
+        *named = true;
+    }
+    for (size_t at = 0; at < len;) {
+        ssize_t w = write(fd, text + at, len - at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            if (*named) unlink(path);
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        at += (size_t)w;
+    }
+    return fd;
+}
+
 /* tr-import FILE.po: a malformed file is a located error (exit 1). Standard input ("-") is read
  * up to tplc's input cap into a temporary file libgettextpo reads (it read "-" itself, without
  * end: `yes | tplc prompt tr-import -` grew until memory ran out). */
@@ -514,6 +564,8 @@ static int v_tr_import(tpl_store *s, const popts *o)
     size_t n = 0, tlen = 0;
     const char *path = o->pos[0];
     char *text = NULL, tmp[4096] = "";
+    int fd = -1;
+    bool named = false;
     if (strcmp(path, "-") != 0) {
         /* an input as every other of tplc's: a regular file within the size cap, checked before
          * libgettextpo opens it (a FIFO blocked it forever, /dev/zero was read without end) */
@@ -523,21 +575,9 @@ static int v_tr_import(tpl_store *s, const popts *o)
     } else {
         if (!(text = tplc_read_input(path, "the PO file", &tlen))) return EXIT_USAGE;
         const char *dir = getenv("TMPDIR");
-        int fd = -1;
-        if (snprintf(tmp, sizeof tmp, "%s/tplc-po-XXXXXX", dir && *dir ? dir : "/tmp") < (int)sizeof tmp)
-            fd = mkstemp(tmp);
-        bool ok = fd >= 0;
-        for (size_t at = 0; ok && at < tlen;) {
-            ssize_t w = write(fd, text + at, tlen - at);
-            if (w < 0 && errno == EINTR) continue;
-            ok = w > 0;
-            if (ok) at += (size_t)w;
-        }
-        if (fd >= 0 && close(fd) != 0) ok = false;
-        if (!ok) {
-            fprintf(stderr, "-: error: cannot read the PO file: no temporary file in %s: %s\n",
-                    dir && *dir ? dir : "/tmp", strerror(errno));
-            if (fd >= 0) unlink(tmp);
+        if (!dir || !*dir) dir = "/tmp";
+        if ((fd = po_stdin_file(dir, text, tlen, tmp, sizeof tmp, &named)) < 0) {
+            fprintf(stderr, "-: error: cannot read the PO file: no temporary file in %s: %s\n", dir, strerror(errno));
             free(text);
             return EXIT_USAGE;
         }
@@ -553,7 +593,8 @@ static int v_tr_import(tpl_store *s, const popts *o)
     } else {
         printf("imported %zu rows from %s\n", n, o->pos[0]);
     }
-    if (text) unlink(tmp);
+    if (named) unlink(tmp);
+    if (fd >= 0) close(fd);
     free(text);
     return rc;
 }
