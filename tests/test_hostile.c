@@ -974,6 +974,45 @@ static void test_long_name_lists(void)
            "undefined local variable or method `a0'");
 }
 
+/* did_you_mean's work is bounded by the fuel: Hash#fetch's KeyError compares the key asked with
+ * every key of the Hash (Jaro-Winkler, then Levenshtein), each comparison up to the product of
+ * the two lengths: 3,000 keys of 2,000 characters took 5 s of CPU (5,000 characters 20 s), now
+ * the fuel error; the words kept were ordered by an insertion sort, quadratic in their number
+ * (200,000 like keys: 8 s), now n log n. A long method name still gets its NoMethodError. */
+static char *dym_state(int nkeys, int pad, const char *key_fmt, const char *q)
+{
+    size_t cap = (size_t)nkeys * (size_t)(pad + 40) + strlen(q) + 64, n = 0;
+    char *s = malloc(cap);
+    if (!s) abort();
+    n += (size_t)snprintf(s + n, cap - n, "{\"q\": \"%s\", \"h\": {", q);
+    for (int i = 0; i < nkeys; i++) {
+        n += (size_t)snprintf(s + n, cap - n, "%s\"", i ? ", " : "");
+        n += (size_t)snprintf(s + n, cap - n, key_fmt, i);
+        for (int k = 0; k < pad; k++) s[n++] = 'x';
+        n += (size_t)snprintf(s + n, cap - n, "\": %d", i);
+    }
+    snprintf(s + n, cap - n, "}}");
+    return s;
+}
+
+static void test_did_you_mean(void)
+{
+    tpl_limits lim = { .fuel = 4000000 };
+    char *q = rep("y", "y", 1999, "");
+    char *st = dym_state(3000, 2000, "k%05d", q);
+    expect("erb KeyError long keys", E, rep("<%= h.fetch(q) %>", "", 0, ""), lim, st, TPL_ERR_LIMIT, FUEL);
+    free(st);
+    free(q);
+    st = dym_state(120000, 0, "abcdefgh%d", "abcdefgh");
+    tpl_limits big = { .fuel = 200000000 };
+    expect("erb KeyError many like keys", E, rep("<%= h.fetch(q) %>", "", 0, ""), big, st, TPL_ERR_TYPE,
+           "KeyError whose did_you_mean suggestions tpl does not write");
+    free(st);
+    tpl_limits dflt = { .fuel = 20000000 };   /* (the default fuel) */
+    expect("erb NoMethodError long name", E, rep("<%= 1.send((\"z\" * 100000).to_sym) rescue 5 %>", "", 0, ""), dflt, NULL,
+           0, "5");
+}
+
 /* tpl_compile_all (tplc lint) compiled the whole template again after each error: 200,000 unknown
  * filters in 3.4 MB took 100 compiles, 5 s of CPU (release). The retries stop after 32 MiB of
  * source: the first errors, in bounded time. */
@@ -1036,6 +1075,7 @@ int main(void)
     test_closure_copies();
     test_long_name_lists();
     test_lint_budget();
+    test_did_you_mean();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -110,22 +110,27 @@ static bool dym_cps(tpl_arena *ar, const char *s, size_t n, bool norm, dym_str *
     return true;
 }
 
-/* DidYouMean::Jaro.distance (flags as byte arrays instead of Integer bit sets). */
+/* DidYouMean::Jaro.distance (flags as byte arrays instead of Integer bit sets); -1 when out of
+ * memory or fuel. Its work (the compares it makes, up to l1 * l2) is charged to the render's
+ * fuel (16 compares a unit: a unit is an instruction), as Levenshtein's below: a KeyError over a Hash of many long keys compares each key with the key
+ * asked (3,000 keys of 5,000 characters took 20 s of CPU, unbounded). */
 static double dym_jaro(tpl_arena *ar, const dym_str *s1, const dym_str *s2)
 {
     if (s1->n > s2->n) { const dym_str *t = s1; s1 = s2; s2 = t; }
     size_t l1 = s1->n, l2 = s2->n;
     long range = (long)(l2 / 2) - 1;
     if (range < 0) range = 0;
+    if (!tpl_fuel_charge(ar->fuel, (uint64_t)l1 + l2 + 1)) return -1;
     unsigned char *f1 = tpl_arena_alloc(ar, l1 + 1), *f2 = tpl_arena_alloc(ar, l2 + 1);
-    if (!f1 || !f2) return 0;
+    if (!f1 || !f2) return -1;
     memset(f1, 0, l1 + 1);
     memset(f2, 0, l2 + 1);
     double m = 0, t = 0;
     for (size_t i = 0; i < l1; i++) {
-        size_t last = i + (size_t)range, j = i >= (size_t)range ? i - (size_t)range : 0;
+        size_t last = i + (size_t)range, j = i >= (size_t)range ? i - (size_t)range : 0, first = j;
         for (; j <= last && j < l2; j++)
             if (!f2[j] && s1->cp[i] == s2->cp[j]) { f2[j] = 1; f1[i] = 1; m += 1; break; }
+        if (!tpl_fuel_charge(ar->fuel, (j - first) / 16)) return -1;   /* (the compares made: 16 a unit) */
     }
     size_t k = 0;
     for (size_t i = 0; i < l1; i++) {
@@ -138,7 +143,7 @@ static double dym_jaro(tpl_arena *ar, const dym_str *s1, const dym_str *s2)
     return m == 0 ? 0 : (m / (double)l1 + m / (double)l2 + (m - t) / m) / 3;
 }
 
-/* DidYouMean::JaroWinkler.distance */
+/* DidYouMean::JaroWinkler.distance; -1 when out of memory or fuel */
 static double dym_jw(tpl_arena *ar, const dym_str *s1, const dym_str *s2)
 {
     double d = dym_jaro(ar, s1, s2);
@@ -153,11 +158,12 @@ static double dym_jw(tpl_arena *ar, const dym_str *s1, const dym_str *s2)
     return d;
 }
 
-/* DidYouMean::Levenshtein.distance */
+/* DidYouMean::Levenshtein.distance; SIZE_MAX when out of memory or fuel */
 static size_t dym_lev(tpl_arena *ar, const dym_str *a, const dym_str *b)
 {
     if (a->n == 0) return b->n;
     if (b->n == 0) return a->n;
+    if (!tpl_fuel_charge(ar->fuel, (uint64_t)a->n * b->n / 16 + 1)) return SIZE_MAX;
     size_t *d = tpl_arena_alloc(ar, (b->n + 1) * sizeof(size_t)), x = 0;
     if (!d) return SIZE_MAX;
     for (size_t j = 0; j <= b->n; j++) d[j] = j;
@@ -206,6 +212,15 @@ static int dym_suggest_but(tpl_arena *ar, char *out, size_t cap, const char *inp
     return r;
 }
 
+/* A word kept by dym_correct, ordered by its distance then its place (a stable ascending order). */
+typedef struct { double jw; size_t i; } dym_pick;
+
+static int dym_pick_cmp(const void *x, const void *y)
+{
+    const dym_pick *a = x, *b = y;
+    return a->jw < b->jw ? -1 : a->jw > b->jw ? 1 : a->i < b->i ? -1 : a->i > b->i;
+}
+
 /* Whether the NUL-terminated hay holds s[0, n]. */
 static bool dym_within(const char *hay, const char *s, size_t n)
 {
@@ -224,32 +239,45 @@ static int dym_correct(tpl_arena *ar, char *out, size_t cap, const char *input, 
     if (!pick) return -1;
     for (size_t i = 0; i < nw; i++) {
         dym_str nword, raw;
+        tpl_arena_mark mk;   /* (each word's work memory given back: a Hash's keys may be many and long) */
+        bool marked = tpl_arena_mark_take(ar, &mk);
         if (!dym_cps(ar, w[i].s, w[i].n, true, &nword)) return -1;
-        if (dym_jw(ar, &nword, &ni) < thr) continue;
-        if (w[i].n == in_n && memcmp(w[i].s, input, in_n) == 0) continue;
-        if (!dym_cps(ar, w[i].s, w[i].n, false, &raw)) return -1;
-        w[i].jw = dym_jw(ar, &raw, &ni);
-        /* sort_by (a stable merge sort here: glibc's qsort_r), then reverse: the reverse of a stable
-         * ascending sort is descending with equal keys in reverse dictionary order */
-        size_t at = np;
-        while (at > 0 && w[pick[at - 1]].jw > w[i].jw) { pick[at] = pick[at - 1]; at--; }
-        pick[at] = i;
-        np++;
+        double jw = dym_jw(ar, &nword, &ni);
+        if (jw < 0) return -1;
+        bool skip = jw < thr || (w[i].n == in_n && memcmp(w[i].s, input, in_n) == 0);
+        if (!skip) {
+            if (!dym_cps(ar, w[i].s, w[i].n, false, &raw)) return -1;
+            w[i].jw = dym_jw(ar, &raw, &ni);
+        }
+        if (marked) tpl_arena_rewind(ar, &mk);
+        if (skip) continue;
+        if (w[i].jw < 0) return -1;
+        pick[np++] = i;
     }
-    for (size_t l = 0, r = np ? np - 1 : 0; l < r; l++, r--) { size_t t = pick[l]; pick[l] = pick[r]; pick[r] = t; }
+    /* sort_by (a stable merge sort here: glibc's qsort_r), then reverse: the reverse of a stable
+     * ascending sort is descending with equal keys in reverse dictionary order. (n log n: an
+     * insertion sort was quadratic in the words kept, every key of a Hash of like keys.) */
+    dym_pick *ps = tpl_arena_alloc(ar, (np + 1) * sizeof *ps);
+    if (!ps) return -1;
+    for (size_t i = 0; i < np; i++) ps[i] = (dym_pick){ w[pick[i]].jw, pick[i] };
+    qsort(ps, np, sizeof *ps, dym_pick_cmp);
+    for (size_t i = 0; i < np; i++) pick[i] = ps[np - 1 - i].i;
     size_t *corr = tpl_arena_alloc(ar, (np + 1) * sizeof(size_t)), nc = 0;
     if (!corr) return -1;
     size_t thr2 = (ni.n + 3) / 4;   /* (normalized_input.length * 0.25).ceil */
     for (size_t i = 0; i < np; i++) {
         dym_str nword;
         if (!dym_cps(ar, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
-        if (dym_lev(ar, &nword, &ni) <= thr2) corr[nc++] = pick[i];
+        size_t d = dym_lev(ar, &nword, &ni);
+        if (d == SIZE_MAX) return -1;
+        if (d <= thr2) corr[nc++] = pick[i];
     }
     for (size_t i = 0; nc == 0 && i < np; i++) {
         dym_str nword;
         if (!dym_cps(ar, w[pick[i]].s, w[pick[i]].n, true, &nword)) return -1;
-        size_t len = ni.n < nword.n ? ni.n : nword.n;
-        if (dym_lev(ar, &nword, &ni) < len) corr[nc++] = pick[i];
+        size_t len = ni.n < nword.n ? ni.n : nword.n, d = dym_lev(ar, &nword, &ni);
+        if (d == SIZE_MAX) return -1;
+        if (d < len) corr[nc++] = pick[i];
     }
     size_t o = 0, shown = 0;
     for (size_t i = 0; i < nc; i++) {
