@@ -1013,6 +1013,18 @@ static void test_did_you_mean(void)
            0, "5");
 }
 
+/* Array#cycle(n) without a block: n * len overflowed its check (cycle(2**62) of 4 items is 2^64
+ * items, 0 in 64 bits: the list was made for none and written past, a segfault), and an empty
+ * array looped n times over nothing ([].cycle(10**18).to_a hung; Ruby answers [] at once). */
+static void test_cycle_count(void)
+{
+    tpl_limits lim = { .fuel = 1000000 };
+    expect("erb cycle(2**62) overflow", E, rep("<%= [1, 2, 3, 4].cycle(2**62).to_a.size %>", "", 0, ""), lim, NULL,
+           TPL_ERR_LIMIT, "array too long");
+    expect("erb [].cycle(10**18)", E, rep("<%= [].cycle(10**18).to_a.inspect %>", "", 0, ""), lim, NULL, 0, "[]");
+    expect("erb cycle(3)", E, rep("<%= [1, 2].cycle(3).to_a.inspect %>", "", 0, ""), lim, NULL, 0, "[1, 2, 1, 2, 1, 2]");
+}
+
 /* tpl_compile_all (tplc lint) compiled the whole template again after each error: 200,000 unknown
  * filters in 3.4 MB took 100 compiles, 5 s of CPU (release). The retries stop after 32 MiB of
  * source: the first errors, in bounded time. */
@@ -1076,6 +1088,7 @@ int main(void)
     test_long_name_lists();
     test_lint_budget();
     test_did_you_mean();
+    test_cycle_count();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -9600,7 +9600,9 @@ int r_arr_cycle(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_none();
     if (!blk.pc) {
         if (!count) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: cycle without a block or a count (an endless Enumerator)");
-        if ((uint64_t)n * l->len > 10000000) return tpl_vm_error(vm, TPL_ERR_LIMIT, "array too long");
+        if (!l->len) n = 0;   /* ([].cycle(10**18) is [] at once: the loop below ran n times over nothing) */
+        if ((uint64_t)n > 10000000 / (l->len ? l->len : 1))   /* (n * len overflowed: cycle(2**62) of 4 items wrote past the list) */
+            return tpl_vm_error(vm, TPL_ERR_LIMIT, "array too long");
         tpl_list *r = new_list(vm, (uint32_t)(n * l->len) + 1);
         if (!r) return oom(vm);
         for (int64_t k = 0; k < n; k++) mcpy_items(r->items, (uint32_t)(k * l->len), l->items, 0, l->len);
