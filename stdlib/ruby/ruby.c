@@ -2995,6 +2995,7 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     }
     if (lazy && n == 4 && name[0] == 's')   /* (Numeric#step only, and its step of 0 is at once an ArgumentError) */
         lazy = plain_num(self) && !(npos >= 2 && plain_num(args[1]) && dbl(args[1]) == 0);
+    if (lazy && not_own_method(self, name, n)) lazy = false;   /* (a method the receiver lacks: NoMethodError at once) */
     if (!lazy) return rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     int rc = rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     if (rc >= 0) return rc;
