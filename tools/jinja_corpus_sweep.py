@@ -4,8 +4,8 @@ the oracle (../shared/conformance/oracle, real Jinja2 3.1) against a set of inve
 classifies each render: identical / different / refused by tpl only / refused by oracle only /
 refused by both.
 
-usage: tools/jinja_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--states I,J] [--show] [--synth] [--inproc]
-  A DIR's *.jinja / *.j2 files are templates. Chat templates (their source names `messages`) render
+usage: tools/jinja_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--states I,J] [--show] [--synth] [--inproc] [--ext E,F]
+  A DIR's *.jinja / *.j2 files are templates (--ext html,sls adds *.html and *.sls: Sphinx themes, Salt states). Chat templates (their source names `messages`) render
   with the hf profile against CHAT_STATES below; the others with the jinja2 profile (trim_blocks, as
   Ansible's template module; DIR/sweep.flags replaces that flag) against GENERIC_STATES, or against
   NAME.json (a state or a list of states) when it exists beside the template.
@@ -190,6 +190,11 @@ def main():
     pick = None
     synth = "--synth" in sys.argv
     inproc = "--inproc" in sys.argv
+    exts = ["jinja", "j2"]
+    if "--ext" in sys.argv:
+        v = sys.argv[sys.argv.index("--ext") + 1]
+        args.remove(v)
+        exts += [e.lstrip(".") for e in v.split(",") if e]
     if "--states" in sys.argv:
         v = sys.argv[sys.argv.index("--states") + 1]
         args.remove(v)
@@ -198,8 +203,8 @@ def main():
     per_tpl = collections.defaultdict(collections.Counter)
     files = []
     for d in args:
-        files += sorted(glob.glob(os.path.join(d, "**", "*.jinja"), recursive=True))
-        files += sorted(glob.glob(os.path.join(d, "**", "*.j2"), recursive=True))
+        for e in exts:
+            files += sorted(glob.glob(os.path.join(d, "**", "*." + e), recursive=True))
     for tpl in files:
         if only and only not in tpl:
             continue
@@ -217,6 +222,8 @@ def main():
             states, prof, extra = GENERIC_STATES, "jinja2", generic_flags
             if synth:
                 states = synth_states(src, dict(trim_blocks="--trim-blocks" in extra, lstrip_blocks="--lstrip-blocks" in extra))
+        if os.path.splitext(tpl)[1] not in (".jinja", ".j2"):
+            extra = extra + ["--syntax", "jinja"]  # an --ext file: the CLI reads it as str.format otherwise
         for i, s in enumerate(states):
             if pick is not None and i not in pick:
                 continue
