@@ -15,6 +15,8 @@ usage: tools/jinja_corpus_sweep.py DIR [DIR...] [--only SUBSTRING] [--states I,J
   (jinja2.meta's undeclared names, the attributes and constant subscripts it uses, the names it loops
   over or calls .items() on): missing, strings, numbers, booleans, lists of dicts, nested dicts, a
   shape guessed from the use, and a seeded mix (see synth_states).
+  A generic template whose first line is Ansible's `#jinja2: lstrip_blocks: True, ...` header renders
+  with those options (trim_blocks, lstrip_blocks, keep_trailing_newline), as Ansible's template module does.
   --inproc runs the oracle in this process (its main(), imported from the file), much faster.
   Error-class mismatches (both refuse, different Jinja2 exception class) print as CLASS lines."""
 import glob, json, os, subprocess, sys, tempfile, collections, difflib
@@ -222,6 +224,15 @@ def main():
             states, prof, extra = GENERIC_STATES, "jinja2", generic_flags
             if synth:
                 states = synth_states(src, dict(trim_blocks="--trim-blocks" in extra, lstrip_blocks="--lstrip-blocks" in extra))
+        hdr = src.split("\n", 1)[0]
+        if k != "chat" and hdr.startswith("#jinja2:"):
+            # Ansible's template module reads a first line `#jinja2: lstrip_blocks: True, ...` as options
+            # (Jinja2 prints it): render with them, so the body is exercised as Ansible renders it
+            for kv in hdr[len("#jinja2:"):].split(","):
+                key, _, val = (x.strip() for x in kv.partition(":"))
+                if key in ("trim_blocks", "lstrip_blocks", "keep_trailing_newline"):
+                    flag = "--" + key.replace("_", "-")
+                    extra = [f for f in extra if f != flag] + ([flag] if val.lower() == "true" else [])
         if os.path.splitext(tpl)[1] not in (".jinja", ".j2"):
             extra = extra + ["--syntax", "jinja"]  # an --ext file: the CLI reads it as str.format otherwise
         for i, s in enumerate(states):
