@@ -2266,6 +2266,40 @@ static int const_cmp(const tpl_node *a, int op, const tpl_node *b)
     }
 }
 
+/* Python's comparison of two list (or two tuple) displays, where it is decided without a TypeError:
+ * item by item, the first pair that is not equal is ordered (two numbers, two strs, two displays of
+ * one kind again), equal up to the shorter one the lengths are (`[1] < [2]`, `(1, 'a') < (1, 'b')`,
+ * `[] < [1]`). -1, 0, 1 as a is less, equal, greater; SEQ_UNDECIDED where tpl does not decide (not
+ * folded: compared at run time). */
+enum { SEQ_UNDECIDED = 2 };
+static int seq_order(const tpl_node *a, const tpl_node *b, int depth)
+{
+    if (!a || !b || a->kind != b->kind || (a->kind != TPL_N_LIST && a->kind != TPL_N_TUPLE) || depth > 50)
+        return SEQ_UNDECIDED;
+    const tpl_node *x = a->a, *y = b->a;
+    for (; x && y; x = x->next, y = y->next) {
+        if (x->kind == TPL_N_LIST || x->kind == TPL_N_TUPLE) {
+            int r = seq_order(x, y, depth + 1);
+            if (r) return r;
+            continue;
+        }
+        if (x->kind != TPL_N_CONST || y->kind != TPL_N_CONST) return SEQ_UNDECIDED;
+        tpl_value p = x->val, q = y->val;
+        if (p.type == TPL_T_STR && q.type == TPL_T_STR) { /* (UTF-8 bytes order as code points) */
+            int r = memcmp(p.u.s, q.u.s, p.len < q.len ? p.len : q.len);
+            if (!r && p.len == q.len) continue;
+            return r < 0 || (!r && p.len < q.len) ? -1 : 1;
+        }
+        int eq = const_cmp(x, TPL_AOP_EQ, y);
+        if (eq < 0) return SEQ_UNDECIDED; /* (a str and a number: not equal, then not ordered) */
+        if (!eq) {
+            int lt = const_cmp(x, TPL_AOP_LT, y), gt = const_cmp(x, TPL_AOP_GT, y);
+            return lt == 1 ? -1 : gt == 1 ? 1 : SEQ_UNDECIDED; /* (nan) */
+        }
+    }
+    return x ? 1 : y ? -1 : 0;
+}
+
 static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
 {
     if (!n || depth > 50 || c->syn != TPL_SYN_JINJA) return fv_make(F_NO, -1);
@@ -2376,12 +2410,24 @@ static fold_v fold_val(const tpl_comp *c, const tpl_node *n, int depth)
                 if (!clean) return fv_make(F_NO, -1);
                 /* (an order of other types is a TypeError: `1 > {}`, `'a' < 1`; of lists or
                  * tuples maybe, item by item) */
-                if (!(ty_num(l.ty) && ty_num(r.ty)) && !(l.ty == TY_STR && r.ty == TY_STR))
+                if (!(ty_num(l.ty) && ty_num(r.ty)) && !(l.ty == TY_STR && r.ty == TY_STR) &&
+                    !(l.ty == r.ty && (l.ty == TY_LIST || l.ty == TY_TUPLE) && seq_order(ln, o->a, depth) != SEQ_UNDECIDED))
                     return fv_make(F_NO, -1);
             }
             /* Compare.as_const stops at the first false comparison (`1 < 0 < {}` is False, the
              * `0 < {}` never made): decided here for two number literals */
-            int t = const_cmp(ln, o->op, o->a);
+            int t = const_cmp(ln, o->op, o->a), so = t < 0 ? seq_order(ln, o->a, depth) : SEQ_UNDECIDED;
+            if (so != SEQ_UNDECIDED) {
+                switch (o->op) {
+                case TPL_AOP_EQ: t = so == 0; break;
+                case TPL_AOP_NE: t = so != 0; break;
+                case TPL_AOP_LT: t = so < 0; break;
+                case TPL_AOP_LE: t = so <= 0; break;
+                case TPL_AOP_GT: t = so > 0; break;
+                case TPL_AOP_GE: t = so >= 0; break;
+                default: break;
+                }
+            }
             if (t == 0) return fv_typed(F_SAFE, 0, TY_BOOL);
             if (t < 0) truth = -1;
             l = r;
@@ -2415,7 +2461,8 @@ static void fold_mark(tpl_comp *c, const tpl_node *n, int depth)
     case TPL_N_SLICE: {
         fold_v v;
         int r = fold_slice(c, n, depth, &v);
-        if (r == 0) { /* (it slices: a failing slice inside it is an Undefined) */
+        if (r >= 0) { /* (it slices or fails: a failing slice inside it is an Undefined, its operands
+                       * still run for their errors) */
             fold_mark(c, n->a, depth + 1);
             fold_mark(c, n->b, depth + 1);
             fold_mark(c, n->c, depth + 1);
@@ -3058,6 +3105,34 @@ static bool self_block_defined(tpl_comp *c, tpl_node *n)
     return true;
 }
 
+/* A chain super.super... of the current block's super (block_super): its length k (1 for `super`),
+ * 0 when n is no such chain. Jinja2's BlockReference.super is the block k levels up the extends
+ * chain (a BlockReference) where there is one, else an undefined value. */
+static int super_level(tpl_comp *c, const tpl_node *n, int depth)
+{
+    if (!n || depth > 50) return 0;
+    if (n->kind == TPL_N_NAME) return block_super(c, n) ? 1 : 0;
+    if (n->kind != TPL_N_GETATTR || !name_eq(n->val, "super", 5)) return 0;
+    int k = super_level(c, n->a, depth + 1);
+    return k ? k + 1 : 0;
+}
+
+/* Whether the block k levels up from the current block's definition exists (super_level). */
+static bool super_defined(const tpl_comp *c, int k)
+{
+    return c->cur_block_pos + (size_t)k < c->cur_block->ndefs;
+}
+
+/* The undefined value of a missing parent block (BlockReference.super, context.super) */
+static void emit_no_parent_block(tpl_comp *c, uint32_t off)
+{
+    char msg[160];
+    int k = snprintf(msg, sizeof msg, "there is no parent block called '%.*s'.",
+                     (int)(c->cur_block->name.len > 100 ? 100 : c->cur_block->name.len), c->cur_block->name.u.s);
+    c->cur_off = off;
+    emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, (size_t)k)), 1);
+}
+
 static void expr(tpl_comp *c, tpl_node *n)
 {
     if (c->failed || !n) return;
@@ -3105,7 +3180,26 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         load_name(c, n->val);
         return;
     }
-    case TPL_N_GETATTR:
+    case TPL_N_GETATTR: {
+        int lv = super_level(c, n, 0);
+        if (lv >= 2) {
+            if (super_defined(c, lv)) {
+                cerror(c, n->off, "unsupported: super used other than called or tested with `is defined` "
+                                  "(Jinja2's BlockReference object)");
+                return;
+            }
+            /* no block that far up: an undefined value; where the chain is undefined before, the
+             * attribute of that undefined value (an UndefinedError, unless chainable) */
+            int first = 1;
+            while (super_defined(c, first)) first++;
+            emit_no_parent_block(c, n->off);
+            for (int i = first; i < lv; i++) {
+                c->cur_off = n->off;
+                emit(c, TPL_OP_GETATTR, add_name(c, n->val), 0);
+            }
+            return;
+        }
+    }
         if (c->own_str_attr && own_str_literal(n->a)) emit(c, TPL_OP_CONST, add_const_own(c, n->a->val), 1);
         else expr(c, n->a);
         c->cur_off = n->off;
@@ -3124,6 +3218,13 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         return;
     case TPL_N_SLICE: {
         if (c->nundef_slices && take_undef_slice(c, n)) {
+            /* the operands still run, left to right, for their errors: where one raises (`1|length`,
+             * `'a'|sum` under a test), Jinja2's fold is Impossible and its slice at run time raises
+             * that first; where none does, each folds too and the slice is the Undefined */
+            tpl_node *ops[4] = { n->a, n->b, n->c, n->d };
+            for (int i = 0; i < 4; i++)
+                if (ops[i]) { expr(c, ops[i]); emit(c, TPL_OP_POP, 0, -1); }
+            c->cur_off = n->off;
             static const char msg[] = "slice of a constant failed (Jinja2's folded Undefined)";
             emit(c, TPL_OP_UNDEF_MSG, add_const(c, tpl_v_str(msg, sizeof msg - 1)), 1);
             return;
@@ -3270,7 +3371,9 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
             return;
         }
         int sup = (b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b ? block_super(c, n->a) : 0;
-        if (sup) {
+        int lv = (b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b ? super_level(c, n->a, 0) : 0;
+        if (lv >= 2 && super_defined(c, lv - 1)) sup = super_defined(c, lv) ? 1 : -1; /* (`super.super is defined`) */
+        if (sup && (lv < 2 || super_defined(c, lv - 1))) {
             /* `super is defined` in a block: Jinja2's context.super() is a BlockReference when
              * the extends chain has a parent block, else an undefined value */
             c->cur_off = n->off;
@@ -3366,11 +3469,14 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
             return;
         }
         tpl_value base;
-        if (n->op == TPL_AOP_POW && fold_val(c, n->b, 0).k == F_NO && neg_base(c, n->a, &base)) {
+        if (n->op == TPL_AOP_POW && !c->ae_volatile && fold_val(c, n->b, 0).k == F_NO && !folds_const(n->b) &&
+            neg_base(c, n->a, &base)) {
             /* Jinja2 writes a folded negative base as its repr into the Python it generates,
              * (-2 ** l_x), which Python reads as -(2 ** x): -2 ** x is -4 for x = 2, -(2 ** 64) ** x
              * is -(18446744073709551616 ** x). An exponent the optimizer folds too folds the power
-             * itself, by Python's rules: -2 ** (1 + 1) is 4 */
+             * itself, by Python's rules: -2 ** (1 + 1) is 4, -2 ** 64|round is 2.0 ** 64 (a filter
+             * that takes no context folds). In a volatile {% autoescape %} block the optimizer does
+             * not run: the base is written as (-2), ((-2) ** l_x) */
             push_const(c, base);
             expr(c, n->b);
             c->cur_off = n->off;
@@ -5731,6 +5837,32 @@ static bool block_call(tpl_comp *c, tpl_node *n)
         compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c); /* BlockReference.__call__: Markup under autoescape */
+        c->fn->scope = save_scope;
+        c->fn->loop = save_loop;
+        return true;
+    }
+    int lv = fn->kind == TPL_N_GETATTR && !n->b ? super_level(c, fn, 0) : 0;
+    if (lv >= 2) {
+        /* super.super(): the block lv levels up (BlockReference.super, then __call__) */
+        if (!super_defined(c, lv)) {
+            expr(c, fn); /* (an undefined value, called: its UndefinedError) */
+            c->cur_off = n->off;
+            emit(c, TPL_OP_CALL, 0, 0);
+            emit_raw(c, TPL_ARGW(0, 0, TPL_NO_KW));
+            return true;
+        }
+        if (c->fn != c->cur_block_fn) {
+            cerror(c, n->off, "unsupported: super.super() inside a macro or call block in a block");
+            return true;
+        }
+        scope *save_scope = c->fn->scope;
+        loopctx *save_loop = c->fn->loop;
+        c->fn->scope = c->cur_block_base;
+        c->fn->loop = c->cur_block_loop;
+        emit(c, TPL_OP_CAPTURE, 0, 0);
+        compile_block(c, c->cur_block->name, c->cur_block_pos + (size_t)lv, n->off, BLOCK_SEE_SAME);
+        emit(c, TPL_OP_END_CAPTURE, 0, 1);
+        if (c->autoescape) emit_markup(c);
         c->fn->scope = save_scope;
         c->fn->loop = save_loop;
         return true;

@@ -281,16 +281,20 @@ int f_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int f_attr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value obj = a[0], name = a[1];
-    if (obj.type == TPL_T_UNDEF && name.type != TPL_T_UNDEF && tpl_vm_chainable_undefined(vm)) {
+    /* inspect.getattr_static(obj, name) comes first: a name that is no str, an Undefined too, is its
+     * TypeError whatever obj is (a StrictUndefined's hash raises before it) */
+    if (name.type == TPL_T_UNDEF && tpl_vm_strict_undef(vm, name))
+        return tpl_undefined_error(vm, name);
+    if (name.type != TPL_T_STR)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "attribute name must be string, not '%s'",
+                            name.type == TPL_T_UNDEF && tpl_vm_chainable_undefined(vm) ? "ChainableUndefined" :
+                            tpl_type_name(vm, name));
+    if (obj.type == TPL_T_UNDEF && tpl_vm_chainable_undefined(vm)) {
         *out = obj; /* ChainableUndefined.__getattr__ */
         return 0;
     }
     if (obj.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, obj);
-    if (name.type == TPL_T_UNDEF)
-        return tpl_undefined_error(vm, name);
-    if (name.type != TPL_T_STR)
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "attribute name must be string, not '%s'", tpl_type_name(vm, name));
     if (tpl_is_dunder(name.u.s, name.len) && !tpl_vm_hf(vm) && obj.type != TPL_T_HOST && /* as vm.c's tpl_getattr */
         !(obj.type == TPL_T_STR && tpl_builtin_find(TPL_BK_STR, name.u.s, name.len) >= 0) && !(obj.type == TPL_T_MAP && (obj.flags & TPL_F_NS)))
         return tpl_getattr(vm, obj, name.u.s, name.len, out); /* (__class__, a class's __name__; else its located refusal) */
