@@ -1761,16 +1761,75 @@ static const tpl_node *tr_text_arg(const tpl_node *args)
  * emit compiles them left to right, for one ADDS / PRINT_ADDS instead of a chain of ADDs. */
 static bool fold_check(tpl_comp *c, const tpl_node *n);
 
+static bool name_in(tpl_value name, const char *const *list);
+
+static bool add_link(const tpl_node *n)
+{
+    return n->kind == TPL_N_BINOP && n->op == TPL_AOP_ADD && !(n->a->kind == TPL_N_CONST && n->b->kind == TPL_N_CONST);
+}
+
+/* The name x reads an item or attribute of by a constant key (m['role'], m.role), else NULL. */
+static const tpl_node *item_root(const tpl_node *x)
+{
+    if ((x->kind == TPL_N_GETATTR || (x->kind == TPL_N_GETITEM && x->b->kind == TPL_N_CONST)) && x->a->kind == TPL_N_NAME)
+        return x->a;
+    return NULL;
+}
+
+/* Whether evaluating operand x of a + chain cannot raise once the operands before it (the chain
+ * prev) were evaluated: a literal, a name, an item or attribute of a name that an earlier operand
+ * already read one of (that name is no undefined value then: m['role'] + ... + m['content']), and
+ * outside strict mode a filter that only stringifies such an operand (|trim, |string, ...). */
+static bool add_operand_safe(const tpl_comp *c, const tpl_node *x, const tpl_node *prev)
+{
+    if (x->kind == TPL_N_CONST || x->kind == TPL_N_NAME) return true;
+    const tpl_node *r = item_root(x);
+    if (r) {
+        for (int i = 0; i < 16 && prev; i++) {
+            const tpl_node *y = add_link(prev) ? prev->b : prev, *yr;
+            while (y->kind == TPL_N_FILTER && y->a) y = y->a;
+            if ((yr = item_root(y)) && yr->val.len == r->val.len && memcmp(yr->val.u.s, r->val.u.s, r->val.len) == 0)
+                return true;
+            prev = add_link(prev) ? prev->a : NULL;
+        }
+        return false;
+    }
+    if (x->kind == TPL_N_FILTER && x->a && !c->p->opts.strict) {
+        static const char *const str_only[] = { "trim", "string", "lower", "upper", "e", "escape", "title",
+                                                "capitalize", NULL };
+        if (!x->b && name_in(x->val, str_only)) return add_operand_safe(c, x->a, prev);
+    }
+    return false;
+}
+
+static void add_chain_emit(tpl_comp *c, tpl_node *s, const tpl_node *stop)
+{
+    if (s == stop) return;
+    add_chain_emit(c, s->a, stop);
+    expr(c, s->b);
+}
+
+/* Jinja2 adds left to right, so an operand after the second is evaluated after the additions
+ * before it: where it may raise (add_operand_safe), the chain before it is one operand (its own
+ * chain, compiled first), so that `s + n + undef.x` fails on the addition, as Jinja2 does. */
 static uint32_t add_chain(tpl_comp *c, tpl_node *n, bool emit_operands)
 {
-    if (n->kind != TPL_N_BINOP || n->op != TPL_AOP_ADD ||
-        (n->a->kind == TPL_N_CONST && n->b->kind == TPL_N_CONST)) {
+    if (!add_link(n)) {
         if (emit_operands) expr(c, n);
         return 1;
     }
-    uint32_t k = add_chain(c, n->a, emit_operands);
-    if (emit_operands) expr(c, n->b);
-    return k + 1;
+    uint32_t m = 0;
+    tpl_node *s = n;
+    for (; add_link(s); s = s->a) m++;
+    tpl_node *leaf = s, *cut = leaf;
+    uint32_t i = 0;
+    for (s = n; m - i >= 2; s = s->a, i++)
+        if (!add_operand_safe(c, s->b, s->a)) { cut = s->a; break; }
+    if (emit_operands) {
+        expr(c, cut);
+        add_chain_emit(c, n, cut);
+    }
+    return cut == leaf ? m + 1 : i + 2;
 }
 
 /* Prints the `+` chain n of nadd >= 2 operands (add_chain), an error in it located at off: its
