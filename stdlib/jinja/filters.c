@@ -2019,6 +2019,23 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         bool ok;
         return float_to_int(vm, py_round_float(v.u.f, 0), out, &ok);
     }
+    if (method != 0 && tpl_given(a[1]) && a[1].type == TPL_T_FLOAT && tpl_is_num(v)) {
+        /* ceil/floor with a float precision: 10 ** precision is a float power (Python's math error
+         * where it overflows), then math.ceil/floor(value * it) / it */
+        double scale = pow(10.0, a[1].u.f);
+        if (isinf(scale))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "(34, 'Numerical result out of range')");
+        double y = (v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i) * scale;
+        if (isnan(y))
+            return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
+        if (isinf(y))
+            return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
+        double r = (method == 1 ? ceil(y) : floor(y)) + 0.0;
+        if (scale == 0)
+            return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "float division by zero");
+        *out = tpl_v_float(r / scale);
+        return 0;
+    }
     if (tpl_given(a[1]) && tpl_arg_index_sat(vm, a[1], &prec) < 0)
         return -1;
     if (v.type == TPL_T_BIGINT || (v.type == TPL_T_INT && method == 0 && prec < 0 && prec >= -18 &&
@@ -2070,8 +2087,8 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
     double y = x * scale;
     if (isnan(y))
         return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
-    if (isinf(y))
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot convert float infinity to integer");
+    if (isinf(y)) /* (math.ceil/floor of an infinity: OverflowError) */
+        return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert float infinity to integer");
     double r = (method == 1 ? ceil(y) : floor(y)) + 0.0; /* math.ceil gives an int: no -0.0 */
     *out = tpl_v_float(r / scale);
     return 0;
@@ -3277,7 +3294,10 @@ static int tw_wrap_line(tpl_vm *vm, tpl_sb *b, const char *line, const uint32_t 
                 tpl_sb_put(b, wrapstring.u.s, wrapstring.len);
             size_t bs = offs[cur[0].s], be = offs[cur[ncur - 1].e];
             /* chunks of one line are contiguous in the text */
-            tpl_sb_put(b, line + bs, be - bs);
+            if (wrapstring.flags & TPL_F_SAFE)
+                tpl_html_escape(b, line + bs, be - bs); /* (Markup.join escapes textwrap's plain strs) */
+            else
+                tpl_sb_put(b, line + bs, be - bs);
             any_line = true;
         }
     }
@@ -3288,6 +3308,12 @@ static int tw_wrap_line(tpl_vm *vm, tpl_sb *b, const char *line, const uint32_t 
 int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value s = a[0];
+    /* `wrapstring.join` is looked up before its argument (the wrapped lines of s.splitlines()) is
+     * made: a wrapstring that is no str fails first, whatever s and width are */
+    if (tpl_given(a[3]) && a[3].type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, a[3]);
+    if (tpl_given(a[3]) && a[3].type != TPL_T_NONE && a[3].type != TPL_T_STR)
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "'%s' object has no attribute 'join'", tpl_type_name(vm, a[3]));
     if (s.type == TPL_T_UNDEF)
         return tpl_undefined_error(vm, s);
     if (s.type != TPL_T_STR)
@@ -3309,12 +3335,8 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (long_words < 0)
         return -1;
     tpl_value ws = tpl_v_str("\n", 1);
-    if (tpl_given(a[3]) && a[3].type != TPL_T_NONE) {
-        if (a[3].type != TPL_T_STR)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "expected str instance, %s found",
-                                tpl_type_name(vm, a[3]));
-        ws = a[3];
-    }
+    if (tpl_given(a[3]) && a[3].type != TPL_T_NONE)
+        ws = a[3]; /* (a str: checked first) */
     int hyphens = tpl_arg_truthy(vm, a[4], true);
     if (hyphens < 0)
         return -1;
@@ -3341,7 +3363,11 @@ int f_wordwrap(tpl_vm *vm, tpl_value *a, tpl_value *out)
         if (tw_wrap_line(vm, &b, line.u.s, cps, offs, n, width, fl ? &fwidth : NULL, long_words, hyphens, ws) < 0)
             return -1;
     }
-    return sb_done(vm, &b, out);
+    if (sb_done(vm, &b, out) < 0)
+        return -1;
+    if (ws.flags & TPL_F_SAFE)
+        out->flags |= TPL_F_SAFE; /* (Markup.join gives a Markup) */
+    return 0;
 }
 
 /* ------------------------------------------------------------------ pprint */
@@ -4057,7 +4083,9 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return -1;
         for (uint32_t k = 0; k < schemes->len; k++) {
             tpl_value sc = schemes->items[k];
-            bool ok = sc.type == TPL_T_STR;
+            if (sc.type != TPL_T_STR) /* (_uri_scheme_re.fullmatch of it) */
+                return tpl_vm_error(vm, TPL_ERR_TYPE, "expected string or bytes-like object, got '%s'", tpl_type_name(vm, sc));
+            bool ok = true;
             size_t i = 0, cnt = 0;
             while (ok && i < sc.len && sc.u.s[i] != ':') {
                 size_t j = i;
@@ -4077,8 +4105,8 @@ int f_urlize(tpl_vm *vm, tpl_value *a, tpl_value *out)
                 tpl_sb rb;
                 tpl_sb_init(&rb, ar);
                 tpl_py_repr(&rb, sc);
-                return tpl_vm_error(vm, TPL_ERR_VALUE, "%.*s is not a valid URI scheme prefix.", (int)rb.len,
-                                    rb.p ? rb.p : "");
+                return tpl_vm_fail(vm, TPL_EK_FILTER_ARGUMENT, "%.*s is not a valid URI scheme prefix.", (int)rb.len,
+                                   rb.p ? rb.p : "");
             }
         }
     }
