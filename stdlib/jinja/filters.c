@@ -2019,12 +2019,14 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
         bool ok;
         return float_to_int(vm, py_round_float(v.u.f, 0), out, &ok);
     }
-    if (method != 0 && tpl_given(a[1]) && a[1].type == TPL_T_FLOAT && tpl_is_num(v)) {
+    if (method != 0 && tpl_given(a[1]) && a[1].type == TPL_T_FLOAT && (tpl_is_num(v) || v.type == TPL_T_UNDEF)) {
         /* ceil/floor with a float precision: 10 ** precision is a float power (Python's math error
          * where it overflows), then math.ceil/floor(value * it) / it */
         double scale = pow(10.0, a[1].u.f);
         if (isinf(scale))
             return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "(34, 'Numerical result out of range')");
+        if (v.type == TPL_T_UNDEF)
+            return tpl_undefined_error(vm, v);
         double y = (v.type == TPL_T_FLOAT ? v.u.f : (double)v.u.i) * scale;
         if (isnan(y))
             return tpl_vm_error(vm, TPL_ERR_VALUE, "cannot convert float NaN to integer");
@@ -2059,6 +2061,8 @@ int f_round(tpl_vm *vm, tpl_value *a, tpl_value *out)
             return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "int too large to convert to float");
         v = tpl_v_float(d);
     }
+    if (!tpl_is_num(v) && method != 0 && v.type == TPL_T_UNDEF)
+        return tpl_undefined_error(vm, v); /* (math.ceil(value * 10 ** precision): Undefined.__mul__ raises) */
     if (!tpl_is_num(v))
         return tpl_vm_error(vm, TPL_ERR_TYPE, method == 0 ? "type %s doesn't define __round__ method"
                                                            : "must be real number, not %s",
@@ -2275,6 +2279,8 @@ int f_indent(tpl_vm *vm, tpl_value *a, tpl_value *out)
         memset(p, ' ', (size_t)k);
         p[k] = 0;
         ind = tpl_v_str(p, (size_t)k);
+    } else if (w.type == TPL_T_UNDEF) {
+        return tpl_undefined_error(vm, w); /* (" " * Undefined: Undefined.__rmul__ raises) */
     } else {
         return tpl_vm_error(vm, TPL_ERR_TYPE, "can't multiply sequence by non-int of type '%s'",
                             tpl_type_name(vm, w));

@@ -44,6 +44,7 @@ def state():
 
 
 INTS = ["0", "1", "-1", "2", "3", "7", "10", "-3", "2147483648", "9223372036854775807", "9223372036854775808",
+        "-9223372036854775809", "4611686018427387904", "(2 ** 63)", "(-2 ** 64)", "(10 ** 19)",
         "18446744073709551616", "-9223372036854775808", "100000000000000000000", "123456789012345678901234567890",
         "1_000", "0b101", "0o17", "0x1F"]
 FLOATS = ["0.0", "-0.0", "1.5", "-2.5", "1e16", "1e-7", "0.1", "3.0", "1e308", "123.456", "2.5e3", "1E2"]
@@ -67,7 +68,7 @@ for _t, _fs in {"str": "capitalize center escape e forceescape format indent low
     for _f in _fs.split():
         FILTER_BASE.setdefault(_f, _t)
 FILTERS = {
-    "abs": [[]], "attr": [["'a'"], ["'real'"], ["'upper'"]],
+    "abs": [[]], "attr": [["'a'"], ["'real'"], ["'upper'"], ["1"], ["none"]],
     "batch": [["2"], ["2", "'-'"], ["1"], ["0"], ["3", "none"]],
     "capitalize": [[]], "center": [[], ["9"], ["2"], ["-1"]], "count": [[]],
     "d": [[], ["'D'"], ["'D'", "true"]], "default": [["1"], ["'D'", "boolean=true"]],
@@ -83,7 +84,8 @@ FILTERS = {
     "pprint": [[]], "reject": [[], ["'odd'"], ["'none'"], ["'eq'", "1"]],
     "rejectattr": [["'a'"], ["'a'", "'eq'", "1"], ["'b'", "'defined'"]],
     "replace": [["'a'", "'b'"], ["'l'", "'L'", "1"], ["''", "'-'"], ["'o'", "''", "-1"]],
-    "reverse": [[]], "round": [[], ["1"], ["0", "'floor'"], ["2", "'ceil'"], ["1", "'x'"], ["-1"]],
+    "reverse": [[]], "round": [[], ["1"], ["0", "'floor'"], ["2", "'ceil'"], ["1", "'x'"], ["-1"], ["1.5", "'ceil'"],
+                               ["precision=-1.0", "method='floor'"], ["none"], ["method='common'"]],
     "safe": [[]], "select": [[], ["'odd'"], ["'string'"], ["'gt'", "1"], ["'in'", "[1, 2]"], ["'defined'"]],
     "selectattr": [["'a'"], ["'a'", "'eq'", "1"], ["'b'", "'in'", "'xy'"]],
     "slice": [["2"], ["3", "0"], ["1"]], "sort": [[], ["true"], ["attribute='a'"], ["case_sensitive=true"], ["false", "false", "'b'"]],
@@ -91,8 +93,10 @@ FILTERS = {
     "title": [[]], "tojson": [[], ["2"], ["indent=1"]], "trim": [[], ["'x'"], ["chars='H'"]],
     "truncate": [[], ["5"], ["5", "true"], ["3", "false", "'..'", "0"], ["leeway=0", "length=4"]],
     "unique": [[], ["true"], ["attribute='a'"]], "upper": [[]], "urlencode": [[]],
-    "urlize": [[], ["10"], ["5", "true"], ["target='_blank'"], ["rel='x'"], ["extra_schemes=['ftp:']"]],
-    "wordcount": [[]], "wordwrap": [[], ["5"], ["3", "false"], ["10", "true", "'|'"], ["4", "break_on_hyphens=false"]],
+    "urlize": [[], ["10"], ["5", "true"], ["target='_blank'"], ["rel='x'"], ["extra_schemes=['ftp:']"],
+               ["extra_schemes=['x-y:', 'a']"], ["trim_url_limit=3", "nofollow=true"], ["extra_schemes=()"]],
+    "wordcount": [[]], "wordwrap": [[], ["5"], ["3", "false"], ["10", "true", "'|'"], ["4", "break_on_hyphens=false"],
+                                   ["3", "true", "'<br>'|safe"], ["width=2", "wrapstring=m"], ["0"], ["2.5"]],
     "xmlattr": [[], ["false"]],
 }
 TESTS = {
@@ -112,7 +116,11 @@ STR_METHODS = [("upper", []), ("lower", []), ("split", ["','"]), ("split", []), 
                ("ljust", ["6"]), ("rjust", ["6", "'.'"]), ("isdigit", []), ("isalpha", []), ("isupper", []),
                ("islower", []), ("isspace", []), ("swapcase", []), ("casefold", []), ("partition", ["' '"]),
                ("splitlines", []), ("removeprefix", ["'He'"]), ("removesuffix", ["'ld'"]),
-               ("expandtabs", ["2"]), ("isalnum", []), ("istitle", []), ("isdecimal", []), ("isnumeric", [])]
+               ("expandtabs", ["2"]), ("isalnum", []), ("istitle", []), ("isdecimal", []), ("isnumeric", []),
+               ("split", ["none", "-1"]), ("rsplit", ["'l'", "0"]), ("center", ["-3"]), ("zfill", ["-1"]),
+               ("ljust", ["4", "'ab'"]), ("find", ["'o'", "-3", "100"]), ("count", ["'l'", "none", "-2"]),
+               ("startswith", ["''", "20"]), ("replace", ["''", "'.'", "2"]), ("strip", ["none"]),
+               ("format", ["1.5"]), ("format", ["x=[1]"]), ("rpartition", ["'o'"])]
 LIST_METHODS = [("count", ["1"]), ("index", ["1"]), ("index", ["'a'"]), ("copy", [])]
 DICT_METHODS = [("items", []), ("keys", []), ("values", []), ("get", ["'a'"]), ("get", ["'zz'", "0"]),
                 ("get", ["'zz'"]), ("copy", [])]
@@ -163,7 +171,9 @@ class Gen:
             return lit(R.choice(UNDEF))
         return lit(R.choice(["none", "true", "false", "None", "True", "False", "[]", "{}", "()", "[1, 2, 3]",
                              "('a', 1)", "{'a': 1, 'b': 2}", "['b', 'a']", "[{'a': 2}, {'a': 1}]", "range(4)",
-                             "[1, [2, 3]]", "{'k': 'v'}|items|list", "'<x>'|safe", "['a', 'b']|join|safe"]))
+                             "[1, [2, 3]]", "{'k': 'v'}|items|list", "'<x>'|safe", "['a', 'b']|join|safe",
+                             "([1] < [2])", "((1, 'a') >= (1, 'b'))", "'{:.2f}'.format(f)", "'{:>6}'.format(n)",
+                             "'%.1f%%'|format(f)", "(1.5).is_integer()", "'%s-%s'|format(1, 2)"]))
 
     def expr(self):
         R = self.R
@@ -181,6 +191,11 @@ class Gen:
         e = self.expr
         if c < 0.12:
             op = R.choice(["+", "-", "*", "/", "//", "%", "**", "~", "+", "~", "*"])
+            if R.random() < 0.15:  # a chain of + (error order: left to right)
+                return paren(N([e(), " + ", e(), " + ", e(), " + ", e()]))
+            if R.random() < 0.1:  # float formatting through %
+                fmt = R.choice(["'%.3f'", "'%e'", "'%g'", "'%5.1f|'", "'%+d'", "'%x'", "'%r'", "'%-6s|'", "'%05.2f'"])
+                return paren(N([lit(fmt), " % ", e()]))
             return paren(N([e(), " " + op + " ", e()]))
         if c < 0.18:
             return paren(N([e(), R.choice([" and ", " or "]), e()]))
@@ -219,7 +234,7 @@ class Gen:
             else:
                 parts += [bound(), ":", bound()]
                 if R.random() < 0.5:
-                    parts += [":", R.choice(["", "1", "-1", "2", "-2", "0", "none", "3"])]
+                    parts += [":", R.choice(["", "1", "-1", "2", "-2", "0", "none", "3", "-3", "big", "neg"])]
             return N(parts + ["]"])
         if c < 0.53:
             return N([e(), "." + R.choice(["a", "b", "0", "1", "real", "imag", "x", "c", "items", "keys", "upper"])])
