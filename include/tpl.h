@@ -858,8 +858,10 @@ TPL_API tpl_status tpl_render_mark(tpl_render *r);
 
 /* From a callback of r's own running render: takes back the newest mark (tpl_render_mark). With
  * give_back, what r allocated since the mark (the converted arguments, the call's frames, its
- * result) is given back when nothing made before the mark was changed since, no host callback
- * ran since, no list or dict changed in place and the render has no pending error — the host
+ * result) is given back when nothing made before the mark points into it (what the calls wrote
+ * there stays: a namespace's counter, a dict's int item; a string a call made and stored in an
+ * older namespace, or a list it moved, keeps the memory), no host callback ran since, no list or
+ * dict got a new item array and the render has no pending error — the host
  * must then hold no value r gave it since the mark (it converted the result, a string, to its
  * own). true when it was given back (a host macro loop: tpl.jinja2's Template.module, 100,000
  * calls in flat memory); false otherwise, or when r is NULL, not rendering or has no mark. A mark

@@ -640,6 +640,7 @@ struct tpl_rescue_snap {
     /* the arena when the call failed: the host's rescue rewinds only if it is still so */
     tpl_chunk *fail_head;
     size_t fail_used, fail_total, bytes;
+    uint64_t cat_tick; /* vm->cat_tick when taken (vm->cat_fence: rescue_unchanged_w) */
     unsigned char copy[]; /* the marked chunks' used bytes, then slots [0, slot_top) */
 };
 
@@ -691,6 +692,7 @@ static __attribute__((noinline)) struct tpl_rescue_snap *rescue_take_max(tpl_vm 
     if (!sn) return NULL;
     sn->mark = m;
     sn->bytes = bytes;
+    sn->cat_tick = vm->cat_fence = vm->cat_tick;
     rescue_fields_of(vm, &sn->f);
     unsigned char *o = sn->copy;
     for (uint32_t i = 0; i < m.n; i++) {
@@ -706,13 +708,65 @@ static struct tpl_rescue_snap *rescue_take(tpl_vm *vm)
     return rescue_take_max(vm, TPL_RESCUE_COPY_MAX);
 }
 
-/* Whether nothing the snapshot saw changed (the arena as it was when the call failed). */
-static bool rescue_unchanged(const tpl_vm *vm, const struct tpl_rescue_snap *sn)
+/* Whether p points into what a rewind to sn gives back: a marked chunk past its marked use, or a
+ * chunk taken since (each chunk's end counted in: conservative). */
+static bool in_given_back(const tpl_vm *vm, const struct tpl_rescue_snap *sn, uintptr_t p)
 {
+    for (const tpl_chunk *x = vm->arena.head; x; x = x->next) {
+        uintptr_t lo = (uintptr_t)x->data, hi = lo + x->size;
+        if (p < lo || p > hi) continue;
+        for (uint32_t i = 0; i < sn->mark.n; i++)
+            if (sn->mark.ch[i].c == x) return p >= lo + sn->mark.ch[i].used;
+        return true;
+    }
+    return false;
+}
+
+/* Whether the n bytes at cur may stay as they are now though they differ from was (n a multiple of
+ * 8 or not, cur 8-aligned): with writes (a release), no aligned word that changed holds an address
+ * in what a rewind to sn gives back — a pointer field is an aligned word, so nothing older can
+ * point there; its other changes (a namespace's counter, a list's length or an item that is no
+ * pointer into that memory) are the template's and stay. Without writes, unchanged. *changed is
+ * set when they differ. */
+static bool rescue_same(const tpl_vm *vm, const struct tpl_rescue_snap *sn, const unsigned char *was,
+                        const unsigned char *cur, size_t n, bool writes, bool *changed)
+{
+    enum { BLOCK = 4096 };
+    for (size_t at = 0; at < n; at += BLOCK) {
+        size_t k = n - at < BLOCK ? n - at : BLOCK;
+        if (memcmp(was + at, cur + at, k) == 0) continue;
+        *changed = true;
+        if (!writes) return false;
+        for (size_t i = at; i + 8 <= at + k; i += 8) {
+            uint64_t a, b;
+            memcpy(&a, was + i, 8);
+            memcpy(&b, cur + i, 8);
+            if (a != b && in_given_back(vm, sn, (uintptr_t)b)) return false;
+        }
+    }
+    return true;
+}
+
+/* Whether nothing the snapshot saw changed (the arena as it was when the call failed) — with
+ * writes, whether a rewind to it leaves nothing older pointing into what it gives back: the
+ * arena's and slots' bytes may differ (rescue_same), the VM's fields may differ only in their
+ * change counters. *changed (NULL: not wanted): whether the arena's or slots' bytes differ. */
+static bool rescue_unchanged_w(const tpl_vm *vm, const struct tpl_rescue_snap *sn, bool writes, bool *changed)
+{
+    bool dummy = false;
+    if (!changed) changed = &dummy;
+    *changed = false;
     const tpl_chunk *h = vm->arena.head;
     if (h != sn->fail_head || (h && h->used != sn->fail_used) || vm->arena.total != sn->fail_total) return false;
     rescue_fields f;
     rescue_fields_of(vm, &f);
+    /* (a string made before the snapshot that grew in place since reaches past its mark with only its
+     * length changed: no pointer to find) */
+    if (writes && vm->cat_crossed > sn->cat_tick) return false;
+    if (writes) { /* (counters of in-place changes: the template's changes stay, so do their counts) */
+        f.changes = sn->f.changes;
+        f.dict_changes = sn->f.dict_changes;
+    }
     if (memcmp(&f, &sn->f, sizeof f) != 0) return false;
     const unsigned char *o = sn->copy;
     for (uint32_t i = 0; i < sn->mark.n; i++) {
@@ -720,10 +774,29 @@ static bool rescue_unchanged(const tpl_vm *vm, const struct tpl_rescue_snap *sn)
         for (const tpl_chunk *x = vm->arena.head; x && !c; x = x->next)
             if (x == sn->mark.ch[i].c) c = x;
         if (!c || c->used < sn->mark.ch[i].used) return false;
-        if (memcmp(o, c->data, sn->mark.ch[i].used) != 0) return false;
+        if (!rescue_same(vm, sn, o, c->data, sn->mark.ch[i].used, writes, changed)) return false;
         o += sn->mark.ch[i].used;
     }
-    return vm->slot_top == 0 || memcmp(o, vm->slots, (size_t)vm->slot_top * sizeof *vm->slots) == 0;
+    return vm->slot_top == 0 ||
+           rescue_same(vm, sn, o, (const unsigned char *)vm->slots, (size_t)vm->slot_top * sizeof *vm->slots, writes,
+                       changed);
+}
+
+static bool rescue_unchanged(const tpl_vm *vm, const struct tpl_rescue_snap *sn)
+{
+    return rescue_unchanged_w(vm, sn, false, NULL);
+}
+
+/* After a rewind to sn that kept writes: sn's copy and fields made what the memory holds now. */
+static void rescue_retake(const tpl_vm *vm, struct tpl_rescue_snap *sn)
+{
+    rescue_fields_of(vm, &sn->f);
+    unsigned char *o = sn->copy;
+    for (uint32_t i = 0; i < sn->mark.n; i++) {
+        if (sn->mark.ch[i].used) memcpy(o, sn->mark.ch[i].c->data, sn->mark.ch[i].used);
+        o += sn->mark.ch[i].used;
+    }
+    if (vm->slot_top) memcpy(o, vm->slots, (size_t)vm->slot_top * sizeof *vm->slots);
 }
 
 void tpl_vm_rescue_free(tpl_vm *vm)
@@ -824,7 +897,9 @@ struct tpl_mark_node {
  * back all those calls at once (the snapshot stays: the memory is again what it saw). Copy and
  * compare cost about one byte per byte given back, and the render's memory stays within about
  * twice what it held. A release that may not give back (the host keeps a value of the call), or
- * a compare that finds a change, drops the snapshot (no later release rewinds past that call). */
+ * a compare that finds an older word pointing into the batch's memory (rescue_same; other writes,
+ * a namespace's counter, stay and the snapshot takes them), drops the snapshot (no later release
+ * rewinds past that call). */
 #define TPL_BATCH_COPY_MAX (16u * 1024u * 1024u)
 
 /* The bytes the arena's chunks hand out now. */
@@ -908,13 +983,15 @@ static bool release_batched(tpl_vm *vm, const struct tpl_mark_node *m, bool give
     sn->fail_head = vm->arena.head;
     sn->fail_used = vm->arena.head ? vm->arena.head->used : 0;
     sn->fail_total = vm->arena.total;
-    if (!rescue_unchanged(vm, sn)) {
+    bool changed;
+    if (!rescue_unchanged_w(vm, sn, true, &changed)) {
         standing_drop(vm);
         return false;
     }
     tpl_arena_rewind(&vm->arena, &sn->mark);
     memset(vm->cat, 0, sizeof vm->cat);
     memset(vm->lcat, 0, sizeof vm->lcat);
+    if (changed) rescue_retake(vm, sn); /* (what the calls wrote stays: the next batch compares with it) */
     return true;
 }
 
@@ -938,7 +1015,7 @@ bool tpl_render_release(tpl_render *r, bool give_back)
         sn->fail_head = vm->arena.head;
         sn->fail_used = vm->arena.head ? vm->arena.head->used : 0;
         sn->fail_total = vm->arena.total;
-        if (rescue_unchanged(vm, sn)) {
+        if (rescue_unchanged_w(vm, sn, true, NULL)) {
             tpl_arena_rewind(&vm->arena, &sn->mark);
             memset(vm->cat, 0, sizeof vm->cat);
             memset(vm->lcat, 0, sizeof vm->lcat);

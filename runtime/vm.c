@@ -2059,6 +2059,7 @@ static char *cat_begin(tpl_vm *vm, tpl_value first, size_t total, size_t *keep, 
     tpl_chunk *c = e->chunk;
     size_t need = ((size_t)(e->p - (const char *)c->data) + total + 1 + 15) & ~(size_t)15;
     if (c->used == e->end && need <= c->size) {
+        if (e->born <= vm->cat_fence) vm->cat_crossed = ++vm->cat_tick; /* (see vm_impl.h) */
         if (need > c->used) c->used = need;
         *keep = first.len;
         return (char *)e->p;
@@ -2096,7 +2097,8 @@ static void cat_end(tpl_vm *vm, char *s, size_t total, int hit)
         for (int i = 1; i < 4; i++)
             if (vm->cat[i].tick < e->tick) e = &vm->cat[i];
     }
-    *e = (struct tpl_concat){ s, (uint32_t)total, c, c->used, ++vm->cat_tick };
+    ++vm->cat_tick;
+    *e = (struct tpl_concat){ s, (uint32_t)total, c, c->used, vm->cat_tick, vm->cat_tick };
 }
 
 int tpl_vm_concat(tpl_vm *vm, tpl_value a, tpl_value b, tpl_value *out)

@@ -237,11 +237,15 @@ struct tpl_vm {
     /* the most recently used concatenation results, each with its chunk and the chunk's end
      * after it: while its block is still the chunk's newest, `~` or `+` onto it appends in
      * place (vm.c, cat_begin) */
-    struct tpl_concat { const char *p; uint32_t len; tpl_chunk *chunk; size_t end; uint64_t tick; } cat[4];
+    struct tpl_concat { const char *p; uint32_t len; tpl_chunk *chunk; size_t end; uint64_t tick, born; } cat[4];
     /* the most recent list concatenation results with room past their length: `+` or push
      * onto one of them writes the new items in place (vm.c, tpl_vm_concat_list) */
     struct tpl_lconcat { const tpl_value *items; uint32_t len, cap; uint64_t tick; } lcat[4];
     uint64_t cat_tick;
+    /* A host mark's snapshot (host.c) records cat_tick as cat_fence: a string made by then (its
+     * entry's born, the tick its block was taken) that grows in place after it reaches past the
+     * snapshot's mark with only its length changed — cat_crossed, a tick, says when one last did */
+    uint64_t cat_fence, cat_crossed;
     /* tpl_host_error: the message and payload of the last failing host-object callback
      * (runtime/host.c); the payload is reset when a render starts */
     void *host_payload;

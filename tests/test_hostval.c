@@ -685,19 +685,37 @@ static void render_release(void)
     /* (3, 4: a render holding more than 64 KiB, whose marks share one snapshot and give back in
      * batches: 30 MB of calls finish under the 4 MiB limit; a macro changing an older list keeps
      * every change) */
-    const char *srcs[4][2] = {
+    const char *srcs[8][2] = {
         { "{% macro m(i) %}{{ 'x' * 10000 }}{% endmacro %}{{ calln(m) }}", "300000003000" },
+        /* (an int appended in place: given back, but for the calls that moved the list's items) */
         { "{% set l = [] %}{% macro m(i) %}{% do l.append(i) %}{{ 'y' * 10 }}{% endmacro %}{{ calln(m) }} "
-          "{{ l|length }} {{ l[2999] }}", "300000000 3000 2999" },
+          "{{ l|length }} {{ l[2999] }}", "300000001 3000 2999" },
         { "{% set big = 'z' * 100000 %}{% macro m(i) %}{{ 'x' * 10000 }}{% endmacro %}{{ calln(m) }} {{ big|length }}",
           "300000000001 100000" },
         { "{% set big = 'z' * 100000 %}{% set l = [] %}{% macro m(i) %}{% do l.append(i) %}{{ 'y' * 10 }}"
           "{% endmacro %}{{ calln(m) }} {{ l|length }} {{ l[2999] }} {{ l|sum }} {{ big|length }}",
           "300000000 3000 2999 4498500 100000" },
+        /* (session 40: a call that writes an older value keeps its write, and its memory is given
+         * back when nothing older points into it — a namespace's counter: 30 MB of calls, small
+         * and over 64 KiB, finish under 4 MiB) */
+        { "{% set ns = namespace(n=0) %}{% macro m(i) %}{% set ns.n = ns.n + i %}{{ 'x' * 10000 }}{% endmacro %}"
+          "{{ calln(m) }} {{ ns.n }}", "300000003000 4498500" },
+        { "{% set big = 'z' * 100000 %}{% set ns = namespace(n=0) %}{% macro m(i) %}{% set ns.n = ns.n + i %}"
+          "{{ 'x' * 10000 }}{% endmacro %}{{ calln(m) }} {{ ns.n }} {{ big|length }}", "300000000001 4498500 100000" },
+        /* (a string the call made, stored in an older namespace: kept — the strings made after the
+         * calls would overwrite it if its memory were given back) */
+        { "{% set ns = namespace(s='') %}{% macro m(i) %}{% set ns.s = 'k' ~ i %}{{ 'y' * 10 }}{% endmacro %}"
+          "{{ calln(m) }} {{ 'q' * 24 }} {{ ns.s }}", "300000000 qqqqqqqqqqqqqqqqqqqqqqqq k2999" },
+        /* (an older string grown in place, vm->cat: only its length changed, yet it reaches past the
+         * mark — kept) */
+        { "{% set ns = namespace(s='') %}{% set ns.s = 'a' * 2000 %}{% set ns.s = ns.s ~ 'b' %}"
+          "{% macro m(i) %}{% set ns.s = ns.s ~ 'c' %}{{ 'y' * 10 }}{% endmacro %}{{ calln(m) }} {{ 'q' * 24 }} "
+          "{{ ns.s|length }} {{ ns.s[1999:2003] }} {{ ns.s[-2:] }} {{ ns.s.count('c') }}",
+          "300000000 qqqqqqqqqqqqqqqqqqqqqqqq 5001 abcc cc 3000" },
     };
     tpl_limits lim = { 0 };
     lim.max_memory = 4u << 20;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 8; i++) {
         tpl_program *p = NULL;
         tpl_error err = { 0 };
         CHECK(tpl_compile("t.jinja", srcs[i][0], strlen(srcs[i][0]), &o, &p, &err) == TPL_OK, "compile: %s",
