@@ -5823,6 +5823,23 @@ static __attribute__((noinline)) void self_no_block(tpl_comp *c, tpl_node *n, tp
     }
 }
 
+/* A call of the current block's definition pos (super() / super.super()): its body compiled in
+ * place, in the block's own scope and loop, captured as one value (BlockReference.__call__: Markup
+ * under autoescape). */
+static void parent_block_call(tpl_comp *c, size_t pos, uint32_t off)
+{
+    scope *save_scope = c->fn->scope;
+    loopctx *save_loop = c->fn->loop;
+    c->fn->scope = c->cur_block_base;
+    c->fn->loop = c->cur_block_loop;
+    emit(c, TPL_OP_CAPTURE, 0, 0);
+    compile_block(c, c->cur_block->name, (uint32_t)pos, off, BLOCK_SEE_SAME);
+    emit(c, TPL_OP_END_CAPTURE, 0, 1);
+    if (c->autoescape) emit_markup(c);
+    c->fn->scope = save_scope;
+    c->fn->loop = save_loop;
+}
+
 static bool block_call(tpl_comp *c, tpl_node *n)
 {
     tpl_node *fn = n->a;
@@ -5888,16 +5905,7 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             for (func *f = c->fn->parent; f != bf; f = f->parent) f->scope = saved[nf++];
             return true;
         }
-        scope *save_scope = c->fn->scope;
-        loopctx *save_loop = c->fn->loop;
-        c->fn->scope = c->cur_block_base;
-        c->fn->loop = c->cur_block_loop;
-        emit(c, TPL_OP_CAPTURE, 0, 0);
-        compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
-        emit(c, TPL_OP_END_CAPTURE, 0, 1);
-        if (c->autoescape) emit_markup(c); /* BlockReference.__call__: Markup under autoescape */
-        c->fn->scope = save_scope;
-        c->fn->loop = save_loop;
+        parent_block_call(c, c->cur_block_pos + 1, n->off);
         return true;
     }
     int lv = fn->kind == TPL_N_GETATTR && !n->b ? super_level(c, fn, 0) : 0;
@@ -5914,16 +5922,7 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             cerror(c, n->off, "unsupported: super.super() inside a macro or call block in a block");
             return true;
         }
-        scope *save_scope = c->fn->scope;
-        loopctx *save_loop = c->fn->loop;
-        c->fn->scope = c->cur_block_base;
-        c->fn->loop = c->cur_block_loop;
-        emit(c, TPL_OP_CAPTURE, 0, 0);
-        compile_block(c, c->cur_block->name, c->cur_block_pos + (size_t)lv, n->off, BLOCK_SEE_SAME);
-        emit(c, TPL_OP_END_CAPTURE, 0, 1);
-        if (c->autoescape) emit_markup(c);
-        c->fn->scope = save_scope;
-        c->fn->loop = save_loop;
+        parent_block_call(c, c->cur_block_pos + (size_t)lv, n->off);
         return true;
     }
     tpl_value bname = fn->kind == TPL_N_GETATTR ? fn->val : /* self.name() or self["name"]() */
