@@ -2984,6 +2984,17 @@ static bool lazy_args(const char *name, size_t n, int npos)
 #undef IS
 }
 
+/* A lazy_args call whose arguments failed: their error is Ruby's only once the Enumerator iterates,
+ * so tpl's refusal, which no rescue takes. (Its own frame: tpl_rb_send is on the stack of every
+ * Ruby call, recursion included, and the message buffer would widen each of those frames.) */
+static __attribute__((noinline)) int lazy_args_refusal(tpl_vm *vm, const char *name, size_t n)
+{
+    char msg[256];
+    if (!tpl_vm_rescue(vm, msg, sizeof msg)) return -1;
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s with these arguments and no block (Ruby answers an "
+                        "Enumerator that raises only when it iterates: %s)", (int)n, name, msg);
+}
+
 int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                 const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
 {
@@ -2996,14 +3007,55 @@ int tpl_rb_send(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_valu
     if (lazy && n == 4 && name[0] == 's')   /* (Numeric#step only, and its step of 0 is at once an ArgumentError) */
         lazy = plain_num(self) && !(npos >= 2 && plain_num(args[1]) && dbl(args[1]) == 0);
     if (lazy && not_own_method(self, name, n)) lazy = false;   /* (a method the receiver lacks: NoMethodError at once) */
-    if (!lazy) return rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
-    int rc = rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
-    if (rc >= 0) return rc;
-    /* its arguments' error is Ruby's only once the Enumerator iterates: tpl's refusal, which no rescue takes */
-    char msg[256];
-    if (!tpl_vm_rescue(vm, msg, sizeof msg)) return -1;
-    return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s with these arguments and no block (Ruby answers an "
-                        "Enumerator that raises only when it iterates: %s)", (int)n, name, msg);
+    int rc = rb_send_body(vm, self, name, n, args, npos, kwn, kwv, nkw, out);   /* (one call: inlined, one frame) */
+    return rc >= 0 || !lazy ? rc : lazy_args_refusal(vm, name, n);
+}
+
+/* rb_send_body's rarer paths, each in a frame of its own (noinline): rb_send_body is on the C stack
+ * of every Ruby call, recursion through lambdas and defs included, and the locals these take the
+ * address of would widen each of those frames (under ASan by their redzones too). */
+
+/* ArithmeticSequence#begin / end / step / exclude_end? (arity 0; a block is not used) */
+static __attribute__((noinline)) int aseq_accessor(tpl_vm *vm, tpl_value self, const char *name, size_t n, int npos,
+                                                   tpl_value *out)
+{
+    if (npos) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 0) (ArgumentError)", npos);
+    tpl_value p[4];
+    aseq_parts(self, p);
+    *out = p[name[0] == 'b' ? 0 : name[0] == 'e' && n == 3 ? 1 : name[0] == 's' ? 2 : 3];
+    return 0;
+}
+
+/* Range#step with a block and no step: by 1 */
+static __attribute__((noinline)) int range_step_one(tpl_vm *vm, tpl_value self, const char *name, size_t n,
+                                                    const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    tpl_value one = tpl_v_int(1);
+    return tpl_rb_send(vm, self, name, n, &one, 1, kwn, kwv, nkw, out);   /* (with a block: not lazy_args) */
+}
+
+/* An Enumerator maker given keywords and no block */
+static __attribute__((noinline)) int enum_maker_kw(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args,
+                                                   int npos, const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out)
+{
+    /* each_line(chomp: true) without a block: an Enumerator of its lines; other keywords Ruby's
+     * Enumerator keeps until it iterates (then an ArgumentError), which tpl does not make */
+    bool chomp_only = n == 9 && memcmp(name, "each_line", 9) == 0;
+    for (int i = 0; i < nkw && chomp_only; i++)
+        chomp_only = kwn[i].type == TPL_T_STR && kwn[i].len == 5 && memcmp(kwn[i].u.s, "chomp", 5) == 0;
+    /* the makers of a fixed arity count the keywords as one more argument (a Hash) before any Enumerator */
+    static const char *const fixed[] = { "0each", "0map", "0collect", "0reverse_each", "0filter_map", "0each_pair",
+        "0each_index", "0each_key", "0each_value", "0transform_values", "0times", "0each_char", "0each_byte",
+        "0each_codepoint", "1each_slice", "1each_cons", "1upto", "1downto", NULL };
+    for (int i = 0; fixed[i]; i++)
+        if (strlen(fixed[i] + 1) == n && memcmp(fixed[i] + 1, name, n) == 0 && npos + 1 != fixed[i][0] - '0')
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %c) (ArgumentError)", npos + 1, fixed[i][0]);
+    if (!chomp_only)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s with keywords and no block (Ruby answers an Enumerator that raises when it iterates)", (int)n, name);
+    tpl_value r;
+    if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, &r) < 0) return -1;
+    if (r.type != TPL_T_LIST) { *out = r; return 0; }
+    return enum_wrap(vm, self, name, n, args, npos, r.u.list, kwn, kwv, nkw, out);
 }
 
 static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
@@ -3014,19 +3066,13 @@ static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     if (not_own) return no_method_raise(vm, self, not_own, name, n);
     if (tpl_is_aseq_rb(self) && nkw == 0 && ((n == 5 && memcmp(name, "begin", 5) == 0) || (n == 3 && memcmp(name, "end", 3) == 0) ||
                                              (n == 4 && memcmp(name, "step", 4) == 0) || (n == 12 && memcmp(name, "exclude_end?", 12) == 0))) {
-        /* ArithmeticSequence#begin / end / step / exclude_end? (arity 0; a block is not used) */
-        if (npos) return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected 0) (ArgumentError)", npos);
-        tpl_value p[4];
-        aseq_parts(self, p);
-        *out = p[name[0] == 'b' ? 0 : name[0] == 'e' && n == 3 ? 1 : name[0] == 's' ? 2 : 3];
-        return 0;
+        return aseq_accessor(vm, self, name, n, npos, out);
     }
     if (npos == 0 && nkw == 0 && n == 4 && memcmp(name, "step", 4) == 0 && is_range(self)) {
         /* range_step without a step steps by 1 (with a block: each item; without: an Enumerator whose
          * inspect names no step, which tpl does not make) */
         if (!blk) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: Range#step without a step or a block");
-        tpl_value one = tpl_v_int(1);
-        return rb_send_body(vm, self, name, n, &one, 1, kwn, kwv, nkw, out);
+        return range_step_one(vm, self, name, n, kwn, kwv, nkw, out);
     }
     if (tpl_is_enum_rb(self) && nkw == 0 && !blk) {
         int rc = enum_method(vm, self, name, n, npos, out);
@@ -3070,26 +3116,8 @@ static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             return enum_by_index(vm, self, off, out);
         }
     }
-    if (!blk && nkw && !(n == 4 && memcmp(name, "step", 4) == 0) && enum_maker(self, name, n)) {
-        /* each_line(chomp: true) without a block: an Enumerator of its lines; other keywords Ruby's
-         * Enumerator keeps until it iterates (then an ArgumentError), which tpl does not make */
-        bool chomp_only = n == 9 && memcmp(name, "each_line", 9) == 0;
-        for (int i = 0; i < nkw && chomp_only; i++)
-            chomp_only = kwn[i].type == TPL_T_STR && kwn[i].len == 5 && memcmp(kwn[i].u.s, "chomp", 5) == 0;
-        /* the makers of a fixed arity count the keywords as one more argument (a Hash) before any Enumerator */
-        static const char *const fixed[] = { "0each", "0map", "0collect", "0reverse_each", "0filter_map", "0each_pair",
-            "0each_index", "0each_key", "0each_value", "0transform_values", "0times", "0each_char", "0each_byte",
-            "0each_codepoint", "1each_slice", "1each_cons", "1upto", "1downto", NULL };
-        for (int i = 0; fixed[i]; i++)
-            if (strlen(fixed[i] + 1) == n && memcmp(fixed[i] + 1, name, n) == 0 && npos + 1 != fixed[i][0] - '0')
-                return tpl_vm_error(vm, TPL_ERR_TYPE, "wrong number of arguments (given %d, expected %c) (ArgumentError)", npos + 1, fixed[i][0]);
-        if (!chomp_only)
-            return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s with keywords and no block (Ruby answers an Enumerator that raises when it iterates)", (int)n, name);
-        tpl_value r;
-        if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, &r) < 0) return -1;
-        if (r.type != TPL_T_LIST) { *out = r; return 0; }
-        return enum_wrap(vm, self, name, n, args, npos, r.u.list, kwn, kwv, nkw, out);
-    }
+    if (!blk && nkw && !(n == 4 && memcmp(name, "step", 4) == 0) && enum_maker(self, name, n))
+        return enum_maker_kw(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     if (blk || (nkw && !(n == 4 && memcmp(name, "step", 4) == 0)) || !enum_maker(self, name, n)) {   /* (step(by: 2)) */
         int rc = rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
         /* each with a block on an Enumerator of an each: what that each answers (its receiver) */
@@ -3102,10 +3130,9 @@ static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
         }
         return rc;
     }
-    tpl_value r;
-    if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, &r) < 0) return -1;
-    if (r.type != TPL_T_LIST || (r.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) { *out = r; return 0; }
-    return enum_wrap(vm, self, name, n, args, npos, r.u.list, kwn, kwv, nkw, out);
+    if (rb_send_guarded(vm, self, name, n, args, npos, kwn, kwv, nkw, out) < 0) return -1;
+    if (out->type != TPL_T_LIST || (out->flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))) return 0;
+    return enum_wrap(vm, self, name, n, args, npos, out->u.list, kwn, kwv, nkw, out);
 }
 
 static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
@@ -4467,8 +4494,8 @@ static __attribute__((noinline)) int proc_yield_big(tpl_vm *vm, const tpl_rb_blo
     return proc_yield_in(vm, blk, args, first, k, nreq, lam, out, vals, keep, 256);
 }
 
-static int proc_yield(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first, int k, int nreq, bool lam,
-                      tpl_value *out)
+static __attribute__((noinline)) int proc_yield(tpl_vm *vm, const tpl_rb_block *blk, const tpl_value *args, int first, int k, int nreq, bool lam,
+                                                tpl_value *out)
 {
     size_t commas = 0;
     if (first == 2)
@@ -4632,7 +4659,7 @@ static int block_forward(tpl_vm *vm, tpl_value self, tpl_value *args, int npos, 
 /* (kwunknown): the keywords of a call that a def with required keywords and no **opts has no parameter for
  * (its hidden **, checked after the missing ones, compiler/lower_erb.c kw_missing): Ruby's ArgumentError
  * naming them (a Symbol as :k, another key by its inspect); nil when there are none. */
-static int kw_unknown(tpl_vm *vm, tpl_value h, tpl_value *out)
+static __attribute__((noinline)) int kw_unknown(tpl_vm *vm, tpl_value h, tpl_value *out)
 {
     *out = tpl_v_none();
     if (h.type != TPL_T_MAP || h.u.map->len == 0) return 0;
