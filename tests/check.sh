@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds tpl and runs every test:
-#   build        gcc, -Werror: the whole suite
+#   build        gcc, -Werror: the whole suite (native-conformance: half of the corpus, -Dnative_shard=0/2)
 #   build-release gcc -O3, -Werror: builds everything (its warnings differ), runs the core tests
-#   build-clang  clang, -Werror: the whole suite
+#   build-clang  clang, -Werror: the whole suite (native-conformance: the other half, -Dnative_shard=1/2)
 #   build-asan   ASan+UBSan: the whole suite but native-conformance (~10 min a stage; gcc and clang run it)
 #   build-tsan   ThreadSanitizer: the concurrent-render test
 #   build-fuzz   clang + libFuzzer + ASan/UBSan: the whole suite but native-conformance, and a smoke run of each fuzz target
@@ -25,9 +25,9 @@ run() { # dir, [meson setup args...] ; TESTS selects test names (default: all)
   # shellcheck disable=SC2086
   meson test -C "$dir" --print-errorlogs --no-rebuild --timeout-multiplier 10 ${TESTS:-} || status=1
 }
-run build
+run build -Dnative_shard=0/2
 TESTS="core stdlib" run build-release --buildtype=release   # -O3: gcc's flow warnings differ
-CC=clang run build-clang
+CC=clang run build-clang -Dnative_shard=1/2
 TESTS='--no-suite native' run build-asan -Dtest_shard=0/2 -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all
 TESTS=threads run build-tsan -Db_sanitize=thread -Db_lundef=false
 TESTS='--no-suite native' CC=clang run build-fuzz -Dtest_shard=1/2 -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false

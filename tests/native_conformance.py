@@ -4,7 +4,8 @@
 usage: native_conformance.py TPLC INCLUDE_DIR CC... [-- SUITE_DIR ...]
 
 For each suite (default: every suite of ../shared/conformance, tpl's tests/cases/* and
-tests/errors, which pins error texts and render limits), compiles every case with
+tests/errors, which pins error texts and render limits; TPL_TEST_SHARD=I/N keeps the templates of
+one shard, tests/shard.py: tests/check.sh splits the corpus between its gcc and clang trees), compiles every case with
 `tplc compile --emit c --native` and the case's compile-time flags into one C file per case,
 builds the suite's files into one shared library with the given C compiler
 (-std=c11 -Wall -Wextra -Werror: the generated C must be warning-free), then compares
@@ -16,6 +17,8 @@ The last line is 'N passed, N failed'.
 import concurrent.futures, importlib.machinery, importlib.util, os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import shard  # noqa: E402  (TPL_TEST_SHARD: this tree's part of the corpus, tests/shard.py)
 CONF = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "conformance"))
 COMPILE_FLAGS = {"--trim-blocks", "--lstrip-blocks", "--keep-trailing-newline", "--strict", "--tidy"}
 COMPILE_VALUED = {"--syntax", "--profile", "--max-compile-memory"}
@@ -102,11 +105,15 @@ def main(argv):
             cases = []
             if sname == "errors" and os.path.dirname(os.path.normpath(suite)) == HERE:
                 for name, args, _ in error_cases(suite):
+                    if not shard.mine(os.path.join(suite, name)):
+                        continue
                     comp, rend = split_flags(args)
                     cases.append((sname + "/" + name, [tplc, "render", name] + args, None, suite, name, comp, rend))
             else:
                 base_opts = runner.load_json(os.path.join(suite, "suite.json"), {}) or {}
                 for tpl, stem in runner.cases_in(suite):
+                    if not shard.mine(tpl):
+                        continue
                     opts = dict(base_opts)
                     opts.update(runner.load_json(stem + ".opts.json", {}) or {})
                     cid = sname + "/" + os.path.basename(stem)
@@ -168,6 +175,8 @@ def main(argv):
                     failed += 1
                     print("FAIL %s\n   vm:     exit %s %r / %r\n   native: exit %s %r / %r" % (
                         cid, src[0], src[1][:200], src[2][:200], got[0], got[1][:200], got[2][:200]))
+    if shard.spec():
+        print("shard %d/%d of the corpus (TPL_TEST_SHARD)" % shard.spec())
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
