@@ -6,6 +6,10 @@
 #   REPS=3 BENCH_TIME=0.5 bench/run.sh             # quicker
 #   ENGINES=tpl-jinja,ejs,tera,memcpy bench/run.sh # subset (names from engines.tsv)
 #   BENCH_WORKLOADS=w1_agent,w5_format bench/run.sh
+#   NO_INSTALL=1 NO_BUILD=1 NO_GEN=1 BENCH_OUT=/tmp/r.md ENGINES=c-hand,c-fmt-naive,memcpy,tpl-jinja,tpl-native bench/run.sh
+#     # tpl against the C references only: no apt-get / npm, only the C references built (their
+#     # Makefile), the shared workloads as they are, the report written to BENCH_OUT alone (the
+#     # default bench/RESULTS.md keeps its hand-written sections from "## Python:" on)
 #
 # Steps: build tpl-bench in build-bench/ (release, -O3); install the anchors' dependencies when
 # missing (ruby-erubi, librust-tera-dev via apt-get; the node modules via npm ci in the copy);
@@ -29,6 +33,7 @@ nbin="$build/bench/tpl-bench-native"   # the workloads' Jinja views compiled to 
 
 # 2. anchors' one-time installs (see ../shared/bench/README.md, "Setup")
 need=()
+[ -n "${NO_INSTALL:-}" ] || {
 ruby -e 'require "erubi"' 2>/dev/null || need+=(ruby ruby-erubi)
 ls -d /usr/share/cargo/registry/tera-* >/dev/null 2>&1 || need+=(librust-tera-dev)
 command -v cargo >/dev/null || need+=(cargo)
@@ -36,6 +41,7 @@ if [ ${#need[@]} -gt 0 ] && command -v apt-get >/dev/null; then
   echo "[run.sh] installing: ${need[*]}"
   (apt-get install -y "${need[@]}" || { apt-get update && apt-get install -y "${need[@]}"; }) >/dev/null || true
 fi
+}
 
 # 3. a writable copy of the shared harness with tpl registered
 work=$(mktemp -d /tmp/tpl-bench.XXXXXX)
@@ -45,7 +51,7 @@ cp -r "$shared/." "$work/"
 # into a cache beside the build and linked in
 nm_cache="$build/node_modules-cache"
 if [ ! -d "$work/engines/node/node_modules" ]; then
-  if [ ! -d "$nm_cache/node_modules" ]; then
+  if [ ! -d "$nm_cache/node_modules" ] && [ -z "${NO_INSTALL:-}" ]; then
     mkdir -p "$nm_cache"
     cp "$work/engines/node/package.json" "$work/engines/node/package-lock.json" "$nm_cache/"
     (cd "$nm_cache" && npm ci --no-audit --no-fund >/dev/null 2>&1) || echo "[run.sh] npm ci failed: node engines unavailable"
@@ -62,15 +68,16 @@ ln -s "$build/tera-target" "$work/engines/tera/target"
   echo "tpl-native      engine     env BENCH_DIALECT=jinja $nbin"
 } >> "$work/engines.tsv"
 
-# 4. run
+# 4. run (NO_BUILD=1 skips run_all.sh's build.sh: the C references are still built, by their Makefile)
+[ -z "${NO_BUILD:-}" ] || make -C "$work/engines/c" >/dev/null
 (cd "$work" && ./run_all.sh)
 
 # 5. bench/RESULTS.md: header + tpl's extra fields + the shared report, then the sections
 # written by hand from other benchmarks (the Python package's, the prompt store's: from the
 # "## Python:" heading to the end), kept as they are
-out="$here/bench/RESULTS.md"
+out=${BENCH_OUT:-$here/bench/RESULTS.md}
 kept="$work/kept-sections.md"
-if [ -f "$out" ]; then sed -n '/^## Python: /,$p' "$out" > "$kept"; else : > "$kept"; fi
+if [ -z "${BENCH_OUT:-}" ] && [ -f "$out" ]; then sed -n '/^## Python: /,$p' "$out" > "$kept"; else : > "$kept"; fi
 {
   echo "# tpl vs the anchors"
   echo
