@@ -394,6 +394,7 @@ _TAG = re.compile(r"\{#.*?#\}|\{%[-+]?\s*raw\s*[-+]?%\}.*?\{%[-+]?\s*endraw\s*[-
 _SCOPED = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "autoescape", "trans"))
 _BINDERS = frozenset(("for", "with", "import", "from"))
 _LOCAL_SETS = frozenset(("with", "macro", "call", "filter", "set"))
+_BLOCK_TAG = re.compile(r"\{%[-+]?\s*block\b")
 _SET_EQ = re.compile(r"(?<![=!<>])=(?!=)")
 
 
@@ -491,7 +492,41 @@ class Context:
                     ", ".join(repr(n) for n in sorted(looped)[:3]) + (", ..." if len(looped) > 3 else ""),)
             self._top = tuple(n for n in top if n not in self._bound)
         self.eval_ctx = EvalContext(template.environment, template.name)
-        self.blocks = {}
+
+    @property
+    def blocks(self):
+        """Jinja2's holds the render functions of the template's blocks ({name: [function, ...]}),
+        which tpl does not have: {} for a template without blocks (nor templates it loads), else
+        NotImplementedError."""
+        tmpl = self._template
+        own = tmpl._own_of if tmpl._own_of is not None else tmpl
+        sources = list(own._sources) + [own._source or ""] if self._loads else [tmpl._source or ""]
+        if any(_BLOCK_TAG.search(src) for src in sources):
+            raise NotImplementedError("tpl.jinja2: Context.blocks of a template with {% block %}s (Jinja2's holds "
+                                      "their render functions, which tpl's compiled blocks are not)")
+        return {}
+
+    @property
+    def globals_keys(self):
+        """As Jinja2's: the names of the template's globals (Jinja2's default namespace, the
+        environment's and the template's own). NotImplementedError where Jinja2's context is
+        another (a derived one in a loop or block that set names: empty; a template it loads)."""
+        if self._wide:
+            raise NotImplementedError("tpl.jinja2: Context.globals_keys in %s (Jinja2's context there may be "
+                                      "another: a derived one, or a loaded template's)" % self._wide)
+        tmpl = self._template
+        if self._loads and tmpl._loaded_globals():
+            raise NotImplementedError("tpl.jinja2: Context.globals_keys in a template that loads templates with "
+                                      "globals of their own (Jinja2's context may be one of theirs)")
+        return set(_DEFAULT_NAMESPACE) | set(tmpl.globals)
+
+    def derived(self, locals=None):
+        raise NotImplementedError("tpl.jinja2: Context.derived (a new Context over the render's variables: tpl's "
+                                  "contexts are made by the render)")
+
+    def super(self, name, current):
+        raise NotImplementedError("tpl.jinja2: Context.super (Jinja2's block render functions, which tpl's compiled "
+                                  "blocks are not)")
 
     @property
     def parent(self):
