@@ -395,6 +395,7 @@ _SCOPED = frozenset(("if", "for", "macro", "call", "filter", "with", "block", "a
 _BINDERS = frozenset(("for", "with", "import", "from"))
 _LOCAL_SETS = frozenset(("with", "macro", "call", "filter", "set"))
 _BLOCK_TAG = re.compile(r"\{%[-+]?\s*block\b")
+_SCOPED_BLOCK = re.compile(r"\{%[-+]?\s*block\s+\w+[^%]*\bscoped\b")
 _SET_EQ = re.compile(r"(?<![=!<>])=(?!=)")
 
 
@@ -451,6 +452,37 @@ def _scan_names(source):
     return tuple(top), frozenset(other | looped), frozenset(looped - other)
 
 
+def _scoped_locals(source):
+    """A superset of the names a scoped block's derived Context may hold that the template's own
+    does not (loop variables, with names, macro and call arguments, sets inside those): every
+    identifier in a statement tag but the targets of the top level's {% set %}s (the same value
+    in both: Jinja2's derived parent is the template's get_all() plus the locals)."""
+    names, stack = set(), []
+    for m in _TAG.finditer(source):
+        body = m.group(1)
+        words = _IDENT.findall(body) if body else ()
+        if not words:
+            continue
+        kw = words[0]
+        if kw.startswith("end"):
+            if stack:
+                stack.pop()
+            continue
+        if kw == "set" and all(k == "if" for k in stack):
+            rest = body.strip()[3:]
+            eq = _SET_EQ.search(rest)
+            if eq is None:
+                names.update(_IDENT.findall(rest.split("|", 1)[1]) if "|" in rest else ())
+                stack.append("set")
+            else:
+                names.update(_IDENT.findall(rest[eq.end():]))
+            continue
+        names.update(words)
+        if kw in _SCOPED:
+            stack.append(kw)
+    return names
+
+
 class Context:
     """Jinja2's template Context as a pass_context callable gets it: the template's variables
     (Jinja2's vars: the names its top level assigns with {% set %}, once assigned — read from
@@ -491,17 +523,31 @@ class Context:
                 self._wide = "a template that sets %s inside a loop or block" % (
                     ", ".join(repr(n) for n in sorted(looped)[:3]) + (", ..." if len(looped) > 3 else ""),)
             self._top = tuple(n for n in top if n not in self._bound)
+        # a scoped block ({% block b scoped %}): Jinja2 renders it with context.derived(the local
+        # names around it), so a callable inside one (a call, a filter or a test alike) gets a
+        # Context whose parent also holds the loop variable, `loop`, with names and macro
+        # arguments there, and whose vars are empty — every name a statement mentions, and `loop`,
+        # is refused, and what lists the variables or the parent
+        srcs = self._sources()
+        self._scoped = any(_SCOPED_BLOCK.search(src) for src in srcs)
+        if self._scoped:
+            self._bound = self._bound | frozenset().union(*map(_scoped_locals, srcs)) | {"loop"}
+            self._top = tuple(n for n in self._top if n not in self._bound)
+            self._wide = "a template with a scoped block (Jinja2's Context inside one is derived)"
         self.eval_ctx = EvalContext(template.environment, template.name)
+
+    def _sources(self):
+        """The sources the callable may run in: the template's, and those it loads."""
+        tmpl = self._template
+        own = tmpl._own_of if tmpl._own_of is not None else tmpl
+        return list(own._sources) + [own._source or ""] if self._loads else [tmpl._source or ""]
 
     @property
     def blocks(self):
         """Jinja2's holds the render functions of the template's blocks ({name: [function, ...]}),
         which tpl does not have: {} for a template without blocks (nor templates it loads), else
         NotImplementedError."""
-        tmpl = self._template
-        own = tmpl._own_of if tmpl._own_of is not None else tmpl
-        sources = list(own._sources) + [own._source or ""] if self._loads else [tmpl._source or ""]
-        if any(_BLOCK_TAG.search(src) for src in sources):
+        if any(_BLOCK_TAG.search(src) for src in self._sources()):
             raise NotImplementedError("tpl.jinja2: Context.blocks of a template with {% block %}s (Jinja2's holds "
                                       "their render functions, which tpl's compiled blocks are not)")
         return {}
@@ -533,7 +579,7 @@ class Context:
         """The render's parent (globals and arguments, the objects themselves). NotImplementedError
         where Jinja2's holds the template's variables too (_wide: a call inside a loop or block that
         set names, whose context is derived; a template that loads others)."""
-        if self._wide and self._loads:
+        if self._scoped or (self._wide and self._loads):
             raise NotImplementedError("tpl.jinja2: Context.parent %s" % self._why())
         if self._wide:
             raise NotImplementedError("tpl.jinja2: Context.parent in %s (Jinja2's parent there holds the variables "
@@ -610,6 +656,10 @@ class Context:
 
     def _why(self):
         """Why this Context cannot hand what Jinja2's would: the template's names it does not read."""
+        if self._scoped:
+            return ("in a template with a scoped block (Jinja2's Context inside one is derived: its parent holds the "
+                    "local names around the block — loop variables and `loop`, with names, macro arguments — and its "
+                    "vars are empty; tpl does not hand those to Python callables)")
         if self._loads:
             return ("in a template that includes, imports or extends others (the callable may run in one of them, "
                     "whose Jinja2 Context holds the loader's variables and the loop and set names around the "
