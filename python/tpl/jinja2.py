@@ -452,6 +452,15 @@ def _scan_names(source):
     return tuple(top), frozenset(other | looped), frozenset(looped - other)
 
 
+@functools.lru_cache(maxsize=256)
+def _block_info(source):
+    """(whether source has a {% block %}, _scoped_locals(source) when it has a scoped one else
+    None), once per source (a Context is made for every pass_context call)."""
+    if not _BLOCK_TAG.search(source):
+        return False, None
+    return True, (frozenset(_scoped_locals(source)) if _SCOPED_BLOCK.search(source) else None)
+
+
 def _scoped_locals(source):
     """A superset of the names a scoped block's derived Context may hold that the template's own
     does not (loop variables, with names, macro and call arguments, sets inside those): every
@@ -528,13 +537,29 @@ class Context:
         # Context whose parent also holds the loop variable, `loop`, with names and macro
         # arguments there, and whose vars are empty — every name a statement mentions, and `loop`,
         # is refused, and what lists the variables or the parent
-        srcs = self._sources()
-        self._scoped = any(_SCOPED_BLOCK.search(src) for src in srcs)
+        self._has_blocks, scoped = self._blocks_of()
+        self._scoped = scoped is not None
         if self._scoped:
-            self._bound = self._bound | frozenset().union(*map(_scoped_locals, srcs)) | {"loop"}
+            self._bound = self._bound | scoped
             self._top = tuple(n for n in self._top if n not in self._bound)
             self._wide = "a template with a scoped block (Jinja2's Context inside one is derived)"
         self.eval_ctx = EvalContext(template.environment, template.name)
+
+    def _blocks_of(self):
+        """(whether the sources have a {% block %}, the names a scoped block's Context may hold
+        that the template's does not, and `loop` — None without a scoped block), kept on the
+        template while its sources are the same objects."""
+        tmpl = self._template
+        own = tmpl._own_of if tmpl._own_of is not None else tmpl
+        got = tmpl.__dict__.get("_blocks_got")
+        if (got is None or got[0] is not tmpl._source or got[1] is not own._source or got[2] is not own._sources
+                or got[3] is not self._loads):
+            infos = [_block_info(src) for src in self._sources()]
+            scoped = [i[1] for i in infos if i[1] is not None]
+            got = tmpl._blocks_got = (tmpl._source, own._source, own._sources, self._loads,
+                                      (any(i[0] for i in infos),
+                                       frozenset().union(*scoped) | {"loop"} if scoped else None))
+        return got[4]
 
     def _sources(self):
         """The sources the callable may run in: the template's, and those it loads."""
@@ -547,7 +572,7 @@ class Context:
         """Jinja2's holds the render functions of the template's blocks ({name: [function, ...]}),
         which tpl does not have: {} for a template without blocks (nor templates it loads), else
         NotImplementedError."""
-        if any(_BLOCK_TAG.search(src) for src in self._sources()):
+        if self._has_blocks:
             raise NotImplementedError("tpl.jinja2: Context.blocks of a template with {% block %}s (Jinja2's holds "
                                       "their render functions, which tpl's compiled blocks are not)")
         return {}
