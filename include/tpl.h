@@ -757,6 +757,20 @@ TPL_API tpl_status tpl_render_reset_state(tpl_render *r);
 /* Sets the template variables to map (a tpl_val_map built on r since the last reset; keys must
  * be strings to be visible as names). TPL_ERR_USAGE when map is not a map or r is NULL/busy. */
 TPL_API tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map);
+/* Sets the template variables to values of program p's reads (tpl_program_reads, in its
+ * order): read which[k] is the name whose value is vals[k], for k < n; the reads not named are
+ * not set (a name neither the state nor the globals hold). The state is the map of those names
+ * in the order given, as tpl_val_map_of_str with TPL_VAL_BORROW | TPL_VAL_UTF8_VALID and
+ * tpl_render_set_state_val make it — its keys are p's own strings (the names tpl_program_reads
+ * gives), so p must outlive the state; the values are built on r since the last reset and
+ * which and vals are read during the call only — and when r then renders p over it, no name
+ * given is looked up: each read finds its value at once. The fastest way for a host that has
+ * matched its data to p's reads (say, a dict or Hash holding those names) to hand it over. A
+ * read given twice: that name finds either value (never a memory error). TPL_ERR_USAGE when r
+ * or p is NULL, r busy, which or vals NULL with n > 0, or a which[k] is not below the count
+ * tpl_program_reads gives; TPL_ERR_NOMEM; TPL_ERR_LIMIT past the memory limit. */
+TPL_API tpl_status tpl_render_set_state_reads(tpl_render *r, const tpl_program *p, const uint32_t *which,
+                                              const tpl_val *vals, size_t n);
 /* Sets r's globals to map (a tpl_val_map built on r since the last reset), or removes them
  * (tpl_val_none()): names below the state, as Jinja2's Environment.globals. A name the state
  * does not hold is looked up in the globals before the builtins, by the template and by every

@@ -577,7 +577,12 @@ static json_t *load_json_big(const char *json, size_t len, json_error_t *je, boo
     return j;
 }
 
-void tpl_render_state_reset(tpl_render *r) { state_arena_reset(&r->vm); }
+void tpl_render_state_reset(tpl_render *r)
+{
+    state_arena_reset(&r->vm);
+    r->vm.reads_prog = NULL; /* (tpl_render_set_state_reads' map is gone) */
+    r->vm.reads_map = NULL;
+}
 
 /* The state from a parsed document (NULL: je says why); j is consumed. */
 static tpl_status set_state(tpl_vm *vm, json_t *j, const json_error_t *je, bool big, const tpl_long_int *lng)

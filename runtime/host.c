@@ -6,6 +6,7 @@
 #include "vm_impl.h"
 #include "host.h"
 #include "bigint.h"
+#include "verify.h" /* tpl_program_reads_cached */
 
 static_assert(sizeof(tpl_val) == sizeof(tpl_value), "tpl_val is a tpl_value");
 
@@ -551,6 +552,47 @@ tpl_status tpl_render_set_state_val(tpl_render *r, tpl_val map)
     tpl_render_vm(r)->state = m;
     tpl_render_vm(r)->state_host = true; /* (a Python dict's lists: issue 14, vm.c own_header) */
     state_changed(r);
+    return TPL_OK;
+}
+
+tpl_status tpl_render_set_state_reads(tpl_render *r, const tpl_program *p, const uint32_t *which, const tpl_val *vals,
+                                      size_t n)
+{
+    if (!r || !p || tpl_render_busy(r) || (n && (!which || !vals))) return TPL_ERR_USAGE;
+    const uint32_t *idx;
+    size_t nreads;
+    if (!tpl_program_reads_cached(p, &idx, &nreads)) return TPL_ERR_NOMEM;
+    if (n > UINT32_MAX / 4) return TPL_ERR_LIMIT;
+    tpl_vm *vm = tpl_render_vm(r);
+    vm->reads_prog = NULL;
+    tpl_arena *a = &vm->state_arena;
+    tpl_entry *d;
+    tpl_map *m = map_block(a, n, &d);
+    if (!m) return arena_fail(a);
+    /* the keys are p's names (tpl_program_reads' strings: UTF-8, hashed when p was made); which
+     * name each entry holds kept for tpl_vm_run's lookups (vm_impl.h reads_prog) */
+    bool keep = p->nnames <= TPL_VM_NAME_HITS && n <= TPL_VM_NAME_HITS;
+    const tpl_name *names = p->names;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t w = which[k];
+        if (w >= nreads) return TPL_ERR_USAGE; /* (the map left in the state arena: reset drops it) */
+        uint32_t ni = idx[w];
+        const tpl_name *nm = &names[ni];
+        d[k].key = tpl_v_str(nm->s.u.s, nm->s.len);
+        d[k].val = from_val(vals[k]);
+        d[k].hash = nm->resolved ? nm->hash : tpl_hash_str(nm->s.u.s, nm->s.len);
+        if (keep) vm->reads_name[k] = (uint16_t)ni;
+    }
+    if (n > HOST_MAP_LINEAR_MAX && !tpl_map_reindex(a, m)) return arena_fail(a);
+    vm->state = tpl_v_map(m);
+    vm->state_host = true; /* (as tpl_render_set_state_val's) */
+    state_changed(r);
+    if (keep) {
+        vm->reads_n = (uint32_t)n;
+        vm->reads_map = m;
+        vm->reads_e = m->e;
+        vm->reads_prog = p;
+    }
     return TPL_OK;
 }
 

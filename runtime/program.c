@@ -417,6 +417,7 @@ void tpl_program_free(tpl_program *p)
     if (p->code_heap) free(p->code);
     free(p->spanb);
     free(p->readb);
+    free(p->reads_cache);
     tpl_arena_free(&p->arena);
     if (!p->static_data) {
         free(p->name);

@@ -305,6 +305,10 @@ struct tpl_program {
      * the template's render-time extends gave; the template is compiled with that parent. */
     const char *ext_parent;
     size_t ext_parent_len;
+    /* The reads-set (tpl_program_reads_idx) as tpl_program_reads_cached keeps it: [0] its count,
+     * then the names' indexes; made on first use and installed atomically (a program renders from
+     * several threads at once), freed with the program; NULL until then. */
+    uint32_t *reads_cache;
 };
 
 /* Render-time loading (issue 14). The program compiled from the loader's text for name (the

@@ -605,6 +605,32 @@ size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap)
     return k;
 }
 
+bool tpl_program_reads_cached(const tpl_program *p, const uint32_t **idx, size_t *n)
+{
+    uint32_t **slot = &((tpl_program *)p)->reads_cache; /* (the program's one lazily made field) */
+    uint32_t *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!c) {
+        size_t k = tpl_program_reads_idx(p, NULL, 0);
+        uint32_t *nc = k < UINT32_MAX ? malloc((k + 1) * sizeof *nc) : NULL;
+        if (!nc) return false;
+        nc[0] = (uint32_t)k;
+        if (k && tpl_program_reads_idx(p, nc + 1, k) != k) { /* (its scan out of memory) */
+            free(nc);
+            return false;
+        }
+        uint32_t *expected = NULL;
+        if (__atomic_compare_exchange_n(slot, &expected, nc, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            c = nc;
+        } else { /* (another thread's, made meanwhile) */
+            free(nc);
+            c = expected;
+        }
+    }
+    *idx = c + 1;
+    *n = c[0];
+    return true;
+}
+
 bool tpl_program_read_pcs(const tpl_program *p, uint8_t *at)
 {
     uint8_t *seen = calloc(p->nnames ? p->nnames : 1, 1);

@@ -22,6 +22,9 @@ tpl_error_kind tpl_verify(const tpl_program *p, char *msg, size_t msgsz);
  * into out (may be NULL when cap is 0) and returns how many there are. The code must be verified
  * (or compiled) first. */
 size_t tpl_program_reads_idx(const tpl_program *p, uint32_t *out, size_t cap);
+/* The same reads-set, computed once per program and kept with it (p->reads_cache): *idx its n
+ * name indexes, valid while p is. False when out of memory. */
+bool tpl_program_reads_cached(const tpl_program *p, const uint32_t **idx, size_t *n);
 
 /* The instructions behind the reads-set: sets at[pc] (an array of p->ncode bytes, zeroed by the
  * caller) for every LOAD_NAME, CALL_NAME, LOAD_NAME_RB, LOAD_IVAR_RB and FMT_FIELD and every

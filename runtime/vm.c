@@ -7258,6 +7258,14 @@ int tpl_vm_run(tpl_vm *vm)
                 memset(vm->name_hit, 0, p->nnames * sizeof vm->name_hit[0]);
                 memset(vm->rkept, 0, sizeof vm->rkept);
                 name_hits_gone(vm);
+                if (vm->reads_prog == p && vm->reads_map == state_map && state_map && state_map->e == vm->reads_e &&
+                    state_map->len == vm->reads_n) {
+                    /* the state the host built from p's reads (tpl_render_set_state_reads), as it
+                     * made it (entries are only ever appended: the same array and length are the
+                     * same entries): entry k is name reads_name[k]'s lookup */
+                    tpl_entry *e = state_map->e;
+                    for (uint32_t k = 0; k < vm->reads_n; k++) vm->name_hit[vm->reads_name[k]] = &e[k].val;
+                }
                 vm->name_hit_stamp = vm->state_stamp;
                 vm->name_hit_sig = p->names_sig;
                 vm->name_hit_kept = p->names_sig != 0; /* (a program not signed: nothing kept) */

@@ -202,6 +202,16 @@ struct tpl_vm {
      * lookups are emptied (never 0, so a zeroed entry matches no tag) */
     struct tpl_attr_hit { uint64_t tag; const tpl_value *v; } attr_hit[64];
     uint32_t name_hit_gen;
+    /* tpl_render_set_state_reads: the state map it built (reads_map) from program reads_prog's
+     * reads, its entry k the value of name reads_name[k] (reads_n entries; none kept for a
+     * program of more than TPL_VM_NAME_HITS names): tpl_vm_run fills name_hit from them when it
+     * renders that program over that map as it was made, so that no name the host gave is looked up. Dropped
+     * with the state (tpl_render_state_reset). */
+    const tpl_program *reads_prog;
+    const tpl_map *reads_map;
+    const void *reads_e;        /* (its entries then: a map the host added to since is not used) */
+    uint32_t reads_n;
+    uint16_t reads_name[TPL_VM_NAME_HITS];
     /* A native program rendered: its name_hit are cleared when the interpreter first runs a
      * function of it without a step (tpl_native_run_vm; the native code and its steps use none),
      * not when the render starts; NULL once cleared, or when the program is not native */

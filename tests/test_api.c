@@ -458,6 +458,15 @@ static void test_null_args(void)
           "val_type_name/range_params/view_dict on the wrong kind");
     CHECK(tpl_render_reset_state(NULL) == U && tpl_render_set_state_val(NULL, hv) == U &&
           tpl_render_set_state_val(r, hv) == U, "reset_state/set_state_val(NULL, non-map)");
+    {
+        uint32_t w0 = 0, w9 = 9;
+        tpl_val v0 = tpl_val_int(1);
+        CHECK(tpl_render_set_state_reads(NULL, p, &w0, &v0, 1) == U && tpl_render_set_state_reads(r, NULL, &w0, &v0, 1) == U &&
+              tpl_render_set_state_reads(r, p, NULL, &v0, 1) == U && tpl_render_set_state_reads(r, p, &w0, NULL, 1) == U &&
+              tpl_render_set_state_reads(r, p, &w9, &v0, 1) == U && tpl_render_set_state_reads(r, p, NULL, NULL, 0) == TPL_OK &&
+              tpl_render_reset_state(r) == TPL_OK,
+              "set_state_reads(NULL, read out of range)");
+    }
     CHECK(tpl_val_range(NULL, tpl_val_int(1), tpl_val_int(2), false, &hv) == U &&
           tpl_val_range(r, tpl_val_int(1), tpl_val_int(2), false, NULL) == U &&
           tpl_val_range(r, tpl_val_int(1), tpl_val_bool(true), false, &hv) == TPL_ERR_TYPE, "val_range(NULL, bad end)");
@@ -1251,6 +1260,121 @@ static void test_vm_kept(void)
 }
 
 
+/* tpl_render_set_state_reads: a state given as values of the program's reads renders as the same
+ * state built as a map (tpl_val_map_of_str + tpl_render_set_state_val) — names given, names not
+ * given (a builtin's, undefined), in either order, a name a loop and a set also use, a program of
+ * more names than the VM keeps lookups of, another program rendered over the state, and a map
+ * state on the same context after it — and renders again the same. */
+static void test_state_reads(void)
+{
+    static const char *const srcs[] = {
+        "{{ a }}|{{ b }}|{{ c is defined }}|{{ d.x }}|{{ range(2)|list }}|{{ g }}|{{ a }}{{ b }}",
+        "{% for k in xs %}{{ k }}{{ a }}{% endfor %}|{{ b }}{% set a = 'local' %}{{ a }}",
+    };
+    const char *names[8];
+    size_t lens[8];
+    char b1[512], b2[512];
+    tpl_render *r = tpl_render_new(NULL), *m = tpl_render_new(NULL);
+    if (!r || !m) { nfail++; tpl_render_free(r); tpl_render_free(m); return; }
+    for (int si = 0; si < 2; si++) {
+        tpl_program *p = compile(srcs[si]);
+        if (!p) { nfail++; continue; }
+        size_t n = tpl_program_reads(p, names, lens, 8);
+        CHECK(n >= 2 && n <= 8, "state_reads: %zu reads", n);
+        for (int order = 0; order < 2 && n <= 8; order++) {
+            /* each read but "c" and "g" given: a string, a dict for d, a list for xs */
+            uint32_t which[8];
+            tpl_val vals[8], mv[8];
+            tpl_str_entry e[8];
+            size_t nw = 0;
+            for (size_t j = 0; j < n; j++) {
+                size_t i = order ? n - 1 - j : j;
+                if ((lens[i] == 1 && (names[i][0] == 'c' || names[i][0] == 'g')) || (lens[i] == 5 && !memcmp(names[i], "range", 5)))
+                    continue;
+                for (int k = 0; k < 2; k++) {
+                    tpl_render *h = k ? m : r;
+                    tpl_val v;
+                    if (lens[i] == 1 && names[i][0] == 'd') {
+                        tpl_str_entry x = { "x", 1, tpl_val_key_hash("x", 1), tpl_val_int(7) };
+                        CHECK(tpl_val_map_of_str(h, &x, 1, 0, &v) == TPL_OK, "state_reads: d");
+                    } else if (lens[i] == 2 && !memcmp(names[i], "xs", 2)) {
+                        tpl_val it[2] = { tpl_val_int(1), tpl_val_int(2) };
+                        CHECK(tpl_val_list_of(h, it, 2, 0, &v) == TPL_OK, "state_reads: xs");
+                    } else {
+                        CHECK(tpl_val_str(h, names[i], lens[i], 0, &v) == TPL_OK, "state_reads: str");
+                    }
+                    if (k) mv[nw] = v;
+                    else vals[nw] = v;
+                }
+                which[nw] = (uint32_t)i;
+                e[nw] = (tpl_str_entry){ names[i], lens[i], tpl_val_key_hash(names[i], lens[i]), mv[nw] };
+                nw++;
+            }
+            tpl_val st;
+            CHECK(tpl_val_map_of_str(m, e, nw, 0, &st) == TPL_OK && tpl_render_set_state_val(m, st) == TPL_OK,
+                  "state_reads: map state");
+            CHECK(tpl_render_set_state_reads(r, p, which, vals, nw) == TPL_OK, "state_reads: set");
+            render(m, p, b2, sizeof b2);
+            for (int rep = 0; rep < 2; rep++) {
+                CHECK(strcmp(render(r, p, b1, sizeof b1), b2) == 0, "state_reads: %d/%d/%d: %s, expected %s", si, order,
+                      rep, b1, b2);
+            }
+            tpl_render_reset_state(r);
+            tpl_render_reset_state(m);
+        }
+        tpl_program_free(p);
+    }
+    /* a program of more names than the VM keeps lookups of (TPL_VM_NAME_HITS), its reads given */
+    {
+        char src[8192];
+        size_t o = 0;
+        for (int i = 0; i < 200; i++) o += (size_t)snprintf(src + o, sizeof src - o, "{{ v%d }}", i);
+        tpl_program *p = compile(src);
+        size_t n = p ? tpl_program_reads(p, NULL, NULL, 0) : 0;
+        CHECK(n == 200, "state_reads: 200 reads (%zu)", n);
+        uint32_t which[200];
+        tpl_val vals[200];
+        for (size_t i = 0; i < n && i < 200; i++) {
+            which[i] = (uint32_t)i;
+            vals[i] = tpl_val_int((int64_t)i % 10);
+        }
+        const char *out;
+        size_t len;
+        CHECK(p && tpl_render_set_state_reads(r, p, which, vals, n) == TPL_OK && tpl_render_run(r, p, &out, &len) == TPL_OK &&
+              len == 200 && !memcmp(out, "0123456789", 10), "state_reads: 200 names");
+        tpl_render_reset_state(r);
+        tpl_program_free(p);
+    }
+    /* another program over the same state, then a map state on the same context: each as a map
+     * state renders it */
+    {
+        tpl_program *p = compile("{{ a }}{{ b }}{{ z }}"), *q = compile("{{ b }}{{ a }}");
+        const char *rn[3];
+        size_t rl[3];
+        if (p && q && tpl_program_reads(p, rn, rl, 3) == 3) {
+            uint32_t which[2] = { 1, 0 }; /* (b, a: reads are in the order names were first met) */
+            tpl_val vals[2], st;
+            CHECK(tpl_val_str(r, "B", 1, 0, &vals[0]) == TPL_OK && tpl_val_str(r, "A", 1, 0, &vals[1]) == TPL_OK &&
+                  tpl_render_set_state_reads(r, p, which, vals, 2) == TPL_OK, "state_reads: set ab");
+            CHECK(strcmp(render(r, p, b1, sizeof b1), "AB") == 0, "state_reads: ab: %s", b1);
+            CHECK(strcmp(render(r, q, b1, sizeof b1), "BA") == 0, "state_reads: other program: %s", b1);
+            tpl_str_entry e[3] = { { "a", 1, tpl_val_key_hash("a", 1), vals[1] },
+                                   { "b", 1, tpl_val_key_hash("b", 1), vals[0] },
+                                   { "z", 1, tpl_val_key_hash("z", 1), vals[1] } };
+            CHECK(tpl_render_reset_state(r) == TPL_OK && tpl_val_str(r, "A", 1, 0, &e[0].val) == TPL_OK &&
+                  tpl_val_str(r, "B", 1, 0, &e[1].val) == TPL_OK && tpl_val_str(r, "Z", 1, 0, &e[2].val) == TPL_OK &&
+                  tpl_val_map_of_str(r, e + 1, 2, 0, &st) == TPL_OK && tpl_render_set_state_val(r, st) == TPL_OK,
+                  "state_reads: map state after");
+            CHECK(strcmp(render(r, p, b1, sizeof b1), "BZ") == 0, "state_reads: map state after: %s", b1);
+        }
+        tpl_render_reset_state(r);
+        tpl_program_free(p);
+        tpl_program_free(q);
+    }
+    tpl_render_free(r);
+    tpl_render_free(m);
+}
+
 /* Python's mutating methods (issue 14): a render changes the JSON state's lists and dicts in place
  * (its later reads and every alias see it), and the next render on the context sees the state as
  * it was given, also after a render that failed midway; a host's values (tpl_render_set_state_val:
@@ -1305,6 +1429,7 @@ int main(void)
     test_native_direct();
     test_native_find_flags();
     test_vm_kept();
+    test_state_reads();
     test_mutate_state();
     printf("%d passed, %d failed\n", npass, nfail);
     return nfail ? 1 : 0;

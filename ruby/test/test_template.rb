@@ -261,6 +261,32 @@ class TestTemplate < Minitest::Test
     assert_equal "c|[]|x", t.render(states[2])
   end
 
+  # Template#render hands the VM the values of the template's reads (tpl_render_set_state_reads,
+  # the VM then looks none of them up): states of other names, key kinds and orders, render after
+  # render on one Template, interleaved with another Template, print as Ruby's ERB prints them
+  def test_state_reads_as_erb
+    src = "<%= a %>|<%= defined?(b) ? b : '-' %>|<%= defined?(c) ? c.inspect : '-' %>|" \
+          "<% if defined?(xs) %><% xs.each do |x| %><%= x %>,<% end %><% end %>|<%= defined?(d) ? d['x'] : '-' %>|<%= a %>"
+    src2 = "<%= defined?(d) ? d['x'] : '-' %>/<%= a %>/<%= defined?(zz) ? zz : '-' %>"
+    t, t2 = Tpl::Template.new(src, syntax: :erb), Tpl::Template.new(src2, syntax: :erb)
+    states = [
+      { a: "1" }, { "a" => "2", "b" => "B" }, { b: "3", a: "4", c: nil }, { "xs" => [1, 2], "a" => "é", "d" => { "x" => "X" } },
+      { a: "5", zz: 1, "c" => [1] }, { a: 1, b: 2, c: 3, xs: [], d: { "x" => 4 } }, { "d" => { "x" => "y" }, "a" => "" },
+    ]
+    3.times do |round|
+      states.each_with_index do |st, i|
+        [[t, src], [t2, src2]].each do |tt, s|
+          want = ERB.new(s, trim_mode: "-").result_with_hash(st)
+          assert_equal want, tt.render(st), "round #{round}, state #{i}: #{s}"
+          assert_equal want, tt.render(**st.transform_keys(&:to_sym)), "round #{round}, state #{i} as keywords"
+        end
+      end
+      GC.start
+    end
+    assert_equal "S|-|-||-|S", t.render({ a: "S", "a" => "T" }) # (both keys: the Symbol's, as before)
+    assert_equal "T|-|-||-|T", Tpl::ERB.new(src, trim_mode: "-").result_with_hash({ a: "S", "a" => "T" })
+  end
+
   # a state Hash's own String values are borrowed inline (render_body, as a nested Hash's are);
   # the kinds that path leaves to str_val — frozen (ERB: frozen? true, FrozenError), other
   # encodings, a subclass — print and behave as Ruby's ERB has them, short and long alike

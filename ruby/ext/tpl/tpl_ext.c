@@ -81,6 +81,8 @@ typedef struct scratch {
     size_t nitems, capitems;
     unsigned char *fkind;   /* per read: 0 none, 1 under a String key, 2 under a Symbol key (the
                              * values found are render_body's pinned array) */
+    uint32_t *rwhich;       /* the state's reads found, and their values converted */
+    tpl_val *rvals;         /* (tpl_render_set_state_reads' which and vals), capfound each */
     size_t capfound;
     tpl_str_str *ss;        /* an Array of Hashes of Strings: their entries (strmaps_val) */
     size_t nss, capss;
@@ -100,6 +102,8 @@ static void scratch_free(scratch *sc)
     free(sc->ents);
     free(sc->items);
     free(sc->fkind);
+    free(sc->rwhich);
+    free(sc->rvals);
     free(sc->ss);
     free(sc->cnt);
     free(sc->cb);
@@ -2551,8 +2555,12 @@ static VALUE render_body(VALUE arg)
     size_t nreads = t->nreads;
     if (nreads > sc->capfound) {
         unsigned char *fk = realloc(sc->fkind, nreads);
-        if (!fk) rb_raise(rb_eNoMemError, "tpl: out of memory");
-        sc->fkind = fk;
+        if (fk) sc->fkind = fk;
+        uint32_t *rw = fk ? realloc(sc->rwhich, nreads * sizeof *rw) : NULL;
+        if (rw) sc->rwhich = rw;
+        tpl_val *rv = rw ? realloc(sc->rvals, nreads * sizeof *rv) : NULL;
+        if (!rv) rb_raise(rb_eNoMemError, "tpl: out of memory");
+        sc->rvals = rv;
         sc->capfound = nreads;
     }
     /* the values found for the reads, where the GC sees them — on the machine stack, or a
@@ -2673,16 +2681,16 @@ again:
     scratch_copy_reset(sc);
     c->borrowed = c->borrowed_emb = false;
     size_t gcs = rb_gc_count();
-    /* the state map at once: the names are the Template's copies (borrowed), their hashes made
-     * when it was compiled */
+    /* the state as the values of the program's reads (tpl_render_set_state_reads: its names are
+     * the program's, and the VM finds each at once, where from a map it looked each up) */
+    size_t nw = 0;
     for (size_t i = 0; i < nreads; i++) {
         if (found[i] == Qundef) continue;
-        tpl_str_entry e = { t->read_ptr[i], t->read_len[i], t->read_hash[i], { { 0, 0 } } };
         /* (a String borrowed or copied inline, as a Hash's values are: w5's ten) */
         VALUE v = found[i];
-        if (!((c->borrow || c->copy) && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, &e.val))) to_val(c, v, &e.val);
-        GROW(sc->ents, sc->nents, sc->capents, 1);
-        sc->ents[sc->nents++] = e;
+        tpl_val *out = &sc->rvals[nw];
+        if (!((c->borrow || c->copy) && RB_TYPE_P(v, T_STRING) && str_borrow_fast(c, v, out))) to_val(c, v, out);
+        sc->rwhich[nw++] = (uint32_t)i;
     }
     if ((ivar_state || ivar_first) && c->has_host) {
         /* a host object among self's @ivars: its methods may change the others, read live */
@@ -2709,10 +2717,8 @@ again:
     c->copy = c->copy_ok;
     RB_GC_GUARD(pinv);
     ALLOCV_END(pinv);
-    tpl_val st;
-    checkst(tpl_val_map_of_str(r, sc->ents, sc->nents, TPL_VAL_BORROW | TPL_VAL_UTF8_VALID, &st));
+    checkst(tpl_render_set_state_reads(r, t->p, sc->rwhich, sc->rvals, nw));
     sc->nents = 0;
-    tpl_render_set_state_val(r, st);
     if (!NIL_P(ra->erb_self) && !ivar_state) {
         /* (self's handle in the context, not a chunk: render_given holds self for the render) */
         rbobj *h = &c->self_obj;
