@@ -161,6 +161,9 @@ module Tpl
     # looked up) or the variables as keywords; facts: [String] (remembered facts), call:
     # {channel:, medium:, claimed:}, lang:, catalogs: [JSON String or Hash], tr_keys: [name],
     # limits: Limits or {fuel:, ...}; a block answers remembers(words) instead of facts.
+    # render_facts(state, facts = nil, &remembers), also in the extension: render(state, facts:
+    # facts) with the facts passed positionally, which spares the keyword Hash Ruby makes for
+    # every call given keywords (the per-render hot path of a view rendered with its facts).
 
     # Renders an ERB template with `self` (Tpl::ERB#result): state is a Binding or a Hash.
     def render_with_self(state, receiver, limits: nil, **opts, &remembers)

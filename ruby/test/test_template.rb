@@ -596,6 +596,33 @@ class TestTemplate < Minitest::Test
     assert_equal "FalseFalse", t.render({})
   end
 
+  # render_facts(state, facts): render(state, facts: facts) without the keyword Hash
+  def test_render_facts_as_render
+    t = Tpl::Template.new("{{ a }}{{ remembers('dog') }}{{ remembers('cat') }}")
+    e = Tpl::Template.new("<%= a %><%= remembers('dog') %><%= @b %>", syntax: :erb)
+    facts = ["has a dog"]
+    [[{ a: 1 }, facts], [{ "a" => "x", b: 2 }, nil], [{ a: "é", "b" => [1] }, []], [{ a: 2 }, "has a cat"],
+     [{ a: 3 }, [:"has a dog", "has a cat"]], [{ a: 4 }, facts]].each do |st, f|
+      [t, e].each do |tt|
+        want = f.nil? ? tt.render(st) : tt.render(st, facts: f)
+        assert_equal want, tt.render_facts(st, f), "#{st} #{f.inspect}"
+        assert_equal tt.render(st), tt.render_facts(st), "#{st}"
+      end
+    end
+    assert_equal "1TrueFalse", t.render_facts({ a: 1 }, nil) { |w| w == "dog" }
+    assert_raises(::ArgumentError) { t.render_facts }
+    assert_raises(::ArgumentError) { t.render_facts({}, [], 1) }
+    # other facts and states: the same result, or the same error
+    outcome = ->(&blk) { [:ok, blk.call] rescue [$!.class, $!.message] }
+    [1, { x: 1 }, [1], [nil]].each do |odd|
+      assert_equal outcome.call { t.render({ a: 1 }, facts: odd) }, outcome.call { t.render_facts({ a: 1 }, odd) }, odd.inspect
+    end
+    assert_equal [Tpl::NameError], outcome.call { e.render_facts({}, []) }.take(1)
+    [5, "x", [1]].each do |st|
+      assert_equal outcome.call { t.render(st) }, outcome.call { t.render_facts(st, []) }, st.inspect
+    end
+  end
+
   def test_loader
     files = { "inc.jinja" => "[{{ x }}]" }
     t = Tpl::Template.new("a{% include 'inc.jinja' %}b", loader: ->(n) { files[n] })

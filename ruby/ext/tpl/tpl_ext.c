@@ -3003,6 +3003,19 @@ static VALUE tmpl_render_pub(int argc, VALUE *argv, VALUE self)
     return res;
 }
 
+/* render_facts(state, facts = nil, &remembers): render(state, facts: facts) without the keyword
+ * Hash Ruby makes for each call of a C method given keywords and the option lookups in it (~800
+ * instructions of a w5 render: bench/RESULTS.md, session 41); facts nil is render(state). */
+static VALUE tmpl_render_facts(int argc, VALUE *argv, VALUE self)
+{
+    rb_check_arity(argc, 1, 2);
+    VALUE given[NSET];
+    for (int k = 0; k < NSET; k++) given[k] = Qnil;
+    given[S_FACTS] = argc > 1 ? argv[1] : Qnil;
+    VALUE blk = rb_block_given_p() ? rb_block_proc() : Qnil;
+    return render_given(self, argv[0], Qnil, given, blk, Qnil, NULL);
+}
+
 /* ------------------------------------------------------------------ Tpl::ERB#result */
 
 /* Tpl::ERB's program (@template), or ERB's "not initialized" */
@@ -3716,6 +3729,7 @@ RUBY_FUNC_EXPORTED void Init_tpl_ext(void)
     rb_define_private_method(cTemplate, "_load", tmpl_load, 2);
     rb_define_private_method(cTemplate, "_render", tmpl_render, 5);
     rb_define_method(cTemplate, "render", tmpl_render_pub, -1);
+    rb_define_method(cTemplate, "render_facts", tmpl_render_facts, -1);
     rb_define_method(cTemplate, "save", tmpl_save, -1);
     rb_define_method(cTemplate, "reads", tmpl_reads, 0);
     rb_define_method(cTemplate, "dump", tmpl_dump, 0);
