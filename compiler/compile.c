@@ -1391,6 +1391,8 @@ static void store_target(tpl_comp *c, tpl_node *t)
 static void push_const(tpl_comp *c, tpl_value v);
 static void compare_ops(tpl_comp *c, tpl_node *n);
 static bool folds_const(const tpl_node *n);
+static bool holds_filter(const tpl_node *n, int depth);
+static bool folds_const_path(const tpl_node *n);
 
 static uint32_t call_args_dyn(tpl_comp *c, tpl_node *args, int extra_pos)
 {
@@ -2575,6 +2577,26 @@ static bool take_undef_slice(tpl_comp *c, const tpl_node *n)
 /* Jinja2 folds a `~` whose operands are all constant expressions (literals, operators on them,
  * and filters that take no context: `"<"|safe`, `x|xmlattr` of a literal) into one plain str
  * (nodes.Concat.as_const), so even under autoescape no operand counts as Markup there. */
+/* Whether n folds (folds_const), or is an attribute or constant item of what folds (Jinja2 folds
+ * Getattr and Getitem too). */
+static bool folds_const_path(const tpl_node *n)
+{
+    while (n && (n->kind == TPL_N_GETATTR || (n->kind == TPL_N_GETITEM && folds_const(n->b)))) n = n->a;
+    return n && folds_const(n);
+}
+
+/* Whether the subtree n holds a filter call. */
+static bool holds_filter(const tpl_node *n, int depth)
+{
+    if (!n || depth > 64) return depth > 64;
+    if (n->kind == TPL_N_FILTER) return true;
+    const tpl_node *kids[] = { n->a, n->b, n->c, tpl_node_d(n), tpl_node_e(n) };
+    for (size_t i = 0; i < sizeof kids / sizeof *kids; i++)
+        for (const tpl_node *x = kids[i]; x; x = x->next)
+            if (holds_filter(x, depth + 1)) return true;
+    return false;
+}
+
 static bool folds_const(const tpl_node *n)
 {
     if (!n) return true;
@@ -3349,6 +3371,15 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
         }
         if (fn->kind == TPL_N_GETATTR) {
             expr(c, fn->a);
+            if (c->syn == TPL_SYN_JINJA && !c->ae_volatile && tpl_builtin_find(TPL_BK_PYNUM, fn->val.u.s, fn->val.len) >= 0 &&
+                folds_const_path(fn->a) && holds_filter(fn->a, 0)) {
+                /* ('inf'|float).hex(): Jinja2's optimizer folds the receiver (the call it does not) and its
+                 * code generator writes the float's repr into the Python, where inf and nan are undefined
+                 * names: a NameError when it runs */
+                c->cur_off = fn->a->off;
+                emit(c, TPL_OP_FILTER, (uint32_t)TPL_B_FILTER_folded_number, 0);
+                emit_raw(c, TPL_ARGW(1, 0, TPL_NO_KW));
+            }
             uint32_t w = call_args(c, n->b, 0);
             c->cur_off = n->off;
             emit(c, TPL_OP_CALL_METHOD, add_name(c, fn->val), -argw_count(w));

@@ -13,6 +13,8 @@ typedef enum tpl_builtin_kind {
     /* Ruby (ERB): Kernel functions, methods of every object, String, Integer/Float, Array
      * (and Enumerable), Hash, Range, MatchData */
     TPL_BK_RKERNEL, TPL_BK_RANY, TPL_BK_RSTR, TPL_BK_RNUM, TPL_BK_RARR, TPL_BK_RHASH, TPL_BK_RRANGE, TPL_BK_RMATCH,
+    /* Python's methods of int and float (after the Ruby kinds: TPL_FIND_KEY keeps kinds below 16) */
+    TPL_BK_PYNUM,
 } tpl_builtin_kind;
 
 /* A builtin's C function. `a` holds one bound argument per declared parameter, in order:

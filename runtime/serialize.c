@@ -214,7 +214,7 @@ static void bt_resolve(void *data, uint32_t *word, bool in_a)
 static const char *const builtin_kind_names[] = { "filter", "test", "global function", "str method", "dict method",
                                                   "list method", "Kernel function", "method", "String method",
                                                   "Numeric method", "Array method", "Hash method", "Range method",
-                                                  "MatchData method" };
+                                                  "MatchData method", "int or float method" };
 
 /* Saving (--emit c): the builtin operand in *word replaced by its index in t. */
 static void bt_assign(void *data, uint32_t *word, bool in_a) { *word = bt_map(data, *word, in_a); }

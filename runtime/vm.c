@@ -1483,9 +1483,10 @@ static int type_attr(tpl_vm *vm, tpl_vtype vt, const char *name, size_t n, tpl_v
 }
 
 /* An attribute of a Python number: the data attributes real, imag, numerator, denominator (an
- * int's numerator is itself; a bool's real is an int, as Python's), else undefined. int's and
- * float's methods (bit_length, hex, ...) tpl does not have: a located error, not an undefined
- * that would print nothing where Python prints the method. */
+ * int's numerator is itself; a bool's real is an int, as Python's), the methods of builtins.def's
+ * PYNUM kind that the receiver's type has (the first parameter's name: float, int or num), else
+ * undefined. The methods tpl does not have (to_bytes and from_bytes give bytes; fromhex) are a
+ * located error, not an undefined that would print nothing where Python prints the method. */
 static int number_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value *out)
 {
     bool fl = obj.type == TPL_T_FLOAT;
@@ -1497,11 +1498,14 @@ static int number_attr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tp
     }
     if (IS("imag")) { *out = fl ? tpl_v_float(0.0) : tpl_v_int(0); return 0; }
     if (!fl && IS("denominator")) { *out = tpl_v_int(1); return 0; }
-    if (IS("conjugate") || IS("as_integer_ratio") ||
-        (fl ? IS("hex") || IS("fromhex") || IS("is_integer")
-            : IS("bit_length") || IS("bit_count") || IS("to_bytes") || IS("from_bytes")))
-        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (tpl has no methods of numbers)",
-                           fl ? "float" : "int", (int)n, name);
+    int id = tpl_stdlib.find(TPL_BK_PYNUM, name, n);
+    if (id >= 0) {
+        char own = tpl_lib_builtin(id)->params[0]; /* 'f'loat, 'i'nt, 'n'um */
+        if (own == 'n' || (own == 'f') == fl) return bound_method(vm, obj, id, out);
+    }
+    if (fl ? IS("fromhex") : IS("to_bytes") || IS("from_bytes"))
+        return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: %s.%.*s (%s)", fl ? "float" : "int", (int)n, name,
+                           fl ? "a class method tpl does not have" : "tpl has no bytes");
 #undef IS
     *out = undef_named(name, n, TPL_UNDEF_ATTR, tpl_undef_container(obj));
     return 0;

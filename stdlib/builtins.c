@@ -143,6 +143,7 @@ int tpl_builtin_find(tpl_builtin_kind kind, const char *name, size_t n)
 #define TPL_NAMED_RHASH(x)
 #define TPL_NAMED_RRANGE(x)
 #define TPL_NAMED_RMATCH(x)
+#define TPL_NAMED_PYNUM(x)
 static const uint16_t named_ids[] = {
 #define TPL_BUILTIN(kind, id, name, fn, params) TPL_NAMED_##kind(TPL_B_##kind##_##id)
 #include "builtins.def"
@@ -171,6 +172,7 @@ static const uint8_t named_keys[ROUND8(NNAMED)] = {   /* padded with 0 (checked 
 #define TPL_ISNAMED_RHASH 0
 #define TPL_ISNAMED_RRANGE 0
 #define TPL_ISNAMED_RMATCH 0
+#define TPL_ISNAMED_PYNUM 0
 static const uint64_t named_set[4] = {
 #define TPL_BUILTIN(kind, id, name, fn, params) (TPL_ISNAMED_##kind ? TPL_NAMED_BIT(TPL_NAMED_KEY(sizeof name - 1, name[0], name[sizeof name - 2]), 0) : 0) |
 #include "builtins.def"
@@ -214,6 +216,7 @@ static const char *const named_names[] = {
 #undef TPL_NAMED_RHASH
 #undef TPL_NAMED_RRANGE
 #undef TPL_NAMED_RMATCH
+#undef TPL_NAMED_PYNUM
 #undef TPL_ISNAMED_GLOBAL
 #undef TPL_ISNAMED_STR
 #undef TPL_ISNAMED_MAP
@@ -228,6 +231,7 @@ static const char *const named_names[] = {
 #undef TPL_ISNAMED_RHASH
 #undef TPL_ISNAMED_RRANGE
 #undef TPL_ISNAMED_RMATCH
+#undef TPL_ISNAMED_PYNUM
 
 void tpl_builtin_ids_for(const char *name, size_t n, int16_t *global, int16_t bk[3])
 {
@@ -272,6 +276,7 @@ static char py_arity_style(tpl_builtin_kind kind, const char *name)
         { TPL_BK_LIST, 'N', " copy clear reverse " },
         { TPL_BK_LIST, 'O', " append extend remove count " },
         { TPL_BK_LIST, 'C', " index insert pop " },
+        { TPL_BK_PYNUM, 'N', " is_integer hex bit_length bit_count conjugate as_integer_ratio " },
     };
     size_t n = strlen(name);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -282,15 +287,27 @@ static char py_arity_style(tpl_builtin_kind kind, const char *name)
     return 0;
 }
 
-/* The TypeError of a str/dict/list method given `given` arguments (self not counted) where it
- * takes min..max, in CPython's wording for the method (py_arity_style); 0 when it has none. */
-static int py_arity_error(tpl_vm *vm, int id, int given, int min, int max)
+/* The Python type that owns method `id` called on self (a number's: float or int, a bool's int). */
+static const char *py_owner(int id, tpl_value self)
+{
+    switch (tpl_builtin_table[id].kind) {
+    case TPL_BK_STR: return "str";
+    case TPL_BK_MAP: return "dict";
+    case TPL_BK_LIST: return "list";
+    case TPL_BK_PYNUM: return self.type == TPL_T_FLOAT ? "float" : self.type == TPL_T_BOOL ? "bool" : "int";
+    default: return NULL;
+    }
+}
+
+/* The TypeError of a str/dict/list/int/float method given `given` arguments (self not counted)
+ * where it takes min..max, in CPython's wording for the method (py_arity_style); 0 when it has none. */
+static int py_arity_error(tpl_vm *vm, int id, tpl_value self, int given, int min, int max)
 {
     const tpl_builtin_info *b = &tpl_builtin_table[id];
-    const char *owner = b->kind == TPL_BK_STR ? "str" : b->kind == TPL_BK_MAP ? "dict" : "list";
+    const char *owner = py_owner(id, self);
     const char *bound = given < min ? "at least " : "at most ";
     int count = given < min ? min : max;
-    switch (b->kind == TPL_BK_STR || b->kind == TPL_BK_MAP || b->kind == TPL_BK_LIST ? py_arity_style(b->kind, b->name) : 0) {
+    switch (owner ? py_arity_style(b->kind, b->name) : 0) {
     case 'N': return tpl_vm_error(vm, TPL_ERR_TYPE, "%s.%s() takes no arguments (%d given)", owner, b->name, given);
     case 'O': return tpl_vm_error(vm, TPL_ERR_TYPE, "%s.%s() takes exactly one argument (%d given)", owner, b->name, given);
     case 'C':
@@ -327,7 +344,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     if (npos > npositional) {
         if (sig.varargs < 0) {
             tpl_builtin_kind k = tpl_builtin_table[id].kind;
-            if (k >= TPL_BK_RKERNEL) {
+            if (k >= TPL_BK_RKERNEL && k <= TPL_BK_RMATCH) {
                 /* Ruby's ArgumentError counts the arguments after the receiver (a method's self). */
                 int self = k != TPL_BK_RKERNEL;
                 if (self && npos > 0 && tpl_rb_arity_no_method(vm, pos[0], tpl_builtin_table[id].name) < 0) return -1;
@@ -340,7 +357,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
             }
             /* Python counts the parameters that take positions. */
             int req = sig.nrequired < npositional ? sig.nrequired : npositional;
-            if (py_arity_error(vm, id, npos - 1, req - 1, npositional - 1) < 0)
+            if (py_arity_error(vm, id, pos[0], npos - 1, req - 1, npositional - 1) < 0)
                 return -1;
             if (req == npositional)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "%s() takes %d positional %s but %d %s given",
@@ -371,9 +388,9 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     }
     /* Python's methods of str, dict and list take their arguments by position only (`/` in
      * the signature): "abc".center(width=5) is a TypeError, not a centred string. */
-    const char *owner = tpl_builtin_table[id].kind == TPL_BK_STR ? "str."
-                      : tpl_builtin_table[id].kind == TPL_BK_MAP ? "dict."
-                      : tpl_builtin_table[id].kind == TPL_BK_LIST ? "list." : "";
+    const char *pyown = py_owner(id, npos > 0 ? pos[0] : tpl_v_unset());
+    char owner[8] = "";
+    if (pyown) snprintf(owner, sizeof owner, "%s.", pyown);
     if (nkw > 0 && sig.nposonly == sig.nparams)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "%s%s() takes no keyword arguments", owner, fname);
     for (int k = 0; k < nkw; k++) {
@@ -417,7 +434,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
         if (a[i].type == TPL_T_UNSET)
             missing[nmissing++] = i;
     }
-    if (nmissing && tpl_builtin_table[id].kind >= TPL_BK_RKERNEL) {
+    if (nmissing && tpl_builtin_table[id].kind >= TPL_BK_RKERNEL && tpl_builtin_table[id].kind <= TPL_BK_RMATCH) {
         /* Ruby: too few arguments is the same ArgumentError as too many */
         int self = tpl_builtin_table[id].kind != TPL_BK_RKERNEL;
         if (self && npos > 0 && tpl_rb_arity_no_method(vm, pos[0], tpl_builtin_table[id].name) < 0) return -1;
@@ -430,7 +447,7 @@ int tpl_builtin_bind(tpl_vm *vm, int id, const tpl_value *pos, int npos, const t
     }
     if (nmissing && missing[0] < npositional) {
         int req = sig.nrequired < npositional ? sig.nrequired : npositional;
-        if (py_arity_error(vm, id, npos - 1, req - 1, npositional - 1) < 0)
+        if (py_arity_error(vm, id, npos > 0 ? pos[0] : tpl_v_unset(), npos - 1, req - 1, npositional - 1) < 0)
             return -1;
     }
     if (nmissing) {

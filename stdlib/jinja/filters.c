@@ -3123,6 +3123,16 @@ int f_call_result(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* The receiver of a number method that Jinja2 folds from a filter: a float that is not finite is the
+ * NameError of its repr in the Python Jinja2 generates (`inf`, `nan`); anything else passes. */
+int f_folded_number(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (a[0].type == TPL_T_FLOAT && !isfinite(a[0].u.f))
+        return tpl_vm_fail(vm, TPL_EK_NAME, "name '%s' is not defined", isnan(a[0].u.f) ? "nan" : "inf");
+    *out = a[0];
+    return 0;
+}
+
 /* Markup.__html__(): the markup itself. */
 int m_markup_html(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {

@@ -1547,3 +1547,113 @@ int m_map_clear(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_none();
     return 0;
 }
+
+/* ------------------------------------------------------------------ int and float (PYNUM) */
+
+/* float.is_integer(): finite and integral */
+int m_num_is_integer(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    double d = a[0].u.f;
+    *out = tpl_v_bool(isfinite(d) && d == floor(d));
+    return 0;
+}
+
+/* float.hex(): CPython's float_hex: [-]0x1.<13 hex digits>p<exp>, subnormals 0x0.<...>p-1022,
+ * zero 0x0.0p+0, and inf / nan as repr prints them */
+int m_num_hex(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    double d = a[0].u.f;
+    char buf[48];
+    if (isnan(d)) snprintf(buf, sizeof buf, "nan");
+    else if (isinf(d)) snprintf(buf, sizeof buf, "%sinf", d < 0 ? "-" : "");
+    else if (d == 0) snprintf(buf, sizeof buf, "%s0x0.0p+0", signbit(d) ? "-" : "");
+    else {
+        int e;
+        double m = frexp(fabs(d), &e); /* m in [0.5, 1) */
+        int lead = 1;
+        uint64_t frac;
+        if (e - 1 < -1022) { /* subnormal: 0x0.<frac>p-1022 */
+            lead = 0;
+            frac = (uint64_t)ldexp(fabs(d), 1074);
+            e = -1021;
+        } else {
+            frac = (uint64_t)ldexp(m, 53) - ((uint64_t)1 << 52);
+        }
+        snprintf(buf, sizeof buf, "%s0x%d.%013llxp%+d", signbit(d) ? "-" : "", lead, (unsigned long long)frac, e - 1);
+    }
+    size_t n = strlen(buf);
+    char *s = tpl_arena_strdup(AR(vm), buf, n);
+    if (!s) return OOM();
+    *out = tpl_v_str(s, n);
+    return 0;
+}
+
+/* |self| of an int, bool or big int as an mpz (cleared by the caller) */
+static void abs_mpz(mpz_t z, tpl_value v)
+{
+    if (v.type == TPL_T_BIGINT) tpl_big_get(z, v);
+    else mpz_init_set_si(z, (long)v.u.i);
+    mpz_abs(z, z);
+}
+
+/* int.bit_length(): the bits of |self| (0 for 0) */
+int m_num_bit_length(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    mpz_t z;
+    abs_mpz(z, a[0]);
+    *out = tpl_v_int(mpz_sgn(z) ? (int64_t)mpz_sizeinbase(z, 2) : 0);
+    mpz_clear(z);
+    return 0;
+}
+
+/* int.bit_count(): the one bits of |self| */
+int m_num_bit_count(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    mpz_t z;
+    abs_mpz(z, a[0]);
+    *out = tpl_v_int((int64_t)mpz_popcount(z));
+    mpz_clear(z);
+    return 0;
+}
+
+/* conjugate(): a float itself, an int itself (a bool's is its int, as int.conjugate gives) */
+int m_num_conjugate(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    (void)vm;
+    *out = a[0].type == TPL_T_BOOL ? tpl_v_int(a[0].u.i) : a[0];
+    out->flags = 0;
+    return 0;
+}
+
+/* as_integer_ratio(): (self, 1) of an int (a bool's as ints); of a float the exact fraction in
+ * lowest terms, the OverflowError of an infinity and the ValueError of a NaN as CPython's */
+int m_num_as_integer_ratio(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *l = tpl_list_new(AR(vm), 2);
+    if (!l) return OOM();
+    if (a[0].type != TPL_T_FLOAT) {
+        l->items[0] = a[0].type == TPL_T_BOOL ? tpl_v_int(a[0].u.i) : a[0];
+        l->items[0].flags = 0;
+        l->items[1] = tpl_v_int(1);
+    } else {
+        double d = a[0].u.f;
+        if (isinf(d)) return tpl_vm_fail(vm, TPL_EK_OVERFLOW, "cannot convert Infinity to integer ratio");
+        if (isnan(d)) return tpl_vm_fail(vm, TPL_EK_VALUE, "cannot convert NaN to integer ratio");
+        mpq_t q;
+        mpq_init(q);
+        mpq_set_d(q, d); /* exact and canonical */
+        mpz_t num, den;
+        mpz_init_set(num, mpq_numref(q));
+        mpz_init_set(den, mpq_denref(q));
+        mpq_clear(q);
+        if (tpl_big_result(vm, num, &l->items[0]) < 0) { mpz_clear(den); return -1; }
+        if (tpl_big_result(vm, den, &l->items[1]) < 0) return -1;
+    }
+    l->len = 2;
+    *out = tpl_v_list(l);
+    out->flags = TPL_F_TUPLE;
+    return 0;
+}
