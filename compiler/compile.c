@@ -3141,6 +3141,29 @@ static tpl_block *find_block(tpl_comp *c, tpl_value name);
 static tpl_node *find_own_block(tpl_node *n, tpl_value name);
 static bool has_extends(const tpl_node *n, int depth);
 
+static bool self_block_defined(tpl_comp *c, tpl_node *n);
+
+/* `super is callable`, `self.NAME is callable`, `self is callable` (test node n) in Jinja2: a
+ * BlockReference has __call__, and so has the Undefined of a missing block (True either way); a
+ * TemplateReference has none (False). Returns whether it compiled the test. */
+static bool self_or_super_callable(tpl_comp *c, tpl_node *n)
+{
+    const tpl_node *a = n->a;
+    tpl_value bname = a->kind == TPL_N_GETATTR ? a->val :
+                      a->kind == TPL_N_GETITEM && a->b && a->b->kind == TPL_N_CONST && a->b->val.type == TPL_T_STR ? a->b->val
+                                                                                                          : tpl_v_none();
+    bool yes;
+    if (block_super(c, a)) yes = true;
+    else if (bname.type == TPL_T_STR && !(bname.len >= 2 && bname.u.s[0] == '_' && bname.u.s[1] == '_') &&
+             !name_eq(bname, "_TemplateReference__context", 27) && a->a && a->a->kind == TPL_N_NAME &&
+             name_eq(a->a->val, "self", 4) && reads_self(c, a->a)) yes = true;
+    else if (reads_self(c, a)) yes = false;
+    else return c->failed;
+    c->cur_off = n->off;
+    emit(c, yes != ((n->op & 1) != 0) ? TPL_OP_TRUE : TPL_OP_FALSE, 0, 1);
+    return true;
+}
+
 /* `self.NAME is defined` / `is undefined` (test node n): Jinja2's TemplateReference looks NAME up in
  * the context's blocks (an Undefined when there is none): a block of the template's extends chain,
  * or of the included or imported template it is read in. In a template whose extends picks the
@@ -3154,7 +3177,11 @@ static bool self_block_defined(tpl_comp *c, tpl_node *n)
     tpl_value bname = a->kind == TPL_N_GETATTR ? a->val :
                       a->kind == TPL_N_GETITEM && a->b && a->b->kind == TPL_N_CONST && a->b->val.type == TPL_T_STR ? a->b->val
                                                                                                           : tpl_v_none();
-    if (bname.type != TPL_T_STR || (bname.len && bname.u.s[0] == '_')) return false;
+    /* (a name of a Python attribute of the TemplateReference, a dunder or its private
+     * _TemplateReference__context, is not looked up in the blocks; `_x` is) */
+    if (bname.type != TPL_T_STR || (bname.len >= 2 && bname.u.s[0] == '_' && bname.u.s[1] == '_') ||
+        name_eq(bname, "_TemplateReference__context", 27))
+        return false;
     if (!a->a || a->a->kind != TPL_N_NAME || !name_eq(a->a->val, "self", 4)) return false;
     bool found;
     if (c->include_depth > 0) {
@@ -3477,6 +3504,7 @@ static void expr_inner(tpl_comp *c, tpl_node *n)
             return;
         }
         if ((b == TPL_B_TEST_defined || b == TPL_B_TEST_undefined) && !n->b && self_block_defined(c, n)) return;
+        if (b == TPL_B_TEST_callable && !n->b && n->a && self_or_super_callable(c, n)) return;
         if (b == TPL_B_TEST_sameas && n->a && n->a->kind == TPL_N_NAME && n->b && n->b->kind == TPL_N_ARG &&
             !n->b->next && n->b->a && n->b->a->kind == TPL_N_NAME && n->b->a->val.len == n->a->val.len &&
             memcmp(n->b->a->val.u.s, n->a->val.u.s, n->a->val.len) == 0) {
