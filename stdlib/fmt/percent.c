@@ -249,13 +249,14 @@ static int next_arg(tpl_vm *vm, pct_args *a, tpl_value *out)
     return 0;
 }
 
-/* A `*` width or precision: the next argument, an int. */
-static int star_arg(tpl_vm *vm, pct_args *a, int64_t *out)
+/* A `*` width or precision: the next argument, an int. Markup's % (safe) wraps every argument in
+ * markupsafe's _MarkupEscapeHelper, which is no int: "* wants int" whatever the value. */
+static int star_arg(tpl_vm *vm, pct_args *a, int64_t *out, bool safe)
 {
     tpl_value w = tpl_v_none();
     if (next_arg(vm, a, &w) < 0)
         return -1;
-    if (w.type != TPL_T_INT && w.type != TPL_T_BOOL)
+    if ((w.type != TPL_T_INT && w.type != TPL_T_BOOL) || safe)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "* wants int");
     *out = w.u.i;
     return 0;
@@ -312,6 +313,13 @@ static int pct_convert(tpl_vm *vm, tpl_sb *b, const pct_spec *sp, tpl_value arg,
     char conv = sp->conv;
     tpl_sb tb;
     tpl_sb_init(&tb, AR(vm));
+    if (safe && !rb) {
+        /* Markup's %: the argument is markupsafe's _MarkupEscapeHelper, which has __int__ and
+         * __float__ (%d, %f work) but no __index__ (%o, %x, %X need one) and is no int or str (%c) */
+        if (conv == 'o' || conv == 'x' || conv == 'X')
+            return tpl_vm_error(vm, TPL_ERR_TYPE, "%%%c format: an integer is required, not _MarkupEscapeHelper", conv);
+        if (conv == 'c') return tpl_vm_error(vm, TPL_ERR_TYPE, "%%c requires int or char");
+    }
     switch (conv) {
     case 's': case 'r': case 'a': {
         if (rb && conv == 'a') goto rb_float; /* Ruby's %a is a hexadecimal float, not Python's ascii() */
@@ -974,7 +982,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
         int64_t width = -1, prec = -1;
         if (i < n && s[i] == '*') {
             i++;
-            if (star_arg(vm, &av, &width) < 0)
+            if (star_arg(vm, &av, &width, safe) < 0)
                 return -1;
             if (width < 0) { left = true; width = width == INT64_MIN ? INT64_MAX : -width; }
         } else {
@@ -990,7 +998,7 @@ int tpl_str_mod(tpl_vm *vm, tpl_value fmt, tpl_value args, tpl_value *out)
             prec = 0;
             if (i < n && s[i] == '*') {
                 i++;
-                if (star_arg(vm, &av, &prec) < 0)
+                if (star_arg(vm, &av, &prec, safe) < 0)
                     return -1;
                 if (prec < 0) prec = 0;
             } else {
