@@ -1522,7 +1522,7 @@ static int fn_special(tpl_vm *vm, int kind, tpl_value self, int cls_id, tpl_valu
 /* getattr(cls, name) of a global that is a class in Jinja2 (vt: tpl_value_class; cls_id its
  * builtin id): 0 with *out, 1 when the class has no such attribute, -1 with an error. Methods
  * are unbound (<method 'get' of 'dict' objects>), range's start/stop/step data members; what
- * Python prints with an address (dict.fromkeys, type.mro, Cycler.next/reset/current) is a
+ * Python prints with an address (type.mro, Cycler.next/reset/current) is a
  * located error (the sandbox of the hf profile hides mro: undefined). */
 static int class_attr(tpl_vm *vm, tpl_vtype vt, int cls_id, const char *name, size_t n, tpl_value *out)
 {
@@ -1546,7 +1546,11 @@ static int class_attr(tpl_vm *vm, tpl_vtype vt, int cls_id, const char *name, si
         *out = undef_named(m, (size_t)k, TPL_UNDEF_PLAIN, 0);
         return 0;
     }
-    if (vt == TPL_VT_DICT && n == 8 && memcmp(name, "fromkeys", 8) == 0) addr = true;
+    if (vt == TPL_VT_DICT && n == 8 && memcmp(name, "fromkeys", 8) == 0) { /* a class method: bound to a new {} */
+        tpl_map *m = tpl_map_new(&vm->arena, 0);
+        if (!m) return oom(vm);
+        return bound_method(vm, tpl_v_map(m), tpl_stdlib.find(TPL_BK_MAP, name, n), out);
+    }
     for (size_t i = 0; vt == TPL_VT_CYCLER && i < sizeof cycler_f / sizeof *cycler_f; i++)
         if (strlen(cycler_f[i]) == n && memcmp(cycler_f[i], name, n) == 0) addr = true;
     if (addr)
@@ -1624,9 +1628,9 @@ int tpl_getattr(tpl_vm *vm, tpl_value obj, const char *name, size_t n, tpl_value
     case TPL_T_MAP: {
         if (!(obj.flags & TPL_F_NS)) {
             int id = tpl_stdlib.find(TPL_BK_MAP, name, n);
-            if (id >= 0) return bound_method(vm, obj, id, out);
-            if (n == 8 && memcmp(name, "fromkeys", 8) == 0 && tpl_vm_syntax(vm) != TPL_SYNTAX_ERB)
-                return tpl_vm_fail(vm, TPL_EK_ATTRIBUTE, "unsupported: dict.fromkeys (a class method tpl does not have)");
+            /* (fromkeys: Python's class method, no Ruby Hash's) */
+            if (id >= 0 && !(n == 8 && memcmp(name, "fromkeys", 8) == 0 && tpl_vm_syntax(vm) == TPL_SYNTAX_ERB))
+                return bound_method(vm, obj, id, out);
         }
         tpl_value *hit = tpl_map_get_str(obj.u.map, name, n, tpl_hash_str(name, n));
         if (!hit) { /* (a new Undefined object: load_global) */

@@ -272,7 +272,7 @@ static char py_arity_style(tpl_builtin_kind kind, const char *name)
         { TPL_BK_STR, 'C', " strip lstrip rstrip replace center ljust rjust maketrans " },
         { TPL_BK_STR, 'P', " split rsplit splitlines startswith endswith find rfind index rindex count expandtabs " },
         { TPL_BK_MAP, 'N', " items keys values copy popitem clear " },
-        { TPL_BK_MAP, 'C', " get pop setdefault " },
+        { TPL_BK_MAP, 'C', " get pop setdefault fromkeys " },
         { TPL_BK_LIST, 'N', " copy clear reverse " },
         { TPL_BK_LIST, 'O', " append extend remove count " },
         { TPL_BK_LIST, 'C', " index insert pop " },

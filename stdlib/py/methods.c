@@ -1657,3 +1657,25 @@ int m_num_as_integer_ratio(tpl_vm *vm, tpl_value *a, tpl_value *out)
     out->flags = TPL_F_TUPLE;
     return 0;
 }
+
+/* dict.fromkeys(iterable, value=None): a new dict of the iterable's items as keys, each with the one
+ * value (the same object); an unhashable key is Python's TypeError. */
+int m_map_fromkeys(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list *src;
+    if (a[1].type == TPL_T_UNDEF ? tpl_iter_list(vm, a[1], &src) < 0 : tpl_to_list(vm, a[1], &src) < 0)
+        return -1;
+    tpl_value v = a[2].type == TPL_T_UNSET ? tpl_v_none() : a[2];
+    tpl_map *m = tpl_map_new(AR(vm), src->len);
+    if (!m) return OOM();
+    for (uint32_t i = 0; i < src->len; i++) {
+        tpl_value k = src->items[i];
+        if ((k.type == TPL_T_LIST || k.type == TPL_T_MAP || k.type == TPL_T_UNDEF || k.type == TPL_T_HOST) &&
+            tpl_vm_check_hashable(vm, k) < 0)
+            return -1;
+        if (tpl_vm_map_put(vm, m, k, v) < 0)
+            return -1;
+    }
+    *out = tpl_v_map(m);
+    return 0;
+}
