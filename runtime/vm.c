@@ -2791,6 +2791,8 @@ static int args_dstar(tpl_vm *vm, tpl_value *kw, tpl_value v)
     /* a new dict (the one below may be any value a .tplb put there: never changed) */
     tpl_map *out = tpl_map_new(&vm->arena, old->len + m->len);
     if (!out) return oom(vm);
+    /* (ERB: Ruby's keyword Hash keys by eql?: f(**h, a: 2) of h = {"a" => 1} passes "a" and :a) */
+    out->eql = erb;
     for (uint32_t i = 0; i < old->len; i++)
         if (!tpl_map_set(&vm->arena, out, old->e[i].key, old->e[i].val)) return oom(vm);
     *kw = tpl_v_map(out);
@@ -3505,6 +3507,26 @@ static __attribute__((noinline)) int unknown_keywords(tpl_vm *vm, const tpl_macr
     return tpl_vm_error(vm, TPL_ERR_TYPE, "unknown keyword%s: %s (ArgumentError)", nun > 1 ? "s" : "", msg);
 }
 
+
+/* A macro's **kwargs dict; an ERB def's **opts Hash keys by Ruby's eql? ("a" and :a, 1 and 1.0 are
+ * two keys: f(**h, a: 2) of h = {"a" => 1} is {"a"=>1, :a=>2}; rb_state: kwargs_done) */
+static tpl_map *kwargs_map(tpl_vm *vm, bool erb, uint32_t cap)
+{
+    tpl_map *m = tpl_map_new(&vm->arena, cap);
+    if (m && erb) m->eql = true;
+    return m;
+}
+
+/* An ERB def's **opts holding a String key (from f(**h) of a state Hash: Ruby's rb_hash_dup keeps
+ * the state Hash's class) reads a Symbol key as its String, as the state's Hashes do */
+static void kwargs_done(tpl_map *m)
+{
+    for (uint32_t i = 0; m->eql && i < m->len; i++)
+        if (m->e[i].key.type == TPL_T_STR && !(m->e[i].key.flags & (TPL_F_SYMBOL | TPL_F_CLASS_RB | TPL_F_REGEX_RB))) {
+            m->rb_state = true;
+            return;
+        }
+}
 static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npos, const tpl_value *kwn,
                       tpl_value *kwv, int nkw, tpl_value caller, tpl_value *out)
 {
@@ -3585,11 +3607,12 @@ static int call_macro(tpl_vm *vm, const tpl_closure *cl, tpl_value *pos, int npo
             return tpl_vm_error(vm, TPL_ERR_TYPE, "macro %s%.*s%s takes no keyword argument '%.*s'", MNAME(mname),
                                 (int)kwn[k].len, kwn[k].u.s);
         }
-        if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 4))) return oom(vm);
+        if (!kwargs && !(kwargs = kwargs_map(vm, erb, 4))) return oom(vm);
         if (!tpl_map_set(&vm->arena, kwargs, kwn[k], kwv[k])) return oom(vm);
     }
     if (d->kwargs_slot >= 0) {
-        if (!kwargs && !(kwargs = tpl_map_new(&vm->arena, 0))) return oom(vm);
+        if (!kwargs && !(kwargs = kwargs_map(vm, erb, 0))) return oom(vm);
+        kwargs_done(kwargs);
         slots[d->kwargs_slot] = tpl_v_map(kwargs);
         /* an ERB def's **opts: a Hash Ruby builds for the call (changed in place, as the literals of the render) */
         if (vm->p->opts.syntax == TPL_SYNTAX_ERB) slots[d->kwargs_slot].flags |= TPL_F_MUT_RB;
