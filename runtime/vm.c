@@ -3041,19 +3041,19 @@ static int do_slice(tpl_vm *vm, tpl_value obj, tpl_value a, tpl_value b, tpl_val
     } else return tpl_vm_error(vm, TPL_ERR_TYPE, "'%s' object is not subscriptable", tpl_type_name(vm, obj));
     int64_t step = 1, start, stop;
     if (c.type != TPL_T_NONE) {
-        if (!as_slice_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (!as_slice_index(c, &step)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
         if (step == 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "slice step cannot be zero");
     }
     int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? len - 1 : len;
     if (a.type == TPL_T_NONE) start = step < 0 ? hi : lo;
     else {
-        if (!as_slice_index(a, &start)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (!as_slice_index(a, &start)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
         if (start < 0) { start += len; if (start < lo) start = lo; }
         else if (start > hi) start = hi;
     }
     if (b.type == TPL_T_NONE) stop = step < 0 ? lo : hi;
     else {
-        if (!as_slice_index(b, &stop)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None");
+        if (!as_slice_index(b, &stop)) return tpl_vm_error(vm, TPL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
         if (stop < 0) { stop += len; if (stop < lo) stop = lo; }
         else if (stop > hi) stop = hi;
     }
