@@ -213,6 +213,10 @@ struct tpl_comp {
     size_t nchain_ends, chain_ends_cap;
     tpl_block *cur_block;    /* the block being compiled (super()) */
     uint32_t cur_block_pos;
+    /* copies compiled in place (an include's body, a block's body where super() or self.NAME()
+     * calls it) running now, and the code the ones nested in another took (inline_enter) */
+    uint32_t inline_depth;
+    size_t inline_words, inline_start;
     unsigned cur_block_super; /* SUP_* of the current block's body (super_scan) */
     scope *cur_block_base;   /* the scope the current block's body started from (super() sees it) */
     func *cur_block_fn;      /* and the function it is compiled in */
@@ -5882,6 +5886,41 @@ static __attribute__((noinline)) void self_no_block(tpl_comp *c, tpl_node *n, tp
     }
 }
 
+/* Copies compiled in place (an include's body; a block's body where super(), super.super() or
+ * self.NAME() calls it) inside another such copy: each level may copy the next several times, so
+ * their code grows exponentially with the nesting (15 extends levels whose block calls super()
+ * twice: 65,534 copies; 12 levels of partials including the next twice: 4,096 copies of the
+ * last), and the compile spent seconds (9 s for 22 blocks each calling the one before twice
+ * through self) reaching the program's size limit ("template too large") or its memory limit.
+ * Their code, and 16 words a copy for its fixed work, is bounded by TPL_NESTED_COPY_MAX words:
+ * past it, a located error at the copy that crosses it. A copy that is not inside another (a
+ * template's include of a partial, a block's first super()) is not counted: its code is its
+ * source's. */
+#define TPL_NESTED_COPY_MAX (1u << 18)
+
+static bool inline_enter(tpl_comp *c, uint32_t off)
+{
+    if (c->failed) return false;
+    if (c->inline_depth >= 1) {
+        size_t cur = c->inline_words + (c->inline_depth >= 2 ? c->n - c->inline_start : 0) + 16;
+        if (cur > TPL_NESTED_COPY_MAX) {
+            cerror(c, off, "unsupported: the includes, super() and self.NAME() calls nested here compile more "
+                   "than %u words of copies (each is compiled in place, and each level copies the next again)",
+                   TPL_NESTED_COPY_MAX);
+            return false;
+        }
+        c->inline_words += 16;
+        if (c->inline_depth == 1) c->inline_start = c->n;
+    }
+    c->inline_depth++;
+    return true;
+}
+
+static void inline_leave(tpl_comp *c)
+{
+    if (--c->inline_depth == 1) c->inline_words += c->n - c->inline_start;
+}
+
 /* A call of the current block's definition pos (super() / super.super()): its body compiled in
  * place, in the block's own scope and loop, captured as one value (BlockReference.__call__: Markup
  * under autoescape). */
@@ -5892,7 +5931,10 @@ static void parent_block_call(tpl_comp *c, size_t pos, uint32_t off)
     c->fn->scope = c->cur_block_base;
     c->fn->loop = c->cur_block_loop;
     emit(c, TPL_OP_CAPTURE, 0, 0);
-    compile_block(c, c->cur_block->name, (uint32_t)pos, off, BLOCK_SEE_SAME);
+    if (inline_enter(c, off)) {
+        compile_block(c, c->cur_block->name, (uint32_t)pos, off, BLOCK_SEE_SAME);
+        inline_leave(c);
+    }
     emit(c, TPL_OP_END_CAPTURE, 0, 1);
     if (c->autoescape) emit_markup(c);
     c->fn->scope = save_scope;
@@ -5953,7 +5995,10 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             scope *own = push_scope(c, true);
             if (own) own->ctx_top = true;
             emit(c, TPL_OP_CAPTURE, 0, 0);
-            compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
+            if (inline_enter(c, n->off)) {
+                compile_block(c, c->cur_block->name, c->cur_block_pos + 1, n->off, BLOCK_SEE_SAME);
+                inline_leave(c);
+            }
             emit(c, TPL_OP_END_CAPTURE, 0, 1);
             if (c->autoescape) emit_markup(c);
             if (own && c->fn->scope == own) pop_scope(c);
@@ -6000,7 +6045,10 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             return true;
         }
         emit(c, TPL_OP_CAPTURE, 0, 0);
-        inc_block_body(c, bn, false);
+        if (inline_enter(c, n->off)) {
+            inc_block_body(c, bn, false);
+            inline_leave(c);
+        }
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
         return true;
@@ -6013,7 +6061,10 @@ static bool block_call(tpl_comp *c, tpl_node *n)
             return true;
         }
         emit(c, TPL_OP_CAPTURE, 0, 0);
-        compile_block(c, bname, 0, n->off, BLOCK_SEE_TOP);
+        if (inline_enter(c, n->off)) {
+            compile_block(c, bname, 0, n->off, BLOCK_SEE_TOP);
+            inline_leave(c);
+        }
         emit(c, TPL_OP_END_CAPTURE, 0, 1);
         if (c->autoescape) emit_markup(c);
         return true;
@@ -6257,6 +6308,10 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
         stmt_include_dyn(c, n);
         return;
     }
+    if (!inline_enter(c, n->off)) {
+        tpl_arena_free(&ta);
+        return;
+    }
     bool without = (n->op & 2) != 0;
     bool save_nc = c->no_context, save_lock = c->span_locked;
     uint32_t save_off = c->span_off;
@@ -6304,6 +6359,7 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     c->include_depth--;
     c->autoescape = save_ae;
     c->ae_volatile = save_vol;
+    inline_leave(c);
 }
 
 /* Pushes what from-import n binds for x, a name the template `name` does not have: Jinja2's
