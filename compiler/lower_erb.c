@@ -3930,16 +3930,77 @@ static void case_(erb_low *L, tpl_node *n, bool value)
     for (int i = 0; i < nends; i++) tpl_c_patch(C, ends[i], end);
 }
 
-/* The operands of a left-leaning chain of + (a + b + c): how many; compiled when emit is set. */
+static bool add_link(const tpl_node *n) { return n->kind == TPL_N_BINOP && n->op == TPL_AOP_ADD; }
+
+/* The variable whose value e's evaluation reads first (x of x, x["k"], x.m(...), x&.m, x[i].m), else NULL. */
+static const tpl_node *spine_root(const tpl_node *e)
+{
+    for (int d = 0; e && d < 64; d++) {
+        switch (e->kind) {
+        case TPL_N_NAME: return e;
+        case TPL_N_GETITEM: case TPL_N_RSAFE: e = e->a; break;
+        case TPL_N_RMETHOD: if (!e->a) return NULL; e = e->a; break;
+        default: return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* Whether evaluating operand x of a + chain can neither raise nor change anything once the operands
+ * before it (the chain prev) were evaluated: a literal, an ivar (nil when unset), or a plain variable
+ * (no def, no Kernel method) that an earlier operand already read (a local, or the state's key: it was
+ * there then). An item read is not (a Hash's default proc runs Ruby code), nor a method call (nil.strip). */
+static bool add_operand_safe(erb_low *L, const tpl_node *x, const tpl_node *prev)
+{
+    if (x->kind == TPL_N_CONST) return true;
+    if (x->kind != TPL_N_NAME || !x->val.len) return false;
+    const char *s = x->val.u.s;
+    if (s[0] == '@') return x->val.len > 1 && s[1] != '@';
+    if (!(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z')) || s[x->val.len - 1] == '?' || s[x->val.len - 1] == '!') return false;
+    uint32_t slot;
+    if (!tpl_c_lookup(C, x->val, &slot)) {
+        if (L->in_def || def_find(L, x->val, false) || self_method(x->val) || name_is(x->val, "yield") ||
+            name_is(x->val, "raise") || name_is(x->val, "fail") || name_is(x->val, "_erbout") || name_is(x->val, "__method__") ||
+            tpl_builtin_find(TPL_BK_RKERNEL, x->val.u.s, x->val.len) >= 0 || tpl_c_host_func(C, x->val, TPL_HOST_GLOBAL))
+            return false;
+    }
+    for (int i = 0; i < 16 && prev; i++) {
+        const tpl_node *r = spine_root(add_link(prev) ? prev->b : prev);
+        if (r && r->val.len == x->val.len && memcmp(r->val.u.s, s, x->val.len) == 0) return true;
+        prev = add_link(prev) ? prev->a : NULL;
+    }
+    return false;
+}
+
+static void add_chain_emit(erb_low *L, tpl_node *s, const tpl_node *stop)
+{
+    if (s == stop) return;
+    add_chain_emit(L, s->a, stop);
+    expr(L, s->b);
+}
+
+/* The operands of a left-leaning chain of + (a + b + c) one ADDS adds: how many; compiled when emit is
+ * set. Ruby adds left to right, so an operand after the second is evaluated after the additions before
+ * it: from the last operand that may raise or act (add_operand_safe) on, the chain before it is one
+ * operand (its own chain, compiled first): `'a' + 1 + [].fetch(3)` is the TypeError of the first +. */
 static uint32_t add_chain(erb_low *L, tpl_node *n, bool emit)
 {
-    if (n->kind != TPL_N_BINOP || n->op != TPL_AOP_ADD) {
+    if (!add_link(n)) {
         if (emit) expr(L, n);
         return 1;
     }
-    uint32_t k = add_chain(L, n->a, emit);
-    if (emit) expr(L, n->b);
-    return k + 1;
+    uint32_t m = 0;
+    tpl_node *s = n;
+    for (; add_link(s); s = s->a) m++;
+    tpl_node *leaf = s, *cut = leaf;
+    uint32_t i = 0;
+    for (s = n; m - i >= 2; s = s->a, i++)
+        if (!add_operand_safe(L, s->b, s->a)) { cut = s->a; break; }
+    if (emit) {
+        expr(L, cut);
+        add_chain_emit(L, n, cut);
+    }
+    return cut == leaf ? m + 1 : i + 2;
 }
 
 static void switch_expr(void *L, tpl_node *n) { expr(L, n); }

@@ -61,6 +61,17 @@ static const char *inspect_short(tpl_vm *vm, tpl_value v, int *len)
     return b.p ? b.p : "";
 }
 
+/* Ruby's coerce_failed: "Y can't be coerced into X" (TypeError), Y the inspect of nil, true, false,
+ * a Symbol or a Float (special constants), else Y's class. */
+static int coerce_failed(tpl_vm *vm, tpl_value y, const char *xcls)
+{
+    int il = 0;
+    const char *is;
+    if ((y.type == TPL_T_STR && (y.flags & TPL_F_SYMBOL)) || y.type == TPL_T_FLOAT) is = inspect_short(vm, y, &il);
+    else il = (int)strlen(is = conv_name(y));
+    return tpl_vm_error(vm, TPL_ERR_TYPE, "%.*s can't be coerced into %s (TypeError)", il, is, xcls);
+}
+
 #include "core_methods.h"
 
 /* Whether Ruby's core class cls has the public method name[0, n] (sep '#'), or the class method (sep
@@ -1023,8 +1034,7 @@ static int rat_arith(tpl_vm *vm, int op, tpl_value a, tpl_value b, tpl_value *ou
     }
     if (!rat_peer(a) || !rat_peer(b)) {
         if (!tpl_is_rat(a)) return 0;   /* (5 + "x", "x" * r: the other side's errors) */
-        if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into Rational (TypeError)");
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Rational (TypeError)", conv_name(b));
+        return coerce_failed(vm, b, "Rational");
     }
     if (a.type == TPL_T_FLOAT || b.type == TPL_T_FLOAT) {
         double x = tpl_is_rat(a) ? tpl_rat_to_double(a) : dbl(a), y = tpl_is_rat(b) ? tpl_rat_to_double(b) : dbl(b);
@@ -1444,7 +1454,7 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
             if (self.type == TPL_T_FLOAT || args[0].type == TPL_T_FLOAT || !rat_peer(args[0])) {
                 int h = rat_arith(vm, '/', self, args[0], out);
                 if (h) return h < 0 ? -1 : 0;
-                if (!rat_peer(args[0])) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", conv_name(args[0]), tpl_rb_class_name(self));
+                if (!rat_peer(args[0])) return coerce_failed(vm, args[0], intg ? "Rational" : "Float");
                 *out = tpl_v_float(dbl(self) / dbl(args[0]));
                 return 0;
             }
@@ -1524,7 +1534,7 @@ static int rat_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, tp
         }
         if (IS("quo")) return rat_arith(vm, '/', self, args[0], out) < 0 ? -1 : 0;
         if (IS("fdiv")) {
-            if (!rat_peer(args[0])) return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Rational (TypeError)", conv_name(args[0]));
+            if (!rat_peer(args[0])) return coerce_failed(vm, args[0], "Rational");
             *out = tpl_v_float(tpl_rat_to_double(self) / (tpl_is_rat(args[0]) ? tpl_rat_to_double(args[0]) : dbl(args[0])));
             return 0;
         }
@@ -7266,7 +7276,7 @@ int r_num_abs(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_num_fdiv(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     if (a[1].type == TPL_T_BIGINT && a[0].type == TPL_T_FLOAT) { *out = tpl_v_float(a[0].u.f / dbl(a[1])); return 0; }   /* (Float#fdiv is /) */
-    if (!is_num(a[1])) return type_error(vm, TPL_VT_FLOAT, a[1]);
+    if (!is_num(a[1])) return coerce_failed(vm, a[1], tpl_rb_class_name(a[0]));   /* (num_funcall_op_1's coerce) */
     *out = tpl_v_float(dbl(a[0]) / dbl(a[1]));
     return 0;
 }
@@ -7274,7 +7284,7 @@ int r_num_fdiv(tpl_vm *vm, tpl_value *a, tpl_value *out)
 int r_num_divmod(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_value x = a[0], y = a[1];
-    if (!is_num(y)) return type_error(vm, TPL_VT_INT, y);
+    if (!is_num(y)) return coerce_failed(vm, y, tpl_rb_class_name(x));
     tpl_list *l = new_list(vm, 2);
     if (!l) return oom(vm);
     if (x.type == TPL_T_INT && y.type == TPL_T_INT) {
@@ -7729,7 +7739,7 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             acc = tpl_v_list(m);
             continue;
         }
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", tpl_rb_class_name(v), tpl_rb_class_name(acc));
+        return coerce_failed(vm, v, tpl_rb_class_name(acc));
     }
     *out = flt ? tpl_v_float(f + c) : acc;
     return 0;
@@ -8668,8 +8678,7 @@ static bool plain_num(tpl_value v) { return v.type == TPL_T_INT || v.type == TPL
 static int op_error(tpl_vm *vm, const char *op, tpl_value a, tpl_value b)
 {
     if (plain_num(a)) {
-        if (b.type == TPL_T_NONE) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into %s (TypeError)", tpl_rb_class_name(a));
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", tpl_rb_class_name(b), tpl_rb_class_name(a));
+        return coerce_failed(vm, b, tpl_rb_class_name(a));
     }
     if (a.type == TPL_T_STR && !(a.flags & (TPL_F_REGEX_RB | TPL_F_CLASS_RB)) && (op[0] == '+' || op[0] == '*') && !op[1])   /* (String has no **) */
         return type_error(vm, op[0] == '+' ? TPL_VT_STR : TPL_VT_INT, b);
@@ -10946,7 +10955,7 @@ int r_num_remainder(tpl_vm *vm, tpl_value *a, tpl_value *out)
     if (tpl_is_rat(a[1]) || a[1].type == TPL_T_HOST)
         return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: remainder of a %s", tpl_rb_class_name(a[1]));
     if (!is_num(a[1]))   /* num_remainder's do_coerce: no coerce method is coerce_failed's TypeError */
-        return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into %s (TypeError)", conv_name(a[1]), tpl_rb_class_name(a[0]));
+        return coerce_failed(vm, a[1], tpl_rb_class_name(a[0]));
     if (a[0].type == TPL_T_INT && a[1].type == TPL_T_INT) {
         if (a[1].u.i == 0) return tpl_vm_fail(vm, TPL_EK_ZERO_DIVISION, "divided by 0 (ZeroDivisionError)");
         *out = tpl_v_int(a[1].u.i == -1 ? 0 : a[0].u.i % a[1].u.i);
@@ -12059,8 +12068,7 @@ static int int_bits(tpl_vm *vm, tpl_value *a, const char *name, tpl_value *out)
                 return tpl_vm_error(vm, TPL_ERR_TYPE, "no implicit conversion of nil into Integer (TypeError)");
             return type_error(vm, TPL_VT_INT, b);
         }
-        else if (b.type == TPL_T_NONE || b.type == TPL_T_UNDEF) return tpl_vm_error(vm, TPL_ERR_TYPE, "nil can't be coerced into Integer (TypeError)");
-        else return tpl_vm_error(vm, TPL_ERR_TYPE, "%s can't be coerced into Integer (TypeError)", tpl_rb_class_name(b));
+        else return coerce_failed(vm, b, "Integer");
     }
     int64_t x = a[0].u.i, y = b.u.i;
     switch (name[0]) {
