@@ -684,6 +684,10 @@ static void rb_inspect(tpl_sb *b, tpl_value v, walker *w)
             const tpl_value *x = l->items + l->len;
             const tpl_list *al = x[2].u.list;
             bool aseq = tpl_is_aseq_rb(v), kw = x[2].flags & TPL_F_TUPLE;   /* (kw: the last argument is the keywords) */
+            if ((x[1].len == 10 && memcmp(x[1].u.s, "slice_when", 10) == 0) || (x[1].len == 11 && memcmp(x[1].u.s, "chunk_while", 11) == 0)) {
+                tpl_sb_mark(b, "Enumerator::Generator");   /* #<Enumerator: #<Enumerator::Generator:0x...>:each> */
+                break;
+            }
             if (aseq) {   /* ArithmeticSequence#inspect: (1.step(5, 2)), ((1..3).step(2)) */
                 bool range = x[0].type == TPL_T_LIST;
                 tpl_sb_puts(b, range ? "((" : "(");

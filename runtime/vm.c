@@ -802,6 +802,8 @@ int tpl_print_address_error(tpl_vm *vm, const char *what)
 {
     if (what == tpl_nest_limit) return tpl_vm_nest_error(vm, "while getting the repr of an object");
     if (what == tpl_big_str_limit) return tpl_big_str_error(vm);
+    if (vm->p && vm->p->opts.syntax == TPL_SYNTAX_ERB)
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: inspect of an %s (Ruby prints its address: #<... 0x...>)", what);
     return tpl_vm_error(vm, TPL_ERR_TYPE, "cannot print a value holding a %s: Python prints its memory address (<... at 0x...>)", what);
 }
 

@@ -2849,6 +2849,14 @@ static bool enum_maker(tpl_value self, const char *name, size_t n)
     return false;
 }
 
+/* Whether Enumerator x (its extra values) is Ruby's Enumerator over an Enumerator::Generator
+ * (slice_when, chunk_while with a block): inspect prints the generator's address, size is nil, each
+ * with a block answers nil, and its block runs again on the receiver as it is when it iterates. */
+static bool enum_generator(const tpl_value *x)
+{
+    return (x[1].len == 10 && memcmp(x[1].u.s, "slice_when", 10) == 0) || (x[1].len == 11 && memcmp(x[1].u.s, "chunk_while", 11) == 0);
+}
+
 /* The Enumerator self.name(args) over the items it yields (TPL_F_ENUM_RB). */
 static int enum_wrap(tpl_vm *vm, tpl_value self, const char *name, size_t n, const tpl_value *args, int npos, const tpl_list *items,
                      const tpl_value *kwn, const tpl_value *kwv, int nkw, tpl_value *out)
@@ -2892,6 +2900,32 @@ static bool enum_src_mut(tpl_value v, int depth)
     return (v.type == TPL_T_LIST || v.type == TPL_T_MAP) && (v.flags & TPL_F_MUT_RB);
 }
 
+/* Whether the receiver of a slice_when / chunk_while Enumerator holds the items (the same values, none an
+ * Array or Hash this render changes in place) it held when the Enumerator took its runs (rb_send_guarded
+ * left those as its argument). */
+static bool gen_unchanged(const tpl_value *x)
+{
+    const tpl_list *al = x[2].u.list;
+    if (al->len != 1 || al->items[0].type != x[0].type) return false;
+    if (x[0].type == TPL_T_LIST) {
+        const tpl_list *now = x[0].u.list, *then = al->items[0].u.list;
+        if (now->len != then->len) return false;
+        for (uint32_t i = 0; i < now->len; i++)
+            if (memcmp(&now->items[i], &then->items[i], sizeof(tpl_value)) || is_mut(now->items[i])) return false;
+        return true;
+    }
+    if (x[0].type == TPL_T_MAP) {
+        const tpl_map *now = x[0].u.map, *then = al->items[0].u.map;
+        if (now->len != then->len) return false;
+        for (uint32_t i = 0; i < now->len; i++)
+            if (memcmp(&now->e[i].key, &then->e[i].key, sizeof(tpl_value)) || memcmp(&now->e[i].val, &then->e[i].val, sizeof(tpl_value)) ||
+                is_mut(now->e[i].val))
+                return false;
+        return true;
+    }
+    return false;
+}
+
 /* The items an Enumerator yields now: Ruby's runs its method again on the receiver as it is, so one
  * over a changed Array or Hash sees the change (its method called again, without a block). */
 static int enum_live(tpl_vm *vm, tpl_value e, tpl_list **out)
@@ -2899,6 +2933,10 @@ static int enum_live(tpl_vm *vm, tpl_value e, tpl_list **out)
     tpl_list *l = e.u.list;
     const tpl_value *x = l->items + l->len;
     if (!enum_src_mut(x[0], 0)) { *out = l; return 0; }
+    if (enum_generator(x) && gen_unchanged(x)) { *out = l; return 0; }
+    if (enum_generator(x))   /* (its block is not kept: the runs were taken when it was made) */
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: an Enumerator of %.*s over an Array or Hash this render "
+                            "changes (Ruby runs its block again on the changed items)", (int)x[1].len, x[1].u.s);
     if (enum_blockful(x[1].u.s, x[1].len, (int)x[2].u.list->len))
         return enum_blockful_items(vm, x[0], x[1].u.s, x[1].len, x[2].u.list->items, out);
     tpl_rb_block save = tpl_vm_set_block(vm, (tpl_rb_block){ 0 });
@@ -2949,6 +2987,7 @@ static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, i
     if (IS("join")) return no_method(vm, self, name, n);   /* (Array's, not Enumerable's) */
     if (npos) return 1;
     tpl_list *l;
+    if (IS("size") && enum_generator(x)) { *out = tpl_v_none(); return 0; }   /* (no size function: it does not iterate) */
     if ((IS("next") || IS("peek") || IS("size")) && enum_live(vm, self, &l) < 0) return -1;
     if (IS("next") || IS("peek")) {
         if (x[3].u.i >= (int64_t)l->len) return tpl_vm_error(vm, TPL_ERR_TYPE, "iteration reached an end (StopIteration)");
@@ -2969,7 +3008,7 @@ static int enum_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, i
         bool known = !((x[1].len == 9 && memcmp(x[1].u.s, "each_line", 9) == 0) ||
                        (x[1].len == 4 && (memcmp(x[1].u.s, "find", 4) == 0)) ||
                        (x[1].len == 6 && (memcmp(x[1].u.s, "detect", 6) == 0)) ||
-                       (x[1].len == 10 && memcmp(x[1].u.s, "find_index", 10) == 0));
+                       (x[1].len == 10 && memcmp(x[1].u.s, "find_index", 10) == 0) || enum_generator(x));
         *out = known ? tpl_v_int(l->len) : tpl_v_none();
         return 0;
     }
@@ -3136,7 +3175,8 @@ static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             bool mapping = (x[1].len == 3 && memcmp(x[1].u.s, "map", 3) == 0) || (x[1].len == 7 && memcmp(x[1].u.s, "collect", 7) == 0) ||
                            (x[1].len == 10 && (memcmp(x[1].u.s, "filter_map", 10) == 0 || memcmp(x[1].u.s, "with_index", 10) == 0));
             if (mapping) return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: each with a block on an Enumerator of %.*s", (int)x[1].len, x[1].u.s);
-            *out = tpl_is_aseq_rb(self) ? self : x[0];   /* (ArithmeticSequence#each answers itself) */
+            /* (ArithmeticSequence#each answers itself, a Generator's each its block's value: nil) */
+            *out = tpl_is_aseq_rb(self) ? self : enum_generator(x) ? tpl_v_none() : x[0];
         }
         return rc;
     }
@@ -3177,6 +3217,16 @@ static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t 
     if (rb_send_impl(vm, recv, name, n, args, npos, kwn, kwv, nkw, out) < 0) return -1;
     if (out->type != TPL_T_LIST && out->type != TPL_T_MAP) return 0;
     if (snap && out->u.p == snap) { *out = self; return 0; }
+    if (snap && tpl_is_enum_rb(*out) && out->u.list->items[out->u.list->len].u.p == snap) {
+        /* an Enumerator slice_when / chunk_while made: over self, which may change; the items its runs
+         * were taken from (recv, self's entries then) as its argument list (enum_live compares them) */
+        tpl_value *x = out->u.list->items + out->u.list->len;
+        tpl_list *al = new_list(vm, 1);
+        if (!al) return oom(vm);
+        al->items[al->len++] = recv;
+        x[0] = self;
+        x[2] = tpl_v_list(al);
+    }
     if ((answers_self(name, n) || bang_name(name, n)) && out->type == self.type && out->u.p == self.u.p) return 0;
     if (n == 5 && memcmp(name, "tally", 5) == 0 && npos == 1 && out->u.p == args[0].u.p) return 0;   /* (its Hash argument) */
     bool shared = is_mut(self) && shares(*out, self);
@@ -11539,8 +11589,10 @@ static int chunk_impl(tpl_vm *vm, tpl_value *a, tpl_value *out, bool join_on_tru
         if (!tpl_list_push(A(vm), cur, l->items[i])) return oom(vm);
         r->items[r->len - 1] = tpl_v_list(cur);
     }
-    *out = tpl_v_list(r);
-    return 0;
+    /* Ruby's is an Enumerator (of an Enumerator::Generator) whatever follows: its inspect prints an
+     * address, its size is nil; the runs are computed now (tpl's Enumerators hold their items) */
+    const char *nm = join_on_true ? "chunk_while" : "slice_when";
+    return enum_wrap(vm, a[0], nm, strlen(nm), NULL, 0, r, NULL, NULL, 0, out);
 }
 
 int r_arr_chunk_while(tpl_vm *vm, tpl_value *a, tpl_value *out) { return chunk_impl(vm, a, out, true); }
