@@ -540,6 +540,20 @@ static int type_error(tpl_vm *vm, tpl_vtype want, tpl_value v)
                         tpl_rb_type_name(want));
 }
 
+static int nmin_size(tpl_vm *vm, int64_t n, bool by);
+
+/* rb_ary_new2(n)'s capacity, taken before any item is read (Range#first(n), Range#min(n)): "array size too big"
+ * past ARY_MAX_SIZE, a refusal where it is gigabytes (Ruby's NoMemoryError or not, as the machine's memory
+ * allows). 0 or -1. */
+static int ary_capa(tpl_vm *vm, int64_t n)
+{
+    if (n > INT64_MAX / 8) return tpl_vm_error(vm, TPL_ERR_VALUE, "array size too big (ArgumentError)");
+    if (n > ((int64_t)1 << 27))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: an Array made with room for %lld items (Ruby's "
+                            "NoMemoryError where the machine has not the memory)", (long long)n);
+    return 0;
+}
+
 /* A Float where Ruby wants an Integer index (NUM2LONG): truncated toward zero; NaN and the infinities
  * are FloatDomainError, a value past a long RangeError. */
 static int float_index(tpl_vm *vm, tpl_value *v)
@@ -4978,6 +4992,7 @@ static int range_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             tpl_value k = args[0];
             if (long_arg(vm, &k) < 0) return -1;
             if (k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative size (%lld) (ArgumentError)", (long long)k.u.i);
+            if (nmin_size(vm, k.u.i, false) < 0) return -1;
             if (k.u.i == 0) {
                 tpl_list *r = new_list(vm, 0);
                 if (!r) return oom(vm);
@@ -7731,6 +7746,17 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
     for (uint32_t i = 0; i < l->len; i++) {
         tpl_value v = l->items[i], r;
         if (blk.pc) { YIELD(blk, &v, 1, &r); v = r; }
+        if (i == 0 && (v.type == TPL_T_INT || v.type == TPL_T_BIGINT) &&
+            ((acc.type == TPL_T_STR && !(acc.flags & (TPL_F_SYMBOL | TPL_F_REGEX_RB | TPL_F_CLASS_RB | TPL_F_EXC_RB))) || is_array(acc))) {
+            /* a String or Array init: Ruby's ary_sum adds the leading Integers first (yielding each, and the
+             * item after them), then that sum + init: Integer#+'s TypeError ([1, 2].sum('a')) */
+            for (uint32_t k = 1; k < l->len; k++) {
+                tpl_value w = l->items[k];
+                if (blk.pc) { YIELD(blk, &w, 1, &r); w = r; }
+                if (w.type != TPL_T_INT && w.type != TPL_T_BIGINT) break;
+            }
+            return coerce_failed(vm, acc, "Integer");
+        }
         if (!flt && acc.type == TPL_T_INT && v.type == TPL_T_INT) {
             int64_t r;
             if (!__builtin_add_overflow(acc.u.i, v.u.i, &r)) acc.u.i = r;
@@ -7789,7 +7815,7 @@ int r_arr_sum(tpl_vm *vm, tpl_value *a, tpl_value *out)
             acc = tpl_v_list(m);
             continue;
         }
-        return coerce_failed(vm, v, tpl_rb_class_name(acc));
+        return plain_num(acc) ? coerce_failed(vm, v, tpl_rb_class_name(acc)) : op_error(vm, "+", acc, v);   /* (String#+, Array#+: their TypeError) */
     }
     *out = flt ? tpl_v_float(f + c) : acc;
     return 0;
@@ -8526,6 +8552,12 @@ int r_range_first(tpl_vm *vm, tpl_value *a, tpl_value *out)
         for (int64_t i = 0; i < a[1].u.i; i++) l->items[l->len++] = tpl_v_int(b.u.i + i);
         *out = tpl_v_list(l);
         return 0;
+    }
+    if (a[1].type == TPL_T_INT || a[1].type == TPL_T_FLOAT) {   /* (range_first: rb_ary_new2(NUM2LONG(n)) first) */
+        tpl_value k = a[1];
+        if (long_arg(vm, &k) < 0) return -1;
+        if (k.u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative array size (or size too big) (ArgumentError)");
+        if (ary_capa(vm, k.u.i) < 0) return -1;
     }
     if (range_list(vm, a[0], &l) < 0) return -1;
     tpl_value args[2] = { tpl_v_list(l), a[1] };
@@ -11287,11 +11319,26 @@ static void nmin_filter(sorter *s, const tpl_value *keys, uint32_t *buf, uint32_
     *curlen = n;
 }
 
+/* nmin_run's buffer for n items wanted (rb_ary_tmp_new of 4n values, twice that for min_by/max_by's keys), taken
+ * before any item is read: its ArgumentErrors past a long's range, and a refusal where it is gigabytes, which Ruby
+ * gets or not (NoMemoryError) as the machine's memory allows: [3, 1, 2].max_by(10**10) { }. */
+static int nmin_size(tpl_vm *vm, int64_t n, bool by)
+{
+    if (INT64_MAX / 4 / (by ? 2 : 1) < n) return tpl_vm_error(vm, TPL_ERR_VALUE, "too big size (ArgumentError)");
+    int64_t cap = n * 4 * (by ? 2 : 1);
+    if (cap > INT64_MAX / 8) return tpl_vm_error(vm, TPL_ERR_VALUE, "array size too big (ArgumentError)");
+    if (cap > ((int64_t)1 << 27))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: min/max of %lld items (Ruby allocates room for %lld values "
+                            "first: NoMemoryError where the machine has not the memory)", (long long)n, (long long)cap);
+    return 0;
+}
+
 static int extreme_n(tpl_vm *vm, tpl_value *a, tpl_value *out, int sign, bool by)
 {
     tpl_list *l = L_(a[0]);
     if (long_arg(vm, &a[1]) < 0) return -1;
     if (a[1].u.i < 0) return tpl_vm_error(vm, TPL_ERR_TYPE, "negative size (%lld) (ArgumentError)", (long long)a[1].u.i);
+    if (nmin_size(vm, a[1].u.i, by) < 0) return -1;
     if (a[1].u.i == 0) { *out = tpl_v_list(new_list(vm, 0)); return 0; }
     tpl_value *keys = l->items;
     bool broke = false;
@@ -12479,11 +12526,27 @@ static int unpack_impl(tpl_vm *vm, tpl_value s, tpl_value fmt, bool first, tpl_v
     return 0;
 }
 
+/* unpack's offset: keyword (its only one), read before the format: s from byte offset on (*s), an Integer
+ * as NUM2LONG reads it, not negative, at most s's length (Ruby's pack_unpack_internal). */
+static int unpack_offset(tpl_vm *vm, tpl_value kw, tpl_value *s)
+{
+    if (!tpl_given(kw) || kw.type != TPL_T_MAP) return 0;
+    if (kw_only(vm, kw, "offset") < 0) return -1;
+    tpl_value off = kw.u.map->len ? kw.u.map->e[0].val : tpl_v_int(0);
+    if (long_arg(vm, &off) < 0) return -1;
+    if (off.u.i < 0) return tpl_vm_error(vm, TPL_ERR_VALUE, "offset can't be negative (ArgumentError)");
+    if (s->type != TPL_T_STR || (uint64_t)off.u.i > s->len) return tpl_vm_error(vm, TPL_ERR_VALUE, "offset outside of string (ArgumentError)");
+    s->u.s += off.u.i;
+    s->len -= (uint32_t)off.u.i;
+    return 0;
+}
+
 /* unpack with a block yields each value and answers nil (break's value when it breaks); unpack1 ignores one. */
 int r_str_unpack(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
     tpl_rb_block blk = tpl_vm_block(vm);
-    if (unpack_impl(vm, a[0], a[1], false, out) < 0) return -1;
+    tpl_value str = a[0];
+    if (unpack_offset(vm, a[2], &str) < 0 || unpack_impl(vm, str, a[1], false, out) < 0) return -1;
     if (!blk.pc) return 0;
     tpl_list *l = out->u.list;
     for (uint32_t i = 0; i < l->len; i++) {
@@ -12493,7 +12556,11 @@ int r_str_unpack(tpl_vm *vm, tpl_value *a, tpl_value *out)
     *out = tpl_v_none();
     return 0;
 }
-int r_str_unpack1(tpl_vm *vm, tpl_value *a, tpl_value *out) { return unpack_impl(vm, a[0], a[1], true, out); }
+int r_str_unpack1(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_value str = a[0];
+    return unpack_offset(vm, a[2], &str) < 0 ? -1 : unpack_impl(vm, str, a[1], true, out);
+}
 
 /* String#dump (Ruby's rb_str_dump for a UTF-8 string): inspect's escapes with only ASCII left as it is
  * (tpl_rb_str_escape). */
