@@ -2903,6 +2903,20 @@ static int enum_wrap(tpl_vm *vm, tpl_value self, const char *name, size_t n, con
 
 static int rb_send_guarded(tpl_vm *vm, tpl_value self, const char *name, size_t n, tpl_value *args, int npos,
                            const tpl_value *kwn, tpl_value *kwv, int nkw, tpl_value *out);
+
+/* The in-place methods of an Array or Hash that answer an Enumerator without a block (RETURN_SIZED_ENUMERATOR),
+ * which tpl does not make: iterating it with a block would change the receiver. */
+static bool bang_enum(tpl_value self, const char *name, size_t n)
+{
+    if (n < 4 || n > 17 || !(name[n - 1] == '!' || name[n - 1] == 'f') || tpl_is_enum_rb(self)) return false;
+    if (!(self.type == TPL_T_MAP || (self.type == TPL_T_LIST && !(self.flags & (TPL_F_RANGE_RB | TPL_F_MATCH_RB))))) return false;
+    static const char *const both[] = { "select!", "filter!", "reject!", "keep_if", "delete_if", NULL };
+    static const char *const arr[] = { "map!", "collect!", "sort_by!", NULL }, *const hash[] = { "transform_keys!", "transform_values!", NULL };
+    for (const char *const *l = both; *l; l++) if (strlen(*l) == n && memcmp(*l, name, n) == 0) return true;
+    for (const char *const *l = self.type == TPL_T_MAP ? hash : arr; *l; l++) if (strlen(*l) == n && memcmp(*l, name, n) == 0) return true;
+    return false;
+}
+
 static int zip_eachable(tpl_vm *vm, const tpl_value *v, int n);
 
 /* Whether an Enumerator's receiver may have changed since it was made: an Array or Hash this render
@@ -3179,6 +3193,9 @@ static int rb_send_body(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
             return enum_by_index(vm, self, off, out);
         }
     }
+    if (!blk && npos == 0 && nkw == 0 && bang_enum(self, name, n))
+        return tpl_vm_error(vm, TPL_ERR_TYPE, "unsupported Ruby construct: %.*s without a block (Ruby answers an Enumerator "
+                            "that changes the receiver as it iterates)", (int)n, name);
     if (!blk && nkw && !(n == 4 && memcmp(name, "step", 4) == 0) && enum_maker(self, name, n))
         return enum_maker_kw(vm, self, name, n, args, npos, kwn, kwv, nkw, out);
     if (blk || (nkw && !(n == 4 && memcmp(name, "step", 4) == 0)) || !enum_maker(self, name, n)) {   /* (step(by: 2)) */
@@ -5122,7 +5139,7 @@ int tpl_rb_plain_method(tpl_vm *vm, tpl_value self, const char *name, size_t n, 
     *except = NULL;
     if (self.flags || n == 0 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
         return -1;
-    if (enum_maker(self, name, n)) return -1;   /* (blockless: an Enumerator, tpl_rb_send) */
+    if (enum_maker(self, name, n) || bang_enum(self, name, n)) return -1;   /* (blockless: an Enumerator, tpl_rb_send) */
     if (not_own_method(self, name, n)) return -1;   /* (NoMethodError: tpl_rb_send) */
     if (n == 4 && memcmp(name, "gsub", 4) == 0) return -1;   /* (gsub(pattern) without a block: lazy_args) */
     tpl_builtin_kind k;
@@ -5396,6 +5413,13 @@ int r_k_tr(tpl_vm *vm, tpl_value *a, tpl_value *out)
 /* ------------------------------------------------------------------ any object */
 
 int r_any_nil_p(tpl_vm *vm, tpl_value *a, tpl_value *out) { (void)vm; *out = tpl_v_bool(a[0].type == TPL_T_NONE); return 0; }
+
+/* Exception#message: an exception's (a String flagged TPL_F_EXC_RB); a String has no message. */
+int r_str_message(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    if (!(a[0].flags & TPL_F_EXC_RB)) return no_method(vm, a[0], "message", 7);
+    return r_any_to_s(vm, a, out);
+}
 
 int r_any_to_s(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -9922,6 +9946,14 @@ int r_arr_push(tpl_vm *vm, tpl_value *a, tpl_value *out)
     return 0;
 }
 
+/* Array#<<(item): push of one item (send(:<<, a, b) is an ArgumentError, as Ruby's). */
+int r_arr_shovel(tpl_vm *vm, tpl_value *a, tpl_value *out)
+{
+    tpl_list one = { 1, 1, &a[1] };
+    tpl_value b[2] = { a[0], tpl_v_list(&one) };
+    return r_arr_push(vm, b, out);
+}
+
 /* Array#concat(*arrays): their items appended in place, answering self. */
 int r_arr_concat(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
@@ -10954,6 +10986,7 @@ int r_num_lcm(tpl_vm *vm, tpl_value *a, tpl_value *out) { return gcd_lcm(vm, a, 
 /* Integer#gcdlcm: [gcd, lcm] */
 int r_num_gcdlcm(tpl_vm *vm, tpl_value *a, tpl_value *out)
 {
+    if (a[0].type != TPL_T_INT && a[0].type != TPL_T_BIGINT) return no_method(vm, a[0], "gcdlcm", 6);   /* (Integer's only) */
     tpl_list *l = tpl_list_new(A(vm), 2);
     if (!l) return oom(vm);
     if (gcd_lcm(vm, a, &l->items[0], false) < 0 || gcd_lcm(vm, a, &l->items[1], true) < 0) return -1;
