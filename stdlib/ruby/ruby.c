@@ -10058,14 +10058,19 @@ static tpl_value pair(tpl_vm *vm, tpl_value x, tpl_value y)
 static int str_index(tpl_vm *vm, tpl_value *a, tpl_value *out, bool rev)
 {
     tpl_value s = a[0], p = a[1];
-    if (p.type == TPL_T_STR && (p.flags & TPL_F_SYMBOL)) return type_error(vm, TPL_VT_STR, p);   /* (a Regexp or StringValue) */
-    if (want_pattern(vm, p) < 0) return -1;
     int64_t len = byte_cp(s, s.len), st = rev ? len : 0;
+    /* rb_str_index_m / rb_str_rindex_m: the position first (NUM2LONG; before the start: nil), then the pattern
+     * (a Regexp, else StringValue's TypeError), then a position past the end */
     if (tpl_given(a[2])) {
-        if (a[2].type != TPL_T_INT) return type_error(vm, TPL_VT_INT, a[2]);
-        st = a[2].u.i;
+        tpl_value k = a[2];
+        if (long_arg(vm, &k) < 0) return -1;
+        st = k.u.i;
         if (st < 0) st += len;
-        if (st < 0 || (!rev && st > len)) { *out = tpl_v_none(); return 0; }
+        if (st < 0) { *out = tpl_v_none(); return 0; }
+    }
+    if (p.type != TPL_T_STR || (p.flags & (TPL_F_CLASS_RB | TPL_F_SYMBOL))) return type_error(vm, TPL_VT_STR, p);
+    if (tpl_given(a[2])) {
+        if (!rev && st > len) { *out = tpl_v_none(); return 0; }
         if (st > len) st = len;
     }
     size_t from = cp_byte(s, st);
