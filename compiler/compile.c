@@ -143,8 +143,12 @@ struct tpl_comp {
     tpl_locw readw;          /* the read locations, built as reads are noted (note_read) */
     struct tpl_rcur { uint32_t off, line, col; } *rcur; /* note_read's cursor per file */
     size_t nrcur;
+    /* add_span's table of line starts per loaded source (as ls; index cur_src, made on first use) */
+    struct tpl_fls { uint32_t *ls; size_t nls, li; } *fls;
+    size_t nfls;
     size_t nspans;
     uint32_t span_last;      /* offset of the last add_span call */
+    int span_last_src;       /* and its source (cur_src) */
     uint32_t lc_off, lc_line, lc_bol; /* add_span's cursor: offset, its line, its line start */
     uint32_t lc_col;         /* code points from lc_bol to lc_off */
     tpl_macro_desc *macros;
@@ -155,6 +159,8 @@ struct tpl_comp {
     size_t pending_ref_len;
     uint32_t pending_off;
     bool pending_locked;     /* the pending text began with the span locked (at pending_off) */
+    int pending_src;         /* the source the pending text began in (cur_src) */
+    uint32_t pending_at;     /* and its offset there */
     func *fn;
     func root;
     void *ext;               /* a lowering's own data for the whole compile (ERB: the template's defs) */
@@ -651,13 +657,21 @@ static void span_linecol(tpl_comp *c, uint32_t off, uint32_t *line, uint32_t *co
  * in resolve_spans (tpl_comp_finish). A call at the offset of the previous call records nothing:
  * resolve_spans would drop it anyway (its line and column are the last span's). */
 static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off);
+static void span_resolve_src(tpl_comp *c, uint32_t pc, int src, uint32_t off);
+/* (An instruction compiled from a loaded template, an included, imported or extended one, is
+ * located in that template: a runtime error there names its file and line, as Jinja2's
+ * traceback's innermost template frame does; a compile error is still reported at the statement
+ * that loaded it, span_locked.) */
 static void add_span(tpl_comp *c, uint32_t pc)
 {
-    uint32_t off = c->span_locked ? c->span_off : c->cur_off;
-    if (c->nspans && off == c->span_last) return;
+    uint32_t off = c->cur_off;
+    int src = c->cur_src >= 0 && (size_t)c->cur_src < c->nsources ? c->cur_src : -1;
+    if (c->nspans && off == c->span_last && src == c->span_last_src) return;
     c->nspans++;
     c->span_last = off;
-    span_resolve(c, pc, off);
+    c->span_last_src = src;
+    if (src < 0) span_resolve(c, pc, off);
+    else span_resolve_src(c, pc, src, off);
     if (c->spanw.failed) c_nomem(c, c->cur_off);
 }
 
@@ -734,6 +748,28 @@ static void span_resolve(tpl_comp *c, uint32_t pc, uint32_t off)
         span_linecol(c, off, &line, &col);
     }
     tpl_locw_add(&c->spanw, pc, 0, line, col);
+}
+
+/* span_resolve in loaded source src (an index of c->sources): its line found in its table of
+ * line starts (made on first use), its column the code points before off on that line. */
+static void span_resolve_src(tpl_comp *c, uint32_t pc, int src, uint32_t off)
+{
+    const struct tpl_csource *f = &c->sources[src];
+    if ((size_t)src >= c->nfls) {
+        size_t nn = (size_t)src + 8;
+        struct tpl_fls *nf = realloc(c->fls, nn * sizeof *nf);
+        if (!nf) { c_nomem(c, c->cur_off); return; }
+        for (size_t i = c->nfls; i < nn; i++) nf[i] = (struct tpl_fls){ NULL, 0, 0 };
+        c->fls = nf;
+        c->nfls = nn;
+    }
+    struct tpl_fls *t = &c->fls[src];
+    if (!t->ls && !(t->ls = line_starts(f->src, f->n, &t->nls, false))) { c_nomem(c, c->cur_off); return; }
+    if (off > f->n) off = (uint32_t)f->n;
+    size_t li = t->li = ls_find(t->ls, t->nls, t->li, off);
+    uint32_t bol = t->ls[li] & ~LS_WIDE, col = off - bol + 1;
+    if (t->ls[li] & LS_WIDE) col = (uint32_t)tpl_utf8_len(f->src + bol, off - bol) + 1;
+    tpl_locw_add(&c->spanw, pc, (uint32_t)src + 1, (uint32_t)li + 1, col);
 }
 
 static void flush_text_now(tpl_comp *c);
@@ -833,10 +869,12 @@ static __attribute__((noinline)) void flush_text_now(tpl_comp *c)
     else return;
     uint32_t save = c->cur_off, save_span = c->span_off;
     bool save_lock = c->span_locked;
+    int save_src = c->cur_src;
     /* located where the text began: a template of the extends chain or an included one keeps
      * the location it had then (its offsets are not the main template's), whatever the
      * compile has locked or unlocked since */
-    c->cur_off = c->pending_off;
+    c->cur_off = c->pending_at;
+    c->cur_src = c->pending_src;
     c->span_locked = c->pending_locked;
     c->span_off = c->pending_off;
     uint32_t k = add_const(c, s);
@@ -844,6 +882,7 @@ static __attribute__((noinline)) void flush_text_now(tpl_comp *c)
     c->pending_ref = NULL;
     emit(c, TPL_OP_TEXT, k, 0);
     c->cur_off = save;
+    c->cur_src = save_src;
     c->span_locked = save_lock;
     c->span_off = save_span;
 }
@@ -853,6 +892,8 @@ static void pending_begin(tpl_comp *c)
 {
     c->pending_locked = c->span_locked;
     c->pending_off = c->span_locked ? c->span_off : c->cur_off;
+    c->pending_src = c->cur_src;
+    c->pending_at = c->cur_off;
 }
 
 static void emit_text(tpl_comp *c, const char *s, size_t n)
@@ -7774,6 +7815,16 @@ static bool finish_reads(tpl_comp *c)
         if (!s) return false;
         p->files[i + 1] = tpl_v_str(s, c->sources[i].name.len);
     }
+    if (c->nsources) { /* their sources: the lines under a diagnostic located in one */
+        p->file_srcs = tpl_arena_alloc(a, p->nfiles * sizeof *p->file_srcs);
+        if (!p->file_srcs) return false;
+        p->file_srcs[0] = tpl_v_str("", 0);
+        for (size_t i = 0; i < c->nsources; i++) {
+            char *s = tpl_arena_strdup(a, c->sources[i].src, c->sources[i].n);
+            if (!s) return false;
+            p->file_srcs[i + 1] = tpl_v_str(s, c->sources[i].n);
+        }
+    }
     return tpl_locw_finish(&c->readw, p);
 }
 
@@ -7858,6 +7909,10 @@ done:
     free(c->rcur);
     c->ls = NULL;
     c->rcur = NULL;
+    for (size_t i = 0; i < c->nfls; i++) free(c->fls[i].ls);
+    free(c->fls);
+    c->fls = NULL;
+    c->nfls = 0;
     cfree(c, (void **)&c->macros, &c->mcap, sizeof *c->macros);
     free(c->trcalls);
     c->trcalls = NULL;

@@ -668,14 +668,15 @@ char *tpl_disassemble(const tpl_program *p)
     tpl_sb_init(&b, NULL);
     tpl_sb_printf(&b, "; %s: %zu words, %zu constants, %zu names, %u slots, %zu macros\n", p->name, p->ncode,
                   p->nconsts, p->nnames, p->nslots, p->nmacros);
-    uint32_t last_line = 0;
+    uint32_t last_line = 0, last_file = 0;
     for (size_t pc = 0; pc < p->ncode;) {
         uint32_t w = p->code[pc];
         uint32_t op = TPL_INSN_OP(w);
         if (op >= TPL_OP__COUNT) { tpl_sb_printf(&b, "%5zu  ??? %u\n", pc, op); pc++; continue; }
         const tpl_opinfo *oi = &tpl_opinfo_table[op];
-        uint32_t line, col;
-        tpl_program_span(p, (uint32_t)pc, &line, &col);
+        uint32_t line, col, file;
+        size_t srclen;
+        tpl_program_span(p, (uint32_t)pc, &line, &col, &file);
         size_t start = b.len;
         tpl_sb_printf(&b, "%5zu  %-12s", pc, oi->name);
         const char *f = oi->fmt;
@@ -687,21 +688,23 @@ char *tpl_disassemble(const tpl_program *p)
             char fx = f[0] ? f[1 + i] : 0;
             dis_operand(&b, p, fx ? fx : 'c', x);
         }
-        if (line && line != last_line) {
+        if (line && (line != last_line || file != last_file)) {
             size_t width = b.len - start;
             for (; width < 48; width++) tpl_sb_putc(&b, ' ');
-            char *sl = NULL;
-            /* find the line text */
+            /* find the line text (in the template the code came from: an included one's is named) */
+            const char *src, *fname = tpl_program_file(p, file, &src, &srclen);
             size_t ls = 0;
             uint32_t l = 1;
-            for (size_t i = 0; i < p->source_len && l < line; i++)
-                if (p->source[i] == '\n') { l++; ls = i + 1; }
+            if (!src) srclen = 0;
+            for (size_t i = 0; i < srclen && l < line; i++)
+                if (src[i] == '\n') { l++; ls = i + 1; }
             size_t le = ls;
-            while (le < p->source_len && p->source[le] != '\n') le++;
-            (void)sl;
+            while (le < srclen && src[le] != '\n') le++;
             size_t show = le - ls > 60 ? 60 : le - ls;
-            tpl_sb_printf(&b, "; %u: %.*s", line, (int)show, p->source + ls);
+            if (file) tpl_sb_printf(&b, "; %s:%u: %.*s", fname, line, (int)show, src + ls);
+            else tpl_sb_printf(&b, "; %u: %.*s", line, (int)show, src + ls);
             last_line = line;
+            last_file = file;
         }
         tpl_sb_putc(&b, '\n');
         pc += 1 + (size_t)oi->extra;

@@ -929,7 +929,7 @@ TPL_API char *tpl_error_format(const tpl_error *err);
 /* ---- precompiled programs (.tplb files and C arrays; DESIGN.md §5) ---- */
 
 /* Version of the .tplb format written by tpl_program_save; the loader accepts only this one. */
-#define TPL_TPLB_VERSION 4
+#define TPL_TPLB_VERSION 5
 
 /* tpl_program_save flags. */
 enum {

@@ -45,9 +45,20 @@ typedef struct tpl_static_name {
     _Bool resolved;               /* 0 in generated code: the VM resolves builtins by name */
 } tpl_static_name;
 
+/* Instructions from pc on come from line:col of file (an index of the program's files; 0: the
+ * template itself). */
 typedef struct tpl_static_span {
-    uint32_t pc, line, col;
+    uint32_t pc, line, col, file;
 } tpl_static_span;
+
+/* A template whose code the program holds (its includes, imports, extends): files[0] is the
+ * template itself (its source is the program's `source`), the others as the compile loaded them,
+ * with their normalised sources (NULL when stripped) for the lines under diagnostics. */
+typedef struct tpl_static_file {
+    const char *name;
+    const char *source;
+    size_t source_len;
+} tpl_static_file;
 
 /* A builtin the code calls, by name: the code's builtin operands (a filter's, test's, global
  * function's or method's) are indexes of the program's builtins table, which
@@ -102,6 +113,9 @@ struct tpl_static_program {
      * decided by the emitter), 0 without a native render or when it needs the full set-up (a file
      * that leaves it out: 0). */
     uint32_t native_flags;
+    /* The files the spans name (nfiles 0: only the template itself). */
+    const tpl_static_file *files;
+    size_t nfiles;
 };
 
 #ifdef __cplusplus

@@ -759,7 +759,7 @@ bool tpl_emit_native(tpl_sb *b, const tpl_program *p, const char *sym, size_t *n
         uint32_t next = pc + 1 + oi->extra;
         uint32_t x1 = oi->extra >= 1 ? p->code[pc + 1] : 0;
         uint32_t line = 0, col = 0;
-        tpl_program_span(p, pc, &line, &col);
+        tpl_program_span(p, pc, &line, &col, NULL);
         /* every path into a label finds the stack in memory; so do steps and the instructions
          * written without the locals */
         if (resume[pc] || !v_ok(p, pc, vs.vk)) v_flush(b, &vs, "    ");

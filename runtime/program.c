@@ -111,7 +111,7 @@ static bool locw_mark(tpl_locw *w)
         w->marks = nm;
         w->mcap = nc;
     }
-    w->marks[w->nmarks++] = (tpl_span_mark){ e->pc, e->line, e->col, (uint32_t)w->n };
+    w->marks[w->nmarks++] = (tpl_span_mark){ e->pc, e->line, e->col, (uint32_t)w->n, e->file };
     return true;
 }
 
@@ -128,7 +128,7 @@ static inline void locw_written(tpl_locw *w)
 static __attribute__((noinline)) void locw_flush_slow(tpl_locw *w)
 {
     const tpl_readloc *e = &w->pend, *pr = &w->prev;
-    bool fch = w->reads && e->file != pr->file, lch = e->line != pr->line;
+    bool fch = e->file != pr->file, lch = e->line != pr->line;
     if (!locw_reserve(w, 40)) return; /* four varints of at most 10 bytes */
     uint8_t *b = w->b + w->n;
     b = put_varint(b, (uint64_t)(e->pc - pr->pc) << 2 | (uint64_t)fch << 1 | (uint64_t)lch);
@@ -140,7 +140,7 @@ static __attribute__((noinline)) void locw_flush_slow(tpl_locw *w)
 }
 
 /* Writes the pending entry: varint (pc increase << 2 | file changed << 1 | line changed), then
- * the file index when it changed (read locations only), the line's change (zigzag) when it
+ * the file index when it changed, the line's change (zigzag) when it
  * changed, and the column (itself after a line change, else its change, zigzag). Most entries
  * are two or three one-byte varints, written here directly (issue 21, compile time). */
 void tpl_locw_flush(tpl_locw *w)
@@ -235,12 +235,12 @@ static uint64_t get_varint(const uint8_t *b, size_t n, size_t *off)
 }
 
 /* Decodes the entry at it->off of b[0..n) into it->cur (tpl_locw's format). */
-static void loc_decode(tpl_loc_it *it, const uint8_t *b, size_t n, bool reads)
+static void loc_decode(tpl_loc_it *it, const uint8_t *b, size_t n)
 {
     tpl_readloc *c = &it->cur;
     uint64_t head = get_varint(b, n, &it->off);
     c->pc += (uint32_t)(head >> 2);
-    if (reads && (head & 2)) c->file = (uint32_t)get_varint(b, n, &it->off);
+    if (head & 2) c->file = (uint32_t)get_varint(b, n, &it->off);
     int64_t dl = head & 1 ? unzigzag(get_varint(b, n, &it->off)) : 0;
     uint64_t cv = get_varint(b, n, &it->off);
     c->line = (uint32_t)((int64_t)c->line + dl);
@@ -258,8 +258,8 @@ bool tpl_span_next(tpl_loc_it *it, tpl_span *out)
         return true;
     }
     if (it->off >= p->nspanb) return false;
-    loc_decode(it, p->spanb, p->nspanb, false);
-    *out = (tpl_span){ it->cur.pc, it->cur.line, it->cur.col };
+    loc_decode(it, p->spanb, p->nspanb);
+    *out = (tpl_span){ it->cur.pc, it->cur.line, it->cur.col, it->cur.file };
     return true;
 }
 
@@ -267,13 +267,14 @@ bool tpl_readloc_next(tpl_loc_it *it, tpl_readloc *out)
 {
     const tpl_program *p = it->p;
     if (it->i >= p->nreadlocs || !p->readb || it->off >= p->nreadb) return false;
-    loc_decode(it, p->readb, p->nreadb, true);
+    loc_decode(it, p->readb, p->nreadb);
     *out = it->cur;
     return true;
 }
 
-void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col)
+void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col, uint32_t *file)
 {
+    uint32_t f = 0;
     *line = *col = 0;
     if (!p->spanb) {
         size_t lo = 0, hi = p->spans ? p->nspans : 0;
@@ -282,28 +283,47 @@ void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_
             if (p->spans[mid].pc <= pc) lo = mid + 1;
             else hi = mid;
         }
-        if (lo == 0) return;
-        *line = p->spans[lo - 1].line;
-        *col = p->spans[lo - 1].col;
-        return;
+        if (lo > 0) {
+            *line = p->spans[lo - 1].line;
+            *col = p->spans[lo - 1].col;
+            f = p->spans[lo - 1].file;
+        }
+    } else {
+        /* the last mark at or before pc, then the runs after it */
+        size_t lo = 0, hi = p->nspanm;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (p->spanm[mid].pc <= pc) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo > 0) { /* (else the first run is a mark: pc is before it) */
+            const tpl_span_mark *m = &p->spanm[lo - 1];
+            tpl_loc_it it = { p, m->off, (lo - 1) * TPL_SPAN_MARK + 1, { m->pc, m->file, m->line, m->col } };
+            *line = m->line;
+            *col = m->col;
+            f = m->file;
+            tpl_span s;
+            while (tpl_span_next(&it, &s) && s.pc <= pc) {
+                *line = s.line;
+                *col = s.col;
+                f = s.file;
+            }
+        }
     }
-    /* the last mark at or before pc, then the runs after it */
-    size_t lo = 0, hi = p->nspanm;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (p->spanm[mid].pc <= pc) lo = mid + 1;
-        else hi = mid;
+    if (f >= p->nfiles) f = 0; /* (a file index the loader did not check: the template's) */
+    if (file) *file = f;
+}
+
+const char *tpl_program_file(const tpl_program *p, uint32_t f, const char **src, size_t *srclen)
+{
+    if (f == 0 || f >= p->nfiles) {
+        *src = p->source;
+        *srclen = p->source_len;
+        return p->name;
     }
-    if (lo == 0) return; /* the first run is a mark: pc is before it */
-    const tpl_span_mark *m = &p->spanm[lo - 1];
-    tpl_loc_it it = { p, m->off, (lo - 1) * TPL_SPAN_MARK + 1, { m->pc, 0, m->line, m->col } };
-    *line = m->line;
-    *col = m->col;
-    tpl_span s;
-    while (tpl_span_next(&it, &s) && s.pc <= pc) {
-        *line = s.line;
-        *col = s.col;
-    }
+    *src = p->file_srcs ? p->file_srcs[f].u.s : NULL;
+    *srclen = p->file_srcs ? p->file_srcs[f].len : 0;
+    return p->files[f].u.s;
 }
 
 /* ---- templates loaded at render time (issue 14) ---- */

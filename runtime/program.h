@@ -137,9 +137,11 @@ void tpl_name_resolve_hashed(tpl_name *nm, uint64_t hash);
 struct tpl_program;
 void tpl_program_sign_names(struct tpl_program *p);
 
-/* One run of the span table: instructions from pc on come from line:col. */
+/* One run of the span table: instructions from pc on come from line:col of file (an index of
+ * tpl_program.files: 0 the template itself, k the k-th template its compile loaded, whose code
+ * an include, import or extends put in this program). */
 typedef struct tpl_span {
-    uint32_t pc, line, col;
+    uint32_t pc, line, col, file;
 } tpl_span;
 
 /* A macro: entry point, parameter names (constant index of a tuple), slots. */
@@ -179,7 +181,7 @@ typedef struct tpl_readloc {
  * (issue 13 §1: at 12 bytes a run and 16 a read location they were most of a tag-heavy
  * template's program): a byte string of entries (malloc'd, freed with the program), each
  * relative to the one before it, in unsigned LEB128 varints: the pc's increase with two flags
- * (the file changed, the line changed), the file index when it changed (read locations only),
+ * (the file changed, the line changed), the file index when it changed,
  * the line's change (zigzag) when it changed, and the column (the column itself after a line
  * change, else its change, zigzag): two bytes for most entries. Every TPL_SPAN_MARK-th span run is a mark too (its values and the byte offset after
  * it), so tpl_program_span decodes at most TPL_SPAN_MARK runs. tpl_locw builds either table;
@@ -187,7 +189,7 @@ typedef struct tpl_readloc {
  * array tpl_static_program gives (tpl_program.spans; spanb is NULL then). */
 #define TPL_SPAN_MARK 32
 typedef struct tpl_span_mark {
-    uint32_t pc, line, col, off;
+    uint32_t pc, line, col, off, file;
 } tpl_span_mark;
 
 /* A builder of a compact table (reads = false: span runs; true: read locations). Add entries
@@ -210,7 +212,7 @@ static inline void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_
 {
     if (w->failed) return;
     if (w->has_pend) {
-        if (!w->reads && w->pend.line == line && w->pend.col == col) return;
+        if (!w->reads && w->pend.line == line && w->pend.col == col && w->pend.file == file) return;
         if (w->pend.pc == pc) {
             w->pend.file = file;
             w->pend.line = line;
@@ -218,7 +220,7 @@ static inline void tpl_locw_add(tpl_locw *w, uint32_t pc, uint32_t file, uint32_
             return;
         }
         tpl_locw_flush(w);
-    } else if (!w->reads && w->count && w->prev.line == line && w->prev.col == col) {
+    } else if (!w->reads && w->count && w->prev.line == line && w->prev.col == col && w->prev.file == file) {
         return;
     }
     w->pend = (tpl_readloc){ pc, file, line, col };
@@ -280,7 +282,10 @@ struct tpl_program {
     uint8_t *readb;        /* read instructions with their own location, ascending pc (issue 18), */
     size_t nreadb;         /* compact (tpl_loc_it); none for static programs (the span table */
     size_t nreadlocs;      /* locates their reads then) */
-    tpl_value *files;      /* file names readlocs refer to: [0] the template, then loaded ones */
+    tpl_value *files;      /* file names spans and readlocs refer to: [0] the template, then loaded ones */
+    tpl_value *file_srcs;  /* their normalised sources, for the source line under a diagnostic
+                            * ([0] unused: the template's is `source`; a stripped program's are
+                            * empty; NULL: none kept) */
     size_t nfiles;
     tpl_arena arena;       /* owns constant strings, lists and the arrays above */
     bool static_data;      /* tpl_program_load_static: name, source and arrays borrow const data */
@@ -328,8 +333,12 @@ tpl_program *tpl_program_sub_put(const tpl_program *p, tpl_loader_fn fn, void *d
 bool tpl_emit_native(struct tpl_sb *b, const tpl_program *p, const char *sym, size_t *nspecial, size_t *nstep,
                      uint32_t *flags);
 
-/* Maps a code offset to its source line and column (1-based; 0 when unknown). */
-void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col);
+/* Maps a code offset to its source line and column (1-based; 0 when unknown) and the file they
+ * are in (*file, unless file is NULL: an index of p->files, 0 the template itself; always below
+ * p->nfiles when nfiles is not 0). */
+void tpl_program_span(const tpl_program *p, uint32_t pc, uint32_t *line, uint32_t *col, uint32_t *file);
+/* File f's name and normalised source (*src NULL when not kept), for a location of p's. */
+const char *tpl_program_file(const tpl_program *p, uint32_t f, const char **src, size_t *srclen);
 /* XXH64 (seed 0) of src: tpl_program_source_hash. */
 uint64_t tpl_source_hash(const char *src, size_t n);
 /* Sets p's bound language (opts.lang) to a copy in p's arena (NULL or "": none); false when it

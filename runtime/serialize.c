@@ -25,11 +25,14 @@
  *     u32 nconsts, values            (value = u8 type, u8 flags, payload: int i64, float
  *                                     IEEE bits u64, bool u8, str str, tuple u32 n + n values)
  *     u32 nnames, nnames × str       (flag bit 1: nnames × (str, u8 flags))
- *     u32 nspans, nspans × (u32 pc, u32 line, u32 col)
+ *     u32 nspans, nspans × (u32 pc, u32 line, u32 col, u32 file)
+ *                                    (format 5: file, an index of the file names below)
  *     u32 nmacros, nmacros × (u32 entry, u32 name, u32 params, u16 nparams, u16 nslots,
  *                             u16 max_stack, i16 varargs, i16 kwargs, i16 caller)
  *     u32 nreads, nreads × u32 name index   (the reads-set, ascending; checked on load)
  *     u32 nfiles, nfiles × str       (format 3: the template and the templates it loaded)
+ *     (nfiles - 1) × str             (format 5, only with flag bit 0: the loaded templates'
+ *                                     normalised sources, for their lines under diagnostics)
  *     u32 nreadlocs, nreadlocs × (u32 pc, u32 file, u32 line, u32 col)
  *                                    (format 3: where each read instruction is, ascending pc;
  *                                     tpl_program_reads_located)
@@ -311,6 +314,7 @@ static bool put_program(wr *w, const tpl_program *p, bool with_source, uint64_t 
         put_u32(w, sp.pc);
         put_u32(w, sp.line);
         put_u32(w, sp.col);
+        put_u32(w, sp.file);
     }
     put_u32(w, (uint32_t)p->nmacros);
     for (size_t i = 0; i < p->nmacros; i++) {
@@ -334,6 +338,11 @@ static bool put_program(wr *w, const tpl_program *p, bool with_source, uint64_t 
     free(reads);
     put_u32(w, (uint32_t)p->nfiles);
     for (size_t i = 0; i < p->nfiles; i++) put_str(w, p->files[i].u.s, p->files[i].len);
+    if (with_source)
+        for (size_t i = 1; i < p->nfiles; i++) {
+            const char *fs = p->file_srcs ? p->file_srcs[i].u.s : NULL;
+            put_str(w, fs ? fs : "", fs ? p->file_srcs[i].len : 0);
+        }
     put_u32(w, (uint32_t)p->nreadlocs);
     tpl_loc_it_init(&it, p);
     for (tpl_readloc l; tpl_readloc_next(&it, &l);) {
@@ -611,14 +620,16 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         tpl_name_resolve(&p->names[i]);
     }
     tpl_program_sign_names(p);
-    size_t nspans = get_count(&r, 12);
+    size_t nspans = get_count(&r, 16);
     if (r.bad) return corrupt(p, err, name, "truncated spans");
     tpl_locw sw = { 0 };
+    uint32_t span_files = 0; /* the highest file index a span names + 1 (checked against nfiles below) */
     for (size_t i = 0, last = 0; i < nspans; i++) {
-        uint32_t pc = get_u32(&r), line = get_u32(&r), col = get_u32(&r);
+        uint32_t pc = get_u32(&r), line = get_u32(&r), col = get_u32(&r), file = get_u32(&r);
         if (pc > p->ncode || pc < last) { tpl_locw_free(&sw); return corrupt(p, err, name, "span table out of order"); }
         last = pc;
-        tpl_locw_add(&sw, pc, 0, line, col);
+        if (!r.bad && file >= span_files) span_files = file + 1;
+        tpl_locw_add(&sw, pc, file, line, col);
     }
     if (!tpl_locw_finish(&sw, p)) return load_nomem(p, err, name);
     p->nmacros = get_count(&r, 24);
@@ -648,6 +659,17 @@ tpl_status tpl_program_load(const char *name, const void *data, size_t len, tpl_
         s = get_str(&r, a, &n);
         if (r.bad) { free(reads); return corrupt(p, err, name, "truncated file names"); }
         p->files[i] = tpl_v_str(s, n);
+    }
+    if (span_files > 1 && span_files > p->nfiles) { free(reads); return corrupt(p, err, name, "bad span file"); }
+    if (flags & 1 && p->nfiles > 1) {
+        p->file_srcs = tpl_arena_alloc(a, p->nfiles * sizeof *p->file_srcs);
+        if (!p->file_srcs) { free(reads); return load_nomem(p, err, name); }
+        p->file_srcs[0] = tpl_v_str("", 0);
+        for (size_t i = 1; i < p->nfiles; i++) {
+            s = get_str(&r, a, &n);
+            if (r.bad) { free(reads); return corrupt(p, err, name, "truncated file sources"); }
+            p->file_srcs[i] = tpl_v_str(s, n);
+        }
     }
     size_t nreadlocs = get_count(&r, 16);
     if (r.bad) { free(reads); return corrupt(p, err, name, "truncated read locations"); }
@@ -755,6 +777,22 @@ tpl_status tpl_program_load_static(const tpl_static_program *sp, tpl_program **o
     tpl_program_sign_names(p);
     p->spans = (tpl_span *)(const void *)sp->spans;
     p->nspans = sp->nspans;
+    if (sp->nfiles) { /* the file names and sources (tpl_value strings over the generated text) */
+        if (!sp->files || sp->nfiles > UINT32_MAX) return corrupt(p, err, p->name, "invalid static program: files missing");
+        p->files = tpl_arena_alloc(&p->arena, sp->nfiles * sizeof *p->files);
+        p->file_srcs = tpl_arena_alloc(&p->arena, sp->nfiles * sizeof *p->file_srcs);
+        if (!p->files || !p->file_srcs) return load_nomem(p, err, sp->name);
+        for (size_t i = 0; i < sp->nfiles; i++) {
+            const tpl_static_file *f = &sp->files[i];
+            if (!f->name || f->source_len > UINT32_MAX) return corrupt(p, err, p->name, "invalid static program: bad file");
+            p->files[i] = tpl_v_str(f->name, strlen(f->name));
+            p->file_srcs[i] = tpl_v_str(f->source ? f->source : "", f->source ? (uint32_t)f->source_len : 0);
+        }
+        p->nfiles = sp->nfiles;
+    }
+    for (size_t i = 0; i < p->nspans; i++)
+        if (p->spans[i].file && p->spans[i].file >= p->nfiles)
+            return corrupt(p, err, p->name, "invalid static program: bad span file");
     p->macros = (tpl_macro_desc *)(const void *)sp->macros;
     p->nmacros = sp->nmacros;
     p->native = sp->native;
@@ -1037,11 +1075,11 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
     tpl_loc_it it;
     tpl_loc_it_init(&it, p);
     for (size_t i = 0; i < p->nspans; i++) {
-        tpl_span sp = { 0, 0, 0 };
+        tpl_span sp = { 0, 0, 0, 0 };
         tpl_span_next(&it, &sp);
-        tpl_sb_printf(&b, "%s{ %u, %u, %u },", i % 4 ? " " : "\n    ", sp.pc, sp.line, sp.col);
+        tpl_sb_printf(&b, "%s{ %u, %u, %u, %u },", i % 4 ? " " : "\n    ", sp.pc, sp.line, sp.col, sp.file);
     }
-    if (!p->nspans) tpl_sb_puts(&b, " { 0, 0, 0 }");
+    if (!p->nspans) tpl_sb_puts(&b, " { 0, 0, 0, 0 }");
     tpl_sb_puts(&b, "\n};\n");
     tpl_sb_printf(&b, "static const tpl_static_macro %s_macros[%zu] = {\n", sym, p->nmacros ? p->nmacros : 1);
     for (size_t i = 0; i < p->nmacros; i++) {
@@ -1058,6 +1096,23 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
         tpl_sb_printf(&b, "static const char %s_source[] =\n    ", sym);
         c_string(&b, p->source, p->source_len);
         tpl_sb_puts(&b, ";\n");
+    }
+    if (p->nfiles > 1) { /* the templates its code came from (the spans' files) */
+        tpl_sb_printf(&b, "static const tpl_static_file %s_files[%zu] = {\n    { ", sym, p->nfiles);
+        c_string(&b, p->name, strlen(p->name));
+        tpl_sb_puts(&b, ", 0, 0 },\n");
+        for (size_t i = 1; i < p->nfiles; i++) {
+            tpl_sb_puts(&b, "    { ");
+            c_string(&b, p->files[i].u.s, p->files[i].len);
+            if (with_source && p->file_srcs) {
+                tpl_sb_puts(&b, ",\n      ");
+                c_string(&b, p->file_srcs[i].u.s, p->file_srcs[i].len);
+                tpl_sb_printf(&b, ", %u },\n", p->file_srcs[i].len);
+            } else {
+                tpl_sb_puts(&b, ", 0, 0 },\n");
+            }
+        }
+        tpl_sb_puts(&b, "};\n");
     }
     tpl_sb_printf(&b, "\nconst struct tpl_static_program %s = {\n", sym);
     tpl_sb_printf(&b, "    TPL_STATIC_MAGIC, %u, %u, %u,\n    ", TPL_TPLB_VERSION, (unsigned)p->opts.syntax, opt_bits(&p->opts));
@@ -1076,6 +1131,8 @@ tpl_status tpl_program_emit_c(const tpl_program *p, const char *symbol, unsigned
      * member left out of a positional initializer) */
     tpl_sb_printf(&b, "    0x%x, /* native_flags%s%s%s */\n", nflags, nflags ? ":" : "", nflags & TPL_NATIVE_DIRECT ? " direct" : "",
                   nflags & TPL_NATIVE_FRESH_SLOTS ? " fresh-slots" : "");
+    if (p->nfiles > 1) tpl_sb_printf(&b, "    %s_files, %zu,\n", sym, p->nfiles);
+    else tpl_sb_puts(&b, "    0, 0,\n");
     tpl_sb_puts(&b, "};\n");
     if (native)
         tpl_sb_printf(&b, "/* %zu instructions: %zu as C above, %zu through tpl_native_step */\n", nspecial + nstep,
@@ -1191,8 +1248,11 @@ size_t tpl_program_reads_located(const tpl_program *p, tpl_read *out, size_t cap
                 rd.line = rl.line;
                 rd.column = rl.col;
             } else {
-                rd.file = p->name;
-                tpl_program_span(p, (uint32_t)pc, &rd.line, &rd.column);
+                uint32_t f;
+                const char *fs;
+                size_t fn;
+                tpl_program_span(p, (uint32_t)pc, &rd.line, &rd.column, &f);
+                rd.file = tpl_program_file(p, f, &fs, &fn);
             }
             if (k < cap) out[k] = rd;
             k++;
@@ -1218,7 +1278,11 @@ size_t tpl_program_deferred_errors(const tpl_program *p, tpl_diagnostic *out, si
                                        .message = p->consts[a].u.s, .message_len = p->consts[a].len };
                 d->status = tpl_error_kind_status(
                     tpl_fail_kind((tpl_syntax)p->opts.syntax, p->consts[a].u.s, p->consts[a].len));
-                tpl_program_span(p, (uint32_t)pc, &d->line, &d->column);
+                uint32_t f;
+                const char *fs;
+                size_t fn;
+                tpl_program_span(p, (uint32_t)pc, &d->line, &d->column, &f);
+                d->file = tpl_program_file(p, f, &fs, &fn);
             }
             k++;
         }

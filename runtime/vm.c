@@ -70,29 +70,39 @@ int tpl_vm_put_cp(tpl_vm *vm, tpl_sb *b, uint32_t cp)
 }
 
 /* Sets the location of the pending error to instruction pc of the running program. */
-static void locate_at(tpl_vm *vm, uint32_t line, uint32_t column);
+static void locate_in(tpl_vm *vm, uint32_t file, uint32_t line, uint32_t column);
 static void locate(tpl_vm *vm, uint32_t pc)
 {
     vm->err_unlocated = false;
     vm->pc = pc;
-    if (vm->p) vm->err.file = vm->p->name; /* (the program the location is in) */
     if (vm->p) {
-        uint32_t line, column;
-        tpl_program_span(vm->p, vm->pc, &line, &column);
-        locate_at(vm, line, column);
+        uint32_t line, column, file;
+        tpl_program_span(vm->p, vm->pc, &line, &column, &file);
+        locate_in(vm, file, line, column);
     }
 }
 
-/* The error's location: line and column of the running program, with its source line. */
+/* The error's location: line and column of the running program's template, with its source line. */
 static void locate_at(tpl_vm *vm, uint32_t line, uint32_t column)
+{
+    locate_in(vm, 0, line, column);
+}
+
+/* The same in file `file` of the program (tpl_program_file: 0 the template itself, else a
+ * template whose code an include, import or extends put in the program). */
+static void locate_in(tpl_vm *vm, uint32_t file, uint32_t line, uint32_t column)
 {
     vm->err_unlocated = false;
     vm->err.line = line;
     vm->err.column = column;
     {
-        if (vm->err.line && vm->p->source && vm->p->source_len) { /* a stripped program has no lines */
-            const char *s = vm->p->source;
-            size_t n = vm->p->source_len, i = 0;
+        const char *src;
+        size_t srclen;
+        vm->err.file = tpl_program_file(vm->p, file, &src, &srclen); /* (the file the location is in) */
+        vm->err.source_line = NULL;
+        if (vm->err.line && src && srclen) { /* a stripped program has no lines */
+            const char *s = src;
+            size_t n = srclen, i = 0;
             uint32_t l = 1;
             while (i < n && l < vm->err.line) { /* (memchr: a line of 100 KB is not walked byte by byte) */
                 const char *nl = memchr(s + i, '\n', n - i);

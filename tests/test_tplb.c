@@ -209,7 +209,7 @@ static tpl_static_program static_of(const tpl_program *p)
     tpl_loc_it it;
     tpl_loc_it_init(&it, p);
     size_t ns = 0;
-    for (tpl_span s; ns < 4096 && tpl_span_next(&it, &s); ns++) spans_out[ns] = (tpl_static_span){ s.pc, s.line, s.col };
+    for (tpl_span s; ns < 4096 && tpl_span_next(&it, &s); ns++) spans_out[ns] = (tpl_static_span){ s.pc, s.line, s.col, s.file };
     CHECK(ns == p->nspans);
     tpl_static_program sp = { 0 };
     sp.magic = TPL_STATIC_MAGIC;
