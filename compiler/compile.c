@@ -3803,9 +3803,12 @@ static void note_dependency(tpl_comp *c, tpl_value name, uint32_t off)
 /* A template loaded for include/import/extends: its parsed body, in arena a (an include's or an
  * import's own, freed once that statement is compiled: kept for the whole compile, the trees of
  * 60,000 includes were 23x the template; issue 13 §1). The source and its name stay alive until
- * the compiler is finished (AST strings point into it). */
-static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32_t off, bool missing_ok,
-                               int *src_index)
+ * the compiler is finished (AST strings point into it). missing_ok: a template the loader does
+ * not find, or one that does not parse (invalid UTF-8, a syntax error: *broken set, if broken is
+ * not NULL), gives NULL without an error (the caller loads it when the statement runs, as Jinja2
+ * does: an error before the statement, or a compile error of the template itself, comes first). */
+static tpl_node *load_template_ex(tpl_comp *c, tpl_arena *a, tpl_value name, uint32_t off, bool missing_ok,
+                                  int *src_index, bool *broken)
 {
     const tpl_options *o = &c->p->opts;
     if (!o->loader) {
@@ -3821,6 +3824,11 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     note_dependency(c, name, off);
     size_t n, bad;
     if (!tpl_utf8_valid(raw, len, &bad)) {
+        if (missing_ok) {
+            free(raw);
+            if (broken) *broken = true;
+            return NULL;
+        }
         uint32_t line, col;
         tpl_offset_to_linecol(raw, len, (uint32_t)bad, &line, &col);
         cerror(c, off, "in '%.*s' at %u:%u: invalid UTF-8 (byte 0x%02X)", (int)name.len, name.u.s, line, col,
@@ -3861,11 +3869,21 @@ static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32
     tpl_jtok_free(&toks);
     if (!ok) {
         if (pc.nomem) { c_nomem(c, off); return NULL; }
+        if (missing_ok) {
+            if (broken) *broken = true;
+            return NULL;
+        }
         tpl_offset_to_linecol(src, n, pc.err_off, &line, &col);
         cfail(c, tpl_pctx_kind(&pc), off, "in '%.*s' at %u:%u: %s", (int)name.len, name.u.s, line, col, pc.failed ? pc.msg : "syntax error");
         return NULL;
     }
     return pc.root;
+}
+
+static tpl_node *load_template(tpl_comp *c, tpl_arena *a, tpl_value name, uint32_t off, bool missing_ok,
+                               int *src_index)
+{
+    return load_template_ex(c, a, name, off, missing_ok, src_index, NULL);
 }
 
 /* The constant template name(s) of an include/import/extends. */
@@ -6319,20 +6337,39 @@ static void stmt_include(tpl_comp *c, tpl_node *n)
     tpl_arena ta; /* the included template's tree, freed once it is compiled here */
     tpl_arena_init(&ta, 0);
     ta.budget = c->p->budget;
-    for (tpl_node *x = names; x && !root && !c->failed; x = x->next)
-        root = load_template(c, &ta, x->val, n->off, true, &src);
+    bool broken = false;
+    tpl_node *x = names;
+    for (; x && !root && !c->failed; x = x->next) {
+        root = load_template_ex(c, &ta, x->val, n->off, true, &src, &broken);
+        if (broken) break;
+    }
     if (c->failed || !root) {
         tpl_arena_free(&ta);
-        if (c->failed || (n->op & 1)) return; /* (ignore missing) */
+        if (c->failed || ((n->op & 1) && !broken)) return; /* (ignore missing) */
         if (c->cond_depth > 0 || c->p->opts.defer_missing) {
-            /* in code that may not run (or tpl_options.defer_missing): loaded when it runs (Jinja2
-             * raises TemplateNotFound only then; an optional partial a deployment lacks behind an
-             * if renders) */
+            /* in code that may not run (or tpl_options.defer_missing): missing or not parsing,
+             * loaded when it runs (Jinja2 loads it only then: an optional partial a deployment
+             * lacks, or a broken one, behind an if or in a loop that does not run renders) */
             stmt_include_dyn(c, n);
             return;
         }
-        cfail(c, names->next ? TPL_EK_TEMPLATES_NOT_FOUND : TPL_EK_TEMPLATE_NOT_FOUND, n->off, "template '%.*s' not found",
-              (int)names->val.len, names->val.u.s);
+        if (broken) { /* (its error, reported as load_template reports it) */
+            tpl_arena_init(&ta, 0);
+            ta.budget = c->p->budget;
+            load_template(c, &ta, x->val, n->off, false, &src);
+            tpl_arena_free(&ta);
+            return;
+        }
+        if (names->next) { /* Jinja2's select_template: TemplatesNotFound naming them all (as INCLUDE_DYN) */
+            char msg[400];
+            size_t k = (size_t)snprintf(msg, sizeof msg, "none of the templates given were found: ");
+            for (tpl_node *y = names; y && k < sizeof msg; y = y->next)
+                k += (size_t)snprintf(msg + k, sizeof msg - k, "%s%.*s", y == names ? "" : ", ",
+                                      (int)(y->val.len > 150 ? 150 : y->val.len), y->val.u.s);
+            cfail(c, TPL_EK_TEMPLATES_NOT_FOUND, n->off, "%s", msg);
+            return;
+        }
+        cfail(c, TPL_EK_TEMPLATE_NOT_FOUND, n->off, "template '%.*s' not found", (int)names->val.len, names->val.u.s);
         return;
     }
     if (c->include_depth >= 16 && c->cond_depth == 0) {
@@ -6433,8 +6470,8 @@ static int compile_module(tpl_comp *c, tpl_node *n, tpl_value name)
     tpl_arena ta; /* the imported template's tree, freed once it is compiled */
     tpl_arena_init(&ta, 0);
     ta.budget = c->p->budget;
-    tpl_node *root = load_template(c, &ta, name, n->off, c->p->opts.defer_missing, &src);
-    if (!root || c->include_depth >= 16) { /* (not found under defer_missing: stmt_import defers it) */
+    tpl_node *root = load_template(c, &ta, name, n->off, c->p->opts.defer_missing || c->cond_depth > 0, &src);
+    if (!root || c->include_depth >= 16) { /* (not found or not parsing, deferred: stmt_import defers it) */
         tpl_arena_free(&ta);
         if (root) cerror(c, n->off, "include/import nesting too deep (16)");
         return -1;
@@ -6630,8 +6667,8 @@ static void stmt_import(tpl_comp *c, tpl_node *n)
     tpl_arena ta; /* the imported template's tree, freed once it is compiled here */
     tpl_arena_init(&ta, 0);
     ta.budget = c->p->budget;
-    tpl_node *root = load_template(c, &ta, names->val, n->off, c->p->opts.defer_missing, &src);
-    if (!root && !c->failed && c->p->opts.defer_missing) { /* not found: loaded when it runs */
+    tpl_node *root = load_template(c, &ta, names->val, n->off, c->p->opts.defer_missing || c->cond_depth > 0, &src);
+    if (!root && !c->failed) { /* not found or not parsing where it may not run: loaded when it runs (as stmt_include) */
         tpl_arena_free(&ta);
         stmt_import_dyn(c, n);
         return;

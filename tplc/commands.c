@@ -476,7 +476,13 @@ int tplc_render(const tplc_opts *o)
             print_state_error(o, tpl_render_error(r));
             rc = EXIT_TEMPLATE;
         } else if (st != TPL_OK) {
-            tplc_print_error(tpl_render_error(r));
+            /* a template loaded when its statement ran that exists but cannot be read says why,
+             * as at compile time */
+            tpl_error e = *tpl_render_error(r);
+            char *better = tplc_loader_fix_error(&l, &e);
+            if (better) e.message = better;
+            tplc_print_error(&e);
+            free(better);
             rc = st >= TPL_ERR_USAGE && st != TPL_ERR_NOMEM ? EXIT_USAGE : EXIT_TEMPLATE;
         } else {
             rc = write_out(o->out, out, n);
