@@ -1101,7 +1101,8 @@ typedef enum tpl_severity { TPL_SEVERITY_ERROR = 0, TPL_SEVERITY_WARNING = 1 } t
 typedef struct tpl_diagnostic {
     tpl_severity severity;
     tpl_status status;      /* the status a render reaching it fails with */
-    const char *file;       /* the program's name */
+    const char *file;       /* the template it is in: the program's name, or the name of a template
+                             * whose code an include, import or extends put in the program */
     uint32_t line, column;  /* 1-based; column in code points */
     const char *message;
     size_t message_len;

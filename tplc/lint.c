@@ -6,8 +6,10 @@
  *             [--format text|json]
  *
  * Text: one "FILE:LINE:COL: SEVERITY: MESSAGE" line per finding (syntax errors also show the
- * source line and a caret), then with --reads "FILE: reads: a, b". JSON: an array with one object
- * per template: {"file", "ok", "diagnostics": [{"severity", "line", "column", "message"}],
+ * source line and a caret; FILE is the template's, or the name of the template it includes,
+ * imports or extends that the finding is in), then with --reads "FILE: reads: a, b". JSON: an
+ * array with one object per template: {"file", "ok", "diagnostics": [{"severity", "line",
+ * "column", "message"}, and "file" when the finding is in a template it loads],
  * "reads": [...]} ("reads" only with --reads). Exit status: 0 no findings, 1 findings, 2 usage
  * or I/O errors. Unknown functions are calls of names that are neither builtins nor in the
  * state, so --state/--schema report them with the other missing names. */
@@ -45,6 +47,7 @@ static json_t *known_names(const tplc_opts *o)
 }
 
 typedef struct finding {
+    char *file;        /* the loaded template the finding is in, or NULL: the template linted */
     const char *severity;
     uint32_t line, col;
     char *message;
@@ -56,7 +59,8 @@ typedef struct report {
     size_t n, cap;
 } report;
 
-static void add(report *r, const char *sev, uint32_t line, uint32_t col, const char *msg, char *formatted)
+static void add_in(report *r, const char *file, const char *sev, uint32_t line, uint32_t col, const char *msg,
+                   char *formatted)
 {
     if (r->n == r->cap) {
         size_t nc = r->cap ? r->cap * 2 : 8;
@@ -65,7 +69,19 @@ static void add(report *r, const char *sev, uint32_t line, uint32_t col, const c
         r->f = nf;
         r->cap = nc;
     }
-    r->f[r->n++] = (finding){ sev, line, col, strdup(msg), formatted };
+    r->f[r->n++] = (finding){ file ? strdup(file) : NULL, sev, line, col, strdup(msg), formatted };
+}
+
+static void add(report *r, const char *sev, uint32_t line, uint32_t col, const char *msg, char *formatted)
+{
+    add_in(r, NULL, sev, line, col, msg, formatted);
+}
+
+/* The file a finding of p's is in, when it is not p's own template (NULL then). */
+static const char *other_file(const tpl_program *p, const char *file)
+{
+    const char *own = tpl_program_name(p);
+    return file && own && strcmp(file, own) != 0 ? file : NULL;
 }
 
 /* Lints one program: deferred errors (Jinja2's soft errors, tpl_program_deferred_errors), tr()
@@ -81,7 +97,7 @@ static void lint_program(const tpl_program *p, json_t *known, report *r)
         for (size_t i = 0; i < nd; i++) {
             char msg[300];
             snprintf(msg, sizeof msg, "%.*s", (int)ds[i].message_len, ds[i].message);
-            add(r, "error", ds[i].line, ds[i].column, msg, NULL);
+            add_in(r, other_file(p, ds[i].file), "error", ds[i].line, ds[i].column, msg, NULL);
         }
         free(ds);
     }
@@ -113,7 +129,7 @@ static void lint_program(const tpl_program *p, json_t *known, report *r)
             json_object_set_new(seen, key, json_true());
             char msg[300];
             snprintf(msg, sizeof msg, "'%.*s' is not in the state", (int)x->len, x->name);
-            add(r, "warning", x->line, x->column, msg, NULL);
+            add_in(r, other_file(p, x->file), "warning", x->line, x->column, msg, NULL);
         }
         free(key);
     }
@@ -124,6 +140,8 @@ static void lint_program(const tpl_program *p, json_t *known, report *r)
 static int cmp_finding(const void *a, const void *b)
 {
     const finding *x = a, *y = b;
+    if (!x->file != !y->file) return x->file ? 1 : -1; /* (the template's own first, then by file) */
+    if (x->file && strcmp(x->file, y->file) != 0) return strcmp(x->file, y->file);
     if (x->line != y->line) return x->line < y->line ? -1 : 1;
     if (x->col != y->col) return x->col < y->col ? -1 : 1;
     return strcmp(x->message, y->message);
@@ -181,13 +199,16 @@ int tplc_lint(const tplc_opts *opts)
         for (size_t i = 0; i < r.n; i++) {
             finding *f = &r.f[i];
             if (json) {
-                json_array_append_new(diags, json_pack("{s:s, s:i, s:i, s:s}", "severity", f->severity, "line",
-                                                       (json_int_t)f->line, "column", (json_int_t)f->col, "message", f->message));
+                json_t *d = json_pack("{s:s, s:i, s:i, s:s}", "severity", f->severity, "line", (json_int_t)f->line,
+                                      "column", (json_int_t)f->col, "message", f->message);
+                if (d && f->file) json_object_set_new(d, "file", json_string(f->file));
+                json_array_append_new(diags, d);
             } else if (f->formatted) {
                 fputs(f->formatted, stdout);
             } else {
-                printf("%s:%u:%u: %s: %s\n", path, f->line, f->col, f->severity, f->message);
+                printf("%s:%u:%u: %s: %s\n", f->file ? f->file : path, f->line, f->col, f->severity, f->message);
             }
+            free(f->file);
             free(f->message);
             free(f->formatted);
         }

@@ -1,0 +1,1 @@
+lint included.jinja --state included.state.json
