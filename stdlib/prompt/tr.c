@@ -1183,6 +1183,10 @@ int tpl_fmt_attr(tpl_vm *vm, tpl_value obj, tpl_value name, tpl_value *out)
         if (str_eq(name, "real", 4) || str_eq(name, "numerator", 9)) { *out = tpl_v_int(obj.u.i); return 0; }
         if (str_eq(name, "imag", 4)) { *out = tpl_v_int(0); return 0; }
         if (str_eq(name, "denominator", 11)) { *out = tpl_v_int(1); return 0; }
+    } else if (obj.type == TPL_T_BIGINT) { /* an int past int64: the same data attributes */
+        if (str_eq(name, "real", 4) || str_eq(name, "numerator", 9)) { *out = obj; return 0; }
+        if (str_eq(name, "imag", 4)) { *out = tpl_v_int(0); return 0; }
+        if (str_eq(name, "denominator", 11)) { *out = tpl_v_int(1); return 0; }
     } else if (obj.type == TPL_T_FLOAT) {
         if (str_eq(name, "real", 4)) { *out = obj; return 0; }
         if (str_eq(name, "imag", 4)) { *out = tpl_v_float(0.0); return 0; }
