@@ -91,6 +91,17 @@ static int parse_spec(tpl_vm *vm, const char *s, size_t n, fspec *f, const char 
         if (spec_number(vm, s, n, &i, &f->prec) < 0)
             return -1;
     }
+    if (i < n && (unsigned char)s[i] >= 0x80) {
+        /* one non-ASCII code point left is Python's presentation type: no type takes it, and
+         * CPython names it '\x%x' (after its separator check, which refuses it too) */
+        size_t j = i;
+        uint32_t c = tpl_utf8_next(s, n, &j);
+        if (j == n)
+            return f->grouping
+                ? tpl_vm_error(vm, TPL_ERR_VALUE, "Cannot specify '%c' with '\\x%x'.", f->grouping, (unsigned)c)
+                : tpl_vm_error(vm, TPL_ERR_VALUE, "Unknown format code '\\x%x' for object of type '%s'",
+                               (unsigned)c, tyname);
+    }
     if (i < n) {
         if (n - i > 1 || (unsigned char)s[i] >= 0x80)
             return tpl_vm_error(vm, TPL_ERR_VALUE, "Invalid format specifier '%.*s' for object of type '%s'",
