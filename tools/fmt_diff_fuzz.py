@@ -115,7 +115,67 @@ def rand_field(r, state, depth=0):
     return out
 
 
+def typed_spec(r, v):
+    """A spec that is likely valid for v's type (where silent differences hide)."""
+    if isinstance(v, bool) or isinstance(v, int):
+        types = "bcdoxXneEfFgG%" if not isinstance(v, bool) or r.random() < 0.5 else "d"
+        if isinstance(v, int) and not 0 <= v <= 0x10FFFF:
+            types = types.replace("c", "")
+        t = r.choice(types + "  ")
+        t = "" if t == " " else t
+    elif isinstance(v, float):
+        t = r.choice("eEfFgGn%  ")
+        t = "" if t == " " else t
+    elif isinstance(v, str):
+        t = r.choice(["s", ""])
+    else:
+        return ""
+    parts = []
+    if r.random() < 0.4:
+        if r.random() < 0.6:
+            parts.append(r.choice(" *0-_.é\u4e2d{}"))
+        parts.append(r.choice("<>^" if isinstance(v, str) else "<>=^"))
+    num = not isinstance(v, str)
+    if num and r.random() < 0.3:
+        parts.append(r.choice("+- "))
+    if num and t not in "bcdoxXn" and r.random() < 0.15 and (t or isinstance(v, float)):
+        parts.append("z")
+    if num and r.random() < 0.2 and t != "c":
+        parts.append("#")
+    if r.random() < 0.2 and not (isinstance(v, str)):
+        parts.append("0")
+    if r.random() < 0.5:
+        parts.append(str(r.choice([1, 2, 3, 5, 8, 10, 12, 20, 30])))
+    if num and t not in "cn" and r.random() < 0.2:
+        parts.append(r.choice(",_") if t not in "boxX" else "_")
+    if t not in "bcdoxXn" and r.random() < 0.4 and not (isinstance(v, int) and not t):
+        parts.append("." + str(r.choice([0, 1, 2, 3, 4, 6, 10, 15, 16, 17, 20, 30])))
+    parts.append(t)
+    return "".join(parts)
+
+
+def typed_template(r, state):
+    pieces = []
+    for _ in range(r.randint(1, 4)):
+        name = r.choice(NAMES)
+        v = state.get(name)
+        if v is None or isinstance(v, (list, dict)) or r.random() < 0.3:
+            v = r.choice([rand_int, rand_float, rand_str, lambda r: r.choice([True, False])])(r)
+            state[name] = v
+        conv = r.choice(["", "", "", "", "!r", "!a", "!s"])
+        if conv:
+            spec = r.choice(["", ">20", "^9.3", "*<12", ".0", ".5"])
+        else:
+            spec = typed_spec(r, v)
+        pieces.append("{" + name + conv + (":" + spec if spec or r.random() < 0.1 else "") + "}")
+        if r.random() < 0.4:
+            pieces.append(r.choice(["|", " ", "{{", "}}", "é", "\n"]))
+    return "".join(pieces)
+
+
 def rand_template(r, state):
+    if r.random() < 0.5:
+        return typed_template(r, state)
     pieces = []
     for _ in range(r.randint(1, 4)):
         k = r.random()
