@@ -138,10 +138,10 @@ static int format_str(tpl_vm *vm, tpl_sb *b, tpl_value s, const fspec *f)
     if (f->sign)
         return tpl_vm_error(vm, TPL_ERR_VALUE, f->sign == ' ' ? "Space not allowed in string format specifier"
                                                                : "Sign not allowed in string format specifier");
-    if (f->alt)
-        return tpl_vm_error(vm, TPL_ERR_VALUE, "Alternate form (#) not allowed in string format specifier");
     if (f->z)
         return tpl_vm_error(vm, TPL_ERR_VALUE, "Negative zero coercion (z) not allowed in string format specifier");
+    if (f->alt)
+        return tpl_vm_error(vm, TPL_ERR_VALUE, "Alternate form (#) not allowed in string format specifier");
     if (f->align == '=')
         return tpl_vm_error(vm, TPL_ERR_VALUE, "'=' alignment not allowed in string format specifier");
     if (f->grouping)
