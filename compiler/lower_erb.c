@@ -984,7 +984,9 @@ static void for_loop(erb_low *L, tpl_node *n)
 
 /* `while c ... end` / `until c ... end` (cond NULL: Kernel#loop, whose block is `blk`, a scope with
  * block-local variables). The fuel limit bounds a loop that never ends. */
-static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tpl_node *stmts, uint32_t off, bool used)
+/* post: `begin ... end while cond`, the body runs before the first test (Ruby's do-while; `next` goes to the test) */
+static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tpl_node *stmts, uint32_t off, bool used,
+                       bool post)
 {
     erb_blocals bl = { .n = 0 };
     erb_loop lc = { 0 };
@@ -1004,15 +1006,34 @@ static void while_loop(erb_low *L, tpl_node *cond, bool until, tpl_node *blk, tp
     uint32_t jexit = 0;
     held_loop(L, stmts, NULL);
     held_loop(L, cond, NULL);
-    if (cond) {
+    if (cond && post) {
+        /* JUMP body; top: JUMP test (next's target); body; test: cond, out when it ends the loop; JUMP body. The body
+         * is compiled before the condition, as Ruby reads it (a local it assigns is one in the condition). A begin
+         * without rescue or ensure clauses is just its body, so next and break in it are the loop's. */
+        if (stmts && stmts->kind == TPL_N_RBEGIN && !stmts->b && !stmts->c) stmts = stmts->a;
+        tpl_c_at(C, off);
+        uint32_t jbody = tpl_c_emit(C, TPL_OP_JUMP, 0, 0);
+        lc.top = tpl_c_here(C);
+        uint32_t jtest = tpl_c_emit(C, TPL_OP_JUMP, 0, 0), bpos = tpl_c_here(C);
+        tpl_c_patch(C, jbody, bpos);
+        blocal_unset(L, &bl);
+        body(L, stmts);
+        tpl_c_patch(C, jtest, tpl_c_here(C));
         expr(L, cond);
         tpl_c_at(C, off);
         jexit = tpl_c_emit(C, until ? TPL_OP_JT_PY : TPL_OP_JF_PY, 0, -1);
+        tpl_c_emit(C, TPL_OP_JUMP, bpos, 0);
+    } else {
+        if (cond) {
+            expr(L, cond);
+            tpl_c_at(C, off);
+            jexit = tpl_c_emit(C, until ? TPL_OP_JT_PY : TPL_OP_JF_PY, 0, -1);
+        }
+        blocal_unset(L, &bl);
+        body(L, stmts);
+        tpl_c_at(C, off);
+        tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
     }
-    blocal_unset(L, &bl);
-    body(L, stmts);
-    tpl_c_at(C, off);
-    tpl_c_emit(C, TPL_OP_JUMP, lc.top, 0);
     uint32_t end = tpl_c_here(C);
     if (cond) tpl_c_patch(C, jexit, end);
     for (int i = 0; i < lc.nbreaks; i++) tpl_c_patch(C, lc.breaks[i], end);
@@ -3614,7 +3635,7 @@ static void call(erb_low *L, tpl_node *n, bool used)
     }
     if (!n->a && n->c && !n->b && n->c->kind == TPL_N_RBLOCK && n->c->op != 8 && name_is(n->val, "loop")) {
         /* Kernel#loop: until a break (its value: the break's) */
-        while_loop(L, NULL, false, n->c, n->c->b, n->off, used);
+        while_loop(L, NULL, false, n->c, n->c->b, n->off, used, false);
         return;
     }
     if (!n->a && !n->b && !n->c && (name_is(n->val, "raise") || name_is(n->val, "fail"))) {
@@ -4586,7 +4607,7 @@ static void expr_(erb_low *L, tpl_node *n)
                     n->kind == TPL_N_RNEXT ? "next" : n->kind == TPL_N_RBREAK ? "break" : "retry");
         return;
     case TPL_N_RWHILE:   /* nil, or a break's value */
-        while_loop(L, n->a, n->op == 1, NULL, n->b, n->off, true);
+        while_loop(L, n->a, n->op & 1, NULL, n->b, n->off, true, n->op & 2);
         return;
     case TPL_N_RBEGIN:
         begin_(L, n, true);
@@ -5803,7 +5824,7 @@ static void stmt_(erb_low *L, tpl_node *n)
         for_loop(L, n);
         return;
     case TPL_N_RWHILE:
-        while_loop(L, n->a, n->op == 1, NULL, n->b, n->off, false);
+        while_loop(L, n->a, n->op & 1, NULL, n->b, n->off, false, n->op & 2);
         return;
     case TPL_N_RBEGIN:
         begin_(L, n, false);

@@ -458,9 +458,13 @@ stmt(A) ::= PUT(T). { A = tpl_erb_text(ctx, T); }
 stmt(A) ::= INS_OPEN(T) compstmt(B) INS_CLOSE. { A = NODE(OUTPUT, T.off, NODE(RSTMTS, T.off, NULL, B), NULL); }
 stmt(A) ::= stmt(S) IF_MOD(T) expr(C). { A = NODE(IF, T.off, C, S); S->next = NULL; }
 stmt(A) ::= stmt(S) UNLESS_MOD(T) expr(C). { A = NODE(IF, T.off, not_(ctx, C, T.off), S); }
-/* `stmt while cond` / `stmt until cond`: the condition is tested first (a loop of one statement) */
-stmt(A) ::= stmt(S) WHILE_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); S->next = NULL; }
-stmt(A) ::= stmt(S) UNTIL_MOD(T) expr(C). { A = NODE(RWHILE, T.off, C, S); A->op = 1; S->next = NULL; }
+/* `stmt while cond` / `stmt until cond`: the condition is tested first (a loop of one statement); but
+ * `begin ... end while cond` (a begin keyword's, not `(begin ... end)` nor `x rescue y`) runs its body
+ * first, as Ruby's do-while (op bit 2) */
+stmt(A) ::= stmt(S) WHILE_MOD(T) expr(C).
+    { A = NODE(RWHILE, T.off, C, S); if (S->kind == TPL_N_RBEGIN && S->op == 1) A->op = 2; S->next = NULL; }
+stmt(A) ::= stmt(S) UNTIL_MOD(T) expr(C).
+    { A = NODE(RWHILE, T.off, C, S); A->op = S->kind == TPL_N_RBEGIN && S->op == 1 ? 3 : 1; S->next = NULL; }
 /* `stmt rescue value`: a StandardError raised by stmt gives value; in `x = y rescue z` the rescue
  * is the assignment's value's (Ruby's arg_rhs) */
 stmt(A) ::= stmt(S) RESCUE_MOD(T) expr(R). { A = rescue_mod(ctx, S, T, R); }
@@ -632,7 +636,7 @@ primary(A) ::= WHILE(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.of
 primary(A) ::= UNTIL(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.off, C, B); A->op = 1; }
 primary(A) ::= BEGIN(T) compstmt(B) rescues(R) opt_else(E) opt_ensure(Z) END.
     { if (E) { tpl_node *e = NODE(RRESCUE, T.off, NULL, E); e->op = 1; R = tpl_node_append(R, e); }
-      A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; }
+      A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; A->op = 1; }
 /* def NAME(params) body end: a method of the template (compiler/lower_erb.c def_) */
 primary(A) ::= DEF(T) IDENT(N) def_params(P) bodystmt(B) END. { A = NODE(RDEF, T.off, P, B); A->val = tpl_p_tokstr(ctx, N); }
 /* a def's or do-block's body: rescue/else/ensure clauses without `begin` make it a begin (Ruby's bodystmt) */
