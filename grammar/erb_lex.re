@@ -502,7 +502,7 @@ static bool continues(int k)
     case TK_CMP: case TK_MATCH: case TK_NMATCH: case TK_ANDAND: case TK_OROR: case TK_BANG: case TK_ASSIGN:
     case TK_OP_ASGN: case TK_QMARK: case TK_COLON: case TK_COMMA: case TK_DOT: case TK_ANDDOT: case TK_LPAREN: case TK_LPCALL:
     case TK_LBRACK: case TK_LBRACK_IDX: case TK_LBRACE: case TK_ASSOC: case TK_LSHIFT: case TK_EQQ:
-    case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_CMD: case TK_DEFINED: case TK_DEFINED_P:
+    case TK_AND: case TK_OR: case TK_NOT: case TK_INS_OPEN: case TK_LABEL: case TK_SLABEL: case TK_DLABEL: case TK_CMD: case TK_DEFINED: case TK_DEFINED_P:
     case TK_AMP: case TK_PIPE: case TK_CARET: case TK_RSHIFT:
         return true;
     default:
@@ -595,6 +595,25 @@ static size_t skip_string_at(const char *s, size_t n, size_t i, char q, int dept
 }
 
 static size_t skip_string(const char *s, size_t n, size_t i, char q) { return skip_string_at(s, n, i, q, 0); }
+
+/* The end of the interpolation "#{...}" at s[i] (its '#'): skip_string_at's scan of it; (size_t)-1 when it does not end. */
+static size_t skip_interp(const char *s, size_t n, size_t i)
+{
+    int d = 1;
+    i += 2;
+    while (i < n && d > 0) {
+        if (s[i] == '{') d++;
+        else if (s[i] == '}') { if (--d == 0) return i + 1; }
+        else if (s[i] == '$' && i + 1 < n) { i += 2; continue; }
+        else if (s[i] == '"' || s[i] == '\'') {
+            i = skip_string_at(s, n, i, s[i], 1);
+            if (i == (size_t)-1 || i == TOO_DEEP) return i;
+            continue;
+        } else if (s[i] == M_PUT || s[i] == M_INS_OPEN || s[i] == M_INS_CLOSE) return (size_t)-1;
+        i++;
+    }
+    return (size_t)-1;
+}
 
 /* Whether an interpolating literal whose text starts at s[body] and whose closing delimiter is at
  * s[close] ends in an unescaped "#$" that Ruby reads with the delimiter as a global variable's name
@@ -1000,6 +1019,16 @@ static bool ruby_lex(rlex *L)
             if (e == (size_t)-1) return lex_error(L, st, "unterminated string literal%.*s", "", 0);
             if (c == '"' && gvar_eats_close(s, st + 1, e - 1))
                 return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
+            /* "key": / 'key': (no space before the colon, not ::) where a label may stand: a Symbol key, {"a b": 1} is
+             * {:"a b"=>1}; not after the ternary's ? (c ? "a": "b" is the ternary, as Ruby's) */
+            if (e < n && s[e] == ':' && !(e + 1 < n && s[e + 1] == ':') && L->prev != TK_QMARK) {
+                int top = L->depth ? L->stack[L->depth - 1] : 0;
+                if (top == TK_LBRACE || top == TK_LPCALL || L->prev == TK_CMD || L->prev == TK_COMMA || L->prev == TK_LBRACK) {
+                    push_tok(L, c == '"' ? TK_DLABEL : TK_SLABEL, st, e - st);
+                    i = e + 1;
+                    continue;
+                }
+            }
             push_tok(L, c == '"' ? TK_DSTRING : TK_SSTRING, st, e - st);
             i = e;
             continue;
@@ -1092,12 +1121,28 @@ static bool ruby_lex(rlex *L)
             i = e;
             continue;
         }
-        if (c == '%' && !was_value && i + 2 < n && (s[i + 1] == 'w' || s[i + 1] == 'i') && strchr("[({<", s[i + 2])) {
-            /* %w[a b] / %i[a b]: word arrays */
-            char open = s[i + 2], close = open == '[' ? ']' : open == '(' ? ')' : open == '{' ? '}' : '>';
+        if (c == '%' && !was_value && i + 2 < n && s[i + 2] && strchr("wWiI", s[i + 1]) && strchr("[({<|!/^~", s[i + 2])) {
+            /* %w[a b] / %i[a b] / %W[a#{x} b] / %I[...]: word arrays (brackets nest, a backslash escapes the next
+             * byte; tpl_erb_words splits them) */
+            char open = s[i + 2], close = open == '[' ? ']' : open == '(' ? ')' : open == '{' ? '}' : open == '<' ? '>' : open;
+            bool interp = s[i + 1] == 'W' || s[i + 1] == 'I';
             size_t e = i + 3;
-            while (e < n && s[e] != close && s[e] != M_PUT && s[e] != M_INS_OPEN && s[e] != M_INS_CLOSE) e++;
+            int d = 1;
+            while (e < n && s[e] != M_PUT && s[e] != M_INS_OPEN && s[e] != M_INS_CLOSE) {
+                if (s[e] == '\\' && e + 1 < n) { e += 2; continue; }
+                if (interp && s[e] == '#' && e + 1 < n && s[e + 1] == '{') {
+                    /* (an interpolation: skip_string's scan of "#{...}" from the '#') */
+                    size_t k = skip_interp(s, n, e);
+                    if (k == (size_t)-1 || k == TOO_DEEP) break;
+                    e = k;
+                    continue;
+                }
+                if (open != close && s[e] == open) d++;
+                else if (s[e] == close && --d == 0) break;
+                e++;
+            }
             if (e >= n || s[e] != close) return lex_error(L, st, "unterminated %.*s literal", s + st, 2);
+            if (interp && gvar_eats_close(s, i + 3, e)) return lex_error(L, e - 2, "global variables (%.*s) are not supported", "$", 1);
             push_tok(L, TK_WORDS, st, e + 1 - st);
             i = e + 1;
             continue;
@@ -2096,18 +2141,65 @@ tpl_node *tpl_erb_number(tpl_pctx *c, tpl_token t, bool is_float)
 
 tpl_node *tpl_erb_words(tpl_pctx *c, tpl_token t)
 {
+    /* Ruby's word lists: words split at unescaped blanks (space, tab, newline, CR, FF, VT). %w/%i: a backslash before a
+     * blank, a backslash or a delimiter gives that byte, before anything else it stays; %W/%I: each word is a
+     * double-quoted string's text (escapes and #{} interpolations, tpl_erb_dstring over the word's bytes). %i/%I: Symbols. */
     tpl_node *items = NULL;
-    bool sym = c->src[t.off + 1] == 'i';
+    char kind = c->src[t.off + 1], open = c->src[t.off + 2], close = c->src[t.off + t.len - 1];
+    bool sym = kind == 'i' || kind == 'I', interp = kind == 'W' || kind == 'I';
     size_t i = t.off + 3, e = t.off + t.len - 1;
+#define WS(ch) ((ch) == ' ' || (ch) == '\t' || (ch) == '\n' || (ch) == '\r' || (ch) == '\f' || (ch) == '\v')
     while (i < e) {
-        while (i < e && (c->src[i] == ' ' || c->src[i] == '\t' || c->src[i] == '\n' || c->src[i] == '\r')) i++;
+        while (i < e && WS(c->src[i])) i++;
         if (i >= e) break;
         size_t st = i;
-        while (i < e && !(c->src[i] == ' ' || c->src[i] == '\t' || c->src[i] == '\n' || c->src[i] == '\r')) i++;
-        tpl_node *k = tpl_p_node(c, TPL_N_CONST, (uint32_t)st, NULL, NULL);
-        k->val = tpl_v_str(c->src + st, i - st);
-        if (sym) k->val.flags |= TPL_F_SYMBOL;
+        tpl_sb b;
+        tpl_sb_init(&b, c->arena);
+        int d = 0;
+        while (i < e && !WS(c->src[i])) {
+            char ch = c->src[i];
+            if (ch == '\\' && i + 1 < e) {
+                char x = c->src[i + 1];
+                if (!interp) {
+                    if (!(WS(x) || x == '\\' || x == open || x == close)) tpl_sb_putc(&b, '\\');
+                    tpl_sb_putc(&b, x);
+                }
+                i += 2;
+                continue;
+            }
+            if (interp && ch == '#' && i + 1 < e && c->src[i + 1] == '{') {
+                size_t k = skip_interp(c->src, e, i);
+                i = k == (size_t)-1 || k == TOO_DEEP ? e : k;
+                continue;
+            }
+            if (open != close && ch == open) d++;
+            else if (open != close && ch == close) d--;
+            if (!interp) tpl_sb_putc(&b, ch);
+            i++;
+        }
+        (void)d;
+        tpl_node *k;
+        if (interp) {
+            /* (the word's bytes with the byte before and after it as its quotes: neither is '%') */
+            tpl_token w = { .off = (uint32_t)st - 1, .len = (uint32_t)(i - st) + 2 };
+            w.kind = TK_DSTRING;
+            k = tpl_erb_dstring(c, w);
+            if (!k) return NULL;
+            if (sym && k->kind != TPL_N_CONST) {
+                tpl_node *m = tpl_p_node(c, TPL_N_RMETHOD, (uint32_t)st, k, NULL);
+                m->val = tpl_v_str("to_sym", 6);
+                k = m;
+            }
+        } else {
+            if (b.failed) { tpl_pctx_nomem(c, t.off); return NULL; }
+            k = tpl_p_node(c, TPL_N_CONST, (uint32_t)st, NULL, NULL);
+            char *cp = tpl_arena_strdup(c->arena, b.p ? b.p : "", b.len);
+            if (!cp) { tpl_pctx_nomem(c, t.off); return NULL; }
+            k->val = tpl_v_str(cp, b.len);
+        }
+        if (sym && k->kind == TPL_N_CONST) k->val.flags |= TPL_F_SYMBOL;
         items = tpl_node_append(items, k);
     }
+#undef WS
     return tpl_p_node(c, TPL_N_LIST, t.off, items, NULL);
 }

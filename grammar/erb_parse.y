@@ -248,6 +248,18 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
     n->val = v;
     return n;
 }
+/* The key of {"a b": 1}: the string's Symbol (a constant one flagged, an interpolated one's to_sym). */
+static tpl_node *str_label(tpl_pctx *ctx, tpl_node *k, uint32_t off) {
+    if (!k) return k;
+    if (k->kind == TPL_N_CONST) { k->val.flags |= TPL_F_SYMBOL; return k; }
+    return method_s(ctx, k, "to_sym", NULL, off);
+}
+/* The keyword of f("a": 1): the constant string (an interpolated one is tpl's refusal). */
+static tpl_value str_kw(tpl_pctx *ctx, tpl_node *k, uint32_t off) {
+    if (k && k->kind == TPL_N_CONST) return k->val;
+    tpl_pctx_error(ctx, off, "unsupported Ruby construct: an interpolated keyword argument (\"#{...}\": value)");
+    return tpl_v_str("", 0);
+}
 /* An assignment target: a local, an @ivar or an index `r[k]`, `r[i, n]` (index assignment: the lowering stores
  * the changed array or hash back into the variable at the root of r); anything else is refused. */
 static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op) {
@@ -415,7 +427,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
     tpl_pctx_error(ctx, 0, "template nesting too deep");
 }
 
-%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS LAMBDA BLOCKAMP.
+%token PUT INS_OPEN INS_CLOSE TERM CMD LABEL SLABEL DLABEL SSTRING DSTRING SYMBOL REGEX SELF BLOCKARG WORDS LAMBDA BLOCKAMP.
 
 %nonassoc IF_MOD UNLESS_MOD WHILE_MOD UNTIL_MOD.
 %left OR AND.
@@ -743,6 +755,8 @@ call_arg(A) ::= BLOCKAMP(T). { tpl_node *e = N(NAME, T.off); e->val = tpl_v_str(
 call_arg(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
 call_arg(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }
 call_arg(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
+call_arg(A) ::= SLABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = str_kw(ctx, tpl_erb_sstring(ctx, T), T.off); }
+call_arg(A) ::= DLABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = str_kw(ctx, tpl_erb_dstring(ctx, T), T.off); }
 /* `"k" => v` among the arguments: part of a brace-less hash (hash_args) */
 call_arg(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
 
@@ -757,6 +771,9 @@ assoc(A) ::= arg(K) ASSOC(T) arg(V). { A = NODE(PAIR, T.off, K, V); }
 /* {**h}: h's pairs (dict_lit) */
 assoc(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }
 assoc(A) ::= LABEL(T) arg(V). { tpl_node *k = konst(ctx, tpl_p_tokstr(ctx, T), T.off); k->val.flags |= TPL_F_SYMBOL; A = NODE(PAIR, T.off, k, V); }
+/* {"a b": 1}, {'k': 1}: a Symbol key ({"#{x}": 1}: the String's to_sym) */
+assoc(A) ::= SLABEL(T) arg(V). { A = NODE(PAIR, T.off, str_label(ctx, tpl_erb_sstring(ctx, T), T.off), V); }
+assoc(A) ::= DLABEL(T) arg(V). { A = NODE(PAIR, T.off, str_label(ctx, tpl_erb_dstring(ctx, T), T.off), V); }
 
 then ::= TERM.
 then ::= THEN.
