@@ -71,8 +71,8 @@
     X(RBREAK,    "break in a block: a = value or NULL") \
     X(RCONSTNAME,"a constant (Array, Hash, String, ...): val = its name") \
     X(RFOR,      "Ruby for loop: a = iterable, b = body, c = loop variables (NAME list; no scope of their own)") \
-    X(RWHILE,    "Ruby while/until loop: a = condition, b = body; op = 1 for until") \
-    X(RBEGIN,    "Ruby begin/rescue/ensure: a = body, b = RRESCUE list, c = ensure body (also `x rescue y`); op 1: written with the begin keyword") \
+    X(RWHILE,    "Ruby while/until loop: a = condition, b = body; op bit 1: until, bit 2: begin ... end while (the body first)") \
+    X(RBEGIN,    "Ruby begin/rescue/ensure: a = body, b = RRESCUE list, c = ensure body (also `x rescue y`)") \
     X(RDEF,      "Ruby def: val = method name, a = parameters (NAME: required; KWARG op 0: optional, a = default; KWARG op 1: keyword, a = default or NULL when required), b = body") \
     X(RRETURN,   "return in a def: a = value or NULL") \
     X(RSAFE,     "r&.m(args): a = r, b = the RMETHOD on the receiver NAME \"(safe)\" (r's value); c = its block, if any") \

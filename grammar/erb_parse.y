@@ -248,6 +248,10 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
     n->val = v;
     return n;
 }
+/* Whether s is a begin ... end (the begin keyword's RBEGIN: it starts at the keyword; `x rescue y`'s at rescue). */
+static bool begin_kw(tpl_pctx *ctx, const tpl_node *s) {
+    return s->kind == TPL_N_RBEGIN && strncmp(ctx->src + s->off, "begin", 5) == 0;   /* (src: NUL-terminated) */
+}
 /* The key of {"a b": 1}: the string's Symbol (a constant one flagged, an interpolated one's to_sym). */
 static tpl_node *str_label(tpl_pctx *ctx, tpl_node *k, uint32_t off) {
     if (!k) return k;
@@ -474,9 +478,9 @@ stmt(A) ::= stmt(S) UNLESS_MOD(T) expr(C). { A = NODE(IF, T.off, not_(ctx, C, T.
  * `begin ... end while cond` (a begin keyword's, not `(begin ... end)` nor `x rescue y`) runs its body
  * first, as Ruby's do-while (op bit 2) */
 stmt(A) ::= stmt(S) WHILE_MOD(T) expr(C).
-    { A = NODE(RWHILE, T.off, C, S); if (S->kind == TPL_N_RBEGIN && S->op == 1) A->op = 2; S->next = NULL; }
+    { A = NODE(RWHILE, T.off, C, S); if (begin_kw(ctx, S)) A->op = 2; S->next = NULL; }
 stmt(A) ::= stmt(S) UNTIL_MOD(T) expr(C).
-    { A = NODE(RWHILE, T.off, C, S); A->op = S->kind == TPL_N_RBEGIN && S->op == 1 ? 3 : 1; S->next = NULL; }
+    { A = NODE(RWHILE, T.off, C, S); A->op = begin_kw(ctx, S) ? 3 : 1; S->next = NULL; }
 /* `stmt rescue value`: a StandardError raised by stmt gives value; in `x = y rescue z` the rescue
  * is the assignment's value's (Ruby's arg_rhs) */
 stmt(A) ::= stmt(S) RESCUE_MOD(T) expr(R). { A = rescue_mod(ctx, S, T, R); }
@@ -648,7 +652,7 @@ primary(A) ::= WHILE(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.of
 primary(A) ::= UNTIL(T) expr(C) do_cond compstmt(B) END. { A = NODE(RWHILE, T.off, C, B); A->op = 1; }
 primary(A) ::= BEGIN(T) compstmt(B) rescues(R) opt_else(E) opt_ensure(Z) END.
     { if (E) { tpl_node *e = NODE(RRESCUE, T.off, NULL, E); e->op = 1; R = tpl_node_append(R, e); }
-      A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; A->op = 1; }
+      A = NODE(RBEGIN, T.off, B ? B : N(RSTMTS, T.off), R); A->c = Z; }
 /* def NAME(params) body end: a method of the template (compiler/lower_erb.c def_) */
 primary(A) ::= DEF(T) IDENT(N) def_params(P) bodystmt(B) END. { A = NODE(RDEF, T.off, P, B); A->val = tpl_p_tokstr(ctx, N); }
 /* a def's or do-block's body: rescue/else/ensure clauses without `begin` make it a begin (Ruby's bodystmt) */
