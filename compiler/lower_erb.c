@@ -8,6 +8,7 @@
  * for; value blocks (map/select/sort_by/sum ...) become block subroutines run by the method
  * (CALL_METHOD_RB yields to them), in the same frame so they see the enclosing locals. */
 #include <float.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -3448,8 +3449,293 @@ static void blocal_nil(erb_low *L, tpl_node *n, bool used)
 }
 
 /* A method call; `used` false when its value is dropped (a statement). */
+/* ---- Enumerator::Lazy chains (issue 15) ----
+ * SRC.lazy.STAGE...TERMINAL, and an endless SRC.cycle with first/take/find/include?, as one loop over SRC with
+ * early exit: what Ruby's Lazy does (each element through every stage before the next is pulled; an endless
+ * source ends at the terminal's count, else the fuel limit). Lowered to the template's own Ruby: each stage's
+ * block a proc in a hidden local, called per element (a proc: |k, v| splats an Array, next gives the value). */
+typedef struct { tpl_arena *a; uint32_t off; bool nomem; } lz_b;
+enum { LZ_MAP, LZ_SELECT, LZ_REJECT, LZ_FMAP, LZ_TWHILE, LZ_DWHILE, LZ_TAKE, LZ_DROP, LZ_WINDEX, LZ_COMPACT, LZ_UNIQ, LZ_ZIP };
+enum { LZ_FIRST, LZ_FIRSTN, LZ_ALL, LZ_FIND, LZ_INCLUDE };
+
+static tpl_node *lz_node(lz_b *b, int kind, tpl_node *x, tpl_node *y)
+{
+    tpl_node *n = tpl_node_new(b->a, kind, b->off);
+    if (!n) { b->nomem = true; return NULL; }
+    n->a = x;
+    n->b = y;
+    return n;
+}
+/* the hidden local "(lzOFF_what)" (OFF: the chain's offset, so a chain inside a stage's block has its own) */
+static tpl_node *lz_var(lz_b *b, const char *what, int k)
+{
+    char buf[48];
+    int len = snprintf(buf, sizeof buf, "(lz%u_%s%d)", (unsigned)b->off, what, k);
+    char *s = tpl_arena_strdup(b->a, buf, (size_t)len);
+    tpl_node *n = lz_node(b, TPL_N_NAME, NULL, NULL);
+    if (!s || !n) { b->nomem = true; return n; }
+    n->val = tpl_v_str(s, (size_t)len);
+    return n;
+}
+static tpl_node *lz_const(lz_b *b, tpl_value v)
+{
+    tpl_node *n = lz_node(b, TPL_N_CONST, NULL, NULL);
+    if (n) n->val = v;
+    return n;
+}
+static tpl_node *lz_arg(lz_b *b, tpl_node *v) { return lz_node(b, TPL_N_ARG, v, NULL); }
+static tpl_node *lz_call(lz_b *b, tpl_node *recv, const char *m, tpl_node *arg)
+{
+    tpl_node *n = lz_node(b, TPL_N_RMETHOD, recv, arg ? lz_arg(b, arg) : NULL);
+    if (n) { n->val = tpl_v_str(m, strlen(m)); n->op = arg ? 1 : 0; }
+    return n;
+}
+static tpl_node *lz_set(lz_b *b, const char *what, int k, tpl_node *v) { return lz_node(b, TPL_N_SET, lz_var(b, what, k), v); }
+/* `body if cond` (neg: unless) */
+static tpl_node *lz_if(lz_b *b, tpl_node *cond, tpl_node *body, bool neg)
+{
+    if (neg) {
+        cond = lz_node(b, TPL_N_UNOP, cond, NULL);
+        if (cond) cond->op = TPL_AOP_NOT;
+    }
+    return lz_node(b, TPL_N_IF, cond, body);
+}
+static tpl_node *lz_ge(lz_b *b, tpl_node *x, tpl_node *y)
+{
+    tpl_node *c = lz_node(b, TPL_N_CMPOP, y, NULL);
+    if (c) c->op = TPL_AOP_GE;
+    return lz_node(b, TPL_N_COMPARE, x, c);
+}
+static tpl_node *lz_stmts(tpl_node *first, ...)
+{
+    /* (a NULL-terminated list of statements, linked by next; NULL when one is NULL: out of memory) */
+    va_list ap;
+    va_start(ap, first);
+    tpl_node *head = first, *t = first;
+    bool ok = first != NULL;
+    for (tpl_node *x; (x = va_arg(ap, tpl_node *)) != (tpl_node *)1;) {
+        if (!x || !t) { ok = false; continue; }
+        t->next = x;
+        t = x;
+    }
+    va_end(ap);
+    if (head && ok) head->tail = t;
+    return ok ? head : NULL;
+}
+#define LZ_END ((tpl_node *)1)
+
+/* A stage's block: its RBLOCK (a block, or a trailing &:name argument), NULL when it has none or other arguments. */
+static tpl_node *lz_block(const tpl_node *m)
+{
+    if (m->c && !m->b && m->c->op != 7) return m->c;
+    if (!m->c && m->b && !m->b->next && m->b->kind == TPL_N_RBLOCK && m->b->op != 7) return m->b;   /* (&:name) */
+    return NULL;
+}
+/* An Integer literal argument >= 0 of m (its only argument), else -1. */
+static int64_t lz_count(const tpl_node *m)
+{
+    if (m->c || !m->b || m->b->next || m->b->kind != TPL_N_ARG || !m->b->a || m->b->a->kind != TPL_N_CONST ||
+        m->b->a->val.type != TPL_T_INT || m->b->a->val.u.i < 0)
+        return -1;
+    return m->b->a->val.u.i;
+}
+
+static bool lazy_chain(erb_low *L, tpl_node *n, bool used)
+{
+    int term;
+    if (!n->a || n->a->kind != TPL_N_RMETHOD) return false;
+    int64_t cnt = -1;
+    if (name_is(n->val, "first") && !n->c && !n->b) term = LZ_FIRST;
+    else if ((name_is(n->val, "first") || name_is(n->val, "take")) && (cnt = lz_count(n)) >= 0) term = LZ_FIRSTN;
+    else if ((name_is(n->val, "to_a") || name_is(n->val, "force")) && !n->b && !n->c) term = LZ_ALL;
+    else if ((name_is(n->val, "find") || name_is(n->val, "detect")) && lz_block(n)) term = LZ_FIND;
+    else if ((name_is(n->val, "include?") || name_is(n->val, "member?")) && !n->c && n->b && !n->b->next && n->b->kind == TPL_N_ARG)
+        term = LZ_INCLUDE;
+    else return false;
+    /* the stages, terminal-side first */
+    tpl_node *st[16];
+    int ns = 0;
+    tpl_node *m = n->a, *src = NULL;
+    bool lazy = false;
+    for (; m && m->kind == TPL_N_RMETHOD && m->a; m = m->a) {
+        if (name_is(m->val, "lazy") && !m->b && !m->c) { lazy = true; src = m->a; break; }
+        if (name_is(m->val, "cycle") && !m->b && !m->c) { src = m; break; }
+        if (ns == 16) return false;
+        st[ns++] = m;
+    }
+    if (!src) return false;
+    /* an endless cycle without lazy: Enumerator#first/take/find/include? only (take(n): the eager one, an Array) */
+    if (!lazy && ns) return false;
+    if (!lazy && term == LZ_ALL) return false;
+    if (lazy && term == LZ_FIRSTN && name_is(n->val, "take")) return false;   /* (lazy.take(n) is a Lazy: its to_a is) */
+    int kinds[16];
+    for (int i = 0; i < ns; i++) {
+        tpl_node *s = st[i];
+        tpl_value v = s->val;
+        bool blk = lz_block(s) != NULL;
+        if (blk && (name_is(v, "map") || name_is(v, "collect"))) kinds[i] = LZ_MAP;
+        else if (blk && (name_is(v, "select") || name_is(v, "filter"))) kinds[i] = LZ_SELECT;
+        else if (blk && name_is(v, "reject")) kinds[i] = LZ_REJECT;
+        else if (blk && name_is(v, "filter_map")) kinds[i] = LZ_FMAP;
+        else if (blk && name_is(v, "take_while")) kinds[i] = LZ_TWHILE;
+        else if (blk && name_is(v, "drop_while")) kinds[i] = LZ_DWHILE;
+        else if (name_is(v, "take") && lz_count(s) >= 0) kinds[i] = LZ_TAKE;
+        else if (name_is(v, "drop") && lz_count(s) >= 0) kinds[i] = LZ_DROP;
+        else if ((name_is(v, "with_index") || name_is(v, "each_with_index")) && !s->b && !s->c) kinds[i] = LZ_WINDEX;
+        else if (name_is(v, "compact") && !s->b && !s->c) kinds[i] = LZ_COMPACT;
+        else if (name_is(v, "uniq") && !s->b && !s->c) kinds[i] = LZ_UNIQ;
+        else if (name_is(v, "zip") && !s->c && s->b && !s->b->next && s->b->kind == TPL_N_ARG) kinds[i] = LZ_ZIP;
+        else return false;   /* (not a chain tpl lowers: its parts' own answers, Lazy's refusal) */
+    }
+    lz_b b = { .a = tpl_c_arena(C), .off = n->off };
+    /* before the loop: the procs, counters, the result; in it: the element through each stage, then the terminal */
+    tpl_node *pre = NULL, *loop = NULL;
+#define PRE(x) (pre = tpl_node_append(pre, (x)))
+#define LOOP(x) (loop = tpl_node_append(loop, (x)))
+    bool stop = false;
+    PRE(lz_set(&b, "stop", 0, lz_const(&b, tpl_v_bool(false))));
+    LOOP(lz_if(&b, lz_var(&b, "stop", 0), lz_node(&b, TPL_N_RBREAK, NULL, NULL), false));
+    LOOP(lz_set(&b, "v", 0, lz_var(&b, "x", 0)));
+    for (int j = ns - 1; j >= 0; j--) {
+        tpl_node *s = st[j];
+        int k = kinds[j];
+        tpl_node *v = lz_var(&b, "v", 0);
+        if (k <= LZ_DWHILE) {
+            tpl_node *p = lz_node(&b, TPL_N_RMETHOD, NULL, NULL);
+            if (p) { p->val = tpl_v_str("proc", 4); p->op = 1; p->c = lz_block(s); }
+            PRE(lz_set(&b, "f", j, p));
+        }
+        tpl_node *fv = k <= LZ_DWHILE ? lz_call(&b, lz_var(&b, "f", j), "call", v) : NULL;
+        tpl_node *next = lz_node(&b, TPL_N_RNEXT, NULL, NULL), *brk = lz_node(&b, TPL_N_RBREAK, NULL, NULL);
+        switch (k) {
+        case LZ_MAP: LOOP(lz_set(&b, "v", 0, fv)); break;
+        case LZ_SELECT: LOOP(lz_if(&b, fv, next, true)); break;
+        case LZ_REJECT: LOOP(lz_if(&b, fv, next, false)); break;
+        case LZ_FMAP:
+            LOOP(lz_set(&b, "v", 0, fv));
+            LOOP(lz_if(&b, lz_var(&b, "v", 0), next, true));
+            break;
+        case LZ_TWHILE: LOOP(lz_if(&b, fv, brk, true)); break;
+        case LZ_DWHILE:
+            /* dropping while the block is true: (dK) from true to false once */
+            PRE(lz_set(&b, "d", j, lz_const(&b, tpl_v_bool(true))));
+            LOOP(lz_if(&b, lz_node(&b, TPL_N_AND, lz_var(&b, "d", j), fv), next, false));
+            LOOP(lz_set(&b, "d", j, lz_const(&b, tpl_v_bool(false))));
+            break;
+        case LZ_TAKE: {
+            /* take(n): the n-th element goes on, then the loop ends before the next is pulled through the stages */
+            int64_t c = lz_count(s);
+            if (c == 0) PRE(lz_set(&b, "stop", 0, lz_const(&b, tpl_v_bool(true))));
+            PRE(lz_set(&b, "t", j, lz_const(&b, tpl_v_int(0))));
+            tpl_node *inc = lz_node(&b, TPL_N_BINOP, lz_var(&b, "t", j), lz_const(&b, tpl_v_int(1)));
+            if (inc) inc->op = TPL_AOP_ADD;
+            LOOP(lz_set(&b, "t", j, inc));
+            LOOP(lz_if(&b, lz_ge(&b, lz_var(&b, "t", j), lz_const(&b, tpl_v_int(c))),
+                       lz_set(&b, "stop", 0, lz_const(&b, tpl_v_bool(true))), false));
+            stop = true;
+            break;
+        }
+        case LZ_DROP: {
+            int64_t c = lz_count(s);
+            PRE(lz_set(&b, "t", j, lz_const(&b, tpl_v_int(0))));
+            tpl_node *inc = lz_node(&b, TPL_N_BINOP, lz_var(&b, "t", j), lz_const(&b, tpl_v_int(1)));
+            if (inc) inc->op = TPL_AOP_ADD;
+            LOOP(lz_set(&b, "t", j, inc));
+            LOOP(lz_if(&b, lz_ge(&b, lz_const(&b, tpl_v_int(c)), lz_var(&b, "t", j)), next, false));
+            break;
+        }
+        case LZ_WINDEX:
+        case LZ_ZIP: {
+            /* [v, i] (zip: [v, a[i]], a evaluated once, before the loop) */
+            PRE(lz_set(&b, "t", j, lz_const(&b, tpl_v_int(0))));
+            if (k == LZ_ZIP) PRE(lz_set(&b, "z", j, s->b->a));
+            tpl_node *second = k == LZ_ZIP ? lz_node(&b, TPL_N_GETITEM, lz_var(&b, "z", j), lz_var(&b, "t", j)) : lz_var(&b, "t", j);
+            tpl_node *pair = lz_node(&b, TPL_N_LIST, lz_stmts(v, second, LZ_END), NULL);
+            LOOP(lz_set(&b, "v", 0, pair));
+            tpl_node *inc = lz_node(&b, TPL_N_BINOP, lz_var(&b, "t", j), lz_const(&b, tpl_v_int(1)));
+            if (inc) inc->op = TPL_AOP_ADD;
+            LOOP(lz_set(&b, "t", j, inc));
+            break;
+        }
+        case LZ_COMPACT: LOOP(lz_if(&b, lz_call(&b, v, "nil?", NULL), next, false)); break;
+        case LZ_UNIQ:
+        {
+            /* (a Hash of the values seen: uniq's hash/eql?, :a and "a" two) */
+            PRE(lz_set(&b, "u", j, lz_node(&b, TPL_N_DICT, NULL, NULL)));
+            LOOP(lz_if(&b, lz_call(&b, lz_var(&b, "u", j), "key?", v), next, false));
+            tpl_node *st2 = lz_call(&b, lz_var(&b, "u", j), "store", lz_var(&b, "v", 0));
+            if (st2 && st2->b) st2->b->next = lz_arg(&b, lz_const(&b, tpl_v_bool(true)));
+            LOOP(st2);
+            break;
+        }
+        }
+    }
+    (void)stop;
+    tpl_node *v = lz_var(&b, "v", 0), *brk = lz_node(&b, TPL_N_RBREAK, NULL, NULL);
+    switch (term) {
+    case LZ_FIRST:
+        PRE(lz_set(&b, "r", 0, lz_const(&b, tpl_v_none())));
+        LOOP(lz_set(&b, "r", 0, v));
+        LOOP(brk);
+        break;
+    case LZ_FIRSTN:
+    case LZ_ALL:
+        if (term == LZ_FIRSTN && cnt == 0) PRE(lz_set(&b, "stop", 0, lz_const(&b, tpl_v_bool(true))));
+        PRE(lz_set(&b, "r", 0, lz_node(&b, TPL_N_LIST, NULL, NULL)));
+        LOOP(lz_call(&b, lz_var(&b, "r", 0), "<<", v));
+        if (term == LZ_FIRSTN)
+            LOOP(lz_if(&b, lz_ge(&b, lz_call(&b, lz_var(&b, "r", 0), "size", NULL), lz_const(&b, tpl_v_int(cnt))), brk, false));
+        break;
+    case LZ_FIND: {
+        tpl_node *p = lz_node(&b, TPL_N_RMETHOD, NULL, NULL);
+        if (p) { p->val = tpl_v_str("proc", 4); p->op = 1; p->c = lz_block(n); }
+        PRE(lz_set(&b, "g", 0, p));
+        PRE(lz_set(&b, "r", 0, lz_const(&b, tpl_v_none())));
+        LOOP(lz_if(&b, lz_call(&b, lz_var(&b, "g", 0), "call", v),
+                   lz_stmts(lz_set(&b, "r", 0, lz_var(&b, "v", 0)), brk, LZ_END), false));
+        break;
+    }
+    case LZ_INCLUDE:
+        PRE(lz_set(&b, "i", 0, n->b->a));
+        PRE(lz_set(&b, "r", 0, lz_const(&b, tpl_v_bool(false))));
+        {
+            tpl_node *c = lz_node(&b, TPL_N_CMPOP, lz_var(&b, "i", 0), NULL);
+            if (c) c->op = TPL_AOP_EQ;
+            LOOP(lz_if(&b, lz_node(&b, TPL_N_COMPARE, v, c),
+                       lz_stmts(lz_set(&b, "r", 0, lz_const(&b, tpl_v_bool(true))), brk, LZ_END), false));
+        }
+        break;
+    }
+    /* the source: SRC.each { |x| ... } (an Range to Float::INFINITY: endless), SRC.cycle { |x| ... } */
+    tpl_node *each = lz_node(&b, TPL_N_RMETHOD, NULL, NULL), *blk = lz_node(&b, TPL_N_RBLOCK, lz_var(&b, "x", 0), loop);
+    if (each) {
+        bool cyc = !lazy || (src->kind == TPL_N_RMETHOD && name_is(src->val, "cycle") && src->a && !src->b && !src->c);
+        tpl_node *r = cyc ? src->a : src;
+        if (r && r->kind == TPL_N_RSTMTS && r->b && !r->b->next && r->b->kind == TPL_N_RRANGE && r->b->b &&
+            r->b->b->kind == TPL_N_RCONSTNAME && name_is(r->b->b->val, "Float::INFINITY")) {
+            tpl_node *rr = lz_node(&b, TPL_N_RRANGE, r->b->a, NULL);
+            if (rr) { rr->op = r->b->op; rr->off = r->b->off; }
+            r = lz_node(&b, TPL_N_RSTMTS, NULL, rr);
+        }
+        each->a = r;
+        each->val = cyc ? tpl_v_str("cycle", 5) : tpl_v_str("each", 4);
+        each->c = blk;
+    }
+    PRE(each);
+    PRE(lz_var(&b, "r", 0));
+#undef PRE
+#undef LOOP
+    if (b.nomem || !pre || !loop) { tpl_c_nomem(C, n->off); return true; }
+    tpl_node *all = lz_node(&b, TPL_N_RSTMTS, NULL, pre);
+    if (!all) { tpl_c_nomem(C, n->off); return true; }
+    expr(L, all);
+    if (!used) tpl_c_emit(C, TPL_OP_POP, 0, -1);
+    return true;
+}
+
 static void call(erb_low *L, tpl_node *n, bool used)
 {
+    if (lazy_chain(L, n, used)) return;
     if (!n->a && name_is(n->val, "(blocal)") && n->b && n->b->kind == TPL_N_ARG && n->b->a->kind == TPL_N_NAME) {
         blocal_nil(L, n, used);
         return;
