@@ -248,6 +248,31 @@ static tpl_node *konst(tpl_pctx *ctx, tpl_value v, uint32_t off) {
     n->val = v;
     return n;
 }
+/* x = ... x ...: Ruby's parser makes x a local at the assignment's left side, so the right side's bare x reads it
+ * (nil, or the binding's local of a state key): those NAMEs get op 1, as op_assign's (also in a block's body;
+ * not in a def of the right side, a scope of its own) */
+static void self_ref(tpl_node *n, tpl_value name, int depth) {
+    for (; n && depth < 200; n = n->next) {
+        if (n->kind == TPL_N_RDEF) continue;
+        if (n->kind == TPL_N_RBLOCK) { self_ref(n->b, name, depth + 1); continue; }   /* (its body: not its parameters) */
+        if (n->kind == TPL_N_NAME && !n->op && !n->a && n->val.len == name.len && memcmp(n->val.u.s, name.u.s, name.len) == 0) n->op = 1;
+        if (tpl_node_has_de(n->kind)) continue;
+        self_ref(n->a, name, depth + 1);
+        self_ref(n->b, name, depth + 1);
+        self_ref(n->c, name, depth + 1);
+    }
+}
+static tpl_node *target(tpl_pctx *ctx, tpl_node *lhs, tpl_token op);
+static tpl_node *assign(tpl_pctx *ctx, tpl_node *l, tpl_token t, tpl_node *r) {
+    tpl_node *lhs = target(ctx, l, t);
+    if (lhs && lhs->kind == TPL_N_NAME && r) {
+        tpl_node *keep = r->next;   /* (r alone) */
+        r->next = NULL;
+        self_ref(r, lhs->val, 0);
+        r->next = keep;
+    }
+    return tpl_p_node(ctx, TPL_N_SET, t.off, lhs, r);
+}
 /* Whether s is a begin ... end (the begin keyword's RBEGIN: it starts at the keyword; `x rescue y`'s at rescue). */
 static bool begin_kw(tpl_pctx *ctx, const tpl_node *s) {
     return s->kind == TPL_N_RBEGIN && strncmp(ctx->src + s->off, "begin", 5) == 0;   /* (src: NUL-terminated) */
@@ -519,7 +544,7 @@ mrhs_item(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
 stmt(A) ::= jump(J). { A = J; }
 
 expr(A) ::= command(C). { A = C; }
-expr(A) ::= primary(L) ASSIGN(T) command(C). { A = NODE(SET, T.off, target(ctx, L, T), C); }
+expr(A) ::= primary(L) ASSIGN(T) command(C). { A = assign(ctx, L, T, C); }
 expr(A) ::= arg(E). { A = E; }
 expr(A) ::= expr(L) AND(T) expr(R). { A = NODE(AND, T.off, L, R); }
 expr(A) ::= expr(L) OR(T) expr(R). { A = NODE(OR, T.off, L, R); }
@@ -534,7 +559,7 @@ command(A) ::= primary(R) DOT CMD(T) call_args(L). { A = method(ctx, R, T, L, T.
 command(A) ::= CMD(T) call_args(L) DO_BLOCK(D) block_params(P) bodystmt(B) END. { A = method(ctx, NULL, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
 command(A) ::= primary(R) DOT CMD(T) call_args(L) DO_BLOCK(D) block_params(P) bodystmt(B) END. { A = method(ctx, R, T, L, T.off); A->c = block_node(ctx, D.off, P, B); }
 
-arg(A) ::= primary(L) ASSIGN(T) arg(R). { A = NODE(SET, T.off, target(ctx, L, T), R); }
+arg(A) ::= primary(L) ASSIGN(T) arg(R). { A = assign(ctx, L, T, R); }
 arg(A) ::= primary(L) OP_ASGN(T) arg(R). { A = op_assign(ctx, L, T, R); }
 arg(A) ::= arg(L) PLUS(T) arg(R). { A = binop(ctx, TPL_AOP_ADD, L, R, T.off); }
 arg(A) ::= arg(L) MINUS(T) arg(R). { A = binop(ctx, TPL_AOP_SUB, L, R, T.off); }
