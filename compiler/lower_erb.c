@@ -5028,6 +5028,8 @@ static void defined_(erb_low *L, tpl_node *e, int depth)
         if (e->val.len > 1 && e->val.u.s[0] == '$') { push_str(L, "global-variable"); return; }
         bool ivar = e->val.len > 1 && e->val.u.s[0] == '@';
         const char *what = ivar ? "instance-variable" : "local-variable";
+        /* x = defined?(x): the assignment's left side made x a local (grammar/erb_parse.y assign) */
+        if (!ivar && e->kind == TPL_N_NAME && e->op == 1) { push_str(L, what); return; }
         if (tpl_c_lookup(C, e->val, &slot) && !(L->defs->npend && pend_has(L, e->val) && !blk_param(L, e->val)) &&
             (ivar || L->in_def || !bound_local(L, e->val) || blk_param(L, e->val))) { push_str(L, what); return; }
         erb_def *d = ivar ? NULL : def_find(L, e->val, false);

@@ -419,6 +419,7 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
     tpl_node *cur = tpl_p_node(ctx, lhs->kind, lhs->off, lhs->a, lhs->b);
     cur->val = lhs->val;
     if (lhs->kind == TPL_N_NAME) cur->op = 1;   /* the assignment declares the local: nil (not a NameError) when it has no value yet */
+    if (lhs->kind == TPL_N_NAME && rhs && !rhs->next) self_ref(rhs, lhs->val, 0);   /* (and the right side's x: w ||= defined?(w)) */
     const char *s = ctx->src + op.off;
     tpl_node *v;
     switch (s[0]) {
