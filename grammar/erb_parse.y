@@ -713,6 +713,12 @@ fparam(A) ::= POW IDENT(N). { A = tpl_p_name(ctx, N); A->op = 11; }
 fparam(A) ::= STAR(T). { A = N(NAME, T.off); A->val = tpl_v_str("*", 1); A->op = 10; }
 fparam(A) ::= POW(T). { A = N(NAME, T.off); A->val = tpl_v_str("**", 2); A->op = 11; }
 fparam(A) ::= BLOCKAMP(T). { A = N(NAME, T.off); A->val = tpl_v_str("&", 1); A->op = 9; }
+/* def f(...) / def f(a, ...): argument forwarding, as *(fwdrest), **(fwdkw), & (the anonymous block); a call's (...)
+ * passes them on */
+fparam(A) ::= DOT3(T).
+    { tpl_node *r = N(NAME, T.off), *k = N(NAME, T.off), *b = N(NAME, T.off);
+      r->val = tpl_v_str("(fwdrest)", 9); r->op = 10; k->val = tpl_v_str("(fwdkw)", 7); k->op = 11; b->val = tpl_v_str("&", 1); b->op = 9;
+      A = tpl_node_append(tpl_node_append(r, k), b); }
 fparam(A) ::= LABEL(T). { A = N(KWARG, T.off); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 fparam(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); A->op = 1; }
 rescues(A) ::= . { A = NULL; }
@@ -783,6 +789,11 @@ call_arg(A) ::= BLOCKAMP(T) arg(E). { A = NODE(RBLOCK, T.off, NULL, E); A->op = 
 call_arg(A) ::= BLOCKAMP(T). { tpl_node *e = N(NAME, T.off); e->val = tpl_v_str("&", 1); A = NODE(RBLOCK, T.off, NULL, e); A->op = 7; }
 /* f(*a) and f(**h): splats at a call (compiler/lower_erb.c args_dyn) */
 call_arg(A) ::= STAR(T) arg(E). { A = NODE(STARARG, T.off, E, NULL); }
+call_arg(A) ::= DOT3(T).
+    { tpl_node *r = N(NAME, T.off), *k = N(NAME, T.off), *b = N(NAME, T.off);
+      r->val = tpl_v_str("(fwdrest)", 9); k->val = tpl_v_str("(fwdkw)", 7); b->val = tpl_v_str("&", 1);
+      tpl_node *bl = NODE(RBLOCK, T.off, NULL, b); bl->op = 7;
+      A = tpl_node_append(tpl_node_append(NODE(STARARG, T.off, r, NULL), NODE(STARKW, T.off, k, NULL)), bl); }
 call_arg(A) ::= POW(T) arg(E). { A = NODE(STARKW, T.off, E, NULL); }
 call_arg(A) ::= LABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = tpl_p_tokstr(ctx, T); }
 call_arg(A) ::= SLABEL(T) arg(E). { A = NODE(KWARG, T.off, E, NULL); A->val = str_kw(ctx, tpl_erb_sstring(ctx, T), T.off); }
