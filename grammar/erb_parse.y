@@ -448,6 +448,12 @@ static tpl_node *op_assign(tpl_pctx *ctx, tpl_node *lhs, tpl_token op, tpl_node 
             tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected end of <%%= tag");
         } else if (TOKEN.kind == TK_PUT || TOKEN.kind == TK_INS_OPEN) {
             tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected template text");
+        } else if (TOKEN.kind == TK_ASSOC) {
+            /* (42 => x, h => {name:}: Ruby 3's rightward assignment, a pattern match) */
+            tpl_pctx_error(ctx, TOKEN.off, "unsupported Ruby construct: rightward assignment / pattern matching (expr => pattern)");
+        } else if (TOKEN.kind == TK_IN) {
+            /* (case x in [a, b], x in Integer: Ruby 3's pattern matching) */
+            tpl_pctx_error(ctx, TOKEN.off, "unsupported Ruby construct: pattern matching (case/in, expr in pattern)");
         } else {
             tpl_pctx_error(ctx, TOKEN.off, "syntax error, unexpected '%.*s'", (int)(TOKEN.len > 40 ? 40 : TOKEN.len), ctx->src + TOKEN.off);
         }
