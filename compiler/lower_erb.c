@@ -185,7 +185,7 @@ static const tpl_node *item_root(const tpl_node *r);
 
 #define C (L->c)
 #define S(lit) tpl_v_str(lit, sizeof(lit) - 1)
-#define KW_MISSING_MAX 6   /* (a def's required keywords kw_missing names, 2^n leaves) */
+#define KW_MISSING_MAX 8   /* (a def's required keywords kw_missing names, 2^n leaves: 256 at most) */
 
 /* From a call's first **hash on, in the call's order: each **h's pairs and each keyword (its name a
  * Symbol when sym) merged into the keyword Hash by ARGS_DSTAR, a later value replacing an earlier one's
